@@ -1,0 +1,105 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const int = (min: number, max: number, fallback: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
+
+/**
+ * The environment agentdb reads, and nothing else. Entry points call {@link loadConfig} once
+ * and pass the result down; no module reads `process.env` on its own.
+ */
+const envSchema = z.object({
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .default('redis://127.0.0.1:6379'),
+  AGENTDB_DATA_DIR: z.string().min(1).default('./data'),
+  /** Prefix of every Redis key and queue, so several deployments (and tests) share one Redis. */
+  AGENTDB_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only (1 to 64)')
+    .default('agentdb'),
+  SHARD_COUNT: int(1, 4096, 16),
+  PORT: int(0, 65535, 7070),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  STATEMENT_TIMEOUT_MS: int(10, 600_000, 10_000),
+  /** Jobs a shard's BullMQ worker holds at once; the executor still runs statements one by one. */
+  WORKER_CONCURRENCY: int(1, 1000, 8),
+  /** How long a shard lease lives without renewal before another worker may take the shard. */
+  LEASE_TTL_MS: int(500, 600_000, 10_000),
+  /** BullMQ job lock; a dead worker's job is retried after it lapses. */
+  LOCK_DURATION_MS: int(500, 600_000, 30_000),
+  STALLED_INTERVAL_MS: int(500, 600_000, 30_000),
+  /** SQLite's hard heap limit in the executor child, so a huge allocation fails instead of the host. */
+  EXECUTOR_HEAP_LIMIT_MB: int(16, 65_536, 512),
+  /** Open SQLite handles kept per executor; ten thousand databases must not mean ten thousand files. */
+  HANDLE_CACHE_SIZE: int(1, 100_000, 128),
+  /** Results above this size (serialised JSON) are cut to a preview. */
+  MAX_RESULT_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
+  APPROVAL_TTL_MS: int(1000, 30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
+  /** How long finished calls keep their result for `agentdb result`. */
+  RESULT_TTL_S: int(60, 30 * 24 * 3600, 7 * 24 * 3600),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+/** The validated, frozen configuration. */
+export interface Config {
+  readonly redisUrl: string;
+  readonly dataDir: string;
+  readonly prefix: string;
+  readonly shardCount: number;
+  readonly port: number;
+  readonly host: string;
+  readonly statementTimeoutMs: number;
+  readonly workerConcurrency: number;
+  readonly leaseTtlMs: number;
+  readonly lockDurationMs: number;
+  readonly stalledIntervalMs: number;
+  readonly executorHeapLimitMb: number;
+  readonly handleCacheSize: number;
+  readonly maxResultBytes: number;
+  readonly approvalTtlMs: number;
+  readonly resultTtlS: number;
+  readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+}
+
+/** Thrown when the environment is invalid; the message names every bad variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Reads and validates the configuration from `env` (empty strings count as unset).
+ * @throws ConfigError naming each variable that is wrong.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  return Object.freeze({
+    redisUrl: e.REDIS_URL,
+    dataDir: path.resolve(e.AGENTDB_DATA_DIR),
+    prefix: e.AGENTDB_PREFIX,
+    shardCount: e.SHARD_COUNT,
+    port: e.PORT,
+    host: e.HOST,
+    statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
+    workerConcurrency: e.WORKER_CONCURRENCY,
+    leaseTtlMs: e.LEASE_TTL_MS,
+    lockDurationMs: e.LOCK_DURATION_MS,
+    stalledIntervalMs: e.STALLED_INTERVAL_MS,
+    executorHeapLimitMb: e.EXECUTOR_HEAP_LIMIT_MB,
+    handleCacheSize: e.HANDLE_CACHE_SIZE,
+    maxResultBytes: e.MAX_RESULT_BYTES,
+    approvalTtlMs: e.APPROVAL_TTL_MS,
+    resultTtlS: e.RESULT_TTL_S,
+    logLevel: e.LOG_LEVEL,
+  });
+}

@@ -1,0 +1,181 @@
+/**
+ * The one registry of agentdb error codes.
+ *
+ * Errors cross process and queue boundaries (executor child → worker → Redis → client), so they
+ * are matched by `code`, never by `instanceof`. Every code here is documented in
+ * `docs/errors.md`; a test keeps the two in step.
+ */
+
+/** One entry of the registry. */
+export interface ErrorSpec {
+  /** What went wrong, in one sentence an agent can read. */
+  readonly message: string;
+  /** What the caller can do about it. */
+  readonly hint: string;
+  /** True when the same call may succeed if simply tried again later. */
+  readonly retryable: boolean;
+  /** The HTTP status an adapter answers with. */
+  readonly status: number;
+}
+
+export const ERRORS = {
+  INVALID_ARGUMENTS: {
+    message: 'The call or its arguments do not match the tool contract.',
+    hint: 'Fix the field named in the message; `agentdb tools --json` prints every tool contract.',
+    retryable: false,
+    status: 400,
+  },
+  UNKNOWN_TOOL: {
+    message: 'There is no tool by that name.',
+    hint: 'Use one of DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL, DATA_WRITE_SQL, DATA_DROP_TABLE.',
+    retryable: false,
+    status: 400,
+  },
+  SQL_SYNTAX: {
+    message: 'The SQL could not be parsed.',
+    hint: 'Write one statement in the SQLite dialect; bind values with ? and pass them in params.',
+    retryable: false,
+    status: 400,
+  },
+  SQL_MULTIPLE_STATEMENTS: {
+    message: 'The SQL holds more than one statement.',
+    hint: 'Send one statement per call.',
+    retryable: false,
+    status: 400,
+  },
+  SQL_REFUSED: {
+    message: 'The statement is not allowed here.',
+    hint: 'Read the reason: queries take one SELECT, writes one INSERT/UPDATE/DELETE/CREATE/ALTER, drops use DATA_DROP_TABLE.',
+    retryable: false,
+    status: 403,
+  },
+  SQL_ERROR: {
+    message: 'SQLite refused the statement.',
+    hint: 'Read the reason (a missing table, a constraint, a type); DATA_DESCRIBE_SCHEMA shows what exists.',
+    retryable: false,
+    status: 400,
+  },
+  NOT_PERMITTED: {
+    message: 'This caller may not do that to that database.',
+    hint: "An agent writes only its own tables, or the shared ones with the shared-data grant; another agent's tables are read-only.",
+    retryable: false,
+    status: 403,
+  },
+  DATABASE_OFF: {
+    message: 'The agent has no database.',
+    hint: 'Turn on the database in the agent settings (database: "agent" or "workspace").',
+    retryable: false,
+    status: 403,
+  },
+  NOT_FOUND: {
+    message: 'No such thing exists.',
+    hint: 'Check the name; DATA_DESCRIBE_SCHEMA lists tables and views.',
+    retryable: false,
+    status: 404,
+  },
+  LIMIT_EXCEEDED: {
+    message: "The call would pass one of the plan's limits.",
+    hint: 'Drop tables or rows you no longer need, or move to a larger plan.',
+    retryable: false,
+    status: 409,
+  },
+  STATEMENT_TIMEOUT: {
+    message: 'The statement ran past its time limit and was stopped.',
+    hint: 'Narrow the query (an index, a WHERE clause, a LIMIT) and try again.',
+    retryable: false,
+    status: 408,
+  },
+  RESOURCE_LIMIT: {
+    message: 'The statement used more memory or resources than allowed and was stopped.',
+    hint: 'Ask for less at once: fewer or smaller rows, no huge blobs.',
+    retryable: false,
+    status: 413,
+  },
+  SANDBOX_REFUSED: {
+    message: 'This tool cannot run in a sandbox run.',
+    hint: 'Nothing can wait for a person in a sandbox; drop the table from a real run.',
+    retryable: false,
+    status: 403,
+  },
+  DATABASE_CORRUPT: {
+    message: 'The database file is not a readable SQLite database.',
+    hint: 'An operator must restore it from history; nothing was changed.',
+    retryable: false,
+    status: 500,
+  },
+  APPROVAL_REQUIRED: {
+    message: 'This call needs a person to approve it.',
+    hint: 'Wait for the decision; the call has not run.',
+    retryable: false,
+    status: 403,
+  },
+  NO_WORKER: {
+    message: 'No worker picked the call up in time; it was withdrawn and did not run.',
+    hint: 'Check that `agentdb start` or `agentdb worker` runs for this prefix, then call again.',
+    retryable: true,
+    status: 503,
+  },
+  UNAVAILABLE: {
+    message: 'A service agentdb needs did not answer.',
+    hint: 'Try again shortly.',
+    retryable: true,
+    status: 503,
+  },
+  INTERNAL: {
+    message: 'agentdb failed on its own account.',
+    hint: 'Report the call id to an operator.',
+    retryable: false,
+    status: 500,
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+/** Every stable error code. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The error part of a failed result envelope. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  hint: string;
+}
+
+/** True when `code` is one of the registry's codes. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERRORS, code);
+}
+
+/**
+ * The error body for `code`; `detail` (what exactly went wrong) is appended to the registry's
+ * message so the agent sees both the category and the specifics.
+ */
+export function errorBody(code: ErrorCode, detail?: string): ErrorBody {
+  const spec = ERRORS[code];
+  return { code, message: detail ? `${spec.message} ${detail}` : spec.message, hint: spec.hint };
+}
+
+/**
+ * An agent-caused or expected failure, thrown inside the core and turned into an
+ * `ok: false` result at the boundary. Carries a registry code so it survives serialisation.
+ */
+export class AgentDbError extends Error {
+  readonly code: ErrorCode;
+  readonly detail?: string;
+
+  constructor(code: ErrorCode, detail?: string) {
+    super(detail ? `${code}: ${detail}` : code);
+    this.name = 'AgentDbError';
+    this.code = code;
+    this.detail = detail;
+  }
+
+  /** The body a result envelope carries. */
+  toBody(): ErrorBody {
+    return errorBody(this.code, this.detail);
+  }
+}
+
+/** Reads a registry code off anything thrown, including plain objects that crossed a process. */
+export function codeOf(err: unknown): ErrorCode | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return isErrorCode(code) ? code : undefined;
+}
