@@ -1,0 +1,53 @@
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+
+/** What every command gets: the configuration, and its own arguments. */
+export interface CommandContext {
+  config: Config;
+  argv: string[];
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+type Command = (ctx: CommandContext) => Promise<number>;
+
+const commands: Record<string, () => Promise<Command>> = {
+  start: async () => (await import('./start.ts')).start,
+  worker: async () => (await import('./worker.ts')).worker,
+  call: async () => (await import('./call.ts')).call,
+  tools: async () => (await import('./tools.ts')).tools,
+  usage: async () => (await import('./usage.ts')).usage,
+};
+
+const USAGE = `usage: agentdb <command> [options]
+
+  start                         HTTP health endpoint, every shard worker and the scheduler
+  worker [--shards 0-7]         shard workers only
+  call --workspace W --agent A [--settings JSON] [--no-wait] [--timeout S] TOOL ARGS_JSON
+  call --batch FILE|- [--no-wait] [--timeout S]
+  tools [--json]                the agent-visible tool contract
+  usage --workspace W [--json]  credits metered per agent, tool and day
+`;
+
+/**
+ * The `agentdb` entry point: loads the configuration once and runs one command.
+ * @returns the process exit code.
+ */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === 'help' || !commands[name]) {
+    (name && name !== '--help' && name !== 'help' ? process.stderr : process.stdout).write(USAGE);
+    return name && name !== '--help' && name !== 'help' ? 2 : 0;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`agentdb: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const command = await commands[name]!();
+  return command({ config, argv: rest, stdout: process.stdout, stderr: process.stderr });
+}

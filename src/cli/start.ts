@@ -1,0 +1,34 @@
+import { createLogger } from '../logger.ts';
+import { buildApp } from '../http/app.ts';
+import { connectRedis } from '../queue/connection.ts';
+import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
+import { ensureRedis } from './local-redis.ts';
+import type { CommandContext } from './main.ts';
+import { untilSignal } from './signals.ts';
+import { allShards } from './worker.ts';
+
+/** `agentdb start`: the HTTP endpoint and every shard worker in one process (`npm start`). */
+export async function start(ctx: CommandContext): Promise<number> {
+  const { config } = ctx;
+  const logger = createLogger(config.logLevel, 'agentdb');
+  let redisServer;
+  try {
+    redisServer = await ensureRedis(config.redisUrl, config.dataDir);
+  } catch (err) {
+    ctx.stderr.write(`agentdb start: ${(err as Error).message}\n`);
+    return 1;
+  }
+  if (redisServer) logger.info({ pid: redisServer.pid }, 'started a local redis-server');
+  const pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger });
+  await pool.start();
+  const redis = connectRedis(config.redisUrl, { name: 'agentdb-http' });
+  const app = buildApp({ redis, shardCount: config.shardCount, ownedShards: () => pool.ownedShards() });
+  const address = await app.listen({ port: config.port, host: config.host });
+  logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
+  await untilSignal();
+  await app.close();
+  await pool.stop();
+  redis.disconnect();
+  redisServer?.kill();
+  return 0;
+}

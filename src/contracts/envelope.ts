@@ -1,0 +1,32 @@
+import { errorBody, type ErrorBody, type ErrorCode } from '../errors.ts';
+
+/** A call that ran. Rows inside `result` came from an agent-writable store: untrusted data. */
+export interface OkEnvelope {
+  ok: true;
+  callId: string;
+  tool: string;
+  credits: number;
+  untrusted: true;
+  result: Record<string, unknown>;
+}
+
+/** A call that did not run, or failed; `error.code` is a registry code. */
+export interface ErrorEnvelope {
+  ok: false;
+  callId: string;
+  tool: string;
+  error: ErrorBody;
+}
+
+/** The result of every call, on every path. */
+export type Envelope = OkEnvelope | ErrorEnvelope;
+
+/** Builds a success envelope. */
+export function okEnvelope(callId: string, tool: string, credits: number, result: Record<string, unknown>): OkEnvelope {
+  return { ok: true, callId, tool, credits, untrusted: true, result };
+}
+
+/** Builds a failure envelope from a registry code and what exactly went wrong. */
+export function errorEnvelope(callId: string, tool: string, code: ErrorCode, detail?: string): ErrorEnvelope {
+  return { ok: false, callId, tool, error: errorBody(code, detail) };
+}

@@ -1,0 +1,91 @@
+import type { AgentSettings } from '../contracts/settings.ts';
+import { TOOL_TIERS, type ToolName } from '../contracts/tools.ts';
+import type { ErrorCode } from '../errors.ts';
+
+/** Who is calling: an agent through its runtime, or a person's Connect client. */
+export type Caller =
+  | { kind: 'agent'; workspace: string; agent: string; settings: AgentSettings }
+  | { kind: 'member'; workspace: string; member: string; role: 'member' | 'admin' };
+
+/** The database a call is about: the shared one (`agent` absent) or one agent's own. */
+export interface Target {
+  workspace: string;
+  agent?: string;
+}
+
+/** The verdict on one call: which database it reaches, or why it may not. */
+export type AccessVerdict = { ok: true; target: Target } | { ok: false; code: ErrorCode; detail: string };
+
+/** The `scope` and `agent` arguments every tool takes. */
+export interface TargetArgs {
+  scope?: 'agent' | 'workspace';
+  agent?: string;
+}
+
+const deny = (code: ErrorCode, detail: string): AccessVerdict => ({ ok: false, code, detail });
+
+/**
+ * Decides which database a call reaches and whether the caller may use the tool on it
+ * (DESIGN.md "Who may do what"). Two rules carry the weight: an agent's own tables are only
+ * ever written or dropped by that agent, and shared writes need the shared-data grant (agents)
+ * or membership (people), shared drops an admin (people).
+ */
+export function resolveAccess(caller: Caller, tool: ToolName, args: TargetArgs): AccessVerdict {
+  const tier = TOOL_TIERS[tool];
+  const other = args.agent !== undefined && !(caller.kind === 'agent' && args.agent === caller.agent);
+  if (other && args.scope === 'workspace') {
+    return deny('INVALID_ARGUMENTS', 'Give scope "workspace" or agent, not both.');
+  }
+  if (caller.kind === 'agent') return agentAccess(caller, tier, args, other);
+  return memberAccess(caller, tier, args, other);
+}
+
+function agentAccess(
+  caller: Extract<Caller, { kind: 'agent' }>,
+  tier: (typeof TOOL_TIERS)[ToolName],
+  args: TargetArgs,
+  other: boolean,
+): AccessVerdict {
+  const { database, sharedData } = caller.settings;
+  if (database === 'off') return deny('DATABASE_OFF', 'This agent has no database (settings.database is "off").');
+  if (other) {
+    if (database !== 'workspace' || !sharedData) {
+      return deny('NOT_PERMITTED', `Reading agent "${args.agent}"'s tables needs the shared-data grant.`);
+    }
+    if (tier !== 'read') {
+      return deny('NOT_PERMITTED', `Agent "${args.agent}"'s tables are its own to write; you may only read them.`);
+    }
+    return { ok: true, target: { workspace: caller.workspace, agent: args.agent } };
+  }
+  if (args.scope === 'workspace') {
+    if (database !== 'workspace') {
+      return deny('NOT_PERMITTED', 'This agent has no access to the shared workspace tables (settings.database is "agent").');
+    }
+    if (tier !== 'read' && !sharedData) {
+      return deny('NOT_PERMITTED', 'Writing or dropping the shared workspace tables needs the shared-data grant.');
+    }
+    return { ok: true, target: { workspace: caller.workspace } };
+  }
+  return { ok: true, target: { workspace: caller.workspace, agent: caller.agent } };
+}
+
+function memberAccess(
+  caller: Extract<Caller, { kind: 'member' }>,
+  tier: (typeof TOOL_TIERS)[ToolName],
+  args: TargetArgs,
+  other: boolean,
+): AccessVerdict {
+  if (args.scope === 'agent' && !other) {
+    return deny('NOT_PERMITTED', 'A client has no database of its own: use scope "workspace" or name an agent.');
+  }
+  if (other) {
+    if (tier !== 'read') {
+      return deny('NOT_PERMITTED', `Agent "${args.agent}"'s tables are its own to write; a client may only read them.`);
+    }
+    return { ok: true, target: { workspace: caller.workspace, agent: args.agent } };
+  }
+  if (tier === 'destructive' && caller.role !== 'admin') {
+    return deny('NOT_PERMITTED', 'Dropping a shared table takes a workspace admin.');
+  }
+  return { ok: true, target: { workspace: caller.workspace } };
+}

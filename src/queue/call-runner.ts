@@ -1,0 +1,98 @@
+import type { CallJobData } from '../contracts/call.ts';
+import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
+import type { Config } from '../config.ts';
+import { guardQuery, guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts';
+import { gateFor } from '../policy/approval-rule.ts';
+import { CREDITS } from '../policy/credits.ts';
+import { databasePath } from '../store/database-id.ts';
+import type { DbTarget, ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
+import { planLimits } from '../store/plan-limits.ts';
+import { planCall, type CallPlan } from './call-plan.ts';
+
+/** What running a call needs: the shard's executor and the configuration. */
+export interface RunDeps {
+  config: Config;
+  executor: { run(req: ExecRequest): Promise<ExecOutcome> };
+}
+
+/** A finished call: its envelope, and the credits to meter (none for a replayed write). */
+export interface RunOutcome {
+  envelope: Envelope;
+  meter: number | undefined;
+}
+
+/**
+ * Runs one call the way a shard worker does: validate → authorize → gate (sandbox, approval)
+ * → guard → executor. Every agent-caused failure comes back as an `ok: false` envelope;
+ * only faults (bugs, a dead Redis) throw.
+ */
+export async function runCall(data: CallJobData, shard: number, deps: RunDeps): Promise<RunOutcome> {
+  const { callId } = data;
+  const planned = planCall(
+    { callId, workspace: data.workspace, agent: data.agent, settings: data.settings, tool: data.tool, arguments: data.arguments },
+    deps.config.shardCount,
+  );
+  if (!planned.ok) {
+    const f = planned.failure;
+    return { envelope: errorEnvelope(callId, f.tool, f.code, f.detail), meter: undefined };
+  }
+  const plan = planned.plan;
+  const fail = (code: Parameters<typeof errorEnvelope>[2], detail: string): RunOutcome => ({
+    envelope: errorEnvelope(callId, plan.tool, code, detail),
+    meter: undefined,
+  });
+  if (plan.shard !== shard) return fail('INTERNAL', `call for shard ${plan.shard} arrived on shard ${shard}`);
+
+  const verdict = guardFirstLayer(plan);
+  if (!verdict.ok) return fail(verdict.code, verdict.reason);
+
+  const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
+  if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
+  if (gate.kind === 'approval') {
+    // Fail closed: until parking lands, a call that needs a person never runs.
+    return fail('APPROVAL_REQUIRED', 'This call needs a person to approve it, and approvals are not available; it did not run.');
+  }
+
+  const outcome = await deps.executor.run(execRequest(plan, callId, deps.config));
+  if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
+  const credits = CREDITS[plan.tool];
+  return {
+    envelope: okEnvelope(callId, plan.tool, credits, outcome.result as Record<string, unknown>),
+    meter: outcome.replayed ? undefined : credits,
+  };
+}
+
+/** The tokenizer's verdict, before anything is parked or reaches the executor. */
+function guardFirstLayer(plan: CallPlan): GuardVerdict | { ok: true } {
+  switch (plan.tool) {
+    case 'DATA_QUERY_SQL':
+      return guardQuery(plan.args.sql as string);
+    case 'DATA_WRITE_SQL':
+      return guardWrite(plan.args.sql as string);
+    case 'DATA_DROP_TABLE':
+      return guardTableName(plan.args.table as string);
+    case 'DATA_DESCRIBE_SCHEMA':
+      return { ok: true };
+  }
+}
+
+function execRequest(plan: CallPlan, callId: string, config: Config): ExecRequest {
+  const db: DbTarget = {
+    id: plan.databaseId,
+    path: databasePath(config.dataDir, plan.target.workspace, plan.target.agent, plan.shard),
+    shard: plan.shard,
+    limits: planLimits(plan.request.settings.plan),
+  };
+  const params = (plan.args.params as Param[] | undefined) ?? [];
+  switch (plan.tool) {
+    case 'DATA_DESCRIBE_SCHEMA':
+      return { op: 'describe', db };
+    case 'DATA_QUERY_SQL':
+      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number };
+    case 'DATA_WRITE_SQL':
+      return { op: 'write', db, sql: plan.args.sql as string, params, callId };
+    case 'DATA_DROP_TABLE':
+      return { op: 'drop', db, table: plan.args.table as string, callId };
+  }
+}

@@ -1,0 +1,114 @@
+import type { ChainableCommander, Redis } from 'ioredis';
+import type { Envelope } from '../contracts/envelope.ts';
+
+/** Events agentdb publishes on its stream, so a runtime can resume an agent without polling. */
+export type AgentDbEvent =
+  | {
+      type: 'call.completed';
+      callId: string;
+      ok: boolean;
+      /** The envelope itself when small; otherwise fetch it with `client.result()`. */
+      envelope?: Envelope;
+      at: number;
+    }
+  | { type: 'approval.requested'; callId: string; approval: Record<string, unknown>; at: number }
+  | { type: 'approval.decided'; callId: string; approval: Record<string, unknown>; at: number };
+
+/** An event with its stream position, so a reader can resume from it. */
+export type StreamedEvent = AgentDbEvent & { id: string };
+
+/** Envelopes larger than this travel by reference: the stream must stay small. */
+const INLINE_ENVELOPE_BYTES = 64 * 1024;
+/** The stream keeps about this many events; older ones are trimmed. */
+const STREAM_MAX_LEN = 100_000;
+
+/** The `call.completed` event for an envelope, inlined when small. */
+export function completedEvent(envelope: Envelope): AgentDbEvent {
+  const json = JSON.stringify(envelope);
+  return {
+    type: 'call.completed',
+    callId: envelope.callId,
+    ok: envelope.ok,
+    envelope: json.length <= INLINE_ENVELOPE_BYTES ? envelope : undefined,
+    at: Date.now(),
+  };
+}
+
+/** Appends an event to the stream (on a pipeline, so it can share a round trip). */
+export function publishEvent(target: Redis | ChainableCommander, streamKey: string, event: AgentDbEvent): void {
+  void target.xadd(streamKey, 'MAXLEN', '~', STREAM_MAX_LEN, '*', 'type', event.type, 'data', JSON.stringify(event));
+}
+
+/** Parses one XREAD/XRANGE entry. */
+export function parseEntry([id, fields]: [string, string[]]): StreamedEvent | undefined {
+  const i = fields.indexOf('data');
+  if (i < 0) return undefined;
+  try {
+    return { ...(JSON.parse(fields[i + 1]!) as AgentDbEvent), id };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The id of the newest event, or `0-0` when there is none: where a new reader starts. */
+export async function latestEventId(redis: Redis, streamKey: string): Promise<string> {
+  const last = (await redis.xrevrange(streamKey, '+', '-', 'COUNT', 1)) as [string, string[]][];
+  return last[0]?.[0] ?? '0-0';
+}
+
+/**
+ * Follows the event stream on its own blocking connection from `from` onwards, handing each
+ * event to `onEvent`. One reader serves every call a client waits on. Survives reconnects:
+ * it resumes from the last id it saw, so no event is skipped.
+ */
+export class EventReader {
+  private lastId: string;
+  private running = false;
+  private loop?: Promise<void>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly streamKey: string,
+    from: string,
+    private readonly onEvent: (event: StreamedEvent) => void,
+  ) {
+    this.lastId = from;
+  }
+
+  /** Starts following; returns at once. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.follow();
+  }
+
+  /** Stops following and closes the connection. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.redis.disconnect();
+    await this.loop;
+  }
+
+  private async follow(): Promise<void> {
+    while (this.running) {
+      let reply: [string, [string, string[]][]][] | null;
+      try {
+        reply = (await this.redis.xread('COUNT', 1000, 'BLOCK', 5000, 'STREAMS', this.streamKey, this.lastId)) as
+          | [string, [string, string[]][]][]
+          | null;
+      } catch {
+        if (!this.running) return;
+        // The connection retries by itself; wait a moment rather than spin.
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      for (const [, entries] of reply ?? []) {
+        for (const entry of entries) {
+          this.lastId = entry[0];
+          const event = parseEntry(entry);
+          if (event) this.onEvent(event);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Names of queues and Redis keys. Each shard's queue and lease share one hash tag
+ * (`{shard-N}`), and agentdb's own keys carry tags of their own, so that on Redis Cluster every
+ * multi-key script touches one slot while shards still spread over the cluster.
+ */
+export interface Keys {
+  /** The BullMQ `prefix` option. */
+  readonly bullPrefix: string;
+  queueName(shard: number): string;
+  lease(shard: number): string;
+  /** The stream of call and approval events. */
+  readonly events: string;
+  usage(workspace: string, day: string): string;
+  readonly usageIndex: string;
+}
+
+/** Builds the key names for one deployment prefix. */
+export function keysFor(prefix: string): Keys {
+  return {
+    bullPrefix: prefix,
+    queueName: (shard) => `{shard-${shard}}`,
+    lease: (shard) => `${prefix}:{shard-${shard}}:lease`,
+    events: `${prefix}:{events}`,
+    usage: (workspace, day) => `${prefix}:{usage}:${workspace}:${day}`,
+    usageIndex: `${prefix}:{usage}:index`,
+  };
+}

@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { CallJobData } from '../contracts/call.ts';
+import { errorEnvelope } from '../contracts/envelope.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { Executor } from '../store/executor.ts';
+import { runCall } from './call-runner.ts';
+import { connectRedis } from './connection.ts';
+import { completedEvent, publishEvent } from './events.ts';
+import { keysFor, type Keys } from './keys.ts';
+import { ShardLease } from './shard-lease.ts';
+import { meterCall } from './usage.ts';
+
+/** Options of a {@link ShardWorkerPool}. */
+export interface ShardWorkerPoolOptions {
+  config: Config;
+  /** The shards this process may own; it takes each one whose lease is free. */
+  shards: number[];
+  logger: Logger;
+}
+
+/**
+ * A worker process's shards: it holds a renewed lease on each shard it owns, runs a BullMQ
+ * worker on that shard's queue, and runs every statement in one executor child. A shard
+ * whose lease lapses elsewhere is taken over on the next tick; a shard whose lease this
+ * process loses is let go at once, so two processes never open the same file.
+ */
+export class ShardWorkerPool {
+  private readonly keys: Keys;
+  private readonly redis: Redis;
+  private readonly lease: ShardLease;
+  private readonly executor: Executor;
+  private readonly workers = new Map<number, Worker>();
+  private timer?: NodeJS.Timeout;
+  private ticking?: Promise<void>;
+  private stopped = false;
+
+  constructor(private readonly opts: ShardWorkerPoolOptions) {
+    const { config } = opts;
+    this.keys = keysFor(config.prefix);
+    this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
+    this.lease = new ShardLease(this.redis, this.keys, `${os.hostname()}:${process.pid}:${randomUUID()}`, config.leaseTtlMs);
+    this.executor = new Executor({
+      dataDir: config.dataDir,
+      statementTimeoutMs: config.statementTimeoutMs,
+      heapLimitMb: config.executorHeapLimitMb,
+      handleCacheSize: config.handleCacheSize,
+      maxResultBytes: config.maxResultBytes,
+      logger: opts.logger,
+    });
+  }
+
+  /** Starts the executor and takes every free shard; renews and takes over on a timer. */
+  async start(): Promise<void> {
+    await this.executor.start();
+    await this.tick();
+    const every = Math.max(100, Math.floor(this.opts.config.leaseTtlMs / 3));
+    this.timer = setInterval(() => {
+      this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
+    }, every);
+  }
+
+  /** The shards this process owns now. */
+  ownedShards(): number[] {
+    return [...this.workers.keys()].sort((a, b) => a - b);
+  }
+
+  /** The executor child's pid (for operators and tests). */
+  get executorPid(): number | undefined {
+    return this.executor.pid;
+  }
+
+  /** Finishes the jobs in hand, gives every lease back and stops the executor. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.ticking;
+    await Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
+    await this.executor.stop();
+    this.redis.disconnect();
+  }
+
+  private async tick(): Promise<void> {
+    for (const shard of this.opts.shards) {
+      if (this.stopped) return;
+      let owned: boolean;
+      try {
+        owned = await this.lease.acquire(shard);
+      } catch (err) {
+        this.opts.logger.warn({ shard, err: String(err) }, 'lease check failed');
+        owned = false;
+      }
+      if (owned && !this.workers.has(shard)) this.own(shard);
+      else if (!owned && this.workers.has(shard)) {
+        this.opts.logger.warn({ shard }, 'shard lease lost; letting the shard go');
+        await this.letGo(shard, false);
+      }
+    }
+  }
+
+  private own(shard: number): void {
+    const { config, logger } = this.opts;
+    const worker = new Worker<CallJobData>(this.keys.queueName(shard), (job) => this.process(job, shard), {
+      connection: this.redis,
+      prefix: this.keys.bullPrefix,
+      concurrency: config.workerConcurrency,
+      lockDuration: config.lockDurationMs,
+      stalledInterval: config.stalledIntervalMs,
+      autorun: true,
+    });
+    worker.on('error', (err) => logger.error({ shard, err: String(err) }, 'shard worker error'));
+    // A job that throws has hit a fault, not an agent error; once its retries are spent the
+    // caller must still hear the outcome.
+    worker.on('failed', (job, err) => {
+      if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
+      logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
+      const envelope = errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', `The call failed: ${err.message}`);
+      publishEvent(this.redis, this.keys.events, completedEvent(envelope));
+    });
+    this.workers.set(shard, worker);
+    logger.info({ shard }, 'shard owned');
+  }
+
+  private async letGo(shard: number, graceful: boolean): Promise<void> {
+    const worker = this.workers.get(shard);
+    this.workers.delete(shard);
+    // A lost lease means someone else may own the files now: stop at once (jobs in hand are
+    // retried by the new owner, and exactly-once keeps writes single).
+    await worker?.close(!graceful);
+    await this.executor.run({ op: 'evict', shards: [shard] });
+    if (graceful) await this.lease.release(shard).catch(() => undefined);
+    this.opts.logger.info({ shard }, 'shard released');
+  }
+
+  private async process(job: Job<CallJobData>, shard: number) {
+    const log = this.opts.logger.child({ callId: job.id, shard });
+    const started = Date.now();
+    const { envelope, meter } = await runCall(job.data, shard, { config: this.opts.config, executor: this.executor });
+    const pipeline = this.redis.pipeline();
+    publishEvent(pipeline, this.keys.events, completedEvent(envelope));
+    if (meter !== undefined) {
+      meterCall(pipeline, this.keys, {
+        workspace: job.data.workspace,
+        agent: job.data.agent,
+        tool: envelope.tool,
+        credits: meter,
+        at: started,
+      });
+    }
+    await pipeline.exec();
+    log.debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
+    return envelope;
+  }
+}
