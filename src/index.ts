@@ -1,0 +1,12 @@
+/**
+ * agentdb's package root: what an agent runtime imports.
+ * @packageDocumentation
+ */
+export { AgentDbClient, type AgentDbClientOptions, type CallOptions, type PendingAnswer } from './queue/client.ts';
+export type { CallInput } from './contracts/call.ts';
+export type { Envelope, OkEnvelope, ErrorEnvelope } from './contracts/envelope.ts';
+export type { AgentSettingsInput as AgentSettings } from './contracts/settings.ts';
+export { toolContracts, TOOL_NAMES, type ToolName, type ToolContract } from './contracts/tools.ts';
+export { ERRORS, type ErrorCode, type ErrorBody } from './errors.ts';
+export { loadConfig, type Config } from './config.ts';
+export type { AgentDbEvent } from './queue/events.ts';
