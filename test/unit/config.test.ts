@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+describe('loadConfig', () => {
+  it('fills every default from an empty environment', () => {
+    const c = loadConfig({});
+    expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(c.prefix).toBe('agentdb');
+    expect(c.shardCount).toBe(16);
+    expect(c.port).toBe(7070);
+    expect(c.statementTimeoutMs).toBe(10_000);
+    expect(c.dataDir.endsWith('/data')).toBe(true);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reads and coerces values', () => {
+    const c = loadConfig({ SHARD_COUNT: '4', PORT: '8080', AGENTDB_PREFIX: 'test-1', STATEMENT_TIMEOUT_MS: '' });
+    expect([c.shardCount, c.port, c.prefix, c.statementTimeoutMs]).toEqual([4, 8080, 'test-1', 10_000]);
+  });
+
+  it.each([
+    ['SHARD_COUNT', 'many'],
+    ['SHARD_COUNT', '0'],
+    ['PORT', '70000'],
+    ['REDIS_URL', 'http://x'],
+    ['AGENTDB_PREFIX', 'a:b'],
+    ['LOG_LEVEL', 'loud'],
+  ])('refuses %s=%s with a message naming the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+});
