@@ -1,0 +1,105 @@
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { runCli, startCli, stop } from '../helpers/processes.ts';
+
+let sb: Sandbox;
+let worker: ChildProcess;
+
+beforeAll(async () => {
+  sb = sandbox();
+  worker = await startCli(['worker'], sb.env);
+});
+afterAll(async () => {
+  await stop(worker);
+  await sb.cleanup();
+});
+
+const who = ['--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}'];
+const lines = (s: string) => s.trim().split('\n').map((l) => JSON.parse(l));
+
+describe('agentdb call', () => {
+  it('prints one envelope line and exits 0 when the call succeeds', async () => {
+    const made = await runCli(['call', ...who, 'DATA_WRITE_SQL', '{"sql":"CREATE TABLE t (x INTEGER)"}'], sb.env);
+    expect(made.code).toBe(0);
+    expect(lines(made.stdout)).toEqual([expect.objectContaining({ ok: true, tool: 'DATA_WRITE_SQL', credits: 2 })]);
+    const q = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT count(*) AS n FROM t"}'], sb.env);
+    expect(lines(q.stdout)[0]).toMatchObject({ ok: true, untrusted: true, result: { columns: ['n'], rows: [[0]] } });
+  });
+
+  it('exits 1 with a coded envelope on malformed JSON, unknown tools and refusals', async () => {
+    const bad = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":'], sb.env);
+    expect(bad.code).toBe(1);
+    expect(lines(bad.stdout)[0]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+    const unknown = await runCli(['call', ...who, 'DATA_NUKE', '{}'], sb.env);
+    expect(lines(unknown.stdout)[0]).toMatchObject({ ok: false, tool: 'DATA_NUKE', error: { code: 'UNKNOWN_TOOL' } });
+    const refused = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":"ATTACH \'x\' AS y"}'], sb.env);
+    expect(refused.code).toBe(1);
+    expect(lines(refused.stdout)[0]).toMatchObject({ ok: false, error: { code: 'SQL_REFUSED' } });
+  });
+
+  it('runs a batch from stdin and from a file, one envelope per line, in order', async () => {
+    const batch = [
+      { workspace: 'acme', agent: 'b1', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE k (v)' } },
+      { workspace: 'acme', agent: 'b1', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO k VALUES (?)', params: [41] } },
+      'not json',
+      { workspace: '../x', agent: 'b1', tool: 'DATA_DESCRIBE_SCHEMA' },
+      ...Array.from({ length: 30 }, (_, i) => ({
+        workspace: 'acme', agent: `b${i % 7}`, settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ? AS i', params: [i] },
+      })),
+    ].map((l) => (typeof l === 'string' ? l : JSON.stringify(l)));
+    const out = await runCli(['call', '--batch', '-'], sb.env, `${batch.join('\n')}\n`);
+    expect(out.code).toBe(1);
+    const env = lines(out.stdout);
+    expect(env).toHaveLength(34);
+    expect(env[0]).toMatchObject({ ok: true });
+    expect(env[1]).toMatchObject({ ok: true, result: { changes: 1 } });
+    expect(env[2]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+    expect(env[3]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+    expect(env.slice(4).map((e) => e.result.rows[0][0])).toEqual(Array.from({ length: 30 }, (_, i) => i));
+
+    const file = path.join(sb.dataDir, 'batch.jsonl');
+    writeFileSync(file, `${batch[1]}\n${batch[4]}\n`);
+    const fromFile = await runCli(['call', '--batch', file], sb.env);
+    expect(fromFile.code).toBe(0);
+    expect(lines(fromFile.stdout).map((e) => e.ok)).toEqual([true, true]);
+  });
+
+  it('queues with --no-wait and says so when no worker answers in time', async () => {
+    const queued = await runCli(['call', '--no-wait', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], sb.env);
+    expect(lines(queued.stdout)[0]).toMatchObject({ ok: false, status: 'queued' });
+    const nobody = await runCli(
+      ['call', '--timeout', '0.5', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],
+      { ...sb.env, AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-none` },
+    );
+    expect(nobody.code).toBe(1);
+    expect(lines(nobody.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NO_WORKER' } });
+  });
+});
+
+describe('agentdb tools and usage', () => {
+  it('prints the agent-visible contract as JSON', async () => {
+    const out = await runCli(['tools', '--json'], sb.env);
+    expect(out.code).toBe(0);
+    expect(JSON.parse(out.stdout).map((t: { name: string }) => t.name)).toEqual([
+      'DATA_DESCRIBE_SCHEMA',
+      'DATA_QUERY_SQL',
+      'DATA_WRITE_SQL',
+      'DATA_DROP_TABLE',
+    ]);
+  });
+
+  it('prints metered credits for a workspace', async () => {
+    const out = await runCli(['usage', '--workspace', 'acme', '--json'], sb.env);
+    const rows = JSON.parse(out.stdout) as { agent: string; tool: string; credits: number }[];
+    expect(rows.find((r) => r.agent === 'scout' && r.tool === 'DATA_WRITE_SQL')?.credits).toBe(2);
+  });
+
+  it('stops start-up with a message naming a bad variable', async () => {
+    const out = await runCli(['tools'], { ...sb.env, SHARD_COUNT: 'lots' });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain('SHARD_COUNT');
+  });
+});

@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { AgentDbClient } from '../../src/queue/client.ts';
+import { ShardWorkerPool } from '../../src/queue/shard-worker-pool.ts';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A private corner of the shared Redis and a temp data folder, for one test file. */
+export interface Sandbox {
+  config: Config;
+  dataDir: string;
+  env: Record<string, string>;
+  client(): AgentDbClient;
+  pool(shards?: number[], overrides?: Record<string, string>): Promise<ShardWorkerPool>;
+  cleanup(): Promise<void>;
+}
+
+/** Creates a sandbox: its own key prefix, its own data folder, fast leases and lock timeouts. */
+export function sandbox(env: Record<string, string> = {}): Sandbox {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-test-'));
+  const fullEnv: Record<string, string> = {
+    REDIS_URL,
+    AGENTDB_DATA_DIR: dataDir,
+    AGENTDB_PREFIX: `t-${randomUUID().slice(0, 12)}`,
+    SHARD_COUNT: '4',
+    LEASE_TTL_MS: '1500',
+    LOCK_DURATION_MS: '2000',
+    STALLED_INTERVAL_MS: '1000',
+    LOG_LEVEL: 'silent',
+    ...env,
+  };
+  const config = loadConfig(fullEnv);
+  const clients: AgentDbClient[] = [];
+  const pools: ShardWorkerPool[] = [];
+  return {
+    config,
+    dataDir,
+    env: fullEnv,
+    client() {
+      const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+      clients.push(c);
+      return c;
+    },
+    async pool(shards, overrides = {}) {
+      const cfg = loadConfig({ ...fullEnv, ...overrides });
+      const p = new ShardWorkerPool({
+        config: cfg,
+        shards: shards ?? Array.from({ length: cfg.shardCount }, (_, i) => i),
+        logger: pino({ level: 'silent' }),
+      });
+      pools.push(p);
+      await p.start();
+      return p;
+    },
+    async cleanup() {
+      await Promise.all(clients.map((c) => c.close()));
+      await Promise.all(pools.map((p) => p.stop().catch(() => undefined)));
+      await deleteKeys(config.prefix);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Deletes every Redis key under a prefix. */
+export async function deleteKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
