@@ -1,0 +1,170 @@
+// `npm run bench`: agentdb against raw BullMQ on the same Redis, in the same run, as ratios.
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.ts';
+import { guardQuery, guardWrite } from '../src/guard/guard.ts';
+import { AgentDbClient } from '../src/queue/client.ts';
+import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
+import { deleteKeys } from '../test/helpers/harness.ts';
+import { rawBullmq } from './raw-bullmq.ts';
+import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const SEQ_CALLS = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
+const CONC_CALLS = Number(process.env.BENCH_CONC_CALLS ?? 10_000);
+const IN_FLIGHT = 64;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
+const CONCURRENCY = 16;
+
+const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+function medianStats(runs: RunStats[]): RunStats {
+  return {
+    calls: runs[0]!.calls,
+    seconds: round(median(runs.map((r) => r.seconds))),
+    callsPerSec: round(median(runs.map((r) => r.callsPerSec))),
+    p50Ms: round(median(runs.map((r) => r.p50Ms))),
+    p99Ms: round(median(runs.map((r) => r.p99Ms))),
+  };
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? round(Number(m[1]) / 1024, 1) : NaN;
+}
+
+function guardCostUs(): number {
+  const corpus: [typeof guardQuery, string][] = [
+    [guardQuery, 'SELECT * FROM leads WHERE id = ?'],
+    [guardQuery, "SELECT email, stage FROM leads WHERE stage = 'emailed' AND last_touch < date('now', '-4 days') ORDER BY id LIMIT 50"],
+    [guardQuery, 'WITH recent AS (SELECT * FROM events WHERE at > ?) SELECT kind, count(*) FROM recent GROUP BY kind'],
+    [guardQuery, 'SELECT a.id, b.name FROM a JOIN b ON a.b_id = b.id WHERE a.x IN (SELECT x FROM c) /* note */'],
+    [guardWrite, 'INSERT OR IGNORE INTO leads (email, stage) VALUES (?, ?)'],
+    [guardWrite, 'UPDATE leads SET stage = ? WHERE id = ? RETURNING id'],
+    [guardWrite, 'CREATE TABLE IF NOT EXISTS leads (id INTEGER PRIMARY KEY, email TEXT UNIQUE, stage TEXT, last_touch TEXT)'],
+    [guardWrite, "INSERT INTO notes (body) VALUES ('drop table t; -- not a statement')"],
+  ];
+  const perStatement = corpus.map(([fn, sql]) => {
+    for (let i = 0; i < 500; i++) fn(sql);
+    const n = 5000;
+    const t = performance.now();
+    for (let i = 0; i < n; i++) fn(sql);
+    return ((performance.now() - t) * 1000) / n;
+  });
+  return round(median(perStatement), 2);
+}
+
+async function main() {
+  const prefix = `bench-${randomUUID().slice(0, 8)}`;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
+  const config = loadConfig({
+    REDIS_URL,
+    AGENTDB_PREFIX: prefix,
+    AGENTDB_DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    WORKER_CONCURRENCY: String(CONCURRENCY),
+  });
+  const pool = new ShardWorkerPool({ config, shards: Array.from({ length: config.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
+  await pool.start();
+  const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: config.shardCount });
+  const raw = await rawBullmq(REDIS_URL, `${prefix}-raw`, CONCURRENCY);
+
+  const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
+  const must = async (p: Promise<unknown>) => {
+    const env = (await p) as { ok: boolean; error?: unknown };
+    if (!env.ok) throw new Error(`bench call failed: ${JSON.stringify(env)}`);
+  };
+  await must(client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } }));
+  await must(
+    client.call({
+      ...who,
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] },
+    }),
+  );
+  const query = (i: number) =>
+    must(client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+
+  // Warm both paths (JIT, connections, statement caches) before measuring.
+  await drive(500, 16, query);
+  await drive(500, 16, (i) => raw.call(i));
+
+  const runs = { rawSeq: [] as RunStats[], agentSeq: [] as RunStats[], rawConc: [] as RunStats[], agentConc: [] as RunStats[] };
+  for (let r = 0; r < ROUNDS; r++) {
+    // Interleaved rounds, so that noise from this shared machine hits both sides alike.
+    let d = await drive(SEQ_CALLS, 1, (i) => raw.call(i));
+    runs.rawSeq.push(summarise(d.latencies, d.seconds));
+    d = await drive(SEQ_CALLS, 1, query);
+    runs.agentSeq.push(summarise(d.latencies, d.seconds));
+    d = await drive(CONC_CALLS, IN_FLIGHT, (i) => raw.call(i));
+    runs.rawConc.push(summarise(d.latencies, d.seconds));
+    d = await drive(CONC_CALLS, IN_FLIGHT, query);
+    runs.agentConc.push(summarise(d.latencies, d.seconds));
+  }
+  const rawSeq = medianStats(runs.rawSeq);
+  const agentSeq = medianStats(runs.agentSeq);
+  const rawConc = medianStats(runs.rawConc);
+  const agentConc = medianStats(runs.agentConc);
+
+  const guardUs = guardCostUs();
+
+  // Touch many databases through the queue, then read the worker's and executor's memory.
+  const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
+    must(client.call({ workspace: 'bench', agent: `db-${i}`, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (x)' } })),
+  );
+  const memory = {
+    databases: DATABASES,
+    seconds: round(touched.seconds),
+    workerRssMb: rssMb(process.pid),
+    executorRssMb: pool.executorPid ? rssMb(pool.executorPid) : NaN,
+    handleCacheSize: config.handleCacheSize,
+  };
+
+  const results = {
+    at: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, node: process.version },
+    rounds: ROUNDS,
+    query: {
+      sequential: { rawBullmq: rawSeq, agentdb: agentSeq },
+      inFlight64: { rawBullmq: rawConc, agentdb: agentConc },
+      ratios: {
+        sequentialThroughput: round(agentSeq.callsPerSec / rawSeq.callsPerSec),
+        sequentialP50: round(agentSeq.p50Ms / rawSeq.p50Ms),
+        inFlight64Throughput: round(agentConc.callsPerSec / rawConc.callsPerSec),
+        inFlight64P50: round(agentConc.p50Ms / rawConc.p50Ms),
+      },
+      goals: { throughputAtLeast: 0.7, p50AtMost: 1.5 },
+    },
+    guardMedianUs: guardUs,
+    memory,
+  };
+
+  const row = (name: string, s: RunStats) =>
+    `${name.padEnd(28)} ${String(s.callsPerSec).padStart(10)} ${String(s.p50Ms).padStart(9)} ${String(s.p99Ms).padStart(9)}`;
+  console.log(`\nDATA_QUERY_SQL by primary key vs raw BullMQ (median of ${ROUNDS} interleaved rounds)`);
+  console.log(`${'run'.padEnd(28)} ${'calls/s'.padStart(10)} ${'p50 ms'.padStart(9)} ${'p99 ms'.padStart(9)}`);
+  console.log(row('raw BullMQ, sequential', rawSeq));
+  console.log(row('agentdb, sequential', agentSeq));
+  console.log(row('raw BullMQ, 64 in flight', rawConc));
+  console.log(row('agentdb, 64 in flight', agentConc));
+  console.log(`ratios: ${JSON.stringify(results.query.ratios)} (goal: throughput >= 0.7, p50 <= 1.5)`);
+  console.log(`guard: median ${guardUs} µs per statement`);
+  console.log(`memory after ${DATABASES} databases: worker ${memory.workerRssMb} MB, executor ${memory.executorRssMb} MB`);
+
+  const dir = new URL('./results/', import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  writeFileSync(new URL(`bench-${results.at.replace(/[:.]/g, '-')}.json`, dir), json);
+  writeFileSync(new URL('latest.json', dir), json);
+
+  await raw.close();
+  await client.close();
+  await pool.stop();
+  await deleteKeys(prefix);
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+await main();
