@@ -1,0 +1,180 @@
+import type { StatementKind } from './classifier.ts';
+import { ENGINE_PREFIX, FORBIDDEN_FUNCTIONS, HARMLESS_ENGINE_FUNCTIONS, INTERNAL_TABLE_PREFIX } from './names.ts';
+import { asciiLower } from './tokenizer.ts';
+
+/** One row of `EXPLAIN <statement>`: a VDBE instruction. */
+export interface Op {
+  addr: number;
+  opcode: string;
+  p1: number;
+  p2: number;
+  p3: number;
+  p4: string | number | null;
+  p5: number;
+}
+
+/** A row of the main `sqlite_schema`, keyed by root page. */
+export interface SchemaObject {
+  type: string;
+  name: string;
+  tbl_name: string;
+  rootpage: number;
+}
+
+/** What the bytecode is judged against. */
+export interface ProgramContext {
+  /** The kind layer 1 read off the tokens; it decides which schema-changing ops are expected. */
+  kind: StatementKind;
+  mode: 'read' | 'write' | 'introspect';
+  /** Root page → object, for the main database. */
+  roots: ReadonlyMap<number, SchemaObject>;
+  /** `vtab:` pointers of the eponymous tables agents may read (json_each, json_tree). */
+  allowedVtabs: ReadonlySet<string>;
+}
+
+/** Opcodes no agent statement needs: file maintenance, transactions, dropping, vtab changes. */
+const NEVER = new Set([
+  'Vacuum',
+  'IncrVacuum',
+  'JournalMode',
+  'Checkpoint',
+  'AutoCommit',
+  'Savepoint',
+  'Destroy',
+  'DropTable',
+  'DropIndex',
+  'DropTrigger',
+  'VCreate',
+  'VDestroy',
+  'VRename',
+  'VUpdate',
+  'VBegin',
+  'LoadAnalysis',
+  'IntegrityCk',
+  'Pagecount',
+  'MaxPgcnt',
+  'TableLock',
+]);
+
+/** Opcodes that change the schema: CREATE and ALTER emit them, nothing else may. */
+const SCHEMA_OPS = new Set(['CreateBtree', 'ParseSchema', 'SetCookie', 'ReadCookie']);
+
+const FUNCTION_OPS = new Set(['Function', 'PureFunc', 'AggStep', 'AggStep1', 'AggFinal', 'AggValue', 'AggInverse']);
+
+/** Internal functions ALTER TABLE … RENAME / ADD compiles into its own program. */
+const ALTER_FUNCTIONS = new Set(['sqlite_rename_table', 'sqlite_rename_column', 'sqlite_rename_test', 'sqlite_rename_quotefix']);
+
+/** The check CREATE TABLE runs on generated columns (build.c: `SELECT*FROM"db"."t"`). */
+const GENERATED_CHECK = /^SELECT\*FROM"main"\."(?:[^"]|"")*"$/;
+
+const OPEN_OPS = new Set(['OpenRead', 'OpenWrite', 'ReopenIdx']);
+const OPFLAG_P2ISREG = 0x10;
+
+const CREATE_KINDS = new Set<StatementKind>(['create_table', 'create_index', 'create_view']);
+
+/**
+ * Why the compiled program may not run, or undefined. This is where names the tokenizer could
+ * have been fooled about are caught by what they resolved to: a b-tree in the temp or an
+ * attached database, root page 1 (sqlite_schema), a root page of an `sqlite_*` or `_agentdb_*`
+ * object, an eponymous virtual table other than json_each/json_tree, a forbidden function.
+ */
+export function programRefusal(ops: readonly Op[], ctx: ProgramContext): string | undefined {
+  const isCreate = CREATE_KINDS.has(ctx.kind);
+  const isAlter = ctx.kind === 'alter_table';
+  const createsBtree = ops.some((op) => op.opcode === 'CreateBtree' && op.p1 === 0);
+  for (const op of ops) {
+    const { opcode } = op;
+    // sqlite3ForceNotReadOnly: `CREATE … IF NOT EXISTS` on an existing object only queries
+    // the journal mode (P3 = PAGER_JOURNALMODE_QUERY), to count as a write.
+    if (opcode === 'JournalMode' && op.p3 === -1) continue;
+    if (NEVER.has(opcode)) return `the statement compiles to ${opcode}, which is never allowed`;
+    if (SCHEMA_OPS.has(opcode)) {
+      const db = opcode === 'ParseSchema' && isAlter ? [0, 1] : [0];
+      if (!(isCreate || isAlter) || !db.includes(op.p1)) return `the statement changes the schema (${opcode}) but is not CREATE or ALTER`;
+      continue;
+    }
+    if (opcode === 'SqlExec') {
+      if (ctx.kind === 'create_table' && op.p1 === 1 && GENERATED_CHECK.test(String(op.p4))) continue;
+      return 'the statement runs nested SQL, which is not allowed';
+    }
+    if (opcode === 'Program' && ctx.mode !== 'write') return 'a query cannot run triggers or foreign key actions';
+    if (opcode === 'Transaction') {
+      if (op.p1 === 0) continue;
+      if (op.p1 === 1 && (isAlter || (ctx.mode === 'introspect' && op.p2 === 0))) continue;
+      return 'the statement uses the temp schema or another database; only the main database is allowed';
+    }
+    if (OPEN_OPS.has(opcode)) {
+      const why = btreeRefusal(op.p2, op.p3, opcode === 'OpenWrite', (op.p5 & OPFLAG_P2ISREG) !== 0, ctx, createsBtree);
+      if (why) return why;
+      continue;
+    }
+    if (opcode === 'Clear') {
+      const why = btreeRefusal(op.p1, op.p2, true, false, ctx, createsBtree);
+      if (why) return why;
+      continue;
+    }
+    if (opcode === 'VOpen') {
+      // ALTER TABLE … ADD COLUMN checks existing rows through pragma_quick_check itself; the
+      // ALTER's own text (no FROM clause is possible in it) was vetted token by token.
+      if (isAlter || ctx.allowedVtabs.has(String(op.p4))) continue;
+      return 'the statement reads a virtual table; only json_each and json_tree are allowed';
+    }
+    if (FUNCTION_OPS.has(opcode)) {
+      const why = functionRefusal(String(op.p4 ?? ''), isAlter);
+      if (why) return why;
+      continue;
+    }
+    if (opcode === 'String8' && isAlter && asciiLower(String(op.p4 ?? '')).startsWith(INTERNAL_TABLE_PREFIX)) {
+      return `names starting with ${INTERNAL_TABLE_PREFIX} are internal to agentdb`;
+    }
+  }
+  return undefined;
+}
+
+function btreeRefusal(
+  root: number,
+  db: number,
+  write: boolean,
+  rootInRegister: boolean,
+  ctx: ProgramContext,
+  createsBtree: boolean,
+): string | undefined {
+  const isAlter = ctx.kind === 'alter_table';
+  if (db !== 0) {
+    // ALTER TABLE … RENAME rewrites references in temp triggers: it scans sqlite_temp_schema.
+    if (isAlter && db === 1 && root === 1 && !rootInRegister) return undefined;
+    return 'the statement opens a table in the temp schema or another database; only the main database is allowed';
+  }
+  if (rootInRegister) {
+    // The root was made by CreateBtree earlier in this program: the new table or index.
+    if (write && createsBtree && (ctx.kind === 'create_table' || ctx.kind === 'create_index')) return undefined;
+    return 'the statement opens a b-tree chosen at run time';
+  }
+  if (root === 1) {
+    if (isAlter) return undefined;
+    if (write && CREATE_KINDS.has(ctx.kind)) return undefined; // the new object's sqlite_schema row
+    return 'the statement reads sqlite_schema, the engine\'s own table; use DATA_DESCRIBE_SCHEMA to see tables';
+  }
+  const obj = ctx.roots.get(root);
+  if (obj === undefined) return `the statement opens b-tree ${root}, which belongs to no table of this database`;
+  const owner = asciiLower(obj.tbl_name);
+  const name = asciiLower(obj.name);
+  if (owner.startsWith(INTERNAL_TABLE_PREFIX) || name.startsWith(INTERNAL_TABLE_PREFIX)) {
+    return `the statement touches ${obj.tbl_name}, which is internal to agentdb`;
+  }
+  if (owner.startsWith(ENGINE_PREFIX)) {
+    // AUTOINCREMENT keeps its counters in sqlite_sequence: every such insert opens it.
+    if (owner === 'sqlite_sequence' && ctx.mode === 'write') return undefined;
+    return `the statement touches ${obj.tbl_name}, the engine's own table`;
+  }
+  return undefined;
+}
+
+function functionRefusal(p4: string, isAlter: boolean): string | undefined {
+  const paren = p4.indexOf('(');
+  const name = asciiLower(paren < 0 ? p4 : p4.slice(0, paren));
+  if (FORBIDDEN_FUNCTIONS.has(name)) return `${name} is not allowed: extensions and tokenizers cannot be loaded`;
+  if (!name.startsWith(ENGINE_PREFIX) || HARMLESS_ENGINE_FUNCTIONS.has(name)) return undefined;
+  if (isAlter && ALTER_FUNCTIONS.has(name)) return undefined;
+  return `${name} is an internal function of the SQLite engine and is not allowed`;
+}

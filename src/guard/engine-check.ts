@@ -1,0 +1,127 @@
+import type { Database, Statement } from 'better-sqlite3';
+import { programRefusal, type Op, type SchemaObject } from './bytecode.ts';
+import { guardIntrospection, guardQuery, guardWrite, parseStatement } from './guard.ts';
+
+/** How a statement will be used: DATA_QUERY_SQL, DATA_WRITE_SQL, or db_query's PRAGMA list. */
+export type CheckMode = 'read' | 'write' | 'introspect';
+
+/** The second layer's answer: a prepared statement, or a refusal with a registry code. */
+export type CheckedStatement =
+  | { ok: true; stmt: Statement }
+  | { ok: false; code: 'SQL_SYNTAX' | 'SQL_MULTIPLE_STATEMENTS' | 'SQL_REFUSED' | 'SQL_ERROR'; reason: string };
+
+type Refused = Extract<CheckedStatement, { ok: false }>;
+
+const LAYER_ONE = { read: guardQuery, write: guardWrite, introspect: guardIntrospection } as const;
+
+/**
+ * Both guard layers over one agent statement. Layer 1 (the tokenizer) first; then SQLite
+ * itself: `prepare()` (one statement only), `readonly` and `reader` for reads, and the compiled
+ * program read back with EXPLAIN, so that what a name resolved to — not how it was spelled —
+ * decides: no b-tree outside the main database, none of the engine's or agentdb's own tables,
+ * no virtual table but json_each/json_tree, no forbidden function.
+ *
+ * Errors that are not about the statement (a corrupt file, a busy database, out of memory)
+ * are thrown as better-sqlite3 threw them, for the store to map.
+ */
+export function prepareChecked(db: Database, sql: string, mode: CheckMode): CheckedStatement {
+  const verdict = LAYER_ONE[mode](sql);
+  if (!verdict.ok) return verdict;
+  const parsed = parseStatement(sql);
+  if ('ok' in parsed) return parsed; // unreachable: layer 1 parsed the same text
+  // From the first token on: what precedes it is whitespace, comments or empty statements, and
+  // EXPLAIN must be prepended to the statement itself.
+  const text = sql.slice(parsed.tokens[0]!.offset);
+
+  let stmt: Statement;
+  let ops: Op[];
+  try {
+    stmt = db.prepare(text);
+    ops = db.prepare(`EXPLAIN ${text}`).all() as Op[];
+  } catch (err) {
+    return fromSqlite(err);
+  }
+  if (mode !== 'write' && !(stmt.readonly && stmt.reader)) {
+    return { ok: false, code: 'SQL_REFUSED', reason: 'SQLite reports that this statement would write; DATA_QUERY_SQL only reads (use DATA_WRITE_SQL)' };
+  }
+  const refusal = programRefusal(ops, {
+    kind: verdict.kind,
+    mode,
+    roots: rootPages(db),
+    allowedVtabs: ops.some((op) => op.opcode === 'VOpen') ? jsonVtabs(db) : new Set(),
+  });
+  if (refusal) return { ok: false, code: 'SQL_REFUSED', reason: refusal };
+  return { ok: true, stmt };
+}
+
+/** Root page → object of the main schema (views have root 0 and are left out). */
+function rootPages(db: Database): Map<number, SchemaObject> {
+  const rows = db.prepare('SELECT type, name, tbl_name, rootpage FROM main.sqlite_schema WHERE rootpage > 0').all() as SchemaObject[];
+  return new Map(rows.map((r) => [r.rootpage, r]));
+}
+
+/**
+ * The `vtab:` pointers EXPLAIN shows for json_each and json_tree. An eponymous virtual table
+ * is one object per connection, so its pointer identifies it; EXPLAIN QUERY PLAN would only
+ * show the alias, which the agent chooses.
+ */
+function jsonVtabs(db: Database): Set<string> {
+  const found = new Set<string>();
+  for (const fn of ['json_each', 'json_tree']) {
+    const ops = db.prepare(`EXPLAIN SELECT * FROM ${fn}('[]')`).all() as Op[];
+    for (const op of ops) if (op.opcode === 'VOpen') found.add(String(op.p4));
+  }
+  return found;
+}
+
+/** Maps a prepare() failure to a registry code; rethrows what is not about the statement. */
+function fromSqlite(err: unknown): Refused {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof RangeError && /more than one statement/.test(message)) {
+    return { ok: false, code: 'SQL_MULTIPLE_STATEMENTS', reason: 'SQLite found more than one statement; send one statement per call' };
+  }
+  if (err instanceof RangeError && /no statements/.test(message)) {
+    return { ok: false, code: 'SQL_SYNTAX', reason: 'the SQL holds no statement' };
+  }
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'SQLITE_AUTH') return { ok: false, code: 'SQL_REFUSED', reason: message };
+  if (code !== 'SQLITE_ERROR') throw err;
+  if (/syntax error|unrecognized token|incomplete input/.test(message)) return { ok: false, code: 'SQL_SYNTAX', reason: message };
+  if (/may not be|reserved for internal use|unsafe use of|not authorized|prohibited/.test(message)) {
+    return { ok: false, code: 'SQL_REFUSED', reason: message };
+  }
+  return { ok: false, code: 'SQL_ERROR', reason: message };
+}
+
+/**
+ * Hardens a connection before any agent SQL runs on it.
+ *
+ * - `trusted_schema=OFF`: functions and virtual tables not marked innocuous cannot run from
+ *   views, triggers, CHECK, DEFAULT or generated columns, whoever wrote the schema.
+ * - Defensive mode (SQLITE_DBCONFIG_DEFENSIVE: no writable_schema, no writes to sqlite_dbpage
+ *   or shadow tables): better-sqlite3 12 turns it on in its Database constructor
+ *   (src/objects/database.cpp) and off only in `unsafeMode(true)`; `unsafeMode(false)` sets it
+ *   on again, which is the one switch JavaScript has for it.
+ * - Extensions: better-sqlite3 enables SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, which allows the
+ *   C API (`db.loadExtension`, never called with agent input) but leaves the SQL function
+ *   `load_extension()` disabled; there is no JavaScript switch to turn the C API off. The guard
+ *   refuses the function by name and by bytecode in any case.
+ * @throws Error when trusted_schema does not read back as OFF.
+ */
+export function hardenConnection(db: Database): void {
+  db.unsafeMode(false);
+  db.pragma('trusted_schema = OFF');
+  if (db.pragma('trusted_schema', { simple: true }) !== 0) throw new Error('could not turn trusted_schema off');
+}
+
+/**
+ * The schema as a sorted list of `type:name` for every `sqlite_schema` row, plus one entry
+ * `temp_schema:<rows in sqlite_temp_schema>`. The executor compares it before and after a
+ * write: an object that vanished, or a trigger, virtual table or temp object that appeared,
+ * means the statement did what the guard should have refused.
+ */
+export function schemaFingerprint(db: Database): string[] {
+  const rows = db.prepare('SELECT type, name FROM main.sqlite_schema').all() as { type: string; name: string }[];
+  const temp = db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get() as number;
+  return [...rows.map((r) => `${r.type}:${r.name}`), `temp_schema:${temp}`].sort();
+}

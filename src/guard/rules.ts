@@ -1,0 +1,108 @@
+import { isOp, isWord } from './classifier.ts';
+import { nameRefusal } from './names.ts';
+import type { Token } from './tokenizer.ts';
+
+/**
+ * Keywords after which SQLite's grammar reads a table, view or index name (`nm` in parse.y,
+ * which accepts a string literal as well as an identifier): `FROM 'sqlite_master'` and
+ * `INSERT INTO 'x'` are tables, `x IN 'sqlite_master'` is a subquery. ON covers
+ * `CREATE INDEX … ON t`; TO covers `RENAME TO`.
+ */
+const BEFORE_TABLE = new Set(['from', 'join', 'into', 'update', 'table', 'exists', 'on', 'references', 'index', 'view', 'in', 'to']);
+
+/** Conflict clauses that may sit between UPDATE/INSERT OR and the table name. */
+const CONFLICT = new Set(['replace', 'ignore', 'abort', 'fail', 'rollback']);
+
+/** Clause keywords that end a FROM list at their own parenthesis depth. */
+const ENDS_FROM = new Set([
+  'where',
+  'group',
+  'having',
+  'window',
+  'order',
+  'limit',
+  'union',
+  'except',
+  'intersect',
+  'returning',
+  'select',
+  'values',
+  'set',
+  'do',
+]);
+
+/**
+ * Where each token sits: whether the grammar around it makes it a table slot. A FROM list
+ * runs, per parenthesis depth, from FROM (or JOIN) to the next clause keyword at that depth;
+ * ON … keeps it open, because `FROM a JOIN b ON x = y, c` lists `c` as a table. A `(` opened
+ * in a table slot (`FROM (t)`, `FROM (SELECT …)`) starts a nested FROM list until its SELECT.
+ */
+export function tableSlots(tokens: readonly Token[]): boolean[] {
+  const inFrom: boolean[] = [false];
+  const slots: boolean[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    const prev = tokens[i - 1];
+    const top = inFrom[inFrom.length - 1]!;
+    slots.push(contextSlot(tokens, i, top));
+    if (isOp(t, '(')) {
+      inFrom.push(top && (isWord(prev, 'from', 'join') || isOp(prev, ',') || isOp(prev, '(')));
+    } else if (isOp(t, ')')) {
+      if (inFrom.length > 1) inFrom.pop();
+    } else if (isWord(t, 'from', 'join')) {
+      inFrom[inFrom.length - 1] = true;
+    } else if (t.kind === 'word' && ENDS_FROM.has(t.value)) {
+      inFrom[inFrom.length - 1] = false;
+    }
+  }
+  return slots;
+}
+
+/** A table slot judged by what comes before the token, not by a following dot. */
+function contextSlot(tokens: readonly Token[], i: number, inFrom: boolean): boolean {
+  const prev = tokens[i - 1];
+  const before = tokens[i - 2];
+  if (prev === undefined) return false;
+  if (prev.kind === 'word') {
+    if (BEFORE_TABLE.has(prev.value)) return true;
+    if (CONFLICT.has(prev.value) && isWord(before, 'or')) return true;
+    if (prev.value === 'by' && isWord(before, 'indexed')) return true;
+    return false;
+  }
+  return inFrom && (isOp(prev, ',') || isOp(prev, '('));
+}
+
+/** Could this token name an object? Identifiers always; string literals only in table slots. */
+function nameLike(token: Token): boolean {
+  return token.kind === 'word' || token.kind === 'quoted' || token.kind === 'string';
+}
+
+/**
+ * The first forbidden name in one statement's tokens, as a refusal reason. Identifiers are
+ * judged wherever they appear (a column cannot be called `sqlite_master` either); string
+ * literals only where SQLite would read them as a name, so `SELECT 'sqlite_master'` stays a
+ * plain value.
+ */
+export function forbiddenNameIn(tokens: readonly Token[]): string | undefined {
+  const slots = tableSlots(tokens);
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (!nameLike(t)) continue;
+    const prev = tokens[i - 1];
+    const next = tokens[i + 1];
+    const dotted = isOp(prev, '.') || isOp(next, '.');
+    const tableSlot = slots[i]! || dotted;
+    if (t.kind === 'string' && !tableSlot && !isOp(next, '(')) continue;
+    const reason = nameRefusal(t.value, { tableSlot, call: isOp(next, '(') });
+    if (reason) return reason;
+    if ((t.value === 'temp' || t.value === 'temporary') && isOp(next, '.') && (slots[i] || isOp(tokens[i + 3], '.'))) {
+      return 'the temp schema is not allowed: temporary objects do not outlive the call; create a regular table with DATA_WRITE_SQL';
+    }
+  }
+  return undefined;
+}
+
+/** Index of the first bare DROP keyword (DROP TABLE, ALTER TABLE … DROP COLUMN), or -1. */
+export function dropKeyword(tokens: readonly Token[]): number {
+  return tokens.findIndex((t) => isWord(t, 'drop'));
+}
