@@ -1,0 +1,165 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { hardenConnection } from '../guard/engine-check.ts';
+import { AgentDbError } from '../errors.ts';
+
+/** What the cache needs to know about a database to open it. */
+export interface HandleTarget {
+  id: string;
+  path: string;
+  shard: number;
+}
+
+/** Options of a {@link HandleCache}. */
+export interface HandleCacheOptions {
+  /** Handles kept open at most (config HANDLE_CACHE_SIZE); the least recently used is closed. */
+  size: number;
+  /** How long SQLite waits on a lock held by another connection (a backup, the CLI). */
+  busyTimeoutMs?: number;
+  /** SQLite page cache per handle, in KiB: many handles stay open, so each stays small. */
+  pageCacheKiB?: number;
+}
+
+/**
+ * Why a handle is wanted. Only writes and drops create a database; a read of one that does not
+ * exist must leave no file behind.
+ */
+export type OpenIntent = 'read' | 'write';
+
+interface Entry {
+  db: Database.Database;
+  shard: number;
+}
+
+/**
+ * The open SQLite handles of one executor child, least recently used first.
+ *
+ * Ten thousand databases must not mean ten thousand open files (a WAL database holds three
+ * descriptors: the file, its -wal and its -shm), so at most `size` stay open and the least
+ * recently used is closed on the way in. Closing is safe at any time: statements run one at a
+ * time and never span two requests.
+ */
+export class HandleCache {
+  private readonly entries = new Map<string, Entry>();
+  private empty?: Database.Database;
+
+  constructor(private readonly opts: HandleCacheOptions) {
+    if (!Number.isInteger(opts.size) || opts.size < 1) throw new RangeError(`handle cache size must be a positive integer, got ${opts.size}`);
+  }
+
+  /** Handles open now (the shared empty database not counted). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * The handle for `target`. For a read of a database that does not exist yet this is one
+   * shared, empty in-memory database, so `SELECT 1` works and a table reads as `no such table`,
+   * without creating a file.
+   * @throws AgentDbError DATABASE_CORRUPT when the file is not a SQLite database (the file is
+   * left exactly as it was).
+   */
+  open(target: HandleTarget, intent: OpenIntent): Database.Database {
+    const hit = this.entries.get(target.path);
+    if (hit) {
+      // Re-insert so the Map's order stays least-recently-used first.
+      this.entries.delete(target.path);
+      this.entries.set(target.path, hit);
+      return hit.db;
+    }
+    const db = intent === 'write' ? this.openForWrite(target.path) : this.openExisting(target.path);
+    if (!db) return this.emptyDatabase();
+    this.configure(db, target.path);
+    while (this.entries.size >= this.opts.size) this.closeOne(this.entries.keys().next().value!);
+    this.entries.set(target.path, { db, shard: target.shard });
+    return db;
+  }
+
+  /**
+   * True for the stand-in {@link open} returns when a database does not exist yet: nothing may
+   * ever be written to it (it is shared by every such read).
+   */
+  isPlaceholder(db: Database.Database): boolean {
+    return db === this.empty;
+  }
+
+  /** Closes the handle of one database, if open (after it reported corruption, or a restore). */
+  evict(dbPath: string): void {
+    if (this.entries.has(dbPath)) this.closeOne(dbPath);
+  }
+
+  /**
+   * Closes every handle of these shards: their lease was lost, and another worker may own the
+   * files from now on. Returns how many were closed.
+   */
+  evictShards(shards: readonly number[]): number {
+    const gone = new Set(shards);
+    let closed = 0;
+    for (const [key, entry] of [...this.entries]) {
+      if (!gone.has(entry.shard)) continue;
+      this.closeOne(key);
+      closed++;
+    }
+    return closed;
+  }
+
+  /** Closes everything; the cache stays usable. */
+  closeAll(): void {
+    for (const key of [...this.entries.keys()]) this.closeOne(key);
+    this.empty?.close();
+    this.empty = undefined;
+  }
+
+  private openForWrite(file: string): Database.Database {
+    // Only on a miss, and only for writes: the folder of a database that was never written
+    // does not exist.
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    return new Database(file, { timeout: this.opts.busyTimeoutMs ?? 5000 });
+  }
+
+  private openExisting(file: string): Database.Database | undefined {
+    try {
+      return new Database(file, { fileMustExist: true, timeout: this.opts.busyTimeoutMs ?? 5000 });
+    } catch (err) {
+      // better-sqlite3 says so with SQLITE_CANTOPEN, or a TypeError when the folder is missing;
+      // either also covers a file that exists but cannot be opened, and only absence is empty.
+      if (!fs.existsSync(file)) return undefined;
+      throw err;
+    }
+  }
+
+  private configure(db: Database.Database, file: string): void {
+    try {
+      hardenConnection(db);
+      // The first statement that reads the header: a file that is not SQLite fails here with
+      // SQLITE_NOTADB, before anything could be written to it.
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (mode !== 'wal') throw new Error(`could not switch ${file} to WAL (journal_mode is ${String(mode)})`);
+      db.pragma('synchronous = NORMAL');
+      db.pragma(`cache_size = -${this.opts.pageCacheKiB ?? 1024}`);
+    } catch (err) {
+      db.close();
+      const code = (err as { code?: string }).code ?? '';
+      if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+        throw new AgentDbError('DATABASE_CORRUPT', `${(err as Error).message} (database file left untouched)`);
+      }
+      throw err;
+    }
+  }
+
+  private emptyDatabase(): Database.Database {
+    if (!this.empty) {
+      this.empty = new Database(':memory:');
+      hardenConnection(this.empty);
+    }
+    return this.empty;
+  }
+
+  private closeOne(key: string): void {
+    const entry = this.entries.get(key);
+    this.entries.delete(key);
+    // Closing the last connection checkpoints the WAL and removes -wal and -shm.
+    entry?.db.close();
+  }
+}

@@ -1,0 +1,107 @@
+import type { Database } from 'better-sqlite3';
+import { AGENT_OBJECTS } from './sqlite-schema.ts';
+import { inRolledBackRead, quoteIdentifier, trusted } from './sqlite-trusted.ts';
+
+/** One column of a table or view. */
+export interface ColumnInfo {
+  name: string;
+  /** The declared type, as written (SQLite types are affinities); '' when none was given. */
+  type: string;
+  notNull: boolean;
+  /** The default as SQL text (`'new'`, `0`, `CURRENT_TIMESTAMP`), or null. */
+  default: string | null;
+  primaryKey: boolean;
+}
+
+/** One foreign key column: `from` in this table refers to `table`.`to`. */
+export interface ForeignKeyInfo {
+  from: string;
+  table: string;
+  /** The referenced column; null when the key refers to the other table's primary key implicitly. */
+  to: string | null;
+}
+
+/** One index, including those SQLite creates for UNIQUE constraints. */
+export interface IndexInfo {
+  name: string;
+  unique: boolean;
+  /** Indexed columns in order; an expression appears as `(expression)`. */
+  columns: string[];
+}
+
+/** A table or view as an agent sees it. */
+export interface TableInfo {
+  name: string;
+  type: 'table' | 'view';
+  columns: ColumnInfo[];
+  foreignKeys: ForeignKeyInfo[];
+  indexes: IndexInfo[];
+  /** Rows in a table; absent for views, whose count could cost a full query. */
+  rowCount?: number;
+  /** Why a view could not be described (it refers to something that no longer exists). */
+  error?: string;
+}
+
+/** What DATA_DESCRIBE_SCHEMA answers. */
+export interface DescribeResult {
+  tables: TableInfo[];
+}
+
+/**
+ * The agent-visible schema: every table and view with columns, foreign keys, indexes and row
+ * counts. The engine's `sqlite_*` objects and agentdb's `_agentdb_*` tables are hidden. Runs in
+ * one rolled-back read so the counts and the schema agree.
+ */
+export function describe(db: Database): DescribeResult {
+  return inRolledBackRead(db, () => {
+    const objects = trusted(
+      db,
+      `SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND ${AGENT_OBJECTS} ORDER BY name`,
+    ).all() as { name: string; type: 'table' | 'view' }[];
+    return { tables: objects.map((o) => describeOne(db, o.name, o.type)) };
+  });
+}
+
+function describeOne(db: Database, name: string, type: 'table' | 'view'): TableInfo {
+  const info: TableInfo = { name, type, columns: [], foreignKeys: [], indexes: [] };
+  try {
+    info.columns = columnsOf(db, name);
+  } catch (err) {
+    // A view over a dropped table cannot be expanded; say so rather than fail the whole call.
+    info.error = err instanceof Error ? err.message : String(err);
+    return info;
+  }
+  if (type === 'view') return info;
+  info.foreignKeys = (
+    trusted(db, `SELECT "from", "table", "to" FROM pragma_foreign_key_list(?, 'main') ORDER BY id, seq`).all(name) as ForeignKeyInfo[]
+  ).map((fk) => ({ from: fk.from, table: fk.table, to: fk.to ?? null }));
+  const indexes = trusted(db, `SELECT name, "unique" FROM pragma_index_list(?, 'main') ORDER BY name`).all(name) as {
+    name: string;
+    unique: number;
+  }[];
+  info.indexes = indexes.map((ix) => ({
+    name: ix.name,
+    unique: ix.unique === 1,
+    columns: (trusted(db, `SELECT name FROM pragma_index_info(?, 'main') ORDER BY seqno`).pluck().all(ix.name) as (string | null)[]).map(
+      (c) => c ?? '(expression)',
+    ),
+  }));
+  // count(*) walks the smallest index; tables are bounded by the plan's size limit.
+  info.rowCount = db.prepare(`SELECT count(*) FROM main.${quoteIdentifier(name)}`).pluck().get() as number;
+  return info;
+}
+
+function columnsOf(db: Database, name: string): ColumnInfo[] {
+  // table_xinfo also lists generated columns; hidden = 1 marks a virtual table's hidden ones.
+  const rows = trusted(db, `SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid`).all(name) as {
+    name: string;
+    type: string;
+    notnull: number;
+    dflt_value: string | null;
+    pk: number;
+    hidden: number;
+  }[];
+  return rows
+    .filter((c) => c.hidden !== 1)
+    .map((c) => ({ name: c.name, type: c.type, notNull: c.notnull === 1, default: c.dflt_value, primaryKey: c.pk > 0 }));
+}

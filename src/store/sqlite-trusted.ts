@@ -1,0 +1,53 @@
+import type { Database, Statement } from 'better-sqlite3';
+
+// agentdb's own SQL, prepared once per handle. Keyed by the Database object so a closed
+// handle's statements go with it.
+const prepared = new WeakMap<Database, Map<string, Statement>>();
+
+/**
+ * A statement of agentdb's own (never agent SQL: that goes through the guard, see
+ * `statement-cache.ts`), prepared once per handle because it runs on every call.
+ */
+export function trusted(db: Database, sql: string): Statement {
+  let byText = prepared.get(db);
+  if (!byText) prepared.set(db, (byText = new Map()));
+  let stmt = byText.get(sql);
+  if (!stmt) byText.set(sql, (stmt = db.prepare(sql)));
+  return stmt;
+}
+
+/**
+ * Runs `fn` in a read transaction that is always rolled back, even when it succeeds: a read
+ * that somehow wrote leaves nothing behind, and every read sees one snapshot.
+ */
+export function inRolledBackRead<T>(db: Database, fn: () => T): T {
+  trusted(db, 'BEGIN').run();
+  try {
+    return fn();
+  } finally {
+    if (db.inTransaction) trusted(db, 'ROLLBACK').run();
+  }
+}
+
+/**
+ * Runs `fn` in a `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so the
+ * exactly-once lookup and the write see the same state). It commits when `fn` says so and rolls
+ * back on anything thrown, including a failed COMMIT, so a failure leaves no trace.
+ */
+export function inWriteTransaction<T>(db: Database, fn: () => { value: T; commit: boolean }): T {
+  trusted(db, 'BEGIN IMMEDIATE').run();
+  try {
+    const { value, commit } = fn();
+    trusted(db, commit ? 'COMMIT' : 'ROLLBACK').run();
+    return value;
+  } catch (err) {
+    // After some errors (SQLITE_FULL, SQLITE_NOMEM) SQLite may already have rolled back.
+    if (db.inTransaction) trusted(db, 'ROLLBACK').run();
+    throw err;
+  }
+}
+
+/** Quotes an identifier for agentdb's own SQL: double quotes, inner quotes doubled. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

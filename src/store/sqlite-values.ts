@@ -1,0 +1,99 @@
+import type { Statement } from 'better-sqlite3';
+
+/** A value an agent may bind: booleans bind as 1 and 0. */
+export type Param = string | number | boolean | null;
+
+/** A blob as it travels in JSON. */
+export interface EncodedBlob {
+  $blob: string;
+}
+
+/** A column value as results carry it: JSON-safe, integers past 2^53 as decimal strings. */
+export type EncodedValue = string | number | null | EncodedBlob;
+
+/**
+ * Turns agent params into bindings. better-sqlite3 binds every JS number as REAL, which would
+ * store `1` as `1.0` in an untyped column and defeat `typeof()` checks; integers are bound as
+ * BigInt so SQLite sees INTEGER, as the agent wrote them.
+ */
+export function bindParams(params: readonly Param[]): unknown[] {
+  return params.map((p) => {
+    if (typeof p === 'boolean') return p ? 1n : 0n;
+    if (typeof p === 'number' && Number.isSafeInteger(p)) return BigInt(p);
+    return p;
+  });
+}
+
+/**
+ * One column value for a result. Statements read with `safeIntegers(true)`, so every INTEGER
+ * arrives as a bigint: it becomes a number when that is exact, else a decimal string (JSON has
+ * no 64-bit integers, and a rounded id is worse than a string). Blobs become `{ $blob: base64 }`.
+ */
+export function encodeValue(value: unknown): EncodedValue {
+  if (typeof value === 'bigint') {
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+  }
+  if (Buffer.isBuffer(value)) return { $blob: value.toString('base64') };
+  // REAL, TEXT and NULL are JSON as they are; NaN cannot come out of SQLite.
+  return value as string | number | null;
+}
+
+/** Rows read from one statement, cut at a row count and a serialised size. */
+export interface ReadRows {
+  columns: string[];
+  rows: EncodedValue[][];
+  /** More rows existed than were returned. */
+  truncated: boolean;
+  /** Rows were cut because of their size, not their count. */
+  oversize?: true;
+}
+
+/**
+ * Reads at most `maxRows` rows of a statement that returns data, plus one more to learn whether
+ * more existed; never `.all()`, so a huge result is never held. Rows are kept while their JSON
+ * fits in `maxBytes`. Leaving the loop early resets the statement.
+ */
+export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, maxBytes: number): ReadRows {
+  stmt.safeIntegers(true);
+  stmt.raw(true);
+  const columns = stmt.columns().map((c) => c.name);
+  const rows: EncodedValue[][] = [];
+  let bytes = 2; // the enclosing []
+  let truncated = false;
+  let oversize = false;
+  for (const raw of stmt.iterate(...bindings) as Iterable<unknown[]>) {
+    if (rows.length >= maxRows) {
+      truncated = true;
+      break;
+    }
+    // A lower bound first, so a 500 MB blob is never base64-encoded just to learn it is too big
+    // (its encoding would not even fit in a JS string).
+    if (bytes + minimumSize(raw) > maxBytes) {
+      truncated = true;
+      oversize = true;
+      break;
+    }
+    const row = raw.map(encodeValue);
+    // +1 for the comma between rows. Measured per row so the cut keeps every row that fits.
+    const size = Buffer.byteLength(JSON.stringify(row)) + 1;
+    if (bytes + size > maxBytes) {
+      truncated = true;
+      oversize = true;
+      break;
+    }
+    rows.push(row);
+    bytes += size;
+  }
+  return oversize ? { columns, rows, truncated, oversize: true } : { columns, rows, truncated };
+}
+
+/** The fewest bytes `raw` can take as JSON: strings only grow when escaped, base64 is 4/3. */
+function minimumSize(raw: unknown[]): number {
+  let size = 2;
+  for (const value of raw) {
+    if (typeof value === 'string') size += value.length + 3;
+    else if (Buffer.isBuffer(value)) size += Math.ceil(value.length / 3) * 4 + 13;
+    else size += 2;
+  }
+  return size;
+}

@@ -1,0 +1,163 @@
+import type { Database, Statement } from 'better-sqlite3';
+import { guardTableName } from '../guard/guard.ts';
+import { AgentDbError } from '../errors.ts';
+import type { PlanLimits } from './plan-limits.ts';
+import { ensureCallsTable, recordResult, recordedResult } from './sqlite-calls.ts';
+import { agentTableCount, INTERNAL_PREFIX, schemaChanged, schemaChangeRefusal, schemaState } from './sqlite-schema.ts';
+import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
+import { bindParams, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
+import { checkedStatement, forgetStatements } from './statement-cache.ts';
+
+/** Rows a write returns through RETURNING, at most. */
+export const MAX_RETURNING_ROWS = 1000;
+
+/** Result size a write's RETURNING rows may take when the caller names none. */
+export const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
+
+/** What DATA_WRITE_SQL answers. */
+export interface WriteResult {
+  /** Rows inserted, updated or deleted (0 for DDL). */
+  changes: number;
+  /** SQLite's last_insert_rowid() after the statement; a decimal string past 2^53. */
+  lastInsertRowid: EncodedValue;
+  /** RETURNING columns; empty without RETURNING. */
+  columns: string[];
+  /** RETURNING rows, encoded like query rows, at most {@link MAX_RETURNING_ROWS}. */
+  rows: EncodedValue[][];
+  /** More RETURNING rows existed than were returned (the write itself was complete). */
+  truncated: boolean;
+  oversize?: true;
+}
+
+/** What DATA_DROP_TABLE answers. */
+export interface DropResult {
+  dropped: string;
+  type: 'table' | 'view';
+}
+
+/** A result, and whether it is the one recorded by an earlier run of the same call. */
+export type Replayable<T> = T & { replayed?: true };
+
+/**
+ * Runs one agent write exactly once per `callId`.
+ *
+ * In one `BEGIN IMMEDIATE` transaction: a call id already recorded returns its recorded result
+ * (`replayed: true`) and runs nothing; otherwise the statement passes both guard layers, runs,
+ * and is checked against the plan (table count) and against what it did to the schema (nothing
+ * removed; no trigger, virtual table or temporary object). The result is recorded with the call
+ * id and committed with the effect. The size limit is SQLite's `max_page_count`, so a write past
+ * it fails with SQLITE_FULL. Any failure rolls the whole transaction back.
+ * @throws AgentDbError for refusals and limits; SQLite's own errors propagate for `toOpError`.
+ */
+export function write(
+  db: Database,
+  sql: string,
+  params: readonly Param[],
+  callId: string,
+  limits: PlanLimits,
+  maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
+): Replayable<WriteResult> {
+  const bindings = bindParams(params);
+  ensureCallsTable(db);
+  applySizeLimit(db, limits.maxBytes);
+  let schemaMoved = false;
+  try {
+    return inWriteTransaction(db, () => {
+      const recorded = recordedResult(db, callId) as WriteResult | undefined;
+      if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
+
+      const stmt = checkedStatement(db, sql, 'write');
+      const before = schemaState(db);
+      const result = runWrite(db, stmt, bindings, maxResultBytes);
+      const after = schemaState(db);
+      if (schemaChanged(before, after)) {
+        schemaMoved = true;
+        const refusal = schemaChangeRefusal(before, after);
+        if (refusal) throw new AgentDbError('SQL_REFUSED', refusal);
+        const tables = agentTableCount(db);
+        if (tables > limits.maxTables) {
+          throw new AgentDbError('LIMIT_EXCEEDED', `the database may hold ${limits.maxTables} tables and this would make ${tables}`);
+        }
+      }
+      recordResult(db, callId, result);
+      return { value: result, commit: true };
+    });
+  } finally {
+    // Cached statements were judged against the old schema; judge them again.
+    if (schemaMoved) forgetStatements(db);
+  }
+}
+
+function runWrite(db: Database, stmt: Statement, bindings: unknown[], maxResultBytes: number): WriteResult {
+  stmt.safeIntegers(true);
+  if (!stmt.reader) {
+    const info = stmt.run(...bindings);
+    return { changes: Number(info.changes), lastInsertRowid: encodeValue(info.lastInsertRowid), columns: [], rows: [], truncated: false };
+  }
+  // RETURNING: SQLite makes every change on the first step, so stopping after the rows we keep
+  // still leaves a complete write.
+  const read = readRows(stmt, bindings, MAX_RETURNING_ROWS, maxResultBytes);
+  const info = trusted(db, 'SELECT changes(), last_insert_rowid()').raw(true).safeIntegers(true).get() as [bigint, bigint];
+  return { changes: Number(info[0]), lastInsertRowid: encodeValue(info[1]), ...read };
+}
+
+// Page size is fixed once a database has content; read it once per handle.
+const pageSizes = new WeakMap<Database, number>();
+
+/**
+ * Caps the file at `maxBytes` through `max_page_count` (set on every write: it is not stored in
+ * the file). SQLite never lowers it below the current size, so a database already over a
+ * smaller plan's limit stays readable and only refuses to grow.
+ */
+function applySizeLimit(db: Database, maxBytes: number): void {
+  let pageSize = pageSizes.get(db);
+  if (pageSize === undefined) {
+    pageSize = trusted(db, 'PRAGMA page_size').pluck().get() as number;
+    pageSizes.set(db, pageSize);
+  }
+  const pages = Math.max(1, Math.floor(maxBytes / pageSize));
+  trusted(db, `PRAGMA max_page_count = ${pages}`).run();
+}
+
+/**
+ * Drops one table or view exactly once per `callId`. The name must pass the guard and exist
+ * exactly (same spelling) in `sqlite_schema` as a table or view; the DROP is built here with
+ * the name quoted, so no agent SQL runs at all.
+ * @throws AgentDbError NOT_FOUND, SQL_REFUSED; SQLite's errors (a foreign key) propagate.
+ */
+export function drop(db: Database, table: string, callId: string): Replayable<DropResult> {
+  checkDropName(table);
+  ensureCallsTable(db);
+  let dropped = false;
+  try {
+    return inWriteTransaction(db, () => {
+      const recorded = recordedResult(db, callId) as DropResult | undefined;
+      if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
+      const type = trusted(db, `SELECT type FROM sqlite_schema WHERE name = ? AND type IN ('table', 'view')`).pluck().get(table) as
+        | 'table'
+        | 'view'
+        | undefined;
+      if (type === undefined) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
+      db.prepare(`DROP ${type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(table)}`).run();
+      dropped = true;
+      const result: DropResult = { dropped: table, type };
+      recordResult(db, callId, result);
+      return { value: result, commit: true };
+    });
+  } finally {
+    if (dropped) forgetStatements(db);
+  }
+}
+
+/**
+ * Refuses a name no drop may take: the guard's verdict, then (second line) the engine's and
+ * agentdb's own tables under any case.
+ * @throws AgentDbError with the refusal.
+ */
+export function checkDropName(table: string): void {
+  const verdict = guardTableName(table);
+  if (!verdict.ok) throw new AgentDbError(verdict.code, verdict.reason);
+  if (/^sqlite_/i.test(table) || table.toLowerCase().startsWith(INTERNAL_PREFIX)) {
+    throw new AgentDbError('SQL_REFUSED', `${table} is not an agent table`);
+  }
+}

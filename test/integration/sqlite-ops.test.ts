@@ -1,0 +1,415 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AgentDbError } from '../../src/errors.ts';
+import { databasePath } from '../../src/store/database-id.ts';
+import { dispatch } from '../../src/store/executor-dispatch.ts';
+import type { ChildOptions, DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
+import { HandleCache } from '../../src/store/handle-cache.ts';
+import { PLAN_LIMITS, type PlanLimits } from '../../src/store/plan-limits.ts';
+import { describe as describeDb, drop, query, toOpError, write, type Param } from '../../src/store/sqlite-ops.ts';
+import { schemaChangeRefusal, schemaState } from '../../src/store/sqlite-schema.ts';
+
+let dataDir: string;
+let handles: HandleCache;
+let opts: ChildOptions;
+let n = 0;
+
+beforeAll(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-sqlite-ops-'));
+  opts = { dataDir, heapLimitMb: 512, handleCacheSize: 16, maxResultBytes: 1024 * 1024 };
+});
+afterEach(() => handles?.closeAll());
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+/** A database of its own for each test, named so failures say which. */
+function target(limits: PlanLimits = PLAN_LIMITS.pro): DbTarget {
+  handles ??= new HandleCache({ size: 16 });
+  const agent = `a${++n}`;
+  return { id: `ws/${agent}`, path: databasePath(dataDir, 'ws', agent, 0), shard: 0, limits };
+}
+
+const writeDb = (t: DbTarget) => handles.open(t, 'write');
+
+/** The error a call throws, as the executor would report it. */
+function errorOf(fn: () => unknown): { code: string; detail: string } {
+  try {
+    fn();
+  } catch (err) {
+    return toOpError(err);
+  }
+  throw new Error('expected the call to fail');
+}
+
+let callSeq = 0;
+const call = () => `call-${++callSeq}`;
+function run(t: DbTarget, sql: string, params: Param[] = []) {
+  return write(writeDb(t), sql, params, call(), t.limits);
+}
+
+function expectFailed(outcome: ExecOutcome, code: string): string {
+  expect(outcome.ok, JSON.stringify(outcome)).toBe(false);
+  if (outcome.ok) throw new Error('unreachable');
+  expect(outcome.error.code).toBe(code);
+  return outcome.error.detail;
+}
+
+describe('a database that does not exist yet', () => {
+  it('describes as empty, answers SELECT 1, reads a table as missing, and creates no file', () => {
+    const t = target();
+    expect(dispatch(handles, opts, { op: 'describe', db: t })).toEqual({ ok: true, result: { tables: [] } });
+    expect(dispatch(handles, opts, { op: 'query', db: t, sql: 'SELECT 1 AS one', params: [], maxRows: 10 })).toEqual({
+      ok: true,
+      result: { columns: ['one'], rows: [[1]], truncated: false },
+    });
+    const detail = expectFailed(dispatch(handles, opts, { op: 'query', db: t, sql: 'SELECT * FROM leads', params: [], maxRows: 10 }), 'SQL_ERROR');
+    expect(detail).toMatch(/no such table: leads/);
+    expectFailed(dispatch(handles, opts, { op: 'drop', db: t, table: 'leads', callId: call() }), 'NOT_FOUND');
+    expect(fs.existsSync(path.dirname(t.path))).toBe(false);
+  });
+
+  it('is created by its first write, in WAL mode', () => {
+    const t = target();
+    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'CREATE TABLE leads (id INTEGER PRIMARY KEY)', params: [], callId: call() });
+    expect(outcome.ok).toBe(true);
+    expect(fs.existsSync(t.path)).toBe(true);
+    expect(writeDb(t).pragma('journal_mode', { simple: true })).toBe('wal');
+  });
+});
+
+describe('describe', () => {
+  it('lists tables and views with columns, keys, indexes and row counts, hiding internal objects', () => {
+    const t = target();
+    run(t, 'CREATE TABLE companies (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE)');
+    run(t, "CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT NOT NULL, stage TEXT DEFAULT 'new', company_id INTEGER REFERENCES companies(id))");
+    run(t, 'CREATE INDEX leads_stage ON leads (stage, email)');
+    run(t, "CREATE VIEW new_leads AS SELECT email FROM leads WHERE stage = 'new'");
+    run(t, 'INSERT INTO companies (name) VALUES (?), (?)', ['northwind', 'globex']);
+    run(t, 'INSERT INTO leads (email, company_id) VALUES (?, 1)', ['ada@northwind.io']);
+
+    const { tables } = describeDb(writeDb(t));
+    // sqlite_sequence (from AUTOINCREMENT) and _agentdb_calls exist but are not shown.
+    expect(tables.map((x) => x.name)).toEqual(['companies', 'leads', 'new_leads']);
+    const leads = tables.find((x) => x.name === 'leads')!;
+    expect(leads).toMatchObject({ type: 'table', rowCount: 1 });
+    expect(leads.columns).toEqual([
+      { name: 'id', type: 'INTEGER', notNull: false, default: null, primaryKey: true },
+      { name: 'email', type: 'TEXT', notNull: true, default: null, primaryKey: false },
+      { name: 'stage', type: 'TEXT', notNull: false, default: "'new'", primaryKey: false },
+      { name: 'company_id', type: 'INTEGER', notNull: false, default: null, primaryKey: false },
+    ]);
+    expect(leads.foreignKeys).toEqual([{ from: 'company_id', table: 'companies', to: 'id' }]);
+    expect(leads.indexes).toEqual([{ name: 'leads_stage', unique: false, columns: ['stage', 'email'] }]);
+    const companies = tables.find((x) => x.name === 'companies')!;
+    expect(companies.rowCount).toBe(2);
+    expect(companies.indexes).toEqual([{ name: expect.stringMatching(/^sqlite_autoindex_companies/), unique: true, columns: ['name'] }]);
+    const view = tables.find((x) => x.name === 'new_leads')!;
+    expect(view).toEqual({ name: 'new_leads', type: 'view', columns: [expect.objectContaining({ name: 'email' })], foreignKeys: [], indexes: [] });
+  });
+});
+
+describe('query', () => {
+  it('stops at max_rows and says more existed', () => {
+    const t = target();
+    run(t, 'CREATE TABLE n (x INTEGER)');
+    run(t, 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 50) INSERT INTO n SELECT x FROM c');
+    const db = writeDb(t);
+    expect(query(db, 'SELECT x FROM n ORDER BY x', [], 10, 1e6)).toEqual({
+      columns: ['x'],
+      rows: [[1], [2], [3], [4], [5], [6], [7], [8], [9], [10]],
+      truncated: true,
+    });
+    expect(query(db, 'SELECT x FROM n WHERE x > ? ORDER BY x', [40], 10, 1e6)).toMatchObject({ truncated: false });
+    expect(query(db, 'SELECT x FROM n WHERE x > ? ORDER BY x', [40], 10, 1e6).rows).toHaveLength(10);
+    expect(db.inTransaction).toBe(false);
+  });
+
+  it('returns exact integers as numbers, larger ones as strings, and blobs as base64', () => {
+    const t = target();
+    const db = writeDb(t);
+    const result = query(db, "SELECT 42 AS small, 9007199254740993 AS big, -9223372036854775808 AS min, 1.5 AS real, x'00ff10' AS blob, 'é' AS text, NULL AS none", [], 10, 1e6);
+    expect(result.rows).toEqual([[42, '9007199254740993', '-9223372036854775808', 1.5, { $blob: 'AP8Q' }, 'é', null]]);
+  });
+
+  it('binds integers as INTEGER, booleans as 1 and 0', () => {
+    const db = writeDb(target());
+    expect(query(db, 'SELECT typeof(?), typeof(?), ?, ?, typeof(?), ?', [1, 1.5, true, false, null, 'x'], 10, 1e6).rows).toEqual([
+      ['integer', 'real', 1, 0, 'null', 'x'],
+    ]);
+  });
+
+  it('keeps the rows that fit in the result size and marks the cut', () => {
+    const db = writeDb(target());
+    const sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100) SELECT x, printf('%.*c', 1000, 'a') FROM c";
+    const result = query(db, sql, [], 100, 10_000);
+    expect(result.truncated).toBe(true);
+    expect(result.oversize).toBe(true);
+    expect(result.rows.length).toBeGreaterThan(0);
+    expect(result.rows.length).toBeLessThan(10);
+    expect(Buffer.byteLength(JSON.stringify(result.rows))).toBeLessThanOrEqual(10_000);
+    // A single blob far past the limit is cut without being encoded.
+    expect(query(db, 'SELECT randomblob(50000000)', [], 10, 10_000)).toEqual({ columns: ['randomblob(50000000)'], rows: [], truncated: true, oversize: true });
+  });
+
+  it('refuses writes, internal tables and engine tables', () => {
+    const t = target();
+    run(t, 'CREATE TABLE t (x)');
+    const db = writeDb(t);
+    expect(errorOf(() => query(db, 'INSERT INTO t VALUES (1)', [], 10, 1e6)).code).toBe('SQL_REFUSED');
+    expect(errorOf(() => query(db, 'SELECT * FROM _agentdb_calls', [], 10, 1e6)).code).toBe('SQL_REFUSED');
+    expect(errorOf(() => query(db, 'SELECT * FROM sqlite_master', [], 10, 1e6)).code).toBe('SQL_REFUSED');
+    expect(errorOf(() => query(db, 'SELECT 1; SELECT 2', [], 10, 1e6)).code).toBe('SQL_MULTIPLE_STATEMENTS');
+    expect(errorOf(() => query(db, 'SELEC 1', [], 10, 1e6)).code).toBe('SQL_SYNTAX');
+    expect(errorOf(() => query(db, 'SELECT ?', [], 10, 1e6))).toEqual({ code: 'SQL_ERROR', detail: expect.stringMatching(/parameter/) });
+    expect(db.inTransaction).toBe(false);
+  });
+});
+
+describe('write', () => {
+  it('returns changes, the last rowid and RETURNING rows', () => {
+    const t = target();
+    expect(run(t, 'CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT UNIQUE, blob BLOB)')).toMatchObject({ changes: 0, rows: [], columns: [] });
+    expect(run(t, 'INSERT INTO leads (email) VALUES (?), (?)', ['a@x', 'b@x'])).toEqual({
+      changes: 2,
+      lastInsertRowid: 2,
+      columns: [],
+      rows: [],
+      truncated: false,
+    });
+    expect(run(t, "INSERT INTO leads (id, email, blob) VALUES (9007199254740993, 'c@x', x'01') RETURNING id, email, blob")).toEqual({
+      changes: 1,
+      lastInsertRowid: '9007199254740993',
+      columns: ['id', 'email', 'blob'],
+      rows: [['9007199254740993', 'c@x', { $blob: 'AQ==' }]],
+      truncated: false,
+    });
+    expect(run(t, "UPDATE leads SET email = upper(email) WHERE id < 3 RETURNING email")).toMatchObject({ changes: 2, rows: [['A@X'], ['B@X']] });
+  });
+
+  it('returns at most 1000 RETURNING rows but makes every change', () => {
+    const t = target();
+    run(t, 'CREATE TABLE n (x INTEGER)');
+    const result = run(t, 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1500) INSERT INTO n SELECT x FROM c RETURNING x');
+    expect(result.changes).toBe(1500);
+    expect(result.rows).toHaveLength(1000);
+    expect(result.truncated).toBe(true);
+    expect(query(writeDb(t), 'SELECT count(*) FROM n', [], 1, 1e6).rows).toEqual([[1500]]);
+  });
+
+  it('runs a call id once: a retry returns the recorded result and writes nothing', () => {
+    const t = target();
+    run(t, 'CREATE TABLE events (id INTEGER PRIMARY KEY, what TEXT)');
+    const db = writeDb(t);
+    const id = call();
+    const first = write(db, 'INSERT INTO events (what) VALUES (?) RETURNING id', ['signed up'], id, t.limits);
+    expect(first).toEqual({ changes: 1, lastInsertRowid: 1, columns: ['id'], rows: [[1]], truncated: false });
+    const again = write(db, 'INSERT INTO events (what) VALUES (?) RETURNING id', ['signed up'], id, t.limits);
+    expect(again).toEqual({ ...first, replayed: true });
+    expect(query(db, 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
+    // The record survives closing the handle (it is in the file, committed with the row).
+    handles.closeAll();
+    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?)', params: ['x'], callId: id });
+    expect(outcome).toEqual({ ok: true, result: first, replayed: true });
+    expect(query(writeDb(t), 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
+  });
+
+  it('records nothing for a failed write, so its retry runs', () => {
+    const t = target();
+    run(t, 'CREATE TABLE u (email TEXT UNIQUE)');
+    run(t, "INSERT INTO u VALUES ('a')");
+    const db = writeDb(t);
+    const id = call();
+    expect(errorOf(() => write(db, 'INSERT INTO u VALUES (?)', ['a'], id, t.limits))).toEqual({
+      code: 'SQL_ERROR',
+      detail: 'UNIQUE constraint failed: u.email',
+    });
+    expect(db.inTransaction).toBe(false);
+    run(t, "DELETE FROM u WHERE email = 'a'");
+    expect(write(db, 'INSERT INTO u VALUES (?)', ['a'], id, t.limits)).toMatchObject({ changes: 1 });
+  });
+
+  it('refuses the internal table, triggers, drops and more than one statement', () => {
+    const t = target();
+    run(t, 'CREATE TABLE t (x)');
+    const db = writeDb(t);
+    for (const sql of [
+      "INSERT INTO _agentdb_calls VALUES ('x', '{}', 0)",
+      'DELETE FROM _agentdb_calls',
+      'CREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM t; END',
+      'DROP TABLE t',
+      "CREATE VIRTUAL TABLE f USING fts5(x)",
+      'CREATE TEMP TABLE tt (x)',
+    ]) {
+      expect(errorOf(() => write(db, sql, [], call(), t.limits)).code, sql).toBe('SQL_REFUSED');
+    }
+    expect(errorOf(() => write(db, 'INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)', [], call(), t.limits)).code).toBe('SQL_MULTIPLE_STATEMENTS');
+    expect(query(db, 'SELECT count(*) FROM t', [], 1, 1e6).rows).toEqual([[0]]);
+    expect(describeDb(db).tables.map((x) => x.name)).toEqual(['t']);
+  });
+
+  it('allows a rename, which changes names but removes nothing', () => {
+    const t = target();
+    run(t, 'CREATE TABLE old_name (x UNIQUE)');
+    expect(run(t, 'ALTER TABLE old_name RENAME TO new_name')).toMatchObject({ changes: 0 });
+    expect(describeDb(writeDb(t)).tables.map((x) => x.name)).toEqual(['new_name']);
+  });
+
+  it('fails cleanly past the table limit and leaves the database as it was', () => {
+    const t = target({ maxTables: 2, maxBytes: PLAN_LIMITS.pro.maxBytes });
+    run(t, 'CREATE TABLE a (x)');
+    run(t, 'CREATE TABLE b (x)');
+    run(t, 'CREATE VIEW v AS SELECT * FROM a'); // views do not count
+    run(t, 'CREATE INDEX ax ON a (x)'); // nor do indexes
+    const id = call();
+    const error = errorOf(() => write(writeDb(t), 'CREATE TABLE c (x)', [], id, t.limits));
+    expect(error).toEqual({ code: 'LIMIT_EXCEEDED', detail: 'the database may hold 2 tables and this would make 3' });
+    expect(describeDb(writeDb(t)).tables.map((x) => x.name)).toEqual(['a', 'b', 'v']);
+    // Nothing was recorded: with a table dropped, the same call runs.
+    drop(writeDb(t), 'b', call());
+    expect(write(writeDb(t), 'CREATE TABLE c (x)', [], id, t.limits)).toMatchObject({ changes: 0 });
+  });
+
+  it('fails cleanly past the size limit and leaves the database as it was', () => {
+    const t = target({ maxTables: 50, maxBytes: 256 * 1024 });
+    run(t, 'CREATE TABLE big (b BLOB)');
+    const db = writeDb(t);
+    const snapshot = () => query(db, 'SELECT count(*), sum(length(b)) FROM big', [], 1, 1e6).rows;
+    let error: { code: string; detail: string } | undefined;
+    let before = snapshot();
+    for (let i = 0; i < 100 && !error; i++) {
+      before = snapshot();
+      try {
+        run(t, 'INSERT INTO big VALUES (randomblob(20000))');
+      } catch (err) {
+        error = toOpError(err);
+      }
+    }
+    expect(error).toEqual({ code: 'LIMIT_EXCEEDED', detail: 'database or disk is full' });
+    expect(snapshot()).toEqual(before);
+    expect(db.inTransaction).toBe(false);
+    expect(fs.statSync(t.path).size).toBeLessThanOrEqual(256 * 1024);
+    // Still usable: a delete frees room for the next insert.
+    run(t, 'DELETE FROM big WHERE rowid IN (SELECT rowid FROM big LIMIT 2)');
+    expect(run(t, 'INSERT INTO big VALUES (randomblob(20000))')).toMatchObject({ changes: 1 });
+  });
+});
+
+describe('the schema check behind the guard', () => {
+  it('refuses what removed an object or created a trigger, judged on the schema itself', () => {
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE t (x); CREATE TABLE u (y); CREATE INDEX tx ON t (x)');
+    const start = schemaState(db);
+    db.exec('CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END');
+    expect(schemaChangeRefusal(start, schemaState(db))).toMatch(/trigger/);
+    db.exec('DROP TRIGGER tr; DROP INDEX tx');
+    expect(schemaChangeRefusal(start, schemaState(db))).toMatch(/removed index:tx/);
+    db.exec('CREATE INDEX tx ON t (x); CREATE TEMP TABLE scratch (z)');
+    expect(schemaChangeRefusal(start, schemaState(db))).toMatch(/temporary/);
+    db.exec('DROP TABLE temp.scratch; ALTER TABLE u RENAME TO v; CREATE TABLE w (z)');
+    expect(schemaChangeRefusal(start, schemaState(db))).toBeUndefined();
+    db.close();
+  });
+});
+
+describe('drop', () => {
+  it('drops a table or view by its exact name, once per call id', () => {
+    const t = target();
+    run(t, 'CREATE TABLE "odd ""name""" (x)');
+    run(t, 'CREATE TABLE Leads (x)');
+    run(t, 'CREATE VIEW v AS SELECT 1');
+    const db = writeDb(t);
+    expect(drop(db, 'odd "name"', call())).toEqual({ dropped: 'odd "name"', type: 'table' });
+    expect(drop(db, 'v', call())).toEqual({ dropped: 'v', type: 'view' });
+    expect(errorOf(() => drop(db, 'leads', call()))).toEqual({ code: 'NOT_FOUND', detail: 'there is no table or view named "leads"' });
+    const id = call();
+    expect(drop(db, 'Leads', id)).toEqual({ dropped: 'Leads', type: 'table' });
+    expect(drop(db, 'Leads', id)).toEqual({ dropped: 'Leads', type: 'table', replayed: true });
+    expect(describeDb(db).tables).toEqual([]);
+  });
+
+  it('refuses the engine and internal tables and indexes', () => {
+    const t = target();
+    run(t, 'CREATE TABLE t (x UNIQUE)');
+    run(t, 'CREATE INDEX tx ON t (x)');
+    const db = writeDb(t);
+    expect(errorOf(() => drop(db, 'sqlite_master', call())).code).toBe('SQL_REFUSED');
+    expect(errorOf(() => drop(db, '_agentdb_calls', call())).code).toBe('SQL_REFUSED');
+    expect(errorOf(() => drop(db, '_AGENTDB_CALLS', call())).code).toBe('SQL_REFUSED');
+    expect(errorOf(() => drop(db, 'tx', call())).code).toBe('NOT_FOUND');
+    expect(describeDb(db).tables.map((x) => x.name)).toEqual(['t']);
+  });
+
+  it('rolls back a drop that a foreign key forbids', () => {
+    const t = target();
+    run(t, 'CREATE TABLE parent (id INTEGER PRIMARY KEY)');
+    run(t, 'CREATE TABLE child (parent_id INTEGER REFERENCES parent(id))');
+    run(t, 'INSERT INTO parent VALUES (1)');
+    run(t, 'INSERT INTO child VALUES (1)');
+    const db = writeDb(t);
+    expect(errorOf(() => drop(db, 'parent', call()))).toEqual({ code: 'SQL_ERROR', detail: 'FOREIGN KEY constraint failed' });
+    expect(describeDb(db).tables.map((x) => x.name)).toEqual(['child', 'parent']);
+    expect(db.inTransaction).toBe(false);
+  });
+});
+
+describe('a file that is not SQLite', () => {
+  it('answers DATABASE_CORRUPT for every operation and leaves the bytes alone', () => {
+    const t = target();
+    fs.mkdirSync(path.dirname(t.path), { recursive: true });
+    const bytes = Buffer.from('this is a text file that someone put where a database should be\n'.repeat(100));
+    fs.writeFileSync(t.path, bytes);
+    const requests: ExecRequest[] = [
+      { op: 'describe', db: t },
+      { op: 'query', db: t, sql: 'SELECT 1', params: [], maxRows: 1 },
+      { op: 'write', db: t, sql: 'CREATE TABLE x (y)', params: [], callId: call() },
+      { op: 'drop', db: t, table: 'x', callId: call() },
+    ];
+    for (const req of requests) {
+      expectFailed(dispatch(handles, opts, req), 'DATABASE_CORRUPT');
+    }
+    expect(fs.readFileSync(t.path).equals(bytes)).toBe(true);
+    expect(fs.readdirSync(path.dirname(t.path)).filter((f) => f.startsWith(path.basename(t.path)))).toEqual([path.basename(t.path)]);
+    expect(handles.size).toBe(0);
+  });
+});
+
+describe('the executor dispatch', () => {
+  it('checks a statement through both guard layers without running it', () => {
+    const t = target();
+    run(t, 'CREATE TABLE t (x)');
+    expect(dispatch(handles, opts, { op: 'check', db: t, sql: 'INSERT INTO t VALUES (1)', mode: 'write' })).toEqual({ ok: true, result: { admitted: true } });
+    expectFailed(dispatch(handles, opts, { op: 'check', db: t, sql: 'INSERT INTO t VALUES (1)', mode: 'read' }), 'SQL_REFUSED');
+    expectFailed(dispatch(handles, opts, { op: 'check', db: t, sql: 'DROP TABLE t', mode: 'write' }), 'SQL_REFUSED');
+    expect(query(writeDb(t), 'SELECT count(*) FROM t', [], 1, 1e6).rows).toEqual([[0]]);
+  });
+
+  it('refuses a path outside the data folder and evicts handles by shard', () => {
+    const t = target();
+    expectFailed(dispatch(handles, opts, { op: 'describe', db: { ...t, path: path.join(os.tmpdir(), 'elsewhere.sqlite') } }), 'INTERNAL');
+    run(t, 'CREATE TABLE t (x)');
+    const other = { ...target(), shard: 1 };
+    run(other, 'CREATE TABLE t (x)');
+    expect(handles.size).toBe(2);
+    expect(dispatch(handles, opts, { op: 'evict', shards: [0] })).toEqual({ ok: true, result: { closed: 1 } });
+    expect(handles.size).toBe(1);
+  });
+});
+
+describe('error mapping', () => {
+  it('maps SQLite codes to registry codes with SQLite message as the detail', () => {
+    const sqlite = (code: string) => toOpError(Object.assign(new Error(`msg for ${code}`), { code }));
+    expect(sqlite('SQLITE_CONSTRAINT_UNIQUE')).toEqual({ code: 'SQL_ERROR', detail: 'msg for SQLITE_CONSTRAINT_UNIQUE' });
+    expect(sqlite('SQLITE_ERROR').code).toBe('SQL_ERROR');
+    expect(sqlite('SQLITE_FULL').code).toBe('LIMIT_EXCEEDED');
+    expect(sqlite('SQLITE_NOTADB').code).toBe('DATABASE_CORRUPT');
+    expect(sqlite('SQLITE_CORRUPT_INDEX').code).toBe('DATABASE_CORRUPT');
+    expect(sqlite('SQLITE_NOMEM').code).toBe('RESOURCE_LIMIT');
+    expect(sqlite('SQLITE_TOOBIG').code).toBe('RESOURCE_LIMIT');
+    expect(sqlite('SQLITE_BUSY_SNAPSHOT').code).toBe('UNAVAILABLE');
+    expect(sqlite('SQLITE_IOERR_WRITE').code).toBe('INTERNAL');
+    expect(toOpError(new AgentDbError('NOT_FOUND', 'x'))).toEqual({ code: 'NOT_FOUND', detail: 'x' });
+    expect(toOpError(new Error('bug'))).toEqual({ code: 'INTERNAL', detail: 'bug' });
+  });
+});
