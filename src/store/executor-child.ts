@@ -1,0 +1,52 @@
+/**
+ * The executor child's entry point: it owns every SQLite handle of one worker process and runs
+ * one request at a time, so the worker can SIGKILL it when a statement passes its deadline
+ * (better-sqlite3 has no interrupt) without losing anything but that statement.
+ *
+ * Started by `Executor` with `node --import tsx executor-child.ts '<ChildOptions JSON>'`.
+ */
+import Database from 'better-sqlite3';
+import { dispatch } from './executor-dispatch.ts';
+import type { ChildMessage, ChildOptions, ChildRequest } from './executor-protocol.ts';
+import { HandleCache } from './handle-cache.ts';
+
+function main(): void {
+  const send = process.send?.bind(process);
+  if (!send) {
+    process.stderr.write('executor-child: must be started by the worker with an IPC channel\n');
+    process.exit(2);
+  }
+  const opts = JSON.parse(process.argv[2] ?? '') as ChildOptions;
+
+  // SQLite's heap limit is process-wide; any connection may set it. It bounds SQLite's own
+  // allocations where the build counts them (this better-sqlite3 build does not: it has
+  // SQLITE_DEFAULT_MEMSTATUS=0, so the worker also caps the child's data segment).
+  const probe = new Database(':memory:');
+  probe.pragma(`hard_heap_limit = ${opts.heapLimitMb * 1024 * 1024}`);
+  probe.close();
+
+  const handles = new HandleCache({ size: opts.handleCacheSize });
+
+  process.on('message', (message: ChildRequest) => {
+    const outcome = dispatch(handles, opts, message.req);
+    reply(send, { type: 'outcome', id: message.id, outcome });
+  });
+  // The worker went away (it exited or crashed): close cleanly, checkpointing each WAL.
+  process.on('disconnect', () => {
+    handles.closeAll();
+    process.exit(0);
+  });
+  reply(send, { type: 'ready' });
+}
+
+function reply(send: NonNullable<typeof process.send>, message: ChildMessage): void {
+  try {
+    send(message);
+  } catch (err) {
+    // A result that cannot be serialised must still answer, or the worker waits for its deadline.
+    if (message.type !== 'outcome') throw err;
+    send({ type: 'outcome', id: message.id, outcome: { ok: false, error: { code: 'INTERNAL', detail: `result could not be sent: ${String(err)}` } } });
+  }
+}
+
+main();

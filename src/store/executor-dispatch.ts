@@ -1,0 +1,48 @@
+import { AgentDbError } from '../errors.ts';
+import { isInside } from './database-id.ts';
+import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import type { HandleCache } from './handle-cache.ts';
+import { checkDropName, describe, drop, query, toOpError, write } from './sqlite-ops.ts';
+import { checkedStatement } from './statement-cache.ts';
+
+/**
+ * Runs one request in the executor child and says how it ended. Never throws: every failure,
+ * agent-caused or not, becomes an `ok: false` outcome with a registry code, because it has to
+ * cross a process boundary as plain JSON.
+ */
+export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest): ExecOutcome {
+  try {
+    if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
+    // The parent built this path from checked names; the child re-checks, since it is the one
+    // process that opens files.
+    if (!isInside(opts.dataDir, req.db.path)) throw new AgentDbError('INTERNAL', `database ${req.db.id} resolves outside the data folder`);
+    switch (req.op) {
+      case 'describe':
+        return { ok: true, result: describe(handles.open(req.db, 'read')) };
+      case 'query':
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, opts.maxResultBytes) };
+      case 'check':
+        checkedStatement(handles.open(req.db, 'read'), req.sql, req.mode);
+        return { ok: true, result: { admitted: true } };
+      case 'write': {
+        const { replayed, ...result } = write(handles.open(req.db, 'write'), req.sql, req.params, req.callId, req.db.limits, opts.maxResultBytes);
+        return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
+      }
+      case 'drop': {
+        const db = handles.open(req.db, 'read');
+        if (handles.isPlaceholder(db)) {
+          // A database never written has no tables; answering here keeps a drop from creating it.
+          checkDropName(req.table);
+          throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(req.table)}`);
+        }
+        const { replayed, ...result } = drop(db, req.table, req.callId);
+        return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
+      }
+    }
+  } catch (err) {
+    const error = toOpError(err);
+    // A handle that met corruption is not reused: the next call reopens (and re-checks) the file.
+    if (error.code === 'DATABASE_CORRUPT' && req.op !== 'evict') handles.evict(req.db.path);
+    return { ok: false, error };
+  }
+}

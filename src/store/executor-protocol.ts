@@ -1,0 +1,54 @@
+import type { ErrorCode } from '../errors.ts';
+import type { PlanLimits } from './plan-limits.ts';
+import type { Param } from './sqlite-values.ts';
+
+export type { Param };
+
+/**
+ * One database as the executor needs it: where the file is, which shard owns it (for
+ * eviction when a lease is lost) and the plan's limits.
+ */
+export interface DbTarget {
+  /** `<workspace>` or `<workspace>/<agent>` (see `databaseId`). */
+  id: string;
+  /** Absolute file path under DATA_DIR (see `databasePath`). */
+  path: string;
+  shard: number;
+  limits: PlanLimits;
+}
+
+/** What the worker asks its executor child to do; one request is one statement at most. */
+export type ExecRequest =
+  | { op: 'describe'; db: DbTarget }
+  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number }
+  | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callId: string }
+  | { op: 'drop'; db: DbTarget; table: string; callId: string }
+  /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
+  | { op: 'check'; db: DbTarget; sql: string; mode: 'read' | 'write' }
+  /** Close every handle of these shards (their lease was lost). */
+  | { op: 'evict'; shards: number[] };
+
+/**
+ * How a request ended. Agent errors are results, not exceptions: `ok: false` carries a registry
+ * code and SQLite's or the guard's detail. `replayed` marks a write or drop whose call id had
+ * already run: the result is the recorded one, and nothing ran again.
+ */
+export type ExecOutcome = { ok: true; result: unknown; replayed?: boolean } | { ok: false; error: { code: ErrorCode; detail: string } };
+
+/** Parent → child: a request and the number its answer will carry. */
+export interface ChildRequest {
+  id: number;
+  req: ExecRequest;
+}
+
+/** Child → parent. `ready` is sent once the child listens, so no request is sent into a void. */
+export type ChildMessage = { type: 'ready' } | { type: 'outcome'; id: number; outcome: ExecOutcome };
+
+/** What the child is started with, as one JSON argument. */
+export interface ChildOptions {
+  /** Every path a request names must lie inside this folder. */
+  dataDir: string;
+  heapLimitMb: number;
+  handleCacheSize: number;
+  maxResultBytes: number;
+}

@@ -1,0 +1,294 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ErrorCode } from '../errors.ts';
+import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+
+/** The subset of a pino logger the executor uses. */
+export interface ExecutorLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** Options of an {@link Executor}; the worker passes them from its Config. */
+export interface ExecutorOptions {
+  /** DATA_DIR: the child opens nothing outside it. */
+  dataDir: string;
+  /** A statement running longer is killed with its child: STATEMENT_TIMEOUT. */
+  statementTimeoutMs: number;
+  /** Memory SQLite may use in the child, in MiB (see {@link dataLimitKiB}). */
+  heapLimitMb: number;
+  /** Open SQLite handles the child keeps. */
+  handleCacheSize: number;
+  /** Query results are cut to this much JSON. */
+  maxResultBytes: number;
+  logger?: ExecutorLogger;
+}
+
+/**
+ * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
+ * child's data-segment limit. An idle child uses well under 100 MiB of it.
+ */
+export const NODE_ALLOWANCE_MB = 512;
+
+/**
+ * The data-segment limit (RLIMIT_DATA, which on Linux also counts private anonymous mappings,
+ * i.e. every malloc) the child is started under, in KiB. This is what actually stops a
+ * statement from eating the host: better-sqlite3 is built with SQLITE_DEFAULT_MEMSTATUS=0, and
+ * without memory statistics SQLite does not enforce `PRAGMA hard_heap_limit`. Past the limit
+ * SQLite's malloc fails (SQLITE_NOMEM → RESOURCE_LIMIT) or V8 aborts the child (→ RESOURCE_LIMIT).
+ */
+export function dataLimitKiB(heapLimitMb: number): number {
+  return (heapLimitMb + NODE_ALLOWANCE_MB) * 1024;
+}
+
+const CHILD_FILE = fileURLToPath(new URL('./executor-child.ts', import.meta.url));
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// The limit is set by a shell that then execs node in its place (same pid, same IPC channel):
+// Node has no setrlimit of its own. Linux only: elsewhere RLIMIT_DATA does not cover mmap.
+const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/sh' : undefined;
+
+interface Pending {
+  req: ExecRequest;
+  resolve: (outcome: ExecOutcome) => void;
+}
+
+interface InFlight {
+  id: number;
+  pending: Pending;
+  child: ChildProcess;
+  timer: NodeJS.Timeout;
+}
+
+const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, error: { code, detail } });
+
+/**
+ * Runs SQLite for one worker process in a child process it can kill.
+ *
+ * better-sqlite3 is synchronous and has no interrupt: a statement that runs for a minute would
+ * block the worker's event loop, lose its BullMQ locks and get its jobs run twice. So every
+ * statement runs in a child, one request at a time (the rest wait here, so a deadline covers
+ * exactly one statement). Past `statementTimeoutMs` the child is SIGKILLed, the request answers
+ * STATEMENT_TIMEOUT and a fresh child takes the queue; WAL makes the kill safe for every
+ * database. A child that dies on its own (out of memory) answers RESOURCE_LIMIT for the request
+ * it was running, which is not retried into another crash. The worker never dies with it.
+ */
+export class Executor {
+  private child?: ChildProcess;
+  private ready = false;
+  private starting?: Promise<void>;
+  private readonly queue: Pending[] = [];
+  private inFlight?: InFlight;
+  private nextId = 1;
+  private stopped = false;
+
+  constructor(private readonly opts: ExecutorOptions) {}
+
+  /**
+   * Starts the child and resolves once it listens.
+   * @throws Error when the child cannot start (it exits before it is ready).
+   */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.ensureChild();
+  }
+
+  /** The current child's pid, if one runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /**
+   * Runs one request. Resolves with an outcome for every agent error, timeout and child crash;
+   * never rejects.
+   */
+  run(req: ExecRequest): Promise<ExecOutcome> {
+    if (this.stopped) return Promise.resolve(failure('UNAVAILABLE', 'the executor is stopped'));
+    return new Promise((resolve) => {
+      this.queue.push({ req, resolve });
+      this.pump();
+    });
+  }
+
+  /**
+   * Lets the request in flight finish, answers queued ones UNAVAILABLE, and ends the child
+   * (it closes its handles, checkpointing each WAL, when its channel closes).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const pending of this.queue.splice(0)) pending.resolve(failure('UNAVAILABLE', 'the executor stopped'));
+    if (this.inFlight) await new Promise<void>((resolve) => this.whenIdle.push(resolve));
+    await this.starting?.catch(() => undefined);
+    const child = this.child;
+    this.child = undefined;
+    this.ready = false;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      // Held while we wait, or a process whose last work is this stop() would exit under us.
+      child.ref();
+      child.once('exit', () => resolve());
+      const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+      kill.unref();
+      child.once('exit', () => clearTimeout(kill));
+      if (child.connected) child.disconnect();
+      else child.kill('SIGKILL');
+    });
+  }
+
+  private readonly whenIdle: (() => void)[] = [];
+
+  private pump(): void {
+    if (this.inFlight || this.queue.length === 0) return;
+    const child = this.child;
+    if (!child || !this.ready) {
+      void this.ensureChild().catch(() => undefined);
+      return;
+    }
+    const pending = this.queue.shift()!;
+    const id = this.nextId++;
+    const timer = setTimeout(() => this.onDeadline(id), this.opts.statementTimeoutMs);
+    this.inFlight = { id, pending, child, timer };
+    child.channel?.ref();
+    const message: ChildRequest = { id, req: pending.req };
+    child.send(message, (err) => {
+      if (!err || this.inFlight?.id !== id) return;
+      // Not written to the channel, so it never ran: put it back for the next child.
+      clearTimeout(timer);
+      this.inFlight = undefined;
+      this.queue.unshift(pending);
+      this.discard(child, 'could not send to the child');
+    });
+  }
+
+  private onOutcome(child: ChildProcess, message: ChildMessage): void {
+    if (message.type !== 'outcome') return;
+    const current = this.inFlight;
+    if (!current || current.child !== child || current.id !== message.id) return;
+    clearTimeout(current.timer);
+    this.inFlight = undefined;
+    child.channel?.unref();
+    current.pending.resolve(message.outcome);
+    this.settle();
+  }
+
+  private onDeadline(id: number): void {
+    const current = this.inFlight;
+    if (!current || current.id !== id) return;
+    this.inFlight = undefined;
+    this.opts.logger?.warn({ op: current.pending.req.op, pid: current.child.pid, ms: this.opts.statementTimeoutMs }, 'statement timed out; killing the executor child');
+    this.discard(current.child, 'statement timeout');
+    current.pending.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${this.opts.statementTimeoutMs} ms and was stopped`));
+    this.settle();
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    const current = this.inFlight;
+    if (current?.child === child) {
+      // It died on its own in the middle of a statement: memory is the usual cause. Answer
+      // with a code that is not retried, so the same statement cannot crash the next child.
+      clearTimeout(current.timer);
+      this.inFlight = undefined;
+      this.opts.logger?.error({ op: current.pending.req.op, pid: child.pid, code, signal }, 'executor child died during a statement');
+      current.pending.resolve(
+        failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`),
+      );
+    }
+    if (child !== this.child) return this.settle();
+    this.child = undefined;
+    this.ready = false;
+    if (!current || current.child !== child) this.opts.logger?.warn({ pid: child.pid, code, signal }, 'executor child exited');
+    this.settle();
+  }
+
+  /** After a request ended: wake `stop()`, or go on with the queue (restarting if needed). */
+  private settle(): void {
+    if (this.stopped) {
+      for (const resolve of this.whenIdle.splice(0)) resolve();
+      return;
+    }
+    if (!this.child) void this.ensureChild().catch(() => undefined);
+    this.pump();
+  }
+
+  /** Stops using `child` at once and kills it; the next request gets a fresh one. */
+  private discard(child: ChildProcess, why: string): void {
+    if (this.child === child) {
+      this.child = undefined;
+      this.ready = false;
+    }
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    this.opts.logger?.info({ pid: child.pid, why }, 'executor child discarded');
+  }
+
+  private ensureChild(): Promise<void> {
+    if (this.child) return this.starting ?? Promise.resolve();
+    this.starting = this.spawnChild().then(
+      () => {
+        this.starting = undefined;
+        this.pump();
+      },
+      (err: Error) => {
+        this.starting = undefined;
+        this.opts.logger?.error({ err: err.message }, 'executor child failed to start');
+        // Do not loop on a child that cannot start; answer what waits, try again on the next run.
+        for (const pending of this.queue.splice(0)) pending.resolve(failure('INTERNAL', `the database process could not start: ${err.message}`));
+        throw err;
+      },
+    );
+    return this.starting;
+  }
+
+  private spawnChild(): Promise<void> {
+    const childOpts: ChildOptions = {
+      dataDir: this.opts.dataDir,
+      heapLimitMb: this.opts.heapLimitMb,
+      handleCacheSize: this.opts.handleCacheSize,
+      maxResultBytes: this.opts.maxResultBytes,
+    };
+    const nodeArgs = ['--import', TSX_LOADER];
+    const child = fork(CHILD_FILE, [JSON.stringify(childOpts)], {
+      // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
+      // `sh -c 'ulimit -d N && exec "$0" "$@"' node --import tsx CHILD_FILE args`.
+      ...(SHELL
+        ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(this.opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
+        : { execArgv: nodeArgs }),
+      serialization: 'json',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child = child;
+    this.ready = false;
+    // The child must not keep the worker alive on its own; a request in flight refs the channel.
+    child.unref();
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      child.on('message', (message: ChildMessage) => {
+        if (message.type === 'ready') {
+          settled = true;
+          child.channel?.unref();
+          if (this.child === child) this.ready = true;
+          resolve();
+        } else this.onOutcome(child, message);
+      });
+      child.on('error', (err) => {
+        // Spawn failures and channel errors; the worker must never crash on them.
+        this.opts.logger?.warn({ pid: child.pid, err: err.message }, 'executor child error');
+        if (!settled) {
+          settled = true;
+          if (this.child === child) this.child = undefined;
+          reject(err);
+        }
+      });
+      child.on('exit', (code, signal) => {
+        if (!settled) {
+          settled = true;
+          if (this.child === child) this.child = undefined;
+          reject(new Error(`the child exited before it was ready (${signal ? `signal ${signal}` : `exit code ${code}`})`));
+          return;
+        }
+        this.onExit(child, code, signal);
+      });
+    });
+  }
+}

@@ -1,0 +1,162 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databasePath } from '../../src/store/database-id.ts';
+import { Executor, type ExecutorOptions } from '../../src/store/executor.ts';
+import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+
+const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
+
+let dataDir: string;
+const executors: Executor[] = [];
+
+beforeAll(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-executor-'));
+});
+afterAll(async () => {
+  await Promise.all(executors.map((e) => e.stop()));
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function started(opts: Partial<ExecutorOptions> = {}): Promise<Executor> {
+  const executor = new Executor({
+    dataDir,
+    statementTimeoutMs: 10_000,
+    heapLimitMb: 512,
+    handleCacheSize: 64,
+    maxResultBytes: 1024 * 1024,
+    ...opts,
+  });
+  executors.push(executor);
+  await executor.start();
+  return executor;
+}
+
+function db(workspace: string, agent?: string, shard = 0): DbTarget {
+  return { id: agent ? `${workspace}/${agent}` : workspace, path: databasePath(dataDir, workspace, agent, shard), shard, limits: PLAN_LIMITS.enterprise };
+}
+
+let seq = 0;
+const write = (e: Executor, target: DbTarget, sql: string, params: (string | number)[] = []) =>
+  e.run({ op: 'write', db: target, sql, params, callId: `c${++seq}` });
+const read = (e: Executor, target: DbTarget, sql: string) => e.run({ op: 'query', db: target, sql, params: [], maxRows: 100 });
+
+function code(outcome: ExecOutcome): string {
+  return outcome.ok ? 'ok' : outcome.error.code;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('Executor', () => {
+  it('kills a statement past its deadline, restarts, and every database keeps working', async () => {
+    const executor = await started({ statementTimeoutMs: 300 });
+    const a = db('timeouts', 'a');
+    const b = db('timeouts', 'b');
+    expect(code(await write(executor, a, 'CREATE TABLE t (x)'))).toBe('ok');
+    expect(code(await write(executor, a, 'INSERT INTO t VALUES (1)'))).toBe('ok');
+    const pid = executor.pid!;
+
+    // Queued behind the runaway statement: it must still be answered, by the next child.
+    const [timedOut, queued] = await Promise.all([read(executor, a, FOREVER), read(executor, b, 'SELECT 2 AS two')]);
+    expect(timedOut).toEqual({ ok: false, error: { code: 'STATEMENT_TIMEOUT', detail: 'the statement ran longer than 300 ms and was stopped' } });
+    expect(queued).toEqual({ ok: true, result: { columns: ['two'], rows: [[2]], truncated: false } });
+    expect(executor.pid).not.toBe(pid);
+    expect(alive(pid)).toBe(false);
+
+    // A write killed while holding the write lock: the lock dies with the child, the data stays.
+    const killedWrite = await write(executor, a, `INSERT INTO t ${FOREVER}`);
+    expect(code(killedWrite)).toBe('STATEMENT_TIMEOUT');
+    expect(await read(executor, a, 'SELECT x FROM t')).toMatchObject({ ok: true, result: { rows: [[1]] } });
+    expect(code(await write(executor, a, 'INSERT INTO t VALUES (2)'))).toBe('ok');
+    expect(await read(executor, a, 'SELECT count(*) FROM t')).toMatchObject({ ok: true, result: { rows: [[2]] } });
+  });
+
+  it('answers RESOURCE_LIMIT when the child is killed from outside mid-statement, and goes on', async () => {
+    const executor = await started();
+    const target = db('crashes', 'a');
+    const pid = executor.pid!;
+    const pending = read(executor, target, FOREVER);
+    const next = read(executor, target, 'SELECT 1 AS one');
+    process.kill(pid, 'SIGKILL');
+    const outcome = await pending;
+    expect(outcome).toEqual({
+      ok: false,
+      error: { code: 'RESOURCE_LIMIT', detail: expect.stringMatching(/signal SIGKILL/) },
+    });
+    expect(await next).toEqual({ ok: true, result: { columns: ['one'], rows: [[1]], truncated: false } });
+    expect(executor.pid).not.toBe(pid);
+  });
+
+  it('stops a huge allocation with RESOURCE_LIMIT; the worker lives on', async () => {
+    const executor = await started();
+    const target = db('memory', 'a');
+    expect(code(await read(executor, target, 'SELECT randomblob(900000000)'))).toBe('RESOURCE_LIMIT');
+    expect(code(await read(executor, target, 'SELECT length(randomblob(900000000))'))).toBe('RESOURCE_LIMIT');
+    expect(alive(process.pid)).toBe(true);
+    expect(await read(executor, target, 'SELECT 1 AS one')).toMatchObject({ ok: true });
+  });
+
+  it('caps the memory one statement may take, even under SQLite length limits', async () => {
+    // Three strings of 400 MB each are each within SQLite's length limit, but together they pass
+    // a 16 MiB heap allowance (plus Node's own) by far: the child's data limit stops them.
+    const executor = await started({ heapLimitMb: 16 });
+    const target = db('memory', 'b');
+    const big = (n: number) => `(SELECT length(group_concat(printf('%.*c', 1000000, '${n}'), '')) FROM c)`;
+    const sql = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 400) SELECT ${big(1)}, ${big(2)}, ${big(3)}`;
+    expect(code(await read(executor, target, sql))).toBe('RESOURCE_LIMIT');
+    expect(await read(executor, target, 'SELECT 1 AS one')).toMatchObject({ ok: true });
+  });
+
+  it('writes ten thousand databases through a cache of 64 handles with bounded open files', async () => {
+    const executor = await started({ handleCacheSize: 64 });
+    const openFiles = () => fs.readdirSync(`/proc/${executor.pid}/fd`).length;
+    const baseline = openFiles();
+    let most = baseline;
+    const total = 10_000;
+    const batch = 500;
+    for (let start = 0; start < total; start += batch) {
+      const outcomes = await Promise.all(
+        Array.from({ length: batch }, (_, k) => {
+          const i = start + k;
+          return write(executor, db(`w${i % 100}`, `a${i}`, i % 16), 'CREATE TABLE t (i INTEGER)');
+        }),
+      );
+      expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+      most = Math.max(most, openFiles());
+    }
+    // A WAL database holds three descriptors (file, -wal, -shm).
+    expect(most - baseline).toBeLessThanOrEqual(64 * 3);
+    expect(await executor.run({ op: 'describe', db: db('w7', 'a4207', 4207 % 16) })).toMatchObject({
+      ok: true,
+      result: { tables: [{ name: 't', rowCount: 0 }] },
+    });
+  });
+
+  it('closes handles of evicted shards', async () => {
+    const executor = await started();
+    expect(code(await write(executor, db('evict', 'a', 3), 'CREATE TABLE t (x)'))).toBe('ok');
+    expect(code(await write(executor, db('evict', 'b', 4), 'CREATE TABLE t (x)'))).toBe('ok');
+    expect(await executor.run({ op: 'evict', shards: [3, 9] })).toEqual({ ok: true, result: { closed: 1 } });
+  });
+
+  it('stops: answers what waits, refuses what comes, and the child exits', async () => {
+    const executor = await started();
+    const pid = executor.pid!;
+    const target = db('stopping', 'a');
+    const inFlight = read(executor, target, 'SELECT 1 AS one');
+    const stopping = executor.stop();
+    expect(await inFlight).toMatchObject({ ok: true });
+    await stopping;
+    expect(alive(pid)).toBe(false);
+    expect(await read(executor, target, 'SELECT 1')).toEqual({ ok: false, error: { code: 'UNAVAILABLE', detail: 'the executor is stopped' } });
+  });
+});
