@@ -38,9 +38,27 @@ export function schemaState(db: Database): SchemaState {
   return { fingerprint: schemaFingerprint(db), forbidden };
 }
 
-/** True when the two states differ at all (the statement was DDL). */
-export function schemaChanged(before: SchemaState, after: SchemaState): boolean {
-  return before.forbidden !== after.forbidden || before.fingerprint.join('\n') !== after.fingerprint.join('\n');
+/**
+ * The schema cookies of the main and temp schemas. SQLite bumps a cookie on every schema change
+ * (CREATE, ALTER, DROP, in temp too), so equal versions mean an unchanged schema: the cheap test
+ * that lets a plain INSERT skip the schema comparison.
+ */
+export function schemaVersion(db: Database): string {
+  const main = trusted(db, 'PRAGMA main.schema_version').pluck().get() as number;
+  const temp = trusted(db, 'PRAGMA temp.schema_version').pluck().get() as number;
+  return `${main}.${temp}`;
+}
+
+// The last state computed per handle, with the version it was computed at.
+const lastState = new WeakMap<Database, { version: string; state: SchemaState }>();
+
+/** {@link schemaState} at `version`, computed again only when the schema moved since last time. */
+export function schemaStateAt(db: Database, version: string): SchemaState {
+  const cached = lastState.get(db);
+  if (cached?.version === version) return cached.state;
+  const state = schemaState(db);
+  lastState.set(db, { version, state });
+  return state;
 }
 
 /**

@@ -3,7 +3,7 @@ import { guardTableName } from '../guard/guard.ts';
 import { AgentDbError } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import { ensureCallsTable, recordResult, recordedResult } from './sqlite-calls.ts';
-import { agentTableCount, INTERNAL_PREFIX, schemaChanged, schemaChangeRefusal, schemaState } from './sqlite-schema.ts';
+import { agentTableCount, INTERNAL_PREFIX, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
 import { bindParams, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
 import { checkedStatement, forgetStatements } from './statement-cache.ts';
@@ -67,12 +67,14 @@ export function write(
       if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
 
       const stmt = checkedStatement(db, sql, 'write');
-      const before = schemaState(db);
+      const version = schemaVersion(db);
+      const before = schemaStateAt(db, version);
       const result = runWrite(db, stmt, bindings, maxResultBytes);
-      const after = schemaState(db);
-      if (schemaChanged(before, after)) {
+      if (schemaVersion(db) !== version) {
+        // DDL. Even a change the check allows (ALTER TABLE … ADD COLUMN) makes cached
+        // statements stale: their column lists are read before SQLite re-prepares them.
         schemaMoved = true;
-        const refusal = schemaChangeRefusal(before, after);
+        const refusal = schemaChangeRefusal(before, schemaState(db));
         if (refusal) throw new AgentDbError('SQL_REFUSED', refusal);
         const tables = agentTableCount(db);
         if (tables > limits.maxTables) {
@@ -83,7 +85,7 @@ export function write(
       return { value: result, commit: true };
     });
   } finally {
-    // Cached statements were judged against the old schema; judge them again.
+    // Cached statements were judged and compiled against the old schema; prepare them again.
     if (schemaMoved) forgetStatements(db);
   }
 }

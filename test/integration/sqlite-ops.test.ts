@@ -256,6 +256,16 @@ describe('write', () => {
     expect(describeDb(writeDb(t)).tables.map((x) => x.name)).toEqual(['new_name']);
   });
 
+  it('prepares cached statements again after the schema changed', () => {
+    const t = target();
+    run(t, 'CREATE TABLE t (x)');
+    run(t, 'INSERT INTO t VALUES (1)');
+    const db = writeDb(t);
+    expect(query(db, 'SELECT * FROM t', [], 10, 1e6)).toEqual({ columns: ['x'], rows: [[1]], truncated: false });
+    run(t, "ALTER TABLE t ADD COLUMN y TEXT DEFAULT 'new'");
+    expect(query(db, 'SELECT * FROM t', [], 10, 1e6)).toEqual({ columns: ['x', 'y'], rows: [[1, 'new']], truncated: false });
+  });
+
   it('fails cleanly past the table limit and leaves the database as it was', () => {
     const t = target({ maxTables: 2, maxBytes: PLAN_LIMITS.pro.maxBytes });
     run(t, 'CREATE TABLE a (x)');
