@@ -82,6 +82,7 @@ export function programRefusal(ops: readonly Op[], ctx: ProgramContext): string 
   const isCreate = CREATE_KINDS.has(ctx.kind);
   const isAlter = ctx.kind === 'alter_table';
   const createsBtree = ops.some((op) => op.opcode === 'CreateBtree' && op.p1 === 0);
+  const writesAgentTable = ops.some((op) => op.opcode === 'OpenWrite' && op.p3 === 0 && isAgentRoot(op.p2, ctx.roots));
   for (const op of ops) {
     const { opcode } = op;
     // sqlite3ForceNotReadOnly: `CREATE … IF NOT EXISTS` on an existing object only queries
@@ -89,8 +90,8 @@ export function programRefusal(ops: readonly Op[], ctx: ProgramContext): string 
     if (opcode === 'JournalMode' && op.p3 === -1) continue;
     if (NEVER.has(opcode)) return `the statement compiles to ${opcode}, which is never allowed`;
     if (SCHEMA_OPS.has(opcode)) {
-      const db = opcode === 'ParseSchema' && isAlter ? [0, 1] : [0];
-      if (!(isCreate || isAlter) || !db.includes(op.p1)) return `the statement changes the schema (${opcode}) but is not CREATE or ALTER`;
+      const why = schemaOpRefusal(op, isCreate, isAlter);
+      if (why) return why;
       continue;
     }
     if (opcode === 'SqlExec') {
@@ -104,12 +105,12 @@ export function programRefusal(ops: readonly Op[], ctx: ProgramContext): string 
       return 'the statement uses the temp schema or another database; only the main database is allowed';
     }
     if (OPEN_OPS.has(opcode)) {
-      const why = btreeRefusal(op.p2, op.p3, opcode === 'OpenWrite', (op.p5 & OPFLAG_P2ISREG) !== 0, ctx, createsBtree);
+      const why = btreeRefusal(op.p2, op.p3, opcode === 'OpenWrite', (op.p5 & OPFLAG_P2ISREG) !== 0, ctx, createsBtree, writesAgentTable);
       if (why) return why;
       continue;
     }
     if (opcode === 'Clear') {
-      const why = btreeRefusal(op.p1, op.p2, true, false, ctx, createsBtree);
+      const why = btreeRefusal(op.p1, op.p2, true, false, ctx, createsBtree, writesAgentTable);
       if (why) return why;
       continue;
     }
@@ -138,6 +139,7 @@ function btreeRefusal(
   rootInRegister: boolean,
   ctx: ProgramContext,
   createsBtree: boolean,
+  writesAgentTable: boolean,
 ): string | undefined {
   const isAlter = ctx.kind === 'alter_table';
   if (db !== 0) {
@@ -163,10 +165,35 @@ function btreeRefusal(
     return `the statement touches ${obj.tbl_name}, which is internal to agentdb`;
   }
   if (owner.startsWith(ENGINE_PREFIX)) {
-    // AUTOINCREMENT keeps its counters in sqlite_sequence: every such insert opens it.
-    if (owner === 'sqlite_sequence' && ctx.mode === 'write') return undefined;
+    // AUTOINCREMENT keeps its counters in sqlite_sequence: every such insert into an agent
+    // table opens it, and ALTER TABLE … RENAME renames the counter. Alone, it is refused.
+    if (owner === 'sqlite_sequence' && ctx.mode === 'write' && (writesAgentTable || isAlter)) return undefined;
     return `the statement touches ${obj.tbl_name}, the engine's own table`;
   }
+  return undefined;
+}
+
+/** A root page of a table or index agents own: not the engine's, not agentdb's. */
+function isAgentRoot(root: number, roots: ReadonlyMap<number, SchemaObject>): boolean {
+  const obj = roots.get(root);
+  if (obj === undefined) return false;
+  const owner = asciiLower(obj.tbl_name);
+  return !owner.startsWith(ENGINE_PREFIX) && !owner.startsWith(INTERNAL_TABLE_PREFIX) && !asciiLower(obj.name).startsWith(INTERNAL_TABLE_PREFIX);
+}
+
+/**
+ * CREATE and ALTER read and set the schema cookies and reparse the schema; nothing else may.
+ * Of the cookies (btree.h), only the schema version (1), file format (2) and text encoding (5)
+ * are theirs to set: user_version (6) and application_id (8) are PRAGMA territory. A CREATE
+ * that reparses a trigger (`type='trigger'`) is a CREATE TRIGGER, whatever layer 1 read.
+ */
+function schemaOpRefusal(op: Op, isCreate: boolean, isAlter: boolean): string | undefined {
+  const refusal = `the statement changes the schema (${op.opcode}) in a way only PRAGMA or a trigger would`;
+  if (!(isCreate || isAlter)) return `the statement changes the schema (${op.opcode}) but is not CREATE or ALTER`;
+  const dbs = op.opcode === 'ParseSchema' && isAlter ? [0, 1] : [0];
+  if (!dbs.includes(op.p1)) return 'the statement changes the temp schema; only the main database is allowed';
+  if (op.opcode === 'SetCookie' && ![1, 2, 5].includes(op.p2)) return refusal;
+  if (op.opcode === 'ParseSchema' && /type='trigger'/.test(String(op.p4 ?? ''))) return refusal;
   return undefined;
 }
 

@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { programRefusal, type Op, type SchemaObject } from './bytecode.ts';
+import type { StatementKind } from './classifier.ts';
 import { guardIntrospection, guardQuery, guardWrite, parseStatement } from './guard.ts';
 
 /** How a statement will be used: DATA_QUERY_SQL, DATA_WRITE_SQL, or db_query's PRAGMA list. */
@@ -25,13 +26,23 @@ const LAYER_ONE = { read: guardQuery, write: guardWrite, introspect: guardIntros
  * are thrown as better-sqlite3 threw them, for the store to map.
  */
 export function prepareChecked(db: Database, sql: string, mode: CheckMode): CheckedStatement {
+  // Layer 1 must come first, not only for depth: SQLite applies a PRAGMA while *preparing* it
+  // (`PRAGMA trusted_schema=ON` flips the flag inside prepare()), so nothing refused by its
+  // tokens may ever reach prepare().
   const verdict = LAYER_ONE[mode](sql);
   if (!verdict.ok) return verdict;
-  const parsed = parseStatement(sql);
-  if ('ok' in parsed) return parsed; // unreachable: layer 1 parsed the same text
+  return engineCheck(db, sql, mode, verdict.kind);
+}
+
+/**
+ * Layer 2 alone, judging `sql` as layer 1 classified it (`kind`). Exported so tests can show
+ * it stands on its own; callers use {@link prepareChecked}, since preparing a PRAGMA applies it.
+ */
+export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: StatementKind): CheckedStatement {
   // From the first token on: what precedes it is whitespace, comments or empty statements, and
   // EXPLAIN must be prepended to the statement itself.
-  const text = sql.slice(parsed.tokens[0]!.offset);
+  const parsed = parseStatement(sql);
+  const text = 'ok' in parsed ? sql : sql.slice(parsed.tokens[0]!.offset);
 
   let stmt: Statement;
   let ops: Op[];
@@ -45,7 +56,7 @@ export function prepareChecked(db: Database, sql: string, mode: CheckMode): Chec
     return { ok: false, code: 'SQL_REFUSED', reason: 'SQLite reports that this statement would write; DATA_QUERY_SQL only reads (use DATA_WRITE_SQL)' };
   }
   const refusal = programRefusal(ops, {
-    kind: verdict.kind,
+    kind,
     mode,
     roots: rootPages(db),
     allowedVtabs: ops.some((op) => op.opcode === 'VOpen') ? jsonVtabs(db) : new Set(),

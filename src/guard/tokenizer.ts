@@ -259,6 +259,13 @@ function scanNumber(sql: string, i: number): Step {
     while (k < sql.length && isIdChar(code(sql, k))) k++;
     return unrecognized(sql, i, k);
   }
+  // sqlite3DequoteNumber: each separator must sit between two digits.
+  const hex = (code(sql, i + 1) | 0x20) === 0x78;
+  for (let k = i; k < j; k++) {
+    if (code(sql, k) !== DIGIT_SEPARATOR) continue;
+    const ok = hex ? isHex(code(sql, k - 1)) && isHex(code(sql, k + 1)) : isDigit(code(sql, k - 1)) && isDigit(code(sql, k + 1));
+    if (!ok) return unrecognized(sql, i, j);
+  }
   return { kind: 'number', end: j };
 }
 

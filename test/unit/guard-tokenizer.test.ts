@@ -135,12 +135,13 @@ describe('tokenizer: literals, parameters, operators', () => {
   });
 
   it('reads numbers in every SQLite form and refuses numbers glued to names', () => {
-    for (const n of ['1', '1.5', '.5', '1.', '1e10', '1E+5', '2.5e-3', '0x1F', '1_000', '0xFF_FF']) {
+    for (const n of ['1', '1.5', '.5', '1.', '1e10', '1E+5', '2.5e-3', '0x1F', '1_000', '0xFF_FF', '1_0.5_5e1_0']) {
       expect(shape(n)).toEqual([`number:${n}`]);
     }
     expect(failure('1abc')).toMatch(/unrecognized/);
     expect(failure('1e')).toMatch(/unrecognized/);
     expect(failure('0x')).toMatch(/unrecognized/);
+    for (const n of ['1_', '1__0', '1_.5', '1._5', '0x_1', '0x1_']) expect(failure(n)).toMatch(/unrecognized/);
     expect(shape('1.5.5')).toEqual(['number:1.5', 'number:.5']);
   });
 
@@ -179,7 +180,7 @@ describe('tokenizer: literals, parameters, operators', () => {
   });
 
   it('agrees with SQLite on which inputs are unrecognized tokens', () => {
-    const pieces = ["'", '"', '`', '[', ']', 'x', '1', '.', 'e', '$', ':', '?', '#', '!', '=', '_', ' ', 'a', '0x', '-'];
+    const pieces = ["'", '"', '`', '[', ']', 'x', '1', '.', 'e', '$', ':', '?', '#', '!', '=', '_', ' ', 'a', '0x', '-', 'f', '+', '/*', '*/', '--', '\n'];
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...pieces), { maxLength: 8 }), (parts) => {
         const sql = `SELECT ${parts.join('')}`;
@@ -195,7 +196,7 @@ describe('tokenizer: literals, parameters, operators', () => {
         if (sqliteUnrecognized) expect(mine.ok).toBe(false);
         if (prepared) expect(mine.ok).toBe(true);
       }),
-      { numRuns: 500 },
+      { numRuns: 3000 },
     );
   });
 });
