@@ -1,6 +1,6 @@
 import { classify, isOp, type Classification, type StatementKind } from './classifier.ts';
 import { INTROSPECTION_PRAGMAS, nameRefusal } from './names.ts';
-import { dropKeyword, forbiddenNameIn } from './rules.ts';
+import { alterRefusal, dropKeyword, forbiddenNameIn } from './rules.ts';
 import { asciiLower, isTrivia, tokenize, type Token } from './tokenizer.ts';
 
 export { INTERNAL_TABLE_PREFIX } from './names.ts';
@@ -135,6 +135,8 @@ export function guardWrite(sql: string): GuardVerdict {
   }
   if (!WRITE_KINDS.has(c.kind)) return refuse(`${label(c.kind)} is not allowed in DATA_WRITE_SQL`);
   if (c.verb > 0 && DDL_KINDS.has(c.kind)) return syntax(`a WITH clause cannot precede ${label(c.kind)}`);
+  const alter = c.kind === 'alter_table' ? alterRefusal(tokens, c.verb) : undefined;
+  if (alter) return refuse(alter);
   const name = forbiddenNameIn(tokens);
   if (name) return refuse(name);
   return { ok: true, kind: c.kind, ddl: DDL_KINDS.has(c.kind) };

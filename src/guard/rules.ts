@@ -106,3 +106,20 @@ export function forbiddenNameIn(tokens: readonly Token[]): string | undefined {
 export function dropKeyword(tokens: readonly Token[]): number {
   return tokens.findIndex((t) => isWord(t, 'drop'));
 }
+
+/**
+ * Why an ALTER TABLE is not one of the three agents may run (RENAME TO, RENAME [COLUMN],
+ * ADD [COLUMN]), or undefined. SQLite 3.53 also knows ADD CHECK, ADD CONSTRAINT and
+ * ALTER COLUMN … SET/DROP NOT NULL; they are not part of the tool.
+ */
+export function alterRefusal(tokens: readonly Token[], verb: number): string | undefined {
+  if (!isWord(tokens[verb + 1], 'table')) return 'write ALTER TABLE name …';
+  let i = verb + 3; // past ALTER TABLE name
+  if (isOp(tokens[i], '.')) i += 2; // schema.name
+  const action = tokens[i];
+  const next = tokens[i + 1];
+  const allowed = 'ALTER TABLE takes RENAME TO, RENAME COLUMN or ADD COLUMN';
+  if (isWord(action, 'rename')) return undefined;
+  if (isWord(action, 'add') && !isWord(next, 'constraint', 'check')) return undefined;
+  return `${allowed}; to change a column's constraints, create a new table and copy the rows`;
+}

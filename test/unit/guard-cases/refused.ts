@@ -335,6 +335,18 @@ export const REFUSED: readonly RefusedGroup[] = [
     sql: ['DROP TABLE t', 'DROP VIEW IF EXISTS v'],
   },
   {
+    why: 'ALTER TABLE beyond RENAME and ADD COLUMN',
+    code: 'SQL_REFUSED',
+    reason: /ALTER TABLE takes RENAME TO, RENAME COLUMN or ADD COLUMN/,
+    tools: ['w'],
+    sql: [
+      'ALTER TABLE t ADD CHECK (a > 0)',
+      'ALTER TABLE t ADD CONSTRAINT positive CHECK (a > 0)',
+      'ALTER TABLE main.t ALTER COLUMN a SET NOT NULL',
+      'ALTER TABLE "t" ALTER a SET NOT NULL',
+    ],
+  },
+  {
     why: 'EXPLAIN',
     code: 'SQL_REFUSED',
     reason: /EXPLAIN is not allowed/,

@@ -1,0 +1,130 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import type { Database } from 'better-sqlite3';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prepareChecked, schemaFingerprint } from '../../src/guard/engine-check.ts';
+import { anyStatement } from './guard-cases/arbitraries.ts';
+import { SECRET, tempDb, type TempDb } from './guard-cases/db.ts';
+
+/** Bytes of the database file and its WAL, the way a reader of the disk would see them. */
+function fileHash(file: string): string {
+  const h = crypto.createHash('sha256');
+  h.update(fs.readFileSync(file));
+  if (fs.existsSync(`${file}-wal`)) h.update(fs.readFileSync(`${file}-wal`));
+  return h.digest('hex');
+}
+
+/** Connection settings a PRAGMA would change — some of them while merely being prepared. */
+const SETTINGS = [
+  'trusted_schema',
+  'writable_schema',
+  'foreign_keys',
+  'recursive_triggers',
+  'ignore_check_constraints',
+  'defer_foreign_keys',
+  'query_only',
+  'journal_mode',
+  'user_version',
+  'application_id',
+  'schema_version',
+  'cell_size_check',
+  'reverse_unordered_selects',
+];
+
+function settings(db: Database): Record<string, unknown> {
+  return Object.fromEntries(SETTINGS.map((p) => [p, db.pragma(p, { simple: true })]));
+}
+
+function rowCounts(db: Database): Record<string, number> {
+  const tables = ['t', 'u', 'p', 'c', '_agentdb_calls', 'sqlite_sequence'];
+  return Object.fromEntries(tables.map((t) => [t, db.prepare(`SELECT count(*) FROM "${t}"`).pluck().get() as number]));
+}
+
+/**
+ * What the query tool does with agent SQL: both guard layers inside a read transaction that
+ * is always rolled back, rows read lazily up to a cap. Returns the rows read, or undefined
+ * when the statement was refused or failed.
+ */
+function runAsQuery(db: Database, sql: string): unknown[] | undefined {
+  db.prepare('BEGIN').run();
+  try {
+    const checked = prepareChecked(db, sql, 'read');
+    if (!checked.ok) return undefined;
+    const rows: unknown[] = [];
+    for (const row of checked.stmt.iterate()) {
+      rows.push(row);
+      if (rows.length >= 200) break;
+    }
+    return rows;
+  } catch {
+    return undefined; // a runtime error (missing parameter, bad JSON) is not a bypass
+  } finally {
+    if (db.inTransaction) db.prepare('ROLLBACK').run();
+  }
+}
+
+const VACUUM_COPY = '/tmp/agentdb-guard-vacuum-copy.db';
+
+describe('property: nothing the query path accepts changes the database', () => {
+  let tmp: TempDb;
+  let hashBefore: string;
+  let schemaBefore: string[];
+  let countsBefore: Record<string, number>;
+  let settingsBefore: Record<string, unknown>;
+
+  beforeAll(() => {
+    tmp = tempDb();
+    tmp.db.pragma('wal_checkpoint(TRUNCATE)');
+    tmp.db.close();
+    hashBefore = fileHash(tmp.file);
+    tmp.reopen();
+    schemaBefore = schemaFingerprint(tmp.db);
+    countsBefore = rowCounts(tmp.db);
+    settingsBefore = settings(tmp.db);
+  });
+  afterAll(() => tmp.close());
+
+  it('the harness notices a change when there is one', () => {
+    const probe = tempDb();
+    try {
+      probe.db.pragma('wal_checkpoint(TRUNCATE)');
+      const before = fileHash(probe.file);
+      probe.db.prepare("INSERT INTO t (b) VALUES ('probe')").run();
+      expect(fileHash(probe.file)).not.toBe(before);
+      probe.db.pragma('trusted_schema = ON');
+      expect(settings(probe.db).trusted_schema).toBe(1);
+    } finally {
+      probe.close();
+    }
+  });
+
+  it('holds for generated reads, writes, refused forms, token soup and re-dressed attacks', () => {
+    let accepted = 0;
+    fc.assert(
+      fc.property(anyStatement, (sql) => {
+        const rows = runAsQuery(tmp.db, sql);
+        if (rows !== undefined) {
+          accepted++;
+          expect(JSON.stringify(rows).toUpperCase(), sql).not.toContain(SECRET);
+        }
+        expect(tmp.db.inTransaction, sql).toBe(false);
+        expect(fileHash(tmp.file), sql).toBe(hashBefore);
+        expect(schemaFingerprint(tmp.db), sql).toEqual(schemaBefore);
+        expect(settings(tmp.db), sql).toEqual(settingsBefore);
+      }),
+      { numRuns: 2000 },
+    );
+    // A generator that only produced refusals would prove nothing.
+    expect(accepted).toBeGreaterThan(200);
+  });
+
+  it('leaves the file byte-identical after closing, with every row in place', () => {
+    tmp.db.close();
+    expect(fileHash(tmp.file)).toBe(hashBefore);
+    expect(fs.existsSync(VACUUM_COPY)).toBe(false);
+    const db = tmp.reopen();
+    expect(rowCounts(db)).toEqual(countsBefore);
+    expect(schemaFingerprint(db)).toEqual(schemaBefore);
+  });
+});
