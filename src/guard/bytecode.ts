@@ -200,7 +200,7 @@ function schemaOpRefusal(op: Op, isCreate: boolean, isAlter: boolean): string | 
 function functionRefusal(p4: string, isAlter: boolean): string | undefined {
   const paren = p4.indexOf('(');
   const name = asciiLower(paren < 0 ? p4 : p4.slice(0, paren));
-  if (FORBIDDEN_FUNCTIONS.has(name)) return `${name} is not allowed: extensions and tokenizers cannot be loaded`;
+  if (FORBIDDEN_FUNCTIONS.has(name)) return `${name} is not allowed: extensions, tokenizers and integrity checks are off limits`;
   if (!name.startsWith(ENGINE_PREFIX) || HARMLESS_ENGINE_FUNCTIONS.has(name)) return undefined;
   if (isAlter && ALTER_FUNCTIONS.has(name)) return undefined;
   return `${name} is an internal function of the SQLite engine and is not allowed`;

@@ -79,7 +79,12 @@ function rootPages(db: Database): Map<number, SchemaObject> {
 function jsonVtabs(db: Database): Set<string> {
   const found = new Set<string>();
   for (const fn of ['json_each', 'json_tree']) {
-    const ops = db.prepare(`EXPLAIN SELECT * FROM ${fn}('[]')`).all() as Op[];
+    let ops: Op[];
+    try {
+      ops = db.prepare(`EXPLAIN SELECT * FROM ${fn}('[]')`).all() as Op[];
+    } catch {
+      continue; // an agent table of that name hides the function: nothing to allow
+    }
     for (const op of ops) if (op.opcode === 'VOpen') found.add(String(op.p4));
   }
   return found;

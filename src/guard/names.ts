@@ -19,9 +19,10 @@ export const HARMLESS_ENGINE_FUNCTIONS: ReadonlySet<string> = new Set([
 
 /**
  * Functions refused wherever they appear. `fts3_tokenizer` with two arguments installs a
- * tokenizer from a raw pointer.
+ * tokenizer from a raw pointer; `rtreecheck` runs SQL of its own against any table name it
+ * is given, out of sight of the bytecode check (and no agent has an R*Tree to check).
  */
-export const FORBIDDEN_FUNCTIONS: ReadonlySet<string> = new Set(['load_extension', 'fts3_tokenizer']);
+export const FORBIDDEN_FUNCTIONS: ReadonlySet<string> = new Set(['load_extension', 'fts3_tokenizer', 'rtreecheck']);
 
 /**
  * Every pragma SQLite 3.53 knows (`SELECT name FROM pragma_pragma_list`). Each is also an
@@ -72,7 +73,7 @@ export interface NameUse {
  */
 export function nameRefusal(name: string, use: NameUse): string | undefined {
   const n = asciiLower(name);
-  if (FORBIDDEN_FUNCTIONS.has(n)) return `${n} is not allowed: extensions and tokenizers cannot be loaded`;
+  if (FORBIDDEN_FUNCTIONS.has(n)) return `${n} is not allowed: extensions, tokenizers and integrity checks are off limits`;
   if (n.startsWith(INTERNAL_TABLE_PREFIX)) {
     return `${JSON.stringify(name)} is internal to agentdb (names starting with ${INTERNAL_TABLE_PREFIX} are reserved); use DATA_DESCRIBE_SCHEMA to see your tables`;
   }

@@ -71,6 +71,13 @@ describe('prepareChecked: both layers', () => {
     expect(tmp.db.pragma('trusted_schema', { simple: true })).toBe(0);
   });
 
+  it('keeps judging virtual tables when an agent table named json_each hides the function', () => {
+    tmp.db.exec('CREATE TABLE json_each (a)');
+    expect(prepareChecked(tmp.db, "SELECT * FROM json_tree('[1]')", 'read')).toMatchObject({ ok: true });
+    expect(prepareChecked(tmp.db, "SELECT * FROM json_each('[1]')", 'read')).toMatchObject({ ok: false, code: 'SQL_ERROR' });
+    expect(prepareChecked(tmp.db, 'SELECT * FROM json_each', 'read')).toMatchObject({ ok: true });
+  });
+
   it('runs the introspection PRAGMAs in introspect mode only', () => {
     const info = prepareChecked(tmp.db, 'PRAGMA table_info(t)', 'introspect');
     expect(info.ok && info.stmt.all().map((r) => (r as { name: string }).name)).toEqual(['a', 'b']);

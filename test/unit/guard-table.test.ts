@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { guardIntrospection, guardQuery, guardWrite, type GuardVerdict } from '../../src/guard/guard.ts';
+import { guardIntrospection, guardQuery, guardTableName, guardWrite, INTERNAL_TABLE_PREFIX, type GuardVerdict } from '../../src/guard/guard.ts';
 import { ALLOWED } from './guard-cases/allowed.ts';
 import { REFUSED } from './guard-cases/refused.ts';
 import { variants } from './guard-cases/variants.ts';
@@ -67,5 +67,32 @@ describe('guard: verdict details', () => {
 
   it('refuses a WITH clause before DDL as a syntax error', () => {
     expect(guardWrite('WITH x AS (SELECT 1) CREATE TABLE t(a)')).toMatchObject({ ok: false, code: 'SQL_SYNTAX' });
+  });
+});
+
+describe('guardTableName: the DATA_DROP_TABLE argument', () => {
+  const refused: ReadonlyArray<[string, RegExp]> = [
+    ['sqlite_master', /SQLite engine/],
+    ['SQLITE_SEQUENCE', /SQLite engine/],
+    ['sqlite_stat1', /SQLite engine/],
+    ['_agentdb_calls', /internal to agentdb/],
+    ['_AgentDB_Calls', /internal to agentdb/],
+    [`${INTERNAL_TABLE_PREFIX}anything`, /internal to agentdb/],
+    ['pragma_table_info', /PRAGMA/],
+    ['dbstat', /virtual tables/],
+    ['sqlite_dbpage', /virtual tables/],
+    ['', /name the table/],
+    ['a\u0000b', /NUL/],
+  ];
+  for (const [name, reason] of refused) {
+    it(`refuses ${JSON.stringify(name)}`, () => {
+      expect(guardTableName(name)).toMatchObject({ ok: false, code: 'SQL_REFUSED', reason: expect.stringMatching(reason) });
+    });
+  }
+
+  it('accepts any other name, however it is spelled (the store quotes it)', () => {
+    for (const name of ['t', 'drops_log', 'my table', 'temp', 'select', '"quoted"', 'sqlite', 'agentdb_calls', 'Ünïcode']) {
+      expect(guardTableName(name), name).toEqual({ ok: true, kind: 'drop', ddl: true });
+    }
   });
 });

@@ -100,9 +100,10 @@ export const REFUSED: readonly RefusedGroup[] = [
   {
     why: 'extensions in reads',
     code: 'SQL_REFUSED',
-    reason: /(load_extension|fts3_tokenizer) is not allowed/,
+    reason: /(load_extension|fts3_tokenizer|rtreecheck) is not allowed/,
     tools: ['q'],
     sql: [
+      "SELECT rtreecheck('_agentdb_calls')",
       "SELECT load_extension('x')",
       "SELECT LOAD_EXTENSION('/tmp/evil.so', 'init')",
       'SELECT "load_extension"(\'x\')',
