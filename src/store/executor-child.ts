@@ -31,6 +31,11 @@ function main(): void {
     const outcome = dispatch(handles, opts, message.req);
     reply(send, { type: 'outcome', id: message.id, outcome });
   });
+  // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life
+  // belongs to the worker, which finishes the statement in hand and then disconnects. Dying
+  // here first would fail that statement as a crash.
+  process.on('SIGINT', () => undefined);
+  process.on('SIGTERM', () => undefined);
   // The worker went away (it exited or crashed): close cleanly, checkpointing each WAL.
   process.on('disconnect', () => {
     handles.closeAll();

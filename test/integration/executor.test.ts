@@ -96,6 +96,15 @@ describe('Executor', () => {
     expect(executor.pid).not.toBe(pid);
   });
 
+  it('outlives SIGINT and SIGTERM sent to the whole process group, ending only with its worker', async () => {
+    const executor = await started();
+    const pid = executor.pid!;
+    process.kill(pid, 'SIGINT');
+    process.kill(pid, 'SIGTERM');
+    expect(await read(executor, db('signals', 'a'), 'SELECT 1 AS one')).toMatchObject({ ok: true });
+    expect(executor.pid).toBe(pid);
+  });
+
   it('stops a huge allocation with RESOURCE_LIMIT; the worker lives on', async () => {
     const executor = await started();
     const target = db('memory', 'a');
