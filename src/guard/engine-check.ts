@@ -2,6 +2,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { programRefusal, type Op, type SchemaObject } from './bytecode.ts';
 import type { StatementKind } from './classifier.ts';
 import { guardIntrospection, guardQuery, guardWrite, parseStatement } from './guard.ts';
+import type { Token } from './tokenizer.ts';
 
 /** How a statement will be used: DATA_QUERY_SQL, DATA_WRITE_SQL, or db_query's PRAGMA list. */
 export type CheckMode = 'read' | 'write' | 'introspect';
@@ -48,7 +49,9 @@ export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: St
   let ops: Op[];
   try {
     stmt = db.prepare(text);
-    ops = db.prepare(`EXPLAIN ${text}`).all() as Op[];
+    // The program does not depend on parameter values, but better-sqlite3 will not run a
+    // statement with unbound parameters, so EXPLAIN gets NULL for each.
+    ops = db.prepare(`EXPLAIN ${text}`).all(...nullBindings('ok' in parsed ? [] : parsed.tokens)) as Op[];
   } catch (err) {
     return fromSqlite(err);
   }
@@ -63,6 +66,39 @@ export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: St
   });
   if (refusal) return { ok: false, code: 'SQL_REFUSED', reason: refusal };
   return { ok: true, stmt };
+}
+
+/**
+ * NULL for every parameter of a statement, shaped as better-sqlite3 binds them: an array for
+ * the anonymous indexes, an object keyed by name (without its `:`/`@`/`$`/`#`/`?`) for the
+ * named ones. The indexes follow SQLite's `sqlite3ExprAssignVarNumber`: `?` takes the next
+ * number, `?NNN` takes NNN (naming it, if still unnamed), a name reuses its earlier number.
+ */
+export function nullBindings(tokens: readonly Token[]): unknown[] {
+  let count = 0;
+  const numberOf = new Map<string, number>();
+  const nameOf = new Map<number, string>();
+  for (const t of tokens) {
+    if (t.kind !== 'param') continue;
+    if (t.text === '?') {
+      count++;
+    } else if (t.text.startsWith('?')) {
+      const n = Number(t.text.slice(1));
+      if (n > count) count = n;
+      if (!nameOf.has(n)) {
+        nameOf.set(n, t.text);
+        numberOf.set(t.text, n);
+      }
+    } else if (!numberOf.has(t.text)) {
+      count++;
+      numberOf.set(t.text, count);
+      nameOf.set(count, t.text);
+    }
+  }
+  const anonymous: null[] = new Array(count - nameOf.size).fill(null);
+  if (nameOf.size === 0) return anonymous;
+  const named = Object.fromEntries([...nameOf.values()].map((name) => [name.slice(1), null]));
+  return [...anonymous, named];
 }
 
 /** Root page → object of the main schema (views have root 0 and are left out). */

@@ -49,16 +49,19 @@ function rowCounts(db: Database): Record<string, number> {
 function runAsQuery(db: Database, sql: string): unknown[] | undefined {
   db.prepare('BEGIN').run();
   try {
+    // Outside the catch below: the guard answers every statement, it never throws.
     const checked = prepareChecked(db, sql, 'read');
     if (!checked.ok) return undefined;
     const rows: unknown[] = [];
-    for (const row of checked.stmt.iterate()) {
-      rows.push(row);
-      if (rows.length >= 200) break;
+    try {
+      for (const row of checked.stmt.iterate()) {
+        rows.push(row);
+        if (rows.length >= 200) break;
+      }
+    } catch {
+      return undefined; // a runtime error (an unbound parameter, bad JSON) is not a bypass
     }
     return rows;
-  } catch {
-    return undefined; // a runtime error (missing parameter, bad JSON) is not a bypass
   } finally {
     if (db.inTransaction) db.prepare('ROLLBACK').run();
   }
