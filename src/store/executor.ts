@@ -1,9 +1,7 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import type { ErrorCode } from '../errors.ts';
 import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import { forkExecutorChild } from './executor-spawn.ts';
 
 /** The subset of a pino logger the executor uses. */
 export interface ExecutorLogger {
@@ -18,7 +16,7 @@ export interface ExecutorOptions {
   dataDir: string;
   /** A statement running longer is killed with its child: STATEMENT_TIMEOUT. */
   statementTimeoutMs: number;
-  /** Memory SQLite may use in the child, in MiB (see {@link dataLimitKiB}). */
+  /** Memory SQLite may use in the child, in MiB (see `dataLimitKiB`). */
   heapLimitMb: number;
   /** Open SQLite handles the child keeps. */
   handleCacheSize: number;
@@ -26,29 +24,6 @@ export interface ExecutorOptions {
   maxResultBytes: number;
   logger?: ExecutorLogger;
 }
-
-/**
- * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
- * child's data-segment limit. An idle child uses well under 100 MiB of it.
- */
-export const NODE_ALLOWANCE_MB = 512;
-
-/**
- * The data-segment limit (RLIMIT_DATA, which on Linux also counts private anonymous mappings,
- * i.e. every malloc) the child is started under, in KiB. This is what actually stops a
- * statement from eating the host: better-sqlite3 is built with SQLITE_DEFAULT_MEMSTATUS=0, and
- * without memory statistics SQLite does not enforce `PRAGMA hard_heap_limit`. Past the limit
- * SQLite's malloc fails (SQLITE_NOMEM → RESOURCE_LIMIT) or V8 aborts the child (→ RESOURCE_LIMIT).
- */
-export function dataLimitKiB(heapLimitMb: number): number {
-  return (heapLimitMb + NODE_ALLOWANCE_MB) * 1024;
-}
-
-const CHILD_FILE = fileURLToPath(new URL('./executor-child.ts', import.meta.url));
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-// The limit is set by a shell that then execs node in its place (same pid, same IPC channel):
-// Node has no setrlimit of its own. Linux only: elsewhere RLIMIT_DATA does not cover mmap.
-const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/sh' : undefined;
 
 interface Pending {
   req: ExecRequest;
@@ -84,7 +59,13 @@ export class Executor {
   private nextId = 1;
   private stopped = false;
 
-  constructor(private readonly opts: ExecutorOptions) {}
+  constructor(private readonly opts: ExecutorOptions) {
+    // These end up in a shell command line and a setTimeout; config validated them, this keeps
+    // any other caller honest.
+    for (const key of ['statementTimeoutMs', 'heapLimitMb', 'handleCacheSize', 'maxResultBytes'] as const) {
+      if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
+    }
+  }
 
   /**
    * Starts the child and resolves once it listens.
@@ -159,6 +140,7 @@ export class Executor {
       this.inFlight = undefined;
       this.queue.unshift(pending);
       this.discard(child, 'could not send to the child');
+      this.settle();
     });
   }
 
@@ -180,6 +162,8 @@ export class Executor {
     this.opts.logger?.warn({ op: current.pending.req.op, pid: current.child.pid, ms: this.opts.statementTimeoutMs }, 'statement timed out; killing the executor child');
     this.discard(current.child, 'statement timeout');
     current.pending.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${this.opts.statementTimeoutMs} ms and was stopped`));
+    // Start the next child now, so the call after a timeout does not wait for it.
+    void this.ensureChild().catch(() => undefined);
     this.settle();
   }
 
@@ -198,17 +182,19 @@ export class Executor {
     if (child !== this.child) return this.settle();
     this.child = undefined;
     this.ready = false;
+    // After a crash mid-statement, restart at once; a child that died while idle is restarted
+    // by the next request instead, so one that cannot live cannot spin in a restart loop.
+    if (current?.child === child && !this.stopped) void this.ensureChild().catch(() => undefined);
     if (!current || current.child !== child) this.opts.logger?.warn({ pid: child.pid, code, signal }, 'executor child exited');
     this.settle();
   }
 
-  /** After a request ended: wake `stop()`, or go on with the queue (restarting if needed). */
+  /** After a request ended: wake `stop()`, or go on with the queue (`pump` starts a child). */
   private settle(): void {
     if (this.stopped) {
       for (const resolve of this.whenIdle.splice(0)) resolve();
       return;
     }
-    if (!this.child) void this.ensureChild().catch(() => undefined);
     this.pump();
   }
 
@@ -247,16 +233,7 @@ export class Executor {
       handleCacheSize: this.opts.handleCacheSize,
       maxResultBytes: this.opts.maxResultBytes,
     };
-    const nodeArgs = ['--import', TSX_LOADER];
-    const child = fork(CHILD_FILE, [JSON.stringify(childOpts)], {
-      // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
-      // `sh -c 'ulimit -d N && exec "$0" "$@"' node --import tsx CHILD_FILE args`.
-      ...(SHELL
-        ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(this.opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
-        : { execArgv: nodeArgs }),
-      serialization: 'json',
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
+    const child = forkExecutorChild(childOpts);
     this.child = child;
     this.ready = false;
     // The child must not keep the worker alive on its own; a request in flight refs the channel.

@@ -1,0 +1,46 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ChildOptions } from './executor-protocol.ts';
+
+/**
+ * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
+ * child's data-segment limit. An idle child uses well under 100 MiB of it.
+ */
+export const NODE_ALLOWANCE_MB = 512;
+
+/**
+ * The data-segment limit (RLIMIT_DATA, which on Linux also counts private anonymous mappings,
+ * i.e. every malloc) the child is started under, in KiB. This is what actually stops a
+ * statement from eating the host: better-sqlite3 is built with SQLITE_DEFAULT_MEMSTATUS=0, and
+ * without memory statistics SQLite does not enforce `PRAGMA hard_heap_limit`. Past the limit
+ * SQLite's malloc fails (SQLITE_NOMEM → RESOURCE_LIMIT) or V8 aborts the child (→ RESOURCE_LIMIT).
+ */
+export function dataLimitKiB(heapLimitMb: number): number {
+  return (heapLimitMb + NODE_ALLOWANCE_MB) * 1024;
+}
+
+const CHILD_FILE = fileURLToPath(new URL('./executor-child.ts', import.meta.url));
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// The limit is set by a shell that then execs node in its place (same pid, same IPC channel):
+// Node has no setrlimit of its own. Linux only: elsewhere RLIMIT_DATA does not cover mmap.
+const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/sh' : undefined;
+
+/**
+ * Forks the executor child: `node --import tsx executor-child.ts '<options>'` with an IPC
+ * channel, under the data-segment limit where the platform has one. The child's stdout and
+ * stderr are the worker's.
+ */
+export function forkExecutorChild(opts: ChildOptions): ChildProcess {
+  const nodeArgs = ['--import', TSX_LOADER];
+  return fork(CHILD_FILE, [JSON.stringify(opts)], {
+    // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
+    // `sh -c 'ulimit -d N && exec "$0" "$@"' node --import tsx CHILD_FILE args`.
+    ...(SHELL
+      ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
+      : { execArgv: nodeArgs }),
+    serialization: 'json',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
