@@ -6,11 +6,11 @@ import type { Token } from './tokenizer.ts';
  * Keywords after which SQLite's grammar reads a table, view or index name (`nm` in parse.y,
  * which accepts a string literal as well as an identifier): `FROM 'sqlite_master'` and
  * `INSERT INTO 'x'` are tables, `x IN 'sqlite_master'` is a subquery. ON covers
- * `CREATE INDEX … ON t`; TO covers `RENAME TO`.
+ * `CREATE INDEX … ON t` (outside a FROM list only); TO covers `RENAME TO`.
  */
 const BEFORE_TABLE = new Set(['from', 'join', 'into', 'update', 'table', 'exists', 'on', 'references', 'index', 'view', 'in', 'to']);
 
-/** Conflict clauses that may sit between UPDATE/INSERT OR and the table name. */
+/** Conflict clauses that may sit between UPDATE OR and the table name. */
 const CONFLICT = new Set(['replace', 'ignore', 'abort', 'fail', 'rollback']);
 
 /** Clause keywords that end a FROM list at their own parenthesis depth. */
@@ -64,8 +64,10 @@ function contextSlot(tokens: readonly Token[], i: number, inFrom: boolean): bool
   const before = tokens[i - 2];
   if (prev === undefined) return false;
   if (prev.kind === 'word') {
+    // ON names a table in CREATE INDEX … ON t; in a join's ON clause it starts an expression.
+    if (prev.value === 'on') return !inFrom;
     if (BEFORE_TABLE.has(prev.value)) return true;
-    if (CONFLICT.has(prev.value) && isWord(before, 'or')) return true;
+    if (CONFLICT.has(prev.value) && isWord(before, 'or') && isWord(tokens[i - 3], 'update')) return true;
     if (prev.value === 'by' && isWord(before, 'indexed')) return true;
     return false;
   }

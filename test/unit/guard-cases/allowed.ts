@@ -85,6 +85,7 @@ export const ALLOWED: readonly AllowedGroup[] = [
       'SELECT "DROP TABLE t" FROM t',
       "SELECT f(a, 'sqlite_master') FROM t",
       "SELECT * FROM t JOIN u ON t.a IN ('x', 'sqlite_master'), w",
+      "SELECT * FROM t JOIN u ON 'sqlite_master' = u.c",
       'SELECT 1 FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)',
       "SELECT 'temp'",
     ],
