@@ -28,7 +28,7 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
 export function startCli(args: string[], env: Record<string, string>): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, LOG_LEVEL: 'info', ...env },
+      env: { ...process.env, ...env, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let log = '';

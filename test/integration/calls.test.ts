@@ -51,7 +51,7 @@ describe('the four tools through the queue', () => {
 
     const described = await call('DATA_DESCRIBE_SCHEMA', {});
     expect(described).toMatchObject({ ok: true, credits: 0 });
-    const tables = (described as { result: { tables: { name: string; rowCount: number }[] } }).result.tables;
+    const tables = (described as unknown as { result: { tables: { name: string; rowCount: number }[] } }).result.tables;
     expect(tables.map((t) => [t.name, t.rowCount])).toEqual([['leads', 2]]);
   });
 
@@ -77,7 +77,7 @@ describe('the four tools through the queue', () => {
 
     await call('DATA_WRITE_SQL', { sql: 'CREATE TABLE shared_leads (email TEXT)', scope: 'workspace' });
     const shared = await call('DATA_DESCRIBE_SCHEMA', { scope: 'workspace' });
-    expect((shared as { result: { tables: { name: string }[] } }).result.tables.map((t) => t.name)).toEqual(['shared_leads']);
+    expect((shared as unknown as { result: { tables: { name: string }[] } }).result.tables.map((t) => t.name)).toEqual(['shared_leads']);
   });
 
   it('refuses what the guard refuses, with a stable code, and changes nothing', async () => {
