@@ -4,7 +4,7 @@ import type { Database } from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareChecked, schemaFingerprint } from '../../src/guard/engine-check.ts';
-import { anyStatement } from './guard-cases/arbitraries.ts';
+import { anyStatement, anyWrite } from './guard-cases/arbitraries.ts';
 import { SECRET, tempDb, type TempDb } from './guard-cases/db.ts';
 
 /** Bytes of the database file and its WAL, the way a reader of the disk would see them. */
@@ -129,5 +129,75 @@ describe('property: nothing the query path accepts changes the database', () => 
     const db = tmp.reopen();
     expect(rowCounts(db)).toEqual(countsBefore);
     expect(schemaFingerprint(db)).toEqual(schemaBefore);
+  });
+});
+
+/** What a write left behind that no write may: judged inside its transaction, before rollback. */
+function forbiddenEffects(db: Database, callsBefore: string, schemaBefore: string[]): string[] {
+  const problems: string[] = [];
+  const calls = JSON.stringify(db.prepare('SELECT * FROM _agentdb_calls ORDER BY id').all());
+  if (calls !== callsBefore) problems.push('_agentdb_calls changed');
+  const schema = schemaFingerprint(db);
+  const count = (fp: string[], type: string) => fp.filter((e) => e.startsWith(`${type}:`)).length;
+  for (const type of ['table', 'index', 'view']) {
+    if (count(schema, type) < count(schemaBefore, type)) problems.push(`a ${type} vanished`);
+  }
+  if (!schema.includes('table:_agentdb_calls')) problems.push('_agentdb_calls renamed');
+  for (const entry of schema) {
+    if (entry.startsWith('trigger:')) problems.push(`created ${entry}`);
+    if (entry.startsWith('temp_schema:') && entry !== 'temp_schema:0') problems.push('created a temp object');
+    if (/^[a-z]+:(?!sqlite_sequence$|sqlite_autoindex_)sqlite_/i.test(entry) && !schemaBefore.includes(entry)) problems.push(`created ${entry}`);
+  }
+  const virtual = db.prepare("SELECT count(*) FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL%'").pluck().get() as number;
+  if (virtual > 0) problems.push('created a virtual table');
+  return problems;
+}
+
+describe('property: nothing the write path accepts touches what is not the agent\'s', () => {
+  let tmp: TempDb;
+  let hashBefore: string;
+  let schemaBefore: string[];
+  let callsBefore: string;
+  let settingsBefore: Record<string, unknown>;
+
+  beforeAll(() => {
+    tmp = tempDb();
+    tmp.db.pragma('wal_checkpoint(TRUNCATE)');
+    hashBefore = fileHash(tmp.file);
+    schemaBefore = schemaFingerprint(tmp.db);
+    callsBefore = JSON.stringify(tmp.db.prepare('SELECT * FROM _agentdb_calls ORDER BY id').all());
+    settingsBefore = settings(tmp.db);
+  });
+  afterAll(() => tmp.close());
+
+  it('holds for generated writes, DDL, refused forms, token soup and re-dressed attacks', () => {
+    let ran = 0;
+    fc.assert(
+      fc.property(anyWrite, (sql) => {
+        const db = tmp.db;
+        db.prepare('BEGIN').run();
+        try {
+          const checked = prepareChecked(db, sql, 'write');
+          if (checked.ok) {
+            try {
+              if (checked.stmt.reader) checked.stmt.all();
+              else checked.stmt.run();
+              ran++;
+            } catch {
+              // a constraint or a missing parameter: the statement did nothing
+            }
+            expect(forbiddenEffects(db, callsBefore, schemaBefore), sql).toEqual([]);
+          }
+        } finally {
+          if (db.inTransaction) db.prepare('ROLLBACK').run();
+        }
+        // After the rollback: a DDL write moves schema_version inside its transaction only.
+        expect(settings(db), sql).toEqual(settingsBefore);
+        expect(fileHash(tmp.file), sql).toBe(hashBefore);
+        expect(schemaFingerprint(db), sql).toEqual(schemaBefore);
+      }),
+      { numRuns: 1500 },
+    );
+    expect(ran).toBeGreaterThan(150);
   });
 });

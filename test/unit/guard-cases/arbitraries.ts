@@ -139,6 +139,30 @@ const mutate = (base: string): fc.Arbitrary<string> => {
     });
 };
 
+/** Writes that must never reach agentdb's or the engine's tables, or leave forbidden objects. */
+const DANGEROUS_WRITES = [
+  'DELETE FROM _agentdb_calls',
+  "UPDATE _agentdb_calls SET result = 'x'",
+  'INSERT INTO _agentdb_calls VALUES (1, 2, 3)',
+  'ALTER TABLE _agentdb_calls RENAME TO stolen',
+  'ALTER TABLE t RENAME TO _agentdb_t',
+  'CREATE TABLE stolen AS SELECT * FROM _agentdb_calls',
+  'INSERT INTO t (b) SELECT result FROM _agentdb_calls',
+  "UPDATE sqlite_sequence SET seq = 0 WHERE name = 't'",
+  "INSERT INTO sqlite_master VALUES ('table', 'x', 'x', 0, 'CREATE TABLE x(a)')",
+  'DROP TABLE u',
+  'ALTER TABLE u DROP COLUMN note',
+  'CREATE TEMP TABLE tt (a)',
+  'CREATE TABLE temp.tt (a)',
+  'CREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM u; END',
+  'CREATE VIRTUAL TABLE f USING fts5(a)',
+  'CREATE TABLE s AS SELECT * FROM sqlite_master',
+  'CREATE TABLE pl AS SELECT * FROM pragma_table_list',
+  "INSERT INTO t (b) SELECT load_extension('x')",
+  'CREATE INDEX ci ON _agentdb_calls(result)',
+  'REPLACE INTO sqlite_sequence VALUES (\'u\', 5)',
+];
+
 const refusedSql = REFUSED.flatMap((g) => g.sql);
 const allowedSql = ALLOWED.flatMap((g) => g.sql);
 
@@ -149,4 +173,12 @@ export const anyStatement: fc.Arbitrary<string> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(...refusedSql, ...allowedSql) },
   { weight: 3, arbitrary: soup },
   { weight: 4, arbitrary: fc.constantFrom(...DANGEROUS, ...READS).chain(mutate) },
+);
+
+/** Every kind of statement the write path might be sent. */
+export const anyWrite: fc.Arbitrary<string> = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom(...WRITES) },
+  { weight: 2, arbitrary: fc.constantFrom(...refusedSql, ...allowedSql) },
+  { weight: 2, arbitrary: soup },
+  { weight: 4, arbitrary: fc.constantFrom(...DANGEROUS_WRITES, ...WRITES).chain(mutate) },
 );
