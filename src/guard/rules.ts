@@ -1,6 +1,6 @@
 import { isOp, isWord } from './classifier.ts';
 import { nameRefusal } from './names.ts';
-import type { Token } from './tokenizer.ts';
+import { asciiLower, type Token } from './tokenizer.ts';
 
 /**
  * Keywords after which SQLite's grammar reads a table, view or index name (`nm` in parse.y,
@@ -97,7 +97,8 @@ export function forbiddenNameIn(tokens: readonly Token[]): string | undefined {
     if (t.kind === 'string' && !tableSlot && !isOp(next, '(')) continue;
     const reason = nameRefusal(t.value, { tableSlot, call: isOp(next, '(') });
     if (reason) return reason;
-    if ((t.value === 'temp' || t.value === 'temporary') && isOp(next, '.') && (slots[i] || isOp(tokens[i + 3], '.'))) {
+    const schema = asciiLower(t.value);
+    if ((schema === 'temp' || schema === 'temporary') && isOp(next, '.') && (slots[i] || isOp(tokens[i + 3], '.'))) {
       return 'the temp schema is not allowed: temporary objects do not outlive the call; create a regular table with DATA_WRITE_SQL';
     }
   }

@@ -32,6 +32,8 @@ export const REFUSED_NAMES: readonly RefusedGroup[] = [
       'SELECT * FROM temp.t',
       'SELECT * FROM TEMP . t',
       "SELECT * FROM 'temp'.t",
+      "SELECT * FROM 'TEMP'.t",
+      'SELECT * FROM "Temp"."t"',
       'SELECT * FROM `temp`.`t`',
       'SELECT * FROM sqlite_temp_master',
       'SELECT * FROM temp.sqlite_master',
