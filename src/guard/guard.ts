@@ -40,6 +40,8 @@ const syntax = (reason: string): Refused => ({ ok: false, code: 'SQL_SYNTAX', re
  * `;` of its own, so a trigger is kept whole and refused for what it is.
  */
 export function parseStatement(sql: string): ParsedStatement | Refused {
+  // Callers validate input with zod, but this is the last gate: never throw on a non-string.
+  if (typeof sql !== 'string') return syntax('the SQL must be a string');
   const lexed = tokenize(sql);
   if (!lexed.ok) return syntax(lexed.reason);
   const significant = lexed.tokens.filter((t) => !isTrivia(t));

@@ -65,6 +65,13 @@ describe('guard: verdict details', () => {
     expect(v).toMatchObject({ ok: false, code: 'SQL_MULTIPLE_STATEMENTS', reason: expect.stringContaining('offset 10') });
   });
 
+  it('answers rather than throws when handed something that is not a string', () => {
+    for (const guard of [guardQuery, guardWrite, guardIntrospection]) {
+      expect(guard(undefined as unknown as string)).toMatchObject({ ok: false, code: 'SQL_SYNTAX' });
+      expect(guard(42 as unknown as string)).toMatchObject({ ok: false, code: 'SQL_SYNTAX' });
+    }
+  });
+
   it('refuses a WITH clause before DDL as a syntax error', () => {
     expect(guardWrite('WITH x AS (SELECT 1) CREATE TABLE t(a)')).toMatchObject({ ok: false, code: 'SQL_SYNTAX' });
   });
