@@ -27,9 +27,10 @@ function main(): void {
 
   const handles = new HandleCache({ size: opts.handleCacheSize });
 
-  process.on('message', (message: ChildRequest) => {
-    const outcome = dispatch(handles, opts, message.req);
-    reply(send, { type: 'outcome', id: message.id, outcome });
+  // Requests come pipelined, several to a message; each answers as soon as it has run, so the
+  // worker can time every statement on its own.
+  process.on('message', (message: ChildRequest[]) => {
+    for (const { id, req } of message) reply(send, { type: 'outcome', id, outcome: dispatch(handles, opts, req) });
   });
   // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life
   // belongs to the worker, which finishes the statement in hand and then disconnects. Dying

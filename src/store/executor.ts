@@ -30,12 +30,14 @@ interface Pending {
   resolve: (outcome: ExecOutcome) => void;
 }
 
-interface InFlight {
+/** A request written to a child, awaiting its outcome. */
+interface Sent {
   id: number;
   pending: Pending;
-  child: ChildProcess;
-  timer: NodeJS.Timeout;
 }
+
+/** Requests written to the child ahead of their turn; bounds what one kill sends back to the queue. */
+const MAX_PIPELINE = 64;
 
 const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, error: { code, detail } });
 
@@ -44,18 +46,25 @@ const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, 
  *
  * better-sqlite3 is synchronous and has no interrupt: a statement that runs for a minute would
  * block the worker's event loop, lose its BullMQ locks and get its jobs run twice. So every
- * statement runs in a child, one request at a time (the rest wait here, so a deadline covers
- * exactly one statement). Past `statementTimeoutMs` the child is SIGKILLed, the request answers
- * STATEMENT_TIMEOUT and a fresh child takes the queue; WAL makes the kill safe for every
- * database. A child that dies on its own (out of memory) answers RESOURCE_LIMIT for the request
- * it was running, which is not retried into another crash. The worker never dies with it.
+ * statement runs in a child. Requests are pipelined to it (a round trip per statement would cap
+ * a worker at a few thousand calls a second), but the child runs them strictly in order, so the
+ * deadline is per statement all the same: the head of the line started when the one before it
+ * answered. Past `statementTimeoutMs` the child is SIGKILLed, the head answers
+ * STATEMENT_TIMEOUT and the requests behind it — which never started — go to a fresh child;
+ * WAL makes the kill safe for every database. A child that dies on its own (out of memory)
+ * answers RESOURCE_LIMIT for the statement it was running, which is not retried into another
+ * crash. The worker never dies with it.
  */
 export class Executor {
   private child?: ChildProcess;
   private ready = false;
   private starting?: Promise<void>;
   private readonly queue: Pending[] = [];
-  private inFlight?: InFlight;
+  /** Written to the current child, in the order it runs them. */
+  private sent: Sent[] = [];
+  /** When the head of `sent` started running. */
+  private headSince = 0;
+  private timer?: NodeJS.Timeout;
   private nextId = 1;
   private stopped = false;
 
@@ -89,18 +98,21 @@ export class Executor {
     if (this.stopped) return Promise.resolve(failure('UNAVAILABLE', 'the executor is stopped'));
     return new Promise((resolve) => {
       this.queue.push({ req, resolve });
-      this.pump();
+      // Requests arriving in the same tick travel to the child in one message.
+      if (this.queue.length === 1) queueMicrotask(() => this.pump());
     });
   }
 
   /**
-   * Lets the request in flight finish, answers queued ones UNAVAILABLE, and ends the child
+   * Lets the requests already sent finish, answers queued ones UNAVAILABLE, and ends the child
    * (it closes its handles, checkpointing each WAL, when its channel closes).
    */
   async stop(): Promise<void> {
+    // Requests accepted in this tick have not been written yet: they count as sent.
+    this.pump();
     this.stopped = true;
     for (const pending of this.queue.splice(0)) pending.resolve(failure('UNAVAILABLE', 'the executor stopped'));
-    if (this.inFlight) await new Promise<void>((resolve) => this.whenIdle.push(resolve));
+    if (this.sent.length) await new Promise<void>((resolve) => this.whenIdle.push(resolve));
     await this.starting?.catch(() => undefined);
     const child = this.child;
     this.child = undefined;
@@ -121,78 +133,99 @@ export class Executor {
   private readonly whenIdle: (() => void)[] = [];
 
   private pump(): void {
-    if (this.inFlight || this.queue.length === 0) return;
+    if (this.queue.length === 0 || this.sent.length >= MAX_PIPELINE) return;
     const child = this.child;
     if (!child || !this.ready) {
       void this.ensureChild().catch(() => undefined);
       return;
     }
-    const pending = this.queue.shift()!;
-    const id = this.nextId++;
-    const timer = setTimeout(() => this.onDeadline(id), this.opts.statementTimeoutMs);
-    this.inFlight = { id, pending, child, timer };
+    const batch = this.queue.splice(0, MAX_PIPELINE - this.sent.length).map((pending) => ({ id: this.nextId++, pending }));
+    if (this.sent.length === 0) this.startHead();
+    this.sent.push(...batch);
     child.channel?.ref();
-    const message: ChildRequest = { id, req: pending.req };
+    const message: ChildRequest[] = batch.map(({ id, pending }) => ({ id, req: pending.req }));
     child.send(message, (err) => {
-      if (!err || this.inFlight?.id !== id) return;
-      // Not written to the channel, so it never ran: put it back for the next child.
-      clearTimeout(timer);
-      this.inFlight = undefined;
-      this.queue.unshift(pending);
+      if (!err || this.child !== child) return;
+      // The channel broke: the child is useless. What it did not answer goes to the next one
+      // (a write that did run is replayed from its recorded call id, not run twice).
       this.discard(child, 'could not send to the child');
+      this.requeue(this.sent.splice(0));
       this.settle();
     });
   }
 
+  /** The head of the line starts now: arm its deadline. */
+  private startHead(): void {
+    this.headSince = Date.now();
+    if (!this.timer) this.timer = setTimeout(() => this.onDeadline(), this.opts.statementTimeoutMs);
+  }
+
+  private requeue(sent: Sent[]): void {
+    this.queue.unshift(...sent.map((s) => s.pending));
+  }
+
   private onOutcome(child: ChildProcess, message: ChildMessage): void {
-    if (message.type !== 'outcome') return;
-    const current = this.inFlight;
-    if (!current || current.child !== child || current.id !== message.id) return;
-    clearTimeout(current.timer);
-    this.inFlight = undefined;
-    child.channel?.unref();
-    current.pending.resolve(message.outcome);
+    if (message.type !== 'outcome' || child !== this.child) return;
+    const head = this.sent[0];
+    if (!head || head.id !== message.id) return;
+    this.sent.shift();
+    if (this.sent.length) this.headSince = Date.now();
+    else {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      child.channel?.unref();
+    }
+    head.pending.resolve(message.outcome);
     this.settle();
   }
 
-  private onDeadline(id: number): void {
-    const current = this.inFlight;
-    if (!current || current.id !== id) return;
-    this.inFlight = undefined;
-    this.opts.logger?.warn({ op: current.pending.req.op, pid: current.child.pid, ms: this.opts.statementTimeoutMs }, 'statement timed out; killing the executor child');
-    this.discard(current.child, 'statement timeout');
-    current.pending.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${this.opts.statementTimeoutMs} ms and was stopped`));
+  private onDeadline(): void {
+    this.timer = undefined;
+    const head = this.sent[0];
+    const child = this.child;
+    if (!head || !child) return;
+    const left = this.headSince + this.opts.statementTimeoutMs - Date.now();
+    if (left > 0) {
+      // The head changed since the timer was armed: wait out the current one's deadline.
+      this.timer = setTimeout(() => this.onDeadline(), left);
+      return;
+    }
+    this.sent.shift();
+    this.opts.logger?.warn({ op: head.pending.req.op, pid: child.pid, ms: this.opts.statementTimeoutMs }, 'statement timed out; killing the executor child');
+    this.discard(child, 'statement timeout');
+    this.requeue(this.sent.splice(0));
+    head.pending.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${this.opts.statementTimeoutMs} ms and was stopped`));
     // Start the next child now, so the call after a timeout does not wait for it.
     void this.ensureChild().catch(() => undefined);
     this.settle();
   }
 
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    const current = this.inFlight;
-    if (current?.child === child) {
-      // It died on its own in the middle of a statement: memory is the usual cause. Answer
-      // with a code that is not retried, so the same statement cannot crash the next child.
-      clearTimeout(current.timer);
-      this.inFlight = undefined;
-      this.opts.logger?.error({ op: current.pending.req.op, pid: child.pid, code, signal }, 'executor child died during a statement');
-      current.pending.resolve(
-        failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`),
-      );
-    }
     if (child !== this.child) return this.settle();
     this.child = undefined;
     this.ready = false;
-    // After a crash mid-statement, restart at once; a child that died while idle is restarted
-    // by the next request instead, so one that cannot live cannot spin in a restart loop.
-    if (current?.child === child && !this.stopped) void this.ensureChild().catch(() => undefined);
-    if (!current || current.child !== child) this.opts.logger?.warn({ pid: child.pid, code, signal }, 'executor child exited');
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const [head, ...behind] = this.sent.splice(0);
+    this.requeue(behind);
+    if (head) {
+      // It died on its own in the middle of a statement: memory is the usual cause. Answer
+      // with a code that is not retried, so the same statement cannot crash the next child.
+      this.opts.logger?.error({ op: head.pending.req.op, pid: child.pid, code, signal }, 'executor child died during a statement');
+      head.pending.resolve(
+        failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`),
+      );
+      // After a crash mid-statement, restart at once; a child that died while idle is
+      // restarted by the next request instead, so one that cannot live cannot spin.
+      if (!this.stopped) void this.ensureChild().catch(() => undefined);
+    } else this.opts.logger?.warn({ pid: child.pid, code, signal }, 'executor child exited');
     this.settle();
   }
 
   /** After a request ended: wake `stop()`, or go on with the queue (`pump` starts a child). */
   private settle(): void {
     if (this.stopped) {
-      for (const resolve of this.whenIdle.splice(0)) resolve();
+      if (this.sent.length === 0) for (const resolve of this.whenIdle.splice(0)) resolve();
       return;
     }
     this.pump();
