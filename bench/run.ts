@@ -18,7 +18,7 @@ const CONC_CALLS = Number(process.env.BENCH_CONC_CALLS ?? 10_000);
 const IN_FLIGHT = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
-const CONCURRENCY = 16;
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 
 const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
 function medianStats(runs: RunStats[]): RunStats {

@@ -2,7 +2,7 @@ import type { CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
 import type { Config } from '../config.ts';
-import { guardQuery, guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts';
+import { guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts';
 import { gateFor } from '../policy/approval-rule.ts';
 import { CREDITS } from '../policy/credits.ts';
 import { databasePath } from '../store/database-id.ts';
@@ -63,15 +63,19 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps): 
   };
 }
 
-/** The tokenizer's verdict, before anything is parked or reaches the executor. */
+/**
+ * The tokenizer's verdict on calls that may wait for a person, so nobody is asked about a
+ * statement that would be refused. Reads never wait: the executor runs both guard layers on
+ * every statement anyway, and checking reads here too would pay for the tokenizer twice on the
+ * hottest path.
+ */
 function guardFirstLayer(plan: CallPlan): GuardVerdict | { ok: true } {
   switch (plan.tool) {
-    case 'DATA_QUERY_SQL':
-      return guardQuery(plan.args.sql as string);
     case 'DATA_WRITE_SQL':
       return guardWrite(plan.args.sql as string);
     case 'DATA_DROP_TABLE':
       return guardTableName(plan.args.table as string);
+    case 'DATA_QUERY_SQL':
     case 'DATA_DESCRIBE_SCHEMA':
       return { ok: true };
   }

@@ -20,7 +20,7 @@ export type StreamedEvent = AgentDbEvent & { id: string };
 /** Envelopes larger than this travel by reference: the stream must stay small. */
 const INLINE_ENVELOPE_BYTES = 64 * 1024;
 /** The stream keeps about this many events; older ones are trimmed. */
-const STREAM_MAX_LEN = 100_000;
+export const STREAM_MAX_LEN = 100_000;
 
 /** The `call.completed` event for an envelope, inlined when small. */
 export function completedEvent(envelope: Envelope): AgentDbEvent {

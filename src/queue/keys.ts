@@ -1,7 +1,8 @@
 /**
  * Names of queues and Redis keys. Each shard's queue and lease share one hash tag
- * (`{shard-N}`), and agentdb's own keys carry tags of their own, so that on Redis Cluster every
- * multi-key script touches one slot while shards still spread over the cluster.
+ * (`{shard-N}`); the event stream and the usage meters share `{calls}`, because one script
+ * updates them together when a call completes. So on Redis Cluster every multi-key script
+ * touches one slot, while shards still spread over the cluster.
  */
 export interface Keys {
   /** The BullMQ `prefix` option. */
@@ -20,8 +21,8 @@ export function keysFor(prefix: string): Keys {
     bullPrefix: prefix,
     queueName: (shard) => `{shard-${shard}}`,
     lease: (shard) => `${prefix}:{shard-${shard}}:lease`,
-    events: `${prefix}:{events}`,
-    usage: (workspace, day) => `${prefix}:{usage}:${workspace}:${day}`,
-    usageIndex: `${prefix}:{usage}:index`,
+    events: `${prefix}:{calls}:events`,
+    usage: (workspace, day) => `${prefix}:{calls}:usage:${workspace}:${day}`,
+    usageIndex: `${prefix}:{calls}:usage-index`,
   };
 }

@@ -7,12 +7,11 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { Executor } from '../store/executor.ts';
+import { CallCompletion } from './call-completion.ts';
 import { runCall } from './call-runner.ts';
 import { connectRedis } from './connection.ts';
-import { completedEvent, publishEvent } from './events.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { ShardLease } from './shard-lease.ts';
-import { meterCall } from './usage.ts';
 
 /** Options of a {@link ShardWorkerPool}. */
 export interface ShardWorkerPoolOptions {
@@ -33,6 +32,7 @@ export class ShardWorkerPool {
   private readonly redis: Redis;
   private readonly lease: ShardLease;
   private readonly executor: Executor;
+  private readonly completion: CallCompletion;
   private readonly workers = new Map<number, Worker>();
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
@@ -42,6 +42,7 @@ export class ShardWorkerPool {
     const { config } = opts;
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
+    this.completion = new CallCompletion(this.redis, this.keys);
     this.lease = new ShardLease(this.redis, this.keys, `${os.hostname()}:${process.pid}:${randomUUID()}`, config.leaseTtlMs);
     this.executor = new Executor({
       dataDir: config.dataDir,
@@ -118,7 +119,7 @@ export class ShardWorkerPool {
       if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
       logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
       const envelope = errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', `The call failed: ${err.message}`);
-      publishEvent(this.redis, this.keys.events, completedEvent(envelope));
+      void this.completion.complete(envelope).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
     });
     this.workers.set(shard, worker);
     logger.info({ shard }, 'shard owned');
@@ -139,18 +140,10 @@ export class ShardWorkerPool {
     const log = this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
     const { envelope, meter } = await runCall(job.data, shard, { config: this.opts.config, executor: this.executor });
-    const pipeline = this.redis.pipeline();
-    publishEvent(pipeline, this.keys.events, completedEvent(envelope));
-    if (meter !== undefined) {
-      meterCall(pipeline, this.keys, {
-        workspace: job.data.workspace,
-        agent: job.data.agent,
-        tool: envelope.tool,
-        credits: meter,
-        at: started,
-      });
-    }
-    await pipeline.exec();
+    await this.completion.complete(
+      envelope,
+      meter === undefined ? undefined : { workspace: job.data.workspace, agent: job.data.agent, credits: meter, at: started },
+    );
     log.debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
     return envelope;
   }

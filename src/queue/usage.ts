@@ -1,25 +1,9 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Keys } from './keys.ts';
 
 /** The UTC day a call is metered under, e.g. `2026-11-30`. */
 export function meterDay(at: number): string {
   return new Date(at).toISOString().slice(0, 10);
-}
-
-/**
- * Meters one successful call: credits and a call count per workspace, agent, tool and day.
- * Runs on a pipeline so it shares the round trip that publishes the call's event.
- */
-export function meterCall(
-  target: ChainableCommander,
-  keys: Keys,
-  m: { workspace: string; agent: string; tool: string; credits: number; at: number },
-): void {
-  const day = meterDay(m.at);
-  const key = keys.usage(m.workspace, day);
-  target.hincrby(key, `${m.agent}|${m.tool}|credits`, m.credits);
-  target.hincrby(key, `${m.agent}|${m.tool}|calls`, 1);
-  target.sadd(keys.usageIndex, `${m.workspace}|${day}`);
 }
 
 /** One row of a usage report. */

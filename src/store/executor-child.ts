@@ -7,8 +7,12 @@
  */
 import Database from 'better-sqlite3';
 import { dispatch } from './executor-dispatch.ts';
-import type { ChildMessage, ChildOptions, ChildRequest } from './executor-protocol.ts';
+import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './executor-protocol.ts';
 import { HandleCache } from './handle-cache.ts';
+
+const FLUSH_AFTER_MS = 5;
+
+type Outcome = { id: number; outcome: ExecOutcome };
 
 function main(): void {
   const send = process.send?.bind(process);
@@ -27,10 +31,22 @@ function main(): void {
 
   const handles = new HandleCache({ size: opts.handleCacheSize });
 
-  // Requests come pipelined, several to a message; each answers as soon as it has run, so the
-  // worker can time every statement on its own.
+  // Requests come pipelined, several to a message. Outcomes go back together too, except that
+  // whatever is done is sent before a request starts once FLUSH_AFTER_MS have passed: the
+  // worker times each statement from the answer before it, so its deadlines stay accurate to
+  // a few milliseconds while a busy child answers in few messages.
   process.on('message', (message: ChildRequest[]) => {
-    for (const { id, req } of message) reply(send, { type: 'outcome', id, outcome: dispatch(handles, opts, req) });
+    let done: Outcome[] = [];
+    let since = performance.now();
+    for (const { id, req } of message) {
+      if (done.length && performance.now() - since > FLUSH_AFTER_MS) {
+        reply(send, done);
+        done = [];
+        since = performance.now();
+      }
+      done.push({ id, outcome: dispatch(handles, opts, req) });
+    }
+    reply(send, done);
   });
   // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life
   // belongs to the worker, which finishes the statement in hand and then disconnects. Dying
@@ -42,16 +58,22 @@ function main(): void {
     handles.closeAll();
     process.exit(0);
   });
-  reply(send, { type: 'ready' });
+  send({ type: 'ready' } satisfies ChildMessage);
 }
 
-function reply(send: NonNullable<typeof process.send>, message: ChildMessage): void {
+function reply(send: NonNullable<typeof process.send>, outcomes: Outcome[]): void {
   try {
-    send(message);
-  } catch (err) {
+    send({ type: 'outcomes', outcomes } satisfies ChildMessage);
+  } catch {
     // A result that cannot be serialised must still answer, or the worker waits for its deadline.
-    if (message.type !== 'outcome') throw err;
-    send({ type: 'outcome', id: message.id, outcome: { ok: false, error: { code: 'INTERNAL', detail: `result could not be sent: ${String(err)}` } } });
+    for (const { id, outcome } of outcomes) {
+      try {
+        send({ type: 'outcomes', outcomes: [{ id, outcome }] } satisfies ChildMessage);
+      } catch (err) {
+        const failed: ExecOutcome = { ok: false, error: { code: 'INTERNAL', detail: `result could not be sent: ${String(err)}` } };
+        send({ type: 'outcomes', outcomes: [{ id, outcome: failed }] } satisfies ChildMessage);
+      }
+    }
   }
 }
 

@@ -35,14 +35,14 @@ export type ExecRequest =
  */
 export type ExecOutcome = { ok: true; result: unknown; replayed?: boolean } | { ok: false; error: { code: ErrorCode; detail: string } };
 
-/** Parent → child: a request and the number its answer will carry. */
+/** Parent → child (several to a message): a request and the number its answer will carry. */
 export interface ChildRequest {
   id: number;
   req: ExecRequest;
 }
 
 /** Child → parent. `ready` is sent once the child listens, so no request is sent into a void. */
-export type ChildMessage = { type: 'ready' } | { type: 'outcome'; id: number; outcome: ExecOutcome };
+export type ChildMessage = { type: 'ready' } | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome }[] };
 
 /** What the child is started with, as one JSON argument. */
 export interface ChildOptions {

@@ -164,18 +164,20 @@ export class Executor {
     this.queue.unshift(...sent.map((s) => s.pending));
   }
 
-  private onOutcome(child: ChildProcess, message: ChildMessage): void {
-    if (message.type !== 'outcome' || child !== this.child) return;
-    const head = this.sent[0];
-    if (!head || head.id !== message.id) return;
-    this.sent.shift();
+  private onOutcomes(child: ChildProcess, message: ChildMessage): void {
+    if (message.type !== 'outcomes' || child !== this.child) return;
+    for (const { id, outcome } of message.outcomes) {
+      const head = this.sent[0];
+      if (!head || head.id !== id) continue;
+      this.sent.shift();
+      head.pending.resolve(outcome);
+    }
     if (this.sent.length) this.headSince = Date.now();
     else {
       clearTimeout(this.timer);
       this.timer = undefined;
       child.channel?.unref();
     }
-    head.pending.resolve(message.outcome);
     this.settle();
   }
 
@@ -279,7 +281,7 @@ export class Executor {
           child.channel?.unref();
           if (this.child === child) this.ready = true;
           resolve();
-        } else this.onOutcome(child, message);
+        } else this.onOutcomes(child, message);
       });
       child.on('error', (err) => {
         // Spawn failures and channel errors; the worker must never crash on them.
