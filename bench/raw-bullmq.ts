@@ -1,16 +1,20 @@
+import { fileURLToPath } from 'node:url';
 import { Queue, QueueEvents, Worker } from 'bullmq';
+import { startProcess, stopProcess } from './process.ts';
 
 /**
  * The baseline: raw BullMQ on the same Redis — a no-op worker, and a caller that adds a job
  * and awaits its result through QueueEvents, as agentdb's client does through its stream.
  */
-export async function rawBullmq(redisUrl: string, prefix: string, concurrency: number) {
+export async function rawBullmq(redisUrl: string, prefix: string, concurrency: number, separateProcess: boolean) {
   const connection = { url: redisUrl };
   const name = 'raw';
   const queue = new Queue(name, { connection, prefix });
   const events = new QueueEvents(name, { connection, prefix });
-  const worker = new Worker(name, async (job) => ({ ok: true, echo: job.data.i }), { connection, prefix, concurrency });
-  await Promise.all([queue.waitUntilReady(), events.waitUntilReady(), worker.waitUntilReady()]);
+  const worker = separateProcess
+    ? (await startProcess(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./raw-worker.ts', import.meta.url)), redisUrl, prefix, String(concurrency)], {}, /^ready$/m)).child
+    : new Worker(name, async (job) => ({ ok: true, echo: job.data.i }), { connection, prefix, concurrency });
+  await Promise.all([queue.waitUntilReady(), events.waitUntilReady(), 'waitUntilReady' in worker ? worker.waitUntilReady() : undefined]);
   let n = 0;
   return {
     async call(i: number) {
@@ -18,7 +22,8 @@ export async function rawBullmq(redisUrl: string, prefix: string, concurrency: n
       return job.waitUntilFinished(events);
     },
     async close() {
-      await worker.close();
+      if ('kill' in worker) await stopProcess(worker);
+      else await worker.close();
       await events.close();
       await queue.obliterate({ force: true });
       await queue.close();

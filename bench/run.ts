@@ -4,11 +4,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { loadConfig } from '../src/config.ts';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../src/config.ts';
 import { guardQuery, guardWrite } from '../src/guard/guard.ts';
 import { AgentDbClient } from '../src/queue/client.ts';
 import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
+import { startProcess, stopProcess } from './process.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
@@ -19,6 +21,9 @@ const IN_FLIGHT = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+/** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
+const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
+const BIN = fileURLToPath(new URL('../bin/agentdb.js', import.meta.url));
 
 const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
 function medianStats(runs: RunStats[]): RunStats {
@@ -67,10 +72,9 @@ async function main() {
     LOG_LEVEL: 'silent',
     WORKER_CONCURRENCY: String(CONCURRENCY),
   });
-  const pool = new ShardWorkerPool({ config, shards: Array.from({ length: config.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
-  await pool.start();
+  const workers = await startWorkers(config, dataDir, prefix);
   const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: config.shardCount });
-  const raw = await rawBullmq(REDIS_URL, `${prefix}-raw`, CONCURRENCY);
+  const raw = await rawBullmq(REDIS_URL, `${prefix}-raw`, CONCURRENCY, WORKERS === 'process');
 
   const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
   const must = async (p: Promise<unknown>) => {
@@ -118,8 +122,8 @@ async function main() {
   const memory = {
     databases: DATABASES,
     seconds: round(touched.seconds),
-    workerRssMb: rssMb(process.pid),
-    executorRssMb: pool.executorPid ? rssMb(pool.executorPid) : NaN,
+    workerRssMb: rssMb(workers.pid),
+    executorRssMb: rssMb(workers.executorPid()),
     handleCacheSize: config.handleCacheSize,
   };
 
@@ -127,6 +131,8 @@ async function main() {
     at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, node: process.version },
     rounds: ROUNDS,
+    workers: WORKERS,
+    workerConcurrency: CONCURRENCY,
     query: {
       sequential: { rawBullmq: rawSeq, agentdb: agentSeq },
       inFlight64: { rawBullmq: rawConc, agentdb: agentConc },
@@ -144,7 +150,7 @@ async function main() {
 
   const row = (name: string, s: RunStats) =>
     `${name.padEnd(28)} ${String(s.callsPerSec).padStart(10)} ${String(s.p50Ms).padStart(9)} ${String(s.p99Ms).padStart(9)}`;
-  console.log(`\nDATA_QUERY_SQL by primary key vs raw BullMQ (median of ${ROUNDS} interleaved rounds)`);
+  console.log(`\nDATA_QUERY_SQL by primary key vs raw BullMQ (median of ${ROUNDS} interleaved rounds; workers: ${WORKERS}, concurrency ${CONCURRENCY})`);
   console.log(`${'run'.padEnd(28)} ${'calls/s'.padStart(10)} ${'p50 ms'.padStart(9)} ${'p99 ms'.padStart(9)}`);
   console.log(row('raw BullMQ, sequential', rawSeq));
   console.log(row('agentdb, sequential', agentSeq));
@@ -162,9 +168,26 @@ async function main() {
 
   await raw.close();
   await client.close();
-  await pool.stop();
+  await workers.stop();
   await deleteKeys(prefix);
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+/** The agentdb worker under test: `agentdb worker` as a process of its own, or a pool in this one. */
+async function startWorkers(config: Config, dataDir: string, prefix: string) {
+  if (WORKERS === 'inline') {
+    const pool = new ShardWorkerPool({ config, shards: Array.from({ length: config.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
+    await pool.start();
+    return { pid: process.pid, executorPid: () => pool.executorPid ?? NaN, stop: () => pool.stop() };
+  }
+  const env = { REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(CONCURRENCY) };
+  const { child, output } = await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/);
+  const executorPid = Number(/"executorPid":(\d+)/.exec(output)?.[1] ?? NaN);
+  return {
+    pid: child.pid!,
+    executorPid: () => executorPid,
+    stop: () => stopProcess(child),
+  };
 }
 
 await main();

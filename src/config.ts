@@ -24,7 +24,7 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   STATEMENT_TIMEOUT_MS: int(10, 600_000, 10_000),
   /** Jobs a shard's BullMQ worker holds at once; the executor still runs statements one by one. */
-  WORKER_CONCURRENCY: int(1, 1000, 8),
+  WORKER_CONCURRENCY: int(1, 1000, 32),
   /** How long a shard lease lives without renewal before another worker may take the shard. */
   LEASE_TTL_MS: int(500, 600_000, 10_000),
   /** BullMQ job lock; a dead worker's job is retried after it lapses. */

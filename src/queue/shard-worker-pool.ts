@@ -140,10 +140,13 @@ export class ShardWorkerPool {
     const log = this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
     const { envelope, meter } = await runCall(job.data, shard, { config: this.opts.config, executor: this.executor });
-    await this.completion.complete(
-      envelope,
-      meter === undefined ? undefined : { workspace: job.data.workspace, agent: job.data.agent, credits: meter, at: started },
-    );
+    // Not awaited: the event and BullMQ's own completion go out back to back on this one
+    // connection, so the caller hears of the result a round trip sooner. Nothing is less safe
+    // for it: if the event is lost the client finds the result on the job, and a Redis failure
+    // here fails the job's completion as well, so the call is retried (and replayed).
+    this.completion
+      .complete(envelope, meter === undefined ? undefined : { workspace: job.data.workspace, agent: job.data.agent, credits: meter, at: started })
+      .catch((err) => log.error({ err: String(err) }, 'could not announce or meter a call'));
     log.debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
     return envelope;
   }
