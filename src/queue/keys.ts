@@ -13,6 +13,16 @@ export interface Keys {
   readonly events: string;
   usage(workspace: string, day: string): string;
   readonly usageIndex: string;
+  /** One approval's record (a hash). */
+  approval(id: string): string;
+  /** Pending approvals, scored by expiry. */
+  readonly approvalsPending: string;
+  /** Every approval ever made, scored by creation time. */
+  readonly approvalsAll: string;
+  /** A workspace's members: name → JSON record (role, key hash, revoked). */
+  members(workspace: string): string;
+  /** Every member key's sha256 → `<workspace>/<name>`. */
+  readonly memberKeys: string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -24,5 +34,10 @@ export function keysFor(prefix: string): Keys {
     events: `${prefix}:{calls}:events`,
     usage: (workspace, day) => `${prefix}:{calls}:usage:${workspace}:${day}`,
     usageIndex: `${prefix}:{calls}:usage-index`,
+    approval: (id) => `${prefix}:{approvals}:ap:${id}`,
+    approvalsPending: `${prefix}:{approvals}:pending`,
+    approvalsAll: `${prefix}:{approvals}:all`,
+    members: (workspace) => `${prefix}:{members}:ws:${workspace}`,
+    memberKeys: `${prefix}:{members}:keys`,
   };
 }
