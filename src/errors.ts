@@ -109,6 +109,24 @@ export const ERRORS = {
     retryable: false,
     status: 403,
   },
+  APPROVAL_REJECTED: {
+    message: 'A person rejected this call; it did not run.',
+    hint: 'Read the reason, change the statement or the plan, and ask again only if it still makes sense.',
+    retryable: false,
+    status: 403,
+  },
+  APPROVAL_EXPIRED: {
+    message: 'Nobody decided on this call in time; it expired and will never run.',
+    hint: 'Call again if it is still needed; a person must approve it within APPROVAL_TTL_MS.',
+    retryable: false,
+    status: 410,
+  },
+  APPROVAL_CONFLICT: {
+    message: 'This approval was already decided; the first decision stands.',
+    hint: 'List the approval to see who decided it and how.',
+    retryable: false,
+    status: 409,
+  },
   NO_WORKER: {
     message: 'No worker picked the call up in time; it was withdrawn and did not run.',
     hint: 'Check that `agentdb start` or `agentdb worker` runs for this prefix, then call again.',
