@@ -127,6 +127,12 @@ export const ERRORS = {
     retryable: false,
     status: 409,
   },
+  UNAUTHENTICATED: {
+    message: 'The request carries no valid member key.',
+    hint: 'Send `Authorization: Bearer adb_…` with a key from `agentdb members add`; a revoked key never works again.',
+    retryable: false,
+    status: 401,
+  },
   NO_WORKER: {
     message: 'No worker picked the call up in time; it was withdrawn and did not run.',
     hint: 'Check that `agentdb start` or `agentdb worker` runs for this prefix, then call again.',
