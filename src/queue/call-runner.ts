@@ -22,12 +22,22 @@ export interface RunOutcome {
   meter: number | undefined;
 }
 
+/** A call that passed every check and now waits for a person. */
+export interface ParkOutcome {
+  park: CallPlan;
+}
+
 /**
  * Runs one call the way a shard worker does: validate → authorize → gate (sandbox, approval)
  * → guard → executor. Every agent-caused failure comes back as an `ok: false` envelope;
  * only faults (bugs, a dead Redis) throw.
  */
-export async function runCall(data: CallJobData, shard: number, deps: RunDeps): Promise<RunOutcome> {
+export async function runCall(
+  data: CallJobData,
+  shard: number,
+  deps: RunDeps,
+  opts: { approved?: boolean } = {},
+): Promise<RunOutcome | ParkOutcome> {
   const { callId } = data;
   const planned = planCall(
     { callId, workspace: data.workspace, agent: data.agent, settings: data.settings, tool: data.tool, arguments: data.arguments },
@@ -49,12 +59,18 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps): 
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  if (gate.kind === 'approval') {
-    // Fail closed: until parking lands, a call that needs a person never runs.
-    return fail('APPROVAL_REQUIRED', 'This call needs a person to approve it, and approvals are not available; it did not run.');
+  const request = execRequest(plan, callId, deps.config);
+  if (gate.kind === 'approval' && !opts.approved) {
+    // A person is only asked about a statement that would run: SQLite's own verdict too. A
+    // missing table is no refusal (an earlier parked CREATE may make it before this runs).
+    if (request.op === 'write') {
+      const check = await deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
+      if (!check.ok && check.error.code !== 'SQL_ERROR') return fail(check.error.code, check.error.detail);
+    }
+    return { park: plan };
   }
 
-  const outcome = await deps.executor.run(execRequest(plan, callId, deps.config));
+  const outcome = await deps.executor.run(request);
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
   const credits = CREDITS[plan.tool];
   return {

@@ -1,4 +1,4 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Envelope } from '../contracts/envelope.ts';
 
 /** Events agentdb publishes on its stream, so a runtime can resume an agent without polling. */
@@ -34,9 +34,9 @@ export function completedEvent(envelope: Envelope): AgentDbEvent {
   };
 }
 
-/** Appends an event to the stream (on a pipeline, so it can share a round trip). */
-export function publishEvent(target: Redis | ChainableCommander, streamKey: string, event: AgentDbEvent): void {
-  void target.xadd(streamKey, 'MAXLEN', '~', STREAM_MAX_LEN, '*', 'type', event.type, 'data', JSON.stringify(event));
+/** Appends an event to the stream. */
+export async function publishEvent(redis: Redis, streamKey: string, event: AgentDbEvent): Promise<void> {
+  await redis.xadd(streamKey, 'MAXLEN', '~', STREAM_MAX_LEN, '*', 'type', event.type, 'data', JSON.stringify(event));
 }
 
 /** Parses one XREAD/XRANGE entry. */

@@ -8,7 +8,9 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { Executor } from '../store/executor.ts';
 import { CallCompletion } from './call-completion.ts';
-import { runCall } from './call-runner.ts';
+import { runCall, type RunOutcome } from './call-runner.ts';
+import { CallParking } from './call-parking.ts';
+import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from './connection.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { ShardLease } from './shard-lease.ts';
@@ -33,6 +35,7 @@ export class ShardWorkerPool {
   private readonly lease: ShardLease;
   private readonly executor: Executor;
   private readonly completion: CallCompletion;
+  private readonly parking: CallParking;
   private readonly workers = new Map<number, Worker>();
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
@@ -43,6 +46,12 @@ export class ShardWorkerPool {
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
     this.completion = new CallCompletion(this.redis, this.keys);
+    this.parking = new CallParking({
+      store: new ApprovalStore(this.redis, this.keys),
+      redis: this.redis,
+      keys: this.keys,
+      approvalTtlMs: config.approvalTtlMs,
+    });
     this.lease = new ShardLease(this.redis, this.keys, `${os.hostname()}:${process.pid}:${randomUUID()}`, config.leaseTtlMs);
     this.executor = new Executor({
       dataDir: config.dataDir,
@@ -104,7 +113,7 @@ export class ShardWorkerPool {
 
   private own(shard: number): void {
     const { config, logger } = this.opts;
-    const worker = new Worker<CallJobData>(this.keys.queueName(shard), (job) => this.process(job, shard), {
+    const worker = new Worker<CallJobData>(this.keys.queueName(shard), (job, token) => this.process(job, token!, shard), {
       connection: this.redis,
       prefix: this.keys.bullPrefix,
       concurrency: config.workerConcurrency,
@@ -136,10 +145,22 @@ export class ShardWorkerPool {
     this.opts.logger.info({ shard }, 'shard released');
   }
 
-  private async process(job: Job<CallJobData>, shard: number) {
+  private async process(job: Job<CallJobData & { approvalId?: string }>, token: string, shard: number) {
     const log = this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
-    const { envelope, meter } = await runCall(job.data, shard, { config: this.opts.config, executor: this.executor });
+    const deps = { config: this.opts.config, executor: this.executor };
+    let outcome: RunOutcome;
+    if (job.data.approvalId) {
+      outcome = await this.parking.resume(job, token, () => runCall(job.data, shard, deps, { approved: true }));
+    } else {
+      const result = await runCall(job.data, shard, deps);
+      if ('park' in result) {
+        log.info({ tool: job.data.tool }, 'call parked for approval');
+        return this.parking.park(job, token, result.park);
+      }
+      outcome = result;
+    }
+    const { envelope, meter } = outcome;
     // Not awaited: the event and BullMQ's own completion go out back to back on this one
     // connection, so the caller hears of the result a round trip sooner. Nothing is less safe
     // for it: if the event is lost the client finds the result on the job, and a Redis failure

@@ -1,0 +1,142 @@
+import { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ErrorCode } from '../errors.ts';
+import { publishEvent } from '../queue/events.ts';
+import { keysFor, type Keys } from '../queue/keys.ts';
+import type { Approval, ApprovalState } from './approval.ts';
+import { ApprovalStore } from './approval-store.ts';
+
+/** A person deciding: a member of a workspace, with a role. */
+export interface Decider {
+  workspace: string;
+  name: string;
+  role: 'member' | 'admin';
+}
+
+/** Finds an active member by name (the members registry). */
+export interface MemberLookup {
+  get(workspace: string, name: string): Promise<Decider | undefined>;
+}
+
+/** A decision as asked. */
+export interface DecisionInput {
+  decision: 'approve' | 'reject';
+  reason?: string;
+}
+
+/** How a decision ended. */
+export type DecideResult = { ok: true; approval: Approval } | { ok: false; code: ErrorCode; detail: string };
+
+/** Longest reason kept with a decision. */
+export const MAX_REASON_LENGTH = 2000;
+
+const refuse = (code: ErrorCode, detail: string): DecideResult => ({ ok: false, code, detail });
+
+/**
+ * The one code path for people's decisions, used by the client library, the CLI and HTTP
+ * alike: who may decide, the first decision wins, and the parked call is released to run
+ * (approve) or to finish with the rejection. Expiry is the worker's, at the approval's deadline.
+ */
+export class ApprovalService {
+  readonly store: ApprovalStore;
+  private readonly keys: Keys;
+  private readonly redis: Redis;
+  private readonly queues = new Map<number, Queue>();
+
+  constructor(private readonly opts: { redis: Redis; prefix: string; shardCount: number; members: MemberLookup }) {
+    this.redis = opts.redis;
+    this.keys = keysFor(opts.prefix);
+    this.store = new ApprovalStore(opts.redis, this.keys);
+  }
+
+  /** One approval, or undefined. */
+  get(id: string): Promise<Approval | undefined> {
+    return this.store.get(id);
+  }
+
+  /** Approvals, newest first; pending ones unless `state` says otherwise. */
+  list(filter: { workspace?: string; state?: ApprovalState | 'all' } = {}): Promise<Approval[]> {
+    return this.store.list(filter);
+  }
+
+  /** Decides as the member named `by` in the approval's workspace (CLI, client library). */
+  async decideByName(id: string, input: DecisionInput & { by: string }): Promise<DecideResult> {
+    const approval = await this.store.get(id);
+    if (!approval) return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
+    const member = await this.opts.members.get(approval.workspace, input.by);
+    if (!member) {
+      return refuse('NOT_PERMITTED', `${JSON.stringify(input.by)} is not an active member of workspace ${approval.workspace}.`);
+    }
+    return this.decide(id, { ...input, by: member });
+  }
+
+  /** Decides as `by`, a member already authenticated (HTTP) or looked up. */
+  async decide(id: string, input: DecisionInput & { by: Decider }): Promise<DecideResult> {
+    if (input.decision !== 'approve' && input.decision !== 'reject') {
+      return refuse('INVALID_ARGUMENTS', 'decision must be "approve" or "reject".');
+    }
+    if (input.reason !== undefined && (typeof input.reason !== 'string' || input.reason.length > MAX_REASON_LENGTH)) {
+      return refuse('INVALID_ARGUMENTS', `reason must be a string of at most ${MAX_REASON_LENGTH} characters.`);
+    }
+    const approval = await this.store.get(id);
+    if (!approval) return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
+    const { by } = input;
+    if (by.workspace !== approval.workspace) {
+      return refuse('NOT_PERMITTED', `${by.name} is a member of ${by.workspace}, not of ${approval.workspace}.`);
+    }
+    if (approval.tier === 'destructive' && approval.shared && by.role !== 'admin') {
+      return refuse('NOT_PERMITTED', 'Dropping a shared table takes a workspace admin to approve.');
+    }
+    const state = input.decision === 'approve' ? 'approved' : 'rejected';
+    const result = await this.store.transition(id, state, by.name, input.reason ?? '');
+    if (result !== 'OK') {
+      const now = await this.store.get(id);
+      if (result === 'EXPIRED') return refuse('APPROVAL_EXPIRED', `Approval ${id} expired at ${new Date(approval.expiresAt).toISOString()}.`);
+      if (result === 'CONFLICT') {
+        return refuse('APPROVAL_CONFLICT', `Approval ${id} was already ${now?.state}${now?.decidedBy ? ` by ${now.decidedBy}` : ''}.`);
+      }
+      return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
+    }
+    const decided = (await this.store.get(id))!;
+    await this.release(decided);
+    await publishEvent(this.redis, this.keys.events, { type: 'approval.decided', callId: decided.callId, approval: summary(decided), at: Date.now() });
+    return { ok: true, approval: decided };
+  }
+
+  /** Closes the queues it opened (not the Redis connection it was given). */
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    this.queues.clear();
+  }
+
+  /**
+   * Wakes the parked job so a worker runs (or finishes) it now. If the worker is still in the
+   * middle of parking it, promotion fails here, and the worker, which reads the state again
+   * once the job is delayed, promotes it itself: no interleaving loses a decision.
+   */
+  private async release(approval: Approval): Promise<void> {
+    let queue = this.queues.get(approval.shard);
+    if (!queue) {
+      queue = new Queue(this.keys.queueName(approval.shard), { connection: this.redis, prefix: this.keys.bullPrefix });
+      this.queues.set(approval.shard, queue);
+    }
+    const job = await Job.fromId(queue, approval.callId);
+    await job?.promote().catch(() => undefined);
+  }
+}
+
+/** What events and parked answers say of an approval. */
+export function summary(a: Approval): Record<string, unknown> {
+  return {
+    id: a.id,
+    state: a.state,
+    tier: a.tier,
+    workspace: a.workspace,
+    agent: a.agent,
+    tool: a.tool,
+    database: a.database,
+    expiresAt: new Date(a.expiresAt).toISOString(),
+    ...(a.decidedBy ? { decidedBy: a.decidedBy, decidedAt: new Date(a.decidedAt!).toISOString() } : {}),
+    ...(a.reason ? { reason: a.reason } : {}),
+  };
+}

@@ -1,0 +1,128 @@
+import type { Redis } from 'ioredis';
+import type { Keys } from '../queue/keys.ts';
+import type { Approval, ApprovalRequest, ApprovalState } from './approval.ts';
+
+// Creating is idempotent, so a worker that dies while parking can park again after a retry
+// without moving the deadline or forgetting a decision already made.
+const CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'request', ARGV[1], 'state', 'pending', 'workspace', ARGV[2], 'createdAt', ARGV[3], 'expiresAt', ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
+return 1`;
+
+// The first transition out of 'pending' wins, atomically, judged by Redis's own clock so that
+// every host agrees on when an approval expired. A decision at or after the expiry is refused.
+const TRANSITION = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
+local state = redis.call('HGET', KEYS[1], 'state')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expiresAt = tonumber(redis.call('HGET', KEYS[1], 'expiresAt'))
+if state == 'expired' then return 'EXPIRED' end
+if state ~= 'pending' then return 'CONFLICT' end
+if ARGV[1] == 'expired' then
+  if now < expiresAt then return 'NOT_YET' end
+elseif now >= expiresAt then
+  return 'EXPIRED'
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'decidedAt', now)
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'decidedBy', ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
+redis.call('ZREM', KEYS[2], ARGV[4])
+return 'OK'`;
+
+/** How an attempted transition ended. */
+export type TransitionResult = 'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET';
+
+type StoreRedis = Redis & {
+  agentdbApprovalCreate(key: string, pending: string, all: string, request: string, ws: string, createdAt: number, expiresAt: number, id: string): Promise<number>;
+  agentdbApprovalTransition(key: string, pending: string, state: string, by: string, reason: string, id: string): Promise<TransitionResult>;
+};
+
+/**
+ * Approval records in Redis: one hash per approval (the request as asked, its state and
+ * decision), an index of pending ones by expiry and of all by creation. With Redis persistence
+ * on, they survive restarts of every process and of Redis itself; they are the decision audit.
+ */
+export class ApprovalStore {
+  private readonly redis: StoreRedis;
+
+  constructor(
+    redis: Redis,
+    private readonly keys: Keys,
+  ) {
+    redis.defineCommand('agentdbApprovalCreate', { numberOfKeys: 3, lua: CREATE });
+    redis.defineCommand('agentdbApprovalTransition', { numberOfKeys: 2, lua: TRANSITION });
+    this.redis = redis as StoreRedis;
+  }
+
+  /** Records a parked call, or returns the record already made for it. */
+  async create(request: ApprovalRequest): Promise<Approval> {
+    const { keys } = this;
+    await this.redis.agentdbApprovalCreate(
+      keys.approval(request.id),
+      keys.approvalsPending,
+      keys.approvalsAll,
+      JSON.stringify(request),
+      request.workspace,
+      request.createdAt,
+      request.expiresAt,
+      request.id,
+    );
+    return (await this.get(request.id))!;
+  }
+
+  /** One approval, or undefined. */
+  async get(id: string): Promise<Approval | undefined> {
+    return parse(await this.redis.hgetall(this.keys.approval(id)));
+  }
+
+  /**
+   * Moves a pending approval to `state`. `approved` and `rejected` fail once it expired;
+   * `expired` succeeds only once the expiry has passed.
+   */
+  transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = ''): Promise<TransitionResult> {
+    return this.redis.agentdbApprovalTransition(this.keys.approval(id), this.keys.approvalsPending, state, by, reason, id);
+  }
+
+  /** Records how an approved call ended when it ran. */
+  async recordRun(id: string, ran: NonNullable<Approval['ran']>): Promise<void> {
+    await this.redis.hset(this.keys.approval(id), 'ran', JSON.stringify(ran));
+  }
+
+  /** Approvals, newest first, filtered by workspace and state (`all` for every state). */
+  async list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
+    const state = filter.state ?? 'pending';
+    const index = state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
+    const ids = await this.redis.zrevrange(index, 0, -1);
+    const out: Approval[] = [];
+    const limit = filter.limit ?? Infinity;
+    for (let i = 0; i < ids.length && out.length < limit; i += 500) {
+      const pipeline = this.redis.pipeline();
+      for (const id of ids.slice(i, i + 500)) pipeline.hgetall(this.keys.approval(id));
+      for (const [, raw] of (await pipeline.exec()) ?? []) {
+        const approval = parse(raw as Record<string, string>);
+        if (!approval) continue;
+        if (filter.workspace && approval.workspace !== filter.workspace) continue;
+        if (state !== 'all' && approval.state !== state) continue;
+        if (out.length < limit) out.push(approval);
+      }
+    }
+    if (state === 'pending') out.sort((a, b) => b.createdAt - a.createdAt);
+    return out;
+  }
+}
+
+function parse(hash: Record<string, string> | null | undefined): Approval | undefined {
+  if (!hash?.request) return undefined;
+  const request = JSON.parse(hash.request) as ApprovalRequest;
+  return {
+    ...request,
+    state: hash.state as ApprovalState,
+    ...(hash.decidedBy ? { decidedBy: hash.decidedBy } : {}),
+    ...(hash.decidedAt ? { decidedAt: Number(hash.decidedAt) } : {}),
+    ...(hash.reason ? { reason: hash.reason } : {}),
+    ...(hash.ran ? { ran: JSON.parse(hash.ran) as Approval['ran'] } : {}),
+  };
+}
