@@ -1,6 +1,9 @@
+import { ApprovalService } from '../approvals/approval-service.ts';
+import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
 import { connectRedis } from '../queue/connection.ts';
+import { keysFor } from '../queue/keys.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
 import { ensureRedis } from './local-redis.ts';
 import type { CommandContext } from './main.ts';
@@ -22,11 +25,21 @@ export async function start(ctx: CommandContext): Promise<number> {
   const pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger });
   await pool.start();
   const redis = connectRedis(config.redisUrl, { name: 'agentdb-http' });
-  const app = buildApp({ redis, shardCount: config.shardCount, ownedShards: () => pool.ownedShards() });
+  const members = new MemberRegistry(redis, keysFor(config.prefix));
+  const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
+  const app = buildApp({
+    redis,
+    shardCount: config.shardCount,
+    ownedShards: () => pool.ownedShards(),
+    members,
+    approvals,
+    logger,
+  });
   const address = await app.listen({ port: config.port, host: config.host });
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
   await untilSignal();
   await app.close();
+  await approvals.close();
   await pool.stop();
   redis.disconnect();
   redisServer?.kill();

@@ -1,5 +1,11 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
+import type { ApprovalService } from '../approvals/approval-service.ts';
+import type { MemberRegistry } from '../approvals/members.ts';
+import { AgentDbError } from '../errors.ts';
+import { createLogger, type Logger } from '../logger.ts';
+import { approvalsRoutes } from './approvals-routes.ts';
+import { sendError } from './error-reply.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
 export interface AppDeps {
@@ -7,14 +13,25 @@ export interface AppDeps {
   /** The shards this process's workers own, when it runs any. */
   ownedShards?: () => number[];
   shardCount: number;
+  /** Who may call the `/v1` API: bearer keys resolve to members here. */
+  members: MemberRegistry;
+  /** The approval core that `/v1/approvals` lists and decides through. */
+  approvals: ApprovalService;
+  /** Where request errors are logged; silent when absent (tests). */
+  logger?: Logger;
 }
 
 /**
  * Builds the Fastify app without listening, so tests can `inject()` requests.
- * `GET /health` answers 200 when Redis answers, 503 otherwise.
+ * `GET /health` answers 200 when Redis answers, 503 otherwise; `/v1/approvals` is the
+ * approvals API (see approvals-routes.ts). Every error answers `{ error: { code, message, hint } }`.
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = Fastify({ logger: false });
+  // Request logging is off: an access log adds nothing the error log lacks, and it would be
+  // one more place an Authorization header could leak from if a serializer ever changed.
+  const logger = (deps.logger ?? createLogger('silent', 'agentdb-http')) as FastifyBaseLogger;
+  const app = Fastify({ loggerInstance: logger, disableRequestLogging: true });
+
   app.get('/health', async (_req, reply) => {
     let redis: 'up' | 'down' = 'up';
     try {
@@ -24,6 +41,26 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     }
     const body = { ok: redis === 'up', redis, shardCount: deps.shardCount, ownedShards: deps.ownedShards?.() ?? [] };
     return reply.code(body.ok ? 200 : 503).send(body);
+  });
+
+  app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
+
+  app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof AgentDbError) {
+      request.log.info({ code: err.code, url: request.routeOptions.url }, 'request refused');
+      return sendError(reply, err.code, err.detail);
+    }
+    const status = err.statusCode ?? 500;
+    // Fastify's own 4xx (unparseable JSON, wrong content type, body too large) are the
+    // caller's mistake: a coded INVALID_ARGUMENTS with Fastify's status and reason.
+    if (status >= 400 && status < 500) {
+      request.log.info({ code: err.code, url: request.routeOptions.url }, 'bad request');
+      return sendError(reply, 'INVALID_ARGUMENTS', err.message, status);
+    }
+    request.log.error({ err, url: request.routeOptions.url }, 'request failed');
+    return sendError(reply, 'INTERNAL');
   });
   return app;
 }
