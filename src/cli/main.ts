@@ -16,6 +16,8 @@ const commands: Record<string, () => Promise<Command>> = {
   call: async () => (await import('./call.ts')).call,
   tools: async () => (await import('./tools.ts')).tools,
   usage: async () => (await import('./usage.ts')).usage,
+  members: async () => (await import('./members.ts')).members,
+  approvals: async () => (await import('./approvals.ts')).approvals,
 };
 
 const USAGE = `usage: agentdb <command> [options]
@@ -26,6 +28,12 @@ const USAGE = `usage: agentdb <command> [options]
   call --batch FILE|- [--no-wait] [--timeout S]
   tools [--json]                the agent-visible tool contract
   usage --workspace W [--json]  credits metered per agent, tool and day
+  members add --workspace W --name NAME [--role member|admin] [--json]
+                                register a person who decides approvals; prints their key once
+  members revoke --workspace W --name NAME
+  members list --workspace W [--json]
+  approvals list [--workspace W] [--state pending|all] [--json]
+  approvals approve|reject ID --by MEMBER [--reason R]
 `;
 
 /**

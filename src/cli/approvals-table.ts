@@ -1,0 +1,62 @@
+import type { Approval } from '../approvals/approval.ts';
+
+/** Longest SQL shown in a table cell; the full statement is in `--json`. */
+const SQL_WIDTH = 60;
+const REASON_WIDTH = 40;
+
+const COLUMNS = ['id', 'state', 'workspace/agent', 'tool', 'sql or table', 'requester', 'created', 'expires', 'decided', 'ran'];
+
+/** `2026-11-30 07:18:10Z`: to the second, UTC, so rows from any host compare. */
+function time(ms: number | undefined): string {
+  return ms === undefined ? '' : `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')}Z`;
+}
+
+/** One line, cut to `width` with an ellipsis: a cell must not break the table. */
+function cell(text: string, width: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
+}
+
+function what(a: Approval): string {
+  if (a.sql !== undefined) return cell(a.sql, SQL_WIDTH);
+  return a.table !== undefined ? `table ${a.table}` : '';
+}
+
+/** Who decided, when and why; what a person reviewing the audit asks first. */
+function decided(a: Approval): string {
+  if (!a.decidedBy) return '';
+  const reason = a.reason ? ` "${cell(a.reason, REASON_WIDTH)}"` : '';
+  return `${a.decidedBy} ${time(a.decidedAt)}${reason}`;
+}
+
+function ran(a: Approval): string {
+  if (!a.ran) return '';
+  const outcome = a.ran.ok ? ['ok'] : ['failed', ...(a.ran.code ? [a.ran.code] : [])];
+  return [...outcome, time(a.ran.at)].join(' ');
+}
+
+/**
+ * Renders approvals as an aligned text table for a person at a terminal, one row each, with the
+ * columns an operator needs to decide or to audit: what would run, who asked, when it lapses,
+ * and who decided it and what ran. Scripts use `--json` instead.
+ */
+export function approvalsTable(approvals: Approval[]): string {
+  const rows = [COLUMNS];
+  for (const a of approvals) {
+    const shared = a.shared ? ' (shared)' : '';
+    rows.push([
+      a.id,
+      a.state,
+      `${a.workspace}/${a.agent}${shared}`,
+      a.tool,
+      what(a),
+      a.requester,
+      time(a.createdAt),
+      time(a.expiresAt),
+      decided(a),
+      ran(a),
+    ]);
+  }
+  const widths = COLUMNS.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => `${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`).join('');
+}
