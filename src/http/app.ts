@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { ApprovalService } from '../approvals/approval-service.ts';
 import type { MemberRegistry } from '../approvals/members.ts';
@@ -30,7 +30,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Request logging is off: an access log adds nothing the error log lacks, and it would be
   // one more place an Authorization header could leak from if a serializer ever changed.
   const logger = (deps.logger ?? createLogger('silent', 'agentdb-http')) as FastifyBaseLogger;
-  const app = Fastify({ loggerInstance: logger, disableRequestLogging: true });
+  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }) });
 
   app.get('/health', async (_req, reply) => {
     let redis: 'up' | 'down' = 'up';
