@@ -1,0 +1,175 @@
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { runCli, startCli, stop } from '../helpers/processes.ts';
+
+let sb: Sandbox;
+let worker: ChildProcess;
+let client: AgentDbClient;
+
+beforeAll(async () => {
+  sb = sandbox();
+  worker = await startCli(['worker'], sb.env);
+  client = sb.client();
+});
+afterAll(async () => {
+  await stop(worker);
+  await sb.cleanup();
+});
+
+const cli = (...args: string[]) => runCli(args, sb.env);
+const json = (s: string) => JSON.parse(s.trim());
+
+/** Parks a write through `agentdb call --no-wait`; answers its call and approval ids. */
+async function parkWrite(sql: string): Promise<{ callId: string; id: string }> {
+  const out = await cli(
+    'call', '--no-wait', '--workspace', 'acme', '--agent', 'scout',
+    '--settings', '{"database":"agent","approval":"write"}',
+    'DATA_WRITE_SQL', JSON.stringify({ sql, rationale: 'the agent wants notes' }),
+  );
+  const answer = json(out.stdout);
+  expect(answer).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { id: expect.any(String), tier: 'write' } });
+  return { callId: answer.callId, id: answer.approval.id };
+}
+
+describe('agentdb members', () => {
+  it('adds members and prints each key once, with a warning that it will not be shown again', async () => {
+    const added = await cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'admin');
+    expect(added.code).toBe(0);
+    expect(added.stdout).toMatch(/key: adb_[A-Za-z0-9_-]{32,}\n/);
+    expect(added.stdout).toMatch(/will not be shown again/);
+    const bob = await cli('members', 'add', '--workspace', 'acme', '--name', 'bob', '--role', 'member', '--json');
+    expect(bob.code).toBe(0);
+    expect(json(bob.stdout)).toMatchObject({ member: { workspace: 'acme', name: 'bob', role: 'member' }, key: expect.stringMatching(/^adb_/) });
+    expect(bob.stderr).toMatch(/will not be shown again/);
+  });
+
+  it('refuses an active name again (exit 1, coded JSON) and bad flags (exit 2, usage)', async () => {
+    const again = await cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'member');
+    expect(again.code).toBe(1);
+    expect(json(again.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS' } });
+    for (const args of [
+      ['members', 'add', '--workspace', 'acme', '--name', 'x', '--role', 'owner'],
+      ['members', 'add', '--name', 'x'],
+      ['members', 'add', '--workspace', 'acme', '--name', 'Not OK'],
+      ['members', 'rename', '--workspace', 'acme'],
+      ['members', 'list', '--workspace', 'acme', '--colour'],
+    ]) {
+      const out = await cli(...args);
+      expect(out.code, args.join(' ')).toBe(2);
+      expect(out.stderr).toMatch(/usage: agentdb members/);
+    }
+  });
+
+  it('lists and revokes', async () => {
+    await cli('members', 'add', '--workspace', 'acme', '--name', 'cy');
+    const revoked = await cli('members', 'revoke', '--workspace', 'acme', '--name', 'cy');
+    expect(revoked.code).toBe(0);
+    const twice = await cli('members', 'revoke', '--workspace', 'acme', '--name', 'cy');
+    expect(twice.code).toBe(1);
+    expect(json(twice.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+    const list = await cli('members', 'list', '--workspace', 'acme', '--json');
+    expect(json(list.stdout).map((m: { name: string; role: string; revoked: boolean }) => [m.name, m.role, m.revoked])).toEqual([
+      ['ada', 'admin', false],
+      ['bob', 'member', false],
+      ['cy', 'member', true],
+    ]);
+    const table = await cli('members', 'list', '--workspace', 'acme');
+    expect(table.stdout).toMatch(/^name\s+role\s+state\s+added\n/);
+    expect(table.stdout).toMatch(/\ncy\s+member\s+revoked\s/);
+    expect(table.stdout).not.toContain('adb_');
+  });
+});
+
+describe('agentdb approvals', () => {
+  it('lists a parked call, and an approval by a named member makes the waiting call finish', async () => {
+    const { callId, id } = await parkWrite('CREATE TABLE notes (body TEXT)');
+    const listed = await cli('approvals', 'list', '--workspace', 'acme', '--json');
+    expect(listed.code).toBe(0);
+    expect(json(listed.stdout)).toContainEqual(
+      expect.objectContaining({ id, callId, state: 'pending', agent: 'scout', tool: 'DATA_WRITE_SQL', sql: 'CREATE TABLE notes (body TEXT)' }),
+    );
+    const table = await cli('approvals', 'list');
+    expect(table.stdout).toMatch(/^id\s+state\s+workspace\/agent\s+tool\s+sql or table\s+requester\s+created\s+expires\s+decided\s+ran\n/);
+    expect(table.stdout).toContain(id);
+    expect(table.stdout).toContain('acme/scout');
+
+    const waiting = client.result(callId, { wait: true });
+    const approved = await cli('approvals', 'approve', id, '--by', 'bob', '--reason', 'fine by me');
+    expect(approved.code).toBe(0);
+    expect(json(approved.stdout)).toMatchObject({ id, state: 'approved', decidedBy: 'bob', reason: 'fine by me' });
+    expect(await waiting).toMatchObject({ ok: true, callId, tool: 'DATA_WRITE_SQL' });
+
+    const q = await cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT count(*) FROM notes"}');
+    expect(json(q.stdout)).toMatchObject({ ok: true });
+
+    const again = await cli('approvals', 'reject', id, '--by', 'ada');
+    expect(again.code).toBe(1);
+    expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });
+  });
+
+  it('rejects with a reason: the call finishes with APPROVAL_REJECTED and never runs', async () => {
+    const { callId, id } = await parkWrite('CREATE TABLE never_made (x)');
+    const waiting = client.result(callId, { wait: true });
+    const rejected = await cli('approvals', 'reject', id, '--by', 'ada', '--reason', 'no new tables today');
+    expect(rejected.code).toBe(0);
+    expect(json(rejected.stdout)).toMatchObject({ id, state: 'rejected', decidedBy: 'ada' });
+    const env = await waiting;
+    expect(env).toMatchObject({ ok: false, callId, error: { code: 'APPROVAL_REJECTED' } });
+    expect(JSON.stringify(env)).toContain('no new tables today');
+    const q = await cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT * FROM never_made"}');
+    expect(json(q.stdout)).toMatchObject({ ok: false, error: { code: 'SQL_ERROR' } });
+  });
+
+  it('refuses unknown, revoked and other-workspace members, and unknown ids; the call stays pending', async () => {
+    await cli('members', 'add', '--workspace', 'elsewhere', '--name', 'eve', '--role', 'admin');
+    const { id } = await parkWrite('CREATE TABLE pending_one (x)');
+    for (const by of ['nobody', 'cy', 'eve']) {
+      const out = await cli('approvals', 'approve', id, '--by', by);
+      expect(out.code, by).toBe(1);
+      expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_PERMITTED', message: expect.any(String), hint: expect.any(String) } });
+    }
+    const unknown = await cli('approvals', 'approve', 'ap_nope', '--by', 'ada');
+    expect(unknown.code).toBe(1);
+    expect(json(unknown.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+    const pending = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout);
+    expect(pending).toContainEqual(expect.objectContaining({ id, state: 'pending' }));
+  });
+
+  it('exits 2 with a usage line on bad flags', async () => {
+    for (const args of [
+      ['approvals', 'approve', 'ap_x'],
+      ['approvals', 'approve', '--by', 'ada'],
+      ['approvals', 'decide', 'ap_x', '--by', 'ada'],
+      ['approvals', 'list', '--state', 'maybe'],
+      ['approvals', 'list', '--workspace', '../x'],
+      ['approvals', 'list', '--by', 'ada'],
+    ]) {
+      const out = await cli(...args);
+      expect(out.code, args.join(' ')).toBe(2);
+      expect(out.stderr).toMatch(/usage: agentdb approvals/);
+    }
+  });
+
+  it('keeps the audit: --state all shows who decided, when, why and what ran', async () => {
+    const all = json((await cli('approvals', 'list', '--workspace', 'acme', '--state', 'all', '--json')).stdout) as {
+      sql: string;
+      state: string;
+      decidedBy?: string;
+      reason?: string;
+      ran?: { ok: boolean };
+    }[];
+    expect(all.find((a) => a.sql === 'CREATE TABLE notes (body TEXT)')).toMatchObject({
+      state: 'approved',
+      decidedBy: 'bob',
+      reason: 'fine by me',
+      ran: { ok: true },
+    });
+    expect(all.find((a) => a.sql === 'CREATE TABLE never_made (x)')).toMatchObject({ state: 'rejected', decidedBy: 'ada' });
+    expect(all.find((a) => a.sql === 'CREATE TABLE never_made (x)')?.ran).toBeUndefined();
+    const table = (await cli('approvals', 'list', '--workspace', 'acme', '--state', 'all')).stdout;
+    expect(table).toMatch(/approved .*bob \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ "fine by me"\s+ok \d{4}/);
+    expect(table).toMatch(/rejected .*ada .*"no new tables today"/);
+  });
+});
