@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Redis } from 'ioredis';
 import type { ApprovalService } from '../approvals/approval-service.ts';
 import type { MemberRegistry } from '../approvals/members.ts';
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, ERRORS } from '../errors.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
 import { sendError } from './error-reply.ts';
@@ -48,19 +48,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof AgentDbError) {
-      request.log.info({ code: err.code, url: request.routeOptions.url }, 'request refused');
-      return sendError(reply, err.code, err.detail);
-    }
+    if (err instanceof AgentDbError && ERRORS[err.code].status < 500) return sendError(reply, err.code, err.detail);
     const status = err.statusCode ?? 500;
     // Fastify's own 4xx (unparseable JSON, wrong content type, body too large) are the
     // caller's mistake: a coded INVALID_ARGUMENTS with Fastify's status and reason.
-    if (status >= 400 && status < 500) {
-      request.log.info({ code: err.code, url: request.routeOptions.url }, 'bad request');
-      return sendError(reply, 'INVALID_ARGUMENTS', err.message, status);
-    }
-    request.log.error({ err, url: request.routeOptions.url }, 'request failed');
-    return sendError(reply, 'INTERNAL');
+    if (status >= 400 && status < 500) return sendError(reply, 'INVALID_ARGUMENTS', err.message, status);
+    request.log.error({ err, route: request.routeOptions.url }, 'request failed');
+    return sendError(reply, err instanceof AgentDbError ? err.code : 'INTERNAL', err instanceof AgentDbError ? err.detail : undefined);
   });
   return app;
 }

@@ -7,5 +7,9 @@ import { ERRORS, errorBody, type ErrorCode } from '../errors.ts';
  * @param status overrides the registry's status (Fastify's own 4xx, e.g. 415, keep theirs).
  */
 export function sendError(reply: FastifyReply, code: ErrorCode, detail?: string, status?: number): FastifyReply {
-  return reply.code(status ?? ERRORS[code].status).send({ error: errorBody(code, detail) });
+  const answer = status ?? ERRORS[code].status;
+  // The caller's mistakes log at info; server faults are logged by whoever caught them, with the
+  // error. Only the code and route: never headers (keys) or bodies (SQL, params).
+  if (answer < 500) reply.log.info({ code, status: answer, route: reply.request.routeOptions.url }, 'request refused');
+  return reply.code(answer).send({ error: errorBody(code, detail) });
 }

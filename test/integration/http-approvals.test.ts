@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { MemberRegistry } from '../../src/approvals/members.ts';
@@ -105,6 +107,25 @@ describe('authentication', () => {
   it('checks the key before the body: a bad key with a bad body is still 401', async () => {
     const res = await decide('ap_x', 'adb_nope', { decision: 'maybe' });
     expect(res.statusCode).toBe(401);
+  });
+
+  it('logs refusals at info with their code, and never a key', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) });
+    const logged = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, logger: pino({ level: 'info' }, sink) });
+    try {
+      await logged.inject({ method: 'GET', url: '/v1/approvals', headers: { authorization: `Bearer ${key.oz}x` } });
+      await logged.inject({ method: 'GET', url: '/v1/approvals?workspace=acme', headers: bearer(key.oz!) });
+      await logged.inject({ method: 'POST', url: '/v1/approvals/ap_x/decision', headers: bearer(key.oz!), payload: { decision: 'approve' } });
+    } finally {
+      await logged.close();
+    }
+    const all = lines.join('');
+    expect(all).toContain('"code":"UNAUTHENTICATED"');
+    expect(all).toContain('"code":"NOT_PERMITTED"');
+    expect(all).toContain('"code":"NOT_FOUND"');
+    expect(all).not.toContain(key.oz!.slice(4));
+    expect(all).not.toMatch(/"level":50/);
   });
 
   it('leaves /health open', async () => {
