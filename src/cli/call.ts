@@ -4,19 +4,19 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
-import { AgentDbClient, type PendingAnswer } from '../queue/client.ts';
+import { AgentDbClient, type CallAnswer } from '../queue/client.ts';
 import type { Envelope } from '../contracts/envelope.ts';
 import type { CommandContext } from './main.ts';
 
 /** Calls a batch keeps in flight at once. */
 const BATCH_WINDOW = 64;
 
-type Answer = Envelope | PendingAnswer;
+type Answer = CallAnswer;
 
 /**
  * `agentdb call …`: one call (TOOL ARGS_JSON) or a batch of JSON lines; prints one envelope
- * line per call, in input order. Exit 0 when every call succeeded (or was queued with
- * --no-wait), 1 otherwise.
+ * line per call, in input order. Exit 0 when every call succeeded (or, with --no-wait, is on
+ * its way or waits for a person), 1 otherwise.
  */
 export async function call(ctx: CommandContext): Promise<number> {
   let parsed;
@@ -129,6 +129,7 @@ function parseInput(build: () => unknown): Parsed {
   }
 }
 
+/** Ok, or (with --no-wait) on its way: queued, running or parked for a person. */
 function succeeded(answer: Answer): boolean {
-  return answer.ok || ('status' in answer && answer.status === 'queued');
+  return answer.ok || 'status' in answer;
 }

@@ -3,9 +3,13 @@ import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallInput, CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
+import { MemberRegistry } from '../approvals/members.ts';
 import { connectRedis } from './connection.ts';
 import { planCall } from './call-plan.ts';
+import { CallWaiters } from './call-waiters.ts';
 import { EventReader, latestEventId, type StreamedEvent } from './events.ts';
+import { EventFeed } from './event-feed.ts';
 import { keysFor, type Keys } from './keys.ts';
 
 /** Options of an {@link AgentDbClient}. */
@@ -22,25 +26,40 @@ export interface AgentDbClientOptions {
 
 /** Options of one call. */
 export interface CallOptions {
-  /** Wait for the outcome (default true). */
+  /**
+   * `true` (default): resolve when the call has finished — run, rejected or expired — however
+   * long a person takes. `false`: answer as soon as it has run or been parked for a person.
+   */
   wait?: boolean;
   /** How long a worker may take to pick the call up before it is withdrawn (default 30 s). */
   timeoutMs?: number;
 }
 
-/** The answer to a call not waited for: it is on its way, not finished. */
+/** A call that is on its way but not finished: queued or running. */
 export interface PendingAnswer {
   ok: false;
   callId: string;
   tool: string;
-  status: 'queued';
+  status: 'queued' | 'running';
 }
 
-type Waiter = (envelope: Envelope) => void;
+/** A call parked until a person decides. */
+export interface AwaitingAnswer {
+  ok: false;
+  callId: string;
+  tool: string;
+  status: 'awaiting_approval';
+  approval: { id: string; tier: string; expiresAt: string } & Record<string, unknown>;
+}
+
+/** Whatever a call or a result lookup can answer. */
+export type CallAnswer = Envelope | PendingAnswer | AwaitingAnswer;
 
 /**
- * The agent runtime's way into agentdb: enqueues tool calls straight onto the shard queues
- * and awaits their envelopes. One event-stream reader serves every call the client waits on.
+ * The agent runtime's way into agentdb: enqueues tool calls straight onto the shard queues,
+ * awaits their envelopes, fetches results later, decides approvals and follows events. One
+ * event-stream reader serves every call the client waits on; it resumes where it left off
+ * after a reconnect, so a wait survives one.
  *
  * @example
  * const client = new AgentDbClient({ redisUrl, prefix: 'agentdb' });
@@ -52,10 +71,12 @@ export class AgentDbClient {
   private readonly shardCount: number;
   private readonly resultTtlS: number;
   private readonly redis: Redis;
-  private readonly queues = new Map<number, Queue>();
-  private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly redisUrl: string;
+  private readonly queues = new Map<number, Queue>();
+  private readonly waiters = new CallWaiters();
+  private readonly feeds = new Set<EventFeed>();
   private reader?: Promise<EventReader>;
+  private approvals?: ApprovalService;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
@@ -64,14 +85,16 @@ export class AgentDbClient {
     this.shardCount = opts.shardCount ?? 16;
     this.resultTtlS = opts.resultTtlS ?? 7 * 24 * 3600;
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
+    // Every shard queue shares this one connection, each adding its own listeners.
+    this.redis.setMaxListeners(0);
   }
 
   /**
-   * Enqueues one tool call. With `wait` (the default) resolves with its envelope once it has
-   * run; without, answers as soon as it is queued. Bad input answers at once with an
-   * `ok: false` envelope and enqueues nothing.
+   * Enqueues one tool call and answers per {@link CallOptions.wait}. Bad input answers at
+   * once with an `ok: false` envelope and enqueues nothing. A call no worker picks up within
+   * `timeoutMs` is withdrawn (NO_WORKER) when waited for, and left queued otherwise.
    */
-  async call(input: CallInput, opts: CallOptions = {}): Promise<Envelope | PendingAnswer> {
+  async call(input: CallInput, opts: CallOptions = {}): Promise<CallAnswer> {
     const callId = input.callId ?? randomUUID();
     const planned = planCall({ ...input, callId }, this.shardCount);
     if (!planned.ok) {
@@ -89,21 +112,63 @@ export class AgentDbClient {
       enqueuedAt: Date.now(),
     };
     const wait = opts.wait ?? true;
-    let outcome: Promise<Envelope> | undefined;
-    if (wait) {
-      await this.ensureReader();
-      outcome = this.waitFor(callId);
-    }
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    await this.ensureReader();
+    const completion = this.waiters.completion(callId);
+    const parking = wait ? undefined : this.waiters.parking(callId);
     const queue = this.queue(shard);
     await queue.add('call', data, this.jobOptions(callId));
-    if (!outcome) return { ok: false, callId, tool, status: 'queued' };
-    return this.awaitOutcome(callId, tool, queue, outcome, opts.timeoutMs ?? 30_000);
+    if (wait) return this.awaitCompletion(callId, tool, queue, completion, timeoutMs, true);
+
+    const first = await Promise.race([
+      completion,
+      parking!.then((approval) => awaiting(callId, tool, approval)),
+      delay(timeoutMs).then(() => undefined),
+    ]);
+    this.waiters.forgetParking(callId);
+    return first ?? (await this.lookup(callId, queue)) ?? { ok: false, callId, tool, status: 'queued' };
+  }
+
+  /**
+   * A call's outcome by id: its envelope once finished; otherwise, with `wait`, resolves when
+   * it finishes, and without, answers where it stands (queued, running, awaiting approval).
+   * An unknown (or long expired) call id answers NOT_FOUND.
+   */
+  async result(callId: string, opts: { wait?: boolean; timeoutMs?: number } = {}): Promise<CallAnswer> {
+    const found = await this.findJob(callId);
+    if (!found) return errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} (or its result has expired).`);
+    const { job, queue } = found;
+    if (job.finishedOn) return finishedEnvelope(job);
+    if (!opts.wait) return (await this.lookup(callId, queue)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
+    await this.ensureReader();
+    const completion = this.waiters.completion(callId);
+    return this.awaitCompletion(callId, job.data.tool, queue, completion, opts.timeoutMs ?? 30_000, false);
+  }
+
+  /** Decides an approval as the member `by` of its workspace. */
+  decide(approvalId: string, d: { decision: 'approve' | 'reject'; by: string; reason?: string }): Promise<DecideResult> {
+    return this.approvalsFor().decideByName(approvalId, d);
+  }
+
+  /**
+   * Follows agentdb's events (`approval.requested`, `approval.decided`, `call.completed`) from
+   * `from`: a stream id to resume after, `0` for the oldest kept, or (default) `$` for new ones.
+   * Each event carries its `id`, to resume from after a restart.
+   */
+  events(opts: { from?: string } = {}): AsyncIterableIterator<StreamedEvent> & { close(): Promise<void> } {
+    const feed = new EventFeed(connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-feed' }), this.redis, this.keys.events, opts.from ?? '$', () =>
+      this.feeds.delete(feed),
+    );
+    this.feeds.add(feed);
+    return feed;
   }
 
   /** Closes every connection; calls still being awaited are left to finish without us. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.all([...this.feeds].map((f) => f.close()));
+    await this.approvals?.close();
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     if (this.reader) await (await this.reader).stop();
     this.redis.disconnect();
@@ -134,72 +199,81 @@ export class AgentDbClient {
       // Start from the newest event that exists now, so no completion can slip between
       // enqueueing a call and the reader's first read.
       const from = await latestEventId(this.redis, this.keys.events);
-      const reader = new EventReader(connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-events' }), this.keys.events, from, (e) =>
-        this.onEvent(e),
-      );
+      const conn = connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-events' });
+      const reader = new EventReader(conn, this.keys.events, from, (e) => this.waiters.onEvent(e, (id) => this.fetchResult(id)));
       reader.start();
       return reader;
     })();
     return this.reader;
   }
 
-  private onEvent(event: StreamedEvent): void {
-    if (event.type !== 'call.completed') return;
-    const waiting = this.waiters.get(event.callId);
-    if (!waiting) return;
-    if (event.envelope) return this.settle(event.callId, event.envelope);
-    // Large envelopes travel by reference: fetch the job's return value.
-    void this.fetchResult(event.callId).then((env) => env && this.settle(event.callId, env));
-  }
-
-  private waitFor(callId: string): Promise<Envelope> {
-    return new Promise((resolve) => {
-      const set = this.waiters.get(callId) ?? new Set<Waiter>();
-      set.add(resolve);
-      this.waiters.set(callId, set);
-    });
-  }
-
-  private settle(callId: string, envelope: Envelope): void {
-    const set = this.waiters.get(callId);
-    this.waiters.delete(callId);
-    for (const resolve of set ?? []) resolve(envelope);
-  }
-
-  /** The finished envelope of a call, looked up on every shard queue; undefined if not finished. */
-  private async fetchResult(callId: string): Promise<Envelope | undefined> {
+  private async findJob(callId: string): Promise<{ job: Job<CallJobData & { approvalId?: string }, Envelope>; queue: Queue } | undefined> {
+    // The call id does not name its shard; a lookup by id is rare enough to ask every queue.
     for (let shard = 0; shard < this.shardCount; shard++) {
-      const job = await Job.fromId<CallJobData, Envelope>(this.queue(shard), callId);
-      if (job?.finishedOn) return job.returnvalue ?? failedEnvelope(callId, job.data.tool, job.failedReason);
+      const queue = this.queue(shard);
+      const job = await Job.fromId<CallJobData & { approvalId?: string }, Envelope>(queue, callId);
+      if (job) return { job, queue };
     }
     return undefined;
   }
 
+  private async fetchResult(callId: string): Promise<Envelope | undefined> {
+    const found = await this.findJob(callId);
+    return found?.job.finishedOn ? finishedEnvelope(found.job) : undefined;
+  }
+
+  /** Where an unfinished call stands now, or its envelope if it just finished. */
+  private async lookup(callId: string, queue: Queue): Promise<CallAnswer | undefined> {
+    const job = await Job.fromId<CallJobData & { approvalId?: string }, Envelope>(queue, callId);
+    if (!job) return undefined;
+    if (job.finishedOn) return finishedEnvelope(job);
+    const state = await job.getState();
+    if (state === 'delayed' && job.data.approvalId) {
+      const approval = await this.approvalsFor().get(job.data.approvalId);
+      if (approval) return awaiting(callId, job.data.tool, summary(approval));
+    }
+    return { ok: false, callId, tool: job.data.tool, status: state === 'active' ? 'running' : 'queued' };
+  }
+
+  private approvalsFor(): ApprovalService {
+    this.approvals ??= new ApprovalService({
+      redis: this.redis,
+      prefix: this.keys.bullPrefix,
+      shardCount: this.shardCount,
+      members: new MemberRegistry(this.redis, this.keys),
+    });
+    return this.approvals;
+  }
+
   /**
-   * Waits for the completion event; checks the job every `timeoutMs` as a safety net. A call no
-   * worker has picked up by then is withdrawn (removed, so it can never run later) and answers
-   * NO_WORKER; a call already running is waited for.
+   * Waits for the completion event; checks the job every `timeoutMs` as a safety net. With
+   * `withdraw`, a call no worker has picked up by then is removed (so it can never run later)
+   * and answers NO_WORKER. A running or parked call is waited for, however long it takes.
    */
-  private async awaitOutcome(callId: string, tool: string, queue: Queue, outcome: Promise<Envelope>, timeoutMs: number) {
+  private async awaitCompletion(
+    callId: string,
+    tool: string,
+    queue: Queue,
+    completion: Promise<Envelope>,
+    timeoutMs: number,
+    withdraw: boolean,
+  ): Promise<Envelope> {
     for (;;) {
-      let timer: NodeJS.Timeout | undefined;
-      const tick = new Promise<'tick'>((r) => (timer = setTimeout(() => r('tick'), timeoutMs)));
-      const first = await Promise.race([outcome, tick]);
-      clearTimeout(timer);
+      const first = await Promise.race([completion, delay(timeoutMs).then(() => 'tick' as const)]);
       if (first !== 'tick') return first;
       const state = await queue.getJobState(callId);
       if (state === 'completed' || state === 'failed') {
         const env = await this.fetchResult(callId);
         if (env) {
-          this.settle(callId, env);
+          this.waiters.complete(callId, env);
           return env;
         }
       }
-      if (state === 'waiting' || state === 'prioritized' || state === 'unknown') {
+      if (withdraw && (state === 'waiting' || state === 'prioritized' || state === 'unknown')) {
         const removed = state === 'unknown' ? 1 : await queue.remove(callId);
         if (removed === 1) {
           const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
-          this.settle(callId, env);
+          this.waiters.complete(callId, env);
           return env;
         }
       }
@@ -207,6 +281,23 @@ export class AgentDbClient {
   }
 }
 
-function failedEnvelope(callId: string, tool: string, reason: string | undefined): Envelope {
-  return errorEnvelope(callId, tool, 'INTERNAL', reason ? `The call failed: ${reason}` : 'The call failed.');
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function awaiting(callId: string, tool: string, approval: Record<string, unknown>): AwaitingAnswer {
+  return {
+    ok: false,
+    callId,
+    tool,
+    status: 'awaiting_approval',
+    approval: { ...approval, id: String(approval.id), tier: String(approval.tier), expiresAt: String(approval.expiresAt) },
+  };
+}
+
+function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
+  return (
+    job.returnvalue ??
+    errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', job.failedReason ? `The call failed: ${job.failedReason}` : 'The call failed.')
+  );
 }

@@ -67,9 +67,18 @@ describe('agentdb call', () => {
     expect(lines(fromFile.stdout).map((e) => e.ok)).toEqual([true, true]);
   });
 
-  it('queues with --no-wait and says so when no worker answers in time', async () => {
-    const queued = await runCli(['call', '--no-wait', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], sb.env);
+  it('with --no-wait answers once the call ran, or says it is still queued', async () => {
+    const ran = await runCli(['call', '--no-wait', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], sb.env);
+    expect(lines(ran.stdout)[0]).toMatchObject({ ok: true, result: { rows: [[1]] } });
+    const queued = await runCli(
+      ['call', '--no-wait', '--timeout', '0.3', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],
+      { ...sb.env, AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-idle` },
+    );
+    expect(queued.code).toBe(0);
     expect(lines(queued.stdout)[0]).toMatchObject({ ok: false, status: 'queued' });
+  });
+
+  it('says so when no worker picks a call up in time', async () => {
     const nobody = await runCli(
       ['call', '--timeout', '0.5', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],
       { ...sb.env, AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-none` },

@@ -97,15 +97,7 @@ describe('the four tools through the queue', () => {
     expect(rows(await call('DATA_QUERY_SQL', { sql: 'SELECT count(*) FROM leads' }))).toEqual([[2]]);
   });
 
-  it('fails closed on calls that need a person, and refuses drops in a sandbox', async () => {
-    const drop = await call('DATA_DROP_TABLE', { table: 'leads' });
-    expect(drop).toMatchObject({ ok: false, error: { code: 'APPROVAL_REQUIRED' } });
-    const gated = await call(
-      'DATA_WRITE_SQL',
-      { sql: "INSERT INTO leads (email) VALUES ('gated@x.io')" },
-      { settings: { database: 'agent', approval: 'write' } },
-    );
-    expect(gated).toMatchObject({ ok: false, error: { code: 'APPROVAL_REQUIRED' } });
+  it('refuses drops outright in a sandbox, where nothing can wait for a person', async () => {
     const sandboxed = await call('DATA_DROP_TABLE', { table: 'leads' }, { settings: { database: 'agent', sandbox: true } });
     expect(sandboxed).toMatchObject({ ok: false, error: { code: 'SANDBOX_REFUSED' } });
     expect(rows(await call('DATA_QUERY_SQL', { sql: 'SELECT count(*) FROM leads' }))).toEqual([[2]]);

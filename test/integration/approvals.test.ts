@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemberRegistry } from '../../src/approvals/members.ts';
+import type { CallInput } from '../../src/contracts/call.ts';
+import { connectRedis } from '../../src/queue/connection.ts';
+import type { AgentDbClient, AwaitingAnswer, CallAnswer } from '../../src/queue/client.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+let sb: Sandbox;
+let client: AgentDbClient;
+let members: MemberRegistry;
+const redis = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+
+beforeAll(async () => {
+  sb = sandbox({ SHARD_COUNT: '8' });
+  await sb.pool();
+  client = sb.client();
+  members = new MemberRegistry(redis, keysFor(sb.config.prefix));
+  await members.add('acme', 'alice', 'member');
+  await members.add('acme', 'bob', 'member');
+  await members.add('acme', 'root', 'admin');
+  await members.add('other', 'eve', 'admin');
+});
+afterAll(async () => {
+  await sb.cleanup();
+  redis.disconnect();
+});
+
+const gated = { workspace: 'acme', settings: { database: 'workspace' as const, approval: 'write' as const, sharedData: true } };
+
+async function park(agent: string, tool: string, args: unknown, extra: Partial<CallInput> = {}): Promise<AwaitingAnswer> {
+  const answer = await client.call({ ...gated, agent, tool, arguments: args, ...extra }, { wait: false });
+  expect(answer).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { tier: expect.any(String) } });
+  return answer as AwaitingAnswer;
+}
+
+async function run(agent: string, sql: string, params: unknown[] = []) {
+  const env = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql, params } });
+  if (!env.ok) throw new Error(JSON.stringify(env));
+  return (env as { result: { rows: unknown[][] } }).result.rows;
+}
+
+async function make(agent: string, sql: string) {
+  expect(await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } })).toMatchObject({ ok: true });
+}
+
+describe('parking', () => {
+  it('parks a write with approval: "write", and runs it once approved, delivering the result to whoever waits', async () => {
+    await make('ap1', 'CREATE TABLE leads (email TEXT)');
+    const parked = await park('ap1', 'DATA_WRITE_SQL', { sql: 'INSERT INTO leads VALUES (?) RETURNING email', params: ['ada@x.io'], rationale: 'new lead' });
+    expect(parked.approval).toMatchObject({ id: `ap_${parked.callId}`, tier: 'write', expiresAt: expect.stringMatching(/Z$/) });
+    expect(await run('ap1', 'SELECT count(*) FROM leads')).toEqual([[0]]);
+    expect(await client.result(parked.callId)).toMatchObject({ status: 'awaiting_approval' });
+
+    const waiting = client.result(parked.callId, { wait: true });
+    const decided = await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', reason: 'looks right' });
+    expect(decided).toMatchObject({ ok: true, approval: { state: 'approved', decidedBy: 'alice', reason: 'looks right' } });
+    expect(await waiting).toMatchObject({ ok: true, callId: parked.callId, credits: 2, result: { changes: 1, rows: [['ada@x.io']] } });
+    expect(await run('ap1', 'SELECT email FROM leads')).toEqual([['ada@x.io']]);
+    await expect.poll(async () => (await decidedApproval(parked.approval.id))?.ran).toMatchObject({ ok: true });
+  });
+
+  it('finishes a rejected call with APPROVAL_REJECTED and the reason, having run nothing', async () => {
+    await make('ap2', 'CREATE TABLE t (x)');
+    const parked = await park('ap2', 'DATA_WRITE_SQL', { sql: 'INSERT INTO t VALUES (1)' });
+    const waiting = client.result(parked.callId, { wait: true });
+    expect(await client.decide(parked.approval.id, { decision: 'reject', by: 'bob', reason: 'not today' })).toMatchObject({ ok: true });
+    const env = await waiting;
+    expect(env).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
+    expect((env as { error: { message: string } }).error.message).toContain('not today');
+    expect(await run('ap2', 'SELECT count(*) FROM t')).toEqual([[0]]);
+  });
+
+  it('parks every drop whatever the setting, and drops once approved', async () => {
+    await make('ap3', 'CREATE TABLE gone (x)');
+    const parked = await park('ap3', 'DATA_DROP_TABLE', { table: 'gone' }, { settings: { database: 'agent' } });
+    expect(parked.approval.tier).toBe('destructive');
+    const waiting = client.result(parked.callId, { wait: true });
+    await client.decide(parked.approval.id, { decision: 'approve', by: 'alice' });
+    expect(await waiting).toMatchObject({ ok: true, result: { dropped: 'gone' } });
+  });
+
+  it('never asks a person about a call that would be refused', async () => {
+    const refused = await client.call({ ...gated, agent: 'ap4', tool: 'DATA_WRITE_SQL', arguments: { sql: 'PRAGMA writable_schema = 1' } }, { wait: false });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'SQL_REFUSED' } });
+    const sandboxed = await client.call(
+      { workspace: 'acme', agent: 'ap4', settings: { database: 'agent', sandbox: true }, tool: 'DATA_DROP_TABLE', arguments: { table: 'x' } },
+      { wait: false },
+    );
+    expect(sandboxed).toMatchObject({ ok: false, error: { code: 'SANDBOX_REFUSED' } });
+    const pending = await sb.client().call({ ...gated, agent: 'ap4', tool: 'DATA_DESCRIBE_SCHEMA' });
+    expect(pending).toMatchObject({ ok: true });
+  });
+});
+
+describe('who decides', () => {
+  it('refuses unknown members, other workspaces and plain members on shared drops; the call stays parked', async () => {
+    await client.call({ ...gated, agent: 'ap5', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' } }, { wait: false }).then((a) =>
+      client.decide((a as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice' }),
+    );
+    const drop = await park('ap5', 'DATA_DROP_TABLE', { table: 'shared_t', scope: 'workspace' });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'nobody' })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'eve' })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
+    expect(await client.decide('ap_missing', { decision: 'approve', by: 'root' })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    expect(await client.decide(drop.approval.id, { decision: 'maybe' as 'approve', by: 'root' })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENTS' });
+    expect(await client.result(drop.callId)).toMatchObject({ status: 'awaiting_approval' });
+    const waiting = client.result(drop.callId, { wait: true });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'root' })).toMatchObject({ ok: true });
+    expect(await waiting).toMatchObject({ ok: true, result: { dropped: 'shared_t' } });
+  });
+
+  it('lets exactly one of two racing decisions win, for each of 100 calls', async () => {
+    await make('racer', 'CREATE TABLE r (i INTEGER)');
+    const parked = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => park('racer', 'DATA_WRITE_SQL', { sql: 'INSERT INTO r VALUES (?)', params: [i] })),
+    );
+    const outcomes = parked.map((p) => client.result(p.callId, { wait: true }));
+    const decisions = await Promise.all(
+      parked.map((p) =>
+        Promise.all([
+          client.decide(p.approval.id, { decision: 'approve', by: 'alice' }),
+          client.decide(p.approval.id, { decision: 'reject', by: 'bob' }),
+        ]),
+      ),
+    ).then(async (pairs) => {
+      const ends = await Promise.all(outcomes);
+      return pairs.map((pair, i) => ({ pair, end: ends[i]! }));
+    });
+    let approved = 0;
+    for (const { pair, end } of decisions) {
+      const winners = pair.filter((d) => d.ok);
+      expect(winners).toHaveLength(1);
+      expect(pair.find((d) => !d.ok)).toMatchObject({ code: 'APPROVAL_CONFLICT' });
+      const approvedWon = winners[0] === pair[0];
+      approved += approvedWon ? 1 : 0;
+      expect(end.ok).toBe(approvedWon);
+    }
+    expect(await run('racer', 'SELECT count(*) FROM r')).toEqual([[approved]]);
+  });
+});
+
+describe('spread and events', () => {
+  it('parks calls across many shards and runs each once approved', async () => {
+    const agents = Array.from({ length: 24 }, (_, i) => `spread-${i}`);
+    await Promise.all(agents.map((a) => make(a, 'CREATE TABLE s (x)')));
+    const parked = await Promise.all(agents.map((a) => park(a, 'DATA_WRITE_SQL', { sql: 'INSERT INTO s VALUES (1)' })));
+    expect(new Set(parked.map((p) => p.callId)).size).toBe(24);
+    const ends = parked.map((p) => client.result(p.callId, { wait: true }));
+    await Promise.all(parked.map((p) => client.decide(p.approval.id, { decision: 'approve', by: 'alice' })));
+    expect((await Promise.all(ends)).every((e: CallAnswer) => e.ok)).toBe(true);
+    for (const a of agents) expect(await run(a, 'SELECT count(*) FROM s')).toEqual([[1]]);
+  });
+
+  it('publishes approval.requested, approval.decided and call.completed to a second client', async () => {
+    const watcher = sb.client();
+    const feed = watcher.events();
+    await make('ev', 'CREATE TABLE e (x)');
+    const parked = await park('ev', 'DATA_WRITE_SQL', { sql: 'INSERT INTO e VALUES (1)' });
+    await client.decide(parked.approval.id, { decision: 'approve', by: 'alice' });
+    const seen: string[] = [];
+    for await (const event of feed) {
+      if (event.callId !== parked.callId) continue;
+      seen.push(event.type);
+      if (event.type === 'call.completed') break;
+    }
+    expect(seen).toEqual(['approval.requested', 'approval.decided', 'call.completed']);
+    const replay: string[] = [];
+    for await (const event of watcher.events({ from: '0' })) {
+      if (event.callId === parked.callId) replay.push(event.type);
+      if (event.callId === parked.callId && event.type === 'call.completed') break;
+    }
+    expect(replay).toEqual(seen);
+  });
+});
+
+async function decidedApproval(id: string) {
+  const { ApprovalStore } = await import('../../src/approvals/approval-store.ts');
+  return new ApprovalStore(redis, keysFor(sb.config.prefix)).get(id);
+}
