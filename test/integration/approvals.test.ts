@@ -37,7 +37,7 @@ async function park(agent: string, tool: string, args: unknown, extra: Partial<C
 async function run(agent: string, sql: string, params: unknown[] = []) {
   const env = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql, params } });
   if (!env.ok) throw new Error(JSON.stringify(env));
-  return (env as { result: { rows: unknown[][] } }).result.rows;
+  return (env as unknown as { result: { rows: unknown[][] } }).result.rows;
 }
 
 async function make(agent: string, sql: string) {
