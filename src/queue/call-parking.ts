@@ -17,6 +17,8 @@ export interface ParkingDeps {
   redis: Redis;
   keys: Keys;
   approvalTtlMs: number;
+  /** Keeps the decision in the database's own audit table (through the executor). */
+  audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string }): Promise<void>;
 }
 
 /** The job data of a parked call: the call, and the approval it waits on. */
@@ -94,11 +96,13 @@ export class CallParking {
           approval: summary(expired),
           at: Date.now(),
         });
+        await this.deps.audit(expired, job.data);
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}; the call did not run.`);
       }
       case 'expired':
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}; the call did not run.`);
       case 'rejected':
+        await this.deps.audit(approval, job.data);
         return finish(
           'APPROVAL_REJECTED',
           `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : '.'} The call did not run.`,
@@ -107,7 +111,9 @@ export class CallParking {
         const outcome = await run();
         if ('park' in outcome) return finish('INTERNAL', 'An approved call asked for approval again.');
         const { envelope } = outcome;
-        await store.recordRun(id, { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }), at: Date.now() });
+        const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
+        await store.recordRun(id, { ...ran, at: Date.now() });
+        await this.deps.audit(approval, job.data, ran);
         return outcome;
       }
     }

@@ -4,6 +4,7 @@ import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol
 import type { HandleCache } from './handle-cache.ts';
 import { checkDropName, describe, drop, query, toOpError, write } from './sqlite-ops.ts';
 import { checkedStatement } from './statement-cache.ts';
+import { recordAudit } from './sqlite-audit.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
@@ -21,6 +22,9 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: describe(handles.open(req.db, 'read')) };
       case 'query':
         return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, opts.maxResultBytes) };
+      case 'audit':
+        recordAudit(handles.open(req.db, 'write'), req.entry);
+        return { ok: true, result: { recorded: true } };
       case 'check':
         checkedStatement(handles.open(req.db, 'read'), req.sql, req.mode);
         return { ok: true, result: { admitted: true } };

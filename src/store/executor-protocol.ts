@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
+import type { AuditEntry } from './sqlite-audit.ts';
 import type { Param } from './sqlite-values.ts';
 
 export type { Param };
@@ -25,6 +26,8 @@ export type ExecRequest =
   | { op: 'drop'; db: DbTarget; table: string; callId: string }
   /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
   | { op: 'check'; db: DbTarget; sql: string; mode: 'read' | 'write' }
+  /** Keep a decision on a parked call in the database's own audit table. */
+  | { op: 'audit'; db: DbTarget; entry: AuditEntry }
   /** Close every handle of these shards (their lease was lost). */
   | { op: 'evict'; shards: number[] };
 

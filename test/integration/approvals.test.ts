@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
 import { MemberRegistry } from '../../src/approvals/members.ts';
+import { databaseId, databasePath, shardOf } from '../../src/store/database-id.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
 import { connectRedis } from '../../src/queue/connection.ts';
 import type { AgentDbClient, AwaitingAnswer, CallAnswer } from '../../src/queue/client.ts';
@@ -90,6 +92,30 @@ describe('parking', () => {
     expect(sandboxed).toMatchObject({ ok: false, error: { code: 'SANDBOX_REFUSED' } });
     const pending = await sb.client().call({ ...gated, agent: 'ap4', tool: 'DATA_DESCRIBE_SCHEMA' });
     expect(pending).toMatchObject({ ok: true });
+  });
+});
+
+describe('audit', () => {
+  it('keeps every decision in the database’s own audit table, hidden from the agent', async () => {
+    const rowsOf = (agent: string) => {
+      const id = databaseId('acme', agent);
+      const db = new Database(databasePath(sb.dataDir, 'acme', agent, shardOf(id, sb.config.shardCount)), { readonly: true });
+      try {
+        return db.prepare('SELECT tool, statement, decision, decided_by, reason, ran_ok, ran_code FROM _agentdb_audit').all();
+      } finally {
+        db.close();
+      }
+    };
+    await expect.poll(() => rowsOf('ap1')).toEqual([
+      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO leads VALUES (?) RETURNING email', decision: 'approved', decided_by: 'alice', reason: 'looks right', ran_ok: 1, ran_code: null },
+    ]);
+    await expect.poll(() => rowsOf('ap2')).toEqual([
+      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO t VALUES (1)', decision: 'rejected', decided_by: 'bob', reason: 'not today', ran_ok: null, ran_code: null },
+    ]);
+    const described = await client.call({ workspace: 'acme', agent: 'ap1', settings: { database: 'agent' }, tool: 'DATA_DESCRIBE_SCHEMA' });
+    expect((described as unknown as { result: { tables: { name: string }[] } }).result.tables.map((t) => t.name)).toEqual(['leads']);
+    const peek = await client.call({ workspace: 'acme', agent: 'ap1', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT * FROM _agentdb_audit' } });
+    expect(peek).toMatchObject({ ok: false, error: { code: 'SQL_REFUSED' } });
   });
 });
 
