@@ -11,6 +11,7 @@ import { AgentDbClient } from '../src/queue/client.ts';
 import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
+import { benchApprovals } from './approvals.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
@@ -20,7 +21,7 @@ const CONC_CALLS = Number(process.env.BENCH_CONC_CALLS ?? 10_000);
 const IN_FLIGHT = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
 const BIN = fileURLToPath(new URL('../bin/agentdb.js', import.meta.url));
@@ -115,6 +116,13 @@ async function main() {
 
   const guardUs = guardCostUs();
 
+  const approvals = await benchApprovals(client, REDIS_URL, prefix, {
+    decisions: Number(process.env.BENCH_DECISIONS ?? 300),
+    parked: Number(process.env.BENCH_PARKED ?? 10_000),
+    queryCalls: SEQ_CALLS,
+    query,
+  });
+
   // Touch many databases through the queue, then read the worker's and executor's memory.
   const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
     must(client.call({ workspace: 'bench', agent: `db-${i}`, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (x)' } })),
@@ -145,6 +153,13 @@ async function main() {
       goals: { throughputAtLeast: 0.7, p50AtMost: 1.5 },
     },
     guardMedianUs: guardUs,
+    approvals: {
+      ...approvals,
+      ratios: {
+        decisionToResultP50VsRawRoundTrip: round(approvals.decisionToResult.p50Ms / rawSeq.p50Ms),
+        queryP50WithParkedVsWithout: round(approvals.queryWithParked.p50Ms / approvals.queryWithout.p50Ms),
+      },
+    },
     memory,
   };
 
@@ -158,6 +173,12 @@ async function main() {
   console.log(row('agentdb, 64 in flight', agentConc));
   console.log(`ratios: ${JSON.stringify(results.query.ratios)} (goal: throughput >= 0.7, p50 <= 1.5)`);
   console.log(`guard: median ${guardUs} µs per statement`);
+  console.log(
+    `approvals: decision → result p50 ${approvals.decisionToResult.p50Ms} ms, p99 ${approvals.decisionToResult.p99Ms} ms (raw BullMQ round trip p50 ${rawSeq.p50Ms} ms)`,
+  );
+  console.log(
+    `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
+  );
   console.log(`memory after ${DATABASES} databases: worker ${memory.workerRssMb} MB, executor ${memory.executorRssMb} MB`);
 
   const dir = new URL('./results/', import.meta.url);
