@@ -18,6 +18,7 @@ const commands: Record<string, () => Promise<Command>> = {
   usage: async () => (await import('./usage.ts')).usage,
   members: async () => (await import('./members.ts')).members,
   approvals: async () => (await import('./approvals.ts')).approvals,
+  result: async () => (await import('./result.ts')).result,
 };
 
 const USAGE = `usage: agentdb <command> [options]
@@ -26,6 +27,7 @@ const USAGE = `usage: agentdb <command> [options]
   worker [--shards 0-7]         shard workers only
   call --workspace W --agent A [--settings JSON] [--no-wait] [--timeout S] TOOL ARGS_JSON
   call --batch FILE|- [--no-wait] [--timeout S]
+  result CALL_ID [--wait]       a call's envelope, or where it stands (queued, running, awaiting approval)
   tools [--json]                the agent-visible tool contract
   usage --workspace W [--json]  credits metered per agent, tool and day
   members add --workspace W --name NAME [--role member|admin] [--json]

@@ -135,13 +135,25 @@ export class AgentDbClient {
    * An unknown (or long expired) call id answers NOT_FOUND.
    */
   async result(callId: string, opts: { wait?: boolean; timeoutMs?: number } = {}): Promise<CallAnswer> {
+    // Listen before looking, so a completion between the look and the wait is not missed.
+    let completion: Promise<Envelope> | undefined;
+    if (opts.wait) {
+      await this.ensureReader();
+      completion = this.waiters.completion(callId);
+    }
     const found = await this.findJob(callId);
-    if (!found) return errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} (or its result has expired).`);
+    if (!found) {
+      const env = errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} (or its result has expired).`);
+      if (completion) this.waiters.complete(callId, env);
+      return env;
+    }
     const { job, queue } = found;
-    if (job.finishedOn) return finishedEnvelope(job);
-    if (!opts.wait) return (await this.lookup(callId, queue)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
-    await this.ensureReader();
-    const completion = this.waiters.completion(callId);
+    if (job.finishedOn) {
+      const env = finishedEnvelope(job);
+      if (completion) this.waiters.complete(callId, env);
+      return env;
+    }
+    if (!completion) return (await this.lookup(callId, queue)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
     return this.awaitCompletion(callId, job.data.tool, queue, completion, opts.timeoutMs ?? 30_000, false);
   }
 

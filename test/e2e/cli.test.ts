@@ -112,3 +112,27 @@ describe('agentdb tools and usage', () => {
     expect(out.stderr).toContain('SHARD_COUNT');
   });
 });
+
+describe('agentdb result and a parked call', () => {
+  it('prints awaiting_approval for --no-wait, the same from result, and the outcome once approved', async () => {
+    const gated = ['--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent","approval":"write"}'];
+    const parked = await runCli(['call', '--no-wait', ...gated, 'DATA_WRITE_SQL', '{"sql":"INSERT INTO t VALUES (5)"}'], sb.env);
+    expect(parked.code).toBe(0);
+    const answer = lines(parked.stdout)[0];
+    expect(answer).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { id: `ap_${answer.callId}`, tier: 'write' } });
+
+    const now = await runCli(['result', answer.callId], sb.env);
+    expect(lines(now.stdout)[0]).toMatchObject({ status: 'awaiting_approval' });
+    const waiting = runCli(['result', answer.callId, '--wait'], sb.env);
+
+    expect((await runCli(['members', 'add', '--workspace', 'acme', '--name', 'ops', '--role', 'member'], sb.env)).code).toBe(0);
+    expect((await runCli(['approvals', 'approve', answer.approval.id, '--by', 'ops'], sb.env)).code).toBe(0);
+    const done = await waiting;
+    expect(done.code).toBe(0);
+    expect(lines(done.stdout)[0]).toMatchObject({ ok: true, callId: answer.callId, result: { changes: 1 } });
+
+    const unknown = await runCli(['result', 'no-such-call'], sb.env);
+    expect(unknown.code).toBe(1);
+    expect(lines(unknown.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+  });
+});

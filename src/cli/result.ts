@@ -1,0 +1,36 @@
+import { parseArgs } from 'node:util';
+import { AgentDbClient } from '../queue/client.ts';
+import type { CommandContext } from './main.ts';
+
+/**
+ * `agentdb result CALL_ID [--wait]`: the envelope of a finished call, or where it stands
+ * (queued, running, awaiting approval); with --wait, blocks until it finishes however long a
+ * person takes. Exit 0 when the call succeeded or is still on its way, 1 otherwise.
+ */
+export async function result(ctx: CommandContext): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: ctx.argv,
+      allowPositionals: true,
+      options: { wait: { type: 'boolean', default: false } },
+    });
+  } catch (err) {
+    ctx.stderr.write(`agentdb result: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const [callId, ...extra] = parsed.positionals;
+  if (!callId || extra.length) {
+    ctx.stderr.write('usage: agentdb result CALL_ID [--wait]\n');
+    return 2;
+  }
+  const { config } = ctx;
+  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
+  try {
+    const answer = await client.result(callId, { wait: parsed.values.wait });
+    ctx.stdout.write(`${JSON.stringify(answer)}\n`);
+    return answer.ok || 'status' in answer ? 0 : 1;
+  } finally {
+    await client.close();
+  }
+}
