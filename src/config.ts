@@ -39,6 +39,13 @@ const envSchema = z.object({
   APPROVAL_TTL_MS: int(1000, 30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
   /** How long finished calls keep their result for `agentdb result`. */
   RESULT_TTL_S: int(60, 30 * 24 * 3600, 7 * 24 * 3600),
+  /** When the maintenance job runs (cron, in SCHEDULE_TZ). */
+  MAINTENANCE_CRON: z.string().min(9).default('17 3 * * *'),
+  SCHEDULE_TZ: z.string().min(1).default('UTC'),
+  /** Days of metered usage kept. */
+  USAGE_RETENTION_DAYS: int(1, 10_000, 400),
+  /** Days a finished approval's record is kept in Redis (the database keeps its own audit). */
+  APPROVAL_RETENTION_DAYS: int(1, 10_000, 30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -60,6 +67,10 @@ export interface Config {
   readonly maxResultBytes: number;
   readonly approvalTtlMs: number;
   readonly resultTtlS: number;
+  readonly maintenanceCron: string;
+  readonly scheduleTz: string;
+  readonly usageRetentionDays: number;
+  readonly approvalRetentionDays: number;
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
 }
 
@@ -100,6 +111,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxResultBytes: e.MAX_RESULT_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,
     resultTtlS: e.RESULT_TTL_S,
+    maintenanceCron: e.MAINTENANCE_CRON,
+    scheduleTz: e.SCHEDULE_TZ,
+    usageRetentionDays: e.USAGE_RETENTION_DAYS,
+    approvalRetentionDays: e.APPROVAL_RETENTION_DAYS,
     logLevel: e.LOG_LEVEL,
   });
 }

@@ -13,6 +13,7 @@ type Command = (ctx: CommandContext) => Promise<number>;
 const commands: Record<string, () => Promise<Command>> = {
   start: async () => (await import('./start.ts')).start,
   worker: async () => (await import('./worker.ts')).worker,
+  scheduler: async () => (await import('./scheduler.ts')).scheduler,
   call: async () => (await import('./call.ts')).call,
   tools: async () => (await import('./tools.ts')).tools,
   usage: async () => (await import('./usage.ts')).usage,
@@ -23,8 +24,9 @@ const commands: Record<string, () => Promise<Command>> = {
 
 const USAGE = `usage: agentdb <command> [options]
 
-  start                         HTTP health endpoint, every shard worker and the scheduler
+  start                         HTTP API, every shard worker and the scheduler
   worker [--shards 0-7]         shard workers only
+  scheduler [--prune-now]       the scheduled jobs only (nightly prune of Redis past retention)
   call --workspace W --agent A [--settings JSON] [--no-wait] [--timeout S] TOOL ARGS_JSON
   call --batch FILE|- [--no-wait] [--timeout S]
   result CALL_ID [--wait]       a call's envelope, or where it stands (queued, running, awaiting approval)

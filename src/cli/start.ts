@@ -4,13 +4,14 @@ import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
+import { Scheduler } from '../queue/scheduler.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
 import { ensureRedis } from './local-redis.ts';
 import type { CommandContext } from './main.ts';
 import { untilSignal } from './signals.ts';
 import { allShards } from './worker.ts';
 
-/** `agentdb start`: the HTTP endpoint and every shard worker in one process (`npm start`). */
+/** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
 export async function start(ctx: CommandContext): Promise<number> {
   const { config } = ctx;
   const logger = createLogger(config.logLevel, 'agentdb');
@@ -24,6 +25,8 @@ export async function start(ctx: CommandContext): Promise<number> {
   if (redisServer) logger.info({ pid: redisServer.pid }, 'started a local redis-server');
   const pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger });
   await pool.start();
+  const scheduler = new Scheduler(config, logger);
+  await scheduler.start();
   const redis = connectRedis(config.redisUrl, { name: 'agentdb-http' });
   const members = new MemberRegistry(redis, keysFor(config.prefix));
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
@@ -40,6 +43,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await untilSignal();
   await app.close();
   await approvals.close();
+  await scheduler.stop();
   await pool.stop();
   redis.disconnect();
   redisServer?.kill();

@@ -1,0 +1,64 @@
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { connectRedis } from './connection.ts';
+import { keysFor, type Keys } from './keys.ts';
+import { pruneRedis } from './maintenance.ts';
+
+const QUEUE = '{maintenance}';
+const PRUNE = 'prune';
+
+/**
+ * agentdb's scheduled work, on a BullMQ job scheduler (cron and time zone from the config):
+ * today the nightly prune of Redis past its retention. Any number of processes may run it;
+ * BullMQ makes one job per tick and one worker takes it.
+ */
+export class Scheduler {
+  private readonly keys: Keys;
+  private readonly redis: Redis;
+  private readonly queue: Queue;
+  private worker?: Worker;
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {
+    this.keys = keysFor(config.prefix);
+    this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-scheduler' });
+    this.queue = new Queue(QUEUE, { connection: this.redis, prefix: this.keys.bullPrefix });
+  }
+
+  /** Registers the schedules (idempotent) and starts taking their jobs. */
+  async start(): Promise<void> {
+    await this.queue.upsertJobScheduler(
+      PRUNE,
+      { pattern: this.config.maintenanceCron, tz: this.config.scheduleTz },
+      { name: PRUNE, opts: { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } } },
+    );
+    this.worker = new Worker(QUEUE, () => this.prune(), { connection: this.redis, prefix: this.keys.bullPrefix, concurrency: 1 });
+    this.worker.on('error', (err) => this.logger.error({ err: String(err) }, 'scheduler worker error'));
+  }
+
+  /** When the prune runs next (epoch ms), as BullMQ has it scheduled. */
+  async nextRun(): Promise<number | undefined> {
+    return (await this.queue.getJobScheduler(PRUNE))?.next;
+  }
+
+  /** Runs the prune now (an operator's `agentdb prune`, and the scheduled job). */
+  async prune(now = Date.now()) {
+    const report = await pruneRedis(this.redis, this.keys, {
+      now,
+      usageDays: this.config.usageRetentionDays,
+      approvalDays: this.config.approvalRetentionDays,
+    });
+    this.logger.info(report, 'pruned Redis past retention');
+    return report;
+  }
+
+  async stop(): Promise<void> {
+    await this.worker?.close();
+    await this.queue.close();
+    this.redis.disconnect();
+  }
+}

@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { ApprovalStore } from '../../src/approvals/approval-store.ts';
+import { connectRedis } from '../../src/queue/connection.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { Scheduler } from '../../src/queue/scheduler.ts';
+import { readUsage } from '../../src/queue/usage.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+let sb: Sandbox;
+afterEach(() => sb.cleanup());
+const DAY = 24 * 3600 * 1000;
+
+describe('the scheduler', () => {
+  it('registers the nightly prune on its cron and time zone', async () => {
+    sb = sandbox({ MAINTENANCE_CRON: '30 4 * * *', SCHEDULE_TZ: 'Europe/Paris' });
+    const s = new Scheduler(sb.config, pino({ level: 'silent' }));
+    await s.start();
+    const next = new Date((await s.nextRun())!);
+    expect(new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', hour: '2-digit', minute: '2-digit' }).format(next)).toBe('04:30');
+    expect(next.getTime()).toBeGreaterThan(Date.now());
+    await s.stop();
+  });
+
+  it('prunes usage days and finished approvals past retention, never a pending approval', async () => {
+    sb = sandbox({ USAGE_RETENTION_DAYS: '10', APPROVAL_RETENTION_DAYS: '5' });
+    const redis = connectRedis(sb.config.redisUrl);
+    const keys = keysFor(sb.config.prefix);
+    const now = Date.now();
+    const day = (ago: number) => new Date(now - ago * DAY).toISOString().slice(0, 10);
+    for (const ago of [0, 9, 11, 40]) {
+      await redis.hincrby(keys.usage('acme', day(ago)), 'scout|DATA_QUERY_SQL|credits', 1);
+      await redis.sadd(keys.usageIndex, `acme|${day(ago)}`);
+    }
+    const store = new ApprovalStore(redis, keys);
+    const make = (id: string, ago: number) =>
+      store.create({ id, callId: id.slice(3), shard: 0, workspace: 'acme', agent: 'a', tool: 'DATA_WRITE_SQL', tier: 'write', database: 'acme/a', shared: false, sql: 'x', requester: 'a', createdAt: now - ago * DAY, expiresAt: now + DAY });
+    await make('ap_old-done', 7);
+    await make('ap_old-pending', 7);
+    await make('ap_new-done', 1);
+    await redis.hset(keys.approval('ap_old-done'), 'state', 'rejected');
+    await redis.hset(keys.approval('ap_new-done'), 'state', 'approved');
+
+    const s = new Scheduler(sb.config, pino({ level: 'silent' }));
+    expect(await s.prune(now)).toEqual({ usageDays: 2, approvals: 1 });
+    expect((await readUsage(redis, keys, 'acme')).map((r) => r.day)).toEqual([day(9), day(0)]);
+    expect(await store.get('ap_old-done')).toBeUndefined();
+    expect(await store.get('ap_old-pending')).toMatchObject({ state: 'pending' });
+    expect((await store.list({ state: 'pending' })).map((a) => a.id)).toEqual(['ap_old-pending']);
+    expect((await store.list({ state: 'all' })).map((a) => a.id)).toEqual(['ap_new-done']);
+    await s.stop();
+    redis.disconnect();
+  });
+});
