@@ -3,10 +3,17 @@ import { MemberRegistry } from '../../src/approvals/members.ts';
 import { connectRedis } from '../../src/queue/connection.ts';
 import type { AwaitingAnswer } from '../../src/queue/client.ts';
 import { keysFor } from '../../src/queue/keys.ts';
+import { Redis } from 'ioredis';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { OwnRedis } from '../helpers/own-redis.ts';
 
 let sb: Sandbox;
-afterEach(() => sb.cleanup());
+let own: OwnRedis | undefined;
+afterEach(async () => {
+  await sb.cleanup();
+  await own?.remove();
+  own = undefined;
+});
 
 const who = { workspace: 'acme', agent: 'life', settings: { database: 'agent' as const, approval: 'write' as const } };
 const plain = { workspace: 'acme', agent: 'life', settings: { database: 'agent' as const } };
@@ -55,5 +62,27 @@ describe('restarts', () => {
     expect(await client.call({ ...plain, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT x FROM t ORDER BY x' } })).toMatchObject({
       result: { rows: [[1], [2], [3]] },
     });
+  });
+});
+
+describe('a waiting client', () => {
+  it('still gets the outcome when every Redis connection drops while it waits', async () => {
+    own = await OwnRedis.start();
+    sb = sandbox({ REDIS_URL: own.url });
+    await sb.pool();
+    const admin = new Redis(own.url);
+    await new MemberRegistry(admin, keysFor(sb.config.prefix)).add('acme', 'alice', 'member');
+    const client = sb.client();
+    await client.call({ ...plain, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } });
+    const parked = (await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (7)' } }, { wait: false })) as AwaitingAnswer;
+    const waiting = client.result(parked.callId, { wait: true });
+
+    // Every other connection (the waiting client's event reader included) is cut; each must
+    // reconnect and pick up where it was.
+    expect(Number(await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes'))).toBeGreaterThan(2);
+    const other = sb.client();
+    expect(await other.decide(parked.approval.id, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: true });
+    expect(await waiting).toMatchObject({ ok: true, result: { changes: 1 } });
+    admin.disconnect();
   });
 });
