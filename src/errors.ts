@@ -21,7 +21,7 @@ export interface ErrorSpec {
 export const ERRORS = {
   INVALID_ARGUMENTS: {
     message: 'The call or its arguments do not match the tool contract.',
-    hint: 'Fix the field named in the message; `agentdb tools --json` prints every tool contract.',
+    hint: 'Fix the field named in the message (for tool calls, `agentdb tools --json` prints every contract).',
     retryable: false,
     status: 400,
   },
@@ -68,8 +68,8 @@ export const ERRORS = {
     status: 403,
   },
   NOT_FOUND: {
-    message: 'No such thing exists.',
-    hint: 'Check the name; DATA_DESCRIBE_SCHEMA lists tables and views.',
+    message: 'No such table, view, call, approval or member exists.',
+    hint: 'Check the name or id: DATA_DESCRIBE_SCHEMA lists tables and views, `agentdb approvals list` approvals.',
     retryable: false,
     status: 404,
   },

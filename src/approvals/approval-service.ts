@@ -55,7 +55,7 @@ export class ApprovalService {
   }
 
   /** Approvals, newest first; pending ones unless `state` says otherwise. */
-  list(filter: { workspace?: string; state?: ApprovalState | 'all' } = {}): Promise<Approval[]> {
+  list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
     return this.store.list(filter);
   }
 

@@ -16,7 +16,7 @@ const USAGE = `usage: agentdb approvals list [--workspace W] [--state pending|ap
 const STATES: readonly string[] = ['pending', 'approved', 'rejected', 'expired', 'all'];
 
 type Parsed =
-  | { sub: 'list'; workspace?: string; state: ApprovalState | 'all'; json: boolean }
+  | { sub: 'list'; workspace?: string; state: ApprovalState | 'all'; json: boolean; limit: number }
   | { sub: 'approve' | 'reject'; id: string; by: string; reason?: string };
 
 /**
@@ -38,7 +38,7 @@ export async function approvals(ctx: CommandContext): Promise<number> {
   const service = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   try {
     if (parsed.sub === 'list') {
-      const rows = await service.list({ workspace: parsed.workspace, state: parsed.state });
+      const rows = await service.list({ workspace: parsed.workspace, state: parsed.state, limit: parsed.limit });
       if (parsed.json) ctx.stdout.write(`${JSON.stringify(rows)}\n`);
       else if (rows.length) ctx.stdout.write(approvalsTable(rows));
       else ctx.stdout.write(`(no ${parsed.state === 'all' ? '' : `${parsed.state} `}approvals)\n`);
@@ -57,6 +57,9 @@ export async function approvals(ctx: CommandContext): Promise<number> {
   }
 }
 
+/** Newest approvals listed unless --limit says otherwise: the audit grows without bound. */
+const DEFAULT_LIST_LIMIT = 200;
+
 /** The parsed flags, or what is wrong with them. */
 function parse(ctx: CommandContext): Parsed | string {
   let values;
@@ -68,6 +71,7 @@ function parse(ctx: CommandContext): Parsed | string {
       options: {
         workspace: { type: 'string' },
         state: { type: 'string', default: 'pending' },
+        limit: { type: 'string', default: String(DEFAULT_LIST_LIMIT) },
         json: { type: 'boolean', default: false },
         by: { type: 'string' },
         reason: { type: 'string' },
@@ -87,7 +91,9 @@ function parse(ctx: CommandContext): Parsed | string {
       if (!ws.success) return `--workspace: ${ws.error.issues[0]?.message}`;
       workspace = ws.data;
     }
-    return { sub, workspace, state: values.state as ApprovalState | 'all', json: values.json };
+    const limit = Number(values.limit);
+    if (!Number.isSafeInteger(limit) || limit < 1) return '--limit takes a whole number above 0';
+    return { sub, workspace, state: values.state as ApprovalState | 'all', json: values.json, limit };
   }
   if (sub === 'approve' || sub === 'reject') {
     if (rest.length !== 1 || !rest[0]) return `${sub} takes one approval ID`;

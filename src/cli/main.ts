@@ -36,7 +36,7 @@ const USAGE = `usage: agentdb <command> [options]
                                 register a person who decides approvals; prints their key once
   members revoke --workspace W --name NAME
   members list --workspace W [--json]
-  approvals list [--workspace W] [--state pending|all] [--json]
+  approvals list [--workspace W] [--state pending|all] [--limit N] [--json]
   approvals approve|reject ID --by MEMBER [--reason R]
 `;
 

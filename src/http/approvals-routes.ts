@@ -16,6 +16,8 @@ export interface ApprovalsRoutesDeps {
 const listQuery = z.strictObject({
   state: z.enum(['pending', 'approved', 'rejected', 'expired', 'all']).default('pending'),
   workspace: workspaceName.optional(),
+  // The audit grows without bound: pages of the newest, 200 unless asked.
+  limit: z.coerce.number().int().min(1).max(10_000).default(200),
 });
 
 const decisionBody = z.strictObject({
@@ -49,7 +51,7 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsync {
       if (workspace !== member.workspace) {
         return sendError(reply, 'NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
       }
-      const approvals = await deps.approvals.list({ workspace, state: query.data.state });
+      const approvals = await deps.approvals.list({ workspace, state: query.data.state, limit: query.data.limit });
       return reply.send({ approvals });
     });
 

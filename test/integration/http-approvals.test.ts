@@ -241,6 +241,15 @@ describe('POST /v1/approvals/:id/decision', () => {
     expect(states).toContain('pending');
   });
 
+  it('pages with limit, newest first', async () => {
+    const all = (await app.inject({ method: 'GET', url: '/v1/approvals?state=all', headers: bearer(key.ada!) })).json().approvals as { id: string }[];
+    expect(all.length).toBeGreaterThan(2);
+    const page = await app.inject({ method: 'GET', url: '/v1/approvals?state=all&limit=2', headers: bearer(key.ada!) });
+    expect((page.json().approvals as { id: string }[]).map((a) => a.id)).toEqual(all.slice(0, 2).map((a) => a.id));
+    const bad = await app.inject({ method: 'GET', url: '/v1/approvals?limit=0', headers: bearer(key.ada!) });
+    expect(bad.statusCode).toBe(400);
+  });
+
   it('answers unknown routes with a coded 404', async () => {
     const res = await app.inject({ method: 'GET', url: '/v1/nothing', headers: bearer(key.ada!) });
     expect(res.statusCode).toBe(404);
