@@ -65,7 +65,7 @@ export async function call(ctx: CommandContext): Promise<number> {
       tool,
       arguments: parseJson(argsJson, 'ARGS_JSON'),
     }));
-    const answer = input.call ? await client.call(input.call, opts) : input.envelope;
+    const answer = input.call ? await callOrUnavailable(client, input.call, opts) : input.envelope;
     ctx.stdout.write(`${JSON.stringify(answer)}\n`);
     return succeeded(answer) ? 0 : 1;
   } finally {
@@ -91,7 +91,7 @@ async function runBatch(
     for await (const line of lines) {
       if (line.trim() === '') continue;
       const input = parseInput(() => parseJson(line, 'batch line') as CallInput);
-      inFlight.push(input.call ? client.call(input.call, opts) : Promise.resolve(input.envelope));
+      inFlight.push(input.call ? callOrUnavailable(client, input.call, opts) : Promise.resolve(input.envelope));
       if (inFlight.length >= BATCH_WINDOW) await flushOne();
     }
   } catch (err) {
@@ -101,6 +101,19 @@ async function runBatch(
   }
   while (inFlight.length) await flushOne();
   return allOk ? 0 : 1;
+}
+
+/**
+ * A call whose answer is an envelope even when Redis cannot be reached: the command's output
+ * stays one JSON line per call, and the fault is a retryable UNAVAILABLE.
+ */
+async function callOrUnavailable(client: AgentDbClient, input: CallInput, opts: { wait: boolean; timeoutMs: number }): Promise<Answer> {
+  try {
+    return await client.call(input, opts);
+  } catch (err) {
+    const callId = input.callId ?? randomUUID();
+    return errorEnvelope(callId, typeof input.tool === 'string' ? input.tool : '', 'UNAVAILABLE', `Redis did not answer: ${(err as Error).message}`);
+  }
 }
 
 class BadJson extends Error {}

@@ -182,7 +182,7 @@ export class AgentDbClient {
     await Promise.all([...this.feeds].map((f) => f.close()));
     await this.approvals?.close();
     await Promise.all([...this.queues.values()].map((q) => q.close()));
-    if (this.reader) await (await this.reader).stop();
+    if (this.reader) await (await this.reader.catch(() => undefined))?.stop();
     this.redis.disconnect();
   }
 
@@ -216,6 +216,8 @@ export class AgentDbClient {
       reader.start();
       return reader;
     })();
+    // A reader that could not start (Redis down) is tried again by the next call.
+    this.reader.catch(() => (this.reader = undefined));
     return this.reader;
   }
 

@@ -10,5 +10,9 @@ export function connectRedis(url: string, opts: { blocking?: boolean; name?: str
     maxRetriesPerRequest: opts.blocking ? null : 20,
     enableReadyCheck: true,
   };
-  return new Redis(url, options);
+  const redis = new Redis(url, options);
+  // Connection errors also fail the commands that wait on them, which is where callers see
+  // and handle them; without a listener ioredis would print each reconnect attempt.
+  redis.on('error', () => undefined);
+  return redis;
 }
