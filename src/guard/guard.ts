@@ -1,7 +1,7 @@
 import { classify, isOp, type Classification, type StatementKind } from './classifier.ts';
 import { INTROSPECTION_PRAGMAS, nameRefusal } from './names.ts';
 import { alterRefusal, dropKeyword, forbiddenNameIn } from './rules.ts';
-import { asciiLower, isTrivia, tokenize, type Token } from './tokenizer.ts';
+import { asciiLower, isTrivia, loneSurrogate, tokenize, type Token } from './tokenizer.ts';
 
 export { INTERNAL_TABLE_PREFIX } from './names.ts';
 export type { StatementKind } from './classifier.ts';
@@ -187,6 +187,7 @@ function isNameToken(t: Token | undefined): boolean {
 export function guardTableName(name: string): GuardVerdict {
   if (typeof name !== 'string' || name.length === 0) return refuse('name the table or view to drop');
   if (name.includes('\u0000')) return refuse('a table name cannot contain a NUL character');
+  if (loneSurrogate(name) >= 0) return refuse('a table name must be valid Unicode (it holds a lone UTF-16 surrogate)');
   const reason = nameRefusal(name, { tableSlot: true, call: false });
   if (reason) return refuse(reason);
   return { ok: true, kind: 'drop', ddl: true };

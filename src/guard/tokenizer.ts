@@ -8,7 +8,10 @@
  *
  * JavaScript strings are UTF-16 while SQLite reads UTF-8; every byte at or above 0x80 is a
  * name character to SQLite, so every UTF-16 unit at or above 0x80 is one here. The one
- * exception SQLite makes, the UTF-8 byte order mark, is U+FEFF here.
+ * exception SQLite makes, the UTF-8 byte order mark, is U+FEFF here. A lone surrogate has no
+ * UTF-8 form: better-sqlite3 hands SQLite U+FFFD in its place, so SQLite would read another
+ * character than the one judged here (a parameter `:\uD800` is then a name the binding cannot
+ * match). Such text is refused whole.
  */
 
 /** What a token is. `word` is a bare identifier or keyword; `quoted` a quoted identifier. */
@@ -93,12 +96,25 @@ function startsWord(c: number): boolean {
 
 const DIGIT_SEPARATOR = 0x5f; // '_', SQLITE_DIGIT_SEPARATOR
 
+// With the u flag a well-formed pair is one code point above U+FFFF: only halves alone match.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/** Offset of the first UTF-16 surrogate that is not half of a pair, or -1. */
+export function loneSurrogate(text: string): number {
+  return LONE_SURROGATE.exec(text)?.index ?? -1;
+}
+
 /**
  * Splits SQL into tokens, whitespace and comments included. Fails (SQLite's "unrecognized
  * token") on an unterminated string or quoted name, an illegal character, a malformed blob or
- * number, a parameter without a name, and on NUL, which would silently end SQLite's input.
+ * number, a parameter without a name, on NUL, which would silently end SQLite's input, and on a
+ * lone surrogate, which SQLite would read as U+FFFD.
  */
 export function tokenize(sql: string): TokenizeResult {
+  const lone = loneSurrogate(sql);
+  if (lone >= 0) {
+    return { ok: false, reason: `lone UTF-16 surrogate at offset ${lone}: SQLite would read it as U+FFFD; send valid Unicode text`, offset: lone };
+  }
   const tokens: Token[] = [];
   let i = 0;
   while (i < sql.length) {
