@@ -83,7 +83,8 @@ export function programRefusal(ops: readonly Op[], ctx: ProgramContext): string 
   const isAlter = ctx.kind === 'alter_table';
   const createsBtree = ops.some((op) => op.opcode === 'CreateBtree' && op.p1 === 0);
   const writesAgentTable = ops.some((op) => op.opcode === 'OpenWrite' && op.p3 === 0 && isAgentRoot(op.p2, ctx.roots));
-  for (const op of ops) {
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
     const { opcode } = op;
     // sqlite3ForceNotReadOnly: `CREATE … IF NOT EXISTS` on an existing object only queries
     // the journal mode (P3 = PAGER_JOURNALMODE_QUERY), to count as a write.
@@ -105,12 +106,13 @@ export function programRefusal(ops: readonly Op[], ctx: ProgramContext): string 
       return 'the statement uses the temp schema or another database; only the main database is allowed';
     }
     if (OPEN_OPS.has(opcode)) {
-      const why = btreeRefusal(op.p2, op.p3, opcode === 'OpenWrite', (op.p5 & OPFLAG_P2ISREG) !== 0, ctx, createsBtree, writesAgentTable);
+      const bookkeeping = isAutoincrementBookkeeping(ops, i);
+      const why = btreeRefusal(op.p2, op.p3, opcode === 'OpenWrite', (op.p5 & OPFLAG_P2ISREG) !== 0, ctx, createsBtree, writesAgentTable, bookkeeping);
       if (why) return why;
       continue;
     }
     if (opcode === 'Clear') {
-      const why = btreeRefusal(op.p1, op.p2, true, false, ctx, createsBtree, writesAgentTable);
+      const why = btreeRefusal(op.p1, op.p2, true, false, ctx, createsBtree, writesAgentTable, false);
       if (why) return why;
       continue;
     }
@@ -140,6 +142,7 @@ function btreeRefusal(
   ctx: ProgramContext,
   createsBtree: boolean,
   writesAgentTable: boolean,
+  autoincrementBookkeeping: boolean,
 ): string | undefined {
   const isAlter = ctx.kind === 'alter_table';
   if (db !== 0) {
@@ -166,11 +169,34 @@ function btreeRefusal(
   }
   if (owner.startsWith(ENGINE_PREFIX)) {
     // AUTOINCREMENT keeps its counters in sqlite_sequence: every such insert into an agent
-    // table opens it, and ALTER TABLE … RENAME renames the counter. Alone, it is refused.
-    if (owner === 'sqlite_sequence' && ctx.mode === 'write' && (writesAgentTable || isAlter)) return undefined;
+    // table looks its counter up and stores it back, and ALTER TABLE … RENAME renames it. Any
+    // other opening (a subquery reading the counters, even beside such an insert) is refused.
+    if (owner === 'sqlite_sequence' && ctx.mode === 'write' && (isAlter || (writesAgentTable && autoincrementBookkeeping))) return undefined;
     return `the statement touches ${obj.tbl_name}, the engine's own table`;
   }
   return undefined;
+}
+
+/**
+ * The two code sequences through which an INSERT into an AUTOINCREMENT table touches
+ * sqlite_sequence (insert.c, `autoIncBegin` and `autoIncrementEnd`), matched opcode by opcode
+ * on one cursor from the open at `at`. The lookup reads the row whose name equals the table's
+ * (loaded by the String8) into registers; the store writes one record back. A subquery over
+ * sqlite_sequence compiles to neither.
+ */
+const AUTOINC_LOOKUP = ['OpenRead', 'String8', 'Null', 'Rewind', 'Column', 'Ne', 'Rowid', 'Column', 'AddImm', 'Copy', 'Goto', 'Next', 'Integer', 'Close'];
+const AUTOINC_STORE = ['OpenWrite', 'NotNull', 'NewRowid', 'MakeRecord', 'Insert', 'Close'];
+
+function isAutoincrementBookkeeping(ops: readonly Op[], at: number): boolean {
+  const open = ops[at]!;
+  const template = open.opcode === 'OpenRead' ? AUTOINC_LOOKUP : open.opcode === 'OpenWrite' ? AUTOINC_STORE : undefined;
+  if (template === undefined || at + template.length > ops.length) return false;
+  const cursor = open.p1;
+  const onCursor = (k: number) => ops[at + k]!.p1 === cursor;
+  if (!template.every((opcode, k) => ops[at + k]!.opcode === opcode)) return false;
+  if (template === AUTOINC_STORE) return onCursor(2) && onCursor(4) && onCursor(5);
+  // Rewind, Column name, Rowid, Column seq, Next and Close all on the sqlite_sequence cursor.
+  return onCursor(3) && onCursor(4) && ops[at + 4]!.p2 === 0 && onCursor(6) && onCursor(7) && ops[at + 7]!.p2 === 1 && onCursor(11) && onCursor(13);
 }
 
 /** A root page of a table or index agents own: not the engine's, not agentdb's. */

@@ -2,6 +2,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { programRefusal, type Op, type SchemaObject } from './bytecode.ts';
 import type { StatementKind } from './classifier.ts';
 import { guardIntrospection, guardQuery, guardWrite, parseStatement } from './guard.ts';
+import { viewBodyStart } from './rules.ts';
 import type { Token } from './tokenizer.ts';
 
 /** How a statement will be used: DATA_QUERY_SQL, DATA_WRITE_SQL, or db_query's PRAGMA list. */
@@ -58,14 +59,43 @@ export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: St
   if (mode !== 'write' && !(stmt.readonly && stmt.reader)) {
     return { ok: false, code: 'SQL_REFUSED', reason: 'SQLite reports that this statement would write; DATA_QUERY_SQL only reads (use DATA_WRITE_SQL)' };
   }
+  const refusal =
+    programRefusal(ops, {
+      kind,
+      mode,
+      roots: rootPages(db),
+      allowedVtabs: ops.some((op) => op.opcode === 'VOpen') ? jsonVtabs(db) : new Set(),
+    }) ?? (kind === 'create_view' && !('ok' in parsed) ? viewRefusal(db, sql, parsed.tokens) : undefined);
+  if (refusal) return { ok: false, code: 'SQL_REFUSED', reason: refusal };
+  return { ok: true, stmt };
+}
+
+/**
+ * CREATE VIEW compiles nothing of its SELECT: what the view reads is only seen when it is
+ * queried. So the SELECT is compiled here on its own and judged as a read, and a view that would
+ * read the engine's or agentdb's tables, a PRAGMA or page table, or another schema is refused
+ * at creation too (such a view would otherwise sit in the schema, its columns listed by
+ * DATA_DESCRIBE_SCHEMA). A SELECT that does not compile yet (it names a table still to be
+ * created, which SQLite allows) is left to be judged when the view is queried.
+ */
+function viewRefusal(db: Database, sql: string, tokens: readonly Token[]): string | undefined {
+  const start = viewBodyStart(tokens, 0);
+  if (start < 0) return undefined; // SQLite compiled it, so this cannot happen; the query check stands
+  const body = sql.slice(tokens[start]!.offset);
+  let ops: Op[];
+  try {
+    ops = db.prepare(`EXPLAIN ${body}`).all() as Op[];
+  } catch (err) {
+    if ((err as { code?: unknown } | null)?.code === 'SQLITE_ERROR') return undefined;
+    throw err;
+  }
   const refusal = programRefusal(ops, {
-    kind,
-    mode,
+    kind: 'select',
+    mode: 'read',
     roots: rootPages(db),
     allowedVtabs: ops.some((op) => op.opcode === 'VOpen') ? jsonVtabs(db) : new Set(),
   });
-  if (refusal) return { ok: false, code: 'SQL_REFUSED', reason: refusal };
-  return { ok: true, stmt };
+  return refusal && `the view would read what agents may not: ${refusal}`;
 }
 
 /**

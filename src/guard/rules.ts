@@ -1,4 +1,4 @@
-import { isOp, isWord } from './classifier.ts';
+import { isOp, isWord, skipParens } from './classifier.ts';
 import { nameRefusal } from './names.ts';
 import { asciiLower, type Token } from './tokenizer.ts';
 
@@ -125,4 +125,21 @@ export function alterRefusal(tokens: readonly Token[], verb: number): string | u
   if (isWord(action, 'rename')) return undefined;
   if (isWord(action, 'add') && !isWord(next, 'constraint', 'check')) return undefined;
   return `${allowed}; to change a column's constraints, create a new table and copy the rows`;
+}
+
+/**
+ * Index of the first token of a CREATE VIEW's SELECT — `CREATE [TEMP] VIEW [IF NOT EXISTS]
+ * [schema.]name [(columns)] AS select` — or -1 when the tokens do not have that shape.
+ */
+export function viewBodyStart(tokens: readonly Token[], verb: number): number {
+  let i = verb + 1;
+  while (isWord(tokens[i], 'temp', 'temporary')) i++;
+  if (!isWord(tokens[i], 'view')) return -1;
+  i++;
+  if (isWord(tokens[i], 'if') && isWord(tokens[i + 1], 'not') && isWord(tokens[i + 2], 'exists')) i += 3;
+  i++; // the name
+  if (isOp(tokens[i], '.')) i += 2;
+  if (isOp(tokens[i], '(')) i = skipParens(tokens, i);
+  if (i < 0 || !isWord(tokens[i], 'as') || tokens[i + 1] === undefined) return -1;
+  return i + 1;
 }

@@ -179,3 +179,76 @@ describe('red team: the guard answers, it never throws', () => {
     expect(attempt('query', "SELECT '😀' AS e").result).toMatchObject({ rows: [['😀']] });
   });
 });
+
+/**
+ * Layer 2 on its own, as if the tokenizer had been fooled into the kind given: what it lets
+ * through must be only what SQLite itself adds to an allowed statement.
+ */
+describe('red team: layer 2 alone', () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture('CREATE TABLE t3 (a INTEGER PRIMARY KEY AUTOINCREMENT, b);');
+  });
+  afterEach(() => close(f));
+
+  it("opens sqlite_sequence only for AUTOINCREMENT's own bookkeeping, never for the agent to read", () => {
+    for (const sql of [
+      'INSERT INTO t (b) SELECT name FROM sqlite_sequence',
+      'INSERT INTO t (b) SELECT 1 UNION ALL SELECT seq FROM sqlite_sequence',
+      "INSERT INTO t (b) VALUES ('x') RETURNING (SELECT group_concat(name) FROM sqlite_sequence)",
+      "INSERT INTO t (b) VALUES ((SELECT seq FROM sqlite_sequence WHERE name = 't'))",
+      'INSERT INTO u (x) SELECT seq FROM sqlite_sequence',
+      'UPDATE t SET b = (SELECT max(seq) FROM sqlite_sequence)',
+      "INSERT INTO t3 (b) SELECT name FROM sqlite_sequence WHERE name <> 't3'",
+    ]) {
+      for (const kind of ['insert', 'update', 'create_table'] as const) {
+        const r = engineCheck(f.db, sql, 'write', kind);
+        expect(r, `${kind}: ${sql}`).toMatchObject({ ok: false, code: 'SQL_REFUSED', reason: expect.stringMatching(/sqlite_sequence/) });
+      }
+    }
+  });
+
+  it('still lets every AUTOINCREMENT write through, and runs it', () => {
+    for (const [sql, kind] of [
+      ["INSERT INTO t (b) VALUES ('x')", 'insert'],
+      ['INSERT INTO t DEFAULT VALUES RETURNING a', 'insert'],
+      ['INSERT INTO t (b) SELECT b FROM t3', 'insert'],
+      ['INSERT INTO t3 (b) SELECT b FROM t', 'insert'],
+      ["REPLACE INTO t (a, b) VALUES (1, 'r')", 'replace'],
+      ["INSERT INTO t (a, b) VALUES (1, 'u') ON CONFLICT (a) DO UPDATE SET b = excluded.b", 'insert'],
+      ["WITH n(v) AS (VALUES ('w')) INSERT INTO t (b) SELECT v FROM n RETURNING *", 'insert'],
+      ["INSERT OR IGNORE INTO t3 (b) VALUES ('i')", 'insert'],
+      ['ALTER TABLE t RENAME TO t_renamed', 'alter_table'],
+    ] as const) {
+      const r = engineCheck(f.db, sql, 'write', kind);
+      expect(r, sql).toMatchObject({ ok: true });
+      if (r.ok) (r.stmt.reader ? r.stmt.all() : r.stmt.run());
+    }
+    expect(f.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 't3'").pluck().get()).toBe(5);
+  });
+
+  it('judges what a view reads when the view is created, not only when it is queried', () => {
+    for (const sql of [
+      'CREATE VIEW v AS SELECT * FROM _agentdb_calls',
+      'CREATE VIEW v AS SELECT sql FROM sqlite_master',
+      'CREATE VIEW IF NOT EXISTS main.v (a, b) AS SELECT name, seq FROM sqlite_sequence',
+      'CREATE VIEW v AS WITH c AS (SELECT * FROM _agentdb_calls) SELECT 1 FROM c',
+      'CREATE VIEW v AS SELECT * FROM t WHERE a IN (SELECT rowid FROM _agentdb_calls)',
+      'CREATE VIEW v AS SELECT * FROM pragma_table_list',
+      'CREATE VIEW v AS SELECT * FROM dbstat',
+      'CREATE VIEW "v" AS VALUES ((SELECT count(*) FROM sqlite_schema))',
+    ]) {
+      expect(engineCheck(f.db, sql, 'write', 'create_view'), sql).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
+    }
+    for (const sql of [
+      'CREATE VIEW v AS SELECT * FROM t JOIN u ON u.x = t.a',
+      "CREATE VIEW v AS SELECT value FROM json_each('[1]')",
+      'CREATE VIEW v (n) AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 3) SELECT n FROM r',
+      // SQLite lets a view name what does not exist yet; it is judged again when queried.
+      'CREATE VIEW v AS SELECT * FROM not_yet',
+      'CREATE VIEW "AS" AS SELECT 1',
+    ]) {
+      expect(engineCheck(f.db, sql, 'write', 'create_view'), sql).toMatchObject({ ok: true });
+    }
+  });
+});
