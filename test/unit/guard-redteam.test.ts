@@ -103,6 +103,9 @@ interface Outcome {
 
 let callNo = 0;
 
+/** Where a disguised VACUUM INTO would write a copy of the database. */
+const COPY = '/tmp/agentdb-redteam-copy.db';
+
 /** Runs one agent call through the store and reports the verdict and any harm done. */
 function attempt(tool: Tool, input: string, opts: { extra?: string; params?: Param[] } = {}): Outcome {
   const f = fixture(opts.extra);
@@ -124,11 +127,14 @@ function attempt(tool: Tool, input: string, opts: { extra?: string; params?: Par
     }
     const after = snapshot(db);
     if (db.inTransaction) out.harm.push('left a transaction open');
+    if (fs.existsSync(COPY)) out.harm.push(`${COPY} was written`);
+    const files = fs.readdirSync(f.dir).filter((n) => !/^db\.sqlite(-wal|-shm)?$/.test(n));
+    if (files.length > 0) out.harm.push(`files appeared: ${files.join(', ')}`);
     if (json(after.calls) !== json(before.calls)) out.harm.push('_agentdb_calls changed');
     if (json(after.databases) !== json(before.databases)) out.harm.push('a database was attached');
     if (json(after.settings) !== json(before.settings)) out.harm.push(`settings changed: ${json(after.settings)}`);
     if (after.temp !== 0) out.harm.push('a temp object exists');
-    if (json(out.result).toUpperCase().includes(SECRET)) out.harm.push('the answer holds the secret');
+    if ((json(out.result) ?? '').toUpperCase().includes(SECRET)) out.harm.push('the answer holds the secret');
     if (tool === 'query') {
       if (fileHash(f.file) !== hash) out.harm.push('a query changed the file');
       if (json(after.schema) !== json(before.schema)) out.harm.push('a query changed the schema');
@@ -251,4 +257,461 @@ describe('red team: layer 2 alone', () => {
       expect(engineCheck(f.db, sql, 'write', 'create_view'), sql).toMatchObject({ ok: true });
     }
   });
+});
+
+type Expect = 'refused' | 'allowed' | 'harmless';
+interface Attack {
+  why: string;
+  tool: Tool;
+  expect: Expect;
+  extra?: string;
+  inputs: readonly string[];
+}
+
+/** A table named temp, and views an earlier bypass could have left behind. */
+const PLANTED = `
+  CREATE TABLE temp (a, b); INSERT INTO temp VALUES (5, 'tmp');
+`;
+
+const ATTACKS: readonly Attack[] = [
+  {
+    why: 'quoting, case and schema prefixes on the engine and agentdb tables',
+    tool: 'query',
+    expect: 'refused',
+    inputs: [
+      'SELECT * FROM sqlite_masteR',
+      'SELECT * FROM "main"."sqlite_master"',
+      'SELECT * FROM [main].[sqlite_schema]',
+      "SELECT * FROM 'main'.'sqlite_schema'",
+      'SELECT * FROM `SQLITE_SCHEMA`',
+      'SELECT * FROM main . /**/ sqlite_master',
+      'SELECT * FROM temp.sqlite_master',
+      'SELECT * FROM [temp].sqlite_master',
+      'SELECT * FROM "TEMP"."SQLITE_TEMP_MASTER"',
+      'SELECT * FROM sqlite_temp_schema',
+      'SELECT * FROM "_AgentDB_Calls"',
+      "SELECT * FROM '_agentdb_calls'",
+      'SELECT * FROM main.[_agentdb_calls]',
+      'SELECT result FROM _agentdb_calls',
+      'SELECT * FROM _agentdb_audit',
+      'SELECT rowid FROM t WHERE rowid IN _agentdb_calls',
+      "SELECT * FROM t WHERE a IN 'sqlite_master'",
+      'SELECT * FROM sqlite_sequence',
+      'SELECT * FROM sqlite_stat1',
+      'SELECT * FROM u INDEXED BY sqlite_autoindex_u_1',
+      'SELECT main.sqlite_master.sql FROM t',
+    ],
+  },
+  {
+    why: 'CTEs and subqueries in every position',
+    tool: 'query',
+    expect: 'refused',
+    inputs: [
+      'WITH sqlite_master AS (SELECT 1) SELECT * FROM sqlite_master',
+      'WITH x AS (SELECT * FROM _agentdb_calls) SELECT * FROM x',
+      'WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM x, sqlite_master LIMIT 3) SELECT * FROM x',
+      'SELECT (WITH x AS (SELECT sql FROM sqlite_master) SELECT * FROM x)',
+      'SELECT * FROM t WHERE EXISTS (SELECT 1 FROM _agentdb_calls)',
+      'SELECT * FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM _agentdb_calls)))',
+      'VALUES ((SELECT sql FROM sqlite_schema))',
+      'SELECT * FROM t UNION ALL SELECT call_id, result FROM _agentdb_calls',
+      'WITH x AS (SELECT 1) DELETE FROM t',
+      'WITH x AS (SELECT 1) INSERT INTO t (b) VALUES (1)',
+      'WITH x AS (SELECT 1) SAVEPOINT s',
+      'WITH x AS (SELECT 1) PRAGMA user_version = 1',
+      'WITH x AS (SELECT 1) CREATE TABLE y (a)',
+    ],
+  },
+  {
+    why: 'views over forbidden tables, already in the schema, then queried',
+    tool: 'query',
+    expect: 'refused',
+    extra: `
+      CREATE VIEW v_schema AS SELECT * FROM sqlite_master;
+      CREATE VIEW v_calls AS SELECT * FROM _agentdb_calls;
+      CREATE VIEW v_seq AS SELECT * FROM sqlite_sequence;
+      CREATE VIEW v_stack AS SELECT * FROM v_calls;
+    `,
+    inputs: [
+      'SELECT * FROM v_schema',
+      'SELECT * FROM v_calls',
+      'SELECT count(*) FROM v_calls',
+      'SELECT * FROM v_seq',
+      'SELECT * FROM v_stack',
+      'SELECT * FROM t WHERE a IN (SELECT rowid FROM v_calls)',
+      'SELECT 1 FROM v_calls LIMIT 0',
+    ],
+  },
+  {
+    why: 'table-valued functions, page tables, extensions and engine functions',
+    tool: 'query',
+    expect: 'refused',
+    inputs: [
+      "SELECT * FROM pragma_table_info('_agentdb_calls')",
+      'SELECT * FROM pragma_table_list',
+      "SELECT * FROM main.'pragma_database_list'",
+      'SELECT name FROM pragma_function_list',
+      'SELECT * FROM dbstat',
+      "SELECT * FROM dbstat('main')",
+      'SELECT * FROM sqlite_dbpage',
+      'SELECT * FROM fts3tokenize',
+      "SELECT load_extension('/tmp/x')",
+      "SELECT LOAD_EXTENSION('/tmp/x', 'init')",
+      "SELECT fts3_tokenizer('simple')",
+      "SELECT rtreecheck('t')",
+      'SELECT sqlite_offset(a) FROM t',
+      "SELECT sqlite_log(1, 'x')",
+      "SELECT sqlite_rename_table('main', 't', 'table', 't', 'x', 'y', 0)",
+      "SELECT * FROM json_each('[1]') JOIN pragma_table_list",
+      "SELECT * FROM json_each((SELECT group_concat(result) FROM _agentdb_calls))",
+    ],
+  },
+  {
+    why: 'statement kinds a query may not be, however dressed',
+    tool: 'query',
+    expect: 'refused',
+    inputs: [
+      'PRAGMA writable_schema = ON',
+      'pragma trusted_schema = 1',
+      "ATTACH 'file:/tmp/x.db' AS x",
+      "ATTACH DATABASE ':memory:' AS m",
+      "VACUUM INTO '/tmp/agentdb-redteam-copy.db'",
+      "/* */ VACUUM main INTO '/tmp/agentdb-redteam-copy.db'",
+      'ANALYZE',
+      'REINDEX',
+      'BEGIN IMMEDIATE',
+      'COMMIT',
+      'END',
+      'SAVEPOINT s',
+      'RELEASE s',
+      'ROLLBACK',
+      'EXPLAIN SELECT 1',
+      'DELETE FROM t',
+      'INSERT INTO t (b) VALUES (1)',
+      'UPDATE t SET b = 1',
+      'REPLACE INTO t VALUES (1, 2)',
+      'DROP TABLE t',
+      'CREATE TABLE y (a)',
+      'SELECT 1; DELETE FROM t',
+      'SELECT 1;/**/DELETE FROM t',
+      "SELECT ';'; DELETE FROM t",
+      'SELECT 1 -- \n; DELETE FROM t',
+      'SELECT 1\u0000; DELETE FROM t',
+      "SELECT 'a\u0000'; DELETE FROM t",
+      'SELECT 1 \u000b; DELETE FROM t',
+      'SELECT 1;\ufeffDELETE FROM t',
+    ],
+  },
+  {
+    why: 'comments, control characters, look-alikes and odd tokens that must not hide anything',
+    tool: 'query',
+    expect: 'harmless',
+    extra: PLANTED,
+    inputs: [
+      'SELECT 1 --',
+      'SELECT 1 /*',
+      'SELECT 1 /* unterminated ; DELETE FROM t',
+      'SELECT 1 -- \r DELETE FROM t',
+      'SELECT 1 /',
+      '\ufeff\ufeffSELECT 1',
+      'SELECT\ufeff1',
+      'SELECT * FROM \uff53qlite_master',
+      'SELECT * FROM sqlite\u200b_master',
+      'SELECT * FROM ѕqlite_master',
+      'SELECT * FROM "t"";DELETE FROM t;--"',
+      'SELECT * FROM [t;DELETE FROM t]',
+      'SELECT * FROM `t``;DELETE FROM t`',
+      'SELECT 1 FROM t\u00a0',
+      "SELECT x'" + 'ab'.repeat(20000) + "'",
+      'SELECT 0x7fffffffffffffffff',
+      'SELECT 9223372036854775808, -9223372036854775808, 1e999, 1_000',
+      'SELECT ?32766',
+      'SELECT ?32767',
+      'SELECT :a, @a, $a, #a',
+      'SELECT * FROM temp',
+      'SELECT temp.a FROM temp',
+      'SELECT * FROM main.temp',
+      'SELECT * FROM t AS temp WHERE temp.a > 0',
+      "WITH 'sqlite_master' AS (SELECT 1 AS sql) SELECT * FROM t",
+      'WITH t AS (SELECT 99) SELECT * FROM t',
+      "SELECT raise(ROLLBACK, 'x')",
+      'SELECT total_changes(), changes(), last_insert_rowid()',
+      "SELECT * FROM json_each(x'00'), json_tree(NULL)",
+      "SELECT * FROM json_each('[1]', '$[0]'), json_each",
+      'SELECT ' + '('.repeat(20000) + '1' + ')'.repeat(20000),
+      'SELECT ' + '(SELECT '.repeat(3000) + '1' + ')'.repeat(3000),
+      'SELECT 1' + '+1'.repeat(20000),
+      'WITH ' + Array.from({ length: 2000 }, (_, i) => `c${i} AS (SELECT ${i})`).join(', ') + ' SELECT count(*) FROM c1999',
+      'SELECT 1' + ';'.repeat(50000),
+      "SELECT '" + "''".repeat(40000) + "'",
+    ],
+  },
+  {
+    why: 'writes that reach the engine or agentdb tables',
+    tool: 'write',
+    expect: 'refused',
+    inputs: [
+      "INSERT INTO sqlite_sequence VALUES ('t', 1000)",
+      'UPDATE sqlite_sequence SET seq = 0',
+      'DELETE FROM "sqlite_sequence"',
+      "UPDATE sqlite_master SET sql = 'x'",
+      'DELETE FROM _agentdb_calls',
+      "UPDATE [_agentdb_calls] SET result = 'forged'",
+      "INSERT INTO main._agentdb_calls VALUES ('forged', '{}', 0)",
+      "REPLACE INTO '_agentdb_calls' VALUES ('planted', '{}', 0)",
+      'INSERT INTO t (b) SELECT result FROM _agentdb_calls',
+      'INSERT INTO t (b) SELECT sql FROM sqlite_master',
+      'INSERT INTO t (b) SELECT name FROM sqlite_sequence',
+      "INSERT INTO t (b) VALUES ('x') RETURNING (SELECT result FROM _agentdb_calls)",
+      'UPDATE t SET b = (SELECT result FROM _agentdb_calls LIMIT 1)',
+      "INSERT INTO u VALUES (1, 'a', NULL) ON CONFLICT (y) DO UPDATE SET note = (SELECT result FROM _agentdb_calls)",
+      'WITH x AS (SELECT * FROM _agentdb_calls) INSERT INTO t (b) SELECT result FROM x',
+      'DELETE FROM t WHERE a IN (SELECT rowid FROM _agentdb_calls) RETURNING *',
+      'CREATE TABLE copy AS SELECT * FROM _agentdb_calls',
+      'CREATE TABLE copy AS SELECT * FROM sqlite_schema',
+      "INSERT INTO t (b) SELECT value FROM json_each((SELECT json_group_array(result) FROM _agentdb_calls))",
+    ],
+  },
+  {
+    why: 'forbidden objects: triggers, virtual tables, temporary objects, internal names',
+    tool: 'write',
+    expect: 'refused',
+    inputs: [
+      'CREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM _agentdb_calls; END',
+      'CREATE TEMP TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END',
+      'CREATE VIRTUAL TABLE f USING fts5(a)',
+      'CREATE VIRTUAL TABLE r USING rtree(id, x0, x1)',
+      'CREATE TEMP TABLE x (a)',
+      'CREATE TEMPORARY VIEW x AS SELECT 1',
+      'CREATE TABLE temp.x (a)',
+      'CREATE TABLE "TEMP"."x" (a)',
+      "CREATE TABLE 'temp'.x (a)",
+      'CREATE INDEX temp.i ON t (a)',
+      'CREATE VIEW v AS SELECT * FROM temp.x',
+      'CREATE TABLE _agentdb_x (a)',
+      'CREATE TABLE "_AGENTDB_x" (a)',
+      "CREATE TABLE IF NOT EXISTS '_agentdb_x' (a)",
+      'CREATE INDEX _agentdb_i ON t (b)',
+      'CREATE VIEW _agentdb_v AS SELECT 1',
+      'CREATE TABLE sqlite_x (a)',
+      'CREATE TABLE sqlite_stat1 (tbl, idx, stat)',
+      'CREATE INDEX i ON _agentdb_calls (result)',
+      'CREATE INDEX i ON sqlite_sequence (name)',
+      'CREATE VIEW v AS SELECT * FROM _agentdb_calls',
+      'CREATE VIEW v AS SELECT sql FROM sqlite_master',
+      'CREATE VIEW v AS SELECT * FROM pragma_table_list',
+      'CREATE VIEW v AS SELECT * FROM dbstat',
+      'CREATE TABLE x (a REFERENCES _agentdb_calls (call_id))',
+      'CREATE TABLE x (a DEFAULT (load_extension(1)))',
+      'CREATE TABLE x (a, b AS (sqlite_offset(a)))',
+      'ALTER TABLE t RENAME TO _agentdb_t',
+      'ALTER TABLE t RENAME TO [_AgentDB_t]',
+      "ALTER TABLE t RENAME TO 'sqlite_t'",
+      'ALTER TABLE _agentdb_calls RENAME TO stolen',
+      'ALTER TABLE _agentdb_calls ADD COLUMN z',
+      'ALTER TABLE _agentdb_calls RENAME COLUMN result TO r',
+      'ALTER TABLE temp.t RENAME TO x',
+    ],
+  },
+  {
+    why: 'dropping, and kinds a write may not be',
+    tool: 'write',
+    expect: 'refused',
+    inputs: [
+      'DROP TABLE t',
+      'drop view tv',
+      'DROP INDEX u_x',
+      'ALTER TABLE u DROP COLUMN note',
+      'ALTER TABLE u DROP note',
+      'ALTER TABLE u ALTER COLUMN x SET NOT NULL',
+      'ALTER TABLE u ALTER x DROP NOT NULL',
+      'ALTER TABLE u ADD CONSTRAINT c CHECK (x > 0)',
+      'ALTER TABLE u ADD CHECK (x > 0)',
+      'ALTER TABLE u DROP CONSTRAINT c',
+      'PRAGMA foreign_keys = OFF',
+      'PRAGMA defer_foreign_keys = ON',
+      "ATTACH ':memory:' AS m",
+      'DETACH m',
+      'VACUUM',
+      "VACUUM INTO '/tmp/agentdb-redteam-copy.db'",
+      'BEGIN',
+      'COMMIT',
+      'SAVEPOINT s',
+      'ROLLBACK TO s',
+      'SELECT * FROM t',
+      "INSERT INTO t (b) VALUES ('x'); DROP TABLE u",
+      "INSERT INTO t (b) VALUES ('x');\ufeffDELETE FROM u",
+      'CREATE TABLE x (a); CREATE TABLE y (a)',
+    ],
+  },
+  {
+    why: 'writes that are the agent\'s own business, however odd',
+    tool: 'write',
+    expect: 'harmless',
+    extra: PLANTED,
+    inputs: [
+      "INSERT INTO t (b) VALUES ('drop table t; pragma writable_schema=1') RETURNING *",
+      "INSERT INTO t (b) SELECT value FROM json_each('[1,2,3]') RETURNING iif(b = '2', raise(IGNORE), b)",
+      "UPDATE t SET b = 'z' RETURNING raise(ROLLBACK, 'no')",
+      "INSERT OR ROLLBACK INTO u VALUES (1, 'a', NULL)",
+      "INSERT INTO t (a, b) VALUES (9223372036854775807, 'max')",
+      'ALTER TABLE t RENAME TO json_each',
+      'ALTER TABLE t RENAME TO temp2',
+      'CREATE TABLE temporary (a)',
+      'CREATE TABLE x (temp, temporary, "sqlite" TEXT)',
+      'INSERT INTO temp VALUES (1, 2)',
+      'UPDATE main.temp SET a = 6',
+      'DELETE FROM temp',
+      'CREATE INDEX ti ON temp (a)',
+      'ALTER TABLE temp ADD COLUMN c',
+      'CREATE VIEW tvv AS SELECT temp.a FROM temp',
+      "ALTER TABLE u ADD COLUMN c NOT NULL DEFAULT 0 CHECK (c >= 0)",
+      'ALTER TABLE u ADD COLUMN g AS (x * 2)',
+      'DELETE FROM p',
+      'CREATE TABLE x AS SELECT * FROM tv',
+      "CREATE VIEW v AS SELECT value FROM json_each('[1]')",
+      'CREATE VIEW v AS SELECT * FROM not_yet',
+      'INSERT INTO t (b) VALUES (' + '('.repeat(2000) + '1' + ')'.repeat(2000) + ')',
+      'CREATE TABLE w (' + Array.from({ length: 2000 }, (_, i) => `c${i}`).join(', ') + ')',
+    ],
+  },
+  {
+    why: 'drop names that must never reach DROP',
+    tool: 'drop',
+    expect: 'refused',
+    inputs: [
+      'sqlite_master',
+      'sqlite_sequence',
+      'SQLITE_SEQUENCE',
+      'sqlite_autoindex_u_1',
+      'sqlite_stat1',
+      '_agentdb_calls',
+      '_AGENTDB_CALLS',
+      '_agentdb_audit',
+      '"_agentdb_calls"',
+      '[_agentdb_calls]',
+      '"x"; DROP TABLE t',
+      't"; DROP TABLE u; --',
+      't; DROP TABLE u',
+      ' t',
+      't ',
+      't\u0000',
+      't\ud800',
+      'main.t',
+      'u_x',
+      'dbstat',
+      'pragma_table_list',
+      'json_each',
+      '',
+      ' ',
+      '\n',
+      'x'.repeat(100000),
+    ],
+  },
+];
+
+describe('red team: end to end through query, write and drop', () => {
+  it('the harness sees harm when there is some', () => {
+    const trigger = attempt('write', "INSERT INTO t (b) VALUES ('x')", { extra: 'CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;' });
+    expect(trigger.harm).toContain('created trigger tr');
+    const leaked = attempt('write', "INSERT INTO t (b) VALUES ('x')", { extra: `INSERT INTO u VALUES (9, '${SECRET}', NULL);` });
+    expect(leaked.harm).toContain('the secret was copied into an agent table');
+    expect(attempt('query', 'SELECT * FROM t').harm).toEqual([]);
+  });
+
+  for (const group of ATTACKS) {
+    describe(`${group.tool}: ${group.why}`, () => {
+      for (const input of group.inputs) {
+        it(JSON.stringify(input).slice(0, 120), () => {
+          const out = attempt(group.tool, input, { extra: group.extra });
+          expect(out.harm, `${JSON.stringify(input)} → ${out.ok ? json(out.result) : `${out.code}: ${out.reason}`}`).toEqual([]);
+          if (group.expect === 'refused') {
+            expect(out.ok, `${JSON.stringify(input)} was accepted: ${json(out.result)}`).toBe(false);
+            expect(out.code).toMatch(/^(SQL_REFUSED|SQL_SYNTAX|SQL_MULTIPLE_STATEMENTS|SQL_ERROR|NOT_FOUND)$/);
+          }
+          if (group.expect === 'allowed') expect(out.ok, `${out.code}: ${out.reason}`).toBe(true);
+        });
+      }
+    });
+  }
+});
+
+/** An agent's everyday schema: the words the guard watches for, used as ordinary names. */
+const EVERYDAY = `
+  CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT, tags TEXT DEFAULT '[]', created_at TEXT DEFAULT CURRENT_TIMESTAMP,
+    temp REAL, status TEXT, "order" INT, key TEXT, value TEXT, type TEXT);
+  INSERT INTO notes (body, tags, temp, status, key, value, type) VALUES
+    ('hello', '["a","b"]', 21.5, 'open', 'k', 'v', 'memo'), ('drop table soon', '[]', 30, 'done', 'k2', 'v2', 'todo');
+  CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT UNIQUE, manager_id INTEGER REFERENCES people(id));
+  INSERT INTO people VALUES (1, 'ann', NULL), (2, 'bob', 1);
+  CREATE TABLE counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+`;
+
+const EVERYDAY_SQL: ReadonlyArray<[tool: 'query' | 'write', sql: string, params?: Param[]]> = [
+  ['query', "SELECT * FROM notes WHERE status = 'open' ORDER BY created_at DESC LIMIT 10"],
+  ['query', 'SELECT n.id, j.value AS tag FROM notes n, json_each(n.tags) j'],
+  ['query', 'SELECT n.id, json_group_array(j.value) FROM notes n LEFT JOIN json_each(n.tags) AS j GROUP BY n.id'],
+  ['query', 'SELECT status, count(*) AS c FROM notes GROUP BY status HAVING c > 0 ORDER BY c DESC'],
+  ['query', "SELECT * FROM notes WHERE body LIKE '%' || ? || '%'", ['drop']],
+  ['query', "SELECT date('now', '-7 days'), strftime('%Y', created_at), unixepoch() FROM notes"],
+  [
+    'query',
+    'WITH RECURSIVE chain(id, name, depth) AS (SELECT id, name, 0 FROM people WHERE manager_id IS NULL UNION ALL ' +
+      'SELECT p.id, p.name, depth + 1 FROM people p JOIN chain c ON p.manager_id = c.id) SELECT * FROM chain',
+  ],
+  ['query', 'SELECT temp FROM notes WHERE temp > 25'],
+  ['query', 'SELECT n.temp, n."order", n.key, n.value, n.type FROM notes AS n'],
+  ['query', 'SELECT * FROM notes AS temp WHERE temp.temp > 0'],
+  ['query', 'SELECT main.notes.temp FROM main.notes'],
+  ['query', "SELECT * FROM notes WHERE type IN ('memo', 'todo') AND key NOT IN ('sqlite_master', '_agentdb_calls')"],
+  ['query', "SELECT body FROM notes WHERE body = 'drop table soon'"],
+  ['query', 'SELECT rank() OVER (ORDER BY temp DESC), percent_rank() OVER w FROM notes WINDOW w AS (PARTITION BY status ORDER BY id)'],
+  ['query', "SELECT * FROM people p1 LEFT JOIN people p2 ON p2.id = p1.manager_id WHERE p2.name IS NULL OR p2.name LIKE 'a%'"],
+  ['query', 'SELECT median(temp), percentile(temp, 90), group_concat(DISTINCT status) FROM notes'],
+  ['query', 'SELECT * FROM notes LIMIT ? OFFSET ?', [1, 1]],
+  ['query', 'SELECT * FROM notes WHERE id IN (SELECT value FROM json_each(?))', ['[1,2]']],
+  ['query', "SELECT 'temp.x', 'main.sqlite_master', 'pragma_table_list'"],
+  ['query', "VALUES ('temp', 'sqlite'), ('drop', 'pragma')"],
+  ['query', 'SELECT sqlite_version(), sqlite_source_id()'],
+  ['query', "SELECT '😀' AS \"🙂\""],
+  ['query', 'SELECT * FROM notes WHERE id = (SELECT max(id) FROM notes) UNION SELECT * FROM notes WHERE temp > 25 ORDER BY 1'],
+  ['write', 'INSERT INTO notes (body, tags) VALUES (?, ?) RETURNING id, created_at', ['x', '[]']],
+  ['write', "INSERT INTO counters (name, n) VALUES ('x', 1) ON CONFLICT(name) DO UPDATE SET n = n + excluded.n"],
+  ['write', "INSERT OR IGNORE INTO people (name) VALUES ('ann')"],
+  ['write', "UPDATE notes SET status = 'done' WHERE id = ? RETURNING *", [1]],
+  ['write', 'UPDATE notes SET status = p.name FROM people p WHERE p.id = notes.id'],
+  ['write', "DELETE FROM notes WHERE status = 'done' RETURNING id"],
+  ['write', "REPLACE INTO counters VALUES ('y', 2)"],
+  [
+    'write',
+    'CREATE TABLE IF NOT EXISTS tasks (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0 ' +
+      'CHECK (done IN (0, 1)), owner INTEGER REFERENCES people(id) ON DELETE SET NULL)',
+  ],
+  ['write', 'CREATE INDEX IF NOT EXISTS notes_status ON notes(status, created_at DESC)'],
+  ['write', 'CREATE UNIQUE INDEX people_name ON people(name COLLATE NOCASE) WHERE name IS NOT NULL'],
+  ['write', "CREATE VIEW open_notes AS SELECT * FROM notes WHERE status = 'open'"],
+  ['write', 'CREATE VIEW tagcounts(tag, n) AS SELECT j.value, count(*) FROM notes, json_each(notes.tags) j GROUP BY 1'],
+  ['write', 'ALTER TABLE notes ADD COLUMN priority INTEGER NOT NULL DEFAULT 0'],
+  ['write', 'ALTER TABLE notes RENAME COLUMN body TO text'],
+  ['write', 'ALTER TABLE notes RENAME TO memos'],
+  ['write', 'CREATE TABLE readings (sensor TEXT, temp REAL, ts TEXT, PRIMARY KEY (sensor, ts)) STRICT'],
+  ['write', 'CREATE TABLE doubled (x INTEGER, y INTEGER GENERATED ALWAYS AS (x * 2) VIRTUAL)'],
+  ['write', 'CREATE TABLE summary AS SELECT status, count(*) AS n FROM notes GROUP BY status'],
+  ['write', "WITH src(b) AS (VALUES ('a'), ('b')) INSERT INTO notes (body) SELECT b FROM src"],
+  ['write', "UPDATE notes SET tags = json_insert(tags, '$[#]', 'new') WHERE id = 1"],
+  ['write', "INSERT INTO notes (body) VALUES ('it''s a -- not a comment; /* nor this */ DROP TABLE notes')"],
+  ['write', "CREATE TABLE events (id INTEGER PRIMARY KEY, kind TEXT CHECK (kind IN ('temp', 'drop', 'sqlite')), payload TEXT)"],
+  ['write', 'CREATE TABLE drop_log (dropped TEXT)'],
+  ['write', "CREATE TABLE log (id INTEGER PRIMARY KEY, at TEXT DEFAULT (datetime('now')), msg TEXT)"],
+  ['write', 'DELETE FROM people WHERE id = 2'],
+];
+
+describe('red team: ordinary agent SQL is not refused', () => {
+  for (const [tool, sql, params] of EVERYDAY_SQL) {
+    it(`${tool}: ${sql.slice(0, 110)}`, () => {
+      const out = attempt(tool, sql, { extra: EVERYDAY, params });
+      expect(out.ok, `${out.code}: ${out.reason}`).toBe(true);
+      expect(out.harm).toEqual([]);
+    });
+  }
 });
