@@ -3,7 +3,7 @@ import { programRefusal, type Op, type SchemaObject } from './bytecode.ts';
 import type { StatementKind } from './classifier.ts';
 import { guardIntrospection, guardQuery, guardWrite, parseStatement } from './guard.ts';
 import { viewBodyStart } from './rules.ts';
-import type { Token } from './tokenizer.ts';
+import { tokenize, type Token } from './tokenizer.ts';
 
 /** How a statement will be used: DATA_QUERY_SQL, DATA_WRITE_SQL, or db_query's PRAGMA list. */
 export type CheckMode = 'read' | 'write' | 'introspect';
@@ -98,13 +98,18 @@ function viewRefusal(db: Database, sql: string, tokens: readonly Token[]): strin
   return refusal && `the view would read what agents may not: ${refusal}`;
 }
 
+/** How SQLite numbers one statement's parameters: how many, and the name of each named one. */
+interface ParameterSlots {
+  count: number;
+  /** Number → name as written (with its `?`/`:`/`@`/`$`/`#`), for named and `?NNN` ones. */
+  nameOf: Map<number, string>;
+}
+
 /**
- * NULL for every parameter of a statement, shaped as better-sqlite3 binds them: an array for
- * the anonymous indexes, an object keyed by name (without its `:`/`@`/`$`/`#`/`?`) for the
- * named ones. The indexes follow SQLite's `sqlite3ExprAssignVarNumber`: `?` takes the next
- * number, `?NNN` takes NNN (naming it, if still unnamed), a name reuses its earlier number.
+ * The numbering of SQLite's `sqlite3ExprAssignVarNumber`: `?` takes the next number, `?NNN`
+ * takes NNN (naming it, if still unnamed), a name reuses its earlier number or takes the next.
  */
-export function nullBindings(tokens: readonly Token[]): unknown[] {
+function parameterSlots(tokens: readonly Token[]): ParameterSlots {
   let count = 0;
   const numberOf = new Map<string, number>();
   const nameOf = new Map<number, string>();
@@ -125,10 +130,46 @@ export function nullBindings(tokens: readonly Token[]): unknown[] {
       nameOf.set(count, t.text);
     }
   }
-  const anonymous: null[] = new Array(count - nameOf.size).fill(null);
-  if (nameOf.size === 0) return anonymous;
-  const named = Object.fromEntries([...nameOf.values()].map((name) => [name.slice(1), null]));
-  return [...anonymous, named];
+  return { count, nameOf };
+}
+
+/**
+ * Values shaped as better-sqlite3 binds them: an array for the unnamed numbers in order, then
+ * one object keyed by name without its prefix (`?NNN` is a name to better-sqlite3: key `NNN`).
+ * The object has no prototype, so a parameter called `:constructor` is an own key like any.
+ */
+function shapeBindings(slots: ParameterSlots, valueAt: (n: number) => unknown): unknown[] {
+  const anonymous: unknown[] = [];
+  const named: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (let n = 1; n <= slots.count; n++) {
+    const name = slots.nameOf.get(n);
+    if (name === undefined) anonymous.push(valueAt(n));
+    else if (!Object.hasOwn(named, name.slice(1))) named[name.slice(1)] = valueAt(n);
+  }
+  return slots.nameOf.size === 0 ? anonymous : [...anonymous, named];
+}
+
+/**
+ * NULL for every parameter of a statement, shaped as better-sqlite3 binds them (see
+ * {@link shapeBindings}), so EXPLAIN can run a statement whose values are not known yet.
+ */
+export function nullBindings(tokens: readonly Token[]): unknown[] {
+  return shapeBindings(parameterSlots(tokens), () => null);
+}
+
+/**
+ * The values an agent sends, in parameter-number order, shaped for better-sqlite3. Plain `?`
+ * needs nothing, but better-sqlite3 treats `?NNN` and `:name` as named and would bind none of
+ * them from a list: `WHERE a = ?1 OR b = ?1` with `[v]` failed with "Too many parameter
+ * values". Value k goes to parameter number k. When the counts differ, or the SQL does not
+ * tokenize, the values come back unchanged for better-sqlite3 to report the mismatch.
+ */
+export function positionalBindings(sql: string, values: readonly unknown[]): unknown[] {
+  const lexed = tokenize(sql);
+  if (!lexed.ok) return [...values];
+  const slots = parameterSlots(lexed.tokens);
+  if (slots.nameOf.size === 0 || slots.count !== values.length) return [...values];
+  return shapeBindings(slots, (n) => values[n - 1]);
 }
 
 /** Root page → object of the main schema (views have root 0 and are left out). */

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { engineCheck, hardenConnection, prepareChecked } from '../../src/guard/engine-check.ts';
+import { engineCheck, hardenConnection, positionalBindings, prepareChecked } from '../../src/guard/engine-check.ts';
 import { guardQuery, guardTableName, guardWrite } from '../../src/guard/guard.ts';
 import { tokenize } from '../../src/guard/tokenizer.ts';
 import { ensureCallsTable } from '../../src/store/sqlite-calls.ts';
@@ -714,4 +714,38 @@ describe('red team: ordinary agent SQL is not refused', () => {
       expect(out.harm).toEqual([]);
     });
   }
+});
+
+describe('red team: parameters bound as SQLite numbers them', () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture();
+  });
+  afterEach(() => close(f));
+
+  // better-sqlite3 treats ?NNN and :name as named parameters, so a positional list binds none
+  // of them ("Too many parameter values"): `WHERE a = ?1 OR b = ?1` was refused as SQL_ERROR.
+  it('maps the positional values an agent sends onto ?NNN and named parameters', () => {
+    const cases: Array<[string, unknown[], unknown[]]> = [
+      ['SELECT ?, ?', [1, 2], [1, 2]],
+      ['SELECT ?1, ?1', [5], [5, 5]],
+      ['SELECT ?2, ?1', [5, 6], [6, 5]],
+      ['SELECT ?, ?1, ?', [5, 6], [5, 5, 6]],
+      ['SELECT ?3, ?', [1, 2, 3, 4], [3, 4]],
+      ['SELECT :a, :b, :a', ['x', 'y'], ['x', 'y', 'x']],
+      ['SELECT @a, ?, $b', [1, 2, 3], [1, 2, 3]],
+      ['SELECT ?2, :n', [1, 2, 3], [2, 3]],
+      ['SELECT * FROM t WHERE a = ?1 OR b = ?1', [1], [1, 'one']],
+    ];
+    for (const [sql, values, row] of cases) {
+      const bound = positionalBindings(sql, values);
+      expect(f.db.prepare(sql).raw(true).get(...bound), sql).toEqual(row);
+    }
+  });
+
+  it('leaves a count that does not match for better-sqlite3 to report', () => {
+    expect(positionalBindings('SELECT ?1, ?2', [1])).toEqual([1]);
+    expect(positionalBindings('SELECT ?', [1, 2])).toEqual([1, 2]);
+    expect(positionalBindings("SELECT 'unterminated", [1])).toEqual([1]);
+  });
 });
