@@ -37,7 +37,7 @@ export function recordAudit(db: Database, e: AuditEntry): void {
     db.exec(
       `CREATE TABLE IF NOT EXISTS ${AUDIT_TABLE} (approval_id TEXT PRIMARY KEY, call_id TEXT NOT NULL, tool TEXT NOT NULL, tier TEXT NOT NULL,
         statement TEXT NOT NULL, params TEXT, requester TEXT NOT NULL, decision TEXT NOT NULL, decided_by TEXT, decided_at INTEGER,
-        reason TEXT, ran_ok INTEGER, ran_code TEXT, at INTEGER NOT NULL)`,
+        reason TEXT, ran_ok INTEGER, ran_code TEXT, at INTEGER NOT NULL) WITHOUT ROWID`,
     );
     ready.add(db);
   }

@@ -16,13 +16,15 @@ export const CALL_RECORD_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 const ready = new WeakSet<Database>();
 
+// WITHOUT ROWID: recording a call must not move last_insert_rowid(), which an agent's next
+// statement may read (INSERT INTO child VALUES (last_insert_rowid(), …)).
 /**
  * Creates the calls table if needed, with agentdb's own (trusted) SQL, and prunes records past
  * their retention; once per open handle, before its first write or drop.
  */
 export function ensureCallsTable(db: Database, now = Date.now()): void {
   if (ready.has(db)) return;
-  db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL)`);
+  db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID`);
   trusted(db, `DELETE FROM ${CALLS_TABLE} WHERE at < ?`).run(now - CALL_RECORD_RETENTION_MS);
   ready.add(db);
 }

@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { checkedStatement } from './statement-cache.ts';
-import { bindParams, readRows, type Param, type ReadRows } from './sqlite-values.ts';
+import { agentBindings, readRows, type Param, type ReadRows } from './sqlite-values.ts';
 import { inRolledBackRead } from './sqlite-trusted.ts';
 
 /** What DATA_QUERY_SQL answers: rows cut at `maxRows` and at the result size. */
@@ -14,7 +14,7 @@ export type QueryResult = ReadRows;
  * @throws AgentDbError for a refusal; SQLite's own errors propagate for `toOpError`.
  */
 export function query(db: Database, sql: string, params: readonly Param[], maxRows: number, maxResultBytes: number): QueryResult {
-  const bindings = bindParams(params);
+  const bindings = agentBindings(sql, params);
   return inRolledBackRead(db, () => {
     const stmt = checkedStatement(db, sql, 'read');
     // The guard admits only statements that return rows for a read; this keeps `readRows`

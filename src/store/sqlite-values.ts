@@ -1,3 +1,4 @@
+import { positionalBindings } from '../guard/engine-check.ts';
 import type { Statement } from 'better-sqlite3';
 
 /** A value an agent may bind: booleans bind as 1 and 0. */
@@ -96,4 +97,17 @@ function minimumSize(raw: unknown[]): number {
     else size += 2;
   }
   return size;
+}
+
+// Only SQL that may hold ?NNN or named parameters needs its parameters mapped.
+const NUMBERED_OR_NAMED = /\?\d|[:@$][\p{L}\p{N}_]/u;
+
+/**
+ * An agent's positional `params` as better-sqlite3 must receive them: it binds `?NNN` and named
+ * parameters by name only, so `a = ?1 OR b = ?1` with one value would fail; the guard maps the
+ * values onto SQLite's own numbering.
+ */
+export function agentBindings(sql: string, params: readonly Param[]): unknown[] {
+  const bound = bindParams(params);
+  return bound.length && NUMBERED_OR_NAMED.test(sql) ? positionalBindings(sql, bound) : bound;
 }

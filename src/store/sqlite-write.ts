@@ -1,11 +1,11 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { guardTableName } from '../guard/guard.ts';
+import { guardTableName, guardWrite } from '../guard/guard.ts';
 import { AgentDbError } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import { ensureCallsTable, recordResult, recordedResult } from './sqlite-calls.ts';
 import { agentTableCount, INTERNAL_PREFIX, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
-import { bindParams, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
+import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
 import { checkedStatement, forgetStatements } from './statement-cache.ts';
 
 /** Rows a write returns through RETURNING, at most. */
@@ -57,7 +57,11 @@ export function write(
   limits: PlanLimits,
   maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
 ): Replayable<WriteResult> {
-  const bindings = bindParams(params);
+  const bindings = agentBindings(sql, params);
+  // DDL runs with run(): an ALTER … ADD COLUMN with a CHECK reports itself a reader (SQLite
+  // checks existing rows with a query of its own), and its "rows" are no RETURNING.
+  const verdict = guardWrite(sql);
+  const ddl = verdict.ok && verdict.ddl;
   ensureCallsTable(db);
   applySizeLimit(db, limits.maxBytes);
   let schemaMoved = false;
@@ -69,7 +73,7 @@ export function write(
       const stmt = checkedStatement(db, sql, 'write');
       const version = schemaVersion(db);
       const before = schemaStateAt(db, version);
-      const result = runWrite(db, stmt, bindings, maxResultBytes);
+      const result = runWrite(db, stmt, bindings, maxResultBytes, ddl);
       if (schemaVersion(db) !== version) {
         // DDL. Even a change the check allows (ALTER TABLE … ADD COLUMN) makes cached
         // statements stale: their column lists are read before SQLite re-prepares them.
@@ -90,9 +94,9 @@ export function write(
   }
 }
 
-function runWrite(db: Database, stmt: Statement, bindings: unknown[], maxResultBytes: number): WriteResult {
+function runWrite(db: Database, stmt: Statement, bindings: unknown[], maxResultBytes: number, ddl: boolean): WriteResult {
   stmt.safeIntegers(true);
-  if (!stmt.reader) {
+  if (!stmt.reader || ddl) {
     const info = stmt.run(...bindings);
     return { changes: Number(info.changes), lastInsertRowid: encodeValue(info.lastInsertRowid), columns: [], rows: [], truncated: false };
   }
@@ -122,8 +126,8 @@ function applySizeLimit(db: Database, maxBytes: number): void {
 }
 
 /**
- * Drops one table or view exactly once per `callId`. The name must pass the guard and exist
- * exactly (same spelling) in `sqlite_schema` as a table or view; the DROP is built here with
+ * Drops one table or view exactly once per `callId`. The name must pass the guard and exist in
+ * `sqlite_schema` as a table or view (matched without regard to case, as SQLite does); the DROP is built here with
  * the name quoted, so no agent SQL runs at all.
  * @throws AgentDbError NOT_FOUND, SQL_REFUSED; SQLite's errors (a foreign key) propagate.
  */
@@ -135,14 +139,15 @@ export function drop(db: Database, table: string, callId: string): Replayable<Dr
     return inWriteTransaction(db, () => {
       const recorded = recordedResult(db, callId) as DropResult | undefined;
       if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
-      const type = trusted(db, `SELECT type FROM sqlite_schema WHERE name = ? AND type IN ('table', 'view')`).pluck().get(table) as
-        | 'table'
-        | 'view'
+      // SQLite names are case-insensitive: `T` drops table `t`, by the name it was created with.
+      const found = trusted(db, `SELECT type, name FROM sqlite_schema WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view')`).get(table) as
+        | { type: 'table' | 'view'; name: string }
         | undefined;
-      if (type === undefined) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
-      db.prepare(`DROP ${type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(table)}`).run();
+      if (found === undefined) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
+      checkDropName(found.name);
+      db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
       dropped = true;
-      const result: DropResult = { dropped: table, type };
+      const result: DropResult = { dropped: found.name, type: found.type };
       recordResult(db, callId, result);
       return { value: result, commit: true };
     });

@@ -324,7 +324,7 @@ describe('the schema check behind the guard', () => {
 });
 
 describe('drop', () => {
-  it('drops a table or view by its exact name, once per call id', () => {
+  it('drops a table or view by name, once per call id', () => {
     const t = target();
     run(t, 'CREATE TABLE "odd ""name""" (x)');
     run(t, 'CREATE TABLE Leads (x)');
@@ -332,7 +332,7 @@ describe('drop', () => {
     const db = writeDb(t);
     expect(drop(db, 'odd "name"', call())).toEqual({ dropped: 'odd "name"', type: 'table' });
     expect(drop(db, 'v', call())).toEqual({ dropped: 'v', type: 'view' });
-    expect(errorOf(() => drop(db, 'leads', call()))).toEqual({ code: 'NOT_FOUND', detail: 'there is no table or view named "leads"' });
+    expect(errorOf(() => drop(db, 'leeds', call()))).toEqual({ code: 'NOT_FOUND', detail: 'there is no table or view named "leeds"' });
     const id = call();
     expect(drop(db, 'Leads', id)).toEqual({ dropped: 'Leads', type: 'table' });
     expect(drop(db, 'Leads', id)).toEqual({ dropped: 'Leads', type: 'table', replayed: true });
@@ -421,5 +421,38 @@ describe('error mapping', () => {
     expect(sqlite('SQLITE_IOERR_WRITE').code).toBe('INTERNAL');
     expect(toOpError(new AgentDbError('NOT_FOUND', 'x'))).toEqual({ code: 'NOT_FOUND', detail: 'x' });
     expect(toOpError(new Error('bug'))).toEqual({ code: 'INTERNAL', detail: 'bug' });
+  });
+});
+
+describe('agent SQL the red team found mishandled', () => {
+  it('binds ?NNN and named parameters from positional params, in queries and writes', () => {
+    const db = writeDb(target());
+    write(db, 'CREATE TABLE p (a, b)', [], 'c1', PLAN_LIMITS.pro);
+    expect(write(db, 'INSERT INTO p VALUES (?1, ?1)', ['x'], 'c2', PLAN_LIMITS.pro).changes).toBe(1);
+    expect(write(db, 'INSERT INTO p VALUES (:a, :b)', ['y', 'z'], 'c3', PLAN_LIMITS.pro).changes).toBe(1);
+    expect(query(db, 'SELECT a, b FROM p WHERE a = ?1 OR b = ?1 ORDER BY a', ['x'], 10, 1 << 20).rows).toEqual([['x', 'x']]);
+    expect(query(db, 'SELECT b FROM p WHERE a = :who', ['y'], 10, 1 << 20).rows).toEqual([['z']]);
+  });
+
+  it('runs an ALTER … ADD COLUMN with a CHECK as DDL, not as a query', () => {
+    const db = writeDb(target());
+    write(db, 'CREATE TABLE t (x)', [], 'c1', PLAN_LIMITS.pro);
+    const r = write(db, 'ALTER TABLE t ADD COLUMN y INTEGER CHECK (y > 0)', [], 'c2', PLAN_LIMITS.pro);
+    expect(r).toMatchObject({ changes: 0, columns: [], rows: [] });
+  });
+
+  it('drops a table named in another case, by the name it was created with', () => {
+    const db = writeDb(target());
+    write(db, 'CREATE TABLE Leads (x)', [], 'c1', PLAN_LIMITS.pro);
+    expect(drop(db, 'LEADS', 'c2')).toEqual({ dropped: 'Leads', type: 'table' });
+  });
+
+  it("leaves last_insert_rowid() to the agent's own last insert across calls", () => {
+    const db = writeDb(target());
+    write(db, 'CREATE TABLE parent (id INTEGER PRIMARY KEY, n)', [], 'c1', PLAN_LIMITS.pro);
+    write(db, 'CREATE TABLE child (parent_id, n)', [], 'c2', PLAN_LIMITS.pro);
+    write(db, "INSERT INTO parent (id, n) VALUES (41, 'a')", [], 'c3', PLAN_LIMITS.pro);
+    write(db, "INSERT INTO child VALUES (last_insert_rowid(), 'b')", [], 'c4', PLAN_LIMITS.pro);
+    expect(query(db, 'SELECT parent_id FROM child', [], 10, 1 << 20).rows).toEqual([[41]]);
   });
 });
