@@ -28,6 +28,9 @@ export async function usage(ctx: CommandContext): Promise<number> {
     const total = rows.reduce((n, r) => n + r.credits, 0);
     ctx.stdout.write(`total credits: ${total}\n`);
     return 0;
+  } catch (err) {
+    ctx.stderr.write(`agentdb usage: Redis did not answer: ${(err as Error).message}\n`);
+    return 1;
   } finally {
     redis.disconnect();
   }

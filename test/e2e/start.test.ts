@@ -1,0 +1,46 @@
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sandbox } from '../helpers/harness.ts';
+import { freePort } from '../helpers/own-redis.ts';
+import { runCli, startCli, stop } from '../helpers/processes.ts';
+
+const sb = sandbox();
+afterAll(() => sb.cleanup());
+
+describe('agentdb start on a machine with no Redis running', () => {
+  it('starts a redis-server with its data under AGENTDB_DATA_DIR, serves /health and calls, and stops it on exit', async () => {
+    const redisPort = await freePort();
+    const port = await freePort();
+    const env = { ...sb.env, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(port) };
+    const app = await startCli(['start'], env);
+    try {
+      const health = await fetch(`http://127.0.0.1:${port}/health`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ ok: true, redis: 'up', shardCount: 4, ownedShards: [0, 1, 2, 3] });
+      expect(existsSync(path.join(sb.dataDir, 'redis'))).toBe(true);
+
+      const out = await runCli(
+        ['call', '--workspace', 'acme', '--agent', 'fresh', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT 40 + 2 AS n"}'],
+        env,
+      );
+      expect(JSON.parse(out.stdout)).toMatchObject({ ok: true, result: { rows: [[42]] } });
+    } finally {
+      await stop(app);
+    }
+    // The redis-server it started goes with it.
+    await expect.poll(() => accepts(redisPort), { timeout: 10_000 }).toBe(false);
+  });
+});
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
