@@ -1,8 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Envelope } from '../contracts/envelope.ts';
-import { completedEvent, STREAM_MAX_LEN } from './events.ts';
+import { completedEventJson, STREAM_MAX_LEN } from './events.ts';
 import type { Keys } from './keys.ts';
 import { meterDay } from './usage.ts';
+
+const DAY_MS = 24 * 3600 * 1000;
 
 // One script, so a completion costs the worker one command: publish `call.completed` and, when
 // the call is metered, add its credits and count under its workspace, agent, tool and day.
@@ -32,6 +34,8 @@ export interface Metering {
  */
 export class CallCompletion {
   private readonly redis: CompletingRedis;
+  /** The UTC day last metered under, and its bounds: formatting a date on every call shows up. */
+  private day = { from: 0, to: 0, name: '' };
 
   constructor(
     redis: Redis,
@@ -43,8 +47,8 @@ export class CallCompletion {
 
   /** Publishes `call.completed` for `envelope`, metering `meter` when given. */
   async complete(envelope: Envelope, meter?: Metering): Promise<void> {
-    const data = JSON.stringify(completedEvent(envelope));
-    const day = meter ? meterDay(meter.at) : '';
+    const data = completedEventJson(envelope);
+    const day = meter ? this.dayOf(meter.at) : '';
     await this.redis.agentdbComplete(
       this.keys.events,
       meter ? this.keys.usage(meter.workspace, day) : this.keys.usage('-', '-'),
@@ -55,5 +59,13 @@ export class CallCompletion {
       meter?.credits ?? 0,
       meter ? `${meter.workspace}|${day}` : '',
     );
+  }
+
+  private dayOf(at: number): string {
+    if (at < this.day.from || at >= this.day.to) {
+      const from = Math.floor(at / DAY_MS) * DAY_MS;
+      this.day = { from, to: from + DAY_MS, name: meterDay(at) };
+    }
+    return this.day.name;
   }
 }

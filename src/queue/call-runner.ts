@@ -97,10 +97,30 @@ function guardFirstLayer(plan: CallPlan): GuardVerdict | { ok: true } {
   }
 }
 
+/** File paths already built, by shard, names and data folder; bounded by clearing when full. */
+const paths = new Map<string, string>();
+const MAX_PATHS = 4096;
+
+/**
+ * `databasePath`, remembered: building a path checks both names and resolves four paths, a
+ * cost every call paid although agents call the same few databases over and over.
+ */
+function pathOf(config: Config, plan: CallPlan): string {
+  const { workspace, agent } = plan.target;
+  const key = `${plan.shard}/${workspace}/${agent ?? ''}/${config.dataDir}`;
+  let file = paths.get(key);
+  if (file === undefined) {
+    file = databasePath(config.dataDir, workspace, agent, plan.shard);
+    if (paths.size >= MAX_PATHS) paths.clear();
+    paths.set(key, file);
+  }
+  return file;
+}
+
 function execRequest(plan: CallPlan, callId: string, config: Config): ExecRequest {
   const db: DbTarget = {
     id: plan.databaseId,
-    path: databasePath(config.dataDir, plan.target.workspace, plan.target.agent, plan.shard),
+    path: pathOf(config, plan),
     shard: plan.shard,
     limits: planLimits(plan.request.settings.plan),
   };

@@ -22,16 +22,15 @@ const INLINE_ENVELOPE_BYTES = 64 * 1024;
 /** The stream keeps about this many events; older ones are trimmed. */
 export const STREAM_MAX_LEN = 100_000;
 
-/** The `call.completed` event for an envelope, inlined when small. */
-export function completedEvent(envelope: Envelope): AgentDbEvent {
+/**
+ * The `call.completed` event for an envelope, inlined when small, as the JSON the stream
+ * carries. Written out by hand so the envelope is serialised once, not once to measure it and
+ * again inside the event: the output is exactly `JSON.stringify` of the event.
+ */
+export function completedEventJson(envelope: Envelope): string {
   const json = JSON.stringify(envelope);
-  return {
-    type: 'call.completed',
-    callId: envelope.callId,
-    ok: envelope.ok,
-    envelope: json.length <= INLINE_ENVELOPE_BYTES ? envelope : undefined,
-    at: Date.now(),
-  };
+  const inline = json.length <= INLINE_ENVELOPE_BYTES ? `,"envelope":${json}` : '';
+  return `{"type":"call.completed","callId":${JSON.stringify(envelope.callId)},"ok":${envelope.ok}${inline},"at":${Date.now()}}`;
 }
 
 /** Appends an event to the stream. */
@@ -109,6 +108,10 @@ export class EventReader {
           if (event) this.onEvent(event);
         }
       }
+      // Let the callers just woken run first: the next XREAD's socket write (tens of µs) would
+      // otherwise delay every answer, and the caller's next enqueue. Nothing is missed
+      // meanwhile: the read resumes from `lastId`.
+      if (reply) await new Promise((resolve) => setImmediate(resolve));
     }
   }
 }

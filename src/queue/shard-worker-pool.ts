@@ -182,7 +182,8 @@ export class ShardWorkerPool {
   }
 
   private async process(job: Job<CallJobData & { approvalId?: string }>, token: string, shard: number) {
-    const log = this.opts.logger.child({ callId: job.id, shard });
+    // Made only when something is logged: on the hot path nothing is, at the default level.
+    const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
     const deps = { config: this.opts.config, executor: this.executor };
     let outcome: RunOutcome;
@@ -191,7 +192,7 @@ export class ShardWorkerPool {
     } else {
       const result = await runCall(job.data, shard, deps);
       if ('park' in result) {
-        log.info({ tool: job.data.tool }, 'call parked for approval');
+        log().info({ tool: job.data.tool }, 'call parked for approval');
         return this.parking.park(job, token, result.park);
       }
       outcome = result;
@@ -203,8 +204,10 @@ export class ShardWorkerPool {
     // here fails the job's completion as well, so the call is retried (and replayed).
     this.completion
       .complete(envelope, meter === undefined ? undefined : { workspace: job.data.workspace, agent: job.data.agent, credits: meter, at: started })
-      .catch((err) => log.error({ err: String(err) }, 'could not announce or meter a call'));
-    log.debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
+      .catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
+    if (this.opts.logger.isLevelEnabled('debug')) {
+      log().debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
+    }
     return envelope;
   }
 }

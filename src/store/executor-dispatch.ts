@@ -15,8 +15,10 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
   try {
     if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
     // The parent built this path from checked names; the child re-checks, since it is the one
-    // process that opens files.
-    if (!isInside(opts.dataDir, req.db.path)) throw new AgentDbError('INTERNAL', `database ${req.db.id} resolves outside the data folder`);
+    // process that opens files. A path with a handle open was checked when it was opened.
+    if (!handles.isOpen(req.db.path) && !isInside(opts.dataDir, req.db.path)) {
+      throw new AgentDbError('INTERNAL', `database ${req.db.id} resolves outside the data folder`);
+    }
     switch (req.op) {
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read')) };

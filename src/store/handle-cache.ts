@@ -76,6 +76,11 @@ export class HandleCache {
     return db;
   }
 
+  /** Whether the database at `dbPath` has a handle open now. */
+  isOpen(dbPath: string): boolean {
+    return this.entries.has(dbPath);
+  }
+
   /**
    * True for the stand-in {@link open} returns when a database does not exist yet: nothing may
    * ever be written to it (it is shared by every such read).
