@@ -1,0 +1,60 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { errorEnvelope, okEnvelope } from '../../src/contracts/envelope.ts';
+import { CallCompletion } from '../../src/queue/call-completion.ts';
+import { connectRedis } from '../../src/queue/connection.ts';
+import { parseEntry } from '../../src/queue/events.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { meterDay, readUsage } from '../../src/queue/usage.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+let sb: Sandbox;
+afterEach(() => sb.cleanup());
+
+describe('call completions', () => {
+  it('announces and meters completions issued together, each once and in order, in one command', async () => {
+    sb = sandbox();
+    const redis = connectRedis(sb.config.redisUrl);
+    const keys = keysFor(sb.config.prefix);
+    const completion = new CallCompletion(redis, keys);
+    const at = Date.now();
+    // Count the script's invocations: one per batch is the point.
+    const scripted = redis as unknown as { agentdbComplete: (...args: unknown[]) => Promise<number> };
+    const invoke = scripted.agentdbComplete.bind(redis);
+    let commands = 0;
+    scripted.agentdbComplete = (...args) => (commands++, invoke(...args));
+
+    // A batch as a busy worker makes it: metered calls of two workspaces, a replay (not
+    // metered) and a failure, all finishing in the same turn.
+    await Promise.all([
+      completion.complete(okEnvelope('c1', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'acme', agent: 'scout', credits: 1, at }),
+      completion.complete(okEnvelope('c2', 'DATA_WRITE_SQL', 2, { changes: 1 }), { workspace: 'acme', agent: 'scout', credits: 2, at }),
+      completion.complete(okEnvelope('c3', 'DATA_WRITE_SQL', 2, { changes: 1 })),
+      completion.complete(errorEnvelope('c4', 'DATA_QUERY_SQL', 'SQL_ERROR', 'no such table: t')),
+      completion.complete(okEnvelope('c5', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'other', agent: 'a', credits: 1, at }),
+    ]);
+    // A lone one afterwards goes out on its own.
+    await completion.complete(okEnvelope('c6', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'acme', agent: 'scout', credits: 1, at });
+
+    const events = ((await redis.xrange(keys.events, '-', '+')) as [string, string[]][]).map((e) => parseEntry(e)!);
+    expect(events.map((e) => [e.type, e.callId, e.type === 'call.completed' && e.ok])).toEqual([
+      ['call.completed', 'c1', true],
+      ['call.completed', 'c2', true],
+      ['call.completed', 'c3', true],
+      ['call.completed', 'c4', false],
+      ['call.completed', 'c5', true],
+      ['call.completed', 'c6', true],
+    ]);
+    const first = events[0]!;
+    expect(first.type === 'call.completed' && first.envelope).toEqual(okEnvelope('c1', 'DATA_QUERY_SQL', 1, { rows: [] }));
+
+    const day = meterDay(at);
+    expect(await readUsage(redis, keys, 'acme')).toEqual([
+      { day, agent: 'scout', tool: 'DATA_QUERY_SQL', calls: 2, credits: 2 },
+      { day, agent: 'scout', tool: 'DATA_WRITE_SQL', calls: 1, credits: 2 },
+    ]);
+    expect(await readUsage(redis, keys, 'other')).toEqual([{ day, agent: 'a', tool: 'DATA_QUERY_SQL', calls: 1, credits: 1 }]);
+    // Five completions in one script, then the lone one in another.
+    expect(commands).toBe(2);
+    redis.disconnect();
+  });
+});
