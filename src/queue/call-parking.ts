@@ -6,8 +6,12 @@ import { TOOL_TIERS } from '../contracts/tools.ts';
 import type { ApprovalStore } from '../approvals/approval-store.ts';
 import { approvalIdFor, type Approval } from '../approvals/approval.ts';
 import { summary } from '../approvals/approval-service.ts';
-import type { CallPlan, } from './call-plan.ts';
-import type { ParkOutcome, RunOutcome } from './call-runner.ts';
+import type { CallPlan } from './call-plan.ts';
+import { dbTarget, type ParkOutcome, type RunOutcome } from './call-runner.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { parseDatabaseId } from '../store/database-id.ts';
+import type { ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
 import { publishEvent } from './events.ts';
 import type { Keys } from './keys.ts';
 
@@ -17,8 +21,10 @@ export interface ParkingDeps {
   redis: Redis;
   keys: Keys;
   approvalTtlMs: number;
-  /** Keeps the decision in the database's own audit table (through the executor). */
-  audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string }): Promise<void>;
+  /** The shard's executor, which writes the decision into the database's own audit table. */
+  executor: { run(req: ExecRequest): Promise<ExecOutcome> };
+  config: Config;
+  logger: Logger;
 }
 
 /** The job data of a parked call: the call, and the approval it waits on. */
@@ -96,13 +102,13 @@ export class CallParking {
           approval: summary(expired),
           at: Date.now(),
         });
-        await this.deps.audit(expired, job.data);
+        await this.audit(expired, job.data);
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}; the call did not run.`);
       }
       case 'expired':
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}; the call did not run.`);
       case 'rejected':
-        await this.deps.audit(approval, job.data);
+        await this.audit(approval, job.data);
         return finish(
           'APPROVAL_REJECTED',
           `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : '.'} The call did not run.`,
@@ -113,10 +119,39 @@ export class CallParking {
         const { envelope } = outcome;
         const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
         await store.recordRun(id, { ...ran, at: Date.now() });
-        await this.deps.audit(approval, job.data, ran);
+        await this.audit(approval, job.data, ran);
         return outcome;
       }
     }
+  }
+
+  /**
+   * Keeps the decision in the database's own audit table, which backups and history carry.
+   * The Redis record keeps it whatever happens here; a failure (a full disk) is logged loudly.
+   */
+  private async audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string }): Promise<void> {
+    const target = parseDatabaseId(approval.database);
+    const outcome = await this.deps.executor.run({
+      op: 'audit',
+      db: dbTarget(this.deps.config, approval.database, target, approval.shard, job.settings.plan),
+      entry: {
+        approvalId: approval.id,
+        callId: approval.callId,
+        tool: approval.tool,
+        tier: approval.tier,
+        statement: approval.sql ?? approval.table ?? '',
+        params: approval.params,
+        requester: approval.requester,
+        decision: approval.state as 'approved' | 'rejected' | 'expired',
+        decidedBy: approval.decidedBy,
+        decidedAt: approval.decidedAt,
+        reason: approval.reason,
+        ranOk: ran?.ok,
+        ranCode: ran?.code,
+        at: Date.now(),
+      },
+    });
+    if (!outcome.ok) this.deps.logger.error({ callId: approval.callId, code: outcome.error.code }, 'could not write the decision audit');
   }
 
   /**

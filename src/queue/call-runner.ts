@@ -3,6 +3,8 @@ import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.
 import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
 import type { Config } from '../config.ts';
 import { guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts';
+import type { Plan } from '../contracts/settings.ts';
+import type { Target } from '../policy/access.ts';
 import { gateFor } from '../policy/approval-rule.ts';
 import { CREDITS } from '../policy/credits.ts';
 import { databasePath } from '../store/database-id.ts';
@@ -102,28 +104,24 @@ const paths = new Map<string, string>();
 const MAX_PATHS = 4096;
 
 /**
- * `databasePath`, remembered: building a path checks both names and resolves four paths, a
- * cost every call paid although agents call the same few databases over and over.
+ * The executor's view of one database: its file (built by `databasePath`, remembered: building
+ * a path checks both names and resolves four paths, a cost every call paid although agents call
+ * the same few databases over and over) and its plan's limits.
  */
-function pathOf(config: Config, plan: CallPlan): string {
-  const { workspace, agent } = plan.target;
-  const key = `${plan.shard}/${workspace}/${agent ?? ''}/${config.dataDir}`;
+export function dbTarget(config: Config, id: string, target: Target, shard: number, plan: Plan): DbTarget {
+  const { workspace, agent } = target;
+  const key = `${shard}/${workspace}/${agent ?? ''}/${config.dataDir}`;
   let file = paths.get(key);
   if (file === undefined) {
-    file = databasePath(config.dataDir, workspace, agent, plan.shard);
+    file = databasePath(config.dataDir, workspace, agent, shard);
     if (paths.size >= MAX_PATHS) paths.clear();
     paths.set(key, file);
   }
-  return file;
+  return { id, path: file, shard, limits: planLimits(plan) };
 }
 
 function execRequest(plan: CallPlan, callId: string, config: Config): ExecRequest {
-  const db: DbTarget = {
-    id: plan.databaseId,
-    path: pathOf(config, plan),
-    shard: plan.shard,
-    limits: planLimits(plan.request.settings.plan),
-  };
+  const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, plan.request.settings.plan);
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {
     case 'DATA_DESCRIBE_SCHEMA':

@@ -11,9 +11,6 @@ import { CallCompletion } from './call-completion.ts';
 import { runCall, type RunOutcome } from './call-runner.ts';
 import { CallParking } from './call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
-import type { Approval } from '../approvals/approval.ts';
-import { databasePath, parseDatabaseId } from '../store/database-id.ts';
-import { planLimits } from '../store/plan-limits.ts';
 import { connectRedis } from './connection.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { ShardLease } from './shard-lease.ts';
@@ -48,15 +45,6 @@ export class ShardWorkerPool {
     const { config } = opts;
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
-    this.completion = new CallCompletion(this.redis, this.keys);
-    this.parking = new CallParking({
-      store: new ApprovalStore(this.redis, this.keys),
-      redis: this.redis,
-      keys: this.keys,
-      approvalTtlMs: config.approvalTtlMs,
-      audit: (approval, job, ran) => this.audit(approval, job, ran),
-    });
-    this.lease = new ShardLease(this.redis, this.keys, `${os.hostname()}:${process.pid}:${randomUUID()}`, config.leaseTtlMs);
     this.executor = new Executor({
       dataDir: config.dataDir,
       statementTimeoutMs: config.statementTimeoutMs,
@@ -65,6 +53,17 @@ export class ShardWorkerPool {
       maxResultBytes: config.maxResultBytes,
       logger: opts.logger,
     });
+    this.completion = new CallCompletion(this.redis, this.keys);
+    this.parking = new CallParking({
+      store: new ApprovalStore(this.redis, this.keys),
+      redis: this.redis,
+      keys: this.keys,
+      approvalTtlMs: config.approvalTtlMs,
+      executor: this.executor,
+      config,
+      logger: opts.logger,
+    });
+    this.lease = new ShardLease(this.redis, this.keys, `${os.hostname()}:${process.pid}:${randomUUID()}`, config.leaseTtlMs);
   }
 
   /** Starts the executor and takes every free shard; renews and takes over on a timer. */
@@ -147,38 +146,6 @@ export class ShardWorkerPool {
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');
-  }
-
-  private async audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string }): Promise<void> {
-    const { workspace, agent } = parseDatabaseId(approval.database);
-    const outcome = await this.executor.run({
-      op: 'audit',
-      db: {
-        id: approval.database,
-        path: databasePath(this.opts.config.dataDir, workspace, agent, approval.shard),
-        shard: approval.shard,
-        limits: planLimits(job.settings.plan),
-      },
-      entry: {
-        approvalId: approval.id,
-        callId: approval.callId,
-        tool: approval.tool,
-        tier: approval.tier,
-        statement: approval.sql ?? approval.table ?? '',
-        params: approval.params,
-        requester: approval.requester,
-        decision: approval.state as 'approved' | 'rejected' | 'expired',
-        decidedBy: approval.decidedBy,
-        decidedAt: approval.decidedAt,
-        reason: approval.reason,
-        ranOk: ran?.ok,
-        ranCode: ran?.code,
-        at: Date.now(),
-      },
-    });
-    // The Redis record keeps the decision whatever happens here; say so loudly if the copy
-    // in the database could not be written (a full disk, a corrupt file).
-    if (!outcome.ok) this.opts.logger.error({ callId: approval.callId, code: outcome.error.code }, 'could not write the decision audit');
   }
 
   private async process(job: Job<CallJobData & { approvalId?: string }>, token: string, shard: number) {
