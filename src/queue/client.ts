@@ -120,11 +120,10 @@ export class AgentDbClient {
     await queue.add('call', data, this.jobOptions(callId));
     if (wait) return this.awaitCompletion(callId, tool, queue, completion, timeoutMs, true);
 
-    const first = await Promise.race([
-      completion,
-      parking!.then((approval) => awaiting(callId, tool, approval)),
-      delay(timeoutMs).then(() => undefined),
-    ]);
+    const first = await within(
+      Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]),
+      timeoutMs,
+    );
     this.waiters.forgetParking(callId);
     return first ?? (await this.lookup(callId, queue)) ?? { ok: false, callId, tool, status: 'queued' };
   }
@@ -273,8 +272,8 @@ export class AgentDbClient {
     withdraw: boolean,
   ): Promise<Envelope> {
     for (;;) {
-      const first = await Promise.race([completion, delay(timeoutMs).then(() => 'tick' as const)]);
-      if (first !== 'tick') return first;
+      const first = await within(completion, timeoutMs);
+      if (first !== undefined) return first;
       const state = await queue.getJobState(callId);
       if (state === 'completed' || state === 'failed') {
         const env = await this.fetchResult(callId);
@@ -295,8 +294,25 @@ export class AgentDbClient {
   }
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+/**
+ * `promise`'s value, or undefined once `ms` have passed first. The timer is cleared when the
+ * promise wins: a call answered in a millisecond must not leave a 30 s timer behind (at
+ * thousands of calls a second they pile up, and all fire later in the middle of other work).
+ */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(undefined), ms).unref();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 function awaiting(callId: string, tool: string, approval: Record<string, unknown>): AwaitingAnswer {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentDbClient } from '../../src/queue/client.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
@@ -53,6 +53,26 @@ describe('the four tools through the queue', () => {
     expect(described).toMatchObject({ ok: true, credits: 0 });
     const tables = (described as unknown as { result: { tables: { name: string; rowCount: number }[] } }).result.tables;
     expect(tables.map((t) => [t.name, t.rowCount])).toEqual([['leads', 2]]);
+  });
+
+  it('leaves no timer behind once a call is answered', async () => {
+    // Each call arms a NO_WORKER timer (30 s by default); a runtime making thousands of calls a
+    // second must not carry thousands of them, all firing later in the middle of other work.
+    const timeoutMs = 12_345;
+    const armed = new Set<unknown>();
+    const setSpy = vi.spyOn(globalThis, 'setTimeout');
+    const clearSpy = vi.spyOn(globalThis, 'clearTimeout');
+    try {
+      for (let i = 0; i < 20; i++) await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ?', params: [i] } }, { timeoutMs });
+      await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } }, { timeoutMs, wait: false });
+      setSpy.mock.calls.forEach((args, i) => args[1] === timeoutMs && armed.add(setSpy.mock.results[i]!.value));
+      expect(armed.size).toBeGreaterThanOrEqual(21);
+      const cleared = new Set(clearSpy.mock.calls.map((args) => args[0]));
+      expect([...armed].filter((t) => !cleared.has(t as never))).toEqual([]);
+    } finally {
+      setSpy.mockRestore();
+      clearSpy.mockRestore();
+    }
   });
 
   it('truncates at max_rows and says so', async () => {
