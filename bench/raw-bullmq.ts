@@ -6,7 +6,14 @@ import { startProcess, stopProcess } from './process.ts';
  * The baseline: raw BullMQ on the same Redis — a no-op worker, and a caller that adds a job
  * and awaits its result through QueueEvents, as agentdb's client does through its stream.
  */
-export async function rawBullmq(redisUrl: string, prefix: string, concurrency: number, separateProcess: boolean) {
+export async function rawBullmq(
+  redisUrl: string,
+  prefix: string,
+  concurrency: number,
+  separateProcess: boolean,
+  /** A worker script to run instead of the no-op one, with its extra arguments. */
+  script: { file: string; args: string[] } = { file: './raw-worker.ts', args: [] },
+) {
   const connection = { url: redisUrl };
   const name = 'raw';
   const queue = new Queue(name, { connection, prefix });
@@ -15,7 +22,7 @@ export async function rawBullmq(redisUrl: string, prefix: string, concurrency: n
   // print a listener-leak warning to stderr in the middle of the measurement, on the baseline's time.
   queue.setMaxListeners(0);
   const worker = separateProcess
-    ? (await startProcess(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./raw-worker.ts', import.meta.url)), redisUrl, prefix, String(concurrency)], {}, /^ready$/m)).child
+    ? (await startProcess(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(script.file, import.meta.url)), redisUrl, prefix, String(concurrency), ...script.args], {}, /^ready$/m)).child
     : new Worker(name, async (job) => ({ ok: true, echo: job.data.i }), { connection, prefix, concurrency });
   await Promise.all([queue.waitUntilReady(), events.waitUntilReady(), 'waitUntilReady' in worker ? worker.waitUntilReady() : undefined]);
   let n = 0;

@@ -19,7 +19,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SEQ_CALLS = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
 const CONC_CALLS = Number(process.env.BENCH_CONC_CALLS ?? 10_000);
 const IN_FLIGHT = 64;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
@@ -76,6 +76,12 @@ async function main() {
   const workers = await startWorkers(config, dataDir, prefix);
   const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: config.shardCount });
   const raw = await rawBullmq(REDIS_URL, `${prefix}-raw`, CONCURRENCY, WORKERS === 'process');
+  // A reference, not a goal: raw BullMQ plus only the executor rule (a child process answers the
+  // same query). The gap between it and raw BullMQ is the child's round trip alone.
+  const rawChild = await rawBullmq(REDIS_URL, `${prefix}-raw-child`, CONCURRENCY, true, {
+    file: './raw-child-worker.ts',
+    args: [path.join(dataDir, 'raw-child.db')],
+  });
 
   const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
   const must = async (p: Promise<unknown>) => {
@@ -93,26 +99,43 @@ async function main() {
   const query = (i: number) =>
     must(client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
 
-  // Warm both paths (JIT, connections, statement caches) before measuring.
-  await drive(500, 16, query);
-  await drive(500, 16, (i) => raw.call(i));
+  // Warm every path (JIT in each process, connections, statement caches) before measuring, one
+  // call at a time as well as many: a short warm-up left the first round compiling code, which
+  // cost agentdb (three processes of code to compile: client, worker, executor) the most.
+  for (const warm of [query, (i: number) => raw.call(i), (i: number) => rawChild.call(i)]) {
+    await drive(1000, 1, warm);
+    await drive(1000, 16, warm);
+  }
 
-  const runs = { rawSeq: [] as RunStats[], agentSeq: [] as RunStats[], rawConc: [] as RunStats[], agentConc: [] as RunStats[] };
+  const runs = {
+    rawSeq: [] as RunStats[],
+    agentSeq: [] as RunStats[],
+    childSeq: [] as RunStats[],
+    rawConc: [] as RunStats[],
+    agentConc: [] as RunStats[],
+    childConc: [] as RunStats[],
+  };
   for (let r = 0; r < ROUNDS; r++) {
-    // Interleaved rounds, so that noise from this shared machine hits both sides alike.
+    // Interleaved rounds, so that noise from this shared machine hits every side alike.
     let d = await drive(SEQ_CALLS, 1, (i) => raw.call(i));
     runs.rawSeq.push(summarise(d.latencies, d.seconds));
     d = await drive(SEQ_CALLS, 1, query);
     runs.agentSeq.push(summarise(d.latencies, d.seconds));
+    d = await drive(SEQ_CALLS, 1, (i) => rawChild.call(i));
+    runs.childSeq.push(summarise(d.latencies, d.seconds));
     d = await drive(CONC_CALLS, IN_FLIGHT, (i) => raw.call(i));
     runs.rawConc.push(summarise(d.latencies, d.seconds));
     d = await drive(CONC_CALLS, IN_FLIGHT, query);
     runs.agentConc.push(summarise(d.latencies, d.seconds));
+    d = await drive(CONC_CALLS, IN_FLIGHT, (i) => rawChild.call(i));
+    runs.childConc.push(summarise(d.latencies, d.seconds));
   }
   const rawSeq = medianStats(runs.rawSeq);
   const agentSeq = medianStats(runs.agentSeq);
+  const childSeq = medianStats(runs.childSeq);
   const rawConc = medianStats(runs.rawConc);
   const agentConc = medianStats(runs.agentConc);
+  const childConc = medianStats(runs.childConc);
 
   const guardUs = guardCostUs();
 
@@ -151,6 +174,17 @@ async function main() {
         inFlight64P50: round(agentConc.p50Ms / rawConc.p50Ms),
       },
       goals: { throughputAtLeast: 0.7, p50AtMost: 1.5 },
+      reference: {
+        about: 'raw BullMQ whose processor asks a child process for the row (the executor rule of DESIGN.md, nothing else of agentdb)',
+        sequential: childSeq,
+        inFlight64: childConc,
+        ratios: {
+          sequentialThroughput: round(childSeq.callsPerSec / rawSeq.callsPerSec),
+          sequentialP50: round(childSeq.p50Ms / rawSeq.p50Ms),
+          inFlight64Throughput: round(childConc.callsPerSec / rawConc.callsPerSec),
+          inFlight64P50: round(childConc.p50Ms / rawConc.p50Ms),
+        },
+      },
     },
     guardMedianUs: guardUs,
     approvals: {
@@ -171,7 +205,10 @@ async function main() {
   console.log(row('agentdb, sequential', agentSeq));
   console.log(row('raw BullMQ, 64 in flight', rawConc));
   console.log(row('agentdb, 64 in flight', agentConc));
+  console.log(row('  reference: + child, seq.', childSeq));
+  console.log(row('  reference: + child, 64', childConc));
   console.log(`ratios: ${JSON.stringify(results.query.ratios)} (goal: throughput >= 0.7, p50 <= 1.5)`);
+  console.log(`reference ratios (raw BullMQ + a child round trip, no goal): ${JSON.stringify(results.query.reference.ratios)}`);
   console.log(`guard: median ${guardUs} µs per statement`);
   console.log(
     `approvals: decision → result p50 ${approvals.decisionToResult.p50Ms} ms, p99 ${approvals.decisionToResult.p99Ms} ms (raw BullMQ round trip p50 ${rawSeq.p50Ms} ms)`,
@@ -188,6 +225,7 @@ async function main() {
   writeFileSync(new URL('latest.json', dir), json);
 
   await raw.close();
+  await rawChild.close();
   await client.close();
   await workers.stop();
   await deleteKeys(prefix);
