@@ -53,19 +53,37 @@ export interface ReadRows {
  * Reads at most `maxRows` rows of a statement that returns data, plus one more to learn whether
  * more existed; never `.all()`, so a huge result is never held. Rows are kept while their JSON
  * fits in `maxBytes`. Leaving the loop early resets the statement.
+ *
+ * A row's JSON is measured exactly only once the rows so far might not fit: until then an upper
+ * bound of their size shows that they do, so a result well under the limit (nearly all of them)
+ * is not stringified row by row only to be stringified again when it is sent. Which rows are kept
+ * is the same either way: the row that could cross the limit, and every row after it, is judged
+ * on exact sizes.
  */
 export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, maxBytes: number): ReadRows {
   stmt.safeIntegers(true);
   stmt.raw(true);
   const columns = stmt.columns().map((c) => c.name);
   const rows: EncodedValue[][] = [];
-  let bytes = 2; // the enclosing []
+  // The enclosing [] plus, per row, its JSON and a comma: an upper bound until `exact`.
+  let bytes = 2;
+  let exact = false;
   let truncated = false;
   let oversize = false;
   for (const raw of stmt.iterate(...bindings) as Iterable<unknown[]>) {
     if (rows.length >= maxRows) {
       truncated = true;
       break;
+    }
+    if (!exact) {
+      const bound = maximumSize(raw) + 1;
+      if (bytes + bound <= maxBytes) {
+        rows.push(raw.map(encodeValue));
+        bytes += bound;
+        continue;
+      }
+      bytes = exactSize(rows);
+      exact = true;
     }
     // A lower bound first, so a 500 MB blob is never base64-encoded just to learn it is too big
     // (its encoding would not even fit in a JS string).
@@ -86,6 +104,27 @@ export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, 
     bytes += size;
   }
   return oversize ? { columns, rows, truncated, oversize: true } : { columns, rows, truncated };
+}
+
+/** The exact size `readRows` counts for rows already kept. */
+function exactSize(rows: EncodedValue[][]): number {
+  let size = 2;
+  for (const row of rows) size += Buffer.byteLength(JSON.stringify(row)) + 1;
+  return size;
+}
+
+/**
+ * The most bytes `raw` can take as JSON once encoded: a UTF-16 unit is at most 6 bytes (`\uXXXX`),
+ * a blob is `{"$blob":"…"}` around its base64, and a number or integer string at most 24.
+ */
+function maximumSize(raw: unknown[]): number {
+  let size = 2;
+  for (const value of raw) {
+    if (typeof value === 'string') size += value.length * 6 + 3;
+    else if (Buffer.isBuffer(value)) size += Math.ceil(value.length / 3) * 4 + 13;
+    else size += 25;
+  }
+  return size;
 }
 
 /** The fewest bytes `raw` can take as JSON: strings only grow when escaped, base64 is 4/3. */

@@ -153,6 +153,38 @@ describe('query', () => {
     expect(query(db, 'SELECT randomblob(50000000)', [], 10, 10_000)).toEqual({ columns: ['randomblob(50000000)'], rows: [], truncated: true, oversize: true });
   });
 
+  it.each([
+    ['mixed', ['"', '\\', '\u0001', '\n', '日', '🙂', 'é', 'a']],
+    ['control characters only', ['\u0001', '\u001f']],
+  ])('cuts at exactly the row that does not fit, whatever its text needs escaping to (%s)', (_, texts) => {
+    const t = target();
+    run(t, 'CREATE TABLE r (id INTEGER PRIMARY KEY, s TEXT)');
+    // JSON makes these longer than their length: escapes (2 or 6 bytes a character), UTF-8.
+    for (let k = 0; k < 32; k++) run(t, 'INSERT INTO r (s) VALUES (?)', [texts[k % texts.length]!.repeat(1 + (k % 7) * 3)]);
+    const db = writeDb(t);
+    const sql = 'SELECT s FROM r ORDER BY id';
+    const all = query(db, sql, [], 1000, 1e9).rows;
+    expect(all).toHaveLength(32);
+    // The rows kept are the longest run whose JSON, counted as [row,row,...] plus a comma each, fits.
+    const fitting = (limit: number) => {
+      let bytes = 2;
+      let kept = 0;
+      for (const row of all) {
+        bytes += Buffer.byteLength(JSON.stringify(row)) + 1;
+        if (bytes > limit) break;
+        kept++;
+      }
+      return kept;
+    };
+    const total = 2 + all.reduce((n, row) => n + Buffer.byteLength(JSON.stringify(row)) + 1, 0);
+    for (let limit = 2; limit <= total; limit++) {
+      const result = query(db, sql, [], 1000, limit);
+      expect(result.rows.length, `limit ${limit}`).toBe(fitting(limit));
+      expect(result.truncated).toBe(limit < total);
+    }
+    expect(query(db, sql, [], 1000, total).rows).toEqual(all);
+  });
+
   it('refuses writes, internal tables and engine tables', () => {
     const t = target();
     run(t, 'CREATE TABLE t (x)');
