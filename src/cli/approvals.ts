@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import type { ApprovalState } from '../approvals/approval.ts';
 import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
@@ -7,6 +6,7 @@ import { errorBody } from '../errors.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { approvalsTable } from './approvals-table.ts';
+import { parseFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 const USAGE = `usage: agentdb approvals list [--workspace W] [--state pending|approved|rejected|expired|all] [--json]
@@ -62,24 +62,20 @@ const DEFAULT_LIST_LIMIT = 200;
 
 /** The parsed flags, or what is wrong with them. */
 function parse(ctx: CommandContext): Parsed | string {
-  let values;
-  let positionals;
-  try {
-    ({ values, positionals } = parseArgs({
-      args: ctx.argv,
-      allowPositionals: true,
-      options: {
-        workspace: { type: 'string' },
-        state: { type: 'string', default: 'pending' },
-        limit: { type: 'string', default: String(DEFAULT_LIST_LIMIT) },
-        json: { type: 'boolean', default: false },
-        by: { type: 'string' },
-        reason: { type: 'string' },
-      },
-    }));
-  } catch (err) {
-    return (err as Error).message;
-  }
+  const parsed = parseFlags({
+    args: ctx.argv,
+    allowPositionals: true,
+    options: {
+      workspace: { type: 'string' },
+      state: { type: 'string', default: 'pending' },
+      limit: { type: 'string', default: String(DEFAULT_LIST_LIMIT) },
+      json: { type: 'boolean', default: false },
+      by: { type: 'string' },
+      reason: { type: 'string' },
+    },
+  });
+  if (typeof parsed === 'string') return parsed;
+  const { values, positionals } = parsed;
   const [sub, ...rest] = positionals;
   if (sub === 'list') {
     if (rest.length) return `unexpected argument ${rest[0]}`;

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { AgentDbClient, type CallAnswer } from '../queue/client.ts';
 import type { Envelope } from '../contracts/envelope.ts';
+import { parseFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 /** Calls a batch keeps in flight at once. */
@@ -19,22 +19,20 @@ type Answer = CallAnswer;
  * its way or waits for a person), 1 otherwise.
  */
 export async function call(ctx: CommandContext): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: ctx.argv,
-      allowPositionals: true,
-      options: {
-        workspace: { type: 'string' },
-        agent: { type: 'string' },
-        settings: { type: 'string' },
-        'no-wait': { type: 'boolean', default: false },
-        timeout: { type: 'string', default: '30' },
-        batch: { type: 'string' },
-      },
-    });
-  } catch (err) {
-    ctx.stderr.write(`agentdb call: ${(err as Error).message}\n`);
+  const parsed = parseFlags({
+    args: ctx.argv,
+    allowPositionals: true,
+    options: {
+      workspace: { type: 'string' },
+      agent: { type: 'string' },
+      settings: { type: 'string' },
+      'no-wait': { type: 'boolean', default: false },
+      timeout: { type: 'string', default: '30' },
+      batch: { type: 'string' },
+    },
+  });
+  if (typeof parsed === 'string') {
+    ctx.stderr.write(`agentdb call: ${parsed}\n`);
     return 2;
   }
   const { values, positionals } = parsed;

@@ -1,9 +1,9 @@
-import { parseArgs } from 'node:util';
 import { MemberRegistry, type Role } from '../approvals/members.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
+import { parseFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 const USAGE = `usage: agentdb members add --workspace W --name NAME [--role member|admin] [--json]
@@ -88,22 +88,18 @@ async function list(ctx: CommandContext, registry: MemberRegistry, p: Parsed): P
 
 /** The parsed flags, or what is wrong with them. */
 function parse(ctx: CommandContext): Parsed | string {
-  let values;
-  let positionals;
-  try {
-    ({ values, positionals } = parseArgs({
-      args: ctx.argv,
-      allowPositionals: true,
-      options: {
-        workspace: { type: 'string' },
-        name: { type: 'string' },
-        role: { type: 'string', default: 'member' },
-        json: { type: 'boolean', default: false },
-      },
-    }));
-  } catch (err) {
-    return (err as Error).message;
-  }
+  const parsed = parseFlags({
+    args: ctx.argv,
+    allowPositionals: true,
+    options: {
+      workspace: { type: 'string' },
+      name: { type: 'string' },
+      role: { type: 'string', default: 'member' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  if (typeof parsed === 'string') return parsed;
+  const { values, positionals } = parsed;
   const [sub, ...extra] = positionals;
   if (sub !== 'add' && sub !== 'revoke' && sub !== 'list') return sub ? `unknown subcommand ${sub}` : 'give a subcommand';
   if (extra.length) return `unexpected argument ${extra[0]}`;

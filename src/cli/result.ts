@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import { AgentDbClient } from '../queue/client.ts';
+import { parseFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 /**
@@ -8,15 +8,13 @@ import type { CommandContext } from './main.ts';
  * person takes. Exit 0 when the call succeeded or is still on its way, 1 otherwise.
  */
 export async function result(ctx: CommandContext): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: ctx.argv,
-      allowPositionals: true,
-      options: { wait: { type: 'boolean', default: false } },
-    });
-  } catch (err) {
-    ctx.stderr.write(`agentdb result: ${(err as Error).message}\n`);
+  const parsed = parseFlags({
+    args: ctx.argv,
+    allowPositionals: true,
+    options: { wait: { type: 'boolean', default: false } },
+  });
+  if (typeof parsed === 'string') {
+    ctx.stderr.write(`agentdb result: ${parsed}\n`);
     return 2;
   }
   const [callId, ...extra] = parsed.positionals;
