@@ -49,7 +49,7 @@ export function tableSlots(tokens: readonly Token[]): boolean[] {
       inFrom.push(top && (isWord(prev, 'from', 'join') || isOp(prev, ',') || isOp(prev, '(')));
     } else if (isOp(t, ')')) {
       if (inFrom.length > 1) inFrom.pop();
-    } else if (isWord(t, 'from', 'join')) {
+    } else if (isWord(t, 'join') || (isWord(t, 'from') && !isDistinctFrom(tokens, i))) {
       inFrom[inFrom.length - 1] = true;
     } else if (t.kind === 'word' && ENDS_FROM.has(t.value)) {
       inFrom[inFrom.length - 1] = false;
@@ -58,12 +58,23 @@ export function tableSlots(tokens: readonly Token[]): boolean[] {
   return slots;
 }
 
+/**
+ * Whether the FROM at `i` is the one of the `IS [NOT] DISTINCT FROM` operator. Neither IS nor
+ * DISTINCT can be an identifier in SQLite, so these words always spell the operator.
+ */
+function isDistinctFrom(tokens: readonly Token[], i: number): boolean {
+  if (!isWord(tokens[i - 1], 'distinct')) return false;
+  return isWord(tokens[i - 2], 'is') || (isWord(tokens[i - 2], 'not') && isWord(tokens[i - 3], 'is'));
+}
+
 /** A table slot judged by what comes before the token, not by a following dot. */
 function contextSlot(tokens: readonly Token[], i: number, inFrom: boolean): boolean {
   const prev = tokens[i - 1];
   const before = tokens[i - 2];
   if (prev === undefined) return false;
   if (prev.kind === 'word') {
+    // `x IS [NOT] DISTINCT FROM 'sqlite_x'` compares with a value; no list of tables follows.
+    if (prev.value === 'from' && isDistinctFrom(tokens, i - 1)) return false;
     // ON names a table in CREATE INDEX … ON t; in a join's ON clause it starts an expression.
     if (prev.value === 'on') return !inFrom;
     if (BEFORE_TABLE.has(prev.value)) return true;

@@ -62,6 +62,9 @@ export const REFUSED_NAMES: readonly RefusedGroup[] = [
       "SELECT * FROM t, 'sqlite_master'",
       "SELECT * FROM t JOIN 'sqlite_master' ON 1",
       "SELECT * FROM t LEFT OUTER JOIN u ON t.a = u.a, 'sqlite_master'",
+      // A DISTINCT FROM inside a join's ON leaves the table list open.
+      "SELECT * FROM t JOIN u ON t.a IS DISTINCT FROM u.a, 'sqlite_master'",
+      "SELECT * FROM t JOIN u ON t.a IS NOT DISTINCT FROM u.a JOIN 'sqlite_master' ON 1",
       "SELECT * FROM t WHERE a IN 'sqlite_master'",
       'SELECT * FROM t WHERE a IN sqlite_master',
       'SELECT (SELECT sql FROM sqlite_master LIMIT 1)',
