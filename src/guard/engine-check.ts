@@ -229,12 +229,19 @@ function fromSqlite(err: unknown): Refused {
  *   C API (`db.loadExtension`, never called with agent input) but leaves the SQL function
  *   `load_extension()` disabled; there is no JavaScript switch to turn the C API off. The guard
  *   refuses the function by name and by bytecode in any case.
- * @throws Error when trusted_schema does not read back as OFF.
+ * - `temp_store=MEMORY`: this build keeps temporary data in files by default, so a sort, a
+ *   DISTINCT or an index build larger than the page cache would write spill files to the
+ *   system's temp folder — outside DATA_DIR and past every size limit, bounded only by the
+ *   statement timeout. In memory they count against the executor child's memory cap instead,
+ *   which ends such a statement with RESOURCE_LIMIT.
+ * @throws Error when trusted_schema does not read back as OFF, or temp_store as MEMORY.
  */
 export function hardenConnection(db: Database): void {
   db.unsafeMode(false);
   db.pragma('trusted_schema = OFF');
   if (db.pragma('trusted_schema', { simple: true }) !== 0) throw new Error('could not turn trusted_schema off');
+  db.pragma('temp_store = MEMORY');
+  if (db.pragma('temp_store', { simple: true }) !== 2) throw new Error('could not keep temporary data in memory');
 }
 
 /**

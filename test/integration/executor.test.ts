@@ -125,6 +125,35 @@ describe('Executor', () => {
     expect(await read(executor, target, 'SELECT 1 AS one')).toMatchObject({ ok: true });
   });
 
+  it('sorts and indexes past the page cache without a temporary file outside the data folder', async () => {
+    // SQLite names its spill files in SQLITE_TMPDIR and unlinks them at once; watching the
+    // folder is the way to see one was ever made.
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-sqlite-tmp-'));
+    const before = process.env.SQLITE_TMPDIR;
+    process.env.SQLITE_TMPDIR = tmp;
+    const made: string[] = [];
+    const watcher = fs.watch(tmp, (_event, name) => made.push(String(name)));
+    try {
+      const e = await started();
+      const target = db('spill', 'sorter');
+      // About 8 MB of rows, well past the 1 MiB page cache a handle keeps.
+      const rows = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) SELECT i, hex(randomblob(40)) FROM n';
+      expect(code(await write(e, target, `CREATE TABLE big AS ${rows}`))).toBe('ok');
+      const sorted = await e.run({ op: 'query', db: target, sql: 'SELECT * FROM big ORDER BY 2 LIMIT 3', params: [], maxRows: 3 });
+      expect(code(sorted)).toBe('ok');
+      expect(code(await read(e, target, `SELECT count(DISTINCT "hex(randomblob(40))") FROM big`))).toBe('ok');
+      expect(code(await write(e, target, 'CREATE INDEX big_hex ON big ("hex(randomblob(40))")'))).toBe('ok');
+      // The child has answered; let any pending watch event arrive before judging.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(made).toEqual([]);
+    } finally {
+      watcher.close();
+      if (before === undefined) delete process.env.SQLITE_TMPDIR;
+      else process.env.SQLITE_TMPDIR = before;
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
   it('writes ten thousand databases through a cache of 64 handles with bounded open files', async () => {
     const executor = await started({ handleCacheSize: 64 });
     const openFiles = () => fs.readdirSync(`/proc/${executor.pid}/fd`).length;
