@@ -1,4 +1,5 @@
 import path from 'node:path';
+import cronParser from 'cron-parser';
 import { z } from 'zod';
 
 const int = (min: number, max: number, fallback: number) =>
@@ -40,14 +41,35 @@ const envSchema = z.object({
   /** How long finished calls keep their result for `agentdb result`. */
   RESULT_TTL_S: int(60, 30 * 24 * 3600, 7 * 24 * 3600),
   /** When the maintenance job runs (cron, in SCHEDULE_TZ). */
-  MAINTENANCE_CRON: z.string().min(9).default('17 3 * * *'),
-  SCHEDULE_TZ: z.string().min(1).default('UTC'),
+  MAINTENANCE_CRON: z
+    .string()
+    .default('17 3 * * *')
+    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
+  SCHEDULE_TZ: z
+    .string()
+    .default('UTC')
+    .refine((tz) => cronError('0 0 * * *', tz) === undefined, 'not a time zone (an IANA name such as UTC or Europe/Paris)'),
   /** Days of metered usage kept. */
   USAGE_RETENTION_DAYS: int(1, 10_000, 400),
   /** Days a finished approval's record is kept in Redis (the database keeps its own audit). */
   APPROVAL_RETENTION_DAYS: int(1, 10_000, 30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
+
+/**
+ * What is wrong with a schedule, or undefined when BullMQ can run it: the check is the parse
+ * its job scheduler makes (cron-parser, the version BullMQ pins), run here so that a bad pattern
+ * or time zone stops start-up with the variable's name instead of a stack trace from BullMQ.
+ */
+function cronError(pattern: string, tz: string): string | undefined {
+  try {
+    // A bad time zone only shows when a date is computed.
+    cronParser.parseExpression(pattern, { tz }).next();
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
 
 /** The validated, frozen configuration. */
 export interface Config {

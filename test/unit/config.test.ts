@@ -25,8 +25,17 @@ describe('loadConfig', () => {
     ['REDIS_URL', 'http://x'],
     ['AGENTDB_PREFIX', 'a:b'],
     ['LOG_LEVEL', 'loud'],
+    ['MAINTENANCE_CRON', 'not a cron'],
+    ['MAINTENANCE_CRON', '61 3 * * *'],
+    ['MAINTENANCE_CRON', '* * * * * * *'],
+    ['SCHEDULE_TZ', 'Mars/Base'],
   ])('refuses %s=%s with a message naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+
+  it('takes any schedule BullMQ takes: a cron with seconds, in a named time zone', () => {
+    const c = loadConfig({ MAINTENANCE_CRON: '0 30 4 * * 1-5', SCHEDULE_TZ: 'Europe/Paris' });
+    expect([c.maintenanceCron, c.scheduleTz]).toEqual(['0 30 4 * * 1-5', 'Europe/Paris']);
   });
 });
