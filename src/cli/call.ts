@@ -62,7 +62,7 @@ export async function call(ctx: CommandContext): Promise<number> {
       settings: values.settings === undefined ? undefined : parseJson(values.settings, '--settings'),
       tool,
       arguments: parseJson(argsJson, 'ARGS_JSON'),
-    }));
+    }), tool);
     const answer = input.call ? await callOrUnavailable(client, input.call, opts) : input.envelope;
     ctx.stdout.write(`${JSON.stringify(answer)}\n`);
     return succeeded(answer) ? 0 : 1;
@@ -126,16 +126,16 @@ function parseJson(text: string, what: string): unknown {
 
 type Parsed = { call: CallInput; envelope?: undefined } | { call?: undefined; envelope: Envelope };
 
-/** Builds the call input, or the error envelope that bad JSON deserves. */
-function parseInput(build: () => unknown): Parsed {
+/** Builds the call input, or the error envelope that bad JSON deserves (naming `tool` when known). */
+function parseInput(build: () => unknown, tool = ''): Parsed {
   try {
     const input = build();
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      return { envelope: errorEnvelope(randomUUID(), '', 'INVALID_ARGUMENTS', 'A call must be a JSON object.') };
+      return { envelope: errorEnvelope(randomUUID(), tool, 'INVALID_ARGUMENTS', 'A call must be a JSON object.') };
     }
     return { call: input as CallInput };
   } catch (err) {
-    if (err instanceof BadJson) return { envelope: errorEnvelope(randomUUID(), '', 'INVALID_ARGUMENTS', err.message) };
+    if (err instanceof BadJson) return { envelope: errorEnvelope(randomUUID(), tool, 'INVALID_ARGUMENTS', err.message) };
     throw err;
   }
 }

@@ -46,9 +46,14 @@ const USAGE = `usage: agentdb <command> [options]
  */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === 'help' || !commands[name]) {
-    (name && name !== '--help' && name !== 'help' ? process.stderr : process.stdout).write(USAGE);
-    return name && name !== '--help' && name !== 'help' ? 2 : 0;
+  if (name === '--help' || name === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!name || !commands[name]) {
+    // No command, or one that does not exist, is a mistake a script must notice.
+    process.stderr.write(USAGE);
+    return 2;
   }
   let config: Config;
   try {

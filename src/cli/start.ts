@@ -6,6 +6,7 @@ import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
+import { parseFlags } from './flags.ts';
 import { ensureRedis } from './local-redis.ts';
 import type { CommandContext } from './main.ts';
 import { untilSignal } from './signals.ts';
@@ -14,6 +15,12 @@ import { allShards } from './worker.ts';
 /** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
 export async function start(ctx: CommandContext): Promise<number> {
   const { config } = ctx;
+  // It takes no flags; one that is not understood must not start a server as if it were.
+  const parsed = parseFlags({ args: ctx.argv, options: {} });
+  if (typeof parsed === 'string') {
+    ctx.stderr.write(`agentdb start: ${parsed}\n`);
+    return 2;
+  }
   const logger = createLogger(config.logLevel, 'agentdb');
   let redisServer;
   try {

@@ -32,7 +32,7 @@ describe('agentdb call', () => {
   it('exits 1 with a coded envelope on malformed JSON, unknown tools and refusals', async () => {
     const bad = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":'], sb.env);
     expect(bad.code).toBe(1);
-    expect(lines(bad.stdout)[0]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+    expect(lines(bad.stdout)[0]).toMatchObject({ ok: false, tool: 'DATA_QUERY_SQL', error: { code: 'INVALID_ARGUMENTS' } });
     const unknown = await runCli(['call', ...who, 'DATA_NUKE', '{}'], sb.env);
     expect(lines(unknown.stdout)[0]).toMatchObject({ ok: false, tool: 'DATA_NUKE', error: { code: 'UNKNOWN_TOOL' } });
     const refused = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":"ATTACH \'x\' AS y"}'], sb.env);
@@ -104,6 +104,21 @@ describe('agentdb tools and usage', () => {
     const out = await runCli(['usage', '--workspace', 'acme', '--json'], sb.env);
     const rows = JSON.parse(out.stdout) as { agent: string; tool: string; credits: number }[];
     expect(rows.find((r) => r.agent === 'scout' && r.tool === 'DATA_WRITE_SQL')?.credits).toBe(2);
+  });
+
+  it('answers a flag or argument it does not know with one line and exit 2, before doing anything', async () => {
+    const runs = await Promise.all(
+      [['tools', '--yaml'], ['tools', 'extra'], ['usage', '--workspace', 'acme', '--bogus'], ['usage'], ['worker', '--bogus'], ['start', '--bogus'], [], ['frobnicate']].map(
+        async (args) => ({ args, ...(await runCli(args, sb.env)) }),
+      ),
+    );
+    for (const { args, code, stdout, stderr } of runs) {
+      expect(code, `agentdb ${args.join(' ')}: ${stderr}`).toBe(2);
+      expect(stdout, args.join(' ')).toBe('');
+      expect(stderr, args.join(' ')).not.toMatch(/\n\s+at /);
+    }
+    expect(runs.find((r) => r.args[0] === 'usage' && r.args.length === 1)!.stderr).toBe('agentdb usage: --workspace is required\n');
+    expect(runs.find((r) => r.args[0] === 'start')!.stderr).toMatch(/^agentdb start: Unknown option '--bogus'/);
   });
 
   it('stops start-up with a message naming a bad variable', async () => {
