@@ -8,7 +8,9 @@ export const DEFAULT_MAX_ROWS = 100;
 export const MAX_ROWS = 1000;
 
 /** One bound value: SQLite gets strings, finite numbers, booleans (as 1/0) and null only. */
-export const param = z.union([z.string(), z.number().finite(), z.boolean(), z.null()]);
+export const param = z.union([z.string(), z.number().finite(), z.boolean(), z.null()], {
+  error: 'a param must be a string, a finite number, a boolean or null (no objects or arrays)',
+});
 export type Param = z.infer<typeof param>;
 
 const sql = z

@@ -54,6 +54,16 @@ describe('tool contracts', () => {
     expect(code(input)).toBe(expected);
   });
 
+  it.each<[string, unknown, string]>([
+    ['an object param', { ...base, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ?', params: ['a', { a: 1 }] } }, 'params.1: a param must be a string, a finite number, a boolean or null'],
+    ['no workspace', { agent: 'scout', tool: 'DATA_DESCRIBE_SCHEMA' }, 'workspace: workspace is required'],
+    ['no agent', { workspace: 'acme', tool: 'DATA_DESCRIBE_SCHEMA' }, 'agent: agent is required'],
+    ['a numeric agent', { workspace: 'acme', agent: 7, tool: 'DATA_DESCRIBE_SCHEMA' }, 'agent: agent must be a string'],
+  ])('says what is wrong with %s', (_name, input, detail) => {
+    const r = planCall(input, 16);
+    expect(r.ok ? 'ok' : r.failure.detail).toContain(detail);
+  });
+
   it('routes a database to the same shard every time', () => {
     const a = planCall({ ...base, tool: 'DATA_DESCRIBE_SCHEMA' }, 16);
     const b = planCall({ ...base, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } }, 16);
