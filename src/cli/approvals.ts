@@ -9,7 +9,7 @@ import { approvalsTable } from './approvals-table.ts';
 import { parseFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
-const USAGE = `usage: agentdb approvals list [--workspace W] [--state pending|approved|rejected|expired|all] [--json]
+const USAGE = `usage: agentdb approvals list [--workspace W] [--state pending|approved|rejected|expired|all] [--limit N] [--json]
        agentdb approvals approve|reject ID --by MEMBER [--reason R]
 `;
 
