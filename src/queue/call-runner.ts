@@ -64,10 +64,15 @@ export async function runCall(
   const request = execRequest(plan, callId, deps.config);
   if (gate.kind === 'approval' && !opts.approved) {
     // A person is only asked about a statement that would run: SQLite's own verdict too. A
-    // missing table is no refusal (an earlier parked CREATE may make it before this runs).
+    // write's missing table is no refusal (an earlier parked CREATE may make it before this
+    // runs), but a drop of nothing is answered NOT_FOUND now: nobody should have to approve it.
     if (request.op === 'write') {
       const check = await deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
       if (!check.ok && check.error.code !== 'SQL_ERROR') return fail(check.error.code, check.error.detail);
+    }
+    if (request.op === 'drop') {
+      const check = await deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
+      if (!check.ok) return fail(check.error.code, check.error.detail);
     }
     return { park: plan };
   }

@@ -2,7 +2,7 @@ import { AgentDbError } from '../errors.ts';
 import { isInside } from './database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
-import { checkDropName, describe, drop, query, toOpError, write } from './sqlite-ops.ts';
+import { checkDropName, describe, drop, dropTarget, query, toOpError, write } from './sqlite-ops.ts';
 import { checkedStatement } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 
@@ -33,6 +33,11 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'write': {
         const { replayed, ...result } = write(handles.open(req.db, 'write'), req.sql, req.params, req.callId, req.db.limits, opts.maxResultBytes);
         return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
+      }
+      case 'checkDrop': {
+        checkDropName(req.table);
+        // The stand-in for a database never written has no tables, so this answers NOT_FOUND.
+        return { ok: true, result: dropTarget(handles.open(req.db, 'read'), req.table) };
       }
       case 'drop': {
         const db = handles.open(req.db, 'read');

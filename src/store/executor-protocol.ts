@@ -26,6 +26,8 @@ export type ExecRequest =
   | { op: 'drop'; db: DbTarget; table: string; callId: string }
   /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
   | { op: 'check'; db: DbTarget; sql: string; mode: 'read' | 'write' }
+  /** Whether a drop of `table` would find something to drop; nothing runs. Asked before parking. */
+  | { op: 'checkDrop'; db: DbTarget; table: string }
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
   /** Close every handle of these shards (their lease was lost). */

@@ -139,12 +139,7 @@ export function drop(db: Database, table: string, callId: string): Replayable<Dr
     return inWriteTransaction(db, () => {
       const recorded = recordedResult(db, callId) as DropResult | undefined;
       if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
-      // SQLite names are case-insensitive: `T` drops table `t`, by the name it was created with.
-      const found = trusted(db, `SELECT type, name FROM sqlite_schema WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view')`).get(table) as
-        | { type: 'table' | 'view'; name: string }
-        | undefined;
-      if (found === undefined) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
-      checkDropName(found.name);
+      const found = dropTarget(db, table);
       db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
       dropped = true;
       const result: DropResult = { dropped: found.name, type: found.type };
@@ -154,6 +149,20 @@ export function drop(db: Database, table: string, callId: string): Replayable<Dr
   } finally {
     if (dropped) forgetStatements(db);
   }
+}
+
+/**
+ * The table or view a drop of `table` would remove. SQLite names are case-insensitive: `T`
+ * drops table `t`, by the name it was created with.
+ * @throws AgentDbError NOT_FOUND when there is none, or the refusal of a name no drop may take.
+ */
+export function dropTarget(db: Database, table: string): { type: 'table' | 'view'; name: string } {
+  const found = trusted(db, `SELECT type, name FROM sqlite_schema WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view')`).get(table) as
+    | { type: 'table' | 'view'; name: string }
+    | undefined;
+  if (found === undefined) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
+  checkDropName(found.name);
+  return found;
 }
 
 /**

@@ -93,6 +93,20 @@ describe('parking', () => {
     const pending = await sb.client().call({ ...gated, agent: 'ap4', tool: 'DATA_DESCRIBE_SCHEMA' });
     expect(pending).toMatchObject({ ok: true });
   });
+
+  it('answers a drop of a table that does not exist with NOT_FOUND at once, asking nobody', async () => {
+    await make('ap6', 'CREATE TABLE kept (x)');
+    for (const [agent, table] of [['ap6', 'missing'], ['ap6', '../kept'], ['ap6-never-written', 'kept']] as const) {
+      const answer = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_DROP_TABLE', arguments: { table } }, { wait: false });
+      expect(answer, `${agent} ${table}`).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', message: expect.stringContaining(JSON.stringify(table)) } });
+      expect(await client.result(answer.callId)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+      // There is no approval to decide.
+      expect(await client.decide(`ap_${answer.callId}`, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    }
+    // The table that does exist is still there, and still takes a person to drop.
+    expect(await run('ap6', 'SELECT count(*) FROM kept')).toEqual([[0]]);
+    await park('ap6', 'DATA_DROP_TABLE', { table: 'KEPT' }, { settings: { database: 'agent' } });
+  });
 });
 
 describe('audit', () => {
