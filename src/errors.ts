@@ -20,7 +20,7 @@ export interface ErrorSpec {
 
 export const ERRORS = {
   INVALID_ARGUMENTS: {
-    message: 'The call or its arguments do not match the tool contract.',
+    message: 'The request or its arguments are not valid.',
     hint: 'Fix the field named in the message (for tool calls, `agentdb tools --json` prints every contract).',
     retryable: false,
     status: 400,
@@ -56,8 +56,8 @@ export const ERRORS = {
     status: 400,
   },
   NOT_PERMITTED: {
-    message: 'This caller may not do that to that database.',
-    hint: "An agent writes only its own tables, or the shared ones with the shared-data grant; another agent's tables are read-only.",
+    message: 'This caller may not do that.',
+    hint: "An agent writes only its own tables, or the shared ones with the shared-data grant, and only reads another agent's; a person decides only in workspaces they are a member of, and a drop of shared tables takes an admin.",
     retryable: false,
     status: 403,
   },

@@ -88,7 +88,7 @@ export class CallParking {
       meter: undefined,
     });
     // Fail closed: without its record nobody can have approved the call.
-    if (!approval) return finish('APPROVAL_EXPIRED', `Approval ${id} is gone; the call did not run.`);
+    if (!approval) return finish('APPROVAL_EXPIRED', `Approval ${id} is gone.`);
     switch (approval.state) {
       case 'pending': {
         if (Date.now() < approval.expiresAt) return this.sleep(job, token, approval);
@@ -103,15 +103,16 @@ export class CallParking {
           at: Date.now(),
         });
         await this.audit(expired, job.data);
-        return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}; the call did not run.`);
+        return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       }
       case 'expired':
-        return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}; the call did not run.`);
+        return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       case 'rejected':
         await this.audit(approval, job.data);
         return finish(
           'APPROVAL_REJECTED',
-          `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : '.'} The call did not run.`,
+          // The registry's message already says it did not run.
+          `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : ' (no reason given).'}`,
         );
       case 'approved': {
         const outcome = await run();
