@@ -16,7 +16,9 @@ export type Param = z.infer<typeof param>;
 const sql = z
   .string()
   .min(1, 'sql must not be empty')
-  .max(MAX_SQL_BYTES)
+  // Characters first (each is at least a byte), so a huge string is never measured; either
+  // way the caller reads one message.
+  .max(MAX_SQL_BYTES, { error: `sql must be at most ${MAX_SQL_BYTES} bytes`, abort: true })
   .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_SQL_BYTES, `sql must be at most ${MAX_SQL_BYTES} bytes`)
   .describe('One SQLite statement. Bind values with ? and pass them in params; never quote them into the SQL.');
 
