@@ -5,7 +5,7 @@ import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { AgentDbClient, type CallAnswer } from '../queue/client.ts';
 import type { Envelope } from '../contracts/envelope.ts';
-import { parseFlags } from './flags.ts';
+import { commandFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 /** Calls a batch keeps in flight at once. */
@@ -19,7 +19,7 @@ type Answer = CallAnswer;
  * its way or waits for a person), 1 otherwise.
  */
 export async function call(ctx: CommandContext): Promise<number> {
-  const parsed = parseFlags({
+  const parsed = commandFlags(ctx, 'call', {
     args: ctx.argv,
     allowPositionals: true,
     options: {
@@ -31,10 +31,7 @@ export async function call(ctx: CommandContext): Promise<number> {
       batch: { type: 'string' },
     },
   });
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb call: ${parsed}\n`);
-    return 2;
-  }
+  if (!parsed) return 2;
   const { values, positionals } = parsed;
   const timeoutS = Number(values.timeout);
   if (!Number.isFinite(timeoutS) || timeoutS <= 0) {

@@ -1,5 +1,5 @@
 import { AgentDbClient } from '../queue/client.ts';
-import { parseFlags } from './flags.ts';
+import { commandFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 /**
@@ -8,15 +8,12 @@ import type { CommandContext } from './main.ts';
  * person takes. Exit 0 when the call succeeded or is still on its way, 1 otherwise.
  */
 export async function result(ctx: CommandContext): Promise<number> {
-  const parsed = parseFlags({
+  const parsed = commandFlags(ctx, 'result', {
     args: ctx.argv,
     allowPositionals: true,
     options: { wait: { type: 'boolean', default: false } },
   });
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb result: ${parsed}\n`);
-    return 2;
-  }
+  if (!parsed) return 2;
   const [callId, ...extra] = parsed.positionals;
   if (!callId || extra.length) {
     ctx.stderr.write('usage: agentdb result CALL_ID [--wait]\n');

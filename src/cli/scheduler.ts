@@ -1,6 +1,6 @@
 import { createLogger } from '../logger.ts';
 import { Scheduler } from '../queue/scheduler.ts';
-import { parseFlags } from './flags.ts';
+import { commandFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 import { untilSignal } from './signals.ts';
 
@@ -9,11 +9,8 @@ import { untilSignal } from './signals.ts';
  * `agentdb scheduler --prune-now` runs the prune once and prints what it removed.
  */
 export async function scheduler(ctx: CommandContext): Promise<number> {
-  const parsed = parseFlags({ args: ctx.argv, options: { 'prune-now': { type: 'boolean', default: false } } });
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb scheduler: ${parsed}\n`);
-    return 2;
-  }
+  const parsed = commandFlags(ctx, 'scheduler', { args: ctx.argv, options: { 'prune-now': { type: 'boolean', default: false } } });
+  if (!parsed) return 2;
   const { values } = parsed;
   const logger = createLogger(ctx.config.logLevel, 'agentdb-scheduler');
   const s = new Scheduler(ctx.config, logger);

@@ -6,7 +6,7 @@ import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
-import { parseFlags } from './flags.ts';
+import { commandFlags } from './flags.ts';
 import { ensureRedis } from './local-redis.ts';
 import type { CommandContext } from './main.ts';
 import { untilSignal } from './signals.ts';
@@ -16,11 +16,8 @@ import { allShards } from './worker.ts';
 export async function start(ctx: CommandContext): Promise<number> {
   const { config } = ctx;
   // It takes no flags; one that is not understood must not start a server as if it were.
-  const parsed = parseFlags({ args: ctx.argv, options: {} });
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb start: ${parsed}\n`);
-    return 2;
-  }
+  const parsed = commandFlags(ctx, 'start', { args: ctx.argv, options: {} });
+  if (!parsed) return 2;
   const logger = createLogger(config.logLevel, 'agentdb');
   let redisServer;
   try {

@@ -1,14 +1,11 @@
 import { toolContracts } from '../contracts/tools.ts';
-import { parseFlags } from './flags.ts';
+import { commandFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 /** `agentdb tools [--json]`: the agent-visible contract of the four tools. */
 export async function tools(ctx: CommandContext): Promise<number> {
-  const parsed = parseFlags({ args: ctx.argv, options: { json: { type: 'boolean', default: false } } });
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb tools: ${parsed}\n`);
-    return 2;
-  }
+  const parsed = commandFlags(ctx, 'tools', { args: ctx.argv, options: { json: { type: 'boolean', default: false } } });
+  if (!parsed) return 2;
   const { values } = parsed;
   const contracts = toolContracts();
   if (values.json) {

@@ -2,19 +2,16 @@ import { workspaceName } from '../contracts/names.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { readUsage } from '../queue/usage.ts';
-import { parseFlags } from './flags.ts';
+import { commandFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 /** `agentdb usage --workspace W [--json]`: credits and calls per day, agent and tool. */
 export async function usage(ctx: CommandContext): Promise<number> {
-  const parsed = parseFlags({
+  const parsed = commandFlags(ctx, 'usage', {
     args: ctx.argv,
     options: { workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
   });
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb usage: ${parsed}\n`);
-    return 2;
-  }
+  if (!parsed) return 2;
   const { values } = parsed;
   if (values.workspace === undefined) {
     ctx.stderr.write('agentdb usage: --workspace is required\n');

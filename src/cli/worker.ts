@@ -1,17 +1,14 @@
 import { createLogger } from '../logger.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
-import { parseFlags } from './flags.ts';
+import { commandFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 import { parseShardRange } from './shard-range.ts';
 import { untilSignal } from './signals.ts';
 
 /** `agentdb worker [--shards 0-7]`: owns the free shards of the range until stopped. */
 export async function worker(ctx: CommandContext): Promise<number> {
-  const parsed = parseFlags({ args: ctx.argv, options: { shards: { type: 'string' } } });
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb worker: ${parsed}\n`);
-    return 2;
-  }
+  const parsed = commandFlags(ctx, 'worker', { args: ctx.argv, options: { shards: { type: 'string' } } });
+  if (!parsed) return 2;
   const { values } = parsed;
   let shards: number[];
   try {
