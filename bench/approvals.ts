@@ -17,7 +17,7 @@ export async function benchApprovals(
   opts: { decisions: number; parked: number; queryCalls: number; query: (i: number) => Promise<void> },
 ) {
   const redis = connectRedis(redisUrl);
-  await new MemberRegistry(redis, keysFor(prefix)).add('bench', 'approver', 'member');
+  const { key } = await new MemberRegistry(redis, keysFor(prefix)).add('bench', 'approver', 'member');
   redis.disconnect();
   const must = (ok: boolean, what: unknown) => {
     if (!ok) throw new Error(`bench approval step failed: ${JSON.stringify(what)}`);
@@ -30,9 +30,9 @@ export async function benchApprovals(
   for (let i = 0; i < opts.decisions; i++) {
     const parked = (await client.call({ ...gated, agent: 'approved', tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO a VALUES (?)', params: [i] } }, { wait: false })) as AwaitingAnswer;
     must(parked.status === 'awaiting_approval', parked);
-    const waiting = client.result(parked.callId, { wait: true });
+    const waiting = client.result(parked.callId, { workspace: 'bench', agent: 'approved', wait: true });
     const t = performance.now();
-    const decided = await client.decide(parked.approval.id, { decision: 'approve', by: 'approver' });
+    const decided = await client.decide(parked.approval.id, { decision: 'approve', key });
     must(decided.ok, decided);
     const end = await waiting;
     decisionLatencies.push(performance.now() - t);

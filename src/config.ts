@@ -54,6 +54,8 @@ const envSchema = z.object({
   /** Days a finished approval's record is kept in Redis (the database keeps its own audit). */
   APPROVAL_RETENTION_DAYS: int(1, 10_000, 30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** The member key the CLI decides approvals with, when `--key` is not given. */
+  AGENTDB_MEMBER_KEY: z.string().optional(),
 });
 
 /**
@@ -94,6 +96,8 @@ export interface Config {
   readonly usageRetentionDays: number;
   readonly approvalRetentionDays: number;
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  /** A secret: never logged. */
+  readonly memberKey?: string;
 }
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
@@ -138,5 +142,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     usageRetentionDays: e.USAGE_RETENTION_DAYS,
     approvalRetentionDays: e.APPROVAL_RETENTION_DAYS,
     logLevel: e.LOG_LEVEL,
+    ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
 }

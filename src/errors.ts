@@ -127,6 +127,18 @@ export const ERRORS = {
     retryable: false,
     status: 409,
   },
+  APPROVAL_STALE: {
+    message: 'What was approved is no longer what would run; nothing ran.',
+    hint: 'The object changed after the approval was asked for (renamed, replaced, rows added): look again and ask for a new approval.',
+    retryable: false,
+    status: 409,
+  },
+  IDEMPOTENCY_CONFLICT: {
+    message: 'This call id was already used for a different call; nothing ran.',
+    hint: 'A call id is an idempotency key: send the same call again to get its outcome, or a new call under a new id.',
+    retryable: false,
+    status: 409,
+  },
   UNAUTHENTICATED: {
     message: 'The request carries no valid member key.',
     hint: 'Send `Authorization: Bearer adb_…` with a key from `agentdb members add`; a revoked key never works again.',

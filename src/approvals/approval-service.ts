@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { ErrorCode } from '../errors.ts';
 import { publishEvent } from '../queue/events.ts';
 import { keysFor, type Keys } from '../queue/keys.ts';
-import type { Approval, ApprovalState } from './approval.ts';
+import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { ApprovalStore } from './approval-store.ts';
 
 /** A person deciding: a member of a workspace, with a role. */
@@ -13,9 +13,10 @@ export interface Decider {
   role: 'member' | 'admin';
 }
 
-/** Finds an active member by name (the members registry). */
+/** Finds an active member by name or by key (the members registry). */
 export interface MemberLookup {
   get(workspace: string, name: string): Promise<Decider | undefined>;
+  authenticate(key: string): Promise<Decider | undefined>;
 }
 
 /** A decision as asked. */
@@ -59,19 +60,32 @@ export class ApprovalService {
     return this.store.list(filter);
   }
 
-  /** Decides as the member named `by` in the approval's workspace (CLI, client library). */
-  async decideByName(id: string, input: DecisionInput & { by: string }): Promise<DecideResult> {
+  /**
+   * Decides as the member whose key this is (CLI, client library): the key is the proof, as on
+   * HTTP. An unknown or revoked key answers UNAUTHENTICATED and names nothing that exists.
+   */
+  async decideWithKey(id: string, key: string, input: DecisionInput): Promise<DecideResult> {
+    const member = await this.opts.members.authenticate(key);
+    if (!member) return refuse('UNAUTHENTICATED', 'The key is unknown or has been revoked.');
+    return this.decide(id, { ...input, by: member, via: 'key' });
+  }
+
+  /**
+   * Decides as the member named `by`, on a trusted operator's word (an explicit CLI flag, or a
+   * runtime holding Redis itself): no key proves who decided, so the audit records the channel.
+   */
+  async decideAsOperator(id: string, input: DecisionInput & { by: string }): Promise<DecideResult> {
     const approval = await this.store.get(id);
     if (!approval) return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
     const member = await this.opts.members.get(approval.workspace, input.by);
     if (!member) {
       return refuse('NOT_PERMITTED', `${JSON.stringify(input.by)} is not an active member of workspace ${approval.workspace}.`);
     }
-    return this.decide(id, { ...input, by: member });
+    return this.decide(id, { ...input, by: member, via: 'operator' });
   }
 
-  /** Decides as `by`, a member already authenticated (HTTP) or looked up. */
-  async decide(id: string, input: DecisionInput & { by: Decider }): Promise<DecideResult> {
+  /** Decides as `by`, a member already authenticated (`via: 'key'`) or named by an operator. */
+  async decide(id: string, input: DecisionInput & { by: Decider; via: DecisionChannel }): Promise<DecideResult> {
     if (input.decision !== 'approve' && input.decision !== 'reject') {
       return refuse('INVALID_ARGUMENTS', 'decision must be "approve" or "reject".');
     }
@@ -79,16 +93,15 @@ export class ApprovalService {
       return refuse('INVALID_ARGUMENTS', `reason must be a string of at most ${MAX_REASON_LENGTH} characters.`);
     }
     const approval = await this.store.get(id);
-    if (!approval) return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
     const { by } = input;
-    if (by.workspace !== approval.workspace) {
-      return refuse('NOT_PERMITTED', `${by.name} is a member of ${by.workspace}, not of ${approval.workspace}.`);
-    }
+    // Another workspace's approval is answered as if it did not exist: its id, SQL and state
+    // are not this member's to learn.
+    if (!approval || by.workspace !== approval.workspace) return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
     if (approval.tier === 'destructive' && approval.shared && by.role !== 'admin') {
       return refuse('NOT_PERMITTED', 'Dropping a shared table takes a workspace admin to approve.');
     }
     const state = input.decision === 'approve' ? 'approved' : 'rejected';
-    const result = await this.store.transition(id, state, by.name, input.reason ?? '');
+    const result = await this.store.transition(id, state, by.name, input.reason ?? '', input.via);
     if (result !== 'OK') {
       const now = await this.store.get(id);
       if (result === 'EXPIRED') return refuse('APPROVAL_EXPIRED', `Approval ${id} expired at ${new Date(approval.expiresAt).toISOString()}.`);
@@ -120,7 +133,7 @@ export class ApprovalService {
       queue = new Queue(this.keys.queueName(approval.shard), { connection: this.redis, prefix: this.keys.bullPrefix });
       this.queues.set(approval.shard, queue);
     }
-    const job = await Job.fromId(queue, approval.callId);
+    const job = await Job.fromId(queue, approval.callKey);
     await job?.promote().catch(() => undefined);
   }
 }
@@ -129,6 +142,7 @@ export class ApprovalService {
 export function summary(a: Approval): Record<string, unknown> {
   return {
     id: a.id,
+    callId: a.callId,
     state: a.state,
     tier: a.tier,
     workspace: a.workspace,
@@ -136,7 +150,9 @@ export function summary(a: Approval): Record<string, unknown> {
     tool: a.tool,
     database: a.database,
     expiresAt: new Date(a.expiresAt).toISOString(),
+    ...(a.object ? { object: { type: a.object.type, name: a.object.name, definition: a.object.definition, rows: a.object.rows } } : {}),
     ...(a.decidedBy ? { decidedBy: a.decidedBy, decidedAt: new Date(a.decidedAt!).toISOString() } : {}),
+    ...(a.decidedVia ? { decidedVia: a.decidedVia } : {}),
     ...(a.reason ? { reason: a.reason } : {}),
   };
 }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from '../queue/keys.ts';
-import type { Approval, ApprovalRequest, ApprovalState } from './approval.ts';
+import type { Approval, ApprovalRequest, ApprovalState, DecisionChannel } from './approval.ts';
 
 // Creating is idempotent, so a worker that dies while parking can park again after a retry
 // without moving the deadline or forgetting a decision already made.
@@ -29,6 +29,7 @@ end
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'decidedAt', now)
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'decidedBy', ARGV[2]) end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'decidedVia', ARGV[5]) end
 redis.call('ZREM', KEYS[2], ARGV[4])
 return 'OK'`;
 
@@ -37,7 +38,7 @@ export type TransitionResult = 'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NO
 
 type StoreRedis = Redis & {
   agentdbApprovalCreate(key: string, pending: string, all: string, request: string, ws: string, createdAt: number, expiresAt: number, id: string): Promise<number>;
-  agentdbApprovalTransition(key: string, pending: string, state: string, by: string, reason: string, id: string): Promise<TransitionResult>;
+  agentdbApprovalTransition(key: string, pending: string, state: string, by: string, reason: string, id: string, via: string): Promise<TransitionResult>;
 };
 
 /**
@@ -57,10 +58,13 @@ export class ApprovalStore {
     this.redis = redis as StoreRedis;
   }
 
-  /** Records a parked call, or returns the record already made for it. */
-  async create(request: ApprovalRequest): Promise<Approval> {
+  /**
+   * Records a parked call, or returns the record already made for it (`created: false`): a
+   * worker that died while parking parks again after a retry.
+   */
+  async create(request: ApprovalRequest): Promise<{ approval: Approval; created: boolean }> {
     const { keys } = this;
-    await this.redis.agentdbApprovalCreate(
+    const created = await this.redis.agentdbApprovalCreate(
       keys.approval(request.id),
       keys.approvalsPending,
       keys.approvalsAll,
@@ -70,7 +74,7 @@ export class ApprovalStore {
       request.expiresAt,
       request.id,
     );
-    return (await this.get(request.id))!;
+    return { approval: (await this.get(request.id))!, created: created === 1 };
   }
 
   /** One approval, or undefined. */
@@ -82,8 +86,8 @@ export class ApprovalStore {
    * Moves a pending approval to `state`. `approved` and `rejected` fail once it expired;
    * `expired` succeeds only once the expiry has passed.
    */
-  transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = ''): Promise<TransitionResult> {
-    return this.redis.agentdbApprovalTransition(this.keys.approval(id), this.keys.approvalsPending, state, by, reason, id);
+  transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = '', via: DecisionChannel | '' = ''): Promise<TransitionResult> {
+    return this.redis.agentdbApprovalTransition(this.keys.approval(id), this.keys.approvalsPending, state, by, reason, id, via);
   }
 
   /** Records how an approved call ended when it ran. */
@@ -122,6 +126,7 @@ function parse(hash: Record<string, string> | null | undefined): Approval | unde
     state: hash.state as ApprovalState,
     ...(hash.decidedBy ? { decidedBy: hash.decidedBy } : {}),
     ...(hash.decidedAt ? { decidedAt: Number(hash.decidedAt) } : {}),
+    ...(hash.decidedVia ? { decidedVia: hash.decidedVia as DecisionChannel } : {}),
     ...(hash.reason ? { reason: hash.reason } : {}),
     ...(hash.ran ? { ran: JSON.parse(hash.ran) as Approval['ran'] } : {}),
   };

@@ -1,11 +1,28 @@
+import { createHash } from 'node:crypto';
+import { digestOf } from '../contracts/call-identity.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
+
+export type { DropObject };
+
 /** Where an approval stands. `pending` is the only state a decision may leave. */
 export type ApprovalState = 'pending' | 'approved' | 'rejected' | 'expired';
 
+/** How a decision was made: with a member's own key, or named by a trusted operator. */
+export type DecisionChannel = 'key' | 'operator';
+
 /** What a person is asked about: one parked call, as it will run if approved. */
 export interface ApprovalRequest {
-  /** `ap_<callId>`: one approval per call, found again from the call alone. */
+  /** Derived from the call's key ({@link approvalIdFor}): one approval per call, never shared. */
   id: string;
+  /** The caller's own call id. */
   callId: string;
+  /** Workspace, agent and call id: the call this approval belongs to (see `callKey`). */
+  callKey: string;
+  /**
+   * sha256 of what runs if approved: workspace, agent, database, tool, SQL, params, table and
+   * tier ({@link approvalDigest}). A parked call runs only if its own digest still matches.
+   */
+  digest: string;
   shard: number;
   workspace: string;
   /** The agent that made the call (the requester). */
@@ -20,6 +37,8 @@ export interface ApprovalRequest {
   params?: unknown[];
   table?: string;
   rationale?: string;
+  /** For a drop: the object as it was when the call was parked. */
+  object?: DropObject;
   requester: string;
   createdAt: number;
   expiresAt: number;
@@ -30,17 +49,23 @@ export interface Approval extends ApprovalRequest {
   state: ApprovalState;
   decidedBy?: string;
   decidedAt?: number;
+  /** How the decider proved who they are. */
+  decidedVia?: DecisionChannel;
   reason?: string;
   /** How the approved call ended when it ran. */
   ran?: { ok: boolean; code?: string; at: number };
 }
 
-/** The approval id of a call. */
-export function approvalIdFor(callId: string): string {
-  return `ap_${callId}`;
+/**
+ * The approval id of a call, from its key (`callKey`): the worker derives it from the job's own
+ * identity, never reads it from job data, so no job can point itself at another call's approval.
+ * Hashed, so the id reveals neither workspace nor agent.
+ */
+export function approvalIdFor(key: string): string {
+  return `ap_${createHash('sha256').update(key).digest('base64url').slice(0, 24)}`;
 }
 
-/** The call id of an approval id, or undefined when it is not one. */
-export function callIdOfApproval(id: string): string | undefined {
-  return id.startsWith('ap_') && id.length > 3 ? id.slice(3) : undefined;
+/** What an approval is bound to: everything that decides what runs. */
+export function approvalDigest(a: Pick<ApprovalRequest, 'workspace' | 'agent' | 'database' | 'tool' | 'tier' | 'sql' | 'params' | 'table'>): string {
+  return digestOf([a.workspace, a.agent, a.database, a.tool, a.tier, a.sql ?? null, a.params ?? [], a.table ?? null]);
 }

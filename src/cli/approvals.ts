@@ -10,19 +10,21 @@ import { parseFlags } from './flags.ts';
 import type { CommandContext } from './main.ts';
 
 const USAGE = `usage: agentdb approvals list [--workspace W] [--state pending|approved|rejected|expired|all] [--limit N] [--json]
-       agentdb approvals approve|reject ID --by MEMBER [--reason R]
+       agentdb approvals approve|reject ID [--key KEY] [--reason R]     (KEY: your member key, or AGENTDB_MEMBER_KEY)
+       agentdb approvals approve|reject ID --operator --by MEMBER [--reason R]
 `;
 
 const STATES: readonly string[] = ['pending', 'approved', 'rejected', 'expired', 'all'];
 
 type Parsed =
   | { sub: 'list'; workspace?: string; state: ApprovalState | 'all'; json: boolean; limit: number }
-  | { sub: 'approve' | 'reject'; id: string; by: string; reason?: string };
+  | { sub: 'approve' | 'reject'; id: string; proof: { key: string } | { by: string; operator: true }; reason?: string };
 
 /**
- * `agentdb approvals list|approve|reject`. The CLI runs as a trusted operator, so it needs no
- * key, but a decision still names a person (`--by`, an active member of the approval's
- * workspace) and goes through the same core path as HTTP and the client library. A decision
+ * `agentdb approvals list|approve|reject`. A decision is made with the member's own key, as on
+ * HTTP; deciding as a named member without it takes `--operator` (a person with the deployment's
+ * Redis in hand), and the approval records which it was. Both go through the same core path as
+ * HTTP and the client library. A decision
  * prints the approval as JSON and exits 0, or prints `{ error }` and exits 1 when refused; bad
  * flags exit 2.
  */
@@ -44,7 +46,11 @@ export async function approvals(ctx: CommandContext): Promise<number> {
       else ctx.stdout.write(`(no ${parsed.state === 'all' ? '' : `${parsed.state} `}approvals)\n`);
       return 0;
     }
-    const result = await service.decideByName(parsed.id, { decision: parsed.sub, by: parsed.by, reason: parsed.reason });
+    const input = { decision: parsed.sub, ...(parsed.reason !== undefined ? { reason: parsed.reason } : {}) };
+    const result =
+      'key' in parsed.proof
+        ? await service.decideWithKey(parsed.id, parsed.proof.key, input)
+        : await service.decideAsOperator(parsed.id, { ...input, by: parsed.proof.by });
     if (!result.ok) {
       ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail) })}\n`);
       return 1;
@@ -71,6 +77,8 @@ function parse(ctx: CommandContext): Parsed | string {
       limit: { type: 'string', default: String(DEFAULT_LIST_LIMIT) },
       json: { type: 'boolean', default: false },
       by: { type: 'string' },
+      key: { type: 'string' },
+      operator: { type: 'boolean', default: false },
       reason: { type: 'string' },
     },
   });
@@ -79,7 +87,7 @@ function parse(ctx: CommandContext): Parsed | string {
   const [sub, ...rest] = positionals;
   if (sub === 'list') {
     if (rest.length) return `unexpected argument ${rest[0]}`;
-    if (values.by !== undefined || values.reason !== undefined) return '--by and --reason go with approve or reject';
+    if (values.by !== undefined || values.reason !== undefined || values.key !== undefined || values.operator) return '--by, --key, --operator and --reason go with approve or reject';
     if (!STATES.includes(values.state)) return `--state must be one of ${STATES.join(', ')}`;
     let workspace: string | undefined;
     if (values.workspace !== undefined) {
@@ -93,12 +101,20 @@ function parse(ctx: CommandContext): Parsed | string {
   }
   if (sub === 'approve' || sub === 'reject') {
     if (rest.length !== 1 || !rest[0]) return `${sub} takes one approval ID`;
-    if (values.by === undefined) return '--by MEMBER is required: a decision names the person who made it';
-    // The name's format is parsing; whether it is an active member is the core's to say.
-    if (!agentName.safeParse(values.by).success) return '--by: must be 1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit';
     // --json is accepted (a decision prints JSON anyway); --workspace would suggest a scope it does not have.
     if (values.workspace !== undefined) return '--workspace goes with list: a decision acts in the approval\'s own workspace';
-    return { sub, id: rest[0], by: values.by, ...(values.reason !== undefined ? { reason: values.reason } : {}) };
+    const reason = values.reason !== undefined ? { reason: values.reason } : {};
+    if (values.operator) {
+      if (values.key !== undefined) return '--operator decides by name (--by); leave out --key';
+      if (values.by === undefined) return '--operator takes --by MEMBER: the member on whose behalf you decide';
+      // The name's format is parsing; whether it is an active member is the core's to say.
+      if (!agentName.safeParse(values.by).success) return '--by: must be 1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit';
+      return { sub, id: rest[0], proof: { by: values.by, operator: true }, ...reason };
+    }
+    if (values.by !== undefined) return '--by decides without proof, for operators only: add --operator, or decide with your member key (--key or AGENTDB_MEMBER_KEY)';
+    const key = values.key ?? ctx.config.memberKey;
+    if (key === undefined) return 'a decision takes your member key: --key KEY or AGENTDB_MEMBER_KEY (from `agentdb members add`)';
+    return { sub, id: rest[0], proof: { key }, ...reason };
   }
   return sub ? `unknown subcommand ${sub}` : 'give a subcommand';
 }

@@ -29,7 +29,8 @@ const USAGE = `usage: agentdb <command> [options]
   scheduler [--prune-now]       the scheduled jobs only (nightly prune of Redis past retention)
   call --workspace W --agent A [--settings JSON] [--no-wait] [--timeout S] TOOL ARGS_JSON
   call --batch FILE|- [--no-wait] [--timeout S]
-  result CALL_ID [--wait]       a call's envelope, or where it stands (queued, running, awaiting approval)
+  result CALL_ID --workspace W --agent A [--wait]
+                                a call's envelope, or where it stands (queued, running, awaiting approval)
   tools [--json]                the agent-visible tool contract
   usage --workspace W [--json]  credits metered per agent, tool and day
   members add --workspace W --name NAME [--role member|admin] [--json]
@@ -37,7 +38,8 @@ const USAGE = `usage: agentdb <command> [options]
   members revoke --workspace W --name NAME
   members list --workspace W [--json]
   approvals list [--workspace W] [--state pending|all] [--limit N] [--json]
-  approvals approve|reject ID --by MEMBER [--reason R]
+  approvals approve|reject ID [--key KEY] [--reason R]   (or AGENTDB_MEMBER_KEY)
+  approvals approve|reject ID --operator --by MEMBER [--reason R]
 `;
 
 /**

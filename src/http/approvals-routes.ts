@@ -65,6 +65,7 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsync {
         decision: body.data.decision,
         reason: body.data.reason,
         by: { workspace, name, role },
+        via: 'key',
       });
       if (!result.ok) return sendError(reply, result.code, result.detail);
       return reply.send({ approval: result.approval });

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Envelope } from '../contracts/envelope.ts';
-import { completedEventJson, STREAM_MAX_LEN } from './events.ts';
+import { STREAM_MAX_LEN, type CompletedEvent } from './events.ts';
 import type { Keys } from './keys.ts';
 import { meterDay } from './usage.ts';
 
@@ -64,9 +64,9 @@ export class CallCompletion {
     this.redis = redis as CompletingRedis;
   }
 
-  /** Publishes `call.completed` for `envelope`, metering `meter` when given. */
-  complete(envelope: Envelope, meter?: Metering): Promise<void> {
-    const data = completedEventJson(envelope);
+  /** Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. */
+  complete(envelope: Envelope, event: CompletedEvent, meter?: Metering): Promise<void> {
+    const data = event.json;
     const day = meter ? this.dayOf(meter.at) : '';
     return new Promise((resolve, reject) => {
       this.pending.push({

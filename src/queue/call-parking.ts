@@ -4,10 +4,13 @@ import type { CallJobData } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { TOOL_TIERS } from '../contracts/tools.ts';
 import type { ApprovalStore } from '../approvals/approval-store.ts';
-import { approvalIdFor, type Approval } from '../approvals/approval.ts';
+import { approvalDigest, approvalIdFor, type Approval } from '../approvals/approval.ts';
+import { callKeyOf } from '../contracts/call-identity.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
+import type { ErrorCode } from '../errors.ts';
 import { summary } from '../approvals/approval-service.ts';
 import type { CallPlan } from './call-plan.ts';
-import { dbTarget, type ParkOutcome, type RunOutcome } from './call-runner.ts';
+import { dbTarget, type Approved, type ParkOutcome, type RunOutcome } from './call-runner.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { parseDatabaseId } from '../store/database-id.ts';
@@ -27,81 +30,105 @@ export interface ParkingDeps {
   logger: Logger;
 }
 
-/** The job data of a parked call: the call, and the approval it waits on. */
-type ParkedData = CallJobData & { approvalId?: string };
-
 /**
  * Parking a call that needs a person, and picking it up again. A parked call is the same
  * BullMQ job, moved to `delayed` until its approval expires: it holds no worker slot and no
  * lock while it waits, survives every restart with Redis, and is woken early by `promote()`
  * when someone decides. Delayed-until-expiry (rather than a job of its own, or a flow) keeps
- * one job per call for its whole life, with its id the call id, so the caller's wait and
+ * one job per call for its whole life, with its id the call's key, so the caller's wait and
  * `result()` need know nothing about approvals.
+ *
+ * A woken job goes through the worker's whole path again (validate, authorize, guard) and comes
+ * back here. Its approval is derived from its own key, never read from job data, and is used
+ * only while it still describes this very call (its digest): no job can borrow another call's
+ * approval, and a call whose payload changed meanwhile runs nothing.
  */
 export class CallParking {
   constructor(private readonly deps: ParkingDeps) {}
 
-  /** Records the approval, announces it and parks the job. Never returns: throws DelayedError. */
-  async park(job: Job<ParkedData>, token: string, plan: CallPlan): Promise<never> {
-    const { store, approvalTtlMs } = this.deps;
-    const now = Date.now();
-    const data = job.data;
-    const approval = await store.create({
-      id: approvalIdFor(data.callId),
-      callId: data.callId,
-      shard: plan.shard,
-      workspace: plan.request.workspace,
-      agent: plan.request.agent,
-      tool: plan.tool,
-      tier: TOOL_TIERS[plan.tool] as 'write' | 'destructive',
-      database: plan.databaseId,
-      shared: plan.target.agent === undefined,
-      ...(typeof plan.args.sql === 'string' ? { sql: plan.args.sql } : {}),
-      ...(Array.isArray(plan.args.params) ? { params: plan.args.params } : {}),
-      ...(typeof plan.args.table === 'string' ? { table: plan.args.table } : {}),
-      ...(typeof plan.args.rationale === 'string' ? { rationale: plan.args.rationale } : {}),
-      requester: plan.request.agent,
-      createdAt: now,
-      expiresAt: now + approvalTtlMs,
-    });
-    await job.updateData({ ...data, approvalId: approval.id });
-    await publishEvent(this.deps.redis, this.deps.keys.events, {
-      type: 'approval.requested',
-      callId: data.callId,
-      approval: summary(approval),
-      at: now,
-    });
-    return this.sleep(job, token, approval);
+  /**
+   * Takes a call that needs a person: parks it the first time (after checking it would run),
+   * and on a later wake-up runs it when approved, finishes it when rejected or expired, or parks
+   * it again when woken for nothing. Returns the outcome, or throws DelayedError once parked.
+   */
+  async handle(job: Job<CallJobData>, token: string, parked: ParkOutcome, run: (approved: Approved) => Promise<RunOutcome | ParkOutcome>): Promise<RunOutcome> {
+    const { plan, request } = { plan: parked.park, request: parked.request };
+    const key = callKeyOf(job.data);
+    const fields = approvalFields(plan);
+    const digest = approvalDigest(fields);
+    let approval = await this.deps.store.get(approvalIdFor(key));
+    if (!approval) {
+      const first = await this.firstPark(key, digest, fields, plan, request);
+      if ('envelope' in first) return first;
+      approval = first.approval;
+      if (first.created) {
+        this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
+        await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.requested', callId: job.data.callId, approval: summary(approval), at: approval.createdAt });
+        return this.sleep(job, token, approval);
+      }
+    }
+    if (approval.callKey !== key || approval.digest !== digest) {
+      return failed(job.data, 'IDEMPOTENCY_CONFLICT', `call ${JSON.stringify(job.data.callId)} was already parked for approval with another statement; this one did not run.`);
+    }
+    return this.resume(job, token, approval, run);
   }
 
   /**
-   * Picks a parked job up again (a decision promoted it, or its expiry came): runs it when
-   * approved, finishes it when rejected or expired, parks it again when woken for nothing.
+   * Checks that a call would run (a person is only asked about such calls), then records its
+   * approval. `created` is false when a retried park finds the record it made before.
    */
-  async resume(job: Job<ParkedData>, token: string, run: () => Promise<RunOutcome | ParkOutcome>): Promise<RunOutcome> {
-    const { store } = this.deps;
-    const { callId, tool } = job.data;
-    const id = job.data.approvalId!;
-    const approval = await store.get(id);
-    const finish = (code: 'APPROVAL_EXPIRED' | 'APPROVAL_REJECTED' | 'INTERNAL', detail: string): RunOutcome => ({
-      envelope: errorEnvelope(callId, tool, code, detail),
-      meter: undefined,
+  private async firstPark(
+    key: string,
+    digest: string,
+    fields: ReturnType<typeof approvalFields>,
+    plan: CallPlan,
+    request: ExecRequest,
+  ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
+    const data = { callId: plan.request.callId ?? '', tool: plan.tool };
+    let object: DropObject | undefined;
+    // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE
+    // may make it before this runs), but a drop of nothing is answered NOT_FOUND now: nobody
+    // should have to approve it. A drop records what it would remove, as the person sees it.
+    if (request.op === 'write') {
+      const check = await this.deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
+      if (!check.ok && check.error.code !== 'SQL_ERROR') return failed(data, check.error.code, check.error.detail);
+    } else if (request.op === 'drop') {
+      const check = await this.deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
+      if (!check.ok) return failed(data, check.error.code, check.error.detail);
+      object = check.result as DropObject;
+    }
+    const now = Date.now();
+    return this.deps.store.create({
+      ...fields,
+      id: approvalIdFor(key),
+      callId: data.callId,
+      callKey: key,
+      digest,
+      shard: plan.shard,
+      shared: plan.target.agent === undefined,
+      ...(typeof plan.args.rationale === 'string' ? { rationale: plan.args.rationale } : {}),
+      ...(object ? { object } : {}),
+      requester: plan.request.agent,
+      createdAt: now,
+      expiresAt: now + this.deps.approvalTtlMs,
     });
-    // Fail closed: without its record nobody can have approved the call.
-    if (!approval) return finish('APPROVAL_EXPIRED', `Approval ${id} is gone.`);
+  }
+
+  /** Runs, finishes or re-parks a woken call by its approval's state. */
+  private async resume(job: Job<CallJobData>, token: string, approval: Approval, run: (approved: Approved) => Promise<RunOutcome | ParkOutcome>): Promise<RunOutcome> {
+    const { store } = this.deps;
+    const { id } = approval;
+    const finish = (code: 'APPROVAL_EXPIRED' | 'APPROVAL_REJECTED', detail: string) => failed(job.data, code, detail);
     switch (approval.state) {
       case 'pending': {
         if (Date.now() < approval.expiresAt) return this.sleep(job, token, approval);
         const result = await store.transition(id, 'expired');
         if (result === 'NOT_YET') return this.sleep(job, token, approval);
-        if (result === 'CONFLICT') return this.resume(job, token, run); // decided at the last moment
-        const expired = (await store.get(id)) ?? approval;
-        await publishEvent(this.deps.redis, this.deps.keys.events, {
-          type: 'approval.decided',
-          callId,
-          approval: summary(expired),
-          at: Date.now(),
-        });
+        const now = await store.get(id);
+        // Decided at the last moment, or gone: fail closed unless it is there and decided.
+        if (result === 'CONFLICT' && now) return this.resume(job, token, now, run);
+        const expired = now ?? approval;
+        await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(expired), at: Date.now() });
         await this.audit(expired, job.data);
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       }
@@ -115,8 +142,8 @@ export class CallParking {
           `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : ' (no reason given).'}`,
         );
       case 'approved': {
-        const outcome = await run();
-        if ('park' in outcome) return finish('INTERNAL', 'An approved call asked for approval again.');
+        const outcome = await run(approval.object ? { expect: approval.object } : {});
+        if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
         const { envelope } = outcome;
         const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
         await store.recordRun(id, { ...ran, at: Date.now() });
@@ -137,7 +164,7 @@ export class CallParking {
       db: dbTarget(this.deps.config, approval.database, target, approval.shard, job.settings.plan),
       entry: {
         approvalId: approval.id,
-        callId: approval.callId,
+        callId: approval.callKey,
         tool: approval.tool,
         tier: approval.tier,
         statement: approval.sql ?? approval.table ?? '',
@@ -145,6 +172,7 @@ export class CallParking {
         requester: approval.requester,
         decision: approval.state as 'approved' | 'rejected' | 'expired',
         decidedBy: approval.decidedBy,
+        decidedVia: approval.decidedVia,
         decidedAt: approval.decidedAt,
         reason: approval.reason,
         ranOk: ran?.ok,
@@ -159,10 +187,28 @@ export class CallParking {
    * Delays the job until the approval expires. A decision made while we were parking found no
    * delayed job to promote; reading the state once more after the move catches it.
    */
-  private async sleep(job: Job<ParkedData>, token: string, approval: Approval): Promise<never> {
+  private async sleep(job: Job<CallJobData>, token: string, approval: Approval): Promise<never> {
     await job.moveToDelayed(approval.expiresAt, token);
     const now = await this.deps.store.get(approval.id);
     if (now && now.state !== 'pending') await job.promote().catch(() => undefined);
     throw new DelayedError();
   }
+}
+
+/** What an approval records of the call it is asked about, and binds with its digest. */
+function approvalFields(plan: CallPlan) {
+  return {
+    workspace: plan.request.workspace,
+    agent: plan.request.agent,
+    database: plan.databaseId,
+    tool: plan.tool,
+    tier: TOOL_TIERS[plan.tool] as 'write' | 'destructive',
+    ...(typeof plan.args.sql === 'string' ? { sql: plan.args.sql } : {}),
+    ...(Array.isArray(plan.args.params) ? { params: plan.args.params as unknown[] } : {}),
+    ...(typeof plan.args.table === 'string' ? { table: plan.args.table } : {}),
+  };
+}
+
+function failed(data: Pick<CallJobData, 'callId' | 'tool'>, code: ErrorCode, detail: string): RunOutcome {
+  return { envelope: errorEnvelope(data.callId, data.tool, code, detail), meter: undefined };
 }

@@ -1,4 +1,6 @@
 import type { CallJobData } from '../contracts/call.ts';
+import { callKeyOf } from '../contracts/call-identity.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
 import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
 import type { Config } from '../config.ts';
@@ -24,9 +26,16 @@ export interface RunOutcome {
   meter: number | undefined;
 }
 
-/** A call that passed every check and now waits for a person. */
+/** A call that passed every check and needs a person: its plan and what it would run. */
 export interface ParkOutcome {
   park: CallPlan;
+  request: ExecRequest;
+}
+
+/** A person's approval, as the run of the approved call needs it. */
+export interface Approved {
+  /** For a drop: the object the person approved dropping. */
+  expect?: DropObject;
 }
 
 /**
@@ -38,7 +47,7 @@ export async function runCall(
   data: CallJobData,
   shard: number,
   deps: RunDeps,
-  opts: { approved?: boolean } = {},
+  approved?: Approved,
 ): Promise<RunOutcome | ParkOutcome> {
   const { callId } = data;
   const planned = planCall(
@@ -61,21 +70,8 @@ export async function runCall(
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  const request = execRequest(plan, callId, deps.config);
-  if (gate.kind === 'approval' && !opts.approved) {
-    // A person is only asked about a statement that would run: SQLite's own verdict too. A
-    // write's missing table is no refusal (an earlier parked CREATE may make it before this
-    // runs), but a drop of nothing is answered NOT_FOUND now: nobody should have to approve it.
-    if (request.op === 'write') {
-      const check = await deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
-      if (!check.ok && check.error.code !== 'SQL_ERROR') return fail(check.error.code, check.error.detail);
-    }
-    if (request.op === 'drop') {
-      const check = await deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
-      if (!check.ok) return fail(check.error.code, check.error.detail);
-    }
-    return { park: plan };
-  }
+  const request = execRequest(plan, callKeyOf(data), deps.config, approved?.expect);
+  if (gate.kind === 'approval' && !approved) return { park: plan, request };
 
   const outcome = await deps.executor.run(request);
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
@@ -125,7 +121,7 @@ export function dbTarget(config: Config, id: string, target: Target, shard: numb
   return { id, path: file, shard, limits: planLimits(plan) };
 }
 
-function execRequest(plan: CallPlan, callId: string, config: Config): ExecRequest {
+function execRequest(plan: CallPlan, callKey: string, config: Config, expect: DropObject | undefined): ExecRequest {
   const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, plan.request.settings.plan);
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {
@@ -134,8 +130,8 @@ function execRequest(plan: CallPlan, callId: string, config: Config): ExecReques
     case 'DATA_QUERY_SQL':
       return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number };
     case 'DATA_WRITE_SQL':
-      return { op: 'write', db, sql: plan.args.sql as string, params, callId };
+      return { op: 'write', db, sql: plan.args.sql as string, params, callKey };
     case 'DATA_DROP_TABLE':
-      return { op: 'drop', db, table: plan.args.table as string, callId };
+      return { op: 'drop', db, table: plan.args.table as string, callKey, ...(expect ? { expect } : {}) };
   }
 }

@@ -1,10 +1,12 @@
 import type { Envelope } from '../contracts/envelope.ts';
 import type { StreamedEvent } from './events.ts';
+import { callKey } from '../contracts/call-identity.ts';
 
 type Waiter<T> = (value: T) => void;
 
 /**
- * Everyone inside one client waiting on a call: for its end (`call.completed`) or for it to be
+ * Everyone inside one client waiting on a call, by the call's key (`callKey`: workspace, agent
+ * and call id — a bare call id may be another caller's): for its end (`call.completed`) or for it to be
  * parked (`approval.requested`). One event reader feeds them all.
  */
 export class CallWaiters {
@@ -32,20 +34,29 @@ export class CallWaiters {
     this.parked.delete(callId);
   }
 
+  /** Stops waiting for the call altogether (it was answered without running). */
+  forget(key: string): void {
+    this.completed.delete(key);
+    this.parked.delete(key);
+  }
+
   /** Stops waiting for the call to be parked (it was answered some other way). */
   forgetParking(callId: string): void {
     this.parked.delete(callId);
   }
 
   /** Dispatches one stream event; `fetch` loads an envelope that travelled by reference. */
-  onEvent(event: StreamedEvent, fetch: (callId: string) => Promise<Envelope | undefined>): void {
+  onEvent(event: StreamedEvent, fetch: (key: string) => Promise<Envelope | undefined>): void {
     if (event.type === 'approval.requested') {
-      settle(this.parked, event.callId, event.approval);
+      const { workspace, agent } = event.approval as { workspace: string; agent: string };
+      settle(this.parked, callKey(workspace, agent, event.callId), event.approval);
       return;
     }
-    if (event.type !== 'call.completed' || !this.completed.has(event.callId)) return;
-    if (event.envelope) return this.complete(event.callId, event.envelope);
-    void fetch(event.callId).then((env) => env && this.complete(event.callId, env));
+    if (event.type !== 'call.completed') return;
+    const key = callKey(event.workspace, event.agent, event.callId);
+    if (!this.completed.has(key)) return;
+    if (event.envelope) return this.complete(key, event.envelope);
+    void fetch(key).then((env) => env && this.complete(key, env));
   }
 }
 

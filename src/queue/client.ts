@@ -4,6 +4,8 @@ import type { Redis } from 'ioredis';
 import type { CallInput, CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
+import { approvalIdFor } from '../approvals/approval.ts';
+import { callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { connectRedis } from './connection.ts';
 import { planCall } from './call-plan.ts';
@@ -51,6 +53,11 @@ export interface AwaitingAnswer {
   status: 'awaiting_approval';
   approval: { id: string; tier: string; expiresAt: string } & Record<string, unknown>;
 }
+
+/** How `decide()` proves who decides: a member's key, or an operator naming the member. */
+export type Decision =
+  | { decision: 'approve' | 'reject'; key: string; reason?: string }
+  | { decision: 'approve' | 'reject'; by: string; operator: true; reason?: string };
 
 /** Whatever a call or a result lookup can answer. */
 export type CallAnswer = Envelope | PendingAnswer | AwaitingAnswer;
@@ -111,54 +118,89 @@ export class AgentDbClient {
       arguments: request.arguments ?? {},
       enqueuedAt: Date.now(),
     };
+    const key = callKeyOf(data);
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
-    const completion = this.waiters.completion(callId);
-    const parking = wait ? undefined : this.waiters.parking(callId);
+    const completion = this.waiters.completion(key);
+    const parking = wait ? undefined : this.waiters.parking(key);
     const queue = this.queue(shard);
-    await queue.add('call', data, this.jobOptions(callId));
-    if (wait) return this.awaitCompletion(callId, tool, queue, completion, timeoutMs, true);
+    // A caller's own call id may have been used before: read what the id holds alongside the
+    // add (same connection, so no extra round trip's wait). A generated id is new by nature.
+    const [, earlier] = await Promise.all([
+      queue.add('call', data, this.jobOptions(key)),
+      input.callId === undefined ? undefined : Job.fromId<CallJobData, Envelope>(queue, key),
+    ]);
+    if (earlier && earlier.data.enqueuedAt !== data.enqueuedAt) {
+      const differs = payloadDifferences(earlier.data, data);
+      if (differs.length) {
+        this.waiters.forget(key);
+        return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', `Call id ${JSON.stringify(callId)} was already used for another call (it differs in ${differs.join(', ')}).`);
+      }
+      // The same call again: it answers the first one's outcome, finished or not.
+      if (earlier.finishedOn) {
+        const env = finishedEnvelope(earlier);
+        this.waiters.complete(key, env);
+        return env;
+      }
+      if (!wait) {
+        const where = await this.lookup(key, queue);
+        if (where && where.ok === false && 'status' in where) {
+          this.waiters.forget(key);
+          return where;
+        }
+      }
+    }
+    if (wait) return this.awaitCompletion(key, callId, tool, queue, completion, timeoutMs, true);
 
     const first = await within(
       Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]),
       timeoutMs,
     );
-    this.waiters.forgetParking(callId);
-    return first ?? (await this.lookup(callId, queue)) ?? { ok: false, callId, tool, status: 'queued' };
+    this.waiters.forgetParking(key);
+    return first ?? (await this.lookup(key, queue)) ?? { ok: false, callId, tool, status: 'queued' };
   }
 
   /**
-   * A call's outcome by id: its envelope once finished; otherwise, with `wait`, resolves when
-   * it finishes, and without, answers where it stands (queued, running, awaiting approval).
-   * An unknown (or long expired) call id answers NOT_FOUND.
+   * A call's outcome by its caller and id: its envelope once finished; otherwise, with `wait`,
+   * resolves when it finishes, and without, answers where it stands (queued, running, awaiting
+   * approval). A call id belongs to its caller: another workspace's or agent's call of the same
+   * id, like an unknown (or long expired) one, answers NOT_FOUND.
    */
-  async result(callId: string, opts: { wait?: boolean; timeoutMs?: number } = {}): Promise<CallAnswer> {
+  async result(callId: string, opts: { workspace: string; agent: string; wait?: boolean; timeoutMs?: number }): Promise<CallAnswer> {
+    const key = callKey(opts.workspace, opts.agent, callId);
     // Listen before looking, so a completion between the look and the wait is not missed.
     let completion: Promise<Envelope> | undefined;
     if (opts.wait) {
       await this.ensureReader();
-      completion = this.waiters.completion(callId);
+      completion = this.waiters.completion(key);
     }
-    const found = await this.findJob(callId);
+    const found = await this.findJob(key);
     if (!found) {
-      const env = errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} (or its result has expired).`);
-      if (completion) this.waiters.complete(callId, env);
+      const env = errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`);
+      if (completion) this.waiters.complete(key, env);
       return env;
     }
     const { job, queue } = found;
     if (job.finishedOn) {
       const env = finishedEnvelope(job);
-      if (completion) this.waiters.complete(callId, env);
+      if (completion) this.waiters.complete(key, env);
       return env;
     }
-    if (!completion) return (await this.lookup(callId, queue)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
-    return this.awaitCompletion(callId, job.data.tool, queue, completion, opts.timeoutMs ?? 30_000, false);
+    if (!completion) return (await this.lookup(key, queue)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
+    return this.awaitCompletion(key, callId, job.data.tool, queue, completion, opts.timeoutMs ?? 30_000, false);
   }
 
-  /** Decides an approval as the member `by` of its workspace. */
-  decide(approvalId: string, d: { decision: 'approve' | 'reject'; by: string; reason?: string }): Promise<DecideResult> {
-    return this.approvalsFor().decideByName(approvalId, d);
+  /**
+   * Decides an approval: as the member whose `key` this is (the proof HTTP asks for too), or,
+   * with `operator: true`, as the member named `by` on the word of this trusted runtime. The
+   * approval records which of the two it was.
+   */
+  decide(approvalId: string, d: Decision): Promise<DecideResult> {
+    const input = { decision: d.decision, ...(d.reason !== undefined ? { reason: d.reason } : {}) };
+    if ('key' in d) return this.approvalsFor().decideWithKey(approvalId, d.key, input);
+    if (d.operator !== true) return Promise.resolve({ ok: false, code: 'INVALID_ARGUMENTS', detail: 'Deciding by name takes operator: true; a member decides with their key.' });
+    return this.approvalsFor().decideAsOperator(approvalId, { ...input, by: d.by });
   }
 
   /**
@@ -185,9 +227,9 @@ export class AgentDbClient {
     this.redis.disconnect();
   }
 
-  private jobOptions(callId: string): JobsOptions {
+  private jobOptions(key: string): JobsOptions {
     return {
-      jobId: callId,
+      jobId: key,
       // Retries only ever follow a fault (a dead worker, a lost Redis): agent errors complete.
       attempts: 3,
       backoff: { type: 'exponential', delay: 500 },
@@ -220,32 +262,35 @@ export class AgentDbClient {
     return this.reader;
   }
 
-  private async findJob(callId: string): Promise<{ job: Job<CallJobData & { approvalId?: string }, Envelope>; queue: Queue } | undefined> {
-    // The call id does not name its shard; a lookup by id is rare enough to ask every queue.
+  private async findJob(key: string): Promise<{ job: Job<CallJobData, Envelope>; queue: Queue } | undefined> {
+    // The call's key does not name its shard (its database does); a lookup by id is rare
+    // enough to ask every queue.
     for (let shard = 0; shard < this.shardCount; shard++) {
       const queue = this.queue(shard);
-      const job = await Job.fromId<CallJobData & { approvalId?: string }, Envelope>(queue, callId);
+      const job = await Job.fromId<CallJobData, Envelope>(queue, key);
       if (job) return { job, queue };
     }
     return undefined;
   }
 
-  private async fetchResult(callId: string): Promise<Envelope | undefined> {
-    const found = await this.findJob(callId);
+  private async fetchResult(key: string): Promise<Envelope | undefined> {
+    const found = await this.findJob(key);
     return found?.job.finishedOn ? finishedEnvelope(found.job) : undefined;
   }
 
   /** Where an unfinished call stands now, or its envelope if it just finished. */
-  private async lookup(callId: string, queue: Queue): Promise<CallAnswer | undefined> {
-    const job = await Job.fromId<CallJobData & { approvalId?: string }, Envelope>(queue, callId);
+  private async lookup(key: string, queue: Queue): Promise<CallAnswer | undefined> {
+    const job = await Job.fromId<CallJobData, Envelope>(queue, key);
     if (!job) return undefined;
     if (job.finishedOn) return finishedEnvelope(job);
+    const { callId, tool } = job.data;
     const state = await job.getState();
-    if (state === 'delayed' && job.data.approvalId) {
-      const approval = await this.approvalsFor().get(job.data.approvalId);
-      if (approval) return awaiting(callId, job.data.tool, summary(approval));
+    if (state === 'delayed') {
+      // Its approval is the one derived from its key; a job's own data cannot name another.
+      const approval = await this.approvalsFor().get(approvalIdFor(key));
+      if (approval?.callKey === key) return awaiting(callId, tool, summary(approval));
     }
-    return { ok: false, callId, tool: job.data.tool, status: state === 'active' ? 'running' : 'queued' };
+    return { ok: false, callId, tool, status: state === 'active' ? 'running' : 'queued' };
   }
 
   private approvalsFor(): ApprovalService {
@@ -264,6 +309,7 @@ export class AgentDbClient {
    * and answers NO_WORKER. A running or parked call is waited for, however long it takes.
    */
   private async awaitCompletion(
+    key: string,
     callId: string,
     tool: string,
     queue: Queue,
@@ -274,19 +320,19 @@ export class AgentDbClient {
     for (;;) {
       const first = await within(completion, timeoutMs);
       if (first !== undefined) return first;
-      const state = await queue.getJobState(callId);
+      const state = await queue.getJobState(key);
       if (state === 'completed' || state === 'failed') {
-        const env = await this.fetchResult(callId);
+        const env = await this.fetchResult(key);
         if (env) {
-          this.waiters.complete(callId, env);
+          this.waiters.complete(key, env);
           return env;
         }
       }
       if (withdraw && (state === 'waiting' || state === 'prioritized' || state === 'unknown')) {
-        const removed = state === 'unknown' ? 1 : await queue.remove(callId);
+        const removed = state === 'unknown' ? 1 : await queue.remove(key);
         if (removed === 1) {
           const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
-          this.waiters.complete(callId, env);
+          this.waiters.complete(key, env);
           return env;
         }
       }

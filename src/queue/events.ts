@@ -5,7 +5,10 @@ import type { Envelope } from '../contracts/envelope.ts';
 export type AgentDbEvent =
   | {
       type: 'call.completed';
+      /** The caller's call id; with `workspace` and `agent`, it names the call (`callKey`). */
       callId: string;
+      workspace: string;
+      agent: string;
       ok: boolean;
       /** The envelope itself when small; otherwise fetch it with `client.result()`. */
       envelope?: Envelope;
@@ -22,15 +25,25 @@ const INLINE_ENVELOPE_BYTES = 64 * 1024;
 /** The stream keeps about this many events; older ones are trimmed. */
 export const STREAM_MAX_LEN = 100_000;
 
+/** A `call.completed` event ready for the stream, and whether it carries its envelope. */
+export interface CompletedEvent {
+  json: string;
+  inline: boolean;
+}
+
 /**
  * The `call.completed` event for an envelope, inlined when small, as the JSON the stream
  * carries. Written out by hand so the envelope is serialised once, not once to measure it and
  * again inside the event: the output is exactly `JSON.stringify` of the event.
  */
-export function completedEventJson(envelope: Envelope): string {
+export function completedEvent(envelope: Envelope, workspace: string, agent: string): CompletedEvent {
   const json = JSON.stringify(envelope);
-  const inline = json.length <= INLINE_ENVELOPE_BYTES ? `,"envelope":${json}` : '';
-  return `{"type":"call.completed","callId":${JSON.stringify(envelope.callId)},"ok":${envelope.ok}${inline},"at":${Date.now()}}`;
+  const inline = json.length <= INLINE_ENVELOPE_BYTES;
+  const names = `"workspace":${JSON.stringify(workspace)},"agent":${JSON.stringify(agent)}`;
+  return {
+    json: `{"type":"call.completed","callId":${JSON.stringify(envelope.callId)},${names},"ok":${envelope.ok}${inline ? `,"envelope":${json}` : ''},"at":${Date.now()}}`,
+    inline,
+  };
 }
 
 /** Appends an event to the stream. */

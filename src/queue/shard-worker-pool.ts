@@ -7,7 +7,10 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { Executor } from '../store/executor.ts';
-import { CallCompletion } from './call-completion.ts';
+import { CallCompletion, type Metering } from './call-completion.ts';
+import { callKeyOf } from '../contracts/call-identity.ts';
+import type { Envelope } from '../contracts/envelope.ts';
+import { completedEvent, type CompletedEvent } from './events.ts';
 import { runCall, type RunOutcome } from './call-runner.ts';
 import { CallParking } from './call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
@@ -37,6 +40,8 @@ export class ShardWorkerPool {
   private readonly completion: CallCompletion;
   private readonly parking: CallParking;
   private readonly workers = new Map<number, Worker>();
+  /** Completions of large results, held until BullMQ has stored them (see `process`). */
+  private readonly announceOnceFinished = new Map<string, () => void>();
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
   private stopped = false;
@@ -125,13 +130,20 @@ export class ShardWorkerPool {
       autorun: true,
     });
     worker.on('error', (err) => logger.error({ shard, err: String(err) }, 'shard worker error'));
+    worker.on('completed', (job) => {
+      const announce = this.announceOnceFinished.get(job.id!);
+      this.announceOnceFinished.delete(job.id!);
+      announce?.();
+    });
     // A job that throws has hit a fault, not an agent error; once its retries are spent the
     // caller must still hear the outcome.
     worker.on('failed', (job, err) => {
+      if (job) this.announceOnceFinished.delete(job.id!);
       if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
       logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
       const envelope = errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', `The call failed: ${err.message}`);
-      void this.completion.complete(envelope).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
+      const event = completedEvent(envelope, job.data.workspace, job.data.agent);
+      void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
     });
     this.workers.set(shard, worker);
     logger.info({ shard }, 'shard owned');
@@ -148,33 +160,43 @@ export class ShardWorkerPool {
     this.opts.logger.info({ shard }, 'shard released');
   }
 
-  private async process(job: Job<CallJobData & { approvalId?: string }>, token: string, shard: number) {
+  private async process(job: Job<CallJobData>, token: string, shard: number) {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
     const deps = { config: this.opts.config, executor: this.executor };
+    const { data } = job;
     let outcome: RunOutcome;
-    if (job.data.approvalId) {
-      outcome = await this.parking.resume(job, token, () => runCall(job.data, shard, deps, { approved: true }));
+    if (job.id !== callKeyOf(data)) {
+      // Clients name a job after its caller's key; a job that names another call was not
+      // enqueued by one, and must not stand in for that call's result or approval.
+      outcome = { envelope: errorEnvelope(String(data.callId), String(data.tool), 'INTERNAL', 'The job id does not name its call.'), meter: undefined };
     } else {
-      const result = await runCall(job.data, shard, deps);
-      if ('park' in result) {
-        log().info({ tool: job.data.tool }, 'call parked for approval');
-        return this.parking.park(job, token, result.park);
-      }
-      outcome = result;
+      const result = await runCall(data, shard, deps);
+      outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
     }
     const { envelope, meter } = outcome;
-    // Not awaited: the event and BullMQ's own completion go out back to back on this one
-    // connection, so the caller hears of the result a round trip sooner. Nothing is less safe
-    // for it: if the event is lost the client finds the result on the job, and a Redis failure
-    // here fails the job's completion as well, so the call is retried (and replayed).
-    this.completion
-      .complete(envelope, meter === undefined ? undefined : { workspace: job.data.workspace, agent: job.data.agent, credits: meter, at: started })
-      .catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
+    const event = completedEvent(envelope, data.workspace, data.agent);
+    const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
+    if (event.inline) {
+      // Not awaited: the event and BullMQ's own completion go out back to back on this one
+      // connection, so the caller hears of the result a round trip sooner. Nothing is less
+      // safe for it: the event carries the envelope, and a Redis failure here fails the job's
+      // completion as well, so the call is retried (and replayed).
+      this.announce(envelope, event, metering, log);
+    } else {
+      // An event without its envelope sends the caller to the job for it, so it may only leave
+      // once BullMQ has stored the result: announced from the worker's `completed` event. (Sent
+      // first, a caller found the job unfinished and waited for its safety-net check: ~30 s.)
+      this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
+    }
     if (this.opts.logger.isLevelEnabled('debug')) {
       log().debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
     }
     return envelope;
+  }
+
+  private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger): void {
+    this.completion.complete(envelope, event, meter).catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
   }
 }

@@ -2,7 +2,7 @@ import { AgentDbError } from '../errors.ts';
 import { isInside } from './database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
-import { checkDropName, describe, drop, dropTarget, query, toOpError, write } from './sqlite-ops.ts';
+import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError, write } from './sqlite-ops.ts';
 import { checkedStatement } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 
@@ -31,13 +31,14 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         checkedStatement(handles.open(req.db, 'read'), req.sql, req.mode);
         return { ok: true, result: { admitted: true } };
       case 'write': {
-        const { replayed, ...result } = write(handles.open(req.db, 'write'), req.sql, req.params, req.callId, req.db.limits, opts.maxResultBytes);
+        const { replayed, ...result } = write(handles.open(req.db, 'write'), req.sql, req.params, req.callKey, req.db.limits, opts.maxResultBytes);
         return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
       }
       case 'checkDrop': {
         checkDropName(req.table);
         // The stand-in for a database never written has no tables, so this answers NOT_FOUND.
-        return { ok: true, result: dropTarget(handles.open(req.db, 'read'), req.table) };
+        const db = handles.open(req.db, 'read');
+        return { ok: true, result: dropObject(db, dropTarget(db, req.table)) };
       }
       case 'drop': {
         const db = handles.open(req.db, 'read');
@@ -46,7 +47,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           checkDropName(req.table);
           throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(req.table)}`);
         }
-        const { replayed, ...result } = drop(db, req.table, req.callId);
+        const { replayed, ...result } = drop(db, req.table, req.callKey, req.expect);
         return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
       }
     }

@@ -1,3 +1,4 @@
+import type { DropObject } from '../contracts/drop-object.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import type { AuditEntry } from './sqlite-audit.ts';
@@ -22,11 +23,13 @@ export interface DbTarget {
 export type ExecRequest =
   | { op: 'describe'; db: DbTarget }
   | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number }
-  | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callId: string }
-  | { op: 'drop'; db: DbTarget; table: string; callId: string }
+  /** `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. */
+  | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callKey: string }
+  /** `expect`: the object a person approved dropping; anything else is APPROVAL_STALE. */
+  | { op: 'drop'; db: DbTarget; table: string; callKey: string; expect?: DropObject }
   /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
   | { op: 'check'; db: DbTarget; sql: string; mode: 'read' | 'write' }
-  /** Whether a drop of `table` would find something to drop; nothing runs. Asked before parking. */
+  /** What a drop of `table` would remove (a `DropObject`), or NOT_FOUND; nothing runs. Asked before parking. */
   | { op: 'checkDrop'; db: DbTarget; table: string }
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }

@@ -21,6 +21,8 @@ export interface AuditEntry {
   requester: string;
   decision: 'approved' | 'rejected' | 'expired';
   decidedBy?: string;
+  /** How the decider proved who they are: their own key, or an operator's word. */
+  decidedVia?: 'key' | 'operator';
   decidedAt?: number;
   reason?: string;
   /** How the approved call ended; absent when it did not run. */
@@ -37,14 +39,17 @@ export function recordAudit(db: Database, e: AuditEntry): void {
     db.exec(
       `CREATE TABLE IF NOT EXISTS ${AUDIT_TABLE} (approval_id TEXT PRIMARY KEY, call_id TEXT NOT NULL, tool TEXT NOT NULL, tier TEXT NOT NULL,
         statement TEXT NOT NULL, params TEXT, requester TEXT NOT NULL, decision TEXT NOT NULL, decided_by TEXT, decided_at INTEGER,
-        reason TEXT, ran_ok INTEGER, ran_code TEXT, at INTEGER NOT NULL) WITHOUT ROWID`,
+        reason TEXT, ran_ok INTEGER, ran_code TEXT, at INTEGER NOT NULL, decided_via TEXT) WITHOUT ROWID`,
     );
+    // Files audited before decisions named their channel gain the column.
+    const columns = trusted(db, `SELECT name FROM pragma_table_info('${AUDIT_TABLE}')`).pluck().all() as string[];
+    if (!columns.includes('decided_via')) db.exec(`ALTER TABLE ${AUDIT_TABLE} ADD COLUMN decided_via TEXT`);
     ready.add(db);
   }
   trusted(
     db,
-    `INSERT OR REPLACE INTO ${AUDIT_TABLE} (approval_id, call_id, tool, tier, statement, params, requester, decision, decided_by, decided_at, reason, ran_ok, ran_code, at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT OR REPLACE INTO ${AUDIT_TABLE} (approval_id, call_id, tool, tier, statement, params, requester, decision, decided_by, decided_at, reason, ran_ok, ran_code, at, decided_via)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     e.approvalId,
     e.callId,
@@ -60,5 +65,6 @@ export function recordAudit(db: Database, e: AuditEntry): void {
     e.ranOk === undefined ? null : e.ranOk ? 1 : 0,
     e.ranCode ?? null,
     e.at,
+    e.decidedVia ?? null,
   );
 }

@@ -1,4 +1,6 @@
 import type { Database } from 'better-sqlite3';
+import { digestOf } from '../contracts/call-identity.ts';
+import { AgentDbError } from '../errors.ts';
 import { trusted } from './sqlite-trusted.ts';
 
 /**
@@ -24,18 +26,45 @@ const ready = new WeakSet<Database>();
  */
 export function ensureCallsTable(db: Database, now = Date.now()): void {
   if (ready.has(db)) return;
-  db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID`);
+  db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`);
+  // Files written before calls carried a digest gain the column; their old records keep none.
+  const columns = trusted(db, `SELECT name FROM pragma_table_info('${CALLS_TABLE}')`).pluck().all() as string[];
+  if (!columns.includes('digest')) db.exec(`ALTER TABLE ${CALLS_TABLE} ADD COLUMN digest TEXT`);
   trusted(db, `DELETE FROM ${CALLS_TABLE} WHERE at < ?`).run(now - CALL_RECORD_RETENTION_MS);
   ready.add(db);
 }
 
-/** The result recorded for `callId`, or undefined when the call has not run here. */
-export function recordedResult(db: Database, callId: string): unknown {
-  const text = trusted(db, `SELECT result FROM ${CALLS_TABLE} WHERE call_id = ?`).pluck().get(callId) as string | undefined;
-  return text === undefined ? undefined : JSON.parse(text);
+/**
+ * One call as its exactly-once record knows it: its key (workspace, agent and call id, see
+ * `callKey`: a shared database serves every agent of its workspace, whose call ids repeat) and
+ * the digest of what it runs.
+ */
+export interface RecordedCall {
+  key: string;
+  digest: string;
 }
 
-/** Records `result` for `callId`; must run inside the transaction of the effect it records. */
-export function recordResult(db: Database, callId: string, result: unknown, now = Date.now()): void {
-  trusted(db, `INSERT INTO ${CALLS_TABLE} (call_id, result, at) VALUES (?, ?, ?)`).run(callId, JSON.stringify(result), now);
+/** The digest a write or drop is recorded under: the same key with other SQL is another call. */
+export function effectDigest(effect: unknown): string {
+  return digestOf(effect);
+}
+
+/**
+ * The result recorded for `call`, or undefined when the call has not run here.
+ * @throws AgentDbError IDEMPOTENCY_CONFLICT when the key ran something else.
+ */
+export function recordedResult(db: Database, call: RecordedCall): unknown {
+  const row = trusted(db, `SELECT result, digest FROM ${CALLS_TABLE} WHERE call_id = ?`).get(call.key) as { result: string; digest: string | null } | undefined;
+  if (row === undefined) return undefined;
+  if (row.digest !== null && row.digest !== call.digest) {
+    // The key's last part is the caller's own call id (see `callKey`).
+    const callId = call.key.slice(call.key.lastIndexOf('.') + 1);
+    throw new AgentDbError('IDEMPOTENCY_CONFLICT', `call ${JSON.stringify(callId)} already ran another statement in this database.`);
+  }
+  return JSON.parse(row.result);
+}
+
+/** Records `result` for `call`; must run inside the transaction of the effect it records. */
+export function recordResult(db: Database, call: RecordedCall, result: unknown, now = Date.now()): void {
+  trusted(db, `INSERT INTO ${CALLS_TABLE} (call_id, result, at, digest) VALUES (?, ?, ?, ?)`).run(call.key, JSON.stringify(result), now, call.digest);
 }

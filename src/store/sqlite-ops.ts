@@ -7,6 +7,7 @@ export { query, type QueryResult } from './sqlite-query.ts';
 export {
   checkDropName,
   drop,
+  dropObject,
   dropTarget,
   write,
   DEFAULT_MAX_RESULT_BYTES,

@@ -2,7 +2,8 @@ import type { Database, Statement } from 'better-sqlite3';
 import { guardTableName, guardWrite } from '../guard/guard.ts';
 import { AgentDbError } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
-import { ensureCallsTable, recordResult, recordedResult } from './sqlite-calls.ts';
+import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './sqlite-calls.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
 import { agentTableCount, INTERNAL_PREFIX, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
 import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
@@ -39,7 +40,7 @@ export interface DropResult {
 export type Replayable<T> = T & { replayed?: true };
 
 /**
- * Runs one agent write exactly once per `callId`.
+ * Runs one agent write exactly once per call key (`callKey`: workspace, agent, call id).
  *
  * In one `BEGIN IMMEDIATE` transaction: a call id already recorded returns its recorded result
  * (`replayed: true`) and runs nothing; otherwise the statement passes both guard layers, runs,
@@ -53,7 +54,7 @@ export function write(
   db: Database,
   sql: string,
   params: readonly Param[],
-  callId: string,
+  callKey: string,
   limits: PlanLimits,
   maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
 ): Replayable<WriteResult> {
@@ -64,10 +65,11 @@ export function write(
   const ddl = verdict.ok && verdict.ddl;
   ensureCallsTable(db);
   applySizeLimit(db, limits.maxBytes);
+  const call: RecordedCall = { key: callKey, digest: effectDigest(['write', sql, params]) };
   let schemaMoved = false;
   try {
     return inWriteTransaction(db, () => {
-      const recorded = recordedResult(db, callId) as WriteResult | undefined;
+      const recorded = recordedResult(db, call) as WriteResult | undefined;
       if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
 
       const stmt = checkedStatement(db, sql, 'write');
@@ -85,7 +87,7 @@ export function write(
           throw new AgentDbError('LIMIT_EXCEEDED', `the database may hold ${limits.maxTables} tables and this would make ${tables}`);
         }
       }
-      recordResult(db, callId, result);
+      recordResult(db, call, result);
       return { value: result, commit: true };
     });
   } finally {
@@ -126,24 +128,31 @@ function applySizeLimit(db: Database, maxBytes: number): void {
 }
 
 /**
- * Drops one table or view exactly once per `callId`. The name must pass the guard and exist in
+ * Drops one table or view exactly once per call key. The name must pass the guard and exist in
  * `sqlite_schema` as a table or view (matched without regard to case, as SQLite does); the DROP is built here with
- * the name quoted, so no agent SQL runs at all.
- * @throws AgentDbError NOT_FOUND, SQL_REFUSED; SQLite's errors (a foreign key) propagate.
+ * the name quoted, so no agent SQL runs at all. With `expect` (what a person approved), the
+ * object must still be that one — same type, definition, root page and row count — or nothing
+ * is dropped: checked in the drop's own transaction, so nothing can change in between.
+ * @throws AgentDbError NOT_FOUND, SQL_REFUSED, APPROVAL_STALE; SQLite's errors (a foreign key) propagate.
  */
-export function drop(db: Database, table: string, callId: string): Replayable<DropResult> {
+export function drop(db: Database, table: string, callKey: string, expect?: DropObject): Replayable<DropResult> {
   checkDropName(table);
   ensureCallsTable(db);
+  const call: RecordedCall = { key: callKey, digest: effectDigest(['drop', table]) };
   let dropped = false;
   try {
     return inWriteTransaction(db, () => {
-      const recorded = recordedResult(db, callId) as DropResult | undefined;
+      const recorded = recordedResult(db, call) as DropResult | undefined;
       if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
       const found = dropTarget(db, table);
+      if (expect) {
+        const stale = staleness(expect, dropObject(db, found));
+        if (stale) throw new AgentDbError('APPROVAL_STALE', `${found.type} ${JSON.stringify(found.name)} is not the one approved: ${stale}. Nothing was dropped.`);
+      }
       db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
       dropped = true;
       const result: DropResult = { dropped: found.name, type: found.type };
-      recordResult(db, callId, result);
+      recordResult(db, call, result);
       return { value: result, commit: true };
     });
   } finally {
@@ -163,6 +172,25 @@ export function dropTarget(db: Database, table: string): { type: 'table' | 'view
   if (found === undefined) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
   checkDropName(found.name);
   return found;
+}
+
+/**
+ * The object a drop would remove, as a reviewer should see it (and as {@link drop} checks it
+ * again): definition, root page and, for a table, its row count.
+ */
+export function dropObject(db: Database, found: { type: 'table' | 'view'; name: string }): DropObject {
+  const row = trusted(db, `SELECT sql, rootpage FROM sqlite_schema WHERE name = ? AND type = ?`).get(found.name, found.type) as { sql: string | null; rootpage: number };
+  const rows = found.type === 'table' ? (trusted(db, `SELECT count(*) FROM main.${quoteIdentifier(found.name)}`).pluck().get() as number) : undefined;
+  return { type: found.type, name: found.name, definition: row.sql ?? '', rootpage: row.rootpage, ...(rows === undefined ? {} : { rows }) };
+}
+
+/** What changed between the approved object and the one there now, or undefined. */
+function staleness(approved: DropObject, now: DropObject): string | undefined {
+  if (approved.type !== now.type) return `it was a ${approved.type} and is now a ${now.type}`;
+  if (approved.rootpage !== now.rootpage) return `it is another ${now.type} than the one approved (renamed or replaced since)`;
+  if (approved.definition !== now.definition) return 'its definition changed';
+  if (approved.rows !== now.rows) return `it held ${approved.rows} rows when approved and holds ${now.rows} now`;
+  return undefined;
 }
 
 /**

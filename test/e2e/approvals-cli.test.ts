@@ -7,6 +7,8 @@ import { runCli, startCli, stop } from '../helpers/processes.ts';
 let sb: Sandbox;
 let worker: ChildProcess;
 let client: AgentDbClient;
+/** Member keys as `members add` printed them. */
+const keyOf: Record<string, string> = {};
 
 beforeAll(async () => {
   sb = sandbox();
@@ -39,10 +41,12 @@ describe('agentdb members', () => {
     expect(added.code).toBe(0);
     expect(added.stdout).toMatch(/key: adb_[A-Za-z0-9_-]{32,}\n/);
     expect(added.stdout).toMatch(/will not be shown again/);
+    keyOf.ada = /key: (adb_\S+)/.exec(added.stdout)![1]!;
     const bob = await cli('members', 'add', '--workspace', 'acme', '--name', 'bob', '--role', 'member', '--json');
     expect(bob.code).toBe(0);
     expect(json(bob.stdout)).toMatchObject({ member: { workspace: 'acme', name: 'bob', role: 'member' }, key: expect.stringMatching(/^adb_/) });
     expect(bob.stderr).toMatch(/will not be shown again/);
+    keyOf.bob = json(bob.stdout).key;
   });
 
   it('refuses an active name again (exit 1, coded JSON) and bad flags (exit 2, usage)', async () => {
@@ -63,7 +67,7 @@ describe('agentdb members', () => {
   });
 
   it('lists and revokes', async () => {
-    await cli('members', 'add', '--workspace', 'acme', '--name', 'cy');
+    keyOf.cy = /key: (adb_\S+)/.exec((await cli('members', 'add', '--workspace', 'acme', '--name', 'cy')).stdout)![1]!;
     const revoked = await cli('members', 'revoke', '--workspace', 'acme', '--name', 'cy');
     expect(revoked.code).toBe(0);
     const twice = await cli('members', 'revoke', '--workspace', 'acme', '--name', 'cy');
@@ -83,7 +87,7 @@ describe('agentdb members', () => {
 });
 
 describe('agentdb approvals', () => {
-  it('lists a parked call, and an approval by a named member makes the waiting call finish', async () => {
+  it('lists a parked call, and an approval with a member key makes the waiting call finish', async () => {
     const { callId, id } = await parkWrite('CREATE TABLE notes (body TEXT)');
     const listed = await cli('approvals', 'list', '--workspace', 'acme', '--json');
     expect(listed.code).toBe(0);
@@ -95,26 +99,26 @@ describe('agentdb approvals', () => {
     expect(table.stdout).toContain(id);
     expect(table.stdout).toContain('acme/scout');
 
-    const waiting = client.result(callId, { wait: true });
-    const approved = await cli('approvals', 'approve', id, '--by', 'bob', '--reason', 'fine by me');
+    const waiting = client.result(callId, { workspace: 'acme', agent: 'scout', wait: true });
+    const approved = await cli('approvals', 'approve', id, '--key', keyOf.bob!, '--reason', 'fine by me');
     expect(approved.code).toBe(0);
-    expect(json(approved.stdout)).toMatchObject({ id, state: 'approved', decidedBy: 'bob', reason: 'fine by me' });
+    expect(json(approved.stdout)).toMatchObject({ id, state: 'approved', decidedBy: 'bob', decidedVia: 'key', reason: 'fine by me' });
     expect(await waiting).toMatchObject({ ok: true, callId, tool: 'DATA_WRITE_SQL' });
 
     const q = await cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT count(*) FROM notes"}');
     expect(json(q.stdout)).toMatchObject({ ok: true });
 
-    const again = await cli('approvals', 'reject', id, '--by', 'ada');
+    const again = await runCli(['approvals', 'reject', id], { ...sb.env, AGENTDB_MEMBER_KEY: keyOf.ada! });
     expect(again.code).toBe(1);
     expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });
   });
 
-  it('rejects with a reason: the call finishes with APPROVAL_REJECTED and never runs', async () => {
+  it('rejects with a reason, as an operator naming the member: the call finishes with APPROVAL_REJECTED and never runs', async () => {
     const { callId, id } = await parkWrite('CREATE TABLE never_made (x)');
-    const waiting = client.result(callId, { wait: true });
-    const rejected = await cli('approvals', 'reject', id, '--by', 'ada', '--reason', 'no new tables today');
+    const waiting = client.result(callId, { workspace: 'acme', agent: 'scout', wait: true });
+    const rejected = await cli('approvals', 'reject', id, '--operator', '--by', 'ada', '--reason', 'no new tables today');
     expect(rejected.code).toBe(0);
-    expect(json(rejected.stdout)).toMatchObject({ id, state: 'rejected', decidedBy: 'ada' });
+    expect(json(rejected.stdout)).toMatchObject({ id, state: 'rejected', decidedBy: 'ada', decidedVia: 'operator' });
     const env = await waiting;
     expect(env).toMatchObject({ ok: false, callId, error: { code: 'APPROVAL_REJECTED' } });
     expect(JSON.stringify(env)).toContain('no new tables today');
@@ -122,15 +126,22 @@ describe('agentdb approvals', () => {
     expect(json(q.stdout)).toMatchObject({ ok: false, error: { code: 'SQL_ERROR' } });
   });
 
-  it('refuses unknown, revoked and other-workspace members, and unknown ids; the call stays pending', async () => {
-    await cli('members', 'add', '--workspace', 'elsewhere', '--name', 'eve', '--role', 'admin');
+  it('refuses unknown, revoked and other-workspace members and keys, and unknown ids; the call stays pending', async () => {
+    const eve = json((await cli('members', 'add', '--workspace', 'elsewhere', '--name', 'eve', '--role', 'admin', '--json')).stdout).key as string;
     const { id } = await parkWrite('CREATE TABLE pending_one (x)');
     for (const by of ['nobody', 'cy', 'eve']) {
-      const out = await cli('approvals', 'approve', id, '--by', by);
+      const out = await cli('approvals', 'approve', id, '--operator', '--by', by);
       expect(out.code, by).toBe(1);
       expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_PERMITTED', message: expect.any(String), hint: expect.any(String) } });
     }
-    const unknown = await cli('approvals', 'approve', 'ap_nope', '--by', 'ada');
+    // A key proves who decides: an unknown or revoked one is nobody; another workspace's member
+    // does not even learn that the approval exists.
+    for (const [key, code] of [[`adb_${'x'.repeat(43)}`, 'UNAUTHENTICATED'], [keyOf.cy!, 'UNAUTHENTICATED'], [eve, 'NOT_FOUND']] as const) {
+      const out = await cli('approvals', 'approve', id, '--key', key);
+      expect(out.code, code).toBe(1);
+      expect(json(out.stdout)).toMatchObject({ error: { code } });
+    }
+    const unknown = await cli('approvals', 'approve', 'ap_nope', '--key', keyOf.ada!);
     expect(unknown.code).toBe(1);
     expect(json(unknown.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
     const pending = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout);
@@ -140,7 +151,10 @@ describe('agentdb approvals', () => {
   it('exits 2 with a usage line on bad flags', async () => {
     for (const args of [
       ['approvals', 'approve', 'ap_x'],
-      ['approvals', 'approve', '--by', 'ada'],
+      ['approvals', 'approve', 'ap_x', '--by', 'ada'],
+      ['approvals', 'approve', 'ap_x', '--operator'],
+      ['approvals', 'approve', 'ap_x', '--operator', '--by', 'ada', '--key', 'adb_x'],
+      ['approvals', 'approve', '--key', 'adb_x'],
       ['approvals', 'decide', 'ap_x', '--by', 'ada'],
       ['approvals', 'list', '--state', 'maybe'],
       ['approvals', 'list', '--workspace', '../x'],

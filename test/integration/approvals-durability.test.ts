@@ -5,6 +5,7 @@ import type { AwaitingAnswer } from '../../src/queue/client.ts';
 import { keysFor } from '../../src/queue/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
+import { whoOf } from '../helpers/who.ts';
 
 let own: OwnRedis;
 let sb: Sandbox;
@@ -39,10 +40,10 @@ describe('pending approvals and a Redis restart', () => {
 
     await sb.pool();
     const after = sb.client();
-    const ends = parked.map((p) => after.result(p.callId, { wait: true }));
+    const ends = parked.map((p) => after.result(p.callId, { ...whoOf(p), wait: true }));
     for (const p of parked) {
-      expect(await after.result(p.callId)).toMatchObject({ status: 'awaiting_approval' });
-      expect(await after.decide(p.approval.id, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: true });
+      expect(await after.result(p.callId, whoOf(p))).toMatchObject({ status: 'awaiting_approval' });
+      expect(await after.decide(p.approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: true });
     }
     expect((await Promise.all(ends)).map((e) => e.ok)).toEqual([true, true, true, true, true]);
     expect(await after.call({ ...plain, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT i FROM t ORDER BY i' } })).toMatchObject({

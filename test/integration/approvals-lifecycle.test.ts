@@ -5,6 +5,7 @@ import type { AwaitingAnswer } from '../../src/queue/client.ts';
 import { keysFor } from '../../src/queue/keys.ts';
 import { Redis } from 'ioredis';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { whoOf } from '../helpers/who.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
 
 let sb: Sandbox;
@@ -33,9 +34,9 @@ describe('expiry', () => {
     await client.call({ ...plain, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } });
     const parked = (await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' } }, { wait: false })) as AwaitingAnswer;
     expect(parked.status).toBe('awaiting_approval');
-    const end = await client.result(parked.callId, { wait: true });
+    const end = await client.result(parked.callId, { ...whoOf(parked), wait: true });
     expect(end).toMatchObject({ ok: false, error: { code: 'APPROVAL_EXPIRED' } });
-    expect(await client.decide(parked.approval.id, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: false, code: 'APPROVAL_EXPIRED' });
+    expect(await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: false, code: 'APPROVAL_EXPIRED' });
     expect(await client.call({ ...plain, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({
       result: { rows: [[0]] },
     });
@@ -54,9 +55,9 @@ describe('restarts', () => {
     );
     await first.stop();
     await sb.pool();
-    const ends = parked.map((p) => client.result(p.callId, { wait: true }));
+    const ends = parked.map((p) => client.result(p.callId, { ...whoOf(p as AwaitingAnswer), wait: true }));
     for (const p of parked) {
-      expect(await client.decide((p as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: true });
+      expect(await client.decide((p as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: true });
     }
     expect((await Promise.all(ends)).map((e) => e.ok)).toEqual([true, true, true]);
     expect(await client.call({ ...plain, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT x FROM t ORDER BY x' } })).toMatchObject({
@@ -75,13 +76,13 @@ describe('a waiting client', () => {
     const client = sb.client();
     await client.call({ ...plain, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } });
     const parked = (await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (7)' } }, { wait: false })) as AwaitingAnswer;
-    const waiting = client.result(parked.callId, { wait: true });
+    const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
 
     // Every other connection (the waiting client's event reader included) is cut; each must
     // reconnect and pick up where it was.
     expect(Number(await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes'))).toBeGreaterThan(2);
     const other = sb.client();
-    expect(await other.decide(parked.approval.id, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: true });
+    expect(await other.decide(parked.approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: true });
     expect(await waiting).toMatchObject({ ok: true, result: { changes: 1 } });
     admin.disconnect();
   });

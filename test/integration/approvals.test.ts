@@ -7,6 +7,7 @@ import { connectRedis } from '../../src/queue/connection.ts';
 import type { AgentDbClient, AwaitingAnswer, CallAnswer } from '../../src/queue/client.ts';
 import { keysFor } from '../../src/queue/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { whoOf } from '../helpers/who.ts';
 
 let sb: Sandbox;
 let client: AgentDbClient;
@@ -50,12 +51,12 @@ describe('parking', () => {
   it('parks a write with approval: "write", and runs it once approved, delivering the result to whoever waits', async () => {
     await make('ap1', 'CREATE TABLE leads (email TEXT)');
     const parked = await park('ap1', 'DATA_WRITE_SQL', { sql: 'INSERT INTO leads VALUES (?) RETURNING email', params: ['ada@x.io'], rationale: 'new lead' });
-    expect(parked.approval).toMatchObject({ id: `ap_${parked.callId}`, tier: 'write', expiresAt: expect.stringMatching(/Z$/) });
+    expect(parked.approval).toMatchObject({ id: expect.stringMatching(/^ap_[A-Za-z0-9_-]{24}$/), tier: 'write', expiresAt: expect.stringMatching(/Z$/) });
     expect(await run('ap1', 'SELECT count(*) FROM leads')).toEqual([[0]]);
-    expect(await client.result(parked.callId)).toMatchObject({ status: 'awaiting_approval' });
+    expect(await client.result(parked.callId, whoOf(parked))).toMatchObject({ status: 'awaiting_approval' });
 
-    const waiting = client.result(parked.callId, { wait: true });
-    const decided = await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', reason: 'looks right' });
+    const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
+    const decided = await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', operator: true, reason: 'looks right' });
     expect(decided).toMatchObject({ ok: true, approval: { state: 'approved', decidedBy: 'alice', reason: 'looks right' } });
     expect(await waiting).toMatchObject({ ok: true, callId: parked.callId, credits: 2, result: { changes: 1, rows: [['ada@x.io']] } });
     expect(await run('ap1', 'SELECT email FROM leads')).toEqual([['ada@x.io']]);
@@ -65,8 +66,8 @@ describe('parking', () => {
   it('finishes a rejected call with APPROVAL_REJECTED and the reason, having run nothing', async () => {
     await make('ap2', 'CREATE TABLE t (x)');
     const parked = await park('ap2', 'DATA_WRITE_SQL', { sql: 'INSERT INTO t VALUES (1)' });
-    const waiting = client.result(parked.callId, { wait: true });
-    expect(await client.decide(parked.approval.id, { decision: 'reject', by: 'bob', reason: 'not today' })).toMatchObject({ ok: true });
+    const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
+    expect(await client.decide(parked.approval.id, { decision: 'reject', by: 'bob', operator: true, reason: 'not today' })).toMatchObject({ ok: true });
     const env = await waiting;
     expect(env).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
     expect((env as { error: { message: string } }).error.message).toBe('A person rejected this call; it did not run. Rejected by bob: not today');
@@ -77,8 +78,8 @@ describe('parking', () => {
     await make('ap3', 'CREATE TABLE gone (x)');
     const parked = await park('ap3', 'DATA_DROP_TABLE', { table: 'gone' }, { settings: { database: 'agent' } });
     expect(parked.approval.tier).toBe('destructive');
-    const waiting = client.result(parked.callId, { wait: true });
-    await client.decide(parked.approval.id, { decision: 'approve', by: 'alice' });
+    const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
+    await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', operator: true });
     expect(await waiting).toMatchObject({ ok: true, result: { dropped: 'gone' } });
   });
 
@@ -99,9 +100,9 @@ describe('parking', () => {
     for (const [agent, table] of [['ap6', 'missing'], ['ap6', '../kept'], ['ap6-never-written', 'kept']] as const) {
       const answer = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_DROP_TABLE', arguments: { table } }, { wait: false });
       expect(answer, `${agent} ${table}`).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', message: expect.stringContaining(JSON.stringify(table)) } });
-      expect(await client.result(answer.callId)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+      expect(await client.result(answer.callId, { workspace: 'acme', agent })).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
       // There is no approval to decide.
-      expect(await client.decide(`ap_${answer.callId}`, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+      expect(await client.decide(`ap_${answer.callId}`, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
     }
     // The table that does exist is still there, and still takes a person to drop.
     expect(await run('ap6', 'SELECT count(*) FROM kept')).toEqual([[0]]);
@@ -115,16 +116,16 @@ describe('audit', () => {
       const id = databaseId('acme', agent);
       const db = new Database(databasePath(sb.dataDir, 'acme', agent, shardOf(id, sb.config.shardCount)), { readonly: true });
       try {
-        return db.prepare('SELECT tool, statement, decision, decided_by, reason, ran_ok, ran_code FROM _agentdb_audit').all();
+        return db.prepare('SELECT tool, statement, decision, decided_by, decided_via, reason, ran_ok, ran_code FROM _agentdb_audit').all();
       } finally {
         db.close();
       }
     };
     await expect.poll(() => rowsOf('ap1')).toEqual([
-      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO leads VALUES (?) RETURNING email', decision: 'approved', decided_by: 'alice', reason: 'looks right', ran_ok: 1, ran_code: null },
+      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO leads VALUES (?) RETURNING email', decision: 'approved', decided_by: 'alice', decided_via: 'operator', reason: 'looks right', ran_ok: 1, ran_code: null },
     ]);
     await expect.poll(() => rowsOf('ap2')).toEqual([
-      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO t VALUES (1)', decision: 'rejected', decided_by: 'bob', reason: 'not today', ran_ok: null, ran_code: null },
+      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO t VALUES (1)', decision: 'rejected', decided_by: 'bob', decided_via: 'operator', reason: 'not today', ran_ok: null, ran_code: null },
     ]);
     const described = await client.call({ workspace: 'acme', agent: 'ap1', settings: { database: 'agent' }, tool: 'DATA_DESCRIBE_SCHEMA' });
     expect((described as unknown as { result: { tables: { name: string }[] } }).result.tables.map((t) => t.name)).toEqual(['leads']);
@@ -136,17 +137,17 @@ describe('audit', () => {
 describe('who decides', () => {
   it('refuses unknown members, other workspaces and plain members on shared drops; the call stays parked', async () => {
     await client.call({ ...gated, agent: 'ap5', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' } }, { wait: false }).then((a) =>
-      client.decide((a as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice' }),
+      client.decide((a as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice', operator: true }),
     );
     const drop = await park('ap5', 'DATA_DROP_TABLE', { table: 'shared_t', scope: 'workspace' });
-    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'nobody' })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
-    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'eve' })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
-    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'alice' })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
-    expect(await client.decide('ap_missing', { decision: 'approve', by: 'root' })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
-    expect(await client.decide(drop.approval.id, { decision: 'maybe' as 'approve', by: 'root' })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENTS' });
-    expect(await client.result(drop.callId)).toMatchObject({ status: 'awaiting_approval' });
-    const waiting = client.result(drop.callId, { wait: true });
-    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'root' })).toMatchObject({ ok: true });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'nobody', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'eve', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
+    expect(await client.decide('ap_missing', { decision: 'approve', by: 'root', operator: true })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    expect(await client.decide(drop.approval.id, { decision: 'maybe' as 'approve', by: 'root', operator: true })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENTS' });
+    expect(await client.result(drop.callId, whoOf(drop))).toMatchObject({ status: 'awaiting_approval' });
+    const waiting = client.result(drop.callId, { ...whoOf(drop), wait: true });
+    expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'root', operator: true })).toMatchObject({ ok: true });
     expect(await waiting).toMatchObject({ ok: true, result: { dropped: 'shared_t' } });
   });
 
@@ -155,12 +156,12 @@ describe('who decides', () => {
     const parked = await Promise.all(
       Array.from({ length: 100 }, (_, i) => park('racer', 'DATA_WRITE_SQL', { sql: 'INSERT INTO r VALUES (?)', params: [i] })),
     );
-    const outcomes = parked.map((p) => client.result(p.callId, { wait: true }));
+    const outcomes = parked.map((p) => client.result(p.callId, { ...whoOf(p), wait: true }));
     const decisions = await Promise.all(
       parked.map((p) =>
         Promise.all([
-          client.decide(p.approval.id, { decision: 'approve', by: 'alice' }),
-          client.decide(p.approval.id, { decision: 'reject', by: 'bob' }),
+          client.decide(p.approval.id, { decision: 'approve', by: 'alice', operator: true }),
+          client.decide(p.approval.id, { decision: 'reject', by: 'bob', operator: true }),
         ]),
       ),
     ).then(async (pairs) => {
@@ -186,8 +187,8 @@ describe('spread and events', () => {
     await Promise.all(agents.map((a) => make(a, 'CREATE TABLE s (x)')));
     const parked = await Promise.all(agents.map((a) => park(a, 'DATA_WRITE_SQL', { sql: 'INSERT INTO s VALUES (1)' })));
     expect(new Set(parked.map((p) => p.callId)).size).toBe(24);
-    const ends = parked.map((p) => client.result(p.callId, { wait: true }));
-    await Promise.all(parked.map((p) => client.decide(p.approval.id, { decision: 'approve', by: 'alice' })));
+    const ends = parked.map((p) => client.result(p.callId, { ...whoOf(p), wait: true }));
+    await Promise.all(parked.map((p) => client.decide(p.approval.id, { decision: 'approve', by: 'alice', operator: true })));
     expect((await Promise.all(ends)).every((e: CallAnswer) => e.ok)).toBe(true);
     for (const a of agents) expect(await run(a, 'SELECT count(*) FROM s')).toEqual([[1]]);
   });
@@ -197,7 +198,7 @@ describe('spread and events', () => {
     const feed = watcher.events();
     await make('ev', 'CREATE TABLE e (x)');
     const parked = await park('ev', 'DATA_WRITE_SQL', { sql: 'INSERT INTO e VALUES (1)' });
-    await client.decide(parked.approval.id, { decision: 'approve', by: 'alice' });
+    await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', operator: true });
     const seen: string[] = [];
     for await (const event of feed) {
       if (event.callId !== parked.callId) continue;

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { errorEnvelope, okEnvelope } from '../../src/contracts/envelope.ts';
-import { CallCompletion } from '../../src/queue/call-completion.ts';
+import { errorEnvelope, okEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
+import { CallCompletion, type Metering } from '../../src/queue/call-completion.ts';
 import { connectRedis } from '../../src/queue/connection.ts';
-import { parseEntry } from '../../src/queue/events.ts';
+import { completedEvent, parseEntry } from '../../src/queue/events.ts';
 import { keysFor } from '../../src/queue/keys.ts';
 import { meterDay, readUsage } from '../../src/queue/usage.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -17,6 +17,7 @@ describe('call completions', () => {
     const keys = keysFor(sb.config.prefix);
     const completion = new CallCompletion(redis, keys);
     const at = Date.now();
+    const done = (e: Envelope, meter?: Metering) => completion.complete(e, completedEvent(e, 'acme', 'scout'), meter);
     // Count the script's invocations: one per batch is the point.
     const scripted = redis as unknown as { agentdbComplete: (...args: unknown[]) => Promise<number> };
     const invoke = scripted.agentdbComplete.bind(redis);
@@ -26,14 +27,14 @@ describe('call completions', () => {
     // A batch as a busy worker makes it: metered calls of two workspaces, a replay (not
     // metered) and a failure, all finishing in the same turn.
     await Promise.all([
-      completion.complete(okEnvelope('c1', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'acme', agent: 'scout', credits: 1, at }),
-      completion.complete(okEnvelope('c2', 'DATA_WRITE_SQL', 2, { changes: 1 }), { workspace: 'acme', agent: 'scout', credits: 2, at }),
-      completion.complete(okEnvelope('c3', 'DATA_WRITE_SQL', 2, { changes: 1 })),
-      completion.complete(errorEnvelope('c4', 'DATA_QUERY_SQL', 'SQL_ERROR', 'no such table: t')),
-      completion.complete(okEnvelope('c5', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'other', agent: 'a', credits: 1, at }),
+      done(okEnvelope('c1', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'acme', agent: 'scout', credits: 1, at }),
+      done(okEnvelope('c2', 'DATA_WRITE_SQL', 2, { changes: 1 }), { workspace: 'acme', agent: 'scout', credits: 2, at }),
+      done(okEnvelope('c3', 'DATA_WRITE_SQL', 2, { changes: 1 })),
+      done(errorEnvelope('c4', 'DATA_QUERY_SQL', 'SQL_ERROR', 'no such table: t')),
+      done(okEnvelope('c5', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'other', agent: 'a', credits: 1, at }),
     ]);
     // A lone one afterwards goes out on its own.
-    await completion.complete(okEnvelope('c6', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'acme', agent: 'scout', credits: 1, at });
+    await done(okEnvelope('c6', 'DATA_QUERY_SQL', 1, { rows: [] }), { workspace: 'acme', agent: 'scout', credits: 1, at });
 
     const events = ((await redis.xrange(keys.events, '-', '+')) as [string, string[]][]).map((e) => parseEntry(e)!);
     expect(events.map((e) => [e.type, e.callId, e.type === 'call.completed' && e.ok])).toEqual([

@@ -40,7 +40,7 @@ function db(workspace: string, agent?: string, shard = 0): DbTarget {
 
 let seq = 0;
 const write = (e: Executor, target: DbTarget, sql: string, params: (string | number)[] = []) =>
-  e.run({ op: 'write', db: target, sql, params, callId: `c${++seq}` });
+  e.run({ op: 'write', db: target, sql, params, callKey: `c${++seq}` });
 const read = (e: Executor, target: DbTarget, sql: string) => e.run({ op: 'query', db: target, sql, params: [], maxRows: 100 });
 
 function code(outcome: ExecOutcome): string {

@@ -66,13 +66,13 @@ describe('a database that does not exist yet', () => {
     });
     const detail = expectFailed(dispatch(handles, opts, { op: 'query', db: t, sql: 'SELECT * FROM leads', params: [], maxRows: 10 }), 'SQL_ERROR');
     expect(detail).toMatch(/no such table: leads/);
-    expectFailed(dispatch(handles, opts, { op: 'drop', db: t, table: 'leads', callId: call() }), 'NOT_FOUND');
+    expectFailed(dispatch(handles, opts, { op: 'drop', db: t, table: 'leads', callKey: call() }), 'NOT_FOUND');
     expect(fs.existsSync(path.dirname(t.path))).toBe(false);
   });
 
   it('is created by its first write, in WAL mode', () => {
     const t = target();
-    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'CREATE TABLE leads (id INTEGER PRIMARY KEY)', params: [], callId: call() });
+    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'CREATE TABLE leads (id INTEGER PRIMARY KEY)', params: [], callKey: call() });
     expect(outcome.ok).toBe(true);
     expect(fs.existsSync(t.path)).toBe(true);
     expect(writeDb(t).pragma('journal_mode', { simple: true })).toBe('wal');
@@ -242,8 +242,11 @@ describe('write', () => {
     expect(query(db, 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
     // The record survives closing the handle (it is in the file, committed with the row).
     handles.closeAll();
-    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?)', params: ['x'], callId: id });
+    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?) RETURNING id', params: ['signed up'], callKey: id });
     expect(outcome).toEqual({ ok: true, result: first, replayed: true });
+    // The same key with another statement is another call: refused, and nothing is written.
+    const other = dispatch(handles, opts, { op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?)', params: ['x'], callKey: id });
+    expect(other).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
     expect(query(writeDb(t), 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
   });
 
@@ -405,8 +408,8 @@ describe('a file that is not SQLite', () => {
     const requests: ExecRequest[] = [
       { op: 'describe', db: t },
       { op: 'query', db: t, sql: 'SELECT 1', params: [], maxRows: 1 },
-      { op: 'write', db: t, sql: 'CREATE TABLE x (y)', params: [], callId: call() },
-      { op: 'drop', db: t, table: 'x', callId: call() },
+      { op: 'write', db: t, sql: 'CREATE TABLE x (y)', params: [], callKey: call() },
+      { op: 'drop', db: t, table: 'x', callKey: call() },
     ];
     for (const req of requests) {
       expectFailed(dispatch(handles, opts, req), 'DATABASE_CORRUPT');

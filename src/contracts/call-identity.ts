@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto';
+import type { CallJobData } from './call.ts';
+
+/**
+ * A call is identified by its caller: workspace, agent and the call id. Runtimes pick their own
+ * call ids (`<agent>-<step>`), which repeat across workspaces and agents, so a bare call id
+ * named one workspace's approval, result and exactly-once record for another's call (a hostile
+ * tenant ran writes nobody in its workspace approved). Every id agentdb keys on — the BullMQ
+ * job id, waiters, events, approvals, the exactly-once record — is derived from this key.
+ *
+ * `.` separates the parts: names are `[a-z0-9_-]` and call ids `[A-Za-z0-9_-]`, so the key is
+ * unambiguous, and it stays readable in Redis for operators (`acme.scout.step-1`).
+ */
+export function callKey(workspace: string, agent: string, callId: string): string {
+  return `${workspace}.${agent}.${callId}`;
+}
+
+/** The key of a call's job data. */
+export function callKeyOf(data: Pick<CallJobData, 'workspace' | 'agent' | 'callId'>): string {
+  return callKey(data.workspace, data.agent, data.callId);
+}
+
+/**
+ * JSON with object keys sorted, so two equal payloads serialise alike whatever order a runtime
+ * built them in.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+/** sha256 hex of the canonical JSON of `value`. */
+export function digestOf(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
+/**
+ * What differs between two calls sent under the same key, as field paths a caller can act on
+ * (`tool`, `arguments.sql`, `settings.approval`); empty when they are the same call. A call id
+ * is an idempotency key: the same payload answers the first call's outcome, another is refused.
+ */
+export function payloadDifferences(
+  a: Pick<CallJobData, 'tool' | 'arguments' | 'settings'>,
+  b: Pick<CallJobData, 'tool' | 'arguments' | 'settings'>,
+): string[] {
+  const out: string[] = [];
+  if (a.tool !== b.tool) out.push('tool');
+  out.push(...fieldDifferences('arguments', a.arguments, b.arguments));
+  out.push(...fieldDifferences('settings', a.settings, b.settings));
+  return out;
+}
+
+function fieldDifferences(name: string, a: unknown, b: unknown): string[] {
+  const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+  if (!isObject(a) || !isObject(b)) return canonicalJson(a ?? {}) === canonicalJson(b ?? {}) ? [] : [name];
+  const fields = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+  return fields.filter((f) => canonicalJson(a[f]) !== canonicalJson(b[f])).map((f) => `${name}.${f}`);
+}
