@@ -58,4 +58,37 @@ describe('call completions', () => {
     expect(commands).toBe(2);
     redis.disconnect();
   });
+
+  it('announces a result too large for its event only once the job holds it, so no waiter depends on a timer', async () => {
+    sb = sandbox({ SHARD_COUNT: '1' });
+    await sb.pool();
+    const client = sb.client();
+    const keys = keysFor(sb.config.prefix);
+    const who = { workspace: 'acme', agent: 'big', settings: { database: 'agent' as const } };
+    await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE big (v TEXT)' } });
+    await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) INSERT INTO big SELECT printf('%0200d', i) FROM n" } });
+
+    // Redis's own order of execution: the job's result stored (BullMQ's moveToFinished sets
+    // finishedOn with it) against the call.completed event. Forced, not hoped for: the event of
+    // a large result used to leave first, every time.
+    const monitor = await connectRedis(sb.config.redisUrl).monitor();
+    const order: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const [command, key] = args;
+      if (command === 'HSET' && key?.startsWith(`${keys.bullPrefix}:{shard-0}:acme.big.large-`) && args.includes('finishedOn')) order.push(`stored ${key.split('.').pop()}`);
+      if (command === 'XADD' && key === keys.events) {
+        const id = /"callId":"(large-\d+)"/.exec(args.join(' '))?.[1];
+        if (id) order.push(`announced ${id}`);
+      }
+    });
+    for (let i = 0; i < 5; i++) {
+      const env = await client.call({ ...who, callId: `large-${i}`, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM big', max_rows: 1000 } });
+      expect(env).toMatchObject({ ok: true, result: { truncated: false } });
+      expect(JSON.stringify(env).length).toBeGreaterThan(64 * 1024);
+    }
+    await expect.poll(() => order.length).toBe(10);
+    monitor.disconnect();
+    expect(order).toEqual([0, 1, 2, 3, 4].flatMap((i) => [`stored large-${i}`, `announced large-${i}`]));
+  });
 });
+
