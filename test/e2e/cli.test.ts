@@ -134,19 +134,24 @@ describe('agentdb result and a parked call', () => {
     const parked = await runCli(['call', '--no-wait', ...gated, 'DATA_WRITE_SQL', '{"sql":"INSERT INTO t VALUES (5)"}'], sb.env);
     expect(parked.code).toBe(0);
     const answer = lines(parked.stdout)[0];
-    expect(answer).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { id: `ap_${answer.callId}`, tier: 'write' } });
+    expect(answer).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { id: expect.stringMatching(/^ap_/), tier: 'write' } });
 
-    const now = await runCli(['result', answer.callId], sb.env);
+    const caller = ['--workspace', 'acme', '--agent', 'scout'];
+    const now = await runCli(['result', answer.callId, ...caller], sb.env);
     expect(lines(now.stdout)[0]).toMatchObject({ status: 'awaiting_approval' });
-    const waiting = runCli(['result', answer.callId, '--wait'], sb.env);
+    // The same call id of another agent is another call, which does not exist.
+    const elsewhere = await runCli(['result', answer.callId, '--workspace', 'acme', '--agent', 'other'], sb.env);
+    expect(lines(elsewhere.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+    const waiting = runCli(['result', answer.callId, ...caller, '--wait'], sb.env);
 
-    expect((await runCli(['members', 'add', '--workspace', 'acme', '--name', 'ops', '--role', 'member'], sb.env)).code).toBe(0);
-    expect((await runCli(['approvals', 'approve', answer.approval.id, '--by', 'ops'], sb.env)).code).toBe(0);
+    const ops = await runCli(['members', 'add', '--workspace', 'acme', '--name', 'ops', '--role', 'member', '--json'], sb.env);
+    expect(ops.code).toBe(0);
+    expect((await runCli(['approvals', 'approve', answer.approval.id, '--key', lines(ops.stdout)[0].key], sb.env)).code).toBe(0);
     const done = await waiting;
     expect(done.code).toBe(0);
     expect(lines(done.stdout)[0]).toMatchObject({ ok: true, callId: answer.callId, result: { changes: 1 } });
 
-    const unknown = await runCli(['result', 'no-such-call'], sb.env);
+    const unknown = await runCli(['result', 'no-such-call', ...caller], sb.env);
     expect(unknown.code).toBe(1);
     expect(lines(unknown.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
   });

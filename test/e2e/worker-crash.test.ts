@@ -5,6 +5,7 @@ import { planCall } from '../../src/queue/call-plan.ts';
 import { keysFor } from '../../src/queue/keys.ts';
 import { sandbox } from '../helpers/harness.ts';
 import { startCli, stop } from '../helpers/processes.ts';
+import { callKey } from '../../src/contracts/call-identity.ts';
 
 const sb = sandbox({ LOCK_DURATION_MS: '1500', STALLED_INTERVAL_MS: '500', LEASE_TTL_MS: '1000' });
 const running: ChildProcess[] = [];
@@ -37,7 +38,7 @@ describe('a worker SIGKILLed in the middle of a write', () => {
     if (!plan.ok) throw new Error('plan failed');
     const keys = keysFor(sb.config.prefix);
     const queue = new Queue(keys.queueName(plan.plan.shard), { connection: { url: sb.config.redisUrl }, prefix: keys.bullPrefix });
-    await expect.poll(() => queue.getJobState('crash-write-1'), { interval: 5, timeout: 10_000 }).toBe('active');
+    await expect.poll(() => queue.getJobState(callKey('acme', 'crashy', 'crash-write-1')), { interval: 5, timeout: 10_000 }).toBe('active');
     await stop(first, 'SIGKILL');
 
     const second = await startCli(['worker'], sb.env);

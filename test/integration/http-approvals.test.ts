@@ -182,11 +182,11 @@ describe('POST /v1/approvals/:id/decision', () => {
     expect(res.json().approval).toMatchObject({ state: 'rejected', decidedBy: 'cy', reason: 'not today' });
   });
 
-  it("refuses a member of another workspace with 403, and the approval stays pending", async () => {
+  it("answers a member of another workspace as if the approval did not exist, and it stays pending", async () => {
     const id = await parkWrite();
     const res = await decide(id, key.oz, { decision: 'approve' });
-    expect(res.statusCode).toBe(403);
-    expect(res.json().error.code).toBe('NOT_PERMITTED');
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.code).toBe('NOT_FOUND');
     expect((await approvals.get(id))?.state).toBe('pending');
   });
 
