@@ -34,7 +34,7 @@ const SCHEMA = `
   INSERT INTO u VALUES (1, 'a', NULL), (2, 'b', 'n');
   INSERT INTO p VALUES (1), (2);
   INSERT INTO c VALUES (1), (2);
-  INSERT INTO _agentdb_calls VALUES ('planted', '${SECRET}-row', 0);
+  INSERT INTO _agentdb_calls (call_id, result, at) VALUES ('planted', '${SECRET}-row', 0);
 `;
 
 interface Fixture {
