@@ -3,7 +3,7 @@ import { isInside } from './database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
 import { checkDropName, describe, drop, dropTarget, query, toOpError, write } from './sqlite-ops.ts';
-import { checkedStatement } from './statement-cache.ts';
+import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 
 /**
@@ -14,6 +14,7 @@ import { recordAudit } from './sqlite-audit.ts';
 export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest): ExecOutcome {
   try {
     if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
+    if (req.op === 'stats') return { ok: true, result: { handles: handles.size, statements: statementCache.stats(), rss: process.memoryUsage().rss } };
     // The parent built this path from checked names; the child re-checks, since it is the one
     // process that opens files. A path with a handle open was checked when it was opened.
     if (!handles.isOpen(req.db.path) && !isInside(opts.dataDir, req.db.path)) {
@@ -53,7 +54,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
   } catch (err) {
     const error = toOpError(err);
     // A handle that met corruption is not reused: the next call reopens (and re-checks) the file.
-    if (error.code === 'DATABASE_CORRUPT' && req.op !== 'evict') handles.evict(req.db.path);
+    if (error.code === 'DATABASE_CORRUPT' && 'db' in req) handles.evict(req.db.path);
     return { ok: false, error };
   }
 }

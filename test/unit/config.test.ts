@@ -9,6 +9,7 @@ describe('loadConfig', () => {
     expect(c.shardCount).toBe(16);
     expect(c.port).toBe(7070);
     expect(c.statementTimeoutMs).toBe(10_000);
+    expect(c.statementCacheBytes).toBe(32 * 1024 * 1024);
     expect(c.dataDir.endsWith('/data')).toBe(true);
     expect(Object.isFrozen(c)).toBe(true);
   });
