@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { schemaFingerprint } from '../guard/engine-check.ts';
+import { MAX_NAME_BYTES } from '../guard/guard.ts';
 import { trusted } from './sqlite-trusted.ts';
 
 /** Prefix of agentdb's own tables; agents never see or touch them. */
@@ -23,6 +24,18 @@ export interface SchemaState {
    * is `type = 'table'` in the fingerprint and looks like any other table.
    */
   forbidden: number;
+  /**
+   * Names past `MAX_NAME_BYTES` in the agent's schema, of objects and of their columns: the
+   * guard refuses long identifiers by their tokens, but a string can name a column
+   * (`CREATE TABLE t('…' INT)`) and a view's column is named by its expression's text.
+   */
+  longNames: LongName[];
+}
+
+/** One name past `MAX_NAME_BYTES`: where it is (`view v`, `table t, column c`) and its length. */
+export interface LongName {
+  where: string;
+  bytes: number;
 }
 
 /** The schema as the write check sees it. */
@@ -35,7 +48,32 @@ export function schemaState(db: Database): SchemaState {
   )
     .pluck()
     .get() as number;
-  return { fingerprint: schemaFingerprint(db), forbidden };
+  return { fingerprint: schemaFingerprint(db), forbidden, longNames: longNames(db) };
+}
+
+function longNames(db: Database): LongName[] {
+  const found: LongName[] = [];
+  const check = (where: string, name: string) => {
+    if (name.length * 3 <= MAX_NAME_BYTES) return;
+    const bytes = Buffer.byteLength(name);
+    if (bytes > MAX_NAME_BYTES) found.push({ where, bytes });
+  };
+  const objects = trusted(db, `SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view', 'index') AND ${AGENT_OBJECTS}`).all() as {
+    name: string;
+    type: string;
+  }[];
+  for (const o of objects) {
+    check(`${o.type} ${o.name}`, o.name);
+    if (o.type === 'index') continue;
+    let columns: string[];
+    try {
+      columns = trusted(db, `SELECT name FROM pragma_table_xinfo(?, 'main')`).pluck().all(o.name) as string[];
+    } catch {
+      continue; // a view over something that no longer exists has no columns to judge
+    }
+    for (const c of columns) check(`${o.type} ${o.name}, column ${c}`, c);
+  }
+  return found;
 }
 
 /**
@@ -73,6 +111,11 @@ export function schemaStateAt(db: Database, version: string): SchemaState {
 export function schemaChangeRefusal(before: SchemaState, after: SchemaState): string | undefined {
   if (after.forbidden > before.forbidden) {
     return 'the statement created a trigger, a virtual table, a temporary object or an internal table';
+  }
+  const long = after.longNames.find((n) => !before.longNames.some((b) => b.where === n.where));
+  if (long) {
+    const where = [...long.where].slice(0, 60).join('');
+    return `the statement made a name of ${long.bytes} bytes (${where}…); names of tables, views, columns and indexes may be at most ${MAX_NAME_BYTES} bytes (UTF-8): name a long expression with AS`;
   }
   const countBefore = countByType(before.fingerprint);
   const countAfter = countByType(after.fingerprint);
