@@ -25,6 +25,12 @@ export const ERRORS = {
     retryable: false,
     status: 400,
   },
+  CALL_TOO_LARGE: {
+    message: "The call's arguments are larger than allowed; nothing was stored or run.",
+    hint: 'Send less per call (at most MAX_CALL_BYTES, 1 MB by default, of JSON arguments, params included): split the rows over several calls.',
+    retryable: false,
+    status: 413,
+  },
   UNKNOWN_TOOL: {
     message: 'There is no tool by that name.',
     hint: 'Use one of DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL, DATA_WRITE_SQL, DATA_DROP_TABLE.',

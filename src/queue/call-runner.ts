@@ -47,6 +47,7 @@ export async function runCall(
   const planned = planCall(
     { callId, workspace: data.workspace, agent: data.agent, settings: data.settings, tool: data.tool, arguments: data.arguments },
     deps.config.shardCount,
+    deps.config.maxCallBytes,
   );
   if (!planned.ok) {
     const f = planned.failure;
