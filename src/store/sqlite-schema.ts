@@ -25,17 +25,11 @@ export interface SchemaState {
    */
   forbidden: number;
   /**
-   * Names past `MAX_NAME_BYTES` in the agent's schema, of objects and of their columns: the
-   * guard refuses long identifiers by their tokens, but a string can name a column
-   * (`CREATE TABLE t('…' INT)`) and a view's column is named by its expression's text.
+   * Each agent table, view and index (`type name`) with its CREATE text, so that a write's new
+   * or changed objects can be told from the rest (ALTER TABLE … ADD COLUMN changes the text and
+   * not the fingerprint).
    */
-  longNames: LongName[];
-}
-
-/** One name past `MAX_NAME_BYTES`: where it is (`view v`, `table t, column c`) and its length. */
-export interface LongName {
-  where: string;
-  bytes: number;
+  definitions: Map<string, string>;
 }
 
 /** The schema as the write check sees it. */
@@ -48,32 +42,12 @@ export function schemaState(db: Database): SchemaState {
   )
     .pluck()
     .get() as number;
-  return { fingerprint: schemaFingerprint(db), forbidden, longNames: longNames(db) };
-}
-
-function longNames(db: Database): LongName[] {
-  const found: LongName[] = [];
-  const check = (where: string, name: string) => {
-    if (name.length * 3 <= MAX_NAME_BYTES) return;
-    const bytes = Buffer.byteLength(name);
-    if (bytes > MAX_NAME_BYTES) found.push({ where, bytes });
-  };
-  const objects = trusted(db, `SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view', 'index') AND ${AGENT_OBJECTS}`).all() as {
-    name: string;
+  const definitions = trusted(db, `SELECT type, name, sql FROM sqlite_schema WHERE type IN ('table', 'view', 'index') AND ${AGENT_OBJECTS}`).all() as {
     type: string;
+    name: string;
+    sql: string | null;
   }[];
-  for (const o of objects) {
-    check(`${o.type} ${o.name}`, o.name);
-    if (o.type === 'index') continue;
-    let columns: string[];
-    try {
-      columns = trusted(db, `SELECT name FROM pragma_table_xinfo(?, 'main')`).pluck().all(o.name) as string[];
-    } catch {
-      continue; // a view over something that no longer exists has no columns to judge
-    }
-    for (const c of columns) check(`${o.type} ${o.name}, column ${c}`, c);
-  }
-  return found;
+  return { fingerprint: schemaFingerprint(db), forbidden, definitions: new Map(definitions.map((d) => [`${d.type} ${d.name}`, d.sql ?? ''])) };
 }
 
 /**
@@ -112,11 +86,6 @@ export function schemaChangeRefusal(before: SchemaState, after: SchemaState): st
   if (after.forbidden > before.forbidden) {
     return 'the statement created a trigger, a virtual table, a temporary object or an internal table';
   }
-  const long = after.longNames.find((n) => !before.longNames.some((b) => b.where === n.where));
-  if (long) {
-    const where = [...long.where].slice(0, 60).join('');
-    return `the statement made a name of ${long.bytes} bytes (${where}…); names of tables, views, columns and indexes may be at most ${MAX_NAME_BYTES} bytes (UTF-8): name a long expression with AS`;
-  }
   const countBefore = countByType(before.fingerprint);
   const countAfter = countByType(after.fingerprint);
   for (const [type, n] of countBefore) {
@@ -130,6 +99,39 @@ export function schemaChangeRefusal(before: SchemaState, after: SchemaState): st
     if (type === 'trigger' || type.startsWith('temp') || type.startsWith('virtual')) {
       if (!before.fingerprint.includes(entry)) return `the statement created ${entry}`;
     }
+  }
+  return undefined;
+}
+
+// Judged in SQL, so that only long names come back, and only their start.
+const LONG_COLUMNS = `SELECT substr(name, 1, 60) AS start, length(CAST(name AS BLOB)) AS bytes FROM pragma_table_xinfo(?, 'main')
+  WHERE length(CAST(name AS BLOB)) > ${MAX_NAME_BYTES}`;
+
+/**
+ * Why a write leaves a name past `MAX_NAME_BYTES` in the objects it created or changed, or
+ * undefined. The guard refuses long identifiers by their tokens, but a string can name a column
+ * (`CREATE TABLE t('…' INT)`) and a view's column is named by its expression's text (`CREATE
+ * VIEW v AS SELECT '<90 KB>'`). Objects the write left as they were are not judged: a database
+ * made before names were limited stays writable.
+ */
+export function longNameRefusal(db: Database, before: SchemaState, after: SchemaState): string | undefined {
+  const refusal = (where: string, bytes: number) =>
+    `the statement made a name of ${bytes} bytes (${[...where].slice(0, 60).join('')}…); names of tables, views, columns and indexes may be at most ${MAX_NAME_BYTES} bytes (UTF-8): name a long expression with AS`;
+  for (const [key, sql] of after.definitions) {
+    if (before.definitions.get(key) === sql) continue;
+    const space = key.indexOf(' ');
+    const type = key.slice(0, space);
+    const name = key.slice(space + 1);
+    const bytes = Buffer.byteLength(name);
+    if (bytes > MAX_NAME_BYTES) return refusal(key, bytes);
+    if (type === 'index') continue;
+    let long: { start: string; bytes: number } | undefined;
+    try {
+      long = trusted(db, LONG_COLUMNS).get(name) as { start: string; bytes: number } | undefined;
+    } catch {
+      continue; // a view over something that does not exist yet has no columns to judge
+    }
+    if (long) return refusal(`${key}, column ${long.start}`, long.bytes);
   }
   return undefined;
 }
