@@ -1,5 +1,5 @@
 import { isOp, isWord, skipParens } from './classifier.ts';
-import { nameLengthRefusal, nameRefusal } from './names.ts';
+import { MAX_NAME_BYTES, nameLengthRefusal, nameRefusal } from './names.ts';
 import { asciiLower, type Token } from './tokenizer.ts';
 
 /**
@@ -128,14 +128,15 @@ export function longNameIn(tokens: readonly Token[]): string | undefined {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
     if (t.kind !== 'word' && t.kind !== 'quoted' && t.kind !== 'string') continue;
-    const reason = nameLengthRefusal(t.value);
-    if (!reason) continue;
     if (t.kind === 'string') {
-      // Long string literals are common values; only their place decides whether they name.
+      // Long string literals are common values (and measuring 100 KB of one is not free): only
+      // their place decides whether they name something.
+      if (t.value.length * 3 <= MAX_NAME_BYTES) continue;
       slots ??= tableSlots(tokens);
       if (!slots[i] && !isWord(tokens[i - 1], 'as') && !isOp(tokens[i - 1], '.') && !isOp(tokens[i + 1], '.')) continue;
     }
-    return reason;
+    const reason = nameLengthRefusal(t.value);
+    if (reason) return reason;
   }
   return undefined;
 }
