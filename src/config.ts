@@ -35,8 +35,18 @@ const envSchema = z.object({
   EXECUTOR_HEAP_LIMIT_MB: int(16, 65_536, 512),
   /** Open SQLite handles kept per executor; ten thousand databases must not mean ten thousand files. */
   HANDLE_CACHE_SIZE: int(1, 100_000, 128),
-  /** Results above this size (serialised JSON) are cut to a preview. */
-  MAX_RESULT_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
+  /**
+   * The most a call's envelope may take as JSON: rows, column names and descriptions past it are
+   * cut (and say so). At least 4 KiB, so that any error envelope fits.
+   */
+  MAX_RESULT_BYTES: int(4096, 64 * 1024 * 1024, 1024 * 1024),
+  /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
+  MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
+  /**
+   * Memory the prepared statements an executor child keeps may take, as estimated, across all
+   * its databases; statements past a sixteenth of it are not kept at all.
+   */
+  STATEMENT_CACHE_BYTES: int(0, 4 * 1024 * 1024 * 1024, 32 * 1024 * 1024),
   APPROVAL_TTL_MS: int(1000, 30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
   /** How long finished calls keep their result for `agentdb result`. */
   RESULT_TTL_S: int(60, 30 * 24 * 3600, 7 * 24 * 3600),
@@ -89,6 +99,8 @@ export interface Config {
   readonly executorHeapLimitMb: number;
   readonly handleCacheSize: number;
   readonly maxResultBytes: number;
+  readonly maxCallBytes: number;
+  readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
   readonly resultTtlS: number;
   readonly maintenanceCron: string;
@@ -135,6 +147,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     executorHeapLimitMb: e.EXECUTOR_HEAP_LIMIT_MB,
     handleCacheSize: e.HANDLE_CACHE_SIZE,
     maxResultBytes: e.MAX_RESULT_BYTES,
+    maxCallBytes: e.MAX_CALL_BYTES,
+    statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,
     resultTtlS: e.RESULT_TTL_S,
     maintenanceCron: e.MAINTENANCE_CRON,

@@ -25,6 +25,12 @@ export const ERRORS = {
     retryable: false,
     status: 400,
   },
+  CALL_TOO_LARGE: {
+    message: "The call's arguments are larger than allowed; nothing was stored or run.",
+    hint: 'Send less per call (at most MAX_CALL_BYTES, 1 MB by default, of JSON arguments, params included): split the rows over several calls.',
+    retryable: false,
+    status: 413,
+  },
   UNKNOWN_TOOL: {
     message: 'There is no tool by that name.',
     hint: 'Use one of DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL, DATA_WRITE_SQL, DATA_DROP_TABLE.',
@@ -181,12 +187,37 @@ export function isErrorCode(code: unknown): code is ErrorCode {
 }
 
 /**
+ * The longest `detail` an error carries, in bytes of its JSON (UTF-8, escapes included). Details
+ * quote SQLite, which quotes the statement (`near "…": syntax error` holds a whole token, up to
+ * 100 KB), and every error is kept in Redis with its call; past this the detail is cut, ending
+ * `… [N bytes cut]`.
+ */
+export const MAX_DETAIL_BYTES = 1024;
+
+/**
  * The error body for `code`; `detail` (what exactly went wrong) is appended to the registry's
- * message so the agent sees both the category and the specifics.
+ * message so the agent sees both the category and the specifics. A detail past
+ * {@link MAX_DETAIL_BYTES} is cut.
  */
 export function errorBody(code: ErrorCode, detail?: string): ErrorBody {
   const spec = ERRORS[code];
-  return { code, message: detail ? `${spec.message} ${detail}` : spec.message, hint: spec.hint };
+  return { code, message: detail ? `${spec.message} ${cappedDetail(detail)}` : spec.message, hint: spec.hint };
+}
+
+function cappedDetail(detail: string): string {
+  // A UTF-16 unit takes at most 6 bytes of JSON (`\u0001`): short details skip the measure.
+  if (detail.length * 6 <= MAX_DETAIL_BYTES) return detail;
+  const jsonSize = (text: string) => Buffer.byteLength(JSON.stringify(text), 'utf8') - 2;
+  if (jsonSize(detail) <= MAX_DETAIL_BYTES) return detail;
+  // Cut by code point, leaving room for the marker (at most 30 bytes).
+  let end = 0;
+  let size = 0;
+  for (const ch of detail) {
+    size += jsonSize(ch);
+    if (size > MAX_DETAIL_BYTES - 30) break;
+    end += ch.length;
+  }
+  return `${detail.slice(0, end)}… [${Buffer.byteLength(detail.slice(end), 'utf8')} bytes cut]`;
 }
 
 /**

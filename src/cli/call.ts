@@ -45,6 +45,7 @@ export async function call(ctx: CommandContext): Promise<number> {
     prefix: config.prefix,
     shardCount: config.shardCount,
     resultTtlS: config.resultTtlS,
+    maxCallBytes: config.maxCallBytes,
   });
   try {
     if (values.batch !== undefined) return await runBatch(ctx, client, values.batch, opts);

@@ -11,6 +11,24 @@ export const callId = z
   .regex(/^[A-Za-z0-9_-]{1,128}$/, 'callId must be 1 to 128 of A-Z, a-z, 0-9, _ and -')
   .refine((s) => !/^\d+$/.test(s), 'callId must not be a plain integer');
 
+/**
+ * MAX_CALL_BYTES' default: the most a call's arguments may take as JSON (UTF-8), params
+ * included. Each param had no size limit of its own, and a 30 MB one was kept for a week.
+ */
+export const DEFAULT_MAX_CALL_BYTES = 1024 * 1024;
+
+/**
+ * The size of a call's arguments as JSON, in UTF-8 bytes, as they would be stored in Redis; or
+ * undefined when they are not JSON at all (a BigInt, a cycle).
+ */
+export function argumentBytes(args: unknown): number | undefined {
+  try {
+    return Buffer.byteLength(JSON.stringify(args ?? {}) ?? '', 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 /** One tool call as an agent runtime enqueues it. */
 export const callRequest = z.strictObject({
   callId: callId.optional(),

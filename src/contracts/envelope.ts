@@ -26,7 +26,14 @@ export function okEnvelope(callId: string, tool: string, credits: number, result
   return { ok: true, callId, tool, credits, untrusted: true, result };
 }
 
-/** Builds a failure envelope from a registry code and what exactly went wrong. */
+/**
+ * Builds a failure envelope from a registry code and what exactly went wrong. The call id and
+ * tool are what the caller sent, valid or not, so they are cut to the longest valid ones.
+ */
 export function errorEnvelope(callId: string, tool: string, code: ErrorCode, detail?: string): ErrorEnvelope {
-  return { ok: false, callId, tool, error: errorBody(code, detail) };
+  return { ok: false, callId: cut(callId, 128), tool: cut(tool, 64), error: errorBody(code, detail) };
+}
+
+function cut(text: string, max: number): string {
+  return typeof text === 'string' && text.length > max ? `${text.slice(0, max)}…` : text;
 }

@@ -10,7 +10,8 @@ export type CheckMode = 'read' | 'write' | 'introspect';
 
 /** The second layer's answer: a prepared statement, or a refusal with a registry code. */
 export type CheckedStatement =
-  | { ok: true; stmt: Statement }
+  /** `programLength`: instructions in its compiled program, a measure of the memory it holds. */
+  | { ok: true; stmt: Statement; programLength: number }
   | { ok: false; code: 'SQL_SYNTAX' | 'SQL_MULTIPLE_STATEMENTS' | 'SQL_REFUSED' | 'SQL_ERROR'; reason: string };
 
 type Refused = Extract<CheckedStatement, { ok: false }>;
@@ -67,7 +68,7 @@ export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: St
       allowedVtabs: ops.some((op) => op.opcode === 'VOpen') ? jsonVtabs(db) : new Set(),
     }) ?? (kind === 'create_view' && !('ok' in parsed) ? viewRefusal(db, sql, parsed.tokens) : undefined);
   if (refusal) return { ok: false, code: 'SQL_REFUSED', reason: refusal };
-  return { ok: true, stmt };
+  return { ok: true, stmt, programLength: ops.length };
 }
 
 /**

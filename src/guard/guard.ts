@@ -1,9 +1,9 @@
 import { classify, isOp, type Classification, type StatementKind } from './classifier.ts';
-import { INTROSPECTION_PRAGMAS, nameRefusal } from './names.ts';
-import { alterRefusal, dropKeyword, forbiddenNameIn } from './rules.ts';
+import { INTROSPECTION_PRAGMAS, nameLengthRefusal, nameRefusal } from './names.ts';
+import { alterRefusal, dropKeyword, forbiddenNameIn, longNameIn } from './rules.ts';
 import { asciiLower, isTrivia, loneSurrogate, tokenize, type Token } from './tokenizer.ts';
 
-export { INTERNAL_TABLE_PREFIX } from './names.ts';
+export { INTERNAL_TABLE_PREFIX, MAX_NAME_BYTES } from './names.ts';
 export type { StatementKind } from './classifier.ts';
 
 /** The tokenizer layer's answer: the statement's kind, or a refusal with a registry code. */
@@ -113,7 +113,7 @@ export function guardQuery(sql: string): GuardVerdict {
   if (byKind) return byKind;
   if (c.kind === 'drop') return refuse('DATA_QUERY_SQL takes one SELECT; use DATA_DROP_TABLE to drop a table or view');
   if (c.kind !== 'select') return refuse(`DATA_QUERY_SQL takes one SELECT; use DATA_WRITE_SQL for ${label(c.kind)}`);
-  const name = forbiddenNameIn(tokens);
+  const name = forbiddenNameIn(tokens) ?? longNameIn(tokens);
   if (name) return refuse(name);
   return { ok: true, kind: 'select', ddl: false };
 }
@@ -139,7 +139,7 @@ export function guardWrite(sql: string): GuardVerdict {
   if (c.verb > 0 && DDL_KINDS.has(c.kind)) return syntax(`a WITH clause cannot precede ${label(c.kind)}`);
   const alter = c.kind === 'alter_table' ? alterRefusal(tokens, c.verb) : undefined;
   if (alter) return refuse(alter);
-  const name = forbiddenNameIn(tokens);
+  const name = forbiddenNameIn(tokens) ?? longNameIn(tokens);
   if (name) return refuse(name);
   return { ok: true, kind: c.kind, ddl: DDL_KINDS.has(c.kind) };
 }
@@ -169,7 +169,7 @@ export function guardIntrospection(sql: string): GuardVerdict {
     const arg = t[i + 1];
     const shaped = isOp(t[i], '(') && arg !== undefined && (isNameToken(arg) || arg.kind === 'number') && isOp(t[i + 2], ')') && i + 3 === t.length;
     if (!shaped) return refuse(`write PRAGMA ${name!.value} or PRAGMA ${name!.value}(name); setting a PRAGMA (= value) is not allowed`);
-    const argRefusal = arg.kind === 'number' ? undefined : nameRefusal(arg.value, { tableSlot: true, call: false });
+    const argRefusal = arg.kind === 'number' ? undefined : (nameRefusal(arg.value, { tableSlot: true, call: false }) ?? nameLengthRefusal(arg.value));
     if (argRefusal) return refuse(argRefusal);
   }
   return { ok: true, kind: 'pragma', ddl: false };
@@ -188,6 +188,8 @@ export function guardTableName(name: string): GuardVerdict {
   if (typeof name !== 'string' || name.length === 0) return refuse('name the table or view to drop');
   if (name.includes('\u0000')) return refuse('a table name cannot contain a NUL character');
   if (loneSurrogate(name) >= 0) return refuse('a table name must be valid Unicode (it holds a lone UTF-16 surrogate)');
+  // No length check here: a table named before names were held to MAX_NAME_BYTES must stay
+  // droppable (the contract caps this argument at 256 characters).
   const reason = nameRefusal(name, { tableSlot: true, call: false });
   if (reason) return refuse(reason);
   return { ok: true, kind: 'drop', ddl: true };

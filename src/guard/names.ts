@@ -56,6 +56,23 @@ export const INTROSPECTION_PRAGMAS: ReadonlySet<string> = new Set([
   'foreign_key_check',
 ]);
 
+/**
+ * The longest name (of a table, view, column, index or alias) agent SQL may use, in UTF-8 bytes.
+ * Every result carries its column names and DATA_DESCRIBE_SCHEMA every name: a 90,000-byte
+ * column name selected 600 times made a 54 MB result from 1 KB of SQL.
+ */
+export const MAX_NAME_BYTES = 256;
+
+/** Why `name` is too long to use, or undefined when it fits {@link MAX_NAME_BYTES}. */
+export function nameLengthRefusal(name: string): string | undefined {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short names skip the measure.
+  if (name.length * 3 <= MAX_NAME_BYTES) return undefined;
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes <= MAX_NAME_BYTES) return undefined;
+  const start = [...name.slice(0, 40)].slice(0, 32).join('');
+  return `the name ${JSON.stringify(`${start}…`)} is ${bytes} bytes long; names of tables, views, columns, indexes and aliases may be at most ${MAX_NAME_BYTES} bytes (UTF-8)`;
+}
+
 /** Virtual tables that exist without CREATE VIRTUAL TABLE and expose the file's pages. */
 const PAGE_TABLES: ReadonlySet<string> = new Set(['dbstat', 'sqlite_dbpage']);
 

@@ -1,5 +1,5 @@
 import { isOp, isWord, skipParens } from './classifier.ts';
-import { nameRefusal } from './names.ts';
+import { MAX_NAME_BYTES, nameLengthRefusal, nameRefusal } from './names.ts';
 import { asciiLower, type Token } from './tokenizer.ts';
 
 /**
@@ -112,6 +112,31 @@ export function forbiddenNameIn(tokens: readonly Token[]): string | undefined {
     if ((schema === 'temp' || schema === 'temporary') && isOp(next, '.') && (slots[i] || isOp(tokens[i + 3], '.'))) {
       return 'the temp schema is not allowed: temporary objects do not outlive the call; create a regular table with DATA_WRITE_SQL';
     }
+  }
+  return undefined;
+}
+
+/**
+ * The first name in one statement's tokens longer than `MAX_NAME_BYTES`, as a refusal reason.
+ * Identifiers are judged wherever they appear; string literals where SQLite reads them as a
+ * name: in a table slot and after AS (`SELECT 1 AS 'label'`). Other names a string can give (a
+ * column in `CREATE TABLE t('c' INT)`, or a view column named by its expression) are judged by
+ * the store on the schema a write leaves, and results cut long column names in any case.
+ */
+export function longNameIn(tokens: readonly Token[]): string | undefined {
+  let slots: boolean[] | undefined;
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (t.kind !== 'word' && t.kind !== 'quoted' && t.kind !== 'string') continue;
+    if (t.kind === 'string') {
+      // Long string literals are common values (and measuring 100 KB of one is not free): only
+      // their place decides whether they name something.
+      if (t.value.length * 3 <= MAX_NAME_BYTES) continue;
+      slots ??= tableSlots(tokens);
+      if (!slots[i] && !isWord(tokens[i - 1], 'as') && !isOp(tokens[i - 1], '.') && !isOp(tokens[i + 1], '.')) continue;
+    }
+    const reason = nameLengthRefusal(t.value);
+    if (reason) return reason;
   }
   return undefined;
 }

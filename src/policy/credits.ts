@@ -1,4 +1,5 @@
 import type { ToolName } from '../contracts/tools.ts';
+import type { ErrorCode } from '../errors.ts';
 
 /** Credits metered per successful call (DESIGN.md "Limits"). */
 export const CREDITS: Readonly<Record<ToolName, number>> = {
@@ -7,3 +8,10 @@ export const CREDITS: Readonly<Record<ToolName, number>> = {
   DATA_WRITE_SQL: 2,
   DATA_DROP_TABLE: 2,
 };
+
+/**
+ * Failures metered like a completed call of their tool. A statement stopped at its deadline or
+ * for its memory has held the executor (and killed a child) as long as any statement can; left
+ * free, a hostile agent could burn a worker at no cost by failing on purpose.
+ */
+export const METERED_FAILURES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['STATEMENT_TIMEOUT', 'RESOURCE_LIMIT']);

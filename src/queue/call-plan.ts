@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { callRequest, type CallRequest } from '../contracts/call.ts';
+import { argumentBytes, callRequest, DEFAULT_MAX_CALL_BYTES, type CallRequest } from '../contracts/call.ts';
 import { isToolName, toolInputs, type ToolName } from '../contracts/tools.ts';
 import type { ErrorCode } from '../errors.ts';
 import { resolveAccess, type Caller, type Target } from '../policy/access.ts';
@@ -32,17 +32,28 @@ function describeIssues(error: z.ZodError): string {
 }
 
 /**
- * Validates a call (its envelope, then its tool arguments) and decides which database it
- * reaches. The client runs this to route the call to its shard; the worker runs it again,
- * because a queue is not a trust boundary.
+ * Validates a call (its envelope, the size of its arguments, then the arguments themselves) and
+ * decides which database it reaches. The client runs this to route the call to its shard, so a
+ * call refused here never reaches Redis; the worker runs it again on the raw job, because a
+ * queue is not a trust boundary. `maxCallBytes` is MAX_CALL_BYTES.
  */
-export function planCall(input: unknown, shardCount: number): { ok: true; plan: CallPlan } | { ok: false; failure: PlanFailure } {
+export function planCall(
+  input: unknown,
+  shardCount: number,
+  maxCallBytes: number = DEFAULT_MAX_CALL_BYTES,
+): { ok: true; plan: CallPlan } | { ok: false; failure: PlanFailure } {
   const rawTool = typeof (input as { tool?: unknown } | null)?.tool === 'string' ? (input as { tool: string }).tool : '';
   const fail = (code: ErrorCode, detail: string) => ({ ok: false as const, failure: { code, detail, tool: rawTool } });
 
   const parsed = callRequest.safeParse(input);
   if (!parsed.success) return fail('INVALID_ARGUMENTS', describeIssues(parsed.error));
   const request = parsed.data;
+  // Before anything reads the arguments: a call too large is refused whole, whatever else it holds.
+  const size = argumentBytes(request.arguments);
+  if (size === undefined) return fail('INVALID_ARGUMENTS', 'arguments must be JSON (no BigInt, no cycles)');
+  if (size > maxCallBytes) {
+    return fail('CALL_TOO_LARGE', `the arguments take ${size} bytes as JSON; a call may take at most ${maxCallBytes}`);
+  }
   if (!isToolName(request.tool)) return fail('UNKNOWN_TOOL', `"${request.tool}" is not a tool.`);
 
   const argsParsed = toolInputs[request.tool].safeParse(request.arguments ?? {});

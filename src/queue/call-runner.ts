@@ -8,7 +8,7 @@ import { guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts
 import type { Plan } from '../contracts/settings.ts';
 import type { Target } from '../policy/access.ts';
 import { gateFor } from '../policy/approval-rule.ts';
-import { CREDITS } from '../policy/credits.ts';
+import { CREDITS, METERED_FAILURES } from '../policy/credits.ts';
 import { databasePath } from '../store/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
 import { planLimits } from '../store/plan-limits.ts';
@@ -20,7 +20,10 @@ export interface RunDeps {
   executor: { run(req: ExecRequest): Promise<ExecOutcome> };
 }
 
-/** A finished call: its envelope, and the credits to meter (none for a replayed write). */
+/**
+ * A finished call: its envelope, and the credits to meter (none for a replayed write, nor for a
+ * failure other than {@link METERED_FAILURES}).
+ */
 export interface RunOutcome {
   envelope: Envelope;
   meter: number | undefined;
@@ -53,6 +56,7 @@ export async function runCall(
   const planned = planCall(
     { callId, workspace: data.workspace, agent: data.agent, settings: data.settings, tool: data.tool, arguments: data.arguments },
     deps.config.shardCount,
+    deps.config.maxCallBytes,
   );
   if (!planned.ok) {
     const f = planned.failure;
@@ -61,7 +65,7 @@ export async function runCall(
   const plan = planned.plan;
   const fail = (code: Parameters<typeof errorEnvelope>[2], detail: string): RunOutcome => ({
     envelope: errorEnvelope(callId, plan.tool, code, detail),
-    meter: undefined,
+    meter: METERED_FAILURES.has(code) ? CREDITS[plan.tool] : undefined,
   });
   if (plan.shard !== shard) return fail('INTERNAL', `call for shard ${plan.shard} arrived on shard ${shard}`);
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { CallInput, CallJobData } from '../contracts/call.ts';
+import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
 import { approvalIdFor } from '../approvals/approval.ts';
@@ -24,6 +24,11 @@ export interface AgentDbClientOptions {
   shardCount?: number;
   /** How long finished calls keep their result in Redis, in seconds (default 7 days). */
   resultTtlS?: number;
+  /**
+   * The most a call's arguments may take as JSON (`MAX_CALL_BYTES`, default 1 MB); a larger
+   * call answers CALL_TOO_LARGE and nothing is enqueued. Workers check it again.
+   */
+  maxCallBytes?: number;
 }
 
 /** Options of one call. */
@@ -77,6 +82,7 @@ export class AgentDbClient {
   private readonly keys: Keys;
   private readonly shardCount: number;
   private readonly resultTtlS: number;
+  private readonly maxCallBytes: number;
   private readonly redis: Redis;
   private readonly redisUrl: string;
   private readonly queues = new Map<number, Queue>();
@@ -91,6 +97,7 @@ export class AgentDbClient {
     this.keys = keysFor(opts.prefix ?? 'agentdb');
     this.shardCount = opts.shardCount ?? 16;
     this.resultTtlS = opts.resultTtlS ?? 7 * 24 * 3600;
+    this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
     // Every shard queue shares this one connection, each adding its own listeners.
     this.redis.setMaxListeners(0);
@@ -103,7 +110,7 @@ export class AgentDbClient {
    */
   async call(input: CallInput, opts: CallOptions = {}): Promise<CallAnswer> {
     const callId = input.callId ?? randomUUID();
-    const planned = planCall({ ...input, callId }, this.shardCount);
+    const planned = planCall({ ...input, callId }, this.shardCount, this.maxCallBytes);
     if (!planned.ok) {
       const f = planned.failure;
       return errorEnvelope(callId, f.tool, f.code, f.detail);

@@ -56,6 +56,7 @@ export class ShardWorkerPool {
       heapLimitMb: config.executorHeapLimitMb,
       handleCacheSize: config.handleCacheSize,
       maxResultBytes: config.maxResultBytes,
+      statementCacheBytes: config.statementCacheBytes,
       logger: opts.logger,
     });
     this.completion = new CallCompletion(this.redis, this.keys);

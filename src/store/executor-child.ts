@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { dispatch } from './executor-dispatch.ts';
 import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './executor-protocol.ts';
 import { HandleCache } from './handle-cache.ts';
+import { statementCache } from './statement-cache.ts';
 
 const FLUSH_AFTER_MS = 5;
 
@@ -30,6 +31,7 @@ function main(): void {
   probe.close();
 
   const handles = new HandleCache({ size: opts.handleCacheSize });
+  if (opts.statementCacheBytes !== undefined) statementCache.setBudget(opts.statementCacheBytes);
 
   // Requests come pipelined, several to a message. Outcomes go back together too, except that
   // whatever is done is sent before a request starts once FLUSH_AFTER_MS have passed: the

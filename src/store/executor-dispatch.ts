@@ -3,17 +3,21 @@ import { isInside } from './database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
 import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError, write } from './sqlite-ops.ts';
-import { checkedStatement } from './statement-cache.ts';
+import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
+import { jsonBytes, resultBudget } from './result-budget.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
  * agent-caused or not, becomes an `ok: false` outcome with a registry code, because it has to
- * cross a process boundary as plain JSON.
+ * cross a process boundary as plain JSON. Results are built to fit MAX_RESULT_BYTES once in
+ * their envelope (see `resultBudget`).
  */
 export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest): ExecOutcome {
+  const budget = resultBudget(opts.maxResultBytes);
   try {
     if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
+    if (req.op === 'stats') return { ok: true, result: { handles: handles.size, statements: statementCache.stats(), rss: process.memoryUsage().rss } };
     // The parent built this path from checked names; the child re-checks, since it is the one
     // process that opens files. A path with a handle open was checked when it was opened.
     if (!handles.isOpen(req.db.path) && !isInside(opts.dataDir, req.db.path)) {
@@ -21,9 +25,9 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     }
     switch (req.op) {
       case 'describe':
-        return { ok: true, result: describe(handles.open(req.db, 'read')) };
+        return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
-        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, opts.maxResultBytes) };
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget) };
       case 'audit':
         recordAudit(handles.open(req.db, 'write'), req.entry);
         return { ok: true, result: { recorded: true } };
@@ -31,8 +35,8 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         checkedStatement(handles.open(req.db, 'read'), req.sql, req.mode);
         return { ok: true, result: { admitted: true } };
       case 'write': {
-        const { replayed, ...result } = write(handles.open(req.db, 'write'), req.sql, req.params, req.callKey, req.db.limits, opts.maxResultBytes);
-        return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
+        const { replayed, ...result } = write(handles.open(req.db, 'write'), req.sql, req.params, req.callKey, req.db.limits, budget);
+        return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
       }
       case 'checkDrop': {
         checkDropName(req.table);
@@ -54,7 +58,17 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
   } catch (err) {
     const error = toOpError(err);
     // A handle that met corruption is not reused: the next call reopens (and re-checks) the file.
-    if (error.code === 'DATABASE_CORRUPT' && req.op !== 'evict') handles.evict(req.db.path);
+    if (error.code === 'DATABASE_CORRUPT' && 'db' in req) handles.evict(req.db.path);
     return { ok: false, error };
   }
+}
+
+/**
+ * A recorded result as it replays: it fitted the limit it was recorded under, which may have
+ * been larger than today's; then its rows go (the write itself is long done).
+ */
+function replayedFit<T extends { rows?: unknown[] }>(result: T, budget: number): T {
+  if (!Array.isArray(result.rows) || jsonBytes(result) <= budget) return result;
+  const note = 'the recorded result of this call passes the result size limit; its RETURNING rows are left out';
+  return { ...result, columns: [], rows: [], truncated: true, oversize: true, note };
 }

@@ -34,7 +34,9 @@ export type ExecRequest =
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
   /** Close every handle of these shards (their lease was lost). */
-  | { op: 'evict'; shards: number[] };
+  | { op: 'evict'; shards: number[] }
+  /** What the child holds: open handles, cached statements and their estimated bytes, its RSS. */
+  | { op: 'stats' };
 
 /**
  * How a request ended. Agent errors are results, not exceptions: `ok: false` carries a registry
@@ -59,4 +61,6 @@ export interface ChildOptions {
   heapLimitMb: number;
   handleCacheSize: number;
   maxResultBytes: number;
+  /** Estimated bytes the child's cached statements may take (STATEMENT_CACHE_BYTES). */
+  statementCacheBytes?: number;
 }

@@ -22,6 +22,8 @@ export interface ExecutorOptions {
   handleCacheSize: number;
   /** Query results are cut to this much JSON. */
   maxResultBytes: number;
+  /** Estimated bytes the child's cached statements may take; the child's default when absent. */
+  statementCacheBytes?: number;
   logger?: ExecutorLogger;
 }
 
@@ -271,6 +273,7 @@ export class Executor {
       heapLimitMb: this.opts.heapLimitMb,
       handleCacheSize: this.opts.handleCacheSize,
       maxResultBytes: this.opts.maxResultBytes,
+      statementCacheBytes: this.opts.statementCacheBytes,
     };
     const child = forkExecutorChild(childOpts);
     this.child = child;

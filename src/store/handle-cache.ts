@@ -3,6 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { hardenConnection } from '../guard/engine-check.ts';
 import { AgentDbError } from '../errors.ts';
+import { forgetStatements } from './statement-cache.ts';
 
 /** What the cache needs to know about a database to open it. */
 export interface HandleTarget {
@@ -112,6 +113,7 @@ export class HandleCache {
   /** Closes everything; the cache stays usable. */
   closeAll(): void {
     for (const key of [...this.entries.keys()]) this.closeOne(key);
+    if (this.empty) forgetStatements(this.empty);
     this.empty?.close();
     this.empty = undefined;
   }
@@ -164,7 +166,10 @@ export class HandleCache {
   private closeOne(key: string): void {
     const entry = this.entries.get(key);
     this.entries.delete(key);
+    if (!entry) return;
+    // Its statements die with it; they must not go on counting against the cache's budget.
+    forgetStatements(entry.db);
     // Closing the last connection checkpoints the WAL and removes -wal and -shm.
-    entry?.db.close();
+    entry.db.close();
   }
 }

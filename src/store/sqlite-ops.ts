@@ -2,7 +2,7 @@
  * The operations the executor child runs against an open database: pure functions over a
  * better-sqlite3 handle, one concept per file. This module gathers them for the child.
  */
-export { describe, type ColumnInfo, type DescribeResult, type ForeignKeyInfo, type IndexInfo, type TableInfo } from './sqlite-describe.ts';
+export { describe, type ColumnInfo, type DescribeResult, type ForeignKeyInfo, type IndexInfo, type TableInfo, type TableStub } from './sqlite-describe.ts';
 export { query, type QueryResult } from './sqlite-query.ts';
 export {
   checkDropName,

@@ -10,7 +10,7 @@ export type QueryResult = ReadRows;
 /**
  * Runs one agent query. Both guard layers judge it as a read; it runs inside a transaction that
  * is always rolled back, and rows are read one by one up to `maxRows` (+1 to learn whether more
- * existed) and `maxResultBytes` of JSON.
+ * existed) and `maxResultBytes` of JSON for the column names and rows together (see `readRows`).
  * @throws AgentDbError for a refusal; SQLite's own errors propagate for `toOpError`.
  */
 export function query(db: Database, sql: string, params: readonly Param[], maxRows: number, maxResultBytes: number): QueryResult {

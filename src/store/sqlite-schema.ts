@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { schemaFingerprint } from '../guard/engine-check.ts';
+import { MAX_NAME_BYTES } from '../guard/guard.ts';
 import { trusted } from './sqlite-trusted.ts';
 
 /** Prefix of agentdb's own tables; agents never see or touch them. */
@@ -23,6 +24,12 @@ export interface SchemaState {
    * is `type = 'table'` in the fingerprint and looks like any other table.
    */
   forbidden: number;
+  /**
+   * Each agent table, view and index (`type name`) with its CREATE text, so that a write's new
+   * or changed objects can be told from the rest (ALTER TABLE … ADD COLUMN changes the text and
+   * not the fingerprint).
+   */
+  definitions: Map<string, string>;
 }
 
 /** The schema as the write check sees it. */
@@ -35,7 +42,12 @@ export function schemaState(db: Database): SchemaState {
   )
     .pluck()
     .get() as number;
-  return { fingerprint: schemaFingerprint(db), forbidden };
+  const definitions = trusted(db, `SELECT type, name, sql FROM sqlite_schema WHERE type IN ('table', 'view', 'index') AND ${AGENT_OBJECTS}`).all() as {
+    type: string;
+    name: string;
+    sql: string | null;
+  }[];
+  return { fingerprint: schemaFingerprint(db), forbidden, definitions: new Map(definitions.map((d) => [`${d.type} ${d.name}`, d.sql ?? ''])) };
 }
 
 /**
@@ -87,6 +99,39 @@ export function schemaChangeRefusal(before: SchemaState, after: SchemaState): st
     if (type === 'trigger' || type.startsWith('temp') || type.startsWith('virtual')) {
       if (!before.fingerprint.includes(entry)) return `the statement created ${entry}`;
     }
+  }
+  return undefined;
+}
+
+// Judged in SQL, so that only long names come back, and only their start.
+const LONG_COLUMNS = `SELECT substr(name, 1, 60) AS start, length(CAST(name AS BLOB)) AS bytes FROM pragma_table_xinfo(?, 'main')
+  WHERE length(CAST(name AS BLOB)) > ${MAX_NAME_BYTES}`;
+
+/**
+ * Why a write leaves a name past `MAX_NAME_BYTES` in the objects it created or changed, or
+ * undefined. The guard refuses long identifiers by their tokens, but a string can name a column
+ * (`CREATE TABLE t('…' INT)`) and a view's column is named by its expression's text (`CREATE
+ * VIEW v AS SELECT '<90 KB>'`). Objects the write left as they were are not judged: a database
+ * made before names were limited stays writable.
+ */
+export function longNameRefusal(db: Database, before: SchemaState, after: SchemaState): string | undefined {
+  const refusal = (where: string, bytes: number) =>
+    `the statement made a name of ${bytes} bytes (${[...where].slice(0, 60).join('')}…); names of tables, views, columns and indexes may be at most ${MAX_NAME_BYTES} bytes (UTF-8): name a long expression with AS`;
+  for (const [key, sql] of after.definitions) {
+    if (before.definitions.get(key) === sql) continue;
+    const space = key.indexOf(' ');
+    const type = key.slice(0, space);
+    const name = key.slice(space + 1);
+    const bytes = Buffer.byteLength(name);
+    if (bytes > MAX_NAME_BYTES) return refusal(key, bytes);
+    if (type === 'index') continue;
+    let long: { start: string; bytes: number } | undefined;
+    try {
+      long = trusted(db, LONG_COLUMNS).get(name) as { start: string; bytes: number } | undefined;
+    } catch {
+      continue; // a view over something that does not exist yet has no columns to judge
+    }
+    if (long) return refusal(`${key}, column ${long.start}`, long.bytes);
   }
   return undefined;
 }

@@ -1,5 +1,6 @@
 import { positionalBindings } from '../guard/engine-check.ts';
 import type { Statement } from 'better-sqlite3';
+import { jsonBytes, shortened } from './result-budget.ts';
 
 /** A value an agent may bind: booleans bind as 1 and 0. */
 export type Param = string | number | boolean | null;
@@ -41,18 +42,25 @@ export function encodeValue(value: unknown): EncodedValue {
 
 /** Rows read from one statement, cut at a row count and a serialised size. */
 export interface ReadRows {
+  /** Column names; one past `MAX_NAME_BYTES` is shortened, ending `…[N bytes]`. */
   columns: string[];
   rows: EncodedValue[][];
   /** More rows existed than were returned. */
   truncated: boolean;
   /** Rows were cut because of their size, not their count. */
   oversize?: true;
+  /** Set when the columns themselves were cut: why, and what to do instead. */
+  note?: string;
 }
 
 /**
  * Reads at most `maxRows` rows of a statement that returns data, plus one more to learn whether
- * more existed; never `.all()`, so a huge result is never held. Rows are kept while their JSON
- * fits in `maxBytes`. Leaving the loop early resets the statement.
+ * more existed; never `.all()`, so a huge result is never held. Column names and rows together
+ * are kept within `maxBytes` of JSON: names are shortened past `MAX_NAME_BYTES`, and when they
+ * still take more than half of `maxBytes` (2,000 columns of long names do), they are cut to
+ * what fits and no row is returned, since rows without their columns would be misread. Rows are
+ * kept while they fit. Leaving the loop early resets the statement; it is always stepped at
+ * least once, because a write's RETURNING makes its changes on the first step.
  *
  * A row's JSON is measured exactly only once the rows so far might not fit: until then an upper
  * bound of their size shows that they do, so a result well under the limit (nearly all of them)
@@ -63,7 +71,10 @@ export interface ReadRows {
 export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, maxBytes: number): ReadRows {
   stmt.safeIntegers(true);
   stmt.raw(true);
-  const columns = stmt.columns().map((c) => c.name);
+  const columns = stmt.columns().map((c) => shortened(c.name));
+  const columnBytes = jsonBytes(columns);
+  if (columnBytes > maxBytes / 2) return withoutRows(stmt, bindings, columns, maxBytes / 2);
+  maxBytes -= columnBytes;
   const rows: EncodedValue[][] = [];
   // The enclosing [] plus, per row, its JSON and a comma: an upper bound until `exact`.
   let bytes = 2;
@@ -104,6 +115,32 @@ export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, 
     bytes += size;
   }
   return oversize ? { columns, rows, truncated, oversize: true } : { columns, rows, truncated };
+}
+
+/** What `readRows` answers when the column names alone do not fit: as many as fit, no rows. */
+function withoutRows(stmt: Statement, bindings: unknown[], names: string[], maxBytes: number): ReadRows {
+  const columns: string[] = [];
+  let bytes = 2;
+  for (const name of names) {
+    const size = jsonBytes(name) + 1;
+    if (bytes + size > maxBytes) break;
+    columns.push(name);
+    bytes += size;
+  }
+  // One step: a write's RETURNING has made its changes by then, and a query says whether it
+  // had rows at all.
+  let truncated = false;
+  for (const _ of stmt.iterate(...bindings)) {
+    truncated = true;
+    break;
+  }
+  return {
+    columns,
+    rows: [],
+    truncated,
+    oversize: true,
+    note: `the ${names.length} column names alone pass the result size limit, so ${columns.length} are listed and no rows are returned; select fewer columns, or name them with AS`,
+  };
 }
 
 /** The exact size `readRows` counts for rows already kept. */

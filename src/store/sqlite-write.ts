@@ -4,7 +4,7 @@ import { AgentDbError } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './sqlite-calls.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
-import { agentTableCount, INTERNAL_PREFIX, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
+import { agentTableCount, INTERNAL_PREFIX, longNameRefusal, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
 import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
 import { checkedStatement, forgetStatements } from './statement-cache.ts';
@@ -80,7 +80,8 @@ export function write(
         // DDL. Even a change the check allows (ALTER TABLE … ADD COLUMN) makes cached
         // statements stale: their column lists are read before SQLite re-prepares them.
         schemaMoved = true;
-        const refusal = schemaChangeRefusal(before, schemaState(db));
+        const after = schemaState(db);
+        const refusal = schemaChangeRefusal(before, after) ?? longNameRefusal(db, before, after);
         if (refusal) throw new AgentDbError('SQL_REFUSED', refusal);
         const tables = agentTableCount(db);
         if (tables > limits.maxTables) {

@@ -42,7 +42,7 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
     dataDir,
     env: fullEnv,
     client() {
-      const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+      const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, maxCallBytes: config.maxCallBytes });
       clients.push(c);
       return c;
     },

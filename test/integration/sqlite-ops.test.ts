@@ -9,7 +9,7 @@ import { dispatch } from '../../src/store/executor-dispatch.ts';
 import type { ChildOptions, DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
 import { HandleCache } from '../../src/store/handle-cache.ts';
 import { PLAN_LIMITS, type PlanLimits } from '../../src/store/plan-limits.ts';
-import { describe as describeDb, drop, query, toOpError, write, type Param } from '../../src/store/sqlite-ops.ts';
+import { describe as describeDb, drop, query, toOpError, write, type Param, type TableInfo } from '../../src/store/sqlite-ops.ts';
 import { schemaChangeRefusal, schemaState } from '../../src/store/sqlite-schema.ts';
 
 let dataDir: string;
@@ -89,7 +89,8 @@ describe('describe', () => {
     run(t, 'INSERT INTO companies (name) VALUES (?), (?)', ['northwind', 'globex']);
     run(t, 'INSERT INTO leads (email, company_id) VALUES (?, 1)', ['ada@northwind.io']);
 
-    const { tables } = describeDb(writeDb(t));
+    // Nothing here is cut to fit the result size, so every table is described in full.
+    const tables = describeDb(writeDb(t)).tables as TableInfo[];
     // sqlite_sequence (from AUTOINCREMENT) and _agentdb_calls exist but are not shown.
     expect(tables.map((x) => x.name)).toEqual(['companies', 'leads', 'new_leads']);
     const leads = tables.find((x) => x.name === 'leads')!;
@@ -177,12 +178,14 @@ describe('query', () => {
       return kept;
     };
     const total = 2 + all.reduce((n, row) => n + Buffer.byteLength(JSON.stringify(row)) + 1, 0);
+    // The limit holds the column names too: ["s"].
+    const columns = Buffer.byteLength(JSON.stringify(['s']));
     for (let limit = 2; limit <= total; limit++) {
-      const result = query(db, sql, [], 1000, limit);
+      const result = query(db, sql, [], 1000, limit + columns);
       expect(result.rows.length, `limit ${limit}`).toBe(fitting(limit));
       expect(result.truncated).toBe(limit < total);
     }
-    expect(query(db, sql, [], 1000, total).rows).toEqual(all);
+    expect(query(db, sql, [], 1000, total + columns).rows).toEqual(all);
   });
 
   it('refuses writes, internal tables and engine tables', () => {

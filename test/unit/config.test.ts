@@ -9,6 +9,8 @@ describe('loadConfig', () => {
     expect(c.shardCount).toBe(16);
     expect(c.port).toBe(7070);
     expect(c.statementTimeoutMs).toBe(10_000);
+    expect(c.statementCacheBytes).toBe(32 * 1024 * 1024);
+    expect([c.maxResultBytes, c.maxCallBytes]).toEqual([1024 * 1024, 1024 * 1024]);
     expect(c.dataDir.endsWith('/data')).toBe(true);
     expect(Object.isFrozen(c)).toBe(true);
   });
@@ -29,6 +31,9 @@ describe('loadConfig', () => {
     ['MAINTENANCE_CRON', '61 3 * * *'],
     ['MAINTENANCE_CRON', '* * * * * * *'],
     ['SCHEDULE_TZ', 'Mars/Base'],
+    // Below 4 KiB not even an error envelope would fit.
+    ['MAX_RESULT_BYTES', '1024'],
+    ['MAX_CALL_BYTES', '0'],
   ])('refuses %s=%s with a message naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
