@@ -1,104 +1,88 @@
 import type { ApprovalState } from '../approvals/approval.ts';
 import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
-import { agentName, workspaceName } from '../contracts/names.ts';
 import { errorBody } from '../errors.ts';
-import { connectRedis } from '../queue/connection.ts';
+import { connectAnswering } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { approvalsTable } from './approvals-table.ts';
-import { parseFlags } from './flags.ts';
-import type { CommandContext } from './main.ts';
+import type { CommandContext } from './context.ts';
+import { nameFlag } from './name-flag.ts';
 
-const USAGE = `usage: agentdb approvals list [--workspace W] [--state pending|approved|rejected|expired|all] [--limit N] [--json]
-       agentdb approvals approve|reject ID --by MEMBER [--reason R]
-`;
+// `agentdb approvals list|approve|reject`. The CLI runs as a trusted operator, so it needs no
+// key, but a decision still names a person (`--by`, an active member of the approval's
+// workspace) and goes through the same core path as HTTP and the client library. A decision
+// prints the approval as JSON and exits 0, or prints `{ error }` and exits 1 when refused.
 
-const STATES: readonly string[] = ['pending', 'approved', 'rejected', 'expired', 'all'];
+/** `agentdb approvals list`: newest first, as a table or (whole) as JSON. */
+export async function list(
+  ctx: CommandContext,
+  flags: { workspace?: string; state: ApprovalState | 'all'; limit: number; json?: boolean },
+): Promise<number> {
+  const workspace = flags.workspace === undefined ? undefined : nameFlag('--workspace', flags.workspace);
+  return withService(ctx, async (service) => {
+    const rows = await service.list({ workspace, state: flags.state, limit: flags.limit });
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(rows)}\n`);
+    else if (rows.length) ctx.stdout.write(approvalsTable(rows));
+    else ctx.stdout.write(`(no ${flags.state === 'all' ? '' : `${flags.state} `}approvals)\n`);
+    return 0;
+  });
+}
 
-type Parsed =
-  | { sub: 'list'; workspace?: string; state: ApprovalState | 'all'; json: boolean; limit: number }
-  | { sub: 'approve' | 'reject'; id: string; by: string; reason?: string };
+type DecisionFlags = { by: string; reason?: string };
 
-/**
- * `agentdb approvals list|approve|reject`. The CLI runs as a trusted operator, so it needs no
- * key, but a decision still names a person (`--by`, an active member of the approval's
- * workspace) and goes through the same core path as HTTP and the client library. A decision
- * prints the approval as JSON and exits 0, or prints `{ error }` and exits 1 when refused; bad
- * flags exit 2.
- */
-export async function approvals(ctx: CommandContext): Promise<number> {
-  const parsed = parse(ctx);
-  if (typeof parsed === 'string') {
-    ctx.stderr.write(`agentdb approvals: ${parsed}\n${USAGE}`);
-    return 2;
-  }
-  const { config } = ctx;
-  const redis = connectRedis(config.redisUrl, { name: 'agentdb-cli' });
-  const members = new MemberRegistry(redis, keysFor(config.prefix));
-  const service = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
-  try {
-    if (parsed.sub === 'list') {
-      const rows = await service.list({ workspace: parsed.workspace, state: parsed.state, limit: parsed.limit });
-      if (parsed.json) ctx.stdout.write(`${JSON.stringify(rows)}\n`);
-      else if (rows.length) ctx.stdout.write(approvalsTable(rows));
-      else ctx.stdout.write(`(no ${parsed.state === 'all' ? '' : `${parsed.state} `}approvals)\n`);
-      return 0;
-    }
-    const result = await service.decideByName(parsed.id, { decision: parsed.sub, by: parsed.by, reason: parsed.reason });
+/** `agentdb approvals approve ID --by MEMBER [--reason R]`: the parked call runs now. */
+export function approve(ctx: CommandContext, flags: DecisionFlags, id: string): Promise<number> {
+  return decide(ctx, 'approve', id, flags);
+}
+
+/** `agentdb approvals reject ID --by MEMBER [--reason R]`: the call finishes with APPROVAL_REJECTED. */
+export function reject(ctx: CommandContext, flags: DecisionFlags, id: string): Promise<number> {
+  return decide(ctx, 'reject', id, flags);
+}
+
+async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: string, flags: DecisionFlags): Promise<number> {
+  const by = nameFlag('--by', flags.by);
+  return withService(ctx, async (service) => {
+    const approvalId = await approvalIdOf(service, id);
+    const result = approvalId
+      ? await service.decideByName(approvalId, { decision, by, ...(flags.reason !== undefined ? { reason: flags.reason } : {}) })
+      : ({
+          ok: false,
+          code: 'NOT_FOUND',
+          detail: `There is no approval or parked call ${JSON.stringify(id)}: pass the ap_… id that \`agentdb approvals list\` shows, or the callId of the parked call.`,
+        } as const);
     if (!result.ok) {
       ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail) })}\n`);
       return 1;
     }
     ctx.stdout.write(`${JSON.stringify(result.approval)}\n`);
     return 0;
+  });
+}
+
+/**
+ * The approval `id` names: itself when it is an approval's id; otherwise the approval of the
+ * call it names, found in the list by its callId (the pending one first, else the latest
+ * decided, so a second decision meets the first). Approval ids are not derived from call ids.
+ */
+async function approvalIdOf(service: ApprovalService, id: string): Promise<string | undefined> {
+  if (await service.get(id)) return id;
+  for (const state of ['pending', 'all'] as const) {
+    const found = (await service.list({ state })).find((a) => a.callId === id);
+    if (found) return found.id;
+  }
+  return undefined;
+}
+
+async function withService(ctx: CommandContext, fn: (service: ApprovalService) => Promise<number>): Promise<number> {
+  const { config } = ctx;
+  const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-cli' });
+  const members = new MemberRegistry(redis, keysFor(config.prefix));
+  const service = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
+  try {
+    return await fn(service);
   } finally {
     await service.close();
     redis.disconnect();
   }
-}
-
-/** Newest approvals listed unless --limit says otherwise: the audit grows without bound. */
-const DEFAULT_LIST_LIMIT = 200;
-
-/** The parsed flags, or what is wrong with them. */
-function parse(ctx: CommandContext): Parsed | string {
-  const parsed = parseFlags({
-    args: ctx.argv,
-    allowPositionals: true,
-    options: {
-      workspace: { type: 'string' },
-      state: { type: 'string', default: 'pending' },
-      limit: { type: 'string', default: String(DEFAULT_LIST_LIMIT) },
-      json: { type: 'boolean', default: false },
-      by: { type: 'string' },
-      reason: { type: 'string' },
-    },
-  });
-  if (typeof parsed === 'string') return parsed;
-  const { values, positionals } = parsed;
-  const [sub, ...rest] = positionals;
-  if (sub === 'list') {
-    if (rest.length) return `unexpected argument ${rest[0]}`;
-    if (values.by !== undefined || values.reason !== undefined) return '--by and --reason go with approve or reject';
-    if (!STATES.includes(values.state)) return `--state must be one of ${STATES.join(', ')}`;
-    let workspace: string | undefined;
-    if (values.workspace !== undefined) {
-      const ws = workspaceName.safeParse(values.workspace);
-      if (!ws.success) return `--workspace: ${ws.error.issues[0]?.message}`;
-      workspace = ws.data;
-    }
-    const limit = Number(values.limit);
-    if (!Number.isSafeInteger(limit) || limit < 1) return '--limit takes a whole number above 0';
-    return { sub, workspace, state: values.state as ApprovalState | 'all', json: values.json, limit };
-  }
-  if (sub === 'approve' || sub === 'reject') {
-    if (rest.length !== 1 || !rest[0]) return `${sub} takes one approval ID`;
-    if (values.by === undefined) return '--by MEMBER is required: a decision names the person who made it';
-    // The name's format is parsing; whether it is an active member is the core's to say.
-    if (!agentName.safeParse(values.by).success) return '--by: must be 1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit';
-    // --json is accepted (a decision prints JSON anyway); --workspace would suggest a scope it does not have.
-    if (values.workspace !== undefined) return '--workspace goes with list: a decision acts in the approval\'s own workspace';
-    return { sub, id: rest[0], by: values.by, ...(values.reason !== undefined ? { reason: values.reason } : {}) };
-  }
-  return sub ? `unknown subcommand ${sub}` : 'give a subcommand';
 }

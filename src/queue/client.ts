@@ -5,7 +5,7 @@ import type { CallInput, CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
-import { connectRedis } from './connection.ts';
+import { connectRedis, redisAnswers } from './connection.ts';
 import { planCall } from './call-plan.ts';
 import { CallWaiters } from './call-waiters.ts';
 import { EventReader, latestEventId, type StreamedEvent } from './events.ts';
@@ -33,7 +33,19 @@ export interface CallOptions {
   wait?: boolean;
   /** How long a worker may take to pick the call up before it is withdrawn (default 30 s). */
   timeoutMs?: number;
+  /**
+   * Told, for a waited call, each step it takes short of finishing, so a caller can say what
+   * it waits for: `queued` once it is enqueued (with its call id), `awaiting_approval` (with the
+   * approval) when it is parked for a person. The call goes on waiting either way.
+   */
+  onStatus?: (status: PendingAnswer | AwaitingAnswer) => void;
 }
+
+/**
+ * A finished call's envelope, typed so that `status` tells it from the answers below
+ * (`answer.status === 'awaiting_approval'` narrows to {@link AwaitingAnswer}).
+ */
+export type FinishedAnswer = Envelope & { status?: undefined };
 
 /** A call that is on its way but not finished: queued or running. */
 export interface PendingAnswer {
@@ -52,8 +64,11 @@ export interface AwaitingAnswer {
   approval: { id: string; tier: string; expiresAt: string } & Record<string, unknown>;
 }
 
-/** Whatever a call or a result lookup can answer. */
-export type CallAnswer = Envelope | PendingAnswer | AwaitingAnswer;
+/**
+ * Whatever a call or a result lookup can answer: narrow on `ok` (true: ran) and on `status`
+ * (absent: finished; `queued`, `running`, `awaiting_approval`: not yet).
+ */
+export type CallAnswer = FinishedAnswer | PendingAnswer | AwaitingAnswer;
 
 /**
  * The agent runtime's way into agentdb: enqueues tool calls straight onto the shard queues,
@@ -77,6 +92,7 @@ export class AgentDbClient {
   private readonly feeds = new Set<EventFeed>();
   private reader?: Promise<EventReader>;
   private approvals?: ApprovalService;
+  private answering?: Promise<void>;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
@@ -91,9 +107,13 @@ export class AgentDbClient {
 
   /**
    * Enqueues one tool call and answers per {@link CallOptions.wait}. Bad input answers at
-   * once with an `ok: false` envelope and enqueues nothing. A call no worker picks up within
-   * `timeoutMs` is withdrawn (NO_WORKER) when waited for, and left queued otherwise.
+   * once with an `ok: false` envelope and enqueues nothing; so does a Redis that does not
+   * answer (UNAVAILABLE, within a few seconds). A call no worker picks up within `timeoutMs`
+   * is withdrawn (NO_WORKER) when waited for, and left queued otherwise. A waited call answers
+   * only with its envelope.
    */
+  call(input: CallInput, opts?: CallOptions & { wait?: true }): Promise<FinishedAnswer>;
+  call(input: CallInput, opts: CallOptions): Promise<CallAnswer>;
   async call(input: CallInput, opts: CallOptions = {}): Promise<CallAnswer> {
     const callId = input.callId ?? randomUUID();
     const planned = planCall({ ...input, callId }, this.shardCount);
@@ -113,12 +133,21 @@ export class AgentDbClient {
     };
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
+    const down = await this.redisDown();
+    if (down) return errorEnvelope(callId, tool, 'UNAVAILABLE', down);
     await this.ensureReader();
     const completion = this.waiters.completion(callId);
-    const parking = wait ? undefined : this.waiters.parking(callId);
+    const parking = wait && !opts.onStatus ? undefined : this.waiters.parking(callId);
     const queue = this.queue(shard);
     await queue.add('call', data, this.jobOptions(callId));
-    if (wait) return this.awaitCompletion(callId, tool, queue, completion, timeoutMs, true);
+    if (wait) {
+      const onStatus = opts.onStatus;
+      if (onStatus) {
+        onStatus({ ok: false, callId, tool, status: 'queued' });
+        void parking!.then((approval) => onStatus(awaiting(callId, tool, approval)));
+      }
+      return this.awaitCompletion(callId, tool, queue, completion, timeoutMs, true);
+    }
 
     const first = await within(
       Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]),
@@ -131,9 +160,14 @@ export class AgentDbClient {
   /**
    * A call's outcome by id: its envelope once finished; otherwise, with `wait`, resolves when
    * it finishes, and without, answers where it stands (queued, running, awaiting approval).
-   * An unknown (or long expired) call id answers NOT_FOUND.
+   * An unknown (or long expired) call id answers NOT_FOUND; a Redis that does not answer,
+   * UNAVAILABLE.
    */
+  result(callId: string, opts: { wait: true; timeoutMs?: number }): Promise<FinishedAnswer>;
+  result(callId: string, opts?: { wait?: boolean; timeoutMs?: number }): Promise<CallAnswer>;
   async result(callId: string, opts: { wait?: boolean; timeoutMs?: number } = {}): Promise<CallAnswer> {
+    const down = await this.redisDown();
+    if (down) return errorEnvelope(callId, '', 'UNAVAILABLE', down);
     // Listen before looking, so a completion between the look and the wait is not missed.
     let completion: Promise<Envelope> | undefined;
     if (opts.wait) {
@@ -157,7 +191,9 @@ export class AgentDbClient {
   }
 
   /** Decides an approval as the member `by` of its workspace. */
-  decide(approvalId: string, d: { decision: 'approve' | 'reject'; by: string; reason?: string }): Promise<DecideResult> {
+  async decide(approvalId: string, d: { decision: 'approve' | 'reject'; by: string; reason?: string }): Promise<DecideResult> {
+    const down = await this.redisDown();
+    if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
     return this.approvalsFor().decideByName(approvalId, d);
   }
 
@@ -183,6 +219,26 @@ export class AgentDbClient {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     if (this.reader) await (await this.reader.catch(() => undefined))?.stop();
     this.redis.disconnect();
+  }
+
+  /**
+   * Undefined when Redis answers; otherwise what is wrong, for an UNAVAILABLE answer. A
+   * connection to a Redis that is down retries forever and BullMQ waits for it without a word,
+   * so this is asked first. Until the connection is back, later callers get the same answer at
+   * once instead of waiting again (a batch must not wait a few seconds per call).
+   */
+  private async redisDown(): Promise<string | undefined> {
+    if (this.redis.status === 'ready') return undefined;
+    this.answering ??= redisAnswers(this.redis, this.redisUrl);
+    try {
+      await this.answering;
+      return undefined;
+    } catch (err) {
+      return (err as { detail?: string }).detail ?? (err as Error).message;
+    } finally {
+      // Read again: the await above may have seen the connection come up.
+      if (isReady(this.redis)) this.answering = undefined;
+    }
   }
 
   private jobOptions(callId: string): JobsOptions {
@@ -313,6 +369,10 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
       },
     );
   });
+}
+
+function isReady(redis: Redis): boolean {
+  return redis.status === 'ready';
 }
 
 function awaiting(callId: string, tool: string, approval: Record<string, unknown>): AwaitingAnswer {
