@@ -13,6 +13,7 @@ import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchApprovals } from './approvals.ts';
 import { rawBullmq } from './raw-bullmq.ts';
+import { benchStartup } from './startup.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -24,7 +25,9 @@ const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
-const BIN = fileURLToPath(new URL('../bin/agentdb.js', import.meta.url));
+const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
+/** The built CLI, as deployed (`npm run bench` builds it first). */
+const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
 
 const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
 function medianStats(runs: RunStats[]): RunStats {
@@ -64,6 +67,8 @@ function guardCostUs(): number {
 }
 
 async function main() {
+  // First, while nothing of the benchmark runs yet in the background.
+  const startup = await benchStartup(BIN, STARTUP_RUNS);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({
@@ -161,6 +166,7 @@ async function main() {
   const results = {
     at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, node: process.version },
+    startup,
     rounds: ROUNDS,
     workers: WORKERS,
     workerConcurrency: CONCURRENCY,
@@ -217,6 +223,9 @@ async function main() {
     `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
   );
   console.log(`memory after ${DATABASES} databases: worker ${memory.workerRssMb} MB, executor ${memory.executorRssMb} MB`);
+  console.log(
+    `start-up: agentdb tools --json ${startup.toolsJsonMs} ms, node -e 0 ${startup.nodeMs} ms: ratio ${startup.ratio} (goal <= ${startup.goal.ratioAtMost}; median of ${startup.runs})`,
+  );
 
   const dir = new URL('./results/', import.meta.url);
   mkdirSync(dir, { recursive: true });

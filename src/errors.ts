@@ -69,7 +69,8 @@ export const ERRORS = {
   },
   DATABASE_OFF: {
     message: 'The agent has no database.',
-    hint: 'Turn on the database in the agent settings (database: "agent" or "workspace").',
+    // The most common first mistake (a call without settings): show the exact flag to pass.
+    hint: 'Give the agent a database in its settings: "agent" (its own tables) or "workspace" (its own and the shared ones); from the CLI, --settings \'{"database":"agent"}\'.',
     retryable: false,
     status: 403,
   },

@@ -2,7 +2,15 @@
  * agentdb's package root: what an agent runtime imports.
  * @packageDocumentation
  */
-export { AgentDbClient, type AgentDbClientOptions, type CallOptions, type PendingAnswer } from './queue/client.ts';
+export {
+  AgentDbClient,
+  type AgentDbClientOptions,
+  type AwaitingAnswer,
+  type CallAnswer,
+  type CallOptions,
+  type FinishedAnswer,
+  type PendingAnswer,
+} from './queue/client.ts';
 export type { CallInput } from './contracts/call.ts';
 export type { Envelope, OkEnvelope, ErrorEnvelope } from './contracts/envelope.ts';
 export type { AgentSettingsInput as AgentSettings } from './contracts/settings.ts';

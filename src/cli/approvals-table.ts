@@ -2,9 +2,13 @@ import type { Approval } from '../approvals/approval.ts';
 
 /** Longest SQL shown in a table cell; the full statement is in `--json`. */
 const SQL_WIDTH = 60;
+/** The values bound to the SQL: a reviewer must see what an INSERT … VALUES (?, ?) writes. */
+const PARAMS_WIDTH = 40;
+/** The agent's reason for the change, shortened like the SQL; whole in `--json`. */
+const RATIONALE_WIDTH = 40;
 const REASON_WIDTH = 40;
 
-const COLUMNS = ['id', 'state', 'workspace/agent', 'tool', 'sql or table', 'requester', 'created', 'expires', 'decided', 'ran'];
+const COLUMNS = ['id', 'state', 'workspace/agent', 'tool', 'sql or table', 'params', 'rationale', 'requester', 'created', 'expires', 'decided', 'ran'];
 
 /** `2026-11-30 07:18:10Z`: to the second, UTC, so rows from any host compare. */
 function time(ms: number | undefined): string {
@@ -37,8 +41,9 @@ function ran(a: Approval): string {
 
 /**
  * Renders approvals as an aligned text table for a person at a terminal, one row each, with the
- * columns an operator needs to decide or to audit: what would run, who asked, when it lapses,
- * and who decided it and what ran. Scripts use `--json` instead.
+ * columns an operator needs to decide or to audit: what would run (the SQL with its params),
+ * why the agent asks, who asked, when it lapses, and who decided it and what ran. Long cells
+ * are shortened; scripts, and a reviewer who needs the whole, use `--json`.
  */
 export function approvalsTable(approvals: Approval[]): string {
   const rows = [COLUMNS];
@@ -50,6 +55,8 @@ export function approvalsTable(approvals: Approval[]): string {
       `${a.workspace}/${a.agent}${shared}`,
       a.tool,
       what(a),
+      a.params?.length ? cell(JSON.stringify(a.params), PARAMS_WIDTH) : '',
+      a.rationale ? cell(a.rationale, RATIONALE_WIDTH) : '',
       a.requester,
       time(a.createdAt),
       time(a.expiresAt),

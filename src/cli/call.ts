@@ -1,44 +1,60 @@
-import { randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { CallInput } from '../contracts/call.ts';
-import { errorEnvelope } from '../contracts/envelope.ts';
-import { AgentDbClient, type CallAnswer } from '../queue/client.ts';
-import type { Envelope } from '../contracts/envelope.ts';
-import { commandFlags } from './flags.ts';
-import type { CommandContext } from './main.ts';
+import { AgentDbClient, type AwaitingAnswer, type CallAnswer, type PendingAnswer } from '../queue/client.ts';
+import { callOrUnavailable, succeeded } from './call-answer.ts';
+import { runBatch } from './call-batch.ts';
+import { interruptedNote, parkedNote, queuedNote } from './call-notes.ts';
+import { EXIT, UsageError, type CommandContext } from './context.ts';
+import { nameFlag } from './name-flag.ts';
+import { interruption } from './signals.ts';
 
-/** Calls a batch keeps in flight at once. */
-const BATCH_WINDOW = 64;
+/** `agentdb call`'s flags, as commander parses them. */
+export interface CallFlags {
+  workspace?: string;
+  agent?: string;
+  settings?: string;
+  wait: boolean;
+  /** Seconds. */
+  timeout: number;
+  batch?: string;
+}
 
-type Answer = CallAnswer;
+/** How long a waited call may sit untaken before the command says so (it goes on waiting). */
+const QUEUED_NOTE_MS = 3000;
 
 /**
  * `agentdb call …`: one call (TOOL ARGS_JSON) or a batch of JSON lines; prints one envelope
  * line per call, in input order. Exit 0 when every call succeeded (or, with --no-wait, is on
- * its way or waits for a person), 1 otherwise.
+ * its way or waits for a person), 1 otherwise, 2 for a command line that called nothing.
  */
-export async function call(ctx: CommandContext): Promise<number> {
-  const parsed = commandFlags(ctx, 'call', {
-    args: ctx.argv,
-    allowPositionals: true,
-    options: {
-      workspace: { type: 'string' },
-      agent: { type: 'string' },
-      settings: { type: 'string' },
-      'no-wait': { type: 'boolean', default: false },
-      timeout: { type: 'string', default: '30' },
-      batch: { type: 'string' },
-    },
-  });
-  if (!parsed) return 2;
-  const { values, positionals } = parsed;
-  const timeoutS = Number(values.timeout);
-  if (!Number.isFinite(timeoutS) || timeoutS <= 0) {
-    ctx.stderr.write('agentdb call: --timeout takes a number of seconds above 0\n');
-    return 2;
+export async function call(ctx: CommandContext, flags: CallFlags, tool?: string, argsJson?: string): Promise<number> {
+  const opts = { wait: flags.wait, timeoutMs: flags.timeout * 1000 };
+  if (flags.batch !== undefined) {
+    if (tool !== undefined) throw new UsageError('with --batch the calls come from FILE, one per line: give no TOOL or ARGS_JSON');
+    for (const flag of ['workspace', 'agent', 'settings'] as const) {
+      if (flags[flag] !== undefined) throw new UsageError(`--${flag} goes inside each line of a --batch, not on the command line`);
+    }
+    const source = flags.batch;
+    return withClient(ctx, (client) => runBatch(ctx, client, source, opts));
   }
-  const opts = { wait: !values['no-wait'], timeoutMs: timeoutS * 1000 };
+  if (tool === undefined) throw new UsageError('give TOOL and ARGS_JSON, or --batch FILE|-');
+  if (flags.workspace === undefined) throw new UsageError('--workspace is required: the workspace the call belongs to');
+  if (flags.agent === undefined) throw new UsageError('--agent is required: the agent making the call');
+  const input = {
+    workspace: nameFlag('--workspace', flags.workspace),
+    agent: nameFlag('--agent', flags.agent),
+    ...(flags.settings === undefined ? {} : { settings: jsonFlag(flags.settings, '--settings', `'{"database":"agent"}'`) }),
+    tool,
+    arguments: jsonFlag(argsJson ?? '{}', 'ARGS_JSON', `'{"sql":"SELECT 1"}'`),
+  } as CallInput;
+  return withClient(ctx, async (client) => {
+    const answer = opts.wait ? await waitedCall(ctx, client, input, opts.timeoutMs) : await callOrUnavailable(client, input, opts);
+    if (answer === 'interrupted') return EXIT.interrupted;
+    ctx.stdout.write(`${JSON.stringify(answer)}\n`);
+    return succeeded(answer) ? EXIT.ok : EXIT.failed;
+  });
+}
+
+async function withClient(ctx: CommandContext, fn: (client: AgentDbClient) => Promise<number>): Promise<number> {
   const { config } = ctx;
   const client = new AgentDbClient({
     redisUrl: config.redisUrl,
@@ -48,97 +64,56 @@ export async function call(ctx: CommandContext): Promise<number> {
     maxCallBytes: config.maxCallBytes,
   });
   try {
-    if (values.batch !== undefined) return await runBatch(ctx, client, values.batch, opts);
-    if (positionals.length < 1 || positionals.length > 2) {
-      ctx.stderr.write('agentdb call: give TOOL and ARGS_JSON, or --batch FILE|-\n');
-      return 2;
-    }
-    const [tool, argsJson = '{}'] = positionals as [string, string?];
-    const input = parseInput(() => ({
-      workspace: values.workspace,
-      agent: values.agent,
-      settings: values.settings === undefined ? undefined : parseJson(values.settings, '--settings'),
-      tool,
-      arguments: parseJson(argsJson, 'ARGS_JSON'),
-    }), tool);
-    const answer = input.call ? await callOrUnavailable(client, input.call, opts) : input.envelope;
-    ctx.stdout.write(`${JSON.stringify(answer)}\n`);
-    return succeeded(answer) ? 0 : 1;
+    return await fn(client);
   } finally {
     await client.close();
   }
 }
 
-async function runBatch(
-  ctx: CommandContext,
-  client: AgentDbClient,
-  source: string,
-  opts: { wait: boolean; timeoutMs: number },
-): Promise<number> {
-  const lines = createInterface({ input: source === '-' ? process.stdin : createReadStream(source), crlfDelay: Infinity });
-  const inFlight: Promise<Answer>[] = [];
-  let allOk = true;
-  const flushOne = async () => {
-    const answer = await inFlight.shift()!;
-    allOk &&= succeeded(answer);
-    ctx.stdout.write(`${JSON.stringify(answer)}\n`);
-  };
-  try {
-    for await (const line of lines) {
-      if (line.trim() === '') continue;
-      const input = parseInput(() => parseJson(line, 'batch line') as CallInput);
-      inFlight.push(input.call ? callOrUnavailable(client, input.call, opts) : Promise.resolve(input.envelope));
-      if (inFlight.length >= BATCH_WINDOW) await flushOne();
+/**
+ * A waited call that tells the person at the terminal, on stderr, what it waits for: a person
+ * to decide (at once, with the commands that decide it), or a worker (after a few seconds). On
+ * Ctrl-C it stops waiting, says where the call stays, and answers 'interrupted'.
+ */
+async function waitedCall(ctx: CommandContext, client: AgentDbClient, input: CallInput, timeoutMs: number): Promise<CallAnswer | 'interrupted'> {
+  let last: PendingAnswer | AwaitingAnswer | undefined;
+  let queuedTimer: NodeJS.Timeout | undefined;
+  const onStatus = (status: PendingAnswer | AwaitingAnswer) => {
+    last = status;
+    if (status.status === 'awaiting_approval') {
+      clearTimeout(queuedTimer);
+      ctx.stderr.write(parkedNote(status));
+      return;
     }
-  } catch (err) {
-    ctx.stderr.write(`agentdb call: cannot read ${source}: ${(err as Error).message}\n`);
-    while (inFlight.length) await flushOne();
-    return 2;
+    if (status.status !== 'queued') return;
+    queuedTimer = setTimeout(async () => {
+      const now = await client.result(status.callId, { workspace: input.workspace, agent: input.agent }).catch(() => undefined);
+      if (now?.status === 'queued' && last === status) ctx.stderr.write(queuedNote(status.callId, QUEUED_NOTE_MS, timeoutMs, ctx.config.prefix));
+    }, QUEUED_NOTE_MS).unref();
+  };
+  const stop = interruption();
+  try {
+    const answer = callOrUnavailable(client, input, { wait: true, timeoutMs, onStatus });
+    const first = await Promise.race([answer, stop.signal.then(() => 'interrupted' as const)]);
+    if (first === 'interrupted') {
+      ctx.stderr.write(last ? interruptedNote(last.callId, input, last) : 'agentdb call: stopped before the call was enqueued; nothing was called.\n');
+    }
+    return first;
+  } finally {
+    clearTimeout(queuedTimer);
+    stop.stop();
   }
-  while (inFlight.length) await flushOne();
-  return allOk ? 0 : 1;
 }
 
 /**
- * A call whose answer is an envelope even when Redis cannot be reached: the command's output
- * stays one JSON line per call, and the fault is a retryable UNAVAILABLE.
+ * A flag's JSON. A shell that ate the quotes is the usual cause, so the message shows a
+ * quoted example.
+ * @throws UsageError when it is not JSON.
  */
-async function callOrUnavailable(client: AgentDbClient, input: CallInput, opts: { wait: boolean; timeoutMs: number }): Promise<Answer> {
-  try {
-    return await client.call(input, opts);
-  } catch (err) {
-    const callId = input.callId ?? randomUUID();
-    return errorEnvelope(callId, typeof input.tool === 'string' ? input.tool : '', 'UNAVAILABLE', `Redis did not answer: ${(err as Error).message}`);
-  }
-}
-
-class BadJson extends Error {}
-
-function parseJson(text: string, what: string): unknown {
+function jsonFlag(text: string, what: string, example: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new BadJson(`${what} is not valid JSON: ${(err as Error).message}`);
+    throw new UsageError(`${what} is not valid JSON (${(err as Error).message}); quote it for the shell, e.g. ${example}`);
   }
-}
-
-type Parsed = { call: CallInput; envelope?: undefined } | { call?: undefined; envelope: Envelope };
-
-/** Builds the call input, or the error envelope that bad JSON deserves (naming `tool` when known). */
-function parseInput(build: () => unknown, tool = ''): Parsed {
-  try {
-    const input = build();
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      return { envelope: errorEnvelope(randomUUID(), tool, 'INVALID_ARGUMENTS', 'A call must be a JSON object.') };
-    }
-    return { call: input as CallInput };
-  } catch (err) {
-    if (err instanceof BadJson) return { envelope: errorEnvelope(randomUUID(), tool, 'INVALID_ARGUMENTS', err.message) };
-    throw err;
-  }
-}
-
-/** Ok, or (with --no-wait) on its way: queued, running or parked for a person. */
-function succeeded(answer: Answer): boolean {
-  return answer.ok || 'status' in answer;
 }

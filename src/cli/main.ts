@@ -1,72 +1,94 @@
-import { ConfigError, loadConfig, type Config } from '../config.ts';
-
-/** What every command gets: the configuration, and its own arguments. */
-export interface CommandContext {
-  config: Config;
-  argv: string[];
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-}
-
-type Command = (ctx: CommandContext) => Promise<number>;
-
-const commands: Record<string, () => Promise<Command>> = {
-  start: async () => (await import('./start.ts')).start,
-  worker: async () => (await import('./worker.ts')).worker,
-  scheduler: async () => (await import('./scheduler.ts')).scheduler,
-  call: async () => (await import('./call.ts')).call,
-  tools: async () => (await import('./tools.ts')).tools,
-  usage: async () => (await import('./usage.ts')).usage,
-  members: async () => (await import('./members.ts')).members,
-  approvals: async () => (await import('./approvals.ts')).approvals,
-  result: async () => (await import('./result.ts')).result,
-};
-
-const USAGE = `usage: agentdb <command> [options]
-
-  start                         HTTP API, every shard worker and the scheduler
-  worker [--shards 0-7]         shard workers only
-  scheduler [--prune-now]       the scheduled jobs only (nightly prune of Redis past retention)
-  call --workspace W --agent A [--settings JSON] [--no-wait] [--timeout S] TOOL ARGS_JSON
-  call --batch FILE|- [--no-wait] [--timeout S]
-  result CALL_ID --workspace W --agent A [--wait]
-                                a call's envelope, or where it stands (queued, running, awaiting approval)
-  tools [--json]                the agent-visible tool contract
-  usage --workspace W [--json]  credits metered per agent, tool and day
-  members add --workspace W --name NAME [--role member|admin] [--json]
-                                register a person who decides approvals; prints their key once
-  members revoke --workspace W --name NAME
-  members list --workspace W [--json]
-  approvals list [--workspace W] [--state pending|all] [--limit N] [--json]
-  approvals approve|reject ID [--key KEY] [--reason R]   (or AGENTDB_MEMBER_KEY)
-  approvals approve|reject ID --operator --by MEMBER [--reason R]
-`;
+import { CommanderError, type Command } from 'commander';
+import { EXIT, UsageError, type CommandContext, type Output } from './context.ts';
+import { packageVersion } from './package-version.ts';
+import { buildProgram, type Dispatch } from './program.ts';
 
 /**
- * The `agentdb` entry point: loads the configuration once and runs one command.
+ * The `agentdb` entry point: parses the command line, loads the configuration once (for the
+ * commands that use it) and runs one command. Everything a person can get wrong on the
+ * command line is answered in one plain line under the command's name, with exit 2.
  * @returns the process exit code.
  */
-export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (name === '--help' || name === 'help') {
-    process.stdout.write(USAGE);
-    return 0;
-  }
-  if (!name || !commands[name]) {
-    // No command, or one that does not exist, is a mistake a script must notice.
-    process.stderr.write(USAGE);
-    return 2;
-  }
-  let config: Config;
-  try {
-    config = loadConfig(process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`agentdb: ${err.message}\n`);
-      return 2;
+export async function main(argv: string[], io: Output = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const dispatch: Dispatch = async (command, args, load, needs) => {
+    let ctx: Output | CommandContext = io;
+    if (needs.config) {
+      const config = await loadConfigOrSay(io);
+      if (!config) {
+        exitCode = EXIT.usage;
+        return;
+      }
+      ctx = { ...io, config };
     }
-    throw err;
+    const handler = (await load()) as unknown as (ctx: Output, flags: unknown, ...args: unknown[]) => Promise<number>;
+    try {
+      exitCode = await handler(ctx, command.opts(), ...args);
+    } catch (err) {
+      exitCode = explain(err, command, io);
+    }
+  };
+  const program = buildProgram(packageVersion(), dispatch);
+  for (const command of everyCommand(program)) {
+    command.exitOverride().configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+      // commander says `error: …`; say it under the command's name, with where its usage is.
+      outputError: (text, write) => write(`${name(command)}: ${text.replace(/^error: /, '')}${seeHelp(command)}`),
+    });
   }
-  const command = await commands[name]!();
-  return command({ config, argv: rest, stdout: process.stdout, stderr: process.stderr });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    // --help and --version exit 0; help shown for a missing command, and every error, 2.
+    return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  }
+  return exitCode;
+}
+
+/** The configuration, or undefined once the reason it is bad has been printed. */
+async function loadConfigOrSay(io: Output) {
+  const { ConfigError, loadConfig } = await import('../config.ts');
+  try {
+    return loadConfig(process.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.stderr.write(`agentdb: ${err.message}\n`);
+    return undefined;
+  }
+}
+
+/**
+ * The exit code for what a command threw, once said in one line: a bad command line (2), or a
+ * service that did not answer (1). Anything else is a fault of agentdb's own, and keeps its
+ * stack trace for the report.
+ */
+function explain(err: unknown, command: Command, io: Output): number {
+  if (err instanceof UsageError) {
+    io.stderr.write(`${name(command)}: ${err.message}\n${seeHelp(command)}`);
+    return EXIT.usage;
+  }
+  const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
+  if (code === 'UNAVAILABLE' && typeof detail === 'string') {
+    io.stderr.write(`${name(command)}: ${detail}\n`);
+    return EXIT.failed;
+  }
+  throw err;
+}
+
+/** `agentdb members add`: the command's full name, as a person typed it. */
+function name(command: Command): string {
+  const parts: string[] = [];
+  for (let c: Command | null = command; c; c = c.parent) parts.unshift(c.name());
+  return parts.join(' ');
+}
+
+function seeHelp(command: Command): string {
+  return `Run '${name(command)} --help' for its usage.\n`;
+}
+
+function* everyCommand(command: Command): Generator<Command> {
+  yield command;
+  for (const sub of command.commands) yield* everyCommand(sub);
 }

@@ -1,21 +1,20 @@
 import { createLogger } from '../logger.ts';
+import { checkRedis } from '../queue/connection.ts';
 import { Scheduler } from '../queue/scheduler.ts';
-import { commandFlags } from './flags.ts';
-import type { CommandContext } from './main.ts';
+import type { CommandContext } from './context.ts';
 import { untilSignal } from './signals.ts';
 
 /**
  * `agentdb scheduler`: runs the scheduled jobs (the nightly prune) until stopped;
  * `agentdb scheduler --prune-now` runs the prune once and prints what it removed.
  */
-export async function scheduler(ctx: CommandContext): Promise<number> {
-  const parsed = commandFlags(ctx, 'scheduler', { args: ctx.argv, options: { 'prune-now': { type: 'boolean', default: false } } });
-  if (!parsed) return 2;
-  const { values } = parsed;
+export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean }): Promise<number> {
+  // BullMQ waits for a Redis that is down without a word; say so instead.
+  await checkRedis(ctx.config.redisUrl);
   const logger = createLogger(ctx.config.logLevel, 'agentdb-scheduler');
   const s = new Scheduler(ctx.config, logger);
   try {
-    if (values['prune-now']) {
+    if (flags.pruneNow) {
       ctx.stdout.write(`${JSON.stringify(await s.prune())}\n`);
       return 0;
     }

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
@@ -6,43 +7,55 @@ import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
-import { commandFlags } from './flags.ts';
+import { EXIT, type CommandContext } from './context.ts';
 import { ensureRedis } from './local-redis.ts';
-import type { CommandContext } from './main.ts';
 import { untilSignal } from './signals.ts';
 import { allShards } from './worker.ts';
 
 /** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
 export async function start(ctx: CommandContext): Promise<number> {
   const { config } = ctx;
-  // It takes no flags; one that is not understood must not start a server as if it were.
-  const parsed = commandFlags(ctx, 'start', { args: ctx.argv, options: {} });
-  if (!parsed) return 2;
   const logger = createLogger(config.logLevel, 'agentdb');
-  let redisServer;
+  let redisServer: ChildProcess | undefined;
   try {
     redisServer = await ensureRedis(config.redisUrl, config.dataDir);
   } catch (err) {
     ctx.stderr.write(`agentdb start: ${(err as Error).message}\n`);
-    return 1;
+    return EXIT.failed;
   }
-  if (redisServer) logger.info({ pid: redisServer.pid }, 'started a local redis-server');
-  const pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger });
-  await pool.start();
-  const scheduler = new Scheduler(config, logger);
-  await scheduler.start();
+  // `pid` is pino's own field (this process); the server's needs a name of its own.
+  if (redisServer) logger.info({ redisPid: redisServer.pid }, 'started a local redis-server');
   const redis = connectRedis(config.redisUrl, { name: 'agentdb-http' });
   const members = new MemberRegistry(redis, keysFor(config.prefix));
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
+  let pool: ShardWorkerPool | undefined;
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
-    ownedShards: () => pool.ownedShards(),
+    ownedShards: () => pool?.ownedShards() ?? [],
     members,
     approvals,
     logger,
   });
-  const address = await app.listen({ port: config.port, host: config.host });
+  // The port first: a second `agentdb start` must stop before it starts workers of its own.
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await app.close();
+    await approvals.close();
+    redis.disconnect();
+    redisServer?.kill();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+    const why = code === 'EADDRINUSE' ? 'is taken (another agentdb start, or another server, listens there)' : 'may not be opened by this user';
+    ctx.stderr.write(`agentdb start: port ${config.port} on ${config.host} ${why}. Stop that server, or set PORT to a free port.\n`);
+    return EXIT.usage;
+  }
+  pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger });
+  await pool.start();
+  const scheduler = new Scheduler(config, logger);
+  await scheduler.start();
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
   await untilSignal();
   await app.close();
@@ -51,5 +64,5 @@ export async function start(ctx: CommandContext): Promise<number> {
   await pool.stop();
   redis.disconnect();
   redisServer?.kill();
-  return 0;
+  return EXIT.ok;
 }

@@ -1,14 +1,12 @@
-import { toolContracts } from '../contracts/tools.ts';
-import { commandFlags } from './flags.ts';
-import type { CommandContext } from './main.ts';
+import { readFileSync } from 'node:fs';
+import { TOOL_CONTRACTS_FILE } from '../contracts/tool-contracts-file.ts';
+import type { ToolContract } from '../contracts/tools.ts';
+import type { Output } from './context.ts';
 
-/** `agentdb tools [--json]`: the agent-visible contract of the four tools. */
-export async function tools(ctx: CommandContext): Promise<number> {
-  const parsed = commandFlags(ctx, 'tools', { args: ctx.argv, options: { json: { type: 'boolean', default: false } } });
-  if (!parsed) return 2;
-  const { values } = parsed;
-  const contracts = toolContracts();
-  if (values.json) {
+/** `agentdb tools [--json]`: the agent-visible contract of the four tools. Needs no configuration. */
+export async function tools(ctx: Output, flags: { json?: boolean }): Promise<number> {
+  const contracts = await toolContracts();
+  if (flags.json) {
     ctx.stdout.write(`${JSON.stringify(contracts, null, 2)}\n`);
     return 0;
   }
@@ -17,4 +15,14 @@ export async function tools(ctx: CommandContext): Promise<number> {
     ctx.stdout.write(`${t.name}  [${t.tier}]\n  ${t.description}\n  arguments: ${props}\n\n`);
   }
   return 0;
+}
+
+/** The contracts a build wrote from the zod schemas; from the sources, computed from them. */
+async function toolContracts(): Promise<ToolContract[]> {
+  try {
+    return JSON.parse(readFileSync(TOOL_CONTRACTS_FILE, 'utf8')) as ToolContract[];
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return (await import('../contracts/tools.ts')).toolContracts();
+  }
 }

@@ -1,22 +1,20 @@
 import { createLogger } from '../logger.ts';
+import { checkRedis } from '../queue/connection.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
-import { commandFlags } from './flags.ts';
-import type { CommandContext } from './main.ts';
+import { UsageError, type CommandContext } from './context.ts';
 import { parseShardRange } from './shard-range.ts';
 import { untilSignal } from './signals.ts';
 
 /** `agentdb worker [--shards 0-7]`: owns the free shards of the range until stopped. */
-export async function worker(ctx: CommandContext): Promise<number> {
-  const parsed = commandFlags(ctx, 'worker', { args: ctx.argv, options: { shards: { type: 'string' } } });
-  if (!parsed) return 2;
-  const { values } = parsed;
+export async function worker(ctx: CommandContext, flags: { shards?: string }): Promise<number> {
   let shards: number[];
   try {
-    shards = values.shards ? parseShardRange(values.shards, ctx.config.shardCount) : allShards(ctx.config.shardCount);
+    shards = flags.shards ? parseShardRange(flags.shards, ctx.config.shardCount) : allShards(ctx.config.shardCount);
   } catch (err) {
-    ctx.stderr.write(`agentdb worker: ${(err as Error).message}\n`);
-    return 2;
+    throw new UsageError((err as Error).message);
   }
+  // BullMQ waits for a Redis that is down without a word; say so instead.
+  await checkRedis(ctx.config.redisUrl);
   const logger = createLogger(ctx.config.logLevel, 'agentdb-worker');
   const pool = new ShardWorkerPool({ config: ctx.config, shards, logger });
   await pool.start();

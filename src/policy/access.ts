@@ -47,7 +47,7 @@ function agentAccess(
   other: boolean,
 ): AccessVerdict {
   const { database, sharedData } = caller.settings;
-  if (database === 'off') return deny('DATABASE_OFF', 'This agent has no database (settings.database is "off").');
+  if (database === 'off') return deny('DATABASE_OFF', 'Its settings.database is "off", the default when the settings name none.');
   if (other) {
     if (database !== 'workspace' || !sharedData) {
       return deny('NOT_PERMITTED', `Reading agent "${args.agent}"'s tables needs the shared-data grant.`);

@@ -7,7 +7,7 @@ import { ApprovalService, summary, type DecideResult } from '../approvals/approv
 import { approvalIdFor } from '../approvals/approval.ts';
 import { callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
 import { MemberRegistry } from '../approvals/members.ts';
-import { connectRedis } from './connection.ts';
+import { connectRedis, redisAnswers } from './connection.ts';
 import { planCall } from './call-plan.ts';
 import { CallWaiters } from './call-waiters.ts';
 import { EventReader, latestEventId, type StreamedEvent } from './events.ts';
@@ -40,7 +40,19 @@ export interface CallOptions {
   wait?: boolean;
   /** How long a worker may take to pick the call up before it is withdrawn (default 30 s). */
   timeoutMs?: number;
+  /**
+   * Told, for a waited call, each step it takes short of finishing, so a caller can say what
+   * it waits for: `queued` once it is enqueued (with its call id), `awaiting_approval` (with the
+   * approval) when it is parked for a person. The call goes on waiting either way.
+   */
+  onStatus?: (status: PendingAnswer | AwaitingAnswer) => void;
 }
+
+/**
+ * A finished call's envelope, typed so that `status` tells it from the answers below
+ * (`answer.status === 'awaiting_approval'` narrows to {@link AwaitingAnswer}).
+ */
+export type FinishedAnswer = Envelope & { status?: undefined };
 
 /** A call that is on its way but not finished: queued or running. */
 export interface PendingAnswer {
@@ -64,8 +76,11 @@ export type Decision =
   | { decision: 'approve' | 'reject'; key: string; reason?: string }
   | { decision: 'approve' | 'reject'; by: string; operator: true; reason?: string };
 
-/** Whatever a call or a result lookup can answer. */
-export type CallAnswer = Envelope | PendingAnswer | AwaitingAnswer;
+/**
+ * Whatever a call or a result lookup can answer: narrow on `ok` (true: ran) and on `status`
+ * (absent: finished; `queued`, `running`, `awaiting_approval`: not yet).
+ */
+export type CallAnswer = FinishedAnswer | PendingAnswer | AwaitingAnswer;
 
 /**
  * The agent runtime's way into agentdb: enqueues tool calls straight onto the shard queues,
@@ -90,6 +105,7 @@ export class AgentDbClient {
   private readonly feeds = new Set<EventFeed>();
   private reader?: Promise<EventReader>;
   private approvals?: ApprovalService;
+  private answering?: Promise<void>;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
@@ -105,9 +121,13 @@ export class AgentDbClient {
 
   /**
    * Enqueues one tool call and answers per {@link CallOptions.wait}. Bad input answers at
-   * once with an `ok: false` envelope and enqueues nothing. A call no worker picks up within
-   * `timeoutMs` is withdrawn (NO_WORKER) when waited for, and left queued otherwise.
+   * once with an `ok: false` envelope and enqueues nothing; so does a Redis that does not
+   * answer (UNAVAILABLE, within a few seconds). A call no worker picks up within `timeoutMs`
+   * is withdrawn (NO_WORKER) when waited for, and left queued otherwise. A waited call answers
+   * only with its envelope.
    */
+  call(input: CallInput, opts?: CallOptions & { wait?: true }): Promise<FinishedAnswer>;
+  call(input: CallInput, opts: CallOptions): Promise<CallAnswer>;
   async call(input: CallInput, opts: CallOptions = {}): Promise<CallAnswer> {
     const callId = input.callId ?? randomUUID();
     const planned = planCall({ ...input, callId }, this.shardCount, this.maxCallBytes);
@@ -128,9 +148,11 @@ export class AgentDbClient {
     const key = callKeyOf(data);
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
+    const down = await this.redisDown();
+    if (down) return errorEnvelope(callId, tool, 'UNAVAILABLE', down);
     await this.ensureReader();
     const completion = this.waiters.completion(key);
-    const parking = wait ? undefined : this.waiters.parking(key);
+    const parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key);
     const queue = this.queue(shard);
     // A caller's own call id may have been used before: read what the id holds alongside the
     // add (same connection, so no extra round trip's wait). A generated id is new by nature.
@@ -158,7 +180,14 @@ export class AgentDbClient {
         }
       }
     }
-    if (wait) return this.awaitCompletion(key, callId, tool, queue, completion, timeoutMs, true);
+    if (wait) {
+      const onStatus = opts.onStatus;
+      if (onStatus) {
+        onStatus({ ok: false, callId, tool, status: 'queued' });
+        void parking!.then((approval) => onStatus(awaiting(callId, tool, approval)));
+      }
+      return this.awaitCompletion(key, callId, tool, queue, completion, timeoutMs, true);
+    }
 
     const first = await within(
       Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]),
@@ -172,9 +201,14 @@ export class AgentDbClient {
    * A call's outcome by its caller and id: its envelope once finished; otherwise, with `wait`,
    * resolves when it finishes, and without, answers where it stands (queued, running, awaiting
    * approval). A call id belongs to its caller: another workspace's or agent's call of the same
-   * id, like an unknown (or long expired) one, answers NOT_FOUND.
+   * id, like an unknown (or long expired) one, answers NOT_FOUND; a Redis that does not answer,
+   * UNAVAILABLE.
    */
+  result(callId: string, opts: { workspace: string; agent: string; wait: true; timeoutMs?: number }): Promise<FinishedAnswer>;
+  result(callId: string, opts: { workspace: string; agent: string; wait?: boolean; timeoutMs?: number }): Promise<CallAnswer>;
   async result(callId: string, opts: { workspace: string; agent: string; wait?: boolean; timeoutMs?: number }): Promise<CallAnswer> {
+    const down = await this.redisDown();
+    if (down) return errorEnvelope(callId, '', 'UNAVAILABLE', down);
     const key = callKey(opts.workspace, opts.agent, callId);
     // Listen before looking, so a completion between the look and the wait is not missed.
     let completion: Promise<Envelope> | undefined;
@@ -203,10 +237,12 @@ export class AgentDbClient {
    * with `operator: true`, as the member named `by` on the word of this trusted runtime. The
    * approval records which of the two it was.
    */
-  decide(approvalId: string, d: Decision): Promise<DecideResult> {
+  async decide(approvalId: string, d: Decision): Promise<DecideResult> {
+    const down = await this.redisDown();
+    if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
     const input = { decision: d.decision, ...(d.reason !== undefined ? { reason: d.reason } : {}) };
     if ('key' in d) return this.approvalsFor().decideWithKey(approvalId, d.key, input);
-    if (d.operator !== true) return Promise.resolve({ ok: false, code: 'INVALID_ARGUMENTS', detail: 'Deciding by name takes operator: true; a member decides with their key.' });
+    if (d.operator !== true) return { ok: false, code: 'INVALID_ARGUMENTS', detail: 'Deciding by name takes operator: true; a member decides with their key.' };
     return this.approvalsFor().decideAsOperator(approvalId, { ...input, by: d.by });
   }
 
@@ -232,6 +268,26 @@ export class AgentDbClient {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     if (this.reader) await (await this.reader.catch(() => undefined))?.stop();
     this.redis.disconnect();
+  }
+
+  /**
+   * Undefined when Redis answers; otherwise what is wrong, for an UNAVAILABLE answer. A
+   * connection to a Redis that is down retries forever and BullMQ waits for it without a word,
+   * so this is asked first. Until the connection is back, later callers get the same answer at
+   * once instead of waiting again (a batch must not wait a few seconds per call).
+   */
+  private async redisDown(): Promise<string | undefined> {
+    if (this.redis.status === 'ready') return undefined;
+    this.answering ??= redisAnswers(this.redis, this.redisUrl);
+    try {
+      await this.answering;
+      return undefined;
+    } catch (err) {
+      return (err as { detail?: string }).detail ?? (err as Error).message;
+    } finally {
+      // Read again: the await above may have seen the connection come up.
+      if (isReady(this.redis)) this.answering = undefined;
+    }
   }
 
   private jobOptions(key: string): JobsOptions {
@@ -366,6 +422,10 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
       },
     );
   });
+}
+
+function isReady(redis: Redis): boolean {
+  return redis.status === 'ready';
 }
 
 function awaiting(callId: string, tool: string, approval: Record<string, unknown>): AwaitingAnswer {

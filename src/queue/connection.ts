@@ -1,4 +1,13 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { AgentDbError } from '../errors.ts';
+
+/**
+ * How long anything that starts waits for Redis's first answer before saying it does not
+ * answer. A connection to a Redis that is down retries forever, and BullMQ waits for it to be
+ * ready without a word: without this first check a CLI command hung, or failed 18 s later with
+ * a stack trace.
+ */
+export const FIRST_ANSWER_MS = 3000;
 
 /**
  * Opens a Redis connection. `blocking` connections (BullMQ workers, stream readers) must
@@ -9,10 +18,73 @@ export function connectRedis(url: string, opts: { blocking?: boolean; name?: str
     connectionName: opts.name,
     maxRetriesPerRequest: opts.blocking ? null : 20,
     enableReadyCheck: true,
+    // A host that drops packets is retried after this instead of ioredis's 10 s.
+    connectTimeout: FIRST_ANSWER_MS,
   };
   const redis = new Redis(url, options);
   // Connection errors also fail the commands that wait on them, which is where callers see
   // and handle them; without a listener ioredis would print each reconnect attempt.
   redis.on('error', () => undefined);
   return redis;
+}
+
+/**
+ * Resolves once `redis` answers a PING; rejects as soon as connecting fails (a refused
+ * connection, a wrong password) or after `deadlineMs` without an answer.
+ * @throws AgentDbError UNAVAILABLE saying that Redis at the URL (its password hidden) does not answer, and why.
+ */
+export async function redisAnswers(redis: Redis, url: string, deadlineMs = FIRST_ANSWER_MS): Promise<void> {
+  if (redis.status === 'ready') return;
+  let timer: NodeJS.Timeout | undefined;
+  let onError: ((err: Error) => void) | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const fail = (why: string) =>
+        reject(new AgentDbError('UNAVAILABLE', `Redis at ${shownUrl(url)} does not answer (${why}). Start it, or point REDIS_URL at one that runs.`));
+      timer = setTimeout(() => fail(`no answer within ${deadlineMs / 1000} s`), deadlineMs);
+      onError = (err) => fail(err.message);
+      redis.once('error', onError);
+      redis.ping().then(
+        () => resolve(),
+        (err: Error) => fail(err.message),
+      );
+    });
+  } finally {
+    clearTimeout(timer);
+    if (onError) redis.off('error', onError);
+  }
+}
+
+/**
+ * {@link connectRedis}, answering only once Redis does.
+ * @throws AgentDbError UNAVAILABLE when it does not answer (see {@link redisAnswers}).
+ */
+export async function connectAnswering(url: string, opts: { blocking?: boolean; name?: string } = {}): Promise<Redis> {
+  const redis = connectRedis(url, opts);
+  try {
+    await redisAnswers(redis, url);
+    return redis;
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+}
+
+/**
+ * Checks that a Redis answers at `url`, for a process about to hand the URL to BullMQ.
+ * @throws AgentDbError UNAVAILABLE when it does not.
+ */
+export async function checkRedis(url: string): Promise<void> {
+  (await connectAnswering(url, { name: 'agentdb-check' })).disconnect();
+}
+
+/** The URL with its password, if any, replaced: it goes into messages and logs. */
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return url;
+  }
 }

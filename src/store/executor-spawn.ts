@@ -1,7 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { childModule } from './child-module.ts';
 import type { ChildOptions } from './executor-protocol.ts';
 
 /**
@@ -21,22 +20,23 @@ export function dataLimitKiB(heapLimitMb: number): number {
   return (heapLimitMb + NODE_ALLOWANCE_MB) * 1024;
 }
 
-const CHILD_FILE = fileURLToPath(new URL('./executor-child.ts', import.meta.url));
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// executor-child.js beside a build, executor-child.ts under tsx beside the sources.
+const CHILD = childModule('executor-child', import.meta.url);
 // The limit is set by a shell that then execs node in its place (same pid, same IPC channel):
 // Node has no setrlimit of its own. Linux only: elsewhere RLIMIT_DATA does not cover mmap.
 const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/sh' : undefined;
 
 /**
- * Forks the executor child: `node --import tsx executor-child.ts '<options>'` with an IPC
+ * Forks the executor child: `node executor-child.js '<options>'` (from the sources:
+ * `node --import tsx executor-child.ts`) with an IPC
  * channel, under the data-segment limit where the platform has one. The child's stdout and
  * stderr are the worker's.
  */
 export function forkExecutorChild(opts: ChildOptions): ChildProcess {
-  const nodeArgs = ['--import', TSX_LOADER];
-  return fork(CHILD_FILE, [JSON.stringify(opts)], {
+  const nodeArgs = CHILD.execArgv;
+  return fork(CHILD.file, [JSON.stringify(opts)], {
     // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
-    // `sh -c 'ulimit -d N && exec "$0" "$@"' node --import tsx CHILD_FILE args`.
+    // `sh -c 'ulimit -d N && exec "$0" "$@"' node [--import tsx] CHILD_FILE args`.
     ...(SHELL
       ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
       : { execArgv: nodeArgs }),

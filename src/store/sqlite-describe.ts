@@ -25,12 +25,18 @@ export interface ForeignKeyInfo {
   to: string | null;
 }
 
-/** One index, including those SQLite creates for UNIQUE constraints. */
+/** One index, including those SQLite creates for UNIQUE and PRIMARY KEY constraints. */
 export interface IndexInfo {
-  name: string;
+  /**
+   * The name CREATE INDEX gave it. Absent for an index behind a constraint: SQLite names those
+   * `sqlite_autoindex_…`, a name the guard refuses, so showing it only invites a refusal.
+   */
+  name?: string;
   unique: boolean;
   /** Indexed columns in order; an expression appears as `(expression)`. */
   columns: string[];
+  /** Set when the index is SQLite's own behind a UNIQUE or (non-rowid) PRIMARY KEY constraint. */
+  constraint?: 'unique' | 'primary key';
 }
 
 /** A table or view as an agent sees it. */
@@ -140,17 +146,19 @@ function describeOne(db: Database, name: string, type: 'table' | 'view'): TableI
   info.foreignKeys = (
     trusted(db, `SELECT "from", "table", "to" FROM pragma_foreign_key_list(?, 'main') ORDER BY id, seq`).all(name) as ForeignKeyInfo[]
   ).map((fk) => ({ from: shortened(fk.from), table: shortened(fk.table), to: fk.to === null ? null : shortened(fk.to) }));
-  const indexes = trusted(db, `SELECT name, "unique" FROM pragma_index_list(?, 'main') ORDER BY name`).all(name) as {
+  const indexes = trusted(db, `SELECT name, "unique", origin FROM pragma_index_list(?, 'main') ORDER BY name`).all(name) as {
     name: string;
     unique: number;
+    /** `c`: CREATE INDEX; `u`: a UNIQUE constraint; `pk`: a PRIMARY KEY constraint. */
+    origin: 'c' | 'u' | 'pk';
   }[];
-  info.indexes = indexes.map((ix) => ({
-    name: shortened(ix.name),
-    unique: ix.unique === 1,
-    columns: (trusted(db, `SELECT name FROM pragma_index_info(?, 'main') ORDER BY seqno`).pluck().all(ix.name) as (string | null)[]).map(
+  info.indexes = indexes.map((ix) => {
+    const columns = (trusted(db, `SELECT name FROM pragma_index_info(?, 'main') ORDER BY seqno`).pluck().all(ix.name) as (string | null)[]).map(
       (c) => (c === null ? '(expression)' : shortened(c)),
-    ),
-  }));
+    );
+    if (ix.origin === 'c') return { name: shortened(ix.name), unique: ix.unique === 1, columns };
+    return { unique: true, columns, constraint: ix.origin === 'pk' ? 'primary key' : 'unique' };
+  });
   // count(*) walks the smallest index; tables are bounded by the plan's size limit.
   info.rowCount = db.prepare(`SELECT count(*) FROM main.${quoteIdentifier(name)}`).pluck().get() as number;
   return info;

@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { guardTableName, guardWrite } from '../guard/guard.ts';
+import { isWord } from '../guard/classifier.ts';
+import { guardTableName, guardWrite, parseStatement, type StatementKind } from '../guard/guard.ts';
 import { AgentDbError } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './sqlite-calls.ts';
@@ -19,7 +20,11 @@ export const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
 export interface WriteResult {
   /** Rows inserted, updated or deleted (0 for DDL). */
   changes: number;
-  /** SQLite's last_insert_rowid() after the statement; a decimal string past 2^53. */
+  /**
+   * The rowid of the last row this statement inserted (a decimal string past 2^53), or null
+   * when it inserted none: DDL, UPDATE, DELETE, an INSERT OR IGNORE that ignored every row, an
+   * upsert that only updated.
+   */
   lastInsertRowid: EncodedValue;
   /** RETURNING columns; empty without RETURNING. */
   columns: string[];
@@ -63,6 +68,7 @@ export function write(
   // checks existing rows with a query of its own), and its "rows" are no RETURNING.
   const verdict = guardWrite(sql);
   const ddl = verdict.ok && verdict.ddl;
+  const kind = verdict.ok ? verdict.kind : undefined;
   ensureCallsTable(db);
   applySizeLimit(db, limits.maxBytes);
   const call: RecordedCall = { key: callKey, digest: effectDigest(['write', sql, params]) };
@@ -75,7 +81,7 @@ export function write(
       const stmt = checkedStatement(db, sql, 'write');
       const version = schemaVersion(db);
       const before = schemaStateAt(db, version);
-      const result = runWrite(db, stmt, bindings, maxResultBytes, ddl);
+      const result = runWrite(db, stmt, bindings, maxResultBytes, ddl, kind, sql);
       if (schemaVersion(db) !== version) {
         // DDL. Even a change the check allows (ALTER TABLE … ADD COLUMN) makes cached
         // statements stale: their column lists are read before SQLite re-prepares them.
@@ -97,17 +103,55 @@ export function write(
   }
 }
 
-function runWrite(db: Database, stmt: Statement, bindings: unknown[], maxResultBytes: number, ddl: boolean): WriteResult {
+function runWrite(
+  db: Database,
+  stmt: Statement,
+  bindings: unknown[],
+  maxResultBytes: number,
+  ddl: boolean,
+  kind: StatementKind | undefined,
+  sql: string,
+): WriteResult {
   stmt.safeIntegers(true);
+  // last_insert_rowid() belongs to the connection and outlives statements (an agent's next
+  // statement may read it), so after a CREATE TABLE it still holds an earlier insert's id.
+  const before = lastRowid(db);
   if (!stmt.reader || ddl) {
     const info = stmt.run(...bindings);
-    return { changes: Number(info.changes), lastInsertRowid: encodeValue(info.lastInsertRowid), columns: [], rows: [], truncated: false };
+    const changes = Number(info.changes);
+    const inserted = insertedRowid(kind, changes, before, info.lastInsertRowid as bigint, sql);
+    return { changes, lastInsertRowid: inserted, columns: [], rows: [], truncated: false };
   }
   // RETURNING: SQLite makes every change on the first step, so stopping after the rows we keep
   // still leaves a complete write.
   const read = readRows(stmt, bindings, MAX_RETURNING_ROWS, maxResultBytes);
   const info = trusted(db, 'SELECT changes(), last_insert_rowid()').raw(true).safeIntegers(true).get() as [bigint, bigint];
-  return { changes: Number(info[0]), lastInsertRowid: encodeValue(info[1]), ...read };
+  const changes = Number(info[0]);
+  return { changes, lastInsertRowid: insertedRowid(kind, changes, before, info[1], sql), ...read };
+}
+
+function lastRowid(db: Database): bigint {
+  return trusted(db, 'SELECT last_insert_rowid()').pluck().safeIntegers(true).get() as bigint;
+}
+
+/**
+ * The id of the row the statement inserted, or null when it inserted none. Only an INSERT or
+ * REPLACE inserts (no triggers run); it did when it changed rows, unless it is an upsert, whose
+ * changes may all be updates: then only a moved last_insert_rowid() shows an insert. (An upsert
+ * whose insert got the very rowid the connection held before reads as none: a rare miss, where
+ * reporting the old id would be a wrong answer.)
+ */
+function insertedRowid(kind: StatementKind | undefined, changes: number, before: bigint, after: bigint, sql: string): EncodedValue {
+  if ((kind !== 'insert' && kind !== 'replace') || changes === 0) return null;
+  if (after !== before || !isUpsert(sql)) return encodeValue(after);
+  return null;
+}
+
+/** `… ON CONFLICT … DO UPDATE …`, read off the tokens so strings and comments do not count. */
+function isUpsert(sql: string): boolean {
+  const parsed = parseStatement(sql);
+  if ('ok' in parsed) return false;
+  return parsed.tokens.some((t, i) => isWord(t, 'do') && isWord(parsed.tokens[i + 1], 'update'));
 }
 
 // Page size is fixed once a database has content; read it once per handle.

@@ -24,11 +24,11 @@ const cli = (...args: string[]) => runCli(args, sb.env);
 const json = (s: string) => JSON.parse(s.trim());
 
 /** Parks a write through `agentdb call --no-wait`; answers its call and approval ids. */
-async function parkWrite(sql: string): Promise<{ callId: string; id: string }> {
+async function parkWrite(sql: string, args: { params?: unknown[]; rationale?: string } = {}): Promise<{ callId: string; id: string }> {
   const out = await cli(
     'call', '--no-wait', '--workspace', 'acme', '--agent', 'scout',
     '--settings', '{"database":"agent","approval":"write"}',
-    'DATA_WRITE_SQL', JSON.stringify({ sql, rationale: 'the agent wants notes' }),
+    'DATA_WRITE_SQL', JSON.stringify({ sql, rationale: 'the agent wants notes', ...args }),
   );
   const answer = json(out.stdout);
   expect(answer).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { id: expect.any(String), tier: 'write' } });
@@ -62,7 +62,7 @@ describe('agentdb members', () => {
     ]) {
       const out = await cli(...args);
       expect(out.code, args.join(' ')).toBe(2);
-      expect(out.stderr).toMatch(/usage: agentdb members/);
+      expect(out.stderr).toMatch(/^agentdb members( \w+)?: .+\n(\(Did you mean \w+\?\)\n)?Run 'agentdb members( \w+)? --help' for its usage\.\n$/);
     }
   });
 
@@ -95,7 +95,7 @@ describe('agentdb approvals', () => {
       expect.objectContaining({ id, callId, state: 'pending', agent: 'scout', tool: 'DATA_WRITE_SQL', sql: 'CREATE TABLE notes (body TEXT)' }),
     );
     const table = await cli('approvals', 'list');
-    expect(table.stdout).toMatch(/^id\s+state\s+workspace\/agent\s+tool\s+sql or table\s+requester\s+created\s+expires\s+decided\s+ran\n/);
+    expect(table.stdout).toMatch(/^id\s+state\s+workspace\/agent\s+tool\s+sql or table\s+params\s+rationale\s+requester\s+created\s+expires\s+decided\s+ran\n/);
     expect(table.stdout).toContain(id);
     expect(table.stdout).toContain('acme/scout');
 
@@ -162,8 +162,35 @@ describe('agentdb approvals', () => {
     ]) {
       const out = await cli(...args);
       expect(out.code, args.join(' ')).toBe(2);
-      expect(out.stderr).toMatch(/usage: agentdb approvals/);
+      expect(out.stderr).toMatch(/^agentdb approvals( \w+)?: .+\n(\(Did you mean \w+\?\)\n)?Run 'agentdb approvals( \w+)? --help' for its usage\.\n$/);
     }
+  });
+
+  it('shows a reviewer the params and rationale: shortened in the table, whole in --json', async () => {
+    const rationale = `Keeps the lead the research agent found, so that outreach can write to them tomorrow. ${'More context. '.repeat(10)}`;
+    const params = ['ada@northwind.io', 'Ada Lovelace', 'Northwind Traders Ltd, 1 Long Street, Somewhere'];
+    const { id } = await parkWrite('INSERT INTO notes (body) VALUES (? || ? || ?)', { params, rationale });
+    const table = (await cli('approvals', 'list', '--workspace', 'acme')).stdout;
+    const row = table.split('\n').find((l) => l.startsWith(id))!;
+    expect(row).toContain('["ada@northwind.io","Ada Lovelace",');
+    expect(row).toContain('Keeps the lead the research agent found');
+    expect(row).toContain('…');
+    expect(row).not.toContain('Somewhere');
+    const listed = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout) as { id: string }[];
+    expect(listed.find((a) => a.id === id)).toMatchObject({ params, rationale });
+  });
+
+  it('decides by the call id as well as the approval id, and says what to pass when neither is known', async () => {
+    const { callId, id } = await parkWrite('CREATE TABLE by_call_id (x)');
+    const approved = await cli('approvals', 'approve', callId, '--key', keyOf.bob!);
+    expect(approved.code).toBe(0);
+    expect(json(approved.stdout)).toMatchObject({ id, callId, state: 'approved', decidedBy: 'bob' });
+    const again = await cli('approvals', 'reject', callId, '--operator', '--by', 'ada');
+    expect(again.code).toBe(1);
+    expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });
+    const unknown = await cli('approvals', 'approve', 'no-such-call', '--key', keyOf.ada!);
+    expect(unknown.code).toBe(1);
+    expect(json(unknown.stdout).error.message).toMatch(/ap_… id that `agentdb approvals list` shows, or the callId of the parked call/);
   });
 
   it('keeps the audit: --state all shows who decided, when, why and what ran', async () => {

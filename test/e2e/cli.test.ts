@@ -29,10 +29,7 @@ describe('agentdb call', () => {
     expect(lines(q.stdout)[0]).toMatchObject({ ok: true, untrusted: true, result: { columns: ['n'], rows: [[0]] } });
   });
 
-  it('exits 1 with a coded envelope on malformed JSON, unknown tools and refusals', async () => {
-    const bad = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":'], sb.env);
-    expect(bad.code).toBe(1);
-    expect(lines(bad.stdout)[0]).toMatchObject({ ok: false, tool: 'DATA_QUERY_SQL', error: { code: 'INVALID_ARGUMENTS' } });
+  it('exits 1 with a coded envelope on unknown tools and refusals', async () => {
     const unknown = await runCli(['call', ...who, 'DATA_NUKE', '{}'], sb.env);
     expect(lines(unknown.stdout)[0]).toMatchObject({ ok: false, tool: 'DATA_NUKE', error: { code: 'UNKNOWN_TOOL' } });
     const refused = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":"ATTACH \'x\' AS y"}'], sb.env);
@@ -56,7 +53,9 @@ describe('agentdb call', () => {
     expect(env).toHaveLength(34);
     expect(env[0]).toMatchObject({ ok: true });
     expect(env[1]).toMatchObject({ ok: true, result: { changes: 1 } });
-    expect(env[2]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+    expect(env[2]).toMatchObject({ ok: false, line: 3, error: { code: 'INVALID_ARGUMENTS' } });
+    expect(env[2].callId).toBeUndefined();
+    expect(out.stderr).toMatch(/^agentdb call: --batch line 3: not valid JSON/m);
     expect(env[3]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
     expect(env.slice(4).map((e) => e.result.rows[0][0])).toEqual(Array.from({ length: 30 }, (_, i) => i));
 
@@ -117,12 +116,12 @@ describe('agentdb tools and usage', () => {
       expect(stdout, args.join(' ')).toBe('');
       expect(stderr, args.join(' ')).not.toMatch(/\n\s+at /);
     }
-    expect(runs.find((r) => r.args[0] === 'usage' && r.args.length === 1)!.stderr).toBe('agentdb usage: --workspace is required\n');
-    expect(runs.find((r) => r.args[0] === 'start')!.stderr).toMatch(/^agentdb start: Unknown option '--bogus'/);
+    expect(runs.find((r) => r.args[0] === 'usage' && r.args.length === 1)!.stderr).toMatch(/^agentdb usage: required option '--workspace <name>' not specified\n/);
+    expect(runs.find((r) => r.args[0] === 'start')!.stderr).toMatch(/^agentdb start: unknown option '--bogus'\nRun 'agentdb start --help' for its usage\.\n$/);
   });
 
   it('stops start-up with a message naming a bad variable', async () => {
-    const out = await runCli(['tools'], { ...sb.env, SHARD_COUNT: 'lots' });
+    const out = await runCli(['usage', '--workspace', 'acme'], { ...sb.env, SHARD_COUNT: 'lots' });
     expect(out.code).toBe(2);
     expect(out.stderr).toContain('SHARD_COUNT');
   });

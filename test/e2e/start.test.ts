@@ -20,6 +20,11 @@ describe('agentdb start on a machine with no Redis running', () => {
       expect(health.status).toBe(200);
       expect(await health.json()).toMatchObject({ ok: true, redis: 'up', shardCount: 4, ownedShards: [0, 1, 2, 3] });
       expect(existsSync(path.join(sb.dataDir, 'redis'))).toBe(true);
+      // pino's `pid` is this process's; the server's has a name of its own, so no key repeats.
+      const started = app.readyLog.split('\n').find((l) => l.includes('"msg":"started a local redis-server"'))!;
+      expect(started).toMatch(/"redisPid":\d+/);
+      expect(started.match(/"pid":/g)).toHaveLength(1);
+      expect(() => JSON.parse(started)).not.toThrow();
 
       const out = await runCli(
         ['call', '--workspace', 'acme', '--agent', 'fresh', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT 40 + 2 AS n"}'],
@@ -31,6 +36,25 @@ describe('agentdb start on a machine with no Redis running', () => {
     }
     // The redis-server it started goes with it.
     await expect.poll(() => accepts(redisPort), { timeout: 10_000 }).toBe(false);
+  });
+});
+
+describe('a second agentdb start on the same port', () => {
+  it('says which port is taken and exits 2, before starting workers of its own', async () => {
+    const port = await freePort();
+    const env = { ...sb.env, PORT: String(port) };
+    const first = await startCli(['start'], env);
+    try {
+      const second = await runCli(['start'], env);
+      expect(second.code).toBe(2);
+      expect(second.stdout).toBe('');
+      expect(second.stderr).toContain(`agentdb start: port ${port} on 127.0.0.1 is taken`);
+      expect(second.stderr).not.toMatch(/EADDRINUSE|\n\s+at /);
+      // The first one still serves.
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    } finally {
+      await stop(first);
+    }
   });
 });
 

@@ -1,7 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../../bin/agentdb.js', import.meta.url));
+/**
+ * `agentdb` as the tests run it: from the TypeScript sources under tsx, so that no test ever
+ * runs a stale build. The built binary is tested where the package is packed and installed
+ * (test/e2e/package.test.ts), which builds it afresh.
+ */
+export const CLI = [
+  '--import',
+  pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href,
+  fileURLToPath(new URL('../../bin/agentdb.ts', import.meta.url)),
+];
 
 /** Output of a finished CLI run. */
 export interface RunResult {
@@ -13,7 +23,7 @@ export interface RunResult {
 /** Runs `agentdb …` to completion with `env`, feeding `input` on stdin. */
 export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+    const child = spawn(process.execPath, [...CLI, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -24,10 +34,10 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
   });
 }
 
-/** Starts a long-running `agentdb …` (worker, start) and resolves once its log says `ready`. */
-export function startCli(args: string[], env: Record<string, string>): Promise<ChildProcess> {
+/** Starts a long-running `agentdb …` (worker, start) and resolves once its log says `ready`, with the log so far. */
+export function startCli(args: string[], env: Record<string, string>): Promise<ChildProcess & { readyLog: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       env: { ...process.env, ...env, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -37,7 +47,7 @@ export function startCli(args: string[], env: Record<string, string>): Promise<C
       if (/"msg":"(worker|agentdb) ready"/.test(log)) {
         child.stderr.off('data', onData);
         child.stderr.resume();
-        resolve(child);
+        resolve(Object.assign(child, { readyLog: log }));
       }
     };
     child.stderr.on('data', onData);
@@ -45,6 +55,46 @@ export function startCli(args: string[], env: Record<string, string>): Promise<C
     child.on('exit', (code) => reject(new Error(`agentdb ${args.join(' ')} exited with ${code}: ${log}`)));
     child.on('error', reject);
   });
+}
+
+/** A running `agentdb …` a test talks to while it runs: what it printed so far, and its end. */
+export interface LiveCli {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once stderr matches `pattern`; rejects if the process ends first. */
+  stderrMatches(pattern: RegExp): Promise<void>;
+  exited: Promise<RunResult>;
+}
+
+/** Starts `agentdb …` and hands it over while it runs. */
+export function spawnCli(args: string[], env: Record<string, string>): LiveCli {
+  const child = spawn(process.execPath, [...CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<RunResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    stderrMatches: (pattern) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (!pattern.test(stderr)) return;
+          child.stderr!.off('data', check);
+          resolve();
+        };
+        child.stderr!.on('data', check);
+        check();
+        void exited.then(() => reject(new Error(`agentdb ${args.join(' ')} ended before stderr matched ${pattern}: ${stderr}`)));
+      }),
+  };
 }
 
 /** Stops a process and waits for it to be gone. */

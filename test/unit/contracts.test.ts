@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TOOL_NAMES, toolContracts, toolInputs } from '../../src/contracts/tools.ts';
 import { planCall } from '../../src/queue/call-plan.ts';
 import { parseShardRange } from '../../src/cli/shard-range.ts';
+import { errorBody } from '../../src/errors.ts';
 
 const base = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' } };
 const code = (input: unknown) => {
@@ -64,6 +65,14 @@ describe('tool contracts', () => {
     const r = planCall(input, 16);
     // Said once, not once per check that failed.
     expect(r.ok ? 'ok' : r.failure.detail).toBe(detail);
+  });
+
+  it('tells an agent without settings once that it has no database, and shows the flag that gives it one', () => {
+    const r = planCall({ workspace: 'acme', agent: 'scout', tool: 'DATA_DESCRIBE_SCHEMA' }, 16);
+    if (r.ok) throw new Error('planned a call of an agent without a database');
+    const body = errorBody(r.failure.code, r.failure.detail);
+    expect(body.message.match(/no database/g)).toHaveLength(1);
+    expect(body.hint).toContain(`--settings '{"database":"agent"}'`);
   });
 
   it('routes a database to the same shard every time', () => {

@@ -1,0 +1,22 @@
+import type { CallInput } from '../contracts/call.ts';
+import { errorEnvelope } from '../contracts/envelope.ts';
+import type { AgentDbClient, CallAnswer, CallOptions } from '../queue/client.ts';
+
+/**
+ * A call whose answer is an envelope even when Redis fails part way: the command's output
+ * stays one JSON line per call, and the fault is a retryable UNAVAILABLE. (A Redis that does
+ * not answer at all, the client answers UNAVAILABLE itself.)
+ */
+export async function callOrUnavailable(client: AgentDbClient, input: CallInput, opts: CallOptions): Promise<CallAnswer> {
+  try {
+    return await client.call(input, opts);
+  } catch (err) {
+    const tool = typeof input.tool === 'string' ? input.tool : '';
+    return errorEnvelope(input.callId ?? '', tool, 'UNAVAILABLE', `Redis did not answer: ${(err as Error).message}`);
+  }
+}
+
+/** Ok, or (with --no-wait) on its way: queued, running or parked for a person. */
+export function succeeded(answer: CallAnswer): boolean {
+  return answer.ok || answer.status !== undefined;
+}

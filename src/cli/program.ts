@@ -1,0 +1,152 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+
+/**
+ * A command's entry as its module exports it: main hands it the context, the parsed flags and
+ * the arguments, and exits with what it answers. (`never` parameters: each command names its
+ * own flags type, and every such function fits here.)
+ */
+export type Handler = (ctx: never, flags: never, ...args: never[]) => Promise<number>;
+
+/** How main runs a command once commander has parsed its command line. */
+export type Dispatch = (command: Command, args: unknown[], load: () => Promise<Handler>, needs: { config: boolean }) => Promise<void>;
+
+const STATES = ['pending', 'approved', 'rejected', 'expired', 'all'];
+
+/** `--timeout`'s value: seconds above 0. */
+function seconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('It takes a number of seconds above 0.');
+  return n;
+}
+
+/** `--limit`'s value: a whole number above 0. */
+function count(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('It takes a whole number above 0.');
+  return n;
+}
+
+/**
+ * The `agentdb` command line: every command, its flags and help, with commander parsing them.
+ * Only declarations live here; each command's code is imported when it runs, so a command
+ * loads what it uses and nothing else (`tools` needs neither Redis nor BullMQ nor zod).
+ */
+export function buildProgram(version: string, dispatch: Dispatch): Command {
+  const program = new Command('agentdb')
+    .description('Every AI agent its own SQLite database, every workspace a shared one, through four queued tools.')
+    .version(version, '-V, --version', 'print the version')
+    .helpOption('-h, --help', 'show help for a command');
+  const run =
+    (load: () => Promise<Handler>, needs = { config: true }) =>
+    (...args: unknown[]) =>
+      dispatch(args.at(-1) as Command, args.slice(0, -2), load, needs);
+
+  program
+    .command('start')
+    .summary('HTTP API, shard workers and scheduler in one process')
+    .description('HTTP API, every shard worker and the scheduler in one process (what `npm start` runs)')
+    .action(run(async () => (await import('./start.ts')).start));
+  program
+    .command('worker')
+    .summary('shard workers only')
+    .description('shard workers only: takes the free shards of its range, and a dead worker\'s when its lease lapses')
+    .option('--shards <list>', 'shards to own, such as 0-7 or 0,3,8-11 (default: all)')
+    .action(run(async () => (await import('./worker.ts')).worker));
+  program
+    .command('scheduler')
+    .summary('the scheduled jobs only')
+    .description('the scheduled jobs only (the nightly prune of Redis past retention)')
+    .option('--prune-now', 'prune once, print what was removed and exit')
+    .action(run(async () => (await import('./scheduler.ts')).scheduler));
+
+  program
+    .command('call')
+    .summary('make a tool call, or a batch of them')
+    .description('make one tool call (TOOL ARGS_JSON) or a batch of them; prints one JSON envelope per call')
+    .argument('[tool]', 'DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL, DATA_WRITE_SQL or DATA_DROP_TABLE')
+    .argument('[args_json]', 'the tool\'s arguments as one JSON object (default {})')
+    .option('--workspace <name>', 'the workspace the call belongs to (required without --batch)')
+    .option('--agent <name>', 'the agent making the call (required without --batch)')
+    .option('--settings <json>', 'the agent\'s settings, e.g. \'{"database":"agent"}\' (default: database off, no tools)')
+    .option('--no-wait', 'answer once the call ran or was parked for a person, or say it is queued')
+    .option('--timeout <seconds>', 'how long a worker may take to pick the call up', seconds, 30)
+    .option('--batch <file>', 'read calls from FILE (or - for stdin), one JSON object per line')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  agentdb call --workspace acme --agent scout --settings '{"database":"agent"}' \\
+    DATA_WRITE_SQL '{"sql":"CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT UNIQUE)"}'
+  agentdb call --batch calls.jsonl   # {"workspace","agent","settings","tool","arguments"} per line
+
+Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for a person),
+1 when one failed, 2 for a bad command line (nothing was called).`,
+    )
+    .action(run(async () => (await import('./call.ts')).call));
+  program
+    .command('result')
+    .summary('a call\'s envelope, or where it stands')
+    .description('a call\'s envelope, or where it stands (queued, running, awaiting approval)')
+    .argument('<call_id>', 'the callId of an envelope or of a --no-wait answer')
+    .requiredOption('--workspace <name>', 'the workspace that made the call (a call id belongs to its caller)')
+    .requiredOption('--agent <name>', 'the agent that made the call')
+    .option('--wait', 'wait until the call has finished, however long a person takes')
+    .action(run(async () => (await import('./result.ts')).result));
+  program
+    .command('tools')
+    .description('the agent-visible contract of the four tools')
+    .option('--json', 'print the JSON Schemas')
+    .action(run(async () => (await import('./tools.ts')).tools, { config: false }));
+  program
+    .command('usage')
+    .description('credits metered per agent, tool and day')
+    .requiredOption('--workspace <name>', 'the workspace')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./usage.ts')).usage));
+
+  const members = program.command('members').description('the people who decide a workspace\'s approvals');
+  members
+    .command('add')
+    .summary('register a person; prints their key once')
+    .description('register a person; prints their key once (it is kept only as a hash)')
+    .requiredOption('--workspace <name>', 'the workspace')
+    .requiredOption('--name <name>', 'the person\'s name: a-z, 0-9, _ and -')
+    .addOption(new Option('--role <role>', 'what they may decide').choices(['member', 'admin']).default('member'))
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./members.ts')).add));
+  members
+    .command('revoke')
+    .description('revoke a person: their key stops working')
+    .requiredOption('--workspace <name>', 'the workspace')
+    .requiredOption('--name <name>', 'the person\'s name')
+    .action(run(async () => (await import('./members.ts')).revoke));
+  members
+    .command('list')
+    .description('the members of a workspace, revoked ones included')
+    .requiredOption('--workspace <name>', 'the workspace')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./members.ts')).list));
+
+  const approvals = program.command('approvals').description('calls waiting for a person, and the decision audit');
+  approvals
+    .command('list')
+    .summary('approvals, newest first')
+    .description('approvals, newest first (the table shortens SQL, params and rationale; --json has them whole)')
+    .option('--workspace <name>', 'only this workspace')
+    .addOption(new Option('--state <state>', 'which approvals (all: the decision audit)').choices(STATES).default('pending'))
+    .option('--limit <n>', 'at most this many', count, 200)
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./approvals.ts')).list));
+  for (const decision of ['approve', 'reject'] as const) {
+    approvals
+      .command(decision)
+      .description(`${decision} a parked call${decision === 'reject' ? ' (the agent gets the reason)' : ': it runs now'}`)
+      .argument('<id>', 'the approval id (ap_…) or the call id of the parked call')
+      .option('--key <key>', 'your member key (default: AGENTDB_MEMBER_KEY)')
+      .option('--operator', 'decide on a member\'s behalf without their key (an operator holding the deployment\'s Redis); needs --by')
+      .option('--by <member>', 'with --operator: the member on whose behalf you decide')
+      .option('--reason <text>', 'why; kept with the decision')
+      .action(run(async () => (await import('./approvals.ts'))[decision]));
+  }
+  return program;
+}

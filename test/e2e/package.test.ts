@@ -1,0 +1,188 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolContracts } from '../../src/contracts/tools.ts';
+import { sandbox } from '../helpers/harness.ts';
+import { stop } from '../helpers/processes.ts';
+
+// The package as a user gets it: `npm pack` (which builds dist/ afresh through `prepare`, so
+// this is where the built binary, the built worker and its executor child are tested),
+// installed into an empty project, then imported from plain Node and type-checked with tsc.
+const run = promisify(execFile);
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const TSC = path.join(REPO, 'node_modules/typescript/bin/tsc');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'agentdb-package-'));
+const app = path.join(tmp, 'app');
+const sb = sandbox();
+let worker: ChildProcess | undefined;
+
+beforeAll(async () => {
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 });
+  const tarball = (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename;
+  installOffline(tarball);
+  await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: app });
+  // --ignore-scripts skipped better-sqlite3's native build (from source here: minutes); the
+  // repository's own install built it for this very machine and Node.
+  const native = 'node_modules/better-sqlite3/build/Release/better_sqlite3.node';
+  mkdirSync(path.dirname(path.join(app, native)), { recursive: true });
+  copyFileSync(path.join(REPO, native), path.join(app, native));
+}, 180_000);
+afterAll(async () => {
+  if (worker) await stop(worker);
+  await sb.cleanup();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+/**
+ * An empty project depending on the tarball, with a lockfile made from the repository's (its
+ * runtime entries only), so `npm ci --offline` installs from npm's cache, which the
+ * repository's own `npm ci` filled: no network, and the versions the repository tests.
+ */
+function installOffline(tarball: string): void {
+  const own = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as Record<string, unknown>;
+  const lock = JSON.parse(readFileSync(path.join(REPO, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; version?: string; resolved?: string }>;
+  };
+  const dependencies = { agentdb: `file:../${tarball}` };
+  const packages: Record<string, unknown> = {
+    '': { name: 'app', version: '1.0.0', dependencies },
+    'node_modules/agentdb': { version: own.version, resolved: `file:../${tarball}`, dependencies: own.dependencies, bin: own.bin, engines: own.engines },
+  };
+  // With each tarball's URL written in (the repository's lock leaves them out), npm takes the
+  // tarballs straight from its cache: it need not ask the registry where they are.
+  const registry = process.env.npm_config_registry ?? 'https://registry.npmjs.org/';
+  for (const [key, entry] of Object.entries(lock.packages)) {
+    if (!key || entry.dev) continue;
+    const name = key.slice(key.lastIndexOf('node_modules/') + 'node_modules/'.length);
+    const resolved = entry.resolved ?? `${registry.replace(/\/?$/, '/')}${name}/-/${name.split('/').pop()}-${entry.version}.tgz`;
+    packages[key] = { ...entry, resolved };
+  }
+  mkdirSync(app);
+  // A plain project: no "type": "module", no TypeScript loader.
+  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, dependencies }));
+  writeFileSync(path.join(app, 'package-lock.json'), JSON.stringify({ name: 'app', version: '1.0.0', lockfileVersion: 3, requires: true, packages }));
+}
+
+const BIN = () => path.join(app, 'node_modules/.bin/agentdb');
+
+describe('the packed package, installed into an empty project', () => {
+  it('ships built JavaScript and declarations only, with tsx no dependency of it', () => {
+    const manifest = JSON.parse(readFileSync(path.join(app, 'node_modules/agentdb/package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    expect(manifest.dependencies).not.toHaveProperty('tsx');
+    expect(manifest.bin).toEqual({ agentdb: './dist/bin/agentdb.js' });
+    expect(manifest.exports).toEqual({ '.': { types: './dist/src/index.d.ts', default: './dist/src/index.js' } });
+    expect(() => readFileSync(path.join(app, 'node_modules/agentdb/src/index.ts'))).toThrow();
+    expect(() => readFileSync(path.join(app, 'node_modules/tsx/package.json'))).toThrow();
+  });
+
+  it('runs the built agentdb: --version, and tools --json as the zod schemas define it', async () => {
+    const version = await run(process.execPath, [BIN(), '--version']);
+    expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
+    const tools = await run(process.execPath, [BIN(), 'tools', '--json']);
+    expect(JSON.parse(tools.stdout)).toEqual(JSON.parse(JSON.stringify(toolContracts())));
+  });
+
+  it('loads, for agentdb tools --json, its own built files and commander: no tsx, zod, Redis, BullMQ, SQLite or HTTP', async () => {
+    const trace = path.join(tmp, 'trace.txt');
+    writeFileSync(path.join(tmp, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(${JSON.stringify(trace)}, resolved.url + '\\n');
+  return resolved;
+}\n`);
+    writeFileSync(path.join(tmp, 'trace.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
+    await run(process.execPath, ['--import', pathUrl(path.join(tmp, 'trace.mjs')), BIN(), 'tools', '--json']);
+    const loaded = [...new Set(readFileSync(trace, 'utf8').trim().split('\n'))].filter((u) => u.startsWith('file:'));
+    const packages = new Set(loaded.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]));
+    expect([...packages].sort()).toEqual(['agentdb', 'commander']);
+    expect(loaded.filter((u) => u.includes('/node_modules/agentdb/') && !u.includes('/node_modules/agentdb/dist/'))).toEqual([]);
+  });
+
+  it('is imported by plain Node: a call through a worker started from the built binary, whose executor child is forked from the build', async () => {
+    worker = await startWorker();
+    writeFileSync(
+      path.join(app, 'use.mjs'),
+      `import { AgentDbClient } from 'agentdb';
+const client = new AgentDbClient({ redisUrl: process.env.REDIS_URL, prefix: process.env.AGENTDB_PREFIX, shardCount: 4 });
+const who = { workspace: 'acme', agent: 'plain', settings: { database: 'agent' } };
+const made = await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } });
+const read = await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 6 * 7 AS n' } });
+await client.close();
+console.log(JSON.stringify([made, read]));\n`,
+    );
+    const out = await run(process.execPath, ['use.mjs'], { cwd: app, env: { ...process.env, ...sb.env } });
+    expect(JSON.parse(out.stdout)).toEqual([
+      expect.objectContaining({ ok: true, result: expect.objectContaining({ changes: 0 }) }),
+      expect.objectContaining({ ok: true, result: expect.objectContaining({ rows: [[42]] }) }),
+    ]);
+  });
+
+  it("type-checks the README's TypeScript snippets with tsc, answers narrowing on ok and status", async () => {
+    const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
+    const snippets = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(snippets.length).toBeGreaterThanOrEqual(2);
+    const files = snippets.map((code, i) => {
+      const file = `readme-${i + 1}.mts`;
+      writeFileSync(path.join(app, file), code);
+      return file;
+    });
+    // And the answers really are typed: a field only a narrowed answer has is an error unnarrowed.
+    writeFileSync(
+      path.join(app, 'narrowing.mts'),
+      `import { AgentDbClient, type CallAnswer } from 'agentdb';
+declare const answer: CallAnswer;
+// @ts-expect-error approval exists only once status says awaiting_approval
+answer.approval;
+// @ts-expect-error result exists only once ok says true
+answer.result;
+if (answer.status === 'awaiting_approval') answer.approval.id.toUpperCase();
+if (answer.ok) Object.keys(answer.result);
+else if (answer.status === undefined) answer.error.code.toUpperCase();
+export const client: AgentDbClient = new AgentDbClient();\n`,
+    );
+    writeFileSync(
+      path.join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          // As most projects do; narrowing.mts above still fails should the package's types
+          // not resolve (everything would be any, and the expected errors would not come).
+          skipLibCheck: true,
+          types: ['node'],
+          typeRoots: [path.join(REPO, 'node_modules/@types')],
+        },
+        files: [...files, 'narrowing.mts'],
+      }),
+    );
+    const checked = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: app }).catch((err: { stdout: string }) => err);
+    expect(checked.stdout).toBe('');
+  });
+});
+
+function pathUrl(file: string): string {
+  return new URL(`file://${file}`).href;
+}
+
+/** `agentdb worker` from the installed package; resolves once it is ready. */
+function startWorker(): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN(), 'worker'], { env: { ...process.env, ...sb.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    const onData = (d: Buffer) => {
+      log += d;
+      if (!log.includes('"msg":"worker ready"')) return;
+      child.stderr!.off('data', onData);
+      child.stderr!.resume();
+      resolve(child);
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`the installed agentdb worker exited with ${code}: ${log}`)));
+  });
+}

@@ -1,0 +1,27 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+// `docker compose up` must let the host reach Redis: calls go straight onto it, from
+// `npx agentdb call` and from the client library.
+const compose = readFileSync(new URL('../../docker-compose.yml', import.meta.url), 'utf8');
+
+/** The lines of one service in docker-compose.yml (two-space indented under `services:`). */
+function service(name: string): string {
+  const start = compose.indexOf(`\n  ${name}:\n`);
+  expect(start, name).toBeGreaterThan(-1);
+  const rest = compose.slice(start + 1);
+  const end = rest.slice(1).search(/\n {2}\S|\n\S/);
+  return end < 0 ? rest : rest.slice(0, end + 1);
+}
+
+describe('docker-compose.yml', () => {
+  it('publishes Redis on the host loopback only, where the CLI and the client look by default', () => {
+    const redis = service('redis');
+    expect(redis).toMatch(/\n {4}ports:\n {6}- "127\.0\.0\.1:6379:6379"\n/);
+  });
+
+  it('says so in the README', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(readme).toContain('`127.0.0.1:6379`: `npx agentdb call` and the client library on the host reach that deployment');
+  });
+});
