@@ -20,6 +20,9 @@ const commands: Record<string, () => Promise<Command>> = {
   members: async () => (await import('./members.ts')).members,
   approvals: async () => (await import('./approvals.ts')).approvals,
   result: async () => (await import('./result.ts')).result,
+  workspaces: async () => (await import('./workspaces.ts')).workspaces,
+  agents: async () => (await import('./agents.ts')).agents,
+  keys: async () => (await import('./keys.ts')).keys,
 };
 
 const USAGE = `usage: agentdb <command> [options]
@@ -37,6 +40,13 @@ const USAGE = `usage: agentdb <command> [options]
                                 register a person who decides approvals; prints their key once
   members revoke --workspace W --name NAME
   members list --workspace W [--json]
+  workspaces set --workspace W --plan pro|business|enterprise | list | remove --workspace W
+                                registered workspaces; a registered workspace's plan sets its limits
+  agents set --workspace W --agent SLUG [--name N] [--database off|agent|workspace] [--approval never|write]
+             [--sandbox] [--shared-data] [--surface data|db [--mode M] [--schema-mode M] [--policy P]]
+  agents list|remove --workspace W [--agent SLUG]
+  keys mint --workspace W --agent SLUG [--json]   an agent key, printed once
+  keys revoke --workspace W --id KEY_ID | keys list --workspace W [--agent SLUG]
   approvals list [--workspace W] [--state pending|all] [--limit N] [--json]
   approvals approve|reject ID [--key KEY] [--reason R]   (or AGENTDB_MEMBER_KEY)
   approvals approve|reject ID --operator --by MEMBER [--reason R]
