@@ -140,8 +140,8 @@ export const ERRORS = {
     status: 409,
   },
   UNAUTHENTICATED: {
-    message: 'The request carries no valid member key.',
-    hint: 'Send `Authorization: Bearer adb_…` with a key from `agentdb members add`; a revoked key never works again.',
+    message: 'The request carries no valid key.',
+    hint: 'Send `Authorization: Bearer adb_…` with a key from `agentdb members add` (or, for tool calls, `agentdb keys mint`); a revoked key never works again.',
     retryable: false,
     status: 401,
   },

@@ -2,6 +2,9 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { AgentDbClient } from '../queue/client.ts';
+import { KeyedCalls } from '../queue/keyed-calls.ts';
+import { KeyAuthenticator } from '../registry/principal.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
@@ -34,6 +37,8 @@ export async function start(ctx: CommandContext): Promise<number> {
   const redis = connectRedis(config.redisUrl, { name: 'agentdb-http' });
   const members = new MemberRegistry(redis, keysFor(config.prefix));
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
+  // Calls made with bearer keys go onto the queue the way a runtime's do.
+  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -41,12 +46,19 @@ export async function start(ctx: CommandContext): Promise<number> {
     members,
     approvals,
     logger,
+    keyed: {
+      auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
+      calls: new KeyedCalls(client),
+      waitMs: config.httpWaitMs,
+      approvalWaitMs: config.mcpApprovalWaitMs,
+    },
   });
   const address = await app.listen({ port: config.port, host: config.host });
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
   await untilSignal();
   await app.close();
   await approvals.close();
+  await client.close();
   await scheduler.stop();
   await pool.stop();
   redis.disconnect();

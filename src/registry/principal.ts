@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Surface } from '../contracts/agent-profile.ts';
-import type { MemberOfCall } from '../contracts/call.ts';
+import type { CallInput, MemberOfCall } from '../contracts/call.ts';
+import { memberCaller } from '../contracts/names.ts';
 import type { AgentSettings } from '../contracts/settings.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import type { Keys } from '../queue/keys.ts';
@@ -37,4 +38,35 @@ export class KeyAuthenticator {
     }
     return undefined;
   }
+}
+
+/**
+ * The caller name a principal's calls are keyed under (with its workspace and the call id):
+ * the agent's slug, or `@<member>` for a person's client, which no agent slug can be.
+ */
+export function callerOf(p: Principal): string {
+  return p.kind === 'agent' ? p.agent : memberCaller(p.member.name);
+}
+
+/** One tool call as a key holder sends it: the key says who calls and with which settings. */
+export interface KeyedCall {
+  tool: string;
+  arguments?: unknown;
+  callId?: string;
+}
+
+/**
+ * The call a key holder's request becomes. A registered agent calls with its registered
+ * settings (narrowed by its key's grants), never with settings of its own choosing; a member
+ * calls as a person's client, fenced by the role their key carries.
+ */
+export function callInputFor(p: Principal, call: KeyedCall): CallInput {
+  const base = {
+    workspace: p.workspace,
+    agent: callerOf(p),
+    tool: call.tool,
+    arguments: call.arguments ?? {},
+    ...(call.callId !== undefined ? { callId: call.callId } : {}),
+  };
+  return p.kind === 'agent' ? { ...base, settings: p.settings } : { ...base, member: p.member };
 }
