@@ -23,6 +23,7 @@ const commands: Record<string, () => Promise<Command>> = {
   workspaces: async () => (await import('./workspaces.ts')).workspaces,
   agents: async () => (await import('./agents.ts')).agents,
   keys: async () => (await import('./keys.ts')).keys,
+  mcp: async () => (await import('./mcp.ts')).mcp,
 };
 
 const USAGE = `usage: agentdb <command> [options]
@@ -47,6 +48,7 @@ const USAGE = `usage: agentdb <command> [options]
   agents list|remove --workspace W [--agent SLUG]
   keys mint --workspace W --agent SLUG [--json]   an agent key, printed once
   keys revoke --workspace W --id KEY_ID | keys list --workspace W [--agent SLUG]
+  mcp --stdio --key KEY         the MCP server (as POST /mcp) over stdin/stdout, for local MCP clients
   approvals list [--workspace W] [--state pending|all] [--limit N] [--json]
   approvals approve|reject ID [--key KEY] [--reason R]   (or AGENTDB_MEMBER_KEY)
   approvals approve|reject ID --operator --by MEMBER [--reason R]

@@ -8,6 +8,7 @@ import type { KeyedCalls } from '../queue/keyed-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
 import { callsRoutes } from './calls-routes.ts';
+import { mcpRoutes } from './mcp-routes.ts';
 import { sendError } from './error-reply.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
@@ -59,7 +60,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
-  if (deps.keyed) app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
+  if (deps.keyed) {
+    app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
+    app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
+  }
 
   app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));
 

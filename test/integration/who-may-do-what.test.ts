@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentSettingsInput } from '../../src/contracts/settings.ts';
 import type { CallAnswer } from '../../src/queue/client.ts';
@@ -6,8 +8,9 @@ import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 
 /**
  * Every cell of DESIGN.md "Who may do what", for every caller, through every entry point: the
- * client library (a runtime passing settings, or calling for a member) and `/v1/calls` (an
- * agent or member key). `ok` ran, `parked` waits for a person, otherwise the refusal's code.
+ * client library (a runtime passing settings, or calling for a member), `/v1/calls` and `/mcp`
+ * (an agent or member key). `ok` ran, `parked` waits for a person, otherwise the refusal's
+ * code. Over MCP an agent whose database is off has no tools at all: its calls are UNKNOWN_TOOL.
  */
 let sb: Sandbox;
 let k: KeyedApp;
@@ -41,19 +44,28 @@ const expected: Record<string, Record<Where, [string, string, string]>> = {
 const RULES = /\. Rule "(an agent's own tables are never written or dropped by anyone else|another agent's tables are read only, with the shared-data grant|the shared tables need database: workspace|shared writes and drops need the shared-data grant|a client has no database of its own|a drop from a client takes an admin)"/;
 
 const keys: Record<string, string> = {};
+const mcpClients: Record<string, Client> = {};
 let counter = 0;
 
 beforeAll(async () => {
   sb = sandbox();
   await sb.pool();
-  k = keyedApp(sb);
+  // A parked MCP call answers "pending" at once rather than waiting for a person.
+  k = keyedApp(sb, { approvalWaitMs: 100 });
   for (const c of callers) {
     keys[c.name] = c.role
       ? await k.memberKey(WS, c.name, c.role)
       : await k.agentKey(WS, c.name, { displayName: c.name, settings: c.settings! });
   }
+  const base = await k.app.listen({ port: 0, host: '127.0.0.1' });
+  for (const c of callers) {
+    const client = new Client({ name: 'table', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', base), { requestInit: { headers: { authorization: `Bearer ${keys[c.name]}` } } }));
+    mcpClients[c.name] = client;
+  }
 });
 afterAll(async () => {
+  await Promise.all(Object.values(mcpClients).map((c) => c.close()));
   await k.close();
   await sb.cleanup();
 });
@@ -82,10 +94,20 @@ function outcome(answer: CallAnswer): string {
 
 const cells = callers.flatMap((c) => (Object.keys(targets) as Where[]).flatMap((w) => (['read', 'write', 'drop'] as Tool[]).map((t, i) => [c, w, t, expected[c.name]![w][i]!] as const)));
 
-describe.each(['client library', '/v1/calls'] as const)('who may do what, through the %s', (via) => {
-  it.each(cells.map(([c, w, t, e]) => [`${c.name} ${t} ${w} → ${e}`, c, w, t, e] as const))('%s', async (_label, who, where, tool, want) => {
-    const table = `t${++counter}_${via === '/v1/calls' ? 'h' : 'c'}`;
-    if (tool === 'drop' && want !== NP && want !== 'DATABASE_OFF') await seed(who, where, table);
+type McpResult = { structuredContent?: { status?: string; error?: { code: string } }; content: { text: string }[]; isError?: boolean };
+
+function mcpOutcome(r: McpResult): string {
+  if (r.structuredContent?.status === 'awaiting_approval') return 'parked';
+  if (!r.isError) return 'ok';
+  const code = r.structuredContent!.error!.code;
+  if (code === NP) expect(r.content[0]!.text).toMatch(RULES);
+  return code;
+}
+
+describe.each(['client library', '/v1/calls', '/mcp'] as const)('who may do what, through %s', (via) => {
+  it.each(cells.map(([c, w, t, e]) => [`${c.name} ${t} ${w} → ${via === '/mcp' && c.name === 'off' ? 'UNKNOWN_TOOL' : e}`, c, w, t, via === '/mcp' && c.name === 'off' ? 'UNKNOWN_TOOL' : e] as const))('%s', async (_label, who, where, tool, want) => {
+    const table = `t${++counter}_${via === '/v1/calls' ? 'h' : via === '/mcp' ? 'm' : 'c'}`;
+    if (tool === 'drop' && want !== NP && want !== 'DATABASE_OFF' && want !== 'UNKNOWN_TOOL') await seed(who, where, table);
     const call = argsFor(tool, where, table);
     let answer: CallAnswer;
     if (via === 'client library') {
@@ -93,6 +115,10 @@ describe.each(['client library', '/v1/calls'] as const)('who may do what, throug
         ? { workspace: WS, agent: `@${who.name}`, member: { name: who.name, role: who.role }, ...call }
         : { workspace: WS, agent: who.name, settings: who.settings!, ...call };
       answer = await k.client.call(input, { wait: false });
+    } else if (via === '/mcp') {
+      const r = (await mcpClients[who.name]!.callTool({ name: call.tool, arguments: call.arguments })) as McpResult;
+      expect(mcpOutcome(r)).toBe(want);
+      return;
     } else {
       const r = await k.app.inject({ method: 'POST', url: '/v1/calls?wait=false', headers: { authorization: `Bearer ${keys[who.name]}` }, payload: call });
       answer = r.json() as CallAnswer;
