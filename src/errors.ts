@@ -151,6 +151,12 @@ export const ERRORS = {
     retryable: true,
     status: 503,
   },
+  RETRY_LATER: {
+    message: 'The agent\'s db_exec policy failed this call for now (policy "retryable-failure"); nothing ran.',
+    hint: 'Try the call again later.',
+    retryable: true,
+    status: 503,
+  },
   UNAVAILABLE: {
     message: 'A service agentdb needs did not answer.',
     hint: 'Try again shortly.',

@@ -52,7 +52,8 @@ export async function agents(ctx: CommandContext): Promise<number> {
       // The registry validates every value; the flags are passed on as given.
       const profile = {
         displayName: v.name ?? v.agent!,
-        settings: { database: v.database, approval: v.approval, sandbox: v.sandbox, sharedData: v['shared-data'] },
+        // The db surface works on the agent's own database: without --database, that one.
+        settings: { database: v.database ?? (v.surface === 'db' ? 'agent' : undefined), approval: v.approval, sandbox: v.sandbox, sharedData: v['shared-data'] },
         surface: v.surface === 'db' ? { kind: 'db', mode: v.mode, schemaMode: v['schema-mode'], policy: v.policy } : { kind: v.surface },
       } as AgentProfileInput;
       const agent = await registry.put(v.workspace!, v.agent!, profile);

@@ -35,7 +35,8 @@ const USAGE = `usage: agentdb <command> [options]
   call --batch FILE|- [--no-wait] [--timeout S]
   result CALL_ID --workspace W --agent A [--wait]
                                 a call's envelope, or where it stands (queued, running, awaiting approval)
-  tools [--json]                the agent-visible tool contract
+  tools [--json] [--surface db [--mode write] [--schema-mode write]]
+                                the agent-visible tool contract (DATA_*, or the db_* surface)
   usage --workspace W [--json]  credits metered per agent, tool and day
   members add --workspace W --name NAME [--role member|admin] [--json]
                                 register a person who decides approvals; prints their key once

@@ -26,6 +26,8 @@ export const callRequest = z
     workspace: workspaceName,
     agent: callerName,
     member: memberOfCall.optional(),
+    /** A db_query call: its statement is judged by db_query's rules (introspection PRAGMAs too). */
+    introspect: z.literal(true).optional(),
     settings: agentSettings.prefault({}),
     tool: z.string().min(1).max(64),
     arguments: z.unknown().optional(),
@@ -43,6 +45,8 @@ export interface CallInput {
   settings?: AgentSettingsInput;
   /** Set when a person's client calls; `agent` is then `@<member>` (see `memberCaller`). */
   member?: MemberOfCall;
+  /** Set by the db_* surface for db_query (see `translateDbCall`). */
+  introspect?: true;
   tool: string;
   arguments?: unknown;
 }
@@ -57,6 +61,7 @@ export interface CallJobData {
   agent: string;
   settings: CallRequest['settings'];
   member?: MemberOfCall;
+  introspect?: true;
   /**
    * The workspace's plan, resolved from the registry when the call was enqueued (absent on jobs
    * of older clients: the unregistered plan). Never taken from the caller's settings.

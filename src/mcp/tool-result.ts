@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CallAnswer } from '../queue/client.ts';
+import type { ApprovalRequiredAnswer } from '../queue/keyed-calls.ts';
 
 /** An MCP `tools/call` result, as agentdb builds it. */
 export interface McpToolResult {
@@ -31,7 +32,7 @@ export function untrustedFence(body: string): string {
  * `structuredContent`; a refusal as an `isError` result carrying the code and reason; a call
  * still waiting for a person as a (non-error) result saying so, with the approval id.
  */
-export function toolResult(answer: CallAnswer): McpToolResult {
+export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpToolResult {
   if ('status' in answer) {
     const approval = answer.status === 'awaiting_approval' ? answer.approval : undefined;
     const text = approval
@@ -43,7 +44,7 @@ export function toolResult(answer: CallAnswer): McpToolResult {
     const { code, message, hint } = answer.error;
     return {
       content: [{ type: 'text', text: `${code}: ${message}${hint ? `\nHint: ${hint}` : ''}` }],
-      structuredContent: { callId: answer.callId, error: answer.error },
+      structuredContent: { callId: answer.callId, error: answer.error, ...('approval' in answer ? { approval: answer.approval } : {}) },
       isError: true,
     };
   }

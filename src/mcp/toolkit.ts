@@ -1,3 +1,4 @@
+import { dbToolContracts } from '../contracts/db-tools.ts';
 import { toolContracts, type Tier } from '../contracts/tools.ts';
 import type { Principal } from '../registry/principal.ts';
 
@@ -40,10 +41,19 @@ export function annotationsFor(tier: Tier): ToolAnnotations {
  * The tools an MCP client sees: the data toolkit, with the same JSON Schemas as
  * `agentdb tools --json`, on the workspace endpoint. Team endpoints do not list it (a team
  * endpoint narrows what a client reaches, and one database per workspace cannot be narrowed),
- * nor does an agent whose database is off (it has no tools at all).
+ * nor does an agent whose database is off (it has no tools at all). An agent registered with
+ * the db surface sees db_query, db_schema and (in a write mode) db_exec instead.
  */
 export function toolsFor(principal: Principal, endpoint: McpEndpoint): McpTool[] {
   if (endpoint.kind === 'team') return [];
   if (principal.kind === 'agent' && principal.settings.database === 'off') return [];
+  if (principal.kind === 'agent' && principal.surface.kind === 'db') {
+    const { schemaMode } = principal.surface;
+    return dbToolContracts(principal.surface).map((t) => {
+      const annotations = annotationsFor(t.tier);
+      // db_exec runs DROP (as a drop, which waits for a person) when DDL is allowed.
+      return { name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: { ...annotations, destructiveHint: t.name === 'db_exec' && schemaMode === 'write' } };
+    });
+  }
   return toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) }));
 }

@@ -57,6 +57,7 @@ export async function runCall(
       agent: data.agent,
       settings: data.settings,
       ...(data.member ? { member: data.member } : {}),
+      ...(data.introspect ? { introspect: true } : {}),
       tool: data.tool,
       arguments: data.arguments,
     },
@@ -136,7 +137,7 @@ function execRequest(plan: CallPlan, callKey: string, config: Config, limits: Pl
     case 'DATA_DESCRIBE_SCHEMA':
       return { op: 'describe', db };
     case 'DATA_QUERY_SQL':
-      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number };
+      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number, ...(plan.request.introspect ? { mode: 'introspect' as const } : {}) };
     case 'DATA_WRITE_SQL':
       return { op: 'write', db, sql: plan.args.sql as string, params, callKey };
     case 'DATA_DROP_TABLE':

@@ -118,6 +118,7 @@ export class AgentDbClient {
       agent: request.agent,
       settings: request.settings,
       ...(request.member ? { member: request.member } : {}),
+      ...(request.introspect ? { introspect: true as const } : {}),
       // The workspace's registered plan sets the limits; a caller cannot name one.
       plan: await this.workspaces.planOf(request.workspace),
       tool,

@@ -23,7 +23,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read')) };
       case 'query':
-        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, opts.maxResultBytes) };
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, opts.maxResultBytes, req.mode) };
       case 'audit':
         recordAudit(handles.open(req.db, 'write'), req.entry);
         return { ok: true, result: { recorded: true } };

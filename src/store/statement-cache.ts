@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { prepareChecked } from '../guard/engine-check.ts';
+import { prepareChecked, type CheckMode } from '../guard/engine-check.ts';
 import { AgentDbError } from '../errors.ts';
 
 /** Statements kept per open database; agents repeat the same few statements. */
@@ -16,7 +16,7 @@ const caches = new WeakMap<Database, Map<string, Statement>>();
  * errors are not cached, since an error such as `no such table` changes with the schema.
  * @throws AgentDbError with the guard's code and reason when the statement is refused.
  */
-export function checkedStatement(db: Database, sql: string, mode: 'read' | 'write'): Statement {
+export function checkedStatement(db: Database, sql: string, mode: CheckMode): Statement {
   let cache = caches.get(db);
   const key = `${mode}\u0000${sql}`;
   const hit = cache?.get(key);
