@@ -36,8 +36,8 @@ export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpTool
   if ('status' in answer) {
     const approval = answer.status === 'awaiting_approval' ? answer.approval : undefined;
     const text = approval
-      ? `Call ${answer.callId} is waiting for a person to approve it (approval ${approval.id}, expires ${approval.expiresAt}). It has not run yet.`
-      : `Call ${answer.callId} is ${answer.status}; it has not finished yet.`;
+      ? `Call ${answer.callId} is waiting for a person to approve it (approval ${approval.id}, expires ${approval.expiresAt}). It has not run yet; its outcome will be at GET /v1/calls/${answer.callId} with this key.`
+      : `Call ${answer.callId} is ${answer.status}; it has not finished yet. Its outcome will be at GET /v1/calls/${answer.callId} with this key.`;
     return { content: [{ type: 'text', text }], structuredContent: { ...answer }, isError: false };
   }
   if (!answer.ok) {
