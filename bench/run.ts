@@ -12,6 +12,7 @@ import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchApprovals } from './approvals.ts';
+import { benchMcp } from './mcp.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { benchStartup } from './startup.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
@@ -151,6 +152,8 @@ async function main() {
     query,
   });
 
+  const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
+
   // Touch many databases through the queue, then read the worker's and executor's memory.
   const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
     must(client.call({ workspace: 'bench', agent: `db-${i}`, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (x)' } })),
@@ -200,6 +203,7 @@ async function main() {
         queryP50WithParkedVsWithout: round(approvals.queryWithParked.p50Ms / approvals.queryWithout.p50Ms),
       },
     },
+    mcp,
     memory,
   };
 
@@ -222,6 +226,7 @@ async function main() {
   console.log(
     `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
   );
+  console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio})`);
   console.log(`memory after ${DATABASES} databases: worker ${memory.workerRssMb} MB, executor ${memory.executorRssMb} MB`);
   console.log(
     `start-up: agentdb tools --json ${startup.toolsJsonMs} ms, node -e 0 ${startup.nodeMs} ms: ratio ${startup.ratio} (goal <= ${startup.goal.ratioAtMost}; median of ${startup.runs})`,

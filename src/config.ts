@@ -66,6 +66,10 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** The member key the CLI decides approvals with, when `--key` is not given. */
   AGENTDB_MEMBER_KEY: z.string().optional(),
+  /** How long one HTTP request (`POST /v1/calls`, `GET …?wait=true`) waits before answering where the call stands. */
+  HTTP_WAIT_MS: int(100, 600_000, 30_000),
+  /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
+  MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
 });
 
 /**
@@ -110,6 +114,8 @@ export interface Config {
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   /** A secret: never logged. */
   readonly memberKey?: string;
+  readonly httpWaitMs: number;
+  readonly mcpApprovalWaitMs: number;
 }
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
@@ -156,6 +162,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     usageRetentionDays: e.USAGE_RETENTION_DAYS,
     approvalRetentionDays: e.APPROVAL_RETENTION_DAYS,
     logLevel: e.LOG_LEVEL,
+    httpWaitMs: e.HTTP_WAIT_MS,
+    mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
 }

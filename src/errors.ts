@@ -147,14 +147,20 @@ export const ERRORS = {
     status: 409,
   },
   UNAUTHENTICATED: {
-    message: 'The request carries no valid member key.',
-    hint: 'Send `Authorization: Bearer adb_…` with a key from `agentdb members add`; a revoked key never works again.',
+    message: 'The request carries no valid key.',
+    hint: 'Send `Authorization: Bearer adb_…` with a key from `agentdb members add` (or, for tool calls, `agentdb keys mint`); a revoked key never works again.',
     retryable: false,
     status: 401,
   },
   NO_WORKER: {
     message: 'No worker picked the call up in time; it was withdrawn and did not run.',
     hint: 'Check that `agentdb start` or `agentdb worker` runs for this prefix, then call again.',
+    retryable: true,
+    status: 503,
+  },
+  RETRY_LATER: {
+    message: 'The agent\'s db_exec policy failed this call for now (policy "retryable-failure"); nothing ran.',
+    hint: 'Try the call again later.',
     retryable: true,
     status: 503,
   },

@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../queue/keys.ts';
+import { hashKey, isKeyShaped, mintKey } from '../registry/secret-key.ts';
 
 /** What a member may decide: any approval of the workspace; an admin also shared drops. */
 export type Role = 'member' | 'admin';
@@ -29,13 +29,6 @@ interface MemberRecord {
   revokedAt?: number;
 }
 
-/** Prefix of every member key, so a leaked one is recognisable (secret scanners, logs). */
-const KEY_PREFIX = 'adb_';
-/**
- * 32 random bytes → 43 base64url characters. The upper bound only keeps absurd headers from
- * being hashed; keys minted here are always 43.
- */
-const KEY_PATTERN = /^adb_[A-Za-z0-9_-]{32,128}$/;
 const ROLES: readonly Role[] = ['member', 'admin'];
 /** Compare-and-set retries; only concurrent changes to the same member ever need one. */
 const MAX_ATTEMPTS = 8;
@@ -54,11 +47,6 @@ if ARGV[4] ~= '' then redis.call('HDEL', KEYS[2], ARGV[4]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], ARGV[5], ARGV[6]) end
 return 1
 `;
-
-/** sha256 of a member key, hex. Keys carry 256 random bits, so no salt or slow hash is needed. */
-function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
-}
 
 function parseRecord(raw: string | null | undefined): MemberRecord | undefined {
   if (!raw) return undefined;
@@ -92,7 +80,7 @@ export class MemberRegistry {
     if (!nm.success) throw new AgentDbError('INVALID_ARGUMENTS', nm.error.issues[0]?.message.replace(/^agent/, 'member name'));
     if (!ROLES.includes(role)) throw new AgentDbError('INVALID_ARGUMENTS', `role must be member or admin, not ${String(role)}.`);
 
-    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+    const key = mintKey();
     const keyHash = hashKey(key);
     const createdAt = Date.now();
     const record: MemberRecord = { role, keyHash, createdAt, revoked: false };
@@ -136,7 +124,7 @@ export class MemberRegistry {
 
   /** The active member a key belongs to; undefined for unknown, malformed or revoked keys. */
   async authenticate(key: string): Promise<Member | undefined> {
-    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) return undefined;
+    if (!isKeyShaped(key)) return undefined;
     const keyHash = hashKey(key);
     const owner = await this.redis.hget(this.keys.memberKeys, keyHash);
     if (!owner) return undefined;

@@ -3,6 +3,9 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { AgentDbClient } from '../queue/client.ts';
+import { KeyedCalls } from '../queue/keyed-calls.ts';
+import { KeyAuthenticator } from '../registry/principal.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
@@ -29,6 +32,8 @@ export async function start(ctx: CommandContext): Promise<number> {
   const members = new MemberRegistry(redis, keysFor(config.prefix));
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   let pool: ShardWorkerPool | undefined;
+  // Calls made with bearer keys go onto the queue the way a runtime's do.
+  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -36,6 +41,12 @@ export async function start(ctx: CommandContext): Promise<number> {
     members,
     approvals,
     logger,
+    keyed: {
+      auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
+      calls: new KeyedCalls(client),
+      waitMs: config.httpWaitMs,
+      approvalWaitMs: config.mcpApprovalWaitMs,
+    },
   });
   // The port first: a second `agentdb start` must stop before it starts workers of its own.
   let address: string;
@@ -44,6 +55,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   } catch (err) {
     await app.close();
     await approvals.close();
+    await client.close();
     redis.disconnect();
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
@@ -60,6 +72,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await untilSignal();
   await app.close();
   await approvals.close();
+  await client.close();
   await scheduler.stop();
   await pool.stop();
   redis.disconnect();

@@ -1,10 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { TOOL_CONTRACTS_FILE } from '../contracts/tool-contracts-file.ts';
 import type { ToolContract } from '../contracts/tools.ts';
-import type { Output } from './context.ts';
+import { UsageError, type Output } from './context.ts';
 
-/** `agentdb tools [--json]`: the agent-visible contract of the four tools. Needs no configuration. */
-export async function tools(ctx: Output, flags: { json?: boolean }): Promise<number> {
+/**
+ * `agentdb tools [--json] [--surface db [--mode M] [--schema-mode M]]`: the agent-visible
+ * contract of the four tools, or of the db_* surface. Needs no configuration.
+ */
+export async function tools(ctx: Output, flags: { json?: boolean; surface?: string; mode?: string; schemaMode?: string }): Promise<number> {
+  if (flags.surface === 'db') {
+    const { printDbTools } = await import('./tools-db.ts');
+    return printDbTools(ctx, { mode: flags.mode, schemaMode: flags.schemaMode, json: flags.json ?? false });
+  }
+  if (flags.mode || flags.schemaMode) throw new UsageError('--mode and --schema-mode go with --surface db');
   const contracts = await toolContracts();
   if (flags.json) {
     ctx.stdout.write(`${JSON.stringify(contracts, null, 2)}\n`);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { agentName, workspaceName } from './names.ts';
-import { agentSettings, type AgentSettingsInput } from './settings.ts';
+import { agentName, callerName, memberCaller, workspaceName } from './names.ts';
+import { agentSettings, type AgentSettingsInput, type Plan } from './settings.ts';
 
 /**
  * Call ids are BullMQ job ids, so they may not be plain integers or hold ':'; a runtime may
@@ -29,15 +29,31 @@ export function argumentBytes(args: unknown): number | undefined {
   }
 }
 
-/** One tool call as an agent runtime enqueues it. */
-export const callRequest = z.strictObject({
-  callId: callId.optional(),
-  workspace: workspaceName,
-  agent: agentName,
-  settings: agentSettings.prefault({}),
-  tool: z.string().min(1).max(64),
-  arguments: z.unknown().optional(),
-});
+/** A person's client as the caller of a call: the member and the role their key carries. */
+export const memberOfCall = z.strictObject({ name: agentName, role: z.enum(['member', 'admin']) });
+export type MemberOfCall = z.output<typeof memberOfCall>;
+
+/**
+ * One tool call as it is enqueued: by an agent's runtime (`agent` is the agent, `settings` its
+ * own), or on behalf of a person's client (`member` set, `agent` is `@<member>` and settings
+ * do not apply: a person is fenced by role).
+ */
+export const callRequest = z
+  .strictObject({
+    callId: callId.optional(),
+    workspace: workspaceName,
+    agent: callerName,
+    member: memberOfCall.optional(),
+    /** A db_query call: its statement is judged by db_query's rules (introspection PRAGMAs too). */
+    introspect: z.literal(true).optional(),
+    settings: agentSettings.prefault({}),
+    tool: z.string().min(1).max(64),
+    arguments: z.unknown().optional(),
+  })
+  .refine((r) => (r.member ? r.agent === memberCaller(r.member.name) : !r.agent.startsWith('@')), {
+    error: 'agent must be an agent name; "@<member>" only names a member\'s own calls',
+    path: ['agent'],
+  });
 
 /** What a caller passes to `client.call()`. */
 export interface CallInput {
@@ -45,6 +61,10 @@ export interface CallInput {
   workspace: string;
   agent: string;
   settings?: AgentSettingsInput;
+  /** Set when a person's client calls; `agent` is then `@<member>` (see `memberCaller`). */
+  member?: MemberOfCall;
+  /** Set by the db_* surface for db_query (see `translateDbCall`). */
+  introspect?: true;
   tool: string;
   arguments?: unknown;
 }
@@ -58,6 +78,13 @@ export interface CallJobData {
   workspace: string;
   agent: string;
   settings: CallRequest['settings'];
+  member?: MemberOfCall;
+  introspect?: true;
+  /**
+   * The workspace's plan, resolved from the registry when the call was enqueued (absent on jobs
+   * of older clients: the unregistered plan). Never taken from the caller's settings.
+   */
+  plan?: Plan;
   tool: string;
   arguments: unknown;
   /** Epoch ms when the client enqueued it. */

@@ -15,3 +15,17 @@ const nameSchema = (what: string) =>
 export const workspaceName = nameSchema('workspace');
 /** An agent name (slug), e.g. `outreach`. */
 export const agentName = nameSchema('agent');
+
+/**
+ * The caller name under which a person's client calls (`@<member>`). Calls are keyed by
+ * workspace, caller and call id; `@` is outside the agent alphabet, so a member's calls can
+ * never share a key (results, idempotency, approvals) with an agent's of the same name.
+ */
+export function memberCaller(member: string): string {
+  return `@${member}`;
+}
+
+/** An agent name, or a member's caller name (`@<member>`). */
+export const callerName = z
+  .string({ error: (issue) => (issue.input === undefined ? 'agent is required' : 'agent must be a string') })
+  .regex(/^@?[a-z0-9][a-z0-9_-]{0,62}$/, 'agent must be 1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit');

@@ -5,8 +5,16 @@ export const PLANS = ['pro', 'business', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
 
 /**
- * An agent's own settings, carried on every call by the runtime that enqueues it. An absent
- * `database` means off: the agent has no database tools at all.
+ * The plan of a workspace nobody registered (`agentdb workspaces add`): the smallest, so that
+ * no caller gets larger limits by leaving its workspace out of the registry.
+ */
+export const UNREGISTERED_PLAN: Plan = 'pro';
+
+/**
+ * An agent's own settings, carried on every call by the runtime that enqueues it (or, for a
+ * registered agent calling with its key, read from the registry). An absent `database` means
+ * off: the agent has no database tools at all. There is no plan here: limits follow the
+ * workspace's registered plan, which an agent must not be able to pick for itself.
  */
 export const agentSettings = z.strictObject({
   database: z.enum(['off', 'agent', 'workspace']).default('off'),
@@ -14,7 +22,6 @@ export const agentSettings = z.strictObject({
   sandbox: z.boolean().default(false),
   /** The shared-data grant: write the workspace tables, read other agents' tables. */
   sharedData: z.boolean().default(false),
-  plan: z.enum(PLANS).default('pro'),
 });
 
 /** Parsed agent settings. */

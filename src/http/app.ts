@@ -4,7 +4,11 @@ import type { ApprovalService } from '../approvals/approval-service.ts';
 import type { MemberRegistry } from '../approvals/members.ts';
 import { AgentDbError, ERRORS } from '../errors.ts';
 import { createLogger, type Logger } from '../logger.ts';
+import type { KeyedCalls } from '../queue/keyed-calls.ts';
+import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
+import { callsRoutes } from './calls-routes.ts';
+import { mcpRoutes } from './mcp-routes.ts';
 import { sendError } from './error-reply.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
@@ -19,6 +23,18 @@ export interface AppDeps {
   approvals: ApprovalService;
   /** Where request errors are logged; silent when absent (tests). */
   logger?: Logger;
+  /** Tool calls with bearer keys (`/v1/calls`, `/mcp`); those routes exist only when given. */
+  keyed?: KeyedDeps;
+}
+
+/** What the key-authenticated routes need. */
+export interface KeyedDeps {
+  auth: KeyAuthenticator;
+  calls: KeyedCalls;
+  /** The longest a `/v1/calls` request waits (HTTP_WAIT_MS). */
+  waitMs: number;
+  /** The longest an MCP tool call waits for a decision (MCP_APPROVAL_WAIT_MS). */
+  approvalWaitMs: number;
 }
 
 /**
@@ -44,6 +60,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
+  if (deps.keyed) {
+    app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
+    app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
+  }
 
   app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));
 

@@ -25,6 +25,19 @@ export interface TargetArgs {
 const deny = (code: ErrorCode, detail: string): AccessVerdict => ({ ok: false, code, detail });
 
 /**
+ * The rules of DESIGN.md "Who may do what", as each refusal names them: an agent or a person
+ * told only "not permitted" cannot tell which setting or role to change.
+ */
+export const RULE = {
+  ownTables: "Rule \"an agent's own tables are never written or dropped by anyone else\"",
+  otherNeedsGrant: "Rule \"another agent's tables are read only, with the shared-data grant\"",
+  sharedNeedsWorkspace: 'Rule "the shared tables need database: workspace"',
+  sharedWriteNeedsGrant: 'Rule "shared writes and drops need the shared-data grant"',
+  clientHasNoDatabase: 'Rule "a client has no database of its own"',
+  clientDropTakesAdmin: 'Rule "a drop from a client takes an admin"',
+} as const;
+
+/**
  * Decides which database a call reaches and whether the caller may use the tool on it
  * (DESIGN.md "Who may do what"). Two rules carry the weight: an agent's own tables are only
  * ever written or dropped by that agent, and shared writes need the shared-data grant (agents)
@@ -50,19 +63,19 @@ function agentAccess(
   if (database === 'off') return deny('DATABASE_OFF', 'Its settings.database is "off", the default when the settings name none.');
   if (other) {
     if (database !== 'workspace' || !sharedData) {
-      return deny('NOT_PERMITTED', `Reading agent "${args.agent}"'s tables needs the shared-data grant.`);
+      return deny('NOT_PERMITTED', `${RULE.otherNeedsGrant}: reading agent "${args.agent}"'s tables needs the shared-data grant.`);
     }
     if (tier !== 'read') {
-      return deny('NOT_PERMITTED', `Agent "${args.agent}"'s tables are its own to write; you may only read them.`);
+      return deny('NOT_PERMITTED', `${RULE.ownTables}: agent "${args.agent}"'s tables are its own to write; you may only read them.`);
     }
     return { ok: true, target: { workspace: caller.workspace, agent: args.agent } };
   }
   if (args.scope === 'workspace') {
     if (database !== 'workspace') {
-      return deny('NOT_PERMITTED', 'This agent has no access to the shared workspace tables (settings.database is "agent").');
+      return deny('NOT_PERMITTED', `${RULE.sharedNeedsWorkspace}: this agent has only its own tables (settings.database is "agent").`);
     }
     if (tier !== 'read' && !sharedData) {
-      return deny('NOT_PERMITTED', 'Writing or dropping the shared workspace tables needs the shared-data grant.');
+      return deny('NOT_PERMITTED', `${RULE.sharedWriteNeedsGrant}: writing or dropping the shared workspace tables needs the shared-data grant.`);
     }
     return { ok: true, target: { workspace: caller.workspace } };
   }
@@ -76,16 +89,16 @@ function memberAccess(
   other: boolean,
 ): AccessVerdict {
   if (args.scope === 'agent' && !other) {
-    return deny('NOT_PERMITTED', 'A client has no database of its own: use scope "workspace" or name an agent.');
+    return deny('NOT_PERMITTED', `${RULE.clientHasNoDatabase}: use scope "workspace" or name an agent to read its tables.`);
   }
   if (other) {
     if (tier !== 'read') {
-      return deny('NOT_PERMITTED', `Agent "${args.agent}"'s tables are its own to write; a client may only read them.`);
+      return deny('NOT_PERMITTED', `${RULE.ownTables}: agent "${args.agent}"'s tables are its own to write; a client may only read them.`);
     }
     return { ok: true, target: { workspace: caller.workspace, agent: args.agent } };
   }
   if (tier === 'destructive' && caller.role !== 'admin') {
-    return deny('NOT_PERMITTED', 'Dropping a shared table takes a workspace admin.');
+    return deny('NOT_PERMITTED', `${RULE.clientDropTakesAdmin}: dropping a shared table takes a workspace admin.`);
   }
   return { ok: true, target: { workspace: caller.workspace } };
 }

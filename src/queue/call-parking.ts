@@ -2,6 +2,7 @@ import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallJobData } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
+import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { TOOL_TIERS } from '../contracts/tools.ts';
 import type { ApprovalStore } from '../approvals/approval-store.ts';
 import { approvalDigest, approvalIdFor, type Approval } from '../approvals/approval.ts';
@@ -161,7 +162,7 @@ export class CallParking {
     const target = parseDatabaseId(approval.database);
     const outcome = await this.deps.executor.run({
       op: 'audit',
-      db: dbTarget(this.deps.config, approval.database, target, approval.shard, job.settings.plan),
+      db: dbTarget(this.deps.config, approval.database, target, approval.shard, job.plan ?? UNREGISTERED_PLAN),
       entry: {
         approvalId: approval.id,
         callId: approval.callKey,

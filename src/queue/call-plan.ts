@@ -60,12 +60,9 @@ export function planCall(
   if (!argsParsed.success) return fail('INVALID_ARGUMENTS', describeIssues(argsParsed.error));
   const args = argsParsed.data as Record<string, unknown> & { scope?: 'agent' | 'workspace'; agent?: string };
 
-  const caller: Caller = {
-    kind: 'agent',
-    workspace: request.workspace,
-    agent: request.agent,
-    settings: request.settings,
-  };
+  const caller: Caller = request.member
+    ? { kind: 'member', workspace: request.workspace, member: request.member.name, role: request.member.role }
+    : { kind: 'agent', workspace: request.workspace, agent: request.agent, settings: request.settings };
   const access = resolveAccess(caller, request.tool, args);
   if (!access.ok) return fail(access.code, access.detail);
 

@@ -5,7 +5,7 @@ import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.
 import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
 import type { Config } from '../config.ts';
 import { guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts';
-import type { Plan } from '../contracts/settings.ts';
+import { UNREGISTERED_PLAN, type Plan } from '../contracts/settings.ts';
 import type { Target } from '../policy/access.ts';
 import { gateFor } from '../policy/approval-rule.ts';
 import { CREDITS, METERED_FAILURES } from '../policy/credits.ts';
@@ -54,7 +54,16 @@ export async function runCall(
 ): Promise<RunOutcome | ParkOutcome> {
   const { callId } = data;
   const planned = planCall(
-    { callId, workspace: data.workspace, agent: data.agent, settings: data.settings, tool: data.tool, arguments: data.arguments },
+    {
+      callId,
+      workspace: data.workspace,
+      agent: data.agent,
+      settings: data.settings,
+      ...(data.member ? { member: data.member } : {}),
+      ...(data.introspect ? { introspect: true } : {}),
+      tool: data.tool,
+      arguments: data.arguments,
+    },
     deps.config.shardCount,
     deps.config.maxCallBytes,
   );
@@ -74,7 +83,7 @@ export async function runCall(
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  const request = execRequest(plan, callKeyOf(data), deps.config, approved?.expect);
+  const request = execRequest(plan, callKeyOf(data), deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect);
   if (gate.kind === 'approval' && !approved) return { park: plan, request };
 
   const outcome = await deps.executor.run(request);
@@ -125,14 +134,14 @@ export function dbTarget(config: Config, id: string, target: Target, shard: numb
   return { id, path: file, shard, limits: planLimits(plan) };
 }
 
-function execRequest(plan: CallPlan, callKey: string, config: Config, expect: DropObject | undefined): ExecRequest {
-  const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, plan.request.settings.plan);
+function execRequest(plan: CallPlan, callKey: string, config: Config, limits: Plan, expect: DropObject | undefined): ExecRequest {
+  const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {
     case 'DATA_DESCRIBE_SCHEMA':
       return { op: 'describe', db };
     case 'DATA_QUERY_SQL':
-      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number };
+      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number, ...(plan.request.introspect ? { mode: 'introspect' as const } : {}) };
     case 'DATA_WRITE_SQL':
       return { op: 'write', db, sql: plan.args.sql as string, params, callKey };
     case 'DATA_DROP_TABLE':

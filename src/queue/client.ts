@@ -7,6 +7,7 @@ import { ApprovalService, summary, type DecideResult } from '../approvals/approv
 import { approvalIdFor } from '../approvals/approval.ts';
 import { callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
 import { MemberRegistry } from '../approvals/members.ts';
+import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { connectRedis, redisAnswers } from './connection.ts';
 import { planCall } from './call-plan.ts';
 import { CallWaiters } from './call-waiters.ts';
@@ -106,6 +107,7 @@ export class AgentDbClient {
   private reader?: Promise<EventReader>;
   private approvals?: ApprovalService;
   private answering?: Promise<void>;
+  private readonly workspaces: WorkspaceRegistry;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
@@ -117,6 +119,7 @@ export class AgentDbClient {
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
     // Every shard queue shares this one connection, each adding its own listeners.
     this.redis.setMaxListeners(0);
+    this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
   }
 
   /**
@@ -141,6 +144,10 @@ export class AgentDbClient {
       workspace: request.workspace,
       agent: request.agent,
       settings: request.settings,
+      ...(request.member ? { member: request.member } : {}),
+      ...(request.introspect ? { introspect: true as const } : {}),
+      // The workspace's registered plan sets the limits; a caller cannot name one.
+      plan: await this.workspaces.planOf(request.workspace),
       tool,
       arguments: request.arguments ?? {},
       enqueuedAt: Date.now(),

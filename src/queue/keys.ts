@@ -23,6 +23,14 @@ export interface Keys {
   members(workspace: string): string;
   /** Every member key's sha256 → `<workspace>/<name>`. */
   readonly memberKeys: string;
+  /** Registered workspaces: name → JSON record (plan). */
+  readonly workspaces: string;
+  /** A workspace's registered agents: slug → JSON profile (display name, settings, surface). */
+  agents(workspace: string): string;
+  /** A workspace's agent keys: key id → JSON record (agent, key hash, grants, revoked). */
+  agentKeys(workspace: string): string;
+  /** Every active agent key's sha256 → `<workspace>/<key id>`. */
+  readonly agentKeyIndex: string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -39,5 +47,10 @@ export function keysFor(prefix: string): Keys {
     approvalsAll: `${prefix}:{approvals}:all`,
     members: (workspace) => `${prefix}:{members}:ws:${workspace}`,
     memberKeys: `${prefix}:{members}:keys`,
+    // The registry shares the members' hash tag: one slot for every record and key index.
+    workspaces: `${prefix}:{members}:workspaces`,
+    agents: (workspace) => `${prefix}:{members}:agents:${workspace}`,
+    agentKeys: (workspace) => `${prefix}:{members}:akeys:${workspace}`,
+    agentKeyIndex: `${prefix}:{members}:akey-index`,
   };
 }

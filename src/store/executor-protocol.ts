@@ -22,7 +22,8 @@ export interface DbTarget {
 /** What the worker asks its executor child to do; one request is one statement at most. */
 export type ExecRequest =
   | { op: 'describe'; db: DbTarget }
-  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number }
+  /** `mode: 'introspect'`: db_query's rules, which also admit the read-only introspection PRAGMAs. */
+  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect' }
   /** `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. */
   | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callKey: string }
   /** `expect`: the object a person approved dropping; anything else is APPROVAL_STALE. */

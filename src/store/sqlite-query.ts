@@ -13,10 +13,10 @@ export type QueryResult = ReadRows;
  * existed) and `maxResultBytes` of JSON for the column names and rows together (see `readRows`).
  * @throws AgentDbError for a refusal; SQLite's own errors propagate for `toOpError`.
  */
-export function query(db: Database, sql: string, params: readonly Param[], maxRows: number, maxResultBytes: number): QueryResult {
+export function query(db: Database, sql: string, params: readonly Param[], maxRows: number, maxResultBytes: number, mode: 'read' | 'introspect' = 'read'): QueryResult {
   const bindings = agentBindings(sql, params);
   return inRolledBackRead(db, () => {
-    const stmt = checkedStatement(db, sql, 'read');
+    const stmt = checkedStatement(db, sql, mode);
     // The guard admits only statements that return rows for a read; this keeps `readRows`
     // from ever meeting one that does not.
     if (!stmt.reader) throw new AgentDbError('SQL_REFUSED', 'a query must return rows');

@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { prepareChecked } from '../guard/engine-check.ts';
+import { prepareChecked, type CheckMode } from '../guard/engine-check.ts';
 import { AgentDbError } from '../errors.ts';
 
 /** STATEMENT_CACHE_BYTES' default: what a child's cached statements may take, as estimated. */
@@ -95,7 +95,7 @@ export class StatementCache {
    * and errors are not cached, since an error such as `no such table` changes with the schema.
    * @throws AgentDbError with the guard's code and reason when the statement is refused.
    */
-  checked(db: Database, sql: string, mode: 'read' | 'write'): Statement {
+  checked(db: Database, sql: string, mode: CheckMode): Statement {
     const key = `${this.idOf(db)}\u0000${mode}\u0000${sql}`;
     const hit = this.entries.get(key);
     if (hit) {
@@ -171,7 +171,7 @@ export class StatementCache {
 export const statementCache = new StatementCache();
 
 /** {@link StatementCache.checked} on the child's cache. */
-export function checkedStatement(db: Database, sql: string, mode: 'read' | 'write'): Statement {
+export function checkedStatement(db: Database, sql: string, mode: CheckMode): Statement {
   return statementCache.checked(db, sql, mode);
 }
 

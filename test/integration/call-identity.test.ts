@@ -182,7 +182,7 @@ describe('an approval is bound to its call', () => {
     await client.decide(victim.approval.id, { decision: 'approve', key: keyOf.w1! });
     expect(await done).toMatchObject({ ok: true });
 
-    const data = { callId: 'forged', workspace: 'w2', agent: 'x', settings: { database: 'agent', approval: 'write', sandbox: false, sharedData: false, plan: 'pro' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE forged_table (x)' }, enqueuedAt: Date.now(), approvalId: victim.approval.id };
+    const data = { callId: 'forged', workspace: 'w2', agent: 'x', settings: { database: 'agent', approval: 'write', sandbox: false, sharedData: false }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE forged_table (x)' }, enqueuedAt: Date.now(), approvalId: victim.approval.id };
     const shard = shardOf(databaseId('w2', 'x'), sb.config.shardCount);
     const queue = new Queue(`{shard-${shard}}`, { connection: redis, prefix: sb.config.prefix });
     try {

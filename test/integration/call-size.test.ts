@@ -96,7 +96,7 @@ describe('MAX_CALL_BYTES', () => {
     const data: CallJobData = {
       callId,
       ...who,
-      settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false, plan: 'pro' },
+      settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false },
       tool: 'DATA_QUERY_SQL',
       arguments: argsOf(MB + 1),
       enqueuedAt: Date.now(),

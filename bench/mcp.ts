@@ -1,0 +1,92 @@
+// PK reads through POST /mcp (official SDK client, Streamable HTTP) against the client library.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Redis } from 'ioredis';
+import { ApprovalService } from '../src/approvals/approval-service.ts';
+import { MemberRegistry } from '../src/approvals/members.ts';
+import type { Config } from '../src/config.ts';
+import { buildApp } from '../src/http/app.ts';
+import { AgentDbClient } from '../src/queue/client.ts';
+import { KeyedCalls } from '../src/queue/keyed-calls.ts';
+import { keysFor } from '../src/queue/keys.ts';
+import { AgentKeyRing } from '../src/registry/agent-keys.ts';
+import { AgentRegistry } from '../src/registry/agents.ts';
+import { KeyAuthenticator } from '../src/registry/principal.ts';
+import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
+import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
+
+/**
+ * The same primary-key read, one at a time, through the client library and through `/mcp`
+ * (the HTTP server runs in this process, as `agentdb start` runs it beside its clients'
+ * network hop), in interleaved rounds. The ratio of p50s is what MCP's layers cost: HTTP, the
+ * JSON-RPC session per request (stateless: a server and transport per request), key lookup and
+ * the untrusted-data fence.
+ */
+export async function benchMcp(config: Config, opts: { calls: number; rounds: number }) {
+  const redis = new Redis(config.redisUrl);
+  const keys = keysFor(config.prefix);
+  await new WorkspaceRegistry(redis, keys).put('mcpbench', 'pro');
+  const agents = new AgentRegistry(redis, keys);
+  await agents.put('mcpbench', 'reader', { displayName: 'Reader', settings: { database: 'agent' } });
+  const { key } = await new AgentKeyRing(redis, keys, agents).mint('mcpbench', 'reader');
+  const members = new MemberRegistry(redis, keys);
+  const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
+  const serverClient = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+  const app = buildApp({
+    redis,
+    shardCount: config.shardCount,
+    members,
+    approvals,
+    keyed: { auth: new KeyAuthenticator(redis, keys), calls: new KeyedCalls(serverClient), waitMs: 30_000, approvalWaitMs: 60_000 },
+  });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const mcp = new Client({ name: 'bench', version: '1' });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  const library = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+
+  const who = { workspace: 'mcpbench', agent: 'reader', settings: { database: 'agent' as const } };
+  const must = (ok: boolean, what: unknown) => {
+    if (!ok) throw new Error(`bench mcp step failed: ${JSON.stringify(what)}`);
+  };
+  const made = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT)' } });
+  must(made.ok, made);
+  const filled = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT OR IGNORE INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] } });
+  must(filled.ok, filled);
+
+  const viaLibrary = async (i: number) => {
+    const env = await library.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
+    must(env.ok, env);
+  };
+  const viaMcp = async (i: number) => {
+    const r = await mcp.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
+    must(r.isError === false, r);
+  };
+  for (const warm of [viaLibrary, viaMcp]) await drive(Math.min(500, opts.calls), 1, warm);
+
+  const lib: RunStats[] = [];
+  const over: RunStats[] = [];
+  for (let r = 0; r < opts.rounds; r++) {
+    let d = await drive(opts.calls, 1, viaLibrary);
+    lib.push(summarise(d.latencies, d.seconds));
+    d = await drive(opts.calls, 1, viaMcp);
+    over.push(summarise(d.latencies, d.seconds));
+  }
+  const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const clientLibraryP50Ms = round(median(lib.map((s) => s.p50Ms)));
+  const mcpP50Ms = round(median(over.map((s) => s.p50Ms)));
+
+  await mcp.close();
+  await app.close();
+  await approvals.close();
+  await serverClient.close();
+  await library.close();
+  redis.disconnect();
+  return {
+    calls: opts.calls,
+    rounds: opts.rounds,
+    clientLibraryP50Ms,
+    mcpP50Ms,
+    mcpP99Ms: round(median(over.map((s) => s.p99Ms))),
+    p50Ratio: round(mcpP50Ms / clientLibraryP50Ms),
+  };
+}

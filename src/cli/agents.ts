@@ -1,0 +1,73 @@
+import type { AgentProfileInput } from '../contracts/agent-profile.ts';
+import { AgentDbError } from '../errors.ts';
+import { AgentRegistry } from '../registry/agents.ts';
+import { UsageError, type CommandContext } from './context.ts';
+import { nameFlag } from './name-flag.ts';
+import { printTable, withRegistry } from './registry-command.ts';
+
+// `agentdb agents set|list|remove`: registered agents, their settings and tool surface. `set`
+// replaces the whole profile (flags left out take their defaults), so what it prints is what
+// the agent's key calls with. Exit 0, 1 when the registry refuses.
+
+/** The flags of `agents set`. */
+export interface SetFlags {
+  workspace: string;
+  agent: string;
+  name?: string;
+  database?: string;
+  approval?: string;
+  sandbox?: boolean;
+  sharedData?: boolean;
+  surface: string;
+  mode?: string;
+  schemaMode?: string;
+  policy?: string;
+  json?: boolean;
+}
+
+/** `agentdb agents set --workspace W --agent SLUG …`. */
+export function set(ctx: CommandContext, v: SetFlags): Promise<number> {
+  const workspace = nameFlag('--workspace', v.workspace);
+  const slug = nameFlag('--agent', v.agent);
+  if (v.surface !== 'db' && (v.mode || v.schemaMode || v.policy)) throw new UsageError('--mode, --schema-mode and --policy need --surface db');
+  return withRegistry(ctx, async (redis, keys) => {
+    // The registry validates every value; the flags are passed on as given.
+    const profile = {
+      displayName: v.name ?? slug,
+      // The db surface works on the agent's own database: without --database, that one.
+      settings: { database: v.database ?? (v.surface === 'db' ? 'agent' : undefined), approval: v.approval, sandbox: v.sandbox ?? false, sharedData: v.sharedData ?? false },
+      surface: v.surface === 'db' ? { kind: 'db', mode: v.mode, schemaMode: v.schemaMode, policy: v.policy } : { kind: v.surface },
+    } as AgentProfileInput;
+    const agent = await new AgentRegistry(redis, keys).put(workspace, slug, profile);
+    ctx.stdout.write(v.json ? `${JSON.stringify(agent)}\n` : `${agent.workspace}/${agent.slug}: ${JSON.stringify({ settings: agent.settings, surface: agent.surface })}\n`);
+    return 0;
+  });
+}
+
+/** `agentdb agents remove --workspace W --agent SLUG`. */
+export function remove(ctx: CommandContext, flags: { workspace: string; agent: string }): Promise<number> {
+  const workspace = nameFlag('--workspace', flags.workspace);
+  const slug = nameFlag('--agent', flags.agent);
+  return withRegistry(ctx, async (redis, keys) => {
+    if (!(await new AgentRegistry(redis, keys).remove(workspace, slug))) throw new AgentDbError('NOT_FOUND', `${workspace}/${slug} is not registered.`);
+    ctx.stdout.write(`removed ${workspace}/${slug}: its keys no longer work; its database is kept\n`);
+    return 0;
+  });
+}
+
+/** `agentdb agents list --workspace W`. */
+export function list(ctx: CommandContext, flags: { workspace: string; json?: boolean }): Promise<number> {
+  const workspace = nameFlag('--workspace', flags.workspace);
+  return withRegistry(ctx, async (redis, keys) => {
+    const rows = await new AgentRegistry(redis, keys).list(workspace);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(rows)}\n`);
+    else if (!rows.length) ctx.stdout.write(`(no registered agents in ${workspace})\n`);
+    else {
+      printTable(ctx, [
+        ['agent', 'name', 'database', 'approval', 'sandbox', 'shared-data', 'surface'],
+        ...rows.map((a) => [a.slug, a.displayName, a.settings.database, a.settings.approval, String(a.settings.sandbox), String(a.settings.sharedData), a.surface.kind]),
+      ]);
+    }
+    return 0;
+  });
+}

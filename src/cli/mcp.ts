@@ -1,0 +1,44 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { mcpServer } from '../mcp/server.ts';
+import { AgentDbClient } from '../queue/client.ts';
+import { connectAnswering } from '../queue/connection.ts';
+import { KeyedCalls } from '../queue/keyed-calls.ts';
+import { keysFor } from '../queue/keys.ts';
+import { KeyAuthenticator } from '../registry/principal.ts';
+import { UsageError, type CommandContext } from './context.ts';
+
+/**
+ * `agentdb mcp --stdio --key KEY`: the MCP server of `/mcp` over stdin/stdout, for a local MCP
+ * client that starts agentdb itself. The key (`--key`, or AGENTDB_KEY) is checked once at
+ * start; calls go onto the queue like a runtime's, so workers must run for this prefix. Stdout carries only JSON-RPC; everything else goes to stderr.
+ * Exit 0 when the client closes stdin, 1 for a key that does not work, 2 on bad flags.
+ */
+export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: string }): Promise<number> {
+  if (!flags.stdio) throw new UsageError('give --stdio (the HTTP endpoint is POST /mcp on agentdb start)');
+  const key = flags.key ?? process.env.AGENTDB_KEY;
+  if (!key) throw new UsageError('give --key KEY (or AGENTDB_KEY)');
+  const { config } = ctx;
+  const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-mcp' });
+  const principal = await new KeyAuthenticator(redis, keysFor(config.prefix)).authenticate(key);
+  redis.disconnect();
+  if (!principal) {
+    ctx.stderr.write('agentdb mcp: the key is not an active agent or member key\n');
+    return 1;
+  }
+  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS, maxCallBytes: config.maxCallBytes });
+  const server = mcpServer(principal, { kind: 'workspace' }, {
+    calls: new KeyedCalls(client),
+    approvalWaitMs: config.mcpApprovalWaitMs,
+    onFault: (err) => ctx.stderr.write(`agentdb mcp: ${String(err)}\n`),
+  });
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = resolve;
+    process.stdin.once('end', resolve);
+  });
+  await server.connect(transport);
+  await closed;
+  await server.close();
+  await client.close();
+  return 0;
+}

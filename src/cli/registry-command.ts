@@ -1,0 +1,28 @@
+import type { Redis } from 'ioredis';
+import { AgentDbError } from '../errors.ts';
+import { connectAnswering } from '../queue/connection.ts';
+import { keysFor, type Keys } from '../queue/keys.ts';
+import type { CommandContext, Output } from './context.ts';
+
+/**
+ * Runs one registry subcommand (`workspaces`, `agents`, `keys`) with a Redis connection: exit 0
+ * on success, 1 when the registry refuses (the error as JSON on stdout), as `members` does.
+ */
+export async function withRegistry(ctx: CommandContext, run: (redis: Redis, keys: Keys) => Promise<number>): Promise<number> {
+  const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
+  try {
+    return await run(redis, keysFor(ctx.config.prefix));
+  } catch (err) {
+    if (!(err instanceof AgentDbError)) throw err;
+    ctx.stdout.write(`${JSON.stringify({ error: err.toBody() })}\n`);
+    return 1;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Prints rows as aligned columns, the first row being the header. */
+export function printTable(ctx: Output, table: string[][]): void {
+  const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
+  for (const r of table) ctx.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`);
+}

@@ -1,0 +1,70 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { z } from 'zod';
+import { callId } from '../contracts/call.ts';
+import type { CallAnswer } from '../queue/client.ts';
+import type { KeyedCalls } from '../queue/keyed-calls.ts';
+import type { KeyAuthenticator } from '../registry/principal.ts';
+import { sendError } from './error-reply.ts';
+import { principalOf, requireKey } from './key-auth.ts';
+
+/** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
+export interface CallsRoutesDeps {
+  auth: KeyAuthenticator;
+  calls: KeyedCalls;
+  /** The longest one request waits before answering where its call stands. */
+  waitMs: number;
+}
+
+const callBody = z.strictObject({
+  tool: z.string().min(1).max(64),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  callId: callId.optional(),
+});
+const waitQuery = (fallback: boolean) =>
+  z.strictObject({ wait: z.enum(['true', 'false']).optional().transform((w) => (w === undefined ? fallback : w === 'true')) });
+const idParams = z.object({ id: z.string().min(1).max(128) });
+
+/**
+ * Tool calls over HTTP with an agent or member key:
+ * - `POST /v1/calls` `{ tool, arguments, callId? }` → the call's envelope (200), or, when it is
+ *   not finished (`?wait=false` answers at once; by default it waits up to the bound), where it
+ *   stands: `queued`, `running` or `awaiting_approval` (202).
+ * - `GET /v1/calls/:id` → the key's own call (`?wait=true` long-polls up to the bound); another
+ *   caller's call id answers NOT_FOUND like an unknown one.
+ * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error.
+ */
+export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsync {
+  return async (app) => {
+    app.addHook('onRequest', requireKey(deps.auth));
+
+    app.post('/v1/calls', async (request, reply) => {
+      const body = callBody.safeParse(request.body);
+      if (!body.success) return sendError(reply, 'INVALID_ARGUMENTS', issues(body.error));
+      const query = waitQuery(true).safeParse(request.query);
+      if (!query.success) return sendError(reply, 'INVALID_ARGUMENTS', issues(query.error));
+      const answer = await deps.calls.call(principalOf(request), body.data, { wait: query.data.wait, maxWaitMs: deps.waitMs });
+      return answerWith(reply, answer);
+    });
+
+    app.get('/v1/calls/:id', async (request, reply) => {
+      const params = idParams.safeParse(request.params);
+      const query = waitQuery(false).safeParse(request.query);
+      if (!params.success || !query.success) return sendError(reply, 'INVALID_ARGUMENTS', issues((params.error ?? query.error)!));
+      const answer = await deps.calls.result(principalOf(request), params.data.id, { wait: query.data.wait, maxWaitMs: deps.waitMs });
+      return answerWith(reply, answer);
+    });
+  };
+}
+
+function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
+  if ('status' in answer) return reply.code(202).send(answer);
+  if (!answer.ok && answer.error.code === 'NOT_FOUND' && answer.tool === '') return reply.code(404).send(answer);
+  return reply.code(200).send(answer);
+}
+
+function issues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ');
+}

@@ -1,0 +1,90 @@
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { NAME_PATTERN } from '../contracts/names.ts';
+import { mcpServer } from '../mcp/server.ts';
+import type { McpEndpoint } from '../mcp/toolkit.ts';
+import type { KeyedCalls } from '../queue/keyed-calls.ts';
+import type { KeyAuthenticator } from '../registry/principal.ts';
+import { bearerOf } from './key-auth.ts';
+
+/** What the MCP endpoint needs. */
+export interface McpRoutesDeps {
+  auth: KeyAuthenticator;
+  calls: KeyedCalls;
+  approvalWaitMs: number;
+}
+
+/**
+ * The largest JSON-RPC body taken: a call's SQL is at most 100 KB and its params are bounded,
+ * so anything far past that is not a tool call.
+ */
+const MAX_BODY_BYTES = 512 * 1024;
+
+/** JSON-RPC error codes the endpoint answers with (the SDK's own for the rest). */
+const RPC = { parseError: -32700, invalidRequest: -32600, unauthorized: -32001, forbidden: -32003, internal: -32603 } as const;
+
+function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
+  return reply.code(status).header('content-type', 'application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+/**
+ * `POST /mcp` (the workspace endpoint), `POST /mcp/w/<workspace>` (the same, pinned to a
+ * workspace: another workspace's key is refused) and `POST /mcp/t/<team>` (a team endpoint,
+ * without the data toolkit): MCP over Streamable HTTP, stateless, one server per request for
+ * the bearer key's principal. Every failure answers a JSON-RPC error, never a stack or a hint of
+ * which keys or workspaces exist.
+ */
+export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
+  return async (app) => {
+    app.setErrorHandler((err: FastifyError, request, reply) => {
+      const status = err.statusCode ?? 500;
+      if (status === 413) return rpcError(reply, 413, RPC.invalidRequest, `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+      if (status === 415) return rpcError(reply, 415, RPC.invalidRequest, 'Send the JSON-RPC message as application/json.');
+      if (status >= 400 && status < 500) return rpcError(reply, 400, RPC.parseError, 'The request body is not valid JSON.');
+      request.log.error({ err, route: request.routeOptions.url }, 'mcp request failed');
+      return rpcError(reply, 500, RPC.internal, 'Internal error.');
+    });
+
+    const handle = (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const token = bearerOf(request.headers.authorization);
+        const principal = token ? await deps.auth.authenticate(token) : undefined;
+        if (!principal) {
+          reply.header('www-authenticate', 'Bearer realm="agentdb"');
+          return rpcError(reply, 401, RPC.unauthorized, 'Unauthorized: send Authorization: Bearer <an active agent or member key>.');
+        }
+        // The same answer whether or not the named workspace exists.
+        if (workspaceOf && workspaceOf(request) !== principal.workspace) return rpcError(reply, 403, RPC.forbidden, 'Forbidden: this key is not for this endpoint.');
+        const at = endpoint(request);
+        if (!at) return rpcError(reply, 404, RPC.invalidRequest, 'No such endpoint.');
+        const server = mcpServer(principal, at, {
+          calls: deps.calls,
+          approvalWaitMs: deps.approvalWaitMs,
+          onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
+        });
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        reply.raw.on('close', () => {
+          void transport.close();
+          void server.close();
+        });
+        await server.connect(transport);
+        reply.hijack();
+        await transport.handleRequest(request.raw, reply.raw, request.body);
+        return reply;
+      };
+
+    const workspace = () => ({ kind: 'workspace' }) as const;
+    const team = (req: FastifyRequest) => {
+      const t = (req.params as { team: string }).team;
+      return NAME_PATTERN.test(t) ? ({ kind: 'team', team: t } as const) : undefined;
+    };
+    const opts = { bodyLimit: MAX_BODY_BYTES };
+    app.post('/mcp', opts, handle(workspace));
+    app.post('/mcp/w/:workspace', opts, handle(workspace, (req) => (req.params as { workspace: string }).workspace));
+    app.post('/mcp/t/:team', opts, handle(team));
+    // Stateless: no server-initiated stream to open (GET) and no session to end (DELETE).
+    for (const url of ['/mcp', '/mcp/w/:workspace', '/mcp/t/:team']) {
+      app.route({ method: ['GET', 'DELETE'], url, handler: (_req, reply) => rpcError(reply.header('allow', 'POST'), 405, RPC.invalidRequest, 'Method not allowed: POST JSON-RPC messages.') });
+    }
+  };
+}

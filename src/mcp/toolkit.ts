@@ -1,0 +1,59 @@
+import { dbToolContracts } from '../contracts/db-tools.ts';
+import { toolContracts, type Tier } from '../contracts/tools.ts';
+import type { Principal } from '../registry/principal.ts';
+
+/** Where an MCP client connected: the workspace endpoint, or a team endpoint (`/mcp/t/<team>`). */
+export type McpEndpoint = { kind: 'workspace' } | { kind: 'team'; team: string };
+
+/** MCP's hints about a tool's effect, from its tier. */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** One tool as `tools/list` shows it. */
+export interface McpTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  annotations: ToolAnnotations;
+}
+
+/**
+ * The hints of each tier. A read changes nothing; a write changes data but destroys no object
+ * (and the same INSERT twice adds twice: not idempotent); a drop destroys, and a second drop of
+ * the same name has no further effect (idempotent).
+ */
+export function annotationsFor(tier: Tier): ToolAnnotations {
+  switch (tier) {
+    case 'read':
+      return { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+    case 'write':
+      return { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+    case 'destructive':
+      return { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
+  }
+}
+
+/**
+ * The tools an MCP client sees: the data toolkit, with the same JSON Schemas as
+ * `agentdb tools --json`, on the workspace endpoint. Team endpoints do not list it (a team
+ * endpoint narrows what a client reaches, and one database per workspace cannot be narrowed),
+ * nor does an agent whose database is off (it has no tools at all). An agent registered with
+ * the db surface sees db_query, db_schema and (in a write mode) db_exec instead.
+ */
+export function toolsFor(principal: Principal, endpoint: McpEndpoint): McpTool[] {
+  if (endpoint.kind === 'team') return [];
+  if (principal.kind === 'agent' && principal.settings.database === 'off') return [];
+  if (principal.kind === 'agent' && principal.surface.kind === 'db') {
+    const { schemaMode } = principal.surface;
+    return dbToolContracts(principal.surface).map((t) => {
+      const annotations = annotationsFor(t.tier);
+      // db_exec runs DROP (as a drop, which waits for a person) when DDL is allowed.
+      return { name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: { ...annotations, destructiveHint: t.name === 'db_exec' && schemaMode === 'write' } };
+    });
+  }
+  return toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) }));
+}

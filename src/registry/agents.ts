@@ -1,0 +1,78 @@
+import type { Redis } from 'ioredis';
+import { agentProfile, type AgentProfile, type AgentProfileInput } from '../contracts/agent-profile.ts';
+import { agentName, workspaceName } from '../contracts/names.ts';
+import { AgentDbError } from '../errors.ts';
+import type { Keys } from '../queue/keys.ts';
+
+/** A registered agent: its slug, workspace and profile. */
+export interface RegisteredAgent extends AgentProfile {
+  workspace: string;
+  slug: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+type AgentRecord = AgentProfile & { createdAt: number; updatedAt: number };
+
+/**
+ * The durable registry of agents (`agentdb agents …`): each agent's display name, settings
+ * and tool surface, in a registered workspace. A call made with the agent's key runs with
+ * these settings, whatever the holder of the key would like.
+ */
+export class AgentRegistry {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {}
+
+  /**
+   * Registers `slug` in `workspace`, or replaces its profile. The workspace must be registered
+   * first (its plan is what the agent's limits follow).
+   * @throws AgentDbError INVALID_ARGUMENTS for a bad name or profile, NOT_FOUND for an
+   * unregistered workspace.
+   */
+  async put(workspace: string, slug: string, input: AgentProfileInput): Promise<RegisteredAgent> {
+    const ws = workspaceName.safeParse(workspace);
+    if (!ws.success) throw new AgentDbError('INVALID_ARGUMENTS', ws.error.issues[0]?.message);
+    const nm = agentName.safeParse(slug);
+    if (!nm.success) throw new AgentDbError('INVALID_ARGUMENTS', nm.error.issues[0]?.message);
+    const profile = agentProfile.safeParse(input);
+    if (!profile.success) {
+      const i = profile.error.issues[0];
+      throw new AgentDbError('INVALID_ARGUMENTS', `${i?.path.join('.')}: ${i?.message}`);
+    }
+    if (!(await this.redis.hexists(this.keys.workspaces, workspace))) {
+      throw new AgentDbError('NOT_FOUND', `Workspace ${workspace} is not registered: agentdb workspaces add first.`);
+    }
+    const now = Date.now();
+    const current = await this.get(workspace, slug);
+    const record: AgentRecord = { ...profile.data, createdAt: current?.createdAt ?? now, updatedAt: now };
+    await this.redis.hset(this.keys.agents(workspace), slug, JSON.stringify(record));
+    return { workspace, slug, ...record };
+  }
+
+  /** The registered agent `slug` of `workspace`, or undefined. */
+  async get(workspace: string, slug: string): Promise<RegisteredAgent | undefined> {
+    if (!workspaceName.safeParse(workspace).success || !agentName.safeParse(slug).success) return undefined;
+    const raw = await this.redis.hget(this.keys.agents(workspace), slug);
+    return raw ? { workspace, slug, ...(JSON.parse(raw) as AgentRecord) } : undefined;
+  }
+
+  /** Every registered agent of `workspace`, by slug. */
+  async list(workspace: string): Promise<RegisteredAgent[]> {
+    if (!workspaceName.safeParse(workspace).success) return [];
+    const all = await this.redis.hgetall(this.keys.agents(workspace));
+    return Object.entries(all)
+      .map(([slug, raw]) => ({ workspace, slug, ...(JSON.parse(raw) as AgentRecord) }))
+      .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
+  }
+
+  /**
+   * Unregisters an agent. Its keys stop working at once (a key only works for an agent that is
+   * registered); its database is left alone. @returns false when unknown.
+   */
+  async remove(workspace: string, slug: string): Promise<boolean> {
+    if (!workspaceName.safeParse(workspace).success || !agentName.safeParse(slug).success) return false;
+    return (await this.redis.hdel(this.keys.agents(workspace), slug)) === 1;
+  }
+}

@@ -1,0 +1,72 @@
+import type { Redis } from 'ioredis';
+import type { Surface } from '../contracts/agent-profile.ts';
+import type { CallInput, MemberOfCall } from '../contracts/call.ts';
+import { memberCaller } from '../contracts/names.ts';
+import type { AgentSettings } from '../contracts/settings.ts';
+import { MemberRegistry } from '../approvals/members.ts';
+import type { Keys } from '../queue/keys.ts';
+import { AgentKeyRing } from './agent-keys.ts';
+import { AgentRegistry } from './agents.ts';
+
+/**
+ * Who a bearer key speaks for: a registered agent (with the settings its key reaches and its
+ * tool surface) or a member of a workspace (a person's client, fenced by role).
+ */
+export type Principal =
+  | { kind: 'agent'; workspace: string; agent: string; keyId: string; settings: AgentSettings; surface: Surface }
+  | { kind: 'member'; workspace: string; member: MemberOfCall };
+
+/**
+ * Resolves bearer keys of either kind. Agent and member keys share one shape (`adb_…`), so a
+ * key is looked up in both indexes; whichever holds it says what it is.
+ */
+export class KeyAuthenticator {
+  private readonly members: MemberRegistry;
+  private readonly agentKeys: AgentKeyRing;
+
+  constructor(redis: Redis, keys: Keys) {
+    this.members = new MemberRegistry(redis, keys);
+    this.agentKeys = new AgentKeyRing(redis, keys, new AgentRegistry(redis, keys));
+  }
+
+  /** The principal of `token`; undefined for anything that is not an active key. */
+  async authenticate(token: string): Promise<Principal | undefined> {
+    const [member, agent] = await Promise.all([this.members.authenticate(token), this.agentKeys.authenticate(token)]);
+    if (member) return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
+    if (agent) {
+      return { kind: 'agent', workspace: agent.key.workspace, agent: agent.key.agent, keyId: agent.key.id, settings: agent.settings, surface: agent.agent.surface };
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The caller name a principal's calls are keyed under (with its workspace and the call id):
+ * the agent's slug, or `@<member>` for a person's client, which no agent slug can be.
+ */
+export function callerOf(p: Principal): string {
+  return p.kind === 'agent' ? p.agent : memberCaller(p.member.name);
+}
+
+/** One tool call as a key holder sends it: the key says who calls and with which settings. */
+export interface KeyedCall {
+  tool: string;
+  arguments?: unknown;
+  callId?: string;
+}
+
+/**
+ * The call a key holder's request becomes. A registered agent calls with its registered
+ * settings (narrowed by its key's grants), never with settings of its own choosing; a member
+ * calls as a person's client, fenced by the role their key carries.
+ */
+export function callInputFor(p: Principal, call: KeyedCall): CallInput {
+  const base = {
+    workspace: p.workspace,
+    agent: callerOf(p),
+    tool: call.tool,
+    arguments: call.arguments ?? {},
+    ...(call.callId !== undefined ? { callId: call.callId } : {}),
+  };
+  return p.kind === 'agent' ? { ...base, settings: p.settings } : { ...base, member: p.member };
+}

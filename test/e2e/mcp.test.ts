@@ -1,0 +1,59 @@
+import type { ChildProcess } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox } from '../helpers/harness.ts';
+import { freePort } from '../helpers/own-redis.ts';
+import { CLI, runCli, startCli, stop } from '../helpers/processes.ts';
+
+const sb = sandbox();
+let app: ChildProcess;
+let port: number;
+let agentKey: string;
+let memberKey: string;
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  const cli = (...args: string[]) => runCli(args, sb.env);
+  expect((await cli('workspaces', 'set', '--workspace', 'acme', '--plan', 'business')).code).toBe(0);
+  expect((await cli('agents', 'set', '--workspace', 'acme', '--agent', 'scout', '--database', 'agent')).code).toBe(0);
+  agentKey = (JSON.parse((await cli('keys', 'mint', '--workspace', 'acme', '--agent', 'scout', '--json')).stdout) as { key: string }).key;
+  memberKey = (JSON.parse((await cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'admin', '--json')).stdout) as { key: string }).key;
+  port = await freePort();
+  app = await startCli(['start'], { ...sb.env, PORT: String(port) });
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  if (app) await stop(app);
+  await sb.cleanup();
+});
+
+type Result = { structuredContent?: Record<string, unknown>; isError?: boolean };
+
+describe('MCP against running processes', () => {
+  it('agentdb start serves POST /mcp to the official SDK client', async () => {
+    const client = new Client({ name: 'e2e', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${agentKey}` } } }));
+    clients.push(client);
+    expect((await client.listTools()).tools).toHaveLength(4);
+    expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } })).toMatchObject({ isError: false });
+    expect((await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t' } })) as Result).toMatchObject({ structuredContent: { rows: [[0]] } });
+  });
+
+  it('agentdb mcp --stdio --key serves a local client, with the same principal rules', async () => {
+    const client = new Client({ name: 'e2e-stdio', version: '1' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [...CLI, 'mcp', '--stdio', '--key', memberKey], env: { ...(process.env as Record<string, string>), ...sb.env }, stderr: 'pipe' }));
+    clients.push(client);
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('DATA_DROP_TABLE');
+    // The admin's client reads the agent's tables by naming it, and cannot write them.
+    expect(await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t', agent: 'scout' } })).toMatchObject({ isError: false, structuredContent: { rows: [[0]] } });
+    expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)', agent: 'scout' } })).toMatchObject({ isError: true, structuredContent: { error: { code: 'NOT_PERMITTED' } } });
+  });
+
+  it('agentdb mcp refuses a key that does not work, without saying more', async () => {
+    const out = await runCli(['mcp', '--stdio', '--key', `adb_${'Q'.repeat(43)}`], sb.env);
+    expect(out).toMatchObject({ code: 1, stdout: '' });
+    expect(out.stderr).toBe('agentdb mcp: the key is not an active agent or member key\n');
+  });
+});

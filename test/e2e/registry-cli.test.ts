@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { runCli } from '../helpers/processes.ts';
+
+let sb: Sandbox;
+beforeAll(() => {
+  sb = sandbox();
+});
+afterAll(async () => {
+  await sb.cleanup();
+});
+const cli = (...args: string[]) => runCli(args, sb.env);
+
+describe('agentdb workspaces | agents | keys', () => {
+  it('registers a workspace, an agent and a key, lists them and revokes the key', async () => {
+    expect(await cli('workspaces', 'set', '--workspace', 'acme', '--plan', 'enterprise')).toMatchObject({ code: 0, stdout: 'acme: plan enterprise\n' });
+    expect(await cli('workspaces', 'set', '--workspace', 'acme', '--plan', 'gold')).toMatchObject({ code: 2 });
+    const set = await cli('agents', 'set', '--workspace', 'acme', '--agent', 'scout', '--name', 'Scout', '--database', 'workspace', '--shared-data', '--json');
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ slug: 'scout', displayName: 'Scout', settings: { database: 'workspace', sharedData: true } });
+    expect(await cli('agents', 'set', '--workspace', 'ghost', '--agent', 'a')).toMatchObject({ code: 1, stdout: expect.stringContaining('NOT_FOUND') });
+
+    const minted = await cli('keys', 'mint', '--workspace', 'acme', '--agent', 'scout', '--json');
+    expect(minted.code).toBe(0);
+    const key = JSON.parse(minted.stdout) as { id: string; key: string; grants: unknown };
+    expect(key).toMatchObject({ key: expect.stringMatching(/^adb_/), grants: { database: 'workspace', sharedData: true } });
+    expect(minted.stderr).toContain('will not be shown again');
+
+    const listed = await cli('keys', 'list', '--workspace', 'acme', '--json');
+    expect(listed.stdout).not.toContain(key.key);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: key.id, agent: 'scout', revoked: false })]);
+    expect(await cli('keys', 'revoke', '--workspace', 'acme', '--id', key.id)).toMatchObject({ code: 0 });
+    expect(await cli('keys', 'revoke', '--workspace', 'acme', '--id', key.id)).toMatchObject({ code: 1 });
+    expect((await cli('agents', 'list', '--workspace', 'acme')).stdout).toMatch(/scout\s+Scout\s+workspace/);
+    expect((await cli('workspaces', 'list')).stdout).toMatch(/acme\s+enterprise/);
+  });
+
+  it('registers a db-surface agent and prints the db_* contract', async () => {
+    const set = await cli('agents', 'set', '--workspace', 'acme', '--agent', 'legacy', '--surface', 'db', '--mode', 'write', '--policy', 'require-approval', '--json');
+    expect(JSON.parse(set.stdout)).toMatchObject({ settings: { database: 'agent' }, surface: { kind: 'db', mode: 'write', schemaMode: 'read', policy: 'require-approval' } });
+    expect(await cli('agents', 'set', '--workspace', 'acme', '--agent', 'legacy', '--mode', 'write')).toMatchObject({ code: 2 });
+    const read = JSON.parse((await cli('tools', '--surface', 'db', '--json')).stdout) as { name: string }[];
+    expect(read.map((t) => t.name)).toEqual(['db_query', 'db_schema']);
+    const write = JSON.parse((await cli('tools', '--surface', 'db', '--mode', 'write', '--json')).stdout) as { name: string; inputSchema: unknown }[];
+    expect(write.map((t) => t.name)).toEqual(['db_exec', 'db_query', 'db_schema']);
+    expect(write[0]!.inputSchema).toEqual({ additionalProperties: false, properties: { rationale: { type: 'string' }, statement: { type: 'string' } }, type: 'object', required: ['statement', 'rationale'] });
+    expect(JSON.parse((await cli('tools', '--json')).stdout)).toHaveLength(4);
+  });
+});

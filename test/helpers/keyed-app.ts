@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { ApprovalService } from '../../src/approvals/approval-service.ts';
+import { MemberRegistry, type Role } from '../../src/approvals/members.ts';
+import type { AgentProfileInput } from '../../src/contracts/agent-profile.ts';
+import { buildApp } from '../../src/http/app.ts';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { KeyAuthenticator } from '../../src/registry/principal.ts';
+import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
+import { REDIS_URL, type Sandbox } from './harness.ts';
+
+/** The HTTP app with key-authenticated routes over a sandbox, and the registry to fill. */
+export interface KeyedApp {
+  app: FastifyInstance;
+  redis: Redis;
+  client: AgentDbClient;
+  approvals: ApprovalService;
+  workspaces: WorkspaceRegistry;
+  /** Registers an agent with `profile` and answers a fresh key for it. */
+  agentKey(workspace: string, slug: string, profile: AgentProfileInput): Promise<string>;
+  /** Adds a member and answers their key. */
+  memberKey(workspace: string, name: string, role: Role): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Builds the app (not listening) with `/v1/calls` and `/mcp`, against `sb`'s Redis prefix. */
+export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: number } = {}): KeyedApp {
+  const redis = new Redis(REDIS_URL);
+  const keys = keysFor(sb.config.prefix);
+  const members = new MemberRegistry(redis, keys);
+  const approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
+  const client = sb.client();
+  const workspaces = new WorkspaceRegistry(redis, keys);
+  const agents = new AgentRegistry(redis, keys);
+  const ring = new AgentKeyRing(redis, keys, agents);
+  const app = buildApp({
+    redis,
+    shardCount: sb.config.shardCount,
+    members,
+    approvals,
+    keyed: {
+      auth: new KeyAuthenticator(redis, keys),
+      calls: new KeyedCalls(client),
+      waitMs: opts.waitMs ?? 10_000,
+      approvalWaitMs: opts.approvalWaitMs ?? 10_000,
+    },
+  });
+  return {
+    app,
+    redis,
+    client,
+    approvals,
+    workspaces,
+    async agentKey(workspace, slug, profile) {
+      if (!(await workspaces.get(workspace))) await workspaces.put(workspace, 'pro');
+      await agents.put(workspace, slug, profile);
+      return (await ring.mint(workspace, slug)).key;
+    },
+    async memberKey(workspace, name, role) {
+      return (await members.add(workspace, name, role)).key;
+    },
+    async close() {
+      await app.close();
+      await approvals.close();
+      redis.disconnect();
+    },
+  };
+}

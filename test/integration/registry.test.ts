@@ -1,0 +1,103 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemberRegistry } from '../../src/approvals/members.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { KeyAuthenticator } from '../../src/registry/principal.ts';
+import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+
+let sb: Sandbox;
+let redis: Redis;
+let workspaces: WorkspaceRegistry;
+let agents: AgentRegistry;
+let ring: AgentKeyRing;
+let auth: KeyAuthenticator;
+let client: AgentDbClient;
+
+beforeAll(async () => {
+  sb = sandbox();
+  redis = new Redis(REDIS_URL);
+  const keys = keysFor(sb.config.prefix);
+  workspaces = new WorkspaceRegistry(redis, keys);
+  agents = new AgentRegistry(redis, keys);
+  ring = new AgentKeyRing(redis, keys, agents);
+  auth = new KeyAuthenticator(redis, keys);
+  await sb.pool();
+  client = sb.client();
+});
+afterAll(async () => {
+  redis.disconnect();
+  await sb.cleanup();
+});
+
+describe('the registry', () => {
+  it('keeps workspaces with their plan, and agents only in registered workspaces', async () => {
+    await expect(agents.put('nowhere', 'a', { displayName: 'A', settings: {} })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await workspaces.put('reg', 'business');
+    expect(await workspaces.get('reg')).toMatchObject({ name: 'reg', plan: 'business' });
+    await expect(workspaces.put('reg', 'gold' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    const a = await agents.put('reg', 'scout', { displayName: 'Scout', settings: { database: 'workspace', sharedData: true } });
+    expect(a).toMatchObject({ slug: 'scout', displayName: 'Scout', settings: { database: 'workspace', approval: 'never', sandbox: false, sharedData: true }, surface: { kind: 'data' } });
+    await expect(agents.put('reg', 'bad', { displayName: 'B', settings: { database: 'everything' } as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    expect((await agents.list('reg')).map((x) => x.slug)).toEqual(['scout']);
+  });
+
+  it('mints agent keys shown once, kept as a hash, revocable, carrying their grants', async () => {
+    await workspaces.put('kw', 'pro');
+    await agents.put('kw', 'writer', { displayName: 'Writer', settings: { database: 'workspace', sharedData: true, approval: 'write' } });
+    const { key, info } = await ring.mint('kw', 'writer');
+    expect(key).toMatch(/^adb_[A-Za-z0-9_-]{43}$/);
+    expect(info.grants).toEqual({ database: 'workspace', sharedData: true });
+    const stored = JSON.stringify(await redis.hgetall(keysFor(sb.config.prefix).agentKeys('kw')));
+    expect(stored).not.toContain(key);
+    expect(await auth.authenticate(key)).toMatchObject({ kind: 'agent', workspace: 'kw', agent: 'writer', keyId: info.id, settings: { database: 'workspace', sharedData: true, approval: 'write' } });
+
+    // Narrowing the agent narrows its keys at once; widening it again does not widen a key
+    // minted under narrower settings.
+    await agents.put('kw', 'writer', { displayName: 'Writer', settings: { database: 'agent' } });
+    expect(await auth.authenticate(key)).toMatchObject({ settings: { database: 'agent', sharedData: false } });
+    const narrow = await ring.mint('kw', 'writer');
+    await agents.put('kw', 'writer', { displayName: 'Writer', settings: { database: 'workspace', sharedData: true } });
+    expect(await auth.authenticate(narrow.key)).toMatchObject({ settings: { database: 'agent', sharedData: false } });
+    expect(await auth.authenticate(key)).toMatchObject({ settings: { database: 'workspace', sharedData: true } });
+
+    expect(await ring.revoke('kw', info.id)).toBe(true);
+    expect(await ring.revoke('kw', info.id)).toBe(false);
+    expect(await auth.authenticate(key)).toBeUndefined();
+    expect((await ring.list('kw', 'writer')).map((k) => k.revoked)).toEqual([true, false]);
+
+    // A key of an agent that is no longer registered does not work.
+    await agents.remove('kw', 'writer');
+    expect(await auth.authenticate(narrow.key)).toBeUndefined();
+  });
+
+  it('member keys keep working and resolve to the member', async () => {
+    const members = new MemberRegistry(redis, keysFor(sb.config.prefix));
+    const { key } = await members.add('kw', 'ada', 'admin');
+    expect(await auth.authenticate(key)).toEqual({ kind: 'member', workspace: 'kw', member: { name: 'ada', role: 'admin' } });
+    expect(await auth.authenticate('adb_' + 'x'.repeat(43))).toBeUndefined();
+    expect(await auth.authenticate('nope')).toBeUndefined();
+  });
+});
+
+describe('limits follow the registered plan', () => {
+  const settings = { database: 'agent' } as const;
+  const create = (ws: string, n: number) =>
+    client.call({ workspace: ws, agent: 'maker', settings, tool: 'DATA_WRITE_SQL', arguments: { sql: `CREATE TABLE t${n} (x)` } });
+
+  it('an unregistered workspace runs on the smallest plan; settings cannot name a plan', async () => {
+    expect(await client.call({ workspace: 'free', agent: 'maker', settings: { ...settings, plan: 'enterprise' } as never, tool: 'DATA_DESCRIBE_SCHEMA' })).toMatchObject({
+      ok: false,
+      error: { code: 'INVALID_ARGUMENTS' },
+    });
+    for (let i = 0; i < 50; i++) expect(await create('free', i)).toMatchObject({ ok: true });
+    expect(await create('free', 50)).toMatchObject({ ok: false, error: { code: 'LIMIT_EXCEEDED' } });
+
+    // Registered on enterprise, the same workspace takes more tables.
+    await workspaces.put('free', 'enterprise');
+    await expect.poll(() => create('free', 50), { timeout: 5000 }).toMatchObject({ ok: true });
+  });
+});
