@@ -139,6 +139,8 @@ export class AgentDbClient {
       return errorEnvelope(callId, f.tool, f.code, f.detail);
     }
     const { request, shard, tool } = planned.plan;
+    const down = await this.redisDown();
+    if (down) return errorEnvelope(callId, tool, 'UNAVAILABLE', down);
     const data: CallJobData = {
       callId,
       workspace: request.workspace,
@@ -155,8 +157,6 @@ export class AgentDbClient {
     const key = callKeyOf(data);
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
-    const down = await this.redisDown();
-    if (down) return errorEnvelope(callId, tool, 'UNAVAILABLE', down);
     await this.ensureReader();
     const completion = this.waiters.completion(key);
     const parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key);

@@ -26,11 +26,11 @@ describe('a waited agentdb call parked for a person', () => {
     const live = spawnCli(['call', ...gated, 'DATA_WRITE_SQL', '{"sql":"CREATE TABLE decided (x)"}'], sb.env);
     await live.stderrMatches(PARKED);
     const [, callId, approvalId] = PARKED.exec(live.stderr())!;
-    expect(live.stderr()).toContain(`agentdb approvals approve ${approvalId} --by MEMBER`);
-    expect(live.stderr()).toContain(`agentdb approvals reject ${approvalId} --by MEMBER`);
+    expect(live.stderr()).toContain(`agentdb approvals approve ${approvalId} --key MEMBER_KEY`);
+    expect(live.stderr()).toContain(`agentdb approvals reject ${approvalId} --key MEMBER_KEY`);
     expect(live.stdout()).toBe('');
 
-    expect((await runCli(['approvals', 'approve', approvalId!, '--by', 'ops'], sb.env)).code).toBe(0);
+    expect((await runCli(['approvals', 'approve', approvalId!, '--operator', '--by', 'ops'], sb.env)).code).toBe(0);
     const done = await live.exited;
     expect(done.code).toBe(0);
     expect(JSON.parse(done.stdout)).toMatchObject({ ok: true, callId });
@@ -45,7 +45,7 @@ describe('a waited agentdb call parked for a person', () => {
     expect(out.code).toBe(130);
     expect(out.stdout).toBe('');
     expect(out.stderr).toContain(`stopped waiting. Call ${callId} stays parked for approval ${approvalId}`);
-    expect(out.stderr).toContain(`agentdb result ${callId} --wait`);
+    expect(out.stderr).toContain(`agentdb result ${callId} --workspace acme --agent scout --wait`);
     const pending = JSON.parse((await runCli(['approvals', 'list', '--workspace', 'acme', '--json'], sb.env)).stdout) as { id: string }[];
     expect(pending.map((a) => a.id)).toContain(approvalId);
   });
@@ -69,6 +69,6 @@ describe('a waited agentdb call no worker takes', () => {
     live.child.kill('SIGINT');
     const out = await live.exited;
     expect(out.code).toBe(130);
-    expect(out.stderr).toContain(`Call ${callId} is not withdrawn: it runs when a worker takes it; its outcome: agentdb result ${callId} --wait`);
+    expect(out.stderr).toContain(`Call ${callId} is not withdrawn: it runs when a worker takes it; its outcome: agentdb result ${callId} --workspace acme --agent scout --wait`);
   });
 });

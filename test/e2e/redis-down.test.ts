@@ -15,11 +15,11 @@ describe('every command with REDIS_URL pointing at nothing', () => {
     const env = { ...sb.env, REDIS_URL: url };
     const commands = [
       ['approvals', 'list'],
-      ['approvals', 'approve', 'ap_x', '--by', 'ada'],
+      ['approvals', 'approve', 'ap_x', '--key', `adb_${'x'.repeat(43)}`],
       ['members', 'list', '--workspace', 'acme'],
       ['members', 'add', '--workspace', 'acme', '--name', 'ada'],
       ['usage', '--workspace', 'acme'],
-      ['result', 'some-call'],
+      ['result', 'some-call', '--workspace', 'acme', '--agent', 'scout'],
       ['scheduler', '--prune-now'],
       ['worker'],
       ['call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],

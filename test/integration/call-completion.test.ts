@@ -6,9 +6,15 @@ import { completedEvent, parseEntry } from '../../src/queue/events.ts';
 import { keysFor } from '../../src/queue/keys.ts';
 import { meterDay, readUsage } from '../../src/queue/usage.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { OwnRedis } from '../helpers/own-redis.ts';
 
 let sb: Sandbox;
-afterEach(() => sb.cleanup());
+let own: OwnRedis | undefined;
+afterEach(async () => {
+  await sb.cleanup();
+  await own?.remove();
+  own = undefined;
+});
 
 describe('call completions', () => {
   it('announces and meters completions issued together, each once and in order, in one command', async () => {
@@ -60,7 +66,10 @@ describe('call completions', () => {
   });
 
   it('announces a result too large for its event only once the job holds it, so no waiter depends on a timer', async () => {
-    sb = sandbox({ SHARD_COUNT: '1' });
+    // A Redis of its own: MONITOR sees every client's commands, and other tests' binary
+    // (msgpack) arguments on the shared one trip ioredis's MONITOR parser.
+    own = await OwnRedis.start();
+    sb = sandbox({ SHARD_COUNT: '1', REDIS_URL: own.url });
     await sb.pool();
     const client = sb.client();
     const keys = keysFor(sb.config.prefix);
