@@ -42,8 +42,11 @@ export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpTool
   }
   if (!answer.ok) {
     const { code, message, hint } = answer.error;
+    // SQLite's messages quote what the statement met — a column name, a JSON path, a value —
+    // and an agent may have stored any of those: the message is fenced like rows are. The
+    // code and the hint are agentdb's own.
     return {
-      content: [{ type: 'text', text: `${code}: ${message}${hint ? `\nHint: ${hint}` : ''}` }],
+      content: [{ type: 'text', text: `${code}\n${untrustedFence(JSON.stringify(message))}${hint ? `\nHint: ${hint}` : ''}` }],
       structuredContent: { callId: answer.callId, error: answer.error, ...('approval' in answer ? { approval: answer.approval } : {}) },
       isError: true,
     };

@@ -1,6 +1,8 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { prepareChecked, type CheckMode } from '../guard/engine-check.ts';
 import { AgentDbError } from '../errors.ts';
+import { schemaVersion } from './sqlite-schema.ts';
+import { trusted } from './sqlite-trusted.ts';
 
 /** STATEMENT_CACHE_BYTES' default: what a child's cached statements may take, as estimated. */
 export const DEFAULT_STATEMENT_CACHE_BYTES = 32 * 1024 * 1024;
@@ -73,6 +75,7 @@ export class StatementCache {
   private readonly entries = new Map<string, Entry>();
   private readonly keysOf = new WeakMap<Database, Set<string>>();
   private readonly ids = new WeakMap<Database, number>();
+  private readonly schemaSizes = new WeakMap<Database, { version: string; bytes: number }>();
   private nextId = 1;
   private bytes = 0;
 
@@ -110,7 +113,12 @@ export class StatementCache {
     const columns = stmt.reader ? stmt.columns() : [];
     let nameBytes = 0;
     for (const c of columns) nameBytes += Buffer.byteLength(c.name);
-    const cost = statementCost({ sqlBytes: Buffer.byteLength(sql), programLength: verdict.programLength, columns: columns.length, nameBytes });
+    // A statement may carry copies of the schema's own text (an INSERT compiles every DEFAULT
+    // it leaves out into its program): a red team's 4 MB of defaults made each cached INSERT
+    // cost 4 MB that SQL, program length and columns did not show. So a statement costs at
+    // least its database's schema text, measured once per schema version.
+    const estimated = statementCost({ sqlBytes: Buffer.byteLength(sql), programLength: verdict.programLength, columns: columns.length, nameBytes });
+    const cost = Math.max(estimated, this.schemaBytes(db));
     if (cost > this.budget / LARGEST_SHARE) return stmt;
     this.entries.set(key, { db, stmt, cost });
     let keys = this.keysOf.get(db);
@@ -135,6 +143,15 @@ export class StatementCache {
   /** What the cache holds now. */
   stats(): StatementCacheStats {
     return { count: this.entries.size, bytes: this.bytes, budget: this.budget };
+  }
+
+  private schemaBytes(db: Database): number {
+    const version = schemaVersion(db);
+    const known = this.schemaSizes.get(db);
+    if (known?.version === version) return known.bytes;
+    const bytes = trusted(db, 'SELECT coalesce(sum(length(CAST(sql AS BLOB))), 0) FROM sqlite_schema').pluck().get() as number;
+    this.schemaSizes.set(db, { version, bytes });
+    return bytes;
   }
 
   private idOf(db: Database): number {

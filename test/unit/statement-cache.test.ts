@@ -42,6 +42,22 @@ describe('StatementCache', () => {
     expect(cache.stats().count).toBeLessThan(60);
   });
 
+  it('charges a statement at least its schema text, which an INSERT copies its defaults from (a red team filled a child through 4 MB of defaults)', () => {
+    const db = database();
+    db.exec(`CREATE TABLE wide (a, b DEFAULT '${'x'.repeat(300_000)}')`);
+    const cache = new StatementCache(32 * 1024 * 1024);
+    for (let i = 0; i < 20; i++) cache.checked(db, `INSERT INTO wide (a) SELECT ${i} WHERE 0`, 'write');
+    // Each costs at least the 300 KB schema: at most ~100 fit, and every one is charged so.
+    const { bytes, count } = cache.stats();
+    expect(count).toBe(20);
+    expect(bytes).toBeGreaterThanOrEqual(20 * 300_000);
+    // Past a sixteenth of the budget (2 MB), a statement of that schema is not kept at all.
+    db.exec(`ALTER TABLE wide ADD COLUMN c DEFAULT '${'y'.repeat(2_100_000)}'`);
+    cache.forget(db);
+    cache.checked(db, 'INSERT INTO wide (a) SELECT 1 WHERE 0', 'write');
+    expect(cache.stats().count).toBe(0);
+  });
+
   it('evicts the least recently used statement of any database, and a hit counts as a use', () => {
     const a = database();
     const b = database();
