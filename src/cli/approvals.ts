@@ -88,14 +88,23 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
  * agents, so one that names several approvals is refused: the ap_… id says which.
  */
 async function approvalIdOf(service: ApprovalService, id: string, workspace: string | undefined): Promise<string | DecideResult> {
-  if (await service.get(id)) return id;
+  const byId = await service.get(id);
+  const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId.id : undefined;
   for (const state of ['pending', 'all'] as const) {
     const found = (await service.list({ state, ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
-    if (found.length === 1) return found[0]!.id;
-    if (found.length > 1) {
-      return { ok: false, code: 'INVALID_ARGUMENTS', detail: `Call id ${JSON.stringify(id)} names ${found.length} approvals (of ${found.map((a) => `${a.workspace}/${a.agent}`).join(', ')}): pass the ap_… id that \`agentdb approvals list\` shows.` };
+    // A call id may look like an approval id (an agent picks it): one that names both is never
+    // resolved by guessing, or an agent could point a person's decision at another call.
+    const candidates = [...new Set([...found.map((a) => a.id), ...(asApproval ? [asApproval] : [])])];
+    if (candidates.length === 1) return candidates[0]!;
+    if (candidates.length > 1) {
+      return {
+        ok: false,
+        code: 'INVALID_ARGUMENTS',
+        detail: `${JSON.stringify(id)} names ${candidates.length} approvals (${candidates.join(', ')}): decide with one of those ap_… ids, after checking it with \`agentdb approvals list\`.`,
+      };
     }
   }
+  if (asApproval) return asApproval;
   return {
     ok: false,
     code: 'NOT_FOUND',

@@ -13,11 +13,15 @@ import { summary } from '../approvals/approval-service.ts';
 import type { CallPlan } from './call-plan.ts';
 import { dbTarget, type Approved, type ParkOutcome, type RunOutcome } from './call-runner.ts';
 import type { Config } from '../config.ts';
+import { CALL_RECORD_RETENTION_MS } from '../store/sqlite-calls.ts';
 import type { Logger } from '../logger.ts';
 import { parseDatabaseId } from '../store/database-id.ts';
 import type { ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
 import { publishEvent } from './events.ts';
 import type { Keys } from './keys.ts';
+
+/** How long after an approved call ran a resend may replay it: well inside the record's retention. */
+const REPLAYABLE_MS = CALL_RECORD_RETENTION_MS - 24 * 3600 * 1000;
 
 /** What parking needs from the worker. */
 export interface ParkingDeps {
@@ -143,6 +147,12 @@ export class CallParking {
           `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : ' (no reason given).'}`,
         );
       case 'approved': {
+        // An approval lets its call run once. A resend after it ran replays the exactly-once
+        // record while the database keeps it; past that, running it again would be a second
+        // effect nobody approved (the approval outlives the job and the record).
+        if (approval.ran && Date.now() - approval.ran.at > REPLAYABLE_MS) {
+          return failed(job.data, 'APPROVAL_EXPIRED', `Approval ${id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`);
+        }
         const outcome = await run(approval.object ? { expect: approval.object } : {});
         if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
         const { envelope } = outcome;

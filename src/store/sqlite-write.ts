@@ -4,7 +4,8 @@ import { guardTableName, guardWrite, parseStatement, type StatementKind } from '
 import { AgentDbError } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './sqlite-calls.ts';
-import type { DropObject } from '../contracts/drop-object.ts';
+import { createHash } from 'node:crypto';
+import { MAX_SHOWN_DEFINITION_BYTES, type DropObject } from '../contracts/drop-object.ts';
 import { agentTableCount, INTERNAL_PREFIX, longNameRefusal, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
 import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
@@ -226,14 +227,30 @@ export function dropTarget(db: Database, table: string): { type: 'table' | 'view
 export function dropObject(db: Database, found: { type: 'table' | 'view'; name: string }): DropObject {
   const row = trusted(db, `SELECT sql, rootpage FROM sqlite_schema WHERE name = ? AND type = ?`).get(found.name, found.type) as { sql: string | null; rootpage: number };
   const rows = found.type === 'table' ? (trusted(db, `SELECT count(*) FROM main.${quoteIdentifier(found.name)}`).pluck().get() as number) : undefined;
-  return { type: found.type, name: found.name, definition: row.sql ?? '', rootpage: row.rootpage, ...(rows === undefined ? {} : { rows }) };
+  const whole = row.sql ?? '';
+  return {
+    type: found.type,
+    name: found.name,
+    definition: shownDefinition(whole),
+    definitionSha256: createHash('sha256').update(whole).digest('hex'),
+    rootpage: row.rootpage,
+    ...(rows === undefined ? {} : { rows }),
+  };
+}
+
+function shownDefinition(whole: string): string {
+  const bytes = Buffer.byteLength(whole);
+  if (bytes <= MAX_SHOWN_DEFINITION_BYTES) return whole;
+  // Cut on a character, not inside one: the buffer's prefix decoded may end in a replacement.
+  const head = Buffer.from(whole).subarray(0, MAX_SHOWN_DEFINITION_BYTES - 64).toString('utf8').replace(/\uFFFD$/, '');
+  return `${head}…[${bytes} bytes in all]`;
 }
 
 /** What changed between the approved object and the one there now, or undefined. */
 function staleness(approved: DropObject, now: DropObject): string | undefined {
   if (approved.type !== now.type) return `it was a ${approved.type} and is now a ${now.type}`;
   if (approved.rootpage !== now.rootpage) return `it is another ${now.type} than the one approved (renamed or replaced since)`;
-  if (approved.definition !== now.definition) return 'its definition changed';
+  if (approved.definitionSha256 !== now.definitionSha256) return 'its definition changed';
   if (approved.rows !== now.rows) return `it held ${approved.rows} rows when approved and holds ${now.rows} now`;
   return undefined;
 }

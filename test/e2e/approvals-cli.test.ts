@@ -193,6 +193,21 @@ describe('agentdb approvals', () => {
     expect(json(unknown.stdout).error.message).toMatch(/ap_… id that `agentdb approvals list` shows, or the callId of the parked call/);
   });
 
+  it('refuses an id that names both an approval and another parked call, rather than guess', async () => {
+    const { id } = await parkWrite('CREATE TABLE meant_one (x)');
+    // Another agent picks the first approval's id as its own call id.
+    const decoy = await client.call(
+      { workspace: 'acme', agent: 'decoy', settings: { database: 'agent', approval: 'write' }, callId: id, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE decoy (x)' } },
+      { wait: false },
+    );
+    expect(decoy).toMatchObject({ status: 'awaiting_approval' });
+    const out = await cli('approvals', 'approve', id, '--key', keyOf.bob!);
+    expect(out.code).toBe(1);
+    expect(json(out.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('names 2 approvals') } });
+    const pending = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout) as { id: string; state: string }[];
+    expect(pending.filter((a) => a.id === id || a.id === (decoy as { approval: { id: string } }).approval.id).map((a) => a.state)).toEqual(['pending', 'pending']);
+  });
+
   it('keeps the audit: --state all shows who decided, when, why and what ran', async () => {
     const all = json((await cli('approvals', 'list', '--workspace', 'acme', '--state', 'all', '--json')).stdout) as {
       sql: string;

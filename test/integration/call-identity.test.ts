@@ -215,6 +215,45 @@ describe('an approval is bound to its call', () => {
     expect(await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT name FROM scratch ORDER BY id' } })).toMatchObject({ ok: true, result: { rows: [['ada'], ['bo']] } });
   });
 
+  it('a drop approval shows a long definition shortened and binds the whole of it by digest; Redis keeps little', async () => {
+    const who = plain('w1', 'wide');
+    await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE big (a)' } });
+    for (let i = 0; i < 12; i++) {
+      expect(await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: `ALTER TABLE big ADD COLUMN c${i} DEFAULT '${'x'.repeat(95_000)}'` } })).toMatchObject({ ok: true });
+    }
+    const drop = parked(await client.call({ ...who, callId: 'wide-drop', tool: 'DATA_DROP_TABLE', arguments: { table: 'big' } }, { wait: false }));
+    const object = drop.approval.object as { definition: string };
+    expect(Buffer.byteLength(object.definition)).toBeLessThanOrEqual(4096);
+    expect(object.definition).toMatch(/…\[\d+ bytes in all\]$/);
+    expect((await redis.call('MEMORY', 'USAGE', keysFor(sb.config.prefix).approval(drop.approval.id), 'SAMPLES', '0')) as number).toBeLessThan(64 * 1024);
+    // Past the part shown, a changed default is still a changed definition.
+    await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "ALTER TABLE big ADD COLUMN late DEFAULT 'z'" } });
+    const done = client.result('wide-drop', { ...whoOf(drop), wait: true });
+    await client.decide(drop.approval.id, { decision: 'approve', key: keyOf.w1! });
+    expect(await done).toMatchObject({ ok: false, error: { code: 'APPROVAL_STALE', message: expect.stringContaining('definition changed') } });
+  });
+
+  it('an approval lets its call run once: a resend after its result and record expired does not run it again', async () => {
+    const who = { ...gated('w1', 'once'), callId: 'once-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS ran_once (x)' } };
+    const first = parked(await client.call(who, { wait: false }));
+    const done = client.result('once-1', { workspace: 'w1', agent: 'once', wait: true });
+    await client.decide(first.approval.id, { decision: 'approve', key: keyOf.w1! });
+    expect(await done).toMatchObject({ ok: true });
+    // Eight days on: the job's result is gone (RESULT_TTL_S) and the approval says when it ran.
+    const store = new ApprovalStore(redis, keysFor(sb.config.prefix));
+    await expect.poll(async () => (await store.get(first.approval.id))?.ran).toBeDefined();
+    const ran = (await store.get(first.approval.id))!.ran!;
+    await redis.hset(keysFor(sb.config.prefix).approval(first.approval.id), 'ran', JSON.stringify({ ...ran, at: ran.at - 8 * 24 * 3600 * 1000 }));
+    const shard = shardOf(databaseId('w1', 'once'), sb.config.shardCount);
+    const queue = new Queue(`{shard-${shard}}`, { connection: redis, prefix: sb.config.prefix });
+    try {
+      await queue.remove(callKey('w1', 'once', 'once-1'));
+    } finally {
+      await queue.close();
+    }
+    expect(await client.call(who)).toMatchObject({ ok: false, error: { code: 'APPROVAL_EXPIRED', message: expect.stringContaining('new call id') } });
+  });
+
   it('a drop approved while the table is unchanged runs', async () => {
     const who = plain('w1', 'dropper2');
     await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE scratch (x)' } });
