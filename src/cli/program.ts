@@ -89,7 +89,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .description('a call\'s envelope, or where it stands (queued, running, awaiting approval)')
     .argument('<call_id>', 'the callId of an envelope or of a --no-wait answer')
     .requiredOption('--workspace <name>', 'the workspace that made the call (a call id belongs to its caller)')
-    .requiredOption('--agent <name>', 'the agent that made the call')
+    .requiredOption('--agent <name>', 'the agent that made the call (@<member> for a member\'s own calls)')
     .option('--wait', 'wait until the call has finished, however long a person takes')
     .action(run(async () => (await import('./result.ts')).result));
   program
