@@ -67,11 +67,11 @@ export async function runCall(
     // write's missing table is no refusal (an earlier parked CREATE may make it before this
     // runs), but a drop of nothing is answered NOT_FOUND now: nobody should have to approve it.
     if (request.op === 'write') {
-      const check = await deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
+      const check = await deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write', callId });
       if (!check.ok && check.error.code !== 'SQL_ERROR') return fail(check.error.code, check.error.detail);
     }
     if (request.op === 'drop') {
-      const check = await deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
+      const check = await deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table, callId });
       if (!check.ok) return fail(check.error.code, check.error.detail);
     }
     return { park: plan };
@@ -130,9 +130,9 @@ function execRequest(plan: CallPlan, callId: string, config: Config): ExecReques
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {
     case 'DATA_DESCRIBE_SCHEMA':
-      return { op: 'describe', db };
+      return { op: 'describe', db, callId };
     case 'DATA_QUERY_SQL':
-      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number };
+      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number, callId };
     case 'DATA_WRITE_SQL':
       return { op: 'write', db, sql: plan.args.sql as string, params, callId };
     case 'DATA_DROP_TABLE':

@@ -6,7 +6,7 @@ import type { CallJobData } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { Executor } from '../store/executor.ts';
+import { ExecutorPool } from '../store/executor-pool.ts';
 import { CallCompletion } from './call-completion.ts';
 import { runCall, type RunOutcome } from './call-runner.ts';
 import { CallParking } from './call-parking.ts';
@@ -25,7 +25,7 @@ export interface ShardWorkerPoolOptions {
 
 /**
  * A worker process's shards: it holds a renewed lease on each shard it owns, runs a BullMQ
- * worker on that shard's queue, and runs every statement in one executor child. A shard
+ * worker on that shard's queue, and runs every statement in its pool of executor children. A shard
  * whose lease lapses elsewhere is taken over on the next tick; a shard whose lease this
  * process loses is let go at once, so two processes never open the same file.
  */
@@ -33,7 +33,9 @@ export class ShardWorkerPool {
   private readonly keys: Keys;
   private readonly redis: Redis;
   private readonly lease: ShardLease;
-  private readonly executor: Executor;
+  private readonly executor: ExecutorPool;
+  /** This process among workers: its lease token, and the key of its published status. */
+  readonly id = `${os.hostname()}:${process.pid}:${randomUUID()}`;
   private readonly completion: CallCompletion;
   private readonly parking: CallParking;
   private readonly workers = new Map<number, Worker>();
@@ -45,7 +47,9 @@ export class ShardWorkerPool {
     const { config } = opts;
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
-    this.executor = new Executor({
+    this.executor = new ExecutorPool({
+      size: config.executorPoolSize,
+      workspaceShare: config.executorWorkspaceShare,
       dataDir: config.dataDir,
       statementTimeoutMs: config.statementTimeoutMs,
       heapLimitMb: config.executorHeapLimitMb,
@@ -63,12 +67,13 @@ export class ShardWorkerPool {
       config,
       logger: opts.logger,
     });
-    this.lease = new ShardLease(this.redis, this.keys, `${os.hostname()}:${process.pid}:${randomUUID()}`, config.leaseTtlMs);
+    this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
   }
 
-  /** Starts the executor and takes every free shard; renews and takes over on a timer. */
+  /** Starts the executors and takes every free shard; renews and takes over on a timer. */
   async start(): Promise<void> {
     await this.executor.start();
+    this.opts.logger.info({ pids: this.executor.pids }, 'executor pool ready');
     await this.tick();
     const every = Math.max(100, Math.floor(this.opts.config.leaseTtlMs / 3));
     this.timer = setInterval(() => {
@@ -81,9 +86,14 @@ export class ShardWorkerPool {
     return [...this.workers.keys()].sort((a, b) => a - b);
   }
 
-  /** The executor child's pid (for operators and tests). */
+  /** The first executor child's pid (for operators and tests). */
   get executorPid(): number | undefined {
-    return this.executor.pid;
+    return this.executor.pids[0];
+  }
+
+  /** Every executor child's pid (for operators and tests). */
+  get executorPids(): number[] {
+    return this.executor.pids;
   }
 
   /** Finishes the jobs in hand, gives every lease back and stops the executor. */

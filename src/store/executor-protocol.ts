@@ -18,8 +18,11 @@ export interface DbTarget {
   limits: PlanLimits;
 }
 
-/** What the worker asks its executor child to do; one request is one statement at most. */
-export type ExecRequest =
+/**
+ * What the worker asks an executor child to do; one request is one statement at most. `callId`
+ * names the call a request serves, so a kill or a status line can say whose statement it was.
+ */
+export type ExecRequest = (
   | { op: 'describe'; db: DbTarget }
   | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number }
   | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callId: string }
@@ -31,7 +34,8 @@ export type ExecRequest =
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
   /** Close every handle of these shards (their lease was lost). */
-  | { op: 'evict'; shards: number[] };
+  | { op: 'evict'; shards: number[] }
+) & { callId?: string };
 
 /**
  * How a request ended. Agent errors are results, not exceptions: `ok: false` carries a registry
@@ -40,10 +44,16 @@ export type ExecRequest =
  */
 export type ExecOutcome = { ok: true; result: unknown; replayed?: boolean } | { ok: false; error: { code: ErrorCode; detail: string } };
 
-/** Parent → child (several to a message): a request and the number its answer will carry. */
+/**
+ * Parent → child (several to a message): a request and the number its answer will carry.
+ * `reopen` says another child has run this database since this one last did: a handle it kept
+ * holds statements prepared against a schema that may have changed, so it is closed and opened
+ * again before the request runs.
+ */
 export interface ChildRequest {
   id: number;
   req: ExecRequest;
+  reopen?: true;
 }
 
 /** Child → parent. `ready` is sent once the child listens, so no request is sent into a void. */

@@ -44,3 +44,23 @@ export function forkExecutorChild(opts: ChildOptions): ChildProcess {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 }
+
+/**
+ * Ends a child the gentle way: it closes its handles (checkpointing each WAL) when its channel
+ * closes. SIGKILL after 5 s, or at once when the channel is gone. Resolves once it has exited.
+ */
+export function endExecutorChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    // Held while we wait, or a process whose last work is this stop() would exit under us.
+    child.ref();
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+    kill.unref();
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    if (child.connected) child.disconnect();
+    else child.kill('SIGKILL');
+  });
+}
