@@ -7,6 +7,7 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { ExecutorPool } from '../store/executor-pool.ts';
+import { AgentShare } from './agent-share.ts';
 import { CallCompletion } from './call-completion.ts';
 import { runCall, type RunOutcome } from './call-runner.ts';
 import { CallParking } from './call-parking.ts';
@@ -25,15 +26,17 @@ export interface ShardWorkerPoolOptions {
 
 /**
  * A worker process's shards: it holds a renewed lease on each shard it owns, runs a BullMQ
- * worker on that shard's queue, and runs every statement in its pool of executor children. A shard
- * whose lease lapses elsewhere is taken over on the next tick; a shard whose lease this
- * process loses is let go at once, so two processes never open the same file.
+ * worker on that shard's queue (no agent holding more than its share of it), and runs every
+ * statement in its pool of executor children. A shard whose lease lapses elsewhere is taken
+ * over on the next tick; a shard whose lease this process loses is let go at once, so two
+ * processes never open the same file.
  */
 export class ShardWorkerPool {
   private readonly keys: Keys;
   private readonly redis: Redis;
   private readonly lease: ShardLease;
   private readonly executor: ExecutorPool;
+  private readonly agentShare: AgentShare;
   /** This process among workers: its lease token, and the key of its published status. */
   readonly id = `${os.hostname()}:${process.pid}:${randomUUID()}`;
   private readonly completion: CallCompletion;
@@ -68,6 +71,7 @@ export class ShardWorkerPool {
       logger: opts.logger,
     });
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
+    this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */
@@ -126,7 +130,8 @@ export class ShardWorkerPool {
 
   private own(shard: number): void {
     const { config, logger } = this.opts;
-    const worker = new Worker<CallJobData>(this.keys.queueName(shard), (job, token) => this.process(job, token!, shard), {
+    const processor = (job: Job<CallJobData>, token?: string) => this.agentShare.run(job, token!, shard, () => this.process(job, token!, shard));
+    const worker = new Worker<CallJobData>(this.keys.queueName(shard), processor, {
       connection: this.redis,
       prefix: this.keys.bullPrefix,
       concurrency: config.workerConcurrency,
@@ -153,6 +158,7 @@ export class ShardWorkerPool {
     // A lost lease means someone else may own the files now: stop at once (jobs in hand are
     // retried by the new owner, and exactly-once keeps writes single).
     await worker?.close(!graceful);
+    this.agentShare.forgetShard(shard);
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');
