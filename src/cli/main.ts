@@ -20,6 +20,7 @@ const commands: Record<string, () => Promise<Command>> = {
   members: async () => (await import('./members.ts')).members,
   approvals: async () => (await import('./approvals.ts')).approvals,
   result: async () => (await import('./result.ts')).result,
+  executors: async () => (await import('./executors.ts')).executors,
 };
 
 const USAGE = `usage: agentdb <command> [options]
@@ -38,6 +39,7 @@ const USAGE = `usage: agentdb <command> [options]
   members list --workspace W [--json]
   approvals list [--workspace W] [--state pending|all] [--limit N] [--json]
   approvals approve|reject ID --by MEMBER [--reason R]
+  executors [--json]            what each executor child of each worker runs now, and for how long
 `;
 
 /**

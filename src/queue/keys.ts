@@ -23,6 +23,10 @@ export interface Keys {
   members(workspace: string): string;
   /** Every member key's sha256 → `<workspace>/<name>`. */
   readonly memberKeys: string;
+  /** Worker ids that published their executor pool's status, scored by when (ms). */
+  readonly executorsIndex: string;
+  /** One worker's executor pool status (JSON, with a short TTL). */
+  executorStatus(worker: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -39,5 +43,7 @@ export function keysFor(prefix: string): Keys {
     approvalsAll: `${prefix}:{approvals}:all`,
     members: (workspace) => `${prefix}:{members}:ws:${workspace}`,
     memberKeys: `${prefix}:{members}:keys`,
+    executorsIndex: `${prefix}:{executors}:index`,
+    executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
   };
 }

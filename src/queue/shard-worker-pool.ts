@@ -13,6 +13,7 @@ import { runCall, type RunOutcome } from './call-runner.ts';
 import { CallParking } from './call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from './connection.ts';
+import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { ShardLease } from './shard-lease.ts';
 
@@ -27,9 +28,9 @@ export interface ShardWorkerPoolOptions {
 /**
  * A worker process's shards: it holds a renewed lease on each shard it owns, runs a BullMQ
  * worker on that shard's queue (no agent holding more than its share of it), and runs every
- * statement in its pool of executor children. A shard whose lease lapses elsewhere is taken
- * over on the next tick; a shard whose lease this process loses is let go at once, so two
- * processes never open the same file.
+ * statement in its pool of executor children, publishing what they do. A shard whose lease
+ * lapses elsewhere is taken over on the next tick; a shard whose lease this process loses is
+ * let go at once, so two processes never open the same file.
  */
 export class ShardWorkerPool {
   private readonly keys: Keys;
@@ -37,6 +38,7 @@ export class ShardWorkerPool {
   private readonly lease: ShardLease;
   private readonly executor: ExecutorPool;
   private readonly agentShare: AgentShare;
+  private readonly status: ExecutorStatusPublisher;
   /** This process among workers: its lease token, and the key of its published status. */
   readonly id = `${os.hostname()}:${process.pid}:${randomUUID()}`;
   private readonly completion: CallCompletion;
@@ -72,12 +74,19 @@ export class ShardWorkerPool {
     });
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
     this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
+    this.status = new ExecutorStatusPublisher(this.redis, this.keys, () => ({
+      worker: this.id,
+      pid: process.pid,
+      shards: this.ownedShards(),
+      pool: this.executor.status(),
+    }));
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */
   async start(): Promise<void> {
     await this.executor.start();
     this.opts.logger.info({ pids: this.executor.pids }, 'executor pool ready');
+    this.status.start();
     await this.tick();
     const every = Math.max(100, Math.floor(this.opts.config.leaseTtlMs / 3));
     this.timer = setInterval(() => {
@@ -106,6 +115,7 @@ export class ShardWorkerPool {
     clearInterval(this.timer);
     await this.ticking;
     await Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
+    await this.status.stop();
     await this.executor.stop();
     this.redis.disconnect();
   }
