@@ -3,7 +3,7 @@ import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import { DatabaseLines, type Line } from './executor-lines.ts';
 import type { ExecutorPoolOptions } from './executor-options.ts';
 import { ExecutorProcess, MAX_PIPELINE, type Queued } from './executor-process.ts';
-import type { PoolStatus } from './executor-status.ts';
+import { about, type PoolStatus } from './executor-status.ts';
 
 export type { ExecutorPoolOptions };
 
@@ -72,7 +72,7 @@ export class ExecutorPool {
     return new Promise((resolve) => {
       const line = this.lines.get(req.db);
       line.queue.push({ req, resolve });
-      if (this.trace) this.opts.logger!.trace!({ db: line.id, callId: req.callId, op: req.op }, 'statement received');
+      if (this.trace) this.opts.logger!.trace!(about(req), 'statement received');
       if (line.slot) {
         // Pipelined behind what its child runs; statements arriving in the same tick travel in
         // one message.

@@ -188,7 +188,7 @@ export class ExecutorProcess {
     }
     this.sent.shift();
     this.opts.logger?.warn(
-      { ...about(head.item.req), child: this.index, pid: child.pid, ms: this.opts.statementTimeoutMs },
+      { ...about(head.item.req), child: this.index, childPid: child.pid, ms: this.opts.statementTimeoutMs },
       'statement timed out; killing its executor child',
     );
     this.replace(child, 'statement timeout');
@@ -203,11 +203,11 @@ export class ExecutorProcess {
     if (head) {
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
-      this.opts.logger?.error({ ...about(head.item.req), child: this.index, pid: child.pid, code, signal }, 'executor child died during a statement');
+      this.opts.logger?.error({ ...about(head.item.req), child: this.index, childPid: child.pid, code, signal }, 'executor child died during a statement');
       head.item.resolve(
         failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`),
       );
-    } else this.opts.logger?.warn({ child: this.index, pid: child.pid, code, signal }, 'executor child exited');
+    } else this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal }, 'executor child exited');
     // One that dies while idle, soon after it started, is not replaced in a loop.
     this.replace(child, 'it died', !head && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
     this.handBack(behind.map((s) => s.item));
@@ -227,7 +227,7 @@ export class ExecutorProcess {
     this.state = 'down';
     this.replacedPid = child.pid;
     const wait = backoff ? RESPAWN_BACKOFF_MS : 0;
-    this.opts.logger?.info({ child: this.index, pid: child.pid, why, inMs: wait }, 'replacing executor child');
+    this.opts.logger?.info({ child: this.index, childPid: child.pid, why, inMs: wait }, 'replacing executor child');
     this.respawnAfter(wait);
   }
 
@@ -278,7 +278,7 @@ export class ExecutorProcess {
           this.state = 'ready';
           this.lastError = '';
           this.idleSince = Date.now();
-          if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, pid: child.pid, replaced: this.replacedPid }, 'executor child respawned');
+          if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
           this.replacedPid = undefined;
           this.hooks.progress(this);
         }
@@ -286,7 +286,7 @@ export class ExecutorProcess {
       });
       child.on('error', (err) => {
         // Spawn failures and channel errors; the worker must never crash on them.
-        this.opts.logger?.warn({ child: this.index, pid: child.pid, err: err.message }, 'executor child error');
+        this.opts.logger?.warn({ child: this.index, childPid: child.pid, err: err.message }, 'executor child error');
         if (!settled) failed(err);
       });
       child.on('exit', (code, signal) => {
