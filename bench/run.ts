@@ -12,6 +12,9 @@ import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchApprovals } from './approvals.ts';
+import { childPids } from './cpu.ts';
+import { benchIsolation } from './isolation.ts';
+import { benchScaling } from './scaling.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
@@ -154,9 +157,16 @@ async function main() {
     databases: DATABASES,
     seconds: round(touched.seconds),
     workerRssMb: rssMb(workers.pid),
-    executorRssMb: rssMb(workers.executorPid()),
-    handleCacheSize: config.handleCacheSize,
+    executorRssMb: workers.executorPids().map(rssMb),
+    poolSize: config.executorPoolSize,
+    handleCacheSizePerChild: config.handleCacheSize,
+    totalRssMb: 0,
   };
+  memory.totalRssMb = round(memory.workerRssMb + memory.executorRssMb.reduce((a, b) => a + b, 0), 1);
+
+  // Each starts worker processes of its own; the one above idles meanwhile.
+  const isolation = await benchIsolation(REDIS_URL, { rounds: ROUNDS >= 3 ? 3 : ROUNDS, phaseSeconds: 6, hostileSeconds: 20 });
+  const scaling = await benchScaling(REDIS_URL, { rounds: ROUNDS >= 3 ? 3 : ROUNDS, calls: 2000 });
 
   const results = {
     at: new Date().toISOString(),
@@ -195,6 +205,8 @@ async function main() {
       },
     },
     memory,
+    isolation,
+    scaling,
   };
 
   const row = (name: string, s: RunStats) =>
@@ -216,7 +228,19 @@ async function main() {
   console.log(
     `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
   );
-  console.log(`memory after ${DATABASES} databases: worker ${memory.workerRssMb} MB, executor ${memory.executorRssMb} MB`);
+  console.log(
+    `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.poolSize} executor children ${memory.executorRssMb.join(' + ')} MB)`,
+  );
+  const nn = isolation.noisyNeighbour;
+  console.log(`noisy neighbour (~${nn.slowStatementMs} ms statements): read p50 ×${nn.ratios.p50}, p99 ×${nn.ratios.p99} (goal p99 <= 1.5)`);
+  const h = isolation.hostile;
+  console.log(`hostile agent (32 runaway in flight): read p50 ×${h.ratios.p50}, p99 ×${h.ratios.p99}, NO_WORKER ${h.readersNoWorker} (goal p99 <= 3, none)`);
+  for (const [name, run] of [['heavy', scaling.heavy], ['light', scaling.light]] as const) {
+    console.log(
+      `scaling, ${name} aggregate (${run.sql}): ${run.oneChild.callsPerSec} calls/s with one child, ${run.defaultPool.callsPerSec} with ${scaling.poolSize}: ×${run.ratio} (goal >= 1.3)`,
+    );
+    console.log(`  CPU s per 1000 calls with the pool: ${JSON.stringify(run.cpuSecondsPer1000Calls.defaultPool)}`);
+  }
 
   const dir = new URL('./results/', import.meta.url);
   mkdirSync(dir, { recursive: true });
@@ -237,14 +261,13 @@ async function startWorkers(config: Config, dataDir: string, prefix: string) {
   if (WORKERS === 'inline') {
     const pool = new ShardWorkerPool({ config, shards: Array.from({ length: config.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
     await pool.start();
-    return { pid: process.pid, executorPid: () => pool.executorPid ?? NaN, stop: () => pool.stop() };
+    return { pid: process.pid, executorPids: () => pool.executorPids, stop: () => pool.stop() };
   }
   const env = { REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(CONCURRENCY) };
-  const { child, output } = await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/);
-  const executorPid = Number(/"executorPid":(\d+)/.exec(output)?.[1] ?? NaN);
+  const { child } = await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/);
   return {
     pid: child.pid!,
-    executorPid: () => executorPid,
+    executorPids: () => childPids(child.pid!),
     stop: () => stopProcess(child),
   };
 }
