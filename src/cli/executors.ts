@@ -27,7 +27,8 @@ export async function executors(ctx: CommandContext): Promise<number> {
       const { pool } = w;
       ctx.stdout.write(
         `worker ${w.worker} (pid ${w.pid}, shards ${w.shards.join(',') || 'none'}): ${pool.size} children, ` +
-          `at most ${pool.workspaceShare} per workspace, ${pool.waiting} statements waiting; as of ${((now - w.at) / 1000).toFixed(1)} s ago\n`,
+          `at most ${pool.workspaceShare} per workspace, ${pool.waiting} statements waiting, spare ${pool.spare ?? 'starting'}; ` +
+          `as of ${((now - w.at) / 1000).toFixed(1)} s ago\n`,
       );
       ctx.stdout.write(`${['child', 'pid', 'state', 'database', 'call', 'op', 'running', 'behind'].join('\t')}\n`);
       for (const c of pool.children) {

@@ -4,6 +4,7 @@ import { DatabaseLines, type Line } from './executor-lines.ts';
 import type { ExecutorPoolOptions } from './executor-options.ts';
 import { ExecutorProcess, MAX_PIPELINE, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
+import { SpareChild } from './spare-child.ts';
 
 export type { ExecutorPoolOptions };
 
@@ -28,6 +29,7 @@ const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, 
  */
 export class ExecutorPool {
   private readonly slots: ExecutorProcess[];
+  private readonly spare: SpareChild;
   private readonly bound: (Line | undefined)[];
   private readonly lines: DatabaseLines;
   /** Lines with statements and no child, oldest first. */
@@ -43,7 +45,13 @@ export class ExecutorPool {
     for (const key of ['statementTimeoutMs', 'heapLimitMb', 'handleCacheSize', 'maxResultBytes', 'size', 'workspaceShare'] as const) {
       if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
     }
-    const hooks = { progress: (p: ExecutorProcess) => this.onProgress(p), returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items) };
+    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes } = opts;
+    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes }, opts.logger);
+    const hooks = {
+      progress: (p: ExecutorProcess) => this.onProgress(p),
+      returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
+      spare: () => this.spare.take(),
+    };
     this.slots = Array.from({ length: opts.size }, (_, i) => new ExecutorProcess(i, opts, hooks));
     this.bound = this.slots.map(() => undefined);
     // Every handle open anywhere fits, twice over.
@@ -51,9 +59,10 @@ export class ExecutorPool {
     this.trace = opts.logger?.isLevelEnabled?.('trace') ?? false;
   }
 
-  /** Starts every child. @throws Error when one cannot start. */
+  /** Starts every child (and a spare, in the background). @throws Error when one cannot start. */
   async start(): Promise<void> {
     await Promise.all(this.slots.map((s) => s.start()));
+    this.spare.start();
   }
 
   /** The pids of the children running now. */
@@ -98,7 +107,9 @@ export class ExecutorPool {
   /** What every child is doing. */
   status(): PoolStatus {
     const now = Date.now();
-    return { size: this.opts.size, workspaceShare: this.opts.workspaceShare, waiting: this.lines.waiting(), children: this.slots.map((s) => s.status(now)) };
+    const spare = this.spare.pid;
+    const children = this.slots.map((s) => s.status(now));
+    return { size: this.opts.size, workspaceShare: this.opts.workspaceShare, waiting: this.lines.waiting(), children, ...(spare ? { spare } : {}) };
   }
 
   /**
@@ -109,7 +120,7 @@ export class ExecutorPool {
     this.stopped = true;
     for (const item of this.lines.takeWaiting()) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));
     this.ready.clear();
-    await Promise.all(this.slots.map((s) => s.stop()));
+    await Promise.all([...this.slots.map((s) => s.stop()), this.spare.stop()]);
   }
 
   private underShare(line: Line): boolean {

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { ErrorCode } from '../errors.ts';
-import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
-import { endExecutorChild, forkExecutorChild } from './executor-spawn.ts';
+import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import { endExecutorChild, startExecutorChild } from './executor-spawn.ts';
 import type { ExecutorProcessOptions } from './executor-options.ts';
 import { HandleMirror } from './handle-mirror.ts';
 import { about, type ChildStatus } from './executor-status.ts';
@@ -18,6 +18,8 @@ export interface ProcessHooks {
   progress(p: ExecutorProcess): void;
   /** Requests sent but never started, handed back in order after a kill or a crash. */
   returned(p: ExecutorProcess, items: Queued[]): void;
+  /** A child started ahead of need (ready, no listeners), to replace a dead one at once. */
+  spare(): ChildProcess | undefined;
 }
 
 /** Requests written to a child ahead of their turn; bounds what one kill sends back. */
@@ -51,6 +53,7 @@ export class ExecutorProcess {
   private retry?: NodeJS.Timeout;
   private nextId = 1;
   private spawnedAt = 0;
+  private starting?: Promise<void>;
   private stopping = false;
   /** The pid of the child this one replaces, for the respawn's log line. */
   private replacedPid?: number;
@@ -119,8 +122,9 @@ export class ExecutorProcess {
       if (!err || this.child !== child) return;
       // The channel broke: the child is useless. What it did not answer goes to another child
       // (a write that did run is replayed from its recorded call id, not run twice).
+      const unanswered = this.sent.splice(0).map((s) => s.item);
       this.replace(child, 'could not send to the child');
-      this.handBack(this.sent.splice(0).map((s) => s.item));
+      this.handBack(unanswered);
     });
   }
 
@@ -143,6 +147,7 @@ export class ExecutorProcess {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.sent.length) await new Promise<void>((resolve) => this.whenIdle.push(resolve));
+    await this.starting;
     this.state = 'stopped';
     clearTimeout(this.retry);
     const child = this.child;
@@ -191,8 +196,8 @@ export class ExecutorProcess {
       { ...about(head.item.req), child: this.index, childPid: child.pid, ms: this.opts.statementTimeoutMs },
       'statement timed out; killing its executor child',
     );
-    this.replace(child, 'statement timeout');
     const behind = this.sent.splice(0).map((s) => s.item);
+    this.replace(child, 'statement timeout');
     head.item.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${this.opts.statementTimeoutMs} ms and was stopped`));
     this.handBack(behind);
   }
@@ -226,9 +231,12 @@ export class ExecutorProcess {
     }
     this.state = 'down';
     this.replacedPid = child.pid;
-    const wait = backoff ? RESPAWN_BACKOFF_MS : 0;
-    this.opts.logger?.info({ child: this.index, childPid: child.pid, why, inMs: wait }, 'replacing executor child');
-    this.respawnAfter(wait);
+    const spare = backoff ? undefined : this.hooks.spare();
+    this.opts.logger?.info({ child: this.index, childPid: child.pid, why, by: spare ? 'the spare' : `a new child in ${backoff ? RESPAWN_BACKOFF_MS : 0} ms` }, 'replacing executor child');
+    // Adopted here, before the caller hands the waiting statements back to the pool: they find
+    // this child ready.
+    if (spare) this.adopt(spare, false);
+    else this.respawnAfter(backoff ? RESPAWN_BACKOFF_MS : 0);
   }
 
   private respawnAfter(ms: number): void {
@@ -240,59 +248,44 @@ export class ExecutorProcess {
   }
 
   private spawn(): Promise<void> {
-    const childOpts: ChildOptions = {
-      dataDir: this.opts.dataDir,
-      heapLimitMb: this.opts.heapLimitMb,
-      handleCacheSize: this.opts.handleCacheSize,
-      maxResultBytes: this.opts.maxResultBytes,
-    };
-    const child = forkExecutorChild(childOpts);
-    this.child = child;
-    this.childId = ++serial;
     this.state = 'starting';
-    this.spawnedAt = Date.now();
-    this.recent.clear();
-    // The child must not keep the worker alive on its own; a request in flight refs the channel.
-    child.unref();
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const failed = (err: Error) => {
-        settled = true;
+    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes } = this.opts;
+    const starting = startExecutorChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes }).then(
+      (child) => this.adopt(child),
+      (err: Error) => {
         this.lastError = err.message;
         this.opts.logger?.error({ child: this.index, err: err.message }, 'executor child failed to start');
-        if (this.child === child) {
-          this.child = undefined;
-          if (!this.stopping) {
-            this.state = 'down';
-            this.respawnAfter(RESPAWN_BACKOFF_MS);
-          }
+        if (!this.stopping) {
+          this.state = 'down';
+          this.respawnAfter(RESPAWN_BACKOFF_MS);
           this.hooks.progress(this);
         }
-        reject(err);
-      };
-      child.on('message', (message: ChildMessage) => {
-        if (message.type !== 'ready') return this.onOutcomes(child, message);
-        settled = true;
-        child.channel?.unref();
-        if (this.child === child && this.state === 'starting') {
-          this.state = 'ready';
-          this.lastError = '';
-          this.idleSince = Date.now();
-          if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
-          this.replacedPid = undefined;
-          this.hooks.progress(this);
-        }
-        resolve();
-      });
-      child.on('error', (err) => {
-        // Spawn failures and channel errors; the worker must never crash on them.
-        this.opts.logger?.warn({ child: this.index, childPid: child.pid, err: err.message }, 'executor child error');
-        if (!settled) failed(err);
-      });
-      child.on('exit', (code, signal) => {
-        if (!settled) failed(new Error(`the child exited before it was ready (${signal ? `signal ${signal}` : `exit code ${code}`})`));
-        else this.onExit(child, code, signal);
-      });
-    });
+        throw err;
+      },
+    );
+    this.starting = starting.catch(() => undefined);
+    return starting;
+  }
+
+  /** Makes a ready child (with no listeners) this slot's own; `notify` tells the pool. */
+  private adopt(child: ChildProcess, notify = true): void {
+    if (this.stopping) {
+      this.state = 'stopped';
+      void endExecutorChild(child);
+      return;
+    }
+    this.child = child;
+    this.childId = ++serial;
+    this.state = 'ready';
+    this.lastError = '';
+    this.spawnedAt = this.idleSince = Date.now();
+    this.recent.clear();
+    child.on('message', (message: ChildMessage) => this.onOutcomes(child, message));
+    // Channel errors; the worker must never crash on them, and an exit follows.
+    child.on('error', (err) => this.opts.logger?.warn({ child: this.index, childPid: child.pid, err: err.message }, 'executor child error'));
+    child.on('exit', (code, signal) => this.onExit(child, code, signal));
+    if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
+    this.replacedPid = undefined;
+    if (notify) this.hooks.progress(this);
   }
 }

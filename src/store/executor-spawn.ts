@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ChildOptions } from './executor-protocol.ts';
+import type { ChildMessage, ChildOptions } from './executor-protocol.ts';
 
 /**
  * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
@@ -62,5 +62,41 @@ export function endExecutorChild(child: ChildProcess): Promise<void> {
     });
     if (child.connected) child.disconnect();
     else child.kill('SIGKILL');
+  });
+}
+
+/**
+ * Forks a child and resolves with it once it listens (its `ready`), with none of this
+ * function's listeners left on it: whoever takes it attaches its own. The child and its channel
+ * are unref'd, so an idle child never keeps the worker alive.
+ * @throws Error when it cannot be spawned or exits before it is ready.
+ */
+export function startExecutorChild(opts: ChildOptions): Promise<ChildProcess> {
+  const child = forkExecutorChild(opts);
+  child.unref();
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: ChildMessage) => {
+      if (message.type !== 'ready') return;
+      done();
+      child.channel?.unref();
+      resolve(child);
+    };
+    const onError = (err: Error) => {
+      done();
+      child.kill('SIGKILL');
+      reject(err);
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      done();
+      reject(new Error(`the child exited before it was ready (${signal ? `signal ${signal}` : `exit code ${code}`})`));
+    };
+    const done = () => {
+      child.off('message', onMessage);
+      child.off('error', onError);
+      child.off('exit', onExit);
+    };
+    child.on('message', onMessage);
+    child.on('error', onError);
+    child.on('exit', onExit);
   });
 }

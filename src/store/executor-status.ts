@@ -21,6 +21,8 @@ export interface PoolStatus {
   /** Statements that wait for a child (not yet sent to one). */
   waiting: number;
   children: ChildStatus[];
+  /** The pid of the child started ahead of need, while one waits ready. */
+  spare?: number;
 }
 
 /** The op, database and call of a request, for logs and status. */

@@ -73,7 +73,8 @@ function answers() {
 
 describe('a worker with a pool of executor children', () => {
   it("answers other databases on the same shard while one runs a long statement, and shows it in 'agentdb executors'", async () => {
-    sb = sandbox({ SHARD_COUNT: '2', EXECUTOR_POOL_SIZE: '4', STATEMENT_TIMEOUT_MS: '4000' });
+    // Long enough for two CLI runs (each starts Node and the TypeScript loader) while it runs.
+    sb = sandbox({ SHARD_COUNT: '2', EXECUTOR_POOL_SIZE: '4', STATEMENT_TIMEOUT_MS: '10000' });
     await startWorker(sb.env);
     const client = sb.client();
     const { order, track } = answers();

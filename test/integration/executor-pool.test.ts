@@ -125,8 +125,10 @@ describe('an executor pool', () => {
     expect(order.indexOf('x')).toBeLessThan(order.indexOf('greedy/a'));
   });
 
-  it('kills only the child past its deadline; what waited behind it runs on another', async () => {
+  it('kills only the child past its deadline, swaps the spare in at once; what waited behind it runs on another', async () => {
     const pool = await started({ size: 2, statementTimeoutMs: 1000 });
+    await expect.poll(() => pool.status().spare, { interval: 5, timeout: 10_000 }).toBeDefined();
+    const spare = pool.status().spare;
     const before = pool.pids;
     const runaway = read(pool, db('kill', 'a'), FOREVER);
     const victim = await childRunning(pool, 'kill/a');
@@ -134,6 +136,8 @@ describe('an executor pool', () => {
     const others = Array.from({ length: 10 }, (_, i) => write(pool, db(`calm${i}`, 'b'), 'CREATE TABLE t (x)'));
     expect((await Promise.all(others)).map(code)).toEqual(Array(10).fill('ok'));
     expect(code(await runaway)).toBe('STATEMENT_TIMEOUT');
+    // Replaced at once, by the child started ahead of need.
+    expect(pool.status().children[victim]).toMatchObject({ pid: spare, state: expect.stringMatching(/^(idle|running)$/) });
     expect((await Promise.all(behind)).map(code)).toEqual(['ok', 'ok']);
     const after = pool.pids;
     expect(after[1 - victim]).toBe(before[1 - victim]);
