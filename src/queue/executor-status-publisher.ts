@@ -46,12 +46,16 @@ export class ExecutorStatusPublisher {
     this.timer.unref();
   }
 
-  /** Stops publishing and removes this worker's entry. */
-  async stop(): Promise<void> {
+  /**
+   * Stops publishing and removes this worker's entry. Not awaited: with Redis down the worker's
+   * connection retries for ever, and a stopping worker must not wait on it (the entry lapses).
+   */
+  stop(): void {
     clearInterval(this.timer);
-    await this.publishing;
     const { worker } = this.snapshot();
-    await this.redis.multi().del(this.keys.executorStatus(worker)).zrem(this.keys.executorsIndex, worker).exec().catch(() => undefined);
+    void (this.publishing ?? Promise.resolve())
+      .then(() => this.redis.multi().del(this.keys.executorStatus(worker)).zrem(this.keys.executorsIndex, worker).exec())
+      .catch(() => undefined);
   }
 
   private async publish(): Promise<void> {

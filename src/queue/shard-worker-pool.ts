@@ -115,7 +115,7 @@ export class ShardWorkerPool {
     clearInterval(this.timer);
     await this.ticking;
     await Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
-    await this.status.stop();
+    this.status.stop();
     await this.executor.stop();
     this.redis.disconnect();
   }
