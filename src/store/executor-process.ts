@@ -39,8 +39,8 @@ const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, 
  * Past `statementTimeoutMs` the child is SIGKILLed: the head answers STATEMENT_TIMEOUT, and the
  * requests behind it — which never started — go back to the pool, which gives them to another
  * child. WAL makes the kill safe. A child that dies on its own mid-statement (out of memory)
- * answers RESOURCE_LIMIT, which is not retried into another crash. Either way a new child is
- * started at once, and nothing else in the worker stops.
+ * answers RESOURCE_LIMIT, which is not retried into another crash. Either way the pool's spare
+ * takes its place at once (or a new child is started), and nothing else in the worker stops.
  */
 export class ExecutorProcess {
   /** Unique per child started (in this process): tells a pool whether a handle may be stale. */
