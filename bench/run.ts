@@ -13,6 +13,9 @@ import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchApprovals } from './approvals.ts';
 import { benchMcp } from './mcp.ts';
+import { childPids } from './cpu.ts';
+import { benchIsolation } from './isolation.ts';
+import { benchScaling } from './scaling.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { benchStartup } from './startup.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
@@ -162,9 +165,18 @@ async function main() {
     databases: DATABASES,
     seconds: round(touched.seconds),
     workerRssMb: rssMb(workers.pid),
-    executorRssMb: rssMb(workers.executorPid()),
-    handleCacheSize: config.handleCacheSize,
+    executorRssMb: workers.executorPids().map(rssMb),
+    poolSize: config.executorPoolSize,
+    handleCacheSizePerChild: config.handleCacheSize,
+    totalRssMb: 0,
   };
+  memory.totalRssMb = round(memory.workerRssMb + memory.executorRssMb.reduce((a, b) => a + b, 0), 1);
+
+  // Each starts worker processes of its own; the one above idles meanwhile.
+  // Short phases, many rounds: a p99 of one phase moves with whatever else this shared
+  // machine does in it, and the median of five is steadier than one long phase.
+  const isolation = await benchIsolation(REDIS_URL, { rounds: ROUNDS, phaseSeconds: 4 });
+  const scaling = await benchScaling(REDIS_URL, { rounds: ROUNDS, calls: 2000 });
 
   const results = {
     at: new Date().toISOString(),
@@ -205,6 +217,8 @@ async function main() {
     },
     mcp,
     memory,
+    isolation,
+    scaling,
   };
 
   const row = (name: string, s: RunStats) =>
@@ -227,7 +241,19 @@ async function main() {
     `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
   );
   console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio})`);
-  console.log(`memory after ${DATABASES} databases: worker ${memory.workerRssMb} MB, executor ${memory.executorRssMb} MB`);
+  console.log(
+    `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,
+  );
+  const nn = isolation.noisyNeighbour;
+  console.log(`noisy neighbour (~${nn.slowStatementMs} ms statements): read p50 ×${nn.ratios.p50}, p99 ×${nn.ratios.p99} (goal p99 <= 1.5)`);
+  const h = isolation.hostile;
+  console.log(`hostile agent (32 runaway in flight): read p50 ×${h.ratios.p50}, p99 ×${h.ratios.p99}, NO_WORKER ${h.readersNoWorker} (goal p99 <= 3, none)`);
+  for (const [name, run] of [['heavy', scaling.heavy], ['light', scaling.light]] as const) {
+    console.log(
+      `scaling, ${name} aggregate (${run.sql}): ${run.oneChild.callsPerSec} calls/s with one child, ${run.defaultPool.callsPerSec} with ${scaling.poolSize}: ×${run.ratio} (goal >= 1.3)`,
+    );
+    console.log(`  CPU s per 1000 calls with the pool: ${JSON.stringify(run.cpuSecondsPer1000Calls.defaultPool)}`);
+  }
   console.log(
     `start-up: agentdb tools --json ${startup.toolsJsonMs} ms, node -e 0 ${startup.nodeMs} ms: ratio ${startup.ratio} (goal <= ${startup.goal.ratioAtMost}; median of ${startup.runs})`,
   );
@@ -251,14 +277,13 @@ async function startWorkers(config: Config, dataDir: string, prefix: string) {
   if (WORKERS === 'inline') {
     const pool = new ShardWorkerPool({ config, shards: Array.from({ length: config.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
     await pool.start();
-    return { pid: process.pid, executorPid: () => pool.executorPid ?? NaN, stop: () => pool.stop() };
+    return { pid: process.pid, executorPids: () => pool.executorPids, stop: () => pool.stop() };
   }
   const env = { REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(CONCURRENCY) };
-  const { child, output } = await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/);
-  const executorPid = Number(/"executorPid":(\d+)/.exec(output)?.[1] ?? NaN);
+  const { child } = await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/);
   return {
     pid: child.pid!,
-    executorPid: () => executorPid,
+    executorPids: () => childPids(child.pid!),
     stop: () => stopProcess(child),
   };
 }

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import cronParser from 'cron-parser';
 import { z } from 'zod';
@@ -24,16 +25,25 @@ const envSchema = z.object({
   PORT: int(0, 65535, 7070),
   HOST: z.string().min(1).default('127.0.0.1'),
   STATEMENT_TIMEOUT_MS: int(10, 600_000, 10_000),
-  /** Jobs a shard's BullMQ worker holds at once; the executor still runs statements one by one. */
+  /** Jobs a shard's BullMQ worker holds at once. */
   WORKER_CONCURRENCY: int(1, 1000, 32),
+  /**
+   * Calls of one agent a shard's worker runs at once; its next call goes back to the queue
+   * (delayed, not refused) until one ends. Default: a quarter of WORKER_CONCURRENCY, at least 1.
+   */
+  AGENT_SHARD_CONCURRENCY: z.coerce.number().int().min(1).max(1000).optional(),
+  /** Executor children per worker process. Default: the CPUs this process may use, at least 2. */
+  EXECUTOR_POOL_SIZE: z.coerce.number().int().min(1).max(1024).optional(),
+  /** Children one workspace may hold at once. Default: half the pool, rounded up. */
+  EXECUTOR_WORKSPACE_SHARE: z.coerce.number().int().min(1).max(1024).optional(),
   /** How long a shard lease lives without renewal before another worker may take the shard. */
   LEASE_TTL_MS: int(500, 600_000, 10_000),
   /** BullMQ job lock; a dead worker's job is retried after it lapses. */
   LOCK_DURATION_MS: int(500, 600_000, 30_000),
   STALLED_INTERVAL_MS: int(500, 600_000, 30_000),
-  /** SQLite's hard heap limit in the executor child, so a huge allocation fails instead of the host. */
+  /** SQLite's memory per executor child, so a huge allocation fails instead of the host. */
   EXECUTOR_HEAP_LIMIT_MB: int(16, 65_536, 512),
-  /** Open SQLite handles kept per executor; ten thousand databases must not mean ten thousand files. */
+  /** Open SQLite handles kept per executor child; ten thousand databases must not mean ten thousand files. */
   HANDLE_CACHE_SIZE: int(1, 100_000, 128),
   /**
    * The most a call's envelope may take as JSON: rows, column names and descriptions past it are
@@ -97,6 +107,9 @@ export interface Config {
   readonly host: string;
   readonly statementTimeoutMs: number;
   readonly workerConcurrency: number;
+  readonly agentShardConcurrency: number;
+  readonly executorPoolSize: number;
+  readonly executorWorkspaceShare: number;
   readonly leaseTtlMs: number;
   readonly lockDurationMs: number;
   readonly stalledIntervalMs: number;
@@ -138,6 +151,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  const executorPoolSize = e.EXECUTOR_POOL_SIZE ?? Math.max(2, os.availableParallelism());
   return Object.freeze({
     redisUrl: e.REDIS_URL,
     dataDir: path.resolve(e.AGENTDB_DATA_DIR),
@@ -147,6 +161,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
     workerConcurrency: e.WORKER_CONCURRENCY,
+    agentShardConcurrency: e.AGENT_SHARD_CONCURRENCY ?? Math.max(1, Math.floor(e.WORKER_CONCURRENCY / 4)),
+    executorPoolSize,
+    // More than the pool would mean no limit at all; say what is enforced.
+    executorWorkspaceShare: Math.min(executorPoolSize, e.EXECUTOR_WORKSPACE_SHARE ?? Math.ceil(executorPoolSize / 2)),
     leaseTtlMs: e.LEASE_TTL_MS,
     lockDurationMs: e.LOCK_DURATION_MS,
     stalledIntervalMs: e.STALLED_INTERVAL_MS,

@@ -202,6 +202,11 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .action(run(async () => (await import('./keys.ts')).list));
 
   program
+    .command('executors')
+    .description('what each executor child of each worker runs now, and for how long')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./executors.ts')).executors));
+  program
     .command('mcp')
     .description('the MCP server of POST /mcp over stdin/stdout, for a local MCP client')
     .option('--stdio', 'serve over stdin/stdout')

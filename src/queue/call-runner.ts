@@ -83,7 +83,7 @@ export async function runCall(
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  const request = execRequest(plan, callKeyOf(data), deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect);
+  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect);
   if (gate.kind === 'approval' && !approved) return { park: plan, request };
 
   const outcome = await deps.executor.run(request);
@@ -134,17 +134,17 @@ export function dbTarget(config: Config, id: string, target: Target, shard: numb
   return { id, path: file, shard, limits: planLimits(plan) };
 }
 
-function execRequest(plan: CallPlan, callKey: string, config: Config, limits: Plan, expect: DropObject | undefined): ExecRequest {
+function execRequest(plan: CallPlan, callKey: string, callId: string, config: Config, limits: Plan, expect: DropObject | undefined): ExecRequest {
   const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {
     case 'DATA_DESCRIBE_SCHEMA':
-      return { op: 'describe', db };
+      return { op: 'describe', db, callId };
     case 'DATA_QUERY_SQL':
-      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number, ...(plan.request.introspect ? { mode: 'introspect' as const } : {}) };
+      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number, callId, ...(plan.request.introspect ? { mode: 'introspect' as const } : {}) };
     case 'DATA_WRITE_SQL':
-      return { op: 'write', db, sql: plan.args.sql as string, params, callKey };
+      return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId };
     case 'DATA_DROP_TABLE':
-      return { op: 'drop', db, table: plan.args.table as string, callKey, ...(expect ? { expect } : {}) };
+      return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(expect ? { expect } : {}) };
   }
 }

@@ -31,6 +31,10 @@ export interface Keys {
   agentKeys(workspace: string): string;
   /** Every active agent key's sha256 → `<workspace>/<key id>`. */
   readonly agentKeyIndex: string;
+  /** Worker ids that published their executor pool's status, scored by when (ms). */
+  readonly executorsIndex: string;
+  /** One worker's executor pool status (JSON, with a short TTL). */
+  executorStatus(worker: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -52,5 +56,7 @@ export function keysFor(prefix: string): Keys {
     agents: (workspace) => `${prefix}:{members}:agents:${workspace}`,
     agentKeys: (workspace) => `${prefix}:{members}:akeys:${workspace}`,
     agentKeyIndex: `${prefix}:{members}:akey-index`,
+    executorsIndex: `${prefix}:{executors}:index`,
+    executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
   };
 }

@@ -6,7 +6,8 @@ import type { CallJobData } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { Executor } from '../store/executor.ts';
+import { ExecutorPool } from '../store/executor-pool.ts';
+import { AgentShare } from './agent-share.ts';
 import { CallCompletion, type Metering } from './call-completion.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { Envelope } from '../contracts/envelope.ts';
@@ -15,6 +16,7 @@ import { runCall, type RunOutcome } from './call-runner.ts';
 import { CallParking } from './call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from './connection.ts';
+import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { ShardLease } from './shard-lease.ts';
 
@@ -28,15 +30,20 @@ export interface ShardWorkerPoolOptions {
 
 /**
  * A worker process's shards: it holds a renewed lease on each shard it owns, runs a BullMQ
- * worker on that shard's queue, and runs every statement in one executor child. A shard
- * whose lease lapses elsewhere is taken over on the next tick; a shard whose lease this
- * process loses is let go at once, so two processes never open the same file.
+ * worker on that shard's queue (no agent holding more than its share of it), and runs every
+ * statement in its pool of executor children, publishing what they do. A shard whose lease
+ * lapses elsewhere is taken over on the next tick; a shard whose lease this process loses is
+ * let go at once, so two processes never open the same file.
  */
 export class ShardWorkerPool {
   private readonly keys: Keys;
   private readonly redis: Redis;
   private readonly lease: ShardLease;
-  private readonly executor: Executor;
+  private readonly executor: ExecutorPool;
+  private readonly agentShare: AgentShare;
+  private readonly status: ExecutorStatusPublisher;
+  /** This process among workers: its lease token, and the key of its published status. */
+  readonly id = `${os.hostname()}:${process.pid}:${randomUUID()}`;
   private readonly completion: CallCompletion;
   private readonly parking: CallParking;
   private readonly workers = new Map<number, Worker>();
@@ -50,7 +57,9 @@ export class ShardWorkerPool {
     const { config } = opts;
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
-    this.executor = new Executor({
+    this.executor = new ExecutorPool({
+      size: config.executorPoolSize,
+      workspaceShare: config.executorWorkspaceShare,
       dataDir: config.dataDir,
       statementTimeoutMs: config.statementTimeoutMs,
       heapLimitMb: config.executorHeapLimitMb,
@@ -69,12 +78,21 @@ export class ShardWorkerPool {
       config,
       logger: opts.logger,
     });
-    this.lease = new ShardLease(this.redis, this.keys, `${os.hostname()}:${process.pid}:${randomUUID()}`, config.leaseTtlMs);
+    this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
+    this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
+    this.status = new ExecutorStatusPublisher(this.redis, this.keys, () => ({
+      worker: this.id,
+      pid: process.pid,
+      shards: this.ownedShards(),
+      pool: this.executor.status(),
+    }));
   }
 
-  /** Starts the executor and takes every free shard; renews and takes over on a timer. */
+  /** Starts the executors and takes every free shard; renews and takes over on a timer. */
   async start(): Promise<void> {
     await this.executor.start();
+    this.opts.logger.info({ pids: this.executor.pids }, 'executor pool ready');
+    this.status.start();
     await this.tick();
     const every = Math.max(100, Math.floor(this.opts.config.leaseTtlMs / 3));
     this.timer = setInterval(() => {
@@ -87,9 +105,14 @@ export class ShardWorkerPool {
     return [...this.workers.keys()].sort((a, b) => a - b);
   }
 
-  /** The executor child's pid (for operators and tests). */
+  /** The first executor child's pid (for operators and tests). */
   get executorPid(): number | undefined {
-    return this.executor.pid;
+    return this.executor.pids[0];
+  }
+
+  /** Every executor child's pid (for operators and tests). */
+  get executorPids(): number[] {
+    return this.executor.pids;
   }
 
   /** Finishes the jobs in hand, gives every lease back and stops the executor. */
@@ -98,6 +121,7 @@ export class ShardWorkerPool {
     clearInterval(this.timer);
     await this.ticking;
     await Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
+    this.status.stop();
     await this.executor.stop();
     this.redis.disconnect();
   }
@@ -122,7 +146,8 @@ export class ShardWorkerPool {
 
   private own(shard: number): void {
     const { config, logger } = this.opts;
-    const worker = new Worker<CallJobData>(this.keys.queueName(shard), (job, token) => this.process(job, token!, shard), {
+    const processor = (job: Job<CallJobData>, token?: string) => this.agentShare.run(job, token!, shard, () => this.process(job, token!, shard));
+    const worker = new Worker<CallJobData>(this.keys.queueName(shard), processor, {
       connection: this.redis,
       prefix: this.keys.bullPrefix,
       concurrency: config.workerConcurrency,
@@ -156,6 +181,7 @@ export class ShardWorkerPool {
     // A lost lease means someone else may own the files now: stop at once (jobs in hand are
     // retried by the new owner, and exactly-once keeps writes single).
     await worker?.close(!graceful);
+    this.agentShare.forgetShard(shard);
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');

@@ -1,9 +1,9 @@
 /**
- * The executor child's entry point: it owns every SQLite handle of one worker process and runs
- * one request at a time, so the worker can SIGKILL it when a statement passes its deadline
+ * An executor child's entry point: one of a worker's pool of children; it keeps its own SQLite
+ * handles and runs one request at a time, so the worker can SIGKILL it when a statement passes its deadline
  * (better-sqlite3 has no interrupt) without losing anything but that statement.
  *
- * Started by `Executor` with `node --import tsx executor-child.ts '<ChildOptions JSON>'`.
+ * Started by `ExecutorProcess` with `node --import tsx executor-child.ts '<ChildOptions JSON>'`.
  */
 import Database from 'better-sqlite3';
 import { dispatch } from './executor-dispatch.ts';
@@ -40,12 +40,13 @@ function main(): void {
   process.on('message', (message: ChildRequest[]) => {
     let done: Outcome[] = [];
     let since = performance.now();
-    for (const { id, req } of message) {
+    for (const { id, req, reopen } of message) {
       if (done.length && performance.now() - since > FLUSH_AFTER_MS) {
         reply(send, done);
         done = [];
         since = performance.now();
       }
+      if (reopen && req.op !== 'evict' && req.op !== 'stats') handles.evict(req.db.path);
       done.push({ id, outcome: dispatch(handles, opts, req) });
     }
     reply(send, done);

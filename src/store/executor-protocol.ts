@@ -19,8 +19,11 @@ export interface DbTarget {
   limits: PlanLimits;
 }
 
-/** What the worker asks its executor child to do; one request is one statement at most. */
-export type ExecRequest =
+/**
+ * What the worker asks an executor child to do; one request is one statement at most. `callId`
+ * names the call a request serves, so a kill or a status line can say whose statement it was.
+ */
+export type ExecRequest = (
   | { op: 'describe'; db: DbTarget }
   /** `mode: 'introspect'`: db_query's rules, which also admit the read-only introspection PRAGMAs. */
   | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect' }
@@ -37,7 +40,8 @@ export type ExecRequest =
   /** Close every handle of these shards (their lease was lost). */
   | { op: 'evict'; shards: number[] }
   /** What the child holds: open handles, cached statements and their estimated bytes, its RSS. */
-  | { op: 'stats' };
+  | { op: 'stats' }
+) & { callId?: string };
 
 /**
  * How a request ended. Agent errors are results, not exceptions: `ok: false` carries a registry
@@ -46,10 +50,16 @@ export type ExecRequest =
  */
 export type ExecOutcome = { ok: true; result: unknown; replayed?: boolean } | { ok: false; error: { code: ErrorCode; detail: string } };
 
-/** Parent → child (several to a message): a request and the number its answer will carry. */
+/**
+ * Parent → child (several to a message): a request and the number its answer will carry.
+ * `reopen` says another child has run this database since this one last did: a handle it kept
+ * holds statements prepared against a schema that may have changed, so it is closed and opened
+ * again before the request runs.
+ */
 export interface ChildRequest {
   id: number;
   req: ExecRequest;
+  reopen?: true;
 }
 
 /** Child → parent. `ready` is sent once the child listens, so no request is sent into a void. */

@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { childModule } from './child-module.ts';
-import type { ChildOptions } from './executor-protocol.ts';
+import type { ChildMessage, ChildOptions } from './executor-protocol.ts';
 
 /**
  * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
@@ -42,5 +42,61 @@ export function forkExecutorChild(opts: ChildOptions): ChildProcess {
       : { execArgv: nodeArgs }),
     serialization: 'json',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+/**
+ * Ends a child the gentle way: it closes its handles (checkpointing each WAL) when its channel
+ * closes. SIGKILL after 5 s, or at once when the channel is gone. Resolves once it has exited.
+ */
+export function endExecutorChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    // Held while we wait, or a process whose last work is this stop() would exit under us.
+    child.ref();
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+    kill.unref();
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    if (child.connected) child.disconnect();
+    else child.kill('SIGKILL');
+  });
+}
+
+/**
+ * Forks a child and resolves with it once it listens (its `ready`), with none of this
+ * function's listeners left on it: whoever takes it attaches its own. The child and its channel
+ * are unref'd, so an idle child never keeps the worker alive.
+ * @throws Error when it cannot be spawned or exits before it is ready.
+ */
+export function startExecutorChild(opts: ChildOptions): Promise<ChildProcess> {
+  const child = forkExecutorChild(opts);
+  child.unref();
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: ChildMessage) => {
+      if (message.type !== 'ready') return;
+      done();
+      child.channel?.unref();
+      resolve(child);
+    };
+    const onError = (err: Error) => {
+      done();
+      child.kill('SIGKILL');
+      reject(err);
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      done();
+      reject(new Error(`the child exited before it was ready (${signal ? `signal ${signal}` : `exit code ${code}`})`));
+    };
+    const done = () => {
+      child.off('message', onMessage);
+      child.off('error', onError);
+      child.off('exit', onExit);
+    };
+    child.on('message', onMessage);
+    child.on('error', onError);
+    child.on('exit', onExit);
   });
 }

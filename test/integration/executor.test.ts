@@ -3,14 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databasePath } from '../../src/store/database-id.ts';
-import { Executor, type ExecutorOptions } from '../../src/store/executor.ts';
+import { ExecutorPool, type ExecutorPoolOptions } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 
 const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
 
 let dataDir: string;
-const executors: Executor[] = [];
+const executors: ExecutorPool[] = [];
 
 beforeAll(() => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-executor-'));
@@ -20,8 +20,11 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function started(opts: Partial<ExecutorOptions> = {}): Promise<Executor> {
-  const executor = new Executor({
+// One child, as the behaviour of each child of a pool (executor-pool.test.ts tests the pool).
+async function started(opts: Partial<ExecutorPoolOptions> = {}): Promise<ExecutorPool> {
+  const executor = new ExecutorPool({
+    size: 1,
+    workspaceShare: 1,
     dataDir,
     statementTimeoutMs: 10_000,
     heapLimitMb: 512,
@@ -39,9 +42,9 @@ function db(workspace: string, agent?: string, shard = 0): DbTarget {
 }
 
 let seq = 0;
-const write = (e: Executor, target: DbTarget, sql: string, params: (string | number)[] = []) =>
+const write = (e: ExecutorPool, target: DbTarget, sql: string, params: (string | number)[] = []) =>
   e.run({ op: 'write', db: target, sql, params, callKey: `c${++seq}` });
-const read = (e: Executor, target: DbTarget, sql: string) => e.run({ op: 'query', db: target, sql, params: [], maxRows: 100 });
+const read = (e: ExecutorPool, target: DbTarget, sql: string) => e.run({ op: 'query', db: target, sql, params: [], maxRows: 100 });
 
 function code(outcome: ExecOutcome): string {
   return outcome.ok ? 'ok' : outcome.error.code;
@@ -56,20 +59,20 @@ function alive(pid: number): boolean {
   }
 }
 
-describe('Executor', () => {
+describe('an executor child', () => {
   it('kills a statement past its deadline, restarts, and every database keeps working', async () => {
     const executor = await started({ statementTimeoutMs: 300 });
     const a = db('timeouts', 'a');
     const b = db('timeouts', 'b');
     expect(code(await write(executor, a, 'CREATE TABLE t (x)'))).toBe('ok');
     expect(code(await write(executor, a, 'INSERT INTO t VALUES (1)'))).toBe('ok');
-    const pid = executor.pid!;
+    const pid = executor.pids[0]!;
 
     // Queued behind the runaway statement: it must still be answered, by the next child.
     const [timedOut, queued] = await Promise.all([read(executor, a, FOREVER), read(executor, b, 'SELECT 2 AS two')]);
     expect(timedOut).toEqual({ ok: false, error: { code: 'STATEMENT_TIMEOUT', detail: 'the statement ran longer than 300 ms and was stopped' } });
     expect(queued).toEqual({ ok: true, result: { columns: ['two'], rows: [[2]], truncated: false } });
-    expect(executor.pid).not.toBe(pid);
+    expect(executor.pids[0]).not.toBe(pid);
     expect(alive(pid)).toBe(false);
 
     // A write killed while holding the write lock: the lock dies with the child, the data stays.
@@ -83,7 +86,7 @@ describe('Executor', () => {
   it('answers RESOURCE_LIMIT when the child is killed from outside mid-statement, and goes on', async () => {
     const executor = await started();
     const target = db('crashes', 'a');
-    const pid = executor.pid!;
+    const pid = executor.pids[0]!;
     const pending = read(executor, target, FOREVER);
     const next = read(executor, target, 'SELECT 1 AS one');
     process.kill(pid, 'SIGKILL');
@@ -93,16 +96,16 @@ describe('Executor', () => {
       error: { code: 'RESOURCE_LIMIT', detail: expect.stringMatching(/signal SIGKILL/) },
     });
     expect(await next).toEqual({ ok: true, result: { columns: ['one'], rows: [[1]], truncated: false } });
-    expect(executor.pid).not.toBe(pid);
+    expect(executor.pids[0]).not.toBe(pid);
   });
 
   it('outlives SIGINT and SIGTERM sent to the whole process group, ending only with its worker', async () => {
     const executor = await started();
-    const pid = executor.pid!;
+    const pid = executor.pids[0]!;
     process.kill(pid, 'SIGINT');
     process.kill(pid, 'SIGTERM');
     expect(await read(executor, db('signals', 'a'), 'SELECT 1 AS one')).toMatchObject({ ok: true });
-    expect(executor.pid).toBe(pid);
+    expect(executor.pids[0]).toBe(pid);
   });
 
   it('stops a huge allocation with RESOURCE_LIMIT; the worker lives on', async () => {
@@ -156,7 +159,7 @@ describe('Executor', () => {
 
   it('writes ten thousand databases through a cache of 64 handles with bounded open files', async () => {
     const executor = await started({ handleCacheSize: 64 });
-    const openFiles = () => fs.readdirSync(`/proc/${executor.pid}/fd`).length;
+    const openFiles = () => fs.readdirSync(`/proc/${executor.pids[0]}/fd`).length;
     const baseline = openFiles();
     let most = baseline;
     const total = 10_000;
@@ -190,7 +193,7 @@ describe('Executor', () => {
 
   it('stops: answers what waits, refuses what comes, and the child exits', async () => {
     const executor = await started();
-    const pid = executor.pid!;
+    const pid = executor.pids[0]!;
     const target = db('stopping', 'a');
     const inFlight = read(executor, target, 'SELECT 1 AS one');
     const stopping = executor.stop();

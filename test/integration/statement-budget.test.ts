@@ -3,18 +3,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databasePath } from '../../src/store/database-id.ts';
-import { Executor } from '../../src/store/executor.ts';
+import { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 import type { StatementCacheStats } from '../../src/store/statement-cache.ts';
 
 let dataDir: string;
-let executor: Executor;
+let executor: ExecutorPool;
 const BUDGET = 16 * 1024 * 1024;
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-stmt-budget-'));
-  executor = new Executor({
+  executor = new ExecutorPool({
+    size: 1,
+    workspaceShare: 1,
     dataDir,
     statementTimeoutMs: 60_000,
     heapLimitMb: 512,

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 
@@ -20,7 +21,21 @@ describe('loadConfig', () => {
     expect([c.shardCount, c.port, c.prefix, c.statementTimeoutMs]).toEqual([4, 8080, 'test-1', 10_000]);
   });
 
+  it('sizes the executor pool and the fair shares from the CPUs and WORKER_CONCURRENCY', () => {
+    const c = loadConfig({});
+    const cpus = Math.max(2, os.availableParallelism());
+    expect([c.executorPoolSize, c.executorWorkspaceShare, c.agentShardConcurrency]).toEqual([cpus, Math.ceil(cpus / 2), 8]);
+    const small = loadConfig({ EXECUTOR_POOL_SIZE: '5', WORKER_CONCURRENCY: '3' });
+    expect([small.executorPoolSize, small.executorWorkspaceShare, small.agentShardConcurrency]).toEqual([5, 3, 1]);
+    const set = loadConfig({ EXECUTOR_POOL_SIZE: '4', EXECUTOR_WORKSPACE_SHARE: '9', AGENT_SHARD_CONCURRENCY: '2' });
+    // A share above the pool is no limit at all: what is enforced is the pool.
+    expect([set.executorPoolSize, set.executorWorkspaceShare, set.agentShardConcurrency]).toEqual([4, 4, 2]);
+  });
+
   it.each([
+    ['EXECUTOR_POOL_SIZE', '0'],
+    ['EXECUTOR_WORKSPACE_SHARE', 'half'],
+    ['AGENT_SHARD_CONCURRENCY', '0'],
     ['SHARD_COUNT', 'many'],
     ['SHARD_COUNT', '0'],
     ['PORT', '70000'],

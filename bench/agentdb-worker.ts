@@ -1,0 +1,57 @@
+// An `agentdb worker` process of a benchmark's own (its prefix, its data folder, its settings).
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../src/config.ts';
+import { AgentDbClient } from '../src/queue/client.ts';
+import { deleteKeys } from '../test/helpers/harness.ts';
+import { childPids } from './cpu.ts';
+import { startProcess } from './process.ts';
+
+const BIN = fileURLToPath(new URL('../bin/agentdb.js', import.meta.url));
+
+/** A private corner of Redis and a data folder, shared by the workers started in it one after another. */
+export interface BenchSite {
+  config: Config;
+  env: Record<string, string>;
+  client: AgentDbClient;
+  /** Starts `agentdb worker` with extra settings; resolves once it is ready. */
+  worker(settings?: Record<string, string>): Promise<{ pid: number; stop(signal?: NodeJS.Signals): Promise<void> }>;
+  close(): Promise<void>;
+}
+
+/** Makes a site; `close()` stops its workers and removes its keys and files. */
+export function benchSite(redisUrl: string, name: string, settings: Record<string, string> = {}): BenchSite {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `agentdb-bench-${name}-`));
+  const env = { REDIS_URL: redisUrl, AGENTDB_PREFIX: `bench-${name}-${randomUUID().slice(0, 8)}`, AGENTDB_DATA_DIR: dataDir, ...settings };
+  const config = loadConfig(env);
+  const client = new AgentDbClient({ redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+  const running = new Set<(signal?: NodeJS.Signals) => Promise<void>>();
+  return {
+    config,
+    env,
+    client,
+    async worker(extra = {}) {
+      const { child } = await startProcess(process.execPath, [BIN, 'worker'], { ...env, LOG_LEVEL: 'info', ...extra }, /"msg":"worker ready"/);
+      const stop = (signal: NodeJS.Signals = 'SIGTERM') =>
+        new Promise<void>((resolve) => {
+          running.delete(stop);
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          // A child in the middle of a runaway statement would never see its worker go.
+          if (signal === 'SIGKILL') for (const pid of childPids(child.pid!)) process.kill(pid, 'SIGKILL');
+          child.once('exit', () => resolve());
+          child.kill(signal);
+        });
+      running.add(stop);
+      return { pid: child.pid!, stop };
+    },
+    async close() {
+      await Promise.all([...running].map((stop) => stop('SIGKILL')));
+      await client.close();
+      await deleteKeys(config.prefix);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,142 @@
+import { DelayedError, type Job } from 'bullmq';
+import type { CallJobData } from '../contracts/call.ts';
+import type { Logger } from '../logger.ts';
+
+/**
+ * How long a call put back stays delayed unless a call of its agent ends first (which wakes the
+ * oldest one at once). It only matters when the wake-up is lost — the worker died, or the shard
+ * moved to another worker — so it is short; each round costs the call a fetch and a move.
+ */
+export const DEFER_MS = 1000;
+
+/**
+ * An agent whose running calls all started less than this ago is busy, not stuck: a call over
+ * its share waits in the worker for one of them to end instead of going back to the queue. Put
+ * back, a call costs two Redis round trips and a fetch, and with 64 primary-key reads in flight
+ * from one agent (the benchmark) going back every time cut throughput from 0.76 to 0.42 of
+ * raw BullMQ; those calls take a few milliseconds each. A runaway statement passes this at once.
+ */
+export const YOUNG_MS = 100;
+
+/** A call of an agent holding one of its turns, since when. */
+interface Turn {
+  since: number;
+}
+
+/** One agent's calls on one shard. */
+interface AgentCalls {
+  /** Its running calls, oldest first. */
+  running: Turn[];
+  /** Calls over its share waiting in the worker: each is handed a turn (true) or sent away (false). */
+  waiting: { turn: Turn; settle: (got: boolean) => void }[];
+  /** Calls put back, oldest first: the next is woken when a call ends and nobody waits. */
+  deferred: Map<string, Job>;
+}
+
+/**
+ * At most `limit` calls of one agent run at once on one shard of this worker process. Without
+ * it, one agent with 32 calls in flight held every BullMQ slot of its shard and other agents'
+ * calls were withdrawn (NO_WORKER).
+ *
+ * A call over the share waits in the worker while the agent's running calls are young (they
+ * will end soon); once the oldest is older than {@link YOUNG_MS}, it goes back to the queue
+ * without holding a slot: the same job, moved to `delayed` the way parking does it
+ * (moveToDelayed + DelayedError), woken by the end of one of the agent's calls. BullMQ's
+ * `Job.moveToDelayed` skips the attempt (`attemptsMade` is not raised), so a call put back a
+ * hundred times is never failed for it; only `attemptsStarted` grows, which nothing here limits
+ * (no `maxStartedAttempts`). The count is per process: two workers never share a shard.
+ */
+export class AgentShare {
+  private readonly agents = new Map<string, AgentCalls>();
+
+  constructor(
+    private readonly limit: number,
+    private readonly logger: Logger,
+  ) {
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+  }
+
+  /**
+   * Runs `work` once the job's agent is under its share on `shard`; or puts the job back
+   * (throws DelayedError, which BullMQ takes as "moved, not failed").
+   */
+  async run<T>(job: Job<CallJobData>, token: string, shard: number, work: () => Promise<T>): Promise<T> {
+    const key = `${shard}\u0000${job.data.workspace}/${job.data.agent}`;
+    const agent = this.agentFor(key);
+    agent.deferred.delete(job.id!);
+    const mine: Turn = { since: Date.now() };
+    if (agent.running.length < this.limit) agent.running.push(mine);
+    else if (!(await this.turn(agent, mine))) return this.putBack(job, token, key);
+    try {
+      return await work();
+    } finally {
+      agent.running.splice(agent.running.indexOf(mine), 1);
+      this.next(key, agent);
+    }
+  }
+
+  /** Forgets the calls put back on a shard this process let go (they stay delayed in Redis). */
+  forgetShard(shard: number): void {
+    for (const [key, agent] of this.agents) if (key.startsWith(`${shard}\u0000`)) agent.deferred.clear();
+  }
+
+  /**
+   * Waits for a turn while the agent's oldest running call is young; true once handed one (the
+   * giver put `mine` among the running), false when the agent's calls are not young.
+   */
+  private turn(agent: AgentCalls, mine: Turn): Promise<boolean> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter = {
+        turn: mine,
+        settle: (got: boolean) => {
+          clearTimeout(timer);
+          resolve(got);
+        },
+      };
+      const check = () => {
+        const left = (agent.running[0]?.since ?? 0) + YOUNG_MS - Date.now();
+        if (left > 0) timer = setTimeout(check, left);
+        else {
+          agent.waiting.splice(agent.waiting.indexOf(waiter), 1);
+          resolve(false);
+        }
+      };
+      agent.waiting.push(waiter);
+      check();
+    });
+  }
+
+  /** A call ended: the oldest waiting call takes its turn, or else the oldest put back is woken. */
+  private next(key: string, agent: AgentCalls): void {
+    const waiter = agent.waiting.shift();
+    if (waiter) {
+      waiter.turn.since = Date.now();
+      agent.running.push(waiter.turn);
+      return waiter.settle(true);
+    }
+    const next = agent.deferred.values().next();
+    if (!next.done) {
+      agent.deferred.delete(next.value.id!);
+      // Not found or no longer delayed (another worker ran it): nothing to do.
+      next.value.promote().catch(() => undefined);
+    }
+    if (agent.running.length === 0 && agent.deferred.size === 0) this.agents.delete(key);
+  }
+
+  private agentFor(key: string): AgentCalls {
+    let agent = this.agents.get(key);
+    if (!agent) this.agents.set(key, (agent = { running: [], waiting: [], deferred: new Map() }));
+    return agent;
+  }
+
+  private async putBack(job: Job<CallJobData>, token: string, key: string): Promise<never> {
+    await job.moveToDelayed(Date.now() + DEFER_MS, token);
+    const agent = this.agentFor(key);
+    agent.deferred.set(job.id!, job);
+    // A call of the agent may have ended while the job moved: it found nothing to wake.
+    if (agent.running.length < this.limit) this.next(key, agent);
+    if (this.logger.isLevelEnabled('debug')) this.logger.debug({ callId: job.id, agent: job.data.agent, limit: this.limit }, 'call put back: its agent is at its share');
+    throw new DelayedError();
+  }
+}

@@ -1,0 +1,33 @@
+/** The subset of a pino logger the executor uses. */
+export interface ExecutorLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+  trace?(obj: object, msg: string): void;
+  isLevelEnabled?(level: string): boolean;
+}
+
+/** What every child of a pool is started with; the worker passes them from its Config. */
+export interface ExecutorProcessOptions {
+  /** DATA_DIR: the child opens nothing outside it. */
+  dataDir: string;
+  /** A statement running longer is killed with its child: STATEMENT_TIMEOUT. */
+  statementTimeoutMs: number;
+  /** Memory SQLite may use in each child, in MiB (see `dataLimitKiB`). */
+  heapLimitMb: number;
+  /** Open SQLite handles each child keeps. */
+  handleCacheSize: number;
+  /** Query results are cut to this much JSON. */
+  maxResultBytes: number;
+  /** Estimated bytes each child's cached statements may take; the child's default when absent. */
+  statementCacheBytes?: number;
+  logger?: ExecutorLogger;
+}
+
+/** Options of an `ExecutorPool`; the worker passes them from its Config. */
+export interface ExecutorPoolOptions extends ExecutorProcessOptions {
+  /** Children (EXECUTOR_POOL_SIZE). */
+  size: number;
+  /** Children one workspace may hold at once (EXECUTOR_WORKSPACE_SHARE). */
+  workspaceShare: number;
+}

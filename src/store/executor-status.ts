@@ -1,0 +1,32 @@
+import type { ExecRequest } from './executor-protocol.ts';
+
+/** What one child of a pool is doing, for `agentdb executors`. */
+export interface ChildStatus {
+  child: number;
+  pid: number | undefined;
+  state: 'starting' | 'idle' | 'running' | 'down' | 'stopped';
+  op?: string;
+  database?: string;
+  callId?: string;
+  /** How long the statement at the head has run. */
+  runningMs?: number;
+  /** Requests sent behind it. */
+  behind?: number;
+}
+
+/** What a worker's executor pool is doing. */
+export interface PoolStatus {
+  size: number;
+  workspaceShare: number;
+  /** Statements that wait for a child (not yet sent to one). */
+  waiting: number;
+  children: ChildStatus[];
+  /** The pid of the child started ahead of need, while one waits ready. */
+  spare?: number;
+}
+
+/** The op, database and call of a request, for logs and status. */
+export function about(req: ExecRequest): { op: string; database?: string; callId?: string } {
+  const callId = req.callId ?? (req.op === 'audit' ? req.entry.callId : undefined);
+  return { op: req.op, ...(req.op === 'evict' || req.op === 'stats' ? {} : { database: req.db.id }), ...(callId ? { callId } : {}) };
+}

@@ -1,0 +1,204 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databasePath } from '../../src/store/database-id.ts';
+import { ExecutorPool, type ExecutorPoolOptions } from '../../src/store/executor-pool.ts';
+import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+
+const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
+
+let dataDir: string;
+const pools: ExecutorPool[] = [];
+const held: Database.Database[] = [];
+
+beforeAll(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-pool-'));
+});
+afterAll(async () => {
+  for (const h of held) h.close();
+  await Promise.all(pools.map((p) => p.stop()));
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function started(opts: Partial<ExecutorPoolOptions> = {}): Promise<ExecutorPool> {
+  const pool = new ExecutorPool({
+    size: 2,
+    workspaceShare: 1,
+    dataDir,
+    statementTimeoutMs: 30_000,
+    heapLimitMb: 256,
+    handleCacheSize: 64,
+    maxResultBytes: 1024 * 1024,
+    ...opts,
+  });
+  pools.push(pool);
+  await pool.start();
+  return pool;
+}
+
+function db(workspace: string, agent?: string, shard = 0): DbTarget {
+  return { id: agent ? `${workspace}/${agent}` : workspace, path: databasePath(dataDir, workspace, agent, shard), shard, limits: PLAN_LIMITS.enterprise };
+}
+
+let seq = 0;
+const write = (p: ExecutorPool, target: DbTarget, sql: string, params: (string | number)[] = []) =>
+  p.run({ op: 'write', db: target, sql, params, callKey: `c${++seq}` });
+const read = (p: ExecutorPool, target: DbTarget, sql: string) => p.run({ op: 'query', db: target, sql, params: [], maxRows: 1000 });
+const code = (o: ExecOutcome) => (o.ok ? 'ok' : o.error.code);
+
+/** Records the order in which promises settle. */
+function settleOrder() {
+  const order: string[] = [];
+  return { order, track: <T>(name: string, p: Promise<T>) => p.finally(() => order.push(name)) };
+}
+
+/**
+ * Makes `target` and holds its write lock from this process, so that a write to it waits in its child (up to
+ * the handle's 5 s busy timeout) until `release()`: a statement that runs exactly as long as the
+ * test wants.
+ */
+async function lockOf(target: DbTarget): Promise<() => void> {
+  // Made here, not through the pool, so that no child has it open yet.
+  fs.mkdirSync(path.dirname(target.path), { recursive: true });
+  const conn = new Database(target.path);
+  held.push(conn);
+  conn.pragma('journal_mode = WAL');
+  conn.exec('CREATE TABLE IF NOT EXISTS lock (x)');
+  conn.exec('BEGIN IMMEDIATE');
+  return () => conn.exec('COMMIT');
+}
+
+/** The child that runs a statement of `dbId` now, once one does. */
+async function childRunning(p: ExecutorPool, dbId: string): Promise<number> {
+  await expect.poll(() => p.status().children.some((c) => c.database === dbId), { interval: 5, timeout: 10_000 }).toBe(true);
+  return p.status().children.find((c) => c.database === dbId)!.child;
+}
+
+describe('an executor pool', () => {
+  it('answers other databases while one runs a long statement', async () => {
+    const pool = await started({ size: 2, statementTimeoutMs: 3000 });
+    const { order, track } = settleOrder();
+    const slow = track('slow', read(pool, db('slowws', 'a'), FOREVER));
+    await childRunning(pool, 'slowws/a');
+    const others = ['b', 'c', 'd', 'e'].map((name) => track(name, read(pool, db(`ws-${name}`, name), `SELECT '${name}' AS v`)));
+    expect((await Promise.all(others)).map(code)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(code(await slow)).toBe('STATEMENT_TIMEOUT');
+    expect(order.at(-1)).toBe('slow');
+  });
+
+  it('commits one database\'s writes in the order they reached it, across children', async () => {
+    const pool = await started({ size: 4, workspaceShare: 4 });
+    const target = db('ordered', 'a');
+    expect(code(await write(pool, target, 'CREATE TABLE t (i INTEGER)'))).toBe('ok');
+    // Other databases keep every child busy now and then, so the line changes children.
+    const noise = Array.from({ length: 32 }, (_, i) => read(pool, db(`noise${i % 4}`, `n${i}`), 'SELECT 1'));
+    const writes = Array.from({ length: 32 }, (_, i) => write(pool, target, 'INSERT INTO t VALUES (?)', [i]));
+    expect((await Promise.all([...writes, ...noise])).filter((o) => !o.ok)).toEqual([]);
+    const rows = await read(pool, target, 'SELECT i FROM t ORDER BY rowid');
+    expect(rows).toMatchObject({ ok: true, result: { rows: Array.from({ length: 32 }, (_, i) => [i]) } });
+  });
+
+  it('keeps a workspace to its share of the children; its next statement waits its turn', async () => {
+    const pool = await started({ size: 4, workspaceShare: 2 });
+    const unlockA = await lockOf(db('greedy', 'a'));
+    const unlockB = await lockOf(db('greedy', 'b'));
+    const { order, track } = settleOrder();
+    const a = track('greedy/a', write(pool, db('greedy', 'a'), 'INSERT INTO lock VALUES (1)'));
+    const b = track('greedy/b', write(pool, db('greedy', 'b'), 'INSERT INTO lock VALUES (1)'));
+    await childRunning(pool, 'greedy/a');
+    await childRunning(pool, 'greedy/b');
+    const c = track('greedy/c', read(pool, db('greedy', 'c'), 'SELECT 3'));
+    // Two children are left for everyone else, and both serve at once.
+    const x = track('x', write(pool, db('other-x', 'x'), 'CREATE TABLE t (x)'));
+    const y = track('y', write(pool, db('other-y', 'y'), 'CREATE TABLE t (y)'));
+    expect([code(await x), code(await y)]).toEqual(['ok', 'ok']);
+    expect(pool.status().children.filter((ch) => ch.database?.startsWith('greedy/')).length).toBe(2);
+    expect(pool.status().waiting).toBe(1);
+    unlockA();
+    expect(code(await c)).toBe('ok');
+    unlockB();
+    expect([code(await a), code(await b)]).toEqual(['ok', 'ok']);
+    expect(order.indexOf('greedy/c')).toBeGreaterThan(order.indexOf('greedy/a'));
+    expect(order.indexOf('x')).toBeLessThan(order.indexOf('greedy/a'));
+  });
+
+  it('kills only the child past its deadline, swaps the spare in at once; what waited behind it runs on another', async () => {
+    const pool = await started({ size: 2, statementTimeoutMs: 1000 });
+    await expect.poll(() => pool.status().spare, { interval: 5, timeout: 10_000 }).toBeDefined();
+    const spare = pool.status().spare;
+    const before = pool.pids;
+    const runaway = read(pool, db('kill', 'a'), FOREVER);
+    const victim = await childRunning(pool, 'kill/a');
+    const behind = [read(pool, db('kill', 'a'), 'SELECT 1 AS one'), write(pool, db('kill', 'a'), 'CREATE TABLE t (x)')];
+    const others = Array.from({ length: 10 }, (_, i) => write(pool, db(`calm${i}`, 'b'), 'CREATE TABLE t (x)'));
+    expect((await Promise.all(others)).map(code)).toEqual(Array(10).fill('ok'));
+    expect(code(await runaway)).toBe('STATEMENT_TIMEOUT');
+    // Replaced at once, by the child started ahead of need.
+    expect(pool.status().children[victim]).toMatchObject({ pid: spare, state: expect.stringMatching(/^(idle|running)$/) });
+    expect((await Promise.all(behind)).map(code)).toEqual(['ok', 'ok']);
+    const after = pool.pids;
+    expect(after[1 - victim]).toBe(before[1 - victim]);
+    expect(after[victim]).not.toBe(before[victim]);
+  });
+
+  it('fails only the statement of a child that dies, and goes on', async () => {
+    const pool = await started({ size: 2 });
+    const unlock = await lockOf(db('steady', 'a'));
+    const running = write(pool, db('steady', 'a'), 'INSERT INTO lock VALUES (1)');
+    const steady = await childRunning(pool, 'steady/a');
+    const doomed = read(pool, db('doomed', 'a'), FOREVER);
+    const victim = await childRunning(pool, 'doomed/a');
+    const behind = read(pool, db('doomed', 'a'), 'SELECT 2 AS two');
+    process.kill(pool.status().children[victim]!.pid!, 'SIGKILL');
+    expect(await doomed).toMatchObject({ ok: false, error: { code: 'RESOURCE_LIMIT' } });
+    expect(await behind).toMatchObject({ ok: true, result: { rows: [[2]] } });
+    unlock();
+    expect(code(await running)).toBe('ok');
+    expect(steady).not.toBe(victim);
+  });
+
+  it('reopens a database that another child changed, so no cached statement is stale', async () => {
+    const pool = await started({ size: 2, workspaceShare: 2 });
+    const target = db('hops', 'a');
+    const unlock1 = await lockOf(db('z1', 'a'));
+    const unlock2 = await lockOf(db('z2', 'a'));
+    const unlock3 = await lockOf(db('z3', 'a'));
+    const w1 = write(pool, db('z1', 'a'), 'INSERT INTO lock VALUES (1)');
+    const p = await childRunning(pool, 'z1/a');
+    // The other child creates the table and caches `SELECT *`.
+    expect(code(await write(pool, target, 'CREATE TABLE t (a)'))).toBe('ok');
+    expect(code(await write(pool, target, 'INSERT INTO t VALUES (1)'))).toBe('ok');
+    expect(await read(pool, target, 'SELECT * FROM t')).toMatchObject({ ok: true, result: { columns: ['a'] } });
+    unlock1();
+    await w1;
+    // The child idle longest (the one that read) takes z2 and is held; the ALTER runs on p.
+    const w2 = write(pool, db('z2', 'a'), 'INSERT INTO lock VALUES (1)');
+    expect(await childRunning(pool, 'z2/a')).not.toBe(p);
+    expect(code(await write(pool, target, 'ALTER TABLE t ADD COLUMN b DEFAULT 2'))).toBe('ok');
+    unlock2();
+    await w2;
+    // Now p is held, and the read goes back to the child whose cached statement predates the ALTER.
+    const w3 = write(pool, db('z3', 'a'), 'INSERT INTO lock VALUES (1)');
+    expect(await childRunning(pool, 'z3/a')).toBe(p);
+    expect(await read(pool, target, 'SELECT * FROM t')).toMatchObject({ ok: true, result: { columns: ['a', 'b'], rows: [[1, 2]] } });
+    unlock3();
+    await w3;
+  });
+
+  it('evicts a shard in every child', async () => {
+    const pool = await started({ size: 2, workspaceShare: 2 });
+    const unlock = await lockOf(db('ev1', 'a', 3));
+    const w = write(pool, db('ev1', 'a', 3), 'INSERT INTO lock VALUES (1)');
+    const first = await childRunning(pool, 'ev1/a');
+    expect(code(await write(pool, db('ev2', 'a', 3), 'CREATE TABLE t (x)'))).toBe('ok');
+    expect(code(await write(pool, db('ev3', 'a', 4), 'CREATE TABLE t (x)'))).toBe('ok');
+    unlock();
+    await w;
+    // ev1 was written on one child, ev2 on the other: both close.
+    expect(first).toBeGreaterThanOrEqual(0);
+    expect(await pool.run({ op: 'evict', shards: [3] })).toEqual({ ok: true, result: { closed: 2 } });
+  });
+});
