@@ -94,13 +94,18 @@ function outcome(answer: CallAnswer): string {
 
 const cells = callers.flatMap((c) => (Object.keys(targets) as Where[]).flatMap((w) => (['read', 'write', 'drop'] as Tool[]).map((t, i) => [c, w, t, expected[c.name]![w][i]!] as const)));
 
-type McpResult = { structuredContent?: { status?: string; error?: { code: string } }; content: { text: string }[]; isError?: boolean };
+type McpResult = { structuredContent?: { status?: string; error?: { code: string; message: string } }; content: { text: string }[]; isError?: boolean };
 
 function mcpOutcome(r: McpResult): string {
   if (r.structuredContent?.status === 'awaiting_approval') return 'parked';
   if (!r.isError) return 'ok';
   const code = r.structuredContent!.error!.code;
-  if (code === NP) expect(r.content[0]!.text).toMatch(RULES);
+  if (code === NP) {
+    // The text carries the message inside the untrusted-data fence, as JSON; the rule reads
+    // the same in structuredContent.
+    expect(r.structuredContent!.error!.message).toMatch(RULES);
+    expect(r.content[0]!.text).toContain(JSON.stringify(r.structuredContent!.error!.message));
+  }
   return code;
 }
 
