@@ -399,6 +399,9 @@ export class AgentDbClient {
         }
       }
       if (withdraw && (state === 'waiting' || state === 'prioritized' || state === 'unknown')) {
+        // A worker that has started the call and put it back (its agent was over its share of
+        // the shard) did take it: waiting again for a moment is no sign of a missing worker.
+        if (state !== 'unknown' && ((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) continue;
         const removed = state === 'unknown' ? 1 : await queue.remove(key);
         if (removed === 1) {
           const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
