@@ -8,6 +8,7 @@ export {
   type AwaitingAnswer,
   type CallAnswer,
   type CallOptions,
+  type Decision,
   type FinishedAnswer,
   type PendingAnswer,
 } from './queue/client.ts';

@@ -11,6 +11,7 @@ import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { connectRedis, redisAnswers } from './connection.ts';
 import { planCall } from './call-plan.ts';
 import { CallWaiters } from './call-waiters.ts';
+import { awaiting, finishedEnvelope, within, type AwaitingAnswer, type CallAnswer, type Decision, type FinishedAnswer, type PendingAnswer } from './call-answers.ts';
 import { EventReader, latestEventId, type StreamedEvent } from './events.ts';
 import { EventFeed } from './event-feed.ts';
 import { keysFor, type Keys } from './keys.ts';
@@ -49,39 +50,6 @@ export interface CallOptions {
   onStatus?: (status: PendingAnswer | AwaitingAnswer) => void;
 }
 
-/**
- * A finished call's envelope, typed so that `status` tells it from the answers below
- * (`answer.status === 'awaiting_approval'` narrows to {@link AwaitingAnswer}).
- */
-export type FinishedAnswer = Envelope & { status?: undefined };
-
-/** A call that is on its way but not finished: queued or running. */
-export interface PendingAnswer {
-  ok: false;
-  callId: string;
-  tool: string;
-  status: 'queued' | 'running';
-}
-
-/** A call parked until a person decides. */
-export interface AwaitingAnswer {
-  ok: false;
-  callId: string;
-  tool: string;
-  status: 'awaiting_approval';
-  approval: { id: string; tier: string; expiresAt: string } & Record<string, unknown>;
-}
-
-/** How `decide()` proves who decides: a member's key, or an operator naming the member. */
-export type Decision =
-  | { decision: 'approve' | 'reject'; key: string; reason?: string }
-  | { decision: 'approve' | 'reject'; by: string; operator: true; reason?: string };
-
-/**
- * Whatever a call or a result lookup can answer: narrow on `ok` (true: ran) and on `status`
- * (absent: finished; `queued`, `running`, `awaiting_approval`: not yet).
- */
-export type CallAnswer = FinishedAnswer | PendingAnswer | AwaitingAnswer;
 
 /**
  * The agent runtime's way into agentdb: enqueues tool calls straight onto the shard queues,
@@ -413,44 +381,8 @@ export class AgentDbClient {
   }
 }
 
-/**
- * `promise`'s value, or undefined once `ms` have passed first. The timer is cleared when the
- * promise wins: a call answered in a millisecond must not leave a 30 s timer behind (at
- * thousands of calls a second they pile up, and all fire later in the middle of other work).
- */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => resolve(undefined), ms).unref();
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
-}
+export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
 
 function isReady(redis: Redis): boolean {
   return redis.status === 'ready';
-}
-
-function awaiting(callId: string, tool: string, approval: Record<string, unknown>): AwaitingAnswer {
-  return {
-    ok: false,
-    callId,
-    tool,
-    status: 'awaiting_approval',
-    approval: { ...approval, id: String(approval.id), tier: String(approval.tier), expiresAt: String(approval.expiresAt) },
-  };
-}
-
-function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
-  return (
-    job.returnvalue ??
-    errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', job.failedReason ? `The call failed: ${job.failedReason}` : 'The call failed.')
-  );
 }

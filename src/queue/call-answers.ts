@@ -1,0 +1,78 @@
+import type { Job } from 'bullmq';
+import type { CallJobData } from '../contracts/call.ts';
+import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+
+// What a call or a result lookup answers, and the small helpers that build those answers: the
+// client's answer types, kept apart from the client that produces them.
+
+/**
+ * A finished call's envelope, typed so that `status` tells it from the answers below
+ * (`answer.status === 'awaiting_approval'` narrows to {@link AwaitingAnswer}).
+ */
+export type FinishedAnswer = Envelope & { status?: undefined };
+
+/** A call that is on its way but not finished: queued or running. */
+export interface PendingAnswer {
+  ok: false;
+  callId: string;
+  tool: string;
+  status: 'queued' | 'running';
+}
+
+/** A call parked until a person decides. */
+export interface AwaitingAnswer {
+  ok: false;
+  callId: string;
+  tool: string;
+  status: 'awaiting_approval';
+  approval: { id: string; tier: string; expiresAt: string } & Record<string, unknown>;
+}
+
+/** How `decide()` proves who decides: a member's key, or an operator naming the member. */
+export type Decision =
+  | { decision: 'approve' | 'reject'; key: string; reason?: string }
+  | { decision: 'approve' | 'reject'; by: string; operator: true; reason?: string };
+
+/**
+ * Whatever a call or a result lookup can answer: narrow on `ok` (true: ran) and on `status`
+ * (absent: finished; `queued`, `running`, `awaiting_approval`: not yet).
+ */
+export type CallAnswer = FinishedAnswer | PendingAnswer | AwaitingAnswer;
+
+/**
+ * `promise`'s value, or undefined once `ms` have passed first. The timer is cleared when the
+ * promise wins: a call answered in a millisecond must not leave a 30 s timer behind (at
+ * thousands of calls a second they pile up, and all fire later in the middle of other work).
+ */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(undefined), ms).unref();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
+export function awaiting(callId: string, tool: string, approval: Record<string, unknown>): AwaitingAnswer {
+  return {
+    ok: false,
+    callId,
+    tool,
+    status: 'awaiting_approval',
+    approval: { ...approval, id: String(approval.id), tier: String(approval.tier), expiresAt: String(approval.expiresAt) },
+  };
+}
+
+export function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
+  return (
+    job.returnvalue ??
+    errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', job.failedReason ? `The call failed: ${job.failedReason}` : 'The call failed.')
+  );
+}
