@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorEnvelope, okEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
 import { CallCompletion, type Metering } from '../../src/queue/call-completion.ts';
@@ -80,24 +81,36 @@ describe('call completions', () => {
     // Redis's own order of execution: the job's result stored (BullMQ's moveToFinished sets
     // finishedOn with it) against the call.completed event. Forced, not hoped for: the event of
     // a large result used to leave first, every time.
-    const monitor = await connectRedis(sb.config.redisUrl).monitor();
+    // Read MONITOR's lines off a plain socket: ioredis's monitor mode loses its footing on some
+    // of BullMQ's traffic ("Command queue state error"), and the lines are all this needs.
+    const monitor = net.createConnection(own.port, '127.0.0.1');
     const order: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      const [command, key] = args;
-      if (command === 'HSET' && key?.startsWith(`${keys.bullPrefix}:{shard-0}:acme.big.large-`) && args.includes('finishedOn')) order.push(`stored ${key.split('.').pop()}`);
-      if (command === 'XADD' && key === keys.events) {
-        const id = /"callId":"(large-\d+)"/.exec(args.join(' '))?.[1];
-        if (id) order.push(`announced ${id}`);
+    let pending = '';
+    monitor.setEncoding('utf8');
+    monitor.on('data', (chunk: string) => {
+      const lines = (pending + chunk).split('\r\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        const stored = new RegExp(`"HSET" "${escape(keys.bullPrefix)}:\\{shard-0\\}:acme\\.big\\.(large-\\d+)" .*"finishedOn"`).exec(line);
+        if (stored) order.push(`stored ${stored[1]}`);
+        const announced = line.includes(`"XADD" "${keys.events}"`) ? /callId\\":\\"(large-\d+)\\"/.exec(line) : null;
+        if (announced) order.push(`announced ${announced[1]}`);
       }
     });
+    await new Promise<void>((resolve) => monitor.once('connect', () => resolve()));
+    monitor.write('MONITOR\r\n');
+    await new Promise<void>((resolve) => monitor.once('data', () => resolve()));
     for (let i = 0; i < 5; i++) {
       const env = await client.call({ ...who, callId: `large-${i}`, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM big', max_rows: 1000 } });
       expect(env).toMatchObject({ ok: true, result: { truncated: false } });
       expect(JSON.stringify(env).length).toBeGreaterThan(64 * 1024);
     }
     await expect.poll(() => order.length).toBe(10);
-    monitor.disconnect();
+    monitor.destroy();
     expect(order).toEqual([0, 1, 2, 3, 4].flatMap((i) => [`stored large-${i}`, `announced large-${i}`]));
   });
 });
 
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
