@@ -116,6 +116,37 @@ export class ApprovalService {
     return { ok: true, approval: decided };
   }
 
+  /**
+   * The approval `id` names: itself when it is an approval's id; otherwise the approval of the
+   * call it names, found by its callId in the decider's workspace (the pending one first, else the
+   * latest decided, so a second decision meets the first). Call ids repeat across workspaces and
+   * agents, so one that names several approvals is refused: the ap_… id says which.
+   */
+  async resolveId(id: string, workspace?: string): Promise<string | DecideResult> {
+    const byId = await this.store.get(id);
+    const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId.id : undefined;
+    for (const state of ['pending', 'all'] as const) {
+      const found = (await this.store.list({ state, ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
+      // A call id may look like an approval id (an agent picks it): one that names both is never
+      // resolved by guessing, or an agent could point a person's decision at another call.
+      const candidates = [...new Set([...found.map((a) => a.id), ...(asApproval ? [asApproval] : [])])];
+      if (candidates.length === 1) return candidates[0]!;
+      if (candidates.length > 1) {
+        return {
+          ok: false,
+          code: 'INVALID_ARGUMENTS',
+          detail: `${JSON.stringify(id)} names ${candidates.length} approvals (${candidates.join(', ')}): decide with one of those ap_… ids, after checking it with \`agentdb approvals list\`.`,
+        };
+      }
+    }
+    if (asApproval) return asApproval;
+    return {
+      ok: false,
+      code: 'NOT_FOUND',
+      detail: `There is no approval or parked call ${JSON.stringify(id)}: pass the ap_… id that \`agentdb approvals list\` shows, or the callId of the parked call.`,
+    };
+  }
+
   /** Closes the queues it opened (not the Redis connection it was given). */
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));

@@ -67,7 +67,7 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
     const member = 'key' in proof ? await members.authenticate(proof.key) : undefined;
     if ('key' in proof && !member) result = { ok: false, code: 'UNAUTHENTICATED', detail: 'The key is unknown or has been revoked.' };
     else {
-      const approvalId = await approvalIdOf(service, id, member?.workspace);
+      const approvalId = await service.resolveId(id, member?.workspace);
       if (typeof approvalId !== 'string') result = approvalId;
       else if ('key' in proof) result = await service.decideWithKey(approvalId, proof.key, input);
       else result = await service.decideAsOperator(approvalId, { ...input, by: proof.by });
@@ -79,37 +79,6 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
     ctx.stdout.write(`${JSON.stringify(result.approval)}\n`);
     return 0;
   });
-}
-
-/**
- * The approval `id` names: itself when it is an approval's id; otherwise the approval of the
- * call it names, found by its callId in the decider's workspace (the pending one first, else the
- * latest decided, so a second decision meets the first). Call ids repeat across workspaces and
- * agents, so one that names several approvals is refused: the ap_… id says which.
- */
-async function approvalIdOf(service: ApprovalService, id: string, workspace: string | undefined): Promise<string | DecideResult> {
-  const byId = await service.get(id);
-  const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId.id : undefined;
-  for (const state of ['pending', 'all'] as const) {
-    const found = (await service.list({ state, ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
-    // A call id may look like an approval id (an agent picks it): one that names both is never
-    // resolved by guessing, or an agent could point a person's decision at another call.
-    const candidates = [...new Set([...found.map((a) => a.id), ...(asApproval ? [asApproval] : [])])];
-    if (candidates.length === 1) return candidates[0]!;
-    if (candidates.length > 1) {
-      return {
-        ok: false,
-        code: 'INVALID_ARGUMENTS',
-        detail: `${JSON.stringify(id)} names ${candidates.length} approvals (${candidates.join(', ')}): decide with one of those ap_… ids, after checking it with \`agentdb approvals list\`.`,
-      };
-    }
-  }
-  if (asApproval) return asApproval;
-  return {
-    ok: false,
-    code: 'NOT_FOUND',
-    detail: `There is no approval or parked call ${JSON.stringify(id)}: pass the ap_… id that \`agentdb approvals list\` shows, or the callId of the parked call.`,
-  };
 }
 
 async function withService(ctx: CommandContext, fn: (service: ApprovalService, members: MemberRegistry) => Promise<number>): Promise<number> {
