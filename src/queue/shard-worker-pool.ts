@@ -19,6 +19,9 @@ import { connectRedis } from './connection.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { ShardLease } from './shard-lease.ts';
+import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
+import { codeOf } from '../errors.ts';
+import { shardOpHandlers, type ShardOpHandler } from './shard-ops.ts';
 
 /** Options of a {@link ShardWorkerPool}. */
 export interface ShardWorkerPoolOptions {
@@ -47,6 +50,7 @@ export class ShardWorkerPool {
   private readonly completion: CallCompletion;
   private readonly parking: CallParking;
   private readonly workers = new Map<number, Worker>();
+  private readonly ops: Record<string, ShardOpHandler> = shardOpHandlers();
   /** Completions of large results, held until BullMQ has stored them (see `process`). */
   private readonly announceOnceFinished = new Map<string, () => void>();
   private timer?: NodeJS.Timeout;
@@ -146,8 +150,11 @@ export class ShardWorkerPool {
 
   private own(shard: number): void {
     const { config, logger } = this.opts;
-    const processor = (job: Job<CallJobData>, token?: string) => this.agentShare.run(job, token!, shard, () => this.process(job, token!, shard));
-    const worker = new Worker<CallJobData>(this.keys.queueName(shard), processor, {
+    const processor = (job: Job, token?: string) =>
+      job.name.startsWith(SHARD_OP_PREFIX)
+        ? this.runOp(job as Job<ShardOpJobData>, shard)
+        : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.process(job as Job<CallJobData>, token!, shard));
+    const worker = new Worker(this.keys.queueName(shard), processor, {
       connection: this.redis,
       prefix: this.keys.bullPrefix,
       concurrency: config.workerConcurrency,
@@ -165,7 +172,7 @@ export class ShardWorkerPool {
     // caller must still hear the outcome.
     worker.on('failed', (job, err) => {
       if (job) this.announceOnceFinished.delete(job.id!);
-      if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
+      if (!job || job.attemptsMade < (job.opts.attempts ?? 1) || job.name.startsWith(SHARD_OP_PREFIX)) return;
       logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
       const envelope = errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', `The call failed: ${err.message}`);
       const event = completedEvent(envelope, job.data.workspace, job.data.agent);
@@ -185,6 +192,24 @@ export class ShardWorkerPool {
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');
+  }
+
+  /**
+   * A shard op (not a call): no agent share, no parking, no metering. An `AgentDbError` is an
+   * answer; anything else is a fault and fails the job for BullMQ to retry.
+   */
+  private async runOp(job: Job<ShardOpJobData>, shard: number): Promise<ShardOpOutcome> {
+    const handler = Object.hasOwn(this.ops, job.data.op) ? this.ops[job.data.op] : undefined;
+    if (!handler) return { ok: false, error: { code: 'INVALID_ARGUMENTS', detail: `no shard op named "${job.data.op}"` } };
+    const logger = this.opts.logger.child({ op: job.data.op, jobId: job.id, shard });
+    try {
+      const result = await handler(job.data, { shard, executor: this.executor, config: this.opts.config, logger, job });
+      return { ok: true, result };
+    } catch (err) {
+      const code = codeOf(err);
+      if (!code) throw err;
+      return { ok: false, error: { code, detail: (err as { detail?: string }).detail ?? String(err) } };
+    }
   }
 
   private async process(job: Job<CallJobData>, token: string, shard: number) {

@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import { Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
+import { connectRedis } from './connection.ts';
+import { keysFor, type Keys } from './keys.ts';
+
+/** Options of a {@link ShardOpClient}. */
+export interface ShardOpClientOptions {
+  redisUrl: string;
+  prefix: string;
+}
+
+/**
+ * Runs shard ops (see `ShardOpJobData`) on a shard's queue and waits for their outcome, with
+ * BullMQ's own `QueueEvents` and `waitUntilFinished`: ops are few and not on the calls' hot
+ * path, so they need none of the client's event stream machinery.
+ */
+export class ShardOpClient {
+  private readonly keys: Keys;
+  private readonly redis: Redis;
+  private readonly queues = new Map<number, { queue: Queue; events: QueueEvents; conn: Redis; ready: Promise<unknown> }>();
+
+  constructor(private readonly opts: ShardOpClientOptions) {
+    this.keys = keysFor(opts.prefix);
+    this.redis = connectRedis(opts.redisUrl, { name: 'agentdb-ops' });
+    this.redis.setMaxListeners(0);
+  }
+
+  /**
+   * Enqueues `op` on `shard` and waits for its outcome. Rejects only on a fault (no outcome
+   * within `timeoutMs`, a job that failed after its retries); answers agent errors as `ok: false`.
+   */
+  async run(shard: number, op: string, args: unknown, opts: { db?: string; timeoutMs?: number } = {}): Promise<ShardOpOutcome> {
+    const q = this.forShard(shard);
+    await q.ready;
+    const data: ShardOpJobData = { op, args, enqueuedAt: Date.now(), ...(opts.db ? { db: opts.db } : {}) };
+    const job = await q.queue.add(`${SHARD_OP_PREFIX}${op}`, data, {
+      jobId: `op.${randomUUID()}`,
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 500 },
+      // Kept briefly so a waiter that subscribed late still finds the outcome on the job.
+      removeOnComplete: { age: 300 },
+      removeOnFail: { age: 3600 },
+    });
+    return (await job.waitUntilFinished(q.events, opts.timeoutMs ?? 60_000)) as ShardOpOutcome;
+  }
+
+  /** Closes the queues and their event readers. */
+  async close(): Promise<void> {
+    const all = [...this.queues.values()];
+    await Promise.all(all.flatMap((q) => [q.queue.close(), q.events.close()]));
+    for (const q of all) q.conn.disconnect();
+    this.redis.disconnect();
+  }
+
+  private forShard(shard: number) {
+    let q = this.queues.get(shard);
+    if (!q) {
+      const name = this.keys.queueName(shard);
+      const queue = new Queue(name, { connection: this.redis, prefix: this.keys.bullPrefix });
+      // QueueEvents blocks on its stream, so it needs a connection of its own.
+      const conn = connectRedis(this.opts.redisUrl, { blocking: true, name: 'agentdb-op-events' });
+      const events = new QueueEvents(name, { connection: conn, prefix: this.keys.bullPrefix });
+      q = { queue, events, conn, ready: events.waitUntilReady() };
+      this.queues.set(shard, q);
+    }
+    return q;
+  }
+}

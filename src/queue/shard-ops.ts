@@ -1,0 +1,31 @@
+import type { Job } from 'bullmq';
+import type { Config } from '../config.ts';
+import type { ShardOpJobData } from '../contracts/shard-op.ts';
+import type { Logger } from '../logger.ts';
+import type { ExecutorPool } from '../store/executor-pool.ts';
+
+/** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
+export interface ShardOpContext {
+  shard: number;
+  executor: ExecutorPool;
+  config: Config;
+  logger: Logger;
+  job: Job<ShardOpJobData>;
+}
+
+/**
+ * One kind of shard op. Returns the result (JSON-serialisable), or throws an `AgentDbError`
+ * (a registry code, answered as `ok: false`); any other throw is a fault, retried by BullMQ.
+ */
+export type ShardOpHandler = (data: ShardOpJobData, ctx: ShardOpContext) => Promise<unknown>;
+
+/**
+ * Every shard op a worker runs, by name. Built when a worker starts (nothing is registered on
+ * import); one line per op.
+ */
+export function shardOpHandlers(): Record<string, ShardOpHandler> {
+  return {
+    // Proves a shard has a live owner (tests, `agentdb` health checks).
+    ping: async () => ({ pong: true }),
+  };
+}
