@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_URL, sandbox } from '../helpers/harness.ts';
-import { runCli } from '../helpers/processes.ts';
+import { CLI, runCli } from '../helpers/processes.ts';
 
 // The command line itself: help, version and plain-word answers to what a person gets wrong.
 // No worker runs: none of these may enqueue anything.
@@ -47,6 +49,17 @@ describe('agentdb --help, COMMAND --help, --version', () => {
     const bare = await cli();
     expect(bare).toMatchObject({ code: 2, stdout: '' });
     expect(bare.stderr).toMatch(/^Usage: agentdb /);
+  });
+
+  it('stops quietly when the reader of its output has gone (agentdb … | head)', async () => {
+    const child = spawn(process.execPath, [...CLI, 'tools', '--json'], { env: { ...process.env, ...sb.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The reader goes away before a byte is read: every write meets a closed pipe.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const [code] = (await once(child, 'close')) as [number | null];
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });
 
