@@ -80,6 +80,8 @@ const envSchema = z.object({
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
   /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
   MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
+  /** How long a web page session lives without a request (sliding); the cookie itself ends with the browser. */
+  WEB_SESSION_TTL_S: int(60, 30 * 24 * 3600, 8 * 3600),
 });
 
 /**
@@ -129,6 +131,7 @@ export interface Config {
   readonly memberKey?: string;
   readonly httpWaitMs: number;
   readonly mcpApprovalWaitMs: number;
+  readonly webSessionTtlS: number;
 }
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
@@ -182,6 +185,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     httpWaitMs: e.HTTP_WAIT_MS,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
+    webSessionTtlS: e.WEB_SESSION_TTL_S,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
 }

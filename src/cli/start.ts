@@ -3,6 +3,7 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { createWebDeps } from '../http/web/web-deps.ts';
 import { AgentDbClient } from '../queue/client.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
@@ -34,6 +35,8 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
+  const calls = new KeyedCalls(client);
+  const web = createWebDeps(config, { redis, members, approvals, calls });
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -43,10 +46,11 @@ export async function start(ctx: CommandContext): Promise<number> {
     logger,
     keyed: {
       auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
-      calls: new KeyedCalls(client),
+      calls,
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
     },
+    web: web.web,
   });
   // The port first: a second `agentdb start` must stop before it starts workers of its own.
   let address: string;
@@ -54,6 +58,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     address = await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await app.close();
+    await web.close();
     await approvals.close();
     await client.close();
     redis.disconnect();
@@ -71,6 +76,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
   await untilSignal();
   await app.close();
+  await web.close();
   await approvals.close();
   await client.close();
   await scheduler.stop();

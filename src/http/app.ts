@@ -10,6 +10,7 @@ import { approvalsRoutes } from './approvals-routes.ts';
 import { callsRoutes } from './calls-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { sendError } from './error-reply.ts';
+import { webRoutes, type WebDeps } from './web/web-routes.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
 export interface AppDeps {
@@ -25,6 +26,8 @@ export interface AppDeps {
   logger?: Logger;
   /** Tool calls with bearer keys (`/v1/calls`, `/mcp`); those routes exist only when given. */
   keyed?: KeyedDeps;
+  /** The web page at `/` (inbox, data, export, history); absent, only the API is served. */
+  web?: WebDeps;
 }
 
 /** What the key-authenticated routes need. */
@@ -64,6 +67,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
     app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
   }
+
+  if (deps.web) app.register(webRoutes(deps.web));
 
   app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));
 

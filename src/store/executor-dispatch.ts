@@ -6,6 +6,7 @@ import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError
 import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 import { jsonBytes, resultBudget } from './result-budget.ts';
+import { browsePage, csvChunk } from './sqlite-browse.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
@@ -28,6 +29,10 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
         return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode) };
+      case 'browse':
+        return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
+      case 'csv':
+        return { ok: true, result: csvChunk(handles.open(req.db, 'read'), req.args) };
       case 'audit':
         recordAudit(handles.open(req.db, 'write'), req.entry);
         return { ok: true, result: { recorded: true } };

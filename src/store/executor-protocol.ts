@@ -1,3 +1,4 @@
+import type { CsvArgs, PageArgs } from '../contracts/browse.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
@@ -37,6 +38,10 @@ export type ExecRequest = (
   | { op: 'checkDrop'; db: DbTarget; table: string }
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
+  /** A grid page of one table or view for a person (a trusted read, see sqlite-browse.ts). */
+  | { op: 'browse'; db: DbTarget; args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs }
+  /** One chunk of a table as CSV text for a person's export (see sqlite-browse.ts). */
+  | { op: 'csv'; db: DbTarget; args: Required<Pick<CsvArgs, 'maxChars'>> & CsvArgs }
   /** Close every handle of these shards (their lease was lost). */
   | { op: 'evict'; shards: number[] }
   /** What the child holds: open handles, cached statements and their estimated bytes, its RSS. */

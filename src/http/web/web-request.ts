@@ -1,0 +1,15 @@
+import type { FastifyRequest } from 'fastify';
+import type { Member } from '../../approvals/members.ts';
+import type { WebSession } from './web-sessions.ts';
+
+/** The signed-in member of a web route (every route but the public ones requires one). */
+export function memberOf(request: FastifyRequest): Member {
+  if (!request.webMember) throw new Error('memberOf() on a web route without a signed-in member');
+  return request.webMember;
+}
+
+/** The session of a web route, for its CSRF token. */
+export function sessionOf(request: FastifyRequest): WebSession & { id: string } {
+  if (!request.webSession) throw new Error('sessionOf() on a web route without a session');
+  return request.webSession;
+}
