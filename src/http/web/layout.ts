@@ -18,7 +18,7 @@ export interface PageFrame {
  */
 export function layout(frame: PageFrame, content: Html): Html {
   const { member } = frame;
-  const current = (n: string) => (frame.nav === n ? 'page' : false);
+  const current = (n: string) => (frame.nav === n ? html` aria-current="page"` : '');
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -36,8 +36,8 @@ ${frame.csrf ? html`<meta name="csrf-token" content="${frame.csrf}">` : ''}
   ${
     member
       ? html`<nav aria-label="Main">
-    <a href="/inbox" aria-current="${current('inbox')}">Approvals</a>
-    <a href="/data" aria-current="${current('data')}">Data</a>
+    <a href="/inbox"${current('inbox')}>Approvals</a>
+    <a href="/data"${current('data')}>Data</a>
   </nav>
   <div class="who">
     <span>${member.name} · ${member.workspace}${member.role === 'admin' ? ' · admin' : ''}</span>

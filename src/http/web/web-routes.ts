@@ -63,6 +63,9 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
       },
       // The page opens no cross-origin resources; the default COEP would only get in the way of downloads.
       crossOriginEmbedderPolicy: false,
+      // Not helmet's no-referrer: under it a browser sends `Origin: null` on a form POST, and the
+      // Origin check below could not tell the page's own forms from anyone's.
+      referrerPolicy: { policy: 'same-origin' },
     });
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(body as string)));
