@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { ShardOpJobData } from '../contracts/shard-op.ts';
 import type { Logger } from '../logger.ts';
 import type { ExecutorPool } from '../store/executor-pool.ts';
+import { historyOpHandlers } from './history-ops.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
 export interface ShardOpContext {
@@ -27,5 +28,7 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
   return {
     // Proves a shard has a live owner (tests, `agentdb` health checks).
     ping: async () => ({ pong: true }),
+    // Point-in-time history: restore (in place, undo, into), list, nightly snapshot.
+    ...historyOpHandlers(),
   };
 }
