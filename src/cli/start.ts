@@ -10,6 +10,8 @@ import { KeyAuthenticator } from '../registry/principal.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
+import { HistoryClient } from '../queue/history-client.ts';
+import { ShardOpClient } from '../queue/shard-op-client.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { ensureRedis } from './local-redis.ts';
@@ -35,8 +37,11 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
+  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const calls = new KeyedCalls(client);
-  const web = createWebDeps(config, { redis, members, approvals, calls });
+  const history = new HistoryClient(historyOps, config.shardCount);
+  // The web page's history panel calls the same history core as /v1/databases/:db/history.
+  const web = createWebDeps(config, { redis, members, approvals, calls, history });
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -44,6 +49,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     members,
     approvals,
     logger,
+    history,
     keyed: {
       auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
       calls,
@@ -61,6 +67,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     await web.close();
     await approvals.close();
     await client.close();
+    await historyOps.close();
     redis.disconnect();
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
@@ -79,6 +86,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await web.close();
   await approvals.close();
   await client.close();
+  await historyOps.close();
   await scheduler.stop();
   await pool.stop();
   redis.disconnect();

@@ -1,53 +1,36 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Member } from '../../approvals/members.ts';
 import { AgentDbError } from '../../errors.ts';
+import type { HistoryClient, HistoryView, RestoreResult } from '../../queue/history-client.ts';
 import { errorPage, ownDatabase } from './data-routes.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';
 import { isoTime, layout, type PageFrame } from './layout.ts';
 import { memberOf, sessionOf } from './web-request.ts';
 
-/** A database's restorable history (`GET /v1/databases/:db/history`). */
-export interface DatabaseHistory {
-  database: string;
-  earliest: string | number | null;
-  latest: string | number | null;
-  generations: { id: string; startedAt: string | number; endedAt: string | number | null; snapshotAt: string | number; commits: number }[];
-  undoPoints: { id: string; createdAt: string | number; restoredTo: string | number }[];
-}
-
-/** What a restore or its dry run says (`POST /v1/databases/:db/restore`). */
-export interface RestoreOutcome {
-  database: string;
-  restoredTo: string | number;
-  dryRun: boolean;
-  snapshot: { id: string; at: string | number };
-  frames: number;
-  commits: number;
-  undoId?: string;
-}
-
 /**
- * The history core the page calls: the same service the `/v1/databases/:db/history` and
- * `/restore` routes call. Absent until history exists: the page then says so.
+ * The history core the page calls: the same `HistoryClient` the `/v1/databases/:db/history` and
+ * `/restore` routes call. Absent (a server without history), the page says so.
  */
-export interface HistoryAccess {
-  history(db: string): Promise<DatabaseHistory>;
-  restore(db: string, input: { at?: string; undo?: string; dryRun?: boolean; by?: string }): Promise<RestoreOutcome>;
-}
+export type HistoryAccess = Pick<HistoryClient, 'history' | 'restore'>;
+type DatabaseHistory = HistoryView;
+type RestoreOutcome = RestoreResult;
 
 /** The line about history on a database's page. */
 export interface HistoryPanel {
-  summary(db: string): Promise<Html>;
+  summary(db: string, member: Member): Promise<Html>;
 }
 
-const when = (t: string | number | null | undefined) => (t === null || t === undefined ? '—' : isoTime(typeof t === 'number' ? t : Date.parse(t)));
+const when = (t: string | null | undefined) => (t === null || t === undefined ? '—' : isoTime(Date.parse(t)));
 const historyHref = (db: string) => `/data/history?db=${encodeURIComponent(db)}`;
 
 /** The history line of the database page, from `access` (or "not available"). */
 export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
   return {
-    async summary(db) {
+    async summary(db, member) {
       if (!access) return html`<p class="muted" id="history-line">History is not available on this server.</p>`;
+      // The /v1 history routes' rule: reading and restoring history take a workspace admin.
+      if (member.role !== 'admin') return html`<p class="muted" id="history-line">History and restore are for workspace admins.</p>`;
       try {
         const h = await access.history(db);
         return html`<p id="history-line">Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong> · <a href="${historyHref(db)}">History and restore</a></p>`;
@@ -118,6 +101,7 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
 
   app.get('/data/history', async (request, reply) => {
     try {
+      if (memberOf(request).role !== 'admin') throw new AgentDbError('NOT_PERMITTED', "reading and restoring a database's history takes a workspace admin");
       return await render(request, reply, ownDatabase(memberOf(request), (request.query as { db?: unknown }).db));
     } catch (err) {
       return errorPage(reply, frameOf(request), err);
@@ -135,7 +119,8 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         const at = atOf(body.at);
         const undo = typeof body.undo === 'string' && body.undo ? body.undo : undefined;
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
-        const outcome = await access.restore(db, { ...(undo ? { undo } : { at }), dryRun, by: `${member.workspace}/${member.name}` });
+        // As the /v1 restore route names its caller: the member, with their key (via the session).
+        const outcome = await access.restore(db, { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } });
         return await render(request, reply, db, outcome, at);
       } catch (err) {
         return errorPage(reply, frameOf(request), err);
