@@ -277,6 +277,47 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     await adminContext.close();
   });
 
+  it('lets an admin see the restorable range, dry-run a restore, restore in place and undo it', async () => {
+    expect(await write('CREATE TABLE h(v TEXT)')).toMatchObject({ ok: true });
+    expect(await write("INSERT INTO h VALUES ('one')")).toMatchObject({ ok: true });
+    // The page picks whole seconds: the second after 'one' is the moment to go back to.
+    const moment = Math.ceil((Date.now() + 1) / 1000) * 1000;
+    while (Date.now() <= moment) await new Promise((r) => setTimeout(r, moment + 5 - Date.now()));
+    expect(await write("INSERT INTO h VALUES ('two')")).toMatchObject({ ok: true });
+    const values = async () => ((await client.call({ workspace: WS, agent: AGENT, settings: open, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM h ORDER BY rowid' } })) as { result: { rows: string[][] } }).result.rows.flat();
+    expect(await values()).toEqual(['one', 'two']);
+
+    const context = await browser.newContext();
+    const page = await signIn(context, adminKey);
+    await page.goto(`${server.url}/data/db?db=${encodeURIComponent(DB)}`);
+    expect(await page.locator('#history-line').textContent()).toMatch(/Restorable from \d{4}-.*Z to \d{4}-.*Z/);
+    await page.getByRole('link', { name: 'History and restore' }).click();
+    await page.getByLabel('Time (UTC)').fill(new Date(moment).toISOString().slice(0, 19));
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    const outcome = page.locator('#restore-outcome');
+    expect(await outcome.locator('h2').textContent()).toBe('Dry run');
+    // It goes back to the last commit at or before the moment picked: 'one', not 'two'.
+    const to = Date.parse((await outcome.locator('dd').first().textContent())!);
+    expect(to).toBeLessThanOrEqual(moment);
+    expect(await outcome.textContent()).toMatch(/commits\d+/);
+    expect(await values()).toEqual(['one', 'two']);
+    if (SHOTS) await page.screenshot({ path: path.join(DOCS, 'web-history.png'), fullPage: true });
+
+    await page.getByRole('button', { name: 'Restore in place now' }).click();
+    expect(await outcome.locator('h2').textContent()).toBe('Restored');
+    expect(await values()).toEqual(['one']);
+    await page.getByRole('button', { name: 'Undo this restore' }).first().click();
+    expect(await outcome.locator('h2').textContent()).toBe('Restored');
+    expect(await values()).toEqual(['one', 'two']);
+
+    const memberContext = await browser.newContext();
+    const member = await signIn(memberContext, memberKey);
+    await member.goto(`${server.url}/data/db?db=${encodeURIComponent(DB)}`);
+    expect(await member.locator('#history-line').textContent()).toContain('for workspace admins');
+    await memberContext.close();
+    await context.close();
+  });
+
   it('refuses a POST without the session token', async () => {
     const context = await browser.newContext();
     const page = await signIn(context, adminKey);
