@@ -21,6 +21,11 @@ export interface DataBrowserOptions {
   shardCount: number;
   /** How long one read may wait for the shard's owner. */
   timeoutMs?: number;
+  /**
+   * Characters of CSV per job (default 1 Mi): one job per chunk, so larger chunks pay the
+   * queue's round trip less often, and smaller ones hold less in memory.
+   */
+  csvChunkChars?: number;
 }
 
 /**
@@ -73,7 +78,7 @@ export class DataBrowser {
   async *csv(db: string, table: string, onTotal?: (rows: number) => void): AsyncGenerator<string> {
     let next: { after?: PageCursor; offset?: number } | undefined = {};
     while (next) {
-      const chunk = (await this.run(db, 'browse.csv', { table, ...next })) as CsvChunk;
+      const chunk = (await this.run(db, 'browse.csv', { table, ...next, ...(this.opts.csvChunkChars ? { maxChars: this.opts.csvChunkChars } : {}) })) as CsvChunk;
       if (chunk.total !== undefined) onTotal?.(chunk.total);
       next = chunk.next;
       yield chunk.csv;
