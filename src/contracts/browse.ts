@@ -70,7 +70,7 @@ export const csvArgs = z.strictObject({
   after: pageCursor.optional(),
   offset: z.number().int().min(0).optional(),
   /** The chunk stops at the first record past this many UTF-16 units. */
-  maxChars: z.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
+  maxChars: z.number().int().min(1024).max(16 * 1024 * 1024).default(2 * 1024 * 1024),
 });
 export type CsvArgs = z.input<typeof csvArgs>;
 

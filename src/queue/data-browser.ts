@@ -22,7 +22,7 @@ export interface DataBrowserOptions {
   /** How long one read may wait for the shard's owner. */
   timeoutMs?: number;
   /**
-   * Characters of CSV per job (default 1 Mi): one job per chunk, so larger chunks pay the
+   * Characters of CSV per job (default 2 Mi): one job per chunk, so larger chunks pay the
    * queue's round trip less often, and smaller ones hold less in memory.
    */
   csvChunkChars?: number;
@@ -71,17 +71,25 @@ export class DataBrowser {
   }
 
   /**
-   * The whole table as CSV text, chunk by chunk, each chunk one job on the owner. The next chunk
-   * is asked for only when the consumer takes this one, so a slow download never piles chunks
-   * up in memory. `onTotal` hears the row count with the first chunk.
+   * The whole table as CSV text, chunk by chunk, each chunk one job on the owner. One chunk is
+   * fetched ahead while the consumer takes the current one (the owner formats the next while
+   * this process sends the last), and no more: a slow download holds two chunks in memory, never
+   * the table. `onTotal` hears the row count with the first chunk.
    */
   async *csv(db: string, table: string, onTotal?: (rows: number) => void): AsyncGenerator<string> {
-    let next: { after?: PageCursor; offset?: number } | undefined = {};
-    while (next) {
-      const chunk = (await this.run(db, 'browse.csv', { table, ...next, ...(this.opts.csvChunkChars ? { maxChars: this.opts.csvChunkChars } : {}) })) as CsvChunk;
-      if (chunk.total !== undefined) onTotal?.(chunk.total);
-      next = chunk.next;
-      yield chunk.csv;
+    const size = this.opts.csvChunkChars ? { maxChars: this.opts.csvChunkChars } : {};
+    const fetch = (next: { after?: PageCursor; offset?: number }) => this.run(db, 'browse.csv', { table, ...next, ...size }) as Promise<CsvChunk>;
+    let pending: Promise<CsvChunk> | undefined = fetch({});
+    try {
+      while (pending) {
+        const chunk: CsvChunk = await pending;
+        if (chunk.total !== undefined) onTotal?.(chunk.total);
+        pending = chunk.next ? fetch(chunk.next) : undefined;
+        yield chunk.csv;
+      }
+    } finally {
+      // A consumer that stopped early (a closed download) leaves no rejection unhandled.
+      pending?.catch(() => undefined);
     }
   }
 

@@ -284,7 +284,7 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     const moment = Math.ceil((Date.now() + 1) / 1000) * 1000;
     while (Date.now() <= moment) await new Promise((r) => setTimeout(r, moment + 5 - Date.now()));
     expect(await write("INSERT INTO h VALUES ('two')")).toMatchObject({ ok: true });
-    const values = async () => ((await client.call({ workspace: WS, agent: AGENT, settings: open, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM h ORDER BY rowid' } })) as { result: { rows: string[][] } }).result.rows.flat();
+    const values = async () => ((await client.call({ workspace: WS, agent: AGENT, settings: open, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM h ORDER BY rowid' } })) as unknown as { result: { rows: string[][] } }).result.rows.flat();
     expect(await values()).toEqual(['one', 'two']);
 
     const context = await browser.newContext();

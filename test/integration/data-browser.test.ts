@@ -24,7 +24,7 @@ async function write(sql: string, agent = 'scout') {
 }
 async function query(sql: string): Promise<unknown[][]> {
   const out = await client.call({ workspace: WS, agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } });
-  return (out as { result: { rows: unknown[][] } }).result.rows;
+  return (out as unknown as { result: { rows: unknown[][] } }).result.rows;
 }
 
 /** Every page from the first, following `last` cursors (or offsets without a key). */
