@@ -27,7 +27,7 @@ export function layout(frame: PageFrame, content: Html): Html {
 ${frame.csrf ? html`<meta name="csrf-token" content="${frame.csrf}">` : ''}
 <title>${frame.title} · agentdb</title>
 <link rel="stylesheet" href="/assets/app.css">
-<script src="/assets/app.js" defer></script>
+<script type="module" src="/assets/app.js"></script>
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
