@@ -74,21 +74,27 @@ ${pendingList(pending, csrf)}
     const ping = setInterval(() => res.write(': ping\n\n'), 15_000).unref();
     let unsubscribe: (() => void) | undefined;
     request.raw.on('close', close);
-    unsubscribe = await deps.events.subscribe({
-      workspace: member.workspace,
-      end: close,
-      send: (e) => {
-        // A long-lived stream is a request too: a member revoked meanwhile hears nothing more.
-        void deps.members.authenticateHash(session.keyHash).then((still) => {
-          if (closed) return;
-          if (!still) {
-            res.write('event: signed-out\ndata: {}\n\n');
-            return close();
-          }
-          res.write(`event: approval\ndata: ${JSON.stringify(e)}\n\n`);
-        });
-      },
-    });
+    try {
+      unsubscribe = await deps.events.subscribe({
+        workspace: member.workspace,
+        end: close,
+        send: (e) => {
+          // A long-lived stream is a request too: a member revoked meanwhile hears nothing more.
+          void deps.members.authenticateHash(session.keyHash).then((still) => {
+            if (closed) return;
+            if (!still) {
+              res.write('event: signed-out\ndata: {}\n\n');
+              return close();
+            }
+            res.write(`event: approval\ndata: ${JSON.stringify(e)}\n\n`);
+          }, () => undefined /* Redis hiccup: the next event asks again */);
+        },
+      });
+    } catch (err) {
+      // The response is already the stream: it ends, and the browser reconnects.
+      request.log.warn({ err: String(err) }, 'inbox event stream could not start');
+      return close();
+    }
     if (closed) unsubscribe();
     else res.write('event: ready\ndata: {}\n\n');
   });

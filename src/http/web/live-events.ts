@@ -29,8 +29,17 @@ export class LiveEvents {
   /** Adds a listener; returns the function that removes it. */
   async subscribe(listener: Listener): Promise<() => void> {
     this.listeners.add(listener);
-    this.starting ??= this.start();
-    await this.starting;
+    // A failed start (Redis down) is not remembered: the next browser tries again.
+    this.starting ??= this.start().catch((err: unknown) => {
+      this.starting = undefined;
+      throw err;
+    });
+    try {
+      await this.starting;
+    } catch (err) {
+      this.listeners.delete(listener);
+      throw err;
+    }
     return () => this.listeners.delete(listener);
   }
 

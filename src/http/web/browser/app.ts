@@ -48,7 +48,12 @@ function liveInbox(pending: HTMLElement): void {
     source.close();
     location.assign('/sign-in');
   });
-  source.onerror = () => say('reconnecting…');
+  source.onerror = () => {
+    say('reconnecting…');
+    // A refused stream (signed out, revoked) is not retried by the browser: the refresh finds
+    // out why and goes to the sign-in page if that is it.
+    if (source.readyState === EventSource.CLOSED) void refresh();
+  };
 }
 
 /**
