@@ -154,6 +154,31 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     await context.close();
   });
 
+  it('takes a call decided elsewhere off the open inbox and lists the decision, without a reload', async () => {
+    const context = await browser.newContext();
+    const page = await signIn(context, memberKey);
+    await page.locator('#live', { hasText: /^live$/ }).waitFor();
+    let loads = 0;
+    page.on('load', () => loads++);
+    const waiting = write('INSERT INTO big(id) VALUES (20002)', gated);
+    const card = page.locator('article[data-approval]');
+    await card.waitFor();
+    const id = await card.getAttribute('data-approval');
+    // Decided through the HTTP API by someone else.
+    const res = await fetch(`${server.url}/v1/approvals/${id}/decision`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'reject', reason: 'decided in the API' }),
+    });
+    expect(res.status).toBe(200);
+    await card.waitFor({ state: 'detached' });
+    await page.locator('#decided tbody tr', { hasText: 'decided in the API' }).waitFor();
+    expect(await page.locator('#no-pending').isVisible()).toBe(true);
+    expect(loads).toBe(0);
+    expect(await waiting).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
+    await context.close();
+  });
+
   it('pages through a 10,000-row table by keyset, jumps to a page and sorts', async () => {
     // The row the approved write added goes first, so the table is 10,000 rows again.
     await write('DELETE FROM big WHERE id = 20001');

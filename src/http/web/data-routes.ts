@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Member } from '../../approvals/members.ts';
 import type { Envelope } from '../../contracts/envelope.ts';
 import { pageCursor, type PageArgs } from '../../contracts/browse.ts';
-import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
+import { AgentDbError, type ErrorCode } from '../../errors.ts';
 import type { DataBrowser } from '../../queue/data-browser.ts';
 import type { KeyedCalls } from '../../queue/keyed-calls.ts';
 import { parseDatabaseId } from '../../store/database-id.ts';
@@ -13,21 +13,14 @@ import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
 import { html, type Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { HistoryPanel } from './history-routes.ts';
-import { memberOf, sessionOf } from './web-request.ts';
+import { errorPage } from './error-page.ts';
+import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 /** What the data pages call. */
 export interface DataRoutesDeps {
   browser: DataBrowser;
   calls: KeyedCalls;
   history: HistoryPanel;
-}
-
-/** The database a request names, if it is one of the member's workspace. */
-export function ownDatabase(member: Member, db: unknown): string {
-  if (typeof db !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'name a database (?db=<workspace> or <workspace>/<agent>)');
-  const { workspace } = parseDatabaseId(db);
-  if (workspace !== member.workspace) throw new AgentDbError('NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
-  return db;
 }
 
 const gridQuery = z.object({
@@ -52,15 +45,6 @@ function cursorParam(text: string | undefined) {
     // answered below
   }
   throw new AgentDbError('INVALID_ARGUMENTS', 'the page link is damaged; start from the first page');
-}
-
-/** A page that says what went wrong, with the registry's status. */
-export function errorPage(reply: FastifyReply, frame: PageFrame, err: unknown): FastifyReply {
-  if (!(err instanceof AgentDbError)) throw err;
-  const code: ErrorCode = err.code;
-  const status = ERRORS[code].status;
-  const page = layout({ ...frame, flash: { kind: 'error', text: `${code}: ${err.detail ?? ERRORS[code].message}` } }, html`<p><a href="/data">← all databases</a></p>`);
-  return reply.code(status).type('text/html; charset=utf-8').send(page.value);
 }
 
 const frameOf = (request: FastifyRequest, title: string): PageFrame => ({ title, member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });

@@ -2,11 +2,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Member } from '../../approvals/members.ts';
 import { AgentDbError } from '../../errors.ts';
 import type { HistoryClient, HistoryView, RestoreResult } from '../../queue/history-client.ts';
-import { errorPage, ownDatabase } from './data-routes.ts';
+import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';
 import { isoTime, layout, type PageFrame } from './layout.ts';
-import { memberOf, sessionOf } from './web-request.ts';
+import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 /**
  * The history core the page calls: the same `HistoryClient` the `/v1/databases/:db/history` and
