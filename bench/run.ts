@@ -13,6 +13,7 @@ import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchApprovals } from './approvals.ts';
 import { benchMcp } from './mcp.ts';
+import { benchWeb, printWeb } from './web.ts';
 import { childPids } from './cpu.ts';
 import { benchIsolation } from './isolation.ts';
 import { benchScaling } from './scaling.ts';
@@ -157,6 +158,9 @@ async function main() {
 
   const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
 
+  // The web page's grid and CSV export, on a 1,000,000-row table of its own.
+  const web = await benchWeb(REDIS_URL);
+
   // Touch many databases through the queue, then read the worker's and executor's memory.
   const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
     must(client.call({ workspace: 'bench', agent: `db-${i}`, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (x)' } })),
@@ -216,6 +220,7 @@ async function main() {
       },
     },
     mcp,
+    web,
     memory,
     isolation,
     scaling,
@@ -241,6 +246,7 @@ async function main() {
     `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
   );
   console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio})`);
+  printWeb(web);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,
   );

@@ -73,6 +73,22 @@ const envSchema = z.object({
   USAGE_RETENTION_DAYS: int(1, 10_000, 400),
   /** Days a finished approval's record is kept in Redis (the database keeps its own audit). */
   APPROVAL_RETENTION_DAYS: int(1, 10_000, 30),
+  /** Point-in-time history of every database (`off` only to measure what it costs). */
+  HISTORY_CAPTURE: z.enum(['on', 'off']).default('on'),
+  /** Days of history kept: restores reach this far back, and the prune deletes what is older. */
+  HISTORY_RETENTION_DAYS: int(1, 10_000, 30),
+  /** A database's WAL is checkpointed once it passes this size (after its frames were copied). */
+  HISTORY_CHECKPOINT_BYTES: int(4096, 1024 * 1024 * 1024, 4 * 1024 * 1024),
+  /** When each database with commits since its last snapshot gets a new one (cron, in SCHEDULE_TZ). */
+  HISTORY_SNAPSHOT_CRON: z
+    .string()
+    .default('30 1 * * *')
+    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
+  /** When history past HISTORY_RETENTION_DAYS is deleted (cron, in SCHEDULE_TZ). */
+  HISTORY_PRUNE_CRON: z
+    .string()
+    .default('47 3 * * *')
+    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** The member key the CLI decides approvals with, when `--key` is not given. */
   AGENTDB_MEMBER_KEY: z.string().optional(),
@@ -80,6 +96,8 @@ const envSchema = z.object({
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
   /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
   MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
+  /** How long a web page session lives without a request (sliding); the cookie itself ends with the browser. */
+  WEB_SESSION_TTL_S: int(60, 30 * 24 * 3600, 8 * 3600),
 });
 
 /**
@@ -124,11 +142,17 @@ export interface Config {
   readonly scheduleTz: string;
   readonly usageRetentionDays: number;
   readonly approvalRetentionDays: number;
+  /** Capture on: what executor children are started with; undefined with HISTORY_CAPTURE=off. */
+  readonly history?: { readonly checkpointBytes: number; readonly retentionDays: number };
+  readonly historyRetentionDays: number;
+  readonly historySnapshotCron: string;
+  readonly historyPruneCron: string;
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   /** A secret: never logged. */
   readonly memberKey?: string;
   readonly httpWaitMs: number;
   readonly mcpApprovalWaitMs: number;
+  readonly webSessionTtlS: number;
 }
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
@@ -179,9 +203,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     scheduleTz: e.SCHEDULE_TZ,
     usageRetentionDays: e.USAGE_RETENTION_DAYS,
     approvalRetentionDays: e.APPROVAL_RETENTION_DAYS,
+    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS }) } : {}),
+    historyRetentionDays: e.HISTORY_RETENTION_DAYS,
+    historySnapshotCron: e.HISTORY_SNAPSHOT_CRON,
+    historyPruneCron: e.HISTORY_PRUNE_CRON,
     logLevel: e.LOG_LEVEL,
     httpWaitMs: e.HTTP_WAIT_MS,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
+    webSessionTtlS: e.WEB_SESSION_TTL_S,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
 }

@@ -125,7 +125,14 @@ export class MemberRegistry {
   /** The active member a key belongs to; undefined for unknown, malformed or revoked keys. */
   async authenticate(key: string): Promise<Member | undefined> {
     if (!isKeyShaped(key)) return undefined;
-    const keyHash = hashKey(key);
+    return this.authenticateHash(hashKey(key));
+  }
+
+  /**
+   * The active member whose key hashes to `keyHash`: a web session keeps only the hash, and
+   * asks on every request, so a revoked key signs its sessions out at once.
+   */
+  async authenticateHash(keyHash: string): Promise<Member | undefined> {
     const owner = await this.redis.hget(this.keys.memberKeys, keyHash);
     if (!owner) return undefined;
     const slash = owner.indexOf('/');

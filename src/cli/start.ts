@@ -3,12 +3,15 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { createWebDeps } from '../http/web/web-deps.ts';
 import { AgentDbClient } from '../queue/client.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
+import { HistoryClient } from '../queue/history-client.ts';
+import { ShardOpClient } from '../queue/shard-op-client.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { ensureRedis } from './local-redis.ts';
@@ -34,6 +37,11 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
+  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
+  const calls = new KeyedCalls(client);
+  const history = new HistoryClient(historyOps, config.shardCount);
+  // The web page's history panel calls the same history core as /v1/databases/:db/history.
+  const web = createWebDeps(config, { redis, members, approvals, calls, history });
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -41,12 +49,14 @@ export async function start(ctx: CommandContext): Promise<number> {
     members,
     approvals,
     logger,
+    history,
     keyed: {
       auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
-      calls: new KeyedCalls(client),
+      calls,
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
     },
+    web: web.web,
   });
   // The port first: a second `agentdb start` must stop before it starts workers of its own.
   let address: string;
@@ -54,8 +64,10 @@ export async function start(ctx: CommandContext): Promise<number> {
     address = await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await app.close();
+    await web.close();
     await approvals.close();
     await client.close();
+    await historyOps.close();
     redis.disconnect();
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
@@ -71,8 +83,10 @@ export async function start(ctx: CommandContext): Promise<number> {
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
   await untilSignal();
   await app.close();
+  await web.close();
   await approvals.close();
   await client.close();
+  await historyOps.close();
   await scheduler.stop();
   await pool.stop();
   redis.disconnect();

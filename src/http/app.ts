@@ -7,9 +7,12 @@ import { createLogger, type Logger } from '../logger.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
+import { historyRoutes } from './history-routes.ts';
+import type { HistoryClient } from '../queue/history-client.ts';
 import { callsRoutes } from './calls-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { sendError } from './error-reply.ts';
+import { webRoutes, type WebDeps } from './web/web-routes.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
 export interface AppDeps {
@@ -23,8 +26,12 @@ export interface AppDeps {
   approvals: ApprovalService;
   /** Where request errors are logged; silent when absent (tests). */
   logger?: Logger;
+  /** Point-in-time history (`/v1/databases/:db/history`, `…/restore`); those routes exist only when given. */
+  history?: HistoryClient;
   /** Tool calls with bearer keys (`/v1/calls`, `/mcp`); those routes exist only when given. */
   keyed?: KeyedDeps;
+  /** The web page at `/` (inbox, data, export, history); absent, only the API is served. */
+  web?: WebDeps;
 }
 
 /** What the key-authenticated routes need. */
@@ -60,15 +67,23 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
+  if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));
   if (deps.keyed) {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
     app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
   }
 
+  if (deps.web) app.register(webRoutes(deps.web));
+
   app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AgentDbError && ERRORS[err.code].status < 500) return sendError(reply, err.code, err.detail);
+    // A registry error the core answered (HISTORY_CORRUPT): its own code and status, not a fault of this route.
+    if (err instanceof AgentDbError && err.code !== 'INTERNAL') {
+      request.log.warn({ code: err.code, route: request.routeOptions.url }, 'request refused');
+      return sendError(reply, err.code, err.detail);
+    }
     const status = err.statusCode ?? 500;
     // Fastify's own 4xx (unparseable JSON, wrong content type, body too large) are the
     // caller's mistake: a coded INVALID_ARGUMENTS with Fastify's status and reason.

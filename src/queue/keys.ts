@@ -35,6 +35,8 @@ export interface Keys {
   readonly executorsIndex: string;
   /** One worker's executor pool status (JSON, with a short TTL). */
   executorStatus(worker: string): string;
+  /** A web page session, by the sha256 of its cookie (JSON, with a TTL). */
+  webSession(idHash: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -58,5 +60,6 @@ export function keysFor(prefix: string): Keys {
     agentKeyIndex: `${prefix}:{members}:akey-index`,
     executorsIndex: `${prefix}:{executors}:index`,
     executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
+    webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
   };
 }

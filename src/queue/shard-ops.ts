@@ -3,6 +3,8 @@ import type { Config } from '../config.ts';
 import type { ShardOpJobData } from '../contracts/shard-op.ts';
 import type { Logger } from '../logger.ts';
 import type { ExecutorPool } from '../store/executor-pool.ts';
+import { browseOps } from './browse-ops.ts';
+import { historyOpHandlers } from './history-ops.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
 export interface ShardOpContext {
@@ -27,5 +29,9 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
   return {
     // Proves a shard has a live owner (tests, `agentdb` health checks).
     ping: async () => ({ pong: true }),
+    // The data browser's reads: browse.tables, browse.page, browse.csv, browse.files.
+    ...browseOps(),
+    // Point-in-time history: restore (in place, undo, into), list, nightly snapshot.
+    ...historyOpHandlers(),
   };
 }

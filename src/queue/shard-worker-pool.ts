@@ -70,6 +70,7 @@ export class ShardWorkerPool {
       handleCacheSize: config.handleCacheSize,
       maxResultBytes: config.maxResultBytes,
       statementCacheBytes: config.statementCacheBytes,
+      ...(config.history ? { history: config.history } : {}),
       logger: opts.logger,
     });
     this.completion = new CallCompletion(this.redis, this.keys);

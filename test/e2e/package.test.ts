@@ -77,6 +77,8 @@ describe('the packed package, installed into an empty project', () => {
     expect(manifest.exports).toEqual({ '.': { types: './dist/src/index.d.ts', default: './dist/src/index.js' } });
     expect(() => readFileSync(path.join(app, 'node_modules/agentdb/src/index.ts'))).toThrow();
     expect(() => readFileSync(path.join(app, 'node_modules/tsx/package.json'))).toThrow();
+    // The web page's script, compiled by the build: `agentdb start` serves it from this file.
+    expect(readFileSync(path.join(app, 'node_modules/agentdb/dist/src/http/web/browser/app.js'), 'utf8')).toContain('new EventSource(');
   });
 
   it('runs the built agentdb: --version, and tools --json as the zod schemas define it', async () => {

@@ -31,6 +31,17 @@ describe('agentdb start on a machine with no Redis running', () => {
         env,
       );
       expect(JSON.parse(out.stdout)).toMatchObject({ ok: true, result: { rows: [[42]] } });
+
+      // The web page is served at / by the same process: signed out, to the sign-in form.
+      const root = await fetch(`http://127.0.0.1:${port}/`, { redirect: 'manual', headers: { accept: 'text/html' } });
+      expect(root.status).toBe(303);
+      expect(root.headers.get('location')).toBe('/sign-in?next=%2F');
+      const signIn = await fetch(`http://127.0.0.1:${port}/sign-in`);
+      expect(signIn.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(await signIn.text()).toContain('<script type="module" src="/assets/app.js"></script>');
+      const script = await fetch(`http://127.0.0.1:${port}/assets/app.js`);
+      expect(script.headers.get('content-type')).toContain('text/javascript');
+      expect(await script.text()).toContain('new EventSource(');
     } finally {
       await stop(app);
     }

@@ -1,0 +1,158 @@
+/// <reference lib="dom" />
+/**
+ * The page's one script (served as /assets/app.js, compiled by `npm run build`): live updates of
+ * the approvals inbox and the CSV export's progress. It never puts text into HTML: new inbox
+ * cards come from the server already escaped and are moved in as parsed nodes, and everything
+ * else is set with textContent.
+ */
+
+function liveInbox(pending: HTMLElement): void {
+  const status = document.getElementById('live');
+  const say = (text: string) => {
+    if (status) status.textContent = text;
+  };
+  let refreshing = false;
+  let again = false;
+  const refresh = async (): Promise<void> => {
+    if (refreshing) {
+      again = true;
+      return;
+    }
+    refreshing = true;
+    try {
+      const res = await fetch('/inbox', { headers: { accept: 'text/html' }, redirect: 'manual', credentials: 'same-origin' });
+      // A redirect (signed out) comes back opaque under redirect: 'manual'.
+      if (res.type === 'opaqueredirect' || res.status === 401) {
+        location.assign('/sign-in');
+        return;
+      }
+      if (!res.ok) return say('could not refresh');
+      const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+      syncPending(pending, doc.getElementById('pending'));
+      const decided = doc.getElementById('decided-section');
+      const mine = document.getElementById('decided-section');
+      if (decided && mine) mine.replaceChildren(...Array.from(decided.childNodes).map((n) => document.importNode(n, true)));
+      say('live');
+    } finally {
+      refreshing = false;
+      if (again) {
+        again = false;
+        void refresh();
+      }
+    }
+  };
+  const source = new EventSource('/inbox/events');
+  source.addEventListener('ready', () => say('live'));
+  source.addEventListener('approval', () => void refresh());
+  source.addEventListener('signed-out', () => {
+    source.close();
+    location.assign('/sign-in');
+  });
+  source.onerror = () => {
+    say('reconnecting…');
+    // A refused stream (signed out, revoked) is not retried by the browser: the refresh finds
+    // out why and goes to the sign-in page if that is it.
+    if (source.readyState === EventSource.CLOSED) void refresh();
+  };
+}
+
+/**
+ * Brings the pending cards in line with the server's: new ones in, decided ones out, the rest
+ * left alone, so a reason half typed into a card is not lost.
+ */
+function syncPending(mine: HTMLElement, theirs: HTMLElement | null): void {
+  if (!theirs) return;
+  const wanted = Array.from(theirs.querySelectorAll<HTMLElement>('article[data-approval]'));
+  const ids = new Set(wanted.map((c) => c.id));
+  for (const card of Array.from(mine.querySelectorAll<HTMLElement>('article[data-approval]'))) if (!ids.has(card.id)) card.remove();
+  let previous: Element | null = null;
+  for (const card of wanted) {
+    let node = document.getElementById(card.id);
+    if (!node) node = document.importNode(card, true);
+    if (previous) previous.after(node);
+    else mine.prepend(node);
+    previous = node;
+  }
+  const empty = document.getElementById('no-pending');
+  if (wanted.length && empty) empty.remove();
+  if (!wanted.length && !empty) {
+    const p = document.createElement('p');
+    p.className = 'empty';
+    p.id = 'no-pending';
+    p.textContent = 'Nothing is waiting for a decision.';
+    mine.append(p);
+  }
+}
+
+/**
+ * The export with a progress bar: the CSV is read as a stream, records are counted as they
+ * arrive (a line feed outside quotes ends one: RFC 4180 quoting), and the file is handed to the
+ * browser once complete. The plain "Download CSV" link streams straight to disk instead.
+ */
+function exportWithProgress(button: HTMLButtonElement): void {
+  const box = document.getElementById('export-status');
+  const bar = box?.querySelector('progress');
+  const label = box?.querySelector('span');
+  button.addEventListener('click', async () => {
+    if (!box || !bar || !label) return;
+    button.disabled = true;
+    box.hidden = false;
+    label.textContent = 'starting…';
+    try {
+      const res = await fetch(button.dataset.url!, { credentials: 'same-origin' });
+      if (!res.ok || !res.body) throw new Error(`the export failed (HTTP ${res.status})`);
+      const total = Number(res.headers.get('x-total-rows') ?? 'NaN');
+      const reader = res.body.getReader();
+      const parts: Uint8Array[] = [];
+      let lines = 0;
+      let quoted = false;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parts.push(value);
+        for (let i = 0; i < value.length; i++) {
+          const b = value[i];
+          if (b === 0x22) quoted = !quoted;
+          else if (b === 0x0a && !quoted) lines++;
+        }
+        const rows = Math.max(0, lines - 1);
+        if (Number.isFinite(total) && total > 0) bar.value = Math.min(1, rows / total);
+        label.textContent = Number.isFinite(total) ? `${rows.toLocaleString()} of ${total.toLocaleString()} rows` : `${rows.toLocaleString()} rows`;
+      }
+      bar.value = 1;
+      const url = URL.createObjectURL(new Blob(parts as BlobPart[], { type: 'text/csv' }));
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = button.dataset.name ?? 'export.csv';
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      label.textContent = `done: ${Math.max(0, lines - 1).toLocaleString()} rows`;
+    } catch (err) {
+      label.textContent = err instanceof Error ? err.message : 'the export failed';
+    } finally {
+      button.disabled = false;
+    }
+  });
+}
+
+/** The drop button stays disabled until the table's name is typed exactly. */
+function confirmDrop(form: HTMLFormElement): void {
+  const input = form.querySelector<HTMLInputElement>('input[name=confirm]');
+  const table = form.querySelector<HTMLInputElement>('input[name=table]');
+  const button = form.querySelector<HTMLButtonElement>('button[type=submit]');
+  if (!input || !table || !button) return;
+  const check = () => (button.disabled = input.value !== table.value);
+  input.addEventListener('input', check);
+  check();
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  const pending = document.getElementById('pending');
+  if (pending) liveInbox(pending);
+  const exporter = document.getElementById('export-progress');
+  if (exporter instanceof HTMLButtonElement) exportWithProgress(exporter);
+  const drop = document.getElementById('drop-form');
+  if (drop instanceof HTMLFormElement) confirmDrop(drop);
+});

@@ -1,0 +1,185 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Member } from '../../approvals/members.ts';
+import type { Envelope } from '../../contracts/envelope.ts';
+import { pageCursor, type PageArgs } from '../../contracts/browse.ts';
+import { AgentDbError, type ErrorCode } from '../../errors.ts';
+import type { DataBrowser } from '../../queue/data-browser.ts';
+import type { KeyedCalls } from '../../queue/keyed-calls.ts';
+import { parseDatabaseId } from '../../store/database-id.ts';
+import { databasesView, dbHref, tablesView } from './data-views.ts';
+import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
+import { html, type Html } from './html.ts';
+import { layout, type PageFrame } from './layout.ts';
+import type { HistoryPanel } from './history-routes.ts';
+import { errorPage } from './error-page.ts';
+import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
+
+/** What the data pages call. */
+export interface DataRoutesDeps {
+  browser: DataBrowser;
+  calls: KeyedCalls;
+  history: HistoryPanel;
+}
+
+const gridQuery = z.object({
+  db: z.string(),
+  table: z.string().min(1),
+  size: z.coerce.number().int().refine((n) => (PAGE_SIZES as readonly number[]).includes(n), 'not an offered page size').default(100),
+  sort: z.string().min(1).optional(),
+  dir: z.enum(['asc', 'desc']).default('asc'),
+  after: z.string().max(300_000).optional(),
+  before: z.string().max(300_000).optional(),
+  page: z.coerce.number().int().min(1).optional(),
+  p: z.coerce.number().int().min(1).optional(),
+  total: z.coerce.number().int().min(0).optional(),
+});
+
+function cursorParam(text: string | undefined) {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = pageCursor.safeParse(JSON.parse(Buffer.from(text, 'base64url').toString('utf8')));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // answered below
+  }
+  throw new AgentDbError('INVALID_ARGUMENTS', 'the page link is damaged; start from the first page');
+}
+
+const frameOf = (request: FastifyRequest, title: string): PageFrame => ({ title, member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
+
+/** Who may drop here, said plainly; the form only for an admin on the shared database. */
+function dropForm(member: Member, db: string, table: string, csrf: string): Html {
+  const shared = parseDatabaseId(db).agent === undefined;
+  if (!shared) return html`<section class="danger-zone"><h2>Drop</h2><p class="muted">An agent's tables are dropped only by that agent.</p></section>`;
+  if (member.role !== 'admin') return html`<section class="danger-zone"><h2>Drop</h2><p class="muted" id="drop-denied">Only a workspace admin can drop a shared table.</p></section>`;
+  return html`<section class="danger-zone"><h2>Drop this table</h2>
+<p>Dropping removes the table and its rows for every agent of the workspace. It is recorded like any other drop, as yours.</p>
+<form method="post" action="/data/drop" id="drop-form">
+  <input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}"><input type="hidden" name="table" value="${table}">
+  <label>Type <strong>${table}</strong> to confirm <input name="confirm" autocomplete="off" required></label>
+  <button type="submit" class="danger">Drop table</button>
+</form></section>`;
+}
+
+/** `/data` (databases), `/data/db` (tables), `/data/table` (grid), `/data/export.csv`, and the admin drop. */
+export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
+  app.get('/data', async (request, reply) => {
+    const member = memberOf(request);
+    const dbs = await deps.browser.databases(member.workspace);
+    return reply.type('text/html; charset=utf-8').send(layout(frameOf(request, 'Data'), databasesView(member, dbs)).value);
+  });
+
+  app.get('/data/db', async (request, reply) => {
+    const frame = frameOf(request, 'Database');
+    try {
+      const db = ownDatabase(memberOf(request), (request.query as { db?: unknown }).db);
+      const flash = (request.query as { dropped?: string }).dropped;
+      const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, memberOf(request))]);
+      const page = layout({ ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: `Dropped ${flash}.` } } : {}) }, tablesView(db, described, history));
+      return reply.type('text/html; charset=utf-8').send(page.value);
+    } catch (err) {
+      return errorPage(reply, frame, err);
+    }
+  });
+
+  app.get('/data/table', async (request, reply) => {
+    const frame = frameOf(request, 'Table');
+    try {
+      const member = memberOf(request);
+      const parsed = gridQuery.safeParse(request.query);
+      if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', `${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+      const q = parsed.data;
+      const db = ownDatabase(member, q.db);
+      const after = cursorParam(q.after);
+      const before = cursorParam(q.before);
+      const fresh = !after && !before;
+      const args: PageArgs = {
+        table: q.table,
+        dir: q.dir,
+        limit: q.size,
+        ...(q.sort ? { sort: q.sort } : {}),
+        ...(after ? { after } : {}),
+        ...(before ? { before } : {}),
+        ...(fresh && q.page ? { offset: (q.page - 1) * q.size } : {}),
+        ...(fresh && q.total === undefined ? { count: true } : {}),
+      };
+      const started = performance.now();
+      const page = await deps.browser.page(db, args);
+      const serverMs = performance.now() - started;
+      const grid: GridQuery = {
+        db,
+        table: page.table,
+        size: q.size,
+        dir: q.dir,
+        ...(q.sort ? { sort: q.sort } : {}),
+        ...(fresh ? { p: q.page ?? 1 } : q.p ? { p: q.p } : {}),
+        ...(page.total !== undefined ? { total: page.total } : q.total !== undefined ? { total: q.total } : {}),
+      };
+      reply.header('server-timing', `shard;dur=${serverMs.toFixed(2)}, sqlite;dur=${page.sqliteMs.toFixed(2)}`);
+      const body = gridView(grid, page, { serverMs }, dropForm(member, db, page.table, sessionOf(request).csrf));
+      return reply.type('text/html; charset=utf-8').send(layout({ ...frame, title: page.table }, body).value);
+    } catch (err) {
+      return errorPage(reply, frame, err);
+    }
+  });
+
+  app.get('/data/export.csv', async (request, reply) => {
+    const frame = frameOf(request, 'Export');
+    const query = request.query as { db?: unknown; table?: unknown };
+    let first: IteratorResult<string>;
+    let chunks: AsyncGenerator<string>;
+    let total: number | undefined;
+    try {
+      const db = ownDatabase(memberOf(request), query.db);
+      if (typeof query.table !== 'string' || !query.table) throw new AgentDbError('INVALID_ARGUMENTS', 'name a table');
+      chunks = deps.browser.csv(db, query.table, (n) => (total = n));
+      // The first chunk before any header: a missing table is still an error page, not a
+      // broken download, and the row count can go in a header for the progress bar.
+      first = await chunks.next();
+    } catch (err) {
+      return errorPage(reply, frame, err);
+    }
+    const table = query.table as string;
+    const ascii = table.replace(/[^A-Za-z0-9._-]/g, '_');
+    reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${ascii}.csv"; filename*=UTF-8''${encodeURIComponent(table)}.csv`)
+      .header('cache-control', 'no-store');
+    if (total !== undefined) reply.header('x-total-rows', String(total));
+    async function* all(): AsyncGenerator<string> {
+      if (!first.done) yield first.value;
+      // Readable.from asks for the next chunk only when the socket has taken the last one
+      // (backpressure): a slow download holds one chunk in memory, not the table. A chunk that
+      // fails mid-way aborts the response, so a partial file never looks complete.
+      yield* chunks;
+    }
+    return reply.send(Readable.from(all(), { objectMode: false }));
+  });
+
+  app.post('/data/drop', async (request, reply) => {
+    const frame = frameOf(request, 'Drop');
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    try {
+      const member = memberOf(request);
+      const db = ownDatabase(member, body.db);
+      const table = typeof body.table === 'string' ? body.table : '';
+      if (!table || body.confirm !== table) throw new AgentDbError('INVALID_ARGUMENTS', 'type the table name exactly to confirm the drop; nothing was dropped');
+      const { agent } = parseDatabaseId(db);
+      // The member's own DATA_DROP_TABLE call: the same policy (a drop from a client takes an
+      // admin; an agent's tables are its own), guard, executor and audit as any other drop.
+      const answer = await deps.calls.call(
+        { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } },
+        { tool: 'DATA_DROP_TABLE', arguments: agent ? { table, agent } : { table, scope: 'workspace' } },
+        { wait: true, maxWaitMs: 30_000 },
+      );
+      if ('status' in answer && answer.status) throw new AgentDbError('UNAVAILABLE', 'the drop has not finished yet; look again in a moment');
+      const envelope = answer as Envelope;
+      if (!envelope.ok) throw new AgentDbError(envelope.error.code as ErrorCode, envelope.error.message);
+      return reply.redirect(`${dbHref(db)}&dropped=${encodeURIComponent(table)}`, 303);
+    } catch (err) {
+      return errorPage(reply, frame, err);
+    }
+  });
+}

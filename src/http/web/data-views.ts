@@ -1,0 +1,57 @@
+import type { Member } from '../../approvals/members.ts';
+import type { BrowsableDatabase } from '../../queue/data-browser.ts';
+import type { DescribeResult, TableInfo } from '../../store/sqlite-describe.ts';
+import { html, type Html } from './html.ts';
+
+/** `/data/db?db=…` for a database id. */
+export const dbHref = (db: string) => `/data/db?db=${encodeURIComponent(db)}`;
+/** `/data/table?…` for a table, with grid options. */
+export function tableHref(db: string, table: string, opts: Record<string, string | number | undefined> = {}): string {
+  const q = new URLSearchParams({ db, table });
+  for (const [k, v] of Object.entries(opts)) if (v !== undefined && v !== '') q.set(k, String(v));
+  return `/data/table?${q.toString()}`;
+}
+/** The CSV export of a table. */
+export const exportHref = (db: string, table: string) => `/data/export.csv?${new URLSearchParams({ db, table }).toString()}`;
+
+/** The workspace's databases: the shared one first, then each agent's. */
+export function databasesView(member: Member, dbs: BrowsableDatabase[]): Html {
+  return html`<h1>Data of ${member.workspace}</h1>
+<p class="muted">Read only: nobody edits rows here, since a person's edit would be invisible to the agent that owns the table.</p>
+<div class="scroll"><table class="list">
+<thead><tr><th>database</th><th>whose</th></tr></thead>
+<tbody>
+${dbs.map(
+  (d) => html`<tr><td><a href="${dbHref(d.id)}">${d.id}</a></td><td>${d.agent ? html`agent ${d.agent}${d.registered ? '' : html` <span class="muted">(not registered)</span>`}` : 'shared by the workspace'}</td></tr>`,
+)}
+</tbody></table></div>`;
+}
+
+/** Tables and views of one database with row counts and columns. */
+export function tablesView(db: string, described: DescribeResult, historyNote: Html): Html {
+  const full = described.tables.filter((t): t is TableInfo => !('truncated' in t));
+  const stubs = described.tables.filter((t) => 'truncated' in t);
+  return html`<p><a href="/data">← all databases</a></p>
+<h1>${db}</h1>
+${historyNote}
+<h2>Tables and views</h2>
+${
+  described.tables.length === 0
+    ? html`<p class="empty">No tables yet: the agent has not created any.</p>`
+    : html`<div class="scroll"><table class="list" id="tables">
+<thead><tr><th>name</th><th>type</th><th>rows</th><th class="opt">columns</th><th>export</th></tr></thead>
+<tbody>
+${full.map(
+  (t) => html`<tr>
+  <td><a href="${tableHref(db, t.name)}">${t.name}</a></td>
+  <td>${t.type}</td>
+  <td>${t.rowCount ?? (t.error ? 'unreadable' : '—')}</td>
+  <td class="opt">${t.error ? html`<span class="muted">${t.error}</span>` : t.columns.map((c, i) => html`${i ? ', ' : ''}${c.name}${c.type ? html` <span class="muted">${c.type}</span>` : ''}`)}</td>
+  <td><a href="${exportHref(db, t.name)}" download>CSV</a></td>
+</tr>`,
+)}
+${stubs.map((t) => html`<tr><td><a href="${tableHref(db, t.name)}">${t.name}</a></td><td>${t.type}</td><td colspan="3" class="muted">not described (schema too large)</td></tr>`)}
+</tbody></table></div>`
+}
+${described.note ? html`<p class="muted">${described.note}</p>` : ''}`;
+}

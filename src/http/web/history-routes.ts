@@ -1,0 +1,130 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Member } from '../../approvals/members.ts';
+import { AgentDbError } from '../../errors.ts';
+import type { HistoryClient, HistoryView, RestoreResult } from '../../queue/history-client.ts';
+import { errorPage } from './error-page.ts';
+import { dbHref } from './data-views.ts';
+import { html, type Html } from './html.ts';
+import { isoTime, layout, type PageFrame } from './layout.ts';
+import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
+
+/**
+ * The history core the page calls: the same `HistoryClient` the `/v1/databases/:db/history` and
+ * `/restore` routes call. Absent (a server without history), the page says so.
+ */
+export type HistoryAccess = Pick<HistoryClient, 'history' | 'restore'>;
+type DatabaseHistory = HistoryView;
+type RestoreOutcome = RestoreResult;
+
+/** The line about history on a database's page. */
+export interface HistoryPanel {
+  summary(db: string, member: Member): Promise<Html>;
+}
+
+const when = (t: string | null | undefined) => (t === null || t === undefined ? '—' : isoTime(Date.parse(t)));
+const historyHref = (db: string) => `/data/history?db=${encodeURIComponent(db)}`;
+
+/** The history line of the database page, from `access` (or "not available"). */
+export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
+  return {
+    async summary(db, member) {
+      if (!access) return html`<p class="muted" id="history-line">History is not available on this server.</p>`;
+      // The /v1 history routes' rule: reading and restoring history take a workspace admin.
+      if (member.role !== 'admin') return html`<p class="muted" id="history-line">History and restore are for workspace admins.</p>`;
+      try {
+        const h = await access.history(db);
+        return html`<p id="history-line">Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong> · <a href="${historyHref(db)}">History and restore</a></p>`;
+      } catch (err) {
+        return html`<p class="muted" id="history-line">History could not be read: ${err instanceof AgentDbError ? err.code : 'error'}.</p>`;
+      }
+    },
+  };
+}
+
+function historyView(db: string, h: DatabaseHistory, admin: boolean, csrf: string, outcome?: RestoreOutcome, at?: string): Html {
+  const form = (action: string, fields: Html, label: string, cls = '') =>
+    html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">${fields}<button type="submit" class="${cls}">${label}</button></form>`;
+  return html`<p><a href="${dbHref(db)}">← ${db}</a></p>
+<h1>History of ${db}</h1>
+<p>Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong>.</p>
+${
+  outcome
+    ? html`<section class="card" id="restore-outcome" role="status"><h2>${outcome.dryRun ? 'Dry run' : 'Restored'}</h2>
+<dl class="facts"><dt>to</dt><dd>${when(outcome.restoredTo)}</dd><dt>snapshot</dt><dd>${outcome.snapshot.id} at ${when(outcome.snapshot.at)}</dd>
+<dt>frames</dt><dd>${outcome.frames}</dd><dt>commits</dt><dd>${outcome.commits}</dd>${outcome.undoId ? html`<dt>undo point</dt><dd>${outcome.undoId}</dd>` : ''}</dl>
+${outcome.dryRun && admin ? form('/data/history/restore', html`<input type="hidden" name="at" value="${at ?? ''}">`, 'Restore in place now', 'danger') : ''}
+</section>`
+    : ''
+}
+${
+  admin
+    ? html`<h2>Restore to a time</h2>
+<form method="post" action="/data/history/dry-run" class="pager"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">
+<label>Time (UTC) <input name="at" type="datetime-local" step="1" required value="${at ?? ''}"></label><button type="submit">Dry run</button></form>`
+    : html`<p class="muted">Only a workspace admin can restore.</p>`
+}
+<h2>Generations</h2>
+${
+  h.generations.length
+    ? html`<div class="scroll"><table class="list"><thead><tr><th>id</th><th>snapshot</th><th>from</th><th>to</th><th>commits</th></tr></thead><tbody>
+${h.generations.map((g) => html`<tr><td>${g.id}</td><td>${when(g.snapshotAt)}</td><td>${when(g.startedAt)}</td><td>${g.endedAt === null ? 'now' : when(g.endedAt)}</td><td>${g.commits}</td></tr>`)}
+</tbody></table></div>`
+    : html`<p class="empty">No history yet.</p>`
+}
+<h2>Undo points</h2>
+${
+  h.undoPoints.length
+    ? html`<div class="scroll"><table class="list"><thead><tr><th>made</th><th>restored to</th><th></th></tr></thead><tbody>
+${h.undoPoints.map((u) => html`<tr><td>${when(u.createdAt)}</td><td>${when(u.restoredTo)}</td><td>${admin ? form('/data/history/restore', html`<input type="hidden" name="undo" value="${u.id}">`, 'Undo this restore') : ''}</td></tr>`)}
+</tbody></table></div>`
+    : html`<p class="empty">No restore to undo.</p>`
+}`;
+}
+
+/** A `datetime-local` value (UTC by the label) as ISO text. */
+function atOf(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !value) return undefined;
+  const iso = /Z$|[+-]\d\d:\d\d$/.test(value) ? value : `${value}Z`;
+  if (Number.isNaN(Date.parse(iso))) throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(value)} is not a time`);
+  return new Date(iso).toISOString();
+}
+
+/** `/data/history` and its dry run, restore and undo, all through the history core. */
+export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined): void {
+  const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
+  const render = async (request: FastifyRequest, reply: FastifyReply, db: string, outcome?: RestoreOutcome, at?: string) => {
+    if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
+    const h = await access.history(db);
+    const body = historyView(db, h, memberOf(request).role === 'admin', sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''));
+    return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
+  };
+
+  app.get('/data/history', async (request, reply) => {
+    try {
+      if (memberOf(request).role !== 'admin') throw new AgentDbError('NOT_PERMITTED', "reading and restoring a database's history takes a workspace admin");
+      return await render(request, reply, ownDatabase(memberOf(request), (request.query as { db?: unknown }).db));
+    } catch (err) {
+      return errorPage(reply, frameOf(request), err);
+    }
+  });
+
+  for (const [path, dryRun] of [['/data/history/dry-run', true], ['/data/history/restore', false]] as const) {
+    app.post(path, async (request, reply) => {
+      try {
+        const member = memberOf(request);
+        const body = (request.body ?? {}) as Record<string, unknown>;
+        const db = ownDatabase(member, body.db);
+        if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
+        if (member.role !== 'admin') throw new AgentDbError('NOT_PERMITTED', 'restoring a database takes a workspace admin');
+        const at = atOf(body.at);
+        const undo = typeof body.undo === 'string' && body.undo ? body.undo : undefined;
+        if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
+        // As the /v1 restore route names its caller: the member, with their key (via the session).
+        const outcome = await access.restore(db, { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } });
+        return await render(request, reply, db, outcome, at);
+      } catch (err) {
+        return errorPage(reply, frameOf(request), err);
+      }
+    });
+  }
+}

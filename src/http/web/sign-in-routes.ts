@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import type { MemberRegistry } from '../../approvals/members.ts';
+import { hashKey } from '../../registry/secret-key.ts';
+import { html } from './html.ts';
+import { layout } from './layout.ts';
+import { SESSION_COOKIE, cookieOptions, sameOrigin } from './web-auth.ts';
+import type { WebSessions } from './web-sessions.ts';
+
+/** A `next` that stays on this site: a path, never `//host` or a URL. */
+function safeNext(next: unknown): string {
+  return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/inbox';
+}
+
+function signInPage(next: string, error?: string) {
+  return layout(
+    { title: 'Sign in', ...(error ? { flash: { kind: 'error' as const, text: error } } : {}) },
+    html`<section class="signin">
+<h1>Sign in to agentdb</h1>
+<p class="muted">Use your member key (<code>agentdb members add</code> prints it once). It stays on the server; the browser keeps only a session cookie.</p>
+<form method="post" action="/sign-in">
+  <input type="hidden" name="next" value="${next}">
+  <label for="key">Member key</label>
+  <input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
+  <button type="submit" class="primary">Sign in</button>
+</form>
+</section>`,
+  );
+}
+
+/** `/sign-in` (form and POST) and `/sign-out`. */
+export function signInRoutes(app: FastifyInstance, deps: { members: MemberRegistry; sessions: WebSessions }): void {
+  app.get('/sign-in', { config: { public: true } }, async (request, reply) => {
+    const next = safeNext((request.query as { next?: unknown }).next);
+    if (request.webMember) return reply.redirect(next, 303);
+    return reply.type('text/html; charset=utf-8').send(signInPage(next).value);
+  });
+
+  app.post('/sign-in', { config: { public: true } }, async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const next = safeNext(body.next);
+    // No session yet, so no token: the Origin check and SameSite=Strict keep another site
+    // from signing a browser in as someone else.
+    if (!sameOrigin(request)) return reply.code(403).type('text/html; charset=utf-8').send(signInPage(next, 'This form must be sent from this site.').value);
+    const key = typeof body.key === 'string' ? body.key.trim() : '';
+    const member = key ? await deps.members.authenticate(key) : undefined;
+    if (!member) {
+      return reply.code(401).type('text/html; charset=utf-8').send(signInPage(next, 'That key is unknown or has been revoked.').value);
+    }
+    await deps.sessions.destroy(request.cookies[SESSION_COOKIE]);
+    const { id } = await deps.sessions.create({ keyHash: hashKey(key), workspace: member.workspace, name: member.name });
+    reply.setCookie(SESSION_COOKIE, id, cookieOptions);
+    return reply.redirect(next, 303);
+  });
+
+  app.post('/sign-out', async (request, reply) => {
+    await deps.sessions.destroy(request.webSession?.id);
+    reply.clearCookie(SESSION_COOKIE, cookieOptions);
+    return reply.redirect('/sign-in', 303);
+  });
+}

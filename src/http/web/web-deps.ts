@@ -1,0 +1,43 @@
+import type { Redis } from 'ioredis';
+import type { ApprovalService } from '../../approvals/approval-service.ts';
+import type { MemberRegistry } from '../../approvals/members.ts';
+import type { Config } from '../../config.ts';
+import { connectRedis } from '../../queue/connection.ts';
+import { DataBrowser } from '../../queue/data-browser.ts';
+import type { KeyedCalls } from '../../queue/keyed-calls.ts';
+import { keysFor } from '../../queue/keys.ts';
+import { ShardOpClient } from '../../queue/shard-op-client.ts';
+import { AgentRegistry } from '../../registry/agents.ts';
+import type { HistoryAccess } from './history-routes.ts';
+import { LiveEvents } from './live-events.ts';
+import type { WebDeps } from './web-routes.ts';
+import { WebSessions } from './web-sessions.ts';
+
+/**
+ * Everything the web page needs beyond what `/v1` has, made from the config by an entry point
+ * (`agentdb start`, tests), with the one function that closes what it opened.
+ */
+export function createWebDeps(
+  config: Config,
+  shared: { redis: Redis; members: MemberRegistry; approvals: ApprovalService; calls: KeyedCalls; history?: HistoryAccess },
+): { web: WebDeps; close(): Promise<void> } {
+  const keys = keysFor(config.prefix);
+  const ops = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
+  const events = new LiveEvents(shared.redis, () => connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-web-events' }), keys.events);
+  const web: WebDeps = {
+    members: shared.members,
+    approvals: shared.approvals,
+    calls: shared.calls,
+    sessions: new WebSessions(shared.redis, keys, config.webSessionTtlS),
+    browser: new DataBrowser({ ops, agents: new AgentRegistry(shared.redis, keys), shardCount: config.shardCount }),
+    events,
+    ...(shared.history ? { history: shared.history } : {}),
+  };
+  return {
+    web,
+    async close() {
+      await events.close();
+      await ops.close();
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import type { FastifyRequest } from 'fastify';
+import type { Member } from '../../approvals/members.ts';
+import { AgentDbError } from '../../errors.ts';
+import { parseDatabaseId } from '../../store/database-id.ts';
+import type { WebSession } from './web-sessions.ts';
+
+/** The signed-in member of a web route (every route but the public ones requires one). */
+export function memberOf(request: FastifyRequest): Member {
+  if (!request.webMember) throw new Error('memberOf() on a web route without a signed-in member');
+  return request.webMember;
+}
+
+/** The session of a web route, for its CSRF token. */
+export function sessionOf(request: FastifyRequest): WebSession & { id: string } {
+  if (!request.webSession) throw new Error('sessionOf() on a web route without a session');
+  return request.webSession;
+}
+
+/** The database a request names, if it is one of the member's workspace. */
+export function ownDatabase(member: Member, db: unknown): string {
+  if (typeof db !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'name a database (?db=<workspace> or <workspace>/<agent>)');
+  const { workspace } = parseDatabaseId(db);
+  if (workspace !== member.workspace) throw new AgentDbError('NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
+  return db;
+}

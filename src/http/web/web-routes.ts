@@ -1,0 +1,96 @@
+import cookie from '@fastify/cookie';
+import helmet from '@fastify/helmet';
+import type { FastifyPluginAsync } from 'fastify';
+import type { ApprovalService } from '../../approvals/approval-service.ts';
+import type { MemberRegistry } from '../../approvals/members.ts';
+import type { DataBrowser } from '../../queue/data-browser.ts';
+import type { KeyedCalls } from '../../queue/keyed-calls.ts';
+import { registerAssets } from './assets.ts';
+import { dataRoutes } from './data-routes.ts';
+import { historyPanel, historyRoutes, type HistoryAccess } from './history-routes.ts';
+import { inboxRoutes } from './inbox-routes.ts';
+import type { LiveEvents } from './live-events.ts';
+import { signInRoutes } from './sign-in-routes.ts';
+import { csrfMatches, loadMember, sameOrigin, signedOut } from './web-auth.ts';
+import type { WebSessions } from './web-sessions.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A web route reachable signed out (sign-in, assets). */
+    public?: boolean;
+  }
+}
+
+/** What the web page calls: the same cores as `/v1`, plus its sessions and live events. */
+export interface WebDeps {
+  members: MemberRegistry;
+  approvals: ApprovalService;
+  sessions: WebSessions;
+  browser: DataBrowser;
+  /** Drops are the signed-in member's own tool calls. */
+  calls: KeyedCalls;
+  events: LiveEvents;
+  /** The history core; the history page says "not available" without it. */
+  history?: HistoryAccess;
+}
+
+/** Forms post `application/x-www-form-urlencoded`; URLSearchParams reads it (no plugin for 4 lines). */
+const FORM_LIMIT = 64 * 1024;
+
+/**
+ * The web page at `/`: sign-in, approvals inbox, data browser, CSV export, history. Server
+ * rendered HTML (every interpolation escaped, see html.ts) and one small script. Security
+ * headers (CSP without inline scripts or styles), a session cookie (HttpOnly, SameSite=Strict)
+ * and, on every POST, an Origin check plus the session's synchronizer token.
+ */
+export function webRoutes(deps: WebDeps): FastifyPluginAsync {
+  return async (app) => {
+    await app.register(cookie);
+    await app.register(helmet, {
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'self'"],
+          scriptSrc: ["'self'"],
+          styleSrc: ["'self'"],
+          imgSrc: ["'self'", 'data:'],
+          connectSrc: ["'self'"],
+          formAction: ["'self'"],
+          frameAncestors: ["'none'"],
+          baseUri: ["'none'"],
+          objectSrc: ["'none'"],
+        },
+      },
+      // The page opens no cross-origin resources; the default COEP would only get in the way of downloads.
+      crossOriginEmbedderPolicy: false,
+      // Not helmet's no-referrer: under it a browser sends `Origin: null` on a form POST, and the
+      // Origin check below could not tell the page's own forms from anyone's.
+      referrerPolicy: { policy: 'same-origin' },
+    });
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    });
+
+    // Open event streams would hold the server's close; they end first.
+    app.addHook('preClose', async () => deps.events.close());
+
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.url.startsWith('/assets/')) return;
+      await loadMember(request, deps.sessions, deps.members);
+      if (request.routeOptions.config.public) return;
+      if (!request.webMember) return signedOut(request, reply);
+    });
+    app.addHook('preHandler', async (request, reply) => {
+      if (request.method !== 'POST' || request.routeOptions.config.public) return;
+      if (!sameOrigin(request) || !csrfMatches(request)) {
+        return reply.code(403).type('text/plain; charset=utf-8').send('This form is stale or was not sent from this site: reload the page and try again.');
+      }
+    });
+
+    registerAssets(app);
+    signInRoutes(app, deps);
+    inboxRoutes(app, deps);
+    dataRoutes(app, { browser: deps.browser, calls: deps.calls, history: historyPanel(deps.history) });
+    historyRoutes(app, deps.history);
+  };
+}

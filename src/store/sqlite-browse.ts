@@ -1,0 +1,215 @@
+import type { Database } from 'better-sqlite3';
+import type { CsvArgs, CsvChunk, CursorValue, GridCell, GridPage, PageArgs, PageCursor } from '../contracts/browse.ts';
+import { AgentDbError } from '../errors.ts';
+import { csvHeader, csvRecord } from './csv-format.ts';
+import { AGENT_OBJECTS } from './sqlite-schema.ts';
+import { inRolledBackRead, quoteIdentifier, trusted } from './sqlite-trusted.ts';
+
+/** Longest text shown in a grid cell; the full value is in the CSV export. */
+const CELL_CHARS = 500;
+
+interface Shape {
+  name: string;
+  type: 'table' | 'view';
+  columns: { name: string; type: string; primaryKey: boolean }[];
+  /** The name that reaches the rowid, or undefined (views, WITHOUT ROWID, every alias shadowed). */
+  key?: string;
+}
+
+/**
+ * The table or view `table` as the browser may read it, or NOT_FOUND. Names come from a
+ * person's URL: they are looked up in the schema (internal objects excluded) and only the
+ * stored names, quoted, ever reach SQL.
+ */
+function shapeOf(db: Database, table: string): Shape {
+  const found = trusted(db, `SELECT name, type FROM sqlite_schema WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view') AND ${AGENT_OBJECTS}`).get(table) as
+    | { name: string; type: 'table' | 'view' }
+    | undefined;
+  if (!found) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
+  const columns = (
+    trusted(db, `SELECT name, type, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid`).all(found.name) as {
+      name: string;
+      type: string;
+      pk: number;
+      hidden: number;
+    }[]
+  )
+    .filter((c) => c.hidden !== 1)
+    .map((c) => ({ name: c.name, type: c.type, primaryKey: c.pk > 0 }));
+  let key: string | undefined;
+  if (found.type === 'table') {
+    const taken = new Set(columns.map((c) => c.name.toLowerCase()));
+    const alias = ['rowid', '_rowid_', 'oid'].find((a) => !taken.has(a));
+    // A WITHOUT ROWID table has none: preparing a read of it says so.
+    if (alias) {
+      try {
+        db.prepare(`SELECT ${alias} FROM main.${quoteIdentifier(found.name)} LIMIT 0`);
+        key = alias;
+      } catch {
+        key = undefined;
+      }
+    }
+  }
+  return { name: found.name, type: found.type, columns, key };
+}
+
+/** A value as read (safe integers) → its exact cursor form. */
+export function toCursorValue(v: unknown): CursorValue {
+  if (v === null || v === undefined) return { t: 'n' };
+  if (typeof v === 'bigint') return { t: 'i', v: v.toString() };
+  if (typeof v === 'number') return { t: 'r', v };
+  if (Buffer.isBuffer(v)) return { t: 'b', v: v.toString('hex') };
+  return { t: 's', v: String(v) };
+}
+
+function fromCursorValue(c: CursorValue): unknown {
+  switch (c.t) {
+    case 'n':
+      return null;
+    case 'i':
+      return BigInt(c.v);
+    case 'r':
+      return c.v;
+    case 's':
+      return c.v;
+    case 'b':
+      return Buffer.from(c.v, 'hex');
+  }
+}
+
+function cell(v: unknown): GridCell {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
+  if (typeof v === 'number') return v;
+  if (Buffer.isBuffer(v)) return { blob: v.length };
+  const s = String(v);
+  return s.length > CELL_CHARS ? { cut: s.slice(0, CELL_CHARS), length: s.length } : s;
+}
+
+/**
+ * The WHERE of a keyset page: rows strictly past `c` in the order (sort, key) `dir`. SQLite
+ * sorts NULL first ascending; a row value comparison with NULL is never true, so NULLs are
+ * handled by hand. The row value form lets SQLite seek an index on the sort column.
+ */
+function keysetWhere(sort: string | undefined, key: string, dir: 'asc' | 'desc', c: PageCursor): { sql: string; binds: unknown[] } {
+  const op = dir === 'asc' ? '>' : '<';
+  const k = fromCursorValue(c.k);
+  if (!sort) return { sql: `${key} ${op} ?`, binds: [k] };
+  const s = quoteIdentifier(sort);
+  const v = c.v ? fromCursorValue(c.v) : null;
+  if (v === null) {
+    return dir === 'asc' ? { sql: `((${s} IS NULL AND ${key} > ?) OR ${s} IS NOT NULL)`, binds: [k] } : { sql: `(${s} IS NULL AND ${key} < ?)`, binds: [k] };
+  }
+  const past = `(${s}, ${key}) ${op} (?, ?)`;
+  return dir === 'asc' ? { sql: past, binds: [v, k] } : { sql: `(${past} OR ${s} IS NULL)`, binds: [v, k] };
+}
+
+function orderBy(sort: string | undefined, key: string | undefined, dir: 'asc' | 'desc'): string {
+  const d = dir.toUpperCase();
+  const parts = [...(sort ? [`${quoteIdentifier(sort)} ${d}`] : []), ...(key ? [`${key} ${d}`] : [])];
+  return parts.length ? ` ORDER BY ${parts.join(', ')}` : '';
+}
+
+/** The column list of a read, with the key (and the sort column again) appended for cursors. */
+function selectList(shape: Shape, sort: string | undefined): string {
+  const cols = shape.columns.map((c) => quoteIdentifier(c.name));
+  if (shape.key) cols.push(shape.key);
+  if (sort && shape.key) cols.push(quoteIdentifier(sort));
+  return cols.join(', ');
+}
+
+/**
+ * One page of a table for the grid. Keyset paging on (sort column, rowid) so page 5,000 costs
+ * what page 1 does; a jump to a page uses OFFSET (it walks the skipped rows: still in SQLite,
+ * never sent). Views and WITHOUT ROWID tables page by offset.
+ */
+export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs): GridPage {
+  const started = performance.now();
+  return inRolledBackRead(db, () => {
+    const shape = shapeOf(db, args.table);
+    if (args.sort !== undefined && !shape.columns.some((c) => c.name === args.sort)) {
+      throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(shape.name)} has no column named ${JSON.stringify(args.sort)}`);
+    }
+    const from = `main.${quoteIdentifier(shape.name)}`;
+    const backwards = args.before !== undefined && shape.key !== undefined;
+    const dir = backwards ? (args.dir === 'asc' ? 'desc' : 'asc') : args.dir;
+    const cursor = backwards ? args.before : shape.key ? args.after : undefined;
+    const where = cursor && shape.key ? keysetWhere(args.sort, shape.key, dir, cursor) : undefined;
+    const offset = shape.key && (cursor || args.offset === undefined) ? undefined : (args.offset ?? 0);
+    const sql =
+      `SELECT ${selectList(shape, args.sort)} FROM ${from}` +
+      (where ? ` WHERE ${where.sql}` : '') +
+      orderBy(args.sort, shape.key, dir) +
+      ` LIMIT ?` +
+      (offset !== undefined ? ' OFFSET ?' : '');
+    const binds = [...(where?.binds ?? []), args.limit + 1, ...(offset !== undefined ? [offset] : [])];
+    const raw = (db.prepare(sql).raw(true).safeIntegers(true).all(...binds) as unknown[][]).slice(0);
+    const more = raw.length > args.limit;
+    if (more) raw.pop();
+    if (backwards) raw.reverse();
+    const n = shape.columns.length;
+    const cursorOf = (r: unknown[]): PageCursor | undefined =>
+      shape.key ? { k: toCursorValue(r[n]), ...(args.sort ? { v: toCursorValue(r[n + 1]) } : {}) } : undefined;
+    const page: GridPage = {
+      table: shape.name,
+      type: shape.type,
+      columns: shape.columns,
+      rows: raw.map((r) => r.slice(0, n).map(cell)),
+      hasPrev: backwards ? more : cursor !== undefined || (offset ?? 0) > 0,
+      hasNext: backwards ? true : more,
+      keyset: shape.key !== undefined,
+      sqliteMs: 0,
+    };
+    if (raw.length) {
+      const first = cursorOf(raw[0]!);
+      const last = cursorOf(raw[raw.length - 1]!);
+      if (first) page.first = first;
+      if (last) page.last = last;
+    }
+    if (offset !== undefined) page.offset = offset;
+    else if (!cursor) page.offset = 0;
+    if (args.count) page.total = Number(trusted(db, `SELECT count(*) FROM ${from}`).pluck().get());
+    page.sqliteMs = performance.now() - started;
+    return page;
+  });
+}
+
+/**
+ * One chunk of a table as CSV text (csv-format.ts), in key order, from `after`: the first chunk
+ * holds the header row and the row count. Each chunk is its own snapshot; a table written to
+ * during an export is read as it stands at each chunk, rows never twice (keyset).
+ */
+export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>> & CsvArgs): CsvChunk {
+  return inRolledBackRead(db, () => {
+    const shape = shapeOf(db, args.table);
+    const first = args.after === undefined && (args.offset ?? 0) === 0;
+    const from = `main.${quoteIdentifier(shape.name)}`;
+    const where = args.after && shape.key ? keysetWhere(undefined, shape.key, 'asc', args.after) : undefined;
+    const offset = shape.key ? undefined : (args.offset ?? 0);
+    const sql =
+      `SELECT ${selectList(shape, undefined)} FROM ${from}` +
+      (where ? ` WHERE ${where.sql}` : '') +
+      orderBy(undefined, shape.key, 'asc') +
+      (offset !== undefined ? ' LIMIT -1 OFFSET ?' : '');
+    const binds = [...(where?.binds ?? []), ...(offset !== undefined ? [offset] : [])];
+    const n = shape.columns.length;
+    let csv = first ? csvHeader(shape.columns.map((c) => c.name)) : '';
+    let rows = 0;
+    let lastKey: unknown;
+    let done = true;
+    for (const r of db.prepare(sql).raw(true).safeIntegers(true).iterate(...binds) as Iterable<unknown[]>) {
+      if (csv.length >= args.maxChars) {
+        // One row read past the chunk: it says more exist; leaving the loop resets the statement.
+        done = false;
+        break;
+      }
+      csv += csvRecord(n === r.length ? r : r.slice(0, n));
+      lastKey = r[n];
+      rows++;
+    }
+    const chunk: CsvChunk = { csv, rows };
+    if (first) chunk.total = Number(trusted(db, `SELECT count(*) FROM ${from}`).pluck().get());
+    if (!done) chunk.next = shape.key ? { after: { k: toCursorValue(lastKey) } } : { offset: (args.offset ?? 0) + rows };
+    return chunk;
+  });
+}

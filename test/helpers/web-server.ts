@@ -1,0 +1,47 @@
+import { Redis } from 'ioredis';
+import type { FastifyInstance } from 'fastify';
+import { ApprovalService } from '../../src/approvals/approval-service.ts';
+import { MemberRegistry } from '../../src/approvals/members.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { createWebDeps } from '../../src/http/web/web-deps.ts';
+import { HistoryClient } from '../../src/queue/history-client.ts';
+import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
+import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import type { Sandbox } from './harness.ts';
+
+/** The HTTP app with its web page, listening on a free port of 127.0.0.1, over a sandbox. */
+export interface WebServer {
+  url: string;
+  app: FastifyInstance;
+  members: MemberRegistry;
+  redis: Redis;
+  close(): Promise<void>;
+}
+
+/** Starts the app as `agentdb start` builds it (workers come from `box.pool()`). */
+export async function startWebServer(box: Sandbox): Promise<WebServer> {
+  const { config } = box;
+  const redis = new Redis(config.redisUrl);
+  const members = new MemberRegistry(redis, keysFor(config.prefix));
+  const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
+  const calls = new KeyedCalls(box.client());
+  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
+  const history = new HistoryClient(historyOps, config.shardCount);
+  const web = createWebDeps(config, { redis, members, approvals, calls, history });
+  const app = buildApp({ redis, shardCount: config.shardCount, members, approvals, history, web: web.web });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    url,
+    app,
+    members,
+    redis,
+    async close() {
+      await app.close();
+      await web.close();
+      await approvals.close();
+      await historyOps.close();
+      redis.disconnect();
+    },
+  };
+}

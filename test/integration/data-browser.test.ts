@@ -1,0 +1,147 @@
+import { existsSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GridPage, PageArgs } from '../../src/contracts/browse.ts';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { DataBrowser } from '../../src/queue/data-browser.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { databasePath, shardOf } from '../../src/store/database-id.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+const WS = 'acme';
+const DB = `${WS}/scout`;
+let box: Sandbox;
+let ops: ShardOpClient;
+let redis: Redis;
+let browser: DataBrowser;
+let client: AgentDbClient;
+
+async function write(sql: string, agent = 'scout') {
+  const out = await client.call({ workspace: WS, agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
+  expect(out).toMatchObject({ ok: true });
+}
+async function query(sql: string): Promise<unknown[][]> {
+  const out = await client.call({ workspace: WS, agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } });
+  return (out as unknown as { result: { rows: unknown[][] } }).result.rows;
+}
+
+/** Every page from the first, following `last` cursors (or offsets without a key). */
+async function walk(args: PageArgs): Promise<GridPage[]> {
+  const pages: GridPage[] = [];
+  let page = await browser.page(DB, args);
+  pages.push(page);
+  while (page.hasNext) {
+    page = await browser.page(DB, page.keyset ? { ...args, after: page.last! } : { ...args, offset: pages.length * (args.limit ?? 100) });
+    pages.push(page);
+  }
+  return pages;
+}
+const firstColumn = (pages: GridPage[]) => pages.flatMap((p) => p.rows.map((r) => r[0]));
+
+beforeAll(async () => {
+  box = sandbox();
+  await box.pool();
+  client = box.client();
+  ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
+  redis = new Redis(box.config.redisUrl);
+  // Small CSV chunks, so an export of this table takes several jobs.
+  browser = new DataBrowser({ ops, agents: new AgentRegistry(redis, keysFor(box.config.prefix)), shardCount: box.config.shardCount, csvChunkChars: 1024 });
+  await write('CREATE TABLE t(id INTEGER PRIMARY KEY, grp TEXT, n REAL)');
+  // Duplicates and NULLs in the sort column: ties are broken by rowid, NULLs sort first.
+  await write(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 237)
+    INSERT INTO t SELECT i, CASE WHEN i % 5 = 0 THEN NULL ELSE 'g' || (i % 7) END, CASE WHEN i % 3 = 0 THEN NULL ELSE (i * 37) % 11 END FROM s`);
+  await write('CREATE VIEW odd AS SELECT id, grp FROM t WHERE id % 2 = 1');
+  await write('CREATE TABLE kv(k TEXT PRIMARY KEY, v) WITHOUT ROWID');
+  await write("INSERT INTO kv VALUES ('b', 2), ('a', 1), ('c', 3)");
+  await write(`CREATE TABLE "we""ird; drop" ("a""b" TEXT, rowid TEXT)`);
+  await write(`INSERT INTO "we""ird; drop" VALUES ('x', 'not the rowid')`);
+}, 30_000);
+
+afterAll(async () => {
+  await ops.close();
+  redis.disconnect();
+  await box.cleanup();
+});
+
+describe('the data browser', () => {
+  it.each([
+    ['grp', 'asc'],
+    ['grp', 'desc'],
+    ['n', 'asc'],
+    ['n', 'desc'],
+  ] as const)('pages by keyset on %s %s to exactly the rows ORDER BY gives, forwards and back', async (sort, dir) => {
+    const expected = (await query(`SELECT id FROM t ORDER BY ${sort} ${dir}, rowid ${dir}`)).map((r) => r[0]);
+    const pages = await walk({ table: 't', sort, dir, limit: 20 });
+    expect(pages.every((p) => p.keyset)).toBe(true);
+    expect(firstColumn(pages)).toEqual(expected);
+    // Back from the last page with `before` cursors.
+    const back: unknown[] = [];
+    let page = pages.at(-1)!;
+    back.unshift(...page.rows.map((r) => r[0]));
+    while (page.hasPrev) {
+      page = await browser.page(DB, { table: 't', sort, dir, limit: 20, before: page.first! });
+      back.unshift(...page.rows.map((r) => r[0]));
+    }
+    expect(back).toEqual(expected);
+  });
+
+  it('jumps to a page by offset, counts rows when asked, and says where it is', async () => {
+    const page = await browser.page(DB, { table: 't', limit: 20, offset: 200, count: true });
+    expect(page.rows.map((r) => r[0])).toEqual(Array.from({ length: 20 }, (_, i) => 201 + i));
+    expect(page).toMatchObject({ total: 237, offset: 200, hasPrev: true, hasNext: true });
+    const next = await browser.page(DB, { table: 't', limit: 20, after: page.last! });
+    expect(next.rows.map((r) => r[0])).toEqual(Array.from({ length: 17 }, (_, i) => 221 + i));
+    expect(next.hasNext).toBe(false);
+  });
+
+  it('pages views and WITHOUT ROWID tables by offset', async () => {
+    const view = await walk({ table: 'odd', limit: 50 });
+    expect(view[0]!.keyset).toBe(false);
+    expect(firstColumn(view)).toHaveLength(119);
+    const kv = await walk({ table: 'kv', limit: 2 });
+    expect(kv[0]!.keyset).toBe(false);
+    expect(firstColumn(kv)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('quotes names properly and pages past a column that shadows rowid', async () => {
+    const page = await browser.page(DB, { table: 'we"ird; drop', sort: 'a"b' });
+    expect(page.columns.map((c) => c.name)).toEqual(['a"b', 'rowid']);
+    expect(page.rows).toEqual([['x', 'not the rowid']]);
+    expect(page.keyset).toBe(true);
+  });
+
+  it('hides the engine and agentdb tables, as DATA_DESCRIBE_SCHEMA does', async () => {
+    const tables = await browser.tables(DB);
+    expect(tables.tables.map((t) => t.name).sort()).toEqual(['kv', 'odd', 't', 'we"ird; drop']);
+    for (const hidden of ['sqlite_schema', '_agentdb_calls', 'sqlite_master']) {
+      await expect(browser.page(DB, { table: hidden })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(browser.csv(DB, hidden).next()).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    }
+    await expect(browser.page(DB, { table: 't', sort: 'nope' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+  });
+
+  it('exports in chunks that join to one CSV, with the header once', async () => {
+    let total = -1;
+    const chunks: string[] = [];
+    for await (const c of browser.csv(DB, 't', (n) => (total = n))) chunks.push(c);
+    const csv = chunks.join('');
+    expect(total).toBe(237);
+    const lines = csv.split('\r\n');
+    expect(lines[0]).toBe('id,grp,n');
+    expect(lines).toHaveLength(239);
+    expect(lines[15]).toBe('15,,');
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(lines.at(-1)).toBe('');
+  });
+
+  it('lists the shared database and each agent with a file, and reads a missing one without creating it', async () => {
+    await write('CREATE TABLE x(a)', 'helper');
+    const dbs = await browser.databases(WS);
+    expect(dbs.map((d) => d.id)).toEqual([WS, `${WS}/helper`, DB]);
+    const ghost = `${WS}/ghost`;
+    await expect(browser.page(ghost, { table: 't' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(existsSync(databasePath(box.dataDir, WS, 'ghost', shardOf(ghost, box.config.shardCount)))).toBe(false);
+  });
+});
