@@ -93,6 +93,15 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--wait', 'wait until the call has finished, however long a person takes')
     .action(run(async () => (await import('./result.ts')).result));
   program
+    .command('result-blob')
+    .summary('a query result too large for its envelope, whole')
+    .description('a DATA_QUERY_SQL result offloaded to the blob store (result.offloaded.id), as JSON {"columns":[…],"rows":[…]}')
+    .argument('<id>', 'result.offloaded.id of the envelope')
+    .requiredOption('--workspace <name>', 'the workspace whose result it is')
+    .option('--agent <name>', 'find it only among this agent\'s own results (as its key would)')
+    .option('--out <file>', 'write it to this file instead of stdout')
+    .action(run(async () => (await import('./result-blob.ts')).resultBlob));
+  program
     .command('tools')
     .description('the agent-visible contract of the four tools (or, with --surface db, of db_query, db_schema, db_exec)')
     .option('--json', 'print the JSON Schemas')

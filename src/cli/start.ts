@@ -3,6 +3,8 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { openBlobStore } from '../history/blob-stores.ts';
+import { OffloadedResults } from '../history/offloaded-results.ts';
 import { AgentDbClient } from '../queue/client.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
@@ -33,6 +35,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
+  const blobs = openBlobStore(config);
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
   const app = buildApp({
     redis,
@@ -46,6 +49,7 @@ export async function start(ctx: CommandContext): Promise<number> {
       calls: new KeyedCalls(client),
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
+      results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
   });
   // The port first: a second `agentdb start` must stop before it starts workers of its own.
@@ -75,6 +79,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await client.close();
   await scheduler.stop();
   await pool.stop();
+  await blobs.close();
   redis.disconnect();
   redisServer?.kill();
   return EXIT.ok;

@@ -9,6 +9,8 @@ import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
 import { callsRoutes } from './calls-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
+import { resultsRoutes } from './results-routes.ts';
+import type { OffloadedResults } from '../history/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
@@ -35,6 +37,8 @@ export interface KeyedDeps {
   waitMs: number;
   /** The longest an MCP tool call waits for a decision (MCP_APPROVAL_WAIT_MS). */
   approvalWaitMs: number;
+  /** Query results offloaded to the blob store (`GET /v1/results/:id`); the route exists only when given. */
+  results?: OffloadedResults;
 }
 
 /**
@@ -63,6 +67,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (deps.keyed) {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
     app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
+    if (deps.keyed.results) app.register(resultsRoutes({ auth: deps.keyed.auth, results: deps.keyed.results }));
   }
 
   app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));

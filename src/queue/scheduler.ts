@@ -5,6 +5,9 @@ import type { Logger } from '../logger.ts';
 import { connectRedis } from './connection.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { pruneRedis } from './maintenance.ts';
+import type { BlobStore } from '../history/blob-store.ts';
+import { openBlobStore } from '../history/blob-stores.ts';
+import { OffloadedResults } from '../history/offloaded-results.ts';
 
 const QUEUE = '{maintenance}';
 const PRUNE = 'prune';
@@ -18,6 +21,7 @@ export class Scheduler {
   private readonly keys: Keys;
   private readonly redis: Redis;
   private readonly queue: Queue;
+  private readonly blobs: BlobStore;
   private worker?: Worker;
 
   constructor(
@@ -27,6 +31,7 @@ export class Scheduler {
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-scheduler' });
     this.queue = new Queue(QUEUE, { connection: this.redis, prefix: this.keys.bullPrefix });
+    this.blobs = openBlobStore(config);
   }
 
   /** Registers the schedules (idempotent) and starts taking their jobs. */
@@ -52,13 +57,15 @@ export class Scheduler {
       usageDays: this.config.usageRetentionDays,
       approvalDays: this.config.approvalRetentionDays,
     });
-    this.logger.info(report, 'pruned Redis past retention');
-    return report;
+    const results = await new OffloadedResults(this.blobs, { dataDir: this.config.dataDir, ttlS: this.config.resultTtlS, now: () => now }).prune();
+    this.logger.info({ ...report, results }, 'pruned past retention');
+    return { ...report, results };
   }
 
   async stop(): Promise<void> {
     await this.worker?.close();
     await this.queue.close();
+    await this.blobs.close();
     this.redis.disconnect();
   }
 }

@@ -6,6 +6,7 @@ import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError
 import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 import { jsonBytes, resultBudget } from './result-budget.ts';
+import { ResultSpill, spillDir } from './result-spill.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
@@ -27,7 +28,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
-        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode) };
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir) : undefined) };
       case 'audit':
         recordAudit(handles.open(req.db, 'write'), req.entry);
         return { ok: true, result: { recorded: true } };
@@ -61,6 +62,14 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     if (error.code === 'DATABASE_CORRUPT' && 'db' in req) handles.evict(req.db.path);
     return { ok: false, error };
   }
+}
+
+/**
+ * Where a query's result too large for its envelope goes: a file under the data folder, which
+ * the worker uploads to the blob store (`result.offloaded`).
+ */
+function spillOpener(dataDir: string): (columns: string[]) => ResultSpill {
+  return (columns) => new ResultSpill(spillDir(dataDir), columns);
 }
 
 /**

@@ -42,7 +42,7 @@ describe('the scheduler', () => {
     await redis.hset(keys.approval('ap_new-done'), 'state', 'approved');
 
     const s = new Scheduler(sb.config, pino({ level: 'silent' }));
-    expect(await s.prune(now)).toEqual({ usageDays: 2, approvals: 1 });
+    expect(await s.prune(now)).toEqual({ usageDays: 2, approvals: 1, results: 0 });
     expect((await readUsage(redis, keys, 'acme')).map((r) => r.day)).toEqual([day(9), day(0)]);
     expect(await store.get('ap_old-done')).toBeUndefined();
     expect(await store.get('ap_old-pending')).toMatchObject({ state: 'pending' });
