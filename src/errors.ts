@@ -110,6 +110,36 @@ export const ERRORS = {
     retryable: false,
     status: 500,
   },
+  HISTORY_OUT_OF_RANGE: {
+    message: "The time asked for is outside the database's restorable history.",
+    hint: 'Pick a moment between the earliest and latest times `agentdb history DB` shows (ISO time or unix seconds, not in the future).',
+    retryable: false,
+    status: 400,
+  },
+  HISTORY_CORRUPT: {
+    message: "A file of the database's history failed its check (a segment's checksum, a snapshot's sha256, or the rebuilt database's integrity check); nothing was changed.",
+    hint: 'Restore to a moment in another generation (`agentdb history DB` lists them), or from the blob store; report the file named to an operator.',
+    retryable: false,
+    status: 500,
+  },
+  RESTORE_RUNNING: {
+    message: 'Another restore of this database is running; this one did not start.',
+    hint: 'Wait for it to finish, then look at `agentdb history DB` before restoring again.',
+    retryable: true,
+    status: 409,
+  },
+  UNDO_NOT_FOUND: {
+    message: 'There is no such undo point for this database.',
+    hint: 'Use an undo id a restore of this same database printed; `agentdb history DB` lists them.',
+    retryable: false,
+    status: 404,
+  },
+  DATABASE_EXISTS: {
+    message: 'A database by that name already exists; nothing was changed.',
+    hint: 'Restore into a new database name (`--into`), or restore the existing one in place.',
+    retryable: false,
+    status: 409,
+  },
   APPROVAL_REQUIRED: {
     message: 'This call needs a person to approve it.',
     hint: 'Wait for the decision; the call has not run.',

@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { dispatch } from './executor-dispatch.ts';
 import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './executor-protocol.ts';
 import { HandleCache } from './handle-cache.ts';
+import { HistoryCapture } from './history-capture.ts';
 import { statementCache } from './statement-cache.ts';
 
 const FLUSH_AFTER_MS = 5;
@@ -30,7 +31,8 @@ function main(): void {
   probe.pragma(`hard_heap_limit = ${opts.heapLimitMb * 1024 * 1024}`);
   probe.close();
 
-  const handles = new HandleCache({ size: opts.handleCacheSize });
+  const history = opts.history ? new HistoryCapture(opts.dataDir, opts.history) : undefined;
+  const handles = new HandleCache({ size: opts.handleCacheSize, ...history?.hooks() });
   if (opts.statementCacheBytes !== undefined) statementCache.setBudget(opts.statementCacheBytes);
 
   // Requests come pipelined, several to a message. Outcomes go back together too, except that
@@ -47,7 +49,7 @@ function main(): void {
         since = performance.now();
       }
       if (reopen && req.op !== 'evict' && req.op !== 'stats') handles.evict(req.db.path);
-      done.push({ id, outcome: dispatch(handles, opts, req) });
+      done.push({ id, outcome: dispatch(handles, opts, req, history) });
     }
     reply(send, done);
   });

@@ -7,6 +7,8 @@ import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 import { jsonBytes, resultBudget } from './result-budget.ts';
 import { ResultSpill, spillDir } from './result-spill.ts';
+import type { HistoryCapture } from './history-capture.ts';
+import { restoreInPlace, restoreInto, snapshotNow } from './history-restore.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
@@ -14,7 +16,7 @@ import { ResultSpill, spillDir } from './result-spill.ts';
  * cross a process boundary as plain JSON. Results are built to fit MAX_RESULT_BYTES once in
  * their envelope (see `resultBudget`).
  */
-export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest): ExecOutcome {
+export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest, history?: HistoryCapture): ExecOutcome {
   const budget = resultBudget(opts.maxResultBytes);
   try {
     if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
@@ -29,14 +31,19 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
         return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir) : undefined) };
-      case 'audit':
-        recordAudit(handles.open(req.db, 'write'), req.entry);
+      case 'audit': {
+        const db = handles.open(req.db, 'write');
+        recordAudit(db, req.entry);
+        history?.run(db, req.db);
         return { ok: true, result: { recorded: true } };
+      }
       case 'check':
         checkedStatement(handles.open(req.db, 'read'), req.sql, req.mode);
         return { ok: true, result: { admitted: true } };
       case 'write': {
-        const { replayed, ...result } = write(handles.open(req.db, 'write'), req.sql, req.params, req.callKey, req.db.limits, budget);
+        const db = handles.open(req.db, 'write');
+        const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget);
+        if (!replayed) history?.run(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
       }
       case 'checkDrop': {
@@ -53,8 +60,15 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(req.table)}`);
         }
         const { replayed, ...result } = drop(db, req.table, req.callKey, req.expect);
+        if (!replayed) history?.run(db, req.db);
         return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
       }
+      case 'restore':
+        return { ok: true, result: restoreInPlace(handles, needHistory(history), opts.dataDir, req) };
+      case 'restoreInto':
+        return { ok: true, result: restoreInto(handles, needHistory(history), opts.dataDir, req) };
+      case 'snapshot':
+        return { ok: true, result: snapshotNow(handles, needHistory(history), opts.dataDir, req) };
     }
   } catch (err) {
     const error = toOpError(err);
@@ -62,6 +76,11 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     if (error.code === 'DATABASE_CORRUPT' && 'db' in req) handles.evict(req.db.path);
     return { ok: false, error };
   }
+}
+
+function needHistory(history: HistoryCapture | undefined): HistoryCapture {
+  if (!history) throw new AgentDbError('INVALID_ARGUMENTS', 'point-in-time history is off on this worker (HISTORY_CAPTURE=off)');
+  return history;
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { HistoryOptions } from './executor-protocol.ts';
+
 /** The subset of a pino logger the executor uses. */
 export interface ExecutorLogger {
   info(obj: object, msg: string): void;
@@ -21,6 +23,8 @@ export interface ExecutorProcessOptions {
   maxResultBytes: number;
   /** Estimated bytes each child's cached statements may take; the child's default when absent. */
   statementCacheBytes?: number;
+  /** Point-in-time history capture; absent: off (`HISTORY_CAPTURE=off`). */
+  history?: HistoryOptions;
   logger?: ExecutorLogger;
 }
 

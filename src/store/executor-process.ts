@@ -108,7 +108,7 @@ export class ExecutorProcess {
   send(items: Queued[], reopen = false): void {
     const child = this.child!;
     if (this.sent.length === 0) this.headSince = Date.now();
-    if (!this.timer) this.timer = setTimeout(() => this.onDeadline(), this.opts.statementTimeoutMs);
+    if (!this.timer) this.timer = setTimeout(() => this.onDeadline(), this.deadlineMs(this.sent[0]?.item.req ?? items[0]!.req));
     const message: ChildRequest[] = [];
     for (const item of items) {
       const id = this.nextId++;
@@ -174,6 +174,10 @@ export class ExecutorProcess {
     this.hooks.progress(this);
   }
 
+  private deadlineMs(req: ExecRequest): number {
+    return req.timeoutMs ?? this.opts.statementTimeoutMs;
+  }
+
   /** After a kill or crash: the rest go back to the pool, and a stop() waiting for them goes on. */
   private handBack(items: Queued[]): void {
     for (const resolve of this.whenIdle.splice(0)) resolve();
@@ -185,7 +189,8 @@ export class ExecutorProcess {
     const head = this.sent[0];
     const child = this.child;
     if (!head || !child) return;
-    const left = this.headSince + this.opts.statementTimeoutMs - Date.now();
+    const ms = this.deadlineMs(head.item.req);
+    const left = this.headSince + ms - Date.now();
     if (left > 0) {
       // The head changed since the timer was armed: wait out the current one's deadline.
       this.timer = setTimeout(() => this.onDeadline(), left);
@@ -193,12 +198,12 @@ export class ExecutorProcess {
     }
     this.sent.shift();
     this.opts.logger?.warn(
-      { ...about(head.item.req), child: this.index, childPid: child.pid, ms: this.opts.statementTimeoutMs },
+      { ...about(head.item.req), child: this.index, childPid: child.pid, ms },
       'statement timed out; killing its executor child',
     );
     const behind = this.sent.splice(0).map((s) => s.item);
     this.replace(child, 'statement timeout');
-    head.item.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${this.opts.statementTimeoutMs} ms and was stopped`));
+    head.item.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${ms} ms and was stopped`));
     this.handBack(behind);
   }
 
@@ -249,8 +254,8 @@ export class ExecutorProcess {
 
   private spawn(): Promise<void> {
     this.state = 'starting';
-    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, statementCacheBytes } = this.opts;
-    const starting = startExecutorChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, statementCacheBytes }).then(
+    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, statementCacheBytes, history } = this.opts;
+    const starting = startExecutorChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, statementCacheBytes, history }).then(
       (child) => this.adopt(child),
       (err: Error) => {
         this.lastError = err.message;

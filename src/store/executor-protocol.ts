@@ -41,11 +41,24 @@ export type ExecRequest = (
   | { op: 'checkDrop'; db: DbTarget; table: string }
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
+  /**
+   * Restores the database in place to a moment (`at`, epoch ms) or back to an undo point, after
+   * every statement received before it; keeps the state before as a new undo point.
+   */
+  | { op: 'restore'; db: DbTarget; at?: number; undo?: string; dryRun?: boolean; by: RestoreActor }
+  /** Creates `db` (which must not exist) from database `source`'s history at `at`. */
+  | { op: 'restoreInto'; db: DbTarget; source: string; at: number; dryRun?: boolean; by: RestoreActor }
+  /** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
+  | { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
   /** Close every handle of these shards (their lease was lost). */
   | { op: 'evict'; shards: number[] }
   /** What the child holds: open handles, cached statements and their estimated bytes, its RSS. */
   | { op: 'stats' }
-) & { callId?: string };
+) & {
+  callId?: string;
+  /** Its own deadline, for work longer than any statement (a restore); STATEMENT_TIMEOUT_MS when absent. */
+  timeoutMs?: number;
+};
 
 /**
  * How a request ended. Agent errors are results, not exceptions: `ok: false` carries a registry
@@ -78,4 +91,20 @@ export interface ChildOptions {
   maxResultBytes: number;
   /** Estimated bytes the child's cached statements may take (STATEMENT_CACHE_BYTES). */
   statementCacheBytes?: number;
+  /** Point-in-time history capture; absent: off. */
+  history?: HistoryOptions;
+}
+
+/** How an executor child keeps each database's history (see `history/capture.ts`). */
+export interface HistoryOptions {
+  /** Checkpoint a WAL once it passes this many bytes, after copying it (HISTORY_CHECKPOINT_BYTES). */
+  checkpointBytes: number;
+  /** Restores reach back this many days at most (HISTORY_RETENTION_DAYS). */
+  retentionDays: number;
+}
+
+/** Who asked for a restore, as the database's audit keeps it. */
+export interface RestoreActor {
+  who: string;
+  via: 'key' | 'operator';
 }

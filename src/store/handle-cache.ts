@@ -20,6 +20,12 @@ export interface HandleCacheOptions {
   busyTimeoutMs?: number;
   /** SQLite page cache per handle, in KiB: many handles stay open, so each stays small. */
   pageCacheKiB?: number;
+  /** SQLite's `wal_autocheckpoint` for every handle (0 with history capture); SQLite's default when absent. */
+  walAutocheckpoint?: number;
+  /** Runs on each handle opened (history capture copies what the WAL still holds). */
+  onOpened?: (db: Database.Database, target: HandleTarget) => void;
+  /** Runs before a handle closes: closing the last connection checkpoints the WAL. */
+  beforeClose?: (db: Database.Database, target: HandleTarget) => void;
 }
 
 /**
@@ -31,6 +37,7 @@ export type OpenIntent = 'read' | 'write';
 interface Entry {
   db: Database.Database;
   shard: number;
+  target: HandleTarget;
 }
 
 /**
@@ -73,7 +80,8 @@ export class HandleCache {
     if (!db) return this.emptyDatabase();
     this.configure(db, target.path);
     while (this.entries.size >= this.opts.size) this.closeOne(this.entries.keys().next().value!);
-    this.entries.set(target.path, { db, shard: target.shard });
+    this.entries.set(target.path, { db, shard: target.shard, target });
+    this.opts.onOpened?.(db, target);
     return db;
   }
 
@@ -144,6 +152,8 @@ export class HandleCache {
       const mode = db.pragma('journal_mode = WAL', { simple: true });
       if (mode !== 'wal') throw new Error(`could not switch ${file} to WAL (journal_mode is ${String(mode)})`);
       db.pragma('synchronous = NORMAL');
+      // With history capture on, only capture checkpoints, once it has copied the frames.
+      if (this.opts.walAutocheckpoint !== undefined) db.pragma(`wal_autocheckpoint = ${this.opts.walAutocheckpoint}`);
       db.pragma(`cache_size = -${this.opts.pageCacheKiB ?? 1024}`);
     } catch (err) {
       db.close();
@@ -169,6 +179,7 @@ export class HandleCache {
     if (!entry) return;
     // Its statements die with it; they must not go on counting against the cache's budget.
     forgetStatements(entry.db);
+    this.opts.beforeClose?.(entry.db, entry.target);
     // Closing the last connection checkpoints the WAL and removes -wal and -shm.
     entry.db.close();
   }

@@ -19,7 +19,8 @@ export interface AuditEntry {
   statement: string;
   params?: unknown[];
   requester: string;
-  decision: 'approved' | 'rejected' | 'expired';
+  /** `restored`: an operator or admin restored the database (`tool` RESTORE; the statement says to when). */
+  decision: 'approved' | 'rejected' | 'expired' | 'restored';
   decidedBy?: string;
   /** How the decider proved who they are: their own key, or an operator's word. */
   decidedVia?: 'key' | 'operator';

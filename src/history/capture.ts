@@ -1,0 +1,255 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Database } from 'better-sqlite3';
+import {
+  SEGMENTS_DIR,
+  SEGMENT_DATA_EXT,
+  SEGMENT_INDEX_EXT,
+  nameSeq,
+  readCommits,
+  readJson,
+  SNAPSHOT_META,
+  segmentName,
+  type CommitRecord,
+  type HistoryPosition,
+  type HistorySource,
+  type SegmentHeader,
+  type SnapshotMeta,
+} from './layout.ts';
+import { startGeneration } from './snapshot.ts';
+import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
+
+/** What capture needs to know: where the database and its history are, and when to checkpoint. */
+export interface CaptureOptions {
+  source: HistorySource;
+  /** Checkpoint (TRUNCATE) once the live WAL passes this many bytes, after copying it. */
+  checkpointBytes: number;
+  now?: () => number;
+}
+
+/** What one capture did. */
+export interface CaptureReport {
+  commits: number;
+  frames: number;
+  /** A generation began (first capture, or a gap: the WAL was reset behind capture's back). */
+  generation?: SnapshotMeta['reason'];
+  checkpointed: boolean;
+}
+
+/**
+ * Where capture stands for one database: the newest generation and segment, and how far the
+ * segment (so the live WAL it copies) has been copied. Rebuilt from the files whenever they
+ * changed under it — another executor child may have captured this database since — so the
+ * files, not this cache, are the truth.
+ */
+interface State {
+  genDir: string;
+  genName: string;
+  dbPages: number;
+  /** Set once the generation has a segment. */
+  seg?: { name: string; seq: number; header: SegmentHeader; dataPath: string; indexPath: string; frames: number; c1: number; c2: number };
+  stamp: string;
+}
+
+const states = new Map<string, State>();
+
+/**
+ * Copies what the live WAL of `dbPath` holds beyond what its history has — every frame up to
+ * the last commit frame, checksums and salts checked — into the current segment, with one index
+ * line per commit and the time now; then checkpoints if the WAL has grown past
+ * `checkpointBytes`. Runs after every commit, when a handle opens (a crash between commit and
+ * copy loses nothing) and before one closes (closing checkpoints). A database with no history
+ * yet, or whose WAL was reset without capture (a gap), starts a new generation.
+ *
+ * Must run where no other connection writes meanwhile: in the executor child that runs the
+ * database's statements, between two of them.
+ */
+export function capture(db: Database, dbPath: string, opts: CaptureOptions): CaptureReport {
+  const now = (opts.now ?? Date.now)();
+  const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
+  let st = loadState(dbPath, opts.source);
+  if (!st) {
+    startGeneration(db, dbPath, opts.source, 'first', now);
+    states.delete(dbPath);
+    return { ...report, generation: 'first' };
+  }
+  const walPath = `${dbPath}-wal`;
+  let fd: number;
+  try {
+    fd = fs.openSync(walPath, 'r');
+  } catch {
+    return report;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    if (size < WAL_HEADER_BYTES || fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return report;
+    const hdr = parseWalHeader(head);
+    if (!hdr) return report;
+    let seg = st.seg;
+    if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
+      // A WAL that started over. After a checkpoint SQLite adds one to salt-1; after the last
+      // connection closed (checkpointing, deleting the WAL) salts are new but the file holds
+      // exactly the pages history ends with. Anything else means commits capture never saw.
+      const continued =
+        (seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || fileSize(dbPath) === st.dbPages * hdr.pageSize;
+      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) {
+        startGeneration(db, dbPath, opts.source, 'gap', now);
+        states.delete(dbPath);
+        return { ...report, generation: 'gap' };
+      }
+      seg = newSegment(st, head, hdr);
+    }
+    const start = frameOffset(hdr.pageSize, seg.frames + 1);
+    if (size >= start + frameBytes(hdr.pageSize)) {
+      const buf = Buffer.allocUnsafe(size - start);
+      const got = fs.readSync(fd, buf, 0, buf.length, start);
+      const copied = copyCommitted(buf.subarray(0, got), hdr, seg, now);
+      if (copied.frames > 0) {
+        const out = fs.openSync(seg.dataPath, 'r+');
+        try {
+          fs.writeSync(out, buf, 0, copied.bytes, start);
+        } finally {
+          fs.closeSync(out);
+        }
+        fs.appendFileSync(seg.indexPath, copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n');
+        const last = copied.lines.at(-1)!;
+        seg.frames = last.frames;
+        seg.c1 = last.c1;
+        seg.c2 = last.c2;
+        st.dbPages = last.dbPages;
+        report.commits = copied.lines.length;
+        report.frames = copied.frames;
+      }
+    }
+    st.seg = seg;
+    st.stamp = stampOf(st.genDir, seg.indexPath);
+    if (size >= opts.checkpointBytes && size <= frameOffset(hdr.pageSize, seg.frames + 1)) {
+      // Only when every committed frame is copied; the next commit starts a WAL with salt-1 + 1.
+      const [res] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+      report.checkpointed = !res?.busy;
+    }
+    return report;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The last commit captured: where an undo goes back to. Undefined with no history. */
+export function capturedPosition(dbPath: string, source: HistorySource): HistoryPosition | undefined {
+  const st = loadState(dbPath, source);
+  if (!st) return undefined;
+  return { generation: st.genName, segment: st.seg?.name ?? '', frames: st.seg?.frames ?? 0 };
+}
+
+/** Forgets what this process knew of a database's capture (its files changed wholesale). */
+export function forgetCapture(dbPath: string): void {
+  states.delete(dbPath);
+}
+
+function copyCommitted(buf: Buffer, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number) {
+  const fb = frameBytes(hdr.pageSize);
+  let c1 = seg.c1;
+  let c2 = seg.c2;
+  const lines: CommitRecord[] = [];
+  let frames = 0;
+  let committedFrames = 0;
+  for (let at = 0; at + fb <= buf.length; at += fb) {
+    const ok = checkFrame(hdr, buf, at, c1, c2);
+    if (!ok) break;
+    frames++;
+    [c1, c2] = ok.c;
+    if (ok.frame.commit > 0) {
+      committedFrames = frames;
+      lines.push({ at: now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+    }
+  }
+  return { lines, frames: committedFrames, bytes: committedFrames * fb };
+}
+
+function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<State['seg']> {
+  const seq = (st.seg?.seq ?? 0) + 1;
+  const dir = path.join(st.genDir, SEGMENTS_DIR);
+  fs.mkdirSync(dir, { recursive: true });
+  const name = segmentName(seq);
+  const dataPath = path.join(dir, name + SEGMENT_DATA_EXT);
+  const indexPath = path.join(dir, name + SEGMENT_INDEX_EXT);
+  fs.writeFileSync(indexPath, '');
+  fs.writeFileSync(dataPath, head);
+  return { name, seq, header: hdr, dataPath, indexPath, frames: 0, c1: hdr.c1, c2: hdr.c2 };
+}
+
+function fileSize(file: string): number {
+  return fs.statSync(file, { throwIfNoEntry: false })?.size ?? -1;
+}
+
+/** What must not have changed for a cached state to hold: the generations, the segments, the index. */
+function stampOf(genDir: string, indexPath: string | undefined): string {
+  const gens = fs.statSync(path.dirname(genDir), { throwIfNoEntry: false });
+  const segs = fs.statSync(path.join(genDir, SEGMENTS_DIR), { throwIfNoEntry: false });
+  const idx = indexPath ? fs.statSync(indexPath, { throwIfNoEntry: false }) : undefined;
+  return `${gens?.mtimeMs}|${segs?.mtimeMs}|${idx?.size}`;
+}
+
+function loadState(dbPath: string, source: HistorySource): State | undefined {
+  const cached = states.get(dbPath);
+  if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.indexPath)) return cached;
+  const genNames = readNames(source.generationsDir).filter((n) => n.startsWith('g') && nameSeq(n) !== undefined);
+  const genName = genNames.at(-1);
+  if (!genName) return undefined;
+  const genDir = path.join(source.generationsDir, genName);
+  const snap = readJson<SnapshotMeta>(path.join(genDir, SNAPSHOT_META));
+  if (!snap) return undefined;
+  const st: State = { genDir, genName, dbPages: snap.pages, stamp: '' };
+  const segName = readNames(path.join(genDir, SEGMENTS_DIR))
+    .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
+    .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
+    .at(-1);
+  if (segName) {
+    const dataPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_DATA_EXT);
+    const indexPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_INDEX_EXT);
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    const fd = fs.openSync(dataPath, 'r+');
+    let header: SegmentHeader | undefined;
+    try {
+      fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+      header = parseWalHeader(head);
+      const commits = readCommits(indexPath);
+      const last = commits.at(-1);
+      if (header) {
+        // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
+        // so the segment holds exactly what its index says.
+        fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
+        st.seg = { name: segName, seq: nameSeq(segName)!, header, dataPath, indexPath, frames: last?.frames ?? 0, c1: last?.c1 ?? header.c1, c2: last?.c2 ?? header.c2 };
+        if (last) st.dbPages = last.dbPages;
+        // A previous segment's last commit sets the size when this one has none yet.
+        else st.dbPages = previousDbPages(genDir, segName) ?? st.dbPages;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  st.stamp = stampOf(genDir, st.seg?.indexPath);
+  states.set(dbPath, st);
+  return st;
+}
+
+function previousDbPages(genDir: string, segName: string): number | undefined {
+  const names = readNames(path.join(genDir, SEGMENTS_DIR))
+    .filter((n) => n.endsWith(SEGMENT_INDEX_EXT))
+    .map((n) => n.slice(0, -SEGMENT_INDEX_EXT.length))
+    .filter((n) => n < segName);
+  for (const n of names.reverse()) {
+    const last = readCommits(path.join(genDir, SEGMENTS_DIR, n + SEGMENT_INDEX_EXT)).at(-1);
+    if (last) return last.dbPages;
+  }
+  return undefined;
+}
+
+function readNames(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,168 @@
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
+import { AgentDbError } from '../errors.ts';
+import { listGenerations, listSegments, readCommits, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
+import { copyWithSha256 } from './snapshot.ts';
+import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
+
+/** Where a restore goes: a moment (epoch ms: every commit at or before it), or an exact commit. */
+export type RestoreTarget = { at: number } | { position: HistoryPosition };
+
+/** What a restore will do: which snapshot, then which frames of which segments. */
+export interface RestorePlan {
+  generation: string;
+  snapshot: SnapshotMeta;
+  snapshotPath: string;
+  segments: { dataPath: string; name: string; frames: number }[];
+  /** Frames applied on top of the snapshot, and the commits they make. */
+  frames: number;
+  commits: number;
+  /** The time of the last commit applied (the snapshot's when none). */
+  restoredTo: number;
+}
+
+/** The restorable range of a history: from the oldest snapshot to the last commit. */
+export function historyRange(source: HistorySource): { earliest?: number; latest?: number } {
+  const gens = listGenerations(source).filter((g) => g.snapshot);
+  if (gens.length === 0) return {};
+  const earliest = gens[0]!.snapshot!.at;
+  const last = gens.at(-1)!;
+  let latest = last.snapshot!.at;
+  for (const seg of listSegments(last)) {
+    const c = readCommits(seg.indexPath).at(-1);
+    if (c) latest = Math.max(latest, c.at);
+  }
+  return { earliest, latest };
+}
+
+/**
+ * Plans a restore from `source`: the newest snapshot at or before the moment, then the commits
+ * after it up to the moment (or up to an exact position, for an undo).
+ * @throws AgentDbError HISTORY_OUT_OF_RANGE when the history has nothing at that moment.
+ */
+export function planRestore(source: HistorySource, target: RestoreTarget): RestorePlan {
+  const gens = listGenerations(source).filter((g) => g.snapshot);
+  if (gens.length === 0) throw new AgentDbError('HISTORY_OUT_OF_RANGE', 'this database has no history yet');
+  let gen: GenerationInfo | undefined;
+  if ('at' in target) {
+    gen = gens.filter((g) => g.snapshot!.at <= target.at).at(-1);
+    if (!gen) {
+      throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(target.at).toISOString()} is before the history's earliest moment, ${new Date(gens[0]!.snapshot!.at).toISOString()}`);
+    }
+  } else {
+    gen = gens.find((g) => g.name === target.position.generation);
+    if (!gen) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `generation ${target.position.generation} is no longer in the history (pruned)`);
+  }
+  const plan: RestorePlan = { generation: gen.name, snapshot: gen.snapshot!, snapshotPath: gen.snapshotPath, segments: [], frames: 0, commits: 0, restoredTo: gen.snapshot!.at };
+  for (const seg of listSegments(gen)) {
+    const commits = readCommits(seg.indexPath);
+    // A WAL that started over and was reset again before any commit leaves an empty segment.
+    if (commits.length === 0) continue;
+    let take: CommitRecord | undefined;
+    let n = 0;
+    if ('at' in target) {
+      for (const c of commits) {
+        if (c.at > target.at) break;
+        take = c;
+        n++;
+      }
+    } else if (seg.name < target.position.segment) {
+      take = commits.at(-1);
+      n = commits.length;
+    } else if (seg.name === target.position.segment) {
+      for (const c of commits) {
+        if (c.frames > target.position.frames) break;
+        take = c;
+        n++;
+      }
+    }
+    if (take) {
+      plan.segments.push({ dataPath: seg.dataPath, name: seg.name, frames: take.frames });
+      plan.frames += take.frames;
+      plan.commits += n;
+      plan.restoredTo = take.at;
+    }
+    // A segment not taken whole ends the plan: later ones come after the moment.
+    if (!take || take !== commits.at(-1)) break;
+    if (!('at' in target) && seg.name === target.position.segment) break;
+  }
+  return plan;
+}
+
+/**
+ * Builds the database a plan describes at `outPath` (which must not be the live file): the
+ * snapshot, checked against its sha256, then each frame's page written in order, each segment
+ * checked frame by frame against its salts and cumulative checksums, the file cut to the last
+ * commit's size, and the result checked with `PRAGMA integrity_check`. Works on any folder of
+ * generations, so a disaster restore can run it on files it downloaded.
+ * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
+ */
+export function buildRestore(plan: RestorePlan, outPath: string): void {
+  try {
+    const { sha256 } = copyWithSha256(plan.snapshotPath, outPath);
+    if (sha256 !== plan.snapshot.sha256) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${plan.generation} does not match its sha256 (${sha256} ≠ ${plan.snapshot.sha256})`);
+    const out = fs.openSync(outPath, 'r+');
+    let dbPages = plan.snapshot.pages;
+    try {
+      for (const seg of plan.segments) dbPages = applySegment(out, plan.generation, seg) ?? dbPages;
+      fs.ftruncateSync(out, dbPages * plan.snapshot.pageSize);
+      fs.fsyncSync(out);
+    } finally {
+      fs.closeSync(out);
+    }
+    verifyIntegrity(outPath);
+  } catch (err) {
+    fs.rmSync(outPath, { force: true });
+    throw err;
+  }
+}
+
+function applySegment(out: number, generation: string, seg: RestorePlan['segments'][number]): number | undefined {
+  const where = `segment ${generation}/${seg.name}`;
+  const fd = fs.openSync(seg.dataPath, 'r');
+  try {
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+    const hdr: SegmentHeader | undefined = parseWalHeader(head);
+    if (!hdr) throw new AgentDbError('HISTORY_CORRUPT', `${where} has no valid WAL header`);
+    const fb = frameBytes(hdr.pageSize);
+    // Frames are read in batches so a segment never sits whole in memory.
+    const batchFrames = Math.max(1, Math.floor((4 * 1024 * 1024) / fb));
+    const buf = Buffer.allocUnsafe(batchFrames * fb);
+    let c1 = hdr.c1;
+    let c2 = hdr.c2;
+    let dbPages: number | undefined;
+    for (let n = 1; n <= seg.frames; n += batchFrames) {
+      const count = Math.min(batchFrames, seg.frames - n + 1);
+      const got = fs.readSync(fd, buf, 0, count * fb, frameOffset(hdr.pageSize, n));
+      if (got < count * fb) throw new AgentDbError('HISTORY_CORRUPT', `${where} is shorter than its index says`);
+      for (let i = 0; i < count; i++) {
+        const ok = checkFrame(hdr, buf, i * fb, c1, c2);
+        if (!ok) throw new AgentDbError('HISTORY_CORRUPT', `${where} fails its checksum at frame ${n + i}`);
+        [c1, c2] = ok.c;
+        fs.writeSync(out, buf, i * fb + 24, hdr.pageSize, (ok.frame.pgno - 1) * hdr.pageSize);
+        if (ok.frame.commit > 0) dbPages = ok.frame.commit;
+      }
+    }
+    return dbPages;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** @throws AgentDbError HISTORY_CORRUPT when SQLite finds the rebuilt file damaged. */
+export function verifyIntegrity(file: string): void {
+  // Not read-only: a file in WAL mode opened read-only needs its -shm already there. Nothing
+  // here writes, and closing removes the -wal and -shm it made.
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const rows = db.pragma('integrity_check') as { integrity_check: string }[];
+    const first = rows[0]?.integrity_check;
+    if (first !== 'ok') throw new AgentDbError('HISTORY_CORRUPT', `the restored database fails PRAGMA integrity_check: ${rows.map((r) => r.integrity_check).slice(0, 3).join('; ')}`);
+  } catch (err) {
+    if (err instanceof AgentDbError) throw err;
+    throw new AgentDbError('HISTORY_CORRUPT', `the restored database cannot be read: ${(err as Error).message}`);
+  } finally {
+    db.close();
+  }
+}

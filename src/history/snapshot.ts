@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Database } from 'better-sqlite3';
+import {
+  GENERATION_END,
+  SNAPSHOT_FILE,
+  SNAPSHOT_META,
+  generationName,
+  listGenerations,
+  writeJsonAtomic,
+  type GenerationEnd,
+  type HistorySource,
+  type SnapshotMeta,
+} from './layout.ts';
+
+const CHUNK = 1024 * 1024;
+
+/**
+ * Copies `from` to `to` in chunks, returning the sha256 and size of what was copied (one read
+ * of the file, never all of it in memory). Synchronous: it runs in the executor child between
+ * two statements, which is exactly when nothing else may touch the file.
+ */
+export function copyWithSha256(from: string, to: string): { sha256: string; bytes: number } {
+  const hash = createHash('sha256');
+  const buf = Buffer.allocUnsafe(CHUNK);
+  const src = fs.openSync(from, 'r');
+  const dst = fs.openSync(to, 'w');
+  let bytes = 0;
+  try {
+    for (;;) {
+      const n = fs.readSync(src, buf, 0, CHUNK, bytes);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      fs.writeSync(dst, buf, 0, n, bytes);
+      bytes += n;
+    }
+    fs.fsyncSync(dst);
+  } finally {
+    fs.closeSync(src);
+    fs.closeSync(dst);
+  }
+  return { sha256: hash.digest('hex'), bytes };
+}
+
+/** The sha256 (hex) of a file, read in chunks. */
+export function sha256File(file: string): string {
+  const hash = createHash('sha256');
+  const buf = Buffer.allocUnsafe(CHUNK);
+  const fd = fs.openSync(file, 'r');
+  try {
+    for (let pos = 0; ; ) {
+      const n = fs.readSync(fd, buf, 0, CHUNK, pos);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      pos += n;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return hash.digest('hex');
+}
+
+/** The page size a SQLite file's header declares (1 in the header means 65536). */
+export function headerPageSize(file: string): number {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const b = Buffer.alloc(2);
+    fs.readSync(fd, b, 0, 2, 16);
+    const v = b.readUInt16BE(0);
+    return v === 1 ? 65536 : v;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Starts a new generation of `dbPath`'s history from a page-exact snapshot: the WAL is
+ * checkpointed into the file (TRUNCATE: the WAL is then empty), the file is copied under the
+ * write lock so no commit can land in between, and the generation appears whole (written under
+ * a temporary name, then renamed). The previous generation is marked ended.
+ *
+ * Whatever the WAL held and capture had not copied goes into the snapshot: the caller copies
+ * first when those frames matter (a nightly snapshot), not when they cannot be trusted (a gap).
+ * @throws Error when the checkpoint cannot complete (another connection reads) — capture tries
+ * again on the next commit.
+ */
+export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number): SnapshotMeta {
+  const gens = listGenerations(source);
+  const last = gens.at(-1);
+  const name = generationName((last?.seq ?? 0) + 1);
+  const dir = path.join(source.generationsDir, name);
+  const tmp = `${dir}.${process.pid}.tmp`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.mkdirSync(tmp, { recursive: true });
+  try {
+    const [res] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    if (res?.busy) throw new Error(`could not checkpoint ${dbPath} to snapshot it: another connection is reading`);
+    db.prepare('BEGIN IMMEDIATE').run();
+    let copied: { sha256: string; bytes: number };
+    try {
+      const wal = fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false });
+      if (wal && wal.size > 0) throw new Error(`${dbPath} committed between checkpoint and snapshot`);
+      copied = copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE));
+    } finally {
+      db.prepare('ROLLBACK').run();
+    }
+    const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
+    const meta: SnapshotMeta = { id: name, generation: name, at: now, sha256: copied.sha256, bytes: copied.bytes, pageSize, pages: Math.floor(copied.bytes / pageSize), reason };
+    writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
+    fs.renameSync(tmp, dir);
+    if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);
+    return meta;
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}

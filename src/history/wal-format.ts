@@ -1,0 +1,92 @@
+/**
+ * SQLite's WAL file format (https://www.sqlite.org/fileformat2.html#walformat), as capture and
+ * restore need it: the 32-byte header, 24-byte frame headers, and the cumulative checksum that
+ * chains every frame to the header and to the frames before it. Own code because no library
+ * reads WAL frames; it is small and pinned by tests against files SQLite wrote.
+ */
+import type { SegmentHeader } from './layout.ts';
+
+export const WAL_HEADER_BYTES = 32;
+export const FRAME_HEADER_BYTES = 24;
+const MAGIC_LE = 0x377f0682;
+const MAGIC_BE = 0x377f0683;
+
+/** The header of a WAL (or segment) file, or undefined when `buf` does not start with one. */
+export function parseWalHeader(buf: Buffer): SegmentHeader | undefined {
+  if (buf.length < WAL_HEADER_BYTES) return undefined;
+  const magic = buf.readUInt32BE(0);
+  if (magic !== MAGIC_LE && magic !== MAGIC_BE) return undefined;
+  const bigEndian = magic === MAGIC_BE;
+  const [c1, c2] = walChecksum(bigEndian, buf, 0, 24, 0, 0);
+  // A header whose checksum fails is a WAL SQLite would ignore (and overwrite).
+  if (c1 !== buf.readUInt32BE(24) || c2 !== buf.readUInt32BE(28)) return undefined;
+  return {
+    bigEndian,
+    pageSize: buf.readUInt32BE(8),
+    checkpointSeq: buf.readUInt32BE(12),
+    salt1: buf.readUInt32BE(16),
+    salt2: buf.readUInt32BE(20),
+    c1,
+    c2,
+  };
+}
+
+/**
+ * SQLite's WAL checksum over `buf[start, end)` (a multiple of 8 bytes), continuing from
+ * `(s1, s2)`: 32-bit words in the byte order the magic names, summed in pairs.
+ */
+export function walChecksum(bigEndian: boolean, buf: Buffer, start: number, end: number, s1: number, s2: number): [number, number] {
+  for (let i = start; i < end; i += 8) {
+    const a = bigEndian ? buf.readUInt32BE(i) : buf.readUInt32LE(i);
+    const b = bigEndian ? buf.readUInt32BE(i + 4) : buf.readUInt32LE(i + 4);
+    s1 = (s1 + a + s2) >>> 0;
+    s2 = (s2 + b + s1) >>> 0;
+  }
+  return [s1, s2];
+}
+
+/** One frame's header. */
+export interface FrameHeader {
+  pgno: number;
+  /** The database size in pages after the commit, for a commit frame; 0 otherwise. */
+  commit: number;
+  salt1: number;
+  salt2: number;
+  c1: number;
+  c2: number;
+}
+
+export function parseFrameHeader(buf: Buffer, at: number): FrameHeader {
+  return {
+    pgno: buf.readUInt32BE(at),
+    commit: buf.readUInt32BE(at + 4),
+    salt1: buf.readUInt32BE(at + 8),
+    salt2: buf.readUInt32BE(at + 12),
+    c1: buf.readUInt32BE(at + 16),
+    c2: buf.readUInt32BE(at + 20),
+  };
+}
+
+/**
+ * Checks the frame at `buf[at …]` against the chain `(s1, s2)`: salts equal to the header's and
+ * the checksum over its first 8 header bytes and its page. Returns the chain after it, or
+ * undefined when the frame does not belong (the end of the valid WAL, or damage).
+ */
+export function checkFrame(hdr: SegmentHeader, buf: Buffer, at: number, s1: number, s2: number): { frame: FrameHeader; c: [number, number] } | undefined {
+  const frame = parseFrameHeader(buf, at);
+  if (frame.salt1 !== hdr.salt1 || frame.salt2 !== hdr.salt2) return undefined;
+  let c = walChecksum(hdr.bigEndian, buf, at, at + 8, s1, s2);
+  c = walChecksum(hdr.bigEndian, buf, at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + hdr.pageSize, c[0], c[1]);
+  if (c[0] !== frame.c1 || c[1] !== frame.c2) return undefined;
+  return { frame, c };
+}
+
+/** Bytes one frame takes with pages of `pageSize`. */
+export function frameBytes(pageSize: number): number {
+  return FRAME_HEADER_BYTES + pageSize;
+}
+
+/** Byte offset of frame `n` (1-based) in a WAL or segment file. */
+export function frameOffset(pageSize: number, n: number): number {
+  return WAL_HEADER_BYTES + (n - 1) * frameBytes(pageSize);
+}

@@ -1,0 +1,182 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { AgentDbError } from '../errors.ts';
+import { capturedPosition, forgetCapture } from '../history/capture.ts';
+import { historyDir, localSource, readJson, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
+import { activeReaders, withReader } from '../history/readers.ts';
+import { buildRestore, planRestore, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
+import { startGeneration } from '../history/snapshot.ts';
+import { swapIn } from '../history/swap-in.ts';
+import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
+import type { HandleCache } from './handle-cache.ts';
+import type { HistoryCapture } from './history-capture.ts';
+import { recordAudit } from './sqlite-audit.ts';
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** What a restore answers (the HTTP contract of `POST /v1/databases/:db/restore`). */
+export interface RestoreResult {
+  database: string;
+  restoredTo: string;
+  dryRun: boolean;
+  snapshot: { id: string; at: string };
+  frames: number;
+  commits: number;
+  undoId?: string;
+  into?: string;
+}
+
+type RestoreReq = Extract<ExecRequest, { op: 'restore' }>;
+type IntoReq = Extract<ExecRequest, { op: 'restoreInto' }>;
+type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
+
+/**
+ * Restores a database in place (see `agentdb restore`): history brought up to date, the target
+ * planned and rebuilt beside the live file and verified, the state before kept as an undo
+ * point, then the rebuilt pages copied over the live database as one commit, recorded in its
+ * audit, and a new generation begun from it. Any failure before the copy leaves the database
+ * exactly as it was.
+ */
+export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq): RestoreResult {
+  const live = handles.open(req.db, 'read');
+  if (handles.isPlaceholder(live)) throw new AgentDbError('NOT_FOUND', `database ${req.db.id} does not exist (it was never written)`);
+  history.run(live, req.db);
+  const hdir = historyDir(dataDir, req.db.id);
+  const source = localSource(dataDir, req.db.id);
+  const what = req.undo ? `undo ${req.undo}` : `to ${new Date(req.at ?? 0).toISOString()}`;
+  return withReader(hdir, what, () => {
+    let target: RestoreTarget;
+    let restoredTo: number | undefined;
+    if (req.undo !== undefined) {
+      const point = /^u[0-9a-z]+$/.test(req.undo) ? readJson<UndoPoint>(undoPath(hdir, req.undo)) : undefined;
+      if (!point || point.database !== req.db.id) throw new AgentDbError('UNDO_NOT_FOUND', `${req.db.id} has no undo point ${JSON.stringify(req.undo)}`);
+      target = { position: point.position };
+      restoredTo = point.createdAt;
+    } else {
+      target = { at: checkedMoment(req.at, history.opts.retentionDays) };
+    }
+    const plan = planRestore(source, target);
+    const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, restoredTo ?? plan.restoredTo, req.dryRun === true, extra);
+    if (req.dryRun) return summary({});
+
+    const tmp = path.join(hdir, `restore-${process.pid}-${Date.now()}.sqlite`);
+    buildRestore(plan, tmp);
+    try {
+      const undoId = newUndoId();
+      const before = capturedPosition(req.db.path, source);
+      if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
+      const now = Date.now();
+      const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
+      writeJsonAtomic(undoPath(hdir, undoId), point);
+      swapIn(tmp, req.db.path);
+      // Everything this child kept about the handle (prepared statements, tables known to
+      // exist, the schema) belongs to the state before: close it (capture copies the restore's
+      // frames first) and open it again. Other children reopen it too: the pool sends its next
+      // statement there with `reopen`, since this child ran the database last.
+      handles.evict(req.db.path);
+      const fresh = handles.open(req.db, 'write');
+      audit(fresh, req.by, undoId, req.undo ? `undo ${req.undo} (back to the state of ${new Date(point.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`, now);
+      history.run(fresh, req.db);
+      newGeneration(fresh, req.db.path, source);
+      return summary({ undoId });
+    } finally {
+      fs.rmSync(tmp, { force: true });
+    }
+  });
+}
+
+/**
+ * Creates a new database from another one's history (`agentdb restore DB --at T --into NEW`).
+ * Runs on the new database's line; reads the source's history files, which capture only
+ * appends to.
+ */
+export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq): RestoreResult {
+  if (fs.existsSync(req.db.path)) throw new AgentDbError('DATABASE_EXISTS', `database ${req.db.id} already exists; restore into a new name`);
+  const source = localSource(dataDir, req.source);
+  if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
+  return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
+    const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
+    if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id });
+    fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
+    const tmp = `${req.db.path}.restore-${process.pid}.tmp`;
+    buildRestore(plan, tmp);
+    try {
+      fs.renameSync(tmp, req.db.path);
+    } finally {
+      fs.rmSync(tmp, { force: true });
+    }
+    // Opening it starts its own history (capture on open: its first generation).
+    const db = handles.open(req.db, 'write');
+    audit(db, req.by, `restore:${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
+    history.run(db, req.db);
+    return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
+  });
+}
+
+/** A nightly (or operator's) snapshot: a new generation, when anything was committed since the last. */
+export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataDir: string, req: SnapshotReq): { snapshot?: string } {
+  const db = handles.open(req.db, 'read');
+  if (handles.isPlaceholder(db)) return {};
+  history.run(db, req.db);
+  const source = localSource(dataDir, req.db.id);
+  const pos = capturedPosition(req.db.path, source);
+  if (!pos || pos.frames === 0) return {};
+  // A restore reading this history would see its generation end under it: leave it for tonight.
+  if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
+  const meta = startGeneration(db, req.db.path, source, req.reason, Date.now());
+  forgetCapture(req.db.path);
+  return { snapshot: meta.id };
+}
+
+function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>): void {
+  try {
+    startGeneration(db, dbPath, source, 'restore', Date.now());
+  } finally {
+    forgetCapture(dbPath);
+  }
+}
+
+/** The moment asked for, checked against the window: not in the future, not past the retention. */
+function checkedMoment(at: number | undefined, retentionDays: number): number {
+  if (at === undefined || !Number.isFinite(at)) throw new AgentDbError('INVALID_ARGUMENTS', 'a restore needs a time (--at) or an undo id (--undo)');
+  const now = Date.now();
+  if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
+  if (at < now - retentionDays * DAY_MS) {
+    throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is older than the ${retentionDays} days of history kept`);
+  }
+  return at;
+}
+
+function result(database: string, plan: RestorePlan, restoredTo: number, dryRun: boolean, extra: Partial<RestoreResult>): RestoreResult {
+  return {
+    database,
+    restoredTo: new Date(restoredTo).toISOString(),
+    dryRun,
+    snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
+    frames: plan.frames,
+    commits: plan.commits,
+    ...extra,
+  };
+}
+
+function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {
+  recordAudit(db, {
+    approvalId: `restore:${id}`,
+    callId: id,
+    tool: 'RESTORE',
+    tier: 'operator',
+    statement,
+    requester: by.who,
+    decision: 'restored',
+    decidedBy: by.who,
+    decidedVia: by.via,
+    decidedAt: at,
+    at,
+  });
+}
+
+/** Undo ids: `u`, the time in base 36 and random bytes; sortable and never reused. */
+function newUndoId(): string {
+  return `u${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
+}
