@@ -92,6 +92,21 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .requiredOption('--agent <name>', 'the agent that made the call (@<member> for a member\'s own calls)')
     .option('--wait', 'wait until the call has finished, however long a person takes')
     .action(run(async () => (await import('./result.ts')).result));
+  const backup = program.command('backup').summary('blob backups of every database\'s history').description('blob backups of every database\'s history (nightly on BACKUP_CRON)');
+  backup
+    .command('now')
+    .description('back up now, on each shard\'s owner: a fresh snapshot and the closed history segments each database lacks in the blob store, each verified by reading it back')
+    .option('--db <db>', 'only this database: <workspace> or <workspace>/<agent>')
+    .action(run(async () => (await import('./backup.ts')).backupNow));
+  program
+    .command('restore')
+    .summary('rebuild a database from the blob store (--from-blob)')
+    .description('rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store alone')
+    .argument('<db>', '<workspace> or <workspace>/<agent>')
+    .requiredOption('--from-blob', 'restore from the blob store\'s backups')
+    .option('--at <time>', 'the moment: ISO time or unix seconds (default: the latest backed up)')
+    .option('--timeout <seconds>', 'how long to wait for the restore (default 3600)', seconds)
+    .action(run(async () => (await import('./restore-from-blob.ts')).restoreFromBlobCommand));
   program
     .command('result-blob')
     .summary('a query result too large for its envelope, whole')

@@ -8,9 +8,13 @@ import { pruneRedis } from './maintenance.ts';
 import type { BlobStore } from '../history/blob-store.ts';
 import { openBlobStore } from '../history/blob-stores.ts';
 import { OffloadedResults } from '../history/offloaded-results.ts';
+import { pruneBlobBackups } from '../history/blob-prune.ts';
+import { runBackups } from './backups.ts';
+import { ShardOpClient } from './shard-op-client.ts';
 
 const QUEUE = '{maintenance}';
 const PRUNE = 'prune';
+const BACKUP = 'backup';
 
 /**
  * agentdb's scheduled work, on a BullMQ job scheduler (cron and time zone from the config):
@@ -41,13 +45,38 @@ export class Scheduler {
       { pattern: this.config.maintenanceCron, tz: this.config.scheduleTz },
       { name: PRUNE, opts: { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } } },
     );
-    this.worker = new Worker(QUEUE, () => this.prune(), { connection: this.redis, prefix: this.keys.bullPrefix, concurrency: 1 });
+    // Nightly: each shard owner snapshots and uploads its databases' history (see `backupOp`).
+    await this.queue.upsertJobScheduler(
+      BACKUP,
+      { pattern: this.config.backupCron, tz: this.config.backupTz },
+      { name: BACKUP, opts: { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } } },
+    );
+    this.worker = new Worker(QUEUE, (job) => (job.name === BACKUP ? this.backup() : this.prune()), { connection: this.redis, prefix: this.keys.bullPrefix, concurrency: 1 });
     this.worker.on('error', (err) => this.logger.error({ err: String(err) }, 'scheduler worker error'));
   }
 
   /** When the prune runs next (epoch ms), as BullMQ has it scheduled. */
   async nextRun(): Promise<number | undefined> {
     return (await this.queue.getJobScheduler(PRUNE))?.next;
+  }
+
+  /** When the nightly backup runs next (epoch ms). */
+  async nextBackup(): Promise<number | undefined> {
+    return (await this.queue.getJobScheduler(BACKUP))?.next;
+  }
+
+  /** Backs up every shard now, each on its owner (the scheduled job). */
+  async backup() {
+    const ops = new ShardOpClient({ redisUrl: this.config.redisUrl, prefix: this.config.prefix });
+    try {
+      const run = await runBackups(ops, this.config.shardCount);
+      const files = run.databases.reduce((n, r) => n + r.files, 0);
+      if (run.failed.length) this.logger.error({ failed: run.failed }, 'backup failed on some shards');
+      this.logger.info({ databases: run.databases.length, files }, 'nightly backup done');
+      return { databases: run.databases.length, files, failed: run.failed.length };
+    } finally {
+      await ops.close();
+    }
   }
 
   /** Runs the prune now (an operator's `agentdb prune`, and the scheduled job). */
@@ -58,8 +87,9 @@ export class Scheduler {
       approvalDays: this.config.approvalRetentionDays,
     });
     const results = await new OffloadedResults(this.blobs, { dataDir: this.config.dataDir, ttlS: this.config.resultTtlS, now: () => now }).prune();
-    this.logger.info({ ...report, results }, 'pruned past retention');
-    return { ...report, results };
+    const backups = await pruneBlobBackups(this.blobs, { retentionDays: this.config.historyRetentionDays, now });
+    this.logger.info({ ...report, results, backups }, 'pruned past retention');
+    return { ...report, results, backups: backups.generations };
   }
 
   async stop(): Promise<void> {

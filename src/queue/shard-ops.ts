@@ -3,6 +3,8 @@ import type { Config } from '../config.ts';
 import type { ShardOpJobData } from '../contracts/shard-op.ts';
 import type { Logger } from '../logger.ts';
 import type { ExecutorPool } from '../store/executor-pool.ts';
+import { backupOp } from './backup-op.ts';
+import { blobRestoreOp } from './blob-restore-op.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
 export interface ShardOpContext {
@@ -27,5 +29,9 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
   return {
     // Proves a shard has a live owner (tests, `agentdb` health checks).
     ping: async () => ({ pong: true }),
+    // Uploads each database's new snapshots and closed history segments to the blob store.
+    backup: backupOp,
+    // Rebuilds a database missing here from the blob store alone (`agentdb restore --from-blob`).
+    restoreFromBlob: blobRestoreOp,
   };
 }
