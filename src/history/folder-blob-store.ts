@@ -9,6 +9,7 @@ import { checkBlobKey, checkBlobPrefix, Measure, type BlobInfo, type BlobStore, 
 
 /** Temp files start with a dot, which no key segment may (see `checkBlobKey`): never listed. */
 const TEMP_PREFIX = '.tmp-';
+const CHUNK = 1024 * 1024;
 
 /**
  * The default blob store: a folder on this machine (`<AGENTDB_DATA_DIR>/blobs` unless BLOB_DIR
@@ -29,8 +30,9 @@ export class FolderBlobStore implements BlobStore {
     const temp = path.join(path.dirname(file), `${TEMP_PREFIX}${randomUUID()}`);
     const measure = new Measure();
     try {
-      const input = 'file' in source ? createReadStream(source.file) : source;
-      const out = createWriteStream(temp, { flags: 'wx' });
+      // 1 MiB pieces instead of Node's 64 KiB: a quarter of the time went to per-chunk overhead.
+      const input = 'file' in source ? createReadStream(source.file, { highWaterMark: CHUNK }) : source;
+      const out = createWriteStream(temp, { flags: 'wx', highWaterMark: CHUNK });
       await pipeline(input, measure, out);
       const handle = await fs.open(temp, 'r');
       try {
