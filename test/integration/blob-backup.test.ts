@@ -133,8 +133,8 @@ describe('nightly backups to the blob store (s3rver)', () => {
     const original = dump(livePath(config));
     // A new machine: another data folder and prefix, the same bucket.
     const sb2 = sandbox(s3.env);
+    const pool2 = await startPool(sb2.config);
     try {
-      await startPool(sb2.config);
       const ops2 = new ShardOpClient({ redisUrl: sb2.config.redisUrl, prefix: sb2.config.prefix });
       try {
         const outcome = await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB });
@@ -153,6 +153,8 @@ describe('nightly backups to the blob store (s3rver)', () => {
         await ops2.close();
       }
     } finally {
+      await pool2.stop();
+      pools.splice(pools.indexOf(pool2), 1);
       await sb2.cleanup();
     }
   });
