@@ -93,8 +93,22 @@ const envSchema = z.object({
     .string()
     .default('UTC')
     .refine((tz) => cronError('0 0 * * *', tz) === undefined, 'not a time zone (an IANA name such as UTC or Europe/Paris)'),
-  /** Days of history, snapshots and blob backups kept. */
+  /** Point-in-time history of every database (`off` only to measure what it costs). */
+  HISTORY_CAPTURE: z.enum(['on', 'off']).default('on'),
+  /** Days of history kept: restores reach this far back, and the prune deletes what is older. */
   HISTORY_RETENTION_DAYS: int(1, 10_000, 30),
+  /** A database's WAL is checkpointed once it passes this size (after its frames were copied). */
+  HISTORY_CHECKPOINT_BYTES: int(4096, 1024 * 1024 * 1024, 4 * 1024 * 1024),
+  /** When each database with commits since its last snapshot gets a new one (cron, in SCHEDULE_TZ). */
+  HISTORY_SNAPSHOT_CRON: z
+    .string()
+    .default('30 1 * * *')
+    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
+  /** When history past HISTORY_RETENTION_DAYS is deleted (cron, in SCHEDULE_TZ). */
+  HISTORY_PRUNE_CRON: z
+    .string()
+    .default('47 3 * * *')
+    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** The member key the CLI decides approvals with, when `--key` is not given. */
   AGENTDB_MEMBER_KEY: z.string().optional(),
@@ -150,7 +164,11 @@ export interface Config {
   readonly blob: BlobConfig;
   readonly backupCron: string;
   readonly backupTz: string;
+  /** Capture on: what executor children are started with; undefined with HISTORY_CAPTURE=off. */
+  readonly history?: { readonly checkpointBytes: number; readonly retentionDays: number };
   readonly historyRetentionDays: number;
+  readonly historySnapshotCron: string;
+  readonly historyPruneCron: string;
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   /** A secret: never logged. */
   readonly memberKey?: string;
@@ -218,7 +236,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     blob: blobConfig(e),
     backupCron: e.BACKUP_CRON,
     backupTz: e.BACKUP_TZ,
+    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS }) } : {}),
     historyRetentionDays: e.HISTORY_RETENTION_DAYS,
+    historySnapshotCron: e.HISTORY_SNAPSHOT_CRON,
+    historyPruneCron: e.HISTORY_PRUNE_CRON,
     logLevel: e.LOG_LEVEL,
     httpWaitMs: e.HTTP_WAIT_MS,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,

@@ -99,15 +99,6 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--db <db>', 'only this database: <workspace> or <workspace>/<agent>')
     .action(run(async () => (await import('./backup.ts')).backupNow));
   program
-    .command('restore')
-    .summary('rebuild a database from the blob store (--from-blob)')
-    .description('rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store alone')
-    .argument('<db>', '<workspace> or <workspace>/<agent>')
-    .requiredOption('--from-blob', 'restore from the blob store\'s backups')
-    .option('--at <time>', 'the moment: ISO time or unix seconds (default: the latest backed up)')
-    .option('--timeout <seconds>', 'how long to wait for the restore (default 3600)', seconds)
-    .action(run(async () => (await import('./restore-from-blob.ts')).restoreFromBlobCommand));
-  program
     .command('result-blob')
     .summary('a query result too large for its envelope, whole')
     .description('a DATA_QUERY_SQL result offloaded to the blob store (result.offloaded.id), as JSON {"columns":[…],"rows":[…]}')
@@ -236,6 +227,37 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--stdio', 'serve over stdin/stdout')
     .option('--key <key>', 'an agent or member key (default: AGENTDB_KEY)')
     .action(run(async () => (await import('./mcp.ts')).mcp));
+
+  program
+    .command('history')
+    .summary('a database\'s restorable history')
+    .description('a database\'s restorable range, its generations (a snapshot and the commits after it) and its undo points')
+    .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./history.ts')).history));
+  program
+    .command('restore')
+    .summary('restore a database to a moment, or undo a restore')
+    .description('restore a database in place to a moment (keeping an undo point), into a new database, or back to an undo point (an operator command)')
+    .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
+    .option('--at <time>', 'the moment: ISO time (2026-12-01T02:00:00Z) or unix seconds')
+    .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
+    .option('--into <db>', 'with --at: create this new database of the same workspace instead of restoring in place')
+    .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')
+    .option('--by <name>', 'who restores, for the database\'s audit (default: your user name)')
+    .option('--from-blob', 'rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store\'s backups alone; --at defaults to the latest backed up')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  agentdb history acme/scout
+  agentdb restore acme/scout --at 2026-12-01T01:59:00Z --dry-run
+  agentdb restore acme/scout --at 1764554340          # prints an undo id
+  agentdb restore acme/scout --undo u…
+  agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before
+  agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore`,
+    )
+    .action(run(async () => (await import('./history.ts')).restore));
 
   const approvals = program.command('approvals').description('calls waiting for a person, and the decision audit');
   approvals

@@ -11,6 +11,8 @@ import { KeyAuthenticator } from '../registry/principal.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
+import { HistoryClient } from '../queue/history-client.ts';
+import { ShardOpClient } from '../queue/shard-op-client.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { ensureRedis } from './local-redis.ts';
@@ -37,6 +39,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const blobs = openBlobStore(config);
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
+  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -44,6 +47,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     members,
     approvals,
     logger,
+    history: new HistoryClient(historyOps, config.shardCount),
     keyed: {
       auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
       calls: new KeyedCalls(client),
@@ -60,6 +64,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     await app.close();
     await approvals.close();
     await client.close();
+    await historyOps.close();
     redis.disconnect();
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
@@ -77,6 +82,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await app.close();
   await approvals.close();
   await client.close();
+  await historyOps.close();
   await scheduler.stop();
   await pool.stop();
   await blobs.close();

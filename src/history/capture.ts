@@ -81,12 +81,12 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
     return report;
   }
   try {
-    const size = fs.fstatSync(fd).size;
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (size < WAL_HEADER_BYTES || fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return report;
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return report;
     const hdr = parseWalHeader(head);
     if (!hdr) return report;
     let seg = st.seg;
+    let idxGrew = 0;
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
       // A WAL that started over. After a checkpoint SQLite adds one to salt-1; after the last
       // connection closed (checkpointing, deleting the WAL) salts are new but the file holds
@@ -101,32 +101,33 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
       seg = newSegment(st, head, hdr);
     }
     const start = frameOffset(hdr.pageSize, seg.frames + 1);
-    if (size >= start + frameBytes(hdr.pageSize)) {
-      const buf = Buffer.allocUnsafe(size - start);
-      const got = fs.readSync(fd, buf, 0, buf.length, start);
-      const copied = copyCommitted(buf.subarray(0, got), hdr, seg, now);
-      if (copied.frames > 0) {
-        const out = fs.openSync(seg.dataPath, 'r+');
-        try {
-          fs.writeSync(out, buf, 0, copied.bytes, start);
-        } finally {
-          fs.closeSync(out);
-        }
-        fs.appendFileSync(seg.indexPath, copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n');
-        const last = copied.lines.at(-1)!;
-        seg.frames = last.frames;
-        seg.c1 = last.c1;
-        seg.c2 = last.c2;
-        st.dbPages = last.dbPages;
-        report.commits = copied.lines.length;
-        report.frames = copied.frames;
+    const copied = readCommitted(fd, start, hdr, seg, now);
+    if (copied.lines.length > 0) {
+      const out = fs.openSync(seg.dataPath, 'r+');
+      try {
+        let at = start;
+        for (const chunk of copied.chunks) at += fs.writeSync(out, chunk, 0, chunk.length, at);
+      } finally {
+        fs.closeSync(out);
       }
+      const lines = copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n';
+      fs.appendFileSync(seg.indexPath, lines);
+      idxGrew = Buffer.byteLength(lines);
+      const last = copied.lines.at(-1)!;
+      report.frames = last.frames - seg.frames;
+      seg.frames = last.frames;
+      seg.c1 = last.c1;
+      seg.c2 = last.c2;
+      st.dbPages = last.dbPages;
+      report.commits = copied.lines.length;
     }
+    // Only the index grew, by what was appended, unless a segment began: then look again.
+    st.stamp = st.seg === seg ? bumpStamp(st.stamp, idxGrew) : stampOf(st.genDir, seg.indexPath);
     st.seg = seg;
-    st.stamp = stampOf(st.genDir, seg.indexPath);
-    if (size >= opts.checkpointBytes && size <= frameOffset(hdr.pageSize, seg.frames + 1)) {
-      // Only when every committed frame is copied; the next commit starts a WAL with salt-1 + 1.
-      const [res] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    if (frameOffset(hdr.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted) {
+      // Only when every committed frame is copied; the next commit starts the WAL over with
+      // salt-1 + 1. RESTART, not TRUNCATE: the file is written over in place, never regrown.
+      const [res] = db.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
       report.checkpointed = !res?.busy;
     }
     return report;
@@ -147,24 +148,52 @@ export function forgetCapture(dbPath: string): void {
   states.delete(dbPath);
 }
 
-function copyCommitted(buf: Buffer, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number) {
+/** Frames read by the first system call of a scan (most commits are a few frames), doubling up to the most. */
+const FIRST_CHUNK_FRAMES = 4;
+const MAX_CHUNK_FRAMES = 256;
+
+/**
+ * The valid frames of the live WAL from `start` up to its last commit frame, checked against
+ * the chain, read in chunks until a frame does not belong (the end of this WAL's valid frames:
+ * after a checkpoint SQLite writes over the old ones, which carry the old salts).
+ */
+function readCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number) {
   const fb = frameBytes(hdr.pageSize);
   let c1 = seg.c1;
   let c2 = seg.c2;
   const lines: CommitRecord[] = [];
+  const chunks: Buffer[] = [];
   let frames = 0;
   let committedFrames = 0;
-  for (let at = 0; at + fb <= buf.length; at += fb) {
-    const ok = checkFrame(hdr, buf, at, c1, c2);
-    if (!ok) break;
-    frames++;
-    [c1, c2] = ok.c;
-    if (ok.frame.commit > 0) {
-      committedFrames = frames;
-      lines.push({ at: now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+  let pos = start;
+  for (let want = FIRST_CHUNK_FRAMES; ; want = Math.min(want * 2, MAX_CHUNK_FRAMES)) {
+    const buf = Buffer.allocUnsafe(want * fb);
+    const got = fs.readSync(fd, buf, 0, buf.length, pos);
+    let valid = 0;
+    for (let at = 0; at + fb <= got; at += fb) {
+      const ok = checkFrame(hdr, buf, at, c1, c2);
+      if (!ok) break;
+      valid++;
+      frames++;
+      [c1, c2] = ok.c;
+      if (ok.frame.commit > 0) {
+        committedFrames = frames;
+        lines.push({ at: now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+      }
     }
+    chunks.push(buf.subarray(0, valid * fb));
+    if (valid < want) break;
+    pos += got;
   }
-  return { lines, frames: committedFrames, bytes: committedFrames * fb };
+  // Keep only up to the last commit frame: frames of a transaction still open are not history.
+  let keep = committedFrames * fb;
+  const kept: Buffer[] = [];
+  for (const chunk of chunks) {
+    if (keep <= 0) break;
+    kept.push(chunk.subarray(0, Math.min(chunk.length, keep)));
+    keep -= chunk.length;
+  }
+  return { lines, chunks: kept, uncommitted: frames > committedFrames };
 }
 
 function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<State['seg']> {
@@ -189,6 +218,12 @@ function stampOf(genDir: string, indexPath: string | undefined): string {
   const segs = fs.statSync(path.join(genDir, SEGMENTS_DIR), { throwIfNoEntry: false });
   const idx = indexPath ? fs.statSync(indexPath, { throwIfNoEntry: false }) : undefined;
   return `${gens?.mtimeMs}|${segs?.mtimeMs}|${idx?.size}`;
+}
+
+function bumpStamp(stamp: string, grew: number): string {
+  if (grew === 0) return stamp;
+  const cut = stamp.lastIndexOf('|');
+  return `${stamp.slice(0, cut)}|${Number(stamp.slice(cut + 1)) + grew}`;
 }
 
 function loadState(dbPath: string, source: HistorySource): State | undefined {

@@ -36,6 +36,16 @@ export function parseWalHeader(buf: Buffer): SegmentHeader | undefined {
  * `(s1, s2)`: 32-bit words in the byte order the magic names, summed in pairs.
  */
 export function walChecksum(bigEndian: boolean, buf: Buffer, start: number, end: number, s1: number, s2: number): [number, number] {
+  // Words in the host's order (SQLite writes its own, so nearly always) are read through a
+  // typed-array view: this sum runs over every byte captured, and readUInt32 per word is ~5× slower.
+  if (bigEndian === HOST_BIG_ENDIAN && (buf.byteOffset + start) % 4 === 0) {
+    const words = new Uint32Array(buf.buffer, buf.byteOffset + start, (end - start) >>> 2);
+    for (let i = 0; i < words.length; i += 2) {
+      s1 = (s1 + words[i]! + s2) >>> 0;
+      s2 = (s2 + words[i + 1]! + s1) >>> 0;
+    }
+    return [s1, s2];
+  }
   for (let i = start; i < end; i += 8) {
     const a = bigEndian ? buf.readUInt32BE(i) : buf.readUInt32LE(i);
     const b = bigEndian ? buf.readUInt32BE(i + 4) : buf.readUInt32LE(i + 4);
@@ -44,6 +54,8 @@ export function walChecksum(bigEndian: boolean, buf: Buffer, start: number, end:
   }
   return [s1, s2];
 }
+
+const HOST_BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
 
 /** One frame's header. */
 export interface FrameHeader {

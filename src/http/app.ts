@@ -7,6 +7,8 @@ import { createLogger, type Logger } from '../logger.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
+import { historyRoutes } from './history-routes.ts';
+import type { HistoryClient } from '../queue/history-client.ts';
 import { callsRoutes } from './calls-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { resultsRoutes } from './results-routes.ts';
@@ -25,6 +27,8 @@ export interface AppDeps {
   approvals: ApprovalService;
   /** Where request errors are logged; silent when absent (tests). */
   logger?: Logger;
+  /** Point-in-time history (`/v1/databases/:db/history`, `…/restore`); those routes exist only when given. */
+  history?: HistoryClient;
   /** Tool calls with bearer keys (`/v1/calls`, `/mcp`); those routes exist only when given. */
   keyed?: KeyedDeps;
 }
@@ -64,6 +68,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
+  if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));
   if (deps.keyed) {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
     app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
@@ -74,6 +79,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AgentDbError && ERRORS[err.code].status < 500) return sendError(reply, err.code, err.detail);
+    // A registry error the core answered (HISTORY_CORRUPT): its own code and status, not a fault of this route.
+    if (err instanceof AgentDbError && err.code !== 'INTERNAL') {
+      request.log.warn({ code: err.code, route: request.routeOptions.url }, 'request refused');
+      return sendError(reply, err.code, err.detail);
+    }
     const status = err.statusCode ?? 500;
     // Fastify's own 4xx (unparseable JSON, wrong content type, body too large) are the
     // caller's mistake: a coded INVALID_ARGUMENTS with Fastify's status and reason.

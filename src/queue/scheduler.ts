@@ -10,15 +10,20 @@ import { openBlobStore } from '../history/blob-stores.ts';
 import { OffloadedResults } from '../history/offloaded-results.ts';
 import { pruneBlobBackups } from '../history/blob-prune.ts';
 import { runBackups } from './backups.ts';
+import { pruneHistory, type HistoryPruneReport } from '../history/prune.ts';
 import { ShardOpClient } from './shard-op-client.ts';
 
 const QUEUE = '{maintenance}';
 const PRUNE = 'prune';
 const BACKUP = 'backup';
+const HISTORY_PRUNE = 'history-prune';
+const HISTORY_SNAPSHOT = 'history-snapshot';
 
 /**
- * agentdb's scheduled work, on a BullMQ job scheduler (cron and time zone from the config):
- * today the nightly prune of Redis past its retention. Any number of processes may run it;
+ * agentdb's scheduled work, on BullMQ job schedulers (cron and time zone from the config): the
+ * nightly prune of Redis past its retention, the nightly history snapshot of every database
+ * (a shard op on each shard, run by its owner) and the prune of local history past
+ * HISTORY_RETENTION_DAYS. Any number of processes may run it;
  * BullMQ makes one job per tick and one worker takes it.
  */
 export class Scheduler {
@@ -45,13 +50,18 @@ export class Scheduler {
       { pattern: this.config.maintenanceCron, tz: this.config.scheduleTz },
       { name: PRUNE, opts: { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } } },
     );
+    const opts = { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } };
+    await this.queue.upsertJobScheduler(HISTORY_PRUNE, { pattern: this.config.historyPruneCron, tz: this.config.scheduleTz }, { name: HISTORY_PRUNE, opts });
     // Nightly: each shard owner snapshots and uploads its databases' history (see `backupOp`).
-    await this.queue.upsertJobScheduler(
-      BACKUP,
-      { pattern: this.config.backupCron, tz: this.config.backupTz },
-      { name: BACKUP, opts: { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } } },
-    );
-    this.worker = new Worker(QUEUE, (job) => (job.name === BACKUP ? this.backup() : this.prune()), { connection: this.redis, prefix: this.keys.bullPrefix, concurrency: 1 });
+    await this.queue.upsertJobScheduler(BACKUP, { pattern: this.config.backupCron, tz: this.config.backupTz }, { name: BACKUP, opts });
+    await this.queue.upsertJobScheduler(HISTORY_SNAPSHOT, { pattern: this.config.historySnapshotCron, tz: this.config.scheduleTz }, { name: HISTORY_SNAPSHOT, opts });
+    const jobs: Record<string, () => Promise<unknown>> = {
+      [PRUNE]: () => this.prune(),
+      [HISTORY_PRUNE]: async () => this.pruneHistory(),
+      [HISTORY_SNAPSHOT]: () => this.snapshotHistory(),
+      [BACKUP]: () => this.backup(),
+    };
+    this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), { connection: this.redis, prefix: this.keys.bullPrefix, concurrency: 1 });
     this.worker.on('error', (err) => this.logger.error({ err: String(err) }, 'scheduler worker error'));
   }
 
@@ -90,6 +100,42 @@ export class Scheduler {
     const backups = await pruneBlobBackups(this.blobs, { retentionDays: this.config.historyRetentionDays, now });
     this.logger.info({ ...report, results, backups }, 'pruned past retention');
     return { ...report, results, backups: backups.generations };
+  }
+
+  /** When the history prune (`history-prune`) or snapshot (`history-snapshot`) runs next (epoch ms). */
+  async nextHistoryRun(which: 'prune' | 'snapshot'): Promise<number | undefined> {
+    return (await this.queue.getJobScheduler(which === 'prune' ? HISTORY_PRUNE : HISTORY_SNAPSHOT))?.next;
+  }
+
+  /** Deletes local history past HISTORY_RETENTION_DAYS (see `pruneHistory`); `now` for tests. */
+  pruneHistory(now = Date.now()): HistoryPruneReport {
+    const report = pruneHistory(this.config.dataDir, { now, retentionDays: this.config.historyRetentionDays });
+    this.logger.info(report, 'pruned history past retention');
+    return report;
+  }
+
+  /** Asks every shard's owner for a new snapshot of each database changed since its last one. */
+  async snapshotHistory(): Promise<{ databases: number; snapshots: number }> {
+    const ops = new ShardOpClient({ redisUrl: this.config.redisUrl, prefix: this.config.prefix });
+    const total = { databases: 0, snapshots: 0 };
+    try {
+      // All shards at once: a shard with no owner tonight must not hold up the others.
+      const shards = Array.from({ length: this.config.shardCount }, (_, shard) => shard);
+      const outs = await Promise.allSettled(shards.map((shard) => ops.run(shard, 'historySnapshot', {}, { timeoutMs: 3600_000 })));
+      outs.forEach((o, shard) => {
+        if (o.status === 'rejected' || !o.value.ok) {
+          this.logger.warn({ shard, err: o.status === 'rejected' ? String(o.reason) : o.value.ok ? undefined : o.value.error.code }, 'history snapshot failed on a shard');
+          return;
+        }
+        const r = o.value.result as { databases: number; snapshots: number };
+        total.databases += r.databases;
+        total.snapshots += r.snapshots;
+      });
+    } finally {
+      await ops.close();
+    }
+    this.logger.info(total, 'nightly history snapshots taken');
+    return total;
   }
 
   async stop(): Promise<void> {

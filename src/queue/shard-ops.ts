@@ -5,6 +5,7 @@ import type { Logger } from '../logger.ts';
 import type { ExecutorPool } from '../store/executor-pool.ts';
 import { backupOp } from './backup-op.ts';
 import { blobRestoreOp } from './blob-restore-op.ts';
+import { historyOpHandlers } from './history-ops.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
 export interface ShardOpContext {
@@ -33,5 +34,7 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
     backup: backupOp,
     // Rebuilds a database missing here from the blob store alone (`agentdb restore --from-blob`).
     restoreFromBlob: blobRestoreOp,
+    // Point-in-time history: restore (in place, undo, into), list, nightly snapshot.
+    ...historyOpHandlers(),
   };
 }

@@ -7,7 +7,6 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { ExecutorPool } from '../store/executor-pool.ts';
-import type { HistoryOptions } from '../store/executor-protocol.ts';
 import { AgentShare } from './agent-share.ts';
 import { CallCompletion, type Metering } from './call-completion.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
@@ -33,8 +32,6 @@ export interface ShardWorkerPoolOptions {
   /** The shards this process may own; it takes each one whose lease is free. */
   shards: number[];
   logger: Logger;
-  /** Point-in-time history capture in the executor children; off when absent. */
-  history?: HistoryOptions;
 }
 
 /**
@@ -78,7 +75,7 @@ export class ShardWorkerPool {
       handleCacheSize: config.handleCacheSize,
       maxResultBytes: config.maxResultBytes,
       statementCacheBytes: config.statementCacheBytes,
-      ...(opts.history ? { history: opts.history } : {}),
+      ...(config.history ? { history: config.history } : {}),
       logger: opts.logger,
     });
     this.completion = new CallCompletion(this.redis, this.keys);

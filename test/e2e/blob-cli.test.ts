@@ -62,6 +62,7 @@ describe('agentdb backup now and restore --from-blob', () => {
   it('answers a database with no backup with a clear code', async () => {
     const none = await runCli(['restore', 'acme/nobody', '--from-blob'], sb.env);
     expect(none.code).toBe(1);
-    expect(none.stderr).toMatch(/NOT_FOUND: the blob store .* has no backup of acme\/nobody/);
+    expect(JSON.parse(none.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringMatching(/has no backup of acme\/nobody/) } });
+    expect((await runCli(['restore', 'acme/scout', '--from-blob', '--undo', 'u1'], sb.env)).code).toBe(2);
   });
 });

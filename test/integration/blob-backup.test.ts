@@ -23,7 +23,7 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
 
 // Small checkpoints, so a few hundred writes make several segments.
-const HISTORY = { checkpointBytes: 32 * 1024, retentionDays: 30 };
+const HISTORY_ENV = { HISTORY_CAPTURE: 'on', HISTORY_CHECKPOINT_BYTES: String(32 * 1024) };
 const DB = 'acme/scout';
 const who = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
 const DAY = 24 * 3600 * 1000;
@@ -39,7 +39,7 @@ const pools: ShardWorkerPool[] = [];
 const temp: string[] = [];
 
 async function startPool(cfg: Config): Promise<ShardWorkerPool> {
-  const p = new ShardWorkerPool({ config: cfg, shards: Array.from({ length: cfg.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }), history: HISTORY });
+  const p = new ShardWorkerPool({ config: cfg, shards: Array.from({ length: cfg.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
   pools.push(p);
   await p.start();
   return p;
@@ -81,7 +81,7 @@ let firstDump: ReturnType<typeof dump>;
 
 beforeAll(async () => {
   s3 = await startS3Server();
-  sb = sandbox(s3.env);
+  sb = sandbox({ ...s3.env, ...HISTORY_ENV });
   config = sb.config;
   pool = await startPool(config);
   client = sb.client();
@@ -132,7 +132,7 @@ describe('nightly backups to the blob store (s3rver)', () => {
     await runBackups(ops, config.shardCount, { db: DB });
     const original = dump(livePath(config));
     // A new machine: another data folder and prefix, the same bucket.
-    const sb2 = sandbox(s3.env);
+    const sb2 = sandbox({ ...s3.env, ...HISTORY_ENV });
     const pool2 = await startPool(sb2.config);
     try {
       const ops2 = new ShardOpClient({ redisUrl: sb2.config.redisUrl, prefix: sb2.config.prefix });

@@ -1,0 +1,69 @@
+import os from 'node:os';
+import { codeOf, errorBody } from '../errors.ts';
+import { checkRedis } from '../queue/connection.ts';
+import { HistoryClient, type HistoryView } from '../queue/history-client.ts';
+import { ShardOpClient } from '../queue/shard-op-client.ts';
+import { UsageError, type CommandContext } from './context.ts';
+
+// `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
+// deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
+// An answer prints as JSON (history: a table without --json) and exits 0; a refusal prints
+// `{ error }` and exits 1.
+
+/** `agentdb history DB [--json]`: the restorable range, the generations, the undo points. */
+export async function history(ctx: CommandContext, flags: { json?: boolean }, db: string): Promise<number> {
+  return withClient(ctx, async (client) => {
+    const view = await client.history(db);
+    ctx.stdout.write(flags.json ? `${JSON.stringify(view)}\n` : table(view));
+    return 0;
+  });
+}
+
+/** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
+export async function restore(ctx: CommandContext, flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean }, db: string): Promise<number> {
+  if (flags.fromBlob) {
+    if (flags.undo !== undefined || flags.into !== undefined || flags.dryRun) throw new UsageError('--from-blob takes only --at');
+    return (await import('./restore-from-blob.ts')).restoreFromBlobCommand(ctx, flags, db);
+  }
+  if ((flags.at === undefined) === (flags.undo === undefined)) throw new UsageError('give --at TIME (ISO time or unix seconds) or --undo ID');
+  if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
+  const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
+  return withClient(ctx, async (client) => {
+    const result = await client.restore(db, {
+      ...(flags.at !== undefined ? { at: flags.at } : {}),
+      ...(flags.undo !== undefined ? { undo: flags.undo } : {}),
+      ...(flags.into !== undefined ? { into: flags.into } : {}),
+      ...(flags.dryRun ? { dryRun: true } : {}),
+      by,
+    });
+    ctx.stdout.write(`${JSON.stringify(result)}\n`);
+    if (result.undoId) ctx.stderr.write(`undo with: agentdb restore ${db} --undo ${result.undoId}\n`);
+    return 0;
+  });
+}
+
+async function withClient(ctx: CommandContext, fn: (client: HistoryClient) => Promise<number>): Promise<number> {
+  // BullMQ waits for a Redis that is down without a word; say so instead.
+  await checkRedis(ctx.config.redisUrl);
+  const ops = new ShardOpClient({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.prefix });
+  try {
+    return await fn(new HistoryClient(ops, ctx.config.shardCount));
+  } catch (err) {
+    const code = codeOf(err);
+    if (!code) throw err;
+    ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail) })}\n`);
+    return 1;
+  } finally {
+    await ops.close();
+  }
+}
+
+function table(view: HistoryView): string {
+  const lines = [`${view.database}: restorable from ${view.earliest ?? '-'} to ${view.latest ?? '-'}`, ['generation', 'started', 'ended', 'commits', 'why'].join('\t')];
+  for (const g of view.generations) lines.push([g.id, g.startedAt, g.endedAt ?? '(current)', g.commits, g.reason].join('\t'));
+  if (view.undoPoints.length) {
+    lines.push('', ['undo id', 'created', 'restored to'].join('\t'));
+    for (const u of view.undoPoints) lines.push([u.id, u.createdAt, u.restoredTo].join('\t'));
+  }
+  return `${lines.join('\n')}\n`;
+}

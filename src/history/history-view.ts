@@ -1,0 +1,53 @@
+import { historyDir, listGenerations, listSegments, listUndoPoints, localSource, readCommits } from './layout.ts';
+
+/** One generation as `agentdb history` and `GET /v1/databases/:db/history` show it. */
+export interface GenerationView {
+  id: string;
+  startedAt: string;
+  endedAt: string | null;
+  snapshotAt: string;
+  commits: number;
+  reason: string;
+}
+
+/** A database's restorable history (the HTTP contract of `GET /v1/databases/:db/history`). */
+export interface HistoryView {
+  database: string;
+  /** The earliest and latest moments a restore can reach (ISO), or null with no history. */
+  earliest: string | null;
+  latest: string | null;
+  generations: GenerationView[];
+  undoPoints: { id: string; createdAt: string; restoredTo: string }[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * What database `id`'s local history holds: its generations (oldest first) with their commit
+ * counts, the restorable range, and its undo points. `retentionDays` bounds `earliest` as
+ * restores do (a snapshot older than the window is kept only as the base of later commits).
+ */
+export function historyView(dataDir: string, id: string, retentionDays: number, now = Date.now()): HistoryView {
+  const gens = listGenerations(localSource(dataDir, id)).filter((g) => g.snapshot);
+  let latest: number | undefined;
+  const generations = gens.map((g) => {
+    let commits = 0;
+    let last = g.snapshot!.at;
+    for (const seg of listSegments(g)) {
+      const c = readCommits(seg.indexPath);
+      commits += c.length;
+      if (c.length) last = Math.max(last, c.at(-1)!.at);
+    }
+    latest = Math.max(latest ?? 0, last);
+    return { id: g.name, startedAt: iso(g.snapshot!.at), endedAt: g.end ? iso(g.end.endedAt) : null, snapshotAt: iso(g.snapshot!.at), commits, reason: g.snapshot!.reason };
+  });
+  const floor = now - retentionDays * 24 * 3600 * 1000;
+  const first = gens[0]?.snapshot?.at;
+  return {
+    database: id,
+    earliest: first === undefined ? null : iso(Math.max(first, floor)),
+    latest: latest === undefined ? null : iso(latest),
+    generations,
+    undoPoints: listUndoPoints(historyDir(dataDir, id)).map((u) => ({ id: u.id, createdAt: iso(u.createdAt), restoredTo: iso(u.restoredTo) })),
+  };
+}

@@ -1,0 +1,71 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import type { MemberRegistry } from '../approvals/members.ts';
+import type { HistoryClient } from '../queue/history-client.ts';
+import { parseDatabaseId } from '../store/database-id.ts';
+import { memberOf, requireMember } from './auth.ts';
+import { sendError } from './error-reply.ts';
+
+/** What the history routes call: the members registry (auth) and the history client. */
+export interface HistoryRoutesDeps {
+  members: MemberRegistry;
+  history: HistoryClient;
+}
+
+const dbParams = z.object({ db: z.string().min(1).max(200) });
+
+const restoreBody = z.strictObject({
+  at: z.union([z.string().min(1).max(100), z.number()]).optional(),
+  undo: z.string().min(1).max(100).optional(),
+  into: z.string().min(1).max(200).optional(),
+  dryRun: z.boolean().optional(),
+});
+
+const firstIssue = (err: z.ZodError) => {
+  const issue = err.issues[0];
+  return issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid input';
+};
+
+/**
+ * `GET /v1/databases/:db/history` and `POST /v1/databases/:db/restore` (`:db` URL-encoded:
+ * `acme` or `acme%2Fscout`), for admins of the database's workspace, with their member key. A
+ * key of another workspace hears NOT_FOUND, as for a database that does not exist: nothing
+ * tells it which databases exist elsewhere. The rules of a restore are the core's.
+ */
+export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsync {
+  return async (app) => {
+    app.addHook('onRequest', requireMember(deps.members));
+
+    /** The database id of the request, when its member is an admin of its workspace; else sends the refusal. */
+    const allowed = (request: Parameters<typeof memberOf>[0], reply: Parameters<typeof sendError>[0]): string | undefined => {
+      const params = dbParams.safeParse(request.params);
+      if (!params.success) return void sendError(reply, 'INVALID_ARGUMENTS', firstIssue(params.error));
+      let workspace: string;
+      try {
+        workspace = parseDatabaseId(params.data.db).workspace;
+      } catch (err) {
+        return void sendError(reply, 'INVALID_ARGUMENTS', (err as { detail?: string }).detail);
+      }
+      const member = memberOf(request);
+      if (member.workspace !== workspace) return void sendError(reply, 'NOT_FOUND', `there is no database ${params.data.db}`);
+      if (member.role !== 'admin') return void sendError(reply, 'NOT_PERMITTED', `restoring and reading a database's history takes an admin of ${workspace}; ${member.name} is a ${member.role}`);
+      return params.data.db;
+    };
+
+    app.get('/v1/databases/:db/history', async (request, reply) => {
+      const db = allowed(request, reply);
+      if (db === undefined) return reply;
+      return reply.send(await deps.history.history(db));
+    });
+
+    app.post('/v1/databases/:db/restore', async (request, reply) => {
+      const db = allowed(request, reply);
+      if (db === undefined) return reply;
+      const body = restoreBody.safeParse(request.body ?? {});
+      if (!body.success) return sendError(reply, 'INVALID_ARGUMENTS', firstIssue(body.error));
+      const { workspace, name } = memberOf(request);
+      // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.
+      return reply.send(await deps.history.restore(db, { ...body.data, by: { who: `${workspace}/@${name}`, via: 'key' } }));
+    });
+  };
+}

@@ -1,0 +1,84 @@
+import { AgentDbError } from '../errors.ts';
+import type { HistoryView } from '../history/history-view.ts';
+import { databaseId, parseDatabaseId, shardOf } from '../store/database-id.ts';
+import type { RestoreActor } from '../store/executor-protocol.ts';
+import type { RestoreResult } from '../store/history-restore.ts';
+import { RESTORE_TIMEOUT_MS } from './history-ops.ts';
+import type { ShardOpClient } from './shard-op-client.ts';
+
+export type { HistoryView, RestoreResult };
+
+/** A restore as asked for by the CLI or HTTP: a moment or an undo id, in place or into a new database. */
+export interface RestoreRequest {
+  /** ISO time, or unix seconds (a number, or a string of digits). */
+  at?: string | number;
+  undo?: string;
+  into?: string;
+  dryRun?: boolean;
+  by: RestoreActor;
+}
+
+/**
+ * A moment as users write it, in epoch ms: unix seconds (`1764553200`, `"1764553200.5"`) or
+ * an ISO 8601 time (`2026-12-01T02:00:00Z`; one without a zone is read as UTC).
+ * @throws AgentDbError INVALID_ARGUMENTS for anything else.
+ */
+export function parseMoment(at: string | number): number {
+  if (typeof at === 'number') {
+    if (!Number.isFinite(at) || at < 0) throw new AgentDbError('INVALID_ARGUMENTS', `time ${at} is not unix seconds`);
+    return Math.round(at * 1000);
+  }
+  const text = at.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || !text.includes('T') ? text : `${text}Z`;
+  const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(zoned) : NaN;
+  if (!Number.isFinite(ms)) throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is neither an ISO time (2026-12-01T02:00:00Z) nor unix seconds`);
+  return ms;
+}
+
+/**
+ * The history and restores of a database, for the CLI and HTTP adapters: each is a shard op
+ * on the shard of the database it touches (a restore `into` runs on the new database's shard).
+ */
+export class HistoryClient {
+  constructor(
+    private readonly ops: ShardOpClient,
+    private readonly shardCount: number,
+  ) {}
+
+  /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS. */
+  async history(db: string): Promise<HistoryView> {
+    const id = checkedId(db);
+    return (await this.answer(shardOf(id, this.shardCount), 'historyList', {}, id, 60_000)) as HistoryView;
+  }
+
+  /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */
+  async restore(db: string, req: RestoreRequest): Promise<RestoreResult> {
+    const id = checkedId(db);
+    if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (--at) or an undo id (--undo)');
+    const into = req.into === undefined ? undefined : checkedId(req.into);
+    if (into !== undefined && into === id) throw new AgentDbError('DATABASE_EXISTS', `${into} is the database restored from; restore it in place instead`);
+    if (into !== undefined && parseDatabaseId(into).workspace !== parseDatabaseId(id).workspace) {
+      throw new AgentDbError('INVALID_ARGUMENTS', `a database is restored into a new database of its own workspace (${parseDatabaseId(id).workspace}/<name>)`);
+    }
+    const args = {
+      ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
+      ...(req.undo !== undefined ? { undo: req.undo } : {}),
+      ...(into !== undefined ? { into } : {}),
+      ...(req.dryRun ? { dryRun: true } : {}),
+      by: req.by,
+    };
+    return (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
+  }
+
+  private async answer(shard: number, op: string, args: unknown, db: string, timeoutMs: number): Promise<unknown> {
+    const out = await this.ops.run(shard, op, args, { db, timeoutMs });
+    if (!out.ok) throw new AgentDbError(out.error.code, out.error.detail);
+    return out.result;
+  }
+}
+
+function checkedId(id: string): string {
+  const { workspace, agent } = parseDatabaseId(id);
+  return databaseId(workspace, agent);
+}

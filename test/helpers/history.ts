@@ -1,0 +1,55 @@
+import { createHash } from 'node:crypto';
+import Database from 'better-sqlite3';
+
+/**
+ * A logical dump of a SQLite file as a sha256: every table's schema and rows in rowid (or
+ * primary-key) order, agentdb's own tables included, values typed (an integer 1 and a real 1.0
+ * differ). Two files with the same dump hold the same data.
+ */
+export function dumpHash(file: string, opts: DumpOptions = {}): string {
+  // Not read-only: a WAL-mode file opened read-only needs its -shm already there.
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    return dumpOf(db, opts);
+  } finally {
+    db.close();
+  }
+}
+
+/** `withoutAudit`: leave out `_agentdb_audit`, which keeps the record of restores and their undos. */
+export interface DumpOptions {
+  withoutAudit?: boolean;
+}
+
+/** The same dump of an open handle. */
+export function dumpOf(db: Database.Database, opts: DumpOptions = {}): string {
+  const hash = createHash('sha256');
+  const objects = db.prepare("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all() as { type: string; name: string; sql: string | null }[];
+  for (const o of objects) {
+    if (opts.withoutAudit && o.name.startsWith('_agentdb_audit')) continue;
+    hash.update(`${o.type}|${o.name}|${o.sql}\n`);
+    if (o.type !== 'table') continue;
+    const withoutRowid = /WITHOUT\s+ROWID\s*$/i.test(o.sql ?? '');
+    const quoted = `"${o.name.replaceAll('"', '""')}"`;
+    const rows = db.prepare(`SELECT * FROM ${quoted} ORDER BY ${withoutRowid ? '1' : 'rowid'}`).raw(true).safeIntegers(true).all();
+    for (const row of rows) hash.update(`${JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? `${v}n` : Buffer.isBuffer(v) ? `x'${v.toString('hex')}'` : typeof v === 'number' ? `${v}r` : v))}\n`);
+  }
+  return hash.digest('hex');
+}
+
+/** PRAGMA integrity_check's first line. */
+export function integrity(file: string): string {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    return (db.pragma('integrity_check') as { integrity_check: string }[])[0]!.integrity_check;
+  } finally {
+    db.close();
+  }
+}
+
+/** Waits until the clock has moved past `ms`, so the next commit's time is later than it. */
+export function pastMs(ms: number): void {
+  while (Date.now() <= ms) {
+    /* at most a millisecond */
+  }
+}

@@ -1,0 +1,272 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { databasePath } from '../../src/store/database-id.ts';
+import { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+
+let dataDir: string;
+let pool: ExecutorPool;
+const by = { who: 'operator:test', via: 'operator' as const };
+
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-history-'));
+  pool = new ExecutorPool({
+    size: 2,
+    workspaceShare: 2,
+    dataDir,
+    statementTimeoutMs: 30_000,
+    heapLimitMb: 256,
+    handleCacheSize: 4,
+    maxResultBytes: 1024 * 1024,
+    history: { checkpointBytes: 32 * 1024, retentionDays: 30 },
+  });
+  await pool.start();
+});
+afterAll(async () => {
+  await pool.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+const target = (id: string): DbTarget => {
+  const [ws, agent] = id.split('/');
+  return { id, path: databasePath(dataDir, ws!, agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise };
+};
+let seq = 0;
+async function ok(req: ExecRequest): Promise<any> {
+  const out = await pool.run(req);
+  if (!out.ok) throw new Error(`${out.error.code}: ${out.error.detail}`);
+  return out.result;
+}
+const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
+const count = async (db: DbTarget, table = 't') => (await ok({ op: 'query', db, sql: `SELECT count(*) FROM ${table}`, params: [], maxRows: 1 })).rows[0][0];
+const restore = (db: DbTarget, args: { at?: number; undo?: string; dryRun?: boolean }): Promise<ExecOutcome> => pool.run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
+const codeOf = (o: ExecOutcome) => (o.ok ? 'ok' : o.error.code);
+
+/** Writes `n` rows to `db`, answering the moment after each (with the clock past it). */
+async function rows(db: DbTarget, n: number, tag = 'r'): Promise<number[]> {
+  const moments: number[] = [];
+  for (let i = 0; i < n; i++) {
+    await write(db, 'INSERT INTO t(v, at) VALUES (?, random())', [`${tag}${i}-${'x'.repeat(300)}`]);
+    const at = Date.now();
+    pastMs(at);
+    moments.push(at);
+  }
+  return moments;
+}
+
+describe('history capture', () => {
+  it('copies every commit into segments whose checksums chain, and checkpoints only after copying', async () => {
+    const db = target('cap/a');
+    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    await rows(db, 200);
+    const gens = listGenerations(localSource(dataDir, 'cap/a'));
+    expect(gens).toHaveLength(1);
+    const segs = listSegments(gens[0]!);
+    // 200 rows of 300+ bytes pass 32 KiB of WAL many times over: several checkpoints, one segment each.
+    expect(segs.length).toBeGreaterThan(3);
+    expect(segs.slice(0, -1).every((s) => s.closed)).toBe(true);
+    expect(segs.at(-1)!.closed).toBe(false);
+    const commits = segs.flatMap((s) => readCommits(s.indexPath));
+    // The first snapshot is of the empty file; the first write is two commits (agentdb's calls
+    // table, then the CREATE); every INSERT is one.
+    expect(commits.length).toBe(202);
+    // The live WAL never grows far past the checkpoint size: copying came first, then the checkpoint.
+    expect(fs.statSync(`${db.path}-wal`).size).toBeLessThan(64 * 1024);
+  });
+
+  it('copies what a crash left in the WAL when the database is next opened', async () => {
+    const db = target('cap/crash');
+    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    await rows(db, 3);
+    // Evict every child's handle, then commit behind capture's back, as a child killed between
+    // its commit and its copy would have: frames in the WAL that no segment holds.
+    await pool.run({ op: 'evict', shards: [0] });
+    const outside = new Database(db.path);
+    outside.pragma('wal_autocheckpoint = 0');
+    outside.prepare('INSERT INTO t(v) VALUES (?)').run('committed, not copied');
+    const before = dumpHash(db.path, { withoutAudit: true });
+    // Opening it (a read) copies the frames, stamped with the time they were found; the outside
+    // connection stays open so nothing checkpoints.
+    expect(await count(db)).toBe(4);
+    const at = Date.now();
+    pastMs(at);
+    outside.close();
+    await rows(db, 2, 'after');
+    const out = await pool.run({ op: 'restoreInto', db: target('cap/crash-fork'), source: 'cap/crash', at, by, timeoutMs: 60_000 });
+    expect(codeOf(out)).toBe('ok');
+    // (The fork's own audit records that it was made.)
+    expect(dumpHash(target('cap/crash-fork').path, { withoutAudit: true })).toBe(before);
+  });
+});
+
+describe('restore', () => {
+  let db: DbTarget;
+  let moments: number[];
+  let hashes: string[];
+
+  beforeAll(async () => {
+    db = target('rs/main');
+    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    moments = [];
+    hashes = [];
+    for (let i = 0; i < 6; i++) {
+      moments.push(...(await rows(db, 20, `b${i}`)));
+      hashes.push(dumpHash(db.path, { withoutAudit: true }));
+      if (i === 2) await write(db, 'DELETE FROM t WHERE id % 3 = 0');
+      if (i === 3) await write(db, 'CREATE TABLE u(k TEXT PRIMARY KEY, n INT) WITHOUT ROWID');
+    }
+  });
+
+  it('--dry-run names the snapshot and counts frames and commits, changing nothing', async () => {
+    const before = dumpHash(db.path);
+    const out = await restore(db, { at: moments[59]!, dryRun: true });
+    expect(out).toMatchObject({ ok: true, result: { database: 'rs/main', dryRun: true, snapshot: { id: 'g0000000001' } } });
+    const r = (out as { result: { frames: number; commits: number } }).result;
+    // The first write is two commits (agentdb's calls table, then the CREATE), then 60 INSERTs.
+    expect(r.commits).toBe(62);
+    expect(r.frames).toBeGreaterThanOrEqual(60);
+    expect(dumpHash(db.path)).toBe(before);
+  });
+
+  it('restores in place to a moment, keeps an undo point, and the undo goes back exactly', async () => {
+    // Every table exactly; the audit keeps the record of the restore and of its undo.
+    const before = dumpHash(db.path, { withoutAudit: true });
+    const out = await restore(db, { at: moments[39]! });
+    expect(codeOf(out)).toBe('ok');
+    const r = (out as { result: { undoId: string; restoredTo: string } }).result;
+    expect(r.undoId).toMatch(/^u/);
+    expect(await count(db)).toBe(40);
+    // Statements keep working on the restored schema (no table u yet at that moment).
+    expect(codeOf(await pool.run({ op: 'query', db, sql: 'SELECT * FROM u', params: [], maxRows: 1 }))).toBe('SQL_ERROR');
+    await write(db, 'INSERT INTO t(v) VALUES (?)', ['after the restore']);
+    const restoredState = dumpHash(db.path, { withoutAudit: true });
+    const undo = await restore(db, { undo: r.undoId });
+    expect(codeOf(undo)).toBe('ok');
+    // Back to the state before the restore, exactly (the audit row of the restore went with it).
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
+    expect(integrity(db.path)).toBe('ok');
+    // The undo is undoable too: back to the restored state, with the write made after it.
+    const redo = await restore(db, { undo: (undo as { result: { undoId: string } }).result.undoId });
+    expect(codeOf(redo)).toBe('ok');
+    expect(await count(db)).toBe(41);
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(restoredState);
+    // And back again, for the tests below, which expect the full history's last state.
+    const again = await restore(db, { undo: (redo as { result: { undoId: string } }).result.undoId });
+    expect(codeOf(again)).toBe('ok');
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
+  });
+
+  it('records each restore in the database\'s own audit table', async () => {
+    const file = new Database(db.path, { fileMustExist: true });
+    try {
+      const rowsOf = file.prepare("SELECT tool, decision, requester, statement FROM _agentdb_audit WHERE tool = 'RESTORE'").all() as { statement: string }[];
+      expect(rowsOf.length).toBeGreaterThan(0);
+      expect(rowsOf[0]).toMatchObject({ tool: 'RESTORE', decision: 'restored', requester: 'operator:test' });
+    } finally {
+      file.close();
+    }
+  });
+
+  it('history after a restore continues: every earlier moment stays restorable', async () => {
+    // The end of each batch of rows written before the restores: its dump was taken then.
+    for (let batch = 0; batch < 6; batch++) {
+      const fork = target(`rs/fork${batch * 20 + 19}`);
+      const out = await pool.run({ op: 'restoreInto', db: fork, source: 'rs/main', at: moments[batch * 20 + 19]!, by, timeoutMs: 60_000 });
+      expect(codeOf(out)).toBe('ok');
+      expect(integrity(fork.path)).toBe('ok');
+      expect(dumpHash(fork.path, { withoutAudit: true })).toBe(hashes[batch]);
+    }
+    // A fork at the end of each batch holds exactly that batch's state (audit aside: forks have their own).
+    const fork = target('rs/fork119');
+    const f = new Database(fork.path);
+    expect((f.prepare('SELECT count(*) FROM t').pluck().get() as number)).toBe(120 - 20);
+    f.close();
+    expect(listGenerations(localSource(dataDir, 'rs/main')).length).toBeGreaterThan(1);
+  });
+
+  describe('bad input leaves the database exactly as it was', () => {
+    it('a time in the future, or before the window', async () => {
+      const before = dumpHash(db.path);
+      const future = await restore(db, { at: Date.now() + 60_000 });
+      expect(future).toMatchObject({ ok: false, error: { code: 'HISTORY_OUT_OF_RANGE' } });
+      expect((future as { error: { detail: string } }).error.detail).toMatch(/future/);
+      const old = await restore(db, { at: Date.now() - 31 * 24 * 3600 * 1000 });
+      expect(old).toMatchObject({ ok: false, error: { code: 'HISTORY_OUT_OF_RANGE' } });
+      const early = await restore(db, { at: moments[0]! - 60_000 });
+      expect(early).toMatchObject({ ok: false, error: { code: 'HISTORY_OUT_OF_RANGE' } });
+      expect((early as { error: { detail: string } }).error.detail).toMatch(/before the history's earliest/);
+      expect(dumpHash(db.path)).toBe(before);
+    });
+
+    it('an unknown database', async () => {
+      expect(await restore(target('rs/nobody'), { at: Date.now() - 1000 })).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+      expect(fs.existsSync(target('rs/nobody').path)).toBe(false);
+    });
+
+    it("another database's undo id", async () => {
+      const other = target('rs/other');
+      await write(other, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+      const m = await rows(other, 3);
+      const out = await restore(other, { at: m[0]! });
+      const undoId = (out as { result: { undoId: string } }).result.undoId;
+      const before = dumpHash(db.path);
+      expect(await restore(db, { undo: undoId })).toMatchObject({ ok: false, error: { code: 'UNDO_NOT_FOUND' } });
+      expect(await restore(db, { undo: '../../etc/passwd' })).toMatchObject({ ok: false, error: { code: 'UNDO_NOT_FOUND' } });
+      expect(dumpHash(db.path)).toBe(before);
+    });
+
+    it('a restore into an existing database', async () => {
+      const before = dumpHash(target('rs/other').path);
+      const out = await pool.run({ op: 'restoreInto', db: target('rs/other'), source: 'rs/main', at: moments[5]!, by, timeoutMs: 60_000 });
+      expect(out).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
+      expect(dumpHash(target('rs/other').path)).toBe(before);
+    });
+
+    it('a restore while another restore of the same database runs', async () => {
+      // A live restore's reader marker, as the running one leaves it (its pid: this process, alive).
+      const readers = path.join(historyDir(dataDir, 'rs/main'), 'readers');
+      fs.mkdirSync(readers, { recursive: true });
+      const marker = path.join(readers, 'other.json');
+      fs.writeFileSync(marker, JSON.stringify({ pid: process.pid, at: Date.now(), what: 'to somewhere' }));
+      const before = dumpHash(db.path);
+      try {
+        expect(await restore(db, { at: moments[10]! })).toMatchObject({ ok: false, error: { code: 'RESTORE_RUNNING' } });
+      } finally {
+        fs.rmSync(marker);
+      }
+      expect(dumpHash(db.path)).toBe(before);
+    });
+
+    it('a corrupt segment, or a snapshot whose sha256 does not match', async () => {
+      const victim = target('rs/victim');
+      await write(victim, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+      const m = await rows(victim, 30);
+      const gen = listGenerations(localSource(dataDir, 'rs/victim'))[0]!;
+      const seg = listSegments(gen)[0]!;
+      const before = dumpHash(victim.path);
+      // One byte of a page image in the first segment: its checksum chain breaks there.
+      const fd = fs.openSync(seg.dataPath, 'r+');
+      fs.writeSync(fd, Buffer.from([0x5a]), 0, 1, 32 + 24 + 100);
+      fs.closeSync(fd);
+      const bad = await restore(victim, { at: m[20]! });
+      expect(bad).toMatchObject({ ok: false, error: { code: 'HISTORY_CORRUPT' } });
+      expect((bad as { error: { detail: string } }).error.detail).toContain(`segment ${gen.name}/${seg.name}`);
+      expect(dumpHash(victim.path)).toBe(before);
+      // The snapshot: one byte changed, its sha256 no longer matches.
+      const snap = fs.openSync(gen.snapshotPath, 'r+');
+      fs.writeSync(snap, Buffer.from([0x01]), 0, 1, 4000);
+      fs.closeSync(snap);
+      const badSnap = await restore(victim, { at: gen.snapshot!.at });
+      expect(badSnap).toMatchObject({ ok: false, error: { code: 'HISTORY_CORRUPT' } });
+      expect((badSnap as { error: { detail: string } }).error.detail).toMatch(/sha256/);
+      expect(dumpHash(victim.path)).toBe(before);
+      expect(fs.readdirSync(historyDir(dataDir, 'rs/victim')).filter((n) => n.startsWith('restore-'))).toEqual([]);
+    });
+  });
+});
