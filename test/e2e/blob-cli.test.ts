@@ -45,10 +45,13 @@ describe('agentdb result-blob', () => {
 });
 
 describe('agentdb backup now and restore --from-blob', () => {
-  it('backs up every shard and prints the run as JSON', async () => {
+  it('backs up every shard, a line per database on stderr, and prints the run as JSON', async () => {
     const run = await runCli(['backup', 'now'], sb.env);
     expect(run.code, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toMatchObject({ databases: expect.any(Array), failed: [] });
+    expect(JSON.parse(run.stdout)).toMatchObject({ databases: [expect.objectContaining({ database: 'acme/scout', unchanged: false })], failed: [] });
+    expect(run.stderr).toMatch(/^shard \d+ 1\/1 acme\/scout: \d+ files, [\d.]+ MB uploaded and verified$/m);
+    const again = await runCli(['backup', 'now', '--db', 'acme/scout'], sb.env);
+    expect(again.stderr).toMatch(/acme\/scout: unchanged/);
   });
 
   it('refuses a malformed database id before doing anything', async () => {
