@@ -25,12 +25,16 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
     const run = await runBackups(ops, ctx.config.shardCount, {
       ...(flags.db !== undefined ? { db: flags.db } : {}),
       onProgress: ({ shard, done, total, report: r }) => {
-        const what = r.unchanged ? 'unchanged' : `${r.files} files, ${(r.bytes / 1024 / 1024).toFixed(1)} MB uploaded and verified`;
+        const what = r.error
+          ? `FAILED ${r.error.code}: ${r.error.detail}`
+          : r.unchanged
+            ? 'unchanged'
+            : `${r.files} files, ${(r.bytes / 1024 / 1024).toFixed(1)} MB uploaded and verified`;
         ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}\n`);
       },
     });
     ctx.stdout.write(`${JSON.stringify({ ...run, ms: Date.now() - started })}\n`);
-    return run.failed.length ? EXIT.failed : EXIT.ok;
+    return run.failed.length || run.databases.some((d) => d.error) ? EXIT.failed : EXIT.ok;
   } catch (err) {
     const code = codeOf(err);
     if (!code || code === 'INTERNAL') throw err;

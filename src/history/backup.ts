@@ -1,4 +1,4 @@
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, type ErrorCode } from '../errors.ts';
 import { readBackSha256, type BlobStore } from './blob-store.ts';
 import { backupPrefix, readManifest, writeManifest, type BackupManifest, type ManifestFile, type ManifestGeneration } from './backup-manifest.ts';
 import { listGenerations, listSegments, localSource, readCommits } from './layout.ts';
@@ -11,6 +11,8 @@ export interface BackupReport {
   bytes: number;
   /** Nothing new since the last backup: nothing was uploaded. */
   unchanged: boolean;
+  /** Set when this database's backup failed (the others went on); what it uploaded before is kept. */
+  error?: { code: ErrorCode; detail: string };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, codeOf } from '../errors.ts';
 import { backupDatabase, type BackupReport } from '../history/backup.ts';
 import { openBlobStore } from '../history/blob-stores.ts';
 import { historyDatabases } from '../history/layout.ts';
@@ -47,7 +47,17 @@ export const backupOp: ShardOpHandler = async (data, ctx) => {
       const snap = await executor.run({ op: 'snapshot', db, reason: 'nightly', timeoutMs: SNAPSHOT_TIMEOUT_MS });
       // A failed snapshot (a restore reading the history, say) still leaves closed segments to copy.
       if (!snap.ok) logger.warn({ database: id, code: snap.error.code }, 'backup: no fresh snapshot');
-      const report = await backupDatabase(store, config.dataDir, id);
+      let report: BackupReport;
+      try {
+        report = await backupDatabase(store, config.dataDir, id);
+      } catch (err) {
+        // One database's damaged file must not cost the others their backup; a fault (the
+        // store down) fails the op, which BullMQ retries.
+        const code = codeOf(err);
+        if (!code) throw err;
+        logger.error({ database: id, code, detail: (err as { detail?: string }).detail }, 'backup of a database failed');
+        report = { database: id, files: 0, bytes: 0, unchanged: false, error: { code, detail: (err as { detail?: string }).detail ?? String(err) } };
+      }
       result.databases.push(report);
       await job.updateProgress({ shard, done: result.databases.length, total: ids.length, report } satisfies BackupProgress);
     }
