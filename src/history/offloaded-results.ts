@@ -49,7 +49,7 @@ const PREFIX = 'results/';
 export class OffloadedResults {
   constructor(
     private readonly store: BlobStore,
-    private readonly opts: { dataDir: string; ttlS: number; now?: () => number },
+    private readonly opts: { dataDir: string; ttlS: number; now?: () => number; logger?: { error(obj: object, msg: string): void } },
   ) {}
 
   /**
@@ -66,6 +66,9 @@ export class OffloadedResults {
       const meta: ResultMeta = { ...owner, bytes: put.size, rows: spill.rows, expiresAt };
       await this.store.put(metaKey(owner.workspace, id), Readable.from([Buffer.from(JSON.stringify(meta))]));
       return { id, bytes: put.size, rows: spill.rows, expiresAt };
+    } catch (err) {
+      this.opts.logger?.error({ store: this.store.name, workspace: owner.workspace, callId: owner.callId, err: String(err) }, 'could not offload a result');
+      throw err;
     } finally {
       await fs.rm(spill.file, { force: true });
     }

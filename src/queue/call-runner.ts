@@ -103,13 +103,18 @@ export async function runCall(
 
 /**
  * A query result the executor also wrote whole to a file: the file goes to the blob store and
- * the envelope keeps the rows that fitted as a preview, with where the rest is. An upload that
- * fails throws (a fault): BullMQ retries the call, whose query simply runs again.
+ * the envelope keeps the rows that fitted as a preview, with where the rest is. When the store
+ * fails, the call still answers with the preview, cut as before offloading existed, and says
+ * so: re-running the whole query on a retry would cost more than the rows it could not keep.
  */
 async function offload(result: Record<string, unknown>, results: OffloadedResults, owner: Parameters<OffloadedResults['keep']>[1]): Promise<Record<string, unknown>> {
   const { spill, ...rest } = result;
-  const offloaded = await results.keep(spill as SpilledResult, owner);
-  return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
+  try {
+    const offloaded = await results.keep(spill as SpilledResult, owner);
+    return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
+  } catch (err) {
+    return { ...rest, note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them` };
+  }
 }
 
 /**

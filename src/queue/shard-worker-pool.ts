@@ -80,7 +80,7 @@ export class ShardWorkerPool {
     });
     this.completion = new CallCompletion(this.redis, this.keys);
     this.blobs = openBlobStore(config);
-    this.results = new OffloadedResults(this.blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS });
+    this.results = new OffloadedResults(this.blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS, logger: opts.logger });
     this.parking = new CallParking({
       store: new ApprovalStore(this.redis, this.keys),
       redis: this.redis,

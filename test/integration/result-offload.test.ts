@@ -1,4 +1,4 @@
-import { readdirSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openBlobStore } from '../../src/history/blob-stores.ts';
@@ -99,6 +99,20 @@ describe('a query result past MAX_RESULT_BYTES', () => {
   it('a result that fits is not offloaded', async () => {
     const env = await call(key.scout, 'DATA_QUERY_SQL', { sql: 'SELECT id FROM t ORDER BY id', max_rows: 5 });
     expect(env.result).toEqual({ columns: ['id'], rows: [[0], [1], [2], [3], [4]], truncated: true });
+  });
+
+  it('answers with the preview and says so when the blob store fails, leaving no file behind', async () => {
+    const broken = await k.agentKey('broken', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
+    await call(broken, 'DATA_WRITE_SQL', { sql: 'CREATE TABLE t (s TEXT)' });
+    // The folder store cannot make the workspace's folder: a file stands where it would go.
+    mkdirSync(path.join(sb.dataDir, 'blobs', 'results'), { recursive: true });
+    writeFileSync(path.join(sb.dataDir, 'blobs', 'results', 'broken'), 'in the way');
+    const env = await call(broken, 'DATA_QUERY_SQL', { sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) SELECT i, printf('%.100c', 'q') FROM n", max_rows: 1000 });
+    expect(env.result).toMatchObject({ truncated: true, oversize: true, note: expect.stringContaining('could not be offloaded') });
+    expect(env.result.offloaded).toBeUndefined();
+    expect(env.result.rows.length).toBeGreaterThan(0);
+    expect(readdirSync(path.join(sb.dataDir, 'tmp', 'results'))).toEqual([]);
+    rmSync(path.join(sb.dataDir, 'blobs', 'results', 'broken'));
   });
 
   it('expires with RESULT_TTL_S: a read past expiry answers RESULT_EXPIRED, and the prune deletes it', async () => {
