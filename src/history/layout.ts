@@ -104,6 +104,12 @@ export interface SnapshotMeta {
   pages: number;
   /** Why the generation began. */
   reason: 'first' | 'gap' | 'nightly' | 'restore' | 'manual';
+  /**
+   * The snapshot file as it was when its sha256 was computed (while it was written): a restore
+   * finding it unchanged (same size and modification time) skips hashing it again. Absent on
+   * files that did not come from this disk (a disaster restore's downloads): those are hashed.
+   */
+  verified?: { size: number; mtimeMs: number };
 }
 
 /** What `ended.json` says: the generation is closed, every segment in it too. */

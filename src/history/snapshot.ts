@@ -106,7 +106,18 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
       db.prepare('ROLLBACK').run();
     }
     const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
-    const meta: SnapshotMeta = { id: name, generation: name, at: now, sha256: copied.sha256, bytes: copied.bytes, pageSize, pages: Math.floor(copied.bytes / pageSize), reason };
+    const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
+    const meta: SnapshotMeta = {
+      id: name,
+      generation: name,
+      at: now,
+      sha256: copied.sha256,
+      bytes: copied.bytes,
+      pageSize,
+      pages: Math.floor(copied.bytes / pageSize),
+      reason,
+      verified: { size: written.size, mtimeMs: written.mtimeMs },
+    };
     writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
     fs.renameSync(tmp, dir);
     if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);

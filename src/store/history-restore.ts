@@ -102,6 +102,9 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     const tmp = `${req.db.path}.restore-${process.pid}.tmp`;
     buildRestore(plan, tmp);
     try {
+      const fd = fs.openSync(tmp, 'r+');
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
       fs.renameSync(tmp, req.db.path);
     } finally {
       fs.rmSync(tmp, { force: true });

@@ -1,0 +1,169 @@
+// `npm run bench:history`: what point-in-time history costs, as ratios against baselines
+// measured in the same run (issue 11, "Speed"):
+//   - write throughput with capture on against capture off, end to end (client → BullMQ →
+//     worker → executor child), 64 calls in flight (goal: at most 15 % slower);
+//   - snapshot and restore MB/s of a 100 MB database against a plain copy of its file
+//     (goal: restore at least 0.5× copy);
+//   - restore time of a database with a day of history (10,000 writes in one generation).
+// HISTORY_BENCH_SOAK=N also runs the randomized history test with N steps (the larger soak).
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.ts';
+import { capture } from '../src/history/capture.ts';
+import { localSource } from '../src/history/layout.ts';
+import { buildRestore, planRestore } from '../src/history/restore-engine.ts';
+import { startGeneration } from '../src/history/snapshot.ts';
+import { AgentDbClient } from '../src/queue/client.ts';
+import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
+import { deleteKeys } from '../test/helpers/harness.ts';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const WRITES = Number(process.env.HISTORY_BENCH_WRITES ?? 3000);
+const ROUNDS = Number(process.env.HISTORY_BENCH_ROUNDS ?? 3);
+const DB_MB = Number(process.env.HISTORY_BENCH_DB_MB ?? 100);
+const DAY_WRITES = Number(process.env.HISTORY_BENCH_DAY_WRITES ?? 10_000);
+const IN_FLIGHT = 64;
+const MB = 1024 * 1024;
+
+const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Calls per second of `WRITES` inserts over 8 agents' databases, with capture on or off. */
+async function writeThroughput(capture: 'on' | 'off'): Promise<number> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-history-'));
+  const prefix = `bh-${randomUUID().slice(0, 8)}`;
+  const config = loadConfig({ REDIS_URL, AGENTDB_DATA_DIR: dataDir, AGENTDB_PREFIX: prefix, SHARD_COUNT: '4', LOG_LEVEL: 'silent', HISTORY_CAPTURE: capture });
+  const pool = new ShardWorkerPool({ config, shards: [0, 1, 2, 3], logger: pino({ level: 'silent' }) });
+  await pool.start();
+  const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: 4, maxCallBytes: config.maxCallBytes });
+  const settings = { database: 'agent' as const };
+  try {
+    for (let a = 0; a < 8; a++) {
+      const made = await client.call({ workspace: 'bench', agent: `a${a}`, settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n REAL)' } });
+      if (!made.ok) throw new Error(JSON.stringify(made));
+    }
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        for (let i = next++; i < WRITES; i = next++) {
+          const out = await client.call({ workspace: 'bench', agent: `a${i % 8}`, settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t (v, n) VALUES (?, random())', params: [`row ${i} ${'x'.repeat(100)}`] } });
+          if (!out.ok) throw new Error(JSON.stringify(out));
+        }
+      }),
+    );
+    return WRITES / ((performance.now() - t0) / 1000);
+  } finally {
+    await client.close();
+    await pool.stop();
+    await deleteKeys(prefix);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** A database of about `mb` MB with its history begun, and what copying, snapshotting and restoring it take. */
+function bigDatabase(mb: number) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-big-'));
+  const file = path.join(dataDir, 'big.sqlite');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('wal_autocheckpoint = 0');
+  const source = localSource(dataDir, 'bench/big');
+  capture(db, file, { source, checkpointBytes: 64 * MB });
+  db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, b BLOB)');
+  const insert = db.prepare('INSERT INTO blobs (b) VALUES (randomblob(?))');
+  for (let i = 0; i < mb * 4; i++) {
+    insert.run(256 * 1024);
+    capture(db, file, { source, checkpointBytes: 64 * MB });
+  }
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  const bytes = fs.statSync(file).size;
+
+  const copyTo = path.join(dataDir, 'copy.sqlite');
+  let t = performance.now();
+  fs.copyFileSync(file, copyTo);
+  const copyS = (performance.now() - t) / 1000;
+  fs.rmSync(copyTo);
+
+  t = performance.now();
+  startGeneration(db, file, source, 'manual', Date.now());
+  const snapshotS = (performance.now() - t) / 1000;
+  // A few commits on top, so the restore applies frames as well as the snapshot.
+  for (let i = 0; i < 10; i++) {
+    insert.run(4096);
+    capture(db, file, { source, checkpointBytes: 64 * MB });
+  }
+  const at = Date.now();
+  const out = path.join(dataDir, 'restored.sqlite');
+  t = performance.now();
+  const plan = planRestore(source, { at });
+  buildRestore(plan, out);
+  const restoreS = (performance.now() - t) / 1000;
+  db.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  return { mb: round(bytes / MB, 1), copyMBps: round(bytes / MB / copyS, 1), snapshotMBps: round(bytes / MB / snapshotS, 1), restoreMBps: round(bytes / MB / restoreS, 1), restoreFrames: plan.frames };
+}
+
+/** Restore time of a database after `writes` commits in one generation (a day of an agent's writes). */
+function dayOfHistory(writes: number) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-day-'));
+  const file = path.join(dataDir, 'day.sqlite');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('wal_autocheckpoint = 0');
+  const source = localSource(dataDir, 'bench/day');
+  const opts = { source, checkpointBytes: 4 * MB };
+  capture(db, file, opts);
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n REAL)');
+  const insert = db.prepare('INSERT INTO t (v, n) VALUES (?, random())');
+  const update = db.prepare('UPDATE t SET n = random() WHERE id = ?');
+  for (let i = 0; i < writes; i++) {
+    if (i % 3 === 2) update.run(1 + Math.floor(Math.random() * i));
+    else insert.run(`row ${i} ${'x'.repeat(100)}`);
+    capture(db, file, opts);
+  }
+  db.close();
+  const out = path.join(dataDir, 'restored.sqlite');
+  const t = performance.now();
+  const plan = planRestore(source, { at: Date.now() });
+  buildRestore(plan, out);
+  const restoreS = (performance.now() - t) / 1000;
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  return { writes, commits: plan.commits, frames: plan.frames, restoreS: round(restoreS) };
+}
+
+async function main(): Promise<void> {
+  const off: number[] = [];
+  const on: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    // Alternated, so a machine that slows down during the run penalises neither side.
+    off.push(await writeThroughput('off'));
+    on.push(await writeThroughput('on'));
+  }
+  const writes = { callsPerSecOff: round(median(off), 1), callsPerSecOn: round(median(on), 1), ratio: round(median(on) / median(off)) };
+  console.log(`write throughput, capture on / off: ${JSON.stringify(writes)} (goal: ratio >= 0.85)`);
+  const big = bigDatabase(DB_MB);
+  const bigRatios = { snapshotVsCopy: round(big.snapshotMBps / big.copyMBps), restoreVsCopy: round(big.restoreMBps / big.copyMBps) };
+  console.log(`${big.mb} MB database: ${JSON.stringify(big)} ratios ${JSON.stringify(bigRatios)} (goal: restore >= 0.5× copy)`);
+  const day = dayOfHistory(DAY_WRITES);
+  console.log(`a day of history: ${JSON.stringify(day)}`);
+  const results = { at: new Date().toISOString(), host: { cpus: os.availableParallelism(), node: process.version }, writes, big: { ...big, ratios: bigRatios }, day };
+  const dir = new URL('./results/', import.meta.url);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(new URL(`history-${results.at.replace(/[:.]/g, '-')}.json`, dir), `${JSON.stringify(results, null, 2)}\n`);
+
+  const soak = Number(process.env.HISTORY_BENCH_SOAK ?? 0);
+  if (soak > 0) {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const run = spawnSync('npx', ['vitest', 'run', 'test/integration/history-randomized.test.ts'], { cwd: root, stdio: 'inherit', env: { ...process.env, HISTORY_TEST_STEPS: String(soak) } });
+    if (run.status !== 0) process.exitCode = 1;
+  }
+}
+
+await main();

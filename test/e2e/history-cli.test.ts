@@ -1,0 +1,96 @@
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { pastMs } from '../helpers/history.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { runCli, startCli, stop } from '../helpers/processes.ts';
+
+// `agentdb history` and `agentdb restore` as an operator runs them: real processes (a worker,
+// then one CLI process per command) against a real Redis and real files.
+let sb: Sandbox;
+let worker: ChildProcess;
+let client: AgentDbClient;
+let moment = 0;
+
+const settings = { database: 'agent' as const };
+const cli = (...args: string[]) => runCli(args, sb.env);
+const json = (s: string) => JSON.parse(s.trim());
+const count = async () =>
+  ((await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads' } })) as any).result.rows[0][0];
+
+beforeAll(async () => {
+  sb = sandbox();
+  worker = await startCli(['worker'], sb.env);
+  client = sb.client();
+  const write = (sql: string) => client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql } });
+  expect(await write('CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT)')).toMatchObject({ ok: true });
+  for (let i = 0; i < 3; i++) expect(await write(`INSERT INTO leads(email) VALUES ('a${i}@x')`)).toMatchObject({ ok: true });
+  moment = Date.now();
+  pastMs(moment + 1000);
+  // An agent's enthusiastic DELETE, a whole second later.
+  expect(await write('DELETE FROM leads')).toMatchObject({ ok: true });
+});
+afterAll(async () => {
+  await stop(worker);
+  await sb.cleanup();
+});
+
+describe('agentdb history', () => {
+  it('lists the restorable range and the generations, as a table and as JSON', async () => {
+    const table = await cli('history', 'acme/scout');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^acme\/scout: restorable from \S+ to \S+\n/);
+    expect(table.stdout).toMatch(/g0000000001\t\S+\t\(current\)\t\d+\tfirst/);
+    const out = await cli('history', 'acme/scout', '--json');
+    expect(json(out.stdout)).toMatchObject({ database: 'acme/scout', generations: [{ id: 'g0000000001', endedAt: null }] });
+  });
+
+  it('says so for a database that does not exist (exit 1, coded JSON)', async () => {
+    const out = await cli('history', 'acme/nobody');
+    expect(out.code).toBe(1);
+    expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+  });
+});
+
+describe('agentdb restore', () => {
+  it('--dry-run names the snapshot and the frames, changing nothing', async () => {
+    const out = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--dry-run');
+    expect(out.code).toBe(0);
+    expect(json(out.stdout)).toMatchObject({ dryRun: true, snapshot: { id: 'g0000000001' }, frames: expect.any(Number) });
+    expect(await count()).toBe(0);
+  });
+
+  it('restores in place to unix seconds, prints the undo id, and --undo goes back', async () => {
+    const out = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000) + 1));
+    expect(out.code, out.stderr).toBe(0);
+    const result = json(out.stdout);
+    expect(result).toMatchObject({ database: 'acme/scout', undoId: expect.stringMatching(/^u/) });
+    expect(out.stderr).toContain(`agentdb restore acme/scout --undo ${result.undoId}`);
+    expect(await count()).toBe(3);
+    const undo = await cli('restore', 'acme/scout', '--undo', result.undoId);
+    expect(undo.code, undo.stderr).toBe(0);
+    expect(await count()).toBe(0);
+  });
+
+  it('--into forks at an ISO time into a new database of the workspace', async () => {
+    const out = await cli('restore', 'acme/scout', '--at', new Date(moment).toISOString(), '--into', 'acme/scout-copy');
+    expect(out.code, out.stderr).toBe(0);
+    expect(json(out.stdout)).toMatchObject({ into: 'acme/scout-copy' });
+    const copy = await client.call({ workspace: 'acme', agent: 'scout-copy', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads' } });
+    expect((copy as any).result.rows[0][0]).toBe(3);
+  });
+
+  it('refuses bad input with a coded error (exit 1) or a usage error (exit 2), changing nothing', async () => {
+    const future = await cli('restore', 'acme/scout', '--at', String(Math.floor(Date.now() / 1000) + 3600));
+    expect(future.code).toBe(1);
+    expect(json(future.stdout)).toMatchObject({ error: { code: 'HISTORY_OUT_OF_RANGE' } });
+    const stranger = await cli('restore', 'acme/scout', '--undo', 'u0000');
+    expect(json(stranger.stdout)).toMatchObject({ error: { code: 'UNDO_NOT_FOUND' } });
+    const exists = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000)), '--into', 'acme/scout-copy');
+    expect(json(exists.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
+    const neither = await cli('restore', 'acme/scout');
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toMatch(/--at TIME .* or --undo ID/);
+    expect(await count()).toBe(0);
+  });
+});

@@ -1,0 +1,119 @@
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalService } from '../../src/approvals/approval-service.ts';
+import { MemberRegistry } from '../../src/approvals/members.ts';
+import { buildApp } from '../../src/http/app.ts';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { HistoryClient } from '../../src/queue/history-client.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import { pastMs } from '../helpers/history.ts';
+import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+
+let sb: Sandbox;
+let redis: Redis;
+let client: AgentDbClient;
+let ops: ShardOpClient;
+let approvals: ApprovalService;
+let app: FastifyInstance;
+const key: Record<string, string> = {};
+let moment = 0;
+
+const settings = { database: 'agent' as const };
+const write = (sql: string) => client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql } });
+const rows = async () => ((await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM leads' } })) as any).result.rows[0][0];
+const as = (who: string) => ({ authorization: `Bearer ${key[who]}` });
+
+beforeAll(async () => {
+  sb = sandbox();
+  await sb.pool();
+  client = sb.client();
+  redis = new Redis(REDIS_URL);
+  const members = new MemberRegistry(redis, keysFor(sb.config.prefix));
+  approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
+  ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
+  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, history: new HistoryClient(ops, sb.config.shardCount) });
+  for (const [ws, name, role] of [
+    ['acme', 'ada', 'admin'],
+    ['acme', 'bob', 'member'],
+    ['other', 'oz', 'admin'],
+  ] as const) {
+    key[name] = (await members.add(ws, name, role)).key;
+  }
+  expect(await write('CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT)')).toMatchObject({ ok: true });
+  for (let i = 0; i < 5; i++) expect(await write(`INSERT INTO leads(email) VALUES ('a${i}@x')`)).toMatchObject({ ok: true });
+  moment = Date.now();
+  pastMs(moment);
+  expect(await write('DELETE FROM leads')).toMatchObject({ ok: true });
+});
+afterAll(async () => {
+  await app.close();
+  await approvals.close();
+  await ops.close();
+  redis.disconnect();
+  await sb.cleanup();
+});
+
+describe('GET /v1/databases/:db/history', () => {
+  it('shows an admin the restorable range and the generations', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('ada') });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body).toMatchObject({ database: 'acme/scout', earliest: expect.any(String), latest: expect.any(String), undoPoints: [] });
+    expect(body.generations[0]).toMatchObject({ id: 'g0000000001', startedAt: expect.any(String), endedAt: null, snapshotAt: expect.any(String) });
+    expect(body.generations[0].commits).toBeGreaterThanOrEqual(7);
+  });
+
+  it('refuses a member who is not an admin (403), and another workspace\'s key as if there were no database (404)', async () => {
+    const member = await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('bob') });
+    expect(member.statusCode).toBe(403);
+    expect(member.json()).toMatchObject({ error: { code: 'NOT_PERMITTED' } });
+    const stranger = await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('oz') });
+    const nothing = await app.inject({ method: 'GET', url: '/v1/databases/other%2Fnobody/history', headers: as('oz') });
+    expect(stranger.statusCode).toBe(404);
+    expect(stranger.json().error.code).toBe('NOT_FOUND');
+    expect(nothing.statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history' })).statusCode).toBe(401);
+  });
+});
+
+describe('POST /v1/databases/:db/restore', () => {
+  it('a dry run says which snapshot and how many frames, changing nothing', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: as('ada'), payload: { at: new Date(moment).toISOString(), dryRun: true } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ database: 'acme/scout', dryRun: true, snapshot: { id: 'g0000000001', at: expect.any(String) }, frames: expect.any(Number), commits: expect.any(Number) });
+    expect(await rows()).toBe(0);
+  });
+
+  it('restores in place with an undo id, undoes it, and forks into a new database', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: as('ada'), payload: { at: moment / 1000 } });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body).toMatchObject({ database: 'acme/scout', dryRun: false, undoId: expect.stringMatching(/^u/) });
+    expect(await rows()).toBe(5);
+    const undo = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: as('ada'), payload: { undo: body.undoId } });
+    expect(undo.statusCode).toBe(200);
+    expect(await rows()).toBe(0);
+    const fork = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: as('ada'), payload: { at: new Date(moment).toISOString(), into: 'acme/scout-before' } });
+    expect(fork.statusCode).toBe(200);
+    expect(fork.json()).toMatchObject({ into: 'acme/scout-before' });
+    const forked = await client.call({ workspace: 'acme', agent: 'scout-before', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads' } });
+    expect((forked as any).result.rows[0][0]).toBe(5);
+    const history = (await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('ada') })).json();
+    expect(history.undoPoints.map((u: { id: string }) => u.id)).toContain(body.undoId);
+  });
+
+  it('answers bad input with its registry code, changing nothing', async () => {
+    const post = (payload: object, who = 'ada', db = 'acme%2Fscout') => app.inject({ method: 'POST', url: `/v1/databases/${db}/restore`, headers: as(who), payload });
+    expect((await post({ at: new Date(Date.now() + 3600_000).toISOString() })).json().error.code).toBe('HISTORY_OUT_OF_RANGE');
+    expect((await post({ at: 'yesterday-ish' })).json().error.code).toBe('INVALID_ARGUMENTS');
+    expect((await post({ undo: 'u0nope' })).json().error.code).toBe('UNDO_NOT_FOUND');
+    expect((await post({ at: moment / 1000, into: 'acme/scout' })).json().error.code).toBe('DATABASE_EXISTS');
+    expect((await post({ at: moment / 1000, into: 'acme/scout-before' })).json().error.code).toBe('DATABASE_EXISTS');
+    expect((await post({ at: moment / 1000 }, 'ada', 'acme%2Fnobody')).json().error.code).toBe('NOT_FOUND');
+    expect((await post({ at: moment / 1000, bogus: 1 })).statusCode).toBe(400);
+    expect((await post({ at: moment / 1000 }, 'bob')).statusCode).toBe(403);
+    expect(await rows()).toBe(0);
+  });
+});
