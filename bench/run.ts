@@ -12,6 +12,7 @@ import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchApprovals } from './approvals.ts';
+import { benchBlobUpload } from './blob-upload.ts';
 import { benchMcp } from './mcp.ts';
 import { benchWeb, printWeb } from './web.ts';
 import { childPids } from './cpu.ts';
@@ -181,6 +182,7 @@ async function main() {
   // machine does in it, and the median of five is steadier than one long phase.
   const isolation = await benchIsolation(REDIS_URL, { rounds: ROUNDS, phaseSeconds: 4 });
   const scaling = await benchScaling(REDIS_URL, { rounds: ROUNDS, calls: 2000 });
+  const blobUpload = await benchBlobUpload({ mb: Number(process.env.BENCH_BLOB_MB ?? 256), rounds: ROUNDS });
 
   const results = {
     at: new Date().toISOString(),
@@ -224,6 +226,7 @@ async function main() {
     memory,
     isolation,
     scaling,
+    blobUpload,
   };
 
   const row = (name: string, s: RunStats) =>

@@ -73,6 +73,26 @@ const envSchema = z.object({
   USAGE_RETENTION_DAYS: int(1, 10_000, 400),
   /** Days a finished approval's record is kept in Redis (the database keeps its own audit). */
   APPROVAL_RETENTION_DAYS: int(1, 10_000, 30),
+  /** Where backups and offloaded results go: `folder` (BLOB_DIR) or `s3` (the S3_* keys). */
+  BLOB_STORE: z.enum(['folder', 's3']).default('folder'),
+  /** The folder store's root. Default: `<AGENTDB_DATA_DIR>/blobs`. */
+  BLOB_DIR: z.string().min(1).optional(),
+  /** An S3-compatible endpoint (MinIO, R2, …); AWS itself when unset. */
+  S3_ENDPOINT: z.url().optional(),
+  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'not an S3 bucket name').optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: z.stringbool().default(false),
+  /** When the nightly backup runs (cron, in BACKUP_TZ). */
+  BACKUP_CRON: z
+    .string()
+    .default('0 2 * * *')
+    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
+  BACKUP_TZ: z
+    .string()
+    .default('UTC')
+    .refine((tz) => cronError('0 0 * * *', tz) === undefined, 'not a time zone (an IANA name such as UTC or Europe/Paris)'),
   /** Point-in-time history of every database (`off` only to measure what it costs). */
   HISTORY_CAPTURE: z.enum(['on', 'off']).default('on'),
   /** Days of history kept: restores reach this far back, and the prune deletes what is older. */
@@ -142,6 +162,10 @@ export interface Config {
   readonly scheduleTz: string;
   readonly usageRetentionDays: number;
   readonly approvalRetentionDays: number;
+  /** Where backups and offloaded results go (BLOB_STORE and its keys). Holds a secret: never logged. */
+  readonly blob: BlobConfig;
+  readonly backupCron: string;
+  readonly backupTz: string;
   /** Capture on: what executor children are started with; undefined with HISTORY_CAPTURE=off. */
   readonly history?: { readonly checkpointBytes: number; readonly retentionDays: number };
   readonly historyRetentionDays: number;
@@ -154,6 +178,14 @@ export interface Config {
   readonly mcpApprovalWaitMs: number;
   readonly webSessionTtlS: number;
 }
+
+/** The blob store's configuration: a folder (BLOB_DIR, default `<data>/blobs`) or an S3 bucket. */
+export type BlobConfig =
+  | { kind: 'folder'; dir?: string }
+  | {
+      kind: 's3';
+      s3: { bucket: string; region: string; endpoint?: string; accessKeyId?: string; secretAccessKey?: string; forcePathStyle: boolean };
+    };
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
 export class ConfigError extends Error {
@@ -175,6 +207,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  if (e.BLOB_STORE === 's3' && !e.S3_BUCKET) throw new ConfigError('invalid configuration:\n  S3_BUCKET: required when BLOB_STORE=s3');
   const executorPoolSize = e.EXECUTOR_POOL_SIZE ?? Math.max(2, os.availableParallelism());
   return Object.freeze({
     redisUrl: e.REDIS_URL,
@@ -203,6 +236,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     scheduleTz: e.SCHEDULE_TZ,
     usageRetentionDays: e.USAGE_RETENTION_DAYS,
     approvalRetentionDays: e.APPROVAL_RETENTION_DAYS,
+    blob: blobConfig(e),
+    backupCron: e.BACKUP_CRON,
+    backupTz: e.BACKUP_TZ,
     ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS }) } : {}),
     historyRetentionDays: e.HISTORY_RETENTION_DAYS,
     historySnapshotCron: e.HISTORY_SNAPSHOT_CRON,
@@ -213,4 +249,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webSessionTtlS: e.WEB_SESSION_TTL_S,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
+}
+
+function blobConfig(e: z.infer<typeof envSchema>): BlobConfig {
+  if (e.BLOB_STORE === 'folder') return { kind: 'folder', ...(e.BLOB_DIR ? { dir: path.resolve(e.BLOB_DIR) } : {}) };
+  return {
+    kind: 's3',
+    s3: {
+      bucket: e.S3_BUCKET!,
+      region: e.S3_REGION,
+      forcePathStyle: e.S3_FORCE_PATH_STYLE,
+      ...(e.S3_ENDPOINT ? { endpoint: e.S3_ENDPOINT } : {}),
+      ...(e.S3_ACCESS_KEY_ID ? { accessKeyId: e.S3_ACCESS_KEY_ID } : {}),
+      ...(e.S3_SECRET_ACCESS_KEY ? { secretAccessKey: e.S3_SECRET_ACCESS_KEY } : {}),
+    },
+  };
 }

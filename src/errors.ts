@@ -170,6 +170,12 @@ export const ERRORS = {
     retryable: false,
     status: 409,
   },
+  RESULT_EXPIRED: {
+    message: 'This offloaded result has expired and was deleted.',
+    hint: 'Offloaded results are kept RESULT_TTL_S (7 days by default) after their call: run the query again.',
+    retryable: false,
+    status: 410,
+  },
   IDEMPOTENCY_CONFLICT: {
     message: 'This call id was already used for a different call; nothing ran.',
     hint: 'A call id is an idempotency key: send the same call again to get its outcome, or a new call under a new id.',

@@ -20,7 +20,11 @@ export async function history(ctx: CommandContext, flags: { json?: boolean }, db
 }
 
 /** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
-export async function restore(ctx: CommandContext, flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string }, db: string): Promise<number> {
+export async function restore(ctx: CommandContext, flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean }, db: string): Promise<number> {
+  if (flags.fromBlob) {
+    if (flags.undo !== undefined || flags.into !== undefined || flags.dryRun) throw new UsageError('--from-blob takes only --at');
+    return (await import('./restore-from-blob.ts')).restoreFromBlobCommand(ctx, flags, db);
+  }
   if ((flags.at === undefined) === (flags.undo === undefined)) throw new UsageError('give --at TIME (ISO time or unix seconds) or --undo ID');
   if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };

@@ -92,6 +92,21 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .requiredOption('--agent <name>', 'the agent that made the call (@<member> for a member\'s own calls)')
     .option('--wait', 'wait until the call has finished, however long a person takes')
     .action(run(async () => (await import('./result.ts')).result));
+  const backup = program.command('backup').summary('blob backups of every database\'s history').description('blob backups of every database\'s history (nightly on BACKUP_CRON)');
+  backup
+    .command('now')
+    .description('back up now, on each shard\'s owner: a fresh snapshot and the closed history segments each database lacks in the blob store, each verified by reading it back')
+    .option('--db <db>', 'only this database: <workspace> or <workspace>/<agent>')
+    .action(run(async () => (await import('./backup.ts')).backupNow));
+  program
+    .command('result-blob')
+    .summary('a query result too large for its envelope, whole')
+    .description('a DATA_QUERY_SQL result offloaded to the blob store (result.offloaded.id), as JSON {"columns":[…],"rows":[…]}')
+    .argument('<id>', 'result.offloaded.id of the envelope')
+    .requiredOption('--workspace <name>', 'the workspace whose result it is')
+    .option('--agent <name>', 'find it only among this agent\'s own results (as its key would)')
+    .option('--out <file>', 'write it to this file instead of stdout')
+    .action(run(async () => (await import('./result-blob.ts')).resultBlob));
   program
     .command('tools')
     .description('the agent-visible contract of the four tools (or, with --surface db, of db_query, db_schema, db_exec)')
@@ -230,6 +245,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--into <db>', 'with --at: create this new database of the same workspace instead of restoring in place')
     .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')
     .option('--by <name>', 'who restores, for the database\'s audit (default: your user name)')
+    .option('--from-blob', 'rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store\'s backups alone; --at defaults to the latest backed up')
     .addHelpText(
       'after',
       `
@@ -238,7 +254,8 @@ Examples:
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --dry-run
   agentdb restore acme/scout --at 1764554340          # prints an undo id
   agentdb restore acme/scout --undo u…
-  agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before`,
+  agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before
+  agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore`,
     )
     .action(run(async () => (await import('./history.ts')).restore));
 

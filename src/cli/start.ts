@@ -4,6 +4,8 @@ import { MemberRegistry } from '../approvals/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
 import { createWebDeps } from '../http/web/web-deps.ts';
+import { openBlobStore } from '../history/blob-stores.ts';
+import { OffloadedResults } from '../history/offloaded-results.ts';
 import { AgentDbClient } from '../queue/client.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
@@ -36,6 +38,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
+  const blobs = openBlobStore(config);
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const calls = new KeyedCalls(client);
@@ -55,6 +58,7 @@ export async function start(ctx: CommandContext): Promise<number> {
       calls,
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
+      results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
     web: web.web,
   });
@@ -89,6 +93,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await historyOps.close();
   await scheduler.stop();
   await pool.stop();
+  await blobs.close();
   redis.disconnect();
   redisServer?.kill();
   return EXIT.ok;

@@ -11,6 +11,8 @@ import { historyRoutes } from './history-routes.ts';
 import type { HistoryClient } from '../queue/history-client.ts';
 import { callsRoutes } from './calls-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
+import { resultsRoutes } from './results-routes.ts';
+import type { OffloadedResults } from '../history/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
 import { webRoutes, type WebDeps } from './web/web-routes.ts';
 
@@ -42,6 +44,8 @@ export interface KeyedDeps {
   waitMs: number;
   /** The longest an MCP tool call waits for a decision (MCP_APPROVAL_WAIT_MS). */
   approvalWaitMs: number;
+  /** Query results offloaded to the blob store (`GET /v1/results/:id`); the route exists only when given. */
+  results?: OffloadedResults;
 }
 
 /**
@@ -71,6 +75,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (deps.keyed) {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
     app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
+    if (deps.keyed.results) app.register(resultsRoutes({ auth: deps.keyed.auth, results: deps.keyed.results }));
   }
 
   if (deps.web) app.register(webRoutes(deps.web));

@@ -12,12 +12,16 @@ import { CREDITS, METERED_FAILURES } from '../policy/credits.ts';
 import { databasePath } from '../store/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
 import { planLimits } from '../store/plan-limits.ts';
+import type { OffloadedResults } from '../history/offloaded-results.ts';
+import type { SpilledResult } from '../store/result-spill.ts';
 import { planCall, type CallPlan } from './call-plan.ts';
 
 /** What running a call needs: the shard's executor and the configuration. */
 export interface RunDeps {
   config: Config;
   executor: { run(req: ExecRequest): Promise<ExecOutcome> };
+  /** Where a query result past MAX_RESULT_BYTES goes whole; without it, such a result is only cut. */
+  results?: OffloadedResults;
 }
 
 /**
@@ -83,16 +87,34 @@ export async function runCall(
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect);
+  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect, deps.results !== undefined);
   if (gate.kind === 'approval' && !approved) return { park: plan, request };
 
   const outcome = await deps.executor.run(request);
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
   const credits = CREDITS[plan.tool];
+  let result = outcome.result as Record<string, unknown>;
+  if (result.spill && deps.results) result = await offload(result, deps.results, { workspace: data.workspace, agent: data.agent, callId });
   return {
-    envelope: okEnvelope(callId, plan.tool, credits, outcome.result as Record<string, unknown>),
+    envelope: okEnvelope(callId, plan.tool, credits, result),
     meter: outcome.replayed ? undefined : credits,
   };
+}
+
+/**
+ * A query result the executor also wrote whole to a file: the file goes to the blob store and
+ * the envelope keeps the rows that fitted as a preview, with where the rest is. When the store
+ * fails, the call still answers with the preview, cut as before offloading existed, and says
+ * so: re-running the whole query on a retry would cost more than the rows it could not keep.
+ */
+async function offload(result: Record<string, unknown>, results: OffloadedResults, owner: Parameters<OffloadedResults['keep']>[1]): Promise<Record<string, unknown>> {
+  const { spill, ...rest } = result;
+  try {
+    const offloaded = await results.keep(spill as SpilledResult, owner);
+    return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
+  } catch (err) {
+    return { ...rest, note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them` };
+  }
 }
 
 /**
@@ -134,14 +156,23 @@ export function dbTarget(config: Config, id: string, target: Target, shard: numb
   return { id, path: file, shard, limits: planLimits(plan) };
 }
 
-function execRequest(plan: CallPlan, callKey: string, callId: string, config: Config, limits: Plan, expect: DropObject | undefined): ExecRequest {
+function execRequest(plan: CallPlan, callKey: string, callId: string, config: Config, limits: Plan, expect: DropObject | undefined, offload: boolean): ExecRequest {
   const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {
     case 'DATA_DESCRIBE_SCHEMA':
       return { op: 'describe', db, callId };
     case 'DATA_QUERY_SQL':
-      return { op: 'query', db, sql: plan.args.sql as string, params, maxRows: plan.args.max_rows as number, callId, ...(plan.request.introspect ? { mode: 'introspect' as const } : {}) };
+      return {
+        op: 'query',
+        db,
+        sql: plan.args.sql as string,
+        params,
+        maxRows: plan.args.max_rows as number,
+        callId,
+        ...(plan.request.introspect ? { mode: 'introspect' as const } : {}),
+        ...(offload ? { offload: true as const } : {}),
+      };
     case 'DATA_WRITE_SQL':
       return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId };
     case 'DATA_DROP_TABLE':

@@ -5,11 +5,17 @@ import type { Logger } from '../logger.ts';
 import { connectRedis } from './connection.ts';
 import { keysFor, type Keys } from './keys.ts';
 import { pruneRedis } from './maintenance.ts';
+import type { BlobStore } from '../history/blob-store.ts';
+import { openBlobStore } from '../history/blob-stores.ts';
+import { OffloadedResults } from '../history/offloaded-results.ts';
+import { pruneBlobBackups } from '../history/blob-prune.ts';
+import { runBackups } from './backups.ts';
 import { pruneHistory, type HistoryPruneReport } from '../history/prune.ts';
 import { ShardOpClient } from './shard-op-client.ts';
 
 const QUEUE = '{maintenance}';
 const PRUNE = 'prune';
+const BACKUP = 'backup';
 const HISTORY_PRUNE = 'history-prune';
 const HISTORY_SNAPSHOT = 'history-snapshot';
 
@@ -24,6 +30,7 @@ export class Scheduler {
   private readonly keys: Keys;
   private readonly redis: Redis;
   private readonly queue: Queue;
+  private readonly blobs: BlobStore;
   private worker?: Worker;
 
   constructor(
@@ -33,6 +40,7 @@ export class Scheduler {
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-scheduler' });
     this.queue = new Queue(QUEUE, { connection: this.redis, prefix: this.keys.bullPrefix });
+    this.blobs = openBlobStore(config);
   }
 
   /** Registers the schedules (idempotent) and starts taking their jobs. */
@@ -44,11 +52,14 @@ export class Scheduler {
     );
     const opts = { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } };
     await this.queue.upsertJobScheduler(HISTORY_PRUNE, { pattern: this.config.historyPruneCron, tz: this.config.scheduleTz }, { name: HISTORY_PRUNE, opts });
+    // Nightly: each shard owner snapshots and uploads its databases' history (see `backupOp`).
+    await this.queue.upsertJobScheduler(BACKUP, { pattern: this.config.backupCron, tz: this.config.backupTz }, { name: BACKUP, opts });
     await this.queue.upsertJobScheduler(HISTORY_SNAPSHOT, { pattern: this.config.historySnapshotCron, tz: this.config.scheduleTz }, { name: HISTORY_SNAPSHOT, opts });
     const jobs: Record<string, () => Promise<unknown>> = {
       [PRUNE]: () => this.prune(),
       [HISTORY_PRUNE]: async () => this.pruneHistory(),
       [HISTORY_SNAPSHOT]: () => this.snapshotHistory(),
+      [BACKUP]: () => this.backup(),
     };
     this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), { connection: this.redis, prefix: this.keys.bullPrefix, concurrency: 1 });
     this.worker.on('error', (err) => this.logger.error({ err: String(err) }, 'scheduler worker error'));
@@ -59,6 +70,25 @@ export class Scheduler {
     return (await this.queue.getJobScheduler(PRUNE))?.next;
   }
 
+  /** When the nightly backup runs next (epoch ms). */
+  async nextBackup(): Promise<number | undefined> {
+    return (await this.queue.getJobScheduler(BACKUP))?.next;
+  }
+
+  /** Backs up every shard now, each on its owner (the scheduled job). */
+  async backup() {
+    const ops = new ShardOpClient({ redisUrl: this.config.redisUrl, prefix: this.config.prefix });
+    try {
+      const run = await runBackups(ops, this.config.shardCount);
+      const files = run.databases.reduce((n, r) => n + r.files, 0);
+      if (run.failed.length) this.logger.error({ failed: run.failed }, 'backup failed on some shards');
+      this.logger.info({ databases: run.databases.length, files }, 'nightly backup done');
+      return { databases: run.databases.length, files, failed: run.failed.length };
+    } finally {
+      await ops.close();
+    }
+  }
+
   /** Runs the prune now (an operator's `agentdb prune`, and the scheduled job). */
   async prune(now = Date.now()) {
     const report = await pruneRedis(this.redis, this.keys, {
@@ -66,8 +96,10 @@ export class Scheduler {
       usageDays: this.config.usageRetentionDays,
       approvalDays: this.config.approvalRetentionDays,
     });
-    this.logger.info(report, 'pruned Redis past retention');
-    return report;
+    const results = await new OffloadedResults(this.blobs, { dataDir: this.config.dataDir, ttlS: this.config.resultTtlS, now: () => now }).prune();
+    const backups = await pruneBlobBackups(this.blobs, { retentionDays: this.config.historyRetentionDays, now });
+    this.logger.info({ ...report, results, backups }, 'pruned past retention');
+    return { ...report, results, backups: backups.generations };
   }
 
   /** When the history prune (`history-prune`) or snapshot (`history-snapshot`) runs next (epoch ms). */
@@ -109,6 +141,7 @@ export class Scheduler {
   async stop(): Promise<void> {
     await this.worker?.close();
     await this.queue.close();
+    await this.blobs.close();
     this.redis.disconnect();
   }
 }

@@ -31,19 +31,31 @@ export class ShardOpClient {
    * Enqueues `op` on `shard` and waits for its outcome. Rejects only on a fault (no outcome
    * within `timeoutMs`, a job that failed after its retries); answers agent errors as `ok: false`.
    */
-  async run(shard: number, op: string, args: unknown, opts: { db?: string; timeoutMs?: number } = {}): Promise<ShardOpOutcome> {
+  async run(shard: number, op: string, args: unknown, opts: { db?: string; timeoutMs?: number; onProgress?: (progress: unknown) => void } = {}): Promise<ShardOpOutcome> {
     const q = this.forShard(shard);
     await q.ready;
     const data: ShardOpJobData = { op, args, enqueuedAt: Date.now(), ...(opts.db ? { db: opts.db } : {}) };
+    const jobId = `op.${randomUUID()}`;
+    // Long ops (a backup) report progress with `job.updateProgress`; BullMQ's QueueEvents carries it.
+    const onProgress = opts.onProgress && ((e: { jobId: string; data: unknown }) => e.jobId === jobId && opts.onProgress!(e.data));
+    if (onProgress) q.events.on('progress', onProgress);
+    try {
+      return await this.add(q, op, data, jobId, opts.timeoutMs);
+    } finally {
+      if (onProgress) q.events.off('progress', onProgress);
+    }
+  }
+
+  private async add(q: ReturnType<ShardOpClient['forShard']>, op: string, data: ShardOpJobData, jobId: string, timeoutMs: number | undefined): Promise<ShardOpOutcome> {
     const job = await q.queue.add(`${SHARD_OP_PREFIX}${op}`, data, {
-      jobId: `op.${randomUUID()}`,
+      jobId,
       attempts: 3,
       backoff: { type: 'exponential', delay: 500 },
       // Kept briefly so a waiter that subscribed late still finds the outcome on the job.
       removeOnComplete: { age: 300 },
       removeOnFail: { age: 3600 },
     });
-    return (await job.waitUntilFinished(q.events, opts.timeoutMs ?? 60_000)) as ShardOpOutcome;
+    return (await job.waitUntilFinished(q.events, timeoutMs ?? 60_000)) as ShardOpOutcome;
   }
 
   /** Closes the queues and their event readers. */

@@ -4,6 +4,8 @@ import type { ShardOpJobData } from '../contracts/shard-op.ts';
 import type { Logger } from '../logger.ts';
 import type { ExecutorPool } from '../store/executor-pool.ts';
 import { browseOps } from './browse-ops.ts';
+import { backupOp } from './backup-op.ts';
+import { blobRestoreOp } from './blob-restore-op.ts';
 import { historyOpHandlers } from './history-ops.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
@@ -31,6 +33,10 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
     ping: async () => ({ pong: true }),
     // The data browser's reads: browse.tables, browse.page, browse.csv, browse.files.
     ...browseOps(),
+    // Uploads each database's new snapshots and closed history segments to the blob store.
+    backup: backupOp,
+    // Rebuilds a database missing here from the blob store alone (`agentdb restore --from-blob`).
+    restoreFromBlob: blobRestoreOp,
     // Point-in-time history: restore (in place, undo, into), list, nightly snapshot.
     ...historyOpHandlers(),
   };

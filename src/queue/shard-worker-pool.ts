@@ -22,6 +22,9 @@ import { ShardLease } from './shard-lease.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
 import { codeOf } from '../errors.ts';
 import { shardOpHandlers, type ShardOpHandler } from './shard-ops.ts';
+import type { BlobStore } from '../history/blob-store.ts';
+import { openBlobStore } from '../history/blob-stores.ts';
+import { OffloadedResults } from '../history/offloaded-results.ts';
 
 /** Options of a {@link ShardWorkerPool}. */
 export interface ShardWorkerPoolOptions {
@@ -49,6 +52,8 @@ export class ShardWorkerPool {
   readonly id = `${os.hostname()}:${process.pid}:${randomUUID()}`;
   private readonly completion: CallCompletion;
   private readonly parking: CallParking;
+  private readonly blobs: BlobStore;
+  private readonly results: OffloadedResults;
   private readonly workers = new Map<number, Worker>();
   private readonly ops: Record<string, ShardOpHandler> = shardOpHandlers();
   /** Completions of large results, held until BullMQ has stored them (see `process`). */
@@ -74,6 +79,8 @@ export class ShardWorkerPool {
       logger: opts.logger,
     });
     this.completion = new CallCompletion(this.redis, this.keys);
+    this.blobs = openBlobStore(config);
+    this.results = new OffloadedResults(this.blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS, logger: opts.logger });
     this.parking = new CallParking({
       store: new ApprovalStore(this.redis, this.keys),
       redis: this.redis,
@@ -128,6 +135,7 @@ export class ShardWorkerPool {
     await Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
     this.status.stop();
     await this.executor.stop();
+    await this.blobs.close();
     this.redis.disconnect();
   }
 
@@ -217,7 +225,7 @@ export class ShardWorkerPool {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
-    const deps = { config: this.opts.config, executor: this.executor };
+    const deps = { config: this.opts.config, executor: this.executor, results: this.results };
     const { data } = job;
     let outcome: RunOutcome;
     if (job.id !== callKeyOf(data)) {

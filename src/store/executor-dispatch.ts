@@ -7,6 +7,7 @@ import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 import { jsonBytes, resultBudget } from './result-budget.ts';
 import { browsePage, csvChunk } from './sqlite-browse.ts';
+import { ResultSpill, spillDir } from './result-spill.ts';
 import type { HistoryCapture } from './history-capture.ts';
 import { restoreInPlace, restoreInto, snapshotNow } from './history-restore.ts';
 
@@ -30,7 +31,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
-        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode) };
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir) : undefined) };
       case 'browse':
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'csv':
@@ -85,6 +86,14 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
 function needHistory(history: HistoryCapture | undefined): HistoryCapture {
   if (!history) throw new AgentDbError('INVALID_ARGUMENTS', 'point-in-time history is off on this worker (HISTORY_CAPTURE=off)');
   return history;
+}
+
+/**
+ * Where a query's result too large for its envelope goes: a file under the data folder, which
+ * the worker uploads to the blob store (`result.offloaded`).
+ */
+function spillOpener(dataDir: string): (columns: string[]) => ResultSpill {
+  return (columns) => new ResultSpill(spillDir(dataDir), columns);
 }
 
 /**

@@ -27,7 +27,11 @@ export interface DbTarget {
 export type ExecRequest = (
   | { op: 'describe'; db: DbTarget }
   /** `mode: 'introspect'`: db_query's rules, which also admit the read-only introspection PRAGMAs. */
-  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect' }
+  /**
+   * `offload`: a result past the size limit is also written whole (up to `maxRows`) to a file
+   * under `<dataDir>/tmp/results` (its `spill`), which the worker moves to the blob store.
+   */
+  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect'; offload?: true }
   /** `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. */
   | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callKey: string }
   /** `expect`: the object a person approved dropping; anything else is APPROVAL_STALE. */

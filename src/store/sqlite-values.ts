@@ -1,6 +1,7 @@
 import { positionalBindings } from '../guard/engine-check.ts';
 import type { Statement } from 'better-sqlite3';
 import { jsonBytes, shortened } from './result-budget.ts';
+import type { ResultSpill, SpilledResult } from './result-spill.ts';
 
 /** A value an agent may bind: booleans bind as 1 and 0. */
 export type Param = string | number | boolean | null;
@@ -51,7 +52,12 @@ export interface ReadRows {
   oversize?: true;
   /** Set when the columns themselves were cut: why, and what to do instead. */
   note?: string;
+  /** The whole result (up to `maxRows`), written to a file because it passed `maxBytes`. */
+  spill?: SpilledResult;
 }
+
+/** Opens the file a result too large for its envelope is written to (see `ResultSpill`). */
+export type SpillOpener = (columns: string[]) => ResultSpill;
 
 /**
  * Reads at most `maxRows` rows of a statement that returns data, plus one more to learn whether
@@ -67,8 +73,35 @@ export interface ReadRows {
  * is not stringified row by row only to be stringified again when it is sent. Which rows are kept
  * is the same either way: the row that could cross the limit, and every row after it, is judged
  * on exact sizes.
+ *
+ * With `spill`, a result cut for its size is not only cut: from the row that did not fit on, the
+ * rows kept and every row after them (up to `maxRows`) go to a file as they are read, and the
+ * answer carries the rows kept as a preview plus `spill`.
  */
-export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, maxBytes: number): ReadRows {
+export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, maxBytes: number, spill?: SpillOpener): ReadRows {
+  let spilling: ResultSpill | undefined;
+  try {
+    const read = readRowsInto(stmt, bindings, maxRows, maxBytes, spill && ((columns, rows) => (spilling = openSpill(spill, columns, rows))));
+    return spilling ? { ...read, spill: spilling.finish() } : read;
+  } catch (err) {
+    spilling?.abort();
+    throw err;
+  }
+}
+
+function openSpill(open: SpillOpener, columns: string[], rows: EncodedValue[][]): ResultSpill {
+  const spill = open(columns);
+  for (const row of rows) spill.encodedRow(row);
+  return spill;
+}
+
+function readRowsInto(
+  stmt: Statement,
+  bindings: unknown[],
+  maxRows: number,
+  maxBytes: number,
+  startSpill?: (columns: string[], rows: EncodedValue[][]) => ResultSpill,
+): ReadRows {
   stmt.safeIntegers(true);
   stmt.raw(true);
   const columns = stmt.columns().map((c) => shortened(c.name));
@@ -81,10 +114,17 @@ export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, 
   let exact = false;
   let truncated = false;
   let oversize = false;
+  let spilling: ResultSpill | undefined;
+  let count = 0;
   for (const raw of stmt.iterate(...bindings) as Iterable<unknown[]>) {
-    if (rows.length >= maxRows) {
+    if (count >= maxRows) {
       truncated = true;
       break;
+    }
+    count++;
+    if (spilling) {
+      spilling.rawRow(raw);
+      continue;
     }
     if (!exact) {
       const bound = maximumSize(raw) + 1;
@@ -101,7 +141,10 @@ export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, 
     if (bytes + minimumSize(raw) > maxBytes) {
       truncated = true;
       oversize = true;
-      break;
+      if (!startSpill) break;
+      spilling = startSpill(columns, rows);
+      spilling.rawRow(raw);
+      continue;
     }
     const row = raw.map(encodeValue);
     // +1 for the comma between rows. Measured per row so the cut keeps every row that fits.
@@ -109,7 +152,10 @@ export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, 
     if (bytes + size > maxBytes) {
       truncated = true;
       oversize = true;
-      break;
+      if (!startSpill) break;
+      spilling = startSpill(columns, rows);
+      spilling.encodedRow(row);
+      continue;
     }
     rows.push(row);
     bytes += size;

@@ -4,6 +4,7 @@ import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { MemberRegistry, type Role } from '../../src/approvals/members.ts';
 import type { AgentProfileInput } from '../../src/contracts/agent-profile.ts';
 import { buildApp } from '../../src/http/app.ts';
+import type { OffloadedResults } from '../../src/history/offloaded-results.ts';
 import type { AgentDbClient } from '../../src/queue/client.ts';
 import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
 import { keysFor } from '../../src/queue/keys.ts';
@@ -28,7 +29,7 @@ export interface KeyedApp {
 }
 
 /** Builds the app (not listening) with `/v1/calls` and `/mcp`, against `sb`'s Redis prefix. */
-export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: number } = {}): KeyedApp {
+export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: number; results?: OffloadedResults } = {}): KeyedApp {
   const redis = new Redis(REDIS_URL);
   const keys = keysFor(sb.config.prefix);
   const members = new MemberRegistry(redis, keys);
@@ -47,6 +48,7 @@ export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: 
       calls: new KeyedCalls(client),
       waitMs: opts.waitMs ?? 10_000,
       approvalWaitMs: opts.approvalWaitMs ?? 10_000,
+      ...(opts.results ? { results: opts.results } : {}),
     },
   });
   return {

@@ -22,6 +22,15 @@ describe('the scheduler', () => {
     await s.stop();
   });
 
+  it('registers the nightly backup on BACKUP_CRON and BACKUP_TZ', async () => {
+    sb = sandbox({ BACKUP_CRON: '15 1 * * *', BACKUP_TZ: 'America/New_York' });
+    const s = new Scheduler(sb.config, pino({ level: 'silent' }));
+    await s.start();
+    const next = new Date((await s.nextBackup())!);
+    expect(new Intl.DateTimeFormat('en-GB', { timeZone: 'America/New_York', hour: '2-digit', minute: '2-digit' }).format(next)).toBe('01:15');
+    await s.stop();
+  });
+
   it('prunes usage days and finished approvals past retention, never a pending approval', async () => {
     sb = sandbox({ USAGE_RETENTION_DAYS: '10', APPROVAL_RETENTION_DAYS: '5' });
     const redis = connectRedis(sb.config.redisUrl);
@@ -42,7 +51,7 @@ describe('the scheduler', () => {
     await redis.hset(keys.approval('ap_new-done'), 'state', 'approved');
 
     const s = new Scheduler(sb.config, pino({ level: 'silent' }));
-    expect(await s.prune(now)).toEqual({ usageDays: 2, approvals: 1 });
+    expect(await s.prune(now)).toEqual({ usageDays: 2, approvals: 1, results: 0, backups: 0 });
     expect((await readUsage(redis, keys, 'acme')).map((r) => r.day)).toEqual([day(9), day(0)]);
     expect(await store.get('ap_old-done')).toBeUndefined();
     expect(await store.get('ap_old-pending')).toMatchObject({ state: 'pending' });

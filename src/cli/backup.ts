@@ -1,0 +1,46 @@
+import { codeOf } from '../errors.ts';
+import { runBackups } from '../queue/backups.ts';
+import { checkRedis } from '../queue/connection.ts';
+import { ShardOpClient } from '../queue/shard-op-client.ts';
+import { parseDatabaseId } from '../store/database-id.ts';
+import { EXIT, UsageError, type CommandContext } from './context.ts';
+
+/**
+ * `agentdb backup now [--db DB]`: backs up every database (or DB) at once, on each shard's
+ * owner, as the nightly job does. A line per database on stderr as each is done; the run's
+ * report as JSON on stdout. Exit 1 when any shard failed.
+ */
+export async function backupNow(ctx: CommandContext, flags: { db?: string }): Promise<number> {
+  if (flags.db !== undefined) {
+    try {
+      parseDatabaseId(flags.db);
+    } catch {
+      throw new UsageError(`--db must be a database id, <workspace> or <workspace>/<agent>, not ${JSON.stringify(flags.db)}`);
+    }
+  }
+  await checkRedis(ctx.config.redisUrl);
+  const ops = new ShardOpClient({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.prefix });
+  const started = Date.now();
+  try {
+    const run = await runBackups(ops, ctx.config.shardCount, {
+      ...(flags.db !== undefined ? { db: flags.db } : {}),
+      onProgress: ({ shard, done, total, report: r }) => {
+        const what = r.error
+          ? `FAILED ${r.error.code}: ${r.error.detail}`
+          : r.unchanged
+            ? 'unchanged'
+            : `${r.files} files, ${(r.bytes / 1024 / 1024).toFixed(1)} MB uploaded and verified`;
+        ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}\n`);
+      },
+    });
+    ctx.stdout.write(`${JSON.stringify({ ...run, ms: Date.now() - started })}\n`);
+    return run.failed.length || run.databases.some((d) => d.error) ? EXIT.failed : EXIT.ok;
+  } catch (err) {
+    const code = codeOf(err);
+    if (!code || code === 'INTERNAL') throw err;
+    ctx.stderr.write(`agentdb backup now: ${code}: ${(err as { detail?: string }).detail ?? ''}\n`);
+    return EXIT.failed;
+  } finally {
+    await ops.close();
+  }
+}

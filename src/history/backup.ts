@@ -1,0 +1,79 @@
+import { AgentDbError, type ErrorCode } from '../errors.ts';
+import { readBackSha256, type BlobStore } from './blob-store.ts';
+import { backupPrefix, readManifest, writeManifest, type BackupManifest, type ManifestFile, type ManifestGeneration } from './backup-manifest.ts';
+import { listGenerations, listSegments, localSource, readCommits } from './layout.ts';
+
+/** What one database's backup did. */
+export interface BackupReport {
+  database: string;
+  /** Files uploaded (and verified) this time. */
+  files: number;
+  bytes: number;
+  /** Nothing new since the last backup: nothing was uploaded. */
+  unchanged: boolean;
+  /** Set when this database's backup failed (the others went on); what it uploaded before is kept. */
+  error?: { code: ErrorCode; detail: string };
+}
+
+/**
+ * Copies what the blob store lacks of database `id`'s local history: each generation's snapshot
+ * and each closed segment (with its commit index), each verified by reading it back and
+ * comparing sha256s, then the manifest naming them all. Snapshots and closed segments never
+ * change, so what a manifest lists is never uploaded again; the segment capture still appends
+ * to waits for the next backup (the nightly run first starts a new generation, which closes it).
+ *
+ * A manifest that fails its own check is not trusted: everything is uploaded afresh.
+ * @throws AgentDbError HISTORY_CORRUPT when a local snapshot no longer matches its sha256, or
+ *   an upload reads back different bytes (the manifest keeps only what was verified).
+ */
+export async function backupDatabase(store: BlobStore, dataDir: string, id: string, now = Date.now()): Promise<BackupReport> {
+  const prefix = backupPrefix(id);
+  const manifest: BackupManifest = (await readManifest(store, id).catch(() => undefined)) ?? { version: 1, database: id, updatedAt: now, generations: [] };
+  const known = new Map(manifest.generations.map((g) => [g.name, g]));
+  const report: BackupReport = { database: id, files: 0, bytes: 0, unchanged: true };
+  const upload = async (key: string, file: string, expectSha?: string): Promise<ManifestFile> => {
+    const put = await store.put(key, { file });
+    if (expectSha && put.sha256 !== expectSha) throw new AgentDbError('HISTORY_CORRUPT', `local file ${file} does not match its sha256 (${put.sha256} ≠ ${expectSha}); not backed up`);
+    const back = await readBackSha256(store, key);
+    if (back.sha256 !== put.sha256 || back.size !== put.size) {
+      throw new AgentDbError('HISTORY_CORRUPT', `${store.name}/${key} read back differs from what was uploaded (${back.sha256} ≠ ${put.sha256})`);
+    }
+    report.files++;
+    report.bytes += put.size;
+    return { key, sha256: put.sha256, bytes: put.size };
+  };
+
+  for (const gen of listGenerations(localSource(dataDir, id))) {
+    if (!gen.snapshot) continue;
+    let entry = known.get(gen.name);
+    if (!entry) {
+      const snapshotFile = await upload(`${prefix}${gen.name}/snapshot.sqlite`, gen.snapshotPath, gen.snapshot.sha256);
+      entry = { name: gen.name, snapshot: gen.snapshot, snapshotFile, segments: [] } satisfies ManifestGeneration;
+      known.set(gen.name, entry);
+      manifest.generations.push(entry);
+      report.unchanged = false;
+    }
+    if (gen.end && !entry.end) {
+      entry.end = gen.end;
+      report.unchanged = false;
+    }
+    const have = new Set(entry.segments.map((s) => s.name));
+    for (const seg of listSegments(gen)) {
+      if (!seg.closed || have.has(seg.name)) continue;
+      const commits = readCommits(seg.indexPath);
+      // An empty segment (a WAL reset before any commit) restores nothing.
+      if (commits.length === 0) continue;
+      const data = await upload(`${prefix}${gen.name}/${seg.name}.wal`, seg.dataPath);
+      const index = await upload(`${prefix}${gen.name}/${seg.name}.idx`, seg.indexPath);
+      entry.segments.push({ name: seg.name, data, index, commits: commits.length, from: commits[0]!.at, to: commits.at(-1)!.at });
+      report.unchanged = false;
+    }
+    entry.segments.sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+  if (!report.unchanged) {
+    manifest.generations.sort((a, b) => (a.name < b.name ? -1 : 1));
+    manifest.updatedAt = now;
+    await writeManifest(store, manifest);
+  }
+  return report;
+}

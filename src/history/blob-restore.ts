@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { AgentDbError } from '../errors.ts';
+import { Measure, type BlobStore } from './blob-store.ts';
+import { backupPrefix, manifestRange, readManifest, type ManifestFile } from './backup-manifest.ts';
+import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, writeJsonAtomic } from './layout.ts';
+import { buildRestore, planRestore } from './restore-engine.ts';
+
+/** What a disaster restore did. */
+export interface BlobRestoreResult {
+  database: string;
+  restoredTo: string;
+  snapshot: { id: string; at: string };
+  frames: number;
+  commits: number;
+  /** Bytes downloaded (and verified). */
+  downloaded: number;
+}
+
+/** A restore reading a database's backups: prune leaves them alone while one is this fresh. */
+export const BLOB_READER_TTL_MS = 6 * 3600 * 1000;
+
+/**
+ * Rebuilds database `id` at `dbPath` from the blob store alone (a new machine, an empty data
+ * folder): the manifest checked against its sha256, the one generation the moment needs
+ * downloaded with every file's sha256 checked as it streams, then the history restore engine
+ * run on those files (snapshot sha256, every frame's checksum, `PRAGMA integrity_check`), and
+ * the result put in place only if no database exists there. Any failure leaves nothing behind.
+ *
+ * `at`: epoch ms; the latest moment backed up when absent. While it runs, a reader marker in the
+ * store keeps the blob prune away from this database's backups.
+ * @throws AgentDbError NOT_FOUND (no backup of `id`), HISTORY_OUT_OF_RANGE, HISTORY_CORRUPT
+ *   (a manifest or file failing its sha256, a bad segment), DATABASE_EXISTS.
+ */
+export async function restoreFromBlob(store: BlobStore, opts: { id: string; dbPath: string; workDir: string; at?: number; now?: number }): Promise<BlobRestoreResult> {
+  const { id, dbPath } = opts;
+  const now = opts.now ?? Date.now();
+  if (fs.existsSync(dbPath)) throw new AgentDbError('DATABASE_EXISTS', `${id} already exists here (${dbPath}); a disaster restore only creates a database`);
+  const prefix = backupPrefix(id);
+  const marker = `${prefix}readers/${randomUUID()}.json`;
+  await store.put(marker, Readable.from([Buffer.from(JSON.stringify({ at: now, pid: process.pid }))]));
+  const work = path.join(opts.workDir, `blob-restore-${randomUUID()}`);
+  try {
+    const manifest = await readManifest(store, id);
+    if (!manifest || manifest.generations.length === 0) throw new AgentDbError('NOT_FOUND', `the blob store ${store.name} has no backup of ${id}`);
+    const range = manifestRange(manifest);
+    const at = opts.at ?? range.latest!;
+    if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
+    const gen = manifest.generations.filter((g) => g.snapshot.at <= at).at(-1);
+    if (!gen) {
+      throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is before the earliest backed-up moment, ${new Date(range.earliest!).toISOString()}`);
+    }
+    // The generation in the layout the restore engine reads (see layout.ts).
+    const genDir = path.join(work, 'generations', gen.name);
+    fs.mkdirSync(path.join(genDir, SEGMENTS_DIR), { recursive: true });
+    let downloaded = await download(store, gen.snapshotFile, path.join(genDir, SNAPSHOT_FILE));
+    writeJsonAtomic(path.join(genDir, SNAPSHOT_META), gen.snapshot);
+    if (gen.end) writeJsonAtomic(path.join(genDir, GENERATION_END), gen.end);
+    for (const seg of gen.segments) {
+      if (seg.from > at) break;
+      downloaded += await download(store, seg.data, path.join(genDir, SEGMENTS_DIR, seg.name + SEGMENT_DATA_EXT));
+      downloaded += await download(store, seg.index, path.join(genDir, SEGMENTS_DIR, seg.name + SEGMENT_INDEX_EXT));
+    }
+    const plan = planRestore({ generationsDir: path.join(work, 'generations') }, { at });
+    const built = path.join(work, 'restored.sqlite');
+    buildRestore(plan, built);
+    fs.mkdirSync(path.dirname(dbPath), { recursive: true });
+    // A link never replaces: a database created here meanwhile (a call) is left alone.
+    try {
+      fs.linkSync(built, dbPath);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${id} was created while it was being restored; nothing was changed`);
+      throw err;
+    }
+    return {
+      database: id,
+      restoredTo: new Date(plan.restoredTo).toISOString(),
+      snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
+      frames: plan.frames,
+      commits: plan.commits,
+      downloaded,
+    };
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+    await store.delete(marker).catch(() => undefined);
+  }
+}
+
+/** Downloads one file, checking its size and sha256 against the manifest as it streams. */
+async function download(store: BlobStore, f: ManifestFile, to: string): Promise<number> {
+  const measure = new Measure();
+  const body = await store.get(f.key).catch((err) => {
+    if ((err as AgentDbError).code === 'NOT_FOUND') throw new AgentDbError('HISTORY_CORRUPT', `${store.name}/${f.key}, which the manifest names, is missing; nothing was restored`);
+    throw err;
+  });
+  await pipeline(body, measure, createWriteStream(to));
+  if (measure.sha256() !== f.sha256 || measure.bytes !== f.bytes) {
+    throw new AgentDbError('HISTORY_CORRUPT', `${store.name}/${f.key} does not match the sha256 its manifest names (${measure.sha256()} ≠ ${f.sha256}); nothing was restored`);
+  }
+  return measure.bytes;
+}

@@ -1,0 +1,46 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { codeOf } from '../errors.ts';
+import type { OffloadedResults } from '../history/offloaded-results.ts';
+import type { KeyAuthenticator } from '../registry/principal.ts';
+import { sendError } from './error-reply.ts';
+import { principalOf, requireKey } from './key-auth.ts';
+
+/** What the results route needs: key resolution and the offloaded results. */
+export interface ResultsRoutesDeps {
+  auth: KeyAuthenticator;
+  results: OffloadedResults;
+}
+
+const idParams = z.object({ id: z.string().min(1).max(128) });
+
+/**
+ * `GET /v1/results/:id`: a query result too large for its envelope (`result.offloaded.id`), as
+ * JSON `{"columns":[…],"rows":[…]}`, streamed from the blob store. Any member key of the
+ * result's workspace reads it, and so does the key of the agent whose call it was; any other
+ * key answers NOT_FOUND, as an unknown id does. Past its expiry: RESULT_EXPIRED (410).
+ */
+export function resultsRoutes(deps: ResultsRoutesDeps): FastifyPluginAsync {
+  return async (app) => {
+    app.addHook('onRequest', requireKey(deps.auth));
+    app.get('/v1/results/:id', async (request, reply) => {
+      const params = idParams.safeParse(request.params);
+      if (!params.success) return sendError(reply, 'INVALID_ARGUMENTS', 'the result id is 1 to 128 characters');
+      const p = principalOf(request);
+      const reader = p.kind === 'member' ? { kind: 'member' as const, workspace: p.workspace } : { kind: 'agent' as const, workspace: p.workspace, agent: p.agent };
+      try {
+        const { ref, body } = await deps.results.open(params.data.id, reader);
+        return reply
+          .header('content-type', 'application/json; charset=utf-8')
+          .header('content-length', String(ref.bytes))
+          .header('x-agentdb-rows', String(ref.rows))
+          .header('x-agentdb-expires-at', ref.expiresAt)
+          .send(body);
+      } catch (err) {
+        const code = codeOf(err);
+        if (code && code !== 'INTERNAL') return sendError(reply, code, (err as { detail?: string }).detail);
+        throw err;
+      }
+    });
+  };
+}

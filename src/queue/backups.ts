@@ -1,0 +1,42 @@
+import { AgentDbError, type ErrorCode } from '../errors.ts';
+import type { BackupReport } from '../history/backup.ts';
+import { shardOf } from '../store/database-id.ts';
+import type { BackupProgress, ShardBackupResult } from './backup-op.ts';
+import type { ShardOpClient } from './shard-op-client.ts';
+
+/** What a backup run did, over every shard it reached. */
+export interface BackupRun {
+  databases: BackupReport[];
+  /** Shards whose backup failed, with why (the others still ran). */
+  failed: { shard: number; code: ErrorCode; detail: string }[];
+}
+
+/**
+ * Backs up every shard (or only the shard of `db`), each on its owner as shard op `backup`,
+ * all at once: each owner uploads its own files. `onProgress` hears each database as it is done.
+ */
+export async function runBackups(
+  ops: ShardOpClient,
+  shardCount: number,
+  opts: { db?: string; timeoutMs?: number; onProgress?: (p: BackupProgress) => void } = {},
+): Promise<BackupRun> {
+  const shards = opts.db !== undefined ? [shardOf(opts.db, shardCount)] : Array.from({ length: shardCount }, (_, i) => i);
+  const run: BackupRun = { databases: [], failed: [] };
+  await Promise.all(
+    shards.map(async (shard) => {
+      try {
+        const outcome = await ops.run(shard, 'backup', opts.db !== undefined ? { db: opts.db } : {}, {
+          timeoutMs: opts.timeoutMs ?? 6 * 3600 * 1000,
+          ...(opts.onProgress ? { onProgress: (p) => opts.onProgress!(p as BackupProgress) } : {}),
+        });
+        if (outcome.ok) run.databases.push(...(outcome.result as ShardBackupResult).databases);
+        else run.failed.push({ shard, ...outcome.error });
+      } catch (err) {
+        run.failed.push({ shard, code: 'UNAVAILABLE', detail: (err as Error).message });
+      }
+    }),
+  );
+  run.databases.sort((a, b) => (a.database < b.database ? -1 : 1));
+  if (opts.db !== undefined && run.failed.length) throw new AgentDbError(run.failed[0]!.code, run.failed[0]!.detail);
+  return run;
+}

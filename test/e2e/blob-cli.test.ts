@@ -1,0 +1,71 @@
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { runCli, startCli, stop } from '../helpers/processes.ts';
+
+let sb: Sandbox;
+let worker: ChildProcess;
+
+beforeAll(async () => {
+  sb = sandbox({ MAX_RESULT_BYTES: '4096' });
+  worker = await startCli(['worker'], sb.env);
+});
+afterAll(async () => {
+  await stop(worker);
+  await sb.cleanup();
+});
+
+const who = ['--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}'];
+
+describe('agentdb result-blob', () => {
+  it('prints an offloaded result whole, or to --out; another workspace or agent finds nothing', async () => {
+    expect((await runCli(['call', ...who, 'DATA_WRITE_SQL', '{"sql":"CREATE TABLE t (s TEXT)"}'], sb.env)).code).toBe(0);
+    const q = await runCli(['call', ...who, 'DATA_QUERY_SQL', JSON.stringify({ sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) SELECT i, printf('%.80c', 'z') AS z FROM n", max_rows: 1000 })], sb.env);
+    const env = JSON.parse(q.stdout);
+    expect(env.result.offloaded).toMatchObject({ rows: 300 });
+    const id = env.result.offloaded.id as string;
+    const expected = { columns: ['i', 'z'], rows: Array.from({ length: 300 }, (_, k) => [k + 1, 'z'.repeat(80)]) };
+
+    const whole = await runCli(['result-blob', id, '--workspace', 'acme'], sb.env);
+    expect(whole.code).toBe(0);
+    expect(JSON.parse(whole.stdout)).toEqual(expected);
+    const out = path.join(sb.dataDir, 'out.json');
+    expect((await runCli(['result-blob', id, '--workspace', 'acme', '--agent', 'scout', '--out', out], sb.env)).code).toBe(0);
+    expect(JSON.parse(readFileSync(out, 'utf8'))).toEqual(expected);
+
+    for (const args of [['--workspace', 'other'], ['--workspace', 'acme', '--agent', 'someone']]) {
+      const none = await runCli(['result-blob', id, ...args], sb.env);
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain('NOT_FOUND');
+      expect(none.stdout).toBe('');
+    }
+  });
+});
+
+describe('agentdb backup now and restore --from-blob', () => {
+  it('backs up every shard, a line per database on stderr, and prints the run as JSON', async () => {
+    const run = await runCli(['backup', 'now'], sb.env);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ databases: [expect.objectContaining({ database: 'acme/scout', unchanged: false })], failed: [] });
+    expect(run.stderr).toMatch(/^shard \d+ 1\/1 acme\/scout: \d+ files, [\d.]+ MB uploaded and verified$/m);
+    const again = await runCli(['backup', 'now', '--db', 'acme/scout'], sb.env);
+    expect(again.stderr).toMatch(/acme\/scout: unchanged/);
+  });
+
+  it('refuses a malformed database id before doing anything', async () => {
+    const bad = await runCli(['backup', 'now', '--db', '../etc'], sb.env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--db must be a database id');
+    expect((await runCli(['restore', 'Not/Valid', '--from-blob'], sb.env)).code).toBe(2);
+    expect((await runCli(['restore', 'acme/scout', '--from-blob', '--at', 'yesterday'], sb.env)).code).toBe(2);
+  });
+
+  it('answers a database with no backup with a clear code', async () => {
+    const none = await runCli(['restore', 'acme/nobody', '--from-blob'], sb.env);
+    expect(none.code).toBe(1);
+    expect(JSON.parse(none.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringMatching(/has no backup of acme\/nobody/) } });
+    expect((await runCli(['restore', 'acme/scout', '--from-blob', '--undo', 'u1'], sb.env)).code).toBe(2);
+  });
+});

@@ -1,0 +1,249 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import Database from 'better-sqlite3';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { codeOf } from '../../src/errors.ts';
+import { backupDatabase } from '../../src/history/backup.ts';
+import { backupPrefix, readManifest } from '../../src/history/backup-manifest.ts';
+import { pruneBlobBackups } from '../../src/history/blob-prune.ts';
+import { restoreFromBlob } from '../../src/history/blob-restore.ts';
+import { openBlobStore } from '../../src/history/blob-stores.ts';
+import type { BlobStore } from '../../src/history/blob-store.ts';
+import type { BackupProgress } from '../../src/queue/backup-op.ts';
+import { runBackups } from '../../src/queue/backups.ts';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import { ShardWorkerPool } from '../../src/queue/shard-worker-pool.ts';
+import { databasePath, shardOf } from '../../src/store/database-id.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
+
+// Small checkpoints, so a few hundred writes make several segments.
+const HISTORY_ENV = { HISTORY_CAPTURE: 'on', HISTORY_CHECKPOINT_BYTES: String(32 * 1024) };
+const DB = 'acme/scout';
+const who = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
+const DAY = 24 * 3600 * 1000;
+
+let s3: S3Server;
+let sb: Sandbox;
+let config: Config;
+let pool: ShardWorkerPool;
+let client: AgentDbClient;
+let ops: ShardOpClient;
+let store: BlobStore;
+const pools: ShardWorkerPool[] = [];
+const temp: string[] = [];
+
+async function startPool(cfg: Config): Promise<ShardWorkerPool> {
+  const p = new ShardWorkerPool({ config: cfg, shards: Array.from({ length: cfg.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
+  pools.push(p);
+  await p.start();
+  return p;
+}
+
+async function write(sql: string, params: unknown[] = []) {
+  const env = await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql, params } });
+  expect(env.ok, JSON.stringify(env)).toBe(true);
+}
+
+async function writeRounds(from: number, to: number) {
+  for (let i = from; i < to; i++) {
+    await write('INSERT INTO t (id, s, b) VALUES (?, ?, randomblob(200))', [i, `row ${i} ${'y'.repeat(300)}`]);
+    if (i % 10 === 0) await write('UPDATE t SET s = s || ? WHERE id % 7 = ?', ['!', i % 7]);
+    if (i % 25 === 0) await write('DELETE FROM t WHERE id = ?', [i - 3]);
+  }
+}
+
+/** Every row of every table, in order, and the integrity check, of a database file. */
+function dump(file: string) {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all() as string[];
+    const rows = Object.fromEntries(tables.map((t) => [t, db.prepare(`SELECT * FROM "${t}" ORDER BY 1`).raw().all()]));
+    return { rows, integrity: db.pragma('integrity_check', { simple: true }) };
+  } finally {
+    db.close();
+  }
+}
+
+function tempFile(name: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-'));
+  temp.push(dir);
+  return path.join(dir, name);
+}
+
+let afterFirst = 0;
+let firstDump: ReturnType<typeof dump>;
+
+beforeAll(async () => {
+  s3 = await startS3Server();
+  sb = sandbox({ ...s3.env, ...HISTORY_ENV });
+  config = sb.config;
+  pool = await startPool(config);
+  client = sb.client();
+  ops = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
+  store = openBlobStore(config);
+  await write('CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, b BLOB)');
+  await writeRounds(0, 150);
+  firstDump = dump(livePath(config));
+  afterFirst = Date.now();
+});
+
+afterAll(async () => {
+  await ops?.close();
+  await store?.close();
+  for (const p of pools) await p.stop();
+  await sb?.cleanup();
+  await s3?.stop();
+  for (const d of temp) rmSync(d, { recursive: true, force: true });
+});
+
+function livePath(cfg: Config): string {
+  return databasePath(cfg.dataDir, 'acme', 'scout', shardOf(DB, cfg.shardCount));
+}
+
+describe('nightly backups to the blob store (s3rver)', () => {
+  it('backs up every shard on its owner, reporting each database as it is done, and verifies a manifest of it', async () => {
+    const progress: BackupProgress[] = [];
+    const run = await runBackups(ops, config.shardCount, { onProgress: (p) => progress.push(p) });
+    expect(run.failed).toEqual([]);
+    expect(run.databases).toEqual([expect.objectContaining({ database: DB, unchanged: false })]);
+    expect(run.databases[0]!.files).toBeGreaterThanOrEqual(3);
+    expect(progress).toEqual([expect.objectContaining({ shard: shardOf(DB, config.shardCount), done: 1, total: 1, report: run.databases[0] })]);
+    const manifest = (await readManifest(store, DB))!;
+    expect(manifest.generations.length).toBeGreaterThanOrEqual(2);
+    // The fresh snapshot: a generation that began at the backup, with its page count and sha256.
+    const last = manifest.generations.at(-1)!;
+    expect(last.snapshot).toMatchObject({ reason: 'nightly', pages: expect.any(Number), sha256: last.snapshotFile.sha256 });
+    expect(manifest.generations[0]!.segments.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('uploads nothing again when nothing changed', async () => {
+    const run = await runBackups(ops, config.shardCount, { db: DB });
+    expect(run.databases).toEqual([expect.objectContaining({ database: DB, unchanged: true, files: 0 })]);
+  });
+
+  it('restores on an empty data folder from the blob store alone, equal to the original row for row', async () => {
+    await writeRounds(150, 220);
+    await runBackups(ops, config.shardCount, { db: DB });
+    const original = dump(livePath(config));
+    // A new machine: another data folder and prefix, the same bucket.
+    const sb2 = sandbox({ ...s3.env, ...HISTORY_ENV });
+    const pool2 = await startPool(sb2.config);
+    try {
+      const ops2 = new ShardOpClient({ redisUrl: sb2.config.redisUrl, prefix: sb2.config.prefix });
+      try {
+        const outcome = await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB });
+        expect(outcome).toMatchObject({ ok: true, result: { database: DB } });
+        expect(dump(livePath(sb2.config))).toEqual(original);
+        expect(original.integrity).toBe('ok');
+        // And the restored database answers calls.
+        const c2 = sb2.client();
+        expect(await c2.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({
+          ok: true,
+          result: { rows: [[original.rows.t!.length]] },
+        });
+        // It exists now: a second disaster restore refuses to touch it.
+        expect(await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB })).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
+      } finally {
+        await ops2.close();
+      }
+    } finally {
+      await pool2.stop();
+      pools.splice(pools.indexOf(pool2), 1);
+      await sb2.cleanup();
+    }
+  });
+
+  it('restores to an earlier moment', async () => {
+    const file = tempFile('at.sqlite');
+    const r = await restoreFromBlob(store, { id: DB, dbPath: file, workDir: path.dirname(file), at: afterFirst });
+    expect(Date.parse(r.restoredTo)).toBeLessThanOrEqual(afterFirst);
+    expect(dump(file)).toEqual(firstDump);
+  });
+
+  it('refuses a moment before the backups or in the future, and a database never backed up', async () => {
+    const file = tempFile('x.sqlite');
+    const opts = { id: DB, dbPath: file, workDir: path.dirname(file) };
+    expect(codeOf(await restoreFromBlob(store, { ...opts, at: 1000 }).catch((e) => e))).toBe('HISTORY_OUT_OF_RANGE');
+    expect(codeOf(await restoreFromBlob(store, { ...opts, at: Date.now() + DAY }).catch((e) => e))).toBe('HISTORY_OUT_OF_RANGE');
+    expect(codeOf(await restoreFromBlob(store, { ...opts, id: 'acme/nobody' }).catch((e) => e))).toBe('NOT_FOUND');
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('a corrupt segment or a manifest that does not match its sha256: a clear error, nothing restored', async () => {
+    const manifest = (await readManifest(store, DB))!;
+    const seg = manifest.generations.find((g) => g.segments.length)!.segments[0]!;
+    const body: Buffer[] = [];
+    for await (const c of await store.get(seg.data.key)) body.push(c as Buffer);
+    const good = Buffer.concat(body);
+    const bad = Buffer.from(good);
+    bad[bad.length - 100]! ^= 0xff;
+    const file = tempFile('c.sqlite');
+    const opts = { id: DB, dbPath: file, workDir: path.dirname(file), at: seg.to };
+    try {
+      await store.put(seg.data.key, Readable.from([bad]));
+      const err = await restoreFromBlob(store, opts).catch((e) => e);
+      expect(codeOf(err), String(err)).toBe('HISTORY_CORRUPT');
+      expect(err.detail).toContain(seg.data.key);
+      expect(existsSync(file)).toBe(false);
+    } finally {
+      await store.put(seg.data.key, Readable.from([good]));
+    }
+    const key = `${backupPrefix(DB)}manifest.json`;
+    const text: Buffer[] = [];
+    for await (const c of await store.get(key)) text.push(c as Buffer);
+    try {
+      await store.put(key, Readable.from([Buffer.from(`${Buffer.concat(text).toString()} `)]));
+      const err = await restoreFromBlob(store, opts).catch((e) => e);
+      expect(codeOf(err)).toBe('HISTORY_CORRUPT');
+      expect(err.detail).toContain('manifest');
+      expect(existsSync(file)).toBe(false);
+    } finally {
+      await store.put(key, Readable.from(text));
+    }
+    await restoreFromBlob(store, opts);
+    expect(dump(file).integrity).toBe('ok');
+  });
+});
+
+describe('the blob prune', () => {
+  it('deletes generations past the retention, keeping the snapshot restores inside the window start from', async () => {
+    const before = (await readManifest(store, DB))!;
+    expect(before.generations.length).toBeGreaterThanOrEqual(3);
+    // 30 days after the second generation began: the first is past, the second still needed.
+    const now = before.generations[1]!.snapshot.at + 30 * DAY;
+    const report = await pruneBlobBackups(store, { retentionDays: 30, now });
+    expect(report).toMatchObject({ databases: 1, generations: 1, busy: [] });
+    const after = (await readManifest(store, DB))!;
+    expect(after.generations.map((g) => g.name)).toEqual(before.generations.slice(1).map((g) => g.name));
+    expect(await store.head(before.generations[0]!.snapshotFile.key)).toBeUndefined();
+    // Every moment from the oldest kept snapshot on still restores.
+    const file = tempFile('p.sqlite');
+    await restoreFromBlob(store, { id: DB, dbPath: file, workDir: path.dirname(file) });
+    expect(dump(file)).toEqual(dump(livePath(config)));
+  });
+
+  it('leaves alone the backups a restore is reading', async () => {
+    const marker = `${backupPrefix(DB)}readers/test.json`;
+    const now = Date.now() + 400 * DAY;
+    await store.put(marker, Readable.from([Buffer.from(JSON.stringify({ at: now - 60_000 }))]));
+    try {
+      const report = await pruneBlobBackups(store, { retentionDays: 1, now });
+      expect(report).toMatchObject({ generations: 0, busy: [DB] });
+    } finally {
+      await store.delete(marker);
+    }
+  });
+
+  it('backs up again after a prune, from what the manifest still lists', async () => {
+    await writeRounds(220, 240);
+    const r = await backupDatabase(store, config.dataDir, DB);
+    expect(r.unchanged).toBe(false);
+    expect(r.files).toBeGreaterThan(0);
+  });
+});
