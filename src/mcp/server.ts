@@ -1,5 +1,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
 import type { Principal } from '../registry/principal.ts';
@@ -21,7 +22,7 @@ export interface McpServerDeps {
  * keys, approvals). A tool not listed here is unknown here, whatever it is elsewhere.
  */
 export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: McpServerDeps): Server {
-  const server = new Server({ name: 'agentdb', version: '0.1.0' }, { capabilities: { tools: {} } });
+  const server = new Server({ name: 'agentdb', version: '0.1.0' }, { capabilities: { tools: {} }, jsonSchemaValidator: sharedValidator() });
   const tools = toolsFor(principal, endpoint);
   const listed = new Set(tools.map((t) => t.name));
 
@@ -42,4 +43,15 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     }
   });
   return server;
+}
+
+/**
+ * One JSON Schema validator for every server of the process. The SDK makes a new Ajv per
+ * server unless given one, which cost about a millisecond per stateless `/mcp` request, for a
+ * validator a tools-only server never uses (it validates elicitation answers).
+ */
+let validator: AjvJsonSchemaValidator | undefined;
+function sharedValidator(): AjvJsonSchemaValidator {
+  validator ??= new AjvJsonSchemaValidator();
+  return validator;
 }
