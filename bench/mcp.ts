@@ -12,6 +12,7 @@ import { keysFor } from '../src/queue/keys.ts';
 import { AgentKeyRing } from '../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../src/registry/agents.ts';
 import { KeyAuthenticator } from '../src/registry/principal.ts';
+import { PrincipalCache } from '../src/registry/principal-cache.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
@@ -32,12 +33,15 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
   const members = new MemberRegistry(redis, keys);
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   const serverClient = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+  // As `agentdb start` runs it: who a key is, cached until the registry announces a change.
+  const principals = new PrincipalCache(new Redis(config.redisUrl), keys.registryChanges, config.keyCacheTtlMs);
+  await principals.start();
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
     members,
     approvals,
-    keyed: { auth: new KeyAuthenticator(redis, keys), calls: new KeyedCalls(serverClient), waitMs: 30_000, approvalWaitMs: 60_000 },
+    keyed: { auth: new KeyAuthenticator(redis, keys, principals), calls: new KeyedCalls(serverClient), waitMs: 30_000, approvalWaitMs: 60_000 },
   });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const mcp = new Client({ name: 'bench', version: '1' });
@@ -77,6 +81,7 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
 
   await mcp.close();
   await app.close();
+  principals.close();
   await approvals.close();
   await serverClient.close();
   await library.close();

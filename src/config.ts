@@ -80,6 +80,11 @@ const envSchema = z.object({
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
   /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
   MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
+  /**
+   * How long the HTTP server keeps who a key is without asking Redis again. Registry changes are
+   * announced, so a revoked key stops at once; this bounds it if an announcement is missed. 0: off.
+   */
+  KEY_CACHE_TTL_MS: int(0, 600_000, 5000),
 });
 
 /**
@@ -129,6 +134,7 @@ export interface Config {
   readonly memberKey?: string;
   readonly httpWaitMs: number;
   readonly mcpApprovalWaitMs: number;
+  readonly keyCacheTtlMs: number;
 }
 
 /** Thrown when the environment is invalid; the message names every bad variable. */
@@ -182,6 +188,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     httpWaitMs: e.HTTP_WAIT_MS,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
+    keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
 }

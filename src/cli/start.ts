@@ -6,6 +6,7 @@ import { buildApp } from '../http/app.ts';
 import { AgentDbClient } from '../queue/client.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
+import { PrincipalCache } from '../registry/principal-cache.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
@@ -34,6 +35,10 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
+  const keys = keysFor(config.prefix);
+  const principals = new PrincipalCache(connectRedis(config.redisUrl, { name: 'agentdb-registry-changes' }), keys.registryChanges, config.keyCacheTtlMs);
+  // Not awaited: until it has subscribed the cache is simply unused.
+  void principals.start();
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -42,7 +47,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     approvals,
     logger,
     keyed: {
-      auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
+      auth: new KeyAuthenticator(redis, keys, principals),
       calls: new KeyedCalls(client),
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
@@ -56,6 +61,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     await app.close();
     await approvals.close();
     await client.close();
+    principals.close();
     redis.disconnect();
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
@@ -75,6 +81,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await client.close();
   await scheduler.stop();
   await pool.stop();
+  principals.close();
   redis.disconnect();
   redisServer?.kill();
   return EXIT.ok;
