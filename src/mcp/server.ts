@@ -1,5 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
@@ -14,7 +14,17 @@ export interface McpServerDeps {
   approvalWaitMs: number;
   /** Called with faults (never agent errors), for the log. */
   onFault?: (err: unknown) => void;
+  /**
+   * Who the key speaks for now, asked before every request. A stdio server lives as long as
+   * its client, which may outlive the key: a revoked key must stop there too, and narrowed
+   * settings apply. Absent: the principal given stays (an HTTP request's server lives for one
+   * request).
+   */
+  principalNow?: () => Promise<Principal | undefined>;
 }
+
+/** The answer to any request once the key no longer works. */
+const keyGone = () => new McpError(-32001, 'Unauthorized: the key is no longer an active agent or member key.');
 
 /**
  * An MCP server speaking for one key's principal: `tools/list` shows what it may see on this
@@ -23,14 +33,26 @@ export interface McpServerDeps {
  */
 export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: McpServerDeps): Server {
   const server = new Server({ name: 'agentdb', version: '0.1.0' }, { capabilities: { tools: {} }, jsonSchemaValidator: sharedValidator() });
-  const tools = toolsFor(principal, endpoint);
-  const listed = new Set(tools.map((t) => t.name));
+  const current = async (): Promise<Principal> => {
+    if (!deps.principalNow) return principal;
+    const now = await deps.principalNow();
+    if (!now) throw keyGone();
+    return now;
+  };
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...toolsFor(await current(), endpoint)] }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name, arguments: args } = request.params;
-    if (!listed.has(name)) {
+    let principal: Principal;
+    try {
+      principal = await current();
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      deps.onFault?.(err);
+      return toolResult(errorEnvelope('', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
+    }
+    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) {
       return toolResult(errorEnvelope('', name, 'UNKNOWN_TOOL', `"${name}" is not a tool on this endpoint.`));
     }
     try {
