@@ -82,7 +82,7 @@ async function only(name: string) {
   try {
     const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
     console.log(JSON.stringify(mcp));
-    console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5)`);
+    console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms; ${mcp.httpConnections} HTTP connection(s)`);
   } finally {
     await workers.stop();
     await deleteKeys(prefix);
@@ -260,7 +260,7 @@ async function main() {
   console.log(
     `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
   );
-  console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio})`);
+  console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms`);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,
   );
