@@ -12,6 +12,7 @@ import { keysFor } from '../src/queue/keys.ts';
 import { AgentKeyRing } from '../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../src/registry/agents.ts';
 import { KeyAuthenticator } from '../src/registry/principal.ts';
+import { PrincipalCache } from '../src/registry/principal-cache.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
@@ -32,14 +33,21 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
   const members = new MemberRegistry(redis, keys);
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   const serverClient = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+  // As `agentdb start` runs it: who a key is, cached until the registry announces a change.
+  const principals = new PrincipalCache(new Redis(config.redisUrl), keys.registryChanges, config.keyCacheTtlMs);
+  await principals.start();
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
     members,
     approvals,
-    keyed: { auth: new KeyAuthenticator(redis, keys), calls: new KeyedCalls(serverClient), waitMs: 30_000, approvalWaitMs: 60_000 },
+    keyed: { auth: new KeyAuthenticator(redis, keys, principals), calls: new KeyedCalls(serverClient), waitMs: 30_000, approvalWaitMs: 60_000 },
   });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  // The SDK client's fetch keeps its connection alive: counted, so a run that opened one per
+  // request (and measured TCP set-up rather than agentdb) shows it.
+  let connections = 0;
+  app.server.on('connection', () => connections++);
   const mcp = new Client({ name: 'bench', version: '1' });
   await mcp.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
   const library = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
@@ -61,15 +69,37 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
     const r = await mcp.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
     must(r.isError === false, r);
   };
-  for (const warm of [viaLibrary, viaMcp]) await drive(Math.min(500, opts.calls), 1, warm);
+  // A reference: the same read through POST /v1/calls (fetch, keep-alive), to tell what HTTP
+  // and the key cost from what the MCP layers add.
+  const v1Url = new URL('/v1/calls', url);
+  const viaV1 = async (i: number) => {
+    const res = await fetch(v1Url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }),
+    });
+    const env = (await res.json()) as { ok: boolean };
+    must(env.ok, env);
+  };
+  for (const warm of [viaLibrary, viaMcp, viaV1]) await drive(Math.min(500, opts.calls), 1, warm);
 
   const lib: RunStats[] = [];
   const over: RunStats[] = [];
+  const v1: RunStats[] = [];
+  // CPU of this process (the caller, and for /mcp and /v1 also the HTTP server) per call: on a
+  // shared machine it moves far less than latency does, and it is what the layers cost.
+  const cpu = { library: 0, mcp: 0, v1: 0 };
+  const measured = async (side: keyof typeof cpu, fn: (i: number) => Promise<void>) => {
+    const before = process.cpuUsage();
+    const d = await drive(opts.calls, 1, fn);
+    const used = process.cpuUsage(before);
+    cpu[side] += (used.user + used.system) / 1000 / (opts.calls * opts.rounds);
+    return summarise(d.latencies, d.seconds);
+  };
   for (let r = 0; r < opts.rounds; r++) {
-    let d = await drive(opts.calls, 1, viaLibrary);
-    lib.push(summarise(d.latencies, d.seconds));
-    d = await drive(opts.calls, 1, viaMcp);
-    over.push(summarise(d.latencies, d.seconds));
+    lib.push(await measured('library', viaLibrary));
+    over.push(await measured('mcp', viaMcp));
+    v1.push(await measured('v1', viaV1));
   }
   const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
   const clientLibraryP50Ms = round(median(lib.map((s) => s.p50Ms)));
@@ -77,6 +107,7 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
 
   await mcp.close();
   await app.close();
+  principals.close();
   await approvals.close();
   await serverClient.close();
   await library.close();
@@ -87,6 +118,9 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
     clientLibraryP50Ms,
     mcpP50Ms,
     mcpP99Ms: round(median(over.map((s) => s.p99Ms))),
+    v1CallsP50Ms: round(median(v1.map((s) => s.p50Ms))),
     p50Ratio: round(mcpP50Ms / clientLibraryP50Ms),
+    httpConnections: connections,
+    cpuMsPerCall: { library: round(cpu.library), mcp: round(cpu.mcp), v1Calls: round(cpu.v1) },
   };
 }

@@ -118,6 +118,11 @@ const envSchema = z.object({
   MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
   /** How long a web page session lives without a request (sliding); the cookie itself ends with the browser. */
   WEB_SESSION_TTL_S: int(60, 30 * 24 * 3600, 8 * 3600),
+  /**
+   * How long the HTTP server keeps who a key is without asking Redis again. Registry changes are
+   * announced, so a revoked key stops at once; this bounds it if an announcement is missed. 0: off.
+   */
+  KEY_CACHE_TTL_MS: int(0, 600_000, 5000),
 });
 
 /**
@@ -177,6 +182,7 @@ export interface Config {
   readonly httpWaitMs: number;
   readonly mcpApprovalWaitMs: number;
   readonly webSessionTtlS: number;
+  readonly keyCacheTtlMs: number;
 }
 
 /** The blob store's configuration: a folder (BLOB_DIR, default `<data>/blobs`) or an S3 bucket. */
@@ -247,6 +253,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     httpWaitMs: e.HTTP_WAIT_MS,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
     webSessionTtlS: e.WEB_SESSION_TTL_S,
+    keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
 }

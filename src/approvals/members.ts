@@ -37,7 +37,9 @@ const MAX_ATTEMPTS = 8;
  * Writes a member record only if it still holds what the caller read (`''` = absent), and
  * moves the key index with it, so a record and its key hash can never disagree. Both keys share
  * the `{members}` hash tag, so this stays one slot on Redis Cluster.
- * KEYS: members(ws), memberKeys. ARGV: name, expected, record, hash to drop, hash to add, its value.
+ * KEYS: members(ws), memberKeys. ARGV: name, expected, record, hash to drop, hash to add, its value,
+ * the registry-changes channel (a change is announced in the same step, so caches of who a key
+ * is drop a revoked key at once).
  */
 const CAS_SCRIPT = `
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
@@ -45,6 +47,7 @@ if (cur or '') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 if ARGV[4] ~= '' then redis.call('HDEL', KEYS[2], ARGV[4]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], ARGV[5], ARGV[6]) end
+redis.call('PUBLISH', ARGV[7], 'member changed')
 return 1
 `;
 
@@ -175,6 +178,7 @@ export class MemberRegistry {
       dropHash,
       addHash,
       addHash ? `${workspace}/${name}` : '',
+      this.keys.registryChanges,
     );
     return done === 1;
   }

@@ -5,12 +5,15 @@ import { connectAnswering } from '../queue/connection.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { keysFor } from '../queue/keys.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
+import { PrincipalCache } from '../registry/principal-cache.ts';
+import { connectRedis } from '../queue/connection.ts';
 import { UsageError, type CommandContext } from './context.ts';
 
 /**
  * `agentdb mcp --stdio --key KEY`: the MCP server of `/mcp` over stdin/stdout, for a local MCP
- * client that starts agentdb itself. The key (`--key`, or AGENTDB_KEY) is checked once at
- * start; calls go onto the queue like a runtime's, so workers must run for this prefix. Stdout carries only JSON-RPC; everything else goes to stderr.
+ * client that starts agentdb itself. The key (`--key`, or AGENTDB_KEY) is checked at start and
+ * again before every request (cached like the HTTP server's, so a revoked key stops at once);
+ * calls go onto the queue like a runtime's, so workers must run for this prefix. Stdout carries only JSON-RPC; everything else goes to stderr.
  * Exit 0 when the client closes stdin, 1 for a key that does not work, 2 on bad flags.
  */
 export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: string }): Promise<number> {
@@ -19,9 +22,14 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
   if (!key) throw new UsageError('give --key KEY (or AGENTDB_KEY)');
   const { config } = ctx;
   const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-mcp' });
-  const principal = await new KeyAuthenticator(redis, keysFor(config.prefix)).authenticate(key);
-  redis.disconnect();
+  const keys = keysFor(config.prefix);
+  const principals = new PrincipalCache(connectRedis(config.redisUrl, { name: 'agentdb-mcp-registry' }), keys.registryChanges, config.keyCacheTtlMs);
+  await principals.start();
+  const auth = new KeyAuthenticator(redis, keys, principals);
+  const principal = await auth.authenticate(key);
   if (!principal) {
+    principals.close();
+    redis.disconnect();
     ctx.stderr.write('agentdb mcp: the key is not an active agent or member key\n');
     return 1;
   }
@@ -30,6 +38,7 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
     calls: new KeyedCalls(client),
     approvalWaitMs: config.mcpApprovalWaitMs,
     onFault: (err) => ctx.stderr.write(`agentdb mcp: ${String(err)}\n`),
+    principalNow: () => auth.authenticate(key),
   });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
@@ -40,5 +49,7 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
   await closed;
   await server.close();
   await client.close();
+  principals.close();
+  redis.disconnect();
   return 0;
 }

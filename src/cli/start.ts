@@ -9,6 +9,7 @@ import { OffloadedResults } from '../history/offloaded-results.ts';
 import { AgentDbClient } from '../queue/client.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
+import { PrincipalCache } from '../registry/principal-cache.ts';
 import { connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { Scheduler } from '../queue/scheduler.ts';
@@ -45,6 +46,10 @@ export async function start(ctx: CommandContext): Promise<number> {
   const history = new HistoryClient(historyOps, config.shardCount);
   // The web page's history panel calls the same history core as /v1/databases/:db/history.
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
+  const keys = keysFor(config.prefix);
+  const principals = new PrincipalCache(connectRedis(config.redisUrl, { name: 'agentdb-registry-changes' }), keys.registryChanges, config.keyCacheTtlMs);
+  // Not awaited: until it has subscribed the cache is simply unused.
+  void principals.start();
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -54,7 +59,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     logger,
     history,
     keyed: {
-      auth: new KeyAuthenticator(redis, keysFor(config.prefix)),
+      auth: new KeyAuthenticator(redis, keys, principals),
       calls,
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
@@ -72,6 +77,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     await approvals.close();
     await client.close();
     await historyOps.close();
+    principals.close();
     redis.disconnect();
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
@@ -94,6 +100,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await scheduler.stop();
   await pool.stop();
   await blobs.close();
+  principals.close();
   redis.disconnect();
   redisServer?.kill();
   return EXIT.ok;

@@ -1,5 +1,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
 import type { Principal } from '../registry/principal.ts';
@@ -13,7 +14,17 @@ export interface McpServerDeps {
   approvalWaitMs: number;
   /** Called with faults (never agent errors), for the log. */
   onFault?: (err: unknown) => void;
+  /**
+   * Who the key speaks for now, asked before every request. A stdio server lives as long as
+   * its client, which may outlive the key: a revoked key must stop there too, and narrowed
+   * settings apply. Absent: the principal given stays (an HTTP request's server lives for one
+   * request).
+   */
+  principalNow?: () => Promise<Principal | undefined>;
 }
+
+/** The answer to any request once the key no longer works. */
+const keyGone = () => new McpError(-32001, 'Unauthorized: the key is no longer an active agent or member key.');
 
 /**
  * An MCP server speaking for one key's principal: `tools/list` shows what it may see on this
@@ -21,15 +32,27 @@ export interface McpServerDeps {
  * keys, approvals). A tool not listed here is unknown here, whatever it is elsewhere.
  */
 export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: McpServerDeps): Server {
-  const server = new Server({ name: 'agentdb', version: '0.1.0' }, { capabilities: { tools: {} } });
-  const tools = toolsFor(principal, endpoint);
-  const listed = new Set(tools.map((t) => t.name));
+  const server = new Server({ name: 'agentdb', version: '0.1.0' }, { capabilities: { tools: {} }, jsonSchemaValidator: sharedValidator() });
+  const current = async (): Promise<Principal> => {
+    if (!deps.principalNow) return principal;
+    const now = await deps.principalNow();
+    if (!now) throw keyGone();
+    return now;
+  };
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...toolsFor(await current(), endpoint)] }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name, arguments: args } = request.params;
-    if (!listed.has(name)) {
+    let principal: Principal;
+    try {
+      principal = await current();
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      deps.onFault?.(err);
+      return toolResult(errorEnvelope('', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
+    }
+    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) {
       return toolResult(errorEnvelope('', name, 'UNKNOWN_TOOL', `"${name}" is not a tool on this endpoint.`));
     }
     try {
@@ -42,4 +65,15 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     }
   });
   return server;
+}
+
+/**
+ * One JSON Schema validator for every server of the process. The SDK makes a new Ajv per
+ * server unless given one, which cost about a millisecond per stateless `/mcp` request, for a
+ * validator a tools-only server never uses (it validates elicitation answers).
+ */
+let validator: AjvJsonSchemaValidator | undefined;
+function sharedValidator(): AjvJsonSchemaValidator {
+  validator ??= new AjvJsonSchemaValidator();
+  return validator;
 }

@@ -44,16 +44,42 @@ export function annotationsFor(tier: Tier): ToolAnnotations {
  * nor does an agent whose database is off (it has no tools at all). An agent registered with
  * the db surface sees db_query, db_schema and (in a write mode) db_exec instead.
  */
-export function toolsFor(principal: Principal, endpoint: McpEndpoint): McpTool[] {
+export function toolsFor(principal: Principal, endpoint: McpEndpoint): readonly McpTool[] {
   if (endpoint.kind === 'team') return [];
   if (principal.kind === 'agent' && principal.settings.database === 'off') return [];
   if (principal.kind === 'agent' && principal.surface.kind === 'db') {
-    const { schemaMode } = principal.surface;
-    return dbToolContracts(principal.surface).map((t) => {
-      const annotations = annotationsFor(t.tier);
-      // db_exec runs DROP (as a drop, which waits for a person) when DDL is allowed.
-      return { name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: { ...annotations, destructiveHint: t.name === 'db_exec' && schemaMode === 'write' } };
-    });
+    const { mode, schemaMode } = principal.surface;
+    return listed(`db:${mode}:${schemaMode}`, () =>
+      dbToolContracts({ mode, schemaMode }).map((t) => {
+        const annotations = annotationsFor(t.tier);
+        // db_exec runs DROP (as a drop, which waits for a person) when DDL is allowed.
+        return { name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: { ...annotations, destructiveHint: t.name === 'db_exec' && schemaMode === 'write' } };
+      }),
+    );
   }
-  return toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) }));
+  return listed('data', () => toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) })));
+}
+
+/**
+ * Every list above, built once per process: a list depends only on the surface, and turning
+ * the zod schemas into JSON Schemas took about a millisecond, on every `/mcp` request (the
+ * endpoint is stateless, so each request builds its server anew). Frozen, since every
+ * request shares them.
+ */
+const lists = new Map<string, readonly McpTool[]>();
+function listed(key: string, build: () => McpTool[]): readonly McpTool[] {
+  let tools = lists.get(key);
+  if (!tools) {
+    tools = deepFreeze(build());
+    lists.set(key, tools);
+  }
+  return tools;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }

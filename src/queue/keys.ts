@@ -31,6 +31,11 @@ export interface Keys {
   agentKeys(workspace: string): string;
   /** Every active agent key's sha256 → `<workspace>/<key id>`. */
   readonly agentKeyIndex: string;
+  /**
+   * The pub/sub channel every registry change (workspace, agent, key, member) is announced on,
+   * so processes that cache who a key is drop what they hold at once.
+   */
+  readonly registryChanges: string;
   /** Worker ids that published their executor pool's status, scored by when (ms). */
   readonly executorsIndex: string;
   /** One worker's executor pool status (JSON, with a short TTL). */
@@ -58,6 +63,7 @@ export function keysFor(prefix: string): Keys {
     agents: (workspace) => `${prefix}:{members}:agents:${workspace}`,
     agentKeys: (workspace) => `${prefix}:{members}:akeys:${workspace}`,
     agentKeyIndex: `${prefix}:{members}:akey-index`,
+    registryChanges: `${prefix}:{members}:registry-changed`,
     executorsIndex: `${prefix}:{executors}:index`,
     executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,

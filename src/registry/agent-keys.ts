@@ -85,7 +85,10 @@ export class AgentKeyRing {
     return { key, info: info(workspace, id, record) };
   }
 
-  /** Revokes key `id`: it stops working at once. @returns false when there was no active key. */
+  /**
+   * Revokes key `id`: it stops working at once, in caches too (the revocation is announced in
+   * the same transaction). @returns false when there was no active key.
+   */
   async revoke(workspace: string, id: string): Promise<boolean> {
     if (!workspaceName.safeParse(workspace).success) return false;
     const raw = await this.redis.hget(this.keys.agentKeys(workspace), id);
@@ -97,6 +100,7 @@ export class AgentKeyRing {
       .multi()
       .hdel(this.keys.agentKeyIndex, record.keyHash)
       .hset(this.keys.agentKeys(workspace), id, JSON.stringify(next))
+      .publish(this.keys.registryChanges, 'key revoked')
       .exec();
     return true;
   }

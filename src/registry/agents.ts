@@ -47,7 +47,8 @@ export class AgentRegistry {
     const now = Date.now();
     const current = await this.get(workspace, slug);
     const record: AgentRecord = { ...profile.data, createdAt: current?.createdAt ?? now, updatedAt: now };
-    await this.redis.hset(this.keys.agents(workspace), slug, JSON.stringify(record));
+    // Announced: narrower settings apply at once to keys whose principal a server has cached.
+    await this.redis.multi().hset(this.keys.agents(workspace), slug, JSON.stringify(record)).publish(this.keys.registryChanges, 'agent set').exec();
     return { workspace, slug, ...record };
   }
 
@@ -73,6 +74,7 @@ export class AgentRegistry {
    */
   async remove(workspace: string, slug: string): Promise<boolean> {
     if (!workspaceName.safeParse(workspace).success || !agentName.safeParse(slug).success) return false;
-    return (await this.redis.hdel(this.keys.agents(workspace), slug)) === 1;
+    const [[, removed] = []] = (await this.redis.multi().hdel(this.keys.agents(workspace), slug).publish(this.keys.registryChanges, 'agent removed').exec()) ?? [];
+    return removed === 1;
   }
 }

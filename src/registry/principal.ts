@@ -7,6 +7,8 @@ import { MemberRegistry } from '../approvals/members.ts';
 import type { Keys } from '../queue/keys.ts';
 import { AgentKeyRing } from './agent-keys.ts';
 import { AgentRegistry } from './agents.ts';
+import type { PrincipalCache } from './principal-cache.ts';
+import { hashKey, isKeyShaped } from './secret-key.ts';
 
 /**
  * Who a bearer key speaks for: a registered agent (with the settings its key reaches and its
@@ -18,19 +20,35 @@ export type Principal =
 
 /**
  * Resolves bearer keys of either kind. Agent and member keys share one shape (`adb_…`), so a
- * key is looked up in both indexes; whichever holds it says what it is.
+ * key is looked up in both indexes; whichever holds it says what it is. With a
+ * {@link PrincipalCache}, active keys seen recently skip the lookups until the registry changes.
  */
 export class KeyAuthenticator {
   private readonly members: MemberRegistry;
   private readonly agentKeys: AgentKeyRing;
 
-  constructor(redis: Redis, keys: Keys) {
+  constructor(
+    redis: Redis,
+    keys: Keys,
+    private readonly cache?: PrincipalCache,
+  ) {
     this.members = new MemberRegistry(redis, keys);
     this.agentKeys = new AgentKeyRing(redis, keys, new AgentRegistry(redis, keys));
   }
 
   /** The principal of `token`; undefined for anything that is not an active key. */
   async authenticate(token: string): Promise<Principal | undefined> {
+    if (!this.cache || !isKeyShaped(token)) return this.lookup(token);
+    const keyHash = hashKey(token);
+    const cached = this.cache.get(keyHash);
+    if (cached) return cached;
+    const mark = this.cache.mark();
+    const principal = await this.lookup(token);
+    if (principal) this.cache.put(keyHash, principal, mark);
+    return principal;
+  }
+
+  private async lookup(token: string): Promise<Principal | undefined> {
     const [member, agent] = await Promise.all([this.members.authenticate(token), this.agentKeys.authenticate(token)]);
     if (member) return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
     if (agent) {

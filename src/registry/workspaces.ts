@@ -44,7 +44,7 @@ export class WorkspaceRegistry {
     if (!PLANS.includes(plan)) throw new AgentDbError('INVALID_ARGUMENTS', `plan must be one of ${PLANS.join(', ')}, not ${String(plan)}.`);
     const current = await this.get(name);
     const record: WorkspaceRecord = { plan, createdAt: current?.createdAt ?? Date.now() };
-    await this.redis.hset(this.keys.workspaces, name, JSON.stringify(record));
+    await this.redis.multi().hset(this.keys.workspaces, name, JSON.stringify(record)).publish(this.keys.registryChanges, 'workspace set').exec();
     this.planCache.delete(name);
     return { name, ...record };
   }
@@ -68,7 +68,9 @@ export class WorkspaceRegistry {
   /** Unregisters `name` (its agents and their keys stay until removed). @returns false when unknown. */
   async remove(name: string): Promise<boolean> {
     this.planCache.delete(name);
-    return (await this.redis.hdel(this.keys.workspaces, name)) === 1;
+    // Announced: a removed workspace's keys stop working at once, in caches too.
+    const [[, removed] = []] = (await this.redis.multi().hdel(this.keys.workspaces, name).publish(this.keys.registryChanges, 'workspace removed').exec()) ?? [];
+    return removed === 1;
   }
 
   /**

@@ -51,6 +51,19 @@ describe('MCP against running processes', () => {
     expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)', agent: 'scout' } })).toMatchObject({ isError: true, structuredContent: { error: { code: 'NOT_PERMITTED' } } });
   });
 
+  it('agentdb mcp --stdio stops serving a key revoked while its client runs', async () => {
+    const cli = (...args: string[]) => runCli(args, sb.env);
+    expect((await cli('agents', 'set', '--workspace', 'acme', '--agent', 'brief', '--database', 'agent')).code).toBe(0);
+    const minted = JSON.parse((await cli('keys', 'mint', '--workspace', 'acme', '--agent', 'brief', '--json')).stdout) as { key: string; id: string };
+    const client = new Client({ name: 'e2e-stdio-revoked', version: '1' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [...CLI, 'mcp', '--stdio', '--key', minted.key], env: { ...(process.env as Record<string, string>), ...sb.env }, stderr: 'pipe' }));
+    clients.push(client);
+    expect(await client.callTool({ name: 'DATA_DESCRIBE_SCHEMA', arguments: {} })).toMatchObject({ isError: false });
+    expect((await cli('keys', 'revoke', '--workspace', 'acme', '--id', minted.id)).code).toBe(0);
+    await expect(client.callTool({ name: 'DATA_DESCRIBE_SCHEMA', arguments: {} })).rejects.toMatchObject({ code: -32001 });
+    await expect(client.listTools()).rejects.toMatchObject({ code: -32001 });
+  });
+
   it('agentdb mcp refuses a key that does not work, without saying more', async () => {
     const out = await runCli(['mcp', '--stdio', '--key', `adb_${'Q'.repeat(43)}`], sb.env);
     expect(out).toMatchObject({ code: 1, stdout: '' });

@@ -11,6 +11,7 @@ import { keysFor } from '../../src/queue/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
+import { PrincipalCache } from '../../src/registry/principal-cache.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { REDIS_URL, type Sandbox } from './harness.ts';
 
@@ -21,6 +22,8 @@ export interface KeyedApp {
   client: AgentDbClient;
   approvals: ApprovalService;
   workspaces: WorkspaceRegistry;
+  /** Who keys are, cached as `agentdb start` caches them (so every keyed test runs through it). */
+  principals: PrincipalCache;
   /** Registers an agent with `profile` and answers a fresh key for it. */
   agentKey(workspace: string, slug: string, profile: AgentProfileInput): Promise<string>;
   /** Adds a member and answers their key. */
@@ -38,13 +41,15 @@ export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: 
   const workspaces = new WorkspaceRegistry(redis, keys);
   const agents = new AgentRegistry(redis, keys);
   const ring = new AgentKeyRing(redis, keys, agents);
+  const principals = new PrincipalCache(new Redis(REDIS_URL), keys.registryChanges, 60_000);
+  void principals.start();
   const app = buildApp({
     redis,
     shardCount: sb.config.shardCount,
     members,
     approvals,
     keyed: {
-      auth: new KeyAuthenticator(redis, keys),
+      auth: new KeyAuthenticator(redis, keys, principals),
       calls: new KeyedCalls(client),
       waitMs: opts.waitMs ?? 10_000,
       approvalWaitMs: opts.approvalWaitMs ?? 10_000,
@@ -57,6 +62,7 @@ export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: 
     client,
     approvals,
     workspaces,
+    principals,
     async agentKey(workspace, slug, profile) {
       if (!(await workspaces.get(workspace))) await workspaces.put(workspace, 'pro');
       await agents.put(workspace, slug, profile);
@@ -66,6 +72,7 @@ export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: 
       return (await members.add(workspace, name, role)).key;
     },
     async close() {
+      principals.close();
       await app.close();
       await approvals.close();
       redis.disconnect();

@@ -1,0 +1,119 @@
+import type { Redis } from 'ioredis';
+import type { Principal } from './principal.ts';
+
+/**
+ * Who recently seen keys are, by the key's sha256, so that a request with a known key skips the
+ * four or five Redis lookups of the registry (each a socket write and a wait: together they
+ * cost more than the rest of an MCP request's Redis traffic).
+ *
+ * A cached answer must never outlive the key: every registry change (a revoked key or member,
+ * an agent's narrowed settings, a removed workspace) is published on `keys.registryChanges` in
+ * the same transaction as the change, and any message drops the whole cache. The cache is used
+ * only while its subscription is live: when the connection drops, messages may be lost, so the
+ * cache empties and stays unused until it has subscribed again. A revoked key therefore stops
+ * working as soon as Redis delivers the message (well under a millisecond on a live connection),
+ * and at the latest after `ttlMs` in any case (the bound for a writer that does not announce,
+ * such as an older agentdb against the same Redis).
+ *
+ * Only active keys are cached: an unknown key is looked up every time, so a key minted a moment
+ * ago works at once.
+ */
+export class PrincipalCache {
+  private readonly entries = new Map<string, { principal: Principal; until: number }>();
+  /** Bumped by every drop, so a lookup begun before a change cannot refill the cache after it. */
+  private epoch = 0;
+  private live = false;
+  private closed = false;
+  private started?: Promise<void>;
+  private waiting: (() => void)[] = [];
+
+  /**
+   * @param subscriber a connection of its own (it is put in subscriber mode).
+   * @param ttlMs the longest an entry is used; 0 turns the cache off.
+   */
+  constructor(
+    private readonly subscriber: Redis,
+    private readonly channel: string,
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  /** Subscribes; resolves once the cache is live. Resubscribes after every reconnect. */
+  start(): Promise<void> {
+    this.started ??= this.begin();
+    return this.started;
+  }
+
+  /** Resolves when the cache next drops what it holds (a registry change was heard). */
+  changed(): Promise<void> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private async begin(): Promise<void> {
+    if (this.ttlMs === 0) return;
+    this.subscriber.on('message', (channel: string) => {
+      if (channel === this.channel) this.drop();
+    });
+    // Anything may have changed while the connection was down: forget, and wait for the
+    // subscription before trusting the cache again.
+    this.subscriber.on('close', () => {
+      this.live = false;
+      this.drop();
+    });
+    this.subscriber.on('ready', () => void this.subscribe());
+    await this.subscribe();
+  }
+
+  /** The cached principal of `keyHash`, when the cache is live and the entry fresh. */
+  get(keyHash: string): Principal | undefined {
+    if (!this.live) return undefined;
+    const hit = this.entries.get(keyHash);
+    if (!hit) return undefined;
+    if (hit.until <= Date.now()) {
+      this.entries.delete(keyHash);
+      return undefined;
+    }
+    // A copy: callers build call inputs from it, and no request may change another's principal.
+    return structuredClone(hit.principal);
+  }
+
+  /** Where a lookup starts: pass it to {@link put} with the lookup's answer. */
+  mark(): number {
+    return this.epoch;
+  }
+
+  /** Remembers `principal` for `keyHash`, unless the registry changed since `mark`. */
+  put(keyHash: string, principal: Principal, mark: number): void {
+    if (!this.live || mark !== this.epoch) return;
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(keyHash, { principal, until: Date.now() + this.ttlMs });
+  }
+
+  /** Stops listening and closes the subscriber connection. */
+  close(): void {
+    this.closed = true;
+    this.live = false;
+    this.drop();
+    this.subscriber.disconnect();
+  }
+
+  private drop(): void {
+    this.epoch++;
+    this.entries.clear();
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const resolve of waiting) resolve();
+  }
+
+  private async subscribe(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.subscriber.subscribe(this.channel);
+      // A change announced before the subscription took hold was not heard: start empty.
+      this.drop();
+      this.live = !this.closed && this.subscriber.status === 'ready';
+    } catch {
+      // Not subscribed: the cache stays unused; the next 'ready' tries again.
+    }
+  }
+}
