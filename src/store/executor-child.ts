@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { dispatch } from './executor-dispatch.ts';
 import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './executor-protocol.ts';
 import { HandleCache } from './handle-cache.ts';
+import { dieWithParent } from './parent-watch.ts';
 import { statementCache } from './statement-cache.ts';
 
 const FLUSH_AFTER_MS = 5;
@@ -22,6 +23,7 @@ function main(): void {
     process.exit(2);
   }
   const opts = JSON.parse(process.argv[2] ?? '') as ChildOptions;
+  dieWithParent();
 
   // SQLite's heap limit is process-wide; any connection may set it. It bounds SQLite's own
   // allocations where the build counts them (this better-sqlite3 build does not: it has
