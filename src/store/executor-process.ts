@@ -50,6 +50,8 @@ export class ExecutorProcess {
   private sent: { id: number; item: Queued }[] = [];
   private headSince = 0;
   private timer?: NodeJS.Timeout;
+  /** A deadline passed; what the channel holds is read before the child is killed. */
+  private checking = false;
   private retry?: NodeJS.Timeout;
   private nextId = 1;
   private spawnedAt = 0;
@@ -108,7 +110,7 @@ export class ExecutorProcess {
   send(items: Queued[], reopen = false): void {
     const child = this.child!;
     if (this.sent.length === 0) this.headSince = Date.now();
-    if (!this.timer) this.timer = setTimeout(() => this.onDeadline(), this.opts.statementTimeoutMs);
+    if (!this.timer && !this.checking) this.timer = setTimeout(() => this.onDeadline(), this.opts.statementTimeoutMs);
     const message: ChildRequest[] = [];
     for (const item of items) {
       const id = this.nextId++;
@@ -180,8 +182,9 @@ export class ExecutorProcess {
     this.hooks.returned(this, items);
   }
 
-  private onDeadline(): void {
+  private onDeadline(read = false): void {
     this.timer = undefined;
+    this.checking = false;
     const head = this.sent[0];
     const child = this.child;
     if (!head || !child) return;
@@ -189,6 +192,15 @@ export class ExecutorProcess {
     if (left > 0) {
       // The head changed since the timer was armed: wait out the current one's deadline.
       this.timer = setTimeout(() => this.onDeadline(), left);
+      return;
+    }
+    if (!read) {
+      // Timers run before I/O in each turn of the event loop: after the worker's loop stalled
+      // (a long synchronous task, a GC pause), an answer that came within the deadline can sit
+      // unread in the channel when the timer fires. setImmediate runs after this turn's I/O,
+      // so the child is killed only if its answer is truly not there.
+      this.checking = true;
+      setImmediate(() => this.onDeadline(true));
       return;
     }
     this.sent.shift();
