@@ -25,12 +25,12 @@ const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, 
  * would cap a worker at a few thousand calls a second) — until another line waits, then it
  * finishes what it sent and gives the child up. A workspace holds at most `workspaceShare`
  * children at once: its other lines wait, and others find a child free. An idle child takes the
- * waiting line whose workspace had the least executor time lately (see `WorkspaceUsage`), the
- * oldest among equals: a workspace with nothing running is served at the next free child, not
+ * oldest waiting line, unless a workspace markedly lighter in executor time lately waits (see
+ * `fairest`): a workspace with next to nothing running is served at the next free child, not
  * after every other workspace's slow statement (twenty workspaces each keeping one runaway
- * going made a quiet workspace's read wait 29 s when the oldest line went first). Among
- * near-equals it prefers a line it ran last (a reopen costs a file open, WAL set-up and every
- * statement prepared again), but passes the fair one over at most `size` times.
+ * going made a quiet workspace's read wait 29 s when the oldest line always went first). It
+ * prefers a line it ran last, unless markedly heavier (a reopen costs a file open, WAL set-up
+ * and every statement prepared again), but passes the fair one over at most `size` times.
  */
 export class ExecutorPool {
   private readonly slots: ExecutorProcess[];

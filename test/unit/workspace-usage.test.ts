@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EVEN_WITHIN_MS, fairest, HALF_LIFE_MS, WorkspaceUsage, type Waiting } from '../../src/store/workspace-usage.ts';
+import { fairest, HALF_LIFE_MS, markedlyLighter, WorkspaceUsage, type Waiting } from '../../src/store/workspace-usage.ts';
 
 const line = (workspace: string, name = workspace): Waiting & { name: string } => ({ workspace, name, skips: 0 });
 
@@ -45,34 +45,49 @@ describe('WorkspaceUsage', () => {
 describe('fairest', () => {
   const never = () => false;
 
-  it('serves the workspace with the least recent executor time first, however many heavy ones waited longer', () => {
+  it('serves a workspace with next to nothing running first, however many heavy ones waited longer', () => {
     const heavy = Array.from({ length: 20 }, (_, i) => line(`runaway${i}`));
     const quiet = line('quiet');
     const recent = (ws: string) => (ws === 'quiet' ? 0.4 : 3000);
     expect(fairest([...heavy, quiet], recent, never, 2)).toBe(quiet);
   });
 
-  it('takes the oldest among equals', () => {
-    const a = line('a');
-    const b = line('b');
-    expect(fairest([a, b], () => 5, never, 2)).toBe(a);
-    expect(fairest([b, a], () => 5, never, 2)).toBe(b);
+  it('takes the lightest among markedly lighter ones, however late they came', () => {
+    const lines = [line('a'), line('b'), line('c'), line('d')];
+    const use: Record<string, number> = { a: 1000, b: 400, c: 300, d: 100 };
+    expect(fairest(lines, (ws) => use[ws]!, never, 2)!.workspace).toBe('d');
   });
 
-  it('takes a line the child has open when its workspace is within reach of the least, at most maxSkips times past the fair one', () => {
+  it('keeps arrival order among workspaces of like load, the one charged a little more included', () => {
+    const a = line('a');
+    const b = line('b');
+    const c = line('c');
+    const use: Record<string, number> = { a: 1170, b: 670, c: 690 };
+    expect(fairest([a, b, c], (ws) => use[ws]!, never, 2)).toBe(a);
+    expect(fairest([b, a], () => 5, never, 2)).toBe(b);
+    expect(fairest([line('x'), line('fresh')], (ws) => (ws === 'x' ? 0.4 : 0), never, 2)!.workspace).toBe('x');
+  });
+
+  it('takes a line the child has open unless its workspace is markedly heavier, at most maxSkips times past the fair one', () => {
     const fair = line('a');
     const mine = line('b');
-    const recent = (ws: string) => (ws === 'a' ? 10 : 10 + EVEN_WITHIN_MS);
+    const recent = (ws: string) => (ws === 'a' ? 500 : 900);
     const open = (l: Waiting) => l === mine;
     expect(fairest([fair, mine], recent, open, 2)).toBe(mine);
     expect(fairest([fair, mine], recent, open, 2)).toBe(mine);
     expect(fairest([fair, mine], recent, open, 2)).toBe(fair);
   });
 
-  it('never prefers an open line of a workspace well past the least', () => {
+  it('never prefers an open line of a markedly heavier workspace', () => {
     const quiet = line('quiet');
     const mine = line('heavy');
     expect(fairest([quiet, mine], (ws) => (ws === 'quiet' ? 0 : 3000), (l) => l === mine, 2)).toBe(quiet);
+  });
+
+  it('calls under half, by more than a millisecond, markedly lighter', () => {
+    expect(markedlyLighter(0.4, 3000)).toBe(true);
+    expect(markedlyLighter(600, 1170)).toBe(false);
+    expect(markedlyLighter(0, 0.9)).toBe(false);
   });
 
   it('answers undefined when nothing waits', () => {
