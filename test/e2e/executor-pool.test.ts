@@ -74,8 +74,9 @@ function answers() {
 
 describe('a worker with a pool of executor children', () => {
   it("answers other databases on the same shard while one runs a long statement, and shows it in 'agentdb executors'", async () => {
-    // Long enough for two CLI runs (each starts Node and the TypeScript loader) while it runs.
-    sb = sandbox({ SHARD_COUNT: '2', EXECUTOR_POOL_SIZE: '4', STATEMENT_TIMEOUT_MS: '10000' });
+    // Long enough for two CLI runs (each starts Node and the TypeScript loader) while it runs,
+    // on a loaded machine too (10 s was not, with a load average of 12 on 2 cores).
+    sb = sandbox({ SHARD_COUNT: '2', EXECUTOR_POOL_SIZE: '4', STATEMENT_TIMEOUT_MS: '25000' });
     await startWorker(sb.env);
     const client = sb.client();
     const { order, track } = answers();
@@ -218,7 +219,8 @@ describe('a worker with a pool of executor children', () => {
       stopping = true;
     }
     await Promise.all(loops);
-  });
+    // Each kill replaces a child (a process start): on a loaded 2-core machine this takes a while.
+  }, 150_000);
 
   it('puts an agent past AGENT_SHARD_CONCURRENCY back in the queue; all its calls complete, and another agent is served meanwhile', async () => {
     sb = sandbox({
