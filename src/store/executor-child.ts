@@ -14,7 +14,7 @@ import { statementCache } from './statement-cache.ts';
 
 const FLUSH_AFTER_MS = 5;
 
-type Outcome = { id: number; outcome: ExecOutcome };
+type Outcome = { id: number; outcome: ExecOutcome; cpuUs: number };
 
 function main(): void {
   const send = process.send?.bind(process);
@@ -49,7 +49,10 @@ function main(): void {
         since = performance.now();
       }
       if (reopen && req.op !== 'evict' && req.op !== 'stats') handles.evict(req.db.path);
-      done.push({ id, outcome: dispatch(handles, opts, req) });
+      const cpu = process.cpuUsage();
+      const outcome = dispatch(handles, opts, req);
+      const used = process.cpuUsage(cpu);
+      done.push({ id, outcome, cpuUs: used.user + used.system });
     }
     reply(send, done);
   });
@@ -71,12 +74,12 @@ function reply(send: NonNullable<typeof process.send>, outcomes: Outcome[]): voi
     send({ type: 'outcomes', outcomes } satisfies ChildMessage);
   } catch {
     // A result that cannot be serialised must still answer, or the worker waits for its deadline.
-    for (const { id, outcome } of outcomes) {
+    for (const { id, outcome, cpuUs } of outcomes) {
       try {
-        send({ type: 'outcomes', outcomes: [{ id, outcome }] } satisfies ChildMessage);
+        send({ type: 'outcomes', outcomes: [{ id, outcome, cpuUs }] } satisfies ChildMessage);
       } catch (err) {
         const failed: ExecOutcome = { ok: false, error: { code: 'INTERNAL', detail: `result could not be sent: ${String(err)}` } };
-        send({ type: 'outcomes', outcomes: [{ id, outcome: failed }] } satisfies ChildMessage);
+        send({ type: 'outcomes', outcomes: [{ id, outcome: failed, cpuUs }] } satisfies ChildMessage);
       }
     }
   }

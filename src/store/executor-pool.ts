@@ -184,6 +184,7 @@ export class ExecutorPool {
     line.slot = slot;
     line.skips = 0;
     line.boundAt = Date.now();
+    line.spentAtBind = slot.spentMs;
     this.bound[slot.index] = line;
     this.usage.take(line.workspace, line.boundAt);
     this.feed(line);
@@ -194,7 +195,7 @@ export class ExecutorPool {
     const slot = line.slot!;
     line.slot = undefined;
     this.bound[slot.index] = undefined;
-    this.usage.give(line.workspace, line.boundAt, Date.now());
+    this.usage.give(line.workspace, line.boundAt, Date.now(), slot.spentMs - line.spentAtBind);
     if (line.queue.length) this.ready = front ? new Set([line, ...this.ready]) : this.ready.add(line);
     else if (this.evicting.length) this.checkEvictions();
   }

@@ -62,6 +62,12 @@ export class ExecutorProcess {
   private readonly whenIdle: (() => void)[] = [];
   /** Databases this child ran lately: what its handle cache probably holds. */
   readonly recent: HandleMirror;
+  /**
+   * Executor time its children spent, in ms: the CPU each statement took, as the child reports
+   * it, and the whole deadline for one killed or dead mid-statement. The pool charges a
+   * workspace the difference over the time its line held this place.
+   */
+  spentMs = 0;
   /** Since when it has had nothing to do; the pool gives new work to the longest idle. */
   idleSince = 0;
   /** Why it could not start, while down. */
@@ -159,10 +165,11 @@ export class ExecutorProcess {
 
   private onOutcomes(child: ChildProcess, message: ChildMessage): void {
     if (message.type !== 'outcomes' || child !== this.child) return;
-    for (const { id, outcome } of message.outcomes) {
+    for (const { id, outcome, cpuUs } of message.outcomes) {
       const head = this.sent[0];
       if (!head || head.id !== id) continue;
       this.sent.shift();
+      this.spentMs += (cpuUs ?? 0) / 1000;
       head.item.resolve(outcome);
     }
     if (this.sent.length) this.headSince = Date.now();
@@ -204,6 +211,7 @@ export class ExecutorProcess {
       return;
     }
     this.sent.shift();
+    this.spentMs += this.opts.statementTimeoutMs;
     this.opts.logger?.warn(
       { ...about(head.item.req), child: this.index, childPid: child.pid, ms: this.opts.statementTimeoutMs },
       'statement timed out; killing its executor child',
@@ -218,6 +226,7 @@ export class ExecutorProcess {
     if (child !== this.child) return;
     const [head, ...behind] = this.sent.splice(0);
     if (head) {
+      this.spentMs += Date.now() - this.headSince;
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
       this.opts.logger?.error({ ...about(head.item.req), child: this.index, childPid: child.pid, code, signal }, 'executor child died during a statement');

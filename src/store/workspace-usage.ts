@@ -23,8 +23,8 @@ interface Record {
  * workspace holds at most its share of the children, and a free child goes to a waiting
  * workspace markedly lighter in recent executor time before older ones (see `fairest`) — so one
  * with next to nothing running is served at the next free child, however many others keep slow
- * statements coming. Time held counts as it passes, so a workspace is heavy while its first slow
- * statement still runs.
+ * statements coming. A child held counts as time passes, so a workspace is heavy while its first
+ * slow statement still runs; once given back, what it spent is charged.
  *
  * Pure bookkeeping: the caller passes the time.
  */
@@ -48,18 +48,23 @@ export class WorkspaceUsage {
     r.sinceSum += now;
   }
 
-  /** A line that took a child at `since` gave it up at `now`: the time is charged. */
-  give(workspace: string, since: number, now: number): void {
+  /**
+   * A line that took a child at `since` gave it up at `now`, having spent `spentMs` of executor
+   * time (the child's CPU, or a killed statement's deadline): that is charged. Wall time held
+   * would also charge the time a child waited for a core, which on a busy host varies tenfold
+   * between like statements.
+   */
+  give(workspace: string, since: number, now: number, spentMs: number): void {
     const r = this.byWorkspace.get(workspace);
     if (!r || r.holding === 0) throw new Error(`workspace ${workspace} gives up a child it does not hold`);
-    r.ms = decayed(r, now) + Math.max(0, now - since);
+    r.ms = decayed(r, now) + Math.max(0, spentMs);
     r.at = now;
     r.holding--;
     r.sinceSum -= since;
     if (this.byWorkspace.size > this.sweepAt) this.sweep(now);
   }
 
-  /** Its executor time lately, in ms, with the children it holds counted until `now`. */
+  /** Its executor time lately, in ms, with the children it holds counted (as wall time) until `now`. */
   recent(workspace: string, now: number): number {
     const r = this.byWorkspace.get(workspace);
     if (!r) return 0;

@@ -4,15 +4,15 @@ import { fairest, HALF_LIFE_MS, markedlyLighter, WorkspaceUsage, type Waiting } 
 const line = (workspace: string, name = workspace): Waiting & { name: string } => ({ workspace, name, skips: 0 });
 
 describe('WorkspaceUsage', () => {
-  it('charges the time a child was held, counts a held child as time passes, and halves it every half-life', () => {
+  it('counts a held child as time passes, charges what was spent once it is given back, and halves it every half-life', () => {
     const u = new WorkspaceUsage();
     u.take('w', 1000);
     expect(u.holding('w')).toBe(1);
     expect(u.recent('w', 4000)).toBe(3000);
-    u.give('w', 1000, 4000);
+    u.give('w', 1000, 4000, 2000);
     expect(u.holding('w')).toBe(0);
-    expect(u.recent('w', 4000)).toBe(3000);
-    expect(u.recent('w', 4000 + HALF_LIFE_MS)).toBeCloseTo(1500);
+    expect(u.recent('w', 4000)).toBe(2000);
+    expect(u.recent('w', 4000 + HALF_LIFE_MS)).toBeCloseTo(1000);
     expect(u.recent('never', 4000)).toBe(0);
   });
 
@@ -22,15 +22,15 @@ describe('WorkspaceUsage', () => {
     u.take('w', 100);
     expect(u.holding('w')).toBe(2);
     expect(u.recent('w', 200)).toBe(300);
-    u.give('w', 0, 200);
-    expect(u.recent('w', 200)).toBeCloseTo(300);
+    u.give('w', 0, 200, 150);
+    expect(u.recent('w', 200)).toBeCloseTo(250);
   });
 
   it('forgets idle workspaces with no time left once many have come and gone', () => {
     const u = new WorkspaceUsage();
     for (let i = 0; i < 3000; i++) {
       u.take(`w${i}`, i);
-      u.give(`w${i}`, i, i);
+      u.give(`w${i}`, i, i, 0);
     }
     u.take('busy', 0);
     expect(u.size).toBeLessThan(1100);
@@ -38,7 +38,7 @@ describe('WorkspaceUsage', () => {
   });
 
   it('refuses to give back a child never taken (a bookkeeping bug)', () => {
-    expect(() => new WorkspaceUsage().give('w', 0, 1)).toThrow();
+    expect(() => new WorkspaceUsage().give('w', 0, 1, 1)).toThrow();
   });
 });
 
