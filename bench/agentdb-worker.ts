@@ -10,7 +10,7 @@ import { deleteKeys } from '../test/helpers/harness.ts';
 import { childPids } from './cpu.ts';
 import { startProcess } from './process.ts';
 
-const BIN = fileURLToPath(new URL('../bin/agentdb.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
 
 /** A private corner of Redis and a data folder, shared by the workers started in it one after another. */
 export interface BenchSite {

@@ -10,11 +10,12 @@ import { dispatch } from './executor-dispatch.ts';
 import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './executor-protocol.ts';
 import { HandleCache } from './handle-cache.ts';
 import { HistoryCapture } from './history-capture.ts';
+import { dieWithParent } from './parent-watch.ts';
 import { statementCache } from './statement-cache.ts';
 
 const FLUSH_AFTER_MS = 5;
 
-type Outcome = { id: number; outcome: ExecOutcome };
+type Outcome = { id: number; outcome: ExecOutcome; cpuUs: number };
 
 function main(): void {
   const send = process.send?.bind(process);
@@ -23,6 +24,7 @@ function main(): void {
     process.exit(2);
   }
   const opts = JSON.parse(process.argv[2] ?? '') as ChildOptions;
+  dieWithParent();
 
   // SQLite's heap limit is process-wide; any connection may set it. It bounds SQLite's own
   // allocations where the build counts them (this better-sqlite3 build does not: it has
@@ -49,7 +51,10 @@ function main(): void {
         since = performance.now();
       }
       if (reopen && req.op !== 'evict' && req.op !== 'stats') handles.evict(req.db.path);
-      done.push({ id, outcome: dispatch(handles, opts, req, history) });
+      const cpu = process.cpuUsage();
+      const outcome = dispatch(handles, opts, req, history);
+      const used = process.cpuUsage(cpu);
+      done.push({ id, outcome, cpuUs: used.user + used.system });
     }
     reply(send, done);
   });
@@ -71,12 +76,12 @@ function reply(send: NonNullable<typeof process.send>, outcomes: Outcome[]): voi
     send({ type: 'outcomes', outcomes } satisfies ChildMessage);
   } catch {
     // A result that cannot be serialised must still answer, or the worker waits for its deadline.
-    for (const { id, outcome } of outcomes) {
+    for (const { id, outcome, cpuUs } of outcomes) {
       try {
-        send({ type: 'outcomes', outcomes: [{ id, outcome }] } satisfies ChildMessage);
+        send({ type: 'outcomes', outcomes: [{ id, outcome, cpuUs }] } satisfies ChildMessage);
       } catch (err) {
         const failed: ExecOutcome = { ok: false, error: { code: 'INTERNAL', detail: `result could not be sent: ${String(err)}` } };
-        send({ type: 'outcomes', outcomes: [{ id, outcome: failed }] } satisfies ChildMessage);
+        send({ type: 'outcomes', outcomes: [{ id, outcome: failed, cpuUs }] } satisfies ChildMessage);
       }
     }
   }

@@ -14,6 +14,9 @@ export interface Line {
   lastChild?: number;
   /** Times an idle child passed it over for a database of its own. */
   skips: number;
+  /** When it took its child, and that child's place's `spentMs` then (while it has one). */
+  boundAt: number;
+  spentAtBind: number;
   /** A microtask will send what arrived in this tick. */
   feeding: boolean;
 }
@@ -38,7 +41,7 @@ export class DatabaseLines {
       return line;
     }
     const slash = db.id.indexOf('/');
-    line = { path: db.path, id: db.id, workspace: slash < 0 ? db.id : db.id.slice(0, slash), shard: db.shard, queue: [], skips: 0, feeding: false };
+    line = { path: db.path, id: db.id, workspace: slash < 0 ? db.id : db.id.slice(0, slash), shard: db.shard, queue: [], skips: 0, boundAt: 0, spentAtBind: 0, feeding: false };
     this.byPath.set(db.path, line);
     if (this.byPath.size > this.keep) {
       for (const [key, old] of this.byPath) {

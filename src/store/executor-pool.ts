@@ -5,10 +5,11 @@ import type { ExecutorPoolOptions } from './executor-options.ts';
 import { ExecutorProcess, MAX_PIPELINE, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
 import { SpareChild } from './spare-child.ts';
+import { fairest, WorkspaceUsage } from './workspace-usage.ts';
 
 export type { ExecutorPoolOptions };
 
-/** How far into the waiting databases an idle child looks for one it has open. */
+/** How far into the waiting databases a busy line looks for one that could take its child. */
 const PREFER_SCAN = 64;
 
 const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, error: { code, detail } });
@@ -22,10 +23,14 @@ const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, 
  * different lines run on different children at once. While a line has a child it keeps it and
  * its statements are pipelined to it (what made one child fast: a round trip per statement
  * would cap a worker at a few thousand calls a second) — until another line waits, then it
- * finishes what it sent and goes to the back. An idle child takes the oldest waiting line,
- * preferring one it has open (a reopen costs a file open, WAL set-up and every statement
- * prepared again), but passes the oldest over at most `size` times. A workspace holds at most
- * `workspaceShare` children at once: its other lines wait, and others find a child free.
+ * finishes what it sent and gives the child up. A workspace holds at most `workspaceShare`
+ * children at once: its other lines wait, and others find a child free. An idle child takes the
+ * oldest waiting line, unless a workspace markedly lighter in executor time lately waits (see
+ * `fairest`): a workspace with next to nothing running is served at the next free child, not
+ * after every other workspace's slow statement (twenty workspaces each keeping one runaway
+ * going made a quiet workspace's read wait 29 s when the oldest line always went first). It
+ * prefers a line it ran last, unless markedly heavier (a reopen costs a file open, WAL set-up
+ * and every statement prepared again), but passes the fair one over at most `size` times.
  */
 export class ExecutorPool {
   private readonly slots: ExecutorProcess[];
@@ -34,7 +39,7 @@ export class ExecutorPool {
   private readonly lines: DatabaseLines;
   /** Lines with statements and no child, oldest first. */
   private ready = new Set<Line>();
-  private readonly held = new Map<string, number>();
+  private readonly usage = new WorkspaceUsage();
   private readonly evicting: { shards: number[]; done: () => void }[] = [];
   private readonly trace: boolean;
   private stopped = false;
@@ -125,7 +130,7 @@ export class ExecutorPool {
   }
 
   private underShare(line: Line): boolean {
-    return (this.held.get(line.workspace) ?? 0) < this.opts.workspaceShare;
+    return this.usage.holding(line.workspace) < this.opts.workspaceShare;
   }
 
   /**
@@ -156,21 +161,12 @@ export class ExecutorPool {
 
   /** The waiting line an idle child takes, or undefined when none may run now. */
   private pickFor(slot: ExecutorProcess): Line | undefined {
-    let first: Line | undefined;
-    let scanned = 0;
-    for (const line of this.ready) {
-      if (!this.underShare(line)) continue;
-      if (!first) {
-        first = line;
-        if (slot.recent.has(line.path)) return line;
-      } else if (slot.recent.has(line.path)) {
-        if (first.skips >= this.opts.size) return first;
-        first.skips++;
-        return line;
-      }
-      if (++scanned >= PREFER_SCAN) break;
-    }
-    return first;
+    const allowed: Line[] = [];
+    for (const line of this.ready) if (this.underShare(line)) allowed.push(line);
+    const now = Date.now();
+    // Only the child that ran a line last may skip the reopen; another may hold a stale handle.
+    const open = (line: Line) => line.lastChild === slot.childId && slot.recent.has(line.path);
+    return fairest(allowed, (ws) => this.usage.recent(ws, now), open, this.opts.size);
   }
 
   private dispatch(): void {
@@ -187,8 +183,10 @@ export class ExecutorPool {
   private bind(line: Line, slot: ExecutorProcess): void {
     line.slot = slot;
     line.skips = 0;
+    line.boundAt = Date.now();
+    line.spentAtBind = slot.spentMs;
     this.bound[slot.index] = line;
-    this.held.set(line.workspace, (this.held.get(line.workspace) ?? 0) + 1);
+    this.usage.take(line.workspace, line.boundAt);
     this.feed(line);
   }
 
@@ -197,9 +195,7 @@ export class ExecutorPool {
     const slot = line.slot!;
     line.slot = undefined;
     this.bound[slot.index] = undefined;
-    const held = (this.held.get(line.workspace) ?? 1) - 1;
-    if (held) this.held.set(line.workspace, held);
-    else this.held.delete(line.workspace);
+    this.usage.give(line.workspace, line.boundAt, Date.now(), slot.spentMs - line.spentAtBind);
     if (line.queue.length) this.ready = front ? new Set([line, ...this.ready]) : this.ready.add(line);
     else if (this.evicting.length) this.checkEvictions();
   }

@@ -50,6 +50,8 @@ export class ExecutorProcess {
   private sent: { id: number; item: Queued }[] = [];
   private headSince = 0;
   private timer?: NodeJS.Timeout;
+  /** A deadline passed; what the channel holds is read before the child is killed. */
+  private checking = false;
   private retry?: NodeJS.Timeout;
   private nextId = 1;
   private spawnedAt = 0;
@@ -60,6 +62,12 @@ export class ExecutorProcess {
   private readonly whenIdle: (() => void)[] = [];
   /** Databases this child ran lately: what its handle cache probably holds. */
   readonly recent: HandleMirror;
+  /**
+   * Executor time its children spent, in ms: the CPU each statement took, as the child reports
+   * it, and the whole deadline for one killed or dead mid-statement. The pool charges a
+   * workspace the difference over the time its line held this place.
+   */
+  spentMs = 0;
   /** Since when it has had nothing to do; the pool gives new work to the longest idle. */
   idleSince = 0;
   /** Why it could not start, while down. */
@@ -108,7 +116,7 @@ export class ExecutorProcess {
   send(items: Queued[], reopen = false): void {
     const child = this.child!;
     if (this.sent.length === 0) this.headSince = Date.now();
-    if (!this.timer) this.timer = setTimeout(() => this.onDeadline(), this.deadlineMs(this.sent[0]?.item.req ?? items[0]!.req));
+    if (!this.timer && !this.checking) this.timer = setTimeout(() => this.onDeadline(), this.deadlineMs(this.sent[0]?.item.req ?? items[0]!.req));
     const message: ChildRequest[] = [];
     for (const item of items) {
       const id = this.nextId++;
@@ -157,10 +165,11 @@ export class ExecutorProcess {
 
   private onOutcomes(child: ChildProcess, message: ChildMessage): void {
     if (message.type !== 'outcomes' || child !== this.child) return;
-    for (const { id, outcome } of message.outcomes) {
+    for (const { id, outcome, cpuUs } of message.outcomes) {
       const head = this.sent[0];
       if (!head || head.id !== id) continue;
       this.sent.shift();
+      this.spentMs += (cpuUs ?? 0) / 1000;
       head.item.resolve(outcome);
     }
     if (this.sent.length) this.headSince = Date.now();
@@ -184,8 +193,9 @@ export class ExecutorProcess {
     this.hooks.returned(this, items);
   }
 
-  private onDeadline(): void {
+  private onDeadline(read = false): void {
     this.timer = undefined;
+    this.checking = false;
     const head = this.sent[0];
     const child = this.child;
     if (!head || !child) return;
@@ -196,7 +206,17 @@ export class ExecutorProcess {
       this.timer = setTimeout(() => this.onDeadline(), left);
       return;
     }
+    if (!read) {
+      // Timers run before I/O in each turn of the event loop: after the worker's loop stalled
+      // (a long synchronous task, a GC pause), an answer that came within the deadline can sit
+      // unread in the channel when the timer fires. setImmediate runs after this turn's I/O,
+      // so the child is killed only if its answer is truly not there.
+      this.checking = true;
+      setImmediate(() => this.onDeadline(true));
+      return;
+    }
     this.sent.shift();
+    this.spentMs += ms;
     this.opts.logger?.warn(
       { ...about(head.item.req), child: this.index, childPid: child.pid, ms },
       'statement timed out; killing its executor child',
@@ -211,6 +231,7 @@ export class ExecutorProcess {
     if (child !== this.child) return;
     const [head, ...behind] = this.sent.splice(0);
     if (head) {
+      this.spentMs += Date.now() - this.headSince;
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
       this.opts.logger?.error({ ...about(head.item.req), child: this.index, childPid: child.pid, code, signal }, 'executor child died during a statement');

@@ -85,7 +85,12 @@ export interface ChildRequest {
 }
 
 /** Child → parent. `ready` is sent once the child listens, so no request is sent into a void. */
-export type ChildMessage = { type: 'ready' } | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome }[] };
+/**
+ * What a child sends: `ready` once it listens, then outcomes, each with the CPU time (µs, user +
+ * system) the child spent on it — what the pool charges a workspace, since wall time on a busy
+ * host counts the time the child waited for a core.
+ */
+export type ChildMessage = { type: 'ready' } | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
 
 /** What the child is started with, as one JSON argument. */
 export interface ChildOptions {

@@ -74,8 +74,9 @@ function answers() {
 
 describe('a worker with a pool of executor children', () => {
   it("answers other databases on the same shard while one runs a long statement, and shows it in 'agentdb executors'", async () => {
-    // Long enough for two CLI runs (each starts Node and the TypeScript loader) while it runs.
-    sb = sandbox({ SHARD_COUNT: '2', EXECUTOR_POOL_SIZE: '4', STATEMENT_TIMEOUT_MS: '10000' });
+    // Long enough for two CLI runs (each starts Node and the TypeScript loader) while it runs,
+    // on a loaded machine too (10 s was not, with a load average of 12 on 2 cores).
+    sb = sandbox({ SHARD_COUNT: '2', EXECUTOR_POOL_SIZE: '4', STATEMENT_TIMEOUT_MS: '25000' });
     await startWorker(sb.env);
     const client = sb.client();
     const { order, track } = answers();
@@ -180,6 +181,46 @@ describe('a worker with a pool of executor children', () => {
     expect(commitOrder).toHaveLength(32);
     expect(commitOrder).toEqual(received);
   });
+
+  it("answers a quiet workspace's read at the next free child while eight other workspaces keep runaway statements going", async () => {
+    const RUNAWAYS = 8;
+    sb = sandbox({ SHARD_COUNT: '1', EXECUTOR_POOL_SIZE: '2', STATEMENT_TIMEOUT_MS: '1000' });
+    await startWorker(sb.env);
+    const client = sb.client();
+    const quiet = { workspace: 'quiet', agent: 'a', settings };
+    expect(await client.call({ ...quiet, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (v)' } })).toMatchObject({ ok: true });
+    // Each workspace keeps one runaway in flight, back to back, until the test ends.
+    let stopping = false;
+    let finished = 0;
+    const seen = new Set<string>();
+    const runaway = async (workspace: string) => {
+      while (!stopping) {
+        const e = await client.call({ workspace, agent: 'a', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: FOREVER } }).catch(() => undefined);
+        if (stopping || !e) return;
+        expect(e).toMatchObject({ ok: false, error: { code: 'STATEMENT_TIMEOUT' } });
+        finished++;
+        seen.add(workspace);
+      }
+    };
+    const loops = Array.from({ length: RUNAWAYS }, (_, i) => runaway(`runaway${i}`));
+    try {
+      // Every runaway workspace has had its turn, so every one has a statement queued or running.
+      await expect.poll(() => seen.size, { interval: 50, timeout: 60_000 }).toBe(RUNAWAYS);
+      const before = finished;
+      const read = await client.call({ ...quiet, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } });
+      const during = finished - before;
+      expect(read).toMatchObject({ ok: true, result: { rows: [[0]] } });
+      // Oldest-first served it after the RUNAWAYS - 2 waiting ahead of it; fair share at the next
+      // free child (two children, so at most both runaways that held them).
+      expect(during).toBeLessThanOrEqual(2);
+      // The runaways were still coming: more of them end after it.
+      await expect.poll(() => finished, poll).toBeGreaterThan(before + during);
+    } finally {
+      stopping = true;
+    }
+    await Promise.all(loops);
+    // Each kill replaces a child (a process start): on a loaded 2-core machine this takes a while.
+  }, 150_000);
 
   it('puts an agent past AGENT_SHARD_CONCURRENCY back in the queue; all its calls complete, and another agent is served meanwhile', async () => {
     sb = sandbox({

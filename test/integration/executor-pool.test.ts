@@ -144,6 +144,23 @@ describe('an executor pool', () => {
     expect(after[victim]).not.toBe(before[victim]);
   });
 
+  it("keeps an answer that came within the deadline while the worker's event loop was stalled past it", async () => {
+    const pool = await started({ size: 2, statementTimeoutMs: 300 });
+    const target = db('stalled', 'a');
+    expect(code(await write(pool, target, 'CREATE TABLE t (x)'))).toBe('ok');
+    const outside = new Database(target.path, { readonly: true });
+    held.push(outside);
+    const pending = write(pool, target, 'INSERT INTO t VALUES (1)');
+    // The request went to the child inside run(). Block this event loop (as a long synchronous
+    // task would) until the child has committed, so its answer is on its way, and past the deadline.
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    const start = Date.now();
+    while ((outside.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n === 0 && Date.now() - start < 10_000) Atomics.wait(pause, 0, 0, 5);
+    Atomics.wait(pause, 0, 0, 600);
+    expect(await pending).toMatchObject({ ok: true, result: { changes: 1 } });
+    expect(pool.status().waiting).toBe(0);
+  });
+
   it('fails only the statement of a child that dies, and goes on', async () => {
     const pool = await started({ size: 2 });
     const unlock = await lockOf(db('steady', 'a'));
