@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition, forgetCapture } from '../history/capture.ts';
-import { historyDir, localSource, readJson, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
+import { historyDir, localSource, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
 import { buildRestore, planRestore, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
 import { startGeneration } from '../history/snapshot.ts';
@@ -124,7 +124,8 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   history.run(db, req.db);
   const source = localSource(dataDir, req.db.id);
   const pos = capturedPosition(req.db.path, source);
-  if (!pos || pos.frames === 0) return {};
+  // Nothing committed since the generation's snapshot: no segment yet, or only an empty first one.
+  if (!pos || pos.segment === '' || (pos.frames === 0 && pos.segment === segmentName(1))) return {};
   // A restore reading this history would see its generation end under it: leave it for tonight.
   if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
   const meta = startGeneration(db, req.db.path, source, req.reason, Date.now());
