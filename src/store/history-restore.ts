@@ -69,7 +69,13 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       const now = Date.now();
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
       writeJsonAtomic(undoPath(hdir, undoId), point);
-      swapIn(tmp, req.db.path);
+      try {
+        swapIn(tmp, req.db.path);
+      } catch (err) {
+        // The backup is one transaction: nothing changed, so there is nothing to undo either.
+        fs.rmSync(undoPath(hdir, undoId), { force: true });
+        throw err;
+      }
       // Everything this child kept about the handle (prepared statements, tables known to
       // exist, the schema) belongs to the state before: close it (capture copies the restore's
       // frames first) and open it again. Other children reopen it too: the pool sends its next
