@@ -263,11 +263,20 @@ export function undoPath(dir: string, undoId: string): string {
   return path.join(dir, UNDO_DIR, `${undoId}.json`);
 }
 
-/** Writes `data` as JSON to `file` through a temporary name, so readers never see half of it. */
+/**
+ * Writes `data` as JSON to `file` through a temporary name in the same folder, synced before
+ * the rename, so readers never see half of it and a crash leaves the old file or the new one.
+ */
 export function writeJsonAtomic(file: string, data: unknown): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(data));
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    fs.writeSync(fd, JSON.stringify(data));
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
   fs.renameSync(tmp, file);
 }
 

@@ -61,7 +61,8 @@ export class ShardOpClient {
   /** Closes the queues and their event readers. */
   async close(): Promise<void> {
     const all = [...this.queues.values()];
-    await Promise.all(all.flatMap((q) => [q.queue.close(), q.events.close()]));
+    await Promise.all(all.map((q) => q.ready.catch(() => undefined)));
+    await Promise.all(all.flatMap((q) => [q.queue.close(), q.events?.close()]));
     for (const q of all) q.conn.disconnect();
     this.redis.disconnect();
   }
@@ -71,10 +72,18 @@ export class ShardOpClient {
     if (!q) {
       const name = this.keys.queueName(shard);
       const queue = new Queue(name, { connection: this.redis, prefix: this.keys.bullPrefix });
-      // QueueEvents blocks on its stream, so it needs a connection of its own.
+      // QueueEvents blocks on its stream, so it needs a connection of its own. It reads from the
+      // stream's last event as it stands now, not from '$' (whatever comes after its first
+      // blocking read, issued some time after it is "ready"): an op answered in between would
+      // otherwise go unheard, and its caller would wait out its whole timeout.
       const conn = connectRedis(this.opts.redisUrl, { blocking: true, name: 'agentdb-op-events' });
-      const events = new QueueEvents(name, { connection: conn, prefix: this.keys.bullPrefix });
-      q = { queue, events, conn, ready: events.waitUntilReady() };
+      const holder = { queue, conn } as { queue: Queue; conn: Redis; events: QueueEvents; ready: Promise<unknown> };
+      holder.ready = (async () => {
+        const last = (await this.redis.xrevrange(`${this.keys.bullPrefix}:${name}:events`, '+', '-', 'COUNT', 1))[0]?.[0];
+        holder.events = new QueueEvents(name, { connection: conn, prefix: this.keys.bullPrefix, lastEventId: last ?? '0-0' });
+        await holder.events.waitUntilReady();
+      })();
+      q = holder;
       this.queues.set(shard, q);
     }
     return q;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition, forgetCapture } from '../history/capture.ts';
-import { historyDir, localSource, readJson, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
+import { historyDir, localSource, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
 import { buildRestore, planRestore, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
 import { startGeneration } from '../history/snapshot.ts';
@@ -69,7 +69,13 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       const now = Date.now();
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
       writeJsonAtomic(undoPath(hdir, undoId), point);
-      swapIn(tmp, req.db.path);
+      try {
+        swapIn(tmp, req.db.path);
+      } catch (err) {
+        // The backup is one transaction: nothing changed, so there is nothing to undo either.
+        fs.rmSync(undoPath(hdir, undoId), { force: true });
+        throw err;
+      }
       // Everything this child kept about the handle (prepared statements, tables known to
       // exist, the schema) belongs to the state before: close it (capture copies the restore's
       // frames first) and open it again. Other children reopen it too: the pool sends its next
@@ -124,7 +130,8 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   history.run(db, req.db);
   const source = localSource(dataDir, req.db.id);
   const pos = capturedPosition(req.db.path, source);
-  if (!pos || pos.frames === 0) return {};
+  // Nothing committed since the generation's snapshot: no segment yet, or only an empty first one.
+  if (!pos || pos.segment === '' || (pos.frames === 0 && pos.segment === segmentName(1))) return {};
   // A restore reading this history would see its generation end under it: leave it for tonight.
   if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
   const meta = startGeneration(db, req.db.path, source, req.reason, Date.now());

@@ -117,3 +117,25 @@ describe('POST /v1/databases/:db/restore', () => {
     expect(await rows()).toBe(0);
   });
 });
+
+describe('the nightly snapshot (shard op historySnapshot)', () => {
+  it('starts a new generation for each database changed since its last snapshot, and none for one unchanged', async () => {
+    const gens = async () => (await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('ada') })).json().generations.length;
+    expect(await write("INSERT INTO leads(email) VALUES ('late@x')")).toMatchObject({ ok: true });
+    const before = await gens();
+    const run = async () => {
+      let snapshots = 0;
+      for (let shard = 0; shard < sb.config.shardCount; shard++) {
+        const out = await ops.run(shard, 'historySnapshot', {});
+        expect(out.ok).toBe(true);
+        snapshots += (out as { result: { snapshots: number } }).result.snapshots;
+      }
+      return snapshots;
+    };
+    expect(await run()).toBeGreaterThanOrEqual(1);
+    expect(await gens()).toBe(before + 1);
+    // Nothing changed since: no new snapshot of it.
+    await run();
+    expect(await gens()).toBe(before + 1);
+  });
+});

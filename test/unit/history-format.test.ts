@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { checkFrame, frameBytes, parseWalHeader, walChecksum, WAL_HEADER_BYTES } from '../../src/history/wal-format.ts';
+import { parseMoment } from '../../src/queue/history-client.ts';
+
+describe('the WAL format', () => {
+  it('reads a WAL SQLite wrote: its header checks, and every frame chains to the one before', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-wal-'));
+    try {
+      const file = path.join(dir, 'w.sqlite');
+      const db = new Database(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec('CREATE TABLE t(x)');
+      for (let i = 0; i < 5; i++) db.prepare('INSERT INTO t VALUES (?)').run('v'.repeat(3000));
+      const wal = fs.readFileSync(`${file}-wal`);
+      db.close();
+      const hdr = parseWalHeader(wal)!;
+      expect(hdr).toMatchObject({ pageSize: 4096 });
+      let c: [number, number] = [hdr.c1, hdr.c2];
+      let frames = 0;
+      let commits = 0;
+      for (let at = WAL_HEADER_BYTES; at + frameBytes(hdr.pageSize) <= wal.length; at += frameBytes(hdr.pageSize)) {
+        const ok = checkFrame(hdr, wal, at, c[0], c[1]);
+        expect(ok, `frame ${frames + 1}`).toBeDefined();
+        c = ok!.c;
+        frames++;
+        if (ok!.frame.commit > 0) commits++;
+      }
+      expect(commits).toBe(6);
+      // One flipped byte breaks the chain at that frame.
+      const broken = Buffer.from(wal);
+      broken[WAL_HEADER_BYTES + 24 + 10]! ^= 0xff;
+      expect(checkFrame(hdr, broken, WAL_HEADER_BYTES, hdr.c1, hdr.c2)).toBeUndefined();
+      // A header with a wrong checksum is no header.
+      const badHeader = Buffer.from(wal.subarray(0, WAL_HEADER_BYTES));
+      badHeader[20]! ^= 1;
+      expect(parseWalHeader(badHeader)).toBeUndefined();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sums the same whether the buffer is aligned for a word view or not', () => {
+    const data = Buffer.alloc(4104);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 31) & 0xff;
+    const aligned = walChecksum(false, data, 0, 4096, 7, 9);
+    const shifted = Buffer.alloc(4100);
+    data.copy(shifted, 4, 0, 4096);
+    expect(walChecksum(false, shifted, 4, 4100, 7, 9)).toEqual(aligned);
+    const odd = Buffer.concat([Buffer.alloc(1), data]).subarray(1);
+    expect(walChecksum(false, odd, 0, 4096, 7, 9)).toEqual(aligned);
+  });
+});
+
+describe('restore times', () => {
+  it('take unix seconds (with a fraction) and ISO times, UTC when no zone is given', () => {
+    expect(parseMoment(1764554340)).toBe(1764554340000);
+    expect(parseMoment('1764554340.25')).toBe(1764554340250);
+    expect(parseMoment('2026-12-01T02:00:00Z')).toBe(Date.UTC(2026, 11, 1, 2));
+    expect(parseMoment('2026-12-01T02:00:00')).toBe(Date.UTC(2026, 11, 1, 2));
+    expect(parseMoment('2026-12-01T03:00:00+01:00')).toBe(Date.UTC(2026, 11, 1, 2));
+  });
+
+  it('refuse anything else with INVALID_ARGUMENTS', () => {
+    for (const bad of ['yesterday', '', '12/01/2026', 'NaN', -5, Number.NaN]) {
+      expect(() => parseMoment(bad as string | number), String(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENTS' }));
+    }
+  });
+});
