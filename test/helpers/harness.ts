@@ -61,7 +61,9 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
       await Promise.all(clients.map((c) => c.close()));
       await Promise.all(pools.map((p) => p.stop().catch(() => undefined)));
       await deleteKeys(config.prefix);
-      rmSync(dataDir, { recursive: true, force: true });
+      // A worker killed by its test leaves its executor children a second to close their
+      // databases (and copy their history) before they die: retry while they still write.
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
