@@ -23,7 +23,10 @@ const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, 
  * different lines run on different children at once. While a line has a child it keeps it and
  * its statements are pipelined to it (what made one child fast: a round trip per statement
  * would cap a worker at a few thousand calls a second) — until another line waits, then it
- * finishes what it sent and gives the child up. A workspace holds at most `workspaceShare`
+ * finishes what it sent and gives the child up (a line that takes a child while others wait
+ * sends one statement). Statements handed back by a killed child wait behind the lines already
+ * waiting, so a runaway costs the others one deadline, not one per statement queued behind
+ * it. A workspace holds at most `workspaceShare`
  * children at once: its other lines wait, and others find a child free. An idle child takes the
  * oldest waiting line, unless a workspace markedly lighter in executor time lately waits (see
  * `fairest`): a workspace with next to nothing running is served at the next free child, not
@@ -190,13 +193,13 @@ export class ExecutorPool {
     this.feed(line);
   }
 
-  /** Gives the line's child up; a line with statements left waits at the back (or the front). */
-  private release(line: Line, front = false): void {
+  /** Gives the line's child up; a line with statements left waits at the back. */
+  private release(line: Line): void {
     const slot = line.slot!;
     line.slot = undefined;
     this.bound[slot.index] = undefined;
     this.usage.give(line.workspace, line.boundAt, Date.now(), slot.spentMs - line.spentAtBind);
-    if (line.queue.length) this.ready = front ? new Set([line, ...this.ready]) : this.ready.add(line);
+    if (line.queue.length) this.ready.add(line);
     else if (this.evicting.length) this.checkEvictions();
   }
 
@@ -204,9 +207,12 @@ export class ExecutorPool {
   private feed(line: Line): void {
     const slot = line.slot;
     if (!slot || !slot.ready || line.queue.length === 0) return;
-    // Another line waits: finish what was sent, then give the child up (onProgress).
-    if (slot.inFlight > 0 && this.othersWait(line)) return;
-    const room = MAX_PIPELINE - slot.inFlight;
+    // Another line waits: finish what was sent, then give the child up (onProgress); one
+    // statement at a time meanwhile, so what another waits behind is one statement, not a
+    // pipeline of slow ones each just under the deadline.
+    const othersWait = this.othersWait(line);
+    if (slot.inFlight > 0 && othersWait) return;
+    const room = othersWait ? 1 : MAX_PIPELINE - slot.inFlight;
     if (room <= 0) return;
     const batch = line.queue.length <= room ? line.queue.splice(0) : line.queue.splice(0, room);
     const reopen = line.lastChild !== slot.childId;
@@ -229,7 +235,12 @@ export class ExecutorPool {
     this.dispatch();
   }
 
-  /** A child was killed or died: what it never started goes to another child, first in line. */
+  /**
+   * A child was killed or died: what it never started goes to another child, behind the lines
+   * already waiting. Not ahead of them: that line just had a whole deadline of a child, and at
+   * the front it took the next free child again and again — a workspace of like load waited for
+   * another's whole backlog of runaways (backlog × timeout), not for one.
+   */
   private onReturned(slot: ExecutorProcess, items: Queued[]): void {
     const line = this.bound[slot.index];
     const statements: Queued[] = [];
@@ -242,7 +253,7 @@ export class ExecutorPool {
     if (line) {
       line.queue.unshift(...statements);
       if (this.stopped) for (const item of line.queue.splice(0)) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));
-      this.release(line, true);
+      this.release(line);
     }
     if (!this.stopped) this.dispatch();
   }

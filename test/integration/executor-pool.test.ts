@@ -205,6 +205,63 @@ describe('an executor pool', () => {
     await w3;
   });
 
+  /**
+   * The hostile review's scenario, two children and a share of one: two workspaces queue many
+   * runaways each (all pipelined to their children before anyone else waits), then a third
+   * reads. `priorRunaways` of its own first make it a workspace of like load, which the
+   * lighter-first rule alone does not put ahead. Answers how many runaways completed before
+   * its read did.
+   */
+  async function readAmidRunaways(prefix: string, priorRunaways: number): Promise<number> {
+    const pool = await started({ size: 2, workspaceShare: 1, statementTimeoutMs: 300 });
+    const quiet = db(`${prefix}-b`, 'reader');
+    expect(code(await write(pool, quiet, 'CREATE TABLE mine (x)'))).toBe('ok');
+    const prior = Array.from({ length: priorRunaways }, () => read(pool, db(`${prefix}-b`, 'scout'), FOREVER));
+    expect((await Promise.all(prior)).map(code)).toEqual(Array(priorRunaways).fill('STATEMENT_TIMEOUT'));
+    const { order, track } = settleOrder();
+    const runaways = [
+      ...Array.from({ length: 12 }, (_, i) => track(`a${i}`, read(pool, db(`${prefix}-a`, 'scout'), FOREVER))),
+      ...Array.from({ length: 6 }, (_, i) => track(`c${i}`, read(pool, db(`${prefix}-c`, 'c1'), FOREVER))),
+    ];
+    await childRunning(pool, `${prefix}-a/scout`);
+    await childRunning(pool, `${prefix}-c/c1`);
+    const mine = track('mine', read(pool, quiet, 'SELECT count(*) FROM mine'));
+    expect(await mine).toMatchObject({ ok: true, result: { rows: [[0]] } });
+    // Exactly once each, and each database's in the order they came.
+    expect((await Promise.all(runaways)).map(code)).toEqual(Array(18).fill('STATEMENT_TIMEOUT'));
+    const runs = order.filter((n) => n !== 'mine');
+    expect(runs.filter((n) => n.startsWith('a'))).toEqual(Array.from({ length: 12 }, (_, i) => `a${i}`));
+    expect(runs.filter((n) => n.startsWith('c'))).toEqual(Array.from({ length: 6 }, (_, i) => `c${i}`));
+    return order.indexOf('mine');
+  }
+
+  it("answers a quiet workspace's read at the next free child, however many runaways two others queued", async () => {
+    // At most the runaway each child was running when the read came.
+    expect(await readAmidRunaways('runaway1', 0)).toBeLessThanOrEqual(2);
+  });
+
+  it('gives a workspace of like load its turn after a runaway or two per child, not after the others\' whole backlog', async () => {
+    // Statements handed back after a kill wait behind the lines already waiting; a workspace
+    // markedly lighter than this one (each of the two, after its first runaway) may go first once.
+    expect(await readAmidRunaways('runaway2', 3)).toBeLessThanOrEqual(4);
+  });
+
+  it('sends one statement of a database that takes a child while another workspace waits, then lets that one go', async () => {
+    const pool = await started({ size: 1, workspaceShare: 1 });
+    const unlock = await lockOf(db('hold', 'a'));
+    const held = write(pool, db('hold', 'a'), 'INSERT INTO lock VALUES (1)');
+    await childRunning(pool, 'hold/a');
+    const { order, track } = settleOrder();
+    // Both wait for the one child; `many` came first, so it takes the child first.
+    const many = Array.from({ length: 5 }, (_, i) => track(`many${i}`, read(pool, db('many', 'a'), `SELECT ${i}`)));
+    const one = track('one', read(pool, db('one', 'a'), 'SELECT 1'));
+    unlock();
+    expect(code(await held)).toBe('ok');
+    expect((await Promise.all([...many, one])).map(code)).toEqual(Array(6).fill('ok'));
+    // Had all five gone to the child in one batch, `one` would have waited behind every one.
+    expect(order).toEqual(['many0', 'one', 'many1', 'many2', 'many3', 'many4']);
+  });
+
   it('evicts a shard in every child', async () => {
     const pool = await started({ size: 2, workspaceShare: 2 });
     const unlock = await lockOf(db('ev1', 'a', 3));
