@@ -63,7 +63,18 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
       await deleteKeys(config.prefix);
       // A worker killed by its test leaves its executor children a second to close their
       // databases (and copy their history) before they die: retry while they still write.
-      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      // Whole removals, not rmSync's maxRetries: on ENOTEMPTY that retries only the rmdir, never
+      // looking again at what a child renamed into place meanwhile (a history generation), so
+      // it failed every time in the pool's kill-under-load test.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          rmSync(dataDir, { recursive: true, force: true });
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOTEMPTY' || attempt >= 20) throw err;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
     },
   };
 }
