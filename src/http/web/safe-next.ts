@@ -6,7 +6,6 @@
  * outright because browsers treat them as separators or strip them.
  */
 const BASE = 'http://agentdb.invalid';
-// eslint-disable-next-line no-control-regex
 const FORBIDDEN = /[\u0000-\u001f\u007f\\]|%(?:0[0-9a-f]|1[0-9a-f]|7f|5c)/i;
 const ENCODED_SLASH = /%2f/i;
 
