@@ -52,8 +52,11 @@ export interface Approval extends ApprovalRequest {
   /** How the decider proved who they are. */
   decidedVia?: DecisionChannel;
   reason?: string;
-  /** How the approved call ended when it ran. */
-  ran?: { ok: boolean; code?: string; at: number };
+  /**
+   * How the approved call ended when it ran; `detail` says why when it was refused at release
+   * (its agent narrowed, its key revoked, the agent removed since it was parked).
+   */
+  ran?: { ok: boolean; code?: string; detail?: string; at: number };
 }
 
 /**

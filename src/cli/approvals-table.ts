@@ -36,7 +36,9 @@ function decided(a: Approval): string {
 function ran(a: Approval): string {
   if (!a.ran) return '';
   const outcome = a.ran.ok ? ['ok'] : ['failed', ...(a.ran.code ? [a.ran.code] : [])];
-  return [...outcome, time(a.ran.at)].join(' ');
+  // A refusal at release says why (key revoked, agent narrowed or removed since it was parked).
+  const why = a.ran.detail ? [`"${cell(a.ran.detail, REASON_WIDTH)}"`] : [];
+  return [...outcome, time(a.ran.at), ...why].join(' ');
 }
 
 /**

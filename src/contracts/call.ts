@@ -65,6 +65,11 @@ export interface CallInput {
   member?: MemberOfCall;
   /** Set by the db_* surface for db_query (see `translateDbCall`). */
   introspect?: true;
+  /**
+   * The agent key the call was made with (HTTP, MCP). A parked call made with a key is checked
+   * again against the key and the agent's registered settings when it is released.
+   */
+  keyId?: string;
   tool: string;
   arguments?: unknown;
 }
@@ -80,6 +85,8 @@ export interface CallJobData {
   settings: CallRequest['settings'];
   member?: MemberOfCall;
   introspect?: true;
+  /** The agent key the call was made with, if any (see {@link CallInput.keyId}). */
+  keyId?: string;
   /**
    * The workspace's plan, resolved from the registry when the call was enqueued (absent on jobs
    * of older clients: the unregistered plan). Never taken from the caller's settings.

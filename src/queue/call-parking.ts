@@ -19,6 +19,9 @@ import { parseDatabaseId } from '../store/database-id.ts';
 import type { ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
 import { publishEvent } from './events.ts';
 import type { Keys } from './keys.ts';
+import { planCall } from './call-plan.ts';
+import { AgentKeyRing } from '../registry/agent-keys.ts';
+import { AgentRegistry } from '../registry/agents.ts';
 
 /** How long after an approved call ran a resend may replay it: well inside the record's retention. */
 const REPLAYABLE_MS = CALL_RECORD_RETENTION_MS - 24 * 3600 * 1000;
@@ -49,7 +52,11 @@ export interface ParkingDeps {
  * approval, and a call whose payload changed meanwhile runs nothing.
  */
 export class CallParking {
-  constructor(private readonly deps: ParkingDeps) {}
+  private readonly keyRing: AgentKeyRing;
+
+  constructor(private readonly deps: ParkingDeps) {
+    this.keyRing = new AgentKeyRing(deps.redis, deps.keys, new AgentRegistry(deps.redis, deps.keys));
+  }
 
   /**
    * Takes a call that needs a person: parks it the first time (after checking it would run),
@@ -153,6 +160,17 @@ export class CallParking {
         if (approval.ran && Date.now() - approval.ran.at > REPLAYABLE_MS) {
           return failed(job.data, 'APPROVAL_EXPIRED', `Approval ${id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`);
         }
+        // Refused at release once: the approval is spent, whatever the registry says now.
+        if (approval.ran?.detail !== undefined) return failed(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);
+        const refusal = await this.refusalNow(job.data, approval);
+        if (refusal) {
+          const detail = `Approved by ${approval.decidedBy ?? 'a member'}, but it did not run: since it was parked, ${refusal}`;
+          const ran = { ok: false, code: 'NOT_PERMITTED', detail };
+          await store.recordRun(id, { ...ran, at: Date.now() });
+          await this.audit(approval, job.data, ran);
+          this.deps.logger.child({ callId: job.id }).warn({ approvalId: id }, 'approved call refused at release: its key or agent changed');
+          return failed(job.data, 'NOT_PERMITTED', detail);
+        }
         const outcome = await run(approval.object ? { expect: approval.object } : {});
         if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
         const { envelope } = outcome;
@@ -165,10 +183,41 @@ export class CallParking {
   }
 
   /**
+   * Why a call made with an agent key may no longer run, judged against the registry now: the
+   * key revoked, the agent or workspace removed, or the agent's registered settings (as far as
+   * the key reaches) no longer letting it reach this database with this tool. A person approved
+   * the statement, not a standing grant; the grant is the registry's, and it may have narrowed
+   * while the call waited. Calls that carry their runtime's own settings (no key) keep them.
+   */
+  private async refusalNow(data: CallJobData, approval: Approval): Promise<string | undefined> {
+    if (data.keyId === undefined || data.member) return undefined;
+    const standing = await this.keyRing.standing(data.workspace, data.keyId, data.agent);
+    if (!standing.ok) return `${standing.reason}.`;
+    const planned = planCall(
+      {
+        callId: data.callId,
+        workspace: data.workspace,
+        agent: data.agent,
+        settings: standing.settings,
+        ...(data.introspect ? { introspect: true } : {}),
+        tool: data.tool,
+        arguments: data.arguments,
+      },
+      this.deps.config.shardCount,
+      this.deps.config.maxCallBytes,
+    );
+    if (!planned.ok) return `agent "${data.agent}"'s registered settings changed: ${planned.failure.detail}`;
+    if (planned.plan.databaseId !== approval.database) {
+      return `agent "${data.agent}"'s registered settings changed: the call would now reach ${planned.plan.databaseId}, not ${approval.database}.`;
+    }
+    return undefined;
+  }
+
+  /**
    * Keeps the decision in the database's own audit table, which backups and history carry.
    * The Redis record keeps it whatever happens here; a failure (a full disk) is logged loudly.
    */
-  private async audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string }): Promise<void> {
+  private async audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string; detail?: string }): Promise<void> {
     const target = parseDatabaseId(approval.database);
     const outcome = await this.deps.executor.run({
       op: 'audit',

@@ -101,7 +101,8 @@ export class AgentDbClient {
   call(input: CallInput, opts: CallOptions): Promise<CallAnswer>;
   async call(input: CallInput, opts: CallOptions = {}): Promise<CallAnswer> {
     const callId = input.callId ?? randomUUID();
-    const planned = planCall({ ...input, callId }, this.shardCount, this.maxCallBytes);
+    const { keyId, ...call } = input;
+    const planned = planCall({ ...call, callId }, this.shardCount, this.maxCallBytes);
     if (!planned.ok) {
       const f = planned.failure;
       return errorEnvelope(callId, f.tool, f.code, f.detail);
@@ -116,6 +117,7 @@ export class AgentDbClient {
       settings: request.settings,
       ...(request.member ? { member: request.member } : {}),
       ...(request.introspect ? { introspect: true as const } : {}),
+      ...(typeof keyId === 'string' && !request.member ? { keyId } : {}),
       // The workspace's registered plan sets the limits; a caller cannot name one.
       plan: await this.workspaces.planOf(request.workspace),
       tool,

@@ -116,6 +116,24 @@ export class AgentKeyRing {
   }
 
   /**
+   * Where key `id` of `agent` stands now, by id rather than by token: a call parked with it is
+   * checked again when a person releases it, against what the registry says at that moment.
+   */
+  async standing(workspace: string, id: string, agent: string): Promise<KeyStanding> {
+    const [raw, registered, workspaceExists] = await Promise.all([
+      this.redis.hget(this.keys.agentKeys(workspace), id),
+      this.agents.get(workspace, agent),
+      this.redis.hexists(this.keys.workspaces, workspace),
+    ]);
+    if (!workspaceExists) return { ok: false, reason: `workspace "${workspace}" was removed` };
+    if (!registered) return { ok: false, reason: `agent "${agent}" was removed` };
+    const record = raw ? (JSON.parse(raw) as KeyRecord) : undefined;
+    if (!record || record.agent !== agent) return { ok: false, reason: `the agent key ${id} it was made with no longer exists` };
+    if (record.revoked) return { ok: false, reason: `the agent key ${id} it was made with was revoked` };
+    return { ok: true, settings: settingsUnderGrants(registered.settings, record.grants) };
+  }
+
+  /**
    * The active key a bearer token is, with its agent as registered now; undefined for unknown,
    * malformed or revoked keys, and for keys whose agent or workspace is no longer registered.
    */
@@ -137,6 +155,9 @@ export class AgentKeyRing {
     return { key: info(workspace, id, record), settings: settingsUnderGrants(agent.settings, record.grants), agent };
   }
 }
+
+/** Where a key stands now: the settings it reaches, or why it no longer reaches any. */
+export type KeyStanding = { ok: true; settings: AgentSettings } | { ok: false; reason: string };
 
 function info(workspace: string, id: string, r: KeyRecord): AgentKey {
   return {

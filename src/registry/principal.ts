@@ -86,5 +86,5 @@ export function callInputFor(p: Principal, call: KeyedCall): CallInput {
     arguments: call.arguments ?? {},
     ...(call.callId !== undefined ? { callId: call.callId } : {}),
   };
-  return p.kind === 'agent' ? { ...base, settings: p.settings } : { ...base, member: p.member };
+  return p.kind === 'agent' ? { ...base, settings: p.settings, keyId: p.keyId } : { ...base, member: p.member };
 }

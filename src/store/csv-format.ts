@@ -3,17 +3,22 @@
  * (inner quotes doubled) when it holds `"`, `,`, CR or LF. Text is UTF-8 without a byte order
  * mark, so a file compares byte for byte with what any other writer of the same rules makes.
  *
- * Formula injection: a spreadsheet runs a text cell that starts with `=`, `+`, `-`, `@`, a tab
- * or a carriage return as a formula, and agents store text scraped from anywhere. Such a text
- * cell (and a column name) is written with a `'` in front, which spreadsheets show and never
+ * Formula injection: a spreadsheet runs a text cell that starts with `=`, `+`, `-`, `@` (also
+ * after leading spaces or line breaks), a tab or a carriage return as a formula, and agents store
+ * text scraped from anywhere. Such a text cell (and a column name) is written with a `'` in front, which spreadsheets show and never
  * run (OWASP "CSV Injection"). Numbers are written as they are: `-5` stored as a number is a
  * number, not a formula.
  */
 
 const NEEDS_QUOTES = /[",\r\n]/;
-const FORMULA_START = /^[=+\-@\t\r]/;
+// Spreadsheets skip leading whitespace (spaces, LF, CR, tab…) before deciding a cell is a
+// formula, so `"  =1+1"` and `"\n=1+1"` run too: look at the first non-whitespace character.
+const FORMULA_START = /^[\t\r]|^\s*[=+\-@]/;
 
-/** One text value made safe to open in a spreadsheet: a leading formula character gets `'`. */
+/**
+ * One text value made safe to open in a spreadsheet: a text cell starting with a tab or CR, or
+ * whose first non-whitespace character is `=`, `+`, `-` or `@`, gets `'` in front.
+ */
 export function neutralised(text: string): string {
   return FORMULA_START.test(text) ? `'${text}` : text;
 }

@@ -20,7 +20,7 @@ export interface WebServer {
 }
 
 /** Starts the app as `agentdb start` builds it (workers come from `box.pool()`). */
-export async function startWebServer(box: Sandbox): Promise<WebServer> {
+export async function startWebServer(box: Sandbox, opts: { heartbeatMs?: number } = {}): Promise<WebServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);
   const members = new MemberRegistry(redis, keysFor(config.prefix));
@@ -29,7 +29,7 @@ export async function startWebServer(box: Sandbox): Promise<WebServer> {
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const history = new HistoryClient(historyOps, config.shardCount);
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
-  const app = buildApp({ redis, shardCount: config.shardCount, members, approvals, history, web: web.web });
+  const app = buildApp({ redis, shardCount: config.shardCount, members, approvals, history, web: { ...web.web, ...opts } });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     url,

@@ -31,9 +31,19 @@ describe('formula injection', () => {
     expect(neutralised(text)).toBe(`'${text}`);
   });
 
+  it.each(['  =1+1', '\n=1+1', '\r\n@cmd', ' \t+1', '\u00a0-2', '\n\n=HYPERLINK("x")'])(
+    'prefixes %j, whose first non-whitespace character starts a formula',
+    (text) => {
+      expect(neutralised(text)).toBe(`'${text}`);
+      expect(csvField(text).startsWith(text.includes('\n') || text.includes('\r') ? `"'` : `'`)).toBe(true);
+    },
+  );
+
   it('leaves other text alone, and numbers (even negative) as numbers', () => {
     expect(neutralised('a=b')).toBe('a=b');
     expect(neutralised("'already")).toBe("'already");
+    expect(neutralised('  plain = text')).toBe('  plain = text');
+    expect(neutralised('   ')).toBe('   ');
     expect(csvField(-5n)).toBe('-5');
     expect(csvField(-0.5)).toBe('-0.5');
   });

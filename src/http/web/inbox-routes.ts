@@ -21,7 +21,7 @@ function flashOf(query: { decided?: string; error?: string }): PageFrame['flash'
  * `ApprovalService.decide` as `/v1/approvals`, as the signed-in member, via their key), and
  * `/inbox/events`, a server-sent event stream fed by the Redis event stream.
  */
-export function inboxRoutes(app: FastifyInstance, deps: { approvals: ApprovalService; members: MemberRegistry; events: LiveEvents }): void {
+export function inboxRoutes(app: FastifyInstance, deps: { approvals: ApprovalService; members: MemberRegistry; events: LiveEvents; heartbeatMs?: number }): void {
   app.get('/', async (_request, reply) => reply.redirect('/inbox', 303));
 
   app.get('/inbox', async (request, reply) => {
@@ -71,7 +71,24 @@ ${pendingList(pending, csrf)}
       unsubscribe?.();
       res.end();
     };
-    const ping = setInterval(() => res.write(': ping\n\n'), 15_000).unref();
+    // The heartbeat checks the member again too: a member revoked while no event comes would
+    // otherwise keep a stream (and the page's live view) open until the next event.
+    const ping = setInterval(() => {
+      void stillMember().then((still) => {
+        if (closed) return;
+        if (still === false) return signOut();
+        res.write(': ping\n\n');
+      });
+    }, deps.heartbeatMs ?? 15_000).unref();
+    const stillMember = () =>
+      deps.members.authenticateHash(session.keyHash).then(
+        (m) => m !== undefined && m.workspace === member.workspace && m.name === member.name,
+        () => undefined /* Redis hiccup: the next heartbeat or event asks again */,
+      );
+    const signOut = () => {
+      res.write('event: signed-out\ndata: {}\n\n');
+      close();
+    };
     let unsubscribe: (() => void) | undefined;
     request.raw.on('close', close);
     try {
@@ -80,14 +97,11 @@ ${pendingList(pending, csrf)}
         end: close,
         send: (e) => {
           // A long-lived stream is a request too: a member revoked meanwhile hears nothing more.
-          void deps.members.authenticateHash(session.keyHash).then((still) => {
-            if (closed) return;
-            if (!still) {
-              res.write('event: signed-out\ndata: {}\n\n');
-              return close();
-            }
+          void stillMember().then((still) => {
+            if (closed || still === undefined) return;
+            if (!still) return signOut();
             res.write(`event: approval\ndata: ${JSON.stringify(e)}\n\n`);
-          }, () => undefined /* Redis hiccup: the next event asks again */);
+          });
         },
       });
     } catch (err) {

@@ -3,13 +3,9 @@ import type { MemberRegistry } from '../../approvals/members.ts';
 import { hashKey } from '../../registry/secret-key.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
+import { safeNext } from './safe-next.ts';
 import { SESSION_COOKIE, cookieOptions, sameOrigin } from './web-auth.ts';
 import type { WebSessions } from './web-sessions.ts';
-
-/** A `next` that stays on this site: a path, never `//host` or a URL. */
-function safeNext(next: unknown): string {
-  return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/inbox';
-}
 
 function signInPage(next: string, error?: string) {
   return layout(

@@ -32,6 +32,8 @@ export interface WebDeps {
   events: LiveEvents;
   /** The history core; the history page says "not available" without it. */
   history?: HistoryAccess;
+  /** How often an open `/inbox/events` stream pings and checks its member again (15 s). */
+  heartbeatMs?: number;
 }
 
 /** Forms post `application/x-www-form-urlencoded`; URLSearchParams reads it (no plugin for 4 lines). */
