@@ -50,6 +50,7 @@ const envSchema = z.object({
    * cut (and say so). At least 4 KiB, so that any error envelope fits.
    */
   MAX_RESULT_BYTES: int(4096, 64 * 1024 * 1024, 1024 * 1024),
+  MAX_OFFLOAD_BYTES: int(4096, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   /**
@@ -159,6 +160,8 @@ export interface Config {
   readonly executorHeapLimitMb: number;
   readonly handleCacheSize: number;
   readonly maxResultBytes: number;
+  /** An offloaded query result is cut at this many bytes of JSON (MAX_OFFLOAD_BYTES). */
+  readonly maxOffloadBytes: number;
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
@@ -234,6 +237,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     executorHeapLimitMb: e.EXECUTOR_HEAP_LIMIT_MB,
     handleCacheSize: e.HANDLE_CACHE_SIZE,
     maxResultBytes: e.MAX_RESULT_BYTES,
+    maxOffloadBytes: e.MAX_OFFLOAD_BYTES,
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,

@@ -31,7 +31,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
-        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir) : undefined) };
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined) };
       case 'browse':
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'csv':
@@ -92,8 +92,8 @@ function needHistory(history: HistoryCapture | undefined): HistoryCapture {
  * Where a query's result too large for its envelope goes: a file under the data folder, which
  * the worker uploads to the blob store (`result.offloaded`).
  */
-function spillOpener(dataDir: string): (columns: string[]) => ResultSpill {
-  return (columns) => new ResultSpill(spillDir(dataDir), columns);
+function spillOpener(dataDir: string, maxBytes?: number): (columns: string[]) => ResultSpill {
+  return (columns) => new ResultSpill(spillDir(dataDir), columns, maxBytes);
 }
 
 /**

@@ -99,6 +99,8 @@ export interface ChildOptions {
   heapLimitMb: number;
   handleCacheSize: number;
   maxResultBytes: number;
+  /** The most an offloaded result's file may take (MAX_OFFLOAD_BYTES); absent: unbounded. */
+  maxOffloadBytes?: number;
   /** Estimated bytes the child's cached statements may take (STATEMENT_CACHE_BYTES). */
   statementCacheBytes?: number;
   /** Point-in-time history capture; absent: off. */
