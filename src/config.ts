@@ -100,6 +100,8 @@ const envSchema = z.object({
   HISTORY_RETENTION_DAYS: int(1, 10_000, 30),
   /** A database's WAL is checkpointed once it passes this size (after its frames were copied). */
   HISTORY_CHECKPOINT_BYTES: int(4096, 1024 * 1024 * 1024, 4 * 1024 * 1024),
+  /** A database's history quota in bytes; 0: ten times its plan's database size. */
+  HISTORY_MAX_BYTES_PER_DB: int(0, Number.MAX_SAFE_INTEGER, 0),
   /** When each database with commits since its last snapshot gets a new one (cron, in SCHEDULE_TZ). */
   HISTORY_SNAPSHOT_CRON: z
     .string()
@@ -249,7 +251,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     blob: blobConfig(e),
     backupCron: e.BACKUP_CRON,
     backupTz: e.BACKUP_TZ,
-    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS }) } : {}),
+    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS, maxBytesPerDb: e.HISTORY_MAX_BYTES_PER_DB }) } : {}),
     historyRetentionDays: e.HISTORY_RETENTION_DAYS,
     historySnapshotCron: e.HISTORY_SNAPSHOT_CRON,
     historyPruneCron: e.HISTORY_PRUNE_CRON,

@@ -113,6 +113,8 @@ export interface HistoryOptions {
   checkpointBytes: number;
   /** Restores reach back this many days at most (HISTORY_RETENTION_DAYS). */
   retentionDays: number;
+  /** A database's history quota in bytes (HISTORY_MAX_BYTES_PER_DB); absent or 0: 10× the plan's database size. */
+  maxBytesPerDb?: number;
 }
 
 /** Who asked for a restore, as the database's audit keeps it. */
