@@ -50,6 +50,7 @@ const envSchema = z.object({
    * cut (and say so). At least 4 KiB, so that any error envelope fits.
    */
   MAX_RESULT_BYTES: int(4096, 64 * 1024 * 1024, 1024 * 1024),
+  MAX_OFFLOAD_BYTES: int(4096, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   /**
@@ -99,6 +100,8 @@ const envSchema = z.object({
   HISTORY_RETENTION_DAYS: int(1, 10_000, 30),
   /** A database's WAL is checkpointed once it passes this size (after its frames were copied). */
   HISTORY_CHECKPOINT_BYTES: int(4096, 1024 * 1024 * 1024, 4 * 1024 * 1024),
+  /** A database's history quota in bytes; 0: ten times its plan's database size. */
+  HISTORY_MAX_BYTES_PER_DB: int(0, Number.MAX_SAFE_INTEGER, 0),
   /** When each database with commits since its last snapshot gets a new one (cron, in SCHEDULE_TZ). */
   HISTORY_SNAPSHOT_CRON: z
     .string()
@@ -159,6 +162,8 @@ export interface Config {
   readonly executorHeapLimitMb: number;
   readonly handleCacheSize: number;
   readonly maxResultBytes: number;
+  /** An offloaded query result is cut at this many bytes of JSON (MAX_OFFLOAD_BYTES). */
+  readonly maxOffloadBytes: number;
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
@@ -234,6 +239,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     executorHeapLimitMb: e.EXECUTOR_HEAP_LIMIT_MB,
     handleCacheSize: e.HANDLE_CACHE_SIZE,
     maxResultBytes: e.MAX_RESULT_BYTES,
+    maxOffloadBytes: e.MAX_OFFLOAD_BYTES,
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,
@@ -245,7 +251,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     blob: blobConfig(e),
     backupCron: e.BACKUP_CRON,
     backupTz: e.BACKUP_TZ,
-    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS }) } : {}),
+    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS, maxBytesPerDb: e.HISTORY_MAX_BYTES_PER_DB }) } : {}),
     historyRetentionDays: e.HISTORY_RETENTION_DAYS,
     historySnapshotCron: e.HISTORY_SNAPSHOT_CRON,
     historyPruneCron: e.HISTORY_PRUNE_CRON,

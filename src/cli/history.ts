@@ -1,6 +1,8 @@
 import os from 'node:os';
 import { codeOf, errorBody } from '../errors.ts';
-import { checkRedis } from '../queue/connection.ts';
+import { checkRedis, connectRedis } from '../queue/connection.ts';
+import { keysFor } from '../queue/keys.ts';
+import { AgentRegistry } from '../registry/agents.ts';
 import { HistoryClient, type HistoryView } from '../queue/history-client.ts';
 import { ShardOpClient } from '../queue/shard-op-client.ts';
 import { UsageError, type CommandContext } from './context.ts';
@@ -46,8 +48,9 @@ async function withClient(ctx: CommandContext, fn: (client: HistoryClient) => Pr
   // BullMQ waits for a Redis that is down without a word; say so instead.
   await checkRedis(ctx.config.redisUrl);
   const ops = new ShardOpClient({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.prefix });
+  const redis = connectRedis(ctx.config.redisUrl, { name: 'agentdb-cli-history' });
   try {
-    return await fn(new HistoryClient(ops, ctx.config.shardCount));
+    return await fn(new HistoryClient(ops, ctx.config.shardCount, new AgentRegistry(redis, keysFor(ctx.config.prefix))));
   } catch (err) {
     const code = codeOf(err);
     if (!code) throw err;
@@ -55,6 +58,7 @@ async function withClient(ctx: CommandContext, fn: (client: HistoryClient) => Pr
     return 1;
   } finally {
     await ops.close();
+    redis.disconnect();
   }
 }
 

@@ -8,6 +8,7 @@ import { openBlobStore } from '../history/blob-stores.ts';
 import { OffloadedResults } from '../history/offloaded-results.ts';
 import { AgentDbClient } from '../queue/client.ts';
 import { KeyedCalls } from '../queue/keyed-calls.ts';
+import { AgentRegistry } from '../registry/agents.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
 import { PrincipalCache } from '../registry/principal-cache.ts';
 import { connectRedis } from '../queue/connection.ts';
@@ -43,7 +44,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const calls = new KeyedCalls(client);
-  const history = new HistoryClient(historyOps, config.shardCount);
+  const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   // The web page's history panel calls the same history core as /v1/databases/:db/history.
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
   const keys = keysFor(config.prefix);

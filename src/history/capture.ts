@@ -49,6 +49,11 @@ interface State {
   /** Set once the generation has a segment. */
   seg?: { name: string; seq: number; header: SegmentHeader; dataPath: string; indexPath: string; frames: number; c1: number; c2: number };
   stamp: string;
+  /**
+   * Bytes of the database's whole history folder: walked once when the state is (re)built,
+   * then kept by adding what each capture appends, so the quota check costs nothing per write.
+   */
+  bytes?: number;
 }
 
 const states = new Map<string, State>();
@@ -113,6 +118,7 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
       const lines = copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n';
       fs.appendFileSync(seg.indexPath, lines);
       idxGrew = Buffer.byteLength(lines);
+      if (st.bytes !== undefined) st.bytes += idxGrew + copied.chunks.reduce((n, c) => n + c.length, 0);
       const last = copied.lines.at(-1)!;
       report.frames = last.frames - seg.frames;
       seg.frames = last.frames;
@@ -141,6 +147,34 @@ export function capturedPosition(dbPath: string, source: HistorySource): History
   const st = loadState(dbPath, source);
   if (!st) return undefined;
   return { generation: st.genName, segment: st.seg?.name ?? '', frames: st.seg?.frames ?? 0 };
+}
+
+/**
+ * The bytes database `dbPath`'s history takes on disk (`historyRoot` is its history folder):
+ * the running total capture keeps, walked afresh only when the files changed under it (a new
+ * generation, a restore, a prune, another child's capture). Zero with no history.
+ */
+export function historyBytes(dbPath: string, source: HistorySource, historyRoot: string): number {
+  const st = loadState(dbPath, source);
+  if (!st) return 0;
+  st.bytes ??= folderBytes(historyRoot);
+  return st.bytes;
+}
+
+function folderBytes(dir: string): number {
+  let total = 0;
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) total += folderBytes(p);
+    else if (e.isFile()) total += fileSize(p);
+  }
+  return total;
 }
 
 /** Forgets what this process knew of a database's capture (its files changed wholesale). */

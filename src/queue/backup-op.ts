@@ -51,12 +51,13 @@ export const backupOp: ShardOpHandler = async (data, ctx) => {
       try {
         report = await backupDatabase(store, config.dataDir, id);
       } catch (err) {
-        // One database's damaged file must not cost the others their backup; a fault (the
-        // store down) fails the op, which BullMQ retries.
-        const code = codeOf(err);
-        if (!code) throw err;
-        logger.error({ database: id, code, detail: (err as { detail?: string }).detail }, 'backup of a database failed');
-        report = { database: id, files: 0, bytes: 0, unchanged: false, error: { code, detail: (err as { detail?: string }).detail ?? String(err) } };
+        // One database's damaged file, or a fault on it (ENOSPC, EIO, the store refusing one
+        // upload), must not cost the other databases of the shard their backup: it is reported
+        // for that database (uncoded faults as INTERNAL) and the next run tries it again.
+        const code = codeOf(err) ?? 'INTERNAL';
+        const detail = (err as { detail?: string }).detail ?? String((err as Error)?.message ?? err).slice(0, 500);
+        logger.error({ database: id, code, detail }, 'backup of a database failed');
+        report = { database: id, files: 0, bytes: 0, unchanged: false, error: { code, detail } };
       }
       result.databases.push(report);
       await job.updateProgress({ shard, done: result.databases.length, total: ids.length, report } satisfies BackupProgress);

@@ -110,7 +110,15 @@ export async function runCall(
 async function offload(result: Record<string, unknown>, results: OffloadedResults, owner: Parameters<OffloadedResults['keep']>[1]): Promise<Record<string, unknown>> {
   const { spill, ...rest } = result;
   try {
-    const offloaded = await results.keep(spill as SpilledResult, owner);
+    const spilled = spill as SpilledResult;
+    const offloaded = await results.keep(spilled, owner);
+    if (spilled.capped) {
+      return {
+        ...rest,
+        offloaded: { ...offloaded, capped: true, maxBytes: spilled.capped.maxBytes },
+        note: `the result is offloaded but cut at ${spilled.capped.maxBytes} bytes (MAX_OFFLOAD_BYTES): it holds the first ${spilled.rows} rows; select fewer or smaller rows (LIMIT/OFFSET) for the rest — GET /v1/results/<offloaded.id> or agentdb result-blob <id>`,
+      };
+    }
     return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
   } catch (err) {
     return { ...rest, note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them` };

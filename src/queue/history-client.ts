@@ -3,6 +3,7 @@ import type { HistoryView } from '../history/history-view.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../store/database-id.ts';
 import type { RestoreActor } from '../store/executor-protocol.ts';
 import type { RestoreResult } from '../store/history-restore.ts';
+import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './history-ops.ts';
 import type { ShardOpClient } from './shard-op-client.ts';
 
@@ -26,13 +27,23 @@ export interface RestoreRequest {
 export function parseMoment(at: string | number): number {
   if (typeof at === 'number') {
     if (!Number.isFinite(at) || at < 0) throw new AgentDbError('INVALID_ARGUMENTS', `time ${at} is not unix seconds`);
-    return Math.round(at * 1000);
+    return inDateRange(Math.round(at * 1000), at);
   }
   const text = at.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  if (/^\d+(\.\d+)?$/.test(text)) return inDateRange(Math.round(Number(text) * 1000), at);
   const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || !text.includes('T') ? text : `${text}Z`;
   const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(zoned) : NaN;
   if (!Number.isFinite(ms)) throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is neither an ISO time (2026-12-01T02:00:00Z) nor unix seconds`);
+  return ms;
+}
+
+/** The largest moment a JS Date holds (year 275760); past it a time is nonsense, not "later". */
+const MAX_DATE_MS = 8.64e15;
+
+function inDateRange(ms: number, at: string | number): number {
+  if (!Number.isFinite(ms) || ms > MAX_DATE_MS) {
+    throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is past any date (unix seconds up to ${MAX_DATE_MS / 1000}); give an ISO time (2026-12-01T02:00:00Z) or unix seconds`);
+  }
   return ms;
 }
 
@@ -44,6 +55,8 @@ export class HistoryClient {
   constructor(
     private readonly ops: ShardOpClient,
     private readonly shardCount: number,
+    /** Refuses a restore `into` the database of a registered agent (see `restore`). */
+    private readonly agents?: Pick<AgentRegistry, 'get'>,
   ) {}
 
   /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS. */
@@ -60,6 +73,14 @@ export class HistoryClient {
     if (into !== undefined && into === id) throw new AgentDbError('DATABASE_EXISTS', `${into} is the database restored from; restore it in place instead`);
     if (into !== undefined && parseDatabaseId(into).workspace !== parseDatabaseId(id).workspace) {
       throw new AgentDbError('INVALID_ARGUMENTS', `a database is restored into a new database of its own workspace (${parseDatabaseId(id).workspace}/<name>)`);
+    }
+    if (into !== undefined && this.agents) {
+      // A registered agent that never wrote has no database yet; creating it from another's
+      // would hand that agent the other's private tables.
+      const { workspace, agent } = parseDatabaseId(into);
+      if (agent !== undefined && (await this.agents.get(workspace, agent))) {
+        throw new AgentDbError('DATABASE_EXISTS', `${into} is the database of registered agent ${agent}, which would read what is restored; restore into a name no agent has`);
+      }
     }
     const args = {
       ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),

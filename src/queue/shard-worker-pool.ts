@@ -74,6 +74,7 @@ export class ShardWorkerPool {
       heapLimitMb: config.executorHeapLimitMb,
       handleCacheSize: config.handleCacheSize,
       maxResultBytes: config.maxResultBytes,
+      maxOffloadBytes: config.maxOffloadBytes,
       statementCacheBytes: config.statementCacheBytes,
       ...(config.history ? { history: config.history } : {}),
       logger: opts.logger,

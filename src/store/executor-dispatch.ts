@@ -31,7 +31,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
-        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir) : undefined) };
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined) };
       case 'browse':
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'csv':
@@ -47,6 +47,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: { admitted: true } };
       case 'write': {
         const db = handles.open(req.db, 'write');
+        history?.checkQuota(req.db);
         const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget);
         if (!replayed) history?.run(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
@@ -92,8 +93,8 @@ function needHistory(history: HistoryCapture | undefined): HistoryCapture {
  * Where a query's result too large for its envelope goes: a file under the data folder, which
  * the worker uploads to the blob store (`result.offloaded`).
  */
-function spillOpener(dataDir: string): (columns: string[]) => ResultSpill {
-  return (columns) => new ResultSpill(spillDir(dataDir), columns);
+function spillOpener(dataDir: string, maxBytes?: number): (columns: string[]) => ResultSpill {
+  return (columns) => new ResultSpill(spillDir(dataDir), columns, maxBytes);
 }
 
 /**

@@ -21,6 +21,8 @@ export interface ExecutorProcessOptions {
   handleCacheSize: number;
   /** Query results are cut to this much JSON. */
   maxResultBytes: number;
+  /** An offloaded result's file stops at this size (MAX_OFFLOAD_BYTES). */
+  maxOffloadBytes?: number;
   /** Estimated bytes each child's cached statements may take; the child's default when absent. */
   statementCacheBytes?: number;
   /** Point-in-time history capture; absent: off (`HISTORY_CAPTURE=off`). */

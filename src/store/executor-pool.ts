@@ -53,8 +53,8 @@ export class ExecutorPool {
     for (const key of ['statementTimeoutMs', 'heapLimitMb', 'handleCacheSize', 'maxResultBytes', 'size', 'workspaceShare'] as const) {
       if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
     }
-    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, statementCacheBytes, history } = opts;
-    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, statementCacheBytes, history }, opts.logger);
+    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history } = opts;
+    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, opts.logger);
     const hooks = {
       progress: (p: ExecutorProcess) => this.onProgress(p),
       returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),

@@ -99,6 +99,8 @@ export interface ChildOptions {
   heapLimitMb: number;
   handleCacheSize: number;
   maxResultBytes: number;
+  /** The most an offloaded result's file may take (MAX_OFFLOAD_BYTES); absent: unbounded. */
+  maxOffloadBytes?: number;
   /** Estimated bytes the child's cached statements may take (STATEMENT_CACHE_BYTES). */
   statementCacheBytes?: number;
   /** Point-in-time history capture; absent: off. */
@@ -111,6 +113,8 @@ export interface HistoryOptions {
   checkpointBytes: number;
   /** Restores reach back this many days at most (HISTORY_RETENTION_DAYS). */
   retentionDays: number;
+  /** A database's history quota in bytes (HISTORY_MAX_BYTES_PER_DB); absent or 0: 10× the plan's database size. */
+  maxBytesPerDb?: number;
 }
 
 /** Who asked for a restore, as the database's audit keeps it. */

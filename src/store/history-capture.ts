@@ -1,6 +1,8 @@
 import type { Database } from 'better-sqlite3';
-import { capture, type CaptureReport } from '../history/capture.ts';
-import { localSource } from '../history/layout.ts';
+import { AgentDbError } from '../errors.ts';
+import { capture, historyBytes, type CaptureReport } from '../history/capture.ts';
+import { historyDir, localSource } from '../history/layout.ts';
+import type { PlanLimits } from './plan-limits.ts';
 import type { HistoryOptions } from './executor-protocol.ts';
 import type { HandleCacheOptions, HandleTarget } from './handle-cache.ts';
 
@@ -26,9 +28,32 @@ export class HistoryCapture {
     }
   }
 
+  /**
+   * Refuses a write to a database whose history has passed its quota (HISTORY_MAX_BYTES_PER_DB,
+   * or by default 10× the plan's database size): history is kept 30 days, so without a bound a
+   * few large updates a second would fill the shared disk. Nothing is written; the history
+   * shrinks again as the prune deletes what passed the retention.
+   * @throws AgentDbError RESOURCE_LIMIT
+   */
+  checkQuota(target: HandleTarget & { limits: PlanLimits }): void {
+    const quota = historyQuota(this.opts, target.limits);
+    const used = historyBytes(target.path, localSource(this.dataDir, target.id), historyDir(this.dataDir, target.id));
+    if (used > quota) {
+      throw new AgentDbError(
+        'RESOURCE_LIMIT',
+        `the history of ${target.id} takes ${used} bytes, past its quota of ${quota} bytes (HISTORY_MAX_BYTES_PER_DB); writes are refused until the prune removes history older than the retention — write less, or smaller rows, or ask an operator`,
+      );
+    }
+  }
+
   /** The handle cache's hooks: copy on open (a crash left frames), copy before close (closing checkpoints). */
   hooks(): Pick<HandleCacheOptions, 'onOpened' | 'beforeClose' | 'walAutocheckpoint'> {
     const copy = (db: Database, target: HandleTarget) => void this.run(db, target);
     return { onOpened: copy, beforeClose: copy, walAutocheckpoint: 0 };
   }
+}
+
+/** A database's history quota: HISTORY_MAX_BYTES_PER_DB, or when 0 ten times the plan's database size. */
+export function historyQuota(opts: HistoryOptions, limits: PlanLimits): number {
+  return opts.maxBytesPerDb && opts.maxBytesPerDb > 0 ? opts.maxBytesPerDb : 10 * limits.maxBytes;
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition, forgetCapture } from '../history/capture.ts';
-import { historyDir, localSource, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
+import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
 import { buildRestore, planRestore, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
 import { startGeneration } from '../history/snapshot.ts';
@@ -25,6 +25,11 @@ export interface RestoreResult {
   commits: number;
   undoId?: string;
   into?: string;
+  /**
+   * An undo only: the commits made after the restore it undoes, which the undo discards (the
+   * undo goes back to exactly the state before that restore). Said by the dry run too.
+   */
+  discardsCommits?: number;
 }
 
 type RestoreReq = Extract<ExecRequest, { op: 'restore' }>;
@@ -48,16 +53,18 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
   return withReader(hdir, what, () => {
     let target: RestoreTarget;
     let restoredTo: number | undefined;
+    let discards: Partial<RestoreResult> = {};
     if (req.undo !== undefined) {
       const point = /^u[0-9a-z]+$/.test(req.undo) ? readJson<UndoPoint>(undoPath(hdir, req.undo)) : undefined;
       if (!point || point.database !== req.db.id) throw new AgentDbError('UNDO_NOT_FOUND', `${req.db.id} has no undo point ${JSON.stringify(req.undo)}`);
       target = { position: point.position };
       restoredTo = point.createdAt;
+      discards = { discardsCommits: commitsAfterRestore(source, point.createdAt) };
     } else {
       target = { at: checkedMoment(req.at, history.opts.retentionDays) };
     }
     const plan = planRestore(source, target);
-    const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, restoredTo ?? plan.restoredTo, req.dryRun === true, extra);
+    const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, restoredTo ?? plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
     if (req.dryRun) return summary({});
 
     const tmp = path.join(hdir, `restore-${process.pid}-${Date.now()}.sqlite`);
@@ -189,4 +196,18 @@ function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: stri
 /** Undo ids: `u`, the time in base 36 and random bytes; sortable and never reused. */
 function newUndoId(): string {
   return `u${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
+}
+
+/**
+ * The commits made after an in-place restore done at `restoredAt`: those of the generations
+ * begun at or after it (the restore begins one once its own commits are in). An undo of that
+ * restore discards them; it says how many so nobody loses acknowledged writes unawares.
+ */
+function commitsAfterRestore(source: ReturnType<typeof localSource>, restoredAt: number): number {
+  let n = 0;
+  for (const gen of listGenerations(source)) {
+    if (!gen.snapshot || gen.snapshot.at < restoredAt) continue;
+    for (const seg of listSegments(gen)) n += readCommits(seg.indexPath).length;
+  }
+  return n;
 }

@@ -9,6 +9,8 @@ export interface SpilledResult {
   file: string;
   bytes: number;
   rows: number;
+  /** Set when rows were left out because the file reached its cap (MAX_OFFLOAD_BYTES). */
+  capped?: { maxBytes: number };
 }
 
 /** The folder spilled results are written to, under the data folder. */
@@ -35,21 +37,46 @@ export class ResultSpill {
   private pendingBytes = 0;
   private bytes = 0;
   private rows = 0;
+  private capped = false;
 
-  constructor(dir: string, columns: string[]) {
+  /**
+   * `maxBytes` caps the file (MAX_OFFLOAD_BYTES): a row that would take it past the cap is not
+   * written, nor is any row after it, so a query cannot fill the disk for the price of one call.
+   */
+  constructor(
+    dir: string,
+    columns: string[],
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
+  ) {
     mkdirSync(dir, { recursive: true });
     this.file = path.join(dir, `${randomUUID()}.json`);
     this.fd = openSync(this.file, 'wx', 0o600);
     this.push(`{"columns":${JSON.stringify(columns)},"rows":[`);
   }
 
-  /** Adds a row already encoded (one kept for the preview). */
-  encodedRow(row: unknown[]): void {
-    this.push(`${this.rows++ ? ',' : ''}${JSON.stringify(row)}`);
+  /** True once a row was refused for the cap: the caller stops reading. */
+  get full(): boolean {
+    return this.capped;
   }
 
-  /** Adds a row as SQLite returned it. */
-  rawRow(raw: unknown[]): void {
+  /** Adds a row already encoded (one kept for the preview); false when it would pass the cap. */
+  encodedRow(row: unknown[]): boolean {
+    const text = `${this.rows ? ',' : ''}${JSON.stringify(row)}`;
+    if (!this.fits(Buffer.byteLength(text))) return false;
+    this.rows++;
+    this.push(text);
+    return true;
+  }
+
+  /** Adds a row as SQLite returned it; false (nothing written) when it would pass the cap. */
+  rawRow(raw: unknown[]): boolean {
+    // Sized before anything is written, so the file never grows past the cap, not even by the
+    // one row that crosses it. A large blob is sized by its base64 length, never encoded for it.
+    let size = 2 + (this.rows ? 1 : 0) + Math.max(0, raw.length - 1);
+    for (const value of raw) {
+      size += Buffer.isBuffer(value) && value.length > BLOB_SLICE ? 12 + Math.ceil(value.length / 3) * 4 : Buffer.byteLength(JSON.stringify(encodeValue(value)));
+    }
+    if (!this.fits(size)) return false;
     this.push(this.rows++ ? ',[' : '[');
     raw.forEach((value, i) => {
       if (i) this.push(',');
@@ -62,6 +89,15 @@ export class ResultSpill {
       }
     });
     this.push(']');
+    return true;
+  }
+
+  /** Whether `size` more bytes, and the document's closing `]}`, stay within the cap. */
+  private fits(size: number): boolean {
+    if (this.capped) return false;
+    if (this.bytes + this.pendingBytes + size + 2 <= this.maxBytes) return true;
+    this.capped = true;
+    return false;
   }
 
   /** Ends the document and closes the file. */
@@ -69,7 +105,7 @@ export class ResultSpill {
     this.push(']}');
     this.flush();
     closeSync(this.fd);
-    return { file: this.file, bytes: this.bytes, rows: this.rows };
+    return this.capped ? { file: this.file, bytes: this.bytes, rows: this.rows, capped: { maxBytes: this.maxBytes } } : { file: this.file, bytes: this.bytes, rows: this.rows };
   }
 
   /** Closes and deletes the file (the query failed midway). */
@@ -83,7 +119,7 @@ export class ResultSpill {
 
   private push(text: string): void {
     this.pending.push(text);
-    this.pendingBytes += text.length;
+    this.pendingBytes += Buffer.byteLength(text);
     if (this.pendingBytes >= FLUSH_BYTES) this.flush();
   }
 

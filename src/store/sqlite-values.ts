@@ -91,7 +91,7 @@ export function readRows(stmt: Statement, bindings: unknown[], maxRows: number, 
 
 function openSpill(open: SpillOpener, columns: string[], rows: EncodedValue[][]): ResultSpill {
   const spill = open(columns);
-  for (const row of rows) spill.encodedRow(row);
+  for (const row of rows) if (!spill.encodedRow(row)) break;
   return spill;
 }
 
@@ -123,7 +123,8 @@ function readRowsInto(
     }
     count++;
     if (spilling) {
-      spilling.rawRow(raw);
+      // Past MAX_OFFLOAD_BYTES: stop reading; the spill says it was capped.
+      if (!spilling.rawRow(raw)) break;
       continue;
     }
     if (!exact) {

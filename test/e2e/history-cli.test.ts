@@ -88,6 +88,9 @@ describe('agentdb restore', () => {
     expect(json(stranger.stdout)).toMatchObject({ error: { code: 'UNDO_NOT_FOUND' } });
     const exists = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000)), '--into', 'acme/scout-copy');
     expect(json(exists.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
+    const huge = await cli('restore', 'acme/scout', '--at', '99999999999999999999999');
+    expect(huge.code).toBe(1);
+    expect(json(huge.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('99999999999999999999999') } });
     const neither = await cli('restore', 'acme/scout');
     expect(neither.code).toBe(2);
     expect(neither.stderr).toMatch(/--at TIME .* or --undo ID/);

@@ -8,6 +8,7 @@ import { HistoryClient } from '../../src/queue/history-client.ts';
 import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
 import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
 import { keysFor } from '../../src/queue/keys.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
 import type { Sandbox } from './harness.ts';
 
 /** The HTTP app with its web page, listening on a free port of 127.0.0.1, over a sandbox. */
@@ -27,7 +28,7 @@ export async function startWebServer(box: Sandbox, opts: { heartbeatMs?: number 
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   const calls = new KeyedCalls(box.client());
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
-  const history = new HistoryClient(historyOps, config.shardCount);
+  const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
   const app = buildApp({ redis, shardCount: config.shardCount, members, approvals, history, web: { ...web.web, ...opts } });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -9,6 +9,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { codeOf } from '../../src/errors.ts';
 import { backupDatabase } from '../../src/history/backup.ts';
 import { backupPrefix, readManifest } from '../../src/history/backup-manifest.ts';
+import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { pruneBlobBackups } from '../../src/history/blob-prune.ts';
 import { restoreFromBlob } from '../../src/history/blob-restore.ts';
 import { openBlobStore } from '../../src/history/blob-stores.ts';
@@ -245,5 +246,25 @@ describe('the blob prune', () => {
     const r = await backupDatabase(store, config.dataDir, DB);
     expect(r.unchanged).toBe(false);
     expect(r.files).toBeGreaterThan(0);
+  });
+
+  it('a fault on one database (an unreadable file, as ENOSPC or EIO would be) is reported for it alone; the other databases of its shard are backed up', async () => {
+    // An agent whose database shares acme/scout's shard, so a shard-wide failure would show.
+    const shard = shardOf(DB, config.shardCount);
+    const agent = Array.from({ length: 200 }, (_, i) => `peer${i}`).find((a) => shardOf(`acme/${a}`, config.shardCount) === shard)!;
+    const peer = `acme/${agent}`;
+    const env = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE p (x)' } });
+    expect(env.ok, JSON.stringify(env)).toBe(true);
+    // Its first snapshot becomes a folder: reading it for the upload fails with an uncoded EISDIR.
+    const gen = listGenerations(localSource(config.dataDir, peer)).find((g) => g.snapshot)!;
+    rmSync(gen.snapshotPath);
+    mkdirSync(gen.snapshotPath);
+    await writeRounds(240, 245);
+    const run = await runBackups(ops, config.shardCount);
+    expect(run.failed).toEqual([]);
+    const byId = Object.fromEntries(run.databases.map((d) => [d.database, d]));
+    expect(byId[peer]).toMatchObject({ error: { code: 'INTERNAL', detail: expect.stringMatching(/EISDIR|directory/) } });
+    expect(byId[DB]).toMatchObject({ unchanged: false });
+    expect(byId[DB]!.error).toBeUndefined();
   });
 });

@@ -145,9 +145,14 @@ describe('restore', () => {
     // Statements keep working on the restored schema (no table u yet at that moment).
     expect(codeOf(await pool.run({ op: 'query', db, sql: 'SELECT * FROM u', params: [], maxRows: 1 }))).toBe('SQL_ERROR');
     await write(db, 'INSERT INTO t(v) VALUES (?)', ['after the restore']);
+    await write(db, 'INSERT INTO t(v) VALUES (?)', ['also after the restore']);
+    await write(db, 'DELETE FROM t WHERE v = ?', ['also after the restore']);
     const restoredState = dumpHash(db.path, { withoutAudit: true });
+    // The undo discards the 3 commits acknowledged after the restore: its dry run says so first.
+    const dry = await restore(db, { undo: r.undoId, dryRun: true });
+    expect(dry).toMatchObject({ ok: true, result: { dryRun: true, discardsCommits: 3 } });
     const undo = await restore(db, { undo: r.undoId });
-    expect(codeOf(undo)).toBe('ok');
+    expect(undo).toMatchObject({ ok: true, result: { discardsCommits: 3 } });
     // Back to the state before the restore, exactly (the audit row of the restore went with it).
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
     expect(integrity(db.path)).toBe('ok');

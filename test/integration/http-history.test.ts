@@ -7,6 +7,8 @@ import { buildApp } from '../../src/http/app.ts';
 import type { AgentDbClient } from '../../src/queue/client.ts';
 import { HistoryClient } from '../../src/queue/history-client.ts';
 import { keysFor } from '../../src/queue/keys.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
 import { pastMs } from '../helpers/history.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -33,7 +35,10 @@ beforeAll(async () => {
   const members = new MemberRegistry(redis, keysFor(sb.config.prefix));
   approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
   ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
-  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, history: new HistoryClient(ops, sb.config.shardCount) });
+  const agents = new AgentRegistry(redis, keysFor(sb.config.prefix));
+  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, history: new HistoryClient(ops, sb.config.shardCount, agents) });
+  await new WorkspaceRegistry(redis, keysFor(sb.config.prefix)).put('acme', 'pro');
+  await agents.put('acme', 'fresh', { displayName: 'Fresh', settings: { database: 'agent' } } as never);
   for (const [ws, name, role] of [
     ['acme', 'ada', 'admin'],
     ['acme', 'bob', 'member'],
@@ -108,6 +113,12 @@ describe('POST /v1/databases/:db/restore', () => {
     const post = (payload: object, who = 'ada', db = 'acme%2Fscout') => app.inject({ method: 'POST', url: `/v1/databases/${db}/restore`, headers: as(who), payload });
     expect((await post({ at: new Date(Date.now() + 3600_000).toISOString() })).json().error.code).toBe('HISTORY_OUT_OF_RANGE');
     expect((await post({ at: 'yesterday-ish' })).json().error.code).toBe('INVALID_ARGUMENTS');
+    // Times past any date: a clear INVALID_ARGUMENTS naming the time, not SQL_ERROR "Invalid time value".
+    const huge = (await post({ at: '99999999999999999999999' })).json();
+    expect(huge.error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('99999999999999999999999') });
+    expect((await post({ at: 1e308 })).json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('1e+308') });
+    // A registered agent that never wrote: its database must not be created from scout's.
+    expect((await post({ at: moment / 1000, into: 'acme/fresh' })).json().error).toMatchObject({ code: 'DATABASE_EXISTS', message: expect.stringContaining('registered agent fresh') });
     expect((await post({ undo: 'u0nope' })).json().error.code).toBe('UNDO_NOT_FOUND');
     expect((await post({ at: moment / 1000, into: 'acme/scout' })).json().error.code).toBe('DATABASE_EXISTS');
     expect((await post({ at: moment / 1000, into: 'acme/scout-before' })).json().error.code).toBe('DATABASE_EXISTS');

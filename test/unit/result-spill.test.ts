@@ -37,3 +37,24 @@ describe('a spilled result', () => {
     expect(existsSync(spill.file)).toBe(false);
   });
 });
+
+describe('a spilled result with a cap', () => {
+  it('never grows past the cap, stays one JSON document, and says it was capped', () => {
+    const cap = 10_000;
+    const spill = new ResultSpill(dir, ['i', 'b'], cap);
+    let written = 0;
+    for (let i = 0; i < 100; i++) {
+      if (!spill.rawRow([BigInt(i), Buffer.alloc(1000, 1)])) break;
+      written++;
+    }
+    expect(spill.full).toBe(true);
+    // A row larger than the cap on its own is refused whole, not written in part.
+    expect(spill.rawRow([1n, Buffer.alloc(1024 * 1024)])).toBe(false);
+    const done = spill.finish();
+    const text = readFileSync(done.file, 'utf8');
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(cap);
+    expect(done).toMatchObject({ rows: written, capped: { maxBytes: cap } });
+    expect(JSON.parse(text).rows).toHaveLength(written);
+    expect(written).toBeGreaterThan(5);
+  });
+});

@@ -1,0 +1,50 @@
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openBlobStore } from '../../src/history/blob-stores.ts';
+import type { BlobStore } from '../../src/history/blob-store.ts';
+import { OffloadedResults } from '../../src/history/offloaded-results.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+
+// The hostile review's query, scaled down: 1,000 rows of 10 KB against a 64 KiB cap.
+const CAP = 64 * 1024;
+let sb: Sandbox;
+let k: KeyedApp;
+let store: BlobStore;
+let scout: string;
+
+beforeAll(async () => {
+  sb = sandbox({ MAX_RESULT_BYTES: '4096', MAX_OFFLOAD_BYTES: String(CAP) });
+  await sb.pool();
+  store = openBlobStore(sb.config);
+  const results = new OffloadedResults(store, { dataDir: sb.dataDir, ttlS: sb.config.resultTtlS });
+  k = keyedApp(sb, { results });
+  scout = await k.agentKey('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
+});
+afterAll(async () => {
+  await k.close();
+  await store.close();
+  await sb.cleanup();
+});
+
+describe('an offloaded result past MAX_OFFLOAD_BYTES', () => {
+  it('is cut at the cap: the envelope says so, the stored document is whole JSON within the cap, no temp file is left', async () => {
+    const sql = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<1000) SELECT i, printf('%.10000c','x') AS s FROM c";
+    const res = await k.app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${scout}` }, payload: { tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } } });
+    const env = res.json();
+    expect(env.ok, JSON.stringify(env).slice(0, 300)).toBe(true);
+    expect(env.result.offloaded).toMatchObject({ capped: true, maxBytes: CAP });
+    expect(env.result.offloaded.bytes).toBeLessThanOrEqual(CAP);
+    expect(env.result.offloaded.rows).toBeLessThan(1000);
+    expect(env.result.note).toMatch(/cut at 65536 bytes \(MAX_OFFLOAD_BYTES\)/);
+    const got = await k.app.inject({ method: 'GET', url: `/v1/results/${env.result.offloaded.id}`, headers: { authorization: `Bearer ${scout}` } });
+    expect(got.statusCode).toBe(200);
+    expect(Buffer.byteLength(got.body)).toBeLessThanOrEqual(CAP);
+    const doc = JSON.parse(got.body);
+    expect(doc.rows.length).toBe(env.result.offloaded.rows);
+    expect(doc.rows.map((r: unknown[]) => r[0])).toEqual(Array.from({ length: doc.rows.length }, (_, i) => i + 1));
+    const tmp = path.join(sb.dataDir, 'tmp', 'results');
+    expect(existsSync(tmp) ? readdirSync(tmp) : []).toEqual([]);
+  });
+});
