@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Queue, QueueEvents } from 'bullmq';
+import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
 import { connectRedis } from './connection.ts';
 import { keysFor, type Keys } from './keys.ts';
+
+/** How often a waiting op looks at its job, in case its completion event went unheard. */
+const POLL_MS = 1000;
 
 /** Options of a {@link ShardOpClient}. */
 export interface ShardOpClientOptions {
@@ -55,7 +58,27 @@ export class ShardOpClient {
       removeOnComplete: { age: 300 },
       removeOnFail: { age: 3600 },
     });
-    return (await job.waitUntilFinished(q.events, timeoutMs ?? 60_000)) as ShardOpOutcome;
+    // The event is the fast path; a look at the job every second is the net under it: a new user
+    // saw `agentdb backup now` wait forever for ops whose jobs had finished (an event reader
+    // that started late). Whichever answers first wins.
+    let timer: NodeJS.Timeout | undefined;
+    const polled = new Promise<ShardOpOutcome>((resolve, reject) => {
+      timer = setInterval(() => {
+        void Job.fromId(q.queue, jobId).then(
+          (j) => {
+            if (!j?.finishedOn) return;
+            if (j.returnvalue !== undefined && j.returnvalue !== null) resolve(j.returnvalue as ShardOpOutcome);
+            else if (j.failedReason && j.attemptsMade >= (j.opts.attempts ?? 1)) reject(new Error(j.failedReason));
+          },
+          () => undefined,
+        );
+      }, POLL_MS);
+    });
+    try {
+      return await Promise.race([job.waitUntilFinished(q.events, timeoutMs ?? 60_000) as Promise<ShardOpOutcome>, polled]);
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /** Closes the queues and their event readers. */

@@ -24,6 +24,23 @@ describe('shard ops', () => {
     expect(out).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
   });
 
+  it('answers even when its completion event goes unheard', async () => {
+    const lost = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
+    try {
+      // Shard 2 has no owner yet. Its event reader is readied, then deafened: only the job
+      // itself can tell the outcome, which comes once an owner starts (after the wait began).
+      const internals = lost as unknown as { forShard(shard: number): { ready: Promise<unknown>; events: { emit: () => boolean } } };
+      const q = internals.forShard(2);
+      await q.ready;
+      q.events.emit = () => false;
+      const answer = lost.run(2, 'ping', {}, { timeoutMs: 30_000 });
+      await box.pool([2]);
+      expect(await answer).toEqual({ ok: true, result: { pong: true } });
+    } finally {
+      await lost.close();
+    }
+  });
+
   it('does not take an op name from the prototype', async () => {
     expect(await ops.run(0, 'constructor', {})).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
   });
