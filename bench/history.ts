@@ -179,9 +179,10 @@ function inPlaceRestore(mb: number) {
     step('rebuild (snapshot copy + frames + integrity_check)', () => buildRestore(plan, tmp));
     step('integrity_check alone (again)', () => verifyIntegrity(tmp));
     step('backup API into live', () => swapIn(tmp, db.path));
-    step('evict (capture of the backup frames + checkpoint on close)', () => handles.evict(db.path));
+    step('capture of the backup frames', () => history.run(handles.open(db, 'read'), db));
+    step('evict (checkpoint on close)', () => handles.evict(db.path));
     const fresh = step('reopen', () => handles.open(db, 'write'));
-    step('capture', () => history.run(fresh, db));
+    step('capture after reopen', () => history.run(fresh, db));
     step('new generation (checkpoint + copy with sha256)', () => startGeneration(fresh, db.path, source, 'restore', Date.now()));
     fs.rmSync(tmp, { force: true });
 
