@@ -3,7 +3,8 @@
 //   - write throughput with capture on against capture off, end to end (client → BullMQ →
 //     worker → executor child), 64 calls in flight (goal: at most 15 % slower);
 //   - snapshot and restore MB/s of a 100 MB database against a plain copy of its file
-//     (goal: restore at least 0.5× copy);
+//     (goal: restore at least 0.5× copy): the rebuild alone, and the whole restore in place as
+//     the executor child runs it (with where its time goes), and a restore into a new database;
 //   - restore time of a database with a day of history (10,000 writes in one generation).
 // HISTORY_BENCH_SOAK=N also runs the randomized history test with N steps (the larger soak).
 import { spawnSync } from 'node:child_process';
@@ -17,10 +18,17 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { capture } from '../src/history/capture.ts';
 import { localSource } from '../src/history/layout.ts';
-import { buildRestore, planRestore } from '../src/history/restore-engine.ts';
+import { buildRestore, planRestore, verifyIntegrity } from '../src/history/restore-engine.ts';
 import { startGeneration } from '../src/history/snapshot.ts';
+import { swapIn } from '../src/history/swap-in.ts';
 import { AgentDbClient } from '../src/queue/client.ts';
 import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
+import { databasePath } from '../src/store/database-id.ts';
+import type { DbTarget } from '../src/store/executor-protocol.ts';
+import { HandleCache } from '../src/store/handle-cache.ts';
+import { HistoryCapture } from '../src/store/history-capture.ts';
+import { restoreInPlace, restoreInto, snapshotNow } from '../src/store/history-restore.ts';
+import { PLAN_LIMITS } from '../src/store/plan-limits.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -110,6 +118,96 @@ function bigDatabase(mb: number) {
   return { mb: round(bytes / MB, 1), copyMBps: round(bytes / MB / copyS, 1), snapshotMBps: round(bytes / MB / snapshotS, 1), restoreMBps: round(bytes / MB / restoreS, 1), restoreFrames: plan.frames };
 }
 
+/**
+ * The in-place restore of a `mb` MB database end to end, as the executor child runs it for
+ * `agentdb restore DB --at T` (`restoreInPlace`: rebuild, integrity check, undo point, backup
+ * API into the live file, new generation), on a handle cache with capture hooks like the child's;
+ * then the same steps one by one on a second restore, to say where the time goes; and a
+ * `restoreInto` fork of it into a new database.
+ */
+function inPlaceRestore(mb: number) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-inplace-'));
+  const history = new HistoryCapture(dataDir, { checkpointBytes: 64 * MB, retentionDays: 30 });
+  const handles = new HandleCache({ size: 16, ...history.hooks() });
+  const target = (agent: string): DbTarget => ({ id: `bench/${agent}`, path: databasePath(dataDir, 'bench', agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise });
+  const db = target('big');
+  const by = { who: 'bench', via: 'operator' as const };
+  try {
+    const live = handles.open(db, 'write');
+    live.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, b BLOB)');
+    history.run(live, db);
+    const insert = live.prepare('INSERT INTO blobs (b) VALUES (randomblob(?))');
+    for (let i = 0; i < mb * 4; i++) {
+      insert.run(256 * 1024);
+      history.run(live, db);
+    }
+    snapshotNow(handles, history, dataDir, { op: 'snapshot', db, reason: 'manual' });
+    const bytes = fs.statSync(db.path).size;
+    const copyTo = path.join(dataDir, 'copy.sqlite');
+    let t = performance.now();
+    fs.copyFileSync(db.path, copyTo);
+    const copyS = (performance.now() - t) / 1000;
+    fs.rmSync(copyTo);
+    const more = () => {
+      const h = handles.open(db, 'write');
+      for (let i = 0; i < 10; i++) {
+        h.prepare('INSERT INTO blobs (b) VALUES (randomblob(?))').run(4096);
+        history.run(h, db);
+      }
+    };
+    more();
+    let at = Date.now();
+    t = performance.now();
+    const res = restoreInPlace(handles, history, dataDir, { op: 'restore', db, at, by });
+    const inPlaceS = (performance.now() - t) / 1000;
+    if (!res.undoId) throw new Error(`restore kept no undo point: ${JSON.stringify(res)}`);
+
+    // The same steps again, one at a time, timed (restore-in-place's order).
+    more();
+    at = Date.now();
+    const steps: Record<string, number> = {};
+    const step = <T>(name: string, f: () => T): T => {
+      const s = performance.now();
+      const out = f();
+      steps[name] = round((performance.now() - s) / 1000);
+      return out;
+    };
+    const source = localSource(dataDir, db.id);
+    step('capture', () => history.run(handles.open(db, 'read'), db));
+    const plan = step('plan', () => planRestore(source, { at }));
+    const tmp = path.join(dataDir, 'steps.sqlite');
+    step('rebuild (snapshot copy + frames + integrity_check)', () => buildRestore(plan, tmp));
+    step('integrity_check alone (again)', () => verifyIntegrity(tmp));
+    step('backup API into live', () => swapIn(tmp, db.path));
+    step('capture of the backup frames', () => history.run(handles.open(db, 'read'), db));
+    step('evict (checkpoint on close)', () => handles.evict(db.path));
+    const fresh = step('reopen', () => handles.open(db, 'write'));
+    step('capture after reopen', () => history.run(fresh, db));
+    step('new generation (checkpoint + copy with sha256)', () => startGeneration(fresh, db.path, source, 'restore', Date.now()));
+    fs.rmSync(tmp, { force: true });
+
+    const fork = target('fork');
+    t = performance.now();
+    restoreInto(handles, history, dataDir, { op: 'restoreInto', db: fork, source: db.id, at: Date.now(), by });
+    const intoS = (performance.now() - t) / 1000;
+    const m = bytes / MB;
+    const copyMBps = m / copyS;
+    return {
+      mb: round(m, 1),
+      copyMBps: round(copyMBps, 1),
+      inPlaceMBps: round(m / inPlaceS, 1),
+      inPlaceVsCopy: round(m / inPlaceS / copyMBps),
+      intoMBps: round(m / intoS, 1),
+      intoVsCopy: round(m / intoS / copyMBps),
+      inPlaceS: round(inPlaceS),
+      steps,
+    };
+  } finally {
+    handles.closeAll();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 /** Restore time of a database after `writes` commits in one generation (a day of an agent's writes). */
 function dayOfHistory(writes: number) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-day-'));
@@ -151,9 +249,13 @@ async function main(): Promise<void> {
   const big = bigDatabase(DB_MB);
   const bigRatios = { snapshotVsCopy: round(big.snapshotMBps / big.copyMBps), restoreVsCopy: round(big.restoreMBps / big.copyMBps) };
   console.log(`${big.mb} MB database: ${JSON.stringify(big)} ratios ${JSON.stringify(bigRatios)} (goal: restore >= 0.5× copy)`);
+  const inPlace = inPlaceRestore(DB_MB);
+  const { steps, ...inPlaceFigures } = inPlace;
+  console.log(`${inPlace.mb} MB database, restore in place end to end (restoreInPlace) and into a new database (restoreInto): ${JSON.stringify(inPlaceFigures)} (goal: in place >= 0.5× copy)`);
+  console.log(`  in-place steps, seconds: ${JSON.stringify(steps)}`);
   const day = dayOfHistory(DAY_WRITES);
   console.log(`a day of history: ${JSON.stringify(day)}`);
-  const results = { at: new Date().toISOString(), host: { cpus: os.availableParallelism(), node: process.version }, writes, big: { ...big, ratios: bigRatios }, day };
+  const results = { at: new Date().toISOString(), host: { cpus: os.availableParallelism(), node: process.version }, writes, big: { ...big, ratios: bigRatios }, inPlace, day };
   const dir = new URL('./results/', import.meta.url);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(new URL(`history-${results.at.replace(/[:.]/g, '-')}.json`, dir), `${JSON.stringify(results, null, 2)}\n`);
