@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Database } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import {
+  GENERATION_END,
   SEGMENTS_DIR,
   SEGMENT_DATA_EXT,
   SEGMENT_INDEX_EXT,
@@ -16,6 +17,7 @@ import {
   type SegmentHeader,
   type SnapshotMeta,
 } from './layout.ts';
+import { sealHolds, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
@@ -62,47 +64,123 @@ const states = new Map<string, State>();
  * Copies what the live WAL of `dbPath` holds beyond what its history has — every frame up to
  * the last commit frame, checksums and salts checked — into the current segment, with one index
  * line per commit and the time now; then checkpoints if the WAL has grown past
- * `checkpointBytes`. Runs after every commit, when a handle opens (a crash between commit and
- * copy loses nothing) and before one closes (closing checkpoints). A database with no history
- * yet, or whose WAL was reset without capture (a gap), starts a new generation.
+ * `checkpointBytes`. Runs after every commit and when a handle opens (a crash between commit and
+ * copy loses nothing). A database with no history yet, or whose WAL was reset without capture
+ * (a gap), starts a new generation.
  *
- * Must run where no other connection writes meanwhile: in the executor child that runs the
- * database's statements, between two of them.
+ * The copy runs under the database's write lock (`BEGIN IMMEDIATE`, then rolled back): the
+ * child that runs a database's statements captures after each commit, but another child may
+ * close an old handle of the same database at that moment and capture before closing, and two
+ * captures at once would write the same frames twice. The lock costs a few microseconds.
  */
 export function capture(db: Database, dbPath: string, opts: CaptureOptions): CaptureReport {
   const now = (opts.now ?? Date.now)();
-  const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
-  let st = loadState(dbPath, opts.source);
-  if (!st) {
-    startGeneration(db, dbPath, opts.source, 'first', now);
-    states.delete(dbPath);
-    return { ...report, generation: 'first' };
+  const lock = beginCapture(db, true)!;
+  let found: Found;
+  try {
+    found = copyNew(dbPath, opts, now);
+  } finally {
+    endCapture(db, lock);
   }
+  if (found.next) return newGeneration(db, dbPath, opts, found.next, now);
+  const report = found.report;
+  if (found.checkpoint) {
+    // Only when every committed frame is copied; the next commit starts the WAL over with
+    // salt-1 + 1. RESTART, not TRUNCATE: the file is written over in place, never regrown.
+    const [res] = db.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
+    report.checkpointed = !res?.busy;
+  }
+  return report;
+}
+
+/** What {@link captureBeforeClose} hands to {@link sealAfterClose}. */
+export interface PendingSeal {
+  genDir: string;
+  segment: string;
+  frames: number;
+}
+
+/**
+ * Capture before a handle closes, for whichever child closes it: copies what the WAL holds
+ * beyond the history and keeps the write lock, so closing (which rolls back and, as the last
+ * connection, checkpoints) lets no commit in between. The caller closes the handle, then calls
+ * {@link sealAfterClose}. Does not wait: when another connection holds the write lock, the
+ * database is in use elsewhere, and that connection's child captures it; nothing is sealed.
+ */
+export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
+  const now = (opts.now ?? Date.now)();
+  const lock = beginCapture(db, false);
+  if (!lock) return undefined;
+  let found: Found;
+  try {
+    found = copyNew(dbPath, opts, now);
+  } catch (err) {
+    endCapture(db, lock);
+    throw err;
+  }
+  if (found.next) {
+    endCapture(db, lock);
+    // The new generation's snapshot seals it.
+    newGeneration(db, dbPath, opts, found.next, now);
+    return undefined;
+  }
+  if (lock === 'held' || !found.state) return undefined;
+  return { genDir: found.state.genDir, segment: found.state.seg?.name ?? '', frames: found.state.seg?.frames ?? 0 };
+}
+
+/**
+ * After the handle of {@link captureBeforeClose} closed: when its close was the last (the WAL is
+ * gone, so it checkpointed every frame, all of them captured), the file now is exactly the
+ * history's last commit, and the generation is sealed so the next WAL's new salts continue it.
+ */
+export function sealAfterClose(dbPath: string, pending: PendingSeal | undefined): void {
+  if (!pending || fs.existsSync(`${dbPath}-wal`)) return;
+  writeSeal(pending.genDir, dbPath, pending.segment, pending.frames);
+}
+
+interface Found {
+  report: CaptureReport;
+  state?: State;
+  /** A generation must begin: nothing captured yet, or a gap. */
+  next?: 'first' | 'gap';
+  checkpoint: boolean;
+}
+
+function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reason: 'first' | 'gap', now: number): CaptureReport {
+  try {
+    startGeneration(db, dbPath, opts.source, reason, now);
+  } finally {
+    states.delete(dbPath);
+  }
+  return { commits: 0, frames: 0, checkpointed: false, generation: reason };
+}
+
+/** Copies the new committed frames; the caller holds the write lock. */
+function copyNew(dbPath: string, opts: CaptureOptions, now: number): Found {
+  const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
+  const st = loadState(dbPath, opts.source);
+  if (!st) return { report, next: 'first', checkpoint: false };
   const walPath = `${dbPath}-wal`;
   let fd: number;
   try {
     fd = fs.openSync(walPath, 'r');
   } catch {
-    return report;
+    return { report, state: st, checkpoint: false };
   }
   try {
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return report;
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return { report, state: st, checkpoint: false };
     const hdr = parseWalHeader(head);
-    if (!hdr) return report;
+    if (!hdr) return { report, state: st, checkpoint: false };
     let seg = st.seg;
     let idxGrew = 0;
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
-      // A WAL that started over. After a checkpoint SQLite adds one to salt-1; after the last
-      // connection closed (checkpointing, deleting the WAL) salts are new but the file holds
-      // exactly the pages history ends with. Anything else means commits capture never saw.
+      // A WAL that started over. After a checkpoint SQLite adds one to salt-1. After the last
+      // connection closed (checkpointing, deleting the WAL) the salts are new, and the file
+      // must be what the generation's seal says. Anything else means commits capture never saw.
       const continued =
-        (seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || fileSize(dbPath) === st.dbPages * hdr.pageSize;
-      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) {
-        startGeneration(db, dbPath, opts.source, 'gap', now);
-        states.delete(dbPath);
-        return { ...report, generation: 'gap' };
-      }
+        (seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0);
+      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', checkpoint: false };
       seg = newSegment(st, head, hdr);
     }
     const start = frameOffset(hdr.pageSize, seg.frames + 1);
@@ -128,18 +206,51 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
       report.commits = copied.lines.length;
     }
     // Only the index grew, by what was appended, unless a segment began: then look again.
-    st.stamp = st.seg === seg ? bumpStamp(st.stamp, idxGrew) : stampOf(st.genDir, seg.indexPath);
+    st.stamp = st.seg === seg ? bumpStamp(st.stamp, idxGrew) : stampOf(st.genDir, seg.seq, seg.indexPath);
     st.seg = seg;
-    if (frameOffset(hdr.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted) {
-      // Only when every committed frame is copied; the next commit starts the WAL over with
-      // salt-1 + 1. RESTART, not TRUNCATE: the file is written over in place, never regrown.
-      const [res] = db.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
-      report.checkpointed = !res?.busy;
-    }
-    return report;
+    return { report, state: st, checkpoint: frameOffset(hdr.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted };
   } finally {
     fs.closeSync(fd);
   }
+}
+
+interface CaptureStatements {
+  begin: Statement;
+  rollback: Statement;
+}
+const lockStatements = new WeakMap<Database, CaptureStatements>();
+
+/**
+ * Takes the write lock for a capture: 'began' when this call began a transaction, 'held' when
+ * the connection already had one open (a restore's own), undefined when `wait` is false and
+ * another connection has the lock.
+ */
+function beginCapture(db: Database, wait: boolean): 'began' | 'held' | undefined {
+  if (db.inTransaction) return 'held';
+  let stmts = lockStatements.get(db);
+  if (!stmts) {
+    stmts = { begin: db.prepare('BEGIN IMMEDIATE'), rollback: db.prepare('ROLLBACK') };
+    lockStatements.set(db, stmts);
+  }
+  if (wait) {
+    stmts.begin.run();
+    return 'began';
+  }
+  const timeout = db.pragma('busy_timeout', { simple: true }) as number;
+  db.pragma('busy_timeout = 0');
+  try {
+    stmts.begin.run();
+    return 'began';
+  } catch (err) {
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') return undefined;
+    throw err;
+  } finally {
+    db.pragma(`busy_timeout = ${timeout}`);
+  }
+}
+
+function endCapture(db: Database, lock: 'began' | 'held'): void {
+  if (lock === 'began' && db.inTransaction) lockStatements.get(db)!.rollback.run();
 }
 
 /** The last commit captured: where an undo goes back to. Undefined with no history. */
@@ -237,8 +348,10 @@ function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<St
   const name = segmentName(seq);
   const dataPath = path.join(dir, name + SEGMENT_DATA_EXT);
   const indexPath = path.join(dir, name + SEGMENT_INDEX_EXT);
+  // The data file first, and only if new: it is what names the segment (a crash may leave an
+  // index without one), and finding it already there means another capture began it.
+  fs.writeFileSync(dataPath, head, { flag: 'wx' });
   fs.writeFileSync(indexPath, '');
-  fs.writeFileSync(dataPath, head);
   return { name, seq, header: hdr, dataPath, indexPath, frames: 0, c1: hdr.c1, c2: hdr.c2 };
 }
 
@@ -246,12 +359,19 @@ function fileSize(file: string): number {
   return fs.statSync(file, { throwIfNoEntry: false })?.size ?? -1;
 }
 
-/** What must not have changed for a cached state to hold: the generations, the segments, the index. */
-function stampOf(genDir: string, indexPath: string | undefined): string {
+/**
+ * What must not have changed for a cached state to hold: no later generation (it would have
+ * marked this one ended), no next segment, the index's size (it only grows), and the folder of
+ * generations (a prune, for the byte count). Another child may have captured this database
+ * since: existence and sizes say so exactly, where folder mtimes tick too coarsely (a segment
+ * begun in the same tick once went unseen, and was begun again over the other's).
+ */
+function stampOf(genDir: string, seq: number, indexPath: string | undefined): string {
   const gens = fs.statSync(path.dirname(genDir), { throwIfNoEntry: false });
-  const segs = fs.statSync(path.join(genDir, SEGMENTS_DIR), { throwIfNoEntry: false });
+  const ended = fs.existsSync(path.join(genDir, GENERATION_END));
+  const next = fs.existsSync(path.join(genDir, SEGMENTS_DIR, segmentName(seq + 1) + SEGMENT_DATA_EXT));
   const idx = indexPath ? fs.statSync(indexPath, { throwIfNoEntry: false }) : undefined;
-  return `${gens?.mtimeMs}|${segs?.mtimeMs}|${idx?.size}`;
+  return `${gens?.mtimeMs}|${ended}|${next}|${idx?.size}`;
 }
 
 function bumpStamp(stamp: string, grew: number): string {
@@ -262,7 +382,7 @@ function bumpStamp(stamp: string, grew: number): string {
 
 function loadState(dbPath: string, source: HistorySource): State | undefined {
   const cached = states.get(dbPath);
-  if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.indexPath)) return cached;
+  if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.seq ?? 0, cached.seg?.indexPath)) return cached;
   const genNames = readNames(source.generationsDir).filter((n) => n.startsWith('g') && nameSeq(n) !== undefined);
   const genName = genNames.at(-1);
   if (!genName) return undefined;
@@ -298,7 +418,7 @@ function loadState(dbPath: string, source: HistorySource): State | undefined {
       fs.closeSync(fd);
     }
   }
-  st.stamp = stampOf(genDir, st.seg?.indexPath);
+  st.stamp = stampOf(genDir, st.seg?.seq ?? 0, st.seg?.indexPath);
   states.set(dbPath, st);
   return st;
 }

@@ -13,6 +13,7 @@ import {
   type HistorySource,
   type SnapshotMeta,
 } from './layout.ts';
+import { writeSeal } from './seal.ts';
 
 const CHUNK = 1024 * 1024;
 
@@ -102,6 +103,9 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
       const wal = fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false });
       if (wal && wal.size > 0) throw new Error(`${dbPath} committed between checkpoint and snapshot`);
       copied = copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE));
+      // Still under the write lock, with the WAL empty: the file is the snapshot, so a WAL that
+      // next starts with new salts (every connection closed meanwhile) continues this generation.
+      writeSeal(tmp, dbPath, '', 0);
     } finally {
       db.prepare('ROLLBACK').run();
     }

@@ -32,6 +32,7 @@ export class Scheduler {
   private readonly queue: Queue;
   private readonly blobs: BlobStore;
   private worker?: Worker;
+  private workerRedis?: Redis;
 
   constructor(
     private readonly config: Config,
@@ -61,8 +62,13 @@ export class Scheduler {
       [HISTORY_SNAPSHOT]: () => this.snapshotHistory(),
       [BACKUP]: () => this.backup(),
     };
-    this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), { connection: this.redis, prefix: this.keys.bullPrefix, concurrency: 1 });
+    // Its own connection: a worker shares the one it is given with the blocking connection it
+    // duplicates, and a stop right after a start (tests, a failed boot) then had a command of
+    // the worker's still in flight when the queue's connection closed under it.
+    this.workerRedis = connectRedis(this.config.redisUrl, { blocking: true, name: 'agentdb-scheduler-worker' });
+    this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), { connection: this.workerRedis, prefix: this.keys.bullPrefix, concurrency: 1 });
     this.worker.on('error', (err) => this.logger.error({ err: String(err) }, 'scheduler worker error'));
+    await this.worker.waitUntilReady();
   }
 
   /** When the prune runs next (epoch ms), as BullMQ has it scheduled. */
@@ -142,6 +148,7 @@ export class Scheduler {
     await this.worker?.close();
     await this.queue.close();
     await this.blobs.close();
-    this.redis.disconnect();
+    // quit, not disconnect: it waits for replies still due instead of failing them.
+    await Promise.all([this.redis, this.workerRedis].map((r) => r?.quit().catch(() => undefined)));
   }
 }

@@ -24,8 +24,13 @@ export interface HandleCacheOptions {
   walAutocheckpoint?: number;
   /** Runs on each handle opened (history capture copies what the WAL still holds). */
   onOpened?: (db: Database.Database, target: HandleTarget) => void;
-  /** Runs before a handle closes: closing the last connection checkpoints the WAL. */
-  beforeClose?: (db: Database.Database, target: HandleTarget) => void;
+  /**
+   * Runs before a handle closes (closing the last connection checkpoints the WAL); what it
+   * returns is handed to `afterClose` once the handle is closed.
+   */
+  beforeClose?: (db: Database.Database, target: HandleTarget) => unknown;
+  /** Runs once a handle is closed, with what `beforeClose` returned. */
+  afterClose?: (target: HandleTarget, token: unknown) => void;
 }
 
 /**
@@ -179,8 +184,9 @@ export class HandleCache {
     if (!entry) return;
     // Its statements die with it; they must not go on counting against the cache's budget.
     forgetStatements(entry.db);
-    this.opts.beforeClose?.(entry.db, entry.target);
+    const token = this.opts.beforeClose?.(entry.db, entry.target);
     // Closing the last connection checkpoints the WAL and removes -wal and -shm.
     entry.db.close();
+    this.opts.afterClose?.(entry.target, token);
   }
 }

@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import { capture, historyBytes, type CaptureReport } from '../history/capture.ts';
+import { capture, captureBeforeClose, historyBytes, sealAfterClose, type CaptureReport, type PendingSeal } from '../history/capture.ts';
 import { historyDir, localSource } from '../history/layout.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import type { HistoryOptions } from './executor-protocol.ts';
@@ -20,12 +20,7 @@ export class HistoryCapture {
 
   /** Copies the database's new WAL frames into its history; never throws. */
   run(db: Database, target: HandleTarget): CaptureReport | undefined {
-    try {
-      return capture(db, target.path, { source: localSource(this.dataDir, target.id), checkpointBytes: this.opts.checkpointBytes });
-    } catch (err) {
-      process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the next commit tries again', db: target.id, err: String(err) })}\n`);
-      return undefined;
-    }
+    return this.guarded(target, () => capture(db, target.path, this.captureOptions(target)));
   }
 
   /**
@@ -46,10 +41,30 @@ export class HistoryCapture {
     }
   }
 
-  /** The handle cache's hooks: copy on open (a crash left frames), copy before close (closing checkpoints). */
-  hooks(): Pick<HandleCacheOptions, 'onOpened' | 'beforeClose' | 'walAutocheckpoint'> {
-    const copy = (db: Database, target: HandleTarget) => void this.run(db, target);
-    return { onOpened: copy, beforeClose: copy, walAutocheckpoint: 0 };
+  /**
+   * The handle cache's hooks: copy on open (a crash left frames); copy before close (closing
+   * checkpoints) and, when the close was the last, seal the generation.
+   */
+  hooks(): Pick<HandleCacheOptions, 'onOpened' | 'beforeClose' | 'afterClose' | 'walAutocheckpoint'> {
+    return {
+      onOpened: (db, target) => void this.run(db, target),
+      beforeClose: (db, target) => this.guarded(target, () => captureBeforeClose(db, target.path, this.captureOptions(target))),
+      afterClose: (target, token) => this.guarded(target, () => sealAfterClose(target.path, token as PendingSeal | undefined)),
+      walAutocheckpoint: 0,
+    };
+  }
+
+  private captureOptions(target: HandleTarget) {
+    return { source: localSource(this.dataDir, target.id), checkpointBytes: this.opts.checkpointBytes };
+  }
+
+  private guarded<T>(target: HandleTarget, fn: () => T): T | undefined {
+    try {
+      return fn();
+    } catch (err) {
+      process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the next commit tries again', db: target.id, err: String(err) })}\n`);
+      return undefined;
+    }
   }
 }
 

@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * A generation's seal: proof that the database file alone held exactly the history's state at
+ * a position, and has not been written since.
+ *
+ * Capture needs it when the live WAL starts with salts it has never seen. That happens each
+ * time the last connection closed (the close checkpoints and deletes the WAL) and a new one
+ * writes, which is routine, but also after another program wrote and checkpointed behind
+ * capture's back, which is a gap. The file's size cannot tell them apart: a write that reuses
+ * free pages leaves it unchanged (that is how the randomized test once restored a damaged
+ * file). A seal is written only where nothing can have slipped past capture — by the connection
+ * that closed last, having copied every frame under the write lock, or by a snapshot — and it
+ * holds while the file's identity, size and modification time are unchanged.
+ */
+export interface Seal {
+  /** The history's last commit when sealed: segment name ('' before any) and frames in it. */
+  segment: string;
+  frames: number;
+  size: string;
+  mtimeNs: string;
+  ino: string;
+}
+
+const SEAL_FILE = 'sealed.json';
+
+/**
+ * File timestamps come from a coarse clock (a few milliseconds): a write landing in the same
+ * tick as the seal would keep the sealed mtime. A file written that recently has its mtime set
+ * back this far, so that any later write, by anyone, moves it forward.
+ */
+const REWIND_MS = 1000;
+
+/**
+ * Seals generation `genDir` at position (`segment`, `frames`) for the database file `dbPath`.
+ * Written without fsync: a seal lost to a power cut only costs the next capture a fresh
+ * snapshot (it then sees a gap), never a wrong history.
+ */
+export function writeSeal(genDir: string, dbPath: string, segment: string, frames: number): void {
+  let st = fs.statSync(dbPath, { bigint: true });
+  const now = Date.now();
+  if (now - Number(st.mtimeMs) < REWIND_MS) {
+    fs.utimesSync(dbPath, st.atime, new Date(now - REWIND_MS));
+    st = fs.statSync(dbPath, { bigint: true });
+  }
+  const seal: Seal = { segment, frames, size: String(st.size), mtimeNs: String(st.mtimeNs), ino: String(st.ino) };
+  const file = path.join(genDir, SEAL_FILE);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(seal));
+  fs.renameSync(tmp, file);
+}
+
+/** Whether `dbPath` is, untouched, what generation `genDir` sealed at (`segment`, `frames`). */
+export function sealHolds(genDir: string, dbPath: string, segment: string, frames: number): boolean {
+  let seal: Seal;
+  try {
+    seal = JSON.parse(fs.readFileSync(path.join(genDir, SEAL_FILE), 'utf8')) as Seal;
+  } catch {
+    return false;
+  }
+  const st = fs.statSync(dbPath, { bigint: true, throwIfNoEntry: false });
+  return (
+    st !== undefined &&
+    seal.segment === segment &&
+    seal.frames === frames &&
+    seal.size === String(st.size) &&
+    seal.mtimeNs === String(st.mtimeNs) &&
+    seal.ino === String(st.ino)
+  );
+}
