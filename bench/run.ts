@@ -92,6 +92,11 @@ async function only(name: string) {
   }
 }
 
+/** A phase's figures on stderr as soon as it ends: a full run takes long, and one cut short still says what it measured. */
+function progress(phase: string, figures: unknown): void {
+  process.stderr.write(`[bench ${new Date().toISOString()}] ${phase}: ${JSON.stringify(figures)}\n`);
+}
+
 async function main() {
   // First, while nothing of the benchmark runs yet in the background.
   const startup = await benchStartup(BIN, STARTUP_RUNS);
@@ -167,6 +172,7 @@ async function main() {
   const rawConc = medianStats(runs.rawConc);
   const agentConc = medianStats(runs.agentConc);
   const childConc = medianStats(runs.childConc);
+  progress('query', { sequentialThroughput: round(agentSeq.callsPerSec / rawSeq.callsPerSec), sequentialP50: round(agentSeq.p50Ms / rawSeq.p50Ms), inFlight64Throughput: round(agentConc.callsPerSec / rawConc.callsPerSec), inFlight64P50: round(agentConc.p50Ms / rawConc.p50Ms) });
 
   const guardUs = guardCostUs();
 
@@ -179,7 +185,8 @@ async function main() {
 
   const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
 
-  // The web page's grid and CSV export, on a 1,000,000-row table of its own.
+
+  progress('approvals and mcp', { decisionToResultP50Ms: approvals.decisionToResult.p50Ms, mcpP50Ratio: mcp.p50Ratio });  // The web page's grid and CSV export, on a 1,000,000-row table of its own.
   const web = await benchWeb(REDIS_URL);
 
   // Touch many databases through the queue, then read the worker's and executor's memory.
@@ -196,12 +203,15 @@ async function main() {
     totalRssMb: 0,
   };
   memory.totalRssMb = round(memory.workerRssMb + memory.executorRssMb.reduce((a, b) => a + b, 0), 1);
+  progress('memory', memory);
 
   // Each starts worker processes of its own; the one above idles meanwhile.
   // Short phases, many rounds: a p99 of one phase moves with whatever else this shared
   // machine does in it, and the median of five is steadier than one long phase.
   const isolation = await benchIsolation(REDIS_URL, { rounds: ROUNDS, phaseSeconds: 4 });
+  progress('isolation', { noisyNeighbour: isolation.noisyNeighbour.ratios, hostile: isolation.hostile.ratios, noWorker: isolation.hostile.readersNoWorker });
   const scaling = await benchScaling(REDIS_URL, { rounds: ROUNDS, calls: 2000 });
+  progress('scaling', { heavy: scaling.heavy.ratio, light: scaling.light.ratio });
   const blobUpload = await benchBlobUpload({ mb: Number(process.env.BENCH_BLOB_MB ?? 256), rounds: ROUNDS });
 
   const results = {
