@@ -1,0 +1,69 @@
+// The PK-read scenario of `npm run bench` alone (`npm run build && node --import tsx bench/query-only.ts`):
+// sequential and 64-in-flight DATA_QUERY_SQL by primary key against raw BullMQ, interleaved
+// rounds, plus the CPU each process spends per 1,000 sequential calls (to say where a ratio
+// moved). BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
+import { benchSite } from './agentdb-worker.ts';
+import { cpuSeconds, childPids } from './cpu.ts';
+import { rawBullmq } from './raw-bullmq.ts';
+import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SEQ = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
+const CONC = Number(process.env.BENCH_CONC_CALLS ?? 5000);
+
+const site = benchSite(REDIS_URL, 'query', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
+const worker = await site.worker();
+const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
+try {
+  const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
+  const must = async (p: Promise<{ ok: boolean }>) => {
+    const env = await p;
+    if (!env.ok) throw new Error(`bench call failed: ${JSON.stringify(env)}`);
+  };
+  await must(site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } }));
+  await must(site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] } }));
+  const query = (i: number) => must(site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+  for (const warm of [query, (i: number) => raw.call(i)]) {
+    await drive(1000, 1, warm);
+    await drive(1000, 16, warm);
+  }
+  const runs: Record<string, RunStats[]> = { rawSeq: [], agentSeq: [], rawConc: [], agentConc: [] };
+  const cpu: Record<string, number[]> = { bench: [], worker: [], children: [] };
+  const procs = () => ({ bench: process.cpuUsage(), worker: cpuSeconds(worker.pid), children: childPids(worker.pid).reduce((n, p) => n + cpuSeconds(p), 0) });
+  for (let r = 0; r < ROUNDS; r++) {
+    let d = await drive(SEQ, 1, (i) => raw.call(i));
+    runs.rawSeq!.push(summarise(d.latencies, d.seconds));
+    const before = procs();
+    d = await drive(SEQ, 1, query);
+    const after = procs();
+    runs.agentSeq!.push(summarise(d.latencies, d.seconds));
+    const benchCpu = process.cpuUsage(before.bench);
+    cpu.bench!.push(((benchCpu.user + benchCpu.system) / 1e6 / SEQ) * 1000);
+    cpu.worker!.push(((after.worker - before.worker) / SEQ) * 1000);
+    cpu.children!.push(((after.children - before.children) / SEQ) * 1000);
+    d = await drive(CONC, 64, (i) => raw.call(i));
+    runs.rawConc!.push(summarise(d.latencies, d.seconds));
+    d = await drive(CONC, 64, query);
+    runs.agentConc!.push(summarise(d.latencies, d.seconds));
+  }
+  const med = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const m = (k: string, f: keyof RunStats) => med(runs[k]!.map((s) => s[f] as number));
+  console.log(
+    JSON.stringify({
+      rounds: ROUNDS,
+      rawSeqP50Ms: m('rawSeq', 'p50Ms'),
+      agentSeqP50Ms: m('agentSeq', 'p50Ms'),
+      ratios: {
+        sequentialThroughput: round(m('agentSeq', 'callsPerSec') / m('rawSeq', 'callsPerSec')),
+        sequentialP50: round(m('agentSeq', 'p50Ms') / m('rawSeq', 'p50Ms')),
+        inFlight64Throughput: round(m('agentConc', 'callsPerSec') / m('rawConc', 'callsPerSec')),
+        inFlight64P50: round(m('agentConc', 'p50Ms') / m('rawConc', 'p50Ms')),
+      },
+      cpuSecondsPer1000SequentialCalls: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(med(v), 3)])),
+    }),
+  );
+} finally {
+  await raw.close();
+  await site.close();
+}
