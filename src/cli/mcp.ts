@@ -6,7 +6,7 @@ import { KeyedCalls } from '../queue/keyed-calls.ts';
 import { keysFor } from '../queue/keys.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
 import { PrincipalCache } from '../registry/principal-cache.ts';
-import { connectRedis } from '../queue/connection.ts';
+import { connectRedis, shownUrl } from '../queue/connection.ts';
 import { UsageError, type CommandContext } from './context.ts';
 
 /**
@@ -30,7 +30,12 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
   if (!principal) {
     principals.close();
     redis.disconnect();
-    ctx.stderr.write('agentdb mcp: the key is not an active agent or member key\n');
+    // Where it looked, since the usual cause is a client config whose env lacks the server's
+    // REDIS_URL or AGENTDB_PREFIX; nothing about the key itself (revoked, unknown, mistyped).
+    ctx.stderr.write(
+      `agentdb mcp: the key is not an active agent or member key\n` +
+        `  (looked up in Redis at ${shownUrl(config.redisUrl)}, prefix ${JSON.stringify(config.prefix)}: a key works with the REDIS_URL and AGENTDB_PREFIX of the agentdb that minted it)\n`,
+    );
     return 1;
   }
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS, maxCallBytes: config.maxCallBytes });

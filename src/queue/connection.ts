@@ -79,7 +79,7 @@ export async function checkRedis(url: string): Promise<void> {
 }
 
 /** The URL with its password, if any, replaced: it goes into messages and logs. */
-function shownUrl(url: string): string {
+export function shownUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';

@@ -67,6 +67,12 @@ describe('MCP against running processes', () => {
   it('agentdb mcp refuses a key that does not work, without saying more', async () => {
     const out = await runCli(['mcp', '--stdio', '--key', `adb_${'Q'.repeat(43)}`], sb.env);
     expect(out).toMatchObject({ code: 1, stdout: '' });
-    expect(out.stderr).toBe('agentdb mcp: the key is not an active agent or member key\n');
+    const [first, where, ...rest] = out.stderr.split('\n');
+    expect(first).toBe('agentdb mcp: the key is not an active agent or member key');
+    // Where it looked (the usual mistake is a client config without the server's REDIS_URL or
+    // prefix), and nothing about the key.
+    expect(where).toContain(`prefix ${JSON.stringify(sb.env.AGENTDB_PREFIX)}`);
+    expect(where).toContain('REDIS_URL');
+    expect(rest).toEqual(['']);
   });
 });
