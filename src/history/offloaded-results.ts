@@ -80,7 +80,7 @@ export class OffloadedResults {
    *   (alike, so ids cannot be probed); RESULT_EXPIRED past its expiry.
    */
   async open(id: string, reader: ResultReader): Promise<{ ref: OffloadedRef; body: Readable }> {
-    const missing = new AgentDbError('NOT_FOUND', `no offloaded result ${JSON.stringify(String(id).slice(0, 64))} for this key`);
+    const missing = new AgentDbError('NOT_FOUND', `no offloaded result ${JSON.stringify(String(id).slice(0, 64))} in ${reader.kind === 'agent' ? `${reader.workspace}/${reader.agent}` : `workspace ${reader.workspace}`}: an id is read in the workspace (and, with an agent key, by the agent) whose call offloaded it — check the workspace, agent and id`);
     if (typeof id !== 'string' || !ID.test(id)) throw missing;
     const meta = await this.meta(reader.workspace, id);
     if (!meta || meta.workspace !== reader.workspace || (reader.kind === 'agent' && meta.agent !== reader.agent)) throw missing;
