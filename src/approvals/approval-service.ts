@@ -5,6 +5,10 @@ import { publishEvent } from '../queue/events.ts';
 import { keysFor, type Keys } from '../queue/keys.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { ApprovalStore } from './approval-store.ts';
+import type { CallJobData } from '../contracts/call.ts';
+import { standingRefusal } from '../queue/parked-standing.ts';
+import { AgentKeyRing } from '../registry/agent-keys.ts';
+import { AgentRegistry } from '../registry/agents.ts';
 
 /** A person deciding: a member of a workspace, with a role. */
 export interface Decider {
@@ -43,6 +47,7 @@ export class ApprovalService {
   private readonly keys: Keys;
   private readonly redis: Redis;
   private readonly queues = new Map<number, Queue>();
+  private keyRing?: AgentKeyRing;
 
   constructor(private readonly opts: { redis: Redis; prefix: string; shardCount: number; members: MemberLookup }) {
     this.redis = opts.redis;
@@ -58,6 +63,29 @@ export class ApprovalService {
   /** Approvals, newest first; pending ones unless `state` says otherwise. */
   list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
     return this.store.list(filter);
+  }
+
+  /**
+   * For each pending approval whose call would be refused if approved now (its agent key
+   * revoked, its agent removed or narrowed since it was parked), why: the inbox and `approvals
+   * list` show it before anyone decides. The same judgement the worker makes at release.
+   */
+  async standings(approvals: Approval[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    this.keyRing ??= new AgentKeyRing(this.redis, this.keys, new AgentRegistry(this.redis, this.keys));
+    const ring = this.keyRing;
+    await Promise.all(
+      approvals
+        .filter((a) => a.state === 'pending')
+        .map(async (a) => {
+          const job = await Job.fromId<CallJobData>(this.queue(a.shard), a.callKey);
+          if (!job) return;
+          // The call was admitted with its size checked; only where it may go is judged again.
+          const why = await standingRefusal(ring, { shardCount: this.opts.shardCount, maxCallBytes: Number.MAX_SAFE_INTEGER }, job.data, a.database);
+          if (why) out.set(a.id, why);
+        }),
+    );
+    return out;
   }
 
   /**
@@ -159,14 +187,27 @@ export class ApprovalService {
    * once the job is delayed, promotes it itself: no interleaving loses a decision.
    */
   private async release(approval: Approval): Promise<void> {
-    let queue = this.queues.get(approval.shard);
-    if (!queue) {
-      queue = new Queue(this.keys.queueName(approval.shard), { connection: this.redis, prefix: this.keys.bullPrefix });
-      this.queues.set(approval.shard, queue);
-    }
-    const job = await Job.fromId(queue, approval.callKey);
+    const job = await Job.fromId(this.queue(approval.shard), approval.callKey);
     await job?.promote().catch(() => undefined);
   }
+
+  private queue(shard: number): Queue {
+    let queue = this.queues.get(shard);
+    if (!queue) {
+      queue = new Queue(this.keys.queueName(shard), { connection: this.redis, prefix: this.keys.bullPrefix });
+      this.queues.set(shard, queue);
+    }
+    return queue;
+  }
+}
+
+/**
+ * An approval as listed (CLI `--json`, `GET /v1/approvals`), with `refusedIfApproved` when its
+ * call would be refused if approved now (see {@link ApprovalService.standings}).
+ */
+export function withRefusal(a: Approval, refusals: ReadonlyMap<string, string>): Approval & { refusedIfApproved?: string } {
+  const why = refusals.get(a.id);
+  return why ? { ...a, refusedIfApproved: why } : a;
 }
 
 /** What events and parked answers say of an approval. */

@@ -33,7 +33,9 @@ function decided(a: Approval): string {
   return `${a.decidedBy} ${time(a.decidedAt)}${reason}`;
 }
 
-function ran(a: Approval): string {
+function ran(a: Approval, refusal: string | undefined): string {
+  // Still pending, but approving it would not run it: say so before anyone decides.
+  if (refusal) return `will be refused: "${cell(refusal, REASON_WIDTH)}"`;
   if (!a.ran) return '';
   const outcome = a.ran.ok ? ['ok'] : ['failed', ...(a.ran.code ? [a.ran.code] : [])];
   // A refusal at release says why (key revoked, agent narrowed or removed since it was parked).
@@ -47,7 +49,7 @@ function ran(a: Approval): string {
  * why the agent asks, who asked, when it lapses, and who decided it and what ran. Long cells
  * are shortened; scripts, and a reviewer who needs the whole, use `--json`.
  */
-export function approvalsTable(approvals: Approval[]): string {
+export function approvalsTable(approvals: Approval[], refusals: ReadonlyMap<string, string> = new Map()): string {
   const rows = [COLUMNS];
   for (const a of approvals) {
     const shared = a.shared ? ' (shared)' : '';
@@ -63,7 +65,7 @@ export function approvalsTable(approvals: Approval[]): string {
       time(a.createdAt),
       time(a.expiresAt),
       decided(a),
-      ran(a),
+      ran(a, refusals.get(a.id)),
     ]);
   }
   const widths = COLUMNS.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));

@@ -1,5 +1,5 @@
 import type { ApprovalState } from '../approvals/approval.ts';
-import { ApprovalService, type DecideResult } from '../approvals/approval-service.ts';
+import { ApprovalService, withRefusal, type DecideResult } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { errorBody } from '../errors.ts';
 import { connectAnswering } from '../queue/connection.ts';
@@ -22,8 +22,9 @@ export async function list(
   const workspace = flags.workspace === undefined ? undefined : nameFlag('--workspace', flags.workspace);
   return withService(ctx, async (service) => {
     const rows = await service.list({ workspace, state: flags.state, limit: flags.limit });
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(rows)}\n`);
-    else if (rows.length) ctx.stdout.write(approvalsTable(rows));
+    const refusals = await service.standings(rows);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(rows.map((a) => withRefusal(a, refusals)))}\n`);
+    else if (rows.length) ctx.stdout.write(approvalsTable(rows, refusals));
     else ctx.stdout.write(`(no ${flags.state === 'all' ? '' : `${flags.state} `}approvals)\n`);
     return 0;
   });

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import type { MemberRegistry } from '../approvals/members.ts';
-import type { ApprovalService } from '../approvals/approval-service.ts';
+import { withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
 import { workspaceName } from '../contracts/names.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
@@ -52,7 +52,8 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsync {
         return sendError(reply, 'NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
       }
       const approvals = await deps.approvals.list({ workspace, state: query.data.state, limit: query.data.limit });
-      return reply.send({ approvals });
+      const refusals = await deps.approvals.standings(approvals);
+      return reply.send({ approvals: approvals.map((a) => withRefusal(a, refusals)) });
     });
 
     app.post('/v1/approvals/:id/decision', async (request, reply) => {

@@ -19,7 +19,7 @@ import { parseDatabaseId } from '../store/database-id.ts';
 import type { ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
 import { publishEvent } from './events.ts';
 import type { Keys } from './keys.ts';
-import { planCall } from './call-plan.ts';
+import { standingRefusal } from './parked-standing.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
 
@@ -162,7 +162,7 @@ export class CallParking {
         }
         // Refused at release once: the approval is spent, whatever the registry says now.
         if (approval.ran?.detail !== undefined) return failed(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);
-        const refusal = await this.refusalNow(job.data, approval);
+        const refusal = await standingRefusal(this.keyRing, this.deps.config, job.data, approval.database);
         if (refusal) {
           const detail = `Approved by ${approval.decidedBy ?? 'a member'}, but it did not run: since it was parked, ${refusal}`;
           const ran = { ok: false, code: 'NOT_PERMITTED', detail };
@@ -180,37 +180,6 @@ export class CallParking {
         return outcome;
       }
     }
-  }
-
-  /**
-   * Why a call made with an agent key may no longer run, judged against the registry now: the
-   * key revoked, the agent or workspace removed, or the agent's registered settings (as far as
-   * the key reaches) no longer letting it reach this database with this tool. A person approved
-   * the statement, not a standing grant; the grant is the registry's, and it may have narrowed
-   * while the call waited. Calls that carry their runtime's own settings (no key) keep them.
-   */
-  private async refusalNow(data: CallJobData, approval: Approval): Promise<string | undefined> {
-    if (data.keyId === undefined || data.member) return undefined;
-    const standing = await this.keyRing.standing(data.workspace, data.keyId, data.agent);
-    if (!standing.ok) return `${standing.reason}.`;
-    const planned = planCall(
-      {
-        callId: data.callId,
-        workspace: data.workspace,
-        agent: data.agent,
-        settings: standing.settings,
-        ...(data.introspect ? { introspect: true } : {}),
-        tool: data.tool,
-        arguments: data.arguments,
-      },
-      this.deps.config.shardCount,
-      this.deps.config.maxCallBytes,
-    );
-    if (!planned.ok) return `agent "${data.agent}"'s registered settings changed: ${planned.failure.detail}`;
-    if (planned.plan.databaseId !== approval.database) {
-      return `agent "${data.agent}"'s registered settings changed: the call would now reach ${planned.plan.databaseId}, not ${approval.database}.`;
-    }
-    return undefined;
   }
 
   /**

@@ -122,4 +122,22 @@ describe('an approved call made with an agent key is checked again when released
     expect(await approveAndFinish('runtime', { callId: p.callId, approvalId: p.approval.id })).toMatchObject({ ok: true });
     expect(await rowsWith('runtime')).toBe(1);
   });
+
+  it('is flagged in the approvals list before anyone decides, once its key is revoked', async () => {
+    const alice = await k.memberKey(WS, 'alice-lister', 'admin');
+    const listed = async () => {
+      const r = await k.app.inject({ method: 'GET', url: '/v1/approvals', headers: { authorization: `Bearer ${alice}` } });
+      expect(r.statusCode).toBe(200);
+      return (r.json() as { approvals: { id: string; refusedIfApproved?: string }[] }).approvals;
+    };
+    const p = await park('flagged', 'flagged');
+    expect((await listed()).find((a) => a.id === p.approvalId)).not.toHaveProperty('refusedIfApproved');
+    const [{ id }] = await ring.list(WS, 'flagged');
+    expect(await ring.revoke(WS, id!)).toBe(true);
+    const flagged = (await listed()).find((a) => a.id === p.approvalId);
+    expect(flagged?.refusedIfApproved).toMatch(/agent key .* was revoked/);
+    // And it is what approving then does.
+    const done = await approveAndFinish('flagged', p);
+    expect(done).toMatchObject({ ok: false, error: { code: 'NOT_PERMITTED', message: expect.stringMatching(/was revoked/) } });
+  });
 });

@@ -32,12 +32,13 @@ export function inboxRoutes(app: FastifyInstance, deps: { approvals: ApprovalSer
       deps.approvals.list({ workspace: member.workspace, state: 'all', limit: 200 }),
     ]);
     const decided = all.filter((a) => a.state !== 'pending').slice(0, 100);
+    const refusals = await deps.approvals.standings(pending);
     const flash = flashOf(request.query as Record<string, string>);
     const page = layout(
       { title: 'Approvals', member, csrf, nav: 'inbox', ...(flash ? { flash } : {}) },
       html`<h1>Approvals <span class="live muted" id="live" role="status">live updates connecting…</span></h1>
 <h2>Waiting for a decision</h2>
-${pendingList(pending, csrf)}
+${pendingList(pending, csrf, refusals)}
 <h2>Decided</h2>
 <div id="decided-section">${decidedTable(decided)}</div>`,
     );

@@ -12,8 +12,11 @@ export function tableLink(a: Approval): Html | '' {
   return html`<a href="${href}">table ${table} in ${a.database}</a>`;
 }
 
-/** One pending approval with its decision form. Every field an agent wrote is escaped text. */
-export function pendingCard(a: Approval, csrf: string, now = Date.now()): Html {
+/**
+ * One pending approval with its decision form. Every field an agent wrote is escaped text.
+ * `refusal`: why approving would not run it (its key or agent changed since it was parked).
+ */
+export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal?: string): Html {
   const params = a.params && a.params.length ? JSON.stringify(a.params) : '';
   return html`<article class="card" id="ap-${a.id}" data-approval="${a.id}" aria-labelledby="h-${a.id}">
   <header>
@@ -23,6 +26,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now()): Html {
     <span class="muted" title="${isoTime(a.createdAt)}">asked ${relative(a.createdAt, now)}</span>
     <span class="muted" title="${isoTime(a.expiresAt)}">expires ${relative(a.expiresAt, now)}</span>
   </header>
+  ${refusal ? html`<p class="flash error stale" role="note">Approving will not run it: since it was parked, ${refusal} Reject it, or let it expire.</p>` : ''}
   ${a.sql ? html`<pre class="sql" aria-label="SQL"><code>${highlightSql(a.sql)}</code></pre>` : ''}
   <dl class="facts">
     <dt>database</dt><dd>${a.database}</dd>
@@ -42,9 +46,9 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now()): Html {
 }
 
 /** The pending list: the part live updates replace card by card. */
-export function pendingList(pending: Approval[], csrf: string): Html {
+export function pendingList(pending: Approval[], csrf: string, refusals: ReadonlyMap<string, string> = new Map()): Html {
   return html`<div id="pending" aria-live="polite">
-${pending.length ? pending.map((a) => pendingCard(a, csrf)) : html`<p class="empty" id="no-pending">Nothing is waiting for a decision.</p>`}
+${pending.length ? pending.map((a) => pendingCard(a, csrf, Date.now(), refusals.get(a.id))) : html`<p class="empty" id="no-pending">Nothing is waiting for a decision.</p>`}
 </div>`;
 }
 
