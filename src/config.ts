@@ -126,6 +126,25 @@ const envSchema = z.object({
    * announced, so a revoked key stops at once; this bounds it if an announcement is missed. 0: off.
    */
   KEY_CACHE_TTL_MS: int(0, 600_000, 5000),
+  /**
+   * Behind a TLS proxy: which proxies' X-Forwarded-Proto/-Host/-For to believe. `false` (none,
+   * the default), `true` (any), a hop count, or comma-separated addresses or CIDRs. Without it
+   * the session cookie is not marked Secure and the sign-in form's Origin check sees the
+   * proxy's Host, not the page's.
+   */
+  TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((v, ctx): boolean | number | string[] => {
+      const t = v.trim();
+      if (t === 'false' || t === '') return false;
+      if (t === 'true') return true;
+      if (/^\d+$/.test(t)) return Number(t);
+      const list = t.split(',').map((x) => x.trim()).filter(Boolean);
+      if (list.every((x) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(x))) return list;
+      ctx.addIssue({ code: 'custom', message: 'TRUST_PROXY is false, true, a hop count, or comma-separated IP addresses or CIDRs' });
+      return z.NEVER;
+    }),
 });
 
 /**
@@ -188,6 +207,8 @@ export interface Config {
   readonly mcpApprovalWaitMs: number;
   readonly webSessionTtlS: number;
   readonly keyCacheTtlMs: number;
+  /** Fastify's `trustProxy` (TRUST_PROXY). */
+  readonly trustProxy: boolean | number | string[];
 }
 
 /** The blob store's configuration: a folder (BLOB_DIR, default `<data>/blobs`) or an S3 bucket. */
@@ -260,6 +281,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
     webSessionTtlS: e.WEB_SESSION_TTL_S,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
+    trustProxy: e.TRUST_PROXY,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
   });
 }

@@ -67,6 +67,7 @@ export async function start(ctx: CommandContext): Promise<number> {
       results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
     web: web.web,
+    trustProxy: config.trustProxy,
   });
   // The port first: a second `agentdb start` must stop before it starts workers of its own.
   let address: string;

@@ -34,6 +34,8 @@ export interface AppDeps {
   keyed?: KeyedDeps;
   /** The web page at `/` (inbox, data, export, history); absent, only the API is served. */
   web?: WebDeps;
+  /** Fastify's `trustProxy` (config TRUST_PROXY): whose X-Forwarded-* headers to believe. */
+  trustProxy?: boolean | number | string[];
 }
 
 /** What the key-authenticated routes need. */
@@ -57,7 +59,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Request logging is off: an access log adds nothing the error log lacks, and it would be
   // one more place an Authorization header could leak from if a serializer ever changed.
   const logger = (deps.logger ?? createLogger('silent', 'agentdb-http')) as FastifyBaseLogger;
-  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }) });
+  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), trustProxy: (deps.trustProxy ?? false) as boolean });
+  // (Fastify takes a hop count too, as proxy-addr does; the cast only picks its HTTP/1 overload.)
 
   app.get('/health', async (_req, reply) => {
     let redis: 'up' | 'down' = 'up';

@@ -21,7 +21,7 @@ export interface WebServer {
 }
 
 /** Starts the app as `agentdb start` builds it (workers come from `box.pool()`). */
-export async function startWebServer(box: Sandbox, opts: { heartbeatMs?: number } = {}): Promise<WebServer> {
+export async function startWebServer(box: Sandbox, opts: { heartbeatMs?: number; trustProxy?: boolean } = {}): Promise<WebServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);
   const members = new MemberRegistry(redis, keysFor(config.prefix));
@@ -30,7 +30,8 @@ export async function startWebServer(box: Sandbox, opts: { heartbeatMs?: number 
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
-  const app = buildApp({ redis, shardCount: config.shardCount, members, approvals, history, web: { ...web.web, ...opts } });
+  const { trustProxy, ...webOpts } = opts;
+  const app = buildApp({ redis, shardCount: config.shardCount, members, approvals, history, web: { ...web.web, ...webOpts }, ...(trustProxy ? { trustProxy } : {}) });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     url,

@@ -33,10 +33,13 @@ export async function loadMember(request: FastifyRequest, sessions: WebSessions,
   request.webSession = { ...session, id: id! };
 }
 
-/** True when a state-changing request came from this site's own page (Origin matches Host). */
+/**
+ * True when a state-changing request came from this site's own page (Origin matches Host).
+ * `request.host` is the Host header, or X-Forwarded-Host from a proxy TRUST_PROXY believes.
+ */
 export function sameOrigin(request: FastifyRequest): boolean {
   const origin = request.headers.origin;
-  const host = request.headers.host;
+  const host = request.host;
   if (!origin || !host) return false;
   try {
     return new URL(origin).host === host;
