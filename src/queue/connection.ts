@@ -83,8 +83,11 @@ export function shownUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    // ioredis also takes options from the query (`?password=…` authenticates like the userinfo).
+    for (const key of [...u.searchParams.keys()]) if (/pass|secret|token/i.test(key)) u.searchParams.set(key, '***');
     return u.toString().replace(/\/$/, '');
   } catch {
-    return url;
+    // Unparseable: nothing in it can be told apart from a password.
+    return '(an unparseable URL)';
   }
 }
