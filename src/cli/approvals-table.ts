@@ -15,9 +15,20 @@ function time(ms: number | undefined): string {
   return ms === undefined ? '' : `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')}Z`;
 }
 
+/**
+ * Characters a terminal acts on instead of showing: controls (ESC starts cursor moves that can
+ * write over another cell) and format characters (bidi overrides reorder what follows). The
+ * agent writes the SQL, params and rationale a person approves by; each such character is
+ * shown as its escape.
+ */
+const UNSHOWN = /[\p{Cc}\p{Cf}]/gu;
+
 /** One line, cut to `width` with an ellipsis: a cell must not break the table. */
 function cell(text: string, width: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = text
+    .replace(/\s+/g, ' ')
+    .replace(UNSHOWN, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`)
+    .trim();
   return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
 }
 
