@@ -15,9 +15,16 @@ export class Html {
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
-/** Text as HTML text or attribute value: `& < > " '` become entities. */
+/**
+ * Bidi embeddings, overrides and isolates: invisible, they reorder the text after them, so an
+ * agent's SQL could read as another statement than the one that runs ("Trojan Source"). They
+ * are shown by name instead; the implicit marks (LRM, RLM) that right-to-left text uses stay.
+ */
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
+
+/** Text as HTML text or attribute value: `& < > " '` become entities, bidi controls their names. */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!).replace(BIDI_CONTROLS, (c) => `[U+${c.codePointAt(0)!.toString(16).toUpperCase()}]`);
 }
 
 /** Trusted markup, written by agentdb itself. Never pass anything a caller or agent wrote. */
