@@ -184,19 +184,12 @@ function copyNew(dbPath: string, opts: CaptureOptions, now: number): Found {
       seg = newSegment(st, head, hdr);
     }
     const start = frameOffset(hdr.pageSize, seg.frames + 1);
-    const copied = readCommitted(fd, start, hdr, seg, now);
+    const copied = copyCommitted(fd, start, hdr, seg, now);
     if (copied.lines.length > 0) {
-      const out = fs.openSync(seg.dataPath, 'r+');
-      try {
-        let at = start;
-        for (const chunk of copied.chunks) at += fs.writeSync(out, chunk, 0, chunk.length, at);
-      } finally {
-        fs.closeSync(out);
-      }
       const lines = copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n';
       fs.appendFileSync(seg.indexPath, lines);
       idxGrew = Buffer.byteLength(lines);
-      if (st.bytes !== undefined) st.bytes += idxGrew + copied.chunks.reduce((n, c) => n + c.length, 0);
+      if (st.bytes !== undefined) st.bytes += idxGrew + copied.bytes;
       const last = copied.lines.at(-1)!;
       report.frames = last.frames - seg.frames;
       seg.frames = last.frames;
@@ -298,47 +291,52 @@ const FIRST_CHUNK_FRAMES = 4;
 const MAX_CHUNK_FRAMES = 256;
 
 /**
- * The valid frames of the live WAL from `start` up to its last commit frame, checked against
- * the chain, read in chunks until a frame does not belong (the end of this WAL's valid frames:
- * after a checkpoint SQLite writes over the old ones, which carry the old salts).
+ * Copies the valid frames of the live WAL from `start` up to its last commit frame into the
+ * segment's data file at the same offsets, checked against the chain, read in chunks until a
+ * frame does not belong (the end of this WAL's valid frames: after a checkpoint SQLite writes
+ * over the old ones, which carry the old salts). Chunks are written as they are read, so one
+ * huge commit never sits whole in memory; frames past the last commit (a transaction still
+ * open) are cut off again at the end. A crash in between leaves frames past the index, which
+ * the next load cuts (`loadState`).
  */
-function readCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number) {
+function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number) {
   const fb = frameBytes(hdr.pageSize);
   let c1 = seg.c1;
   let c2 = seg.c2;
   const lines: CommitRecord[] = [];
-  const chunks: Buffer[] = [];
   let frames = 0;
   let committedFrames = 0;
   let pos = start;
-  for (let want = FIRST_CHUNK_FRAMES; ; want = Math.min(want * 2, MAX_CHUNK_FRAMES)) {
-    const buf = Buffer.allocUnsafe(want * fb);
-    const got = fs.readSync(fd, buf, 0, buf.length, pos);
-    let valid = 0;
-    for (let at = 0; at + fb <= got; at += fb) {
-      const ok = checkFrame(hdr, buf, at, c1, c2);
-      if (!ok) break;
-      valid++;
-      frames++;
-      [c1, c2] = ok.c;
-      if (ok.frame.commit > 0) {
-        committedFrames = frames;
-        lines.push({ at: now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+  let out: number | undefined;
+  try {
+    for (let want = FIRST_CHUNK_FRAMES; ; want = Math.min(want * 2, MAX_CHUNK_FRAMES)) {
+      const buf = Buffer.allocUnsafe(want * fb);
+      const got = fs.readSync(fd, buf, 0, buf.length, pos);
+      let valid = 0;
+      for (let at = 0; at + fb <= got; at += fb) {
+        const ok = checkFrame(hdr, buf, at, c1, c2);
+        if (!ok) break;
+        valid++;
+        frames++;
+        [c1, c2] = ok.c;
+        if (ok.frame.commit > 0) {
+          committedFrames = frames;
+          lines.push({ at: now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+        }
       }
+      if (valid > 0) {
+        out ??= fs.openSync(seg.dataPath, 'r+');
+        fs.writeSync(out, buf, 0, valid * fb, pos);
+      }
+      if (valid < want) break;
+      pos += got;
     }
-    chunks.push(buf.subarray(0, valid * fb));
-    if (valid < want) break;
-    pos += got;
+    // Keep only up to the last commit frame: frames of a transaction still open are not history.
+    if (out !== undefined && committedFrames < frames) fs.ftruncateSync(out, start + committedFrames * fb);
+  } finally {
+    if (out !== undefined) fs.closeSync(out);
   }
-  // Keep only up to the last commit frame: frames of a transaction still open are not history.
-  let keep = committedFrames * fb;
-  const kept: Buffer[] = [];
-  for (const chunk of chunks) {
-    if (keep <= 0) break;
-    kept.push(chunk.subarray(0, Math.min(chunk.length, keep)));
-    keep -= chunk.length;
-  }
-  return { lines, chunks: kept, uncommitted: frames > committedFrames };
+  return { lines, bytes: committedFrames * fb, uncommitted: frames > committedFrames };
 }
 
 function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<State['seg']> {
