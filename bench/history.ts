@@ -179,11 +179,8 @@ function inPlaceRestore(mb: number) {
     step('rebuild (snapshot copy + frames + integrity_check)', () => buildRestore(plan, tmp));
     step('integrity_check alone (again)', () => verifyIntegrity(tmp));
     step('backup API into live', () => swapIn(tmp, db.path));
-    step('capture of the backup frames', () => history.run(handles.open(db, 'read'), db));
-    step('evict (checkpoint on close)', () => handles.evict(db.path));
-    const fresh = step('reopen', () => handles.open(db, 'write'));
-    step('capture after reopen', () => history.run(fresh, db));
-    step('new generation (checkpoint + copy with sha256)', () => startGeneration(fresh, db.path, source, 'restore', Date.now()));
+    step('new generation (checkpoint + the rebuilt file adopted + sha256 + fsync)', () => startGeneration(handles.open(db, 'read'), db.path, source, 'restore', Date.now(), tmp));
+    step('evict', () => handles.evict(db.path));
     fs.rmSync(tmp, { force: true });
 
     const fork = target('fork');

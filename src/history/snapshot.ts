@@ -44,6 +44,54 @@ export function copyWithSha256(from: string, to: string): { sha256: string; byte
   return { sha256: hash.digest('hex'), bytes };
 }
 
+/**
+ * Makes `rebuilt` (the file a restore copied into the live database `live` with the backup API,
+ * the live WAL since checkpointed) the snapshot at `to`, instead of copying the live file again:
+ * the backup copies every page as it is except page 1's header (schema cookie, change counter,
+ * size, version), so page 1 is taken from the live file, once the rest of page 1 and the size
+ * are found the same. False, with nothing moved, when they are not (the caller copies then).
+ * The caller holds the live database's write lock with its WAL empty.
+ */
+function adoptRebuilt(rebuilt: string, live: string, to: string): boolean {
+  const size = fs.statSync(live).size;
+  if (fs.statSync(rebuilt, { throwIfNoEntry: false })?.size !== size) return false;
+  const pageSize = headerPageSize(live);
+  if (headerPageSize(rebuilt) !== pageSize || size < pageSize) return false;
+  const page = (file: string, flags: string) => {
+    const fd = fs.openSync(file, flags);
+    const b = Buffer.alloc(pageSize);
+    fs.readSync(fd, b, 0, pageSize, 0);
+    return { fd, b };
+  };
+  const a = page(live, 'r');
+  const r = page(rebuilt, 'r+');
+  try {
+    // Past the 100-byte file header, page 1 is b-tree content the backup copies verbatim.
+    if (!a.b.subarray(100).equals(r.b.subarray(100))) return false;
+    fs.writeSync(r.fd, a.b, 0, pageSize, 0);
+  } finally {
+    fs.closeSync(a.fd);
+    fs.closeSync(r.fd);
+  }
+  fs.renameSync(rebuilt, to);
+  return true;
+}
+
+/**
+ * The sha256 and size of `file`, then fsync: a snapshot must be on disk before its generation
+ * appears, since a restore's own commit is in no history but its new generation's snapshot.
+ */
+function hashAndSync(file: string): { sha256: string; bytes: number } {
+  const sha256 = sha256File(file);
+  const fd = fs.openSync(file, 'r+');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return { sha256, bytes: fs.statSync(file).size };
+}
+
 /** The sha256 (hex) of a file, read in chunks. */
 export function sha256File(file: string): string {
   const hash = createHash('sha256');
@@ -83,10 +131,12 @@ export function headerPageSize(file: string): number {
  *
  * Whatever the WAL held and capture had not copied goes into the snapshot: the caller copies
  * first when those frames matter (a nightly snapshot), not when they cannot be trusted (a gap).
+ * With `rebuilt` (a restore in place: the file it just copied in), that file becomes the
+ * snapshot when it matches the live one, which saves writing 100 MB again; it is moved, not copied.
  * @throws Error when the checkpoint cannot complete (another connection reads) — capture tries
  * again on the next commit.
  */
-export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number): SnapshotMeta {
+export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: string): SnapshotMeta {
   const gens = listGenerations(source);
   const last = gens.at(-1);
   const name = generationName((last?.seq ?? 0) + 1);
@@ -98,17 +148,20 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     const [res] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
     if (res?.busy) throw new Error(`could not checkpoint ${dbPath} to snapshot it: another connection is reading`);
     db.prepare('BEGIN IMMEDIATE').run();
-    let copied: { sha256: string; bytes: number };
+    let copied: { sha256: string; bytes: number } | undefined;
     try {
       const wal = fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false });
       if (wal && wal.size > 0) throw new Error(`${dbPath} committed between checkpoint and snapshot`);
-      copied = copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE));
+      const adopted = rebuilt !== undefined && adoptRebuilt(rebuilt, dbPath, path.join(tmp, SNAPSHOT_FILE));
+      copied = adopted ? undefined : copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE));
       // Still under the write lock, with the WAL empty: the file is the snapshot, so a WAL that
       // next starts with new salts (every connection closed meanwhile) continues this generation.
       writeSeal(tmp, dbPath, '', 0);
     } finally {
       db.prepare('ROLLBACK').run();
     }
+    // The adopted file is no longer the live database's: hashed outside the lock.
+    copied ??= hashAndSync(path.join(tmp, SNAPSHOT_FILE));
     const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
     const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
     const meta: SnapshotMeta = {
