@@ -179,7 +179,7 @@ function inPlaceRestore(mb: number) {
     step('rebuild (snapshot copy + frames + integrity_check)', () => buildRestore(plan, tmp));
     step('integrity_check alone (again)', () => verifyIntegrity(tmp));
     step('backup API into live', () => swapIn(tmp, db.path));
-    step('new generation (checkpoint + the rebuilt file adopted + sha256 + fsync)', () => startGeneration(handles.open(db, 'read'), db.path, source, 'restore', Date.now(), tmp));
+    step('new generation (checkpoint + the rebuilt file adopted + sha256 + fsync; hashed here, not on a thread)', () => startGeneration(handles.open(db, 'read'), db.path, source, 'restore', Date.now(), { file: tmp }));
     step('evict', () => handles.evict(db.path));
     fs.rmSync(tmp, { force: true });
 

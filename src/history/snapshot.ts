@@ -13,6 +13,7 @@ import {
   type HistorySource,
   type SnapshotMeta,
 } from './layout.ts';
+import { adoptRebuilt, hashedOrUndefined, type Adopted, type Rebuilt } from './adopt-rebuilt.ts';
 import { writeSeal } from './seal.ts';
 
 const CHUNK = 1024 * 1024;
@@ -45,43 +46,10 @@ export function copyWithSha256(from: string, to: string): { sha256: string; byte
 }
 
 /**
- * Makes `rebuilt` (the file a restore copied into the live database `live` with the backup API,
- * the live WAL since checkpointed) the snapshot at `to`, instead of copying the live file again:
- * the backup copies every page as it is except page 1's header (schema cookie, change counter,
- * size, version), so page 1 is taken from the live file, once the rest of page 1 and the size
- * are found the same. False, with nothing moved, when they are not (the caller copies then).
- * The caller holds the live database's write lock with its WAL empty.
- */
-function adoptRebuilt(rebuilt: string, live: string, to: string): boolean {
-  const size = fs.statSync(live).size;
-  if (fs.statSync(rebuilt, { throwIfNoEntry: false })?.size !== size) return false;
-  const pageSize = headerPageSize(live);
-  if (headerPageSize(rebuilt) !== pageSize || size < pageSize) return false;
-  const page = (file: string, flags: string) => {
-    const fd = fs.openSync(file, flags);
-    const b = Buffer.alloc(pageSize);
-    fs.readSync(fd, b, 0, pageSize, 0);
-    return { fd, b };
-  };
-  const a = page(live, 'r');
-  const r = page(rebuilt, 'r+');
-  try {
-    // Past the 100-byte file header, page 1 is b-tree content the backup copies verbatim.
-    if (!a.b.subarray(100).equals(r.b.subarray(100))) return false;
-    fs.writeSync(r.fd, a.b, 0, pageSize, 0);
-  } finally {
-    fs.closeSync(a.fd);
-    fs.closeSync(r.fd);
-  }
-  fs.renameSync(rebuilt, to);
-  return true;
-}
-
-/**
  * The sha256 and size of `file`, then fsync: a snapshot must be on disk before its generation
  * appears, since a restore's own commit is in no history but its new generation's snapshot.
  */
-function hashAndSync(file: string): { sha256: string; bytes: number } {
+export function hashAndSync(file: string): { sha256: string; bytes: number } {
   const sha256 = sha256File(file);
   const fd = fs.openSync(file, 'r+');
   try {
@@ -136,7 +104,7 @@ export function headerPageSize(file: string): number {
  * @throws Error when the checkpoint cannot complete (another connection reads) — capture tries
  * again on the next commit.
  */
-export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: string): SnapshotMeta {
+export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt): SnapshotMeta {
   const gens = listGenerations(source);
   const last = gens.at(-1);
   const name = generationName((last?.seq ?? 0) + 1);
@@ -149,10 +117,11 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     if (res?.busy) throw new Error(`could not checkpoint ${dbPath} to snapshot it: another connection is reading`);
     db.prepare('BEGIN IMMEDIATE').run();
     let copied: { sha256: string; bytes: number } | undefined;
+    let adopted: Adopted = false;
     try {
       const wal = fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false });
       if (wal && wal.size > 0) throw new Error(`${dbPath} committed between checkpoint and snapshot`);
-      const adopted = rebuilt !== undefined && adoptRebuilt(rebuilt, dbPath, path.join(tmp, SNAPSHOT_FILE));
+      adopted = rebuilt ? adoptRebuilt(rebuilt.file, dbPath, path.join(tmp, SNAPSHOT_FILE)) : false;
       copied = adopted ? undefined : copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE));
       // Still under the write lock, with the WAL empty: the file is the snapshot, so a WAL that
       // next starts with new salts (every connection closed meanwhile) continues this generation.
@@ -160,8 +129,9 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     } finally {
       db.prepare('ROLLBACK').run();
     }
-    // The adopted file is no longer the live database's: hashed outside the lock.
-    copied ??= hashAndSync(path.join(tmp, SNAPSHOT_FILE));
+    // The adopted file is no longer the live database's: hashed outside the lock, or already
+    // on another thread when the header was foreseen exactly.
+    copied ??= (adopted === 'exact' && rebuilt?.hashing && hashedOrUndefined(rebuilt.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
     const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
     const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
     const meta: SnapshotMeta = {

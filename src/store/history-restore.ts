@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import Database from 'better-sqlite3';
+import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
 import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
@@ -73,13 +74,20 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     buildRestore(plan, tmp);
     try {
       const undoId = newUndoId();
-      const before = capturedPosition(req.db.path, source);
-      if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
+      const audited = req.undo ? `undo ${req.undo} (back to the state of ${new Date(restoredTo ?? plan.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`;
       const now = Date.now();
-      const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
       // The audit row goes into the rebuilt file, so the restore is one commit and the file
       // copied in is exactly the new generation's snapshot.
-      auditInto(tmp, req.by, undoId, req.undo ? `undo ${req.undo} (back to the state of ${new Date(point.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`, now);
+      auditInto(tmp, req.by, undoId, audited, now);
+      // Captured up to the last commit and checkpointed (capture's own rule: only once all is
+      // copied), or with an empty WAL, the live header is in the file: the one the swap leaves can be foreseen, and
+      // the new snapshot hashed on the other core while SQLite copies it in.
+      const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
+      const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+      const hashing = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
+      const before = capturedPosition(req.db.path, source);
+      if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
+      const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
       writeJsonAtomic(undoPath(hdir, undoId), point);
       const leaving = path.join(source.generationsDir, before.generation);
       markRestoreLeaving(leaving);
@@ -94,7 +102,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       // The old generation ends at the undo point: the restore's 100 MB commit is no history,
       // the new generation begins from its result (the rebuilt file itself, checkpointed in).
       // Until it exists the mark above keeps capture from taking the live file as the old one.
-      newGeneration(live, req.db.path, source, tmp);
+      newGeneration(live, req.db.path, source, { file: tmp, hashing });
       unmarkRestoreLeaving(leaving);
       // Everything this child kept about the handle (prepared statements, tables known to
       // exist, the schema) belongs to the state before: close it (nothing is left to capture).
@@ -173,7 +181,7 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
  * captured like any other and the live file copied, as for a nightly snapshot; failing that
  * too, the old generation keeps its mark and the next capture begins one (a gap).
  */
-function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>, rebuilt: string): void {
+function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>, rebuilt: Rebuilt): void {
   try {
     startGeneration(db, dbPath, source, 'restore', Date.now(), rebuilt);
   } catch {
