@@ -44,7 +44,7 @@ export function foreseeHeader(live: Database, liveFile: string, rebuilt: string)
   } finally {
     fs.closeSync(fd);
   }
-  return hashOnThread(rebuilt);
+  return hashOnThread(rebuilt, true);
 }
 
 /**
@@ -82,15 +82,6 @@ export function adoptRebuilt(rebuilt: string, live: string, to: string): Adopted
   }
   fs.renameSync(rebuilt, to);
   return how;
-}
-
-/** The thread's hash, or undefined when it failed (the caller hashes the file itself then). */
-export function hashedOrUndefined(hashing: PendingHash): { sha256: string; bytes: number } | undefined {
-  try {
-    return hashing.result();
-  } catch {
-    return undefined;
-  }
 }
 
 function readHeader(file: string): Buffer {

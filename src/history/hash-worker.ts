@@ -4,7 +4,7 @@ const WAIT_MS = 5 * 60 * 1000;
 
 /** A sha256 being computed on another thread; {@link PendingHash.result} waits for it. */
 export interface PendingHash {
-  /** The sha256 (hex) and size of the file, after it was fsynced; blocks until then. */
+  /** The sha256 (hex) and size of the file (fsynced first when asked); blocks until then. */
   result(): { sha256: string; bytes: number };
 }
 
@@ -13,13 +13,13 @@ const SOURCE = `
 const { createHash } = require('node:crypto');
 const fs = require('node:fs');
 const { workerData } = require('node:worker_threads');
-const { file, port, flag } = workerData;
+const { file, port, flag, sync } = workerData;
 const done = new Int32Array(flag);
 let out;
 try {
   const hash = createHash('sha256');
   const buf = Buffer.allocUnsafe(1024 * 1024);
-  const fd = fs.openSync(file, 'r+');
+  const fd = fs.openSync(file, sync ? 'r+' : 'r');
   let bytes = 0;
   try {
     for (;;) {
@@ -28,7 +28,7 @@ try {
       hash.update(buf.subarray(0, n));
       bytes += n;
     }
-    fs.fsyncSync(fd);
+    if (sync) fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }
@@ -42,15 +42,16 @@ Atomics.notify(done, 0);
 `;
 
 /**
- * Hashes (sha256) and fsyncs `file` on a worker thread, so a restore in place does it on the
- * machine's other core while SQLite copies the same file into the live database (the file must
- * not change meanwhile). Own code rather than a library: it is node's crypto on a thread, with a
- * synchronous wait, because the executor child runs a restore between two statements.
+ * Hashes (sha256) and, with `sync`, fsyncs `file` on a worker thread, so it runs on the
+ * machine's other core while this thread copies the file (a snapshot) or SQLite copies it into
+ * the live database (a restore in place); the file must not change meanwhile. Own code rather
+ * than a library: it is node's crypto on a thread, with a synchronous wait, because the executor
+ * child runs these between two statements.
  */
-export function hashOnThread(file: string): PendingHash {
+export function hashOnThread(file: string, sync: boolean): PendingHash {
   const flag = new SharedArrayBuffer(4);
   const { port1, port2 } = new MessageChannel();
-  const worker = new Worker(SOURCE, { eval: true, workerData: { file, port: port2, flag }, transferList: [port2] });
+  const worker = new Worker(SOURCE, { eval: true, workerData: { file, port: port2, flag, sync }, transferList: [port2] });
   worker.unref();
   let answer: { sha256: string; bytes: number } | undefined;
   return {
@@ -65,4 +66,13 @@ export function hashOnThread(file: string): PendingHash {
       return answer;
     },
   };
+}
+
+/** The thread's hash, or undefined when it failed (the caller hashes the file itself then). */
+export function hashedOrUndefined(hashing: PendingHash): { sha256: string; bytes: number } | undefined {
+  try {
+    return hashing.result();
+  } catch {
+    return undefined;
+  }
 }
