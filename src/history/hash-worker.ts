@@ -51,8 +51,17 @@ Atomics.notify(done, 0);
 export function hashOnThread(file: string, sync: boolean): PendingHash {
   const flag = new SharedArrayBuffer(4);
   const { port1, port2 } = new MessageChannel();
-  const worker = new Worker(SOURCE, { eval: true, workerData: { file, port: port2, flag, sync }, transferList: [port2] });
-  worker.unref();
+  try {
+    new Worker(SOURCE, { eval: true, workerData: { file, port: port2, flag, sync }, transferList: [port2] }).unref();
+  } catch (err) {
+    // No thread to be had (out of memory, a sandbox): the caller hashes the file itself.
+    port1.close();
+    return {
+      result() {
+        throw err;
+      },
+    };
+  }
   let answer: { sha256: string; bytes: number } | undefined;
   return {
     result() {
