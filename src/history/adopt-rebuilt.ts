@@ -8,7 +8,13 @@ import { hashOnThread, type PendingHash } from './hash-worker.ts';
  */
 export interface Rebuilt {
   file: string;
-  hashing?: PendingHash;
+  foreseen?: Foreseen;
+}
+
+/** The hash under way, and the file's size and mtime when it began (nothing may write it since). */
+export interface Foreseen {
+  hashing: PendingHash;
+  stamp: string;
 }
 
 /** How {@link adoptRebuilt} went: the file as it was, with page 1's header patched, or not at all. */
@@ -29,7 +35,7 @@ const HEADER_BYTES = 100;
  * live header is the file's. A wrong guess costs only hashing after the swap, as without this:
  * {@link adoptRebuilt} compares page 1 whole.
  */
-export function foreseeHeader(live: Database, liveFile: string, rebuilt: string): PendingHash {
+export function foreseeHeader(live: Database, liveFile: string, rebuilt: string): Foreseen {
   const head = readHeader(liveFile);
   const [major, minor, patch] = (live.prepare('SELECT sqlite_version()').pluck().get() as string).split('.').map(Number);
   const fd = fs.openSync(rebuilt, 'r+');
@@ -44,7 +50,7 @@ export function foreseeHeader(live: Database, liveFile: string, rebuilt: string)
   } finally {
     fs.closeSync(fd);
   }
-  return hashOnThread(rebuilt, true);
+  return { hashing: hashOnThread(rebuilt, true), stamp: stampOf(rebuilt) };
 }
 
 /**
@@ -55,7 +61,7 @@ export function foreseeHeader(live: Database, liveFile: string, rebuilt: string)
  * are found the same. False, with nothing moved, when they are not (the caller copies then).
  * The caller holds the live database's write lock with its WAL empty.
  */
-export function adoptRebuilt(rebuilt: string, live: string, to: string): Adopted {
+export function adoptRebuilt({ file: rebuilt, foreseen }: Rebuilt, live: string, to: string): Adopted {
   const size = fs.statSync(live).size;
   if (fs.statSync(rebuilt, { throwIfNoEntry: false })?.size !== size) return false;
   const pageSize = pageSizeOf(readHeader(live));
@@ -68,7 +74,8 @@ export function adoptRebuilt(rebuilt: string, live: string, to: string): Adopted
   };
   const a = page(live, 'r');
   const r = page(rebuilt, 'r+');
-  let how: Adopted = 'exact';
+  // 'exact' only for the bytes the thread hashed: foreseen, and not written since.
+  let how: Adopted = foreseen && foreseen.stamp === stampOf(rebuilt) ? 'exact' : 'patched';
   try {
     // Past the 100-byte file header, page 1 is b-tree content the backup copies verbatim.
     if (!a.b.subarray(HEADER_BYTES).equals(r.b.subarray(HEADER_BYTES))) return false;
@@ -103,4 +110,9 @@ function readHeaderFd(fd: number): Buffer {
 function pageSizeOf(header: Buffer): number {
   const v = header.readUInt16BE(16);
   return v === 1 ? 65536 : v;
+}
+
+function stampOf(file: string): string {
+  const st = fs.statSync(file, { bigint: true });
+  return `${st.size}|${st.mtimeNs}|${st.ino}`;
 }

@@ -137,7 +137,7 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     try {
       const wal = fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false });
       if (wal && wal.size > 0) throw new Error(`${dbPath} committed between checkpoint and snapshot`);
-      adopted = rebuilt ? adoptRebuilt(rebuilt.file, dbPath, path.join(tmp, SNAPSHOT_FILE)) : false;
+      adopted = rebuilt ? adoptRebuilt(rebuilt, dbPath, path.join(tmp, SNAPSHOT_FILE)) : false;
       copied = adopted ? undefined : copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE));
       // Still under the write lock, with the WAL empty: the file is the snapshot, so a WAL that
       // next starts with new salts (every connection closed meanwhile) continues this generation.
@@ -147,7 +147,7 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     }
     // The adopted file is no longer the live database's: hashed outside the lock, or already
     // on another thread when the header was foreseen exactly.
-    copied ??= (adopted === 'exact' && rebuilt?.hashing && hashedOrUndefined(rebuilt.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
+    copied ??= (adopted === 'exact' && rebuilt?.foreseen && hashedOrUndefined(rebuilt.foreseen.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
     const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
     const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
     const meta: SnapshotMeta = {

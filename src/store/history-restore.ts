@@ -84,7 +84,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       // the new snapshot hashed on the other core while SQLite copies it in.
       const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
       const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
-      const hashing = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
+      const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
       const before = capturedPosition(req.db.path, source);
       if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
@@ -102,7 +102,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       // The old generation ends at the undo point: the restore's 100 MB commit is no history,
       // the new generation begins from its result (the rebuilt file itself, checkpointed in).
       // Until it exists the mark above keeps capture from taking the live file as the old one.
-      newGeneration(live, req.db.path, source, { file: tmp, hashing });
+      newGeneration(live, req.db.path, source, { file: tmp, foreseen });
       unmarkRestoreLeaving(leaving);
       // Everything this child kept about the handle (prepared statements, tables known to
       // exist, the schema) belongs to the state before: close it (nothing is left to capture).
