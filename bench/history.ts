@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
+import { foreseeHeader } from '../src/history/adopt-rebuilt.ts';
 import { capture } from '../src/history/capture.ts';
 import { localSource } from '../src/history/layout.ts';
 import { buildRestore, planRestore, verifyIntegrity } from '../src/history/restore-engine.ts';
@@ -178,8 +179,13 @@ function inPlaceRestore(mb: number) {
     const tmp = path.join(dataDir, 'steps.sqlite');
     step('rebuild (snapshot copy + frames + integrity_check)', () => buildRestore(plan, tmp));
     step('integrity_check alone (again)', () => verifyIntegrity(tmp));
+    const foreseen = step('capture + checkpoint, header foreseen (the hash thread starts)', () => {
+      const h = handles.open(db, 'read');
+      capture(h, db.path, { source, checkpointBytes: 0 });
+      return foreseeHeader(h, db.path, tmp);
+    });
     step('backup API into live', () => swapIn(tmp, db.path));
-    step('new generation (checkpoint + the rebuilt file adopted + sha256 + fsync; hashed here, not on a thread)', () => startGeneration(handles.open(db, 'read'), db.path, source, 'restore', Date.now(), { file: tmp }));
+    step('new generation (checkpoint, the rebuilt file adopted, waits for the hash thread)', () => startGeneration(handles.open(db, 'read'), db.path, source, 'restore', Date.now(), { file: tmp, foreseen }));
     step('evict', () => handles.evict(db.path));
     fs.rmSync(tmp, { force: true });
 
