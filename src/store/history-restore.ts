@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { AgentDbError } from '../errors.ts';
 import Database from 'better-sqlite3';
+import { AgentDbError } from '../errors.ts';
 import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
 import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
@@ -41,9 +41,10 @@ type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
 
 /**
  * Restores a database in place (see `agentdb restore`): history brought up to date, the target
- * planned and rebuilt beside the live file and verified, the state before kept as an undo
- * point, then the rebuilt pages copied over the live database as one commit, recorded in its
- * audit, and a new generation begun from it. Any failure before the copy leaves the database
+ * planned and rebuilt beside the live file and verified, the restore recorded in its audit, the
+ * state before kept as an undo point, then the rebuilt pages copied over the live database as
+ * one commit, and a new generation begun from the rebuilt file (the old one ends at the undo
+ * point: the copied-in commit is no history). Any failure before the copy leaves the database
  * exactly as it was.
  */
 export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq): RestoreResult {
