@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
+import { foreseeHeader } from '../src/history/adopt-rebuilt.ts';
 import { capture } from '../src/history/capture.ts';
 import { localSource } from '../src/history/layout.ts';
 import { buildRestore, planRestore, verifyIntegrity } from '../src/history/restore-engine.ts';
@@ -178,12 +179,14 @@ function inPlaceRestore(mb: number) {
     const tmp = path.join(dataDir, 'steps.sqlite');
     step('rebuild (snapshot copy + frames + integrity_check)', () => buildRestore(plan, tmp));
     step('integrity_check alone (again)', () => verifyIntegrity(tmp));
+    const foreseen = step('capture + checkpoint, header foreseen (the hash thread starts)', () => {
+      const h = handles.open(db, 'read');
+      capture(h, db.path, { source, checkpointBytes: 0 });
+      return foreseeHeader(h, db.path, tmp);
+    });
     step('backup API into live', () => swapIn(tmp, db.path));
-    step('capture of the backup frames', () => history.run(handles.open(db, 'read'), db));
-    step('evict (checkpoint on close)', () => handles.evict(db.path));
-    const fresh = step('reopen', () => handles.open(db, 'write'));
-    step('capture after reopen', () => history.run(fresh, db));
-    step('new generation (checkpoint + copy with sha256)', () => startGeneration(fresh, db.path, source, 'restore', Date.now()));
+    step('new generation (checkpoint, the rebuilt file adopted, waits for the hash thread)', () => startGeneration(handles.open(db, 'read'), db.path, source, 'restore', Date.now(), { file: tmp, foreseen }));
+    step('evict', () => handles.evict(db.path));
     fs.rmSync(tmp, { force: true });
 
     const fork = target('fork');

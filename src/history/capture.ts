@@ -17,7 +17,7 @@ import {
   type SegmentHeader,
   type SnapshotMeta,
 } from './layout.ts';
-import { sealHolds, writeSeal } from './seal.ts';
+import { restoreLeaving, sealHolds, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
@@ -124,7 +124,7 @@ export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOp
     newGeneration(db, dbPath, opts, found.next, now);
     return undefined;
   }
-  if (lock === 'held' || !found.state) return undefined;
+  if (lock === 'held' || !found.state || restoreLeaving(found.state.genDir)) return undefined;
   return { genDir: found.state.genDir, segment: found.state.seg?.name ?? '', frames: found.state.seg?.frames ?? 0 };
 }
 
@@ -178,8 +178,10 @@ function copyNew(dbPath: string, opts: CaptureOptions, now: number): Found {
       // A WAL that started over. After a checkpoint SQLite adds one to salt-1. After the last
       // connection closed (checkpointing, deleting the WAL) the salts are new, and the file
       // must be what the generation's seal says. Anything else means commits capture never saw.
+      // A restore in place leaving this generation folds its commit into the file uncaptured.
       const continued =
-        (seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0);
+        !restoreLeaving(st.genDir) &&
+        ((seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
       if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', checkpoint: false };
       seg = newSegment(st, head, hdr);
     }

@@ -69,3 +69,27 @@ export function sealHolds(genDir: string, dbPath: string, segment: string, frame
     seal.ino === String(st.ino)
   );
 }
+
+const RESTORING_FILE = 'restoring.json';
+
+/**
+ * Marks generation `genDir` as one a restore in place is leaving: the restore's own commit (the
+ * whole database, copied in) goes into no segment of it but into the next generation's
+ * snapshot. Until that generation exists, nothing may take the live file or a restarted WAL as
+ * continuing this one, or a restore that failed half-way would leave a history that silently
+ * skips it: {@link restoreLeaving} makes capture see a gap (a fresh snapshot) and seal nothing.
+ * Written before the restore touches the live database, removed once the next generation is in.
+ */
+export function markRestoreLeaving(genDir: string): void {
+  fs.writeFileSync(path.join(genDir, RESTORING_FILE), JSON.stringify({ pid: process.pid, at: Date.now() }));
+}
+
+/** Removes the mark of {@link markRestoreLeaving}. */
+export function unmarkRestoreLeaving(genDir: string): void {
+  fs.rmSync(path.join(genDir, RESTORING_FILE), { force: true });
+}
+
+/** Whether a restore in place marked generation `genDir` (see {@link markRestoreLeaving}). */
+export function restoreLeaving(genDir: string): boolean {
+  return fs.existsSync(path.join(genDir, RESTORING_FILE));
+}

@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import { capturedPosition, forgetCapture } from '../history/capture.ts';
+import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
+import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
 import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
 import { buildRestore, planRestore, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
+import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
 import { startGeneration } from '../history/snapshot.ts';
 import { swapIn } from '../history/swap-in.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
@@ -38,9 +41,10 @@ type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
 
 /**
  * Restores a database in place (see `agentdb restore`): history brought up to date, the target
- * planned and rebuilt beside the live file and verified, the state before kept as an undo
- * point, then the rebuilt pages copied over the live database as one commit, recorded in its
- * audit, and a new generation begun from it. Any failure before the copy leaves the database
+ * planned and rebuilt beside the live file and verified, the restore recorded in its audit, the
+ * state before kept as an undo point, then the rebuilt pages copied over the live database as
+ * one commit, and a new generation begun from the rebuilt file (the old one ends at the undo
+ * point: the copied-in commit is no history). Any failure before the copy leaves the database
  * exactly as it was.
  */
 export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq): RestoreResult {
@@ -71,32 +75,58 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     buildRestore(plan, tmp);
     try {
       const undoId = newUndoId();
+      const audited = req.undo ? `undo ${req.undo} (back to the state of ${new Date(restoredTo ?? plan.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`;
+      const now = Date.now();
+      // The audit row goes into the rebuilt file, so the restore is one commit and the file
+      // copied in is exactly the new generation's snapshot.
+      auditInto(tmp, req.by, undoId, audited, now);
+      // Captured up to the last commit and checkpointed (capture's own rule: only once all is
+      // copied), or with an empty WAL, the live header is in the file: the one the swap leaves can be foreseen, and
+      // the new snapshot hashed on the other core while SQLite copies it in.
+      const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
+      const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+      const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
       const before = capturedPosition(req.db.path, source);
       if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
-      const now = Date.now();
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
       writeJsonAtomic(undoPath(hdir, undoId), point);
+      const leaving = path.join(source.generationsDir, before.generation);
+      markRestoreLeaving(leaving);
       try {
         swapIn(tmp, req.db.path);
       } catch (err) {
         // The backup is one transaction: nothing changed, so there is nothing to undo either.
         fs.rmSync(undoPath(hdir, undoId), { force: true });
+        unmarkRestoreLeaving(leaving);
         throw err;
       }
+      // The old generation ends at the undo point: the restore's 100 MB commit is no history,
+      // the new generation begins from its result (the rebuilt file itself, checkpointed in).
+      // Until it exists the mark above keeps capture from taking the live file as the old one.
+      newGeneration(live, req.db.path, source, { file: tmp, foreseen });
+      unmarkRestoreLeaving(leaving);
       // Everything this child kept about the handle (prepared statements, tables known to
-      // exist, the schema) belongs to the state before: close it (capture copies the restore's
-      // frames first) and open it again. Other children reopen it too: the pool sends its next
-      // statement there with `reopen`, since this child ran the database last.
+      // exist, the schema) belongs to the state before: close it (nothing is left to capture).
+      // Other children reopen it too: the pool sends its next statement there with `reopen`,
+      // since this child ran the database last.
       handles.evict(req.db.path);
-      const fresh = handles.open(req.db, 'write');
-      audit(fresh, req.by, undoId, req.undo ? `undo ${req.undo} (back to the state of ${new Date(point.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`, now);
-      history.run(fresh, req.db);
-      newGeneration(fresh, req.db.path, source);
       return summary({ undoId });
     } finally {
       fs.rmSync(tmp, { force: true });
     }
   });
+}
+
+/** Writes the restore's audit row into the rebuilt file, before it is copied in. */
+function auditInto(file: string, by: RestoreActor, id: string, statement: string, at: number): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    // Not durable yet on purpose: the file is synced when it becomes the new snapshot.
+    db.pragma('synchronous = OFF');
+    audit(db, by, id, statement, at);
+  } finally {
+    db.close();
+  }
 }
 
 /**
@@ -146,8 +176,18 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   return { snapshot: meta.id };
 }
 
-function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>): void {
+/**
+ * The generation a restore in place begins, from `rebuilt`, the file it copied in. Should that
+ * fail (another connection kept the checkpoint from completing), the restore's commit is
+ * captured like any other and the live file copied, as for a nightly snapshot; failing that
+ * too, the old generation keeps its mark and the next capture begins one (a gap).
+ */
+function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>, rebuilt: Rebuilt): void {
   try {
+    startGeneration(db, dbPath, source, 'restore', Date.now(), rebuilt);
+  } catch {
+    forgetCapture(dbPath);
+    capture(db, dbPath, { source, checkpointBytes: Number.MAX_SAFE_INTEGER });
     startGeneration(db, dbPath, source, 'restore', Date.now());
   } finally {
     forgetCapture(dbPath);

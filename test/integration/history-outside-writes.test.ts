@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { markRestoreLeaving } from '../../src/history/seal.ts';
 import { databasePath } from '../../src/store/database-id.ts';
 import { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
@@ -120,4 +121,23 @@ describe('history across closes, and writes from outside', () => {
     expect(listGenerations(localSource(dataDir, db.id)).at(-1)!.snapshot!.reason).toBe('gap');
     expectRestoreMatchesLive(db);
   });
+  // A restore in place folds its commit into the file uncaptured, then begins a generation; one
+  // that failed in between leaves the old generation marked, and the next capture must see a
+  // gap whether the WAL restarted under an open handle (salt-1 + 1) or after the last close.
+  for (const closed of [false, true]) {
+    it(`starts a new generation after a restore left half-way${closed ? ', the handles then closed' : ''}`, async () => {
+      const db = target(closed ? 'out/half-closed' : 'out/half-open');
+      await withFreePages(db);
+      const source = localSource(dataDir, db.id);
+      const before = listGenerations(source);
+      markRestoreLeaving(before.at(-1)!.dir);
+      outside(db, `UPDATE t SET v = 'restored' WHERE id = 2`);
+      if (closed) await closeAll();
+      await write(db, 'INSERT INTO t(v) VALUES (?)', ['after the half restore']);
+      const gens = listGenerations(source);
+      expect(gens).toHaveLength(before.length + 1);
+      expect(gens.at(-1)!.snapshot!.reason).toBe('gap');
+      expectRestoreMatchesLive(db);
+    });
+  }
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { sha256File } from '../../src/history/snapshot.ts';
 import { databasePath } from '../../src/store/database-id.ts';
 import { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
@@ -193,6 +194,46 @@ describe('restore', () => {
     expect((f.prepare('SELECT count(*) FROM t').pluck().get() as number)).toBe(120 - 20);
     f.close();
     expect(listGenerations(localSource(dataDir, 'rs/main')).length).toBeGreaterThan(1);
+  });
+
+  it('a restore in place begins a generation from the file it copied in: the old one ends at the undo point', async () => {
+    const gdb = target('rs/gen');
+    await write(gdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    const m = await rows(gdb, 10);
+    await rows(gdb, 5, 'later');
+    const source = localSource(dataDir, 'rs/gen');
+    const oldGen = listGenerations(source).at(-1)!;
+    const oldCommits = () => listSegments(oldGen).reduce((n, seg) => n + readCommits(seg.indexPath).length, 0);
+    const commitsBefore = oldCommits();
+    const out = await restore(gdb, { at: m[4]! });
+    expect(codeOf(out)).toBe('ok');
+    // The restore's own commit (every page of the database) went into no segment of the old generation.
+    expect(oldCommits()).toBe(commitsBefore);
+    expect(fs.readdirSync(oldGen.dir)).not.toContain('restoring.json');
+    const gen = listGenerations(source).at(-1)!;
+    expect(gen.name).not.toBe(oldGen.name);
+    expect(gen.snapshot!.reason).toBe('restore');
+    expect(sha256File(gen.snapshotPath)).toBe(gen.snapshot!.sha256);
+    expect(fs.statSync(gen.snapshotPath).size).toBe(gen.snapshot!.bytes);
+    // The snapshot is the restored state, audit row included, and history goes on from it.
+    const snap = new Database(gen.snapshotPath, { readonly: true, fileMustExist: true });
+    try {
+      expect(snap.prepare('SELECT count(*) FROM t').pluck().get()).toBe(5);
+      expect(snap.prepare("SELECT count(*) FROM _agentdb_audit WHERE tool = 'RESTORE'").pluck().get()).toBe(1);
+    } finally {
+      snap.close();
+    }
+    const after = await rows(gdb, 3, 'after');
+    const live = dumpHash(gdb.path);
+    const fork = target('rs/genfork');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/gen', at: after[2]!, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(gdb.path, { withoutAudit: true }));
+    expect(live).toBe(dumpHash(gdb.path));
+    // And the undo goes back to the moment before, from the old generation.
+    const undo = await restore(gdb, { undo: (out as { result: { undoId: string } }).result.undoId });
+    expect(codeOf(undo)).toBe('ok');
+    expect(await count(gdb)).toBe(15);
+    expect(integrity(gdb.path)).toBe('ok');
   });
 
   describe('bad input leaves the database exactly as it was', () => {

@@ -1,0 +1,37 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashOnThread, hashedOrUndefined } from '../../src/history/hash-worker.ts';
+import { copyWithSha256, sha256File } from '../../src/history/snapshot.ts';
+
+// Snapshots of large databases are hashed on a worker thread while the file is copied; the
+// answer must be exactly the sha256 of what was copied, and a failure must fall back, not hang.
+let dir: string;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-hash-thread-'));
+});
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('hashing on a worker thread', () => {
+  it('copies a large file with the sha256 of its bytes, computed on the other thread', () => {
+    const from = path.join(dir, 'big.bin');
+    const data = Buffer.concat([randomBytes(1024 * 1024), Buffer.alloc(19 * 1024 * 1024 + 123, 7)]);
+    fs.writeFileSync(from, data);
+    const to = path.join(dir, 'copy.bin');
+    const out = copyWithSha256(from, to);
+    const want = createHash('sha256').update(data).digest('hex');
+    expect(out).toEqual({ sha256: want, bytes: data.length });
+    expect(sha256File(to)).toBe(want);
+  });
+
+  it('hashes and syncs a file, and answers undefined for one it cannot read', () => {
+    const file = path.join(dir, 'small.bin');
+    fs.writeFileSync(file, 'abc');
+    expect(hashOnThread(file, true).result()).toEqual({ sha256: createHash('sha256').update('abc').digest('hex'), bytes: 3 });
+    expect(hashedOrUndefined(hashOnThread(path.join(dir, 'missing.bin'), false))).toBeUndefined();
+  });
+});
