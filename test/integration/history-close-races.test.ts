@@ -5,11 +5,10 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
-import { databasePath } from '../../src/store/database-id.ts';
-import { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
+import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 // Hostile review: lines of several databases move between two children with one handle each,
 // so a child closes a stale handle of a database (capture before close, checkpoint, seal) while
@@ -22,32 +21,16 @@ const WRITES = Number(process.env.RACE_WRITES ?? 120);
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(scratch, 'agentdb-close-races-'));
-  pool = new ExecutorPool({
-    size: 2,
-    workspaceShare: 2,
-    dataDir,
-    statementTimeoutMs: 30_000,
-    heapLimitMb: 256,
-    handleCacheSize: 1,
-    maxResultBytes: 1024 * 1024,
-    history: { checkpointBytes: 16 * 1024, retentionDays: 30 },
-  });
-  await pool.start();
+  pool = await historyPool(dataDir, { handleCacheSize: 1, checkpointBytes: 16 * 1024 });
 });
 afterAll(async () => {
   await pool.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const target = (id: string): DbTarget => {
-  const [ws, agent] = id.split('/');
-  return { id, path: databasePath(dataDir, ws!, agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise };
-};
+const target = (id: string): DbTarget => historyTarget(dataDir, id);
 let seq = 0;
-async function ok(req: ExecRequest): Promise<void> {
-  const out = await pool.run(req);
-  if (!out.ok) throw new Error(`${out.error.code}: ${out.error.detail}`);
-}
+const ok = async (req: ExecRequest): Promise<void> => void (await mustRun(pool, req));
 
 /** Writes `n` numbered commits, some reusing freed pages; returns the moment after each. */
 async function drive(db: DbTarget, n: number): Promise<number[]> {

@@ -6,11 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { markRestoreLeaving } from '../../src/history/seal.ts';
-import { databasePath } from '../../src/store/database-id.ts';
-import { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 // Every handle of a database closed (the WAL checkpointed and deleted), then the next write
 // starts a WAL with salts capture has never seen. Usually nothing happened in between and the
@@ -21,33 +20,16 @@ let pool: ExecutorPool;
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-history-outside-'));
-  pool = new ExecutorPool({
-    size: 2,
-    workspaceShare: 2,
-    dataDir,
-    statementTimeoutMs: 30_000,
-    heapLimitMb: 256,
-    handleCacheSize: 4,
-    maxResultBytes: 1024 * 1024,
-    history: { checkpointBytes: 1024 * 1024, retentionDays: 30 },
-  });
-  await pool.start();
+  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 1024 * 1024 });
 });
 afterAll(async () => {
   await pool.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const target = (id: string): DbTarget => {
-  const [ws, agent] = id.split('/');
-  return { id, path: databasePath(dataDir, ws!, agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise };
-};
+const target = (id: string): DbTarget => historyTarget(dataDir, id);
 let seq = 0;
-async function ok(req: ExecRequest): Promise<unknown> {
-  const out = await pool.run(req);
-  if (!out.ok) throw new Error(`${out.error.code}: ${out.error.detail}`);
-  return out.result;
-}
+const ok = (req: ExecRequest): Promise<unknown> => mustRun(pool, req);
 const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
 const closeAll = () => ok({ op: 'evict', shards: [0] });
 

@@ -5,11 +5,10 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
 import { sha256File } from '../../src/history/snapshot.ts';
-import { databasePath } from '../../src/store/database-id.ts';
-import { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 let dataDir: string;
 let pool: ExecutorPool;
@@ -17,33 +16,16 @@ const by = { who: 'operator:test', via: 'operator' as const };
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-history-'));
-  pool = new ExecutorPool({
-    size: 2,
-    workspaceShare: 2,
-    dataDir,
-    statementTimeoutMs: 30_000,
-    heapLimitMb: 256,
-    handleCacheSize: 4,
-    maxResultBytes: 1024 * 1024,
-    history: { checkpointBytes: 32 * 1024, retentionDays: 30 },
-  });
-  await pool.start();
+  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 32 * 1024 });
 });
 afterAll(async () => {
   await pool.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const target = (id: string): DbTarget => {
-  const [ws, agent] = id.split('/');
-  return { id, path: databasePath(dataDir, ws!, agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise };
-};
+const target = (id: string): DbTarget => historyTarget(dataDir, id);
 let seq = 0;
-async function ok(req: ExecRequest): Promise<any> {
-  const out = await pool.run(req);
-  if (!out.ok) throw new Error(`${out.error.code}: ${out.error.detail}`);
-  return out.result;
-}
+const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
 const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
 const count = async (db: DbTarget, table = 't') => (await ok({ op: 'query', db, sql: `SELECT count(*) FROM ${table}`, params: [], maxRows: 1 })).rows[0][0];
 const restore = (db: DbTarget, args: { at?: number; undo?: string; dryRun?: boolean }): Promise<ExecOutcome> => pool.run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
