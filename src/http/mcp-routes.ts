@@ -63,7 +63,12 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
         });
         const exchange = new McpExchange();
-        reply.raw.on('close', () => void server.close());
+        // A client gone before its answer: stop the server (it aborts the handlers' signals).
+        // After the answer nothing of the exchange is left to stop, and closing would only
+        // build the SDK's ConnectionClosed error, stack and all, on every request.
+        reply.raw.on('close', () => {
+          if (!reply.raw.writableFinished) void server.close();
+        });
         await server.connect(exchange);
         const answer = await exchange.handle({ headers: request.headers, body: request.body });
         if (answer.body === undefined) return reply.code(answer.status).send();
