@@ -4,9 +4,7 @@ import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isInitializeRequest,
-  isJSONRPCErrorResponse,
   isJSONRPCRequest,
-  isJSONRPCResultResponse,
   JSONRPCMessageSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
@@ -68,7 +66,9 @@ export class McpExchange implements Transport {
    * is dropped, as the SDK transport drops it.
    */
   async send(message: JSONRPCMessage): Promise<void> {
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
+    // What the SDK Server sends is well formed: a response is what has a result or an error
+    // (the SDK's guards would parse each message against its schema once more).
+    if (!('result' in message) && !('error' in message)) return;
     if (message.id === undefined) throw new Error('Cannot send a response on a standalone SSE stream unless resuming a previous client request');
     if (!this.responses.has(message.id)) throw new Error(`No connection established for request ID: ${String(message.id)}`);
     this.responses.set(message.id, message);
@@ -94,7 +94,8 @@ export class McpExchange implements Transport {
         return this.refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
       }
       if (this.closed) return this.refuse(404, -32001, 'Session not found');
-      if (messages.some(isInitializeRequest)) {
+      // The method is looked at first: the SDK's guard is a schema parse, for every message.
+      if (messages.some((m) => 'method' in m && m.method === 'initialize' && isInitializeRequest(m))) {
         if (messages.length > 1) return this.refuse(400, -32600, 'Invalid Request: Only one initialization request is allowed');
       } else {
         const version = post.headers['mcp-protocol-version'];
