@@ -14,6 +14,7 @@ import { AgentRegistry } from '../src/registry/agents.ts';
 import { KeyAuthenticator } from '../src/registry/principal.ts';
 import { PrincipalCache } from '../src/registry/principal-cache.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
+import { ownSignalFetch } from './own-signal-fetch.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
 /**
@@ -49,7 +50,7 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
   let connections = 0;
   app.server.on('connection', () => connections++);
   const mcp = new Client({ name: 'bench', version: '1' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  await mcp.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } }, fetch: ownSignalFetch }));
   const library = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
 
   const who = { workspace: 'mcpbench', agent: 'reader', settings: { database: 'agent' as const } };

@@ -1,4 +1,3 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NAME_PATTERN } from '../contracts/names.ts';
 import { mcpServer } from '../mcp/server.ts';
@@ -6,6 +5,7 @@ import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { bearerOf } from './key-auth.ts';
+import { McpExchange } from './mcp-exchange.ts';
 
 /** What the MCP endpoint needs. */
 export interface McpRoutesDeps {
@@ -62,15 +62,17 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           approvalWaitMs: deps.approvalWaitMs,
           onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
         });
-        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        const exchange = new McpExchange();
+        // A client gone before its answer: stop the server (it aborts the handlers' signals).
+        // After the answer nothing of the exchange is left to stop, and closing would only
+        // build the SDK's ConnectionClosed error, stack and all, on every request.
         reply.raw.on('close', () => {
-          void transport.close();
-          void server.close();
+          if (!reply.raw.writableFinished) void server.close();
         });
-        await server.connect(transport);
-        reply.hijack();
-        await transport.handleRequest(request.raw, reply.raw, request.body);
-        return reply;
+        await server.connect(exchange);
+        const answer = await exchange.handle({ headers: request.headers, body: request.body });
+        if (answer.body === undefined) return reply.code(answer.status).send();
+        return reply.code(answer.status).header('content-type', 'application/json').send(answer.body);
       };
 
     const workspace = () => ({ kind: 'workspace' }) as const;

@@ -1,0 +1,131 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
+import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  isInitializeRequest,
+  isJSONRPCRequest,
+  JSONRPCMessageSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** What to answer one `POST /mcp` with: a status and, unless 202, a JSON body. */
+export interface McpHttpAnswer {
+  status: number;
+  body?: unknown;
+}
+
+/** One POST's request as the exchange needs it: Fastify has read and parsed the body already. */
+export interface McpHttpPost {
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+/**
+ * The SDK `Transport` of one stateless `POST /mcp` in JSON-response mode: it hands the JSON-RPC
+ * messages Fastify parsed to the SDK `Server`, and answers with the server's responses once
+ * every request of the POST has one.
+ *
+ * Written in place of the SDK's `StreamableHTTPServerTransport` (SDK 1.32): on Node that one
+ * turns the IncomingMessage into a Web `Request`, hands a Web `Response` back and streams it out
+ * through @hono/node-server, which with its Headers copies, URL parsing and web streams cost
+ * more than the rest of a primary-key read's MCP layers together. agentdb uses none of what the
+ * conversion is for (sessions, SSE streams, resumption). The HTTP-level checks are the SDK
+ * transport's, in its order, with its status codes, JSON-RPC codes and messages (see
+ * `WebStandardStreamableHTTPServerTransport.handlePostRequest`); the protocol itself stays
+ * the SDK `Server`'s.
+ */
+export class McpExchange implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: Transport['onmessage'];
+
+  /** Each request's response once sent, in the order of the POST's requests. */
+  private readonly responses = new Map<RequestId, JSONRPCMessage | undefined>();
+  private answer?: (a: McpHttpAnswer) => void;
+  private closed = false;
+
+  async start(): Promise<void> {}
+
+  /**
+   * Ends the exchange (the client went away, or the answer is out). A POST still waiting is
+   * answered as the SDK answers one on a closed transport, so its handler does not hang on.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.answer?.(rpcErrorAnswer(404, -32001, 'Session not found'));
+    this.onclose?.();
+  }
+
+  /**
+   * Takes a response to one of the POST's requests; anything else the server sends (a
+   * notification, a request to the client) has no stream to go on in JSON-response mode and
+   * is dropped, as the SDK transport drops it.
+   */
+  async send(message: JSONRPCMessage): Promise<void> {
+    // What the SDK Server sends is well formed: a response is what has a result or an error
+    // (the SDK's guards would parse each message against its schema once more).
+    if (!('result' in message) && !('error' in message)) return;
+    if (message.id === undefined) throw new Error('Cannot send a response on a standalone SSE stream unless resuming a previous client request');
+    if (!this.responses.has(message.id)) throw new Error(`No connection established for request ID: ${String(message.id)}`);
+    this.responses.set(message.id, message);
+    for (const r of this.responses.values()) if (r === undefined) return;
+    const all = [...this.responses.values()];
+    this.answer?.({ status: 200, body: all.length === 1 ? all[0] : all });
+  }
+
+  /** Checks one POST, hands its messages to the connected server and resolves with what to answer. */
+  async handle(post: McpHttpPost): Promise<McpHttpAnswer> {
+    try {
+      const accept = post.headers.accept;
+      if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
+        return this.refuse(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+      }
+      if (!isJsonContentType(post.headers['content-type'])) return this.refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+      const raw = post.body;
+      if (Array.isArray(raw) && raw.length > MAX_BATCH_SIZE) return this.refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+      let messages: JSONRPCMessage[];
+      try {
+        messages = Array.isArray(raw) ? raw.map((m) => JSONRPCMessageSchema.parse(m)) : [JSONRPCMessageSchema.parse(raw)];
+      } catch {
+        return this.refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
+      }
+      if (this.closed) return this.refuse(404, -32001, 'Session not found');
+      // The method is looked at first: the SDK's guard is a schema parse, for every message.
+      if (messages.some((m) => 'method' in m && m.method === 'initialize' && isInitializeRequest(m))) {
+        if (messages.length > 1) return this.refuse(400, -32600, 'Invalid Request: Only one initialization request is allowed');
+      } else {
+        const version = post.headers['mcp-protocol-version'];
+        if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
+          const message = `Bad Request: Unsupported protocol version: ${String(version)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`;
+          return this.refuse(400, -32000, message);
+        }
+      }
+      const extra = { requestInfo: { headers: post.headers } };
+      if (!messages.some(isJSONRPCRequest)) {
+        for (const m of messages) this.onmessage?.(m, extra);
+        return { status: 202 };
+      }
+      for (const m of messages) if (isJSONRPCRequest(m)) this.responses.set(m.id, undefined);
+      return await new Promise<McpHttpAnswer>((resolve) => {
+        this.answer = resolve;
+        for (const m of messages) this.onmessage?.(m, extra);
+      });
+    } catch (error) {
+      this.onerror?.(error as Error);
+      return rpcErrorAnswer(400, -32700, 'Parse error', String(error));
+    }
+  }
+
+  private refuse(status: number, code: number, message: string): McpHttpAnswer {
+    this.onerror?.(new Error(message));
+    return rpcErrorAnswer(status, code, message);
+  }
+}
+
+function rpcErrorAnswer(status: number, code: number, message: string, data?: string): McpHttpAnswer {
+  return { status, body: { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null } };
+}

@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+
+// The HTTP side of POST /mcp that agentdb's own transport (src/http/mcp-exchange.ts) answers,
+// as the SDK's Streamable HTTP transport answered it: the checks, their order, status codes
+// and JSON-RPC codes, 202 for notifications, batches. No worker: nothing here runs a query.
+
+let sb: Sandbox;
+let k: KeyedApp;
+let base: string;
+let auth: Record<string, string>;
+
+beforeAll(async () => {
+  sb = sandbox();
+  k = keyedApp(sb);
+  auth = { authorization: `Bearer ${await k.agentKey('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } })}` };
+  base = await k.app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await k.close();
+  await sb.cleanup();
+});
+
+const JSON_AND_SSE = 'application/json, text/event-stream';
+const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const ping = (id: number | string) => ({ jsonrpc: '2.0', id, method: 'ping' });
+
+async function post(body: unknown, headers: Record<string, string> = {}) {
+  const r = await fetch(new URL('/mcp', base), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: JSON_AND_SSE, ...auth, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, type: r.headers.get('content-type'), text, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+}
+
+describe('POST /mcp over HTTP', () => {
+  it('answers an initialize with the negotiated version, and a request with its JSON-RPC response as application/json', async () => {
+    const r = await post(init);
+    expect(r.status).toBe(200);
+    expect(r.type).toMatch(/^application\/json/);
+    expect(r.json).toMatchObject({ jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'agentdb' }, capabilities: { tools: {} } } });
+    expect(await post(ping('p'), { 'mcp-protocol-version': '2025-06-18' })).toMatchObject({ status: 200, json: { jsonrpc: '2.0', id: 'p', result: {} } });
+  });
+
+  it('refuses a client that does not accept both JSON and event streams with 406', async () => {
+    for (const accept of ['application/json', 'text/event-stream', '*/*']) {
+      const r = await post(ping(1), { accept });
+      expect(r.status).toBe(406);
+      expect(r.json).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, message: expect.stringMatching(/^Not Acceptable/) }, id: null });
+    }
+  });
+
+  it('refuses a body that is not application/json with 415', async () => {
+    const r = await post(JSON.stringify(ping(1)), { 'content-type': 'text/plain' });
+    expect(r.status).toBe(415);
+    expect(r.json).toMatchObject({ jsonrpc: '2.0', error: { code: expect.any(Number) }, id: null });
+  });
+
+  it('refuses an unsupported MCP-Protocol-Version with 400, and takes every supported one', async () => {
+    const r = await post(ping(1), { 'mcp-protocol-version': '1999-01-01' });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ error: { code: -32000, message: expect.stringContaining('Unsupported protocol version: 1999-01-01') }, id: null });
+    for (const v of ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']) expect((await post(ping(1), { 'mcp-protocol-version': v })).status).toBe(200);
+    // An initialize negotiates the version in its body: the header is not checked.
+    expect((await post(init, { 'mcp-protocol-version': '1999-01-01' })).status).toBe(200);
+  });
+
+  it('answers notifications (and responses) alone with 202 and no body', async () => {
+    for (const body of [{ jsonrpc: '2.0', method: 'notifications/initialized' }, [{ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 9, result: {} }]]) {
+      const r = await post(body);
+      expect(r.status).toBe(202);
+      expect(r.text).toBe('');
+    }
+  });
+
+  it('answers a batch with its responses in the order of its requests, skipping its notifications', async () => {
+    const r = await post([ping('a'), { jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 'b', method: 'tools/list' }, ping(3)]);
+    expect(r.status).toBe(200);
+    expect(Array.isArray(r.json)).toBe(true);
+    const answers = r.json as unknown as { id: unknown; result?: { tools?: { name: string }[] } }[];
+    expect(answers.map((a) => a.id)).toEqual(['a', 'b', 3]);
+    expect(answers[1]!.result!.tools!.map((t) => t.name)).toContain('DATA_QUERY_SQL');
+  });
+
+  it('answers an unknown method with the JSON-RPC error of the SDK server, in a 200', async () => {
+    expect(await post({ jsonrpc: '2.0', id: 4, method: 'resources/list' })).toMatchObject({ status: 200, json: { jsonrpc: '2.0', id: 4, error: { code: -32601 } } });
+  });
+
+  it('refuses a batch over 100 messages, a batch with two initializes, and what is not JSON-RPC, with 400', async () => {
+    const big = await post(Array.from({ length: 101 }, (_, i) => ping(i)));
+    expect(big).toMatchObject({ status: 400, json: { error: { code: -32600, message: expect.stringContaining('Batch must not exceed 100') }, id: null } });
+    const twice = await post([init, { ...init, id: 2 }]);
+    expect(twice).toMatchObject({ status: 400, json: { error: { code: -32600, message: expect.stringContaining('Only one initialization request') }, id: null } });
+    for (const body of [{ hello: 'world' }, [ping(1), { jsonrpc: '1.0', id: 2, method: 'ping' }], 42]) {
+      expect(await post(body)).toMatchObject({ status: 400, json: { error: { code: -32700, message: 'Parse error: Invalid JSON-RPC message' }, id: null } });
+    }
+  });
+});
