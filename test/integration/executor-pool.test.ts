@@ -259,7 +259,12 @@ describe('an executor pool', () => {
     expect(code(await held)).toBe('ok');
     expect((await Promise.all([...many, one])).map(code)).toEqual(Array(6).fill('ok'));
     // Had all five gone to the child in one batch, `one` would have waited behind every one.
-    expect(order).toEqual(['many0', 'one', 'many1', 'many2', 'many3', 'many4']);
+    // It goes next, or after one more of `many`: a child may keep the database it has open
+    // over a workspace no lighter than its own (one skip per child at most), and with reads
+    // this small whether `many` has been charged any CPU yet depends on the clock's grain.
+    expect(order.indexOf('one')).toBeGreaterThan(0);
+    expect(order.indexOf('one')).toBeLessThanOrEqual(2);
+    expect(order.filter((n) => n !== 'one')).toEqual(['many0', 'many1', 'many2', 'many3', 'many4']);
   });
 
   it('evicts a shard in every child', async () => {
