@@ -8,13 +8,14 @@ import { KeyAuthenticator } from '../registry/principal.ts';
 import { PrincipalCache } from '../registry/principal-cache.ts';
 import { connectRedis, shownUrl } from '../queue/connection.ts';
 import { UsageError, type CommandContext } from './context.ts';
+import { answered, type Answers } from './stdio-drain.ts';
 
 /**
  * `agentdb mcp --stdio --key KEY`: the MCP server of `/mcp` over stdin/stdout, for a local MCP
  * client that starts agentdb itself. The key (`--key`, or AGENTDB_KEY) is checked at start and
  * again before every request (cached like the HTTP server's, so a revoked key stops at once);
  * calls go onto the queue like a runtime's, so workers must run for this prefix. Stdout carries only JSON-RPC; everything else goes to stderr.
- * Exit 0 when the client closes stdin, 1 for a key that does not work, 2 on bad flags.
+ * Exit 0 when the client closes stdin (once what it sent before is answered), 1 for a key that does not work, 2 on bad flags.
  */
 export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: string }): Promise<number> {
   if (!flags.stdio) throw new UsageError('give --stdio (the HTTP endpoint is POST /mcp on agentdb start)');
@@ -46,11 +47,14 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
     principalNow: () => auth.authenticate(key),
   });
   const transport = new StdioServerTransport();
+  let answers: Answers | undefined;
   const closed = new Promise<void>((resolve) => {
     transport.onclose = resolve;
-    process.stdin.once('end', resolve);
+    // On the end of stdin, answer what was read first: a client may write its requests and close.
+    process.stdin.once('end', () => void (answers?.settled() ?? Promise.resolve()).then(resolve));
   });
   await server.connect(transport);
+  answers = answered(transport);
   await closed;
   await server.close();
   await client.close();

@@ -64,6 +64,21 @@ describe('MCP against running processes', () => {
     await expect(client.listTools()).rejects.toMatchObject({ code: -32001 });
   });
 
+  it('agentdb mcp --stdio answers every request read before stdin ends', async () => {
+    // A client (or a shell pipe) may write its requests and close stdin at once: the tool call
+    // still running then must still be answered before the process exits.
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'pipe', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 7 AS n' } } },
+    ];
+    const out = await runCli(['mcp', '--stdio', '--key', agentKey], sb.env, lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
+    expect(out.code).toBe(0);
+    const answers = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: number; result?: Result });
+    expect(answers.map((a) => a.id)).toEqual([1, 2]);
+    expect(answers[1].result).toMatchObject({ isError: false, structuredContent: { rows: [[7]] } });
+  });
+
   it('agentdb mcp refuses a key that does not work, without saying more', async () => {
     const out = await runCli(['mcp', '--stdio', '--key', `adb_${'Q'.repeat(43)}`], sb.env);
     expect(out).toMatchObject({ code: 1, stdout: '' });
