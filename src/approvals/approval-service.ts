@@ -5,6 +5,7 @@ import { publishEvent } from '../queue/events.ts';
 import { keysFor, type Keys } from '../queue/keys.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { ApprovalStore } from './approval-store.ts';
+import { NOT_A_MEMBER_KEY } from './members.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { standingRefusal } from '../queue/parked-standing.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
@@ -94,7 +95,7 @@ export class ApprovalService {
    */
   async decideWithKey(id: string, key: string, input: DecisionInput): Promise<DecideResult> {
     const member = await this.opts.members.authenticate(key);
-    if (!member) return refuse('UNAUTHENTICATED', 'The key is unknown or has been revoked.');
+    if (!member) return refuse('UNAUTHENTICATED', NOT_A_MEMBER_KEY);
     return this.decide(id, { ...input, by: member, via: 'key' });
   }
 

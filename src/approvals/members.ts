@@ -60,6 +60,12 @@ const validNames = (workspace: string, name: string) =>
   workspaceName.safeParse(workspace).success && agentName.safeParse(name).success;
 
 /**
+ * What a refused member key is told, the same for every cause (unknown, revoked, or an agent's
+ * key, which is valid elsewhere and the usual mistake), so a refusal names nothing that exists.
+ */
+export const NOT_A_MEMBER_KEY = "The key is not an active member key: unknown, revoked, or an agent's key (this takes a person's key, from `agentdb members add`).";
+
+/**
  * The durable registry of members in Redis: who may decide approvals, with which role, and the
  * hash of the key their HTTP requests carry. The CLI and the approval core resolve names here;
  * the HTTP adapter resolves bearer keys. Nothing here logs, so a key can never reach a log.

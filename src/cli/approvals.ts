@@ -1,6 +1,6 @@
 import type { ApprovalState } from '../approvals/approval.ts';
 import { ApprovalService, withRefusal, type DecideResult } from '../approvals/approval-service.ts';
-import { MemberRegistry } from '../approvals/members.ts';
+import { MemberRegistry, NOT_A_MEMBER_KEY } from '../approvals/members.ts';
 import { errorBody } from '../errors.ts';
 import { connectAnswering } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
@@ -66,7 +66,7 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
     let result: DecideResult;
     // A member sees only their own workspace's approvals, also when naming one by its call id.
     const member = 'key' in proof ? await members.authenticate(proof.key) : undefined;
-    if ('key' in proof && !member) result = { ok: false, code: 'UNAUTHENTICATED', detail: 'The key is unknown or has been revoked.' };
+    if ('key' in proof && !member) result = { ok: false, code: 'UNAUTHENTICATED', detail: NOT_A_MEMBER_KEY };
     else {
       const approvalId = await service.resolveId(id, member?.workspace);
       if (typeof approvalId !== 'string') result = approvalId;

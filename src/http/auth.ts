@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Member, MemberRegistry } from '../approvals/members.ts';
+import { NOT_A_MEMBER_KEY, type Member, type MemberRegistry } from '../approvals/members.ts';
 import { sendError } from './error-reply.ts';
 
 declare module 'fastify' {
@@ -25,7 +25,7 @@ export function requireMember(members: MemberRegistry) {
     const token = BEARER.exec(header)?.[1];
     if (!token) return deny(reply, 'The Authorization header must be "Bearer <key>".');
     const member = await members.authenticate(token);
-    if (!member) return deny(reply, 'The key is unknown or has been revoked.');
+    if (!member) return deny(reply, NOT_A_MEMBER_KEY);
     request.member = member;
     return undefined;
   };

@@ -102,7 +102,7 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     await page.goto(`${server.url}/sign-in`);
     await page.getByLabel('Member key').fill('adb_not-a-real-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    expect(await page.getByRole('alert').textContent()).toContain('unknown or has been revoked');
+    expect(await page.getByRole('alert').textContent()).toContain('not an active member key');
     expect(page.url()).toContain('/sign-in');
     await context.close();
   });

@@ -9,6 +9,9 @@ import type { CallInput } from '../../src/contracts/call.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { AgentDbClient } from '../../src/queue/client.ts';
 import { keysFor } from '../../src/queue/keys.ts';
+import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;
@@ -102,6 +105,18 @@ describe('authentication', () => {
       expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
       expect(res.body).not.toContain(key.ada!);
     }
+  });
+
+  it('tells an agent key, the usual mistake, that approvals take a member key, as it tells any bad key', async () => {
+    await new WorkspaceRegistry(redis, keysFor(sb.config.prefix)).put('acme', 'pro');
+    const agents = new AgentRegistry(redis, keysFor(sb.config.prefix));
+    await agents.put('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
+    const agentKey = (await new AgentKeyRing(redis, keysFor(sb.config.prefix), agents).mint('acme', 'scout')).key;
+    const asAgent = await app.inject({ method: 'GET', url: '/v1/approvals', headers: bearer(agentKey) });
+    const unknown = await app.inject({ method: 'GET', url: '/v1/approvals', headers: bearer(`adb_${'y'.repeat(43)}`) });
+    expect(asAgent.statusCode).toBe(401);
+    expect(asAgent.json().error.message).toContain("not an active member key: unknown, revoked, or an agent's key");
+    expect(asAgent.json()).toEqual(unknown.json());
   });
 
   it('checks the key before the body: a bad key with a bad body is still 401', async () => {

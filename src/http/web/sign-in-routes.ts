@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { MemberRegistry } from '../../approvals/members.ts';
+import { NOT_A_MEMBER_KEY, type MemberRegistry } from '../../approvals/members.ts';
 import { hashKey } from '../../registry/secret-key.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
@@ -40,7 +40,7 @@ export function signInRoutes(app: FastifyInstance, deps: { members: MemberRegist
     const key = typeof body.key === 'string' ? body.key.trim() : '';
     const member = key ? await deps.members.authenticate(key) : undefined;
     if (!member) {
-      return reply.code(401).type('text/html; charset=utf-8').send(signInPage(next, 'That key is unknown or has been revoked.').value);
+      return reply.code(401).type('text/html; charset=utf-8').send(signInPage(next, NOT_A_MEMBER_KEY).value);
     }
     await deps.sessions.destroy(request.cookies[SESSION_COOKIE]);
     const { id } = await deps.sessions.create({ keyHash: hashKey(key), workspace: member.workspace, name: member.name });
