@@ -5,7 +5,7 @@ export const PLANS = ['pro', 'business', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
 
 /**
- * The plan of a workspace nobody registered (`agentdb workspaces add`): the smallest, so that
+ * The plan of a workspace nobody registered (`agentdb workspaces set`): the smallest, so that
  * no caller gets larger limits by leaving its workspace out of the registry.
  */
 export const UNREGISTERED_PLAN: Plan = 'pro';

@@ -42,7 +42,7 @@ export class AgentRegistry {
       throw new AgentDbError('INVALID_ARGUMENTS', `${i?.path.join('.')}: ${i?.message}`);
     }
     if (!(await this.redis.hexists(this.keys.workspaces, workspace))) {
-      throw new AgentDbError('NOT_FOUND', `Workspace ${workspace} is not registered: agentdb workspaces add first.`);
+      throw new AgentDbError('NOT_FOUND', `Workspace ${workspace} is not registered: run "agentdb workspaces set --workspace ${workspace} --plan PLAN" first.`);
     }
     const now = Date.now();
     const current = await this.get(workspace, slug);

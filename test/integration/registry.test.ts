@@ -35,7 +35,11 @@ afterAll(async () => {
 
 describe('the registry', () => {
   it('keeps workspaces with their plan, and agents only in registered workspaces', async () => {
-    await expect(agents.put('nowhere', 'a', { displayName: 'A', settings: {} })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // The refusal names the command that registers it (there is no `workspaces add`).
+    await expect(agents.put('nowhere', 'a', { displayName: 'A', settings: {} })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      message: expect.stringContaining('agentdb workspaces set --workspace nowhere --plan PLAN'),
+    });
     await workspaces.put('reg', 'business');
     expect(await workspaces.get('reg')).toMatchObject({ name: 'reg', plan: 'business' });
     await expect(workspaces.put('reg', 'gold' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
