@@ -252,7 +252,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
 Examples:
   agentdb history acme/scout
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --dry-run
-  agentdb restore acme/scout --at 1764554340          # prints an undo id
+  agentdb restore acme/scout --at 1796090340          # prints an undo id
   agentdb restore acme/scout --undo u…
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before
   agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore`,
