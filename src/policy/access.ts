@@ -60,7 +60,7 @@ function agentAccess(
   other: boolean,
 ): AccessVerdict {
   const { database, sharedData } = caller.settings;
-  if (database === 'off') return deny('DATABASE_OFF', 'Its settings.database is "off", the default when the settings name none.');
+  if (database === 'off') return deny('DATABASE_OFF', 'Its settings.database is "off", the default when the settings name none (a call made without an agent key runs with the settings it passes, not the agent\'s registered ones).');
   if (other) {
     if (database !== 'workspace' || !sharedData) {
       return deny('NOT_PERMITTED', `${RULE.otherNeedsGrant}: reading agent "${args.agent}"'s tables needs the shared-data grant.`);

@@ -44,6 +44,11 @@ describe('who may do what (DESIGN.md table)', () => {
   ])('%s', (_name, caller, tool, args, expected) => {
     expect(verdict(caller, tool, args)).toBe(expected);
   });
+
+  it('tells a call without a key that an agent\'s registered settings are not its own', () => {
+    // The usual surprise: `agents set --database agent`, then a CLI call without --settings.
+    expect(resolveAccess(agent({}), 'DATA_QUERY_SQL', {})).toMatchObject({ ok: false, code: 'DATABASE_OFF', detail: expect.stringContaining('without an agent key runs with the settings it passes') });
+  });
 });
 
 describe('approval gate', () => {
