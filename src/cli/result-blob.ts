@@ -24,6 +24,9 @@ export async function resultBlob(ctx: CommandContext, flags: { workspace: string
       const code = codeOf(err);
       if (code !== 'NOT_FOUND' && code !== 'RESULT_EXPIRED') throw err;
       ctx.stderr.write(`agentdb result-blob: ${code}: ${(err as AgentDbError).detail}\n`);
+      // This command reads the store itself, not through a worker: from another folder (the
+      // default store is under ./data) or beside a Docker deployment it looks in the wrong place.
+      if (code === 'NOT_FOUND') ctx.stderr.write(`  (looked in ${store.name}: BLOB_STORE and BLOB_DIR, or AGENTDB_DATA_DIR, must be the deployment's; or GET /v1/results/:id)\n`);
       return EXIT.failed;
     }
     await pipeline(body, flags.out ? createWriteStream(flags.out) : ctx.stdout, { end: flags.out !== undefined });

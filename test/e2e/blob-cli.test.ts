@@ -39,6 +39,8 @@ describe('agentdb result-blob', () => {
       const none = await runCli(['result-blob', id, ...args], sb.env);
       expect(none.code).toBe(1);
       expect(none.stderr).toContain('NOT_FOUND');
+      // Where it looked, since a store other than the deployment's is the other usual cause.
+      expect(none.stderr).toContain(`looked in folder:${path.join(sb.dataDir, 'blobs')}`);
       expect(none.stdout).toBe('');
     }
   });
