@@ -78,6 +78,10 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
       return 1;
     }
     ctx.stdout.write(`${JSON.stringify(result.approval)}\n`);
+    // The record above is for scripts; a person reads what happened here.
+    const a = result.approval;
+    const next = decision === 'approve' ? 'it runs now' : 'it will not run; the agent gets the reason';
+    ctx.stderr.write(`agentdb approvals: ${a.state} ${a.id} (call ${a.callId} of ${a.workspace}/${a.agent}) as ${a.decidedBy}: ${next}\n`);
     return 0;
   });
 }

@@ -103,6 +103,7 @@ describe('agentdb approvals', () => {
     const approved = await cli('approvals', 'approve', id, '--key', keyOf.bob!, '--reason', 'fine by me');
     expect(approved.code).toBe(0);
     expect(json(approved.stdout)).toMatchObject({ id, state: 'approved', decidedBy: 'bob', decidedVia: 'key', reason: 'fine by me' });
+    expect(approved.stderr).toBe(`agentdb approvals: approved ${id} (call ${callId} of acme/scout) as bob: it runs now\n`);
     expect(await waiting).toMatchObject({ ok: true, callId, tool: 'DATA_WRITE_SQL' });
 
     const q = await cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT count(*) FROM notes"}');
@@ -119,6 +120,7 @@ describe('agentdb approvals', () => {
     const rejected = await cli('approvals', 'reject', id, '--operator', '--by', 'ada', '--reason', 'no new tables today');
     expect(rejected.code).toBe(0);
     expect(json(rejected.stdout)).toMatchObject({ id, state: 'rejected', decidedBy: 'ada', decidedVia: 'operator' });
+    expect(rejected.stderr).toBe(`agentdb approvals: rejected ${id} (call ${callId} of acme/scout) as ada: it will not run; the agent gets the reason\n`);
     const env = await waiting;
     expect(env).toMatchObject({ ok: false, callId, error: { code: 'APPROVAL_REJECTED' } });
     expect(JSON.stringify(env)).toContain('no new tables today');
