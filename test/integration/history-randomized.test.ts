@@ -196,7 +196,8 @@ describe(`history, randomized (seed ${SEED}, ${STEPS} steps)`, () => {
       for (const id of ids) {
         const line = timeline.get(id)!;
         const k = Math.floor(rand() * line.length);
-        const fork = target(`${id.split('/')[0]}/fork${k}`);
+        // One fork name per source: two sources drawing the same step k must not collide.
+        const fork = target(`${id.split('/')[0]}/fork${id.split('/')[1] ?? 'ws'}${k}`);
         const out = await pool.run({ op: 'restoreInto', db: fork, source: id, at: line[k]!.at, by, timeoutMs: 60_000 });
         expect(out.ok, JSON.stringify(out)).toBe(true);
         expect(dumpHash(fork.path, { withoutAudit: true })).toBe(line[k]!.hash);
