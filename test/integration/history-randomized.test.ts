@@ -5,11 +5,10 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
-import { databasePath } from '../../src/store/database-id.ts';
-import { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { historyPool, historyTarget } from '../helpers/history-pool.ts';
 
 // The test that proves history (issue 11): several databases get thousands of writes of every
 // kind across checkpoints, WAL resets, a gap, executor kills and pool restarts, with the moment
@@ -43,26 +42,13 @@ afterAll(async () => {
 });
 
 async function newPool(): Promise<ExecutorPool> {
-  const pool = new ExecutorPool({
-    size: 2,
-    workspaceShare: 2,
-    dataDir,
-    statementTimeoutMs: 30_000,
-    heapLimitMb: 256,
-    // Fewer handles than databases: handles close (copy, checkpoint, WAL gone) and reopen often.
-    handleCacheSize: 2,
-    maxResultBytes: 1024 * 1024,
-    history: { checkpointBytes: 24 * 1024, retentionDays: 30 },
-  });
+  // Fewer handles than databases: handles close (copy, checkpoint, WAL gone) and reopen often.
+  const pool = await historyPool(dataDir, { handleCacheSize: 2, checkpointBytes: 24 * 1024 });
   pools.push(pool);
-  await pool.start();
   return pool;
 }
 
-const target = (id: string): DbTarget => {
-  const [ws, agent] = id.split('/');
-  return { id, path: databasePath(dataDir, ws!, agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise };
-};
+const target = (id: string): DbTarget => historyTarget(dataDir, id);
 
 describe(`history, randomized (seed ${SEED}, ${STEPS} steps)`, () => {
   it('restores every sampled moment and generation boundary to exactly the state it had', async () => {
