@@ -78,6 +78,9 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
 
     app.addHook('onRequest', async (request, reply) => {
       if (request.url.startsWith('/assets/')) return;
+      // Pages hold what agents stored and the session's token: a stored copy would outlive the
+      // sign-out (Back on a shared computer shows the table again), so none is kept anywhere.
+      reply.header('cache-control', 'no-store');
       await loadMember(request, deps.sessions, deps.members);
       if (request.routeOptions.config.public) return;
       if (!request.webMember) return signedOut(request, reply);
