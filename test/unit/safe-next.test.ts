@@ -17,6 +17,11 @@ describe('safeNext: where /sign-in?next= may send a member', () => {
     'JavaScript:alert(1)',
     '/%2F%2Fx',
     '/%2f/x',
+    // Dot segments resolve away and leave the encoded slashes at the front of the path.
+    '/./%2F%2Fx',
+    '/./%2f/x',
+    '/a/../%2F%2Fx',
+    '/%2e/%2F%2Fx',
     '\\\\x',
     ' /inbox',
     '',
