@@ -22,5 +22,7 @@ export function safeNext(next: unknown, fallback = '/inbox'): string {
     return fallback;
   }
   if (url.origin !== BASE || !url.pathname.startsWith('/') || url.pathname.startsWith('//')) return fallback;
+  // Checked again on the resolved path: `/./%2F%2Fx` passes the check above and resolves to `/%2F%2Fx`.
+  if (ENCODED_SLASH.test(url.pathname.slice(0, 4))) return fallback;
   return url.pathname + url.search + url.hash;
 }
