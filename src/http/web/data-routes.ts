@@ -14,6 +14,7 @@ import { html, type Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { HistoryPanel } from './history-routes.ts';
 import { errorPage } from './error-page.ts';
+import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 /** What the data pages call. */
@@ -75,7 +76,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     const frame = frameOf(request, 'Database');
     try {
       const db = ownDatabase(memberOf(request), (request.query as { db?: unknown }).db);
-      const flash = (request.query as { dropped?: string }).dropped;
+      const flash = droppedTable(request.query as Record<string, unknown>, sessionOf(request).csrf, db);
       const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, memberOf(request))]);
       const page = layout({ ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: `Dropped ${flash}.` } } : {}) }, tablesView(db, described, history));
       return reply.type('text/html; charset=utf-8').send(page.value);
@@ -177,7 +178,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       if ('status' in answer && answer.status) throw new AgentDbError('UNAVAILABLE', 'the drop has not finished yet; look again in a moment');
       const envelope = answer as Envelope;
       if (!envelope.ok) throw new AgentDbError(envelope.error.code as ErrorCode, envelope.error.message);
-      return reply.redirect(`${dbHref(db)}&dropped=${encodeURIComponent(table)}`, 303);
+      return reply.redirect(`${dbHref(db)}&${dropNoticeQuery(sessionOf(request).csrf, db, table)}`, 303);
     } catch (err) {
       return errorPage(reply, frame, err);
     }
