@@ -1,0 +1,54 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { DataBrowser } from '../../src/queue/data-browser.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+// A view costs its agent a few bytes of schema, yet each of its rows can be a value of any size
+// (printf('%.*c', …) makes one of millions of characters). A grid page shows 500 characters of a
+// cell, but reading every value of a page whole first would put the whole page's values in the
+// executor child's memory at once: 101 rows of 12 MB each passes the child's limit, and opening
+// the grid would kill the child (RESOURCE_LIMIT) while the agent's own query of the view works.
+
+const WS = 'acme';
+const DB = `${WS}/scout`;
+const BIG = 12_000_000;
+let box: Sandbox;
+let ops: ShardOpClient;
+let redis: Redis;
+let browser: DataBrowser;
+let client: AgentDbClient;
+
+beforeAll(async () => {
+  box = sandbox();
+  await box.pool();
+  client = box.client();
+  ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
+  redis = new Redis(box.config.redisUrl);
+  browser = new DataBrowser({ ops, agents: new AgentRegistry(redis, keysFor(box.config.prefix)), shardCount: box.config.shardCount });
+  const sql = `CREATE VIEW huge AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 150)
+    SELECT i, printf('%.*c', ${BIG}, 'x') AS v, zeroblob(${BIG}) AS b FROM c`;
+  const out = await client.call({ workspace: WS, agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
+  expect(out).toMatchObject({ ok: true });
+}, 30_000);
+
+afterAll(async () => {
+  await ops.close();
+  redis.disconnect();
+  await box.cleanup();
+});
+
+describe('a grid page of huge values', () => {
+  it('cuts text and sizes blobs without reading the page whole', async () => {
+    const page = await browser.page(DB, { table: 'huge', limit: 100 });
+    expect(page.rows).toHaveLength(100);
+    expect(page.hasNext).toBe(true);
+    const [i, v, b] = page.rows[0]!;
+    expect(i).toBe(1);
+    expect(v).toEqual({ cut: 'x'.repeat(500), length: BIG });
+    expect(b).toEqual({ blob: BIG });
+  });
+});
