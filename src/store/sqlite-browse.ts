@@ -77,13 +77,27 @@ function fromCursorValue(c: CursorValue): unknown {
   }
 }
 
-function cell(v: unknown): GridCell {
+/**
+ * A grid column as read: long text cut and blobs left out in SQL, plus their length, so a page
+ * never holds a value whole. A view's row costs its agent nothing to store and can be any size
+ * (`printf('%.*c', …)`); read whole, a page of them would pass the executor child's memory limit.
+ * The length is text's characters, or -1 - a blob's bytes, or NULL for numbers and NULL.
+ */
+function gridColumn(name: string): string {
+  const q = quoteIdentifier(name);
+  return (
+    `CASE typeof(${q}) WHEN 'text' THEN substr(${q}, 1, ${CELL_CHARS}) WHEN 'blob' THEN NULL ELSE ${q} END, ` +
+    `CASE typeof(${q}) WHEN 'text' THEN length(${q}) WHEN 'blob' THEN -1 - length(${q}) END`
+  );
+}
+
+function cell(v: unknown, length: unknown): GridCell {
+  if (typeof length === 'bigint' && length < 0n) return { blob: Number(-1n - length) };
   if (v === null || v === undefined) return null;
   if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
   if (typeof v === 'number') return v;
-  if (Buffer.isBuffer(v)) return { blob: v.length };
   const s = String(v);
-  return s.length > CELL_CHARS ? { cut: s.slice(0, CELL_CHARS), length: s.length } : s;
+  return typeof length === 'bigint' && length > BigInt(CELL_CHARS) ? { cut: s, length: Number(length) } : s;
 }
 
 /**
@@ -110,9 +124,12 @@ function orderBy(sort: string | undefined, key: string | undefined, dir: 'asc' |
   return parts.length ? ` ORDER BY ${parts.join(', ')}` : '';
 }
 
-/** The column list of a read, with the key (and the sort column again) appended for cursors. */
-function selectList(shape: Shape, sort: string | undefined): string {
-  const cols = shape.columns.map((c) => quoteIdentifier(c.name));
+/**
+ * The column list of a read, with the key (and the sort column again) appended for cursors; for
+ * the grid, two per column (see {@link gridColumn}).
+ */
+function selectList(shape: Shape, sort: string | undefined, grid = false): string {
+  const cols = shape.columns.map((c) => (grid ? gridColumn(c.name) : quoteIdentifier(c.name)));
   if (shape.key) cols.push(shape.key);
   if (sort && shape.key) cols.push(quoteIdentifier(sort));
   return cols.join(', ');
@@ -137,7 +154,7 @@ export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | '
     const where = cursor && shape.key ? keysetWhere(args.sort, shape.key, dir, cursor) : undefined;
     const offset = shape.key && (cursor || args.offset === undefined) ? undefined : (args.offset ?? 0);
     const sql =
-      `SELECT ${selectList(shape, args.sort)} FROM ${from}` +
+      `SELECT ${selectList(shape, args.sort, true)} FROM ${from}` +
       (where ? ` WHERE ${where.sql}` : '') +
       orderBy(args.sort, shape.key, dir) +
       ` LIMIT ?` +
@@ -147,14 +164,15 @@ export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | '
     const more = raw.length > args.limit;
     if (more) raw.pop();
     if (backwards) raw.reverse();
-    const n = shape.columns.length;
+    // Two grid columns per table column come first, then the key and the sort column.
+    const n = shape.columns.length * 2;
     const cursorOf = (r: unknown[]): PageCursor | undefined =>
       shape.key ? { k: toCursorValue(r[n]), ...(args.sort ? { v: toCursorValue(r[n + 1]) } : {}) } : undefined;
     const page: GridPage = {
       table: shape.name,
       type: shape.type,
       columns: shape.columns,
-      rows: raw.map((r) => r.slice(0, n).map(cell)),
+      rows: raw.map((r) => shape.columns.map((_, i) => cell(r[2 * i], r[2 * i + 1]))),
       hasPrev: backwards ? more : cursor !== undefined || (offset ?? 0) > 0,
       hasNext: backwards ? true : more,
       keyset: shape.key !== undefined,
