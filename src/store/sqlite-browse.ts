@@ -186,7 +186,9 @@ export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | '
     }
     if (offset !== undefined) page.offset = offset;
     else if (!cursor) page.offset = 0;
-    if (args.count) page.total = Number(trusted(db, `SELECT count(*) FROM ${from}`).pluck().get());
+    // A view's count runs its whole query, which an agent can make endless (DATA_DESCRIBE_SCHEMA
+    // does not count views either): its pages go without a total.
+    if (args.count && shape.type === 'table') page.total = Number(trusted(db, `SELECT count(*) FROM ${from}`).pluck().get());
     page.sqliteMs = performance.now() - started;
     return page;
   });
@@ -226,7 +228,7 @@ export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>>
       rows++;
     }
     const chunk: CsvChunk = { csv, rows };
-    if (first) chunk.total = Number(trusted(db, `SELECT count(*) FROM ${from}`).pluck().get());
+    if (first && shape.type === 'table') chunk.total = Number(trusted(db, `SELECT count(*) FROM ${from}`).pluck().get());
     if (!done) chunk.next = shape.key ? { after: { k: toCursorValue(lastKey) } } : { offset: (args.offset ?? 0) + rows };
     return chunk;
   });
