@@ -118,6 +118,26 @@ function keysetWhere(sort: string | undefined, key: string, dir: 'asc' | 'desc',
   return dir === 'asc' ? { sql: past, binds: [v, k] } : { sql: `(${past} OR ${s} IS NULL)`, binds: [v, k] };
 }
 
+/**
+ * Longest sort value a cursor carries itself (as JSON). A page link holds its cursor, and a
+ * request line past 16 KB is refused (431): past this, a cursor carries only its row's key and
+ * the sort value is read back from that row ({@link sortValueAt}).
+ */
+const CURSOR_VALUE_CHARS = 1000;
+
+function sortCursorValue(v: unknown): { v?: CursorValue } {
+  const c = toCursorValue(v);
+  return JSON.stringify(c).length > CURSOR_VALUE_CHARS ? {} : { v: c };
+}
+
+/** A cursor's sort value, from its row when the cursor carries only the key. */
+function sortValueAt(db: Database, from: string, key: string, sort: string, c: PageCursor): PageCursor {
+  if (c.v !== undefined) return c;
+  const row = db.prepare(`SELECT ${quoteIdentifier(sort)} FROM ${from} WHERE ${key} = ?`).raw(true).safeIntegers(true).get(fromCursorValue(c.k)) as unknown[] | undefined;
+  if (!row) throw new AgentDbError('NOT_FOUND', 'the row this page link starts from is gone; start from the first page');
+  return { ...c, v: toCursorValue(row[0]) };
+}
+
 function orderBy(sort: string | undefined, key: string | undefined, dir: 'asc' | 'desc'): string {
   const d = dir.toUpperCase();
   const parts = [...(sort ? [`${quoteIdentifier(sort)} ${d}`] : []), ...(key ? [`${key} ${d}`] : [])];
@@ -150,7 +170,8 @@ export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | '
     const from = `main.${quoteIdentifier(shape.name)}`;
     const backwards = args.before !== undefined && shape.key !== undefined;
     const dir = backwards ? (args.dir === 'asc' ? 'desc' : 'asc') : args.dir;
-    const cursor = backwards ? args.before : shape.key ? args.after : undefined;
+    const given = backwards ? args.before : shape.key ? args.after : undefined;
+    const cursor = given && shape.key && args.sort ? sortValueAt(db, from, shape.key, args.sort, given) : given;
     const where = cursor && shape.key ? keysetWhere(args.sort, shape.key, dir, cursor) : undefined;
     const offset = shape.key && (cursor || args.offset === undefined) ? undefined : (args.offset ?? 0);
     const sql =
@@ -167,7 +188,7 @@ export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | '
     // Two grid columns per table column come first, then the key and the sort column.
     const n = shape.columns.length * 2;
     const cursorOf = (r: unknown[]): PageCursor | undefined =>
-      shape.key ? { k: toCursorValue(r[n]), ...(args.sort ? { v: toCursorValue(r[n + 1]) } : {}) } : undefined;
+      shape.key ? { k: toCursorValue(r[n]), ...(args.sort ? sortCursorValue(r[n + 1]) : {}) } : undefined;
     const page: GridPage = {
       table: shape.name,
       type: shape.type,
