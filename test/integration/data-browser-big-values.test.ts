@@ -33,6 +33,10 @@ beforeAll(async () => {
     SELECT i, printf('%.*c', ${BIG}, 'x') AS v, zeroblob(${BIG}) AS b FROM c`;
   const out = await client.call({ workspace: WS, agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
   expect(out).toMatchObject({ ok: true });
+  // SQLite's length() and substr() of text stop at a NUL character; what follows must still show.
+  const hidden = `CREATE VIEW hidden AS SELECT 'fine' || char(0) || 'the rest, ' || printf('%.*c', 1000, 'z') AS v`;
+  const made = await client.call({ workspace: WS, agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: hidden } });
+  expect(made).toMatchObject({ ok: true });
 }, 30_000);
 
 afterAll(async () => {
@@ -48,7 +52,13 @@ describe('a grid page of huge values', () => {
     expect(page.hasNext).toBe(true);
     const [i, v, b] = page.rows[0]!;
     expect(i).toBe(1);
-    expect(v).toEqual({ cut: 'x'.repeat(500), length: BIG });
+    expect(v).toEqual({ cut: 'x'.repeat(500), length: BIG }); // bytes of UTF-8
     expect(b).toEqual({ blob: BIG });
+  });
+
+  it('shows text past a NUL character, and says how long the whole value is', async () => {
+    const page = await browser.page(DB, { table: 'hidden', limit: 10 });
+    const whole = `fine\u0000the rest, ${'z'.repeat(1000)}`;
+    expect(page.rows[0]![0]).toEqual({ cut: whole.slice(0, 500), length: Buffer.byteLength(whole) });
   });
 });
