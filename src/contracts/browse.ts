@@ -42,6 +42,7 @@ export const pageArgs = z.strictObject({
 export type PageArgs = z.input<typeof pageArgs>;
 
 /** Shown in a grid cell: long text is cut and blobs only sized, so a page stays small. */
+/** `cut`: the first 500 characters of a longer text, whose `length` is its UTF-8 bytes. */
 export type GridCell = null | number | string | { blob: number } | { cut: string; length: number };
 
 /** A grid page as the owner answers it. */

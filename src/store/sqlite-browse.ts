@@ -77,17 +77,23 @@ function fromCursorValue(c: CursorValue): unknown {
   }
 }
 
+/** UTF-8 bytes of a text cell read whole; a longer one is read as its first this many bytes. */
+const CELL_BYTES = CELL_CHARS * 4;
+
 /**
  * A grid column as read: long text cut and blobs left out in SQL, plus their length, so a page
  * never holds a value whole. A view's row costs its agent nothing to store and can be any size
  * (`printf('%.*c', …)`); read whole, a page of them would pass the executor child's memory limit.
- * The length is text's characters, or -1 - a blob's bytes, or NULL for numbers and NULL.
+ * Text is cut as bytes (a blob): SQLite's length() and substr() of text stop at a NUL character,
+ * which would hide what an agent wrote after one. The length is text's UTF-8 bytes, or -1 - a
+ * blob's bytes, or NULL for numbers and NULL.
  */
 function gridColumn(name: string): string {
   const q = quoteIdentifier(name);
   return (
-    `CASE typeof(${q}) WHEN 'text' THEN substr(${q}, 1, ${CELL_CHARS}) WHEN 'blob' THEN NULL ELSE ${q} END, ` +
-    `CASE typeof(${q}) WHEN 'text' THEN length(${q}) WHEN 'blob' THEN -1 - length(${q}) END`
+    `CASE typeof(${q}) WHEN 'text' THEN (CASE WHEN octet_length(${q}) > ${CELL_BYTES} THEN substr(CAST(${q} AS BLOB), 1, ${CELL_BYTES}) ELSE ${q} END) ` +
+    `WHEN 'blob' THEN NULL ELSE ${q} END, ` +
+    `CASE typeof(${q}) WHEN 'text' THEN octet_length(${q}) WHEN 'blob' THEN -1 - octet_length(${q}) END`
   );
 }
 
@@ -96,8 +102,9 @@ function cell(v: unknown, length: unknown): GridCell {
   if (v === null || v === undefined) return null;
   if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
   if (typeof v === 'number') return v;
-  const s = String(v);
-  return typeof length === 'bigint' && length > BigInt(CELL_CHARS) ? { cut: s, length: Number(length) } : s;
+  // Text longer than CELL_BYTES arrives as its first bytes; CELL_CHARS characters fit in them whole.
+  const s = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+  return s.length > CELL_CHARS ? { cut: s.slice(0, CELL_CHARS), length: Number(length) } : s;
 }
 
 /**

@@ -23,7 +23,7 @@ export const encodeCursor = (c: unknown) => Buffer.from(JSON.stringify(c)).toStr
 function cellHtml(c: GridCell): Html {
   if (c === null) return html`<td class="null">NULL</td>`;
   if (typeof c === 'object' && 'blob' in c) return html`<td class="null">blob, ${c.blob} bytes</td>`;
-  if (typeof c === 'object') return html`<td>${c.cut}<span class="muted">… (${c.length} characters; the CSV has all)</span></td>`;
+  if (typeof c === 'object') return html`<td>${c.cut}<span class="muted">… (${c.length} bytes in all; the CSV has them)</span></td>`;
   return html`<td>${String(c)}</td>`;
 }
 
