@@ -13,6 +13,14 @@ export function tableLink(a: Approval): Html | '' {
 }
 
 /**
+ * The form's first submit button, disabled and hidden. Enter in the reason field submits with a
+ * form's first submit button: that was Approve, so typing "wrong table" and Enter approved the
+ * call. A disabled default button makes Enter do nothing (HTML's implicit submission rule), so
+ * a decision is always the button the person chose.
+ */
+const noImplicitSubmit = html`<button type="submit" disabled hidden aria-hidden="true" tabindex="-1"></button>`;
+
+/**
  * One pending approval with its decision form. Every field an agent wrote is escaped text.
  * `refusal`: why approving would not run it (its key or agent changed since it was parked).
  */
@@ -38,6 +46,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
   </dl>
   <form class="decide" method="post" action="/approvals/${encodeURIComponent(a.id)}/decision">
     <input type="hidden" name="_csrf" value="${csrf}">
+    ${noImplicitSubmit}
     <label>Reason <input name="reason" maxlength="2000" placeholder="optional" autocomplete="off"></label>
     <button type="submit" name="decision" value="approve" class="primary">Approve</button>
     <button type="submit" name="decision" value="reject">Reject</button>
