@@ -61,15 +61,25 @@ ${pending.length ? pending.map((a) => pendingCard(a, csrf, Date.now(), refusals.
 </div>`;
 }
 
-/** Decided approvals: who decided, when, why, and how the call ended. */
+/**
+ * Which call a decided row is: its statement (or the dropped table), shortened, and its call id.
+ * Without it, rows of one agent and tool could not be told apart.
+ */
+function decidedWhat(a: Approval): Html {
+  const what = a.sql ? (a.sql.length > 80 ? `${a.sql.slice(0, 79)}…` : a.sql) : a.table ? `drop ${a.table}` : '';
+  return html`<code title="${a.sql ?? ''}">${what}</code><br><span class="muted">${a.database} · ${a.callId}</span>`;
+}
+
+/** Decided approvals: which call, who decided, when, why, and how the call ended. */
 export function decidedTable(decided: Approval[]): Html {
   if (!decided.length) return html`<p class="empty">No decisions yet.</p>`;
   return html`<div class="scroll"><table class="list" id="decided">
-<thead><tr><th>state</th><th>agent</th><th>tool</th><th>decided by</th><th>when</th><th>reason</th><th class="opt">ran</th></tr></thead>
+<thead><tr><th>state</th><th>agent</th><th>tool</th><th>what</th><th>decided by</th><th>when</th><th>reason</th><th class="opt">ran</th></tr></thead>
 <tbody>
 ${decided.map(
   (a) => html`<tr data-approval="${a.id}">
   <td>${a.state}</td><td>${a.agent}</td><td>${a.tool}</td>
+  <td>${decidedWhat(a)}</td>
   <td>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}</td>
   <td>${a.decidedAt ? html`<time datetime="${new Date(a.decidedAt).toISOString()}">${isoTime(a.decidedAt)}</time>` : ''}</td>
   <td>${a.reason ?? ''}</td>
