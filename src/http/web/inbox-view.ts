@@ -83,7 +83,7 @@ ${decided.map(
   <td>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}</td>
   <td>${a.decidedAt ? html`<time datetime="${new Date(a.decidedAt).toISOString()}">${isoTime(a.decidedAt)}</time>` : ''}</td>
   <td>${a.reason ?? ''}</td>
-  <td class="opt">${a.ran ? (a.ran.ok ? 'ok' : html`${a.ran.code ?? 'failed'}${a.ran.detail ? html`<br><span class="muted">${a.ran.detail}</span>` : ''}`) : ''}</td>
+  <td class="opt">${a.ran ? (a.ran.ok ? 'ok' : html`${a.ran.code ?? 'failed'}${a.ran.detail ?? a.ran.message ? html`<br><span class="muted">${a.ran.detail ?? a.ran.message}</span>` : ''}`) : ''}</td>
 </tr>`,
 )}
 </tbody></table></div>`;
