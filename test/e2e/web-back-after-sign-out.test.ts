@@ -44,6 +44,7 @@ it('Back after signing out asks the server again and lands on the sign-in page',
   expect(await page.locator('main').textContent()).toContain('the-private-row');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.waitForURL(/\/sign-in/);
+  expect(await page.getByRole('status').textContent()).toContain('Signed out');
   await page.goBack();
   await page.waitForURL(/\/sign-in/);
   expect(await page.locator('body').textContent()).not.toContain('the-private-row');
