@@ -19,6 +19,8 @@ describe('a database page without tables', () => {
   });
 
   it('tells whoever dropped a table how to get it back', () => {
-    expect(droppedNote('leads')).toMatch(/^Dropped leads\. .*restore a moment before it \(History and restore\)/);
+    expect(droppedNote('acme', '<b>leads</b>').value).toBe(
+      `Dropped &lt;b&gt;leads&lt;/b&gt;. The drop is in the database's history: to get the table back, restore a moment before it in <a href="/data/history?db=acme">History and restore</a>.`,
+    );
   });
 });

@@ -77,7 +77,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       const db = ownDatabase(memberOf(request), (request.query as { db?: unknown }).db);
       const flash = (request.query as { dropped?: string }).dropped;
       const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, memberOf(request))]);
-      const page = layout({ ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(flash) } } : {}) }, tablesView(db, described, history));
+      const page = layout({ ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(db, flash) } } : {}) }, tablesView(db, described, history));
       return reply.type('text/html; charset=utf-8').send(page.value);
     } catch (err) {
       return errorPage(reply, frame, err);

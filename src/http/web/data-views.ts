@@ -41,8 +41,8 @@ export function emptyNote(db: string): string {
  * The notice after a drop. A person who just dropped a table by mistake needs to know it is not
  * gone for good, and where to get it back.
  */
-export function droppedNote(table: string): string {
-  return `Dropped ${table}. The drop is in the database's history: to get the table back, restore a moment before it (History and restore).`;
+export function droppedNote(db: string, table: string): Html {
+  return html`Dropped ${table}. The drop is in the database's history: to get the table back, restore a moment before it in <a href="/data/history?db=${encodeURIComponent(db)}">History and restore</a>.`;
 }
 
 /** Tables and views of one database with row counts and columns. */
