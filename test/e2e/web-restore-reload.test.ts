@@ -63,7 +63,10 @@ it('undoing a restore on the page, then reloading, undoes it once', { timeout: 6
   await page.waitForURL(/restored=/);
   const outcome = page.locator('#restore-outcome');
   expect(await outcome.locator('h2').textContent()).toBe('Restored');
-  expect((await history.history(DB)).undoPoints).toHaveLength(2);
+  const points = (await history.history(DB)).undoPoints;
+  expect(points).toHaveLength(2);
+  // The outcome offers the undo of the restore it reports, not of another.
+  expect(await outcome.locator('input[name=undo]').getAttribute('value')).toBe(points.find((p) => p.id !== restore.undoId)!.id);
 
   const again = await page.reload();
   expect(again?.request().method()).toBe('GET');

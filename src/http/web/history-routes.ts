@@ -45,12 +45,15 @@ export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
  * What a restore did, read back from its undo point after the redirect that follows it: the
  * history's own record, so a hand-made `?restored=` shows nothing that did not happen.
  */
-function restoredNote(h: DatabaseHistory, undoId: string | undefined): Html {
+function restoredNote(h: DatabaseHistory, undoId: string | undefined, undoForm: (id: string) => Html): Html {
   const u = undoId ? h.undoPoints.find((p) => p.id === undoId) : undefined;
   if (!u) return html``;
+  // The undo is offered right here: the list below does not show undo ids, and a person who
+  // just restored the wrong moment should not have to match timestamps to find its row.
   return html`<section class="card" id="restore-outcome" role="status"><h2>Restored</h2>
 <dl class="facts"><dt>to</dt><dd>${when(u.restoredTo)}</dd><dt>made</dt><dd>${when(u.createdAt)}</dd><dt>undo point</dt><dd>${u.id}</dd></dl>
-<p class="muted">Not what you wanted? "Undo this restore" below puts back exactly what was there before it.</p>
+<p class="muted">Not what you wanted? Undoing puts back exactly what was there before it.</p>
+${undoForm(u.id)}
 </section>`;
 }
 
@@ -60,7 +63,7 @@ function historyView(db: string, h: DatabaseHistory, admin: boolean, csrf: strin
   return html`<p><a href="${dbHref(db)}">← ${db}</a></p>
 <h1>History of ${db}</h1>
 <p>Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong>.</p>
-${restoredNote(h, restored)}
+${restoredNote(h, restored, (id) => (admin ? form('/data/history/restore', html`<input type="hidden" name="undo" value="${id}">`, 'Undo this restore') : html``))}
 ${
   outcome
     ? html`<section class="card" id="restore-outcome" role="status"><h2>${outcome.dryRun ? 'Dry run' : 'Restored'}</h2>
