@@ -54,9 +54,11 @@ export interface Approval extends ApprovalRequest {
   reason?: string;
   /**
    * How the approved call ended when it ran; `detail` says why when it was refused at release
-   * (its agent narrowed, its key revoked, the agent removed since it was parked).
+   * (its agent narrowed, its key revoked, the agent removed since it was parked); `message` is
+   * the error's message when it ran and failed (SQLite's "no such table: leads"), so whoever
+   * approved sees why without asking for the call's result. Only `detail` marks a refusal.
    */
-  ran?: { ok: boolean; code?: string; detail?: string; at: number };
+  ran?: { ok: boolean; code?: string; detail?: string; message?: string; at: number };
 }
 
 /**

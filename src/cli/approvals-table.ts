@@ -50,7 +50,8 @@ function ran(a: Approval, refusal: string | undefined): string {
   if (!a.ran) return '';
   const outcome = a.ran.ok ? ['ok'] : ['failed', ...(a.ran.code ? [a.ran.code] : [])];
   // A refusal at release says why (key revoked, agent narrowed or removed since it was parked).
-  const why = a.ran.detail ? [`"${cell(a.ran.detail, REASON_WIDTH)}"`] : [];
+  const text = a.ran.detail ?? a.ran.message;
+  const why = text ? [`"${cell(text, REASON_WIDTH)}"`] : [];
   return [...outcome, time(a.ran.at), ...why].join(' ');
 }
 

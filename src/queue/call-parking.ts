@@ -175,7 +175,9 @@ export class CallParking {
         if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
         const { envelope } = outcome;
         const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
-        await store.recordRun(id, { ...ran, at: Date.now() });
+        // The message goes on the record only: the audit row keeps the code, as it always has.
+        const message = envelope.ok ? undefined : envelope.error.message.slice(0, 1024);
+        await store.recordRun(id, { ...ran, ...(message ? { message } : {}), at: Date.now() });
         await this.audit(approval, job.data, ran);
         return outcome;
       }

@@ -8,7 +8,7 @@ import { AgentDbError, type ErrorCode } from '../../errors.ts';
 import type { DataBrowser } from '../../queue/data-browser.ts';
 import type { KeyedCalls } from '../../queue/keyed-calls.ts';
 import { parseDatabaseId } from '../../store/database-id.ts';
-import { databasesView, dbHref, tablesView } from './data-views.ts';
+import { databasesView, dbHref, droppedNote, tablesView } from './data-views.ts';
 import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
 import { html, type Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
@@ -78,7 +78,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       const db = ownDatabase(memberOf(request), (request.query as { db?: unknown }).db);
       const flash = droppedTable(request.query as Record<string, unknown>, sessionOf(request).csrf, db);
       const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, memberOf(request))]);
-      const page = layout({ ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: `Dropped ${flash}.` } } : {}) }, tablesView(db, described, history));
+      const page = layout({ ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(db, flash) } } : {}) }, tablesView(db, described, history));
       return reply.type('text/html; charset=utf-8').send(page.value);
     } catch (err) {
       return errorPage(reply, frame, err);

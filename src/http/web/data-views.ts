@@ -27,6 +27,24 @@ ${dbs.map(
 </tbody></table></div>`;
 }
 
+/**
+ * Why a database shows no tables. The shared database has no single agent, and a database whose
+ * tables were dropped is not one nobody wrote: "the agent has not created any" was wrong for both.
+ */
+export function emptyNote(db: string): string {
+  return db.includes('/')
+    ? 'No tables: the agent has not created any, or has dropped them.'
+    : 'No tables in the shared database: no agent has created one, or they were dropped.';
+}
+
+/**
+ * The notice after a drop. A person who just dropped a table by mistake needs to know it is not
+ * gone for good, and where to get it back.
+ */
+export function droppedNote(db: string, table: string): Html {
+  return html`Dropped ${table}. The drop is in the database's history: to get the table back, restore a moment before it in <a href="/data/history?db=${encodeURIComponent(db)}">History and restore</a>.`;
+}
+
 /** Tables and views of one database with row counts and columns. */
 export function tablesView(db: string, described: DescribeResult, historyNote: Html): Html {
   const full = described.tables.filter((t): t is TableInfo => !('truncated' in t));
@@ -37,7 +55,7 @@ ${historyNote}
 <h2>Tables and views</h2>
 ${
   described.tables.length === 0
-    ? html`<p class="empty">No tables yet: the agent has not created any.</p>`
+    ? html`<p class="empty">${emptyNote(db)}</p>`
     : html`<div class="scroll"><table class="list" id="tables">
 <thead><tr><th>name</th><th>type</th><th>rows</th><th class="opt">columns</th><th>export</th></tr></thead>
 <tbody>

@@ -34,11 +34,17 @@ export function gridView(q: GridQuery, page: GridPage, timing: { serverMs: numbe
   const nav = (label: string, href: string | undefined, rel?: string) =>
     href ? html`<a class="button" href="${href}"${rel ? html` rel="${rel}"` : ''}>${label}</a>` : html`<button type="button" disabled>${label}</button>`;
   const p = q.p;
-  const prevHref = !page.hasPrev
-    ? undefined
-    : page.keyset && page.first
-      ? tableHref(q.db, q.table, { ...base, before: encodeCursor(page.first), p: p && p > 1 ? p - 1 : undefined })
-      : tableHref(q.db, q.table, { ...base, page: p && p > 1 ? p - 1 : 1, p: p && p > 1 ? p - 1 : 1 });
+  // A page past the end (a jump typed into the URL, or a link kept while rows were deleted)
+  // said "page 9 of 3" and offered Previous to page 8, as empty: it points to the last page.
+  const lastHref = pages ? tableHref(q.db, q.table, { ...base, page: pages, p: pages }) : undefined;
+  const past = page.rows.length === 0 && pages !== undefined && p !== undefined && p > pages;
+  const prevHref = past
+    ? lastHref
+    : !page.hasPrev
+      ? undefined
+      : page.keyset && page.first
+        ? tableHref(q.db, q.table, { ...base, before: encodeCursor(page.first), p: p && p > 1 ? p - 1 : undefined })
+        : tableHref(q.db, q.table, { ...base, page: p && p > 1 ? p - 1 : 1, p: p && p > 1 ? p - 1 : 1 });
   const nextHref = !page.hasNext
     ? undefined
     : page.keyset && page.last
@@ -68,7 +74,7 @@ export function gridView(q: GridQuery, page: GridPage, timing: { serverMs: numbe
 </div>
 ${
   page.rows.length === 0
-    ? html`<p class="empty">${page.hasPrev ? 'No more rows.' : 'This table is empty.'}</p>`
+    ? html`<p class="empty">${past ? html`Page ${p} is past the last page. <a href="${lastHref}">Go to page ${pages}</a>.` : page.hasPrev ? 'No more rows.' : 'This table is empty.'}</p>`
     : html`<div class="scroll"><table class="grid" id="grid">
 <thead><tr>${page.columns.map(
         (c) =>

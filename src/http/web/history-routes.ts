@@ -41,12 +41,29 @@ export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
   };
 }
 
-function historyView(db: string, h: DatabaseHistory, admin: boolean, csrf: string, outcome?: RestoreOutcome, at?: string): Html {
+/**
+ * What a restore did, read back from its undo point after the redirect that follows it: the
+ * history's own record, so a hand-made `?restored=` shows nothing that did not happen.
+ */
+function restoredNote(h: DatabaseHistory, undoId: string | undefined, undoForm: (id: string) => Html): Html {
+  const u = undoId ? h.undoPoints.find((p) => p.id === undoId) : undefined;
+  if (!u) return html``;
+  // The undo is offered right here: the list below does not show undo ids, and a person who
+  // just restored the wrong moment should not have to match timestamps to find its row.
+  return html`<section class="card" id="restore-outcome" role="status"><h2>Restored</h2>
+<dl class="facts"><dt>to</dt><dd>${when(u.restoredTo)}</dd><dt>made</dt><dd>${when(u.createdAt)}</dd><dt>undo point</dt><dd>${u.id}</dd></dl>
+<p class="muted">Not what you wanted? Undoing puts back exactly what was there before it.</p>
+${undoForm(u.id)}
+</section>`;
+}
+
+function historyView(db: string, h: DatabaseHistory, admin: boolean, csrf: string, outcome?: RestoreOutcome, at?: string, restored?: string): Html {
   const form = (action: string, fields: Html, label: string, cls = '') =>
     html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">${fields}<button type="submit" class="${cls}">${label}</button></form>`;
   return html`<p><a href="${dbHref(db)}">← ${db}</a></p>
 <h1>History of ${db}</h1>
 <p>Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong>.</p>
+${restoredNote(h, restored, (id) => (admin ? form('/data/history/restore', html`<input type="hidden" name="undo" value="${id}">`, 'Undo this restore') : html``))}
 ${
   outcome
     ? html`<section class="card" id="restore-outcome" role="status"><h2>${outcome.dryRun ? 'Dry run' : 'Restored'}</h2>
@@ -92,17 +109,19 @@ function atOf(value: unknown): string | undefined {
 /** `/data/history` and its dry run, restore and undo, all through the history core. */
 export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined): void {
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
-  const render = async (request: FastifyRequest, reply: FastifyReply, db: string, outcome?: RestoreOutcome, at?: string) => {
+  const render = async (request: FastifyRequest, reply: FastifyReply, db: string, outcome?: RestoreOutcome, at?: string, restored?: string) => {
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
     const h = await access.history(db);
-    const body = historyView(db, h, memberOf(request).role === 'admin', sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''));
+    const body = historyView(db, h, memberOf(request).role === 'admin', sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };
 
   app.get('/data/history', async (request, reply) => {
     try {
       if (memberOf(request).role !== 'admin') throw new AgentDbError('NOT_PERMITTED', "reading and restoring a database's history takes a workspace admin");
-      return await render(request, reply, ownDatabase(memberOf(request), (request.query as { db?: unknown }).db));
+      const query = request.query as { db?: unknown; restored?: unknown };
+      const restored = typeof query.restored === 'string' ? query.restored : undefined;
+      return await render(request, reply, ownDatabase(memberOf(request), query.db), undefined, undefined, restored);
     } catch (err) {
       return errorPage(reply, frameOf(request), err);
     }
@@ -121,6 +140,10 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
         // As the /v1 restore route names its caller: the member, with their key (via the session).
         const outcome = await access.restore(db, { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } });
+        // A restore changed the database: answer with a redirect to a plain page (POST, redirect,
+        // GET), so reloading the answer or going back to it cannot send the restore again — it
+        // did, and restored (or undid) a second time. A dry run changes nothing and is shown here.
+        if (!dryRun) return reply.redirect(`${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`, 303);
         return await render(request, reply, db, outcome, at);
       } catch (err) {
         return errorPage(reply, frameOf(request), err);

@@ -13,6 +13,14 @@ export function tableLink(a: Approval): Html | '' {
 }
 
 /**
+ * The form's first submit button, disabled and hidden. Enter in the reason field submits with a
+ * form's first submit button: that was Approve, so typing "wrong table" and Enter approved the
+ * call. A disabled default button makes Enter do nothing (HTML's implicit submission rule), so
+ * a decision is always the button the person chose.
+ */
+const noImplicitSubmit = html`<button type="submit" disabled hidden aria-hidden="true" tabindex="-1"></button>`;
+
+/**
  * One pending approval with its decision form. Every field an agent wrote is escaped text.
  * `refusal`: why approving would not run it (its key or agent changed since it was parked).
  */
@@ -38,6 +46,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
   </dl>
   <form class="decide" method="post" action="/approvals/${encodeURIComponent(a.id)}/decision">
     <input type="hidden" name="_csrf" value="${csrf}">
+    ${noImplicitSubmit}
     <label>Reason <input name="reason" maxlength="2000" placeholder="optional" autocomplete="off"></label>
     <button type="submit" name="decision" value="approve" class="primary">Approve</button>
     <button type="submit" name="decision" value="reject">Reject</button>
@@ -52,19 +61,29 @@ ${pending.length ? pending.map((a) => pendingCard(a, csrf, Date.now(), refusals.
 </div>`;
 }
 
-/** Decided approvals: who decided, when, why, and how the call ended. */
+/**
+ * Which call a decided row is: its statement (or the dropped table), shortened, and its call id.
+ * Without it, rows of one agent and tool could not be told apart.
+ */
+function decidedWhat(a: Approval): Html {
+  const what = a.sql ? (a.sql.length > 80 ? `${a.sql.slice(0, 79)}…` : a.sql) : a.table ? `drop ${a.table}` : '';
+  return html`<code title="${a.sql ?? ''}">${what}</code><br><span class="muted">${a.database} · ${a.callId}</span>`;
+}
+
+/** Decided approvals: which call, who decided, when, why, and how the call ended. */
 export function decidedTable(decided: Approval[]): Html {
   if (!decided.length) return html`<p class="empty">No decisions yet.</p>`;
   return html`<div class="scroll"><table class="list" id="decided">
-<thead><tr><th>state</th><th>agent</th><th>tool</th><th>decided by</th><th>when</th><th>reason</th><th class="opt">ran</th></tr></thead>
+<thead><tr><th>state</th><th>agent</th><th>tool</th><th>what</th><th>decided by</th><th>when</th><th>reason</th><th class="opt">ran</th></tr></thead>
 <tbody>
 ${decided.map(
   (a) => html`<tr data-approval="${a.id}">
   <td>${a.state}</td><td>${a.agent}</td><td>${a.tool}</td>
+  <td>${decidedWhat(a)}</td>
   <td>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}</td>
   <td>${a.decidedAt ? html`<time datetime="${new Date(a.decidedAt).toISOString()}">${isoTime(a.decidedAt)}</time>` : ''}</td>
   <td>${a.reason ?? ''}</td>
-  <td class="opt">${a.ran ? (a.ran.ok ? 'ok' : html`${a.ran.code ?? 'failed'}${a.ran.detail ? html`<br><span class="muted">${a.ran.detail}</span>` : ''}`) : ''}</td>
+  <td class="opt">${a.ran ? (a.ran.ok ? 'ok' : html`${a.ran.code ?? 'failed'}${a.ran.detail ?? a.ran.message ? html`<br><span class="muted">${a.ran.detail ?? a.ran.message}</span>` : ''}`) : ''}</td>
 </tr>`,
 )}
 </tbody></table></div>`;

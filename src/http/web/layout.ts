@@ -9,7 +9,7 @@ export interface PageFrame {
   /** Which nav entry is current. */
   nav?: 'inbox' | 'data';
   /** A one-line notice above the content (a decision made, an error). */
-  flash?: { kind: 'ok' | 'error'; text: string };
+  flash?: { kind: 'ok' | 'error'; text: string | Html };
 }
 
 /**

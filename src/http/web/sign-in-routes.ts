@@ -7,9 +7,10 @@ import { safeNext } from './safe-next.ts';
 import { SESSION_COOKIE, cookieOptions, sameOrigin } from './web-auth.ts';
 import type { WebSessions } from './web-sessions.ts';
 
-function signInPage(next: string, error?: string) {
+function signInPage(next: string, error?: string, notice?: string) {
+  const flash = error ? { kind: 'error' as const, text: error } : notice ? { kind: 'ok' as const, text: notice } : undefined;
   return layout(
-    { title: 'Sign in', ...(error ? { flash: { kind: 'error' as const, text: error } } : {}) },
+    { title: 'Sign in', ...(flash ? { flash } : {}) },
     html`<section class="signin">
 <h1>Sign in to agentdb</h1>
 <p class="muted">Use your member key (<code>agentdb members add</code> prints it once). It stays on the server; the browser keeps only a session cookie.</p>
@@ -26,9 +27,12 @@ function signInPage(next: string, error?: string) {
 /** `/sign-in` (form and POST) and `/sign-out`. */
 export function signInRoutes(app: FastifyInstance, deps: { members: MemberRegistry; sessions: WebSessions }): void {
   app.get('/sign-in', { config: { public: true } }, async (request, reply) => {
-    const next = safeNext((request.query as { next?: unknown }).next);
+    const query = request.query as { next?: unknown; 'signed-out'?: unknown };
+    const next = safeNext(query.next);
     if (request.webMember) return reply.redirect(next, 303);
-    return reply.type('text/html; charset=utf-8').send(signInPage(next).value);
+    // After Sign out the page said nothing, and looked like a session that had expired.
+    const notice = query['signed-out'] !== undefined ? 'Signed out: the session is ended on the server too.' : undefined;
+    return reply.type('text/html; charset=utf-8').send(signInPage(next, undefined, notice).value);
   });
 
   app.post('/sign-in', { config: { public: true } }, async (request, reply) => {
@@ -51,6 +55,6 @@ export function signInRoutes(app: FastifyInstance, deps: { members: MemberRegist
   app.post('/sign-out', async (request, reply) => {
     await deps.sessions.destroy(request.webSession?.id);
     reply.clearCookie(SESSION_COOKIE, cookieOptions);
-    return reply.redirect('/sign-in', 303);
+    return reply.redirect('/sign-in?signed-out', 303);
   });
 }

@@ -1,0 +1,89 @@
+import { Redis } from 'ioredis';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { HistoryClient } from '../../src/queue/history-client.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import type { AgentDbClient } from '../../src/queue/client.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+
+// The history page answered a restore (or an undo) with the result page itself, at the POST's
+// URL: reloading it, or going back to it, sent the restore again and restored a second time.
+// A restore now answers with a redirect to the history page, which reloads harmlessly.
+const CHROMIUM = { executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] };
+const DB = 'acme/scout';
+
+let box: Sandbox;
+let server: WebServer;
+let client: AgentDbClient;
+let browser: Browser;
+let adminKey: string;
+let history: HistoryClient;
+let ops: ShardOpClient;
+let redis: Redis;
+
+const write = (sql: string) => client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
+
+beforeAll(async () => {
+  box = sandbox();
+  await box.pool();
+  client = box.client();
+  server = await startWebServer(box);
+  adminKey = (await server.members.add('acme', 'ada', 'admin')).key;
+  browser = await chromium.launch(CHROMIUM);
+  redis = new Redis(box.config.redisUrl);
+  ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
+  history = new HistoryClient(ops, box.config.shardCount, new AgentRegistry(redis, keysFor(box.config.prefix)));
+  expect(await write('CREATE TABLE t(a)')).toMatchObject({ ok: true });
+  expect(await write('INSERT INTO t VALUES (1)')).toMatchObject({ ok: true });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await ops?.close();
+  redis?.disconnect();
+  await server?.close();
+  await box?.cleanup();
+});
+
+it('undoing a restore on the page, then reloading, undoes it once', { timeout: 60_000 }, async () => {
+  const latest = (await history.history(DB)).latest!;
+  const restore = await history.restore(DB, { at: latest, by: { who: 'acme/@ada', via: 'key' } });
+  expect(restore.undoId).toBeTruthy();
+
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${server.url}/sign-in?next=${encodeURIComponent(`/data/history?db=${encodeURIComponent(DB)}`)}`);
+  await page.getByLabel('Member key').fill(adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\/data\/history\?/);
+  await page.getByRole('button', { name: 'Undo this restore' }).click();
+  await page.waitForURL(/restored=/);
+  const outcome = page.locator('#restore-outcome');
+  expect(await outcome.locator('h2').textContent()).toBe('Restored');
+  const points = (await history.history(DB)).undoPoints;
+  expect(points).toHaveLength(2);
+  // The outcome offers the undo of the restore it reports, not of another.
+  expect(await outcome.locator('input[name=undo]').getAttribute('value')).toBe(points.find((p) => p.id !== restore.undoId)!.id);
+
+  const again = await page.reload();
+  expect(again?.request().method()).toBe('GET');
+  expect(await outcome.locator('h2').textContent()).toBe('Restored');
+  // Still the restore and its one undo: the reload restored nothing.
+  expect((await history.history(DB)).undoPoints).toHaveLength(2);
+  await context.close();
+});
+
+it('shows no outcome for an undo point the history does not have', { timeout: 60_000 }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${server.url}/sign-in?next=${encodeURIComponent(`/data/history?db=${encodeURIComponent(DB)}&restored=u-made-up`)}`);
+  await page.getByLabel('Member key').fill(adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\/data\/history\?/);
+  await page.getByRole('heading', { name: `History of ${DB}` }).waitFor();
+  expect(await page.locator('#restore-outcome').count()).toBe(0);
+  await context.close();
+});
