@@ -84,9 +84,6 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
       await loadMember(request, deps.sessions, deps.members);
       if (request.routeOptions.config.public) return;
       if (!request.webMember) return signedOut(request, reply);
-      // Signed-in pages hold what agents stored. Kept in the browser's cache, Back after "Sign
-      // out" showed them again (rows, pending calls) to whoever uses the browser next.
-      reply.header('cache-control', 'no-store');
     });
     app.addHook('preHandler', async (request, reply) => {
       if (request.method !== 'POST' || request.routeOptions.config.public) return;
