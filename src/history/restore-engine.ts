@@ -98,6 +98,22 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
  */
 export function buildRestore(plan: RestorePlan, outPath: string): void {
+  rebuild(plan, outPath);
+  try {
+    verifyIntegrity(outPath);
+  } catch (err) {
+    fs.rmSync(outPath, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * {@link buildRestore} without its `PRAGMA integrity_check`: for a restore that checks the file
+ * on another thread while it copies it into place (`placeRebuilt`), and must check it before
+ * anything takes its bytes for a database.
+ * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
+ */
+export function rebuild(plan: RestorePlan, outPath: string): void {
   try {
     // Hashing 100 MB costs three times copying it: a snapshot unchanged since its sha256 was
     // computed (same size and mtime) is copied by the kernel; any other is hashed as it is copied.
@@ -119,7 +135,6 @@ export function buildRestore(plan: RestorePlan, outPath: string): void {
     } finally {
       fs.closeSync(out);
     }
-    verifyIntegrity(outPath);
   } catch (err) {
     fs.rmSync(outPath, { force: true });
     throw err;
