@@ -1,0 +1,21 @@
+/**
+ * A process that restores one database in place, as an executor child would, and kills itself
+ * (SIGKILL: no cleanup, no `finally`) right after the named step of the restore — what a crash
+ * or a power cut there leaves behind. Run as
+ * `node --import tsx restore-crash-child.ts '{"dataDir", "db": DbTarget, "at", "step"}'`.
+ */
+import type { DbTarget } from '../../src/store/executor-protocol.ts';
+import { HandleCache } from '../../src/store/handle-cache.ts';
+import { HistoryCapture } from '../../src/store/history-capture.ts';
+import { restoreInPlace, type RestoreStep } from '../../src/store/history-restore.ts';
+
+const { dataDir, db, at, step } = JSON.parse(process.argv[2]!) as { dataDir: string; db: DbTarget; at: number; step: RestoreStep };
+const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });
+const handles = new HandleCache({ size: 4, ...history.hooks() });
+restoreInPlace(handles, history, dataDir, { op: 'restore', db, at, by: { who: 'operator:crash', via: 'operator' } }, {
+  step(name) {
+    if (name === step) process.kill(process.pid, 'SIGKILL');
+  },
+});
+// Past the last step: the restore finished, which a crash test did not ask for.
+process.exit(3);
