@@ -129,8 +129,8 @@ export function rebuild(plan: RestorePlan, outPath: string): void {
     let dbPages = plan.snapshot.pages;
     try {
       for (const seg of plan.segments) dbPages = applySegment(out, plan.generation, seg) ?? dbPages;
-      // No fsync here: a restore in place copies this file in through SQLite (which syncs), and
-      // one into a new database syncs it before it takes the database's name.
+      // No fsync here: a restore syncs this file, and the copy it puts in place, before either
+      // is used (see `copyChecked`).
       fs.ftruncateSync(out, dbPages * plan.snapshot.pageSize);
     } finally {
       fs.closeSync(out);
