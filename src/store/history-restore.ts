@@ -43,7 +43,7 @@ type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
 /** The steps of a restore in place, in order, as {@link RestoreHooks.step} names them. */
 export type RestoreStep = 'rebuilt' | 'copied' | 'closed' | 'undo' | 'marked' | 'renamed' | 'generation' | 'unmarked';
 
-/** A test's view into a restore in place: called after each step (a crash test kills itself there). */
+/** A test's view into a restore: called after each step (a crash test kills itself there). A fork has 'copied', 'renamed' and 'generation'. */
 export interface RestoreHooks {
   step?(step: RestoreStep): void;
 }
@@ -164,7 +164,7 @@ function removeLeftovers(hdir: string, dbPath: string): void {
   };
   rm(hdir, (n) => /^restore-\d+-\d+\.sqlite(-wal|-shm)?$/.test(n));
   const base = path.basename(dbPath) + NEXT_SUFFIX;
-  rm(path.dirname(dbPath), (n) => n.startsWith(base) && n.endsWith('.tmp'));
+  rm(path.dirname(dbPath), (n) => n.startsWith(base) && /\.tmp(-wal|-shm)?$/.test(n));
 }
 
 /**
@@ -220,7 +220,7 @@ function auditInto(file: string, by: RestoreActor, id: string, statement: string
  * Runs on the new database's line; reads the source's history files, which capture only
  * appends to.
  */
-export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq): RestoreResult {
+export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
   if (fs.existsSync(req.db.path)) throw new AgentDbError('DATABASE_EXISTS', `database ${req.db.id} already exists; restore into a new name`);
   const source = localSource(dataDir, req.source);
   if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
@@ -237,14 +237,17 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       // The rebuilt file becomes the new database's first snapshot, its copy the database: made
       // while another thread checks and hashes the rebuilt one (see `copyChecked`).
       const checked = copyChecked(tmp, next);
+      hooks.step?.('copied');
       const reason = listGenerations(forkSource).length ? 'gap' : 'first';
       // The database first, then its history: a crash in between leaves a database whose next
       // open snapshots it (as for any database without history), never history without one.
       fs.renameSync(next, req.db.path);
       syncDir(path.dirname(req.db.path));
+      hooks.step?.('renamed');
       fs.mkdirSync(forkSource.generationsDir, { recursive: true });
       adoptGeneration(req.db.path, tmp, checked, forkSource, reason, Date.now());
       forgetCapture(req.db.path);
+      hooks.step?.('generation');
     } finally {
       fs.rmSync(tmp, { force: true });
       fs.rmSync(next, { force: true });

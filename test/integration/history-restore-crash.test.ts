@@ -101,4 +101,32 @@ describe('a crash during a restore in place', () => {
       expect(fs.readdirSync(path.dirname(db.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
     }, 60_000);
   }
+
+  // A fork puts its database in place first, then begins its history from the rebuilt file.
+  for (const step of ['copied', 'renamed', 'generation'] as const) {
+    it(`into a new database, after "${step}", leaves no database or a whole one whose history begins`, async () => {
+      const db = historyTarget(dataDir, `crash/src-${step}`);
+      await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+      const at = await rows(db, 10, 'a');
+      const atState = dumpHash(db.path, { withoutAudit: true });
+      const into = historyTarget(dataDir, `crash/into-${step}`);
+      const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, at, step, into })], { encoding: 'utf8' });
+      expect(run.signal, run.stderr).toBe('SIGKILL');
+      if (step === 'copied') {
+        expect(fs.existsSync(into.path)).toBe(false);
+        // Asked again, the fork is made, and what the crashed one left is gone.
+        await ok({ op: 'restoreInto', db: into, source: db.id, at, by, timeoutMs: 60_000 });
+        expect(fs.readdirSync(path.dirname(into.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
+      }
+      expect(integrity(into.path)).toBe('ok');
+      expect(dumpHash(into.path, { withoutAudit: true })).toBe(atState);
+      // Its history holds it from here on: a write, then a restore of that moment.
+      await write(into, 'INSERT INTO t(v) VALUES (?)', ['in the fork']);
+      const later = Date.now();
+      pastMs(later);
+      const fork = historyTarget(dataDir, `crash/into-${step}-again`);
+      await ok({ op: 'restoreInto', db: fork, source: into.id, at: later, by, timeoutMs: 60_000 });
+      expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(into.path, { withoutAudit: true }));
+    }, 60_000);
+  }
 });
