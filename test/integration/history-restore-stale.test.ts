@@ -118,4 +118,24 @@ describe('a restore in place with the database open in several executor children
     }
     expect(integrity(db.path)).toBe('ok');
   }, 60_000);
+
+  it('runs the statements sent before a restore first and those sent after it afterwards, sent all at once', async () => {
+    const db = historyTarget(dataDir, 'stale/order');
+    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    await write(db, 'INSERT INTO t(v) VALUES (?)', ['first']);
+    const at = Date.now();
+    pastMs(at);
+    // One tick: the pool holds the restore back until every child closed the database, and
+    // must neither let the write behind it overtake it nor send it before the ones ahead.
+    const [, , restored, after] = await Promise.all([
+      write(db, 'INSERT INTO t(v) VALUES (?)', ['before 1']),
+      write(db, 'INSERT INTO t(v) VALUES (?)', ['before 2']),
+      ok({ op: 'restore', db, at, by, timeoutMs: 60_000 }),
+      write(db, 'INSERT INTO t(v) VALUES (?)', ['after']),
+    ]);
+    expect(after).toBeDefined();
+    expect((await read(db, 'SELECT v FROM t ORDER BY id')).rows.map((r: unknown[]) => r[0])).toEqual(['first', 'after']);
+    await ok({ op: 'restore', db, undo: restored.undoId, by, timeoutMs: 60_000 });
+    expect((await read(db, 'SELECT v FROM t ORDER BY id')).rows.map((r: unknown[]) => r[0])).toEqual(['first', 'before 1', 'before 2']);
+  }, 60_000);
 });
