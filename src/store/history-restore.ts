@@ -51,8 +51,8 @@ export interface RestoreHooks {
 /**
  * Restores a database in place (see `agentdb restore`): history brought up to date, the target
  * planned and rebuilt beside the live file, the restore recorded in its audit, the rebuilt file
- * copied next to the live one while another thread checks it (`PRAGMA integrity_check`) and
- * hashes it, the live database closed, the state before kept as an undo point, then the copy
+ * copied next to the live one by another thread while this one checks it (`PRAGMA
+ * integrity_check`) and a third hashes it (`copyChecked`), the live database closed, the state before kept as an undo point, then the copy
  * renamed over the live file and a new generation begun from the rebuilt file (the old one ends
  * at the undo point: the restore is no commit of it).
  *
