@@ -169,7 +169,8 @@ export class ExecutorPool {
   /** The waiting line an idle child takes, or undefined when none may run now. */
   private pickFor(slot: ExecutorProcess): Line | undefined {
     const allowed: Line[] = [];
-    for (const line of this.ready) if (this.underShare(line)) allowed.push(line);
+    // A line waiting for every child to close its database (a restore) takes no child yet.
+    for (const line of this.ready) if (this.underShare(line) && !line.closing) allowed.push(line);
     const now = Date.now();
     // Only the child that ran a line last may skip the reopen; another may hold a stale handle.
     const open = (line: Line) => line.lastChild === slot.childId && slot.recent.has(line.path);
@@ -221,7 +222,16 @@ export class ExecutorPool {
     // A restore in place goes only once no child has the database open (see `closeFor`); what
     // came before it goes now.
     const stop = line.queue.findIndex((item, i) => i < room && replacesFile(item.req) && line.closedFor !== item);
-    if (stop === 0) return this.closeFor(line, line.queue[0]!);
+    if (stop === 0) {
+      this.closeFor(line, line.queue[0]!);
+      // Nothing of this line runs until every child has answered: its child serves others
+      // meanwhile (kept bound and idle, it would look free to the next line that arrives).
+      if (slot.inFlight === 0) {
+        this.release(line);
+        queueMicrotask(() => this.dispatch());
+      }
+      return;
+    }
     if (stop > 0) room = stop;
     const batch = line.queue.length <= room ? line.queue.splice(0) : line.queue.splice(0, room);
     const reopen = line.lastChild !== slot.childId;
