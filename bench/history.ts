@@ -16,12 +16,10 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
-import { foreseeHeader } from '../src/history/adopt-rebuilt.ts';
 import { capture } from '../src/history/capture.ts';
 import { localSource } from '../src/history/layout.ts';
-import { buildRestore, planRestore, verifyIntegrity } from '../src/history/restore-engine.ts';
+import { buildRestore, planRestore } from '../src/history/restore-engine.ts';
 import { startGeneration } from '../src/history/snapshot.ts';
-import { swapIn } from '../src/history/swap-in.ts';
 import { AgentDbClient } from '../src/queue/client.ts';
 import { ShardWorkerPool } from '../src/queue/shard-worker-pool.ts';
 import { databasePath } from '../src/store/database-id.ts';
@@ -121,9 +119,10 @@ function bigDatabase(mb: number) {
 
 /**
  * The in-place restore of a `mb` MB database end to end, as the executor child runs it for
- * `agentdb restore DB --at T` (`restoreInPlace`: rebuild, integrity check, undo point, backup
- * API into the live file, new generation), on a handle cache with capture hooks like the child's;
- * then the same steps one by one on a second restore, to say where the time goes; and a
+ * `agentdb restore DB --at T` (`restoreInPlace`: rebuild, audit row, undo point,
+ * copy beside the live file while the integrity check and hash run on threads, rename over it,
+ * new generation), on a handle cache with capture hooks like the child's;
+ * then a second restore timed step by step (its step hook), to say where the time goes; and a
  * `restoreInto` fork of it into a new database.
  */
 function inPlaceRestore(mb: number) {
@@ -163,31 +162,20 @@ function inPlaceRestore(mb: number) {
     const inPlaceS = (performance.now() - t) / 1000;
     if (!res.undoId) throw new Error(`restore kept no undo point: ${JSON.stringify(res)}`);
 
-    // The same steps again, one at a time, timed (restore-in-place's order).
+    // Again, timed step by step (the restore's own step hook): where the time goes.
     more();
-    at = Date.now();
     const steps: Record<string, number> = {};
-    const step = <T>(name: string, f: () => T): T => {
-      const s = performance.now();
-      const out = f();
-      steps[name] = round((performance.now() - s) / 1000);
-      return out;
+    let last = performance.now();
+    const hooks = {
+      step(name: string) {
+        const now = performance.now();
+        steps[name] = round((now - last) / 1000);
+        last = now;
+      },
     };
-    const source = localSource(dataDir, db.id);
-    step('capture', () => history.run(handles.open(db, 'read'), db));
-    const plan = step('plan', () => planRestore(source, { at }));
-    const tmp = path.join(dataDir, 'steps.sqlite');
-    step('rebuild (snapshot copy + frames + integrity_check)', () => buildRestore(plan, tmp));
-    step('integrity_check alone (again)', () => verifyIntegrity(tmp));
-    const foreseen = step('capture + checkpoint, header foreseen (the hash thread starts)', () => {
-      const h = handles.open(db, 'read');
-      capture(h, db.path, { source, checkpointBytes: 0 });
-      return foreseeHeader(h, db.path, tmp);
-    });
-    step('backup API into live', () => swapIn(tmp, db.path));
-    step('new generation (checkpoint, the rebuilt file adopted, waits for the hash thread)', () => startGeneration(handles.open(db, 'read'), db.path, source, 'restore', Date.now(), { file: tmp, foreseen }));
-    step('evict', () => handles.evict(db.path));
-    fs.rmSync(tmp, { force: true });
+    last = performance.now();
+    restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: Date.now(), by }, hooks);
+    steps.total = round(Object.values(steps).reduce((a, b) => a + b, 0));
 
     const fork = target('fork');
     t = performance.now();

@@ -98,6 +98,22 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
  */
 export function buildRestore(plan: RestorePlan, outPath: string): void {
+  rebuild(plan, outPath);
+  try {
+    verifyIntegrity(outPath);
+  } catch (err) {
+    fs.rmSync(outPath, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * {@link buildRestore} without its `PRAGMA integrity_check`: for a restore that checks the file
+ * on another thread while it copies it into place (`placeRebuilt`), and must check it before
+ * anything takes its bytes for a database.
+ * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
+ */
+export function rebuild(plan: RestorePlan, outPath: string): void {
   try {
     // Hashing 100 MB costs three times copying it: a snapshot unchanged since its sha256 was
     // computed (same size and mtime) is copied by the kernel; any other is hashed as it is copied.
@@ -113,13 +129,12 @@ export function buildRestore(plan: RestorePlan, outPath: string): void {
     let dbPages = plan.snapshot.pages;
     try {
       for (const seg of plan.segments) dbPages = applySegment(out, plan.generation, seg) ?? dbPages;
-      // No fsync here: a restore in place copies this file in through SQLite (which syncs), and
-      // one into a new database syncs it before it takes the database's name.
+      // No fsync here: a restore syncs this file, and the copy it puts in place, before either
+      // is used (see `copyChecked`).
       fs.ftruncateSync(out, dbPages * plan.snapshot.pageSize);
     } finally {
       fs.closeSync(out);
     }
-    verifyIntegrity(outPath);
   } catch (err) {
     fs.rmSync(outPath, { force: true });
     throw err;

@@ -67,7 +67,18 @@ export function hashAndSync(file: string): { sha256: string; bytes: number } {
   return { sha256, bytes: fs.statSync(file).size };
 }
 
-function syncFile(file: string): void {
+/** fsync of a folder: what makes a file created or renamed in it survive a power cut. */
+export function syncDir(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** fsync of one file by name. */
+export function syncFile(file: string): void {
   const fd = fs.openSync(file, 'r+');
   try {
     fs.fsyncSync(fd);
@@ -148,25 +159,55 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     // The adopted file is no longer the live database's: hashed outside the lock, or already
     // on another thread when the header was foreseen exactly.
     copied ??= (adopted === 'exact' && rebuilt?.foreseen && hashedOrUndefined(rebuilt.foreseen.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
-    const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
-    const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
-    const meta: SnapshotMeta = {
-      id: name,
-      generation: name,
-      at: now,
-      sha256: copied.sha256,
-      bytes: copied.bytes,
-      pageSize,
-      pages: Math.floor(copied.bytes / pageSize),
-      reason,
-      verified: { size: written.size, mtimeMs: written.mtimeMs },
-    };
-    writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
-    fs.renameSync(tmp, dir);
-    if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);
-    return meta;
+    return publish(tmp, dir, name, last, reason, now, copied);
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * Starts a new generation of `dbPath`'s history whose snapshot is `file`, a copy of the live
+ * database made by the caller (a restore that put the same bytes in place by renaming), already
+ * hashed and synced (`hashed`): the file is moved, not copied. The caller has no connection to
+ * the database open anywhere and has just put the file in place: the live file is exactly the
+ * snapshot, so the generation is sealed for it (the next WAL, with new salts, continues it).
+ */
+export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: string; bytes: number }, source: HistorySource, reason: SnapshotMeta['reason'], now: number): SnapshotMeta {
+  const gens = listGenerations(source);
+  const last = gens.at(-1);
+  const name = generationName((last?.seq ?? 0) + 1);
+  const dir = path.join(source.generationsDir, name);
+  const tmp = `${dir}.${process.pid}.tmp`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.mkdirSync(tmp, { recursive: true });
+  try {
+    fs.renameSync(file, path.join(tmp, SNAPSHOT_FILE));
+    writeSeal(tmp, dbPath, '', 0);
+    return publish(tmp, dir, name, last, reason, now, hashed);
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** Writes a generation's snapshot.json, makes it appear whole (renamed in) and ends the one before. */
+function publish(tmp: string, dir: string, name: string, last: { dir: string } | undefined, reason: SnapshotMeta['reason'], now: number, copied: { sha256: string; bytes: number }): SnapshotMeta {
+  const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
+  const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
+  const meta: SnapshotMeta = {
+    id: name,
+    generation: name,
+    at: now,
+    sha256: copied.sha256,
+    bytes: copied.bytes,
+    pageSize,
+    pages: Math.floor(copied.bytes / pageSize),
+    reason,
+    verified: { size: written.size, mtimeMs: written.mtimeMs },
+  };
+  writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
+  fs.renameSync(tmp, dir);
+  if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);
+  return meta;
 }

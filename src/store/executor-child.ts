@@ -50,7 +50,7 @@ function main(): void {
         done = [];
         since = performance.now();
       }
-      if (reopen && req.op !== 'evict' && req.op !== 'stats') handles.evict(req.db.path);
+      if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') handles.evict(req.db.path);
       const cpu = process.cpuUsage();
       const outcome = dispatch(handles, opts, req, history);
       const used = process.cpuUsage(cpu);

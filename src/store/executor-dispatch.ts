@@ -21,6 +21,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
   const budget = resultBudget(opts.maxResultBytes);
   try {
     if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
+    if (req.op === 'close') return { ok: true, result: { closed: handles.isOpen(req.path) ? (handles.evict(req.path), 1) : 0 } };
     if (req.op === 'stats') return { ok: true, result: { handles: handles.size, statements: statementCache.stats(), rss: process.memoryUsage().rss } };
     // The parent built this path from checked names; the child re-checks, since it is the one
     // process that opens files. A path with a handle open was checked when it was opened.

@@ -19,6 +19,10 @@ export interface Line {
   spentAtBind: number;
   /** A microtask will send what arrived in this tick. */
   feeding: boolean;
+  /** Every child is being asked to close this database, for the restore at the head of the queue. */
+  closing?: boolean;
+  /** The restore that every child closed this database for (it may be sent now). */
+  closedFor?: Queued;
 }
 
 /**

@@ -14,6 +14,9 @@ const PREFER_SCAN = 64;
 
 const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, error: { code, detail } });
 
+/** A request that replaces its database's file: no child may have it open when it runs. */
+const replacesFile = (req: ExecRequest): boolean => req.op === 'restore' && req.dryRun !== true;
+
 /**
  * A worker's SQLite executors: a pool of child processes, so that one database's slow statement
  * holds up only that database, and a worker uses every core.
@@ -86,6 +89,7 @@ export class ExecutorPool {
     if (this.stopped) return Promise.resolve(failure('UNAVAILABLE', 'the executor is stopped'));
     if (req.op === 'evict') return this.evict(req.shards);
     if (req.op === 'stats') return this.stats();
+    if (req.op === 'close') return this.closeEverywhere(req.path);
     if (this.slots.every((s) => s.broken)) return Promise.resolve(this.cannotStart());
     return new Promise((resolve) => {
       const line = this.lines.get(req.db);
@@ -165,7 +169,8 @@ export class ExecutorPool {
   /** The waiting line an idle child takes, or undefined when none may run now. */
   private pickFor(slot: ExecutorProcess): Line | undefined {
     const allowed: Line[] = [];
-    for (const line of this.ready) if (this.underShare(line)) allowed.push(line);
+    // A line waiting for every child to close its database (a restore) takes no child yet.
+    for (const line of this.ready) if (this.underShare(line) && !line.closing) allowed.push(line);
     const now = Date.now();
     // Only the child that ran a line last may skip the reopen; another may hold a stale handle.
     const open = (line: Line) => line.lastChild === slot.childId && slot.recent.has(line.path);
@@ -212,8 +217,22 @@ export class ExecutorPool {
     // pipeline of slow ones each just under the deadline.
     const othersWait = this.othersWait(line);
     if (slot.inFlight > 0 && othersWait) return;
-    const room = othersWait ? 1 : MAX_PIPELINE - slot.inFlight;
+    let room = othersWait ? 1 : MAX_PIPELINE - slot.inFlight;
     if (room <= 0) return;
+    // A restore in place goes only once no child has the database open (see `closeFor`); what
+    // came before it goes now.
+    const stop = line.queue.findIndex((item, i) => i < room && replacesFile(item.req) && line.closedFor !== item);
+    if (stop === 0) {
+      this.closeFor(line, line.queue[0]!);
+      // Nothing of this line runs until every child has answered: its child serves others
+      // meanwhile (kept bound and idle, it would look free to the next line that arrives).
+      if (slot.inFlight === 0) {
+        this.release(line);
+        queueMicrotask(() => this.dispatch());
+      }
+      return;
+    }
+    if (stop > 0) room = stop;
     const batch = line.queue.length <= room ? line.queue.splice(0) : line.queue.splice(0, room);
     const reopen = line.lastChild !== slot.childId;
     line.lastChild = slot.childId;
@@ -246,7 +265,7 @@ export class ExecutorPool {
     const statements: Queued[] = [];
     for (const item of items) {
       // Its handles died with it: nothing left there to evict.
-      if (item.req.op === 'evict') item.resolve({ ok: true, result: { closed: 0 } });
+      if (item.req.op === 'evict' || item.req.op === 'close') item.resolve({ ok: true, result: { closed: 0 } });
       else if (item.req.op === 'stats') item.resolve({ ok: true, result: { handles: 0, statements: { count: 0, bytes: 0, budget: 0 }, rss: 0 } });
       else statements.push(item);
     }
@@ -267,6 +286,34 @@ export class ExecutorPool {
     for (const slot of this.slots) slot.recent.forgetShards(shards);
     const outcomes = await Promise.all(
       this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'evict', shards }, resolve }]))),
+    );
+    let closed = 0;
+    for (const o of outcomes) if (o.ok) closed += (o.result as { closed: number }).closed;
+    return { ok: true, result: { closed } };
+  }
+
+  /**
+   * Closes the database of `line` in every child before `item`, a restore in place, runs: the
+   * restore replaces the file by renaming, and a connection left open on it anywhere would go
+   * on with the old file under names (-wal, -shm) the new one uses. Its line runs nothing else
+   * meanwhile, so once every child has answered none has it open, whichever child then runs the
+   * restore (that child reopens it, and closes it again itself before the rename).
+   */
+  private closeFor(line: Line, item: Queued): void {
+    if (line.closing) return;
+    line.closing = true;
+    void this.closeEverywhere(line.path).then(() => {
+      line.closing = false;
+      line.closedFor = item;
+      if (line.slot) this.feed(line);
+      else this.dispatch();
+    });
+  }
+
+  /** Closes one database's handle in every running child. */
+  private async closeEverywhere(dbPath: string): Promise<ExecOutcome> {
+    const outcomes = await Promise.all(
+      this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'close', path: dbPath }, resolve }]))),
     );
     let closed = 0;
     for (const o of outcomes) if (o.ok) closed += (o.result as { closed: number }).closed;

@@ -123,7 +123,7 @@ export class ExecutorProcess {
       this.sent.push({ id, item });
       const req = item.req;
       message.push(reopen && message.length === 0 ? { id, req, reopen } : { id, req });
-      if (req.op !== 'evict' && req.op !== 'stats') this.recent.touch(req.db.path, req.db.shard);
+      if (req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') this.recent.touch(req.db.path, req.db.shard);
     }
     child.channel?.ref();
     child.send(message, (err) => {

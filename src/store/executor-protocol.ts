@@ -57,6 +57,11 @@ export type ExecRequest = (
   | { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
   /** Close every handle of these shards (their lease was lost). */
   | { op: 'evict'; shards: number[] }
+  /**
+   * Close this child's handle of one database file, if open: a restore in place is about to
+   * replace the file, and no connection may have it open then (the pool sends it to every child).
+   */
+  | { op: 'close'; path: string }
   /** What the child holds: open handles, cached statements and their estimated bytes, its RSS. */
   | { op: 'stats' }
 ) & {

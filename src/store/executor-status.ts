@@ -28,5 +28,5 @@ export interface PoolStatus {
 /** The op, database and call of a request, for logs and status. */
 export function about(req: ExecRequest): { op: string; database?: string; callId?: string } {
   const callId = req.callId ?? (req.op === 'audit' ? req.entry.callId : undefined);
-  return { op: req.op, ...(req.op === 'evict' || req.op === 'stats' ? {} : { database: req.db.id }), ...(callId ? { callId } : {}) };
+  return { op: req.op, ...(req.op === 'evict' || req.op === 'stats' || req.op === 'close' ? {} : { database: req.db.id }), ...(callId ? { callId } : {}) };
 }

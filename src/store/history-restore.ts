@@ -7,9 +7,10 @@ import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
 import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
-import { buildRestore, planRestore, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
+import { copyChecked } from '../history/copy-checked.ts';
+import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
-import { startGeneration } from '../history/snapshot.ts';
+import { adoptGeneration, startGeneration, syncDir } from '../history/snapshot.ts';
 import { swapIn } from '../history/swap-in.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
@@ -39,15 +40,33 @@ type RestoreReq = Extract<ExecRequest, { op: 'restore' }>;
 type IntoReq = Extract<ExecRequest, { op: 'restoreInto' }>;
 type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
 
+/** The steps of a restore in place, in order, as {@link RestoreHooks.step} names them. */
+export type RestoreStep = 'rebuilt' | 'copied' | 'closed' | 'undo' | 'marked' | 'renamed' | 'generation' | 'unmarked';
+
+/** A test's view into a restore: called after each step (a crash test kills itself there). A fork has 'copied', 'renamed' and 'generation'. */
+export interface RestoreHooks {
+  step?(step: RestoreStep): void;
+}
+
 /**
  * Restores a database in place (see `agentdb restore`): history brought up to date, the target
- * planned and rebuilt beside the live file and verified, the restore recorded in its audit, the
- * state before kept as an undo point, then the rebuilt pages copied over the live database as
- * one commit, and a new generation begun from the rebuilt file (the old one ends at the undo
- * point: the copied-in commit is no history). Any failure before the copy leaves the database
- * exactly as it was.
+ * planned and rebuilt beside the live file, the restore recorded in its audit, the rebuilt file
+ * copied next to the live one by another thread while this one checks it (`PRAGMA
+ * integrity_check`) and a third hashes it (`copyChecked`), the live database closed, the state before kept as an undo point, then the copy
+ * renamed over the live file and a new generation begun from the rebuilt file (the old one ends
+ * at the undo point: the restore is no commit of it).
+ *
+ * The rename is the moment the database changes, whole: a crash before it leaves the database
+ * as it was, one after it the restored one, and history right either way (the old generation is
+ * marked as being left first, so capture sees a gap and snapshots whatever it then finds). No
+ * connection may have the file open across the rename (its -wal and -shm would then belong to
+ * two files): the pool closes the database in every executor child before a restore runs, this
+ * child closes its own, and the -wal and -shm being gone after that close proves no other
+ * connection, of any process, had it open. When one had (a program outside agentdb), the
+ * rebuilt pages are copied in through SQLite's backup API instead, which is safe beside other
+ * connections.
  */
-export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq): RestoreResult {
+export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq, hooks: RestoreHooks = {}): RestoreResult {
   const live = handles.open(req.db, 'read');
   if (handles.isPlaceholder(live)) throw new AgentDbError('NOT_FOUND', `database ${req.db.id} does not exist (it was never written)`);
   history.run(live, req.db);
@@ -71,50 +90,117 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, restoredTo ?? plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
     if (req.dryRun) return summary({});
 
+    // Only one restore of a database runs at a time (the reader marker): any file of the kinds
+    // below is a crashed restore's.
+    removeLeftovers(hdir, req.db.path);
     const tmp = path.join(hdir, `restore-${process.pid}-${Date.now()}.sqlite`);
-    buildRestore(plan, tmp);
+    const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
+    const step = (name: RestoreStep) => hooks.step?.(name);
+    rebuild(plan, tmp);
     try {
       const undoId = newUndoId();
       const audited = req.undo ? `undo ${req.undo} (back to the state of ${new Date(restoredTo ?? plan.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`;
       const now = Date.now();
-      // The audit row goes into the rebuilt file, so the restore is one commit and the file
-      // copied in is exactly the new generation's snapshot.
+      // The audit row goes into the rebuilt file, so the restore is one change and the file put
+      // in place is exactly the new generation's snapshot.
       auditInto(tmp, req.by, undoId, audited, now);
-      // Captured up to the last commit and checkpointed (capture's own rule: only once all is
-      // copied), or with an empty WAL, the live header is in the file: the one the swap leaves can be foreseen, and
-      // the new snapshot hashed on the other core while SQLite copies it in.
-      const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
-      const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
-      const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
+      step('rebuilt');
+      const checked = copyChecked(tmp, next);
+      step('copied');
+      // Closing captures what is left and, as the last connection, checkpoints and removes the
+      // -wal and -shm (see `HistoryCapture.hooks`): the file alone is the state before.
+      handles.evict(req.db.path);
+      step('closed');
       const before = capturedPosition(req.db.path, source);
       if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
+      if (!closedEverywhere(req.db.path)) {
+        fs.rmSync(next, { force: true });
+        throughSqlite(handles, history, req, tmp, point, hdir, source);
+        return summary({ undoId });
+      }
       writeJsonAtomic(undoPath(hdir, undoId), point);
+      step('undo');
       const leaving = path.join(source.generationsDir, before.generation);
       markRestoreLeaving(leaving);
-      try {
-        swapIn(tmp, req.db.path);
-      } catch (err) {
-        // The backup is one transaction: nothing changed, so there is nothing to undo either.
-        fs.rmSync(undoPath(hdir, undoId), { force: true });
-        unmarkRestoreLeaving(leaving);
-        throw err;
-      }
-      // The old generation ends at the undo point: the restore's 100 MB commit is no history,
-      // the new generation begins from its result (the rebuilt file itself, checkpointed in).
-      // Until it exists the mark above keeps capture from taking the live file as the old one.
-      newGeneration(live, req.db.path, source, { file: tmp, foreseen });
+      step('marked');
+      fs.renameSync(next, req.db.path);
+      syncDir(path.dirname(req.db.path));
+      step('renamed');
+      // From here the database is the restored one. Should the generation fail to begin, the
+      // mark stays and the next capture snapshots the file (a gap): history stays right.
+      forgetCapture(req.db.path);
+      adoptGeneration(req.db.path, tmp, checked, source, 'restore', Date.now());
+      forgetCapture(req.db.path);
+      step('generation');
       unmarkRestoreLeaving(leaving);
-      // Everything this child kept about the handle (prepared statements, tables known to
-      // exist, the schema) belongs to the state before: close it (nothing is left to capture).
-      // Other children reopen it too: the pool sends its next statement there with `reopen`,
-      // since this child ran the database last.
-      handles.evict(req.db.path);
+      step('unmarked');
       return summary({ undoId });
     } finally {
       fs.rmSync(tmp, { force: true });
+      fs.rmSync(next, { force: true });
     }
   });
+}
+
+/** The name of the restored copy beside the live file, before it is renamed over it: `<db>.restore-<pid>.tmp`. */
+const NEXT_SUFFIX = '.restore-';
+
+/** Whether no connection has `dbPath` open: the last one to close removes its -wal and -shm. */
+function closedEverywhere(dbPath: string): boolean {
+  return !fs.existsSync(`${dbPath}-wal`) && !fs.existsSync(`${dbPath}-shm`);
+}
+
+/** Removes what a restore of this database that crashed left: its rebuilt file and its copy. */
+function removeLeftovers(hdir: string, dbPath: string): void {
+  const rm = (dir: string, match: (name: string) => boolean) => {
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) if (match(name)) fs.rmSync(path.join(dir, name), { force: true });
+  };
+  rm(hdir, (n) => /^restore-\d+-\d+\.sqlite(-wal|-shm)?$/.test(n));
+  const base = path.basename(dbPath) + NEXT_SUFFIX;
+  rm(path.dirname(dbPath), (n) => n.startsWith(base) && /\.tmp(-wal|-shm)?$/.test(n));
+}
+
+/**
+ * The restore in place when another connection has the live file open: the rebuilt pages are
+ * copied over the live database with SQLite's backup API, as one commit (which other
+ * connections see like any other), and a new generation begun from the rebuilt file.
+ */
+function throughSqlite(handles: HandleCache, history: HistoryCapture, req: RestoreReq, tmp: string, point: UndoPoint, hdir: string, source: ReturnType<typeof localSource>): void {
+  const live = handles.open(req.db, 'write');
+  history.run(live, req.db);
+  // Captured up to the last commit and checkpointed (capture's own rule: only once all is
+  // copied), or with an empty WAL, the live header is in the file: the one the swap leaves can be
+  // foreseen, and the new snapshot hashed on the other core while SQLite copies it in.
+  const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
+  const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+  const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
+  point.position = capturedPosition(req.db.path, source) ?? point.position;
+  writeJsonAtomic(undoPath(hdir, point.id), point);
+  const leaving = path.join(source.generationsDir, point.position.generation);
+  markRestoreLeaving(leaving);
+  try {
+    swapIn(tmp, req.db.path);
+  } catch (err) {
+    // The backup is one transaction: nothing changed, so there is nothing to undo either.
+    fs.rmSync(undoPath(hdir, point.id), { force: true });
+    unmarkRestoreLeaving(leaving);
+    throw err;
+  }
+  // The old generation ends at the undo point: the restore's 100 MB commit is no history, the
+  // new generation begins from its result (the rebuilt file itself, checkpointed in). Until it
+  // exists the mark above keeps capture from taking the live file as the old one.
+  newGeneration(live, req.db.path, source, { file: tmp, foreseen });
+  unmarkRestoreLeaving(leaving);
+  // Everything this child kept about the handle (prepared statements, tables known to exist,
+  // the schema) belongs to the state before: close it (nothing is left to capture).
+  handles.evict(req.db.path);
 }
 
 /** Writes the restore's audit row into the rebuilt file, before it is copied in. */
@@ -134,7 +220,7 @@ function auditInto(file: string, by: RestoreActor, id: string, statement: string
  * Runs on the new database's line; reads the source's history files, which capture only
  * appends to.
  */
-export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq): RestoreResult {
+export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
   if (fs.existsSync(req.db.path)) throw new AgentDbError('DATABASE_EXISTS', `database ${req.db.id} already exists; restore into a new name`);
   const source = localSource(dataDir, req.source);
   if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
@@ -142,17 +228,31 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
     if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id });
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
-    const tmp = `${req.db.path}.restore-${process.pid}.tmp`;
-    buildRestore(plan, tmp);
+    const forkSource = localSource(dataDir, req.db.id);
+    removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
+    const tmp = `${req.db.path}${NEXT_SUFFIX}${process.pid}.rebuilt.tmp`;
+    const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
+    rebuild(plan, tmp);
     try {
-      const fd = fs.openSync(tmp, 'r+');
-      fs.fsyncSync(fd);
-      fs.closeSync(fd);
-      fs.renameSync(tmp, req.db.path);
+      // The rebuilt file becomes the new database's first snapshot, its copy the database: made
+      // while another thread checks and hashes the rebuilt one (see `copyChecked`).
+      const checked = copyChecked(tmp, next);
+      hooks.step?.('copied');
+      const reason = listGenerations(forkSource).length ? 'gap' : 'first';
+      // The database first, then its history: a crash in between leaves a database whose next
+      // open snapshots it (as for any database without history), never history without one.
+      fs.renameSync(next, req.db.path);
+      syncDir(path.dirname(req.db.path));
+      hooks.step?.('renamed');
+      fs.mkdirSync(forkSource.generationsDir, { recursive: true });
+      adoptGeneration(req.db.path, tmp, checked, forkSource, reason, Date.now());
+      forgetCapture(req.db.path);
+      hooks.step?.('generation');
     } finally {
       fs.rmSync(tmp, { force: true });
+      fs.rmSync(next, { force: true });
     }
-    // Opening it starts its own history (capture on open: its first generation).
+    // Opening it finds its history begun (sealed for this file): the audit row is its first commit.
     const db = handles.open(req.db, 'write');
     audit(db, req.by, `restore:${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
     history.run(db, req.db);

@@ -1,0 +1,132 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { historyDir, listGenerations, listUndoPoints, localSource } from '../../src/history/layout.ts';
+import type { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
+import type { RestoreStep } from '../../src/store/history-restore.ts';
+import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+
+// A restore in place replaces the database file by renaming a checked copy over it. A crash at
+// any step must leave the database as it was (up to the rename) or restored (from it), whole,
+// with a history that still restores every moment — the crash's own included — and, once the
+// database is the restored one, the undo point that leads back.
+const CHILD = fileURLToPath(new URL('../helpers/restore-crash-child.ts', import.meta.url));
+const STEPS: { step: RestoreStep; restored: boolean }[] = [
+  { step: 'rebuilt', restored: false },
+  { step: 'copied', restored: false },
+  { step: 'closed', restored: false },
+  { step: 'undo', restored: false },
+  { step: 'marked', restored: false },
+  { step: 'renamed', restored: true },
+  { step: 'generation', restored: true },
+];
+
+let dataDir: string;
+let pool: ExecutorPool;
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-crash-'));
+  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 16 * 1024 });
+});
+afterAll(async () => {
+  await pool.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+const by = { who: 'operator:test', via: 'operator' as const };
+let seq = 0;
+const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
+const write = (db: DbTarget, sql: string, params: (string | number)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
+
+/** Commits `n` rows, answering the moment after the last (the clock past it). */
+async function rows(db: DbTarget, n: number, tag: string): Promise<number> {
+  for (let i = 0; i < n; i++) await write(db, 'INSERT INTO t(v) VALUES (?)', [`${tag}${i}-${'x'.repeat(500)}`]);
+  const at = Date.now();
+  pastMs(at);
+  return at;
+}
+
+describe('a crash during a restore in place', () => {
+  for (const { step, restored } of STEPS) {
+    it(`after "${step}" leaves the database ${restored ? 'restored' : 'as it was'}, and history right`, async () => {
+      const db = historyTarget(dataDir, `crash/${step}`);
+      await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+      const at = await rows(db, 20, 'a');
+      const atState = dumpHash(db.path, { withoutAudit: true });
+      await rows(db, 20, 'b');
+      const before = dumpHash(db.path, { withoutAudit: true });
+      // Nothing in the pool may have the file open while another process restores it.
+      await ok({ op: 'close', path: db.path });
+      const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, at, step })], { encoding: 'utf8' });
+      expect(run.signal, run.stderr).toBe('SIGKILL');
+
+      expect(integrity(db.path)).toBe('ok');
+      expect(dumpHash(db.path, { withoutAudit: true })).toBe(restored ? atState : before);
+      // History goes on from whatever the crash left: moments before the restore and after the
+      // next commits restore exactly. Between the crash and the next commit, a restore that
+      // crashed after its rename is a gap: history cannot know when the file changed, and holds
+      // the state before until capture next finds the marked generation (then snapshots it).
+      const afterCrash = Date.now();
+      pastMs(afterCrash);
+      const later = await rows(db, 5, 'c');
+      const live = dumpHash(db.path, { withoutAudit: true });
+      const forkAt = async (moment: number) => {
+        const fork = historyTarget(dataDir, `crash/${step}-fork${++seq}`);
+        await ok({ op: 'restoreInto', db: fork, source: db.id, at: moment, by, timeoutMs: 60_000 });
+        expect(integrity(fork.path)).toBe('ok');
+        return dumpHash(fork.path, { withoutAudit: true });
+      };
+      expect(await forkAt(at)).toBe(atState);
+      expect(await forkAt(later)).toBe(live);
+      if (restored) expect([atState, before]).toContain(await forkAt(afterCrash));
+      else expect(await forkAt(afterCrash)).toBe(before);
+      expect(fs.readdirSync(listGenerations(localSource(dataDir, db.id)).at(-1)!.dir)).not.toContain('restoring.json');
+      if (restored) {
+        // The undo point was written before the rename: it leads back to the state before.
+        const points = listUndoPoints(historyDir(dataDir, db.id));
+        expect(points).toHaveLength(1);
+        await ok({ op: 'restore', db, undo: points[0]!.id, by, timeoutMs: 60_000 });
+        expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
+      } else {
+        // A restore run again from here works, and clears what the crashed one left behind.
+        await ok({ op: 'restore', db, at, by, timeoutMs: 60_000 });
+        expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
+      }
+      expect(integrity(db.path)).toBe('ok');
+      expect(fs.readdirSync(historyDir(dataDir, db.id)).filter((n) => n.startsWith('restore-'))).toEqual([]);
+      expect(fs.readdirSync(path.dirname(db.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
+    }, 60_000);
+  }
+
+  // A fork puts its database in place first, then begins its history from the rebuilt file.
+  for (const step of ['copied', 'renamed', 'generation'] as const) {
+    it(`into a new database, after "${step}", leaves no database or a whole one whose history begins`, async () => {
+      const db = historyTarget(dataDir, `crash/src-${step}`);
+      await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+      const at = await rows(db, 10, 'a');
+      const atState = dumpHash(db.path, { withoutAudit: true });
+      const into = historyTarget(dataDir, `crash/into-${step}`);
+      const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, at, step, into })], { encoding: 'utf8' });
+      expect(run.signal, run.stderr).toBe('SIGKILL');
+      if (step === 'copied') {
+        expect(fs.existsSync(into.path)).toBe(false);
+        // Asked again, the fork is made, and what the crashed one left is gone.
+        await ok({ op: 'restoreInto', db: into, source: db.id, at, by, timeoutMs: 60_000 });
+        expect(fs.readdirSync(path.dirname(into.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
+      }
+      expect(integrity(into.path)).toBe('ok');
+      expect(dumpHash(into.path, { withoutAudit: true })).toBe(atState);
+      // Its history holds it from here on: a write, then a restore of that moment.
+      await write(into, 'INSERT INTO t(v) VALUES (?)', ['in the fork']);
+      const later = Date.now();
+      pastMs(later);
+      const fork = historyTarget(dataDir, `crash/into-${step}-again`);
+      await ok({ op: 'restoreInto', db: fork, source: into.id, at: later, by, timeoutMs: 60_000 });
+      expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(into.path, { withoutAudit: true }));
+    }, 60_000);
+  }
+});
