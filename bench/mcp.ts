@@ -60,12 +60,22 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
 async function measure(config: Config, prefix: string, url: string, key: string, serverPid: number, opts: { calls: number; rounds: number }) {
   const mcp = new Client({ name: 'bench', version: '1' });
   await mcp.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } }, fetch: ownSignalFetch }));
-  const library = new AgentDbClient({ redisUrl: config.redisUrl, prefix, shardCount: config.shardCount });
 
   const who = { workspace: 'mcpbench', agent: 'reader', settings: { database: 'agent' as const } };
   const must = (ok: boolean, what: unknown) => {
     if (!ok) throw new Error(`bench mcp step failed: ${JSON.stringify(what)}`);
   };
+  // A client library's event reader reads every completion of the prefix, the MCP and /v1
+  // calls' too: one that stayed open would charge this (the MCP client's) process for reading
+  // the server's events, which a user's MCP client never does. So each library round has a
+  // client of its own, opened (and its reader started) before the round and closed after.
+  const openLibrary = async () => {
+    const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix, shardCount: config.shardCount });
+    const env = await c.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } });
+    must(env.ok, env);
+    return c;
+  };
+  let library = await openLibrary();
   const made = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT)' } });
   must(made.ok, made);
   const filled = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT OR IGNORE INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] } });
@@ -92,6 +102,7 @@ async function measure(config: Config, prefix: string, url: string, key: string,
     must(env.ok, env);
   };
   for (const warm of [viaLibrary, viaMcp, viaV1]) await drive(Math.min(500, opts.calls), 1, warm);
+  await library.close();
 
   const lib: RunStats[] = [];
   const over: RunStats[] = [];
@@ -111,7 +122,9 @@ async function measure(config: Config, prefix: string, url: string, key: string,
     return summarise(d.latencies, d.seconds);
   };
   for (let r = 0; r < opts.rounds; r++) {
+    library = await openLibrary();
     lib.push(await measured('library', viaLibrary));
+    await library.close();
     over.push(await measured('mcp', viaMcp));
     v1.push(await measured('v1', viaV1));
   }
@@ -124,7 +137,6 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   const mcpP50Ms = round(median(over.map((s) => s.p50Ms)));
 
   await mcp.close();
-  await library.close();
   const per = (c: { caller: number; server: number }) => ({ caller: round(c.caller), server: round(c.server) });
   return {
     calls: opts.calls,
