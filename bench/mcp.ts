@@ -1,62 +1,81 @@
 // PK reads through POST /mcp (official SDK client, Streamable HTTP) against the client library.
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
-import { ApprovalService } from '../src/approvals/approval-service.ts';
-import { MemberRegistry } from '../src/approvals/members.ts';
 import type { Config } from '../src/config.ts';
-import { buildApp } from '../src/http/app.ts';
 import { AgentDbClient } from '../src/queue/client.ts';
-import { KeyedCalls } from '../src/queue/keyed-calls.ts';
 import { keysFor } from '../src/queue/keys.ts';
 import { AgentKeyRing } from '../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../src/registry/agents.ts';
-import { KeyAuthenticator } from '../src/registry/principal.ts';
-import { PrincipalCache } from '../src/registry/principal-cache.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
+import { cpuSeconds } from './cpu.ts';
 import { ownSignalFetch } from './own-signal-fetch.ts';
+import { startProcess, stopProcess } from './process.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
+/** The built CLI, as deployed (`npm run bench` builds it first). */
+const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
+
 /**
- * The same primary-key read, one at a time, through the client library and through `/mcp`
- * (the HTTP server runs in this process, as `agentdb start` runs it beside its clients'
- * network hop), in interleaved rounds. The ratio of p50s is what MCP's layers cost: HTTP, the
- * JSON-RPC session per request (stateless: a server and transport per request), key lookup and
- * the untrusted-data fence.
+ * The same primary-key read, one at a time, through the client library and through `/mcp`, in
+ * interleaved rounds. The ratio of p50s is what MCP's layers cost: HTTP, the JSON-RPC session
+ * per request (stateless: a server and transport per request), key lookup and the
+ * untrusted-data fence.
+ *
+ * Set up as people run it: the server is `agentdb start` (the built CLI, HTTP and shard workers
+ * in one process), and both callers are in this process, as a user's MCP client and a user's
+ * runtime with the client library are processes of their own. Both reach the same workers of
+ * the same server process, so the comparison stays fair: the library enqueues onto Redis and
+ * that process's workers take the call; the MCP client posts to that process's HTTP endpoint,
+ * which enqueues the same call onto Redis for the same workers. (It used to run the HTTP server
+ * from source in this process beside both clients: that measured the TypeScript loader's code
+ * rather than the built one, and charged the server's CPU to the client's event loop.)
  */
 export async function benchMcp(config: Config, opts: { calls: number; rounds: number }) {
+  // A prefix and data folder of its own: the caller's workers must not take this server's calls.
+  const prefix = `${config.prefix}-mcp`;
+  const dataDir = path.join(config.dataDir, 'mcp');
+  mkdirSync(dataDir, { recursive: true });
   const redis = new Redis(config.redisUrl);
-  const keys = keysFor(config.prefix);
+  const keys = keysFor(prefix);
   await new WorkspaceRegistry(redis, keys).put('mcpbench', 'pro');
   const agents = new AgentRegistry(redis, keys);
   await agents.put('mcpbench', 'reader', { displayName: 'Reader', settings: { database: 'agent' } });
   const { key } = await new AgentKeyRing(redis, keys, agents).mint('mcpbench', 'reader');
-  const members = new MemberRegistry(redis, keys);
-  const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
-  const serverClient = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
-  // As `agentdb start` runs it: who a key is, cached until the registry announces a change.
-  const principals = new PrincipalCache(new Redis(config.redisUrl), keys.registryChanges, config.keyCacheTtlMs);
-  await principals.start();
-  const app = buildApp({
-    redis,
-    shardCount: config.shardCount,
-    members,
-    approvals,
-    keyed: { auth: new KeyAuthenticator(redis, keys, principals), calls: new KeyedCalls(serverClient), waitMs: 30_000, approvalWaitMs: 60_000 },
-  });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  // The SDK client's fetch keeps its connection alive: counted, so a run that opened one per
-  // request (and measured TCP set-up rather than agentdb) shows it.
-  let connections = 0;
-  app.server.on('connection', () => connections++);
+  const env = { REDIS_URL: config.redisUrl, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1', WORKER_CONCURRENCY: String(config.workerConcurrency) };
+  const { child, output } = await startProcess(process.execPath, [BIN, 'start'], env, /"msg":"agentdb ready"/);
+  const url = /"address":"([^"]+)"/.exec(output)?.[1];
+  if (!url) throw new Error(`bench mcp: no address in agentdb start's output: ${output}`);
+  try {
+    return await measure(config, prefix, url, key, child.pid!, opts);
+  } finally {
+    await stopProcess(child);
+    redis.disconnect();
+  }
+}
+
+async function measure(config: Config, prefix: string, url: string, key: string, serverPid: number, opts: { calls: number; rounds: number }) {
   const mcp = new Client({ name: 'bench', version: '1' });
   await mcp.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } }, fetch: ownSignalFetch }));
-  const library = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount });
 
   const who = { workspace: 'mcpbench', agent: 'reader', settings: { database: 'agent' as const } };
   const must = (ok: boolean, what: unknown) => {
     if (!ok) throw new Error(`bench mcp step failed: ${JSON.stringify(what)}`);
   };
+  // A client library's event reader reads every completion of the prefix, the MCP and /v1
+  // calls' too: one that stayed open would charge this (the MCP client's) process for reading
+  // the server's events, which a user's MCP client never does. So each library round has a
+  // client of its own, opened (and its reader started) before the round and closed after.
+  const openLibrary = async () => {
+    const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix, shardCount: config.shardCount });
+    const env = await c.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } });
+    must(env.ok, env);
+    return c;
+  };
+  let library = await openLibrary();
   const made = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT)' } });
   must(made.ok, made);
   const filled = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT OR IGNORE INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] } });
@@ -83,36 +102,42 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
     must(env.ok, env);
   };
   for (const warm of [viaLibrary, viaMcp, viaV1]) await drive(Math.min(500, opts.calls), 1, warm);
+  await library.close();
 
   const lib: RunStats[] = [];
   const over: RunStats[] = [];
   const v1: RunStats[] = [];
-  // CPU of this process (the caller, and for /mcp and /v1 also the HTTP server) per call: on a
-  // shared machine it moves far less than latency does, and it is what the layers cost.
-  const cpu = { library: 0, mcp: 0, v1: 0 };
+  // CPU per call of the caller (this process) and of the server process (HTTP and workers; not
+  // its executor child, whose share is the same query on every side): on a shared machine it
+  // moves far less than latency does, and it is what the layers cost.
+  const cpu = { library: { caller: 0, server: 0 }, mcp: { caller: 0, server: 0 }, v1: { caller: 0, server: 0 } };
   const measured = async (side: keyof typeof cpu, fn: (i: number) => Promise<void>) => {
     const before = process.cpuUsage();
+    const serverBefore = cpuSeconds(serverPid);
     const d = await drive(opts.calls, 1, fn);
     const used = process.cpuUsage(before);
-    cpu[side] += (used.user + used.system) / 1000 / (opts.calls * opts.rounds);
+    const n = opts.calls * opts.rounds;
+    cpu[side].caller += (used.user + used.system) / 1000 / n;
+    cpu[side].server += ((cpuSeconds(serverPid) - serverBefore) * 1000) / n;
     return summarise(d.latencies, d.seconds);
   };
   for (let r = 0; r < opts.rounds; r++) {
+    library = await openLibrary();
     lib.push(await measured('library', viaLibrary));
+    await library.close();
     over.push(await measured('mcp', viaMcp));
     v1.push(await measured('v1', viaV1));
   }
+  // The SDK client's fetch keeps its connection alive: the server's sockets are counted
+  // (a closed one stays listed for a minute), so a run that opened one per request (and
+  // measured TCP set-up rather than agentdb) shows it.
+  const connections = serverSockets(Number(new URL(url).port));
   const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
   const clientLibraryP50Ms = round(median(lib.map((s) => s.p50Ms)));
   const mcpP50Ms = round(median(over.map((s) => s.p50Ms)));
 
   await mcp.close();
-  await app.close();
-  principals.close();
-  await approvals.close();
-  await serverClient.close();
-  await library.close();
-  redis.disconnect();
+  const per = (c: { caller: number; server: number }) => ({ caller: round(c.caller), server: round(c.server) });
   return {
     calls: opts.calls,
     rounds: opts.rounds,
@@ -122,6 +147,17 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
     v1CallsP50Ms: round(median(v1.map((s) => s.p50Ms))),
     p50Ratio: round(mcpP50Ms / clientLibraryP50Ms),
     httpConnections: connections,
-    cpuMsPerCall: { library: round(cpu.library), mcp: round(cpu.mcp), v1Calls: round(cpu.v1) },
+    cpuMsPerCall: { library: per(cpu.library), mcp: per(cpu.mcp), v1Calls: per(cpu.v1) },
   };
+}
+
+/** The server's TCP sockets on `port` (open, or closed within the last minute), from /proc/net/tcp. */
+function serverSockets(port: number): number {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  return readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    // local address is field 1 (ADDR:PORT in hex), state field 3 (0A: listening).
+    .filter((f) => f[1]?.endsWith(`:${hexPort}`) && f[3] !== '0A').length;
 }

@@ -32,7 +32,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
-/** `mcp`: only the `/mcp` against client library scenario (with its worker), for quick comparisons. */
+/** `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick comparisons. */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
 /** The built CLI, as deployed (`npm run bench` builds it first). */
 const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
@@ -74,19 +74,18 @@ function guardCostUs(): number {
   return round(median(perStatement), 2);
 }
 
-/** One scenario alone: a worker, the scenario, its line; no results file (it is not a full run). */
+/** One scenario alone: the scenario and its line; no results file (it is not a full run). */
 async function only(name: string) {
   if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
-  const workers = await startWorkers(config, dataDir, prefix);
+  // No workers here: the scenario starts `agentdb start`, whose workers take its calls.
   try {
     const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
     console.log(JSON.stringify(mcp));
     console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms; ${mcp.httpConnections} HTTP connection(s)`);
   } finally {
-    await workers.stop();
     await deleteKeys(prefix);
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -4,8 +4,8 @@ import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isInitializeRequest,
-  isJSONRPCRequest,
   JSONRPCMessageSchema,
+  type JSONRPCRequest,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
   type RequestId,
@@ -105,11 +105,11 @@ export class McpExchange implements Transport {
         }
       }
       const extra = { requestInfo: { headers: post.headers } };
-      if (!messages.some(isJSONRPCRequest)) {
+      if (!messages.some(isRequest)) {
         for (const m of messages) this.onmessage?.(m, extra);
         return { status: 202 };
       }
-      for (const m of messages) if (isJSONRPCRequest(m)) this.responses.set(m.id, undefined);
+      for (const m of messages) if (isRequest(m)) this.responses.set(m.id, undefined);
       return await new Promise<McpHttpAnswer>((resolve) => {
         this.answer = resolve;
         for (const m of messages) this.onmessage?.(m, extra);
@@ -128,4 +128,14 @@ export class McpExchange implements Transport {
 
 function rpcErrorAnswer(status: number, code: number, message: string, data?: string): McpHttpAnswer {
   return { status, body: { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null } };
+}
+
+/**
+ * Whether a message that passed `JSONRPCMessageSchema` is a request. Every branch of that union
+ * is a strict object, and only a request has both a method and an id (a notification has no id,
+ * a response no method), so the keys tell what the SDK's `isJSONRPCRequest` would, without a
+ * second schema parse per message (each about 1.7 KB of garbage and a microsecond or two).
+ */
+function isRequest(m: JSONRPCMessage): m is JSONRPCRequest {
+  return 'method' in m && 'id' in m;
 }
