@@ -66,6 +66,11 @@ export class ApprovalService {
     return this.store.list(filter);
   }
 
+  /** One page of a workspace's pending or decided approvals, newest first (see `ApprovalStore.page`). */
+  page(filter: { workspace: string; state: 'pending' | 'decided'; offset: number; limit: number }): Promise<{ approvals: Approval[]; total: number }> {
+    return this.store.page(filter);
+  }
+
   /**
    * For each pending approval whose call would be refused if approved now (its agent key
    * revoked, its agent removed or narrowed since it was parked), why: the inbox and `approvals

@@ -116,6 +116,37 @@ export class ApprovalStore {
     if (state === 'pending') out.sort((a, b) => b.createdAt - a.createdAt);
     return out;
   }
+
+  /**
+   * One page of a workspace's pending or decided approvals, newest first, and how many there are.
+   * The page is chosen from each record's small fields (workspace, state, creation time); only
+   * the page's own records are read whole. A record holds up to ~1 MB of SQL and params, so
+   * reading every one to show 25 would let one agent's parked calls load the server.
+   */
+  async page(filter: { workspace: string; state: 'pending' | 'decided'; offset: number; limit: number }): Promise<{ approvals: Approval[]; total: number }> {
+    const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
+    const ids = await this.redis.zrevrange(index, 0, -1);
+    const matches: { id: string; createdAt: number }[] = [];
+    for (let i = 0; i < ids.length; i += 1000) {
+      const batch = ids.slice(i, i + 1000);
+      const pipeline = this.redis.pipeline();
+      for (const id of batch) pipeline.hmget(this.keys.approval(id), 'workspace', 'state', 'createdAt');
+      const rows = (await pipeline.exec()) ?? [];
+      rows.forEach(([, fields], j) => {
+        const [workspace, state, createdAt] = (fields ?? []) as (string | null)[];
+        if (workspace !== filter.workspace || !state) return;
+        if ((state === 'pending') !== (filter.state === 'pending')) return;
+        matches.push({ id: batch[j]!, createdAt: Number(createdAt) });
+      });
+    }
+    // Newest first; the id breaks ties so that pages neither repeat nor skip a record.
+    matches.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    const chosen = matches.slice(filter.offset, filter.offset + filter.limit);
+    const pipeline = this.redis.pipeline();
+    for (const { id } of chosen) pipeline.hgetall(this.keys.approval(id));
+    const approvals = chosen.length ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined) : [];
+    return { approvals, total: matches.length };
+  }
 }
 
 function parse(hash: Record<string, string> | null | undefined): Approval | undefined {

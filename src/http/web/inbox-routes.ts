@@ -1,23 +1,51 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
 import type { MemberRegistry } from '../../approvals/members.ts';
-import { ERRORS, type ErrorCode } from '../../errors.ts';
+import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
+import { approvalPage } from './approval-page.ts';
+import { errorPage } from './error-page.ts';
 import { html } from './html.ts';
-import { decidedTable, pendingList } from './inbox-view.ts';
+import { approvalHref, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { LiveEvents } from './live-events.ts';
 import { memberOf, sessionOf } from './web-request.ts';
 
 /** A notice from a redirect's query: only known words and registry codes are ever shown. */
-function flashOf(query: { decided?: string; error?: string }): PageFrame['flash'] {
+function flashOf(query: { decided?: string; error?: string; whole?: string }): PageFrame['flash'] {
   if (query.decided === 'approved') return { kind: 'ok', text: 'Approved: the call runs now.' };
   if (query.decided === 'rejected') return { kind: 'ok', text: 'Rejected: the agent is told, with your reason.' };
+  if (query.whole === 'needed') return { kind: 'error', text: 'Too long to show on its card: read it whole here before approving it.' };
   if (query.error && Object.hasOwn(ERRORS, query.error)) return { kind: 'error', text: `${query.error}: ${ERRORS[query.error as ErrorCode].message}` };
   return undefined;
 }
 
+/** Cards (and decided rows) per page: a page stays a bounded size however many calls wait. */
+export const PAGE_SIZE = 25;
+
+/** A page number from a query parameter: 1 unless it is a whole number from 1 up. */
+function pageNumber(text: string | undefined): number {
+  const n = Number(text);
+  return Number.isSafeInteger(n) && n >= 1 ? n : 1;
+}
+
 /**
- * The approvals inbox: `/inbox` (pending newest first, then decided), the decision POST (through the same
+ * One page of pending or decided approvals; a page past the last (calls decided since the link
+ * was made) shows the last page instead of an empty list.
+ */
+async function pageOf(approvals: ApprovalService, workspace: string, state: 'pending' | 'decided', wanted: number) {
+  let page = wanted;
+  let found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+  const last = Math.max(1, Math.ceil(found.total / PAGE_SIZE));
+  if (page > last) {
+    page = last;
+    found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+  }
+  return { ...found, page };
+}
+
+/**
+ * The approvals inbox: `/inbox` (pending newest first, then decided, each paged), `/inbox/<id>`
+ * (one approval whole), the decision POST (through the same
  * `ApprovalService.decide` as `/v1/approvals`, as the signed-in member, via their key), and
  * `/inbox/events`, a server-sent event stream fed by the Redis event stream.
  */
@@ -27,21 +55,41 @@ export function inboxRoutes(app: FastifyInstance, deps: { approvals: ApprovalSer
   app.get('/inbox', async (request, reply) => {
     const member = memberOf(request);
     const { csrf } = sessionOf(request);
-    const [pending, all] = await Promise.all([
-      deps.approvals.list({ workspace: member.workspace, state: 'pending', limit: 500 }),
-      deps.approvals.list({ workspace: member.workspace, state: 'all', limit: 200 }),
+    const query = request.query as Record<string, string>;
+    const [pending, decided] = await Promise.all([
+      pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p)),
+      pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp)),
     ]);
-    const decided = all.filter((a) => a.state !== 'pending').slice(0, 100);
-    const refusals = await deps.approvals.standings(pending);
-    const flash = flashOf(request.query as Record<string, string>);
+    const refusals = await deps.approvals.standings(pending.approvals);
+    const flash = flashOf(query);
+    const keep = { p: pending.page, dp: decided.page };
     const page = layout(
       { title: 'Approvals', member, csrf, nav: 'inbox', ...(flash ? { flash } : {}) },
       html`<h1>Approvals <span class="live muted" id="live" role="status">live updates connecting…</span></h1>
 <h2>Waiting for a decision</h2>
-${pendingList(pending, csrf, refusals)}
+${pager({ id: 'pending-pager', label: 'Pages of pending calls', param: 'p', page: pending.page, total: pending.total, size: PAGE_SIZE, keep })}
+${pendingList(pending.approvals, csrf, refusals, pending.page)}
 <h2>Decided</h2>
-<div id="decided-section">${decidedTable(decided)}</div>`,
+<div id="decided-section">${pager({ id: 'decided-pager', label: 'Pages of decided calls', param: 'dp', page: decided.page, total: decided.total, size: PAGE_SIZE, keep })}
+${decidedTable(decided.approvals)}</div>`,
     );
+    return reply.type('text/html; charset=utf-8').send(page.value);
+  });
+
+  // One approval whole: where a call too long for its card is read, and approved. Another
+  // workspace's approval is the same 404 as a missing one, so ids reveal nothing.
+  app.get('/inbox/:id', async (request, reply) => {
+    const member = memberOf(request);
+    const { csrf } = sessionOf(request);
+    const { id } = request.params as { id: string };
+    const approval = id.length <= 200 ? await deps.approvals.get(id) : undefined;
+    const frame = { title: 'Approval', member, csrf, nav: 'inbox' as const };
+    if (!approval || approval.workspace !== member.workspace) {
+      return errorPage(reply, frame, new AgentDbError('NOT_FOUND', `There is no approval ${JSON.stringify(id)} in ${member.workspace}.`));
+    }
+    const refusals = approval.state === 'pending' ? await deps.approvals.standings([approval]) : new Map<string, string>();
+    const flash = flashOf(request.query as Record<string, string>);
+    const page = layout({ ...frame, title: `Approval ${approval.id}`, ...(flash ? { flash } : {}) }, approvalPage(approval, csrf, refusals.get(approval.id)));
     return reply.type('text/html; charset=utf-8').send(page.value);
   });
 
@@ -52,6 +100,12 @@ ${pendingList(pending, csrf, refusals)}
     if (!decision || id.length > 200) return reply.redirect('/inbox?error=INVALID_ARGUMENTS', 303);
     const reason = typeof body.reason === 'string' && body.reason.trim() ? body.reason.trim() : undefined;
     const { workspace, name, role } = memberOf(request);
+    if (decision === 'approve' && body.whole !== '1') {
+      // Approving from a card whose SQL or params were cut would approve unseen text (a page
+      // open from before, a hand-made form): the person is sent to read it whole first.
+      const approval = await deps.approvals.get(id);
+      if (approval && approval.workspace === workspace && cutOnCard(approval)) return reply.redirect(`${approvalHref(approval)}?whole=needed`, 303);
+    }
     const result = await deps.approvals.decide(id, { decision, ...(reason ? { reason } : {}), by: { workspace, name, role }, via: 'key' });
     if (!result.ok) return reply.redirect(`/inbox?error=${result.code}`, 303);
     return reply.redirect(`/inbox?decided=${result.approval.state}`, 303);

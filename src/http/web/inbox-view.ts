@@ -2,6 +2,7 @@ import type { Approval } from '../../approvals/approval.ts';
 import { targetTable } from '../../guard/target-table.ts';
 import { html, type Html } from './html.ts';
 import { isoTime, relative } from './layout.ts';
+import { CARD_TEXT_BYTES, cutText, shorten, type Cut } from './cut-text.ts';
 import { highlightSql } from './sql-highlight.ts';
 
 /** A link to the table a parked call touches, when it can be told (see `targetTable`). */
@@ -20,45 +21,101 @@ export function tableLink(a: Approval): Html | '' {
  */
 const noImplicitSubmit = html`<button type="submit" disabled hidden aria-hidden="true" tabindex="-1"></button>`;
 
+/** Where an approval is shown whole: its own page, reached from its card and its decided row. */
+export function approvalHref(a: Pick<Approval, 'id'>): string {
+  return `/inbox/${encodeURIComponent(a.id)}`;
+}
+
+/** An approval's SQL and params as a card shows them: cut to {@link CARD_TEXT_BYTES} each. */
+export function cardText(a: Approval): { sql?: Cut; params?: Cut } {
+  const params = a.params && a.params.length ? JSON.stringify(a.params) : '';
+  return {
+    ...(a.sql ? { sql: cutText(a.sql, CARD_TEXT_BYTES) } : {}),
+    ...(params ? { params: cutText(params, CARD_TEXT_BYTES) } : {}),
+  };
+}
+
+/** True when a card cannot show all of an approval: it may then be approved only on its own page. */
+export function cutOnCard(a: Approval): boolean {
+  const { sql, params } = cardText(a);
+  return Boolean(sql?.cut || params?.cut);
+}
+
+/** What a cut text says after its start: how big it is, and where it is shown whole. */
+function cutNote(c: Cut, a: Approval): Html | '' {
+  if (!c.cut) return '';
+  return html`<p class="cut muted" role="note">cut: ${c.bytes.toLocaleString('en')} bytes in all. <a href="${approvalHref(a)}">See it whole</a></p>`;
+}
+
 /**
  * One pending approval with its decision form. Every field an agent wrote is escaped text.
  * `refusal`: why approving would not run it (its key or agent changed since it was parked).
+ * On a card (`whole` false) the SQL and params are cut to a bounded size; a card cut so offers
+ * no Approve button (a person must not approve what they cannot see), only a link to the
+ * approval's own page (`whole` true), which shows everything and can approve it.
  */
-export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal?: string): Html {
-  const params = a.params && a.params.length ? JSON.stringify(a.params) : '';
-  return html`<article class="card" id="ap-${a.id}" data-approval="${a.id}" aria-labelledby="h-${a.id}">
+export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal?: string, whole = false): Html {
+  const full = a.params && a.params.length ? JSON.stringify(a.params) : '';
+  const shown = whole ? { ...(a.sql ? { sql: { text: a.sql, cut: false, bytes: 0 } } : {}), ...(full ? { params: { text: full, cut: false, bytes: 0 } } : {}) } : cardText(a);
+  const cut = Boolean(shown.sql?.cut || shown.params?.cut);
+  return html`<article class="card" id="ap-${a.id}" data-approval="${a.id}" aria-labelledby="h-${a.id}"${cut ? html` data-cut="true"` : ''}>
   <header>
     <strong id="h-${a.id}">${a.agent}</strong>
     <span>${a.tool}</span>
     <span class="tier ${a.tier}">${a.tier}</span>
     <span class="muted" title="${isoTime(a.createdAt)}">asked ${relative(a.createdAt, now)}</span>
     <span class="muted" title="${isoTime(a.expiresAt)}">expires ${relative(a.expiresAt, now)}</span>
+    ${whole ? '' : html`<a class="own" href="${approvalHref(a)}">its own page</a>`}
   </header>
   ${refusal ? html`<p class="flash error stale" role="note">Approving will not run it: since it was parked, ${refusal} Reject it, or let it expire.</p>` : ''}
-  ${a.sql ? html`<pre class="sql" aria-label="SQL"><code>${highlightSql(a.sql)}</code></pre>` : ''}
+  ${shown.sql ? html`<pre class="sql" aria-label="SQL"><code>${highlightSql(shown.sql.text)}</code></pre>${cutNote(shown.sql, a)}` : ''}
   <dl class="facts">
     <dt>database</dt><dd>${a.database}</dd>
     ${a.table ? html`<dt>drops</dt><dd>${a.object?.type ?? 'table'} ${a.table}${a.object?.rows !== undefined ? html` (${a.object.rows} rows)` : ''}</dd>` : ''}
-    ${params ? html`<dt>params</dt><dd><code>${params}</code></dd>` : ''}
+    ${shown.params ? html`<dt>params</dt><dd><code>${shown.params.text}</code>${cutNote(shown.params, a)}</dd>` : ''}
     ${a.rationale ? html`<dt>rationale</dt><dd>${a.rationale}</dd>` : ''}
     ${tableLink(a) ? html`<dt>touches</dt><dd>${tableLink(a)}</dd>` : ''}
     <dt>call</dt><dd><code>${a.callId}</code></dd>
   </dl>
   <form class="decide" method="post" action="/approvals/${encodeURIComponent(a.id)}/decision">
     <input type="hidden" name="_csrf" value="${csrf}">
+    ${whole ? html`<input type="hidden" name="whole" value="1">` : ''}
     ${noImplicitSubmit}
     <label>Reason <input name="reason" maxlength="2000" placeholder="optional" autocomplete="off"></label>
-    <button type="submit" name="decision" value="approve" class="primary">Approve</button>
+    ${cut ? '' : html`<button type="submit" name="decision" value="approve" class="primary">Approve</button>`}
     <button type="submit" name="decision" value="reject">Reject</button>
+    ${cut ? html`<span class="muted">Too long to show here: <a href="${approvalHref(a)}">read it whole to approve it</a>.</span>` : ''}
   </form>
 </article>`;
 }
 
-/** The pending list: the part live updates replace card by card. */
-export function pendingList(pending: Approval[], csrf: string, refusals: ReadonlyMap<string, string> = new Map()): Html {
-  return html`<div id="pending" aria-live="polite">
+/** The pending list: the part live updates replace card by card. `page`: which page of it (1 is the newest). */
+export function pendingList(pending: Approval[], csrf: string, refusals: ReadonlyMap<string, string> = new Map(), page = 1): Html {
+  return html`<div id="pending" aria-live="polite" data-page="${page}">
 ${pending.length ? pending.map((a) => pendingCard(a, csrf, Date.now(), refusals.get(a.id))) : html`<p class="empty" id="no-pending">Nothing is waiting for a decision.</p>`}
 </div>`;
+}
+
+/**
+ * Links to newer and older pages of a list. `param` is the page's query parameter; `keep`, the
+ * other parameters the links carry (the other list's page), so paging one list keeps the other.
+ */
+export function pager(opts: { id: string; label: string; param: string; page: number; total: number; size: number; keep: Record<string, number> }): Html {
+  const pages = Math.max(1, Math.ceil(opts.total / opts.size));
+  if (pages === 1) return html`<nav class="pager" id="${opts.id}" aria-label="${opts.label}"></nav>`;
+  const href = (p: number) => {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries({ ...opts.keep, [opts.param]: p })) if (v > 1) q.set(k, String(v));
+    const s = q.toString();
+    return s ? `/inbox?${s}` : '/inbox';
+  };
+  const first = (opts.page - 1) * opts.size + 1;
+  const last = Math.min(opts.total, opts.page * opts.size);
+  return html`<nav class="pager" id="${opts.id}" aria-label="${opts.label}">
+  ${opts.page > 1 ? html`<a href="${href(opts.page - 1)}" rel="prev">← newer</a>` : html`<span class="muted">← newer</span>`}
+  <span class="muted">${first}–${last} of ${opts.total} · page ${opts.page} of ${pages}</span>
+  ${opts.page < pages ? html`<a href="${href(opts.page + 1)}" rel="next">older →</a>` : html`<span class="muted">older →</span>`}
+</nav>`;
 }
 
 /**
@@ -66,8 +123,20 @@ ${pending.length ? pending.map((a) => pendingCard(a, csrf, Date.now(), refusals.
  * Without it, rows of one agent and tool could not be told apart.
  */
 function decidedWhat(a: Approval): Html {
-  const what = a.sql ? (a.sql.length > 80 ? `${a.sql.slice(0, 79)}…` : a.sql) : a.table ? `drop ${a.table}` : '';
-  return html`<code title="${a.sql ?? ''}">${what}</code><br><span class="muted">${a.database} · ${a.callId}</span>`;
+  const what = a.sql ? shorten(a.sql, 80) : a.table ? `drop ${a.table}` : '';
+  // The tooltip is bounded too: the whole statement is on the approval's own page.
+  return html`<a href="${approvalHref(a)}"><code title="${shorten(a.sql ?? '', 400)}">${what}</code></a><br><span class="muted">${a.database} · ${a.callId}</span>`;
+}
+
+/** How much of a reason or of a run's message a decided row shows (a reason sent to `/v1` has no limit). */
+const DECIDED_TEXT_CHARS = 500;
+
+/** How an approved call ended: ok, or its code and why, shortened. */
+function ranText(a: Approval): Html | string {
+  if (!a.ran) return '';
+  if (a.ran.ok) return 'ok';
+  const why = a.ran.detail ?? a.ran.message;
+  return html`${a.ran.code ?? 'failed'}${why ? html`<br><span class="muted">${shorten(why, DECIDED_TEXT_CHARS)}</span>` : ''}`;
 }
 
 /** Decided approvals: which call, who decided, when, why, and how the call ended. */
@@ -82,8 +151,8 @@ ${decided.map(
   <td>${decidedWhat(a)}</td>
   <td>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}</td>
   <td>${a.decidedAt ? html`<time datetime="${new Date(a.decidedAt).toISOString()}">${isoTime(a.decidedAt)}</time>` : ''}</td>
-  <td>${a.reason ?? ''}</td>
-  <td class="opt">${a.ran ? (a.ran.ok ? 'ok' : html`${a.ran.code ?? 'failed'}${a.ran.detail ?? a.ran.message ? html`<br><span class="muted">${a.ran.detail ?? a.ran.message}</span>` : ''}`) : ''}</td>
+  <td>${shorten(a.reason ?? '', DECIDED_TEXT_CHARS)}</td>
+  <td class="opt">${ranText(a)}</td>
 </tr>`,
 )}
 </tbody></table></div>`;

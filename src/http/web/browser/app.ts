@@ -11,6 +11,10 @@ function liveInbox(pending: HTMLElement): void {
   const say = (text: string) => {
     if (status) status.textContent = text;
   };
+  // Only the first page (the newest calls) takes new cards in: on an older page a new call would
+  // push the cards along under the reader's eyes. There the page says that new calls arrived.
+  const first = (pending.dataset.page ?? '1') === '1';
+  let arrived = 0;
   let refreshing = false;
   let again = false;
   const refresh = async (): Promise<void> => {
@@ -20,7 +24,8 @@ function liveInbox(pending: HTMLElement): void {
     }
     refreshing = true;
     try {
-      const res = await fetch('/inbox', { headers: { accept: 'text/html' }, redirect: 'manual', credentials: 'same-origin' });
+      // The page as it is shown (its pending and decided page numbers), bounded like any page.
+      const res = await fetch(location.pathname + location.search, { headers: { accept: 'text/html' }, redirect: 'manual', credentials: 'same-origin' });
       // A redirect (signed out) comes back opaque under redirect: 'manual'.
       if (res.type === 'opaqueredirect' || res.status === 401) {
         location.assign('/sign-in');
@@ -28,10 +33,12 @@ function liveInbox(pending: HTMLElement): void {
       }
       if (!res.ok) return say('could not refresh');
       const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
-      syncPending(pending, doc.getElementById('pending'));
-      const decided = doc.getElementById('decided-section');
-      const mine = document.getElementById('decided-section');
-      if (decided && mine) mine.replaceChildren(...Array.from(decided.childNodes).map((n) => document.importNode(n, true)));
+      syncPending(pending, doc.getElementById('pending'), first);
+      for (const id of ['pending-pager', 'decided-section']) {
+        const theirs = doc.getElementById(id);
+        const mine = document.getElementById(id);
+        if (theirs && mine) mine.replaceChildren(...Array.from(theirs.childNodes).map((n) => document.importNode(n, true)));
+      }
       say('live');
     } finally {
       refreshing = false;
@@ -43,7 +50,10 @@ function liveInbox(pending: HTMLElement): void {
   };
   const source = new EventSource('/inbox/events');
   source.addEventListener('ready', () => say('live'));
-  source.addEventListener('approval', () => void refresh());
+  source.addEventListener('approval', (e) => {
+    if (!first && eventType(e) === 'approval.requested') announce(pending, ++arrived);
+    void refresh();
+  });
   source.addEventListener('signed-out', () => {
     source.close();
     location.assign('/sign-in');
@@ -56,13 +66,41 @@ function liveInbox(pending: HTMLElement): void {
   };
 }
 
+/** The type of an approval event (`approval.requested`, `approval.decided`), if it can be read. */
+function eventType(e: Event): string | undefined {
+  try {
+    const data = JSON.parse((e as MessageEvent<string>).data) as { type?: unknown };
+    return typeof data.type === 'string' ? data.type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** On an older page: how many calls arrived since it was shown, with the way to the newest. */
+function announce(pending: HTMLElement, count: number): void {
+  let note = document.getElementById('pending-news');
+  if (!note) {
+    note = document.createElement('p');
+    note.id = 'pending-news';
+    note.className = 'flash ok';
+    note.setAttribute('role', 'status');
+    pending.before(note);
+  }
+  const link = document.createElement('a');
+  link.href = '/inbox';
+  link.textContent = 'show the newest';
+  note.replaceChildren(`${count} new ${count === 1 ? 'call' : 'calls'} arrived since this page was shown: `, link);
+}
+
 /**
  * Brings the pending cards in line with the server's: new ones in, decided ones out, the rest
- * left alone, so a reason half typed into a card is not lost.
+ * left alone, so a reason half typed into a card is not lost. `takeNew` false (an older page):
+ * decided cards leave, nothing comes in.
  */
-function syncPending(mine: HTMLElement, theirs: HTMLElement | null): void {
+function syncPending(mine: HTMLElement, theirs: HTMLElement | null, takeNew: boolean): void {
   if (!theirs) return;
-  const wanted = Array.from(theirs.querySelectorAll<HTMLElement>('article[data-approval]'));
+  const shown = new Set(Array.from(mine.querySelectorAll<HTMLElement>('article[data-approval]')).map((c) => c.id));
+  const wanted = Array.from(theirs.querySelectorAll<HTMLElement>('article[data-approval]')).filter((c) => takeNew || shown.has(c.id));
   const ids = new Set(wanted.map((c) => c.id));
   for (const card of Array.from(mine.querySelectorAll<HTMLElement>('article[data-approval]'))) if (!ids.has(card.id)) card.remove();
   let previous: Element | null = null;
