@@ -69,6 +69,10 @@ export interface GridPage {
 export const csvArgs = z.strictObject({
   table: z.string().min(1).max(4096),
   after: pageCursor.optional(),
+  /** Keyset: the chunk ends at this key (inclusive), a bound an earlier chunk gave (`bounds`). */
+  until: pageCursor.optional(),
+  /** Keyset: also give this many bounds past the chunk's last row (see `CsvChunk.bounds`). */
+  bounds: z.number().int().min(1).max(64).optional(),
   offset: z.number().int().min(0).optional(),
   /** The chunk stops at the first record past this many UTF-16 units. */
   maxChars: z.number().int().min(1024).max(16 * 1024 * 1024).default(2 * 1024 * 1024),
@@ -80,6 +84,12 @@ export interface CsvChunk {
   csv: string;
   rows: number;
   total?: number;
-  /** Where the next chunk starts; absent once the table is done. */
+  /** Where the next chunk starts; absent once the table (or the range up to `until`) is done. */
   next?: { after?: PageCursor; offset?: number };
+  /**
+   * Keys past `next`, each about this chunk's rows further than the one before: ranges between
+   * them can be asked for at once, before the chunk before them arrives. Absent when the table
+   * ends before the first.
+   */
+  bounds?: PageCursor[];
 }

@@ -5,6 +5,19 @@ import { databaseId, parseDatabaseId, shardOf } from '../store/database-id.ts';
 import type { DescribeResult } from '../store/sqlite-describe.ts';
 import type { ShardOpClient } from './shard-op-client.ts';
 
+/** Where one chunk of an export starts and ends (see `csvChunk`). */
+interface CsvRange {
+  after?: PageCursor;
+  until?: PageCursor;
+  offset?: number;
+  bounds?: number;
+}
+
+/** Chunks of an export asked for at once: one formatting while one travels. */
+const IN_FLIGHT = 2;
+/** Bounds a chunk gives past itself: ranges asked for before the chunk before them arrives. */
+const BOUNDS = 16;
+
 /** One database a workspace's members may browse. */
 export interface BrowsableDatabase {
   /** `<workspace>` (the shared one) or `<workspace>/<agent>`. */
@@ -71,25 +84,49 @@ export class DataBrowser {
   }
 
   /**
-   * The whole table as CSV text, chunk by chunk, each chunk one job on the owner. One chunk is
-   * fetched ahead while the consumer takes the current one (the owner formats the next while
-   * this process sends the last), and no more: a slow download holds two chunks in memory, never
-   * the table. `onTotal` hears the row count with the first chunk.
+   * The whole table as CSV text, chunk by chunk, each chunk one job on the owner. A chunk of a
+   * table with a key also gives bounds (keys about a chunk apart) past itself, so the ranges
+   * between them are asked for two at a time: the owner formats the next while this process
+   * takes the last (asking only once a chunk arrived, the owner sat idle for each chunk's trip
+   * through the queue, and exports ran at 0.45 of better-sqlite3 writing the CSV directly). A
+   * range that does not fit in one chunk is continued before the ones after it. At most two
+   * chunks wait in memory besides the one being sent, never the table. `onTotal` hears the row
+   * count with the first chunk.
    */
   async *csv(db: string, table: string, onTotal?: (rows: number) => void): AsyncGenerator<string> {
     const size = this.opts.csvChunkChars ? { maxChars: this.opts.csvChunkChars } : {};
-    const fetch = (next: { after?: PageCursor; offset?: number }) => this.run(db, 'browse.csv', { table, ...next, ...size }) as Promise<CsvChunk>;
-    let pending: Promise<CsvChunk> | undefined = fetch({});
+    const fetch = (range: CsvRange) => this.run(db, 'browse.csv', { table, ...range, ...size }) as Promise<CsvChunk>;
+    // In output order: chunks asked for, then ranges not asked for yet. The last range is open
+    // (no `until`) and asks for more bounds.
+    const asked: { range: CsvRange; chunk: Promise<CsvChunk> }[] = [];
+    const ranges: CsvRange[] = [{ bounds: BOUNDS }];
+    const ask = (range: CsvRange) => ({ range, chunk: fetch(range) });
     try {
-      while (pending) {
-        const chunk: CsvChunk = await pending;
+      for (;;) {
+        while (asked.length < IN_FLIGHT && ranges.length) asked.push(ask(ranges.shift()!));
+        const head = asked.shift();
+        if (!head) return;
+        const chunk = await head.chunk;
         if (chunk.total !== undefined) onTotal?.(chunk.total);
-        pending = chunk.next ? fetch(chunk.next) : undefined;
+        const { next, bounds } = chunk;
+        if (head.range.until) {
+          // A range cut short by the chunk size: the rest of it comes before anything after it.
+          if (next) asked.unshift(ask({ ...next, until: head.range.until }));
+        } else if (next?.after && bounds?.length) {
+          let from = next.after;
+          for (const until of bounds) {
+            ranges.push({ after: from, until });
+            from = until;
+          }
+          ranges.push({ after: from, bounds: BOUNDS });
+        } else if (next) {
+          ranges.push({ ...next, bounds: BOUNDS });
+        }
         yield chunk.csv;
       }
     } finally {
       // A consumer that stopped early (a closed download) leaves no rejection unhandled.
-      pending?.catch(() => undefined);
+      for (const a of asked) a.chunk.catch(() => undefined);
     }
   }
 

@@ -223,6 +223,27 @@ export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | '
 }
 
 /**
+ * Up to `count` keys past `from`, each about `rows` rows further (a little less, so a range
+ * between two bounds fits in a chunk as often as not): walking keys is cheap next to formatting
+ * the rows, and it lets the exporter ask for the next chunks before this one arrives, so the
+ * owner formats one while the last is still on its way. Within this chunk's snapshot; a range
+ * written to since is still read whole, as it stands then.
+ */
+function boundsPast(db: Database, from: string, key: string, start: unknown, rows: number, count: number): PageCursor[] {
+  const stride = Math.max(1, Math.floor(rows * 0.9));
+  const step = trusted(db, `SELECT ${key} FROM ${from} WHERE ${key} > ? ORDER BY ${key} LIMIT 1 OFFSET ?`).pluck().safeIntegers(true);
+  const bounds: PageCursor[] = [];
+  let at = start;
+  for (let i = 0; i < count; i++) {
+    const next = step.get(at, stride - 1);
+    if (next === undefined) break;
+    bounds.push({ k: toCursorValue(next) });
+    at = next;
+  }
+  return bounds;
+}
+
+/**
  * One chunk of a table as CSV text (csv-format.ts), in key order, from `after`: the first chunk
  * holds the header row and the row count. Each chunk is its own snapshot; a table written to
  * during an export is read as it stands at each chunk, rows never twice (keyset).
@@ -232,7 +253,9 @@ export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>>
     const shape = shapeOf(db, args.table);
     const first = args.after === undefined && (args.offset ?? 0) === 0;
     const from = `main.${quoteIdentifier(shape.name)}`;
-    const where = args.after && shape.key ? keysetWhere(undefined, shape.key, 'asc', args.after) : undefined;
+    const after = args.after && shape.key ? keysetWhere(undefined, shape.key, 'asc', args.after) : undefined;
+    const until = args.until && shape.key ? { sql: `${shape.key} <= ?`, binds: [fromCursorValue(args.until.k)] } : undefined;
+    const where = after || until ? { sql: [after?.sql, until?.sql].filter(Boolean).join(' AND '), binds: [...(after?.binds ?? []), ...(until?.binds ?? [])] } : undefined;
     const offset = shape.key ? undefined : (args.offset ?? 0);
     const sql =
       `SELECT ${selectList(shape, undefined)} FROM ${from}` +
@@ -258,6 +281,7 @@ export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>>
     const chunk: CsvChunk = { csv, rows };
     if (first && shape.type === 'table') chunk.total = Number(trusted(db, `SELECT count(*) FROM ${from}`).pluck().get());
     if (!done) chunk.next = shape.key ? { after: { k: toCursorValue(lastKey) } } : { offset: (args.offset ?? 0) + rows };
+    if (!done && shape.key && args.bounds && !args.until) chunk.bounds = boundsPast(db, from, shape.key, lastKey, rows, args.bounds);
     return chunk;
   });
 }

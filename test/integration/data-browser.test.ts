@@ -136,6 +136,41 @@ describe('the data browser', () => {
     expect(lines.at(-1)).toBe('');
   });
 
+  it('exports rows that grow past a chunk between its bounds whole, in order, each once', async () => {
+    // The first chunk's rows are short, so its bounds are far apart; the rows past them are
+    // long, so each range between two bounds takes several chunks (continued before the next range).
+    await write('CREATE TABLE grow(id INTEGER PRIMARY KEY, v TEXT)');
+    await write(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 400)
+      INSERT INTO grow SELECT i, CASE WHEN i < 60 THEN 'x' ELSE printf('%.*c', i, 'y') END FROM s`);
+    const rows = await query('SELECT id, v FROM grow ORDER BY id');
+    const expected = ['id,v', ...rows.map((r) => `${String(r[0])},${String(r[1])}`), ''].join('\r\n');
+    const chunks: string[] = [];
+    for await (const c of browser.csv(DB, 'grow')) chunks.push(c);
+    expect(chunks.join('')).toBe(expected);
+    expect(chunks.length).toBeGreaterThan(20);
+  });
+
+  it('exports each row at most once, in key order, while the table is written to', async () => {
+    await write('CREATE TABLE busy(id INTEGER PRIMARY KEY, v TEXT)');
+    await write(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 600)
+      INSERT INTO busy SELECT i * 10, printf('%040d', i) FROM s`);
+    const ids: number[] = [];
+    let n = 0;
+    for await (const c of browser.csv(DB, 'busy')) {
+      ids.push(...c.split('\r\n').filter((l) => /^\d/.test(l)).map((l) => Number(l.split(',')[0])));
+      // Between chunks: rows come and go all over the table, ahead of and behind the export.
+      if (n++ < 6) {
+        await write(`DELETE FROM busy WHERE id % 70 = ${n * 10}`);
+        await write(`INSERT INTO busy SELECT id + ${n}, 'new' FROM busy WHERE id % 90 = 0 AND id + ${n} NOT IN (SELECT id FROM busy)`);
+      }
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+    // Rows nobody touched are all there.
+    const untouched = Array.from({ length: 600 }, (_, i) => (i + 1) * 10).filter((id) => id % 70 === 0);
+    expect(untouched.filter((id) => !ids.includes(id))).toEqual([]);
+  });
+
   it('lists the shared database and each agent with a file, and reads a missing one without creating it', async () => {
     await write('CREATE TABLE x(a)', 'helper');
     const dbs = await browser.databases(WS);
