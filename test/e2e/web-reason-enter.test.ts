@@ -46,6 +46,8 @@ it('Enter in the reason field decides nothing; the Reject button then rejects wi
   await page.waitForURL(/\/inbox/);
   const card = page.locator('article[data-approval]');
   await card.waitFor();
+  // The guard is no button a person sees: the page's button style once showed it as an empty pill.
+  expect(await card.locator('button[disabled][hidden]').isVisible()).toBe(false);
   const reason = card.getByLabel('Reason');
   await reason.fill('wrong table');
   await reason.press('Enter');

@@ -17,6 +17,8 @@ a { color: var(--accent); }
 main { padding: 16px; max-width: 1200px; margin: 0 auto; }
 h1 { font-size: 1.4rem; margin: 0 0 12px; } h2 { font-size: 1.1rem; margin: 24px 0 8px; }
 button, .button { font: inherit; padding: 6px 12px; border: 1px solid var(--line); border-radius: 6px; background: #fff; color: var(--fg); cursor: pointer; text-decoration: none; display: inline-block; }
+/* The page's own display rules would otherwise show elements marked hidden (a form's disabled default button). */
+[hidden] { display: none !important; }
 button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
 button.danger { background: var(--bad); border-color: var(--bad); color: #fff; }
 button.link { border: 0; background: none; color: var(--accent); padding: 0; text-decoration: underline; }
