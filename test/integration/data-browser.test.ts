@@ -171,6 +171,18 @@ describe('the data browser', () => {
     expect(untouched.filter((id) => !ids.includes(id))).toEqual([]);
   });
 
+  it('exports every row of a table whose header alone fills a chunk', async () => {
+    // Five names of 250 bytes: the header passes the 1 KB chunk before any row. A chunk that
+    // stopped there had no last key, and the export went on from "past NULL": nothing.
+    const names = Array.from({ length: 5 }, (_, i) => `c${i}`.padEnd(250, 'x'));
+    await write(`CREATE TABLE wide(id INTEGER PRIMARY KEY, ${names.map((n) => `"${n}"`).join(', ')})`);
+    await write(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30) INSERT INTO wide(id) SELECT i FROM s`);
+    const chunks: string[] = [];
+    for await (const c of browser.csv(DB, 'wide')) chunks.push(c);
+    const ids = chunks.join('').split('\r\n').slice(1, -1).map((l) => Number(l.split(',')[0]));
+    expect(ids).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  });
+
   it('lists the shared database and each agent with a file, and reads a missing one without creating it', async () => {
     await write('CREATE TABLE x(a)', 'helper');
     const dbs = await browser.databases(WS);
