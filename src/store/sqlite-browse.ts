@@ -269,7 +269,9 @@ export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>>
     let lastKey: unknown;
     let done = true;
     for (const r of db.prepare(sql).raw(true).safeIntegers(true).iterate(...binds) as Iterable<unknown[]>) {
-      if (csv.length >= args.maxChars) {
+      // At least one row a chunk: its key is where the next starts (a header past maxChars, with no
+      // row, left no key and the export went on from "past NULL", which is nothing).
+      if (rows > 0 && csv.length >= args.maxChars) {
         // One row read past the chunk: it says more exist; leaving the loop resets the statement.
         done = false;
         break;
