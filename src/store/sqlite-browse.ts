@@ -251,6 +251,12 @@ function boundsPast(db: Database, from: string, key: string, start: unknown, row
 export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>> & CsvArgs): CsvChunk {
   return inRolledBackRead(db, () => {
     const shape = shapeOf(db, args.table);
+    // A chunk asked for by key of a table that has none now (columns named rowid, _rowid_ and
+    // oid added since), or by offset of one that has one now: read from the start, each range
+    // asked for at once would repeat the table. The export stops instead (its download aborts).
+    if (shape.key ? (args.offset ?? 0) > 0 : args.after !== undefined || args.until !== undefined) {
+      throw new AgentDbError('NOT_FOUND', `${JSON.stringify(shape.name)} changed during the export (its rowid became reachable or unreachable by name); export it again`);
+    }
     const first = args.after === undefined && (args.offset ?? 0) === 0;
     const from = `main.${quoteIdentifier(shape.name)}`;
     const after = args.after && shape.key ? keysetWhere(undefined, shape.key, 'asc', args.after) : undefined;
