@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { syncFile } from './snapshot.ts';
 
 const WAIT_MS = 30 * 60 * 1000;
 
@@ -63,10 +64,5 @@ export function copyOnThread(from: string, to: string): PendingCopy {
 
 function copyHere(from: string, to: string): void {
   fs.copyFileSync(from, to);
-  const fd = fs.openSync(to, 'r+');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+  syncFile(to);
 }
