@@ -4,7 +4,8 @@
 //     worker → executor child), 64 calls in flight (goal: at most 15 % slower);
 //   - snapshot and restore MB/s of a 100 MB database against a plain copy of its file
 //     (goal: restore at least 0.5× copy): the rebuild alone, and the whole restore in place as
-//     the executor child runs it (with where its time goes), and a restore into a new database;
+//     the executor child runs it (back over the last 10 commits, and back before the live
+//     generation; with where its time goes), and a restore into a new database;
 //   - restore time of a database with a day of history (10,000 writes in one generation).
 // HISTORY_BENCH_SOAK=N also runs the randomized history test with N steps (the larger soak).
 import { spawnSync } from 'node:child_process';
@@ -119,11 +120,12 @@ function bigDatabase(mb: number) {
 
 /**
  * The in-place restore of a `mb` MB database end to end, as the executor child runs it for
- * `agentdb restore DB --at T` (`restoreInPlace`: rebuild, audit row, undo point,
- * copy beside the live file while the integrity check and hash run on threads, rename over it,
- * new generation), on a handle cache with capture hooks like the child's;
- * then a second restore timed step by step (its step hook), to say where the time goes; and a
- * `restoreInto` fork of it into a new database.
+ * `agentdb restore DB --at T` (`restoreInPlace`), on a handle cache with capture hooks like the
+ * child's: back over the last ten commits (the undo of an agent's last writes: within the live
+ * generation, one commit of the pages changed since), timed whole and then again step by step
+ * (its step hook) to say where the time goes; back to the middle of the fill, before the
+ * generation began (the rebuilt file copied in and renamed over the live one, a new
+ * generation); and a `restoreInto` fork of it into a new database.
  */
 function inPlaceRestore(mb: number) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-inplace-'));
@@ -132,14 +134,22 @@ function inPlaceRestore(mb: number) {
   const target = (agent: string): DbTarget => ({ id: `bench/${agent}`, path: databasePath(dataDir, 'bench', agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise });
   const db = target('big');
   const by = { who: 'bench', via: 'operator' as const };
+  // Commit times are milliseconds: a moment taken here is before every later commit.
+  const moment = () => {
+    const at = Date.now();
+    while (Date.now() <= at);
+    return at;
+  };
   try {
     const live = handles.open(db, 'write');
     live.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, b BLOB)');
     history.run(live, db);
     const insert = live.prepare('INSERT INTO blobs (b) VALUES (randomblob(?))');
+    let middle = 0;
     for (let i = 0; i < mb * 4; i++) {
       insert.run(256 * 1024);
       history.run(live, db);
+      if (i === mb * 2) middle = moment();
     }
     snapshotNow(handles, history, dataDir, { op: 'snapshot', db, reason: 'manual' });
     const bytes = fs.statSync(db.path).size;
@@ -148,22 +158,23 @@ function inPlaceRestore(mb: number) {
     fs.copyFileSync(db.path, copyTo);
     const copyS = (performance.now() - t) / 1000;
     fs.rmSync(copyTo);
-    const more = () => {
+    const tenCommits = () => {
+      const at = moment();
       const h = handles.open(db, 'write');
       for (let i = 0; i < 10; i++) {
         h.prepare('INSERT INTO blobs (b) VALUES (randomblob(?))').run(4096);
         history.run(h, db);
       }
+      return at;
     };
-    more();
-    let at = Date.now();
+    let at = tenCommits();
     t = performance.now();
     const res = restoreInPlace(handles, history, dataDir, { op: 'restore', db, at, by });
     const inPlaceS = (performance.now() - t) / 1000;
     if (!res.undoId) throw new Error(`restore kept no undo point: ${JSON.stringify(res)}`);
 
     // Again, timed step by step (the restore's own step hook): where the time goes.
-    more();
+    at = tenCommits();
     const steps: Record<string, number> = {};
     let last = performance.now();
     const hooks = {
@@ -174,8 +185,12 @@ function inPlaceRestore(mb: number) {
       },
     };
     last = performance.now();
-    restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: Date.now(), by }, hooks);
+    restoreInPlace(handles, history, dataDir, { op: 'restore', db, at, by }, hooks);
     steps.total = round(Object.values(steps).reduce((a, b) => a + b, 0));
+
+    t = performance.now();
+    restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: middle, by });
+    const farBackS = (performance.now() - t) / 1000;
 
     const fork = target('fork');
     t = performance.now();
@@ -188,9 +203,12 @@ function inPlaceRestore(mb: number) {
       copyMBps: round(copyMBps, 1),
       inPlaceMBps: round(m / inPlaceS, 1),
       inPlaceVsCopy: round(m / inPlaceS / copyMBps),
+      farBackMBps: round(m / farBackS, 1),
+      farBackVsCopy: round(m / farBackS / copyMBps),
       intoMBps: round(m / intoS, 1),
       intoVsCopy: round(m / intoS / copyMBps),
       inPlaceS: round(inPlaceS),
+      farBackS: round(farBackS),
       steps,
     };
   } finally {
@@ -242,7 +260,7 @@ async function main(): Promise<void> {
   console.log(`${big.mb} MB database: ${JSON.stringify(big)} ratios ${JSON.stringify(bigRatios)} (goal: restore >= 0.5× copy)`);
   const inPlace = inPlaceRestore(DB_MB);
   const { steps, ...inPlaceFigures } = inPlace;
-  console.log(`${inPlace.mb} MB database, restore in place end to end (restoreInPlace) and into a new database (restoreInto): ${JSON.stringify(inPlaceFigures)} (goal: in place >= 0.5× copy)`);
+  console.log(`${inPlace.mb} MB database, restore in place end to end (restoreInPlace: back over its last 10 commits, and back to the middle of its fill, before its generation) and into a new database (restoreInto): ${JSON.stringify(inPlaceFigures)} (goal: in place >= 0.5× copy)`);
   console.log(`  in-place steps, seconds: ${JSON.stringify(steps)}`);
   const day = dayOfHistory(DAY_WRITES);
   console.log(`a day of history: ${JSON.stringify(day)}`);

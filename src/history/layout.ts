@@ -239,6 +239,14 @@ export interface UndoPoint {
   restoredTo: number;
   /** The state just before the restore: the last commit captured then. */
   position: HistoryPosition;
+  /** A restore within the generation (one commit of the changed pages, then its audit row): the last of its own commits. */
+  restoreEnd?: HistoryPosition;
+  /**
+   * Set while a restore within the generation runs (see `store/restore-delta.ts`): the request
+   * (to finish it under the same undo id when it is asked again after a crash), the salts of the
+   * WAL its commit was written in (to tell whether it landed), and its audit row's text.
+   */
+  pending?: { key: string; salts: string; audited: string; by: { who: string; via: string } };
 }
 
 /** One commit in a database's history: its generation, segment, and frame count there. */
@@ -265,15 +273,16 @@ export function undoPath(dir: string, undoId: string): string {
 
 /**
  * Writes `data` as JSON to `file` through a temporary name in the same folder, synced before
- * the rename, so readers never see half of it and a crash leaves the old file or the new one.
+ * the rename, so readers never see half of it and a crash leaves the old file or the new one
+ * (`sync: false`: a crash may leave the old one even after it returned).
  */
-export function writeJsonAtomic(file: string, data: unknown): void {
+export function writeJsonAtomic(file: string, data: unknown, opts: { sync?: boolean } = {}): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w');
   try {
     fs.writeSync(fd, JSON.stringify(data));
-    fs.fsyncSync(fd);
+    if (opts.sync !== false) fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }

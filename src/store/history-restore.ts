@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -15,7 +14,8 @@ import { swapIn } from '../history/swap-in.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
 import type { HistoryCapture } from './history-capture.ts';
-import { recordAudit } from './sqlite-audit.ts';
+import { audit, closedEverywhere, newUndoId } from './restore-common.ts';
+import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-delta.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -41,7 +41,7 @@ type IntoReq = Extract<ExecRequest, { op: 'restoreInto' }>;
 type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
 
 /** The steps of a restore in place, in order, as {@link RestoreHooks.step} names them. */
-export type RestoreStep = 'rebuilt' | 'copied' | 'closed' | 'undo' | 'marked' | 'renamed' | 'generation' | 'unmarked';
+export type RestoreStep = 'rebuilt' | 'copied' | 'closed' | 'undo' | 'marked' | 'written' | 'audited' | 'renamed' | 'generation' | 'unmarked';
 
 /** A test's view into a restore: called after each step (a crash test kills itself there). A fork has 'copied', 'renamed' and 'generation'. */
 export interface RestoreHooks {
@@ -50,11 +50,14 @@ export interface RestoreHooks {
 
 /**
  * Restores a database in place (see `agentdb restore`): history brought up to date, the target
- * planned and rebuilt beside the live file, the restore recorded in its audit, the rebuilt file
- * copied next to the live one by another thread while this one checks it (`PRAGMA
- * integrity_check`) and a third hashes it (`copyChecked`), the live database closed, the state before kept as an undo point, then the copy
- * renamed over the live file and a new generation begun from the rebuilt file (the old one ends
- * at the undo point: the restore is no commit of it).
+ * planned, then one of two ways. Back within the live generation, with few enough pages changed
+ * since, by one WAL commit of those pages as they were (`restoreWithinGeneration`; history goes
+ * on in the generation). Otherwise the target is rebuilt beside the live file, the restore
+ * recorded in its audit, the rebuilt file copied next to the live one by another thread while
+ * this one checks it (`PRAGMA integrity_check`) and a third hashes it (`copyChecked`), the live
+ * database closed, the state before kept as an undo point, then the copy renamed over the live
+ * file and a new generation begun from the rebuilt file (the old one ends at the undo point: the
+ * restore is no commit of it).
  *
  * The rename is the moment the database changes, whole: a crash before it leaves the database
  * as it was, one after it the restored one, and history right either way (the old generation is
@@ -82,7 +85,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       if (!point || point.database !== req.db.id) throw new AgentDbError('UNDO_NOT_FOUND', `${req.db.id} has no undo point ${JSON.stringify(req.undo)}`);
       target = { position: point.position };
       restoredTo = point.createdAt;
-      discards = { discardsCommits: commitsAfterRestore(source, point.createdAt) };
+      discards = { discardsCommits: commitsAfterRestore(source, point) };
     } else {
       target = { at: checkedMoment(req.at, history.opts.retentionDays) };
     }
@@ -93,14 +96,19 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     // Only one restore of a database runs at a time (the reader marker): any file of the kinds
     // below is a crashed restore's.
     removeLeftovers(hdir, req.db.path);
+    const step = (name: RestoreStep) => hooks.step?.(name);
+    const key = JSON.stringify({ at: req.at ?? null, undo: req.undo ?? null, who: req.by.who });
+    const reused = settleInterrupted(handles, history, req.db, source, hdir, key);
+    const undoId = reused ?? newUndoId();
+    const audited = req.undo ? `undo ${req.undo} (back to the state of ${new Date(restoredTo ?? plan.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`;
+    const now = Date.now();
+    const within = { handles, history, db: req.db, by: req.by, plan, source, hdir, undoId, reuseUndo: reused !== undefined, restoredTo: restoredTo ?? plan.restoredTo, audited, now, key, step };
+    if (restoreWithinGeneration(within)) return summary({ undoId });
+
     const tmp = path.join(hdir, `restore-${process.pid}-${Date.now()}.sqlite`);
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
-    const step = (name: RestoreStep) => hooks.step?.(name);
     rebuild(plan, tmp);
     try {
-      const undoId = newUndoId();
-      const audited = req.undo ? `undo ${req.undo} (back to the state of ${new Date(restoredTo ?? plan.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`;
-      const now = Date.now();
       // The audit row goes into the rebuilt file, so the restore is one change and the file put
       // in place is exactly the new generation's snapshot.
       auditInto(tmp, req.by, undoId, audited, now);
@@ -116,10 +124,11 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
       if (!closedEverywhere(req.db.path)) {
         fs.rmSync(next, { force: true });
-        throughSqlite(handles, history, req, tmp, point, hdir, source);
+        throughSqlite(handles, history, req, tmp, point, hdir, source, reused !== undefined);
+        if (reused) finishedUnder(hdir, undoId);
         return summary({ undoId });
       }
-      writeJsonAtomic(undoPath(hdir, undoId), point);
+      if (!reused) writeJsonAtomic(undoPath(hdir, undoId), point);
       step('undo');
       const leaving = path.join(source.generationsDir, before.generation);
       markRestoreLeaving(leaving);
@@ -134,6 +143,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       forgetCapture(req.db.path);
       step('generation');
       unmarkRestoreLeaving(leaving);
+      if (reused) finishedUnder(hdir, undoId);
       step('unmarked');
       return summary({ undoId });
     } finally {
@@ -143,13 +153,15 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
   });
 }
 
+/** An interrupted restore asked again and finished under its undo id: its undo point is no longer pending. */
+function finishedUnder(hdir: string, undoId: string): void {
+  const point = readJson<UndoPoint>(undoPath(hdir, undoId));
+  if (point) writeJsonAtomic(undoPath(hdir, undoId), withoutPending(point));
+}
+
 /** The name of the restored copy beside the live file, before it is renamed over it: `<db>.restore-<pid>.tmp`. */
 const NEXT_SUFFIX = '.restore-';
 
-/** Whether no connection has `dbPath` open: the last one to close removes its -wal and -shm. */
-function closedEverywhere(dbPath: string): boolean {
-  return !fs.existsSync(`${dbPath}-wal`) && !fs.existsSync(`${dbPath}-shm`);
-}
 
 /** Removes what a restore of this database that crashed left: its rebuilt file and its copy. */
 function removeLeftovers(hdir: string, dbPath: string): void {
@@ -172,7 +184,7 @@ function removeLeftovers(hdir: string, dbPath: string): void {
  * copied over the live database with SQLite's backup API, as one commit (which other
  * connections see like any other), and a new generation begun from the rebuilt file.
  */
-function throughSqlite(handles: HandleCache, history: HistoryCapture, req: RestoreReq, tmp: string, point: UndoPoint, hdir: string, source: ReturnType<typeof localSource>): void {
+function throughSqlite(handles: HandleCache, history: HistoryCapture, req: RestoreReq, tmp: string, point: UndoPoint, hdir: string, source: ReturnType<typeof localSource>, reused: boolean): void {
   const live = handles.open(req.db, 'write');
   history.run(live, req.db);
   // Captured up to the last commit and checkpointed (capture's own rule: only once all is
@@ -182,14 +194,14 @@ function throughSqlite(handles: HandleCache, history: HistoryCapture, req: Resto
   const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
   const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
   point.position = capturedPosition(req.db.path, source) ?? point.position;
-  writeJsonAtomic(undoPath(hdir, point.id), point);
+  if (!reused) writeJsonAtomic(undoPath(hdir, point.id), point);
   const leaving = path.join(source.generationsDir, point.position.generation);
   markRestoreLeaving(leaving);
   try {
     swapIn(tmp, req.db.path);
   } catch (err) {
     // The backup is one transaction: nothing changed, so there is nothing to undo either.
-    fs.rmSync(undoPath(hdir, point.id), { force: true });
+    if (!reused) fs.rmSync(undoPath(hdir, point.id), { force: true });
     unmarkRestoreLeaving(leaving);
     throw err;
   }
@@ -317,37 +329,24 @@ function result(database: string, plan: RestorePlan, restoredTo: number, dryRun:
   };
 }
 
-function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {
-  recordAudit(db, {
-    approvalId: `restore:${id}`,
-    callId: id,
-    tool: 'RESTORE',
-    tier: 'operator',
-    statement,
-    requester: by.who,
-    decision: 'restored',
-    decidedBy: by.who,
-    decidedVia: by.via,
-    decidedAt: at,
-    at,
-  });
-}
 
-/** Undo ids: `u`, the time in base 36 and random bytes; sortable and never reused. */
-function newUndoId(): string {
-  return `u${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
-}
 
 /**
- * The commits made after an in-place restore done at `restoredAt`: those of the generations
- * begun at or after it (the restore begins one once its own commits are in). An undo of that
- * restore discards them; it says how many so nobody loses acknowledged writes unawares.
+ * The commits made after the in-place restore `point` undoes: an undo of it discards them; it
+ * says how many so nobody loses acknowledged writes unawares. A restore within the generation
+ * recorded where its own commits ended (`restoreEnd`); one that copied a file in began a
+ * generation, so the commits of the generations begun at or after it are the ones.
  */
-function commitsAfterRestore(source: ReturnType<typeof localSource>, restoredAt: number): number {
+function commitsAfterRestore(source: ReturnType<typeof localSource>, point: UndoPoint): number {
+  const end = point.restoreEnd;
   let n = 0;
   for (const gen of listGenerations(source)) {
-    if (!gen.snapshot || gen.snapshot.at < restoredAt) continue;
-    for (const seg of listSegments(gen)) n += readCommits(seg.indexPath).length;
+    if (end ? gen.name < end.generation : !gen.snapshot || gen.snapshot.at < point.createdAt) continue;
+    for (const seg of listSegments(gen)) {
+      const commits = readCommits(seg.indexPath);
+      if (!end || gen.name > end.generation || seg.name > end.segment) n += commits.length;
+      else if (seg.name === end.segment) n += commits.filter((c) => c.frames > end.frames).length;
+    }
   }
   return n;
 }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listUndoPoints, localSource } from '../../src/history/layout.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
@@ -11,19 +12,37 @@ import type { RestoreStep } from '../../src/store/history-restore.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
-// A restore in place replaces the database file by renaming a checked copy over it. A crash at
-// any step must leave the database as it was (up to the rename) or restored (from it), whole,
-// with a history that still restores every moment — the crash's own included — and, once the
-// database is the restored one, the undo point that leads back.
+// A restore in place back within the live generation writes the pages changed since as one WAL
+// commit; one further back replaces the database file by renaming a checked copy over it. A
+// crash at any step must leave the database as it was (up to the commit or the rename) or
+// restored (from it), whole, with a history that still restores every moment — the crash's own
+// included — and, once the database is the restored one, the undo point that leads back.
 const CHILD = fileURLToPath(new URL('../helpers/restore-crash-child.ts', import.meta.url));
-const STEPS: { step: RestoreStep; restored: boolean }[] = [
-  { step: 'rebuilt', restored: false },
-  { step: 'copied', restored: false },
-  { step: 'closed', restored: false },
-  { step: 'undo', restored: false },
-  { step: 'marked', restored: false },
-  { step: 'renamed', restored: true },
-  { step: 'generation', restored: true },
+const WAYS: { way: string; olderGeneration: boolean; steps: { step: RestoreStep; restored: boolean }[] }[] = [
+  {
+    way: 'by one commit of the pages changed since',
+    olderGeneration: false,
+    steps: [
+      { step: 'closed', restored: false },
+      { step: 'undo', restored: false },
+      { step: 'written', restored: true },
+      { step: 'audited', restored: true },
+      { step: 'unmarked', restored: true },
+    ],
+  },
+  {
+    way: 'by renaming a rebuilt copy over the file',
+    olderGeneration: true,
+    steps: [
+      { step: 'rebuilt', restored: false },
+      { step: 'copied', restored: false },
+      { step: 'closed', restored: false },
+      { step: 'undo', restored: false },
+      { step: 'marked', restored: false },
+      { step: 'renamed', restored: true },
+      { step: 'generation', restored: true },
+    ],
+  },
 ];
 
 let dataDir: string;
@@ -38,6 +57,14 @@ afterAll(async () => {
 });
 
 const by = { who: 'operator:test', via: 'operator' as const };
+const auditStatements = (file: string): string[] => {
+  const d = new Database(file, { readonly: true });
+  try {
+    return (d.prepare("SELECT statement FROM _agentdb_audit WHERE tool = 'RESTORE' ORDER BY at").all() as { statement: string }[]).map((r) => r.statement);
+  } finally {
+    d.close();
+  }
+};
 let seq = 0;
 const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
 const write = (db: DbTarget, sql: string, params: (string | number)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
@@ -50,14 +77,15 @@ async function rows(db: DbTarget, n: number, tag: string): Promise<number> {
   return at;
 }
 
-describe('a crash during a restore in place', () => {
-  for (const { step, restored } of STEPS) {
+describe.each(WAYS)('a crash during a restore in place $way', ({ olderGeneration, steps }) => {
+  for (const { step, restored } of steps) {
     it(`after "${step}" leaves the database ${restored ? 'restored' : 'as it was'}, and history right`, async () => {
-      const db = historyTarget(dataDir, `crash/${step}`);
+      const db = historyTarget(dataDir, `crash/${step}${olderGeneration ? '-older' : ''}`);
       await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
       const at = await rows(db, 20, 'a');
       const atState = dumpHash(db.path, { withoutAudit: true });
       await rows(db, 20, 'b');
+      if (olderGeneration) await ok({ op: 'snapshot', db, reason: 'manual' });
       const before = dumpHash(db.path, { withoutAudit: true });
       // Nothing in the pool may have the file open while another process restores it.
       await ok({ op: 'close', path: db.path });
@@ -89,8 +117,17 @@ describe('a crash during a restore in place', () => {
         // The undo point was written before the rename: it leads back to the state before.
         const points = listUndoPoints(historyDir(dataDir, db.id));
         expect(points).toHaveLength(1);
+        if (points[0]!.pending) {
+          // The same request again (as BullMQ retries it) finishes it under the same undo id.
+          const again = await ok({ op: 'restore', db, at, by: { who: 'operator:crash', via: 'operator' }, timeoutMs: 60_000 });
+          expect(again.undoId).toBe(points[0]!.id);
+          expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
+          expect(auditStatements(db.path).filter((s) => s.startsWith('restore to '))).toHaveLength(1);
+          expect(listUndoPoints(historyDir(dataDir, db.id)).map((p) => [p.id, p.pending])).toEqual([[points[0]!.id, undefined]]);
+        }
         await ok({ op: 'restore', db, undo: points[0]!.id, by, timeoutMs: 60_000 });
         expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
+        expect(auditStatements(db.path).filter((s) => s.startsWith(`undo ${points[0]!.id} `))).toHaveLength(1);
       } else {
         // A restore run again from here works, and clears what the crashed one left behind.
         await ok({ op: 'restore', db, at, by, timeoutMs: 60_000 });
@@ -101,7 +138,9 @@ describe('a crash during a restore in place', () => {
       expect(fs.readdirSync(path.dirname(db.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
     }, 60_000);
   }
+});
 
+describe('a crash during a restore into a new database', () => {
   // A fork puts its database in place first, then begins its history from the rebuilt file.
   for (const step of ['copied', 'renamed', 'generation'] as const) {
     it(`into a new database, after "${step}", leaves no database or a whole one whose history begins`, async () => {

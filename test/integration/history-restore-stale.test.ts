@@ -50,48 +50,53 @@ function holders(file: string): { pids: number[]; stale: boolean } {
 }
 
 describe('a restore in place with the database open in several executor children', () => {
-  it('closes it in every child first; afterwards every child reads the restored file', async () => {
-    const db = historyTarget(dataDir, 'stale/x');
-    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    for (let i = 0; i < 10; i++) await write(db, 'INSERT INTO t(v) VALUES (?)', [`a${i}`]);
-    const at = Date.now();
-    pastMs(at);
-    const atState = dumpHash(db.path, { withoutAudit: true });
-    for (let i = 0; i < 10; i++) await write(db, 'INSERT INTO t(v) VALUES (?)', [`b${i}`]);
-    pastMs(Date.now());
-    // One child ran x last; another database then keeps the other child busiest-lately, so a
-    // statement of a third takes x's child, and x's next read goes to the other one: both
-    // children end up with x open.
-    await read(historyTarget(dataDir, 'stale/never-written'), 'SELECT 1');
-    pastMs(Date.now());
-    const other = historyTarget(dataDir, 'stale/other');
-    await Promise.all([write(other, 'CREATE TABLE t(id INTEGER PRIMARY KEY)'), read(db)]);
-    const open = holders(db.path);
-    expect(open.pids, 'x should be open in both children before the restore').toHaveLength(2);
-    const inode = fs.statSync(db.path).ino;
+  for (const older of [false, true]) {
+    it(`closes it in every child first; afterwards every child reads the restored file (${older ? 'from an older generation: the file renamed over' : 'within the generation: one commit'})`, async () => {
+      const db = historyTarget(dataDir, `stale/x${older ? '-older' : ''}`);
+      await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+      for (let i = 0; i < 10; i++) await write(db, 'INSERT INTO t(v) VALUES (?)', [`a${i}`]);
+      const at = Date.now();
+      pastMs(at);
+      const atState = dumpHash(db.path, { withoutAudit: true });
+      for (let i = 0; i < 10; i++) await write(db, 'INSERT INTO t(v) VALUES (?)', [`b${i}`]);
+      if (older) await ok({ op: 'snapshot', db, reason: 'manual' });
+      pastMs(Date.now());
+      // One child ran x last; another database then keeps the other child busiest-lately, so a
+      // statement of a third takes x's child, and x's next read goes to the other one: both
+      // children end up with x open.
+      await read(historyTarget(dataDir, 'stale/never-written'), 'SELECT 1');
+      pastMs(Date.now());
+      const other = historyTarget(dataDir, `stale/other${older ? '-older' : ''}`);
+      await Promise.all([write(other, 'CREATE TABLE t(id INTEGER PRIMARY KEY)'), read(db)]);
+      const open = holders(db.path);
+      expect(open.pids, 'x should be open in both children before the restore').toHaveLength(2);
+      const inode = fs.statSync(db.path).ino;
 
-    const out = await ok({ op: 'restore', db, at, by, timeoutMs: 60_000 });
-    expect(out.undoId).toMatch(/^u/);
-    // The file was replaced (the rename, not the backup API), and no child kept the old one.
-    expect(fs.statSync(db.path).ino).not.toBe(inode);
-    expect(holders(db.path).stale).toBe(false);
-    // Every child reads the restored database, and writes go on with their history.
-    const counts = await Promise.all([read(db), read(db), write(other, 'INSERT INTO t DEFAULT VALUES'), read(db)]);
-    for (const c of [counts[0], counts[1], counts[3]]) expect(c.rows[0][0]).toBe(10);
-    await write(db, 'INSERT INTO t(v) VALUES (?)', ['after']);
-    expect(holders(db.path).stale).toBe(false);
-    expect(integrity(db.path)).toBe('ok');
-    const later = Date.now();
-    pastMs(later);
-    const fork = historyTarget(dataDir, 'stale/fork');
-    await ok({ op: 'restoreInto', db: fork, source: db.id, at: later, by, timeoutMs: 60_000 });
-    expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(db.path, { withoutAudit: true }));
-    // And the undo goes back through the same path.
-    await ok({ op: 'restore', db, undo: out.undoId, by, timeoutMs: 60_000 });
-    expect(holders(db.path).stale).toBe(false);
-    expect((await read(db)).rows[0][0]).toBe(20);
-    expect(atState).not.toBe(dumpHash(db.path, { withoutAudit: true }));
-  }, 60_000);
+      const out = await ok({ op: 'restore', db, at, by, timeoutMs: 60_000 });
+      expect(out.undoId).toMatch(/^u/);
+      // From an older generation the file was replaced (the rename, not the backup API); within
+      // the generation it was written by one commit that every child sees. No child kept the old one.
+      if (older) expect(fs.statSync(db.path).ino).not.toBe(inode);
+      else expect(fs.statSync(db.path).ino).toBe(inode);
+      expect(holders(db.path).stale).toBe(false);
+      // Every child reads the restored database, and writes go on with their history.
+      const counts = await Promise.all([read(db), read(db), write(other, 'INSERT INTO t DEFAULT VALUES'), read(db)]);
+      for (const c of [counts[0], counts[1], counts[3]]) expect(c.rows[0][0]).toBe(10);
+      await write(db, 'INSERT INTO t(v) VALUES (?)', ['after']);
+      expect(holders(db.path).stale).toBe(false);
+      expect(integrity(db.path)).toBe('ok');
+      const later = Date.now();
+      pastMs(later);
+      const fork = historyTarget(dataDir, `stale/fork${older ? '-older' : ''}`);
+      await ok({ op: 'restoreInto', db: fork, source: db.id, at: later, by, timeoutMs: 60_000 });
+      expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(db.path, { withoutAudit: true }));
+      // And the undo goes back through the same path.
+      await ok({ op: 'restore', db, undo: out.undoId, by, timeoutMs: 60_000 });
+      expect(holders(db.path).stale).toBe(false);
+      expect((await read(db)).rows[0][0]).toBe(20);
+      expect(atState).not.toBe(dumpHash(db.path, { withoutAudit: true }));
+    }, 60_000);
+  }
 
   it('copies through SQLite instead when a connection outside agentdb has the file open', async () => {
     const db = historyTarget(dataDir, 'stale/outside');

@@ -175,14 +175,16 @@ describe('restore', () => {
     const f = new Database(fork.path);
     expect((f.prepare('SELECT count(*) FROM t').pluck().get() as number)).toBe(120 - 20);
     f.close();
-    expect(listGenerations(localSource(dataDir, 'rs/main')).length).toBeGreaterThan(1);
+    // The restores above went back within the live generation: each a commit of it, none began another.
+    expect(listGenerations(localSource(dataDir, 'rs/main'))).toHaveLength(1);
   });
 
-  it('a restore in place begins a generation from the file it copied in: the old one ends at the undo point', async () => {
+  it('a restore in place to before the live generation begins one from the file it copied in: the old one ends at the undo point', async () => {
     const gdb = target('rs/gen');
     await write(gdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
     const m = await rows(gdb, 10);
     await rows(gdb, 5, 'later');
+    expect(await ok({ op: 'snapshot', db: gdb, reason: 'manual' })).toMatchObject({ snapshot: expect.any(String) });
     const source = localSource(dataDir, 'rs/gen');
     const oldGen = listGenerations(source).at(-1)!;
     const oldCommits = () => listSegments(oldGen).reduce((n, seg) => n + readCommits(seg.indexPath).length, 0);
@@ -216,6 +218,62 @@ describe('restore', () => {
     expect(codeOf(undo)).toBe('ok');
     expect(await count(gdb)).toBe(15);
     expect(integrity(gdb.path)).toBe('ok');
+  });
+
+  it('a restore in place within the live generation writes one commit of the pages changed since, and history goes on in the same generation', async () => {
+    const ddb = target('rs/delta');
+    await write(ddb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    await write(ddb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) SELECT i FROM n)");
+    const m = await rows(ddb, 5);
+    const atState = dumpHash(ddb.path, { withoutAudit: true });
+    await write(ddb, 'UPDATE t SET v = ? WHERE id % 97 = 0', ['changed']);
+    await rows(ddb, 3, 'later');
+    const before = dumpHash(ddb.path, { withoutAudit: true });
+    const source = localSource(dataDir, 'rs/delta');
+    const gens = listGenerations(source).map((g) => g.name);
+    const frames = () => listGenerations(source).flatMap((g) => listSegments(g)).reduce((n, seg) => n + (readCommits(seg.indexPath).at(-1)?.frames ?? 0), 0);
+    const framesBefore = frames();
+    const out = await restore(ddb, { at: m[4]! });
+    expect(codeOf(out)).toBe('ok');
+    expect(dumpHash(ddb.path, { withoutAudit: true })).toBe(atState);
+    expect(integrity(ddb.path)).toBe('ok');
+    // No new generation, and the restore's commit in it holds a few pages, not the database (200+).
+    expect(listGenerations(source).map((g) => g.name)).toEqual(gens);
+    expect(frames() - framesBefore).toBeLessThan(60);
+    expect(fs.readdirSync(historyDir(dataDir, 'rs/delta')).filter((n) => n.startsWith('restore-'))).toEqual([]);
+    // History holds the restore as a commit: a moment after it restores the restored state.
+    const after = (await rows(ddb, 1, 'after'))[0]!;
+    const fork = target('rs/deltafork');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/delta', at: after, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(ddb.path, { withoutAudit: true }));
+    // The undo says it discards the one commit made after the restore (not the restore's own), and goes back exactly.
+    const undoId = (out as { result: { undoId: string } }).result.undoId;
+    expect(await restore(ddb, { undo: undoId, dryRun: true })).toMatchObject({ ok: true, result: { discardsCommits: 1 } });
+    expect(codeOf(await restore(ddb, { undo: undoId }))).toBe('ok');
+    expect(dumpHash(ddb.path, { withoutAudit: true })).toBe(before);
+  });
+
+  it('a restore within the generation makes the file shorter or longer again as it was', async () => {
+    const sdb = target('rs/sizes');
+    await write(sdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    await write(sdb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
+    const small = (await rows(sdb, 1))[0]!;
+    const smallState = dumpHash(sdb.path, { withoutAudit: true });
+    const smallSize = fs.statSync(sdb.path).size;
+    await write(sdb, "INSERT INTO t(v) SELECT printf('%.1000c', 'y') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)");
+    const big = (await rows(sdb, 1, 'big'))[0]!;
+    const bigState = dumpHash(sdb.path, { withoutAudit: true });
+    const gens = listGenerations(localSource(dataDir, 'rs/sizes')).length;
+    // Back before the big insert (the file cut to its size then), forward to after it (the pages
+    // past that end written again), and back.
+    for (const [at, state] of [[small, smallState], [big, bigState], [small, smallState]] as const) {
+      expect(codeOf(await restore(sdb, { at }))).toBe('ok');
+      expect(dumpHash(sdb.path, { withoutAudit: true })).toBe(state);
+      expect(integrity(sdb.path)).toBe('ok');
+    }
+    await ok({ op: 'close', path: sdb.path });
+    expect(fs.statSync(sdb.path).size).toBeLessThan(smallSize + 8 * 4096);
+    expect(listGenerations(localSource(dataDir, 'rs/sizes'))).toHaveLength(gens);
   });
 
   describe('bad input leaves the database exactly as it was', () => {

@@ -1,0 +1,279 @@
+/**
+ * A restore in place that goes back within the live generation writes only the pages that
+ * changed since the moment it goes to, as one WAL commit: their images at that moment, taken
+ * from the generation's frames (or its snapshot), and the database's size then. Going back five
+ * minutes in a 1 GB database writes what those five minutes wrote, not 1 GB; and the restore is
+ * a commit of the same generation (history goes on, no new snapshot).
+ *
+ * The commit is written as the database's -wal file while no connection has the database open
+ * (the restore closed it everywhere, and the last close checkpointed and removed the old -wal):
+ * the next connection to open it recovers the WAL as SQLite does after a crash, checksums
+ * checked. A crash before the commit frame is on disk leaves a WAL SQLite ignores (the database
+ * as it was); after it, the restored database.
+ *
+ * Every frame read is checked against its segment's salts and cumulative checksums, the
+ * snapshot against its sha256 (or its verified size and time, as `rebuild` does), and the live
+ * file against history on every page about to be written over: the pages written since the
+ * moment must be in the file exactly as history last saw them. Anything else and the caller
+ * restores the whole file instead.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { AgentDbError } from '../errors.ts';
+import { listSegments, readCommits, type GenerationInfo, type HistoryPosition, type SegmentHeader } from './layout.ts';
+import type { RestorePlan } from './restore-engine.ts';
+import { sha256File, syncDir } from './snapshot.ts';
+import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader, walChecksum } from './wal-format.ts';
+
+/** Where one page's image is: a byte offset in a segment or snapshot file. */
+interface PageRef {
+  file: string;
+  offset: number;
+}
+
+/** The pages a delta restore writes, and what the live file must hold for it to be safe. */
+export interface Delta {
+  pageSize: number;
+  /** The database's size in pages at the moment restored to, and now. */
+  pagesAt: number;
+  pagesNow: number;
+  /** Each page to write (≤ pagesAt) and where its image at the moment is. */
+  write: Map<number, PageRef>;
+  /** Each page written since the moment (≤ pagesNow) and where its image now is. */
+  now: Map<number, PageRef>;
+  /** The position history ends at (the live state it was planned against). */
+  end: HistoryPosition;
+}
+
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The pages that going back to `plan` within `gen` (the live generation, whose history ends at
+ * `end`) writes; undefined when more than `maxPages` would be written (copying the rebuilt file
+ * in is then cheaper). Reads and checks every frame of the generation.
+ * @throws AgentDbError HISTORY_CORRUPT naming the file that failed.
+ */
+export function planDelta(plan: RestorePlan, gen: GenerationInfo, end: HistoryPosition, maxPages: number): Delta | undefined {
+  const snapshot = gen.snapshot!;
+  const taken = new Map(plan.segments.map((s) => [s.name, s.frames]));
+  const atT = new Map<number, PageRef>();
+  const now = new Map<number, PageRef>();
+  let pagesAt = snapshot.pages;
+  let pagesNow = snapshot.pages;
+  let pastTarget = false;
+  let reachedEnd = end.segment === '';
+  for (const seg of listSegments(gen)) {
+    if (reachedEnd) throw new AgentDbError('HISTORY_CORRUPT', `segment ${gen.name}/${seg.name} lies past the end of history capture knows`);
+    const commits = readCommits(seg.indexPath);
+    const frames = commits.at(-1)?.frames ?? 0;
+    if (seg.name === end.segment) {
+      if (frames !== end.frames) return undefined;
+      reachedEnd = true;
+    }
+    if (frames === 0) continue;
+    const before = pastTarget ? 0 : (taken.get(seg.name) ?? 0);
+    if (!pastTarget && before < frames) pastTarget = true;
+    scanSegment(gen.name, seg.name, seg.dataPath, frames, snapshot.pageSize, (n, pgno, commit, offset) => {
+      const ref = { file: seg.dataPath, offset };
+      if (n <= before) {
+        atT.set(pgno, ref);
+        if (commit) pagesAt = commit;
+      } else {
+        now.set(pgno, ref);
+        if (now.size > maxPages) return false;
+      }
+      if (commit) pagesNow = commit;
+      return true;
+    });
+    if (now.size > maxPages) return undefined;
+  }
+  if (!reachedEnd) return undefined;
+  const write = new Map<number, PageRef>();
+  const pages = [...now.keys()];
+  for (let p = pagesNow + 1; p <= pagesAt; p++) pages.push(p);
+  let fromSnapshot = false;
+  for (const p of pages) {
+    if (p > pagesAt || write.has(p)) continue;
+    let ref = atT.get(p);
+    if (!ref) {
+      if (p > snapshot.pages) throw new AgentDbError('HISTORY_CORRUPT', `page ${p} of ${gen.name} is in neither its snapshot nor its frames`);
+      ref = { file: gen.snapshotPath, offset: (p - 1) * snapshot.pageSize };
+      fromSnapshot = true;
+    }
+    write.set(p, ref);
+  }
+  if (write.size > maxPages) return undefined;
+  if (fromSnapshot) checkSnapshot(gen);
+  for (const p of [...now.keys()]) if (p > pagesNow) now.delete(p);
+  return { pageSize: snapshot.pageSize, pagesAt, pagesNow, write, now, end };
+}
+
+/** Whether the live file holds, untouched, the state `delta` was planned against (on every page it changes). */
+export function liveMatches(dbPath: string, delta: Delta): boolean {
+  const st = fs.statSync(dbPath, { throwIfNoEntry: false });
+  if (!st || st.size !== delta.pagesNow * delta.pageSize) return false;
+  const pages = new PageReader();
+  const a = Buffer.allocUnsafe(delta.pageSize);
+  const b = Buffer.allocUnsafe(delta.pageSize);
+  try {
+    for (const [p, ref] of delta.now) {
+      pages.read({ file: dbPath, offset: (p - 1) * delta.pageSize }, a);
+      pages.read(ref, b);
+      if (!a.equals(b)) return false;
+    }
+  } finally {
+    pages.close();
+  }
+  return true;
+}
+
+/**
+ * Writes `delta` as `<dbPath>-wal`, one commit with these 8 bytes of salts, synced with its folder. Returns false (writing
+ * nothing) when the database at the moment equals the live one. The -wal must not exist: one
+ * there means a connection has the database open.
+ */
+export function writeDeltaWal(dbPath: string, delta: Delta, salts: Buffer = randomBytes(8)): boolean {
+  const pages = [...delta.write.keys()].sort((x, y) => x - y);
+  if (pages.length === 0) {
+    if (delta.pagesAt === delta.pagesNow) return false;
+    // Only a shorter file: a commit needs a frame, page 1 as it was will do.
+    pages.push(1);
+    delta.write.set(1, delta.write.get(1) ?? { file: dbPath, offset: 0 });
+  }
+  const { pageSize } = delta;
+  const bigEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
+  const head = Buffer.alloc(WAL_HEADER_BYTES);
+  head.writeUInt32BE(bigEndian ? 0x377f0683 : 0x377f0682, 0);
+  head.writeUInt32BE(3007000, 4);
+  head.writeUInt32BE(pageSize, 8);
+  head.writeUInt32BE(0, 12);
+  salts.copy(head, 16, 0, 8);
+  let [c1, c2] = walChecksum(bigEndian, head, 0, 24, 0, 0);
+  head.writeUInt32BE(c1, 24);
+  head.writeUInt32BE(c2, 28);
+  const hdr = parseWalHeader(head)!;
+  const fb = frameBytes(pageSize);
+  const perBatch = Math.max(1, Math.floor(BATCH_BYTES / fb));
+  const buf = Buffer.alloc(perBatch * fb);
+  const fd = fs.openSync(`${dbPath}-wal`, 'wx');
+  const reader = new PageReader();
+  try {
+    fs.writeSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+    for (let i = 0; i < pages.length; i += perBatch) {
+      const batch = pages.slice(i, i + perBatch);
+      batch.forEach((p, k) => {
+        const at = k * fb;
+        buf.fill(0, at, at + FRAME_HEADER_BYTES);
+        buf.writeUInt32BE(p, at);
+        buf.writeUInt32BE(i + k === pages.length - 1 ? delta.pagesAt : 0, at + 4);
+        buf.writeUInt32BE(hdr.salt1, at + 8);
+        buf.writeUInt32BE(hdr.salt2, at + 12);
+        reader.read(delta.write.get(p)!, buf.subarray(at + FRAME_HEADER_BYTES, at + fb));
+        [c1, c2] = walChecksum(bigEndian, buf, at, at + 8, c1, c2);
+        [c1, c2] = walChecksum(bigEndian, buf, at + FRAME_HEADER_BYTES, at + fb, c1, c2);
+        buf.writeUInt32BE(c1, at + 16);
+        buf.writeUInt32BE(c2, at + 20);
+      });
+      fs.writeSync(fd, buf, 0, batch.length * fb, frameOffset(pageSize, i + 1));
+    }
+    fs.fsyncSync(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(`${dbPath}-wal`, { force: true });
+    throw err;
+  } finally {
+    reader.close();
+  }
+  fs.closeSync(fd);
+  syncDir(path.dirname(dbPath));
+  return true;
+}
+
+/** Reads pages out of segment and snapshot files, each opened once. */
+class PageReader {
+  private readonly fds = new Map<string, number>();
+
+  read(ref: PageRef, into: Buffer): void {
+    let fd = this.fds.get(ref.file);
+    if (fd === undefined) {
+      fd = fs.openSync(ref.file, 'r');
+      this.fds.set(ref.file, fd);
+    }
+    const n = fs.readSync(fd, into, 0, into.length, ref.offset);
+    if (n !== into.length) throw new AgentDbError('HISTORY_CORRUPT', `${path.basename(ref.file)} is shorter than its history says`);
+  }
+
+  close(): void {
+    for (const fd of this.fds.values()) fs.closeSync(fd);
+    this.fds.clear();
+  }
+}
+
+/** The snapshot's sha256 checked, unless it is unchanged since it was computed (as `rebuild` decides). */
+function checkSnapshot(gen: GenerationInfo): void {
+  const stat = fs.statSync(gen.snapshotPath, { throwIfNoEntry: false });
+  if (!stat) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${gen.name} is missing`);
+  const v = gen.snapshot!.verified;
+  if (v && v.size === stat.size && v.mtimeMs === stat.mtimeMs) return;
+  const sha256 = sha256File(gen.snapshotPath);
+  if (sha256 !== gen.snapshot!.sha256) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${gen.name} does not match its sha256 (${sha256} ≠ ${gen.snapshot!.sha256})`);
+}
+
+/** Calls `each` for frames 1…`frames` of a segment, in order, after checking each; `each` returning false stops. */
+function scanSegment(
+  generation: string,
+  name: string,
+  file: string,
+  frames: number,
+  pageSize: number,
+  each: (n: number, pgno: number, commit: number, pageOffset: number) => boolean,
+): void {
+  const where = `segment ${generation}/${name}`;
+  const fd = fs.openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+    const hdr: SegmentHeader | undefined = parseWalHeader(head);
+    if (!hdr || hdr.pageSize !== pageSize) throw new AgentDbError('HISTORY_CORRUPT', `${where} has no valid WAL header`);
+    const fb = frameBytes(pageSize);
+    const perBatch = Math.max(1, Math.floor(BATCH_BYTES / fb));
+    const buf = Buffer.allocUnsafe(perBatch * fb);
+    let c1 = hdr.c1;
+    let c2 = hdr.c2;
+    for (let n = 1; n <= frames; n += perBatch) {
+      const count = Math.min(perBatch, frames - n + 1);
+      const got = fs.readSync(fd, buf, 0, count * fb, frameOffset(pageSize, n));
+      if (got < count * fb) throw new AgentDbError('HISTORY_CORRUPT', `${where} is shorter than its index says`);
+      for (let i = 0; i < count; i++) {
+        const ok = checkFrame(hdr, buf, i * fb, c1, c2);
+        if (!ok) throw new AgentDbError('HISTORY_CORRUPT', `${where} fails its checksum at frame ${n + i}`);
+        [c1, c2] = ok.c;
+        if (!each(n + i, ok.frame.pgno, ok.frame.commit, frameOffset(pageSize, n + i) + FRAME_HEADER_BYTES)) return;
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Whether any segment of `gen` was copied from a WAL with these salts (a delta restore's commit landed). */
+export function segmentWithSalts(gen: GenerationInfo, salts: Buffer): boolean {
+  const want = [salts.readUInt32BE(0), salts.readUInt32BE(4)];
+  return listSegments(gen).some((seg) => {
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    let fd: number;
+    try {
+      fd = fs.openSync(seg.dataPath, 'r');
+    } catch {
+      return false;
+    }
+    try {
+      fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+    } finally {
+      fs.closeSync(fd);
+    }
+    const hdr = parseWalHeader(head);
+    return hdr !== undefined && hdr.salt1 === want[0] && hdr.salt2 === want[1];
+  });
+}

@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { AgentDbError } from '../errors.ts';
+import { capturedPosition } from '../history/capture.ts';
+import { liveMatches, planDelta, segmentWithSalts, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
+import { listGenerations, listUndoPoints, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
+import { planRestore, type RestorePlan } from '../history/restore-engine.ts';
+import { sealHolds } from '../history/seal.ts';
+import type { DbTarget, RestoreActor } from './executor-protocol.ts';
+import type { HandleCache } from './handle-cache.ts';
+import type { HistoryCapture } from './history-capture.ts';
+import { audit, closedEverywhere } from './restore-common.ts';
+import { AUDIT_TABLE } from './sqlite-audit.ts';
+
+/** A delta restore writes at most this share of the database's pages; past it copying the rebuilt file in is cheaper. */
+const MAX_SHARE = 0.5;
+
+/** What a restore in place hands to {@link restoreWithinGeneration}. */
+export interface WithinGeneration {
+  handles: HandleCache;
+  history: HistoryCapture;
+  db: DbTarget;
+  by: RestoreActor;
+  plan: RestorePlan;
+  source: HistorySource;
+  hdir: string;
+  undoId: string;
+  /** The undo point already exists (an interrupted attempt of the same request wrote it). */
+  reuseUndo: boolean;
+  restoredTo: number;
+  audited: string;
+  now: number;
+  key: string;
+  step(name: 'closed' | 'undo' | 'written' | 'audited' | 'unmarked'): void;
+}
+
+/**
+ * Restores in place by one commit of the pages changed since the moment (see
+ * `history/delta-restore.ts`), when the moment is in the live generation, few enough pages
+ * changed since, and, once the database is closed everywhere, the file is exactly what history
+ * says. Returns false, having changed nothing, when any of that does not hold: the caller then
+ * copies the rebuilt file in. The database is closed when it returns either way.
+ */
+export function restoreWithinGeneration(a: WithinGeneration): boolean {
+  const { handles, history, db, source } = a;
+  const end = capturedPosition(db.path, source);
+  if (!end || end.generation !== a.plan.generation) return false;
+  const gen = listGenerations(source).find((g) => g.name === end.generation);
+  if (!gen?.current || gen.end || !gen.snapshot) return false;
+  const livePages = Math.ceil((fs.statSync(db.path, { throwIfNoEntry: false })?.size ?? 0) / gen.snapshot.pageSize);
+  let delta: Delta | undefined;
+  try {
+    delta = planDelta(a.plan, gen, end, Math.max(64, Math.floor(Math.max(livePages, gen.snapshot.pages) * MAX_SHARE)));
+  } catch (err) {
+    // A damaged frame after the moment only rules this way out: rebuilding reads none of them,
+    // and says precisely what is damaged when it is a frame it needs.
+    if (err instanceof AgentDbError && err.code === 'HISTORY_CORRUPT') return false;
+    throw err;
+  }
+  if (!delta) return false;
+  handles.evict(db.path);
+  a.step('closed');
+  if (!ready(db.path, source, gen.dir, end, delta)) return false;
+
+  // The undo point, durable before the commit, says a restore is under way (`pending`) until
+  // its audit row is in: a crash in between leaves the restored database without that row, and
+  // the next restore of the database finishes the same request or records the row
+  // (`settleInterrupted`).
+  const salts = randomBytes(8);
+  const pending = { key: a.key, salts: salts.toString('hex'), audited: a.audited, by: a.by };
+  const known = a.reuseUndo ? readJson<UndoPoint>(undoPath(a.hdir, a.undoId)) : undefined;
+  const point: UndoPoint = known ? withoutPending(known) : { id: a.undoId, database: db.id, createdAt: a.now, restoredTo: a.restoredTo, position: end };
+  writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, pending });
+  a.step('undo');
+  writeDeltaWal(db.path, delta, salts);
+  a.step('written');
+  // Opening recovers the commit from the WAL, and capture copies it like any other.
+  const live = handles.open(db, 'write');
+  const problem = integrityProblem(live);
+  if (problem) {
+    goBack(handles, db, source, end);
+    if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
+    else fs.rmSync(undoPath(a.hdir, a.undoId), { force: true });
+    throw new AgentDbError('HISTORY_CORRUPT', `the restored database fails PRAGMA integrity_check (${problem}); it was put back as it was`);
+  }
+  audit(live, a.by, a.undoId, a.audited, a.now);
+  history.run(live, db);
+  a.step('audited');
+  // Where its own commits end: its undo discards only those made after. Not synced: a crash
+  // losing it leaves `pending`, which the next restore clears (the audit row is in).
+  const after = capturedPosition(db.path, source);
+  writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, ...(after ? { restoreEnd: after } : {}) }, { sync: false });
+  a.step('unmarked');
+  return true;
+}
+
+/**
+ * An interrupted restore within the generation (an undo point still `pending`): its undo id,
+ * to reuse, when `key` is the same request again; otherwise, when its commit landed and its
+ * audit row is not in, the row is recorded now. Either way it is no longer pending after.
+ */
+export function settleInterrupted(handles: HandleCache, history: HistoryCapture, db: DbTarget, source: HistorySource, hdir: string, key: string): string | undefined {
+  let reuse: string | undefined;
+  for (const point of listUndoPoints(hdir)) {
+    const { pending } = point;
+    if (!pending) continue;
+    if (pending.key === key && reuse === undefined) {
+      reuse = point.id;
+      continue;
+    }
+    const landed = listGenerations(source).some((g) => segmentWithSalts(g, Buffer.from(pending.salts, 'hex')));
+    if (landed) {
+      const live = handles.open(db, 'write');
+      if (!live.prepare(`SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${point.id}`)) {
+        audit(live, pending.by as RestoreActor, point.id, `${pending.audited} (interrupted before it answered)`, Date.now());
+        history.run(live, db);
+      }
+    }
+    writeJsonAtomic(undoPath(hdir, point.id), withoutPending(point));
+  }
+  return reuse;
+}
+
+/** The undo point as it stays once its restore is done. */
+export function withoutPending(point: UndoPoint): UndoPoint {
+  const { pending: _done, ...rest } = point;
+  return rest;
+}
+
+/** Whether the closed database is exactly the state `delta` was planned against, and nothing else has it open. */
+function ready(dbPath: string, source: HistorySource, genDir: string, end: HistoryPosition, delta: Delta): boolean {
+  const now = capturedPosition(dbPath, source);
+  return (
+    now !== undefined &&
+    now.generation === end.generation &&
+    now.segment === end.segment &&
+    now.frames === end.frames &&
+    closedEverywhere(dbPath) &&
+    sealHolds(genDir, dbPath, end.segment, end.frames) &&
+    liveMatches(dbPath, delta)
+  );
+}
+
+function integrityProblem(db: ReturnType<HandleCache['open']>): string | undefined {
+  const rows = db.pragma('integrity_check') as { integrity_check: string }[];
+  return rows[0]?.integrity_check === 'ok' ? undefined : rows.map((r) => r.integrity_check).slice(0, 3).join('; ');
+}
+
+/** Puts the database back at `end` by the same means (its restore commit is history now), or throws loudly. */
+function goBack(handles: HandleCache, db: DbTarget, source: HistorySource, end: HistoryPosition): void {
+  const now = capturedPosition(db.path, source);
+  const gen = listGenerations(source).find((g) => g.name === end.generation);
+  handles.evict(db.path);
+  const back = now && gen && now.generation === gen.name ? planDelta(planRestore(source, { position: end }), gen, now, Number.MAX_SAFE_INTEGER) : undefined;
+  if (!back || !ready(db.path, source, gen!.dir, now!, back)) throw new Error(`a failed restore of ${db.id} could not be put back; restore it --at a time before`);
+  writeDeltaWal(db.path, back);
+  handles.open(db, 'write');
+}
