@@ -64,9 +64,13 @@ export function planDelta(plan: RestorePlan, gen: GenerationInfo, end: HistoryPo
   let pastTarget = false;
   let reachedEnd = end.segment === '';
   for (const seg of listSegments(gen)) {
-    if (reachedEnd) throw new AgentDbError('HISTORY_CORRUPT', `segment ${gen.name}/${seg.name} lies past the end of history capture knows`);
     const commits = readCommits(seg.indexPath);
     const frames = commits.at(-1)?.frames ?? 0;
+    // Commits past the position capture holds for the live file: history and file disagree.
+    if (reachedEnd) {
+      if (frames > 0) return undefined;
+      continue;
+    }
     if (seg.name === end.segment) {
       if (frames !== end.frames) return undefined;
       reachedEnd = true;

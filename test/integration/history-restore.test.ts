@@ -276,6 +276,30 @@ describe('restore', () => {
     expect(listGenerations(localSource(dataDir, 'rs/sizes'))).toHaveLength(gens);
   });
 
+  it('a restore within the generation copies the rebuilt file in instead when the live file is not what history says, even with its time put back', async () => {
+    const odb = target('rs/tampered');
+    await write(odb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    await write(odb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)");
+    const at = (await rows(odb, 1))[0]!;
+    const atState = dumpHash(odb.path, { withoutAudit: true });
+    await write(odb, 'UPDATE t SET v = ? WHERE id = 500', ['changed after the moment']);
+    await ok({ op: 'close', path: odb.path });
+    // Behind history's back: the row changed after the moment gets other bytes, and the file's
+    // times are put back, so the seal (size, inode, mtime) still holds; only the page check can tell.
+    const st = fs.statSync(odb.path);
+    const outside = new Database(odb.path);
+    outside.pragma('wal_autocheckpoint = 0');
+    outside.prepare('UPDATE t SET v = ? WHERE id = 500').run('changed outside');
+    outside.close();
+    fs.utimesSync(odb.path, st.atime, st.mtime);
+    const gens = listGenerations(localSource(dataDir, 'rs/tampered')).length;
+    expect(codeOf(await restore(odb, { at }))).toBe('ok');
+    expect(dumpHash(odb.path, { withoutAudit: true })).toBe(atState);
+    expect(integrity(odb.path)).toBe('ok');
+    // Not written over by pages that would have mixed two states: the file was copied in whole.
+    expect(listGenerations(localSource(dataDir, 'rs/tampered')).length).toBe(gens + 1);
+  });
+
   describe('bad input leaves the database exactly as it was', () => {
     it('a time in the future, or before the window', async () => {
       const before = dumpHash(db.path);
