@@ -52,7 +52,8 @@ export function activeReaders(historyDir: string): (Marker & { file: string })[]
   return live;
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` runs (one of another user's counts: it exists). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

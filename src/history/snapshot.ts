@@ -15,6 +15,7 @@ import {
 } from './layout.ts';
 import { adoptRebuilt, type Adopted, type Rebuilt } from './adopt-rebuilt.ts';
 import { hashOnThread, hashedOrUndefined } from './hash-worker.ts';
+import { alive } from './readers.ts';
 import { writeSeal } from './seal.ts';
 
 const CHUNK = 1024 * 1024;
@@ -137,7 +138,7 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
   const name = generationName((last?.seq ?? 0) + 1);
   const dir = path.join(source.generationsDir, name);
   const tmp = `${dir}.${process.pid}.tmp`;
-  fs.rmSync(tmp, { recursive: true, force: true });
+  removeDeadTemps(source.generationsDir);
   fs.mkdirSync(tmp, { recursive: true });
   try {
     const [res] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
@@ -179,7 +180,7 @@ export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: 
   const name = generationName((last?.seq ?? 0) + 1);
   const dir = path.join(source.generationsDir, name);
   const tmp = `${dir}.${process.pid}.tmp`;
-  fs.rmSync(tmp, { recursive: true, force: true });
+  removeDeadTemps(source.generationsDir);
   fs.mkdirSync(tmp, { recursive: true });
   try {
     fs.renameSync(file, path.join(tmp, SNAPSHOT_FILE));
@@ -211,3 +212,23 @@ function publish(tmp: string, dir: string, name: string, last: { dir: string } |
   if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);
   return meta;
 }
+
+/**
+ * Removes generation folders a process that died left half made (`g….<pid>.tmp`: a crash
+ * between creating one and renaming it in); a living process's are its own business.
+ */
+function removeDeadTemps(generationsDir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(generationsDir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = /^g\d+\.(\d+)\.tmp$/.exec(name)?.[1];
+    if (pid === undefined) continue;
+    if (Number(pid) !== process.pid && alive(Number(pid))) continue;
+    fs.rmSync(path.join(generationsDir, name), { recursive: true, force: true });
+  }
+}
+

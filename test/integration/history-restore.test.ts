@@ -300,6 +300,24 @@ describe('restore', () => {
     expect(listGenerations(localSource(dataDir, 'rs/tampered')).length).toBe(gens + 1);
   });
 
+  it("a generation a crashed process left half made is removed when the next one begins; a living process's is left alone", async () => {
+    const cdb = target('rs/leftover');
+    await write(cdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    await rows(cdb, 2);
+    const gdir = localSource(dataDir, 'rs/leftover').generationsDir;
+    // A pid that is no process (above the kernel's pid_max), and this test's own (alive).
+    const dead = path.join(gdir, 'g0000000002.4194305.tmp');
+    const living = path.join(gdir, `g0000000002.${process.pid}.tmp`);
+    for (const dir of [dead, living]) {
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'snapshot.sqlite'), 'half');
+    }
+    expect(await ok({ op: 'snapshot', db: cdb, reason: 'manual' })).toMatchObject({ snapshot: 'g0000000002' });
+    expect(fs.existsSync(dead)).toBe(false);
+    expect(fs.existsSync(living)).toBe(true);
+    fs.rmSync(living, { recursive: true });
+  });
+
   describe('bad input leaves the database exactly as it was', () => {
     it('a time in the future, or before the window', async () => {
       const before = dumpHash(db.path);
