@@ -49,12 +49,16 @@ export interface Delta {
 const BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
- * The pages that going back to `plan` within `gen` (the live generation, whose history ends at
- * `end`) writes; undefined when more than `maxPages` would be written (copying the rebuilt file
- * in is then cheaper). Reads and checks every frame of the generation.
+ * The pages that going back to `plan` writes, the live history ending at `end`: `chain` is the
+ * plan's generation and every one after it, the last the live one, each after the first begun by
+ * a snapshot that `follows` the one before exactly (so the pages written in them are all that
+ * changed). Undefined when more than `maxPages` would be written (copying the rebuilt file in is
+ * then cheaper) or the chain does not hold. Reads and checks every frame from the plan's
+ * generation on.
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed.
  */
-export function planDelta(plan: RestorePlan, gen: GenerationInfo, end: HistoryPosition, maxPages: number): Delta | undefined {
+export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: HistoryPosition, maxPages: number): Delta | undefined {
+  const gen = chain[0]!;
   const snapshot = gen.snapshot!;
   const taken = new Map(plan.segments.map((s) => [s.name, s.frames]));
   const atT = new Map<number, PageRef>();
@@ -62,35 +66,48 @@ export function planDelta(plan: RestorePlan, gen: GenerationInfo, end: HistoryPo
   let pagesAt = snapshot.pages;
   let pagesNow = snapshot.pages;
   let pastTarget = false;
-  let reachedEnd = end.segment === '';
-  for (const seg of listSegments(gen)) {
-    const commits = readCommits(seg.indexPath);
-    const frames = commits.at(-1)?.frames ?? 0;
-    // Commits past the position capture holds for the live file: history and file disagree.
-    if (reachedEnd) {
-      if (frames > 0) return undefined;
-      continue;
+  let reachedEnd = false;
+  for (const [k, g] of chain.entries()) {
+    const live = k === chain.length - 1;
+    if (g.snapshot?.pageSize !== snapshot.pageSize) return undefined;
+    if (k > 0) {
+      // Each later generation must begin exactly where the one before ended.
+      const f = g.snapshot.follows;
+      const prev = chain[k - 1]!;
+      if (!f || f.generation !== prev.name || g.snapshot.pages !== pagesNow || reachedEnd) return undefined;
+      if (f.segment !== ended(prev).segment || f.frames !== ended(prev).frames) return undefined;
+      pastTarget = true;
     }
-    if (seg.name === end.segment) {
-      if (frames !== end.frames) return undefined;
-      reachedEnd = true;
-    }
-    if (frames === 0) continue;
-    const before = pastTarget ? 0 : (taken.get(seg.name) ?? 0);
-    if (!pastTarget && before < frames) pastTarget = true;
-    scanSegment(gen.name, seg.name, seg.dataPath, frames, snapshot.pageSize, (n, pgno, commit, offset) => {
-      const ref = { file: seg.dataPath, offset };
-      if (n <= before) {
-        atT.set(pgno, ref);
-        if (commit) pagesAt = commit;
-      } else {
-        now.set(pgno, ref);
-        if (now.size > maxPages) return false;
+    if (live && end.generation === g.name && end.segment === '') reachedEnd = true;
+    for (const seg of listSegments(g)) {
+      const commits = readCommits(seg.indexPath);
+      const frames = commits.at(-1)?.frames ?? 0;
+      // Commits past the position capture holds for the live file: history and file disagree.
+      if (reachedEnd) {
+        if (frames > 0) return undefined;
+        continue;
       }
-      if (commit) pagesNow = commit;
-      return true;
-    });
-    if (now.size > maxPages) return undefined;
+      if (live && seg.name === end.segment) {
+        if (frames !== end.frames) return undefined;
+        reachedEnd = true;
+      }
+      if (frames === 0) continue;
+      const before = pastTarget ? 0 : (taken.get(seg.name) ?? 0);
+      if (!pastTarget && before < frames) pastTarget = true;
+      scanSegment(g.name, seg.name, seg.dataPath, frames, snapshot.pageSize, (n, pgno, commit, offset) => {
+        const ref = { file: seg.dataPath, offset };
+        if (n <= before) {
+          atT.set(pgno, ref);
+          if (commit) pagesAt = commit;
+        } else {
+          now.set(pgno, ref);
+          if (now.size > maxPages) return false;
+        }
+        if (commit) pagesNow = commit;
+        return true;
+      });
+      if (now.size > maxPages) return undefined;
+    }
   }
   if (!reachedEnd) return undefined;
   const write = new Map<number, PageRef>();
@@ -280,4 +297,10 @@ export function segmentWithSalts(gen: GenerationInfo, salts: Buffer): boolean {
     const hdr = parseWalHeader(head);
     return hdr !== undefined && hdr.salt1 === want[0] && hdr.salt2 === want[1];
   });
+}
+
+/** Where a generation's history ends, as capture states a position: its last segment and the frames in it. */
+function ended(gen: GenerationInfo): { segment: string; frames: number } {
+  const seg = listSegments(gen).at(-1);
+  return seg ? { segment: seg.name, frames: readCommits(seg.indexPath).at(-1)?.frames ?? 0 } : { segment: '', frames: 0 };
 }

@@ -110,6 +110,13 @@ export interface SnapshotMeta {
    * files that did not come from this disk (a disaster restore's downloads): those are hashed.
    */
   verified?: { size: number; mtimeMs: number };
+  /**
+   * The previous generation's last commit when this snapshot was taken, set only when every
+   * frame up to it had been copied and checkpointed first: the snapshot is exactly that state,
+   * so a restore may read across the boundary (`history/delta-restore.ts`). Absent after a gap,
+   * a restore's rebuilt file, or a capture that could not finish.
+   */
+  follows?: HistoryPosition;
 }
 
 /** What `ended.json` says: the generation is closed, every segment in it too. */

@@ -10,6 +10,7 @@ import {
   listGenerations,
   writeJsonAtomic,
   type GenerationEnd,
+  type HistoryPosition,
   type HistorySource,
   type SnapshotMeta,
 } from './layout.ts';
@@ -129,10 +130,12 @@ export function headerPageSize(file: string): number {
  * first when those frames matter (a nightly snapshot), not when they cannot be trusted (a gap).
  * With `rebuilt` (a restore in place: the file it just copied in), that file becomes the
  * snapshot when it matches the live one, which saves writing 100 MB again; it is moved, not copied.
+ * With `follows`, the caller copied and checkpointed every frame up to that position of the
+ * previous generation just before: the snapshot records it (see `SnapshotMeta.follows`).
  * @throws Error when the checkpoint cannot complete (another connection reads) — capture tries
  * again on the next commit.
  */
-export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt): SnapshotMeta {
+export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt, follows?: HistoryPosition): SnapshotMeta {
   const gens = listGenerations(source);
   const last = gens.at(-1);
   const name = generationName((last?.seq ?? 0) + 1);
@@ -160,7 +163,7 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     // The adopted file is no longer the live database's: hashed outside the lock, or already
     // on another thread when the header was foreseen exactly.
     copied ??= (adopted === 'exact' && rebuilt?.foreseen && hashedOrUndefined(rebuilt.foreseen.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
-    return publish(tmp, dir, name, last, reason, now, copied);
+    return publish(tmp, dir, name, last, reason, now, copied, follows);
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
     throw err;
@@ -193,7 +196,7 @@ export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: 
 }
 
 /** Writes a generation's snapshot.json, makes it appear whole (renamed in) and ends the one before. */
-function publish(tmp: string, dir: string, name: string, last: { dir: string } | undefined, reason: SnapshotMeta['reason'], now: number, copied: { sha256: string; bytes: number }): SnapshotMeta {
+function publish(tmp: string, dir: string, name: string, last: { dir: string; name?: string } | undefined, reason: SnapshotMeta['reason'], now: number, copied: { sha256: string; bytes: number }, follows?: HistoryPosition): SnapshotMeta {
   const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
   const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
   const meta: SnapshotMeta = {
@@ -206,6 +209,7 @@ function publish(tmp: string, dir: string, name: string, last: { dir: string } |
     pages: Math.floor(copied.bytes / pageSize),
     reason,
     verified: { size: written.size, mtimeMs: written.mtimeMs },
+    ...(follows && last?.name === follows.generation ? { follows } : {}),
   };
   writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
   fs.renameSync(tmp, dir);

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
-import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
+import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type HistoryPosition, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
 import { copyChecked } from '../history/copy-checked.ts';
 import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
@@ -283,7 +283,17 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   if (!pos || pos.segment === '' || (pos.frames === 0 && pos.segment === segmentName(1))) return {};
   // A restore reading this history would see its generation end under it: leave it for tonight.
   if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
-  const meta = startGeneration(db, req.db.path, source, req.reason, Date.now());
+  // Every frame copied and checkpointed first (not guarded: a capture that fails here leaves
+  // the snapshot without `follows`), so the new generation is known to continue this one exactly.
+  let follows: HistoryPosition | undefined;
+  try {
+    const done = capture(db, req.db.path, { source, checkpointBytes: 0 });
+    const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+    if (!done.generation && (done.checkpointed || walEmpty)) follows = capturedPosition(req.db.path, source);
+  } catch {
+    follows = undefined;
+  }
+  const meta = startGeneration(db, req.db.path, source, req.reason, Date.now(), undefined, follows);
   forgetCapture(req.db.path);
   return { snapshot: meta.id };
 }

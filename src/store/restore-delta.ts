@@ -36,21 +36,26 @@ export interface WithinGeneration {
 
 /**
  * Restores in place by one commit of the pages changed since the moment (see
- * `history/delta-restore.ts`), when the moment is in the live generation, few enough pages
- * changed since, and, once the database is closed everywhere, the file is exactly what history
- * says. Returns false, having changed nothing, when any of that does not hold: the caller then
+ * `history/delta-restore.ts`), when the moment is in the live generation or in one that every
+ * generation since continues exactly (nightly and manual snapshots taken with everything
+ * captured), few enough pages changed since, and, once the database is closed everywhere, the
+ * file is exactly what history says. Returns false, having changed nothing, when any of that does not hold: the caller then
  * copies the rebuilt file in. The database is closed when it returns either way.
  */
 export function restoreWithinGeneration(a: WithinGeneration): boolean {
   const { handles, history, db, source } = a;
   const end = capturedPosition(db.path, source);
-  if (!end || end.generation !== a.plan.generation) return false;
-  const gen = listGenerations(source).find((g) => g.name === end.generation);
-  if (!gen?.current || gen.end || !gen.snapshot) return false;
+  if (!end) return false;
+  const gens = listGenerations(source);
+  const from = gens.findIndex((g) => g.name === a.plan.generation);
+  if (from < 0) return false;
+  const chain = gens.slice(from);
+  const gen = chain.at(-1);
+  if (!gen?.current || gen.end || !gen.snapshot || gen.name !== end.generation) return false;
   const livePages = Math.ceil((fs.statSync(db.path, { throwIfNoEntry: false })?.size ?? 0) / gen.snapshot.pageSize);
   let delta: Delta | undefined;
   try {
-    delta = planDelta(a.plan, gen, end, Math.max(64, Math.floor(Math.max(livePages, gen.snapshot.pages) * MAX_SHARE)));
+    delta = planDelta(a.plan, chain, end, Math.max(64, Math.floor(Math.max(livePages, gen.snapshot.pages) * MAX_SHARE)));
   } catch (err) {
     // A damaged frame after the moment only rules this way out: rebuilding reads none of them,
     // and says precisely what is damaged when it is a frame it needs.
@@ -151,7 +156,7 @@ function goBack(handles: HandleCache, db: DbTarget, source: HistorySource, end: 
   const now = capturedPosition(db.path, source);
   const gen = listGenerations(source).find((g) => g.name === end.generation);
   handles.evict(db.path);
-  const back = now && gen && now.generation === gen.name ? planDelta(planRestore(source, { position: end }), gen, now, Number.MAX_SAFE_INTEGER) : undefined;
+  const back = now && gen && now.generation === gen.name ? planDelta(planRestore(source, { position: end }), [gen], now, Number.MAX_SAFE_INTEGER) : undefined;
   if (!back || !ready(db.path, source, gen!.dir, now!, back)) throw new Error(`a failed restore of ${db.id} could not be put back; restore it --at a time before`);
   writeDeltaWal(db.path, back);
   handles.open(db, 'write');

@@ -189,18 +189,26 @@ describe(`history, randomized (seed ${SEED}, ${STEPS} steps)`, () => {
         expect(dumpHash(fork.path, { withoutAudit: true })).toBe(line[k]!.hash);
       }
 
-      // In place, then undo: exactly the state before (the audit aside, which keeps both records).
-      const db = dbs[0]!;
-      const line = timeline.get(db.id)!;
-      const before = dumpHash(db.path, { withoutAudit: true });
-      const k = Math.floor(line.length / 2);
-      const restored = await pool.run({ op: 'restore', db, at: line[k]!.at, by, timeoutMs: 60_000 });
-      expect(restored.ok, JSON.stringify(restored)).toBe(true);
-      expect(dumpHash(db.path, { withoutAudit: true })).toBe(dumpHashWithoutAudit(line[k]!.hash, db.path, scratch, line[k]!.at));
-      const undo = await pool.run({ op: 'restore', db, undo: (restored as { result: { undoId: string } }).result.undoId, by, timeoutMs: 60_000 });
-      expect(undo.ok, JSON.stringify(undo)).toBe(true);
-      expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
-      expect(integrity(db.path)).toBe('ok');
+      // In place, several times over on each database (recent moments, which a commit of the
+      // changed pages restores, and any moment, which may copy a rebuilt file in), then the undo
+      // of the first: exactly the state before (the audit aside, which keeps the records).
+      for (const db of dbs) {
+        const line = timeline.get(db.id)!;
+        const before = dumpHash(db.path, { withoutAudit: true });
+        let first: string | undefined;
+        for (let r = 0; r < 6; r++) {
+          const k = r % 2 === 0 ? line.length - 1 - Math.floor(rand() * Math.min(20, line.length)) : Math.floor(rand() * line.length);
+          const restored = await pool.run({ op: 'restore', db, at: line[k]!.at, by, timeoutMs: 60_000 });
+          expect(restored.ok, JSON.stringify(restored)).toBe(true);
+          first ??= (restored as { result: { undoId: string } }).result.undoId;
+          expect(dumpHash(db.path, { withoutAudit: true }), `${db.id} restored in place to step ${k}`).toBe(dumpHashWithoutAudit(line[k]!.hash, db.id, scratch, line[k]!.at));
+          expect(integrity(db.path)).toBe('ok');
+        }
+        const undo = await pool.run({ op: 'restore', db, undo: first!, by, timeoutMs: 60_000 });
+        expect(undo.ok, JSON.stringify(undo)).toBe(true);
+        expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
+        expect(integrity(db.path)).toBe('ok');
+      }
     } finally {
       fs.rmSync(scratch, { recursive: true, force: true });
     }
@@ -211,9 +219,9 @@ describe(`history, randomized (seed ${SEED}, ${STEPS} steps)`, () => {
  * The dump without the audit of the state recorded as `hash` (the timeline's dumps have no
  * audit: nothing was restored then), rebuilt from history to make sure the two agree.
  */
-function dumpHashWithoutAudit(hash: string, _live: string, scratch: string, at: number): string {
-  const plan = planRestore(localSource(dataDir, 'rz/a'), { at });
-  const file = path.join(scratch, `again-${at}.sqlite`);
+function dumpHashWithoutAudit(hash: string, id: string, scratch: string, at: number): string {
+  const plan = planRestore(localSource(dataDir, id), { at });
+  const file = path.join(scratch, `again-${id.replace('/', '_')}-${at}.sqlite`);
   buildRestore(plan, file);
   expect(dumpHash(file)).toBe(hash);
   return dumpHash(file, { withoutAudit: true });

@@ -179,11 +179,12 @@ describe('restore', () => {
     expect(listGenerations(localSource(dataDir, 'rs/main'))).toHaveLength(1);
   });
 
-  it('a restore in place to before the live generation begins one from the file it copied in: the old one ends at the undo point', async () => {
+  it('a restore in place back over most of the file begins a generation from the file it copied in: the old one ends at the undo point', async () => {
     const gdb = target('rs/gen');
     await write(gdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
     const m = await rows(gdb, 10);
     await rows(gdb, 5, 'later');
+    await write(gdb, "INSERT INTO t(v) SELECT printf('%.1000c', 'z') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
     expect(await ok({ op: 'snapshot', db: gdb, reason: 'manual' })).toMatchObject({ snapshot: expect.any(String) });
     const source = localSource(dataDir, 'rs/gen');
     const oldGen = listGenerations(source).at(-1)!;
@@ -216,7 +217,7 @@ describe('restore', () => {
     // And the undo goes back to the moment before, from the old generation.
     const undo = await restore(gdb, { undo: (out as { result: { undoId: string } }).result.undoId });
     expect(codeOf(undo)).toBe('ok');
-    expect(await count(gdb)).toBe(15);
+    expect(await count(gdb)).toBe(15 + 400);
     expect(integrity(gdb.path)).toBe('ok');
   });
 
@@ -251,6 +252,39 @@ describe('restore', () => {
     expect(await restore(ddb, { undo: undoId, dryRun: true })).toMatchObject({ ok: true, result: { discardsCommits: 1 } });
     expect(codeOf(await restore(ddb, { undo: undoId }))).toBe('ok');
     expect(dumpHash(ddb.path, { withoutAudit: true })).toBe(before);
+  });
+
+  it('a restore in place back across nightly snapshots is one commit too, when each snapshot follows the generation before exactly', async () => {
+    const xdb = target('rs/across');
+    await write(xdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    await write(xdb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) SELECT i FROM n)");
+    const at = (await rows(xdb, 3))[2]!;
+    const atState = dumpHash(xdb.path, { withoutAudit: true });
+    for (const tag of ['night1', 'night2']) {
+      await rows(xdb, 3, tag);
+      await write(xdb, 'DELETE FROM t WHERE id % 211 = 0');
+      expect(await ok({ op: 'snapshot', db: xdb, reason: 'nightly' })).toMatchObject({ snapshot: expect.any(String) });
+    }
+    await rows(xdb, 2, 'today');
+    const before = dumpHash(xdb.path, { withoutAudit: true });
+    const source = localSource(dataDir, 'rs/across');
+    const gens = listGenerations(source);
+    expect(gens).toHaveLength(3);
+    expect(gens[1]!.snapshot!.follows?.generation).toBe(gens[0]!.name);
+    expect(gens[2]!.snapshot!.follows?.generation).toBe(gens[1]!.name);
+    const out = await restore(xdb, { at });
+    expect(codeOf(out)).toBe('ok');
+    expect(dumpHash(xdb.path, { withoutAudit: true })).toBe(atState);
+    expect(integrity(xdb.path)).toBe('ok');
+    expect(listGenerations(source).map((g) => g.name)).toEqual(gens.map((g) => g.name));
+    // Every moment of each generation still restores exactly, the restore's own included.
+    const after = (await rows(xdb, 1, 'after'))[0]!;
+    const fork = target('rs/acrossfork');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/across', at: after, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(xdb.path, { withoutAudit: true }));
+    expect(codeOf(await restore(xdb, { undo: (out as { result: { undoId: string } }).result.undoId }))).toBe('ok');
+    expect(dumpHash(xdb.path, { withoutAudit: true })).toBe(before);
+    expect(integrity(xdb.path)).toBe('ok');
   });
 
   it('a restore within the generation makes the file shorter or longer again as it was', async () => {
