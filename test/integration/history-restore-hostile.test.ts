@@ -135,6 +135,43 @@ describe('restore in place within the generation, against every kind of change',
   }, 240_000);
 });
 
+describe('restore in place within the generation, at the edges of time', () => {
+  it('to a commit\'s own millisecond, to the snapshot moment, the same moment twice: equals a fork of that moment', async () => {
+    const { listGenerations, listSegments, localSource, readCommits } = await import('../../src/history/layout.ts');
+    const db = historyTarget(dataDir, 'edge/main');
+    const r = rng(7);
+    await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
+    await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
+    await write(db, 'CREATE TABLE ballast(x BLOB)');
+    await write(db, 'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT i FROM n)');
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    for (let i = 0; i < 25; i++) await change(db, OPS[Math.floor(r() * OPS.length)]!(r));
+    const source = localSource(dataDir, db.id);
+    const gen = listGenerations(source).at(-1)!;
+    const times = [gen.snapshot!.at, ...listSegments(gen).flatMap((sg) => readCommits(sg.indexPath).map((c) => c.at))];
+    const picks = [times[0]!, times[1]!, ...times.filter((_, i) => i % 4 === 2), times.at(-2)!];
+    const expected = new Map<number, string>();
+    for (const at of picks) {
+      const fork = historyTarget(dataDir, `edge/fork${++seq}`);
+      await ok({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 });
+      expected.set(at, dumpHash(fork.path, { withoutAudit: true }));
+    }
+    for (const at of [...picks, ...picks.slice(0, 3).reverse()]) {
+      const out = await restore(db, { at });
+      expect(out.ok, JSON.stringify(out)).toBe(true);
+      expect(dumpHash(db.path, { withoutAudit: true }), `at ${at} (${times.indexOf(at)})`).toBe(expected.get(at));
+      expect(integrity(db.path)).toBe('ok');
+      // And the same moment again at once: nothing to write, the same state.
+      if (at === picks[2]) {
+        expect((await restore(db, { at })).ok).toBe(true);
+        expect(dumpHash(db.path, { withoutAudit: true })).toBe(expected.get(at));
+      }
+    }
+    // All of them by one commit of the generation (none began another).
+    expect(listGenerations(source).at(-1)!.name).toBe(gen.name);
+  }, 240_000);
+});
+
 /**
  * Runs a restore in place in this process, as an executor child would (the pool has closed
  * the database first), with `at` called after each step.
