@@ -305,3 +305,55 @@ describe('a program outside agentdb opening the database while the restore write
     expect(now).toBe(atState);
   }, 60_000);
 });
+
+describe('a restore asked again after it crashed with its commit in place', () => {
+  it('is done: writes made since on the restored database stay, and its undo says it discards them', async () => {
+    const { db, at, atState, before } = await setUp('hx/retry');
+    expect(() =>
+      restoreHere(db, at, (step) => {
+        if (step === 'written') throw new Crash();
+      }),
+    ).toThrow(Crash);
+    const pendingId = listUndoPoints(historyDir(dataDir, db.id)).find((p) => p.pending)!.id;
+    // The database is the restored one from here: agents go on writing to it, acknowledged,
+    // before the request is asked again (a BullMQ retry comes after the stalled-job check).
+    await write(db, 'INSERT INTO t(v) VALUES (?)', ['written between the crash and the retry']);
+    const withWrite = dumpHash(db.path, { withoutAudit: true });
+    await ok({ op: 'close', path: db.path });
+    // It was: restored again over that write, under an undo id leading back to before the
+    // first attempt, whose dry run said it discards nothing: the write reachable by neither.
+    const again = restoreHere(db, at, () => {});
+    expect(again.undoId).toBe(pendingId);
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(withWrite);
+    expect(auditRestores(db.path).filter((s) => s.startsWith('restore to '))).toHaveLength(1);
+    expect(listUndoPoints(historyDir(dataDir, db.id)).filter((p) => p.pending)).toEqual([]);
+    const dry = await restore(db, { undo: pendingId, dryRun: true } as never);
+    expect((dry as { result: { discardsCommits: number } }).result.discardsCommits).toBeGreaterThanOrEqual(1);
+    await ok({ op: 'restore', db, undo: pendingId, by, timeoutMs: 60_000 });
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
+  }, 60_000);
+});
+
+describe('another restore after one crashed with its commit in place', () => {
+  it('records the crashed one\'s audit row, in a database that had no audit table yet', async () => {
+    const { db, at, atState } = await setUp('hx/other');
+    expect(() =>
+      restoreHere(db, at, (step) => {
+        if (step === 'written') throw new Crash();
+      }),
+    ).toThrow(Crash);
+    // A tenant's read opens it first (capture copies the restore's commit), through agentdb.
+    expect((await ok({ op: 'query', db, sql: 'SELECT count(*) FROM t WHERE v LIKE ?', params: ['b%'], maxRows: 1 })).rows[0][0]).toBe(0);
+    // Then another operator restores it (it was: "no such table: _agentdb_audit", for every
+    // restore of this database from then on, the point pending for ever).
+    const out = await pool.run({ op: 'restore', db, at, by: { who: 'operator:other', via: 'operator' }, timeoutMs: 60_000 });
+    expect(out.ok, JSON.stringify(out)).toBe(true);
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
+    expect(listUndoPoints(historyDir(dataDir, db.id)).filter((p) => p.pending)).toEqual([]);
+    // Its own restore went back to before any audit row; its undo comes back to the state it
+    // found, the crashed restore's row recorded.
+    const undo = await ok({ op: 'restore', db, undo: (out as { result: { undoId: string } }).result.undoId, by, timeoutMs: 60_000 });
+    expect(undo.undoId).toMatch(/^u/);
+    expect(auditRestores(db.path).filter((r) => r.endsWith('(interrupted before it answered)'))).toHaveLength(1);
+  }, 60_000);
+});
