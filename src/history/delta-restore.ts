@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
-import { listSegments, readCommits, type GenerationInfo, type HistoryPosition, type SegmentHeader } from './layout.ts';
+import { listGenerations, listSegments, readCommits, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader } from './layout.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { sha256File, syncDir } from './snapshot.ts';
 import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader, walChecksum } from './wal-format.ts';
@@ -279,23 +279,32 @@ function scanSegment(
   }
 }
 
-/** Whether any segment of `gen` was copied from a WAL with these salts (a delta restore's commit landed). */
-export function segmentWithSalts(gen: GenerationInfo, salts: Buffer): boolean {
+/**
+ * Where a delta restore's commit, written in a WAL with these 8 bytes of salts, is in the
+ * history: the end of the first commit of the segment copied from that WAL. Undefined when it
+ * never landed (no such segment, or one that holds no commit: SQLite ignored that WAL).
+ */
+export function landedAt(source: HistorySource, salts: Buffer): HistoryPosition | undefined {
   const want = [salts.readUInt32BE(0), salts.readUInt32BE(4)];
-  return listSegments(gen).some((seg) => {
-    const head = Buffer.alloc(WAL_HEADER_BYTES);
-    let fd: number;
-    try {
-      fd = fs.openSync(seg.dataPath, 'r');
-    } catch {
-      return false;
+  for (const gen of listGenerations(source)) {
+    for (const seg of listSegments(gen)) {
+      const head = Buffer.alloc(WAL_HEADER_BYTES);
+      let fd: number;
+      try {
+        fd = fs.openSync(seg.dataPath, 'r');
+      } catch {
+        continue;
+      }
+      try {
+        fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+      } finally {
+        fs.closeSync(fd);
+      }
+      const hdr = parseWalHeader(head);
+      if (hdr === undefined || hdr.salt1 !== want[0] || hdr.salt2 !== want[1]) continue;
+      const first = readCommits(seg.indexPath)[0];
+      return first ? { generation: gen.name, segment: seg.name, frames: first.frames } : undefined;
     }
-    try {
-      fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
-    } finally {
-      fs.closeSync(fd);
-    }
-    const hdr = parseWalHeader(head);
-    return hdr !== undefined && hdr.salt1 === want[0] && hdr.salt2 === want[1];
-  });
+  }
+  return undefined;
 }

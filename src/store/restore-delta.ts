@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition } from '../history/capture.ts';
-import { liveMatches, planDelta, segmentWithSalts, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
+import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
 import { listGenerations, listUndoPoints, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
 import { planRestore, type RestorePlan } from '../history/restore-engine.ts';
 import { sealHolds } from '../history/seal.ts';
@@ -11,6 +11,7 @@ import type { HandleCache } from './handle-cache.ts';
 import type { HistoryCapture } from './history-capture.ts';
 import { audit, closedEverywhere } from './restore-common.ts';
 import { AUDIT_TABLE } from './sqlite-audit.ts';
+import { trusted } from './sqlite-trusted.ts';
 
 /** A delta restore writes at most this share of the database's pages; past it copying the rebuilt file in is cheaper. */
 const MAX_SHARE = 0.5;
@@ -101,30 +102,55 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
 }
 
 /**
- * An interrupted restore within the generation (an undo point still `pending`): its undo id,
- * to reuse, when `key` is the same request again; otherwise, when its commit landed and its
- * audit row is not in, the row is recorded now. Either way it is no longer pending after.
+ * Settles the interrupted restores within the generation (undo points still `pending`). One
+ * whose commit landed is done: its audit row is recorded if missing, and where its own commit
+ * ends (what its undo discards after). When it is the same request again (`key`), that is its
+ * answer (`finished`): the database has been the restored one since, and agents may have
+ * written to it; restoring again would discard those writes with no undo leading back to them.
+ * The same request whose commit never landed runs again under the same undo id (`reuse`).
+ * Either way none is pending after.
  */
-export function settleInterrupted(handles: HandleCache, history: HistoryCapture, db: DbTarget, source: HistorySource, hdir: string, key: string): string | undefined {
-  let reuse: string | undefined;
+export function settleInterrupted(
+  handles: HandleCache,
+  history: HistoryCapture,
+  db: DbTarget,
+  source: HistorySource,
+  hdir: string,
+  key: string,
+): { reuse?: string; finished?: string } {
+  const out: { reuse?: string; finished?: string } = {};
   for (const point of listUndoPoints(hdir)) {
     const { pending } = point;
     if (!pending) continue;
-    if (pending.key === key && reuse === undefined) {
-      reuse = point.id;
+    const same = pending.key === key && out.reuse === undefined && out.finished === undefined;
+    const landed = landedAt(source, Buffer.from(pending.salts, 'hex'));
+    if (!landed) {
+      if (same) {
+        out.reuse = point.id;
+        continue;
+      }
+      writeJsonAtomic(undoPath(hdir, point.id), withoutPending(point));
       continue;
     }
-    const landed = listGenerations(source).some((g) => segmentWithSalts(g, Buffer.from(pending.salts, 'hex')));
-    if (landed) {
-      const live = handles.open(db, 'write');
-      if (!live.prepare(`SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${point.id}`)) {
-        audit(live, pending.by as RestoreActor, point.id, `${pending.audited} (interrupted before it answered)`, Date.now());
-        history.run(live, db);
-      }
+    const live = handles.open(db, 'write');
+    if (!audited(live, point.id)) {
+      audit(live, pending.by as RestoreActor, point.id, same ? pending.audited : `${pending.audited} (interrupted before it answered)`, Date.now());
+      history.run(live, db);
     }
-    writeJsonAtomic(undoPath(hdir, point.id), withoutPending(point));
+    writeJsonAtomic(undoPath(hdir, point.id), { ...withoutPending(point), restoreEnd: point.restoreEnd ?? landed });
+    if (same) out.finished = point.id;
   }
-  return reuse;
+  return out;
+}
+
+/**
+ * Whether the restore `id`'s audit row is in. The database may have no audit table: the moment
+ * restored to can be older than the first row (asking it then failed every later restore of the
+ * database with "no such table", the point pending for ever).
+ */
+function audited(db: ReturnType<HandleCache['open']>, id: string): boolean {
+  if (!trusted(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(AUDIT_TABLE)) return false;
+  return trusted(db, `SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${id}`) !== undefined;
 }
 
 /** The undo point as it stays once its restore is done. */
