@@ -357,3 +357,47 @@ describe('another restore after one crashed with its commit in place', () => {
     expect(auditRestores(db.path).filter((r) => r.endsWith('(interrupted before it answered)'))).toHaveLength(1);
   }, 60_000);
 });
+
+describe('backups and disaster restore of a database restored within its generation', () => {
+  it('every moment around the restores comes back from the blob store alone, and a prune keeps them', async () => {
+    const { backupDatabase } = await import('../../src/history/backup.ts');
+    const { restoreFromBlob } = await import('../../src/history/blob-restore.ts');
+    const { FolderBlobStore } = await import('../../src/history/folder-blob-store.ts');
+    const { pruneHistory } = await import('../../src/history/prune.ts');
+    const db = historyTarget(dataDir, 'bk/main');
+    const r = rng(3);
+    await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
+    await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
+    await write(db, 'CREATE TABLE ballast(x BLOB)');
+    await write(db, 'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 800) SELECT i FROM n)');
+    const moments: { at: number; hash: string }[] = [];
+    const mark = () => {
+      const at = Date.now();
+      pastMs(at);
+      moments.push({ at, hash: dumpHash(db.path) });
+    };
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < 5; i++) await change(db, OPS[Math.floor(r() * OPS.length)]!(r));
+      mark();
+      const out = await restore(db, { at: moments[Math.floor(r() * moments.length)]!.at });
+      expect(out.ok, JSON.stringify(out)).toBe(true);
+      mark();
+      if (round === 2) {
+        await ok({ op: 'restore', db, undo: (out as { result: { undoId: string } }).result.undoId, by, timeoutMs: 60_000 });
+        mark();
+      }
+    }
+    // The nightly run: a new generation closes the segments, then the backup.
+    await ok({ op: 'snapshot', db, reason: 'nightly' });
+    const store = new FolderBlobStore(path.join(dataDir, 'blobs'));
+    await backupDatabase(store, dataDir, db.id);
+    pruneHistory(dataDir, { now: Date.now(), retentionDays: 30 });
+    for (const m of moments) {
+      const file = path.join(dataDir, 'disaster', `${++seq}.sqlite`);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      await restoreFromBlob(store, { id: db.id, dbPath: file, workDir: path.dirname(file), at: m.at });
+      expect(integrity(file)).toBe('ok');
+      expect(dumpHash(file), `moment ${moments.indexOf(m)}`).toBe(m.hash);
+    }
+  }, 240_000);
+});
