@@ -401,3 +401,24 @@ describe('backups and disaster restore of a database restored within its generat
     }
   }, 240_000);
 });
+
+describe('statements queued around a restore within the generation', () => {
+  it('those before it are in its undo point, those after it on top of the restored state', async () => {
+    const db = historyTarget(dataDir, 'q/main');
+    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    await write(db, "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+    const at = Date.now();
+    pastMs(at);
+    await write(db, 'INSERT INTO t(v) VALUES (?)', ['after the moment']);
+    // Reads on the other child keep the database open there until the pool closes it.
+    const w = (v: string) => pool.run({ op: 'write', db, sql: 'INSERT INTO t(v) VALUES (?)', params: [v], callKey: `k${++seq}` });
+    const q = () => pool.run({ op: 'query', db, sql: 'SELECT count(*) FROM t', params: [], maxRows: 1 });
+    const outs = await Promise.all([w('b1'), q(), w('b2'), q(), restore(db, { at }), w('a1'), q(), w('a2'), q(), w('a3')]);
+    expect(outs.every((o) => o.ok), JSON.stringify(outs.filter((o) => !o.ok))).toBe(true);
+    const names = async (): Promise<string[]> =>
+      (await ok({ op: 'query', db, sql: 'SELECT v FROM t WHERE length(v) < 20 ORDER BY id', params: [], maxRows: 100 })).rows.map((row: string[]) => row[0]);
+    expect(await names()).toEqual(['a1', 'a2', 'a3']);
+    await ok({ op: 'restore', db, undo: (outs[4] as { result: { undoId: string } }).result.undoId, by, timeoutMs: 60_000 });
+    expect(await names()).toEqual(['after the moment', 'b1', 'b2']);
+  }, 60_000);
+});
