@@ -131,8 +131,11 @@ export function liveMatches(dbPath: string, delta: Delta): boolean {
   return true;
 }
 
-/** What {@link writeDeltaWal} did: nothing to write, the commit put in place, or a -wal already there (another connection). */
-export type DeltaWritten = 'unchanged' | 'written' | 'busy';
+/**
+ * What {@link writeDeltaWal} did: nothing to write, the commit put in place, a -wal already
+ * there (another connection), or none put in place because the file system has no hard links.
+ */
+export type DeltaWritten = 'unchanged' | 'written' | 'busy' | 'unlinkable';
 
 /** The file a delta's WAL is written to before it is linked in as `<db>-wal` (a crashed restore's is removed as a leftover). */
 export function deltaWalTemp(dbPath: string): string {
@@ -202,7 +205,10 @@ export function writeDeltaWal(dbPath: string, delta: Delta, salts: Buffer = rand
     try {
       fs.linkSync(tmp, `${dbPath}-wal`);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return 'busy';
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return 'busy';
+      // Some mounts (FUSE, SMB) refuse links: the caller restores the other way, by rename.
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') return 'unlinkable';
       throw err;
     }
     syncDir(path.dirname(dbPath));

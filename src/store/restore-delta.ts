@@ -73,9 +73,11 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   const point: UndoPoint = known ? withoutPending(known) : { id: a.undoId, database: db.id, createdAt: a.now, restoredTo: a.restoredTo, position: end };
   writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, pending });
   a.step('undo');
-  if (writeDeltaWal(db.path, delta, salts) === 'busy') {
-    // A connection opened the database since it was found closed (a program outside agentdb):
-    // nothing was written; the caller copies the pages in through SQLite, beside it.
+  const written = writeDeltaWal(db.path, delta, salts);
+  if (written === 'busy' || written === 'unlinkable') {
+    // A connection opened the database since it was found closed (a program outside agentdb),
+    // or links cannot be made here: nothing was written; the caller copies the pages in
+    // through SQLite beside that connection, or renames a rebuilt file over.
     if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
     else fs.rmSync(undoPath(a.hdir, a.undoId), { force: true });
     return false;
@@ -185,6 +187,6 @@ function goBack(handles: HandleCache, db: DbTarget, source: HistorySource, end: 
   handles.evict(db.path);
   const back = now && gen && now.generation === gen.name ? planDelta(planRestore(source, { position: end }), gen, now, Number.MAX_SAFE_INTEGER) : undefined;
   if (!back || !ready(db.path, source, gen!.dir, now!, back)) throw new Error(`a failed restore of ${db.id} could not be put back; restore it --at a time before`);
-  if (writeDeltaWal(db.path, back) === 'busy') throw new Error(`a failed restore of ${db.id} could not be put back (the database was opened meanwhile); restore it --at a time before`);
+  if (['busy', 'unlinkable'].includes(writeDeltaWal(db.path, back))) throw new Error(`a failed restore of ${db.id} could not be put back (the database was opened meanwhile); restore it --at a time before`);
   handles.open(db, 'write');
 }

@@ -422,3 +422,22 @@ describe('statements queued around a restore within the generation', () => {
     expect(await names()).toEqual(['after the moment', 'b1', 'b2']);
   }, 60_000);
 });
+
+describe('a file system without hard links', () => {
+  it('restores the other way (a rebuilt file renamed over)', async () => {
+    const { db, at, atState } = await setUp('hx/nolinks');
+    const spy = vi.spyOn(fs, 'linkSync').mockImplementation(() => {
+      throw Object.assign(new Error('EPERM: operation not permitted, link'), { code: 'EPERM' });
+    });
+    let result: { undoId?: string } | undefined;
+    try {
+      result = restoreHere(db, at, () => {}, 'operator:nolinks');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(result?.undoId).toMatch(/^u/);
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
+    expect(auditRestores(db.path)).toHaveLength(1);
+    expect(fs.readdirSync(path.dirname(db.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
+  }, 60_000);
+});
