@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition } from '../history/capture.ts';
 import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
-import { listGenerations, listUndoPoints, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
+import { listGenerations, listSegments, listUndoPoints, readCommits, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
 import { planRestore, type RestorePlan } from '../history/restore-engine.ts';
 import { sealHolds } from '../history/seal.ts';
 import type { DbTarget, RestoreActor } from './executor-protocol.ts';
@@ -106,11 +106,13 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
 /**
  * Settles the interrupted restores within the generation (undo points still `pending`). One
  * whose commit landed is done: its audit row is recorded if missing, and where its own commit
- * ends (what its undo discards after). When it is the same request again (`key`), that is its
- * answer (`finished`): the database has been the restored one since, and agents may have
- * written to it; restoring again would discard those writes with no undo leading back to them.
- * The same request whose commit never landed runs again under the same undo id (`reuse`).
- * Either way none is pending after.
+ * ends (what its undo discards after). When it is the same request again (`key`) and nothing
+ * was committed since but its own audit row, that is its answer (`finished`, the database is
+ * exactly the restored one). When agents wrote to the restored database meanwhile, it is
+ * recorded as interrupted and the request runs anew, under a new undo id that leads back to
+ * those writes (restoring again under the old one discarded them with no undo leading back,
+ * its dry run saying it discards none). The same request whose commit never landed runs again
+ * under the same undo id (`reuse`). Either way none is pending after.
  */
 export function settleInterrupted(
   handles: HandleCache,
@@ -124,7 +126,7 @@ export function settleInterrupted(
   for (const point of listUndoPoints(hdir)) {
     const { pending } = point;
     if (!pending) continue;
-    const same = pending.key === key && out.reuse === undefined && out.finished === undefined;
+    let same = pending.key === key && out.reuse === undefined && out.finished === undefined;
     const landed = landedAt(source, Buffer.from(pending.salts, 'hex'));
     if (!landed) {
       if (same) {
@@ -135,7 +137,11 @@ export function settleInterrupted(
       continue;
     }
     const live = handles.open(db, 'write');
-    if (!audited(live, point.id)) {
+    history.run(live, db);
+    const hasRow = audited(live, point.id);
+    // Its own audit row is the one commit allowed after it.
+    if (same && commitsSince(source, landed) > (hasRow ? 1 : 0)) same = false;
+    if (!hasRow) {
       audit(live, pending.by as RestoreActor, point.id, same ? pending.audited : `${pending.audited} (interrupted before it answered)`, Date.now());
       history.run(live, db);
     }
@@ -143,6 +149,21 @@ export function settleInterrupted(
     if (same) out.finished = point.id;
   }
   return out;
+}
+
+/** The commits history holds after position `pos` (a later generation counts as changes: a snapshot of a gap, or a restore's). */
+function commitsSince(source: HistorySource, pos: HistoryPosition): number {
+  let n = 0;
+  for (const gen of listGenerations(source)) {
+    if (gen.name < pos.generation) continue;
+    if (gen.name > pos.generation) n++;
+    for (const seg of listSegments(gen)) {
+      const commits = readCommits(seg.indexPath);
+      if (gen.name > pos.generation || seg.name > pos.segment) n += commits.length;
+      else if (seg.name === pos.segment) n += commits.filter((c) => c.frames > pos.frames).length;
+    }
+  }
+  return n;
 }
 
 /**
