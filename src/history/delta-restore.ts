@@ -8,8 +8,11 @@
  * The commit is written as the database's -wal file while no connection has the database open
  * (the restore closed it everywhere, and the last close checkpointed and removed the old -wal):
  * the next connection to open it recovers the WAL as SQLite does after a crash, checksums
- * checked. A crash before the commit frame is on disk leaves a WAL SQLite ignores (the database
- * as it was); after it, the restored database.
+ * checked. The WAL is written whole beside the database, synced, then linked in as `<db>-wal`
+ * at once: a connection opening the database meanwhile (a program outside agentdb) must never
+ * find a -wal without its commit frame, or it recovers an empty WAL into its -shm, and the next
+ * writer starts the WAL over across the restore's frames (the restore answered, the database
+ * unchanged). A crash before the link leaves the database as it was; after it, restored.
  *
  * Every frame read is checked against its segment's salts and cumulative checksums, the
  * snapshot against its sha256 (or its verified size and time, as `rebuild` does), and the live
@@ -21,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
-import { listSegments, readCommits, type GenerationInfo, type HistoryPosition, type SegmentHeader } from './layout.ts';
+import { listGenerations, listSegments, readCommits, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader } from './layout.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { sha256File, syncDir } from './snapshot.ts';
 import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader, walChecksum } from './wal-format.ts';
@@ -150,14 +153,27 @@ export function liveMatches(dbPath: string, delta: Delta): boolean {
 }
 
 /**
- * Writes `delta` as `<dbPath>-wal`, one commit with these 8 bytes of salts, synced with its folder. Returns false (writing
- * nothing) when the database at the moment equals the live one. The -wal must not exist: one
- * there means a connection has the database open.
+ * What {@link writeDeltaWal} did: nothing to write, the commit put in place, a -wal already
+ * there (another connection), or none put in place because the file system has no hard links.
  */
-export function writeDeltaWal(dbPath: string, delta: Delta, salts: Buffer = randomBytes(8)): boolean {
+export type DeltaWritten = 'unchanged' | 'written' | 'busy' | 'unlinkable';
+
+/** The file a delta's WAL is written to before it is linked in as `<db>-wal` (a crashed restore's is removed as a leftover). */
+export function deltaWalTemp(dbPath: string): string {
+  return `${dbPath}.restore-${process.pid}.wal.tmp`;
+}
+
+/**
+ * Writes `delta` as `<dbPath>-wal`, one commit with these 8 bytes of salts, synced with its
+ * folder: written whole and synced beside the database first, then linked in, so that no
+ * connection can ever find part of it. 'unchanged' (nothing written) when the database at the
+ * moment equals the live one; 'busy' (nothing written) when a -wal is already there: a
+ * connection has the database open.
+ */
+export function writeDeltaWal(dbPath: string, delta: Delta, salts: Buffer = randomBytes(8)): DeltaWritten {
   const pages = [...delta.write.keys()].sort((x, y) => x - y);
   if (pages.length === 0) {
-    if (delta.pagesAt === delta.pagesNow) return false;
+    if (delta.pagesAt === delta.pagesNow) return 'unchanged';
     // Only a shorter file: a commit needs a frame, page 1 as it was will do.
     pages.push(1);
     delta.write.set(1, delta.write.get(1) ?? { file: dbPath, offset: 0 });
@@ -177,38 +193,50 @@ export function writeDeltaWal(dbPath: string, delta: Delta, salts: Buffer = rand
   const fb = frameBytes(pageSize);
   const perBatch = Math.max(1, Math.floor(BATCH_BYTES / fb));
   const buf = Buffer.alloc(perBatch * fb);
-  const fd = fs.openSync(`${dbPath}-wal`, 'wx');
+  const tmp = deltaWalTemp(dbPath);
+  const fd = fs.openSync(tmp, 'w');
   const reader = new PageReader();
   try {
-    fs.writeSync(fd, head, 0, WAL_HEADER_BYTES, 0);
-    for (let i = 0; i < pages.length; i += perBatch) {
-      const batch = pages.slice(i, i + perBatch);
-      batch.forEach((p, k) => {
-        const at = k * fb;
-        buf.fill(0, at, at + FRAME_HEADER_BYTES);
-        buf.writeUInt32BE(p, at);
-        buf.writeUInt32BE(i + k === pages.length - 1 ? delta.pagesAt : 0, at + 4);
-        buf.writeUInt32BE(hdr.salt1, at + 8);
-        buf.writeUInt32BE(hdr.salt2, at + 12);
-        reader.read(delta.write.get(p)!, buf.subarray(at + FRAME_HEADER_BYTES, at + fb));
-        [c1, c2] = walChecksum(bigEndian, buf, at, at + 8, c1, c2);
-        [c1, c2] = walChecksum(bigEndian, buf, at + FRAME_HEADER_BYTES, at + fb, c1, c2);
-        buf.writeUInt32BE(c1, at + 16);
-        buf.writeUInt32BE(c2, at + 20);
-      });
-      fs.writeSync(fd, buf, 0, batch.length * fb, frameOffset(pageSize, i + 1));
+    try {
+      fs.writeSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+      for (let i = 0; i < pages.length; i += perBatch) {
+        const batch = pages.slice(i, i + perBatch);
+        batch.forEach((p, k) => {
+          const at = k * fb;
+          buf.fill(0, at, at + FRAME_HEADER_BYTES);
+          buf.writeUInt32BE(p, at);
+          buf.writeUInt32BE(i + k === pages.length - 1 ? delta.pagesAt : 0, at + 4);
+          buf.writeUInt32BE(hdr.salt1, at + 8);
+          buf.writeUInt32BE(hdr.salt2, at + 12);
+          reader.read(delta.write.get(p)!, buf.subarray(at + FRAME_HEADER_BYTES, at + fb));
+          [c1, c2] = walChecksum(bigEndian, buf, at, at + 8, c1, c2);
+          [c1, c2] = walChecksum(bigEndian, buf, at + FRAME_HEADER_BYTES, at + fb, c1, c2);
+          buf.writeUInt32BE(c1, at + 16);
+          buf.writeUInt32BE(c2, at + 20);
+        });
+        fs.writeSync(fd, buf, 0, batch.length * fb, frameOffset(pageSize, i + 1));
+      }
+      fs.fsyncSync(fd);
+    } finally {
+      reader.close();
+      fs.closeSync(fd);
     }
-    fs.fsyncSync(fd);
-  } catch (err) {
-    fs.closeSync(fd);
-    fs.rmSync(`${dbPath}-wal`, { force: true });
-    throw err;
+    // A link, unlike a rename, never replaces: a -wal made since the restore found none (a
+    // connection opened the database) stays, and this commit is not written.
+    try {
+      fs.linkSync(tmp, `${dbPath}-wal`);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return 'busy';
+      // Some mounts (FUSE, SMB) refuse links: the caller restores the other way, by rename.
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'ENOSYS') return 'unlinkable';
+      throw err;
+    }
+    syncDir(path.dirname(dbPath));
+    return 'written';
   } finally {
-    reader.close();
+    fs.rmSync(tmp, { force: true });
   }
-  fs.closeSync(fd);
-  syncDir(path.dirname(dbPath));
-  return true;
 }
 
 /** Reads pages out of segment and snapshot files, each opened once. */
@@ -278,25 +306,34 @@ function scanSegment(
   }
 }
 
-/** Whether any segment of `gen` was copied from a WAL with these salts (a delta restore's commit landed). */
-export function segmentWithSalts(gen: GenerationInfo, salts: Buffer): boolean {
+/**
+ * Where a delta restore's commit, written in a WAL with these 8 bytes of salts, is in the
+ * history: the end of the first commit of the segment copied from that WAL. Undefined when it
+ * never landed (no such segment, or one that holds no commit: SQLite ignored that WAL).
+ */
+export function landedAt(source: HistorySource, salts: Buffer): HistoryPosition | undefined {
   const want = [salts.readUInt32BE(0), salts.readUInt32BE(4)];
-  return listSegments(gen).some((seg) => {
-    const head = Buffer.alloc(WAL_HEADER_BYTES);
-    let fd: number;
-    try {
-      fd = fs.openSync(seg.dataPath, 'r');
-    } catch {
-      return false;
+  for (const gen of listGenerations(source)) {
+    for (const seg of listSegments(gen)) {
+      const head = Buffer.alloc(WAL_HEADER_BYTES);
+      let fd: number;
+      try {
+        fd = fs.openSync(seg.dataPath, 'r');
+      } catch {
+        continue;
+      }
+      try {
+        fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+      } finally {
+        fs.closeSync(fd);
+      }
+      const hdr = parseWalHeader(head);
+      if (hdr === undefined || hdr.salt1 !== want[0] || hdr.salt2 !== want[1]) continue;
+      const first = readCommits(seg.indexPath)[0];
+      return first ? { generation: gen.name, segment: seg.name, frames: first.frames } : undefined;
     }
-    try {
-      fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
-    } finally {
-      fs.closeSync(fd);
-    }
-    const hdr = parseWalHeader(head);
-    return hdr !== undefined && hdr.salt1 === want[0] && hdr.salt2 === want[1];
-  });
+  }
+  return undefined;
 }
 
 /** Where a generation's history ends, as capture states a position: its last segment and the frames in it. */

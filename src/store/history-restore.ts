@@ -98,7 +98,9 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     removeLeftovers(hdir, req.db.path);
     const step = (name: RestoreStep) => hooks.step?.(name);
     const key = JSON.stringify({ at: req.at ?? null, undo: req.undo ?? null, who: req.by.who });
-    const reused = settleInterrupted(handles, history, req.db, source, hdir, key);
+    const { reuse: reused, finished } = settleInterrupted(handles, history, req.db, source, hdir, key);
+    // The same request again after a crash that left its commit in place: it is done.
+    if (finished) return summary({ undoId: finished });
     const undoId = reused ?? newUndoId();
     const audited = req.undo ? `undo ${req.undo} (back to the state of ${new Date(restoredTo ?? plan.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`;
     const now = Date.now();

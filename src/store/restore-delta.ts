@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition } from '../history/capture.ts';
-import { liveMatches, planDelta, segmentWithSalts, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
-import { listGenerations, listUndoPoints, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
+import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
+import { listGenerations, listSegments, listUndoPoints, readCommits, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
 import { planRestore, type RestorePlan } from '../history/restore-engine.ts';
 import { sealHolds } from '../history/seal.ts';
 import type { DbTarget, RestoreActor } from './executor-protocol.ts';
@@ -11,6 +11,7 @@ import type { HandleCache } from './handle-cache.ts';
 import type { HistoryCapture } from './history-capture.ts';
 import { audit, closedEverywhere } from './restore-common.ts';
 import { AUDIT_TABLE } from './sqlite-audit.ts';
+import { trusted } from './sqlite-trusted.ts';
 
 /** A delta restore writes at most this share of the database's pages; past it copying the rebuilt file in is cheaper. */
 const MAX_SHARE = 0.5;
@@ -77,7 +78,15 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   const point: UndoPoint = known ? withoutPending(known) : { id: a.undoId, database: db.id, createdAt: a.now, restoredTo: a.restoredTo, position: end };
   writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, pending });
   a.step('undo');
-  writeDeltaWal(db.path, delta, salts);
+  const written = writeDeltaWal(db.path, delta, salts);
+  if (written === 'busy' || written === 'unlinkable') {
+    // A connection opened the database since it was found closed (a program outside agentdb),
+    // or links cannot be made here: nothing was written; the caller copies the pages in
+    // through SQLite beside that connection, or renames a rebuilt file over.
+    if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
+    else fs.rmSync(undoPath(a.hdir, a.undoId), { force: true });
+    return false;
+  }
   a.step('written');
   // Opening recovers the commit from the WAL, and capture copies it like any other.
   const live = handles.open(db, 'write');
@@ -100,30 +109,76 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
 }
 
 /**
- * An interrupted restore within the generation (an undo point still `pending`): its undo id,
- * to reuse, when `key` is the same request again; otherwise, when its commit landed and its
- * audit row is not in, the row is recorded now. Either way it is no longer pending after.
+ * Settles the interrupted restores within the generation (undo points still `pending`). One
+ * whose commit landed is done: its audit row is recorded if missing, and where its own commit
+ * ends (what its undo discards after). When it is the same request again (`key`) and nothing
+ * was committed since but its own audit row, that is its answer (`finished`, the database is
+ * exactly the restored one). When agents wrote to the restored database meanwhile, it is
+ * recorded as interrupted and the request runs anew, under a new undo id that leads back to
+ * those writes (restoring again under the old one discarded them with no undo leading back,
+ * its dry run saying it discards none). The same request whose commit never landed runs again
+ * under the same undo id (`reuse`). Either way none is pending after.
  */
-export function settleInterrupted(handles: HandleCache, history: HistoryCapture, db: DbTarget, source: HistorySource, hdir: string, key: string): string | undefined {
-  let reuse: string | undefined;
+export function settleInterrupted(
+  handles: HandleCache,
+  history: HistoryCapture,
+  db: DbTarget,
+  source: HistorySource,
+  hdir: string,
+  key: string,
+): { reuse?: string; finished?: string } {
+  const out: { reuse?: string; finished?: string } = {};
   for (const point of listUndoPoints(hdir)) {
     const { pending } = point;
     if (!pending) continue;
-    if (pending.key === key && reuse === undefined) {
-      reuse = point.id;
+    let same = pending.key === key && out.reuse === undefined && out.finished === undefined;
+    const landed = landedAt(source, Buffer.from(pending.salts, 'hex'));
+    if (!landed) {
+      if (same) {
+        out.reuse = point.id;
+        continue;
+      }
+      writeJsonAtomic(undoPath(hdir, point.id), withoutPending(point));
       continue;
     }
-    const landed = listGenerations(source).some((g) => segmentWithSalts(g, Buffer.from(pending.salts, 'hex')));
-    if (landed) {
-      const live = handles.open(db, 'write');
-      if (!live.prepare(`SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${point.id}`)) {
-        audit(live, pending.by as RestoreActor, point.id, `${pending.audited} (interrupted before it answered)`, Date.now());
-        history.run(live, db);
-      }
+    const live = handles.open(db, 'write');
+    history.run(live, db);
+    const hasRow = audited(live, point.id);
+    // Its own audit row is the one commit allowed after it.
+    if (same && commitsSince(source, landed) > (hasRow ? 1 : 0)) same = false;
+    if (!hasRow) {
+      audit(live, pending.by as RestoreActor, point.id, same ? pending.audited : `${pending.audited} (interrupted before it answered)`, Date.now());
+      history.run(live, db);
     }
-    writeJsonAtomic(undoPath(hdir, point.id), withoutPending(point));
+    writeJsonAtomic(undoPath(hdir, point.id), { ...withoutPending(point), restoreEnd: point.restoreEnd ?? landed });
+    if (same) out.finished = point.id;
   }
-  return reuse;
+  return out;
+}
+
+/** The commits history holds after position `pos` (a later generation counts as changes: a snapshot of a gap, or a restore's). */
+function commitsSince(source: HistorySource, pos: HistoryPosition): number {
+  let n = 0;
+  for (const gen of listGenerations(source)) {
+    if (gen.name < pos.generation) continue;
+    if (gen.name > pos.generation) n++;
+    for (const seg of listSegments(gen)) {
+      const commits = readCommits(seg.indexPath);
+      if (gen.name > pos.generation || seg.name > pos.segment) n += commits.length;
+      else if (seg.name === pos.segment) n += commits.filter((c) => c.frames > pos.frames).length;
+    }
+  }
+  return n;
+}
+
+/**
+ * Whether the restore `id`'s audit row is in. The database may have no audit table: the moment
+ * restored to can be older than the first row (asking it then failed every later restore of the
+ * database with "no such table", the point pending for ever).
+ */
+function audited(db: ReturnType<HandleCache['open']>, id: string): boolean {
+  if (!trusted(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(AUDIT_TABLE)) return false;
+  return trusted(db, `SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${id}`) !== undefined;
 }
 
 /** The undo point as it stays once its restore is done. */
@@ -158,6 +213,6 @@ function goBack(handles: HandleCache, db: DbTarget, source: HistorySource, end: 
   handles.evict(db.path);
   const back = now && gen && now.generation === gen.name ? planDelta(planRestore(source, { position: end }), [gen], now, Number.MAX_SAFE_INTEGER) : undefined;
   if (!back || !ready(db.path, source, gen!.dir, now!, back)) throw new Error(`a failed restore of ${db.id} could not be put back; restore it --at a time before`);
-  writeDeltaWal(db.path, back);
+  if (['busy', 'unlinkable'].includes(writeDeltaWal(db.path, back))) throw new Error(`a failed restore of ${db.id} could not be put back (the database was opened meanwhile); restore it --at a time before`);
   handles.open(db, 'write');
 }
