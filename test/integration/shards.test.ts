@@ -66,7 +66,9 @@ describe('a call no worker picks up', () => {
     const client = sb.client();
     const queued = await client.call(
       { workspace: 'w', agent: 'a', settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE later (x)' } },
-      { wait: false },
+      // With no wait the answer comes once the call has run or been parked, or after timeoutMs
+      // (30 s by default) as `queued`: no worker runs here, so a short window says the same.
+      { wait: false, timeoutMs: 500 },
     );
     expect(queued).toMatchObject({ ok: false, status: 'queued' });
     await sb.pool();
