@@ -1,17 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 /**
- * `agentdb` as the tests run it: from the TypeScript sources under tsx, so that no test ever
- * runs a stale build. The built binary is tested where the package is packed and installed
- * (test/e2e/package.test.ts), which builds it afresh.
+ * `agentdb` as users run it: the built binary, which forks its workers' executor children from
+ * the build too. test/global-setup.ts builds dist/ afresh before the suite whenever a source is
+ * newer, so no test runs a stale build; under tsx each of these starts cost about five times the
+ * CPU. Installed from a packed tarball it is tested in test/e2e/package.test.ts.
  */
-export const CLI = [
-  '--import',
-  pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href,
-  fileURLToPath(new URL('../../bin/agentdb.ts', import.meta.url)),
-];
+export const CLI = [fileURLToPath(new URL('../../dist/bin/agentdb.js', import.meta.url))];
 
 /** Output of a finished CLI run. */
 export interface RunResult {

@@ -1,0 +1,39 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const require = createRequire(import.meta.url);
+/** What `npm run build` compiles from, and what says how. */
+const SOURCES = ['src', 'bin', 'workers', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+/** Written last by the build: present and newer than every source, the build is current. */
+const STAMP = path.join(ROOT, 'dist/src/contracts/tool-contracts.json');
+
+/** The newest modification time of a file, or of a folder and anything under it. */
+function newest(p: string): number {
+  const st = statSync(p);
+  if (!st.isDirectory()) return st.mtimeMs;
+  return readdirSync(p).reduce((max, name) => Math.max(max, newest(path.join(p, name))), st.mtimeMs);
+}
+
+/**
+ * Builds dist/ before the suite when any source is newer than it. End-to-end tests run the
+ * `agentdb` command as users do, from the build (test/helpers/processes.ts): under tsx each
+ * start of the CLI, of a worker and of every executor child it forks cost about five times the
+ * CPU, which on two cores made the CLI suites most of their run time. Building here, rather
+ * than trusting whatever dist/ holds, is what keeps a test from ever running a stale build.
+ */
+export default function setup(): void {
+  const built = existsSync(STAMP) ? statSync(STAMP).mtimeMs : 0;
+  if (SOURCES.every((s) => !existsSync(path.join(ROOT, s)) || newest(path.join(ROOT, s)) <= built)) return;
+  // `npm run build`'s two steps, apart: tsc emits in spite of type errors, which are `npm run
+  // typecheck`'s to report, not a reason to run no test (nor to leave the contracts unwritten).
+  try {
+    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
+  } catch {
+    process.stderr.write('global-setup: tsc -p tsconfig.build.json reported errors; the tests run on what it emitted\n');
+  }
+  execFileSync(process.execPath, ['dist/scripts/write-tool-contracts.js'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+}
