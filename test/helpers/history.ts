@@ -60,3 +60,25 @@ export function pastMs(ms: number): void {
     /* at most a millisecond */
   }
 }
+
+/** The statements of the RESTORE rows in a database's audit table, oldest first. */
+export function auditStatements(file: string): string[] {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    return (db.prepare("SELECT statement FROM _agentdb_audit WHERE tool = 'RESTORE' ORDER BY at").all() as { statement: string }[]).map((r) => r.statement);
+  } finally {
+    db.close();
+  }
+}
+
+/** A small deterministic generator (mulberry32) for randomized tests: a failing seed repeats. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

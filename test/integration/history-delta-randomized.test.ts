@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { ExecRequest } from '../../src/store/executor-protocol.ts';
-import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { dumpHash, integrity, pastMs, prng } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 // Restores in place that write only the pages changed since the moment (one WAL commit), many
@@ -17,16 +17,6 @@ const SEED = Number(process.env.HISTORY_DELTA_SEED ?? Date.now() % 100_000);
 const STEPS = 240;
 const RESTORES = 24;
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let dataDir: string;
 let pool: ExecutorPool;

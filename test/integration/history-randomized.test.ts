@@ -7,7 +7,7 @@ import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
-import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { dumpHash, integrity, pastMs, prng } from '../helpers/history.ts';
 import { historyPool, historyTarget } from '../helpers/history-pool.ts';
 
 // The test that proves history (issue 11): several databases get thousands of writes of every
@@ -19,16 +19,6 @@ import { historyPool, historyTarget } from '../helpers/history-pool.ts';
 const STEPS = Number(process.env.HISTORY_TEST_STEPS ?? 1500);
 const SEED = Number(process.env.HISTORY_TEST_SEED ?? Date.now() % 100_000);
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Real files, on tmpfs where there is one: thousands of steps each checkpoint, snapshot or close
 // a database, and on a shared disk every fsync of them is what the test would spend its time on.

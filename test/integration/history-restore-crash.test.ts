@@ -3,13 +3,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listUndoPoints, localSource } from '../../src/history/layout.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
 import type { RestoreStep } from '../../src/store/history-restore.ts';
-import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { auditStatements, dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 // A restore in place back within the live generation writes the pages changed since as one WAL
@@ -57,14 +56,6 @@ afterAll(async () => {
 });
 
 const by = { who: 'operator:test', via: 'operator' as const };
-const auditStatements = (file: string): string[] => {
-  const d = new Database(file, { readonly: true });
-  try {
-    return (d.prepare("SELECT statement FROM _agentdb_audit WHERE tool = 'RESTORE' ORDER BY at").all() as { statement: string }[]).map((r) => r.statement);
-  } finally {
-    d.close();
-  }
-};
 let seq = 0;
 const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
 const write = (db: DbTarget, sql: string, params: (string | number)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });

@@ -9,7 +9,7 @@ import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executo
 import { HandleCache } from '../../src/store/handle-cache.ts';
 import { HistoryCapture } from '../../src/store/history-capture.ts';
 import { restoreInPlace, type RestoreStep } from '../../src/store/history-restore.ts';
-import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { auditStatements, dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 // A hostile review of the restore in place within the live generation (one WAL commit of the
@@ -33,14 +33,6 @@ let seq = 0;
 const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
 const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
 const restore = (db: DbTarget, args: { at?: number; undo?: string }): Promise<ExecOutcome> => pool.run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
-const auditRestores = (file: string): string[] => {
-  const d = new Database(file, { fileMustExist: true });
-  try {
-    return (d.prepare("SELECT statement FROM _agentdb_audit WHERE tool = 'RESTORE' ORDER BY at").all() as { statement: string }[]).map((r) => r.statement);
-  } finally {
-    d.close();
-  }
-};
 
 /** A small deterministic generator, so a failure repeats. */
 function rng(seed: number): () => number {
@@ -225,7 +217,7 @@ describe('what an interrupted restore within the generation leaves', () => {
     const other = await pool.run({ op: 'restore', db, at, by: { who: 'operator:other', via: 'operator' }, timeoutMs: 60_000 });
     expect(other.ok, JSON.stringify(other)).toBe(true);
     // Only the second restore happened: one audit row for it, none for the torn one.
-    const rows = auditRestores(db.path);
+    const rows = auditStatements(db.path);
     expect(rows.filter((s) => s.includes('interrupted'))).toEqual([]);
     expect(rows).toHaveLength(1);
   }, 60_000);
@@ -252,7 +244,7 @@ describe('what an interrupted restore within the generation leaves', () => {
     expect(result).toMatchObject({ undoId: expect.stringMatching(/^u/) });
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
     expect(before).not.toBe(atState);
-    expect(auditRestores(db.path)).toHaveLength(1);
+    expect(auditStatements(db.path)).toHaveLength(1);
     expect(listUndoPoints(historyDir(dataDir, db.id)).map((p) => [p.id, p.pending])).toEqual([[(result as { undoId: string }).undoId, undefined]]);
   }, 60_000);
 });
@@ -289,7 +281,7 @@ describe('a program outside agentdb opening the database while the restore write
     outside!.close();
     const now = dumpHash(db.path, { withoutAudit: true });
     expect(integrity(db.path)).toBe('ok');
-    const audited = auditRestores(db.path);
+    const audited = auditStatements(db.path);
     if (result) {
       // It answered with an undo id: the database must be the restored one, for everyone.
       expect(now, 'answered restored, but the database is not').toBe(atState);
@@ -326,7 +318,7 @@ describe('a restore asked again after it crashed with its commit in place', () =
     const again = restoreHere(db, at, () => {});
     expect(again.undoId).toBe(pendingId);
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
-    expect(auditRestores(db.path)).toEqual([expect.stringMatching(/^restore to [^(]+$/)]);
+    expect(auditStatements(db.path)).toEqual([expect.stringMatching(/^restore to [^(]+$/)]);
     expect(listUndoPoints(historyDir(dataDir, db.id)).map((p) => [p.id, p.pending])).toEqual([[pendingId, undefined]]);
     await ok({ op: 'restore', db, undo: pendingId, by, timeoutMs: 60_000 });
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
@@ -349,7 +341,7 @@ describe('a restore asked again after it crashed with its commit in place', () =
     expect(listUndoPoints(historyDir(dataDir, db.id)).filter((p) => p.pending)).toEqual([]);
     await ok({ op: 'restore', db, undo: again.undoId, by, timeoutMs: 60_000 });
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(withWrite);
-    expect(auditRestores(db.path).filter((s) => s.endsWith('(interrupted before it answered)'))).toHaveLength(1);
+    expect(auditStatements(db.path).filter((s) => s.endsWith('(interrupted before it answered)'))).toHaveLength(1);
     // And the crashed attempt's own undo id leads back to before it.
     const dry = await restore(db, { undo: pendingId, dryRun: true } as never);
     expect((dry as { result: { discardsCommits: number } }).result.discardsCommits).toBeGreaterThanOrEqual(1);
@@ -378,7 +370,7 @@ describe('another restore after one crashed with its commit in place', () => {
     // found, the crashed restore's row recorded.
     const undo = await ok({ op: 'restore', db, undo: (out as { result: { undoId: string } }).result.undoId, by, timeoutMs: 60_000 });
     expect(undo.undoId).toMatch(/^u/);
-    expect(auditRestores(db.path).filter((r) => r.endsWith('(interrupted before it answered)'))).toHaveLength(1);
+    expect(auditStatements(db.path).filter((r) => r.endsWith('(interrupted before it answered)'))).toHaveLength(1);
   }, 60_000);
 });
 
@@ -461,7 +453,7 @@ describe('a file system without hard links', () => {
     }
     expect(result?.undoId).toMatch(/^u/);
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
-    expect(auditRestores(db.path)).toHaveLength(1);
+    expect(auditStatements(db.path)).toHaveLength(1);
     expect(fs.readdirSync(path.dirname(db.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
   }, 60_000);
 });
