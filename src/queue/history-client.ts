@@ -70,7 +70,7 @@ export class HistoryClient {
   /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */
   async restore(db: string, req: RestoreRequest): Promise<RestoreResult> {
     const id = checkedId(db);
-    if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (--at) or an undo id (--undo)');
+    if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
     const into = req.into === undefined ? undefined : checkedId(req.into);
     if (into !== undefined && into === id) throw new AgentDbError('DATABASE_EXISTS', `${into} is the database restored from; restore it in place instead`);
     if (into !== undefined && parseDatabaseId(into).workspace !== parseDatabaseId(id).workspace) {
