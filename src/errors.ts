@@ -75,8 +75,8 @@ export const ERRORS = {
     status: 403,
   },
   NOT_FOUND: {
-    message: 'No such table, view, call, approval or member exists.',
-    hint: 'Check the name or id: DATA_DESCRIBE_SCHEMA lists tables and views, `agentdb approvals list` approvals.',
+    message: 'No such table, view, call, approval, member or database exists.',
+    hint: 'Check the name or id: DATA_DESCRIBE_SCHEMA lists tables and views, `agentdb approvals list` approvals; a database exists once something was written to it (<workspace> for the shared one, <workspace>/<agent> for an agent\'s).',
     retryable: false,
     status: 404,
   },

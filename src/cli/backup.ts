@@ -4,6 +4,7 @@ import { checkRedis } from '../queue/connection.ts';
 import { ShardOpClient } from '../queue/shard-op-client.ts';
 import { parseDatabaseId } from '../store/database-id.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
+import { pickupWatch } from './op-pickup.ts';
 
 /**
  * `agentdb backup now [--db DB]`: backs up every database (or DB) at once, on each shard's
@@ -21,9 +22,20 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
   await checkRedis(ctx.config.redisUrl);
   const ops = new ShardOpClient({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.prefix });
   const started = Date.now();
+  // One op per shard: say once that none is being taken, not once per shard.
+  const watch = pickupWatch(ctx, 'backup now');
+  let noted = false;
+  const pickup = {
+    ...watch,
+    onUnclaimed: (waited: number) => {
+      if (!noted) watch.onUnclaimed?.(waited);
+      noted = true;
+    },
+  };
   try {
     const run = await runBackups(ops, ctx.config.shardCount, {
       ...(flags.db !== undefined ? { db: flags.db } : {}),
+      pickup,
       onProgress: ({ shard, done, total, report: r }) => {
         const what = r.error
           ? `FAILED ${r.error.code}: ${r.error.detail}`

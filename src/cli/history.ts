@@ -6,6 +6,7 @@ import { AgentRegistry } from '../registry/agents.ts';
 import { HistoryClient, type HistoryView } from '../queue/history-client.ts';
 import { ShardOpClient } from '../queue/shard-op-client.ts';
 import { UsageError, type CommandContext } from './context.ts';
+import { pickupWatch } from './op-pickup.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
@@ -14,7 +15,7 @@ import { UsageError, type CommandContext } from './context.ts';
 
 /** `agentdb history DB [--json]`: the restorable range, the generations, the undo points. */
 export async function history(ctx: CommandContext, flags: { json?: boolean }, db: string): Promise<number> {
-  return withClient(ctx, async (client) => {
+  return withClient(ctx, 'history', async (client) => {
     const view = await client.history(db);
     ctx.stdout.write(flags.json ? `${JSON.stringify(view)}\n` : table(view));
     return 0;
@@ -30,7 +31,7 @@ export async function restore(ctx: CommandContext, flags: { at?: string; undo?: 
   if ((flags.at === undefined) === (flags.undo === undefined)) throw new UsageError('give --at TIME (ISO time or unix seconds) or --undo ID');
   if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
-  return withClient(ctx, async (client) => {
+  return withClient(ctx, 'restore', async (client) => {
     const result = await client.restore(db, {
       ...(flags.at !== undefined ? { at: flags.at } : {}),
       ...(flags.undo !== undefined ? { undo: flags.undo } : {}),
@@ -44,13 +45,13 @@ export async function restore(ctx: CommandContext, flags: { at?: string; undo?: 
   });
 }
 
-async function withClient(ctx: CommandContext, fn: (client: HistoryClient) => Promise<number>): Promise<number> {
+async function withClient(ctx: CommandContext, command: string, fn: (client: HistoryClient) => Promise<number>): Promise<number> {
   // BullMQ waits for a Redis that is down without a word; say so instead.
   await checkRedis(ctx.config.redisUrl);
   const ops = new ShardOpClient({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.prefix });
   const redis = connectRedis(ctx.config.redisUrl, { name: 'agentdb-cli-history' });
   try {
-    return await fn(new HistoryClient(ops, ctx.config.shardCount, new AgentRegistry(redis, keysFor(ctx.config.prefix))));
+    return await fn(new HistoryClient(ops, ctx.config.shardCount, new AgentRegistry(redis, keysFor(ctx.config.prefix)), pickupWatch(ctx, command)));
   } catch (err) {
     const code = codeOf(err);
     if (!code) throw err;

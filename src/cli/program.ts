@@ -218,7 +218,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
 
   program
     .command('executors')
-    .description('what each executor child of each worker runs now, and for how long')
+    .description('what each executor child of each worker runs now, for how long, and how many more statements of that database it was sent (behind)')
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./executors.ts')).executors));
   program

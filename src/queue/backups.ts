@@ -1,8 +1,8 @@
-import { AgentDbError, type ErrorCode } from '../errors.ts';
+import { AgentDbError, codeOf, type ErrorCode } from '../errors.ts';
 import type { BackupReport } from '../history/backup.ts';
 import { shardOf } from '../store/database-id.ts';
 import type { BackupProgress, ShardBackupResult } from './backup-op.ts';
-import type { ShardOpClient } from './shard-op-client.ts';
+import type { PickupWatch, ShardOpClient } from './shard-op-client.ts';
 
 /** What a backup run did, over every shard it reached. */
 export interface BackupRun {
@@ -18,7 +18,7 @@ export interface BackupRun {
 export async function runBackups(
   ops: ShardOpClient,
   shardCount: number,
-  opts: { db?: string; timeoutMs?: number; onProgress?: (p: BackupProgress) => void } = {},
+  opts: { db?: string; timeoutMs?: number; onProgress?: (p: BackupProgress) => void; pickup?: PickupWatch } = {},
 ): Promise<BackupRun> {
   const shards = opts.db !== undefined ? [shardOf(opts.db, shardCount)] : Array.from({ length: shardCount }, (_, i) => i);
   const run: BackupRun = { databases: [], failed: [] };
@@ -28,11 +28,12 @@ export async function runBackups(
         const outcome = await ops.run(shard, 'backup', opts.db !== undefined ? { db: opts.db } : {}, {
           timeoutMs: opts.timeoutMs ?? 6 * 3600 * 1000,
           ...(opts.onProgress ? { onProgress: (p) => opts.onProgress!(p as BackupProgress) } : {}),
+          ...(opts.pickup ? { pickup: opts.pickup } : {}),
         });
         if (outcome.ok) run.databases.push(...(outcome.result as ShardBackupResult).databases);
         else run.failed.push({ shard, ...outcome.error });
       } catch (err) {
-        run.failed.push({ shard, code: 'UNAVAILABLE', detail: (err as Error).message });
+        run.failed.push({ shard, code: codeOf(err) ?? 'UNAVAILABLE', detail: (err as { detail?: string }).detail ?? (err as Error).message });
       }
     }),
   );

@@ -5,7 +5,7 @@ import type { RestoreActor } from '../store/executor-protocol.ts';
 import type { RestoreResult } from '../store/history-restore.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './history-ops.ts';
-import type { ShardOpClient } from './shard-op-client.ts';
+import type { PickupWatch, ShardOpClient } from './shard-op-client.ts';
 
 export type { HistoryView, RestoreResult };
 
@@ -57,6 +57,8 @@ export class HistoryClient {
     private readonly shardCount: number,
     /** Refuses a restore `into` the database of a registered agent (see `restore`). */
     private readonly agents?: Pick<AgentRegistry, 'get'>,
+    /** For the CLI: a note, then NO_WORKER, while no worker takes the op (see `ShardOpClient.run`). */
+    private readonly pickup?: PickupWatch,
   ) {}
 
   /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS. */
@@ -68,7 +70,7 @@ export class HistoryClient {
   /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */
   async restore(db: string, req: RestoreRequest): Promise<RestoreResult> {
     const id = checkedId(db);
-    if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (--at) or an undo id (--undo)');
+    if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
     const into = req.into === undefined ? undefined : checkedId(req.into);
     if (into !== undefined && into === id) throw new AgentDbError('DATABASE_EXISTS', `${into} is the database restored from; restore it in place instead`);
     if (into !== undefined && parseDatabaseId(into).workspace !== parseDatabaseId(id).workspace) {
@@ -93,7 +95,7 @@ export class HistoryClient {
   }
 
   private async answer(shard: number, op: string, args: unknown, db: string, timeoutMs: number): Promise<unknown> {
-    const out = await this.ops.run(shard, op, args, { db, timeoutMs });
+    const out = await this.ops.run(shard, op, args, { db, timeoutMs, ...(this.pickup ? { pickup: this.pickup } : {}) });
     if (!out.ok) throw new AgentDbError(out.error.code, out.error.detail);
     return out.result;
   }

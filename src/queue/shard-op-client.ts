@@ -1,12 +1,23 @@
 import { randomUUID } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
+import { AgentDbError } from '../errors.ts';
 import { connectRedis } from './connection.ts';
 import { keysFor, type Keys } from './keys.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
 const POLL_MS = 1000;
+
+/** While no worker has taken an op (see `run`'s `pickup`). */
+export interface PickupWatch {
+  /** Called once, when no worker has taken the op after `noteAfterMs` (default 5 s). */
+  onUnclaimed?: (waitedMs: number) => void;
+  noteAfterMs?: number;
+  /** Past it, an op no worker took is withdrawn (it never runs) and `run` rejects with NO_WORKER. */
+  timeoutMs?: number;
+}
 
 /** Options of a {@link ShardOpClient}. */
 export interface ShardOpClientOptions {
@@ -34,7 +45,7 @@ export class ShardOpClient {
    * Enqueues `op` on `shard` and waits for its outcome. Rejects only on a fault (no outcome
    * within `timeoutMs`, a job that failed after its retries); answers agent errors as `ok: false`.
    */
-  async run(shard: number, op: string, args: unknown, opts: { db?: string; timeoutMs?: number; onProgress?: (progress: unknown) => void } = {}): Promise<ShardOpOutcome> {
+  async run(shard: number, op: string, args: unknown, opts: { db?: string; timeoutMs?: number; onProgress?: (progress: unknown) => void; pickup?: PickupWatch } = {}): Promise<ShardOpOutcome> {
     const q = this.forShard(shard);
     await q.ready;
     const data: ShardOpJobData = { op, args, enqueuedAt: Date.now(), ...(opts.db ? { db: opts.db } : {}) };
@@ -43,13 +54,13 @@ export class ShardOpClient {
     const onProgress = opts.onProgress && ((e: { jobId: string; data: unknown }) => e.jobId === jobId && opts.onProgress!(e.data));
     if (onProgress) q.events.on('progress', onProgress);
     try {
-      return await this.add(q, op, data, jobId, opts.timeoutMs);
+      return await this.add(q, shard, op, data, jobId, opts.timeoutMs, opts.pickup);
     } finally {
       if (onProgress) q.events.off('progress', onProgress);
     }
   }
 
-  private async add(q: ReturnType<ShardOpClient['forShard']>, op: string, data: ShardOpJobData, jobId: string, timeoutMs: number | undefined): Promise<ShardOpOutcome> {
+  private async add(q: ReturnType<ShardOpClient['forShard']>, shard: number, op: string, data: ShardOpJobData, jobId: string, timeoutMs: number | undefined, pickup: PickupWatch | undefined): Promise<ShardOpOutcome> {
     const job = await q.queue.add(`${SHARD_OP_PREFIX}${op}`, data, {
       jobId,
       attempts: 3,
@@ -61,11 +72,33 @@ export class ShardOpClient {
     // The event is the fast path; a look at the job every second is the net under it: a new user
     // saw `agentdb backup now` wait forever for ops whose jobs had finished (an event reader
     // that started late). Whichever answers first wins.
+    // The same look tells whether any worker took the op: a new user whose CLI had the wrong
+    // AGENTDB_PREFIX (or no worker running) saw `agentdb history` wait silently, then die with a
+    // BullMQ stack trace, and an interrupted `restore` stay queued to run whenever a worker came.
+    const addedAt = Date.now();
+    let noted = false;
     let timer: NodeJS.Timeout | undefined;
     const polled = new Promise<ShardOpOutcome>((resolve, reject) => {
       timer = setInterval(() => {
         void Job.fromId(q.queue, jobId).then(
-          (j) => {
+          async (j) => {
+            if (j && !j.processedOn && pickup) {
+              const waited = Date.now() - addedAt;
+              if (!noted && waited >= (pickup.noteAfterMs ?? 5000)) {
+                noted = true;
+                pickup.onUnclaimed?.(waited);
+              }
+              if (pickup.timeoutMs !== undefined && waited >= pickup.timeoutMs) {
+                // Fails when a worker took it meanwhile (locked): then it is waited for as usual.
+                const withdrawn = await j.remove().then(() => true, () => false);
+                if (!withdrawn) return;
+                reject(new AgentDbError('NO_WORKER', `no worker took ${op} (shard ${shard}${data.db ? `, ${data.db}` : ''}) within ${pickup.timeoutMs / 1000} s`));
+                // Settles BullMQ's waitUntilFinished, whose timer would otherwise hold a CLI process
+                // open for the op's whole timeout (BullMQ's Queue.close does not end it).
+                (q.events as unknown as EventEmitter).emit(`failed:${jobId}`, { failedReason: 'withdrawn: no worker took it' });
+              }
+              return;
+            }
             if (!j?.finishedOn) return;
             if (j.returnvalue !== undefined && j.returnvalue !== null) resolve(j.returnvalue as ShardOpOutcome);
             else if (j.failedReason && j.attemptsMade >= (j.opts.attempts ?? 1)) reject(new Error(j.failedReason));

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Queue } from 'bullmq';
+import { keysFor } from '../../src/queue/keys.ts';
 import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
@@ -43,5 +45,20 @@ describe('shard ops', () => {
 
   it('does not take an op name from the prototype', async () => {
     expect(await ops.run(0, 'constructor', {})).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+  });
+
+  it('withdraws an op no worker takes, says so once while waiting, and answers NO_WORKER', async () => {
+    // Shard 3 never gets an owner here: as for a CLI whose AGENTDB_PREFIX is not the server's.
+    const notes: number[] = [];
+    const answer = ops.run(3, 'ping', {}, { db: 'w/a', timeoutMs: 60_000, pickup: { noteAfterMs: 0, timeoutMs: 1500, onUnclaimed: (ms) => notes.push(ms) } });
+    await expect(answer).rejects.toMatchObject({ code: 'NO_WORKER', detail: expect.stringContaining('ping (shard 3, w/a)') });
+    expect(notes).toHaveLength(1);
+    const keys = keysFor(box.config.prefix);
+    const queue = new Queue(keys.queueName(3), { connection: { url: box.config.redisUrl }, prefix: keys.bullPrefix });
+    try {
+      expect(await queue.getJobCounts('wait', 'delayed', 'prioritized', 'active')).toEqual({ wait: 0, delayed: 0, prioritized: 0, active: 0 });
+    } finally {
+      await queue.close();
+    }
   });
 });
