@@ -19,7 +19,7 @@ export function pickupWatch(ctx: CommandContext, command: string): PickupWatch {
     timeoutMs: OP_PICKUP_TIMEOUT_MS,
     onUnclaimed: (waited) =>
       ctx.stderr.write(
-        `agentdb ${command}: no worker has taken this after ${Math.round(waited / 1000)} s; still waiting, up to ${OP_PICKUP_TIMEOUT_MS / 1000} s, then it is withdrawn. ` +
+        `agentdb ${command}: no worker has taken this after ${Math.round(waited / 1000)} s; still waiting (behind other calls of its shard, if a worker is busy); with no worker listening after ${OP_PICKUP_TIMEOUT_MS / 1000} s it is withdrawn. ` +
           `Is \`agentdb start\` or \`agentdb worker\` running with REDIS_URL=${shownUrl(ctx.config.redisUrl)} and AGENTDB_PREFIX=${ctx.config.prefix}?\n`,
       ),
   };

@@ -89,6 +89,10 @@ export class ShardOpClient {
                 pickup.onUnclaimed?.(waited);
               }
               if (pickup.timeoutMs !== undefined && waited >= pickup.timeoutMs) {
+                // A worker listening on the shard's queue is busy, not absent: the op waits its
+                // turn behind the calls before it (BullMQ names its connections; where Redis
+                // refuses CLIENT LIST, no worker can be seen and the op is withdrawn).
+                if ((await q.queue.getWorkersCount().catch(() => 0)) > 0) return;
                 // Fails when a worker took it meanwhile (locked): then it is waited for as usual.
                 const withdrawn = await j.remove().then(() => true, () => false);
                 if (!withdrawn) return;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { keysFor } from '../../src/queue/keys.ts';
 import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -58,6 +58,26 @@ describe('shard ops', () => {
     try {
       expect(await queue.getJobCounts('wait', 'delayed', 'prioritized', 'active')).toEqual({ wait: 0, delayed: 0, prioritized: 0, active: 0 });
     } finally {
+      await queue.close();
+    }
+  });
+
+  it('does not withdraw an op while a worker listens on its shard, however busy: it runs when its turn comes', async () => {
+    // Shard 4's only worker is busy with a job that ends when the op has waited past its pickup time.
+    const keys = keysFor(box.config.prefix);
+    const connection = { url: box.config.redisUrl };
+    let release!: () => void;
+    const blocker = new Promise<void>((resolve) => (release = resolve));
+    const worker = new Worker(keys.queueName(4), async (job) => (job.name.startsWith('op:') ? { ok: true, result: { ranBy: 'busy worker' } } : blocker), { connection, prefix: keys.bullPrefix, concurrency: 1 });
+    const queue = new Queue(keys.queueName(4), { connection, prefix: keys.bullPrefix });
+    try {
+      await worker.waitUntilReady();
+      await queue.add('blocker', {});
+      const answer = ops.run(4, 'ping', {}, { timeoutMs: 60_000, pickup: { noteAfterMs: 2000, timeoutMs: 1500, onUnclaimed: () => release() } });
+      expect(await answer).toEqual({ ok: true, result: { ranBy: 'busy worker' } });
+    } finally {
+      release();
+      await worker.close();
       await queue.close();
     }
   });
