@@ -223,7 +223,7 @@ export class ExecutorProcess {
     );
     const behind = this.sent.splice(0).map((s) => s.item);
     this.replace(child, 'statement timeout');
-    head.item.resolve(failure('STATEMENT_TIMEOUT', `the statement ran longer than ${ms} ms and was stopped`));
+    head.item.resolve(failure('STATEMENT_TIMEOUT', `its limit is ${ms} ms`));
     this.handBack(behind);
   }
 
