@@ -35,6 +35,7 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
   try {
     const run = await runBackups(ops, ctx.config.shardCount, {
       ...(flags.db !== undefined ? { db: flags.db } : {}),
+      reason: 'manual',
       pickup,
       onProgress: ({ shard, done, total, report: r }) => {
         const what = r.error

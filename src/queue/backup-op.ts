@@ -25,7 +25,7 @@ export interface ShardBackupResult {
 const SNAPSHOT_TIMEOUT_MS = 30 * 60 * 1000;
 
 /**
- * Shard op `backup` (args `{ db?: string }`): on the shard's owner, for each database of the
+ * Shard op `backup` (args `{ db?: string, reason?: 'manual' }`): on the shard's owner, for each database of the
  * shard that has history (or just `db`), a fresh snapshot first (a new generation, which closes
  * every segment before it; skipped by the child when nothing was committed since the last),
  * then `backupDatabase` uploads and verifies what the blob store lacks. The snapshot runs as an
@@ -36,6 +36,7 @@ export const backupOp: ShardOpHandler = async (data, ctx) => {
   const { config, shard, executor, job, logger } = ctx;
   const wanted = (data.args as { db?: unknown } | undefined)?.db;
   if (wanted !== undefined && typeof wanted !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'db must be a database id');
+  const reason = (data.args as { reason?: unknown } | undefined)?.reason === 'manual' ? 'manual' : 'nightly';
   const ids = historyDatabases(config.dataDir).filter((id) => shardOf(id, config.shardCount) === shard && (wanted === undefined || id === wanted));
   if (wanted !== undefined && ids.length === 0) throw new AgentDbError('NOT_FOUND', `${wanted} has no history on shard ${shard} to back up`);
   const store = openBlobStore(config);
@@ -44,7 +45,7 @@ export const backupOp: ShardOpHandler = async (data, ctx) => {
     for (const id of ids) {
       const [workspace, agent] = id.split('/');
       const db: DbTarget = { id, path: databasePath(config.dataDir, workspace!, agent, shard), shard, limits: planLimits('pro') };
-      const snap = await executor.run({ op: 'snapshot', db, reason: 'nightly', timeoutMs: SNAPSHOT_TIMEOUT_MS });
+      const snap = await executor.run({ op: 'snapshot', db, reason, timeoutMs: SNAPSHOT_TIMEOUT_MS });
       // A failed snapshot (a restore reading the history, say) still leaves closed segments to copy.
       if (!snap.ok) logger.warn({ database: id, code: snap.error.code }, 'backup: no fresh snapshot');
       let report: BackupReport;

@@ -14,18 +14,20 @@ export interface BackupRun {
 /**
  * Backs up every shard (or only the shard of `db`), each on its owner as shard op `backup`,
  * all at once: each owner uploads its own files. `onProgress` hears each database as it is done.
+ * `reason` names the snapshots it begins (`manual` for `agentdb backup now`; nightly by default).
  */
 export async function runBackups(
   ops: ShardOpClient,
   shardCount: number,
-  opts: { db?: string; timeoutMs?: number; onProgress?: (p: BackupProgress) => void; pickup?: PickupWatch } = {},
+  opts: { db?: string; timeoutMs?: number; onProgress?: (p: BackupProgress) => void; pickup?: PickupWatch; reason?: 'nightly' | 'manual' } = {},
 ): Promise<BackupRun> {
   const shards = opts.db !== undefined ? [shardOf(opts.db, shardCount)] : Array.from({ length: shardCount }, (_, i) => i);
   const run: BackupRun = { databases: [], failed: [] };
   await Promise.all(
     shards.map(async (shard) => {
       try {
-        const outcome = await ops.run(shard, 'backup', opts.db !== undefined ? { db: opts.db } : {}, {
+        const args = { ...(opts.db !== undefined ? { db: opts.db } : {}), ...(opts.reason === 'manual' ? { reason: 'manual' } : {}) };
+        const outcome = await ops.run(shard, 'backup', args, {
           timeoutMs: opts.timeoutMs ?? 6 * 3600 * 1000,
           ...(opts.onProgress ? { onProgress: (p) => opts.onProgress!(p as BackupProgress) } : {}),
           ...(opts.pickup ? { pickup: opts.pickup } : {}),

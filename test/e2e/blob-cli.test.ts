@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';
 
@@ -52,6 +53,8 @@ describe('agentdb backup now and restore --from-blob', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ databases: [expect.objectContaining({ database: 'acme/scout', unchanged: false })], failed: [] });
     expect(run.stderr).toMatch(/^shard \d+ 1\/1 acme\/scout: \d+ files, [\d.]+ MB uploaded and verified$/m);
+    // The snapshot it began says it was asked for, not a nightly one.
+    expect(listGenerations(localSource(sb.config.dataDir, 'acme/scout')).at(-1)!.snapshot!.reason).toBe('manual');
     const again = await runCli(['backup', 'now', '--db', 'acme/scout'], sb.env);
     expect(again.stderr).toMatch(/acme\/scout: unchanged/);
   });
