@@ -82,8 +82,9 @@ describe('a snapshot marked follows', () => {
     expect(fired).toBe(true);
     const gens = listGenerations(localSource(dataDir, db.id));
     expect(gens).toHaveLength(2);
-    // The snapshot claims to continue the first generation exactly, though it holds the outside commit.
-    expect(gens[1]!.snapshot!.follows?.generation).toBe(gens[0]!.name);
+    // The snapshot holds the outside commit, which the first generation never captured: it
+    // must not claim to continue it exactly (it did, and the restore below kept row 1 'outside').
+    expect(gens[1]!.snapshot!.follows).toBeUndefined();
 
     await write(db, "UPDATE t SET v = 'today' WHERE id = 200");
     const fork = historyTarget(dataDir, 'fw/outsidefork');
