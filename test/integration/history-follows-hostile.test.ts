@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
 import { HandleCache } from '../../src/store/handle-cache.ts';
@@ -93,6 +94,58 @@ describe('a snapshot marked follows', () => {
     expect(codeOf(await restore(db, { at }))).toBe('ok');
     expect(integrity(db.path)).toBe('ok');
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
+  }, 60_000);
+});
+
+describe('capture checkpointing after it copied', () => {
+  it('a commit from another connection between the copy and the RESTART checkpoint is history, or history starts over', async () => {
+    const db = historyTarget(dataDir, 'fw/restart');
+    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    await write(db, "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)");
+    await ok({ op: 'close', path: db.path });
+
+    // This process writes as an executor child does, capture checkpointing after every commit;
+    // a program outside agentdb commits after the copy (under the write lock) and before the
+    // checkpoint (outside it), which folds that commit into the file.
+    const history = new HistoryCapture(dataDir, { checkpointBytes: 1, retentionDays: 30 });
+    const handles = new HandleCache({ size: 4, ...history.hooks() });
+    const real = Database.prototype.pragma;
+    let fired = false;
+    const spy = vi.spyOn(Database.prototype, 'pragma').mockImplementation(function (this: Database.Database, src: string, o?: Database.PragmaOptions) {
+      if (!fired && src === 'wal_checkpoint(RESTART)') {
+        fired = true;
+        const outside = new Database(db.path);
+        try {
+          outside.prepare("UPDATE t SET v = 'outside' WHERE id = 90").run();
+        } finally {
+          outside.close();
+        }
+      }
+      return real.call(this, src, o);
+    });
+    try {
+      const live = handles.open(db, 'write');
+      live.prepare("UPDATE t SET v = 'mine' WHERE id = 2").run();
+      history.run(live, db);
+      // The next commit starts the WAL over (salt-1 + 1), writing over the outside commit's frames.
+      live.prepare("UPDATE t SET v = 'mine again' WHERE id = 4").run();
+      history.run(live, db);
+    } finally {
+      spy.mockRestore();
+      handles.closeAll();
+    }
+    expect(fired).toBe(true);
+    // The generation the commit slipped past ends there; the next begins from the file.
+    expect(listGenerations(localSource(dataDir, db.id)).map((g) => g.snapshot?.reason)).toEqual(['first', 'gap']);
+    await write(db, "UPDATE t SET v = 'after' WHERE id = 3");
+
+    // History up to now is the live file, the outside commit included.
+    const at = Date.now();
+    pastMs(at);
+    const file = path.join(dataDir, 'restart-check.sqlite');
+    buildRestore(planRestore(localSource(dataDir, db.id), { at }), file);
+    expect(integrity(file)).toBe('ok');
+    expect(dumpHash(file)).toBe(dumpHash(db.path));
   }, 60_000);
 });
 
