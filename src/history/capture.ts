@@ -87,8 +87,13 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
   if (found.checkpoint) {
     // Only when every committed frame is copied; the next commit starts the WAL over with
     // salt-1 + 1. RESTART, not TRUNCATE: the file is written over in place, never regrown.
-    const [res] = db.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
+    const [res] = db.pragma('wal_checkpoint(RESTART)') as { busy: number; log: number }[];
     report.checkpointed = !res?.busy;
+    // The checkpoint cannot run under the write lock: a commit from another connection (a
+    // program outside agentdb) that landed since the copy is in the WAL beyond what was copied,
+    // folded into the file by it, and the next commit writes over its frames with salt-1 + 1,
+    // which reads as this generation going on. History would miss it: start over from the file.
+    if (res && res.log > (found.state?.seg?.frames ?? 0)) return newGeneration(db, dbPath, opts, 'gap', now);
   }
   return report;
 }

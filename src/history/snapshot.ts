@@ -131,11 +131,15 @@ export function headerPageSize(file: string): number {
  * With `rebuilt` (a restore in place: the file it just copied in), that file becomes the
  * snapshot when it matches the live one, which saves writing 100 MB again; it is moved, not copied.
  * With `follows`, the caller copied and checkpointed every frame up to that position of the
- * previous generation just before: the snapshot records it (see `SnapshotMeta.follows`).
+ * previous generation just before, having read `PRAGMA data_version` before it began: the
+ * snapshot records the position (see `SnapshotMeta.follows`) only when no other connection
+ * committed since that read, as seen under the write lock. A commit that landed after the
+ * caller's checkpoint is folded into the file by the checkpoint here, uncaptured: the snapshot
+ * then holds more than that position, and a restore reading across it would keep that commit.
  * @throws Error when the checkpoint cannot complete (another connection reads) — capture tries
  * again on the next commit.
  */
-export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt, follows?: HistoryPosition): SnapshotMeta {
+export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt, follows?: Follows): SnapshotMeta {
   const gens = listGenerations(source);
   const last = gens.at(-1);
   const name = generationName((last?.seq ?? 0) + 1);
@@ -149,7 +153,9 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     db.prepare('BEGIN IMMEDIATE').run();
     let copied: { sha256: string; bytes: number } | undefined;
     let adopted: Adopted = false;
+    let exact: HistoryPosition | undefined;
     try {
+      exact = follows && dataVersion(db) === follows.dataVersion ? follows.position : undefined;
       const wal = fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false });
       if (wal && wal.size > 0) throw new Error(`${dbPath} committed between checkpoint and snapshot`);
       adopted = rebuilt ? adoptRebuilt(rebuilt, dbPath, path.join(tmp, SNAPSHOT_FILE)) : false;
@@ -163,11 +169,23 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     // The adopted file is no longer the live database's: hashed outside the lock, or already
     // on another thread when the header was foreseen exactly.
     copied ??= (adopted === 'exact' && rebuilt?.foreseen && hashedOrUndefined(rebuilt.foreseen.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
-    return publish(tmp, dir, name, last, reason, now, copied, follows);
+    return publish(tmp, dir, name, last, reason, now, copied, exact);
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** What a caller that captured everything first hands to {@link startGeneration}. */
+export interface Follows {
+  position: HistoryPosition;
+  /** `PRAGMA data_version` of the same connection, read before that capture. */
+  dataVersion: number;
+}
+
+/** Changes whenever another connection (of any process) commits; this connection's own commits and checkpoints leave it. */
+export function dataVersion(db: Database): number {
+  return db.pragma('data_version', { simple: true }) as number;
 }
 
 /**

@@ -4,12 +4,12 @@ import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
-import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type HistoryPosition, type UndoPoint } from '../history/layout.ts';
+import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
 import { copyChecked } from '../history/copy-checked.ts';
 import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
-import { adoptGeneration, startGeneration, syncDir } from '../history/snapshot.ts';
+import { adoptGeneration, dataVersion, startGeneration, syncDir, type Follows } from '../history/snapshot.ts';
 import { swapIn } from '../history/swap-in.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
@@ -287,11 +287,15 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
   // Every frame copied and checkpointed first (not guarded: a capture that fails here leaves
   // the snapshot without `follows`), so the new generation is known to continue this one exactly.
-  let follows: HistoryPosition | undefined;
+  // Another connection committing from here on (an outside program) is caught under the
+  // snapshot's write lock by the data version, and the snapshot then follows nothing.
+  let follows: Follows | undefined;
   try {
+    const version = dataVersion(db);
     const done = capture(db, req.db.path, { source, checkpointBytes: 0 });
     const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
-    if (!done.generation && (done.checkpointed || walEmpty)) follows = capturedPosition(req.db.path, source);
+    const position = capturedPosition(req.db.path, source);
+    if (!done.generation && (done.checkpointed || walEmpty) && position) follows = { position, dataVersion: version };
   } catch {
     follows = undefined;
   }
