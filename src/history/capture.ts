@@ -17,7 +17,7 @@ import {
   type SegmentHeader,
   type SnapshotMeta,
 } from './layout.ts';
-import { restoreLeaving, sealHolds, writeSeal } from './seal.ts';
+import { markRestoreLeaving, restoreLeaving, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
@@ -93,7 +93,16 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
     // program outside agentdb) that landed since the copy is in the WAL beyond what was copied,
     // folded into the file by it, and the next commit writes over its frames with salt-1 + 1,
     // which reads as this generation going on. History would miss it: start over from the file.
-    if (res && res.log > (found.state?.seg?.frames ?? 0)) return newGeneration(db, dbPath, opts, 'gap', now);
+    if (res && res.log > (found.state?.seg?.frames ?? 0)) {
+      // Marked first, as a restore marks the generation it leaves: should the new generation
+      // fail to begin (a reader keeps its checkpoint from completing), the next capture still
+      // sees the gap instead of taking the restarted WAL as this generation going on.
+      const leaving = found.state?.genDir;
+      if (leaving) markRestoreLeaving(leaving);
+      const began = newGeneration(db, dbPath, opts, 'gap', now);
+      if (leaving) unmarkRestoreLeaving(leaving);
+      return began;
+    }
   }
   return report;
 }
