@@ -49,13 +49,60 @@ interface State {
   genName: string;
   dbPages: number;
   /** Set once the generation has a segment. */
-  seg?: { name: string; seq: number; header: SegmentHeader; dataPath: string; indexPath: string; frames: number; c1: number; c2: number };
+  seg?: Segment;
   stamp: string;
+  /** When the stamp was last found to hold (or the state built): see {@link historyBytes}. */
+  checkedAt: number;
   /**
    * Bytes of the database's whole history folder: walked once when the state is (re)built,
    * then kept by adding what each capture appends, so the quota check costs nothing per write.
    */
   bytes?: number;
+}
+
+/** The segment capture appends to, with its files kept open while the database's handle is. */
+interface Segment {
+  name: string;
+  seq: number;
+  header: SegmentHeader;
+  dataPath: string;
+  indexPath: string;
+  frames: number;
+  c1: number;
+  c2: number;
+  /**
+   * Open descriptors of its data and index files: each commit's copy would otherwise open and
+   * close both (four system calls, a third of a capture's). Closed when the database's handle
+   * closes (`captureBeforeClose`), when the segment or the state is replaced, and by `forgetCapture`.
+   */
+  fds?: { data: number; index: number };
+}
+
+function segmentFds(seg: Segment): { data: number; index: number } {
+  if (!seg.fds) {
+    const data = fs.openSync(seg.dataPath, 'r+');
+    try {
+      seg.fds = { data, index: fs.openSync(seg.indexPath, 'a') };
+    } catch (err) {
+      fs.closeSync(data);
+      throw err;
+    }
+  }
+  return seg.fds;
+}
+
+function closeSegment(seg: Segment | undefined): void {
+  if (!seg?.fds) return;
+  const { data, index } = seg.fds;
+  seg.fds = undefined;
+  fs.closeSync(data);
+  fs.closeSync(index);
+}
+
+/** Drops what this process knew of a database's capture, closing its open segment. */
+function dropState(dbPath: string): void {
+  closeSegment(states.get(dbPath)?.seg);
+  states.delete(dbPath);
 }
 
 const states = new Map<string, State>();
@@ -124,13 +171,19 @@ export interface PendingSeal {
 export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
   const now = (opts.now ?? Date.now)();
   const lock = beginCapture(db, false);
-  if (!lock) return undefined;
+  if (!lock) {
+    closeSegment(states.get(dbPath)?.seg);
+    return undefined;
+  }
   let found: Found;
   try {
     found = copyNew(dbPath, opts, now);
   } catch (err) {
     endCapture(db, lock);
     throw err;
+  } finally {
+    // The handle closes: its segment's files too (a child may hold many states, few handles).
+    closeSegment(states.get(dbPath)?.seg);
   }
   if (found.next) {
     endCapture(db, lock);
@@ -164,7 +217,7 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
   try {
     startGeneration(db, dbPath, opts.source, reason, now);
   } finally {
-    states.delete(dbPath);
+    dropState(dbPath);
   }
   return { commits: 0, frames: 0, checkpointed: false, generation: reason };
 }
@@ -197,13 +250,14 @@ function copyNew(dbPath: string, opts: CaptureOptions, now: number): Found {
         !restoreLeaving(st.genDir) &&
         ((seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
       if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', checkpoint: false };
+      closeSegment(seg);
       seg = newSegment(st, head, hdr);
     }
     const start = frameOffset(hdr.pageSize, seg.frames + 1);
     const copied = copyCommitted(fd, start, hdr, seg, now);
     if (copied.lines.length > 0) {
       const lines = copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n';
-      fs.appendFileSync(seg.indexPath, lines);
+      fs.writeSync(segmentFds(seg).index, lines);
       idxGrew = Buffer.byteLength(lines);
       if (st.bytes !== undefined) st.bytes += idxGrew + copied.bytes;
       const last = copied.lines.at(-1)!;
@@ -216,6 +270,7 @@ function copyNew(dbPath: string, opts: CaptureOptions, now: number): Found {
     }
     // Only the index grew, by what was appended, unless a segment began: then look again.
     st.stamp = st.seg === seg ? bumpStamp(st.stamp, idxGrew) : stampOf(st.genDir, seg.seq, seg.indexPath);
+    st.checkedAt = Date.now();
     st.seg = seg;
     return { report, state: st, checkpoint: frameOffset(hdr.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted };
   } finally {
@@ -275,11 +330,18 @@ export function capturedPosition(dbPath: string, source: HistorySource): History
  * generation, a restore, a prune, another child's capture). Zero with no history.
  */
 export function historyBytes(dbPath: string, source: HistorySource, historyRoot: string): number {
-  const st = loadState(dbPath, source);
+  // A quota check before each write: the state the last capture (after the previous write)
+  // checked is recent enough, and looking at the files again (four system calls) cost as much as
+  // the rest of the check. A prune or another child's capture shows at the next capture's look.
+  const cached = states.get(dbPath);
+  const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source);
   if (!st) return 0;
   st.bytes ??= folderBytes(historyRoot);
   return st.bytes;
 }
+
+/** How long a capture's look at the files stands for the quota check (see {@link historyBytes}). */
+const BYTES_FRESH_MS = 1000;
 
 function folderBytes(dir: string): number {
   let total = 0;
@@ -299,7 +361,7 @@ function folderBytes(dir: string): number {
 
 /** Forgets what this process knew of a database's capture (its files changed wholesale). */
 export function forgetCapture(dbPath: string): void {
-  states.delete(dbPath);
+  dropState(dbPath);
 }
 
 /** Frames read by the first system call of a scan (most commits are a few frames), doubling up to the most. */
@@ -341,7 +403,7 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
         }
       }
       if (valid > 0) {
-        out ??= fs.openSync(seg.dataPath, 'r+');
+        out ??= segmentFds(seg).data;
         fs.writeSync(out, buf, 0, valid * fb, pos);
       }
       if (valid < want) break;
@@ -349,8 +411,10 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
     }
     // Keep only up to the last commit frame: frames of a transaction still open are not history.
     if (out !== undefined && committedFrames < frames) fs.ftruncateSync(out, start + committedFrames * fb);
-  } finally {
-    if (out !== undefined) fs.closeSync(out);
+  } catch (err) {
+    // The segment's state is unknown after a failed write: the next capture opens it afresh.
+    closeSegment(seg);
+    throw err;
   }
   return { lines, bytes: committedFrames * fb, uncommitted: frames > committedFrames };
 }
@@ -396,14 +460,18 @@ function bumpStamp(stamp: string, grew: number): string {
 
 function loadState(dbPath: string, source: HistorySource): State | undefined {
   const cached = states.get(dbPath);
-  if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.seq ?? 0, cached.seg?.indexPath)) return cached;
+  if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.seq ?? 0, cached.seg?.indexPath)) {
+    cached.checkedAt = Date.now();
+    return cached;
+  }
+  closeSegment(cached?.seg);
   const genNames = readNames(source.generationsDir).filter((n) => n.startsWith('g') && nameSeq(n) !== undefined);
   const genName = genNames.at(-1);
   if (!genName) return undefined;
   const genDir = path.join(source.generationsDir, genName);
   const snap = readJson<SnapshotMeta>(path.join(genDir, SNAPSHOT_META));
   if (!snap) return undefined;
-  const st: State = { genDir, genName, dbPages: snap.pages, stamp: '' };
+  const st: State = { genDir, genName, dbPages: snap.pages, stamp: '', checkedAt: Date.now() };
   const segName = readNames(path.join(genDir, SEGMENTS_DIR))
     .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
     .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))

@@ -1,0 +1,36 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutorPool } from '../../src/store/executor-pool.ts';
+import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+
+// Capture keeps the files of the segment it appends to open while the database's handle is:
+// with many databases through few handles, the open files stay bounded by the handles.
+let dataDir: string;
+let pool: ExecutorPool;
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-history-fds-'));
+  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 64 * 1024 });
+});
+afterAll(async () => {
+  await pool.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('history capture with many databases', () => {
+  it('keeps open files bounded by the handle cache, not by the databases written', async () => {
+    const openFiles = () => pool.pids.reduce((n, pid) => n + fs.readdirSync(`/proc/${pid}/fd`).length, 0);
+    const baseline = openFiles();
+    let most = baseline;
+    let seq = 0;
+    for (let i = 0; i < 120; i++) {
+      const db = historyTarget(dataDir, `fds/a${i}`);
+      await mustRun(pool, { op: 'write', db, sql: 'CREATE TABLE t (v TEXT)', params: [], callKey: `f${++seq}` });
+      await mustRun(pool, { op: 'write', db, sql: 'INSERT INTO t VALUES (?)', params: ['x'], callKey: `f${++seq}` });
+      most = Math.max(most, openFiles());
+    }
+    // Per open handle: the file, -wal and -shm, and the segment's data and index files.
+    expect(most - baseline).toBeLessThanOrEqual(pool.pids.length * 4 * 5);
+  });
+});
