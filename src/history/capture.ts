@@ -125,7 +125,7 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
   const lock = beginCapture(db, true)!;
   let found: Found;
   try {
-    found = copyNew(dbPath, opts, now);
+    found = copyNew(db, dbPath, opts, now);
   } finally {
     endCapture(db, lock);
   }
@@ -169,21 +169,25 @@ export interface PendingSeal {
  * database is in use elsewhere, and that connection's child captures it; nothing is sealed.
  */
 export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
+  try {
+    return copyBeforeClose(db, dbPath, opts);
+  } finally {
+    // The handle closes: its WAL's and its segment's files too (a child may hold many states, few handles).
+    closeWal(db);
+    closeSegment(states.get(dbPath)?.seg);
+  }
+}
+
+function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
   const now = (opts.now ?? Date.now)();
   const lock = beginCapture(db, false);
-  if (!lock) {
-    closeSegment(states.get(dbPath)?.seg);
-    return undefined;
-  }
+  if (!lock) return undefined;
   let found: Found;
   try {
-    found = copyNew(dbPath, opts, now);
+    found = copyNew(db, dbPath, opts, now);
   } catch (err) {
     endCapture(db, lock);
     throw err;
-  } finally {
-    // The handle closes: its segment's files too (a child may hold many states, few handles).
-    closeSegment(states.get(dbPath)?.seg);
   }
   if (found.next) {
     endCapture(db, lock);
@@ -223,17 +227,12 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 }
 
 /** Copies the new committed frames; the caller holds the write lock. */
-function copyNew(dbPath: string, opts: CaptureOptions, now: number): Found {
+function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
   const st = loadState(dbPath, opts.source);
   if (!st) return { report, next: 'first', checkpoint: false };
-  const walPath = `${dbPath}-wal`;
-  let fd: number;
-  try {
-    fd = fs.openSync(walPath, 'r');
-  } catch {
-    return { report, state: st, checkpoint: false };
-  }
+  const fd = walOf(db, dbPath);
+  if (fd === undefined) return { report, state: st, checkpoint: false };
   try {
     const head = Buffer.alloc(WAL_HEADER_BYTES);
     if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return { report, state: st, checkpoint: false };
@@ -273,9 +272,38 @@ function copyNew(dbPath: string, opts: CaptureOptions, now: number): Found {
     st.checkedAt = Date.now();
     st.seg = seg;
     return { report, state: st, checkpoint: frameOffset(hdr.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted };
-  } finally {
-    fs.closeSync(fd);
+  } catch (err) {
+    closeWal(db);
+    throw err;
   }
+}
+
+/**
+ * The live WAL of `db`'s file, opened once per handle: while a connection is open SQLite keeps
+ * its -wal (restarting or truncating it in place, never replacing it; only the last close
+ * deletes it), so the descriptor stays right until the handle closes, when `captureBeforeClose`
+ * closes it. Opening and closing it on each commit were two of a capture's system calls.
+ */
+const wals = new WeakMap<Database, { path: string; fd: number }>();
+
+function walOf(db: Database, dbPath: string): number | undefined {
+  const known = wals.get(db);
+  if (known?.path === dbPath) return known.fd;
+  if (known) closeWal(db);
+  try {
+    const fd = fs.openSync(`${dbPath}-wal`, 'r');
+    wals.set(db, { path: dbPath, fd });
+    return fd;
+  } catch {
+    return undefined;
+  }
+}
+
+function closeWal(db: Database): void {
+  const known = wals.get(db);
+  if (!known) return;
+  wals.delete(db);
+  fs.closeSync(known.fd);
 }
 
 interface CaptureStatements {
