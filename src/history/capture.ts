@@ -58,6 +58,9 @@ interface State {
    * then kept by adding what each capture appends, so the quota check costs nothing per write.
    */
   bytes?: number;
+  /** When `bytes` was last held against the generations' folder, and its mtime then. */
+  bytesAt?: number;
+  gensMtimeMs?: number;
 }
 
 /** The segment capture appends to, with its files kept open while the database's handle is. */
@@ -227,7 +230,7 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 }
 
 /** Copies the new committed frames; the caller holds the write lock. */
-function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number): Found {
+function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
   const st = loadState(dbPath, opts.source);
   if (!st) return { report, next: 'first', checkpoint: false };
@@ -241,6 +244,12 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     let seg = st.seg;
     let idxGrew = 0;
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
+      // Another child may have begun the next segment or generation meanwhile (see `loadState`):
+      // look at the files in full before going on from what this one knew.
+      if (!again && st.stamp !== stampOf(st.genDir, seg?.seq ?? 0, seg?.indexPath)) {
+        dropState(dbPath);
+        return copyNew(db, dbPath, opts, now, true);
+      }
       // A WAL that started over. After a checkpoint SQLite adds one to salt-1. After the last
       // connection closed (checkpointing, deleting the WAL) the salts are new, and the file
       // must be what the generation's seal says. Anything else means commits capture never saw.
@@ -364,7 +373,14 @@ export function historyBytes(dbPath: string, source: HistorySource, historyRoot:
   const cached = states.get(dbPath);
   const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source);
   if (!st) return 0;
-  st.bytes ??= folderBytes(historyRoot);
+  // A prune (the generations' folder changed) is looked for at most once a second.
+  const now = Date.now();
+  if (st.bytes === undefined || now - (st.bytesAt ?? 0) >= BYTES_FRESH_MS) {
+    const gens = fs.statSync(source.generationsDir, { throwIfNoEntry: false })?.mtimeMs;
+    if (st.bytes === undefined || gens !== st.gensMtimeMs) st.bytes = folderBytes(historyRoot);
+    st.gensMtimeMs = gens;
+    st.bytesAt = now;
+  }
   return st.bytes;
 }
 
@@ -480,6 +496,11 @@ function stampOf(genDir: string, seq: number, indexPath: string | undefined): st
   return `${gens?.mtimeMs}|${ended}|${next}|${idx?.size}`;
 }
 
+/** The index's size a stamp holds (its last field). */
+function stampedIndexBytes(stamp: string): number {
+  return Number(stamp.slice(stamp.lastIndexOf('|') + 1));
+}
+
 function bumpStamp(stamp: string, grew: number): string {
   if (grew === 0) return stamp;
   const cut = stamp.lastIndexOf('|');
@@ -488,6 +509,16 @@ function bumpStamp(stamp: string, grew: number): string {
 
 function loadState(dbPath: string, source: HistorySource): State | undefined {
   const cached = states.get(dbPath);
+  // While this child's handle stayed open (the segment's files are open only then), only another
+  // child's capture into this very segment, from the same WAL, can change what the state says
+  // without the WAL starting over: the index's size tells, by one fstat. A new segment, a new
+  // generation (another child's snapshot) or anything else first restarts the WAL, which
+  // `copyNew` sees by its salts and checks in full there; a prune only moves the byte count,
+  // which `historyBytes` looks after.
+  if (cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
+    cached.checkedAt = Date.now();
+    return cached;
+  }
   if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.seq ?? 0, cached.seg?.indexPath)) {
     cached.checkedAt = Date.now();
     return cached;
