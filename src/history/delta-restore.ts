@@ -27,6 +27,7 @@ import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, readCommits, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader } from './layout.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { sha256File, syncDir } from './snapshot.ts';
+import { SNAPSHOT_CRC, checkChunks, readSnapshotCrc } from './snapshot-crc.ts';
 import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader, walChecksum } from './wal-format.ts';
 
 /** Where one page's image is: a byte offset in a segment or snapshot file. */
@@ -116,19 +117,19 @@ export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: Histo
   const write = new Map<number, PageRef>();
   const pages = [...now.keys()];
   for (let p = pagesNow + 1; p <= pagesAt; p++) pages.push(p);
-  let fromSnapshot = false;
+  const fromSnapshot: number[] = [];
   for (const p of pages) {
     if (p > pagesAt || write.has(p)) continue;
     let ref = atT.get(p);
     if (!ref) {
       if (p > snapshot.pages) throw new AgentDbError('HISTORY_CORRUPT', `page ${p} of ${gen.name} is in neither its snapshot nor its frames`);
       ref = { file: gen.snapshotPath, offset: (p - 1) * snapshot.pageSize };
-      fromSnapshot = true;
+      fromSnapshot.push(ref.offset);
     }
     write.set(p, ref);
   }
   if (write.size > maxPages) return undefined;
-  if (fromSnapshot) checkSnapshot(gen);
+  if (fromSnapshot.length) checkSnapshot(gen, fromSnapshot);
   for (const p of [...now.keys()]) if (p > pagesNow) now.delete(p);
   return { pageSize: snapshot.pageSize, pagesAt, pagesNow, write, now, end };
 }
@@ -259,10 +260,16 @@ class PageReader {
   }
 }
 
-/** The snapshot's sha256 checked, unless it is unchanged since it was computed (as `rebuild` decides). */
-function checkSnapshot(gen: GenerationInfo): void {
+/**
+ * The snapshot's chunks holding `offsets` checked against the checksums written with it; a
+ * snapshot without them (made before they were) has its sha256 checked unless it is unchanged
+ * since that was computed (as `rebuild` decides).
+ */
+function checkSnapshot(gen: GenerationInfo, offsets: number[]): void {
   const stat = fs.statSync(gen.snapshotPath, { throwIfNoEntry: false });
   if (!stat) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${gen.name} is missing`);
+  const sums = readSnapshotCrc(path.join(gen.dir, SNAPSHOT_CRC), stat.size);
+  if (sums) return checkChunks(gen.snapshotPath, sums, offsets, `snapshot ${gen.name}`);
   const v = gen.snapshot!.verified;
   if (v && v.size === stat.size && v.mtimeMs === stat.mtimeMs) return;
   const sha256 = sha256File(gen.snapshotPath);

@@ -17,6 +17,7 @@ import {
 import { adoptRebuilt, type Adopted, type Rebuilt } from './adopt-rebuilt.ts';
 import { hashOnThread, hashedOrUndefined } from './hash-worker.ts';
 import { alive } from './readers.ts';
+import { SNAPSHOT_CRC, writeSnapshotCrc } from './snapshot-crc.ts';
 import { writeSeal } from './seal.ts';
 
 const CHUNK = 1024 * 1024;
@@ -229,6 +230,7 @@ function publish(tmp: string, dir: string, name: string, last: { dir: string; na
     verified: { size: written.size, mtimeMs: written.mtimeMs },
     ...(follows && last?.name === follows.generation ? { follows } : {}),
   };
+  writeSnapshotCrc(path.join(tmp, SNAPSHOT_FILE), path.join(tmp, SNAPSHOT_CRC));
   writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
   fs.renameSync(tmp, dir);
   if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);
