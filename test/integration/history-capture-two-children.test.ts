@@ -1,0 +1,64 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { localSource } from '../../src/history/layout.ts';
+import { startGeneration } from '../../src/history/snapshot.ts';
+
+// Hostile review of capture keeping a segment's files open while a handle is: two executor
+// children are two copies of the capture module (each its own cached state), each with its own
+// handle of one database. One keeps an idle handle while the other snapshots the database.
+type Capture = typeof import('../../src/history/capture.ts');
+async function child(): Promise<Capture> {
+  vi.resetModules();
+  return import('../../src/history/capture.ts');
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-capture-two-'));
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function open(file: string): Database.Database {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('wal_autocheckpoint = 0');
+  return db;
+}
+
+describe('capture in two children of one database', () => {
+  it("sees the other child's snapshot while its own handle stayed open, even with the WAL empty", async () => {
+    const file = path.join(dir, 'db.sqlite');
+    const source = localSource(dir, 'w/a');
+    const opts = { source, checkpointBytes: 1 << 30 };
+    const a = await child();
+    const b = await child();
+    const dbA = open(file);
+    dbA.exec('CREATE TABLE t (v)');
+    a.capture(dbA, file, opts); // the first generation
+    dbA.exec("INSERT INTO t VALUES ('x')");
+    a.capture(dbA, file, opts); // a segment, its files now open in child a
+
+    const before = a.capturedPosition(file, source)!;
+
+    // Child b: a nightly snapshot as `snapshotNow` takes it (everything captured, then a new generation).
+    const dbB = open(file);
+    b.capture(dbB, file, { source, checkpointBytes: 0 });
+    const meta = startGeneration(dbB, file, source, 'nightly', Date.now());
+    b.forgetCapture(file);
+
+    // Child a, its handle still open: the WAL is empty (truncated by the snapshot), nothing new.
+    a.capture(dbA, file, opts);
+    const now = a.capturedPosition(file, source)!;
+    expect(now.generation).not.toBe(before.generation);
+    expect(now).toEqual({ generation: meta.generation, segment: '', frames: 0 });
+
+    // Closing a's handle as the last connection must not seal the generation the snapshot ended.
+    dbB.close();
+    const pending = a.captureBeforeClose(dbA, file, opts);
+    dbA.close();
+    expect(pending?.genDir).toBe(path.join(source.generationsDir, meta.generation));
+  });
+});
