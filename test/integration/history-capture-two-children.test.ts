@@ -61,4 +61,47 @@ describe('capture in two children of one database', () => {
     dbA.close();
     expect(pending?.genDir).toBe(path.join(source.generationsDir, meta.generation));
   });
+
+  it("counts for the quota what the other child captured into a new segment, once the second is past", async () => {
+    const file = path.join(dir, 'db.sqlite');
+    const source = localSource(dir, 'w/a');
+    const root = path.dirname(source.generationsDir);
+    const opts = { source, checkpointBytes: 1 << 30 };
+    const a = await child();
+    const b = await child();
+    const dbA = open(file);
+    dbA.exec('CREATE TABLE t (v)');
+    a.capture(dbA, file, opts);
+    dbA.exec("INSERT INTO t VALUES ('x')");
+    a.capture(dbA, file, opts); // child a: its segment's files open
+    const before = a.historyBytes(file, source, root);
+    expect(before).toBe(bytesUnder(root));
+
+    // Child b checkpoints (the WAL starts over) and writes a lot: a new segment, a's untouched.
+    const dbB = open(file);
+    b.capture(dbB, file, { source, checkpointBytes: 0 });
+    dbB.prepare('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO t SELECT hex(randomblob(4000)) FROM n').run();
+    b.capture(dbB, file, opts);
+    expect(bytesUnder(root)).toBeGreaterThan(before + 1_000_000);
+
+    // The quota check in child a a second later (the clock moved, nothing else).
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 2000);
+      expect(a.historyBytes(file, source, root)).toBe(bytesUnder(root));
+    } finally {
+      vi.useRealTimers();
+      dbA.close();
+      dbB.close();
+    }
+  });
 });
+
+function bytesUnder(d: string): number {
+  let n = 0;
+  for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const p = path.join(d, e.name);
+    n += e.isDirectory() ? bytesUnder(p) : fs.statSync(p).size;
+  }
+  return n;
+}
