@@ -234,13 +234,19 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
   const st = loadState(dbPath, opts.source);
   if (!st) return { report, next: 'first', checkpoint: false };
+  // No WAL to go by (none, or emptied by another child's snapshot, which began a generation
+  // without this child's segment changing): the salts cannot tell, so the files are looked at in full.
+  const unsure = (): Found => {
+    const full = loadState(dbPath, opts.source, false);
+    return full ? { report, state: full, checkpoint: false } : { report, next: 'first', checkpoint: false };
+  };
   const fd = walOf(db, dbPath);
-  if (fd === undefined) return { report, state: st, checkpoint: false };
+  if (fd === undefined) return unsure();
   try {
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return { report, state: st, checkpoint: false };
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure();
     const hdr = parseWalHeader(head);
-    if (!hdr) return { report, state: st, checkpoint: false };
+    if (!hdr) return unsure();
     let seg = st.seg;
     let idxGrew = 0;
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
@@ -356,7 +362,8 @@ function endCapture(db: Database, lock: 'began' | 'held'): void {
 
 /** The last commit captured: where an undo goes back to. Undefined with no history. */
 export function capturedPosition(dbPath: string, source: HistorySource): HistoryPosition | undefined {
-  const st = loadState(dbPath, source);
+  // Restores and snapshots decide by it: the files in full, not the one-fstat look of a commit's capture.
+  const st = loadState(dbPath, source, false);
   if (!st) return undefined;
   return { generation: st.genName, segment: st.seg?.name ?? '', frames: st.seg?.frames ?? 0 };
 }
@@ -371,7 +378,9 @@ export function historyBytes(dbPath: string, source: HistorySource, historyRoot:
   // checked is recent enough, and looking at the files again (four system calls) cost as much as
   // the rest of the check. A prune or another child's capture shows at the next capture's look.
   const cached = states.get(dbPath);
-  const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source);
+  // Past that, the files in full: the one-fstat look (`loadState`) holds only for a capture about
+  // to read the WAL's salts, and another child may have captured into a new segment meanwhile.
+  const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source, false);
   if (!st) return 0;
   // A prune (the generations' folder changed) is looked for at most once a second.
   const now = Date.now();
@@ -507,7 +516,8 @@ function bumpStamp(stamp: string, grew: number): string {
   return `${stamp.slice(0, cut)}|${Number(stamp.slice(cut + 1)) + grew}`;
 }
 
-function loadState(dbPath: string, source: HistorySource): State | undefined {
+/** `quick`: a capture about to read the WAL's salts may trust one fstat (below); anything else looks in full. */
+function loadState(dbPath: string, source: HistorySource, quick = true): State | undefined {
   const cached = states.get(dbPath);
   // While this child's handle stayed open (the segment's files are open only then), only another
   // child's capture into this very segment, from the same WAL, can change what the state says
@@ -515,7 +525,7 @@ function loadState(dbPath: string, source: HistorySource): State | undefined {
   // generation (another child's snapshot) or anything else first restarts the WAL, which
   // `copyNew` sees by its salts and checks in full there; a prune only moves the byte count,
   // which `historyBytes` looks after.
-  if (cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
+  if (quick && cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
     cached.checkedAt = Date.now();
     return cached;
   }
