@@ -5,6 +5,8 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { localSource } from '../../src/history/layout.ts';
 import { startGeneration } from '../../src/history/snapshot.ts';
+import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { dumpOf, dumpHash, pastMs } from '../helpers/history.ts';
 
 // Hostile review of capture keeping a segment's files open while a handle is: two executor
 // children are two copies of the capture module (each its own cached state), each with its own
@@ -94,6 +96,59 @@ describe('capture in two children of one database', () => {
       dbA.close();
       dbB.close();
     }
+  });
+});
+
+describe('a quota check while another child captures', () => {
+  it("does not cut the frames the other child copied before it appended their index line", async () => {
+    const file = path.join(dir, 'db.sqlite');
+    const source = localSource(dir, 'w/a');
+    const root = path.dirname(source.generationsDir);
+    const opts = { source, checkpointBytes: 1 << 30 };
+    const a = await child();
+    const b = await child();
+    const dbA = open(file);
+    const dbB = open(file);
+    dbA.exec('CREATE TABLE t (v)');
+    a.capture(dbA, file, opts);
+    dbA.exec("INSERT INTO t VALUES ('a')");
+    a.capture(dbA, file, opts);
+    a.historyBytes(file, source, root);
+    dbB.exec("INSERT INTO t VALUES ('b1')");
+    b.capture(dbB, file, opts); // a's look at the files is now out of date
+
+    // Child b captures its next commit (closing an idle handle does, under the write lock); child
+    // a's line runs the quota check before a write (no lock) just as b has copied the frames and
+    // not yet appended their index line.
+    dbB.exec("INSERT INTO t VALUES ('b2')");
+    const live = dumpOf(dbB);
+    const realWrite = fs.writeSync;
+    let raced = false;
+    const spy = vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, data: unknown, ...rest: unknown[]) => {
+      if (!raced && typeof data === 'string' && data.startsWith('{')) {
+        raced = true;
+        vi.useFakeTimers({ toFake: ['Date'] });
+        vi.setSystemTime(Date.now() + 2000);
+        try {
+          a.historyBytes(file, source, root);
+        } finally {
+          vi.useRealTimers();
+        }
+      }
+      return (realWrite as (...args: unknown[]) => number)(fd, data, ...rest);
+    }) as typeof fs.writeSync);
+    try {
+      b.capture(dbB, file, opts);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(raced).toBe(true);
+    pastMs(Date.now());
+    const out = path.join(dir, 'restored.sqlite');
+    buildRestore(planRestore(source, { at: Date.now() }), out);
+    expect(dumpHash(out)).toBe(live);
+    dbA.close();
+    dbB.close();
   });
 });
 
