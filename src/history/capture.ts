@@ -61,6 +61,12 @@ interface State {
   /** When `bytes` was last held against the generations' folder, and its mtime then. */
   bytesAt?: number;
   gensMtimeMs?: number;
+  /**
+   * Built without the write lock (a quota check, a restore's look): frames past the segment's
+   * last indexed commit were left, since they may be another child's capture between its copy
+   * and its index line. The next capture, under the lock, cuts them (a crash's leftovers).
+   */
+  uncut?: boolean;
 }
 
 /** The segment capture appends to, with its files kept open while the database's handle is. */
@@ -232,12 +238,16 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 /** Copies the new committed frames; the caller holds the write lock. */
 function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
-  const st = loadState(dbPath, opts.source);
+  const st = loadState(dbPath, opts.source, true, true);
   if (!st) return { report, next: 'first', checkpoint: false };
+  if (st.uncut && st.seg) {
+    fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
+    st.uncut = false;
+  }
   // No WAL to go by (none, or emptied by another child's snapshot, which began a generation
   // without this child's segment changing): the salts cannot tell, so the files are looked at in full.
   const unsure = (): Found => {
-    const full = loadState(dbPath, opts.source, false);
+    const full = loadState(dbPath, opts.source, false, true);
     return full ? { report, state: full, checkpoint: false } : { report, next: 'first', checkpoint: false };
   };
   const fd = walOf(db, dbPath);
@@ -516,8 +526,11 @@ function bumpStamp(stamp: string, grew: number): string {
   return `${stamp.slice(0, cut)}|${Number(stamp.slice(cut + 1)) + grew}`;
 }
 
-/** `quick`: a capture about to read the WAL's salts may trust one fstat (below); anything else looks in full. */
-function loadState(dbPath: string, source: HistorySource, quick = true): State | undefined {
+/**
+ * `quick`: a capture about to read the WAL's salts may trust one fstat (below); anything else
+ * looks in full. `locked`: the caller holds the database's write lock, so no capture is half done.
+ */
+function loadState(dbPath: string, source: HistorySource, quick: boolean, locked = false): State | undefined {
   const cached = states.get(dbPath);
   // While this child's handle stayed open (the segment's files are open only then), only another
   // child's capture into this very segment, from the same WAL, can change what the state says
@@ -549,7 +562,7 @@ function loadState(dbPath: string, source: HistorySource, quick = true): State |
     const dataPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_DATA_EXT);
     const indexPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_INDEX_EXT);
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    const fd = fs.openSync(dataPath, 'r+');
+    const fd = fs.openSync(dataPath, locked ? 'r+' : 'r');
     let header: SegmentHeader | undefined;
     try {
       fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
@@ -558,8 +571,10 @@ function loadState(dbPath: string, source: HistorySource, quick = true): State |
       const last = commits.at(-1);
       if (header) {
         // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
-        // so the segment holds exactly what its index says.
-        fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
+        // so the segment holds exactly what its index says. Only under the write lock: without
+        // it they may be another child's capture between its copy and its index line.
+        if (locked) fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
+        else st.uncut = true;
         st.seg = { name: segName, seq: nameSeq(segName)!, header, dataPath, indexPath, frames: last?.frames ?? 0, c1: last?.c1 ?? header.c1, c2: last?.c2 ?? header.c2 };
         if (last) st.dbPages = last.dbPages;
         // A previous segment's last commit sets the size when this one has none yet.
