@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { localSource } from '../../src/history/layout.ts';
 import { startGeneration } from '../../src/history/snapshot.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
-import { dumpOf, dumpHash, pastMs } from '../helpers/history.ts';
+import { dumpOf, dumpHash, pastMs, prng } from '../helpers/history.ts';
 
 // Hostile review of capture keeping a segment's files open while a handle is: two executor
 // children are two copies of the capture module (each its own cached state), each with its own
@@ -150,6 +150,71 @@ describe('a quota check while another child captures', () => {
     dbA.close();
     dbB.close();
   });
+});
+
+describe('two children taking turns at one database, randomized', () => {
+  for (const seed of [1, 2, 3]) {
+    it(`restores every moment to what the database held then (seed ${seed})`, async () => {
+      const file = path.join(dir, 'db.sqlite');
+      const source = localSource(dir, 'w/a');
+      const root = path.dirname(source.generationsDir);
+      const opts = { source, checkpointBytes: 24 * 1024 };
+      const rnd = prng(seed);
+      const kids = [await child(), await child()];
+      const dbs: (Database.Database | undefined)[] = [undefined, undefined];
+      const handle = (i: number) => {
+        if (!dbs[i]) {
+          dbs[i] = open(file);
+          kids[i]!.capture(dbs[i]!, file, opts);
+        }
+        return dbs[i]!;
+      };
+      handle(0).exec('CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT)');
+      kids[0]!.capture(dbs[0]!, file, opts);
+      const moments: { at: number; dump: string }[] = [];
+      for (let step = 0; step < 150; step++) {
+        const i = rnd() < 0.5 ? 0 : 1;
+        const k = kids[i]!;
+        const r = rnd();
+        if (r < 0.55) {
+          const db = handle(i);
+          if (rnd() < 0.2) db.exec('DELETE FROM t WHERE k % 3 = 0');
+          else db.prepare('INSERT INTO t(v) VALUES (hex(randomblob(?)))').run(200 + Math.floor(rnd() * 3000));
+          k.capture(db, file, opts);
+          pastMs(Date.now());
+          moments.push({ at: Date.now(), dump: dumpOf(db) });
+          pastMs(Date.now());
+        } else if (r < 0.65) {
+          const db = handle(i);
+          k.capture(db, file, { source, checkpointBytes: 0 });
+          startGeneration(db, file, source, 'manual', Date.now());
+          k.forgetCapture(file);
+        } else if (r < 0.8) {
+          k.historyBytes(file, source, root);
+          k.capturedPosition(file, source);
+        } else if (dbs[i]) {
+          const pending = k.captureBeforeClose(dbs[i]!, file, opts);
+          dbs[i]!.close();
+          dbs[i] = undefined;
+          k.sealAfterClose(file, pending);
+        }
+      }
+      const bad: string[] = [];
+      for (const [n, m] of moments.entries()) {
+        const out = path.join(dir, `r${n}.sqlite`);
+        try {
+          buildRestore(planRestore(source, { at: m.at }), out);
+          if (dumpHash(out) !== m.dump) bad.push(`moment ${n}: differs`);
+        } catch (err) {
+          bad.push(`moment ${n}: ${(err as Error).message}`);
+        } finally {
+          fs.rmSync(out, { force: true });
+        }
+      }
+      for (const db of dbs) db?.close();
+      expect(bad.slice(0, 5)).toEqual([]);
+    }, 120_000);
+  }
 });
 
 function bytesUnder(d: string): number {
