@@ -152,6 +152,44 @@ describe('a quota check while another child captures', () => {
   });
 });
 
+describe('a child killed between copy and index line', () => {
+  it("leaves frames the other child, its handle open all along, copies again exactly", async () => {
+    const file = path.join(dir, 'db.sqlite');
+    const source = localSource(dir, 'w/a');
+    const opts = { source, checkpointBytes: 1 << 30 };
+    const a = await child();
+    const b = await child();
+    const dbA = open(file);
+    dbA.exec('CREATE TABLE t (v)');
+    a.capture(dbA, file, opts);
+    dbA.exec("INSERT INTO t VALUES ('a1')");
+    a.capture(dbA, file, opts); // a's segment files open
+    const dbB = open(file);
+    b.capture(dbB, file, opts);
+    dbB.exec("INSERT INTO t VALUES (hex(randomblob(20000)))");
+    // b dies as it would append the index line: its frames are in the segment, unindexed.
+    const realWrite = fs.writeSync;
+    const spy = vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, data: unknown, ...rest: unknown[]) => {
+      if (typeof data === 'string' && data.startsWith('{')) throw new Error('killed');
+      return (realWrite as (...args: unknown[]) => number)(fd, data, ...rest);
+    }) as typeof fs.writeSync);
+    try {
+      expect(() => b.capture(dbB, file, opts)).toThrow('killed');
+    } finally {
+      spy.mockRestore();
+    }
+    dbB.close(); // not the last connection: no checkpoint, as when the process is killed
+    dbA.exec("INSERT INTO t VALUES ('a2')");
+    a.capture(dbA, file, opts);
+    pastMs(Date.now());
+    const live = dumpOf(dbA);
+    const out = path.join(dir, 'restored.sqlite');
+    buildRestore(planRestore(source, { at: Date.now() }), out);
+    expect(dumpHash(out)).toBe(live);
+    dbA.close();
+  });
+});
+
 describe('two children taking turns at one database, randomized', () => {
   for (const seed of [1, 2, 3]) {
     it(`restores every moment to what the database held then (seed ${seed})`, async () => {
