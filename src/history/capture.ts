@@ -61,6 +61,12 @@ interface State {
   /** When `bytes` was last held against the generations' folder, and its mtime then. */
   bytesAt?: number;
   gensMtimeMs?: number;
+  /**
+   * Built without the write lock (a quota check, a restore's look): frames past the segment's
+   * last indexed commit were left, since they may be another child's capture between its copy
+   * and its index line. The next capture, under the lock, cuts them (a crash's leftovers).
+   */
+  uncut?: boolean;
 }
 
 /** The segment capture appends to, with its files kept open while the database's handle is. */
@@ -232,15 +238,25 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 /** Copies the new committed frames; the caller holds the write lock. */
 function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
-  const st = loadState(dbPath, opts.source);
+  const st = loadState(dbPath, opts.source, true, true);
   if (!st) return { report, next: 'first', checkpoint: false };
+  if (st.uncut && st.seg) {
+    fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
+    st.uncut = false;
+  }
+  // No WAL to go by (none, or emptied by another child's snapshot, which began a generation
+  // without this child's segment changing): the salts cannot tell, so the files are looked at in full.
+  const unsure = (): Found => {
+    const full = loadState(dbPath, opts.source, false, true);
+    return full ? { report, state: full, checkpoint: false } : { report, next: 'first', checkpoint: false };
+  };
   const fd = walOf(db, dbPath);
-  if (fd === undefined) return { report, state: st, checkpoint: false };
+  if (fd === undefined) return unsure();
   try {
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return { report, state: st, checkpoint: false };
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure();
     const hdr = parseWalHeader(head);
-    if (!hdr) return { report, state: st, checkpoint: false };
+    if (!hdr) return unsure();
     let seg = st.seg;
     let idxGrew = 0;
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
@@ -356,7 +372,8 @@ function endCapture(db: Database, lock: 'began' | 'held'): void {
 
 /** The last commit captured: where an undo goes back to. Undefined with no history. */
 export function capturedPosition(dbPath: string, source: HistorySource): HistoryPosition | undefined {
-  const st = loadState(dbPath, source);
+  // Restores and snapshots decide by it: the files in full, not the one-fstat look of a commit's capture.
+  const st = loadState(dbPath, source, false);
   if (!st) return undefined;
   return { generation: st.genName, segment: st.seg?.name ?? '', frames: st.seg?.frames ?? 0 };
 }
@@ -371,7 +388,9 @@ export function historyBytes(dbPath: string, source: HistorySource, historyRoot:
   // checked is recent enough, and looking at the files again (four system calls) cost as much as
   // the rest of the check. A prune or another child's capture shows at the next capture's look.
   const cached = states.get(dbPath);
-  const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source);
+  // Past that, the files in full: the one-fstat look (`loadState`) holds only for a capture about
+  // to read the WAL's salts, and another child may have captured into a new segment meanwhile.
+  const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source, false);
   if (!st) return 0;
   // A prune (the generations' folder changed) is looked for at most once a second.
   const now = Date.now();
@@ -507,7 +526,11 @@ function bumpStamp(stamp: string, grew: number): string {
   return `${stamp.slice(0, cut)}|${Number(stamp.slice(cut + 1)) + grew}`;
 }
 
-function loadState(dbPath: string, source: HistorySource): State | undefined {
+/**
+ * `quick`: a capture about to read the WAL's salts may trust one fstat (below); anything else
+ * looks in full. `locked`: the caller holds the database's write lock, so no capture is half done.
+ */
+function loadState(dbPath: string, source: HistorySource, quick: boolean, locked = false): State | undefined {
   const cached = states.get(dbPath);
   // While this child's handle stayed open (the segment's files are open only then), only another
   // child's capture into this very segment, from the same WAL, can change what the state says
@@ -515,7 +538,7 @@ function loadState(dbPath: string, source: HistorySource): State | undefined {
   // generation (another child's snapshot) or anything else first restarts the WAL, which
   // `copyNew` sees by its salts and checks in full there; a prune only moves the byte count,
   // which `historyBytes` looks after.
-  if (cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
+  if (quick && cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
     cached.checkedAt = Date.now();
     return cached;
   }
@@ -539,7 +562,7 @@ function loadState(dbPath: string, source: HistorySource): State | undefined {
     const dataPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_DATA_EXT);
     const indexPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_INDEX_EXT);
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    const fd = fs.openSync(dataPath, 'r+');
+    const fd = fs.openSync(dataPath, locked ? 'r+' : 'r');
     let header: SegmentHeader | undefined;
     try {
       fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
@@ -548,8 +571,10 @@ function loadState(dbPath: string, source: HistorySource): State | undefined {
       const last = commits.at(-1);
       if (header) {
         // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
-        // so the segment holds exactly what its index says.
-        fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
+        // so the segment holds exactly what its index says. Only under the write lock: without
+        // it they may be another child's capture between its copy and its index line.
+        if (locked) fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
+        else st.uncut = true;
         st.seg = { name: segName, seq: nameSeq(segName)!, header, dataPath, indexPath, frames: last?.frames ?? 0, c1: last?.c1 ?? header.c1, c2: last?.c2 ?? header.c2 };
         if (last) st.dbPages = last.dbPages;
         // A previous segment's last commit sets the size when this one has none yet.
