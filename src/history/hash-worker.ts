@@ -12,12 +12,15 @@ export interface PendingHash {
 const SOURCE = `
 const { createHash } = require('node:crypto');
 const fs = require('node:fs');
+const zlib = require('node:zlib');
 const { workerData } = require('node:worker_threads');
-const { file, port, flag, sync } = workerData;
+const { file, port, flag, sync, crcChunk } = workerData;
 const done = new Int32Array(flag);
 let out;
 try {
-  const hash = createHash('sha256');
+  // crcChunk: the CRC-32 of each chunk of that many bytes instead of the sha256.
+  const hash = crcChunk ? undefined : createHash('sha256');
+  const sums = [];
   const buf = Buffer.allocUnsafe(1024 * 1024);
   const fd = fs.openSync(file, sync ? 'r+' : 'r');
   let bytes = 0;
@@ -25,14 +28,15 @@ try {
     for (;;) {
       const n = fs.readSync(fd, buf, 0, buf.length, bytes);
       if (n === 0) break;
-      hash.update(buf.subarray(0, n));
+      if (hash) hash.update(buf.subarray(0, n));
+      else for (let at = 0; at < n; at += crcChunk) sums.push(zlib.crc32(buf.subarray(at, Math.min(n, at + crcChunk))));
       bytes += n;
     }
     if (sync) fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }
-  out = { sha256: hash.digest('hex'), bytes };
+  out = hash ? { sha256: hash.digest('hex'), bytes } : { sums, bytes };
 } catch (err) {
   out = { error: String(err && err.message || err) };
 }
@@ -49,31 +53,46 @@ Atomics.notify(done, 0);
  * child runs these between two statements.
  */
 export function hashOnThread(file: string, sync: boolean): PendingHash {
-  const flag = new SharedArrayBuffer(4);
-  const { port1, port2 } = new MessageChannel();
-  try {
-    new Worker(SOURCE, { eval: true, workerData: { file, port: port2, flag, sync }, transferList: [port2] }).unref();
-  } catch (err) {
-    // No thread to be had (out of memory, a sandbox): the caller hashes the file itself.
-    port1.close();
-    return {
-      result() {
-        throw err;
-      },
-    };
-  }
+  const wait = onThread(file, { sync });
   let answer: { sha256: string; bytes: number } | undefined;
   return {
     result() {
       if (answer) return answer;
-      // Bounded: a thread that never started must not hang the executor child.
-      if (Atomics.wait(new Int32Array(flag), 0, 0, WAIT_MS) === 'timed-out') throw new Error(`hashing ${file} took over ${WAIT_MS} ms`);
-      const msg = receiveMessageOnPort(port1 as MessagePort)?.message as { sha256: string; bytes: number; error?: string } | undefined;
-      port1.close();
-      if (!msg || msg.error) throw new Error(`could not hash ${file}: ${msg?.error ?? 'the thread gave no answer'}`);
+      const msg = wait('hash') as { sha256: string; bytes: number };
       answer = { sha256: msg.sha256, bytes: msg.bytes };
       return answer;
     },
+  };
+}
+
+/**
+ * The CRC-32 of each `chunk` bytes of `file`, computed on a worker thread while this one copies
+ * it (see `snapshot-crc.ts`); `result()` blocks until then and throws when no thread could.
+ */
+export function chunkSumsOnThread(file: string, chunk: number): { result(): number[] } {
+  const wait = onThread(file, { sync: false, crcChunk: chunk });
+  return { result: () => (wait('check') as { sums: number[] }).sums };
+}
+
+function onThread(file: string, data: { sync: boolean; crcChunk?: number }): (what: string) => unknown {
+  const flag = new SharedArrayBuffer(4);
+  const { port1, port2 } = new MessageChannel();
+  try {
+    new Worker(SOURCE, { eval: true, workerData: { file, port: port2, flag, ...data }, transferList: [port2] }).unref();
+  } catch (err) {
+    // No thread to be had (out of memory, a sandbox): the caller does the work itself.
+    port1.close();
+    return () => {
+      throw err;
+    };
+  }
+  return (what) => {
+    // Bounded: a thread that never started must not hang the executor child.
+    if (Atomics.wait(new Int32Array(flag), 0, 0, WAIT_MS) === 'timed-out') throw new Error(`${what}ing ${file} took over ${WAIT_MS} ms`);
+    const msg = receiveMessageOnPort(port1 as MessagePort)?.message as { error?: string } | undefined;
+    port1.close();
+    if (!msg || msg.error) throw new Error(`could not ${what} ${file}: ${msg?.error ?? 'the thread gave no answer'}`);
+    return msg;
   };
 }
 

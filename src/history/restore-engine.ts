@@ -4,7 +4,8 @@ import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, readCommits, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
 import { copyWithSha256 } from './snapshot.ts';
-import { SNAPSHOT_CRC, checkChunks, readSnapshotCrc } from './snapshot-crc.ts';
+import { chunkSumsOnThread } from './hash-worker.ts';
+import { CRC_CHUNK, SNAPSHOT_CRC, checkChunks, readSnapshotCrc, sameSums } from './snapshot-crc.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
 /** Where a restore goes: a moment (epoch ms: every commit at or before it), or an exact commit. */
@@ -123,10 +124,21 @@ export function rebuild(plan: RestorePlan, outPath: string): void {
     if (!stat) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${plan.generation} is missing`);
     const v = plan.snapshot.verified;
     if (v && v.size === stat.size && v.mtimeMs === stat.mtimeMs) {
-      fs.copyFileSync(plan.snapshotPath, outPath);
-      // Size and time stay put when a byte rots in place: the copy is held to the chunk checksums.
+      // Size and time stay put when a byte rots in place: the snapshot is held to its chunk
+      // checksums, computed on the other core while the kernel copies it.
       const sums = readSnapshotCrc(path.join(path.dirname(plan.snapshotPath), SNAPSHOT_CRC), stat.size);
-      if (sums) checkChunks(outPath, sums, 'all', `snapshot ${plan.generation}`);
+      const checking = sums && chunkSumsOnThread(plan.snapshotPath, CRC_CHUNK);
+      fs.copyFileSync(plan.snapshotPath, outPath);
+      if (sums) {
+        let got: number[] | undefined;
+        try {
+          got = checking!.result();
+        } catch {
+          got = undefined;
+        }
+        if (got) sameSums(got, sums, `snapshot ${plan.generation}`);
+        else checkChunks(outPath, sums, 'all', `snapshot ${plan.generation}`);
+      }
     } else {
       const { sha256 } = copyWithSha256(plan.snapshotPath, outPath);
       if (sha256 !== plan.snapshot.sha256) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${plan.generation} does not match its sha256 (${sha256} ≠ ${plan.snapshot.sha256})`);

@@ -82,3 +82,16 @@ export function checkChunks(file: string, sums: Buffer, offsets: Iterable<number
     fs.closeSync(fd);
   }
 }
+
+/**
+ * Holds chunk checksums computed from a snapshot (`got`, one per chunk) to those written with it.
+ * @throws AgentDbError HISTORY_CORRUPT naming `what` and the first chunk that differs.
+ */
+export function sameSums(got: number[], sums: Buffer, what: string): void {
+  const n = sums.length / 4;
+  for (let c = 0; c < Math.max(n, got.length); c++) {
+    if (c >= n || c >= got.length || got[c] !== sums.readUInt32BE(c * 4)) {
+      throw new AgentDbError('HISTORY_CORRUPT', `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`);
+    }
+  }
+}
