@@ -72,17 +72,16 @@ export function hashAndSync(file: string): { sha256: string; bytes: number } {
 
 /** fsync of a folder: what makes a file created or renamed in it survive a power cut. */
 export function syncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+  fsyncOpened(dir, 'r');
 }
 
 /** fsync of one file by name. */
 export function syncFile(file: string): void {
-  const fd = fs.openSync(file, 'r+');
+  fsyncOpened(file, 'r+');
+}
+
+function fsyncOpened(p: string, flags: 'r' | 'r+'): void {
+  const fd = fs.openSync(p, flags);
   try {
     fs.fsyncSync(fd);
   } finally {
