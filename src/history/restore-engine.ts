@@ -198,6 +198,7 @@ export function verifyIntegrity(file: string): void {
   // here writes, and closing removes the -wal and -shm it made.
   const db = new Database(file, { fileMustExist: true });
   try {
+    mapped(db);
     const rows = db.pragma('integrity_check') as { integrity_check: string }[];
     const first = rows[0]?.integrity_check;
     if (first !== 'ok') throw new AgentDbError('HISTORY_CORRUPT', `the restored database fails PRAGMA integrity_check: ${rows.map((r) => r.integrity_check).slice(0, 3).join('; ')}`);
@@ -208,3 +209,15 @@ export function verifyIntegrity(file: string): void {
     db.close();
   }
 }
+
+/**
+ * Lets SQLite read the file through a memory map: `integrity_check` reads every page, and one
+ * read(2) per page made it three times slower on 100 MB (45 ms against 13 here). Only for a
+ * connection about to check a file nothing else writes meanwhile.
+ */
+export function mapped(db: Database.Database): void {
+  db.pragma(`mmap_size = ${MAP_BYTES}`);
+}
+
+/** SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE); pages past it are read as usual. */
+const MAP_BYTES = 0x7fff0000;

@@ -4,7 +4,7 @@ import { AgentDbError } from '../errors.ts';
 import { capturedPosition } from '../history/capture.ts';
 import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
 import { listGenerations, listSegments, listUndoPoints, readCommits, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
-import { planRestore, type RestorePlan } from '../history/restore-engine.ts';
+import { mapped, planRestore, type RestorePlan } from '../history/restore-engine.ts';
 import { sealHolds } from '../history/seal.ts';
 import type { DbTarget, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
@@ -202,7 +202,14 @@ function ready(dbPath: string, source: HistorySource, genDir: string, end: Histo
 }
 
 function integrityProblem(db: ReturnType<HandleCache['open']>): string | undefined {
-  const rows = db.pragma('integrity_check') as { integrity_check: string }[];
+  const before = db.pragma('mmap_size', { simple: true }) as number;
+  mapped(db);
+  let rows: { integrity_check: string }[];
+  try {
+    rows = db.pragma('integrity_check') as { integrity_check: string }[];
+  } finally {
+    db.pragma(`mmap_size = ${before}`);
+  }
   return rows[0]?.integrity_check === 'ok' ? undefined : rows.map((r) => r.integrity_check).slice(0, 3).join('; ');
 }
 
