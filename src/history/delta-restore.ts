@@ -28,7 +28,8 @@ import { listGenerations, listSegments, readCommits, type GenerationInfo, type H
 import type { RestorePlan } from './restore-engine.ts';
 import { sha256File, syncDir } from './snapshot.ts';
 import { SNAPSHOT_CRC, checkChunks, readSnapshotCrc } from './snapshot-crc.ts';
-import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader, walChecksum } from './wal-format.ts';
+import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
+import { writeWal } from './wal-writer.ts';
 
 /** Where one page's image is: a byte offset in a segment or snapshot file. */
 interface PageRef {
@@ -179,44 +180,12 @@ export function writeDeltaWal(dbPath: string, delta: Delta, salts: Buffer = rand
     pages.push(1);
     delta.write.set(1, delta.write.get(1) ?? { file: dbPath, offset: 0 });
   }
-  const { pageSize } = delta;
-  const bigEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
-  const head = Buffer.alloc(WAL_HEADER_BYTES);
-  head.writeUInt32BE(bigEndian ? 0x377f0683 : 0x377f0682, 0);
-  head.writeUInt32BE(3007000, 4);
-  head.writeUInt32BE(pageSize, 8);
-  head.writeUInt32BE(0, 12);
-  salts.copy(head, 16, 0, 8);
-  let [c1, c2] = walChecksum(bigEndian, head, 0, 24, 0, 0);
-  head.writeUInt32BE(c1, 24);
-  head.writeUInt32BE(c2, 28);
-  const hdr = parseWalHeader(head)!;
-  const fb = frameBytes(pageSize);
-  const perBatch = Math.max(1, Math.floor(BATCH_BYTES / fb));
-  const buf = Buffer.alloc(perBatch * fb);
   const tmp = deltaWalTemp(dbPath);
   const fd = fs.openSync(tmp, 'w');
   const reader = new PageReader();
   try {
     try {
-      fs.writeSync(fd, head, 0, WAL_HEADER_BYTES, 0);
-      for (let i = 0; i < pages.length; i += perBatch) {
-        const batch = pages.slice(i, i + perBatch);
-        batch.forEach((p, k) => {
-          const at = k * fb;
-          buf.fill(0, at, at + FRAME_HEADER_BYTES);
-          buf.writeUInt32BE(p, at);
-          buf.writeUInt32BE(i + k === pages.length - 1 ? delta.pagesAt : 0, at + 4);
-          buf.writeUInt32BE(hdr.salt1, at + 8);
-          buf.writeUInt32BE(hdr.salt2, at + 12);
-          reader.read(delta.write.get(p)!, buf.subarray(at + FRAME_HEADER_BYTES, at + fb));
-          [c1, c2] = walChecksum(bigEndian, buf, at, at + 8, c1, c2);
-          [c1, c2] = walChecksum(bigEndian, buf, at + FRAME_HEADER_BYTES, at + fb, c1, c2);
-          buf.writeUInt32BE(c1, at + 16);
-          buf.writeUInt32BE(c2, at + 20);
-        });
-        fs.writeSync(fd, buf, 0, batch.length * fb, frameOffset(pageSize, i + 1));
-      }
+      writeWal(fd, delta.pageSize, pages, delta.pagesAt, salts, (p, into) => reader.read(delta.write.get(p)!, into));
       fs.fsyncSync(fd);
     } finally {
       reader.close();

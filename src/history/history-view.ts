@@ -35,7 +35,8 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
     let last = g.snapshot!.at;
     for (const seg of listSegments(g)) {
       const c = readCommits(seg.indexPath);
-      commits += c.length;
+      // The base commit of a restore's generation is its starting state, not a commit.
+      commits += c.length - (g.snapshot!.base?.segment === seg.name ? 1 : 0);
       if (c.length) last = Math.max(last, c.at(-1)!.at);
     }
     latest = Math.max(latest ?? 0, last);

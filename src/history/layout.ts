@@ -117,6 +117,13 @@ export interface SnapshotMeta {
    * a restore's rebuilt file, or a capture that could not finish.
    */
   follows?: HistoryPosition;
+  /**
+   * Set when the snapshot is another generation's snapshot file, linked, and the state this
+   * generation begins with is it plus the first commit of `segment` (a restore that copied a
+   * file in: what it changed on top of that snapshot). That commit is the generation's start, not
+   * a change an agent made: it carries the snapshot's time and is not counted as a commit.
+   */
+  base?: { segment: string; frames: number };
 }
 
 /** What `ended.json` says: the generation is closed, every segment in it too. */

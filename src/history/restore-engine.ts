@@ -116,7 +116,7 @@ export function buildRestore(plan: RestorePlan, outPath: string): void {
  * anything takes its bytes for a database.
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
  */
-export function rebuild(plan: RestorePlan, outPath: string): void {
+export function rebuild(plan: RestorePlan, outPath: string): Rebuilt {
   try {
     // Hashing 100 MB costs three times copying it: a snapshot unchanged since its sha256 was
     // computed (same size and mtime) is copied by the kernel; any other is hashed as it is copied.
@@ -145,21 +145,30 @@ export function rebuild(plan: RestorePlan, outPath: string): void {
     }
     const out = fs.openSync(outPath, 'r+');
     let dbPages = plan.snapshot.pages;
+    const written = new Set<number>();
     try {
-      for (const seg of plan.segments) dbPages = applySegment(out, plan.generation, seg) ?? dbPages;
-      // No fsync here: a restore syncs this file, and the copy it puts in place, before either
-      // is used (see `copyChecked`).
-      fs.ftruncateSync(out, dbPages * plan.snapshot.pageSize);
+      for (const seg of plan.segments) dbPages = applySegment(out, plan.generation, seg, written) ?? dbPages;
+      // No fsync here: a restore checks and syncs the file before it is used. Cut only when the
+      // size differs: ext4 flushes a file's delayed writes on any truncate (auto_da_alloc).
+      const bytes = dbPages * plan.snapshot.pageSize;
+      if (fs.fstatSync(out).size !== bytes) fs.ftruncateSync(out, bytes);
     } finally {
       fs.closeSync(out);
     }
+    return { written, dbPages };
   } catch (err) {
     fs.rmSync(outPath, { force: true });
     throw err;
   }
 }
 
-function applySegment(out: number, generation: string, seg: RestorePlan['segments'][number]): number | undefined {
+/** What {@link rebuild} made: the pages it wrote over the snapshot's, and the file's size in pages. */
+export interface Rebuilt {
+  written: Set<number>;
+  dbPages: number;
+}
+
+function applySegment(out: number, generation: string, seg: RestorePlan['segments'][number], written: Set<number>): number | undefined {
   const where = `segment ${generation}/${seg.name}`;
   const fd = fs.openSync(seg.dataPath, 'r');
   try {
@@ -183,6 +192,7 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
         if (!ok) throw new AgentDbError('HISTORY_CORRUPT', `${where} fails its checksum at frame ${n + i}`);
         [c1, c2] = ok.c;
         fs.writeSync(out, buf, i * fb + 24, hdr.pageSize, (ok.frame.pgno - 1) * hdr.pageSize);
+        written.add(ok.frame.pgno);
         if (ok.frame.commit > 0) dbPages = ok.frame.commit;
       }
     }

@@ -213,8 +213,21 @@ export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: 
   }
 }
 
-/** Writes a generation's snapshot.json, makes it appear whole (renamed in) and ends the one before. */
-function publish(tmp: string, dir: string, name: string, last: { dir: string; name?: string } | undefined, reason: SnapshotMeta['reason'], now: number, copied: { sha256: string; bytes: number }, follows?: HistoryPosition): SnapshotMeta {
+/**
+ * Writes a generation's snapshot.json (and its chunk checksums unless `crcWritten`), makes it
+ * appear whole (renamed in) and ends the one before.
+ */
+export function publish(
+  tmp: string,
+  dir: string,
+  name: string,
+  last: { dir: string; name?: string } | undefined,
+  reason: SnapshotMeta['reason'],
+  now: number,
+  copied: { sha256: string; bytes: number },
+  follows?: HistoryPosition,
+  extra: { crcWritten?: boolean; base?: SnapshotMeta['base'] } = {},
+): SnapshotMeta {
   const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
   const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
   const meta: SnapshotMeta = {
@@ -228,8 +241,9 @@ function publish(tmp: string, dir: string, name: string, last: { dir: string; na
     reason,
     verified: { size: written.size, mtimeMs: written.mtimeMs },
     ...(follows && last?.name === follows.generation ? { follows } : {}),
+    ...(extra.base ? { base: extra.base } : {}),
   };
-  writeSnapshotCrc(path.join(tmp, SNAPSHOT_FILE), path.join(tmp, SNAPSHOT_CRC));
+  if (!extra.crcWritten) writeSnapshotCrc(path.join(tmp, SNAPSHOT_FILE), path.join(tmp, SNAPSHOT_CRC));
   writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
   fs.renameSync(tmp, dir);
   if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);
@@ -240,7 +254,7 @@ function publish(tmp: string, dir: string, name: string, last: { dir: string; na
  * Removes generation folders a process that died left half made (`g….<pid>.tmp`: a crash
  * between creating one and renaming it in); a living process's are its own business.
  */
-function removeDeadTemps(generationsDir: string): void {
+export function removeDeadTemps(generationsDir: string): void {
   let names: string[];
   try {
     names = fs.readdirSync(generationsDir);

@@ -4,6 +4,7 @@
  * chains every frame to the header and to the frames before it. Own code because no library
  * reads WAL frames; it is small and pinned by tests against files SQLite wrote.
  */
+import fs from 'node:fs';
 import type { SegmentHeader } from './layout.ts';
 
 export const WAL_HEADER_BYTES = 32;
@@ -101,4 +102,41 @@ export function frameBytes(pageSize: number): number {
 /** Byte offset of frame `n` (1-based) in a WAL or segment file. */
 export function frameOffset(pageSize: number, n: number): number {
   return WAL_HEADER_BYTES + (n - 1) * frameBytes(pageSize);
+}
+
+/**
+ * The pages written by the committed frames of the WAL file `file` (frames after the last
+ * commit frame, or past the first that fails its checksum, are no part of the database).
+ * Empty when there is no WAL.
+ */
+export function walPages(file: string): Set<number> {
+  const pages = new Set<number>();
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return pages;
+  }
+  try {
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return pages;
+    const hdr = parseWalHeader(head);
+    if (!hdr) return pages;
+    const buf = Buffer.alloc(frameBytes(hdr.pageSize));
+    let [c1, c2] = [hdr.c1, hdr.c2];
+    let pending: number[] = [];
+    for (let n = 1; fs.readSync(fd, buf, 0, buf.length, frameOffset(hdr.pageSize, n)) === buf.length; n++) {
+      const ok = checkFrame(hdr, buf, 0, c1, c2);
+      if (!ok) break;
+      [c1, c2] = ok.c;
+      pending.push(ok.frame.pgno);
+      if (ok.frame.commit > 0) {
+        for (const p of pending) pages.add(p);
+        pending = [];
+      }
+    }
+    return pages;
+  } finally {
+    fs.closeSync(fd);
+  }
 }

@@ -6,10 +6,11 @@ import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
 import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
-import { copyChecked } from '../history/copy-checked.ts';
-import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
+import { discardGeneration, prepareGeneration, publishGeneration, type PreparedGeneration } from '../history/linked-generation.ts';
+import { planRestore, rebuild, verifyIntegrity, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
-import { adoptGeneration, dataVersion, startGeneration, syncDir, type Follows } from '../history/snapshot.ts';
+import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from '../history/snapshot.ts';
+import { walPages } from '../history/wal-format.ts';
 import { swapIn } from '../history/swap-in.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
@@ -52,12 +53,13 @@ export interface RestoreHooks {
  * Restores a database in place (see `agentdb restore`): history brought up to date, the target
  * planned, then one of two ways. Back within the live generation, with few enough pages changed
  * since, by one WAL commit of those pages as they were (`restoreWithinGeneration`; history goes
- * on in the generation). Otherwise the target is rebuilt beside the live file, the restore
- * recorded in its audit, the rebuilt file copied next to the live one by another thread while
- * this one checks it (`PRAGMA integrity_check`) and a third hashes it (`copyChecked`), the live
- * database closed, the state before kept as an undo point, then the copy renamed over the live
- * file and a new generation begun from the rebuilt file (the old one ends at the undo point: the
- * restore is no commit of it).
+ * on in the generation). Otherwise the target is rebuilt beside the live file (the snapshot
+ * copied, its chunks checked on another thread meanwhile, the frames applied), the restore
+ * recorded in its audit, the file checked (`PRAGMA integrity_check`) and synced, the live
+ * database closed, the state before kept as an undo point, then the file renamed over the live
+ * one and a new generation begun: the snapshot it was rebuilt from, linked, with what the
+ * restore wrote as its base commit (`linked-generation.ts`; the old generation ends at the undo
+ * point: the restore is no commit of it).
  *
  * The rename is the moment the database changes, whole: a crash before it leaves the database
  * as it was, one after it the restored one, and history right either way (the old generation is
@@ -107,15 +109,15 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     const within = { handles, history, db: req.db, by: req.by, plan, source, hdir, undoId, reuseUndo: reused !== undefined, restoredTo: restoredTo ?? plan.restoredTo, audited, now, key, step };
     if (restoreWithinGeneration(within)) return summary({ undoId });
 
-    const tmp = path.join(hdir, `restore-${process.pid}-${Date.now()}.sqlite`);
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
-    rebuild(plan, tmp);
+    let prepared: PreparedGeneration | undefined;
     try {
-      // The audit row goes into the rebuilt file, so the restore is one change and the file put
-      // in place is exactly the new generation's snapshot.
-      auditInto(tmp, req.by, undoId, audited, now);
+      const built = rebuild(plan, next);
+      // The audit row goes into the restored file, so the restore is one change.
+      const audited_ = auditInto(next, req.by, undoId, audited, now);
       step('rebuilt');
-      const checked = copyChecked(tmp, next);
+      checkAndSync(next);
+      prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : allPages(next, plan));
       step('copied');
       // Closing captures what is left and, as the last connection, checkpoints and removes the
       // -wal and -shm (see `HistoryCapture.hooks`): the file alone is the state before.
@@ -125,8 +127,9 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
       if (!closedEverywhere(req.db.path)) {
-        fs.rmSync(next, { force: true });
-        throughSqlite(handles, history, req, tmp, point, hdir, source, reused !== undefined);
+        discardGeneration(prepared);
+        prepared = undefined;
+        throughSqlite(handles, history, req, next, point, hdir, source, reused !== undefined);
         if (reused) finishedUnder(hdir, undoId);
         return summary({ undoId });
       }
@@ -141,7 +144,8 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       // From here the database is the restored one. Should the generation fail to begin, the
       // mark stays and the next capture snapshots the file (a gap): history stays right.
       forgetCapture(req.db.path);
-      adoptGeneration(req.db.path, tmp, checked, source, 'restore', Date.now());
+      publishGeneration(prepared, req.db.path, 'restore', Date.now());
+      prepared = undefined;
       forgetCapture(req.db.path);
       step('generation');
       unmarkRestoreLeaving(leaving);
@@ -149,7 +153,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       step('unmarked');
       return summary({ undoId });
     } finally {
-      fs.rmSync(tmp, { force: true });
+      discardGeneration(prepared);
       fs.rmSync(next, { force: true });
     }
   });
@@ -217,16 +221,36 @@ function throughSqlite(handles: HandleCache, history: HistoryCapture, req: Resto
   handles.evict(req.db.path);
 }
 
-/** Writes the restore's audit row into the rebuilt file, before it is copied in. */
-function auditInto(file: string, by: RestoreActor, id: string, statement: string, at: number): void {
+/**
+ * Writes the restore's audit row into the restored file, before it goes in place, and says
+ * which pages that commit wrote (read from its WAL before the close folds it in), for the new
+ * generation's base commit. Undefined when the file is not in WAL mode (it then has no WAL to
+ * read them from): every page counts then.
+ */
+function auditInto(file: string, by: RestoreActor, id: string, statement: string, at: number): Set<number> | undefined {
   const db = new Database(file, { fileMustExist: true });
   try {
-    // Not durable yet on purpose: the file is synced when it becomes the new snapshot.
+    // Not durable yet on purpose: the file is synced once whole (see `checkAndSync`).
     db.pragma('synchronous = OFF');
+    db.pragma('wal_autocheckpoint = 0');
     audit(db, by, id, statement, at);
+    if (db.pragma('journal_mode', { simple: true }) !== 'wal') return undefined;
+    return walPages(`${file}-wal`);
   } finally {
     db.close();
   }
+}
+
+/** Every page of `file`: what a base commit holds when what a restore wrote cannot be told. */
+function allPages(file: string, plan: RestorePlan): Set<number> {
+  const n = Math.floor(fs.statSync(file).size / plan.snapshot.pageSize);
+  return new Set(Array.from({ length: n }, (_, i) => i + 1));
+}
+
+/** The restored file checked (`PRAGMA integrity_check`, removed when it fails) and synced before anything takes it for a database. */
+function checkAndSync(file: string): void {
+  verifyIntegrity(file);
+  syncFile(file);
 }
 
 /**
@@ -244,13 +268,14 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);
     removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
-    const tmp = `${req.db.path}${NEXT_SUFFIX}${process.pid}.rebuilt.tmp`;
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
-    rebuild(plan, tmp);
+    let prepared: PreparedGeneration | undefined;
     try {
-      // The rebuilt file becomes the new database's first snapshot, its copy the database: made
-      // while another thread checks and hashes the rebuilt one (see `copyChecked`).
-      const checked = copyChecked(tmp, next);
+      const built = rebuild(plan, next);
+      checkAndSync(next);
+      // Its history's first generation: the source's snapshot linked, with what the restore
+      // wrote on top of it (see `linked-generation.ts`).
+      prepared = prepareGeneration(forkSource, plan, next, built.written);
       hooks.step?.('copied');
       const reason = listGenerations(forkSource).length ? 'gap' : 'first';
       // The database first, then its history: a crash in between leaves a database whose next
@@ -258,12 +283,12 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       fs.renameSync(next, req.db.path);
       syncDir(path.dirname(req.db.path));
       hooks.step?.('renamed');
-      fs.mkdirSync(forkSource.generationsDir, { recursive: true });
-      adoptGeneration(req.db.path, tmp, checked, forkSource, reason, Date.now());
+      publishGeneration(prepared, req.db.path, reason, Date.now());
+      prepared = undefined;
       forgetCapture(req.db.path);
       hooks.step?.('generation');
     } finally {
-      fs.rmSync(tmp, { force: true });
+      discardGeneration(prepared);
       fs.rmSync(next, { force: true });
     }
     // Opening it finds its history begun (sealed for this file): the audit row is its first commit.
@@ -359,7 +384,8 @@ function commitsAfterRestore(source: ReturnType<typeof localSource>, point: Undo
   for (const gen of listGenerations(source)) {
     if (end ? gen.name < end.generation : !gen.snapshot || gen.snapshot.at < point.createdAt) continue;
     for (const seg of listSegments(gen)) {
-      const commits = readCommits(seg.indexPath);
+      // A generation's base commit is the restore that began it, not a commit made after one.
+      const commits = readCommits(seg.indexPath).slice(gen.snapshot?.base?.segment === seg.name ? 1 : 0);
       if (!end || gen.name > end.generation || seg.name > end.segment) n += commits.length;
       else if (seg.name === end.segment) n += commits.filter((c) => c.frames > end.frames).length;
     }

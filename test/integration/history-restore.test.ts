@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { sha256File } from '../../src/history/snapshot.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
@@ -200,22 +201,35 @@ describe('restore', () => {
     expect(gen.snapshot!.reason).toBe('restore');
     expect(sha256File(gen.snapshotPath)).toBe(gen.snapshot!.sha256);
     expect(fs.statSync(gen.snapshotPath).size).toBe(gen.snapshot!.bytes);
-    // The snapshot is the restored state, audit row included, and history goes on from it.
-    const snap = new Database(gen.snapshotPath, { readonly: true, fileMustExist: true });
+    // Nothing copied again: the snapshot is the one the restore started from, linked, and the
+    // generation begins with one commit of what the restore wrote on top of it.
+    const from = listGenerations(source).find((g) => g.name !== gen.name && fs.statSync(g.snapshotPath).ino === fs.statSync(gen.snapshotPath).ino);
+    expect(from).toBeDefined();
+    expect(gen.snapshot!.sha256).toBe(from!.snapshot!.sha256);
+    expect(gen.snapshot!.base).toEqual({ segment: '00000001', frames: expect.any(Number) });
+    // The generation's first moment is the restored state, audit row included, and history goes on from it.
+    const start = path.join(dataDir, 'gen-start.sqlite');
+    buildRestore(planRestore(source, { at: gen.snapshot!.at }), start);
+    const snap = new Database(start, { readonly: true, fileMustExist: true });
     try {
       expect(snap.prepare('SELECT count(*) FROM t').pluck().get()).toBe(5);
       expect(snap.prepare("SELECT count(*) FROM _agentdb_audit WHERE tool = 'RESTORE'").pluck().get()).toBe(1);
     } finally {
       snap.close();
     }
+    expect(dumpHash(start)).toBe(dumpHash(gdb.path));
+    fs.rmSync(start);
     const after = await rows(gdb, 3, 'after');
     const live = dumpHash(gdb.path);
     const fork = target('rs/genfork');
     expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/gen', at: after[2]!, by, timeoutMs: 60_000 }))).toBe('ok');
     expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(gdb.path, { withoutAudit: true }));
     expect(live).toBe(dumpHash(gdb.path));
-    // And the undo goes back to the moment before, from the old generation.
-    const undo = await restore(gdb, { undo: (out as { result: { undoId: string } }).result.undoId });
+    // And the undo goes back to the moment before, from the old generation, discarding the
+    // three commits since (the generation's base is the restore itself, not one of them).
+    const undoId = (out as { result: { undoId: string } }).result.undoId;
+    expect(await restore(gdb, { undo: undoId, dryRun: true })).toMatchObject({ ok: true, result: { discardsCommits: 3 } });
+    const undo = await restore(gdb, { undo: undoId });
     expect(codeOf(undo)).toBe('ok');
     expect(await count(gdb)).toBe(15 + 400);
     expect(integrity(gdb.path)).toBe('ok');
