@@ -406,7 +406,12 @@ export function historyBytes(dbPath: string, source: HistorySource, historyRoot:
 /** How long a capture's look at the files stands for the quota check (see {@link historyBytes}). */
 const BYTES_FRESH_MS = 1000;
 
-function folderBytes(dir: string): number {
+/**
+ * Bytes under `dir`, each file counted once: a restore's generation links the snapshot it began
+ * from (`linked-generation.ts`), and restoring to the same snapshot again and again must not
+ * charge the quota for it each time.
+ */
+function folderBytes(dir: string, seen = new Set<string>()): number {
   let total = 0;
   let entries: fs.Dirent[];
   try {
@@ -416,8 +421,15 @@ function folderBytes(dir: string): number {
   }
   for (const e of entries) {
     const p = path.join(dir, e.name);
-    if (e.isDirectory()) total += folderBytes(p);
-    else if (e.isFile()) total += fileSize(p);
+    if (e.isDirectory()) total += folderBytes(p, seen);
+    else if (e.isFile()) {
+      const st = fs.statSync(p, { throwIfNoEntry: false });
+      if (!st) continue;
+      const id = `${st.dev}:${st.ino}`;
+      if (st.nlink > 1 && seen.has(id)) continue;
+      seen.add(id);
+      total += st.size;
+    }
   }
   return total;
 }

@@ -198,7 +198,7 @@ export function listGenerations(source: HistorySource): GenerationInfo[] {
 }
 
 /** The segments of one generation, oldest first. */
-export function listSegments(gen: Pick<GenerationInfo, 'name' | 'dir' | 'current'> & { end?: GenerationEnd }): SegmentInfo[] {
+export function listSegments(gen: Pick<GenerationInfo, 'name' | 'dir' | 'current'> & { end?: GenerationEnd; snapshot?: Pick<SnapshotMeta, 'base'> }): SegmentInfo[] {
   const dir = path.join(gen.dir, SEGMENTS_DIR);
   const names = readDirNames(dir)
     .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
@@ -212,7 +212,8 @@ export function listSegments(gen: Pick<GenerationInfo, 'name' | 'dir' | 'current
     seq: nameSeq(name)!,
     dataPath: path.join(dir, name + SEGMENT_DATA_EXT),
     indexPath: path.join(dir, name + SEGMENT_INDEX_EXT),
-    closed: genClosed || i < names.length - 1,
+    // A generation's base commit is written whole before it begins; capture never appends to it.
+    closed: genClosed || i < names.length - 1 || gen.snapshot?.base?.segment === name,
   }));
 }
 
