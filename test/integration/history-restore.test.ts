@@ -4,6 +4,9 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { backupDatabase } from '../../src/history/backup.ts';
+import { restoreFromBlob } from '../../src/history/blob-restore.ts';
+import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { sha256File } from '../../src/history/snapshot.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
@@ -233,6 +236,29 @@ describe('restore', () => {
     expect(codeOf(undo)).toBe('ok');
     expect(await count(gdb)).toBe(15 + 400);
     expect(integrity(gdb.path)).toBe('ok');
+  });
+
+  it('a generation a restore began (linked snapshot, base commit) backs up whole with no write after it, and restores from the blob store alone', async () => {
+    const ldb = target('rs/linkedblob');
+    await write(ldb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    const m = await rows(ldb, 10);
+    await write(ldb, "INSERT INTO t(v) SELECT printf('%.1000c', 'q') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+    await ok({ op: 'snapshot', db: ldb, reason: 'manual' });
+    expect(codeOf(await restore(ldb, { at: m[4]! }))).toBe('ok');
+    expect(listGenerations(localSource(dataDir, 'rs/linkedblob')).at(-1)!.snapshot!.base).toBeDefined();
+    const blobs = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-linked-blob-'));
+    const store = new FolderBlobStore(blobs);
+    try {
+      // Straight after the restore: the generation is the current one and nothing was written since.
+      await backupDatabase(store, dataDir, 'rs/linkedblob');
+      const file = path.join(blobs, 'restored.sqlite');
+      await restoreFromBlob(store, { id: 'rs/linkedblob', dbPath: file, workDir: blobs, at: Date.now() });
+      expect(dumpHash(file)).toBe(dumpHash(ldb.path));
+      expect(await count(ldb)).toBe(5);
+    } finally {
+      await store.close();
+      fs.rmSync(blobs, { recursive: true, force: true });
+    }
   });
 
   it('a restore in place within the live generation writes one commit of the pages changed since, and history goes on in the same generation', async () => {
