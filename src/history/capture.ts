@@ -8,6 +8,7 @@ import {
   SEGMENT_INDEX_EXT,
   nameSeq,
   readCommits,
+  readIndex,
   readJson,
   SNAPSHOT_META,
   segmentName,
@@ -281,7 +282,14 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     const copied = copyCommitted(fd, start, hdr, seg, now);
     if (copied.lines.length > 0) {
       const lines = copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n';
-      fs.writeSync(segmentFds(seg).index, lines);
+      const idx = segmentFds(seg).index;
+      const wrote = fs.writeSync(idx, lines);
+      // A full disk can take part of the lines: cut them off and fail this capture (nothing is
+      // checkpointed; the next one copies the frames again).
+      if (wrote !== Buffer.byteLength(lines)) {
+        fs.ftruncateSync(idx, fs.fstatSync(idx).size - wrote);
+        throw new Error(`history index of ${dbPath}: only ${wrote} of ${Buffer.byteLength(lines)} bytes written (disk full?)`);
+      }
       idxGrew = Buffer.byteLength(lines);
       if (st.bytes !== undefined) st.bytes += idxGrew + copied.bytes;
       const last = copied.lines.at(-1)!;
@@ -579,8 +587,11 @@ function loadState(dbPath: string, source: HistorySource, quick: boolean, locked
     try {
       fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
       header = parseWalHeader(head);
-      const commits = readCommits(indexPath);
-      const last = commits.at(-1);
+      const index = readIndex(indexPath);
+      // A line a crash or a full disk cut short ends what the index says: cut it off (under the
+      // lock, as the frames below), or every line appended after it would stay hidden behind it.
+      if (locked && index.goodBytes < index.bytes) fs.truncateSync(indexPath, index.goodBytes);
+      const last = index.commits.at(-1);
       if (header) {
         // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
         // so the segment holds exactly what its index says. Only under the write lock: without

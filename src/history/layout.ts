@@ -223,29 +223,40 @@ export function closedSegments(source: HistorySource): SegmentInfo[] {
 }
 
 /**
- * The commits a segment's index holds. A last line cut short by a crash is ignored (its frames
- * were never acknowledged as copied).
+ * The commits a segment's index holds. A line cut short by a crash or a full disk, and what
+ * follows it, are ignored (its frames were never acknowledged as copied); capture cuts such a
+ * tail off before it appends again (see {@link readIndex}), so it never hides later commits.
  */
 export function readCommits(indexPath: string): CommitRecord[] {
-  let text: string;
-  try {
-    text = fs.readFileSync(indexPath, 'utf8');
-  } catch {
-    return [];
-  }
-  const out: CommitRecord[] = [];
-  for (const line of text.split('\n')) {
-    if (!line) continue;
-    try {
-      out.push(JSON.parse(line) as CommitRecord);
-    } catch {
-      break;
-    }
-  }
-  return out;
+  return readIndex(indexPath).commits;
 }
 
-/** An in-place restore's way back (see `agentdb restore --undo`). */
+/** A segment's index: its whole lines' commits, the bytes those lines take, and the file's size. */
+export function readIndex(indexPath: string): { commits: CommitRecord[]; goodBytes: number; bytes: number } {
+  let text: Buffer;
+  try {
+    text = fs.readFileSync(indexPath);
+  } catch {
+    return { commits: [], goodBytes: 0, bytes: 0 };
+  }
+  const out: CommitRecord[] = [];
+  let at = 0;
+  // Only lines ending in a newline: a line torn just before it parses, and the next line
+  // appended would run into it.
+  for (let nl = text.indexOf(10, at); nl >= 0; nl = text.indexOf(10, at)) {
+    const line = text.toString('utf8', at, nl);
+    if (line) {
+      try {
+        out.push(JSON.parse(line) as CommitRecord);
+      } catch {
+        break;
+      }
+    }
+    at = nl + 1;
+  }
+  return { commits: out, goodBytes: at, bytes: text.length };
+}
+
 export interface UndoPoint {
   id: string;
   database: string;

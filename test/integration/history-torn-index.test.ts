@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { forgetCapture } from '../../src/history/capture.ts';
+import { listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { databasePath } from '../../src/store/database-id.ts';
+import type { DbTarget } from '../../src/store/executor-protocol.ts';
+import { HandleCache } from '../../src/store/handle-cache.ts';
+import { HistoryCapture } from '../../src/store/history-capture.ts';
+import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+import { dumpHash } from '../helpers/history.ts';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function setup() {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-torn-'));
+  dirs.push(dataDir);
+  const history = new HistoryCapture(dataDir, { checkpointBytes: 64 * 1024 * 1024, retentionDays: 30 });
+  const handles = new HandleCache({ size: 4, ...history.hooks() });
+  const db: DbTarget = { id: 'torn/a', path: databasePath(dataDir, 'torn', 'a', 0), shard: 0, limits: PLAN_LIMITS.enterprise };
+  const write = (sql: string, params: unknown[] = []) => {
+    const h = handles.open(db, 'write');
+    h.prepare(sql).run(...params);
+    history.run(h, db);
+  };
+  const currentIndex = () => {
+    const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+    return listSegments(gen).at(-1)!.indexPath;
+  };
+  return { dataDir, handles, db, write, currentIndex };
+}
+
+describe('a history index line cut short (a crash or a full disk mid-append)', () => {
+  for (const torn of ['{"at":17', '{"at":1,"frames":2,"dbPages":2,"c1":1,"c2":2}']) {
+    it(`hides no commit captured after it (${torn.endsWith('}') ? 'whole but for its newline' : 'cut mid-line'})`, () => {
+      const { dataDir, handles, db, write, currentIndex } = setup();
+      try {
+        write('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+        for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`before ${i}`]);
+        const index = currentIndex();
+        const before = readCommits(index).length;
+        // A capture died while appending the next line: part of it is on disk, the WAL (not
+        // checkpointed) goes on, and the capture that comes next knows nothing of the last one.
+        fs.appendFileSync(index, torn);
+        forgetCapture(db.path);
+        for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`after ${i}`]);
+        expect(currentIndex()).toBe(index);
+        expect(readCommits(index).length).toBe(before + 5);
+        handles.closeAll();
+        const out = path.join(dataDir, 'restored.sqlite');
+        buildRestore(planRestore(localSource(dataDir, db.id), { at: Date.now() }), out);
+        expect(dumpHash(out)).toBe(dumpHash(db.path));
+      } finally {
+        handles.closeAll();
+      }
+    });
+  }
+});
