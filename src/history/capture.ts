@@ -249,7 +249,12 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
   // without this child's segment changing): the salts cannot tell, so the files are looked at in full.
   const unsure = (): Found => {
     const full = loadState(dbPath, opts.source, false, true);
-    return full ? { report, state: full, checkpoint: false } : { report, next: 'first', checkpoint: false };
+    if (!full) return { report, next: 'first', checkpoint: false };
+    // A restore that crashed after putting its file in place left its generation marked: the
+    // file is no state of it. Begun at once, not at the next write, or a moment in between
+    // would restore the state before that restore.
+    if (restoreLeaving(full.genDir)) return { report, state: full, next: 'gap', checkpoint: false };
+    return { report, state: full, checkpoint: false };
   };
   const fd = walOf(db, dbPath);
   if (fd === undefined) return unsure();
