@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupDatabase } from '../../src/history/backup.ts';
 import { restoreFromBlob } from '../../src/history/blob-restore.ts';
 import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
+import { historyView } from '../../src/history/history-view.ts';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { sha256File } from '../../src/history/snapshot.ts';
@@ -163,6 +164,14 @@ describe('restores that begin a linked generation', () => {
     const r = restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: t1, by });
     const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
     expect(gen.snapshot!.base).toBeDefined();
+    // Its base commit is the restore itself: a restore to its moment replays no commit, as the
+    // history view says (it counted one, the history view none).
+    const now = Date.now();
+    pastMs(now);
+    const dry = restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: now, by, dryRun: true });
+    expect(dry.snapshot.id).toBe(gen.name);
+    expect(dry.commits).toBe(historyView(dataDir, db.id, 30).generations.at(-1)!.commits);
+    expect(dry.commits).toBe(0);
     const live = liveDump(db);
     const store = new FolderBlobStore(path.join(dataDir, 'blobs2'));
     await backupDatabase(store, dataDir, db.id);
