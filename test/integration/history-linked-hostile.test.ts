@@ -8,6 +8,7 @@ import { restoreFromBlob } from '../../src/history/blob-restore.ts';
 import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
 import { historyView } from '../../src/history/history-view.ts';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { pruneHistory } from '../../src/history/prune.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { sha256File } from '../../src/history/snapshot.ts';
 import type { DbTarget } from '../../src/store/executor-protocol.ts';
@@ -232,5 +233,26 @@ describe('restores that begin a linked generation', () => {
     } finally {
       conn.close();
     }
+  });
+
+  it('pruning the generation whose snapshot a restore linked leaves the restore\'s generation whole', () => {
+    const db = target('lh/prune');
+    write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    for (let i = 0; i < 400; i++) write(db, 'INSERT INTO t(v) VALUES (?)', `p${i}-${'p'.repeat(2000)}`);
+    const seen: { at: number; dump: string }[] = [];
+    const t1 = moment(db, seen);
+    write(db, "UPDATE t SET v = 'changed ' || v");
+    restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: t1, by });
+    const linked = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+    expect(linked.snapshot!.base).toBeDefined();
+    const after = moment(db, seen);
+    write(db, "INSERT INTO t(v) VALUES ('after the restore')");
+    moment(db, seen);
+    // A day past the window for every generation but the restore's, which is the window's base.
+    pruneHistory(dataDir, { now: linked.snapshot!.at + 31 * 24 * 3600 * 1000, retentionDays: 30 });
+    const gens = listGenerations(localSource(dataDir, db.id));
+    expect(gens.map((g) => g.name)).toEqual([linked.name]);
+    snapshotsIntact(db.id);
+    everyMomentRight(db.id, seen.filter((s) => s.at >= after));
   });
 });
