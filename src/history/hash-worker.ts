@@ -1,6 +1,7 @@
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 
-const WAIT_MS = 5 * 60 * 1000;
+/** How long a caller waits for the thread's answer before doing the work itself (tests shorten it). */
+export const hashThreadWait = { ms: 5 * 60 * 1000 };
 
 /** A sha256 being computed on another thread; {@link PendingHash.result} waits for it. */
 export interface PendingHash {
@@ -97,8 +98,10 @@ export function chunkSumsOnThread(file: string, chunk: number): { result(): numb
 function onThread(file: string, data: { sync: boolean; crcChunk?: number }): (what: string) => unknown {
   const flag = new SharedArrayBuffer(4);
   const { port1, port2 } = new MessageChannel();
+  let worker: Worker;
   try {
-    hashThread().postMessage({ file, port: port2, flag, ...data }, [port2]);
+    worker = hashThread();
+    worker.postMessage({ file, port: port2, flag, ...data }, [port2]);
   } catch (err) {
     // No thread to be had (out of memory, a sandbox): the caller does the work itself.
     port1.close();
@@ -108,7 +111,16 @@ function onThread(file: string, data: { sync: boolean; crcChunk?: number }): (wh
   }
   return (what) => {
     // Bounded: a thread that never started must not hang the executor child.
-    if (Atomics.wait(new Int32Array(flag), 0, 0, WAIT_MS) === 'timed-out') throw new Error(`${what}ing ${file} took over ${WAIT_MS} ms`);
+    const waitMs = hashThreadWait.ms;
+    if (Atomics.wait(new Int32Array(flag), 0, 0, waitMs) === 'timed-out') {
+      // The thread is stuck (a read that never returns) or far behind: every task after this
+      // one would queue behind it and cost its caller the whole wait too. Retire it; the next
+      // task starts a thread of its own.
+      if (thread === worker) thread = undefined;
+      void worker.terminate().catch(() => undefined);
+      port1.close();
+      throw new Error(`${what}ing ${file} took over ${waitMs} ms`);
+    }
     const msg = receiveMessageOnPort(port1 as MessagePort)?.message as { error?: string } | undefined;
     port1.close();
     if (!msg || msg.error) throw new Error(`could not ${what} ${file}: ${msg?.error ?? 'the thread gave no answer'}`);

@@ -20,7 +20,10 @@ import { publish, removeDeadTemps, syncDir } from './snapshot.ts';
 import { SNAPSHOT_CRC, readSnapshotCrc, writeSnapshotCrc } from './snapshot-crc.ts';
 import { writeWal, type WalWritten } from './wal-writer.ts';
 
-/** A generation made ready beside the others (`g….<pid>.tmp`), to publish once the restored file is in place. */
+/**
+ * A generation made ready beside the others (`g….<pid>.linked.tmp`: a name no snapshot's
+ * temporary folder has, see `removeDeadTemps`), to publish once the restored file is in place.
+ */
 export interface PreparedGeneration {
   source: HistorySource;
   tmp: string;
@@ -37,9 +40,12 @@ export interface PreparedGeneration {
 export function prepareGeneration(source: HistorySource, plan: RestorePlan, file: string, written: Iterable<number>): PreparedGeneration {
   fs.mkdirSync(source.generationsDir, { recursive: true });
   removeDeadTemps(source.generationsDir);
+  // One restore of a database runs at a time: any prepared generation of this process is a
+  // failed one's (removeDeadTemps leaves a living process's, this one's included).
+  const mine = `.${process.pid}.linked.tmp`;
+  for (const name of fs.readdirSync(source.generationsDir)) if (name.endsWith(mine)) fs.rmSync(path.join(source.generationsDir, name), { recursive: true, force: true });
   const seq = (listGenerations(source).at(-1)?.seq ?? 0) + 1;
-  const tmp = path.join(source.generationsDir, `${generationName(seq)}.${process.pid}.tmp`);
-  fs.rmSync(tmp, { recursive: true, force: true });
+  const tmp = path.join(source.generationsDir, `${generationName(seq)}${mine}`);
   fs.mkdirSync(tmp);
   try {
     const snapshot = path.join(tmp, SNAPSHOT_FILE);

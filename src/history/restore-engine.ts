@@ -17,7 +17,7 @@ export interface RestorePlan {
   snapshot: SnapshotMeta;
   snapshotPath: string;
   segments: { dataPath: string; name: string; frames: number }[];
-  /** Frames applied on top of the snapshot, and the commits they make. */
+  /** Frames applied on top of the snapshot, and the commits they make (a base commit is not one). */
   frames: number;
   commits: number;
   /** The time of the last commit applied (the snapshot's when none). */
@@ -82,7 +82,9 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
     if (take) {
       plan.segments.push({ dataPath: seg.dataPath, name: seg.name, frames: take.frames });
       plan.frames += take.frames;
-      plan.commits += n;
+      // A restore's generation begins with its base commit (`SnapshotMeta.base`): its starting
+      // state, not a commit made in it (the history view and an undo's count leave it out too).
+      plan.commits += n - (gen.snapshot!.base?.segment === seg.name ? 1 : 0);
       plan.restoredTo = take.at;
     }
     // A segment not taken whole ends the plan: later ones come after the moment.

@@ -252,7 +252,13 @@ export function publish(
 
 /**
  * Removes generation folders a process that died left half made (`g….<pid>.tmp`: a crash
- * between creating one and renaming it in); a living process's are its own business.
+ * between creating one and renaming it in, or `g….<pid>.linked.tmp`, a restore's generation
+ * prepared before the restored file went in place); a living process's are its own business.
+ * This process's own plain ones are removed too (it makes one at a time, and a failed one may
+ * be left), but never its prepared restore generations: a capture that begins a generation
+ * while the restore closes the database (a gap: a program outside wrote) runs between the
+ * restore preparing its generation and publishing it, and removing it there failed the restore
+ * after it had put the restored file in place.
  */
 export function removeDeadTemps(generationsDir: string): void {
   let names: string[];
@@ -262,9 +268,10 @@ export function removeDeadTemps(generationsDir: string): void {
     return;
   }
   for (const name of names) {
-    const pid = /^g\d+\.(\d+)\.tmp$/.exec(name)?.[1];
-    if (pid === undefined) continue;
-    if (Number(pid) !== process.pid && alive(Number(pid))) continue;
+    const m = /^g\d+\.(\d+)(\.linked)?\.tmp$/.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid ? m[2] !== undefined : alive(pid)) continue;
     fs.rmSync(path.join(generationsDir, name), { recursive: true, force: true });
   }
 }

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashOnThread, hashedOrUndefined } from '../../src/history/hash-worker.ts';
+import { execFileSync } from 'node:child_process';
+import { hashOnThread, hashThreadWait, hashedOrUndefined } from '../../src/history/hash-worker.ts';
 import { copyWithSha256, sha256File } from '../../src/history/snapshot.ts';
 
 // Snapshots of large databases are hashed on a worker thread while the file is copied; the
@@ -33,5 +34,30 @@ describe('hashing on a worker thread', () => {
     fs.writeFileSync(file, 'abc');
     expect(hashOnThread(file, true).result()).toEqual({ sha256: createHash('sha256').update('abc').digest('hex'), bytes: 3 });
     expect(hashedOrUndefined(hashOnThread(path.join(dir, 'missing.bin'), false))).toBeUndefined();
+  });
+
+  it('a task that never finishes costs its own caller, not every hash after it (the thread is kept per process)', () => {
+    // A read that never returns (a hung mount; here a FIFO no one writes): the caller gives up
+    // after the wait, and the next hash must not queue behind the stuck one on the same thread.
+    const fifo = path.join(dir, 'stuck.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const file = path.join(dir, 'after.bin');
+    fs.writeFileSync(file, 'after');
+    const saved = hashThreadWait.ms;
+    hashThreadWait.ms = 300;
+    try {
+      expect(hashedOrUndefined(hashOnThread(fifo, false))).toBeUndefined();
+      const t0 = Date.now();
+      expect(hashedOrUndefined(hashOnThread(file, false))).toEqual({ sha256: createHash('sha256').update('after').digest('hex'), bytes: 5 });
+      expect(Date.now() - t0).toBeLessThan(300);
+    } finally {
+      hashThreadWait.ms = saved;
+      // Unblock the stuck open (a writer that closes at once), whichever thread holds it.
+      try {
+        fs.closeSync(fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+      } catch {
+        /* no reader left */
+      }
+    }
   });
 });
