@@ -3,10 +3,11 @@ import { codeOf, errorBody } from '../errors.ts';
 import { checkRedis, connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
-import { HistoryClient, type HistoryView } from '../queue/history-client.ts';
+import { HistoryClient, parseMoment, type HistoryView } from '../queue/history-client.ts';
 import { ShardOpClient } from '../queue/shard-op-client.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { pickupWatch } from './op-pickup.ts';
+import { parseDatabaseId } from '../store/database-id.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
@@ -24,13 +25,30 @@ export async function history(ctx: CommandContext, flags: { json?: boolean }, db
 
 /** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
 export async function restore(ctx: CommandContext, flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean }, db: string): Promise<number> {
-  if (flags.fromBlob) {
-    if (flags.undo !== undefined || flags.into !== undefined || flags.dryRun) throw new UsageError('--from-blob takes only --at');
-    return (await import('./restore-from-blob.ts')).restoreFromBlobCommand(ctx, flags, db);
-  }
-  if ((flags.at === undefined) === (flags.undo === undefined)) throw new UsageError('give --at TIME (ISO time or unix seconds) or --undo ID');
-  if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
+  if (flags.fromBlob) {
+    if (flags.undo !== undefined || flags.dryRun) throw new UsageError('--from-blob takes only --at, --into and --by');
+    for (const id of [db, flags.into]) {
+      try {
+        if (id !== undefined) parseDatabaseId(id);
+      } catch {
+        throw new UsageError(`a database id is <workspace> or <workspace>/<agent>, not ${JSON.stringify(id)}`);
+      }
+    }
+    try {
+      if (flags.at !== undefined) parseMoment(flags.at);
+    } catch (err) {
+      throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
+    }
+    return withClient(ctx, 'restore', async (client) => {
+      const result = await client.restoreFromBlob(db, { ...(flags.at !== undefined ? { at: flags.at } : {}), ...(flags.into !== undefined ? { into: flags.into } : {}), by });
+      ctx.stdout.write(`${JSON.stringify(result)}\n`);
+      return 0;
+    });
+  }
+  if (flags.at !== undefined && flags.undo !== undefined) throw new UsageError('give --at TIME or --undo ID, not both');
+  if (flags.at === undefined && flags.undo === undefined) throw new UsageError('give --at TIME (ISO time or unix seconds) or --undo ID');
+  if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
   return withClient(ctx, 'restore', async (client) => {
     const result = await client.restore(db, {
       ...(flags.at !== undefined ? { at: flags.at } : {}),

@@ -242,10 +242,10 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
     .option('--at <time>', 'the moment: ISO time (2026-12-01T02:00:00Z) or unix seconds')
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
-    .option('--into <db>', 'with --at: create this new database of the same workspace instead of restoring in place')
+    .option('--into <db>', 'with --at or --from-blob: create this new database of the same workspace instead of restoring in place')
     .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')
     .option('--by <name>', 'who restores, for the database\'s audit (default: your user name)')
-    .option('--from-blob', 'rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store\'s backups alone; --at defaults to the latest backed up')
+    .option('--from-blob', 'rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store\'s backups alone (or, with --into, a new database from DB\'s backups); --at defaults to the latest backed up')
     .addHelpText(
       'after',
       `
@@ -255,7 +255,8 @@ Examples:
   agentdb restore acme/scout --at 1796090340          # prints an undo id
   agentdb restore acme/scout --undo u…
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before
-  agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore`,
+  agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore
+  agentdb restore acme/scout --from-blob --into acme/scout-backup    # a backup beside the live database`,
     )
     .action(run(async () => (await import('./history.ts')).restore));
 

@@ -36,7 +36,18 @@ export const BLOB_READER_TTL_MS = 6 * 3600 * 1000;
  * @throws AgentDbError NOT_FOUND (no backup of `id`), HISTORY_OUT_OF_RANGE, HISTORY_CORRUPT
  *   (a manifest or file failing its sha256, a bad segment), DATABASE_EXISTS.
  */
-export async function restoreFromBlob(store: BlobStore, opts: { id: string; dbPath: string; workDir: string; at?: number; now?: number }): Promise<BlobRestoreResult> {
+export async function restoreFromBlob(
+  store: BlobStore,
+  opts: {
+    id: string;
+    dbPath: string;
+    workDir: string;
+    at?: number;
+    now?: number;
+    /** Runs on the checked file before it is put in place (the caller's audit row), with the moment it holds. */
+    beforePlace?: (file: string, restoredTo: number) => void;
+  },
+): Promise<BlobRestoreResult> {
   const { id, dbPath } = opts;
   const now = opts.now ?? Date.now();
   if (fs.existsSync(dbPath)) throw new AgentDbError('DATABASE_EXISTS', `${id} already exists here (${dbPath}); a disaster restore only creates a database`);
@@ -68,6 +79,7 @@ export async function restoreFromBlob(store: BlobStore, opts: { id: string; dbPa
     const plan = planRestore({ generationsDir: path.join(work, 'generations') }, { at });
     const built = path.join(work, 'restored.sqlite');
     buildRestore(plan, built);
+    opts.beforePlace?.(built, plan.restoredTo);
     fs.mkdirSync(path.dirname(dbPath), { recursive: true });
     // A link never replaces: a database created here meanwhile (a call) is left alone.
     try {

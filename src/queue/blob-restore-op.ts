@@ -1,31 +1,52 @@
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../history/blob-stores.ts';
 import { restoreFromBlob } from '../history/blob-restore.ts';
 import { databasePath, parseDatabaseId } from '../store/database-id.ts';
+import type { RestoreActor } from '../store/executor-protocol.ts';
+import { audit } from '../store/restore-common.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
 
 /**
- * Shard op `restoreFromBlob` (db: the database id, args `{ at?: number }` epoch ms): on the
+ * Shard op `restoreFromBlob` (db: the database to create, args `{ at?: number` epoch ms,
+ * `source?:` the database whose backup to read when another, `by?:` who asks `}`): on the
  * shard's owner, rebuilds a database that does not exist here from the blob store alone (see
- * `restoreFromBlob`). On the owner, because it creates the database's file, and no other
- * process may.
+ * `restoreFromBlob`), with the restore's row in its audit. On the owner, because it creates the
+ * database's file, and no other process may.
  */
 export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   const { config, shard } = ctx;
   if (typeof data.db !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'a disaster restore names its database');
   const { workspace, agent } = parseDatabaseId(data.db);
-  const at = (data.args as { at?: unknown } | undefined)?.at;
+  const args = (data.args ?? {}) as { at?: unknown; source?: unknown; by?: Partial<RestoreActor> };
+  const { at } = args;
   if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) throw new AgentDbError('INVALID_ARGUMENTS', 'at must be a time in epoch ms');
+  if (args.source !== undefined && (typeof args.source !== 'string' || parseDatabaseId(args.source).workspace !== workspace)) {
+    throw new AgentDbError('INVALID_ARGUMENTS', `a backup is restored into a new database of its own workspace (${workspace}/<name>)`);
+  }
+  const source = (args.source as string | undefined) ?? data.db;
+  const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
   const store = openBlobStore(config);
   try {
     return await restoreFromBlob(store, {
-      id: data.db,
+      id: source,
       dbPath: databasePath(config.dataDir, workspace, agent, shard),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),
+      beforePlace: (file, restoredTo) => auditInto(file, by, `${data.db}:${Date.now()}`, `restored from the backup of ${source} in ${store.name} as of ${new Date(restoredTo).toISOString()}`),
     });
   } finally {
     await store.close();
   }
 };
+
+/** The disaster restore's row in the rebuilt file's own audit, before it is put in place. */
+function auditInto(file: string, by: RestoreActor, id: string, statement: string): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    audit(db, by, id, statement, Date.now());
+  } finally {
+    db.close();
+  }
+}

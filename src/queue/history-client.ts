@@ -71,19 +71,7 @@ export class HistoryClient {
   async restore(db: string, req: RestoreRequest): Promise<RestoreResult> {
     const id = checkedId(db);
     if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
-    const into = req.into === undefined ? undefined : checkedId(req.into);
-    if (into !== undefined && into === id) throw new AgentDbError('DATABASE_EXISTS', `${into} is the database restored from; restore it in place instead`);
-    if (into !== undefined && parseDatabaseId(into).workspace !== parseDatabaseId(id).workspace) {
-      throw new AgentDbError('INVALID_ARGUMENTS', `a database is restored into a new database of its own workspace (${parseDatabaseId(id).workspace}/<name>)`);
-    }
-    if (into !== undefined && this.agents) {
-      // A registered agent that never wrote has no database yet; creating it from another's
-      // would hand that agent the other's private tables.
-      const { workspace, agent } = parseDatabaseId(into);
-      if (agent !== undefined && (await this.agents.get(workspace, agent))) {
-        throw new AgentDbError('DATABASE_EXISTS', `${into} is the database of registered agent ${agent}, which would read what is restored; restore into a name no agent has`);
-      }
-    }
+    const into = await this.checkedInto(id, req.into);
     const args = {
       ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
       ...(req.undo !== undefined ? { undo: req.undo } : {}),
@@ -92,6 +80,43 @@ export class HistoryClient {
       by: req.by,
     };
     return (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
+  }
+
+  /**
+   * Rebuilds `db` from the blob store alone (`agentdb restore DB --from-blob`), at `at` (default:
+   * the latest moment backed up), in place of a database that does not exist here, or `into` a
+   * new database of the same workspace (the same rules as {@link restore}'s).
+   * @throws AgentDbError with the registry code of any refusal.
+   */
+  async restoreFromBlob(db: string, req: { at?: string | number; into?: string; by: RestoreActor }): Promise<unknown> {
+    const id = checkedId(db);
+    const into = await this.checkedInto(id, req.into);
+    const args = {
+      ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
+      ...(into !== undefined ? { source: id } : {}),
+      by: req.by,
+    };
+    // A disaster restore downloads and verifies a whole generation: an hour, not a statement's time.
+    return this.answer(shardOf(into ?? id, this.shardCount), 'restoreFromBlob', args, into ?? id, 3600_000);
+  }
+
+  /** The database a restore `into` creates, checked: of the same workspace, not the source, no registered agent's. */
+  private async checkedInto(id: string, to: string | undefined): Promise<string | undefined> {
+    const into = to === undefined ? undefined : checkedId(to);
+    if (into === undefined) return undefined;
+    if (into === id) throw new AgentDbError('DATABASE_EXISTS', `${into} is the database restored from; restore it in place instead`);
+    if (parseDatabaseId(into).workspace !== parseDatabaseId(id).workspace) {
+      throw new AgentDbError('INVALID_ARGUMENTS', `a database is restored into a new database of its own workspace (${parseDatabaseId(id).workspace}/<name>)`);
+    }
+    if (this.agents) {
+      // A registered agent that never wrote has no database yet; creating it from another's
+      // would hand that agent the other's private tables.
+      const { workspace, agent } = parseDatabaseId(into);
+      if (agent !== undefined && (await this.agents.get(workspace, agent))) {
+        throw new AgentDbError('DATABASE_EXISTS', `${into} is the database of registered agent ${agent}, which would read what is restored; restore into a name no agent has`);
+      }
+    }
+    return into;
   }
 
   private async answer(shard: number, op: string, args: unknown, db: string, timeoutMs: number): Promise<unknown> {

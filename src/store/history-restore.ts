@@ -80,19 +80,21 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
   const what = req.undo ? `undo ${req.undo}` : `to ${new Date(req.at ?? 0).toISOString()}`;
   return withReader(hdir, what, () => {
     let target: RestoreTarget;
-    let restoredTo: number | undefined;
+    // An undo answers, like any restore, the last commit it keeps (`restoredTo`); its audit row
+    // names the restore it undoes.
+    let undone: UndoPoint | undefined;
     let discards: Partial<RestoreResult> = {};
     if (req.undo !== undefined) {
       const point = /^u[0-9a-z]+$/.test(req.undo) ? readJson<UndoPoint>(undoPath(hdir, req.undo)) : undefined;
       if (!point || point.database !== req.db.id) throw new AgentDbError('UNDO_NOT_FOUND', `${req.db.id} has no undo point ${JSON.stringify(req.undo)}`);
       target = { position: point.position };
-      restoredTo = point.createdAt;
+      undone = point;
       discards = { discardsCommits: commitsAfterRestore(source, point) };
     } else {
       target = { at: checkedMoment(req.at, history.opts.retentionDays) };
     }
     const plan = planRestore(source, target);
-    const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, restoredTo ?? plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
+    const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
     if (req.dryRun) return summary({});
 
     // Only one restore of a database runs at a time (the reader marker): any file of the kinds
@@ -104,9 +106,11 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     // The same request again after a crash that left its commit in place: it is done.
     if (finished) return summary({ undoId: finished });
     const undoId = reused ?? newUndoId();
-    const audited = req.undo ? `undo ${req.undo} (back to the state of ${new Date(restoredTo ?? plan.restoredTo).toISOString()})` : `restore to ${new Date(plan.restoredTo).toISOString()}`;
+    const audited = undone
+      ? `undo ${undone.id} of the restore to ${new Date(undone.restoredTo).toISOString()} (back to the state of ${new Date(undone.createdAt).toISOString()}, before that restore)`
+      : `restore to ${new Date(plan.restoredTo).toISOString()}`;
     const now = Date.now();
-    const within = { handles, history, db: req.db, by: req.by, plan, source, hdir, undoId, reuseUndo: reused !== undefined, restoredTo: restoredTo ?? plan.restoredTo, audited, now, key, step };
+    const within = { handles, history, db: req.db, by: req.by, plan, source, hdir, undoId, reuseUndo: reused !== undefined, restoredTo: plan.restoredTo, audited, now, key, step };
     if (restoreWithinGeneration(within)) return summary({ undoId });
 
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
@@ -125,7 +129,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       step('closed');
       const before = capturedPosition(req.db.path, source);
       if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
-      const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: restoredTo ?? plan.restoredTo, position: before };
+      const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: plan.restoredTo, position: before };
       if (!closedEverywhere(req.db.path)) {
         discardGeneration(prepared);
         prepared = undefined;
@@ -277,7 +281,8 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       // wrote on top of it (see `linked-generation.ts`).
       prepared = prepareGeneration(forkSource, plan, next, built.written);
       hooks.step?.('copied');
-      const reason = listGenerations(forkSource).length ? 'gap' : 'first';
+      // Begun by a restore (a fork), whatever the name held before.
+      const reason = 'restore';
       // The database first, then its history: a crash in between leaves a database whose next
       // open snapshots it (as for any database without history), never history without one.
       fs.renameSync(next, req.db.path);
@@ -293,7 +298,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     }
     // Opening it finds its history begun (sealed for this file): the audit row is its first commit.
     const db = handles.open(req.db, 'write');
-    audit(db, req.by, `restore:${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
+    audit(db, req.by, `${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
     history.run(db, req.db);
     return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
   });

@@ -63,9 +63,20 @@ async function writeRounds(from: number, to: number) {
 function dump(file: string) {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all() as string[];
+    // The restore's own audit row aside (see `auditRows`).
+    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name != '_agentdb_audit' ORDER BY name").pluck().all() as string[];
     const rows = Object.fromEntries(tables.map((t) => [t, db.prepare(`SELECT * FROM "${t}" ORDER BY 1`).raw().all()]));
     return { rows, integrity: db.pragma('integrity_check', { simple: true }) };
+  } finally {
+    db.close();
+  }
+}
+
+/** The RESTORE rows of a database's own audit: [statement, who]. */
+function auditRows(file: string): [string, string][] {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare("SELECT statement, decided_by FROM _agentdb_audit WHERE tool = 'RESTORE' ORDER BY at").raw().all() as [string, string][];
   } finally {
     db.close();
   }
@@ -142,6 +153,16 @@ describe('nightly backups to the blob store (s3rver)', () => {
         expect(outcome).toMatchObject({ ok: true, result: { database: DB } });
         expect(dump(livePath(sb2.config))).toEqual(original);
         expect(original.integrity).toBe('ok');
+        // Recorded in its own audit, as every restore is.
+        expect(auditRows(livePath(sb2.config))).toEqual([[expect.stringMatching(new RegExp(`^restored from the backup of ${DB} in .* as of `)), 'operator']]);
+        // And a backup can be restored beside a live database, under a new name of its workspace.
+        const copy = 'acme/scout-copy';
+        const into = await ops2.run(shardOf(copy, sb2.config.shardCount), 'restoreFromBlob', { source: DB, by: { who: 'operator:tester' } }, { db: copy });
+        expect(into).toMatchObject({ ok: true, result: { database: DB } });
+        const copyPath = databasePath(sb2.config.dataDir, 'acme', 'scout-copy', shardOf(copy, sb2.config.shardCount));
+        expect(dump(copyPath)).toEqual(original);
+        expect(auditRows(copyPath)).toEqual([[expect.stringContaining(`backup of ${DB}`), 'operator:tester']]);
+        expect(await ops2.run(0, 'restoreFromBlob', { source: 'other/db' }, { db: 'acme/x' })).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
         // And the restored database answers calls.
         const c2 = sb2.client();
         expect(await c2.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({

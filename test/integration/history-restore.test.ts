@@ -11,7 +11,7 @@ import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { sha256File } from '../../src/history/snapshot.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
-import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+import { auditStatements, dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 let dataDir: string;
@@ -140,9 +140,11 @@ describe('restore', () => {
     expect(dry).toMatchObject({ ok: true, result: { dryRun: true, discardsCommits: 3 } });
     const undo = await restore(db, { undo: r.undoId });
     expect(undo).toMatchObject({ ok: true, result: { discardsCommits: 3 } });
-    // Back to the state before the restore, exactly (the audit row of the restore went with it).
+    // Back to the state before the restore, exactly (the audit row of the restore went with it;
+    // the undo's row names it).
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
     expect(integrity(db.path)).toBe('ok');
+    expect(auditStatements(db.path).filter((s) => s.startsWith(`undo ${r.undoId} of the restore to ${new Date(r.restoredTo).toISOString()} `))).toHaveLength(1);
     // The undo is undoable too: back to the restored state, with the write made after it.
     const redo = await restore(db, { undo: (undo as { result: { undoId: string } }).result.undoId });
     expect(codeOf(redo)).toBe('ok');
