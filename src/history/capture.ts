@@ -512,8 +512,11 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
  * commit showed in a capture's profile. Nothing keeps a view of it past the scan.
  */
 let chunk = Buffer.alloc(0);
+const KEPT_CHUNK_BYTES = 1024 * 1024;
 function chunkBuffer(bytes: number): Buffer {
-  if (chunk.length < bytes) chunk = Buffer.allocUnsafe(Math.max(bytes, 64 * 1024));
+  // A big commit's larger chunks are allocated for it alone, not kept for the process's life.
+  if (bytes > KEPT_CHUNK_BYTES) return Buffer.allocUnsafe(bytes);
+  if (chunk.length < bytes) chunk = Buffer.allocUnsafe(KEPT_CHUNK_BYTES);
   return chunk.subarray(0, bytes);
 }
 
