@@ -313,6 +313,9 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   const pos = capturedPosition(req.db.path, source);
   // Nothing committed since the generation's snapshot: no segment yet, or only an empty first one.
   if (!pos || pos.segment === '' || (pos.frames === 0 && pos.segment === segmentName(1))) return {};
+  // Nor since a restore began it: its base commit is its starting state, not a change.
+  const base = listGenerations(source).at(-1)?.snapshot?.base;
+  if (base && pos.segment === base.segment && pos.frames === base.frames) return {};
   // A restore reading this history would see its generation end under it: leave it for tonight.
   if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
   // Every frame copied and checkpointed first (not guarded: a capture that fails here leaves

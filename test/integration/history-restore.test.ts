@@ -248,6 +248,8 @@ describe('restore', () => {
     await ok({ op: 'snapshot', db: ldb, reason: 'manual' });
     expect(codeOf(await restore(ldb, { at: m[4]! }))).toBe('ok');
     expect(listGenerations(localSource(dataDir, 'rs/linkedblob')).at(-1)!.snapshot!.base).toBeDefined();
+    // Nothing was written since the restore: the nightly snapshot has nothing to take.
+    expect(await ok({ op: 'snapshot', db: ldb, reason: 'nightly' })).toEqual({});
     const blobs = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-linked-blob-'));
     const store = new FolderBlobStore(blobs);
     try {
