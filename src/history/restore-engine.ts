@@ -5,7 +5,7 @@ import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, readCommits, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
 import { copyWithSha256 } from './snapshot.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
-import { CRC_CHUNK, SNAPSHOT_CRC, checkChunks, readSnapshotCrc, sameSums } from './snapshot-crc.ts';
+import { CRC_CHUNK, SNAPSHOT_CRC, checkChunks, copyPrefixChecked, readSnapshotCrc, sameSums } from './snapshot-crc.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
 /** Where a restore goes: a moment (epoch ms: every commit at or before it), or an exact commit. */
@@ -22,6 +22,8 @@ export interface RestorePlan {
   commits: number;
   /** The time of the last commit applied (the snapshot's when none). */
   restoredTo: number;
+  /** The database's size in pages then (the last commit's, or the snapshot's). */
+  dbPages: number;
 }
 
 /** The restorable range of a history: from the oldest snapshot to the last commit. */
@@ -56,7 +58,7 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
     gen = gens.find((g) => g.name === target.position.generation);
     if (!gen) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `generation ${target.position.generation} is no longer in the history (pruned)`);
   }
-  const plan: RestorePlan = { generation: gen.name, snapshot: gen.snapshot!, snapshotPath: gen.snapshotPath, segments: [], frames: 0, commits: 0, restoredTo: gen.snapshot!.at };
+  const plan: RestorePlan = { generation: gen.name, snapshot: gen.snapshot!, snapshotPath: gen.snapshotPath, segments: [], frames: 0, commits: 0, restoredTo: gen.snapshot!.at, dbPages: gen.snapshot!.pages };
   for (const seg of listSegments(gen)) {
     const commits = readCommits(seg.indexPath);
     // A WAL that started over and was reset again before any commit leaves an empty segment.
@@ -86,6 +88,7 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
       // state, not a commit made in it (the history view and an undo's count leave it out too).
       plan.commits += n - (gen.snapshot!.base?.segment === seg.name ? 1 : 0);
       plan.restoredTo = take.at;
+      plan.dbPages = take.dbPages;
     }
     // A segment not taken whole ends the plan: later ones come after the moment.
     if (!take || take !== commits.at(-1)) break;
@@ -129,17 +132,24 @@ export function rebuild(plan: RestorePlan, outPath: string): Rebuilt {
       // Size and time stay put when a byte rots in place: the snapshot is held to its chunk
       // checksums, computed on the other core while the kernel copies it.
       const sums = readSnapshotCrc(path.join(path.dirname(plan.snapshotPath), SNAPSHOT_CRC), stat.size);
-      const checking = sums && chunkSumsOnThread(plan.snapshotPath, CRC_CHUNK);
-      fs.copyFileSync(plan.snapshotPath, outPath);
-      if (sums) {
-        let got: number[] | undefined;
-        try {
-          got = checking!.result();
-        } catch {
-          got = undefined;
+      const keep = plan.dbPages * plan.snapshot.pageSize;
+      if (sums && keep < stat.size) {
+        // The database was smaller then: only what it kept is copied (and checked as it is),
+        // where cutting a whole copy afterwards made ext4 flush it all (see below).
+        copyPrefixChecked(plan.snapshotPath, outPath, keep, sums, `snapshot ${plan.generation}`);
+      } else {
+        const checking = sums && chunkSumsOnThread(plan.snapshotPath, CRC_CHUNK);
+        fs.copyFileSync(plan.snapshotPath, outPath);
+        if (sums) {
+          let got: number[] | undefined;
+          try {
+            got = checking!.result();
+          } catch {
+            got = undefined;
+          }
+          if (got) sameSums(got, sums, `snapshot ${plan.generation}`);
+          else checkChunks(outPath, sums, 'all', `snapshot ${plan.generation}`);
         }
-        if (got) sameSums(got, sums, `snapshot ${plan.generation}`);
-        else checkChunks(outPath, sums, 'all', `snapshot ${plan.generation}`);
       }
     } else {
       const { sha256 } = copyWithSha256(plan.snapshotPath, outPath);
@@ -149,7 +159,7 @@ export function rebuild(plan: RestorePlan, outPath: string): Rebuilt {
     let dbPages = plan.snapshot.pages;
     const written = new Set<number>();
     try {
-      for (const seg of plan.segments) dbPages = applySegment(out, plan.generation, seg, written) ?? dbPages;
+      for (const seg of plan.segments) dbPages = applySegment(out, plan.generation, seg, written, plan.dbPages) ?? dbPages;
       // No fsync here: a restore checks and syncs the file before it is used. Cut only when the
       // size differs: ext4 flushes a file's delayed writes on any truncate (auto_da_alloc).
       const bytes = dbPages * plan.snapshot.pageSize;
@@ -170,7 +180,7 @@ export interface Rebuilt {
   dbPages: number;
 }
 
-function applySegment(out: number, generation: string, seg: RestorePlan['segments'][number], written: Set<number>): number | undefined {
+function applySegment(out: number, generation: string, seg: RestorePlan['segments'][number], written: Set<number>, finalPages: number): number | undefined {
   const where = `segment ${generation}/${seg.name}`;
   const fd = fs.openSync(seg.dataPath, 'r');
   try {
@@ -193,8 +203,11 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
         const ok = checkFrame(hdr, buf, i * fb, c1, c2);
         if (!ok) throw new AgentDbError('HISTORY_CORRUPT', `${where} fails its checksum at frame ${n + i}`);
         [c1, c2] = ok.c;
-        fs.writeSync(out, buf, i * fb + 24, hdr.pageSize, (ok.frame.pgno - 1) * hdr.pageSize);
-        written.add(ok.frame.pgno);
+        // A page past the size the database ends at would only be cut off again.
+        if (ok.frame.pgno <= finalPages) {
+          fs.writeSync(out, buf, i * fb + 24, hdr.pageSize, (ok.frame.pgno - 1) * hdr.pageSize);
+          written.add(ok.frame.pgno);
+        }
         if (ok.frame.commit > 0) dbPages = ok.frame.commit;
       }
     }

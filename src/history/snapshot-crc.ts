@@ -95,3 +95,36 @@ export function sameSums(got: number[], sums: Buffer, what: string): void {
     }
   }
 }
+
+/**
+ * Copies the first `bytes` of snapshot `from` to `to`, checking each chunk it reads against
+ * `sums` (the whole of the last chunk, though only its start is copied).
+ * @throws AgentDbError HISTORY_CORRUPT naming `what` and the first chunk that differs.
+ */
+export function copyPrefixChecked(from: string, to: string, bytes: number, sums: Buffer, what: string): void {
+  const src = fs.openSync(from, 'r');
+  try {
+    const out = fs.openSync(to, 'w');
+    try {
+      const buf = Buffer.allocUnsafe(READ_BYTES);
+      for (let pos = 0; pos < bytes; ) {
+        const n = fs.readSync(src, buf, 0, READ_BYTES, pos);
+        if (n === 0) break;
+        for (let at = 0; at < n; at += CRC_CHUNK) {
+          const c = (pos + at) / CRC_CHUNK;
+          if (pos + at >= bytes) break;
+          const part = buf.subarray(at, Math.min(n, at + CRC_CHUNK));
+          if (c * 4 + 4 > sums.length || zlib.crc32(part) !== sums.readUInt32BE(c * 4)) {
+            throw new AgentDbError('HISTORY_CORRUPT', `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`);
+          }
+        }
+        fs.writeSync(out, buf, 0, Math.min(n, bytes - pos), pos);
+        pos += n;
+      }
+    } finally {
+      fs.closeSync(out);
+    }
+  } finally {
+    fs.closeSync(src);
+  }
+}

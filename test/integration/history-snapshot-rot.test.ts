@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
@@ -61,5 +62,53 @@ describe('a snapshot rotted in place, its size and mtime unchanged', () => {
     const forked = await pool.run({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 });
     expect(forked.ok ? 'ok' : forked.error.code).toBe('HISTORY_CORRUPT');
     expect(fs.existsSync(fork.path)).toBe(false);
+  }, 60_000);
+
+  it('a fork to a moment the database was smaller than its snapshot copies only what it kept, held to the checksums of those chunks', async () => {
+    const db = historyTarget(dataDir, 'rot/shrunk');
+    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: `k${++seq}` });
+    await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    const rows = (n: number) => write(`INSERT INTO t(v) SELECT printf('%.2000c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`);
+    await rows(900);
+    const smaller = Date.now();
+    pastMs(smaller);
+    await rows(300);
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+    // The database shrinks below its snapshot: restored, within the generation, to before the
+    // last insert (a commit that says a smaller size).
+    expect((await pool.run({ op: 'restore', db, at: smaller, by, timeoutMs: 60_000 })).ok).toBe(true);
+    expect(listGenerations(localSource(dataDir, db.id)).at(-1)!.name).toBe(gen.name);
+    const at = Date.now();
+    pastMs(at);
+    const small = dumpHash(db.path, { withoutAudit: true });
+    const live = new Database(db.path, { readonly: true });
+    expect(live.pragma('page_count', { simple: true }) as number).toBeLessThan(gen.snapshot!.pages * 0.8);
+    live.close();
+    const fork = historyTarget(dataDir, 'rot/shrunk-fork');
+    expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 })).ok).toBe(true);
+    expect(dumpHash(fork.path, { withoutAudit: true })).toBe(small);
+    // A byte rotting past what that moment kept is never read; one inside it is found.
+    const file = gen.snapshotPath;
+    const ns = fs.statSync(file, { bigint: true }).mtimeNs;
+    const rot = (offset: number) => {
+      const fd = fs.openSync(file, 'r+');
+      const b = Buffer.alloc(1);
+      fs.readSync(fd, b, 0, 1, offset);
+      b[0] = b[0]! ^ 0xff;
+      fs.writeSync(fd, b, 0, 1, offset);
+      fs.closeSync(fd);
+      execFileSync('touch', ['-m', '-d', `@${ns / 1_000_000_000n}.${String(ns % 1_000_000_000n).padStart(9, '0')}`, file]);
+    };
+    rot(gen.snapshot!.bytes - 100);
+    const past = historyTarget(dataDir, 'rot/shrunk-past');
+    expect((await pool.run({ op: 'restoreInto', db: past, source: db.id, at, by, timeoutMs: 60_000 })).ok).toBe(true);
+    expect(dumpHash(past.path, { withoutAudit: true })).toBe(small);
+    rot(100 * 4096 + 100);
+    const inside = historyTarget(dataDir, 'rot/shrunk-inside');
+    const out = await pool.run({ op: 'restoreInto', db: inside, source: db.id, at, by, timeoutMs: 60_000 });
+    expect(out.ok ? 'ok' : out.error.code).toBe('HISTORY_CORRUPT');
+    expect((out as { error: { detail: string } }).error.detail).toContain(`snapshot ${gen.name} is damaged`);
+    expect(fs.existsSync(inside.path)).toBe(false);
   }, 60_000);
 });
