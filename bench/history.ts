@@ -5,7 +5,7 @@
 //   - snapshot and restore MB/s of a 100 MB database against a plain copy of its file
 //     (goal: restore at least 0.5× copy): the rebuild alone, and the whole restore in place as
 //     the executor child runs it (back over the last 10 commits, and back before the live
-//     generation; with where its time goes), and a restore into a new database;
+//     generation; with where its time goes), and a restore into a new database (of the halved state, and of the whole one);
 //   - restore time of a database with a day of history (10,000 writes in one generation).
 // HISTORY_BENCH_SOAK=N also runs the randomized history test with N steps (the larger soak).
 import { spawnSync } from 'node:child_process';
@@ -193,6 +193,7 @@ function inPlaceRestore(mb: number) {
     restoreInPlace(handles, history, dataDir, { op: 'restore', db, at, by }, hooks);
     steps.total = round(Object.values(steps).reduce((a, b) => a + b, 0));
 
+    const full = moment();
     t = performance.now();
     restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: middle, by });
     const farBackS = (performance.now() - t) / 1000;
@@ -201,6 +202,10 @@ function inPlaceRestore(mb: number) {
     t = performance.now();
     restoreInto(handles, history, dataDir, { op: 'restoreInto', db: fork, source: db.id, at: Date.now(), by });
     const intoS = (performance.now() - t) / 1000;
+    // And a fork of the whole 100 MB state (before the restore above halved it).
+    t = performance.now();
+    restoreInto(handles, history, dataDir, { op: 'restoreInto', db: target('fork-full'), source: db.id, at: full, by });
+    const intoFullS = (performance.now() - t) / 1000;
     const m = bytes / MB;
     const copyMBps = m / copyS;
     return {
@@ -212,6 +217,7 @@ function inPlaceRestore(mb: number) {
       farBackVsCopy: round(m / farBackS / copyMBps),
       intoMBps: round(m / intoS, 1),
       intoVsCopy: round(m / intoS / copyMBps),
+      intoFullVsCopy: round(m / intoFullS / copyMBps),
       inPlaceS: round(inPlaceS),
       inPlaceRunsS: times.map((x) => round(x)),
       farBackS: round(farBackS),
