@@ -68,6 +68,12 @@ interface State {
    * and its index line. The next capture, under the lock, cuts them (a crash's leftovers).
    */
   uncut?: boolean;
+  /**
+   * Built without the write lock from an index whose last line is cut short: the bytes its whole
+   * lines take. The next capture, under the lock, cuts the rest before it appends, as a load
+   * under the lock does: appended after the torn line, its lines would be hidden behind it.
+   */
+  indexGood?: number;
 }
 
 /** The segment capture appends to, with its files kept open while the database's handle is. */
@@ -244,6 +250,15 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
   if (st.uncut && st.seg) {
     fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
     st.uncut = false;
+  }
+  if (st.indexGood !== undefined && st.seg) {
+    // Nothing changed the index since it was looked at (its size is in the stamp that held).
+    const idx = segmentFds(st.seg).index;
+    const cut = fs.fstatSync(idx).size - st.indexGood;
+    fs.ftruncateSync(idx, st.indexGood);
+    st.indexGood = undefined;
+    if (st.bytes !== undefined) st.bytes -= cut;
+    st.stamp = stampOf(st.genDir, st.seg.seq, st.seg.indexPath);
   }
   // No WAL to go by (none, or emptied by another child's snapshot, which began a generation
   // without this child's segment changing): the salts cannot tell, so the files are looked at in full.
@@ -608,7 +623,11 @@ function loadState(dbPath: string, source: HistorySource, quick: boolean, locked
       const index = readIndex(indexPath);
       // A line a crash or a full disk cut short ends what the index says: cut it off (under the
       // lock, as the frames below), or every line appended after it would stay hidden behind it.
-      if (locked && index.goodBytes < index.bytes) fs.truncateSync(indexPath, index.goodBytes);
+      // Without it, the next capture under the lock cuts it (`indexGood`).
+      if (index.goodBytes < index.bytes) {
+        if (locked) fs.truncateSync(indexPath, index.goodBytes);
+        else st.indexGood = index.goodBytes;
+      }
       const last = index.commits.at(-1);
       if (header) {
         // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
