@@ -70,8 +70,8 @@ interface State {
   uncut?: boolean;
   /**
    * Built without the write lock from an index whose last line is cut short: the bytes its whole
-   * lines take. The next capture, under the lock, cuts the rest before it appends, as a load
-   * under the lock does: appended after the torn line, its lines would be hidden behind it.
+   * lines take. The next capture loads the files again under the lock, which cuts the rest before
+   * it appends: appended after the torn line, its lines would be hidden behind it.
    */
   indexGood?: number;
 }
@@ -245,20 +245,17 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 /** Copies the new committed frames; the caller holds the write lock. */
 function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
-  const st = loadState(dbPath, opts.source, true, true);
+  let st = loadState(dbPath, opts.source, true, true);
+  if (st?.indexGood !== undefined) {
+    // Looked at without the lock, the index ended in a torn line: look again under it, which
+    // cuts the line (another child may have cut it and appended since, to the same size).
+    dropState(dbPath);
+    st = loadState(dbPath, opts.source, false, true);
+  }
   if (!st) return { report, next: 'first', checkpoint: false };
   if (st.uncut && st.seg) {
     fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
     st.uncut = false;
-  }
-  if (st.indexGood !== undefined && st.seg) {
-    // Nothing changed the index since it was looked at (its size is in the stamp that held).
-    const idx = segmentFds(st.seg).index;
-    const cut = fs.fstatSync(idx).size - st.indexGood;
-    fs.ftruncateSync(idx, st.indexGood);
-    st.indexGood = undefined;
-    if (st.bytes !== undefined) st.bytes -= cut;
-    st.stamp = stampOf(st.genDir, st.seg.seq, st.seg.indexPath);
   }
   // No WAL to go by (none, or emptied by another child's snapshot, which began a generation
   // without this child's segment changing): the salts cannot tell, so the files are looked at in full.
@@ -623,7 +620,7 @@ function loadState(dbPath: string, source: HistorySource, quick: boolean, locked
       const index = readIndex(indexPath);
       // A line a crash or a full disk cut short ends what the index says: cut it off (under the
       // lock, as the frames below), or every line appended after it would stay hidden behind it.
-      // Without it, the next capture under the lock cuts it (`indexGood`).
+      // Without it, the next capture looks again under the lock (`indexGood`).
       if (index.goodBytes < index.bytes) {
         if (locked) fs.truncateSync(indexPath, index.goodBytes);
         else st.indexGood = index.goodBytes;
