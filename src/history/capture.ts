@@ -68,6 +68,12 @@ interface State {
    * and its index line. The next capture, under the lock, cuts them (a crash's leftovers).
    */
   uncut?: boolean;
+  /**
+   * Built without the write lock from an index whose last line is cut short: the bytes its whole
+   * lines take. The next capture loads the files again under the lock, which cuts the rest before
+   * it appends: appended after the torn line, its lines would be hidden behind it.
+   */
+  indexGood?: number;
 }
 
 /** The segment capture appends to, with its files kept open while the database's handle is. */
@@ -239,7 +245,13 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 /** Copies the new committed frames; the caller holds the write lock. */
 function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
-  const st = loadState(dbPath, opts.source, true, true);
+  let st = loadState(dbPath, opts.source, true, true);
+  if (st?.indexGood !== undefined) {
+    // Looked at without the lock, the index ended in a torn line: look again under it, which
+    // cuts the line (another child may have cut it and appended since, to the same size).
+    dropState(dbPath);
+    st = loadState(dbPath, opts.source, false, true);
+  }
   if (!st) return { report, next: 'first', checkpoint: false };
   if (st.uncut && st.seg) {
     fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
@@ -608,7 +620,11 @@ function loadState(dbPath: string, source: HistorySource, quick: boolean, locked
       const index = readIndex(indexPath);
       // A line a crash or a full disk cut short ends what the index says: cut it off (under the
       // lock, as the frames below), or every line appended after it would stay hidden behind it.
-      if (locked && index.goodBytes < index.bytes) fs.truncateSync(indexPath, index.goodBytes);
+      // Without it, the next capture looks again under the lock (`indexGood`).
+      if (index.goodBytes < index.bytes) {
+        if (locked) fs.truncateSync(indexPath, index.goodBytes);
+        else st.indexGood = index.goodBytes;
+      }
       const last = index.commits.at(-1);
       if (header) {
         // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,

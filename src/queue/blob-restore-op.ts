@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../history/blob-stores.ts';
 import { restoreFromBlob } from '../history/blob-restore.ts';
-import { databasePath, parseDatabaseId } from '../store/database-id.ts';
+import { databaseId, databasePath, parseDatabaseId, shardOf } from '../store/database-id.ts';
 import type { RestoreActor } from '../store/executor-protocol.ts';
 import { audit } from '../store/restore-common.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
@@ -19,6 +19,10 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   const { config, shard } = ctx;
   if (typeof data.db !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'a disaster restore names its database');
   const { workspace, agent } = parseDatabaseId(data.db);
+  // The file is created on this shard's folder and checked for there: a database of another
+  // shard (an op sent straight through Redis) would be "restored" beside its live file, unseen.
+  const owner = shardOf(databaseId(workspace, agent), config.shardCount);
+  if (owner !== shard) throw new AgentDbError('INVALID_ARGUMENTS', `database ${data.db} belongs to shard ${owner}, not ${shard}`);
   const args = (data.args ?? {}) as { at?: unknown; source?: unknown; by?: Partial<RestoreActor> };
   const { at } = args;
   if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) throw new AgentDbError('INVALID_ARGUMENTS', 'at must be a time in epoch ms');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { forgetCapture } from '../../src/history/capture.ts';
+import { capturedPosition, forgetCapture } from '../../src/history/capture.ts';
 import { listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { databasePath } from '../../src/store/database-id.ts';
@@ -60,4 +60,28 @@ describe('a history index line cut short (a crash or a full disk mid-append)', (
       }
     });
   }
+
+  it('hides no commit when the torn tail was first seen by a look without the lock (a restore, a snapshot, a quota check)', () => {
+    const { dataDir, handles, db, write, currentIndex } = setup();
+    try {
+      write('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+      for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`before ${i}`]);
+      const index = currentIndex();
+      const before = readCommits(index).length;
+      fs.appendFileSync(index, '{"at":17');
+      forgetCapture(db.path);
+      // Something that looks at the files without the write lock comes first: it caches what it
+      // saw, torn tail included, and the capture under the lock that follows trusts that cache.
+      capturedPosition(db.path, localSource(dataDir, db.id));
+      for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`after ${i}`]);
+      expect(currentIndex()).toBe(index);
+      expect(readCommits(index).length).toBe(before + 5);
+      handles.closeAll();
+      const out = path.join(dataDir, 'restored.sqlite');
+      buildRestore(planRestore(localSource(dataDir, db.id), { at: Date.now() }), out);
+      expect(dumpHash(out)).toBe(dumpHash(db.path));
+    } finally {
+      handles.closeAll();
+    }
+  });
 });
