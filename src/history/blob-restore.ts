@@ -19,6 +19,8 @@ export interface BlobRestoreResult {
   commits: number;
   /** Bytes downloaded (and verified). */
   downloaded: number;
+  /** The database created, when not the one whose backup was read (`--into`). */
+  into?: string;
 }
 
 /** A restore reading a database's backups: prune leaves them alone while one is this fresh. */
@@ -44,13 +46,16 @@ export async function restoreFromBlob(
     workDir: string;
     at?: number;
     now?: number;
+    /** The database created at `dbPath`, when not `id` (whose backup is read). */
+    into?: string;
     /** Runs on the checked file before it is put in place (the caller's audit row), with the moment it holds. */
     beforePlace?: (file: string, restoredTo: number) => void;
   },
 ): Promise<BlobRestoreResult> {
   const { id, dbPath } = opts;
+  const made = opts.into ?? id;
   const now = opts.now ?? Date.now();
-  if (fs.existsSync(dbPath)) throw new AgentDbError('DATABASE_EXISTS', `${id} already exists here (${dbPath}); a disaster restore only creates a database`);
+  if (fs.existsSync(dbPath)) throw new AgentDbError('DATABASE_EXISTS', `${made} already exists here (${dbPath}); a restore from the blob store only creates a database`);
   const prefix = backupPrefix(id);
   const marker = `${prefix}readers/${randomUUID()}.json`;
   await store.put(marker, Readable.from([Buffer.from(JSON.stringify({ at: now, pid: process.pid }))]));
@@ -85,7 +90,7 @@ export async function restoreFromBlob(
     try {
       fs.linkSync(built, dbPath);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${id} was created while it was being restored; nothing was changed`);
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${made} was created while it was being restored; nothing was changed`);
       throw err;
     }
     return {
@@ -95,6 +100,7 @@ export async function restoreFromBlob(
       frames: plan.frames,
       commits: plan.commits,
       downloaded,
+      ...(opts.into !== undefined ? { into: opts.into } : {}),
     };
   } finally {
     fs.rmSync(work, { recursive: true, force: true });

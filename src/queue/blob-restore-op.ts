@@ -35,6 +35,7 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   try {
     return await restoreFromBlob(store, {
       id: source,
+      ...(source !== data.db ? { into: data.db } : {}),
       dbPath: databasePath(config.dataDir, workspace, agent, shard),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),

@@ -158,7 +158,9 @@ describe('nightly backups to the blob store (s3rver)', () => {
         // And a backup can be restored beside a live database, under a new name of its workspace.
         const copy = 'acme/scout-copy';
         const into = await ops2.run(shardOf(copy, sb2.config.shardCount), 'restoreFromBlob', { source: DB, by: { who: 'operator:tester' } }, { db: copy });
-        expect(into).toMatchObject({ ok: true, result: { database: DB } });
+        expect(into).toMatchObject({ ok: true, result: { database: DB, into: copy } });
+        const again = await ops2.run(shardOf(copy, sb2.config.shardCount), 'restoreFromBlob', { source: DB }, { db: copy });
+        expect(again).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS', detail: expect.stringMatching(new RegExp(`^${copy} already exists`)) } });
         const copyPath = databasePath(sb2.config.dataDir, 'acme', 'scout-copy', shardOf(copy, sb2.config.shardCount));
         expect(dump(copyPath)).toEqual(original);
         expect(auditRows(copyPath)).toEqual([[expect.stringContaining(`backup of ${DB}`), 'operator:tester']]);
