@@ -29,6 +29,7 @@ import type { RestorePlan } from './restore-engine.ts';
 import { sha256File, syncDir } from './snapshot.ts';
 import { SNAPSHOT_CRC, checkChunks, readSnapshotCrc } from './snapshot-crc.ts';
 import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
+import { scanBuffer } from './scan-buffer.ts';
 import { writeWal } from './wal-writer.ts';
 
 /** Where one page's image is: a byte offset in a segment or snapshot file. */
@@ -246,16 +247,6 @@ function checkSnapshot(gen: GenerationInfo, offsets: number[]): void {
 }
 
 /** Calls `each` for frames 1…`frames` of a segment, in order, after checking each; `each` returning false stops. */
-/**
- * The batch a segment scan reads into, kept for the next: a fresh 4 MB buffer per segment cost
- * its page faults on every read into it (a third of a plan's time on 100 MB of frames).
- */
-let batch = Buffer.alloc(0);
-function scanBuffer(bytes: number): Buffer {
-  if (batch.length < bytes) batch = Buffer.allocUnsafe(bytes);
-  return batch.subarray(0, bytes);
-}
-
 function scanSegment(
   generation: string,
   name: string,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, readCommits, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
+import { scanBuffer } from './scan-buffer.ts';
 import { copyWithSha256 } from './snapshot.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, checkChunks, copyPrefixChecked, readSnapshotCrc, sameSums } from './snapshot-crc.ts';
@@ -191,7 +192,7 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
     const fb = frameBytes(hdr.pageSize);
     // Frames are read in batches so a segment never sits whole in memory.
     const batchFrames = Math.max(1, Math.floor((4 * 1024 * 1024) / fb));
-    const buf = Buffer.allocUnsafe(batchFrames * fb);
+    const buf = scanBuffer(batchFrames * fb);
     let c1 = hdr.c1;
     let c2 = hdr.c2;
     let dbPages: number | undefined;
