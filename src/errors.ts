@@ -112,7 +112,7 @@ export const ERRORS = {
   },
   HISTORY_OUT_OF_RANGE: {
     message: "The time asked for is outside the database's restorable history.",
-    hint: 'Pick a moment between the earliest and latest times `agentdb history DB` shows (ISO time or unix seconds, not in the future).',
+    hint: 'Pick a moment between the earliest and latest times `agentdb history DB` shows (ISO time or unix seconds, not in the future); from the blob store (`--from-blob`), one the backups cover (the message names the earliest).',
     retryable: false,
     status: 400,
   },
