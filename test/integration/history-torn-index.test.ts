@@ -35,53 +35,41 @@ function setup() {
   return { dataDir, handles, db, write, currentIndex };
 }
 
+/**
+ * Five commits, a torn line appended to the index (a capture died mid-append; the WAL, not
+ * checkpointed, goes on), `before` run by whatever comes next, then five more commits: all ten
+ * must be in the index and restorable.
+ */
+function tornThenWrite(torn: string, before: (dataDir: string, db: DbTarget) => void = () => undefined): void {
+  const { dataDir, handles, db, write, currentIndex } = setup();
+  try {
+    write('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+    for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`before ${i}`]);
+    const index = currentIndex();
+    const was = readCommits(index).length;
+    fs.appendFileSync(index, torn);
+    // The capture that comes next knows nothing of the last one.
+    forgetCapture(db.path);
+    before(dataDir, db);
+    for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`after ${i}`]);
+    expect(currentIndex()).toBe(index);
+    expect(readCommits(index).length).toBe(was + 5);
+    handles.closeAll();
+    const out = path.join(dataDir, 'restored.sqlite');
+    buildRestore(planRestore(localSource(dataDir, db.id), { at: Date.now() }), out);
+    expect(dumpHash(out)).toBe(dumpHash(db.path));
+  } finally {
+    handles.closeAll();
+  }
+}
+
 describe('a history index line cut short (a crash or a full disk mid-append)', () => {
   for (const torn of ['{"at":17', '{"at":1,"frames":2,"dbPages":2,"c1":1,"c2":2}']) {
-    it(`hides no commit captured after it (${torn.endsWith('}') ? 'whole but for its newline' : 'cut mid-line'})`, () => {
-      const { dataDir, handles, db, write, currentIndex } = setup();
-      try {
-        write('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-        for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`before ${i}`]);
-        const index = currentIndex();
-        const before = readCommits(index).length;
-        // A capture died while appending the next line: part of it is on disk, the WAL (not
-        // checkpointed) goes on, and the capture that comes next knows nothing of the last one.
-        fs.appendFileSync(index, torn);
-        forgetCapture(db.path);
-        for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`after ${i}`]);
-        expect(currentIndex()).toBe(index);
-        expect(readCommits(index).length).toBe(before + 5);
-        handles.closeAll();
-        const out = path.join(dataDir, 'restored.sqlite');
-        buildRestore(planRestore(localSource(dataDir, db.id), { at: Date.now() }), out);
-        expect(dumpHash(out)).toBe(dumpHash(db.path));
-      } finally {
-        handles.closeAll();
-      }
-    });
+    it(`hides no commit captured after it (${torn.endsWith('}') ? 'whole but for its newline' : 'cut mid-line'})`, () => tornThenWrite(torn));
   }
 
-  it('hides no commit when the torn tail was first seen by a look without the lock (a restore, a snapshot, a quota check)', () => {
-    const { dataDir, handles, db, write, currentIndex } = setup();
-    try {
-      write('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-      for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`before ${i}`]);
-      const index = currentIndex();
-      const before = readCommits(index).length;
-      fs.appendFileSync(index, '{"at":17');
-      forgetCapture(db.path);
-      // Something that looks at the files without the write lock comes first: it caches what it
-      // saw, torn tail included, and the capture under the lock that follows trusts that cache.
-      capturedPosition(db.path, localSource(dataDir, db.id));
-      for (let i = 0; i < 5; i++) write('INSERT INTO t (v) VALUES (?)', [`after ${i}`]);
-      expect(currentIndex()).toBe(index);
-      expect(readCommits(index).length).toBe(before + 5);
-      handles.closeAll();
-      const out = path.join(dataDir, 'restored.sqlite');
-      buildRestore(planRestore(localSource(dataDir, db.id), { at: Date.now() }), out);
-      expect(dumpHash(out)).toBe(dumpHash(db.path));
-    } finally {
-      handles.closeAll();
-    }
-  });
+  it('hides no commit when the torn tail was first seen by a look without the lock (a restore, a snapshot, a quota check)', () =>
+    // Something that looks at the files without the write lock comes first: it caches what it
+    // saw, torn tail included, and the capture under the lock that follows trusts that cache.
+    tornThenWrite('{"at":17', (dataDir, db) => void capturedPosition(db.path, localSource(dataDir, db.id))));
 });
