@@ -27,7 +27,7 @@ export async function history(ctx: CommandContext, flags: { json?: boolean }, db
 export async function restore(ctx: CommandContext, flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean }, db: string): Promise<number> {
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
   if (flags.fromBlob) {
-    if (flags.undo !== undefined || flags.dryRun) throw new UsageError('--from-blob takes only --at, --into and --by');
+    if (flags.undo !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run and --by');
     for (const id of [db, flags.into]) {
       try {
         if (id !== undefined) parseDatabaseId(id);
@@ -41,7 +41,12 @@ export async function restore(ctx: CommandContext, flags: { at?: string; undo?: 
       throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
     }
     return withClient(ctx, 'restore', async (client) => {
-      const result = await client.restoreFromBlob(db, { ...(flags.at !== undefined ? { at: flags.at } : {}), ...(flags.into !== undefined ? { into: flags.into } : {}), by });
+      const result = await client.restoreFromBlob(db, {
+        ...(flags.at !== undefined ? { at: flags.at } : {}),
+        ...(flags.into !== undefined ? { into: flags.into } : {}),
+        ...(flags.dryRun ? { dryRun: true } : {}),
+        by,
+      });
       ctx.stdout.write(`${JSON.stringify(result)}\n`);
       return 0;
     });

@@ -243,7 +243,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--at <time>', 'the moment: ISO time (2026-12-01T02:00:00Z) or unix seconds')
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
     .option('--into <db>', 'with --at or --from-blob: create this new database of the same workspace instead of restoring in place')
-    .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing (not with --from-blob)')
+    .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')
     .option('--by <name>', 'who restores, for the database\'s audit (default: your user name)')
     .option('--from-blob', 'rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store\'s backups alone (or, with --into, a new database from DB\'s backups); --at defaults to the latest backed up')
     .addHelpText(

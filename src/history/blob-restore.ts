@@ -21,6 +21,8 @@ export interface BlobRestoreResult {
   downloaded: number;
   /** The database created, when not the one whose backup was read (`--into`). */
   into?: string;
+  /** A dry run: nothing was built or created (`downloaded` counts the indexes read). */
+  dryRun?: boolean;
 }
 
 /** A restore reading a database's backups: prune leaves them alone while one is this fresh. */
@@ -48,6 +50,8 @@ export async function restoreFromBlob(
     now?: number;
     /** The database created at `dbPath`, when not `id` (whose backup is read). */
     into?: string;
+    /** Only say what it would restore: the commit indexes are downloaded, nothing is built or created. */
+    dryRun?: boolean;
     /** Runs on the checked file before it is put in place (the caller's audit row), with the moment it holds. */
     beforePlace?: (file: string, restoredTo: number) => void;
   },
@@ -73,15 +77,30 @@ export async function restoreFromBlob(
     // The generation in the layout the restore engine reads (see layout.ts).
     const genDir = path.join(work, 'generations', gen.name);
     fs.mkdirSync(path.join(genDir, SEGMENTS_DIR), { recursive: true });
-    let downloaded = await download(store, gen.snapshotFile, path.join(genDir, SNAPSHOT_FILE));
+    const dry = opts.dryRun === true;
+    let downloaded = dry ? 0 : await download(store, gen.snapshotFile, path.join(genDir, SNAPSHOT_FILE));
     writeJsonAtomic(path.join(genDir, SNAPSHOT_META), gen.snapshot);
     if (gen.end) writeJsonAtomic(path.join(genDir, GENERATION_END), gen.end);
     for (const seg of gen.segments) {
       if (seg.from > at) break;
-      downloaded += await download(store, seg.data, path.join(genDir, SEGMENTS_DIR, seg.name + SEGMENT_DATA_EXT));
+      // A dry run plans from the indexes alone: the frames' file only names the segment then.
+      const data = path.join(genDir, SEGMENTS_DIR, seg.name + SEGMENT_DATA_EXT);
+      if (dry) fs.writeFileSync(data, '');
+      else downloaded += await download(store, seg.data, data);
       downloaded += await download(store, seg.index, path.join(genDir, SEGMENTS_DIR, seg.name + SEGMENT_INDEX_EXT));
     }
     const plan = planRestore({ generationsDir: path.join(work, 'generations') }, { at });
+    const answer: BlobRestoreResult = {
+      database: id,
+      restoredTo: new Date(plan.restoredTo).toISOString(),
+      snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
+      frames: plan.frames,
+      commits: plan.commits,
+      downloaded,
+      ...(opts.into !== undefined ? { into: opts.into } : {}),
+      ...(dry ? { dryRun: true } : {}),
+    };
+    if (dry) return answer;
     const built = path.join(work, 'restored.sqlite');
     buildRestore(plan, built);
     opts.beforePlace?.(built, plan.restoredTo);
@@ -93,15 +112,7 @@ export async function restoreFromBlob(
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${made} was created while it was being restored; nothing was changed`);
       throw err;
     }
-    return {
-      database: id,
-      restoredTo: new Date(plan.restoredTo).toISOString(),
-      snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
-      frames: plan.frames,
-      commits: plan.commits,
-      downloaded,
-      ...(opts.into !== undefined ? { into: opts.into } : {}),
-    };
+    return answer;
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
     await store.delete(marker).catch(() => undefined);

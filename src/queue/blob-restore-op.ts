@@ -10,7 +10,7 @@ import type { ShardOpHandler } from './shard-ops.ts';
 
 /**
  * Shard op `restoreFromBlob` (db: the database to create, args `{ at?: number` epoch ms,
- * `source?:` the database whose backup to read when another, `by?:` who asks `}`): on the
+ * `source?:` the database whose backup to read when another, `by?:` who asks, `dryRun?` `}`): on the
  * shard's owner, rebuilds a database that does not exist here from the blob store alone (see
  * `restoreFromBlob`), with the restore's row in its audit. On the owner, because it creates the
  * database's file, and no other process may.
@@ -23,7 +23,7 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   // shard (an op sent straight through Redis) would be "restored" beside its live file, unseen.
   const owner = shardOf(databaseId(workspace, agent), config.shardCount);
   if (owner !== shard) throw new AgentDbError('INVALID_ARGUMENTS', `database ${data.db} belongs to shard ${owner}, not ${shard}`);
-  const args = (data.args ?? {}) as { at?: unknown; source?: unknown; by?: Partial<RestoreActor> };
+  const args = (data.args ?? {}) as { at?: unknown; source?: unknown; by?: Partial<RestoreActor>; dryRun?: unknown };
   const { at } = args;
   if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) throw new AgentDbError('INVALID_ARGUMENTS', 'at must be a time in epoch ms');
   if (args.source !== undefined && (typeof args.source !== 'string' || parseDatabaseId(args.source).workspace !== workspace)) {
@@ -36,6 +36,7 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
     return await restoreFromBlob(store, {
       id: source,
       ...(source !== data.db ? { into: data.db } : {}),
+      ...(args.dryRun === true ? { dryRun: true } : {}),
       dbPath: databasePath(config.dataDir, workspace, agent, shard),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),

@@ -88,12 +88,13 @@ export class HistoryClient {
    * new database of the same workspace (the same rules as {@link restore}'s).
    * @throws AgentDbError with the registry code of any refusal.
    */
-  async restoreFromBlob(db: string, req: { at?: string | number; into?: string; by: RestoreActor }): Promise<unknown> {
+  async restoreFromBlob(db: string, req: { at?: string | number; into?: string; dryRun?: boolean; by: RestoreActor }): Promise<unknown> {
     const id = checkedId(db);
     const into = await this.checkedInto(id, req.into);
     const args = {
       ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
       ...(into !== undefined ? { source: id } : {}),
+      ...(req.dryRun ? { dryRun: true } : {}),
       by: req.by,
     };
     // A disaster restore downloads and verifies a whole generation: an hour, not a statement's time.

@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { databasePath, shardOf } from '../../src/store/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';
 
@@ -57,6 +58,11 @@ describe('agentdb backup now and restore --from-blob', () => {
     expect(listGenerations(localSource(sb.config.dataDir, 'acme/scout')).at(-1)!.snapshot!.reason).toBe('manual');
     const again = await runCli(['backup', 'now', '--db', 'acme/scout'], sb.env);
     expect(again.stderr).toMatch(/acme\/scout: unchanged/);
+    // What restoring the backup beside the live database would do, changing nothing.
+    const dry = await runCli(['restore', 'acme/scout', '--from-blob', '--into', 'acme/scout-copy', '--dry-run'], sb.env);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ database: 'acme/scout', into: 'acme/scout-copy', dryRun: true, commits: expect.any(Number) });
+    expect(existsSync(databasePath(sb.config.dataDir, 'acme', 'scout-copy', shardOf('acme/scout-copy', sb.config.shardCount)))).toBe(false);
   });
 
   it('refuses a malformed database id before doing anything', async () => {

@@ -183,11 +183,16 @@ describe('nightly backups to the blob store (s3rver)', () => {
     }
   });
 
-  it('restores to an earlier moment', async () => {
+  it('restores to an earlier moment, and its dry run says the same plan from the indexes alone, creating nothing', async () => {
     const file = tempFile('at.sqlite');
+    const dry = await restoreFromBlob(store, { id: DB, dbPath: file, workDir: path.dirname(file), at: afterFirst, dryRun: true });
+    expect(existsSync(file)).toBe(false);
     const r = await restoreFromBlob(store, { id: DB, dbPath: file, workDir: path.dirname(file), at: afterFirst });
     expect(Date.parse(r.restoredTo)).toBeLessThanOrEqual(afterFirst);
     expect(dump(file)).toEqual(firstDump);
+    const { downloaded, ...plan } = r;
+    expect(dry).toEqual({ ...plan, dryRun: true, downloaded: expect.any(Number) });
+    expect(dry.downloaded).toBeLessThan(downloaded / 10);
   });
 
   it('refuses a moment before the backups or in the future, and a database never backed up', async () => {
