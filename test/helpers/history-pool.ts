@@ -1,6 +1,10 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { databasePath } from '../../src/store/database-id.ts';
 import { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
+import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 
 /**
@@ -34,4 +38,32 @@ export async function mustRun(pool: ExecutorPool, req: ExecRequest): Promise<unk
   const out = await pool.run(req);
   if (!out.ok) throw new Error(`${out.error.code}: ${out.error.detail}`);
   return out.result;
+}
+
+/**
+ * A history pool over a temporary folder (`prefix` names it) for the tests of one file: started
+ * before them and stopped, folder removed, after them; `set` receives both once started.
+ */
+export function withHistoryPool(prefix: string, opts: { handleCacheSize: number; checkpointBytes: number }, set: (dataDir: string, pool: ExecutorPool) => void): void {
+  let dataDir: string | undefined;
+  let pool: ExecutorPool | undefined;
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    pool = await historyPool(dataDir, opts);
+    set(dataDir, pool);
+  });
+  afterAll(async () => {
+    await pool?.stop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+}
+
+/** The calls the history tests make on the pool `get` answers: an operator, writes with fresh call keys, restores. */
+export function historyCalls(get: () => ExecutorPool) {
+  let seq = 0;
+  const by = { who: 'operator:test', via: 'operator' as const };
+  const ok = (req: ExecRequest): Promise<any> => mustRun(get(), req);
+  const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
+  const restore = (db: DbTarget, args: { at?: number; undo?: string }): Promise<ExecOutcome> => get().run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
+  return { by, ok, write, restore, nextKey: () => `k${++seq}` };
 }

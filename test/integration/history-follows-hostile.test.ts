@@ -1,17 +1,16 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
+import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
 import { HandleCache } from '../../src/store/handle-cache.ts';
 import { HistoryCapture } from '../../src/store/history-capture.ts';
 import { snapshotNow } from '../../src/store/history-restore.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
-import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
 // A hostile review of restores in place that read across generations (`SnapshotMeta.follows`):
 // a generation boundary marked `follows` must be exactly the state at the previous generation's
@@ -20,21 +19,11 @@ import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts'
 
 let dataDir: string;
 let pool: ExecutorPool;
-const by = { who: 'operator:test', via: 'operator' as const };
-
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-follows-hostile-'));
-  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 64 * 1024 });
+withHistoryPool('agentdb-follows-hostile-', { handleCacheSize: 4, checkpointBytes: 64 * 1024 }, (d, p) => {
+  dataDir = d;
+  pool = p;
 });
-afterAll(async () => {
-  await pool.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
-let seq = 0;
-const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
-const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
-const restore = (db: DbTarget, args: { at?: number; undo?: string }): Promise<ExecOutcome> => pool.run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
+const { by, ok, write, restore } = historyCalls(() => pool);
 
 /** A manual snapshot taken in this process, as an executor child takes it (the pool has closed the database first). */
 function snapshotHere(db: DbTarget): { snapshot?: string } {

@@ -1,16 +1,15 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { historyDir, listUndoPoints } from '../../src/history/layout.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
+import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
 import { HandleCache } from '../../src/store/handle-cache.ts';
 import { HistoryCapture } from '../../src/store/history-capture.ts';
 import { restoreInPlace, type RestoreStep } from '../../src/store/history-restore.ts';
 import { auditStatements, dumpHash, integrity, pastMs } from '../helpers/history.ts';
-import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
 // A hostile review of the restore in place within the live generation (one WAL commit of the
 // pages changed since): the page set under every kind of change, chained restores and undos,
@@ -18,21 +17,11 @@ import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts'
 
 let dataDir: string;
 let pool: ExecutorPool;
-const by = { who: 'operator:test', via: 'operator' as const };
-
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-hostile-'));
-  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 64 * 1024 });
+withHistoryPool('agentdb-restore-hostile-', { handleCacheSize: 4, checkpointBytes: 64 * 1024 }, (d, p) => {
+  dataDir = d;
+  pool = p;
 });
-afterAll(async () => {
-  await pool.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
-let seq = 0;
-const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
-const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
-const restore = (db: DbTarget, args: { at?: number; undo?: string }): Promise<ExecOutcome> => pool.run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
+const { by, ok, write, restore, nextKey } = historyCalls(() => pool);
 
 /** A small deterministic generator, so a failure repeats. */
 function rng(seed: number): () => number {
@@ -60,8 +49,8 @@ const OPS: ((r: () => number) => string)[] = [
 /** A write, or `DROP name` as the drop tool does it. */
 const change = (db: DbTarget, sql: string): Promise<ExecOutcome> =>
   sql.startsWith('DROP big')
-    ? pool.run({ op: 'drop', db, table: sql.slice(5), callKey: `k${++seq}` })
-    : pool.run({ op: 'write', db, sql, params: [], callKey: `k${++seq}` });
+    ? pool.run({ op: 'drop', db, table: sql.slice(5), callKey: nextKey() })
+    : pool.run({ op: 'write', db, sql, params: [], callKey: nextKey() });
 
 describe('restore in place within the generation, against every kind of change', () => {
   it('each moment, restored to in any order, chained with undos, equals its dump exactly', async () => {
@@ -120,7 +109,7 @@ describe('restore in place within the generation, against every kind of change',
     expect(listGenerations(localSource(dataDir, db.id)).map((g) => g.snapshot?.reason)).toEqual(['first']);
     // Every moment, before and after the restores, is still there for a fork.
     for (const m of moments.filter((_, i) => i % 9 === 0)) {
-      const fork = historyTarget(dataDir, `fz/fork${++seq}`);
+      const fork = historyTarget(dataDir, `fz/fork${nextKey()}`);
       await ok({ op: 'restoreInto', db: fork, source: db.id, at: m.at, by, timeoutMs: 60_000 });
       expect(dumpHash(fork.path, { withoutAudit: true })).toBe(m.hash);
     }
@@ -144,7 +133,7 @@ describe('restore in place within the generation, at the edges of time', () => {
     const picks = [times[0]!, times[1]!, ...times.filter((_, i) => i % 4 === 2), times.at(-2)!];
     const expected = new Map<number, string>();
     for (const at of picks) {
-      const fork = historyTarget(dataDir, `edge/fork${++seq}`);
+      const fork = historyTarget(dataDir, `edge/fork${nextKey()}`);
       await ok({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 });
       expected.set(at, dumpHash(fork.path, { withoutAudit: true }));
     }
@@ -409,7 +398,7 @@ describe('backups and disaster restore of a database restored within its generat
     await backupDatabase(store, dataDir, db.id);
     pruneHistory(dataDir, { now: Date.now(), retentionDays: 30 });
     for (const m of moments) {
-      const file = path.join(dataDir, 'disaster', `${++seq}.sqlite`);
+      const file = path.join(dataDir, 'disaster', `${nextKey()}.sqlite`);
       fs.mkdirSync(path.dirname(file), { recursive: true });
       await restoreFromBlob(store, { id: db.id, dbPath: file, workDir: path.dirname(file), at: m.at });
       expect(integrity(file)).toBe('ok');
@@ -427,7 +416,7 @@ describe('statements queued around a restore within the generation', () => {
     pastMs(at);
     await write(db, 'INSERT INTO t(v) VALUES (?)', ['after the moment']);
     // Reads on the other child keep the database open there until the pool closes it.
-    const w = (v: string) => pool.run({ op: 'write', db, sql: 'INSERT INTO t(v) VALUES (?)', params: [v], callKey: `k${++seq}` });
+    const w = (v: string) => pool.run({ op: 'write', db, sql: 'INSERT INTO t(v) VALUES (?)', params: [v], callKey: nextKey() });
     const q = () => pool.run({ op: 'query', db, sql: 'SELECT count(*) FROM t', params: [], maxRows: 1 });
     const outs = await Promise.all([w('b1'), q(), w('b2'), q(), restore(db, { at }), w('a1'), q(), w('a2'), q(), w('a3')]);
     expect(outs.every((o) => o.ok), JSON.stringify(outs.filter((o) => !o.ok))).toBe(true);

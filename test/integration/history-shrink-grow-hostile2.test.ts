@@ -1,29 +1,19 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { ExecRequest } from '../../src/store/executor-protocol.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
-import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
 let dataDir: string;
 let pool: ExecutorPool;
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-shrinkgrow-'));
-  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 64 * 1024 * 1024 });
+withHistoryPool('agentdb-shrinkgrow-', { handleCacheSize: 4, checkpointBytes: 64 * 1024 * 1024 }, (d, p) => {
+  dataDir = d;
+  pool = p;
 });
-afterAll(async () => {
-  await pool.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
-let seq = 0;
-const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
-const by = { who: 'operator:test', via: 'operator' as const };
+const { by, ok, nextKey } = historyCalls(() => pool);
 const pages = (file: string) => {
   const d = new Database(file, { readonly: true });
   try {
@@ -36,7 +26,7 @@ const pages = (file: string) => {
 describe('a database that shrinks below its snapshot, then grows again, within one plan', () => {
   it('restores every moment exactly: in place, by fork, and by the engine alone', async () => {
     const db = historyTarget(dataDir, 'sg/main');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: `k${++seq}` });
+    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
     const rows = (n: number, c: string) =>
       write(`INSERT INTO t(v) SELECT printf('%.1500c', '${c}') || i FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`);
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
@@ -88,7 +78,7 @@ describe('a database that shrinks below its snapshot, then grows again, within o
 
   it('a VACUUM that shrinks below the snapshot inside the WAL, then rows on the pages it dropped', async () => {
     const db = historyTarget(dataDir, 'sg/vac');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: `k${++seq}` });
+    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
     const rows = (n: number, c: string) =>
       write(`INSERT INTO t(v) SELECT printf('%.1500c', '${c}') || i FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`);
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');

@@ -1,14 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { ExecRequest } from '../../src/store/executor-protocol.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
-import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
 // The README: "a history file failing its check (HISTORY_CORRUPT)" leaves the database exactly
 // as it was. A byte rotting in a snapshot moves neither its size nor its mtime (nor does a tool
@@ -17,28 +14,21 @@ import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts'
 
 let dataDir: string;
 let pool: ExecutorPool;
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bitrot-'));
-  pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 64 * 1024 });
+withHistoryPool('agentdb-bitrot-', { handleCacheSize: 4, checkpointBytes: 64 * 1024 }, (d, p) => {
+  dataDir = d;
+  pool = p;
 });
-afterAll(async () => {
-  await pool.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
-
-let seq = 0;
-const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
-const by = { who: 'operator:test', via: 'operator' as const };
+const { by, ok, nextKey } = historyCalls(() => pool);
 
 describe('a snapshot rotted in place, its size and mtime unchanged', () => {
   it('is refused as HISTORY_CORRUPT by a restore in place that reads the page, and by a fork that copies the file', async () => {
     const db = historyTarget(dataDir, 'rot/main');
-    await ok({ op: 'write', db, sql: 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)', params: [], callKey: `k${++seq}` });
-    await ok({ op: 'write', db, sql: "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)", params: [], callKey: `k${++seq}` });
+    await ok({ op: 'write', db, sql: 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)', params: [], callKey: nextKey() });
+    await ok({ op: 'write', db, sql: "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)", params: [], callKey: nextKey() });
     await ok({ op: 'snapshot', db, reason: 'manual' });
     const at = Date.now();
     pastMs(at);
-    await ok({ op: 'write', db, sql: "UPDATE t SET v = 'changed' WHERE id % 10 = 0", params: [], callKey: `k${++seq}` });
+    await ok({ op: 'write', db, sql: "UPDATE t SET v = 'changed' WHERE id % 10 = 0", params: [], callKey: nextKey() });
     const before = dumpHash(db.path, { withoutAudit: true });
     const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
     const file = gen.snapshotPath;
@@ -66,7 +56,7 @@ describe('a snapshot rotted in place, its size and mtime unchanged', () => {
 
   it('a fork to a moment the database was smaller than its snapshot copies only what it kept, held to the checksums of those chunks', async () => {
     const db = historyTarget(dataDir, 'rot/shrunk');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: `k${++seq}` });
+    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
     const rows = (n: number) => write(`INSERT INTO t(v) SELECT printf('%.2000c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`);
     await rows(900);
