@@ -86,6 +86,8 @@ interface Segment {
   frames: number;
   c1: number;
   c2: number;
+  /** Frames the last commit copied took: how many the next capture reads first. */
+  lastCommitFrames?: number;
   /**
    * Open descriptors of its data and index files: each commit's copy would otherwise open and
    * close both (four system calls, a third of a capture's). Closed when the database's handle
@@ -141,7 +143,7 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
   const lock = beginCapture(db, true)!;
   let found: Found;
   try {
-    found = copyNew(db, dbPath, opts, now);
+    found = copyNew(db, dbPath, opts, now, onlyThisConnectionWrote(db));
   } finally {
     endCapture(db, lock);
   }
@@ -200,7 +202,7 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
   if (!lock) return undefined;
   let found: Found;
   try {
-    found = copyNew(db, dbPath, opts, now);
+    found = copyNew(db, dbPath, opts, now, false);
   } catch (err) {
     endCapture(db, lock);
     throw err;
@@ -243,7 +245,7 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 }
 
 /** Copies the new committed frames; the caller holds the write lock. */
-function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, again = false): Found {
+function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, fast: boolean, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
   let st = loadState(dbPath, opts.source, true, true);
   if (st?.indexGood !== undefined) {
@@ -268,64 +270,98 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     if (restoreLeaving(full.genDir)) return { report, state: full, next: 'gap', checkpoint: false };
     return { report, state: full, checkpoint: false };
   };
-  const fd = walOf(db, dbPath);
-  if (fd === undefined) return unsure();
+  const wal = walOf(db, dbPath);
+  if (wal === undefined) return unsure();
+  const fd = wal.fd;
   try {
+    // The WAL's header changes only when the WAL starts over, and then every frame after it has
+    // the new salts: frames that follow on from the segment (its salts, its checksum chain) are
+    // the same WAL going on, whatever the header says, so a commit's capture reads them alone
+    // (one system call of a capture's nine). Nothing found: the header is looked at as below.
+    // Only when no other connection committed since this one's last capture (a program outside
+    // agentdb): its commit, then a checkpoint, would let this connection's next commit start the
+    // WAL over behind uncaptured frames of the old one, and this commit would be found only at
+    // the next capture, with its time. Not before a close (it deletes the WAL) or a checkpoint (it
+    // starts the WAL over): those must know that no newer WAL's frames wait behind these.
+    const seg0 = st.seg;
     const head = Buffer.alloc(WAL_HEADER_BYTES);
+    if (fast && seg0 && wal.salt1 === seg0.header.salt1 && wal.salt2 === seg0.header.salt2) {
+      const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, now);
+      if (copied.lines.length > 0) {
+        const found = recordCopied(st, seg0, copied, report, dbPath, opts);
+        if (!found.checkpoint) return found;
+      }
+    }
     if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure();
     const hdr = parseWalHeader(head);
     if (!hdr) return unsure();
+    wal.salt1 = hdr.salt1;
+    wal.salt2 = hdr.salt2;
     let seg = st.seg;
-    let idxGrew = 0;
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
       // Another child may have begun the next segment or generation meanwhile (see `loadState`):
       // look at the files in full before going on from what this one knew.
       if (!again && st.stamp !== stampOf(st.genDir, seg?.seq ?? 0, seg?.indexPath)) {
         dropState(dbPath);
-        return copyNew(db, dbPath, opts, now, true);
+        return copyNew(db, dbPath, opts, now, false, true);
+      }
+      // Committed frames of the old WAL past what was copied (a program outside agentdb committed
+      // them, then checkpointed, and this connection's commit started the WAL over) are history
+      // before the new WAL's: copied first. Not a restore's, which is no state of this generation.
+      const leaving = restoreLeaving(st.genDir);
+      if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
+        const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, now);
+        if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
       }
       // A WAL that started over. After a checkpoint SQLite adds one to salt-1. After the last
       // connection closed (checkpointing, deleting the WAL) the salts are new, and the file
       // must be what the generation's seal says. Anything else means commits capture never saw.
       // A restore in place leaving this generation folds its commit into the file uncaptured.
       const continued =
-        !restoreLeaving(st.genDir) &&
+        !leaving &&
         ((seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
       if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', checkpoint: false };
       closeSegment(seg);
       seg = newSegment(st, head, hdr);
     }
-    const start = frameOffset(hdr.pageSize, seg.frames + 1);
-    const copied = copyCommitted(fd, start, hdr, seg, now);
-    if (copied.lines.length > 0) {
-      const lines = copied.lines.map((c) => JSON.stringify(c)).join('\n') + '\n';
-      const idx = segmentFds(seg).index;
-      const wrote = fs.writeSync(idx, lines);
-      // A full disk can take part of the lines: cut them off and fail this capture (nothing is
-      // checkpointed; the next one copies the frames again).
-      if (wrote !== Buffer.byteLength(lines)) {
-        fs.ftruncateSync(idx, fs.fstatSync(idx).size - wrote);
-        throw new Error(`history index of ${dbPath}: only ${wrote} of ${Buffer.byteLength(lines)} bytes written (disk full?)`);
-      }
-      idxGrew = Buffer.byteLength(lines);
-      if (st.bytes !== undefined) st.bytes += idxGrew + copied.bytes;
-      const last = copied.lines.at(-1)!;
-      report.frames = last.frames - seg.frames;
-      seg.frames = last.frames;
-      seg.c1 = last.c1;
-      seg.c2 = last.c2;
-      st.dbPages = last.dbPages;
-      report.commits = copied.lines.length;
-    }
-    // Only the index grew, by what was appended, unless a segment began: then look again.
-    st.stamp = st.seg === seg ? bumpStamp(st.stamp, idxGrew) : stampOf(st.genDir, seg.seq, seg.indexPath);
-    st.checkedAt = Date.now();
-    st.seg = seg;
-    return { report, state: st, checkpoint: frameOffset(hdr.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted };
+    const copied = copyCommitted(fd, frameOffset(hdr.pageSize, seg.frames + 1), hdr, seg, now);
+    return recordCopied(st, seg, copied, report, dbPath, opts);
   } catch (err) {
     closeWal(db);
     throw err;
   }
+}
+
+/** Appends the index lines of what {@link copyCommitted} copied into `seg`, and moves the state on. */
+function recordCopied(st: State, seg: Segment, copied: Copied, report: CaptureReport, dbPath: string, opts: CaptureOptions): Found {
+  let idxGrew = 0;
+  if (copied.lines.length > 0) {
+    // Built by hand (the fields of `CommitRecord`, all numbers): JSON.stringify showed in a capture's profile.
+    let lines = '';
+    for (const c of copied.lines) lines += `{"at":${c.at},"frames":${c.frames},"dbPages":${c.dbPages},"c1":${c.c1},"c2":${c.c2}}\n`;
+    const idx = segmentFds(seg).index;
+    const wrote = fs.writeSync(idx, lines);
+    // A full disk can take part of the lines: cut them off and fail this capture (nothing is
+    // checkpointed; the next one copies the frames again). The lines are ASCII: length is bytes.
+    if (wrote !== lines.length) {
+      fs.ftruncateSync(idx, fs.fstatSync(idx).size - wrote);
+      throw new Error(`history index of ${dbPath}: only ${wrote} of ${lines.length} bytes written (disk full?)`);
+    }
+    idxGrew = lines.length;
+    if (st.bytes !== undefined) st.bytes += idxGrew + copied.bytes;
+    const last = copied.lines.at(-1)!;
+    report.frames += last.frames - seg.frames;
+    seg.frames = last.frames;
+    seg.c1 = last.c1;
+    seg.c2 = last.c2;
+    st.dbPages = last.dbPages;
+    report.commits += copied.lines.length;
+  }
+  // Only the index grew, by what was appended, unless a segment began: then look again.
+  st.stamp = st.seg === seg ? bumpStamp(st.stamp, idxGrew) : stampOf(st.genDir, seg.seq, seg.indexPath);
+  st.checkedAt = Date.now();
+  st.seg = seg;
+  return { report, state: st, checkpoint: frameOffset(seg.header.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted };
 }
 
 /**
@@ -334,16 +370,24 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
  * deletes it), so the descriptor stays right until the handle closes, when `captureBeforeClose`
  * closes it. Opening and closing it on each commit were two of a capture's system calls.
  */
-const wals = new WeakMap<Database, { path: string; fd: number }>();
+const wals = new WeakMap<Database, OpenWal>();
 
-function walOf(db: Database, dbPath: string): number | undefined {
+/** A live WAL held open, with the salts its header had when last read. */
+interface OpenWal {
+  path: string;
+  fd: number;
+  salt1?: number;
+  salt2?: number;
+}
+
+function walOf(db: Database, dbPath: string): OpenWal | undefined {
   const known = wals.get(db);
-  if (known?.path === dbPath) return known.fd;
+  if (known?.path === dbPath) return known;
   if (known) closeWal(db);
   try {
-    const fd = fs.openSync(`${dbPath}-wal`, 'r');
-    wals.set(db, { path: dbPath, fd });
-    return fd;
+    const wal = { path: dbPath, fd: fs.openSync(`${dbPath}-wal`, 'r') };
+    wals.set(db, wal);
+    return wal;
   } catch {
     return undefined;
   }
@@ -359,6 +403,9 @@ function closeWal(db: Database): void {
 interface CaptureStatements {
   begin: Statement;
   rollback: Statement;
+  dataVersion: Statement;
+  /** `PRAGMA data_version` at this connection's last capture. */
+  seen?: number;
 }
 const lockStatements = new WeakMap<Database, CaptureStatements>();
 
@@ -371,7 +418,7 @@ function beginCapture(db: Database, wait: boolean): 'began' | 'held' | undefined
   if (db.inTransaction) return 'held';
   let stmts = lockStatements.get(db);
   if (!stmts) {
-    stmts = { begin: db.prepare('BEGIN IMMEDIATE'), rollback: db.prepare('ROLLBACK') };
+    stmts = { begin: db.prepare('BEGIN IMMEDIATE'), rollback: db.prepare('ROLLBACK'), dataVersion: db.prepare('PRAGMA data_version').pluck() };
     lockStatements.set(db, stmts);
   }
   if (wait) {
@@ -389,6 +436,19 @@ function beginCapture(db: Database, wait: boolean): 'began' | 'held' | undefined
   } finally {
     db.pragma(`busy_timeout = ${timeout}`);
   }
+}
+
+/**
+ * Whether no other connection committed to the database since this connection's last capture
+ * (`PRAGMA data_version` moves only for other connections' commits). Called under the write lock.
+ */
+function onlyThisConnectionWrote(db: Database): boolean {
+  const stmts = lockStatements.get(db);
+  if (!stmts) return false;
+  const version = stmts.dataVersion.get() as number;
+  const same = stmts.seen === version;
+  stmts.seen = version;
+  return same;
 }
 
 function endCapture(db: Database, lock: 'began' | 'held'): void {
@@ -464,7 +524,11 @@ export function forgetCapture(dbPath: string): void {
   dropState(dbPath);
 }
 
-/** Frames read by the first system call of a scan (most commits are a few frames), doubling up to the most. */
+/**
+ * Frames read by the first system call of a scan: one more than the segment's last commit took
+ * (the next commit is most often alike, and one frame more tells where it ends), doubling up to
+ * the most. Reading four frames for a commit of one was a tenth of a capture's time.
+ */
 const FIRST_CHUNK_FRAMES = 4;
 const MAX_CHUNK_FRAMES = 256;
 
@@ -477,7 +541,13 @@ const MAX_CHUNK_FRAMES = 256;
  * open) are cut off again at the end. A crash in between leaves frames past the index, which
  * the next load cuts (`loadState`).
  */
-function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number) {
+interface Copied {
+  lines: CommitRecord[];
+  bytes: number;
+  uncommitted: boolean;
+}
+
+function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number): Copied {
   const fb = frameBytes(hdr.pageSize);
   let c1 = seg.c1;
   let c2 = seg.c2;
@@ -487,7 +557,7 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
   let pos = start;
   let out: number | undefined;
   try {
-    for (let want = FIRST_CHUNK_FRAMES; ; want = Math.min(want * 2, MAX_CHUNK_FRAMES)) {
+    for (let want = seg.lastCommitFrames ? Math.min(seg.lastCommitFrames + 1, MAX_CHUNK_FRAMES) : FIRST_CHUNK_FRAMES; ; want = Math.min(want * 2, MAX_CHUNK_FRAMES)) {
       const buf = chunkBuffer(want * fb);
       const got = fs.readSync(fd, buf, 0, buf.length, pos);
       let valid = 0;
@@ -498,6 +568,7 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
         frames++;
         [c1, c2] = ok.c;
         if (ok.frame.commit > 0) {
+          seg.lastCommitFrames = frames - committedFrames;
           committedFrames = frames;
           lines.push({ at: now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
         }

@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import { capture, captureBeforeClose, historyBytes, sealAfterClose, type CaptureReport, type PendingSeal } from '../history/capture.ts';
-import { historyDir, localSource } from '../history/layout.ts';
+import { capture, captureBeforeClose, historyBytes, sealAfterClose, type CaptureOptions, type CaptureReport, type PendingSeal } from '../history/capture.ts';
+import { historyDir, localSource, type HistorySource } from '../history/layout.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import type { HistoryOptions } from './executor-protocol.ts';
 import type { HandleCacheOptions, HandleTarget } from './handle-cache.ts';
@@ -13,6 +13,8 @@ import type { HandleCacheOptions, HandleTarget } from './handle-cache.ts';
  * copied, and the next capture of the database copies them.
  */
 export class HistoryCapture {
+  private readonly places = new Map<string, Place>();
+
   constructor(
     private readonly dataDir: string,
     readonly opts: HistoryOptions,
@@ -32,7 +34,8 @@ export class HistoryCapture {
    */
   checkQuota(target: HandleTarget & { limits: PlanLimits }): void {
     const quota = historyQuota(this.opts, target.limits);
-    const used = historyBytes(target.path, localSource(this.dataDir, target.id), historyDir(this.dataDir, target.id));
+    const place = this.placeOf(target);
+    const used = historyBytes(target.path, place.source, place.root);
     if (used > quota) {
       throw new AgentDbError(
         'RESOURCE_LIMIT',
@@ -55,7 +58,23 @@ export class HistoryCapture {
   }
 
   private captureOptions(target: HandleTarget) {
-    return { source: localSource(this.dataDir, target.id), checkpointBytes: this.opts.checkpointBytes };
+    return this.placeOf(target).capture;
+  }
+
+  /**
+   * Where a database's history is, worked out once per database: a write's quota check and
+   * capture each built the same paths again (string work that showed in a capture's profile).
+   */
+  private placeOf(target: HandleTarget): Place {
+    let place = this.places.get(target.id);
+    if (!place) {
+      // A child may see many databases over its life; the paths are cheap to build again.
+      if (this.places.size >= MAX_PLACES) this.places.clear();
+      const source = localSource(this.dataDir, target.id);
+      place = { source, root: historyDir(this.dataDir, target.id), capture: { source, checkpointBytes: this.opts.checkpointBytes } };
+      this.places.set(target.id, place);
+    }
+    return place;
   }
 
   private guarded<T>(target: HandleTarget, fn: () => T): T | undefined {
@@ -67,6 +86,14 @@ export class HistoryCapture {
     }
   }
 }
+
+interface Place {
+  source: HistorySource;
+  root: string;
+  capture: CaptureOptions;
+}
+
+const MAX_PLACES = 4096;
 
 /** A database's history quota: HISTORY_MAX_BYTES_PER_DB, or when 0 ten times the plan's database size. */
 export function historyQuota(opts: HistoryOptions, limits: PlanLimits): number {

@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { capture, forgetCapture } from '../../src/history/capture.ts';
+import { localSource } from '../../src/history/layout.ts';
+import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { dumpHash } from '../helpers/history.ts';
+
+// A program outside agentdb (an operator's sqlite3 shell) commits to a database while agentdb's
+// handle stays open, then checkpoints it: agentdb's next commit starts the WAL over, behind the
+// outside commit's frames, which were never copied. A capture reads a commit's frames without
+// the WAL's header when only its own connection wrote since the last one (a system call of
+// nine): here another did, and both the outside commit and agentdb's must be in the history,
+// at the capture's time.
+describe('history when a program outside agentdb commits and checkpoints', () => {
+  let dataDir: string;
+  let file: string;
+  beforeEach(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-history-outside-ckpt-'));
+    file = path.join(dataDir, 'db.sqlite');
+  });
+  afterEach(() => {
+    forgetCapture(file);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const restored = (at: number) => {
+    const out = path.join(dataDir, `restored-${at}.sqlite`);
+    buildRestore(planRestore(localSource(dataDir, 'o/a'), { at }), out);
+    return dumpHash(out);
+  };
+
+  for (const checkpointBytes of [64 * 1024 * 1024, 4096]) {
+    it(`keeps the outside commit and the next own commit${checkpointBytes === 4096 ? ' (checkpoint due)' : ''}`, () => {
+      const db = new Database(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      let clock = 1_000;
+      const opts = { source: localSource(dataDir, 'o/a'), checkpointBytes, now: () => clock };
+      capture(db, file, opts);
+      db.exec('CREATE TABLE ours (v TEXT); CREATE TABLE theirs (v TEXT)');
+      clock = 2_000;
+      capture(db, file, opts);
+      for (let i = 0; i < 3; i++) {
+        db.prepare('INSERT INTO ours VALUES (?)').run(`mine ${i}`);
+        clock += 1_000;
+        capture(db, file, opts);
+      }
+      const before = dumpHash(file);
+      const beforeAt = clock;
+
+      // The outside program: a row into a table of its own (on a page no later commit writes),
+      // then a checkpoint that copies every frame into the file.
+      const outside = new Database(file);
+      outside.prepare('INSERT INTO theirs VALUES (?)').run('an operator was here');
+      outside.pragma('wal_checkpoint(PASSIVE)');
+      outside.close();
+
+      // agentdb's next commit starts the WAL over (salt-1 + 1).
+      db.prepare('INSERT INTO ours VALUES (?)').run('mine after');
+      clock += 1_000;
+      capture(db, file, opts);
+      const after = dumpHash(file);
+      const afterAt = clock;
+      // And one more, so the next capture reads what follows in the new WAL.
+      db.prepare('INSERT INTO ours VALUES (?)').run('mine last');
+      clock += 1_000;
+      capture(db, file, opts);
+      const last = dumpHash(file);
+      db.close();
+
+      expect(restored(beforeAt)).toBe(before);
+      expect(restored(afterAt)).toBe(after);
+      expect(restored(clock)).toBe(last);
+    });
+  }
+});
