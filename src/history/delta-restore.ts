@@ -136,23 +136,63 @@ export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: Histo
   return { pageSize: snapshot.pageSize, pagesAt, pagesNow, write, now, end };
 }
 
-/** Whether the live file holds, untouched, the state `delta` was planned against (on every page it changes). */
+/** Pages compared per read of {@link liveMatches}. */
+const MATCH_RUN_PAGES = 256;
+
+/**
+ * Whether the live file holds, untouched, the state `delta` was planned against (on every page
+ * it changes). Compared a run at a time: consecutive pages of the file against their images at
+ * a steady stride in one history file (a fill writes consecutive pages as consecutive frames),
+ * each side read at once; one pread per page of each side was a third of going back over a
+ * file that doubled since (12,800 pages).
+ */
 export function liveMatches(dbPath: string, delta: Delta): boolean {
+  const ps = delta.pageSize;
   const st = fs.statSync(dbPath, { throwIfNoEntry: false });
-  if (!st || st.size !== delta.pagesNow * delta.pageSize) return false;
-  const pages = new PageReader();
-  const a = Buffer.allocUnsafe(delta.pageSize);
-  const b = Buffer.allocUnsafe(delta.pageSize);
+  if (!st || st.size !== delta.pagesNow * ps) return false;
+  const entries = [...delta.now].sort((x, y) => x[0] - y[0]);
+  const files = new Map<string, number>();
+  const fdOf = (file: string) => {
+    let fd = files.get(file);
+    if (fd === undefined) {
+      fd = fs.openSync(file, 'r');
+      files.set(file, fd);
+    }
+    return fd;
+  };
+  const maxStride = ps + FRAME_HEADER_BYTES;
+  const live = Buffer.allocUnsafe(MATCH_RUN_PAGES * ps);
+  const images = Buffer.allocUnsafe(MATCH_RUN_PAGES * maxStride);
   try {
-    for (const [p, ref] of delta.now) {
-      pages.read({ file: dbPath, offset: (p - 1) * delta.pageSize }, a);
-      pages.read(ref, b);
-      if (!a.equals(b)) return false;
+    const liveFd = fdOf(dbPath);
+    for (let i = 0; i < entries.length; ) {
+      const [p0, r0] = entries[i]!;
+      let stride = maxStride;
+      let j = i + 1;
+      for (; j < entries.length && j - i < MATCH_RUN_PAGES; j++) {
+        const [p, r] = entries[j]!;
+        if (p !== p0 + (j - i) || r.file !== r0.file) break;
+        if (j === i + 1) {
+          stride = r.offset - r0.offset;
+          if (stride < ps || stride > maxStride) break;
+        } else if (r.offset !== r0.offset + (j - i) * stride) break;
+      }
+      const k = j - i;
+      readFully(liveFd, live, k * ps, (p0 - 1) * ps, dbPath);
+      readFully(fdOf(r0.file), images, (k - 1) * stride + ps, r0.offset, r0.file);
+      for (let n = 0; n < k; n++) {
+        if (live.compare(images, n * stride, n * stride + ps, n * ps, (n + 1) * ps) !== 0) return false;
+      }
+      i = j;
     }
   } finally {
-    pages.close();
+    for (const fd of files.values()) fs.closeSync(fd);
   }
   return true;
+}
+
+function readFully(fd: number, into: Buffer, bytes: number, at: number, file: string): void {
+  if (fs.readSync(fd, into, 0, bytes, at) !== bytes) throw new AgentDbError('HISTORY_CORRUPT', `${path.basename(file)} is shorter than its history says`);
 }
 
 /**

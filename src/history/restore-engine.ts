@@ -3,6 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, readCommits, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
+import { syncBehind, type SyncBehind } from './sync-behind.ts';
 import { scanBuffer } from './scan-buffer.ts';
 import { copyWithSha256 } from './snapshot.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
@@ -122,7 +123,14 @@ export function buildRestore(plan: RestorePlan, outPath: string): void {
  * anything takes its bytes for a database.
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
  */
-export function rebuild(plan: RestorePlan, outPath: string): Rebuilt {
+export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritten?: boolean } = {}): Rebuilt {
+  // For a file about to be fsynced: flushed on another thread as it is written (`syncBehind`).
+  // The file is made first, so that the thread and the copy below hold the same one.
+  let flushing: SyncBehind | undefined;
+  if (opts.flushAsWritten) {
+    fs.writeFileSync(outPath, '');
+    flushing = syncBehind(outPath);
+  }
   try {
     // Hashing 100 MB costs three times copying it: a snapshot unchanged since its sha256 was
     // computed (same size and mtime) is copied by the kernel; any other is hashed as it is copied.
@@ -170,8 +178,11 @@ export function rebuild(plan: RestorePlan, outPath: string): Rebuilt {
     }
     return { written, dbPages };
   } catch (err) {
+    flushing?.stop();
     fs.rmSync(outPath, { force: true });
     throw err;
+  } finally {
+    flushing?.stop();
   }
 }
 

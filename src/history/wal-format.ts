@@ -62,6 +62,17 @@ export function walChecksum(bigEndian: boolean, buf: Buffer, start: number, end:
 
 const HOST_BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
 
+/** A word view of a whole buffer's memory, made once per buffer: a view per frame cost more than its sum. */
+const wordViews = new WeakMap<ArrayBuffer, Int32Array>();
+function wordsOf(memory: ArrayBuffer): Int32Array {
+  let words = wordViews.get(memory);
+  if (!words) {
+    words = new Int32Array(memory, 0, memory.byteLength >>> 2);
+    wordViews.set(memory, words);
+  }
+  return words;
+}
+
 /** One frame's header. */
 export interface FrameHeader {
   pgno: number;
@@ -90,12 +101,27 @@ export function parseFrameHeader(buf: Buffer, at: number): FrameHeader {
  * undefined when the frame does not belong (the end of the valid WAL, or damage).
  */
 export function checkFrame(hdr: SegmentHeader, buf: Buffer, at: number, s1: number, s2: number): { frame: FrameHeader; c: [number, number] } | undefined {
-  const frame = parseFrameHeader(buf, at);
-  if (frame.salt1 !== hdr.salt1 || frame.salt2 !== hdr.salt2) return undefined;
-  let c = walChecksum(hdr.bigEndian, buf, at, at + 8, s1, s2);
-  c = walChecksum(hdr.bigEndian, buf, at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + hdr.pageSize, c[0], c[1]);
-  if (c[0] !== frame.c1 || c[1] !== frame.c2) return undefined;
-  return { frame, c };
+  if (buf.readUInt32BE(at + 8) !== hdr.salt1 || buf.readUInt32BE(at + 12) !== hdr.salt2) return undefined;
+  let c: [number, number];
+  if (hdr.bigEndian === HOST_BIG_ENDIAN && (buf.byteOffset + at) % 4 === 0) {
+    // One pass over the frame's words, its first 8 header bytes then its page (the checksum
+    // fields and salts between are skipped): every frame of a restore's plan goes through here,
+    // and two passes with their views and pairs cost a quarter of planning over 100 MB.
+    const words = wordsOf(buf.buffer as ArrayBuffer);
+    const w = (buf.byteOffset + at) >>> 2;
+    let a = (s1 + words[w]! + s2) | 0;
+    let b = (s2 + words[w + 1]! + a) | 0;
+    for (let i = w + (FRAME_HEADER_BYTES >>> 2), end = w + ((FRAME_HEADER_BYTES + hdr.pageSize) >>> 2); i < end; i += 2) {
+      a = (a + words[i]! + b) | 0;
+      b = (b + words[i + 1]! + a) | 0;
+    }
+    c = [a >>> 0, b >>> 0];
+  } else {
+    c = walChecksum(hdr.bigEndian, buf, at, at + 8, s1, s2);
+    c = walChecksum(hdr.bigEndian, buf, at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + hdr.pageSize, c[0], c[1]);
+  }
+  if (c[0] !== buf.readUInt32BE(at + 16) || c[1] !== buf.readUInt32BE(at + 20)) return undefined;
+  return { frame: parseFrameHeader(buf, at), c };
 }
 
 /** Bytes one frame takes with pages of `pageSize`. */

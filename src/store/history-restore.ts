@@ -116,7 +116,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
     let prepared: PreparedGeneration | undefined;
     try {
-      const built = rebuild(plan, next);
+      const built = rebuild(plan, next, { flushAsWritten: true });
       // The audit row goes into the restored file, so the restore is one change.
       const audited_ = auditInto(next, req.by, undoId, audited, now);
       step('rebuilt');
@@ -275,7 +275,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
     let prepared: PreparedGeneration | undefined;
     try {
-      const built = rebuild(plan, next);
+      const built = rebuild(plan, next, { flushAsWritten: true });
       checkAndSync(next);
       // Its history's first generation: the source's snapshot linked, with what the restore
       // wrote on top of it (see `linked-generation.ts`).
