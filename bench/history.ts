@@ -6,6 +6,7 @@
 //     (goal: restore at least 0.5× copy): the rebuild alone, and the whole restore in place as
 //     the executor child runs it (back over the last 10 commits, and back before the live
 //     generation; with where its time goes), and a restore into a new database (of the halved state, and of the whole one);
+//     each restore that rewrites the file (far back, forks) also against the copy fsynced, for context;
 //   - restore time of a database with a day of history (10,000 writes in one generation).
 // HISTORY_BENCH_SOAK=N also runs the randomized history test with N steps (the larger soak).
 import { spawnSync } from 'node:child_process';
@@ -153,11 +154,24 @@ function inPlaceRestore(mb: number) {
     }
     snapshotNow(handles, history, dataDir, { op: 'snapshot', db, reason: 'manual' });
     const bytes = fs.statSync(db.path).size;
+    // The baselines, three times each (the median): a plain copy of the file, and the same copy
+    // fsynced (what a restore must be before it answers), for context.
     const copyTo = path.join(dataDir, 'copy.sqlite');
-    let t = performance.now();
-    fs.copyFileSync(db.path, copyTo);
-    const copyS = (performance.now() - t) / 1000;
-    fs.rmSync(copyTo);
+    const copies: number[] = [];
+    const durableCopies: number[] = [];
+    let t = 0;
+    for (let r = 0; r < 3; r++) {
+      t = performance.now();
+      fs.copyFileSync(db.path, copyTo);
+      copies.push((performance.now() - t) / 1000);
+      const fd = fs.openSync(copyTo, 'r+');
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      durableCopies.push((performance.now() - t) / 1000);
+      fs.rmSync(copyTo);
+    }
+    const copyS = median(copies);
+    const durableCopyS = median(durableCopies);
     const tenCommits = () => {
       const at = moment();
       const h = handles.open(db, 'write');
@@ -198,14 +212,18 @@ function inPlaceRestore(mb: number) {
     restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: middle, by });
     const farBackS = (performance.now() - t) / 1000;
 
-    const fork = target('fork');
-    t = performance.now();
-    restoreInto(handles, history, dataDir, { op: 'restoreInto', db: fork, source: db.id, at: Date.now(), by });
-    const intoS = (performance.now() - t) / 1000;
-    // And a fork of the whole 100 MB state (before the restore above halved it).
-    t = performance.now();
-    restoreInto(handles, history, dataDir, { op: 'restoreInto', db: target('fork-full'), source: db.id, at: full, by });
-    const intoFullS = (performance.now() - t) / 1000;
+    // Forks, three of each (the median): of the halved state, and of the whole 100 MB one
+    // (before the restore above halved it).
+    const forks = (at: number, name: string) =>
+      median(
+        [0, 1, 2].map((r) => {
+          t = performance.now();
+          restoreInto(handles, history, dataDir, { op: 'restoreInto', db: target(`${name}-${r}`), source: db.id, at, by });
+          return (performance.now() - t) / 1000;
+        }),
+      );
+    const intoS = forks(Date.now(), 'fork');
+    const intoFullS = forks(full, 'fork-full');
     const m = bytes / MB;
     const copyMBps = m / copyS;
     return {
@@ -218,6 +236,8 @@ function inPlaceRestore(mb: number) {
       intoMBps: round(m / intoS, 1),
       intoVsCopy: round(m / intoS / copyMBps),
       intoFullVsCopy: round(m / intoFullS / copyMBps),
+      durableCopyMBps: round(m / durableCopyS, 1),
+      vsDurableCopy: { farBack: round(durableCopyS / farBackS), into: round(durableCopyS / intoS), intoFull: round(durableCopyS / intoFullS) },
       inPlaceS: round(inPlaceS),
       inPlaceRunsS: times.map((x) => round(x)),
       farBackS: round(farBackS),

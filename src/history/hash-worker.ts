@@ -1,4 +1,5 @@
-import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
+import { keptThread } from './kept-thread.ts';
 
 /** How long a caller waits for the thread's answer before doing the work itself (tests shorten it). */
 export const hashThreadWait = { ms: 5 * 60 * 1000 };
@@ -9,9 +10,7 @@ export interface PendingHash {
   result(): { sha256: string; bytes: number };
 }
 
-// Plain JavaScript, so the thread starts without the TypeScript loader; node built-ins only.
-// One thread per process, kept (unreferenced) between tasks: starting a thread costs ~25 ms, as
-// much as checking 50 MB, and a restore asks for one while it copies the snapshot.
+// Run on one thread per process, kept between tasks (`keptThread`).
 const SOURCE = `
 const { createHash } = require('node:crypto');
 const fs = require('node:fs');
@@ -50,21 +49,8 @@ parentPort.on('message', ({ file, port, flag, sync, crcChunk }) => {
 });
 `;
 
-let thread: Worker | undefined;
-
-/** The process's hashing thread, started on first use and again after it died. */
-function hashThread(): Worker {
-  if (thread) return thread;
-  const started = new Worker(SOURCE, { eval: true, execArgv: [] });
-  started.unref();
-  const forget = () => {
-    if (thread === started) thread = undefined;
-  };
-  started.on('error', forget);
-  started.on('exit', forget);
-  thread = started;
-  return started;
-}
+/** The process's hashing thread. */
+const hashThread = keptThread(SOURCE);
 
 /**
  * Hashes (sha256) and, with `sync`, fsyncs `file` on a worker thread, so it runs on the
@@ -100,7 +86,7 @@ function onThread(file: string, data: { sync: boolean; crcChunk?: number }): (wh
   const { port1, port2 } = new MessageChannel();
   let worker: Worker;
   try {
-    worker = hashThread();
+    worker = hashThread.get();
     worker.postMessage({ file, port: port2, flag, ...data }, [port2]);
   } catch (err) {
     // No thread to be had (out of memory, a sandbox): the caller does the work itself.
@@ -116,8 +102,7 @@ function onThread(file: string, data: { sync: boolean; crcChunk?: number }): (wh
       // The thread is stuck (a read that never returns) or far behind: every task after this
       // one would queue behind it and cost its caller the whole wait too. Retire it; the next
       // task starts a thread of its own.
-      if (thread === worker) thread = undefined;
-      void worker.terminate().catch(() => undefined);
+      hashThread.retire(worker);
       port1.close();
       throw new Error(`${what}ing ${file} took over ${waitMs} ms`);
     }

@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { keptThread } from './kept-thread.ts';
 import { hashThreadWait } from './hash-worker.ts';
 
 /** A file being flushed to disk on another thread while this one writes it; see {@link syncBehind}. */
@@ -10,9 +11,9 @@ export interface SyncBehind {
 /** How long the thread rests between two flushes: a flush with nothing new to write returns at once. */
 const REST_MS = 2;
 
-// Plain JavaScript, so the thread starts without the TypeScript loader; node built-ins only.
-// `ctl` holds [stop, done]: the loop flushes what was written so far, rests a moment, again,
-// until told to stop; then it says it is done.
+// Run on one thread per process, kept between tasks (`keptThread`). `ctl` holds [stop, done]:
+// the loop flushes what was written so far, rests a moment, again, until told to stop; then it
+// says it is done.
 const SOURCE = `
 const fs = require('node:fs');
 const { parentPort } = require('node:worker_threads');
@@ -35,20 +36,7 @@ parentPort.on('message', ({ file, ctl }) => {
 });
 `;
 
-let thread: Worker | undefined;
-
-function syncThread(): Worker {
-  if (thread) return thread;
-  const started = new Worker(SOURCE, { eval: true, execArgv: [] });
-  started.unref();
-  const forget = () => {
-    if (thread === started) thread = undefined;
-  };
-  started.on('error', forget);
-  started.on('exit', forget);
-  thread = started;
-  return started;
-}
+const syncThread = keptThread(SOURCE);
 
 /**
  * Flushes `file` (which must exist) to disk on another thread, over and over, while this thread
@@ -63,7 +51,7 @@ export function syncBehind(file: string): SyncBehind {
   const c = new Int32Array(ctl);
   let worker: Worker;
   try {
-    worker = syncThread();
+    worker = syncThread.get();
     worker.postMessage({ file, ctl });
   } catch {
     return { stop() {} };
@@ -77,8 +65,7 @@ export function syncBehind(file: string): SyncBehind {
       Atomics.notify(c, 0);
       // Bounded like the hash thread: a flush that never returns must not hang the executor child.
       if (Atomics.wait(c, 1, 0, hashThreadWait.ms) === 'timed-out') {
-        if (thread === worker) thread = undefined;
-        void worker.terminate().catch(() => undefined);
+        syncThread.retire(worker);
       }
     },
   };
