@@ -140,10 +140,15 @@ const states = new Map<string, State>();
  */
 export function capture(db: Database, dbPath: string, opts: CaptureOptions): CaptureReport {
   const now = (opts.now ?? Date.now)();
+  // Unfinished until it is (`finished`): one that fails, even to take the lock, leaves the next
+  // to read the WAL's header.
+  const wasFinished = lockStatements.get(db)?.clean === true;
+  if (wasFinished) lockStatements.get(db)!.clean = false;
   const lock = beginCapture(db, true)!;
   let found: Found;
   try {
-    found = copyNew(db, dbPath, opts, now, onlyThisConnectionWrote(db));
+    found = copyNew(db, dbPath, opts, now, othersQuiet(db) && wasFinished);
+    finished(db);
   } finally {
     endCapture(db, lock);
   }
@@ -278,11 +283,12 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     // the new salts: frames that follow on from the segment (its salts, its checksum chain) are
     // the same WAL going on, whatever the header says, so a commit's capture reads them alone
     // (one system call of a capture's nine). Nothing found: the header is looked at as below.
-    // Only when no other connection committed since this one's last capture (a program outside
-    // agentdb): its commit, then a checkpoint, would let this connection's next commit start the
-    // WAL over behind uncaptured frames of the old one, and this commit would be found only at
-    // the next capture, with its time. Not before a close (it deletes the WAL) or a checkpoint (it
-    // starts the WAL over): those must know that no newer WAL's frames wait behind these.
+    // Only when this connection's last capture copied everything and no other connection
+    // committed since (see `othersQuiet`): uncaptured frames of an old WAL (a program outside
+    // agentdb committed them, or this connection's last capture failed), then a checkpoint, let
+    // this connection's next commit start the WAL over behind them, and that commit would be
+    // found only at the next capture, with its time. Not before a close (it deletes the WAL) or
+    // a checkpoint (it starts the WAL over): those must know no newer WAL's frames wait behind.
     const seg0 = st.seg;
     const head = Buffer.alloc(WAL_HEADER_BYTES);
     if (fast && seg0 && wal.salt1 === seg0.header.salt1 && wal.salt2 === seg0.header.salt2) {
@@ -406,6 +412,8 @@ interface CaptureStatements {
   dataVersion: Statement;
   /** `PRAGMA data_version` at this connection's last capture. */
   seen?: number;
+  /** This connection's last capture copied every frame it found (it did not fail half-way). */
+  clean?: boolean;
 }
 const lockStatements = new WeakMap<Database, CaptureStatements>();
 
@@ -439,16 +447,24 @@ function beginCapture(db: Database, wait: boolean): 'began' | 'held' | undefined
 }
 
 /**
- * Whether no other connection committed to the database since this connection's last capture
- * (`PRAGMA data_version` moves only for other connections' commits). Called under the write lock.
+ * Whether no other connection committed since this connection's last capture (`PRAGMA
+ * data_version` moves only for other connections' commits). With this connection's last capture
+ * finished (it copied every frame it found), every frame past the segment is then this
+ * connection's, in the WAL the segment copies, or none follows on from it: a commit's capture
+ * may read them without the WAL's header. Called under the write lock.
  */
-function onlyThisConnectionWrote(db: Database): boolean {
+function othersQuiet(db: Database): boolean {
   const stmts = lockStatements.get(db);
   if (!stmts) return false;
   const version = stmts.dataVersion.get() as number;
-  const same = stmts.seen === version;
+  const quiet = stmts.seen === version;
   stmts.seen = version;
-  return same;
+  return quiet;
+}
+
+function finished(db: Database): void {
+  const stmts = lockStatements.get(db);
+  if (stmts) stmts.clean = true;
 }
 
 function endCapture(db: Database, lock: 'began' | 'held'): void {

@@ -76,4 +76,44 @@ describe('history when a program outside agentdb commits and checkpoints', () =>
       expect(restored(clock)).toBe(last);
     });
   }
+
+  it('keeps a commit whose capture failed and the next one, which started the WAL over after an outside checkpoint', () => {
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.pragma('busy_timeout = 10');
+    let clock = 1_000;
+    const opts = { source: localSource(dataDir, 'o/a'), checkpointBytes: 64 * 1024 * 1024, now: () => clock };
+    capture(db, file, opts);
+    db.exec('CREATE TABLE ours (v TEXT); CREATE TABLE other (v TEXT)');
+    for (let i = 0; i < 3; i++) {
+      db.prepare('INSERT INTO ours VALUES (?)').run(`mine ${i}`);
+      clock += 1_000;
+      capture(db, file, opts);
+    }
+    // A commit (on a page of its own) whose capture fails: an outside program holds the lock.
+    db.prepare('INSERT INTO other VALUES (?)').run('capture failed');
+    const outside = new Database(file);
+    outside.exec('BEGIN IMMEDIATE');
+    clock += 1_000;
+    expect(() => capture(db, file, opts)).toThrow(/busy|locked/i);
+    // It lets go and checkpoints, committing nothing (so `data_version` stays put).
+    outside.exec('ROLLBACK');
+    outside.pragma('wal_checkpoint(PASSIVE)');
+    outside.close();
+    // The next commit starts the WAL over, behind the uncaptured one.
+    db.prepare('INSERT INTO ours VALUES (?)').run('after');
+    clock += 1_000;
+    capture(db, file, opts);
+    const after = dumpHash(file);
+    const afterAt = clock;
+    db.prepare('INSERT INTO ours VALUES (?)').run('last');
+    clock += 1_000;
+    capture(db, file, opts);
+    const last = dumpHash(file);
+    db.close();
+
+    expect(restored(afterAt)).toBe(after);
+    expect(restored(clock)).toBe(last);
+  });
 });
