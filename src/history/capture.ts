@@ -291,7 +291,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     // a checkpoint (it starts the WAL over): those must know no newer WAL's frames wait behind.
     const seg0 = st.seg;
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fast && seg0 && wal.salt1 === seg0.header.salt1 && wal.salt2 === seg0.header.salt2) {
+    if (fast && seg0 && wal.c1 === seg0.header.c1 && wal.c2 === seg0.header.c2 && wal.salt1 === seg0.header.salt1 && wal.salt2 === seg0.header.salt2) {
       const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, now);
       if (copied.lines.length > 0) {
         const found = recordCopied(st, seg0, copied, report, dbPath, opts);
@@ -303,7 +303,23 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     if (!hdr) return unsure();
     wal.salt1 = hdr.salt1;
     wal.salt2 = hdr.salt2;
+    wal.c1 = hdr.c1;
+    wal.c2 = hdr.c2;
     let seg = st.seg;
+    if (seg && seg.header.salt1 === hdr.salt1 && seg.header.salt2 === hdr.salt2 && (seg.header.c1 !== hdr.c1 || seg.header.c2 !== hdr.c2)) {
+      // The same salts under another header: SQLite writes the header again with frame 1 when
+      // the frames after the last one written were all rolled back (a big transaction spilled
+      // from the cache, then failed), and a connection with another checkpoint count (each
+      // keeps its own) writes it with its own. The chain starts from the header's checksum: kept
+      // to the old one, no frame would ever follow on again, and capture would copy nothing,
+      // silently. Frame 1 is written again only with no frame committed under these salts, so an
+      // empty segment takes the new header; one holding frames cannot be, and starts over.
+      if (seg.frames > 0) return { report, state: st, next: 'gap', checkpoint: false };
+      fs.writeSync(segmentFds(seg).data, head, 0, WAL_HEADER_BYTES, 0);
+      seg.header = hdr;
+      seg.c1 = hdr.c1;
+      seg.c2 = hdr.c2;
+    }
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
       // Another child may have begun the next segment or generation meanwhile (see `loadState`):
       // look at the files in full before going on from what this one knew.
@@ -378,12 +394,14 @@ function recordCopied(st: State, seg: Segment, copied: Copied, report: CaptureRe
  */
 const wals = new WeakMap<Database, OpenWal>();
 
-/** A live WAL held open, with the salts its header had when last read. */
+/** A live WAL held open, with the salts and checksum its header had when last read. */
 interface OpenWal {
   path: string;
   fd: number;
   salt1?: number;
   salt2?: number;
+  c1?: number;
+  c2?: number;
 }
 
 function walOf(db: Database, dbPath: string): OpenWal | undefined {
