@@ -1,8 +1,4 @@
-import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
 import { keptThread } from './kept-thread.ts';
-
-/** How long a caller waits for the thread's answer before doing the work itself (tests shorten it). */
-export const hashThreadWait = { ms: 5 * 60 * 1000 };
 
 /** A sha256 being computed on another thread; {@link PendingHash.result} waits for it. */
 export interface PendingHash {
@@ -55,12 +51,10 @@ const hashThread = keptThread(SOURCE);
 /**
  * Hashes (sha256) and, with `sync`, fsyncs `file` on a worker thread, so it runs on the
  * machine's other core while this thread copies the file (a snapshot) or SQLite copies it into
- * the live database (a restore in place); the file must not change meanwhile. Own code rather
- * than a library: it is node's crypto on a thread, with a synchronous wait, because the executor
- * child runs these between two statements.
+ * the live database (a restore in place); the file must not change meanwhile.
  */
 export function hashOnThread(file: string, sync: boolean): PendingHash {
-  const wait = onThread(file, { sync });
+  const wait = hashThread.task({ file, sync }, file);
   let answer: { sha256: string; bytes: number } | undefined;
   return {
     result() {
@@ -77,40 +71,8 @@ export function hashOnThread(file: string, sync: boolean): PendingHash {
  * it (see `snapshot-crc.ts`); `result()` blocks until then and throws when no thread could.
  */
 export function chunkSumsOnThread(file: string, chunk: number): { result(): number[] } {
-  const wait = onThread(file, { sync: false, crcChunk: chunk });
+  const wait = hashThread.task({ file, sync: false, crcChunk: chunk }, file);
   return { result: () => (wait('check') as { sums: number[] }).sums };
-}
-
-function onThread(file: string, data: { sync: boolean; crcChunk?: number }): (what: string) => unknown {
-  const flag = new SharedArrayBuffer(4);
-  const { port1, port2 } = new MessageChannel();
-  let worker: Worker;
-  try {
-    worker = hashThread.get();
-    worker.postMessage({ file, port: port2, flag, ...data }, [port2]);
-  } catch (err) {
-    // No thread to be had (out of memory, a sandbox): the caller does the work itself.
-    port1.close();
-    return () => {
-      throw err;
-    };
-  }
-  return (what) => {
-    // Bounded: a thread that never started must not hang the executor child.
-    const waitMs = hashThreadWait.ms;
-    if (Atomics.wait(new Int32Array(flag), 0, 0, waitMs) === 'timed-out') {
-      // The thread is stuck (a read that never returns) or far behind: every task after this
-      // one would queue behind it and cost its caller the whole wait too. Retire it; the next
-      // task starts a thread of its own.
-      hashThread.retire(worker);
-      port1.close();
-      throw new Error(`${what}ing ${file} took over ${waitMs} ms`);
-    }
-    const msg = receiveMessageOnPort(port1 as MessagePort)?.message as { error?: string } | undefined;
-    port1.close();
-    if (!msg || msg.error) throw new Error(`could not ${what} ${file}: ${msg?.error ?? 'the thread gave no answer'}`);
-    return msg;
-  };
 }
 
 /** The thread's hash, or undefined when it failed (the caller hashes the file itself then). */

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
-import { keptThread } from './kept-thread.ts';
-import { hashThreadWait } from './hash-worker.ts';
+import { hashThreadWait, keptThread } from './kept-thread.ts';
+
 
 /** A file being flushed to disk on another thread while this one writes it; see {@link syncBehind}. */
 export interface SyncBehind {

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { hashOnThread, hashThreadWait, hashedOrUndefined } from '../../src/history/hash-worker.ts';
+import { hashOnThread, hashedOrUndefined } from '../../src/history/hash-worker.ts';
+import { hashThreadWait } from '../../src/history/kept-thread.ts';
 import { copyWithSha256, sha256File } from '../../src/history/snapshot.ts';
 
 // Snapshots of large databases are hashed on a worker thread while the file is copied; the
