@@ -142,13 +142,18 @@ export function capture(db: Database, dbPath: string, opts: CaptureOptions): Cap
   const now = (opts.now ?? Date.now)();
   // Unfinished until it is (`finished`): one that fails, even to take the lock, leaves the next
   // to read the WAL's header.
-  const wasFinished = lockStatements.get(db)?.clean === true;
-  if (wasFinished) lockStatements.get(db)!.clean = false;
+  const conn = lockStatements.get(db);
+  const wasFinished = conn?.clean === true;
+  if (conn) conn.clean = false;
   const lock = beginCapture(db, true)!;
   let found: Found;
   try {
-    found = copyNew(db, dbPath, opts, now, othersQuiet(db) && wasFinished);
-    finished(db);
+    const quiet = othersQuiet(db);
+    // Another connection committed, and nothing was captured since this connection's last
+    // capture: a program outside agentdb (or a capture that failed). See `copyNew`.
+    const foreign = !quiet && conn?.capturedTo !== undefined ? conn.capturedTo : undefined;
+    found = copyNew(db, dbPath, opts, now, quiet && wasFinished, foreign);
+    finished(db, found.state);
   } finally {
     endCapture(db, lock);
   }
@@ -250,7 +255,7 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 }
 
 /** Copies the new committed frames; the caller holds the write lock. */
-function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, fast: boolean, again = false): Found {
+function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, fast: boolean, foreign?: string, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
   let st = loadState(dbPath, opts.source, true, true);
   if (st?.indexGood !== undefined) {
@@ -325,12 +330,16 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
       // look at the files in full before going on from what this one knew.
       if (!again && st.stamp !== stampOf(st.genDir, seg?.seq ?? 0, seg?.indexPath)) {
         dropState(dbPath);
-        return copyNew(db, dbPath, opts, now, false, true);
+        return copyNew(db, dbPath, opts, now, false, foreign, true);
       }
       // Committed frames of the old WAL past what was copied (a program outside agentdb committed
       // them, then checkpointed, and this connection's commit started the WAL over) are history
       // before the new WAL's: copied first. Not a restore's, which is no state of this generation.
       const leaving = restoreLeaving(st.genDir);
+      // Another connection's commits that no capture copied, then the WAL started over (their
+      // checkpoint, then a commit): they are in the file, and their frames may be overwritten by
+      // the new WAL's or cut off (TRUNCATE). History cannot go on from what it has: a gap.
+      if (foreign !== undefined && foreign === positionKey(st)) return { report, state: st, next: 'gap', checkpoint: false };
       if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
         const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, now);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
@@ -432,6 +441,8 @@ interface CaptureStatements {
   seen?: number;
   /** This connection's last capture copied every frame it found (it did not fail half-way). */
   clean?: boolean;
+  /** Where history ended after that capture (`positionKey`). */
+  capturedTo?: string;
 }
 const lockStatements = new WeakMap<Database, CaptureStatements>();
 
@@ -480,9 +491,17 @@ function othersQuiet(db: Database): boolean {
   return quiet;
 }
 
-function finished(db: Database): void {
+/** A capture finished: it copied every frame it found, up to `state`. */
+function finished(db: Database, state: State | undefined): void {
   const stmts = lockStatements.get(db);
-  if (stmts) stmts.clean = true;
+  if (!stmts) return;
+  stmts.clean = true;
+  stmts.capturedTo = state ? positionKey(state) : undefined;
+}
+
+/** Where a state's history ends, as a string to compare: a capture by any connection moves it. */
+function positionKey(st: State): string {
+  return `${st.genName}|${st.seg?.name ?? ''}|${st.seg?.frames ?? 0}`;
 }
 
 function endCapture(db: Database, lock: 'began' | 'held'): void {

@@ -13,7 +13,8 @@ import { dumpHash } from '../helpers/history.ts';
 // outside commit's frames, which were never copied. A capture reads a commit's frames without
 // the WAL's header when only its own connection wrote since the last one (a system call of
 // nine): here another did, and both the outside commit and agentdb's must be in the history,
-// at the capture's time.
+// at the capture's time. Where the outside commit's frames may be gone (overwritten by the new
+// WAL's, or cut off by TRUNCATE), history begins a new generation from the file (a gap).
 describe('history when a program outside agentdb commits and checkpoints', () => {
   let dataDir: string;
   let file: string;
@@ -32,8 +33,18 @@ describe('history when a program outside agentdb commits and checkpoints', () =>
     return dumpHash(out);
   };
 
-  for (const checkpointBytes of [64 * 1024 * 1024, 4096]) {
-    it(`keeps the outside commit and the next own commit${checkpointBytes === 4096 ? ' (checkpoint due)' : ''}`, () => {
+  // The checkpoint (TRUNCATE empties the WAL), whether agentdb's own checkpoint is due, and
+  // agentdb's next commit: small, or big enough that the new WAL's frames overwrite the outside
+  // commit's in the file.
+  const cases = [
+    { mode: 'PASSIVE', checkpointBytes: 64 * 1024 * 1024, big: false },
+    { mode: 'PASSIVE', checkpointBytes: 4096, big: false },
+    { mode: 'PASSIVE', checkpointBytes: 64 * 1024 * 1024, big: true },
+    { mode: 'TRUNCATE', checkpointBytes: 64 * 1024 * 1024, big: false },
+    { mode: 'TRUNCATE', checkpointBytes: 4096, big: true },
+  ];
+  for (const { mode, checkpointBytes, big } of cases) {
+    it(`keeps the outside commit and the next own commit (${mode}${checkpointBytes === 4096 ? ', own checkpoint due' : ''}${big ? ', a big next commit' : ''})`, () => {
       const db = new Database(file);
       db.pragma('journal_mode = WAL');
       db.pragma('wal_autocheckpoint = 0');
@@ -55,11 +66,11 @@ describe('history when a program outside agentdb commits and checkpoints', () =>
       // then a checkpoint that copies every frame into the file.
       const outside = new Database(file);
       outside.prepare('INSERT INTO theirs VALUES (?)').run('an operator was here');
-      outside.pragma('wal_checkpoint(PASSIVE)');
+      outside.pragma(`wal_checkpoint(${mode})`);
       outside.close();
 
       // agentdb's next commit starts the WAL over (salt-1 + 1).
-      db.prepare('INSERT INTO ours VALUES (?)').run('mine after');
+      db.prepare('INSERT INTO ours VALUES (?)').run(big ? 'x'.repeat(40_000) : 'mine after');
       clock += 1_000;
       capture(db, file, opts);
       const after = dumpHash(file);
