@@ -1,23 +1,8 @@
 import fs from 'node:fs';
-import path from 'node:path';
-import type { Database, Statement } from 'better-sqlite3';
-import {
-  GENERATION_END,
-  SEGMENTS_DIR,
-  SEGMENT_DATA_EXT,
-  SEGMENT_INDEX_EXT,
-  nameSeq,
-  readCommits,
-  readIndex,
-  readJson,
-  SNAPSHOT_META,
-  segmentName,
-  type CommitRecord,
-  type HistoryPosition,
-  type HistorySource,
-  type SegmentHeader,
-  type SnapshotMeta,
-} from './layout.ts';
+import type { Database } from 'better-sqlite3';
+import { beginCapture, closeWal, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
+import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
+import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
 import { markRestoreLeaving, restoreLeaving, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
@@ -40,92 +25,6 @@ export interface CaptureReport {
 }
 
 /**
- * Where capture stands for one database: the newest generation and segment, and how far the
- * segment (so the live WAL it copies) has been copied. Rebuilt from the files whenever they
- * changed under it — another executor child may have captured this database since — so the
- * files, not this cache, are the truth.
- */
-interface State {
-  genDir: string;
-  genName: string;
-  dbPages: number;
-  /** Set once the generation has a segment. */
-  seg?: Segment;
-  stamp: string;
-  /** When the stamp was last found to hold (or the state built): see {@link historyBytes}. */
-  checkedAt: number;
-  /**
-   * Bytes of the database's whole history folder: walked once when the state is (re)built,
-   * then kept by adding what each capture appends, so the quota check costs nothing per write.
-   */
-  bytes?: number;
-  /** When `bytes` was last held against the generations' folder, and its mtime then. */
-  bytesAt?: number;
-  gensMtimeMs?: number;
-  /**
-   * Built without the write lock (a quota check, a restore's look): frames past the segment's
-   * last indexed commit were left, since they may be another child's capture between its copy
-   * and its index line. The next capture, under the lock, cuts them (a crash's leftovers).
-   */
-  uncut?: boolean;
-  /**
-   * Built without the write lock from an index whose last line is cut short: the bytes its whole
-   * lines take. The next capture loads the files again under the lock, which cuts the rest before
-   * it appends: appended after the torn line, its lines would be hidden behind it.
-   */
-  indexGood?: number;
-}
-
-/** The segment capture appends to, with its files kept open while the database's handle is. */
-interface Segment {
-  name: string;
-  seq: number;
-  header: SegmentHeader;
-  dataPath: string;
-  indexPath: string;
-  frames: number;
-  c1: number;
-  c2: number;
-  /** Frames the last commit copied took: how many the next capture reads first. */
-  lastCommitFrames?: number;
-  /**
-   * Open descriptors of its data and index files: each commit's copy would otherwise open and
-   * close both (four system calls, a third of a capture's). Closed when the database's handle
-   * closes (`captureBeforeClose`), when the segment or the state is replaced, and by `forgetCapture`.
-   */
-  fds?: { data: number; index: number };
-}
-
-function segmentFds(seg: Segment): { data: number; index: number } {
-  if (!seg.fds) {
-    const data = fs.openSync(seg.dataPath, 'r+');
-    try {
-      seg.fds = { data, index: fs.openSync(seg.indexPath, 'a') };
-    } catch (err) {
-      fs.closeSync(data);
-      throw err;
-    }
-  }
-  return seg.fds;
-}
-
-function closeSegment(seg: Segment | undefined): void {
-  if (!seg?.fds) return;
-  const { data, index } = seg.fds;
-  seg.fds = undefined;
-  fs.closeSync(data);
-  fs.closeSync(index);
-}
-
-/** Drops what this process knew of a database's capture, closing its open segment. */
-function dropState(dbPath: string): void {
-  closeSegment(states.get(dbPath)?.seg);
-  states.delete(dbPath);
-}
-
-const states = new Map<string, State>();
-
-/**
  * Copies what the live WAL of `dbPath` holds beyond what its history has — every frame up to
  * the last commit frame, checksums and salts checked — into the current segment, with one index
  * line per commit and the time now; then checkpoints if the WAL has grown past
@@ -140,19 +39,15 @@ const states = new Map<string, State>();
  */
 export function capture(db: Database, dbPath: string, opts: CaptureOptions): CaptureReport {
   const now = (opts.now ?? Date.now)();
-  // Unfinished until it is (`finished`): one that fails, even to take the lock, leaves the next
-  // to read the WAL's header.
-  const conn = lockStatements.get(db);
-  const wasFinished = conn?.clean === true;
-  if (conn) conn.clean = false;
+  const last = lastCapture(db);
   const lock = beginCapture(db, true)!;
   let found: Found;
   try {
     const quiet = othersQuiet(db);
     // Another connection committed, and nothing was captured since this connection's last
     // capture: a program outside agentdb (or a capture that failed). See `copyNew`.
-    const foreign = !quiet && conn?.capturedTo !== undefined ? conn.capturedTo : undefined;
-    found = copyNew(db, dbPath, opts, now, quiet && wasFinished, foreign);
+    const foreign = quiet ? undefined : last.capturedTo;
+    found = copyNew(db, dbPath, opts, now, quiet && last.finished, foreign);
     finished(db, found.state);
   } finally {
     endCapture(db, lock);
@@ -395,181 +290,12 @@ function recordCopied(st: State, seg: Segment, copied: Copied, report: CaptureRe
   return { report, state: st, checkpoint: frameOffset(seg.header.pageSize, seg.frames + 1) >= opts.checkpointBytes && !copied.uncommitted };
 }
 
-/**
- * The live WAL of `db`'s file, opened once per handle: while a connection is open SQLite keeps
- * its -wal (restarting or truncating it in place, never replacing it; only the last close
- * deletes it), so the descriptor stays right until the handle closes, when `captureBeforeClose`
- * closes it. Opening and closing it on each commit were two of a capture's system calls.
- */
-const wals = new WeakMap<Database, OpenWal>();
-
-/** A live WAL held open, with the salts and checksum its header had when last read. */
-interface OpenWal {
-  path: string;
-  fd: number;
-  salt1?: number;
-  salt2?: number;
-  c1?: number;
-  c2?: number;
-}
-
-function walOf(db: Database, dbPath: string): OpenWal | undefined {
-  const known = wals.get(db);
-  if (known?.path === dbPath) return known;
-  if (known) closeWal(db);
-  try {
-    const wal = { path: dbPath, fd: fs.openSync(`${dbPath}-wal`, 'r') };
-    wals.set(db, wal);
-    return wal;
-  } catch {
-    return undefined;
-  }
-}
-
-function closeWal(db: Database): void {
-  const known = wals.get(db);
-  if (!known) return;
-  wals.delete(db);
-  fs.closeSync(known.fd);
-}
-
-interface CaptureStatements {
-  begin: Statement;
-  rollback: Statement;
-  dataVersion: Statement;
-  /** `PRAGMA data_version` at this connection's last capture. */
-  seen?: number;
-  /** This connection's last capture copied every frame it found (it did not fail half-way). */
-  clean?: boolean;
-  /** Where history ended after that capture (`positionKey`). */
-  capturedTo?: string;
-}
-const lockStatements = new WeakMap<Database, CaptureStatements>();
-
-/**
- * Takes the write lock for a capture: 'began' when this call began a transaction, 'held' when
- * the connection already had one open (a restore's own), undefined when `wait` is false and
- * another connection has the lock.
- */
-function beginCapture(db: Database, wait: boolean): 'began' | 'held' | undefined {
-  if (db.inTransaction) return 'held';
-  let stmts = lockStatements.get(db);
-  if (!stmts) {
-    stmts = { begin: db.prepare('BEGIN IMMEDIATE'), rollback: db.prepare('ROLLBACK'), dataVersion: db.prepare('PRAGMA data_version').pluck() };
-    lockStatements.set(db, stmts);
-  }
-  if (wait) {
-    stmts.begin.run();
-    return 'began';
-  }
-  const timeout = db.pragma('busy_timeout', { simple: true }) as number;
-  db.pragma('busy_timeout = 0');
-  try {
-    stmts.begin.run();
-    return 'began';
-  } catch (err) {
-    if ((err as { code?: string }).code === 'SQLITE_BUSY') return undefined;
-    throw err;
-  } finally {
-    db.pragma(`busy_timeout = ${timeout}`);
-  }
-}
-
-/**
- * Whether no other connection committed since this connection's last capture (`PRAGMA
- * data_version` moves only for other connections' commits). With this connection's last capture
- * finished (it copied every frame it found), every frame past the segment is then this
- * connection's, in the WAL the segment copies, or none follows on from it: a commit's capture
- * may read them without the WAL's header. Called under the write lock.
- */
-function othersQuiet(db: Database): boolean {
-  const stmts = lockStatements.get(db);
-  if (!stmts) return false;
-  const version = stmts.dataVersion.get() as number;
-  const quiet = stmts.seen === version;
-  stmts.seen = version;
-  return quiet;
-}
-
-/** A capture finished: it copied every frame it found, up to `state`. */
-function finished(db: Database, state: State | undefined): void {
-  const stmts = lockStatements.get(db);
-  if (!stmts) return;
-  stmts.clean = true;
-  stmts.capturedTo = state ? positionKey(state) : undefined;
-}
-
-/** Where a state's history ends, as a string to compare: a capture by any connection moves it. */
-function positionKey(st: State): string {
-  return `${st.genName}|${st.seg?.name ?? ''}|${st.seg?.frames ?? 0}`;
-}
-
-function endCapture(db: Database, lock: 'began' | 'held'): void {
-  if (lock === 'began' && db.inTransaction) lockStatements.get(db)!.rollback.run();
-}
-
 /** The last commit captured: where an undo goes back to. Undefined with no history. */
 export function capturedPosition(dbPath: string, source: HistorySource): HistoryPosition | undefined {
   // Restores and snapshots decide by it: the files in full, not the one-fstat look of a commit's capture.
   const st = loadState(dbPath, source, false);
   if (!st) return undefined;
   return { generation: st.genName, segment: st.seg?.name ?? '', frames: st.seg?.frames ?? 0 };
-}
-
-/**
- * The bytes database `dbPath`'s history takes on disk (`historyRoot` is its history folder):
- * the running total capture keeps, walked afresh only when the files changed under it (a new
- * generation, a restore, a prune, another child's capture). Zero with no history.
- */
-export function historyBytes(dbPath: string, source: HistorySource, historyRoot: string): number {
-  // A quota check before each write: the state the last capture (after the previous write)
-  // checked is recent enough, and looking at the files again (four system calls) cost as much as
-  // the rest of the check. A prune or another child's capture shows at the next capture's look.
-  const cached = states.get(dbPath);
-  // Past that, the files in full: the one-fstat look (`loadState`) holds only for a capture about
-  // to read the WAL's salts, and another child may have captured into a new segment meanwhile.
-  const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source, false);
-  if (!st) return 0;
-  // A prune (the generations' folder changed) is looked for at most once a second.
-  const now = Date.now();
-  if (st.bytes === undefined || now - (st.bytesAt ?? 0) >= BYTES_FRESH_MS) {
-    const gens = fs.statSync(source.generationsDir, { throwIfNoEntry: false })?.mtimeMs;
-    if (st.bytes === undefined || gens !== st.gensMtimeMs) st.bytes = folderBytes(historyRoot);
-    st.gensMtimeMs = gens;
-    st.bytesAt = now;
-  }
-  return st.bytes;
-}
-
-/** How long a capture's look at the files stands for the quota check (see {@link historyBytes}). */
-const BYTES_FRESH_MS = 1000;
-
-/**
- * Bytes under `dir`, each file counted once: a restore's generation links the snapshot it began
- * from (`linked-generation.ts`), and restoring to the same snapshot again and again must not
- * charge the quota for it each time.
- */
-function folderBytes(dir: string, seen = new Set<string>()): number {
-  let total = 0;
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return 0;
-  }
-  for (const e of entries) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) total += folderBytes(p, seen);
-    else if (e.isFile()) {
-      const st = fs.statSync(p, { throwIfNoEntry: false });
-      if (!st) continue;
-      const id = `${st.dev}:${st.ino}`;
-      if (st.nlink > 1 && seen.has(id)) continue;
-      seen.add(id);
-      total += st.size;
-    }
-  }
-  return total;
 }
 
 /** Forgets what this process knew of a database's capture (its files changed wholesale). */
@@ -656,136 +382,3 @@ function chunkBuffer(bytes: number): Buffer {
   return chunk.subarray(0, bytes);
 }
 
-function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<State['seg']> {
-  const seq = (st.seg?.seq ?? 0) + 1;
-  const dir = path.join(st.genDir, SEGMENTS_DIR);
-  fs.mkdirSync(dir, { recursive: true });
-  const name = segmentName(seq);
-  const dataPath = path.join(dir, name + SEGMENT_DATA_EXT);
-  const indexPath = path.join(dir, name + SEGMENT_INDEX_EXT);
-  // The data file first, and only if new: it is what names the segment (a crash may leave an
-  // index without one), and finding it already there means another capture began it.
-  fs.writeFileSync(dataPath, head, { flag: 'wx' });
-  fs.writeFileSync(indexPath, '');
-  return { name, seq, header: hdr, dataPath, indexPath, frames: 0, c1: hdr.c1, c2: hdr.c2 };
-}
-
-function fileSize(file: string): number {
-  return fs.statSync(file, { throwIfNoEntry: false })?.size ?? -1;
-}
-
-/**
- * What must not have changed for a cached state to hold: no later generation (it would have
- * marked this one ended), no next segment, the index's size (it only grows), and the folder of
- * generations (a prune, for the byte count). Another child may have captured this database
- * since: existence and sizes say so exactly, where folder mtimes tick too coarsely (a segment
- * begun in the same tick once went unseen, and was begun again over the other's).
- */
-function stampOf(genDir: string, seq: number, indexPath: string | undefined): string {
-  const gens = fs.statSync(path.dirname(genDir), { throwIfNoEntry: false });
-  const ended = fs.existsSync(path.join(genDir, GENERATION_END));
-  const next = fs.existsSync(path.join(genDir, SEGMENTS_DIR, segmentName(seq + 1) + SEGMENT_DATA_EXT));
-  const idx = indexPath ? fs.statSync(indexPath, { throwIfNoEntry: false }) : undefined;
-  return `${gens?.mtimeMs}|${ended}|${next}|${idx?.size}`;
-}
-
-/** The index's size a stamp holds (its last field). */
-function stampedIndexBytes(stamp: string): number {
-  return Number(stamp.slice(stamp.lastIndexOf('|') + 1));
-}
-
-function bumpStamp(stamp: string, grew: number): string {
-  if (grew === 0) return stamp;
-  const cut = stamp.lastIndexOf('|');
-  return `${stamp.slice(0, cut)}|${Number(stamp.slice(cut + 1)) + grew}`;
-}
-
-/**
- * `quick`: a capture about to read the WAL's salts may trust one fstat (below); anything else
- * looks in full. `locked`: the caller holds the database's write lock, so no capture is half done.
- */
-function loadState(dbPath: string, source: HistorySource, quick: boolean, locked = false): State | undefined {
-  const cached = states.get(dbPath);
-  // While this child's handle stayed open (the segment's files are open only then), only another
-  // child's capture into this very segment, from the same WAL, can change what the state says
-  // without the WAL starting over: the index's size tells, by one fstat. A new segment, a new
-  // generation (another child's snapshot) or anything else first restarts the WAL, which
-  // `copyNew` sees by its salts and checks in full there; a prune only moves the byte count,
-  // which `historyBytes` looks after.
-  if (quick && cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
-    cached.checkedAt = Date.now();
-    return cached;
-  }
-  if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.seq ?? 0, cached.seg?.indexPath)) {
-    cached.checkedAt = Date.now();
-    return cached;
-  }
-  closeSegment(cached?.seg);
-  const genNames = readNames(source.generationsDir).filter((n) => n.startsWith('g') && nameSeq(n) !== undefined);
-  const genName = genNames.at(-1);
-  if (!genName) return undefined;
-  const genDir = path.join(source.generationsDir, genName);
-  const snap = readJson<SnapshotMeta>(path.join(genDir, SNAPSHOT_META));
-  if (!snap) return undefined;
-  const st: State = { genDir, genName, dbPages: snap.pages, stamp: '', checkedAt: Date.now() };
-  const segName = readNames(path.join(genDir, SEGMENTS_DIR))
-    .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
-    .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
-    .at(-1);
-  if (segName) {
-    const dataPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_DATA_EXT);
-    const indexPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_INDEX_EXT);
-    const head = Buffer.alloc(WAL_HEADER_BYTES);
-    const fd = fs.openSync(dataPath, locked ? 'r+' : 'r');
-    let header: SegmentHeader | undefined;
-    try {
-      fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
-      header = parseWalHeader(head);
-      const index = readIndex(indexPath);
-      // A line a crash or a full disk cut short ends what the index says: cut it off (under the
-      // lock, as the frames below), or every line appended after it would stay hidden behind it.
-      // Without it, the next capture looks again under the lock (`indexGood`).
-      if (index.goodBytes < index.bytes) {
-        if (locked) fs.truncateSync(indexPath, index.goodBytes);
-        else st.indexGood = index.goodBytes;
-      }
-      const last = index.commits.at(-1);
-      if (header) {
-        // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
-        // so the segment holds exactly what its index says. Only under the write lock: without
-        // it they may be another child's capture between its copy and its index line.
-        if (locked) fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
-        else st.uncut = true;
-        st.seg = { name: segName, seq: nameSeq(segName)!, header, dataPath, indexPath, frames: last?.frames ?? 0, c1: last?.c1 ?? header.c1, c2: last?.c2 ?? header.c2 };
-        if (last) st.dbPages = last.dbPages;
-        // A previous segment's last commit sets the size when this one has none yet.
-        else st.dbPages = previousDbPages(genDir, segName) ?? st.dbPages;
-      }
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
-  st.stamp = stampOf(genDir, st.seg?.seq ?? 0, st.seg?.indexPath);
-  states.set(dbPath, st);
-  return st;
-}
-
-function previousDbPages(genDir: string, segName: string): number | undefined {
-  const names = readNames(path.join(genDir, SEGMENTS_DIR))
-    .filter((n) => n.endsWith(SEGMENT_INDEX_EXT))
-    .map((n) => n.slice(0, -SEGMENT_INDEX_EXT.length))
-    .filter((n) => n < segName);
-  for (const n of names.reverse()) {
-    const last = readCommits(path.join(genDir, SEGMENTS_DIR, n + SEGMENT_INDEX_EXT)).at(-1);
-    if (last) return last.dbPages;
-  }
-  return undefined;
-}
-
-function readNames(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir).sort();
-  } catch {
-    return [];
-  }
-}

@@ -1,6 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import { capture, captureBeforeClose, historyBytes, sealAfterClose, type CaptureOptions, type CaptureReport, type PendingSeal } from '../history/capture.ts';
+import { capture, captureBeforeClose, sealAfterClose, type CaptureOptions, type CaptureReport, type PendingSeal } from '../history/capture.ts';
+import { historyBytes } from '../history/history-bytes.ts';
 import { historyDir, localSource, type HistorySource } from '../history/layout.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import type { HistoryOptions } from './executor-protocol.ts';

@@ -1,0 +1,240 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  GENERATION_END,
+  SEGMENTS_DIR,
+  SEGMENT_DATA_EXT,
+  SEGMENT_INDEX_EXT,
+  nameSeq,
+  readCommits,
+  readIndex,
+  readJson,
+  SNAPSHOT_META,
+  segmentName,
+  type HistorySource,
+  type SegmentHeader,
+  type SnapshotMeta,
+} from './layout.ts';
+import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
+
+/**
+ * Where capture stands for one database: the newest generation and segment, and how far the
+ * segment (so the live WAL it copies) has been copied. Rebuilt from the files whenever they
+ * changed under it — another executor child may have captured this database since — so the
+ * files, not this cache, are the truth.
+ */
+export interface State {
+  genDir: string;
+  genName: string;
+  dbPages: number;
+  /** Set once the generation has a segment. */
+  seg?: Segment;
+  stamp: string;
+  /** When the stamp was last found to hold (or the state built): see {@link historyBytes}. */
+  checkedAt: number;
+  /**
+   * Bytes of the database's whole history folder: walked once when the state is (re)built,
+   * then kept by adding what each capture appends, so the quota check costs nothing per write.
+   */
+  bytes?: number;
+  /** When `bytes` was last held against the generations' folder, and its mtime then. */
+  bytesAt?: number;
+  gensMtimeMs?: number;
+  /**
+   * Built without the write lock (a quota check, a restore's look): frames past the segment's
+   * last indexed commit were left, since they may be another child's capture between its copy
+   * and its index line. The next capture, under the lock, cuts them (a crash's leftovers).
+   */
+  uncut?: boolean;
+  /**
+   * Built without the write lock from an index whose last line is cut short: the bytes its whole
+   * lines take. The next capture loads the files again under the lock, which cuts the rest before
+   * it appends: appended after the torn line, its lines would be hidden behind it.
+   */
+  indexGood?: number;
+}
+
+/** The segment capture appends to, with its files kept open while the database's handle is. */
+export interface Segment {
+  name: string;
+  seq: number;
+  header: SegmentHeader;
+  dataPath: string;
+  indexPath: string;
+  frames: number;
+  c1: number;
+  c2: number;
+  /** Frames the last commit copied took: how many the next capture reads first. */
+  lastCommitFrames?: number;
+  /**
+   * Open descriptors of its data and index files: each commit's copy would otherwise open and
+   * close both (four system calls, a third of a capture's). Closed when the database's handle
+   * closes (`captureBeforeClose`), when the segment or the state is replaced, and by `forgetCapture`.
+   */
+  fds?: { data: number; index: number };
+}
+
+export function segmentFds(seg: Segment): { data: number; index: number } {
+  if (!seg.fds) {
+    const data = fs.openSync(seg.dataPath, 'r+');
+    try {
+      seg.fds = { data, index: fs.openSync(seg.indexPath, 'a') };
+    } catch (err) {
+      fs.closeSync(data);
+      throw err;
+    }
+  }
+  return seg.fds;
+}
+
+export function closeSegment(seg: Segment | undefined): void {
+  if (!seg?.fds) return;
+  const { data, index } = seg.fds;
+  seg.fds = undefined;
+  fs.closeSync(data);
+  fs.closeSync(index);
+}
+
+/** Drops what this process knew of a database's capture, closing its open segment. */
+export function dropState(dbPath: string): void {
+  closeSegment(states.get(dbPath)?.seg);
+  states.delete(dbPath);
+}
+
+/** What this process knows of each database's capture, by its path. */
+export const states = new Map<string, State>();
+
+export function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<State['seg']> {
+  const seq = (st.seg?.seq ?? 0) + 1;
+  const dir = path.join(st.genDir, SEGMENTS_DIR);
+  fs.mkdirSync(dir, { recursive: true });
+  const name = segmentName(seq);
+  const dataPath = path.join(dir, name + SEGMENT_DATA_EXT);
+  const indexPath = path.join(dir, name + SEGMENT_INDEX_EXT);
+  // The data file first, and only if new: it is what names the segment (a crash may leave an
+  // index without one), and finding it already there means another capture began it.
+  fs.writeFileSync(dataPath, head, { flag: 'wx' });
+  fs.writeFileSync(indexPath, '');
+  return { name, seq, header: hdr, dataPath, indexPath, frames: 0, c1: hdr.c1, c2: hdr.c2 };
+}
+
+/**
+ * What must not have changed for a cached state to hold: no later generation (it would have
+ * marked this one ended), no next segment, the index's size (it only grows), and the folder of
+ * generations (a prune, for the byte count). Another child may have captured this database
+ * since: existence and sizes say so exactly, where folder mtimes tick too coarsely (a segment
+ * begun in the same tick once went unseen, and was begun again over the other's).
+ */
+export function stampOf(genDir: string, seq: number, indexPath: string | undefined): string {
+  const gens = fs.statSync(path.dirname(genDir), { throwIfNoEntry: false });
+  const ended = fs.existsSync(path.join(genDir, GENERATION_END));
+  const next = fs.existsSync(path.join(genDir, SEGMENTS_DIR, segmentName(seq + 1) + SEGMENT_DATA_EXT));
+  const idx = indexPath ? fs.statSync(indexPath, { throwIfNoEntry: false }) : undefined;
+  return `${gens?.mtimeMs}|${ended}|${next}|${idx?.size}`;
+}
+
+/** The index's size a stamp holds (its last field). */
+function stampedIndexBytes(stamp: string): number {
+  return Number(stamp.slice(stamp.lastIndexOf('|') + 1));
+}
+
+export function bumpStamp(stamp: string, grew: number): string {
+  if (grew === 0) return stamp;
+  const cut = stamp.lastIndexOf('|');
+  return `${stamp.slice(0, cut)}|${Number(stamp.slice(cut + 1)) + grew}`;
+}
+
+/**
+ * `quick`: a capture about to read the WAL's salts may trust one fstat (below); anything else
+ * looks in full. `locked`: the caller holds the database's write lock, so no capture is half done.
+ */
+export function loadState(dbPath: string, source: HistorySource, quick: boolean, locked = false): State | undefined {
+  const cached = states.get(dbPath);
+  // While this child's handle stayed open (the segment's files are open only then), only another
+  // child's capture into this very segment, from the same WAL, can change what the state says
+  // without the WAL starting over: the index's size tells, by one fstat. A new segment, a new
+  // generation (another child's snapshot) or anything else first restarts the WAL, which
+  // `copyNew` sees by its salts and checks in full there; a prune only moves the byte count,
+  // which `historyBytes` looks after.
+  if (quick && cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
+    cached.checkedAt = Date.now();
+    return cached;
+  }
+  if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.seq ?? 0, cached.seg?.indexPath)) {
+    cached.checkedAt = Date.now();
+    return cached;
+  }
+  closeSegment(cached?.seg);
+  const genNames = readNames(source.generationsDir).filter((n) => n.startsWith('g') && nameSeq(n) !== undefined);
+  const genName = genNames.at(-1);
+  if (!genName) return undefined;
+  const genDir = path.join(source.generationsDir, genName);
+  const snap = readJson<SnapshotMeta>(path.join(genDir, SNAPSHOT_META));
+  if (!snap) return undefined;
+  const st: State = { genDir, genName, dbPages: snap.pages, stamp: '', checkedAt: Date.now() };
+  const segName = readNames(path.join(genDir, SEGMENTS_DIR))
+    .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
+    .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
+    .at(-1);
+  if (segName) {
+    const dataPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_DATA_EXT);
+    const indexPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_INDEX_EXT);
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    const fd = fs.openSync(dataPath, locked ? 'r+' : 'r');
+    let header: SegmentHeader | undefined;
+    try {
+      fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+      header = parseWalHeader(head);
+      const index = readIndex(indexPath);
+      // A line a crash or a full disk cut short ends what the index says: cut it off (under the
+      // lock, as the frames below), or every line appended after it would stay hidden behind it.
+      // Without it, the next capture looks again under the lock (`indexGood`).
+      if (index.goodBytes < index.bytes) {
+        if (locked) fs.truncateSync(indexPath, index.goodBytes);
+        else st.indexGood = index.goodBytes;
+      }
+      const last = index.commits.at(-1);
+      if (header) {
+        // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
+        // so the segment holds exactly what its index says. Only under the write lock: without
+        // it they may be another child's capture between its copy and its index line.
+        if (locked) fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
+        else st.uncut = true;
+        st.seg = { name: segName, seq: nameSeq(segName)!, header, dataPath, indexPath, frames: last?.frames ?? 0, c1: last?.c1 ?? header.c1, c2: last?.c2 ?? header.c2 };
+        if (last) st.dbPages = last.dbPages;
+        // A previous segment's last commit sets the size when this one has none yet.
+        else st.dbPages = previousDbPages(genDir, segName) ?? st.dbPages;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  st.stamp = stampOf(genDir, st.seg?.seq ?? 0, st.seg?.indexPath);
+  states.set(dbPath, st);
+  return st;
+}
+
+function previousDbPages(genDir: string, segName: string): number | undefined {
+  const names = readNames(path.join(genDir, SEGMENTS_DIR))
+    .filter((n) => n.endsWith(SEGMENT_INDEX_EXT))
+    .map((n) => n.slice(0, -SEGMENT_INDEX_EXT.length))
+    .filter((n) => n < segName);
+  for (const n of names.reverse()) {
+    const last = readCommits(path.join(genDir, SEGMENTS_DIR, n + SEGMENT_INDEX_EXT)).at(-1);
+    if (last) return last.dbPages;
+  }
+  return undefined;
+}
+
+function readNames(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+}
+
+/** Where a state's history ends, as a string to compare: a capture by any connection moves it. */
+export function positionKey(st: State): string {
+  return `${st.genName}|${st.seg?.name ?? ''}|${st.seg?.frames ?? 0}`;
+}
