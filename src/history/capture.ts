@@ -215,10 +215,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
       // silently. Frame 1 is written again only with no frame committed under these salts, so an
       // empty segment takes the new header; one holding frames cannot be, and starts over.
       if (seg.frames > 0) return { report, state: st, next: 'gap', checkpoint: false };
-      fs.writeSync(segmentFds(seg).data, head, 0, WAL_HEADER_BYTES, 0);
-      seg.header = hdr;
-      seg.c1 = hdr.c1;
-      seg.c2 = hdr.c2;
+      adoptHeader(seg, head, hdr);
     }
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
       // Another child may have begun the next segment or generation meanwhile (see `loadState`):
@@ -239,6 +236,16 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
         const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, now);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
       }
+      // A segment with nothing committed under its header (begun for a transaction that spilled
+      // into the WAL, then rolled back) goes on from where the one before ended, as the file does:
+      // the WAL written again from frame 1 takes it over, whatever its salts (a connection that
+      // never started a WAL over writes fresh random ones). Beginning a generation was a full
+      // snapshot of the database after every big transaction that failed.
+      if (seg && seg.frames === 0 && !leaving && seg.header.pageSize === hdr.pageSize) {
+        adoptHeader(seg, head, hdr);
+        const copied = copyCommitted(fd, frameOffset(hdr.pageSize, 1), hdr, seg, now);
+        return recordCopied(st, seg, copied, report, dbPath, opts);
+      }
       // A WAL that started over. After a checkpoint SQLite adds one to salt-1. After the last
       // connection closed (checkpointing, deleting the WAL) the salts are new, and the file
       // must be what the generation's seal says. Anything else means commits capture never saw.
@@ -256,6 +263,14 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     closeWal(db);
     throw err;
   }
+}
+
+/** An empty segment takes the live WAL's header (`head`, parsed `hdr`): its frames chain from it. */
+function adoptHeader(seg: Segment, head: Buffer, hdr: SegmentHeader): void {
+  fs.writeSync(segmentFds(seg).data, head, 0, WAL_HEADER_BYTES, 0);
+  seg.header = hdr;
+  seg.c1 = hdr.c1;
+  seg.c2 = hdr.c2;
 }
 
 /** Appends the index lines of what {@link copyCommitted} copied into `seg`, and moves the state on. */

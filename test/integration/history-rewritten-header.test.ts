@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capture, forgetCapture } from '../../src/history/capture.ts';
-import { localSource } from '../../src/history/layout.ts';
+import { capture, captureBeforeClose, forgetCapture, sealAfterClose } from '../../src/history/capture.ts';
+import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { dumpHash } from '../helpers/history.ts';
 
@@ -74,4 +74,79 @@ describe('history when the WAL header is written again with the same salts', () 
       expect(dumpHash(out), `the moment ${at}`).toBe(hash);
     }
   });
+});
+
+// A connection that never started a WAL over itself writes fresh random salts whenever it writes
+// frame 1 of an empty WAL: a big transaction that spilled into the WAL and rolled back left
+// history a segment begun from a header no commit followed, and the next commit's header was
+// neither salt-1 + 1 nor what the seal said. Each time a generation began (a full snapshot of
+// the database) where history simply goes on.
+describe('history after a transaction that spilled into the WAL and rolled back', () => {
+  for (const handles of [1, 2]) {
+    it(`goes on in the same generation, every moment exact (${handles === 1 ? 'one handle, closed and reopened' : 'two handles'})`, () => {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-history-spill-'));
+      const file = path.join(dataDir, 'db.sqlite');
+      const source = localSource(dataDir, 'sp/a');
+      let clock = 1_000;
+      const opts = { source, checkpointBytes: handles === 1 ? 64 * 1024 * 1024 : 8192, now: () => clock };
+      const moments: { at: number; hash: string }[] = [];
+      const open = () => {
+        const db = new Database(file);
+        db.pragma('journal_mode = WAL');
+        db.pragma('wal_autocheckpoint = 0');
+        db.pragma('cache_size = 10');
+        return db;
+      };
+      const captured = (db: Database.Database) => {
+        clock += 1_000;
+        capture(db, file, opts);
+        moments.push({ at: clock, hash: dumpHash(file) });
+      };
+      const spill = (db: Database.Database) =>
+        expect(() =>
+          db.transaction(() => {
+            for (let j = 0; j < 300; j++) db.prepare('INSERT INTO t (v) VALUES (randomblob(3000))').run();
+            throw new Error('the agent statement failed');
+          })(),
+        ).toThrow(/failed/);
+      try {
+        let a = open();
+        captured(a);
+        a.exec('CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)');
+        captured(a);
+        let b: Database.Database;
+        if (handles === 1) {
+          // Closed as agentdb closes a handle (capture, close, seal), then opened again.
+          a.prepare('INSERT INTO t (v) VALUES (?)').run('before the close');
+          captured(a);
+          const pending = captureBeforeClose(a, file, opts);
+          a.close();
+          sealAfterClose(file, pending);
+          a = open();
+          b = a;
+        } else {
+          b = open();
+          captured(b);
+        }
+        spill(a);
+        captured(a);
+        b.prepare('INSERT INTO t (v) VALUES (randomblob(?))').run(20_000);
+        captured(b);
+        a.prepare('INSERT INTO t (v) VALUES (?)').run('after');
+        captured(a);
+        if (b !== a) b.close();
+        a.close();
+        forgetCapture(file);
+        expect(listGenerations(source).length).toBe(1);
+        for (const { at, hash } of moments) {
+          const out = path.join(dataDir, `restored-${at}.sqlite`);
+          buildRestore(planRestore(source, { at }), out);
+          expect(dumpHash(out), `the moment ${at}`).toBe(hash);
+        }
+      } finally {
+        forgetCapture(file);
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  }
 });
