@@ -3,7 +3,7 @@ import type { Database } from 'better-sqlite3';
 import { beginCapture, closeWal, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
 import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
-import { markRestoreLeaving, restoreLeaving, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
+import { markRestoreLeaving, restoreLeaving, sealBroken, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
@@ -173,6 +173,10 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     // file is no state of it. Begun at once, not at the next write, or a moment in between
     // would restore the state before that restore.
     if (restoreLeaving(full.genDir)) return { report, state: full, next: 'gap', checkpoint: false };
+    // Sealed where history ends, and written since with no WAL left to show it: another program
+    // committed and its last close folded the commit into the file. History cannot go on from
+    // what it has (a moment now would restore without that program's writes): a gap.
+    if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', checkpoint: false };
     return { report, state: full, checkpoint: false };
   };
   const wal = walOf(db, dbPath);

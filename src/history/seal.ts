@@ -53,21 +53,28 @@ export function writeSeal(genDir: string, dbPath: string, segment: string, frame
 
 /** Whether `dbPath` is, untouched, what generation `genDir` sealed at (`segment`, `frames`). */
 export function sealHolds(genDir: string, dbPath: string, segment: string, frames: number): boolean {
+  return sealAt(genDir, dbPath, segment, frames) === 'holds';
+}
+
+/**
+ * Whether generation `genDir` was sealed at (`segment`, `frames`) and `dbPath` was written since:
+ * history is there, the WAL gone, and the file is no longer what it was (another program wrote
+ * it, and its last close checkpointed and removed the WAL).
+ */
+export function sealBroken(genDir: string, dbPath: string, segment: string, frames: number): boolean {
+  return sealAt(genDir, dbPath, segment, frames) === 'broken';
+}
+
+function sealAt(genDir: string, dbPath: string, segment: string, frames: number): 'holds' | 'broken' | 'none' {
   let seal: Seal;
   try {
     seal = JSON.parse(fs.readFileSync(path.join(genDir, SEAL_FILE), 'utf8')) as Seal;
   } catch {
-    return false;
+    return 'none';
   }
+  if (seal.segment !== segment || seal.frames !== frames) return 'none';
   const st = fs.statSync(dbPath, { bigint: true, throwIfNoEntry: false });
-  return (
-    st !== undefined &&
-    seal.segment === segment &&
-    seal.frames === frames &&
-    seal.size === String(st.size) &&
-    seal.mtimeNs === String(st.mtimeNs) &&
-    seal.ino === String(st.ino)
-  );
+  return st !== undefined && seal.size === String(st.size) && seal.mtimeNs === String(st.mtimeNs) && seal.ino === String(st.ino) ? 'holds' : 'broken';
 }
 
 const RESTORING_FILE = 'restoring.json';

@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { capture, forgetCapture } from '../../src/history/capture.ts';
-import { localSource } from '../../src/history/layout.ts';
+import { capture, captureBeforeClose, forgetCapture, sealAfterClose } from '../../src/history/capture.ts';
+import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { dumpHash } from '../helpers/history.ts';
 
@@ -125,6 +125,48 @@ describe('history when a program outside agentdb commits and checkpoints', () =>
     db.close();
 
     expect(restored(afterAt)).toBe(after);
+    expect(restored(clock)).toBe(last);
+  });
+
+  it('sees, as the file opens again, an outside commit made while no agentdb handle had it open (its close removed the WAL)', () => {
+    let clock = 1_000;
+    const opts = { source: localSource(dataDir, 'o/a'), checkpointBytes: 64 * 1024 * 1024, now: () => clock };
+    const open = () => {
+      const db = new Database(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      return db;
+    };
+    let db = open();
+    capture(db, file, opts);
+    db.exec('CREATE TABLE ours (v TEXT); CREATE TABLE theirs (v TEXT)');
+    clock += 1_000;
+    capture(db, file, opts);
+    // Closed as agentdb closes a handle: captured, closed, sealed.
+    const pending = captureBeforeClose(db, file, opts);
+    db.close();
+    sealAfterClose(file, pending);
+
+    // The outside program's last close folds its commit into the file and removes the WAL.
+    const outside = new Database(file);
+    outside.prepare('INSERT INTO theirs VALUES (?)').run('an operator was here');
+    outside.close();
+    expect(fs.existsSync(`${file}-wal`)).toBe(false);
+
+    db = open();
+    clock += 1_000;
+    const report = capture(db, file, opts);
+    const opened = dumpHash(file);
+    const openedAt = clock;
+    db.prepare('INSERT INTO ours VALUES (?)').run('mine after');
+    clock += 1_000;
+    capture(db, file, opts);
+    const last = dumpHash(file);
+    db.close();
+
+    expect(report.generation).toBe('gap');
+    expect(listGenerations(localSource(dataDir, 'o/a')).map((g) => g.snapshot?.reason)).toEqual(['first', 'gap']);
+    expect(restored(openedAt)).toBe(opened);
     expect(restored(clock)).toBe(last);
   });
 });
