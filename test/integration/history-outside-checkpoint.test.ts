@@ -27,10 +27,48 @@ describe('history when a program outside agentdb commits and checkpoints', () =>
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const restored = (at: number) => {
-    const out = path.join(dataDir, `restored-${at}.sqlite`);
-    buildRestore(planRestore(localSource(dataDir, 'o/a'), { at }), out);
-    return dumpHash(out);
+  /**
+   * agentdb's side: handles opened as the executor opens them, and commits captured on a clock the
+   * test moves a second at a time, each moment kept with the file's dump right after it.
+   */
+  const agentdb = (checkpointBytes = 64 * 1024 * 1024) => {
+    let clock = 1_000;
+    const opts = { source: localSource(dataDir, 'o/a'), checkpointBytes, now: () => clock };
+    const moments = new Map<string, { at: number; hash: string }>();
+    return {
+      opts,
+      open(): Database.Database {
+        const db = new Database(file);
+        db.pragma('journal_mode = WAL');
+        db.pragma('wal_autocheckpoint = 0');
+        return db;
+      },
+      captured(db: Database.Database, moment?: string) {
+        clock += 1_000;
+        const report = capture(db, file, opts);
+        if (moment) moments.set(moment, { at: clock, hash: dumpHash(file) });
+        return report;
+      },
+      /** Restores every moment kept and says which differ from the file then. */
+      wrong(): string[] {
+        return [...moments].flatMap(([name, { at, hash }]) => {
+          const out = path.join(dataDir, `restored-${at}.sqlite`);
+          buildRestore(planRestore(opts.source, { at }), out);
+          return dumpHash(out) === hash ? [] : [name];
+        });
+      },
+    };
+  };
+
+  /** Tables `ours` (agentdb's) and `theirs` (the outside program's: a page no later commit writes), and three commits. */
+  const started = (a: ReturnType<typeof agentdb>, db: Database.Database) => {
+    a.captured(db);
+    db.exec('CREATE TABLE ours (v TEXT); CREATE TABLE theirs (v TEXT)');
+    a.captured(db);
+    for (let i = 0; i < 3; i++) {
+      db.prepare('INSERT INTO ours VALUES (?)').run(`mine ${i}`);
+      a.captured(db, `mine ${i}`);
+    }
   };
 
   // The checkpoint (TRUNCATE empties the WAL), whether agentdb's own checkpoint is due, and
@@ -45,128 +83,66 @@ describe('history when a program outside agentdb commits and checkpoints', () =>
   ];
   for (const { mode, checkpointBytes, big } of cases) {
     it(`keeps the outside commit and the next own commit (${mode}${checkpointBytes === 4096 ? ', own checkpoint due' : ''}${big ? ', a big next commit' : ''})`, () => {
-      const db = new Database(file);
-      db.pragma('journal_mode = WAL');
-      db.pragma('wal_autocheckpoint = 0');
-      let clock = 1_000;
-      const opts = { source: localSource(dataDir, 'o/a'), checkpointBytes, now: () => clock };
-      capture(db, file, opts);
-      db.exec('CREATE TABLE ours (v TEXT); CREATE TABLE theirs (v TEXT)');
-      clock = 2_000;
-      capture(db, file, opts);
-      for (let i = 0; i < 3; i++) {
-        db.prepare('INSERT INTO ours VALUES (?)').run(`mine ${i}`);
-        clock += 1_000;
-        capture(db, file, opts);
-      }
-      const before = dumpHash(file);
-      const beforeAt = clock;
-
-      // The outside program: a row into a table of its own (on a page no later commit writes),
-      // then a checkpoint that copies every frame into the file.
+      const a = agentdb(checkpointBytes);
+      const db = a.open();
+      started(a, db);
       const outside = new Database(file);
       outside.prepare('INSERT INTO theirs VALUES (?)').run('an operator was here');
       outside.pragma(`wal_checkpoint(${mode})`);
       outside.close();
-
-      // agentdb's next commit starts the WAL over (salt-1 + 1).
+      // agentdb's next commit starts the WAL over (salt-1 + 1); one more reads on in the new WAL.
       db.prepare('INSERT INTO ours VALUES (?)').run(big ? 'x'.repeat(40_000) : 'mine after');
-      clock += 1_000;
-      capture(db, file, opts);
-      const after = dumpHash(file);
-      const afterAt = clock;
-      // And one more, so the next capture reads what follows in the new WAL.
+      a.captured(db, 'after');
       db.prepare('INSERT INTO ours VALUES (?)').run('mine last');
-      clock += 1_000;
-      capture(db, file, opts);
-      const last = dumpHash(file);
+      a.captured(db, 'last');
       db.close();
-
-      expect(restored(beforeAt)).toBe(before);
-      expect(restored(afterAt)).toBe(after);
-      expect(restored(clock)).toBe(last);
+      expect(a.wrong()).toEqual([]);
     });
   }
 
   it('keeps a commit whose capture failed and the next one, which started the WAL over after an outside checkpoint', () => {
-    const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0');
+    const a = agentdb();
+    const db = a.open();
     db.pragma('busy_timeout = 10');
-    let clock = 1_000;
-    const opts = { source: localSource(dataDir, 'o/a'), checkpointBytes: 64 * 1024 * 1024, now: () => clock };
-    capture(db, file, opts);
-    db.exec('CREATE TABLE ours (v TEXT); CREATE TABLE other (v TEXT)');
-    for (let i = 0; i < 3; i++) {
-      db.prepare('INSERT INTO ours VALUES (?)').run(`mine ${i}`);
-      clock += 1_000;
-      capture(db, file, opts);
-    }
+    started(a, db);
     // A commit (on a page of its own) whose capture fails: an outside program holds the lock.
-    db.prepare('INSERT INTO other VALUES (?)').run('capture failed');
+    db.prepare('INSERT INTO theirs VALUES (?)').run('capture failed');
     const outside = new Database(file);
     outside.exec('BEGIN IMMEDIATE');
-    clock += 1_000;
-    expect(() => capture(db, file, opts)).toThrow(/busy|locked/i);
+    expect(() => a.captured(db)).toThrow(/busy|locked/i);
     // It lets go and checkpoints, committing nothing (so `data_version` stays put).
     outside.exec('ROLLBACK');
     outside.pragma('wal_checkpoint(PASSIVE)');
     outside.close();
     // The next commit starts the WAL over, behind the uncaptured one.
     db.prepare('INSERT INTO ours VALUES (?)').run('after');
-    clock += 1_000;
-    capture(db, file, opts);
-    const after = dumpHash(file);
-    const afterAt = clock;
+    a.captured(db, 'after');
     db.prepare('INSERT INTO ours VALUES (?)').run('last');
-    clock += 1_000;
-    capture(db, file, opts);
-    const last = dumpHash(file);
+    a.captured(db, 'last');
     db.close();
-
-    expect(restored(afterAt)).toBe(after);
-    expect(restored(clock)).toBe(last);
+    expect(a.wrong()).toEqual([]);
   });
 
   it('sees, as the file opens again, an outside commit made while no agentdb handle had it open (its close removed the WAL)', () => {
-    let clock = 1_000;
-    const opts = { source: localSource(dataDir, 'o/a'), checkpointBytes: 64 * 1024 * 1024, now: () => clock };
-    const open = () => {
-      const db = new Database(file);
-      db.pragma('journal_mode = WAL');
-      db.pragma('wal_autocheckpoint = 0');
-      return db;
-    };
-    let db = open();
-    capture(db, file, opts);
-    db.exec('CREATE TABLE ours (v TEXT); CREATE TABLE theirs (v TEXT)');
-    clock += 1_000;
-    capture(db, file, opts);
+    const a = agentdb();
+    let db = a.open();
+    started(a, db);
     // Closed as agentdb closes a handle: captured, closed, sealed.
-    const pending = captureBeforeClose(db, file, opts);
+    const pending = captureBeforeClose(db, file, a.opts);
     db.close();
     sealAfterClose(file, pending);
-
     // The outside program's last close folds its commit into the file and removes the WAL.
     const outside = new Database(file);
     outside.prepare('INSERT INTO theirs VALUES (?)').run('an operator was here');
     outside.close();
     expect(fs.existsSync(`${file}-wal`)).toBe(false);
 
-    db = open();
-    clock += 1_000;
-    const report = capture(db, file, opts);
-    const opened = dumpHash(file);
-    const openedAt = clock;
+    db = a.open();
+    expect(a.captured(db, 'opened').generation).toBe('gap');
     db.prepare('INSERT INTO ours VALUES (?)').run('mine after');
-    clock += 1_000;
-    capture(db, file, opts);
-    const last = dumpHash(file);
+    a.captured(db, 'last');
     db.close();
-
-    expect(report.generation).toBe('gap');
-    expect(listGenerations(localSource(dataDir, 'o/a')).map((g) => g.snapshot?.reason)).toEqual(['first', 'gap']);
-    expect(restored(openedAt)).toBe(opened);
-    expect(restored(clock)).toBe(last);
+    expect(listGenerations(a.opts.source).map((g) => g.snapshot?.reason)).toEqual(['first', 'gap']);
+    expect(a.wrong()).toEqual([]);
   });
 });
