@@ -7,8 +7,10 @@ import { pipeline } from 'node:stream/promises';
 import { AgentDbError } from '../errors.ts';
 import { Measure, type BlobStore } from './blob-store.ts';
 import { backupPrefix, manifestRange, readManifest, type ManifestFile } from './backup-manifest.ts';
-import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, writeJsonAtomic } from './layout.ts';
-import { buildRestore, planRestore } from './restore-engine.ts';
+import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, writeJsonAtomic, type HistorySource } from './layout.ts';
+import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
+import { planRestore, rebuild, verifyIntegrity } from './restore-engine.ts';
+import { syncDir, syncFile } from './snapshot.ts';
 
 /** What a disaster restore did. */
 export interface BlobRestoreResult {
@@ -52,8 +54,17 @@ export async function restoreFromBlob(
     into?: string;
     /** Only say what it would restore: the commit indexes are downloaded, nothing is built or created. */
     dryRun?: boolean;
-    /** Runs on the checked file before it is put in place (the caller's audit row), with the moment it holds. */
-    beforePlace?: (file: string, restoredTo: number) => void;
+    /**
+     * Runs on the checked file before it is put in place (the caller's audit row), with the moment
+     * it holds; says which pages it wrote (undefined: it cannot tell, so every page counts).
+     */
+    beforePlace?: (file: string, restoredTo: number) => Set<number> | undefined;
+    /**
+     * The created database's own history, begun as a restore: the downloaded snapshot linked,
+     * with what the restore wrote on top of it as its first commit (`linked-generation.ts`).
+     * Without it, the first capture snapshots the whole file.
+     */
+    history?: HistorySource;
   },
 ): Promise<BlobRestoreResult> {
   const { id, dbPath } = opts;
@@ -102,15 +113,26 @@ export async function restoreFromBlob(
     };
     if (dry) return answer;
     const built = path.join(work, 'restored.sqlite');
-    buildRestore(plan, built);
-    opts.beforePlace?.(built, plan.restoredTo);
-    fs.mkdirSync(path.dirname(dbPath), { recursive: true });
-    // A link never replaces: a database created here meanwhile (a call) is left alone.
+    const rebuilt = rebuild(plan, built, { flushAsWritten: true });
+    verifyIntegrity(built);
+    const audited = opts.beforePlace?.(built, plan.restoredTo);
+    syncFile(built);
+    const written = opts.beforePlace && !audited ? everyPage(built, plan.snapshot.pageSize) : new Set([...rebuilt.written, ...(audited ?? [])]);
+    let prepared = opts.history ? prepareGeneration(opts.history, plan, built, written) : undefined;
     try {
-      fs.linkSync(built, dbPath);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${made} was created while it was being restored; nothing was changed`);
-      throw err;
+      fs.mkdirSync(path.dirname(dbPath), { recursive: true });
+      // A link never replaces: a database created here meanwhile (a call) is left alone.
+      try {
+        fs.linkSync(built, dbPath);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${made} was created while it was being restored; nothing was changed`);
+        throw err;
+      }
+      syncDir(path.dirname(dbPath));
+      if (prepared) publishGeneration(prepared, dbPath, 'restore', Date.now());
+      prepared = undefined;
+    } finally {
+      discardGeneration(prepared);
     }
     return answer;
   } finally {

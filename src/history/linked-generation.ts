@@ -125,3 +125,9 @@ function linkOrCopy(from: string, to: string): void {
     fs.copyFileSync(from, to);
   }
 }
+
+/** Every page of `file`: what a base commit holds when what was written on top cannot be told. */
+export function everyPage(file: string, pageSize: number): Set<number> {
+  const n = Math.floor(fs.statSync(file).size / pageSize);
+  return new Set(Array.from({ length: n }, (_, i) => i + 1));
+}

@@ -1,11 +1,11 @@
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../history/blob-stores.ts';
 import { restoreFromBlob } from '../history/blob-restore.ts';
+import { localSource } from '../history/layout.ts';
 import { databaseId, databasePath, parseDatabaseId, shardOf } from '../store/database-id.ts';
 import type { RestoreActor } from '../store/executor-protocol.ts';
-import { audit } from '../store/restore-common.ts';
+import { auditInto } from '../store/restore-common.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
 
 /**
@@ -40,19 +40,10 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
       dbPath: databasePath(config.dataDir, workspace, agent, shard),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),
-      beforePlace: (file, restoredTo) => auditInto(file, by, `${data.db}:${Date.now()}`, `restored from the backup of ${source} in ${store.name} as of ${new Date(restoredTo).toISOString()}`),
+      beforePlace: (file, restoredTo) => auditInto(file, by, `${data.db}:${Date.now()}`, `restored from the backup of ${source} in ${store.name} as of ${new Date(restoredTo).toISOString()}`, Date.now()),
+      history: localSource(config.dataDir, data.db),
     });
   } finally {
     await store.close();
   }
 };
-
-/** The disaster restore's row in the rebuilt file's own audit, before it is put in place. */
-function auditInto(file: string, by: RestoreActor, id: string, statement: string): void {
-  const db = new Database(file, { fileMustExist: true });
-  try {
-    audit(db, by, id, statement, Date.now());
-  } finally {
-    db.close();
-  }
-}

@@ -1,21 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { foreseeHeader, type Rebuilt } from '../history/adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from '../history/capture.ts';
 import { historyDir, listGenerations, listSegments, localSource, readCommits, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from '../history/layout.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
-import { discardGeneration, prepareGeneration, publishGeneration, type PreparedGeneration } from '../history/linked-generation.ts';
+import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from '../history/linked-generation.ts';
 import { planRestore, rebuild, verifyIntegrity, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
 import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from '../history/snapshot.ts';
-import { walPages } from '../history/wal-format.ts';
 import { swapIn } from '../history/swap-in.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
 import type { HistoryCapture } from './history-capture.ts';
-import { audit, closedEverywhere, newUndoId } from './restore-common.ts';
+import { audit, auditInto, closedEverywhere, newUndoId } from './restore-common.ts';
 import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-delta.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -121,7 +119,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       const audited_ = auditInto(next, req.by, undoId, audited, now);
       step('rebuilt');
       checkAndSync(next);
-      prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : allPages(next, plan));
+      prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : everyPage(next, plan.snapshot.pageSize));
       step('copied');
       // Closing captures what is left and, as the last connection, checkpoints and removes the
       // -wal and -shm (see `HistoryCapture.hooks`): the file alone is the state before.
@@ -225,31 +223,6 @@ function throughSqlite(handles: HandleCache, history: HistoryCapture, req: Resto
   handles.evict(req.db.path);
 }
 
-/**
- * Writes the restore's audit row into the restored file, before it goes in place, and says
- * which pages that commit wrote (read from its WAL before the close folds it in), for the new
- * generation's base commit. Undefined when the file is not in WAL mode (it then has no WAL to
- * read them from): every page counts then.
- */
-function auditInto(file: string, by: RestoreActor, id: string, statement: string, at: number): Set<number> | undefined {
-  const db = new Database(file, { fileMustExist: true });
-  try {
-    // Not durable yet on purpose: the file is synced once whole (see `checkAndSync`).
-    db.pragma('synchronous = OFF');
-    db.pragma('wal_autocheckpoint = 0');
-    audit(db, by, id, statement, at);
-    if (db.pragma('journal_mode', { simple: true }) !== 'wal') return undefined;
-    return walPages(`${file}-wal`);
-  } finally {
-    db.close();
-  }
-}
-
-/** Every page of `file`: what a base commit holds when what a restore wrote cannot be told. */
-function allPages(file: string, plan: RestorePlan): Set<number> {
-  const n = Math.floor(fs.statSync(file).size / plan.snapshot.pageSize);
-  return new Set(Array.from({ length: n }, (_, i) => i + 1));
-}
 
 /** The restored file checked (`PRAGMA integrity_check`, removed when it fails) and synced before anything takes it for a database. */
 function checkAndSync(file: string): void {

@@ -155,6 +155,10 @@ describe('nightly backups to the blob store (s3rver)', () => {
         expect(original.integrity).toBe('ok');
         // Recorded in its own audit, as every restore is.
         expect(auditRows(livePath(sb2.config))).toEqual([[expect.stringMatching(new RegExp(`^restored from the backup of ${DB} in .* as of `)), 'operator']]);
+        // Its history begins with the restore (the downloaded snapshot linked, what the restore
+        // wrote on top as its first commit), not with a copy of the whole file at its first open.
+        const reasons = () => listGenerations(localSource(sb2.config.dataDir, DB)).map((g) => g.snapshot?.reason);
+        expect(reasons()).toEqual(['restore']);
         // And a backup can be restored beside a live database, under a new name of its workspace.
         const copy = 'acme/scout-copy';
         const into = await ops2.run(shardOf(copy, sb2.config.shardCount), 'restoreFromBlob', { source: DB, by: { who: 'operator:tester' } }, { db: copy });
@@ -171,6 +175,8 @@ describe('nightly backups to the blob store (s3rver)', () => {
           ok: true,
           result: { rows: [[original.rows.t!.length]] },
         });
+        expect(await c2.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('after the restore')" } })).toMatchObject({ ok: true });
+        expect(reasons()).toEqual(['restore']);
         // It exists now: a second disaster restore refuses to touch it.
         expect(await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB })).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
       } finally {
