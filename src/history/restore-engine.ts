@@ -118,14 +118,14 @@ export function buildRestore(plan: RestorePlan, outPath: string): void {
 }
 
 /**
- * {@link buildRestore} without its `PRAGMA integrity_check`: for a restore that checks the file
- * on another thread while it copies it into place (`placeRebuilt`), and must check it before
- * anything takes its bytes for a database.
+ * {@link buildRestore} without its `PRAGMA integrity_check`: for a restore that adds its audit row
+ * first and must check the file before anything takes its bytes for a database.
+ * `flushAsWritten`: the file is about to be fsynced, so it is flushed on another thread as it is
+ * written (`syncBehind`).
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
  */
 export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritten?: boolean } = {}): Rebuilt {
-  // For a file about to be fsynced: flushed on another thread as it is written (`syncBehind`).
-  // The file is made first, so that the thread and the copy below hold the same one.
+  // The file is made first, so that the flushing thread and the copy below hold the same one.
   let flushing: SyncBehind | undefined;
   if (opts.flushAsWritten) {
     fs.writeFileSync(outPath, '');
