@@ -23,7 +23,8 @@ export interface BackupReport {
  * to waits for the next backup (the nightly run first starts a new generation, which closes it).
  *
  * A manifest that fails its own check is not trusted: everything is uploaded afresh.
- * @throws AgentDbError HISTORY_CORRUPT when a local snapshot no longer matches its sha256, or
+ * @throws AgentDbError HISTORY_CORRUPT when a local snapshot no longer matches its sha256, the
+ *   store holds another generation under a local one's name (nothing is uploaded then), or
  *   an upload reads back different bytes (the manifest keeps only what was verified).
  */
 export async function backupDatabase(store: BlobStore, dataDir: string, id: string, now = Date.now()): Promise<BackupReport> {
@@ -43,7 +44,20 @@ export async function backupDatabase(store: BlobStore, dataDir: string, id: stri
     return { key, sha256: put.sha256, bytes: put.size };
   };
 
-  for (const gen of listGenerations(localSource(dataDir, id))) {
+  const generations = listGenerations(localSource(dataDir, id));
+  // A name the blob store has for another generation (history begun again here under names the
+  // store already holds): taking it for this one would back up none of it, silently. Looked for
+  // before anything is uploaded.
+  for (const gen of generations) {
+    const entry = gen.snapshot && known.get(gen.name);
+    if (entry && (entry.snapshot.sha256 !== gen.snapshot!.sha256 || entry.snapshot.at !== gen.snapshot!.at)) {
+      throw new AgentDbError(
+        'HISTORY_CORRUPT',
+        `${store.name} holds a generation ${gen.name} of ${id} that is not this one (its snapshot of ${new Date(entry.snapshot.at).toISOString()}, here ${new Date(gen.snapshot!.at).toISOString()}): the history here was begun again under names already backed up; nothing of ${id} was backed up — move its old backups (${prefix}) aside and back up again`,
+      );
+    }
+  }
+  for (const gen of generations) {
     if (!gen.snapshot) continue;
     let entry = known.get(gen.name);
     if (!entry) {

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { AgentDbError } from '../errors.ts';
 import { Measure, type BlobStore } from './blob-store.ts';
 import { backupPrefix, manifestRange, readManifest, type ManifestFile } from './backup-manifest.ts';
-import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, writeJsonAtomic, type HistorySource } from './layout.ts';
+import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, nameSeq, writeJsonAtomic, type HistorySource } from './layout.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
 import { planRestore, rebuild, verifyIntegrity } from './restore-engine.ts';
 import { syncDir, syncFile } from './snapshot.ts';
@@ -77,7 +77,7 @@ export async function restoreFromBlob(
   const work = path.join(opts.workDir, `blob-restore-${randomUUID()}`);
   try {
     const manifest = await readManifest(store, id);
-    if (!manifest || manifest.generations.length === 0) throw new AgentDbError('NOT_FOUND', `the blob store ${store.name} has no backup of ${id}`);
+    if (!manifest || manifest.generations.length === 0) throw new AgentDbError('NOT_FOUND', `the blob store ${store.name} has no backup of ${id} (on a new machine, point BLOB_DIR, or the S3 settings, at the store the backups went to)`);
     const range = manifestRange(manifest);
     const at = opts.at ?? range.latest!;
     if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
@@ -118,7 +118,12 @@ export async function restoreFromBlob(
     const audited = opts.beforePlace?.(built, plan.restoredTo);
     syncFile(built);
     const written = opts.beforePlace && !audited ? everyPage(built, plan.snapshot.pageSize) : new Set([...rebuilt.written, ...(audited ?? [])]);
-    let prepared = opts.history ? prepareGeneration(opts.history, plan, built, written) : undefined;
+    // Numbered after every generation the blob store has of the database it creates: begun again
+    // at g…1 here, its backups took its generations for the old machine's of the same names, and
+    // uploaded none of them ("unchanged").
+    const backedUp = opts.into === undefined ? manifest : await readManifest(store, made).catch(() => undefined);
+    const above = Math.max(0, ...(backedUp?.generations ?? []).map((g) => nameSeq(g.name) ?? 0));
+    let prepared = opts.history ? prepareGeneration(opts.history, plan, built, written, above) : undefined;
     try {
       fs.mkdirSync(path.dirname(dbPath), { recursive: true });
       // A link never replaces: a database created here meanwhile (a call) is left alone.

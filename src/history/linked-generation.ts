@@ -30,21 +30,25 @@ export interface PreparedGeneration {
   plan: RestorePlan;
   /** The base commit, when the restore wrote any page over the snapshot. */
   base?: WalWritten & { dbPages: number };
+  /** Its number: after every generation here, and after `above`. */
+  seq: number;
 }
 
 /**
  * Prepares the generation that begins with `file`, the restored database (complete and synced,
  * not yet in place): `plan`'s snapshot linked (copied where the file system refuses links), and
- * the `written` pages of `file` as the base commit, each as `file` holds it now.
+ * the `written` pages of `file` as the base commit, each as `file` holds it now. Numbered after
+ * every generation here and after `above` (a disaster restore: the blob store's generations of
+ * the database, which its next backups must not take for these).
  */
-export function prepareGeneration(source: HistorySource, plan: RestorePlan, file: string, written: Iterable<number>): PreparedGeneration {
+export function prepareGeneration(source: HistorySource, plan: RestorePlan, file: string, written: Iterable<number>, above = 0): PreparedGeneration {
   fs.mkdirSync(source.generationsDir, { recursive: true });
   removeDeadTemps(source.generationsDir);
   // One restore of a database runs at a time: any prepared generation of this process is a
   // failed one's (removeDeadTemps leaves a living process's, this one's included).
   const mine = `.${process.pid}.linked.tmp`;
   for (const name of fs.readdirSync(source.generationsDir)) if (name.endsWith(mine)) fs.rmSync(path.join(source.generationsDir, name), { recursive: true, force: true });
-  const seq = (listGenerations(source).at(-1)?.seq ?? 0) + 1;
+  const seq = Math.max(listGenerations(source).at(-1)?.seq ?? 0, above) + 1;
   const tmp = path.join(source.generationsDir, `${generationName(seq)}${mine}`);
   fs.mkdirSync(tmp);
   try {
@@ -58,7 +62,7 @@ export function prepareGeneration(source: HistorySource, plan: RestorePlan, file
     const pages = [...written].filter((p) => p <= dbPages).sort((a, b) => a - b);
     // A file that only shrank still needs a commit to say its size: page 1 as it is.
     if (pages.length === 0 && dbPages !== plan.snapshot.pages) pages.push(1);
-    const prepared: PreparedGeneration = { source, tmp, plan };
+    const prepared: PreparedGeneration = { source, tmp, plan, seq };
     if (pages.length === 0) return prepared;
     fs.mkdirSync(path.join(tmp, SEGMENTS_DIR));
     const fd = fs.openSync(path.join(tmp, SEGMENTS_DIR, segmentName(1) + SEGMENT_DATA_EXT), 'w');
@@ -86,7 +90,7 @@ export function prepareGeneration(source: HistorySource, plan: RestorePlan, file
  * renamed it in with no connection open on it).
  */
 export function publishGeneration(prepared: PreparedGeneration, dbPath: string, reason: 'first' | 'gap' | 'restore', now: number): void {
-  const { source, tmp, plan, base } = prepared;
+  const { source, tmp, plan, base, seq } = prepared;
   const segment = base ? segmentName(1) : '';
   if (base) {
     const line: CommitRecord = { at: now, frames: base.frames, dbPages: base.dbPages, c1: base.c1, c2: base.c2 };
@@ -101,7 +105,7 @@ export function publishGeneration(prepared: PreparedGeneration, dbPath: string, 
   }
   writeSeal(tmp, dbPath, segment, base?.frames ?? 0);
   const last = listGenerations(source).at(-1);
-  const name = generationName((last?.seq ?? 0) + 1);
+  const name = generationName(Math.max((last?.seq ?? 0) + 1, seq));
   const { sha256, bytes } = plan.snapshot;
   publish(tmp, path.join(source.generationsDir, name), name, last, reason, now, { sha256, bytes }, undefined, {
     crcWritten: true,

@@ -302,3 +302,44 @@ describe('the blob prune', () => {
     expect(byId[DB]!.error).toBeUndefined();
   });
 });
+
+// Found by a new user: a database restored from the blob store on a new machine began its history
+// again at g…1, and its backups took its generations for the old machine's of the same names
+// ("unchanged"): nothing written after the disaster restore was backed up, and a later disaster
+// restore quietly brought back the old state.
+describe('a database restored from the blob store on a new machine', () => {
+  it('is backed up from there on, and the old machine backing up the same name is refused loudly', async () => {
+    await runBackups(ops, config.shardCount, { db: DB });
+    const stored = (await readManifest(store, DB))!.generations.map((g) => g.name);
+    const sb3 = sandbox({ ...s3.env, ...HISTORY_ENV });
+    const pool3 = await startPool(sb3.config);
+    const ops3 = new ShardOpClient({ redisUrl: sb3.config.redisUrl, prefix: sb3.config.prefix });
+    try {
+      expect(await ops3.run(shardOf(DB, sb3.config.shardCount), 'restoreFromBlob', {}, { db: DB })).toMatchObject({ ok: true });
+      // Numbered after every generation the store has of it.
+      expect(listGenerations(localSource(sb3.config.dataDir, DB)).map((g) => g.name > stored.at(-1)!)).toEqual([true]);
+      const c3 = sb3.client();
+      expect(await c3.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('written on the new machine')" } })).toMatchObject({ ok: true });
+      const run = await runBackups(ops3, sb3.config.shardCount, { db: DB });
+      expect(run.databases).toEqual([expect.objectContaining({ database: DB, unchanged: false })]);
+      const later = tempFile('new-machine.sqlite');
+      await restoreFromBlob(store, { id: DB, dbPath: later, workDir: path.dirname(later) });
+      expect(dump(later)).toEqual(dump(livePath(sb3.config)));
+      expect(dump(later).rows.t!.some((r) => JSON.stringify(r).includes('written on the new machine'))).toBe(true);
+
+      // The old machine, still running, makes a generation under a name the new one backed up:
+      // its backup of the database fails, naming why, and uploads nothing.
+      await write("INSERT INTO t (s) VALUES ('written on the old machine')");
+      const before = await readManifest(store, DB);
+      const old = await runBackups(ops, config.shardCount, { db: DB });
+      expect(JSON.stringify(old)).toContain('HISTORY_CORRUPT');
+      expect(JSON.stringify(old)).toMatch(/begun again under names already backed up/);
+      expect(await readManifest(store, DB)).toEqual(before);
+    } finally {
+      await ops3.close();
+      await pool3.stop();
+      pools.splice(pools.indexOf(pool3), 1);
+      await sb3.cleanup();
+    }
+  });
+});
