@@ -14,7 +14,7 @@ import { positionKey, type State } from './capture-state.ts';
 const wals = new WeakMap<Database, OpenWal>();
 
 /** A live WAL held open, with the salts and checksum its header had when last read. */
-export interface OpenWal {
+interface OpenWal {
   path: string;
   fd: number;
   salt1?: number;
