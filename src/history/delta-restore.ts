@@ -24,19 +24,13 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
-import { listGenerations, listSegments, readCommits, type GenerationInfo, type HistoryPosition, type HistorySource, type SegmentHeader } from './layout.ts';
+import { listGenerations, listSegments, readCommits, type GenerationInfo, type HistoryPosition, type HistorySource } from './layout.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { sha256File, syncDir } from './snapshot.ts';
 import { SNAPSHOT_CRC, checkChunks, readSnapshotCrc } from './snapshot-crc.ts';
-import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
-import { scanBuffer } from './scan-buffer.ts';
+import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, parseWalHeader } from './wal-format.ts';
+import { frameBatches, pageOffset, PageIndex, type PageRef } from './frame-scan.ts';
 import { writeWal } from './wal-writer.ts';
-
-/** Where one page's image is: a byte offset in a segment or snapshot file. */
-interface PageRef {
-  file: string;
-  offset: number;
-}
 
 /** The pages a delta restore writes, and what the live file must hold for it to be safe. */
 export interface Delta {
@@ -52,8 +46,6 @@ export interface Delta {
   end: HistoryPosition;
 }
 
-const BATCH_BYTES = 4 * 1024 * 1024;
-
 /**
  * The pages that going back to `plan` writes, the live history ending at `end`: `chain` is the
  * plan's generation and every one after it, the last the live one, each after the first begun by
@@ -67,8 +59,8 @@ export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: Histo
   const gen = chain[0]!;
   const snapshot = gen.snapshot!;
   const taken = new Map(plan.segments.map((s) => [s.name, s.frames]));
-  const atT = new Map<number, PageRef>();
-  const now = new Map<number, PageRef>();
+  const atT = new PageIndex();
+  const now = new PageIndex();
   let pagesAt = snapshot.pages;
   let pagesNow = snapshot.pages;
   let pastTarget = false;
@@ -100,24 +92,29 @@ export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: Histo
       if (frames === 0) continue;
       const before = pastTarget ? 0 : (taken.get(seg.name) ?? 0);
       if (!pastTarget && before < frames) pastTarget = true;
-      scanSegment(g.name, seg.name, seg.dataPath, frames, snapshot.pageSize, (n, pgno, commit, offset) => {
-        const ref = { file: seg.dataPath, offset };
-        if (n <= before) {
-          atT.set(pgno, ref);
-          if (commit) pagesAt = commit;
-        } else {
-          now.set(pgno, ref);
-          if (now.size > maxPages) return false;
+      const beforeFile = atT.file(seg.dataPath);
+      const nowFile = now.file(seg.dataPath);
+      for (const batch of frameBatches(g.name, seg.name, seg.dataPath, frames, snapshot.pageSize)) {
+        const { buf, first, frameBytes: fb } = batch;
+        for (let i = 0; i < batch.count; i++) {
+          const pgno = buf.readUInt32BE(i * fb);
+          const commit = buf.readUInt32BE(i * fb + 4);
+          if (first + i <= before) {
+            atT.set(pgno, beforeFile, pageOffset(batch, i, snapshot.pageSize));
+            if (commit) pagesAt = commit;
+          } else {
+            now.set(pgno, nowFile, pageOffset(batch, i, snapshot.pageSize));
+            if (now.size > maxPages) return undefined;
+          }
+          if (commit) pagesNow = commit;
         }
-        if (commit) pagesNow = commit;
-        return true;
-      });
-      if (now.size > maxPages) return undefined;
+      }
     }
   }
   if (!reachedEnd) return undefined;
   const write = new Map<number, PageRef>();
-  const pages = [...now.keys()];
+  const since = now.entries(Math.max(pagesAt, pagesNow));
+  const pages = [...since.keys()];
   for (let p = pagesNow + 1; p <= pagesAt; p++) pages.push(p);
   const fromSnapshot: number[] = [];
   for (const p of pages) {
@@ -132,16 +129,17 @@ export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: Histo
   }
   if (write.size > maxPages) return undefined;
   if (fromSnapshot.length) checkSnapshot(gen, fromSnapshot);
-  for (const p of [...now.keys()]) if (p > pagesNow) now.delete(p);
-  return { pageSize: snapshot.pageSize, pagesAt, pagesNow, write, now, end };
+  for (const p of since.keys()) if (p > pagesNow) since.delete(p);
+  return { pageSize: snapshot.pageSize, pagesAt, pagesNow, write, now: since, end };
 }
 
 /** Pages compared per read of {@link liveMatches}. */
 const MATCH_RUN_PAGES = 256;
 
 /**
- * Whether the live file holds, untouched, the state `delta` was planned against (on every page
- * it changes). Compared a run at a time: consecutive pages of the file against their images at
+ * Whether the live file holds, untouched, the state `delta` was planned against: its size, and
+ * every page the restore writes over (changed since the moment, within the size it goes back
+ * to). Compared a run at a time: consecutive pages of the file against their images at
  * a steady stride in one history file (a fill writes consecutive pages as consecutive frames),
  * each side read at once; one pread per page of each side was a third of going back over a
  * file that doubled since (12,800 pages).
@@ -150,7 +148,10 @@ export function liveMatches(dbPath: string, delta: Delta): boolean {
   const ps = delta.pageSize;
   const st = fs.statSync(dbPath, { throwIfNoEntry: false });
   if (!st || st.size !== delta.pagesNow * ps) return false;
-  const entries = [...delta.now].sort((x, y) => x[0] - y[0]);
+  // Pages past the size at the moment are cut off with the commit, whatever they hold: comparing
+  // them (a file that doubled since: 12,800 pages) took longer than the rest of the restore but
+  // reading its frames.
+  const entries = [...delta.now].filter(([p]) => p <= delta.pagesAt).sort((x, y) => x[0] - y[0]);
   const files = new Map<string, number>();
   const fdOf = (file: string) => {
     let fd = files.get(file);
@@ -284,43 +285,6 @@ function checkSnapshot(gen: GenerationInfo, offsets: number[]): void {
   if (v && v.size === stat.size && v.mtimeMs === stat.mtimeMs) return;
   const sha256 = sha256File(gen.snapshotPath);
   if (sha256 !== gen.snapshot!.sha256) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${gen.name} does not match its sha256 (${sha256} ≠ ${gen.snapshot!.sha256})`);
-}
-
-/** Calls `each` for frames 1…`frames` of a segment, in order, after checking each; `each` returning false stops. */
-function scanSegment(
-  generation: string,
-  name: string,
-  file: string,
-  frames: number,
-  pageSize: number,
-  each: (n: number, pgno: number, commit: number, pageOffset: number) => boolean,
-): void {
-  const where = `segment ${generation}/${name}`;
-  const fd = fs.openSync(file, 'r');
-  try {
-    const head = Buffer.alloc(WAL_HEADER_BYTES);
-    fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
-    const hdr: SegmentHeader | undefined = parseWalHeader(head);
-    if (!hdr || hdr.pageSize !== pageSize) throw new AgentDbError('HISTORY_CORRUPT', `${where} has no valid WAL header`);
-    const fb = frameBytes(pageSize);
-    const perBatch = Math.max(1, Math.floor(BATCH_BYTES / fb));
-    const buf = scanBuffer(perBatch * fb);
-    let c1 = hdr.c1;
-    let c2 = hdr.c2;
-    for (let n = 1; n <= frames; n += perBatch) {
-      const count = Math.min(perBatch, frames - n + 1);
-      const got = fs.readSync(fd, buf, 0, count * fb, frameOffset(pageSize, n));
-      if (got < count * fb) throw new AgentDbError('HISTORY_CORRUPT', `${where} is shorter than its index says`);
-      for (let i = 0; i < count; i++) {
-        const ok = checkFrame(hdr, buf, i * fb, c1, c2);
-        if (!ok) throw new AgentDbError('HISTORY_CORRUPT', `${where} fails its checksum at frame ${n + i}`);
-        [c1, c2] = ok.c;
-        if (!each(n + i, ok.frame.pgno, ok.frame.commit, frameOffset(pageSize, n + i) + FRAME_HEADER_BYTES)) return;
-      }
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /**

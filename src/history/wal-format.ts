@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import type { SegmentHeader } from './layout.ts';
+import { wasmSums } from './wal-sum-wasm.ts';
 
 export const WAL_HEADER_BYTES = 32;
 export const FRAME_HEADER_BYTES = 24;
@@ -102,26 +103,72 @@ export function parseFrameHeader(buf: Buffer, at: number): FrameHeader {
  */
 export function checkFrame(hdr: SegmentHeader, buf: Buffer, at: number, s1: number, s2: number): { frame: FrameHeader; c: [number, number] } | undefined {
   if (buf.readUInt32BE(at + 8) !== hdr.salt1 || buf.readUInt32BE(at + 12) !== hdr.salt2) return undefined;
-  let c: [number, number];
-  if (hdr.bigEndian === HOST_BIG_ENDIAN && (buf.byteOffset + at) % 4 === 0) {
-    // One pass over the frame's words, its first 8 header bytes then its page (the checksum
-    // fields and salts between are skipped): every frame of a restore's plan goes through here,
-    // and two passes with their views and pairs cost a quarter of planning over 100 MB.
-    const words = wordsOf(buf.buffer as ArrayBuffer);
-    const w = (buf.byteOffset + at) >>> 2;
-    let a = (s1 + words[w]! + s2) | 0;
-    let b = (s2 + words[w + 1]! + a) | 0;
-    for (let i = w + (FRAME_HEADER_BYTES >>> 2), end = w + ((FRAME_HEADER_BYTES + hdr.pageSize) >>> 2); i < end; i += 2) {
-      a = (a + words[i]! + b) | 0;
-      b = (b + words[i + 1]! + a) | 0;
-    }
-    c = [a >>> 0, b >>> 0];
-  } else {
-    c = walChecksum(hdr.bigEndian, buf, at, at + 8, s1, s2);
-    c = walChecksum(hdr.bigEndian, buf, at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + hdr.pageSize, c[0], c[1]);
-  }
+  const c = frameSum(hdr, buf, at, s1, s2);
   if (c[0] !== buf.readUInt32BE(at + 16) || c[1] !== buf.readUInt32BE(at + 20)) return undefined;
   return { frame: parseFrameHeader(buf, at), c };
+}
+
+/**
+ * Checks `count` consecutive frames at the start of `buf` as {@link checkFrame} does, from the
+ * chain in `chain` ([s1, s2], updated in place to the chain after the last that belongs), and
+ * returns how many belong before the first that does not. Allocates nothing per frame: a
+ * restore's plan checks every frame of up to hundreds of megabytes.
+ */
+export function checkFrames(hdr: SegmentHeader, buf: Buffer, count: number, chain: Uint32Array): number {
+  const fb = frameBytes(hdr.pageSize);
+  const wasm = hdr.bigEndian ? undefined : wasmSums(buf);
+  let a = chain[0]!;
+  let b = chain[1]!;
+  let n = 0;
+  for (; n < count; n++) {
+    const at = n * fb;
+    if (buf.readUInt32BE(at + 8) !== hdr.salt1 || buf.readUInt32BE(at + 12) !== hdr.salt2) break;
+    let c1: number;
+    let c2: number;
+    if (wasm) {
+      wasm.sum(buf.byteOffset + at, hdr.pageSize, a, b);
+      c1 = wasm.result[0]!;
+      c2 = wasm.result[1]!;
+    } else {
+      [c1, c2] = frameSum(hdr, buf, at, a, b);
+    }
+    if (c1 !== buf.readUInt32BE(at + 16) || c2 !== buf.readUInt32BE(at + 20)) break;
+    a = c1;
+    b = c2;
+  }
+  chain[0] = a;
+  chain[1] = b;
+  return n;
+}
+
+/** The checksum of the frame at `buf[at …]` (its first 8 header bytes, then its page), continuing from (s1, s2). */
+function frameSum(hdr: SegmentHeader, buf: Buffer, at: number, s1: number, s2: number): [number, number] {
+  // Frames a scan read into the WebAssembly module's memory are summed there (see `wal-sum-wasm.ts`).
+  const wasm = hdr.bigEndian ? undefined : wasmSums(buf);
+  if (wasm) {
+    wasm.sum(buf.byteOffset + at, hdr.pageSize, s1, s2);
+    return [wasm.result[0]!, wasm.result[1]!];
+  }
+  if (hdr.bigEndian === HOST_BIG_ENDIAN && (buf.byteOffset + at) % 4 === 0) return frameWordsSum(buf, at, hdr.pageSize, s1, s2);
+  const c = walChecksum(hdr.bigEndian, buf, at, at + 8, s1, s2);
+  return walChecksum(hdr.bigEndian, buf, at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + hdr.pageSize, c[0], c[1]);
+}
+
+/**
+ * One pass over a frame's words in the host's order, its first 8 header bytes then its page (the
+ * checksum fields and salts between are skipped): two passes with their views and pairs cost a
+ * quarter of planning a restore over 100 MB.
+ */
+function frameWordsSum(buf: Buffer, at: number, pageSize: number, s1: number, s2: number): [number, number] {
+  const words = wordsOf(buf.buffer as ArrayBuffer);
+  const w = (buf.byteOffset + at) >>> 2;
+  let a = (s1 + words[w]! + s2) | 0;
+  let b = (s2 + words[w + 1]! + a) | 0;
+  for (let i = w + (FRAME_HEADER_BYTES >>> 2), end = w + ((FRAME_HEADER_BYTES + pageSize) >>> 2); i < end; i += 2) {
+    a = (a + words[i]! + b) | 0;
+    b = (b + words[i + 1]! + a) | 0;
+  }
+  return [a >>> 0, b >>> 0];
 }
 
 /** Bytes one frame takes with pages of `pageSize`. */

@@ -9,7 +9,7 @@ import { listGenerations, localSource } from '../../src/history/layout.ts';
 import { planRestore } from '../../src/history/restore-engine.ts';
 
 // Going back in place writes only the pages changed since the moment, and only once the live
-// file is found to be exactly what history last saw on every one of them (`liveMatches`). It
+// file is found to be exactly what history last saw on every one of them it keeps (`liveMatches`). It
 // compares a run of consecutive pages at a time; a page that differs anywhere in a run, first,
 // last or alone, must still be found.
 describe('a delta restore checks the live file page by page, in runs', () => {
@@ -36,7 +36,12 @@ describe('a delta restore checks the live file page by page, in runs', () => {
       capture(db, file, opts);
     }
     const moment = clock;
-    // After the moment: runs of consecutive new pages (blobs), and pages rewritten here and there.
+    // After the moment: a blob rewritten (a run of consecutive pages the restore writes back),
+    // runs of new pages past the size then (the restore cuts them off), and pages rewritten here
+    // and there.
+    db.prepare('UPDATE blobs SET b = randomblob(64 * 1024) WHERE id = 2').run();
+    clock += 1_000;
+    capture(db, file, opts);
     for (let i = 0; i < 6; i++) {
       blob.run(48 * 1024);
       db.prepare('INSERT INTO small (v) VALUES (?)').run(`row ${i}`);
@@ -64,17 +69,26 @@ describe('a delta restore checks the live file page by page, in runs', () => {
     }
   };
 
+  /** The pages written since the moment that the database still has at its size then: what the restore writes over. */
+  const kept = () => [...delta.now.keys()].filter((p) => p <= delta.pagesAt).sort((a, b) => a - b);
+
   it('takes the file as it is', () => {
-    expect(delta.now.size).toBeGreaterThan(60);
+    expect(kept().length).toBeGreaterThan(16);
     expect(liveMatches(file, delta)).toBe(true);
   });
 
-  it('finds a changed byte in the first, a middle and the last page written since, and in the last byte of a page', () => {
-    const pages = [...delta.now.keys()].sort((a, b) => a - b);
+  it('finds a changed byte in the first, a middle and the last page it writes over, and in the last byte of a page', () => {
+    const pages = kept();
     for (const page of [pages[0]!, pages[Math.floor(pages.length / 2)]!, pages.at(-1)!]) {
       withByteFlipped(page, 100, () => expect(liveMatches(file, delta), `page ${page}`).toBe(false));
     }
     withByteFlipped(pages[1]!, delta.pageSize - 1, () => expect(liveMatches(file, delta)).toBe(false));
+  });
+
+  it('leaves out the pages past the size it goes back to: the restore cuts them off', () => {
+    const past = [...delta.now.keys()].filter((p) => p > delta.pagesAt);
+    expect(past.length).toBeGreaterThan(40);
+    withByteFlipped(past[Math.floor(past.length / 2)]!, 100, () => expect(liveMatches(file, delta)).toBe(true));
   });
 
   it('leaves pages it does not write out of it, and refuses a file of another size', () => {

@@ -4,6 +4,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { checkFrame, frameBytes, parseWalHeader, walChecksum, WAL_HEADER_BYTES } from '../../src/history/wal-format.ts';
+import { scanBuffer } from '../../src/history/scan-buffer.ts';
+import { wasmFrameBuffer } from '../../src/history/wal-sum-wasm.ts';
 import { parseMoment } from '../../src/queue/history-client.ts';
 
 describe('the WAL format', () => {
@@ -39,6 +41,50 @@ describe('the WAL format', () => {
       const badHeader = Buffer.from(wal.subarray(0, WAL_HEADER_BYTES));
       badHeader[20]! ^= 1;
       expect(parseWalHeader(badHeader)).toBeUndefined();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('checks frames read into a scan buffer (summed in WebAssembly) exactly as anywhere else, salts and sums', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-wal-'));
+    try {
+      const file = path.join(dir, 'w.sqlite');
+      const db = new Database(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec('CREATE TABLE t(x)');
+      for (let i = 0; i < 40; i++) db.prepare('INSERT INTO t VALUES (randomblob(?))').run(100 + i * 700);
+      const wal = fs.readFileSync(`${file}-wal`);
+      db.close();
+      const hdr = parseWalHeader(wal)!;
+      const fb = frameBytes(hdr.pageSize);
+      const frames = Math.floor((wal.length - WAL_HEADER_BYTES) / fb);
+      const scan = scanBuffer(frames * fb);
+      // A restore's frames are in the module's memory: this is the sum it runs.
+      expect(wasmFrameBuffer(0)?.buffer).toBe(scan.buffer);
+      wal.copy(scan, 0, WAL_HEADER_BYTES, WAL_HEADER_BYTES + frames * fb);
+      let plain: [number, number] = [hdr.c1, hdr.c2];
+      let wasm: [number, number] = [hdr.c1, hdr.c2];
+      for (let n = 0; n < frames; n++) {
+        const a = checkFrame(hdr, wal, WAL_HEADER_BYTES + n * fb, plain[0], plain[1]);
+        const b = checkFrame(hdr, scan, n * fb, wasm[0], wasm[1]);
+        expect(b, `frame ${n + 1}`).toEqual(a);
+        expect(b).toBeDefined();
+        plain = a!.c;
+        wasm = b!.c;
+      }
+      // A flipped byte in a header word summed, in the page's first and last word, breaks it there.
+      for (const offset of [3, 24, fb - 1]) {
+        scan[5 * fb + offset]! ^= 0x10;
+        expect(checkFrame(hdr, scan, 5 * fb, ...checkFrame(hdr, scan, 4 * fb, ...chainTo(4))!.c), `byte ${offset}`).toBeUndefined();
+        scan[5 * fb + offset]! ^= 0x10;
+      }
+      function chainTo(n: number): [number, number] {
+        let c: [number, number] = [hdr.c1, hdr.c2];
+        for (let i = 0; i < n; i++) c = checkFrame(hdr, wal, WAL_HEADER_BYTES + i * fb, c[0], c[1])!.c;
+        return c;
+      }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
