@@ -78,7 +78,8 @@ export function segmentFds(seg: Segment): { data: number; index: number } {
   if (!seg.fds) {
     const data = fs.openSync(seg.dataPath, 'r+');
     try {
-      seg.fds = { data, index: fs.openSync(seg.indexPath, 'a') };
+      // Appended to, and read at its end to tell whether another child appended (`loadState`).
+      seg.fds = { data, index: fs.openSync(seg.indexPath, 'a+') };
     } catch (err) {
       fs.closeSync(data);
       throw err;
@@ -133,6 +134,16 @@ export function stampOf(genDir: string, seq: number, indexPath: string | undefin
   return `${gens?.mtimeMs}|${ended}|${next}|${idx?.size}`;
 }
 
+const probe = Buffer.alloc(2);
+
+/**
+ * Whether the index open at `fd` is exactly `bytes` long: one read at its end (nothing past it,
+ * its last byte there), where an fstat also built a Stats object of four dates on every commit.
+ */
+function indexIs(fd: number, bytes: number): boolean {
+  return bytes === 0 ? fs.readSync(fd, probe, 0, 1, 0) === 0 : fs.readSync(fd, probe, 0, 2, bytes - 1) === 1;
+}
+
 /** The index's size a stamp holds (its last field). */
 function stampedIndexBytes(stamp: string): number {
   return Number(stamp.slice(stamp.lastIndexOf('|') + 1));
@@ -156,7 +167,7 @@ export function loadState(dbPath: string, source: HistorySource, quick: boolean,
   // generation (another child's snapshot) or anything else first restarts the WAL, which
   // `copyNew` sees by its salts and checks in full there; a prune only moves the byte count,
   // which `historyBytes` looks after.
-  if (quick && cached?.seg?.fds && fs.fstatSync(cached.seg.fds.index).size === stampedIndexBytes(cached.stamp)) {
+  if (quick && cached?.seg?.fds && indexIs(cached.seg.fds.index, stampedIndexBytes(cached.stamp))) {
     cached.checkedAt = Date.now();
     return cached;
   }

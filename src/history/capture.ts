@@ -164,23 +164,8 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
     st.uncut = false;
   }
-  // No WAL to go by (none, or emptied by another child's snapshot, which began a generation
-  // without this child's segment changing): the salts cannot tell, so the files are looked at in full.
-  const unsure = (): Found => {
-    const full = loadState(dbPath, opts.source, false, true);
-    if (!full) return { report, next: 'first', checkpoint: false };
-    // A restore that crashed after putting its file in place left its generation marked: the
-    // file is no state of it. Begun at once, not at the next write, or a moment in between
-    // would restore the state before that restore.
-    if (restoreLeaving(full.genDir)) return { report, state: full, next: 'gap', checkpoint: false };
-    // Sealed where history ends, and written since with no WAL left to show it: another program
-    // committed and its last close folded the commit into the file. History cannot go on from
-    // what it has (a moment now would restore without that program's writes): a gap.
-    if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', checkpoint: false };
-    return { report, state: full, checkpoint: false };
-  };
   const wal = walOf(db, dbPath);
-  if (wal === undefined) return unsure();
+  if (wal === undefined) return unsure(dbPath, opts, report);
   const fd = wal.fd;
   try {
     // The WAL's header changes only when the WAL starts over, and then every frame after it has
@@ -194,7 +179,6 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     // found only at the next capture, with its time. Not before a close (it deletes the WAL) or
     // a checkpoint (it starts the WAL over): those must know no newer WAL's frames wait behind.
     const seg0 = st.seg;
-    const head = Buffer.alloc(WAL_HEADER_BYTES);
     if (fast && seg0 && wal.c1 === seg0.header.c1 && wal.c2 === seg0.header.c2 && wal.salt1 === seg0.header.salt1 && wal.salt2 === seg0.header.salt2) {
       const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, now);
       if (copied.lines.length > 0) {
@@ -202,9 +186,10 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
         if (!found.checkpoint) return found;
       }
     }
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure();
+    const head = Buffer.alloc(WAL_HEADER_BYTES);
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure(dbPath, opts, report);
     const hdr = parseWalHeader(head);
-    if (!hdr) return unsure();
+    if (!hdr) return unsure(dbPath, opts, report);
     wal.salt1 = hdr.salt1;
     wal.salt2 = hdr.salt2;
     wal.c1 = hdr.c1;
@@ -267,6 +252,24 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     closeWal(db);
     throw err;
   }
+}
+
+/**
+ * No WAL to go by (none, or emptied by another child's snapshot, which began a generation
+ * without this child's segment changing): the salts cannot tell, so the files are looked at in full.
+ */
+function unsure(dbPath: string, opts: CaptureOptions, report: CaptureReport): Found {
+  const full = loadState(dbPath, opts.source, false, true);
+  if (!full) return { report, next: 'first', checkpoint: false };
+  // A restore that crashed after putting its file in place left its generation marked: the
+  // file is no state of it. Begun at once, not at the next write, or a moment in between
+  // would restore the state before that restore.
+  if (restoreLeaving(full.genDir)) return { report, state: full, next: 'gap', checkpoint: false };
+  // Sealed where history ends, and written since with no WAL left to show it: another program
+  // committed and its last close folded the commit into the file. History cannot go on from
+  // what it has (a moment now would restore without that program's writes): a gap.
+  if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', checkpoint: false };
+  return { report, state: full, checkpoint: false };
 }
 
 /** An empty segment takes the live WAL's header (`head`, parsed `hdr`): its frames chain from it. */

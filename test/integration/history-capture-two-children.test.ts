@@ -100,6 +100,49 @@ describe('capture in two children of one database', () => {
   });
 });
 
+describe('the other child capturing into the same segment', () => {
+  it('is seen by its next capture: the segment and its index hold each commit once, and every moment restores', async () => {
+    const file = path.join(dir, 'db.sqlite');
+    const source = localSource(dir, 'w/a');
+    const opts = { source, checkpointBytes: 1 << 30 };
+    const a = await child();
+    const b = await child();
+    const dbA = open(file);
+    const dbB = open(file);
+    dbA.exec('CREATE TABLE t (v)');
+    a.capture(dbA, file, opts);
+    const moments: { at: number; hash: string }[] = [];
+    const commit = (db: Database.Database, c: Capture, v: string) => {
+      db.prepare('INSERT INTO t VALUES (?)').run(v);
+      c.capture(db, file, opts);
+      const at = Date.now();
+      pastMs(at);
+      moments.push({ at, hash: dumpOf(db) });
+    };
+    // Child a's segment files stay open throughout; child b appends to the same segment between
+    // a's commits (the WAL never starts over, so only the index's length can tell a).
+    commit(dbA, a, 'a1');
+    commit(dbB, b, 'b1');
+    commit(dbB, b, 'b2');
+    commit(dbA, a, 'a2');
+    commit(dbB, b, 'b3');
+    commit(dbA, a, 'a3');
+    expect(a.capturedPosition(file, source)).toEqual(b.capturedPosition(file, source));
+    const seg = fs.readdirSync(path.join(source.generationsDir, a.capturedPosition(file, source)!.generation, 'segments')).find((n) => n.endsWith('.idx'));
+    expect(seg).toBeDefined();
+    const index = fs.readFileSync(path.join(source.generationsDir, a.capturedPosition(file, source)!.generation, 'segments', seg!), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { frames: number });
+    expect(index.length).toBe(6);
+    for (let i = 1; i < index.length; i++) expect(index[i]!.frames).toBeGreaterThan(index[i - 1]!.frames);
+    for (const m of moments) {
+      const out = path.join(dir, `at-${m.at}.sqlite`);
+      buildRestore(planRestore(source, { at: m.at }), out);
+      expect(dumpHash(out)).toBe(m.hash);
+    }
+    dbA.close();
+    dbB.close();
+  });
+});
+
 describe('a quota check while another child captures', () => {
   it("does not cut the frames the other child copied before it appended their index line", async () => {
     const file = path.join(dir, 'db.sqlite');
