@@ -199,7 +199,8 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
   const run: Buffer[] = [];
   let runFirst = 0;
   const flush = () => {
-    if (run.length) fs.writevSync(out, run, (runFirst - 1) * pageSize);
+    if (run.length === 1) fs.writeSync(out, run[0]!, 0, pageSize, (runFirst - 1) * pageSize);
+    else if (run.length) fs.writevSync(out, run, (runFirst - 1) * pageSize);
     run.length = 0;
   };
   for (const batch of frameBatches(generation, seg.name, seg.dataPath, seg.frames, pageSize)) {
