@@ -60,6 +60,8 @@ export class PageIndex {
   /** Per page: 1 + the index of its file in `files`, 0 for none; and its image's offset. */
   private fileOf = new Int32Array(1024);
   private offsetOf = new Float64Array(1024);
+  /** Pages past what the arrays are grown to hold (see {@link DENSE_PAGES}). */
+  private far = new Map<number, PageRef>();
   /** Pages noted. */
   size = 0;
 
@@ -69,6 +71,11 @@ export class PageIndex {
   }
 
   set(page: number, file: number, offset: number): void {
+    if (page >= DENSE_PAGES) {
+      if (!this.far.has(page)) this.size++;
+      this.far.set(page, { file: this.files[file - 1]!, offset });
+      return;
+    }
     if (page >= this.fileOf.length) this.grow(page);
     if (this.fileOf[page] === 0) this.size++;
     this.fileOf[page] = file;
@@ -76,6 +83,7 @@ export class PageIndex {
   }
 
   get(page: number): PageRef | undefined {
+    if (page >= DENSE_PAGES) return this.far.get(page);
     const f = page < this.fileOf.length ? this.fileOf[page]! : 0;
     return f === 0 ? undefined : { file: this.files[f - 1]!, offset: this.offsetOf[page]! };
   }
@@ -87,6 +95,7 @@ export class PageIndex {
       const f = this.fileOf[p]!;
       if (f !== 0) out.set(p, { file: this.files[f - 1]!, offset: this.offsetOf[p]! });
     }
+    for (const p of [...this.far.keys()].sort((a, b) => a - b)) if (p <= last) out.set(p, this.far.get(p)!);
     return out;
   }
 
@@ -101,6 +110,14 @@ export class PageIndex {
     this.offsetOf = offsetOf;
   }
 }
+
+/**
+ * Pages below this are noted in arrays grown to the largest page seen (12 bytes a page: 200 MB
+ * for the 2^24 pages of a 64 GB database of 4 KB pages); any above, in a map. A page number is
+ * whatever a frame says, checksums checked but not keyed: one in the billions must not allocate
+ * gigabytes.
+ */
+const DENSE_PAGES = 1 << 24;
 
 /** Byte offset, in its segment file, of the page of the frame at `i` in `batch`. */
 export function pageOffset(batch: FrameBatch, i: number, pageSize: number): number {

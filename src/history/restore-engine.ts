@@ -199,8 +199,11 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
   const run: Buffer[] = [];
   let runFirst = 0;
   const flush = () => {
-    if (run.length === 1) fs.writeSync(out, run[0]!, 0, pageSize, (runFirst - 1) * pageSize);
-    else if (run.length) fs.writevSync(out, run, (runFirst - 1) * pageSize);
+    if (run.length === 0) return;
+    const wrote = run.length === 1 ? fs.writeSync(out, run[0]!, 0, pageSize, (runFirst - 1) * pageSize) : fs.writevSync(out, run, (runFirst - 1) * pageSize);
+    // writev writes nothing, without an error, from memory detached since (a scan growing the
+    // WebAssembly memory the pages are in): loud, not a file with holes.
+    if (wrote !== run.length * pageSize) throw new Error(`restore wrote ${wrote} of ${run.length * pageSize} bytes at page ${runFirst}`);
     run.length = 0;
   };
   for (const batch of frameBatches(generation, seg.name, seg.dataPath, seg.frames, pageSize)) {

@@ -12,7 +12,8 @@ import path from 'node:path';
  * free pages leaves it unchanged (that is how the randomized test once restored a damaged
  * file). A seal is written only where nothing can have slipped past capture — by the connection
  * that closed last, having copied every frame under the write lock, or by a snapshot — and it
- * holds while the file's identity, size and modification time are unchanged.
+ * holds while the file's identity, size, modification time and change time are unchanged (the
+ * change time catches a write whose modification time was put back).
  */
 export interface Seal {
   /** The history's last commit when sealed: segment name ('' before any) and frames in it. */
@@ -21,6 +22,12 @@ export interface Seal {
   size: string;
   mtimeNs: string;
   ino: string;
+  /**
+   * The file's status change time: a program can put a file's modification time back
+   * (`utimes`), never its change time, which any write moves (and putting the times back does
+   * too). Absent in seals written before it was kept.
+   */
+  ctimeNs?: string;
 }
 
 const SEAL_FILE = 'sealed.json';
@@ -44,7 +51,7 @@ export function writeSeal(genDir: string, dbPath: string, segment: string, frame
     fs.utimesSync(dbPath, st.atime, new Date(now - REWIND_MS));
     st = fs.statSync(dbPath, { bigint: true });
   }
-  const seal: Seal = { segment, frames, size: String(st.size), mtimeNs: String(st.mtimeNs), ino: String(st.ino) };
+  const seal: Seal = { segment, frames, size: String(st.size), mtimeNs: String(st.mtimeNs), ino: String(st.ino), ctimeNs: String(st.ctimeNs) };
   const file = path.join(genDir, SEAL_FILE);
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(seal));
@@ -74,7 +81,8 @@ function sealAt(genDir: string, dbPath: string, segment: string, frames: number)
   }
   if (seal.segment !== segment || seal.frames !== frames) return 'none';
   const st = fs.statSync(dbPath, { bigint: true, throwIfNoEntry: false });
-  return st !== undefined && seal.size === String(st.size) && seal.mtimeNs === String(st.mtimeNs) && seal.ino === String(st.ino) ? 'holds' : 'broken';
+  const same = st !== undefined && seal.size === String(st.size) && seal.mtimeNs === String(st.mtimeNs) && seal.ino === String(st.ino);
+  return same && (seal.ctimeNs === undefined || seal.ctimeNs === String(st.ctimeNs)) ? 'holds' : 'broken';
 }
 
 const RESTORING_FILE = 'restoring.json';

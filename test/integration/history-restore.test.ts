@@ -354,29 +354,45 @@ describe('restore', () => {
     expect(listGenerations(localSource(dataDir, 'rs/sizes'))).toHaveLength(gens);
   });
 
-  it('a restore within the generation copies the rebuilt file in instead when the live file is not what history says, even with its time put back', async () => {
-    const odb = target('rs/tampered');
-    await write(odb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
-    await write(odb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)");
-    const at = (await rows(odb, 1))[0]!;
-    const atState = dumpHash(odb.path, { withoutAudit: true });
-    await write(odb, 'UPDATE t SET v = ? WHERE id = 500', ['changed after the moment']);
-    await ok({ op: 'close', path: odb.path });
-    // Behind history's back: the row changed after the moment gets other bytes, and the file's
-    // times are put back, so the seal (size, inode, mtime) still holds; only the page check can tell.
-    const st = fs.statSync(odb.path);
-    const outside = new Database(odb.path);
-    outside.pragma('wal_autocheckpoint = 0');
-    outside.prepare('UPDATE t SET v = ? WHERE id = 500').run('changed outside');
-    outside.close();
-    fs.utimesSync(odb.path, st.atime, st.mtime);
-    const gens = listGenerations(localSource(dataDir, 'rs/tampered')).length;
-    expect(codeOf(await restore(odb, { at }))).toBe('ok');
-    expect(dumpHash(odb.path, { withoutAudit: true })).toBe(atState);
-    expect(integrity(odb.path)).toBe('ok');
-    // Not written over by pages that would have mixed two states: the file was copied in whole.
-    expect(listGenerations(localSource(dataDir, 'rs/tampered')).length).toBe(gens + 1);
-  });
+  // Behind history's back, after the pool closed the database: rows get other bytes, and the
+  // file's times are put back, so its size, inode and modification time are as sealed. Whatever
+  // pages the write touched — one changed since the moment, one not, one past the size the restore
+  // goes back to (which it cuts off) — the change time gives it away as the database opens (a gap:
+  // a generation from the file as found), and the restore copies the rebuilt file in.
+  for (const [name, rows_] of [
+    ['a row changed after the moment', ['t', 500]],
+    ['a row unchanged since the moment', ['t', 700]],
+    ['a row unchanged since the moment and one past the size then', ['t', 700, 'u', 290]],
+  ] as const) {
+    it(`a restore within the generation finds the live file is not what history says, even with its time put back: ${name}`, async () => {
+      const odb = target(`rs/tampered-${name.length}`);
+      await write(odb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+      await write(odb, 'CREATE TABLE u(id INTEGER PRIMARY KEY, v TEXT)');
+      await write(odb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)");
+      const at = (await rows(odb, 1))[0]!;
+      const atState = dumpHash(odb.path, { withoutAudit: true });
+      await write(odb, 'UPDATE t SET v = ? WHERE id = 500', ['changed after the moment']);
+      // The file grows past its size at the moment.
+      await write(odb, "INSERT INTO u(v) SELECT printf('%.300c', 'y') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) SELECT i FROM n)");
+      await ok({ op: 'close', path: odb.path });
+      const st = fs.statSync(odb.path);
+      const outside = new Database(odb.path);
+      outside.pragma('wal_autocheckpoint = 0');
+      for (let i = 0; i < rows_.length; i += 2) outside.prepare(`UPDATE ${rows_[i]} SET v = ? WHERE id = ?`).run('changed outside'.padEnd(300, '!'), rows_[i + 1]);
+      outside.close();
+      fs.utimesSync(odb.path, st.atime, st.mtime);
+      expect(fs.statSync(odb.path)).toMatchObject({ size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
+      const gens = listGenerations(localSource(dataDir, odb.id)).length;
+      expect(codeOf(await restore(odb, { at }))).toBe('ok');
+      expect(dumpHash(odb.path, { withoutAudit: true })).toBe(atState);
+      expect(integrity(odb.path)).toBe('ok');
+      // Not written over by pages that would have mixed two states: the file was copied in whole,
+      // after the generation the outside write began.
+      const after = listGenerations(localSource(dataDir, odb.id));
+      expect(after.length).toBe(gens + 2);
+      expect(after.at(-2)!.snapshot!.reason).toBe('gap');
+    });
+  }
 
   it("a generation a crashed process left half made is removed when the next one begins; a living process's is left alone", async () => {
     const cdb = target('rs/leftover');
