@@ -133,6 +133,8 @@ export async function restoreFromBlob(
         if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${made} was created while it was being restored; nothing was changed`);
         throw err;
       }
+      // The second name goes before the seal is written: removing a link moves the file's change time.
+      fs.rmSync(built, { force: true });
       syncDir(path.dirname(dbPath));
       if (prepared) publishGeneration(prepared, dbPath, 'restore', Date.now());
       prepared = undefined;

@@ -25,7 +25,8 @@ export interface Seal {
   /**
    * The file's status change time: a program can put a file's modification time back
    * (`utimes`), never its change time, which any write moves (and putting the times back does
-   * too). Absent in seals written before it was kept.
+   * too) — but so do `chown`, `chmod` and links made or removed, which change no page. Absent in
+   * seals written before it was kept. See {@link sealTouched}.
    */
   ctimeNs?: string;
 }
@@ -72,6 +73,20 @@ export function sealBroken(genDir: string, dbPath: string, segment: string, fram
   return sealAt(genDir, dbPath, segment, frames) === 'broken';
 }
 
+/**
+ * Whether generation `genDir` has seen its file's change time move while size, inode and
+ * modification time stayed as sealed: an owner or mode changed (a container's `chown -R` at
+ * start), a link was made — or a program wrote the file and put its modification time back.
+ * History goes on (a full snapshot of every database after each `chown -R` would be the price
+ * otherwise), but nothing takes the file's pages for the generation's any more: a restore within
+ * it copies the rebuilt file in instead of writing only the pages changed since (`restore-delta.ts`).
+ */
+export function sealTouched(genDir: string): boolean {
+  return fs.existsSync(path.join(genDir, TOUCHED_FILE));
+}
+
+const TOUCHED_FILE = 'touched.json';
+
 function sealAt(genDir: string, dbPath: string, segment: string, frames: number): 'holds' | 'broken' | 'none' {
   let seal: Seal;
   try {
@@ -82,7 +97,12 @@ function sealAt(genDir: string, dbPath: string, segment: string, frames: number)
   if (seal.segment !== segment || seal.frames !== frames) return 'none';
   const st = fs.statSync(dbPath, { bigint: true, throwIfNoEntry: false });
   const same = st !== undefined && seal.size === String(st.size) && seal.mtimeNs === String(st.mtimeNs) && seal.ino === String(st.ino);
-  return same && (seal.ctimeNs === undefined || seal.ctimeNs === String(st.ctimeNs)) ? 'holds' : 'broken';
+  if (!same) return 'broken';
+  if (seal.ctimeNs !== undefined && seal.ctimeNs !== String(st.ctimeNs) && !sealTouched(genDir)) {
+    // Written once, not synced: lost to a power cut, the next look finds the same again.
+    fs.writeFileSync(path.join(genDir, TOUCHED_FILE), JSON.stringify({ at: Date.now(), sealed: seal.ctimeNs, found: String(st.ctimeNs) }));
+  }
+  return 'holds';
 }
 
 const RESTORING_FILE = 'restoring.json';

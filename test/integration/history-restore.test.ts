@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { sealTouched } from '../../src/history/seal.ts';
 import { backupDatabase } from '../../src/history/backup.ts';
 import { restoreFromBlob } from '../../src/history/blob-restore.ts';
 import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
@@ -357,8 +358,8 @@ describe('restore', () => {
   // Behind history's back, after the pool closed the database: rows get other bytes, and the
   // file's times are put back, so its size, inode and modification time are as sealed. Whatever
   // pages the write touched — one changed since the moment, one not, one past the size the restore
-  // goes back to (which it cuts off) — the change time gives it away as the database opens (a gap:
-  // a generation from the file as found), and the restore copies the rebuilt file in.
+  // goes back to (which it cuts off) — the change time gives it away as the database opens, and
+  // the restore copies the rebuilt file in instead of taking the file's other pages as history's.
   for (const [name, rows_] of [
     ['a row changed after the moment', ['t', 500]],
     ['a row unchanged since the moment', ['t', 700]],
@@ -386,13 +387,33 @@ describe('restore', () => {
       expect(codeOf(await restore(odb, { at }))).toBe('ok');
       expect(dumpHash(odb.path, { withoutAudit: true })).toBe(atState);
       expect(integrity(odb.path)).toBe('ok');
-      // Not written over by pages that would have mixed two states: the file was copied in whole,
-      // after the generation the outside write began.
+      // Not written over by pages that would have mixed two states: the file was copied in whole.
       const after = listGenerations(localSource(dataDir, odb.id));
-      expect(after.length).toBe(gens + 2);
-      expect(after.at(-2)!.snapshot!.reason).toBe('gap');
+      expect(after.length).toBe(gens + 1);
+      expect(sealTouched(after.at(-2)!.dir)).toBe(true);
     });
   }
+
+  it('a file whose change time alone moved (chmod, a link made and removed) begins no generation; restores within it copy the file in', async () => {
+    const cdb = target('rs/chmod');
+    await write(cdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
+    const at = (await rows(cdb, 3))[2]!;
+    const atState = dumpHash(cdb.path, { withoutAudit: true });
+    await rows(cdb, 2, 'later');
+    await ok({ op: 'close', path: cdb.path });
+    // What a container's `chown -R` at start or a hard-link backup does to the file.
+    fs.chmodSync(cdb.path, fs.statSync(cdb.path).mode);
+    fs.linkSync(cdb.path, `${cdb.path}.bak`);
+    fs.rmSync(`${cdb.path}.bak`);
+    const gens = listGenerations(localSource(dataDir, cdb.id));
+    await rows(cdb, 1, 'after');
+    const after = listGenerations(localSource(dataDir, cdb.id));
+    expect(after.map((g) => g.name)).toEqual(gens.map((g) => g.name));
+    expect(sealTouched(after.at(-1)!.dir)).toBe(true);
+    expect(codeOf(await restore(cdb, { at }))).toBe('ok');
+    expect(dumpHash(cdb.path, { withoutAudit: true })).toBe(atState);
+    expect(listGenerations(localSource(dataDir, cdb.id)).length).toBe(gens.length + 1);
+  });
 
   it("a generation a crashed process left half made is removed when the next one begins; a living process's is left alone", async () => {
     const cdb = target('rs/leftover');
