@@ -31,6 +31,13 @@ function open(file: string): Database.Database {
   return db;
 }
 
+/** A database's file and history in the test's folder, and two children to capture it. */
+async function twoChildren() {
+  const file = path.join(dir, 'db.sqlite');
+  const source = localSource(dir, 'w/a');
+  return { file, source, opts: { source, checkpointBytes: 1 << 30 }, a: await child(), b: await child() };
+}
+
 describe('capture in two children of one database', () => {
   it("sees the other child's snapshot while its own handle stayed open, even with the WAL empty", async () => {
     const file = path.join(dir, 'db.sqlite');
@@ -102,11 +109,7 @@ describe('capture in two children of one database', () => {
 
 describe('the other child capturing into the same segment', () => {
   it('is seen by its next capture: the segment and its index hold each commit once, and every moment restores', async () => {
-    const file = path.join(dir, 'db.sqlite');
-    const source = localSource(dir, 'w/a');
-    const opts = { source, checkpointBytes: 1 << 30 };
-    const a = await child();
-    const b = await child();
+    const { file, source, opts, a, b } = await twoChildren();
     const dbA = open(file);
     const dbB = open(file);
     dbA.exec('CREATE TABLE t (v)');
