@@ -12,8 +12,8 @@ import path from 'node:path';
  * free pages leaves it unchanged (that is how the randomized test once restored a damaged
  * file). A seal is written only where nothing can have slipped past capture — by the connection
  * that closed last, having copied every frame under the write lock, or by a snapshot — and it
- * holds while the file's identity, size, modification time and change time are unchanged (the
- * change time catches a write whose modification time was put back).
+ * holds while the file's identity, size and modification time are unchanged. A moved change time
+ * alone leaves it holding but marks the generation ({@link sealTouched}).
  */
 export interface Seal {
   /** The history's last commit when sealed: segment name ('' before any) and frames in it. */
