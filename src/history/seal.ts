@@ -12,8 +12,11 @@ import path from 'node:path';
  * free pages leaves it unchanged (that is how the randomized test once restored a damaged
  * file). A seal is written only where nothing can have slipped past capture — by the connection
  * that closed last, having copied every frame under the write lock, or by a snapshot — and it
- * holds while the file's identity, size and modification time are unchanged. A moved change time
- * alone leaves it holding but marks the generation ({@link sealTouched}).
+ * holds while the file's identity, size, modification time and change time are unchanged. The
+ * change time catches a write whose modification time was put back; it also moves with `chown`,
+ * `chmod` or a link made or removed, which change no page, but nothing short of reading the whole
+ * file can tell those apart, and going on from a file written behind history's back restores
+ * every later moment wrong: a gap (a snapshot of the file) is the price of either.
  */
 export interface Seal {
   /** The history's last commit when sealed: segment name ('' before any) and frames in it. */
@@ -25,8 +28,7 @@ export interface Seal {
   /**
    * The file's status change time: a program can put a file's modification time back
    * (`utimes`), never its change time, which any write moves (and putting the times back does
-   * too) — but so do `chown`, `chmod` and links made or removed, which change no page. Absent in
-   * seals written before it was kept. See {@link sealTouched}.
+   * too). Absent in seals written before it was kept.
    */
   ctimeNs?: string;
 }
@@ -73,20 +75,6 @@ export function sealBroken(genDir: string, dbPath: string, segment: string, fram
   return sealAt(genDir, dbPath, segment, frames) === 'broken';
 }
 
-/**
- * Whether generation `genDir` has seen its file's change time move while size, inode and
- * modification time stayed as sealed: an owner or mode changed (a container's `chown -R` at
- * start), a link was made — or a program wrote the file and put its modification time back.
- * History goes on (a full snapshot of every database after each `chown -R` would be the price
- * otherwise), but nothing takes the file's pages for the generation's any more: a restore within
- * it copies the rebuilt file in instead of writing only the pages changed since (`restore-delta.ts`).
- */
-export function sealTouched(genDir: string): boolean {
-  return fs.existsSync(path.join(genDir, TOUCHED_FILE));
-}
-
-const TOUCHED_FILE = 'touched.json';
-
 function sealAt(genDir: string, dbPath: string, segment: string, frames: number): 'holds' | 'broken' | 'none' {
   let seal: Seal;
   try {
@@ -97,12 +85,7 @@ function sealAt(genDir: string, dbPath: string, segment: string, frames: number)
   if (seal.segment !== segment || seal.frames !== frames) return 'none';
   const st = fs.statSync(dbPath, { bigint: true, throwIfNoEntry: false });
   const same = st !== undefined && seal.size === String(st.size) && seal.mtimeNs === String(st.mtimeNs) && seal.ino === String(st.ino);
-  if (!same) return 'broken';
-  if (seal.ctimeNs !== undefined && seal.ctimeNs !== String(st.ctimeNs) && !sealTouched(genDir)) {
-    // Written once, not synced: lost to a power cut, the next look finds the same again.
-    fs.writeFileSync(path.join(genDir, TOUCHED_FILE), JSON.stringify({ at: Date.now(), sealed: seal.ctimeNs, found: String(st.ctimeNs) }));
-  }
-  return 'holds';
+  return same && (seal.ctimeNs === undefined || seal.ctimeNs === String(st.ctimeNs)) ? 'holds' : 'broken';
 }
 
 const RESTORING_FILE = 'restoring.json';

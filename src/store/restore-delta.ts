@@ -5,7 +5,7 @@ import { capturedPosition } from '../history/capture.ts';
 import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
 import { listGenerations, listSegments, listUndoPoints, readCommits, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
 import { mapped, planRestore, type RestorePlan } from '../history/restore-engine.ts';
-import { sealHolds, sealTouched } from '../history/seal.ts';
+import { sealHolds } from '../history/seal.ts';
 import type { DbTarget, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
 import type { HistoryCapture } from './history-capture.ts';
@@ -51,9 +51,6 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   const from = gens.findIndex((g) => g.name === a.plan.generation);
   if (from < 0) return false;
   const chain = gens.slice(from);
-  // A file written behind history's back with its modification time put back (or only chowned:
-  // the change time cannot tell): none of its pages are taken for history's.
-  if (chain.some((g) => sealTouched(g.dir))) return false;
   const gen = chain.at(-1);
   if (!gen?.current || gen.end || !gen.snapshot || gen.name !== end.generation) return false;
   const livePages = Math.ceil((fs.statSync(db.path, { throwIfNoEntry: false })?.size ?? 0) / gen.snapshot.pageSize);
@@ -200,7 +197,6 @@ function ready(dbPath: string, source: HistorySource, genDir: string, end: Histo
     now.frames === end.frames &&
     closedEverywhere(dbPath) &&
     sealHolds(genDir, dbPath, end.segment, end.frames) &&
-    !sealTouched(genDir) &&
     liveMatches(dbPath, delta)
   );
 }

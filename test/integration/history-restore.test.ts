@@ -4,7 +4,6 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
-import { sealTouched } from '../../src/history/seal.ts';
 import { backupDatabase } from '../../src/history/backup.ts';
 import { restoreFromBlob } from '../../src/history/blob-restore.ts';
 import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
@@ -358,8 +357,9 @@ describe('restore', () => {
   // Behind history's back, after the pool closed the database: rows get other bytes, and the
   // file's times are put back, so its size, inode and modification time are as sealed. Whatever
   // pages the write touched — one changed since the moment, one not, one past the size the restore
-  // goes back to (which it cuts off) — the change time gives it away as the database opens, and
-  // the restore copies the rebuilt file in instead of taking the file's other pages as history's.
+  // goes back to (which it cuts off) — the change time gives it away as the database opens: a gap
+  // (a generation from the file as found), so moments before it restore without the outside
+  // bytes and moments after it with them.
   for (const [name, rows_] of [
     ['a row changed after the moment', ['t', 500]],
     ['a row unchanged since the moment', ['t', 700]],
@@ -384,17 +384,23 @@ describe('restore', () => {
       fs.utimesSync(odb.path, st.atime, st.mtime);
       expect(fs.statSync(odb.path)).toMatchObject({ size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
       const gens = listGenerations(localSource(dataDir, odb.id)).length;
+      // Written on after it, over pages the outside write may have freed or moved.
+      await write(odb, 'DELETE FROM t WHERE id % 7 = 0');
+      const later = (await rows(odb, 3, 'after'))[2]!;
+      const laterState = dumpHash(odb.path, { withoutAudit: true });
       expect(codeOf(await restore(odb, { at }))).toBe('ok');
       expect(dumpHash(odb.path, { withoutAudit: true })).toBe(atState);
       expect(integrity(odb.path)).toBe('ok');
-      // Not written over by pages that would have mixed two states: the file was copied in whole.
       const after = listGenerations(localSource(dataDir, odb.id));
-      expect(after.length).toBe(gens + 1);
-      expect(sealTouched(after.at(-2)!.dir)).toBe(true);
+      expect(after.length).toBe(gens + 2);
+      expect(after.at(-2)!.snapshot!.reason).toBe('gap');
+      expect(codeOf(await restore(odb, { at: later }))).toBe('ok');
+      expect(dumpHash(odb.path, { withoutAudit: true })).toBe(laterState);
+      expect(integrity(odb.path)).toBe('ok');
     });
   }
 
-  it('a file whose change time alone moved (chmod, a link made and removed) begins no generation; restores within it copy the file in', async () => {
+  it('a file whose change time alone moved (chmod, a link made and removed) begins a gap generation as it opens: nothing short of reading it tells that from a write', async () => {
     const cdb = target('rs/chmod');
     await write(cdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
     const at = (await rows(cdb, 3))[2]!;
@@ -405,14 +411,16 @@ describe('restore', () => {
     fs.chmodSync(cdb.path, fs.statSync(cdb.path).mode);
     fs.linkSync(cdb.path, `${cdb.path}.bak`);
     fs.rmSync(`${cdb.path}.bak`);
-    const gens = listGenerations(localSource(dataDir, cdb.id));
-    await rows(cdb, 1, 'after');
+    const gens = listGenerations(localSource(dataDir, cdb.id)).length;
+    const later = (await rows(cdb, 1, 'after'))[0]!;
+    const laterState = dumpHash(cdb.path, { withoutAudit: true });
     const after = listGenerations(localSource(dataDir, cdb.id));
-    expect(after.map((g) => g.name)).toEqual(gens.map((g) => g.name));
-    expect(sealTouched(after.at(-1)!.dir)).toBe(true);
+    expect(after.length).toBe(gens + 1);
+    expect(after.at(-1)!.snapshot!.reason).toBe('gap');
     expect(codeOf(await restore(cdb, { at }))).toBe('ok');
     expect(dumpHash(cdb.path, { withoutAudit: true })).toBe(atState);
-    expect(listGenerations(localSource(dataDir, cdb.id)).length).toBe(gens.length + 1);
+    expect(codeOf(await restore(cdb, { at: later }))).toBe('ok');
+    expect(dumpHash(cdb.path, { withoutAudit: true })).toBe(laterState);
   });
 
   it("a generation a crashed process left half made is removed when the next one begins; a living process's is left alone", async () => {
