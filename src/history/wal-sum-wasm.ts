@@ -2,9 +2,10 @@
  * SQLite's WAL frame checksum in WebAssembly, over frames read straight into the module's own
  * memory. A restore checks every frame it reads: 100 MB of frames is 13 million word pairs, and
  * the sum in plain JavaScript (typed-array reads with bounds checks, and a loop V8 optimises only
- * once it is hot: a restore's single pass ran it cold for half its frames) took 45–70 ms of a
- * far-back restore where this takes ~20. Own code: no library sums WAL frames; the module is 120
- * bytes, built below from its instructions, and pinned by the tests against files SQLite wrote.
+ * once it is hot: a restore's single pass ran it cold for much of its frames) took 30–50 ms of
+ * planning a restore over them where this takes ~20. Own code: no library sums WAL frames; the
+ * module is 143 bytes, built below from its instructions, and pinned by the tests against files
+ * SQLite wrote.
  *
  * The module, in the text format:
  *
