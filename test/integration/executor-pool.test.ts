@@ -72,6 +72,13 @@ async function lockOf(target: DbTarget): Promise<() => void> {
 }
 
 /** The child that runs a statement of `dbId` now, once one does. */
+/** CPU time a process has used, in clock ticks (user + system, from /proc). */
+function cpuTicks(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 async function childRunning(p: ExecutorPool, dbId: string): Promise<number> {
   await expect.poll(() => p.status().children.some((c) => c.database === dbId), { interval: 5, timeout: 10_000 }).toBe(true);
   return p.status().children.find((c) => c.database === dbId)!.child;
@@ -169,7 +176,12 @@ describe('an executor pool', () => {
     const doomed = read(pool, db('doomed', 'a'), FOREVER);
     const victim = await childRunning(pool, 'doomed/a');
     const behind = read(pool, db('doomed', 'a'), 'SELECT 2 AS two');
-    process.kill(pool.status().children[victim]!.pid!, 'SIGKILL');
+    // Sent is not yet read: killed before it reads the statement, a child hands it back and
+    // another runs it (to its deadline, here). Killed once it burns CPU, it is running it.
+    const pid = pool.status().children[victim]!.pid!;
+    const before = cpuTicks(pid);
+    await expect.poll(() => cpuTicks(pid) - before, { interval: 5, timeout: 10_000 }).toBeGreaterThanOrEqual(5);
+    process.kill(pid, 'SIGKILL');
     expect(await doomed).toMatchObject({ ok: false, error: { code: 'RESOURCE_LIMIT' } });
     expect(await behind).toMatchObject({ ok: true, result: { rows: [[2]] } });
     unlock();
