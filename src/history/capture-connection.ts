@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
+import { closeAnswered } from './answered.ts';
 import { positionKey, type State } from './capture-state.ts';
 
 // What capture keeps per SQLite connection: its WAL held open, the statements of its write lock,
@@ -37,6 +38,7 @@ export function walOf(db: Database, dbPath: string): OpenWal | undefined {
 }
 
 export function closeWal(db: Database): void {
+  closeAnswered(db);
   const known = wals.get(db);
   if (!known) return;
   wals.delete(db);

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
+import { answeredAfter, noteAnswered } from './answered.ts';
 import { beginCapture, closeWal, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
 import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
@@ -38,16 +39,47 @@ export interface CaptureReport {
  * captures at once would write the same frames twice. The lock costs a few microseconds.
  */
 export function capture(db: Database, dbPath: string, opts: CaptureOptions): CaptureReport {
+  return finishCapture(lockForCapture(db, dbPath, opts));
+}
+
+/** A capture with the write lock taken, to finish with {@link finishCapture}. */
+export interface LockedCapture {
+  db: Database;
+  dbPath: string;
+  opts: CaptureOptions;
+  now: number;
+  last: ReturnType<typeof lastCapture>;
+  lock: 'began' | 'held';
+  /** Taken right after this connection's commit, to answer it before the copy (see `noteAnswered`). */
+  answering: boolean;
+}
+
+/**
+ * The first half of {@link capture}: takes the write lock and the time. From here until
+ * {@link finishCapture} nothing can commit to the database or start its WAL over (a checkpoint
+ * that would needs the lock), so the commit just made can be answered before its frames are
+ * copied: they stay where they are, and are recorded with this time.
+ */
+export function lockForCapture(db: Database, dbPath: string, opts: CaptureOptions, answering = false): LockedCapture {
   const now = (opts.now ?? Date.now)();
   const last = lastCapture(db);
   const lock = beginCapture(db, true)!;
+  if (answering) noteAnswered(db, opts.source, states.get(dbPath), now);
+  return { db, dbPath, opts, now, last, lock, answering };
+}
+
+/** The second half of {@link capture}: copies what {@link lockForCapture} holds still, and lets the lock go. */
+export function finishCapture(locked: LockedCapture): CaptureReport {
+  const { db, dbPath, opts, now, last, lock } = locked;
   let found: Found;
   try {
     const quiet = othersQuiet(db);
     // Another connection committed, and nothing was captured since this connection's last
     // capture: a program outside agentdb (or a capture that failed). See `copyNew`.
     const foreign = quiet ? undefined : last.capturedTo;
-    found = copyNew(db, dbPath, opts, now, quiet && last.finished, foreign);
+    // A copy of this connection's own commit, just answered, stamps it with its own time; any
+    // other may find a commit answered by a child killed before its copy (`noteAnswered`).
+    found = copyNew(db, dbPath, opts, { now, recover: !locked.answering }, quiet && last.finished, foreign);
     finished(db, found.state);
   } finally {
     endCapture(db, lock);
@@ -107,7 +139,7 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
   if (!lock) return undefined;
   let found: Found;
   try {
-    found = copyNew(db, dbPath, opts, now, false);
+    found = copyNew(db, dbPath, opts, { now, recover: true }, false);
   } catch (err) {
     endCapture(db, lock);
     throw err;
@@ -132,6 +164,15 @@ export function sealAfterClose(dbPath: string, pending: PendingSeal | undefined)
   writeSeal(pending.genDir, dbPath, pending.segment, pending.frames);
 }
 
+/** The time a capture gives the commits it copies. */
+interface Stamp {
+  now: number;
+  /** Look for a commit answered before its copy, at history's end (`answeredAfter`). */
+  recover: boolean;
+  /** The time of the first commit found: one answered before a kill stopped its copy. */
+  first?: number;
+}
+
 interface Found {
   report: CaptureReport;
   state?: State;
@@ -150,7 +191,7 @@ function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reaso
 }
 
 /** Copies the new committed frames; the caller holds the write lock. */
-function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number, fast: boolean, foreign?: string, again = false): Found {
+function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stamp, fast: boolean, foreign?: string, again = false): Found {
   const report: CaptureReport = { commits: 0, frames: 0, checkpointed: false };
   let st = loadState(dbPath, opts.source, true, true);
   if (st?.indexGood !== undefined) {
@@ -164,6 +205,8 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
     st.uncut = false;
   }
+  // Looked for again if the state is loaded again (`again`): history's end may have moved.
+  stamp.first = stamp.recover ? answeredAfter(opts.source, st) : undefined;
   const wal = walOf(db, dbPath);
   if (wal === undefined) return unsure(dbPath, opts, report);
   const fd = wal.fd;
@@ -180,7 +223,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
     // a checkpoint (it starts the WAL over): those must know no newer WAL's frames wait behind.
     const seg0 = st.seg;
     if (fast && seg0 && wal.c1 === seg0.header.c1 && wal.c2 === seg0.header.c2 && wal.salt1 === seg0.header.salt1 && wal.salt2 === seg0.header.salt2) {
-      const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, now);
+      const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, stamp);
       if (copied.lines.length > 0) {
         const found = recordCopied(st, seg0, copied, report, dbPath, opts);
         if (!found.checkpoint) return found;
@@ -211,7 +254,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
       // look at the files in full before going on from what this one knew.
       if (!again && st.stamp !== stampOf(st.genDir, seg?.seq ?? 0, seg?.indexPath)) {
         dropState(dbPath);
-        return copyNew(db, dbPath, opts, now, false, foreign, true);
+        return copyNew(db, dbPath, opts, stamp, false, foreign, true);
       }
       // Committed frames of the old WAL past what was copied (a program outside agentdb committed
       // them, then checkpointed, and this connection's commit started the WAL over) are history
@@ -222,7 +265,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
       // the new WAL's or cut off (TRUNCATE). History cannot go on from what it has: a gap.
       if (foreign !== undefined && foreign === positionKey(st)) return { report, state: st, next: 'gap', checkpoint: false };
       if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
-        const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, now);
+        const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, stamp);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
       }
       // A segment with nothing committed under its header (begun for a transaction that spilled
@@ -232,7 +275,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
       // snapshot of the database after every big transaction that failed.
       if (seg && seg.frames === 0 && !leaving && seg.header.pageSize === hdr.pageSize) {
         adoptHeader(seg, head, hdr);
-        const copied = copyCommitted(fd, frameOffset(hdr.pageSize, 1), hdr, seg, now);
+        const copied = copyCommitted(fd, frameOffset(hdr.pageSize, 1), hdr, seg, stamp);
         return recordCopied(st, seg, copied, report, dbPath, opts);
       }
       // A WAL that started over. After a checkpoint SQLite adds one to salt-1. After the last
@@ -246,7 +289,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, now: number
       closeSegment(seg);
       seg = newSegment(st, head, hdr);
     }
-    const copied = copyCommitted(fd, frameOffset(hdr.pageSize, seg.frames + 1), hdr, seg, now);
+    const copied = copyCommitted(fd, frameOffset(hdr.pageSize, seg.frames + 1), hdr, seg, stamp);
     return recordCopied(st, seg, copied, report, dbPath, opts);
   } catch (err) {
     closeWal(db);
@@ -348,7 +391,7 @@ interface Copied {
   uncommitted: boolean;
 }
 
-function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, now: number): Copied {
+function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, stamp: Stamp): Copied {
   const fb = frameBytes(hdr.pageSize);
   let c1 = seg.c1;
   let c2 = seg.c2;
@@ -371,7 +414,8 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
         if (ok.frame.commit > 0) {
           seg.lastCommitFrames = frames - committedFrames;
           committedFrames = frames;
-          lines.push({ at: now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+          lines.push({ at: stamp.first ?? stamp.now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+          stamp.first = undefined;
         }
       }
       if (valid > 0) {

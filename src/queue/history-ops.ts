@@ -62,7 +62,7 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
       const req: ExecRequest =
         args.into === undefined
           ? { op: 'restore', db, ...(args.at !== undefined ? { at: args.at } : {}), ...(args.undo !== undefined ? { undo: args.undo } : {}), dryRun: args.dryRun === true, by: args.by, timeoutMs: RESTORE_TIMEOUT_MS }
-          : { op: 'restoreInto', db, source, at: args.at!, dryRun: args.dryRun === true, by: args.by, timeoutMs: RESTORE_TIMEOUT_MS };
+          : { op: 'restoreInto', db, source, from: fileOf(ctx, source), at: args.at!, dryRun: args.dryRun === true, by: args.by, timeoutMs: RESTORE_TIMEOUT_MS };
       const outcome = await ctx.executor.run(req);
       ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
       return unwrap(outcome);
@@ -101,15 +101,21 @@ function checkedId(id: string | undefined): string {
   return databaseId(workspace, agent);
 }
 
+/** Where database `id`'s file is, whichever shard it belongs to. */
+function fileOf(ctx: ShardOpContext, id: string): Pick<DbTarget, 'id' | 'path' | 'shard'> {
+  const shard = shardOf(id, ctx.config.shardCount);
+  const { workspace, agent } = parseDatabaseId(id);
+  return { id, path: databasePath(ctx.config.dataDir, workspace, agent, shard), shard };
+}
+
 /**
  * The executor's view of database `id`, which must belong to the shard the op runs on. No agent
  * SQL runs in a restore, so the plan's limits do not apply; the largest plan's stand in.
  */
 function target(ctx: ShardOpContext, id: string): DbTarget {
-  const shard = shardOf(id, ctx.config.shardCount);
-  if (shard !== ctx.shard) throw new AgentDbError('INVALID_ARGUMENTS', `database ${id} belongs to shard ${shard}, not ${ctx.shard}`);
-  const { workspace, agent } = parseDatabaseId(id);
-  return { id, path: databasePath(ctx.config.dataDir, workspace, agent, shard), shard, limits: PLAN_LIMITS.enterprise };
+  const file = fileOf(ctx, id);
+  if (file.shard !== ctx.shard) throw new AgentDbError('INVALID_ARGUMENTS', `database ${id} belongs to shard ${file.shard}, not ${ctx.shard}`);
+  return { ...file, limits: PLAN_LIMITS.enterprise };
 }
 
 /** The databases with a file in a shard's folder. */

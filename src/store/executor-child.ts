@@ -50,13 +50,21 @@ function main(): void {
         done = [];
         since = performance.now();
       }
+      // A write's commit is copied into history once its answer is sent, when that is now (see
+      // `afterCommit`), and at the latest before the next request runs.
+      history?.finishCommitted();
       if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') handles.evict(req.db.path);
       const cpu = process.cpuUsage();
+      const started = performance.now();
       const outcome = dispatch(handles, opts, req, history);
+      // A write that took long may have made a big commit, and copying it is that write's time,
+      // not the next request's (the worker times each request from the answer before it).
+      if (performance.now() - started > FLUSH_AFTER_MS) history?.finishCommitted();
       const used = process.cpuUsage(cpu);
       done.push({ id, outcome, cpuUs: used.user + used.system });
     }
     reply(send, done);
+    history?.finishCommitted();
   });
   // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life
   // belongs to the worker, which finishes the statement in hand and then disconnects. Dying
@@ -65,6 +73,7 @@ function main(): void {
   process.on('SIGTERM', () => undefined);
   // The worker went away (it exited or crashed): close cleanly, checkpointing each WAL.
   process.on('disconnect', () => {
+    history?.finishCommitted();
     handles.closeAll();
     process.exit(0);
   });

@@ -50,7 +50,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         const db = handles.open(req.db, 'write');
         history?.checkQuota(req.db);
         const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget);
-        if (!replayed) history?.run(db, req.db);
+        if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
       }
       case 'checkDrop': {
@@ -67,13 +67,18 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(req.table)}`);
         }
         const { replayed, ...result } = drop(db, req.table, req.callKey, req.expect);
-        if (!replayed) history?.run(db, req.db);
+        if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
       }
       case 'restore':
         return { ok: true, result: restoreInPlace(handles, needHistory(history), opts.dataDir, req) };
       case 'restoreInto':
         return { ok: true, result: restoreInto(handles, needHistory(history), opts.dataDir, req) };
+      case 'capture': {
+        const db = handles.open(req.db, 'read');
+        if (!handles.isPlaceholder(db)) history?.run(db, req.db);
+        return { ok: true, result: {} };
+      }
       case 'snapshot':
         return { ok: true, result: snapshotNow(handles, needHistory(history), opts.dataDir, req) };
     }

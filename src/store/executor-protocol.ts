@@ -51,8 +51,17 @@ export type ExecRequest = (
    * every statement received before it; keeps the state before as a new undo point.
    */
   | { op: 'restore'; db: DbTarget; at?: number; undo?: string; dryRun?: boolean; by: RestoreActor }
-  /** Creates `db` (which must not exist) from database `source`'s history at `at`. */
-  | { op: 'restoreInto'; db: DbTarget; source: string; at: number; dryRun?: boolean; by: RestoreActor }
+  /**
+   * Creates `db` (which must not exist) from database `source`'s history at `at`; `from`, where
+   * the source's file is, lets it first wait for a copy of the source's last answered write.
+   */
+  | { op: 'restoreInto'; db: DbTarget; source: string; from?: Pick<DbTarget, 'id' | 'path' | 'shard'>; at: number; dryRun?: boolean; by: RestoreActor }
+  /**
+   * Copies into history what the database's WAL holds beyond it, after waiting for any child
+   * still copying (a write is answered before its copy, under the write lock): from then on its
+   * history holds every write answered before.
+   */
+  | { op: 'capture'; db: DbTarget }
   /** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
   | { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
   /** Close every handle of these shards (their lease was lost). */

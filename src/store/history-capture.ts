@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import { capture, captureBeforeClose, sealAfterClose, type CaptureOptions, type CaptureReport, type PendingSeal } from '../history/capture.ts';
+import { capture, captureBeforeClose, finishCapture, lockForCapture, sealAfterClose, type CaptureOptions, type CaptureReport, type LockedCapture, type PendingSeal } from '../history/capture.ts';
 import { historyBytes } from '../history/history-bytes.ts';
 import { historyDir, localSource, type HistorySource } from '../history/layout.ts';
 import type { PlanLimits } from './plan-limits.ts';
@@ -15,6 +15,7 @@ import type { HandleCacheOptions, HandleTarget } from './handle-cache.ts';
  */
 export class HistoryCapture {
   private readonly places = new Map<string, Place>();
+  private locked: { capture: LockedCapture; target: HandleTarget } | undefined;
 
   constructor(
     private readonly dataDir: string,
@@ -24,6 +25,28 @@ export class HistoryCapture {
   /** Copies the database's new WAL frames into its history; never throws. */
   run(db: Database, target: HandleTarget): CaptureReport | undefined {
     return this.guarded(target, () => capture(db, target.path, this.captureOptions(target)));
+  }
+
+  /**
+   * After a commit whose answer goes out before its frames are copied: takes the write lock and
+   * the commit's time now, and leaves the copy to {@link finishCommitted}, which must run before
+   * anything else touches a database. Held, the lock keeps every other connection from
+   * committing or starting the WAL over, so the answer says nothing history could still lose but
+   * to a kill (then whoever opens the database next copies the frames). The copy was a third of a
+   * write's time in the child, waited for by the worker with nothing else to do.
+   */
+  afterCommit(db: Database, target: HandleTarget): void {
+    this.finishCommitted();
+    const locked = this.guarded(target, () => lockForCapture(db, target.path, this.captureOptions(target), true));
+    if (locked) this.locked = { capture: locked, target };
+  }
+
+  /** Copies what {@link afterCommit} locked; never throws. */
+  finishCommitted(): void {
+    const locked = this.locked;
+    if (!locked) return;
+    this.locked = undefined;
+    this.guarded(locked.target, () => finishCapture(locked.capture));
   }
 
   /**

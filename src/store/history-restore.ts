@@ -11,7 +11,7 @@ import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
 import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from '../history/snapshot.ts';
 import { swapIn } from '../history/swap-in.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
-import type { HandleCache } from './handle-cache.ts';
+import type { HandleCache, HandleTarget } from './handle-cache.ts';
 import type { HistoryCapture } from './history-capture.ts';
 import { audit, auditInto, closedEverywhere, newUndoId } from './restore-common.ts';
 import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-delta.ts';
@@ -239,6 +239,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
   if (fs.existsSync(req.db.path)) throw new AgentDbError('DATABASE_EXISTS', `database ${req.db.id} already exists; restore into a new name`);
   const source = localSource(dataDir, req.source);
   if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
+  if (req.from) settle(handles, history, req.from);
   return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
     const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
     if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id });
@@ -308,6 +309,21 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   const meta = startGeneration(db, req.db.path, source, req.reason, Date.now(), undefined, follows);
   forgetCapture(req.db.path);
   return { snapshot: meta.id };
+}
+
+/**
+ * Waits for a copy of the database's last answered write (another child may hold its write lock
+ * for it: a write is answered before its copy) and copies what its WAL still holds, so its
+ * history has every write answered before. Not kept open when it was not: it may be another
+ * shard's, and this worker evicts only its own.
+ */
+function settle(handles: HandleCache, history: HistoryCapture, db: HandleTarget): void {
+  if (!fs.existsSync(db.path)) return;
+  const wasOpen = handles.isOpen(db.path);
+  const live = handles.open(db, 'read');
+  if (wasOpen) history.run(live, db);
+  // Opened here, it was captured on opening; its close copies once more.
+  else handles.evict(db.path);
 }
 
 /**

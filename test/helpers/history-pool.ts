@@ -12,8 +12,8 @@ import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
  * tests use it: `handleCacheSize` and `checkpointBytes` set how often handles close and WALs
  * start over, which is what those tests vary.
  */
-export async function historyPool(dataDir: string, opts: { handleCacheSize: number; checkpointBytes: number }): Promise<ExecutorPool> {
-  const pool = new ExecutorPool({
+export async function historyPool(dataDir: string, opts: { handleCacheSize: number; checkpointBytes: number; settle?: false }): Promise<ExecutorPool> {
+  const pool = new (opts.settle === false ? ExecutorPool : SettlingPool)({
     size: 2,
     workspaceShare: 2,
     dataDir,
@@ -25,6 +25,24 @@ export async function historyPool(dataDir: string, opts: { handleCacheSize: numb
   });
   await pool.start();
   return pool;
+}
+
+/**
+ * A write is answered before its frames are copied into history (the copy follows at once, under
+ * the write lock, so nothing can come between; see `HistoryCapture.afterCommit`). These tests
+ * read the history files themselves right after answers, so a write waits for its copy too, as a
+ * restore or a fork does before reading. What answering first changes is tested on its own
+ * (history-answer-first.test.ts).
+ */
+class SettlingPool extends ExecutorPool {
+  override async run(req: ExecRequest): Promise<ExecOutcome> {
+    const out = await super.run(req);
+    if (out.ok && (req.op === 'write' || req.op === 'drop')) {
+      const settled = await super.run({ op: 'capture', db: req.db });
+      if (!settled.ok) throw new Error(`capture after a write failed: ${settled.error.code}: ${settled.error.detail}`);
+    }
+    return out;
+  }
 }
 
 /** The database `workspace/agent` (or `workspace` for the shared one) of shard 0, on the enterprise plan. */

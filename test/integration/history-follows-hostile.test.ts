@@ -78,7 +78,7 @@ describe('a snapshot marked follows', () => {
 
     await write(db, "UPDATE t SET v = 'today' WHERE id = 200");
     const fork = historyTarget(dataDir, 'fw/outsidefork');
-    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 }))).toBe('ok');
     expect(dumpHash(fork.path, { withoutAudit: true })).toBe(atState);
     expect(codeOf(await restore(db, { at }))).toBe('ok');
     expect(integrity(db.path)).toBe('ok');

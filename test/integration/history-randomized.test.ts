@@ -192,7 +192,7 @@ describe(`history, randomized (seed ${SEED}, ${STEPS} steps)`, () => {
         const k = Math.floor(rand() * line.length);
         // One fork name per source: two sources drawing the same step k must not collide.
         const fork = target(`${id.split('/')[0]}/fork${id.split('/')[1] ?? 'ws'}${k}`);
-        const out = await pool.run({ op: 'restoreInto', db: fork, source: id, at: line[k]!.at, by, timeoutMs: 60_000 });
+        const out = await pool.run({ op: 'restoreInto', db: fork, source: id, from: target(id), at: line[k]!.at, by, timeoutMs: 60_000 });
         expect(out.ok, JSON.stringify(out)).toBe(true);
         expect(dumpHash(fork.path, { withoutAudit: true })).toBe(line[k]!.hash);
       }

@@ -100,7 +100,7 @@ describe.each(WAYS)('a crash during a restore in place $way', ({ olderGeneration
       const live = dumpHash(db.path, { withoutAudit: true });
       const forkAt = async (moment: number) => {
         const fork = historyTarget(dataDir, `crash/${step}-fork${++seq}`);
-        await ok({ op: 'restoreInto', db: fork, source: db.id, at: moment, by, timeoutMs: 60_000 });
+        await ok({ op: 'restoreInto', db: fork, source: db.id, from: db, at: moment, by, timeoutMs: 60_000 });
         expect(integrity(fork.path)).toBe('ok');
         return dumpHash(fork.path, { withoutAudit: true });
       };
@@ -161,7 +161,7 @@ describe('a crash during a restore into a new database', () => {
       if (step === 'copied') {
         expect(fs.existsSync(into.path)).toBe(false);
         // Asked again, the fork is made, and what the crashed one left is gone.
-        await ok({ op: 'restoreInto', db: into, source: db.id, at, by, timeoutMs: 60_000 });
+        await ok({ op: 'restoreInto', db: into, source: db.id, from: db, at, by, timeoutMs: 60_000 });
         expect(fs.readdirSync(path.dirname(into.path)).filter((n) => n.includes('.restore-'))).toEqual([]);
       }
       expect(integrity(into.path)).toBe('ok');
@@ -171,7 +171,7 @@ describe('a crash during a restore into a new database', () => {
       const later = Date.now();
       pastMs(later);
       const fork = historyTarget(dataDir, `crash/into-${step}-again`);
-      await ok({ op: 'restoreInto', db: fork, source: into.id, at: later, by, timeoutMs: 60_000 });
+      await ok({ op: 'restoreInto', db: fork, source: into.id, from: into, at: later, by, timeoutMs: 60_000 });
       expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(into.path, { withoutAudit: true }));
     }, 60_000);
   }

@@ -110,7 +110,7 @@ describe('restore in place within the generation, against every kind of change',
     // Every moment, before and after the restores, is still there for a fork.
     for (const m of moments.filter((_, i) => i % 9 === 0)) {
       const fork = historyTarget(dataDir, `fz/fork${nextKey()}`);
-      await ok({ op: 'restoreInto', db: fork, source: db.id, at: m.at, by, timeoutMs: 60_000 });
+      await ok({ op: 'restoreInto', db: fork, source: db.id, from: db, at: m.at, by, timeoutMs: 60_000 });
       expect(dumpHash(fork.path, { withoutAudit: true })).toBe(m.hash);
     }
   }, 240_000);
@@ -134,7 +134,7 @@ describe('restore in place within the generation, at the edges of time', () => {
     const expected = new Map<number, string>();
     for (const at of picks) {
       const fork = historyTarget(dataDir, `edge/fork${nextKey()}`);
-      await ok({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 });
+      await ok({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 });
       expected.set(at, dumpHash(fork.path, { withoutAudit: true }));
     }
     for (const at of [...picks, ...picks.slice(0, 3).reverse()]) {

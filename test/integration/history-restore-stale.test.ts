@@ -92,7 +92,7 @@ describe('a restore in place with the database open in several executor children
       const later = Date.now();
       pastMs(later);
       const fork = historyTarget(dataDir, `stale/fork${older ? '-older' : ''}`);
-      await ok({ op: 'restoreInto', db: fork, source: db.id, at: later, by, timeoutMs: 60_000 });
+      await ok({ op: 'restoreInto', db: fork, source: db.id, from: db, at: later, by, timeoutMs: 60_000 });
       expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(db.path, { withoutAudit: true }));
       // And the undo goes back through the same path.
       await ok({ op: 'restore', db, undo: out.undoId, by, timeoutMs: 60_000 });

@@ -85,7 +85,7 @@ describe('history capture', () => {
     pastMs(at);
     outside.close();
     await rows(db, 2, 'after');
-    const out = await pool.run({ op: 'restoreInto', db: target('cap/crash-fork'), source: 'cap/crash', at, by, timeoutMs: 60_000 });
+    const out = await pool.run({ op: 'restoreInto', db: target('cap/crash-fork'), source: 'cap/crash', from: target('cap/crash'), at, by, timeoutMs: 60_000 });
     expect(codeOf(out)).toBe('ok');
     // (The fork's own audit records that it was made.)
     expect(dumpHash(target('cap/crash-fork').path, { withoutAudit: true })).toBe(before);
@@ -171,7 +171,7 @@ describe('restore', () => {
     // The end of each batch of rows written before the restores: its dump was taken then.
     for (let batch = 0; batch < 6; batch++) {
       const fork = target(`rs/fork${batch * 20 + 19}`);
-      const out = await pool.run({ op: 'restoreInto', db: fork, source: 'rs/main', at: moments[batch * 20 + 19]!, by, timeoutMs: 60_000 });
+      const out = await pool.run({ op: 'restoreInto', db: fork, source: 'rs/main', from: target('rs/main'), at: moments[batch * 20 + 19]!, by, timeoutMs: 60_000 });
       expect(codeOf(out)).toBe('ok');
       expect(integrity(fork.path)).toBe('ok');
       expect(dumpHash(fork.path, { withoutAudit: true })).toBe(hashes[batch]);
@@ -227,7 +227,7 @@ describe('restore', () => {
     const after = await rows(gdb, 3, 'after');
     const live = dumpHash(gdb.path);
     const fork = target('rs/genfork');
-    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/gen', at: after[2]!, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/gen', from: target('rs/gen'), at: after[2]!, by, timeoutMs: 60_000 }))).toBe('ok');
     expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(gdb.path, { withoutAudit: true }));
     expect(live).toBe(dumpHash(gdb.path));
     // And the undo goes back to the moment before, from the old generation, discarding the
@@ -289,7 +289,7 @@ describe('restore', () => {
     // History holds the restore as a commit: a moment after it restores the restored state.
     const after = (await rows(ddb, 1, 'after'))[0]!;
     const fork = target('rs/deltafork');
-    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/delta', at: after, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/delta', from: target('rs/delta'), at: after, by, timeoutMs: 60_000 }))).toBe('ok');
     expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(ddb.path, { withoutAudit: true }));
     // The undo says it discards the one commit made after the restore (not the restore's own), and goes back exactly.
     const undoId = (out as { result: { undoId: string } }).result.undoId;
@@ -324,7 +324,7 @@ describe('restore', () => {
     // Every moment of each generation still restores exactly, the restore's own included.
     const after = (await rows(xdb, 1, 'after'))[0]!;
     const fork = target('rs/acrossfork');
-    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/across', at: after, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/across', from: target('rs/across'), at: after, by, timeoutMs: 60_000 }))).toBe('ok');
     expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(xdb.path, { withoutAudit: true }));
     expect(codeOf(await restore(xdb, { undo: (out as { result: { undoId: string } }).result.undoId }))).toBe('ok');
     expect(dumpHash(xdb.path, { withoutAudit: true })).toBe(before);
@@ -474,7 +474,7 @@ describe('restore', () => {
 
     it('a restore into an existing database', async () => {
       const before = dumpHash(target('rs/other').path);
-      const out = await pool.run({ op: 'restoreInto', db: target('rs/other'), source: 'rs/main', at: moments[5]!, by, timeoutMs: 60_000 });
+      const out = await pool.run({ op: 'restoreInto', db: target('rs/other'), source: 'rs/main', from: target('rs/main'), at: moments[5]!, by, timeoutMs: 60_000 });
       expect(out).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
       expect(dumpHash(target('rs/other').path)).toBe(before);
     });

@@ -64,7 +64,7 @@ describe('a database that shrinks below its snapshot, then grows again, within o
       buildRestore(planRestore(source, { at }), out);
       expect(dumpHash(out, { withoutAudit: true }), `engine at moment ${i}`).toBe(want);
       const fork = historyTarget(dataDir, `sg/fork${i}`);
-      expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 })).ok).toBe(true);
+      expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 })).ok).toBe(true);
       expect(dumpHash(fork.path, { withoutAudit: true }), `fork at moment ${i}`).toBe(want);
     }
     // In place, back and forth across the sizes.
@@ -116,7 +116,7 @@ describe('a database that shrinks below its snapshot, then grows again, within o
       buildRestore(planRestore(source, { at }), out);
       expect(dumpHash(out, { withoutAudit: true }), `engine at moment ${i}`).toBe(want);
       const fork = historyTarget(dataDir, `sg/vfork${i}`);
-      expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 })).ok).toBe(true);
+      expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 })).ok).toBe(true);
       expect(dumpHash(fork.path, { withoutAudit: true }), `fork at moment ${i}`).toBe(want);
     }
     for (const [i, [at, want]] of ([[m2, s2], [m1, s1], [m3, s3], [m2, s2]] as [number, string][]).entries()) {

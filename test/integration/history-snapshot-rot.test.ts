@@ -49,7 +49,7 @@ describe('a snapshot rotted in place, its size and mtime unchanged', () => {
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
     // A fork copies the whole snapshot: the copy is held to every chunk's checksum.
     const fork = historyTarget(dataDir, 'rot/fork');
-    const forked = await pool.run({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 });
+    const forked = await pool.run({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 });
     expect(forked.ok ? 'ok' : forked.error.code).toBe('HISTORY_CORRUPT');
     expect(fs.existsSync(fork.path)).toBe(false);
   }, 60_000);
@@ -76,7 +76,7 @@ describe('a snapshot rotted in place, its size and mtime unchanged', () => {
     expect(live.pragma('page_count', { simple: true }) as number).toBeLessThan(gen.snapshot!.pages * 0.8);
     live.close();
     const fork = historyTarget(dataDir, 'rot/shrunk-fork');
-    expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, at, by, timeoutMs: 60_000 })).ok).toBe(true);
+    expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 })).ok).toBe(true);
     expect(dumpHash(fork.path, { withoutAudit: true })).toBe(small);
     // A byte rotting past what that moment kept is never read; one inside it is found.
     const file = gen.snapshotPath;
@@ -92,11 +92,11 @@ describe('a snapshot rotted in place, its size and mtime unchanged', () => {
     };
     rot(gen.snapshot!.bytes - 100);
     const past = historyTarget(dataDir, 'rot/shrunk-past');
-    expect((await pool.run({ op: 'restoreInto', db: past, source: db.id, at, by, timeoutMs: 60_000 })).ok).toBe(true);
+    expect((await pool.run({ op: 'restoreInto', db: past, source: db.id, from: db, at, by, timeoutMs: 60_000 })).ok).toBe(true);
     expect(dumpHash(past.path, { withoutAudit: true })).toBe(small);
     rot(100 * 4096 + 100);
     const inside = historyTarget(dataDir, 'rot/shrunk-inside');
-    const out = await pool.run({ op: 'restoreInto', db: inside, source: db.id, at, by, timeoutMs: 60_000 });
+    const out = await pool.run({ op: 'restoreInto', db: inside, source: db.id, from: db, at, by, timeoutMs: 60_000 });
     expect(out.ok ? 'ok' : out.error.code).toBe('HISTORY_CORRUPT');
     expect((out as { error: { detail: string } }).error.detail).toContain(`snapshot ${gen.name} is damaged`);
     expect(fs.existsSync(inside.path)).toBe(false);

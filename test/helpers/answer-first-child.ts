@@ -1,0 +1,24 @@
+/**
+ * A process that writes one row to a database as an executor child does when it answers first:
+ * commit, take the write lock for the copy (`HistoryCapture.afterCommit`), answer (here: print
+ * `answered` on stdout), then copy. `then` says what comes between the answer and the copy:
+ * `kill` (SIGKILL, no cleanup), or `hold` for `holdMs` (a child slow to get to it). Run as
+ * `node --import tsx answer-first-child.ts '{"dataDir", "db": DbTarget, "then", "holdMs"?}'`.
+ */
+import type { DbTarget } from '../../src/store/executor-protocol.ts';
+import { HandleCache } from '../../src/store/handle-cache.ts';
+import { HistoryCapture } from '../../src/store/history-capture.ts';
+
+const { dataDir, db, then, holdMs } = JSON.parse(process.argv[2]!) as { dataDir: string; db: DbTarget; then: 'kill' | 'hold'; holdMs?: number };
+const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });
+const handles = new HandleCache({ size: 4, ...history.hooks() });
+const live = handles.open(db, 'write');
+live.prepare("INSERT INTO t(v) VALUES ('answered first')").run();
+history.afterCommit(live, db);
+process.stdout.write('answered\n');
+if (then === 'kill') process.kill(process.pid, 'SIGKILL');
+setTimeout(() => {
+  history.finishCommitted();
+  handles.closeAll();
+  process.stdout.write('copied\n');
+}, holdMs ?? 0);

@@ -1,0 +1,164 @@
+// A write is answered before its frames are copied into history: the child takes the write lock
+// right after the commit, answers, then copies (`HistoryCapture.afterCommit`). What must hold
+// anyway: nothing commits or starts the WAL over in between, whoever reads history for a restore
+// or a fork waits for the copy, and a child killed in between loses neither the commit nor the
+// time it was answered at.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ANSWERED_FILE } from '../../src/history/answered.ts';
+import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import type { DbTarget } from '../../src/store/executor-protocol.ts';
+import { HandleCache } from '../../src/store/handle-cache.ts';
+import { HistoryCapture } from '../../src/store/history-capture.ts';
+import { restoreInto } from '../../src/store/history-restore.ts';
+import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
+
+const CHILD = fileURLToPath(new URL('../helpers/answer-first-child.ts', import.meta.url));
+const by = { who: 'operator:test', via: 'operator' as const };
+
+let dataDir: string;
+let db: DbTarget;
+let opened: HandleCache[] = [];
+
+/** A handle cache with capture, as an executor child has (this process plays one). */
+function child(): { handles: HandleCache; history: HistoryCapture } {
+  const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });
+  const handles = new HandleCache({ size: 4, ...history.hooks() });
+  opened.push(handles);
+  return { handles, history };
+}
+
+const lastCommit = () => {
+  const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+  return listSegments(gen).flatMap((s) => readCommits(s.indexPath)).at(-1);
+};
+const answeredAt = () => (JSON.parse(fs.readFileSync(path.join(historyDir(dataDir, db.id), ANSWERED_FILE), 'utf8')) as { at: number }).at;
+const rowsAt = (at: number) => {
+  const file = path.join(dataDir, `at-${at}-${Math.random()}.sqlite`);
+  buildRestore(planRestore(localSource(dataDir, db.id), { at }), file);
+  expect(integrity(file)).toBe('ok');
+  const out = new Database(file, { readonly: true });
+  try {
+    return (out.prepare('SELECT v FROM t ORDER BY id').pluck().all() as string[]);
+  } finally {
+    out.close();
+  }
+};
+
+beforeEach(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-answer-first-'));
+  db = historyTarget(dataDir, 'af/a');
+  // History begun, one row in, every handle closed (the WAL folded in and sealed).
+  const { handles, history } = child();
+  const live = handles.open(db, 'write');
+  live.exec('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+  history.run(live, db);
+  live.prepare("INSERT INTO t(v) VALUES ('before')").run();
+  history.run(live, db);
+  handles.closeAll();
+});
+
+afterEach(() => {
+  for (const handles of opened) handles.closeAll();
+  opened = [];
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('a write answered before its copy', () => {
+  it('killed between the answer and the copy: the next open copies the commit, with the time it was answered at', () => {
+    const gens = listGenerations(localSource(dataDir, db.id)).length;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+    expect(run.signal, run.stderr).toBe('SIGKILL');
+    expect(run.stdout).toBe('answered\n');
+    const at = answeredAt();
+    expect(lastCommit()!.at).toBeLessThan(at);
+    // Long enough after that an open stamping the commit with its own time would show.
+    pastMs(at + 20);
+    const { handles } = child();
+    handles.open(db, 'read');
+    expect(lastCommit()!.at).toBe(at);
+    expect(listGenerations(localSource(dataDir, db.id))).toHaveLength(gens);
+    expect(rowsAt(at)).toEqual(['before', 'answered first']);
+    expect(rowsAt(at - 1)).toEqual(['before']);
+  });
+
+  it('held between the answer and the copy: nothing commits, and a fork taken then waits for the copy', async () => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 500 })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
+    let out = '';
+    await new Promise<void>((resolve, reject) => {
+      proc.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('answered\n')) resolve();
+      });
+      proc.on('exit', () => reject(new Error(`the child ended before answering: ${out}`)));
+    });
+    const at = answeredAt();
+    // Another program's commit cannot land between the answer and the copy.
+    const outside = new Database(db.path, { timeout: 0 });
+    try {
+      expect(() => outside.exec('BEGIN IMMEDIATE')).toThrow(/locked|busy/i);
+    } finally {
+      outside.close();
+    }
+    // A fork as of now, from this process (another child): it waits for the copy, and has the row.
+    const fork = historyTarget(dataDir, 'af/fork');
+    const { handles, history } = child();
+    restoreInto(handles, history, dataDir, { op: 'restoreInto', db: fork, source: db.id, from: db, at: Date.now(), by });
+    const forked = new Database(fork.path, { readonly: true });
+    try {
+      expect(forked.prepare('SELECT v FROM t ORDER BY id').pluck().all()).toEqual(['before', 'answered first']);
+    } finally {
+      forked.close();
+    }
+    expect(await exited).toBe(0);
+    expect(out).toBe('answered\ncopied\n');
+    expect(lastCommit()!.at).toBe(at);
+  });
+
+  it('an outside checkpoint that would start the WAL over waits for the copy: the answered commit is in history, at its time', async () => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 300 })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
+    await new Promise<void>((resolve) => proc.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('answered') && resolve()));
+    const outside = new Database(db.path, { timeout: 10_000 });
+    try {
+      const [res] = outside.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+      expect(res!.busy).toBe(0);
+      expect(fs.statSync(`${db.path}-wal`).size).toBe(0);
+    } finally {
+      outside.close();
+    }
+    expect(await exited).toBe(0);
+    const at = answeredAt();
+    expect(lastCommit()!.at).toBe(at);
+    expect(rowsAt(at)).toEqual(['before', 'answered first']);
+    expect(rowsAt(at - 1)).toEqual(['before']);
+  });
+});
+
+describe('through the executor pool', () => {
+  it('a fork as of the moment a write is answered has that write, from whichever child runs it', async () => {
+    const pool = await historyPool(dataDir, { handleCacheSize: 4, checkpointBytes: 1024 * 1024, settle: false });
+    try {
+      for (let i = 0; i < 20; i++) {
+        await mustRun(pool, { op: 'write', db, sql: 'INSERT INTO t(v) VALUES (?)', params: [`w${i}`], callKey: `k${i}` });
+        const fork = historyTarget(dataDir, `af/f${i}`);
+        await mustRun(pool, { op: 'restoreInto', db: fork, source: db.id, from: db, at: Date.now(), by, timeoutMs: 60_000 });
+        expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(db.path, { withoutAudit: true }));
+      }
+      // After `capture`, history holds every answered write: the files say so directly.
+      await mustRun(pool, { op: 'write', db, sql: "INSERT INTO t(v) VALUES ('last')", params: [], callKey: 'klast' });
+      await mustRun(pool, { op: 'capture', db });
+      expect(rowsAt(Date.now()).at(-1)).toBe('last');
+    } finally {
+      await pool.stop();
+    }
+  });
+});
