@@ -1,86 +1,104 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Database } from 'better-sqlite3';
-import type { State } from './capture-state.ts';
 import type { HistorySource } from './layout.ts';
 
 // A write is answered before its frames are copied into history (`lockForCapture`): the copy
 // waits under the write lock, where nothing can commit or start the WAL over. Only a kill in
 // between can stop it, and then whoever captures the database next copies the frames, but would
 // stamp them with its own time: a restore to a moment between would leave out a write already
-// answered. So the commit's time is written first, here, with where history ended then: the
-// commit that follows that place is the one answered.
+// answered. So the commit's time is written first, here, with where the commit ends in the WAL
+// as SQLite's WAL index says it: the commit whose last frame that is, and any still uncopied
+// before it, took place by then.
 
 /** The file, beside a database's generations, holding the last commit answered before its copy. */
 export const ANSWERED_FILE = 'answered.json';
 /** Written in place at offset 0, always this long, so it never needs truncating. */
 const RECORD_BYTES = 160;
 
-/** The last commit answered before it was copied: made at `at`, right after history's end then. */
+/** The last commit answered before it was copied: its WAL's salts, its commit frame and that frame's checksums. */
 export interface Answered {
-  gen: string;
-  seg: string;
-  frames: number;
+  salt1: number;
+  salt2: number;
+  /** The commit frame's number in the WAL (from 1), which is its number in the segment copying that WAL. */
+  frame: number;
   c1: number;
   c2: number;
   at: number;
 }
 
-const fds = new WeakMap<Database, { file: string; fd: number }>();
+/** What {@link noteAnswered} keeps open per connection: the record and the -shm file. */
+const open = new WeakMap<Database, { record: string; recordFd: number; shmFd: number }>();
+const header = Buffer.alloc(40);
+const native = os.endianness() === 'LE' ? ('readUInt32LE' as const) : ('readUInt32BE' as const);
+const native16 = os.endianness() === 'LE' ? ('readUInt16LE' as const) : ('readUInt16BE' as const);
 
 function fileOf(source: HistorySource): string {
   return path.join(path.dirname(source.generationsDir), ANSWERED_FILE);
 }
 
 /**
- * Notes that the commit following history's end as this process knows it (`st`) was made at
- * `at`. Best effort: with no record (no history yet, a full disk), a copy after a kill takes its
- * own time, as it did before answers went first. Never throws (the caller holds the write lock).
+ * Notes that the commit ending the WAL of `dbPath` now was answered at `at`, reading where it
+ * ends from the WAL index (the first header of the -shm file, sqlite.org/walformat.html: `mxFrame`
+ * and the last frame's checksums in native order, the salts as in the WAL's header). Called right
+ * after this connection's commit, under the write lock, so that commit is this connection's.
+ * Answers the WAL's size in bytes, or undefined when nothing could be noted (then a copy after a
+ * kill takes its own time, as it did before answers went first). Never throws.
  */
-export function noteAnswered(db: Database, source: HistorySource, st: State | undefined, at: number): void {
-  const seg = st?.seg;
-  if (!st || !seg) return;
+export function noteAnswered(db: Database, dbPath: string, source: HistorySource, at: number): number | undefined {
   try {
-    const file = fileOf(source);
-    let open = fds.get(db);
-    if (open?.file !== file) {
+    const record = fileOf(source);
+    let fds = open.get(db);
+    if (fds?.record !== record) {
       closeAnswered(db);
+      const shmFd = fs.openSync(`${dbPath}-shm`, 'r');
       // Not truncated on open: the record is always written whole, in place.
-      open = { file, fd: fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644) };
-      fds.set(db, open);
+      let recordFd: number;
+      try {
+        recordFd = fs.openSync(record, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+      } catch (err) {
+        fs.closeSync(shmFd);
+        throw err;
+      }
+      fds = { record, recordFd, shmFd };
+      open.set(db, fds);
     }
-    const record: Answered = { gen: st.genName, seg: seg.name, frames: seg.frames, c1: seg.c1, c2: seg.c2, at };
-    fs.writeSync(open.fd, JSON.stringify(record).padEnd(RECORD_BYTES - 1) + '\n', 0);
+    if (fs.readSync(fds.shmFd, header, 0, header.length, 0) < header.length || header[12] !== 1) return undefined;
+    const frame = header[native](16);
+    if (frame === 0) return undefined;
+    // The page size, 1 standing for 65536.
+    const size = header[native16](14) === 1 ? 65536 : header[native16](14);
+    const noted: Answered = { salt1: header.readUInt32BE(32), salt2: header.readUInt32BE(36), frame, c1: header[native](24), c2: header[native](28), at };
+    fs.writeSync(fds.recordFd, JSON.stringify(noted).padEnd(RECORD_BYTES - 1) + '\n', 0);
+    return 32 + frame * (size + 24);
   } catch {
     closeAnswered(db);
+    return undefined;
   }
 }
 
 /** Closes what {@link noteAnswered} keeps open for a connection (its handle closes). */
 export function closeAnswered(db: Database): void {
-  const open = fds.get(db);
-  if (!open) return;
-  fds.delete(db);
-  try {
-    fs.closeSync(open.fd);
-  } catch {
-    // Already closed with the process's descriptors: nothing to keep.
+  const fds = open.get(db);
+  if (!fds) return;
+  open.delete(db);
+  for (const fd of [fds.recordFd, fds.shmFd]) {
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // Already closed with the process's descriptors: nothing to keep.
+    }
   }
 }
 
-/**
- * The time of the commit right after history's end (`st`), when one was answered there before
- * its copy; undefined otherwise (nothing answered there, or a record cut short).
- */
-export function answeredAfter(source: HistorySource, st: State): number | undefined {
-  const seg = st.seg;
-  if (!seg) return undefined;
-  let record: Partial<Answered>;
+/** The last commit answered before its copy, or undefined (none, or a record cut short). */
+export function readAnswered(source: HistorySource): Answered | undefined {
   try {
-    record = JSON.parse(fs.readFileSync(fileOf(source), 'utf8')) as Partial<Answered>;
+    const record = JSON.parse(fs.readFileSync(fileOf(source), 'utf8')) as Partial<Answered>;
+    const ok = [record.salt1, record.salt2, record.frame, record.c1, record.c2, record.at].every((n) => typeof n === 'number');
+    return ok ? (record as Answered) : undefined;
   } catch {
     return undefined;
   }
-  const here = record.gen === st.genName && record.seg === seg.name && record.frames === seg.frames && record.c1 === seg.c1 && record.c2 === seg.c2;
-  return here && typeof record.at === 'number' ? record.at : undefined;
 }

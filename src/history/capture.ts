@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
-import { answeredAfter, noteAnswered } from './answered.ts';
+import { noteAnswered, readAnswered, type Answered } from './answered.ts';
 import { beginCapture, closeWal, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
 import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
@@ -52,6 +52,8 @@ export interface LockedCapture {
   lock: 'began' | 'held';
   /** Taken right after this connection's commit, to answer it before the copy (see `noteAnswered`). */
   answering: boolean;
+  /** The WAL has grown past `checkpointBytes`: the copy checkpoints, so it goes before the answer. */
+  due: boolean;
 }
 
 /**
@@ -64,8 +66,8 @@ export function lockForCapture(db: Database, dbPath: string, opts: CaptureOption
   const now = (opts.now ?? Date.now)();
   const last = lastCapture(db);
   const lock = beginCapture(db, true)!;
-  if (answering) noteAnswered(db, opts.source, states.get(dbPath), now);
-  return { db, dbPath, opts, now, last, lock, answering };
+  const walBytes = answering ? noteAnswered(db, dbPath, opts.source, now) : undefined;
+  return { db, dbPath, opts, now, last, lock, answering, due: walBytes === undefined || walBytes >= opts.checkpointBytes };
 }
 
 /** The second half of {@link capture}: copies what {@link lockForCapture} holds still, and lets the lock go. */
@@ -167,10 +169,9 @@ export function sealAfterClose(dbPath: string, pending: PendingSeal | undefined)
 /** The time a capture gives the commits it copies. */
 interface Stamp {
   now: number;
-  /** Look for a commit answered before its copy, at history's end (`answeredAfter`). */
+  /** Look for a commit answered before a kill stopped its copy (`readAnswered`). */
   recover: boolean;
-  /** The time of the first commit found: one answered before a kill stopped its copy. */
-  first?: number;
+  answered?: Answered;
 }
 
 interface Found {
@@ -205,8 +206,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
     st.uncut = false;
   }
-  // Looked for again if the state is loaded again (`again`): history's end may have moved.
-  stamp.first = stamp.recover ? answeredAfter(opts.source, st) : undefined;
+  if (stamp.recover && !stamp.answered) stamp.answered = readAnswered(opts.source);
   const wal = walOf(db, dbPath);
   if (wal === undefined) return unsure(dbPath, opts, report);
   const fd = wal.fd;
@@ -414,8 +414,14 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
         if (ok.frame.commit > 0) {
           seg.lastCommitFrames = frames - committedFrames;
           committedFrames = frames;
-          lines.push({ at: stamp.first ?? stamp.now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
-          stamp.first = undefined;
+          lines.push({ at: stamp.now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+          const ans = stamp.answered;
+          if (ans && ans.frame === seg.frames + frames && ans.c1 === c1 && ans.c2 === c2 && ans.salt1 === hdr.salt1 && ans.salt2 === hdr.salt2) {
+            // The commit answered before a kill stopped its copy, and any found before it: they
+            // took place by the time it was answered.
+            for (const line of lines) line.at = Math.min(line.at, ans.at);
+            stamp.answered = undefined;
+          }
         }
       }
       if (valid > 0) {

@@ -38,7 +38,11 @@ export class HistoryCapture {
   afterCommit(db: Database, target: HandleTarget): void {
     this.finishCommitted();
     const locked = this.guarded(target, () => lockForCapture(db, target.path, this.captureOptions(target), true));
-    if (locked) this.locked = { capture: locked, target };
+    if (!locked) return;
+    this.locked = { capture: locked, target };
+    // A copy that checkpoints (or whose commit could not be noted) goes before the answer: a
+    // checkpoint may wait on readers, and that wait is this write's, not the next request's.
+    if (locked.due) this.finishCommitted();
   }
 
   /** Copies what {@link afterCommit} locked; never throws. */

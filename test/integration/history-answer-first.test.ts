@@ -89,6 +89,30 @@ describe('a write answered before its copy', () => {
     expect(rowsAt(at - 1)).toEqual(['before']);
   });
 
+  it('killed before the copy of a database\'s first write (its generation has no segment yet): copied with the time it was answered at', () => {
+    db = historyTarget(dataDir, 'af/fresh');
+    const sql = "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t(v) VALUES ('answered first')";
+    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill', sql })], { encoding: 'utf8' });
+    expect(run.signal, run.stderr).toBe('SIGKILL');
+    const at = answeredAt();
+    pastMs(at + 20);
+    child().handles.open(db, 'read');
+    expect(lastCommit()!.at).toBe(at);
+    expect(rowsAt(at)).toEqual(['answered first']);
+  });
+
+  it('killed before the copy, with an earlier commit nothing copied: both are copied with the time the later was answered at', () => {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill', uncopied: "INSERT INTO t(v) VALUES ('uncopied')" })], { encoding: 'utf8' });
+    expect(run.signal, run.stderr).toBe('SIGKILL');
+    const at = answeredAt();
+    pastMs(at + 20);
+    child().handles.open(db, 'read');
+    const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+    const times = listSegments(gen).flatMap((s) => readCommits(s.indexPath)).map((c) => c.at);
+    expect(times.slice(-2)).toEqual([at, at]);
+    expect(rowsAt(at)).toEqual(['before', 'uncopied', 'answered first']);
+  });
+
   it('held between the answer and the copy: nothing commits, and a fork taken then waits for the copy', async () => {
     const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 500 })], { stdio: ['ignore', 'pipe', 'inherit'] });
     const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
