@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Database } from 'better-sqlite3';
 import type { HistorySource } from './layout.ts';
+import { readWalIndex } from './wal-index.ts';
 
 // A write is answered before its frames are copied into history (`lockForCapture`): the copy
 // waits under the write lock, where nothing can commit or start the WAL over. Only a kill in
@@ -28,11 +28,8 @@ export interface Answered {
   at: number;
 }
 
-/** What {@link noteAnswered} keeps open per connection: the record and the -shm file. */
-const open = new WeakMap<Database, { record: string; recordFd: number; shmFd: number }>();
-const header = Buffer.alloc(40);
-const native = os.endianness() === 'LE' ? ('readUInt32LE' as const) : ('readUInt32BE' as const);
-const native16 = os.endianness() === 'LE' ? ('readUInt16LE' as const) : ('readUInt16BE' as const);
+/** The record file {@link noteAnswered} keeps open per connection. */
+const open = new WeakMap<Database, { record: string; fd: number }>();
 
 function fileOf(source: HistorySource): string {
   return path.join(path.dirname(source.generationsDir), ANSWERED_FILE);
@@ -40,38 +37,26 @@ function fileOf(source: HistorySource): string {
 
 /**
  * Notes that the commit ending the WAL of `dbPath` now was answered at `at`, reading where it
- * ends from the WAL index (the first header of the -shm file, sqlite.org/walformat.html: `mxFrame`
- * and the last frame's checksums in native order, the salts as in the WAL's header). Called right
- * after this connection's commit, under the write lock, so that commit is this connection's.
- * Answers the WAL's size in bytes, or undefined when nothing could be noted (then a copy after a
- * kill takes its own time, as it did before answers went first). Never throws.
+ * ends from the WAL index (`readWalIndex`). Called right after this connection's commit, under
+ * the write lock, so that commit is this connection's. Answers the WAL's size in bytes, or
+ * undefined when nothing could be noted (then a copy after a kill takes its own time, as it did
+ * before answers went first). Never throws.
  */
 export function noteAnswered(db: Database, dbPath: string, source: HistorySource, at: number): number | undefined {
   try {
+    const wal = readWalIndex(db, dbPath);
+    if (!wal || wal.lastFrame === 0) return undefined;
     const record = fileOf(source);
-    let fds = open.get(db);
-    if (fds?.record !== record) {
+    let kept = open.get(db);
+    if (kept?.record !== record) {
       closeAnswered(db);
-      const shmFd = fs.openSync(`${dbPath}-shm`, 'r');
       // Not truncated on open: the record is always written whole, in place.
-      let recordFd: number;
-      try {
-        recordFd = fs.openSync(record, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
-      } catch (err) {
-        fs.closeSync(shmFd);
-        throw err;
-      }
-      fds = { record, recordFd, shmFd };
-      open.set(db, fds);
+      kept = { record, fd: fs.openSync(record, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644) };
+      open.set(db, kept);
     }
-    if (fs.readSync(fds.shmFd, header, 0, header.length, 0) < header.length || header[12] !== 1) return undefined;
-    const frame = header[native](16);
-    if (frame === 0) return undefined;
-    // The page size, 1 standing for 65536.
-    const size = header[native16](14) === 1 ? 65536 : header[native16](14);
-    const noted: Answered = { salt1: header.readUInt32BE(32), salt2: header.readUInt32BE(36), frame, c1: header[native](24), c2: header[native](28), at };
-    fs.writeSync(fds.recordFd, JSON.stringify(noted).padEnd(RECORD_BYTES - 1) + '\n', 0);
-    return 32 + frame * (size + 24);
+    const noted: Answered = { salt1: wal.salt1, salt2: wal.salt2, frame: wal.lastFrame, c1: wal.c1, c2: wal.c2, at };
+    fs.writeSync(kept.fd, JSON.stringify(noted).padEnd(RECORD_BYTES - 1) + '\n', 0);
+    return 32 + wal.lastFrame * (wal.pageSize + 24);
   } catch {
     closeAnswered(db);
     return undefined;
@@ -80,15 +65,13 @@ export function noteAnswered(db: Database, dbPath: string, source: HistorySource
 
 /** Closes what {@link noteAnswered} keeps open for a connection (its handle closes). */
 export function closeAnswered(db: Database): void {
-  const fds = open.get(db);
-  if (!fds) return;
+  const kept = open.get(db);
+  if (!kept) return;
   open.delete(db);
-  for (const fd of [fds.recordFd, fds.shmFd]) {
-    try {
-      fs.closeSync(fd);
-    } catch {
-      // Already closed with the process's descriptors: nothing to keep.
-    }
+  try {
+    fs.closeSync(kept.fd);
+  } catch {
+    // Already closed with the process's descriptors: nothing to keep.
   }
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
 import { closeAnswered } from './answered.ts';
 import { positionKey, type State } from './capture-state.ts';
+import { closeWalIndex, readWalIndex } from './wal-index.ts';
 
 // What capture keeps per SQLite connection: its WAL held open, the statements of its write lock,
 // and how its last capture ended.
@@ -39,6 +40,7 @@ export function walOf(db: Database, dbPath: string): OpenWal | undefined {
 
 export function closeWal(db: Database): void {
   closeAnswered(db);
+  closeWalIndex(db);
   const known = wals.get(db);
   if (!known) return;
   wals.delete(db);
@@ -55,6 +57,8 @@ interface CaptureStatements {
   clean?: boolean;
   /** Where history ended after that capture (`positionKey`). */
   capturedTo?: string;
+  /** The WAL index's count of commits after that capture (`readWalIndex`). */
+  change?: number;
 }
 const lockStatements = new WeakMap<Database, CaptureStatements>();
 
@@ -116,12 +120,23 @@ export function lastCapture(db: Database): { finished: boolean; capturedTo?: str
   return last;
 }
 
-/** A capture finished: it copied every frame it found, up to `state`. */
-export function finished(db: Database, state: State | undefined): void {
+/** A capture finished: it copied every frame it found, up to `state`, and the WAL index counted `change` commits. */
+export function finished(db: Database, state: State | undefined, change: number | undefined): void {
   const stmts = lockStatements.get(db);
   if (!stmts) return;
   stmts.clean = true;
   stmts.capturedTo = state ? positionKey(state) : undefined;
+  stmts.change = change;
+}
+
+/**
+ * Whether a commit was made since this connection's last capture finished, by any connection:
+ * the WAL index's count moved (a checkpoint does not move it). Undefined when it cannot tell.
+ */
+export function committedSince(db: Database, dbPath: string): boolean | undefined {
+  const before = lockStatements.get(db)?.change;
+  const now = readWalIndex(db, dbPath)?.change;
+  return before === undefined || now === undefined ? undefined : now !== before;
 }
 
 export function endCapture(db: Database, lock: 'began' | 'held'): void {

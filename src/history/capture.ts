@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { noteAnswered, readAnswered, type Answered } from './answered.ts';
-import { beginCapture, closeWal, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
+import { beginCapture, closeWal, committedSince, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
+import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
 import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
 import { markRestoreLeaving, restoreLeaving, sealBroken, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
@@ -82,7 +83,7 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
     // A copy of this connection's own commit, just answered, stamps it with its own time; any
     // other may find a commit answered by a child killed before its copy (`noteAnswered`).
     found = copyNew(db, dbPath, opts, { now, recover: !locked.answering }, quiet && last.finished, foreign);
-    finished(db, found.state);
+    finished(db, found.state, readWalIndex(db, dbPath)?.change);
   } finally {
     endCapture(db, lock);
   }
@@ -137,11 +138,14 @@ export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOp
 
 function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
   const now = (opts.now ?? Date.now)();
+  const last = lastCapture(db);
   const lock = beginCapture(db, false);
   if (!lock) return undefined;
   let found: Found;
   try {
-    found = copyNew(db, dbPath, opts, { now, recover: true }, false);
+    // As for any capture (see `capture`): another connection's commits since this one's last.
+    const foreign = othersQuiet(db) ? undefined : last.capturedTo;
+    found = copyNew(db, dbPath, opts, { now, recover: true }, false, foreign);
   } catch (err) {
     endCapture(db, lock);
     throw err;
@@ -208,7 +212,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
   }
   if (stamp.recover && !stamp.answered) stamp.answered = readAnswered(opts.source);
   const wal = walOf(db, dbPath);
-  if (wal === undefined) return unsure(dbPath, opts, report);
+  if (wal === undefined) return unsure(db, dbPath, opts, report, foreign);
   const fd = wal.fd;
   try {
     // The WAL's header changes only when the WAL starts over, and then every frame after it has
@@ -230,9 +234,9 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
       }
     }
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure(dbPath, opts, report);
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure(db, dbPath, opts, report, foreign);
     const hdr = parseWalHeader(head);
-    if (!hdr) return unsure(dbPath, opts, report);
+    if (!hdr) return unsure(db, dbPath, opts, report, foreign);
     wal.salt1 = hdr.salt1;
     wal.salt2 = hdr.salt2;
     wal.c1 = hdr.c1;
@@ -301,9 +305,15 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
  * No WAL to go by (none, or emptied by another child's snapshot, which began a generation
  * without this child's segment changing): the salts cannot tell, so the files are looked at in full.
  */
-function unsure(dbPath: string, opts: CaptureOptions, report: CaptureReport): Found {
+function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: CaptureReport, foreign: string | undefined): Found {
   const full = loadState(dbPath, opts.source, false, true);
   if (!full) return { report, next: 'first', checkpoint: false };
+  // Another connection committed since this one's last capture, nothing was copied since, and
+  // the WAL holds nothing: a program outside agentdb committed and checkpointed (TRUNCATE) while
+  // this handle was open. Its commits are in the file only: history cannot go on from what it has
+  // (and closing now would seal the file as history's end). Not for a checkpoint alone (it moves
+  // the data version too, but not the WAL index's count of commits).
+  if (foreign !== undefined && foreign === positionKey(full) && committedSince(db, dbPath)) return { report, state: full, next: 'gap', checkpoint: false };
   // A restore that crashed after putting its file in place left its generation marked: the
   // file is no state of it. Begun at once, not at the next write, or a moment in between
   // would restore the state before that restore.
