@@ -55,6 +55,10 @@ export interface LockedCapture {
   answering: boolean;
   /** The WAL has grown past `checkpointBytes`: the copy checkpoints, so it goes before the answer. */
   due: boolean;
+  /** No other connection committed since this connection's last capture (`othersQuiet`). */
+  quiet: boolean;
+  /** The record {@link noteAnswered} wrote over, when another connection committed since. */
+  prior?: Answered;
 }
 
 /**
@@ -64,25 +68,30 @@ export interface LockedCapture {
  * copied: they stay where they are, and are recorded with this time.
  */
 export function lockForCapture(db: Database, dbPath: string, opts: CaptureOptions, answering = false): LockedCapture {
-  const now = (opts.now ?? Date.now)();
   const last = lastCapture(db);
   const lock = beginCapture(db, true)!;
+  // Once the lock is held: a commit another connection slipped in while this one waited for it
+  // took place before this time, never after.
+  const now = (opts.now ?? Date.now)();
+  const quiet = othersQuiet(db);
+  // Another connection committed since this one's last capture: one of them may be a write
+  // answered by a child killed before its copy, whose record the note below writes over.
+  const prior = answering && !quiet ? readAnswered(opts.source) : undefined;
   const walBytes = answering ? noteAnswered(db, dbPath, opts.source, now) : undefined;
-  return { db, dbPath, opts, now, last, lock, answering, due: walBytes === undefined || walBytes >= opts.checkpointBytes };
+  return { db, dbPath, opts, now, last, lock, quiet, answering, prior, due: walBytes === undefined || walBytes >= opts.checkpointBytes };
 }
 
 /** The second half of {@link capture}: copies what {@link lockForCapture} holds still, and lets the lock go. */
 export function finishCapture(locked: LockedCapture): CaptureReport {
-  const { db, dbPath, opts, now, last, lock } = locked;
+  const { db, dbPath, opts, now, last, lock, quiet } = locked;
   let found: Found;
   try {
-    const quiet = othersQuiet(db);
     // Another connection committed, and nothing was captured since this connection's last
     // capture: a program outside agentdb (or a capture that failed). See `copyNew`.
     const foreign = quiet ? undefined : last.capturedTo;
     // A copy of this connection's own commit, just answered, stamps it with its own time; any
     // other may find a commit answered by a child killed before its copy (`noteAnswered`).
-    found = copyNew(db, dbPath, opts, { now, recover: !locked.answering }, quiet && last.finished, foreign);
+    found = copyNew(db, dbPath, opts, { now, recover: !locked.answering, answered: locked.prior }, quiet && last.finished, foreign);
     finished(db, found.state, readWalIndex(db, dbPath)?.change);
   } finally {
     endCapture(db, lock);
@@ -137,15 +146,17 @@ export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOp
 }
 
 function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
-  const now = (opts.now ?? Date.now)();
   const last = lastCapture(db);
   const lock = beginCapture(db, false);
   if (!lock) return undefined;
+  const now = (opts.now ?? Date.now)();
   let found: Found;
   try {
-    // As for any capture (see `capture`): another connection's commits since this one's last.
+    // Another connection's commits since this one's last capture, for `unsure` alone: the WAL
+    // started over at close is no sign of missed commits (another child's write, answered and
+    // killed before its copy, may have started it; its frames are all there to copy).
     const foreign = othersQuiet(db) ? undefined : last.capturedTo;
-    found = copyNew(db, dbPath, opts, { now, recover: true }, false, foreign);
+    found = copyNew(db, dbPath, opts, { now, recover: true, emptyOnly: true }, false, foreign);
   } catch (err) {
     endCapture(db, lock);
     throw err;
@@ -176,6 +187,8 @@ interface Stamp {
   /** Look for a commit answered before a kill stopped its copy (`readAnswered`). */
   recover: boolean;
   answered?: Answered;
+  /** Before a close: another connection's commits mean a gap only with the WAL empty (see `copyBeforeClose`). */
+  emptyOnly?: boolean;
 }
 
 interface Found {
@@ -267,7 +280,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
       // Another connection's commits that no capture copied, then the WAL started over (their
       // checkpoint, then a commit): they are in the file, and their frames may be overwritten by
       // the new WAL's or cut off (TRUNCATE). History cannot go on from what it has: a gap.
-      if (foreign !== undefined && foreign === positionKey(st)) return { report, state: st, next: 'gap', checkpoint: false };
+      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st)) return { report, state: st, next: 'gap', checkpoint: false };
       if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
         const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, stamp);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);

@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ANSWERED_FILE } from '../../src/history/answered.ts';
 import { historyDir, listGenerations, listSegments, localSource, readCommits } from '../../src/history/layout.ts';
+import { finishCapture, lockForCapture } from '../../src/history/capture.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import type { DbTarget } from '../../src/store/executor-protocol.ts';
 import { HandleCache } from '../../src/store/handle-cache.ts';
@@ -111,6 +112,67 @@ describe('a write answered before its copy', () => {
     const times = listSegments(gen).flatMap((s) => readCommits(s.indexPath)).map((c) => c.at);
     expect(times.slice(-2)).toEqual([at, at]);
     expect(rowsAt(at)).toEqual(['before', 'uncopied', 'answered first']);
+  });
+
+  it('killed before the copy, then another child that has the database open writes next: the killed write keeps the time it was answered at', () => {
+    // This process plays the other child: its handle open before, so no copy runs as it opens.
+    const other = child();
+    const live = other.handles.open(db, 'write');
+    // Its own write first, so the killed one goes on in the same WAL (a WAL started over by another
+    // connection's commit is a gap to a child that did not copy it: see the README).
+    live.prepare("INSERT INTO t(v) VALUES ('mine')").run();
+    other.history.run(live, db);
+    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+    expect(run.signal, run.stderr).toBe('SIGKILL');
+    const at = answeredAt();
+    pastMs(at + 20);
+    live.prepare("INSERT INTO t(v) VALUES ('next')").run();
+    other.history.afterCommit(live, db);
+    other.history.finishCommitted();
+    const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+    const times = listSegments(gen).flatMap((s) => readCommits(s.indexPath)).map((c) => c.at);
+    expect(times.at(-2)).toBe(at);
+    expect(times.at(-1)).toBeGreaterThan(at + 20);
+    expect(rowsAt(at)).toEqual(['before', 'mine', 'answered first']);
+  });
+
+  it('killed before the copy of a write that started the WAL over, then another child closes its handle: no gap, and the write keeps its time', () => {
+    // The other child checkpoints after every copy, so the killed write starts the WAL over.
+    const history = new HistoryCapture(dataDir, { checkpointBytes: 1, retentionDays: 30 });
+    const handles = new HandleCache({ size: 4, ...history.hooks() });
+    opened.push(handles);
+    const live = handles.open(db, 'write');
+    live.prepare("INSERT INTO t(v) VALUES ('x')").run();
+    history.run(live, db);
+    const gens = listGenerations(localSource(dataDir, db.id)).length;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+    expect(run.signal, run.stderr).toBe('SIGKILL');
+    const at = answeredAt();
+    pastMs(at + 20);
+    handles.closeAll();
+    expect(listGenerations(localSource(dataDir, db.id))).toHaveLength(gens);
+    expect(lastCommit()!.at).toBe(at);
+    expect(rowsAt(at)).toEqual(['before', 'x', 'answered first']);
+  });
+
+  it('takes a commit\'s time once it holds the write lock: no other commit can land after that time and before the copy', () => {
+    const { handles } = child();
+    const live = handles.open(db, 'write');
+    const outside = new Database(db.path, { timeout: 0 });
+    try {
+      live.prepare("INSERT INTO t(v) VALUES ('mine')").run();
+      let tried = false;
+      const now = () => {
+        // Asked for the time, the capture already holds the lock: another connection's commit must wait.
+        expect(() => outside.prepare("INSERT INTO t(v) VALUES ('outside')").run()).toThrow(/locked|busy/i);
+        tried = true;
+        return Date.now();
+      };
+      finishCapture(lockForCapture(live, db.path, { source: localSource(dataDir, db.id), checkpointBytes: 1024 * 1024, now }, true));
+      expect(tried).toBe(true);
+    } finally {
+      outside.close();
+    }
   });
 
   it('held between the answer and the copy: nothing commits, and a fork taken then waits for the copy', async () => {
