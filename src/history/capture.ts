@@ -181,7 +181,10 @@ export function sealAfterClose(dbPath: string, pending: PendingSeal | undefined)
   writeSeal(pending.genDir, dbPath, pending.segment, pending.frames);
 }
 
-/** The time a capture gives the commits it copies. */
+/**
+ * What one capture goes by besides the files: the time it gives the commits it copies, the record
+ * of a commit answered before a kill stopped its copy, and whether it runs before a close.
+ */
 interface Stamp {
   now: number;
   /** Look for a commit answered before a kill stopped its copy (`readAnswered`). */
