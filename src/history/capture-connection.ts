@@ -139,6 +139,16 @@ export function committedSince(db: Database, dbPath: string): boolean | undefine
   return before === undefined || now === undefined ? undefined : now !== before;
 }
 
+/**
+ * How many commits any connection made since this connection's last capture finished, by the
+ * WAL index's count (unsigned: it wraps). Undefined when it cannot tell.
+ */
+export function commitsSinceCapture(db: Database, dbPath: string): number | undefined {
+  const before = lockStatements.get(db)?.change;
+  const now = readWalIndex(db, dbPath)?.change;
+  return before === undefined || now === undefined ? undefined : (now - before) >>> 0;
+}
+
 export function endCapture(db: Database, lock: 'began' | 'held'): void {
   if (lock === 'began' && db.inTransaction) lockStatements.get(db)!.rollback.run();
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { noteAnswered, readAnswered, type Answered } from './answered.ts';
-import { beginCapture, closeWal, committedSince, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
+import { beginCapture, closeWal, committedSince, commitsSinceCapture, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
 import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
@@ -283,7 +283,10 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
       // Another connection's commits that no capture copied, then the WAL started over (their
       // checkpoint, then a commit): they are in the file, and their frames may be overwritten by
       // the new WAL's or cut off (TRUNCATE). History cannot go on from what it has: a gap.
-      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st)) return { report, state: st, next: 'gap', checkpoint: false };
+      // Unless every commit since this connection's last capture is in the new WAL: then none was
+      // lost with the old one (another child's write started the WAL over, answered, and the
+      // child was killed before its copy).
+      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st) && !allInNewWal(db, dbPath, fd, seg, hdr)) return { report, state: st, next: 'gap', checkpoint: false };
       if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
         const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, stamp);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
@@ -315,6 +318,41 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     closeWal(db);
     throw err;
   }
+}
+
+/**
+ * Whether the WAL, started over once since segment `seg` (salt-1 one more: a checkpoint of a
+ * WAL captured to its end, as capture's own), holds every commit made since this connection's
+ * last capture: the WAL index counts each commit, whoever made it, and a checkpoint or a WAL
+ * started over does not move the count. A commit of the old WAL after that capture counts but
+ * is not here: then history cannot go on (`copyNew`). Any doubt is a gap.
+ */
+function allInNewWal(db: Database, dbPath: string, fd: number, seg: Segment | undefined, hdr: SegmentHeader): boolean {
+  if (!seg || seg.header.pageSize !== hdr.pageSize || hdr.salt1 !== ((seg.header.salt1 + 1) >>> 0)) return false;
+  const since = commitsSinceCapture(db, dbPath);
+  const index = readWalIndex(db, dbPath);
+  if (since === undefined || !index || index.salt1 !== hdr.salt1 || index.salt2 !== hdr.salt2) return false;
+  return walCommits(fd, hdr, index.lastFrame) === since;
+}
+
+/** The commit frames among the WAL's first `lastFrame` frames, checked against its chain; undefined when a frame does not belong. */
+function walCommits(fd: number, hdr: SegmentHeader, lastFrame: number): number | undefined {
+  const fb = frameBytes(hdr.pageSize);
+  let c1 = hdr.c1;
+  let c2 = hdr.c2;
+  let commits = 0;
+  for (let first = 1; first <= lastFrame; first += MAX_CHUNK_FRAMES) {
+    const count = Math.min(MAX_CHUNK_FRAMES, lastFrame - first + 1);
+    const buf = chunkBuffer(count * fb);
+    if (fs.readSync(fd, buf, 0, buf.length, frameOffset(hdr.pageSize, first)) < buf.length) return undefined;
+    for (let at = 0; at < buf.length; at += fb) {
+      const ok = checkFrame(hdr, buf, at, c1, c2);
+      if (!ok) return undefined;
+      [c1, c2] = ok.c;
+      if (ok.frame.commit > 0) commits++;
+    }
+  }
+  return commits;
 }
 
 /**

@@ -155,6 +155,34 @@ describe('a write answered before its copy', () => {
     expect(rowsAt(at)).toEqual(['before', 'x', 'answered first']);
   });
 
+  it('killed before the copy of a write that started the WAL over, then another child that has the database open writes next: no gap, and the write keeps its time', () => {
+    // The other child checkpoints after every copy, so the killed write starts the WAL over; its
+    // next write finds the WAL begun anew with history unmoved since its own last capture, which
+    // an outside program's commit + checkpoint + commit looks like too. The WAL index's count of
+    // commits tells them apart: every commit since is in the new WAL.
+    const history = new HistoryCapture(dataDir, { checkpointBytes: 1, retentionDays: 30 });
+    const handles = new HandleCache({ size: 4, ...history.hooks() });
+    opened.push(handles);
+    const live = handles.open(db, 'write');
+    live.prepare("INSERT INTO t(v) VALUES ('x')").run();
+    history.run(live, db);
+    const gens = listGenerations(localSource(dataDir, db.id)).length;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+    expect(run.signal, run.stderr).toBe('SIGKILL');
+    const at = answeredAt();
+    pastMs(at + 20);
+    live.prepare("INSERT INTO t(v) VALUES ('next')").run();
+    history.afterCommit(live, db);
+    history.finishCommitted();
+    expect(listGenerations(localSource(dataDir, db.id))).toHaveLength(gens);
+    const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+    const times = listSegments(gen).flatMap((s) => readCommits(s.indexPath)).map((c) => c.at);
+    expect(times.at(-2)).toBe(at);
+    expect(times.at(-1)).toBeGreaterThan(at + 20);
+    expect(rowsAt(at)).toEqual(['before', 'x', 'answered first']);
+    expect(rowsAt(Date.now())).toEqual(['before', 'x', 'answered first', 'next']);
+  });
+
   it('takes a commit\'s time once it holds the write lock: no other commit can land after that time and before the copy', () => {
     const { handles } = child();
     const live = handles.open(db, 'write');
