@@ -16,6 +16,8 @@ export function dumpHash(file: string, opts: DumpOptions = {}): string {
   }
 }
 
+const BLOB_SUM = 'agentdb_test_blob_sha1';
+
 /** `withoutAudit`: leave out `_agentdb_audit`, which keeps the record of restores and their undos. */
 export interface DumpOptions {
   withoutAudit?: boolean;
@@ -23,6 +25,7 @@ export interface DumpOptions {
 
 /** The same dump of an open handle. */
 export function dumpOf(db: Database.Database, opts: DumpOptions = {}): string {
+  db.function(BLOB_SUM, { deterministic: true }, (b: unknown) => createHash('sha1').update(b as Buffer).digest('hex'));
   const hash = createHash('sha256');
   const objects = db.prepare("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all() as { type: string; name: string; sql: string | null }[];
   for (const o of objects) {
@@ -31,7 +34,13 @@ export function dumpOf(db: Database.Database, opts: DumpOptions = {}): string {
     if (o.type !== 'table') continue;
     const withoutRowid = /WITHOUT\s+ROWID\s*$/i.test(o.sql ?? '');
     const quoted = `"${o.name.replaceAll('"', '""')}"`;
-    const columns = (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(o.name) as string[]).map((c) => `quote("${c.replaceAll('"', '""')}")`);
+    // A blob as its sha1 (hashed in JavaScript, registered below), not quote()'s hex: hex-quoting
+    // a few megabytes of blobs made each dump take a quarter of a second. The sha1 carries an X
+    // and no quotes, which no quote() output has.
+    const columns = (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(o.name) as string[]).map((c) => {
+      const col = `"${c.replaceAll('"', '""')}"`;
+      return `(CASE WHEN typeof(${col}) = 'blob' THEN 'X' || ${BLOB_SUM}(${col}) ELSE quote(${col}) END)`;
+    });
     // Rows as SQLite's own quote() of each value (an integer 1 and a real 1.0 differ), built in
     // SQLite: thousands of dumps must not each walk every row in JavaScript.
     const text = db
