@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../history/blob-stores.ts';
+import { checkForkTarget } from '../history/fork-target.ts';
 import { restoreFromBlob } from '../history/blob-restore.ts';
 import { localSource } from '../history/layout.ts';
 import { databaseId, databasePath, parseDatabaseId, shardOf } from '../store/database-id.ts';
@@ -26,10 +27,9 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   const args = (data.args ?? {}) as { at?: unknown; source?: unknown; by?: Partial<RestoreActor>; dryRun?: unknown };
   const { at } = args;
   if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) throw new AgentDbError('INVALID_ARGUMENTS', 'at must be a time in epoch ms');
-  if (args.source !== undefined && (typeof args.source !== 'string' || parseDatabaseId(args.source).workspace !== workspace)) {
-    throw new AgentDbError('INVALID_ARGUMENTS', `a backup is restored into a new database of its own workspace (${workspace}/<name>)`);
-  }
+  if (args.source !== undefined && typeof args.source !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'source must be a database id');
   const source = (args.source as string | undefined) ?? data.db;
+  if (source !== data.db) checkForkTarget(source, data.db);
   const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
   const store = openBlobStore(config);
   try {

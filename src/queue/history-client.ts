@@ -1,4 +1,5 @@
 import { AgentDbError } from '../errors.ts';
+import { checkForkTarget } from '../history/fork-target.ts';
 import type { HistoryView } from '../history/history-view.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../store/database-id.ts';
 import type { RestoreActor } from '../store/executor-protocol.ts';
@@ -101,14 +102,11 @@ export class HistoryClient {
     return this.answer(shardOf(into ?? id, this.shardCount), 'restoreFromBlob', args, into ?? id, 3600_000);
   }
 
-  /** The database a restore `into` creates, checked: of the same workspace, not the source, no registered agent's. */
+  /** The database a restore `into` creates, checked: of the same workspace, not the source nor the shared one, no registered agent's. */
   private async checkedInto(id: string, to: string | undefined): Promise<string | undefined> {
     const into = to === undefined ? undefined : checkedId(to);
     if (into === undefined) return undefined;
-    if (into === id) throw new AgentDbError('DATABASE_EXISTS', `${into} is the database restored from; restore it in place instead`);
-    if (parseDatabaseId(into).workspace !== parseDatabaseId(id).workspace) {
-      throw new AgentDbError('INVALID_ARGUMENTS', `a database is restored into a new database of its own workspace (${parseDatabaseId(id).workspace}/<name>)`);
-    }
+    checkForkTarget(id, into);
     if (this.agents) {
       // A registered agent that never wrote has no database yet; creating it from another's
       // would hand that agent the other's private tables.

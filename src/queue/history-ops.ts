@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { AgentDbError } from '../errors.ts';
+import { checkForkTarget } from '../history/fork-target.ts';
 import { historyView } from '../history/history-view.ts';
 import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf } from '../store/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
@@ -45,13 +46,8 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     const source = checkedId(data.db);
     const writes = args.into === undefined ? source : checkedId(args.into);
     // The client checks these too, but the op is reachable by whoever can queue it: a fork
-    // never leaves its workspace, nor lands on the database it is taken from.
-    if (args.into !== undefined) {
-      if (writes === source) throw new AgentDbError('DATABASE_EXISTS', `${writes} is the database restored from; restore it in place instead`);
-      if (parseDatabaseId(writes).workspace !== parseDatabaseId(source).workspace) {
-        throw new AgentDbError('INVALID_ARGUMENTS', `a database is restored into a new database of its own workspace (${parseDatabaseId(source).workspace}/<name>)`);
-      }
-    }
+    // never leaves its workspace, nor lands on the database it is taken from or the shared one.
+    if (args.into !== undefined) checkForkTarget(source, writes);
     const db = target(ctx, writes);
     const key = path.resolve(ctx.config.dataDir, source);
     if (running.has(key) || (args.into && running.has(path.resolve(ctx.config.dataDir, args.into)))) {

@@ -10,6 +10,7 @@ import { keysFor } from '../../src/queue/keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import { shardOf } from '../../src/store/database-id.ts';
 import { pastMs } from '../helpers/history.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
@@ -119,6 +120,16 @@ describe('POST /v1/databases/:db/restore', () => {
     expect((await post({ at: 1e308 })).json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('1e+308') });
     // A registered agent that never wrote: its database must not be created from scout's.
     expect((await post({ at: moment / 1000, into: 'acme/fresh' })).json().error).toMatchObject({ code: 'DATABASE_EXISTS', message: expect.stringContaining('registered agent fresh') });
+    // The workspace's shared database, which every agent of it reads: scout's private tables
+    // forked there would be every agent's. Refused through the route, and by the shard ops
+    // themselves (which anyone holding Redis can queue).
+    expect((await post({ at: moment / 1000, into: 'acme' })).json().error).toMatchObject({ code: 'DATABASE_EXISTS', message: expect.stringContaining('shared database') });
+    const direct = await ops.run(shardOf('acme', sb.config.shardCount), 'historyRestore', { at: moment, into: 'acme', by: { who: 'x', via: 'operator' } }, { db: 'acme/scout', timeoutMs: 30_000 });
+    expect(direct).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
+    const fromBlob = await ops.run(shardOf('acme', sb.config.shardCount), 'restoreFromBlob', { source: 'acme/scout', by: { who: 'x', via: 'operator' } }, { db: 'acme', timeoutMs: 30_000 });
+    expect(fromBlob).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
+    const shared = await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'workspace' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads', scope: 'workspace' } });
+    expect(shared).toMatchObject({ ok: false });
     expect((await post({ undo: 'u0nope' })).json().error.code).toBe('UNDO_NOT_FOUND');
     expect((await post({ at: moment / 1000, into: 'acme/scout' })).json().error.code).toBe('DATABASE_EXISTS');
     expect((await post({ at: moment / 1000, into: 'acme/scout-before' })).json().error.code).toBe('DATABASE_EXISTS');
