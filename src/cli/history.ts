@@ -88,7 +88,7 @@ async function withClient(ctx: CommandContext, command: string, fn: (client: His
 
 function table(view: HistoryView): string {
   const lines = [`${view.database}: restorable from ${view.earliest ?? '-'} to ${view.latest ?? '-'}`, ['generation', 'started', 'ended', 'commits', 'why'].join('\t')];
-  for (const g of view.generations) lines.push([g.id, g.startedAt, g.endedAt ?? '(current)', g.commits, g.reason].join('\t'));
+  for (const g of view.generations) lines.push([g.id, g.startedAt, g.endedAt ?? '(current)', g.commits, g.damaged ? `${g.reason}; DAMAGED: ${g.damaged}` : g.reason].join('\t'));
   if (view.undoPoints.length) {
     lines.push('', ['undo id', 'created', 'restored to'].join('\t'));
     for (const u of view.undoPoints) lines.push([u.id, u.createdAt, u.restoredTo].join('\t'));

@@ -6,7 +6,6 @@ import {
   SEGMENT_DATA_EXT,
   SEGMENT_INDEX_EXT,
   nameSeq,
-  readCommits,
   readIndex,
   readJson,
   SNAPSHOT_META,
@@ -52,6 +51,12 @@ export interface State {
    * it appends: appended after the torn line, its lines would be hidden behind it.
    */
   indexGood?: number;
+  /**
+   * The segment's index has a whole line that does not read back (a byte rotted, or another
+   * program wrote it): what `readIndex` said. Nothing is cut then, and capture begins a new
+   * generation instead of appending to a history that restores would misread.
+   */
+  damaged?: string;
 }
 
 /** The segment capture appends to, with its files kept open while the database's handle is. */
@@ -197,10 +202,14 @@ export function loadState(dbPath: string, source: HistorySource, quick: boolean,
       fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0);
       header = parseWalHeader(head);
       const index = readIndex(indexPath);
+      if (index.damaged) st.damaged = `${indexPath}: ${index.damaged}`;
       // A line a crash or a full disk cut short ends what the index says: cut it off (under the
       // lock, as the frames below), or every line appended after it would stay hidden behind it.
-      // Without it, the next capture looks again under the lock (`indexGood`).
-      if (index.goodBytes < index.bytes) {
+      // Without it, the next capture looks again under the lock (`indexGood`). Never a damaged
+      // index: what follows the damage is history too.
+      if (index.damaged) {
+        // Left as it is.
+      } else if (index.goodBytes < index.bytes) {
         if (locked) fs.truncateSync(indexPath, index.goodBytes);
         else st.indexGood = index.goodBytes;
       }
@@ -209,8 +218,8 @@ export function loadState(dbPath: string, source: HistorySource, quick: boolean,
         // Frames a crash wrote past the last indexed commit were never acknowledged: cut them,
         // so the segment holds exactly what its index says. Only under the write lock: without
         // it they may be another child's capture between its copy and its index line.
-        if (locked) fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
-        else st.uncut = true;
+        if (locked && !index.damaged) fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
+        else if (!index.damaged) st.uncut = true;
         st.seg = { name: segName, seq: nameSeq(segName)!, header, dataPath, indexPath, frames: last?.frames ?? 0, c1: last?.c1 ?? header.c1, c2: last?.c2 ?? header.c2 };
         if (last) st.dbPages = last.dbPages;
         // A previous segment's last commit sets the size when this one has none yet.
@@ -231,7 +240,8 @@ function previousDbPages(genDir: string, segName: string): number | undefined {
     .map((n) => n.slice(0, -SEGMENT_INDEX_EXT.length))
     .filter((n) => n < segName);
   for (const n of names.reverse()) {
-    const last = readCommits(path.join(genDir, SEGMENTS_DIR, n + SEGMENT_INDEX_EXT)).at(-1);
+    // A damaged index is a restore's problem (it says so); capture goes on by its whole lines.
+    const last = readIndex(path.join(genDir, SEGMENTS_DIR, n + SEGMENT_INDEX_EXT)).commits.at(-1);
     if (last) return last.dbPages;
   }
   return undefined;

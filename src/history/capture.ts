@@ -4,7 +4,7 @@ import { noteAnswered, readAnswered, type Answered } from './answered.ts';
 import { beginCapture, closeWal, committedSince, commitsSinceCapture, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
-import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
+import { commitLine, type CommitRecord, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
 import { markRestoreLeaving, restoreLeaving, sealBroken, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
@@ -222,6 +222,8 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     st = loadState(dbPath, opts.source, false, true);
   }
   if (!st) return { report, next: 'first', checkpoint: false };
+  // History this generation holds cannot be appended to truthfully: begin another from the file.
+  if (st.damaged) return { report, state: st, next: 'gap', checkpoint: false };
   if (st.uncut && st.seg) {
     fs.ftruncateSync(segmentFds(st.seg).data, frameOffset(st.seg.header.pageSize, st.seg.frames + 1));
     st.uncut = false;
@@ -362,6 +364,7 @@ function walCommits(fd: number, hdr: SegmentHeader, lastFrame: number): number |
 function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: CaptureReport, foreign: string | undefined): Found {
   const full = loadState(dbPath, opts.source, false, true);
   if (!full) return { report, next: 'first', checkpoint: false };
+  if (full.damaged) return { report, state: full, next: 'gap', checkpoint: false };
   // Another connection committed since this one's last capture, nothing was copied since, and
   // the WAL holds nothing: a program outside agentdb committed and checkpointed (TRUNCATE) while
   // this handle was open. Its commits are in the file only: history cannot go on from what it has
@@ -391,9 +394,8 @@ function adoptHeader(seg: Segment, head: Buffer, hdr: SegmentHeader): void {
 function recordCopied(st: State, seg: Segment, copied: Copied, report: CaptureReport, dbPath: string, opts: CaptureOptions): Found {
   let idxGrew = 0;
   if (copied.lines.length > 0) {
-    // Built by hand (the fields of `CommitRecord`, all numbers): JSON.stringify showed in a capture's profile.
     let lines = '';
-    for (const c of copied.lines) lines += `{"at":${c.at},"frames":${c.frames},"dbPages":${c.dbPages},"c1":${c.c1},"c2":${c.c2}}\n`;
+    for (const c of copied.lines) lines += commitLine(c);
     const idx = segmentFds(seg).index;
     const wrote = fs.writeSync(idx, lines);
     // A full disk can take part of the lines: cut them off and fail this capture (nothing is

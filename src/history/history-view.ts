@@ -1,4 +1,4 @@
-import { historyDir, listGenerations, listSegments, listUndoPoints, localSource, readCommits } from './layout.ts';
+import { historyDir, listGenerations, listSegments, listUndoPoints, localSource, readIndex } from './layout.ts';
 
 /** One generation as `agentdb history` and `GET /v1/databases/:db/history` show it. */
 export interface GenerationView {
@@ -8,6 +8,8 @@ export interface GenerationView {
   snapshotAt: string;
   commits: number;
   reason: string;
+  /** A segment index with a damaged line (restores that need it answer HISTORY_CORRUPT): which, and why. Commits after it are not counted. */
+  damaged?: string;
 }
 
 /** A database's restorable history (the HTTP contract of `GET /v1/databases/:db/history`). */
@@ -33,14 +35,17 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
   const generations = gens.map((g) => {
     let commits = 0;
     let last = g.snapshot!.at;
+    let damaged: string | undefined;
     for (const seg of listSegments(g)) {
-      const c = readCommits(seg.indexPath);
+      const index = readIndex(seg.indexPath);
+      const c = index.commits;
+      if (index.damaged) damaged ??= `segment ${seg.name}, ${index.damaged}`;
       // The base commit of a restore's generation is its starting state, not a commit.
       commits += c.length - (g.snapshot!.base?.segment === seg.name ? 1 : 0);
       if (c.length) last = Math.max(last, c.at(-1)!.at);
     }
     latest = Math.max(latest ?? 0, last);
-    return { id: g.name, startedAt: iso(g.snapshot!.at), endedAt: g.end ? iso(g.end.endedAt) : null, snapshotAt: iso(g.snapshot!.at), commits, reason: g.snapshot!.reason };
+    return { id: g.name, startedAt: iso(g.snapshot!.at), endedAt: g.end ? iso(g.end.endedAt) : null, snapshotAt: iso(g.snapshot!.at), commits, reason: g.snapshot!.reason, ...(damaged ? { damaged } : {}) };
   });
   const floor = now - retentionDays * 24 * 3600 * 1000;
   const first = gens[0]?.snapshot?.at;

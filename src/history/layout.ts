@@ -27,6 +27,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
+import { AgentDbError } from '../errors.ts';
 
 /** The folder under AGENTDB_DATA_DIR that holds every database's history. */
 export const HISTORY_ROOT = 'history';
@@ -223,16 +225,57 @@ export function closedSegments(source: HistorySource): SegmentInfo[] {
 }
 
 /**
- * The commits a segment's index holds. A line cut short by a crash or a full disk, and what
- * follows it, are ignored (its frames were never acknowledged as copied); capture cuts such a
- * tail off before it appends again (see {@link readIndex}), so it never hides later commits.
+ * The commits a segment's index holds. A line cut short by a crash or a full disk (no newline
+ * yet) is ignored (its frames were never acknowledged as copied); capture cuts such a tail off
+ * before it appends again (see {@link readIndex}), so it never hides later commits.
+ * @throws AgentDbError HISTORY_CORRUPT when a whole line is damaged (see {@link readIndex}):
+ * every restore is planned from these lines, and one read wrong restores the wrong state.
  */
 export function readCommits(indexPath: string): CommitRecord[] {
-  return readIndex(indexPath).commits;
+  const index = readIndex(indexPath);
+  if (index.damaged) throw new AgentDbError('HISTORY_CORRUPT', `history index ${indexPath} is damaged (${index.damaged}); restore to a moment before its segment, or after the generation that followed`);
+  return index.commits;
 }
 
-/** A segment's index: its whole lines' commits, the bytes those lines take, and the file's size. */
-export function readIndex(indexPath: string): { commits: CommitRecord[]; goodBytes: number; bytes: number } {
+/**
+ * One index line: the commit's fields and a CRC-32 of them (`s`), so that a byte that rots in
+ * the index is found, not read as another time or frame count. Built by hand (all numbers):
+ * JSON.stringify showed in a capture's profile.
+ */
+export function commitLine(c: CommitRecord): string {
+  return `{"at":${c.at},"frames":${c.frames},"dbPages":${c.dbPages},"c1":${c.c1},"c2":${c.c2},"s":${lineSum(c)}}\n`;
+}
+
+function lineSum(c: CommitRecord): number {
+  return zlib.crc32(`${c.at},${c.frames},${c.dbPages},${c.c1},${c.c2}`);
+}
+
+const isCount = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= min;
+const isU32 = (n: unknown): n is number => isCount(n, 0) && n <= 0xffffffff;
+
+/** A whole index line read back, or why it cannot be: fields of the right kinds, and its CRC when it has one (lines written before it was added have none). */
+function parseCommitLine(line: string): CommitRecord | string {
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return 'not JSON';
+  }
+  if (typeof v !== 'object' || v === null) return 'not a commit';
+  const { at, frames, dbPages, c1, c2, s } = v;
+  if (typeof at !== 'number' || !Number.isFinite(at) || at < 0 || !isCount(frames, 1) || !isCount(dbPages, 1) || !isU32(c1) || !isU32(c2)) return 'a field is missing or out of range';
+  const c: CommitRecord = { at, frames, dbPages, c1, c2 };
+  if (s !== undefined && s !== lineSum(c)) return 'its CRC-32 does not match';
+  return c;
+}
+
+/**
+ * A segment's index: its whole lines' commits, the bytes those lines take, and the file's size.
+ * Only bytes after the last newline are a torn tail (capture writes whole lines in one call). A
+ * whole line that does not read back as a commit is damage, not a tail: `damaged` says which,
+ * and `commits` stops before it (capture never cuts such an index: see `loadState`).
+ */
+export function readIndex(indexPath: string): { commits: CommitRecord[]; goodBytes: number; bytes: number; damaged?: string } {
   let text: Buffer;
   try {
     text = fs.readFileSync(indexPath);
@@ -241,17 +284,21 @@ export function readIndex(indexPath: string): { commits: CommitRecord[]; goodByt
   }
   const out: CommitRecord[] = [];
   let at = 0;
+  let prev = 0;
   // Only lines ending in a newline: a line torn just before it parses, and the next line
   // appended would run into it.
   for (let nl = text.indexOf(10, at); nl >= 0; nl = text.indexOf(10, at)) {
     const line = text.toString('utf8', at, nl);
-    if (line) {
-      try {
-        out.push(JSON.parse(line) as CommitRecord);
-      } catch {
-        break;
-      }
+    if (!line) {
+      at = nl + 1;
+      continue;
     }
+    const c = parseCommitLine(line);
+    if (typeof c === 'string' || c.frames <= prev) {
+      return { commits: out, goodBytes: at, bytes: text.length, damaged: `line ${out.length + 1}: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}` };
+    }
+    prev = c.frames;
+    out.push(c);
     at = nl + 1;
   }
   return { commits: out, goodBytes: at, bytes: text.length };

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, generationName, listGenerations, segmentName, type CommitRecord, type HistorySource } from './layout.ts';
+import { SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, generationName, listGenerations, segmentName, commitLine, type CommitRecord, type HistorySource } from './layout.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { writeSeal } from './seal.ts';
 import { publish, removeDeadTemps, syncDir } from './snapshot.ts';
@@ -96,7 +96,7 @@ export function publishGeneration(prepared: PreparedGeneration, dbPath: string, 
     const line: CommitRecord = { at: now, frames: base.frames, dbPages: base.dbPages, c1: base.c1, c2: base.c2 };
     const fd = fs.openSync(path.join(tmp, SEGMENTS_DIR, segment + SEGMENT_INDEX_EXT), 'w');
     try {
-      fs.writeSync(fd, JSON.stringify(line) + '\n');
+      fs.writeSync(fd, commitLine(line));
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
