@@ -98,6 +98,12 @@ export const ERRORS = {
     retryable: false,
     status: 413,
   },
+  HISTORY_QUOTA: {
+    message: "The database's point-in-time history has reached its quota; nothing was written.",
+    hint: 'Reads still work. Writes come back as the history prune removes what is older than HISTORY_RETENTION_DAYS; an operator can raise HISTORY_MAX_BYTES_PER_DB and restart the workers.',
+    retryable: false,
+    status: 507,
+  },
   SANDBOX_REFUSED: {
     message: 'This tool cannot run in a sandbox run.',
     hint: 'Nothing can wait for a person in a sandbox; drop the table from a real run.',

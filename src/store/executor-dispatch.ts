@@ -48,8 +48,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: { admitted: true } };
       case 'write': {
         const db = handles.open(req.db, 'write');
-        history?.checkQuota(req.db);
-        const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget);
+        const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget, history && (() => history.checkQuota(req.db)));
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
       }

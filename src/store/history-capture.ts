@@ -58,17 +58,14 @@ export class HistoryCapture {
    * or by default 10× the plan's database size): history is kept 30 days, so without a bound a
    * few large updates a second would fill the shared disk. Nothing is written; the history
    * shrinks again as the prune deletes what passed the retention.
-   * @throws AgentDbError RESOURCE_LIMIT
+   * @throws AgentDbError HISTORY_QUOTA (not metered: nothing ran)
    */
   checkQuota(target: HandleTarget & { limits: PlanLimits }): void {
     const quota = historyQuota(this.opts, target.limits);
     const place = this.placeOf(target);
     const used = historyBytes(target.path, place.source, place.root);
     if (used > quota) {
-      throw new AgentDbError(
-        'RESOURCE_LIMIT',
-        `the history of ${target.id} takes ${used} bytes, past its quota of ${quota} bytes (HISTORY_MAX_BYTES_PER_DB); writes are refused until the prune removes history older than the retention — write less, or smaller rows, or ask an operator`,
-      );
+      throw new AgentDbError('HISTORY_QUOTA', `the history of ${target.id} takes ${used} bytes, past its quota of ${quota} bytes (HISTORY_MAX_BYTES_PER_DB)`);
     }
   }
 

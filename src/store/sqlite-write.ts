@@ -53,7 +53,8 @@ export type Replayable<T> = T & { replayed?: true };
  * and is checked against the plan (table count) and against what it did to the schema (nothing
  * removed; no trigger, virtual table or temporary object). The result is recorded with the call
  * id and committed with the effect. The size limit is SQLite's `max_page_count`, so a write past
- * it fails with SQLITE_FULL. Any failure rolls the whole transaction back.
+ * it fails with SQLITE_FULL. `admit` refuses a new write (not a replay) by throwing. Any failure
+ * rolls the whole transaction back.
  * @throws AgentDbError for refusals and limits; SQLite's own errors propagate for `toOpError`.
  */
 export function write(
@@ -63,6 +64,7 @@ export function write(
   callKey: string,
   limits: PlanLimits,
   maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
+  admit?: () => void,
 ): Replayable<WriteResult> {
   const bindings = agentBindings(sql, params);
   // DDL runs with run(): an ALTER … ADD COLUMN with a CHECK reports itself a reader (SQLite
@@ -78,6 +80,9 @@ export function write(
     return inWriteTransaction(db, () => {
       const recorded = recordedResult(db, call) as WriteResult | undefined;
       if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
+      // Refusals that depend on the database's state (its history quota) come after the replay:
+      // a write already committed answers what it did, whatever it costs to write again.
+      admit?.();
 
       const stmt = checkedStatement(db, sql, 'write');
       const version = schemaVersion(db);
