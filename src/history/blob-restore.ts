@@ -24,7 +24,9 @@ export interface BlobRestoreResult {
   /** The database created, when not the one whose backup was read (`--into`). */
   into?: string;
   /** A dry run: nothing was built or created (`downloaded` counts the indexes read). */
-  dryRun?: boolean;
+  dryRun: boolean;
+  /** A dry run for a database that exists here: why the restore itself would be refused. */
+  refused?: string;
 }
 
 /** A restore reading a database's backups: prune leaves them alone while one is this fresh. */
@@ -70,14 +72,19 @@ export async function restoreFromBlob(
   const { id, dbPath } = opts;
   const made = opts.into ?? id;
   const now = opts.now ?? Date.now();
-  if (fs.existsSync(dbPath)) throw new AgentDbError('DATABASE_EXISTS', `${made} already exists here (${dbPath}); a restore from the blob store only creates a database`);
+  // A dry run plans anyway, and says the restore would be refused: previewing a backup is
+  // most often done where the database still is.
+  const exists = fs.existsSync(dbPath) ? `${made} already exists here (${dbPath}); a restore from the blob store only creates a database (give --into NEW)` : undefined;
+  if (exists && opts.dryRun !== true) throw new AgentDbError('DATABASE_EXISTS', exists);
   const prefix = backupPrefix(id);
   const marker = `${prefix}readers/${randomUUID()}.json`;
   await store.put(marker, Readable.from([Buffer.from(JSON.stringify({ at: now, pid: process.pid }))]));
   const work = path.join(opts.workDir, `blob-restore-${randomUUID()}`);
   try {
     const manifest = await readManifest(store, id);
-    if (!manifest || manifest.generations.length === 0) throw new AgentDbError('NOT_FOUND', `the blob store ${store.name} has no backup of ${id} (on a new machine, point BLOB_DIR, or the S3 settings, at the store the backups went to)`);
+    if (!manifest || manifest.generations.length === 0) {
+      throw new AgentDbError('NOT_FOUND', `the worker's blob store ${store.name} has no backup of ${id} (on a new machine, start the worker with BLOB_DIR, or the S3 settings, pointing at the store the backups went to: the worker reads the store, not this command)`);
+    }
     const range = manifestRange(manifest);
     const at = opts.at ?? range.latest!;
     if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
@@ -109,7 +116,8 @@ export async function restoreFromBlob(
       commits: plan.commits,
       downloaded,
       ...(opts.into !== undefined ? { into: opts.into } : {}),
-      ...(dry ? { dryRun: true } : {}),
+      dryRun: dry,
+      ...(dry && exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}),
     };
     if (dry) return answer;
     const built = path.join(work, 'restored.sqlite');

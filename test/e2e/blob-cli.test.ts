@@ -63,6 +63,13 @@ describe('agentdb backup now and restore --from-blob', () => {
     expect(dry.code, dry.stderr).toBe(0);
     expect(JSON.parse(dry.stdout)).toMatchObject({ database: 'acme/scout', into: 'acme/scout-copy', dryRun: true, commits: expect.any(Number) });
     expect(existsSync(databasePath(sb.config.dataDir, 'acme', 'scout-copy', shardOf('acme/scout-copy', sb.config.shardCount)))).toBe(false);
+    // Previewed where the database still is: the plan, and why the restore itself is refused.
+    const here = await runCli(['restore', 'acme/scout', '--from-blob', '--dry-run'], sb.env);
+    expect(here.code, here.stdout).toBe(0);
+    expect(JSON.parse(here.stdout)).toMatchObject({ database: 'acme/scout', dryRun: true, commits: expect.any(Number), refused: expect.stringMatching(/^DATABASE_EXISTS: .*--into NEW/) });
+    const refused = await runCli(['restore', 'acme/scout', '--from-blob'], sb.env);
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
   });
 
   it('refuses a malformed database id before doing anything', async () => {
