@@ -41,7 +41,13 @@ export function parseMoment(at: string | number): number {
 /** The largest moment a JS Date holds (year 275760); past it a time is nonsense, not "later". */
 const MAX_DATE_MS = 8.64e15;
 
+/** Unix seconds past this (the year 5138) are milliseconds given by mistake, not a moment of the history. */
+const MAX_PLAUSIBLE_SECONDS_MS = 1e14;
+
 function inDateRange(ms: number, at: string | number): number {
+  if (Number.isFinite(ms) && ms > MAX_PLAUSIBLE_SECONDS_MS && ms / 1000 <= MAX_DATE_MS) {
+    throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} looks like milliseconds (as seconds it is the year ${new Date(ms).getUTCFullYear()}); give unix seconds (${Math.floor(ms / 1e6)}) or an ISO time (${new Date(ms / 1000).toISOString()})`);
+  }
   if (!Number.isFinite(ms) || ms > MAX_DATE_MS) {
     throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is past any date (unix seconds up to ${MAX_DATE_MS / 1000}); give an ISO time (2026-12-01T02:00:00Z) or unix seconds`);
   }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { AgentDbError } from '../errors.ts';
 import { checkForkTarget } from '../history/fork-target.ts';
 import { historyView } from '../history/history-view.ts';
-import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf } from '../store/database-id.ts';
+import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sharedNote } from '../store/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../store/executor-protocol.ts';
 import { PLAN_LIMITS } from '../store/plan-limits.ts';
 import type { ShardOpContext, ShardOpHandler } from './shard-ops.ts';
@@ -71,7 +71,7 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     const id = checkedId(data.db);
     const view = historyView(ctx.config.dataDir, id, ctx.config.historyRetentionDays);
     if (view.generations.length === 0 && !fs.existsSync(target(ctx, id).path)) {
-      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)`);
+      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)${sharedNote(id)}`);
     }
     return view;
   };

@@ -27,6 +27,14 @@ export function databaseId(workspace: string, agent?: string): string {
 }
 
 /**
+ * What to add to "database X does not exist" for a bare workspace name: a user who meant an
+ * agent's database most often left out the workspace.
+ */
+export function sharedNote(id: string): string {
+  return id.includes('/') ? '' : ` (${id} alone names workspace ${id}'s shared database; an agent's database is <workspace>/<agent>, as <workspace>/${id})`;
+}
+
+/**
  * Splits a database id back into its names.
  * @throws AgentDbError INVALID_ARGUMENTS when the id is not one {@link databaseId} makes.
  */

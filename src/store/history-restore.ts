@@ -10,6 +10,7 @@ import { planRestore, rebuild, verifyIntegrity, type RestorePlan, type RestoreTa
 import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
 import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from '../history/snapshot.ts';
 import { swapIn } from '../history/swap-in.ts';
+import { sharedNote } from './database-id.ts';
 import type { ExecRequest, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache, HandleTarget } from './handle-cache.ts';
 import type { HistoryCapture } from './history-capture.ts';
@@ -71,7 +72,7 @@ export interface RestoreHooks {
  */
 export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq, hooks: RestoreHooks = {}): RestoreResult {
   const live = handles.open(req.db, 'read');
-  if (handles.isPlaceholder(live)) throw new AgentDbError('NOT_FOUND', `database ${req.db.id} does not exist (it was never written)`);
+  if (handles.isPlaceholder(live)) throw new AgentDbError('NOT_FOUND', `database ${req.db.id} does not exist (it was never written)${sharedNote(req.db.id)}`);
   history.run(live, req.db);
   const hdir = historyDir(dataDir, req.db.id);
   const source = localSource(dataDir, req.db.id);

@@ -114,6 +114,12 @@ describe('POST /v1/databases/:db/restore', () => {
     const post = (payload: object, who = 'ada', db = 'acme%2Fscout') => app.inject({ method: 'POST', url: `/v1/databases/${db}/restore`, headers: as(who), payload });
     expect((await post({ at: new Date(Date.now() + 3600_000).toISOString() })).json().error.code).toBe('HISTORY_OUT_OF_RANGE');
     expect((await post({ at: 'yesterday-ish' })).json().error.code).toBe('INVALID_ARGUMENTS');
+    // Milliseconds where seconds go: said so, with the seconds meant.
+    expect((await post({ at: moment })).json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining(`looks like milliseconds`) });
+    expect((await post({ at: String(moment) })).json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining(`unix seconds (${Math.floor(moment / 1000)})`) });
+    // A bare name is the workspace's shared database: the message says how to name an agent's.
+    const bare = await ops.run(shardOf('scout', sb.config.shardCount), 'historyList', {}, { db: 'scout', timeoutMs: 30_000 });
+    expect(bare).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', detail: expect.stringContaining("scout alone names workspace scout's shared database") } });
     // Times past any date: a clear INVALID_ARGUMENTS naming the time, not SQL_ERROR "Invalid time value".
     const huge = (await post({ at: '99999999999999999999999' })).json();
     expect(huge.error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('99999999999999999999999') });
