@@ -20,7 +20,7 @@ export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean
     }
     await s.start();
     logger.info({ next: new Date((await s.nextRun()) ?? 0).toISOString() }, 'scheduler ready');
-    await untilSignal();
+    logger.info({ signal: await untilSignal() }, 'stopping');
     return 0;
   } finally {
     await s.stop();

@@ -93,7 +93,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   const scheduler = new Scheduler(config, logger);
   await scheduler.start();
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
-  await untilSignal();
+  logger.info({ signal: await untilSignal() }, 'stopping');
   await app.close();
   await web.close();
   await approvals.close();

@@ -19,7 +19,7 @@ export async function worker(ctx: CommandContext, flags: { shards?: string }): P
   const pool = new ShardWorkerPool({ config: ctx.config, shards, logger });
   await pool.start();
   logger.info({ shards: pool.ownedShards(), executorPid: pool.executorPid }, 'worker ready');
-  await untilSignal();
+  logger.info({ signal: await untilSignal() }, 'stopping');
   await pool.stop();
   return 0;
 }

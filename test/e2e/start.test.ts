@@ -42,6 +42,12 @@ describe('agentdb start on a machine with no Redis running', () => {
       const script = await fetch(`http://127.0.0.1:${port}/assets/app.js`);
       expect(script.headers.get('content-type')).toContain('text/javascript');
       expect(await script.text()).toContain('new EventSource(');
+
+      // Its log says why it stops.
+      let tail = '';
+      app.stderr!.on('data', (d: Buffer) => (tail += d));
+      await stop(app);
+      expect(tail).toMatch(/"signal":"SIGTERM".*"msg":"stopping"/);
     } finally {
       await stop(app);
     }
