@@ -1,4 +1,4 @@
-import { codeOf } from '../errors.ts';
+import { codeOf, errorBody } from '../errors.ts';
 import { runBackups } from '../queue/backups.ts';
 import { checkRedis } from '../queue/connection.ts';
 import { ShardOpClient } from '../queue/shard-op-client.ts';
@@ -51,7 +51,8 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
   } catch (err) {
     const code = codeOf(err);
     if (!code || code === 'INTERNAL') throw err;
-    ctx.stderr.write(`agentdb backup now: ${code}: ${(err as { detail?: string }).detail ?? ''}\n`);
+    // As `restore` and `history` answer theirs: the coded error as JSON on stdout.
+    ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail) })}\n`);
     return EXIT.failed;
   } finally {
     await ops.close();

@@ -85,5 +85,9 @@ describe('agentdb backup now and restore --from-blob', () => {
     expect(none.code).toBe(1);
     expect(JSON.parse(none.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringMatching(/has no backup of acme\/nobody/) } });
     expect((await runCli(['restore', 'acme/scout', '--from-blob', '--undo', 'u1'], sb.env)).code).toBe(2);
+    // `backup now` of a database with nothing to back up answers as `restore` does: JSON on stdout.
+    const ghost = await runCli(['backup', 'now', '--db', 'acme/ghost'], sb.env);
+    expect(ghost.code).toBe(1);
+    expect(JSON.parse(ghost.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('acme/ghost'), hint: expect.any(String) } });
   });
 });
