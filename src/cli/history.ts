@@ -16,6 +16,7 @@ import { parseDatabaseId } from '../store/database-id.ts';
 
 /** `agentdb history DB [--json]`: the restorable range, the generations, the undo points. */
 export async function history(ctx: CommandContext, flags: { json?: boolean }, db: string): Promise<number> {
+  checkedDbFlag(db);
   return withClient(ctx, 'history', async (client) => {
     const view = await client.history(db);
     ctx.stdout.write(flags.json ? `${JSON.stringify(view)}\n` : table(view));
@@ -26,20 +27,16 @@ export async function history(ctx: CommandContext, flags: { json?: boolean }, db
 /** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
 export async function restore(ctx: CommandContext, flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean }, db: string): Promise<number> {
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
+  // A database id or a time that cannot be read is a bad command line (exit 2), whichever way
+  // the restore goes.
+  for (const id of [db, flags.into]) if (id !== undefined) checkedDbFlag(id);
+  try {
+    if (flags.at !== undefined) parseMoment(flags.at);
+  } catch (err) {
+    throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
+  }
   if (flags.fromBlob) {
     if (flags.undo !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run and --by');
-    for (const id of [db, flags.into]) {
-      try {
-        if (id !== undefined) parseDatabaseId(id);
-      } catch {
-        throw new UsageError(`a database id is <workspace> or <workspace>/<agent>, not ${JSON.stringify(id)}`);
-      }
-    }
-    try {
-      if (flags.at !== undefined) parseMoment(flags.at);
-    } catch (err) {
-      throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
-    }
     return withClient(ctx, 'restore', async (client) => {
       const result = await client.restoreFromBlob(db, {
         ...(flags.at !== undefined ? { at: flags.at } : {}),
@@ -94,4 +91,12 @@ function table(view: HistoryView): string {
     for (const u of view.undoPoints) lines.push([u.id, u.createdAt, u.restoredTo].join('\t'));
   }
   return `${lines.join('\n')}\n`;
+}
+
+function checkedDbFlag(id: string): void {
+  try {
+    parseDatabaseId(id);
+  } catch (err) {
+    throw new UsageError(`a database id is <workspace> or <workspace>/<agent>, each 1 to 63 of a-z, 0-9, _ and - (starting with a letter or digit), not ${JSON.stringify(id)}: ${(err as { detail?: string }).detail ?? String(err)}`);
+  }
 }

@@ -80,7 +80,7 @@ describe('agentdb restore', () => {
     expect((copy as any).result.rows[0][0]).toBe(3);
   });
 
-  it('refuses bad input with a coded error (exit 1) or a usage error (exit 2), changing nothing', async () => {
+  it('refuses bad input with a coded error (exit 1) or, for what cannot be read, a usage error (exit 2), changing nothing', async () => {
     const future = await cli('restore', 'acme/scout', '--at', String(Math.floor(Date.now() / 1000) + 3600));
     expect(future.code).toBe(1);
     expect(json(future.stdout)).toMatchObject({ error: { code: 'HISTORY_OUT_OF_RANGE' } });
@@ -88,9 +88,13 @@ describe('agentdb restore', () => {
     expect(json(stranger.stdout)).toMatchObject({ error: { code: 'UNDO_NOT_FOUND' } });
     const exists = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000)), '--into', 'acme/scout-copy');
     expect(json(exists.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
+    // A time or a database id that cannot be read is a bad command line, as with --from-blob.
     const huge = await cli('restore', 'acme/scout', '--at', '99999999999999999999999');
-    expect(huge.code).toBe(1);
-    expect(json(huge.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('99999999999999999999999') } });
+    expect(huge.code).toBe(2);
+    expect(huge.stderr).toContain('99999999999999999999999');
+    const upper = await cli('history', 'ACME/Scout');
+    expect(upper.code).toBe(2);
+    expect(upper.stderr).toContain('a-z, 0-9, _ and -');
     const neither = await cli('restore', 'acme/scout');
     expect(neither.code).toBe(2);
     expect(neither.stderr).toMatch(/--at TIME .* or --undo ID/);
