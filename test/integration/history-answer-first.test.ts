@@ -72,6 +72,26 @@ afterEach(() => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
+/**
+ * Another child (this process) with the database open, checkpointing after every copy, writes
+ * a row; then a child writes one, which starts the WAL over, answers it and is killed before
+ * its copy. Answers this process's pieces, the generations then, and when the write was answered.
+ */
+function killedAfterWalRestart() {
+  const history = new HistoryCapture(dataDir, { checkpointBytes: 1, retentionDays: 30 });
+  const handles = new HandleCache({ size: 4, ...history.hooks() });
+  opened.push(handles);
+  const live = handles.open(db, 'write');
+  live.prepare("INSERT INTO t(v) VALUES ('x')").run();
+  history.run(live, db);
+  const gens = listGenerations(localSource(dataDir, db.id)).length;
+  const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+  expect(run.signal, run.stderr).toBe('SIGKILL');
+  const at = answeredAt();
+  pastMs(at + 20);
+  return { history, handles, live, gens, at };
+}
+
 describe('a write answered before its copy', () => {
   it('killed between the answer and the copy: the next open copies the commit, with the time it was answered at', () => {
     const gens = listGenerations(localSource(dataDir, db.id)).length;
@@ -137,18 +157,7 @@ describe('a write answered before its copy', () => {
   });
 
   it('killed before the copy of a write that started the WAL over, then another child closes its handle: no gap, and the write keeps its time', () => {
-    // The other child checkpoints after every copy, so the killed write starts the WAL over.
-    const history = new HistoryCapture(dataDir, { checkpointBytes: 1, retentionDays: 30 });
-    const handles = new HandleCache({ size: 4, ...history.hooks() });
-    opened.push(handles);
-    const live = handles.open(db, 'write');
-    live.prepare("INSERT INTO t(v) VALUES ('x')").run();
-    history.run(live, db);
-    const gens = listGenerations(localSource(dataDir, db.id)).length;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
-    expect(run.signal, run.stderr).toBe('SIGKILL');
-    const at = answeredAt();
-    pastMs(at + 20);
+    const { handles, gens, at } = killedAfterWalRestart();
     handles.closeAll();
     expect(listGenerations(localSource(dataDir, db.id))).toHaveLength(gens);
     expect(lastCommit()!.at).toBe(at);
@@ -156,21 +165,10 @@ describe('a write answered before its copy', () => {
   });
 
   it('killed before the copy of a write that started the WAL over, then another child that has the database open writes next: no gap, and the write keeps its time', () => {
-    // The other child checkpoints after every copy, so the killed write starts the WAL over; its
-    // next write finds the WAL begun anew with history unmoved since its own last capture, which
-    // an outside program's commit + checkpoint + commit looks like too. The WAL index's count of
-    // commits tells them apart: every commit since is in the new WAL.
-    const history = new HistoryCapture(dataDir, { checkpointBytes: 1, retentionDays: 30 });
-    const handles = new HandleCache({ size: 4, ...history.hooks() });
-    opened.push(handles);
-    const live = handles.open(db, 'write');
-    live.prepare("INSERT INTO t(v) VALUES ('x')").run();
-    history.run(live, db);
-    const gens = listGenerations(localSource(dataDir, db.id)).length;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
-    expect(run.signal, run.stderr).toBe('SIGKILL');
-    const at = answeredAt();
-    pastMs(at + 20);
+    // Its next write finds the WAL begun anew with history unmoved since its own last capture,
+    // which an outside program's commit + checkpoint + commit looks like too. The WAL index's
+    // count of commits tells them apart: every commit since is in the new WAL.
+    const { history, live, gens, at } = killedAfterWalRestart();
     live.prepare("INSERT INTO t(v) VALUES ('next')").run();
     history.afterCommit(live, db);
     history.finishCommitted();
