@@ -43,7 +43,8 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
           : r.unchanged
             ? 'unchanged'
             : `${r.files} files, ${(r.bytes / 1024 / 1024).toFixed(1)} MB uploaded and verified`;
-        ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}\n`);
+        const left = r.damaged ? `; left out, their index damaged: ${r.damaged.join(', ')}` : '';
+        ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}${left}\n`);
       },
     });
     ctx.stdout.write(`${JSON.stringify({ ...run, ms: Date.now() - started })}\n`);

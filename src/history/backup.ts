@@ -1,7 +1,7 @@
 import { AgentDbError, type ErrorCode } from '../errors.ts';
 import { readBackSha256, type BlobStore } from './blob-store.ts';
 import { backupPrefix, readManifest, writeManifest, type BackupManifest, type ManifestFile, type ManifestGeneration } from './backup-manifest.ts';
-import { listGenerations, listSegments, localSource, readCommits } from './layout.ts';
+import { listGenerations, listSegments, localSource, readIndex } from './layout.ts';
 
 /** What one database's backup did. */
 export interface BackupReport {
@@ -13,6 +13,12 @@ export interface BackupReport {
   unchanged: boolean;
   /** Set when this database's backup failed (the others went on); what it uploaded before is kept. */
   error?: { code: ErrorCode; detail: string };
+  /**
+   * Segments left out because their index is damaged (`readIndex`), with the rest of their
+   * generation, which restores could not reach past them anyway; every other generation is
+   * backed up.
+   */
+  damaged?: string[];
 }
 
 /**
@@ -74,7 +80,13 @@ export async function backupDatabase(store: BlobStore, dataDir: string, id: stri
     const have = new Set(entry.segments.map((s) => s.name));
     for (const seg of listSegments(gen)) {
       if (!seg.closed || have.has(seg.name)) continue;
-      const commits = readCommits(seg.indexPath);
+      const read = readIndex(seg.indexPath);
+      const damaged = read.damaged ?? (read.tail === 'torn' ? 'a torn last line' : undefined);
+      if (damaged) {
+        (report.damaged ??= []).push(`${gen.name}/${seg.name}: ${damaged}`);
+        break;
+      }
+      const commits = read.commits;
       // An empty segment (a WAL reset before any commit) restores nothing.
       if (commits.length === 0) continue;
       const data = await upload(`${prefix}${gen.name}/${seg.name}.wal`, seg.dataPath);

@@ -209,6 +209,10 @@ export function loadState(dbPath: string, source: HistorySource, quick: boolean,
       // index: what follows the damage is history too.
       if (index.damaged) {
         // Left as it is.
+      } else if (index.tail === 'line') {
+        // A whole last line without its newline: the next line appended would run into it.
+        if (locked) fs.appendFileSync(indexPath, '\n');
+        else st.indexGood = index.goodBytes;
       } else if (index.goodBytes < index.bytes) {
         if (locked) fs.truncateSync(indexPath, index.goodBytes);
         else st.indexGood = index.goodBytes;

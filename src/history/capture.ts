@@ -4,10 +4,10 @@ import { noteAnswered, readAnswered, type Answered } from './answered.ts';
 import { beginCapture, closeWal, committedSince, commitsSinceCapture, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
-import { commitLine, type CommitRecord, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
+import { commitLine, readIndex, type CommitRecord, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
 import { markRestoreLeaving, restoreLeaving, sealBroken, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
-import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
+import { FRAME_HEADER_BYTES, WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
 /** What capture needs to know: where the database and its history are, and when to checkpoint. */
 export interface CaptureOptions {
@@ -311,6 +311,10 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
         !leaving &&
         ((seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
       if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', checkpoint: false };
+      // The segment closes: its index read in full once more. Damage found while this state was
+      // cached (a commit's capture looks only at the index's size) would otherwise go unseen
+      // until the state is rebuilt, and every commit captured until then be unrestorable.
+      if (seg && indexUnsound(seg.indexPath)) return { report, state: st, next: 'gap', checkpoint: false };
       closeSegment(seg);
       seg = newSegment(st, head, hdr);
     }
@@ -343,6 +347,7 @@ function walCommits(fd: number, hdr: SegmentHeader, lastFrame: number): number |
   let c1 = hdr.c1;
   let c2 = hdr.c2;
   let commits = 0;
+  let last: { pgno: number; commit: number; page: Buffer } | undefined;
   for (let first = 1; first <= lastFrame; first += MAX_CHUNK_FRAMES) {
     const count = Math.min(MAX_CHUNK_FRAMES, lastFrame - first + 1);
     const buf = chunkBuffer(count * fb);
@@ -351,10 +356,25 @@ function walCommits(fd: number, hdr: SegmentHeader, lastFrame: number): number |
       const ok = checkFrame(hdr, buf, at, c1, c2);
       if (!ok) return undefined;
       [c1, c2] = ok.c;
-      if (ok.frame.commit > 0) commits++;
+      if (ok.frame.commit === 0) {
+        last = undefined;
+        continue;
+      }
+      // A connection with powersafe_overwrite off pads its commit to a sector boundary by
+      // writing the commit frame again: one commit, not two. (Two commits of the very same page
+      // bytes count as one too: fewer than the WAL index's count reads as a gap, never as none.)
+      const page = buf.subarray(at + FRAME_HEADER_BYTES, at + fb);
+      if (!(last && last.pgno === ok.frame.pgno && last.commit === ok.frame.commit && last.page.equals(page))) commits++;
+      last = { pgno: ok.frame.pgno, commit: ok.frame.commit, page: Buffer.from(page) };
     }
   }
   return commits;
+}
+
+/** A segment's index with a damaged line, or a torn tail no crash of a capture holding the lock left. */
+function indexUnsound(indexPath: string): boolean {
+  const index = readIndex(indexPath);
+  return index.damaged !== undefined || index.tail === 'torn';
 }
 
 /**

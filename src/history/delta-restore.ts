@@ -78,7 +78,7 @@ export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: Histo
     }
     if (live && end.generation === g.name && end.segment === '') reachedEnd = true;
     for (const seg of listSegments(g)) {
-      const commits = readCommits(seg.indexPath);
+      const commits = readCommits(seg.indexPath, seg.closed);
       const frames = commits.at(-1)?.frames ?? 0;
       // Commits past the position capture holds for the live file: history and file disagree.
       if (reachedEnd) {
@@ -310,7 +310,7 @@ export function landedAt(source: HistorySource, salts: Buffer): HistoryPosition 
       }
       const hdr = parseWalHeader(head);
       if (hdr === undefined || hdr.salt1 !== want[0] || hdr.salt2 !== want[1]) continue;
-      const first = readCommits(seg.indexPath)[0];
+      const first = readCommits(seg.indexPath, seg.closed)[0];
       return first ? { generation: gen.name, segment: seg.name, frames: first.frames } : undefined;
     }
   }
@@ -320,5 +320,5 @@ export function landedAt(source: HistorySource, salts: Buffer): HistoryPosition 
 /** Where a generation's history ends, as capture states a position: its last segment and the frames in it. */
 function ended(gen: GenerationInfo): { segment: string; frames: number } {
   const seg = listSegments(gen).at(-1);
-  return seg ? { segment: seg.name, frames: readCommits(seg.indexPath).at(-1)?.frames ?? 0 } : { segment: '', frames: 0 };
+  return seg ? { segment: seg.name, frames: readCommits(seg.indexPath, seg.closed).at(-1)?.frames ?? 0 } : { segment: '', frames: 0 };
 }

@@ -228,12 +228,15 @@ export function closedSegments(source: HistorySource): SegmentInfo[] {
  * The commits a segment's index holds. A line cut short by a crash or a full disk (no newline
  * yet) is ignored (its frames were never acknowledged as copied); capture cuts such a tail off
  * before it appends again (see {@link readIndex}), so it never hides later commits.
+ * `closed`: no capture appends to the segment any more (`SegmentInfo.closed`), so a torn tail
+ * is no crash's: it is damage too.
  * @throws AgentDbError HISTORY_CORRUPT when a whole line is damaged (see {@link readIndex}):
  * every restore is planned from these lines, and one read wrong restores the wrong state.
  */
-export function readCommits(indexPath: string): CommitRecord[] {
+export function readCommits(indexPath: string, closed = false): CommitRecord[] {
   const index = readIndex(indexPath);
-  if (index.damaged) throw new AgentDbError('HISTORY_CORRUPT', `history index ${indexPath} is damaged (${index.damaged}); restore to a moment before its segment, or after the generation that followed`);
+  const damaged = index.damaged ?? (closed && index.tail === 'torn' ? 'a torn last line in a segment no capture appends to' : undefined);
+  if (damaged) throw new AgentDbError('HISTORY_CORRUPT', `history index ${indexPath} is damaged (${damaged}); restore to a moment before its segment, or after the generation that followed`);
   return index.commits;
 }
 
@@ -269,18 +272,30 @@ function parseCommitLine(line: string): CommitRecord | string {
   return c;
 }
 
+/** What {@link readIndex} read of a segment's index. */
+export interface SegmentIndex {
+  commits: CommitRecord[];
+  /** The bytes of the whole lines read (with a last line that lost only its newline, the file's size). */
+  goodBytes: number;
+  bytes: number;
+  /** After the last newline: nothing, a crash's torn tail, or a whole line without its newline. */
+  tail: 'none' | 'torn' | 'line';
+  /** A line that does not read back: which, and why. */
+  damaged?: string;
+}
+
 /**
  * A segment's index: its whole lines' commits, the bytes those lines take, and the file's size.
  * Only bytes after the last newline are a torn tail (capture writes whole lines in one call). A
  * whole line that does not read back as a commit is damage, not a tail: `damaged` says which,
  * and `commits` stops before it (capture never cuts such an index: see `loadState`).
  */
-export function readIndex(indexPath: string): { commits: CommitRecord[]; goodBytes: number; bytes: number; damaged?: string } {
+export function readIndex(indexPath: string): SegmentIndex {
   let text: Buffer;
   try {
     text = fs.readFileSync(indexPath);
   } catch {
-    return { commits: [], goodBytes: 0, bytes: 0 };
+    return { commits: [], goodBytes: 0, bytes: 0, tail: 'none' };
   }
   const out: CommitRecord[] = [];
   let at = 0;
@@ -295,13 +310,25 @@ export function readIndex(indexPath: string): { commits: CommitRecord[]; goodByt
     }
     const c = parseCommitLine(line);
     if (typeof c === 'string' || c.frames <= prev) {
-      return { commits: out, goodBytes: at, bytes: text.length, damaged: `line ${out.length + 1}: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}` };
+      return { commits: out, goodBytes: at, bytes: text.length, tail: 'none', damaged: `line ${out.length + 1}: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}` };
     }
     prev = c.frames;
     out.push(c);
     at = nl + 1;
   }
-  return { commits: out, goodBytes: at, bytes: text.length };
+  if (at === text.length) return { commits: out, goodBytes: at, bytes: text.length, tail: 'none' };
+  // After the last newline. A crash or a full disk leaves a prefix of the lines one write
+  // appended, which holds no '}' (each line has one, at its end): a torn tail. A whole line
+  // there lost only its newline (the last byte written, or rot): its commit counts, and capture
+  // adds the newline before it appends. Anything else there is damage, not a crash's leftover.
+  const tail = text.subarray(at);
+  if (!tail.includes(0x7d)) return { commits: out, goodBytes: at, bytes: text.length, tail: 'torn' };
+  const c = parseCommitLine(tail.toString('utf8'));
+  if (typeof c === 'string' || c.frames <= prev) {
+    return { commits: out, goodBytes: at, bytes: text.length, tail: 'torn', damaged: `line ${out.length + 1}, the last: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}` };
+  }
+  out.push(c);
+  return { commits: out, goodBytes: text.length, bytes: text.length, tail: 'line' };
 }
 
 export interface UndoPoint {

@@ -8,7 +8,7 @@ import { frameBatches } from './frame-scan.ts';
 import { copyWithSha256 } from './snapshot.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, checkChunks, copyPrefixChecked, readSnapshotCrc, sameSums } from './snapshot-crc.ts';
-import { FRAME_HEADER_BYTES } from './wal-format.ts';
+import { FRAME_HEADER_BYTES, frameOffset } from './wal-format.ts';
 
 /** Where a restore goes: a moment (epoch ms: every commit at or before it), or an exact commit. */
 export type RestoreTarget = { at: number } | { position: HistoryPosition };
@@ -36,7 +36,7 @@ export function historyRange(source: HistorySource): { earliest?: number; latest
   const last = gens.at(-1)!;
   let latest = last.snapshot!.at;
   for (const seg of listSegments(last)) {
-    const c = readCommits(seg.indexPath).at(-1);
+    const c = readCommits(seg.indexPath, seg.closed).at(-1);
     if (c) latest = Math.max(latest, c.at);
   }
   return { earliest, latest };
@@ -62,7 +62,7 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
   }
   const plan: RestorePlan = { generation: gen.name, snapshot: gen.snapshot!, snapshotPath: gen.snapshotPath, segments: [], frames: 0, commits: 0, restoredTo: gen.snapshot!.at, dbPages: gen.snapshot!.pages };
   for (const seg of listSegments(gen)) {
-    const commits = readCommits(seg.indexPath);
+    const commits = readCommits(seg.indexPath, seg.closed);
     // A WAL that started over and was reset again before any commit leaves an empty segment.
     if (commits.length === 0) continue;
     let take: CommitRecord | undefined;
@@ -95,6 +95,12 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
     // A segment not taken whole ends the plan: later ones come after the moment.
     if (!take || take !== commits.at(-1)) break;
     if (!('at' in target) && seg.name === target.position.segment) break;
+    // Gone past: its last line must be its last commit. A closed segment's frames end where its
+    // index does (capture cuts a crash's leftovers before the segment closes); more frames mean
+    // a line is missing from the end of its index, and going on would skip that commit.
+    if (seg.closed && (fs.statSync(seg.dataPath, { throwIfNoEntry: false })?.size ?? 0) > frameOffset(plan.snapshot.pageSize, take.frames + 1)) {
+      throw new AgentDbError('HISTORY_CORRUPT', `history segment ${seg.dataPath} holds frames past the last commit its index names (${seg.indexPath} lost its last line); restore to a moment before its last commit, or after the generation that followed`);
+    }
   }
   return plan;
 }

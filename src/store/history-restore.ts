@@ -383,7 +383,7 @@ function commitsAfterRestore(source: ReturnType<typeof localSource>, point: Undo
     if (end ? gen.name < end.generation : !gen.snapshot || gen.snapshot.at < point.createdAt) continue;
     for (const seg of listSegments(gen)) {
       // A generation's base commit is the restore that began it, not a commit made after one.
-      const commits = readCommits(seg.indexPath).slice(gen.snapshot?.base?.segment === seg.name ? 1 : 0);
+      const commits = readCommits(seg.indexPath, seg.closed).slice(gen.snapshot?.base?.segment === seg.name ? 1 : 0);
       if (!end || gen.name > end.generation || seg.name > end.segment) n += commits.length;
       else if (seg.name === end.segment) n += commits.filter((c) => c.frames > end.frames).length;
     }

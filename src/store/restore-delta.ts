@@ -163,7 +163,7 @@ function commitsSince(source: HistorySource, pos: HistoryPosition): number {
     if (gen.name < pos.generation) continue;
     if (gen.name > pos.generation) n++;
     for (const seg of listSegments(gen)) {
-      const commits = readCommits(seg.indexPath);
+      const commits = readCommits(seg.indexPath, seg.closed);
       if (gen.name > pos.generation || seg.name > pos.segment) n += commits.length;
       else if (seg.name === pos.segment) n += commits.filter((c) => c.frames > pos.frames).length;
     }
