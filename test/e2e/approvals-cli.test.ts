@@ -131,17 +131,18 @@ describe('agentdb approvals', () => {
   it('refuses unknown, revoked and other-workspace members and keys, and unknown ids; the call stays pending', async () => {
     const eve = json((await cli('members', 'add', '--workspace', 'elsewhere', '--name', 'eve', '--role', 'admin', '--json')).stdout).key as string;
     const { id } = await parkWrite('CREATE TABLE pending_one (x)');
-    for (const by of ['nobody', 'cy', 'eve']) {
-      const out = await cli('approvals', 'approve', id, '--operator', '--by', by);
-      expect(out.code, by).toBe(1);
+    // Each is refused without deciding anything: run at once, not one after another.
+    const byName = ['nobody', 'cy', 'eve'];
+    for (const [i, out] of (await Promise.all(byName.map((by) => cli('approvals', 'approve', id, '--operator', '--by', by)))).entries()) {
+      expect(out.code, byName[i]).toBe(1);
       expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_PERMITTED', message: expect.any(String), hint: expect.any(String) } });
     }
     // A key proves who decides: an unknown or revoked one is nobody; another workspace's member
     // does not even learn that the approval exists.
-    for (const [key, code] of [[`adb_${'x'.repeat(43)}`, 'UNAUTHENTICATED'], [keyOf.cy!, 'UNAUTHENTICATED'], [eve, 'NOT_FOUND']] as const) {
-      const out = await cli('approvals', 'approve', id, '--key', key);
-      expect(out.code, code).toBe(1);
-      expect(json(out.stdout)).toMatchObject({ error: { code } });
+    const keys = [[`adb_${'x'.repeat(43)}`, 'UNAUTHENTICATED'], [keyOf.cy!, 'UNAUTHENTICATED'], [eve, 'NOT_FOUND']] as const;
+    for (const [i, out] of (await Promise.all(keys.map(([key]) => cli('approvals', 'approve', id, '--key', key)))).entries()) {
+      expect(out.code, keys[i]![1]).toBe(1);
+      expect(json(out.stdout)).toMatchObject({ error: { code: keys[i]![1] } });
     }
     const unknown = await cli('approvals', 'approve', 'ap_nope', '--key', keyOf.ada!);
     expect(unknown.code).toBe(1);
@@ -151,7 +152,8 @@ describe('agentdb approvals', () => {
   });
 
   it('exits 2 with a usage line on bad flags', async () => {
-    for (const args of [
+    // Refused before anything is read or written: run at once, not one after another.
+    const cases = [
       ['approvals', 'approve', 'ap_x'],
       ['approvals', 'approve', 'ap_x', '--by', 'ada'],
       ['approvals', 'approve', 'ap_x', '--operator'],
@@ -161,9 +163,10 @@ describe('agentdb approvals', () => {
       ['approvals', 'list', '--state', 'maybe'],
       ['approvals', 'list', '--workspace', '../x'],
       ['approvals', 'list', '--by', 'ada'],
-    ]) {
-      const out = await cli(...args);
-      expect(out.code, args.join(' ')).toBe(2);
+    ];
+    const outs = await Promise.all(cases.map((args) => cli(...args)));
+    for (const [i, out] of outs.entries()) {
+      expect(out.code, cases[i]!.join(' ')).toBe(2);
       expect(out.stderr).toMatch(/^agentdb approvals( \w+)?: .+\n(\(Did you mean \w+\?\)\n)?Run 'agentdb approvals( \w+)? --help' for its usage\.\n$/);
     }
   });

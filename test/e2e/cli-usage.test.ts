@@ -77,8 +77,10 @@ describe('agentdb call with a command line it cannot run', () => {
       [['call', ...who, '--timeout', 'soon', 'DATA_QUERY_SQL', '{}'], /^agentdb call: option '--timeout <seconds>' argument 'soon' is invalid\. It takes a number of seconds above 0\./],
       [['call', '--batch', '-', '--workspace', 'acme'], /^agentdb call: --workspace goes inside each line of a --batch/],
     ];
-    for (const [args, message] of cases) {
-      const out = await runCli(args, sb.env);
+    // Refused before anything is read or written: run at once, not one after another.
+    const outs = await Promise.all(cases.map(([args]) => runCli(args, sb.env)));
+    for (const [i, [args, message]] of cases.entries()) {
+      const out = outs[i]!;
       expect(out.code, args.join(' ')).toBe(2);
       expect(out.stdout, args.join(' ')).toBe('');
       expect(out.stderr, args.join(' ')).toMatch(message);

@@ -81,7 +81,13 @@ describe('agentdb restore', () => {
   });
 
   it('refuses bad input with a coded error (exit 1) or, for what cannot be read, a usage error (exit 2), changing nothing', async () => {
-    const future = await cli('restore', 'acme/scout', '--at', String(Math.floor(Date.now() / 1000) + 3600));
+    // What cannot be read is refused before anything runs: those go beside the first restore.
+    const [future, huge, upper, neither] = await Promise.all([
+      cli('restore', 'acme/scout', '--at', String(Math.floor(Date.now() / 1000) + 3600)),
+      cli('restore', 'acme/scout', '--at', '99999999999999999999999'),
+      cli('history', 'ACME/Scout'),
+      cli('restore', 'acme/scout'),
+    ]);
     expect(future.code).toBe(1);
     expect(json(future.stdout)).toMatchObject({ error: { code: 'HISTORY_OUT_OF_RANGE' } });
     const stranger = await cli('restore', 'acme/scout', '--undo', 'u0000');
@@ -89,13 +95,10 @@ describe('agentdb restore', () => {
     const exists = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000)), '--into', 'acme/scout-copy');
     expect(json(exists.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
     // A time or a database id that cannot be read is a bad command line, as with --from-blob.
-    const huge = await cli('restore', 'acme/scout', '--at', '99999999999999999999999');
     expect(huge.code).toBe(2);
     expect(huge.stderr).toContain('99999999999999999999999');
-    const upper = await cli('history', 'ACME/Scout');
     expect(upper.code).toBe(2);
     expect(upper.stderr).toContain('a-z, 0-9, _ and -');
-    const neither = await cli('restore', 'acme/scout');
     expect(neither.code).toBe(2);
     expect(neither.stderr).toMatch(/--at TIME .* or --undo ID/);
     expect(await count()).toBe(0);
