@@ -1,7 +1,8 @@
 import { AgentDbError, type ErrorCode } from '../errors.ts';
 import { readBackSha256, type BlobStore } from './blob-store.ts';
 import { backupPrefix, readManifest, writeManifest, type BackupManifest, type ManifestFile, type ManifestGeneration } from './backup-manifest.ts';
-import { listGenerations, listSegments, localSource, readIndex } from './layout.ts';
+import { listGenerations, listSegments, localSource } from './layout.ts';
+import { readIndex } from './segment-index.ts';
 
 /** What one database's backup did. */
 export interface BackupReport {

@@ -1,13 +1,15 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { noteAnswered, readAnswered, type Answered } from './answered.ts';
-import { beginCapture, closeWal, committedSince, commitsSinceCapture, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
+import { beginCapture, closeWal, committedSince, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
-import { commitLine, readIndex, type CommitRecord, type HistoryPosition, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
+import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
+import { commitLine, readIndex } from './segment-index.ts';
+import { allInNewWal } from './new-wal-commits.ts';
 import { markRestoreLeaving, restoreLeaving, sealBroken, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
-import { FRAME_HEADER_BYTES, WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
+import { WAL_HEADER_BYTES, checkFrame, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 
 /** What capture needs to know: where the database and its history are, and when to checkpoint. */
 export interface CaptureOptions {
@@ -324,51 +326,6 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     closeWal(db);
     throw err;
   }
-}
-
-/**
- * Whether the WAL, started over once since segment `seg` (salt-1 one more: a checkpoint of a
- * WAL captured to its end, as capture's own), holds every commit made since this connection's
- * last capture: the WAL index counts each commit, whoever made it, and a checkpoint or a WAL
- * started over does not move the count. A commit of the old WAL after that capture counts but
- * is not here: then history cannot go on (`copyNew`). Any doubt is a gap.
- */
-function allInNewWal(db: Database, dbPath: string, fd: number, seg: Segment | undefined, hdr: SegmentHeader): boolean {
-  if (!seg || seg.header.pageSize !== hdr.pageSize || hdr.salt1 !== ((seg.header.salt1 + 1) >>> 0)) return false;
-  const since = commitsSinceCapture(db, dbPath);
-  const index = readWalIndex(db, dbPath);
-  if (since === undefined || !index || index.salt1 !== hdr.salt1 || index.salt2 !== hdr.salt2) return false;
-  return walCommits(fd, hdr, index.lastFrame) === since;
-}
-
-/** The commit frames among the WAL's first `lastFrame` frames, checked against its chain; undefined when a frame does not belong. */
-function walCommits(fd: number, hdr: SegmentHeader, lastFrame: number): number | undefined {
-  const fb = frameBytes(hdr.pageSize);
-  let c1 = hdr.c1;
-  let c2 = hdr.c2;
-  let commits = 0;
-  let last: { pgno: number; commit: number; page: Buffer } | undefined;
-  for (let first = 1; first <= lastFrame; first += MAX_CHUNK_FRAMES) {
-    const count = Math.min(MAX_CHUNK_FRAMES, lastFrame - first + 1);
-    const buf = chunkBuffer(count * fb);
-    if (fs.readSync(fd, buf, 0, buf.length, frameOffset(hdr.pageSize, first)) < buf.length) return undefined;
-    for (let at = 0; at < buf.length; at += fb) {
-      const ok = checkFrame(hdr, buf, at, c1, c2);
-      if (!ok) return undefined;
-      [c1, c2] = ok.c;
-      if (ok.frame.commit === 0) {
-        last = undefined;
-        continue;
-      }
-      // A connection with powersafe_overwrite off pads its commit to a sector boundary by
-      // writing the commit frame again: one commit, not two. (Two commits of the very same page
-      // bytes count as one too: fewer than the WAL index's count reads as a gap, never as none.)
-      const page = buf.subarray(at + FRAME_HEADER_BYTES, at + fb);
-      if (!(last && last.pgno === ok.frame.pgno && last.commit === ok.frame.commit && last.page.equals(page))) commits++;
-      last = { pgno: ok.frame.pgno, commit: ok.frame.commit, page: Buffer.from(page) };
-    }
-  }
-  return commits;
 }
 
 /** A segment's index with a damaged line, or a torn tail no crash of a capture holding the lock left. */

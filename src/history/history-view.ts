@@ -1,4 +1,5 @@
-import { historyDir, listGenerations, listSegments, listUndoPoints, localSource, readIndex } from './layout.ts';
+import { historyDir, listGenerations, listSegments, listUndoPoints, localSource } from './layout.ts';
+import { readIndex } from './segment-index.ts';
 
 /** One generation as `agentdb history` and `GET /v1/databases/:db/history` show it. */
 export interface GenerationView {

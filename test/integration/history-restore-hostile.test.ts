@@ -118,7 +118,8 @@ describe('restore in place within the generation, against every kind of change',
 
 describe('restore in place within the generation, at the edges of time', () => {
   it('to a commit\'s own millisecond, to the snapshot moment, the same moment twice: equals a fork of that moment', async () => {
-    const { listGenerations, listSegments, localSource, readCommits } = await import('../../src/history/layout.ts');
+    const { listGenerations, listSegments, localSource } = await import('../../src/history/layout.ts');
+    const { readCommits } = await import('../../src/history/segment-index.ts');
     const db = historyTarget(dataDir, 'edge/main');
     const r = rng(7);
     await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
