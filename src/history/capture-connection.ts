@@ -134,9 +134,8 @@ export function finished(db: Database, state: State | undefined, change: number 
  * the WAL index's count moved (a checkpoint does not move it). Undefined when it cannot tell.
  */
 export function committedSince(db: Database, dbPath: string): boolean | undefined {
-  const before = lockStatements.get(db)?.change;
-  const now = readWalIndex(db, dbPath)?.change;
-  return before === undefined || now === undefined ? undefined : now !== before;
+  const n = commitsSinceCapture(db, dbPath);
+  return n === undefined ? undefined : n !== 0;
 }
 
 /**
