@@ -9,7 +9,8 @@ import { Measure, type BlobStore } from './blob-store.ts';
 import { backupPrefix, manifestRange, readManifest, type ManifestFile } from './backup-manifest.ts';
 import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, nameSeq, writeJsonAtomic, type HistorySource } from './layout.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
-import { planRestore, rebuild, verifyIntegrity } from './restore-engine.ts';
+import { planRestore, rebuild } from './restore-engine.ts';
+import { verifyIntegrity } from './integrity.ts';
 import { syncDir, syncFile } from './snapshot.ts';
 
 /** What a disaster restore did. */

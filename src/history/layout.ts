@@ -111,6 +111,13 @@ export interface SnapshotMeta {
    */
   verified?: { size: number; mtimeMs: number };
   /**
+   * The snapshot passed `PRAGMA integrity_check` as it was made (or is a checked snapshot,
+   * linked): a restore that copies it, checked against its checksums, and applies committed
+   * frames skips checking the result (`Rebuilt.sound`). Absent when the check found damage, or
+   * on snapshots made before it was kept.
+   */
+  checked?: true;
+  /**
    * The previous generation's last commit when this snapshot was taken, set only when every
    * frame up to it had been copied and checkpointed first: the snapshot is exactly that state,
    * so a restore may read across the boundary (`history/delta-restore.ts`). Absent after a gap,

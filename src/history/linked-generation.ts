@@ -110,6 +110,8 @@ export function publishGeneration(prepared: PreparedGeneration, dbPath: string, 
   const { sha256, bytes } = plan.snapshot;
   publish(tmp, path.join(source.generationsDir, name), name, last, reason, now, { sha256, bytes }, undefined, {
     crcWritten: true,
+    // The same file as the snapshot it links: checked when that one was.
+    checked: plan.snapshot.checked === true,
     ...(base ? { base: { segment, frames: base.frames } } : {}),
   });
   syncDir(source.generationsDir);

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SnapshotMeta } from './layout.ts';
 import { readCommits } from './segment-index.ts';
@@ -10,6 +9,7 @@ import { copyWithSha256 } from './snapshot.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, checkChunks, copyPrefixChecked, readSnapshotCrc, sameSums } from './snapshot-crc.ts';
 import { FRAME_HEADER_BYTES, frameOffset } from './wal-format.ts';
+import { verifyIntegrity } from './integrity.ts';
 
 /** Where a restore goes: a moment (epoch ms: every commit at or before it), or an exact commit. */
 export type RestoreTarget = { at: number } | { position: HistoryPosition };
@@ -110,14 +110,14 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
  * Builds the database a plan describes at `outPath` (which must not be the live file): the
  * snapshot, checked against its sha256, then each frame's page written in order, each segment
  * checked frame by frame against its salts and cumulative checksums, the file cut to the last
- * commit's size, and the result checked with `PRAGMA integrity_check`. Works on any folder of
- * generations, so a disaster restore can run it on files it downloaded.
+ * commit's size, and the result checked with `PRAGMA integrity_check` unless it is sound by
+ * construction (`Rebuilt.sound`). Works on any folder of generations.
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
  */
 export function buildRestore(plan: RestorePlan, outPath: string): void {
-  rebuild(plan, outPath);
+  const built = rebuild(plan, outPath);
   try {
-    verifyIntegrity(outPath);
+    if (!built.sound) verifyIntegrity(outPath);
   } catch (err) {
     fs.rmSync(outPath, { force: true });
     throw err;
@@ -126,7 +126,7 @@ export function buildRestore(plan: RestorePlan, outPath: string): void {
 
 /**
  * {@link buildRestore} without its `PRAGMA integrity_check`: for a restore that adds its audit row
- * first and must check the file before anything takes its bytes for a database.
+ * first and must check the file (unless `sound`) before anything takes its bytes for a database.
  * `flushAsWritten`: the file is about to be fsynced, so it is flushed on another thread as it is
  * written (`syncBehind`).
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
@@ -144,6 +144,8 @@ export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritt
     const stat = fs.statSync(plan.snapshotPath, { throwIfNoEntry: false });
     if (!stat) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${plan.generation} is missing`);
     const v = plan.snapshot.verified;
+    // Whether every byte copied was checked against the snapshot's checksums or sha256.
+    let held = false;
     if (v && v.size === stat.size && v.mtimeMs === stat.mtimeMs) {
       // Size and time stay put when a byte rots in place: the snapshot is held to its chunk
       // checksums, computed on the other core while the kernel copies it.
@@ -153,6 +155,7 @@ export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritt
         // The database was smaller then: only what it kept is copied (and checked as it is),
         // where cutting a whole copy afterwards made ext4 flush it all (see below).
         copyPrefixChecked(plan.snapshotPath, outPath, keep, sums, `snapshot ${plan.generation}`);
+        held = true;
       } else {
         const checking = sums && chunkSumsOnThread(plan.snapshotPath, CRC_CHUNK);
         fs.copyFileSync(plan.snapshotPath, outPath);
@@ -165,11 +168,13 @@ export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritt
           }
           if (got) sameSums(got, sums, `snapshot ${plan.generation}`);
           else checkChunks(outPath, sums, 'all', `snapshot ${plan.generation}`);
+          held = true;
         }
       }
     } else {
       const { sha256 } = copyWithSha256(plan.snapshotPath, outPath);
       if (sha256 !== plan.snapshot.sha256) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${plan.generation} does not match its sha256 (${sha256} ≠ ${plan.snapshot.sha256})`);
+      held = true;
     }
     const out = fs.openSync(outPath, 'r+');
     let dbPages = plan.snapshot.pages;
@@ -183,7 +188,7 @@ export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritt
     } finally {
       fs.closeSync(out);
     }
-    return { written, dbPages };
+    return { written, dbPages, sound: held && plan.snapshot.checked === true };
   } catch (err) {
     flushing?.stop();
     fs.rmSync(outPath, { force: true });
@@ -197,6 +202,12 @@ export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritt
 export interface Rebuilt {
   written: Set<number>;
   dbPages: number;
+  /**
+   * The snapshot passed `PRAGMA integrity_check` when it was made (`SnapshotMeta.checked`) and
+   * every byte copied from it was held to its checksums: the file is then the database exactly
+   * as SQLite committed it, and needs no check of its own (see `integrity.ts`).
+   */
+  sound: boolean;
 }
 
 function applySegment(out: number, generation: string, seg: RestorePlan['segments'][number], pageSize: number, written: Set<number>, finalPages: number): number | undefined {
@@ -235,33 +246,3 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
 
 /** Pages written by one call of {@link applySegment} at most (the system's limit on buffers per write is 1024). */
 const MAX_RUN = 512;
-
-/** @throws AgentDbError HISTORY_CORRUPT when SQLite finds the rebuilt file damaged. */
-export function verifyIntegrity(file: string): void {
-  // Not read-only: a file in WAL mode opened read-only needs its -shm already there. Nothing
-  // here writes, and closing removes the -wal and -shm it made.
-  const db = new Database(file, { fileMustExist: true });
-  try {
-    mapped(db);
-    const rows = db.pragma('integrity_check') as { integrity_check: string }[];
-    const first = rows[0]?.integrity_check;
-    if (first !== 'ok') throw new AgentDbError('HISTORY_CORRUPT', `the restored database fails PRAGMA integrity_check: ${rows.map((r) => r.integrity_check).slice(0, 3).join('; ')}`);
-  } catch (err) {
-    if (err instanceof AgentDbError) throw err;
-    throw new AgentDbError('HISTORY_CORRUPT', `the restored database cannot be read: ${(err as Error).message}`);
-  } finally {
-    db.close();
-  }
-}
-
-/**
- * Lets SQLite read the file through a memory map: `integrity_check` reads every page, and one
- * read(2) per page made it three times slower on 100 MB (45 ms against 13 here). Only for a
- * connection about to check a file nothing else writes meanwhile.
- */
-export function mapped(db: Database.Database): void {
-  db.pragma(`mmap_size = ${MAP_BYTES}`);
-}
-
-/** SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE); pages past it are read as usual. */
-const MAP_BYTES = 0x7fff0000;

@@ -19,6 +19,11 @@ const READ_BYTES = 16 * CRC_CHUNK;
 
 /** Writes the chunk checksums of `file` to `out`, synced. */
 export function writeSnapshotCrc(file: string, out: string): void {
+  writeSums(out, chunkSums(file));
+}
+
+/** The CRC-32 of each {@link CRC_CHUNK} bytes of `file`. */
+function chunkSums(file: string): number[] {
   const fd = fs.openSync(file, 'r');
   const sums: number[] = [];
   try {
@@ -32,6 +37,11 @@ export function writeSnapshotCrc(file: string, out: string): void {
   } finally {
     fs.closeSync(fd);
   }
+  return sums;
+}
+
+/** Writes chunk checksums (computed elsewhere: on a thread, see `chunkSumsOnThread`) to `out`, synced. */
+export function writeSums(out: string, sums: number[]): void {
   const body = Buffer.alloc(sums.length * 4);
   sums.forEach((c, i) => body.writeUInt32BE(c, i * 4));
   const w = fs.openSync(out, 'w');

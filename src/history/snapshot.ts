@@ -15,9 +15,10 @@ import {
   type SnapshotMeta,
 } from './layout.ts';
 import { adoptRebuilt, type Adopted, type Rebuilt } from './adopt-rebuilt.ts';
-import { hashOnThread, hashedOrUndefined } from './hash-worker.ts';
+import { chunkSumsOnThread, hashOnThread, hashedOrUndefined } from './hash-worker.ts';
+import { integrityProblem } from './integrity.ts';
 import { alive } from './readers.ts';
-import { SNAPSHOT_CRC, writeSnapshotCrc } from './snapshot-crc.ts';
+import { CRC_CHUNK, SNAPSHOT_CRC, writeSnapshotCrc, writeSums } from './snapshot-crc.ts';
 import { writeSeal } from './seal.ts';
 
 const CHUNK = 1024 * 1024;
@@ -214,8 +215,9 @@ export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: 
 }
 
 /**
- * Writes a generation's snapshot.json (and its chunk checksums unless `crcWritten`), makes it
- * appear whole (renamed in) and ends the one before.
+ * Writes a generation's snapshot.json (and, unless `crcWritten`, its chunk checksums, and checks
+ * the snapshot with `PRAGMA integrity_check`; otherwise it is `checked` when the caller says so),
+ * makes it appear whole (renamed in) and ends the one before.
  */
 export function publish(
   tmp: string,
@@ -226,10 +228,28 @@ export function publish(
   now: number,
   copied: { sha256: string; bytes: number },
   follows?: HistoryPosition,
-  extra: { crcWritten?: boolean; base?: SnapshotMeta['base'] } = {},
+  extra: { crcWritten?: boolean; checked?: boolean; base?: SnapshotMeta['base'] } = {},
 ): SnapshotMeta {
-  const pageSize = headerPageSize(path.join(tmp, SNAPSHOT_FILE));
-  const written = fs.statSync(path.join(tmp, SNAPSHOT_FILE));
+  const snapshot = path.join(tmp, SNAPSHOT_FILE);
+  let checked = extra.checked === true;
+  if (!extra.crcWritten) {
+    // The chunk checksums on the other core while this one checks the file (from the size a
+    // thread is worth starting for): making a snapshot takes no longer, and a restore from it
+    // need not check what it builds (`Rebuilt.sound`).
+    const summing = copied.bytes >= THREAD_BYTES ? chunkSumsOnThread(snapshot, CRC_CHUNK) : undefined;
+    checked = integrityProblem(snapshot) === undefined;
+    let sums: number[] | undefined;
+    try {
+      sums = summing?.result();
+    } catch {
+      sums = undefined;
+    }
+    if (sums) writeSums(path.join(tmp, SNAPSHOT_CRC), sums);
+    else writeSnapshotCrc(snapshot, path.join(tmp, SNAPSHOT_CRC));
+  }
+  const pageSize = headerPageSize(snapshot);
+  // After the check: its connection must have changed nothing, and this is the file a restore finds.
+  const written = fs.statSync(snapshot);
   const meta: SnapshotMeta = {
     id: name,
     generation: name,
@@ -240,10 +260,10 @@ export function publish(
     pages: Math.floor(copied.bytes / pageSize),
     reason,
     verified: { size: written.size, mtimeMs: written.mtimeMs },
+    ...(checked ? { checked: true as const } : {}),
     ...(follows && last?.name === follows.generation ? { follows } : {}),
     ...(extra.base ? { base: extra.base } : {}),
   };
-  if (!extra.crcWritten) writeSnapshotCrc(path.join(tmp, SNAPSHOT_FILE), path.join(tmp, SNAPSHOT_CRC));
   writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
   fs.renameSync(tmp, dir);
   if (last) writeJsonAtomic(path.join(last.dir, GENERATION_END), { endedAt: now, next: name } satisfies GenerationEnd);

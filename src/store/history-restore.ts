@@ -7,7 +7,8 @@ import { historyDir, listGenerations, listSegments, localSource, readJson, segme
 import { readCommits } from '../history/segment-index.ts';
 import { activeReaders, withReader } from '../history/readers.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from '../history/linked-generation.ts';
-import { planRestore, rebuild, verifyIntegrity, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
+import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from '../history/restore-engine.ts';
+import { verifyIntegrity } from '../history/integrity.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from '../history/seal.ts';
 import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from '../history/snapshot.ts';
 import { swapIn } from '../history/swap-in.ts';
@@ -120,7 +121,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       // The audit row goes into the restored file, so the restore is one change.
       const audited_ = auditInto(next, req.by, undoId, audited, now);
       step('rebuilt');
-      checkAndSync(next);
+      checkAndSync(next, built.sound);
       prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : everyPage(next, plan.snapshot.pageSize));
       step('copied');
       // Closing captures what is left and, as the last connection, checkpoints and removes the
@@ -226,9 +227,12 @@ function throughSqlite(handles: HandleCache, history: HistoryCapture, req: Resto
 }
 
 
-/** The restored file checked (`PRAGMA integrity_check`, removed when it fails) and synced before anything takes it for a database. */
-function checkAndSync(file: string): void {
-  verifyIntegrity(file);
+/**
+ * The restored file checked (`PRAGMA integrity_check`, removed when it fails) and synced before
+ * anything takes it for a database; not checked when `sound` (see `Rebuilt.sound`).
+ */
+function checkAndSync(file: string, sound: boolean): void {
+  if (!sound) verifyIntegrity(file);
   syncFile(file);
 }
 
@@ -252,7 +256,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     let prepared: PreparedGeneration | undefined;
     try {
       const built = rebuild(plan, next, { flushAsWritten: true });
-      checkAndSync(next);
+      checkAndSync(next, built.sound);
       // Its history's first generation: the source's snapshot linked, with what the restore
       // wrote on top of it (see `linked-generation.ts`).
       prepared = prepareGeneration(forkSource, plan, next, built.written);
