@@ -20,6 +20,13 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 ENV AGENTDB_DATA_DIR=/data HOST=0.0.0.0 PORT=7070
+# Not root: a statement an agent runs cannot reach past what the image's `node` user may touch.
+# The data folder is made the user's before it becomes a volume, so a new named volume is too.
+RUN mkdir -p /data && chown node:node /data
+USER node
 VOLUME /data
 EXPOSE 7070
+# /health answers 200 when Redis answers (the slim image has no curl; node has fetch).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 7070) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/bin/agentdb.js", "start"]

@@ -128,6 +128,12 @@ export const ERRORS = {
     retryable: false,
     status: 500,
   },
+  BACKUP_CONFLICT: {
+    message: 'The blob store holds backups of this database that another deployment made; nothing of it was backed up.',
+    hint: 'Back up each database from one deployment only: a database restored from the blob store elsewhere (`--from-blob`, a drill or a move) backs up to the same place. Stop the other, or move its backups (the message names the folder) aside and back up again; for a drill, restore `--into` a new name.',
+    retryable: false,
+    status: 409,
+  },
   RESTORE_RUNNING: {
     message: 'Another restore of this database is running; this one did not start.',
     hint: 'Wait for it to finish, then look at `agentdb history DB` before restoring again.',

@@ -47,7 +47,10 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
         ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}${left}\n`);
       },
     });
-    ctx.stdout.write(`${JSON.stringify({ ...run, ms: Date.now() - started })}\n`);
+    // A database's refusal as every other coded error reads: its message and hint beside the code.
+    const databases = run.databases.map((d) => (d.error ? { ...d, error: errorBody(d.error.code, d.error.detail) } : d));
+    const failed = run.failed.map((f) => ({ shard: f.shard, ...errorBody(f.code, f.detail) }));
+    ctx.stdout.write(`${JSON.stringify({ ...run, databases, failed, ms: Date.now() - started })}\n`);
     return run.failed.length || run.databases.some((d) => d.error) ? EXIT.failed : EXIT.ok;
   } catch (err) {
     const code = codeOf(err);

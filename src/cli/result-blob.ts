@@ -1,9 +1,10 @@
-import { createWriteStream } from 'node:fs';
+import fs, { createWriteStream } from 'node:fs';
+import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { codeOf, type AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../history/blob-stores.ts';
 import { OffloadedResults } from '../history/offloaded-results.ts';
-import { EXIT, type CommandContext } from './context.ts';
+import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 
 /**
@@ -14,6 +15,7 @@ import { nameFlag } from './name-flag.ts';
 export async function resultBlob(ctx: CommandContext, flags: { workspace: string; agent?: string; out?: string }, id: string): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const agent = flags.agent === undefined ? undefined : flags.agent.startsWith('@') ? `@${nameFlag('--agent', flags.agent.slice(1))}` : nameFlag('--agent', flags.agent);
+  if (flags.out !== undefined) writableFile(flags.out);
   const store = openBlobStore(ctx.config);
   try {
     const results = new OffloadedResults(store, { dataDir: ctx.config.dataDir, ttlS: ctx.config.resultTtlS });
@@ -29,9 +31,25 @@ export async function resultBlob(ctx: CommandContext, flags: { workspace: string
       if (code === 'NOT_FOUND') ctx.stderr.write(`  (looked in ${store.name}: BLOB_STORE and BLOB_DIR, or AGENTDB_DATA_DIR, must be the deployment's; or GET /v1/results/:id)\n`);
       return EXIT.failed;
     }
-    await pipeline(body, flags.out ? createWriteStream(flags.out) : ctx.stdout, { end: flags.out !== undefined });
+    try {
+      await pipeline(body, flags.out ? createWriteStream(flags.out) : ctx.stdout, { end: flags.out !== undefined });
+    } catch (err) {
+      // The folder checked above went away, or may not be written: the path's fault, said so.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (flags.out && code && FILE_ERRORS.has(code)) throw new UsageError(`--out ${flags.out}: cannot write it (${code})`);
+      throw err;
+    }
     return EXIT.ok;
   } finally {
     await store.close();
   }
+}
+
+const FILE_ERRORS = new Set(['ENOENT', 'EISDIR', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC']);
+
+/** `--out`'s file: refused before anything is fetched when it is a folder or its folder does not exist. */
+function writableFile(file: string): void {
+  if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${file} is a folder; give a file name (--out ${path.join(file, 'result.json')})`);
+  const dir = path.dirname(path.resolve(file));
+  if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${file}: the folder ${dir} does not exist`);
 }

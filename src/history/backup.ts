@@ -59,8 +59,8 @@ export async function backupDatabase(store: BlobStore, dataDir: string, id: stri
     const entry = gen.snapshot && known.get(gen.name);
     if (entry && (entry.snapshot.sha256 !== gen.snapshot!.sha256 || entry.snapshot.at !== gen.snapshot!.at)) {
       throw new AgentDbError(
-        'HISTORY_CORRUPT',
-        `${store.name} holds a generation ${gen.name} of ${id} that is not this one (its snapshot of ${new Date(entry.snapshot.at).toISOString()}, here ${new Date(gen.snapshot!.at).toISOString()}): the history here was begun again under names already backed up; nothing of ${id} was backed up — move its old backups (${prefix}) aside and back up again`,
+        'BACKUP_CONFLICT',
+        `${store.name} holds a generation ${gen.name} of ${id} that is not this one (its snapshot of ${new Date(entry.snapshot.at).toISOString()}, here ${new Date(gen.snapshot!.at).toISOString()}): another deployment restored ${id} from these backups and backed it up since, or the history here was begun again under names already backed up; nothing of ${id} was backed up — if this deployment is the one to keep, move the store's backups of it (${prefix}) aside and back up again`,
       );
     }
   }

@@ -83,7 +83,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   if (deps.web) app.register(webRoutes(deps.web));
 
-  app.setNotFoundHandler((request, reply) => sendError(reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`));
+  app.setNotFoundHandler((request, reply) => {
+    const url = request.url.split('?')[0]!;
+    return sendError(reply, 'NOT_FOUND', `No route ${request.method} ${url}.${encodedIdHint(url)}`);
+  });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AgentDbError && ERRORS[err.code].status < 500) return sendError(reply, err.code, err.detail);
@@ -100,4 +103,22 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     return sendError(reply, err instanceof AgentDbError ? err.code : 'INTERNAL', err instanceof AgentDbError ? err.detail : undefined);
   });
   return app;
+}
+
+/**
+ * `/v1/databases/acme/scout/history`: the database id's slash taken for a path separator, the
+ * first thing a user of the history routes types.
+ */
+function encodedIdHint(url: string): string {
+  const m = /^\/v1\/databases\/(.+)\/(history|restore)\/?$/.exec(url);
+  if (!m || !m[1]!.includes('/')) return '';
+  return ` A database id is one path segment, its slash URL-encoded: /v1/databases/${encodeURIComponent(decodeURIComponentSafe(m[1]!))}/${m[2]}.`;
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }

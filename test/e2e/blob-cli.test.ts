@@ -36,6 +36,15 @@ describe('agentdb result-blob', () => {
     const out = path.join(sb.dataDir, 'out.json');
     expect((await runCli(['result-blob', id, '--workspace', 'acme', '--agent', 'scout', '--out', out], sb.env)).code).toBe(0);
     expect(JSON.parse(readFileSync(out, 'utf8'))).toEqual(expected);
+    // An --out that cannot be written is a bad command line (exit 2), said before anything is fetched.
+    const [noFolder, aFolder] = await Promise.all([
+      runCli(['result-blob', id, '--workspace', 'acme', '--out', path.join(sb.dataDir, 'nowhere', 'x.json')], sb.env),
+      runCli(['result-blob', id, '--workspace', 'acme', '--out', sb.dataDir], sb.env),
+    ]);
+    expect([noFolder.code, aFolder.code]).toEqual([2, 2]);
+    expect(noFolder.stderr).toContain('does not exist');
+    expect(aFolder.stderr).toContain('is a folder');
+    expect(noFolder.stderr + aFolder.stderr).not.toMatch(/\n\s+at /);
 
     for (const args of [['--workspace', 'other'], ['--workspace', 'acme', '--agent', 'someone']]) {
       const none = await runCli(['result-blob', id, ...args], sb.env);

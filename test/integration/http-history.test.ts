@@ -140,6 +140,10 @@ describe('POST /v1/databases/:db/restore', () => {
     expect((await post({ at: moment / 1000, into: 'acme/scout' })).json().error.code).toBe('DATABASE_EXISTS');
     expect((await post({ at: moment / 1000, into: 'acme/scout-before' })).json().error.code).toBe('DATABASE_EXISTS');
     expect((await post({ at: moment / 1000 }, 'ada', 'acme%2Fnobody')).json().error.code).toBe('NOT_FOUND');
+    // The id's slash left unencoded: no such route, and the message shows the encoded path.
+    const unencoded = await post({ at: moment / 1000 }, 'ada', 'acme/scout');
+    expect(unencoded.statusCode).toBe(404);
+    expect(unencoded.json().error).toMatchObject({ code: 'NOT_FOUND', message: expect.stringContaining('/v1/databases/acme%2Fscout/restore') });
     expect((await post({ at: moment / 1000, bogus: 1 })).statusCode).toBe(400);
     expect((await post({ at: moment / 1000 }, 'bob')).statusCode).toBe(403);
     expect(await rows()).toBe(0);

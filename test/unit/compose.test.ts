@@ -24,4 +24,11 @@ describe('docker-compose.yml', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     expect(readme).toContain('`127.0.0.1:6379`: `npx agentdb call` and the client library on the host reach that deployment');
   });
+
+  it('runs the app as a user that is not root, its data volume that user\'s, with a health check on /health', () => {
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    const run = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(run).toMatch(/\nRUN mkdir -p \/data && chown node:node \/data\nUSER node\nVOLUME \/data\n/);
+    expect(run).toMatch(/\nHEALTHCHECK [^\n]*\\\n\s+CMD \["node", "-e", "fetch\('http:\/\/127\.0\.0\.1:' \+ \(process\.env\.PORT \|\| 7070\) \+ '\/health'\)/);
+  });
 });
