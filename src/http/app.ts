@@ -98,6 +98,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const status = err.statusCode ?? 500;
     // Fastify's own 4xx (unparseable JSON, wrong content type, body too large) are the
     // caller's mistake: a coded INVALID_ARGUMENTS with Fastify's status and reason.
+    if (status === 415) return sendError(reply, 'INVALID_ARGUMENTS', `${err.message}: send the body as JSON with the header content-type: application/json.`, status);
     if (status >= 400 && status < 500) return sendError(reply, 'INVALID_ARGUMENTS', err.message, status);
     request.log.error({ err, route: request.routeOptions.url }, 'request failed');
     return sendError(reply, err instanceof AgentDbError ? err.code : 'INTERNAL', err instanceof AgentDbError ? err.detail : undefined);

@@ -140,6 +140,10 @@ describe('POST /v1/databases/:db/restore', () => {
     expect((await post({ at: moment / 1000, into: 'acme/scout' })).json().error.code).toBe('DATABASE_EXISTS');
     expect((await post({ at: moment / 1000, into: 'acme/scout-before' })).json().error.code).toBe('DATABASE_EXISTS');
     expect((await post({ at: moment / 1000 }, 'ada', 'acme%2Fnobody')).json().error.code).toBe('NOT_FOUND');
+    // curl -d without a content type: the message names the header to send.
+    const form = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: { ...as('ada'), 'content-type': 'application/x-www-form-urlencoded' }, payload: JSON.stringify({ at: moment / 1000 }) });
+    expect(form.statusCode).toBe(415);
+    expect(form.json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('content-type: application/json') });
     // The id's slash left unencoded: no such route, and the message shows the encoded path.
     const unencoded = await post({ at: moment / 1000 }, 'ada', 'acme/scout');
     expect(unencoded.statusCode).toBe(404);
