@@ -6,7 +6,8 @@ import { untilSignal } from './signals.ts';
 
 /**
  * `agentdb scheduler`: runs the scheduled jobs (the nightly prune) until stopped;
- * `agentdb scheduler --prune-now` runs the prune once and prints what it removed.
+ * `agentdb scheduler --prune-now` runs every prune once (Redis, offloaded results, blob backups,
+ * local history) and prints what each removed.
  */
 export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean }): Promise<number> {
   // BullMQ waits for a Redis that is down without a word; say so instead.
@@ -15,7 +16,9 @@ export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean
   const s = new Scheduler(ctx.config, logger);
   try {
     if (flags.pruneNow) {
-      ctx.stdout.write(`${JSON.stringify(await s.prune())}\n`);
+      // Everything the nightly jobs prune: Redis, offloaded results and blob backups, and this
+      // machine's local history (as the history-prune job does where it runs).
+      ctx.stdout.write(`${JSON.stringify({ ...(await s.prune()), history: s.pruneHistory() })}\n`);
       return 0;
     }
     await s.start();

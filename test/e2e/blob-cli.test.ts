@@ -99,4 +99,13 @@ describe('agentdb backup now and restore --from-blob', () => {
     expect(ghost.code).toBe(1);
     expect(JSON.parse(ghost.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('acme/ghost'), hint: expect.any(String) } });
   });
+
+  it('scheduler --prune-now prunes this machine\'s history as well, and says what it removed', async () => {
+    const run = await runCli(['scheduler', '--prune-now'], sb.env);
+    expect(run.code, run.stderr).toBe(0);
+    // Nothing here is past the retention: acme/scout's history is looked at and kept.
+    expect(JSON.parse(run.stdout)).toMatchObject({ backups: 0, history: { databases: expect.any(Number), generations: 0, undoPoints: 0, bytes: 0 } });
+    expect(JSON.parse(run.stdout).history.databases).toBeGreaterThanOrEqual(1);
+    expect(listGenerations(localSource(sb.config.dataDir, 'acme/scout')).length).toBeGreaterThanOrEqual(1);
+  });
 });
