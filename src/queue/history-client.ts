@@ -1,4 +1,4 @@
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, codeOf } from '../errors.ts';
 import { checkForkTarget } from '../history/fork-target.ts';
 import type { HistoryView } from '../history/history-view.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../store/database-id.ts';
@@ -78,7 +78,16 @@ export class HistoryClient {
   async restore(db: string, req: RestoreRequest): Promise<RestoreResult> {
     const id = checkedId(db);
     if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
-    const into = await this.checkedInto(id, req.into);
+    let into: string | undefined;
+    let refused: string | undefined;
+    try {
+      into = await this.checkedInto(id, req.into);
+    } catch (err) {
+      // A dry run previews the moment anyway and says why the restore itself would be refused,
+      // as `--from-blob --dry-run` does: planned in place, which plans the same moment.
+      if (!req.dryRun || codeOf(err) !== 'DATABASE_EXISTS') throw err;
+      refused = `DATABASE_EXISTS: ${(err as AgentDbError).detail}`;
+    }
     const args = {
       ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
       ...(req.undo !== undefined ? { undo: req.undo } : {}),
@@ -86,7 +95,8 @@ export class HistoryClient {
       ...(req.dryRun ? { dryRun: true } : {}),
       by: req.by,
     };
-    return (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
+    const out = (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
+    return refused ? { ...out, into: checkedId(req.into!), refused } : out;
   }
 
   /**

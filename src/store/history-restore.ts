@@ -36,6 +36,8 @@ export interface RestoreResult {
    * undo goes back to exactly the state before that restore). Said by the dry run too.
    */
   discardsCommits?: number;
+  /** A dry run `into` a name the restore itself would refuse: why (`DATABASE_EXISTS: …`). */
+  refused?: string;
 }
 
 type RestoreReq = Extract<ExecRequest, { op: 'restore' }>;
@@ -242,13 +244,16 @@ function checkAndSync(file: string, sound: boolean): void {
  * appends to.
  */
 export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
-  if (fs.existsSync(req.db.path)) throw new AgentDbError('DATABASE_EXISTS', `database ${req.db.id} already exists; restore into a new name`);
+  const exists = fs.existsSync(req.db.path) ? `database ${req.db.id} already exists; restore into a new name` : undefined;
+  // A dry run previews the moment anyway and says the restore itself would be refused, as
+  // `--from-blob --dry-run` does.
+  if (exists && !req.dryRun) throw new AgentDbError('DATABASE_EXISTS', exists);
   const source = localSource(dataDir, req.source);
   if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
   if (req.from) settle(handles, history, req.from);
   return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
     const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
-    if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id });
+    if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}) });
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);
     removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);

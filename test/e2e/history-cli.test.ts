@@ -92,8 +92,17 @@ describe('agentdb restore', () => {
     expect(json(future.stdout)).toMatchObject({ error: { code: 'HISTORY_OUT_OF_RANGE' } });
     const stranger = await cli('restore', 'acme/scout', '--undo', 'u0000');
     expect(json(stranger.stdout)).toMatchObject({ error: { code: 'UNDO_NOT_FOUND' } });
+    // One after another: two restores of acme/scout at once are refused (RESTORE_RUNNING), dry runs too.
     const exists = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000)), '--into', 'acme/scout-copy');
+    const preview = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme/scout-copy', '--dry-run');
+    const previewShared = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme', '--dry-run');
     expect(json(exists.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
+    // Its dry run plans the moment anyway and says why the restore itself is refused, as
+    // `--from-blob --dry-run` does (exit 0).
+    expect(preview.code, preview.stdout + preview.stderr).toBe(0);
+    expect(json(preview.stdout)).toMatchObject({ dryRun: true, into: 'acme/scout-copy', commits: expect.any(Number), refused: expect.stringMatching(/^DATABASE_EXISTS: database acme\/scout-copy already exists/) });
+    expect(previewShared.code, previewShared.stdout + previewShared.stderr).toBe(0);
+    expect(json(previewShared.stdout)).toMatchObject({ dryRun: true, into: 'acme', refused: expect.stringMatching(/^DATABASE_EXISTS: .*shared database/) });
     // A time or a database id that cannot be read is a bad command line, as with --from-blob.
     expect(huge.code).toBe(2);
     expect(huge.stderr).toContain('99999999999999999999999');
