@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ChildModule } from '../store/child-module.ts';
 import os from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -32,6 +33,8 @@ export interface ShardWorkerPoolOptions {
   /** The shards this process may own; it takes each one whose lease is free. */
   shards: number[];
   logger: Logger;
+  /** The executor children's module (see `ExecutorProcessOptions.child`); tests fork the build. */
+  executorChild?: ChildModule;
 }
 
 /**
@@ -77,6 +80,7 @@ export class ShardWorkerPool {
       maxOffloadBytes: config.maxOffloadBytes,
       statementCacheBytes: config.statementCacheBytes,
       ...(config.history ? { history: config.history } : {}),
+      ...(opts.executorChild ? { child: opts.executorChild } : {}),
       logger: opts.logger,
     });
     this.completion = new CallCompletion(this.redis, this.keys);

@@ -1,3 +1,4 @@
+import type { ChildModule } from './child-module.ts';
 import type { HistoryOptions } from './executor-protocol.ts';
 
 /** The subset of a pino logger the executor uses. */
@@ -28,6 +29,12 @@ export interface ExecutorProcessOptions {
   /** Point-in-time history capture; absent: off (`HISTORY_CAPTURE=off`). */
   history?: HistoryOptions;
   logger?: ExecutorLogger;
+  /**
+   * The child's module; by default the one beside this code, as it runs (see `childModule`). The
+   * tests' pools fork the build their global setup has just made current: under tsx each child
+   * start cost about 500 ms more CPU, and the suite starts hundreds.
+   */
+  child?: ChildModule;
 }
 
 /** Options of an `ExecutorPool`; the worker passes them from its Config. */

@@ -275,8 +275,8 @@ export class ExecutorProcess {
 
   private spawn(): Promise<void> {
     this.state = 'starting';
-    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history } = this.opts;
-    const starting = startExecutorChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }).then(
+    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history, child } = this.opts;
+    const starting = startExecutorChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, child).then(
       (child) => this.adopt(child),
       (err: Error) => {
         this.lastError = err.message;

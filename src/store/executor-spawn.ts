@@ -1,6 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { childModule } from './child-module.ts';
+import { childModule, type ChildModule } from './child-module.ts';
 import type { ChildMessage, ChildOptions } from './executor-protocol.ts';
 
 /**
@@ -32,9 +32,9 @@ const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/s
  * channel, under the data-segment limit where the platform has one. The child's stdout and
  * stderr are the worker's.
  */
-export function forkExecutorChild(opts: ChildOptions): ChildProcess {
-  const nodeArgs = CHILD.execArgv;
-  return fork(CHILD.file, [JSON.stringify(opts)], {
+export function forkExecutorChild(opts: ChildOptions, child: ChildModule = CHILD): ChildProcess {
+  const nodeArgs = child.execArgv;
+  return fork(child.file, [JSON.stringify(opts)], {
     // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
     // `sh -c 'ulimit -d N && exec "$0" "$@"' node [--import tsx] CHILD_FILE args`.
     ...(SHELL
@@ -71,8 +71,8 @@ export function endExecutorChild(child: ChildProcess): Promise<void> {
  * are unref'd, so an idle child never keeps the worker alive.
  * @throws Error when it cannot be spawned or exits before it is ready.
  */
-export function startExecutorChild(opts: ChildOptions): Promise<ChildProcess> {
-  const child = forkExecutorChild(opts);
+export function startExecutorChild(opts: ChildOptions, module?: ChildModule): Promise<ChildProcess> {
+  const child = forkExecutorChild(opts, module);
   child.unref();
   return new Promise((resolve, reject) => {
     const onMessage = (message: ChildMessage) => {

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { AgentDbClient } from '../../src/queue/client.ts';
 import { ShardWorkerPool } from '../../src/queue/shard-worker-pool.ts';
+import { builtExecutorChild } from './built-child.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -52,6 +53,7 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
         config: cfg,
         shards: shards ?? Array.from({ length: cfg.shardCount }, (_, i) => i),
         logger: pino({ level: 'silent' }),
+        executorChild: builtExecutorChild,
       });
       pools.push(p);
       await p.start();

@@ -6,6 +6,7 @@ import { databasePath } from '../../src/store/database-id.ts';
 import { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+import { builtExecutorChild } from './built-child.ts';
 
 /**
  * An executor pool of two children with history capture on, over `dataDir`, as the history
@@ -22,6 +23,7 @@ export async function historyPool(dataDir: string, opts: { handleCacheSize: numb
     handleCacheSize: opts.handleCacheSize,
     maxResultBytes: 1024 * 1024,
     history: { checkpointBytes: opts.checkpointBytes, retentionDays: 30 },
+    child: builtExecutorChild,
   });
   await pool.start();
   return pool;

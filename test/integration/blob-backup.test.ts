@@ -22,6 +22,7 @@ import { ShardWorkerPool } from '../../src/queue/shard-worker-pool.ts';
 import { databasePath, shardOf } from '../../src/store/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
+import { builtExecutorChild } from '../helpers/built-child.ts';
 
 // Small checkpoints, so a few hundred writes make several segments.
 const HISTORY_ENV = { HISTORY_CAPTURE: 'on', HISTORY_CHECKPOINT_BYTES: String(32 * 1024) };
@@ -40,7 +41,7 @@ const pools: ShardWorkerPool[] = [];
 const temp: string[] = [];
 
 async function startPool(cfg: Config): Promise<ShardWorkerPool> {
-  const p = new ShardWorkerPool({ config: cfg, shards: Array.from({ length: cfg.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }) });
+  const p = new ShardWorkerPool({ config: cfg, shards: Array.from({ length: cfg.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }), executorChild: builtExecutorChild });
   pools.push(p);
   await p.start();
   return p;

@@ -7,6 +7,7 @@ import { databasePath } from '../../src/store/database-id.ts';
 import { ExecutorPool, type ExecutorPoolOptions } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+import { builtExecutorChild } from '../helpers/built-child.ts';
 
 const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
 
@@ -32,6 +33,7 @@ async function started(opts: Partial<ExecutorPoolOptions> = {}): Promise<Executo
     heapLimitMb: 256,
     handleCacheSize: 64,
     maxResultBytes: 1024 * 1024,
+    child: builtExecutorChild,
     ...opts,
   });
   pools.push(pool);

@@ -7,6 +7,7 @@ import { ExecutorPool } from '../../src/store/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
 import type { StatementCacheStats } from '../../src/store/statement-cache.ts';
+import { builtExecutorChild } from '../helpers/built-child.ts';
 
 let dataDir: string;
 let executor: ExecutorPool;
@@ -23,6 +24,7 @@ beforeAll(async () => {
     handleCacheSize: 64,
     maxResultBytes: 1024 * 1024,
     statementCacheBytes: BUDGET,
+    child: builtExecutorChild,
   });
   await executor.start();
 });
