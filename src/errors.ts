@@ -123,7 +123,7 @@ export const ERRORS = {
     status: 400,
   },
   HISTORY_CORRUPT: {
-    message: "A file of the database's history failed its check (a segment's checksum, a snapshot's sha256, or the rebuilt database's integrity check); nothing was changed.",
+    message: "A file of the database's history failed its check (a segment's checksum, a snapshot's sha256, or the rebuilt database's structure check, PRAGMA quick_check); nothing was changed.",
     hint: 'Restore to a moment in another generation (`agentdb history DB` lists them), or from the blob store; report the file named to an operator.',
     retryable: false,
     status: 500,
@@ -254,10 +254,21 @@ export const MAX_DETAIL_BYTES = 1024;
  * message so the agent sees both the category and the specifics. A detail past
  * {@link MAX_DETAIL_BYTES} is cut.
  */
-export function errorBody(code: ErrorCode, detail?: string): ErrorBody {
+export function errorBody(code: ErrorCode, detail?: string, hints: Partial<Record<ErrorCode, string>> = {}): ErrorBody {
   const spec = ERRORS[code];
-  return { code, message: detail ? `${spec.message} ${cappedDetail(detail)}` : spec.message, hint: spec.hint };
+  return { code, message: detail ? `${spec.message} ${cappedDetail(detail)}` : spec.message, hint: hints[code] ?? spec.hint };
 }
+
+/**
+ * Hints for the operator's history commands (`history`, `restore`, `backup now`, and their HTTP
+ * routes), where the registry's own, written for an agent's tool calls, point at
+ * DATA_DESCRIBE_SCHEMA and `agentdb tools`.
+ */
+export const HISTORY_HINTS: Partial<Record<ErrorCode, string>> = {
+  NOT_FOUND:
+    "Check the database id: <workspace>/<agent> for an agent's database, <workspace> for the workspace's shared one (URL-encoded over HTTP: acme%2Fscout); a database has history once something was written to it. From the blob store (--from-blob), the worker's store must hold a backup of it (`agentdb backup now --db DB`).",
+  INVALID_ARGUMENTS: 'Fix what the message names: a time is ISO 8601 or unix seconds, a database id <workspace> or <workspace>/<agent>; `agentdb restore --help` lists every flag, README "History" every field.',
+};
 
 function cappedDetail(detail: string): string {
   // A UTF-16 unit takes at most 6 bytes of JSON (`\u0001`): short details skip the measure.

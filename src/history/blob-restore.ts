@@ -37,7 +37,7 @@ export const BLOB_READER_TTL_MS = 6 * 3600 * 1000;
  * Rebuilds database `id` at `dbPath` from the blob store alone (a new machine, an empty data
  * folder): the manifest checked against its sha256, the one generation the moment needs
  * downloaded with every file's sha256 checked as it streams, then the history restore engine
- * run on those files (snapshot sha256, every frame's checksum, `PRAGMA integrity_check`), and
+ * run on those files (snapshot sha256, every frame's checksum, `PRAGMA quick_check`), and
  * the result put in place only if no database exists there. Any failure leaves nothing behind.
  *
  * `at`: epoch ms; the latest moment backed up when absent. While it runs, a reader marker in the

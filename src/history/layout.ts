@@ -111,7 +111,7 @@ export interface SnapshotMeta {
    */
   verified?: { size: number; mtimeMs: number };
   /**
-   * The snapshot passed `PRAGMA integrity_check` as it was made (or is a checked snapshot,
+   * The snapshot passed `PRAGMA quick_check` as it was made (or is a checked snapshot,
    * linked): a restore that copies it, checked against its checksums, and applies committed
    * frames skips checking the result (`Rebuilt.sound`). Absent when the check found damage, or
    * on snapshots made before it was kept.

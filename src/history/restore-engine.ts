@@ -110,7 +110,7 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
  * Builds the database a plan describes at `outPath` (which must not be the live file): the
  * snapshot, checked against its sha256, then each frame's page written in order, each segment
  * checked frame by frame against its salts and cumulative checksums, the file cut to the last
- * commit's size, and the result checked with `PRAGMA integrity_check` unless it is sound by
+ * commit's size, and the result checked with `PRAGMA quick_check` unless it is sound by
  * construction (`Rebuilt.sound`). Works on any folder of generations.
  * @throws AgentDbError HISTORY_CORRUPT naming the file that failed; `outPath` is removed then.
  */
@@ -125,7 +125,7 @@ export function buildRestore(plan: RestorePlan, outPath: string): void {
 }
 
 /**
- * {@link buildRestore} without its `PRAGMA integrity_check`: for a restore that adds its audit row
+ * {@link buildRestore} without its `PRAGMA quick_check`: for a restore that adds its audit row
  * first and must check the file (unless `sound`) before anything takes its bytes for a database.
  * `flushAsWritten`: the file is about to be fsynced, so it is flushed on another thread as it is
  * written (`syncBehind`).
@@ -203,7 +203,7 @@ export interface Rebuilt {
   written: Set<number>;
   dbPages: number;
   /**
-   * The snapshot passed `PRAGMA integrity_check` when it was made (`SnapshotMeta.checked`) and
+   * The snapshot passed `PRAGMA quick_check` when it was made (`SnapshotMeta.checked`) and
    * every byte copied from it was held to its checksums: the file is then the database exactly
    * as SQLite committed it, and needs no check of its own (see `integrity.ts`).
    */

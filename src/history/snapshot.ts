@@ -216,7 +216,7 @@ export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: 
 
 /**
  * Writes a generation's snapshot.json (and, unless `crcWritten`, its chunk checksums, and checks
- * the snapshot with `PRAGMA integrity_check`; otherwise it is `checked` when the caller says so),
+ * the snapshot with `PRAGMA quick_check`; otherwise it is `checked` when the caller says so),
  * makes it appear whole (renamed in) and ends the one before.
  */
 export function publish(

@@ -6,7 +6,7 @@ import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from '../
 import { listGenerations, listSegments, listUndoPoints, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
 import { readCommits } from '../history/segment-index.ts';
 import { planRestore, type RestorePlan } from '../history/restore-engine.ts';
-import { mapped } from '../history/integrity.ts';
+import { mapped, structureCheck } from '../history/integrity.ts';
 import { sealHolds } from '../history/seal.ts';
 import type { DbTarget, RestoreActor } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
@@ -97,7 +97,7 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
     goBack(handles, db, source, end);
     if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
     else fs.rmSync(undoPath(a.hdir, a.undoId), { force: true });
-    throw new AgentDbError('HISTORY_CORRUPT', `the restored database fails PRAGMA integrity_check (${problem}); it was put back as it was`);
+    throw new AgentDbError('HISTORY_CORRUPT', `the restored database fails PRAGMA quick_check (${problem}); it was put back as it was`);
   }
   audit(live, a.by, a.undoId, a.audited, a.now);
   history.run(live, db);
@@ -206,13 +206,13 @@ function ready(dbPath: string, source: HistorySource, genDir: string, end: Histo
 function integrityProblem(db: ReturnType<HandleCache['open']>): string | undefined {
   const before = db.pragma('mmap_size', { simple: true }) as number;
   mapped(db);
-  let rows: { integrity_check: string }[];
+  let rows: string[];
   try {
-    rows = db.pragma('integrity_check') as { integrity_check: string }[];
+    rows = structureCheck(db);
   } finally {
     db.pragma(`mmap_size = ${before}`);
   }
-  return rows[0]?.integrity_check === 'ok' ? undefined : rows.map((r) => r.integrity_check).slice(0, 3).join('; ');
+  return rows[0] === 'ok' ? undefined : rows.slice(0, 3).join('; ');
 }
 
 /** Puts the database back at `end` by the same means (its restore commit is history now), or throws loudly. */

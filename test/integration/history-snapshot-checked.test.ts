@@ -6,7 +6,7 @@ import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
-// A restore built from a snapshot that passed PRAGMA integrity_check when it was made (held to
+// A restore built from a snapshot that passed SQLite's structure check when it was made (held to
 // its checksums) plus committed frames is not checked again: that check read every page a
 // second time. So a snapshot must be marked only when it passed, and one that did not must
 // still have each restore from it checked.
@@ -41,22 +41,30 @@ describe('snapshots checked as they are made', () => {
     expect(newest(fork.id).snapshot!.checked).toBe(true);
   }, 60_000);
 
-  it('a snapshot of a database damaged on disk is not marked, and a restore from it is refused by PRAGMA integrity_check', async () => {
+  it('a snapshot of a database damaged on disk is not marked, and a restore from it is refused by its structure check', async () => {
     const db = historyTarget(dataDir, 'checked/damaged');
     const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b TEXT)');
     await write('CREATE INDEX ti ON t(a)');
+    await write('CREATE TABLE u(v)');
     await write("INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)");
     const sound = Date.now();
     pastMs(sound);
-    // A program outside agentdb rewrites the schema behind SQLite's back: the index now claims to
-    // be on b while it holds a's values. Every query still runs; integrity_check finds it.
-    const outside = new Database(db.path);
-    outside.unsafeMode(true);
-    outside.pragma('writable_schema = ON');
-    outside.prepare("UPDATE sqlite_schema SET sql = 'CREATE INDEX ti ON t(b)' WHERE name = 'ti'").run();
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    // A disk (or a program outside agentdb) damages the file behind SQLite's back: the table's
+    // root page, an interior page over 500 rows, now points past the end of the file.
+    const outside = new Database(db.path, { readonly: true });
+    const root = outside.prepare("SELECT rootpage FROM sqlite_schema WHERE name = 't'").pluck().get() as number;
+    const pageSize = outside.pragma('page_size', { simple: true }) as number;
     outside.close();
-    expect(integrity(db.path)).not.toBe('ok');
+    const fd = fs.openSync(db.path, 'r+');
+    const header = Buffer.alloc(12);
+    fs.readSync(fd, header, 0, 12, (root - 1) * pageSize + (root === 1 ? 100 : 0));
+    expect(header[0], 'an interior table page').toBe(0x05);
+    fs.writeSync(fd, Buffer.from([0x7f, 0xff, 0xff, 0xff]), 0, 4, (root - 1) * pageSize + (root === 1 ? 100 : 0) + 8);
+    fs.closeSync(fd);
+    // A write elsewhere (another table's pages), so that there is something to snapshot.
+    await write('INSERT INTO u VALUES (1)');
     await ok({ op: 'snapshot', db, reason: 'manual' });
     const damaged = newest(db.id);
     expect(damaged.snapshot!.checked, 'a snapshot that fails integrity_check marked checked').toBeUndefined();
@@ -65,11 +73,39 @@ describe('snapshots checked as they are made', () => {
     const fork = historyTarget(dataDir, 'checked/damaged-fork');
     const out = await pool.run({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 });
     expect(out.ok ? 'ok' : out.error.code, 'a fork of a damaged snapshot made without a check').toBe('HISTORY_CORRUPT');
-    expect((out as { error: { detail: string } }).error.detail).toContain('integrity_check');
+    expect((out as { error: { detail: string } }).error.detail).toMatch(/fails PRAGMA quick_check|cannot be read: database disk image is malformed/);
     expect(fs.existsSync(fork.path)).toBe(false);
     // Before the damage, the checked generation still forks.
     const before = historyTarget(dataDir, 'checked/before-fork');
     await ok({ op: 'restoreInto', db: before, source: db.id, from: db, at: sound, by, timeoutMs: 60_000 });
     expect(integrity(before.path)).toBe('ok');
+  }, 60_000);
+
+  it("an agent's CHECK that answers differently each time (random()) neither unmarks its snapshot nor fails its restore and undo", async () => {
+    // The hostile review: integrity_check evaluates CHECK constraints again, so this made every
+    // restore and undo of the database fail (and one costing a second a row stalled them all).
+    const db = historyTarget(dataDir, 'checked/random');
+    const write = (sql: string) => pool.run({ op: 'write', db, sql, params: [], callKey: nextKey() });
+    expect(await write('CREATE TABLE chk (a INTEGER CHECK (random() % 2 = 0))')).toMatchObject({ ok: true });
+    let kept = 0;
+    for (let i = 0; i < 40; i++) if ((await write('INSERT INTO chk VALUES (1)')).ok) kept++;
+    expect(kept, 'about half the rows pass the CHECK').toBeGreaterThan(0);
+    const at = Date.now();
+    pastMs(at);
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    expect(newest(db.id).snapshot!.checked).toBe(true);
+    expect(await write('DELETE FROM chk')).toMatchObject({ ok: true });
+    const restored = (await ok({ op: 'restore', db, at, by, timeoutMs: 60_000 })) as { undoId: string };
+    const count = async () => ((await ok({ op: 'query', db, sql: 'SELECT count(*) FROM chk', params: [], maxRows: 1 })) as { rows: number[][] }).rows[0]![0];
+    expect(await count()).toBe(kept);
+    await ok({ op: 'restore', db, undo: restored.undoId, by, timeoutMs: 60_000 });
+    expect(await count()).toBe(0);
+    // The check ran on the connection agents write through: their CHECKs hold again after it.
+    expect(await write('CREATE TABLE pos (a INTEGER CHECK (a > 0))')).toMatchObject({ ok: true });
+    expect(await write('INSERT INTO pos VALUES (-1)')).toMatchObject({ ok: false });
+    // A fork, rebuilt from the snapshot, too.
+    const fork = historyTarget(dataDir, 'checked/random-fork');
+    await ok({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 });
+    expect(((await ok({ op: 'query', db: fork, sql: 'SELECT count(*) FROM chk', params: [], maxRows: 1 })) as { rows: number[][] }).rows[0]![0]).toBe(kept);
   }, 60_000);
 });
