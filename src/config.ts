@@ -51,6 +51,8 @@ const envSchema = z.object({
    */
   MAX_RESULT_BYTES: int(4096, 64 * 1024 * 1024, 1024 * 1024),
   MAX_OFFLOAD_BYTES: int(4096, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
+  /** What one workspace's offloaded results may hold in the blob store at once (until they expire). */
+  MAX_OFFLOADED_BYTES_PER_WORKSPACE: int(0, 1024 * 1024 * 1024 * 1024, 1024 * 1024 * 1024),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   /**
@@ -183,6 +185,8 @@ export interface Config {
   readonly maxResultBytes: number;
   /** An offloaded query result is cut at this many bytes of JSON (MAX_OFFLOAD_BYTES). */
   readonly maxOffloadBytes: number;
+  /** What one workspace's offloaded results may hold at once (MAX_OFFLOADED_BYTES_PER_WORKSPACE). */
+  readonly maxOffloadedBytesPerWorkspace: number;
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
@@ -261,6 +265,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     handleCacheSize: e.HANDLE_CACHE_SIZE,
     maxResultBytes: e.MAX_RESULT_BYTES,
     maxOffloadBytes: e.MAX_OFFLOAD_BYTES,
+    maxOffloadedBytesPerWorkspace: e.MAX_OFFLOADED_BYTES_PER_WORKSPACE,
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,

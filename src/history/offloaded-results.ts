@@ -34,6 +34,17 @@ interface ResultMeta extends ResultOwner {
   expiresAt: string;
 }
 
+/** What a workspace's offloaded results may hold at once (see `RedisOffloadQuota`). */
+export interface OffloadQuota {
+  /** Counts `bytes` against `workspace` until `expiresAt` (ms), unless that passes its cap. */
+  reserve(workspace: string, id: string, bytes: number, expiresAt: number, now: number): Promise<QuotaAnswer>;
+  /** Gives back a reservation whose result was not kept after all. */
+  release(workspace: string, id: string, bytes: number): Promise<void>;
+}
+
+/** A reservation's answer: refused with what the workspace holds, its cap and when the oldest expires (ms). */
+export type QuotaAnswer = { ok: true } | { ok: false; held: number; cap: number; freesAt?: number };
+
 const ID = /^[0-9a-f]{32}$/;
 const PREFIX = 'results/';
 
@@ -49,24 +60,40 @@ const PREFIX = 'results/';
 export class OffloadedResults {
   constructor(
     private readonly store: BlobStore,
-    private readonly opts: { dataDir: string; ttlS: number; now?: () => number; logger?: { error(obj: object, msg: string): void } },
+    private readonly opts: { dataDir: string; ttlS: number; now?: () => number; logger?: { error(obj: object, msg: string): void }; quota?: OffloadQuota },
   ) {}
 
   /**
    * Moves a spilled result file into the store and deletes the file (also when the upload
    * fails: the call is then retried, and runs its query again).
+   * @throws AgentDbError LIMIT_EXCEEDED when the workspace's offloaded results already hold
+   *   what its quota allows (nothing is uploaded; the caller answers with the preview).
    */
   async keep(spill: SpilledResult, owner: ResultOwner): Promise<OffloadedRef> {
     // The path came back from a child process: it must be one the child may write.
     if (!isInside(spillDir(this.opts.dataDir), spill.file)) throw new Error(`spilled result ${spill.file} is outside ${spillDir(this.opts.dataDir)}`);
+    let reserved: { id: string; bytes: number } | undefined;
     try {
       const id = randomBytes(16).toString('hex');
-      const expiresAt = new Date(this.now() + this.opts.ttlS * 1000).toISOString();
+      const now = this.now();
+      const expiresMs = now + this.opts.ttlS * 1000;
+      const expiresAt = new Date(expiresMs).toISOString();
+      if (this.opts.quota) {
+        const bytes = (await fs.stat(spill.file)).size;
+        const answer = await this.opts.quota.reserve(owner.workspace, id, bytes, expiresMs, now);
+        if (!answer.ok) {
+          const frees = answer.freesAt ? `; the oldest expires at ${new Date(answer.freesAt).toISOString()}` : '';
+          throw new AgentDbError('LIMIT_EXCEEDED', `workspace ${owner.workspace}'s offloaded results hold ${answer.held} bytes, and this one (${bytes}) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE (${answer.cap})${frees}`);
+        }
+        reserved = { id, bytes };
+      }
       const put = await this.store.put(dataKey(owner.workspace, id), { file: spill.file });
       const meta: ResultMeta = { ...owner, bytes: put.size, rows: spill.rows, expiresAt };
       await this.store.put(metaKey(owner.workspace, id), Readable.from([Buffer.from(JSON.stringify(meta))]));
       return { id, bytes: put.size, rows: spill.rows, expiresAt };
     } catch (err) {
+      if (reserved) await this.opts.quota!.release(owner.workspace, reserved.id, reserved.bytes).catch(() => undefined);
+      if ((err as AgentDbError).code === 'LIMIT_EXCEEDED') throw err;
       this.opts.logger?.error({ store: this.store.name, workspace: owner.workspace, callId: owner.callId, err: String(err) }, 'could not offload a result');
       throw err;
     } finally {

@@ -1,3 +1,4 @@
+import { codeOf } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
@@ -121,6 +122,9 @@ async function offload(result: Record<string, unknown>, results: OffloadedResult
     }
     return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
   } catch (err) {
+    if (codeOf(err) === 'LIMIT_EXCEEDED') {
+      return { ...rest, note: `the rows past the size limit were not offloaded: ${(err as { detail?: string }).detail}; select fewer rows (LIMIT/OFFSET), or read earlier offloaded results and run it again once they expire` };
+    }
     return { ...rest, note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them` };
   }
 }

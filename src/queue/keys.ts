@@ -42,6 +42,8 @@ export interface Keys {
   executorStatus(worker: string): string;
   /** A web page session, by the sha256 of its cookie (JSON, with a TTL). */
   webSession(idHash: string): string;
+  /** A workspace's offloaded results held in the blob store: `<id>:<bytes>`, scored by expiry (ms). */
+  offloaded(workspace: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -67,5 +69,6 @@ export function keysFor(prefix: string): Keys {
     executorsIndex: `${prefix}:{executors}:index`,
     executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
+    offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
   };
 }

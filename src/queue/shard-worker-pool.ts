@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { RedisOffloadQuota } from './offload-quota.ts';
 import type { ChildModule } from '../store/child-module.ts';
 import os from 'node:os';
 import { Worker, type Job } from 'bullmq';
@@ -85,7 +86,7 @@ export class ShardWorkerPool {
     });
     this.completion = new CallCompletion(this.redis, this.keys);
     this.blobs = openBlobStore(config);
-    this.results = new OffloadedResults(this.blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS, logger: opts.logger });
+    this.results = new OffloadedResults(this.blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS, logger: opts.logger, quota: new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace) });
     this.parking = new CallParking({
       store: new ApprovalStore(this.redis, this.keys),
       redis: this.redis,

@@ -48,3 +48,40 @@ describe('an offloaded result past MAX_OFFLOAD_BYTES', () => {
     expect(existsSync(tmp) ? readdirSync(tmp) : []).toEqual([]);
   });
 });
+
+describe("a workspace's offloaded results past MAX_OFFLOADED_BYTES_PER_WORKSPACE", () => {
+  it('are not offloaded once the workspace holds its quota: the preview and a note instead, and another workspace still offloads', async () => {
+    // The hostile review repeated one 64 MiB query to fill the blob store; here two capped
+    // results of at most 64 KiB fit a 150 KiB quota, and the third does not.
+    const sb2 = sandbox({ MAX_RESULT_BYTES: '4096', MAX_OFFLOAD_BYTES: String(CAP), MAX_OFFLOADED_BYTES_PER_WORKSPACE: String(150 * 1024) });
+    await sb2.pool();
+    const store2 = openBlobStore(sb2.config);
+    const k2 = keyedApp(sb2, { results: new OffloadedResults(store2, { dataDir: sb2.dataDir, ttlS: sb2.config.resultTtlS }) });
+    try {
+      const [a, b] = await Promise.all([
+        k2.agentKey('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } }),
+        k2.agentKey('beta', 'other', { displayName: 'Other', settings: { database: 'agent' } }),
+      ]);
+      const sql = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<1000) SELECT i, printf('%.10000c','x') AS s FROM c";
+      const query = async (key: string) =>
+        (await k2.app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${key}` }, payload: { tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } } })).json();
+      const first = await query(a);
+      const second = await query(a);
+      expect([first.result.offloaded?.capped, second.result.offloaded?.capped]).toEqual([true, true]);
+      const third = await query(a);
+      expect(third.ok, JSON.stringify(third).slice(0, 300)).toBe(true);
+      expect(third.result.offloaded).toBeUndefined();
+      expect(third.result.note).toMatch(/not offloaded: workspace acme's offloaded results hold \d+ bytes, and this one \(\d+\) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE \(153600\); the oldest expires at /);
+      // Nothing of it was uploaded: two results (rows and metadata each) in acme's folder.
+      const keys: string[] = [];
+      for await (const blob of store2.list('results/acme/')) keys.push(blob.key);
+      expect(keys).toHaveLength(4);
+      // The quota is the workspace's: another workspace's agent still offloads.
+      expect((await query(b)).result.offloaded).toMatchObject({ capped: true });
+    } finally {
+      await k2.close();
+      await store2.close();
+      await sb2.cleanup();
+    }
+  });
+});
