@@ -58,7 +58,7 @@ export interface RestoreHooks {
  * since, by one WAL commit of those pages as they were (`restoreWithinGeneration`; history goes
  * on in the generation). Otherwise the target is rebuilt beside the live file (the snapshot
  * copied, its chunks checked on another thread meanwhile, the frames applied), the restore
- * recorded in its audit, the file checked (`PRAGMA integrity_check`) and synced, the live
+ * recorded in its audit, the file checked (`PRAGMA quick_check`) and synced, the live
  * database closed, the state before kept as an undo point, then the file renamed over the live
  * one and a new generation begun: the snapshot it was rebuilt from, linked, with what the
  * restore wrote as its base commit (`linked-generation.ts`; the old generation ends at the undo
@@ -230,7 +230,7 @@ function throughSqlite(handles: HandleCache, history: HistoryCapture, req: Resto
 
 
 /**
- * The restored file checked (`PRAGMA integrity_check`, removed when it fails) and synced before
+ * The restored file checked (`PRAGMA quick_check`, removed when it fails) and synced before
  * anything takes it for a database; not checked when `sound` (see `Rebuilt.sound`).
  */
 function checkAndSync(file: string, sound: boolean): void {
@@ -270,7 +270,16 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       const reason = 'restore';
       // The database first, then its history: a crash in between leaves a database whose next
       // open snapshots it (as for any database without history), never history without one.
-      fs.renameSync(next, req.db.path);
+      // A link never replaces (a rename would): a database created under the name meanwhile,
+      // past the check above, is left alone.
+      try {
+        fs.linkSync(next, req.db.path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${req.db.id} was created while it was being restored into; nothing was changed`);
+        throw err;
+      }
+      // The second name goes before the seal is written: removing a link moves the file's change time.
+      fs.rmSync(next, { force: true });
       syncDir(path.dirname(req.db.path));
       hooks.step?.('renamed');
       publishGeneration(prepared, req.db.path, reason, Date.now());
