@@ -1,4 +1,4 @@
-import { codeOf, errorBody } from '../errors.ts';
+import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
 import { runBackups } from '../queue/backups.ts';
 import { checkRedis } from '../queue/connection.ts';
 import { ShardOpClient } from '../queue/shard-op-client.ts';
@@ -48,15 +48,15 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
       },
     });
     // A database's refusal as every other coded error reads: its message and hint beside the code.
-    const databases = run.databases.map((d) => (d.error ? { ...d, error: errorBody(d.error.code, d.error.detail) } : d));
-    const failed = run.failed.map((f) => ({ shard: f.shard, ...errorBody(f.code, f.detail) }));
+    const databases = run.databases.map((d) => (d.error ? { ...d, error: errorBody(d.error.code, d.error.detail, HISTORY_HINTS) } : d));
+    const failed = run.failed.map((f) => ({ shard: f.shard, ...errorBody(f.code, f.detail, HISTORY_HINTS) }));
     ctx.stdout.write(`${JSON.stringify({ ...run, databases, failed, ms: Date.now() - started })}\n`);
     return run.failed.length || run.databases.some((d) => d.error) ? EXIT.failed : EXIT.ok;
   } catch (err) {
     const code = codeOf(err);
     if (!code || code === 'INTERNAL') throw err;
     // As `restore` and `history` answer theirs: the coded error as JSON on stdout.
-    ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail) })}\n`);
+    ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail, HISTORY_HINTS) })}\n`);
     return EXIT.failed;
   } finally {
     await ops.close();

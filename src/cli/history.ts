@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { codeOf, errorBody } from '../errors.ts';
+import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
 import { checkRedis, connectRedis } from '../queue/connection.ts';
 import { keysFor } from '../queue/keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
@@ -75,7 +75,7 @@ async function withClient(ctx: CommandContext, command: string, fn: (client: His
   } catch (err) {
     const code = codeOf(err);
     if (!code) throw err;
-    ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail) })}\n`);
+    ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail, HISTORY_HINTS) })}\n`);
     return 1;
   } finally {
     await ops.close();
@@ -89,6 +89,11 @@ function table(view: HistoryView): string {
   if (view.undoPoints.length) {
     lines.push('', ['undo id', 'created', 'restored to'].join('\t'));
     for (const u of view.undoPoints) lines.push([u.id, u.createdAt, u.restoredTo].join('\t'));
+  }
+  if (view.recentCommits?.length) {
+    // The moments an undo of the last writes goes to: --at one of them keeps it and all before.
+    lines.push('', `last ${view.recentCommits.length} commits (restore --at one keeps it and every commit before)`, ['committed at', 'generation'].join('\t'));
+    for (const c of view.recentCommits) lines.push([c.at, c.generation].join('\t'));
   }
   return `${lines.join('\n')}\n`;
 }

@@ -21,7 +21,16 @@ export interface HistoryView {
   latest: string | null;
   generations: GenerationView[];
   undoPoints: { id: string; createdAt: string; restoredTo: string }[];
+  /**
+   * The last {@link RECENT_COMMITS} commits' times (oldest first) and generations: the moments
+   * to restore to when undoing an agent's last writes (`--at` a time keeps every commit at or
+   * before it), rather than guessing with dry runs.
+   */
+  recentCommits: { at: string; generation: string }[];
 }
+
+/** Commits {@link HistoryView.recentCommits} lists. */
+export const RECENT_COMMITS = 20;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -33,6 +42,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function historyView(dataDir: string, id: string, retentionDays: number, now = Date.now()): HistoryView {
   const gens = listGenerations(localSource(dataDir, id)).filter((g) => g.snapshot);
   let latest: number | undefined;
+  const recent: { at: number; generation: string }[] = [];
   const generations = gens.map((g) => {
     let commits = 0;
     let last = g.snapshot!.at;
@@ -42,7 +52,10 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
       const c = index.commits;
       if (index.damaged) damaged ??= `segment ${seg.name}, ${index.damaged}`;
       // The base commit of a restore's generation is its starting state, not a commit.
-      commits += c.length - (g.snapshot!.base?.segment === seg.name ? 1 : 0);
+      const base = g.snapshot!.base?.segment === seg.name ? 1 : 0;
+      commits += c.length - base;
+      for (const r of c.slice(Math.max(base, c.length - RECENT_COMMITS))) recent.push({ at: r.at, generation: g.name });
+      recent.splice(0, Math.max(0, recent.length - RECENT_COMMITS));
       if (c.length) last = Math.max(last, c.at(-1)!.at);
     }
     latest = Math.max(latest ?? 0, last);
@@ -56,5 +69,6 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
     latest: latest === undefined ? null : iso(latest),
     generations,
     undoPoints: listUndoPoints(historyDir(dataDir, id)).map((u) => ({ id: u.id, createdAt: iso(u.createdAt), restoredTo: iso(u.restoredTo) })),
+    recentCommits: recent.filter((r) => r.at >= floor).map((r) => ({ at: iso(r.at), generation: r.generation })),
   };
 }

@@ -1,5 +1,6 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
+import { HISTORY_HINTS, codeOf } from '../errors.ts';
 import type { MemberRegistry } from '../approvals/members.ts';
 import type { HistoryClient } from '../queue/history-client.ts';
 import { parseDatabaseId } from '../store/database-id.ts';
@@ -39,15 +40,15 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsync {
     /** The database id of the request, when its member is an admin of its workspace; else sends the refusal. */
     const allowed = (request: Parameters<typeof memberOf>[0], reply: Parameters<typeof sendError>[0]): string | undefined => {
       const params = dbParams.safeParse(request.params);
-      if (!params.success) return void sendError(reply, 'INVALID_ARGUMENTS', firstIssue(params.error));
+      if (!params.success) return void sendError(reply, 'INVALID_ARGUMENTS', firstIssue(params.error), undefined, HISTORY_HINTS);
       let workspace: string;
       try {
         workspace = parseDatabaseId(params.data.db).workspace;
       } catch (err) {
-        return void sendError(reply, 'INVALID_ARGUMENTS', (err as { detail?: string }).detail);
+        return void sendError(reply, 'INVALID_ARGUMENTS', (err as { detail?: string }).detail, undefined, HISTORY_HINTS);
       }
       const member = memberOf(request);
-      if (member.workspace !== workspace) return void sendError(reply, 'NOT_FOUND', `there is no database ${params.data.db}`);
+      if (member.workspace !== workspace) return void sendError(reply, 'NOT_FOUND', `there is no database ${params.data.db}`, undefined, HISTORY_HINTS);
       if (member.role !== 'admin') return void sendError(reply, 'NOT_PERMITTED', `restoring and reading a database's history takes an admin of ${workspace}; ${member.name} is a ${member.role}`);
       return params.data.db;
     };
@@ -55,17 +56,36 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsync {
     app.get('/v1/databases/:db/history', async (request, reply) => {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
-      return reply.send(await deps.history.history(db));
+      try {
+        return reply.send(await deps.history.history(db));
+      } catch (err) {
+        return refused(reply, err);
+      }
     });
 
     app.post('/v1/databases/:db/restore', async (request, reply) => {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
       const body = restoreBody.safeParse(request.body ?? {});
-      if (!body.success) return sendError(reply, 'INVALID_ARGUMENTS', firstIssue(body.error));
+      if (!body.success) return sendError(reply, 'INVALID_ARGUMENTS', firstIssue(body.error), undefined, HISTORY_HINTS);
       const { workspace, name } = memberOf(request);
       // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.
-      return reply.send(await deps.history.restore(db, { ...body.data, by: { who: `${workspace}/@${name}`, via: 'key' } }));
+      try {
+        return reply.send(await deps.history.restore(db, { ...body.data, by: { who: `${workspace}/@${name}`, via: 'key' } }));
+      } catch (err) {
+        return refused(reply, err);
+      }
     });
   };
+}
+
+/**
+ * The history client's refusals with the history commands' hints: NOT_FOUND and
+ * INVALID_ARGUMENTS here are about database ids and times, not an agent's tables. The rest
+ * (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler as before.
+ */
+function refused(reply: FastifyReply, err: unknown): FastifyReply {
+  const code = codeOf(err);
+  if (code && HISTORY_HINTS[code]) return sendError(reply, code, (err as { detail?: string }).detail, undefined, HISTORY_HINTS);
+  throw err;
 }

@@ -42,13 +42,21 @@ describe('agentdb history', () => {
     expect(table.stdout).toMatch(/^acme\/scout: restorable from \S+ to \S+\n/);
     expect(table.stdout).toMatch(/g0000000001\t\S+\t\(current\)\t\d+\tfirst/);
     const out = await cli('history', 'acme/scout', '--json');
-    expect(json(out.stdout)).toMatchObject({ database: 'acme/scout', generations: [{ id: 'g0000000001', endedAt: null }] });
+    const view = json(out.stdout);
+    expect(view).toMatchObject({ database: 'acme/scout', generations: [{ id: 'g0000000001', endedAt: null }] });
+    // The last commits' times, the newest the latest restorable moment: where an undo of the
+    // last writes goes, without guessing with dry runs.
+    expect(view.recentCommits.length).toBeGreaterThanOrEqual(3);
+    expect(view.recentCommits.at(-1)).toEqual({ at: view.latest, generation: 'g0000000001' });
+    expect(table.stdout).toContain(`last ${view.recentCommits.length} commits`);
+    expect(table.stdout).toContain(`${view.latest}\tg0000000001`);
   });
 
   it('says so for a database that does not exist (exit 1, coded JSON)', async () => {
     const out = await cli('history', 'acme/nobody');
     expect(out.code).toBe(1);
-    expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+    expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', hint: expect.stringContaining('<workspace>/<agent>') } });
+    expect(json(out.stdout).error.hint).not.toContain('DATA_DESCRIBE_SCHEMA');
   });
 });
 

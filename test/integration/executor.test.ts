@@ -44,9 +44,11 @@ function db(workspace: string, agent?: string, shard = 0): DbTarget {
 }
 
 let seq = 0;
-const write = (e: ExecutorPool, target: DbTarget, sql: string, params: (string | number)[] = []) =>
-  e.run({ op: 'write', db: target, sql, params, callKey: `c${++seq}` });
-const read = (e: ExecutorPool, target: DbTarget, sql: string) => e.run({ op: 'query', db: target, sql, params: [], maxRows: 100 });
+const write = (e: ExecutorPool, target: DbTarget, sql: string, params: (string | number)[] = [], extra: { timeoutMs?: number } = {}) =>
+  e.run({ op: 'write', db: target, sql, params, callKey: `c${++seq}`, ...extra });
+const read = (e: ExecutorPool, target: DbTarget, sql: string, extra: { timeoutMs?: number } = {}) => e.run({ op: 'query', db: target, sql, params: [], maxRows: 100, ...extra });
+/** A deadline of its own for what is not the runaway: 300 ms is for those, and a first open on a loaded machine took longer. */
+const calm = { timeoutMs: 10_000 };
 
 function code(outcome: ExecOutcome): string {
   return outcome.ok ? 'ok' : outcome.error.code;
@@ -66,12 +68,12 @@ describe('an executor child', () => {
     const executor = await started({ statementTimeoutMs: 300 });
     const a = db('timeouts', 'a');
     const b = db('timeouts', 'b');
-    expect(code(await write(executor, a, 'CREATE TABLE t (x)'))).toBe('ok');
-    expect(code(await write(executor, a, 'INSERT INTO t VALUES (1)'))).toBe('ok');
+    expect(code(await write(executor, a, 'CREATE TABLE t (x)', [], calm))).toBe('ok');
+    expect(code(await write(executor, a, 'INSERT INTO t VALUES (1)', [], calm))).toBe('ok');
     const pid = executor.pids[0]!;
 
     // Queued behind the runaway statement: it must still be answered, by the next child.
-    const [timedOut, queued] = await Promise.all([read(executor, a, FOREVER), read(executor, b, 'SELECT 2 AS two')]);
+    const [timedOut, queued] = await Promise.all([read(executor, a, FOREVER), read(executor, b, 'SELECT 2 AS two', calm)]);
     expect(timedOut).toEqual({ ok: false, error: { code: 'STATEMENT_TIMEOUT', detail: 'its limit is 300 ms' } });
     expect(queued).toEqual({ ok: true, result: { columns: ['two'], rows: [[2]], truncated: false } });
     expect(executor.pids[0]).not.toBe(pid);
@@ -80,9 +82,9 @@ describe('an executor child', () => {
     // A write killed while holding the write lock: the lock dies with the child, the data stays.
     const killedWrite = await write(executor, a, `INSERT INTO t ${FOREVER}`);
     expect(code(killedWrite)).toBe('STATEMENT_TIMEOUT');
-    expect(await read(executor, a, 'SELECT x FROM t')).toMatchObject({ ok: true, result: { rows: [[1]] } });
-    expect(code(await write(executor, a, 'INSERT INTO t VALUES (2)'))).toBe('ok');
-    expect(await read(executor, a, 'SELECT count(*) FROM t')).toMatchObject({ ok: true, result: { rows: [[2]] } });
+    expect(await read(executor, a, 'SELECT x FROM t', calm)).toMatchObject({ ok: true, result: { rows: [[1]] } });
+    expect(code(await write(executor, a, 'INSERT INTO t VALUES (2)', [], calm))).toBe('ok');
+    expect(await read(executor, a, 'SELECT count(*) FROM t', calm)).toMatchObject({ ok: true, result: { rows: [[2]] } });
   });
 
   it('answers RESOURCE_LIMIT when the child is killed from outside mid-statement, and goes on', async () => {
