@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import type { AgentProfileInput } from '../contracts/agent-profile.ts';
 import { AgentDbError } from '../errors.ts';
 import { AgentRegistry } from '../registry/agents.ts';
+import { databasePath, shardOf } from '../store/database-id.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 import { printTable, withRegistry } from './registry-command.ts';
@@ -38,8 +40,17 @@ export function set(ctx: CommandContext, v: SetFlags): Promise<number> {
       settings: { database: v.database ?? (v.surface === 'db' ? 'agent' : undefined), approval: v.approval, sandbox: v.sandbox ?? false, sharedData: v.sharedData ?? false },
       surface: v.surface === 'db' ? { kind: 'db', mode: v.mode, schemaMode: v.schemaMode, policy: v.policy } : { kind: v.surface },
     } as AgentProfileInput;
-    const agent = await new AgentRegistry(redis, keys).put(workspace, slug, profile);
+    const registry = new AgentRegistry(redis, keys);
+    const known = await registry.get(workspace, slug);
+    const agent = await registry.put(workspace, slug, profile);
     ctx.stdout.write(v.json ? `${JSON.stringify(agent)}\n` : `${agent.workspace}/${agent.slug}: ${JSON.stringify({ settings: agent.settings, surface: agent.surface })}\n`);
+    // A restore refuses to fork into a registered agent's name (that agent would read it); the
+    // other order, registering a name a fork or a removed agent left a database under, is said
+    // (where this machine holds the worker's data folder).
+    const id = `${workspace}/${slug}`;
+    if (!known && fs.existsSync(databasePath(ctx.config.dataDir, workspace, slug, shardOf(id, ctx.config.shardCount)))) {
+      ctx.stderr.write(`note: ${id} already has a database (a restore --into made it, or an agent by this name was removed): ${slug} reads and writes what it holds\n`);
+    }
     return 0;
   });
 }

@@ -1,4 +1,8 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databasePath, shardOf } from '../../src/store/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli } from '../helpers/processes.ts';
 
@@ -33,6 +37,17 @@ describe('agentdb workspaces | agents | keys', () => {
     expect(await cli('keys', 'revoke', '--workspace', 'acme', '--id', key.id)).toMatchObject({ code: 1 });
     expect((await cli('agents', 'list', '--workspace', 'acme')).stdout).toMatch(/scout\s+Scout\s+workspace/);
     expect((await cli('workspaces', 'list')).stdout).toMatch(/acme\s+enterprise/);
+  });
+
+  it('says so when a new agent is given a name that already has a database (a fork made under it)', async () => {
+    const file = databasePath(sb.config.dataDir, 'acme', 'forked', shardOf('acme/forked', sb.config.shardCount));
+    mkdirSync(path.dirname(file), { recursive: true });
+    new Database(file).close();
+    const [fresh, again] = [await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked'), await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked', '--name', 'Forked')];
+    expect(fresh.code).toBe(0);
+    expect(fresh.stderr).toContain('note: acme/forked already has a database');
+    // Said once, when the name is first registered.
+    expect(again.stderr).toBe('');
   });
 
   it('registers a db-surface agent and prints the db_* contract', async () => {
