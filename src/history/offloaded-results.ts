@@ -46,6 +46,8 @@ export interface OffloadQuota {
 export type QuotaAnswer = { ok: true } | { ok: false; held: number; cap: number; freesAt?: number };
 
 const ID = /^[0-9a-f]{32}$/;
+/** How long after its expiry a result's files may stay: the prune runs nightly (MAINTENANCE_CRON). */
+const PRUNED_WITHIN_MS = 24 * 3600 * 1000;
 const PREFIX = 'results/';
 
 /**
@@ -80,14 +82,18 @@ export class OffloadedResults {
       const expiresAt = new Date(expiresMs).toISOString();
       if (this.opts.quota) {
         const bytes = (await fs.stat(spill.file)).size;
-        const answer = await this.opts.quota.reserve(owner.workspace, id, bytes, expiresMs, now);
+        // Counted until the nightly prune can have deleted it, not only until it expires: the
+        // files stay that long, and a short RESULT_TTL_S refilled the quota many times a day.
+        const answer = await this.opts.quota.reserve(owner.workspace, id, bytes, expiresMs + PRUNED_WITHIN_MS, now);
         if (!answer.ok) {
-          const frees = answer.freesAt ? `; the oldest expires at ${new Date(answer.freesAt).toISOString()}` : '';
+          const frees = answer.freesAt ? `; room comes back from ${new Date(answer.freesAt).toISOString()} (the oldest result's expiry, and a day for the nightly prune to delete it)` : '';
           throw new AgentDbError('LIMIT_EXCEEDED', `workspace ${owner.workspace}'s offloaded results hold ${answer.held} bytes, and this one (${bytes}) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE (${answer.cap})${frees}`);
         }
         reserved = { id, bytes };
       }
       const put = await this.store.put(dataKey(owner.workspace, id), { file: spill.file });
+      // Stored: it holds its room until the prune deletes it, kept or not.
+      reserved = undefined;
       const meta: ResultMeta = { ...owner, bytes: put.size, rows: spill.rows, expiresAt };
       await this.store.put(metaKey(owner.workspace, id), Readable.from([Buffer.from(JSON.stringify(meta))]));
       return { id, bytes: put.size, rows: spill.rows, expiresAt };

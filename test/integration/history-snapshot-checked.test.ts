@@ -108,4 +108,36 @@ describe('snapshots checked as they are made', () => {
     await ok({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 });
     expect(((await ok({ op: 'query', db: fork, sql: 'SELECT count(*) FROM chk', params: [], maxRows: 1 })) as { rows: number[][] }).rows[0]![0]).toBe(kept);
   }, 60_000);
+
+  it('a restore in place over a live file damaged while it was open rebuilds the moment from history instead, never answering a damaged file restored', async () => {
+    // The hostile review: the seal is written by the close inside the restore, so damage made
+    // while the database was open passes it; the pages the restore does not write come from the
+    // live file, and only the check vouches for them.
+    const db = historyTarget(dataDir, 'checked/open-damage');
+    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
+    await write('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b TEXT)');
+    await write('CREATE TABLE u(v)');
+    await write("INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)");
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    expect(newest(db.id).snapshot!.checked).toBe(true);
+    await write('INSERT INTO u VALUES (0)');
+    const at = Date.now();
+    pastMs(at);
+    const want = dumpHash(db.path, { withoutAudit: true });
+    // Damaged on disk while the pool has it open: t's root page points past the end of the file.
+    const outside = new Database(db.path, { readonly: true });
+    const root = outside.prepare("SELECT rootpage FROM sqlite_schema WHERE name = 't'").pluck().get() as number;
+    const pageSize = outside.pragma('page_size', { simple: true }) as number;
+    outside.close();
+    const fd = fs.openSync(db.path, 'r+');
+    fs.writeSync(fd, Buffer.from([0x7f, 0xff, 0xff, 0xff]), 0, 4, (root - 1) * pageSize + (root === 1 ? 100 : 0) + 8);
+    fs.closeSync(fd);
+    await write('INSERT INTO u VALUES (1)');
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    await write('INSERT INTO u VALUES (2)');
+    const out = await pool.run({ op: 'restore', db, at, by, timeoutMs: 60_000 });
+    expect(out.ok ? 'ok' : out.error.code, JSON.stringify(out).slice(0, 300)).toBe('ok');
+    expect(integrity(db.path)).toBe('ok');
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(want);
+  }, 60_000);
 });
