@@ -45,6 +45,12 @@ export interface Delta {
   now: Map<number, PageRef>;
   /** The position history ends at (the live state it was planned against). */
   end: HistoryPosition;
+  /**
+   * Where every page history has written since the plan's snapshot is as of `end` (frames
+   * before the moment, then after it), and that snapshot: all a check of the whole live file
+   * against history needs (`live-history.ts`).
+   */
+  history: { atT: PageIndex; now: PageIndex; snapshot: GenerationInfo };
 }
 
 /**
@@ -131,7 +137,7 @@ export function planDelta(plan: RestorePlan, chain: GenerationInfo[], end: Histo
   if (write.size > maxPages) return undefined;
   if (fromSnapshot.length) checkSnapshot(gen, fromSnapshot);
   for (const p of since.keys()) if (p > pagesNow) since.delete(p);
-  return { pageSize: snapshot.pageSize, pagesAt, pagesNow, write, now: since, end };
+  return { pageSize: snapshot.pageSize, pagesAt, pagesNow, write, now: since, end, history: { atT, now, snapshot: gen } };
 }
 
 /** Pages compared per read of {@link liveMatches}. */
@@ -277,7 +283,7 @@ class PageReader {
  * snapshot without them (made before they were) has its sha256 checked unless it is unchanged
  * since that was computed (as `rebuild` decides).
  */
-function checkSnapshot(gen: GenerationInfo, offsets: number[]): void {
+export function checkSnapshot(gen: GenerationInfo, offsets: number[]): void {
   const stat = fs.statSync(gen.snapshotPath, { throwIfNoEntry: false });
   if (!stat) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${gen.name} is missing`);
   const sums = readSnapshotCrc(path.join(gen.dir, SNAPSHOT_CRC), stat.size);

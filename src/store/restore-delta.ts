@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition } from '../history/capture.ts';
 import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from '../history/delta-restore.ts';
-import { listGenerations, listSegments, listUndoPoints, readJson, undoPath, writeJsonAtomic, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
+import { listGenerations, listSegments, listUndoPoints, readJson, undoPath, writeJsonAtomic, type GenerationInfo, type HistoryPosition, type HistorySource, type UndoPoint } from '../history/layout.ts';
+import { liveIsHistory } from '../history/live-history.ts';
 import { readCommits } from '../history/segment-index.ts';
 import { planRestore, type RestorePlan } from '../history/restore-engine.ts';
 import { mapped, structureCheck } from '../history/integrity.ts';
@@ -69,6 +70,10 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   handles.evict(db.path);
   a.step('closed');
   if (!ready(db.path, source, gen.dir, end, delta)) return false;
+  // The whole file as history has it (compared before anything is written), from a snapshot
+  // that passed the structure check as it was made: the result is a database SQLite committed,
+  // and is not checked again (see `live-history.ts`).
+  const vouched = soundFrom(chain[0]!) && liveIsHistory(db.path, delta);
 
   // The undo point, durable before the commit, says a restore is under way (`pending`) until
   // its audit row is in: a crash in between leaves the restored database without that row, and
@@ -92,10 +97,10 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   a.step('written');
   // Opening recovers the commit from the WAL, and capture copies it like any other.
   const live = handles.open(db, 'write');
-  // Every page not written comes from the live file as found, which nothing but this check
-  // vouches for: the seal is written by the close inside this restore, so damage made while the
-  // database was open (a disk, a program outside agentdb) passes it (hostile review).
-  const problem = integrityProblem(live);
+  // Otherwise every page not written comes from the live file as found, which nothing but this
+  // check vouches for: the seal is written by the close inside this restore, so damage made
+  // while the database was open (a disk, a program outside agentdb) passes it (hostile review).
+  const problem = vouched ? undefined : integrityProblem(live);
   if (problem) {
     goBack(handles, db, source, end);
     if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
@@ -206,6 +211,11 @@ function ready(dbPath: string, source: HistorySource, genDir: string, end: Histo
     sealHolds(genDir, dbPath, end.segment, end.frames) &&
     liveMatches(dbPath, delta)
   );
+}
+
+/** The generation's snapshot passed the structure check when it was made. */
+function soundFrom(gen: GenerationInfo): boolean {
+  return gen.snapshot?.checked === true;
 }
 
 function integrityProblem(db: ReturnType<HandleCache['open']>): string | undefined {
