@@ -140,4 +140,35 @@ describe('snapshots checked as they are made', () => {
     expect(integrity(db.path)).toBe('ok');
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(want);
   }, 60_000);
+
+  it('a restore in place over a page damaged beside one a commit wrote (compared page by page, not by chunk checksum) rebuilds the moment too', async () => {
+    const db = historyTarget(dataDir, 'checked/beside');
+    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
+    await write('CREATE TABLE u(v)');
+    await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    await write("INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    // One row of the first leaf: a page of the file's first 64 KiB chunk written since the snapshot.
+    await write("UPDATE t SET v = 'changed' WHERE id = 1");
+    const at = Date.now();
+    pastMs(at);
+    const want = dumpHash(db.path, { withoutAudit: true });
+    // Another leaf of t in that chunk, damaged while the database is open (its page type).
+    const pageSize = 4096;
+    const fd = fs.openSync(db.path, 'r+');
+    const leaves: number[] = [];
+    for (let p = 4; p <= 16; p++) {
+      const head = Buffer.alloc(1);
+      fs.readSync(fd, head, 0, 1, (p - 1) * pageSize);
+      if (head[0] === 0x0d) leaves.push(p);
+    }
+    expect(leaves.length, 'table leaves in the first chunk').toBeGreaterThan(1);
+    fs.writeSync(fd, Buffer.from([0x00]), 0, 1, (leaves.at(-1)! - 1) * pageSize);
+    fs.closeSync(fd);
+    await write('INSERT INTO u VALUES (1)');
+    const out = await pool.run({ op: 'restore', db, at, by, timeoutMs: 60_000 });
+    expect(out.ok ? 'ok' : out.error.code, JSON.stringify(out).slice(0, 300)).toBe('ok');
+    expect(integrity(db.path)).toBe('ok');
+    expect(dumpHash(db.path, { withoutAudit: true })).toBe(want);
+  }, 60_000);
 });
