@@ -70,10 +70,6 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   handles.evict(db.path);
   a.step('closed');
   if (!ready(db.path, source, gen.dir, end, delta)) return false;
-  // The whole file as history has it (compared before anything is written), from a snapshot
-  // that passed the structure check as it was made: the result is a database SQLite committed,
-  // and is not checked again (see `live-history.ts`).
-  const vouched = soundFrom(chain[0]!) && liveIsHistory(db.path, delta);
 
   // The undo point, durable before the commit, says a restore is under way (`pending`) until
   // its audit row is in: a crash in between leaves the restored database without that row, and
@@ -97,6 +93,11 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   a.step('written');
   // Opening recovers the commit from the WAL, and capture copies it like any other.
   const live = handles.open(db, 'write');
+  // The file, as the restore leaves it (its commit is in the WAL beside it), compared whole with
+  // history, from a snapshot that passed the structure check as it was made: the result is a
+  // database SQLite committed, and is not checked again (see `live-history.ts`). Compared now,
+  // not before the write: damage made in between passed a comparison made before (hostile review).
+  const vouched = soundFrom(chain[0]!) && liveIsHistory(db.path, delta);
   // Otherwise every page not written comes from the live file as found, which nothing but this
   // check vouches for: the seal is written by the close inside this restore, so damage made
   // while the database was open (a disk, a program outside agentdb) passes it (hostile review).

@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { HandleCache } from '../../src/store/handle-cache.ts';
+import { HistoryCapture } from '../../src/store/history-capture.ts';
+import { restoreInPlace } from '../../src/store/history-restore.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
@@ -170,5 +173,55 @@ describe('snapshots checked as they are made', () => {
     expect(out.ok ? 'ok' : out.error.code, JSON.stringify(out).slice(0, 300)).toBe('ok');
     expect(integrity(db.path)).toBe('ok');
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(want);
+  }, 60_000);
+
+  it('damage made while the restore runs, after the file was found closed and before its commit is written, is never answered restored', async () => {
+    // The hostile review's window: comparing the live file with history before writing left
+    // the pages damaged in between unchecked. The comparison is of the file the restore leaves.
+    const db = historyTarget(dataDir, 'checked/window');
+    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
+    await write('CREATE TABLE u(v)');
+    await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    await write("INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
+    await ok({ op: 'snapshot', db, reason: 'manual' });
+    await write("UPDATE t SET v = 'changed' WHERE id = 1");
+    const at = Date.now();
+    pastMs(at);
+    const want = dumpHash(db.path, { withoutAudit: true });
+    await write('INSERT INTO u VALUES (1)');
+    await ok({ op: 'close', path: db.path });
+    const pages = fs.statSync(db.path).size / 4096;
+    let damaged = 0;
+    const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });
+    const handles = new HandleCache({ size: 4, ...history.hooks() });
+    let answered: unknown;
+    try {
+      answered = restoreInPlace(handles, history, dataDir, { op: 'restore', db, at, by }, {
+        step: (step) => {
+          if (step !== 'undo') return;
+          // A table leaf near the end of the file, which the restore does not write.
+          const fd = fs.openSync(db.path, 'r+');
+          for (let p = pages - 20; p <= pages && !damaged; p++) {
+            const head = Buffer.alloc(1);
+            fs.readSync(fd, head, 0, 1, (p - 1) * 4096);
+            if (head[0] === 0x0d) {
+              fs.writeSync(fd, Buffer.from([0x00]), 0, 1, (p - 1) * 4096);
+              damaged = p;
+            }
+          }
+          fs.closeSync(fd);
+        },
+      });
+    } catch (err) {
+      answered = err;
+    } finally {
+      handles.closeAll();
+    }
+    expect(damaged, 'a leaf to damage').toBeGreaterThan(0);
+    // Refused loudly, or restored to exactly the moment, sound: never a damaged file answered restored.
+    if (!(answered instanceof Error)) {
+      expect(integrity(db.path)).toBe('ok');
+      expect(dumpHash(db.path, { withoutAudit: true })).toBe(want);
+    }
   }, 60_000);
 });
