@@ -125,7 +125,7 @@ describe('nightly backups to the blob store (s3rver)', () => {
     const run = await runBackups(ops, config.shardCount, { onProgress: (p) => progress.push(p) });
     expect(run.failed, JSON.stringify(run.failed)).toEqual([]);
     expect(run.databases).toEqual([expect.objectContaining({ database: DB, unchanged: false })]);
-    expect(run.databases[0]!.files).toBeGreaterThanOrEqual(3);
+    expect(run.databases[0]!.files, JSON.stringify(run.databases[0]!.error)).toBeGreaterThanOrEqual(3);
     expect(progress).toEqual([expect.objectContaining({ shard: shardOf(DB, config.shardCount), done: 1, total: 1, report: run.databases[0] })]);
     const manifest = (await readManifest(store, DB))!;
     expect(manifest.generations.length).toBeGreaterThanOrEqual(2);
