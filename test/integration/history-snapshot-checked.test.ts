@@ -6,6 +6,7 @@ import { HandleCache } from '../../src/store/handle-cache.ts';
 import { HistoryCapture } from '../../src/store/history-capture.ts';
 import { restoreInPlace } from '../../src/store/history-restore.ts';
 import type { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { DbTarget } from '../../src/store/executor-protocol.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
@@ -22,14 +23,55 @@ withHistoryPool('agentdb-checked-', { handleCacheSize: 4, checkpointBytes: 64 * 
 });
 const { by, ok, nextKey } = historyCalls(() => pool);
 const newest = (id: string) => listGenerations(localSource(dataDir, id)).at(-1)!;
+const writer = (db: DbTarget) => (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
+const FILL_500 = "INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)";
+
+/**
+ * Damages `table`'s root page on disk behind SQLite's back, as a disk or a program outside
+ * agentdb would: over 500 rows an interior page, its right-most child now past the end of the
+ * file. Answers the page's type byte as found.
+ */
+function damageRoot(file: string, table: string): number {
+  const outside = new Database(file, { readonly: true });
+  const root = outside.prepare('SELECT rootpage FROM sqlite_schema WHERE name = ?').pluck().get(table) as number;
+  const pageSize = outside.pragma('page_size', { simple: true }) as number;
+  outside.close();
+  const header = (root - 1) * pageSize + (root === 1 ? 100 : 0);
+  const fd = fs.openSync(file, 'r+');
+  try {
+    const type = Buffer.alloc(1);
+    fs.readSync(fd, type, 0, 1, header);
+    fs.writeSync(fd, Buffer.from([0x7f, 0xff, 0xff, 0xff]), 0, 4, header + 8);
+    return type[0]!;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * 3,000 rows of t (4 KiB pages), a checked snapshot, then one row of the first leaf changed (a
+ * page of the file's first 64 KiB chunk written since the snapshot): the moment after that, and
+ * the database's dump then.
+ */
+async function leafChangedSinceSnapshot(db: DbTarget): Promise<{ at: number; want: string }> {
+  const write = writer(db);
+  await write('CREATE TABLE u(v)');
+  await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+  await write("INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
+  await ok({ op: 'snapshot', db, reason: 'manual' });
+  await write("UPDATE t SET v = 'changed' WHERE id = 1");
+  const at = Date.now();
+  pastMs(at);
+  return { at, want: dumpHash(db.path, { withoutAudit: true }) };
+}
 
 describe('snapshots checked as they are made', () => {
   it('a sound database\'s snapshot is marked checked, a fork from it equals the moment and its linked generation keeps the mark', async () => {
     const db = historyTarget(dataDir, 'checked/sound');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
+    const write = writer(db);
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b TEXT)');
     await write('CREATE INDEX ta ON t(a)');
-    await write("INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)");
+    await write(FILL_500);
     await ok({ op: 'snapshot', db, reason: 'manual' });
     expect(newest(db.id).snapshot!.checked).toBe(true);
     await write("UPDATE t SET b = 'changed' WHERE id % 7 = 0");
@@ -46,26 +88,15 @@ describe('snapshots checked as they are made', () => {
 
   it('a snapshot of a database damaged on disk is not marked, and a restore from it is refused by its structure check', async () => {
     const db = historyTarget(dataDir, 'checked/damaged');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
+    const write = writer(db);
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b TEXT)');
     await write('CREATE INDEX ti ON t(a)');
     await write('CREATE TABLE u(v)');
-    await write("INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)");
+    await write(FILL_500);
     const sound = Date.now();
     pastMs(sound);
     await ok({ op: 'snapshot', db, reason: 'manual' });
-    // A disk (or a program outside agentdb) damages the file behind SQLite's back: the table's
-    // root page, an interior page over 500 rows, now points past the end of the file.
-    const outside = new Database(db.path, { readonly: true });
-    const root = outside.prepare("SELECT rootpage FROM sqlite_schema WHERE name = 't'").pluck().get() as number;
-    const pageSize = outside.pragma('page_size', { simple: true }) as number;
-    outside.close();
-    const fd = fs.openSync(db.path, 'r+');
-    const header = Buffer.alloc(12);
-    fs.readSync(fd, header, 0, 12, (root - 1) * pageSize + (root === 1 ? 100 : 0));
-    expect(header[0], 'an interior table page').toBe(0x05);
-    fs.writeSync(fd, Buffer.from([0x7f, 0xff, 0xff, 0xff]), 0, 4, (root - 1) * pageSize + (root === 1 ? 100 : 0) + 8);
-    fs.closeSync(fd);
+    expect(damageRoot(db.path, 't'), 'an interior table page').toBe(0x05);
     // A write elsewhere (another table's pages), so that there is something to snapshot.
     await write('INSERT INTO u VALUES (1)');
     await ok({ op: 'snapshot', db, reason: 'manual' });
@@ -117,24 +148,18 @@ describe('snapshots checked as they are made', () => {
     // while the database was open passes it; the pages the restore does not write come from the
     // live file, and only the check vouches for them.
     const db = historyTarget(dataDir, 'checked/open-damage');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
+    const write = writer(db);
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b TEXT)');
     await write('CREATE TABLE u(v)');
-    await write("INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)");
+    await write(FILL_500);
     await ok({ op: 'snapshot', db, reason: 'manual' });
     expect(newest(db.id).snapshot!.checked).toBe(true);
     await write('INSERT INTO u VALUES (0)');
     const at = Date.now();
     pastMs(at);
     const want = dumpHash(db.path, { withoutAudit: true });
-    // Damaged on disk while the pool has it open: t's root page points past the end of the file.
-    const outside = new Database(db.path, { readonly: true });
-    const root = outside.prepare("SELECT rootpage FROM sqlite_schema WHERE name = 't'").pluck().get() as number;
-    const pageSize = outside.pragma('page_size', { simple: true }) as number;
-    outside.close();
-    const fd = fs.openSync(db.path, 'r+');
-    fs.writeSync(fd, Buffer.from([0x7f, 0xff, 0xff, 0xff]), 0, 4, (root - 1) * pageSize + (root === 1 ? 100 : 0) + 8);
-    fs.closeSync(fd);
+    // Damaged on disk while the pool has it open.
+    damageRoot(db.path, 't');
     await write('INSERT INTO u VALUES (1)');
     await ok({ op: 'snapshot', db, reason: 'manual' });
     await write('INSERT INTO u VALUES (2)');
@@ -146,16 +171,8 @@ describe('snapshots checked as they are made', () => {
 
   it('a restore in place over a page damaged beside one a commit wrote (compared page by page, not by chunk checksum) rebuilds the moment too', async () => {
     const db = historyTarget(dataDir, 'checked/beside');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
-    await write('CREATE TABLE u(v)');
-    await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    await write("INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
-    await ok({ op: 'snapshot', db, reason: 'manual' });
-    // One row of the first leaf: a page of the file's first 64 KiB chunk written since the snapshot.
-    await write("UPDATE t SET v = 'changed' WHERE id = 1");
-    const at = Date.now();
-    pastMs(at);
-    const want = dumpHash(db.path, { withoutAudit: true });
+    const write = writer(db);
+    const { at, want } = await leafChangedSinceSnapshot(db);
     // Another leaf of t in that chunk, damaged while the database is open (its page type).
     const pageSize = 4096;
     const fd = fs.openSync(db.path, 'r+');
@@ -179,15 +196,8 @@ describe('snapshots checked as they are made', () => {
     // The hostile review's window: comparing the live file with history before writing left
     // the pages damaged in between unchecked. The comparison is of the file the restore leaves.
     const db = historyTarget(dataDir, 'checked/window');
-    const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
-    await write('CREATE TABLE u(v)');
-    await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    await write("INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
-    await ok({ op: 'snapshot', db, reason: 'manual' });
-    await write("UPDATE t SET v = 'changed' WHERE id = 1");
-    const at = Date.now();
-    pastMs(at);
-    const want = dumpHash(db.path, { withoutAudit: true });
+    const write = writer(db);
+    const { at, want } = await leafChangedSinceSnapshot(db);
     await write('INSERT INTO u VALUES (1)');
     await ok({ op: 'close', path: db.path });
     const pages = fs.statSync(db.path).size / 4096;
