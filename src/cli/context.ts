@@ -14,7 +14,7 @@ export interface CommandContext extends Output {
   config: Config;
 }
 
-/** Exit codes every command keeps to, as the README promises them. */
+/** Exit codes every command keeps to, as the README and docs/calls.md promise them. */
 export const EXIT = {
   ok: 0,
   /** The call or the operation failed, or a service it needs did not answer. */

@@ -10,7 +10,7 @@ import { nameFlag } from './name-flag.ts';
 export async function result(ctx: CommandContext, flags: { workspace: string; agent: string; wait?: boolean }, callId: string): Promise<number> {
   // A call id belongs to its caller: the same id of another workspace or agent is another call.
   const workspace = nameFlag('--workspace', flags.workspace);
-  // A member's own calls are keyed under `@<member>` (see README, "Over HTTP with a key").
+  // A member's own calls are keyed under `@<member>` (see docs/mcp-http.md, "Over HTTP with a key").
   const agent = flags.agent.startsWith('@') ? `@${nameFlag('--agent', flags.agent.slice(1))}` : nameFlag('--agent', flags.agent);
   const { config } = ctx;
   const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS });

@@ -24,7 +24,7 @@ const CONFORMANCE_ON_NODE20 = fileURLToPath(new URL('../helpers/conformance/regi
 
 /**
  * The server scenarios that apply to agentdb, a tools-only server behind bearer keys. The
- * others, and why not, are in the README ("The official MCP tools").
+ * others, and why not, are in docs/mcp-http.md ("The official MCP tools").
  */
 const SCENARIOS = ['server-initialize', 'ping', 'tools-list'];
 

@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -123,12 +123,18 @@ console.log(JSON.stringify([made, read]));\n`,
     ]);
   });
 
-  it("type-checks the README's TypeScript snippets with tsc, answers narrowing on ok and status", async () => {
-    const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    const snippets = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
-    expect(snippets.length).toBeGreaterThanOrEqual(2);
-    const files = snippets.map((code, i) => {
-      const file = `readme-${i + 1}.mts`;
+  it("type-checks the TypeScript snippets of the README and docs/ with tsc, answers narrowing on ok and status", async () => {
+    const pages = ['README.md', ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const snippets = pages.flatMap((page) =>
+      [...readFileSync(path.join(REPO, page), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({ page, i, code: m[1]! })),
+    );
+    // The README's runtime example, and the approvals walk-through of docs/approvals.md.
+    expect(snippets.filter((s) => s.page === 'README.md').length).toBeGreaterThanOrEqual(1);
+    expect(snippets.filter((s) => s.page === 'docs/approvals.md').length).toBeGreaterThanOrEqual(1);
+    // A fence read wrong (```ts twice, say) yields an empty snippet, which type-checks trivially.
+    for (const { page, i, code } of snippets) expect(code, `${page} snippet ${i + 1}`).toContain("from 'agentdb'");
+    const files = snippets.map(({ page, i, code }) => {
+      const file = `${path.basename(page, '.md').toLowerCase()}-${i + 1}.mts`;
       writeFileSync(path.join(app, file), code);
       return file;
     });

@@ -13,7 +13,7 @@ import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 // browser), against the app and a shard worker pool over a sandboxed Redis prefix and data folder.
 const CHROMIUM = { executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] };
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
-/** Screenshots for the README are written only when asked, so test runs leave the tree alone. */
+/** Screenshots for docs/web.md are written only when asked, so test runs leave the tree alone. */
 const SHOTS = process.env.AGENTDB_SCREENSHOTS === '1';
 
 const WS = 'acme';
@@ -47,7 +47,7 @@ async function signIn(context: BrowserContext, key: string): Promise<Page> {
 /** Every id in the first grid column. */
 const gridIds = (page: Page) => page.$$eval('#grid tbody tr', (rows) => rows.map((r) => Number((r as HTMLTableRowElement).cells[0]!.textContent)));
 
-/** CSV the way RFC 4180 and the README say, written here independently of the server's code. */
+/** CSV the way RFC 4180 and docs/web.md say, written here independently of the server's code. */
 function expectedCsv(file: string, table: string): string {
   const db = new Database(file, { readonly: true });
   try {

@@ -140,7 +140,7 @@ describe('a write answered before its copy', () => {
     const other = child();
     const live = other.handles.open(db, 'write');
     // Its own write first, so the killed one goes on in the same WAL (a WAL started over by another
-    // connection's commit is a gap to a child that did not copy it: see the README).
+    // connection's commit is a gap to a child that did not copy it: see docs/history.md).
     live.prepare("INSERT INTO t(v) VALUES ('mine')").run();
     other.history.run(live, db);
     const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });

@@ -228,7 +228,7 @@ describe('what an interrupted restore within the generation leaves', () => {
       error = err;
     }
     outside?.close();
-    // Restored through SQLite beside that connection, as the README promises for a program
+    // Restored through SQLite beside that connection, as docs/history.md promises for a program
     // outside agentdb having the file open (it was: a raw EEXIST and a pending undo point).
     expect(error).toBeUndefined();
     expect(result).toMatchObject({ undoId: expect.stringMatching(/^u/) });

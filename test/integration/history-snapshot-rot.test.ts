@@ -7,7 +7,7 @@ import type { ExecutorPool } from '../../src/store/executor-pool.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
-// The README: "a history file failing its check (HISTORY_CORRUPT)" leaves the database exactly
+// docs/history.md: "a history file failing its check (HISTORY_CORRUPT)" leaves the database exactly
 // as it was. A byte rotting in a snapshot moves neither its size nor its mtime (nor does a tool
 // that rewrites a file and keeps its times, rsync or cp -p), which is all a restore looked at
 // before hashing 100 MB; the chunk checksums written with each snapshot find it.
