@@ -5,7 +5,7 @@ import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../con
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
 import { approvalIdFor } from '../approvals/approval.ts';
-import { callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
+import { callFingerprint, callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { connectRedis, redisAnswers } from './connection.ts';
@@ -125,6 +125,10 @@ export class AgentDbClient {
       enqueuedAt: Date.now(),
     };
     const key = callKeyOf(data);
+    if (input.callId !== undefined) {
+      const conflict = await this.claimCallId(key, { shard, database: planned.plan.databaseId, data });
+      if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
+    }
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
@@ -267,6 +271,38 @@ export class AgentDbClient {
     }
   }
 
+  /**
+   * Takes a caller's own call id for this call, or says why it is another call's: what differs
+   * from the call the id was first used for. The id's first call is recorded with its call key
+   * (shard, database, {@link callFingerprint}) before anything is enqueued, and set only if
+   * absent, so of two different calls sent at once under one id exactly one is taken. A job is
+   * deduplicated by BullMQ only within its own shard's queue: without this record the same id
+   * with another scope (another database, so another shard) ran as a second call. The same call
+   * again finds its own fingerprint and goes on to answer the first call's outcome.
+   */
+  private async claimCallId(key: string, mine: { shard: number; database: string; data: CallJobData }): Promise<string | undefined> {
+    const fingerprint = callFingerprint({ ...mine.data, database: mine.database });
+    const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint };
+    const at = this.keys.callIdClaim(key);
+    // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7): the second round
+    // trip is paid only by a call id sent again. A claim gone in between (expired) is taken anew.
+    for (let tries = 0; tries < 2; tries++) {
+      if ((await this.redis.set(at, JSON.stringify(claim), 'EX', this.resultTtlS + CLAIM_PAST_RESULT_S, 'NX')) === 'OK') return undefined;
+      const held = parseClaim(await this.redis.get(at));
+      if (!held) continue;
+      if (held.fingerprint === fingerprint) return undefined;
+      const differs: string[] = [];
+      if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
+      const earlier = held.shard < this.shardCount ? await Job.fromId<CallJobData, Envelope>(this.queue(held.shard), key) : undefined;
+      if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
+      const callId = JSON.stringify(mine.data.callId);
+      return differs.length
+        ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and the id answers the first call.`
+        : `Call id ${callId} was already used for another call; nothing ran, and the id answers the first call.`;
+    }
+    return undefined;
+  }
+
   private jobOptions(key: string): JobsOptions {
     return {
       jobId: key,
@@ -303,8 +339,15 @@ export class AgentDbClient {
   }
 
   private async findJob(key: string): Promise<{ job: Job<CallJobData, Envelope>; queue: Queue } | undefined> {
-    // The call's key does not name its shard (its database does); a lookup by id is rare
-    // enough to ask every queue.
+    // A caller's own call id records the shard of the call it was first used for.
+    const claimed = parseClaim(await this.redis.get(this.keys.callIdClaim(key)));
+    if (claimed && claimed.shard < this.shardCount) {
+      const queue = this.queue(claimed.shard);
+      const job = await Job.fromId<CallJobData, Envelope>(queue, key);
+      if (job) return { job, queue };
+    }
+    // Otherwise (a generated id, a call made before ids were recorded) the call's key does not
+    // name its shard (its database does); a lookup by id is rare enough to ask every queue.
     for (let shard = 0; shard < this.shardCount; shard++) {
       const queue = this.queue(shard);
       const job = await Job.fromId<CallJobData, Envelope>(queue, key);
@@ -384,6 +427,30 @@ export class AgentDbClient {
 }
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
+
+/**
+ * How long a call id's record outlives the call's kept result: the longest a call may wait for a
+ * person (APPROVAL_TTL_MS's ceiling, 30 days) before its result is kept RESULT_TTL_S, so the
+ * record never expires while its job is still there to answer.
+ */
+const CLAIM_PAST_RESULT_S = 30 * 24 * 3600;
+
+/** What a caller's call id was first used for (see `claimCallId`). */
+interface CallIdClaim {
+  shard: number;
+  database: string;
+  fingerprint: string;
+}
+
+function parseClaim(text: string | null): CallIdClaim | undefined {
+  if (text === null) return undefined;
+  try {
+    const c = JSON.parse(text) as Partial<CallIdClaim>;
+    return typeof c.shard === 'number' && typeof c.database === 'string' && typeof c.fingerprint === 'string' ? (c as CallIdClaim) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function isReady(redis: Redis): boolean {
   return redis.status === 'ready';
