@@ -27,6 +27,11 @@ export interface AgentDbClientOptions {
   /** How long finished calls keep their result in Redis, in seconds (default 7 days). */
   resultTtlS?: number;
   /**
+   * How long a parked call may wait for a person (`APPROVAL_TTL_MS`, default 24 h): with
+   * `resultTtlS`, how long a caller's own call id stays taken (see `claimCallId`).
+   */
+  approvalTtlMs?: number;
+  /**
    * The most a call's arguments may take as JSON (`MAX_CALL_BYTES`, default 1 MB); a larger
    * call answers CALL_TOO_LARGE and nothing is enqueued. Workers check it again.
    */
@@ -66,6 +71,7 @@ export class AgentDbClient {
   private readonly keys: Keys;
   private readonly shardCount: number;
   private readonly resultTtlS: number;
+  private readonly approvalTtlMs: number;
   private readonly maxCallBytes: number;
   private readonly redis: Redis;
   private readonly redisUrl: string;
@@ -83,6 +89,7 @@ export class AgentDbClient {
     this.keys = keysFor(opts.prefix ?? 'agentdb');
     this.shardCount = opts.shardCount ?? 16;
     this.resultTtlS = opts.resultTtlS ?? 7 * 24 * 3600;
+    this.approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
     this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
     // Every shard queue shares this one connection, each adding its own listeners.
@@ -287,7 +294,7 @@ export class AgentDbClient {
     // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7): the second round
     // trip is paid only by a call id sent again. A claim gone in between (expired) is taken anew.
     for (let tries = 0; tries < 2; tries++) {
-      if ((await this.redis.set(at, JSON.stringify(claim), 'EX', this.resultTtlS + CLAIM_PAST_RESULT_S, 'NX')) === 'OK') return undefined;
+      if ((await this.redis.set(at, JSON.stringify(claim), 'EX', this.claimTtlS(), 'NX')) === 'OK') return undefined;
       const held = parseClaim(await this.redis.get(at));
       if (!held) continue;
       if (held.fingerprint === fingerprint) return undefined;
@@ -301,6 +308,15 @@ export class AgentDbClient {
         : `Call id ${callId} was already used for another call; nothing ran, and the id answers the first call.`;
     }
     return undefined;
+  }
+
+  /**
+   * How long a call id's record lives: as long as its job can (a day to be taken, the approval
+   * wait, then the kept result), so it does not expire while the job still answers for the id,
+   * nor hold Redis bytes for long after (one ~200-byte key per call with its caller's own id).
+   */
+  private claimTtlS(): number {
+    return this.resultTtlS + Math.ceil(this.approvalTtlMs / 1000) + 24 * 3600;
   }
 
   private jobOptions(key: string): JobsOptions {
@@ -427,13 +443,6 @@ export class AgentDbClient {
 }
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
-
-/**
- * How long a call id's record outlives the call's kept result: the longest a call may wait for a
- * person (APPROVAL_TTL_MS's ceiling, 30 days) before its result is kept RESULT_TTL_S, so the
- * record never expires while its job is still there to answer.
- */
-const CLAIM_PAST_RESULT_S = 30 * 24 * 3600;
 
 /** What a caller's call id was first used for (see `claimCallId`). */
 interface CallIdClaim {
