@@ -303,9 +303,12 @@ export class AgentDbClient {
       const earlier = held.shard < this.shardCount ? await Job.fromId<CallJobData, Envelope>(this.queue(held.shard), key) : undefined;
       if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
       const callId = JSON.stringify(mine.data.callId);
+      // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
+      // has no outcome left to point at.
+      const first = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
       return differs.length
-        ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and the id answers the first call.`
-        : `Call id ${callId} was already used for another call; nothing ran, and the id answers the first call.`;
+        ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
+        : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
     }
     return undefined;
   }
