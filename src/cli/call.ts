@@ -12,6 +12,8 @@ export interface CallFlags {
   workspace?: string;
   agent?: string;
   settings?: string;
+  /** The caller's own call id: its idempotency key (the same call again answers the first one). */
+  callId?: string;
   wait: boolean;
   /** Seconds. */
   timeout: number;
@@ -33,6 +35,7 @@ export async function call(ctx: CommandContext, flags: CallFlags, tool?: string,
     for (const flag of ['workspace', 'agent', 'settings'] as const) {
       if (flags[flag] !== undefined) throw new UsageError(`--${flag} goes inside each line of a --batch, not on the command line`);
     }
+    if (flags.callId !== undefined) throw new UsageError('--call-id goes inside each line of a --batch ("callId"), not on the command line');
     const source = flags.batch;
     return withClient(ctx, (client) => runBatch(ctx, client, source, opts));
   }
@@ -43,6 +46,7 @@ export async function call(ctx: CommandContext, flags: CallFlags, tool?: string,
     workspace: nameFlag('--workspace', flags.workspace),
     agent: nameFlag('--agent', flags.agent),
     ...(flags.settings === undefined ? {} : { settings: jsonFlag(flags.settings, '--settings', `'{"database":"agent"}'`) }),
+    ...(flags.callId === undefined ? {} : { callId: flags.callId }),
     tool,
     arguments: jsonFlag(argsJson ?? '{}', 'ARGS_JSON', `'{"sql":"SELECT 1"}'`),
   } as CallInput;
@@ -60,7 +64,7 @@ async function withClient(ctx: CommandContext, fn: (client: AgentDbClient) => Pr
     redisUrl: config.redisUrl,
     prefix: config.prefix,
     shardCount: config.shardCount,
-    resultTtlS: config.resultTtlS,
+    resultTtlS: config.resultTtlS, approvalTtlMs: config.approvalTtlMs,
     maxCallBytes: config.maxCallBytes,
   });
   try {

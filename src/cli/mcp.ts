@@ -39,7 +39,7 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
     );
     return 1;
   }
-  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS, maxCallBytes: config.maxCallBytes });
+  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS, approvalTtlMs: config.approvalTtlMs, maxCallBytes: config.maxCallBytes });
   const server = mcpServer(principal, { kind: 'workspace' }, {
     calls: new KeyedCalls(client),
     approvalWaitMs: config.mcpApprovalWaitMs,

@@ -68,6 +68,7 @@ export function buildProgram(version: string, dispatch: Dispatch): Command {
     .option('--workspace <name>', 'the workspace the call belongs to (required without --batch)')
     .option('--agent <name>', 'the agent making the call (required without --batch)')
     .option('--settings <json>', 'the agent\'s settings, e.g. \'{"database":"agent"}\' (default: database off, no tools)')
+    .option('--call-id <id>', 'your own id for the call: sent again, the same call answers the first one\'s outcome; another call under it IDEMPOTENCY_CONFLICT')
     .option('--no-wait', 'answer once the call ran or was parked for a person, or say it is queued')
     .option('--timeout <seconds>', 'how long a worker may take to pick the call up', seconds, 30)
     .option('--batch <file>', 'read calls from FILE (or - for stdin), one JSON object per line')
@@ -77,7 +78,7 @@ export function buildProgram(version: string, dispatch: Dispatch): Command {
 Examples:
   agentdb call --workspace acme --agent scout --settings '{"database":"agent"}' \\
     DATA_WRITE_SQL '{"sql":"CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT UNIQUE)"}'
-  agentdb call --batch calls.jsonl   # {"workspace","agent","settings","tool","arguments"} per line
+  agentdb call --batch calls.jsonl   # {"workspace","agent","settings","tool","arguments","callId"?} per line
 
 Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for a person),
 1 when one failed, 2 for a bad command line (nothing was called).`,

@@ -38,6 +38,20 @@ export function digestOf(value: unknown): string {
 }
 
 /**
+ * What a call is, for its call id: the tool, its arguments as the caller sent them (canonical
+ * JSON, so key order does not matter), the caller's settings and the database the call
+ * reaches. The call key says who calls; this says what they asked. The database is in it because
+ * the same arguments reach another database under other settings, and a call's job sits on its
+ * database's shard queue: the same id sent with another scope went to another queue, where no
+ * earlier job of that id existed, and ran as a second call (issue 25). The client stores the
+ * fingerprint with the call key (see `AgentDbClient`) before it enqueues anything, so the check
+ * holds whichever shard each call would reach.
+ */
+export function callFingerprint(call: Pick<CallJobData, 'tool' | 'arguments' | 'settings'> & { database: string }): string {
+  return digestOf({ tool: call.tool, arguments: call.arguments ?? {}, settings: call.settings, database: call.database });
+}
+
+/**
  * What differs between two calls sent under the same key, as field paths a caller can act on
  * (`tool`, `arguments.sql`, `settings.approval`); empty when they are the same call. A call id
  * is an idempotency key: the same payload answers the first call's outcome, another is refused.

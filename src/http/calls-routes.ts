@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
+import { ERRORS } from '../errors.ts';
 import type { CallAnswer } from '../queue/client.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
@@ -35,7 +36,8 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  *   stands: `queued`, `running` or `awaiting_approval` (202).
  * - `GET /v1/calls/:id` → the key's own call (`?wait=true` long-polls up to the bound); another
  *   caller's call id answers NOT_FOUND like an unknown one.
- * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error.
+ * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error,
+ * and a call id already used for another call (IDEMPOTENCY_CONFLICT, 409, with the envelope).
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsync {
   return async (app) => {
@@ -63,6 +65,9 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsync {
 function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   if ('status' in answer) return reply.code(202).send(answer);
   if (!answer.ok && answer.error.code === 'NOT_FOUND' && answer.tool === '') return reply.code(404).send(answer);
+  // Not the tool refusing: the request's call id names another call, as an Idempotency-Key reused
+  // with another body does elsewhere (409, the registry's status).
+  if (!answer.ok && answer.error.code === 'IDEMPOTENCY_CONFLICT') return reply.code(ERRORS.IDEMPOTENCY_CONFLICT.status).send(answer);
   return reply.code(200).send(answer);
 }
 

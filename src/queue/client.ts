@@ -5,7 +5,7 @@ import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../con
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
 import { approvalIdFor } from '../approvals/approval.ts';
-import { callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
+import { callFingerprint, callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
 import { MemberRegistry } from '../approvals/members.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { connectRedis, redisAnswers } from './connection.ts';
@@ -26,6 +26,11 @@ export interface AgentDbClientOptions {
   shardCount?: number;
   /** How long finished calls keep their result in Redis, in seconds (default 7 days). */
   resultTtlS?: number;
+  /**
+   * How long a parked call may wait for a person (`APPROVAL_TTL_MS`, default 24 h): with
+   * `resultTtlS`, how long a caller's own call id stays taken (see `claimCallId`).
+   */
+  approvalTtlMs?: number;
   /**
    * The most a call's arguments may take as JSON (`MAX_CALL_BYTES`, default 1 MB); a larger
    * call answers CALL_TOO_LARGE and nothing is enqueued. Workers check it again.
@@ -66,6 +71,7 @@ export class AgentDbClient {
   private readonly keys: Keys;
   private readonly shardCount: number;
   private readonly resultTtlS: number;
+  private readonly approvalTtlMs: number;
   private readonly maxCallBytes: number;
   private readonly redis: Redis;
   private readonly redisUrl: string;
@@ -83,6 +89,7 @@ export class AgentDbClient {
     this.keys = keysFor(opts.prefix ?? 'agentdb');
     this.shardCount = opts.shardCount ?? 16;
     this.resultTtlS = opts.resultTtlS ?? 7 * 24 * 3600;
+    this.approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
     this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
     // Every shard queue shares this one connection, each adding its own listeners.
@@ -125,6 +132,10 @@ export class AgentDbClient {
       enqueuedAt: Date.now(),
     };
     const key = callKeyOf(data);
+    if (input.callId !== undefined) {
+      const conflict = await this.claimCallId(key, { shard, database: planned.plan.databaseId, data });
+      if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
+    }
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
@@ -267,6 +278,50 @@ export class AgentDbClient {
     }
   }
 
+  /**
+   * Takes a caller's own call id for this call, or says why it is another call's: what differs
+   * from the call the id was first used for. The id's first call is recorded with its call key
+   * (shard, database, {@link callFingerprint}) before anything is enqueued, and set only if
+   * absent, so of two different calls sent at once under one id exactly one is taken. A job is
+   * deduplicated by BullMQ only within its own shard's queue: without this record the same id
+   * with another scope (another database, so another shard) ran as a second call. The same call
+   * again finds its own fingerprint and goes on to answer the first call's outcome.
+   */
+  private async claimCallId(key: string, mine: { shard: number; database: string; data: CallJobData }): Promise<string | undefined> {
+    const fingerprint = callFingerprint({ ...mine.data, database: mine.database });
+    const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint };
+    const at = this.keys.callIdClaim(key);
+    // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7): the second round
+    // trip is paid only by a call id sent again. A claim gone in between (expired) is taken anew.
+    for (let tries = 0; tries < 2; tries++) {
+      if ((await this.redis.set(at, JSON.stringify(claim), 'EX', this.claimTtlS(), 'NX')) === 'OK') return undefined;
+      const held = parseClaim(await this.redis.get(at));
+      if (!held) continue;
+      if (held.fingerprint === fingerprint) return undefined;
+      const differs: string[] = [];
+      if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
+      const earlier = held.shard < this.shardCount ? await Job.fromId<CallJobData, Envelope>(this.queue(held.shard), key) : undefined;
+      if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
+      const callId = JSON.stringify(mine.data.callId);
+      // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
+      // has no outcome left to point at.
+      const first = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
+      return differs.length
+        ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
+        : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
+    }
+    return undefined;
+  }
+
+  /**
+   * How long a call id's record lives: as long as its job can (a day to be taken, the approval
+   * wait, then the kept result), so it does not expire while the job still answers for the id,
+   * nor hold Redis bytes for long after (one ~200-byte key per call with its caller's own id).
+   */
+  private claimTtlS(): number {
+    return this.resultTtlS + Math.ceil(this.approvalTtlMs / 1000) + 24 * 3600;
+  }
+
   private jobOptions(key: string): JobsOptions {
     return {
       jobId: key,
@@ -303,8 +358,15 @@ export class AgentDbClient {
   }
 
   private async findJob(key: string): Promise<{ job: Job<CallJobData, Envelope>; queue: Queue } | undefined> {
-    // The call's key does not name its shard (its database does); a lookup by id is rare
-    // enough to ask every queue.
+    // A caller's own call id records the shard of the call it was first used for.
+    const claimed = parseClaim(await this.redis.get(this.keys.callIdClaim(key)));
+    if (claimed && claimed.shard < this.shardCount) {
+      const queue = this.queue(claimed.shard);
+      const job = await Job.fromId<CallJobData, Envelope>(queue, key);
+      if (job) return { job, queue };
+    }
+    // Otherwise (a generated id, a call made before ids were recorded) the call's key does not
+    // name its shard (its database does); a lookup by id is rare enough to ask every queue.
     for (let shard = 0; shard < this.shardCount; shard++) {
       const queue = this.queue(shard);
       const job = await Job.fromId<CallJobData, Envelope>(queue, key);
@@ -384,6 +446,23 @@ export class AgentDbClient {
 }
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
+
+/** What a caller's call id was first used for (see `claimCallId`). */
+interface CallIdClaim {
+  shard: number;
+  database: string;
+  fingerprint: string;
+}
+
+function parseClaim(text: string | null): CallIdClaim | undefined {
+  if (text === null) return undefined;
+  try {
+    const c = JSON.parse(text) as Partial<CallIdClaim>;
+    return typeof c.shard === 'number' && typeof c.database === 'string' && typeof c.fingerprint === 'string' ? (c as CallIdClaim) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function isReady(redis: Redis): boolean {
   return redis.status === 'ready';

@@ -44,6 +44,11 @@ export interface Keys {
   webSession(idHash: string): string;
   /** A workspace's offloaded results held in the blob store: `<id>:<bytes>`, scored by expiry (ms). */
   offloaded(workspace: string): string;
+  /**
+   * What a caller's own call id was first used for (JSON: shard, database, fingerprint), by call
+   * key. No hash tag: one small key per call, spread over a cluster like the calls themselves.
+   */
+  callIdClaim(callKey: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -70,5 +75,6 @@ export function keysFor(prefix: string): Keys {
     executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
+    callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
   };
 }

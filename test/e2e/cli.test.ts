@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseId, shardOf } from '../../src/store/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';
 
@@ -84,6 +85,29 @@ describe('agentdb call', () => {
     );
     expect(nobody.code).toBe(1);
     expect(lines(nobody.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NO_WORKER' } });
+  });
+
+  it('--call-id: the same id with another scope exits 1 with IDEMPOTENCY_CONFLICT and runs nothing, and the id keeps answering the first call', async () => {
+    // A workspace whose shared database sits on another shard than its agent's (issue 25).
+    const ws = ['cw0', 'cw1', 'cw2', 'cw3', 'cw4', 'cw5', 'cw6', 'cw7'].find((w) => shardOf(databaseId(w), 4) !== shardOf(databaseId(w, 'idem'), 4))!;
+    const as = ['--workspace', ws, '--agent', 'idem', '--settings', '{"database":"workspace","sharedData":true}'];
+    expect((await runCli(['call', ...as, 'DATA_WRITE_SQL', '{"sql":"CREATE TABLE s (v)","scope":"workspace"}'], sb.env)).code).toBe(0);
+    const first = await runCli(['call', ...as, '--call-id', 'c2', 'DATA_WRITE_SQL', '{"sql":"INSERT INTO s VALUES (1)","scope":"workspace"}'], sb.env);
+    expect(first.code).toBe(0);
+    expect(lines(first.stdout)[0]).toMatchObject({ ok: true, callId: 'c2', result: { changes: 1 } });
+    const probe = await runCli(['call', ...as, '--call-id', 'c2', 'DATA_WRITE_SQL', '{"sql":"CREATE TABLE idem_probe (x)"}'], sb.env);
+    expect(probe.code).toBe(1);
+    expect(lines(probe.stdout)[0]).toMatchObject({ ok: false, callId: 'c2', error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    const result = await runCli(['result', 'c2', '--workspace', ws, '--agent', 'idem'], sb.env);
+    expect(lines(result.stdout)[0]).toEqual(lines(first.stdout)[0]);
+    const caller = { workspace: ws, agent: 'idem', settings: { database: 'workspace', sharedData: true } };
+    const reads = [
+      { ...caller, tool: 'DATA_DESCRIBE_SCHEMA', arguments: {} },
+      { ...caller, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM s', scope: 'workspace' } },
+    ];
+    const [own, count] = lines((await runCli(['call', '--batch', '-'], sb.env, reads.map((r) => JSON.stringify(r)).join('\n'))).stdout);
+    expect(own.result.tables.map((t: { name: string }) => t.name)).not.toContain('idem_probe');
+    expect(count).toMatchObject({ ok: true, result: { rows: [[1]] } });
   });
 });
 
