@@ -73,7 +73,9 @@ function inFile(target: DbTarget, k: string, key: string): { rows: number; recor
  * Holds a read snapshot of `target` from this process until `release()`: the checkpoint a
  * child runs after a commit, before answering, waits for it (up to the 5 s busy timeout).
  */
-function heldSnapshot(target: DbTarget): () => void {
+async function heldSnapshot(target: DbTarget): Promise<() => void> {
+  // Open in the child first: its capture on opening checkpoints too, and would wait as well.
+  expect(code(await read(target, 'SELECT count(*) FROM t'))).toBe('ok');
   const conn = new Database(target.path, { readonly: true });
   held.push(conn);
   conn.exec('BEGIN');
@@ -91,7 +93,7 @@ describe('an executor child that dies', () => {
 
   it('answers a write killed from outside after it committed with what it committed, and its key replays it', async () => {
     const w = { sql: "INSERT INTO t VALUES ('killed-after-commit', 1)", key: 'w1' };
-    const release = heldSnapshot(a);
+    const release = await heldSnapshot(a);
     const written = write(a, w.sql, w.key);
     // Committed, and held in the checkpoint before its answer: killed there.
     await expect.poll(() => inFile(a, 'killed-after-commit', w.key), { interval: 5, timeout: 10_000 }).toEqual({ rows: 1, recorded: true });
@@ -107,7 +109,7 @@ describe('an executor child that dies', () => {
   });
 
   it('answers a write whose deadline passed after it committed with what it committed', async () => {
-    const release = heldSnapshot(a);
+    const release = await heldSnapshot(a);
     const pid = pool.pids[0];
     const written = write(a, "INSERT INTO t VALUES ('deadline-after-commit', 1)", 'w2', 500);
     // Let go once its child was killed at the deadline, or the next child's checkpoint waits too.
