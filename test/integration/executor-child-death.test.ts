@@ -132,6 +132,32 @@ describe('an executor child that dies', () => {
     expect(inFile(a, 'killed-mid-write', 'w3')).toEqual({ rows: 0, recorded: false });
   });
 
+  it('answers neither success nor failure when the record cannot be read, so the call is run again', async () => {
+    const release = await heldSnapshot(a);
+    const written = write(a, "INSERT INTO t VALUES ('record-unread', 1)", 'w4');
+    await expect.poll(() => inFile(a, 'record-unread', 'w4').rows, { interval: 5, timeout: 10_000 }).toBe(1);
+    let answered: ExecOutcome | undefined;
+    void written.then((o) => (answered = o));
+    // The write's child, then every child sent to read its record (each held, opening the file,
+    // by the same checkpoint), is killed.
+    let kills = 0;
+    for (let last: number | undefined; answered === undefined && kills < 8; kills++) {
+      await expect.poll(() => answered !== undefined || (pool.status().children[0]?.state === 'running' && pool.pids[0] !== last), { interval: 5, timeout: 10_000 }).toBe(true);
+      if (answered) break;
+      last = pool.pids[0]!;
+      // Killed once it is in the statement (it burns no CPU waiting on the lock: a moment, then).
+      await new Promise((r) => setTimeout(r, 50));
+      process.kill(last, 'SIGKILL');
+      await expect.poll(() => answered !== undefined || pool.pids[0] !== last, { interval: 5, timeout: 10_000 }).toBe(true);
+    }
+    release();
+    expect(await written).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE', detail: expect.stringMatching(/whether it committed could not be read/) }, unsettled: true });
+    expect(kills).toBeGreaterThanOrEqual(4);
+    // It had committed: a failure would have been a lie. Run again, its record answers.
+    expect(await write(a, "INSERT INTO t VALUES ('record-unread', 1)", 'w4')).toMatchObject({ ok: true, replayed: true, result: { changes: 1 } });
+    expect(inFile(a, 'record-unread', 'w4')).toEqual({ rows: 1, recorded: true });
+  });
+
   it('runs the next statement on a fresh child when its child was killed while idle', async () => {
     // The statement goes out in the same turn as the kill, before the worker hears of the death:
     // four times, killed before and after the statement is handed to the pool.
