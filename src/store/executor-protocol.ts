@@ -130,7 +130,9 @@ export type ChildMessage =
   /**
    * The child has read every request up to `upTo` and starts on them. Sent before it runs any:
    * when a child dies, what it never read ran nowhere and goes to another child, uncharged (a
-   * child killed while idle failed the next, innocent statement sent to it).
+   * child killed while idle failed the next, innocent statement sent to it). One per message, not
+   * per request: on a lone statement's round trip it cost the worker 2–10 µs of CPU (an echo
+   * child, 20,000 round trips, on a loaded 2-core host), on a pipelined batch next to nothing.
    */
   | { type: 'took'; upTo: number }
   | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
