@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
+import { Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callKey } from '../../src/contracts/call-identity.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
 import type { AgentDbClient } from '../../src/queue/client.ts';
 import type { ShardWorkerPool } from '../../src/queue/shard-worker-pool.ts';
+import { keysFor } from '../../src/queue/keys.ts';
 import { databasePath, shardOf } from '../../src/store/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
@@ -24,15 +26,23 @@ let sb: Sandbox;
 let worker: ShardWorkerPool;
 let client: AgentDbClient;
 let file: string;
+let queue: Queue;
 
 beforeAll(async () => {
-  // One child (and its spare): the one a kill hits is the one running the write.
-  sb = sandbox({ EXECUTOR_POOL_SIZE: '1' });
+  // One child (and its spare): the one a kill hits is the one running the write. A checkpoint
+  // after every commit, before its answer leaves, widens the moment just after a commit.
+  sb = sandbox({ EXECUTOR_POOL_SIZE: '1', HISTORY_CHECKPOINT_BYTES: '4096' });
   worker = await sb.pool();
   client = sb.client();
-  file = databasePath(sb.dataDir, who.workspace, who.agent, shardOf(`${who.workspace}/${who.agent}`, sb.config.shardCount));
+  const shard = shardOf(`${who.workspace}/${who.agent}`, sb.config.shardCount);
+  file = databasePath(sb.dataDir, who.workspace, who.agent, shard);
+  const keys = keysFor(sb.config.prefix);
+  queue = new Queue(keys.queueName(shard), { connection: { url: sb.config.redisUrl }, prefix: keys.bullPrefix });
 });
-afterAll(() => sb.cleanup());
+afterAll(async () => {
+  await queue.close();
+  await sb.cleanup();
+});
 
 const call = async (input: Partial<CallInput> & Pick<CallInput, 'tool' | 'arguments'>) => (await client.call({ ...who, ...input })) as Envelope;
 
@@ -107,5 +117,33 @@ describe('executor children killed around commits', () => {
     outside.close();
     expect(new Map(byCall.map((r) => [r.call, r.n]))).toEqual(acknowledged);
     expect(seen.ok + seen.failed).toBe(ROUNDS);
+  });
+  it('runs a write again when its record cannot be read after its child died, and answers what it committed', async () => {
+    // Held open here, the snapshot makes every child that opens the file (to read the record)
+    // wait in its checkpoint, where it is killed: the worker cannot tell, and fails the attempt.
+    expect(await call({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (call TEXT, n INTEGER)' } })).toMatchObject({ ok: true });
+    const snapshot = new Database(file, { readonly: true });
+    snapshot.exec('BEGIN');
+    snapshot.prepare('SELECT count(*) FROM t').get();
+    const input = { callId: 'unsettled', tool: 'DATA_WRITE_SQL', arguments: { sql: INSERT, params: [1, 'unsettled'] } };
+    const pending = call(input);
+    await expect.poll(() => inFile('unsettled').rows, { interval: 5, timeout: 10_000 }).toBe(1);
+    const job = () => Job.fromId(queue, callKey(who.workspace, who.agent, 'unsettled'));
+    let last: number | undefined;
+    for (let kills = 0; !(await job())?.failedReason; kills++) {
+      expect(kills, 'kills before the attempt failed').toBeLessThan(12);
+      await expect.poll(() => worker.executorPids[0] ?? last, { interval: 5, timeout: 10_000 }).not.toBe(last);
+      last = worker.executorPids[0]!;
+      // A moment to read what it was sent (a child killed before that passes it on unread).
+      await new Promise((r) => setTimeout(r, 50));
+      process.kill(last, 'SIGKILL');
+    }
+    snapshot.exec('COMMIT');
+    snapshot.close();
+    const answer = await pending;
+    expect(answer).toMatchObject({ ok: true, result: { changes: 1 } });
+    expect(inFile('unsettled')).toEqual({ rows: 1, recorded: true });
+    expect((await job())?.attemptsStarted, 'attempts').toBeGreaterThanOrEqual(2);
+    expect(await call(input)).toEqual(answer);
   });
 });
