@@ -1,4 +1,4 @@
-import { codeOf } from '../errors.ts';
+import { AgentDbError, codeOf } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
@@ -92,6 +92,8 @@ export async function runCall(
   if (gate.kind === 'approval' && !approved) return { park: plan, request };
 
   const outcome = await deps.executor.run(request);
+  // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
+  if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
   const credits = CREDITS[plan.tool];
   let result = outcome.result as Record<string, unknown>;

@@ -42,6 +42,9 @@ function main(): void {
   // worker times each statement from the answer before it, so its deadlines stay accurate to
   // a few milliseconds while a busy child answers in few messages.
   process.on('message', (message: ChildRequest[]) => {
+    // Written to the channel now, before anything runs: a child killed from here on has the
+    // worker hold it to what it read (see ExecutorProcess.onDeath).
+    if (message.length) send({ type: 'took', upTo: message[message.length - 1]!.id } satisfies ChildMessage);
     let done: Outcome[] = [];
     let since = performance.now();
     for (const { id, req, reopen } of message) {

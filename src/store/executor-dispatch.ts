@@ -5,6 +5,7 @@ import type { HandleCache } from './handle-cache.ts';
 import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError, write } from './sqlite-ops.ts';
 import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
+import { committedCall, effectDigest } from './sqlite-calls.ts';
 import { jsonBytes, resultBudget } from './result-budget.ts';
 import { browsePage, csvChunk } from './sqlite-browse.ts';
 import { ResultSpill, spillDir } from './result-spill.ts';
@@ -68,6 +69,11 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         const { replayed, ...result } = drop(db, req.table, req.callKey, req.expect);
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
+      }
+      case 'recorded': {
+        // Opening the handle also copies into history the frames the dead child committed.
+        const db = handles.open(req.db, 'read');
+        return { ok: true, result: committedCall(db, { key: req.callKey, digest: effectDigest(req.effect) }) };
       }
       case 'restore':
         return { ok: true, result: restoreInPlace(handles, needHistory(history), opts.dataDir, req) };

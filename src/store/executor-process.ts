@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { ErrorCode } from '../errors.ts';
-import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest, RecordedOutcome } from './executor-protocol.ts';
+import type { RecordedEffect } from './sqlite-calls.ts';
 import { endExecutorChild, startExecutorChild } from './executor-spawn.ts';
 import type { ExecutorProcessOptions } from './executor-options.ts';
 import { HandleMirror } from './handle-mirror.ts';
@@ -11,6 +12,9 @@ export interface Queued {
   req: ExecRequest;
   resolve: (outcome: ExecOutcome) => void;
 }
+
+/** A request reading the record of a write whose child died; `attempt` counts lookups sent. */
+type Lookup = Queued & { attempt?: number };
 
 /** What a child tells its pool. */
 export interface ProcessHooks {
@@ -26,10 +30,17 @@ export interface ProcessHooks {
 export const MAX_PIPELINE = 64;
 /** A child that cannot start (or dies at once) is tried again after this, not in a loop. */
 const RESPAWN_BACKOFF_MS = 1000;
+/**
+ * Children a record lookup may see die before the write it asks about answers "unknown": the
+ * lookup is one primary-key read, so only something killing children from outside gets here.
+ */
+const LOOKUP_ATTEMPTS = 3;
 
 let serial = 0;
 
-const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, error: { code, detail } });
+type Failure = Extract<ExecOutcome, { ok: false }>;
+
+const failure = (code: ErrorCode, detail: string): Failure => ({ ok: false, error: { code, detail } });
 
 /**
  * One place in a worker's executor pool, and the child process that fills it: it writes
@@ -41,6 +52,13 @@ const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, 
  * child. WAL makes the kill safe. A child that dies on its own mid-statement (out of memory)
  * answers RESOURCE_LIMIT, which is not retried into another crash. Either way the pool's spare
  * takes its place at once (or a new child is started), and nothing else in the worker stops.
+ *
+ * A write or drop whose child died (or was killed at its deadline) before answering may still
+ * have committed: it is answered by its exactly-once record, read on another child, not by the
+ * failure (a tester's SIGKILL a few ms after a 20,000-row insert committed answered
+ * RESOURCE_LIMIT, and the caller could never learn the rows were there). A request the child
+ * never read (it says what it took, see `took`) did not run: it goes to another child, as if
+ * nothing had happened to it.
  */
 export class ExecutorProcess {
   /** Unique per child started (in this process): tells a pool whether a handle may be stale. */
@@ -54,6 +72,8 @@ export class ExecutorProcess {
   private checking = false;
   private retry?: NodeJS.Timeout;
   private nextId = 1;
+  /** The last request id the child said it read; later ones never reached it. */
+  private took = 0;
   private spawnedAt = 0;
   private starting?: Promise<void>;
   private stopping = false;
@@ -164,7 +184,12 @@ export class ExecutorProcess {
   }
 
   private onOutcomes(child: ChildProcess, message: ChildMessage): void {
-    if (message.type !== 'outcomes' || child !== this.child) return;
+    if (child !== this.child) return;
+    if (message.type === 'took') {
+      this.took = message.upTo;
+      return;
+    }
+    if (message.type !== 'outcomes') return;
     for (const { id, outcome, cpuUs } of message.outcomes) {
       const head = this.sent[0];
       if (!head || head.id !== id) continue;
@@ -223,25 +248,67 @@ export class ExecutorProcess {
     );
     const behind = this.sent.splice(0).map((s) => s.item);
     this.replace(child, 'statement timeout');
-    head.item.resolve(failure('STATEMENT_TIMEOUT', `its limit is ${ms} ms`));
-    this.handBack(behind);
+    // A write may have committed at its very deadline, its answer not yet written.
+    const lookup = this.answerAfterDeath(head.item, failure('STATEMENT_TIMEOUT', `its limit is ${ms} ms`));
+    this.handBack(lookup ? [lookup, ...behind] : behind);
   }
 
-  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+  /**
+   * The child is gone, and (this runs on 'close', after its channel's last message) every `took`
+   * it wrote has been read: the head ran only if the child took it.
+   */
+  private onDeath(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (child !== this.child) return;
-    const [head, ...behind] = this.sent.splice(0);
+    const sent = this.sent.splice(0);
+    const head = sent[0] && sent[0].id <= this.took ? sent.shift() : undefined;
+    let lookup: Queued | undefined;
     if (head) {
       this.spentMs += Date.now() - this.headSince;
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
       this.opts.logger?.error({ ...about(head.item.req), child: this.index, childPid: child.pid, code, signal }, 'executor child died during a statement');
-      head.item.resolve(
-        failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`),
-      );
-    } else this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal }, 'executor child exited');
+      const died = failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`);
+      lookup = this.answerAfterDeath(head.item, died);
+    } else this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: sent.length }, 'executor child exited');
     // One that dies while idle, soon after it started, is not replaced in a loop.
     this.replace(child, 'it died', !head && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
-    this.handBack(behind.map((s) => s.item));
+    const behind = sent.map((s) => s.item);
+    this.handBack(lookup ? [lookup, ...behind] : behind);
+  }
+
+  /**
+   * Answers `item`, whose child died under it, with `failure`, unless it is a write or drop:
+   * then returns the request that reads its record on another child (first in its line), and
+   * the record answers it. A lookup whose own child dies is sent again, a few times.
+   */
+  private answerAfterDeath(item: Queued, died: Failure): Queued | undefined {
+    const req = item.req;
+    if (req.op === 'recorded') {
+      const attempt = (item as Lookup).attempt ?? 1;
+      if (attempt < LOOKUP_ATTEMPTS) return { ...item, attempt: attempt + 1 } as Lookup;
+      item.resolve(died);
+      return undefined;
+    }
+    if (req.op !== 'write' && req.op !== 'drop') {
+      item.resolve(died);
+      return undefined;
+    }
+    const effect: RecordedEffect = req.op === 'write' ? ['write', req.sql, req.params] : ['drop', req.table];
+    const lookup: Lookup = {
+      req: { op: 'recorded', db: req.db, callKey: req.callKey, effect, ...(req.callId ? { callId: req.callId } : {}) },
+      resolve: (outcome) => {
+        if (!outcome.ok) {
+          // The record answered for the key (it ran another statement), or could not be read.
+          if (outcome.error.code === 'IDEMPOTENCY_CONFLICT') return item.resolve(outcome);
+          const why = `the database process died during the ${req.op} (${died.error.code}) and whether it committed could not be read: ${outcome.error.detail}`;
+          return item.resolve({ ...failure('UNAVAILABLE', why), unsettled: true });
+        }
+        const recorded = outcome.result as RecordedOutcome;
+        this.opts.logger?.warn({ ...about(req), child: this.index, committed: recorded.committed }, 'read the record of a write whose child died');
+        item.resolve(recorded.committed ? { ok: true, result: recorded.result } : died);
+      },
+    };
+    return lookup;
   }
 
   /** Stops using `child` (killing it if it lives) and starts the next one, at once or after the backoff. */
@@ -309,7 +376,9 @@ export class ExecutorProcess {
     child.on('message', (message: ChildMessage) => this.onOutcomes(child, message));
     // Channel errors; the worker must never crash on them, and an exit follows.
     child.on('error', (err) => this.opts.logger?.warn({ child: this.index, childPid: child.pid, err: err.message }, 'executor child error'));
-    child.on('exit', (code, signal) => this.onExit(child, code, signal));
+    // 'close', not 'exit': it comes after the channel's last message, so a `took` written just
+    // before the child died is read first.
+    child.on('close', (code, signal) => this.onDeath(child, code, signal));
     if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
     this.replacedPid = undefined;
     if (notify) this.hooks.progress(this);

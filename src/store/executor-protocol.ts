@@ -4,6 +4,7 @@ import type { ErrorCode } from '../errors.ts';
 import type { PlanLimits } from './plan-limits.ts';
 import type { AuditEntry } from './sqlite-audit.ts';
 import type { Param } from './sqlite-values.ts';
+import type { RecordedEffect } from './sqlite-calls.ts';
 
 export type { Param };
 
@@ -64,6 +65,11 @@ export type ExecRequest = (
   | { op: 'capture'; db: DbTarget }
   /** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
   | { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
+  /**
+   * What became of a write or drop whose child died before answering it: its exactly-once
+   * record, read on another child, says whether it committed (see `sqlite-calls.ts`).
+   */
+  | { op: 'recorded'; db: DbTarget; callKey: string; effect: RecordedEffect }
   /** Close every handle of these shards (their lease was lost). */
   | { op: 'evict'; shards: number[] }
   /**
@@ -80,11 +86,26 @@ export type ExecRequest = (
 };
 
 /**
+ * What the `recorded` op answers: the call's result when its transaction committed. Absent, it
+ * did not: the record is written in the same transaction as the effect.
+ */
+export interface RecordedOutcome {
+  committed: boolean;
+  result?: unknown;
+}
+
+/**
  * How a request ended. Agent errors are results, not exceptions: `ok: false` carries a registry
  * code and SQLite's or the guard's detail. `replayed` marks a write or drop whose call id had
  * already run: the result is the recorded one, and nothing ran again.
  */
-export type ExecOutcome = { ok: true; result: unknown; replayed?: boolean } | { ok: false; error: { code: ErrorCode; detail: string } };
+export type ExecOutcome =
+  | { ok: true; result: unknown; replayed?: boolean }
+  /**
+   * `unsettled`: a write or drop whose child died, and whether it committed could not be read;
+   * the failure is not its answer, and the call is to be run again (its record replays it).
+   */
+  | { ok: false; error: { code: ErrorCode; detail: string }; unsettled?: true };
 
 /**
  * Parent → child (several to a message): a request and the number its answer will carry.
@@ -104,7 +125,17 @@ export interface ChildRequest {
  * system) the child spent on it — what the pool charges a workspace, since wall time on a busy
  * host counts the time the child waited for a core.
  */
-export type ChildMessage = { type: 'ready' } | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
+export type ChildMessage =
+  | { type: 'ready' }
+  /**
+   * The child has read every request up to `upTo` and starts on them. Sent before it runs any:
+   * when a child dies, what it never read ran nowhere and goes to another child, uncharged (a
+   * child killed while idle failed the next, innocent statement sent to it). One per message, not
+   * per request: on a lone statement's round trip it cost the worker 2–10 µs of CPU (an echo
+   * child, 20,000 round trips, on a loaded 2-core host), on a pipelined batch next to nothing.
+   */
+  | { type: 'took'; upTo: number }
+  | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
 
 /** What the child is started with, as one JSON argument. */
 export interface ChildOptions {

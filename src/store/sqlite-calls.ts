@@ -2,6 +2,8 @@ import type { Database } from 'better-sqlite3';
 import { digestOf } from '../contracts/call-identity.ts';
 import { AgentDbError } from '../errors.ts';
 import { trusted } from './sqlite-trusted.ts';
+import type { Param } from './sqlite-values.ts';
+import type { RecordedOutcome } from './executor-protocol.ts';
 
 /**
  * The internal table that makes writes exactly-once: a write records its call id and result in
@@ -44,9 +46,25 @@ export interface RecordedCall {
   digest: string;
 }
 
-/** The digest a write or drop is recorded under: the same key with other SQL is another call. */
-export function effectDigest(effect: unknown): string {
+/** What a write or drop runs, as its record's digest covers it: the same key with other SQL is another call. */
+export type RecordedEffect = ['write', string, readonly Param[]] | ['drop', string];
+
+/** The digest a write or drop is recorded under. */
+export function effectDigest(effect: RecordedEffect): string {
   return digestOf(effect);
+}
+
+/**
+ * Whether `call` committed, read from its record by any connection after the one that ran it
+ * died before answering (the record commits with the effect, or not at all). A database never
+ * written, or written before any call, has no record.
+ * @throws AgentDbError IDEMPOTENCY_CONFLICT when the key ran something else.
+ */
+export function committedCall(db: Database, call: RecordedCall): RecordedOutcome {
+  const table = trusted(db, `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '${CALLS_TABLE}'`).get();
+  if (table === undefined) return { committed: false };
+  const result = recordedResult(db, call);
+  return result === undefined ? { committed: false } : { committed: true, result };
 }
 
 /**

@@ -54,6 +54,13 @@ function code(outcome: ExecOutcome): string {
   return outcome.ok ? 'ok' : outcome.error.code;
 }
 
+/** CPU time a process has used, in clock ticks (user + system, from /proc). */
+function cpuTicks(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -93,6 +100,10 @@ describe('an executor child', () => {
     const pid = executor.pids[0]!;
     const pending = read(executor, target, FOREVER);
     const next = read(executor, target, 'SELECT 1 AS one');
+    // Killed once it burns CPU on the statement: killed before it read it, the statement would
+    // rightly run on the next child instead (see executor-child-death.test.ts).
+    const before = cpuTicks(pid);
+    await expect.poll(() => cpuTicks(pid) - before, { interval: 5, timeout: 10_000 }).toBeGreaterThanOrEqual(5);
     process.kill(pid, 'SIGKILL');
     const outcome = await pending;
     expect(outcome).toEqual({
