@@ -373,13 +373,23 @@ function recordCopied(st: State, seg: Segment, copied: Copied, report: CaptureRe
   if (copied.lines.length > 0) {
     let lines = '';
     for (const c of copied.lines) lines += commitLine(c);
-    const idx = segmentFds(seg).index;
-    const wrote = fs.writeSync(idx, lines);
+    const { index: idx, data } = segmentFds(seg);
+    let wrote: number;
+    try {
+      wrote = fs.writeSync(idx, lines);
+    } catch (err) {
+      // The frames just copied are no part of the segment without their lines: cut them too.
+      fs.ftruncateSync(data, frameOffset(seg.header.pageSize, seg.frames + 1));
+      closeSegment(seg);
+      throw err;
+    }
     // A full disk can take part of the lines: cut them off and fail this capture (nothing is
     // checkpointed; the next one copies the frames again). The lines are ASCII: length is bytes.
     if (wrote !== lines.length) {
       fs.ftruncateSync(idx, fs.fstatSync(idx).size - wrote);
-      throw new Error(`history index of ${dbPath}: only ${wrote} of ${lines.length} bytes written (disk full?)`);
+      fs.ftruncateSync(data, frameOffset(seg.header.pageSize, seg.frames + 1));
+      closeSegment(seg);
+      throw Object.assign(new Error(`history index of ${dbPath}: only ${wrote} of ${lines.length} bytes written (disk full?)`), { code: 'ENOSPC' });
     }
     idxGrew = lines.length;
     if (st.bytes !== undefined) st.bytes += idxGrew + copied.bytes;
@@ -469,7 +479,7 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
       }
       if (valid > 0) {
         out ??= segmentFds(seg).data;
-        fs.writeSync(out, buf, 0, valid * fb, pos);
+        writeAll(out, buf, valid * fb, pos);
       }
       if (valid < want) break;
       pos += got;
@@ -477,11 +487,29 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
     // Keep only up to the last commit frame: frames of a transaction still open are not history.
     if (out !== undefined && committedFrames < frames) fs.ftruncateSync(out, start + committedFrames * fb);
   } catch (err) {
+    // A write that failed part-way (a full disk) leaves the segment as it was: cut back to the
+    // last frame it held, or a torn frame would sit inside the segment, failing its checksum at
+    // every restore past it, once a later copy appended behind it (issue 25). Cutting frees
+    // space; it needs none.
+    if (out !== undefined) fs.ftruncateSync(out, start);
     // The segment's state is unknown after a failed write: the next capture opens it afresh.
     closeSegment(seg);
     throw err;
   }
   return { lines, bytes: committedFrames * fb, uncommitted: frames > committedFrames };
+}
+
+/**
+ * Writes `bytes` of `buf` at `pos`, all of them or an error: `fs.writeSync` returns what one
+ * write(2) took, which on a nearly full disk is less than asked, silently.
+ */
+function writeAll(fd: number, buf: Buffer, bytes: number, pos: number): void {
+  let done = 0;
+  while (done < bytes) {
+    const n = fs.writeSync(fd, buf, done, bytes - done, pos + done);
+    if (n <= 0) throw Object.assign(new Error(`history segment: wrote ${done} of ${bytes} bytes (disk full?)`), { code: 'ENOSPC' });
+    done += n;
+  }
 }
 
 /**
