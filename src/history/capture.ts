@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
-import { noteAnswered, readAnswered, type Answered } from './answered.ts';
+import { noteAnswered, readAllAnswered, readAnswered, type Answered } from './answered.ts';
 import { beginCapture, closeWal, committedSince, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
@@ -61,6 +61,26 @@ export interface LockedCapture {
   quiet: boolean;
   /** The record {@link noteAnswered} wrote over, when another connection committed since. */
   prior?: Answered;
+  /** The record {@link noteAnswered} wrote for this commit: kept should the copy fail (see {@link lateAnswers}). */
+  noted?: Answered;
+}
+
+/**
+ * Commits answered whose copy failed (a full disk), by database path, oldest first: when a later
+ * copy finds their frames, they take the times they were answered at, not that copy's. Stamped
+ * with the later time, a restore to a moment in between left out writes already answered
+ * (issue 25). The answered record on disk keeps only the last; this process keeps each, up to
+ * {@link MAX_LATE_ANSWERS} per database (past that, the oldest take the time of a later one).
+ */
+const lateAnswers = new Map<string, Map<number, Answered>>();
+const MAX_LATE_ANSWERS = 100_000;
+
+/** Keeps a commit answered whose copy failed, by its commit frame. */
+function noteLate(dbPath: string, noted: Answered): void {
+  let byFrame = lateAnswers.get(dbPath);
+  if (!byFrame) lateAnswers.set(dbPath, (byFrame = new Map()));
+  byFrame.set(noted.frame, noted);
+  if (byFrame.size > MAX_LATE_ANSWERS) byFrame.delete(byFrame.keys().next().value!);
 }
 
 /**
@@ -79,8 +99,9 @@ export function lockForCapture(db: Database, dbPath: string, opts: CaptureOption
   // Another connection committed since this one's last capture: one of them may be a write
   // answered by a child killed before its copy, whose record the note below writes over.
   const prior = answering && !quiet ? readAnswered(opts.source) : undefined;
-  const walBytes = answering ? noteAnswered(db, dbPath, opts.source, now) : undefined;
-  return { db, dbPath, opts, now, last, lock, quiet, answering, prior, due: walBytes === undefined || walBytes >= opts.checkpointBytes };
+  const answered = answering ? noteAnswered(db, dbPath, opts.source, now) : undefined;
+  const walBytes = answered?.walBytes;
+  return { db, dbPath, opts, now, last, lock, quiet, answering, prior, ...(answered ? { noted: answered.noted } : {}), due: walBytes === undefined || walBytes >= opts.checkpointBytes };
 }
 
 /** The second half of {@link capture}: copies what {@link lockForCapture} holds still, and lets the lock go. */
@@ -95,9 +116,14 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
     // other may find a commit answered by a child killed before its copy (`noteAnswered`).
     found = copyNew(db, dbPath, opts, { now, recover: !locked.answering, answered: locked.prior }, quiet && last.finished, foreign);
     finished(db, found.state, readWalIndex(db, dbPath)?.change);
+  } catch (err) {
+    if (locked.noted) noteLate(dbPath, locked.noted);
+    throw err;
   } finally {
     endCapture(db, lock);
   }
+  // Copied up to the WAL's last commit (or a generation begins): nothing answered is waiting.
+  lateAnswers.delete(dbPath);
   if (found.next) return newGeneration(db, dbPath, opts, found.next, now);
   const report = found.report;
   if (found.checkpoint) {
@@ -163,6 +189,7 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
     endCapture(db, lock);
     throw err;
   }
+  lateAnswers.delete(dbPath);
   if (found.next) {
     endCapture(db, lock);
     // The new generation's snapshot seals it.
@@ -194,6 +221,8 @@ interface Stamp {
   answered?: Answered;
   /** Before a close: another connection's commits mean a gap only with the WAL empty (see `copyBeforeClose`). */
   emptyOnly?: boolean;
+  /** Commits answered whose copy failed, by commit frame (see {@link lateAnswers}). */
+  late?: Map<number, Answered>;
 }
 
 interface Found {
@@ -231,6 +260,16 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     st.uncut = false;
   }
   if (stamp.recover && !stamp.answered) stamp.answered = readAnswered(opts.source);
+  let late = lateAnswers.get(dbPath);
+  if (stamp.recover) {
+    // Commits answered by a process that went away before it could copy them (a restart while
+    // the disk was full): their times are in the answered file, in place.
+    for (const a of readAllAnswered(opts.source)) {
+      if (late?.get(a.frame)) continue;
+      (late ??= new Map()).set(a.frame, a);
+    }
+  }
+  if (late) stamp.late = late;
   const wal = walOf(db, dbPath);
   if (wal === undefined) return unsure(db, dbPath, opts, report, foreign);
   const fd = wal.fd;
@@ -474,6 +513,10 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
             // took place by the time it was answered.
             for (const line of lines) line.at = Math.min(line.at, ans.at);
             stamp.answered = undefined;
+          }
+          const late = stamp.late?.get(seg.frames + frames);
+          if (late && late.c1 === c1 && late.c2 === c2 && late.salt1 === hdr.salt1 && late.salt2 === hdr.salt2) {
+            for (const line of lines) line.at = Math.min(line.at, late.at);
           }
         }
       }
