@@ -124,7 +124,7 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
   }
   // Copied up to the WAL's last commit (or a generation begins): nothing answered is waiting.
   lateAnswers.delete(dbPath);
-  if (found.next) return newGeneration(db, dbPath, opts, found.next, now);
+  if (found.next) return newGeneration(db, dbPath, opts, found.next, now, found.lost);
   const report = found.report;
   if (found.checkpoint) {
     // Only when every committed frame is copied; the next commit starts the WAL over with
@@ -141,7 +141,8 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
       // sees the gap instead of taking the restarted WAL as this generation going on.
       const leaving = found.state?.genDir;
       if (leaving) markRestoreLeaving(leaving);
-      const began = newGeneration(db, dbPath, opts, 'gap', now);
+      // Commits of another program, folded into the file uncaptured: lost, whatever the mark says.
+      const began = newGeneration(db, dbPath, opts, 'gap', now, true);
       if (leaving) unmarkRestoreLeaving(leaving);
       return began;
     }
@@ -193,7 +194,7 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
   if (found.next) {
     endCapture(db, lock);
     // The new generation's snapshot seals it.
-    newGeneration(db, dbPath, opts, found.next, now);
+    newGeneration(db, dbPath, opts, found.next, now, found.lost);
     return undefined;
   }
   if (lock === 'held' || !found.state || restoreLeaving(found.state.genDir)) return undefined;
@@ -230,12 +231,20 @@ interface Found {
   state?: State;
   /** A generation must begin: nothing captured yet, or a gap. */
   next?: 'first' | 'gap';
+  /**
+   * The gap is known to have lost commits: made by another connection (or folded into the file
+   * by a close) that no capture copied (`SnapshotMeta.lost`). Other gaps (a damaged index, a WAL
+   * header history cannot follow, a restore's leftovers) begin afresh from a file that holds no
+   * commit history lacks, as far as anything shows.
+   */
+  lost?: boolean;
   checkpoint: boolean;
 }
 
-function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reason: 'first' | 'gap', now: number): CaptureReport {
+/** Begins a generation from the file; `lost`: see `SnapshotMeta.lost`. */
+function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reason: 'first' | 'gap', now: number, lost = false): CaptureReport {
   try {
-    startGeneration(db, dbPath, opts.source, reason, now);
+    startGeneration(db, dbPath, opts.source, reason, now, undefined, undefined, lost);
   } finally {
     dropState(dbPath);
   }
@@ -329,7 +338,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
       // Unless every commit since this connection's last capture is in the new WAL: then none was
       // lost with the old one (another child's write started the WAL over, answered, and the
       // child was killed before its copy).
-      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st) && !allInNewWal(db, dbPath, fd, seg, hdr)) return { report, state: st, next: 'gap', checkpoint: false };
+      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st) && !allInNewWal(db, dbPath, fd, seg, hdr)) return { report, state: st, next: 'gap', lost: true, checkpoint: false };
       if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
         const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, stamp);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
@@ -386,7 +395,7 @@ function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: Capt
   // this handle was open. Its commits are in the file only: history cannot go on from what it has
   // (and closing now would seal the file as history's end). Not for a checkpoint alone (it moves
   // the data version too, but not the WAL index's count of commits).
-  if (foreign !== undefined && foreign === positionKey(full) && committedSince(db, dbPath)) return { report, state: full, next: 'gap', checkpoint: false };
+  if (foreign !== undefined && foreign === positionKey(full) && committedSince(db, dbPath)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
   // A restore that crashed after putting its file in place left its generation marked: the
   // file is no state of it. Begun at once, not at the next write, or a moment in between
   // would restore the state before that restore.
@@ -394,7 +403,7 @@ function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: Capt
   // Sealed where history ends, and written since with no WAL left to show it: another program
   // committed and its last close folded the commit into the file. History cannot go on from
   // what it has (a moment now would restore without that program's writes): a gap.
-  if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', checkpoint: false };
+  if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
   return { report, state: full, checkpoint: false };
 }
 

@@ -112,7 +112,7 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
   // been made in between that history never got (folded into the file behind capture's back),
   // so the state there is unknown. Answering with this generation's last state would leave
   // acknowledged writes out, silently (issue 25): refused, naming the stretch.
-  if ('at' in target && whole && next?.snapshot?.reason === 'gap' && target.at > plan.restoredTo) {
+  if ('at' in target && whole && next?.snapshot?.reason === 'gap' && next.snapshot.lost && target.at > plan.restoredTo) {
     throw new AgentDbError('HISTORY_LOST', `${new Date(target.at).toISOString()} is in a stretch of history that was lost: after ${new Date(plan.restoredTo).toISOString()}, the last commit ${gen.name} holds, and before ${new Date(next.snapshot.at).toISOString()}, when ${next.name} began from the file (a gap); restore to a moment outside it`);
   }
   return plan;
@@ -129,7 +129,8 @@ export interface LostStretch {
 }
 
 /**
- * Every lost stretch of a history (see {@link planRestore}): one before each `gap` generation.
+ * Every lost stretch of a history (see {@link planRestore}): one before each `gap` generation
+ * that lost commits (`SnapshotMeta.lost`).
  * Reads the indexes leniently (a damaged line ends what counts), since it only lists.
  */
 export function lostStretches(gens: readonly GenerationInfo[], lastCommitAt: (g: GenerationInfo) => number): LostStretch[] {
@@ -137,7 +138,7 @@ export function lostStretches(gens: readonly GenerationInfo[], lastCommitAt: (g:
   for (let i = 1; i < gens.length; i++) {
     const g = gens[i]!;
     const prev = gens[i - 1]!;
-    if (g.snapshot?.reason !== 'gap' || !prev.snapshot) continue;
+    if (g.snapshot?.reason !== 'gap' || !g.snapshot.lost || !prev.snapshot) continue;
     out.push({ after: lastCommitAt(prev), before: g.snapshot.at, generation: g.name });
   }
   return out;
