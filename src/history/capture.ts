@@ -360,7 +360,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
       const continued =
         !leaving &&
         ((seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
-      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', checkpoint: false };
+      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', lost: answeredPast(seg, stamp.late, opts.source), checkpoint: false };
       // The segment closes: its index read in full once more. Damage found while this state was
       // cached (a commit's capture looks only at the index's size) would otherwise go unseen
       // until the state is rebuilt, and every commit captured until then be unrestorable.
@@ -374,6 +374,17 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     closeWal(db);
     throw err;
   }
+}
+
+/**
+ * Whether a commit was answered in the WAL `seg` copies, past what `seg` holds: that WAL is gone
+ * (it started over behind capture's back), and those commits with it. The answered file and this
+ * process's late answers say so; they are the evidence a gap needs to be marked lost.
+ */
+function answeredPast(seg: Segment | undefined, late: Map<number, Answered> | undefined, source: HistorySource): boolean {
+  if (!seg) return false;
+  const past = (a: Answered) => a.salt1 === seg.header.salt1 && a.salt2 === seg.header.salt2 && a.frame > seg.frames;
+  return [...(late?.values() ?? [])].some(past) || readAllAnswered(source).some(past);
 }
 
 /** A segment's index with a damaged line, or a torn tail no crash of a capture holding the lock left. */

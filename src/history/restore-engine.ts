@@ -259,7 +259,8 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
     const wrote = run.length === 1 ? fs.writeSync(out, run[0]!, 0, pageSize, (runFirst - 1) * pageSize) : fs.writevSync(out, run, (runFirst - 1) * pageSize);
     // writev writes nothing, without an error, from memory detached since (a scan growing the
     // WebAssembly memory the pages are in): loud, not a file with holes.
-    if (wrote !== run.length * pageSize) throw new Error(`restore wrote ${wrote} of ${run.length * pageSize} bytes at page ${runFirst}`);
+    // A short write is a full disk (write(2) takes what fits): answered STORAGE_FULL, retryable.
+    if (wrote !== run.length * pageSize) throw new AgentDbError('STORAGE_FULL', `restore wrote ${wrote} of ${run.length * pageSize} bytes at page ${runFirst}`);
     run.length = 0;
   };
   for (const batch of frameBatches(generation, seg.name, seg.dataPath, seg.frames, pageSize)) {
