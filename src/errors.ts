@@ -104,6 +104,12 @@ export const ERRORS = {
     retryable: false,
     status: 507,
   },
+  STORAGE_FULL: {
+    message: "The server's disk is full; nothing was written.",
+    hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a new call id: the same id answers this outcome again). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR.",
+    retryable: true,
+    status: 507,
+  },
   SANDBOX_REFUSED: {
     message: 'This tool cannot run in a sandbox run.',
     hint: 'Nothing can wait for a person in a sandbox; drop the table from a real run.',
@@ -127,6 +133,12 @@ export const ERRORS = {
     hint: 'Restore to a moment in another generation (`agentdb history DB` lists them), or from the blob store; report the file named to an operator.',
     retryable: false,
     status: 500,
+  },
+  HISTORY_LOST: {
+    message: "The moment asked for is in a stretch of the database's history that was lost (commits made then were never copied into its history); nothing was changed.",
+    hint: '`agentdb history DB` lists the lost stretches (`lost`); restore to a moment before or after one.',
+    retryable: false,
+    status: 409,
   },
   BACKUP_CONFLICT: {
     message: 'The blob store holds backups of this database that another deployment made; nothing of it was backed up.',

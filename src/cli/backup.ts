@@ -43,7 +43,7 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
           : r.unchanged
             ? 'unchanged'
             : `${r.files} files, ${(r.bytes / 1024 / 1024).toFixed(1)} MB uploaded and verified`;
-        const left = r.damaged ? `; left out, their index damaged: ${r.damaged.join(', ')}` : '';
+        const left = r.damaged ? `; DAMAGED, not uploaded (nor the rest of their generation): ${r.damaged.join(', ')}` : '';
         ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}${left}\n`);
       },
     });
@@ -51,7 +51,7 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
     const databases = run.databases.map((d) => (d.error ? { ...d, error: errorBody(d.error.code, d.error.detail, HISTORY_HINTS) } : d));
     const failed = run.failed.map((f) => ({ shard: f.shard, ...errorBody(f.code, f.detail, HISTORY_HINTS) }));
     ctx.stdout.write(`${JSON.stringify({ ...run, databases, failed, ms: Date.now() - started })}\n`);
-    return run.failed.length || run.databases.some((d) => d.error) ? EXIT.failed : EXIT.ok;
+    return run.failed.length || run.databases.some((d) => d.error || d.damaged) ? EXIT.failed : EXIT.ok;
   } catch (err) {
     const code = codeOf(err);
     if (!code || code === 'INTERNAL') throw err;

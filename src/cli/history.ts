@@ -86,6 +86,11 @@ async function withClient(ctx: CommandContext, command: string, fn: (client: His
 function table(view: HistoryView): string {
   const lines = [`${view.database}: restorable from ${view.earliest ?? '-'} to ${view.latest ?? '-'}`, ['generation', 'started', 'ended', 'commits', 'why'].join('\t')];
   for (const g of view.generations) lines.push([g.id, g.startedAt, g.endedAt ?? '(current)', g.commits, g.damaged ? `${g.reason}; DAMAGED: ${g.damaged}` : g.reason].join('\t'));
+  if (view.lost?.length) {
+    // Restores there answer HISTORY_LOST: say so before anyone picks a moment in one.
+    lines.push('', 'LOST: no restore reaches these stretches (their commits never reached history)', ['after', 'before', 'gap generation'].join('\t'));
+    for (const l of view.lost) lines.push([l.after, l.before, l.generation].join('\t'));
+  }
   if (view.undoPoints.length) {
     lines.push('', ['undo id', 'created', 'restored to'].join('\t'));
     for (const u of view.undoPoints) lines.push([u.id, u.createdAt, u.restoredTo].join('\t'));

@@ -3,6 +3,7 @@ import { readBackSha256, type BlobStore } from './blob-store.ts';
 import { backupPrefix, readManifest, writeManifest, type BackupManifest, type ManifestFile, type ManifestGeneration } from './backup-manifest.ts';
 import { listGenerations, listSegments, localSource } from './layout.ts';
 import { readIndex } from './segment-index.ts';
+import { frameBatches } from './frame-scan.ts';
 
 /** What one database's backup did. */
 export interface BackupReport {
@@ -15,9 +16,9 @@ export interface BackupReport {
   /** Set when this database's backup failed (the others went on); what it uploaded before is kept. */
   error?: { code: ErrorCode; detail: string };
   /**
-   * Segments left out because their index is damaged (`readIndex`), with the rest of their
-   * generation, which restores could not reach past them anyway; every other generation is
-   * backed up.
+   * Segments left out, never uploaded, because their index is damaged (`readIndex`) or their
+   * frames fail their checksums, with the rest of their generation, which restores could not
+   * reach past them anyway; every other generation is backed up.
    */
   damaged?: string[];
 }
@@ -90,6 +91,14 @@ export async function backupDatabase(store: BlobStore, dataDir: string, id: stri
       const commits = read.commits;
       // An empty segment (a WAL reset before any commit) restores nothing.
       if (commits.length === 0) continue;
+      // Every frame checked against the segment's salts and checksum chain before it goes: a
+      // segment torn by a full disk was uploaded and called verified, and every restore from
+      // the blob store past it failed (issue 25). The read-back below only proves the copy.
+      const torn = framesProblem(gen.name, seg.name, seg.dataPath, commits.at(-1)!.frames, gen.snapshot.pageSize);
+      if (torn) {
+        (report.damaged ??= []).push(`${gen.name}/${seg.name}: ${torn}`);
+        break;
+      }
       const data = await upload(`${prefix}${gen.name}/${seg.name}.wal`, seg.dataPath);
       const index = await upload(`${prefix}${gen.name}/${seg.name}.idx`, seg.indexPath);
       entry.segments.push({ name: seg.name, data, index, commits: commits.length, from: commits[0]!.at, to: commits.at(-1)!.at });
@@ -103,4 +112,16 @@ export async function backupDatabase(store: BlobStore, dataDir: string, id: stri
     await writeManifest(store, manifest);
   }
   return report;
+}
+
+/** Why a segment's frames 1…`frames` do not check out (see `frameBatches`), or undefined when they do. */
+function framesProblem(generation: string, name: string, file: string, frames: number, pageSize: number): string | undefined {
+  try {
+    for (const _batch of frameBatches(generation, name, file, frames, pageSize)) {
+      // Checked as each batch is read.
+    }
+    return undefined;
+  } catch (err) {
+    return (err as { detail?: string }).detail ?? String(err);
+  }
 }

@@ -108,6 +108,14 @@ export async function restoreFromBlob(
       else downloaded += await download(store, seg.data, data);
       downloaded += await download(store, seg.index, path.join(genDir, SEGMENTS_DIR, seg.name + SEGMENT_INDEX_EXT));
     }
+    // A gap that lost commits after this generation's last (SnapshotMeta.lost): its meta alone,
+    // so the plan refuses the stretch as a local restore does. Only when every segment of the
+    // generation is here: the plan takes the last one's last commit for where the stretch begins.
+    const next = manifest.generations[manifest.generations.indexOf(gen) + 1];
+    if (next?.snapshot.lost && !gen.segments.some((seg) => seg.from > at)) {
+      fs.mkdirSync(path.join(work, 'generations', next.name), { recursive: true });
+      writeJsonAtomic(path.join(work, 'generations', next.name, SNAPSHOT_META), next.snapshot);
+    }
     const plan = planRestore({ generationsDir: path.join(work, 'generations') }, { at });
     const answer: BlobRestoreResult = {
       database: id,

@@ -107,8 +107,22 @@ export function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNull
   const indexPath = path.join(dir, name + SEGMENT_INDEX_EXT);
   // The data file first, and only if new: it is what names the segment (a crash may leave an
   // index without one), and finding it already there means another capture began it.
-  fs.writeFileSync(dataPath, head, { flag: 'wx' });
-  fs.writeFileSync(indexPath, '');
+  try {
+    fs.writeFileSync(dataPath, head, { flag: 'wx' });
+  } catch (err) {
+    // Created here and then not written (a full disk): removed, or it would stand in the way.
+    if ((err as { code?: string }).code !== 'EEXIST') fs.rmSync(dataPath, { force: true });
+    throw err;
+  }
+  try {
+    fs.writeFileSync(indexPath, '');
+    // A header cut short (a full disk) would leave a segment no capture can read or begin again.
+    if (fs.statSync(dataPath).size !== head.length) throw Object.assign(new Error(`history segment ${dataPath}: its header was not written whole (disk full?)`), { code: 'ENOSPC' });
+  } catch (err) {
+    fs.rmSync(indexPath, { force: true });
+    fs.rmSync(dataPath, { force: true });
+    throw err;
+  }
   return { name, seq, header: hdr, dataPath, indexPath, frames: 0, c1: hdr.c1, c2: hdr.c2 };
 }
 

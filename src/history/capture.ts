@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
-import { noteAnswered, readAnswered, type Answered } from './answered.ts';
+import { noteAnswered, readAllAnswered, readAnswered, type Answered } from './answered.ts';
 import { beginCapture, closeWal, committedSince, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
@@ -61,6 +61,26 @@ export interface LockedCapture {
   quiet: boolean;
   /** The record {@link noteAnswered} wrote over, when another connection committed since. */
   prior?: Answered;
+  /** The record {@link noteAnswered} wrote for this commit: kept should the copy fail (see {@link lateAnswers}). */
+  noted?: Answered;
+}
+
+/**
+ * Commits answered whose copy failed (a full disk), by database path, oldest first: when a later
+ * copy finds their frames, they take the times they were answered at, not that copy's. Stamped
+ * with the later time, a restore to a moment in between left out writes already answered
+ * (issue 25). The answered record on disk keeps only the last; this process keeps each, up to
+ * {@link MAX_LATE_ANSWERS} per database (past that, the oldest take the time of a later one).
+ */
+const lateAnswers = new Map<string, Map<number, Answered>>();
+const MAX_LATE_ANSWERS = 100_000;
+
+/** Keeps a commit answered whose copy failed, by its commit frame. */
+function noteLate(dbPath: string, noted: Answered): void {
+  let byFrame = lateAnswers.get(dbPath);
+  if (!byFrame) lateAnswers.set(dbPath, (byFrame = new Map()));
+  byFrame.set(noted.frame, noted);
+  if (byFrame.size > MAX_LATE_ANSWERS) byFrame.delete(byFrame.keys().next().value!);
 }
 
 /**
@@ -79,8 +99,9 @@ export function lockForCapture(db: Database, dbPath: string, opts: CaptureOption
   // Another connection committed since this one's last capture: one of them may be a write
   // answered by a child killed before its copy, whose record the note below writes over.
   const prior = answering && !quiet ? readAnswered(opts.source) : undefined;
-  const walBytes = answering ? noteAnswered(db, dbPath, opts.source, now) : undefined;
-  return { db, dbPath, opts, now, last, lock, quiet, answering, prior, due: walBytes === undefined || walBytes >= opts.checkpointBytes };
+  const answered = answering ? noteAnswered(db, dbPath, opts.source, now) : undefined;
+  const walBytes = answered?.walBytes;
+  return { db, dbPath, opts, now, last, lock, quiet, answering, prior, ...(answered ? { noted: answered.noted } : {}), due: walBytes === undefined || walBytes >= opts.checkpointBytes };
 }
 
 /** The second half of {@link capture}: copies what {@link lockForCapture} holds still, and lets the lock go. */
@@ -95,10 +116,15 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
     // other may find a commit answered by a child killed before its copy (`noteAnswered`).
     found = copyNew(db, dbPath, opts, { now, recover: !locked.answering, answered: locked.prior }, quiet && last.finished, foreign);
     finished(db, found.state, readWalIndex(db, dbPath)?.change);
+  } catch (err) {
+    if (locked.noted) noteLate(dbPath, locked.noted);
+    throw err;
   } finally {
     endCapture(db, lock);
   }
-  if (found.next) return newGeneration(db, dbPath, opts, found.next, now);
+  // Copied up to the WAL's last commit (or a generation begins): nothing answered is waiting.
+  lateAnswers.delete(dbPath);
+  if (found.next) return newGeneration(db, dbPath, opts, found.next, now, found.lost);
   const report = found.report;
   if (found.checkpoint) {
     // Only when every committed frame is copied; the next commit starts the WAL over with
@@ -115,7 +141,8 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
       // sees the gap instead of taking the restarted WAL as this generation going on.
       const leaving = found.state?.genDir;
       if (leaving) markRestoreLeaving(leaving);
-      const began = newGeneration(db, dbPath, opts, 'gap', now);
+      // Commits of another program, folded into the file uncaptured: lost, whatever the mark says.
+      const began = newGeneration(db, dbPath, opts, 'gap', now, true);
       if (leaving) unmarkRestoreLeaving(leaving);
       return began;
     }
@@ -163,10 +190,11 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
     endCapture(db, lock);
     throw err;
   }
+  lateAnswers.delete(dbPath);
   if (found.next) {
     endCapture(db, lock);
     // The new generation's snapshot seals it.
-    newGeneration(db, dbPath, opts, found.next, now);
+    newGeneration(db, dbPath, opts, found.next, now, found.lost);
     return undefined;
   }
   if (lock === 'held' || !found.state || restoreLeaving(found.state.genDir)) return undefined;
@@ -194,6 +222,8 @@ interface Stamp {
   answered?: Answered;
   /** Before a close: another connection's commits mean a gap only with the WAL empty (see `copyBeforeClose`). */
   emptyOnly?: boolean;
+  /** Commits answered whose copy failed, by commit frame (see {@link lateAnswers}). */
+  late?: Map<number, Answered>;
 }
 
 interface Found {
@@ -201,12 +231,20 @@ interface Found {
   state?: State;
   /** A generation must begin: nothing captured yet, or a gap. */
   next?: 'first' | 'gap';
+  /**
+   * The gap is known to have lost commits: made by another connection (or folded into the file
+   * by a close) that no capture copied (`SnapshotMeta.lost`). Other gaps (a damaged index, a WAL
+   * header history cannot follow, a restore's leftovers) begin afresh from a file that holds no
+   * commit history lacks, as far as anything shows.
+   */
+  lost?: boolean;
   checkpoint: boolean;
 }
 
-function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reason: 'first' | 'gap', now: number): CaptureReport {
+/** Begins a generation from the file; `lost`: see `SnapshotMeta.lost`. */
+function newGeneration(db: Database, dbPath: string, opts: CaptureOptions, reason: 'first' | 'gap', now: number, lost = false): CaptureReport {
   try {
-    startGeneration(db, dbPath, opts.source, reason, now);
+    startGeneration(db, dbPath, opts.source, reason, now, undefined, undefined, lost);
   } finally {
     dropState(dbPath);
   }
@@ -231,6 +269,16 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     st.uncut = false;
   }
   if (stamp.recover && !stamp.answered) stamp.answered = readAnswered(opts.source);
+  let late = lateAnswers.get(dbPath);
+  if (stamp.recover) {
+    // Commits answered by a process that went away before it could copy them (a restart while
+    // the disk was full): their times are in the answered file, in place.
+    for (const a of readAllAnswered(opts.source)) {
+      if (late?.get(a.frame)) continue;
+      (late ??= new Map()).set(a.frame, a);
+    }
+  }
+  if (late) stamp.late = late;
   const wal = walOf(db, dbPath);
   if (wal === undefined) return unsure(db, dbPath, opts, report, foreign);
   const fd = wal.fd;
@@ -290,7 +338,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
       // Unless every commit since this connection's last capture is in the new WAL: then none was
       // lost with the old one (another child's write started the WAL over, answered, and the
       // child was killed before its copy).
-      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st) && !allInNewWal(db, dbPath, fd, seg, hdr)) return { report, state: st, next: 'gap', checkpoint: false };
+      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st) && !allInNewWal(db, dbPath, fd, seg, hdr)) return { report, state: st, next: 'gap', lost: true, checkpoint: false };
       if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
         const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, stamp);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
@@ -312,7 +360,7 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
       const continued =
         !leaving &&
         ((seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
-      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', checkpoint: false };
+      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', lost: answeredPast(seg, stamp.late, opts.source), checkpoint: false };
       // The segment closes: its index read in full once more. Damage found while this state was
       // cached (a commit's capture looks only at the index's size) would otherwise go unseen
       // until the state is rebuilt, and every commit captured until then be unrestorable.
@@ -326,6 +374,17 @@ function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stamp: Stam
     closeWal(db);
     throw err;
   }
+}
+
+/**
+ * Whether a commit was answered in the WAL `seg` copies, past what `seg` holds: that WAL is gone
+ * (it started over behind capture's back), and those commits with it. The answered file and this
+ * process's late answers say so; they are the evidence a gap needs to be marked lost.
+ */
+function answeredPast(seg: Segment | undefined, late: Map<number, Answered> | undefined, source: HistorySource): boolean {
+  if (!seg) return false;
+  const past = (a: Answered) => a.salt1 === seg.header.salt1 && a.salt2 === seg.header.salt2 && a.frame > seg.frames;
+  return [...(late?.values() ?? [])].some(past) || readAllAnswered(source).some(past);
 }
 
 /** A segment's index with a damaged line, or a torn tail no crash of a capture holding the lock left. */
@@ -347,7 +406,7 @@ function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: Capt
   // this handle was open. Its commits are in the file only: history cannot go on from what it has
   // (and closing now would seal the file as history's end). Not for a checkpoint alone (it moves
   // the data version too, but not the WAL index's count of commits).
-  if (foreign !== undefined && foreign === positionKey(full) && committedSince(db, dbPath)) return { report, state: full, next: 'gap', checkpoint: false };
+  if (foreign !== undefined && foreign === positionKey(full) && committedSince(db, dbPath)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
   // A restore that crashed after putting its file in place left its generation marked: the
   // file is no state of it. Begun at once, not at the next write, or a moment in between
   // would restore the state before that restore.
@@ -355,7 +414,7 @@ function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: Capt
   // Sealed where history ends, and written since with no WAL left to show it: another program
   // committed and its last close folded the commit into the file. History cannot go on from
   // what it has (a moment now would restore without that program's writes): a gap.
-  if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', checkpoint: false };
+  if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
   return { report, state: full, checkpoint: false };
 }
 
@@ -373,13 +432,23 @@ function recordCopied(st: State, seg: Segment, copied: Copied, report: CaptureRe
   if (copied.lines.length > 0) {
     let lines = '';
     for (const c of copied.lines) lines += commitLine(c);
-    const idx = segmentFds(seg).index;
-    const wrote = fs.writeSync(idx, lines);
+    const { index: idx, data } = segmentFds(seg);
+    let wrote: number;
+    try {
+      wrote = fs.writeSync(idx, lines);
+    } catch (err) {
+      // The frames just copied are no part of the segment without their lines: cut them too.
+      fs.ftruncateSync(data, frameOffset(seg.header.pageSize, seg.frames + 1));
+      closeSegment(seg);
+      throw err;
+    }
     // A full disk can take part of the lines: cut them off and fail this capture (nothing is
     // checkpointed; the next one copies the frames again). The lines are ASCII: length is bytes.
     if (wrote !== lines.length) {
       fs.ftruncateSync(idx, fs.fstatSync(idx).size - wrote);
-      throw new Error(`history index of ${dbPath}: only ${wrote} of ${lines.length} bytes written (disk full?)`);
+      fs.ftruncateSync(data, frameOffset(seg.header.pageSize, seg.frames + 1));
+      closeSegment(seg);
+      throw Object.assign(new Error(`history index of ${dbPath}: only ${wrote} of ${lines.length} bytes written (disk full?)`), { code: 'ENOSPC' });
     }
     idxGrew = lines.length;
     if (st.bytes !== undefined) st.bytes += idxGrew + copied.bytes;
@@ -465,11 +534,15 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
             for (const line of lines) line.at = Math.min(line.at, ans.at);
             stamp.answered = undefined;
           }
+          const late = stamp.late?.get(seg.frames + frames);
+          if (late && late.c1 === c1 && late.c2 === c2 && late.salt1 === hdr.salt1 && late.salt2 === hdr.salt2) {
+            for (const line of lines) line.at = Math.min(line.at, late.at);
+          }
         }
       }
       if (valid > 0) {
         out ??= segmentFds(seg).data;
-        fs.writeSync(out, buf, 0, valid * fb, pos);
+        writeAll(out, buf, valid * fb, pos);
       }
       if (valid < want) break;
       pos += got;
@@ -477,11 +550,29 @@ function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNu
     // Keep only up to the last commit frame: frames of a transaction still open are not history.
     if (out !== undefined && committedFrames < frames) fs.ftruncateSync(out, start + committedFrames * fb);
   } catch (err) {
+    // A write that failed part-way (a full disk) leaves the segment as it was: cut back to the
+    // last frame it held, or a torn frame would sit inside the segment, failing its checksum at
+    // every restore past it, once a later copy appended behind it (issue 25). Cutting frees
+    // space; it needs none.
+    if (out !== undefined) fs.ftruncateSync(out, start);
     // The segment's state is unknown after a failed write: the next capture opens it afresh.
     closeSegment(seg);
     throw err;
   }
   return { lines, bytes: committedFrames * fb, uncommitted: frames > committedFrames };
+}
+
+/**
+ * Writes `bytes` of `buf` at `pos`, all of them or an error: `fs.writeSync` returns what one
+ * write(2) took, which on a nearly full disk is less than asked, silently.
+ */
+function writeAll(fd: number, buf: Buffer, bytes: number, pos: number): void {
+  let done = 0;
+  while (done < bytes) {
+    const n = fs.writeSync(fd, buf, done, bytes - done, pos + done);
+    if (n <= 0) throw Object.assign(new Error(`history segment: wrote ${done} of ${bytes} bytes (disk full?)`), { code: 'ENOSPC' });
+    done += n;
+  }
 }
 
 /**

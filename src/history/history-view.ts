@@ -1,5 +1,8 @@
+import fs from 'node:fs';
 import { historyDir, listGenerations, listSegments, listUndoPoints, localSource } from './layout.ts';
+import { lostStretches } from './restore-engine.ts';
 import { readIndex } from './segment-index.ts';
+import { frameOffset } from './wal-format.ts';
 
 /** One generation as `agentdb history` and `GET /v1/databases/:db/history` show it. */
 export interface GenerationView {
@@ -9,8 +12,21 @@ export interface GenerationView {
   snapshotAt: string;
   commits: number;
   reason: string;
-  /** A segment index with a damaged line (restores that need it answer HISTORY_CORRUPT): which, and why. Commits after it are not counted. */
+  /**
+   * A segment index with a damaged line, or a segment shorter than its index says (restores that
+   * need it answer HISTORY_CORRUPT): which, and why. Commits after it are not counted.
+   */
   damaged?: string;
+}
+
+/**
+ * A stretch whose commits history lost (restores to a moment in it answer HISTORY_LOST): after
+ * the last commit history holds, before the snapshot of the `gap` generation that followed.
+ */
+export interface LostView {
+  after: string;
+  before: string;
+  generation: string;
 }
 
 /** A database's restorable history (the HTTP contract of `GET /v1/databases/:db/history`). */
@@ -27,6 +43,8 @@ export interface HistoryView {
    * before it), rather than guessing with dry runs.
    */
   recentCommits: { at: string; generation: string }[];
+  /** Stretches no restore can reach: their commits never reached history. Empty when none. */
+  lost: LostView[];
 }
 
 /** Commits {@link HistoryView.recentCommits} lists. */
@@ -43,6 +61,7 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
   const gens = listGenerations(localSource(dataDir, id)).filter((g) => g.snapshot);
   let latest: number | undefined;
   const recent: { at: number; generation: string }[] = [];
+  const lastAt = new Map<string, number>();
   const generations = gens.map((g) => {
     let commits = 0;
     let last = g.snapshot!.at;
@@ -51,6 +70,11 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
       const index = readIndex(seg.indexPath);
       const c = index.commits;
       if (index.damaged) damaged ??= `segment ${seg.name}, ${index.damaged}`;
+      // Frames its index names that the file lacks (a copy torn by a full disk before issue 25's fix).
+      const lastFrames = c.at(-1)?.frames ?? 0;
+      if (lastFrames > 0 && (fs.statSync(seg.dataPath, { throwIfNoEntry: false })?.size ?? 0) < frameOffset(g.snapshot!.pageSize, lastFrames + 1)) {
+        damaged ??= `segment ${seg.name} is shorter than its index says`;
+      }
       // The base commit of a restore's generation is its starting state, not a commit.
       const base = g.snapshot!.base?.segment === seg.name ? 1 : 0;
       commits += c.length - base;
@@ -59,6 +83,7 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
       if (c.length) last = Math.max(last, c.at(-1)!.at);
     }
     latest = Math.max(latest ?? 0, last);
+    lastAt.set(g.name, last);
     return { id: g.name, startedAt: iso(g.snapshot!.at), endedAt: g.end ? iso(g.end.endedAt) : null, snapshotAt: iso(g.snapshot!.at), commits, reason: g.snapshot!.reason, ...(damaged ? { damaged } : {}) };
   });
   const floor = now - retentionDays * 24 * 3600 * 1000;
@@ -70,5 +95,6 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
     generations,
     undoPoints: listUndoPoints(historyDir(dataDir, id)).map((u) => ({ id: u.id, createdAt: iso(u.createdAt), restoredTo: iso(u.restoredTo) })),
     recentCommits: recent.filter((r) => r.at >= floor).map((r) => ({ at: iso(r.at), generation: r.generation })),
+    lost: lostStretches(gens, (g) => lastAt.get(g.name) ?? g.snapshot!.at).map((l) => ({ after: iso(l.after), before: iso(l.before), generation: l.generation })),
   };
 }

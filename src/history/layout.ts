@@ -131,6 +131,15 @@ export interface SnapshotMeta {
    * a change an agent made: it carries the snapshot's time and is not counted as a commit.
    */
   base?: { segment: string; frames: number };
+  /**
+   * A `gap` generation begun because commits reached the file that history never got (another
+   * connection's, a program outside agentdb: seen by the WAL index's count of commits, or by the
+   * file no longer matching the seal): the moments after the previous generation's last commit
+   * and before this snapshot are lost, and restores to them answer HISTORY_LOST (`planRestore`).
+   * Not set for gaps without such evidence (a damaged index, a WAL header history cannot follow,
+   * a crashed restore's leftovers), nor on gaps made before it was kept.
+   */
+  lost?: true;
 }
 
 /** What `ended.json` says: the generation is closed, every segment in it too. */

@@ -61,6 +61,8 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
     gen = gens.find((g) => g.name === target.position.generation);
     if (!gen) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `generation ${target.position.generation} is no longer in the history (pruned)`);
   }
+  const next = gens[gens.indexOf(gen) + 1];
+  let whole = true;
   const plan: RestorePlan = { generation: gen.name, snapshot: gen.snapshot!, snapshotPath: gen.snapshotPath, segments: [], frames: 0, commits: 0, restoredTo: gen.snapshot!.at, dbPages: gen.snapshot!.pages };
   for (const seg of listSegments(gen)) {
     const commits = readCommits(seg.indexPath, seg.closed);
@@ -94,7 +96,10 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
       plan.dbPages = take.dbPages;
     }
     // A segment not taken whole ends the plan: later ones come after the moment.
-    if (!take || take !== commits.at(-1)) break;
+    if (!take || take !== commits.at(-1)) {
+      whole = false;
+      break;
+    }
     if (!('at' in target) && seg.name === target.position.segment) break;
     // Gone past: its last line must be its last commit. A closed segment's frames end where its
     // index does (capture cuts a crash's leftovers before the segment closes); more frames mean
@@ -103,7 +108,40 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
       throw new AgentDbError('HISTORY_CORRUPT', `history segment ${seg.dataPath} holds frames past the last commit its index names (${seg.indexPath} lost its last line); restore to a moment before its last commit, or after the generation that followed`);
     }
   }
+  // Past the last commit this generation holds, and a gap generation follows: commits may have
+  // been made in between that history never got (folded into the file behind capture's back),
+  // so the state there is unknown. Answering with this generation's last state would leave
+  // acknowledged writes out, silently (issue 25): refused, naming the stretch.
+  if ('at' in target && whole && next?.snapshot?.reason === 'gap' && next.snapshot.lost && target.at > plan.restoredTo) {
+    throw new AgentDbError('HISTORY_LOST', `${new Date(target.at).toISOString()} is in a stretch of history that was lost: after ${new Date(plan.restoredTo).toISOString()}, the last commit ${gen.name} holds, and before ${new Date(next.snapshot.at).toISOString()}, when ${next.name} began from the file (a gap); restore to a moment outside it`);
+  }
   return plan;
+}
+
+/** A stretch of time whose commits history does not hold: from the last commit before a gap generation to its snapshot. */
+export interface LostStretch {
+  /** The last commit history holds before it (or the previous generation's snapshot), epoch ms. */
+  after: number;
+  /** The gap generation's snapshot, epoch ms: from then on history holds everything again. */
+  before: number;
+  /** The gap generation. */
+  generation: string;
+}
+
+/**
+ * Every lost stretch of a history (see {@link planRestore}): one before each `gap` generation
+ * that lost commits (`SnapshotMeta.lost`).
+ * Reads the indexes leniently (a damaged line ends what counts), since it only lists.
+ */
+export function lostStretches(gens: readonly GenerationInfo[], lastCommitAt: (g: GenerationInfo) => number): LostStretch[] {
+  const out: LostStretch[] = [];
+  for (let i = 1; i < gens.length; i++) {
+    const g = gens[i]!;
+    const prev = gens[i - 1]!;
+    if (g.snapshot?.reason !== 'gap' || !g.snapshot.lost || !prev.snapshot) continue;
+    out.push({ after: lastCommitAt(prev), before: g.snapshot.at, generation: g.name });
+  }
+  return out;
 }
 
 /**
@@ -221,7 +259,8 @@ function applySegment(out: number, generation: string, seg: RestorePlan['segment
     const wrote = run.length === 1 ? fs.writeSync(out, run[0]!, 0, pageSize, (runFirst - 1) * pageSize) : fs.writevSync(out, run, (runFirst - 1) * pageSize);
     // writev writes nothing, without an error, from memory detached since (a scan growing the
     // WebAssembly memory the pages are in): loud, not a file with holes.
-    if (wrote !== run.length * pageSize) throw new Error(`restore wrote ${wrote} of ${run.length * pageSize} bytes at page ${runFirst}`);
+    // A short write is a full disk (write(2) takes what fits): answered STORAGE_FULL, retryable.
+    if (wrote !== run.length * pageSize) throw new AgentDbError('STORAGE_FULL', `restore wrote ${wrote} of ${run.length * pageSize} bytes at page ${runFirst}`);
     run.length = 0;
   };
   for (const batch of frameBatches(generation, seg.name, seg.dataPath, seg.frames, pageSize)) {

@@ -137,10 +137,12 @@ export function headerPageSize(file: string): number {
  * committed since that read, as seen under the write lock. A commit that landed after the
  * caller's checkpoint is folded into the file by the checkpoint here, uncaptured: the snapshot
  * then holds more than that position, and a restore reading across it would keep that commit.
+ * With `lost`, commits may have been made since the previous generation's last that no history
+ * holds (SnapshotMeta.lost).
  * @throws Error when the checkpoint cannot complete (another connection reads) — capture tries
  * again on the next commit.
  */
-export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt, follows?: Follows): SnapshotMeta {
+export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt, follows?: Follows, lost?: boolean): SnapshotMeta {
   const gens = listGenerations(source);
   const last = gens.at(-1);
   const name = generationName((last?.seq ?? 0) + 1);
@@ -170,7 +172,7 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     // The adopted file is no longer the live database's: hashed outside the lock, or already
     // on another thread when the header was foreseen exactly.
     copied ??= (adopted === 'exact' && rebuilt?.foreseen && hashedOrUndefined(rebuilt.foreseen.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
-    return publish(tmp, dir, name, last, reason, now, copied, exact);
+    return publish(tmp, dir, name, last, reason, now, copied, exact, { lost: lost === true });
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
     throw err;
@@ -228,7 +230,7 @@ export function publish(
   now: number,
   copied: { sha256: string; bytes: number },
   follows?: HistoryPosition,
-  extra: { crcWritten?: boolean; checked?: boolean; base?: SnapshotMeta['base'] } = {},
+  extra: { crcWritten?: boolean; checked?: boolean; base?: SnapshotMeta['base']; lost?: boolean } = {},
 ): SnapshotMeta {
   const snapshot = path.join(tmp, SNAPSHOT_FILE);
   let checked = extra.checked === true;
@@ -263,6 +265,7 @@ export function publish(
     ...(checked ? { checked: true as const } : {}),
     ...(follows && last?.name === follows.generation ? { follows } : {}),
     ...(extra.base ? { base: extra.base } : {}),
+    ...(extra.lost ? { lost: true as const } : {}),
   };
   writeJsonAtomic(path.join(tmp, SNAPSHOT_META), meta);
   fs.renameSync(tmp, dir);

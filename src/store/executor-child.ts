@@ -56,7 +56,14 @@ function main(): void {
       // A write's commit is copied into history once its answer is sent, when that is now (see
       // `afterCommit`), and at the latest before the next request runs.
       history?.finishCommitted();
-      if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') handles.evict(req.db.path);
+      if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') {
+        try {
+          handles.evict(req.db.path);
+        } catch {
+          // History could not copy the WAL first (a full disk): closing would lose those frames
+          // from it, so the handle goes on being used (see `HandleCache`).
+        }
+      }
       const cpu = process.cpuUsage();
       const started = performance.now();
       const outcome = dispatch(handles, opts, req, history);

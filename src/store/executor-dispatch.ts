@@ -3,6 +3,7 @@ import { isInside } from './database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from './handle-cache.ts';
 import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError, write } from './sqlite-ops.ts';
+import { fullCause } from './sqlite-errors.ts';
 import { checkedStatement, statementCache } from './statement-cache.ts';
 import { recordAudit } from './sqlite-audit.ts';
 import { committedCall, effectDigest } from './sqlite-calls.ts';
@@ -49,7 +50,8 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: { admitted: true } };
       case 'write': {
         const db = handles.open(req.db, 'write');
-        const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget, history && (() => history.checkQuota(req.db)));
+        history?.catchUp(db, req.db);
+        const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget, history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))));
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
       }
@@ -88,9 +90,18 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: snapshotNow(handles, needHistory(history), opts.dataDir, req) };
     }
   } catch (err) {
-    const error = toOpError(err);
+    // Only a write can meet the plan's size limit; any other SQLITE_FULL is the disk (a read's
+    // temporary files, a handle's -shm).
+    const grows = req.op === 'write' || req.op === 'drop' || req.op === 'audit';
+    const error = toOpError(err, () => (grows ? fullCause(handles.isOpen(req.db.path) ? handles.open(req.db, 'read') : undefined, req.db.path) : 'STORAGE_FULL'));
     // A handle that met corruption is not reused: the next call reopens (and re-checks) the file.
-    if (error.code === 'DATABASE_CORRUPT' && 'db' in req) handles.evict(req.db.path);
+    if (error.code === 'DATABASE_CORRUPT' && 'db' in req) {
+      try {
+        handles.evict(req.db.path);
+      } catch {
+        // History could not copy its WAL first: the handle stays open (see `HandleCache`).
+      }
+    }
     return { ok: false, error };
   }
 }

@@ -26,12 +26,16 @@ export interface HandleCacheOptions {
   onOpened?: (db: Database.Database, target: HandleTarget) => void;
   /**
    * Runs before a handle closes (closing the last connection checkpoints the WAL); what it
-   * returns is handed to `afterClose` once the handle is closed.
+   * returns is handed to `afterClose` once the handle is closed. When it throws (history could
+   * not copy the WAL: a full disk), the handle is not closed: see {@link HandleCache}.
    */
   beforeClose?: (db: Database.Database, target: HandleTarget) => unknown;
   /** Runs once a handle is closed, with what `beforeClose` returned. */
   afterClose?: (target: HandleTarget, token: unknown) => void;
 }
+
+/** How often held handles (see {@link HandleCache}) are tried again, at most. */
+const HELD_RETRY_MS = 1000;
 
 /**
  * Why a handle is wanted. Only writes and drops create a database; a read of one that does not
@@ -52,9 +56,19 @@ interface Entry {
  * descriptors: the file, its -wal and its -shm), so at most `size` stay open and the least
  * recently used is closed on the way in. Closing is safe at any time: statements run one at a
  * time and never span two requests.
+ *
+ * A handle whose `beforeClose` fails is kept open instead ("held"): closing the last connection
+ * checkpoints the WAL into the file, and frames history had not copied yet would be gone from
+ * it for good, so restores to those moments would answer without acknowledged writes (issue
+ * 25: a full disk, then a restart). Held handles are tried again at most once a second, on the
+ * way into {@link open}, and a process that exits with one held leaves its WAL for whoever opens
+ * the database next, as a crash does. {@link evict}, which a restore needs to be final, throws
+ * instead.
  */
 export class HandleCache {
   private readonly entries = new Map<string, Entry>();
+  private readonly held = new Map<string, Entry>();
+  private heldTriedAt = 0;
   private empty?: Database.Database;
 
   constructor(private readonly opts: HandleCacheOptions) {
@@ -74,6 +88,13 @@ export class HandleCache {
    * left exactly as it was).
    */
   open(target: HandleTarget, intent: OpenIntent): Database.Database {
+    const kept = this.held.get(target.path);
+    if (kept) {
+      // Back in use: its uncopied frames are the next capture's.
+      this.held.delete(target.path);
+      this.entries.set(target.path, kept);
+    }
+    if (this.held.size > 0 && Date.now() - this.heldTriedAt >= HELD_RETRY_MS) this.retryHeld();
     const hit = this.entries.get(target.path);
     if (hit) {
       // Re-insert so the Map's order stays least-recently-used first.
@@ -92,7 +113,12 @@ export class HandleCache {
 
   /** Whether the database at `dbPath` has a handle open now. */
   isOpen(dbPath: string): boolean {
-    return this.entries.has(dbPath);
+    return this.entries.has(dbPath) || this.held.has(dbPath);
+  }
+
+  /** Handles kept open because history could not copy their WAL before closing. */
+  get heldOpen(): number {
+    return this.held.size;
   }
 
   /**
@@ -103,9 +129,18 @@ export class HandleCache {
     return db === this.empty;
   }
 
-  /** Closes the handle of one database, if open (after it reported corruption, or a restore). */
+  /**
+   * Closes the handle of one database, if open (after it reported corruption, or a restore).
+   * @throws what `beforeClose` threw; the handle then stays open (a restore must not go on as if
+   * the file were closed, nor close it with frames history lacks).
+   */
   evict(dbPath: string): void {
-    if (this.entries.has(dbPath)) this.closeOne(dbPath);
+    const kept = this.held.get(dbPath);
+    if (kept) {
+      this.held.delete(dbPath);
+      this.entries.set(dbPath, kept);
+    }
+    if (this.entries.has(dbPath)) this.closeOne(dbPath, 'throw');
   }
 
   /**
@@ -117,15 +152,18 @@ export class HandleCache {
     let closed = 0;
     for (const [key, entry] of [...this.entries]) {
       if (!gone.has(entry.shard)) continue;
-      this.closeOne(key);
-      closed++;
+      if (this.closeOne(key)) closed++;
     }
     return closed;
   }
 
-  /** Closes everything; the cache stays usable. */
+  /**
+   * Closes everything it can; the cache stays usable. A handle whose WAL history could not copy
+   * stays held (see {@link HandleCache}): a process about to exit leaves that WAL as it is.
+   */
   closeAll(): void {
     for (const key of [...this.entries.keys()]) this.closeOne(key);
+    this.retryHeld();
     if (this.empty) forgetStatements(this.empty);
     this.empty?.close();
     this.empty = undefined;
@@ -178,15 +216,37 @@ export class HandleCache {
     return this.empty;
   }
 
-  private closeOne(key: string): void {
+  /** Closes held handles whose WAL history can copy now. */
+  private retryHeld(): void {
+    this.heldTriedAt = Date.now();
+    for (const [key, entry] of [...this.held]) {
+      this.held.delete(key);
+      this.entries.set(key, entry);
+      this.closeOne(key);
+    }
+  }
+
+  /** Closes one handle; false when `beforeClose` failed and the handle is held open instead. */
+  private closeOne(key: string, onFailure: 'hold' | 'throw' = 'hold'): boolean {
     const entry = this.entries.get(key);
     this.entries.delete(key);
-    if (!entry) return;
+    if (!entry) return false;
     // Its statements die with it; they must not go on counting against the cache's budget.
     forgetStatements(entry.db);
-    const token = this.opts.beforeClose?.(entry.db, entry.target);
+    let token: unknown;
+    try {
+      token = this.opts.beforeClose?.(entry.db, entry.target);
+    } catch (err) {
+      if (onFailure === 'throw') {
+        this.entries.set(key, entry);
+        throw err;
+      }
+      this.held.set(key, entry);
+      return false;
+    }
     // Closing the last connection checkpoints the WAL and removes -wal and -shm.
     entry.db.close();
     this.opts.afterClose?.(entry.target, token);
+    return true;
   }
 }

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { capture, captureBeforeClose, finishCapture, lockForCapture, sealAfterClose, type CaptureOptions, type CaptureReport, type LockedCapture, type PendingSeal } from '../history/capture.ts';
@@ -15,6 +16,8 @@ import type { HandleCacheOptions, HandleTarget } from './handle-cache.ts';
  */
 export class HistoryCapture {
   private readonly places = new Map<string, Place>();
+  /** Databases (by path) whose last copy into history failed: their WAL holds commits history lacks. */
+  private readonly behind = new Set<string>();
   private locked: { capture: LockedCapture; target: HandleTarget } | undefined;
 
   constructor(
@@ -76,7 +79,9 @@ export class HistoryCapture {
   hooks(): Pick<HandleCacheOptions, 'onOpened' | 'beforeClose' | 'afterClose' | 'walAutocheckpoint'> {
     return {
       onOpened: (db, target) => void this.run(db, target),
-      beforeClose: (db, target) => this.guarded(target, () => captureBeforeClose(db, target.path, this.captureOptions(target))),
+      // Not guarded: a copy that fails keeps the handle open (see `HandleCache`), since closing
+      // would checkpoint frames history lacks into the file, lost to every restore.
+      beforeClose: (db, target) => this.tracked(target, () => captureBeforeClose(db, target.path, this.captureOptions(target))),
       afterClose: (target, token) => this.guarded(target, () => sealAfterClose(target.path, token as PendingSeal | undefined)),
       walAutocheckpoint: 0,
     };
@@ -104,11 +109,45 @@ export class HistoryCapture {
 
   private guarded<T>(target: HandleTarget, fn: () => T): T | undefined {
     try {
-      return fn();
-    } catch (err) {
-      process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the next commit tries again', db: target.id, err: String(err) })}\n`);
+      return this.tracked(target, fn);
+    } catch {
       return undefined;
     }
+  }
+
+  /** Runs a copy, noting whether the database's history is behind its WAL; logs and rethrows a failure. */
+  private tracked<T>(target: HandleTarget, fn: () => T): T {
+    try {
+      const out = fn();
+      this.behind.delete(target.path);
+      return out;
+    } catch (err) {
+      this.behind.add(target.path);
+      const disk = (err as { code?: string }).code === 'ENOSPC' || /ENOSPC|disk full/.test(String(err));
+      process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the frames stay in the WAL (not checkpointed) and the next commit tries again', db: target.id, disk, err: String(err) })}\n`);
+      throw err;
+    }
+  }
+
+  /**
+   * Refuses a new write while the database's history is behind its WAL by more than
+   * {@link MAX_UNCAPTURED_WAL_BYTES}: its commits are safe in the WAL (never checkpointed before
+   * they are copied), but the WAL would grow without end while copies fail. Runs inside the
+   * write's transaction, after its replay check (a write already committed answers what it did);
+   * {@link catchUp} before it copies again, so writes resume by themselves once that works.
+   * @throws AgentDbError STORAGE_FULL (retryable; nothing is written)
+   */
+  checkBacklog(target: HandleTarget): void {
+    if (!this.behind.has(target.path)) return;
+    const wal = fs.statSync(`${target.path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+    if (wal >= MAX_UNCAPTURED_WAL_BYTES) {
+      throw new AgentDbError('STORAGE_FULL', `the history of ${target.id} cannot be written (its last copy failed) and its WAL already holds ${wal} bytes waiting to be copied`);
+    }
+  }
+
+  /** Before a write to a database whose last copy failed: copies again (outside any transaction). */
+  catchUp(db: Database, target: HandleTarget): void {
+    if (this.behind.has(target.path)) this.run(db, target);
   }
 }
 
@@ -119,6 +158,14 @@ interface Place {
 }
 
 const MAX_PLACES = 4096;
+
+/**
+ * How far a database's WAL may run ahead of a failing history before writes are refused
+ * (STORAGE_FULL): 64 MiB, a few checkpoints' worth at the default HISTORY_CHECKPOINT_BYTES. On a
+ * full disk the WAL cannot grow either and writes fail sooner; this bounds a copy that fails for
+ * any other reason.
+ */
+const MAX_UNCAPTURED_WAL_BYTES = 64 * 1024 * 1024;
 
 /** A database's history quota: HISTORY_MAX_BYTES_PER_DB, or when 0 ten times the plan's database size. */
 export function historyQuota(opts: HistoryOptions, limits: PlanLimits): number {

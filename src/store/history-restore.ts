@@ -312,20 +312,18 @@ export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataD
   if (base && pos.segment === base.segment && pos.frames === base.frames) return {};
   // A restore reading this history would see its generation end under it: leave it for tonight.
   if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
-  // Every frame copied and checkpointed first (not guarded: a capture that fails here leaves
-  // the snapshot without `follows`), so the new generation is known to continue this one exactly.
-  // Another connection committing from here on (an outside program) is caught under the
-  // snapshot's write lock by the data version, and the snapshot then follows nothing.
+  // Every frame copied and checkpointed first, so the new generation is known to continue this
+  // one exactly. Another connection committing from here on (an outside program) is caught under
+  // the snapshot's write lock by the data version, and the snapshot then follows nothing.
+  // A copy that fails (a full disk) ends the snapshot: the snapshot's checkpoint would fold the
+  // frames it could not copy into the file, and the moments they were committed at would be
+  // lost to history (issue 25). They stay in the WAL for the next copy.
   let follows: Follows | undefined;
-  try {
-    const version = dataVersion(db);
-    const done = capture(db, req.db.path, { source, checkpointBytes: 0 });
-    const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
-    const position = capturedPosition(req.db.path, source);
-    if (!done.generation && (done.checkpointed || walEmpty) && position) follows = { position, dataVersion: version };
-  } catch {
-    follows = undefined;
-  }
+  const version = dataVersion(db);
+  const done = capture(db, req.db.path, { source, checkpointBytes: 0 });
+  const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+  const position = capturedPosition(req.db.path, source);
+  if (!done.generation && (done.checkpointed || walEmpty) && position) follows = { position, dataVersion: version };
   const meta = startGeneration(db, req.db.path, source, req.reason, Date.now(), undefined, follows);
   forgetCapture(req.db.path);
   return { snapshot: meta.id };

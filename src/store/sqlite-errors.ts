@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Database } from 'better-sqlite3';
 import { AgentDbError, type ErrorCode } from '../errors.ts';
 
 /** A failure as it crosses the executor boundary: a registry code and what exactly happened. */
@@ -11,13 +14,15 @@ export interface OpError {
  * the detail so the agent can correct itself. This is the one place that knows better-sqlite3's
  * error codes (extended result codes such as `SQLITE_CONSTRAINT_UNIQUE`).
  */
-export function toOpError(err: unknown): OpError {
+export function toOpError(err: unknown, full: () => ErrorCode = () => 'STORAGE_FULL'): OpError {
   if (err instanceof AgentDbError) return { code: err.code, detail: err.detail ?? '' };
   const message = err instanceof Error ? err.message : String(err);
   const sqliteCode = (err as { code?: unknown } | null)?.code;
   if (typeof sqliteCode === 'string' && sqliteCode.startsWith('SQLITE_')) {
-    return { code: codeForSqlite(sqliteCode), detail: message };
+    return { code: sqliteCode.startsWith('SQLITE_FULL') ? full() : codeForSqlite(sqliteCode), detail: message };
   }
+  // Node's own file writes (a spilled result, history) on a full disk or a used-up quota.
+  if (sqliteCode === 'ENOSPC' || sqliteCode === 'EDQUOT') return { code: 'STORAGE_FULL', detail: message };
   // better-sqlite3 reports binding mistakes (a missing or extra parameter) as plain RangeError
   // and TypeError before SQLite runs; they are the caller's SQL, not our fault.
   if (err instanceof RangeError && /Invalid string length|Array buffer allocation failed/.test(message)) {
@@ -31,9 +36,6 @@ function codeForSqlite(code: string): ErrorCode {
   // Extended codes share the primary code's prefix (SQLITE_CORRUPT_INDEX, SQLITE_IOERR_NOMEM…).
   const primary = code.replace(/^(SQLITE_[A-Z]+)(_.*)?$/, '$1');
   switch (primary) {
-    case 'SQLITE_FULL':
-      // max_page_count is how the plan's size limit is enforced; a full disk reads the same.
-      return 'LIMIT_EXCEEDED';
     case 'SQLITE_NOTADB':
     case 'SQLITE_CORRUPT':
       return 'DATABASE_CORRUPT';
@@ -59,5 +61,40 @@ function codeForSqlite(code: string): ErrorCode {
     default:
       // SQLITE_ERROR (no such table, syntax), SQLITE_CONSTRAINT_*, SQLITE_MISMATCH, SQLITE_RANGE…
       return 'SQL_ERROR';
+  }
+}
+
+/**
+ * Free bytes below which a write's SQLITE_FULL is put down to the disk whatever the plan would
+ * still allow: a write that only changes pages (no growth) never meets max_page_count, and a
+ * failed WAL append leaves less free than it needed, which is a few pages for most writes.
+ */
+const FULL_DISK_MARGIN = 1024 * 1024;
+
+/**
+ * Which fault a write's SQLITE_FULL is: the plan's size limit (`max_page_count`, LIMIT_EXCEEDED,
+ * the agent's to fix) or a full disk (STORAGE_FULL, transient, the operator's). SQLite reports
+ * both alike, and better-sqlite3 gives no errno: the disk is the cause when it has less room
+ * than the plan would still let the database grow (`max_page_count − page_count` pages), give or
+ * take {@link FULL_DISK_MARGIN}. Telling an agent to drop data for a full disk was the wrong
+ * remedy for a fault that passes by itself (issue 25).
+ */
+export function fullCause(db: Database | undefined, dbPath: string): ErrorCode {
+  let free: number;
+  try {
+    const st = fs.statfsSync(path.dirname(dbPath));
+    free = st.bavail * st.bsize;
+  } catch {
+    return 'STORAGE_FULL';
+  }
+  if (free < FULL_DISK_MARGIN) return 'STORAGE_FULL';
+  if (!db?.open) return 'LIMIT_EXCEEDED';
+  try {
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    const pages = db.pragma('page_count', { simple: true }) as number;
+    const max = db.pragma('max_page_count', { simple: true }) as number;
+    return free < Math.max(0, max - pages) * pageSize ? 'STORAGE_FULL' : 'LIMIT_EXCEEDED';
+  } catch {
+    return 'STORAGE_FULL';
   }
 }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ANSWERED_FILE } from '../../src/history/answered.ts';
+import { readAnswered } from '../../src/history/answered.ts';
 import { historyDir, listGenerations, listSegments, localSource } from '../../src/history/layout.ts';
 import { readCommits } from '../../src/history/segment-index.ts';
 import { finishCapture, lockForCapture } from '../../src/history/capture.ts';
@@ -41,7 +41,8 @@ const lastCommit = () => {
   const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
   return listSegments(gen).flatMap((s) => readCommits(s.indexPath)).at(-1);
 };
-const answeredAt = () => (JSON.parse(fs.readFileSync(path.join(historyDir(dataDir, db.id), ANSWERED_FILE), 'utf8')) as { at: number }).at;
+// The newest record of the answered file (it keeps several, in turn: issue 25).
+const answeredAt = () => readAnswered(localSource(dataDir, db.id))!.at;
 const rowsAt = (at: number) => {
   const file = path.join(dataDir, `at-${at}-${Math.random()}.sqlite`);
   buildRestore(planRestore(localSource(dataDir, db.id), { at }), file);

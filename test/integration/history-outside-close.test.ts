@@ -7,7 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { codeOf } from '../../src/errors.ts';
+import { historyView } from '../../src/history/history-view.ts';
+import { listGenerations, listSegments, localSource } from '../../src/history/layout.ts';
+import { readIndex } from '../../src/history/segment-index.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import type { DbTarget } from '../../src/store/executor-protocol.ts';
 import { HandleCache } from '../../src/store/handle-cache.ts';
@@ -33,6 +36,10 @@ const restoredAt = (at: number) => {
   buildRestore(planRestore(localSource(dataDir, db.id), { at }), file);
   expect(integrity(file)).toBe('ok');
   return rowsOf(file);
+};
+const readIndexCommits = () => {
+  const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+  return listSegments(gen).flatMap((seg) => readIndex(seg.indexPath).commits);
 };
 const reasons = () => listGenerations(localSource(dataDir, db.id)).map((g) => g.snapshot?.reason);
 function outside(fn: (d: Database.Database) => void): void {
@@ -63,6 +70,9 @@ afterEach(() => {
 
 describe('a program outside agentdb, while agentdb has the database open', () => {
   it('commits and checkpoints it (TRUNCATE), then agentdb closes it: history starts again from the file, and every later moment restores what the file was', () => {
+    const mineAt = readIndexCommits().at(-1)!.at;
+    const before = Date.now();
+    pastMs(before);
     outside((d) => {
       d.prepare("INSERT INTO t(v) VALUES ('outside')").run();
       const [res] = d.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
@@ -73,6 +83,23 @@ describe('a program outside agentdb, while agentdb has the database open', () =>
     const closed = Date.now();
     pastMs(closed);
     expect(restoredAt(closed)).toEqual(['mine', 'outside']);
+    // When the outside commit was made nobody knows: from the last commit history holds to the
+    // gap, restores (and dry runs, planned the same) refuse, and history lists the stretch, where
+    // they answered the state before with the outside commit missing (issue 25).
+    expect(restoredAt(mineAt)).toEqual(['mine']);
+    const lostAt = (at: number) => {
+      try {
+        planRestore(localSource(dataDir, db.id), { at });
+        return undefined;
+      } catch (err) {
+        return codeOf(err);
+      }
+    };
+    expect(lostAt(before)).toBe('HISTORY_LOST');
+    expect(lostAt(mineAt + 1)).toBe('HISTORY_LOST');
+    const gap = listGenerations(localSource(dataDir, db.id)).at(-1)!;
+    expect(gap.snapshot).toMatchObject({ reason: 'gap', lost: true });
+    expect(historyView(dataDir, db.id, 30).lost).toEqual([{ after: new Date(mineAt).toISOString(), before: new Date(gap.snapshot!.at).toISOString(), generation: gap.name }]);
     // History goes on from there.
     const live = handles.open(db, 'write');
     live.prepare("INSERT INTO t(v) VALUES ('later')").run();

@@ -11,6 +11,7 @@ import { HandleCache } from '../../src/store/handle-cache.ts';
 import { PLAN_LIMITS, type PlanLimits } from '../../src/store/plan-limits.ts';
 import { describe as describeDb, drop, query, toOpError, write, type Param, type TableInfo } from '../../src/store/sqlite-ops.ts';
 import { schemaChangeRefusal, schemaState } from '../../src/store/sqlite-schema.ts';
+import { fullCause } from '../../src/store/sqlite-errors.ts';
 
 let dataDir: string;
 let handles: HandleCache;
@@ -332,7 +333,8 @@ describe('write', () => {
       try {
         run(t, 'INSERT INTO big VALUES (randomblob(20000))');
       } catch (err) {
-        error = toOpError(err);
+        // As the executor tells them apart: this disk has room, the plan's limit is what was met.
+        error = toOpError(err, () => fullCause(db, t.path));
       }
     }
     expect(error).toEqual({ code: 'LIMIT_EXCEEDED', detail: 'database or disk is full' });
@@ -451,7 +453,9 @@ describe('error mapping', () => {
     const sqlite = (code: string) => toOpError(Object.assign(new Error(`msg for ${code}`), { code }));
     expect(sqlite('SQLITE_CONSTRAINT_UNIQUE')).toEqual({ code: 'SQL_ERROR', detail: 'msg for SQLITE_CONSTRAINT_UNIQUE' });
     expect(sqlite('SQLITE_ERROR').code).toBe('SQL_ERROR');
-    expect(sqlite('SQLITE_FULL').code).toBe('LIMIT_EXCEEDED');
+    // Without a database to tell by, a full disk (a read's temporary files): never the plan's limit.
+    expect(sqlite('SQLITE_FULL').code).toBe('STORAGE_FULL');
+    expect(toOpError(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })).code).toBe('STORAGE_FULL');
     expect(sqlite('SQLITE_NOTADB').code).toBe('DATABASE_CORRUPT');
     expect(sqlite('SQLITE_CORRUPT_INDEX').code).toBe('DATABASE_CORRUPT');
     expect(sqlite('SQLITE_NOMEM').code).toBe('RESOURCE_LIMIT');
