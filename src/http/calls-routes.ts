@@ -35,7 +35,8 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  *   stands: `queued`, `running` or `awaiting_approval` (202).
  * - `GET /v1/calls/:id` → the key's own call (`?wait=true` long-polls up to the bound); another
  *   caller's call id answers NOT_FOUND like an unknown one.
- * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error.
+ * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error
+ * (UNAVAILABLE, Redis gone: 503 with the envelope).
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsync {
   return async (app) => {
@@ -63,6 +64,9 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsync {
 function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   if ('status' in answer) return reply.code(202).send(answer);
   if (!answer.ok && answer.error.code === 'NOT_FOUND' && answer.tool === '') return reply.code(404).send(answer);
+  // Redis gone: the request failed, not the tool, so a proxy or retrying client sees a 503; the
+  // body is still the envelope, with `mayStillRun` for a re-send under the same call id.
+  if (!answer.ok && answer.error.code === 'UNAVAILABLE') return reply.code(503).send(answer);
   return reply.code(200).send(answer);
 }
 
