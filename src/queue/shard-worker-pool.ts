@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import { RedisOffloadQuota } from './offload-quota.ts';
 import type { ChildModule } from '../store/child-module.ts';
-import os from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallJobData } from '../contracts/call.ts';
@@ -137,8 +137,11 @@ export class ShardWorkerPool {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    // Every shard's worker stops taking jobs at once, before anything waits: a tick in flight
+    // during a Redis outage waits for Redis, and the workers took jobs again when it returned.
+    const letGo = Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
     await this.ticking;
-    await Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
+    await letGo;
     this.status.stop();
     await this.executor.stop();
     await this.blobs.close();
@@ -155,6 +158,8 @@ export class ShardWorkerPool {
         this.opts.logger.warn({ shard, err: String(err) }, 'lease check failed');
         owned = false;
       }
+      // A stop that began while the lease was being asked for takes no shard.
+      if (this.stopped) return;
       if (owned && !this.workers.has(shard)) this.own(shard);
       else if (!owned && this.workers.has(shard)) {
         this.opts.logger.warn({ shard }, 'shard lease lost; letting the shard go');
