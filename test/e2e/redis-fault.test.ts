@@ -106,7 +106,7 @@ async function settle(t: Traffic): Promise<void> {
   const expected = new Map([...t.acked].map(([agent, vs]) => [agent, new Set(vs)]));
   for (const { agent, v } of t.inDoubt) expected.get(agent)!.add(v);
   for (const agent of lanes()) {
-    const read = await client.call({ ...who(agent), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM t WHERE v >= ? ORDER BY v', params: [Math.min(...expected.get(agent)!)], max_rows: 1000 } });
+    const read = await client.call({ ...who(agent), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM t WHERE v >= ? AND v < 5000 ORDER BY v', params: [Math.min(...expected.get(agent)!)], max_rows: 1000 } });
     // Every acknowledged write once, and each in-doubt one once after its re-send: none lost, none doubled.
     expect(read.ok && (read.result.rows as number[][]).map((r) => r[0]), agent).toEqual([...expected.get(agent)!].sort((a, b) => a - b));
   }
@@ -119,6 +119,20 @@ function expectAnsweredInWords(t: Traffic): void {
     expect(answer).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE', message: expect.stringContaining(`Redis at ${own.url}`) } });
     expect(typeof (answer as { mayStillRun?: unknown }).mayStillRun).toBe('boolean');
   }
+}
+
+/** How many calls running `sql` a worker has in hand. */
+async function runningCalls(sql: string): Promise<number> {
+  let n = 0;
+  for (let shard = 0; shard < sb.config.shardCount; shard++) {
+    const q = new Queue(`{shard-${shard}}`, { connection: { url: own.url }, prefix: sb.config.prefix });
+    try {
+      n += (await q.getActive()).filter((j) => j.data.arguments?.sql === sql).length;
+    } finally {
+      await q.close();
+    }
+  }
+  return n;
 }
 
 async function schedulers(): Promise<string[]> {
@@ -145,12 +159,28 @@ describe('Redis killed under a running agentdb', () => {
     await settle(t);
   });
 
-  it('with AOF: the calls in flight run once, whether they were re-sent or not', async () => {
-    const t = await trafficUntilOutage(1000, 30, () => own.kill());
+  it('with AOF: the calls in flight run once, whether they were re-sent or not; the CLI answers in words too', async () => {
+    // `agentdb call` with a write that takes a while, in hand when Redis dies.
+    const slowSql = 'INSERT INTO t (v) SELECT 7000 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c)';
+    const cli = spawnCli(['call', '--workspace', 'acme', '--agent', 'lane1', '--settings', '{"database":"agent"}', 'DATA_WRITE_SQL', JSON.stringify({ sql: slowSql })], sb.env);
+    running.push(cli.child);
+    const t = await trafficUntilOutage(1000, 30, async () => {
+      await expect.poll(() => runningCalls(slowSql), { interval: 20, timeout: 15_000 }).toBeGreaterThan(0);
+      await own.kill();
+    });
     expectAnsweredInWords(t);
+    const done = await cli.exited;
+    const env = JSON.parse(done.stdout);
+    expect(done.code).toBe(1);
+    expect(env).toMatchObject({ ok: false, mayStillRun: true, error: { code: 'UNAVAILABLE', message: expect.stringContaining(`Redis at ${own.url}`) } });
+    expect(done.stderr).not.toMatch(/\n\s+at /);
     await own.start();
     await expect.poll(health, { timeout: 15_000 }).toBe(200);
     await settle(t);
+    // The CLI's write was in Redis's AOF: it runs, once, without being sent again.
+    expect(await client.result(env.callId, { workspace: 'acme', agent: 'lane1', wait: true })).toMatchObject({ ok: true, result: { changes: 1 } });
+    const read = await client.call({ ...who('lane1'), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t WHERE v = 7000' } });
+    expect(read).toMatchObject({ ok: true, result: { rows: [[1]] } });
   });
 
   it('answers calls whose worker was killed once the service is back, without waiting for their job lock', async () => {
@@ -174,5 +204,7 @@ describe('Redis killed under a running agentdb', () => {
     service!.kill('SIGTERM');
     // Redis stays down: the process ends on its own.
     expect(await exited).toBe(1);
+    // And a client closes without Redis (a pending event read used to hold it for good).
+    await client.close();
   });
 });
