@@ -91,6 +91,9 @@ export class AgentDbClient {
     this.redis.setMaxListeners(0);
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.outage = new RedisOutage(this.redis, this.redisUrl);
+    // The next outage is asked about afresh: a verdict kept from the last one would answer a
+    // call during a blip UNAVAILABLE at once, with a stale reason.
+    this.redis.on('ready', () => (this.answering = undefined));
   }
 
   /**
