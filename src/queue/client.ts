@@ -119,10 +119,14 @@ export class AgentDbClient {
       return errorEnvelope(callId, f.tool, f.code, f.detail);
     }
     const { tool } = planned.plan;
-    const sent = { enqueued: false };
+    const sent: { enqueued: boolean; key?: string } = { enqueued: false };
     return this.answerOrUnavailable(
       () => this.enqueue(input, keyId, callId, planned.plan, opts, sent),
-      (why) => unavailable(callId, tool, why, sent.enqueued),
+      (why) => {
+        // Its waiters go: in a Redis that came back empty its completion never comes.
+        if (sent.key) this.waiters.forget(sent.key);
+        return unavailable(callId, tool, why, sent.enqueued);
+      },
     );
   }
 
@@ -132,7 +136,7 @@ export class AgentDbClient {
     callId: string,
     { request, shard, tool }: Extract<ReturnType<typeof planCall>, { ok: true }>['plan'],
     opts: CallOptions,
-    sent: { enqueued: boolean },
+    sent: { enqueued: boolean; key?: string },
   ): Promise<CallAnswer> {
     const down = await this.redisDown();
     if (down) return unavailable(callId, tool, down, false);
@@ -154,6 +158,7 @@ export class AgentDbClient {
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
+    sent.key = key;
     const completion = this.waiters.completion(key);
     const parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key);
     const queue = this.queue(shard);
