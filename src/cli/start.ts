@@ -98,6 +98,8 @@ export async function start(ctx: CommandContext): Promise<number> {
   const drained = await drainWithin(config.drainGraceMs, logger, async () => {
     // Intake stops first and all at once: no new request, scheduled job or shard job is taken
     // while anything else closes (one part waiting for Redis must not leave the others running).
+    // Requests still waiting answer where their call stands, so the server can close.
+    calls.stopWaiting();
     await Promise.all([app.close(), scheduler.stop(), pool!.stop()]);
     await web.close();
     await approvals.close();
