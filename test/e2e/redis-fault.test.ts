@@ -21,9 +21,8 @@ const running: ChildProcess[] = [];
 beforeAll(async () => {
   own = await OwnRedis.start();
   port = await freePort();
-  // LOCK_DURATION_MS far past the test's bound: a call whose worker was killed is answered only
-  // because its new owner takes the old owner's jobs back, never because a lock lapsed.
-  sb = sandbox({ REDIS_URL: own.url, PORT: String(port), SHARD_COUNT: '4', LOCK_DURATION_MS: '300000', STALLED_INTERVAL_MS: '300000', LEASE_TTL_MS: '3000', DRAIN_GRACE_MS: '3000', EXECUTOR_POOL_SIZE: '2' });
+  // The deployment's own job lock (30 s) for the outages.
+  sb = sandbox({ REDIS_URL: own.url, PORT: String(port), SHARD_COUNT: '4', LOCK_DURATION_MS: '30000', STALLED_INTERVAL_MS: '1000', LEASE_TTL_MS: '3000', DRAIN_GRACE_MS: '3000', EXECUTOR_POOL_SIZE: '2' });
   service = await startService();
   client = sb.client();
   await Promise.all(lanes().map((agent) => client.call({ ...who(agent), tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (v INTEGER)' } })));
@@ -43,8 +42,8 @@ function who(agent: string) {
   return { workspace: 'acme', agent, settings: { database: 'agent' as const } };
 }
 
-async function startService(): Promise<ChildProcess> {
-  const p = await startCli(['start'], sb.env);
+async function startService(env: Record<string, string> = {}): Promise<ChildProcess> {
+  const p = await startCli(['start'], { ...sb.env, ...env });
   running.push(p);
   return p;
 }
@@ -184,6 +183,11 @@ describe('Redis killed under a running agentdb', () => {
   });
 
   it('answers calls whose worker was killed once the service is back, without waiting for their job lock', async () => {
+    // A job lock far past the test's bound: the call is answered only because the new owner
+    // takes the killed one's jobs back, never because the lock lapsed.
+    const longLock = { LOCK_DURATION_MS: '300000', STALLED_INTERVAL_MS: '300000' };
+    await stop(service!, 'SIGTERM');
+    service = await startService(longLock);
     // A write that takes a while, so it is in hand when the service dies.
     const slow = { ...who('lane0'), callId: 'slow-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t (v) SELECT 5000 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c)' } };
     const answer = client.call(slow);
@@ -191,7 +195,7 @@ describe('Redis killed under a running agentdb', () => {
     running.push(cli.child);
     await expect.poll(async () => (await client.result('slow-1', { workspace: 'acme', agent: 'lane0' })).status, { interval: 20, timeout: 10_000 }).toBe('running');
     await stop(service!, 'SIGKILL');
-    service = await startService();
+    service = await startService(longLock);
     expect(await answer).toMatchObject({ ok: true, result: { changes: 1 } });
     expect((await cli.exited).code).toBe(0);
     const read = await client.call({ ...who('lane0'), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t WHERE v = 5000' } });
