@@ -41,6 +41,16 @@ const envSchema = z.object({
   /** BullMQ job lock; a dead worker's job is retried after it lapses. */
   LOCK_DURATION_MS: int(500, 600_000, 30_000),
   STALLED_INTERVAL_MS: int(500, 600_000, 30_000),
+  /**
+   * How long a stopping process (SIGTERM, SIGINT) lets the jobs in hand finish and its leases go
+   * back before it exits anyway: a stop during a Redis outage otherwise waited for Redis.
+   */
+  DRAIN_GRACE_MS: int(100, 600_000, 10_000),
+  /**
+   * How often a scheduler looks for its job schedulers and puts back any that are missing (a
+   * Redis that came back empty lost them); it also looks each time its connection comes back.
+   */
+  SCHEDULER_CHECK_MS: int(500, 3_600_000, 60_000),
   /** SQLite's memory per executor child, so a huge allocation fails instead of the host. */
   EXECUTOR_HEAP_LIMIT_MB: int(16, 65_536, 512),
   /** Open SQLite handles kept per executor child; ten thousand databases must not mean ten thousand files. */
@@ -180,6 +190,10 @@ export interface Config {
   readonly leaseTtlMs: number;
   readonly lockDurationMs: number;
   readonly stalledIntervalMs: number;
+  /** DRAIN_GRACE_MS. */
+  readonly drainGraceMs: number;
+  /** SCHEDULER_CHECK_MS. */
+  readonly schedulerCheckMs: number;
   readonly executorHeapLimitMb: number;
   readonly handleCacheSize: number;
   readonly maxResultBytes: number;
@@ -261,6 +275,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     leaseTtlMs: e.LEASE_TTL_MS,
     lockDurationMs: e.LOCK_DURATION_MS,
     stalledIntervalMs: e.STALLED_INTERVAL_MS,
+    drainGraceMs: e.DRAIN_GRACE_MS,
+    schedulerCheckMs: e.SCHEDULER_CHECK_MS,
     executorHeapLimitMb: e.EXECUTOR_HEAP_LIMIT_MB,
     handleCacheSize: e.HANDLE_CACHE_SIZE,
     maxResultBytes: e.MAX_RESULT_BYTES,

@@ -1,8 +1,9 @@
 import { createLogger } from '../logger.ts';
 import { checkRedis } from '../queue/connection.ts';
 import { Scheduler } from '../queue/scheduler.ts';
-import type { CommandContext } from './context.ts';
+import { EXIT, type CommandContext } from './context.ts';
 import { untilSignal } from './signals.ts';
+import { drainWithin, exitAfterGrace } from './drain.ts';
 
 /**
  * `agentdb scheduler`: runs the scheduled jobs (the nightly prune) until stopped;
@@ -24,6 +25,7 @@ export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean
     await s.start();
     logger.info({ next: new Date((await s.nextRun()) ?? 0).toISOString() }, 'scheduler ready');
     logger.info({ signal: await untilSignal() }, 'stopping');
+    if (!(await drainWithin(ctx.config.drainGraceMs, logger, () => s.stop()))) exitAfterGrace(logger, ctx.config.drainGraceMs, EXIT.failed);
     return 0;
   } finally {
     await s.stop();

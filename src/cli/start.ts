@@ -20,6 +20,7 @@ import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { ensureRedis } from './local-redis.ts';
 import { untilSignal } from './signals.ts';
+import { drainWithin, exitAfterGrace } from './drain.ts';
 import { allShards } from './worker.ts';
 
 /** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
@@ -94,16 +95,21 @@ export async function start(ctx: CommandContext): Promise<number> {
   await scheduler.start();
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
   logger.info({ signal: await untilSignal() }, 'stopping');
-  await app.close();
-  await web.close();
-  await approvals.close();
-  await client.close();
-  await historyOps.close();
-  await scheduler.stop();
-  await pool.stop();
-  await blobs.close();
-  principals.close();
-  redis.disconnect();
+  const drained = await drainWithin(config.drainGraceMs, logger, async () => {
+    // Intake stops first and all at once: no new request, scheduled job or shard job is taken
+    // while anything else closes (one part waiting for Redis must not leave the others running).
+    // Requests still waiting answer where their call stands, so the server can close.
+    calls.stopWaiting();
+    await Promise.all([app.close(), scheduler.stop(), pool!.stop()]);
+    await web.close();
+    await approvals.close();
+    await client.close();
+    await historyOps.close();
+    await blobs.close();
+    principals.close();
+    redis.disconnect();
+  });
   redisServer?.kill();
+  if (!drained) exitAfterGrace(logger, config.drainGraceMs, EXIT.failed);
   return EXIT.ok;
 }

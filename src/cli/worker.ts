@@ -1,9 +1,10 @@
 import { createLogger } from '../logger.ts';
 import { checkRedis } from '../queue/connection.ts';
 import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
-import { UsageError, type CommandContext } from './context.ts';
+import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { parseShardRange } from './shard-range.ts';
 import { untilSignal } from './signals.ts';
+import { drainWithin, exitAfterGrace } from './drain.ts';
 
 /** `agentdb worker [--shards 0-7]`: owns the free shards of the range until stopped. */
 export async function worker(ctx: CommandContext, flags: { shards?: string }): Promise<number> {
@@ -20,7 +21,7 @@ export async function worker(ctx: CommandContext, flags: { shards?: string }): P
   await pool.start();
   logger.info({ shards: pool.ownedShards(), executorPid: pool.executorPid }, 'worker ready');
   logger.info({ signal: await untilSignal() }, 'stopping');
-  await pool.stop();
+  if (!(await drainWithin(ctx.config.drainGraceMs, logger, () => pool.stop()))) exitAfterGrace(logger, ctx.config.drainGraceMs, EXIT.failed);
   return 0;
 }
 

@@ -16,6 +16,11 @@ export interface ErrorEnvelope {
   callId: string;
   tool: string;
   error: ErrorBody;
+  /**
+   * On UNAVAILABLE from the client library: whether the call had reached Redis, so it may still
+   * run once Redis is back (send it again under the same call id; that is idempotent).
+   */
+  mayStillRun?: boolean;
 }
 
 /** The result of every call, on every path. */

@@ -5,6 +5,7 @@ import type { MemberRegistry } from '../approvals/members.ts';
 import { AgentDbError, ERRORS } from '../errors.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import type { KeyedCalls } from '../queue/keyed-calls.ts';
+import { isConnectionFault } from '../queue/connection.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
 import { historyRoutes } from './history-routes.ts';
@@ -64,10 +65,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.get('/health', async (_req, reply) => {
     let redis: 'up' | 'down' = 'up';
-    try {
-      await deps.redis.ping();
-    } catch {
-      redis = 'down';
+    // A connection that is not ready queues the PING for ~10 s of reconnects: say down at once.
+    if (deps.redis.status !== 'ready') redis = 'down';
+    else {
+      try {
+        await deps.redis.ping();
+      } catch {
+        redis = 'down';
+      }
     }
     const body = { ok: redis === 'up', redis, shardCount: deps.shardCount, ownedShards: deps.ownedShards?.() ?? [] };
     return reply.code(body.ok ? 200 : 503).send(body);
@@ -94,6 +99,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (err instanceof AgentDbError && err.code !== 'INTERNAL') {
       request.log.warn({ code: err.code, route: request.routeOptions.url }, 'request refused');
       return sendError(reply, err.code, err.detail);
+    }
+    // A command that died with its Redis connection is the service being away, not a fault of
+    // agentdb's: a retryable 503, as the calls routes answer.
+    if (isConnectionFault(err)) {
+      request.log.warn({ err: err.message, route: request.routeOptions.url }, 'redis unavailable');
+      return sendError(reply, 'UNAVAILABLE', `Redis did not answer: ${err.message}`);
     }
     const status = err.statusCode ?? 500;
     // Fastify's own 4xx (unparseable JSON, wrong content type, body too large) are the

@@ -36,8 +36,9 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  *   stands: `queued`, `running` or `awaiting_approval` (202).
  * - `GET /v1/calls/:id` → the key's own call (`?wait=true` long-polls up to the bound); another
  *   caller's call id answers NOT_FOUND like an unknown one.
- * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error,
- * and a call id already used for another call (IDEMPOTENCY_CONFLICT, 409, with the envelope).
+ * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error:
+ * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), or Redis gone (UNAVAILABLE,
+ * 503), each with the envelope.
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsync {
   return async (app) => {
@@ -68,6 +69,9 @@ function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   // Not the tool refusing: the request's call id names another call, as an Idempotency-Key reused
   // with another body does elsewhere (409, the registry's status).
   if (!answer.ok && answer.error.code === 'IDEMPOTENCY_CONFLICT') return reply.code(ERRORS.IDEMPOTENCY_CONFLICT.status).send(answer);
+  // Redis gone: the request failed, not the tool, so a proxy or retrying client sees a 503; the
+  // body is still the envelope, with `mayStillRun` for a re-send under the same call id.
+  if (!answer.ok && answer.error.code === 'UNAVAILABLE') return reply.code(503).send(answer);
   return reply.code(200).send(answer);
 }
 

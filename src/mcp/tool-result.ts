@@ -67,9 +67,17 @@ export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpTool
     // SQLite's messages quote what the statement met — a column name, a JSON path, a value —
     // and an agent may have stored any of those: the message is fenced like rows are. The
     // code and the hint are agentdb's own.
+    // Redis died after the call reached it: it may run when Redis is back, and its outcome is
+    // then under its call id (an MCP client cannot send a call id of its own to re-send with).
+    const mayStillRun = answer.mayStillRun === true ? `\nThe call may still run once Redis is back; its outcome will be at GET /v1/calls/${answer.callId} with this key.` : '';
     return {
-      content: [{ type: 'text', text: `${code}\n${untrustedFence(JSON.stringify(message))}${hint ? `\nHint: ${hint}` : ''}` }],
-      structuredContent: { callId: answer.callId, error: answer.error, ...('approval' in answer ? { approval: answer.approval } : {}) },
+      content: [{ type: 'text', text: `${code}\n${untrustedFence(JSON.stringify(message))}${hint ? `\nHint: ${hint}` : ''}${mayStillRun}` }],
+      structuredContent: {
+        callId: answer.callId,
+        error: answer.error,
+        ...('approval' in answer ? { approval: answer.approval } : {}),
+        ...(answer.mayStillRun !== undefined ? { mayStillRun: answer.mayStillRun } : {}),
+      },
       isError: true,
     };
   }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
-import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { errorEnvelope, type Envelope, type ErrorEnvelope } from '../contracts/envelope.ts';
 import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
 import { approvalIdFor } from '../approvals/approval.ts';
 import { callFingerprint, callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
@@ -15,6 +15,7 @@ import { awaiting, finishedEnvelope, within, type AwaitingAnswer, type CallAnswe
 import { EventReader, latestEventId, type StreamedEvent } from './events.ts';
 import { EventFeed } from './event-feed.ts';
 import { keysFor, type Keys } from './keys.ts';
+import { RedisOutage } from './redis-outage.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {
@@ -82,6 +83,7 @@ export class AgentDbClient {
   private approvals?: ApprovalService;
   private answering?: Promise<void>;
   private readonly workspaces: WorkspaceRegistry;
+  private readonly outage: RedisOutage;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
@@ -95,6 +97,10 @@ export class AgentDbClient {
     // Every shard queue shares this one connection, each adding its own listeners.
     this.redis.setMaxListeners(0);
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
+    this.outage = new RedisOutage(this.redis, this.redisUrl);
+    // The next outage is asked about afresh: a verdict kept from the last one would answer a
+    // call during a blip UNAVAILABLE at once, with a stale reason.
+    this.redis.on('ready', () => (this.answering = undefined));
   }
 
   /**
@@ -103,6 +109,11 @@ export class AgentDbClient {
    * answer (UNAVAILABLE, within a few seconds). A call no worker picks up within `timeoutMs`
    * is withdrawn (NO_WORKER) when waited for, and left queued otherwise. A waited call answers
    * only with its envelope.
+   *
+   * It never rejects: when Redis dies part way, the call answers UNAVAILABLE within a few
+   * seconds, with `mayStillRun` saying whether it had been handed to Redis (it may then run
+   * when Redis returns with its data). Sending it again under the same `callId` is safe either
+   * way: it joins the call if it exists, and runs it once if it does not.
    */
   call(input: CallInput, opts?: CallOptions & { wait?: true }): Promise<FinishedAnswer>;
   call(input: CallInput, opts: CallOptions): Promise<CallAnswer>;
@@ -114,9 +125,28 @@ export class AgentDbClient {
       const f = planned.failure;
       return errorEnvelope(callId, f.tool, f.code, f.detail);
     }
-    const { request, shard, tool } = planned.plan;
+    const { tool } = planned.plan;
+    const sent: { enqueued: boolean; key?: string } = { enqueued: false };
+    return this.answerOrUnavailable(
+      () => this.enqueue(input, keyId, callId, planned.plan, opts, sent),
+      (why) => {
+        // Its waiters go: in a Redis that came back empty its completion never comes.
+        if (sent.key) this.waiters.forget(sent.key);
+        return unavailable(callId, tool, why, sent.enqueued);
+      },
+    );
+  }
+
+  private async enqueue(
+    input: CallInput,
+    keyId: unknown,
+    callId: string,
+    { request, shard, tool, databaseId }: Extract<ReturnType<typeof planCall>, { ok: true }>['plan'],
+    opts: CallOptions,
+    sent: { enqueued: boolean; key?: string },
+  ): Promise<CallAnswer> {
     const down = await this.redisDown();
-    if (down) return errorEnvelope(callId, tool, 'UNAVAILABLE', down);
+    if (down) return unavailable(callId, tool, down, false);
     const data: CallJobData = {
       callId,
       workspace: request.workspace,
@@ -133,15 +163,17 @@ export class AgentDbClient {
     };
     const key = callKeyOf(data);
     if (input.callId !== undefined) {
-      const conflict = await this.claimCallId(key, { shard, database: planned.plan.databaseId, data });
+      const conflict = await this.claimCallId(key, { shard, database: databaseId, data });
       if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
     }
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
+    sent.key = key;
     const completion = this.waiters.completion(key);
     const parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key);
     const queue = this.queue(shard);
+    sent.enqueued = true;
     // A caller's own call id may have been used before: read what the id holds alongside the
     // add (same connection, so no extra round trip's wait). A generated id is new by nature.
     const [, earlier] = await Promise.all([
@@ -190,13 +222,21 @@ export class AgentDbClient {
    * resolves when it finishes, and without, answers where it stands (queued, running, awaiting
    * approval). A call id belongs to its caller: another workspace's or agent's call of the same
    * id, like an unknown (or long expired) one, answers NOT_FOUND; a Redis that does not answer,
-   * UNAVAILABLE.
+   * or one that dies while it waits, UNAVAILABLE (`mayStillRun: true`: the call may be queued
+   * in a Redis that comes back; ask again then). It never rejects.
    */
   result(callId: string, opts: { workspace: string; agent: string; wait: true; timeoutMs?: number }): Promise<FinishedAnswer>;
   result(callId: string, opts: { workspace: string; agent: string; wait?: boolean; timeoutMs?: number }): Promise<CallAnswer>;
   async result(callId: string, opts: { workspace: string; agent: string; wait?: boolean; timeoutMs?: number }): Promise<CallAnswer> {
+    return this.answerOrUnavailable(
+      () => this.lookUp(callId, opts),
+      (why) => unavailable(callId, '', why, true),
+    );
+  }
+
+  private async lookUp(callId: string, opts: { workspace: string; agent: string; wait?: boolean; timeoutMs?: number }): Promise<CallAnswer> {
     const down = await this.redisDown();
-    if (down) return errorEnvelope(callId, '', 'UNAVAILABLE', down);
+    if (down) return unavailable(callId, '', down, true);
     const key = callKey(opts.workspace, opts.agent, callId);
     // Listen before looking, so a completion between the look and the wait is not missed.
     let completion: Promise<Envelope> | undefined;
@@ -226,6 +266,13 @@ export class AgentDbClient {
    * approval records which of the two it was.
    */
   async decide(approvalId: string, d: Decision): Promise<DecideResult> {
+    return this.answerOrUnavailable(
+      () => this.decideNow(approvalId, d),
+      (detail) => ({ ok: false, code: 'UNAVAILABLE', detail }),
+    );
+  }
+
+  private async decideNow(approvalId: string, d: Decision): Promise<DecideResult> {
     const down = await this.redisDown();
     if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
     const input = { decision: d.decision, ...(d.reason !== undefined ? { reason: d.reason } : {}) };
@@ -251,11 +298,30 @@ export class AgentDbClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.outage.stop();
     await Promise.all([...this.feeds].map((f) => f.close()));
     await this.approvals?.close();
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     if (this.reader) await (await this.reader.catch(() => undefined))?.stop();
     this.redis.disconnect();
+  }
+
+  /**
+   * `work`'s answer, or `down`'s once Redis has gone for a few seconds (see {@link RedisOutage})
+   * or `work` fails: a runtime awaiting a call without try/catch must get an answer it can
+   * read, never a driver error (ioredis's `MaxRetriesPerRequestError` crashed one). Whatever
+   * `work` does later is ignored.
+   */
+  private async answerOrUnavailable<T>(work: () => Promise<T>, down: (why: string) => T): Promise<T> {
+    let stop = () => undefined as void;
+    const lost = new Promise<T>((resolve) => (stop = this.outage.onLost((why) => resolve(down(why)))));
+    try {
+      return await Promise.race([work(), lost]);
+    } catch (err) {
+      return down(`Redis did not answer: ${(err as Error).message}`);
+    } finally {
+      stop();
+    }
   }
 
   /**
@@ -462,6 +528,15 @@ function parseClaim(text: string | null): CallIdClaim | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * UNAVAILABLE, saying whether the call may still run: once it has been handed to Redis, a Redis
+ * that returns with its data runs it, so the caller sends it again under the same call id
+ * (which joins it, or runs it once) rather than under a new one.
+ */
+function unavailable(callId: string, tool: string, why: string, mayStillRun: boolean): ErrorEnvelope {
+  return { ...errorEnvelope(callId, tool, 'UNAVAILABLE', why), mayStillRun };
 }
 
 function isReady(redis: Redis): boolean {

@@ -78,6 +78,17 @@ export async function checkRedis(url: string): Promise<void> {
   (await connectAnswering(url, { name: 'agentdb-check' })).disconnect();
 }
 
+/**
+ * Whether `err` is a Redis command that failed because its connection did (ioredis gave up
+ * reconnecting for it, or the connection closed under it), as against a reply Redis gave.
+ */
+export function isConnectionFault(err: unknown): boolean {
+  const e = err as { name?: unknown; message?: unknown; code?: unknown } | undefined;
+  if (e?.name === 'MaxRetriesPerRequestError') return true;
+  if (typeof e?.code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(e.code)) return true;
+  return typeof e?.message === 'string' && /^Connection is closed\.?$|Stream isn't writeable/.test(e.message);
+}
+
 /** The URL with its password, if any, replaced: it goes into messages and logs. */
 export function shownUrl(url: string): string {
   try {

@@ -10,6 +10,10 @@ export class EventFeed implements AsyncIterableIterator<StreamedEvent> {
   private lastId: Promise<string>;
   private readonly buffer: StreamedEvent[] = [];
   private closed = false;
+  // A read pending during a Redis outage is never settled by `disconnect()` (see EventReader):
+  // each read races this, so a feed closed then ends instead of hanging its `for await`.
+  private wake!: () => void;
+  private readonly closing = new Promise<null>((resolve) => (this.wake = () => resolve(null)));
 
   constructor(
     private readonly conn: Redis,
@@ -31,7 +35,10 @@ export class EventFeed implements AsyncIterableIterator<StreamedEvent> {
       if (this.closed) return { value: undefined, done: true };
       let reply: [string, [string, string[]][]][] | null;
       try {
-        reply = (await this.conn.xread('COUNT', 100, 'BLOCK', 5000, 'STREAMS', this.streamKey, await this.lastId)) as typeof reply;
+        const from = await Promise.race([this.lastId, this.closing]);
+        if (from === null) return { value: undefined, done: true };
+        reply = (await Promise.race([this.conn.xread('COUNT', 100, 'BLOCK', 5000, 'STREAMS', this.streamKey, from), this.closing])) as typeof reply;
+        if (this.closed) return { value: undefined, done: true };
       } catch {
         if (this.closed) return { value: undefined, done: true };
         await new Promise((r) => setTimeout(r, 100));
@@ -57,6 +64,7 @@ export class EventFeed implements AsyncIterableIterator<StreamedEvent> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.wake();
     this.conn.disconnect();
     this.onClose();
   }

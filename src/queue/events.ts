@@ -77,6 +77,11 @@ export class EventReader {
   private lastId: string;
   private running = false;
   private loop?: Promise<void>;
+  // A read pending on a connection that is reconnecting is never settled by `disconnect()`
+  // (ioredis flushes its queue only when a live socket closes): a client closed during a Redis
+  // outage waited for it for good. The loop races each read against this instead.
+  private stopped!: () => void;
+  private readonly stopping = new Promise<null>((resolve) => (this.stopped = () => resolve(null)));
 
   constructor(
     private readonly redis: Redis,
@@ -97,6 +102,7 @@ export class EventReader {
   /** Stops following and closes the connection. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopped();
     this.redis.disconnect();
     await this.loop;
   }
@@ -105,9 +111,10 @@ export class EventReader {
     while (this.running) {
       let reply: [string, [string, string[]][]][] | null;
       try {
-        reply = (await this.redis.xread('COUNT', 1000, 'BLOCK', 5000, 'STREAMS', this.streamKey, this.lastId)) as
+        reply = (await Promise.race([this.redis.xread('COUNT', 1000, 'BLOCK', 5000, 'STREAMS', this.streamKey, this.lastId), this.stopping])) as
           | [string, [string, string[]][]][]
           | null;
+        if (!this.running) return;
       } catch {
         if (!this.running) return;
         // The connection retries by itself; wait a moment rather than spin.

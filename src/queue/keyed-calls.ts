@@ -28,7 +28,20 @@ type Translated = Extract<DbTranslation, { ok: true }>;
  * calls db_query, db_schema and db_exec, which run as the DATA_* tools they map onto.
  */
 export class KeyedCalls {
+  /** Ends each wait in progress early (see {@link stopWaiting}). */
+  private readonly waits = new Set<() => void>();
+
   constructor(private readonly client: AgentDbClient) {}
+
+  /**
+   * Answers every request still waiting, at once, with where its call stands, as if its wait
+   * bound had passed: a stopping server closes only once its requests have answered, and a
+   * request waiting on a person's decision held a SIGTERM for up to MCP_APPROVAL_WAIT_MS.
+   */
+  stopWaiting(): void {
+    for (const end of this.waits) end();
+    this.waits.clear();
+  }
 
   /** Enqueues `call` as `principal` and answers per `opts`. */
   async call(principal: Principal, call: KeyedCall, opts: KeyedWait): Promise<CallAnswer | ApprovalRequiredAnswer> {
@@ -42,8 +55,25 @@ export class KeyedCalls {
     if (!opts.wait) return this.client.result(callId, who);
     // The abandoned wait is settled when the call ends (run, rejected or expired), so it is
     // bounded by the approval TTL.
-    const finished = await bounded(this.client.result(callId, { ...who, wait: true }), opts.maxWaitMs);
+    const finished = await this.bounded(this.client.result(callId, { ...who, wait: true }), opts.maxWaitMs);
     return finished ?? this.client.result(callId, who);
+  }
+
+  /** `promise`'s value, or undefined once `ms` have passed or {@link stopWaiting} was called. */
+  private bounded<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+    return new Promise((resolve, reject) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.waits.delete(end);
+        resolve(undefined);
+      };
+      const timer = setTimeout(end, ms).unref();
+      this.waits.add(end);
+      promise.then(
+        (v) => (clearTimeout(timer), this.waits.delete(end), resolve(v)),
+        (e: unknown) => (clearTimeout(timer), this.waits.delete(end), reject(e)),
+      );
+    });
   }
 
   private async enqueue(input: CallInput, principal: Principal, opts: KeyedWait): Promise<CallAnswer> {
@@ -80,14 +110,4 @@ function asDb(answer: CallAnswer, t: Translated, p: Extract<Principal, { kind: '
     return { ...renamed, result: { database: databaseId(p.workspace, p.agent), schema: renamed.result } };
   }
   return renamed;
-}
-
-function bounded<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => resolve(undefined), ms).unref();
-    promise.then(
-      (v) => (clearTimeout(timer), resolve(v)),
-      (e: unknown) => (clearTimeout(timer), reject(e)),
-    );
-  });
 }

@@ -33,6 +33,10 @@ export class Scheduler {
   private readonly blobs: BlobStore;
   private worker?: Worker;
   private workerRedis?: Redis;
+  private checkTimer?: NodeJS.Timeout;
+  private checking?: Promise<void>;
+  private stopping?: Promise<void>;
+  private readonly onReady = () => void this.checkSchedules();
 
   constructor(
     private readonly config: Config,
@@ -44,18 +48,18 @@ export class Scheduler {
     this.blobs = openBlobStore(config);
   }
 
-  /** Registers the schedules (idempotent) and starts taking their jobs. */
+  /**
+   * Registers the schedules (idempotent) and starts taking their jobs. From then on it puts
+   * back any schedule found missing: each time its connection to Redis is ready again, and
+   * every SCHEDULER_CHECK_MS. A Redis that came back empty had lost them, and the nightly
+   * backup, snapshot and prune did not run again until a restart while /health said 200.
+   */
   async start(): Promise<void> {
-    await this.queue.upsertJobScheduler(
-      PRUNE,
-      { pattern: this.config.maintenanceCron, tz: this.config.scheduleTz },
-      { name: PRUNE, opts: { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } } },
-    );
-    const opts = { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } };
-    await this.queue.upsertJobScheduler(HISTORY_PRUNE, { pattern: this.config.historyPruneCron, tz: this.config.scheduleTz }, { name: HISTORY_PRUNE, opts });
-    // Nightly: each shard owner snapshots and uploads its databases' history (see `backupOp`).
-    await this.queue.upsertJobScheduler(BACKUP, { pattern: this.config.backupCron, tz: this.config.backupTz }, { name: BACKUP, opts });
-    await this.queue.upsertJobScheduler(HISTORY_SNAPSHOT, { pattern: this.config.historySnapshotCron, tz: this.config.scheduleTz }, { name: HISTORY_SNAPSHOT, opts });
+    // Every one upserted: a changed cron or time zone takes effect at start.
+    await this.ensureSchedules(false);
+    this.redis.on('ready', this.onReady);
+    this.checkTimer = setInterval(() => void this.checkSchedules(), this.config.schedulerCheckMs);
+    this.checkTimer.unref();
     const jobs: Record<string, () => Promise<unknown>> = {
       [PRUNE]: () => this.prune(),
       [HISTORY_PRUNE]: async () => this.pruneHistory(),
@@ -69,6 +73,29 @@ export class Scheduler {
     this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), { connection: this.workerRedis, prefix: this.keys.bullPrefix, concurrency: 1 });
     this.worker.on('error', (err) => this.logger.error({ err: String(err) }, 'scheduler worker error'));
     await this.worker.waitUntilReady();
+  }
+
+  /**
+   * Registers each schedule (`onlyMissing`: each one that is missing) and says which it
+   * registered. The periodic check leaves an existing one alone: upserting it again would
+   * replace its next job for nothing.
+   */
+  async ensureSchedules(onlyMissing = true): Promise<string[]> {
+    const opts = { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } };
+    const schedules: [string, { pattern: string; tz: string }][] = [
+      [PRUNE, { pattern: this.config.maintenanceCron, tz: this.config.scheduleTz }],
+      [HISTORY_PRUNE, { pattern: this.config.historyPruneCron, tz: this.config.scheduleTz }],
+      // Nightly: each shard owner snapshots and uploads its databases' history (see `backupOp`).
+      [BACKUP, { pattern: this.config.backupCron, tz: this.config.backupTz }],
+      [HISTORY_SNAPSHOT, { pattern: this.config.historySnapshotCron, tz: this.config.scheduleTz }],
+    ];
+    const added: string[] = [];
+    for (const [name, repeat] of schedules) {
+      if (onlyMissing && (await this.queue.getJobScheduler(name))) continue;
+      await this.queue.upsertJobScheduler(name, repeat, { name, opts });
+      added.push(name);
+    }
+    return added;
   }
 
   /** When the prune runs next (epoch ms), as BullMQ has it scheduled. */
@@ -144,7 +171,26 @@ export class Scheduler {
     return total;
   }
 
-  async stop(): Promise<void> {
+  /** One look for missing schedules at a time; a failed look is logged and tried again later. */
+  private checkSchedules(): Promise<void> {
+    this.checking ??= this.ensureSchedules()
+      .then((added) => {
+        if (added.length) this.logger.warn({ schedules: added }, 'job schedulers were missing (Redis lost them); registered them again');
+      })
+      .catch((err) => this.logger.warn({ err: String(err) }, 'could not check the job schedulers'))
+      .finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  /** Stops taking jobs and closes its connections; a second call waits for the first. */
+  stop(): Promise<void> {
+    this.stopping ??= this.close();
+    return this.stopping;
+  }
+
+  private async close(): Promise<void> {
+    clearInterval(this.checkTimer);
+    this.redis.off('ready', this.onReady);
     await this.worker?.close();
     await this.queue.close();
     await this.blobs.close();

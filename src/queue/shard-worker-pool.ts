@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { RedisOffloadQuota } from './offload-quota.ts';
 import type { ChildModule } from '../store/child-module.ts';
-import os from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallJobData } from '../contracts/call.ts';
@@ -20,7 +19,8 @@ import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from './connection.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { keysFor, type Keys } from './keys.ts';
-import { ShardLease } from './shard-lease.ts';
+import { leaseToken, ShardLease } from './shard-lease.ts';
+import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
 import { codeOf } from '../errors.ts';
 import { shardOpHandlers, type ShardOpHandler } from './shard-ops.ts';
@@ -53,7 +53,7 @@ export class ShardWorkerPool {
   private readonly agentShare: AgentShare;
   private readonly status: ExecutorStatusPublisher;
   /** This process among workers: its lease token, and the key of its published status. */
-  readonly id = `${os.hostname()}:${process.pid}:${randomUUID()}`;
+  readonly id = leaseToken(randomUUID());
   private readonly completion: CallCompletion;
   private readonly parking: CallParking;
   private readonly blobs: BlobStore;
@@ -137,8 +137,11 @@ export class ShardWorkerPool {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    // Every shard's worker stops taking jobs at once, before anything waits: a tick in flight
+    // during a Redis outage waits for Redis, and the workers took jobs again when it returned.
+    const letGo = Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
     await this.ticking;
-    await Promise.all(this.ownedShards().map((shard) => this.letGo(shard, true)));
+    await letGo;
     this.status.stop();
     await this.executor.stop();
     await this.blobs.close();
@@ -155,7 +158,9 @@ export class ShardWorkerPool {
         this.opts.logger.warn({ shard, err: String(err) }, 'lease check failed');
         owned = false;
       }
-      if (owned && !this.workers.has(shard)) this.own(shard);
+      // A stop that began while the lease was being asked for takes no shard.
+      if (this.stopped) return;
+      if (owned && !this.workers.has(shard)) await this.own(shard);
       else if (!owned && this.workers.has(shard)) {
         this.opts.logger.warn({ shard }, 'shard lease lost; letting the shard go');
         await this.letGo(shard, false);
@@ -163,8 +168,16 @@ export class ShardWorkerPool {
     }
   }
 
-  private own(shard: number): void {
+  private async own(shard: number): Promise<void> {
     const { config, logger } = this.opts;
+    try {
+      const released = await releaseDeadOwnerJobs(this.redis, this.keys.bullPrefix, this.keys.queueName(shard));
+      if (released) logger.info({ shard, jobs: released }, "took over the previous owner's jobs in hand");
+    } catch (err) {
+      // Their locks lapse on their own; the shard is still ours to run.
+      logger.warn({ shard, err: String(err) }, "could not take over the previous owner's jobs");
+    }
+    if (this.stopped) return;
     const processor = (job: Job, token?: string) =>
       job.name.startsWith(SHARD_OP_PREFIX)
         ? this.runOp(job as Job<ShardOpJobData>, shard)

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,13 +60,27 @@ export class OwnRedis {
   /** Stops the server (SHUTDOWN, which flushes the AOF) and waits for it to exit. */
   async stop(): Promise<void> {
     const proc = this.proc;
-    if (!proc || proc.exitCode !== null) return;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise((r) => proc.once('exit', r));
     const admin = new Redis(this.url, { maxRetriesPerRequest: 0 });
     admin.on('error', () => undefined);
     await admin.shutdown().catch(() => undefined);
     admin.disconnect();
     await exited;
+  }
+
+  /** Kills the server (SIGKILL: nothing flushed beyond what fsync already wrote) and waits for it to exit. */
+  async kill(): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Deletes what the stopped server persisted, so that it starts again empty. */
+  wipe(): void {
+    for (const entry of readdirSync(this.dir)) rmSync(path.join(this.dir, entry), { recursive: true, force: true });
   }
 
   async remove(): Promise<void> {

@@ -1,6 +1,17 @@
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MemberRegistry } from '../../src/approvals/members.ts';
+import { ApprovalService } from '../../src/approvals/approval-service.ts';
+import { buildApp } from '../../src/http/app.ts';
 import { AgentDbClient } from '../../src/queue/client.ts';
 import { checkRedis } from '../../src/queue/connection.ts';
+import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
+import { keysFor } from '../../src/queue/keys.ts';
+import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
+import { AgentRegistry } from '../../src/registry/agents.ts';
+import { KeyAuthenticator } from '../../src/registry/principal.ts';
+import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
+import { REDIS_URL, sandbox } from '../helpers/harness.ts';
 import { freePort } from '../helpers/own-redis.ts';
 
 // A client pointed at a port nothing listens on must answer, not hang: BullMQ waits for a
@@ -21,6 +32,34 @@ describe('the client library when Redis does not answer', () => {
     for (const answer of many) expect(answer).toMatchObject(unavailable);
     expect(await client.result('some-call', { workspace: 'acme', agent: 'scout', wait: true })).toMatchObject(unavailable);
     expect(await client.decide('ap_x', { decision: 'approve', by: 'ada', operator: true })).toMatchObject({ ok: false, code: 'UNAVAILABLE' });
+    // Nothing reached Redis: the call cannot run later.
+    expect(await client.call(call)).toMatchObject({ mayStillRun: false });
+  });
+
+  it('POST /v1/calls answers 503 with the same envelope when the queue Redis does not answer', async () => {
+    const sb = sandbox();
+    const redis = new Redis(REDIS_URL);
+    const keys = keysFor(sb.config.prefix);
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const calls = new AgentDbClient({ redisUrl: url, prefix: sb.config.prefix, shardCount: sb.config.shardCount });
+    clients.push(calls);
+    const agents = new AgentRegistry(redis, keys);
+    await new WorkspaceRegistry(redis, keys).put('acme', 'pro');
+    await agents.put('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
+    const { key } = await new AgentKeyRing(redis, keys, agents).mint('acme', 'scout');
+    const members = new MemberRegistry(redis, keys);
+    const approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
+    const app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, keyed: { auth: new KeyAuthenticator(redis, keys), calls: new KeyedCalls(calls), waitMs: 5000, approvalWaitMs: 5000 } });
+    try {
+      const res = await app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${key}` }, payload: { tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' }, callId: 'c-1' } });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ ok: false, callId: 'c-1', mayStillRun: false, error: { code: 'UNAVAILABLE', message: expect.stringContaining(`Redis at ${url}`) } });
+    } finally {
+      await app.close();
+      await approvals.close();
+      redis.disconnect();
+      await sb.cleanup();
+    }
   });
 
   it('checkRedis rejects with the URL, its password hidden', async () => {
