@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '../src/config.ts';
-import { AgentDbClient } from '../src/queue/client.ts';
+import { AgentDbClient } from '../src/calls/client.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 import { childPids } from './cpu.ts';
 import { startProcess } from './process.ts';

@@ -1,7 +1,7 @@
-import { MemberRegistry } from '../src/approvals/members.ts';
-import { connectRedis } from '../src/queue/connection.ts';
-import type { AgentDbClient, AwaitingAnswer } from '../src/queue/client.ts';
-import { keysFor } from '../src/queue/keys.ts';
+import { MemberRegistry } from '../src/registry/members.ts';
+import { connectRedis } from '../src/redis/connection.ts';
+import type { AgentDbClient, AwaitingAnswer } from '../src/calls/client.ts';
+import { keysFor } from '../src/redis/keys.ts';
 import { drive, summarise, type RunStats } from './stats.ts';
 
 const gated = { workspace: 'bench', settings: { database: 'agent' as const, approval: 'write' as const } };

@@ -4,7 +4,7 @@ import { mkdtempSync, openSync, closeSync, writeSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FolderBlobStore } from '../src/history/folder-blob-store.ts';
+import { FolderBlobStore } from '../src/blobs/folder-blob-store.ts';
 import { quantile, round } from './stats.ts';
 
 /** Blob upload to the folder store against `cp` of the same file, medians of interleaved rounds. */

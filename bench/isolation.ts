@@ -1,6 +1,6 @@
 // Isolation: how much one agent's slow or runaway statements slow everyone else down.
 import type { Envelope } from '../src/contracts/envelope.ts';
-import { databaseId, shardOf } from '../src/store/database-id.ts';
+import { databaseId, shardOf } from '../src/contracts/database-id.ts';
 import { benchSite } from './agentdb-worker.ts';
 import { round, summarise, type RunStats } from './stats.ts';
 

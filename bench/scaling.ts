@@ -1,7 +1,7 @@
 // Scaling: calls/s of a CPU-bound read over many databases, one executor child against the pool.
 import { readFileSync } from 'node:fs';
 import type { Envelope } from '../src/contracts/envelope.ts';
-import { connectRedis } from '../src/queue/connection.ts';
+import { connectRedis } from '../src/redis/connection.ts';
 import { benchSite } from './agentdb-worker.ts';
 import { childPids, cpuSeconds, machineCpu } from './cpu.ts';
 import { drive, round, summarise, type RunStats } from './stats.ts';

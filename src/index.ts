@@ -11,11 +11,11 @@ export {
   type Decision,
   type FinishedAnswer,
   type PendingAnswer,
-} from './queue/client.ts';
+} from './calls/client.ts';
 export type { CallInput } from './contracts/call.ts';
 export type { Envelope, OkEnvelope, ErrorEnvelope } from './contracts/envelope.ts';
 export type { AgentSettingsInput as AgentSettings } from './contracts/settings.ts';
 export { toolContracts, TOOL_NAMES, type ToolName, type ToolContract } from './contracts/tools.ts';
 export { ERRORS, type ErrorCode, type ErrorBody } from './errors.ts';
 export { loadConfig, type Config } from './config.ts';
-export type { AgentDbEvent } from './queue/events.ts';
+export type { AgentDbEvent } from './redis/events.ts';

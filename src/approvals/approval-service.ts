@@ -1,13 +1,13 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { ErrorCode } from '../errors.ts';
-import { publishEvent } from '../queue/events.ts';
-import { keysFor, type Keys } from '../queue/keys.ts';
+import { publishEvent } from '../redis/events.ts';
+import { keysFor, type Keys } from '../redis/keys.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { ApprovalStore } from './approval-store.ts';
-import { NOT_A_MEMBER_KEY } from './members.ts';
+import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { CallJobData } from '../contracts/call.ts';
-import { standingRefusal } from '../queue/parked-standing.ts';
+import { standingRefusal } from '../policy/standing-refusal.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
 

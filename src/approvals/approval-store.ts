@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Keys } from '../queue/keys.ts';
+import type { Keys } from '../redis/keys.ts';
 import type { Approval, ApprovalRequest, ApprovalState, DecisionChannel } from './approval.ts';
 
 // Creating is idempotent, so a worker that dies while parking can park again after a retry

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { AgentProfileInput } from '../contracts/agent-profile.ts';
 import { AgentDbError } from '../errors.ts';
 import { AgentRegistry } from '../registry/agents.ts';
-import { databasePath, shardOf } from '../store/database-id.ts';
+import { databasePath, shardOf } from '../contracts/database-id.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 import { printTable, withRegistry } from './registry-command.ts';

@@ -1,9 +1,9 @@
 import type { ApprovalState } from '../approvals/approval.ts';
 import { ApprovalService, withRefusal, type DecideResult } from '../approvals/approval-service.ts';
-import { MemberRegistry, NOT_A_MEMBER_KEY } from '../approvals/members.ts';
+import { MemberRegistry, NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import { errorBody } from '../errors.ts';
-import { connectAnswering } from '../queue/connection.ts';
-import { keysFor } from '../queue/keys.ts';
+import { connectAnswering } from '../redis/connection.ts';
+import { keysFor } from '../redis/keys.ts';
 import { approvalsTable } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';

@@ -1,8 +1,8 @@
 import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
-import { runBackups } from '../queue/backups.ts';
-import { checkRedis } from '../queue/connection.ts';
-import { ShardOpClient } from '../queue/shard-op-client.ts';
-import { parseDatabaseId } from '../store/database-id.ts';
+import { runBackups } from '../shards/backups.ts';
+import { checkRedis } from '../redis/connection.ts';
+import { ShardOpClient } from '../shards/shard-op-client.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { pickupWatch } from './op-pickup.ts';
 

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { CallInput } from '../contracts/call.ts';
 import { errorBody, type ErrorBody } from '../errors.ts';
-import type { AgentDbClient, CallAnswer } from '../queue/client.ts';
+import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
 import { callOrUnavailable, succeeded } from './call-answer.ts';
 import { EXIT, type CommandContext } from './context.ts';
 

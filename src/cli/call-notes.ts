@@ -1,4 +1,4 @@
-import type { AwaitingAnswer, PendingAnswer } from '../queue/client.ts';
+import type { AwaitingAnswer, PendingAnswer } from '../calls/client.ts';
 
 // What `agentdb call` says on stderr while a waited call is not finished, so a person at the
 // terminal knows what it waits for and what to do. stdout keeps only the envelope.

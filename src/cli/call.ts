@@ -1,5 +1,5 @@
 import type { CallInput } from '../contracts/call.ts';
-import { AgentDbClient, type AwaitingAnswer, type CallAnswer, type PendingAnswer } from '../queue/client.ts';
+import { AgentDbClient, type AwaitingAnswer, type CallAnswer, type PendingAnswer } from '../calls/client.ts';
 import { callOrUnavailable, succeeded } from './call-answer.ts';
 import { runBatch } from './call-batch.ts';
 import { interruptedNote, parkedNote, queuedNote } from './call-notes.ts';

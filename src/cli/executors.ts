@@ -1,6 +1,6 @@
-import { connectAnswering } from '../queue/connection.ts';
-import { readExecutors } from '../queue/executor-status-publisher.ts';
-import { keysFor } from '../queue/keys.ts';
+import { connectAnswering } from '../redis/connection.ts';
+import { readExecutors } from '../shards/executor-status-publisher.ts';
+import { keysFor } from '../redis/keys.ts';
 import type { CommandContext } from './context.ts';
 
 /**

@@ -1,13 +1,13 @@
 import os from 'node:os';
 import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
-import { checkRedis, connectRedis } from '../queue/connection.ts';
-import { keysFor } from '../queue/keys.ts';
+import { checkRedis, connectRedis } from '../redis/connection.ts';
+import { keysFor } from '../redis/keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
-import { HistoryClient, parseMoment, type HistoryView } from '../queue/history-client.ts';
-import { ShardOpClient } from '../queue/shard-op-client.ts';
+import { HistoryClient, parseMoment, type HistoryView } from '../shards/history-client.ts';
+import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { pickupWatch } from './op-pickup.ts';
-import { parseDatabaseId } from '../store/database-id.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.

@@ -1,12 +1,12 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { mcpServer } from '../mcp/server.ts';
-import { AgentDbClient } from '../queue/client.ts';
-import { connectAnswering } from '../queue/connection.ts';
-import { KeyedCalls } from '../queue/keyed-calls.ts';
-import { keysFor } from '../queue/keys.ts';
+import { AgentDbClient } from '../calls/client.ts';
+import { connectAnswering } from '../redis/connection.ts';
+import { KeyedCalls } from '../calls/bearer-key-calls.ts';
+import { keysFor } from '../redis/keys.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
 import { PrincipalCache } from '../registry/principal-cache.ts';
-import { connectRedis, shownUrl } from '../queue/connection.ts';
+import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { answered, type Answers } from './stdio-drain.ts';
 

@@ -1,7 +1,7 @@
-import { MemberRegistry, type Role } from '../approvals/members.ts';
+import { MemberRegistry, type Role } from '../registry/members.ts';
 import { AgentDbError } from '../errors.ts';
-import { connectAnswering } from '../queue/connection.ts';
-import { keysFor } from '../queue/keys.ts';
+import { connectAnswering } from '../redis/connection.ts';
+import { keysFor } from '../redis/keys.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 

@@ -1,5 +1,5 @@
-import { shownUrl } from '../queue/connection.ts';
-import type { PickupWatch } from '../queue/shard-op-client.ts';
+import { shownUrl } from '../redis/connection.ts';
+import type { PickupWatch } from '../shards/shard-op-client.ts';
 import type { CommandContext } from './context.ts';
 
 // What an operator command (`history`, `restore`, `backup now`) does while no worker takes its

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { AgentDbError } from '../errors.ts';
-import { connectAnswering } from '../queue/connection.ts';
-import { keysFor, type Keys } from '../queue/keys.ts';
+import { connectAnswering } from '../redis/connection.ts';
+import { keysFor, type Keys } from '../redis/keys.ts';
 import type { CommandContext, Output } from './context.ts';
 
 /**

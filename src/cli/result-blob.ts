@@ -2,8 +2,8 @@ import fs, { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { codeOf, type AgentDbError } from '../errors.ts';
-import { openBlobStore } from '../history/blob-stores.ts';
-import { OffloadedResults } from '../history/offloaded-results.ts';
+import { openBlobStore } from '../blobs/blob-stores.ts';
+import { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 

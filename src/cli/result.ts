@@ -1,4 +1,4 @@
-import { AgentDbClient } from '../queue/client.ts';
+import { AgentDbClient } from '../calls/client.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 

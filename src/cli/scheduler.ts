@@ -1,6 +1,6 @@
 import { createLogger } from '../logger.ts';
-import { checkRedis } from '../queue/connection.ts';
-import { Scheduler } from '../queue/scheduler.ts';
+import { checkRedis } from '../redis/connection.ts';
+import { Scheduler } from '../schedule/scheduler.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { untilSignal } from './signals.ts';
 import { drainWithin, exitAfterGrace } from './drain.ts';

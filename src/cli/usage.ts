@@ -1,6 +1,6 @@
-import { connectAnswering } from '../queue/connection.ts';
-import { keysFor } from '../queue/keys.ts';
-import { readUsage } from '../queue/usage.ts';
+import { connectAnswering } from '../redis/connection.ts';
+import { keysFor } from '../redis/keys.ts';
+import { readUsage } from '../calls/usage.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 

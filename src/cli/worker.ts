@@ -1,6 +1,6 @@
 import { createLogger } from '../logger.ts';
-import { checkRedis } from '../queue/connection.ts';
-import { ShardWorkerPool } from '../queue/shard-worker-pool.ts';
+import { checkRedis } from '../redis/connection.ts';
+import { ShardWorkerPool } from '../shards/shard-worker-pool.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { parseShardRange } from './shard-range.ts';
 import { untilSignal } from './signals.ts';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { AgentDbError } from '../errors.ts';
-import { readSmall, type BlobStore } from './blob-store.ts';
-import { WORKSPACE_HISTORY, type GenerationEnd, type SnapshotMeta } from './layout.ts';
+import { readSmall, type BlobStore } from '../blobs/blob-store.ts';
+import { WORKSPACE_HISTORY, type GenerationEnd, type SnapshotMeta } from './history-files.ts';
 
 /** One uploaded file, as its manifest vouches for it. */
 export interface ManifestFile {

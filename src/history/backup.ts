@@ -1,7 +1,7 @@
 import { AgentDbError, type ErrorCode } from '../errors.ts';
-import { readBackSha256, type BlobStore } from './blob-store.ts';
+import { readBackSha256, type BlobStore } from '../blobs/blob-store.ts';
 import { backupPrefix, readManifest, writeManifest, type BackupManifest, type ManifestFile, type ManifestGeneration } from './backup-manifest.ts';
-import { listGenerations, listSegments, localSource } from './layout.ts';
+import { listGenerations, listSegments, localSource } from './history-files.ts';
 import { readIndex } from './segment-index.ts';
 import { frameBatches } from './frame-scan.ts';
 

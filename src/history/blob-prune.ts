@@ -1,4 +1,4 @@
-import { readSmall, type BlobStore } from './blob-store.ts';
+import { readSmall, type BlobStore } from '../blobs/blob-store.ts';
 import { readManifest, writeManifest, type BackupManifest } from './backup-manifest.ts';
 import { BLOB_READER_TTL_MS } from './blob-restore.ts';
 

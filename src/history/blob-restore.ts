@@ -5,9 +5,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AgentDbError } from '../errors.ts';
-import { Measure, type BlobStore } from './blob-store.ts';
+import { Measure, type BlobStore } from '../blobs/blob-store.ts';
 import { backupPrefix, manifestRange, readManifest, type ManifestFile } from './backup-manifest.ts';
-import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, nameSeq, writeJsonAtomic, type HistorySource } from './layout.ts';
+import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, nameSeq, writeJsonAtomic, type HistorySource } from './history-files.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
 import { planRestore, rebuild } from './restore-engine.ts';
 import { verifyIntegrity } from './integrity.ts';
@@ -93,7 +93,7 @@ export async function restoreFromBlob(
     if (!gen) {
       throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is before the earliest backed-up moment, ${new Date(range.earliest!).toISOString()}`);
     }
-    // The generation in the layout the restore engine reads (see layout.ts).
+    // The generation in the layout the restore engine reads (see history-files.ts).
     const genDir = path.join(work, 'generations', gen.name);
     fs.mkdirSync(path.join(genDir, SEGMENTS_DIR), { recursive: true });
     const dry = opts.dryRun === true;

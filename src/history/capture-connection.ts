@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
-import { closeAnswered } from './answered.ts';
+import { closeAnswered } from './answered-commits.ts';
 import { positionKey, type State } from './capture-state.ts';
 import { closeWalIndex, readWalIndex } from './wal-index.ts';
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, nameSeq, readJson, SNAPSHOT_META, segmentName, type HistorySource, type SegmentHeader, type SnapshotMeta } from './layout.ts';
+import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, nameSeq, readJson, SNAPSHOT_META, segmentName, type HistorySource, type SegmentHeader, type SnapshotMeta } from './history-files.ts';
 import { readIndex } from './segment-index.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
 

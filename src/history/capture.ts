@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
-import { noteAnswered, readAllAnswered, readAnswered, type Answered } from './answered.ts';
+import { noteAnswered, readAllAnswered, readAnswered, type Answered } from './answered-commits.ts';
 import { beginCapture, closeWal, committedSince, endCapture, finished, lastCapture, othersQuiet, walOf } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, states, type Segment, type State } from './capture-state.ts';
-import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './layout.ts';
+import type { CommitRecord, HistoryPosition, HistorySource, SegmentHeader, SnapshotMeta } from './history-files.ts';
 import { commitLine, readIndex } from './segment-index.ts';
 import { allInNewWal } from './new-wal-commits.ts';
 import { markRestoreLeaving, restoreLeaving, sealBroken, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';

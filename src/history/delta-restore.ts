@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
-import { listGenerations, listSegments, type GenerationInfo, type HistoryPosition, type HistorySource } from './layout.ts';
+import { listGenerations, listSegments, type GenerationInfo, type HistoryPosition, type HistorySource } from './history-files.ts';
 import { readCommits } from './segment-index.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { sha256File, syncDir } from './snapshot.ts';

@@ -1,5 +1,5 @@
 import { AgentDbError } from '../errors.ts';
-import { parseDatabaseId } from '../store/database-id.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
 
 /**
  * The rules every restore `into` a new database follows, wherever it is asked for (the history

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { AgentDbError } from '../errors.ts';
-import type { SegmentHeader } from './layout.ts';
+import type { SegmentHeader } from './history-files.ts';
 import { scanBuffer } from './scan-buffer.ts';
 import { FRAME_HEADER_BYTES, WAL_HEADER_BYTES, checkFrames, frameBytes, frameOffset, parseWalHeader } from './wal-format.ts';
 

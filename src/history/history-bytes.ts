@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadState, states } from './capture-state.ts';
-import type { HistorySource } from './layout.ts';
+import type { HistorySource } from './history-files.ts';
 
 /**
  * The bytes database `dbPath`'s history takes on disk (`historyRoot` is its history folder):

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { historyDir, listGenerations, listSegments, listUndoPoints, localSource } from './layout.ts';
+import { historyDir, listGenerations, listSegments, listUndoPoints, localSource } from './history-files.ts';
 import { lostStretches } from './restore-engine.ts';
 import { readIndex } from './segment-index.ts';
 import { frameOffset } from './wal-format.ts';

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, generationName, listGenerations, segmentName, type CommitRecord, type HistorySource } from './layout.ts';
+import { SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, generationName, listGenerations, segmentName, type CommitRecord, type HistorySource } from './history-files.ts';
 import { commitLine } from './segment-index.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { writeSeal } from './seal.ts';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { historyDatabases, historyDir, listGenerations, listUndoPoints, localSource, undoPath } from './layout.ts';
-import { activeReaders } from './readers.ts';
+import { historyDatabases, historyDir, listGenerations, listUndoPoints, localSource, undoPath } from './history-files.ts';
+import { activeReaders } from './reader-markers.ts';
 
 /** What one prune of local history removed. */
 export interface HistoryPruneReport {

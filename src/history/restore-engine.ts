@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
-import { listGenerations, listSegments, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SnapshotMeta } from './layout.ts';
+import { listGenerations, listSegments, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SnapshotMeta } from './history-files.ts';
 import { readCommits } from './segment-index.ts';
 import { syncBehind, type SyncBehind } from './sync-behind.ts';
 import { frameBatches } from './frame-scan.ts';

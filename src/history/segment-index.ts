@@ -1,9 +1,9 @@
-// A segment's commit index (`segments/<n>.idx`, see layout.ts): one JSON line per commit, each
+// A segment's commit index (`segments/<n>.idx`, see history-files.ts): one JSON line per commit, each
 // with a CRC-32 of its fields, appended by capture and read by every restore's plan.
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import { AgentDbError } from '../errors.ts';
-import type { CommitRecord } from './layout.ts';
+import type { CommitRecord } from './history-files.ts';
 
 /**
  * The commits a segment's index holds. A line cut short by a crash or a full disk (no newline

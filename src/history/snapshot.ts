@@ -13,11 +13,11 @@ import {
   type HistoryPosition,
   type HistorySource,
   type SnapshotMeta,
-} from './layout.ts';
+} from './history-files.ts';
 import { adoptRebuilt, type Adopted, type Rebuilt } from './adopt-rebuilt.ts';
 import { chunkSumsOnThread, hashOnThread, hashedOrUndefined } from './hash-worker.ts';
 import { integrityProblem } from './integrity.ts';
-import { alive } from './readers.ts';
+import { alive } from './reader-markers.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, writeSnapshotCrc, writeSums } from './snapshot-crc.ts';
 import { writeSeal } from './seal.ts';
 

@@ -5,7 +5,7 @@
  * reads WAL frames; it is small and pinned by tests against files SQLite wrote.
  */
 import fs from 'node:fs';
-import type { SegmentHeader } from './layout.ts';
+import type { SegmentHeader } from './history-files.ts';
 import { wasmSums } from './wal-sum-wasm.ts';
 
 export const WAL_HEADER_BYTES = 32;

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { FRAME_HEADER_BYTES, WAL_HEADER_BYTES, frameBytes, frameOffset, parseWalHeader, walChecksum } from './wal-format.ts';
-import type { SegmentHeader } from './layout.ts';
+import type { SegmentHeader } from './history-files.ts';
 
 const BATCH_BYTES = 4 * 1024 * 1024;
 const HOST_BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;

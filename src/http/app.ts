@@ -1,19 +1,19 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { ApprovalService } from '../approvals/approval-service.ts';
-import type { MemberRegistry } from '../approvals/members.ts';
+import type { MemberRegistry } from '../registry/members.ts';
 import { AgentDbError, ERRORS } from '../errors.ts';
 import { createLogger, type Logger } from '../logger.ts';
-import type { KeyedCalls } from '../queue/keyed-calls.ts';
-import { isConnectionFault } from '../queue/connection.ts';
+import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
+import { isConnectionFault } from '../redis/connection.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
 import { historyRoutes } from './history-routes.ts';
-import type { HistoryClient } from '../queue/history-client.ts';
+import type { HistoryClient } from '../shards/history-client.ts';
 import { callsRoutes } from './calls-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { resultsRoutes } from './results-routes.ts';
-import type { OffloadedResults } from '../history/offloaded-results.ts';
+import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
 import { webRoutes, type WebDeps } from './web/web-routes.ts';
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import type { MemberRegistry } from '../approvals/members.ts';
+import type { MemberRegistry } from '../registry/members.ts';
 import { withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
 import { workspaceName } from '../contracts/names.ts';
 import { memberOf, requireMember } from './auth.ts';

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { NOT_A_MEMBER_KEY, type Member, type MemberRegistry } from '../approvals/members.ts';
+import { NOT_A_MEMBER_KEY, type Member, type MemberRegistry } from '../registry/members.ts';
 import { sendError } from './error-reply.ts';
 
 declare module 'fastify' {

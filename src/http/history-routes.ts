@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { HISTORY_HINTS, codeOf } from '../errors.ts';
-import type { MemberRegistry } from '../approvals/members.ts';
-import type { HistoryClient } from '../queue/history-client.ts';
-import { parseDatabaseId } from '../store/database-id.ts';
+import type { MemberRegistry } from '../registry/members.ts';
+import type { HistoryClient } from '../shards/history-client.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
 

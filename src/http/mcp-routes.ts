@@ -2,7 +2,7 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import { NAME_PATTERN } from '../contracts/names.ts';
 import { mcpServer } from '../mcp/server.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
-import type { KeyedCalls } from '../queue/keyed-calls.ts';
+import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { bearerOf } from './key-auth.ts';
 import { McpExchange } from './mcp-exchange.ts';

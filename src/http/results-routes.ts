@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { codeOf } from '../errors.ts';
-import type { OffloadedResults } from '../history/offloaded-results.ts';
+import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { sendError } from './error-reply.ts';
 import { principalOf, requireKey } from './key-auth.ts';

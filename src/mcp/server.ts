@@ -3,7 +3,7 @@ import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
-import type { KeyedCalls } from '../queue/keyed-calls.ts';
+import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { Principal } from '../registry/principal.ts';
 import { toolResult } from './tool-result.ts';
 import { toolsFor, type McpEndpoint } from './toolkit.ts';

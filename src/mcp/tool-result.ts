@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
-import type { CallAnswer } from '../queue/client.ts';
-import type { ApprovalRequiredAnswer } from '../queue/keyed-calls.ts';
+import type { CallAnswer } from '../calls/client.ts';
+import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
 
 /** An MCP `tools/call` result, as agentdb builds it. */
 export interface McpToolResult {

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import type { AgentSettings } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
-import type { Keys } from '../queue/keys.ts';
+import type { Keys } from '../redis/keys.ts';
 import type { AgentRegistry, RegisteredAgent } from './agents.ts';
 import { hashKey, isKeyShaped, mintKey } from './secret-key.ts';
 

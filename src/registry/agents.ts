@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { agentProfile, type AgentProfile, type AgentProfileInput } from '../contracts/agent-profile.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
-import type { Keys } from '../queue/keys.ts';
+import type { Keys } from '../redis/keys.ts';
 
 /** A registered agent: its slug, workspace and profile. */
 export interface RegisteredAgent extends AgentProfile {

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { workspaceName } from '../contracts/names.ts';
 import { PLANS, UNREGISTERED_PLAN, type Plan } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
-import type { Keys } from '../queue/keys.ts';
+import type { Keys } from '../redis/keys.ts';
 
 /** A registered workspace and the plan its limits follow. */
 export interface Workspace {

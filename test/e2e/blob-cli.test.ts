@@ -2,8 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
-import { databasePath, shardOf } from '../../src/store/database-id.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
+import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';
 

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseId, shardOf } from '../../src/store/database-id.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';
 

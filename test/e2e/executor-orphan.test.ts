@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { readExecutors } from '../../src/queue/executor-status-publisher.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { readExecutors } from '../../src/shards/executor-status-publisher.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox } from '../helpers/harness.ts';
 import { startCli, stop } from '../helpers/processes.ts';
 

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentDbClient } from '../../src/queue/client.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
 import { pastMs } from '../helpers/history.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentDbClient, CallAnswer } from '../../src/queue/client.ts';
+import type { AgentDbClient, CallAnswer } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { freePort, OwnRedis } from '../helpers/own-redis.ts';
 import { spawnCli, startCli, stop, type LiveCli } from '../helpers/processes.ts';

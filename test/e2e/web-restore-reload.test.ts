@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { HistoryClient } from '../../src/queue/history-client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
+import { HistoryClient } from '../../src/shards/history-client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';

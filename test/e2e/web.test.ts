@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentDbClient } from '../../src/queue/client.ts';
-import { databasePath, shardOf } from '../../src/store/database-id.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 

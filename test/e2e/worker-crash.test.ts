@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { planCall } from '../../src/queue/call-plan.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { planCall } from '../../src/policy/call-plan.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox } from '../helpers/harness.ts';
 import { startCli, stop } from '../helpers/processes.ts';
 import { callKey } from '../../src/contracts/call-identity.ts';

@@ -7,9 +7,9 @@
  * `sql` is the answered write (one transaction; by default one row into `t`), and `uncopied` a
  * commit made before it that nothing copies (as when a write's capture failed).
  */
-import type { DbTarget } from '../../src/store/executor-protocol.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { HistoryCapture } from '../../src/store/history-capture.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { HistoryCapture } from '../../src/history/handle-capture.ts';
 
 const { dataDir, db, then, holdMs, sql, uncopied } = JSON.parse(process.argv[2]!) as { dataDir: string; db: DbTarget; then: 'kill' | 'hold'; holdMs?: number; sql?: string; uncopied?: string };
 const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import type { ChildModule } from '../../src/store/child-module.ts';
+import type { ChildModule } from '../../src/executor/child-module.ts';
 
 /**
  * The executor child as built (dist/), for the pools tests start from the sources: the global
@@ -7,6 +7,6 @@ import type { ChildModule } from '../../src/store/child-module.ts';
  * about 350 ms of CPU where one under tsx took 870 (tests start hundreds: every pool, every kill).
  */
 export const builtExecutorChild: ChildModule = {
-  file: fileURLToPath(new URL('../../dist/src/store/executor-child.js', import.meta.url)),
+  file: fileURLToPath(new URL('../../dist/src/executor/executor-child.js', import.meta.url)),
   execArgv: [],
 };

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { AgentDbClient } from '../../src/queue/client.ts';
-import { ShardWorkerPool } from '../../src/queue/shard-worker-pool.ts';
+import { AgentDbClient } from '../../src/calls/client.ts';
+import { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
 import { builtExecutorChild } from './built-child.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';

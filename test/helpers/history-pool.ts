@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { databasePath } from '../../src/store/database-id.ts';
-import { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+import { databasePath } from '../../src/contracts/database-id.ts';
+import { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/executor/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { builtExecutorChild } from './built-child.ts';
 
 /**

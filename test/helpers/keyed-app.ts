@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
-import { MemberRegistry, type Role } from '../../src/approvals/members.ts';
+import { MemberRegistry, type Role } from '../../src/registry/members.ts';
 import type { AgentProfileInput } from '../../src/contracts/agent-profile.ts';
 import { buildApp } from '../../src/http/app.ts';
-import type { OffloadedResults } from '../../src/history/offloaded-results.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
-import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import type { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';

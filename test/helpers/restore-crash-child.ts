@@ -5,10 +5,10 @@
  * `node --import tsx restore-crash-child.ts '{"dataDir", "db": DbTarget, "at", "step", "into"?: DbTarget}'`
  * (with `into`, a fork of `db` into it).
  */
-import type { DbTarget } from '../../src/store/executor-protocol.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { HistoryCapture } from '../../src/store/history-capture.ts';
-import { restoreInPlace, restoreInto, type RestoreStep } from '../../src/store/history-restore.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { HistoryCapture } from '../../src/history/handle-capture.ts';
+import { restoreInPlace, restoreInto, type RestoreStep } from '../../src/history/restore-requests.ts';
 
 const { dataDir, db, at, step, into } = JSON.parse(process.argv[2]!) as { dataDir: string; db: DbTarget; at: number; step: RestoreStep; into?: DbTarget };
 const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });

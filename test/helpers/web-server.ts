@@ -1,13 +1,13 @@
 import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
-import { MemberRegistry } from '../../src/approvals/members.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createWebDeps } from '../../src/http/web/web-deps.ts';
-import { HistoryClient } from '../../src/queue/history-client.ts';
-import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
-import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { HistoryClient } from '../../src/shards/history-client.ts';
+import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
+import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import type { Sandbox } from './harness.ts';
 

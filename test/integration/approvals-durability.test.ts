@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { MemberRegistry } from '../../src/approvals/members.ts';
-import type { AwaitingAnswer } from '../../src/queue/client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
+import type { AwaitingAnswer } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
 import { whoOf } from '../helpers/who.ts';

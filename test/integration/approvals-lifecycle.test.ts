@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemberRegistry } from '../../src/approvals/members.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import type { AwaitingAnswer } from '../../src/queue/client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import type { AwaitingAnswer } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { Redis } from 'ioredis';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { whoOf } from '../helpers/who.ts';

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { MemberRegistry } from '../../src/approvals/members.ts';
-import { databaseId, databasePath, shardOf } from '../../src/store/database-id.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
+import { databaseId, databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import type { AgentDbClient, AwaitingAnswer, CallAnswer } from '../../src/queue/client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import type { AgentDbClient, AwaitingAnswer, CallAnswer } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { whoOf } from '../helpers/who.ts';
 

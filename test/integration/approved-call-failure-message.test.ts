@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
-import { MemberRegistry } from '../../src/approvals/members.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
 import { decidedTable } from '../../src/http/web/inbox-view.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import type { AgentDbClient, AwaitingAnswer } from '../../src/queue/client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { whoOf } from '../helpers/who.ts';
 

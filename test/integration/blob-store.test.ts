@@ -5,9 +5,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeOf } from '../../src/errors.ts';
-import { readBackSha256, type BlobStore } from '../../src/history/blob-store.ts';
-import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
-import { S3BlobStore } from '../../src/history/s3-blob-store.ts';
+import { readBackSha256, type BlobStore } from '../../src/blobs/blob-store.ts';
+import { FolderBlobStore } from '../../src/blobs/folder-blob-store.ts';
+import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
 import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'agentdb-blob-'));

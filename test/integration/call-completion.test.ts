@@ -1,11 +1,11 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorEnvelope, okEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
-import { CallCompletion, type Metering } from '../../src/queue/call-completion.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { completedEvent, parseEntry } from '../../src/queue/events.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { meterDay, readUsage } from '../../src/queue/usage.ts';
+import { CallCompletion, type Metering } from '../../src/calls/call-completion.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { completedEvent, parseEntry } from '../../src/redis/events.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { meterDay, readUsage } from '../../src/calls/usage.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
 

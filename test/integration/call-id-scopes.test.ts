@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CallInput } from '../../src/contracts/call.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { readUsage } from '../../src/queue/usage.ts';
-import { databaseId, shardOf } from '../../src/store/database-id.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { readUsage } from '../../src/calls/usage.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 

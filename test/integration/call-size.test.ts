@@ -4,10 +4,10 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CallJobData } from '../../src/contracts/call.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { databaseId, shardOf } from '../../src/store/database-id.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { callKey } from '../../src/contracts/call-identity.ts';
 

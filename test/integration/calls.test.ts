@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { AgentDbClient } from '../../src/queue/client.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { readUsage } from '../../src/queue/usage.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { readUsage } from '../../src/calls/usage.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;

@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callKey } from '../../src/contracts/call-identity.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
-import type { ShardWorkerPool } from '../../src/queue/shard-worker-pool.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { databasePath, shardOf } from '../../src/store/database-id.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 // Issue 25 part 6(b): executor children SIGKILLed at random points around commits (before the

@@ -1,12 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CsvChunk } from '../../src/contracts/browse.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
-import { DataBrowser } from '../../src/queue/data-browser.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { DataBrowser } from '../../src/shards/data-browser.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
-import { shardOf } from '../../src/store/database-id.ts';
+import { shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 // Counting a view runs its whole query, and an agent's view can be endless (a recursive CTE with

@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databasePath } from '../../src/store/database-id.ts';
-import { ExecutorPool, type ExecutorPoolOptions } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+import { databasePath } from '../../src/contracts/database-id.ts';
+import { ExecutorPool, type ExecutorPoolOptions } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { builtExecutorChild } from '../helpers/built-child.ts';
 
 const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';

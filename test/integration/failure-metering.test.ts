@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Envelope } from '../../src/contracts/envelope.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
-import { readUsage } from '../../src/queue/usage.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { readUsage } from '../../src/calls/usage.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';

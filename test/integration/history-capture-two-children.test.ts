@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { localSource } from '../../src/history/layout.ts';
+import { localSource } from '../../src/history/history-files.ts';
 import { startGeneration } from '../../src/history/snapshot.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { dumpOf, dumpHash, pastMs, prng } from '../helpers/history.ts';

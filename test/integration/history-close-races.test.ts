@@ -3,10 +3,10 @@ import path from 'node:path';
 import os from 'node:os';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localSource } from '../../src/history/layout.ts';
+import { localSource } from '../../src/history/history-files.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecRequest } from '../../src/executor/executor-protocol.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { ExecRequest } from '../../src/store/executor-protocol.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { ExecRequest } from '../../src/executor/executor-protocol.ts';
 import { dumpHash, integrity, pastMs, prng } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 

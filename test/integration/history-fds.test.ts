@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 
 // Capture keeps the files of the segment it appends to open while the database's handle is:
@@ -32,7 +32,7 @@ describe('history capture with many databases', () => {
     }
     // Per open handle: SQLite's file, -wal and -shm; capture's view of the -wal; the segment's data
     // and index files; the record of the last commit answered before its copy and capture's view of
-    // the -shm it reads where that commit ends from (`answered.ts`).
+    // the -shm it reads where that commit ends from (`answered-commits.ts`).
     expect(most - baseline).toBeLessThanOrEqual(pool.pids.length * 4 * 8);
   });
 });

@@ -9,12 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { backupDatabase } from '../../src/history/backup.ts';
 import { readManifest } from '../../src/history/backup-manifest.ts';
 import { capture, forgetCapture } from '../../src/history/capture.ts';
-import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
-import { listGenerations, listSegments, localSource } from '../../src/history/layout.ts';
+import { FolderBlobStore } from '../../src/blobs/folder-blob-store.ts';
+import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { readCommits } from '../../src/history/segment-index.ts';
 import { historyView } from '../../src/history/history-view.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget } from '../../src/store/executor-protocol.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 

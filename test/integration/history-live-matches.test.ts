@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture, capturedPosition, forgetCapture } from '../../src/history/capture.ts';
 import { liveMatches, planDelta, type Delta } from '../../src/history/delta-restore.ts';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { planRestore } from '../../src/history/restore-engine.ts';
 
 // Going back in place writes only the pages changed since the moment, and only once the live

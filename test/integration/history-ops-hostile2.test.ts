@@ -3,16 +3,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backupDatabase } from '../../src/history/backup.ts';
-import { FolderBlobStore } from '../../src/history/folder-blob-store.ts';
-import { blobRestoreOp } from '../../src/queue/blob-restore-op.ts';
-import { historyOpHandlers } from '../../src/queue/history-ops.ts';
-import type { ShardOpContext } from '../../src/queue/shard-ops.ts';
+import { FolderBlobStore } from '../../src/blobs/folder-blob-store.ts';
+import { blobRestoreOp } from '../../src/shards/ops/blob-restore-op.ts';
+import { historyOpHandlers } from '../../src/shards/ops/history-ops.ts';
+import type { ShardOpContext } from '../../src/shards/ops/shard-ops.ts';
 import type { Config } from '../../src/config.ts';
-import { databasePath, shardOf } from '../../src/store/database-id.ts';
-import type { DbTarget } from '../../src/store/executor-protocol.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { HistoryCapture } from '../../src/store/history-capture.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
+import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { HistoryCapture } from '../../src/history/handle-capture.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
 const dirs: string[] = [];
 afterEach(() => {

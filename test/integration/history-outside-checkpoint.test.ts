@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { capture, captureBeforeClose, forgetCapture, sealAfterClose } from '../../src/history/capture.ts';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { dumpHash } from '../helpers/history.ts';
 

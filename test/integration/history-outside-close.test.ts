@@ -9,12 +9,12 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codeOf } from '../../src/errors.ts';
 import { historyView } from '../../src/history/history-view.ts';
-import { listGenerations, listSegments, localSource } from '../../src/history/layout.ts';
+import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { readIndex } from '../../src/history/segment-index.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
-import type { DbTarget } from '../../src/store/executor-protocol.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { HistoryCapture } from '../../src/store/history-capture.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
 

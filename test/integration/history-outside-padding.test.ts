@@ -10,7 +10,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { capture, forgetCapture } from '../../src/history/capture.ts';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { dumpHash } from '../helpers/history.ts';
 

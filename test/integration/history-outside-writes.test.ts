@@ -3,11 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { markRestoreLeaving } from '../../src/history/seal.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecRequest } from '../../src/executor/executor-protocol.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 

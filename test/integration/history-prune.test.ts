@@ -5,12 +5,12 @@ import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture, forgetCapture } from '../../src/history/capture.ts';
-import { historyDir, listGenerations, localSource } from '../../src/history/layout.ts';
+import { historyDir, listGenerations, localSource } from '../../src/history/history-files.ts';
 import { pruneHistory } from '../../src/history/prune.ts';
-import { withReader } from '../../src/history/readers.ts';
+import { withReader } from '../../src/history/reader-markers.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import { startGeneration } from '../../src/history/snapshot.ts';
-import { Scheduler } from '../../src/queue/scheduler.ts';
+import { Scheduler } from '../../src/schedule/scheduler.ts';
 import { dumpHash } from '../helpers/history.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 

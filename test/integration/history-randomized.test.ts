@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/store/executor-protocol.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/executor/executor-protocol.ts';
 import { dumpHash, integrity, pastMs, prng } from '../helpers/history.ts';
 import { historyPool, historyTarget } from '../helpers/history-pool.ts';
 

@@ -4,10 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { historyDir, listGenerations, listUndoPoints, localSource } from '../../src/history/layout.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecRequest } from '../../src/store/executor-protocol.ts';
-import type { RestoreStep } from '../../src/store/history-restore.ts';
+import { historyDir, listGenerations, listUndoPoints, localSource } from '../../src/history/history-files.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecRequest } from '../../src/executor/executor-protocol.ts';
+import type { RestoreStep } from '../../src/history/restore-requests.ts';
 import { auditStatements, dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 

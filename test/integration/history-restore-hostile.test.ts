@@ -2,12 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
-import { historyDir, listUndoPoints } from '../../src/history/layout.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { HistoryCapture } from '../../src/store/history-capture.ts';
-import { restoreInPlace, type RestoreStep } from '../../src/store/history-restore.ts';
+import { historyDir, listUndoPoints } from '../../src/history/history-files.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { HistoryCapture } from '../../src/history/handle-capture.ts';
+import { restoreInPlace, type RestoreStep } from '../../src/history/restore-requests.ts';
 import { auditStatements, dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
@@ -91,7 +91,7 @@ describe('restore in place within the generation, against every kind of change',
         }
       } else {
         // Mostly a moment of the live generation (the way under review), sometimes any.
-        const { listGenerations, localSource } = await import('../../src/history/layout.ts');
+        const { listGenerations, localSource } = await import('../../src/history/history-files.ts');
         const since = listGenerations(localSource(dataDir, db.id)).at(-1)!.snapshot!.at;
         const live = moments.filter((m) => m.at >= since);
         const pick = live.length && r() < 0.8 ? live : moments;
@@ -104,7 +104,7 @@ describe('restore in place within the generation, against every kind of change',
       expect(integrity(db.path)).toBe('ok');
       mark();
     }
-    const { listGenerations, localSource } = await import('../../src/history/layout.ts');
+    const { listGenerations, localSource } = await import('../../src/history/history-files.ts');
     // The restores went the way under review: no generation began.
     expect(listGenerations(localSource(dataDir, db.id)).map((g) => g.snapshot?.reason)).toEqual(['first']);
     // Every moment, before and after the restores, is still there for a fork.
@@ -118,7 +118,7 @@ describe('restore in place within the generation, against every kind of change',
 
 describe('restore in place within the generation, at the edges of time', () => {
   it('to a commit\'s own millisecond, to the snapshot moment, the same moment twice: equals a fork of that moment', async () => {
-    const { listGenerations, listSegments, localSource } = await import('../../src/history/layout.ts');
+    const { listGenerations, listSegments, localSource } = await import('../../src/history/history-files.ts');
     const { readCommits } = await import('../../src/history/segment-index.ts');
     const db = historyTarget(dataDir, 'edge/main');
     const r = rng(7);
@@ -368,7 +368,7 @@ describe('backups and disaster restore of a database restored within its generat
   it('every moment around the restores comes back from the blob store alone, and a prune keeps them', async () => {
     const { backupDatabase } = await import('../../src/history/backup.ts');
     const { restoreFromBlob } = await import('../../src/history/blob-restore.ts');
-    const { FolderBlobStore } = await import('../../src/history/folder-blob-store.ts');
+    const { FolderBlobStore } = await import('../../src/blobs/folder-blob-store.ts');
     const { pruneHistory } = await import('../../src/history/prune.ts');
     const db = historyTarget(dataDir, 'bk/main');
     const r = rng(3);

@@ -1,9 +1,9 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 

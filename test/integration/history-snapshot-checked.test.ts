@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { HistoryCapture } from '../../src/store/history-capture.ts';
-import { restoreInPlace } from '../../src/store/history-restore.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget } from '../../src/store/executor-protocol.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { HistoryCapture } from '../../src/history/handle-capture.ts';
+import { restoreInPlace } from '../../src/history/restore-requests.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 

@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { listGenerations, localSource } from '../../src/history/layout.ts';
-import type { ExecutorPool } from '../../src/store/executor-pool.ts';
+import { listGenerations, localSource } from '../../src/history/history-files.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 

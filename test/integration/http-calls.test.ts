@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemberRegistry } from '../../src/approvals/members.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 

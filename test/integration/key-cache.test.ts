@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemberRegistry } from '../../src/approvals/members.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';

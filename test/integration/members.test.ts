@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemberRegistry } from '../../src/approvals/members.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;

@@ -1,9 +1,9 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openBlobStore } from '../../src/history/blob-stores.ts';
-import type { BlobStore } from '../../src/history/blob-store.ts';
-import { OffloadedResults } from '../../src/history/offloaded-results.ts';
+import { openBlobStore } from '../../src/blobs/blob-stores.ts';
+import type { BlobStore } from '../../src/blobs/blob-store.ts';
+import { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 

@@ -1,12 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemberRegistry } from '../../src/approvals/members.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { buildApp } from '../../src/http/app.ts';
-import { AgentDbClient } from '../../src/queue/client.ts';
-import { checkRedis } from '../../src/queue/connection.ts';
-import { KeyedCalls } from '../../src/queue/keyed-calls.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { AgentDbClient } from '../../src/calls/client.ts';
+import { checkRedis } from '../../src/redis/connection.ts';
+import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';

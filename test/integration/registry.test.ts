@@ -1,12 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemberRegistry } from '../../src/approvals/members.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
-import type { AgentDbClient } from '../../src/queue/client.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { Scheduler } from '../../src/queue/scheduler.ts';
-import { readUsage } from '../../src/queue/usage.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { Scheduler } from '../../src/schedule/scheduler.ts';
+import { readUsage } from '../../src/calls/usage.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;

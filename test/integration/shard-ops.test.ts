@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue, Worker } from 'bullmq';
-import { keysFor } from '../../src/queue/keys.ts';
-import { ShardOpClient } from '../../src/queue/shard-op-client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 describe('shard ops', () => {

@@ -1,8 +1,8 @@
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { keysFor } from '../../src/queue/keys.ts';
-import { ShardLease } from '../../src/queue/shard-lease.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { ShardLease } from '../../src/shards/shard-lease.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;

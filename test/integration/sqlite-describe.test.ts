@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { databasePath } from '../../src/store/database-id.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
-import { describe as describeDb, write } from '../../src/store/sqlite-ops.ts';
+import { databasePath } from '../../src/contracts/database-id.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
+import { describe as describeDb, write } from '../../src/sqlite/sqlite-ops.ts';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-describe-'));
 const handles = new HandleCache({ size: 2 });

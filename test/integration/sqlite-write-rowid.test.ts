@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { databasePath } from '../../src/store/database-id.ts';
-import type { DbTarget } from '../../src/store/executor-protocol.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
-import { write, type Param } from '../../src/store/sqlite-ops.ts';
+import { databasePath } from '../../src/contracts/database-id.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
+import { write, type Param } from '../../src/sqlite/sqlite-ops.ts';
 
 let dataDir: string;
 let handles: HandleCache;

@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databasePath } from '../../src/store/database-id.ts';
-import { ExecutorPool } from '../../src/store/executor-pool.ts';
-import type { DbTarget, ExecOutcome } from '../../src/store/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
-import type { StatementCacheStats } from '../../src/store/statement-cache.ts';
+import { databasePath } from '../../src/contracts/database-id.ts';
+import { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
+import type { StatementCacheStats } from '../../src/sqlite/statement-cache.ts';
 import { builtExecutorChild } from '../helpers/built-child.ts';
 
 let dataDir: string;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
-import type { AgentDbClient, AwaitingAnswer } from '../../src/queue/client.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TOOL_NAMES, toolContracts, toolInputs } from '../../src/contracts/tools.ts';
-import { planCall } from '../../src/queue/call-plan.ts';
+import { planCall } from '../../src/policy/call-plan.ts';
 import { parseShardRange } from '../../src/cli/shard-range.ts';
 import { errorBody } from '../../src/errors.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { csvField, csvHeader, csvRecord, neutralised, quoted } from '../../src/store/csv-format.ts';
+import { csvField, csvHeader, csvRecord, neutralised, quoted } from '../../src/sqlite/csv-format.ts';
 
 describe('CSV (RFC 4180)', () => {
   it('quotes a field holding a quote, a comma, CR or LF, doubling inner quotes', () => {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { databaseId, databasePath, isInside, parseDatabaseId, shardOf } from '../../src/store/database-id.ts';
+import { databaseId, databasePath, isInside, parseDatabaseId, shardOf } from '../../src/contracts/database-id.ts';
 
 describe('databaseId', () => {
   it('names the shared database by its workspace and an agent database by both', () => {

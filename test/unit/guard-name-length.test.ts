@@ -2,8 +2,8 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hardenConnection } from '../../src/guard/engine-check.ts';
 import { guardQuery, guardWrite, MAX_NAME_BYTES, type GuardVerdict } from '../../src/guard/guard.ts';
-import { PLAN_LIMITS } from '../../src/store/plan-limits.ts';
-import { write } from '../../src/store/sqlite-ops.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
+import { write } from '../../src/sqlite/sqlite-ops.ts';
 
 const at = (bytes: number) => 'n'.repeat(bytes);
 /** `日` is three UTF-8 bytes: 86 of them are 258 bytes in 86 characters. */

@@ -15,9 +15,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { engineCheck, hardenConnection, positionalBindings, prepareChecked } from '../../src/guard/engine-check.ts';
 import { guardQuery, guardTableName, guardWrite } from '../../src/guard/guard.ts';
 import { tokenize } from '../../src/guard/tokenizer.ts';
-import { ensureCallsTable } from '../../src/store/sqlite-calls.ts';
-import { drop, query, write } from '../../src/store/sqlite-ops.ts';
-import type { Param } from '../../src/store/sqlite-values.ts';
+import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
+import { drop, query, write } from '../../src/sqlite/sqlite-ops.ts';
+import type { Param } from '../../src/sqlite/sqlite-values.ts';
 
 const SECRET = 'S3CR3T';
 const LIMITS = { maxTables: 50, maxBytes: 100 * 1024 * 1024 };

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { checkFrame, frameBytes, parseWalHeader, walChecksum, WAL_HEADER_BYTES } from '../../src/history/wal-format.ts';
 import { scanBuffer } from '../../src/history/scan-buffer.ts';
 import { wasmFrameBuffer } from '../../src/history/wal-sum-wasm.ts';
-import { parseMoment } from '../../src/queue/history-client.ts';
+import { parseMoment } from '../../src/shards/history-client.ts';
 
 /** The WAL SQLite writes for a table `t(x)` and the inserts `write` makes, in WAL mode with no checkpoint. */
 function walWritten(write: (insert: Database.Statement) => void): Buffer {

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { deadHere, leaseToken } from '../../src/queue/shard-lease.ts';
+import { deadHere, leaseToken } from '../../src/shards/shard-lease.ts';
 
 // A shard's lease held by a process that no longer runs on this machine is taken at once, so a
 // restarted service has its shards (and answers its calls in flight) without waiting for the

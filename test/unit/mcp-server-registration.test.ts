@@ -5,7 +5,7 @@ import { errorEnvelope } from '../../src/contracts/envelope.ts';
 import { McpExchange } from '../../src/http/mcp-exchange.ts';
 import { mcpServer } from '../../src/mcp/server.ts';
 import { toolResult } from '../../src/mcp/tool-result.ts';
-import type { KeyedCalls } from '../../src/queue/keyed-calls.ts';
+import type { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import type { Principal } from '../../src/registry/principal.ts';
 
 // mcpServer registers tools/call the way Protocol registers any handler, skipping Server's

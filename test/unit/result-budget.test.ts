@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { errorEnvelope } from '../../src/contracts/envelope.ts';
 import { errorBody, MAX_DETAIL_BYTES } from '../../src/errors.ts';
-import { ENVELOPE_RESERVE_BYTES, resultBudget, shortened } from '../../src/store/result-budget.ts';
+import { ENVELOPE_RESERVE_BYTES, resultBudget, shortened } from '../../src/sqlite/result-budget.ts';
 
 describe('shortened', () => {
   it('leaves text of up to 256 bytes alone', () => {

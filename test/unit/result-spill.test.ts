@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ResultSpill } from '../../src/store/result-spill.ts';
+import { ResultSpill } from '../../src/sqlite/result-spill.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-spill-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { shownUrl } from '../../src/queue/connection.ts';
+import { shownUrl } from '../../src/redis/connection.ts';
 
 // A Redis URL goes into messages (`agentdb mcp --stdio` refusals, "does not answer"): no password
 // in any form ioredis accepts may be shown.

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hardenConnection } from '../../src/guard/engine-check.ts';
-import { HandleCache } from '../../src/store/handle-cache.ts';
-import { StatementCache, statementCache, statementCost } from '../../src/store/statement-cache.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import { StatementCache, statementCache, statementCost } from '../../src/sqlite/statement-cache.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

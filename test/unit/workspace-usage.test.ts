@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fairest, HALF_LIFE_MS, markedlyLighter, WorkspaceUsage, type Waiting } from '../../src/store/workspace-usage.ts';
+import { fairest, HALF_LIFE_MS, markedlyLighter, WorkspaceUsage, type Waiting } from '../../src/executor/workspace-usage.ts';
 
 const line = (workspace: string, name = workspace): Waiting & { name: string } => ({ workspace, name, skips: 0 });
 

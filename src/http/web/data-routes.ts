@@ -1,13 +1,13 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { Member } from '../../approvals/members.ts';
+import type { Member } from '../../registry/members.ts';
 import type { Envelope } from '../../contracts/envelope.ts';
 import { pageCursor, type PageArgs } from '../../contracts/browse.ts';
 import { AgentDbError, type ErrorCode } from '../../errors.ts';
-import type { DataBrowser } from '../../queue/data-browser.ts';
-import type { KeyedCalls } from '../../queue/keyed-calls.ts';
-import { parseDatabaseId } from '../../store/database-id.ts';
+import type { DataBrowser } from '../../shards/data-browser.ts';
+import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
+import { parseDatabaseId } from '../../contracts/database-id.ts';
 import { databasesView, dbHref, droppedNote, tablesView } from './data-views.ts';
 import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
 import { html, type Html } from './html.ts';

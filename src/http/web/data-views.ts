@@ -1,6 +1,6 @@
-import type { Member } from '../../approvals/members.ts';
-import type { BrowsableDatabase } from '../../queue/data-browser.ts';
-import type { DescribeResult, TableInfo } from '../../store/sqlite-describe.ts';
+import type { Member } from '../../registry/members.ts';
+import type { BrowsableDatabase } from '../../shards/data-browser.ts';
+import type { DescribeResult, TableInfo } from '../../sqlite/sqlite-describe.ts';
 import { html, type Html } from './html.ts';
 
 /** `/data/db?db=…` for a database id. */

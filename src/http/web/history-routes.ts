@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Member } from '../../approvals/members.ts';
+import type { Member } from '../../registry/members.ts';
 import { AgentDbError } from '../../errors.ts';
-import type { HistoryClient, HistoryView, RestoreResult } from '../../queue/history-client.ts';
+import type { HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';

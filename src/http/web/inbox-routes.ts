@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
-import type { MemberRegistry } from '../../approvals/members.ts';
+import type { MemberRegistry } from '../../registry/members.ts';
 import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
 import { approvalPage } from './approval-page.ts';
 import { errorPage } from './error-page.ts';

@@ -1,4 +1,4 @@
-import type { Member } from '../../approvals/members.ts';
+import type { Member } from '../../registry/members.ts';
 import { html, type Html } from './html.ts';
 
 /** What every page's frame shows: the title, the signed-in member (if any) and the CSRF token. */

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { EventReader, latestEventId, type StreamedEvent } from '../../queue/events.ts';
+import { EventReader, latestEventId, type StreamedEvent } from '../../redis/events.ts';
 
 /** One open event stream of a browser: its workspace and how to reach it. */
 interface Listener {

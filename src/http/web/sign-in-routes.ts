@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { NOT_A_MEMBER_KEY, type MemberRegistry } from '../../approvals/members.ts';
+import { NOT_A_MEMBER_KEY, type MemberRegistry } from '../../registry/members.ts';
 import { hashKey } from '../../registry/secret-key.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';

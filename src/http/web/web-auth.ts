@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Member, MemberRegistry } from '../../approvals/members.ts';
+import type { Member, MemberRegistry } from '../../registry/members.ts';
 import type { WebSession, WebSessions } from './web-sessions.ts';
 
 declare module 'fastify' {

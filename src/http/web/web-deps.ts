@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
-import type { MemberRegistry } from '../../approvals/members.ts';
+import type { MemberRegistry } from '../../registry/members.ts';
 import type { Config } from '../../config.ts';
-import { connectRedis } from '../../queue/connection.ts';
-import { DataBrowser } from '../../queue/data-browser.ts';
-import type { KeyedCalls } from '../../queue/keyed-calls.ts';
-import { keysFor } from '../../queue/keys.ts';
-import { ShardOpClient } from '../../queue/shard-op-client.ts';
+import { connectRedis } from '../../redis/connection.ts';
+import { DataBrowser } from '../../shards/data-browser.ts';
+import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
+import { keysFor } from '../../redis/keys.ts';
+import { ShardOpClient } from '../../shards/shard-op-client.ts';
 import { AgentRegistry } from '../../registry/agents.ts';
 import type { HistoryAccess } from './history-routes.ts';
 import { LiveEvents } from './live-events.ts';

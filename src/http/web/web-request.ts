@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { Member } from '../../approvals/members.ts';
+import type { Member } from '../../registry/members.ts';
 import { AgentDbError } from '../../errors.ts';
-import { parseDatabaseId } from '../../store/database-id.ts';
+import { parseDatabaseId } from '../../contracts/database-id.ts';
 import type { WebSession } from './web-sessions.ts';
 
 /** The signed-in member of a web route (every route but the public ones requires one). */

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import type { Surface } from '../contracts/agent-profile.ts';
+import type { CallInput } from '../contracts/call.ts';
+import { errorEnvelope, type ErrorEnvelope } from '../contracts/envelope.ts';
+import { translateDbCall, type DbTranslation } from '../policy/db-surface.ts';
+import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
+import { databaseId } from '../contracts/database-id.ts';
+import type { AgentDbClient, AwaitingAnswer, CallAnswer } from './client.ts';
+
+/** How long a request may wait: `wait` false answers at once; true waits up to `maxWaitMs`. */
+export interface KeyedWait {
+  wait: boolean;
+  maxWaitMs: number;
+}
+
+/** db_exec's answer under `policy: "require-approval"`: APPROVAL_REQUIRED and the request made. */
+export type ApprovalRequiredAnswer = ErrorEnvelope & { approval: AwaitingAnswer['approval'] };
+
+type DbSurface = Extract<Surface, { kind: 'db' }>;
+type Translated = Extract<DbTranslation, { ok: true }>;
+
+/**
+ * Tool calls made with a bearer key (HTTP `/v1/calls`, MCP): the key's principal becomes the
+ * caller, so the call key, idempotency, approvals and results are the same ones the client
+ * library uses, and only the key's own calls can be looked up. A request never waits longer
+ * than `maxWaitMs`; past it, it answers where the call stands (queued, running, awaiting
+ * approval) and the caller asks again by call id. An agent registered with the db surface
+ * calls db_query, db_schema and db_exec, which run as the DATA_* tools they map onto.
+ */
+export class KeyedCalls {
+  /** Ends each wait in progress early (see {@link stopWaiting}). */
+  private readonly waits = new Set<() => void>();
+
+  constructor(private readonly client: AgentDbClient) {}
+
+  /**
+   * Answers every request still waiting, at once, with where its call stands, as if its wait
+   * bound had passed: a stopping server closes only once its requests have answered, and a
+   * request waiting on a person's decision held a SIGTERM for up to MCP_APPROVAL_WAIT_MS.
+   */
+  stopWaiting(): void {
+    for (const end of this.waits) end();
+    this.waits.clear();
+  }
+
+  /** Enqueues `call` as `principal` and answers per `opts`. */
+  async call(principal: Principal, call: KeyedCall, opts: KeyedWait): Promise<CallAnswer | ApprovalRequiredAnswer> {
+    if (principal.kind === 'agent' && principal.surface.kind === 'db') return this.dbCall(principal, principal.surface, call, opts);
+    return this.enqueue(callInputFor(principal, call), principal, opts);
+  }
+
+  /** The principal's own call `callId`: its envelope, or where it stands. */
+  async result(principal: Principal, callId: string, opts: KeyedWait): Promise<CallAnswer> {
+    const who = { workspace: principal.workspace, agent: callerOf(principal) };
+    if (!opts.wait) return this.client.result(callId, who);
+    // The abandoned wait is settled when the call ends (run, rejected or expired), so it is
+    // bounded by the approval TTL.
+    const finished = await this.bounded(this.client.result(callId, { ...who, wait: true }), opts.maxWaitMs);
+    return finished ?? this.client.result(callId, who);
+  }
+
+  /** `promise`'s value, or undefined once `ms` have passed or {@link stopWaiting} was called. */
+  private bounded<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+    return new Promise((resolve, reject) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.waits.delete(end);
+        resolve(undefined);
+      };
+      const timer = setTimeout(end, ms).unref();
+      this.waits.add(end);
+      promise.then(
+        (v) => (clearTimeout(timer), this.waits.delete(end), resolve(v)),
+        (e: unknown) => (clearTimeout(timer), this.waits.delete(end), reject(e)),
+      );
+    });
+  }
+
+  private async enqueue(input: CallInput, principal: Principal, opts: KeyedWait): Promise<CallAnswer> {
+    const first = await this.client.call(input, { wait: false });
+    if (!opts.wait || !('status' in first)) return first;
+    return this.result(principal, first.callId, opts);
+  }
+
+  private async dbCall(principal: Extract<Principal, { kind: 'agent' }>, surface: DbSurface, call: KeyedCall, opts: KeyedWait): Promise<CallAnswer | ApprovalRequiredAnswer> {
+    const t = translateDbCall(surface, call.tool, call.arguments);
+    if (!t.ok) return errorEnvelope(call.callId ?? randomUUID(), call.tool, t.code, t.detail);
+    const input: CallInput = {
+      ...callInputFor(principal, { tool: t.tool, arguments: t.arguments, ...(call.callId !== undefined ? { callId: call.callId } : {}) }),
+      ...(t.introspect ? { introspect: true } : {}),
+    };
+    if (t.requireApproval) {
+      // require-approval answers at once (db-capability.md); the parked call runs once approved.
+      input.settings = { ...principal.settings, approval: 'write' };
+      const first = await this.client.call(input, { wait: false });
+      if ('status' in first && first.status === 'awaiting_approval') {
+        const env = errorEnvelope(first.callId, t.dbTool, 'APPROVAL_REQUIRED', `db_exec needs a person's approval (approval ${first.approval.id}); it runs once approved, under call id ${first.callId}.`);
+        return { ...env, approval: { ...first.approval, statement: (call.arguments as { statement: string }).statement, rationale: t.arguments.rationale } };
+      }
+      return asDb(first, t, principal);
+    }
+    return asDb(await this.enqueue(input, principal, opts), t, principal);
+  }
+}
+
+/** An answer of the DATA_* call as the db_* tool it came from gives it. */
+function asDb(answer: CallAnswer, t: Translated, p: Extract<Principal, { kind: 'agent' }>): CallAnswer {
+  const renamed = { ...answer, tool: t.dbTool } as CallAnswer;
+  if (t.dbTool === 'db_schema' && renamed.ok) {
+    return { ...renamed, result: { database: databaseId(p.workspace, p.agent), schema: renamed.result } };
+  }
+  return renamed;
+}

@@ -1,0 +1,103 @@
+import type { Redis } from 'ioredis';
+import type { Envelope } from '../contracts/envelope.ts';
+import { STREAM_MAX_LEN, type CompletedEvent } from '../redis/events.ts';
+import type { Keys } from '../redis/keys.ts';
+import { meterDay } from './usage.ts';
+
+const DAY_MS = 24 * 3600 * 1000;
+
+// One script per batch of completions: for each, publish `call.completed` and, when the call is
+// metered, add its credits and count under its workspace, agent, tool and day. KEYS: the event
+// stream, the usage index, then one usage hash per completion; ARGV: the stream's length, then
+// four per completion (event, `agent|tool` or '' when not metered, credits, `workspace|day`).
+const COMPLETE = `
+local n = (#ARGV - 1) / 4
+for i = 1, n do
+  local a = 1 + (i - 1) * 4
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'type', 'call.completed', 'data', ARGV[a + 1])
+  if ARGV[a + 2] ~= '' then
+    redis.call('HINCRBY', KEYS[2 + i], ARGV[a + 2] .. '|credits', ARGV[a + 3])
+    redis.call('HINCRBY', KEYS[2 + i], ARGV[a + 2] .. '|calls', 1)
+    redis.call('SADD', KEYS[2], ARGV[a + 4])
+  end
+end
+return n`;
+
+/** Completions sent in one script at most, so that no script holds Redis for long. */
+const MAX_BATCH = 100;
+
+type CompletingRedis = Redis & {
+  agentdbComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+};
+
+/** What one completed call meters: nothing for a replay, which was metered the first time. */
+export interface Metering {
+  workspace: string;
+  agent: string;
+  credits: number;
+  at: number;
+}
+
+interface Pending {
+  usageKey: string;
+  args: [data: string, field: string, credits: number, member: string];
+  settle: (err?: Error) => void;
+}
+
+/**
+ * Announces completed calls on the event stream and meters them. Completions that arrive
+ * together — a busy worker finishes many calls in one turn of its event loop, when the executor
+ * answers a batch — go out as one command, since each command costs the worker and Redis a
+ * system call and a wake-up; a lone completion still leaves at once.
+ */
+export class CallCompletion {
+  private readonly redis: CompletingRedis;
+  private pending: Pending[] = [];
+  /** The UTC day last metered under, and its bounds: formatting a date on every call shows up. */
+  private day = { from: 0, to: 0, name: '' };
+
+  constructor(
+    redis: Redis,
+    private readonly keys: Keys,
+  ) {
+    redis.defineCommand('agentdbComplete', { lua: COMPLETE });
+    this.redis = redis as CompletingRedis;
+  }
+
+  /** Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. */
+  complete(envelope: Envelope, event: CompletedEvent, meter?: Metering): Promise<void> {
+    const data = event.json;
+    const day = meter ? this.dayOf(meter.at) : '';
+    return new Promise((resolve, reject) => {
+      this.pending.push({
+        usageKey: meter ? this.keys.usage(meter.workspace, day) : this.keys.usage('-', '-'),
+        args: [data, meter ? `${meter.agent}|${envelope.tool}` : '', meter?.credits ?? 0, meter ? `${meter.workspace}|${day}` : ''],
+        settle: (err) => (err ? reject(err) : resolve()),
+      });
+      // Sent once the calls finishing in this same turn have joined: a microtask, so a lone
+      // completion still goes out before BullMQ's own completion of the job.
+      if (this.pending.length === 1) queueMicrotask(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    while (this.pending.length) {
+      const batch = this.pending.splice(0, MAX_BATCH);
+      const keys = [this.keys.events, this.keys.usageIndex, ...batch.map((p) => p.usageKey)];
+      const fail = (err: Error) => batch.forEach((p) => p.settle(err));
+      try {
+        this.redis.agentdbComplete(keys.length, ...keys, STREAM_MAX_LEN, ...batch.flatMap((p) => p.args)).then(() => batch.forEach((p) => p.settle()), fail);
+      } catch (err) {
+        fail(err as Error);
+      }
+    }
+  }
+
+  private dayOf(at: number): string {
+    if (at < this.day.from || at >= this.day.to) {
+      const from = Math.floor(at / DAY_MS) * DAY_MS;
+      this.day = { from, to: from + DAY_MS, name: meterDay(at) };
+    }
+    return this.day.name;
+  }
+}

@@ -1,0 +1,245 @@
+import { DelayedError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { CallJobData } from '../contracts/call.ts';
+import { errorEnvelope } from '../contracts/envelope.ts';
+import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
+import { TOOL_TIERS } from '../contracts/tools.ts';
+import type { ApprovalStore } from '../approvals/approval-store.ts';
+import { approvalDigest, approvalIdFor, type Approval } from '../approvals/approval.ts';
+import { callKeyOf } from '../contracts/call-identity.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
+import type { ErrorCode } from '../errors.ts';
+import { summary } from '../approvals/approval-service.ts';
+import type { CallPlan } from '../policy/call-plan.ts';
+import { dbTarget, type Approved, type ParkOutcome, type RunOutcome } from './call-runner.ts';
+import type { Config } from '../config.ts';
+import { CALL_RECORD_RETENTION_MS } from '../sqlite/call-record.ts';
+import type { Logger } from '../logger.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
+import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
+import { publishEvent } from '../redis/events.ts';
+import type { Keys } from '../redis/keys.ts';
+import { standingRefusal } from '../policy/standing-refusal.ts';
+import { AgentKeyRing } from '../registry/agent-keys.ts';
+import { AgentRegistry } from '../registry/agents.ts';
+
+/** How long after an approved call ran a resend may replay it: well inside the record's retention. */
+const REPLAYABLE_MS = CALL_RECORD_RETENTION_MS - 24 * 3600 * 1000;
+
+/** What parking needs from the worker. */
+export interface ParkingDeps {
+  store: ApprovalStore;
+  redis: Redis;
+  keys: Keys;
+  approvalTtlMs: number;
+  /** The shard's executor, which writes the decision into the database's own audit table. */
+  executor: { run(req: ExecRequest): Promise<ExecOutcome> };
+  config: Config;
+  logger: Logger;
+}
+
+/**
+ * Parking a call that needs a person, and picking it up again. A parked call is the same
+ * BullMQ job, moved to `delayed` until its approval expires: it holds no worker slot and no
+ * lock while it waits, survives every restart with Redis, and is woken early by `promote()`
+ * when someone decides. Delayed-until-expiry (rather than a job of its own, or a flow) keeps
+ * one job per call for its whole life, with its id the call's key, so the caller's wait and
+ * `result()` need know nothing about approvals.
+ *
+ * A woken job goes through the worker's whole path again (validate, authorize, guard) and comes
+ * back here. Its approval is derived from its own key, never read from job data, and is used
+ * only while it still describes this very call (its digest): no job can borrow another call's
+ * approval, and a call whose payload changed meanwhile runs nothing.
+ */
+export class CallParking {
+  private readonly keyRing: AgentKeyRing;
+
+  constructor(private readonly deps: ParkingDeps) {
+    this.keyRing = new AgentKeyRing(deps.redis, deps.keys, new AgentRegistry(deps.redis, deps.keys));
+  }
+
+  /**
+   * Takes a call that needs a person: parks it the first time (after checking it would run),
+   * and on a later wake-up runs it when approved, finishes it when rejected or expired, or parks
+   * it again when woken for nothing. Returns the outcome, or throws DelayedError once parked.
+   */
+  async handle(job: Job<CallJobData>, token: string, parked: ParkOutcome, run: (approved: Approved) => Promise<RunOutcome | ParkOutcome>): Promise<RunOutcome> {
+    const { plan, request } = { plan: parked.park, request: parked.request };
+    const key = callKeyOf(job.data);
+    const fields = approvalFields(plan);
+    const digest = approvalDigest(fields);
+    let approval = await this.deps.store.get(approvalIdFor(key));
+    if (!approval) {
+      const first = await this.firstPark(key, digest, fields, plan, request);
+      if ('envelope' in first) return first;
+      approval = first.approval;
+      if (first.created) {
+        this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
+        await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.requested', callId: job.data.callId, approval: summary(approval), at: approval.createdAt });
+        return this.sleep(job, token, approval);
+      }
+    }
+    if (approval.callKey !== key || approval.digest !== digest) {
+      return failed(job.data, 'IDEMPOTENCY_CONFLICT', `call ${JSON.stringify(job.data.callId)} was already parked for approval with another statement; this one did not run.`);
+    }
+    return this.resume(job, token, approval, run);
+  }
+
+  /**
+   * Checks that a call would run (a person is only asked about such calls), then records its
+   * approval. `created` is false when a retried park finds the record it made before.
+   */
+  private async firstPark(
+    key: string,
+    digest: string,
+    fields: ReturnType<typeof approvalFields>,
+    plan: CallPlan,
+    request: ExecRequest,
+  ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
+    const data = { callId: plan.request.callId ?? '', tool: plan.tool };
+    let object: DropObject | undefined;
+    // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE
+    // may make it before this runs), but a drop of nothing is answered NOT_FOUND now: nobody
+    // should have to approve it. A drop records what it would remove, as the person sees it.
+    if (request.op === 'write') {
+      const check = await this.deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
+      if (!check.ok && check.error.code !== 'SQL_ERROR') return failed(data, check.error.code, check.error.detail);
+    } else if (request.op === 'drop') {
+      const check = await this.deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
+      if (!check.ok) return failed(data, check.error.code, check.error.detail);
+      object = check.result as DropObject;
+    }
+    const now = Date.now();
+    return this.deps.store.create({
+      ...fields,
+      id: approvalIdFor(key),
+      callId: data.callId,
+      callKey: key,
+      digest,
+      shard: plan.shard,
+      shared: plan.target.agent === undefined,
+      ...(typeof plan.args.rationale === 'string' ? { rationale: plan.args.rationale } : {}),
+      ...(object ? { object } : {}),
+      requester: plan.request.agent,
+      createdAt: now,
+      expiresAt: now + this.deps.approvalTtlMs,
+    });
+  }
+
+  /** Runs, finishes or re-parks a woken call by its approval's state. */
+  private async resume(job: Job<CallJobData>, token: string, approval: Approval, run: (approved: Approved) => Promise<RunOutcome | ParkOutcome>): Promise<RunOutcome> {
+    const { store } = this.deps;
+    const { id } = approval;
+    const finish = (code: 'APPROVAL_EXPIRED' | 'APPROVAL_REJECTED', detail: string) => failed(job.data, code, detail);
+    switch (approval.state) {
+      case 'pending': {
+        if (Date.now() < approval.expiresAt) return this.sleep(job, token, approval);
+        const result = await store.transition(id, 'expired');
+        if (result === 'NOT_YET') return this.sleep(job, token, approval);
+        const now = await store.get(id);
+        // Decided at the last moment, or gone: fail closed unless it is there and decided.
+        if (result === 'CONFLICT' && now) return this.resume(job, token, now, run);
+        const expired = now ?? approval;
+        await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(expired), at: Date.now() });
+        await this.audit(expired, job.data);
+        return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
+      }
+      case 'expired':
+        return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
+      case 'rejected':
+        await this.audit(approval, job.data);
+        return finish(
+          'APPROVAL_REJECTED',
+          // The registry's message already says it did not run.
+          `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : ' (no reason given).'}`,
+        );
+      case 'approved': {
+        // An approval lets its call run once. A resend after it ran replays the exactly-once
+        // record while the database keeps it; past that, running it again would be a second
+        // effect nobody approved (the approval outlives the job and the record).
+        if (approval.ran && Date.now() - approval.ran.at > REPLAYABLE_MS) {
+          return failed(job.data, 'APPROVAL_EXPIRED', `Approval ${id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`);
+        }
+        // Refused at release once: the approval is spent, whatever the registry says now.
+        if (approval.ran?.detail !== undefined) return failed(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);
+        const refusal = await standingRefusal(this.keyRing, this.deps.config, job.data, approval.database);
+        if (refusal) {
+          const detail = `Approved by ${approval.decidedBy ?? 'a member'}, but it did not run: since it was parked, ${refusal}`;
+          const ran = { ok: false, code: 'NOT_PERMITTED', detail };
+          await store.recordRun(id, { ...ran, at: Date.now() });
+          await this.audit(approval, job.data, ran);
+          this.deps.logger.child({ callId: job.id }).warn({ approvalId: id }, 'approved call refused at release: its key or agent changed');
+          return failed(job.data, 'NOT_PERMITTED', detail);
+        }
+        const outcome = await run(approval.object ? { expect: approval.object } : {});
+        if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
+        const { envelope } = outcome;
+        const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
+        // The message goes on the record only: the audit row keeps the code, as it always has.
+        const message = envelope.ok ? undefined : envelope.error.message.slice(0, 1024);
+        await store.recordRun(id, { ...ran, ...(message ? { message } : {}), at: Date.now() });
+        await this.audit(approval, job.data, ran);
+        return outcome;
+      }
+    }
+  }
+
+  /**
+   * Keeps the decision in the database's own audit table, which backups and history carry.
+   * The Redis record keeps it whatever happens here; a failure (a full disk) is logged loudly.
+   */
+  private async audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string; detail?: string }): Promise<void> {
+    const target = parseDatabaseId(approval.database);
+    const outcome = await this.deps.executor.run({
+      op: 'audit',
+      db: dbTarget(this.deps.config, approval.database, target, approval.shard, job.plan ?? UNREGISTERED_PLAN),
+      entry: {
+        approvalId: approval.id,
+        callId: approval.callKey,
+        tool: approval.tool,
+        tier: approval.tier,
+        statement: approval.sql ?? approval.table ?? '',
+        params: approval.params,
+        requester: approval.requester,
+        decision: approval.state as 'approved' | 'rejected' | 'expired',
+        decidedBy: approval.decidedBy,
+        decidedVia: approval.decidedVia,
+        decidedAt: approval.decidedAt,
+        reason: approval.reason,
+        ranOk: ran?.ok,
+        ranCode: ran?.code,
+        at: Date.now(),
+      },
+    });
+    if (!outcome.ok) this.deps.logger.error({ callId: approval.callId, code: outcome.error.code }, 'could not write the decision audit');
+  }
+
+  /**
+   * Delays the job until the approval expires. A decision made while we were parking found no
+   * delayed job to promote; reading the state once more after the move catches it.
+   */
+  private async sleep(job: Job<CallJobData>, token: string, approval: Approval): Promise<never> {
+    await job.moveToDelayed(approval.expiresAt, token);
+    const now = await this.deps.store.get(approval.id);
+    if (now && now.state !== 'pending') await job.promote().catch(() => undefined);
+    throw new DelayedError();
+  }
+}
+
+/** What an approval records of the call it is asked about, and binds with its digest. */
+function approvalFields(plan: CallPlan) {
+  return {
+    workspace: plan.request.workspace,
+    agent: plan.request.agent,
+    database: plan.databaseId,
+    tool: plan.tool,
+    tier: TOOL_TIERS[plan.tool] as 'write' | 'destructive',
+    ...(typeof plan.args.sql === 'string' ? { sql: plan.args.sql } : {}),
+    ...(Array.isArray(plan.args.params) ? { params: plan.args.params as unknown[] } : {}),
+    ...(typeof plan.args.table === 'string' ? { table: plan.args.table } : {}),
+  };
+}
+
+function failed(data: Pick<CallJobData, 'callId' | 'tool'>, code: ErrorCode, detail: string): RunOutcome {
+  return { envelope: errorEnvelope(data.callId, data.tool, code, detail), meter: undefined };
+}

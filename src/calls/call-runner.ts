@@ -1,0 +1,195 @@
+import { AgentDbError, codeOf } from '../errors.ts';
+import type { CallJobData } from '../contracts/call.ts';
+import { callKeyOf } from '../contracts/call-identity.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
+import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
+import type { Config } from '../config.ts';
+import { guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts';
+import { UNREGISTERED_PLAN, type Plan } from '../contracts/settings.ts';
+import type { Target } from '../policy/access.ts';
+import { gateFor } from '../policy/approval-rule.ts';
+import { CREDITS, METERED_FAILURES } from '../policy/credits.ts';
+import { databasePath } from '../contracts/database-id.ts';
+import type { DbTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
+import { planLimits } from '../policy/plan-limits.ts';
+import type { OffloadedResults } from '../blobs/offloaded-results.ts';
+import type { SpilledResult } from '../sqlite/result-spill.ts';
+import { planCall, type CallPlan } from '../policy/call-plan.ts';
+
+/** What running a call needs: the shard's executor and the configuration. */
+export interface RunDeps {
+  config: Config;
+  executor: { run(req: ExecRequest): Promise<ExecOutcome> };
+  /** Where a query result past MAX_RESULT_BYTES goes whole; without it, such a result is only cut. */
+  results?: OffloadedResults;
+}
+
+/**
+ * A finished call: its envelope, and the credits to meter (none for a replayed write, nor for a
+ * failure other than {@link METERED_FAILURES}).
+ */
+export interface RunOutcome {
+  envelope: Envelope;
+  meter: number | undefined;
+}
+
+/** A call that passed every check and needs a person: its plan and what it would run. */
+export interface ParkOutcome {
+  park: CallPlan;
+  request: ExecRequest;
+}
+
+/** A person's approval, as the run of the approved call needs it. */
+export interface Approved {
+  /** For a drop: the object the person approved dropping. */
+  expect?: DropObject;
+}
+
+/**
+ * Runs one call the way a shard worker does: validate → authorize → gate (sandbox, approval)
+ * → guard → executor. Every agent-caused failure comes back as an `ok: false` envelope;
+ * only faults (bugs, a dead Redis) throw.
+ */
+export async function runCall(
+  data: CallJobData,
+  shard: number,
+  deps: RunDeps,
+  approved?: Approved,
+): Promise<RunOutcome | ParkOutcome> {
+  const { callId } = data;
+  const planned = planCall(
+    {
+      callId,
+      workspace: data.workspace,
+      agent: data.agent,
+      settings: data.settings,
+      ...(data.member ? { member: data.member } : {}),
+      ...(data.introspect ? { introspect: true } : {}),
+      tool: data.tool,
+      arguments: data.arguments,
+    },
+    deps.config.shardCount,
+    deps.config.maxCallBytes,
+  );
+  if (!planned.ok) {
+    const f = planned.failure;
+    return { envelope: errorEnvelope(callId, f.tool, f.code, f.detail), meter: undefined };
+  }
+  const plan = planned.plan;
+  const fail = (code: Parameters<typeof errorEnvelope>[2], detail: string): RunOutcome => ({
+    envelope: errorEnvelope(callId, plan.tool, code, detail),
+    meter: METERED_FAILURES.has(code) ? CREDITS[plan.tool] : undefined,
+  });
+  if (plan.shard !== shard) return fail('INTERNAL', `call for shard ${plan.shard} arrived on shard ${shard}`);
+
+  const verdict = guardFirstLayer(plan);
+  if (!verdict.ok) return fail(verdict.code, verdict.reason);
+
+  const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
+  if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
+  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect, deps.results !== undefined);
+  if (gate.kind === 'approval' && !approved) return { park: plan, request };
+
+  const outcome = await deps.executor.run(request);
+  // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
+  if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
+  if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
+  const credits = CREDITS[plan.tool];
+  let result = outcome.result as Record<string, unknown>;
+  if (result.spill && deps.results) result = await offload(result, deps.results, { workspace: data.workspace, agent: data.agent, callId });
+  return {
+    envelope: okEnvelope(callId, plan.tool, credits, result),
+    meter: outcome.replayed ? undefined : credits,
+  };
+}
+
+/**
+ * A query result the executor also wrote whole to a file: the file goes to the blob store and
+ * the envelope keeps the rows that fitted as a preview, with where the rest is. When the store
+ * fails, the call still answers with the preview, cut as before offloading existed, and says
+ * so: re-running the whole query on a retry would cost more than the rows it could not keep.
+ */
+async function offload(result: Record<string, unknown>, results: OffloadedResults, owner: Parameters<OffloadedResults['keep']>[1]): Promise<Record<string, unknown>> {
+  const { spill, ...rest } = result;
+  try {
+    const spilled = spill as SpilledResult;
+    const offloaded = await results.keep(spilled, owner);
+    if (spilled.capped) {
+      return {
+        ...rest,
+        offloaded: { ...offloaded, capped: true, maxBytes: spilled.capped.maxBytes },
+        note: `the result is offloaded but cut at ${spilled.capped.maxBytes} bytes (MAX_OFFLOAD_BYTES): it holds the first ${spilled.rows} rows; select fewer or smaller rows (LIMIT/OFFSET) for the rest — GET /v1/results/<offloaded.id> or agentdb result-blob <id>`,
+      };
+    }
+    return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
+  } catch (err) {
+    if (codeOf(err) === 'LIMIT_EXCEEDED') {
+      return { ...rest, note: `the rows past the size limit were not offloaded: ${(err as { detail?: string }).detail}; select fewer rows (LIMIT/OFFSET), or read earlier offloaded results and run it again once they expire` };
+    }
+    return { ...rest, note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them` };
+  }
+}
+
+/**
+ * The tokenizer's verdict on calls that may wait for a person, so nobody is asked about a
+ * statement that would be refused. Reads never wait: the executor runs both guard layers on
+ * every statement anyway, and checking reads here too would pay for the tokenizer twice on the
+ * hottest path.
+ */
+function guardFirstLayer(plan: CallPlan): GuardVerdict | { ok: true } {
+  switch (plan.tool) {
+    case 'DATA_WRITE_SQL':
+      return guardWrite(plan.args.sql as string);
+    case 'DATA_DROP_TABLE':
+      return guardTableName(plan.args.table as string);
+    case 'DATA_QUERY_SQL':
+    case 'DATA_DESCRIBE_SCHEMA':
+      return { ok: true };
+  }
+}
+
+/** File paths already built, by shard, names and data folder; bounded by clearing when full. */
+const paths = new Map<string, string>();
+const MAX_PATHS = 4096;
+
+/**
+ * The executor's view of one database: its file (built by `databasePath`, remembered: building
+ * a path checks both names and resolves four paths, a cost every call paid although agents call
+ * the same few databases over and over) and its plan's limits.
+ */
+export function dbTarget(config: Config, id: string, target: Target, shard: number, plan: Plan): DbTarget {
+  const { workspace, agent } = target;
+  const key = `${shard}/${workspace}/${agent ?? ''}/${config.dataDir}`;
+  let file = paths.get(key);
+  if (file === undefined) {
+    file = databasePath(config.dataDir, workspace, agent, shard);
+    if (paths.size >= MAX_PATHS) paths.clear();
+    paths.set(key, file);
+  }
+  return { id, path: file, shard, limits: planLimits(plan) };
+}
+
+function execRequest(plan: CallPlan, callKey: string, callId: string, config: Config, limits: Plan, expect: DropObject | undefined, offload: boolean): ExecRequest {
+  const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
+  const params = (plan.args.params as Param[] | undefined) ?? [];
+  switch (plan.tool) {
+    case 'DATA_DESCRIBE_SCHEMA':
+      return { op: 'describe', db, callId };
+    case 'DATA_QUERY_SQL':
+      return {
+        op: 'query',
+        db,
+        sql: plan.args.sql as string,
+        params,
+        maxRows: plan.args.max_rows as number,
+        callId,
+        ...(plan.request.introspect ? { mode: 'introspect' as const } : {}),
+        ...(offload ? { offload: true as const } : {}),
+      };
+    case 'DATA_WRITE_SQL':
+      return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId };
+    case 'DATA_DROP_TABLE':
+      return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(expect ? { expect } : {}) };
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * An executor child's entry point: one of a worker's pool of children; it keeps its own SQLite
+ * handles and runs one request at a time, so the worker can SIGKILL it when a statement passes its deadline
+ * (better-sqlite3 has no interrupt) without losing anything but that statement.
+ *
+ * Started by `ExecutorProcess` with `node --import tsx executor-child.ts '<ChildOptions JSON>'`.
+ */
+import Database from 'better-sqlite3';
+import { dispatch } from './executor-dispatch.ts';
+import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './executor-protocol.ts';
+import { HandleCache } from '../sqlite/handle-cache.ts';
+import { HistoryCapture } from '../history/handle-capture.ts';
+import { dieWithParent } from './parent-watch.ts';
+import { statementCache } from '../sqlite/statement-cache.ts';
+
+const FLUSH_AFTER_MS = 5;
+
+type Outcome = { id: number; outcome: ExecOutcome; cpuUs: number };
+
+function main(): void {
+  const send = process.send?.bind(process);
+  if (!send) {
+    process.stderr.write('executor-child: must be started by the worker with an IPC channel\n');
+    process.exit(2);
+  }
+  const opts = JSON.parse(process.argv[2] ?? '') as ChildOptions;
+  dieWithParent();
+
+  // SQLite's heap limit is process-wide; any connection may set it. It bounds SQLite's own
+  // allocations where the build counts them (this better-sqlite3 build does not: it has
+  // SQLITE_DEFAULT_MEMSTATUS=0, so the worker also caps the child's data segment).
+  const probe = new Database(':memory:');
+  probe.pragma(`hard_heap_limit = ${opts.heapLimitMb * 1024 * 1024}`);
+  probe.close();
+
+  const history = opts.history ? new HistoryCapture(opts.dataDir, opts.history) : undefined;
+  const handles = new HandleCache({ size: opts.handleCacheSize, ...history?.hooks() });
+  if (opts.statementCacheBytes !== undefined) statementCache.setBudget(opts.statementCacheBytes);
+
+  // Requests come pipelined, several to a message. Outcomes go back together too, except that
+  // whatever is done is sent before a request starts once FLUSH_AFTER_MS have passed: the
+  // worker times each statement from the answer before it, so its deadlines stay accurate to
+  // a few milliseconds while a busy child answers in few messages.
+  process.on('message', (message: ChildRequest[]) => {
+    // Written to the channel now, before anything runs: a child killed from here on has the
+    // worker hold it to what it read (see ExecutorProcess.onDeath).
+    if (message.length) send({ type: 'took', upTo: message[message.length - 1]!.id } satisfies ChildMessage);
+    let done: Outcome[] = [];
+    let since = performance.now();
+    for (const { id, req, reopen } of message) {
+      if (done.length && performance.now() - since > FLUSH_AFTER_MS) {
+        reply(send, done);
+        done = [];
+        since = performance.now();
+      }
+      // A write's commit is copied into history once its answer is sent, when that is now (see
+      // `afterCommit`), and at the latest before the next request runs.
+      history?.finishCommitted();
+      if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') {
+        try {
+          handles.evict(req.db.path);
+        } catch {
+          // History could not copy the WAL first (a full disk): closing would lose those frames
+          // from it, so the handle goes on being used (see `HandleCache`).
+        }
+      }
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      const outcome = dispatch(handles, opts, req, history);
+      // A write that took long may have made a big commit, and copying it is that write's time,
+      // not the next request's (the worker times each request from the answer before it).
+      if (performance.now() - started > FLUSH_AFTER_MS) history?.finishCommitted();
+      const used = process.cpuUsage(cpu);
+      done.push({ id, outcome, cpuUs: used.user + used.system });
+    }
+    reply(send, done);
+    history?.finishCommitted();
+  });
+  // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life
+  // belongs to the worker, which finishes the statement in hand and then disconnects. Dying
+  // here first would fail that statement as a crash.
+  process.on('SIGINT', () => undefined);
+  process.on('SIGTERM', () => undefined);
+  // The worker went away (it exited or crashed): close cleanly, checkpointing each WAL.
+  process.on('disconnect', () => {
+    history?.finishCommitted();
+    handles.closeAll();
+    process.exit(0);
+  });
+  send({ type: 'ready' } satisfies ChildMessage);
+}
+
+function reply(send: NonNullable<typeof process.send>, outcomes: Outcome[]): void {
+  try {
+    send({ type: 'outcomes', outcomes } satisfies ChildMessage);
+  } catch {
+    // A result that cannot be serialised must still answer, or the worker waits for its deadline.
+    for (const { id, outcome, cpuUs } of outcomes) {
+      try {
+        send({ type: 'outcomes', outcomes: [{ id, outcome, cpuUs }] } satisfies ChildMessage);
+      } catch (err) {
+        const failed: ExecOutcome = { ok: false, error: { code: 'INTERNAL', detail: `result could not be sent: ${String(err)}` } };
+        send({ type: 'outcomes', outcomes: [{ id, outcome: failed, cpuUs }] } satisfies ChildMessage);
+      }
+    }
+  }
+}
+
+main();

@@ -1,0 +1,130 @@
+import { AgentDbError } from '../errors.ts';
+import { isInside } from '../contracts/database-id.ts';
+import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import type { HandleCache } from '../sqlite/handle-cache.ts';
+import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError, write } from '../sqlite/sqlite-ops.ts';
+import { fullCause } from '../sqlite/sqlite-errors.ts';
+import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
+import { recordAudit } from '../sqlite/sqlite-audit.ts';
+import { committedCall, effectDigest } from '../sqlite/call-record.ts';
+import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
+import { browsePage, csvChunk } from '../sqlite/sqlite-browse.ts';
+import { ResultSpill, spillDir } from '../sqlite/result-spill.ts';
+import type { HistoryCapture } from '../history/handle-capture.ts';
+import { restoreInPlace, restoreInto, snapshotNow } from '../history/restore-requests.ts';
+
+/**
+ * Runs one request in the executor child and says how it ended. Never throws: every failure,
+ * agent-caused or not, becomes an `ok: false` outcome with a registry code, because it has to
+ * cross a process boundary as plain JSON. Results are built to fit MAX_RESULT_BYTES once in
+ * their envelope (see `resultBudget`).
+ */
+export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest, history?: HistoryCapture): ExecOutcome {
+  const budget = resultBudget(opts.maxResultBytes);
+  try {
+    if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
+    if (req.op === 'close') return { ok: true, result: { closed: handles.isOpen(req.path) ? (handles.evict(req.path), 1) : 0 } };
+    if (req.op === 'stats') return { ok: true, result: { handles: handles.size, statements: statementCache.stats(), rss: process.memoryUsage().rss } };
+    // The parent built this path from checked names; the child re-checks, since it is the one
+    // process that opens files. A path with a handle open was checked when it was opened.
+    if (!handles.isOpen(req.db.path) && !isInside(opts.dataDir, req.db.path)) {
+      throw new AgentDbError('INTERNAL', `database ${req.db.id} resolves outside the data folder`);
+    }
+    switch (req.op) {
+      case 'describe':
+        return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
+      case 'query':
+        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined) };
+      case 'browse':
+        return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
+      case 'csv':
+        return { ok: true, result: csvChunk(handles.open(req.db, 'read'), req.args) };
+      case 'audit': {
+        const db = handles.open(req.db, 'write');
+        recordAudit(db, req.entry);
+        history?.run(db, req.db);
+        return { ok: true, result: { recorded: true } };
+      }
+      case 'check':
+        checkedStatement(handles.open(req.db, 'read'), req.sql, req.mode);
+        return { ok: true, result: { admitted: true } };
+      case 'write': {
+        const db = handles.open(req.db, 'write');
+        history?.catchUp(db, req.db);
+        const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget, history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))));
+        if (!replayed) history?.afterCommit(db, req.db);
+        return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
+      }
+      case 'checkDrop': {
+        checkDropName(req.table);
+        // The stand-in for a database never written has no tables, so this answers NOT_FOUND.
+        const db = handles.open(req.db, 'read');
+        return { ok: true, result: dropObject(db, dropTarget(db, req.table)) };
+      }
+      case 'drop': {
+        const db = handles.open(req.db, 'read');
+        if (handles.isPlaceholder(db)) {
+          // A database never written has no tables; answering here keeps a drop from creating it.
+          checkDropName(req.table);
+          throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(req.table)}`);
+        }
+        const { replayed, ...result } = drop(db, req.table, req.callKey, req.expect);
+        if (!replayed) history?.afterCommit(db, req.db);
+        return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
+      }
+      case 'recorded': {
+        // Opening the handle also copies into history the frames the dead child committed.
+        const db = handles.open(req.db, 'read');
+        return { ok: true, result: committedCall(db, { key: req.callKey, digest: effectDigest(req.effect) }) };
+      }
+      case 'restore':
+        return { ok: true, result: restoreInPlace(handles, needHistory(history), opts.dataDir, req) };
+      case 'restoreInto':
+        return { ok: true, result: restoreInto(handles, needHistory(history), opts.dataDir, req) };
+      case 'capture': {
+        const db = handles.open(req.db, 'read');
+        if (!handles.isPlaceholder(db)) history?.run(db, req.db);
+        return { ok: true, result: {} };
+      }
+      case 'snapshot':
+        return { ok: true, result: snapshotNow(handles, needHistory(history), opts.dataDir, req) };
+    }
+  } catch (err) {
+    // Only a write can meet the plan's size limit; any other SQLITE_FULL is the disk (a read's
+    // temporary files, a handle's -shm).
+    const grows = req.op === 'write' || req.op === 'drop' || req.op === 'audit';
+    const error = toOpError(err, () => (grows ? fullCause(handles.isOpen(req.db.path) ? handles.open(req.db, 'read') : undefined, req.db.path) : 'STORAGE_FULL'));
+    // A handle that met corruption is not reused: the next call reopens (and re-checks) the file.
+    if (error.code === 'DATABASE_CORRUPT' && 'db' in req) {
+      try {
+        handles.evict(req.db.path);
+      } catch {
+        // History could not copy its WAL first: the handle stays open (see `HandleCache`).
+      }
+    }
+    return { ok: false, error };
+  }
+}
+
+function needHistory(history: HistoryCapture | undefined): HistoryCapture {
+  if (!history) throw new AgentDbError('INVALID_ARGUMENTS', 'point-in-time history is off on this worker (HISTORY_CAPTURE=off)');
+  return history;
+}
+
+/**
+ * Where a query's result too large for its envelope goes: a file under the data folder, which
+ * the worker uploads to the blob store (`result.offloaded`).
+ */
+function spillOpener(dataDir: string, maxBytes?: number): (columns: string[]) => ResultSpill {
+  return (columns) => new ResultSpill(spillDir(dataDir), columns, maxBytes);
+}
+
+/**
+ * A recorded result as it replays: it fitted the limit it was recorded under, which may have
+ * been larger than today's; then its rows go (the write itself is long done).
+ */
+function replayedFit<T extends { rows?: unknown[] }>(result: T, budget: number): T {
+  if (!Array.isArray(result.rows) || jsonBytes(result) <= budget) return result;
+  const note = 'the recorded result of this call passes the result size limit; its RETURNING rows are left out';
+  return { ...result, columns: [], rows: [], truncated: true, oversize: true, note };
+}

@@ -1,0 +1,354 @@
+import type { ErrorCode } from '../errors.ts';
+import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import { DatabaseLines, type Line } from './database-lines.ts';
+import type { ExecutorPoolOptions } from './executor-options.ts';
+import { ExecutorProcess, MAX_PIPELINE, type Queued } from './executor-process.ts';
+import { about, type PoolStatus } from './executor-status.ts';
+import { SpareChild } from './spare-child.ts';
+import { fairest, WorkspaceUsage } from './workspace-usage.ts';
+
+export type { ExecutorPoolOptions };
+
+/** How far into the waiting databases a busy line looks for one that could take its child. */
+const PREFER_SCAN = 64;
+
+const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, error: { code, detail } });
+
+/** A request that replaces its database's file: no child may have it open when it runs. */
+const replacesFile = (req: ExecRequest): boolean => req.op === 'restore' && req.dryRun !== true;
+
+/**
+ * A worker's SQLite executors: a pool of child processes, so that one database's slow statement
+ * holds up only that database, and a worker uses every core.
+ *
+ * Each database is a line of statements. A line runs on one child at a time, in order (one
+ * writer per database, and the order calls reached the executor is the order they commit);
+ * different lines run on different children at once. While a line has a child it keeps it and
+ * its statements are pipelined to it (what made one child fast: a round trip per statement
+ * would cap a worker at a few thousand calls a second) — until another line waits, then it
+ * finishes what it sent and gives the child up (a line that takes a child while others wait
+ * sends one statement). Statements handed back by a killed child wait behind the lines already
+ * waiting, so a runaway costs the others one deadline, not one per statement queued behind
+ * it. A workspace holds at most `workspaceShare`
+ * children at once: its other lines wait, and others find a child free. An idle child takes the
+ * oldest waiting line, unless a workspace markedly lighter in executor time lately waits (see
+ * `fairest`): a workspace with next to nothing running is served at the next free child, not
+ * after every other workspace's slow statement (twenty workspaces each keeping one runaway
+ * going made a quiet workspace's read wait 29 s when the oldest line always went first). It
+ * prefers a line it ran last, unless markedly heavier (a reopen costs a file open, WAL set-up
+ * and every statement prepared again), but passes the fair one over at most `size` times.
+ */
+export class ExecutorPool {
+  private readonly slots: ExecutorProcess[];
+  private readonly spare: SpareChild;
+  private readonly bound: (Line | undefined)[];
+  private readonly lines: DatabaseLines;
+  /** Lines with statements and no child, oldest first. */
+  private ready = new Set<Line>();
+  private readonly usage = new WorkspaceUsage();
+  private readonly evicting: { shards: number[]; done: () => void }[] = [];
+  private readonly trace: boolean;
+  private stopped = false;
+
+  constructor(private readonly opts: ExecutorPoolOptions) {
+    // These end up in a shell command line and a setTimeout; config validated them, this keeps
+    // any other caller honest.
+    for (const key of ['statementTimeoutMs', 'heapLimitMb', 'handleCacheSize', 'maxResultBytes', 'size', 'workspaceShare'] as const) {
+      if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
+    }
+    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history } = opts;
+    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, opts.logger);
+    const hooks = {
+      progress: (p: ExecutorProcess) => this.onProgress(p),
+      returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
+      spare: () => this.spare.take(),
+    };
+    this.slots = Array.from({ length: opts.size }, (_, i) => new ExecutorProcess(i, opts, hooks));
+    this.bound = this.slots.map(() => undefined);
+    // Every handle open anywhere fits, twice over.
+    this.lines = new DatabaseLines(opts.size * opts.handleCacheSize * 2);
+    this.trace = opts.logger?.isLevelEnabled?.('trace') ?? false;
+  }
+
+  /** Starts every child (and a spare, in the background). @throws Error when one cannot start. */
+  async start(): Promise<void> {
+    await Promise.all(this.slots.map((s) => s.start()));
+    this.spare.start();
+  }
+
+  /** The pids of the children running now. */
+  get pids(): number[] {
+    return this.slots.flatMap((s) => (s.pid === undefined ? [] : [s.pid]));
+  }
+
+  /**
+   * Runs one request. Resolves with an outcome for every agent error, timeout and child crash;
+   * never rejects. `evict` reaches every child.
+   */
+  run(req: ExecRequest): Promise<ExecOutcome> {
+    if (this.stopped) return Promise.resolve(failure('UNAVAILABLE', 'the executor is stopped'));
+    if (req.op === 'evict') return this.evict(req.shards);
+    if (req.op === 'stats') return this.stats();
+    if (req.op === 'close') return this.closeEverywhere(req.path);
+    if (this.slots.every((s) => s.broken)) return Promise.resolve(this.cannotStart());
+    return new Promise((resolve) => {
+      const line = this.lines.get(req.db);
+      line.queue.push({ req, resolve });
+      if (this.trace) this.opts.logger!.trace!(about(req), 'statement received');
+      if (line.slot) {
+        // Pipelined behind what its child runs; statements arriving in the same tick travel in
+        // one message.
+        if (!line.feeding) {
+          line.feeding = true;
+          queueMicrotask(() => {
+            line.feeding = false;
+            this.feed(line);
+          });
+        }
+        return;
+      }
+      if (this.ready.has(line)) return;
+      // An idle child gets the statement at once: deferring it would let the worker's other
+      // pending work (BullMQ's next fetch, a socket write of ~40 µs) go first, on every call.
+      const slot = this.ready.size === 0 && this.underShare(line) ? this.slotFor(line) : undefined;
+      if (slot) return this.bind(line, slot);
+      this.ready.add(line);
+      this.dispatch();
+    });
+  }
+
+  /** What every child is doing. */
+  status(): PoolStatus {
+    const now = Date.now();
+    const spare = this.spare.pid;
+    const children = this.slots.map((s) => s.status(now));
+    return { size: this.opts.size, workspaceShare: this.opts.workspaceShare, waiting: this.lines.waiting(), children, ...(spare ? { spare } : {}) };
+  }
+
+  /**
+   * Lets the statements already sent finish, answers the waiting ones UNAVAILABLE, and ends the
+   * children (each closes its handles, checkpointing each WAL).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const item of this.lines.takeWaiting()) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));
+    this.ready.clear();
+    await Promise.all([...this.slots.map((s) => s.stop()), this.spare.stop()]);
+  }
+
+  private underShare(line: Line): boolean {
+    return this.usage.holding(line.workspace) < this.opts.workspaceShare;
+  }
+
+  /**
+   * Whether a waiting line could take `line`'s child if it gave it up: one under its share, or
+   * one of the same workspace (whose share that child would free). Lines held back by their
+   * workspace's share do not count, or a busy line would stop for nothing.
+   */
+  private othersWait(line: Line): boolean {
+    if (this.ready.size === 0) return false;
+    let scanned = 0;
+    for (const other of this.ready) {
+      if (other.workspace === line.workspace || this.underShare(other)) return true;
+      if (++scanned >= PREFER_SCAN) return true;
+    }
+    return false;
+  }
+
+  /** The idle child for `line`: one that has it open, else the one idle longest. */
+  private slotFor(line: Line): ExecutorProcess | undefined {
+    let best: ExecutorProcess | undefined;
+    for (const slot of this.slots) {
+      if (!slot.available) continue;
+      if (slot.recent.has(line.path)) return slot;
+      if (!best || slot.idleSince < best.idleSince) best = slot;
+    }
+    return best;
+  }
+
+  /** The waiting line an idle child takes, or undefined when none may run now. */
+  private pickFor(slot: ExecutorProcess): Line | undefined {
+    const allowed: Line[] = [];
+    // A line waiting for every child to close its database (a restore) takes no child yet.
+    for (const line of this.ready) if (this.underShare(line) && !line.closing) allowed.push(line);
+    const now = Date.now();
+    // Only the child that ran a line last may skip the reopen; another may hold a stale handle.
+    const open = (line: Line) => line.lastChild === slot.childId && slot.recent.has(line.path);
+    return fairest(allowed, (ws) => this.usage.recent(ws, now), open, this.opts.size);
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (this.ready.size === 0) return;
+      if (!slot.available || this.bound[slot.index]) continue;
+      const line = this.pickFor(slot);
+      if (!line) return;
+      this.ready.delete(line);
+      this.bind(line, slot);
+    }
+  }
+
+  private bind(line: Line, slot: ExecutorProcess): void {
+    line.slot = slot;
+    line.skips = 0;
+    line.boundAt = Date.now();
+    line.spentAtBind = slot.spentMs;
+    this.bound[slot.index] = line;
+    this.usage.take(line.workspace, line.boundAt);
+    this.feed(line);
+  }
+
+  /** Gives the line's child up; a line with statements left waits at the back. */
+  private release(line: Line): void {
+    const slot = line.slot!;
+    line.slot = undefined;
+    this.bound[slot.index] = undefined;
+    this.usage.give(line.workspace, line.boundAt, Date.now(), slot.spentMs - line.spentAtBind);
+    if (line.queue.length) this.ready.add(line);
+    else if (this.evicting.length) this.checkEvictions();
+  }
+
+  /** Sends the line's next statements to its child, while the pipeline has room. */
+  private feed(line: Line): void {
+    const slot = line.slot;
+    if (!slot || !slot.ready || line.queue.length === 0) return;
+    // Another line waits: finish what was sent, then give the child up (onProgress); one
+    // statement at a time meanwhile, so what another waits behind is one statement, not a
+    // pipeline of slow ones each just under the deadline.
+    const othersWait = this.othersWait(line);
+    if (slot.inFlight > 0 && othersWait) return;
+    let room = othersWait ? 1 : MAX_PIPELINE - slot.inFlight;
+    if (room <= 0) return;
+    // A restore in place goes only once no child has the database open (see `closeFor`); what
+    // came before it goes now.
+    const stop = line.queue.findIndex((item, i) => i < room && replacesFile(item.req) && line.closedFor !== item);
+    if (stop === 0) {
+      this.closeFor(line, line.queue[0]!);
+      // Nothing of this line runs until every child has answered: its child serves others
+      // meanwhile (kept bound and idle, it would look free to the next line that arrives).
+      if (slot.inFlight === 0) {
+        this.release(line);
+        queueMicrotask(() => this.dispatch());
+      }
+      return;
+    }
+    if (stop > 0) room = stop;
+    const batch = line.queue.length <= room ? line.queue.splice(0) : line.queue.splice(0, room);
+    const reopen = line.lastChild !== slot.childId;
+    line.lastChild = slot.childId;
+    slot.send(batch, reopen);
+  }
+
+  private onProgress(slot: ExecutorProcess): void {
+    if (this.stopped) return;
+    const line = this.bound[slot.index];
+    if (line) {
+      if (slot.inFlight > 0 || (line.queue.length > 0 && !this.othersWait(line))) return this.feed(line);
+      this.release(line);
+    }
+    if (slot.broken && this.slots.every((s) => s.broken)) {
+      // No child can start: answer what waits rather than hold it until one does.
+      for (const waiting of this.ready) for (const item of waiting.queue.splice(0)) item.resolve(this.cannotStart());
+      this.ready.clear();
+    }
+    this.dispatch();
+  }
+
+  /**
+   * A child was killed or died: what it never started goes to another child, behind the lines
+   * already waiting. Not ahead of them: that line just had a whole deadline of a child, and at
+   * the front it took the next free child again and again — a workspace of like load waited for
+   * another's whole backlog of runaways (backlog × timeout), not for one.
+   */
+  private onReturned(slot: ExecutorProcess, items: Queued[]): void {
+    const line = this.bound[slot.index];
+    const statements: Queued[] = [];
+    for (const item of items) {
+      // Its handles died with it: nothing left there to evict.
+      if (item.req.op === 'evict' || item.req.op === 'close') item.resolve({ ok: true, result: { closed: 0 } });
+      else if (item.req.op === 'stats') item.resolve({ ok: true, result: { handles: 0, statements: { count: 0, bytes: 0, budget: 0 }, rss: 0 } });
+      else statements.push(item);
+    }
+    if (line) {
+      line.queue.unshift(...statements);
+      if (this.stopped) for (const item of line.queue.splice(0)) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));
+      this.release(line);
+    }
+    if (!this.stopped) this.dispatch();
+  }
+
+  /**
+   * Closes the handles of these shards in every child, once their statements in hand are done
+   * (as with one child, where the evict waited its turn behind them).
+   */
+  private async evict(shards: number[]): Promise<ExecOutcome> {
+    if (this.lines.busyIn(shards)) await new Promise<void>((done) => this.evicting.push({ shards, done }));
+    for (const slot of this.slots) slot.recent.forgetShards(shards);
+    const outcomes = await Promise.all(
+      this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'evict', shards }, resolve }]))),
+    );
+    let closed = 0;
+    for (const o of outcomes) if (o.ok) closed += (o.result as { closed: number }).closed;
+    return { ok: true, result: { closed } };
+  }
+
+  /**
+   * Closes the database of `line` in every child before `item`, a restore in place, runs: the
+   * restore replaces the file by renaming, and a connection left open on it anywhere would go
+   * on with the old file under names (-wal, -shm) the new one uses. Its line runs nothing else
+   * meanwhile, so once every child has answered none has it open, whichever child then runs the
+   * restore (that child reopens it, and closes it again itself before the rename).
+   */
+  private closeFor(line: Line, item: Queued): void {
+    if (line.closing) return;
+    line.closing = true;
+    void this.closeEverywhere(line.path).then(() => {
+      line.closing = false;
+      line.closedFor = item;
+      if (line.slot) this.feed(line);
+      else this.dispatch();
+    });
+  }
+
+  /** Closes one database's handle in every running child. */
+  private async closeEverywhere(dbPath: string): Promise<ExecOutcome> {
+    const outcomes = await Promise.all(
+      this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'close', path: dbPath }, resolve }]))),
+    );
+    let closed = 0;
+    for (const o of outcomes) if (o.ok) closed += (o.result as { closed: number }).closed;
+    return { ok: true, result: { closed } };
+  }
+
+  /** What every running child holds, added up (handles, cached statements, RSS). */
+  private async stats(): Promise<ExecOutcome> {
+    const outcomes = await Promise.all(
+      this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'stats' }, resolve }]))),
+    );
+    type Stats = { handles: number; statements: { count: number; bytes: number; budget: number }; rss: number };
+    const total: Stats = { handles: 0, statements: { count: 0, bytes: 0, budget: 0 }, rss: 0 };
+    for (const o of outcomes) {
+      if (!o.ok) return o;
+      const r = o.result as Stats;
+      total.handles += r.handles;
+      total.statements.count += r.statements.count;
+      total.statements.bytes += r.statements.bytes;
+      total.statements.budget += r.statements.budget;
+      total.rss += r.rss;
+    }
+    return { ok: true, result: total };
+  }
+
+  private checkEvictions(): void {
+    for (const waiting of [...this.evicting]) {
+      if (this.lines.busyIn(waiting.shards)) continue;
+      this.evicting.splice(this.evicting.indexOf(waiting), 1);
+      waiting.done();
+    }
+  }
+
+  private cannotStart(): ExecOutcome {
+    const why = this.slots.find((s) => s.lastError)?.lastError ?? 'no child is running';
+    return failure('INTERNAL', `the database process could not start: ${why}`);
+  }
+}

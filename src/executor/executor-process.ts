@@ -1,0 +1,386 @@
+import type { ChildProcess } from 'node:child_process';
+import type { ErrorCode } from '../errors.ts';
+import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest, RecordedOutcome } from './executor-protocol.ts';
+import type { RecordedEffect } from '../sqlite/call-record.ts';
+import { endExecutorChild, startExecutorChild } from './executor-spawn.ts';
+import type { ExecutorProcessOptions } from './executor-options.ts';
+import { HandleMirror } from './handle-mirror.ts';
+import { about, type ChildStatus } from './executor-status.ts';
+
+/** A request on its way through the pool, until it is answered. */
+export interface Queued {
+  req: ExecRequest;
+  resolve: (outcome: ExecOutcome) => void;
+}
+
+/** A request reading the record of a write whose child died; `attempt` counts lookups sent. */
+type Lookup = Queued & { attempt?: number };
+
+/** What a child tells its pool. */
+export interface ProcessHooks {
+  /** Something it was sent was answered, or a (new) child became ready or could not start. */
+  progress(p: ExecutorProcess): void;
+  /** Requests sent but never started, handed back in order after a kill or a crash. */
+  returned(p: ExecutorProcess, items: Queued[]): void;
+  /** A child started ahead of need (ready, no listeners), to replace a dead one at once. */
+  spare(): ChildProcess | undefined;
+}
+
+/** Requests written to a child ahead of their turn; bounds what one kill sends back. */
+export const MAX_PIPELINE = 64;
+/** A child that cannot start (or dies at once) is tried again after this, not in a loop. */
+const RESPAWN_BACKOFF_MS = 1000;
+/**
+ * Children a record lookup may see die before the write it asks about answers "unknown": the
+ * lookup is one primary-key read, so only something killing children from outside gets here.
+ */
+const LOOKUP_ATTEMPTS = 3;
+
+let serial = 0;
+
+type Failure = Extract<ExecOutcome, { ok: false }>;
+
+const failure = (code: ErrorCode, detail: string): Failure => ({ ok: false, error: { code, detail } });
+
+/**
+ * One place in a worker's executor pool, and the child process that fills it: it writes
+ * requests to the child (pipelined: the child runs them strictly in order), times the head of
+ * the line, and replaces the child when it is killed or dies.
+ *
+ * Past `statementTimeoutMs` the child is SIGKILLed: the head answers STATEMENT_TIMEOUT, and the
+ * requests behind it — which never started — go back to the pool, which gives them to another
+ * child. WAL makes the kill safe. A child that dies on its own mid-statement (out of memory)
+ * answers RESOURCE_LIMIT, which is not retried into another crash. Either way the pool's spare
+ * takes its place at once (or a new child is started), and nothing else in the worker stops.
+ *
+ * A write or drop whose child died (or was killed at its deadline) before answering may still
+ * have committed: it is answered by its exactly-once record, read on another child, not by the
+ * failure (a tester's SIGKILL a few ms after a 20,000-row insert committed answered
+ * RESOURCE_LIMIT, and the caller could never learn the rows were there). A request the child
+ * never read (it says what it took, see `took`) did not run: it goes to another child, as if
+ * nothing had happened to it.
+ */
+export class ExecutorProcess {
+  /** Unique per child started (in this process): tells a pool whether a handle may be stale. */
+  childId = 0;
+  private child?: ChildProcess;
+  private state: 'starting' | 'ready' | 'down' | 'stopped' = 'down';
+  private sent: { id: number; item: Queued }[] = [];
+  private headSince = 0;
+  private timer?: NodeJS.Timeout;
+  /** A deadline passed; what the channel holds is read before the child is killed. */
+  private checking = false;
+  private retry?: NodeJS.Timeout;
+  private nextId = 1;
+  /** The last request id the child said it read; later ones never reached it. */
+  private took = 0;
+  private spawnedAt = 0;
+  private starting?: Promise<void>;
+  private stopping = false;
+  /** The pid of the child this one replaces, for the respawn's log line. */
+  private replacedPid?: number;
+  private readonly whenIdle: (() => void)[] = [];
+  /** Databases this child ran lately: what its handle cache probably holds. */
+  readonly recent: HandleMirror;
+  /**
+   * Executor time its children spent, in ms: the CPU each statement took, as the child reports
+   * it, and the whole deadline for one killed or dead mid-statement. The pool charges a
+   * workspace the difference over the time its line held this place.
+   */
+  spentMs = 0;
+  /** Since when it has had nothing to do; the pool gives new work to the longest idle. */
+  idleSince = 0;
+  /** Why it could not start, while down. */
+  lastError = '';
+
+  constructor(
+    readonly index: number,
+    private readonly opts: ExecutorProcessOptions,
+    private readonly hooks: ProcessHooks,
+  ) {
+    this.recent = new HandleMirror(opts.handleCacheSize);
+  }
+
+  /** Starts the child; resolves once it listens. @throws Error when it exits first. */
+  start(): Promise<void> {
+    return this.spawn();
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Ready, with nothing in hand: may be given a database. */
+  get available(): boolean {
+    return this.state === 'ready' && this.sent.length === 0;
+  }
+
+  get ready(): boolean {
+    return this.state === 'ready';
+  }
+
+  /** Its last child could not start (it is tried again every second). */
+  get broken(): boolean {
+    return this.state === 'down' && this.lastError !== '';
+  }
+
+  /** Requests written and not yet answered. */
+  get inFlight(): number {
+    return this.sent.length;
+  }
+
+  /**
+   * Writes requests to the child, behind what it has; `reopen` asks it to reopen the first
+   * one's database. Only while ready.
+   */
+  send(items: Queued[], reopen = false): void {
+    const child = this.child!;
+    if (this.sent.length === 0) this.headSince = Date.now();
+    if (!this.timer && !this.checking) this.timer = setTimeout(() => this.onDeadline(), this.deadlineMs(this.sent[0]?.item.req ?? items[0]!.req));
+    const message: ChildRequest[] = [];
+    for (const item of items) {
+      const id = this.nextId++;
+      this.sent.push({ id, item });
+      const req = item.req;
+      message.push(reopen && message.length === 0 ? { id, req, reopen } : { id, req });
+      if (req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') this.recent.touch(req.db.path, req.db.shard);
+    }
+    child.channel?.ref();
+    child.send(message, (err) => {
+      if (!err || this.child !== child) return;
+      // The channel broke: the child is useless. What it did not answer goes to another child
+      // (a write that did run is replayed from its recorded call id, not run twice).
+      const unanswered = this.sent.splice(0).map((s) => s.item);
+      this.replace(child, 'could not send to the child');
+      this.handBack(unanswered);
+    });
+  }
+
+  /** What it is doing now. */
+  status(now = Date.now()): ChildStatus {
+    const state = this.state === 'ready' ? (this.sent.length ? 'running' : 'idle') : this.state;
+    const head = this.sent[0]?.item.req;
+    if (!head) return { child: this.index, pid: this.pid, state };
+    return {
+      child: this.index,
+      pid: this.pid,
+      state,
+      ...about(head),
+      runningMs: now - this.headSince,
+      behind: this.sent.length - 1,
+    };
+  }
+
+  /** Lets what was sent finish, then ends the child (it closes its handles, checkpointing). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.sent.length) await new Promise<void>((resolve) => this.whenIdle.push(resolve));
+    await this.starting;
+    this.state = 'stopped';
+    clearTimeout(this.retry);
+    const child = this.child;
+    this.child = undefined;
+    if (child) await endExecutorChild(child);
+  }
+
+  private onOutcomes(child: ChildProcess, message: ChildMessage): void {
+    if (child !== this.child) return;
+    if (message.type === 'took') {
+      this.took = message.upTo;
+      return;
+    }
+    if (message.type !== 'outcomes') return;
+    for (const { id, outcome, cpuUs } of message.outcomes) {
+      const head = this.sent[0];
+      if (!head || head.id !== id) continue;
+      this.sent.shift();
+      this.spentMs += (cpuUs ?? 0) / 1000;
+      head.item.resolve(outcome);
+    }
+    if (this.sent.length) this.headSince = Date.now();
+    else {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.idleSince = Date.now();
+      child.channel?.unref();
+      for (const resolve of this.whenIdle.splice(0)) resolve();
+    }
+    this.hooks.progress(this);
+  }
+
+  private deadlineMs(req: ExecRequest): number {
+    return req.timeoutMs ?? this.opts.statementTimeoutMs;
+  }
+
+  /** After a kill or crash: the rest go back to the pool, and a stop() waiting for them goes on. */
+  private handBack(items: Queued[]): void {
+    for (const resolve of this.whenIdle.splice(0)) resolve();
+    this.hooks.returned(this, items);
+  }
+
+  private onDeadline(read = false): void {
+    this.timer = undefined;
+    this.checking = false;
+    const head = this.sent[0];
+    const child = this.child;
+    if (!head || !child) return;
+    const ms = this.deadlineMs(head.item.req);
+    const left = this.headSince + ms - Date.now();
+    if (left > 0) {
+      // The head changed since the timer was armed: wait out the current one's deadline.
+      this.timer = setTimeout(() => this.onDeadline(), left);
+      return;
+    }
+    if (!read) {
+      // Timers run before I/O in each turn of the event loop: after the worker's loop stalled
+      // (a long synchronous task, a GC pause), an answer that came within the deadline can sit
+      // unread in the channel when the timer fires. setImmediate runs after this turn's I/O,
+      // so the child is killed only if its answer is truly not there.
+      this.checking = true;
+      setImmediate(() => this.onDeadline(true));
+      return;
+    }
+    this.sent.shift();
+    this.spentMs += ms;
+    this.opts.logger?.warn(
+      { ...about(head.item.req), child: this.index, childPid: child.pid, ms },
+      'statement timed out; killing its executor child',
+    );
+    const behind = this.sent.splice(0).map((s) => s.item);
+    this.replace(child, 'statement timeout');
+    // A write may have committed at its very deadline, its answer not yet written.
+    const lookup = this.answerAfterDeath(head.item, failure('STATEMENT_TIMEOUT', `its limit is ${ms} ms`));
+    this.handBack(lookup ? [lookup, ...behind] : behind);
+  }
+
+  /**
+   * The child is gone, and (this runs on 'close', after its channel's last message) every `took`
+   * it wrote has been read: the head ran only if the child took it.
+   */
+  private onDeath(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (child !== this.child) return;
+    const sent = this.sent.splice(0);
+    const head = sent[0] && sent[0].id <= this.took ? sent.shift() : undefined;
+    let lookup: Queued | undefined;
+    if (head) {
+      this.spentMs += Date.now() - this.headSince;
+      // It died on its own in the middle of a statement: memory is the usual cause. Answer
+      // with a code that is not retried, so the same statement cannot crash the next child.
+      this.opts.logger?.error({ ...about(head.item.req), child: this.index, childPid: child.pid, code, signal }, 'executor child died during a statement');
+      const died = failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`);
+      lookup = this.answerAfterDeath(head.item, died);
+    } else this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: sent.length }, 'executor child exited');
+    // One that dies while idle, soon after it started, is not replaced in a loop.
+    this.replace(child, 'it died', !head && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
+    const behind = sent.map((s) => s.item);
+    this.handBack(lookup ? [lookup, ...behind] : behind);
+  }
+
+  /**
+   * Answers `item`, whose child died under it, with `failure`, unless it is a write or drop:
+   * then returns the request that reads its record on another child (first in its line), and
+   * the record answers it. A lookup whose own child dies is sent again, a few times.
+   */
+  private answerAfterDeath(item: Queued, died: Failure): Queued | undefined {
+    const req = item.req;
+    if (req.op === 'recorded') {
+      const attempt = (item as Lookup).attempt ?? 1;
+      if (attempt < LOOKUP_ATTEMPTS) return { ...item, attempt: attempt + 1 } as Lookup;
+      item.resolve(died);
+      return undefined;
+    }
+    if (req.op !== 'write' && req.op !== 'drop') {
+      item.resolve(died);
+      return undefined;
+    }
+    const effect: RecordedEffect = req.op === 'write' ? ['write', req.sql, req.params] : ['drop', req.table];
+    const lookup: Lookup = {
+      req: { op: 'recorded', db: req.db, callKey: req.callKey, effect, ...(req.callId ? { callId: req.callId } : {}) },
+      resolve: (outcome) => {
+        if (!outcome.ok) {
+          // The record answered for the key (it ran another statement), or could not be read.
+          if (outcome.error.code === 'IDEMPOTENCY_CONFLICT') return item.resolve(outcome);
+          const why = `the database process died during the ${req.op} (${died.error.code}) and whether it committed could not be read: ${outcome.error.detail}`;
+          return item.resolve({ ...failure('UNAVAILABLE', why), unsettled: true });
+        }
+        const recorded = outcome.result as RecordedOutcome;
+        this.opts.logger?.warn({ ...about(req), child: this.index, committed: recorded.committed }, 'read the record of a write whose child died');
+        item.resolve(recorded.committed ? { ok: true, result: recorded.result } : died);
+      },
+    };
+    return lookup;
+  }
+
+  /** Stops using `child` (killing it if it lives) and starts the next one, at once or after the backoff. */
+  private replace(child: ChildProcess, why: string, backoff = false): void {
+    if (this.child !== child) return;
+    this.child = undefined;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (this.stopping || this.state === 'stopped') {
+      this.state = 'stopped';
+      return;
+    }
+    this.state = 'down';
+    this.replacedPid = child.pid;
+    const spare = backoff ? undefined : this.hooks.spare();
+    this.opts.logger?.info({ child: this.index, childPid: child.pid, why, by: spare ? 'the spare' : `a new child in ${backoff ? RESPAWN_BACKOFF_MS : 0} ms` }, 'replacing executor child');
+    // Adopted here, before the caller hands the waiting statements back to the pool: they find
+    // this child ready.
+    if (spare) this.adopt(spare, false);
+    else this.respawnAfter(backoff ? RESPAWN_BACKOFF_MS : 0);
+  }
+
+  private respawnAfter(ms: number): void {
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => {
+      if (this.state === 'down' && !this.stopping) void this.spawn().catch(() => undefined);
+    }, ms);
+    this.retry.unref();
+  }
+
+  private spawn(): Promise<void> {
+    this.state = 'starting';
+    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history, child } = this.opts;
+    const starting = startExecutorChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, child).then(
+      (child) => this.adopt(child),
+      (err: Error) => {
+        this.lastError = err.message;
+        this.opts.logger?.error({ child: this.index, err: err.message }, 'executor child failed to start');
+        if (!this.stopping) {
+          this.state = 'down';
+          this.respawnAfter(RESPAWN_BACKOFF_MS);
+          this.hooks.progress(this);
+        }
+        throw err;
+      },
+    );
+    this.starting = starting.catch(() => undefined);
+    return starting;
+  }
+
+  /** Makes a ready child (with no listeners) this slot's own; `notify` tells the pool. */
+  private adopt(child: ChildProcess, notify = true): void {
+    if (this.stopping) {
+      this.state = 'stopped';
+      void endExecutorChild(child);
+      return;
+    }
+    this.child = child;
+    this.childId = ++serial;
+    this.state = 'ready';
+    this.lastError = '';
+    this.spawnedAt = this.idleSince = Date.now();
+    this.recent.clear();
+    child.on('message', (message: ChildMessage) => this.onOutcomes(child, message));
+    // Channel errors; the worker must never crash on them, and an exit follows.
+    child.on('error', (err) => this.opts.logger?.warn({ child: this.index, childPid: child.pid, err: err.message }, 'executor child error'));
+    // 'close', not 'exit': it comes after the channel's last message, so a `took` written just
+    // before the child died is read first.
+    child.on('close', (code, signal) => this.onDeath(child, code, signal));
+    if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
+    this.replacedPid = undefined;
+    if (notify) this.hooks.progress(this);
+  }
+}

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
+import { walPages } from './wal-format.ts';
+import type { RestoreActor } from '../executor/executor-protocol.ts';
+import { recordAudit } from '../sqlite/sqlite-audit.ts';
+
+/** The restore's row in the database's own audit table. */
+export function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {
+  recordAudit(db, {
+    approvalId: `restore:${id}`,
+    callId: id,
+    tool: 'RESTORE',
+    tier: 'operator',
+    statement,
+    requester: by.who,
+    decision: 'restored',
+    decidedBy: by.who,
+    decidedVia: by.via,
+    decidedAt: at,
+    at,
+  });
+}
+
+/**
+ * Writes the restore's audit row into the restored file, before it goes in place, and says
+ * which pages that commit wrote (read from its WAL before the close folds it in), for the new
+ * generation's base commit. Undefined when the file is not in WAL mode (it then has no WAL to
+ * read them from): every page counts then.
+ */
+export function auditInto(file: string, by: RestoreActor, id: string, statement: string, at: number): Set<number> | undefined {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    // Not durable yet on purpose: the file is synced once whole (see `checkAndSync`).
+    db.pragma('synchronous = OFF');
+    db.pragma('wal_autocheckpoint = 0');
+    audit(db, by, id, statement, at);
+    if (db.pragma('journal_mode', { simple: true }) !== 'wal') return undefined;
+    return walPages(`${file}-wal`);
+  } finally {
+    db.close();
+  }
+}
+
+/** Undo ids: `u`, the time in base 36 and random bytes; sortable and never reused. */
+export function newUndoId(): string {
+  return `u${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
+}
+
+/** Whether no connection has `dbPath` open: the last one to close removes its -wal and -shm. */
+export function closedEverywhere(dbPath: string): boolean {
+  return !fs.existsSync(`${dbPath}-wal`) && !fs.existsSync(`${dbPath}-shm`);
+}

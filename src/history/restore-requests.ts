@@ -1,0 +1,409 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { AgentDbError } from '../errors.ts';
+import { foreseeHeader, type Rebuilt } from './adopt-rebuilt.ts';
+import { capture, capturedPosition, forgetCapture } from './capture.ts';
+import { historyDir, listGenerations, listSegments, localSource, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
+import { readCommits } from './segment-index.ts';
+import { activeReaders, withReader } from './reader-markers.ts';
+import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
+import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from './restore-engine.ts';
+import { verifyIntegrity } from './integrity.ts';
+import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
+import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from './snapshot.ts';
+import { swapIn } from './swap-in.ts';
+import { sharedNote } from '../contracts/database-id.ts';
+import type { ExecRequest, RestoreActor } from '../executor/executor-protocol.ts';
+import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
+import type { HistoryCapture } from './handle-capture.ts';
+import { audit, auditInto, closedEverywhere, newUndoId } from './restore-audit.ts';
+import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-within-generation.ts';
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** What a restore answers (the HTTP contract of `POST /v1/databases/:db/restore`). */
+export interface RestoreResult {
+  database: string;
+  restoredTo: string;
+  dryRun: boolean;
+  snapshot: { id: string; at: string };
+  frames: number;
+  commits: number;
+  undoId?: string;
+  into?: string;
+  /**
+   * An undo only: the commits made after the restore it undoes, which the undo discards (the
+   * undo goes back to exactly the state before that restore). Said by the dry run too.
+   */
+  discardsCommits?: number;
+  /** A dry run `into` a name the restore itself would refuse: why (`DATABASE_EXISTS: …`). */
+  refused?: string;
+}
+
+type RestoreReq = Extract<ExecRequest, { op: 'restore' }>;
+type IntoReq = Extract<ExecRequest, { op: 'restoreInto' }>;
+type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
+
+/** The steps of a restore in place, in order, as {@link RestoreHooks.step} names them. */
+export type RestoreStep = 'rebuilt' | 'copied' | 'closed' | 'undo' | 'marked' | 'written' | 'audited' | 'renamed' | 'generation' | 'unmarked';
+
+/** A test's view into a restore: called after each step (a crash test kills itself there). A fork has 'copied', 'renamed' and 'generation'. */
+export interface RestoreHooks {
+  step?(step: RestoreStep): void;
+}
+
+/**
+ * Restores a database in place (see `agentdb restore`): history brought up to date, the target
+ * planned, then one of two ways. Back within the live generation, with few enough pages changed
+ * since, by one WAL commit of those pages as they were (`restoreWithinGeneration`; history goes
+ * on in the generation). Otherwise the target is rebuilt beside the live file (the snapshot
+ * copied, its chunks checked on another thread meanwhile, the frames applied), the restore
+ * recorded in its audit, the file checked (`PRAGMA quick_check`) and synced, the live
+ * database closed, the state before kept as an undo point, then the file renamed over the live
+ * one and a new generation begun: the snapshot it was rebuilt from, linked, with what the
+ * restore wrote as its base commit (`linked-generation.ts`; the old generation ends at the undo
+ * point: the restore is no commit of it).
+ *
+ * The rename is the moment the database changes, whole: a crash before it leaves the database
+ * as it was, one after it the restored one, and history right either way (the old generation is
+ * marked as being left first, so capture sees a gap and snapshots whatever it then finds). No
+ * connection may have the file open across the rename (its -wal and -shm would then belong to
+ * two files): the pool closes the database in every executor child before a restore runs, this
+ * child closes its own, and the -wal and -shm being gone after that close proves no other
+ * connection, of any process, had it open. When one had (a program outside agentdb), the
+ * rebuilt pages are copied in through SQLite's backup API instead, which is safe beside other
+ * connections.
+ */
+export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq, hooks: RestoreHooks = {}): RestoreResult {
+  const live = handles.open(req.db, 'read');
+  if (handles.isPlaceholder(live)) throw new AgentDbError('NOT_FOUND', `database ${req.db.id} does not exist (it was never written)${sharedNote(req.db.id)}`);
+  history.run(live, req.db);
+  const hdir = historyDir(dataDir, req.db.id);
+  const source = localSource(dataDir, req.db.id);
+  const what = req.undo ? `undo ${req.undo}` : `to ${new Date(req.at ?? 0).toISOString()}`;
+  return withReader(hdir, what, () => {
+    let target: RestoreTarget;
+    // An undo answers, like any restore, the last commit it keeps (`restoredTo`); its audit row
+    // names the restore it undoes.
+    let undone: UndoPoint | undefined;
+    let discards: Partial<RestoreResult> = {};
+    if (req.undo !== undefined) {
+      const point = /^u[0-9a-z]+$/.test(req.undo) ? readJson<UndoPoint>(undoPath(hdir, req.undo)) : undefined;
+      if (!point || point.database !== req.db.id) throw new AgentDbError('UNDO_NOT_FOUND', `${req.db.id} has no undo point ${JSON.stringify(req.undo)}`);
+      target = { position: point.position };
+      undone = point;
+      discards = { discardsCommits: commitsAfterRestore(source, point) };
+    } else {
+      target = { at: checkedMoment(req.at, history.opts.retentionDays) };
+    }
+    const plan = planRestore(source, target);
+    const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
+    if (req.dryRun) return summary({});
+
+    // Only one restore of a database runs at a time (the reader marker): any file of the kinds
+    // below is a crashed restore's.
+    removeLeftovers(hdir, req.db.path);
+    const step = (name: RestoreStep) => hooks.step?.(name);
+    const key = JSON.stringify({ at: req.at ?? null, undo: req.undo ?? null, who: req.by.who });
+    const { reuse: reused, finished } = settleInterrupted(handles, history, req.db, source, hdir, key);
+    // The same request again after a crash that left its commit in place: it is done.
+    if (finished) return summary({ undoId: finished });
+    const undoId = reused ?? newUndoId();
+    const audited = undone
+      ? `undo ${undone.id} of the restore to ${new Date(undone.restoredTo).toISOString()} (back to the state of ${new Date(undone.createdAt).toISOString()}, before that restore)`
+      : `restore to ${new Date(plan.restoredTo).toISOString()}`;
+    const now = Date.now();
+    const within = { handles, history, db: req.db, by: req.by, plan, source, hdir, undoId, reuseUndo: reused !== undefined, restoredTo: plan.restoredTo, audited, now, key, step };
+    if (restoreWithinGeneration(within)) return summary({ undoId });
+
+    const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
+    let prepared: PreparedGeneration | undefined;
+    try {
+      const built = rebuild(plan, next, { flushAsWritten: true });
+      // The audit row goes into the restored file, so the restore is one change.
+      const audited_ = auditInto(next, req.by, undoId, audited, now);
+      step('rebuilt');
+      checkAndSync(next, built.sound);
+      prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : everyPage(next, plan.snapshot.pageSize));
+      step('copied');
+      // Closing captures what is left and, as the last connection, checkpoints and removes the
+      // -wal and -shm (see `HistoryCapture.hooks`): the file alone is the state before.
+      handles.evict(req.db.path);
+      step('closed');
+      const before = capturedPosition(req.db.path, source);
+      if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
+      const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: plan.restoredTo, position: before };
+      if (!closedEverywhere(req.db.path)) {
+        discardGeneration(prepared);
+        prepared = undefined;
+        throughSqlite(handles, history, req, next, point, hdir, source, reused !== undefined);
+        if (reused) finishedUnder(hdir, undoId);
+        return summary({ undoId });
+      }
+      if (!reused) writeJsonAtomic(undoPath(hdir, undoId), point);
+      step('undo');
+      const leaving = path.join(source.generationsDir, before.generation);
+      markRestoreLeaving(leaving);
+      step('marked');
+      fs.renameSync(next, req.db.path);
+      syncDir(path.dirname(req.db.path));
+      step('renamed');
+      // From here the database is the restored one. Should the generation fail to begin, the
+      // mark stays and the next capture snapshots the file (a gap): history stays right.
+      forgetCapture(req.db.path);
+      publishGeneration(prepared, req.db.path, 'restore', Date.now());
+      prepared = undefined;
+      forgetCapture(req.db.path);
+      step('generation');
+      unmarkRestoreLeaving(leaving);
+      if (reused) finishedUnder(hdir, undoId);
+      step('unmarked');
+      return summary({ undoId });
+    } finally {
+      discardGeneration(prepared);
+      fs.rmSync(next, { force: true });
+    }
+  });
+}
+
+/** An interrupted restore asked again and finished under its undo id: its undo point is no longer pending. */
+function finishedUnder(hdir: string, undoId: string): void {
+  const point = readJson<UndoPoint>(undoPath(hdir, undoId));
+  if (point) writeJsonAtomic(undoPath(hdir, undoId), withoutPending(point));
+}
+
+/** The name of the restored copy beside the live file, before it is renamed over it: `<db>.restore-<pid>.tmp`. */
+const NEXT_SUFFIX = '.restore-';
+
+
+/** Removes what a restore of this database that crashed left: its rebuilt file and its copy. */
+function removeLeftovers(hdir: string, dbPath: string): void {
+  const rm = (dir: string, match: (name: string) => boolean) => {
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) if (match(name)) fs.rmSync(path.join(dir, name), { force: true });
+  };
+  rm(hdir, (n) => /^restore-\d+-\d+\.sqlite(-wal|-shm)?$/.test(n));
+  const base = path.basename(dbPath) + NEXT_SUFFIX;
+  rm(path.dirname(dbPath), (n) => n.startsWith(base) && /\.tmp(-wal|-shm)?$/.test(n));
+}
+
+/**
+ * The restore in place when another connection has the live file open: the rebuilt pages are
+ * copied over the live database with SQLite's backup API, as one commit (which other
+ * connections see like any other), and a new generation begun from the rebuilt file.
+ */
+function throughSqlite(handles: HandleCache, history: HistoryCapture, req: RestoreReq, tmp: string, point: UndoPoint, hdir: string, source: ReturnType<typeof localSource>, reused: boolean): void {
+  const live = handles.open(req.db, 'write');
+  history.run(live, req.db);
+  // Captured up to the last commit and checkpointed (capture's own rule: only once all is
+  // copied), or with an empty WAL, the live header is in the file: the one the swap leaves can be
+  // foreseen, and the new snapshot hashed on the other core while SQLite copies it in.
+  const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
+  const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+  const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
+  point.position = capturedPosition(req.db.path, source) ?? point.position;
+  if (!reused) writeJsonAtomic(undoPath(hdir, point.id), point);
+  const leaving = path.join(source.generationsDir, point.position.generation);
+  markRestoreLeaving(leaving);
+  try {
+    swapIn(tmp, req.db.path);
+  } catch (err) {
+    // The backup is one transaction: nothing changed, so there is nothing to undo either.
+    if (!reused) fs.rmSync(undoPath(hdir, point.id), { force: true });
+    unmarkRestoreLeaving(leaving);
+    throw err;
+  }
+  // The old generation ends at the undo point: the restore's 100 MB commit is no history, the
+  // new generation begins from its result (the rebuilt file itself, checkpointed in). Until it
+  // exists the mark above keeps capture from taking the live file as the old one.
+  newGeneration(live, req.db.path, source, { file: tmp, foreseen });
+  unmarkRestoreLeaving(leaving);
+  // Everything this child kept about the handle (prepared statements, tables known to exist,
+  // the schema) belongs to the state before: close it (nothing is left to capture).
+  handles.evict(req.db.path);
+}
+
+
+/**
+ * The restored file checked (`PRAGMA quick_check`, removed when it fails) and synced before
+ * anything takes it for a database; not checked when `sound` (see `Rebuilt.sound`).
+ */
+function checkAndSync(file: string, sound: boolean): void {
+  if (!sound) verifyIntegrity(file);
+  syncFile(file);
+}
+
+/**
+ * Creates a new database from another one's history (`agentdb restore DB --at T --into NEW`).
+ * Runs on the new database's line; reads the source's history files, which capture only
+ * appends to.
+ */
+export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
+  const exists = fs.existsSync(req.db.path) ? `database ${req.db.id} already exists; restore into a new name` : undefined;
+  // A dry run previews the moment anyway and says the restore itself would be refused, as
+  // `--from-blob --dry-run` does.
+  if (exists && !req.dryRun) throw new AgentDbError('DATABASE_EXISTS', exists);
+  const source = localSource(dataDir, req.source);
+  if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
+  if (req.from) settle(handles, history, req.from);
+  return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
+    const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
+    if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}) });
+    fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
+    const forkSource = localSource(dataDir, req.db.id);
+    removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
+    const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
+    let prepared: PreparedGeneration | undefined;
+    try {
+      const built = rebuild(plan, next, { flushAsWritten: true });
+      checkAndSync(next, built.sound);
+      // Its history's first generation: the source's snapshot linked, with what the restore
+      // wrote on top of it (see `linked-generation.ts`).
+      prepared = prepareGeneration(forkSource, plan, next, built.written);
+      hooks.step?.('copied');
+      // Begun by a restore (a fork), whatever the name held before.
+      const reason = 'restore';
+      // The database first, then its history: a crash in between leaves a database whose next
+      // open snapshots it (as for any database without history), never history without one.
+      // A link never replaces (a rename would): a database created under the name meanwhile,
+      // past the check above, is left alone.
+      try {
+        fs.linkSync(next, req.db.path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${req.db.id} was created while it was being restored into; nothing was changed`);
+        throw err;
+      }
+      // The second name goes before the seal is written: removing a link moves the file's change time.
+      fs.rmSync(next, { force: true });
+      syncDir(path.dirname(req.db.path));
+      hooks.step?.('renamed');
+      publishGeneration(prepared, req.db.path, reason, Date.now());
+      prepared = undefined;
+      forgetCapture(req.db.path);
+      hooks.step?.('generation');
+    } finally {
+      discardGeneration(prepared);
+      fs.rmSync(next, { force: true });
+    }
+    // Opening it finds its history begun (sealed for this file): the audit row is its first commit.
+    const db = handles.open(req.db, 'write');
+    audit(db, req.by, `${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
+    history.run(db, req.db);
+    return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
+  });
+}
+
+/** A nightly (or operator's) snapshot: a new generation, when anything was committed since the last. */
+export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataDir: string, req: SnapshotReq): { snapshot?: string } {
+  const db = handles.open(req.db, 'read');
+  if (handles.isPlaceholder(db)) return {};
+  history.run(db, req.db);
+  const source = localSource(dataDir, req.db.id);
+  const pos = capturedPosition(req.db.path, source);
+  // Nothing committed since the generation's snapshot: no segment yet, or only an empty first one.
+  if (!pos || pos.segment === '' || (pos.frames === 0 && pos.segment === segmentName(1))) return {};
+  // Nor since a restore began it: its base commit is its starting state, not a change.
+  const base = listGenerations(source).at(-1)?.snapshot?.base;
+  if (base && pos.segment === base.segment && pos.frames === base.frames) return {};
+  // A restore reading this history would see its generation end under it: leave it for tonight.
+  if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
+  // Every frame copied and checkpointed first, so the new generation is known to continue this
+  // one exactly. Another connection committing from here on (an outside program) is caught under
+  // the snapshot's write lock by the data version, and the snapshot then follows nothing.
+  // A copy that fails (a full disk) ends the snapshot: the snapshot's checkpoint would fold the
+  // frames it could not copy into the file, and the moments they were committed at would be
+  // lost to history (issue 25). They stay in the WAL for the next copy.
+  let follows: Follows | undefined;
+  const version = dataVersion(db);
+  const done = capture(db, req.db.path, { source, checkpointBytes: 0 });
+  const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+  const position = capturedPosition(req.db.path, source);
+  if (!done.generation && (done.checkpointed || walEmpty) && position) follows = { position, dataVersion: version };
+  const meta = startGeneration(db, req.db.path, source, req.reason, Date.now(), undefined, follows);
+  forgetCapture(req.db.path);
+  return { snapshot: meta.id };
+}
+
+/**
+ * Waits for a copy of the database's last answered write (another child may hold its write lock
+ * for it: a write is answered before its copy) and copies what its WAL still holds, so its
+ * history has every write answered before. Not kept open when it was not: it may be another
+ * shard's, and this worker evicts only its own.
+ */
+function settle(handles: HandleCache, history: HistoryCapture, db: HandleTarget): void {
+  if (!fs.existsSync(db.path)) return;
+  const wasOpen = handles.isOpen(db.path);
+  const live = handles.open(db, 'read');
+  if (wasOpen) history.run(live, db);
+  // Opened here, it was captured on opening; its close copies once more.
+  else handles.evict(db.path);
+}
+
+/**
+ * The generation a restore in place begins, from `rebuilt`, the file it copied in. Should that
+ * fail (another connection kept the checkpoint from completing), the restore's commit is
+ * captured like any other and the live file copied, as for a nightly snapshot; failing that
+ * too, the old generation keeps its mark and the next capture begins one (a gap).
+ */
+function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>, rebuilt: Rebuilt): void {
+  try {
+    startGeneration(db, dbPath, source, 'restore', Date.now(), rebuilt);
+  } catch {
+    forgetCapture(dbPath);
+    capture(db, dbPath, { source, checkpointBytes: Number.MAX_SAFE_INTEGER });
+    startGeneration(db, dbPath, source, 'restore', Date.now());
+  } finally {
+    forgetCapture(dbPath);
+  }
+}
+
+/** The moment asked for, checked against the window: not in the future, not past the retention. */
+function checkedMoment(at: number | undefined, retentionDays: number): number {
+  if (at === undefined || !Number.isFinite(at)) throw new AgentDbError('INVALID_ARGUMENTS', 'a restore needs a time (--at) or an undo id (--undo)');
+  const now = Date.now();
+  if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
+  if (at < now - retentionDays * DAY_MS) {
+    throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is older than the ${retentionDays} days of history kept`);
+  }
+  return at;
+}
+
+function result(database: string, plan: RestorePlan, restoredTo: number, dryRun: boolean, extra: Partial<RestoreResult>): RestoreResult {
+  return {
+    database,
+    restoredTo: new Date(restoredTo).toISOString(),
+    dryRun,
+    snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
+    frames: plan.frames,
+    commits: plan.commits,
+    ...extra,
+  };
+}
+
+
+
+/**
+ * The commits made after the in-place restore `point` undoes: an undo of it discards them; it
+ * says how many so nobody loses acknowledged writes unawares. A restore within the generation
+ * recorded where its own commits ended (`restoreEnd`); one that copied a file in began a
+ * generation, so the commits of the generations begun at or after it are the ones.
+ */
+function commitsAfterRestore(source: ReturnType<typeof localSource>, point: UndoPoint): number {
+  const end = point.restoreEnd;
+  let n = 0;
+  for (const gen of listGenerations(source)) {
+    if (end ? gen.name < end.generation : !gen.snapshot || gen.snapshot.at < point.createdAt) continue;
+    for (const seg of listSegments(gen)) {
+      // A generation's base commit is the restore that began it, not a commit made after one.
+      const commits = readCommits(seg.indexPath, seg.closed).slice(gen.snapshot?.base?.segment === seg.name ? 1 : 0);
+      if (!end || gen.name > end.generation || seg.name > end.segment) n += commits.length;
+      else if (seg.name === end.segment) n += commits.filter((c) => c.frames > end.frames).length;
+    }
+  }
+  return n;
+}

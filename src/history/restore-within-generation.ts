@@ -1,0 +1,246 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { AgentDbError } from '../errors.ts';
+import { capturedPosition } from './capture.ts';
+import { landedAt, liveMatches, planDelta, writeDeltaWal, type Delta } from './delta-restore.ts';
+import { listGenerations, listSegments, listUndoPoints, readJson, undoPath, writeJsonAtomic, type GenerationInfo, type HistoryPosition, type HistorySource, type UndoPoint } from './history-files.ts';
+import { liveIsHistory } from './live-history.ts';
+import { readCommits } from './segment-index.ts';
+import { planRestore, type RestorePlan } from './restore-engine.ts';
+import { mapped, structureCheck } from './integrity.ts';
+import { sealHolds } from './seal.ts';
+import type { DbTarget, RestoreActor } from '../executor/executor-protocol.ts';
+import type { HandleCache } from '../sqlite/handle-cache.ts';
+import type { HistoryCapture } from './handle-capture.ts';
+import { audit, closedEverywhere } from './restore-audit.ts';
+import { AUDIT_TABLE } from '../sqlite/sqlite-audit.ts';
+import { trusted } from '../sqlite/sqlite-trusted.ts';
+
+/** A delta restore writes at most this share of the database's pages; past it copying the rebuilt file in is cheaper. */
+const MAX_SHARE = 0.5;
+
+/** What a restore in place hands to {@link restoreWithinGeneration}. */
+export interface WithinGeneration {
+  handles: HandleCache;
+  history: HistoryCapture;
+  db: DbTarget;
+  by: RestoreActor;
+  plan: RestorePlan;
+  source: HistorySource;
+  hdir: string;
+  undoId: string;
+  /** The undo point already exists (an interrupted attempt of the same request wrote it). */
+  reuseUndo: boolean;
+  restoredTo: number;
+  audited: string;
+  now: number;
+  key: string;
+  step(name: 'closed' | 'undo' | 'written' | 'audited' | 'unmarked'): void;
+}
+
+/**
+ * Restores in place by one commit of the pages changed since the moment (see
+ * `history/delta-restore.ts`), when the moment is in the live generation or in one that every
+ * generation since continues exactly (nightly and manual snapshots taken with everything
+ * captured), few enough pages changed since, and, once the database is closed everywhere, the
+ * file is exactly what history says. Returns false, having changed nothing, when any of that does not hold: the caller then
+ * copies the rebuilt file in. The database is closed when it returns either way.
+ */
+export function restoreWithinGeneration(a: WithinGeneration): boolean {
+  const { handles, history, db, source } = a;
+  const end = capturedPosition(db.path, source);
+  if (!end) return false;
+  const gens = listGenerations(source);
+  const from = gens.findIndex((g) => g.name === a.plan.generation);
+  if (from < 0) return false;
+  const chain = gens.slice(from);
+  const gen = chain.at(-1);
+  if (!gen?.current || gen.end || !gen.snapshot || gen.name !== end.generation) return false;
+  const livePages = Math.ceil((fs.statSync(db.path, { throwIfNoEntry: false })?.size ?? 0) / gen.snapshot.pageSize);
+  let delta: Delta | undefined;
+  try {
+    delta = planDelta(a.plan, chain, end, Math.max(64, Math.floor(Math.max(livePages, gen.snapshot.pages) * MAX_SHARE)));
+  } catch (err) {
+    // A damaged frame after the moment only rules this way out: rebuilding reads none of them,
+    // and says precisely what is damaged when it is a frame it needs.
+    if (err instanceof AgentDbError && err.code === 'HISTORY_CORRUPT') return false;
+    throw err;
+  }
+  if (!delta) return false;
+  handles.evict(db.path);
+  a.step('closed');
+  if (!ready(db.path, source, gen.dir, end, delta)) return false;
+
+  // The undo point, durable before the commit, says a restore is under way (`pending`) until
+  // its audit row is in: a crash in between leaves the restored database without that row, and
+  // the next restore of the database finishes the same request or records the row
+  // (`settleInterrupted`).
+  const salts = randomBytes(8);
+  const pending = { key: a.key, salts: salts.toString('hex'), audited: a.audited, by: a.by };
+  const known = a.reuseUndo ? readJson<UndoPoint>(undoPath(a.hdir, a.undoId)) : undefined;
+  const point: UndoPoint = known ? withoutPending(known) : { id: a.undoId, database: db.id, createdAt: a.now, restoredTo: a.restoredTo, position: end };
+  writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, pending });
+  a.step('undo');
+  const written = writeDeltaWal(db.path, delta, salts);
+  if (written === 'busy' || written === 'unlinkable') {
+    // A connection opened the database since it was found closed (a program outside agentdb),
+    // or links cannot be made here: nothing was written; the caller copies the pages in
+    // through SQLite beside that connection, or renames a rebuilt file over.
+    if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
+    else fs.rmSync(undoPath(a.hdir, a.undoId), { force: true });
+    return false;
+  }
+  a.step('written');
+  // Opening recovers the commit from the WAL, and capture copies it like any other.
+  const live = handles.open(db, 'write');
+  // The file, as the restore leaves it (its commit is in the WAL beside it), compared whole with
+  // history, from a snapshot that passed the structure check as it was made: the result is a
+  // database SQLite committed, and is not checked again (see `live-history.ts`). Compared now,
+  // not before the write: damage made in between passed a comparison made before (hostile review).
+  const vouched = soundFrom(chain[0]!) && liveIsHistory(db.path, delta);
+  // Otherwise every page not written comes from the live file as found, which nothing but this
+  // check vouches for: the seal is written by the close inside this restore, so damage made
+  // while the database was open (a disk, a program outside agentdb) passes it (hostile review).
+  const problem = vouched ? undefined : integrityProblem(live);
+  if (problem) {
+    goBack(handles, db, source, end);
+    if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
+    else fs.rmSync(undoPath(a.hdir, a.undoId), { force: true });
+    // The live file is damaged where the restore did not write: the caller rebuilds the moment
+    // from history alone, which never reads it.
+    return false;
+  }
+  audit(live, a.by, a.undoId, a.audited, a.now);
+  history.run(live, db);
+  a.step('audited');
+  // Where its own commits end: its undo discards only those made after. Not synced: a crash
+  // losing it leaves `pending`, which the next restore clears (the audit row is in).
+  const after = capturedPosition(db.path, source);
+  writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, ...(after ? { restoreEnd: after } : {}) }, { sync: false });
+  a.step('unmarked');
+  return true;
+}
+
+/**
+ * Settles the interrupted restores within the generation (undo points still `pending`). One
+ * whose commit landed is done: its audit row is recorded if missing, and where its own commit
+ * ends (what its undo discards after). When it is the same request again (`key`) and nothing
+ * was committed since but its own audit row, that is its answer (`finished`, the database is
+ * exactly the restored one). When agents wrote to the restored database meanwhile, it is
+ * recorded as interrupted and the request runs anew, under a new undo id that leads back to
+ * those writes (restoring again under the old one discarded them with no undo leading back,
+ * its dry run saying it discards none). The same request whose commit never landed runs again
+ * under the same undo id (`reuse`). Either way none is pending after.
+ */
+export function settleInterrupted(
+  handles: HandleCache,
+  history: HistoryCapture,
+  db: DbTarget,
+  source: HistorySource,
+  hdir: string,
+  key: string,
+): { reuse?: string; finished?: string } {
+  const out: { reuse?: string; finished?: string } = {};
+  for (const point of listUndoPoints(hdir)) {
+    const { pending } = point;
+    if (!pending) continue;
+    let same = pending.key === key && out.reuse === undefined && out.finished === undefined;
+    const landed = landedAt(source, Buffer.from(pending.salts, 'hex'));
+    if (!landed) {
+      if (same) {
+        out.reuse = point.id;
+        continue;
+      }
+      writeJsonAtomic(undoPath(hdir, point.id), withoutPending(point));
+      continue;
+    }
+    const live = handles.open(db, 'write');
+    history.run(live, db);
+    const hasRow = audited(live, point.id);
+    // Its own audit row is the one commit allowed after it.
+    if (same && commitsSince(source, landed) > (hasRow ? 1 : 0)) same = false;
+    if (!hasRow) {
+      audit(live, pending.by as RestoreActor, point.id, same ? pending.audited : `${pending.audited} (interrupted before it answered)`, Date.now());
+      history.run(live, db);
+    }
+    writeJsonAtomic(undoPath(hdir, point.id), { ...withoutPending(point), restoreEnd: point.restoreEnd ?? landed });
+    if (same) out.finished = point.id;
+  }
+  return out;
+}
+
+/** The commits history holds after position `pos` (a later generation counts as changes: a snapshot of a gap, or a restore's). */
+function commitsSince(source: HistorySource, pos: HistoryPosition): number {
+  let n = 0;
+  for (const gen of listGenerations(source)) {
+    if (gen.name < pos.generation) continue;
+    if (gen.name > pos.generation) n++;
+    for (const seg of listSegments(gen)) {
+      const commits = readCommits(seg.indexPath, seg.closed);
+      if (gen.name > pos.generation || seg.name > pos.segment) n += commits.length;
+      else if (seg.name === pos.segment) n += commits.filter((c) => c.frames > pos.frames).length;
+    }
+  }
+  return n;
+}
+
+/**
+ * Whether the restore `id`'s audit row is in. The database may have no audit table: the moment
+ * restored to can be older than the first row (asking it then failed every later restore of the
+ * database with "no such table", the point pending for ever).
+ */
+function audited(db: ReturnType<HandleCache['open']>, id: string): boolean {
+  if (!trusted(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(AUDIT_TABLE)) return false;
+  return trusted(db, `SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${id}`) !== undefined;
+}
+
+/** The undo point as it stays once its restore is done. */
+export function withoutPending(point: UndoPoint): UndoPoint {
+  const { pending: _done, ...rest } = point;
+  return rest;
+}
+
+/** Whether the closed database is exactly the state `delta` was planned against, and nothing else has it open. */
+function ready(dbPath: string, source: HistorySource, genDir: string, end: HistoryPosition, delta: Delta): boolean {
+  const now = capturedPosition(dbPath, source);
+  return (
+    now !== undefined &&
+    now.generation === end.generation &&
+    now.segment === end.segment &&
+    now.frames === end.frames &&
+    closedEverywhere(dbPath) &&
+    sealHolds(genDir, dbPath, end.segment, end.frames) &&
+    liveMatches(dbPath, delta)
+  );
+}
+
+/** The generation's snapshot passed the structure check when it was made. */
+function soundFrom(gen: GenerationInfo): boolean {
+  return gen.snapshot?.checked === true;
+}
+
+function integrityProblem(db: ReturnType<HandleCache['open']>): string | undefined {
+  const before = db.pragma('mmap_size', { simple: true }) as number;
+  mapped(db);
+  let rows: string[];
+  try {
+    rows = structureCheck(db);
+  } catch (err) {
+    // SQLITE_CORRUPT partway: as much a finding as a row of them (the pages go back either way).
+    return (err as Error).message;
+  } finally {
+    db.pragma(`mmap_size = ${before}`);
+  }
+  return rows[0] === 'ok' ? undefined : rows.slice(0, 3).join('; ');
+}
+
+/** Puts the database back at `end` by the same means (its restore commit is history now), or throws loudly. */
+function goBack(handles: HandleCache, db: DbTarget, source: HistorySource, end: HistoryPosition): void {
+  const now = capturedPosition(db.path, source);
+  const gen = listGenerations(source).find((g) => g.name === end.generation);
+  handles.evict(db.path);
+  const back = now && gen && now.generation === gen.name ? planDelta(planRestore(source, { position: end }), [gen], now, Number.MAX_SAFE_INTEGER) : undefined;
+  if (!back || !ready(db.path, source, gen!.dir, now!, back)) throw new Error(`a failed restore of ${db.id} could not be put back; restore it --at a time before`);
+  if (['busy', 'unlinkable'].includes(writeDeltaWal(db.path, back))) throw new Error(`a failed restore of ${db.id} could not be put back (the database was opened meanwhile); restore it --at a time before`);
+  handles.open(db, 'write');
+}

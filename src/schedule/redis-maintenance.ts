@@ -1,0 +1,47 @@
+import type { Redis } from 'ioredis';
+import type { Keys } from '../redis/keys.ts';
+import { meterDay } from '../calls/usage.ts';
+
+/** What one maintenance run removed. */
+export interface PruneReport {
+  usageDays: number;
+  approvals: number;
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/**
+ * Removes what agentdb keeps in Redis past its retention: metered usage days older than
+ * `usageDays`, and finished approvals older than `approvalDays` (never a pending one; each
+ * database keeps its own audit of decisions, which backups carry).
+ */
+export async function pruneRedis(redis: Redis, keys: Keys, opts: { now: number; usageDays: number; approvalDays: number }): Promise<PruneReport> {
+  const oldestDay = meterDay(opts.now - opts.usageDays * DAY_MS);
+  let usageDays = 0;
+  for (const member of await redis.smembers(keys.usageIndex)) {
+    const sep = member.lastIndexOf('|');
+    const workspace = member.slice(0, sep);
+    const day = member.slice(sep + 1);
+    if (day >= oldestDay) continue;
+    await redis.multi().del(keys.usage(workspace, day)).srem(keys.usageIndex, member).exec();
+    usageDays++;
+  }
+
+  let approvals = 0;
+  const cutoff = opts.now - opts.approvalDays * DAY_MS;
+  for (;;) {
+    const ids = await redis.zrangebyscore(keys.approvalsAll, '-inf', cutoff, 'LIMIT', 0, 500);
+    if (ids.length === 0) break;
+    const pipeline = redis.pipeline();
+    for (const id of ids) pipeline.hget(keys.approval(id), 'state');
+    const states = (await pipeline.exec()) ?? [];
+    const done = ids.filter((_, i) => states[i]?.[1] !== 'pending');
+    const tx = redis.multi();
+    for (const id of done) tx.del(keys.approval(id));
+    // Pending ones stay listed in the pending index; only their place in the all-time index goes.
+    tx.zrem(keys.approvalsAll, ...ids);
+    await tx.exec();
+    approvals += done.length;
+  }
+  return { usageDays, approvals };
+}

@@ -1,0 +1,147 @@
+import { AgentDbError, codeOf } from '../errors.ts';
+import { checkForkTarget } from '../history/fork-target.ts';
+import type { HistoryView } from '../history/history-view.ts';
+import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
+import type { RestoreActor } from '../executor/executor-protocol.ts';
+import type { RestoreResult } from '../history/restore-requests.ts';
+import type { AgentRegistry } from '../registry/agents.ts';
+import { RESTORE_TIMEOUT_MS } from './ops/history-ops.ts';
+import type { PickupWatch, ShardOpClient } from './shard-op-client.ts';
+
+export type { HistoryView, RestoreResult };
+
+/** A restore as asked for by the CLI or HTTP: a moment or an undo id, in place or into a new database. */
+export interface RestoreRequest {
+  /** ISO time, or unix seconds (a number, or a string of digits). */
+  at?: string | number;
+  undo?: string;
+  into?: string;
+  dryRun?: boolean;
+  by: RestoreActor;
+}
+
+/**
+ * A moment as users write it, in epoch ms: unix seconds (`1764553200`, `"1764553200.5"`) or
+ * an ISO 8601 time (`2026-12-01T02:00:00Z`; one without a zone is read as UTC).
+ * @throws AgentDbError INVALID_ARGUMENTS for anything else.
+ */
+export function parseMoment(at: string | number): number {
+  if (typeof at === 'number') {
+    if (!Number.isFinite(at) || at < 0) throw new AgentDbError('INVALID_ARGUMENTS', `time ${at} is not unix seconds`);
+    return inDateRange(Math.round(at * 1000), at);
+  }
+  const text = at.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return inDateRange(Math.round(Number(text) * 1000), at);
+  const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || !text.includes('T') ? text : `${text}Z`;
+  const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(zoned) : NaN;
+  if (!Number.isFinite(ms)) throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is neither an ISO time (2026-12-01T02:00:00Z) nor unix seconds`);
+  return ms;
+}
+
+/** The largest moment a JS Date holds (year 275760); past it a time is nonsense, not "later". */
+const MAX_DATE_MS = 8.64e15;
+
+/** Unix seconds past this (the year 5138) are milliseconds given by mistake, not a moment of the history. */
+const MAX_PLAUSIBLE_SECONDS_MS = 1e14;
+
+function inDateRange(ms: number, at: string | number): number {
+  if (Number.isFinite(ms) && ms > MAX_PLAUSIBLE_SECONDS_MS && ms / 1000 <= MAX_DATE_MS) {
+    throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} looks like milliseconds (as seconds it is the year ${new Date(ms).getUTCFullYear()}); give unix seconds (${Math.floor(ms / 1e6)}) or an ISO time (${new Date(ms / 1000).toISOString()})`);
+  }
+  if (!Number.isFinite(ms) || ms > MAX_DATE_MS) {
+    throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is past any date (unix seconds up to ${MAX_DATE_MS / 1000}); give an ISO time (2026-12-01T02:00:00Z) or unix seconds`);
+  }
+  return ms;
+}
+
+/**
+ * The history and restores of a database, for the CLI and HTTP adapters: each is a shard op
+ * on the shard of the database it touches (a restore `into` runs on the new database's shard).
+ */
+export class HistoryClient {
+  constructor(
+    private readonly ops: ShardOpClient,
+    private readonly shardCount: number,
+    /** Refuses a restore `into` the database of a registered agent (see `restore`). */
+    private readonly agents?: Pick<AgentRegistry, 'get'>,
+    /** For the CLI: a note, then NO_WORKER, while no worker takes the op (see `ShardOpClient.run`). */
+    private readonly pickup?: PickupWatch,
+  ) {}
+
+  /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS. */
+  async history(db: string): Promise<HistoryView> {
+    const id = checkedId(db);
+    return (await this.answer(shardOf(id, this.shardCount), 'historyList', {}, id, 60_000)) as HistoryView;
+  }
+
+  /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */
+  async restore(db: string, req: RestoreRequest): Promise<RestoreResult> {
+    const id = checkedId(db);
+    if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
+    let into: string | undefined;
+    let refused: string | undefined;
+    try {
+      into = await this.checkedInto(id, req.into);
+    } catch (err) {
+      // A dry run previews the moment anyway and says why the restore itself would be refused,
+      // as `--from-blob --dry-run` does: planned in place, which plans the same moment.
+      if (!req.dryRun || codeOf(err) !== 'DATABASE_EXISTS') throw err;
+      refused = `DATABASE_EXISTS: ${(err as AgentDbError).detail}`;
+    }
+    const args = {
+      ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
+      ...(req.undo !== undefined ? { undo: req.undo } : {}),
+      ...(into !== undefined ? { into } : {}),
+      ...(req.dryRun ? { dryRun: true } : {}),
+      by: req.by,
+    };
+    const out = (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
+    return refused ? { ...out, into: checkedId(req.into!), refused } : out;
+  }
+
+  /**
+   * Rebuilds `db` from the blob store alone (`agentdb restore DB --from-blob`), at `at` (default:
+   * the latest moment backed up), in place of a database that does not exist here, or `into` a
+   * new database of the same workspace (the same rules as {@link restore}'s).
+   * @throws AgentDbError with the registry code of any refusal.
+   */
+  async restoreFromBlob(db: string, req: { at?: string | number; into?: string; dryRun?: boolean; by: RestoreActor }): Promise<unknown> {
+    const id = checkedId(db);
+    const into = await this.checkedInto(id, req.into);
+    const args = {
+      ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
+      ...(into !== undefined ? { source: id } : {}),
+      ...(req.dryRun ? { dryRun: true } : {}),
+      by: req.by,
+    };
+    // A disaster restore downloads and verifies a whole generation: an hour, not a statement's time.
+    return this.answer(shardOf(into ?? id, this.shardCount), 'restoreFromBlob', args, into ?? id, 3600_000);
+  }
+
+  /** The database a restore `into` creates, checked: of the same workspace, not the source nor the shared one, no registered agent's. */
+  private async checkedInto(id: string, to: string | undefined): Promise<string | undefined> {
+    const into = to === undefined ? undefined : checkedId(to);
+    if (into === undefined) return undefined;
+    checkForkTarget(id, into);
+    if (this.agents) {
+      // A registered agent that never wrote has no database yet; creating it from another's
+      // would hand that agent the other's private tables.
+      const { workspace, agent } = parseDatabaseId(into);
+      if (agent !== undefined && (await this.agents.get(workspace, agent))) {
+        throw new AgentDbError('DATABASE_EXISTS', `${into} is the database of registered agent ${agent}, which would read what is restored; restore into a name no agent has`);
+      }
+    }
+    return into;
+  }
+
+  private async answer(shard: number, op: string, args: unknown, db: string, timeoutMs: number): Promise<unknown> {
+    const out = await this.ops.run(shard, op, args, { db, timeoutMs, ...(this.pickup ? { pickup: this.pickup } : {}) });
+    if (!out.ok) throw new AgentDbError(out.error.code, out.error.detail);
+    return out.result;
+  }
+}
+
+function checkedId(id: string): string {
+  const { workspace, agent } = parseDatabaseId(id);
+  return databaseId(workspace, agent);
+}

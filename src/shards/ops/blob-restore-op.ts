@@ -1,0 +1,49 @@
+import path from 'node:path';
+import { AgentDbError } from '../../errors.ts';
+import { openBlobStore } from '../../blobs/blob-stores.ts';
+import { checkForkTarget } from '../../history/fork-target.ts';
+import { restoreFromBlob } from '../../history/blob-restore.ts';
+import { localSource } from '../../history/history-files.ts';
+import { databaseId, databasePath, parseDatabaseId, shardOf } from '../../contracts/database-id.ts';
+import type { RestoreActor } from '../../executor/executor-protocol.ts';
+import { auditInto } from '../../history/restore-audit.ts';
+import type { ShardOpHandler } from './shard-ops.ts';
+
+/**
+ * Shard op `restoreFromBlob` (db: the database to create, args `{ at?: number` epoch ms,
+ * `source?:` the database whose backup to read when another, `by?:` who asks, `dryRun?` `}`): on the
+ * shard's owner, rebuilds a database that does not exist here from the blob store alone (see
+ * `restoreFromBlob`), with the restore's row in its audit. On the owner, because it creates the
+ * database's file, and no other process may.
+ */
+export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
+  const { config, shard } = ctx;
+  if (typeof data.db !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'a disaster restore names its database');
+  const { workspace, agent } = parseDatabaseId(data.db);
+  // The file is created on this shard's folder and checked for there: a database of another
+  // shard (an op sent straight through Redis) would be "restored" beside its live file, unseen.
+  const owner = shardOf(databaseId(workspace, agent), config.shardCount);
+  if (owner !== shard) throw new AgentDbError('INVALID_ARGUMENTS', `database ${data.db} belongs to shard ${owner}, not ${shard}`);
+  const args = (data.args ?? {}) as { at?: unknown; source?: unknown; by?: Partial<RestoreActor>; dryRun?: unknown };
+  const { at } = args;
+  if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) throw new AgentDbError('INVALID_ARGUMENTS', 'at must be a time in epoch ms');
+  if (args.source !== undefined && typeof args.source !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'source must be a database id');
+  const source = (args.source as string | undefined) ?? data.db;
+  if (source !== data.db) checkForkTarget(source, data.db);
+  const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
+  const store = openBlobStore(config);
+  try {
+    return await restoreFromBlob(store, {
+      id: source,
+      ...(source !== data.db ? { into: data.db } : {}),
+      ...(args.dryRun === true ? { dryRun: true } : {}),
+      dbPath: databasePath(config.dataDir, workspace, agent, shard),
+      workDir: path.join(config.dataDir, 'tmp'),
+      ...(at !== undefined ? { at } : {}),
+      beforePlace: (file, restoredTo) => auditInto(file, by, `${data.db}:${Date.now()}`, `restored from the backup of ${source} in ${store.name} as of ${new Date(restoredTo).toISOString()}`, Date.now()),
+      history: localSource(config.dataDir, data.db),
+    });
+  } finally {
+    await store.close();
+  }
+};

@@ -1,0 +1,141 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { AgentDbError } from '../../errors.ts';
+import { checkForkTarget } from '../../history/fork-target.ts';
+import { historyView } from '../../history/history-view.ts';
+import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sharedNote } from '../../contracts/database-id.ts';
+import type { DbTarget, ExecOutcome, ExecRequest } from '../../executor/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../policy/plan-limits.ts';
+import type { ShardOpContext, ShardOpHandler } from './shard-ops.ts';
+
+/** A restore may take this long in its executor child (a 1 GB database is copied a few times). */
+export const RESTORE_TIMEOUT_MS = 30 * 60 * 1000;
+
+const actor = z.object({ who: z.string().min(1).max(200), via: z.enum(['key', 'operator']) }).strict();
+
+/** Arguments of the `historyRestore` shard op (times already parsed to epoch ms). */
+export const restoreArgs = z
+  .object({
+    at: z.number().finite().optional(),
+    undo: z.string().min(1).max(100).optional(),
+    into: z.string().min(1).max(200).optional(),
+    dryRun: z.boolean().optional(),
+    by: actor,
+  })
+  .strict()
+  .refine((a) => (a.at === undefined) !== (a.undo === undefined), 'give exactly one of a time (at) or an undo id (undo)')
+  .refine((a) => a.into === undefined || a.undo === undefined, 'an undo goes back in place; it takes no "into"');
+
+export type RestoreArgs = z.infer<typeof restoreArgs>;
+
+/**
+ * The history shard ops: `historyRestore` (in place, undo, or into a new database; it runs on
+ * the shard of the database it writes), `historyList` (what `agentdb history` shows) and
+ * `historySnapshot` (the nightly snapshot of every database of the shard).
+ */
+export function historyOpHandlers(): Record<string, ShardOpHandler> {
+  // Restores running in this worker, by database: a second one of the same database is refused
+  // at once instead of queueing behind the first on its line.
+  const running = new Set<string>();
+
+  const restore: ShardOpHandler = async (data, ctx) => {
+    const parsed = restoreArgs.safeParse(data.args);
+    if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
+    const args = parsed.data;
+    const source = checkedId(data.db);
+    const writes = args.into === undefined ? source : checkedId(args.into);
+    // The client checks these too, but the op is reachable by whoever can queue it: a fork
+    // never leaves its workspace, nor lands on the database it is taken from or the shared one.
+    if (args.into !== undefined) checkForkTarget(source, writes);
+    const db = target(ctx, writes);
+    const key = path.resolve(ctx.config.dataDir, source);
+    if (running.has(key) || (args.into && running.has(path.resolve(ctx.config.dataDir, args.into)))) {
+      throw new AgentDbError('RESTORE_RUNNING', `a restore of ${source} is already running`);
+    }
+    running.add(key);
+    try {
+      const req: ExecRequest =
+        args.into === undefined
+          ? { op: 'restore', db, ...(args.at !== undefined ? { at: args.at } : {}), ...(args.undo !== undefined ? { undo: args.undo } : {}), dryRun: args.dryRun === true, by: args.by, timeoutMs: RESTORE_TIMEOUT_MS }
+          : { op: 'restoreInto', db, source, from: fileOf(ctx, source), at: args.at!, dryRun: args.dryRun === true, by: args.by, timeoutMs: RESTORE_TIMEOUT_MS };
+      const outcome = await ctx.executor.run(req);
+      ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
+      return unwrap(outcome);
+    } finally {
+      running.delete(key);
+    }
+  };
+
+  const list: ShardOpHandler = async (data, ctx) => {
+    const id = checkedId(data.db);
+    const view = historyView(ctx.config.dataDir, id, ctx.config.historyRetentionDays);
+    if (view.generations.length === 0 && !fs.existsSync(target(ctx, id).path)) {
+      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)${sharedNote(id)}`);
+    }
+    return view;
+  };
+
+  const snapshot: ShardOpHandler = async (data, ctx) => {
+    const ids = data.db ? [checkedId(data.db)] : shardDatabases(ctx.config.dataDir, ctx.shard);
+    const taken: string[] = [];
+    for (const id of ids) {
+      if (shardOf(id, ctx.config.shardCount) !== ctx.shard) continue;
+      const out = await ctx.executor.run({ op: 'snapshot', db: target(ctx, id), reason: data.db ? 'manual' : 'nightly', timeoutMs: RESTORE_TIMEOUT_MS });
+      if (!out.ok) ctx.logger.warn({ db: id, code: out.error.code, detail: out.error.detail }, 'nightly snapshot failed');
+      else if ((out.result as { snapshot?: string }).snapshot) taken.push(id);
+    }
+    return { databases: ids.length, snapshots: taken.length };
+  };
+
+  return { historyRestore: restore, historyList: list, historySnapshot: snapshot };
+}
+
+function checkedId(id: string | undefined): string {
+  if (!id) throw new AgentDbError('INVALID_ARGUMENTS', 'a database is required (<workspace> or <workspace>/<agent>)');
+  const { workspace, agent } = parseDatabaseId(id);
+  return databaseId(workspace, agent);
+}
+
+/** Where database `id`'s file is, whichever shard it belongs to. */
+function fileOf(ctx: ShardOpContext, id: string): Pick<DbTarget, 'id' | 'path' | 'shard'> {
+  const shard = shardOf(id, ctx.config.shardCount);
+  const { workspace, agent } = parseDatabaseId(id);
+  return { id, path: databasePath(ctx.config.dataDir, workspace, agent, shard), shard };
+}
+
+/**
+ * The executor's view of database `id`, which must belong to the shard the op runs on. No agent
+ * SQL runs in a restore, so the plan's limits do not apply; the largest plan's stand in.
+ */
+function target(ctx: ShardOpContext, id: string): DbTarget {
+  const file = fileOf(ctx, id);
+  if (file.shard !== ctx.shard) throw new AgentDbError('INVALID_ARGUMENTS', `database ${id} belongs to shard ${file.shard}, not ${ctx.shard}`);
+  return { ...file, limits: PLAN_LIMITS.enterprise };
+}
+
+/** The databases with a file in a shard's folder. */
+function shardDatabases(dataDir: string, shard: number): string[] {
+  const root = path.join(dataDir, 'shards', String(shard));
+  const ids: string[] = [];
+  for (const workspace of safeReaddir(root)) {
+    for (const file of safeReaddir(path.join(root, workspace))) {
+      if (!file.endsWith('.sqlite')) continue;
+      ids.push(file === WORKSPACE_FILE ? workspace : `${workspace}/${file.slice(0, -'.sqlite'.length)}`);
+    }
+  }
+  return ids;
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+function unwrap(outcome: ExecOutcome): unknown {
+  if (outcome.ok) return outcome.result;
+  throw new AgentDbError(outcome.error.code, outcome.error.detail);
+}

@@ -1,0 +1,274 @@
+import type { Database, Statement } from 'better-sqlite3';
+import { isWord } from '../guard/classifier.ts';
+import { guardTableName, guardWrite, parseStatement, type StatementKind } from '../guard/guard.ts';
+import { AgentDbError } from '../errors.ts';
+import type { PlanLimits } from '../policy/plan-limits.ts';
+import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './call-record.ts';
+import { createHash } from 'node:crypto';
+import { MAX_SHOWN_DEFINITION_BYTES, type DropObject } from '../contracts/drop-object.ts';
+import { agentTableCount, INTERNAL_PREFIX, longNameRefusal, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
+import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
+import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
+import { checkedStatement, forgetStatements } from './statement-cache.ts';
+
+/** Rows a write returns through RETURNING, at most. */
+export const MAX_RETURNING_ROWS = 1000;
+
+/** Result size a write's RETURNING rows may take when the caller names none. */
+export const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
+
+/** What DATA_WRITE_SQL answers. */
+export interface WriteResult {
+  /** Rows inserted, updated or deleted (0 for DDL). */
+  changes: number;
+  /**
+   * The rowid of the last row this statement inserted (a decimal string past 2^53), or null
+   * when it inserted none: DDL, UPDATE, DELETE, an INSERT OR IGNORE that ignored every row, an
+   * upsert that only updated.
+   */
+  lastInsertRowid: EncodedValue;
+  /** RETURNING columns; empty without RETURNING. */
+  columns: string[];
+  /** RETURNING rows, encoded like query rows, at most {@link MAX_RETURNING_ROWS}. */
+  rows: EncodedValue[][];
+  /** More RETURNING rows existed than were returned (the write itself was complete). */
+  truncated: boolean;
+  oversize?: true;
+}
+
+/** What DATA_DROP_TABLE answers. */
+export interface DropResult {
+  dropped: string;
+  type: 'table' | 'view';
+}
+
+/** A result, and whether it is the one recorded by an earlier run of the same call. */
+export type Replayable<T> = T & { replayed?: true };
+
+/**
+ * Runs one agent write exactly once per call key (`callKey`: workspace, agent, call id).
+ *
+ * In one `BEGIN IMMEDIATE` transaction: a call id already recorded returns its recorded result
+ * (`replayed: true`) and runs nothing; otherwise the statement passes both guard layers, runs,
+ * and is checked against the plan (table count) and against what it did to the schema (nothing
+ * removed; no trigger, virtual table or temporary object). The result is recorded with the call
+ * id and committed with the effect. The size limit is SQLite's `max_page_count`, so a write past
+ * it fails with SQLITE_FULL. `admit` refuses a new write (not a replay) by throwing. Any failure
+ * rolls the whole transaction back.
+ * @throws AgentDbError for refusals and limits; SQLite's own errors propagate for `toOpError`.
+ */
+export function write(
+  db: Database,
+  sql: string,
+  params: readonly Param[],
+  callKey: string,
+  limits: PlanLimits,
+  maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
+  admit?: () => void,
+): Replayable<WriteResult> {
+  const bindings = agentBindings(sql, params);
+  // DDL runs with run(): an ALTER … ADD COLUMN with a CHECK reports itself a reader (SQLite
+  // checks existing rows with a query of its own), and its "rows" are no RETURNING.
+  const verdict = guardWrite(sql);
+  const ddl = verdict.ok && verdict.ddl;
+  const kind = verdict.ok ? verdict.kind : undefined;
+  ensureCallsTable(db);
+  applySizeLimit(db, limits.maxBytes);
+  const call: RecordedCall = { key: callKey, digest: effectDigest(['write', sql, params]) };
+  let schemaMoved = false;
+  try {
+    return inWriteTransaction(db, () => {
+      const recorded = recordedResult(db, call) as WriteResult | undefined;
+      if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
+      // Refusals that depend on the database's state (its history quota) come after the replay:
+      // a write already committed answers what it did, whatever it costs to write again.
+      admit?.();
+
+      const stmt = checkedStatement(db, sql, 'write');
+      const version = schemaVersion(db);
+      const before = schemaStateAt(db, version);
+      const result = runWrite(db, stmt, bindings, maxResultBytes, ddl, kind, sql);
+      if (schemaVersion(db) !== version) {
+        // DDL. Even a change the check allows (ALTER TABLE … ADD COLUMN) makes cached
+        // statements stale: their column lists are read before SQLite re-prepares them.
+        schemaMoved = true;
+        const after = schemaState(db);
+        const refusal = schemaChangeRefusal(before, after) ?? longNameRefusal(db, before, after);
+        if (refusal) throw new AgentDbError('SQL_REFUSED', refusal);
+        const tables = agentTableCount(db);
+        if (tables > limits.maxTables) {
+          throw new AgentDbError('LIMIT_EXCEEDED', `the database may hold ${limits.maxTables} tables and this would make ${tables}`);
+        }
+      }
+      recordResult(db, call, result);
+      return { value: result, commit: true };
+    });
+  } finally {
+    // Cached statements were judged and compiled against the old schema; prepare them again.
+    if (schemaMoved) forgetStatements(db);
+  }
+}
+
+function runWrite(
+  db: Database,
+  stmt: Statement,
+  bindings: unknown[],
+  maxResultBytes: number,
+  ddl: boolean,
+  kind: StatementKind | undefined,
+  sql: string,
+): WriteResult {
+  stmt.safeIntegers(true);
+  // last_insert_rowid() belongs to the connection and outlives statements (an agent's next
+  // statement may read it), so after a CREATE TABLE it still holds an earlier insert's id.
+  const before = lastRowid(db);
+  if (!stmt.reader || ddl) {
+    const info = stmt.run(...bindings);
+    const changes = Number(info.changes);
+    const inserted = insertedRowid(kind, changes, before, info.lastInsertRowid as bigint, sql);
+    return { changes, lastInsertRowid: inserted, columns: [], rows: [], truncated: false };
+  }
+  // RETURNING: SQLite makes every change on the first step, so stopping after the rows we keep
+  // still leaves a complete write.
+  const read = readRows(stmt, bindings, MAX_RETURNING_ROWS, maxResultBytes);
+  const info = trusted(db, 'SELECT changes(), last_insert_rowid()').raw(true).safeIntegers(true).get() as [bigint, bigint];
+  const changes = Number(info[0]);
+  return { changes, lastInsertRowid: insertedRowid(kind, changes, before, info[1], sql), ...read };
+}
+
+function lastRowid(db: Database): bigint {
+  return trusted(db, 'SELECT last_insert_rowid()').pluck().safeIntegers(true).get() as bigint;
+}
+
+/**
+ * The id of the row the statement inserted, or null when it inserted none. Only an INSERT or
+ * REPLACE inserts (no triggers run); it did when it changed rows, unless it is an upsert, whose
+ * changes may all be updates: then only a moved last_insert_rowid() shows an insert. (An upsert
+ * whose insert got the very rowid the connection held before reads as none: a rare miss, where
+ * reporting the old id would be a wrong answer.)
+ */
+function insertedRowid(kind: StatementKind | undefined, changes: number, before: bigint, after: bigint, sql: string): EncodedValue {
+  if ((kind !== 'insert' && kind !== 'replace') || changes === 0) return null;
+  if (after !== before || !isUpsert(sql)) return encodeValue(after);
+  return null;
+}
+
+/** `… ON CONFLICT … DO UPDATE …`, read off the tokens so strings and comments do not count. */
+function isUpsert(sql: string): boolean {
+  const parsed = parseStatement(sql);
+  if ('ok' in parsed) return false;
+  return parsed.tokens.some((t, i) => isWord(t, 'do') && isWord(parsed.tokens[i + 1], 'update'));
+}
+
+// Page size is fixed once a database has content; read it once per handle.
+const pageSizes = new WeakMap<Database, number>();
+
+/**
+ * Caps the file at `maxBytes` through `max_page_count` (set on every write: it is not stored in
+ * the file). SQLite never lowers it below the current size, so a database already over a
+ * smaller plan's limit stays readable and only refuses to grow.
+ */
+function applySizeLimit(db: Database, maxBytes: number): void {
+  let pageSize = pageSizes.get(db);
+  if (pageSize === undefined) {
+    pageSize = trusted(db, 'PRAGMA page_size').pluck().get() as number;
+    pageSizes.set(db, pageSize);
+  }
+  const pages = Math.max(1, Math.floor(maxBytes / pageSize));
+  trusted(db, `PRAGMA max_page_count = ${pages}`).run();
+}
+
+/**
+ * Drops one table or view exactly once per call key. The name must pass the guard and exist in
+ * `sqlite_schema` as a table or view (matched without regard to case, as SQLite does); the DROP is built here with
+ * the name quoted, so no agent SQL runs at all. With `expect` (what a person approved), the
+ * object must still be that one — same type, definition, root page and row count — or nothing
+ * is dropped: checked in the drop's own transaction, so nothing can change in between.
+ * @throws AgentDbError NOT_FOUND, SQL_REFUSED, APPROVAL_STALE; SQLite's errors (a foreign key) propagate.
+ */
+export function drop(db: Database, table: string, callKey: string, expect?: DropObject): Replayable<DropResult> {
+  checkDropName(table);
+  ensureCallsTable(db);
+  const call: RecordedCall = { key: callKey, digest: effectDigest(['drop', table]) };
+  let dropped = false;
+  try {
+    return inWriteTransaction(db, () => {
+      const recorded = recordedResult(db, call) as DropResult | undefined;
+      if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
+      const found = dropTarget(db, table);
+      if (expect) {
+        const stale = staleness(expect, dropObject(db, found));
+        if (stale) throw new AgentDbError('APPROVAL_STALE', `${found.type} ${JSON.stringify(found.name)} is not the one approved: ${stale}. Nothing was dropped.`);
+      }
+      db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
+      dropped = true;
+      const result: DropResult = { dropped: found.name, type: found.type };
+      recordResult(db, call, result);
+      return { value: result, commit: true };
+    });
+  } finally {
+    if (dropped) forgetStatements(db);
+  }
+}
+
+/**
+ * The table or view a drop of `table` would remove. SQLite names are case-insensitive: `T`
+ * drops table `t`, by the name it was created with.
+ * @throws AgentDbError NOT_FOUND when there is none, or the refusal of a name no drop may take.
+ */
+export function dropTarget(db: Database, table: string): { type: 'table' | 'view'; name: string } {
+  const found = trusted(db, `SELECT type, name FROM sqlite_schema WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view')`).get(table) as
+    | { type: 'table' | 'view'; name: string }
+    | undefined;
+  if (found === undefined) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
+  checkDropName(found.name);
+  return found;
+}
+
+/**
+ * The object a drop would remove, as a reviewer should see it (and as {@link drop} checks it
+ * again): definition, root page and, for a table, its row count.
+ */
+export function dropObject(db: Database, found: { type: 'table' | 'view'; name: string }): DropObject {
+  const row = trusted(db, `SELECT sql, rootpage FROM sqlite_schema WHERE name = ? AND type = ?`).get(found.name, found.type) as { sql: string | null; rootpage: number };
+  const rows = found.type === 'table' ? (trusted(db, `SELECT count(*) FROM main.${quoteIdentifier(found.name)}`).pluck().get() as number) : undefined;
+  const whole = row.sql ?? '';
+  return {
+    type: found.type,
+    name: found.name,
+    definition: shownDefinition(whole),
+    definitionSha256: createHash('sha256').update(whole).digest('hex'),
+    rootpage: row.rootpage,
+    ...(rows === undefined ? {} : { rows }),
+  };
+}
+
+function shownDefinition(whole: string): string {
+  const bytes = Buffer.byteLength(whole);
+  if (bytes <= MAX_SHOWN_DEFINITION_BYTES) return whole;
+  // Cut on a character, not inside one: the buffer's prefix decoded may end in a replacement.
+  const head = Buffer.from(whole).subarray(0, MAX_SHOWN_DEFINITION_BYTES - 64).toString('utf8').replace(/\uFFFD$/, '');
+  return `${head}…[${bytes} bytes in all]`;
+}
+
+/** What changed between the approved object and the one there now, or undefined. */
+function staleness(approved: DropObject, now: DropObject): string | undefined {
+  if (approved.type !== now.type) return `it was a ${approved.type} and is now a ${now.type}`;
+  if (approved.rootpage !== now.rootpage) return `it is another ${now.type} than the one approved (renamed or replaced since)`;
+  if (approved.definitionSha256 !== now.definitionSha256) return 'its definition changed';
+  if (approved.rows !== now.rows) return `it held ${approved.rows} rows when approved and holds ${now.rows} now`;
+  return undefined;
+}
+
+/**
+ * Refuses a name no drop may take: the guard's verdict, then (second line) the engine's and
+ * agentdb's own tables under any case.
+ * @throws AgentDbError with the refusal.
+ */
+export function checkDropName(table: string): void {
+  const verdict = guardTableName(table);
+  if (!verdict.ok) throw new AgentDbError(verdict.code, verdict.reason);
+  if (/^sqlite_/i.test(table) || table.toLowerCase().startsWith(INTERNAL_PREFIX)) {
+    throw new AgentDbError('SQL_REFUSED', `${table} is not an agent table`);
+  }
+}
