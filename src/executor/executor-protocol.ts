@@ -1,25 +1,16 @@
 import type { CsvArgs, PageArgs } from '../contracts/browse.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { ErrorCode } from '../errors.ts';
-import type { PlanLimits } from '../policy/plan-limits.ts';
 import type { AuditEntry } from '../sqlite/sqlite-audit.ts';
 import type { Param } from '../sqlite/sqlite-values.ts';
-import type { RecordedEffect } from '../sqlite/call-record.ts';
+import type { RecordedEffect, RecordedOutcome } from '../sqlite/call-record.ts';
+import type { DbTarget } from '../sqlite/db-target.ts';
+import type { HistoryOptions } from '../history/handle-capture.ts';
+import type { RestoreActor } from '../history/restore-audit.ts';
+import type { RestoreInPlaceRequest, RestoreIntoRequest, SnapshotRequest } from '../history/restore-requests.ts';
 
-export type { Param };
-
-/**
- * One database as the executor needs it: where the file is, which shard owns it (for
- * eviction when a lease is lost) and the plan's limits.
- */
-export interface DbTarget {
-  /** `<workspace>` or `<workspace>/<agent>` (see `databaseId`). */
-  id: string;
-  /** Absolute file path under DATA_DIR (see `databasePath`). */
-  path: string;
-  shard: number;
-  limits: PlanLimits;
-}
+// Defined in the layers below the executor (which use them too), re-exported as the protocol's words.
+export type { DbTarget, HistoryOptions, Param, RecordedOutcome, RestoreActor };
 
 /**
  * What the worker asks an executor child to do; one request is one statement at most. `callId`
@@ -47,24 +38,17 @@ export type ExecRequest = (
   | { op: 'browse'; db: DbTarget; args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs }
   /** One chunk of a table as CSV text for a person's export (see sqlite-browse.ts). */
   | { op: 'csv'; db: DbTarget; args: Required<Pick<CsvArgs, 'maxChars'>> & CsvArgs }
-  /**
-   * Restores the database in place to a moment (`at`, epoch ms) or back to an undo point, after
-   * every statement received before it; keeps the state before as a new undo point.
-   */
-  | { op: 'restore'; db: DbTarget; at?: number; undo?: string; dryRun?: boolean; by: RestoreActor }
-  /**
-   * Creates `db` (which must not exist) from database `source`'s history at `at`; `from`, where
-   * the source's file is, lets it first wait for a copy of the source's last answered write.
-   */
-  | { op: 'restoreInto'; db: DbTarget; source: string; from?: Pick<DbTarget, 'id' | 'path' | 'shard'>; at: number; dryRun?: boolean; by: RestoreActor }
+  /** Restores in place or into a new database (see `restore-requests.ts`). */
+  | RestoreInPlaceRequest
+  | RestoreIntoRequest
   /**
    * Copies into history what the database's WAL holds beyond it, after waiting for any child
    * still copying (a write is answered before its copy, under the write lock): from then on its
    * history holds every write answered before.
    */
   | { op: 'capture'; db: DbTarget }
-  /** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
-  | { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
+  /** Starts a new history generation from a fresh snapshot (see `restore-requests.ts`). */
+  | SnapshotRequest
   /**
    * What became of a write or drop whose child died before answering it: its exactly-once
    * record, read on another child, says whether it committed (see `call-record.ts`).
@@ -84,15 +68,6 @@ export type ExecRequest = (
   /** Its own deadline, for work longer than any statement (a restore); STATEMENT_TIMEOUT_MS when absent. */
   timeoutMs?: number;
 };
-
-/**
- * What the `recorded` op answers: the call's result when its transaction committed. Absent, it
- * did not: the record is written in the same transaction as the effect.
- */
-export interface RecordedOutcome {
-  committed: boolean;
-  result?: unknown;
-}
 
 /**
  * How a request ended. Agent errors are results, not exceptions: `ok: false` carries a registry
@@ -152,18 +127,3 @@ export interface ChildOptions {
   history?: HistoryOptions;
 }
 
-/** How an executor child keeps each database's history (see `history/capture.ts`). */
-export interface HistoryOptions {
-  /** Checkpoint a WAL once it passes this many bytes, after copying it (HISTORY_CHECKPOINT_BYTES). */
-  checkpointBytes: number;
-  /** Restores reach back this many days at most (HISTORY_RETENTION_DAYS). */
-  retentionDays: number;
-  /** A database's history quota in bytes (HISTORY_MAX_BYTES_PER_DB); absent or 0: 10× the plan's database size. */
-  maxBytesPerDb?: number;
-}
-
-/** Who asked for a restore, as the database's audit keeps it. */
-export interface RestoreActor {
-  who: string;
-  via: 'key' | 'operator';
-}

@@ -5,8 +5,17 @@ import { capture, captureBeforeClose, finishCapture, lockForCapture, sealAfterCl
 import { historyBytes } from './history-bytes.ts';
 import { historyDir, localSource, type HistorySource } from './history-files.ts';
 import type { PlanLimits } from '../policy/plan-limits.ts';
-import type { HistoryOptions } from '../executor/executor-protocol.ts';
 import type { HandleCacheOptions, HandleTarget } from '../sqlite/handle-cache.ts';
+
+/** How an executor child keeps each database's history (see `capture.ts`). */
+export interface HistoryOptions {
+  /** Checkpoint a WAL once it passes this many bytes, after copying it (HISTORY_CHECKPOINT_BYTES). */
+  checkpointBytes: number;
+  /** Restores reach back this many days at most (HISTORY_RETENTION_DAYS). */
+  retentionDays: number;
+  /** A database's history quota in bytes (HISTORY_MAX_BYTES_PER_DB); absent or 0: 10× the plan's database size. */
+  maxBytesPerDb?: number;
+}
 
 /**
  * History capture as the executor child runs it: after each committed write, when a handle

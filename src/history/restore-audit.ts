@@ -2,8 +2,13 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { walPages } from './wal-format.ts';
-import type { RestoreActor } from '../executor/executor-protocol.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
+
+/** Who asked for a restore, as the database's audit keeps it. */
+export interface RestoreActor {
+  who: string;
+  via: 'key' | 'operator';
+}
 
 /** The restore's row in the database's own audit table. */
 export function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {

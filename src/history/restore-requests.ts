@@ -13,10 +13,10 @@ import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from './snapshot.ts';
 import { swapIn } from './swap-in.ts';
 import { sharedNote } from '../contracts/database-id.ts';
-import type { ExecRequest, RestoreActor } from '../executor/executor-protocol.ts';
+import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
-import { audit, auditInto, closedEverywhere, newUndoId } from './restore-audit.ts';
+import { audit, auditInto, closedEverywhere, newUndoId, type RestoreActor } from './restore-audit.ts';
 import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-within-generation.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -40,9 +40,24 @@ export interface RestoreResult {
   refused?: string;
 }
 
-type RestoreReq = Extract<ExecRequest, { op: 'restore' }>;
-type IntoReq = Extract<ExecRequest, { op: 'restoreInto' }>;
-type SnapshotReq = Extract<ExecRequest, { op: 'snapshot' }>;
+// The executor's requests this module serves (members of its `ExecRequest`), defined here, below
+// the executor, which imports them.
+/**
+ * Restores the database in place to a moment (`at`, epoch ms) or back to an undo point, after
+ * every statement received before it; keeps the state before as a new undo point.
+ */
+export interface RestoreInPlaceRequest { op: 'restore'; db: DbTarget; at?: number; undo?: string; dryRun?: boolean; by: RestoreActor }
+/**
+ * Creates `db` (which must not exist) from database `source`'s history at `at`; `from`, where
+ * the source's file is, lets it first wait for a copy of the source's last answered write.
+ */
+export interface RestoreIntoRequest { op: 'restoreInto'; db: DbTarget; source: string; from?: Pick<DbTarget, 'id' | 'path' | 'shard'>; at: number; dryRun?: boolean; by: RestoreActor }
+/** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
+export interface SnapshotRequest { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
+
+type RestoreReq = RestoreInPlaceRequest;
+type IntoReq = RestoreIntoRequest;
+type SnapshotReq = SnapshotRequest;
 
 /** The steps of a restore in place, in order, as {@link RestoreHooks.step} names them. */
 export type RestoreStep = 'rebuilt' | 'copied' | 'closed' | 'undo' | 'marked' | 'written' | 'audited' | 'renamed' | 'generation' | 'unmarked';

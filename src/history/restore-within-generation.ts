@@ -9,10 +9,10 @@ import { readCommits } from './segment-index.ts';
 import { planRestore, type RestorePlan } from './restore-engine.ts';
 import { mapped, structureCheck } from './integrity.ts';
 import { sealHolds } from './seal.ts';
-import type { DbTarget, RestoreActor } from '../executor/executor-protocol.ts';
+import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
-import { audit, closedEverywhere } from './restore-audit.ts';
+import { audit, closedEverywhere, type RestoreActor } from './restore-audit.ts';
 import { AUDIT_TABLE } from '../sqlite/sqlite-audit.ts';
 import { trusted } from '../sqlite/sqlite-trusted.ts';
 

@@ -3,7 +3,6 @@ import { digestOf } from '../contracts/call-identity.ts';
 import { AgentDbError } from '../errors.ts';
 import { trusted } from './sqlite-trusted.ts';
 import type { Param } from './sqlite-values.ts';
-import type { RecordedOutcome } from '../executor/executor-protocol.ts';
 
 /**
  * The internal table that makes writes exactly-once: a write records its call id and result in
@@ -17,6 +16,15 @@ export const CALLS_TABLE = '_agentdb_calls';
  * matches how long results are kept, and keeps the table from growing into the size limit.
  */
 export const CALL_RECORD_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+/**
+ * What the `recorded` op answers: the call's result when its transaction committed. Absent, it
+ * did not: the record is written in the same transaction as the effect.
+ */
+export interface RecordedOutcome {
+  committed: boolean;
+  result?: unknown;
+}
 
 const ready = new WeakSet<Database>();
 
