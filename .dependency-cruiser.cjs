@@ -1,0 +1,80 @@
+// The folder order of ARCHITECTURE.md, checked by `npm run depcheck` (in .ci/run): a folder may
+// import the folders before it in LAYERS, never one after it, so no cycle between folders can
+// form. Types count too (tsPreCompilationDeps): a type import ties two layers as much as a call.
+// Where the order differs from DESIGN.md "Layout", ARCHITECTURE.md says why.
+
+/** Bottom first. Each entry is one layer; a layer is one folder of src/ or a few root files. */
+const LAYERS = [
+  { name: 'base', path: '^src/(errors|config|logger)\\.ts$' },
+  { name: 'contracts', path: '^src/contracts/' },
+  { name: 'redis', path: '^src/redis/' },
+  { name: 'registry', path: '^src/registry/' },
+  { name: 'guard', path: '^src/guard/' },
+  { name: 'policy', path: '^src/policy/' },
+  { name: 'sqlite', path: '^src/sqlite/' },
+  { name: 'blobs', path: '^src/blobs/' },
+  { name: 'history', path: '^src/history/' },
+  { name: 'executor', path: '^src/executor/' },
+  { name: 'approvals', path: '^src/approvals/' },
+  { name: 'calls', path: '^src/calls/' },
+  { name: 'shards', path: '^src/shards/' },
+  { name: 'schedule', path: '^src/schedule/' },
+  { name: 'mcp', path: '^src/mcp/' },
+  { name: 'http', path: '^src/http/' },
+  { name: 'cli', path: '^src/cli/' },
+  // The package's entry (the client library's exports) and the process entry points.
+  { name: 'entry', path: '^(src/index\\.ts$|workers/|bin/)' },
+];
+
+const layerRules = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `layer-${layer.name}`,
+  comment: `${layer.name} may use only the layers before it: ${LAYERS.slice(0, i).map((l) => l.name).join(', ') || 'none'}`,
+  severity: 'error',
+  from: { path: layer.path },
+  to: { path: LAYERS.slice(i + 1).map((l) => `(${l.path})`).join('|') },
+}));
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    ...layerRules,
+    {
+      name: 'no-circular',
+      // Between folders the layer rules already forbid any cycle. Within a folder, a cycle that
+      // passes through a type-only import is erased by the compiler and cannot change the order
+      // modules load in (shard-ops.ts and its op handlers share their types that way); a cycle
+      // of imports that run is an error anywhere.
+      comment: 'No cycle of runtime imports between modules.',
+      severity: 'error',
+      from: {},
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import the checker cannot resolve is one it cannot judge.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: 'no-dev-deps-in-src',
+      comment: 'What ships (src, workers, bin) runs without devDependencies.',
+      severity: 'error',
+      // assets.ts loads the TypeScript compiler only when run from the sources (tests, tsx),
+      // where the built browser script is absent; a built package never reaches that import.
+      from: { path: '^(src|workers|bin)/', pathNot: '^src/http/web/assets\\.ts$' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js', '.json'],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
