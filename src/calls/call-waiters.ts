@@ -8,19 +8,38 @@ type Waiter<T> = (value: T) => void;
  * Everyone inside one client waiting on a call, by the call's key (`callKey`: workspace, agent
  * and call id — a bare call id may be another caller's): for its end (`call.completed`) or for it to be
  * parked (`approval.requested`). One event reader feeds them all.
+ *
+ * Several waits may share a key (the same call sent again under its id while the first still
+ * waits, a lookup by id alongside): a wait that gives up drops only its own waiter
+ * ({@link drop}). Dropping the key's every waiter left the first call deaf to its completion
+ * until its `timeoutMs` fallback look, 30 s later, and timed a property test out.
  */
 export class CallWaiters {
   private readonly completed = new Map<string, Set<Waiter<Envelope>>>();
   private readonly parked = new Map<string, Set<Waiter<Record<string, unknown>>>>();
+  /** Each pending wait's own waiter, so it can be dropped alone. */
+  private readonly own = new WeakMap<Promise<unknown>, () => void>();
 
   /** Resolves with the call's envelope when it completes. */
   completion(callId: string): Promise<Envelope> {
-    return add(this.completed, callId);
+    return this.add(this.completed, callId);
   }
 
   /** Resolves with the approval's summary when the call is parked. */
   parking(callId: string): Promise<Record<string, unknown>> {
-    return add(this.parked, callId);
+    return this.add(this.parked, callId);
+  }
+
+  /**
+   * Stops the waits `waits` (promises {@link completion} or {@link parking} returned), leaving
+   * everyone else waiting on the same call as they were. A wait already settled is ignored.
+   */
+  drop(...waits: (Promise<unknown> | undefined)[]): void {
+    for (const wait of waits) {
+      if (!wait) continue;
+      this.own.get(wait)?.();
+      this.own.delete(wait);
+    }
   }
 
   /** Whether anyone waits for the call to complete. */
@@ -31,17 +50,6 @@ export class CallWaiters {
   /** Hands the envelope to everyone waiting for the call, once. */
   complete(callId: string, envelope: Envelope): void {
     settle(this.completed, callId, envelope);
-    this.parked.delete(callId);
-  }
-
-  /** Stops waiting for the call altogether (it was answered without running). */
-  forget(key: string): void {
-    this.completed.delete(key);
-    this.parked.delete(key);
-  }
-
-  /** Stops waiting for the call to be parked (it was answered some other way). */
-  forgetParking(callId: string): void {
     this.parked.delete(callId);
   }
 
@@ -58,15 +66,25 @@ export class CallWaiters {
     if (event.envelope) return this.complete(key, event.envelope);
     void fetch(key).then((env) => env && this.complete(key, env));
   }
+
+  private add<T>(map: Map<string, Set<Waiter<T>>>, key: string): Promise<T> {
+    let remove!: () => void;
+    const wait = new Promise<T>((resolve) => {
+      const set = map.get(key) ?? new Set<Waiter<T>>();
+      set.add(resolve);
+      map.set(key, set);
+      remove = () => {
+        const now = map.get(key);
+        if (now !== set) return;
+        set.delete(resolve);
+        if (set.size === 0) map.delete(key);
+      };
+    });
+    this.own.set(wait, remove);
+    return wait;
+  }
 }
 
-function add<T>(map: Map<string, Set<Waiter<T>>>, callId: string): Promise<T> {
-  return new Promise((resolve) => {
-    const set = map.get(callId) ?? new Set<Waiter<T>>();
-    set.add(resolve);
-    map.set(callId, set);
-  });
-}
 
 function settle<T>(map: Map<string, Set<Waiter<T>>>, callId: string, value: T): void {
   const set = map.get(callId);

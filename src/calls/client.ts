@@ -126,12 +126,12 @@ export class AgentDbClient {
       return errorEnvelope(callId, f.tool, f.code, f.detail);
     }
     const { tool } = planned.plan;
-    const sent: { enqueued: boolean; key?: string } = { enqueued: false };
+    const sent: Sent = { enqueued: false };
     return this.answerOrUnavailable(
       () => this.enqueue(input, keyId, callId, planned.plan, opts, sent),
       (why) => {
-        // Its waiters go: in a Redis that came back empty its completion never comes.
-        if (sent.key) this.waiters.forget(sent.key);
+        // Its waits go: in a Redis that came back empty its completion never comes.
+        this.waiters.drop(sent.completion, sent.parking);
         return unavailable(callId, tool, why, sent.enqueued);
       },
     );
@@ -143,7 +143,7 @@ export class AgentDbClient {
     callId: string,
     { request, shard, tool, databaseId }: Extract<ReturnType<typeof planCall>, { ok: true }>['plan'],
     opts: CallOptions,
-    sent: { enqueued: boolean; key?: string },
+    sent: Sent,
   ): Promise<CallAnswer> {
     const down = await this.redisDown();
     if (down) return unavailable(callId, tool, down, false);
@@ -169,9 +169,8 @@ export class AgentDbClient {
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
-    sent.key = key;
-    const completion = this.waiters.completion(key);
-    const parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key);
+    const completion = (sent.completion = this.waiters.completion(key));
+    const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key));
     const queue = this.queue(shard);
     sent.enqueued = true;
     // A caller's own call id may have been used before: read what the id holds alongside the
@@ -183,7 +182,7 @@ export class AgentDbClient {
     if (earlier && earlier.data.enqueuedAt !== data.enqueuedAt) {
       const differs = payloadDifferences(earlier.data, data);
       if (differs.length) {
-        this.waiters.forget(key);
+        this.waiters.drop(completion, parking);
         return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', `Call id ${JSON.stringify(callId)} was already used for another call (it differs in ${differs.join(', ')}).`);
       }
       // The same call again: it answers the first one's outcome, finished or not.
@@ -193,9 +192,11 @@ export class AgentDbClient {
         return env;
       }
       if (!wait) {
+        // Parked already (or just finished): that is the answer. Queued or running, it waits
+        // below like the first call, on waits of its own, which were listening before it looked.
         const where = await this.lookup(key, queue);
-        if (where && where.ok === false && 'status' in where) {
-          this.waiters.forget(key);
+        if (where && (!('status' in where) || where.status === 'awaiting_approval')) {
+          this.waiters.drop(completion, parking);
           return where;
         }
       }
@@ -213,7 +214,7 @@ export class AgentDbClient {
       Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]),
       timeoutMs,
     );
-    this.waiters.forgetParking(key);
+    this.waiters.drop(completion, parking);
     return first ?? (await this.lookup(key, queue)) ?? { ok: false, callId, tool, status: 'queued' };
   }
 
@@ -246,9 +247,9 @@ export class AgentDbClient {
     }
     const found = await this.findJob(key);
     if (!found) {
-      const env = errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`);
-      if (completion) this.waiters.complete(key, env);
-      return env;
+      // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
+      this.waiters.drop(completion);
+      return errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`);
     }
     const { job, queue } = found;
     if (job.finishedOn) {
@@ -512,6 +513,13 @@ export class AgentDbClient {
 }
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
+
+/** How far a call got, for its UNAVAILABLE answer: handed to Redis, and the waits it set. */
+interface Sent {
+  enqueued: boolean;
+  completion?: Promise<Envelope>;
+  parking?: Promise<Record<string, unknown>>;
+}
 
 /** What a caller's call id was first used for (see `claimCallId`). */
 interface CallIdClaim {
