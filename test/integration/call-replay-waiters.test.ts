@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemberRegistry } from '../../src/approvals/members.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
-import type { AgentDbClient, AwaitingAnswer } from '../../src/queue/client.ts';
-import { connectRedis } from '../../src/queue/connection.ts';
-import { keysFor } from '../../src/queue/keys.ts';
+import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 // The same call sent twice at once under one call id, by one client (a runtime retrying, a
