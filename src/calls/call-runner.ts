@@ -83,13 +83,14 @@ export async function runCall(
   });
   if (plan.shard !== shard) return fail('INTERNAL', `call for shard ${plan.shard} arrived on shard ${shard}`);
 
-  const verdict = guardFirstLayer(plan);
-  if (!verdict.ok) return fail(verdict.code, verdict.reason);
-
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
   const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect, deps.results !== undefined);
-  if (gate.kind === 'approval' && !approved) return { park: plan, request };
+  if (gate.kind === 'approval' && !approved) {
+    const verdict = guardFirstLayer(plan);
+    if (!verdict.ok) return fail(verdict.code, verdict.reason);
+    return { park: plan, request };
+  }
 
   const outcome = await deps.executor.run(request);
   // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
@@ -132,10 +133,10 @@ async function offload(result: Record<string, unknown>, results: OffloadedResult
 }
 
 /**
- * The tokenizer's verdict on calls that may wait for a person, so nobody is asked about a
- * statement that would be refused. Reads never wait: the executor runs both guard layers on
- * every statement anyway, and checking reads here too would pay for the tokenizer twice on the
- * hottest path.
+ * The tokenizer's verdict on a call about to wait for a person, so nobody is asked about a
+ * statement that would be refused. Only there: the executor runs both guard layers on every
+ * statement anyway, and this process also serves HTTP and every shard's worker, so a tenant's
+ * large statements tokenized here would stall every other tenant's calls for free.
  */
 function guardFirstLayer(plan: CallPlan): GuardVerdict | { ok: true } {
   switch (plan.tool) {
