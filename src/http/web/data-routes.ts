@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Member } from '../../approvals/members.ts';
 import type { Envelope } from '../../contracts/envelope.ts';
@@ -85,13 +86,13 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     }
   });
 
-  app.get('/data/table', async (request, reply) => {
+  // `attachValidation`: a bad query is an error page like any other refusal here, not the API's JSON.
+  app.withTypeProvider<ZodTypeProvider>().get('/data/table', { schema: { querystring: gridQuery }, attachValidation: true }, async (request, reply) => {
     const frame = frameOf(request, 'Table');
     try {
       const member = memberOf(request);
-      const parsed = gridQuery.safeParse(request.query);
-      if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', `${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
-      const q = parsed.data;
+      if (request.validationError) throw request.validationError;
+      const q = request.query;
       const db = ownDatabase(member, q.db);
       const after = cursorParam(q.after);
       const before = cursorParam(q.before);
