@@ -42,3 +42,9 @@ it('signs a stranger out before reading the query', async () => {
   await r.arrayBuffer();
   expect(r.status).toBe(303);
 });
+
+it('answers a damaged page link as such, not as a field of the query', async () => {
+  const r = await fetch(`${web.url}/data/table?db=acme%2Fscout&table=leads&after=bm90IGEgY3Vyc29y`, { headers: { cookie, accept: 'text/html' }, redirect: 'manual' });
+  expect(r.status).toBe(400);
+  expect(await r.text()).toContain('INVALID_ARGUMENTS: the page link is damaged; start from the first page');
+});

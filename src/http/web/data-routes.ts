@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Member } from '../../approvals/members.ts';
 import type { Envelope } from '../../contracts/envelope.ts';
-import { pageCursor, type PageArgs } from '../../contracts/browse.ts';
+import type { PageArgs } from '../../contracts/browse.ts';
 import { AgentDbError, type ErrorCode } from '../../errors.ts';
 import type { DataBrowser } from '../../queue/data-browser.ts';
 import type { KeyedCalls } from '../../queue/keyed-calls.ts';
@@ -14,6 +14,7 @@ import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
 import { html, type Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { HistoryPanel } from './history-routes.ts';
+import { decodeCursor } from './cursor-param.ts';
 import { errorPage } from './error-page.ts';
 import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
@@ -37,17 +38,6 @@ const gridQuery = z.object({
   p: z.coerce.number().int().min(1).optional(),
   total: z.coerce.number().int().min(0).optional(),
 });
-
-function cursorParam(text: string | undefined) {
-  if (text === undefined) return undefined;
-  try {
-    const parsed = pageCursor.safeParse(JSON.parse(Buffer.from(text, 'base64url').toString('utf8')));
-    if (parsed.success) return parsed.data;
-  } catch {
-    // answered below
-  }
-  throw new AgentDbError('INVALID_ARGUMENTS', 'the page link is damaged; start from the first page');
-}
 
 const frameOf = (request: FastifyRequest, title: string): PageFrame => ({ title, member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
 
@@ -94,8 +84,8 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       if (request.validationError) throw request.validationError;
       const q = request.query;
       const db = ownDatabase(member, q.db);
-      const after = cursorParam(q.after);
-      const before = cursorParam(q.before);
+      const after = decodeCursor(q.after);
+      const before = decodeCursor(q.before);
       const fresh = !after && !before;
       const args: PageArgs = {
         table: q.table,
