@@ -15,6 +15,7 @@ import { mcpRoutes } from './mcp-routes.ts';
 import { resultsRoutes } from './results-routes.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
+import { validateWithZod } from './route-validation.ts';
 import { webRoutes, type WebDeps } from './web/web-routes.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
@@ -62,6 +63,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const logger = (deps.logger ?? createLogger('silent', 'agentdb-http')) as FastifyBaseLogger;
   const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), trustProxy: (deps.trustProxy ?? false) as boolean });
   // (Fastify takes a hop count too, as proxy-addr does; the cast only picks its HTTP/1 overload.)
+  // Route input is zod, checked by Fastify before each handler; a failure reaches the error
+  // handler below as INVALID_ARGUMENTS.
+  validateWithZod(app);
 
   app.get('/health', async (_req, reply) => {
     let redis: 'up' | 'down' = 'up';

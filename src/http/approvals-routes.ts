@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { MemberRegistry } from '../registry/members.ts';
 import { withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
@@ -28,43 +28,33 @@ const decisionBody = z.strictObject({
 // Ids are minted by the core; the bound only keeps absurd ones from reaching Redis.
 const idParams = z.object({ id: z.string().min(1).max(200) });
 
-const firstIssue = (err: z.ZodError) => {
-  const issue = err.issues[0];
-  return issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid input';
-};
-
 /**
  * `/v1/approvals`: a member lists their workspace's approvals and decides them, as themself.
  * Only parsing and formatting live here; who may decide what is the core's
  * ({@link ApprovalService.decide}), so HTTP, the CLI and the client library cannot disagree.
  */
-export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsync {
+export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireMember(deps.members));
 
-    app.get('/v1/approvals', async (request, reply) => {
-      const query = listQuery.safeParse(request.query ?? {});
-      if (!query.success) return sendError(reply, 'INVALID_ARGUMENTS', firstIssue(query.error));
+    app.get('/v1/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {
+      const query = request.query;
       const member = memberOf(request);
-      const workspace = query.data.workspace ?? member.workspace;
+      const workspace = query.workspace ?? member.workspace;
       // A key is a member of one workspace; another's approvals (SQL, params) are not theirs to read.
       if (workspace !== member.workspace) {
         return sendError(reply, 'NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
       }
-      const approvals = await deps.approvals.list({ workspace, state: query.data.state, limit: query.data.limit });
+      const approvals = await deps.approvals.list({ workspace, state: query.state, limit: query.limit });
       const refusals = await deps.approvals.standings(approvals);
       return reply.send({ approvals: approvals.map((a) => withRefusal(a, refusals)) });
     });
 
-    app.post('/v1/approvals/:id/decision', async (request, reply) => {
-      const params = idParams.safeParse(request.params);
-      if (!params.success) return sendError(reply, 'INVALID_ARGUMENTS', firstIssue(params.error));
-      const body = decisionBody.safeParse(request.body);
-      if (!body.success) return sendError(reply, 'INVALID_ARGUMENTS', firstIssue(body.error));
+    app.post('/v1/approvals/:id/decision', { schema: { params: idParams, body: decisionBody } }, async (request, reply) => {
       const { workspace, name, role } = memberOf(request);
-      const result = await deps.approvals.decide(params.data.id, {
-        decision: body.data.decision,
-        reason: body.data.reason,
+      const result = await deps.approvals.decide(request.params.id, {
+        decision: request.body.decision,
+        reason: request.body.reason,
         by: { workspace, name, role },
         via: 'key',
       });

@@ -1,11 +1,11 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
 import { ERRORS } from '../errors.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
-import { sendError } from './error-reply.ts';
 import { principalOf, requireKey } from './key-auth.ts';
 
 /** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
@@ -21,12 +21,9 @@ const callBody = z.strictObject({
   arguments: z.record(z.string(), z.unknown()).optional(),
   callId: callId.optional(),
 });
-const waitQueryOf = (fallback: boolean) =>
+// Each route's schemas are compiled once, when the route is added (route-validation.ts).
+const waitQuery = (fallback: boolean) =>
   z.strictObject({ wait: z.enum(['true', 'false']).optional().transform((w) => (w === undefined ? fallback : w === 'true')) });
-// Built once: a zod schema compiles its parser on first use, which cost more than the rest of
-// a request when each request built its own.
-const waitQueries = { true: waitQueryOf(true), false: waitQueryOf(false) };
-const waitQuery = (fallback: boolean) => waitQueries[`${fallback}`];
 const idParams = z.object({ id: z.string().min(1).max(128) });
 
 /**
@@ -40,24 +37,17 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), or Redis gone (UNAVAILABLE,
  * 503), each with the envelope.
  */
-export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsync {
+export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireKey(deps.auth));
 
-    app.post('/v1/calls', async (request, reply) => {
-      const body = callBody.safeParse(request.body);
-      if (!body.success) return sendError(reply, 'INVALID_ARGUMENTS', issues(body.error));
-      const query = waitQuery(true).safeParse(request.query);
-      if (!query.success) return sendError(reply, 'INVALID_ARGUMENTS', issues(query.error));
-      const answer = await deps.calls.call(principalOf(request), body.data, { wait: query.data.wait, maxWaitMs: deps.waitMs });
+    app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
+      const answer = await deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs });
       return answerWith(reply, answer);
     });
 
-    app.get('/v1/calls/:id', async (request, reply) => {
-      const params = idParams.safeParse(request.params);
-      const query = waitQuery(false).safeParse(request.query);
-      if (!params.success || !query.success) return sendError(reply, 'INVALID_ARGUMENTS', issues((params.error ?? query.error)!));
-      const answer = await deps.calls.result(principalOf(request), params.data.id, { wait: query.data.wait, maxWaitMs: deps.waitMs });
+    app.get('/v1/calls/:id', { schema: { params: idParams, querystring: waitQuery(false) } }, async (request, reply) => {
+      const answer = await deps.calls.result(principalOf(request), request.params.id, { wait: request.query.wait, maxWaitMs: deps.waitMs });
       return answerWith(reply, answer);
     });
   };
@@ -73,11 +63,4 @@ function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   // body is still the envelope, with `mayStillRun` for a re-send under the same call id.
   if (!answer.ok && answer.error.code === 'UNAVAILABLE') return reply.code(503).send(answer);
   return reply.code(200).send(answer);
-}
-
-function issues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
-    .join('; ');
 }

@@ -1,6 +1,7 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { HISTORY_HINTS, codeOf } from '../errors.ts';
+import { AgentDbError, HISTORY_HINTS, codeOf } from '../errors.ts';
 import type { MemberRegistry } from '../registry/members.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
@@ -15,17 +16,23 @@ export interface HistoryRoutesDeps {
 
 const dbParams = z.object({ db: z.string().min(1).max(200) });
 
-const restoreBody = z.strictObject({
-  at: z.union([z.string().min(1).max(100), z.number()]).optional(),
-  undo: z.string().min(1).max(100).optional(),
-  into: z.string().min(1).max(200).optional(),
-  dryRun: z.boolean().optional(),
-});
+// No body (or JSON null) is an empty one: every field is optional.
+const restoreBody = z.preprocess(
+  (body) => body ?? {},
+  z.strictObject({
+    at: z.union([z.string().min(1).max(100), z.number()]).optional(),
+    undo: z.string().min(1).max(100).optional(),
+    into: z.string().min(1).max(200).optional(),
+    dryRun: z.boolean().optional(),
+  }),
+);
 
-const firstIssue = (err: z.ZodError) => {
-  const issue = err.issues[0];
-  return issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid input';
-};
+// `attachValidation`: the schemas' verdict is left on the request for the handler, not answered
+// by Fastify before it. A body is judged only after the key was found to be an admin of the
+// database's workspace, so another workspace's key hears NOT_FOUND whatever it sent, and the
+// history commands' hints go with INVALID_ARGUMENTS.
+const historyRoute = { schema: { params: dbParams }, attachValidation: true };
+const restoreRoute = { schema: { params: dbParams, body: restoreBody }, attachValidation: true };
 
 /**
  * `GET /v1/databases/:db/history` and `POST /v1/databases/:db/restore` (`:db` URL-encoded:
@@ -33,27 +40,27 @@ const firstIssue = (err: z.ZodError) => {
  * key of another workspace hears NOT_FOUND, as for a database that does not exist: nothing
  * tells it which databases exist elsewhere. The rules of a restore are the core's.
  */
-export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsync {
+export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireMember(deps.members));
 
     /** The database id of the request, when its member is an admin of its workspace; else sends the refusal. */
-    const allowed = (request: Parameters<typeof memberOf>[0], reply: Parameters<typeof sendError>[0]): string | undefined => {
-      const params = dbParams.safeParse(request.params);
-      if (!params.success) return void sendError(reply, 'INVALID_ARGUMENTS', firstIssue(params.error), undefined, HISTORY_HINTS);
+    const allowed = (request: FastifyRequest & { params: { db: string } }, reply: FastifyReply): string | undefined => {
+      if (request.validationError?.validationContext === 'params') return void invalid(reply, request.validationError);
+      const { db } = request.params;
       let workspace: string;
       try {
-        workspace = parseDatabaseId(params.data.db).workspace;
+        workspace = parseDatabaseId(db).workspace;
       } catch (err) {
         return void sendError(reply, 'INVALID_ARGUMENTS', (err as { detail?: string }).detail, undefined, HISTORY_HINTS);
       }
       const member = memberOf(request);
-      if (member.workspace !== workspace) return void sendError(reply, 'NOT_FOUND', `there is no database ${params.data.db}`, undefined, HISTORY_HINTS);
+      if (member.workspace !== workspace) return void sendError(reply, 'NOT_FOUND', `there is no database ${db}`, undefined, HISTORY_HINTS);
       if (member.role !== 'admin') return void sendError(reply, 'NOT_PERMITTED', `restoring and reading a database's history takes an admin of ${workspace}; ${member.name} is a ${member.role}`);
-      return params.data.db;
+      return db;
     };
 
-    app.get('/v1/databases/:db/history', async (request, reply) => {
+    app.get('/v1/databases/:db/history', historyRoute, async (request, reply) => {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
       try {
@@ -63,20 +70,25 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsync {
       }
     });
 
-    app.post('/v1/databases/:db/restore', async (request, reply) => {
+    app.post('/v1/databases/:db/restore', restoreRoute, async (request, reply) => {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
-      const body = restoreBody.safeParse(request.body ?? {});
-      if (!body.success) return sendError(reply, 'INVALID_ARGUMENTS', firstIssue(body.error), undefined, HISTORY_HINTS);
+      if (request.validationError) return invalid(reply, request.validationError);
       const { workspace, name } = memberOf(request);
       // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.
       try {
-        return reply.send(await deps.history.restore(db, { ...body.data, by: { who: `${workspace}/@${name}`, via: 'key' } }));
+        return reply.send(await deps.history.restore(db, { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' } }));
       } catch (err) {
         return refused(reply, err);
       }
     });
   };
+}
+
+/** A failed schema (worded by route-validation.ts), answered with the history commands' hints. */
+function invalid(reply: FastifyReply, err: Error): FastifyReply {
+  if (!(err instanceof AgentDbError)) throw err;
+  return sendError(reply, err.code, err.detail, undefined, HISTORY_HINTS);
 }
 
 /**

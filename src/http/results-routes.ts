@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { codeOf } from '../errors.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
@@ -12,7 +12,8 @@ export interface ResultsRoutesDeps {
   results: OffloadedResults;
 }
 
-const idParams = z.object({ id: z.string().min(1).max(128) });
+const ID_LENGTH = 'the result id is 1 to 128 characters';
+const idParams = z.object({ id: z.string().min(1, ID_LENGTH).max(128, ID_LENGTH) });
 
 /**
  * `GET /v1/results/:id`: a query result too large for its envelope (`result.offloaded.id`), as
@@ -20,16 +21,14 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  * result's workspace reads it, and so does the key of the agent whose call it was; any other
  * key answers NOT_FOUND, as an unknown id does. Past its expiry: RESULT_EXPIRED (410).
  */
-export function resultsRoutes(deps: ResultsRoutesDeps): FastifyPluginAsync {
+export function resultsRoutes(deps: ResultsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireKey(deps.auth));
-    app.get('/v1/results/:id', async (request, reply) => {
-      const params = idParams.safeParse(request.params);
-      if (!params.success) return sendError(reply, 'INVALID_ARGUMENTS', 'the result id is 1 to 128 characters');
+    app.get('/v1/results/:id', { schema: { params: idParams } }, async (request, reply) => {
       const p = principalOf(request);
       const reader = p.kind === 'member' ? { kind: 'member' as const, workspace: p.workspace } : { kind: 'agent' as const, workspace: p.workspace, agent: p.agent };
       try {
-        const { ref, body } = await deps.results.open(params.data.id, reader);
+        const { ref, body } = await deps.results.open(request.params.id, reader);
         return reply
           .header('content-type', 'application/json; charset=utf-8')
           .header('content-length', String(ref.bytes))

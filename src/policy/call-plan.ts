@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { argumentBytes, callRequest, DEFAULT_MAX_CALL_BYTES, type CallRequest } from '../contracts/call.ts';
+import { describeIssues } from '../contracts/describe-issues.ts';
 import { isToolName, toolInputs, type ToolName } from '../contracts/tools.ts';
 import type { ErrorCode } from '../errors.ts';
 import { resolveAccess, type Caller, type Target } from './access.ts';
@@ -24,13 +24,6 @@ export interface PlanFailure {
   tool: string;
 }
 
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
-    .join('; ');
-}
-
 /**
  * Validates a call (its envelope, the size of its arguments, then the arguments themselves) and
  * decides which database it reaches. The client runs this to route the call to its shard, so a
@@ -46,7 +39,7 @@ export function planCall(
   const fail = (code: ErrorCode, detail: string) => ({ ok: false as const, failure: { code, detail, tool: rawTool } });
 
   const parsed = callRequest.safeParse(input);
-  if (!parsed.success) return fail('INVALID_ARGUMENTS', describeIssues(parsed.error));
+  if (!parsed.success) return fail('INVALID_ARGUMENTS', describeIssues(parsed.error.issues));
   const request = parsed.data;
   // Before anything reads the arguments: a call too large is refused whole, whatever else it holds.
   const size = argumentBytes(request.arguments);
@@ -57,7 +50,7 @@ export function planCall(
   if (!isToolName(request.tool)) return fail('UNKNOWN_TOOL', `"${request.tool}" is not a tool.`);
 
   const argsParsed = toolInputs[request.tool].safeParse(request.arguments ?? {});
-  if (!argsParsed.success) return fail('INVALID_ARGUMENTS', describeIssues(argsParsed.error));
+  if (!argsParsed.success) return fail('INVALID_ARGUMENTS', describeIssues(argsParsed.error.issues));
   const args = argsParsed.data as Record<string, unknown> & { scope?: 'agent' | 'workspace'; agent?: string };
 
   const caller: Caller = request.member

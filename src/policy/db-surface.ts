@@ -1,5 +1,6 @@
 import type { Surface } from '../contracts/agent-profile.ts';
 import { dbToolInputs, isDbToolName, type DbToolName } from '../contracts/db-tools.ts';
+import { describeIssues } from '../contracts/describe-issues.ts';
 import type { ToolName } from '../contracts/tools.ts';
 import type { ErrorCode } from '../errors.ts';
 import { parseStatement } from '../guard/guard.ts';
@@ -39,10 +40,7 @@ const refuse = (code: ErrorCode, detail: string): DbTranslation => ({ ok: false,
 export function translateDbCall(surface: DbSurface, tool: string, args: unknown): DbTranslation {
   if (!isDbToolName(tool)) return refuse('UNKNOWN_TOOL', `"${tool}" is not a tool of this agent's db surface (db_query, db_schema${execAllowed(surface) ? ', db_exec' : ''}).`);
   const parsed = dbToolInputs[tool].safeParse(args ?? {});
-  if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    return refuse('INVALID_ARGUMENTS', i?.path.length ? `${i.path.join('.')}: ${i.message}` : (i?.message ?? 'invalid arguments'));
-  }
+  if (!parsed.success) return refuse('INVALID_ARGUMENTS', describeIssues(parsed.error.issues));
   if (tool === 'db_schema') return { ok: true, dbTool: tool, tool: 'DATA_DESCRIBE_SCHEMA', arguments: {} };
   const input = parsed.data as { statement: string; rationale?: string };
   if (tool === 'db_query') return { ok: true, dbTool: tool, tool: 'DATA_QUERY_SQL', arguments: { sql: input.statement, max_rows: 1000 }, introspect: true };

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
+import { HISTORY_HINTS } from '../../src/errors.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
@@ -152,6 +153,34 @@ describe('POST /v1/databases/:db/restore', () => {
     expect((await post({ at: moment / 1000, bogus: 1 })).statusCode).toBe(400);
     expect((await post({ at: moment / 1000 }, 'bob')).statusCode).toBe(403);
     expect(await rows()).toBe(0);
+  });
+});
+
+describe('the history routes\' input', () => {
+  const restore = (who: string | undefined, db: string, payload?: unknown) =>
+    app.inject({ method: 'POST', url: `/v1/databases/${db}/restore`, headers: who ? as(who) : {}, ...(payload === undefined ? {} : { payload: payload as object }) });
+
+  it('judges a body only after the key may restore the database: a stranger hears NOT_FOUND, a member NOT_PERMITTED, whatever they sent', async () => {
+    expect((await restore('oz', 'acme%2Fscout', { bogus: 1 })).json().error.code).toBe('NOT_FOUND');
+    expect((await restore('bob', 'acme%2Fscout', { bogus: 1 })).json().error.code).toBe('NOT_PERMITTED');
+    expect((await restore(undefined, 'acme%2Fscout', { bogus: 1 })).statusCode).toBe(401);
+    const bad = await restore('ada', 'acme%2Fscout', { at: [], bogus: 1 });
+    expect(bad.statusCode).toBe(400);
+    // Every issue named (up to five), and the history commands' hint, not the tool calls'.
+    expect(bad.json()).toEqual({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/Unrecognized key.*bogus/), hint: HISTORY_HINTS.INVALID_ARGUMENTS } });
+    expect(bad.json().error.message).toContain('at: ');
+  });
+
+  it('takes no body as an empty one, which the core then asks to name a time', async () => {
+    const none = await restore('ada', 'acme%2Fscout');
+    expect(none.statusCode).toBe(400);
+    expect(none.json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('give exactly one of a time') });
+  });
+
+  it('refuses an empty database id before anything reads it, with the history hint', async () => {
+    const empty = await app.inject({ method: 'GET', url: '/v1/databases//history', headers: as('ada') });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json()).toEqual({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('db: Too small'), hint: HISTORY_HINTS.INVALID_ARGUMENTS } });
   });
 });
 

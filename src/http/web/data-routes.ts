@@ -1,9 +1,10 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Member } from '../../registry/members.ts';
 import type { Envelope } from '../../contracts/envelope.ts';
-import { pageCursor, type PageArgs } from '../../contracts/browse.ts';
+import type { PageArgs } from '../../contracts/browse.ts';
 import { AgentDbError, type ErrorCode } from '../../errors.ts';
 import type { DataBrowser } from '../../shards/data-browser.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
@@ -13,6 +14,7 @@ import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
 import { html, type Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { HistoryPanel } from './history-routes.ts';
+import { decodeCursor } from './cursor-param.ts';
 import { errorPage } from './error-page.ts';
 import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
@@ -36,17 +38,6 @@ const gridQuery = z.object({
   p: z.coerce.number().int().min(1).optional(),
   total: z.coerce.number().int().min(0).optional(),
 });
-
-function cursorParam(text: string | undefined) {
-  if (text === undefined) return undefined;
-  try {
-    const parsed = pageCursor.safeParse(JSON.parse(Buffer.from(text, 'base64url').toString('utf8')));
-    if (parsed.success) return parsed.data;
-  } catch {
-    // answered below
-  }
-  throw new AgentDbError('INVALID_ARGUMENTS', 'the page link is damaged; start from the first page');
-}
 
 const frameOf = (request: FastifyRequest, title: string): PageFrame => ({ title, member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
 
@@ -85,16 +76,16 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     }
   });
 
-  app.get('/data/table', async (request, reply) => {
+  // `attachValidation`: a bad query is an error page like any other refusal here, not the API's JSON.
+  app.withTypeProvider<ZodTypeProvider>().get('/data/table', { schema: { querystring: gridQuery }, attachValidation: true }, async (request, reply) => {
     const frame = frameOf(request, 'Table');
     try {
       const member = memberOf(request);
-      const parsed = gridQuery.safeParse(request.query);
-      if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', `${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
-      const q = parsed.data;
+      if (request.validationError) throw request.validationError;
+      const q = request.query;
       const db = ownDatabase(member, q.db);
-      const after = cursorParam(q.after);
-      const before = cursorParam(q.before);
+      const after = decodeCursor(q.after);
+      const before = decodeCursor(q.before);
       const fresh = !after && !before;
       const args: PageArgs = {
         table: q.table,

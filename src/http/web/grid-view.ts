@@ -1,5 +1,6 @@
 import type { GridCell, GridPage } from '../../contracts/browse.ts';
 import { html, type Html } from './html.ts';
+import { encodeCursor } from './cursor-param.ts';
 import { dbHref, exportHref, tableHref } from './data-views.ts';
 
 /** Page sizes offered. */
@@ -16,9 +17,6 @@ export interface GridQuery {
   p?: number;
   total?: number;
 }
-
-/** A cursor as a URL parameter. */
-export const encodeCursor = (c: unknown) => Buffer.from(JSON.stringify(c)).toString('base64url');
 
 function cellHtml(c: GridCell): Html {
   if (c === null) return html`<td class="null">NULL</td>`;
