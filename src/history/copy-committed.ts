@@ -18,7 +18,7 @@ export interface Stamp {
   answered?: Answered;
   /** Before a close: another connection's commits mean a gap only with the WAL empty (see `copyBeforeClose`). */
   emptyOnly?: boolean;
-  /** Commits answered whose copy failed, by commit frame (see {@link lateAnswers}). */
+  /** Commits answered whose copy failed, by commit frame (see `lateAnswers` in late-answers.ts). */
   late?: Map<number, Answered>;
 }
 
