@@ -28,7 +28,9 @@ import { databasePath } from '../src/contracts/database-id.ts';
 import type { DbTarget } from '../src/executor/executor-protocol.ts';
 import { HandleCache } from '../src/sqlite/handle-cache.ts';
 import { HistoryCapture } from '../src/history/handle-capture.ts';
-import { restoreInPlace, restoreInto, snapshotNow } from '../src/history/restore-requests.ts';
+import { restoreInPlace } from '../src/history/restore-requests.ts';
+import { restoreInto } from '../src/history/restore-into.ts';
+import { snapshotNow } from '../src/history/snapshot-now.ts';
 import { PLAN_LIMITS } from '../src/policy/plan-limits.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 

@@ -1,3 +1,7 @@
+// One file on purpose, past 300 lines: the environment's schema (one entry per variable), the
+// frozen Config it becomes and loadConfig mapping one to the other change together, since every
+// new variable touches all three; config is read through this file alone (issue 26).
+
 import os from 'node:os';
 import path from 'node:path';
 import cronParser from 'cron-parser';

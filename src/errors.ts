@@ -1,3 +1,7 @@
+// One file on purpose, past 300 lines: the registry is one table (ERRORS, two thirds of it),
+// and what follows it (ErrorCode, errorBody, AgentDbError, codeOf) is how every layer reads that
+// table. Apart, the table and its readers would only import each other (issue 26).
+
 /**
  * The one registry of agentdb error codes.
  *

@@ -11,7 +11,9 @@ import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage, csvChunk } from '../sqlite/sqlite-browse.ts';
 import { ResultSpill, spillDir } from '../sqlite/result-spill.ts';
 import type { HistoryCapture } from '../history/handle-capture.ts';
-import { restoreInPlace, restoreInto, snapshotNow } from '../history/restore-requests.ts';
+import { restoreInPlace } from '../history/restore-requests.ts';
+import { restoreInto } from '../history/restore-into.ts';
+import { snapshotNow } from '../history/snapshot-now.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,

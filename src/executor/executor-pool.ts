@@ -1,3 +1,9 @@
+// One file on purpose, past 300 lines: ExecutorPool is one scheduler (which database's line runs
+// on which child, when a line gives its child up, each workspace's share, a database closed in
+// every child before a restore), and every method reads and changes the same lines and slots.
+// What stands apart already has a file: database-lines.ts, workspace-usage.ts, spare-child.ts,
+// executor-status.ts (issue 26).
+
 import type { ErrorCode } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import { DatabaseLines, type Line } from './database-lines.ts';

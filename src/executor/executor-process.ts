@@ -1,3 +1,8 @@
+// One file on purpose, past 300 lines: ExecutorProcess is one slot's life (send, deadline, kill,
+// death, a write answered by its record, respawn), each step reading and changing the same
+// private state (sent, took, timer, child). What stands apart already has a file:
+// executor-spawn.ts, executor-status.ts, handle-mirror.ts (issue 26).
+
 import type { ChildProcess } from 'node:child_process';
 import type { ErrorCode } from '../errors.ts';
 import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest, RecordedOutcome } from './executor-protocol.ts';

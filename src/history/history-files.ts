@@ -27,6 +27,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { readJson } from './json-file.ts';
+
+// Re-exported for the modules that imported them from here before they had a file of their own
+// (issue 26 moved them without touching those imports); new code imports json-file.ts.
+export { readJson, writeJsonAtomic } from './json-file.ts';
 
 /** The folder under AGENTDB_DATA_DIR that holds every database's history. */
 export const HISTORY_ROOT = 'history';
@@ -276,33 +281,6 @@ export function listUndoPoints(dir: string): UndoPoint[] {
 /** The file of one undo point. */
 export function undoPath(dir: string, undoId: string): string {
   return path.join(dir, UNDO_DIR, `${undoId}.json`);
-}
-
-/**
- * Writes `data` as JSON to `file` through a temporary name in the same folder, synced before
- * the rename, so readers never see half of it and a crash leaves the old file or the new one
- * (`sync: false`: a crash may leave the old one even after it returned).
- */
-export function writeJsonAtomic(file: string, data: unknown, opts: { sync?: boolean } = {}): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, JSON.stringify(data));
-    if (opts.sync !== false) fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-}
-
-/** The parsed JSON in `file`, or undefined when it is missing or unreadable. */
-export function readJson<T>(file: string): T | undefined {
-  try {
-    return JSON.parse(fs.readFileSync(file, 'utf8')) as T;
-  } catch {
-    return undefined;
-  }
 }
 
 function readDirNames(dir: string): string[] {

@@ -1,22 +1,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
-import { foreseeHeader, type Rebuilt } from './adopt-rebuilt.ts';
-import { capture, capturedPosition, forgetCapture } from './capture.ts';
-import { historyDir, listGenerations, listSegments, localSource, readJson, segmentName, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
+import { capturedPosition, forgetCapture } from './capture.ts';
+import { historyDir, listGenerations, listSegments, localSource, readJson, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
 import { readCommits } from './segment-index.ts';
-import { activeReaders, withReader } from './reader-markers.ts';
+import { withReader } from './reader-markers.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
 import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from './restore-engine.ts';
 import { verifyIntegrity } from './integrity.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
-import { dataVersion, startGeneration, syncDir, syncFile, type Follows } from './snapshot.ts';
-import { swapIn } from './swap-in.ts';
+import { syncDir, syncFile } from './snapshot.ts';
 import { sharedNote } from '../contracts/database-id.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
-import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
+import type { HandleCache } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
-import { audit, auditInto, closedEverywhere, newUndoId, type RestoreActor } from './restore-audit.ts';
+import { auditInto, closedEverywhere, newUndoId, type RestoreActor } from './restore-audit.ts';
+import { throughSqlite } from './restore-through-sqlite.ts';
 import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-within-generation.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -56,8 +55,6 @@ export interface RestoreIntoRequest { op: 'restoreInto'; db: DbTarget; source: s
 export interface SnapshotRequest { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
 
 type RestoreReq = RestoreInPlaceRequest;
-type IntoReq = RestoreIntoRequest;
-type SnapshotReq = SnapshotRequest;
 
 /** The steps of a restore in place, in order, as {@link RestoreHooks.step} names them. */
 export type RestoreStep = 'rebuilt' | 'copied' | 'closed' | 'undo' | 'marked' | 'written' | 'audited' | 'renamed' | 'generation' | 'unmarked';
@@ -188,11 +185,11 @@ function finishedUnder(hdir: string, undoId: string): void {
 }
 
 /** The name of the restored copy beside the live file, before it is renamed over it: `<db>.restore-<pid>.tmp`. */
-const NEXT_SUFFIX = '.restore-';
+export const NEXT_SUFFIX = '.restore-';
 
 
 /** Removes what a restore of this database that crashed left: its rebuilt file and its copy. */
-function removeLeftovers(hdir: string, dbPath: string): void {
+export function removeLeftovers(hdir: string, dbPath: string): void {
   const rm = (dir: string, match: (name: string) => boolean) => {
     let names: string[] = [];
     try {
@@ -208,177 +205,16 @@ function removeLeftovers(hdir: string, dbPath: string): void {
 }
 
 /**
- * The restore in place when another connection has the live file open: the rebuilt pages are
- * copied over the live database with SQLite's backup API, as one commit (which other
- * connections see like any other), and a new generation begun from the rebuilt file.
- */
-function throughSqlite(handles: HandleCache, history: HistoryCapture, req: RestoreReq, tmp: string, point: UndoPoint, hdir: string, source: ReturnType<typeof localSource>, reused: boolean): void {
-  const live = handles.open(req.db, 'write');
-  history.run(live, req.db);
-  // Captured up to the last commit and checkpointed (capture's own rule: only once all is
-  // copied), or with an empty WAL, the live header is in the file: the one the swap leaves can be
-  // foreseen, and the new snapshot hashed on the other core while SQLite copies it in.
-  const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
-  const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
-  const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
-  point.position = capturedPosition(req.db.path, source) ?? point.position;
-  if (!reused) writeJsonAtomic(undoPath(hdir, point.id), point);
-  const leaving = path.join(source.generationsDir, point.position.generation);
-  markRestoreLeaving(leaving);
-  try {
-    swapIn(tmp, req.db.path);
-  } catch (err) {
-    // The backup is one transaction: nothing changed, so there is nothing to undo either.
-    if (!reused) fs.rmSync(undoPath(hdir, point.id), { force: true });
-    unmarkRestoreLeaving(leaving);
-    throw err;
-  }
-  // The old generation ends at the undo point: the restore's 100 MB commit is no history, the
-  // new generation begins from its result (the rebuilt file itself, checkpointed in). Until it
-  // exists the mark above keeps capture from taking the live file as the old one.
-  newGeneration(live, req.db.path, source, { file: tmp, foreseen });
-  unmarkRestoreLeaving(leaving);
-  // Everything this child kept about the handle (prepared statements, tables known to exist,
-  // the schema) belongs to the state before: close it (nothing is left to capture).
-  handles.evict(req.db.path);
-}
-
-
-/**
  * The restored file checked (`PRAGMA quick_check`, removed when it fails) and synced before
  * anything takes it for a database; not checked when `sound` (see `Rebuilt.sound`).
  */
-function checkAndSync(file: string, sound: boolean): void {
+export function checkAndSync(file: string, sound: boolean): void {
   if (!sound) verifyIntegrity(file);
   syncFile(file);
 }
 
-/**
- * Creates a new database from another one's history (`agentdb restore DB --at T --into NEW`).
- * Runs on the new database's line; reads the source's history files, which capture only
- * appends to.
- */
-export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
-  const exists = fs.existsSync(req.db.path) ? `database ${req.db.id} already exists; restore into a new name` : undefined;
-  // A dry run previews the moment anyway and says the restore itself would be refused, as
-  // `--from-blob --dry-run` does.
-  if (exists && !req.dryRun) throw new AgentDbError('DATABASE_EXISTS', exists);
-  const source = localSource(dataDir, req.source);
-  if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
-  if (req.from) settle(handles, history, req.from);
-  return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
-    const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
-    if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}) });
-    fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
-    const forkSource = localSource(dataDir, req.db.id);
-    removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
-    const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
-    let prepared: PreparedGeneration | undefined;
-    try {
-      const built = rebuild(plan, next, { flushAsWritten: true });
-      checkAndSync(next, built.sound);
-      // Its history's first generation: the source's snapshot linked, with what the restore
-      // wrote on top of it (see `linked-generation.ts`).
-      prepared = prepareGeneration(forkSource, plan, next, built.written);
-      hooks.step?.('copied');
-      // Begun by a restore (a fork), whatever the name held before.
-      const reason = 'restore';
-      // The database first, then its history: a crash in between leaves a database whose next
-      // open snapshots it (as for any database without history), never history without one.
-      // A link never replaces (a rename would): a database created under the name meanwhile,
-      // past the check above, is left alone.
-      try {
-        fs.linkSync(next, req.db.path);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${req.db.id} was created while it was being restored into; nothing was changed`);
-        throw err;
-      }
-      // The second name goes before the seal is written: removing a link moves the file's change time.
-      fs.rmSync(next, { force: true });
-      syncDir(path.dirname(req.db.path));
-      hooks.step?.('renamed');
-      publishGeneration(prepared, req.db.path, reason, Date.now());
-      prepared = undefined;
-      forgetCapture(req.db.path);
-      hooks.step?.('generation');
-    } finally {
-      discardGeneration(prepared);
-      fs.rmSync(next, { force: true });
-    }
-    // Opening it finds its history begun (sealed for this file): the audit row is its first commit.
-    const db = handles.open(req.db, 'write');
-    audit(db, req.by, `${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
-    history.run(db, req.db);
-    return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
-  });
-}
-
-/** A nightly (or operator's) snapshot: a new generation, when anything was committed since the last. */
-export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataDir: string, req: SnapshotReq): { snapshot?: string } {
-  const db = handles.open(req.db, 'read');
-  if (handles.isPlaceholder(db)) return {};
-  history.run(db, req.db);
-  const source = localSource(dataDir, req.db.id);
-  const pos = capturedPosition(req.db.path, source);
-  // Nothing committed since the generation's snapshot: no segment yet, or only an empty first one.
-  if (!pos || pos.segment === '' || (pos.frames === 0 && pos.segment === segmentName(1))) return {};
-  // Nor since a restore began it: its base commit is its starting state, not a change.
-  const base = listGenerations(source).at(-1)?.snapshot?.base;
-  if (base && pos.segment === base.segment && pos.frames === base.frames) return {};
-  // A restore reading this history would see its generation end under it: leave it for tonight.
-  if (activeReaders(historyDir(dataDir, req.db.id)).length) return {};
-  // Every frame copied and checkpointed first, so the new generation is known to continue this
-  // one exactly. Another connection committing from here on (an outside program) is caught under
-  // the snapshot's write lock by the data version, and the snapshot then follows nothing.
-  // A copy that fails (a full disk) ends the snapshot: the snapshot's checkpoint would fold the
-  // frames it could not copy into the file, and the moments they were committed at would be
-  // lost to history (issue 25). They stay in the WAL for the next copy.
-  let follows: Follows | undefined;
-  const version = dataVersion(db);
-  const done = capture(db, req.db.path, { source, checkpointBytes: 0 });
-  const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
-  const position = capturedPosition(req.db.path, source);
-  if (!done.generation && (done.checkpointed || walEmpty) && position) follows = { position, dataVersion: version };
-  const meta = startGeneration(db, req.db.path, source, req.reason, Date.now(), undefined, follows);
-  forgetCapture(req.db.path);
-  return { snapshot: meta.id };
-}
-
-/**
- * Waits for a copy of the database's last answered write (another child may hold its write lock
- * for it: a write is answered before its copy) and copies what its WAL still holds, so its
- * history has every write answered before. Not kept open when it was not: it may be another
- * shard's, and this worker evicts only its own.
- */
-function settle(handles: HandleCache, history: HistoryCapture, db: HandleTarget): void {
-  if (!fs.existsSync(db.path)) return;
-  const wasOpen = handles.isOpen(db.path);
-  const live = handles.open(db, 'read');
-  if (wasOpen) history.run(live, db);
-  // Opened here, it was captured on opening; its close copies once more.
-  else handles.evict(db.path);
-}
-
-/**
- * The generation a restore in place begins, from `rebuilt`, the file it copied in. Should that
- * fail (another connection kept the checkpoint from completing), the restore's commit is
- * captured like any other and the live file copied, as for a nightly snapshot; failing that
- * too, the old generation keeps its mark and the next capture begins one (a gap).
- */
-function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>, rebuilt: Rebuilt): void {
-  try {
-    startGeneration(db, dbPath, source, 'restore', Date.now(), rebuilt);
-  } catch {
-    forgetCapture(dbPath);
-    capture(db, dbPath, { source, checkpointBytes: Number.MAX_SAFE_INTEGER });
-    startGeneration(db, dbPath, source, 'restore', Date.now());
-  } finally {
-    forgetCapture(dbPath);
-  }
-}
-
 /** The moment asked for, checked against the window: not in the future, not past the retention. */
-function checkedMoment(at: number | undefined, retentionDays: number): number {
+export function checkedMoment(at: number | undefined, retentionDays: number): number {
   if (at === undefined || !Number.isFinite(at)) throw new AgentDbError('INVALID_ARGUMENTS', 'a restore needs a time (--at) or an undo id (--undo)');
   const now = Date.now();
   if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
@@ -388,7 +224,7 @@ function checkedMoment(at: number | undefined, retentionDays: number): number {
   return at;
 }
 
-function result(database: string, plan: RestorePlan, restoredTo: number, dryRun: boolean, extra: Partial<RestoreResult>): RestoreResult {
+export function result(database: string, plan: RestorePlan, restoredTo: number, dryRun: boolean, extra: Partial<RestoreResult>): RestoreResult {
   return {
     database,
     restoredTo: new Date(restoredTo).toISOString(),

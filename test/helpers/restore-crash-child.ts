@@ -8,7 +8,8 @@
 import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
-import { restoreInPlace, restoreInto, type RestoreStep } from '../../src/history/restore-requests.ts';
+import { restoreInPlace, type RestoreStep } from '../../src/history/restore-requests.ts';
+import { restoreInto } from '../../src/history/restore-into.ts';
 
 const { dataDir, db, at, step, into } = JSON.parse(process.argv[2]!) as { dataDir: string; db: DbTarget; at: number; step: RestoreStep; into?: DbTarget };
 const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });

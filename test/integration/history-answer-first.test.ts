@@ -18,7 +18,7 @@ import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
 import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
-import { restoreInto } from '../../src/history/restore-requests.ts';
+import { restoreInto } from '../../src/history/restore-into.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 

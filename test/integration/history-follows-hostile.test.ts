@@ -8,7 +8,7 @@ import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
-import { snapshotNow } from '../../src/history/restore-requests.ts';
+import { snapshotNow } from '../../src/history/snapshot-now.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 

@@ -14,7 +14,9 @@ import { sha256File } from '../../src/history/snapshot.ts';
 import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
-import { restoreInPlace, restoreInto, snapshotNow, type RestoreHooks } from '../../src/history/restore-requests.ts';
+import { restoreInPlace, type RestoreHooks } from '../../src/history/restore-requests.ts';
+import { restoreInto } from '../../src/history/restore-into.ts';
+import { snapshotNow } from '../../src/history/snapshot-now.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 

@@ -1,0 +1,131 @@
+import fs from 'node:fs';
+import type { Answered } from './answered-commits.ts';
+import { closeSegment, segmentFds, type State } from './capture-state.ts';
+import type { CommitRecord, SegmentHeader } from './history-files.ts';
+import { checkFrame, frameBytes } from './wal-format.ts';
+
+// Capture's copy of committed frames from the live WAL into the current segment's data file,
+// each commit stamped with its time: the loop every commit's capture runs (see `copyNew`).
+
+/**
+ * What one capture goes by besides the files: the time it gives the commits it copies, the record
+ * of a commit answered before a kill stopped its copy, and whether it runs before a close.
+ */
+export interface Stamp {
+  now: number;
+  /** Look for a commit answered before a kill stopped its copy (`readAnswered`). */
+  recover: boolean;
+  answered?: Answered;
+  /** Before a close: another connection's commits mean a gap only with the WAL empty (see `copyBeforeClose`). */
+  emptyOnly?: boolean;
+  /** Commits answered whose copy failed, by commit frame (see `lateAnswers` in late-answers.ts). */
+  late?: Map<number, Answered>;
+}
+
+/**
+ * Frames read by the first system call of a scan: one more than the segment's last commit took
+ * (the next commit is most often alike, and one frame more tells where it ends), doubling up to
+ * the most. Reading four frames for a commit of one was a tenth of a capture's time.
+ */
+const FIRST_CHUNK_FRAMES = 4;
+const MAX_CHUNK_FRAMES = 256;
+
+/**
+ * Copies the valid frames of the live WAL from `start` up to its last commit frame into the
+ * segment's data file at the same offsets, checked against the chain, read in chunks until a
+ * frame does not belong (the end of this WAL's valid frames: after a checkpoint SQLite writes
+ * over the old ones, which carry the old salts). Chunks are written as they are read, so one
+ * huge commit never sits whole in memory; frames past the last commit (a transaction still
+ * open) are cut off again at the end. A crash in between leaves frames past the index, which
+ * the next load cuts (`loadState`).
+ */
+export interface Copied {
+  lines: CommitRecord[];
+  bytes: number;
+  uncommitted: boolean;
+}
+
+export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, stamp: Stamp): Copied {
+  const fb = frameBytes(hdr.pageSize);
+  let c1 = seg.c1;
+  let c2 = seg.c2;
+  const lines: CommitRecord[] = [];
+  let frames = 0;
+  let committedFrames = 0;
+  let pos = start;
+  let out: number | undefined;
+  try {
+    for (let want = seg.lastCommitFrames ? Math.min(seg.lastCommitFrames + 1, MAX_CHUNK_FRAMES) : FIRST_CHUNK_FRAMES; ; want = Math.min(want * 2, MAX_CHUNK_FRAMES)) {
+      const buf = chunkBuffer(want * fb);
+      const got = fs.readSync(fd, buf, 0, buf.length, pos);
+      let valid = 0;
+      for (let at = 0; at + fb <= got; at += fb) {
+        const ok = checkFrame(hdr, buf, at, c1, c2);
+        if (!ok) break;
+        valid++;
+        frames++;
+        [c1, c2] = ok.c;
+        if (ok.frame.commit > 0) {
+          seg.lastCommitFrames = frames - committedFrames;
+          committedFrames = frames;
+          lines.push({ at: stamp.now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });
+          const ans = stamp.answered;
+          if (ans && ans.frame === seg.frames + frames && ans.c1 === c1 && ans.c2 === c2 && ans.salt1 === hdr.salt1 && ans.salt2 === hdr.salt2) {
+            // The commit answered before a kill stopped its copy, and any found before it: they
+            // took place by the time it was answered.
+            for (const line of lines) line.at = Math.min(line.at, ans.at);
+            stamp.answered = undefined;
+          }
+          const late = stamp.late?.get(seg.frames + frames);
+          if (late && late.c1 === c1 && late.c2 === c2 && late.salt1 === hdr.salt1 && late.salt2 === hdr.salt2) {
+            for (const line of lines) line.at = Math.min(line.at, late.at);
+          }
+        }
+      }
+      if (valid > 0) {
+        out ??= segmentFds(seg).data;
+        writeAll(out, buf, valid * fb, pos);
+      }
+      if (valid < want) break;
+      pos += got;
+    }
+    // Keep only up to the last commit frame: frames of a transaction still open are not history.
+    if (out !== undefined && committedFrames < frames) fs.ftruncateSync(out, start + committedFrames * fb);
+  } catch (err) {
+    // A write that failed part-way (a full disk) leaves the segment as it was: cut back to the
+    // last frame it held, or a torn frame would sit inside the segment, failing its checksum at
+    // every restore past it, once a later copy appended behind it (issue 25). Cutting frees
+    // space; it needs none.
+    if (out !== undefined) fs.ftruncateSync(out, start);
+    // The segment's state is unknown after a failed write: the next capture opens it afresh.
+    closeSegment(seg);
+    throw err;
+  }
+  return { lines, bytes: committedFrames * fb, uncommitted: frames > committedFrames };
+}
+
+/**
+ * Writes `bytes` of `buf` at `pos`, all of them or an error: `fs.writeSync` returns what one
+ * write(2) took, which on a nearly full disk is less than asked, silently.
+ */
+function writeAll(fd: number, buf: Buffer, bytes: number, pos: number): void {
+  let done = 0;
+  while (done < bytes) {
+    const n = fs.writeSync(fd, buf, done, bytes - done, pos + done);
+    if (n <= 0) throw Object.assign(new Error(`history segment: wrote ${done} of ${bytes} bytes (disk full?)`), { code: 'ENOSPC' });
+    done += n;
+  }
+}
+
+/**
+ * The buffer a scan reads frames into, kept between captures: a fresh 16 KB allocation on each
+ * commit showed in a capture's profile. Nothing keeps a view of it past the scan.
+ */
+let chunk = Buffer.alloc(0);
+const KEPT_CHUNK_BYTES = 1024 * 1024;
+function chunkBuffer(bytes: number): Buffer {
+  // A big commit's larger chunks are allocated for it alone, not kept for the process's life.
+  if (bytes > KEPT_CHUNK_BYTES) return Buffer.allocUnsafe(bytes);
+  if (chunk.length < bytes) chunk = Buffer.allocUnsafe(KEPT_CHUNK_BYTES);
+  return chunk.subarray(0, bytes);
+}

@@ -1,0 +1,88 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { AgentDbError } from '../errors.ts';
+import { forgetCapture } from './capture.ts';
+import { historyDir, localSource } from './history-files.ts';
+import { withReader } from './reader-markers.ts';
+import { discardGeneration, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
+import { planRestore, rebuild } from './restore-engine.ts';
+import { checkAndSync, checkedMoment, NEXT_SUFFIX, removeLeftovers, result, type RestoreHooks, type RestoreIntoRequest as IntoReq, type RestoreResult } from './restore-requests.ts';
+import { syncDir } from './snapshot.ts';
+import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
+import type { HistoryCapture } from './handle-capture.ts';
+import { audit } from './restore-audit.ts';
+
+/**
+ * Creates a new database from another one's history (`agentdb restore DB --at T --into NEW`).
+ * Runs on the new database's line; reads the source's history files, which capture only
+ * appends to.
+ */
+export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
+  const exists = fs.existsSync(req.db.path) ? `database ${req.db.id} already exists; restore into a new name` : undefined;
+  // A dry run previews the moment anyway and says the restore itself would be refused, as
+  // `--from-blob --dry-run` does.
+  if (exists && !req.dryRun) throw new AgentDbError('DATABASE_EXISTS', exists);
+  const source = localSource(dataDir, req.source);
+  if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
+  if (req.from) settle(handles, history, req.from);
+  return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
+    const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
+    if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}) });
+    fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
+    const forkSource = localSource(dataDir, req.db.id);
+    removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
+    const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
+    let prepared: PreparedGeneration | undefined;
+    try {
+      const built = rebuild(plan, next, { flushAsWritten: true });
+      checkAndSync(next, built.sound);
+      // Its history's first generation: the source's snapshot linked, with what the restore
+      // wrote on top of it (see `linked-generation.ts`).
+      prepared = prepareGeneration(forkSource, plan, next, built.written);
+      hooks.step?.('copied');
+      // Begun by a restore (a fork), whatever the name held before.
+      const reason = 'restore';
+      // The database first, then its history: a crash in between leaves a database whose next
+      // open snapshots it (as for any database without history), never history without one.
+      // A link never replaces (a rename would): a database created under the name meanwhile,
+      // past the check above, is left alone.
+      try {
+        fs.linkSync(next, req.db.path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${req.db.id} was created while it was being restored into; nothing was changed`);
+        throw err;
+      }
+      // The second name goes before the seal is written: removing a link moves the file's change time.
+      fs.rmSync(next, { force: true });
+      syncDir(path.dirname(req.db.path));
+      hooks.step?.('renamed');
+      publishGeneration(prepared, req.db.path, reason, Date.now());
+      prepared = undefined;
+      forgetCapture(req.db.path);
+      hooks.step?.('generation');
+    } finally {
+      discardGeneration(prepared);
+      fs.rmSync(next, { force: true });
+    }
+    // Opening it finds its history begun (sealed for this file): the audit row is its first commit.
+    const db = handles.open(req.db, 'write');
+    audit(db, req.by, `${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
+    history.run(db, req.db);
+    return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
+  });
+}
+
+/**
+ * Waits for a copy of the database's last answered write (another child may hold its write lock
+ * for it: a write is answered before its copy) and copies what its WAL still holds, so its
+ * history has every write answered before. Not kept open when it was not: it may be another
+ * shard's, and this worker evicts only its own.
+ */
+function settle(handles: HandleCache, history: HistoryCapture, db: HandleTarget): void {
+  if (!fs.existsSync(db.path)) return;
+  const wasOpen = handles.isOpen(db.path);
+  const live = handles.open(db, 'read');
+  if (wasOpen) history.run(live, db);
+  // Opened here, it was captured on opening; its close copies once more.
+  else handles.evict(db.path);
+}

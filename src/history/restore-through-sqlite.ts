@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { foreseeHeader, type Rebuilt } from './adopt-rebuilt.ts';
+import { capture, capturedPosition, forgetCapture } from './capture.ts';
+import { localSource, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
+import type { RestoreInPlaceRequest as RestoreReq } from './restore-requests.ts';
+import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
+import { startGeneration } from './snapshot.ts';
+import { swapIn } from './swap-in.ts';
+import type { HandleCache } from '../sqlite/handle-cache.ts';
+import type { HistoryCapture } from './handle-capture.ts';
+
+/**
+ * The restore in place when another connection has the live file open: the rebuilt pages are
+ * copied over the live database with SQLite's backup API, as one commit (which other
+ * connections see like any other), and a new generation begun from the rebuilt file.
+ */
+export function throughSqlite(handles: HandleCache, history: HistoryCapture, req: RestoreReq, tmp: string, point: UndoPoint, hdir: string, source: ReturnType<typeof localSource>, reused: boolean): void {
+  const live = handles.open(req.db, 'write');
+  history.run(live, req.db);
+  // Captured up to the last commit and checkpointed (capture's own rule: only once all is
+  // copied), or with an empty WAL, the live header is in the file: the one the swap leaves can be
+  // foreseen, and the new snapshot hashed on the other core while SQLite copies it in.
+  const ready = capture(live, req.db.path, { source, checkpointBytes: 0 });
+  const walEmpty = (fs.statSync(`${req.db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
+  const foreseen = ready.checkpointed || walEmpty ? foreseeHeader(live, req.db.path, tmp) : undefined;
+  point.position = capturedPosition(req.db.path, source) ?? point.position;
+  if (!reused) writeJsonAtomic(undoPath(hdir, point.id), point);
+  const leaving = path.join(source.generationsDir, point.position.generation);
+  markRestoreLeaving(leaving);
+  try {
+    swapIn(tmp, req.db.path);
+  } catch (err) {
+    // The backup is one transaction: nothing changed, so there is nothing to undo either.
+    if (!reused) fs.rmSync(undoPath(hdir, point.id), { force: true });
+    unmarkRestoreLeaving(leaving);
+    throw err;
+  }
+  // The old generation ends at the undo point: the restore's 100 MB commit is no history, the
+  // new generation begins from its result (the rebuilt file itself, checkpointed in). Until it
+  // exists the mark above keeps capture from taking the live file as the old one.
+  newGeneration(live, req.db.path, source, { file: tmp, foreseen });
+  unmarkRestoreLeaving(leaving);
+  // Everything this child kept about the handle (prepared statements, tables known to exist,
+  // the schema) belongs to the state before: close it (nothing is left to capture).
+  handles.evict(req.db.path);
+}
+
+/**
+ * The generation a restore in place begins, from `rebuilt`, the file it copied in. Should that
+ * fail (another connection kept the checkpoint from completing), the restore's commit is
+ * captured like any other and the live file copied, as for a nightly snapshot; failing that
+ * too, the old generation keeps its mark and the next capture begins one (a gap).
+ */
+function newGeneration(db: Parameters<typeof startGeneration>[0], dbPath: string, source: ReturnType<typeof localSource>, rebuilt: Rebuilt): void {
+  try {
+    startGeneration(db, dbPath, source, 'restore', Date.now(), rebuilt);
+  } catch {
+    forgetCapture(dbPath);
+    capture(db, dbPath, { source, checkpointBytes: Number.MAX_SAFE_INTEGER });
+    startGeneration(db, dbPath, source, 'restore', Date.now());
+  } finally {
+    forgetCapture(dbPath);
+  }
+}
