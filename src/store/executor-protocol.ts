@@ -160,6 +160,11 @@ export interface HistoryOptions {
   retentionDays: number;
   /** A database's history quota in bytes (HISTORY_MAX_BYTES_PER_DB); absent or 0: 10× the plan's database size. */
   maxBytesPerDb?: number;
+  /**
+   * How far a database's WAL may run ahead of a failing history before writes answer
+   * STORAGE_FULL (HISTORY_MAX_BEHIND_BYTES); absent: 64 MiB.
+   */
+  maxBehindBytes?: number;
 }
 
 /** Who asked for a restore, as the database's audit keeps it. */
