@@ -118,6 +118,11 @@ const envSchema = z.object({
   HISTORY_CHECKPOINT_BYTES: int(4096, 1024 * 1024 * 1024, 4 * 1024 * 1024),
   /** A database's history quota in bytes; 0: ten times its plan's database size. */
   HISTORY_MAX_BYTES_PER_DB: int(0, Number.MAX_SAFE_INTEGER, 0),
+  /**
+   * How far a database's WAL may run ahead of a history whose copies fail before its writes
+   * answer STORAGE_FULL (its commits stay in the WAL, never checkpointed before they are copied).
+   */
+  HISTORY_MAX_BEHIND_BYTES: int(64 * 1024, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
   /** When each database with commits since its last snapshot gets a new one (cron, in SCHEDULE_TZ). */
   HISTORY_SNAPSHOT_CRON: z
     .string()
@@ -218,7 +223,7 @@ export interface Config {
   readonly backupCron: string;
   readonly backupTz: string;
   /** Capture on: what executor children are started with; undefined with HISTORY_CAPTURE=off. */
-  readonly history?: { readonly checkpointBytes: number; readonly retentionDays: number };
+  readonly history?: { readonly checkpointBytes: number; readonly retentionDays: number; readonly maxBytesPerDb: number; readonly maxBehindBytes: number };
   readonly historyRetentionDays: number;
   readonly historySnapshotCron: string;
   readonly historyPruneCron: string;
@@ -297,7 +302,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     blob: blobConfig(e),
     backupCron: e.BACKUP_CRON,
     backupTz: e.BACKUP_TZ,
-    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS, maxBytesPerDb: e.HISTORY_MAX_BYTES_PER_DB }) } : {}),
+    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS, maxBytesPerDb: e.HISTORY_MAX_BYTES_PER_DB, maxBehindBytes: e.HISTORY_MAX_BEHIND_BYTES }) } : {}),
     historyRetentionDays: e.HISTORY_RETENTION_DAYS,
     historySnapshotCron: e.HISTORY_SNAPSHOT_CRON,
     historyPruneCron: e.HISTORY_PRUNE_CRON,

@@ -3,7 +3,7 @@ import { isInside } from '../contracts/database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError, write } from '../sqlite/sqlite-ops.ts';
-import { fullCause } from '../sqlite/sqlite-errors.ts';
+import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
 import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
 import { committedCall, effectDigest } from '../sqlite/call-record.ts';
@@ -95,7 +95,11 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     // Only a write can meet the plan's size limit; any other SQLITE_FULL is the disk (a read's
     // temporary files, a handle's -shm).
     const grows = req.op === 'write' || req.op === 'drop' || req.op === 'audit';
-    const error = toOpError(err, () => (grows ? fullCause(handles.isOpen(req.db.path) ? handles.open(req.db, 'read') : undefined, req.db.path) : 'STORAGE_FULL'));
+    const error = toOpError(
+      err,
+      () => (grows ? fullCause(handles.isOpen(req.db.path) ? handles.open(req.db, 'read') : undefined, req.db.path) : 'STORAGE_FULL'),
+      () => 'db' in req && diskIsFull(req.db.path),
+    );
     // A handle that met corruption is not reused: the next call reopens (and re-checks) the file.
     if (error.code === 'DATABASE_CORRUPT' && 'db' in req) {
       try {

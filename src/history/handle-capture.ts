@@ -15,6 +15,11 @@ export interface HistoryOptions {
   retentionDays: number;
   /** A database's history quota in bytes (HISTORY_MAX_BYTES_PER_DB); absent or 0: 10× the plan's database size. */
   maxBytesPerDb?: number;
+  /**
+   * How far a database's WAL may run ahead of a failing history before writes answer
+   * STORAGE_FULL (HISTORY_MAX_BEHIND_BYTES); absent: 64 MiB.
+   */
+  maxBehindBytes?: number;
 }
 
 /**
@@ -149,8 +154,9 @@ export class HistoryCapture {
   checkBacklog(target: HandleTarget): void {
     if (!this.behind.has(target.path)) return;
     const wal = fs.statSync(`${target.path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
-    if (wal >= MAX_UNCAPTURED_WAL_BYTES) {
-      throw new AgentDbError('STORAGE_FULL', `the history of ${target.id} cannot be written (its last copy failed) and its WAL already holds ${wal} bytes waiting to be copied`);
+    const bound = this.opts.maxBehindBytes ?? MAX_UNCAPTURED_WAL_BYTES;
+    if (wal >= bound) {
+      throw new AgentDbError('STORAGE_FULL', `the history of ${target.id} cannot be written (its last copy failed) and its WAL already holds ${wal} bytes waiting to be copied (HISTORY_MAX_BEHIND_BYTES: ${bound})`);
     }
   }
 
@@ -170,7 +176,7 @@ const MAX_PLACES = 4096;
 
 /**
  * How far a database's WAL may run ahead of a failing history before writes are refused
- * (STORAGE_FULL): 64 MiB, a few checkpoints' worth at the default HISTORY_CHECKPOINT_BYTES. On a
+ * (STORAGE_FULL), unless HISTORY_MAX_BEHIND_BYTES says otherwise: 64 MiB, a few checkpoints' worth at the default HISTORY_CHECKPOINT_BYTES. On a
  * full disk the WAL cannot grow either and writes fail sooner; this bounds a copy that fails for
  * any other reason.
  */

@@ -24,6 +24,14 @@ export interface McpServerDeps {
   principalNow?: () => Promise<Principal | undefined>;
 }
 
+/**
+ * The `_meta` key of `tools/call` params under which an MCP client names its own call id (the
+ * spec's `_meta` takes prefixed keys for an implementation's own use). With it, a call is the
+ * caller's idempotency key as on every other surface: sent again, the same call answers the
+ * first one's outcome; another call under the id answers IDEMPOTENCY_CONFLICT.
+ */
+export const CALL_ID_META = 'agentdb/callId';
+
 /** The answer to any request once the key no longer works. */
 const keyGone = () => new McpError(-32001, 'Unauthorized: the key is no longer an active agent or member key.');
 
@@ -45,7 +53,11 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
 
   type CallToolHandler = Parameters<typeof server.setRequestHandler<typeof CallToolRequestSchema>>[1];
   const callTool: CallToolHandler = async (request) => {
-    const { name, arguments: args } = request.params;
+    const { name, arguments: args, _meta: meta } = request.params;
+    const callId = meta?.[CALL_ID_META];
+    if (callId !== undefined && typeof callId !== 'string') {
+      return toolResult(errorEnvelope('', name, 'INVALID_ARGUMENTS', `_meta["${CALL_ID_META}"] must be a string (the call id), got ${JSON.stringify(callId)}.`));
+    }
     let principal: Principal;
     try {
       principal = await current();
@@ -58,12 +70,12 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       return toolResult(errorEnvelope('', name, 'UNKNOWN_TOOL', `"${name}" is not a tool on this endpoint.`));
     }
     try {
-      const answer = await deps.calls.call(principal, { tool: name, arguments: args ?? {} }, { wait: true, maxWaitMs: deps.approvalWaitMs });
+      const answer = await deps.calls.call(principal, { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) }, { wait: true, maxWaitMs: deps.approvalWaitMs });
       return toolResult(answer);
     } catch (err) {
       // A fault (Redis down): the client gets a coded error, the log gets the cause.
       deps.onFault?.(err);
-      return toolResult(errorEnvelope('', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
+      return toolResult(errorEnvelope(callId ?? '', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
     }
   };
   // Registered as Protocol registers any handler (the request parsed against CallToolRequestSchema

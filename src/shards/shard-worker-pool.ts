@@ -21,6 +21,7 @@ import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
+import { UnheldJobs } from './unheld-jobs.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
 import { codeOf } from '../errors.ts';
 import { shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
@@ -59,6 +60,7 @@ export class ShardWorkerPool {
   private readonly blobs: BlobStore;
   private readonly results: OffloadedResults;
   private readonly workers = new Map<number, Worker>();
+  private readonly unheld: UnheldJobs;
   private readonly ops: Record<string, ShardOpHandler> = shardOpHandlers();
   /** Completions of large results, held until BullMQ has stored them (see `process`). */
   private readonly announceOnceFinished = new Map<string, () => void>();
@@ -95,6 +97,14 @@ export class ShardWorkerPool {
       executor: this.executor,
       config,
       logger: opts.logger,
+    });
+    this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
+    // A ready after a drop (not the first connect): a job handed over as Redis died may sit
+    // active with nobody running it (see UnheldJobs).
+    let connected = false;
+    this.redis.on('ready', () => {
+      if (connected) this.unheld.reconnected();
+      connected = true;
     });
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
     this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
@@ -166,6 +176,8 @@ export class ShardWorkerPool {
         await this.letGo(shard, false);
       }
     }
+    if (this.stopped) return;
+    await this.unheld.check(this.workers).catch((err: unknown) => this.opts.logger.warn({ err: String(err) }, 'could not look for unheld jobs'));
   }
 
   private async own(shard: number): Promise<void> {
@@ -179,9 +191,11 @@ export class ShardWorkerPool {
     }
     if (this.stopped) return;
     const processor = (job: Job, token?: string) =>
-      job.name.startsWith(SHARD_OP_PREFIX)
-        ? this.runOp(job as Job<ShardOpJobData>, shard)
-        : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.process(job as Job<CallJobData>, token!, shard));
+      this.unheld.hold<unknown>(token!, () =>
+        job.name.startsWith(SHARD_OP_PREFIX)
+          ? this.runOp(job as Job<ShardOpJobData>, shard)
+          : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.process(job as Job<CallJobData>, token!, shard)),
+      );
     const worker = new Worker(this.keys.queueName(shard), processor, {
       connection: this.redis,
       prefix: this.keys.bullPrefix,

@@ -14,12 +14,19 @@ export interface OpError {
  * the detail so the agent can correct itself. This is the one place that knows better-sqlite3's
  * error codes (extended result codes such as `SQLITE_CONSTRAINT_UNIQUE`).
  */
-export function toOpError(err: unknown, full: () => ErrorCode = () => 'STORAGE_FULL'): OpError {
+export function toOpError(err: unknown, full: () => ErrorCode = () => 'STORAGE_FULL', diskFull?: () => boolean): OpError {
   if (err instanceof AgentDbError) return { code: err.code, detail: err.detail ?? '' };
   const message = err instanceof Error ? err.message : String(err);
   const sqliteCode = (err as { code?: unknown } | null)?.code;
   if (typeof sqliteCode === 'string' && sqliteCode.startsWith('SQLITE_')) {
-    return { code: sqliteCode.startsWith('SQLITE_FULL') ? full() : codeForSqlite(sqliteCode), detail: message };
+    if (sqliteCode.startsWith('SQLITE_FULL')) return { code: full(), detail: message };
+    const code = codeForSqlite(sqliteCode);
+    // Opening a database whose handle was closed needs room for its -shm and -wal files; on a
+    // full disk SQLite says only "disk I/O error" (SQLITE_IOERR_*), which answered INTERNAL.
+    if (code === 'INTERNAL' && /^SQLITE_(IOERR|CANTOPEN)/.test(sqliteCode) && diskFull?.()) {
+      return { code: 'STORAGE_FULL', detail: `${message} (the disk that holds the database is full)` };
+    }
+    return { code, detail: message };
   }
   // Node's own file writes (a spilled result, history) on a full disk or a used-up quota.
   if (sqliteCode === 'ENOSPC' || sqliteCode === 'EDQUOT') return { code: 'STORAGE_FULL', detail: message };
@@ -70,6 +77,16 @@ function codeForSqlite(code: string): ErrorCode {
  * failed WAL append leaves less free than it needed, which is a few pages for most writes.
  */
 const FULL_DISK_MARGIN = 1024 * 1024;
+
+/** Whether the disk that holds `dbPath` has less than {@link FULL_DISK_MARGIN} free. */
+export function diskIsFull(dbPath: string): boolean {
+  try {
+    const st = fs.statfsSync(path.dirname(dbPath));
+    return st.bavail * st.bsize < FULL_DISK_MARGIN;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Which fault a write's SQLITE_FULL is: the plan's size limit (`max_page_count`, LIMIT_EXCEEDED,

@@ -33,7 +33,10 @@ export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
       if (member.role !== 'admin') return html`<p class="muted" id="history-line">History and restore are for workspace admins.</p>`;
       try {
         const h = await access.history(db);
-        return html`<p id="history-line">Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong> · <a href="${historyHref(db)}">History and restore</a></p>`;
+        const lost = h.lost?.length ?? 0;
+        const damaged = h.generations.filter((g) => g.damaged).length;
+        const trouble = [lost ? `${lost} lost stretch${lost === 1 ? '' : 'es'}` : '', damaged ? `${damaged} damaged generation${damaged === 1 ? '' : 's'}` : ''].filter(Boolean).join(', ');
+        return html`<p id="history-line">Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong>${trouble ? html` · <strong class="bad">${trouble}</strong>` : ''} · <a href="${historyHref(db)}">History and restore</a></p>`;
       } catch (err) {
         return html`<p class="muted" id="history-line">History could not be read: ${err instanceof AgentDbError ? err.code : 'error'}.</p>`;
       }
@@ -63,6 +66,7 @@ function historyView(db: string, h: DatabaseHistory, admin: boolean, csrf: strin
   return html`<p><a href="${dbHref(db)}">← ${db}</a></p>
 <h1>History of ${db}</h1>
 <p>Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong>.</p>
+${troubleView(h)}
 ${restoredNote(h, restored, (id) => (admin ? form('/data/history/restore', html`<input type="hidden" name="undo" value="${id}">`, 'Undo this restore') : html``))}
 ${
   outcome
@@ -83,8 +87,11 @@ ${
 <h2>Generations</h2>
 ${
   h.generations.length
-    ? html`<div class="scroll"><table class="list"><thead><tr><th>id</th><th>snapshot</th><th>from</th><th>to</th><th>commits</th></tr></thead><tbody>
-${h.generations.map((g) => html`<tr><td>${g.id}</td><td>${when(g.snapshotAt)}</td><td>${when(g.startedAt)}</td><td>${g.endedAt === null ? 'now' : when(g.endedAt)}</td><td>${g.commits}</td></tr>`)}
+    ? html`<div class="scroll"><table class="list" id="generations"><thead><tr><th>id</th><th>snapshot</th><th>from</th><th>to</th><th>commits</th><th>why</th></tr></thead><tbody>
+${h.generations.map(
+  (g) =>
+    html`<tr${g.damaged ? html` class="damaged"` : ''}><td>${g.id}</td><td>${when(g.snapshotAt)}</td><td>${when(g.startedAt)}</td><td>${g.endedAt === null ? 'now' : when(g.endedAt)}</td><td>${g.commits}</td><td>${g.reason}${g.damaged ? html`; <strong class="bad">DAMAGED</strong>: ${g.damaged}` : ''}</td></tr>`,
+)}
 </tbody></table></div>`
     : html`<p class="empty">No history yet.</p>`
 }
@@ -96,6 +103,36 @@ ${h.undoPoints.map((u) => html`<tr><td>${when(u.createdAt)}</td><td>${when(u.res
 </tbody></table></div>`
     : html`<p class="empty">No restore to undo.</p>`
 }`;
+}
+
+/**
+ * What `agentdb history` marks, before anyone picks a moment: stretches no restore reaches
+ * (their commits never reached history; restores there answer HISTORY_LOST) and generations
+ * whose segments are damaged (restores that need them answer HISTORY_CORRUPT). The page said
+ * nothing of either, so a person saw a whole range and met the refusal only on a dry run.
+ */
+function troubleView(h: DatabaseHistory): Html {
+  const lost = h.lost ?? [];
+  const damaged = h.generations.filter((g) => g.damaged);
+  if (!lost.length && !damaged.length) return html``;
+  return html`<section class="card danger-zone" id="history-trouble" role="alert">
+${
+  lost.length
+    ? html`<h2>Lost stretches</h2>
+<p>No restore reaches these stretches: commits made in them never reached history. A restore or dry run to a moment inside one is refused (HISTORY_LOST); pick a moment outside.</p>
+<div class="scroll"><table class="list" id="lost"><thead><tr><th>after</th><th>before</th><th>gap generation</th></tr></thead><tbody>
+${lost.map((l) => html`<tr><td>${when(l.after)}</td><td>${when(l.before)}</td><td>${l.generation}</td></tr>`)}
+</tbody></table></div>`
+    : ''
+}
+${
+  damaged.length
+    ? html`<h2>Damaged history</h2>
+<p>These generations have a damaged segment: a restore that needs it is refused (HISTORY_CORRUPT), and backups leave it out.</p>
+<ul id="damaged">${damaged.map((g) => html`<li><strong>${g.id}</strong>: ${g.damaged}</li>`)}</ul>`
+    : ''
+}
+</section>`;
 }
 
 /** A `datetime-local` value (UTC by the label) as ISO text. */

@@ -47,6 +47,7 @@ td.null { color: var(--muted); font-style: italic; }
 .progress { margin-top: 6px; }
 .signin { max-width: 420px; margin: 40px auto; } .signin form { display: grid; gap: 10px; } .signin input { width: 100%; }
 .danger-zone { border: 1px solid #f3b7b3; border-radius: 8px; padding: 12px; margin-top: 24px; }
+.bad { color: var(--bad); } tr.damaged td { background: #fdecea; }
 .live { font-size: .85rem; }
 .cut { font-size: .85rem; margin: 2px 0 6px; } .card header .own { margin-left: auto; }
 @media (max-width: 640px) { main { padding: 10px; } .who { margin-left: 0; } dl.facts { grid-template-columns: 1fr; } table.list .opt { display: none; } }

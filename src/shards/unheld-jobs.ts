@@ -1,0 +1,113 @@
+import { Job, QueueKeys, type Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.ts';
+
+// Each active job of the queue with its lock's value (false: no lock), flattened.
+const ACTIVE_LOCKS = `
+local active = redis.call('LRANGE', KEYS[1], 0, -1)
+local out = {}
+for _, id in ipairs(active) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('GET', ARGV[1] .. id .. ':lock') or ''
+end
+return out`;
+
+/**
+ * Hands back to its queue a job this process's shard worker was handed as Redis died, once Redis
+ * returns with its data (AOF): the job moved to `active` under a lock of ours, but the reply
+ * carrying it was lost with the connection, so no processor here runs it and nobody renews its
+ * lock. It stayed active until the lock lapsed (`LOCK_DURATION_MS`, 30 s), and its caller waited
+ * that long after Redis was back (1 run in 14 of the Redis-fault test). The same happens to the
+ * next job BullMQ hands over with a completion whose reply is lost.
+ *
+ * After the connection is ready again, the owner looks twice, a tick apart, at each owned shard's
+ * active jobs: one whose lock carries the same value both times, and whose lock token no processor
+ * here held either time, is moved back to `wait` (BullMQ's own move, which checks that the lock
+ * still holds that value), and runs again at once. Only the shard's lease holder runs its jobs, so
+ * no other process can be running it. Looking twice leaves alone a job still being delivered to a
+ * processor, or one whose completion is on its way, at the first look. A job run again is safe: a
+ * write finds its recorded call id.
+ */
+export class UnheldJobs {
+  /** Lock tokens of the jobs this process's processors hold now. */
+  private readonly held = new Set<string>();
+  /** Redis came back: look at the next tick. */
+  private due = false;
+  /** The first look's finds, by shard: job id → lock value, for the second look. */
+  private seen?: Map<number, Map<string, string>>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly bullPrefix: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Runs a processor's `work` for the job locked by `token`, counting the job as held meanwhile. */
+  async hold<T>(token: string, work: () => Promise<T>): Promise<T> {
+    this.held.add(token);
+    try {
+      return await work();
+    } finally {
+      this.held.delete(token);
+    }
+  }
+
+  /** The connection is ready again after it dropped: the next {@link check} looks. */
+  reconnected(): void {
+    this.due = true;
+    this.seen = undefined;
+  }
+
+  /**
+   * One step, each tick: the first look after a reconnect, or the second, which hands back what
+   * both found. `workers` are the owned shards' workers, by shard.
+   * @returns how many jobs were handed back.
+   */
+  async check(workers: ReadonlyMap<number, Worker>): Promise<number> {
+    if (this.seen) {
+      const first = this.seen;
+      this.seen = undefined;
+      let moved = 0;
+      for (const [shard, jobs] of first) {
+        const worker = workers.get(shard);
+        if (!worker) continue;
+        const now = await this.unheld(worker);
+        for (const [id, lock] of jobs) {
+          if (now.get(id) !== lock) continue;
+          const job = await Job.fromId(worker, id);
+          try {
+            await job?.moveToWait(lock);
+            if (job) moved++;
+          } catch (err) {
+            // It moved on meanwhile (finished, its lock lapsed or renewed): nothing to hand back.
+            this.logger.debug({ shard, jobId: id, err: String(err) }, 'unheld job moved on before it was handed back');
+          }
+        }
+        if (moved) this.logger.info({ shard, jobs: moved }, 'handed back jobs taken as Redis died, which no processor here ran');
+      }
+      return moved;
+    }
+    if (!this.due) return 0;
+    this.due = false;
+    const found = new Map<number, Map<string, string>>();
+    for (const [shard, worker] of workers) {
+      const jobs = await this.unheld(worker);
+      if (jobs.size) found.set(shard, jobs);
+    }
+    if (found.size) this.seen = found;
+    return 0;
+  }
+
+  /** The worker's queue's active jobs locked by a token no processor here holds: id → lock. */
+  private async unheld(worker: Worker): Promise<Map<string, string>> {
+    const keys = new QueueKeys(this.bullPrefix).getKeys(worker.name);
+    const flat = (await this.redis.eval(ACTIVE_LOCKS, 1, keys.active!, keys['']!)) as string[];
+    const out = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const [id, lock] = [flat[i]!, flat[i + 1]!];
+      // No lock: BullMQ's stalled check hands it back already.
+      if (lock && !this.held.has(lock)) out.set(id, lock);
+    }
+    return out;
+  }
+}
