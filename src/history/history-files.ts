@@ -27,6 +27,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { dirNames } from './dir-names.ts';
 
 /** The folder under AGENTDB_DATA_DIR that holds every database's history. */
 export const HISTORY_ROOT = 'history';
@@ -71,8 +72,8 @@ export function historyDir(dataDir: string, id: string): string {
 export function historyDatabases(dataDir: string): string[] {
   const root = path.join(path.resolve(dataDir), HISTORY_ROOT);
   const ids: string[] = [];
-  for (const workspace of readDirNames(root)) {
-    for (const name of readDirNames(path.join(root, workspace))) ids.push(name === WORKSPACE_HISTORY ? workspace : `${workspace}/${name}`);
+  for (const workspace of dirNames(root)) {
+    for (const name of dirNames(path.join(root, workspace))) ids.push(name === WORKSPACE_HISTORY ? workspace : `${workspace}/${name}`);
   }
   return ids.sort();
 }
@@ -202,7 +203,7 @@ export interface GenerationInfo {
 
 /** A database's generations, oldest first (only complete ones: with a snapshot written). */
 export function listGenerations(source: HistorySource): GenerationInfo[] {
-  const names = readDirNames(source.generationsDir)
+  const names = dirNames(source.generationsDir)
     .filter((n) => n.startsWith('g') && nameSeq(n) !== undefined)
     .sort();
   return names.map((name, i) => {
@@ -216,7 +217,7 @@ export function listGenerations(source: HistorySource): GenerationInfo[] {
 /** The segments of one generation, oldest first. */
 export function listSegments(gen: Pick<GenerationInfo, 'name' | 'dir' | 'current'> & { end?: GenerationEnd; snapshot?: Pick<SnapshotMeta, 'base'> }): SegmentInfo[] {
   const dir = path.join(gen.dir, SEGMENTS_DIR);
-  const names = readDirNames(dir)
+  const names = dirNames(dir)
     .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
     .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
     .filter((n) => nameSeq(n) !== undefined)
@@ -267,7 +268,7 @@ export interface HistoryPosition {
 /** The undo points of a database, oldest first. */
 export function listUndoPoints(dir: string): UndoPoint[] {
   const undo = path.join(dir, UNDO_DIR);
-  return readDirNames(undo)
+  return dirNames(undo)
     .filter((n) => n.endsWith('.json'))
     .flatMap((n) => readJson<UndoPoint>(path.join(undo, n)) ?? [])
     .sort((a, b) => a.createdAt - b.createdAt);
@@ -302,13 +303,5 @@ export function readJson<T>(file: string): T | undefined {
     return JSON.parse(fs.readFileSync(file, 'utf8')) as T;
   } catch {
     return undefined;
-  }
-}
-
-function readDirNames(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
   }
 }
