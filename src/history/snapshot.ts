@@ -143,7 +143,14 @@ export function headerPageSize(file: string): number {
  * again on the next commit.
  */
 export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt, follows?: Follows, lost?: boolean): SnapshotMeta {
-  return makeGeneration(source, reason, now, (tmp) => {
+  const gens = listGenerations(source);
+  const last = gens.at(-1);
+  const name = generationName((last?.seq ?? 0) + 1);
+  const dir = path.join(source.generationsDir, name);
+  const tmp = `${dir}.${process.pid}.tmp`;
+  removeDeadTemps(source.generationsDir);
+  fs.mkdirSync(tmp, { recursive: true });
+  try {
     const [res] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
     if (res?.busy) throw new Error(`could not checkpoint ${dbPath} to snapshot it: another connection is reading`);
     db.prepare('BEGIN IMMEDIATE').run();
@@ -165,8 +172,11 @@ export function startGeneration(db: Database, dbPath: string, source: HistorySou
     // The adopted file is no longer the live database's: hashed outside the lock, or already
     // on another thread when the header was foreseen exactly.
     copied ??= (adopted === 'exact' && rebuilt?.foreseen && hashedOrUndefined(rebuilt.foreseen.hashing)) || hashAndSync(path.join(tmp, SNAPSHOT_FILE));
-    return { copied, follows: exact, extra: { lost: lost === true } };
-  });
+    return publish(tmp, dir, name, last, reason, now, copied, exact, { lost: lost === true });
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** What a caller that captured everything first hands to {@link startGeneration}. */
@@ -179,43 +189,6 @@ export interface Follows {
 /** Changes whenever another connection (of any process) commits; this connection's own commits and checkpoints leave it. */
 export function dataVersion(db: Database): number {
   return db.pragma('data_version', { simple: true }) as number;
-}
-
-/**
- * Starts a new generation of `dbPath`'s history whose snapshot is `file`, a copy of the live
- * database made by the caller (a restore that put the same bytes in place by renaming), already
- * hashed and synced (`hashed`): the file is moved, not copied. The caller has no connection to
- * the database open anywhere and has just put the file in place: the live file is exactly the
- * snapshot, so the generation is sealed for it (the next WAL, with new salts, continues it).
- */
-export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: string; bytes: number }, source: HistorySource, reason: SnapshotMeta['reason'], now: number): SnapshotMeta {
-  return makeGeneration(source, reason, now, (tmp) => {
-    fs.renameSync(file, path.join(tmp, SNAPSHOT_FILE));
-    writeSeal(tmp, dbPath, '', 0);
-    return { copied: hashed };
-  });
-}
-
-/**
- * A generation's setup, the same for every way of making one: the next name after the last
- * generation, dead processes' temporary folders cleared, a temporary folder of this process's
- * that `fill` puts the snapshot (and seal) in, then {@link publish} with what `fill` returns. On any failure the
- * temporary folder goes, so a generation appears whole or not at all.
- */
-function makeGeneration(source: HistorySource, reason: SnapshotMeta['reason'], now: number, fill: (tmp: string) => { copied: { sha256: string; bytes: number }; follows?: HistoryPosition; extra?: { lost?: boolean } }): SnapshotMeta {
-  const last = listGenerations(source).at(-1);
-  const name = generationName((last?.seq ?? 0) + 1);
-  const dir = path.join(source.generationsDir, name);
-  const tmp = `${dir}.${process.pid}.tmp`;
-  removeDeadTemps(source.generationsDir);
-  fs.mkdirSync(tmp, { recursive: true });
-  try {
-    const { copied, follows, extra } = fill(tmp);
-    return publish(tmp, dir, name, last, reason, now, copied, follows, extra);
-  } catch (err) {
-    fs.rmSync(tmp, { recursive: true, force: true });
-    throw err;
-  }
 }
 
 /**
