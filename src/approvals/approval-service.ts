@@ -1,8 +1,9 @@
-import { Job, Queue } from 'bullmq';
+import { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { ErrorCode } from '../errors.ts';
 import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { ShardQueues } from '../redis/shard-queues.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
@@ -47,13 +48,14 @@ export class ApprovalService {
   readonly store: ApprovalStore;
   private readonly keys: Keys;
   private readonly redis: Redis;
-  private readonly queues = new Map<number, Queue>();
+  private readonly queues: ShardQueues;
   private keyRing?: AgentKeyRing;
 
   constructor(private readonly opts: { redis: Redis; prefix: string; shardCount: number; members: MemberLookup }) {
     this.redis = opts.redis;
     this.keys = keysFor(opts.prefix);
     this.store = new ApprovalStore(opts.redis, this.keys);
+    this.queues = new ShardQueues(opts.redis, this.keys);
   }
 
   /** One approval, or undefined. */
@@ -84,7 +86,7 @@ export class ApprovalService {
       approvals
         .filter((a) => a.state === 'pending')
         .map(async (a) => {
-          const job = await Job.fromId<CallJobData>(this.queue(a.shard), a.callKey);
+          const job = await Job.fromId<CallJobData>(this.queues.of(a.shard), a.callKey);
           if (!job) return;
           // The call was admitted with its size checked; only where it may go is judged again.
           const why = await standingRefusal(ring, { shardCount: this.opts.shardCount, maxCallBytes: Number.MAX_SAFE_INTEGER }, job.data, a.database);
@@ -183,8 +185,7 @@ export class ApprovalService {
 
   /** Closes the queues it opened (not the Redis connection it was given). */
   async close(): Promise<void> {
-    await Promise.all([...this.queues.values()].map((q) => q.close()));
-    this.queues.clear();
+    await this.queues.close();
   }
 
   /**
@@ -193,17 +194,8 @@ export class ApprovalService {
    * once the job is delayed, promotes it itself: no interleaving loses a decision.
    */
   private async release(approval: Approval): Promise<void> {
-    const job = await Job.fromId(this.queue(approval.shard), approval.callKey);
+    const job = await Job.fromId(this.queues.of(approval.shard), approval.callKey);
     await job?.promote().catch(() => undefined);
-  }
-
-  private queue(shard: number): Queue {
-    let queue = this.queues.get(shard);
-    if (!queue) {
-      queue = new Queue(this.keys.queueName(shard), { connection: this.redis, prefix: this.keys.bullPrefix });
-      this.queues.set(shard, queue);
-    }
-    return queue;
   }
 }
 

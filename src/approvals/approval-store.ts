@@ -1,45 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
+import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import type { Approval, ApprovalRequest, ApprovalState, DecisionChannel } from './approval.ts';
 
-// Creating is idempotent, so a worker that dies while parking can park again after a retry
-// without moving the deadline or forgetting a decision already made.
-const CREATE = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'request', ARGV[1], 'state', 'pending', 'workspace', ARGV[2], 'createdAt', ARGV[3], 'expiresAt', ARGV[4])
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
-return 1`;
-
-// The first transition out of 'pending' wins, atomically, judged by Redis's own clock so that
-// every host agrees on when an approval expired. A decision at or after the expiry is refused.
-const TRANSITION = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
-local state = redis.call('HGET', KEYS[1], 'state')
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expiresAt = tonumber(redis.call('HGET', KEYS[1], 'expiresAt'))
-if state == 'expired' then return 'EXPIRED' end
-if state ~= 'pending' then return 'CONFLICT' end
-if ARGV[1] == 'expired' then
-  if now < expiresAt then return 'NOT_YET' end
-elseif now >= expiresAt then
-  return 'EXPIRED'
-end
-redis.call('HSET', KEYS[1], 'state', ARGV[1], 'decidedAt', now)
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'decidedBy', ARGV[2]) end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'decidedVia', ARGV[5]) end
-redis.call('ZREM', KEYS[2], ARGV[4])
-return 'OK'`;
-
 /** How an attempted transition ended. */
-export type TransitionResult = 'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET';
-
-type StoreRedis = Redis & {
-  agentdbApprovalCreate(key: string, pending: string, all: string, request: string, ws: string, createdAt: number, expiresAt: number, id: string): Promise<number>;
-  agentdbApprovalTransition(key: string, pending: string, state: string, by: string, reason: string, id: string, via: string): Promise<TransitionResult>;
-};
+export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTransition']>>;
 
 /**
  * Approval records in Redis: one hash per approval (the request as asked, its state and
@@ -47,15 +12,15 @@ type StoreRedis = Redis & {
  * on, they survive restarts of every process and of Redis itself; they are the decision audit.
  */
 export class ApprovalStore {
-  private readonly redis: StoreRedis;
+  private readonly redis: ScriptedRedis;
 
   constructor(
     redis: Redis,
     private readonly keys: Keys,
   ) {
-    redis.defineCommand('agentdbApprovalCreate', { numberOfKeys: 3, lua: CREATE });
-    redis.defineCommand('agentdbApprovalTransition', { numberOfKeys: 2, lua: TRANSITION });
-    this.redis = redis as StoreRedis;
+    // Idempotent creation and the first-decision-wins transition are scripts (approval-create.lua,
+    // approval-transition.lua), judged by Redis's own clock.
+    this.redis = withScripts(redis);
   }
 
   /**

@@ -2,33 +2,13 @@ import type { Redis } from 'ioredis';
 import type { Envelope } from '../contracts/envelope.ts';
 import { STREAM_MAX_LEN, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
+import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { meterDay } from './usage.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 
-// One script per batch of completions: for each, publish `call.completed` and, when the call is
-// metered, add its credits and count under its workspace, agent, tool and day. KEYS: the event
-// stream, the usage index, then one usage hash per completion; ARGV: the stream's length, then
-// four per completion (event, `agent|tool` or '' when not metered, credits, `workspace|day`).
-const COMPLETE = `
-local n = (#ARGV - 1) / 4
-for i = 1, n do
-  local a = 1 + (i - 1) * 4
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'type', 'call.completed', 'data', ARGV[a + 1])
-  if ARGV[a + 2] ~= '' then
-    redis.call('HINCRBY', KEYS[2 + i], ARGV[a + 2] .. '|credits', ARGV[a + 3])
-    redis.call('HINCRBY', KEYS[2 + i], ARGV[a + 2] .. '|calls', 1)
-    redis.call('SADD', KEYS[2], ARGV[a + 4])
-  end
-end
-return n`;
-
 /** Completions sent in one script at most, so that no script holds Redis for long. */
 const MAX_BATCH = 100;
-
-type CompletingRedis = Redis & {
-  agentdbComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-};
 
 /** What one completed call meters: nothing for a replay, which was metered the first time. */
 export interface Metering {
@@ -51,7 +31,7 @@ interface Pending {
  * system call and a wake-up; a lone completion still leaves at once.
  */
 export class CallCompletion {
-  private readonly redis: CompletingRedis;
+  private readonly redis: ScriptedRedis;
   private pending: Pending[] = [];
   /** The UTC day last metered under, and its bounds: formatting a date on every call shows up. */
   private day = { from: 0, to: 0, name: '' };
@@ -60,8 +40,7 @@ export class CallCompletion {
     redis: Redis,
     private readonly keys: Keys,
   ) {
-    redis.defineCommand('agentdbComplete', { lua: COMPLETE });
-    this.redis = redis as CompletingRedis;
+    this.redis = withScripts(redis);
   }
 
   /** Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. */
@@ -86,6 +65,7 @@ export class CallCompletion {
       const keys = [this.keys.events, this.keys.usageIndex, ...batch.map((p) => p.usageKey)];
       const fail = (err: Error) => batch.forEach((p) => p.settle(err));
       try {
+        // complete-calls.lua: one XADD per completion, and the usage counters of the metered ones.
         this.redis.agentdbComplete(keys.length, ...keys, STREAM_MAX_LEN, ...batch.flatMap((p) => p.args)).then(() => batch.forEach((p) => p.settle()), fail);
       } catch (err) {
         fail(err as Error);

@@ -16,6 +16,7 @@ import { EventReader, latestEventId, type StreamedEvent } from '../redis/events.
 import { EventFeed } from '../redis/event-feed.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
+import { ShardQueues } from '../redis/shard-queues.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {
@@ -76,7 +77,7 @@ export class AgentDbClient {
   private readonly maxCallBytes: number;
   private readonly redis: Redis;
   private readonly redisUrl: string;
-  private readonly queues = new Map<number, Queue>();
+  private readonly queues: ShardQueues;
   private readonly waiters = new CallWaiters();
   private readonly feeds = new Set<EventFeed>();
   private reader?: Promise<EventReader>;
@@ -96,6 +97,7 @@ export class AgentDbClient {
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
     // Every shard queue shares this one connection, each adding its own listeners.
     this.redis.setMaxListeners(0);
+    this.queues = new ShardQueues(this.redis, this.keys);
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.outage = new RedisOutage(this.redis, this.redisUrl);
     // The next outage is asked about afresh: a verdict kept from the last one would answer a
@@ -171,7 +173,7 @@ export class AgentDbClient {
     await this.ensureReader();
     const completion = (sent.completion = this.waiters.completion(key));
     const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key));
-    const queue = this.queue(shard);
+    const queue = this.queues.of(shard);
     sent.enqueued = true;
     // A caller's own call id may have been used before: read what the id holds alongside the
     // add (same connection, so no extra round trip's wait). A generated id is new by nature.
@@ -302,7 +304,7 @@ export class AgentDbClient {
     this.outage.stop();
     await Promise.all([...this.feeds].map((f) => f.close()));
     await this.approvals?.close();
-    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    await this.queues.close();
     if (this.reader) await (await this.reader.catch(() => undefined))?.stop();
     this.redis.disconnect();
   }
@@ -367,7 +369,7 @@ export class AgentDbClient {
       if (held.fingerprint === fingerprint) return undefined;
       const differs: string[] = [];
       if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
-      const earlier = held.shard < this.shardCount ? await Job.fromId<CallJobData, Envelope>(this.queue(held.shard), key) : undefined;
+      const earlier = held.shard < this.shardCount ? await Job.fromId<CallJobData, Envelope>(this.queues.of(held.shard), key) : undefined;
       if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
       const callId = JSON.stringify(mine.data.callId);
       // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
@@ -400,15 +402,6 @@ export class AgentDbClient {
     };
   }
 
-  private queue(shard: number): Queue {
-    let q = this.queues.get(shard);
-    if (!q) {
-      q = new Queue(this.keys.queueName(shard), { connection: this.redis, prefix: this.keys.bullPrefix });
-      this.queues.set(shard, q);
-    }
-    return q;
-  }
-
   private ensureReader(): Promise<EventReader> {
     this.reader ??= (async () => {
       // Start from the newest event that exists now, so no completion can slip between
@@ -428,14 +421,14 @@ export class AgentDbClient {
     // A caller's own call id records the shard of the call it was first used for.
     const claimed = parseClaim(await this.redis.get(this.keys.callIdClaim(key)));
     if (claimed && claimed.shard < this.shardCount) {
-      const queue = this.queue(claimed.shard);
+      const queue = this.queues.of(claimed.shard);
       const job = await Job.fromId<CallJobData, Envelope>(queue, key);
       if (job) return { job, queue };
     }
     // Otherwise (a generated id, a call made before ids were recorded) the call's key does not
     // name its shard (its database does); a lookup by id is rare enough to ask every queue.
     for (let shard = 0; shard < this.shardCount; shard++) {
-      const queue = this.queue(shard);
+      const queue = this.queues.of(shard);
       const job = await Job.fromId<CallJobData, Envelope>(queue, key);
       if (job) return { job, queue };
     }

@@ -18,7 +18,7 @@ import { parseDatabaseId } from '../contracts/database-id.ts';
 export async function history(ctx: CommandContext, flags: { json?: boolean }, db: string): Promise<number> {
   checkedDbFlag(db);
   return withClient(ctx, 'history', async (client) => {
-    const view = await client.history(db);
+    const view = await client.history(db, 'operator');
     ctx.stdout.write(flags.json ? `${JSON.stringify(view)}\n` : table(view));
     return 0;
   });
@@ -43,7 +43,7 @@ export async function restore(ctx: CommandContext, flags: { at?: string; undo?: 
         ...(flags.into !== undefined ? { into: flags.into } : {}),
         ...(flags.dryRun ? { dryRun: true } : {}),
         by,
-      });
+      }, 'operator');
       ctx.stdout.write(`${JSON.stringify(result)}\n`);
       return 0;
     });
@@ -58,7 +58,7 @@ export async function restore(ctx: CommandContext, flags: { at?: string; undo?: 
       ...(flags.into !== undefined ? { into: flags.into } : {}),
       ...(flags.dryRun ? { dryRun: true } : {}),
       by,
-    });
+    }, 'operator');
     ctx.stdout.write(`${JSON.stringify(result)}\n`);
     if (result.undoId) ctx.stderr.write(`undo with: agentdb restore ${db} --undo ${result.undoId}\n`);
     return 0;

@@ -70,18 +70,24 @@ export async function start(ctx: CommandContext): Promise<number> {
     web: web.web,
     trustProxy: config.trustProxy,
   });
+  // What this process opened besides the server and the workers, closed the same way whichever
+  // way it stops: after what uses them has stopped, and the connection they share last.
+  const closeClients = async () => {
+    await web.close();
+    await approvals.close();
+    await client.close();
+    await historyOps.close();
+    await blobs.close();
+    principals.close();
+    redis.disconnect();
+  };
   // The port first: a second `agentdb start` must stop before it starts workers of its own.
   let address: string;
   try {
     address = await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await app.close();
-    await web.close();
-    await approvals.close();
-    await client.close();
-    await historyOps.close();
-    principals.close();
-    redis.disconnect();
+    await closeClients();
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
@@ -101,13 +107,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     // Requests still waiting answer where their call stands, so the server can close.
     calls.stopWaiting();
     await Promise.all([app.close(), scheduler.stop(), pool!.stop()]);
-    await web.close();
-    await approvals.close();
-    await client.close();
-    await historyOps.close();
-    await blobs.close();
-    principals.close();
-    redis.disconnect();
+    await closeClients();
   });
   redisServer?.kill();
   if (!drained) exitAfterGrace(logger, config.drainGraceMs, EXIT.failed);

@@ -1,5 +1,5 @@
 import type { ChildModule } from './child-module.ts';
-import type { HistoryOptions } from './executor-protocol.ts';
+import type { ChildOptions } from './executor-protocol.ts';
 
 /** The subset of a pino logger the executor uses. */
 export interface ExecutorLogger {
@@ -10,24 +10,13 @@ export interface ExecutorLogger {
   isLevelEnabled?(level: string): boolean;
 }
 
-/** What every child of a pool is started with; the worker passes them from its Config. */
-export interface ExecutorProcessOptions {
-  /** DATA_DIR: the child opens nothing outside it. */
-  dataDir: string;
+/**
+ * What every child of a pool is started with: the child's own options (`ChildOptions`, sent to
+ * it as JSON), and what the parent keeps. The worker passes them from its Config.
+ */
+export interface ExecutorProcessOptions extends ChildOptions {
   /** A statement running longer is killed with its child: STATEMENT_TIMEOUT. */
   statementTimeoutMs: number;
-  /** Memory SQLite may use in each child, in MiB (see `dataLimitKiB`). */
-  heapLimitMb: number;
-  /** Open SQLite handles each child keeps. */
-  handleCacheSize: number;
-  /** Query results are cut to this much JSON. */
-  maxResultBytes: number;
-  /** An offloaded result's file stops at this size (MAX_OFFLOAD_BYTES). */
-  maxOffloadBytes?: number;
-  /** Estimated bytes each child's cached statements may take; the child's default when absent. */
-  statementCacheBytes?: number;
-  /** Point-in-time history capture; absent: off (`HISTORY_CAPTURE=off`). */
-  history?: HistoryOptions;
   logger?: ExecutorLogger;
   /**
    * The child's module; by default the one beside this code, as it runs (see `childModule`). The

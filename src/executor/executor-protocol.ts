@@ -114,16 +114,19 @@ export type ChildMessage =
 
 /** What the child is started with, as one JSON argument. */
 export interface ChildOptions {
-  /** Every path a request names must lie inside this folder. */
+  /** DATA_DIR: every path a request names must lie inside this folder; the child opens nothing outside it. */
   dataDir: string;
+  /** Memory SQLite may use in each child, in MiB (see `dataLimitKiB`). */
   heapLimitMb: number;
+  /** Open SQLite handles each child keeps. */
   handleCacheSize: number;
+  /** Query results are cut to this much JSON. */
   maxResultBytes: number;
   /** The most an offloaded result's file may take (MAX_OFFLOAD_BYTES); absent: unbounded. */
   maxOffloadBytes?: number;
-  /** Estimated bytes the child's cached statements may take (STATEMENT_CACHE_BYTES). */
+  /** Estimated bytes the child's cached statements may take (STATEMENT_CACHE_BYTES); the child's default when absent. */
   statementCacheBytes?: number;
-  /** Point-in-time history capture; absent: off. */
+  /** Point-in-time history capture; absent: off (`HISTORY_CAPTURE=off`). */
   history?: HistoryOptions;
 }
 

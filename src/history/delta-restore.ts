@@ -25,6 +25,7 @@ import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, type GenerationInfo, type HistoryPosition, type HistorySource } from './history-files.ts';
 import { readCommits } from './segment-index.ts';
+import { ReadOnlyFiles } from './read-only-files.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { sha256File } from './snapshot.ts';
 import { SNAPSHOT_CRC, checkChunks, readSnapshotCrc } from './snapshot-crc.ts';
@@ -157,20 +158,12 @@ export function liveMatches(dbPath: string, delta: Delta): boolean {
   // them (a file that doubled since: 12,800 pages) took longer than the rest of the restore but
   // reading its frames.
   const entries = [...delta.now].filter(([p]) => p <= delta.pagesAt).sort((x, y) => x[0] - y[0]);
-  const files = new Map<string, number>();
-  const fdOf = (file: string) => {
-    let fd = files.get(file);
-    if (fd === undefined) {
-      fd = fs.openSync(file, 'r');
-      files.set(file, fd);
-    }
-    return fd;
-  };
+  const files = new ReadOnlyFiles();
   const maxStride = ps + FRAME_HEADER_BYTES;
   const live = Buffer.allocUnsafe(MATCH_RUN_PAGES * ps);
   const images = Buffer.allocUnsafe(MATCH_RUN_PAGES * maxStride);
   try {
-    const liveFd = fdOf(dbPath);
+    const liveFd = files.fd(dbPath);
     for (let i = 0; i < entries.length; ) {
       const [p0, r0] = entries[i]!;
       let stride = maxStride;
@@ -185,14 +178,14 @@ export function liveMatches(dbPath: string, delta: Delta): boolean {
       }
       const k = j - i;
       readFully(liveFd, live, k * ps, (p0 - 1) * ps, dbPath);
-      readFully(fdOf(r0.file), images, (k - 1) * stride + ps, r0.offset, r0.file);
+      readFully(files.fd(r0.file), images, (k - 1) * stride + ps, r0.offset, r0.file);
       for (let n = 0; n < k; n++) {
         if (live.compare(images, n * stride, n * stride + ps, n * ps, (n + 1) * ps) !== 0) return false;
       }
       i = j;
     }
   } finally {
-    for (const fd of files.values()) fs.closeSync(fd);
+    files.close();
   }
   return true;
 }

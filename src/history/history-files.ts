@@ -27,6 +27,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { dirNames } from './dir-names.ts';
 import { readJson } from './json-file.ts';
 
 // Re-exported for the modules that imported them from here before they had a file of their own
@@ -76,8 +77,8 @@ export function historyDir(dataDir: string, id: string): string {
 export function historyDatabases(dataDir: string): string[] {
   const root = path.join(path.resolve(dataDir), HISTORY_ROOT);
   const ids: string[] = [];
-  for (const workspace of readDirNames(root)) {
-    for (const name of readDirNames(path.join(root, workspace))) ids.push(name === WORKSPACE_HISTORY ? workspace : `${workspace}/${name}`);
+  for (const workspace of dirNames(root)) {
+    for (const name of dirNames(path.join(root, workspace))) ids.push(name === WORKSPACE_HISTORY ? workspace : `${workspace}/${name}`);
   }
   return ids.sort();
 }
@@ -207,7 +208,7 @@ export interface GenerationInfo {
 
 /** A database's generations, oldest first (only complete ones: with a snapshot written). */
 export function listGenerations(source: HistorySource): GenerationInfo[] {
-  const names = readDirNames(source.generationsDir)
+  const names = dirNames(source.generationsDir)
     .filter((n) => n.startsWith('g') && nameSeq(n) !== undefined)
     .sort();
   return names.map((name, i) => {
@@ -221,7 +222,7 @@ export function listGenerations(source: HistorySource): GenerationInfo[] {
 /** The segments of one generation, oldest first. */
 export function listSegments(gen: Pick<GenerationInfo, 'name' | 'dir' | 'current'> & { end?: GenerationEnd; snapshot?: Pick<SnapshotMeta, 'base'> }): SegmentInfo[] {
   const dir = path.join(gen.dir, SEGMENTS_DIR);
-  const names = readDirNames(dir)
+  const names = dirNames(dir)
     .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
     .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
     .filter((n) => nameSeq(n) !== undefined)
@@ -272,7 +273,7 @@ export interface HistoryPosition {
 /** The undo points of a database, oldest first. */
 export function listUndoPoints(dir: string): UndoPoint[] {
   const undo = path.join(dir, UNDO_DIR);
-  return readDirNames(undo)
+  return dirNames(undo)
     .filter((n) => n.endsWith('.json'))
     .flatMap((n) => readJson<UndoPoint>(path.join(undo, n)) ?? [])
     .sort((a, b) => a.createdAt - b.createdAt);
@@ -281,12 +282,4 @@ export function listUndoPoints(dir: string): UndoPoint[] {
 /** The file of one undo point. */
 export function undoPath(dir: string, undoId: string): string {
   return path.join(dir, UNDO_DIR, `${undoId}.json`);
-}
-
-function readDirNames(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
 }

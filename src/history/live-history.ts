@@ -16,6 +16,7 @@ import type { Delta } from './delta-restore.ts';
 import { checkSnapshot } from './delta-restore.ts';
 import type { PageRef } from './frame-scan.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
+import { ReadOnlyFiles } from './read-only-files.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, readSnapshotCrc } from './snapshot-crc.ts';
 
 /**
@@ -63,15 +64,7 @@ export function liveIsHistory(dbPath: string, delta: Delta): boolean {
 function samePages(dbPath: string, chunks: number[], perChunk: number, pagesNow: number, written: Map<number, PageRef>, delta: Delta): boolean {
   const ps = delta.pageSize;
   const gen = delta.history.snapshot;
-  const fds = new Map<string, number>();
-  const fdOf = (file: string) => {
-    let fd = fds.get(file);
-    if (fd === undefined) {
-      fd = fs.openSync(file, 'r');
-      fds.set(file, fd);
-    }
-    return fd;
-  };
+  const files = new ReadOnlyFiles();
   const page = Buffer.allocUnsafe(ps);
   const image = Buffer.allocUnsafe(ps);
   try {
@@ -87,13 +80,13 @@ function samePages(dbPath: string, chunks: number[], perChunk: number, pagesNow:
           snapshotChecked = true;
           ref = { file: gen.snapshotPath, offset: (p - 1) * ps };
         }
-        if (fs.readSync(fdOf(dbPath), page, 0, ps, (p - 1) * ps) !== ps) return false;
-        if (fs.readSync(fdOf(ref.file), image, 0, ps, ref.offset) !== ps) return false;
+        if (fs.readSync(files.fd(dbPath), page, 0, ps, (p - 1) * ps) !== ps) return false;
+        if (fs.readSync(files.fd(ref.file), image, 0, ps, ref.offset) !== ps) return false;
         if (!page.equals(image)) return false;
       }
     }
     return true;
   } finally {
-    for (const fd of fds.values()) fs.closeSync(fd);
+    files.close();
   }
 }

@@ -192,31 +192,6 @@ export function dataVersion(db: Database): number {
 }
 
 /**
- * Starts a new generation of `dbPath`'s history whose snapshot is `file`, a copy of the live
- * database made by the caller (a restore that put the same bytes in place by renaming), already
- * hashed and synced (`hashed`): the file is moved, not copied. The caller has no connection to
- * the database open anywhere and has just put the file in place: the live file is exactly the
- * snapshot, so the generation is sealed for it (the next WAL, with new salts, continues it).
- */
-export function adoptGeneration(dbPath: string, file: string, hashed: { sha256: string; bytes: number }, source: HistorySource, reason: SnapshotMeta['reason'], now: number): SnapshotMeta {
-  const gens = listGenerations(source);
-  const last = gens.at(-1);
-  const name = generationName((last?.seq ?? 0) + 1);
-  const dir = path.join(source.generationsDir, name);
-  const tmp = `${dir}.${process.pid}.tmp`;
-  removeDeadTemps(source.generationsDir);
-  fs.mkdirSync(tmp, { recursive: true });
-  try {
-    fs.renameSync(file, path.join(tmp, SNAPSHOT_FILE));
-    writeSeal(tmp, dbPath, '', 0);
-    return publish(tmp, dir, name, last, reason, now, hashed);
-  } catch (err) {
-    fs.rmSync(tmp, { recursive: true, force: true });
-    throw err;
-  }
-}
-
-/**
  * Writes a generation's snapshot.json (and, unless `crcWritten`, its chunk checksums, and checks
  * the snapshot with `PRAGMA quick_check`; otherwise it is `checked` when the caller says so),
  * makes it appear whole (renamed in) and ends the one before.

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { AgentDbError, HISTORY_HINTS, codeOf } from '../errors.ts';
 import type { MemberRegistry } from '../registry/members.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
-import { parseDatabaseId } from '../contracts/database-id.ts';
+import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
 
@@ -44,19 +44,19 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireMember(deps.members));
 
-    /** The database id of the request, when its member is an admin of its workspace; else sends the refusal. */
+    /**
+     * The database id of the request, once the history rule (policy/history-admin.ts) lets its
+     * member ask; else sends the refusal. Checked here before the body, so another workspace's
+     * key hears NOT_FOUND whatever it sent; the history client checks it again for every adapter.
+     */
     const allowed = (request: FastifyRequest & { params: { db: string } }, reply: FastifyReply): string | undefined => {
       if (request.validationError?.validationContext === 'params') return void invalid(reply, request.validationError);
       const { db } = request.params;
-      let workspace: string;
       try {
-        workspace = parseDatabaseId(db).workspace;
+        checkHistoryAdmin({ member: memberOf(request) }, db);
       } catch (err) {
-        return void sendError(reply, 'INVALID_ARGUMENTS', (err as { detail?: string }).detail, undefined, HISTORY_HINTS);
+        return void refused(reply, err);
       }
-      const member = memberOf(request);
-      if (member.workspace !== workspace) return void sendError(reply, 'NOT_FOUND', `there is no database ${db}`, undefined, HISTORY_HINTS);
-      if (member.role !== 'admin') return void sendError(reply, 'NOT_PERMITTED', `restoring and reading a database's history takes an admin of ${workspace}; ${member.name} is a ${member.role}`);
       return db;
     };
 
@@ -64,7 +64,7 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
       try {
-        return reply.send(await deps.history.history(db));
+        return reply.send(await deps.history.history(db, { member: memberOf(request) }));
       } catch (err) {
         return refused(reply, err);
       }
@@ -74,10 +74,11 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
       if (request.validationError) return invalid(reply, request.validationError);
-      const { workspace, name } = memberOf(request);
+      const member = memberOf(request);
+      const { workspace, name } = member;
       // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.
       try {
-        return reply.send(await deps.history.restore(db, { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' } }));
+        return reply.send(await deps.history.restore(db, { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' } }, { member }));
       } catch (err) {
         return refused(reply, err);
       }

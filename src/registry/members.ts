@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
+import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { hashKey, isKeyShaped, mintKey } from './secret-key.ts';
 
 /** What a member may decide: any approval of the workspace; an admin also shared drops. */
@@ -33,24 +34,6 @@ const ROLES: readonly Role[] = ['member', 'admin'];
 /** Compare-and-set retries; only concurrent changes to the same member ever need one. */
 const MAX_ATTEMPTS = 8;
 
-/**
- * Writes a member record only if it still holds what the caller read (`''` = absent), and
- * moves the key index with it, so a record and its key hash can never disagree. Both keys share
- * the `{members}` hash tag, so this stays one slot on Redis Cluster.
- * KEYS: members(ws), memberKeys. ARGV: name, expected, record, hash to drop, hash to add, its value,
- * the registry-changes channel (a change is announced in the same step, so caches of who a key
- * is drop a revoked key at once).
- */
-const CAS_SCRIPT = `
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if (cur or '') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-if ARGV[4] ~= '' then redis.call('HDEL', KEYS[2], ARGV[4]) end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], ARGV[5], ARGV[6]) end
-redis.call('PUBLISH', ARGV[7], 'member changed')
-return 1
-`;
-
 function parseRecord(raw: string | null | undefined): MemberRecord | undefined {
   if (!raw) return undefined;
   return JSON.parse(raw) as MemberRecord;
@@ -71,10 +54,14 @@ export const NOT_A_MEMBER_KEY = "The key is not an active member key: unknown, r
  * the HTTP adapter resolves bearer keys. Nothing here logs, so a key can never reach a log.
  */
 export class MemberRegistry {
+  private readonly redis: ScriptedRedis;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly keys: Keys,
-  ) {}
+  ) {
+    this.redis = withScripts(redis);
+  }
 
   /**
    * Registers `name` in `workspace` and mints its key, which is returned this once and never
@@ -173,9 +160,9 @@ export class MemberRegistry {
     dropHash: string,
     addHash: string,
   ): Promise<boolean> {
-    const done = await this.redis.eval(
-      CAS_SCRIPT,
-      2,
+    // member-cas.lua: writes only if the record still holds `expected`, and moves the key index
+    // with it, so a record and its key hash can never disagree.
+    const done = await this.redis.agentdbMemberCas(
       this.keys.members(workspace),
       this.keys.memberKeys,
       name,

@@ -1,18 +1,6 @@
 import { QueueKeys } from 'bullmq';
 import type { Redis } from 'ioredis';
-
-// Every active job of the queue loses its lock and is marked stalled, and the stalled check's
-// once-per-interval guard goes: the new worker's first stalled check (which BullMQ runs as the
-// worker starts) then moves them back to wait at once. BullMQ's own check counts the move
-// against maxStalledCount as for any stall.
-const RELEASE = `
-local active = redis.call('LRANGE', KEYS[1], 0, -1)
-for _, id in ipairs(active) do
-  redis.call('DEL', ARGV[1] .. id .. ':lock')
-  redis.call('SADD', KEYS[2], id)
-end
-redis.call('DEL', KEYS[3])
-return #active`;
+import { withScripts } from '../redis/lua-scripts.ts';
 
 /**
  * Hands the jobs a shard's previous owner held back to the queue, for the owner that has just
@@ -27,5 +15,8 @@ return #active`;
  */
 export async function releaseDeadOwnerJobs(redis: Redis, bullPrefix: string, queueName: string): Promise<number> {
   const keys = new QueueKeys(bullPrefix).getKeys(queueName);
-  return (await redis.eval(RELEASE, 3, keys.active!, keys.stalled!, keys['stalled-check']!, keys['']!)) as number;
+  // release-dead-owner-jobs.lua: every active job loses its lock and is marked stalled, and the
+  // stalled check's once-per-interval guard goes, so the new worker's first check (as it starts)
+  // moves them back to wait at once, counted against maxStalledCount as any stall.
+  return withScripts(redis).agentdbReleaseDeadOwnerJobs(keys.active!, keys.stalled!, keys['stalled-check']!, keys['']!);
 }

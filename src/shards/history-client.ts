@@ -4,11 +4,12 @@ import type { HistoryView } from '../history/history-view.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
 import type { RestoreResult } from '../history/restore-requests.ts';
+import { checkHistoryAdmin, type HistoryCaller } from '../policy/history-admin.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './ops/history-ops.ts';
 import type { PickupWatch, ShardOpClient } from './shard-op-client.ts';
 
-export type { HistoryView, RestoreResult };
+export type { HistoryCaller, HistoryView, RestoreResult };
 
 /** A restore as asked for by the CLI or HTTP: a moment or an undo id, in place or into a new database. */
 export interface RestoreRequest {
@@ -57,6 +58,8 @@ function inDateRange(ms: number, at: string | number): number {
 /**
  * The history and restores of a database, for the CLI and HTTP adapters: each is a shard op
  * on the shard of the database it touches (a restore `into` runs on the new database's shard).
+ * Each names its caller, and refuses one the rule of `policy/history-admin.ts` refuses (history
+ * and restore take a workspace admin) before anything runs.
  */
 export class HistoryClient {
   constructor(
@@ -68,15 +71,17 @@ export class HistoryClient {
     private readonly pickup?: PickupWatch,
   ) {}
 
-  /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS. */
-  async history(db: string): Promise<HistoryView> {
+  /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED. */
+  async history(db: string, caller: HistoryCaller): Promise<HistoryView> {
     const id = checkedId(db);
+    checkHistoryAdmin(caller, db);
     return (await this.answer(shardOf(id, this.shardCount), 'historyList', {}, id, 60_000)) as HistoryView;
   }
 
   /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */
-  async restore(db: string, req: RestoreRequest): Promise<RestoreResult> {
+  async restore(db: string, req: RestoreRequest, caller: HistoryCaller): Promise<RestoreResult> {
     const id = checkedId(db);
+    checkHistoryAdmin(caller, db);
     if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
     let into: string | undefined;
     let refused: string | undefined;
@@ -105,8 +110,9 @@ export class HistoryClient {
    * new database of the same workspace (the same rules as {@link restore}'s).
    * @throws AgentDbError with the registry code of any refusal.
    */
-  async restoreFromBlob(db: string, req: { at?: string | number; into?: string; dryRun?: boolean; by: RestoreActor }): Promise<unknown> {
+  async restoreFromBlob(db: string, req: { at?: string | number; into?: string; dryRun?: boolean; by: RestoreActor }, caller: HistoryCaller): Promise<unknown> {
     const id = checkedId(db);
+    checkHistoryAdmin(caller, db);
     const into = await this.checkedInto(id, req.into);
     const args = {
       ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),

@@ -2,58 +2,41 @@ import { readlinkSync } from 'node:fs';
 import os from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
-
-// Extend or take the lease only while it is ours (or free): a compare-and-set, so a worker
-// that lost its lease to a takeover can never renew over the new owner.
-// Not ours: the holder's token, so a dead holder on this machine can be told apart at no
-// extra round trip.
-const ACQUIRE = `
-local cur = redis.call('GET', KEYS[1])
-if cur == false or cur == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return cur`;
-
-// Takes the lease from a holder found dead, only if it still holds it.
-const TAKE_FROM = `
-if redis.call('GET', KEYS[1]) == ARGV[3] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0`;
-
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
+import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 
 /**
  * The lease by which exactly one worker process owns a shard (and so opens its files). It
  * lives `ttlMs` in Redis unless renewed; a dead owner's shards are taken over once it lapses.
  */
 export class ShardLease {
+  private readonly redis: ScriptedRedis;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly keys: Keys,
     /** Unique per worker process. */
     readonly token: string,
     private readonly ttlMs: number,
-  ) {}
+  ) {
+    this.redis = withScripts(redis);
+  }
 
   /**
    * Takes the shard if free, or extends it if already ours; also takes it from a holder that
    * was a process on this machine and is dead (see {@link deadHere}). True when we own it now.
    */
   async acquire(shard: number): Promise<boolean> {
-    const won = await this.redis.eval(ACQUIRE, 1, this.keys.lease(shard), this.token, String(this.ttlMs));
+    // Compare-and-set (lease-acquire.lua), so a worker that lost its lease to a takeover can
+    // never renew over the new owner; not ours, it answers the holder's token.
+    const won = await this.redis.agentdbLeaseAcquire(this.keys.lease(shard), this.token, String(this.ttlMs));
     if (won === 1) return true;
     if (typeof won !== 'string' || !deadHere(won, this.token)) return false;
-    return (await this.redis.eval(TAKE_FROM, 1, this.keys.lease(shard), this.token, String(this.ttlMs), won)) === 1;
+    return (await this.redis.agentdbLeaseTakeFrom(this.keys.lease(shard), this.token, String(this.ttlMs), won)) === 1;
   }
 
   /** Gives the shard up at once so another worker need not wait for the lease to lapse. */
   async release(shard: number): Promise<void> {
-    await this.redis.eval(RELEASE, 1, this.keys.lease(shard), this.token);
+    await this.redis.agentdbLeaseRelease(this.keys.lease(shard), this.token);
   }
 
   /** The token of the worker that owns the shard, if any. */

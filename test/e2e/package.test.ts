@@ -79,6 +79,10 @@ describe('the packed package, installed into an empty project', () => {
     expect(() => readFileSync(path.join(app, 'node_modules/tsx/package.json'))).toThrow();
     // The web page's script, compiled by the build: `agentdb start` serves it from this file.
     expect(readFileSync(path.join(app, 'node_modules/agentdb/dist/src/http/web/browser/app.js'), 'utf8')).toContain('new EventSource(');
+    // The Lua scripts, which tsc does not copy: the build does, and the loader reads them from there.
+    const lua = readdirSync(path.join(REPO, 'src/redis/scripts')).filter((f) => f.endsWith('.lua'));
+    expect(lua.length).toBeGreaterThan(0);
+    expect(readdirSync(path.join(app, 'node_modules/agentdb/dist/src/redis/scripts')).sort()).toEqual(lua.sort());
   });
 
   it('runs the built agentdb: --version, and tools --json as the zod schemas define it', async () => {

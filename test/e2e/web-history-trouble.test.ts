@@ -73,7 +73,7 @@ afterAll(async () => {
 });
 
 it('the history page lists the lost stretches and marks the damaged generation, as agentdb history does', { timeout: 60_000 }, async () => {
-  const view = await history.history(DB);
+  const view = await history.history(DB, 'operator');
   expect(view.lost).toHaveLength(1);
   const damaged = view.generations.filter((g) => g.damaged);
   expect(damaged).toHaveLength(1);

@@ -49,8 +49,8 @@ afterAll(async () => {
 });
 
 it('undoing a restore on the page, then reloading, undoes it once', { timeout: 60_000 }, async () => {
-  const latest = (await history.history(DB)).latest!;
-  const restore = await history.restore(DB, { at: latest, by: { who: 'acme/@ada', via: 'key' } });
+  const latest = (await history.history(DB, 'operator')).latest!;
+  const restore = await history.restore(DB, { at: latest, by: { who: 'acme/@ada', via: 'key' } }, 'operator');
   expect(restore.undoId).toBeTruthy();
 
   const context = await browser.newContext();
@@ -63,7 +63,7 @@ it('undoing a restore on the page, then reloading, undoes it once', { timeout: 6
   await page.waitForURL(/restored=/);
   const outcome = page.locator('#restore-outcome');
   expect(await outcome.locator('h2').textContent()).toBe('Restored');
-  const points = (await history.history(DB)).undoPoints;
+  const points = (await history.history(DB, 'operator')).undoPoints;
   expect(points).toHaveLength(2);
   // The outcome offers the undo of the restore it reports, not of another.
   expect(await outcome.locator('input[name=undo]').getAttribute('value')).toBe(points.find((p) => p.id !== restore.undoId)!.id);
@@ -72,7 +72,7 @@ it('undoing a restore on the page, then reloading, undoes it once', { timeout: 6
   expect(again?.request().method()).toBe('GET');
   expect(await outcome.locator('h2').textContent()).toBe('Restored');
   // Still the restore and its one undo: the reload restored nothing.
-  expect((await history.history(DB)).undoPoints).toHaveLength(2);
+  expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(2);
   await context.close();
 });
 

@@ -35,7 +35,7 @@ const write = async (sql: string) => {
 
 async function refusal(at: number, opts: { into: string; dryRun?: boolean }): Promise<string | undefined> {
   try {
-    await history.restoreFromBlob(DB, { at: new Date(at).toISOString(), ...opts, by });
+    await history.restoreFromBlob(DB, { at: new Date(at).toISOString(), ...opts, by }, 'operator');
     return undefined;
   } catch (err) {
     return codeOf(err);
@@ -69,7 +69,7 @@ beforeAll(async () => {
   outside.close();
   pool = await sb.pool();
   await write('INSERT INTO t VALUES (100)');
-  view = await history.history(DB);
+  view = await history.history(DB, 'operator');
   const run = await runBackups(ops, sb.config.shardCount, { db: DB });
   expect(run.failed).toEqual([]);
 }, 60_000);
@@ -94,9 +94,9 @@ describe('restore --from-blob across a lost stretch', () => {
   });
 
   it('restores the moments on either side: the last commit history holds, and after the gap began', async () => {
-    await history.restoreFromBlob(DB, { at: view.lost[0]!.after, into: 'acme/before', by });
+    await history.restoreFromBlob(DB, { at: view.lost[0]!.after, into: 'acme/before', by }, 'operator');
     expect(rowsOf('acme/before')).toEqual([0, 1, 2]);
-    await history.restoreFromBlob(DB, { at: view.latest!, into: 'acme/latest', by });
+    await history.restoreFromBlob(DB, { at: view.latest!, into: 'acme/latest', by }, 'operator');
     expect(rowsOf('acme/latest')).toEqual([0, 1, 2, 99, 100]);
   });
 });

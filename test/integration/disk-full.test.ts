@@ -201,7 +201,7 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
   });
 
   it('history says nothing is lost or damaged', async () => {
-    const view = (await history.history(DB)) as HistoryView;
+    const view = (await history.history(DB, 'operator')) as HistoryView;
     expect(view.lost).toEqual([]);
     expect(view.generations.filter((g) => g.damaged)).toEqual([]);
     expect(view.generations.map((g) => g.reason)).not.toContain('gap');
@@ -223,9 +223,9 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
     const chosen = [...pick('before', 1), ...pick('full', 3), ...pick('after', 1), { at: Date.now(), acked: acked.length, phase: 'after' as const }];
     for (const [i, m] of chosen.entries()) {
       const into = `acme/at${i}`;
-      const dry = await history.restore(DB, { at: new Date(m.at).toISOString(), into, dryRun: true, by });
+      const dry = await history.restore(DB, { at: new Date(m.at).toISOString(), into, dryRun: true, by }, 'operator');
       expect(dry, JSON.stringify(dry)).toMatchObject({ dryRun: true });
-      await history.restore(DB, { at: new Date(m.at).toISOString(), into, by });
+      await history.restore(DB, { at: new Date(m.at).toISOString(), into, by }, 'operator');
       expect(await liveKeys(`at${i}`), `${m.phase} moment ${new Date(m.at).toISOString()}`).toEqual(acked.slice(0, m.acked));
     }
   });
@@ -237,7 +237,7 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
     expect(report.error, JSON.stringify(report.error)).toBeUndefined();
     expect(report.damaged).toBeUndefined();
     const m = moments.filter((x) => x.phase === 'full').at(-7)!;
-    await history.restoreFromBlob(DB, { at: new Date(m.at).toISOString(), into: 'acme/blob', by });
+    await history.restoreFromBlob(DB, { at: new Date(m.at).toISOString(), into: 'acme/blob', by }, 'operator');
     expect(await liveKeys('blob')).toEqual(acked.slice(0, m.acked));
   });
 

@@ -205,3 +205,29 @@ describe('the nightly snapshot (shard op historySnapshot)', () => {
     expect(await gens()).toBe(before + 1);
   });
 });
+
+describe('the history client, called directly with no adapter in front', () => {
+  it('refuses a member who is not an admin, and hides another workspace\'s database, before running anything', async () => {
+    const history = new HistoryClient(ops, sb.config.shardCount);
+    const bob = { member: { workspace: 'acme', name: 'bob', role: 'member' as const } };
+    const oz = { member: { workspace: 'other', name: 'oz', role: 'admin' as const } };
+    const by = { who: 'acme/@bob', via: 'key' as const };
+    const before = await rows();
+    const at = moment / 1000;
+    for (const attempt of [
+      () => history.history('acme/scout', bob),
+      () => history.restore('acme/scout', { at, by }, bob),
+      () => history.restore('acme/scout', { at, into: 'acme/copy', by }, bob),
+      () => history.restoreFromBlob('acme/scout', { into: 'acme/copy', by }, bob),
+    ]) {
+      await expect(attempt()).rejects.toMatchObject({ code: 'NOT_PERMITTED', detail: expect.stringContaining('takes an admin of acme; bob is a member') });
+    }
+    await expect(history.history('acme/scout', oz)).rejects.toMatchObject({ code: 'NOT_FOUND', detail: 'there is no database acme/scout' });
+    await expect(history.restore('acme/scout', { at, by }, oz)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(await rows()).toBe(before);
+    // The same client answers an admin of the workspace, and the operator at the CLI.
+    const ada = { member: { workspace: 'acme', name: 'ada', role: 'admin' as const } };
+    expect((await history.history('acme/scout', ada)).generations.length).toBeGreaterThanOrEqual(1);
+    expect((await history.history('acme/scout', 'operator')).generations.length).toBeGreaterThanOrEqual(1);
+  });
+});

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Member } from '../../registry/members.ts';
+import { isHistoryAdmin } from '../../policy/history-admin.ts';
 import { AgentDbError } from '../../errors.ts';
 import type { HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
 import { errorPage } from './error-page.ts';
@@ -29,10 +30,10 @@ export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
   return {
     async summary(db, member) {
       if (!access) return html`<p class="muted" id="history-line">History is not available on this server.</p>`;
-      // The /v1 history routes' rule: reading and restoring history take a workspace admin.
-      if (member.role !== 'admin') return html`<p class="muted" id="history-line">History and restore are for workspace admins.</p>`;
+      // The history client's rule (policy/history-admin.ts), said plainly rather than as a refusal.
+      if (!isHistoryAdmin(member)) return html`<p class="muted" id="history-line">History and restore are for workspace admins.</p>`;
       try {
-        const h = await access.history(db);
+        const h = await access.history(db, { member });
         const lost = h.lost?.length ?? 0;
         const damaged = h.generations.filter((g) => g.damaged).length;
         const trouble = [lost ? `${lost} lost stretch${lost === 1 ? '' : 'es'}` : '', damaged ? `${damaged} damaged generation${damaged === 1 ? '' : 's'}` : ''].filter(Boolean).join(', ');
@@ -148,14 +149,13 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
   const render = async (request: FastifyRequest, reply: FastifyReply, db: string, outcome?: RestoreOutcome, at?: string, restored?: string) => {
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
-    const h = await access.history(db);
-    const body = historyView(db, h, memberOf(request).role === 'admin', sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
+    const h = await access.history(db, { member: memberOf(request) });
+    const body = historyView(db, h, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };
 
   app.get('/data/history', async (request, reply) => {
     try {
-      if (memberOf(request).role !== 'admin') throw new AgentDbError('NOT_PERMITTED', "reading and restoring a database's history takes a workspace admin");
       const query = request.query as { db?: unknown; restored?: unknown };
       const restored = typeof query.restored === 'string' ? query.restored : undefined;
       return await render(request, reply, ownDatabase(memberOf(request), query.db), undefined, undefined, restored);
@@ -171,12 +171,11 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         const body = (request.body ?? {}) as Record<string, unknown>;
         const db = ownDatabase(member, body.db);
         if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
-        if (member.role !== 'admin') throw new AgentDbError('NOT_PERMITTED', 'restoring a database takes a workspace admin');
         const at = atOf(body.at);
         const undo = typeof body.undo === 'string' && body.undo ? body.undo : undefined;
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
         // As the /v1 restore route names its caller: the member, with their key (via the session).
-        const outcome = await access.restore(db, { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } });
+        const outcome = await access.restore(db, { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } }, { member });
         // A restore changed the database: answer with a redirect to a plain page (POST, redirect,
         // GET), so reloading the answer or going back to it cannot send the restore again — it
         // did, and restored (or undid) a second time. A dry run changes nothing and is shown here.

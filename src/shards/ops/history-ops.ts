@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { AgentDbError } from '../../errors.ts';
+import { dirNames } from '../../history/dir-names.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { historyView } from '../../history/history-view.ts';
 import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sharedNote } from '../../contracts/database-id.ts';
@@ -118,21 +119,13 @@ function target(ctx: ShardOpContext, id: string): DbTarget {
 function shardDatabases(dataDir: string, shard: number): string[] {
   const root = path.join(dataDir, 'shards', String(shard));
   const ids: string[] = [];
-  for (const workspace of safeReaddir(root)) {
-    for (const file of safeReaddir(path.join(root, workspace))) {
+  for (const workspace of dirNames(root)) {
+    for (const file of dirNames(path.join(root, workspace))) {
       if (!file.endsWith('.sqlite')) continue;
       ids.push(file === WORKSPACE_FILE ? workspace : `${workspace}/${file.slice(0, -'.sqlite'.length)}`);
     }
   }
   return ids;
-}
-
-function safeReaddir(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
 }
 
 function unwrap(outcome: ExecOutcome): unknown {

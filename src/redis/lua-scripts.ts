@@ -1,0 +1,67 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+/** The folder of agentdb's Lua scripts, one `.lua` file each; `npm run build` copies it beside the built loader. */
+export const LUA_SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
+
+/**
+ * Every script agentdb runs in Redis, typed as the command each becomes on a connection (see
+ * {@link withScripts}). What each script's KEYS and ARGV are is written at the top of its file.
+ */
+export interface LuaCommands {
+  /** complete-calls.lua: keys are counted by the first argument (one usage hash per completion). */
+  agentdbComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  agentdbApprovalCreate(key: string, pending: string, all: string, request: string, ws: string, createdAt: number, expiresAt: number, id: string): Promise<number>;
+  agentdbApprovalTransition(key: string, pending: string, state: string, by: string, reason: string, id: string, via: string): Promise<'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET'>;
+  agentdbMemberCas(members: string, memberKeys: string, name: string, expected: string, record: string, dropHash: string, addHash: string, owner: string, channel: string): Promise<number>;
+  agentdbOffloadReserve(ledger: string, now: string, id: string, bytes: string, expiresAt: string, cap: string): Promise<[ok: number, held: string, first: string]>;
+  agentdbReleaseDeadOwnerJobs(active: string, stalled: string, stalledCheck: string, prefix: string): Promise<number>;
+  /** 1 when the lease is ours now; else the holder's token. */
+  agentdbLeaseAcquire(lease: string, token: string, ttlMs: string): Promise<1 | string>;
+  agentdbLeaseTakeFrom(lease: string, token: string, ttlMs: string, holder: string): Promise<number>;
+  agentdbLeaseRelease(lease: string, token: string): Promise<number>;
+}
+
+/** A connection with agentdb's scripts defined on it. */
+export type ScriptedRedis = Redis & LuaCommands;
+
+/** Each command's file, and how many of its arguments are keys (absent: its first argument says). */
+const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
+  agentdbComplete: { file: 'complete-calls.lua' },
+  agentdbApprovalCreate: { file: 'approval-create.lua', keys: 3 },
+  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 2 },
+  agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
+  agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },
+  agentdbReleaseDeadOwnerJobs: { file: 'release-dead-owner-jobs.lua', keys: 3 },
+  agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },
+  agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
+  agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },
+};
+
+/** The scripts' text, read once per process on first use. */
+let sources: Map<string, string> | undefined;
+
+function source(file: string): string {
+  sources ??= new Map();
+  let lua = sources.get(file);
+  if (lua === undefined) {
+    lua = readFileSync(new URL(file, LUA_SCRIPTS_DIR), 'utf8');
+    sources.set(file, lua);
+  }
+  return lua;
+}
+
+/**
+ * Defines every agentdb script on `redis` (once: a connection that has them is returned as it
+ * is) and returns it typed with them. ioredis then runs each by EVALSHA, sending the text again
+ * only when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH). Whatever takes a
+ * connection into use calls this, so a connection made anywhere (tests make their own) works.
+ */
+export function withScripts(redis: Redis): ScriptedRedis {
+  const scripted = redis as ScriptedRedis;
+  for (const [name, { file, keys }] of Object.entries(SCRIPTS) as [keyof LuaCommands, { file: string; keys?: number }][]) {
+    if (typeof scripted[name] === 'function') continue;
+    redis.defineCommand(name, keys === undefined ? { lua: source(file) } : { lua: source(file), numberOfKeys: keys });
+  }
+  return scripted;
+}

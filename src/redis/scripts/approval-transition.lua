@@ -1,0 +1,21 @@
+-- The first transition out of 'pending' wins, atomically, judged by Redis's own clock so that
+-- every host agrees on when an approval expired. A decision at or after the expiry is refused.
+-- KEYS: the approval, the pending index. ARGV: state, by, reason, id, via.
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
+local state = redis.call('HGET', KEYS[1], 'state')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expiresAt = tonumber(redis.call('HGET', KEYS[1], 'expiresAt'))
+if state == 'expired' then return 'EXPIRED' end
+if state ~= 'pending' then return 'CONFLICT' end
+if ARGV[1] == 'expired' then
+  if now < expiresAt then return 'NOT_YET' end
+elseif now >= expiresAt then
+  return 'EXPIRED'
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'decidedAt', now)
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'decidedBy', ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'decidedVia', ARGV[5]) end
+redis.call('ZREM', KEYS[2], ARGV[4])
+return 'OK'
