@@ -16,6 +16,8 @@ export interface LuaCommands {
   agentdbMemberCas(members: string, memberKeys: string, name: string, expected: string, record: string, dropHash: string, addHash: string, owner: string, channel: string): Promise<number>;
   agentdbOffloadReserve(ledger: string, now: string, id: string, bytes: string, expiresAt: string, cap: string): Promise<[ok: number, held: string, first: string]>;
   agentdbReleaseDeadOwnerJobs(active: string, stalled: string, stalledCheck: string, prefix: string): Promise<number>;
+  /** A queue's active jobs and their locks, flattened: id, lock ('' for none), … */
+  agentdbActiveLocks(active: string, prefix: string): Promise<string[]>;
   /** 1 when the lease is ours now; else the holder's token. */
   agentdbLeaseAcquire(lease: string, token: string, ttlMs: string): Promise<1 | string>;
   agentdbLeaseTakeFrom(lease: string, token: string, ttlMs: string, holder: string): Promise<number>;
@@ -33,6 +35,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },
   agentdbReleaseDeadOwnerJobs: { file: 'release-dead-owner-jobs.lua', keys: 3 },
+  agentdbActiveLocks: { file: 'active-locks.lua', keys: 1 },
   agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },
   agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },

@@ -1,16 +1,7 @@
 import { Job, QueueKeys, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { withScripts } from '../redis/lua-scripts.ts';
 import type { Logger } from '../logger.ts';
-
-// Each active job of the queue with its lock's value (false: no lock), flattened.
-const ACTIVE_LOCKS = `
-local active = redis.call('LRANGE', KEYS[1], 0, -1)
-local out = {}
-for _, id in ipairs(active) do
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('GET', ARGV[1] .. id .. ':lock') or ''
-end
-return out`;
 
 /**
  * Hands back to its queue a job this process's shard worker was handed as Redis died, once Redis
@@ -101,7 +92,7 @@ export class UnheldJobs {
   /** The worker's queue's active jobs locked by a token no processor here holds: id → lock. */
   private async unheld(worker: Worker): Promise<Map<string, string>> {
     const keys = new QueueKeys(this.bullPrefix).getKeys(worker.name);
-    const flat = (await this.redis.eval(ACTIVE_LOCKS, 1, keys.active!, keys['']!)) as string[];
+    const flat = await withScripts(this.redis).agentdbActiveLocks(keys.active!, keys['']!);
     const out = new Map<string, string>();
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const [id, lock] = [flat[i]!, flat[i + 1]!];
