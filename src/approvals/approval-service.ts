@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { ErrorCode } from '../errors.ts';
 import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { handleErrorEvents } from '../redis/error-events.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
@@ -201,6 +202,7 @@ export class ApprovalService {
     let queue = this.queues.get(shard);
     if (!queue) {
       queue = new Queue(this.keys.queueName(shard), { connection: this.redis, prefix: this.keys.bullPrefix });
+      handleErrorEvents(queue);
       this.queues.set(shard, queue);
     }
     return queue;

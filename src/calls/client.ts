@@ -9,6 +9,7 @@ import { callFingerprint, callKey, callKeyOf, payloadDifferences } from '../cont
 import { MemberRegistry } from '../registry/members.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { connectRedis, redisAnswers } from '../redis/connection.ts';
+import { handleErrorEvents } from '../redis/error-events.ts';
 import { planCall } from '../policy/call-plan.ts';
 import { CallWaiters } from './call-waiters.ts';
 import { awaiting, finishedEnvelope, within, type AwaitingAnswer, type CallAnswer, type Decision, type FinishedAnswer, type PendingAnswer } from './call-answers.ts';
@@ -404,6 +405,7 @@ export class AgentDbClient {
     let q = this.queues.get(shard);
     if (!q) {
       q = new Queue(this.keys.queueName(shard), { connection: this.redis, prefix: this.keys.bullPrefix });
+      handleErrorEvents(q);
       this.queues.set(shard, q);
     }
     return q;
