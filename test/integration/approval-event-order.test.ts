@@ -1,7 +1,9 @@
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approvalIdFor } from '../../src/approvals/approval.ts';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
+import { callKeyOf } from '../../src/contracts/call-identity.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { parseEntry, type StreamedEvent } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
@@ -58,6 +60,9 @@ async function holdWhileWoken(approvalId: string, callId: string): Promise<void>
   const approval = (await approvals.get(approvalId))!;
   const queue = new Queue(keysFor(sb.config.prefix).queueName(approval.shard), { connection: { url: REDIS_URL }, prefix: sb.config.prefix });
   queues.push(queue);
+  // Parked for good first: the answer comes once the call is parked, a moment before its job
+  // is moved to delayed.
+  await expect.poll(async () => (await Job.fromId(queue, approval.callKey))?.getState()).toBe('delayed');
   beforePublish = async () => {
     const job = await Job.fromId(queue, approval.callKey);
     if ((await job?.getState()) === 'delayed') return;
@@ -84,4 +89,24 @@ describe('approval.decided and the call.completed it causes', () => {
       expect(types).toEqual(['approval.requested', 'approval.decided', 'call.completed']);
     });
   }
+
+  it('keeps the order, and runs the call at once, when the decision lands while the worker is still parking it', async () => {
+    beforePublish = async () => undefined;
+    // Decided the moment its approval record exists: some land before the job is delayed, where
+    // the worker finds the decision itself when it has parked the call.
+    for (let i = 0; i < 8; i++) {
+      const callId = `race_${i}`;
+      const id = approvalIdFor(callKeyOf({ ...who, callId }));
+      const parked = client.call({ ...who, callId, tool: 'DATA_WRITE_SQL', arguments: { sql: `CREATE TABLE ${callId} (x INTEGER)` } }, { wait: false });
+      await expect.poll(() => approvals.get(id), { interval: 1 }).toBeDefined();
+      expect(await approvals.decideAsOperator(id, { decision: 'approve', by: 'ada' })).toMatchObject({ ok: true });
+      await parked;
+      // Not left parked until the approval expires: it runs now.
+      expect(await client.result(callId, { workspace: who.workspace, agent: who.agent, wait: true })).toMatchObject({ ok: true });
+      // (Its approval.requested may come either side of the decision: the record is listed
+      // before the request is published.)
+      const types = (await eventsOf(callId)).map((e) => e.type).filter((t) => t !== 'approval.requested');
+      expect(types).toEqual(['approval.decided', 'call.completed']);
+    }
+  });
 });
