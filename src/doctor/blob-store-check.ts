@@ -10,12 +10,13 @@ const PROBE_MS = 20_000;
 
 /**
  * Whether the blob store takes an object, gives it back unchanged and deletes it: what a
- * nightly backup and an offloaded result need. The probe's key is its own (`doctor/…`) and is
+ * nightly backup and an offloaded result need. The probe's key is its own (`doctor-probe-…`) and is
  * deleted whatever happens.
  */
 export async function blobStoreCheck(store: BlobStore, s3: boolean): Promise<CheckResult> {
   const check = 'blob-store';
-  const key = `doctor/probe-${randomUUID()}`;
+  // At the root, so the folder store leaves no empty folder behind.
+  const key = `doctor-probe-${randomUUID()}`;
   const body = `agentdb doctor ${new Date().toISOString()}`;
   const fix = s3
     ? 'Check S3_BUCKET, S3_ENDPOINT, S3_REGION and the credentials: the key needs PutObject, GetObject and DeleteObject on the bucket (S3_FORCE_PATH_STYLE=true for MinIO and most non-AWS services).'

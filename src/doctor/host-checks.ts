@@ -19,7 +19,7 @@ export function nodeCheck(version = process.versions.node): CheckResult {
   const major = Number(version.split('.')[0]);
   if (major >= NODE_WANTED) return result('node-version', 'ok', `Node ${version}.`);
   const fix = `Run agentdb on Node ${NODE_WANTED} LTS or later (the Docker image: FROM node:${NODE_WANTED}-…).`;
-  if (major >= NODE_LEAST) return result('node-version', 'warn', `Node ${version}: agentdb runs on it, but Node ${major} is past its maintenance and some dependencies ask for ${NODE_WANTED}.`, fix);
+  if (major >= NODE_LEAST) return result('node-version', 'warn', `Node ${version}: agentdb runs on it, but Node ${major} is past its maintenance and some dependencies ask for ${NODE_WANTED} (the AWS SDK behind the S3 blob store warns that its releases after the first week of January 2027 require it).`, fix);
   return result('node-version', 'fail', `Node ${version}: agentdb needs Node ${NODE_LEAST} or later.`, fix);
 }
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { freePort, OwnRedis } from '../helpers/own-redis.ts';
 import { runCli } from '../helpers/processes.ts';
+import { startS3Server } from '../helpers/s3-server.ts';
 
 // `agentdb doctor`: each check ok, warn or fail with what to change; exit 1 when one fails.
 let sb: Sandbox;
@@ -100,5 +101,20 @@ describe('agentdb doctor', () => {
     expect(status['disk-free']).toBeDefined();
     expect(status['node-version']).toBeDefined();
     expect(code).toBe(1);
+  });
+
+  it('probes an S3 blob store: ok on a bucket it may write, fail with the S3 settings to check on one that is missing', async () => {
+    const s3 = await startS3Server();
+    try {
+      // The AWS SDK warns on stderr under Node 20 (the doctor's node-version check says as much).
+      const env = { REDIS_URL: own.url, ...s3.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+      const ok = await doctor(env);
+      expect(ok.report.checks.find((c) => c.check === 'blob-store')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`s3://${s3.bucket}`) });
+      const missing = await doctor({ ...env, S3_BUCKET: 'no-such-bucket' });
+      expect(missing.report.checks.find((c) => c.check === 'blob-store')).toMatchObject({ status: 'fail', fix: expect.stringContaining('S3_BUCKET') });
+      expect(missing.code).toBe(1);
+    } finally {
+      await s3.stop();
+    }
   });
 });
