@@ -19,6 +19,7 @@ const LAYERS = [
   { name: 'calls', path: '^src/calls/' },
   { name: 'shards', path: '^src/shards/' },
   { name: 'schedule', path: '^src/schedule/' },
+  { name: 'doctor', path: '^src/doctor/' },
   { name: 'mcp', path: '^src/mcp/' },
   { name: 'http', path: '^src/http/' },
   { name: 'cli', path: '^src/cli/' },

@@ -2,7 +2,7 @@
 
 # Build: `npm ci` installs everything and builds dist/ (the prepare script: tsc), then only
 # the runtime dependencies are kept (prune runs no scripts, so dist/ stays).
-FROM node:20-bookworm-slim AS build
+FROM node:20.20.2-bookworm-slim AS build
 # better-sqlite3 builds from source when no prebuilt binary matches.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
@@ -14,7 +14,7 @@ COPY scripts ./scripts
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
 
 # Run: built JavaScript and runtime dependencies only; no compiler, no TypeScript loader.
-FROM node:20-bookworm-slim
+FROM node:20.20.2-bookworm-slim
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
@@ -26,7 +26,8 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data
 EXPOSE 7070
-# /health answers 200 when Redis answers (the slim image has no curl; node has fetch).
+# /ready answers 200 once Redis answers and every shard has an owner, 503 while stopping
+# (the slim image has no curl; node has fetch). /health is liveness only.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 7070) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 7070) + '/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/bin/agentdb.js", "start"]

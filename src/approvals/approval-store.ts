@@ -55,6 +55,16 @@ export class ApprovalStore {
     return this.redis.agentdbApprovalTransition(this.keys.approval(id), this.keys.approvalsPending, state, by, reason, id, via);
   }
 
+  /** Records that the decision's `approval.decided` event is on the stream (see `ApprovalService.decide`). */
+  async markAnnounced(id: string): Promise<void> {
+    await this.redis.hset(this.keys.approval(id), 'announced', '1');
+  }
+
+  /** Whether the decision's `approval.decided` event is on the stream. */
+  async announced(id: string): Promise<boolean> {
+    return (await this.redis.hexists(this.keys.approval(id), 'announced')) === 1;
+  }
+
   /** Records how an approved call ended when it ran. */
   async recordRun(id: string, ran: NonNullable<Approval['ran']>): Promise<void> {
     await this.redis.hset(this.keys.approval(id), 'ran', JSON.stringify(ran));

@@ -216,12 +216,15 @@ export class CallParking {
 
   /**
    * Delays the job until the approval expires. A decision made while we were parking found no
-   * delayed job to promote; reading the state once more after the move catches it.
+   * delayed job to promote; reading the state once more after the move catches it. Only once
+   * the decision is announced, though: until then its decider has yet to publish
+   * `approval.decided` and wake the job itself (now delayed, so its wake-up finds it), and a
+   * call woken here would complete before its decision was heard of.
    */
   private async sleep(job: Job<CallJobData>, token: string, approval: Approval): Promise<never> {
     await job.moveToDelayed(approval.expiresAt, token);
     const now = await this.deps.store.get(approval.id);
-    if (now && now.state !== 'pending') await job.promote().catch(() => undefined);
+    if (now && now.state !== 'pending' && (await this.deps.store.announced(approval.id))) await job.promote().catch(() => undefined);
     throw new DelayedError();
   }
 }

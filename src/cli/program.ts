@@ -218,6 +218,13 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .action(run(async () => (await import('./keys.ts')).list));
 
   program
+    .command('doctor')
+    .summary('check Redis, the data folder, the blob store, Node and the clock')
+    .description('check what agentdb needs: Redis persistence (AOF), maxmemory with noeviction and headroom under it, the clock against Redis\'s, free disk and ownership of the data folder, the blob store (write, read back, delete), the Node version; each with what to change')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExit 1 when a check fails; warnings alone exit 0.')
+    .action(run(async () => (await import('./doctor.ts')).doctor));
+  program
     .command('executors')
     .description('what each executor child of each worker runs now, for how long, and how many more statements of that database it was sent (behind)')
     .option('--json', 'print JSON')

@@ -1,5 +1,7 @@
 import { createLogger } from '../logger.ts';
-import { checkRedis } from '../redis/connection.ts';
+import type { Redis } from 'ioredis';
+import { checkRedis, connectRedis } from '../redis/connection.ts';
+import { logRedisState } from '../redis/redis-state-log.ts';
 import { Scheduler } from '../schedule/scheduler.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { untilSignal } from './signals.ts';
@@ -15,6 +17,7 @@ export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean
   await checkRedis(ctx.config.redisUrl);
   const logger = createLogger(ctx.config.logLevel, 'agentdb-scheduler');
   const s = new Scheduler(ctx.config, logger);
+  let watch: Redis | undefined;
   try {
     if (flags.pruneNow) {
       // Everything the nightly jobs prune: Redis, offloaded results and blob backups, and this
@@ -22,12 +25,16 @@ export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean
       ctx.stdout.write(`${JSON.stringify({ ...(await s.prune()), history: s.pruneHistory() })}\n`);
       return 0;
     }
+    // One log line when Redis goes away and one when it is back.
+    watch = connectRedis(ctx.config.redisUrl, { name: 'agentdb-scheduler-watch' });
+    logRedisState(watch, ctx.config.redisUrl, logger);
     await s.start();
     logger.info({ next: new Date((await s.nextRun()) ?? 0).toISOString() }, 'scheduler ready');
     logger.info({ signal: await untilSignal() }, 'stopping');
     if (!(await drainWithin(ctx.config.drainGraceMs, logger, () => s.stop()))) exitAfterGrace(logger, ctx.config.drainGraceMs, EXIT.failed);
     return 0;
   } finally {
+    watch?.disconnect();
     await s.stop();
   }
 }

@@ -12,6 +12,7 @@ import { AgentRegistry } from '../registry/agents.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
 import { PrincipalCache } from '../registry/principal-cache.ts';
 import { connectRedis } from '../redis/connection.ts';
+import { logRedisState } from '../redis/redis-state-log.ts';
 import { keysFor } from '../redis/keys.ts';
 import { Scheduler } from '../schedule/scheduler.ts';
 import { HistoryClient } from '../shards/history-client.ts';
@@ -37,6 +38,10 @@ export async function start(ctx: CommandContext): Promise<number> {
   // `pid` is pino's own field (this process); the server's needs a name of its own.
   if (redisServer) logger.info({ redisPid: redisServer.pid }, 'started a local redis-server');
   const redis = connectRedis(config.redisUrl, { name: 'agentdb-http' });
+  // One log line when Redis goes away and one when it is back, for the whole process.
+  logRedisState(redis, config.redisUrl, logger);
+  // Set once stopping begins: GET /ready answers 503 from then on.
+  let draining = false;
   const members = new MemberRegistry(redis, keysFor(config.prefix));
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   let pool: ShardWorkerPool | undefined;
@@ -56,6 +61,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     redis,
     shardCount: config.shardCount,
     ownedShards: () => pool?.ownedShards() ?? [],
+    readiness: { shardsWithoutOwner: () => pool?.shardsWithoutOwner() ?? Promise.resolve(allShards(config.shardCount)), draining: () => draining },
     members,
     approvals,
     logger,
@@ -101,6 +107,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   await scheduler.start();
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
   logger.info({ signal: await untilSignal() }, 'stopping');
+  draining = true;
   const drained = await drainWithin(config.drainGraceMs, logger, async () => {
     // Intake stops first and all at once: no new request, scheduled job or shard job is taken
     // while anything else closes (one part waiting for Redis must not leave the others running).

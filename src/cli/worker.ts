@@ -1,5 +1,6 @@
 import { createLogger } from '../logger.ts';
-import { checkRedis } from '../redis/connection.ts';
+import { checkRedis, connectRedis } from '../redis/connection.ts';
+import { logRedisState } from '../redis/redis-state-log.ts';
 import { ShardWorkerPool } from '../shards/shard-worker-pool.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { parseShardRange } from './shard-range.ts';
@@ -17,11 +18,17 @@ export async function worker(ctx: CommandContext, flags: { shards?: string }): P
   // BullMQ waits for a Redis that is down without a word; say so instead.
   await checkRedis(ctx.config.redisUrl);
   const logger = createLogger(ctx.config.logLevel, 'agentdb-worker');
+  // One log line when Redis goes away and one when it is back (a connection of its own: the
+  // pool's are many, and each would say it).
+  const watch = connectRedis(ctx.config.redisUrl, { name: 'agentdb-worker-watch' });
+  logRedisState(watch, ctx.config.redisUrl, logger);
   const pool = new ShardWorkerPool({ config: ctx.config, shards, logger });
   await pool.start();
   logger.info({ shards: pool.ownedShards(), executorPid: pool.executorPid }, 'worker ready');
   logger.info({ signal: await untilSignal() }, 'stopping');
-  if (!(await drainWithin(ctx.config.drainGraceMs, logger, () => pool.stop()))) exitAfterGrace(logger, ctx.config.drainGraceMs, EXIT.failed);
+  const drained = await drainWithin(ctx.config.drainGraceMs, logger, () => pool.stop());
+  watch.disconnect();
+  if (!drained) exitAfterGrace(logger, ctx.config.drainGraceMs, EXIT.failed);
   return 0;
 }
 

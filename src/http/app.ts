@@ -16,6 +16,7 @@ import { resultsRoutes } from './results-routes.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
 import { validateWithZod } from './route-validation.ts';
+import { healthRoutes, type ReadinessDeps } from './health-routes.ts';
 import { webRoutes, type WebDeps } from './web/web-routes.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
@@ -23,6 +24,8 @@ export interface AppDeps {
   redis: Redis;
   /** The shards this process's workers own, when it runs any. */
   ownedShards?: () => number[];
+  /** What `GET /ready` asks beyond Redis (see health-routes.ts); absent: ready whenever Redis answers. */
+  readiness?: ReadinessDeps;
   shardCount: number;
   /** Who may call the `/v1` API: bearer keys resolve to members here. */
   members: MemberRegistry;
@@ -54,7 +57,7 @@ export interface KeyedDeps {
 
 /**
  * Builds the Fastify app without listening, so tests can `inject()` requests.
- * `GET /health` answers 200 when Redis answers, 503 otherwise; `/v1/approvals` is the
+ * `GET /health` (liveness) and `GET /ready` (readiness) are health-routes.ts; `/v1/approvals` is the
  * approvals API (see approvals-routes.ts). Every error answers `{ error: { code, message, hint } }`.
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
@@ -67,20 +70,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // handler below as INVALID_ARGUMENTS.
   validateWithZod(app);
 
-  app.get('/health', async (_req, reply) => {
-    let redis: 'up' | 'down' = 'up';
-    // A connection that is not ready queues the PING for ~10 s of reconnects: say down at once.
-    if (deps.redis.status !== 'ready') redis = 'down';
-    else {
-      try {
-        await deps.redis.ping();
-      } catch {
-        redis = 'down';
-      }
-    }
-    const body = { ok: redis === 'up', redis, shardCount: deps.shardCount, ownedShards: deps.ownedShards?.() ?? [] };
-    return reply.code(body.ok ? 200 : 503).send(body);
-  });
+  app.register(healthRoutes({ redis: deps.redis, shardCount: deps.shardCount, ownedShards: deps.ownedShards, readiness: deps.readiness }));
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
   if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));

@@ -85,7 +85,9 @@ export async function checkRedis(url: string): Promise<void> {
 export function isConnectionFault(err: unknown): boolean {
   const e = err as { name?: unknown; message?: unknown; code?: unknown } | undefined;
   if (e?.name === 'MaxRetriesPerRequestError') return true;
-  if (typeof e?.code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(e.code)) return true;
+  // EHOSTUNREACH, ENOTFOUND, EAI_AGAIN: a Redis host that is gone (a stopped compose service's
+  // name no longer resolves) is as much away as one that refuses.
+  if (typeof e?.code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/.test(e.code)) return true;
   return typeof e?.message === 'string' && /^Connection is closed\.?$|Stream isn't writeable/.test(e.message);
 }
 

@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { handleErrorEvents } from './error-events.ts';
 import type { Keys } from './keys.ts';
 
 /**
@@ -20,6 +21,7 @@ export class ShardQueues {
     let queue = this.queues.get(shard);
     if (!queue) {
       queue = new Queue(this.keys.queueName(shard), { connection: this.redis, prefix: this.keys.bullPrefix });
+      handleErrorEvents(queue);
       this.queues.set(shard, queue);
     }
     return queue;

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { connectRedis } from '../redis/connection.ts';
+import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { pruneRedis } from './redis-maintenance.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
@@ -45,6 +46,7 @@ export class Scheduler {
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-scheduler' });
     this.queue = new Queue(QUEUE, { connection: this.redis, prefix: this.keys.bullPrefix });
+    handleErrorEvents(this.queue, logger, 'scheduler queue error');
     this.blobs = openBlobStore(config);
   }
 
@@ -71,7 +73,7 @@ export class Scheduler {
     // the worker's still in flight when the queue's connection closed under it.
     this.workerRedis = connectRedis(this.config.redisUrl, { blocking: true, name: 'agentdb-scheduler-worker' });
     this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), { connection: this.workerRedis, prefix: this.keys.bullPrefix, concurrency: 1 });
-    this.worker.on('error', (err) => this.logger.error({ err: String(err) }, 'scheduler worker error'));
+    handleErrorEvents(this.worker, this.logger, 'scheduler worker error');
     await this.worker.waitUntilReady();
   }
 

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
 import { AgentDbError } from '../errors.ts';
 import { connectRedis } from '../redis/connection.ts';
+import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
@@ -132,6 +133,7 @@ export class ShardOpClient {
     if (!q) {
       const name = this.keys.queueName(shard);
       const queue = new Queue(name, { connection: this.redis, prefix: this.keys.bullPrefix });
+      handleErrorEvents(queue);
       // QueueEvents blocks on its stream, so it needs a connection of its own. It reads from the
       // stream's last event as it stands now, not from '$' (whatever comes after its first
       // blocking read, issued some time after it is "ready"): an op answered in between would
@@ -141,6 +143,7 @@ export class ShardOpClient {
       holder.ready = (async () => {
         const last = (await this.redis.xrevrange(`${this.keys.bullPrefix}:${name}:events`, '+', '-', 'COUNT', 1))[0]?.[0];
         holder.events = new QueueEvents(name, { connection: conn, prefix: this.keys.bullPrefix, lastEventId: last ?? '0-0' });
+        handleErrorEvents(holder.events);
         await holder.events.waitUntilReady();
       })();
       q = holder;

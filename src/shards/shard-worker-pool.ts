@@ -17,6 +17,7 @@ import { runCall, type RunOutcome } from '../calls/call-runner.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from '../redis/connection.ts';
+import { handleErrorEvents } from '../redis/error-events.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
@@ -67,6 +68,8 @@ export class ShardWorkerPool {
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
   private stopped = false;
+  /** Set once the first round of leases is done: before it, what this process owns says nothing. */
+  private leasesChecked = false;
 
   constructor(private readonly opts: ShardWorkerPoolOptions) {
     const { config } = opts;
@@ -122,6 +125,7 @@ export class ShardWorkerPool {
     this.opts.logger.info({ pids: this.executor.pids }, 'executor pool ready');
     this.status.start();
     await this.tick();
+    this.leasesChecked = true;
     const every = Math.max(100, Math.floor(this.opts.config.leaseTtlMs / 3));
     this.timer = setInterval(() => {
       this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
@@ -131,6 +135,26 @@ export class ShardWorkerPool {
   /** The shards this process owns now. */
   ownedShards(): number[] {
     return [...this.workers.keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * The shards of this process's range that nobody owns: neither this process nor another
+   * worker holding its lease. Every one of them until the first round of leases is done. What
+   * `GET /ready` waits for (an empty list), so traffic is not sent to a process whose shards
+   * have no worker yet.
+   */
+  async shardsWithoutOwner(): Promise<number[]> {
+    if (!this.leasesChecked || this.stopped) return [...this.opts.shards];
+    const others = this.opts.shards.filter((shard) => !this.workers.has(shard));
+    if (others.length === 0) return [];
+    // One GET per lease, pipelined: each lease has its own hash tag, so no multi-key command.
+    const pipeline = this.redis.pipeline();
+    for (const shard of others) pipeline.get(this.keys.lease(shard));
+    const holders = (await pipeline.exec()) ?? [];
+    return others.filter((_, i) => {
+      const [err, holder] = holders[i] ?? [];
+      return err || holder === null || holder === undefined;
+    });
   }
 
   /** The first executor child's pid (for operators and tests). */
@@ -204,7 +228,7 @@ export class ShardWorkerPool {
       stalledInterval: config.stalledIntervalMs,
       autorun: true,
     });
-    worker.on('error', (err) => logger.error({ shard, err: String(err) }, 'shard worker error'));
+    handleErrorEvents(worker, logger, 'shard worker error', { shard });
     worker.on('completed', (job) => {
       const announce = this.announceOnceFinished.get(job.id!);
       this.announceOnceFinished.delete(job.id!);

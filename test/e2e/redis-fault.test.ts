@@ -52,8 +52,9 @@ function write(agent: string, v: number) {
   return { ...who(agent), callId: `${agent}-w${v}`, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t (v) VALUES (?)', params: [v] } };
 }
 
+/** Readiness: 503 while Redis is down (/health is liveness, 200 throughout). */
 async function health(): Promise<number> {
-  return (await fetch(`http://127.0.0.1:${port}/health`)).status;
+  return (await fetch(`http://127.0.0.1:${port}/ready`)).status;
 }
 
 /** What every lane wrote, as acknowledged, and the calls left in doubt by the outage. */

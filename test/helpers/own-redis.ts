@@ -78,6 +78,11 @@ export class OwnRedis {
     await exited;
   }
 
+  /** Sends the server a signal: SIGSTOP leaves it up but answering nothing, SIGCONT lets it go on. */
+  signal(sig: NodeJS.Signals): void {
+    this.proc?.kill(sig);
+  }
+
   /** Deletes what the stopped server persisted, so that it starts again empty. */
   wipe(): void {
     for (const entry of readdirSync(this.dir)) rmSync(path.join(this.dir, entry), { recursive: true, force: true });

@@ -25,10 +25,38 @@ describe('docker-compose.yml', () => {
     expect(doc).toContain('`127.0.0.1:6379`: `npx agentdb call` and the client library on the host reach that deployment');
   });
 
-  it('runs the app as a user that is not root, its data volume that user\'s, with a health check on /health', () => {
+  it('runs the app as a user that is not root, its data volume that user\'s, with a health check on /ready', () => {
     const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
     const run = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
     expect(run).toMatch(/\nRUN mkdir -p \/data && chown node:node \/data\nUSER node\nVOLUME \/data\n/);
-    expect(run).toMatch(/\nHEALTHCHECK [^\n]*\\\n\s+CMD \["node", "-e", "fetch\('http:\/\/127\.0\.0\.1:' \+ \(process\.env\.PORT \|\| 7070\) \+ '\/health'\)/);
+    expect(run).toMatch(/\nHEALTHCHECK [^\n]*\\\n\s+CMD \["node", "-e", "fetch\('http:\/\/127\.0\.0\.1:' \+ \(process\.env\.PORT \|\| 7070\) \+ '\/ready'\)/);
+  });
+
+  it('pins every image to an exact tag, the Dockerfile\'s base images too', () => {
+    const images = [...compose.matchAll(/^\s+image:\s*(\S+)/gm)].map((m) => m[1]!);
+    expect(images.length).toBeGreaterThan(0);
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]!);
+    expect(bases.length).toBeGreaterThan(0);
+    // name:MAJOR.MINOR.PATCH, optionally with a variant (-bookworm-slim); never latest or a bare major.
+    for (const image of [...images, ...bases]) expect(image, image).toMatch(/^[\w./-]+:\d+\.\d+\.\d+(-[\w.-]+)?$/);
+  });
+
+  it('gives the app longer to stop than its drain grace, and checks its readiness', async () => {
+    const { loadConfig } = await import('../../src/config.ts');
+    const app = service('agentdb');
+    const drain = /DRAIN_GRACE_MS:\s*"?(\d+)"?/.exec(app)?.[1];
+    const graceMs = drain ? Number(drain) : loadConfig({}).drainGraceMs;
+    const stop = /stop_grace_period:\s*(\d+)s/.exec(app)?.[1];
+    expect(stop).toBeDefined();
+    expect(Number(stop) * 1000).toBeGreaterThan(graceMs);
+    expect(app).toMatch(/healthcheck:[\s\S]*\/ready/);
+  });
+
+  it('bounds Redis\'s memory with noeviction, as agentdb doctor asks', () => {
+    const redis = service('redis');
+    expect(redis).toMatch(/"--maxmemory", "\d+[kmg]b"/);
+    expect(redis).toMatch(/"--maxmemory-policy", "noeviction"/);
+    expect(redis).toMatch(/"--appendonly", "yes"/);
   });
 });

@@ -1,0 +1,37 @@
+import type { Config } from '../config.ts';
+import { openBlobStore } from '../blobs/blob-stores.ts';
+import { connectAnswering } from '../redis/connection.ts';
+import { blobStoreCheck } from './blob-store-check.ts';
+import type { CheckResult } from './check.ts';
+import { dataFolderCheck, diskCheck, nodeCheck } from './host-checks.ts';
+import { redisChecks, redisUnreachable } from './redis-checks.ts';
+
+export type { CheckResult, CheckStatus } from './check.ts';
+
+/**
+ * Every check of `agentdb doctor`, in the order it prints them: what agentdb needs of its
+ * Redis, its data folder and disk, its blob store, Node and the clock. A Redis that does not
+ * answer fails its checks and the others still run.
+ */
+export async function runDoctor(config: Config): Promise<CheckResult[]> {
+  const out: CheckResult[] = [];
+  try {
+    const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-doctor' });
+    try {
+      out.push(...(await redisChecks(redis)));
+    } finally {
+      redis.disconnect();
+    }
+  } catch (err) {
+    out.push(...redisUnreachable((err as { detail?: string }).detail ?? (err as Error).message));
+  }
+  out.push(dataFolderCheck(config.dataDir), diskCheck(config.dataDir));
+  const store = openBlobStore(config);
+  try {
+    out.push(await blobStoreCheck(store, config.blob.kind === 's3'));
+  } finally {
+    await store.close().catch(() => undefined);
+  }
+  out.push(nodeCheck());
+  return out;
+}

@@ -1,0 +1,120 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { freePort, OwnRedis } from '../helpers/own-redis.ts';
+import { runCli } from '../helpers/processes.ts';
+import { startS3Server } from '../helpers/s3-server.ts';
+
+// `agentdb doctor`: each check ok, warn or fail with what to change; exit 1 when one fails.
+let sb: Sandbox;
+let own: OwnRedis;
+let admin: Redis;
+
+beforeAll(async () => {
+  sb = sandbox();
+  own = await OwnRedis.start();
+  admin = new Redis(own.url);
+});
+
+afterAll(async () => {
+  admin.disconnect();
+  await own.remove();
+  await sb.cleanup();
+});
+
+interface Report {
+  ok: boolean;
+  checks: { check: string; status: 'ok' | 'warn' | 'fail'; detail: string; fix?: string }[];
+}
+
+async function doctor(env: Record<string, string> = {}): Promise<{ code: number | null; report: Report }> {
+  const run = await runCli(['doctor', '--json'], { ...sb.env, ...env });
+  expect(run.stderr).toBe('');
+  return { code: run.code, report: JSON.parse(run.stdout) as Report };
+}
+
+function statusOf(report: Report): Record<string, string> {
+  return Object.fromEntries(report.checks.map((c) => [c.check, c.status]));
+}
+
+const REDIS_CHECKS = ['redis-persistence', 'redis-maxmemory', 'redis-eviction-policy', 'redis-memory-headroom', 'clock'];
+
+describe('agentdb doctor', () => {
+  it('on a Redis with AOF and maxmemory with noeviction: every Redis, folder, disk and blob check ok, exit 0', async () => {
+    await admin.config('SET', 'maxmemory', '256mb');
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    const { code, report } = await doctor({ REDIS_URL: own.url });
+    const status = statusOf(report);
+    for (const check of [...REDIS_CHECKS, 'data-folder', 'disk-free', 'blob-store']) expect(status[check], JSON.stringify(report.checks)).toBe('ok');
+    // The Node check: ok on 22 and later, a warning on 20 (what this machine runs); never a failure.
+    expect(status['node-version']).not.toBe('fail');
+    expect(report.ok).toBe(true);
+    expect(code).toBe(0);
+    for (const c of report.checks) if (c.status === 'ok') expect(c.fix).toBeUndefined();
+  });
+
+  it('on the shared test Redis (no AOF, no maxmemory): says so with what to change, and exits 1 when a check fails', async () => {
+    const { code, report } = await doctor();
+    const persistence = report.checks.find((c) => c.check === 'redis-persistence')!;
+    expect(persistence.status).not.toBe('ok');
+    expect(persistence.fix).toMatch(/appendonly yes/);
+    const maxmemory = report.checks.find((c) => c.check === 'redis-maxmemory')!;
+    expect(maxmemory.status).toBe('warn');
+    expect(maxmemory.fix).toMatch(/maxmemory/);
+    expect(code).toBe(report.checks.some((c) => c.status === 'fail') ? 1 : 0);
+    expect(report.ok).toBe(code === 0);
+  });
+
+  it('fails an evicting policy and a Redis nearly full, and prints a table by default', async () => {
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+    await admin.config('SET', 'maxmemory', String(Math.ceil(used / 0.95)));
+    try {
+      const { code, report } = await doctor({ REDIS_URL: own.url });
+      expect(statusOf(report)).toMatchObject({ 'redis-eviction-policy': 'fail', 'redis-memory-headroom': 'fail' });
+      expect(report.checks.find((c) => c.check === 'redis-eviction-policy')!.fix).toMatch(/noeviction/);
+      expect(code).toBe(1);
+      const table = await runCli(['doctor'], { ...sb.env, REDIS_URL: own.url });
+      expect(table.code).toBe(1);
+      expect(table.stdout).toMatch(/^FAIL {2}redis-eviction-policy +maxmemory-policy is allkeys-lru/m);
+      expect(table.stdout).toMatch(/^ +fix: Set maxmemory-policy noeviction/m);
+      expect(table.stdout).toMatch(/\d+ ok, \d+ warnings?, \d+ failures?\n$/);
+    } finally {
+      await admin.config('SET', 'maxmemory', '256mb');
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    }
+  });
+
+  it('fails a data folder and a blob store it cannot write, and the Redis checks when Redis does not answer, running the rest', async () => {
+    const file = path.join(sb.dataDir, 'not-a-folder');
+    writeFileSync(file, 'x');
+    const { code, report } = await doctor({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, AGENTDB_DATA_DIR: file, BLOB_DIR: path.join(file, 'blobs') });
+    const status = statusOf(report);
+    for (const check of REDIS_CHECKS) expect(status[check]).toBe('fail');
+    expect(report.checks.find((c) => c.check === 'redis-persistence')!.detail).toMatch(/does not answer/);
+    expect(status['data-folder']).toBe('fail');
+    expect(status['blob-store']).toBe('fail');
+    expect(report.checks.find((c) => c.check === 'blob-store')!.fix).toMatch(/BLOB_DIR/);
+    // Checks that need neither still ran.
+    expect(status['disk-free']).toBeDefined();
+    expect(status['node-version']).toBeDefined();
+    expect(code).toBe(1);
+  });
+
+  it('probes an S3 blob store: ok on a bucket it may write, fail with the S3 settings to check on one that is missing', async () => {
+    const s3 = await startS3Server();
+    try {
+      // The AWS SDK warns on stderr under Node 20 (the doctor's node-version check says as much).
+      const env = { REDIS_URL: own.url, ...s3.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+      const ok = await doctor(env);
+      expect(ok.report.checks.find((c) => c.check === 'blob-store')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`s3://${s3.bucket}`) });
+      const missing = await doctor({ ...env, S3_BUCKET: 'no-such-bucket' });
+      expect(missing.report.checks.find((c) => c.check === 'blob-store')).toMatchObject({ status: 'fail', fix: expect.stringContaining('S3_BUCKET') });
+      expect(missing.code).toBe(1);
+    } finally {
+      await s3.stop();
+    }
+  });
+});
