@@ -35,5 +35,7 @@ export default function setup(): void {
   } catch {
     process.stderr.write('global-setup: tsc -p tsconfig.build.json reported errors; the tests run on what it emitted\n');
   }
+  // The Lua scripts first: the contracts file is the stamp, so it is written last.
+  execFileSync(process.execPath, ['dist/scripts/copy-lua-scripts.js'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync(process.execPath, ['dist/scripts/write-tool-contracts.js'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
 }
