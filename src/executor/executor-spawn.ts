@@ -1,7 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import type { Socket } from 'node:net';
 import { childModule, type ChildModule } from './child-module.ts';
 import type { ChildMessage, ChildOptions } from './executor-protocol.ts';
+import { MARKS_FD } from './statement-marks.ts';
 
 /**
  * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
@@ -29,8 +31,8 @@ const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/s
 /**
  * Forks the executor child: `node executor-child.js '<options>'` (from the sources:
  * `node --import tsx executor-child.ts`) with an IPC
- * channel, under the data-segment limit where the platform has one. The child's stdout and
- * stderr are the worker's.
+ * channel and a marks pipe, under the data-segment limit where the platform has one. The
+ * child's stdout and stderr are the worker's.
  */
 export function forkExecutorChild(opts: ChildOptions, child: ChildModule = CHILD): ChildProcess {
   const nodeArgs = child.execArgv;
@@ -41,7 +43,8 @@ export function forkExecutorChild(opts: ChildOptions, child: ChildModule = CHILD
       ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
       : { execArgv: nodeArgs }),
     serialization: 'json',
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // fd 4: the marks pipe, on which the child says which request it starts (`statement-marks.ts`).
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
   });
 }
 
@@ -74,6 +77,8 @@ export function endExecutorChild(child: ChildProcess): Promise<void> {
 export function startExecutorChild(opts: ChildOptions, module?: ChildModule): Promise<ChildProcess> {
   const child = forkExecutorChild(opts, module);
   child.unref();
+  // Node reads a child's pipes from the start, which holds the worker's event loop open.
+  (child.stdio[MARKS_FD] as Socket | null | undefined)?.unref();
   return new Promise((resolve, reject) => {
     const onMessage = (message: ChildMessage) => {
       if (message.type !== 'ready') return;
