@@ -18,7 +18,10 @@ import { builtExecutorChild } from '../helpers/built-child.ts';
 
 /** Asks for a 300 MB string: V8 aborts the child (SIGABRT) under its memory limit. */
 const KILLER = "SELECT printf('%.*c', 300000000, 'x')";
+const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
 const ROUNDS = 5;
+/** The variants: each round costs a child (and a respawn), seconds on a loaded 2-core host. */
+const FEWER = 3;
 
 let dataDir: string;
 let pool: ExecutorPool;
@@ -99,21 +102,21 @@ describe('a statement that kills its child behind another caller’s finished on
   it('answers a big read when the killer comes in a later message', async () => {
     deaths.length = 0;
     const answers: string[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < FEWER; round++) {
       const victim = run(read(shared, 'SELECT * FROM leads', `big-late-${round}`));
       await new Promise((r) => setImmediate(r));
       const bomb = run(killer(shared, `bomb-late-${round}`));
       const [v, b] = await Promise.all([victim, bomb]);
       answers.push(`${code(v)}:${rowsOf(v)} ${code(b)}`);
     }
-    expect(answers).toEqual(Array.from({ length: ROUNDS }, () => 'ok:900 RESOURCE_LIMIT'));
-    expect(deaths).toEqual(Array.from({ length: ROUNDS }, (_, round) => `bomb-late-${round}`));
+    expect(answers).toEqual(Array.from({ length: FEWER }, () => 'ok:900 RESOURCE_LIMIT'));
+    expect(deaths).toEqual(Array.from({ length: FEWER }, (_, round) => `bomb-late-${round}`));
   });
 
   it('answers a small read pipelined in one message with the killer', async () => {
     deaths.length = 0;
     const answers: string[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < FEWER; round++) {
       // The first read takes the line's child; the two behind it go out together, in one message.
       const first = run(read(shared, 'SELECT count(*) FROM leads', `first-${round}`));
       const victim = run(read(shared, 'SELECT count(*) FROM leads', `small-${round}`));
@@ -121,14 +124,14 @@ describe('a statement that kills its child behind another caller’s finished on
       const [f, v, b] = await Promise.all([first, victim, bomb]);
       answers.push(`${code(f)} ${code(v)}:${v.ok ? JSON.stringify((v.result as { rows: unknown[] }).rows) : ''} ${code(b)}`);
     }
-    expect(answers).toEqual(Array.from({ length: ROUNDS }, () => 'ok ok:[[900]] RESOURCE_LIMIT'));
-    expect(deaths).toEqual(Array.from({ length: ROUNDS }, (_, round) => `bomb-small-${round}`));
+    expect(answers).toEqual(Array.from({ length: FEWER }, () => 'ok ok:[[900]] RESOURCE_LIMIT'));
+    expect(deaths).toEqual(Array.from({ length: FEWER }, (_, round) => `bomb-small-${round}`));
   });
 
   it('answers a write pipelined with the killer with what it committed, once, not as a replay', async () => {
     deaths.length = 0;
     const answers: string[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < FEWER; round++) {
       const first = run(read(shared, 'SELECT count(*) FROM t', `w-first-${round}`));
       const written = run({ op: 'write', db: shared, sql: 'INSERT INTO t VALUES (?)', params: [round], callKey: `acme.@ada.w${round}`, callId: `w${round}` });
       const bomb = run(killer(shared, `bomb-w-${round}`));
@@ -136,13 +139,24 @@ describe('a statement that kills its child behind another caller’s finished on
       // Not `replayed`: the caller never had an answer, and a replayed write is not metered.
       answers.push(`${code(w)}:${w.ok ? (w.result as { changes: number }).changes : ''}:${w.ok && w.replayed ? 'replayed' : 'first'} ${code(b)}`);
     }
-    expect(answers).toEqual(Array.from({ length: ROUNDS }, () => 'ok:1:first RESOURCE_LIMIT'));
-    expect(deaths).toEqual(Array.from({ length: ROUNDS }, (_, round) => `bomb-w-${round}`));
+    expect(answers).toEqual(Array.from({ length: FEWER }, () => 'ok:1:first RESOURCE_LIMIT'));
+    expect(deaths).toEqual(Array.from({ length: FEWER }, (_, round) => `bomb-w-${round}`));
     const file = new Database(shared.path, { readonly: true });
     try {
-      expect(file.prepare('SELECT v FROM t ORDER BY v').pluck().all()).toEqual([0, 1, 2, 3, 4]);
+      expect(file.prepare('SELECT v FROM t ORDER BY v').pluck().all()).toEqual(Array.from({ length: FEWER }, (_, round) => round));
     } finally {
       file.close();
     }
+  });
+
+  it('charges a runaway behind a finished big read with its deadline, and answers the read', async () => {
+    const answers: string[] = [];
+    for (let round = 0; round < 2; round++) {
+      const victim = run({ ...read(shared, 'SELECT * FROM leads', `big-slow-${round}`), timeoutMs: 2000 });
+      const runaway = run({ ...read(shared, FOREVER, `runaway-${round}`), timeoutMs: 2000 });
+      const [v, r] = await Promise.all([victim, runaway]);
+      answers.push(`${code(v)}:${rowsOf(v)} ${code(r)}`);
+    }
+    expect(answers).toEqual(['ok:900 STATEMENT_TIMEOUT', 'ok:900 STATEMENT_TIMEOUT']);
   });
 });
