@@ -11,7 +11,7 @@ import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './ex
 import { HandleCache } from '../sqlite/handle-cache.ts';
 import { HistoryCapture } from '../history/handle-capture.ts';
 import { dieWithParent } from './parent-watch.ts';
-import { checkMarksPipe, markFinished, markStarted } from './statement-marks.ts';
+import { checkMarksFile, markFinished, markStarted } from './statement-marks.ts';
 import { statementCache } from '../sqlite/statement-cache.ts';
 
 const FLUSH_AFTER_MS = 5;
@@ -25,9 +25,9 @@ function main(): void {
     process.exit(2);
   }
   try {
-    checkMarksPipe();
+    checkMarksFile();
   } catch {
-    process.stderr.write('executor-child: must be started by the worker with a marks pipe (fd 4)\n');
+    process.stderr.write('executor-child: must be started by the worker with a marks file (fd 4)\n');
     process.exit(2);
   }
   const opts = JSON.parse(process.argv[2] ?? '') as ChildOptions;
@@ -48,7 +48,7 @@ function main(): void {
   // whatever is done is sent before a request starts once FLUSH_AFTER_MS have passed: the
   // worker times each statement from the answer before it, so its deadlines stay accurate to
   // a few milliseconds while a busy child answers in few messages.
-  // Each request is marked started on the marks pipe before it runs, and the batch finished
+  // Each request is marked started in the marks file before it runs, and the batch finished
   // once its answers are handed to the channel: when a statement kills the child, the worker
   // holds exactly that one to account (see `StatementMarks`).
   process.on('message', (message: ChildRequest[]) => {

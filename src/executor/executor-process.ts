@@ -74,7 +74,7 @@ export class ExecutorProcess {
   private checking = false;
   private retry?: NodeJS.Timeout;
   private nextId = 1;
-  /** Which request the child started last, and whether it finished (its marks pipe). */
+  /** Which request the child started last, and whether it finished (its marks file). */
   private marks?: StatementMarks;
   private spawnedAt = 0;
   private starting?: Promise<void>;
@@ -267,8 +267,8 @@ export class ExecutorProcess {
   }
 
   /**
-   * The child is gone, and (this runs on 'close', after its pipes' last bytes) every mark it
-   * wrote has been read: only the request it was running answers for the death. Those it had
+   * The child is gone, and every mark it wrote is in its marks file: only the request it was
+   * running answers for the death. Those it had
    * finished lost their answers with it and run again; those it never started run elsewhere.
    */
   private onDeath(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
@@ -410,8 +410,8 @@ export class ExecutorProcess {
     child.on('message', (message: ChildMessage) => this.onOutcomes(child, message));
     // Channel errors; the worker must never crash on them, and an exit follows.
     child.on('error', (err) => this.opts.logger?.warn({ child: this.index, childPid: child.pid, err: err.message }, 'executor child error'));
-    // 'close', not 'exit': it comes after the last message and the last mark, so a mark written
-    // just before the child died is read first.
+    // 'close', not 'exit': it comes after the channel's last message, so an answer written just
+    // before the child died is read first (and its request is not run again).
     child.on('close', (code, signal) => this.onDeath(child, code, signal));
     if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
     this.replacedPid = undefined;

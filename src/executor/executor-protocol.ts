@@ -98,7 +98,7 @@ export interface ChildRequest {
  * What a child sends on its IPC channel: `ready` once it listens (so no request is sent into a
  * void), then outcomes, each with the CPU time (µs, user + system) the child spent on it — what
  * the pool charges a workspace, since wall time on a busy host counts the time the child waited
- * for a core. Which request it is running goes on a pipe of its own (see `statement-marks.ts`).
+ * for a core. Which request it is running goes in a file of its own (see `statement-marks.ts`).
  */
 export type ChildMessage =
   | { type: 'ready' }

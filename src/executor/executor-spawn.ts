@@ -1,9 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import type { Socket } from 'node:net';
 import { childModule, type ChildModule } from './child-module.ts';
 import type { ChildMessage, ChildOptions } from './executor-protocol.ts';
-import { MARKS_FD } from './statement-marks.ts';
+import { keepMarksFile, openMarksFile } from './statement-marks.ts';
 
 /**
  * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
@@ -31,21 +30,30 @@ const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/s
 /**
  * Forks the executor child: `node executor-child.js '<options>'` (from the sources:
  * `node --import tsx executor-child.ts`) with an IPC
- * channel and a marks pipe, under the data-segment limit where the platform has one. The
+ * channel and a marks file, under the data-segment limit where the platform has one. The
  * child's stdout and stderr are the worker's.
  */
 export function forkExecutorChild(opts: ChildOptions, child: ChildModule = CHILD): ChildProcess {
   const nodeArgs = child.execArgv;
-  return fork(child.file, [JSON.stringify(opts)], {
-    // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
-    // `sh -c 'ulimit -d N && exec "$0" "$@"' node [--import tsx] CHILD_FILE args`.
-    ...(SHELL
-      ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
-      : { execArgv: nodeArgs }),
-    serialization: 'json',
-    // fd 4: the marks pipe, on which the child says which request it starts (`statement-marks.ts`).
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
-  });
+  const marks = openMarksFile();
+  let forked: ChildProcess;
+  try {
+    forked = fork(child.file, [JSON.stringify(opts)], {
+      // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
+      // `sh -c 'ulimit -d N && exec "$0" "$@"' node [--import tsx] CHILD_FILE args`.
+      ...(SHELL
+        ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
+        : { execArgv: nodeArgs }),
+      serialization: 'json',
+      // fd 4: the marks file, where the child says which request it runs (`statement-marks.ts`).
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc', marks],
+    });
+  } catch (err) {
+    fs.closeSync(marks);
+    throw err;
+  }
+  keepMarksFile(forked, marks);
+  return forked;
 }
 
 /**
@@ -77,8 +85,6 @@ export function endExecutorChild(child: ChildProcess): Promise<void> {
 export function startExecutorChild(opts: ChildOptions, module?: ChildModule): Promise<ChildProcess> {
   const child = forkExecutorChild(opts, module);
   child.unref();
-  // Node reads a child's pipes from the start, which holds the worker's event loop open.
-  (child.stdio[MARKS_FD] as Socket | null | undefined)?.unref();
   return new Promise((resolve, reject) => {
     const onMessage = (message: ChildMessage) => {
       if (message.type !== 'ready') return;
