@@ -48,7 +48,10 @@ export class ShardOpClient {
   constructor(private readonly opts: ShardOpClientOptions) {
     this.keys = keysFor(opts.prefix);
     this.redis = connectRedis(opts.redisUrl, { name: 'agentdb-ops' });
-    this.redis.setMaxListeners(0);
+    // Every shard queue shares this one connection, each adding its own listeners. Infinity, not
+    // 0: BullMQ adds 3 to a connection's limit for each queue on it, which turned 0 ("none")
+    // into a limit of 3, and ioredis's reconnect went past it with a MaxListenersExceededWarning.
+    this.redis.setMaxListeners(Infinity);
     this.outage = new RedisOutage(this.redis, opts.redisUrl);
   }
 
