@@ -183,12 +183,11 @@ export class ShardOpClient {
   }
 
   /**
-   * Closes the queues and their event readers. During an Redis outage it does not wait for
+   * Closes the queues and their event readers. During a Redis outage it does not wait for
    * Redis: an event reader not yet ready waits for it for good (and so did this close, holding
    * a CLI process open after it had answered UNAVAILABLE).
    */
   async close(): Promise<void> {
-    this.outage.stop();
     const all = [...this.queues.values()];
     const graceful = async () => {
       await Promise.all(all.map((q) => q.ready.catch(() => undefined)));
@@ -205,6 +204,7 @@ export class ShardOpClient {
         void q.events?.close().catch(() => undefined);
       }
     }
+    this.outage.stop();
     for (const q of all) q.conn.disconnect();
     this.redis.disconnect();
   }
