@@ -193,8 +193,12 @@ export class AgentDbClient {
         this.waiters.drop(completion, parking);
         return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', `Call id ${JSON.stringify(callId)} was already used for another call (it differs in ${differs.join(', ')}).`);
       }
-      // The same call again: it answers the first one's outcome, finished or not.
-      if (earlier.finishedOn) {
+      // The same call again: it answers the first one's outcome, finished or not — unless its
+      // job failed. That is a fault's end (a worker that could not start a database process,
+      // after its retries), not the call's outcome, and must not stay the id's answer: the call
+      // runs again (a write that did commit is replayed by its record, not run twice).
+      if (earlier.finishedOn && isFailed(earlier)) await runAgain(earlier);
+      else if (earlier.finishedOn) {
         const env = finishedEnvelope(earlier);
         this.waiters.complete(key, env);
         return env;
@@ -529,6 +533,21 @@ interface Sent {
   enqueued: boolean;
   completion?: Promise<Envelope>;
   parking?: Promise<Record<string, unknown>>;
+}
+
+/** A job that failed (threw after its retries) rather than completed with an envelope. */
+function isFailed(job: Job<CallJobData, Envelope>): boolean {
+  return job.returnvalue == null && !!job.failedReason;
+}
+
+/** Puts a failed job back to run, with its retries anew. */
+async function runAgain(job: Job<CallJobData, Envelope>): Promise<void> {
+  try {
+    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+  } catch {
+    // No longer failed: another re-send put it back first (or it was removed); the wait that
+    // follows finds out which.
+  }
 }
 
 /**

@@ -15,6 +15,7 @@ import { claimTtlS, yieldToRecord } from '../calls/call-id-claim.ts';
 import type { Envelope } from '../contracts/envelope.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import { runCall, type RunOutcome } from '../calls/call-runner.ts';
+import { failedCallEnvelope } from '../calls/call-answers.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from '../redis/connection.ts';
@@ -203,7 +204,7 @@ export class ShardWorkerPool {
       if (job) this.announceOnceFinished.delete(job.id!);
       if (!job || job.attemptsMade < (job.opts.attempts ?? 1) || job.name.startsWith(SHARD_OP_PREFIX)) return;
       logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
-      const envelope = errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', `The call failed: ${err.message}`);
+      const envelope = failedCallEnvelope(job.data, err.message);
       const event = completedEvent(envelope, job.data.workspace, job.data.agent);
       void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
     });
