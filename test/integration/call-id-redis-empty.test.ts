@@ -57,6 +57,12 @@ describe('a call id whose claim Redis lost', () => {
       ok: false,
       error: { code: 'IDEMPOTENCY_CONFLICT' },
     });
+    // Another database (the workspace's shared one) under X, once the id is the record's.
+    const shared: CallInput = { ...insert('X', 'first'), settings: { database: 'workspace', sharedData: true } };
+    expect(await client.call({ ...shared, arguments: { sql: 'INSERT INTO t (v) VALUES (?)', params: ['first'], scope: 'workspace' } })).toMatchObject({
+      ok: false,
+      error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining('database acme/scout') },
+    });
     expect(await client.call(insert('X', 'first'))).toEqual(first);
     expect(await rows()).toEqual([['first']]);
   });
