@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import type { CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { ERRORS, isErrorCode } from '../errors.ts';
 
 // What a call or a result lookup answers, and the small helpers that build those answers: the
 // client's answer types, kept apart from the client that produces them.
@@ -71,8 +72,17 @@ export function awaiting(callId: string, tool: string, approval: Record<string, 
 }
 
 export function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
-  return (
-    job.returnvalue ??
-    errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', job.failedReason ? `The call failed: ${job.failedReason}` : 'The call failed.')
-  );
+  return job.returnvalue ?? failedCallEnvelope(job.data, job.failedReason);
+}
+
+/**
+ * The answer of a call whose job failed: it threw after its retries, a fault rather than an
+ * outcome. A fault that is retryable by its code (an `AgentDbError`'s message starts with it:
+ * UNAVAILABLE when no database process could start) answers with that code, so the caller tries
+ * again (under the same id: a failed call runs again); anything else is INTERNAL.
+ */
+export function failedCallEnvelope(data: Pick<CallJobData, 'callId' | 'tool'>, reason: string | undefined): Envelope {
+  const code = reason ? /^([A-Z_]+): /.exec(reason)?.[1] : undefined;
+  if (isErrorCode(code) && ERRORS[code].retryable) return errorEnvelope(data.callId, data.tool, code, reason!.slice(code.length + 2));
+  return errorEnvelope(data.callId, data.tool, 'INTERNAL', reason ? `The call failed: ${reason}` : 'The call failed.');
 }

@@ -8,7 +8,7 @@ import type { ApprovalStore } from '../approvals/approval-store.ts';
 import { approvalDigest, approvalIdFor, type Approval } from '../approvals/approval.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
-import type { ErrorCode } from '../errors.ts';
+import { AgentDbError, type ErrorCode } from '../errors.ts';
 import { summary } from '../approvals/approval-service.ts';
 import type { CallPlan } from '../policy/call-plan.ts';
 import { dbTarget, type Approved, type ParkOutcome, type RunOutcome } from './call-runner.ts';
@@ -103,9 +103,12 @@ export class CallParking {
     // should have to approve it. A drop records what it would remove, as the person sees it.
     if (request.op === 'write') {
       const check = await this.deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
+      if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
       if (!check.ok && check.error.code !== 'SQL_ERROR') return failed(data, check.error.code, check.error.detail);
     } else if (request.op === 'drop') {
       const check = await this.deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
+      // No verdict (no database process could start): a fault, so the job runs again.
+      if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
       if (!check.ok) return failed(data, check.error.code, check.error.detail);
       object = check.result as DropObject;
     }

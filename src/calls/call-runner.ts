@@ -32,6 +32,12 @@ export interface RunDeps {
 export interface RunOutcome {
   envelope: Envelope;
   meter: number | undefined;
+  /**
+   * The database's exactly-once record holds the call's key for another statement: this call
+   * ran nothing (IDEMPOTENCY_CONFLICT), and the id is that recorded call's, in this database
+   * (see `yieldToRecord`).
+   */
+  heldByRecord?: { shard: number; database: string };
 }
 
 /** A call that passed every check and needs a person: its plan and what it would run. */
@@ -95,6 +101,9 @@ export async function runCall(
   const outcome = await deps.executor.run(request);
   // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
   if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
+  if (!outcome.ok && outcome.error.code === 'IDEMPOTENCY_CONFLICT' && (request.op === 'write' || request.op === 'drop')) {
+    return { ...fail(outcome.error.code, outcome.error.detail), heldByRecord: { shard: plan.shard, database: plan.databaseId } };
+  }
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
   const credits = CREDITS[plan.tool];
   let result = outcome.result as Record<string, unknown>;

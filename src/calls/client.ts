@@ -6,6 +6,7 @@ import { errorEnvelope, type Envelope, type ErrorEnvelope } from '../contracts/e
 import { ApprovalService, summary, type DecideResult } from '../approvals/approval-service.ts';
 import { approvalIdFor } from '../approvals/approval.ts';
 import { callFingerprint, callKey, callKeyOf, payloadDifferences } from '../contracts/call-identity.ts';
+import { claimTtlS, parseClaim, RECORDED_TOOLS, type CallIdClaim } from './call-id-claim.ts';
 import { MemberRegistry } from '../registry/members.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { connectRedis, redisAnswers } from '../redis/connection.ts';
@@ -179,18 +180,29 @@ export class AgentDbClient {
     sent.enqueued = true;
     // A caller's own call id may have been used before: read what the id holds alongside the
     // add (same connection, so no extra round trip's wait). A generated id is new by nature.
-    const [, earlier] = await Promise.all([
+    let [, earlier] = await Promise.all([
       queue.add('call', data, this.jobOptions(key)),
       input.callId === undefined ? undefined : Job.fromId<CallJobData, Envelope>(queue, key),
     ]);
+    if (earlier && earlier.data.enqueuedAt !== data.enqueuedAt && earlier.finishedOn && ranNothingUnderItsId(earlier) && payloadDifferences(earlier.data, data).length) {
+      // The job under this id is another call's, refused because the id was not its to use (it
+      // found the database's record holding it): it ran nothing and holds the id for nobody.
+      // This call has the claim (checked above): it takes the job's place.
+      await queue.remove(key);
+      [, earlier] = await Promise.all([queue.add('call', data, this.jobOptions(key)), Job.fromId<CallJobData, Envelope>(queue, key)]);
+    }
     if (earlier && earlier.data.enqueuedAt !== data.enqueuedAt) {
       const differs = payloadDifferences(earlier.data, data);
       if (differs.length) {
         this.waiters.drop(completion, parking);
         return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', `Call id ${JSON.stringify(callId)} was already used for another call (it differs in ${differs.join(', ')}).`);
       }
-      // The same call again: it answers the first one's outcome, finished or not.
-      if (earlier.finishedOn) {
+      // The same call again: it answers the first one's outcome, finished or not — unless its
+      // job failed. That is a fault's end (a worker that could not start a database process,
+      // after its retries), not the call's outcome, and must not stay the id's answer: the call
+      // runs again (a write that did commit is replayed by its record, not run twice).
+      if (earlier.finishedOn && isFailed(earlier)) await runAgain(earlier);
+      else if (earlier.finishedOn) {
         const env = finishedEnvelope(earlier);
         this.waiters.complete(key, env);
         return env;
@@ -369,11 +381,17 @@ export class AgentDbClient {
       const held = parseClaim(await this.redis.get(at));
       if (!held) continue;
       if (held.fingerprint === fingerprint) return undefined;
+      // Held for the call a database's record holds (see `CallIdClaim.recorded`): a write or
+      // drop into that database goes on, and its worker replays it or refuses it by the record.
+      if (held.recorded && held.database === mine.database && RECORDED_TOOLS.has(mine.data.tool)) return undefined;
+      const callId = JSON.stringify(mine.data.callId);
+      if (held.recorded) {
+        return `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`;
+      }
       const differs: string[] = [];
       if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
       const earlier = held.shard < this.shardCount ? await Job.fromId<CallJobData, Envelope>(this.queues.of(held.shard), key) : undefined;
       if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
-      const callId = JSON.stringify(mine.data.callId);
       // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
       // has no outcome left to point at.
       const first = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
@@ -384,13 +402,9 @@ export class AgentDbClient {
     return undefined;
   }
 
-  /**
-   * How long a call id's record lives: as long as its job can (a day to be taken, the approval
-   * wait, then the kept result), so it does not expire while the job still answers for the id,
-   * nor hold Redis bytes for long after (one ~200-byte key per call with its caller's own id).
-   */
+  /** How long a call id's claim lives (see {@link claimTtlS}). */
   private claimTtlS(): number {
-    return this.resultTtlS + Math.ceil(this.approvalTtlMs / 1000) + 24 * 3600;
+    return claimTtlS(this.resultTtlS, this.approvalTtlMs);
   }
 
   private jobOptions(key: string): JobsOptions {
@@ -516,21 +530,28 @@ interface Sent {
   parking?: Promise<Record<string, unknown>>;
 }
 
-/** What a caller's call id was first used for (see `claimCallId`). */
-interface CallIdClaim {
-  shard: number;
-  database: string;
-  fingerprint: string;
+/** A job that failed (threw after its retries) rather than completed with an envelope. */
+function isFailed(job: Job<CallJobData, Envelope>): boolean {
+  return job.returnvalue == null && !!job.failedReason;
 }
 
-function parseClaim(text: string | null): CallIdClaim | undefined {
-  if (text === null) return undefined;
+/** Puts a failed job back to run, with its retries anew. */
+async function runAgain(job: Job<CallJobData, Envelope>): Promise<void> {
   try {
-    const c = JSON.parse(text) as Partial<CallIdClaim>;
-    return typeof c.shard === 'number' && typeof c.database === 'string' && typeof c.fingerprint === 'string' ? (c as CallIdClaim) : undefined;
+    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
   } catch {
-    return undefined;
+    // No longer failed: another re-send put it back first (or it was removed); the wait that
+    // follows finds out which.
   }
+}
+
+/**
+ * A finished job that answered IDEMPOTENCY_CONFLICT: its call ran nothing (a worker answers that
+ * only for a call whose id its database's record, or an approval, holds for another statement).
+ */
+function ranNothingUnderItsId(job: Job<CallJobData, Envelope>): boolean {
+  const env = job.returnvalue as Envelope | null | undefined;
+  return !!env && env.ok === false && env.error.code === 'IDEMPOTENCY_CONFLICT';
 }
 
 /**

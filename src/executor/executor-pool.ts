@@ -8,7 +8,7 @@ import type { ErrorCode } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import { DatabaseLines, type Line } from './database-lines.ts';
 import type { ExecutorPoolOptions } from './executor-options.ts';
-import { ExecutorProcess, MAX_PIPELINE, type Queued } from './executor-process.ts';
+import { ExecutorProcess, MAX_PIPELINE, START_ATTEMPTS, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
 import { SpareChild } from './spare-child.ts';
 import { fairest, WorkspaceUsage } from './workspace-usage.ts';
@@ -63,7 +63,7 @@ export class ExecutorPool {
       if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
     }
     const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history } = opts;
-    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, opts.logger);
+    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, opts.logger, opts.child);
     const hooks = {
       progress: (p: ExecutorProcess) => this.onProgress(p),
       returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
@@ -76,7 +76,10 @@ export class ExecutorPool {
     this.trace = opts.logger?.isLevelEnabled?.('trace') ?? false;
   }
 
-  /** Starts every child (and a spare, in the background). @throws Error when one cannot start. */
+  /**
+   * Starts every child (and a spare, in the background).
+   * @throws Error when one cannot start, `START_ATTEMPTS` times in a row.
+   */
   async start(): Promise<void> {
     await Promise.all(this.slots.map((s) => s.start()));
     this.spare.start();
@@ -353,8 +356,13 @@ export class ExecutorPool {
     }
   }
 
+  /**
+   * What a request gets while no child can start: UNAVAILABLE, unsettled, so its job is run again
+   * (BullMQ's retry) rather than answered — nothing ran, and a call answered INTERNAL kept that
+   * answer under its id (a storm of children killed while they started gave 296 writes it).
+   */
   private cannotStart(): ExecOutcome {
     const why = this.slots.find((s) => s.lastError)?.lastError ?? 'no child is running';
-    return failure('INTERNAL', `the database process could not start: ${why}`);
+    return { ok: false, error: { code: 'UNAVAILABLE', detail: `the database process could not start (${START_ATTEMPTS} tries in a row): ${why}` }, unsettled: true };
   }
 }

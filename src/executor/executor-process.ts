@@ -37,6 +37,14 @@ export const MAX_PIPELINE = 64;
 /** A child that cannot start (or dies at once) is tried again after this, not in a loop. */
 const RESPAWN_BACKOFF_MS = 1000;
 /**
+ * Starts that may fail in a row before a place counts as unable to start (`broken`). One failed
+ * start is no sign of that: children killed while they start (an OOM killer, an operator's
+ * `kill`) made a pool answer every call "could not start" at once, though the next child
+ * started fine (issue 25). Tried again after 100, 200, 400, 800 ms: a few seconds in all.
+ */
+export const START_ATTEMPTS = 5;
+const startBackoffMs = (failures: number): number => Math.min(RESPAWN_BACKOFF_MS, 100 * 2 ** (failures - 1));
+/**
  * Children a record lookup may see die before the write it asks about answers "unknown": the
  * lookup is one primary-key read, so only something killing children from outside gets here.
  */
@@ -83,6 +91,10 @@ export class ExecutorProcess {
   private marks?: StatementMarks;
   private spawnedAt = 0;
   private starting?: Promise<void>;
+  /** Starts failed in a row; reset by a child that starts. */
+  private startFailures = 0;
+  /** `start()` callers, told once a child is ready or the place is `broken`. */
+  private startWaiters: { resolve: () => void; reject: (err: Error) => void }[] = [];
   private stopping = false;
   /** The pid of the child this one replaces, for the respawn's log line. */
   private replacedPid?: number;
@@ -108,9 +120,14 @@ export class ExecutorProcess {
     this.recent = new HandleMirror(opts.handleCacheSize);
   }
 
-  /** Starts the child; resolves once it listens. @throws Error when it exits first. */
+  /**
+   * Starts the child; resolves once one listens, trying again after a failed start.
+   * @throws Error when {@link START_ATTEMPTS} starts in a row fail.
+   */
   start(): Promise<void> {
-    return this.spawn();
+    const started = new Promise<void>((resolve, reject) => this.startWaiters.push({ resolve, reject }));
+    void this.spawn().catch(() => undefined);
+    return started;
   }
 
   get pid(): number | undefined {
@@ -126,9 +143,12 @@ export class ExecutorProcess {
     return this.state === 'ready';
   }
 
-  /** Its last child could not start (it is tried again every second). */
+  /**
+   * Its last {@link START_ATTEMPTS} children could not start (it goes on trying, every second):
+   * until one does, what waits for it is answered rather than held.
+   */
   get broken(): boolean {
-    return this.state === 'down' && this.lastError !== '';
+    return this.state !== 'ready' && this.startFailures >= START_ATTEMPTS;
   }
 
   /** Requests written and not yet answered. */
@@ -385,10 +405,12 @@ export class ExecutorProcess {
       (child) => this.adopt(child),
       (err: Error) => {
         this.lastError = err.message;
-        this.opts.logger?.error({ child: this.index, err: err.message }, 'executor child failed to start');
+        this.startFailures++;
+        this.opts.logger?.error({ child: this.index, err: err.message, failures: this.startFailures }, 'executor child failed to start');
+        if (this.broken || this.stopping) for (const waiter of this.startWaiters.splice(0)) waiter.reject(err);
         if (!this.stopping) {
           this.state = 'down';
-          this.respawnAfter(RESPAWN_BACKOFF_MS);
+          this.respawnAfter(startBackoffMs(this.startFailures));
           this.hooks.progress(this);
         }
         throw err;
@@ -403,12 +425,15 @@ export class ExecutorProcess {
     if (this.stopping) {
       this.state = 'stopped';
       void endExecutorChild(child);
+      for (const waiter of this.startWaiters.splice(0)) waiter.resolve();
       return;
     }
     this.child = child;
     this.childId = ++serial;
     this.state = 'ready';
     this.lastError = '';
+    this.startFailures = 0;
+    for (const waiter of this.startWaiters.splice(0)) waiter.resolve();
     this.spawnedAt = this.idleSince = Date.now();
     this.recent.clear();
     this.marks = new StatementMarks(child);

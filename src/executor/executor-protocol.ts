@@ -77,8 +77,9 @@ export type ExecRequest = (
 export type ExecOutcome =
   | { ok: true; result: unknown; replayed?: boolean }
   /**
-   * `unsettled`: a write or drop whose child died, and whether it committed could not be read;
-   * the failure is not its answer, and the call is to be run again (its record replays it).
+   * `unsettled`: the failure is not the request's answer, and the call is to be run again: a
+   * write or drop whose child died, and whether it committed could not be read (its record
+   * replays it), or any request while no child could start (nothing ran).
    */
   | { ok: false; error: { code: ErrorCode; detail: string }; unsettled?: true };
 

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { ExecutorLogger } from './executor-options.ts';
 import type { ChildOptions } from './executor-protocol.ts';
+import type { ChildModule } from './child-module.ts';
 import { endExecutorChild, startExecutorChild } from './executor-spawn.ts';
 
 /** A spare that could not start, or died while it waited, is tried again after this. */
@@ -27,6 +28,8 @@ export class SpareChild {
   constructor(
     private readonly opts: ChildOptions,
     private readonly logger?: ExecutorLogger,
+    /** The module the pool's own children run: a spare stands in for one of them. */
+    private readonly module?: ChildModule,
   ) {}
 
   /** The spare's pid while one waits, ready. */
@@ -62,7 +65,7 @@ export class SpareChild {
 
   private fill(): void {
     if (this.stopped || this.child || this.starting) return;
-    this.starting = startExecutorChild(this.opts).then(
+    this.starting = startExecutorChild(this.opts, this.module).then(
       (child) => {
         this.starting = undefined;
         child.on('exit', this.onExit);

@@ -10,10 +10,12 @@ import type { Logger } from '../logger.ts';
 import { ExecutorPool } from '../executor/executor-pool.ts';
 import { AgentShare } from '../calls/agent-share.ts';
 import { CallCompletion, type Metering } from '../calls/call-completion.ts';
-import { callKeyOf } from '../contracts/call-identity.ts';
+import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
+import { claimTtlS, yieldToRecord } from '../calls/call-id-claim.ts';
 import type { Envelope } from '../contracts/envelope.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import { runCall, type RunOutcome } from '../calls/call-runner.ts';
+import { failedCallEnvelope } from '../calls/call-answers.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from '../redis/connection.ts';
@@ -241,7 +243,7 @@ export class ShardWorkerPool {
       if (job) this.announceOnceFinished.delete(job.id!);
       if (!job || job.attemptsMade < (job.opts.attempts ?? 1) || job.name.startsWith(SHARD_OP_PREFIX)) return;
       logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
-      const envelope = errorEnvelope(job.data.callId, job.data.tool, 'INTERNAL', `The call failed: ${err.message}`);
+      const envelope = failedCallEnvelope(job.data, err.message);
       const event = completedEvent(envelope, job.data.workspace, job.data.agent);
       void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
     });
@@ -295,6 +297,13 @@ export class ShardWorkerPool {
       outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
     }
     const { envelope, meter } = outcome;
+    if (outcome.heldByRecord) {
+      // Before the answer: once the caller hears it, a re-send of the recorded call must find
+      // the id free for it (a claim kept by this call answered it "nothing ran").
+      const { config } = this.opts;
+      const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
+      await yieldToRecord(this.redis, this.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
+    }
     const event = completedEvent(envelope, data.workspace, data.agent);
     const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
     if (event.inline) {
