@@ -29,8 +29,9 @@ afterAll(async () => {
   await own.remove();
 });
 
-async function health(): Promise<number> {
-  return (await fetch(`http://127.0.0.1:${port}/health`)).status;
+/** Readiness: 503 once the service has seen Redis go (`/health` is liveness, 200 whatever Redis does). */
+async function ready(): Promise<number> {
+  return (await fetch(`http://127.0.0.1:${port}/ready`)).status;
 }
 
 const who = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
@@ -45,7 +46,7 @@ async function stopDuringOutage(during: () => Promise<void> = async () => undefi
   await during();
   await own.kill();
   // The service has seen Redis go: its connections are reconnecting, with no socket.
-  await expect.poll(health, { interval: 100, timeout: 10_000 }).toBe(503);
+  await expect.poll(ready, { interval: 100, timeout: 10_000 }).toBe(503);
   service.kill('SIGTERM');
   await own.start();
   return { code: await exited, log };
