@@ -136,6 +136,8 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** The member key the CLI decides approvals with, when `--key` is not given. */
   AGENTDB_MEMBER_KEY: z.string().optional(),
+  /** The key (an agent's or a member's) `agentdb mcp --stdio` serves with, when `--key` is not given. */
+  AGENTDB_KEY: z.string().optional(),
   /** How long one HTTP request (`POST /v1/calls`, `GET …?wait=true`) waits before answering where the call stands. */
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
   /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
@@ -167,6 +169,9 @@ const envSchema = z.object({
       return z.NEVER;
     }),
 });
+
+/** Every variable agentdb reads (docs/operations.md's table lists each; a test keeps them in step). */
+export const ENV_NAMES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
 
 /**
  * What is wrong with a schedule, or undefined when BullMQ can run it: the check is the parse
@@ -230,6 +235,8 @@ export interface Config {
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   /** A secret: never logged. */
   readonly memberKey?: string;
+  /** AGENTDB_KEY, for `agentdb mcp --stdio`. A secret: never logged. */
+  readonly mcpKey?: string;
   readonly httpWaitMs: number;
   readonly mcpApprovalWaitMs: number;
   readonly webSessionTtlS: number;
@@ -313,6 +320,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     trustProxy: e.TRUST_PROXY,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
+    ...(e.AGENTDB_KEY ? { mcpKey: e.AGENTDB_KEY } : {}),
   });
 }
 

@@ -45,11 +45,14 @@ export function set(ctx: CommandContext, v: SetFlags): Promise<number> {
     const agent = await registry.put(workspace, slug, profile);
     ctx.stdout.write(v.json ? `${JSON.stringify(agent)}\n` : `${agent.workspace}/${agent.slug}: ${JSON.stringify({ settings: agent.settings, surface: agent.surface })}\n`);
     // A restore refuses to fork into a registered agent's name (that agent would read it); the
-    // other order, registering a name a fork or a removed agent left a database under, is said
-    // (where this machine holds the worker's data folder).
+    // other order, registering a name a fork, a removed agent or keyless calls (which need no
+    // registration, so come first in the README) left a database under, is said (where this
+    // machine holds the worker's data folder).
     const id = `${workspace}/${slug}`;
     if (!known && fs.existsSync(databasePath(ctx.config.dataDir, workspace, slug, shardOf(id, ctx.config.shardCount)))) {
-      ctx.stderr.write(`note: ${id} already has a database (a restore --into made it, or an agent by this name was removed): ${slug} reads and writes what it holds\n`);
+      ctx.stderr.write(
+        `note: ${id} already has a database, made by calls as ${id} without a key (\`agentdb call\` or the client library, with settings), by a restore --into, or by an agent of this name that was removed: ${slug} reads and writes what it holds\n`,
+      );
     }
     return 0;
   });

@@ -19,7 +19,19 @@ export function mint(ctx: CommandContext, flags: { workspace: string; agent: str
     else ctx.stdout.write(`minted ${info.id} for ${info.workspace}/${info.agent} (grants ${JSON.stringify(info.grants)})\nkey: ${key}\n`);
     (flags.json ? ctx.stderr : ctx.stdout).write('This key will not be shown again: store it now (it is kept only as a hash).\n');
     return 0;
-  });
+  }, { NOT_FOUND: notRegisteredHint(workspace, agent) });
+}
+
+/**
+ * What to run when `keys mint` names an agent nobody registered: keyless calls (`agentdb call`,
+ * the client library) work without registering, so a new user reaches for a key first.
+ */
+function notRegisteredHint(workspace: string, agent: string): string {
+  return (
+    `A key is minted for a registered agent: register it first with \`agentdb agents set --workspace ${workspace} --agent ${agent} --database agent\` ` +
+    `(its settings are what the key's calls run with; a workspace not yet registered needs \`agentdb workspaces set --workspace ${workspace} --plan pro\` before), ` +
+    `then mint again. \`agentdb agents list --workspace ${workspace}\` lists the registered agents.`
+  );
 }
 
 /** `agentdb keys revoke --workspace W --id KEY_ID`. */

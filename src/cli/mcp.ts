@@ -19,7 +19,7 @@ import { answered, type Answers } from './stdio-drain.ts';
  */
 export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: string }): Promise<number> {
   if (!flags.stdio) throw new UsageError('give --stdio (the HTTP endpoint is POST /mcp on agentdb start)');
-  const key = flags.key ?? process.env.AGENTDB_KEY;
+  const key = flags.key ?? ctx.config.mcpKey;
   if (!key) throw new UsageError('give --key KEY (or AGENTDB_KEY)');
   const { config } = ctx;
   const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-mcp' });

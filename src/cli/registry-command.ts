@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, errorBody, type ErrorCode } from '../errors.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import type { CommandContext, Output } from './context.ts';
@@ -7,14 +7,16 @@ import type { CommandContext, Output } from './context.ts';
 /**
  * Runs one registry subcommand (`workspaces`, `agents`, `keys`) with a Redis connection: exit 0
  * on success, 1 when the registry refuses (the error as JSON on stdout), as `members` does.
+ * @param hints replace the registry's hint for these codes: its own are written for an agent's
+ * tool calls (NOT_FOUND points at DATA_DESCRIBE_SCHEMA), not for the command that was run.
  */
-export async function withRegistry(ctx: CommandContext, run: (redis: Redis, keys: Keys) => Promise<number>): Promise<number> {
+export async function withRegistry(ctx: CommandContext, run: (redis: Redis, keys: Keys) => Promise<number>, hints: Partial<Record<ErrorCode, string>> = {}): Promise<number> {
   const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
   try {
     return await run(redis, keysFor(ctx.config.prefix));
   } catch (err) {
     if (!(err instanceof AgentDbError)) throw err;
-    ctx.stdout.write(`${JSON.stringify({ error: err.toBody() })}\n`);
+    ctx.stdout.write(`${JSON.stringify({ error: errorBody(err.code, err.detail, hints) })}\n`);
     return 1;
   } finally {
     redis.disconnect();

@@ -79,6 +79,21 @@ describe('MCP against running processes', () => {
     expect(answers[1].result).toMatchObject({ isError: false, structuredContent: { rows: [[7]] } });
   });
 
+  it('agentdb mcp --stdio takes its key from AGENTDB_KEY (read by the config, as every setting) when --key is not given', async () => {
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'env-key', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ];
+    const out = await runCli(['mcp', '--stdio'], { ...sb.env, AGENTDB_KEY: agentKey }, lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
+    expect(out.code, out.stderr).toBe(0);
+    const answers = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: number; result?: { tools?: unknown[] } });
+    expect(answers[1]).toMatchObject({ id: 2, result: { tools: expect.any(Array) } });
+    expect(answers[1]!.result!.tools).toHaveLength(4);
+    // Neither: a bad command line, and nothing is looked up.
+    expect(await runCli(['mcp', '--stdio'], { ...sb.env, AGENTDB_KEY: '' })).toMatchObject({ code: 2, stderr: expect.stringContaining('AGENTDB_KEY') });
+  });
+
   it('agentdb mcp refuses a key that does not work, without saying more', async () => {
     const out = await runCli(['mcp', '--stdio', '--key', `adb_${'Q'.repeat(43)}`], sb.env);
     expect(out).toMatchObject({ code: 1, stdout: '' });

@@ -46,8 +46,24 @@ describe('agentdb workspaces | agents | keys', () => {
     const [fresh, again] = [await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked'), await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked', '--name', 'Forked')];
     expect(fresh.code).toBe(0);
     expect(fresh.stderr).toContain('note: acme/forked already has a database');
+    // The usual cause first: keyless calls (the README's) made it, before anyone registered the name.
+    expect(fresh.stderr).toContain('made by calls as acme/forked without a key (`agentdb call` or the client library');
     // Said once, when the name is first registered.
     expect(again.stderr).toBe('');
+  });
+
+  it('keys mint for an agent nobody registered keeps NOT_FOUND and says which command registers it', async () => {
+    const out = await cli('keys', 'mint', '--workspace', 'acme', '--agent', 'unregistered');
+    expect(out.code).toBe(1);
+    const { error } = JSON.parse(out.stdout) as { error: { code: string; message: string; hint: string } };
+    expect(error.code).toBe('NOT_FOUND');
+    expect(error.message).toContain('acme/unregistered is not a registered agent');
+    expect(error.hint).toContain('agentdb agents set --workspace acme --agent unregistered --database agent');
+    // Not the registry's hint for an agent's tool calls (tables, approvals).
+    expect(error.hint).not.toContain('DATA_DESCRIBE_SCHEMA');
+    // Other registry commands keep the registry's own hint.
+    const revoke = JSON.parse((await cli('keys', 'revoke', '--workspace', 'acme', '--id', 'k_none')).stdout) as { error: { hint: string } };
+    expect(revoke.error.hint).toContain('DATA_DESCRIBE_SCHEMA');
   });
 
   it('registers a db-surface agent and prints the db_* contract', async () => {

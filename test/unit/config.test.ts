@@ -54,6 +54,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
 
+  it('reads the keys the CLI uses when no --key is given, and keeps them out of a config without them', () => {
+    const c = loadConfig({ AGENTDB_MEMBER_KEY: 'adb_member', AGENTDB_KEY: 'adb_mcp' });
+    expect([c.memberKey, c.mcpKey]).toEqual(['adb_member', 'adb_mcp']);
+    expect(Object.keys(loadConfig({ AGENTDB_KEY: '' }))).not.toContain('mcpKey');
+  });
+
   it('takes any schedule BullMQ takes: a cron with seconds, in a named time zone', () => {
     const c = loadConfig({ MAINTENANCE_CRON: '0 30 4 * * 1-5', SCHEDULE_TZ: 'Europe/Paris' });
     expect([c.maintenanceCron, c.scheduleTz]).toEqual(['0 30 4 * * 1-5', 'Europe/Paris']);
