@@ -11,6 +11,7 @@ import type { ChildMessage, ChildOptions, ChildRequest, ExecOutcome } from './ex
 import { HandleCache } from '../sqlite/handle-cache.ts';
 import { HistoryCapture } from '../history/handle-capture.ts';
 import { dieWithParent } from './parent-watch.ts';
+import { checkMarksFile, markFinished, markStarted } from './statement-marks.ts';
 import { statementCache } from '../sqlite/statement-cache.ts';
 
 const FLUSH_AFTER_MS = 5;
@@ -21,6 +22,12 @@ function main(): void {
   const send = process.send?.bind(process);
   if (!send) {
     process.stderr.write('executor-child: must be started by the worker with an IPC channel\n');
+    process.exit(2);
+  }
+  try {
+    checkMarksFile();
+  } catch {
+    process.stderr.write('executor-child: must be started by the worker with a marks file (fd 4)\n');
     process.exit(2);
   }
   const opts = JSON.parse(process.argv[2] ?? '') as ChildOptions;
@@ -41,10 +48,10 @@ function main(): void {
   // whatever is done is sent before a request starts once FLUSH_AFTER_MS have passed: the
   // worker times each statement from the answer before it, so its deadlines stay accurate to
   // a few milliseconds while a busy child answers in few messages.
+  // Each request is marked started in the marks file before it runs, and the batch finished
+  // once its answers are handed to the channel: when a statement kills the child, the worker
+  // holds exactly that one to account (see `StatementMarks`).
   process.on('message', (message: ChildRequest[]) => {
-    // Written to the channel now, before anything runs: a child killed from here on has the
-    // worker hold it to what it read (see ExecutorProcess.onDeath).
-    if (message.length) send({ type: 'took', upTo: message[message.length - 1]!.id } satisfies ChildMessage);
     let done: Outcome[] = [];
     let since = performance.now();
     for (const { id, req, reopen } of message) {
@@ -56,6 +63,7 @@ function main(): void {
       // A write's commit is copied into history once its answer is sent, when that is now (see
       // `afterCommit`), and at the latest before the next request runs.
       history?.finishCommitted();
+      markStarted(id);
       if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') {
         try {
           handles.evict(req.db.path);
@@ -74,6 +82,7 @@ function main(): void {
       done.push({ id, outcome, cpuUs: used.user + used.system });
     }
     reply(send, done);
+    if (message.length) markFinished(message[message.length - 1]!.id);
     history?.finishCommitted();
   });
   // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life

@@ -11,6 +11,7 @@ import { endExecutorChild, startExecutorChild } from './executor-spawn.ts';
 import type { ExecutorProcessOptions } from './executor-options.ts';
 import { HandleMirror } from './handle-mirror.ts';
 import { about, type ChildStatus } from './executor-status.ts';
+import { StatementMarks } from './statement-marks.ts';
 
 /** A request on its way through the pool, until it is answered. */
 export interface Queued {
@@ -61,9 +62,10 @@ const failure = (code: ErrorCode, detail: string): Failure => ({ ok: false, erro
  * A write or drop whose child died (or was killed at its deadline) before answering may still
  * have committed: it is answered by its exactly-once record, read on another child, not by the
  * failure (a tester's SIGKILL a few ms after a 20,000-row insert committed answered
- * RESOURCE_LIMIT, and the caller could never learn the rows were there). A request the child
- * never read (it says what it took, see `took`) did not run: it goes to another child, as if
- * nothing had happened to it.
+ * RESOURCE_LIMIT, and the caller could never learn the rows were there). The child marks each
+ * request as it starts it (see `StatementMarks`): only the one it was running answers for its
+ * death; one it never started goes to another child, and one it had finished (its answer lost
+ * with it) runs again there, as if nothing had happened to either.
  */
 export class ExecutorProcess {
   /** Unique per child started (in this process): tells a pool whether a handle may be stale. */
@@ -77,8 +79,8 @@ export class ExecutorProcess {
   private checking = false;
   private retry?: NodeJS.Timeout;
   private nextId = 1;
-  /** The last request id the child said it read; later ones never reached it. */
-  private took = 0;
+  /** Which request the child started last, and whether it finished (its marks file). */
+  private marks?: StatementMarks;
   private spawnedAt = 0;
   private starting?: Promise<void>;
   private stopping = false;
@@ -189,12 +191,7 @@ export class ExecutorProcess {
   }
 
   private onOutcomes(child: ChildProcess, message: ChildMessage): void {
-    if (child !== this.child) return;
-    if (message.type === 'took') {
-      this.took = message.upTo;
-      return;
-    }
-    if (message.type !== 'outcomes') return;
+    if (child !== this.child || message.type !== 'outcomes') return;
     for (const { id, outcome, cpuUs } of message.outcomes) {
       const head = this.sent[0];
       if (!head || head.id !== id) continue;
@@ -236,6 +233,16 @@ export class ExecutorProcess {
       this.timer = setTimeout(() => this.onDeadline(), left);
       return;
     }
+    const marked = this.marks!.sort(this.sent);
+    if (marked.running && marked.running !== head) {
+      // The head finished, its answer held in the child behind the request running now (a big
+      // answer is written out over several turns of the child's loop): that one's deadline counts.
+      const rest = this.marks!.startedAt + this.deadlineMs(marked.running.item.req) - Date.now();
+      if (rest > 0) {
+        this.timer = setTimeout(() => this.onDeadline(), rest);
+        return;
+      }
+    }
     if (!read) {
       // Timers run before I/O in each turn of the event loop: after the worker's loop stalled
       // (a long synchronous task, a GC pause), an answer that came within the deadline can sit
@@ -245,40 +252,66 @@ export class ExecutorProcess {
       setImmediate(() => this.onDeadline(true));
       return;
     }
-    this.sent.shift();
-    this.spentMs += ms;
+    let { finished, running, unread } = this.marks!.sort(this.sent.splice(0));
+    if (!running) {
+      // Nothing marked running: the head answers for the deadline, as before marks existed.
+      running = head;
+      finished = finished.filter((s) => s !== head);
+      unread = unread.filter((s) => s !== head);
+    }
+    const limit = this.deadlineMs(running.item.req);
+    this.spentMs += limit;
     this.opts.logger?.warn(
-      { ...about(head.item.req), child: this.index, childPid: child.pid, ms },
+      { ...about(running.item.req), child: this.index, childPid: child.pid, ms: limit, rerun: finished.length },
       'statement timed out; killing its executor child',
     );
-    const behind = this.sent.splice(0).map((s) => s.item);
     this.replace(child, 'statement timeout');
     // A write may have committed at its very deadline, its answer not yet written.
-    const lookup = this.answerAfterDeath(head.item, failure('STATEMENT_TIMEOUT', `its limit is ${ms} ms`));
-    this.handBack(lookup ? [lookup, ...behind] : behind);
+    const lookup = this.answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`));
+    this.handBack([...this.lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
   }
 
   /**
-   * The child is gone, and (this runs on 'close', after its channel's last message) every `took`
-   * it wrote has been read: the head ran only if the child took it.
+   * The child is gone, and every mark it wrote is in its marks file: only the request it was
+   * running answers for the death. Those it had
+   * finished lost their answers with it and run again; those it never started run elsewhere.
    */
   private onDeath(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (child !== this.child) return;
-    const sent = this.sent.splice(0);
-    const head = sent[0] && sent[0].id <= this.took ? sent.shift() : undefined;
+    const { finished, running, unread } = this.marks!.sort(this.sent.splice(0));
     let lookup: Queued | undefined;
-    if (head) {
-      this.spentMs += Date.now() - this.headSince;
+    if (running) {
+      this.spentMs += Date.now() - Math.max(this.headSince, this.marks!.startedAt);
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
-      this.opts.logger?.error({ ...about(head.item.req), child: this.index, childPid: child.pid, code, signal }, 'executor child died during a statement');
+      this.opts.logger?.error({ ...about(running.item.req), child: this.index, childPid: child.pid, code, signal, rerun: finished.length }, 'executor child died during a statement');
       const died = failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`);
-      lookup = this.answerAfterDeath(head.item, died);
-    } else this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: sent.length }, 'executor child exited');
+      lookup = this.answerAfterDeath(running.item, died);
+    } else this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
     // One that dies while idle, soon after it started, is not replaced in a loop.
-    this.replace(child, 'it died', !head && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
-    const behind = sent.map((s) => s.item);
-    this.handBack(lookup ? [lookup, ...behind] : behind);
+    this.replace(child, 'it died', !running && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
+    this.handBack([...this.lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
+  }
+
+  /**
+   * Requests a dead child had finished, whose answers died with it (the answer of one was still
+   * being written, or waited for the batch's end, when a later statement killed the child): they
+   * run again on the next child, and are answered and metered once, as if nothing happened. A
+   * write or drop finds its exactly-once record there and answers what it committed (without
+   * `replayed`: its caller never had an answer, and a replay is not metered), or runs if it did
+   * not commit. A restore or snapshot is not done twice: it answers that its answer was lost.
+   */
+  private lostAnswers(finished: { item: Queued }[]): Queued[] {
+    const again: Queued[] = [];
+    for (const { item } of finished) {
+      const req = item.req;
+      if (req.op === 'restore' || req.op === 'restoreInto' || req.op === 'snapshot') {
+        item.resolve(failure('UNAVAILABLE', `the ${req.op} finished, but the database process died before its answer was sent; agentdb history shows what it did`));
+      } else if (req.op === 'write' || req.op === 'drop') {
+        again.push({ req, resolve: (outcome) => item.resolve(outcome.ok && outcome.replayed ? { ok: true, result: outcome.result } : outcome) });
+      } else again.push(item);
+    }
+    return again;
   }
 
   /**
@@ -378,11 +411,12 @@ export class ExecutorProcess {
     this.lastError = '';
     this.spawnedAt = this.idleSince = Date.now();
     this.recent.clear();
+    this.marks = new StatementMarks(child);
     child.on('message', (message: ChildMessage) => this.onOutcomes(child, message));
     // Channel errors; the worker must never crash on them, and an exit follows.
     child.on('error', (err) => this.opts.logger?.warn({ child: this.index, childPid: child.pid, err: err.message }, 'executor child error'));
-    // 'close', not 'exit': it comes after the channel's last message, so a `took` written just
-    // before the child died is read first.
+    // 'close', not 'exit': it comes after the channel's last message, so an answer written just
+    // before the child died is read first (and its request is not run again).
     child.on('close', (code, signal) => this.onDeath(child, code, signal));
     if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
     this.replacedPid = undefined;

@@ -94,22 +94,14 @@ export interface ChildRequest {
   reopen?: true;
 }
 
-/** Child → parent. `ready` is sent once the child listens, so no request is sent into a void. */
 /**
- * What a child sends: `ready` once it listens, then outcomes, each with the CPU time (µs, user +
- * system) the child spent on it — what the pool charges a workspace, since wall time on a busy
- * host counts the time the child waited for a core.
+ * What a child sends on its IPC channel: `ready` once it listens (so no request is sent into a
+ * void), then outcomes, each with the CPU time (µs, user + system) the child spent on it — what
+ * the pool charges a workspace, since wall time on a busy host counts the time the child waited
+ * for a core. Which request it is running goes in a file of its own (see `statement-marks.ts`).
  */
 export type ChildMessage =
   | { type: 'ready' }
-  /**
-   * The child has read every request up to `upTo` and starts on them. Sent before it runs any:
-   * when a child dies, what it never read ran nowhere and goes to another child, uncharged (a
-   * child killed while idle failed the next, innocent statement sent to it). One per message, not
-   * per request: on a lone statement's round trip it cost the worker 2–10 µs of CPU (an echo
-   * child, 20,000 round trips, on a loaded 2-core host), on a pipelined batch next to nothing.
-   */
-  | { type: 'took'; upTo: number }
   | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
 
 /** What the child is started with, as one JSON argument. */

@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { childModule, type ChildModule } from './child-module.ts';
 import type { ChildMessage, ChildOptions } from './executor-protocol.ts';
+import { keepMarksFile, openMarksFile } from './statement-marks.ts';
 
 /**
  * Room for Node itself (V8 heap, code, better-sqlite3, tsx) on top of SQLite's allowance in the
@@ -29,20 +30,30 @@ const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/s
 /**
  * Forks the executor child: `node executor-child.js '<options>'` (from the sources:
  * `node --import tsx executor-child.ts`) with an IPC
- * channel, under the data-segment limit where the platform has one. The child's stdout and
- * stderr are the worker's.
+ * channel and a marks file, under the data-segment limit where the platform has one. The
+ * child's stdout and stderr are the worker's.
  */
 export function forkExecutorChild(opts: ChildOptions, child: ChildModule = CHILD): ChildProcess {
   const nodeArgs = child.execArgv;
-  return fork(child.file, [JSON.stringify(opts)], {
-    // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
-    // `sh -c 'ulimit -d N && exec "$0" "$@"' node [--import tsx] CHILD_FILE args`.
-    ...(SHELL
-      ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
-      : { execArgv: nodeArgs }),
-    serialization: 'json',
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const marks = openMarksFile();
+  let forked: ChildProcess;
+  try {
+    forked = fork(child.file, [JSON.stringify(opts)], {
+      // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
+      // `sh -c 'ulimit -d N && exec "$0" "$@"' node [--import tsx] CHILD_FILE args`.
+      ...(SHELL
+        ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
+        : { execArgv: nodeArgs }),
+      serialization: 'json',
+      // fd 4: the marks file, where the child says which request it runs (`statement-marks.ts`).
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc', marks],
+    });
+  } catch (err) {
+    fs.closeSync(marks);
+    throw err;
+  }
+  keepMarksFile(forked, marks);
+  return forked;
 }
 
 /**

@@ -3,6 +3,7 @@ import { digestOf } from '../contracts/call-identity.ts';
 import { AgentDbError } from '../errors.ts';
 import { trusted } from './sqlite-trusted.ts';
 import type { Param } from './sqlite-values.ts';
+import { jsonBytes } from './result-budget.ts';
 
 /**
  * The internal table that makes writes exactly-once: a write records its call id and result in
@@ -18,6 +19,22 @@ export const CALLS_TABLE = '_agentdb_calls';
 export const CALL_RECORD_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 /**
+ * The most a record keeps of a write's result, as JSON. A replay needs `changes` and
+ * `lastInsertRowid`; RETURNING rows are kept while they fit. Records live a week inside the
+ * database file, under its plan's size limit, where nobody sees or deletes them: whole results
+ * (up to MAX_RESULT_BYTES each) let 116 writes `INSERT … RETURNING printf('%.*c', 900000, 'x')`
+ * fill a shared 100 MB database for every other writer (review 16b).
+ */
+export const MAX_RECORD_BYTES = 16 * 1024;
+
+/**
+ * How often, at most, a handle deletes records past their retention, on a write. Not only when
+ * it opens: a worker keeps a busy database's handle open for days. The index on `at` makes a
+ * prune read only what it deletes.
+ */
+export const PRUNE_EVERY_MS = 60 * 1000;
+
+/**
  * What the `recorded` op answers: the call's result when its transaction committed. Absent, it
  * did not: the record is written in the same transaction as the effect.
  */
@@ -26,22 +43,34 @@ export interface RecordedOutcome {
   result?: unknown;
 }
 
-const ready = new WeakSet<Database>();
+/** When each handle last pruned (absent: the calls table is not checked yet on this handle). */
+const pruned = new WeakMap<Database, number>();
 
 // WITHOUT ROWID: recording a call must not move last_insert_rowid(), which an agent's next
 // statement may read (INSERT INTO child VALUES (last_insert_rowid(), …)).
 /**
- * Creates the calls table if needed, with agentdb's own (trusted) SQL, and prunes records past
- * their retention; once per open handle, before its first write or drop.
+ * Creates the calls table if needed, with agentdb's own (trusted) SQL, once per open handle, and
+ * deletes records past their retention at most every {@link PRUNE_EVERY_MS}; before each write
+ * or drop. The delete commits on its own, before the write: a database full to its plan's limit
+ * gets that room back even when the write then fails.
  */
 export function ensureCallsTable(db: Database, now = Date.now()): void {
-  if (ready.has(db)) return;
-  db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`);
-  // Files written before calls carried a digest gain the column; their old records keep none.
-  const columns = trusted(db, `SELECT name FROM pragma_table_info('${CALLS_TABLE}')`).pluck().all() as string[];
-  if (!columns.includes('digest')) db.exec(`ALTER TABLE ${CALLS_TABLE} ADD COLUMN digest TEXT`);
-  trusted(db, `DELETE FROM ${CALLS_TABLE} WHERE at < ?`).run(now - CALL_RECORD_RETENTION_MS);
-  ready.add(db);
+  const last = pruned.get(db);
+  if (last !== undefined && now - last < PRUNE_EVERY_MS) return;
+  if (last === undefined) {
+    db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`);
+    // Files written before calls carried a digest gain the column; their old records keep none.
+    const columns = trusted(db, `SELECT name FROM pragma_table_info('${CALLS_TABLE}')`).pluck().all() as string[];
+    if (!columns.includes('digest')) db.exec(`ALTER TABLE ${CALLS_TABLE} ADD COLUMN digest TEXT`);
+    db.exec(`CREATE INDEX IF NOT EXISTS ${CALLS_TABLE}_at ON ${CALLS_TABLE} (at)`);
+  }
+  pruned.set(db, now);
+  try {
+    trusted(db, `DELETE FROM ${CALLS_TABLE} WHERE at < ?`).run(now - CALL_RECORD_RETENTION_MS);
+  } catch {
+    // Housekeeping: a prune that fails (a busy or full file) is tried again a minute on, and the
+    // write goes on to meet the cause itself, if it is still there.
+  }
 }
 
 /**
@@ -87,10 +116,47 @@ export function recordedResult(db: Database, call: RecordedCall): unknown {
     const callId = call.key.slice(call.key.lastIndexOf('.') + 1);
     throw new AgentDbError('IDEMPOTENCY_CONFLICT', `call ${JSON.stringify(callId)} already ran another statement in this database.`);
   }
-  return JSON.parse(row.result);
+  return replayedResult(JSON.parse(row.result));
 }
 
 /** Records `result` for `call`; must run inside the transaction of the effect it records. */
 export function recordResult(db: Database, call: RecordedCall, result: unknown, now = Date.now()): void {
-  trusted(db, `INSERT INTO ${CALLS_TABLE} (call_id, result, at, digest) VALUES (?, ?, ?, ?)`).run(call.key, JSON.stringify(result), now, call.digest);
+  trusted(db, `INSERT INTO ${CALLS_TABLE} (call_id, result, at, digest) VALUES (?, ?, ?, ?)`).run(call.key, JSON.stringify(recordable(result)), now, call.digest);
+}
+
+/** A write's result as its record keeps it: `rowsCut`, the rows it answered, when not all are kept. */
+interface CutResult {
+  columns: unknown[];
+  rows: unknown[];
+  truncated: boolean;
+  rowsCut?: number;
+}
+
+const hasRows = (result: unknown): result is CutResult =>
+  typeof result === 'object' && result !== null && Array.isArray((result as CutResult).rows) && Array.isArray((result as CutResult).columns);
+
+/**
+ * `result` cut to {@link MAX_RECORD_BYTES}: the RETURNING rows that fit, in order, and how many
+ * there were (the columns too, should their names alone not fit). Everything else is kept.
+ */
+export function recordable(result: unknown): unknown {
+  if (!hasRows(result) || jsonBytes(result) <= MAX_RECORD_BYTES) return result;
+  const cut: CutResult = { ...result, rows: [], truncated: true, rowsCut: result.rows.length };
+  if (jsonBytes(cut) > MAX_RECORD_BYTES) cut.columns = [];
+  let bytes = jsonBytes(cut);
+  for (const row of result.rows) {
+    const size = jsonBytes(row) + 1;
+    if (bytes + size > MAX_RECORD_BYTES) break;
+    cut.rows.push(row);
+    bytes += size;
+  }
+  return cut;
+}
+
+/** A recorded result as a replay answers it: a cut one says so in `truncated` and a `note`. */
+function replayedResult(recorded: unknown): unknown {
+  if (!hasRows(recorded) || recorded.rowsCut === undefined) return recorded;
+  const { rowsCut, ...rest } = recorded;
+  const note = `answered from this call's exactly-once record, which keeps ${MAX_RECORD_BYTES / 1024} KB of RETURNING rows: ${rest.rows.length} of the ${rowsCut} rows the write returned when it ran`;
+  return { ...rest, truncated: true, note };
 }

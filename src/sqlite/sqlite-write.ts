@@ -34,6 +34,8 @@ export interface WriteResult {
   /** More RETURNING rows existed than were returned (the write itself was complete). */
   truncated: boolean;
   oversize?: true;
+  /** A replay whose record kept only some RETURNING rows says so here (see `MAX_RECORD_BYTES`). */
+  note?: string;
 }
 
 /** What DATA_DROP_TABLE answers. */

@@ -144,7 +144,8 @@ function attempt(tool: Tool, input: string, opts: { extra?: string; params?: Par
       for (const o of after.schema as { type: string; name: string; sql: string | null }[]) {
         if (o.type === 'trigger') out.harm.push(`created trigger ${o.name}`);
         if (/^create\s+virtual/i.test(o.sql ?? '')) out.harm.push(`created virtual table ${o.name}`);
-        if (/^_agentdb_/i.test(o.name) && o.name !== '_agentdb_calls') out.harm.push(`created ${o.name}`);
+        // agentdb's own: the calls table and the index its prune reads (`ensureCallsTable`).
+        if (/^_agentdb_/i.test(o.name) && o.name !== '_agentdb_calls' && o.name !== '_agentdb_calls_at') out.harm.push(`created ${o.name}`);
         if (/^sqlite_/i.test(o.name) && !/^sqlite_(autoindex_|sequence$)/i.test(o.name)) out.harm.push(`created ${o.name}`);
       }
       if (!names.has('_agentdb_calls')) out.harm.push('_agentdb_calls vanished');
