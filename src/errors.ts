@@ -284,6 +284,8 @@ export const HISTORY_HINTS: Partial<Record<ErrorCode, string>> = {
   NOT_FOUND:
     "Check the database id: <workspace>/<agent> for an agent's database, <workspace> for the workspace's shared one (URL-encoded over HTTP: acme%2Fscout); a database has history once something was written to it. From the blob store (--from-blob), the worker's store must hold a backup of it (`agentdb backup now --db DB`).",
   INVALID_ARGUMENTS: 'Fix what the message names: a time is ISO 8601 or unix seconds, a database id <workspace> or <workspace>/<agent>; `agentdb restore --help` lists every flag, docs/history.md every field.',
+  STORAGE_FULL:
+    "A disk is full: free space on AGENTDB_DATA_DIR's disk (and, with BLOB_STORE=folder, BLOB_DIR's) and run it again. Nothing was lost: a backup uploads next time what it could not now.",
 };
 
 function cappedDetail(detail: string): string {

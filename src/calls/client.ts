@@ -95,8 +95,10 @@ export class AgentDbClient {
     this.approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
     this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
-    // Every shard queue shares this one connection, each adding its own listeners.
-    this.redis.setMaxListeners(0);
+    // Every shard queue shares this one connection, each adding its own listeners. Infinity, not
+    // 0: BullMQ adds 3 to a connection's limit for each queue on it, which turned 0 ("none")
+    // into a limit of 3, and ioredis's reconnect went past it with a MaxListenersExceededWarning.
+    this.redis.setMaxListeners(Infinity);
     this.queues = new ShardQueues(this.redis, this.keys);
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.outage = new RedisOutage(this.redis, this.redisUrl);

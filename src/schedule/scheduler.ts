@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { connectRedis } from '../redis/connection.ts';
+import { closeWorker } from '../redis/close-worker.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { pruneRedis } from './redis-maintenance.ts';
@@ -193,7 +194,7 @@ export class Scheduler {
   private async close(): Promise<void> {
     clearInterval(this.checkTimer);
     this.redis.off('ready', this.onReady);
-    await this.worker?.close();
+    if (this.worker) await closeWorker(this.worker);
     await this.queue.close();
     await this.blobs.close();
     // quit, not disconnect: it waits for replies still due instead of failing them.

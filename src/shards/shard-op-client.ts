@@ -7,6 +7,7 @@ import { AgentDbError } from '../errors.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { RedisOutage } from '../redis/redis-outage.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
 const POLL_MS = 1000;
@@ -18,6 +19,14 @@ export interface PickupWatch {
   noteAfterMs?: number;
   /** Past it, an op no worker took is withdrawn (it never runs) and `run` rejects with NO_WORKER. */
   timeoutMs?: number;
+}
+
+/** How far an op got, for the answer when Redis is lost (see `ShardOpClient.run`). */
+interface Sent {
+  /** Its add was sent to Redis (it may be there even if no reply came). */
+  toRedis: boolean;
+  /** It was answered UNAVAILABLE: nothing more is sent for it. */
+  gaveUp: boolean;
 }
 
 /** Options of a {@link ShardOpClient}. */
@@ -35,33 +44,83 @@ export class ShardOpClient {
   private readonly keys: Keys;
   private readonly redis: Redis;
   private readonly queues = new Map<number, { queue: Queue; events: QueueEvents; conn: Redis; ready: Promise<unknown> }>();
+  private readonly outage: RedisOutage;
 
   constructor(private readonly opts: ShardOpClientOptions) {
     this.keys = keysFor(opts.prefix);
     this.redis = connectRedis(opts.redisUrl, { name: 'agentdb-ops' });
-    this.redis.setMaxListeners(0);
+    // Every shard queue shares this one connection, each adding its own listeners. Infinity, not
+    // 0: BullMQ adds 3 to a connection's limit for each queue on it, which turned 0 ("none")
+    // into a limit of 3, and ioredis's reconnect went past it with a MaxListenersExceededWarning.
+    this.redis.setMaxListeners(Infinity);
+    this.outage = new RedisOutage(this.redis, opts.redisUrl);
   }
 
   /**
    * Enqueues `op` on `shard` and waits for its outcome. Rejects only on a fault (no outcome
    * within `timeoutMs`, a job that failed after its retries); answers agent errors as `ok: false`.
+   *
+   * When Redis drops and has not come back within a few seconds (see {@link RedisOutage}), it
+   * rejects with UNAVAILABLE naming Redis's URL and saying whether the op may still run (it had
+   * reached Redis, and runs if Redis returns with its data) or not. Without this `agentdb
+   * restore`, `backup now` and `history` waited on in silence (40 s and more; over 300 s once):
+   * BullMQ's wait does not notice an outage, and the look at the job every second failed quietly.
    */
   async run(shard: number, op: string, args: unknown, opts: { db?: string; timeoutMs?: number; onProgress?: (progress: unknown) => void; pickup?: PickupWatch } = {}): Promise<ShardOpOutcome> {
-    const q = this.forShard(shard);
-    await q.ready;
     const data: ShardOpJobData = { op, args, enqueuedAt: Date.now(), ...(opts.db ? { db: opts.db } : {}) };
     const jobId = `op.${randomUUID()}`;
+    const sent: Sent = { toRedis: false, gaveUp: false };
+    let stopListening = () => undefined as void;
+    const lost = new Promise<never>((_, reject) => {
+      stopListening = this.outage.onLost((why) => {
+        sent.gaveUp = true;
+        reject(new AgentDbError('UNAVAILABLE', `${why} ${whetherItRuns(op, shard, data.db, sent.toRedis)}`));
+      });
+    });
+    // The rejection is read by whichever race is on when it comes; none may be left unheard.
+    lost.catch(() => undefined);
+    try {
+      return await Promise.race([this.enqueueAndWait(shard, data, jobId, sent, lost, opts), lost]);
+    } finally {
+      stopListening();
+    }
+  }
+
+  private async enqueueAndWait(
+    shard: number,
+    data: ShardOpJobData,
+    jobId: string,
+    sent: Sent,
+    lost: Promise<never>,
+    opts: { timeoutMs?: number; onProgress?: (progress: unknown) => void; pickup?: PickupWatch },
+  ): Promise<ShardOpOutcome> {
+    const q = this.forShard(shard);
+    await q.ready;
+    // Answered "never reached Redis" while this waited: it must not be sent now.
+    if (sent.gaveUp) return lost;
     // Long ops (a backup) report progress with `job.updateProgress`; BullMQ's QueueEvents carries it.
     const onProgress = opts.onProgress && ((e: { jobId: string; data: unknown }) => e.jobId === jobId && opts.onProgress!(e.data));
     if (onProgress) q.events.on('progress', onProgress);
     try {
-      return await this.add(q, shard, op, data, jobId, opts.timeoutMs, opts.pickup);
+      return await this.add(q, shard, data.op, data, jobId, opts.timeoutMs, opts.pickup, sent, lost);
     } finally {
       if (onProgress) q.events.off('progress', onProgress);
     }
   }
 
-  private async add(q: ReturnType<ShardOpClient['forShard']>, shard: number, op: string, data: ShardOpJobData, jobId: string, timeoutMs: number | undefined, pickup: PickupWatch | undefined): Promise<ShardOpOutcome> {
+  private async add(
+    q: ReturnType<ShardOpClient['forShard']>,
+    shard: number,
+    op: string,
+    data: ShardOpJobData,
+    jobId: string,
+    timeoutMs: number | undefined,
+    pickup: PickupWatch | undefined,
+    sent: Sent,
+    lost: Promise<never>,
+  ): Promise<ShardOpOutcome> {
+    // Set before the reply: a job whose add was written when Redis died may be in its AOF.
+    sent.toRedis = true;
     const job = await q.queue.add(`${SHARD_OP_PREFIX}${op}`, data, {
       jobId,
       attempts: 3,
@@ -112,18 +171,41 @@ export class ShardOpClient {
         );
       }, POLL_MS);
     });
+    const waited = job.waitUntilFinished(q.events, timeoutMs ?? 60_000) as Promise<ShardOpOutcome>;
+    // Once Redis is lost, BullMQ's wait is settled too: its timer would hold a CLI process open
+    // for the op's whole timeout.
+    lost.catch(() => (q.events as unknown as EventEmitter).emit(`failed:${jobId}`, { failedReason: 'Redis was lost' }));
     try {
-      return await Promise.race([job.waitUntilFinished(q.events, timeoutMs ?? 60_000) as Promise<ShardOpOutcome>, polled]);
+      return await Promise.race([waited, polled, lost]);
     } finally {
       clearInterval(timer);
+      waited.catch(() => undefined);
     }
   }
 
-  /** Closes the queues and their event readers. */
+  /**
+   * Closes the queues and their event readers. During a Redis outage it does not wait for
+   * Redis: an event reader not yet ready waits for it for good (and so did this close, holding
+   * a CLI process open after it had answered UNAVAILABLE).
+   */
   async close(): Promise<void> {
     const all = [...this.queues.values()];
-    await Promise.all(all.map((q) => q.ready.catch(() => undefined)));
-    await Promise.all(all.flatMap((q) => [q.queue.close(), q.events?.close()]));
+    const graceful = async () => {
+      await Promise.all(all.map((q) => q.ready.catch(() => undefined)));
+      await Promise.all(all.flatMap((q) => [q.queue.close(), q.events?.close()]));
+    };
+    if (this.redis.status === 'ready') {
+      let stopListening = () => undefined as void;
+      const lost = new Promise<void>((resolve) => (stopListening = this.outage.onLost(() => resolve())));
+      await Promise.race([graceful(), lost]).finally(stopListening);
+    } else {
+      // Closing marks each reader closed, so it stops retrying its read; nothing waits on Redis.
+      for (const q of all) {
+        void q.queue.close().catch(() => undefined);
+        void q.events?.close().catch(() => undefined);
+      }
+    }
+    this.outage.stop();
     for (const q of all) q.conn.disconnect();
     this.redis.disconnect();
   }
@@ -151,4 +233,12 @@ export class ShardOpClient {
     }
     return q;
   }
+}
+
+/** What an op cut off by a Redis outage leaves behind, for its UNAVAILABLE answer. */
+function whetherItRuns(op: string, shard: number, db: string | undefined, toRedis: boolean): string {
+  const what = `Shard op ${op} (shard ${shard}${db ? `, ${db}` : ''})`;
+  return toRedis
+    ? `${what} had been handed to Redis: it may still run, if Redis comes back with its data (AOF) and a worker takes it; look before sending it again (agentdb history shows a restore's undo point).`
+    : `${what} never reached Redis: it will not run.`;
 }

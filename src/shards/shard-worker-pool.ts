@@ -17,6 +17,7 @@ import { runCall, type RunOutcome } from '../calls/call-runner.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import { connectRedis } from '../redis/connection.ts';
+import { closeWorker } from '../redis/close-worker.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
@@ -253,7 +254,7 @@ export class ShardWorkerPool {
     this.workers.delete(shard);
     // A lost lease means someone else may own the files now: stop at once (jobs in hand are
     // retried by the new owner, and exactly-once keeps writes single).
-    await worker?.close(!graceful);
+    if (worker) await closeWorker(worker, !graceful);
     this.agentShare.forgetShard(shard);
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);

@@ -28,8 +28,7 @@ export function toOpError(err: unknown, full: () => ErrorCode = () => 'STORAGE_F
     }
     return { code, detail: message };
   }
-  // Node's own file writes (a spilled result, history) on a full disk or a used-up quota.
-  if (sqliteCode === 'ENOSPC' || sqliteCode === 'EDQUOT') return { code: 'STORAGE_FULL', detail: message };
+  if (isDiskFull(err)) return { code: 'STORAGE_FULL', detail: message };
   // better-sqlite3 reports binding mistakes (a missing or extra parameter) as plain RangeError
   // and TypeError before SQLite runs; they are the caller's SQL, not our fault.
   if (err instanceof RangeError && /Invalid string length|Array buffer allocation failed/.test(message)) {
@@ -37,6 +36,17 @@ export function toOpError(err: unknown, full: () => ErrorCode = () => 'STORAGE_F
   }
   if (err instanceof RangeError || err instanceof TypeError) return { code: 'SQL_ERROR', detail: message };
   return { code: 'INTERNAL', detail: message };
+}
+
+/**
+ * Whether a file write failed for want of room: node's own writes (a spilled result, history, a
+ * backup's upload to a folder store) on a full disk or a used-up quota. STORAGE_FULL, not
+ * INTERNAL: `backup now` on a full disk answered "agentdb failed on its own account … Report
+ * the call id", where the remedy is to free space.
+ */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
 }
 
 function codeForSqlite(code: string): ErrorCode {

@@ -5,6 +5,7 @@ import { historyDatabases } from '../../history/history-files.ts';
 import { databasePath, shardOf } from '../../contracts/database-id.ts';
 import type { DbTarget } from '../../executor/executor-protocol.ts';
 import { planLimits } from '../../policy/plan-limits.ts';
+import { isDiskFull } from '../../sqlite/sqlite-errors.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
 
 /** The progress a backup op reports per database (BullMQ job progress, read by `agentdb backup now`). */
@@ -54,8 +55,9 @@ export const backupOp: ShardOpHandler = async (data, ctx) => {
       } catch (err) {
         // One database's damaged file, or a fault on it (ENOSPC, EIO, the store refusing one
         // upload), must not cost the other databases of the shard their backup: it is reported
-        // for that database (uncoded faults as INTERNAL) and the next run tries it again.
-        const code = codeOf(err) ?? 'INTERNAL';
+        // for that database and the next run tries it again. A full disk is STORAGE_FULL
+        // (retryable, the operator frees space); other uncoded faults INTERNAL.
+        const code = codeOf(err) ?? (isDiskFull(err) ? 'STORAGE_FULL' : 'INTERNAL');
         const detail = (err as { detail?: string }).detail ?? String((err as Error)?.message ?? err).slice(0, 500);
         logger.error({ database: id, code, detail }, 'backup of a database failed');
         report = { database: id, files: 0, bytes: 0, unchanged: false, error: { code, detail } };
