@@ -4,9 +4,10 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 // The README is short and sends readers into docs/: a link that leads nowhere loses them, so
-// every relative link of README.md and docs/*.md must reach a file, and its #anchor a heading.
+// every relative link of README.md, ARCHITECTURE.md and docs/*.md must reach a file, and its
+// #anchor a heading. (The source paths ARCHITECTURE.md names: architecture-paths.test.ts.)
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const PAGES = ['README.md', ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = ['README.md', 'ARCHITECTURE.md', ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
 // Written by branches developed beside this one (issue 26); checked like any other once it exists.
 const PENDING = new Set(['docs/faults.md']);
@@ -34,7 +35,7 @@ function links(text: string): string[] {
   return [...prose(text).matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t));
 }
 
-describe('links of README.md and docs/', () => {
+describe('links of README.md, ARCHITECTURE.md and docs/', () => {
   it('finds the pages and their links (so the check below checks something)', () => {
     expect(PAGES).toContain('README.md');
     expect(PAGES).toContain('docs/errors.md');
