@@ -218,7 +218,7 @@ export class ShardWorkerPool {
     }
     if (this.stopped) return;
     const processor = (job: Job, token?: string) =>
-      this.unheld.hold<unknown>(token!, () =>
+      this.unheld.hold<unknown>(token!, job.id!, () =>
         job.name.startsWith(SHARD_OP_PREFIX)
           ? this.runOp(job as Job<ShardOpJobData>, shard)
           : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.process(job as Job<CallJobData>, token!, shard)),
@@ -233,6 +233,7 @@ export class ShardWorkerPool {
     });
     handleErrorEvents(worker, logger, 'shard worker error', { shard });
     worker.on('completed', (job) => {
+      this.unheld.ended(job.token, job.id);
       const announce = this.announceOnceFinished.get(job.id!);
       this.announceOnceFinished.delete(job.id!);
       announce?.();
@@ -240,6 +241,7 @@ export class ShardWorkerPool {
     // A job that throws has hit a fault, not an agent error; once its retries are spent the
     // caller must still hear the outcome.
     worker.on('failed', (job, err) => {
+      this.unheld.ended(job?.token, job?.id);
       if (job) this.announceOnceFinished.delete(job.id!);
       if (!job || job.attemptsMade < (job.opts.attempts ?? 1) || job.name.startsWith(SHARD_OP_PREFIX)) return;
       logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');

@@ -3,6 +3,10 @@ import type { Redis } from 'ioredis';
 import { withScripts } from '../redis/lua-scripts.ts';
 import type { Logger } from '../logger.ts';
 
+function heldKey(token: string, jobId: string): string {
+  return `${token}\u0000${jobId}`;
+}
+
 /**
  * Hands back to its queue a job this process's shard worker was handed as Redis died, once Redis
  * returns with its data (AOF): the job moved to `active` under a lock of ours, but the reply
@@ -20,8 +24,14 @@ import type { Logger } from '../logger.ts';
  * write finds its recorded call id.
  */
 export class UnheldJobs {
-  /** Lock tokens of the jobs this process's processors hold now. */
-  private readonly held = new Set<string>();
+  /**
+   * The jobs this process holds (by lock token and job id: BullMQ locks the next job a completion
+   * hands over with the same token), since when: from the processor's start until BullMQ has
+   * stored the job's end ({@link ended}). A processor that finished during the outage leaves
+   * BullMQ retrying the completion every 15 s (its `runRetryDelay`): the job is still active
+   * under our lock meanwhile, and handing it back would run it twice.
+   */
+  private readonly held = new Map<string, number>();
   /** Redis came back: look at the next tick. */
   private due = false;
   /** The first look's finds, by shard: job id → lock value, for the second look. */
@@ -33,14 +43,34 @@ export class UnheldJobs {
     private readonly logger: Logger,
   ) {}
 
-  /** Runs a processor's `work` for the job locked by `token`, counting the job as held meanwhile. */
-  async hold<T>(token: string, work: () => Promise<T>): Promise<T> {
-    this.held.add(token);
+  /**
+   * Runs a processor's `work` for the job locked by `token`, counting the job as held until
+   * {@link ended}; a job the processor itself moved away (DelayedError: parked, put back) at once.
+   */
+  async hold<T>(token: string, jobId: string, work: () => Promise<T>): Promise<T> {
+    this.forgetStale();
+    this.held.set(heldKey(token, jobId), Date.now());
     try {
       return await work();
-    } finally {
-      this.held.delete(token);
+    } catch (err) {
+      if ((err as Error | undefined)?.name === 'DelayedError') this.held.delete(heldKey(token, jobId));
+      throw err;
     }
+  }
+
+  /** BullMQ stored the end of job `jobId` locked by `token` (its worker's `completed` or `failed`). */
+  ended(token: string | undefined, jobId: string | undefined): void {
+    if (token && jobId) this.held.delete(heldKey(token, jobId));
+  }
+
+  /**
+   * Forgets holds over an hour old: a job whose end BullMQ never stored (its lock was lost, and
+   * the job ran again elsewhere) raises neither event. An hour is past any lock and retry.
+   */
+  private forgetStale(): void {
+    if (this.held.size < 1024) return;
+    const before = Date.now() - 3600_000;
+    for (const [token, since] of this.held) if (since < before) this.held.delete(token);
   }
 
   /** The connection is ready again after it dropped: the next {@link check} looks. */
@@ -97,7 +127,7 @@ export class UnheldJobs {
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const [id, lock] = [flat[i]!, flat[i + 1]!];
       // No lock: BullMQ's stalled check hands it back already.
-      if (lock && !this.held.has(lock)) out.set(id, lock);
+      if (lock && !this.held.has(heldKey(lock, id))) out.set(id, lock);
     }
     return out;
   }

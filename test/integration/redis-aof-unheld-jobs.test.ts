@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { Job, Queue, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callKey } from '../../src/contracts/call-identity.ts';
@@ -5,7 +6,7 @@ import type { CallJobData } from '../../src/contracts/call.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
-import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
+import { databaseId, databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
 
@@ -94,4 +95,35 @@ describe('Redis restarted with AOF under a running owner', () => {
     await queue.close();
     await slowQueue.close();
   });
+
+  it('leaves alone a job whose processor finished while Redis was down, until BullMQ stores its end: it runs once', async () => {
+    await client.call({ ...who('done'), tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE w (v INTEGER)' } });
+    const sql = 'INSERT INTO w (v) SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT x FROM c)';
+    const answer = client.call({ ...who('done'), callId: 'done-1', tool: 'DATA_WRITE_SQL', arguments: { sql } }, { timeoutMs: 600_000 });
+    const keys = keysFor(sb.config.prefix);
+    const queue = new Queue(keys.queueName(shardOf(databaseId('aof', 'done'), sb.config.shardCount)), { connection: conn(), prefix: keys.bullPrefix });
+    await expect.poll(() => queue.getJobState(callKey('aof', 'done', 'done-1')), { timeout: 30_000 }).toBe('active');
+    await own.kill();
+    // The write commits while Redis is down; BullMQ then retries storing its completion (every
+    // 15 s), the job active under our lock meanwhile.
+    const file = databasePath(sb.dataDir, 'aof', 'done', shardOf(databaseId('aof', 'done'), sb.config.shardCount));
+    await expect.poll(() => rowsIn(file), { timeout: 60_000 }).toBe(1);
+    await own.start();
+    expect(await answer).toMatchObject({ ok: true, result: { changes: 1 } });
+    expect((await Job.fromId(queue, callKey('aof', 'done', 'done-1')))?.attemptsStarted).toBe(1);
+    await queue.close();
+  });
 });
+
+function rowsIn(file: string): number {
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      return db.prepare('SELECT count(*) FROM w').pluck().get() as number;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return 0;
+  }
+}
