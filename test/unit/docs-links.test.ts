@@ -54,7 +54,6 @@ describe('links of README.md, ARCHITECTURE.md and docs/', () => {
         const resolved = file ? path.posix.normalize(path.posix.join(path.posix.dirname(page), file)) : page;
         const where = path.join(REPO, resolved);
         if (!existsSync(where)) {
-          // A page still to come may be linked, but not into: its headings cannot be checked yet.
           broken.push(`${page}: ${target} (no file ${resolved})`);
           continue;
         }
