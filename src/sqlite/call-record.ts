@@ -58,11 +58,15 @@ export function ensureCallsTable(db: Database, now = Date.now()): void {
   const last = pruned.get(db);
   if (last !== undefined && now - last < PRUNE_EVERY_MS) return;
   if (last === undefined) {
-    db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`);
-    // Files written before calls carried a digest gain the column; their old records keep none.
-    const columns = trusted(db, `SELECT name FROM pragma_table_info('${CALLS_TABLE}')`).pluck().all() as string[];
-    if (!columns.includes('digest')) db.exec(`ALTER TABLE ${CALLS_TABLE} ADD COLUMN digest TEXT`);
-    db.exec(`CREATE INDEX IF NOT EXISTS ${CALLS_TABLE}_at ON ${CALLS_TABLE} (at)`);
+    // One commit for the table and its index: history counts a database's commits, and the
+    // agent's first write is then two (this, and its own), as before the index existed.
+    db.transaction(() => {
+      db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`);
+      // Files written before calls carried a digest gain the column; their old records keep none.
+      const columns = trusted(db, `SELECT name FROM pragma_table_info('${CALLS_TABLE}')`).pluck().all() as string[];
+      if (!columns.includes('digest')) db.exec(`ALTER TABLE ${CALLS_TABLE} ADD COLUMN digest TEXT`);
+      db.exec(`CREATE INDEX IF NOT EXISTS ${CALLS_TABLE}_at ON ${CALLS_TABLE} (at)`);
+    })();
   }
   pruned.set(db, now);
   try {
