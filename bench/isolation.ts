@@ -89,7 +89,7 @@ export async function benchIsolation(redisUrl: string, opts: { rounds: number; p
       must((await client.call({ ...slow, tool: 'DATA_QUERY_SQL', arguments: { sql: counting(n) } })) as Envelope);
       return performance.now() - t;
     };
-    let n = Math.round(5_000_000 * (2000 / (await timeOne(5_000_000))));
+    const n = Math.round(5_000_000 * (2000 / (await timeOne(5_000_000))));
     const slowMs = round(await timeOne(n), 0);
 
     const quiet: Phase[] = [];

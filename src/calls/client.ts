@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Job, Queue, type JobsOptions } from 'bullmq';
+import { Job, type Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope, type ErrorEnvelope } from '../contracts/envelope.ts';
@@ -330,7 +330,7 @@ export class AgentDbClient {
    * `work` does later is ignored.
    */
   private async answerOrUnavailable<T>(work: () => Promise<T>, down: (why: string) => T): Promise<T> {
-    let stop = () => undefined as void;
+    let stop = (): void => {};
     const lost = new Promise<T>((resolve) => (stop = this.outage.onLost((why) => resolve(down(why)))));
     try {
       return await Promise.race([work(), lost]);

@@ -1,5 +1,6 @@
 import fs, { createWriteStream } from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { codeOf, type AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
@@ -19,7 +20,7 @@ export async function resultBlob(ctx: CommandContext, flags: { workspace: string
   const store = openBlobStore(ctx.config);
   try {
     const results = new OffloadedResults(store, { dataDir: ctx.config.dataDir, ttlS: ctx.config.resultTtlS });
-    let body;
+    let body: Readable;
     try {
       ({ body } = await results.open(id, agent === undefined ? { kind: 'member', workspace } : { kind: 'agent', workspace, agent }));
     } catch (err) {

@@ -220,7 +220,7 @@ export class ExecutorPool {
   /** Sends the line's next statements to its child, while the pipeline has room. */
   private feed(line: Line): void {
     const slot = line.slot;
-    if (!slot || !slot.ready || line.queue.length === 0) return;
+    if (!slot?.ready || line.queue.length === 0) return;
     // Another line waits: finish what was sent, then give the child up (onProgress); one
     // statement at a time meanwhile, so what another waits behind is one statement, not a
     // pipeline of slow ones each just under the deadline.

@@ -84,7 +84,7 @@ export class WorkspaceUsage {
 }
 
 function decayed(r: Record, now: number): number {
-  return now <= r.at ? r.ms : r.ms * Math.pow(0.5, (now - r.at) / HALF_LIFE_MS);
+  return now <= r.at ? r.ms : r.ms * 0.5 ** ((now - r.at) / HALF_LIFE_MS);
 }
 
 /**

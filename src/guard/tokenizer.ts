@@ -125,7 +125,7 @@ export function tokenize(sql: string): TokenizeResult {
     const step = scan(sql, i);
     if ('error' in step) return { ok: false, reason: step.error, offset: i };
     const text = sql.slice(i, step.end);
-    tokens.push({ kind: step.kind, text, value: valueOf(step.kind, text), offset: i });
+    tokens.push({ kind: step.kind, text, value: tokenValue(step.kind, text), offset: i });
     i = step.end;
   }
   return { ok: true, tokens };
@@ -289,7 +289,7 @@ function scanNumber(sql: string, i: number): Step {
   return { kind: 'number', end: j };
 }
 
-function valueOf(kind: TokenKind, text: string): string {
+function tokenValue(kind: TokenKind, text: string): string {
   switch (kind) {
     case 'word':
       return asciiLower(text);

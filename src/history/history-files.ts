@@ -25,7 +25,6 @@
  * This module only reads; capture (`history/handle-capture.ts`) writes. Its exports are a stable
  * API: the blob backups and disaster restore read the same files.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { dirNames } from './dir-names.ts';
 import { readJson } from './json-file.ts';

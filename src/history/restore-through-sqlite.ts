@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { foreseeHeader, type Rebuilt } from './adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from './capture.ts';
-import { localSource, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
+import { type localSource, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
 import type { RestoreInPlaceRequest as RestoreReq } from './restore-requests.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { startGeneration } from './snapshot.ts';

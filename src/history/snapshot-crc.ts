@@ -43,7 +43,9 @@ function chunkSums(file: string): number[] {
 /** Writes chunk checksums (computed elsewhere: on a thread, see `chunkSumsOnThread`) to `out`, synced. */
 export function writeSums(out: string, sums: number[]): void {
   const body = Buffer.alloc(sums.length * 4);
-  sums.forEach((c, i) => body.writeUInt32BE(c, i * 4));
+  sums.forEach((c, i) => {
+    body.writeUInt32BE(c, i * 4);
+  });
   const w = fs.openSync(out, 'w');
   try {
     fs.writeSync(w, body);

@@ -70,7 +70,7 @@ export class ShardOpClient {
     const data: ShardOpJobData = { op, args, enqueuedAt: Date.now(), ...(opts.db ? { db: opts.db } : {}) };
     const jobId = `op.${randomUUID()}`;
     const sent: Sent = { toRedis: false, gaveUp: false };
-    let stopListening = () => undefined as void;
+    let stopListening = (): void => {};
     const lost = new Promise<never>((_, reject) => {
       stopListening = this.outage.onLost((why) => {
         sent.gaveUp = true;
@@ -195,7 +195,7 @@ export class ShardOpClient {
       await Promise.all(all.flatMap((q) => [q.queue.close(), q.events?.close()]));
     };
     if (this.redis.status === 'ready') {
-      let stopListening = () => undefined as void;
+      let stopListening = (): void => {};
       const lost = new Promise<void>((resolve) => (stopListening = this.outage.onLost(() => resolve())));
       await Promise.race([graceful(), lost]).finally(stopListening);
     } else {

@@ -91,7 +91,7 @@ describe('call completions', () => {
       const lines = (pending + chunk).split('\r\n');
       pending = lines.pop()!;
       for (const line of lines) {
-        const stored = new RegExp(`"HSET" "${escape(keys.bullPrefix)}:\\{shard-0\\}:acme\\.big\\.(large-\\d+)" .*"finishedOn"`).exec(line);
+        const stored = new RegExp(`"HSET" "${escapeRegExp(keys.bullPrefix)}:\\{shard-0\\}:acme\\.big\\.(large-\\d+)" .*"finishedOn"`).exec(line);
         if (stored) order.push(`stored ${stored[1]}`);
         const announced = line.includes(`"XADD" "${keys.events}"`) ? /callId\\":\\"(large-\d+)\\"/.exec(line) : null;
         if (announced) order.push(`announced ${announced[1]}`);
@@ -111,6 +111,6 @@ describe('call completions', () => {
   });
 });
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

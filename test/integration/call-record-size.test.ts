@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { databasePath } from '../../src/contracts/database-id.ts';
 import type { DbTarget } from '../../src/executor/executor-protocol.ts';

@@ -65,7 +65,9 @@ describe('the four tools through the queue', () => {
     try {
       for (let i = 0; i < 20; i++) await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ?', params: [i] } }, { timeoutMs });
       await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } }, { timeoutMs, wait: false });
-      setSpy.mock.calls.forEach((args, i) => args[1] === timeoutMs && armed.add(setSpy.mock.results[i]!.value));
+      setSpy.mock.calls.forEach((args, i) => {
+        if (args[1] === timeoutMs) armed.add(setSpy.mock.results[i]!.value);
+      });
       expect(armed.size).toBeGreaterThanOrEqual(21);
       const cleared = new Set(clearSpy.mock.calls.map((args) => args[0]));
       expect([...armed].filter((t) => !cleared.has(t as never))).toEqual([]);

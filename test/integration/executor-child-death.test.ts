@@ -14,7 +14,6 @@ import { builtExecutorChild } from '../helpers/built-child.ts';
 // answer goes out (`checkpointBytes: 1`): a snapshot this test holds open makes that checkpoint
 // wait, and so holds a child between a write's commit and its answer for as long as a case needs.
 
-const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
 
 let dataDir: string;
 let pool: ExecutorPool;

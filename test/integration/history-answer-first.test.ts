@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readAnswered } from '../../src/history/answered-commits.ts';
-import { historyDir, listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
+import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { readCommits } from '../../src/history/segment-index.ts';
 import { finishCapture, lockForCapture } from '../../src/history/capture.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';

@@ -24,7 +24,7 @@ withHistoryPool('agentdb-index-damage-', { handleCacheSize: 4, checkpointBytes: 
   dataDir = d;
   pool = p;
 });
-const { by, ok, write, restore, nextKey } = historyCalls(() => pool);
+const { by, write, restore, nextKey } = historyCalls(() => pool);
 
 /** Ten one-row commits, with the moment and the dump after each; `blob` bytes a row (300,000: the WAL starts over every three or four). */
 async function tenCommits(db: DbTarget, blob = 0): Promise<{ at: number; hash: string }[]> {
