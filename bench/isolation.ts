@@ -79,7 +79,11 @@ export async function benchIsolation(redisUrl: string, opts: { rounds: number; p
       must((await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: fill })) as Envelope);
     }
     const read = (i: number) =>
-      client.call({ ...readers[i % readers.length]!, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [(i * 7) % 1000] } }) as Promise<Envelope>;
+      client.call({
+        ...readers[i % readers.length]!,
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [(i * 7) % 1000] },
+      }) as Promise<Envelope>;
     await driveFor(3, READ_IN_FLIGHT, read);
 
     // About 2 s of counting, measured through agentdb on this machine now.

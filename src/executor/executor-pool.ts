@@ -63,7 +63,11 @@ export class ExecutorPool {
       if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
     }
     const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history } = opts;
-    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, opts.logger, opts.child);
+    this.spare = new SpareChild(
+      { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history },
+      opts.logger,
+      opts.child,
+    );
     const hooks = {
       progress: (p: ExecutorProcess) => this.onProgress(p),
       returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
@@ -363,6 +367,10 @@ export class ExecutorPool {
    */
   private cannotStart(): ExecOutcome {
     const why = this.slots.find((s) => s.lastError)?.lastError ?? 'no child is running';
-    return { ok: false, error: { code: 'UNAVAILABLE', detail: `the database process could not start (${START_ATTEMPTS} tries in a row): ${why}` }, unsettled: true };
+    return {
+      ok: false,
+      error: { code: 'UNAVAILABLE', detail: `the database process could not start (${START_ATTEMPTS} tries in a row): ${why}` },
+      unsettled: true,
+    };
   }
 }

@@ -114,7 +114,12 @@ export interface Waiting {
  * that one's workspace is not markedly heavier — at most `maxSkips` times in a row past the
  * same first one, so preference never starves it.
  */
-export function fairest<T extends Waiting>(waiting: Iterable<T>, recent: (workspace: string) => number, open: (line: T) => boolean, maxSkips: number): T | undefined {
+export function fairest<T extends Waiting>(
+  waiting: Iterable<T>,
+  recent: (workspace: string) => number,
+  open: (line: T) => boolean,
+  maxSkips: number,
+): T | undefined {
   const use = new Map<string, number>();
   const of = (ws: string) => {
     let u = use.get(ws);

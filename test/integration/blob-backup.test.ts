@@ -45,7 +45,12 @@ const pools: ShardWorkerPool[] = [];
 const temp: string[] = [];
 
 async function startPool(cfg: Config): Promise<ShardWorkerPool> {
-  const p = new ShardWorkerPool({ config: cfg, shards: Array.from({ length: cfg.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }), executorChild: builtExecutorChild });
+  const p = new ShardWorkerPool({
+    config: cfg,
+    shards: Array.from({ length: cfg.shardCount }, (_, i) => i),
+    logger: pino({ level: 'silent' }),
+    executorChild: builtExecutorChild,
+  });
   pools.push(p);
   await p.start();
   return p;
@@ -173,17 +178,25 @@ describe('nightly backups to the blob store (s3rver)', () => {
         const copyPath = databasePath(sb2.config.dataDir, 'acme', 'scout-copy', shardOf(copy, sb2.config.shardCount));
         expect(dump(copyPath)).toEqual(original);
         expect(auditRows(copyPath)).toEqual([[expect.stringContaining(`backup of ${DB}`), 'operator:tester']]);
-        expect(await ops2.run(0, 'restoreFromBlob', { source: 'other/db' }, { db: 'acme/x' })).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+        expect(await ops2.run(0, 'restoreFromBlob', { source: 'other/db' }, { db: 'acme/x' })).toMatchObject({
+          ok: false,
+          error: { code: 'INVALID_ARGUMENTS' },
+        });
         // And the restored database answers calls.
         const c2 = sb2.client();
         expect(await c2.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({
           ok: true,
           result: { rows: [[original.rows.t!.length]] },
         });
-        expect(await c2.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('after the restore')" } })).toMatchObject({ ok: true });
+        expect(await c2.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('after the restore')" } })).toMatchObject({
+          ok: true,
+        });
         expect(reasons()).toEqual(['restore']);
         // It exists now: a second disaster restore refuses to touch it.
-        expect(await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB })).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
+        expect(await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB })).toMatchObject({
+          ok: false,
+          error: { code: 'DATABASE_EXISTS' },
+        });
       } finally {
         await ops2.close();
       }
@@ -292,7 +305,13 @@ describe('the blob prune', () => {
     const shard = shardOf(DB, config.shardCount);
     const agent = Array.from({ length: 200 }, (_, i) => `peer${i}`).find((a) => shardOf(`acme/${a}`, config.shardCount) === shard)!;
     const peer = `acme/${agent}`;
-    const env = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE p (x)' } });
+    const env = await client.call({
+      workspace: 'acme',
+      agent,
+      settings: { database: 'agent' },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: 'CREATE TABLE p (x)' },
+    });
     expect(env.ok, JSON.stringify(env)).toBe(true);
     // Its first snapshot becomes a folder: reading it for the upload fails with an uncoded EISDIR.
     const gen = listGenerations(localSource(config.dataDir, peer)).find((g) => g.snapshot)!;
@@ -324,7 +343,9 @@ describe('a database restored from the blob store on a new machine', () => {
       // Numbered after every generation the store has of it.
       expect(listGenerations(localSource(sb3.config.dataDir, DB)).map((g) => g.name > stored.at(-1)!)).toEqual([true]);
       const c3 = sb3.client();
-      expect(await c3.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('written on the new machine')" } })).toMatchObject({ ok: true });
+      expect(await c3.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('written on the new machine')" } })).toMatchObject({
+        ok: true,
+      });
       const run = await runBackups(ops3, sb3.config.shardCount, { db: DB });
       expect(run.databases).toEqual([expect.objectContaining({ database: DB, unchanged: false })]);
       const later = tempFile('new-machine.sqlite');

@@ -135,9 +135,7 @@ describe('the four tools through the queue', () => {
 
   it('answers concurrent calls across shards', async () => {
     const agents = Array.from({ length: 20 }, (_, i) => `agent-${i}`);
-    const answers = await Promise.all(
-      agents.map((agent) => call('DATA_QUERY_SQL', { sql: 'SELECT ? AS who', params: [agent] }, { agent })),
-    );
+    const answers = await Promise.all(agents.map((agent) => call('DATA_QUERY_SQL', { sql: 'SELECT ? AS who', params: [agent] }, { agent })));
     expect(answers.map((a) => rows(a)[0]![0])).toEqual(agents);
   });
 

@@ -30,7 +30,7 @@ export function approvalPage(a: Approval, csrf: string, refusal?: string): Html 
     <dt>decided by</dt><dd>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}</dd>
     ${a.decidedAt ? html`<dt>when</dt><dd>${isoTime(a.decidedAt)}</dd>` : ''}
     ${a.reason ? html`<dt>reason</dt><dd>${a.reason}</dd>` : ''}
-    ${a.ran ? html`<dt>ran</dt><dd>${a.ran.ok ? 'ok' : a.ran.code ?? 'failed'}${a.ran.detail ?? a.ran.message ? html` — ${a.ran.detail ?? a.ran.message}` : ''}</dd>` : ''}
+    ${a.ran ? html`<dt>ran</dt><dd>${a.ran.ok ? 'ok' : (a.ran.code ?? 'failed')}${(a.ran.detail ?? a.ran.message) ? html` — ${a.ran.detail ?? a.ran.message}` : ''}</dd>` : ''}
   </dl>
 </article>`;
 }

@@ -56,7 +56,9 @@ function cutNote(c: Cut, a: Approval): Html | '' {
  */
 export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal?: string, whole = false): Html {
   const full = a.params?.length ? JSON.stringify(a.params) : '';
-  const shown = whole ? { ...(a.sql ? { sql: { text: a.sql, cut: false, bytes: 0 } } : {}), ...(full ? { params: { text: full, cut: false, bytes: 0 } } : {}) } : cardText(a);
+  const shown = whole
+    ? { ...(a.sql ? { sql: { text: a.sql, cut: false, bytes: 0 } } : {}), ...(full ? { params: { text: full, cut: false, bytes: 0 } } : {}) }
+    : cardText(a);
   const cut = Boolean(shown.sql?.cut || shown.params?.cut);
   return html`<article class="card" id="ap-${a.id}" data-approval="${a.id}" aria-labelledby="h-${a.id}"${cut ? html` data-cut="true"` : ''}>
   <header>
