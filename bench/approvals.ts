@@ -22,13 +22,22 @@ export async function benchApprovals(
   const must = (ok: boolean, what: unknown) => {
     if (!ok) throw new Error(`bench approval step failed: ${JSON.stringify(what)}`);
   };
-  const made = await client.call({ ...gated, settings: { database: 'agent' }, agent: 'approved', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE a (i INTEGER)' } });
+  const made = await client.call({
+    ...gated,
+    settings: { database: 'agent' },
+    agent: 'approved',
+    tool: 'DATA_WRITE_SQL',
+    arguments: { sql: 'CREATE TABLE a (i INTEGER)' },
+  });
   must(made.ok, made);
 
   // Decision → result, one at a time: park, start waiting, decide, time until the result lands.
   const decisionLatencies: number[] = [];
   for (let i = 0; i < opts.decisions; i++) {
-    const parked = (await client.call({ ...gated, agent: 'approved', tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO a VALUES (?)', params: [i] } }, { wait: false })) as AwaitingAnswer;
+    const parked = (await client.call(
+      { ...gated, agent: 'approved', tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO a VALUES (?)', params: [i] } },
+      { wait: false },
+    )) as AwaitingAnswer;
     must(parked.status === 'awaiting_approval', parked);
     const waiting = client.result(parked.callId, { workspace: 'bench', agent: 'approved', wait: true });
     const t = performance.now();

@@ -54,7 +54,16 @@ export async function benchBlobUpload(opts: { mb: number; rounds: number }): Pro
       putTimes.push(performance.now() - t);
       await store.delete('bench/upload.bin');
     }
-    const mbps = (ms: number[]) => round(opts.mb / (quantile([...ms].sort((a, b) => a - b), 0.5) / 1000), 1);
+    const mbps = (ms: number[]) =>
+      round(
+        opts.mb /
+          (quantile(
+            [...ms].sort((a, b) => a - b),
+            0.5,
+          ) /
+            1000),
+        1,
+      );
     const cpMbPerSec = mbps(cpTimes);
     const folderStoreMbPerSec = mbps(putTimes);
     return { fileMb: opts.mb, rounds: opts.rounds, cpMbPerSec, folderStoreMbPerSec, ratio: round(folderStoreMbPerSec / cpMbPerSec) };

@@ -56,7 +56,13 @@ async function writeThroughput(capture: 'on' | 'off'): Promise<number> {
   const settings = { database: 'agent' as const };
   try {
     for (let a = 0; a < 8; a++) {
-      const made = await client.call({ workspace: 'bench', agent: `a${a}`, settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n REAL)' } });
+      const made = await client.call({
+        workspace: 'bench',
+        agent: `a${a}`,
+        settings,
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n REAL)' },
+      });
       if (!made.ok) throw new Error(JSON.stringify(made));
     }
     let next = 0;
@@ -64,7 +70,13 @@ async function writeThroughput(capture: 'on' | 'off'): Promise<number> {
     await Promise.all(
       Array.from({ length: IN_FLIGHT }, async () => {
         for (let i = next++; i < WRITES; i = next++) {
-          const out = await client.call({ workspace: 'bench', agent: `a${i % 8}`, settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t (v, n) VALUES (?, random())', params: [`row ${i} ${'x'.repeat(100)}`] } });
+          const out = await client.call({
+            workspace: 'bench',
+            agent: `a${i % 8}`,
+            settings,
+            tool: 'DATA_WRITE_SQL',
+            arguments: { sql: 'INSERT INTO t (v, n) VALUES (?, random())', params: [`row ${i} ${'x'.repeat(100)}`] },
+          });
           if (!out.ok) throw new Error(JSON.stringify(out));
         }
       }),
@@ -118,7 +130,13 @@ function bigDatabase(mb: number) {
   const restoreS = (performance.now() - t) / 1000;
   db.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
-  return { mb: round(bytes / MB, 1), copyMBps: round(bytes / MB / copyS, 1), snapshotMBps: round(bytes / MB / snapshotS, 1), restoreMBps: round(bytes / MB / restoreS, 1), restoreFrames: plan.frames };
+  return {
+    mb: round(bytes / MB, 1),
+    copyMBps: round(bytes / MB / copyS, 1),
+    snapshotMBps: round(bytes / MB / snapshotS, 1),
+    restoreMBps: round(bytes / MB / restoreS, 1),
+    restoreFrames: plan.frames,
+  };
 }
 
 /**
@@ -134,7 +152,12 @@ function inPlaceRestore(mb: number) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-inplace-'));
   const history = new HistoryCapture(dataDir, { checkpointBytes: 64 * MB, retentionDays: 30 });
   const handles = new HandleCache({ size: 16, ...history.hooks() });
-  const target = (agent: string): DbTarget => ({ id: `bench/${agent}`, path: databasePath(dataDir, 'bench', agent, 0), shard: 0, limits: PLAN_LIMITS.enterprise });
+  const target = (agent: string): DbTarget => ({
+    id: `bench/${agent}`,
+    path: databasePath(dataDir, 'bench', agent, 0),
+    shard: 0,
+    limits: PLAN_LIMITS.enterprise,
+  });
   const db = target('big');
   const by = { who: 'bench', via: 'operator' as const };
   // Commit times are milliseconds: a moment taken here is before every later commit.
@@ -294,11 +317,20 @@ async function main(): Promise<void> {
   console.log(`${big.mb} MB database: ${JSON.stringify(big)} ratios ${JSON.stringify(bigRatios)} (goal: restore >= 0.5× copy)`);
   const inPlace = inPlaceRestore(DB_MB);
   const { steps, ...inPlaceFigures } = inPlace;
-  console.log(`${inPlace.mb} MB database, restore in place end to end (restoreInPlace: back over its last 10 commits, and back to the middle of its fill, before its generation) and into a new database (restoreInto): ${JSON.stringify(inPlaceFigures)} (goal: in place >= 0.5× copy)`);
+  console.log(
+    `${inPlace.mb} MB database, restore in place end to end (restoreInPlace: back over its last 10 commits, and back to the middle of its fill, before its generation) and into a new database (restoreInto): ${JSON.stringify(inPlaceFigures)} (goal: in place >= 0.5× copy)`,
+  );
   console.log(`  in-place steps, seconds: ${JSON.stringify(steps)}`);
   const day = dayOfHistory(DAY_WRITES);
   console.log(`a day of history: ${JSON.stringify(day)}`);
-  const results = { at: new Date().toISOString(), host: { cpus: os.availableParallelism(), node: process.version }, writes, big: { ...big, ratios: bigRatios }, inPlace, day };
+  const results = {
+    at: new Date().toISOString(),
+    host: { cpus: os.availableParallelism(), node: process.version },
+    writes,
+    big: { ...big, ratios: bigRatios },
+    inPlace,
+    day,
+  };
   const dir = new URL('./results/', import.meta.url);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(new URL(`history-${results.at.replace(/[:.]/g, '-')}.json`, dir), `${JSON.stringify(results, null, 2)}\n`);
@@ -306,7 +338,11 @@ async function main(): Promise<void> {
   const soak = Number(process.env.HISTORY_BENCH_SOAK ?? 0);
   if (soak > 0) {
     const root = fileURLToPath(new URL('..', import.meta.url));
-    const run = spawnSync('npx', ['vitest', 'run', 'test/integration/history-randomized.test.ts'], { cwd: root, stdio: 'inherit', env: { ...process.env, HISTORY_TEST_STEPS: String(soak) } });
+    const run = spawnSync('npx', ['vitest', 'run', 'test/integration/history-randomized.test.ts'], {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, HISTORY_TEST_STEPS: String(soak) },
+    });
     if (run.status !== 0) process.exitCode = 1;
   }
 }

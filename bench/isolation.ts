@@ -79,7 +79,11 @@ export async function benchIsolation(redisUrl: string, opts: { rounds: number; p
       must((await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: fill })) as Envelope);
     }
     const read = (i: number) =>
-      client.call({ ...readers[i % readers.length]!, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [(i * 7) % 1000] } }) as Promise<Envelope>;
+      client.call({
+        ...readers[i % readers.length]!,
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [(i * 7) % 1000] },
+      }) as Promise<Envelope>;
     await driveFor(3, READ_IN_FLIGHT, read);
 
     // About 2 s of counting, measured through agentdb on this machine now.
@@ -89,7 +93,7 @@ export async function benchIsolation(redisUrl: string, opts: { rounds: number; p
       must((await client.call({ ...slow, tool: 'DATA_QUERY_SQL', arguments: { sql: counting(n) } })) as Envelope);
       return performance.now() - t;
     };
-    let n = Math.round(5_000_000 * (2000 / (await timeOne(5_000_000))));
+    const n = Math.round(5_000_000 * (2000 / (await timeOne(5_000_000))));
     const slowMs = round(await timeOne(n), 0);
 
     const quiet: Phase[] = [];

@@ -25,7 +25,13 @@ const CALLS = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SELF = fileURLToPath(import.meta.url);
 /** What the stub keyed call answers: a one-row primary-key read, as bench/mcp.ts reads. */
-const ENVELOPE = { ok: true, callId: '00000000-0000-4000-8000-000000000000', tool: 'DATA_QUERY_SQL', credits: 1, result: { columns: ['v'], rows: [['value-1']], truncated: false } };
+const ENVELOPE = {
+  ok: true,
+  callId: '00000000-0000-4000-8000-000000000000',
+  tool: 'DATA_QUERY_SQL',
+  credits: 1,
+  result: { columns: ['v'], rows: [['value-1']], truncated: false },
+};
 const PRINCIPAL = { kind: 'agent', workspace: 'floor', agent: 'reader', keyId: 'k', settings: { database: 'agent' }, surface: { kind: 'data' } };
 const KEY = `adb_${'f'.repeat(43)}`;
 
@@ -61,7 +67,9 @@ async function serve(kind: string): Promise<void> {
 }
 
 async function measure(kind: 'mcp' | 'http') {
-  const child = fork(SELF, ['serve', kind], { execArgv: ['--import', 'tsx', ...(process.env.FLOOR_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLOOR_PROF}`] : [])] });
+  const child = fork(SELF, ['serve', kind], {
+    execArgv: ['--import', 'tsx', ...(process.env.FLOOR_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLOOR_PROF}`] : [])],
+  });
   try {
     const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (m) => resolve(m as { port: number })));
     const url = `http://127.0.0.1:${port}/mcp`;
@@ -70,7 +78,9 @@ async function measure(kind: 'mcp' | 'http') {
     let close = async () => {};
     if (kind === 'mcp') {
       const mcp = new Client({ name: 'floor', version: '1' });
-      await mcp.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } }, fetch: ownSignalFetch }));
+      await mcp.connect(
+        new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } }, fetch: ownSignalFetch }),
+      );
       one = async (i) => {
         const r = await mcp.callTool({ name: 'DATA_QUERY_SQL', arguments: args(i) });
         if (r.isError !== false) throw new Error(`mcp floor: ${JSON.stringify(r)}`);
@@ -78,7 +88,11 @@ async function measure(kind: 'mcp' | 'http') {
       close = () => mcp.close();
     } else {
       one = async (i) => {
-        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'DATA_QUERY_SQL', arguments: args(i) } }) });
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'DATA_QUERY_SQL', arguments: args(i) } }),
+        });
         await res.json();
       };
     }
@@ -93,10 +107,23 @@ async function measure(kind: 'mcp' | 'http') {
       const used = process.cpuUsage(before);
       caller += (used.user + used.system) / 1000 / (CALLS * ROUNDS);
       server += ((cpuSeconds(child.pid!) - serverBefore) * 1000) / (CALLS * ROUNDS);
-      p50s.push(quantile([...d.latencies].sort((a, b) => a - b), 0.5));
+      p50s.push(
+        quantile(
+          [...d.latencies].sort((a, b) => a - b),
+          0.5,
+        ),
+      );
     }
     await close();
-    return { p50Ms: round(quantile(p50s.sort((a, b) => a - b), 0.5)), cpuMsPerCall: { caller: round(caller), server: round(server) } };
+    return {
+      p50Ms: round(
+        quantile(
+          p50s.sort((a, b) => a - b),
+          0.5,
+        ),
+      ),
+      cpuMsPerCall: { caller: round(caller), server: round(server) },
+    };
   } finally {
     await new Promise((resolve) => {
       child.once('exit', resolve);

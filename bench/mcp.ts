@@ -45,7 +45,15 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
   const agents = new AgentRegistry(redis, keys);
   await agents.put('mcpbench', 'reader', { displayName: 'Reader', settings: { database: 'agent' } });
   const { key } = await new AgentKeyRing(redis, keys, agents).mint('mcpbench', 'reader');
-  const env = { REDIS_URL: config.redisUrl, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1', WORKER_CONCURRENCY: String(config.workerConcurrency) };
+  const env = {
+    REDIS_URL: config.redisUrl,
+    AGENTDB_PREFIX: prefix,
+    AGENTDB_DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    WORKER_CONCURRENCY: String(config.workerConcurrency),
+  };
   const { child, output } = await startProcess(process.execPath, [BIN, 'start'], env, /"msg":"agentdb ready"/);
   const url = /"address":"([^"]+)"/.exec(output)?.[1];
   if (!url) throw new Error(`bench mcp: no address in agentdb start's output: ${output}`);
@@ -59,7 +67,9 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
 
 async function measure(config: Config, prefix: string, url: string, key: string, serverPid: number, opts: { calls: number; rounds: number }) {
   const mcp = new Client({ name: 'bench', version: '1' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } }, fetch: ownSignalFetch }));
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { authorization: `Bearer ${key}` } }, fetch: ownSignalFetch }),
+  );
 
   const who = { workspace: 'mcpbench', agent: 'reader', settings: { database: 'agent' as const } };
   const must = (ok: boolean, what: unknown) => {
@@ -78,7 +88,14 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   let library = await openLibrary();
   const made = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT)' } });
   must(made.ok, made);
-  const filled = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT OR IGNORE INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] } });
+  const filled = await library.call({
+    ...who,
+    tool: 'DATA_WRITE_SQL',
+    arguments: {
+      sql: "INSERT OR IGNORE INTO kv SELECT value, 'value-' || value FROM json_each(?)",
+      params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))],
+    },
+  });
   must(filled.ok, filled);
 
   const viaLibrary = async (i: number) => {
@@ -132,7 +149,11 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   // (a closed one stays listed for a minute), so a run that opened one per request (and
   // measured TCP set-up rather than agentdb) shows it.
   const connections = serverSockets(Number(new URL(url).port));
-  const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const median = (xs: number[]) =>
+    quantile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    );
   const clientLibraryP50Ms = round(median(lib.map((s) => s.p50Ms)));
   const mcpP50Ms = round(median(over.map((s) => s.p50Ms)));
 
@@ -154,10 +175,12 @@ async function measure(config: Config, prefix: string, url: string, key: string,
 /** The server's TCP sockets on `port` (open, or closed within the last minute), from /proc/net/tcp. */
 function serverSockets(port: number): number {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  return readFileSync('/proc/net/tcp', 'utf8')
-    .split('\n')
-    .slice(1)
-    .map((line) => line.trim().split(/\s+/))
-    // local address is field 1 (ADDR:PORT in hex), state field 3 (0A: listening).
-    .filter((f) => f[1]?.endsWith(`:${hexPort}`) && f[3] !== '0A').length;
+  return (
+    readFileSync('/proc/net/tcp', 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      // local address is field 1 (ADDR:PORT in hex), state field 3 (0A: listening).
+      .filter((f) => f[1]?.endsWith(`:${hexPort}`) && f[3] !== '0A').length
+  );
 }

@@ -22,8 +22,18 @@ try {
     if (!env.ok) throw new Error(`bench call failed: ${JSON.stringify(env)}`);
   };
   await must(site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } }));
-  await must(site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] } }));
-  const query = (i: number) => must(site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+  await must(
+    site.client.call({
+      ...who,
+      tool: 'DATA_WRITE_SQL',
+      arguments: {
+        sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)",
+        params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))],
+      },
+    }),
+  );
+  const query = (i: number) =>
+    must(site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
   for (const warm of [query, (i: number) => raw.call(i)]) {
     await drive(1000, 1, warm);
     await drive(1000, 16, warm);
@@ -47,7 +57,11 @@ try {
     d = await drive(CONC, 64, query);
     runs.agentConc!.push(summarise(d.latencies, d.seconds));
   }
-  const med = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const med = (xs: number[]) =>
+    quantile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    );
   const m = (k: string, f: keyof RunStats) => med(runs[k]!.map((s) => s[f] as number));
   console.log(
     JSON.stringify({

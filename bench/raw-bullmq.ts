@@ -22,7 +22,14 @@ export async function rawBullmq(
   // print a listener-leak warning to stderr in the middle of the measurement, on the baseline's time.
   queue.setMaxListeners(0);
   const worker = separateProcess
-    ? (await startProcess(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(script.file, import.meta.url)), redisUrl, prefix, String(concurrency), ...script.args], {}, /^ready$/m)).child
+    ? (
+        await startProcess(
+          process.execPath,
+          ['--import', 'tsx', fileURLToPath(new URL(script.file, import.meta.url)), redisUrl, prefix, String(concurrency), ...script.args],
+          {},
+          /^ready$/m,
+        )
+      ).child
     : new Worker(name, async (job) => ({ ok: true, echo: job.data.i }), { connection, prefix, concurrency });
   await Promise.all([queue.waitUntilReady(), events.waitUntilReady(), 'waitUntilReady' in worker ? worker.waitUntilReady() : undefined]);
   let n = 0;

@@ -37,7 +37,11 @@ const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? proces
 /** The built CLI, as deployed (`npm run bench` builds it first). */
 const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
 
-const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+const median = (xs: number[]) =>
+  quantile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
 function medianStats(runs: RunStats[]): RunStats {
   return {
     calls: runs[0]!.calls,
@@ -84,7 +88,9 @@ async function only(name: string) {
   try {
     const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
     console.log(JSON.stringify(mcp));
-    console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms; ${mcp.httpConnections} HTTP connection(s)`);
+    console.log(
+      `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms; ${mcp.httpConnections} HTTP connection(s)`,
+    );
   } finally {
     await deleteKeys(prefix);
     rmSync(dataDir, { recursive: true, force: true });
@@ -128,11 +134,13 @@ async function main() {
     client.call({
       ...who,
       tool: 'DATA_WRITE_SQL',
-      arguments: { sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] },
+      arguments: {
+        sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)",
+        params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))],
+      },
     }),
   );
-  const query = (i: number) =>
-    must(client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+  const query = (i: number) => must(client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
 
   // Warm every path (JIT in each process, connections, statement caches) before measuring, one
   // call at a time as well as many: a short warm-up left the first round compiling code, which
@@ -171,7 +179,12 @@ async function main() {
   const rawConc = medianStats(runs.rawConc);
   const agentConc = medianStats(runs.agentConc);
   const childConc = medianStats(runs.childConc);
-  progress('query', { sequentialThroughput: round(agentSeq.callsPerSec / rawSeq.callsPerSec), sequentialP50: round(agentSeq.p50Ms / rawSeq.p50Ms), inFlight64Throughput: round(agentConc.callsPerSec / rawConc.callsPerSec), inFlight64P50: round(agentConc.p50Ms / rawConc.p50Ms) });
+  progress('query', {
+    sequentialThroughput: round(agentSeq.callsPerSec / rawSeq.callsPerSec),
+    sequentialP50: round(agentSeq.p50Ms / rawSeq.p50Ms),
+    inFlight64Throughput: round(agentConc.callsPerSec / rawConc.callsPerSec),
+    inFlight64P50: round(agentConc.p50Ms / rawConc.p50Ms),
+  });
 
   const guardUs = guardCostUs();
 
@@ -184,13 +197,20 @@ async function main() {
 
   const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
 
-
-  progress('approvals and mcp', { decisionToResultP50Ms: approvals.decisionToResult.p50Ms, mcpP50Ratio: mcp.p50Ratio });  // The web page's grid and CSV export, on a 1,000,000-row table of its own.
+  progress('approvals and mcp', { decisionToResultP50Ms: approvals.decisionToResult.p50Ms, mcpP50Ratio: mcp.p50Ratio }); // The web page's grid and CSV export, on a 1,000,000-row table of its own.
   const web = await benchWeb(REDIS_URL);
 
   // Touch many databases through the queue, then read the worker's and executor's memory.
   const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
-    must(client.call({ workspace: 'bench', agent: `db-${i}`, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (x)' } })),
+    must(
+      client.call({
+        workspace: 'bench',
+        agent: `db-${i}`,
+        settings: { database: 'agent' },
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (x)' },
+      }),
+    ),
   );
   const memory = {
     databases: DATABASES,
@@ -277,7 +297,9 @@ async function main() {
   console.log(
     `with ${approvals.parked.calls} parked calls: query p50 ${approvals.queryWithParked.p50Ms} ms, p99 ${approvals.queryWithParked.p99Ms} ms; without: p50 ${approvals.queryWithout.p50Ms} ms, p99 ${approvals.queryWithout.p99Ms} ms`,
   );
-  console.log(`PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms`);
+  console.log(
+    `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms`,
+  );
   printWeb(web);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,
@@ -286,7 +308,10 @@ async function main() {
   console.log(`noisy neighbour (~${nn.slowStatementMs} ms statements): read p50 ×${nn.ratios.p50}, p99 ×${nn.ratios.p99} (goal p99 <= 1.5)`);
   const h = isolation.hostile;
   console.log(`hostile agent (32 runaway in flight): read p50 ×${h.ratios.p50}, p99 ×${h.ratios.p99}, NO_WORKER ${h.readersNoWorker} (goal p99 <= 3, none)`);
-  for (const [name, run] of [['heavy', scaling.heavy], ['light', scaling.light]] as const) {
+  for (const [name, run] of [
+    ['heavy', scaling.heavy],
+    ['light', scaling.light],
+  ] as const) {
     console.log(
       `scaling, ${name} aggregate (${run.sql}): ${run.oneChild.callsPerSec} calls/s with one child, ${run.defaultPool.callsPerSec} with ${scaling.poolSize}: ×${run.ratio} (goal >= 1.3)`,
     );

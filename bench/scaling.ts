@@ -65,7 +65,9 @@ export async function benchScaling(redisUrl: string, opts: { rounds: number; cal
     const rows = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000) SELECT i, (i * 7919) % 1000, hex(randomblob(8)) FROM n';
     await Promise.all(
       dbs.map(async (who) => {
-        must((await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, s TEXT)' } })) as Envelope);
+        must(
+          (await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, s TEXT)' } })) as Envelope,
+        );
         must((await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: `INSERT INTO t ${rows}` } })) as Envelope);
       }),
     );

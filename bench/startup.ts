@@ -37,7 +37,11 @@ export async function benchStartup(bin: string, runs: number): Promise<StartupSt
     node.push(await timed(['-e', '0']));
     tools.push(await timed([bin, 'tools', '--json']));
   }
-  const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const median = (xs: number[]) =>
+    quantile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    );
   const nodeMs = round(median(node), 1);
   const toolsJsonMs = round(median(tools), 1);
   return { runs, nodeMs, toolsJsonMs, ratio: round(toolsJsonMs / nodeMs, 2), goal: { ratioAtMost: 2 } };

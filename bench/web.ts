@@ -27,7 +27,13 @@ const ROWS = Number(process.env.BENCH_WEB_ROWS ?? 1_000_000);
 const SAMPLES = Number(process.env.BENCH_WEB_SAMPLES ?? 50);
 const PAGE = 100;
 
-const p50 = (xs: number[]) => round(quantile([...xs].sort((a, b) => a - b), 0.5));
+const p50 = (xs: number[]) =>
+  round(
+    quantile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    ),
+  );
 
 async function timed(n: number, one: () => Promise<unknown>): Promise<number[]> {
   const out: number[] = [];
@@ -71,7 +77,14 @@ function* directCsv(file: string, table: string): Generator<string> {
 export async function benchWeb(redisUrl: string) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-web-'));
   const prefix = `bw-${randomUUID().slice(0, 8)}`;
-  const config = loadConfig({ REDIS_URL: redisUrl, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', STATEMENT_TIMEOUT_MS: '120000', SHARD_COUNT: '4' });
+  const config = loadConfig({
+    REDIS_URL: redisUrl,
+    AGENTDB_PREFIX: prefix,
+    AGENTDB_DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    STATEMENT_TIMEOUT_MS: '120000',
+    SHARD_COUNT: '4',
+  });
   const pool = new ShardWorkerPool({ config, shards: [0, 1, 2, 3], logger: pino({ level: 'silent' }) });
   await pool.start();
   const client = new AgentDbClient({ redisUrl, prefix, shardCount: config.shardCount });
@@ -150,8 +163,12 @@ export async function benchWeb(redisUrl: string) {
 export function printWeb(w: Awaited<ReturnType<typeof benchWeb>>): void {
   const g = w.grid;
   console.log(`\nweb grid, ${w.pageSize} rows of a ${w.rows.toLocaleString('en')}-row table (server time p50 of ${w.samples}):`);
-  console.log(`  first page ${g.firstPageP50Ms} ms (${g.firstPageWithCountP50Ms} ms with the row count), next after page 4,999 ${g.nextAfterPage4999P50Ms} ms (×${g.ratios.nextAfter4999VsFirst}, goal <= 2), jump to page 5,000 ${g.jumpToPage5000P50Ms} ms (×${g.ratios.jumpVsFirst})`);
-  console.log(`web CSV export: ${w.csv.exportMBps} MB/s vs better-sqlite3 direct ${w.csv.directMBps} MB/s: ×${w.csv.ratio} (goal >= 0.5; ${w.csv.megabytes} MB)`);
+  console.log(
+    `  first page ${g.firstPageP50Ms} ms (${g.firstPageWithCountP50Ms} ms with the row count), next after page 4,999 ${g.nextAfterPage4999P50Ms} ms (×${g.ratios.nextAfter4999VsFirst}, goal <= 2), jump to page 5,000 ${g.jumpToPage5000P50Ms} ms (×${g.ratios.jumpVsFirst})`,
+  );
+  console.log(
+    `web CSV export: ${w.csv.exportMBps} MB/s vs better-sqlite3 direct ${w.csv.directMBps} MB/s: ×${w.csv.ratio} (goal >= 0.5; ${w.csv.megabytes} MB)`,
+  );
 }
 
 // Alone: `node --import tsx bench/web.ts`.

@@ -7,8 +7,7 @@ import path from 'node:path';
 import cronParser from 'cron-parser';
 import { z } from 'zod';
 
-const int = (min: number, max: number, fallback: number) =>
-  z.coerce.number().int().min(min).max(max).default(fallback);
+const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
 /**
  * The environment agentdb reads, and nothing else. Entry points call {@link loadConfig} once
@@ -96,7 +95,10 @@ const envSchema = z.object({
   BLOB_DIR: z.string().min(1).optional(),
   /** An S3-compatible endpoint (MinIO, R2, …); AWS itself when unset. */
   S3_ENDPOINT: z.url().optional(),
-  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'not an S3 bucket name').optional(),
+  S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'not an S3 bucket name')
+    .optional(),
   S3_REGION: z.string().min(1).default('us-east-1'),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
@@ -163,7 +165,10 @@ const envSchema = z.object({
       if (t === 'false' || t === '') return false;
       if (t === 'true') return true;
       if (/^\d+$/.test(t)) return Number(t);
-      const list = t.split(',').map((x) => x.trim()).filter(Boolean);
+      const list = t
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean);
       if (list.every((x) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(x))) return list;
       ctx.addIssue({ code: 'custom', message: 'TRUST_PROXY is false, true, a hop count, or comma-separated IP addresses or CIDRs' });
       return z.NEVER;
@@ -309,7 +314,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     blob: blobConfig(e),
     backupCron: e.BACKUP_CRON,
     backupTz: e.BACKUP_TZ,
-    ...(e.HISTORY_CAPTURE === 'on' ? { history: Object.freeze({ checkpointBytes: e.HISTORY_CHECKPOINT_BYTES, retentionDays: e.HISTORY_RETENTION_DAYS, maxBytesPerDb: e.HISTORY_MAX_BYTES_PER_DB, maxBehindBytes: e.HISTORY_MAX_BEHIND_BYTES }) } : {}),
+    ...(e.HISTORY_CAPTURE === 'on'
+      ? {
+          history: Object.freeze({
+            checkpointBytes: e.HISTORY_CHECKPOINT_BYTES,
+            retentionDays: e.HISTORY_RETENTION_DAYS,
+            maxBytesPerDb: e.HISTORY_MAX_BYTES_PER_DB,
+            maxBehindBytes: e.HISTORY_MAX_BEHIND_BYTES,
+          }),
+        }
+      : {}),
     historyRetentionDays: e.HISTORY_RETENTION_DAYS,
     historySnapshotCron: e.HISTORY_SNAPSHOT_CRON,
     historyPruneCron: e.HISTORY_PRUNE_CRON,

@@ -80,7 +80,7 @@ export const ERRORS = {
   },
   NOT_FOUND: {
     message: 'No such table, view, call, approval, member or database exists.',
-    hint: 'Check the name or id: DATA_DESCRIBE_SCHEMA lists tables and views, `agentdb approvals list` approvals; a database exists once something was written to it (<workspace> for the shared one, <workspace>/<agent> for an agent\'s).',
+    hint: "Check the name or id: DATA_DESCRIBE_SCHEMA lists tables and views, `agentdb approvals list` approvals; a database exists once something was written to it (<workspace> for the shared one, <workspace>/<agent> for an agent's).",
     retryable: false,
     status: 404,
   },
@@ -133,13 +133,15 @@ export const ERRORS = {
     status: 400,
   },
   HISTORY_CORRUPT: {
-    message: "A file of the database's history failed its check (a segment's checksum, a snapshot's sha256, or the rebuilt database's structure check, PRAGMA quick_check); nothing was changed.",
+    message:
+      "A file of the database's history failed its check (a segment's checksum, a snapshot's sha256, or the rebuilt database's structure check, PRAGMA quick_check); nothing was changed.",
     hint: 'Restore to a moment in another generation (`agentdb history DB` lists them), or from the blob store; report the file named to an operator.',
     retryable: false,
     status: 500,
   },
   HISTORY_LOST: {
-    message: "The moment asked for is in a stretch of the database's history that was lost (commits made then were never copied into its history); nothing was changed.",
+    message:
+      "The moment asked for is in a stretch of the database's history that was lost (commits made then were never copied into its history); nothing was changed.",
     hint: '`agentdb history DB` lists the lost stretches (`lost`); restore to a moment before or after one.',
     retryable: false,
     status: 409,
@@ -283,7 +285,8 @@ export function errorBody(code: ErrorCode, detail?: string, hints: Partial<Recor
 export const HISTORY_HINTS: Partial<Record<ErrorCode, string>> = {
   NOT_FOUND:
     "Check the database id: <workspace>/<agent> for an agent's database, <workspace> for the workspace's shared one (URL-encoded over HTTP: acme%2Fscout); a database has history once something was written to it. From the blob store (--from-blob), the worker's store must hold a backup of it (`agentdb backup now --db DB`).",
-  INVALID_ARGUMENTS: 'Fix what the message names: a time is ISO 8601 or unix seconds, a database id <workspace> or <workspace>/<agent>; `agentdb restore --help` lists every flag, docs/history.md every field.',
+  INVALID_ARGUMENTS:
+    'Fix what the message names: a time is ISO 8601 or unix seconds, a database id <workspace> or <workspace>/<agent>; `agentdb restore --help` lists every flag, docs/history.md every field.',
   STORAGE_FULL:
     "A disk is full: free space on AGENTDB_DATA_DIR's disk (and, with BLOB_STORE=folder, BLOB_DIR's) and run it again. Nothing was lost: a backup uploads next time what it could not now.",
 };

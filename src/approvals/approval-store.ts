@@ -119,7 +119,9 @@ export class ApprovalStore {
     const chosen = matches.slice(filter.offset, filter.offset + filter.limit);
     const pipeline = this.redis.pipeline();
     for (const { id } of chosen) pipeline.hgetall(this.keys.approval(id));
-    const approvals = chosen.length ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined) : [];
+    const approvals = chosen.length
+      ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined)
+      : [];
     return { approvals, total: matches.length };
   }
 }

@@ -23,7 +23,14 @@ export class RedisOffloadQuota implements OffloadQuota {
   async reserve(workspace: string, id: string, bytes: number, expiresAt: number, now: number): Promise<QuotaAnswer> {
     // offload-reserve.lua: drops the expired, sums the rest and adds this one only within the cap,
     // in one step, so concurrent calls of a workspace cannot each see room for themselves.
-    const [ok, held, first] = await this.redis.agentdbOffloadReserve(this.keys.offloaded(workspace), String(now), id, String(bytes), String(expiresAt), String(this.cap));
+    const [ok, held, first] = await this.redis.agentdbOffloadReserve(
+      this.keys.offloaded(workspace),
+      String(now),
+      id,
+      String(bytes),
+      String(expiresAt),
+      String(this.cap),
+    );
     return ok === 1 ? { ok: true } : { ok: false, held: Number(held), cap: this.cap, ...(first ? { freesAt: Number(first) } : {}) };
   }
 

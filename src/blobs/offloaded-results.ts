@@ -86,8 +86,13 @@ export class OffloadedResults {
         // files stay that long, and a short RESULT_TTL_S refilled the quota many times a day.
         const answer = await this.opts.quota.reserve(owner.workspace, id, bytes, expiresMs + PRUNED_WITHIN_MS, now);
         if (!answer.ok) {
-          const frees = answer.freesAt ? `; room comes back from ${new Date(answer.freesAt).toISOString()} (the oldest result's expiry, and a day for the nightly prune to delete it)` : '';
-          throw new AgentDbError('LIMIT_EXCEEDED', `workspace ${owner.workspace}'s offloaded results hold ${answer.held} bytes, and this one (${bytes}) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE (${answer.cap})${frees}`);
+          const frees = answer.freesAt
+            ? `; room comes back from ${new Date(answer.freesAt).toISOString()} (the oldest result's expiry, and a day for the nightly prune to delete it)`
+            : '';
+          throw new AgentDbError(
+            'LIMIT_EXCEEDED',
+            `workspace ${owner.workspace}'s offloaded results hold ${answer.held} bytes, and this one (${bytes}) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE (${answer.cap})${frees}`,
+          );
         }
         reserved = { id, bytes };
       }
@@ -113,7 +118,10 @@ export class OffloadedResults {
    *   (alike, so ids cannot be probed); RESULT_EXPIRED past its expiry.
    */
   async open(id: string, reader: ResultReader): Promise<{ ref: OffloadedRef; body: Readable }> {
-    const missing = new AgentDbError('NOT_FOUND', `no offloaded result ${JSON.stringify(String(id).slice(0, 64))} in ${reader.kind === 'agent' ? `${reader.workspace}/${reader.agent}` : `workspace ${reader.workspace}`}: an id is read in the workspace (and, with an agent key, by the agent) whose call offloaded it — check the workspace, agent and id`);
+    const missing = new AgentDbError(
+      'NOT_FOUND',
+      `no offloaded result ${JSON.stringify(String(id).slice(0, 64))} in ${reader.kind === 'agent' ? `${reader.workspace}/${reader.agent}` : `workspace ${reader.workspace}`}: an id is read in the workspace (and, with an agent key, by the agent) whose call offloaded it — check the workspace, agent and id`,
+    );
     if (typeof id !== 'string' || !ID.test(id)) throw missing;
     const meta = await this.meta(reader.workspace, id);
     if (!meta || meta.workspace !== reader.workspace || (reader.kind === 'agent' && meta.agent !== reader.agent)) throw missing;

@@ -136,7 +136,8 @@ export class AgentShare {
     agent.deferred.set(job.id!, job);
     // A call of the agent may have ended while the job moved: it found nothing to wake.
     if (agent.running.length < this.limit) this.next(key, agent);
-    if (this.logger.isLevelEnabled('debug')) this.logger.debug({ callId: job.id, agent: job.data.agent, limit: this.limit }, 'call put back: its agent is at its share');
+    if (this.logger.isLevelEnabled('debug'))
+      this.logger.debug({ callId: job.id, agent: job.data.agent, limit: this.limit }, 'call put back: its agent is at its share');
     throw new DelayedError();
   }
 }

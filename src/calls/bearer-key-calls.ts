@@ -82,7 +82,12 @@ export class KeyedCalls {
     return this.result(principal, first.callId, opts);
   }
 
-  private async dbCall(principal: Extract<Principal, { kind: 'agent' }>, surface: DbSurface, call: KeyedCall, opts: KeyedWait): Promise<CallAnswer | ApprovalRequiredAnswer> {
+  private async dbCall(
+    principal: Extract<Principal, { kind: 'agent' }>,
+    surface: DbSurface,
+    call: KeyedCall,
+    opts: KeyedWait,
+  ): Promise<CallAnswer | ApprovalRequiredAnswer> {
     const t = translateDbCall(surface, call.tool, call.arguments);
     if (!t.ok) return errorEnvelope(call.callId ?? randomUUID(), call.tool, t.code, t.detail);
     const input: CallInput = {
@@ -94,7 +99,12 @@ export class KeyedCalls {
       input.settings = { ...principal.settings, approval: 'write' };
       const first = await this.client.call(input, { wait: false });
       if ('status' in first && first.status === 'awaiting_approval') {
-        const env = errorEnvelope(first.callId, t.dbTool, 'APPROVAL_REQUIRED', `db_exec needs a person's approval (approval ${first.approval.id}); it runs once approved, under call id ${first.callId}.`);
+        const env = errorEnvelope(
+          first.callId,
+          t.dbTool,
+          'APPROVAL_REQUIRED',
+          `db_exec needs a person's approval (approval ${first.approval.id}); it runs once approved, under call id ${first.callId}.`,
+        );
         return { ...env, approval: { ...first.approval, statement: (call.arguments as { statement: string }).statement, rationale: t.arguments.rationale } };
       }
       return asDb(first, t, principal);

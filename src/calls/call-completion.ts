@@ -63,10 +63,14 @@ export class CallCompletion {
     while (this.pending.length) {
       const batch = this.pending.splice(0, MAX_BATCH);
       const keys = [this.keys.events, this.keys.usageIndex, ...batch.map((p) => p.usageKey)];
-      const fail = (err: Error) => batch.forEach((p) => p.settle(err));
+      const fail = (err: Error) => {
+        for (const p of batch) p.settle(err);
+      };
       try {
         // complete-calls.lua: one XADD per completion, and the usage counters of the metered ones.
-        this.redis.agentdbComplete(keys.length, ...keys, STREAM_MAX_LEN, ...batch.flatMap((p) => p.args)).then(() => batch.forEach((p) => p.settle()), fail);
+        this.redis.agentdbComplete(keys.length, ...keys, STREAM_MAX_LEN, ...batch.flatMap((p) => p.args)).then(() => {
+          for (const p of batch) p.settle();
+        }, fail);
       } catch (err) {
         fail(err as Error);
       }

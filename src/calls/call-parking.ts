@@ -75,12 +75,21 @@ export class CallParking {
       approval = first.approval;
       if (first.created) {
         this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
-        await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.requested', callId: job.data.callId, approval: summary(approval), at: approval.createdAt });
+        await publishEvent(this.deps.redis, this.deps.keys.events, {
+          type: 'approval.requested',
+          callId: job.data.callId,
+          approval: summary(approval),
+          at: approval.createdAt,
+        });
         return this.sleep(job, token, approval);
       }
     }
     if (approval.callKey !== key || approval.digest !== digest) {
-      return failed(job.data, 'IDEMPOTENCY_CONFLICT', `call ${JSON.stringify(job.data.callId)} was already parked for approval with another statement; this one did not run.`);
+      return failed(
+        job.data,
+        'IDEMPOTENCY_CONFLICT',
+        `call ${JSON.stringify(job.data.callId)} was already parked for approval with another statement; this one did not run.`,
+      );
     }
     return this.resume(job, token, approval, run);
   }
@@ -130,7 +139,12 @@ export class CallParking {
   }
 
   /** Runs, finishes or re-parks a woken call by its approval's state. */
-  private async resume(job: Job<CallJobData>, token: string, approval: Approval, run: (approved: Approved) => Promise<RunOutcome | ParkOutcome>): Promise<RunOutcome> {
+  private async resume(
+    job: Job<CallJobData>,
+    token: string,
+    approval: Approval,
+    run: (approved: Approved) => Promise<RunOutcome | ParkOutcome>,
+  ): Promise<RunOutcome> {
     const { store } = this.deps;
     const { id } = approval;
     const finish = (code: 'APPROVAL_EXPIRED' | 'APPROVAL_REJECTED', detail: string) => failed(job.data, code, detail);
@@ -143,7 +157,12 @@ export class CallParking {
         // Decided at the last moment, or gone: fail closed unless it is there and decided.
         if (result === 'CONFLICT' && now) return this.resume(job, token, now, run);
         const expired = now ?? approval;
-        await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(expired), at: Date.now() });
+        await publishEvent(this.deps.redis, this.deps.keys.events, {
+          type: 'approval.decided',
+          callId: job.data.callId,
+          approval: summary(expired),
+          at: Date.now(),
+        });
         await this.audit(expired, job.data);
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       }
@@ -161,7 +180,11 @@ export class CallParking {
         // record while the database keeps it; past that, running it again would be a second
         // effect nobody approved (the approval outlives the job and the record).
         if (approval.ran && Date.now() - approval.ran.at > REPLAYABLE_MS) {
-          return failed(job.data, 'APPROVAL_EXPIRED', `Approval ${id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`);
+          return failed(
+            job.data,
+            'APPROVAL_EXPIRED',
+            `Approval ${id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`,
+          );
         }
         // Refused at release once: the approval is spent, whatever the registry says now.
         if (approval.ran?.detail !== undefined) return failed(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);

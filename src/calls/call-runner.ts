@@ -57,12 +57,7 @@ export interface Approved {
  * → guard → executor. Every agent-caused failure comes back as an `ok: false` envelope;
  * only faults (bugs, a dead Redis) throw.
  */
-export async function runCall(
-  data: CallJobData,
-  shard: number,
-  deps: RunDeps,
-  approved?: Approved,
-): Promise<RunOutcome | ParkOutcome> {
+export async function runCall(data: CallJobData, shard: number, deps: RunDeps, approved?: Approved): Promise<RunOutcome | ParkOutcome> {
   const { callId } = data;
   const planned = planCall(
     {
@@ -120,7 +115,11 @@ export async function runCall(
  * fails, the call still answers with the preview, cut as before offloading existed, and says
  * so: re-running the whole query on a retry would cost more than the rows it could not keep.
  */
-async function offload(result: Record<string, unknown>, results: OffloadedResults, owner: Parameters<OffloadedResults['keep']>[1]): Promise<Record<string, unknown>> {
+async function offload(
+  result: Record<string, unknown>,
+  results: OffloadedResults,
+  owner: Parameters<OffloadedResults['keep']>[1],
+): Promise<Record<string, unknown>> {
   const { spill, ...rest } = result;
   try {
     const spilled = spill as SpilledResult;
@@ -135,9 +134,15 @@ async function offload(result: Record<string, unknown>, results: OffloadedResult
     return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
   } catch (err) {
     if (codeOf(err) === 'LIMIT_EXCEEDED') {
-      return { ...rest, note: `the rows past the size limit were not offloaded: ${(err as { detail?: string }).detail}; select fewer rows (LIMIT/OFFSET), or read earlier offloaded results and run it again once they expire` };
+      return {
+        ...rest,
+        note: `the rows past the size limit were not offloaded: ${(err as { detail?: string }).detail}; select fewer rows (LIMIT/OFFSET), or read earlier offloaded results and run it again once they expire`,
+      };
     }
-    return { ...rest, note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them` };
+    return {
+      ...rest,
+      note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them`,
+    };
   }
 }
 
@@ -180,7 +185,15 @@ export function dbTarget(config: Config, id: string, target: Target, shard: numb
   return { id, path: file, shard, limits: planLimits(plan) };
 }
 
-function execRequest(plan: CallPlan, callKey: string, callId: string, config: Config, limits: Plan, expect: DropObject | undefined, offload: boolean): ExecRequest {
+function execRequest(
+  plan: CallPlan,
+  callKey: string,
+  callId: string,
+  config: Config,
+  limits: Plan,
+  expect: DropObject | undefined,
+  offload: boolean,
+): ExecRequest {
   const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {

@@ -85,7 +85,6 @@ export class CallWaiters {
   }
 }
 
-
 function settle<T>(map: Map<string, Set<Waiter<T>>>, callId: string, value: T): void {
   const set = map.get(callId);
   map.delete(callId);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Job, Queue, type JobsOptions } from 'bullmq';
+import { Job, type Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope, type ErrorEnvelope } from '../contracts/envelope.ts';
@@ -12,7 +12,16 @@ import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { connectRedis, redisAnswers } from '../redis/connection.ts';
 import { planCall } from '../policy/call-plan.ts';
 import { CallWaiters } from './call-waiters.ts';
-import { awaiting, finishedEnvelope, within, type AwaitingAnswer, type CallAnswer, type Decision, type FinishedAnswer, type PendingAnswer } from './call-answers.ts';
+import {
+  awaiting,
+  finishedEnvelope,
+  within,
+  type AwaitingAnswer,
+  type CallAnswer,
+  type Decision,
+  type FinishedAnswer,
+  type PendingAnswer,
+} from './call-answers.ts';
 import { EventReader, latestEventId, type StreamedEvent } from '../redis/events.ts';
 import { EventFeed } from '../redis/event-feed.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
@@ -57,7 +66,6 @@ export interface CallOptions {
    */
   onStatus?: (status: PendingAnswer | AwaitingAnswer) => void;
 }
-
 
 /**
  * The agent runtime's way into agentdb: enqueues tool calls straight onto the shard queues,
@@ -184,7 +192,13 @@ export class AgentDbClient {
       queue.add('call', data, this.jobOptions(key)),
       input.callId === undefined ? undefined : Job.fromId<CallJobData, Envelope>(queue, key),
     ]);
-    if (earlier && earlier.data.enqueuedAt !== data.enqueuedAt && earlier.finishedOn && ranNothingUnderItsId(earlier) && payloadDifferences(earlier.data, data).length) {
+    if (
+      earlier &&
+      earlier.data.enqueuedAt !== data.enqueuedAt &&
+      earlier.finishedOn &&
+      ranNothingUnderItsId(earlier) &&
+      payloadDifferences(earlier.data, data).length
+    ) {
       // The job under this id is another call's, refused because the id was not its to use (it
       // found the database's record holding it): it ran nothing and holds the id for nobody.
       // This call has the claim (checked above): it takes the job's place.
@@ -195,7 +209,12 @@ export class AgentDbClient {
       const differs = payloadDifferences(earlier.data, data);
       if (differs.length) {
         this.waiters.drop(completion, parking);
-        return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', `Call id ${JSON.stringify(callId)} was already used for another call (it differs in ${differs.join(', ')}).`);
+        return errorEnvelope(
+          callId,
+          tool,
+          'IDEMPOTENCY_CONFLICT',
+          `Call id ${JSON.stringify(callId)} was already used for another call (it differs in ${differs.join(', ')}).`,
+        );
       }
       // The same call again: it answers the first one's outcome, finished or not — unless its
       // job failed. That is a fault's end (a worker that could not start a database process,
@@ -226,10 +245,7 @@ export class AgentDbClient {
       return this.awaitCompletion(key, callId, tool, queue, completion, timeoutMs, true);
     }
 
-    const first = await within(
-      Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]),
-      timeoutMs,
-    );
+    const first = await within(Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]), timeoutMs);
     this.waiters.drop(completion, parking);
     return first ?? (await this.lookup(key, queue)) ?? { ok: false, callId, tool, status: 'queued' };
   }
@@ -265,7 +281,12 @@ export class AgentDbClient {
     if (!found) {
       // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
       this.waiters.drop(completion);
-      return errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`);
+      return errorEnvelope(
+        callId,
+        '',
+        'NOT_FOUND',
+        `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`,
+      );
     }
     const { job, queue } = found;
     if (job.finishedOn) {
@@ -330,7 +351,7 @@ export class AgentDbClient {
    * `work` does later is ignored.
    */
   private async answerOrUnavailable<T>(work: () => Promise<T>, down: (why: string) => T): Promise<T> {
-    let stop = () => undefined as void;
+    let stop = (): void => {};
     const lost = new Promise<T>((resolve) => (stop = this.outage.onLost((why) => resolve(down(why)))));
     try {
       return await Promise.race([work(), lost]);

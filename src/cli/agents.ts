@@ -37,13 +37,20 @@ export function set(ctx: CommandContext, v: SetFlags): Promise<number> {
     const profile = {
       displayName: v.name ?? slug,
       // The db surface works on the agent's own database: without --database, that one.
-      settings: { database: v.database ?? (v.surface === 'db' ? 'agent' : undefined), approval: v.approval, sandbox: v.sandbox ?? false, sharedData: v.sharedData ?? false },
+      settings: {
+        database: v.database ?? (v.surface === 'db' ? 'agent' : undefined),
+        approval: v.approval,
+        sandbox: v.sandbox ?? false,
+        sharedData: v.sharedData ?? false,
+      },
       surface: v.surface === 'db' ? { kind: 'db', mode: v.mode, schemaMode: v.schemaMode, policy: v.policy } : { kind: v.surface },
     } as AgentProfileInput;
     const registry = new AgentRegistry(redis, keys);
     const known = await registry.get(workspace, slug);
     const agent = await registry.put(workspace, slug, profile);
-    ctx.stdout.write(v.json ? `${JSON.stringify(agent)}\n` : `${agent.workspace}/${agent.slug}: ${JSON.stringify({ settings: agent.settings, surface: agent.surface })}\n`);
+    ctx.stdout.write(
+      v.json ? `${JSON.stringify(agent)}\n` : `${agent.workspace}/${agent.slug}: ${JSON.stringify({ settings: agent.settings, surface: agent.surface })}\n`,
+    );
     // A restore refuses to fork into a registered agent's name (that agent would read it); the
     // other order, registering a name a fork, a removed agent or keyless calls (which need no
     // registration, so come first in the README) left a database under, is said (where this
@@ -79,7 +86,15 @@ export function list(ctx: CommandContext, flags: { workspace: string; json?: boo
     else {
       printTable(ctx, [
         ['agent', 'name', 'database', 'approval', 'sandbox', 'shared-data', 'surface'],
-        ...rows.map((a) => [a.slug, a.displayName, a.settings.database, a.settings.approval, String(a.settings.sandbox), String(a.settings.sharedData), a.surface.kind]),
+        ...rows.map((a) => [
+          a.slug,
+          a.displayName,
+          a.settings.database,
+          a.settings.approval,
+          String(a.settings.sandbox),
+          String(a.settings.sharedData),
+          a.surface.kind,
+        ]),
       ]);
     }
     return 0;

@@ -81,5 +81,13 @@ export function approvalsTable(approvals: Approval[], refusals: ReadonlyMap<stri
     ]);
   }
   const widths = COLUMNS.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => `${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`).join('');
+  return rows
+    .map(
+      (r) =>
+        `${r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('');
 }

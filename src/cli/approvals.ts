@@ -15,10 +15,7 @@ import { nameFlag } from './name-flag.ts';
 // prints `{ error }` and exits 1 when refused.
 
 /** `agentdb approvals list`: newest first, as a table or (whole) as JSON. */
-export async function list(
-  ctx: CommandContext,
-  flags: { workspace?: string; state: ApprovalState | 'all'; limit: number; json?: boolean },
-): Promise<number> {
+export async function list(ctx: CommandContext, flags: { workspace?: string; state: ApprovalState | 'all'; limit: number; json?: boolean }): Promise<number> {
   const workspace = flags.workspace === undefined ? undefined : nameFlag('--workspace', flags.workspace);
   return withService(ctx, async (service) => {
     const rows = await service.list({ workspace, state: flags.state, limit: flags.limit });

@@ -64,7 +64,8 @@ async function withClient(ctx: CommandContext, fn: (client: AgentDbClient) => Pr
     redisUrl: config.redisUrl,
     prefix: config.prefix,
     shardCount: config.shardCount,
-    resultTtlS: config.resultTtlS, approvalTtlMs: config.approvalTtlMs,
+    resultTtlS: config.resultTtlS,
+    approvalTtlMs: config.approvalTtlMs,
     maxCallBytes: config.maxCallBytes,
   });
   try {

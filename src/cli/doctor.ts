@@ -19,7 +19,10 @@ export async function doctor(ctx: CommandContext, flags: { json?: boolean }): Pr
 /** One line per check, its fix under it; then the count of each status. */
 function table(checks: CheckResult[]): string {
   const width = Math.max(...checks.map((c) => c.check.length));
-  const lines = checks.flatMap((c) => [`${LABEL[c.status]}  ${c.check.padEnd(width)}  ${c.detail}`, ...(c.fix ? [`${' '.repeat(width + 8)}fix: ${c.fix}`] : [])]);
+  const lines = checks.flatMap((c) => [
+    `${LABEL[c.status]}  ${c.check.padEnd(width)}  ${c.detail}`,
+    ...(c.fix ? [`${' '.repeat(width + 8)}fix: ${c.fix}`] : []),
+  ]);
   const count = (s: CheckResult['status']) => checks.filter((c) => c.status === s).length;
   const [warns, fails] = [count('warn'), count('fail')];
   lines.push('', `${count('ok')} ok, ${warns} warning${warns === 1 ? '' : 's'}, ${fails} failure${fails === 1 ? '' : 's'}`);

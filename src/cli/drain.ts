@@ -35,7 +35,10 @@ export async function drainWithin(graceMs: number, logger: Logger, stop: () => P
  * writes single).
  */
 export function exitAfterGrace(logger: Logger, graceMs: number, code: number): never {
-  logger.warn({ graceMs }, 'stopping did not finish within the drain grace (Redis does not answer?), or a second signal came; exiting without waiting for the rest');
+  logger.warn(
+    { graceMs },
+    'stopping did not finish within the drain grace (Redis does not answer?), or a second signal came; exiting without waiting for the rest',
+  );
   logger.flush?.();
   process.exit(code);
 }

@@ -25,7 +25,11 @@ export async function history(ctx: CommandContext, flags: { json?: boolean }, db
 }
 
 /** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
-export async function restore(ctx: CommandContext, flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean }, db: string): Promise<number> {
+export async function restore(
+  ctx: CommandContext,
+  flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean },
+  db: string,
+): Promise<number> {
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
   // A database id or a time that cannot be read is a bad command line (exit 2), whichever way
   // the restore goes.
@@ -38,12 +42,16 @@ export async function restore(ctx: CommandContext, flags: { at?: string; undo?: 
   if (flags.fromBlob) {
     if (flags.undo !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run and --by');
     return withClient(ctx, 'restore', async (client) => {
-      const result = await client.restoreFromBlob(db, {
-        ...(flags.at !== undefined ? { at: flags.at } : {}),
-        ...(flags.into !== undefined ? { into: flags.into } : {}),
-        ...(flags.dryRun ? { dryRun: true } : {}),
-        by,
-      }, 'operator');
+      const result = await client.restoreFromBlob(
+        db,
+        {
+          ...(flags.at !== undefined ? { at: flags.at } : {}),
+          ...(flags.into !== undefined ? { into: flags.into } : {}),
+          ...(flags.dryRun ? { dryRun: true } : {}),
+          by,
+        },
+        'operator',
+      );
       ctx.stdout.write(`${JSON.stringify(result)}\n`);
       return 0;
     });
@@ -52,13 +60,17 @@ export async function restore(ctx: CommandContext, flags: { at?: string; undo?: 
   if (flags.at === undefined && flags.undo === undefined) throw new UsageError('give --at TIME (ISO time or unix seconds) or --undo ID');
   if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
   return withClient(ctx, 'restore', async (client) => {
-    const result = await client.restore(db, {
-      ...(flags.at !== undefined ? { at: flags.at } : {}),
-      ...(flags.undo !== undefined ? { undo: flags.undo } : {}),
-      ...(flags.into !== undefined ? { into: flags.into } : {}),
-      ...(flags.dryRun ? { dryRun: true } : {}),
-      by,
-    }, 'operator');
+    const result = await client.restore(
+      db,
+      {
+        ...(flags.at !== undefined ? { at: flags.at } : {}),
+        ...(flags.undo !== undefined ? { undo: flags.undo } : {}),
+        ...(flags.into !== undefined ? { into: flags.into } : {}),
+        ...(flags.dryRun ? { dryRun: true } : {}),
+        by,
+      },
+      'operator',
+    );
     ctx.stdout.write(`${JSON.stringify(result)}\n`);
     if (result.undoId) ctx.stderr.write(`undo with: agentdb restore ${db} --undo ${result.undoId}\n`);
     return 0;
@@ -84,8 +96,12 @@ async function withClient(ctx: CommandContext, command: string, fn: (client: His
 }
 
 function table(view: HistoryView): string {
-  const lines = [`${view.database}: restorable from ${view.earliest ?? '-'} to ${view.latest ?? '-'}`, ['generation', 'started', 'ended', 'commits', 'why'].join('\t')];
-  for (const g of view.generations) lines.push([g.id, g.startedAt, g.endedAt ?? '(current)', g.commits, g.damaged ? `${g.reason}; DAMAGED: ${g.damaged}` : g.reason].join('\t'));
+  const lines = [
+    `${view.database}: restorable from ${view.earliest ?? '-'} to ${view.latest ?? '-'}`,
+    ['generation', 'started', 'ended', 'commits', 'why'].join('\t'),
+  ];
+  for (const g of view.generations)
+    lines.push([g.id, g.startedAt, g.endedAt ?? '(current)', g.commits, g.damaged ? `${g.reason}; DAMAGED: ${g.damaged}` : g.reason].join('\t'));
   if (view.lost?.length) {
     // Restores there answer HISTORY_LOST: say so before anyone picks a moment in one.
     lines.push('', 'LOST: no restore reaches these stretches (their commits never reached history)', ['after', 'before', 'gap generation'].join('\t'));
@@ -107,6 +123,8 @@ function checkedDbFlag(id: string): void {
   try {
     parseDatabaseId(id);
   } catch (err) {
-    throw new UsageError(`a database id is <workspace> or <workspace>/<agent>, each 1 to 63 of a-z, 0-9, _ and - (starting with a letter or digit), not ${JSON.stringify(id)}: ${(err as { detail?: string }).detail ?? String(err)}`);
+    throw new UsageError(
+      `a database id is <workspace> or <workspace>/<agent>, each 1 to 63 of a-z, 0-9, _ and - (starting with a letter or digit), not ${JSON.stringify(id)}: ${(err as { detail?: string }).detail ?? String(err)}`,
+    );
   }
 }

@@ -13,13 +13,17 @@ import { printTable, withRegistry } from './registry-command.ts';
 export function mint(ctx: CommandContext, flags: { workspace: string; agent: string; json?: boolean }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const agent = nameFlag('--agent', flags.agent);
-  return withRegistry(ctx, async (redis, k) => {
-    const { key, info } = await new AgentKeyRing(redis, k, new AgentRegistry(redis, k)).mint(workspace, agent);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify({ ...info, key })}\n`);
-    else ctx.stdout.write(`minted ${info.id} for ${info.workspace}/${info.agent} (grants ${JSON.stringify(info.grants)})\nkey: ${key}\n`);
-    (flags.json ? ctx.stderr : ctx.stdout).write('This key will not be shown again: store it now (it is kept only as a hash).\n');
-    return 0;
-  }, { NOT_FOUND: notRegisteredHint(workspace, agent) });
+  return withRegistry(
+    ctx,
+    async (redis, k) => {
+      const { key, info } = await new AgentKeyRing(redis, k, new AgentRegistry(redis, k)).mint(workspace, agent);
+      if (flags.json) ctx.stdout.write(`${JSON.stringify({ ...info, key })}\n`);
+      else ctx.stdout.write(`minted ${info.id} for ${info.workspace}/${info.agent} (grants ${JSON.stringify(info.grants)})\nkey: ${key}\n`);
+      (flags.json ? ctx.stderr : ctx.stdout).write('This key will not be shown again: store it now (it is kept only as a hash).\n');
+      return 0;
+    },
+    { NOT_FOUND: notRegisteredHint(workspace, agent) },
+  );
 }
 
 /**
@@ -57,7 +61,14 @@ export function list(ctx: CommandContext, flags: { workspace: string; agent?: st
     else {
       printTable(ctx, [
         ['id', 'agent', 'database', 'shared-data', 'state', 'minted'],
-        ...rows.map((r) => [r.id, r.agent, r.grants.database, String(r.grants.sharedData), r.revoked ? 'revoked' : 'active', new Date(r.createdAt).toISOString()]),
+        ...rows.map((r) => [
+          r.id,
+          r.agent,
+          r.grants.database,
+          String(r.grants.sharedData),
+          r.revoked ? 'revoked' : 'active',
+          new Date(r.createdAt).toISOString(),
+        ]),
       ]);
     }
     return 0;

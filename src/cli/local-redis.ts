@@ -32,11 +32,9 @@ export async function ensureRedis(url: string, dataDir: string): Promise<ChildPr
   }
   const dir = path.join(dataDir, 'redis');
   mkdirSync(dir, { recursive: true });
-  const child = spawn(
-    'redis-server',
-    ['--port', port || '6379', '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''],
-    { stdio: 'ignore' },
-  );
+  const child = spawn('redis-server', ['--port', port || '6379', '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''], {
+    stdio: 'ignore',
+  });
   const failed = new Promise<never>((_, reject) =>
     child.once('error', () =>
       reject(

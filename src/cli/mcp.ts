@@ -39,13 +39,24 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
     );
     return 1;
   }
-  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS, approvalTtlMs: config.approvalTtlMs, maxCallBytes: config.maxCallBytes });
-  const server = mcpServer(principal, { kind: 'workspace' }, {
-    calls: new KeyedCalls(client),
-    approvalWaitMs: config.mcpApprovalWaitMs,
-    onFault: (err) => ctx.stderr.write(`agentdb mcp: ${String(err)}\n`),
-    principalNow: () => auth.authenticate(key),
+  const client = new AgentDbClient({
+    redisUrl: config.redisUrl,
+    prefix: config.prefix,
+    shardCount: config.shardCount,
+    resultTtlS: config.resultTtlS,
+    approvalTtlMs: config.approvalTtlMs,
+    maxCallBytes: config.maxCallBytes,
   });
+  const server = mcpServer(
+    principal,
+    { kind: 'workspace' },
+    {
+      calls: new KeyedCalls(client),
+      approvalWaitMs: config.mcpApprovalWaitMs,
+      onFault: (err) => ctx.stderr.write(`agentdb mcp: ${String(err)}\n`),
+      principalNow: () => auth.authenticate(key),
+    },
+  );
   const transport = new StdioServerTransport();
   let answers: Answers | undefined;
   const closed = new Promise<void>((resolve) => {

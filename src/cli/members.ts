@@ -55,7 +55,13 @@ export async function list(ctx: CommandContext, flags: { workspace: string; json
     const table = [['name', 'role', 'state', 'added']];
     for (const m of rows) table.push([m.name, m.role, m.revoked ? 'revoked' : 'active', new Date(m.createdAt).toISOString()]);
     const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
-    for (const r of table) ctx.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`);
+    for (const r of table)
+      ctx.stdout.write(
+        `${r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd()}\n`,
+      );
     return 0;
   });
 }

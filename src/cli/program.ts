@@ -49,7 +49,7 @@ export function buildProgram(version: string, dispatch: Dispatch): Command {
   program
     .command('worker')
     .summary('shard workers only')
-    .description('shard workers only: takes the free shards of its range, and a dead worker\'s when its lease lapses')
+    .description("shard workers only: takes the free shards of its range, and a dead worker's when its lease lapses")
     .option('--shards <list>', 'shards to own, such as 0-7 or 0,3,8-11 (default: all)')
     .action(run(async () => (await import('./worker.ts')).worker));
   program
@@ -64,11 +64,11 @@ export function buildProgram(version: string, dispatch: Dispatch): Command {
     .summary('make a tool call, or a batch of them')
     .description('make one tool call (TOOL ARGS_JSON) or a batch of them; prints one JSON envelope per call')
     .argument('[tool]', 'DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL, DATA_WRITE_SQL or DATA_DROP_TABLE')
-    .argument('[args_json]', 'the tool\'s arguments as one JSON object (default {})')
+    .argument('[args_json]', "the tool's arguments as one JSON object (default {})")
     .option('--workspace <name>', 'the workspace the call belongs to (required without --batch)')
     .option('--agent <name>', 'the agent making the call (required without --batch)')
     .option('--settings <json>', 'the agent\'s settings, e.g. \'{"database":"agent"}\' (default: database off, no tools)')
-    .option('--call-id <id>', 'your own id for the call: sent again, the same call answers the first one\'s outcome; another call under it IDEMPOTENCY_CONFLICT')
+    .option('--call-id <id>', "your own id for the call: sent again, the same call answers the first one's outcome; another call under it IDEMPOTENCY_CONFLICT")
     .option('--no-wait', 'answer once the call ran or was parked for a person, or say it is queued')
     .option('--timeout <seconds>', 'how long a worker may take to pick the call up', seconds, 30)
     .option('--batch <file>', 'read calls from FILE (or - for stdin), one JSON object per line')
@@ -86,17 +86,22 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .action(run(async () => (await import('./call.ts')).call));
   program
     .command('result')
-    .summary('a call\'s envelope, or where it stands')
-    .description('a call\'s envelope, or where it stands (queued, running, awaiting approval)')
+    .summary("a call's envelope, or where it stands")
+    .description("a call's envelope, or where it stands (queued, running, awaiting approval)")
     .argument('<call_id>', 'the callId of an envelope or of a --no-wait answer')
     .requiredOption('--workspace <name>', 'the workspace that made the call (a call id belongs to its caller)')
-    .requiredOption('--agent <name>', 'the agent that made the call (@<member> for a member\'s own calls)')
+    .requiredOption('--agent <name>', "the agent that made the call (@<member> for a member's own calls)")
     .option('--wait', 'wait until the call has finished, however long a person takes')
     .action(run(async () => (await import('./result.ts')).result));
-  const backup = program.command('backup').summary('blob backups of every database\'s history').description('blob backups of every database\'s history (nightly on BACKUP_CRON)');
+  const backup = program
+    .command('backup')
+    .summary("blob backups of every database's history")
+    .description("blob backups of every database's history (nightly on BACKUP_CRON)");
   backup
     .command('now')
-    .description('back up now, on each shard\'s owner: a fresh snapshot and the closed history segments each database lacks in the blob store, each verified by reading it back')
+    .description(
+      "back up now, on each shard's owner: a fresh snapshot and the closed history segments each database lacks in the blob store, each verified by reading it back",
+    )
     .option('--db <db>', 'only this database: <workspace> or <workspace>/<agent>')
     .action(run(async () => (await import('./backup.ts')).backupNow));
   program
@@ -105,7 +110,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .description('a DATA_QUERY_SQL result offloaded to the blob store (result.offloaded.id), as JSON {"columns":[…],"rows":[…]}')
     .argument('<id>', 'result.offloaded.id of the envelope')
     .requiredOption('--workspace <name>', 'the workspace whose result it is')
-    .option('--agent <name>', 'find it only among this agent\'s own results (as its key would)')
+    .option('--agent <name>', "find it only among this agent's own results (as its key would)")
     .option('--out <file>', 'write it to this file instead of stdout')
     .action(run(async () => (await import('./result-blob.ts')).resultBlob));
   program
@@ -123,13 +128,13 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./usage.ts')).usage));
 
-  const members = program.command('members').description('the people who decide a workspace\'s approvals');
+  const members = program.command('members').description("the people who decide a workspace's approvals");
   members
     .command('add')
     .summary('register a person; prints their key once')
     .description('register a person; prints their key once (it is kept only as a hash)')
     .requiredOption('--workspace <name>', 'the workspace')
-    .requiredOption('--name <name>', 'the person\'s name: a-z, 0-9, _ and -')
+    .requiredOption('--name <name>', "the person's name: a-z, 0-9, _ and -")
     .addOption(new Option('--role <role>', 'what they may decide').choices(['member', 'admin']).default('member'))
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./members.ts')).add));
@@ -137,7 +142,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .command('revoke')
     .description('revoke a person: their key stops working')
     .requiredOption('--workspace <name>', 'the workspace')
-    .requiredOption('--name <name>', 'the person\'s name')
+    .requiredOption('--name <name>', "the person's name")
     .action(run(async () => (await import('./members.ts')).revoke));
   members
     .command('list')
@@ -146,7 +151,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./members.ts')).list));
 
-  const workspaces = program.command('workspaces').description('registered workspaces; a registered workspace\'s plan sets its limits');
+  const workspaces = program.command('workspaces').description("registered workspaces; a registered workspace's plan sets its limits");
   workspaces
     .command('set')
     .description('register a workspace, or change its plan')
@@ -170,12 +175,12 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .command('set')
     .description('register an agent, or replace its profile (flags left out take their defaults)')
     .requiredOption('--workspace <name>', 'the workspace')
-    .requiredOption('--agent <slug>', 'the agent\'s slug')
+    .requiredOption('--agent <slug>', "the agent's slug")
     .option('--name <text>', 'its display name')
     .addOption(new Option('--database <database>', 'its database').choices(['off', 'agent', 'workspace']))
     .addOption(new Option('--approval <approval>', 'which calls wait for a person').choices(['never', 'write']))
     .option('--sandbox', 'a sandbox run: drops are refused')
-    .option('--shared-data', 'the grant to write shared tables and read other agents\'')
+    .option('--shared-data', "the grant to write shared tables and read other agents'")
     .addOption(new Option('--surface <surface>', 'its tool surface').choices(['data', 'db']).default('data'))
     .addOption(new Option('--mode <mode>', 'with --surface db').choices(['read', 'write']))
     .addOption(new Option('--schema-mode <mode>', 'with --surface db').choices(['read', 'write']))
@@ -192,7 +197,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .command('remove')
     .description('unregister an agent: its keys stop working; its database is kept')
     .requiredOption('--workspace <name>', 'the workspace')
-    .requiredOption('--agent <slug>', 'the agent\'s slug')
+    .requiredOption('--agent <slug>', "the agent's slug")
     .action(run(async () => (await import('./agents.ts')).remove));
 
   const keys = program.command('keys').description('agent keys (member keys come from `members add`)');
@@ -207,20 +212,22 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .command('revoke')
     .description('revoke an agent key: it stops working at once')
     .requiredOption('--workspace <name>', 'the workspace')
-    .requiredOption('--id <key_id>', 'the key\'s id, as `keys list` shows it')
+    .requiredOption('--id <key_id>', "the key's id, as `keys list` shows it")
     .action(run(async () => (await import('./keys.ts')).revoke));
   keys
     .command('list')
     .description('the agent keys of a workspace, revoked ones included')
     .requiredOption('--workspace <name>', 'the workspace')
-    .option('--agent <slug>', 'only this agent\'s')
+    .option('--agent <slug>', "only this agent's")
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./keys.ts')).list));
 
   program
     .command('doctor')
     .summary('check Redis, the data folder, the blob store, Node and the clock')
-    .description('check what agentdb needs: Redis persistence (AOF), maxmemory with noeviction and headroom under it, the clock against Redis\'s, free disk and ownership of the data folder, the blob store (write, read back, delete), the Node version; each with what to change')
+    .description(
+      "check what agentdb needs: Redis persistence (AOF), maxmemory with noeviction and headroom under it, the clock against Redis's, free disk and ownership of the data folder, the blob store (write, read back, delete), the Node version; each with what to change",
+    )
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExit 1 when a check fails; warnings alone exit 0.')
     .action(run(async () => (await import('./doctor.ts')).doctor));
@@ -238,8 +245,8 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
 
   program
     .command('history')
-    .summary('a database\'s restorable history')
-    .description('a database\'s restorable range, its generations (a snapshot and the commits after it) and its undo points')
+    .summary("a database's restorable history")
+    .description("a database's restorable range, its generations (a snapshot and the commits after it) and its undo points")
     .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./history.ts')).history));
@@ -252,8 +259,11 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
     .option('--into <db>', 'with --at or --from-blob: create this new database of the same workspace instead of restoring in place')
     .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')
-    .option('--by <name>', 'who restores, for the database\'s audit (default: your user name)')
-    .option('--from-blob', 'rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store\'s backups alone (or, with --into, a new database from DB\'s backups); --at defaults to the latest backed up')
+    .option('--by <name>', "who restores, for the database's audit (default: your user name)")
+    .option(
+      '--from-blob',
+      "rebuild DB, which must not exist here (a new machine, an empty data folder), from the blob store's backups alone (or, with --into, a new database from DB's backups); --at defaults to the latest backed up",
+    )
     .addHelpText(
       'after',
       `
@@ -284,7 +294,7 @@ Examples:
       .description(`${decision} a parked call${decision === 'reject' ? ' (the agent gets the reason)' : ': it runs now'}`)
       .argument('<id>', 'the approval id (ap_…) or the call id of the parked call')
       .option('--key <key>', 'your member key (default: AGENTDB_MEMBER_KEY)')
-      .option('--operator', 'decide on a member\'s behalf without their key (an operator holding the deployment\'s Redis); needs --by')
+      .option('--operator', "decide on a member's behalf without their key (an operator holding the deployment's Redis); needs --by")
       .option('--by <member>', 'with --operator: the member on whose behalf you decide')
       .option('--reason <text>', 'why; kept with the decision')
       .action(run(async () => (await import('./approvals.ts'))[decision]));

@@ -10,7 +10,11 @@ import type { CommandContext, Output } from './context.ts';
  * @param hints replace the registry's hint for these codes: its own are written for an agent's
  * tool calls (NOT_FOUND points at DATA_DESCRIBE_SCHEMA), not for the command that was run.
  */
-export async function withRegistry(ctx: CommandContext, run: (redis: Redis, keys: Keys) => Promise<number>, hints: Partial<Record<ErrorCode, string>> = {}): Promise<number> {
+export async function withRegistry(
+  ctx: CommandContext,
+  run: (redis: Redis, keys: Keys) => Promise<number>,
+  hints: Partial<Record<ErrorCode, string>> = {},
+): Promise<number> {
   const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
   try {
     return await run(redis, keysFor(ctx.config.prefix));
@@ -26,5 +30,11 @@ export async function withRegistry(ctx: CommandContext, run: (redis: Redis, keys
 /** Prints rows as aligned columns, the first row being the header. */
 export function printTable(ctx: Output, table: string[][]): void {
   const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
-  for (const r of table) ctx.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`);
+  for (const r of table)
+    ctx.stdout.write(
+      `${r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
 }

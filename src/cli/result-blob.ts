@@ -1,5 +1,6 @@
 import fs, { createWriteStream } from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { codeOf, type AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
@@ -14,12 +15,13 @@ import { nameFlag } from './name-flag.ts';
  */
 export async function resultBlob(ctx: CommandContext, flags: { workspace: string; agent?: string; out?: string }, id: string): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
-  const agent = flags.agent === undefined ? undefined : flags.agent.startsWith('@') ? `@${nameFlag('--agent', flags.agent.slice(1))}` : nameFlag('--agent', flags.agent);
+  const agent =
+    flags.agent === undefined ? undefined : flags.agent.startsWith('@') ? `@${nameFlag('--agent', flags.agent.slice(1))}` : nameFlag('--agent', flags.agent);
   if (flags.out !== undefined) writableFile(flags.out);
   const store = openBlobStore(ctx.config);
   try {
     const results = new OffloadedResults(store, { dataDir: ctx.config.dataDir, ttlS: ctx.config.resultTtlS });
-    let body;
+    let body: Readable;
     try {
       ({ body } = await results.open(id, agent === undefined ? { kind: 'member', workspace } : { kind: 'agent', workspace, agent }));
     } catch (err) {
@@ -28,7 +30,8 @@ export async function resultBlob(ctx: CommandContext, flags: { workspace: string
       ctx.stderr.write(`agentdb result-blob: ${code}: ${(err as AgentDbError).detail}\n`);
       // This command reads the store itself, not through a worker: from another folder (the
       // default store is under ./data) or beside a Docker deployment it looks in the wrong place.
-      if (code === 'NOT_FOUND') ctx.stderr.write(`  (looked in ${store.name}: BLOB_STORE and BLOB_DIR, or AGENTDB_DATA_DIR, must be the deployment's; or GET /v1/results/:id)\n`);
+      if (code === 'NOT_FOUND')
+        ctx.stderr.write(`  (looked in ${store.name}: BLOB_STORE and BLOB_DIR, or AGENTDB_DATA_DIR, must be the deployment's; or GET /v1/results/:id)\n`);
       return EXIT.failed;
     }
     try {
@@ -49,7 +52,8 @@ const FILE_ERRORS = new Set(['ENOENT', 'EISDIR', 'ENOTDIR', 'EACCES', 'EPERM', '
 
 /** `--out`'s file: refused before anything is fetched when it is a folder or its folder does not exist. */
 function writableFile(file: string): void {
-  if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${file} is a folder; give a file name (--out ${path.join(file, 'result.json')})`);
+  if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory())
+    throw new UsageError(`--out ${file} is a folder; give a file name (--out ${path.join(file, 'result.json')})`);
   const dir = path.dirname(path.resolve(file));
   if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${file}: the folder ${dir} does not exist`);
 }

@@ -47,7 +47,13 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const blobs = openBlobStore(config);
-  const client = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, resultTtlS: config.resultTtlS, approvalTtlMs: config.approvalTtlMs });
+  const client = new AgentDbClient({
+    redisUrl: config.redisUrl,
+    prefix: config.prefix,
+    shardCount: config.shardCount,
+    resultTtlS: config.resultTtlS,
+    approvalTtlMs: config.approvalTtlMs,
+  });
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const calls = new KeyedCalls(client);
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));

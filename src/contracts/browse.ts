@@ -16,7 +16,13 @@ export const cursorValue = z.discriminatedUnion('t', [
   z.strictObject({ t: z.literal('i'), v: z.string().regex(/^-?\d{1,20}$/) }),
   z.strictObject({ t: z.literal('r'), v: z.number() }),
   z.strictObject({ t: z.literal('s'), v: z.string().max(100_000) }),
-  z.strictObject({ t: z.literal('b'), v: z.string().regex(/^[0-9a-f]*$/).max(200_000) }),
+  z.strictObject({
+    t: z.literal('b'),
+    v: z
+      .string()
+      .regex(/^[0-9a-f]*$/)
+      .max(200_000),
+  }),
 ]);
 export type CursorValue = z.output<typeof cursorValue>;
 
@@ -75,7 +81,12 @@ export const csvArgs = z.strictObject({
   bounds: z.number().int().min(1).max(64).optional(),
   offset: z.number().int().min(0).optional(),
   /** The chunk stops at the first record past this many UTF-16 units. */
-  maxChars: z.number().int().min(1024).max(16 * 1024 * 1024).default(2 * 1024 * 1024),
+  maxChars: z
+    .number()
+    .int()
+    .min(1024)
+    .max(16 * 1024 * 1024)
+    .default(2 * 1024 * 1024),
 });
 export type CsvArgs = z.input<typeof csvArgs>;
 

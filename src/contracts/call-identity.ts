@@ -56,10 +56,7 @@ export function callFingerprint(call: Pick<CallJobData, 'tool' | 'arguments' | '
  * (`tool`, `arguments.sql`, `settings.approval`); empty when they are the same call. A call id
  * is an idempotency key: the same payload answers the first call's outcome, another is refused.
  */
-export function payloadDifferences(
-  a: Pick<CallJobData, 'tool' | 'arguments' | 'settings'>,
-  b: Pick<CallJobData, 'tool' | 'arguments' | 'settings'>,
-): string[] {
+export function payloadDifferences(a: Pick<CallJobData, 'tool' | 'arguments' | 'settings'>, b: Pick<CallJobData, 'tool' | 'arguments' | 'settings'>): string[] {
   const out: string[] = [];
   if (a.tool !== b.tool) out.push('tool');
   out.push(...fieldDifferences('arguments', a.arguments, b.arguments));

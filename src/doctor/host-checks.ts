@@ -19,7 +19,13 @@ export function nodeCheck(version = process.versions.node): CheckResult {
   const major = Number(version.split('.')[0]);
   if (major >= NODE_WANTED) return result('node-version', 'ok', `Node ${version}.`);
   const fix = `Run agentdb on Node ${NODE_WANTED} LTS or later (the Docker image: FROM node:${NODE_WANTED}-…).`;
-  if (major >= NODE_LEAST) return result('node-version', 'warn', `Node ${version}: agentdb runs on it, but Node ${major} is past its maintenance and some dependencies ask for ${NODE_WANTED} (the AWS SDK behind the S3 blob store warns that its releases after the first week of January 2027 require it).`, fix);
+  if (major >= NODE_LEAST)
+    return result(
+      'node-version',
+      'warn',
+      `Node ${version}: agentdb runs on it, but Node ${major} is past its maintenance and some dependencies ask for ${NODE_WANTED} (the AWS SDK behind the S3 blob store warns that its releases after the first week of January 2027 require it).`,
+      fix,
+    );
   return result('node-version', 'fail', `Node ${version}: agentdb needs Node ${NODE_LEAST} or later.`, fix);
 }
 
@@ -37,15 +43,22 @@ export function diskCheck(dataDir: string): CheckResult {
   try {
     stats = fs.statfsSync(where);
   } catch (err) {
-    return result('disk-free', 'fail', `Could not read the free space of ${where}: ${(err as Error).message}.`, 'Check that AGENTDB_DATA_DIR is on a mounted, readable file system.');
+    return result(
+      'disk-free',
+      'fail',
+      `Could not read the free space of ${where}: ${(err as Error).message}.`,
+      'Check that AGENTDB_DATA_DIR is on a mounted, readable file system.',
+    );
   }
   const free = stats.bavail * stats.bsize;
   const total = stats.blocks * stats.bsize;
   const share = total > 0 ? free / total : 1;
   const detail = `${gib(free)} free of ${gib(total)} (${Math.round(share * 100)}%) on the disk of ${dataDir}.`;
-  const fix = 'Free space on that disk, or move AGENTDB_DATA_DIR to a larger one; `agentdb scheduler --prune-now` deletes history and results past their retention.';
+  const fix =
+    'Free space on that disk, or move AGENTDB_DATA_DIR to a larger one; `agentdb scheduler --prune-now` deletes history and results past their retention.';
   if (free < DISK_FAIL.bytes || share < DISK_FAIL.share) return result('disk-free', 'fail', `${detail} Writes answer STORAGE_FULL once it is gone.`, fix);
-  if (free < DISK_WARN.bytes || share < DISK_WARN.share) return result('disk-free', 'warn', `${detail} Databases, their history and offloaded results all grow here.`, fix);
+  if (free < DISK_WARN.bytes || share < DISK_WARN.share)
+    return result('disk-free', 'warn', `${detail} Databases, their history and offloaded results all grow here.`, fix);
   return result('disk-free', 'ok', detail);
 }
 
@@ -64,13 +77,24 @@ export function dataFolderCheck(dataDir: string): CheckResult {
   try {
     st = fs.statSync(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return result(check, 'fail', `Could not read ${dir}: ${(err as Error).message}.`, `Make ${dir} a folder ${user} can read and write.`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      return result(check, 'fail', `Could not read ${dir}: ${(err as Error).message}.`, `Make ${dir} a folder ${user} can read and write.`);
     const parent = existingAncestor(dir);
     try {
       fs.accessSync(parent, fs.constants.W_OK);
-      return result(check, 'warn', `${dir} does not exist yet; agentdb makes it at start (in ${parent}, which ${user} may write).`, `Check that AGENTDB_DATA_DIR (${dir}) is where the data should live, or make it now: mkdir -p ${dir}.`);
+      return result(
+        check,
+        'warn',
+        `${dir} does not exist yet; agentdb makes it at start (in ${parent}, which ${user} may write).`,
+        `Check that AGENTDB_DATA_DIR (${dir}) is where the data should live, or make it now: mkdir -p ${dir}.`,
+      );
     } catch {
-      return result(check, 'fail', `${dir} does not exist, and ${user} may not make it in ${parent}.`, `mkdir -p ${dir} && chown ${uid ?? '<user>'} ${dir}, or set AGENTDB_DATA_DIR to a folder ${user} may write.`);
+      return result(
+        check,
+        'fail',
+        `${dir} does not exist, and ${user} may not make it in ${parent}.`,
+        `mkdir -p ${dir} && chown ${uid ?? '<user>'} ${dir}, or set AGENTDB_DATA_DIR to a folder ${user} may write.`,
+      );
     }
   }
   if (!st.isDirectory()) return result(check, 'fail', `${dir} is not a folder.`, 'Set AGENTDB_DATA_DIR to a folder.');
@@ -99,8 +123,16 @@ export function dataFolderCheck(dataDir: string): CheckResult {
       }
     });
     if (others.length > 0) {
-      const shown = others.slice(0, 3).map((p) => path.relative(dir, p) || '.').join(', ');
-      return result(check, 'warn', `${user} can write in ${dir}, but ${others.length} of its entries belong to another user (${shown}${others.length > 3 ? ', …' : ''}): a process of that user, or root, wrote them.`, chown);
+      const shown = others
+        .slice(0, 3)
+        .map((p) => path.relative(dir, p) || '.')
+        .join(', ');
+      return result(
+        check,
+        'warn',
+        `${user} can write in ${dir}, but ${others.length} of its entries belong to another user (${shown}${others.length > 3 ? ', …' : ''}): a process of that user, or root, wrote them.`,
+        chown,
+      );
     }
   }
   return result(check, 'ok', `${dir} is a folder ${user} owns and can write.`);
@@ -109,7 +141,10 @@ export function dataFolderCheck(dataDir: string): CheckResult {
 /** Up to 1,000 entries of a folder (none if it does not exist). */
 function listed(dir: string): string[] {
   try {
-    return fs.readdirSync(dir).slice(0, 1000).map((name) => path.join(dir, name));
+    return fs
+      .readdirSync(dir)
+      .slice(0, 1000)
+      .map((name) => path.join(dir, name));
   } catch {
     return [];
   }

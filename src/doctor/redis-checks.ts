@@ -60,16 +60,31 @@ async function persistence(redis: Redis, info: Map<string, string>): Promise<Che
   if (info.get('aof_enabled') === '1') {
     const fsync = await configGet(redis, 'appendfsync');
     if (fsync === 'no') {
-      return result(check, 'warn', 'AOF is on, but appendfsync is "no": the OS decides when it reaches the disk, and a host crash can lose the last ~30 s of calls and decisions.', 'Set appendfsync everysec (CONFIG SET appendfsync everysec, then CONFIG REWRITE; or --appendfsync everysec).');
+      return result(
+        check,
+        'warn',
+        'AOF is on, but appendfsync is "no": the OS decides when it reaches the disk, and a host crash can lose the last ~30 s of calls and decisions.',
+        'Set appendfsync everysec (CONFIG SET appendfsync everysec, then CONFIG REWRITE; or --appendfsync everysec).',
+      );
     }
     return result(check, 'ok', `AOF is on${fsync ? ` (appendfsync ${fsync})` : ''}: parked approvals and queued calls survive a Redis restart.`);
   }
   const fix = 'Turn AOF on: redis-server --appendonly yes --appendfsync everysec (or CONFIG SET appendonly yes, then CONFIG REWRITE). docker-compose.yml does.';
   const save = await configGet(redis, 'save');
   if (save) {
-    return result(check, 'warn', `AOF is off; only RDB snapshots (save "${save}"): what changed since the last snapshot (parked approvals, queued calls, decisions) is lost when Redis restarts.`, fix);
+    return result(
+      check,
+      'warn',
+      `AOF is off; only RDB snapshots (save "${save}"): what changed since the last snapshot (parked approvals, queued calls, decisions) is lost when Redis restarts.`,
+      fix,
+    );
   }
-  return result(check, 'fail', `AOF is off${save === undefined ? ' (and CONFIG is not available to read the RDB schedule)' : ' and so are RDB snapshots'}: a Redis restart loses every queued call, parked approval, schedule and shard lease.`, fix);
+  return result(
+    check,
+    'fail',
+    `AOF is off${save === undefined ? ' (and CONFIG is not available to read the RDB schedule)' : ' and so are RDB snapshots'}: a Redis restart loses every queued call, parked approval, schedule and shard lease.`,
+    fix,
+  );
 }
 
 function memory(info: Map<string, string>): CheckResult[] {
@@ -106,7 +121,14 @@ function memory(info: Map<string, string>): CheckResult[] {
     const detail = `Redis uses ${bytes(used)}, ${Math.round(share * 100)}% of ${of} (${bytes(limit)}).`;
     const fix = `Raise ${max > 0 ? 'maxmemory' : "the host's memory"}, or lower what agentdb keeps (RESULT_TTL_S, APPROVAL_RETENTION_DAYS); see what uses it with redis-cli --bigkeys.`;
     const status = share >= MEMORY_FAIL ? 'fail' : share >= MEMORY_WARN ? 'warn' : 'ok';
-    out.push(result('redis-memory-headroom', status, status === 'ok' ? detail : `${detail} Past ${max > 0 ? 'it Redis refuses every write' : 'it the host runs out of memory'}.`, fix));
+    out.push(
+      result(
+        'redis-memory-headroom',
+        status,
+        status === 'ok' ? detail : `${detail} Past ${max > 0 ? 'it Redis refuses every write' : 'it the host runs out of memory'}.`,
+        fix,
+      ),
+    );
   }
   return out;
 }
@@ -121,5 +143,10 @@ async function clock(redis: Redis): Promise<CheckResult> {
   const off = Math.abs(offset);
   const detail = `This machine's clock is ${off < 1 ? 'within a millisecond of' : `${Math.round(off)} ms ${offset > 0 ? 'behind' : 'ahead of'}`} Redis's (±${Math.ceil((after - before) / 2)} ms).`;
   const status = off >= CLOCK_FAIL_MS ? 'fail' : off >= CLOCK_WARN_MS ? 'warn' : 'ok';
-  return result('clock', status, status === 'ok' ? detail : `${detail} Approvals expire by Redis's clock, history and restores go by this one's.`, 'Run NTP (chrony, systemd-timesyncd) on this machine and on the Redis host.');
+  return result(
+    'clock',
+    status,
+    status === 'ok' ? detail : `${detail} Approvals expire by Redis's clock, history and restores go by this one's.`,
+    'Run NTP (chrony, systemd-timesyncd) on this machine and on the Redis host.',
+  );
 }

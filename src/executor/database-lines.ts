@@ -45,7 +45,17 @@ export class DatabaseLines {
       return line;
     }
     const slash = db.id.indexOf('/');
-    line = { path: db.path, id: db.id, workspace: slash < 0 ? db.id : db.id.slice(0, slash), shard: db.shard, queue: [], skips: 0, boundAt: 0, spentAtBind: 0, feeding: false };
+    line = {
+      path: db.path,
+      id: db.id,
+      workspace: slash < 0 ? db.id : db.id.slice(0, slash),
+      shard: db.shard,
+      queue: [],
+      skips: 0,
+      boundAt: 0,
+      spentAtBind: 0,
+      feeding: false,
+    };
     this.byPath.set(db.path, line);
     if (this.byPath.size > this.keep) {
       for (const [key, old] of this.byPath) {

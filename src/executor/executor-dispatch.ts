@@ -36,7 +36,18 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'query':
-        return { ok: true, result: query(handles.open(req.db, 'read'), req.sql, req.params, req.maxRows, budget, req.mode, req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined) };
+        return {
+          ok: true,
+          result: query(
+            handles.open(req.db, 'read'),
+            req.sql,
+            req.params,
+            req.maxRows,
+            budget,
+            req.mode,
+            req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined,
+          ),
+        };
       case 'browse':
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'csv':
@@ -53,7 +64,15 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'write': {
         const db = handles.open(req.db, 'write');
         history?.catchUp(db, req.db);
-        const { replayed, ...result } = write(db, req.sql, req.params, req.callKey, req.db.limits, budget, history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))));
+        const { replayed, ...result } = write(
+          db,
+          req.sql,
+          req.params,
+          req.callKey,
+          req.db.limits,
+          budget,
+          history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))),
+        );
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
       }

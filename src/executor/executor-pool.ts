@@ -63,7 +63,11 @@ export class ExecutorPool {
       if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
     }
     const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history } = opts;
-    this.spare = new SpareChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, opts.logger, opts.child);
+    this.spare = new SpareChild(
+      { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history },
+      opts.logger,
+      opts.child,
+    );
     const hooks = {
       progress: (p: ExecutorProcess) => this.onProgress(p),
       returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
@@ -220,7 +224,7 @@ export class ExecutorPool {
   /** Sends the line's next statements to its child, while the pipeline has room. */
   private feed(line: Line): void {
     const slot = line.slot;
-    if (!slot || !slot.ready || line.queue.length === 0) return;
+    if (!slot?.ready || line.queue.length === 0) return;
     // Another line waits: finish what was sent, then give the child up (onProgress); one
     // statement at a time meanwhile, so what another waits behind is one statement, not a
     // pipeline of slow ones each just under the deadline.
@@ -363,6 +367,10 @@ export class ExecutorPool {
    */
   private cannotStart(): ExecOutcome {
     const why = this.slots.find((s) => s.lastError)?.lastError ?? 'no child is running';
-    return { ok: false, error: { code: 'UNAVAILABLE', detail: `the database process could not start (${START_ATTEMPTS} tries in a row): ${why}` }, unsettled: true };
+    return {
+      ok: false,
+      error: { code: 'UNAVAILABLE', detail: `the database process could not start (${START_ATTEMPTS} tries in a row): ${why}` },
+      unsettled: true,
+    };
   }
 }

@@ -304,10 +304,17 @@ export class ExecutorProcess {
       this.spentMs += Date.now() - Math.max(this.headSince, this.marks!.startedAt);
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
-      this.opts.logger?.error({ ...about(running.item.req), child: this.index, childPid: child.pid, code, signal, rerun: finished.length }, 'executor child died during a statement');
-      const died = failure('RESOURCE_LIMIT', `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`);
+      this.opts.logger?.error(
+        { ...about(running.item.req), child: this.index, childPid: child.pid, code, signal, rerun: finished.length },
+        'executor child died during a statement',
+      );
+      const died = failure(
+        'RESOURCE_LIMIT',
+        `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`,
+      );
       lookup = this.answerAfterDeath(running.item, died);
-    } else this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
+    } else
+      this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
     // One that dies while idle, soon after it started, is not replaced in a loop.
     this.replace(child, 'it died', !running && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
     this.handBack([...this.lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
@@ -326,7 +333,9 @@ export class ExecutorProcess {
     for (const { item } of finished) {
       const req = item.req;
       if (req.op === 'restore' || req.op === 'restoreInto' || req.op === 'snapshot') {
-        item.resolve(failure('UNAVAILABLE', `the ${req.op} finished, but the database process died before its answer was sent; agentdb history shows what it did`));
+        item.resolve(
+          failure('UNAVAILABLE', `the ${req.op} finished, but the database process died before its answer was sent; agentdb history shows what it did`),
+        );
       } else if (req.op === 'write' || req.op === 'drop') {
         again.push({ req, resolve: (outcome) => item.resolve(outcome.ok && outcome.replayed ? { ok: true, result: outcome.result } : outcome) });
       } else again.push(item);
@@ -383,7 +392,10 @@ export class ExecutorProcess {
     this.state = 'down';
     this.replacedPid = child.pid;
     const spare = backoff ? undefined : this.hooks.spare();
-    this.opts.logger?.info({ child: this.index, childPid: child.pid, why, by: spare ? 'the spare' : `a new child in ${backoff ? RESPAWN_BACKOFF_MS : 0} ms` }, 'replacing executor child');
+    this.opts.logger?.info(
+      { child: this.index, childPid: child.pid, why, by: spare ? 'the spare' : `a new child in ${backoff ? RESPAWN_BACKOFF_MS : 0} ms` },
+      'replacing executor child',
+    );
     // Adopted here, before the caller hands the waiting statements back to the pool: they find
     // this child ready.
     if (spare) this.adopt(spare, false);
@@ -443,7 +455,8 @@ export class ExecutorProcess {
     // 'close', not 'exit': it comes after the channel's last message, so an answer written just
     // before the child died is read first (and its request is not run again).
     child.on('close', (code, signal) => this.onDeath(child, code, signal));
-    if (this.replacedPid !== undefined) this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
+    if (this.replacedPid !== undefined)
+      this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
     this.replacedPid = undefined;
     if (notify) this.hooks.progress(this);
   }

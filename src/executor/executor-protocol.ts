@@ -101,9 +101,7 @@ export interface ChildRequest {
  * the pool charges a workspace, since wall time on a busy host counts the time the child waited
  * for a core. Which request it is running goes in a file of its own (see `statement-marks.ts`).
  */
-export type ChildMessage =
-  | { type: 'ready' }
-  | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
+export type ChildMessage = { type: 'ready' } | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
 
 /** What the child is started with, as one JSON argument. */
 export interface ChildOptions {
@@ -122,4 +120,3 @@ export interface ChildOptions {
   /** Point-in-time history capture; absent: off (`HISTORY_CAPTURE=off`). */
   history?: HistoryOptions;
 }
-

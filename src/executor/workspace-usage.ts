@@ -84,7 +84,7 @@ export class WorkspaceUsage {
 }
 
 function decayed(r: Record, now: number): number {
-  return now <= r.at ? r.ms : r.ms * Math.pow(0.5, (now - r.at) / HALF_LIFE_MS);
+  return now <= r.at ? r.ms : r.ms * 0.5 ** ((now - r.at) / HALF_LIFE_MS);
 }
 
 /**
@@ -114,7 +114,12 @@ export interface Waiting {
  * that one's workspace is not markedly heavier — at most `maxSkips` times in a row past the
  * same first one, so preference never starves it.
  */
-export function fairest<T extends Waiting>(waiting: Iterable<T>, recent: (workspace: string) => number, open: (line: T) => boolean, maxSkips: number): T | undefined {
+export function fairest<T extends Waiting>(
+  waiting: Iterable<T>,
+  recent: (workspace: string) => number,
+  open: (line: T) => boolean,
+  maxSkips: number,
+): T | undefined {
   const use = new Map<string, number>();
   const of = (ws: string) => {
     let u = use.get(ws);

@@ -158,7 +158,7 @@ function btreeRefusal(
   if (root === 1) {
     if (isAlter) return undefined;
     if (write && CREATE_KINDS.has(ctx.kind)) return undefined; // the new object's sqlite_schema row
-    return 'the statement reads sqlite_schema, the engine\'s own table; use DATA_DESCRIBE_SCHEMA to see tables';
+    return "the statement reads sqlite_schema, the engine's own table; use DATA_DESCRIBE_SCHEMA to see tables";
   }
   const obj = ctx.roots.get(root);
   if (obj === undefined) return `the statement opens b-tree ${root}, which belongs to no table of this database`;

@@ -156,7 +156,8 @@ export function guardIntrospection(sql: string): GuardVerdict {
   const t = parsed.tokens;
   let i = 1;
   if (isOp(t[i + 1], '.')) {
-    if (!isNameToken(t[i]) || asciiLower(t[i]!.value) !== 'main') return refuse('introspection PRAGMAs read the main schema only: write PRAGMA name or PRAGMA main.name');
+    if (!isNameToken(t[i]) || asciiLower(t[i]!.value) !== 'main')
+      return refuse('introspection PRAGMAs read the main schema only: write PRAGMA name or PRAGMA main.name');
     i += 2;
   }
   const name = t[i];

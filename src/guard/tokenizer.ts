@@ -19,17 +19,7 @@
  */
 
 /** What a token is. `word` is a bare identifier or keyword; `quoted` a quoted identifier. */
-export type TokenKind =
-  | 'space'
-  | 'comment'
-  | 'word'
-  | 'quoted'
-  | 'string'
-  | 'blob'
-  | 'number'
-  | 'param'
-  | 'operator'
-  | 'semicolon';
+export type TokenKind = 'space' | 'comment' | 'word' | 'quoted' | 'string' | 'blob' | 'number' | 'param' | 'operator' | 'semicolon';
 
 /** One token of SQL text. */
 export interface Token {
@@ -48,9 +38,7 @@ export interface Token {
 }
 
 /** The tokens of a whole SQL text, or why SQLite would not tokenize it. */
-export type TokenizeResult =
-  | { ok: true; tokens: Token[] }
-  | { ok: false; reason: string; offset: number };
+export type TokenizeResult = { ok: true; tokens: Token[] } | { ok: false; reason: string; offset: number };
 
 /** Token kinds that are not part of any statement. */
 export function isTrivia(token: Token): boolean {
@@ -125,7 +113,7 @@ export function tokenize(sql: string): TokenizeResult {
     const step = scan(sql, i);
     if ('error' in step) return { ok: false, reason: step.error, offset: i };
     const text = sql.slice(i, step.end);
-    tokens.push({ kind: step.kind, text, value: valueOf(step.kind, text), offset: i });
+    tokens.push({ kind: step.kind, text, value: tokenValue(step.kind, text), offset: i });
     i = step.end;
   }
   return { ok: true, tokens };
@@ -289,14 +277,19 @@ function scanNumber(sql: string, i: number): Step {
   return { kind: 'number', end: j };
 }
 
-function valueOf(kind: TokenKind, text: string): string {
+function tokenValue(kind: TokenKind, text: string): string {
   switch (kind) {
     case 'word':
       return asciiLower(text);
     case 'quoted': {
       const open = text[0]!;
       if (open === '[') return asciiLower(text.slice(1, -1));
-      return asciiLower(text.slice(1, -1).split(open + open).join(open));
+      return asciiLower(
+        text
+          .slice(1, -1)
+          .split(open + open)
+          .join(open),
+      );
     }
     case 'string':
       return text.slice(1, -1).split("''").join("'");

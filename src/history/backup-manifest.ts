@@ -83,7 +83,8 @@ export async function readManifest(store: BlobStore, id: string): Promise<Backup
   }
   const want = (await readSmall(store, `${prefix}manifest.sha256`, 1024).catch(() => '')).trim();
   const got = createHash('sha256').update(text, 'utf8').digest('hex');
-  if (want !== got) throw new AgentDbError('HISTORY_CORRUPT', `the backup manifest ${prefix}manifest.json does not match its sha256 (${got} ≠ ${want || 'none'})`);
+  if (want !== got)
+    throw new AgentDbError('HISTORY_CORRUPT', `the backup manifest ${prefix}manifest.json does not match its sha256 (${got} ≠ ${want || 'none'})`);
   let m: BackupManifest;
   try {
     m = JSON.parse(text) as BackupManifest;

@@ -42,7 +42,8 @@ export async function backupDatabase(store: BlobStore, dataDir: string, id: stri
   const report: BackupReport = { database: id, files: 0, bytes: 0, unchanged: true };
   const upload = async (key: string, file: string, expectSha?: string): Promise<ManifestFile> => {
     const put = await store.put(key, { file });
-    if (expectSha && put.sha256 !== expectSha) throw new AgentDbError('HISTORY_CORRUPT', `local file ${file} does not match its sha256 (${put.sha256} ≠ ${expectSha}); not backed up`);
+    if (expectSha && put.sha256 !== expectSha)
+      throw new AgentDbError('HISTORY_CORRUPT', `local file ${file} does not match its sha256 (${put.sha256} ≠ ${expectSha}); not backed up`);
     const back = await readBackSha256(store, key);
     if (back.sha256 !== put.sha256 || back.size !== put.size) {
       throw new AgentDbError('HISTORY_CORRUPT', `${store.name}/${key} read back differs from what was uploaded (${back.sha256} ≠ ${put.sha256})`);

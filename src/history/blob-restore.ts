@@ -7,7 +7,17 @@ import { pipeline } from 'node:stream/promises';
 import { AgentDbError } from '../errors.ts';
 import { Measure, type BlobStore } from '../blobs/blob-store.ts';
 import { backupPrefix, manifestRange, readManifest, type ManifestFile } from './backup-manifest.ts';
-import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, SNAPSHOT_META, nameSeq, writeJsonAtomic, type HistorySource } from './history-files.ts';
+import {
+  GENERATION_END,
+  SEGMENTS_DIR,
+  SEGMENT_DATA_EXT,
+  SEGMENT_INDEX_EXT,
+  SNAPSHOT_FILE,
+  SNAPSHOT_META,
+  nameSeq,
+  writeJsonAtomic,
+  type HistorySource,
+} from './history-files.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
 import { planRestore, rebuild } from './restore-engine.ts';
 import { verifyIntegrity } from './integrity.ts';
@@ -75,7 +85,9 @@ export async function restoreFromBlob(
   const now = opts.now ?? Date.now();
   // A dry run plans anyway, and says the restore would be refused: previewing a backup is
   // most often done where the database still is.
-  const exists = fs.existsSync(dbPath) ? `${made} already exists here (${dbPath}); a restore from the blob store only creates a database (give --into NEW)` : undefined;
+  const exists = fs.existsSync(dbPath)
+    ? `${made} already exists here (${dbPath}); a restore from the blob store only creates a database (give --into NEW)`
+    : undefined;
   if (exists && opts.dryRun !== true) throw new AgentDbError('DATABASE_EXISTS', exists);
   const prefix = backupPrefix(id);
   const marker = `${prefix}readers/${randomUUID()}.json`;
@@ -84,14 +96,20 @@ export async function restoreFromBlob(
   try {
     const manifest = await readManifest(store, id);
     if (!manifest || manifest.generations.length === 0) {
-      throw new AgentDbError('NOT_FOUND', `the worker's blob store ${store.name} has no backup of ${id} (on a new machine, start the worker with BLOB_DIR, or the S3 settings, pointing at the store the backups went to: the worker reads the store, not this command)`);
+      throw new AgentDbError(
+        'NOT_FOUND',
+        `the worker's blob store ${store.name} has no backup of ${id} (on a new machine, start the worker with BLOB_DIR, or the S3 settings, pointing at the store the backups went to: the worker reads the store, not this command)`,
+      );
     }
     const range = manifestRange(manifest);
     const at = opts.at ?? range.latest!;
     if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
     const gen = manifest.generations.filter((g) => g.snapshot.at <= at).at(-1);
     if (!gen) {
-      throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is before the earliest backed-up moment, ${new Date(range.earliest!).toISOString()}`);
+      throw new AgentDbError(
+        'HISTORY_OUT_OF_RANGE',
+        `${new Date(at).toISOString()} is before the earliest backed-up moment, ${new Date(range.earliest!).toISOString()}`,
+      );
     }
     // The generation in the layout the restore engine reads (see history-files.ts).
     const genDir = path.join(work, 'generations', gen.name);
@@ -147,7 +165,8 @@ export async function restoreFromBlob(
       try {
         fs.linkSync(built, dbPath);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${made} was created while it was being restored; nothing was changed`);
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+          throw new AgentDbError('DATABASE_EXISTS', `${made} was created while it was being restored; nothing was changed`);
         throw err;
       }
       // The second name goes before the seal is written: removing a link moves the file's change time.
@@ -169,12 +188,16 @@ export async function restoreFromBlob(
 async function download(store: BlobStore, f: ManifestFile, to: string): Promise<number> {
   const measure = new Measure();
   const body = await store.get(f.key).catch((err) => {
-    if ((err as AgentDbError).code === 'NOT_FOUND') throw new AgentDbError('HISTORY_CORRUPT', `${store.name}/${f.key}, which the manifest names, is missing; nothing was restored`);
+    if ((err as AgentDbError).code === 'NOT_FOUND')
+      throw new AgentDbError('HISTORY_CORRUPT', `${store.name}/${f.key}, which the manifest names, is missing; nothing was restored`);
     throw err;
   });
   await pipeline(body, measure, createWriteStream(to));
   if (measure.sha256() !== f.sha256 || measure.bytes !== f.bytes) {
-    throw new AgentDbError('HISTORY_CORRUPT', `${store.name}/${f.key} does not match the sha256 its manifest names (${measure.sha256()} ≠ ${f.sha256}); nothing was restored`);
+    throw new AgentDbError(
+      'HISTORY_CORRUPT',
+      `${store.name}/${f.key} does not match the sha256 its manifest names (${measure.sha256()} ≠ ${f.sha256}); nothing was restored`,
+    );
   }
   return measure.bytes;
 }

@@ -1,6 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { GENERATION_END, SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, nameSeq, readJson, SNAPSHOT_META, segmentName, type HistorySource, type SegmentHeader, type SnapshotMeta } from './history-files.ts';
+import {
+  GENERATION_END,
+  SEGMENTS_DIR,
+  SEGMENT_DATA_EXT,
+  SEGMENT_INDEX_EXT,
+  nameSeq,
+  readJson,
+  SNAPSHOT_META,
+  segmentName,
+  type HistorySource,
+  type SegmentHeader,
+  type SnapshotMeta,
+} from './history-files.ts';
 import { readIndex } from './segment-index.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
 
@@ -117,7 +129,8 @@ export function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNull
   try {
     fs.writeFileSync(indexPath, '');
     // A header cut short (a full disk) would leave a segment no capture can read or begin again.
-    if (fs.statSync(dataPath).size !== head.length) throw Object.assign(new Error(`history segment ${dataPath}: its header was not written whole (disk full?)`), { code: 'ENOSPC' });
+    if (fs.statSync(dataPath).size !== head.length)
+      throw Object.assign(new Error(`history segment ${dataPath}: its header was not written whole (disk full?)`), { code: 'ENOSPC' });
   } catch (err) {
     fs.rmSync(indexPath, { force: true });
     fs.rmSync(dataPath, { force: true });
@@ -226,7 +239,16 @@ export function loadState(dbPath: string, source: HistorySource, quick: boolean,
         // it they may be another child's capture between its copy and its index line.
         if (locked && !index.damaged) fs.ftruncateSync(fd, frameOffset(header.pageSize, (last?.frames ?? 0) + 1));
         else if (!index.damaged) st.uncut = true;
-        st.seg = { name: segName, seq: nameSeq(segName)!, header, dataPath, indexPath, frames: last?.frames ?? 0, c1: last?.c1 ?? header.c1, c2: last?.c2 ?? header.c2 };
+        st.seg = {
+          name: segName,
+          seq: nameSeq(segName)!,
+          header,
+          dataPath,
+          indexPath,
+          frames: last?.frames ?? 0,
+          c1: last?.c1 ?? header.c1,
+          c2: last?.c2 ?? header.c2,
+        };
         if (last) st.dbPages = last.dbPages;
         // A previous segment's last commit sets the size when this one has none yet.
         else st.dbPages = previousDbPages(genDir, segName) ?? st.dbPages;

@@ -82,7 +82,19 @@ export function lockForCapture(db: Database, dbPath: string, opts: CaptureOption
   const prior = answering && !quiet ? readAnswered(opts.source) : undefined;
   const answered = answering ? noteAnswered(db, dbPath, opts.source, now) : undefined;
   const walBytes = answered?.walBytes;
-  return { db, dbPath, opts, now, last, lock, quiet, answering, prior, ...(answered ? { noted: answered.noted } : {}), due: walBytes === undefined || walBytes >= opts.checkpointBytes };
+  return {
+    db,
+    dbPath,
+    opts,
+    now,
+    last,
+    lock,
+    quiet,
+    answering,
+    prior,
+    ...(answered ? { noted: answered.noted } : {}),
+    due: walBytes === undefined || walBytes >= opts.checkpointBytes,
+  };
 }
 
 /** The second half of {@link capture}: copies what {@link lockForCapture} holds still, and lets the lock go. */

@@ -55,7 +55,11 @@ export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg
   let pos = start;
   let out: number | undefined;
   try {
-    for (let want = seg.lastCommitFrames ? Math.min(seg.lastCommitFrames + 1, MAX_CHUNK_FRAMES) : FIRST_CHUNK_FRAMES; ; want = Math.min(want * 2, MAX_CHUNK_FRAMES)) {
+    for (
+      let want = seg.lastCommitFrames ? Math.min(seg.lastCommitFrames + 1, MAX_CHUNK_FRAMES) : FIRST_CHUNK_FRAMES;
+      ;
+      want = Math.min(want * 2, MAX_CHUNK_FRAMES)
+    ) {
       const buf = chunkBuffer(want * fb);
       const got = fs.readSync(fd, buf, 0, buf.length, pos);
       let valid = 0;

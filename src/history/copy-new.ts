@@ -118,7 +118,8 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
       // Unless every commit since this connection's last capture is in the new WAL: then none was
       // lost with the old one (another child's write started the WAL over, answered, and the
       // child was killed before its copy).
-      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st) && !allInNewWal(db, dbPath, fd, seg, hdr)) return { report, state: st, next: 'gap', lost: true, checkpoint: false };
+      if (foreign !== undefined && !stamp.emptyOnly && foreign === positionKey(st) && !allInNewWal(db, dbPath, fd, seg, hdr))
+        return { report, state: st, next: 'gap', lost: true, checkpoint: false };
       if (seg && !leaving && seg.header.pageSize === hdr.pageSize) {
         const before = copyCommitted(fd, frameOffset(seg.header.pageSize, seg.frames + 1), seg.header, seg, stamp);
         if (before.lines.length > 0) recordCopied(st, seg, before, report, dbPath, opts);
@@ -138,9 +139,9 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
       // must be what the generation's seal says. Anything else means commits capture never saw.
       // A restore in place leaving this generation folds its commit into the file uncaptured.
       const continued =
-        !leaving &&
-        ((seg !== undefined && hdr.salt1 === ((seg.header.salt1 + 1) >>> 0)) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
-      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize)) return { report, state: st, next: 'gap', lost: answeredPast(seg, stamp.late, opts.source), checkpoint: false };
+        !leaving && ((seg !== undefined && hdr.salt1 === (seg.header.salt1 + 1) >>> 0) || sealHolds(st.genDir, dbPath, seg?.name ?? '', seg?.frames ?? 0));
+      if (!continued || (seg && seg.header.pageSize !== hdr.pageSize))
+        return { report, state: st, next: 'gap', lost: answeredPast(seg, stamp.late, opts.source), checkpoint: false };
       // The segment closes: its index read in full once more. Damage found while this state was
       // cached (a commit's capture looks only at the index's size) would otherwise go unseen
       // until the state is rebuilt, and every commit captured until then be unrestorable.
@@ -186,7 +187,8 @@ function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: Capt
   // this handle was open. Its commits are in the file only: history cannot go on from what it has
   // (and closing now would seal the file as history's end). Not for a checkpoint alone (it moves
   // the data version too, but not the WAL index's count of commits).
-  if (foreign !== undefined && foreign === positionKey(full) && committedSince(db, dbPath)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
+  if (foreign !== undefined && foreign === positionKey(full) && committedSince(db, dbPath))
+    return { report, state: full, next: 'gap', lost: true, checkpoint: false };
   // A restore that crashed after putting its file in place left its generation marked: the
   // file is no state of it. Begun at once, not at the next write, or a moment in between
   // would restore the state before that restore.

@@ -207,7 +207,8 @@ export function checkSnapshot(gen: GenerationInfo, offsets: number[]): void {
   const v = gen.snapshot!.verified;
   if (v && v.size === stat.size && v.mtimeMs === stat.mtimeMs) return;
   const sha256 = sha256File(gen.snapshotPath);
-  if (sha256 !== gen.snapshot!.sha256) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${gen.name} does not match its sha256 (${sha256} ≠ ${gen.snapshot!.sha256})`);
+  if (sha256 !== gen.snapshot!.sha256)
+    throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${gen.name} does not match its sha256 (${sha256} ≠ ${gen.snapshot!.sha256})`);
 }
 
 /**

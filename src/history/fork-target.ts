@@ -18,6 +18,9 @@ export function checkForkTarget(source: string, into: string): void {
     throw new AgentDbError('INVALID_ARGUMENTS', `a database is restored into a new database of its own workspace (${from.workspace}/<name>)`);
   }
   if (to.agent === undefined) {
-    throw new AgentDbError('DATABASE_EXISTS', `${into} is the workspace's shared database, which every agent of ${to.workspace} reads; restore into a new agent database (${to.workspace}/<name>) no agent has`);
+    throw new AgentDbError(
+      'DATABASE_EXISTS',
+      `${into} is the workspace's shared database, which every agent of ${to.workspace} reads; restore into a new agent database (${to.workspace}/<name>) no agent has`,
+    );
   }
 }

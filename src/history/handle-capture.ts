@@ -1,7 +1,17 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import { capture, captureBeforeClose, finishCapture, lockForCapture, sealAfterClose, type CaptureOptions, type CaptureReport, type LockedCapture, type PendingSeal } from './capture.ts';
+import {
+  capture,
+  captureBeforeClose,
+  finishCapture,
+  lockForCapture,
+  sealAfterClose,
+  type CaptureOptions,
+  type CaptureReport,
+  type LockedCapture,
+  type PendingSeal,
+} from './capture.ts';
 import { historyBytes } from './history-bytes.ts';
 import { historyDir, localSource, type HistorySource } from './history-files.ts';
 import type { PlanLimits } from '../policy/plan-limits.ts';
@@ -138,7 +148,9 @@ export class HistoryCapture {
     } catch (err) {
       this.behind.add(target.path);
       const disk = (err as { code?: string }).code === 'ENOSPC' || /ENOSPC|disk full/.test(String(err));
-      process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the frames stay in the WAL (not checkpointed) and the next commit tries again', db: target.id, disk, err: String(err) })}\n`);
+      process.stderr.write(
+        `${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the frames stay in the WAL (not checkpointed) and the next commit tries again', db: target.id, disk, err: String(err) })}\n`,
+      );
       throw err;
     }
   }
@@ -156,7 +168,10 @@ export class HistoryCapture {
     const wal = fs.statSync(`${target.path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
     const bound = this.opts.maxBehindBytes ?? MAX_UNCAPTURED_WAL_BYTES;
     if (wal >= bound) {
-      throw new AgentDbError('STORAGE_FULL', `the history of ${target.id} cannot be written (its last copy failed) and its WAL already holds ${wal} bytes waiting to be copied (HISTORY_MAX_BEHIND_BYTES: ${bound})`);
+      throw new AgentDbError(
+        'STORAGE_FULL',
+        `the history of ${target.id} cannot be written (its last copy failed) and its WAL already holds ${wal} bytes waiting to be copied (HISTORY_MAX_BEHIND_BYTES: ${bound})`,
+      );
     }
   }
 

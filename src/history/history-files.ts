@@ -25,7 +25,6 @@
  * This module only reads; capture (`history/handle-capture.ts`) writes. Its exports are a stable
  * API: the blob backups and disaster restore read the same files.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { dirNames } from './dir-names.ts';
 import { readJson } from './json-file.ts';
@@ -215,12 +214,22 @@ export function listGenerations(source: HistorySource): GenerationInfo[] {
     const dir = path.join(source.generationsDir, name);
     const snapshot = readJson<SnapshotMeta>(path.join(dir, SNAPSHOT_META));
     const end = readJson<GenerationEnd>(path.join(dir, GENERATION_END));
-    return { name, seq: nameSeq(name)!, dir, snapshotPath: path.join(dir, SNAPSHOT_FILE), current: i === names.length - 1, ...(snapshot ? { snapshot } : {}), ...(end ? { end } : {}) };
+    return {
+      name,
+      seq: nameSeq(name)!,
+      dir,
+      snapshotPath: path.join(dir, SNAPSHOT_FILE),
+      current: i === names.length - 1,
+      ...(snapshot ? { snapshot } : {}),
+      ...(end ? { end } : {}),
+    };
   });
 }
 
 /** The segments of one generation, oldest first. */
-export function listSegments(gen: Pick<GenerationInfo, 'name' | 'dir' | 'current'> & { end?: GenerationEnd; snapshot?: Pick<SnapshotMeta, 'base'> }): SegmentInfo[] {
+export function listSegments(
+  gen: Pick<GenerationInfo, 'name' | 'dir' | 'current'> & { end?: GenerationEnd; snapshot?: Pick<SnapshotMeta, 'base'> },
+): SegmentInfo[] {
   const dir = path.join(gen.dir, SEGMENTS_DIR);
   const names = dirNames(dir)
     .filter((n) => n.endsWith(SEGMENT_DATA_EXT))

@@ -84,7 +84,15 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
     }
     latest = Math.max(latest ?? 0, last);
     lastAt.set(g.name, last);
-    return { id: g.name, startedAt: iso(g.snapshot!.at), endedAt: g.end ? iso(g.end.endedAt) : null, snapshotAt: iso(g.snapshot!.at), commits, reason: g.snapshot!.reason, ...(damaged ? { damaged } : {}) };
+    return {
+      id: g.name,
+      startedAt: iso(g.snapshot!.at),
+      endedAt: g.end ? iso(g.end.endedAt) : null,
+      snapshotAt: iso(g.snapshot!.at),
+      commits,
+      reason: g.snapshot!.reason,
+      ...(damaged ? { damaged } : {}),
+    };
   });
   const floor = now - retentionDays * 24 * 3600 * 1000;
   const first = gens[0]?.snapshot?.at;
@@ -95,6 +103,10 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
     generations,
     undoPoints: listUndoPoints(historyDir(dataDir, id)).map((u) => ({ id: u.id, createdAt: iso(u.createdAt), restoredTo: iso(u.restoredTo) })),
     recentCommits: recent.filter((r) => r.at >= floor).map((r) => ({ at: iso(r.at), generation: r.generation })),
-    lost: lostStretches(gens, (g) => lastAt.get(g.name) ?? g.snapshot!.at).map((l) => ({ after: iso(l.after), before: iso(l.before), generation: l.generation })),
+    lost: lostStretches(gens, (g) => lastAt.get(g.name) ?? g.snapshot!.at).map((l) => ({
+      after: iso(l.after),
+      before: iso(l.before),
+      generation: l.generation,
+    })),
   };
 }

@@ -13,7 +13,17 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SEGMENTS_DIR, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SNAPSHOT_FILE, generationName, listGenerations, segmentName, type CommitRecord, type HistorySource } from './history-files.ts';
+import {
+  SEGMENTS_DIR,
+  SEGMENT_DATA_EXT,
+  SEGMENT_INDEX_EXT,
+  SNAPSHOT_FILE,
+  generationName,
+  listGenerations,
+  segmentName,
+  type CommitRecord,
+  type HistorySource,
+} from './history-files.ts';
 import { commitLine } from './segment-index.ts';
 import type { RestorePlan } from './restore-engine.ts';
 import { writeSeal } from './seal.ts';
@@ -48,7 +58,8 @@ export function prepareGeneration(source: HistorySource, plan: RestorePlan, file
   // One restore of a database runs at a time: any prepared generation of this process is a
   // failed one's (removeDeadTemps leaves a living process's, this one's included).
   const mine = `.${process.pid}.linked.tmp`;
-  for (const name of fs.readdirSync(source.generationsDir)) if (name.endsWith(mine)) fs.rmSync(path.join(source.generationsDir, name), { recursive: true, force: true });
+  for (const name of fs.readdirSync(source.generationsDir))
+    if (name.endsWith(mine)) fs.rmSync(path.join(source.generationsDir, name), { recursive: true, force: true });
   const seq = Math.max(listGenerations(source).at(-1)?.seq ?? 0, above) + 1;
   const tmp = path.join(source.generationsDir, `${generationName(seq)}${mine}`);
   fs.mkdirSync(tmp);

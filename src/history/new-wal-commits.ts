@@ -17,7 +17,7 @@ const CHUNK_FRAMES = 256;
  * is not here: then history cannot go on (`copyNew`). Any doubt is a gap.
  */
 export function allInNewWal(db: Database, dbPath: string, fd: number, seg: Segment | undefined, hdr: SegmentHeader): boolean {
-  if (!seg || seg.header.pageSize !== hdr.pageSize || hdr.salt1 !== ((seg.header.salt1 + 1) >>> 0)) return false;
+  if (!seg || seg.header.pageSize !== hdr.pageSize || hdr.salt1 !== (seg.header.salt1 + 1) >>> 0) return false;
   const since = commitsSinceCapture(db, dbPath);
   const index = readWalIndex(db, dbPath);
   if (since === undefined || !index || index.salt1 !== hdr.salt1 || index.salt2 !== hdr.salt2) return false;

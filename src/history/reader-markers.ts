@@ -26,7 +26,8 @@ export function withReader<T>(historyDir: string, what: string, fn: () => T): T 
   fs.writeFileSync(mine, JSON.stringify({ pid: process.pid, at: Date.now(), what } satisfies Marker));
   try {
     const other = activeReaders(historyDir).find((m) => m.file !== mine);
-    if (other) throw new AgentDbError('RESTORE_RUNNING', `a restore of this database (${other.what}) started at ${new Date(other.at).toISOString()} is still running`);
+    if (other)
+      throw new AgentDbError('RESTORE_RUNNING', `a restore of this database (${other.what}) started at ${new Date(other.at).toISOString()} is still running`);
     return fn();
   } finally {
     fs.rmSync(mine, { force: true });

@@ -1,7 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
-import { listGenerations, listSegments, type CommitRecord, type GenerationInfo, type HistoryPosition, type HistorySource, type SnapshotMeta } from './history-files.ts';
+import {
+  listGenerations,
+  listSegments,
+  type CommitRecord,
+  type GenerationInfo,
+  type HistoryPosition,
+  type HistorySource,
+  type SnapshotMeta,
+} from './history-files.ts';
 import { readCommits } from './segment-index.ts';
 import { syncBehind, type SyncBehind } from './sync-behind.ts';
 import { frameBatches } from './frame-scan.ts';
@@ -55,7 +63,10 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
   if ('at' in target) {
     gen = gens.filter((g) => g.snapshot!.at <= target.at).at(-1);
     if (!gen) {
-      throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(target.at).toISOString()} is before the history's earliest moment, ${new Date(gens[0]!.snapshot!.at).toISOString()}`);
+      throw new AgentDbError(
+        'HISTORY_OUT_OF_RANGE',
+        `${new Date(target.at).toISOString()} is before the history's earliest moment, ${new Date(gens[0]!.snapshot!.at).toISOString()}`,
+      );
     }
   } else {
     gen = gens.find((g) => g.name === target.position.generation);
@@ -63,7 +74,16 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
   }
   const next = gens[gens.indexOf(gen) + 1];
   let whole = true;
-  const plan: RestorePlan = { generation: gen.name, snapshot: gen.snapshot!, snapshotPath: gen.snapshotPath, segments: [], frames: 0, commits: 0, restoredTo: gen.snapshot!.at, dbPages: gen.snapshot!.pages };
+  const plan: RestorePlan = {
+    generation: gen.name,
+    snapshot: gen.snapshot!,
+    snapshotPath: gen.snapshotPath,
+    segments: [],
+    frames: 0,
+    commits: 0,
+    restoredTo: gen.snapshot!.at,
+    dbPages: gen.snapshot!.pages,
+  };
   for (const seg of listSegments(gen)) {
     const commits = readCommits(seg.indexPath, seg.closed);
     // A WAL that started over and was reset again before any commit leaves an empty segment.
@@ -105,7 +125,10 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
     // index does (capture cuts a crash's leftovers before the segment closes); more frames mean
     // a line is missing from the end of its index, and going on would skip that commit.
     if (seg.closed && (fs.statSync(seg.dataPath, { throwIfNoEntry: false })?.size ?? 0) > frameOffset(plan.snapshot.pageSize, take.frames + 1)) {
-      throw new AgentDbError('HISTORY_CORRUPT', `history segment ${seg.dataPath} holds frames past the last commit its index names (${seg.indexPath} lost its last line); restore to a moment before its last commit, or after the generation that followed`);
+      throw new AgentDbError(
+        'HISTORY_CORRUPT',
+        `history segment ${seg.dataPath} holds frames past the last commit its index names (${seg.indexPath} lost its last line); restore to a moment before its last commit, or after the generation that followed`,
+      );
     }
   }
   // Past the last commit this generation holds, and a gap generation follows: commits may have
@@ -113,7 +136,10 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
   // so the state there is unknown. Answering with this generation's last state would leave
   // acknowledged writes out, silently (issue 25): refused, naming the stretch.
   if ('at' in target && whole && next?.snapshot?.reason === 'gap' && next.snapshot.lost && target.at > plan.restoredTo) {
-    throw new AgentDbError('HISTORY_LOST', `${new Date(target.at).toISOString()} is in a stretch of history that was lost: after ${new Date(plan.restoredTo).toISOString()}, the last commit ${gen.name} holds, and before ${new Date(next.snapshot.at).toISOString()}, when ${next.name} began from the file (a gap); restore to a moment outside it`);
+    throw new AgentDbError(
+      'HISTORY_LOST',
+      `${new Date(target.at).toISOString()} is in a stretch of history that was lost: after ${new Date(plan.restoredTo).toISOString()}, the last commit ${gen.name} holds, and before ${new Date(next.snapshot.at).toISOString()}, when ${next.name} began from the file (a gap); restore to a moment outside it`,
+    );
   }
   return plan;
 }
@@ -211,7 +237,8 @@ export function rebuild(plan: RestorePlan, outPath: string, opts: { flushAsWritt
       }
     } else {
       const { sha256 } = copyWithSha256(plan.snapshotPath, outPath);
-      if (sha256 !== plan.snapshot.sha256) throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${plan.generation} does not match its sha256 (${sha256} ≠ ${plan.snapshot.sha256})`);
+      if (sha256 !== plan.snapshot.sha256)
+        throw new AgentDbError('HISTORY_CORRUPT', `snapshot ${plan.generation} does not match its sha256 (${sha256} ≠ ${plan.snapshot.sha256})`);
       held = true;
     }
     const out = fs.openSync(outPath, 'r+');
@@ -248,7 +275,14 @@ export interface Rebuilt {
   sound: boolean;
 }
 
-function applySegment(out: number, generation: string, seg: RestorePlan['segments'][number], pageSize: number, written: Set<number>, finalPages: number): number | undefined {
+function applySegment(
+  out: number,
+  generation: string,
+  seg: RestorePlan['segments'][number],
+  pageSize: number,
+  written: Set<number>,
+  finalPages: number,
+): number | undefined {
   let dbPages: number | undefined;
   // Consecutive pages are written with one call (a fill writes them as consecutive frames): one
   // write per page was 12,800 system calls for 50 MB.

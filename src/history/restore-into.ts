@@ -6,7 +6,16 @@ import { historyDir, localSource } from './history-files.ts';
 import { withReader } from './reader-markers.ts';
 import { discardGeneration, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
 import { planRestore, rebuild } from './restore-engine.ts';
-import { checkAndSync, checkedMoment, NEXT_SUFFIX, removeLeftovers, result, type RestoreHooks, type RestoreIntoRequest as IntoReq, type RestoreResult } from './restore-requests.ts';
+import {
+  checkAndSync,
+  checkedMoment,
+  NEXT_SUFFIX,
+  removeLeftovers,
+  result,
+  type RestoreHooks,
+  type RestoreIntoRequest as IntoReq,
+  type RestoreResult,
+} from './restore-requests.ts';
 import { syncDir } from './snapshot.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
@@ -23,7 +32,8 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
   // `--from-blob --dry-run` does.
   if (exists && !req.dryRun) throw new AgentDbError('DATABASE_EXISTS', exists);
   const source = localSource(dataDir, req.source);
-  if (!fs.existsSync(source.generationsDir)) throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
+  if (!fs.existsSync(source.generationsDir))
+    throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
   if (req.from) settle(handles, history, req.from);
   return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
     const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
@@ -49,7 +59,8 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       try {
         fs.linkSync(next, req.db.path);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AgentDbError('DATABASE_EXISTS', `${req.db.id} was created while it was being restored into; nothing was changed`);
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+          throw new AgentDbError('DATABASE_EXISTS', `${req.db.id} was created while it was being restored into; nothing was changed`);
         throw err;
       }
       // The second name goes before the seal is written: removing a link moves the file's change time.

@@ -45,14 +45,33 @@ export interface RestoreResult {
  * Restores the database in place to a moment (`at`, epoch ms) or back to an undo point, after
  * every statement received before it; keeps the state before as a new undo point.
  */
-export interface RestoreInPlaceRequest { op: 'restore'; db: DbTarget; at?: number; undo?: string; dryRun?: boolean; by: RestoreActor }
+export interface RestoreInPlaceRequest {
+  op: 'restore';
+  db: DbTarget;
+  at?: number;
+  undo?: string;
+  dryRun?: boolean;
+  by: RestoreActor;
+}
 /**
  * Creates `db` (which must not exist) from database `source`'s history at `at`; `from`, where
  * the source's file is, lets it first wait for a copy of the source's last answered write.
  */
-export interface RestoreIntoRequest { op: 'restoreInto'; db: DbTarget; source: string; from?: Pick<DbTarget, 'id' | 'path' | 'shard'>; at: number; dryRun?: boolean; by: RestoreActor }
+export interface RestoreIntoRequest {
+  op: 'restoreInto';
+  db: DbTarget;
+  source: string;
+  from?: Pick<DbTarget, 'id' | 'path' | 'shard'>;
+  at: number;
+  dryRun?: boolean;
+  by: RestoreActor;
+}
 /** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
-export interface SnapshotRequest { op: 'snapshot'; db: DbTarget; reason: 'nightly' | 'manual' }
+export interface SnapshotRequest {
+  op: 'snapshot';
+  db: DbTarget;
+  reason: 'nightly' | 'manual';
+}
 
 type RestoreReq = RestoreInPlaceRequest;
 
@@ -125,7 +144,22 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       ? `undo ${undone.id} of the restore to ${new Date(undone.restoredTo).toISOString()} (back to the state of ${new Date(undone.createdAt).toISOString()}, before that restore)`
       : `restore to ${new Date(plan.restoredTo).toISOString()}`;
     const now = Date.now();
-    const within = { handles, history, db: req.db, by: req.by, plan, source, hdir, undoId, reuseUndo: reused !== undefined, restoredTo: plan.restoredTo, audited, now, key, step };
+    const within = {
+      handles,
+      history,
+      db: req.db,
+      by: req.by,
+      plan,
+      source,
+      hdir,
+      undoId,
+      reuseUndo: reused !== undefined,
+      restoredTo: plan.restoredTo,
+      audited,
+      now,
+      key,
+      step,
+    };
     if (restoreWithinGeneration(within)) return summary({ undoId });
 
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
@@ -187,7 +221,6 @@ function finishedUnder(hdir: string, undoId: string): void {
 /** The name of the restored copy beside the live file, before it is renamed over it: `<db>.restore-<pid>.tmp`. */
 export const NEXT_SUFFIX = '.restore-';
 
-
 /** Removes what a restore of this database that crashed left: its rebuilt file and its copy. */
 export function removeLeftovers(hdir: string, dbPath: string): void {
   const rm = (dir: string, match: (name: string) => boolean) => {
@@ -235,8 +268,6 @@ export function result(database: string, plan: RestorePlan, restoredTo: number, 
     ...extra,
   };
 }
-
-
 
 /**
  * The commits made after the in-place restore `point` undoes: an undo of it discards them; it

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { foreseeHeader, type Rebuilt } from './adopt-rebuilt.ts';
 import { capture, capturedPosition, forgetCapture } from './capture.ts';
-import { localSource, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
+import { type localSource, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
 import type { RestoreInPlaceRequest as RestoreReq } from './restore-requests.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
@@ -15,7 +15,16 @@ import type { HistoryCapture } from './handle-capture.ts';
  * copied over the live database with SQLite's backup API, as one commit (which other
  * connections see like any other), and a new generation begun from the rebuilt file.
  */
-export function throughSqlite(handles: HandleCache, history: HistoryCapture, req: RestoreReq, tmp: string, point: UndoPoint, hdir: string, source: ReturnType<typeof localSource>, reused: boolean): void {
+export function throughSqlite(
+  handles: HandleCache,
+  history: HistoryCapture,
+  req: RestoreReq,
+  tmp: string,
+  point: UndoPoint,
+  hdir: string,
+  source: ReturnType<typeof localSource>,
+  reused: boolean,
+): void {
   const live = handles.open(req.db, 'write');
   history.run(live, req.db);
   // Captured up to the last commit and checkpointed (capture's own rule: only once all is

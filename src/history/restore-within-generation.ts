@@ -4,7 +4,18 @@ import { AgentDbError } from '../errors.ts';
 import { capturedPosition } from './capture.ts';
 import { landedAt, liveMatches, planDelta, type Delta } from './delta-restore.ts';
 import { writeDeltaWal } from './delta-wal.ts';
-import { listGenerations, listSegments, listUndoPoints, readJson, undoPath, writeJsonAtomic, type GenerationInfo, type HistoryPosition, type HistorySource, type UndoPoint } from './history-files.ts';
+import {
+  listGenerations,
+  listSegments,
+  listUndoPoints,
+  readJson,
+  undoPath,
+  writeJsonAtomic,
+  type GenerationInfo,
+  type HistoryPosition,
+  type HistorySource,
+  type UndoPoint,
+} from './history-files.ts';
 import { liveIsHistory } from './live-history.ts';
 import { readCommits } from './segment-index.ts';
 import { planRestore, type RestorePlan } from './restore-engine.ts';
@@ -241,7 +252,9 @@ function goBack(handles: HandleCache, db: DbTarget, source: HistorySource, end: 
   const gen = listGenerations(source).find((g) => g.name === end.generation);
   handles.evict(db.path);
   const back = now && gen && now.generation === gen.name ? planDelta(planRestore(source, { position: end }), [gen], now, Number.MAX_SAFE_INTEGER) : undefined;
-  if (!back || !ready(db.path, source, gen!.dir, now!, back)) throw new Error(`a failed restore of ${db.id} could not be put back; restore it --at a time before`);
-  if (['busy', 'unlinkable'].includes(writeDeltaWal(db.path, back))) throw new Error(`a failed restore of ${db.id} could not be put back (the database was opened meanwhile); restore it --at a time before`);
+  if (!back || !ready(db.path, source, gen!.dir, now!, back))
+    throw new Error(`a failed restore of ${db.id} could not be put back; restore it --at a time before`);
+  if (['busy', 'unlinkable'].includes(writeDeltaWal(db.path, back)))
+    throw new Error(`a failed restore of ${db.id} could not be put back (the database was opened meanwhile); restore it --at a time before`);
   handles.open(db, 'write');
 }

@@ -17,7 +17,11 @@ import type { CommitRecord } from './history-files.ts';
 export function readCommits(indexPath: string, closed = false): CommitRecord[] {
   const index = readIndex(indexPath);
   const damaged = index.damaged ?? (closed && index.tail === 'torn' ? 'a torn last line in a segment no capture appends to' : undefined);
-  if (damaged) throw new AgentDbError('HISTORY_CORRUPT', `history index ${indexPath} is damaged (${damaged}); restore to a moment before its segment, or after the generation that followed`);
+  if (damaged)
+    throw new AgentDbError(
+      'HISTORY_CORRUPT',
+      `history index ${indexPath} is damaged (${damaged}); restore to a moment before its segment, or after the generation that followed`,
+    );
   return index.commits;
 }
 
@@ -47,7 +51,8 @@ function parseCommitLine(line: string): CommitRecord | string {
   }
   if (typeof v !== 'object' || v === null) return 'not a commit';
   const { at, frames, dbPages, c1, c2, s } = v;
-  if (typeof at !== 'number' || !Number.isFinite(at) || at < 0 || !isCount(frames, 1) || !isCount(dbPages, 1) || !isU32(c1) || !isU32(c2)) return 'a field is missing or out of range';
+  if (typeof at !== 'number' || !Number.isFinite(at) || at < 0 || !isCount(frames, 1) || !isCount(dbPages, 1) || !isU32(c1) || !isU32(c2))
+    return 'a field is missing or out of range';
   const c: CommitRecord = { at, frames, dbPages, c1, c2 };
   if (s !== undefined && s !== lineSum(c)) return 'its CRC-32 does not match';
   return c;
@@ -91,7 +96,13 @@ export function readIndex(indexPath: string): SegmentIndex {
     }
     const c = parseCommitLine(line);
     if (typeof c === 'string' || c.frames <= prev) {
-      return { commits: out, goodBytes: at, bytes: text.length, tail: 'none', damaged: `line ${out.length + 1}: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}` };
+      return {
+        commits: out,
+        goodBytes: at,
+        bytes: text.length,
+        tail: 'none',
+        damaged: `line ${out.length + 1}: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}`,
+      };
     }
     prev = c.frames;
     out.push(c);
@@ -106,7 +117,13 @@ export function readIndex(indexPath: string): SegmentIndex {
   if (!tail.includes(0x7d)) return { commits: out, goodBytes: at, bytes: text.length, tail: 'torn' };
   const c = parseCommitLine(tail.toString('utf8'));
   if (typeof c === 'string' || c.frames <= prev) {
-    return { commits: out, goodBytes: at, bytes: text.length, tail: 'torn', damaged: `line ${out.length + 1}, the last: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}` };
+    return {
+      commits: out,
+      goodBytes: at,
+      bytes: text.length,
+      tail: 'torn',
+      damaged: `line ${out.length + 1}, the last: ${typeof c === 'string' ? c : 'its frame count does not follow the line before'}`,
+    };
   }
   out.push(c);
   return { commits: out, goodBytes: text.length, bytes: text.length, tail: 'line' };

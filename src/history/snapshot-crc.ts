@@ -43,7 +43,9 @@ function chunkSums(file: string): number[] {
 /** Writes chunk checksums (computed elsewhere: on a thread, see `chunkSumsOnThread`) to `out`, synced. */
 export function writeSums(out: string, sums: number[]): void {
   const body = Buffer.alloc(sums.length * 4);
-  sums.forEach((c, i) => body.writeUInt32BE(c, i * 4));
+  sums.forEach((c, i) => {
+    body.writeUInt32BE(c, i * 4);
+  });
   const w = fs.openSync(out, 'w');
   try {
     fs.writeSync(w, body);
@@ -70,7 +72,10 @@ export function readSnapshotCrc(crcFile: string, bytes: number): Buffer | undefi
  * @throws AgentDbError HISTORY_CORRUPT naming `what` and the first chunk that differs.
  */
 export function checkChunks(file: string, sums: Buffer, offsets: Iterable<number> | 'all', what: string): void {
-  const chunks = offsets === 'all' ? Array.from({ length: sums.length / 4 }, (_, i) => i) : [...new Set([...offsets].map((o) => Math.floor(o / CRC_CHUNK)))].sort((a, b) => a - b);
+  const chunks =
+    offsets === 'all'
+      ? Array.from({ length: sums.length / 4 }, (_, i) => i)
+      : [...new Set([...offsets].map((o) => Math.floor(o / CRC_CHUNK)))].sort((a, b) => a - b);
   const fd = fs.openSync(file, 'r');
   try {
     const buf = Buffer.allocUnsafe(READ_BYTES);
@@ -83,7 +88,10 @@ export function checkChunks(file: string, sums: Buffer, offsets: Iterable<number
         const c = chunks[i + k]!;
         const part = buf.subarray(k * CRC_CHUNK, Math.min(n, (k + 1) * CRC_CHUNK));
         if (c * 4 + 4 > sums.length || zlib.crc32(part) !== sums.readUInt32BE(c * 4)) {
-          throw new AgentDbError('HISTORY_CORRUPT', `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`);
+          throw new AgentDbError(
+            'HISTORY_CORRUPT',
+            `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`,
+          );
         }
       }
       i += run;
@@ -101,7 +109,10 @@ export function sameSums(got: number[], sums: Buffer, what: string): void {
   const n = sums.length / 4;
   for (let c = 0; c < Math.max(n, got.length); c++) {
     if (c >= n || c >= got.length || got[c] !== sums.readUInt32BE(c * 4)) {
-      throw new AgentDbError('HISTORY_CORRUPT', `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`);
+      throw new AgentDbError(
+        'HISTORY_CORRUPT',
+        `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`,
+      );
     }
   }
 }
@@ -125,7 +136,10 @@ export function copyPrefixChecked(from: string, to: string, bytes: number, sums:
           if (pos + at >= bytes) break;
           const part = buf.subarray(at, Math.min(n, at + CRC_CHUNK));
           if (c * 4 + 4 > sums.length || zlib.crc32(part) !== sums.readUInt32BE(c * 4)) {
-            throw new AgentDbError('HISTORY_CORRUPT', `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`);
+            throw new AgentDbError(
+              'HISTORY_CORRUPT',
+              `${what} is damaged: its bytes ${c * CRC_CHUNK}–${(c + 1) * CRC_CHUNK - 1} no longer match the checksum written with it`,
+            );
           }
         }
         fs.writeSync(out, buf, 0, Math.min(n, bytes - pos), pos);

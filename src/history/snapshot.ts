@@ -142,7 +142,16 @@ export function headerPageSize(file: string): number {
  * @throws Error when the checkpoint cannot complete (another connection reads) — capture tries
  * again on the next commit.
  */
-export function startGeneration(db: Database, dbPath: string, source: HistorySource, reason: SnapshotMeta['reason'], now: number, rebuilt?: Rebuilt, follows?: Follows, lost?: boolean): SnapshotMeta {
+export function startGeneration(
+  db: Database,
+  dbPath: string,
+  source: HistorySource,
+  reason: SnapshotMeta['reason'],
+  now: number,
+  rebuilt?: Rebuilt,
+  follows?: Follows,
+  lost?: boolean,
+): SnapshotMeta {
   const gens = listGenerations(source);
   const last = gens.at(-1);
   const name = generationName((last?.seq ?? 0) + 1);
@@ -273,4 +282,3 @@ export function removeDeadTemps(generationsDir: string): void {
     fs.rmSync(path.join(generationsDir, name), { recursive: true, force: true });
   }
 }
-

@@ -1,7 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { hashThreadWait, keptThread } from './kept-thread.ts';
 
-
 /** A file being flushed to disk on another thread while this one writes it; see {@link syncBehind}. */
 export interface SyncBehind {
   /** Stops flushing and waits for the flush under way; the caller's own fsync then finds little left. Idempotent. */

@@ -44,7 +44,15 @@ export function readWalIndex(db: Database, dbPath: string): WalIndexHeader | und
   if (fs.readSync(open.fd, head, 0, head.length, 0) < head.length || head[12] !== 1) return undefined;
   const u32 = (at: number) => (le ? head.readUInt32LE(at) : head.readUInt32BE(at));
   const size = le ? head.readUInt16LE(14) : head.readUInt16BE(14);
-  return { change: u32(8), pageSize: size === 1 ? 65536 : size, lastFrame: u32(16), c1: u32(24), c2: u32(28), salt1: head.readUInt32BE(32), salt2: head.readUInt32BE(36) };
+  return {
+    change: u32(8),
+    pageSize: size === 1 ? 65536 : size,
+    lastFrame: u32(16),
+    c1: u32(24),
+    c2: u32(28),
+    salt1: head.readUInt32BE(32),
+    salt2: head.readUInt32BE(36),
+  };
 }
 
 /** Closes the -shm {@link readWalIndex} keeps open for a connection (its handle closes). */

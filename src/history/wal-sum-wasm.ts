@@ -102,28 +102,58 @@ function moduleBytes(): Uint8Array<ArrayBuffer> {
   const store = (offset: number) => [0x36, 2, ...uleb(offset)];
   const i32 = (n: number) => [0x41, ...uleb(n)]; // small non-negative constants only (their sleb equals their uleb below 64)
   const add = [0x6a];
-  const pair = [
-    ...get(2), ...get(0), ...load(0), ...add, ...get(3), ...add, ...set(2),
-    ...get(3), ...get(0), ...load(4), ...add, ...get(2), ...add, ...set(3),
-  ];
+  const pair = [...get(2), ...get(0), ...load(0), ...add, ...get(3), ...add, ...set(2), ...get(3), ...get(0), ...load(4), ...add, ...get(2), ...add, ...set(3)];
   const body = [
-    1, 1, I32, // one local: end
+    1,
+    1,
+    I32, // one local: end
     ...pair,
-    ...get(0), ...i32(24), ...add, ...tee(0), ...get(1), ...add, ...set(4),
-    0x03, 0x40, // loop
+    ...get(0),
+    ...i32(24),
+    ...add,
+    ...tee(0),
+    ...get(1),
+    ...add,
+    ...set(4),
+    0x03,
+    0x40, // loop
     ...pair,
-    ...get(0), ...i32(8), ...add, ...tee(0), ...get(4), 0x49, 0x0d, 0, // p < end (unsigned): again
+    ...get(0),
+    ...i32(8),
+    ...add,
+    ...tee(0),
+    ...get(4),
+    0x49,
+    0x0d,
+    0, // p < end (unsigned): again
     0x0b, // end loop
-    ...i32(RESULT_AT), ...get(2), ...store(0),
-    ...i32(RESULT_AT), ...get(3), ...store(4),
+    ...i32(RESULT_AT),
+    ...get(2),
+    ...store(0),
+    ...i32(RESULT_AT),
+    ...get(3),
+    ...store(4),
     0x0b, // end function
   ];
   return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    1,
+    0,
+    0,
+    0,
     ...section(1, vec([[0x60, 4, I32, I32, I32, I32, 0]])), // type: (i32 i32 i32 i32) -> ()
     ...section(3, vec([[0]])), // one function of that type
     ...section(5, vec([[0x00, 1]])), // memory: at least one page
-    ...section(7, vec([[...name('sum'), 0x00, 0], [...name('mem'), 0x02, 0]])),
+    ...section(
+      7,
+      vec([
+        [...name('sum'), 0x00, 0],
+        [...name('mem'), 0x02, 0],
+      ]),
+    ),
     ...section(10, vec([[...uleb(body.length), ...body]])),
   ]);
 }

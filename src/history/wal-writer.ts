@@ -21,7 +21,14 @@ export interface WalWritten {
  * the first segment of a restore's generation are such a file; pages go in batches, so the
  * images never sit in memory all at once. Not synced: the caller decides.
  */
-export function writeWal(fd: number, pageSize: number, pages: readonly number[], dbPages: number, salts: Buffer, read: (pgno: number, into: Buffer) => void): WalWritten {
+export function writeWal(
+  fd: number,
+  pageSize: number,
+  pages: readonly number[],
+  dbPages: number,
+  salts: Buffer,
+  read: (pgno: number, into: Buffer) => void,
+): WalWritten {
   const head = Buffer.alloc(WAL_HEADER_BYTES);
   head.writeUInt32BE(HOST_BIG_ENDIAN ? 0x377f0683 : 0x377f0682, 0);
   head.writeUInt32BE(3007000, 4);

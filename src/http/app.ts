@@ -64,7 +64,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Request logging is off: an access log adds nothing the error log lacks, and it would be
   // one more place an Authorization header could leak from if a serializer ever changed.
   const logger = (deps.logger ?? createLogger('silent', 'agentdb-http')) as FastifyBaseLogger;
-  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }), trustProxy: (deps.trustProxy ?? false) as boolean });
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    trustProxy: (deps.trustProxy ?? false) as boolean,
+  });
   // (Fastify takes a hop count too, as proxy-addr does; the cast only picks its HTTP/1 overload.)
   // Route input is zod, checked by Fastify before each handler; a failure reaches the error
   // handler below as INVALID_ARGUMENTS.
@@ -103,7 +107,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const status = err.statusCode ?? 500;
     // Fastify's own 4xx (unparseable JSON, wrong content type, body too large) are the
     // caller's mistake: a coded INVALID_ARGUMENTS with Fastify's status and reason.
-    if (status === 415) return sendError(reply, 'INVALID_ARGUMENTS', `${err.message}: send the body as JSON with the header content-type: application/json.`, status);
+    if (status === 415)
+      return sendError(reply, 'INVALID_ARGUMENTS', `${err.message}: send the body as JSON with the header content-type: application/json.`, status);
     if (status >= 400 && status < 500) return sendError(reply, 'INVALID_ARGUMENTS', err.message, status);
     request.log.error({ err, route: request.routeOptions.url }, 'request failed');
     return sendError(reply, err instanceof AgentDbError ? err.code : 'INTERNAL', err instanceof AgentDbError ? err.detail : undefined);

@@ -23,7 +23,12 @@ const callBody = z.strictObject({
 });
 // Each route's schemas are compiled once, when the route is added (route-validation.ts).
 const waitQuery = (fallback: boolean) =>
-  z.strictObject({ wait: z.enum(['true', 'false']).optional().transform((w) => (w === undefined ? fallback : w === 'true')) });
+  z.strictObject({
+    wait: z
+      .enum(['true', 'false'])
+      .optional()
+      .transform((w) => (w === undefined ? fallback : w === 'true')),
+  });
 const idParams = z.object({ id: z.string().min(1).max(128) });
 
 /**

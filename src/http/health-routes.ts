@@ -55,10 +55,17 @@ export function healthRoutes(deps: HealthDeps) {
       if (!(await pingWithin(deps.redis, PROBE_MS))) return notReady('redis', `Redis did not answer within ${PROBE_MS} ms.`);
       if (readiness.draining?.()) return notReady('draining', 'This process is stopping: it takes no new work.');
       if (readiness.shardsWithoutOwner) {
-        const missing = await within(PROBE_MS, readiness.shardsWithoutOwner().catch((): typeof TIMED_OUT => TIMED_OUT));
+        const missing = await within(
+          PROBE_MS,
+          readiness.shardsWithoutOwner().catch((): typeof TIMED_OUT => TIMED_OUT),
+        );
         if (missing === TIMED_OUT) return notReady('redis', `Redis did not answer which shards have an owner within ${PROBE_MS} ms.`);
         if (missing.length > 0) {
-          return notReady('shards', `No worker owns shard${missing.length > 1 ? 's' : ''} ${missing.join(', ')} yet: calls to ${missing.length > 1 ? 'them' : 'it'} would wait.`, { shardsWithoutOwner: missing });
+          return notReady(
+            'shards',
+            `No worker owns shard${missing.length > 1 ? 's' : ''} ${missing.join(', ')} yet: calls to ${missing.length > 1 ? 'them' : 'it'} would wait.`,
+            { shardsWithoutOwner: missing },
+          );
         }
       }
       return reply.code(200).send({ ready: true, shardCount: deps.shardCount, ownedShards: deps.ownedShards?.() ?? [] });

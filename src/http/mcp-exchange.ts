@@ -86,7 +86,8 @@ export class McpExchange implements Transport {
       }
       if (!isJsonContentType(post.headers['content-type'])) return this.refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
       const raw = post.body;
-      if (Array.isArray(raw) && raw.length > MAX_BATCH_SIZE) return this.refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+      if (Array.isArray(raw) && raw.length > MAX_BATCH_SIZE)
+        return this.refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
       let messages: JSONRPCMessage[];
       try {
         messages = Array.isArray(raw) ? raw.map((m) => JSONRPCMessageSchema.parse(m)) : [JSONRPCMessageSchema.parse(raw)];

@@ -45,7 +45,8 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
       return rpcError(reply, 500, RPC.internal, 'Internal error.');
     });
 
-    const handle = (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
+    const handle =
+      (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
       async (request: FastifyRequest, reply: FastifyReply) => {
         const token = bearerOf(request.headers.authorization);
         const principal = token ? await deps.auth.authenticate(token) : undefined;
@@ -54,7 +55,8 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           return rpcError(reply, 401, RPC.unauthorized, 'Unauthorized: send Authorization: Bearer <an active agent or member key>.');
         }
         // The same answer whether or not the named workspace exists.
-        if (workspaceOf && workspaceOf(request) !== principal.workspace) return rpcError(reply, 403, RPC.forbidden, 'Forbidden: this key is not for this endpoint.');
+        if (workspaceOf && workspaceOf(request) !== principal.workspace)
+          return rpcError(reply, 403, RPC.forbidden, 'Forbidden: this key is not for this endpoint.');
         const at = endpoint(request);
         if (!at) return rpcError(reply, 404, RPC.invalidRequest, 'No such endpoint.');
         const server = mcpServer(principal, at, {
@@ -82,11 +84,19 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
     };
     const opts = { bodyLimit: MAX_BODY_BYTES };
     app.post('/mcp', opts, handle(workspace));
-    app.post('/mcp/w/:workspace', opts, handle(workspace, (req) => (req.params as { workspace: string }).workspace));
+    app.post(
+      '/mcp/w/:workspace',
+      opts,
+      handle(workspace, (req) => (req.params as { workspace: string }).workspace),
+    );
     app.post('/mcp/t/:team', opts, handle(team));
     // Stateless: no server-initiated stream to open (GET) and no session to end (DELETE).
     for (const url of ['/mcp', '/mcp/w/:workspace', '/mcp/t/:team']) {
-      app.route({ method: ['GET', 'DELETE'], url, handler: (_req, reply) => rpcError(reply.header('allow', 'POST'), 405, RPC.invalidRequest, 'Method not allowed: POST JSON-RPC messages.') });
+      app.route({
+        method: ['GET', 'DELETE'],
+        url,
+        handler: (_req, reply) => rpcError(reply.header('allow', 'POST'), 405, RPC.invalidRequest, 'Method not allowed: POST JSON-RPC messages.'),
+      });
     }
   };
 }

@@ -26,7 +26,8 @@ export function resultsRoutes(deps: ResultsRoutesDeps): FastifyPluginAsyncZod {
     app.addHook('onRequest', requireKey(deps.auth));
     app.get('/v1/results/:id', { schema: { params: idParams } }, async (request, reply) => {
       const p = principalOf(request);
-      const reader = p.kind === 'member' ? { kind: 'member' as const, workspace: p.workspace } : { kind: 'agent' as const, workspace: p.workspace, agent: p.agent };
+      const reader =
+        p.kind === 'member' ? { kind: 'member' as const, workspace: p.workspace } : { kind: 'agent' as const, workspace: p.workspace, agent: p.agent };
       try {
         const { ref, body } = await deps.results.open(request.params.id, reader);
         return reply

@@ -56,7 +56,9 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     const { name, arguments: args, _meta: meta } = request.params;
     const callId = meta?.[CALL_ID_META];
     if (callId !== undefined && typeof callId !== 'string') {
-      return toolResult(errorEnvelope('', name, 'INVALID_ARGUMENTS', `_meta["${CALL_ID_META}"] must be a string (the call id), got ${JSON.stringify(callId)}.`));
+      return toolResult(
+        errorEnvelope('', name, 'INVALID_ARGUMENTS', `_meta["${CALL_ID_META}"] must be a string (the call id), got ${JSON.stringify(callId)}.`),
+      );
     }
     let principal: Principal;
     try {
@@ -70,7 +72,11 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       return toolResult(errorEnvelope('', name, 'UNKNOWN_TOOL', `"${name}" is not a tool on this endpoint.`));
     }
     try {
-      const answer = await deps.calls.call(principal, { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) }, { wait: true, maxWaitMs: deps.approvalWaitMs });
+      const answer = await deps.calls.call(
+        principal,
+        { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) },
+        { wait: true, maxWaitMs: deps.approvalWaitMs },
+      );
       return toolResult(answer);
     } catch (err) {
       // A fault (Redis down): the client gets a coded error, the log gets the cause.

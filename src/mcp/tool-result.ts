@@ -70,7 +70,8 @@ export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpTool
     // Redis died after the call reached it: it may run when Redis is back, and its outcome is
     // then under its call id (a client that sent none of its own, in `_meta`, cannot re-send
     // under it).
-    const mayStillRun = answer.mayStillRun === true ? `\nThe call may still run once Redis is back; its outcome will be at GET /v1/calls/${answer.callId} with this key.` : '';
+    const mayStillRun =
+      answer.mayStillRun === true ? `\nThe call may still run once Redis is back; its outcome will be at GET /v1/calls/${answer.callId} with this key.` : '';
     return {
       content: [{ type: 'text', text: `${code}\n${untrustedFence(JSON.stringify(message))}${hint ? `\nHint: ${hint}` : ''}${mayStillRun}` }],
       structuredContent: {

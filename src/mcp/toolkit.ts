@@ -53,11 +53,18 @@ export function toolsFor(principal: Principal, endpoint: McpEndpoint): readonly 
       dbToolContracts({ mode, schemaMode }).map((t) => {
         const annotations = annotationsFor(t.tier);
         // db_exec runs DROP (as a drop, which waits for a person) when DDL is allowed.
-        return { name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: { ...annotations, destructiveHint: t.name === 'db_exec' && schemaMode === 'write' } };
+        return {
+          name: t.name,
+          description: t.description,
+          inputSchema: t.inputSchema,
+          annotations: { ...annotations, destructiveHint: t.name === 'db_exec' && schemaMode === 'write' },
+        };
       }),
     );
   }
-  return listed('data', () => toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) })));
+  return listed('data', () =>
+    toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) })),
+  );
 }
 
 /**

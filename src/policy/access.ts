@@ -29,8 +29,8 @@ const deny = (code: ErrorCode, detail: string): AccessVerdict => ({ ok: false, c
  * told only "not permitted" cannot tell which setting or role to change.
  */
 export const RULE = {
-  ownTables: "Rule \"an agent's own tables are never written or dropped by anyone else\"",
-  otherNeedsGrant: "Rule \"another agent's tables are read only, with the shared-data grant\"",
+  ownTables: 'Rule "an agent\'s own tables are never written or dropped by anyone else"',
+  otherNeedsGrant: 'Rule "another agent\'s tables are read only, with the shared-data grant"',
   sharedNeedsWorkspace: 'Rule "the shared tables need database: workspace"',
   sharedWriteNeedsGrant: 'Rule "shared writes and drops need the shared-data grant"',
   clientHasNoDatabase: 'Rule "a client has no database of its own"',
@@ -53,14 +53,13 @@ export function resolveAccess(caller: Caller, tool: ToolName, args: TargetArgs):
   return memberAccess(caller, tier, args, other);
 }
 
-function agentAccess(
-  caller: Extract<Caller, { kind: 'agent' }>,
-  tier: (typeof TOOL_TIERS)[ToolName],
-  args: TargetArgs,
-  other: boolean,
-): AccessVerdict {
+function agentAccess(caller: Extract<Caller, { kind: 'agent' }>, tier: (typeof TOOL_TIERS)[ToolName], args: TargetArgs, other: boolean): AccessVerdict {
   const { database, sharedData } = caller.settings;
-  if (database === 'off') return deny('DATABASE_OFF', 'Its settings.database is "off", the default when the settings name none (a call made without an agent key runs with the settings it passes, not the agent\'s registered ones).');
+  if (database === 'off')
+    return deny(
+      'DATABASE_OFF',
+      'Its settings.database is "off", the default when the settings name none (a call made without an agent key runs with the settings it passes, not the agent\'s registered ones).',
+    );
   if (other) {
     if (database !== 'workspace' || !sharedData) {
       return deny('NOT_PERMITTED', `${RULE.otherNeedsGrant}: reading agent "${args.agent}"'s tables needs the shared-data grant.`);
@@ -82,12 +81,7 @@ function agentAccess(
   return { ok: true, target: { workspace: caller.workspace, agent: caller.agent } };
 }
 
-function memberAccess(
-  caller: Extract<Caller, { kind: 'member' }>,
-  tier: (typeof TOOL_TIERS)[ToolName],
-  args: TargetArgs,
-  other: boolean,
-): AccessVerdict {
+function memberAccess(caller: Extract<Caller, { kind: 'member' }>, tier: (typeof TOOL_TIERS)[ToolName], args: TargetArgs, other: boolean): AccessVerdict {
   if (args.scope === 'agent' && !other) {
     return deny('NOT_PERMITTED', `${RULE.clientHasNoDatabase}: use scope "workspace" or name an agent to read its tables.`);
   }

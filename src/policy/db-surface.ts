@@ -38,7 +38,8 @@ const refuse = (code: ErrorCode, detail: string): DbTranslation => ({ ok: false,
  * which always waits for a person.
  */
 export function translateDbCall(surface: DbSurface, tool: string, args: unknown): DbTranslation {
-  if (!isDbToolName(tool)) return refuse('UNKNOWN_TOOL', `"${tool}" is not a tool of this agent's db surface (db_query, db_schema${execAllowed(surface) ? ', db_exec' : ''}).`);
+  if (!isDbToolName(tool))
+    return refuse('UNKNOWN_TOOL', `"${tool}" is not a tool of this agent's db surface (db_query, db_schema${execAllowed(surface) ? ', db_exec' : ''}).`);
   const parsed = dbToolInputs[tool].safeParse(args ?? {});
   if (!parsed.success) return refuse('INVALID_ARGUMENTS', describeIssues(parsed.error.issues));
   if (tool === 'db_schema') return { ok: true, dbTool: tool, tool: 'DATA_DESCRIBE_SCHEMA', arguments: {} };
@@ -51,8 +52,10 @@ export function translateDbCall(surface: DbSurface, tool: string, args: unknown)
   if ('ok' in statement) return refuse(statement.code, statement.reason);
   const kind = statement.classification.kind;
   if (READ_ONLY.has(kind)) return refuse('SQL_REFUSED', 'db_exec rejects read-only SQL: use db_query.');
-  if (DDL.has(kind) && surface.schemaMode !== 'write') return refuse('NOT_PERMITTED', 'Rule "DDL requires schemaMode: write": this agent\'s db surface has schemaMode "read".');
-  if (DATA.has(kind) && surface.mode !== 'write') return refuse('NOT_PERMITTED', 'Rule "data mutation requires mode: write": this agent\'s db surface has mode "read".');
+  if (DDL.has(kind) && surface.schemaMode !== 'write')
+    return refuse('NOT_PERMITTED', 'Rule "DDL requires schemaMode: write": this agent\'s db surface has schemaMode "read".');
+  if (DATA.has(kind) && surface.mode !== 'write')
+    return refuse('NOT_PERMITTED', 'Rule "data mutation requires mode: write": this agent\'s db surface has mode "read".');
   if (!DDL.has(kind) && !DATA.has(kind)) return refuse('SQL_REFUSED', 'db_exec runs one INSERT, UPDATE, DELETE, REPLACE, CREATE, ALTER or DROP statement.');
 
   switch (surface.policy) {

@@ -27,5 +27,6 @@ export function checkHistoryAdmin(caller: HistoryCaller, db: string): void {
   const { member } = caller;
   const { workspace } = parseDatabaseId(db);
   if (member.workspace !== workspace) throw new AgentDbError('NOT_FOUND', `there is no database ${db}`);
-  if (!isHistoryAdmin(member)) throw new AgentDbError('NOT_PERMITTED', `restoring and reading a database's history takes an admin of ${workspace}; ${member.name} is a ${member.role}`);
+  if (!isHistoryAdmin(member))
+    throw new AgentDbError('NOT_PERMITTED', `restoring and reading a database's history takes an admin of ${workspace}; ${member.name} is a ${member.role}`);
 }

@@ -11,10 +11,44 @@ export const LUA_SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
 export interface LuaCommands {
   /** complete-calls.lua: keys are counted by the first argument (one usage hash per completion). */
   agentdbComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-  agentdbApprovalCreate(key: string, pending: string, all: string, request: string, ws: string, createdAt: number, expiresAt: number, id: string): Promise<number>;
-  agentdbApprovalTransition(key: string, pending: string, state: string, by: string, reason: string, id: string, via: string): Promise<'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET'>;
-  agentdbMemberCas(members: string, memberKeys: string, name: string, expected: string, record: string, dropHash: string, addHash: string, owner: string, channel: string): Promise<number>;
-  agentdbOffloadReserve(ledger: string, now: string, id: string, bytes: string, expiresAt: string, cap: string): Promise<[ok: number, held: string, first: string]>;
+  agentdbApprovalCreate(
+    key: string,
+    pending: string,
+    all: string,
+    request: string,
+    ws: string,
+    createdAt: number,
+    expiresAt: number,
+    id: string,
+  ): Promise<number>;
+  agentdbApprovalTransition(
+    key: string,
+    pending: string,
+    state: string,
+    by: string,
+    reason: string,
+    id: string,
+    via: string,
+  ): Promise<'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET'>;
+  agentdbMemberCas(
+    members: string,
+    memberKeys: string,
+    name: string,
+    expected: string,
+    record: string,
+    dropHash: string,
+    addHash: string,
+    owner: string,
+    channel: string,
+  ): Promise<number>;
+  agentdbOffloadReserve(
+    ledger: string,
+    now: string,
+    id: string,
+    bytes: string,
+    expiresAt: string,
+    cap: string,
+  ): Promise<[ok: number, held: string, first: string]>;
   agentdbReleaseDeadOwnerJobs(active: string, stalled: string, stalledCheck: string, prefix: string): Promise<number>;
   /** A queue's active jobs and their locks, flattened: id, lock ('' for none), … */
   agentdbActiveLocks(active: string, prefix: string): Promise<string[]>;

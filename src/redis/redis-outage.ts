@@ -55,7 +55,10 @@ export class RedisOutage {
       const told = [...this.listeners];
       this.listeners.clear();
       const s = Math.round((Date.now() - (this.closedAt ?? Date.now())) / 100) / 10;
-      for (const listener of told) listener(`Redis at ${shownUrl(this.url)} does not answer (the connection dropped ${s} s ago and has not come back). Start it, or point REDIS_URL at one that runs.`);
+      for (const listener of told)
+        listener(
+          `Redis at ${shownUrl(this.url)} does not answer (the connection dropped ${s} s ago and has not come back). Start it, or point REDIS_URL at one that runs.`,
+        );
     }, this.graceMs);
     this.timer.unref();
   }

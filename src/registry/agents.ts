@@ -74,7 +74,8 @@ export class AgentRegistry {
    */
   async remove(workspace: string, slug: string): Promise<boolean> {
     if (!workspaceName.safeParse(workspace).success || !agentName.safeParse(slug).success) return false;
-    const [[, removed] = []] = (await this.redis.multi().hdel(this.keys.agents(workspace), slug).publish(this.keys.registryChanges, 'agent removed').exec()) ?? [];
+    const [[, removed] = []] =
+      (await this.redis.multi().hdel(this.keys.agents(workspace), slug).publish(this.keys.registryChanges, 'agent removed').exec()) ?? [];
     return removed === 1;
   }
 }

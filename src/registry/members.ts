@@ -39,14 +39,14 @@ function parseRecord(raw: string | null | undefined): MemberRecord | undefined {
   return JSON.parse(raw) as MemberRecord;
 }
 
-const validNames = (workspace: string, name: string) =>
-  workspaceName.safeParse(workspace).success && agentName.safeParse(name).success;
+const validNames = (workspace: string, name: string) => workspaceName.safeParse(workspace).success && agentName.safeParse(name).success;
 
 /**
  * What a refused member key is told, the same for every cause (unknown, revoked, or an agent's
  * key, which is valid elsewhere and the usual mistake), so a refusal names nothing that exists.
  */
-export const NOT_A_MEMBER_KEY = "The key is not an active member key: unknown, revoked, or an agent's key (this takes a person's key, from `agentdb members add`).";
+export const NOT_A_MEMBER_KEY =
+  "The key is not an active member key: unknown, revoked, or an agent's key (this takes a person's key, from `agentdb members add`).";
 
 /**
  * The durable registry of members in Redis: who may decide approvals, with which role, and the
@@ -152,14 +152,7 @@ export class MemberRegistry {
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  private async cas(
-    workspace: string,
-    name: string,
-    expected: string,
-    record: MemberRecord,
-    dropHash: string,
-    addHash: string,
-  ): Promise<boolean> {
+  private async cas(workspace: string, name: string, expected: string, record: MemberRecord, dropHash: string, addHash: string): Promise<boolean> {
     // member-cas.lua: writes only if the record still holds `expected`, and moves the key index
     // with it, so a record and its key hash can never disagree.
     const done = await this.redis.agentdbMemberCas(

@@ -52,7 +52,14 @@ export class KeyAuthenticator {
     const [member, agent] = await Promise.all([this.members.authenticate(token), this.agentKeys.authenticate(token)]);
     if (member) return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
     if (agent) {
-      return { kind: 'agent', workspace: agent.key.workspace, agent: agent.key.agent, keyId: agent.key.id, settings: agent.settings, surface: agent.agent.surface };
+      return {
+        kind: 'agent',
+        workspace: agent.key.workspace,
+        agent: agent.key.agent,
+        keyId: agent.key.id,
+        settings: agent.settings,
+        surface: agent.agent.surface,
+      };
     }
     return undefined;
   }

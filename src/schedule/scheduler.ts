@@ -73,7 +73,11 @@ export class Scheduler {
     // duplicates, and a stop right after a start (tests, a failed boot) then had a command of
     // the worker's still in flight when the queue's connection closed under it.
     this.workerRedis = connectRedis(this.config.redisUrl, { blocking: true, name: 'agentdb-scheduler-worker' });
-    this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), { connection: this.workerRedis, prefix: this.keys.bullPrefix, concurrency: 1 });
+    this.worker = new Worker(QUEUE, (job) => (jobs[job.name] ?? jobs[PRUNE]!)(), {
+      connection: this.workerRedis,
+      prefix: this.keys.bullPrefix,
+      concurrency: 1,
+    });
     handleErrorEvents(this.worker, this.logger, 'scheduler worker error');
     await this.worker.waitUntilReady();
   }
@@ -160,7 +164,10 @@ export class Scheduler {
       const outs = await Promise.allSettled(shards.map((shard) => ops.run(shard, 'historySnapshot', {}, { timeoutMs: 3600_000 })));
       outs.forEach((o, shard) => {
         if (o.status === 'rejected' || !o.value.ok) {
-          this.logger.warn({ shard, err: o.status === 'rejected' ? String(o.reason) : o.value.ok ? undefined : o.value.error.code }, 'history snapshot failed on a shard');
+          this.logger.warn(
+            { shard, err: o.status === 'rejected' ? String(o.reason) : o.value.ok ? undefined : o.value.error.code },
+            'history snapshot failed on a shard',
+          );
           return;
         }
         const r = o.value.result as { databases: number; snapshots: number };

@@ -58,9 +58,7 @@ export class DataBrowser {
     databaseId(workspace);
     const registered = await this.opts.agents.list(workspace).catch(() => []);
     const shards = Array.from({ length: this.opts.shardCount }, (_, i) => i);
-    const onDisk = await Promise.all(
-      shards.map((s) => this.opts.ops.run(s, 'browse.files', { workspace }, { timeoutMs: 5000 }).catch(() => undefined)),
-    );
+    const onDisk = await Promise.all(shards.map((s) => this.opts.ops.run(s, 'browse.files', { workspace }, { timeoutMs: 5000 }).catch(() => undefined)));
     const agents = new Map<string, boolean>(registered.map((a) => [a.slug, true]));
     for (const out of onDisk) {
       if (!out?.ok) continue;

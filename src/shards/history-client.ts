@@ -35,7 +35,8 @@ export function parseMoment(at: string | number): number {
   if (/^\d+(\.\d+)?$/.test(text)) return inDateRange(Math.round(Number(text) * 1000), at);
   const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || !text.includes('T') ? text : `${text}Z`;
   const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(zoned) : NaN;
-  if (!Number.isFinite(ms)) throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is neither an ISO time (2026-12-01T02:00:00Z) nor unix seconds`);
+  if (!Number.isFinite(ms))
+    throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is neither an ISO time (2026-12-01T02:00:00Z) nor unix seconds`);
   return ms;
 }
 
@@ -47,10 +48,16 @@ const MAX_PLAUSIBLE_SECONDS_MS = 1e14;
 
 function inDateRange(ms: number, at: string | number): number {
   if (Number.isFinite(ms) && ms > MAX_PLAUSIBLE_SECONDS_MS && ms / 1000 <= MAX_DATE_MS) {
-    throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} looks like milliseconds (as seconds it is the year ${new Date(ms).getUTCFullYear()}); give unix seconds (${Math.floor(ms / 1e6)}) or an ISO time (${new Date(ms / 1000).toISOString()})`);
+    throw new AgentDbError(
+      'INVALID_ARGUMENTS',
+      `time ${JSON.stringify(at)} looks like milliseconds (as seconds it is the year ${new Date(ms).getUTCFullYear()}); give unix seconds (${Math.floor(ms / 1e6)}) or an ISO time (${new Date(ms / 1000).toISOString()})`,
+    );
   }
   if (!Number.isFinite(ms) || ms > MAX_DATE_MS) {
-    throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is past any date (unix seconds up to ${MAX_DATE_MS / 1000}); give an ISO time (2026-12-01T02:00:00Z) or unix seconds`);
+    throw new AgentDbError(
+      'INVALID_ARGUMENTS',
+      `time ${JSON.stringify(at)} is past any date (unix seconds up to ${MAX_DATE_MS / 1000}); give an ISO time (2026-12-01T02:00:00Z) or unix seconds`,
+    );
   }
   return ms;
 }
@@ -82,7 +89,8 @@ export class HistoryClient {
   async restore(db: string, req: RestoreRequest, caller: HistoryCaller): Promise<RestoreResult> {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
-    if ((req.at === undefined) === (req.undo === undefined)) throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
+    if ((req.at === undefined) === (req.undo === undefined))
+      throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
     let into: string | undefined;
     let refused: string | undefined;
     try {
@@ -134,7 +142,10 @@ export class HistoryClient {
       // would hand that agent the other's private tables.
       const { workspace, agent } = parseDatabaseId(into);
       if (agent !== undefined && (await this.agents.get(workspace, agent))) {
-        throw new AgentDbError('DATABASE_EXISTS', `${into} is the database of registered agent ${agent}, which would read what is restored; restore into a name no agent has`);
+        throw new AgentDbError(
+          'DATABASE_EXISTS',
+          `${into} is the database of registered agent ${agent}, which would read what is restored; restore into a name no agent has`,
+        );
       }
     }
     return into;

@@ -66,11 +66,16 @@ export class ShardOpClient {
    * restore`, `backup now` and `history` waited on in silence (40 s and more; over 300 s once):
    * BullMQ's wait does not notice an outage, and the look at the job every second failed quietly.
    */
-  async run(shard: number, op: string, args: unknown, opts: { db?: string; timeoutMs?: number; onProgress?: (progress: unknown) => void; pickup?: PickupWatch } = {}): Promise<ShardOpOutcome> {
+  async run(
+    shard: number,
+    op: string,
+    args: unknown,
+    opts: { db?: string; timeoutMs?: number; onProgress?: (progress: unknown) => void; pickup?: PickupWatch } = {},
+  ): Promise<ShardOpOutcome> {
     const data: ShardOpJobData = { op, args, enqueuedAt: Date.now(), ...(opts.db ? { db: opts.db } : {}) };
     const jobId = `op.${randomUUID()}`;
     const sent: Sent = { toRedis: false, gaveUp: false };
-    let stopListening = () => undefined as void;
+    let stopListening = (): void => {};
     const lost = new Promise<never>((_, reject) => {
       stopListening = this.outage.onLost((why) => {
         sent.gaveUp = true;
@@ -154,9 +159,14 @@ export class ShardOpClient {
                 // refuses CLIENT LIST, no worker can be seen and the op is withdrawn).
                 if ((await q.queue.getWorkersCount().catch(() => 0)) > 0) return;
                 // Fails when a worker took it meanwhile (locked): then it is waited for as usual.
-                const withdrawn = await j.remove().then(() => true, () => false);
+                const withdrawn = await j.remove().then(
+                  () => true,
+                  () => false,
+                );
                 if (!withdrawn) return;
-                reject(new AgentDbError('NO_WORKER', `no worker took ${op} (shard ${shard}${data.db ? `, ${data.db}` : ''}) within ${pickup.timeoutMs / 1000} s`));
+                reject(
+                  new AgentDbError('NO_WORKER', `no worker took ${op} (shard ${shard}${data.db ? `, ${data.db}` : ''}) within ${pickup.timeoutMs / 1000} s`),
+                );
                 // Settles BullMQ's waitUntilFinished, whose timer would otherwise hold a CLI process
                 // open for the op's whole timeout (BullMQ's Queue.close does not end it).
                 (q.events as unknown as EventEmitter).emit(`failed:${jobId}`, { failedReason: 'withdrawn: no worker took it' });
@@ -195,7 +205,7 @@ export class ShardOpClient {
       await Promise.all(all.flatMap((q) => [q.queue.close(), q.events?.close()]));
     };
     if (this.redis.status === 'ready') {
-      let stopListening = () => undefined as void;
+      let stopListening = (): void => {};
       const lost = new Promise<void>((resolve) => (stopListening = this.outage.onLost(() => resolve())));
       await Promise.race([graceful(), lost]).finally(stopListening);
     } else {

@@ -94,7 +94,12 @@ export class ShardWorkerPool {
     });
     this.completion = new CallCompletion(this.redis, this.keys);
     this.blobs = openBlobStore(config);
-    this.results = new OffloadedResults(this.blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS, logger: opts.logger, quota: new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace) });
+    this.results = new OffloadedResults(this.blobs, {
+      dataDir: config.dataDir,
+      ttlS: config.resultTtlS,
+      logger: opts.logger,
+      quota: new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace),
+    });
     this.parking = new CallParking({
       store: new ApprovalStore(this.redis, this.keys),
       redis: this.redis,

@@ -125,7 +125,12 @@ export function recordedResult(db: Database, call: RecordedCall): unknown {
 
 /** Records `result` for `call`; must run inside the transaction of the effect it records. */
 export function recordResult(db: Database, call: RecordedCall, result: unknown, now = Date.now()): void {
-  trusted(db, `INSERT INTO ${CALLS_TABLE} (call_id, result, at, digest) VALUES (?, ?, ?, ?)`).run(call.key, JSON.stringify(recordable(result)), now, call.digest);
+  trusted(db, `INSERT INTO ${CALLS_TABLE} (call_id, result, at, digest) VALUES (?, ?, ?, ?)`).run(
+    call.key,
+    JSON.stringify(recordable(result)),
+    now,
+    call.digest,
+  );
 }
 
 /** A write's result as its record keeps it: `rowsCut`, the rows it answered, when not all are kept. */

@@ -74,7 +74,8 @@ export class ResultSpill {
     // one row that crosses it. A large blob is sized by its base64 length, never encoded for it.
     let size = 2 + (this.rows ? 1 : 0) + Math.max(0, raw.length - 1);
     for (const value of raw) {
-      size += Buffer.isBuffer(value) && value.length > BLOB_SLICE ? 12 + Math.ceil(value.length / 3) * 4 : Buffer.byteLength(JSON.stringify(encodeValue(value)));
+      size +=
+        Buffer.isBuffer(value) && value.length > BLOB_SLICE ? 12 + Math.ceil(value.length / 3) * 4 : Buffer.byteLength(JSON.stringify(encodeValue(value)));
     }
     if (!this.fits(size)) return false;
     this.push(this.rows++ ? ',[' : '[');
@@ -105,7 +106,9 @@ export class ResultSpill {
     this.push(']}');
     this.flush();
     closeSync(this.fd);
-    return this.capped ? { file: this.file, bytes: this.bytes, rows: this.rows, capped: { maxBytes: this.maxBytes } } : { file: this.file, bytes: this.bytes, rows: this.rows };
+    return this.capped
+      ? { file: this.file, bytes: this.bytes, rows: this.rows, capped: { maxBytes: this.maxBytes } }
+      : { file: this.file, bytes: this.bytes, rows: this.rows };
   }
 
   /** Closes and deletes the file (the query failed midway). */

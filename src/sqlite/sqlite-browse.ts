@@ -22,9 +22,9 @@ interface Shape {
  * stored names, quoted, ever reach SQL.
  */
 function shapeOf(db: Database, table: string): Shape {
-  const found = trusted(db, `SELECT name, type FROM sqlite_schema WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view') AND ${AGENT_OBJECTS}`).get(table) as
-    | { name: string; type: 'table' | 'view' }
-    | undefined;
+  const found = trusted(db, `SELECT name, type FROM sqlite_schema WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view') AND ${AGENT_OBJECTS}`).get(
+    table,
+  ) as { name: string; type: 'table' | 'view' } | undefined;
   if (!found) throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(table)}`);
   const columns = (
     trusted(db, `SELECT name, type, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid`).all(found.name) as {
@@ -140,7 +140,11 @@ function sortCursorValue(v: unknown): { v?: CursorValue } {
 /** A cursor's sort value, from its row when the cursor carries only the key. */
 function sortValueAt(db: Database, from: string, key: string, sort: string, c: PageCursor): PageCursor {
   if (c.v !== undefined) return c;
-  const row = db.prepare(`SELECT ${quoteIdentifier(sort)} FROM ${from} WHERE ${key} = ?`).raw(true).safeIntegers(true).get(fromCursorValue(c.k)) as unknown[] | undefined;
+  const row = db
+    .prepare(`SELECT ${quoteIdentifier(sort)} FROM ${from} WHERE ${key} = ?`)
+    .raw(true)
+    .safeIntegers(true)
+    .get(fromCursorValue(c.k)) as unknown[] | undefined;
   if (!row) throw new AgentDbError('NOT_FOUND', 'the row this page link starts from is gone; start from the first page');
   return { ...c, v: toCursorValue(row[0]) };
 }
@@ -188,7 +192,13 @@ export function browsePage(db: Database, args: Required<Pick<PageArgs, 'dir' | '
       ` LIMIT ?` +
       (offset !== undefined ? ' OFFSET ?' : '');
     const binds = [...(where?.binds ?? []), args.limit + 1, ...(offset !== undefined ? [offset] : [])];
-    const raw = (db.prepare(sql).raw(true).safeIntegers(true).all(...binds) as unknown[][]).slice(0);
+    const raw = (
+      db
+        .prepare(sql)
+        .raw(true)
+        .safeIntegers(true)
+        .all(...binds) as unknown[][]
+    ).slice(0);
     const more = raw.length > args.limit;
     if (more) raw.pop();
     if (backwards) raw.reverse();
@@ -255,13 +265,17 @@ export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>>
     // oid added since), or by offset of one that has one now: read from the start, each range
     // asked for at once would repeat the table. The export stops instead (its download aborts).
     if (shape.key ? (args.offset ?? 0) > 0 : args.after !== undefined || args.until !== undefined) {
-      throw new AgentDbError('NOT_FOUND', `${JSON.stringify(shape.name)} changed during the export (its rowid became reachable or unreachable by name); export it again`);
+      throw new AgentDbError(
+        'NOT_FOUND',
+        `${JSON.stringify(shape.name)} changed during the export (its rowid became reachable or unreachable by name); export it again`,
+      );
     }
     const first = args.after === undefined && (args.offset ?? 0) === 0;
     const from = `main.${quoteIdentifier(shape.name)}`;
     const after = args.after && shape.key ? keysetWhere(undefined, shape.key, 'asc', args.after) : undefined;
     const until = args.until && shape.key ? { sql: `${shape.key} <= ?`, binds: [fromCursorValue(args.until.k)] } : undefined;
-    const where = after || until ? { sql: [after?.sql, until?.sql].filter(Boolean).join(' AND '), binds: [...(after?.binds ?? []), ...(until?.binds ?? [])] } : undefined;
+    const where =
+      after || until ? { sql: [after?.sql, until?.sql].filter(Boolean).join(' AND '), binds: [...(after?.binds ?? []), ...(until?.binds ?? [])] } : undefined;
     const offset = shape.key ? undefined : (args.offset ?? 0);
     const sql =
       `SELECT ${selectList(shape, undefined)} FROM ${from}` +
@@ -274,7 +288,11 @@ export function csvChunk(db: Database, args: Required<Pick<CsvArgs, 'maxChars'>>
     let rows = 0;
     let lastKey: unknown;
     let done = true;
-    for (const r of db.prepare(sql).raw(true).safeIntegers(true).iterate(...binds) as Iterable<unknown[]>) {
+    for (const r of db
+      .prepare(sql)
+      .raw(true)
+      .safeIntegers(true)
+      .iterate(...binds) as Iterable<unknown[]>) {
       // At least one row a chunk: its key is where the next starts (a header past maxChars, with no
       // row, left no key and the export went on from "past NULL", which is nothing).
       if (rows > 0 && csv.length >= args.maxChars) {

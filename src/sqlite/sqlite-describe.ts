@@ -85,10 +85,10 @@ const NOTE_BYTES = 512;
  */
 export function describe(db: Database, maxBytes = Number.MAX_SAFE_INTEGER): DescribeResult {
   return inRolledBackRead(db, () => {
-    const objects = trusted(
-      db,
-      `SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND ${AGENT_OBJECTS} ORDER BY name`,
-    ).all() as { name: string; type: 'table' | 'view' }[];
+    const objects = trusted(db, `SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND ${AGENT_OBJECTS} ORDER BY name`).all() as {
+      name: string;
+      type: 'table' | 'view';
+    }[];
     const tables: (TableInfo | TableStub)[] = [];
     const sizes: number[] = [];
     // {"tables":[]}, and each table with a comma.
@@ -143,9 +143,9 @@ function describeOne(db: Database, name: string, type: 'table' | 'view'): TableI
     return info;
   }
   if (type === 'view') return info;
-  info.foreignKeys = (
-    trusted(db, `SELECT "from", "table", "to" FROM pragma_foreign_key_list(?, 'main') ORDER BY id, seq`).all(name) as ForeignKeyInfo[]
-  ).map((fk) => ({ from: shortened(fk.from), table: shortened(fk.table), to: fk.to === null ? null : shortened(fk.to) }));
+  info.foreignKeys = (trusted(db, `SELECT "from", "table", "to" FROM pragma_foreign_key_list(?, 'main') ORDER BY id, seq`).all(name) as ForeignKeyInfo[]).map(
+    (fk) => ({ from: shortened(fk.from), table: shortened(fk.table), to: fk.to === null ? null : shortened(fk.to) }),
+  );
   const indexes = trusted(db, `SELECT name, "unique", origin FROM pragma_index_list(?, 'main') ORDER BY name`).all(name) as {
     name: string;
     unique: number;
@@ -153,14 +153,17 @@ function describeOne(db: Database, name: string, type: 'table' | 'view'): TableI
     origin: 'c' | 'u' | 'pk';
   }[];
   info.indexes = indexes.map((ix) => {
-    const columns = (trusted(db, `SELECT name FROM pragma_index_info(?, 'main') ORDER BY seqno`).pluck().all(ix.name) as (string | null)[]).map(
-      (c) => (c === null ? '(expression)' : shortened(c)),
+    const columns = (trusted(db, `SELECT name FROM pragma_index_info(?, 'main') ORDER BY seqno`).pluck().all(ix.name) as (string | null)[]).map((c) =>
+      c === null ? '(expression)' : shortened(c),
     );
     if (ix.origin === 'c') return { name: shortened(ix.name), unique: ix.unique === 1, columns };
     return { unique: true, columns, constraint: ix.origin === 'pk' ? 'primary key' : 'unique' };
   });
   // count(*) walks the smallest index; tables are bounded by the plan's size limit.
-  info.rowCount = db.prepare(`SELECT count(*) FROM main.${quoteIdentifier(name)}`).pluck().get() as number;
+  info.rowCount = db
+    .prepare(`SELECT count(*) FROM main.${quoteIdentifier(name)}`)
+    .pluck()
+    .get() as number;
   return info;
 }
 

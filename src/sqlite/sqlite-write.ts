@@ -200,7 +200,8 @@ export function drop(db: Database, table: string, callKey: string, expect?: Drop
       const found = dropTarget(db, table);
       if (expect) {
         const stale = staleness(expect, dropObject(db, found));
-        if (stale) throw new AgentDbError('APPROVAL_STALE', `${found.type} ${JSON.stringify(found.name)} is not the one approved: ${stale}. Nothing was dropped.`);
+        if (stale)
+          throw new AgentDbError('APPROVAL_STALE', `${found.type} ${JSON.stringify(found.name)} is not the one approved: ${stale}. Nothing was dropped.`);
       }
       db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
       dropped = true;
@@ -232,8 +233,16 @@ export function dropTarget(db: Database, table: string): { type: 'table' | 'view
  * again): definition, root page and, for a table, its row count.
  */
 export function dropObject(db: Database, found: { type: 'table' | 'view'; name: string }): DropObject {
-  const row = trusted(db, `SELECT sql, rootpage FROM sqlite_schema WHERE name = ? AND type = ?`).get(found.name, found.type) as { sql: string | null; rootpage: number };
-  const rows = found.type === 'table' ? (trusted(db, `SELECT count(*) FROM main.${quoteIdentifier(found.name)}`).pluck().get() as number) : undefined;
+  const row = trusted(db, `SELECT sql, rootpage FROM sqlite_schema WHERE name = ? AND type = ?`).get(found.name, found.type) as {
+    sql: string | null;
+    rootpage: number;
+  };
+  const rows =
+    found.type === 'table'
+      ? (trusted(db, `SELECT count(*) FROM main.${quoteIdentifier(found.name)}`)
+          .pluck()
+          .get() as number)
+      : undefined;
   const whole = row.sql ?? '';
   return {
     type: found.type,
@@ -249,7 +258,10 @@ function shownDefinition(whole: string): string {
   const bytes = Buffer.byteLength(whole);
   if (bytes <= MAX_SHOWN_DEFINITION_BYTES) return whole;
   // Cut on a character, not inside one: the buffer's prefix decoded may end in a replacement.
-  const head = Buffer.from(whole).subarray(0, MAX_SHOWN_DEFINITION_BYTES - 64).toString('utf8').replace(/\uFFFD$/, '');
+  const head = Buffer.from(whole)
+    .subarray(0, MAX_SHOWN_DEFINITION_BYTES - 64)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
   return `${head}…[${bytes} bytes in all]`;
 }
 

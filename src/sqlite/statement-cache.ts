@@ -40,9 +40,7 @@ export interface StatementShape {
 
 /** The estimated memory one prepared statement holds, in bytes (see the measures above). */
 export function statementCost(s: StatementShape): number {
-  return (
-    BASE_BYTES + s.sqlBytes * BYTES_PER_SQL_BYTE + s.programLength * BYTES_PER_OP + s.columns * BYTES_PER_COLUMN + s.nameBytes * BYTES_PER_NAME_BYTE
-  );
+  return BASE_BYTES + s.sqlBytes * BYTES_PER_SQL_BYTE + s.programLength * BYTES_PER_OP + s.columns * BYTES_PER_COLUMN + s.nameBytes * BYTES_PER_NAME_BYTE;
 }
 
 interface Entry {

@@ -26,9 +26,16 @@ const json = (s: string) => JSON.parse(s.trim());
 /** Parks a write through `agentdb call --no-wait`; answers its call and approval ids. */
 async function parkWrite(sql: string, args: { params?: unknown[]; rationale?: string } = {}): Promise<{ callId: string; id: string }> {
   const out = await cli(
-    'call', '--no-wait', '--workspace', 'acme', '--agent', 'scout',
-    '--settings', '{"database":"agent","approval":"write"}',
-    'DATA_WRITE_SQL', JSON.stringify({ sql, rationale: 'the agent wants notes', ...args }),
+    'call',
+    '--no-wait',
+    '--workspace',
+    'acme',
+    '--agent',
+    'scout',
+    '--settings',
+    '{"database":"agent","approval":"write"}',
+    'DATA_WRITE_SQL',
+    JSON.stringify({ sql, rationale: 'the agent wants notes', ...args }),
   );
   const answer = json(out.stdout);
   expect(answer).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { id: expect.any(String), tier: 'write' } });
@@ -106,7 +113,17 @@ describe('agentdb approvals', () => {
     expect(approved.stderr).toBe(`agentdb approvals: approved ${id} (call ${callId} of acme/scout) as bob: it runs now\n`);
     expect(await waiting).toMatchObject({ ok: true, callId, tool: 'DATA_WRITE_SQL' });
 
-    const q = await cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT count(*) FROM notes"}');
+    const q = await cli(
+      'call',
+      '--workspace',
+      'acme',
+      '--agent',
+      'scout',
+      '--settings',
+      '{"database":"agent"}',
+      'DATA_QUERY_SQL',
+      '{"sql":"SELECT count(*) FROM notes"}',
+    );
     expect(json(q.stdout)).toMatchObject({ ok: true });
 
     const again = await runCli(['approvals', 'reject', id], { ...sb.env, AGENTDB_MEMBER_KEY: keyOf.ada! });
@@ -124,7 +141,17 @@ describe('agentdb approvals', () => {
     const env = await waiting;
     expect(env).toMatchObject({ ok: false, callId, error: { code: 'APPROVAL_REJECTED' } });
     expect(JSON.stringify(env)).toContain('no new tables today');
-    const q = await cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT * FROM never_made"}');
+    const q = await cli(
+      'call',
+      '--workspace',
+      'acme',
+      '--agent',
+      'scout',
+      '--settings',
+      '{"database":"agent"}',
+      'DATA_QUERY_SQL',
+      '{"sql":"SELECT * FROM never_made"}',
+    );
     expect(json(q.stdout)).toMatchObject({ ok: false, error: { code: 'SQL_ERROR' } });
   });
 
@@ -139,7 +166,11 @@ describe('agentdb approvals', () => {
     }
     // A key proves who decides: an unknown or revoked one is nobody; another workspace's member
     // does not even learn that the approval exists.
-    const keys = [[`adb_${'x'.repeat(43)}`, 'UNAUTHENTICATED'], [keyOf.cy!, 'UNAUTHENTICATED'], [eve, 'NOT_FOUND']] as const;
+    const keys = [
+      [`adb_${'x'.repeat(43)}`, 'UNAUTHENTICATED'],
+      [keyOf.cy!, 'UNAUTHENTICATED'],
+      [eve, 'NOT_FOUND'],
+    ] as const;
     for (const [i, out] of (await Promise.all(keys.map(([key]) => cli('approvals', 'approve', id, '--key', key)))).entries()) {
       expect(out.code, keys[i]![1]).toBe(1);
       expect(json(out.stdout)).toMatchObject({ error: { code: keys[i]![1] } });
@@ -202,7 +233,14 @@ describe('agentdb approvals', () => {
     const { id } = await parkWrite('CREATE TABLE meant_one (x)');
     // Another agent picks the first approval's id as its own call id.
     const decoy = await client.call(
-      { workspace: 'acme', agent: 'decoy', settings: { database: 'agent', approval: 'write' }, callId: id, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE decoy (x)' } },
+      {
+        workspace: 'acme',
+        agent: 'decoy',
+        settings: { database: 'agent', approval: 'write' },
+        callId: id,
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'CREATE TABLE decoy (x)' },
+      },
       { wait: false },
     );
     expect(decoy).toMatchObject({ status: 'awaiting_approval' });
@@ -210,7 +248,10 @@ describe('agentdb approvals', () => {
     expect(out.code).toBe(1);
     expect(json(out.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('names 2 approvals') } });
     const pending = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout) as { id: string; state: string }[];
-    expect(pending.filter((a) => a.id === id || a.id === (decoy as { approval: { id: string } }).approval.id).map((a) => a.state)).toEqual(['pending', 'pending']);
+    expect(pending.filter((a) => a.id === id || a.id === (decoy as { approval: { id: string } }).approval.id).map((a) => a.state)).toEqual([
+      'pending',
+      'pending',
+    ]);
   });
 
   it('keeps the audit: --state all shows who decided, when, why and what ran', async () => {

@@ -24,7 +24,18 @@ const who = ['--workspace', 'acme', '--agent', 'scout', '--settings', '{"databas
 describe('agentdb result-blob', () => {
   it('prints an offloaded result whole, or to --out; another workspace or agent finds nothing', async () => {
     expect((await runCli(['call', ...who, 'DATA_WRITE_SQL', '{"sql":"CREATE TABLE t (s TEXT)"}'], sb.env)).code).toBe(0);
-    const q = await runCli(['call', ...who, 'DATA_QUERY_SQL', JSON.stringify({ sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) SELECT i, printf('%.80c', 'z') AS z FROM n", max_rows: 1000 })], sb.env);
+    const q = await runCli(
+      [
+        'call',
+        ...who,
+        'DATA_QUERY_SQL',
+        JSON.stringify({
+          sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) SELECT i, printf('%.80c', 'z') AS z FROM n",
+          max_rows: 1000,
+        }),
+      ],
+      sb.env,
+    );
     const env = JSON.parse(q.stdout);
     expect(env.result.offloaded).toMatchObject({ rows: 300 });
     const id = env.result.offloaded.id as string;
@@ -46,7 +57,10 @@ describe('agentdb result-blob', () => {
     expect(aFolder.stderr).toContain('is a folder');
     expect(noFolder.stderr + aFolder.stderr).not.toMatch(/\n\s+at /);
 
-    for (const args of [['--workspace', 'other'], ['--workspace', 'acme', '--agent', 'someone']]) {
+    for (const args of [
+      ['--workspace', 'other'],
+      ['--workspace', 'acme', '--agent', 'someone'],
+    ]) {
       const none = await runCli(['result-blob', id, ...args], sb.env);
       expect(none.code).toBe(1);
       expect(none.stderr).toContain('NOT_FOUND');
@@ -75,7 +89,12 @@ describe('agentdb backup now and restore --from-blob', () => {
     // Previewed where the database still is: the plan, and why the restore itself is refused.
     const here = await runCli(['restore', 'acme/scout', '--from-blob', '--dry-run'], sb.env);
     expect(here.code, here.stdout).toBe(0);
-    expect(JSON.parse(here.stdout)).toMatchObject({ database: 'acme/scout', dryRun: true, commits: expect.any(Number), refused: expect.stringMatching(/^DATABASE_EXISTS: .*--into NEW/) });
+    expect(JSON.parse(here.stdout)).toMatchObject({
+      database: 'acme/scout',
+      dryRun: true,
+      commits: expect.any(Number),
+      refused: expect.stringMatching(/^DATABASE_EXISTS: .*--into NEW/),
+    });
     const refused = await runCli(['restore', 'acme/scout', '--from-blob'], sb.env);
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
@@ -100,7 +119,7 @@ describe('agentdb backup now and restore --from-blob', () => {
     expect(JSON.parse(ghost.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('acme/ghost'), hint: expect.any(String) } });
   });
 
-  it('scheduler --prune-now prunes this machine\'s history as well, and says what it removed', async () => {
+  it("scheduler --prune-now prunes this machine's history as well, and says what it removed", async () => {
     const run = await runCli(['scheduler', '--prune-now'], sb.env);
     expect(run.code, run.stderr).toBe(0);
     // Nothing here is past the retention: acme/scout's history is looked at and kept.

@@ -70,6 +70,8 @@ describe('a waited agentdb call no worker takes', () => {
     live.child.kill('SIGINT');
     const out = await live.exited;
     expect(out.code).toBe(130);
-    expect(out.stderr).toContain(`Call ${callId} is not withdrawn: it runs when a worker takes it; its outcome: agentdb result ${callId} --workspace acme --agent scout --wait`);
+    expect(out.stderr).toContain(
+      `Call ${callId} is not withdrawn: it runs when a worker takes it; its outcome: agentdb result ${callId} --workspace acme --agent scout --wait`,
+    );
   });
 });

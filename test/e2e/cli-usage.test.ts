@@ -71,10 +71,16 @@ describe('agentdb call with a command line it cannot run', () => {
       [['call', '--agent', 'scout', 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], /^agentdb call: --workspace is required/],
       [['call', '--workspace', 'acme', 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], /^agentdb call: --agent is required/],
       [['call', ...who, 'DATA_QUERY_SQL', '{"sql":'], /^agentdb call: ARGS_JSON is not valid JSON \(.+\); quote it for the shell/],
-      [['call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{database:agent}', 'DATA_QUERY_SQL', '{}'], /^agentdb call: --settings is not valid JSON/],
+      [
+        ['call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{database:agent}', 'DATA_QUERY_SQL', '{}'],
+        /^agentdb call: --settings is not valid JSON/,
+      ],
       [['call', ...who], /^agentdb call: give TOOL and ARGS_JSON, or --batch FILE\|-/],
       [['call', ...who, '--colour', 'DATA_QUERY_SQL', '{}'], /^agentdb call: unknown option '--colour'/],
-      [['call', ...who, '--timeout', 'soon', 'DATA_QUERY_SQL', '{}'], /^agentdb call: option '--timeout <seconds>' argument 'soon' is invalid\. It takes a number of seconds above 0\./],
+      [
+        ['call', ...who, '--timeout', 'soon', 'DATA_QUERY_SQL', '{}'],
+        /^agentdb call: option '--timeout <seconds>' argument 'soon' is invalid\. It takes a number of seconds above 0\./,
+      ],
       [['call', '--batch', '-', '--workspace', 'acme'], /^agentdb call: --workspace goes inside each line of a --batch/],
     ];
     // Refused before anything is read or written: run at once, not one after another.

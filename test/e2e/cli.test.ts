@@ -19,7 +19,11 @@ afterAll(async () => {
 });
 
 const who = ['--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}'];
-const lines = (s: string) => s.trim().split('\n').map((l) => JSON.parse(l));
+const lines = (s: string) =>
+  s
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 
 describe('agentdb call', () => {
   it('prints one envelope line and exits 0 when the call succeeds', async () => {
@@ -45,7 +49,11 @@ describe('agentdb call', () => {
       'not json',
       { workspace: '../x', agent: 'b1', tool: 'DATA_DESCRIBE_SCHEMA' },
       ...Array.from({ length: 30 }, (_, i) => ({
-        workspace: 'acme', agent: `b${i % 7}`, settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ? AS i', params: [i] },
+        workspace: 'acme',
+        agent: `b${i % 7}`,
+        settings: { database: 'agent' },
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: 'SELECT ? AS i', params: [i] },
       })),
     ].map((l) => (typeof l === 'string' ? l : JSON.stringify(l)));
     const out = await runCli(['call', '--batch', '-'], sb.env, `${batch.join('\n')}\n`);
@@ -70,19 +78,19 @@ describe('agentdb call', () => {
   it('with --no-wait answers once the call ran, or says it is still queued', async () => {
     const ran = await runCli(['call', '--no-wait', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], sb.env);
     expect(lines(ran.stdout)[0]).toMatchObject({ ok: true, result: { rows: [[1]] } });
-    const queued = await runCli(
-      ['call', '--no-wait', '--timeout', '0.3', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],
-      { ...sb.env, AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-idle` },
-    );
+    const queued = await runCli(['call', '--no-wait', '--timeout', '0.3', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], {
+      ...sb.env,
+      AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-idle`,
+    });
     expect(queued.code).toBe(0);
     expect(lines(queued.stdout)[0]).toMatchObject({ ok: false, status: 'queued' });
   });
 
   it('says so when no worker picks a call up in time', async () => {
-    const nobody = await runCli(
-      ['call', '--timeout', '0.5', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],
-      { ...sb.env, AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-none` },
-    );
+    const nobody = await runCli(['call', '--timeout', '0.5', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], {
+      ...sb.env,
+      AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-none`,
+    });
     expect(nobody.code).toBe(1);
     expect(lines(nobody.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NO_WORKER' } });
   });
@@ -131,16 +139,25 @@ describe('agentdb tools and usage', () => {
 
   it('answers a flag or argument it does not know with one line and exit 2, before doing anything', async () => {
     const runs = await Promise.all(
-      [['tools', '--yaml'], ['tools', 'extra'], ['usage', '--workspace', 'acme', '--bogus'], ['usage'], ['worker', '--bogus'], ['start', '--bogus'], [], ['frobnicate']].map(
-        async (args) => ({ args, ...(await runCli(args, sb.env)) }),
-      ),
+      [
+        ['tools', '--yaml'],
+        ['tools', 'extra'],
+        ['usage', '--workspace', 'acme', '--bogus'],
+        ['usage'],
+        ['worker', '--bogus'],
+        ['start', '--bogus'],
+        [],
+        ['frobnicate'],
+      ].map(async (args) => ({ args, ...(await runCli(args, sb.env)) })),
     );
     for (const { args, code, stdout, stderr } of runs) {
       expect(code, `agentdb ${args.join(' ')}: ${stderr}`).toBe(2);
       expect(stdout, args.join(' ')).toBe('');
       expect(stderr, args.join(' ')).not.toMatch(/\n\s+at /);
     }
-    expect(runs.find((r) => r.args[0] === 'usage' && r.args.length === 1)!.stderr).toMatch(/^agentdb usage: required option '--workspace <name>' not specified\n/);
+    expect(runs.find((r) => r.args[0] === 'usage' && r.args.length === 1)!.stderr).toMatch(
+      /^agentdb usage: required option '--workspace <name>' not specified\n/,
+    );
     expect(runs.find((r) => r.args[0] === 'start')!.stderr).toMatch(/^agentdb start: unknown option '--bogus'\nRun 'agentdb start --help' for its usage\.\n$/);
   });
 

@@ -39,7 +39,10 @@ describe('executor children of a worker that is SIGKILLed', () => {
     const worker = await startCli(['worker'], sb.env);
     running.push(worker);
     const client = sb.client();
-    const call = client.call({ callId: 'orphan-1', workspace: 'w', agent: 'a', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: FOREVER } }, { timeoutMs: 2000 });
+    const call = client.call(
+      { callId: 'orphan-1', workspace: 'w', agent: 'a', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: FOREVER } },
+      { timeoutMs: 2000 },
+    );
     call.catch(() => undefined);
     const poll = { interval: 50, timeout: 20_000 };
     await expect.poll(async () => (await pool())?.children.find((c) => c.callId === 'orphan-1')?.state, poll).toBe('running');

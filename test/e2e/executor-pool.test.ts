@@ -42,7 +42,11 @@ function startWorker(env: Record<string, string>, logLevel = 'info'): Promise<{ 
   });
 }
 
-const logLines = (log: string) => log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+const logLines = (log: string) =>
+  log
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 /** `count` agent databases `<prefix><i>/<agent>` on the same shard as `id`. */
 function onShardOf(id: string, prefix: string, agent: string, count: number): { workspace: string; agent: string }[] {
@@ -82,7 +86,10 @@ describe('a worker with a pool of executor children', () => {
     const { order, track } = answers();
     const slow = track('a', client.call({ callId: 'slow-a', workspace: 'slow', agent: 'a', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: FOREVER } }));
     await expect
-      .poll(async () => JSON.parse((await runCli(['executors', '--json'], sb!.env)).stdout)[0]?.pool.children.find((c: ChildStatus) => c.callId === 'slow-a'), poll)
+      .poll(
+        async () => JSON.parse((await runCli(['executors', '--json'], sb!.env)).stdout)[0]?.pool.children.find((c: ChildStatus) => c.callId === 'slow-a'),
+        poll,
+      )
       .toMatchObject({ state: 'running', database: 'slow/a', op: 'query', runningMs: expect.any(Number) });
     const table = await runCli(['executors'], sb.env);
     expect(table.stdout).toMatch(/running\tslow\/a\tslow-a\tquery\t\d+\.\d s/);
@@ -135,7 +142,9 @@ describe('a worker with a pool of executor children', () => {
     const calls = dbs.flatMap((who, d) =>
       Array.from({ length: PER_DB }, (_, i) => {
         const callId = `k-${d}-${i}`;
-        return client.call({ ...who, callId, tool: 'DATA_WRITE_SQL', arguments: { sql, params: [callId] } }).then((e) => (answered++, { callId, d, e: e as Envelope }));
+        return client
+          .call({ ...who, callId, tool: 'DATA_WRITE_SQL', arguments: { sql, params: [callId] } })
+          .then((e) => (answered++, { callId, d, e: e as Envelope }));
       }),
     );
     await expect.poll(() => answered, { interval: 2, timeout: 30_000 }).toBeGreaterThan(20);
@@ -148,7 +157,7 @@ describe('a worker with a pool of executor children', () => {
     for (const f of failed) expect(f.e).toMatchObject({ error: { code: 'RESOURCE_LIMIT' } });
     for (let d = 0; d < dbs.length; d++) {
       const rows = await client.call({ ...dbs[d]!, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v, count(*) FROM t GROUP BY v', max_rows: 1000 } });
-      const counts = new Map(((rows as unknown as { result: { rows: [string, number][] } }).result.rows).map(([v, n]) => [v, n]));
+      const counts = new Map((rows as unknown as { result: { rows: [string, number][] } }).result.rows.map(([v, n]) => [v, n]));
       for (const o of outcomes.filter((x) => x.d === d)) {
         if (o.e.ok) expect(counts.get(o.callId), o.callId).toBe(1);
         // A write whose child died answers from its record: failed means not committed.
@@ -175,7 +184,13 @@ describe('a worker with a pool of executor children', () => {
     expect(await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (c TEXT)' } })).toMatchObject({ ok: true });
     // Other databases keep children busy, so the line is free to move between them.
     const noise = Array.from({ length: 64 }, (_, i) =>
-      client.call({ workspace: 'noise', agent: `n${i % 8}`, settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2)' } }),
+      client.call({
+        workspace: 'noise',
+        agent: `n${i % 8}`,
+        settings,
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: 'SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2)' },
+      }),
     );
     const writes = Array.from({ length: 32 }, (_, i) =>
       client.call({ ...who, callId: `ord-${i}`, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (?)', params: [`ord-${i}`] } }),
@@ -183,7 +198,9 @@ describe('a worker with a pool of executor children', () => {
     expect((await Promise.all([...writes, ...noise])).every((e) => e.ok)).toBe(true);
     const committed = await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT c FROM t ORDER BY rowid', max_rows: 100 } });
     const commitOrder = (committed as unknown as { result: { rows: [string][] } }).result.rows.map(([c]) => c);
-    await expect.poll(() => logLines(worker.log()).filter((l) => l.msg === 'statement received' && l.database === 'ord/a' && l.op === 'write').length, poll).toBe(33);
+    await expect
+      .poll(() => logLines(worker.log()).filter((l) => l.msg === 'statement received' && l.database === 'ord/a' && l.op === 'write').length, poll)
+      .toBe(33);
     const received = logLines(worker.log())
       .filter((l) => l.msg === 'statement received' && l.database === 'ord/a' && l.op === 'write' && String(l.callId).startsWith('ord-'))
       .map((l) => l.callId);
@@ -245,12 +262,18 @@ describe('a worker with a pool of executor children', () => {
     await startWorker(sb.env);
     const client = sb.client();
     const shard = shardOf('acme/greedy', sb.config.shardCount);
-    const queue = new Queue(keysFor(sb.config.prefix).queueName(shard), { connection: { url: sb.config.redisUrl }, prefix: keysFor(sb.config.prefix).bullPrefix });
+    const queue = new Queue(keysFor(sb.config.prefix).queueName(shard), {
+      connection: { url: sb.config.redisUrl },
+      prefix: keysFor(sb.config.prefix).bullPrefix,
+    });
     try {
       const { order, track } = answers();
       // Each runs until its deadline: the agent's calls take at least 2.5 s each, one at a time.
       const greedy = Array.from({ length: 5 }, (_, i) =>
-        track(`g${i}`, client.call({ callId: `greedy-${i}`, workspace: 'acme', agent: 'greedy', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: FOREVER } })),
+        track(
+          `g${i}`,
+          client.call({ callId: `greedy-${i}`, workspace: 'acme', agent: 'greedy', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: FOREVER } }),
+        ),
       );
       await expect.poll(() => queue.getDelayedCount(), poll).toBeGreaterThan(0);
       const [other] = onShardOf('acme/greedy', 'team', 'polite', 1);

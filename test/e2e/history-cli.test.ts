@@ -16,7 +16,8 @@ const settings = { database: 'agent' as const };
 const cli = (...args: string[]) => runCli(args, sb.env);
 const json = (s: string) => JSON.parse(s.trim());
 const count = async () =>
-  ((await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads' } })) as any).result.rows[0][0];
+  ((await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads' } })) as any).result
+    .rows[0][0];
 
 beforeAll(async () => {
   sb = sandbox();
@@ -84,7 +85,13 @@ describe('agentdb restore', () => {
     const out = await cli('restore', 'acme/scout', '--at', new Date(moment).toISOString(), '--into', 'acme/scout-copy');
     expect(out.code, out.stderr).toBe(0);
     expect(json(out.stdout)).toMatchObject({ into: 'acme/scout-copy' });
-    const copy = await client.call({ workspace: 'acme', agent: 'scout-copy', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads' } });
+    const copy = await client.call({
+      workspace: 'acme',
+      agent: 'scout-copy',
+      settings,
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT count(*) FROM leads' },
+    });
     expect((copy as any).result.rows[0][0]).toBe(3);
   });
 
@@ -108,7 +115,12 @@ describe('agentdb restore', () => {
     // Its dry run plans the moment anyway and says why the restore itself is refused, as
     // `--from-blob --dry-run` does (exit 0).
     expect(preview.code, preview.stdout + preview.stderr).toBe(0);
-    expect(json(preview.stdout)).toMatchObject({ dryRun: true, into: 'acme/scout-copy', commits: expect.any(Number), refused: expect.stringMatching(/^DATABASE_EXISTS: database acme\/scout-copy already exists/) });
+    expect(json(preview.stdout)).toMatchObject({
+      dryRun: true,
+      into: 'acme/scout-copy',
+      commits: expect.any(Number),
+      refused: expect.stringMatching(/^DATABASE_EXISTS: database acme\/scout-copy already exists/),
+    });
     expect(previewShared.code, previewShared.stdout + previewShared.stderr).toBe(0);
     expect(json(previewShared.stdout)).toMatchObject({ dryRun: true, into: 'acme', refused: expect.stringMatching(/^DATABASE_EXISTS: .*shared database/) });
     // A time or a database id that cannot be read is a bad command line, as with --from-blob.

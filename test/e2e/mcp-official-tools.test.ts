@@ -46,10 +46,13 @@ beforeAll(async () => {
   // The conformance CLI has no way to send a header, and /mcp takes no call without a key:
   // a pass-through proxy adds the bearer key and changes nothing else.
   proxy = http.createServer((req, res) => {
-    const upstream = http.request({ host: '127.0.0.1', port, path: req.url, method: req.method, headers: { ...req.headers, authorization: `Bearer ${agentKey}` } }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = http.request(
+      { host: '127.0.0.1', port, path: req.url, method: req.method, headers: { ...req.headers, authorization: `Bearer ${agentKey}` } },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
@@ -94,7 +97,10 @@ describe('the MCP conformance suite (server scenarios) against agentdb start', (
     const dir = path.join(outDir, scenario);
     const out = await run(['--import', CONFORMANCE_ON_NODE20, CONFORMANCE, 'server', '--url', proxyUrl, '--scenario', scenario, '-o', dir]);
     const checks = checksOf(dir);
-    expect(checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING'), out.stdout).toEqual([]);
+    expect(
+      checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING'),
+      out.stdout,
+    ).toEqual([]);
     expect(checks.filter((c) => c.status === 'SUCCESS').length).toBeGreaterThan(0);
     expect(out.code, out.stdout + out.stderr).toBe(0);
   });
@@ -103,12 +109,15 @@ describe('the MCP conformance suite (server scenarios) against agentdb start', (
 describe('the MCP Inspector CLI over stdio against agentdb mcp --stdio', () => {
   // From its own folder: inspector-cli 1.0.3 looks for `../package.json` from the working
   // directory but imports it from its module's, so elsewhere it fails to start.
-  const inspector = (...args: string[]) => run([INSPECTOR, process.execPath, ...CLI, 'mcp', '--stdio', '--key', agentKey, ...args], sb.env, path.dirname(INSPECTOR));
+  const inspector = (...args: string[]) =>
+    run([INSPECTOR, process.execPath, ...CLI, 'mcp', '--stdio', '--key', agentKey, ...args], sb.env, path.dirname(INSPECTOR));
 
   it('lists the four tools with their schemas and annotations', async () => {
     const out = await inspector('--method', 'tools/list');
     expect(out.code, out.stderr).toBe(0);
-    const { tools } = JSON.parse(out.stdout) as { tools: { name: string; inputSchema: { type: string; properties: Record<string, unknown>; required?: string[] }; annotations: Record<string, boolean> }[] };
+    const { tools } = JSON.parse(out.stdout) as {
+      tools: { name: string; inputSchema: { type: string; properties: Record<string, unknown>; required?: string[] }; annotations: Record<string, boolean> }[];
+    };
     expect(tools.map((t) => t.name).sort()).toEqual(['DATA_DESCRIBE_SCHEMA', 'DATA_DROP_TABLE', 'DATA_QUERY_SQL', 'DATA_WRITE_SQL']);
     const contract = JSON.parse((await runCli(['tools', '--json'], sb.env)).stdout) as { name: string; inputSchema: unknown }[];
     for (const t of tools) expect(t.inputSchema).toEqual(contract.find((c) => c.name === t.name)!.inputSchema);
@@ -120,12 +129,29 @@ describe('the MCP Inspector CLI over stdio against agentdb mcp --stdio', () => {
     const made = await inspector('--method', 'tools/call', '--tool-name', 'DATA_WRITE_SQL', '--tool-arg', 'sql=CREATE TABLE leads (email TEXT, stage TEXT)');
     expect(made.code, made.stderr).toBe(0);
     expect(JSON.parse(made.stdout)).toMatchObject({ isError: false });
-    const added = await inspector('--method', 'tools/call', '--tool-name', 'DATA_WRITE_SQL', '--tool-arg', 'sql=INSERT INTO leads VALUES (?, ?), (?, ?)', 'params=["a@x.io","new","b@x.io","won"]');
+    const added = await inspector(
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'DATA_WRITE_SQL',
+      '--tool-arg',
+      'sql=INSERT INTO leads VALUES (?, ?), (?, ?)',
+      'params=["a@x.io","new","b@x.io","won"]',
+    );
     expect(JSON.parse(added.stdout)).toMatchObject({ isError: false, structuredContent: { changes: 2 } });
     const read = await inspector('--method', 'tools/call', '--tool-name', 'DATA_QUERY_SQL', '--tool-arg', 'sql=SELECT email, stage FROM leads ORDER BY email');
     expect(read.code, read.stderr).toBe(0);
     const result = JSON.parse(read.stdout) as { isError: boolean; content: { type: string; text: string }[]; structuredContent: unknown };
-    expect(result).toMatchObject({ isError: false, structuredContent: { columns: ['email', 'stage'], rows: [['a@x.io', 'new'], ['b@x.io', 'won']] } });
+    expect(result).toMatchObject({
+      isError: false,
+      structuredContent: {
+        columns: ['email', 'stage'],
+        rows: [
+          ['a@x.io', 'new'],
+          ['b@x.io', 'won'],
+        ],
+      },
+    });
     // The text a model reads carries the rows inside the untrusted-data fence.
     expect(result.content[0]!.text).toContain('a@x.io');
   });

@@ -34,21 +34,38 @@ type Result = { structuredContent?: Record<string, unknown>; isError?: boolean }
 describe('MCP against running processes', () => {
   it('agentdb start serves POST /mcp to the official SDK client', async () => {
     const client = new Client({ name: 'e2e', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${agentKey}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${agentKey}` } } }),
+    );
     clients.push(client);
     expect((await client.listTools()).tools).toHaveLength(4);
     expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } })).toMatchObject({ isError: false });
-    expect((await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t' } })) as Result).toMatchObject({ structuredContent: { rows: [[0]] } });
+    expect((await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t' } })) as Result).toMatchObject({
+      structuredContent: { rows: [[0]] },
+    });
   });
 
   it('agentdb mcp --stdio --key serves a local client, with the same principal rules', async () => {
     const client = new Client({ name: 'e2e-stdio', version: '1' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [...CLI, 'mcp', '--stdio', '--key', memberKey], env: { ...(process.env as Record<string, string>), ...sb.env }, stderr: 'pipe' }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [...CLI, 'mcp', '--stdio', '--key', memberKey],
+        env: { ...(process.env as Record<string, string>), ...sb.env },
+        stderr: 'pipe',
+      }),
+    );
     clients.push(client);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('DATA_DROP_TABLE');
     // The admin's client reads the agent's tables by naming it, and cannot write them.
-    expect(await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t', agent: 'scout' } })).toMatchObject({ isError: false, structuredContent: { rows: [[0]] } });
-    expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)', agent: 'scout' } })).toMatchObject({ isError: true, structuredContent: { error: { code: 'NOT_PERMITTED' } } });
+    expect(await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t', agent: 'scout' } })).toMatchObject({
+      isError: false,
+      structuredContent: { rows: [[0]] },
+    });
+    expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)', agent: 'scout' } })).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'NOT_PERMITTED' } },
+    });
   });
 
   it('agentdb mcp --stdio stops serving a key revoked while its client runs', async () => {
@@ -56,7 +73,14 @@ describe('MCP against running processes', () => {
     expect((await cli('agents', 'set', '--workspace', 'acme', '--agent', 'brief', '--database', 'agent')).code).toBe(0);
     const minted = JSON.parse((await cli('keys', 'mint', '--workspace', 'acme', '--agent', 'brief', '--json')).stdout) as { key: string; id: string };
     const client = new Client({ name: 'e2e-stdio-revoked', version: '1' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [...CLI, 'mcp', '--stdio', '--key', minted.key], env: { ...(process.env as Record<string, string>), ...sb.env }, stderr: 'pipe' }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [...CLI, 'mcp', '--stdio', '--key', minted.key],
+        env: { ...(process.env as Record<string, string>), ...sb.env },
+        stderr: 'pipe',
+      }),
+    );
     clients.push(client);
     expect(await client.callTool({ name: 'DATA_DESCRIBE_SCHEMA', arguments: {} })).toMatchObject({ isError: false });
     expect((await cli('keys', 'revoke', '--workspace', 'acme', '--id', minted.id)).code).toBe(0);
@@ -74,20 +98,31 @@ describe('MCP against running processes', () => {
     ];
     const out = await runCli(['mcp', '--stdio', '--key', agentKey], sb.env, lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
     expect(out.code).toBe(0);
-    const answers = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: number; result?: Result });
+    const answers = out.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: number; result?: Result });
     expect(answers.map((a) => a.id)).toEqual([1, 2]);
     expect(answers[1].result).toMatchObject({ isError: false, structuredContent: { rows: [[7]] } });
   });
 
   it('agentdb mcp --stdio takes its key from AGENTDB_KEY (read by the config, as every setting) when --key is not given', async () => {
     const lines = [
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'env-key', version: '1' } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'env-key', version: '1' } },
+      },
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
     ];
     const out = await runCli(['mcp', '--stdio'], { ...sb.env, AGENTDB_KEY: agentKey }, lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
     expect(out.code, out.stderr).toBe(0);
-    const answers = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: number; result?: { tools?: unknown[] } });
+    const answers = out.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: number; result?: { tools?: unknown[] } });
     expect(answers[1]).toMatchObject({ id: 2, result: { tools: expect.any(Array) } });
     expect(answers[1]!.result!.tools).toHaveLength(4);
     // Neither: a bad command line, and nothing is looked up.

@@ -94,12 +94,15 @@ describe('the packed package, installed into an empty project', () => {
 
   it('loads, for agentdb tools --json, its own built files and commander: no tsx, zod, Redis, BullMQ, SQLite or HTTP', async () => {
     const trace = path.join(tmp, 'trace.txt');
-    writeFileSync(path.join(tmp, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';
+    writeFileSync(
+      path.join(tmp, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs';
 export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context);
   appendFileSync(${JSON.stringify(trace)}, resolved.url + '\\n');
   return resolved;
-}\n`);
+}\n`,
+    );
     writeFileSync(path.join(tmp, 'trace.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
     await run(process.execPath, ['--import', pathUrl(path.join(tmp, 'trace.mjs')), BIN(), 'tools', '--json']);
     const loaded = [...new Set(readFileSync(trace, 'utf8').trim().split('\n'))].filter((u) => u.startsWith('file:'));
@@ -127,8 +130,13 @@ console.log(JSON.stringify([made, read]));\n`,
     ]);
   });
 
-  it("type-checks the TypeScript snippets of the README and docs/ with tsc, answers narrowing on ok and status", async () => {
-    const pages = ['README.md', ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  it('type-checks the TypeScript snippets of the README and docs/ with tsc, answers narrowing on ok and status', async () => {
+    const pages = [
+      'README.md',
+      ...readdirSync(path.join(REPO, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     const snippets = pages.flatMap((page) =>
       [...readFileSync(path.join(REPO, page), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({ page, i, code: m[1]! })),
     );

@@ -43,7 +43,13 @@ describe("the README's commands, in order", () => {
     const commands = commandsOf('README.md', '### A person approving');
     const [call, add, list, approve, reject] = commands;
     expect(commands).toHaveLength(5);
-    expect([call![0], add![0], list![0], approve!.slice(0, 2), reject!.slice(0, 2)]).toEqual(['call', 'members', 'approvals', ['approvals', 'approve'], ['approvals', 'reject']]);
+    expect([call![0], add![0], list![0], approve!.slice(0, 2), reject!.slice(0, 2)]).toEqual([
+      'call',
+      'members',
+      'approvals',
+      ['approvals', 'approve'],
+      ['approvals', 'reject'],
+    ]);
 
     const parked = await cli(call!);
     expect(parked.code, parked.stdout + parked.stderr).toBe(0);
@@ -56,7 +62,10 @@ describe("the README's commands, in order", () => {
     // `export AGENTDB_MEMBER_KEY=adb_…`, then the commands with the id `approvals list` shows.
     const env = { AGENTDB_MEMBER_KEY: key };
     expect((await cli(list!, env)).stdout).toContain(envelope.approval.id);
-    const decided = await cli(approve!.map((w) => (w === 'APPROVAL_ID' ? envelope.approval.id : w)), env);
+    const decided = await cli(
+      approve!.map((w) => (w === 'APPROVAL_ID' ? envelope.approval.id : w)),
+      env,
+    );
     expect(decided.code, decided.stdout + decided.stderr).toBe(0);
     // Reject is the other choice; this call is decided already.
     const result = await cli(['result', envelope.callId, '--workspace', 'acme', '--agent', 'scout', '--wait']);

@@ -22,7 +22,16 @@ beforeAll(async () => {
   own = await OwnRedis.start();
   port = await freePort();
   // The deployment's own job lock (30 s) for the outages.
-  sb = sandbox({ REDIS_URL: own.url, PORT: String(port), SHARD_COUNT: '4', LOCK_DURATION_MS: '30000', STALLED_INTERVAL_MS: '1000', LEASE_TTL_MS: '3000', DRAIN_GRACE_MS: '3000', EXECUTOR_POOL_SIZE: '2' });
+  sb = sandbox({
+    REDIS_URL: own.url,
+    PORT: String(port),
+    SHARD_COUNT: '4',
+    LOCK_DURATION_MS: '30000',
+    STALLED_INTERVAL_MS: '1000',
+    LEASE_TTL_MS: '3000',
+    DRAIN_GRACE_MS: '3000',
+    EXECUTOR_POOL_SIZE: '2',
+  });
   service = await startService();
   client = sb.client();
   await Promise.all(lanes().map((agent) => client.call({ ...who(agent), tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (v INTEGER)' } })));
@@ -106,7 +115,11 @@ async function settle(t: Traffic): Promise<void> {
   const expected = new Map([...t.acked].map(([agent, vs]) => [agent, new Set(vs)]));
   for (const { agent, v } of t.inDoubt) expected.get(agent)!.add(v);
   for (const agent of lanes()) {
-    const read = await client.call({ ...who(agent), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM t WHERE v >= ? AND v < 5000 ORDER BY v', params: [Math.min(...expected.get(agent)!)], max_rows: 1000 } });
+    const read = await client.call({
+      ...who(agent),
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT v FROM t WHERE v >= ? AND v < 5000 ORDER BY v', params: [Math.min(...expected.get(agent)!)], max_rows: 1000 },
+    });
     // Every acknowledged write once, and each in-doubt one once after its re-send: none lost, none doubled.
     expect(read.ok && (read.result.rows as number[][]).map((r) => r[0]), agent).toEqual([...expected.get(agent)!].sort((a, b) => a - b));
   }
@@ -161,8 +174,12 @@ describe('Redis killed under a running agentdb', () => {
 
   it('with AOF: the calls in flight run once, whether they were re-sent or not; the CLI answers in words too', async () => {
     // `agentdb call` with a write that takes a while, in hand when Redis dies.
-    const slowSql = 'INSERT INTO t (v) SELECT 7000 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c)';
-    const cli = spawnCli(['call', '--workspace', 'acme', '--agent', 'lane1', '--settings', '{"database":"agent"}', 'DATA_WRITE_SQL', JSON.stringify({ sql: slowSql })], sb.env);
+    const slowSql =
+      'INSERT INTO t (v) SELECT 7000 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c)';
+    const cli = spawnCli(
+      ['call', '--workspace', 'acme', '--agent', 'lane1', '--settings', '{"database":"agent"}', 'DATA_WRITE_SQL', JSON.stringify({ sql: slowSql })],
+      sb.env,
+    );
     running.push(cli.child);
     const t = await trafficUntilOutage(1000, 30, async () => {
       await expect.poll(() => runningCalls(slowSql), { interval: 20, timeout: 15_000 }).toBeGreaterThan(0);
@@ -190,11 +207,33 @@ describe('Redis killed under a running agentdb', () => {
     await stop(service!, 'SIGTERM');
     service = await startService(longLock);
     // A write that takes a while, so it is in hand when the service dies.
-    const slow = { ...who('lane0'), callId: 'slow-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t (v) SELECT 5000 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c)' } };
+    const slow = {
+      ...who('lane0'),
+      callId: 'slow-1',
+      tool: 'DATA_WRITE_SQL',
+      arguments: {
+        sql: 'INSERT INTO t (v) SELECT 5000 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c)',
+      },
+    };
     const answer = client.call(slow);
-    const cli: LiveCli = spawnCli(['call', '--workspace', 'acme', '--agent', 'lane0', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT count(*) FROM t WHERE v = 5000"}'], sb.env);
+    const cli: LiveCli = spawnCli(
+      [
+        'call',
+        '--workspace',
+        'acme',
+        '--agent',
+        'lane0',
+        '--settings',
+        '{"database":"agent"}',
+        'DATA_QUERY_SQL',
+        '{"sql":"SELECT count(*) FROM t WHERE v = 5000"}',
+      ],
+      sb.env,
+    );
     running.push(cli.child);
-    await expect.poll(async () => (await client.result('slow-1', { workspace: 'acme', agent: 'lane0' })).status, { interval: 20, timeout: 10_000 }).toBe('running');
+    await expect
+      .poll(async () => (await client.result('slow-1', { workspace: 'acme', agent: 'lane0' })).status, { interval: 20, timeout: 10_000 })
+      .toBe('running');
     await stop(service!, 'SIGKILL');
     service = await startService(longLock);
     expect(await answer).toMatchObject({ ok: true, result: { changes: 1 } });

@@ -43,7 +43,10 @@ describe('agentdb workspaces | agents | keys', () => {
     const file = databasePath(sb.config.dataDir, 'acme', 'forked', shardOf('acme/forked', sb.config.shardCount));
     mkdirSync(path.dirname(file), { recursive: true });
     new Database(file).close();
-    const [fresh, again] = [await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked'), await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked', '--name', 'Forked')];
+    const [fresh, again] = [
+      await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked'),
+      await cli('agents', 'set', '--workspace', 'acme', '--agent', 'forked', '--name', 'Forked'),
+    ];
     expect(fresh.code).toBe(0);
     expect(fresh.stderr).toContain('note: acme/forked already has a database');
     // The usual cause first: keyless calls (the README's) made it, before anyone registered the name.
@@ -67,14 +70,36 @@ describe('agentdb workspaces | agents | keys', () => {
   });
 
   it('registers a db-surface agent and prints the db_* contract', async () => {
-    const set = await cli('agents', 'set', '--workspace', 'acme', '--agent', 'legacy', '--surface', 'db', '--mode', 'write', '--policy', 'require-approval', '--json');
-    expect(JSON.parse(set.stdout)).toMatchObject({ settings: { database: 'agent' }, surface: { kind: 'db', mode: 'write', schemaMode: 'read', policy: 'require-approval' } });
+    const set = await cli(
+      'agents',
+      'set',
+      '--workspace',
+      'acme',
+      '--agent',
+      'legacy',
+      '--surface',
+      'db',
+      '--mode',
+      'write',
+      '--policy',
+      'require-approval',
+      '--json',
+    );
+    expect(JSON.parse(set.stdout)).toMatchObject({
+      settings: { database: 'agent' },
+      surface: { kind: 'db', mode: 'write', schemaMode: 'read', policy: 'require-approval' },
+    });
     expect(await cli('agents', 'set', '--workspace', 'acme', '--agent', 'legacy', '--mode', 'write')).toMatchObject({ code: 2 });
     const read = JSON.parse((await cli('tools', '--surface', 'db', '--json')).stdout) as { name: string }[];
     expect(read.map((t) => t.name)).toEqual(['db_query', 'db_schema']);
     const write = JSON.parse((await cli('tools', '--surface', 'db', '--mode', 'write', '--json')).stdout) as { name: string; inputSchema: unknown }[];
     expect(write.map((t) => t.name)).toEqual(['db_exec', 'db_query', 'db_schema']);
-    expect(write[0]!.inputSchema).toEqual({ additionalProperties: false, properties: { rationale: { type: 'string' }, statement: { type: 'string' } }, type: 'object', required: ['statement', 'rationale'] });
+    expect(write[0]!.inputSchema).toEqual({
+      additionalProperties: false,
+      properties: { rationale: { type: 'string' }, statement: { type: 'string' } },
+      type: 'object',
+      required: ['statement', 'rationale'],
+    });
     expect(JSON.parse((await cli('tools', '--json')).stdout)).toHaveLength(4);
   });
 });

@@ -70,7 +70,11 @@ afterAll(async () => {
 });
 
 async function post(body: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(`${base}/v1/calls`, { method: 'POST', headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(`${base}/v1/calls`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, body: await r.json() };
 }
 
@@ -99,7 +103,13 @@ async function write(i: number, answers: unknown[]): Promise<Ack> {
 }
 
 async function rows(agent: string): Promise<{ seq: number; id: string; v: string }[]> {
-  const out = await client.call({ workspace: 'acme', agent, settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT seq, id, v FROM acks ORDER BY seq', max_rows: 1000 } });
+  const out = await client.call({
+    workspace: 'acme',
+    agent,
+    settings,
+    tool: 'DATA_QUERY_SQL',
+    arguments: { sql: 'SELECT seq, id, v FROM acks ORDER BY seq', max_rows: 1000 },
+  });
   expect(out, agent).toMatchObject({ ok: true, result: { truncated: false } });
   return (out as unknown as { result: { rows: [number, string, string][] } }).result.rows.map(([seq, id, v]) => ({ seq, id, v }));
 }
@@ -177,8 +187,14 @@ describe('agentdb start SIGKILLed during a stream of inserts', () => {
       expect(new Set(ids).size, at).toBe(ids.length);
       const mustHave = acks.filter((a) => a.ackAt <= t).map((a) => a.id);
       const mayHave = new Set(acks.filter((a) => a.sentAt <= t).map((a) => a.id));
-      expect(ids.filter((id) => !mayHave.has(id)), `${at}: sent after it`).toEqual([]);
-      expect(mustHave.filter((id) => !ids.includes(id)), `${at}: acknowledged by then`).toEqual([]);
+      expect(
+        ids.filter((id) => !mayHave.has(id)),
+        `${at}: sent after it`,
+      ).toEqual([]);
+      expect(
+        mustHave.filter((id) => !ids.includes(id)),
+        `${at}: acknowledged by then`,
+      ).toEqual([]);
     }
 
     // A backup verifies, and the blob store alone rebuilds the live data.

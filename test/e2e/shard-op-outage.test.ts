@@ -57,7 +57,10 @@ describe('a Redis outage while an operator command waits on its shard op', () =>
       const done = await cli.exited;
       expect(done.code, commands[i]!.join(' ')).toBe(1);
       expect(JSON.parse(done.stdout)).toMatchObject({
-        error: { code: 'UNAVAILABLE', message: expect.stringMatching(new RegExp(`Redis at ${own.url} does not answer.*had been handed to Redis: it may still run`)) },
+        error: {
+          code: 'UNAVAILABLE',
+          message: expect.stringMatching(new RegExp(`Redis at ${own.url} does not answer.*had been handed to Redis: it may still run`)),
+        },
       });
       expect(done.stderr).not.toMatch(/\n\s+at /);
     }
@@ -71,7 +74,13 @@ describe('a Redis outage while an operator command waits on its shard op', () =>
     const members = new MemberRegistry(redis, keys);
     const approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
     const ops = new ShardOpClient({ redisUrl: own.url, prefix: sb.config.prefix });
-    const app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, history: new HistoryClient(ops, sb.config.shardCount, new AgentRegistry(redis, keys)) });
+    const app = buildApp({
+      redis,
+      shardCount: sb.config.shardCount,
+      members,
+      approvals,
+      history: new HistoryClient(ops, sb.config.shardCount, new AgentRegistry(redis, keys)),
+    });
     try {
       const { key } = await members.add('acme', 'ada', 'admin');
       const headers = { authorization: `Bearer ${key}` };
@@ -84,7 +93,9 @@ describe('a Redis outage while an operator command waits on its shard op', () =>
       await own.kill();
       for (const res of await answers) {
         expect(res.statusCode).toBe(503);
-        expect(res.json()).toMatchObject({ error: { code: 'UNAVAILABLE', message: expect.stringMatching(new RegExp(`Redis at ${own.url} does not answer.*may still run`)) } });
+        expect(res.json()).toMatchObject({
+          error: { code: 'UNAVAILABLE', message: expect.stringMatching(new RegExp(`Redis at ${own.url} does not answer.*may still run`)) },
+        });
       }
     } finally {
       await app.close();

@@ -20,7 +20,16 @@ beforeAll(async () => {
   port = await freePort();
   // Leases far longer than the test: gone afterwards only if they were given back.
   // The deployment's job lock: a call in hand outlives the outage with its lock.
-  sb = sandbox({ REDIS_URL: own.url, PORT: String(port), LEASE_TTL_MS: '120000', LOCK_DURATION_MS: '30000', STALLED_INTERVAL_MS: '30000', DRAIN_GRACE_MS: '20000', EXECUTOR_POOL_SIZE: '1', LOG_LEVEL: 'info' });
+  sb = sandbox({
+    REDIS_URL: own.url,
+    PORT: String(port),
+    LEASE_TTL_MS: '120000',
+    LOCK_DURATION_MS: '30000',
+    STALLED_INTERVAL_MS: '30000',
+    DRAIN_GRACE_MS: '20000',
+    EXECUTOR_POOL_SIZE: '1',
+    LOG_LEVEL: 'info',
+  });
 });
 
 afterAll(async () => {
@@ -72,11 +81,20 @@ describe('SIGTERM while Redis is down', () => {
 
   it('with a call in hand: the call finishes and is answered, then the leases go back, exit 0', async () => {
     const client = sb.client();
-    const slow = { ...who, callId: 'slow-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t (v) SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) SELECT x FROM c)' } };
+    const slow = {
+      ...who,
+      callId: 'slow-1',
+      tool: 'DATA_WRITE_SQL',
+      arguments: {
+        sql: 'INSERT INTO t (v) SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) SELECT x FROM c)',
+      },
+    };
     const { code, log } = await stopDuringOutage(async () => {
       expect(await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (v INTEGER)' } })).toMatchObject({ ok: true });
       void client.call(slow, { wait: false });
-      await expect.poll(async () => (await client.result('slow-1', { workspace: 'acme', agent: 'scout' })).status, { interval: 20, timeout: 10_000 }).toBe('running');
+      await expect
+        .poll(async () => (await client.result('slow-1', { workspace: 'acme', agent: 'scout' })).status, { interval: 20, timeout: 10_000 })
+        .toBe('running');
     });
     expect(code, log.slice(-3000)).toBe(0);
     await expectLeasesGiven();

@@ -7,7 +7,10 @@ import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 // Signed-in pages show what agents stored. Back after "Sign out" showed the last page again
 // from the browser's cache, rows and all, to whoever uses the browser next; it must ask the
 // server, which sends it to the sign-in page.
-const CHROMIUM = { executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] };
+const CHROMIUM = {
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+};
 
 let box: Sandbox;
 let server: WebServer;
@@ -23,8 +26,18 @@ beforeAll(async () => {
   adminKey = (await server.members.add('acme', 'ada', 'admin')).key;
   browser = await chromium.launch(CHROMIUM);
   const settings = { database: 'agent' as const };
-  expect(await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE secrets(v TEXT)' } })).toMatchObject({ ok: true });
-  expect(await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO secrets VALUES ('the-private-row')" } })).toMatchObject({ ok: true });
+  expect(
+    await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE secrets(v TEXT)' } }),
+  ).toMatchObject({ ok: true });
+  expect(
+    await client.call({
+      workspace: 'acme',
+      agent: 'scout',
+      settings,
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: "INSERT INTO secrets VALUES ('the-private-row')" },
+    }),
+  ).toMatchObject({ ok: true });
 }, 60_000);
 
 afterAll(async () => {

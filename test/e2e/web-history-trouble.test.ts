@@ -19,14 +19,7 @@ import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 // and met the refusal only on a dry run (issue 25 part 1: every listing says which moments are lost).
 const CHROMIUM = {
   executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--no-first-run',
-  ],
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
 };
 const DB = 'acme/scout';
 

@@ -7,7 +7,10 @@ import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 // The inbox in Chromium once it is bounded: pending calls 25 a page with older/newer links, the
 // live update on the first page and a "new calls arrived" note on an older one, and a call too
 // long for its card read whole and approved on its own page (its card has no Approve button).
-const CHROMIUM = { executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] };
+const CHROMIUM = {
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+};
 const WS = 'acme';
 const gated = { database: 'agent' as const, approval: 'write' as const };
 
@@ -19,7 +22,10 @@ let key: string;
 
 const call = (sql: string, settings: object) => client.call({ workspace: WS, agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql } });
 async function park(sql: string): Promise<string> {
-  const answer = (await client.call({ workspace: WS, agent: 'scout', settings: gated, tool: 'DATA_WRITE_SQL', arguments: { sql } }, { wait: false })) as AwaitingAnswer;
+  const answer = (await client.call(
+    { workspace: WS, agent: 'scout', settings: gated, tool: 'DATA_WRITE_SQL', arguments: { sql } },
+    { wait: false },
+  )) as AwaitingAnswer;
   expect(answer).toMatchObject({ status: 'awaiting_approval' });
   return answer.approval.id;
 }

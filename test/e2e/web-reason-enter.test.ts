@@ -7,7 +7,10 @@ import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 // Enter in an inbox card's Reason field used to submit the form with its first button, Approve:
 // a person typing why they reject ("wrong table⏎") approved the call. Enter must decide nothing;
 // only the button the person presses does.
-const CHROMIUM = { executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] };
+const CHROMIUM = {
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+};
 
 let box: Sandbox;
 let server: WebServer;
@@ -22,7 +25,13 @@ beforeAll(async () => {
   server = await startWebServer(box);
   adminKey = (await server.members.add('acme', 'ada', 'admin')).key;
   browser = await chromium.launch(CHROMIUM);
-  const made = await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t(a)' } });
+  const made = await client.call({
+    workspace: 'acme',
+    agent: 'scout',
+    settings: { database: 'agent' },
+    tool: 'DATA_WRITE_SQL',
+    arguments: { sql: 'CREATE TABLE t(a)' },
+  });
   expect(made).toMatchObject({ ok: true });
 }, 60_000);
 
@@ -33,7 +42,13 @@ afterAll(async () => {
 });
 
 it('Enter in the reason field decides nothing; the Reject button then rejects with that reason', { timeout: 60_000 }, async () => {
-  const waiting = client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent', approval: 'write' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'DELETE FROM t' } });
+  const waiting = client.call({
+    workspace: 'acme',
+    agent: 'scout',
+    settings: { database: 'agent', approval: 'write' },
+    tool: 'DATA_WRITE_SQL',
+    arguments: { sql: 'DELETE FROM t' },
+  });
   const context = await browser.newContext();
   const page = await context.newPage();
   const decisions: string[] = [];

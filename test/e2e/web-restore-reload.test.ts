@@ -12,7 +12,10 @@ import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 // The history page answered a restore (or an undo) with the result page itself, at the POST's
 // URL: reloading it, or going back to it, sent the restore again and restored a second time.
 // A restore now answers with a redirect to the history page, which reloads harmlessly.
-const CHROMIUM = { executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] };
+const CHROMIUM = {
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+};
 const DB = 'acme/scout';
 
 let box: Sandbox;

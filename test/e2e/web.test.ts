@@ -11,7 +11,10 @@ import { startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // The web page in a real browser: Debian's Chromium driven by playwright-core (no downloaded
 // browser), against the app and a shard worker pool over a sandboxed Redis prefix and data folder.
-const CHROMIUM = { executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] };
+const CHROMIUM = {
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+};
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 /** Screenshots for docs/web.md are written only when asked, so test runs leave the tree alone. */
 const SHOTS = process.env.AGENTDB_SCREENSHOTS === '1';
@@ -60,7 +63,12 @@ function expectedCsv(file: string, table: string): string {
       if ('=+-@\t\r'.includes(s[0] ?? 'x')) s = `'${s}`;
       return /[",\r\n]/.test(s) ? `"${s.split('"').join('""')}"` : s;
     };
-    const lines = [stmt.columns().map((c) => field(c.name)).join(',')];
+    const lines = [
+      stmt
+        .columns()
+        .map((c) => field(c.name))
+        .join(','),
+    ];
     for (const row of stmt.iterate() as Iterable<unknown[]>) lines.push(row.map(field).join(','));
     return `${lines.join('\r\n')}\r\n`;
   } finally {
@@ -107,7 +115,7 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     await context.close();
   });
 
-  it('shows a parked write live, and approving it completes the agent\'s waiting call', async () => {
+  it("shows a parked write live, and approving it completes the agent's waiting call", async () => {
     const context = await browser.newContext();
     const page = await signIn(context, adminKey);
     expect(await page.locator('#no-pending').textContent()).toContain('Nothing is waiting');
@@ -266,7 +274,13 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
   });
 
   it('lets an admin drop a shared table after typing its name, and not a member', async () => {
-    const shared = await client.call({ workspace: WS, agent: AGENT, settings: { database: 'workspace', sharedData: true }, tool: 'DATA_WRITE_SQL', arguments: { scope: 'workspace', sql: 'CREATE TABLE scratch(x)' } });
+    const shared = await client.call({
+      workspace: WS,
+      agent: AGENT,
+      settings: { database: 'workspace', sharedData: true },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { scope: 'workspace', sql: 'CREATE TABLE scratch(x)' },
+    });
     expect(shared).toMatchObject({ ok: true });
     const url = `${server.url}/data/table?db=${WS}&table=scratch`;
 
@@ -278,7 +292,11 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     // Sent anyway (with a valid session and token), the policy refuses it: the drop is the member's own call.
     const refused = await member.evaluate(async (db) => {
       const csrf = document.querySelector<HTMLMetaElement>('meta[name=csrf-token]')!.content;
-      const res = await fetch('/data/drop', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf, db, table: 'scratch', confirm: 'scratch' }) });
+      const res = await fetch('/data/drop', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ _csrf: csrf, db, table: 'scratch', confirm: 'scratch' }),
+      });
       return { status: res.status, text: await res.text() };
     }, WS);
     expect(refused.status).toBe(403);
@@ -296,7 +314,13 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     await admin.waitForURL(/dropped=scratch/);
     expect(await admin.getByRole('status').textContent()).toContain('Dropped scratch');
     expect(await admin.locator('#tables', { hasText: 'scratch' }).count()).toBe(0);
-    const gone = await client.call({ workspace: WS, agent: AGENT, settings: { database: 'workspace' }, tool: 'DATA_QUERY_SQL', arguments: { scope: 'workspace', sql: 'SELECT * FROM scratch' } });
+    const gone = await client.call({
+      workspace: WS,
+      agent: AGENT,
+      settings: { database: 'workspace' },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { scope: 'workspace', sql: 'SELECT * FROM scratch' },
+    });
     expect(gone).toMatchObject({ ok: false, error: { code: 'SQL_ERROR' } });
     await memberContext.close();
     await adminContext.close();
@@ -309,7 +333,16 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     const moment = Math.ceil((Date.now() + 1) / 1000) * 1000;
     while (Date.now() <= moment) await new Promise((r) => setTimeout(r, moment + 5 - Date.now()));
     expect(await write("INSERT INTO h VALUES ('two')")).toMatchObject({ ok: true });
-    const values = async () => ((await client.call({ workspace: WS, agent: AGENT, settings: open, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM h ORDER BY rowid' } })) as unknown as { result: { rows: string[][] } }).result.rows.flat();
+    const values = async () =>
+      (
+        (await client.call({
+          workspace: WS,
+          agent: AGENT,
+          settings: open,
+          tool: 'DATA_QUERY_SQL',
+          arguments: { sql: 'SELECT v FROM h ORDER BY rowid' },
+        })) as unknown as { result: { rows: string[][] } }
+      ).result.rows.flat();
     expect(await values()).toEqual(['one', 'two']);
 
     const context = await browser.newContext();
@@ -346,7 +379,9 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
   it('refuses a POST without the session token', async () => {
     const context = await browser.newContext();
     const page = await signIn(context, adminKey);
-    const status = await page.evaluate(async () => (await fetch('/sign-out', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' })).status);
+    const status = await page.evaluate(
+      async () => (await fetch('/sign-out', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' })).status,
+    );
     expect(status).toBe(403);
     await context.close();
   });
@@ -363,9 +398,15 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     await page.goto(`${server.url}/data`);
     expect(page.url()).toContain('/sign-in');
     // Leave nothing parked behind.
-    const pending = await fetch(`${server.url}/v1/approvals`, { headers: { authorization: `Bearer ${adminKey}` } }).then((r) => r.json() as Promise<{ approvals: { id: string }[] }>);
+    const pending = await fetch(`${server.url}/v1/approvals`, { headers: { authorization: `Bearer ${adminKey}` } }).then(
+      (r) => r.json() as Promise<{ approvals: { id: string }[] }>,
+    );
     for (const a of pending.approvals) {
-      await fetch(`${server.url}/v1/approvals/${a.id}/decision`, { method: 'POST', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'reject' }) });
+      await fetch(`${server.url}/v1/approvals/${a.id}/decision`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ decision: 'reject' }),
+      });
     }
     expect(await parked).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
     await context.close();

@@ -11,7 +11,14 @@ import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
 
-const { dataDir, db, then, holdMs, sql, uncopied } = JSON.parse(process.argv[2]!) as { dataDir: string; db: DbTarget; then: 'kill' | 'hold'; holdMs?: number; sql?: string; uncopied?: string };
+const { dataDir, db, then, holdMs, sql, uncopied } = JSON.parse(process.argv[2]!) as {
+  dataDir: string;
+  db: DbTarget;
+  then: 'kill' | 'hold';
+  holdMs?: number;
+  sql?: string;
+  uncopied?: string;
+};
 const history = new HistoryCapture(dataDir, { checkpointBytes: 1024 * 1024, retentionDays: 30 });
 const handles = new HandleCache({ size: 4, ...history.hooks() });
 const live = handles.open(db, 'write');

@@ -64,7 +64,11 @@ export async function mustRun(pool: ExecutorPool, req: ExecRequest): Promise<unk
  * A history pool over a temporary folder (`prefix` names it) for the tests of one file: started
  * before them and stopped, folder removed, after them; `set` receives both once started.
  */
-export function withHistoryPool(prefix: string, opts: { handleCacheSize: number; checkpointBytes: number }, set: (dataDir: string, pool: ExecutorPool) => void): void {
+export function withHistoryPool(
+  prefix: string,
+  opts: { handleCacheSize: number; checkpointBytes: number },
+  set: (dataDir: string, pool: ExecutorPool) => void,
+): void {
   let dataDir: string | undefined;
   let pool: ExecutorPool | undefined;
   beforeAll(async () => {
@@ -84,6 +88,7 @@ export function historyCalls(get: () => ExecutorPool) {
   const by = { who: 'operator:test', via: 'operator' as const };
   const ok = (req: ExecRequest): Promise<any> => mustRun(get(), req);
   const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
-  const restore = (db: DbTarget, args: { at?: number; undo?: string }): Promise<ExecOutcome> => get().run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
+  const restore = (db: DbTarget, args: { at?: number; undo?: string }): Promise<ExecOutcome> =>
+    get().run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
   return { by, ok, write, restore, nextKey: () => `k${++seq}` };
 }

@@ -25,9 +25,17 @@ export interface DumpOptions {
 
 /** The same dump of an open handle. */
 export function dumpOf(db: Database.Database, opts: DumpOptions = {}): string {
-  db.function(BLOB_SUM, { deterministic: true }, (b: unknown) => createHash('sha1').update(b as Buffer).digest('hex'));
+  db.function(BLOB_SUM, { deterministic: true }, (b: unknown) =>
+    createHash('sha1')
+      .update(b as Buffer)
+      .digest('hex'),
+  );
   const hash = createHash('sha256');
-  const objects = db.prepare("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all() as { type: string; name: string; sql: string | null }[];
+  const objects = db.prepare("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all() as {
+    type: string;
+    name: string;
+    sql: string | null;
+  }[];
   for (const o of objects) {
     if (opts.withoutAudit && o.name.startsWith('_agentdb_audit')) continue;
     hash.update(`${o.type}|${o.name}|${o.sql}\n`);

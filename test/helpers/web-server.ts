@@ -31,7 +31,15 @@ export async function startWebServer(box: Sandbox, opts: { heartbeatMs?: number;
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
   const { trustProxy, ...webOpts } = opts;
-  const app = buildApp({ redis, shardCount: config.shardCount, members, approvals, history, web: { ...web.web, ...webOpts }, ...(trustProxy ? { trustProxy } : {}) });
+  const app = buildApp({
+    redis,
+    shardCount: config.shardCount,
+    members,
+    approvals,
+    history,
+    web: { ...web.web, ...webOpts },
+    ...(trustProxy ? { trustProxy } : {}),
+  });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     url,

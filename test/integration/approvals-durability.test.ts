@@ -29,7 +29,9 @@ describe('pending approvals and a Redis restart', () => {
     const before = sb.client();
     await before.call({ ...plain, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (i INTEGER)' } });
     const parked = (await Promise.all(
-      Array.from({ length: 5 }, (_, i) => before.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (?)', params: [i] } }, { wait: false })),
+      Array.from({ length: 5 }, (_, i) =>
+        before.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (?)', params: [i] } }, { wait: false }),
+      ),
     )) as AwaitingAnswer[];
     expect(parked.every((p) => p.status === 'awaiting_approval')).toBe(true);
 

@@ -36,7 +36,10 @@ describe('expiry', () => {
     expect(parked.status).toBe('awaiting_approval');
     const end = await client.result(parked.callId, { ...whoOf(parked), wait: true });
     expect(end).toMatchObject({ ok: false, error: { code: 'APPROVAL_EXPIRED' } });
-    expect(await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: false, code: 'APPROVAL_EXPIRED' });
+    expect(await client.decide(parked.approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({
+      ok: false,
+      code: 'APPROVAL_EXPIRED',
+    });
     expect(await client.call({ ...plain, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({
       result: { rows: [[0]] },
     });

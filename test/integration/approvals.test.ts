@@ -44,7 +44,9 @@ async function run(agent: string, sql: string, params: unknown[] = []) {
 }
 
 async function make(agent: string, sql: string) {
-  expect(await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } })).toMatchObject({ ok: true });
+  expect(await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } })).toMatchObject({
+    ok: true,
+  });
 }
 
 describe('parking', () => {
@@ -97,8 +99,15 @@ describe('parking', () => {
 
   it('answers a drop of a table that does not exist with NOT_FOUND at once, asking nobody', async () => {
     await make('ap6', 'CREATE TABLE kept (x)');
-    for (const [agent, table] of [['ap6', 'missing'], ['ap6', '../kept'], ['ap6-never-written', 'kept']] as const) {
-      const answer = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_DROP_TABLE', arguments: { table } }, { wait: false });
+    for (const [agent, table] of [
+      ['ap6', 'missing'],
+      ['ap6', '../kept'],
+      ['ap6-never-written', 'kept'],
+    ] as const) {
+      const answer = await client.call(
+        { workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_DROP_TABLE', arguments: { table } },
+        { wait: false },
+      );
       expect(answer, `${agent} ${table}`).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', message: expect.stringContaining(JSON.stringify(table)) } });
       expect(await client.result(answer.callId, { workspace: 'acme', agent })).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
       // There is no approval to decide.
@@ -121,30 +130,61 @@ describe('audit', () => {
         db.close();
       }
     };
-    await expect.poll(() => rowsOf('ap1')).toEqual([
-      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO leads VALUES (?) RETURNING email', decision: 'approved', decided_by: 'alice', decided_via: 'operator', reason: 'looks right', ran_ok: 1, ran_code: null },
-    ]);
-    await expect.poll(() => rowsOf('ap2')).toEqual([
-      { tool: 'DATA_WRITE_SQL', statement: 'INSERT INTO t VALUES (1)', decision: 'rejected', decided_by: 'bob', decided_via: 'operator', reason: 'not today', ran_ok: null, ran_code: null },
-    ]);
+    await expect
+      .poll(() => rowsOf('ap1'))
+      .toEqual([
+        {
+          tool: 'DATA_WRITE_SQL',
+          statement: 'INSERT INTO leads VALUES (?) RETURNING email',
+          decision: 'approved',
+          decided_by: 'alice',
+          decided_via: 'operator',
+          reason: 'looks right',
+          ran_ok: 1,
+          ran_code: null,
+        },
+      ]);
+    await expect
+      .poll(() => rowsOf('ap2'))
+      .toEqual([
+        {
+          tool: 'DATA_WRITE_SQL',
+          statement: 'INSERT INTO t VALUES (1)',
+          decision: 'rejected',
+          decided_by: 'bob',
+          decided_via: 'operator',
+          reason: 'not today',
+          ran_ok: null,
+          ran_code: null,
+        },
+      ]);
     const described = await client.call({ workspace: 'acme', agent: 'ap1', settings: { database: 'agent' }, tool: 'DATA_DESCRIBE_SCHEMA' });
     expect((described as unknown as { result: { tables: { name: string }[] } }).result.tables.map((t) => t.name)).toEqual(['leads']);
-    const peek = await client.call({ workspace: 'acme', agent: 'ap1', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT * FROM _agentdb_audit' } });
+    const peek = await client.call({
+      workspace: 'acme',
+      agent: 'ap1',
+      settings: { database: 'agent' },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT * FROM _agentdb_audit' },
+    });
     expect(peek).toMatchObject({ ok: false, error: { code: 'SQL_REFUSED' } });
   });
 });
 
 describe('who decides', () => {
   it('refuses unknown members, other workspaces and plain members on shared drops; the call stays parked', async () => {
-    await client.call({ ...gated, agent: 'ap5', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' } }, { wait: false }).then((a) =>
-      client.decide((a as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice', operator: true }),
-    );
+    await client
+      .call({ ...gated, agent: 'ap5', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' } }, { wait: false })
+      .then((a) => client.decide((a as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice', operator: true }));
     const drop = await park('ap5', 'DATA_DROP_TABLE', { table: 'shared_t', scope: 'workspace' });
     expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'nobody', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
     expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'eve', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
     expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
     expect(await client.decide('ap_missing', { decision: 'approve', by: 'root', operator: true })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
-    expect(await client.decide(drop.approval.id, { decision: 'maybe' as 'approve', by: 'root', operator: true })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENTS' });
+    expect(await client.decide(drop.approval.id, { decision: 'maybe' as 'approve', by: 'root', operator: true })).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENTS',
+    });
     expect(await client.result(drop.callId, whoOf(drop))).toMatchObject({ status: 'awaiting_approval' });
     const waiting = client.result(drop.callId, { ...whoOf(drop), wait: true });
     expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'root', operator: true })).toMatchObject({ ok: true });
@@ -153,9 +193,7 @@ describe('who decides', () => {
 
   it('lets exactly one of two racing decisions win, for each of 100 calls', async () => {
     await make('racer', 'CREATE TABLE r (i INTEGER)');
-    const parked = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => park('racer', 'DATA_WRITE_SQL', { sql: 'INSERT INTO r VALUES (?)', params: [i] })),
-    );
+    const parked = await Promise.all(Array.from({ length: 100 }, (_, i) => park('racer', 'DATA_WRITE_SQL', { sql: 'INSERT INTO r VALUES (?)', params: [i] })));
     const outcomes = parked.map((p) => client.result(p.callId, { ...whoOf(p), wait: true }));
     const decisions = await Promise.all(
       parked.map((p) =>

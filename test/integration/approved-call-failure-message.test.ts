@@ -38,7 +38,9 @@ it("keeps the failure's message on the approval record and shows it in the decid
   expect(await waiting).toMatchObject({ ok: false, error: { code: 'SQL_ERROR', message: expect.stringContaining('no such table: leads') } });
 
   const store = new ApprovalStore(redis, keysFor(sb.config.prefix));
-  await expect.poll(async () => (await store.get(parked.approval.id))?.ran).toMatchObject({ ok: false, code: 'SQL_ERROR', message: expect.stringContaining('no such table: leads') });
+  await expect
+    .poll(async () => (await store.get(parked.approval.id))?.ran)
+    .toMatchObject({ ok: false, code: 'SQL_ERROR', message: expect.stringContaining('no such table: leads') });
   const record = (await store.get(parked.approval.id))!;
   // Not a refusal at release: that is what `detail` marks, and a resend would be answered from it.
   expect(record.ran?.detail).toBeUndefined();

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.ts';
+import type { Config } from '../../src/config.ts';
 import { codeOf } from '../../src/errors.ts';
 import { backupDatabase } from '../../src/history/backup.ts';
 import { backupPrefix, readManifest } from '../../src/history/backup-manifest.ts';
@@ -38,7 +38,6 @@ const DAY = 24 * 3600 * 1000;
 let s3: S3Server;
 let sb: Sandbox;
 let config: Config;
-let pool: ShardWorkerPool;
 let client: AgentDbClient;
 let ops: ShardOpClient;
 let store: BlobStore;
@@ -46,7 +45,12 @@ const pools: ShardWorkerPool[] = [];
 const temp: string[] = [];
 
 async function startPool(cfg: Config): Promise<ShardWorkerPool> {
-  const p = new ShardWorkerPool({ config: cfg, shards: Array.from({ length: cfg.shardCount }, (_, i) => i), logger: pino({ level: 'silent' }), executorChild: builtExecutorChild });
+  const p = new ShardWorkerPool({
+    config: cfg,
+    shards: Array.from({ length: cfg.shardCount }, (_, i) => i),
+    logger: pino({ level: 'silent' }),
+    executorChild: builtExecutorChild,
+  });
   pools.push(p);
   await p.start();
   return p;
@@ -101,7 +105,7 @@ beforeAll(async () => {
   s3 = await startS3Server();
   sb = sandbox({ ...s3.env, ...HISTORY_ENV });
   config = sb.config;
-  pool = await startPool(config);
+  await startPool(config);
   client = sb.client();
   ops = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   store = openBlobStore(config);
@@ -174,17 +178,25 @@ describe('nightly backups to the blob store (s3rver)', () => {
         const copyPath = databasePath(sb2.config.dataDir, 'acme', 'scout-copy', shardOf(copy, sb2.config.shardCount));
         expect(dump(copyPath)).toEqual(original);
         expect(auditRows(copyPath)).toEqual([[expect.stringContaining(`backup of ${DB}`), 'operator:tester']]);
-        expect(await ops2.run(0, 'restoreFromBlob', { source: 'other/db' }, { db: 'acme/x' })).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+        expect(await ops2.run(0, 'restoreFromBlob', { source: 'other/db' }, { db: 'acme/x' })).toMatchObject({
+          ok: false,
+          error: { code: 'INVALID_ARGUMENTS' },
+        });
         // And the restored database answers calls.
         const c2 = sb2.client();
         expect(await c2.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({
           ok: true,
           result: { rows: [[original.rows.t!.length]] },
         });
-        expect(await c2.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('after the restore')" } })).toMatchObject({ ok: true });
+        expect(await c2.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('after the restore')" } })).toMatchObject({
+          ok: true,
+        });
         expect(reasons()).toEqual(['restore']);
         // It exists now: a second disaster restore refuses to touch it.
-        expect(await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB })).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
+        expect(await ops2.run(shardOf(DB, sb2.config.shardCount), 'restoreFromBlob', {}, { db: DB })).toMatchObject({
+          ok: false,
+          error: { code: 'DATABASE_EXISTS' },
+        });
       } finally {
         await ops2.close();
       }
@@ -293,7 +305,13 @@ describe('the blob prune', () => {
     const shard = shardOf(DB, config.shardCount);
     const agent = Array.from({ length: 200 }, (_, i) => `peer${i}`).find((a) => shardOf(`acme/${a}`, config.shardCount) === shard)!;
     const peer = `acme/${agent}`;
-    const env = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE p (x)' } });
+    const env = await client.call({
+      workspace: 'acme',
+      agent,
+      settings: { database: 'agent' },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: 'CREATE TABLE p (x)' },
+    });
     expect(env.ok, JSON.stringify(env)).toBe(true);
     // Its first snapshot becomes a folder: reading it for the upload fails with an uncoded EISDIR.
     const gen = listGenerations(localSource(config.dataDir, peer)).find((g) => g.snapshot)!;
@@ -325,7 +343,9 @@ describe('a database restored from the blob store on a new machine', () => {
       // Numbered after every generation the store has of it.
       expect(listGenerations(localSource(sb3.config.dataDir, DB)).map((g) => g.name > stored.at(-1)!)).toEqual([true]);
       const c3 = sb3.client();
-      expect(await c3.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('written on the new machine')" } })).toMatchObject({ ok: true });
+      expect(await c3.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO t (s) VALUES ('written on the new machine')" } })).toMatchObject({
+        ok: true,
+      });
       const run = await runBackups(ops3, sb3.config.shardCount, { db: DB });
       expect(run.databases).toEqual([expect.objectContaining({ database: DB, unchanged: false })]);
       const later = tempFile('new-machine.sqlite');

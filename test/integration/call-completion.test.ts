@@ -76,7 +76,11 @@ describe('call completions', () => {
     const keys = keysFor(sb.config.prefix);
     const who = { workspace: 'acme', agent: 'big', settings: { database: 'agent' as const } };
     await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE big (v TEXT)' } });
-    await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) INSERT INTO big SELECT printf('%0200d', i) FROM n" } });
+    await client.call({
+      ...who,
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) INSERT INTO big SELECT printf('%0200d', i) FROM n" },
+    });
 
     // Redis's own order of execution: the job's result stored (BullMQ's moveToFinished sets
     // finishedOn with it) against the call.completed event. Forced, not hoped for: the event of
@@ -91,7 +95,7 @@ describe('call completions', () => {
       const lines = (pending + chunk).split('\r\n');
       pending = lines.pop()!;
       for (const line of lines) {
-        const stored = new RegExp(`"HSET" "${escape(keys.bullPrefix)}:\\{shard-0\\}:acme\\.big\\.(large-\\d+)" .*"finishedOn"`).exec(line);
+        const stored = new RegExp(`"HSET" "${escapeRegExp(keys.bullPrefix)}:\\{shard-0\\}:acme\\.big\\.(large-\\d+)" .*"finishedOn"`).exec(line);
         if (stored) order.push(`stored ${stored[1]}`);
         const announced = line.includes(`"XADD" "${keys.events}"`) ? /callId\\":\\"(large-\d+)\\"/.exec(line) : null;
         if (announced) order.push(`announced ${announced[1]}`);
@@ -111,6 +115,6 @@ describe('call completions', () => {
   });
 });
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -13,7 +13,12 @@ let own: OwnRedis;
 let sb: Sandbox;
 let client: AgentDbClient;
 const who = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
-const insert = (callId: string, v: string): CallInput => ({ ...who, callId, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t (v) VALUES (?)', params: [v] } });
+const insert = (callId: string, v: string): CallInput => ({
+  ...who,
+  callId,
+  tool: 'DATA_WRITE_SQL',
+  arguments: { sql: 'INSERT INTO t (v) VALUES (?)', params: [v] },
+});
 
 async function rows(): Promise<unknown[][]> {
   const read = await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM t ORDER BY rowid' } });

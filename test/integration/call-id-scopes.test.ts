@@ -21,10 +21,23 @@ const SHARDS = 4;
 // per-queue check missed (on one shard BullMQ's own job-id check already caught it).
 const WS = ['w0', 'w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7'].find((w) => shardOf(databaseId(w), SHARDS) !== shardOf(databaseId(w, 'scout'), SHARDS))!;
 const settings = { database: 'workspace', sharedData: true } as const;
-const as = (callId: string, tool: string, args: Record<string, unknown>): CallInput => ({ workspace: WS, agent: 'scout', settings, callId, tool, arguments: args });
+const as = (callId: string, tool: string, args: Record<string, unknown>): CallInput => ({
+  workspace: WS,
+  agent: 'scout',
+  settings,
+  callId,
+  tool,
+  arguments: args,
+});
 
 async function sharedRows(): Promise<unknown[][]> {
-  const read = await client.call({ workspace: WS, agent: 'scout', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM shared_t ORDER BY v', scope: 'workspace' } });
+  const read = await client.call({
+    workspace: WS,
+    agent: 'scout',
+    settings,
+    tool: 'DATA_QUERY_SQL',
+    arguments: { sql: 'SELECT v FROM shared_t ORDER BY v', scope: 'workspace' },
+  });
   expect(read).toMatchObject({ ok: true });
   return (read as unknown as { result: { rows: unknown[][] } }).result.rows;
 }
@@ -46,7 +59,15 @@ beforeAll(async () => {
   k = keyedApp(sb);
   client = k.client;
   agentKey = await k.agentKey(WS, 'scout', { displayName: 'Scout', settings });
-  expect(await client.call({ workspace: WS, agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE shared_t (v TEXT)', scope: 'workspace' } })).toMatchObject({ ok: true });
+  expect(
+    await client.call({
+      workspace: WS,
+      agent: 'scout',
+      settings,
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: 'CREATE TABLE shared_t (v TEXT)', scope: 'workspace' },
+    }),
+  ).toMatchObject({ ok: true });
 });
 afterAll(async () => {
   await k.close();
@@ -61,7 +82,11 @@ describe('client library: a call id sent again with another scope', () => {
 
     // The same statement into the agent's own database under the same id.
     const sameSqlOtherScope = await client.call(as('c2', 'DATA_WRITE_SQL', { sql: 'INSERT INTO shared_t VALUES (?)', params: ['one'] }));
-    expect(sameSqlOtherScope).toMatchObject({ ok: false, callId: 'c2', error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining(`the database (${WS}, now ${WS}/scout)`) } });
+    expect(sameSqlOtherScope).toMatchObject({
+      ok: false,
+      callId: 'c2',
+      error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining(`the database (${WS}, now ${WS}/scout)`) },
+    });
     expect((sameSqlOtherScope as { error: { message: string } }).error.message).toContain('arguments.scope');
     // Another statement, no scope, answered at once (?wait=false's path).
     const probe = await client.call(as('c2', 'DATA_WRITE_SQL', { sql: 'CREATE TABLE idem_probe (x)' }), { wait: false });

@@ -79,12 +79,17 @@ function auditOf(workspace: string, agent: string): { call_id: string; statement
 
 describe('a call id in another workspace is another call', () => {
   it('an approved write does not let another workspace run its own write under the same id', async () => {
-    const first = parked(await client.call({ ...gated('w1', 'a'), callId: 'dup-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (b TEXT)' } }, { wait: false }));
+    const first = parked(
+      await client.call({ ...gated('w1', 'a'), callId: 'dup-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (b TEXT)' } }, { wait: false }),
+    );
     const done = client.result('dup-1', { workspace: 'w1', agent: 'a', wait: true });
     expect(await client.decide(first.approval.id, { decision: 'approve', key: keyOf.w1! })).toMatchObject({ ok: true });
     expect(await done).toMatchObject({ ok: true });
 
-    const impostor = await client.call({ ...gated('w3', 'm'), callId: 'dup-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE ran_without_approval (x)' } }, { wait: false });
+    const impostor = await client.call(
+      { ...gated('w3', 'm'), callId: 'dup-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE ran_without_approval (x)' } },
+      { wait: false },
+    );
     const own = parked(impostor);
     expect(own.approval.id).not.toBe(first.approval.id);
     expect(own.approval).toMatchObject({ workspace: 'w3', agent: 'm', state: 'pending' });
@@ -97,14 +102,34 @@ describe('a call id in another workspace is another call', () => {
   });
 
   it("a member's approval of a write does not stand in for an admin's approval of a shared drop", async () => {
-    const write = parked(await client.call({ ...gated('w1', 'a'), callId: 'dup-drop', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE u (x)' } }, { wait: false }));
+    const write = parked(
+      await client.call({ ...gated('w1', 'a'), callId: 'dup-drop', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE u (x)' } }, { wait: false }),
+    );
     const done = client.result('dup-drop', { workspace: 'w1', agent: 'a', wait: true });
     await client.decide(write.approval.id, { decision: 'approve', key: keyOf.w1! });
     expect(await done).toMatchObject({ ok: true });
 
-    expect(await client.call({ workspace: 'w4', agent: 'z', settings: { database: 'workspace', sharedData: true }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' } })).toMatchObject({ ok: true });
+    expect(
+      await client.call({
+        workspace: 'w4',
+        agent: 'z',
+        settings: { database: 'workspace', sharedData: true },
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' },
+      }),
+    ).toMatchObject({ ok: true });
     const drop = parked(
-      await client.call({ workspace: 'w4', agent: 'z', settings: { database: 'workspace', sharedData: true }, callId: 'dup-drop', tool: 'DATA_DROP_TABLE', arguments: { table: 'shared_t', scope: 'workspace' } }, { wait: false }),
+      await client.call(
+        {
+          workspace: 'w4',
+          agent: 'z',
+          settings: { database: 'workspace', sharedData: true },
+          callId: 'dup-drop',
+          tool: 'DATA_DROP_TABLE',
+          arguments: { table: 'shared_t', scope: 'workspace' },
+        },
+        { wait: false },
+      ),
     );
     expect(drop.approval).toMatchObject({ workspace: 'w4', tier: 'destructive', state: 'pending' });
     expect(await client.decide(drop.approval.id, { decision: 'approve', key: keyOf.w4! })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
@@ -112,8 +137,12 @@ describe('a call id in another workspace is another call', () => {
   });
 
   it('a pending call under the same id in another workspace gets its own approval, which its own members see and decide', async () => {
-    const w1 = parked(await client.call({ ...gated('w1', 'b'), callId: 'dup-2', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE from_w1 (x)' } }, { wait: false }));
-    const w2 = parked(await client.call({ ...gated('w2', 'b'), callId: 'dup-2', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE from_w2 (x)' } }, { wait: false }));
+    const w1 = parked(
+      await client.call({ ...gated('w1', 'b'), callId: 'dup-2', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE from_w1 (x)' } }, { wait: false }),
+    );
+    const w2 = parked(
+      await client.call({ ...gated('w2', 'b'), callId: 'dup-2', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE from_w2 (x)' } }, { wait: false }),
+    );
     expect(w2.approval.id).not.toBe(w1.approval.id);
     const service = await pendingOf('w2');
     expect(service.map((a) => [a.id, a.sql])).toEqual([[w2.approval.id, 'CREATE TABLE from_w2 (x)']]);
@@ -128,12 +157,17 @@ describe('a call id in another workspace is another call', () => {
   });
 
   it("a rejection's reviewer and reason reach only the call they were given for", async () => {
-    const w1 = parked(await client.call({ ...gated('w1', 'c'), callId: 'dup-3', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE nope (x)' } }, { wait: false }));
+    const w1 = parked(
+      await client.call({ ...gated('w1', 'c'), callId: 'dup-3', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE nope (x)' } }, { wait: false }),
+    );
     const done = client.result('dup-3', { workspace: 'w1', agent: 'c', wait: true });
     await client.decide(w1.approval.id, { decision: 'reject', key: keyOf.w1!, reason: 'w1 internal: the merger is secret' });
     expect(await done).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
 
-    const other = await client.call({ ...gated('w3', 'c'), callId: 'dup-3', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE nope (x)' } }, { wait: false });
+    const other = await client.call(
+      { ...gated('w3', 'c'), callId: 'dup-3', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE nope (x)' } },
+      { wait: false },
+    );
     expect(JSON.stringify(other)).not.toContain('merger');
     parked(other);
     expect(JSON.stringify(await client.result('dup-3', { workspace: 'w3', agent: 'c' }))).not.toContain('merger');
@@ -177,12 +211,26 @@ describe('a call id is an idempotency key in its caller’s namespace', () => {
 
 describe('an approval is bound to its call', () => {
   it('a raw job carrying another call’s approvalId is not run on it: it is parked for its own', async () => {
-    const victim = parked(await client.call({ ...gated('w1', 'v'), callId: 'forge-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE approved_one (x)' } }, { wait: false }));
+    const victim = parked(
+      await client.call(
+        { ...gated('w1', 'v'), callId: 'forge-1', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE approved_one (x)' } },
+        { wait: false },
+      ),
+    );
     const done = client.result('forge-1', { workspace: 'w1', agent: 'v', wait: true });
     await client.decide(victim.approval.id, { decision: 'approve', key: keyOf.w1! });
     expect(await done).toMatchObject({ ok: true });
 
-    const data = { callId: 'forged', workspace: 'w2', agent: 'x', settings: { database: 'agent', approval: 'write', sandbox: false, sharedData: false }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE forged_table (x)' }, enqueuedAt: Date.now(), approvalId: victim.approval.id };
+    const data = {
+      callId: 'forged',
+      workspace: 'w2',
+      agent: 'x',
+      settings: { database: 'agent', approval: 'write', sandbox: false, sharedData: false },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: 'CREATE TABLE forged_table (x)' },
+      enqueuedAt: Date.now(),
+      approvalId: victim.approval.id,
+    };
     const shard = shardOf(databaseId('w2', 'x'), sb.config.shardCount);
     const queue = new Queue(`{shard-${shard}}`, { connection: redis, prefix: sb.config.prefix });
     try {
@@ -212,14 +260,19 @@ describe('an approval is bound to its call', () => {
     const done = client.result(drop.callId, { ...whoOf(drop), wait: true });
     await client.decide(drop.approval.id, { decision: 'approve', key: keyOf.w1! });
     expect(await done).toMatchObject({ ok: false, error: { code: 'APPROVAL_STALE' } });
-    expect(await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT name FROM scratch ORDER BY id' } })).toMatchObject({ ok: true, result: { rows: [['ada'], ['bo']] } });
+    expect(await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT name FROM scratch ORDER BY id' } })).toMatchObject({
+      ok: true,
+      result: { rows: [['ada'], ['bo']] },
+    });
   });
 
   it('a drop approval shows a long definition shortened and binds the whole of it by digest; Redis keeps little', async () => {
     const who = plain('w1', 'wide');
     await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE big (a)' } });
     for (let i = 0; i < 12; i++) {
-      expect(await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: `ALTER TABLE big ADD COLUMN c${i} DEFAULT '${'x'.repeat(95_000)}'` } })).toMatchObject({ ok: true });
+      expect(
+        await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: `ALTER TABLE big ADD COLUMN c${i} DEFAULT '${'x'.repeat(95_000)}'` } }),
+      ).toMatchObject({ ok: true });
     }
     const drop = parked(await client.call({ ...who, callId: 'wide-drop', tool: 'DATA_DROP_TABLE', arguments: { table: 'big' } }, { wait: false }));
     const object = drop.approval.object as { definition: string };
@@ -288,7 +341,17 @@ describe('random interleavings of calls that share ids', () => {
             calls.map((c) => {
               const sql = c.kind === 'write' ? `CREATE TABLE IF NOT EXISTS t_${c.ws}_${c.agent} (x)` : `SELECT '${c.ws}/${c.agent}'`;
               const settings = c.kind === 'write' ? gated(c.ws, c.agent).settings : plain(c.ws, c.agent).settings;
-              return client.call({ workspace: c.ws, agent: c.agent, settings, callId: id(c), tool: c.kind === 'write' ? 'DATA_WRITE_SQL' : 'DATA_QUERY_SQL', arguments: { sql } }, { wait: false });
+              return client.call(
+                {
+                  workspace: c.ws,
+                  agent: c.agent,
+                  settings,
+                  callId: id(c),
+                  tool: c.kind === 'write' ? 'DATA_WRITE_SQL' : 'DATA_QUERY_SQL',
+                  arguments: { sql },
+                },
+                { wait: false },
+              );
             }),
           );
           const decisions: Promise<unknown>[] = [];

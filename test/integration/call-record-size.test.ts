@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { databasePath } from '../../src/contracts/database-id.ts';
 import type { DbTarget } from '../../src/executor/executor-protocol.ts';
@@ -41,7 +41,8 @@ function tryWrite(db: Database.Database, t: DbTarget, sql: string, key: string, 
   try {
     return { ok: true as const, result: write(db, sql, params, key, t.limits) };
   } catch (err) {
-    if (err instanceof AgentDbError || (err as { code?: string }).code?.startsWith('SQLITE_')) return { ok: false as const, code: toOpError(err, () => 'LIMIT_EXCEEDED').code };
+    if (err instanceof AgentDbError || (err as { code?: string }).code?.startsWith('SQLITE_'))
+      return { ok: false as const, code: toOpError(err, () => 'LIMIT_EXCEEDED').code };
     throw err;
   }
 }
@@ -73,7 +74,8 @@ describe("a write's exactly-once record", () => {
     const db = handles.open(t, 'write');
     expect(tryWrite(db, t, 'CREATE TABLE scratch (a INTEGER)', 'k-create').ok).toBe(true);
     // 200 rows of ~1 KB: about 200 KB answered, 15 or so kept.
-    const sql = "INSERT INTO scratch(a) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 200) SELECT i FROM n RETURNING a, printf('%.*c', 1000, 'y') AS pad";
+    const sql =
+      "INSERT INTO scratch(a) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 200) SELECT i FROM n RETURNING a, printf('%.*c', 1000, 'y') AS pad";
     const first = write(db, sql, [], 'k-many', t.limits);
     expect(first).toMatchObject({ changes: 200, columns: ['a', 'pad'], truncated: false });
     expect(first.rows).toHaveLength(200);
@@ -85,7 +87,9 @@ describe("a write's exactly-once record", () => {
     expect(kept).toBeGreaterThan(5);
     expect(kept).toBeLessThan(20);
     expect(again.rows).toEqual(first.rows.slice(0, kept));
-    expect((again as { note?: string }).note).toBe(`answered from this call's exactly-once record, which keeps 16 KB of RETURNING rows: ${kept} of the 200 rows the write returned when it ran`);
+    expect((again as { note?: string }).note).toBe(
+      `answered from this call's exactly-once record, which keeps 16 KB of RETURNING rows: ${kept} of the 200 rows the write returned when it ran`,
+    );
     expect(db.prepare(`SELECT count(*) FROM scratch`).pluck().get()).toBe(200);
 
     // A single row past the limit: the record keeps none of it, and says so.
@@ -107,7 +111,16 @@ describe("a write's exactly-once record", () => {
     expect(tryWrite(db, t, 'CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT)', 'k-create').ok).toBe(true);
     const sql = 'INSERT INTO leads (email) VALUES (?), (?) RETURNING id, email';
     const first = write(db, sql, ['a@x', 'b@x'], 'k-small', t.limits);
-    expect(first).toEqual({ changes: 2, lastInsertRowid: 2, columns: ['id', 'email'], rows: [[1, 'a@x'], [2, 'b@x']], truncated: false });
+    expect(first).toEqual({
+      changes: 2,
+      lastInsertRowid: 2,
+      columns: ['id', 'email'],
+      rows: [
+        [1, 'a@x'],
+        [2, 'b@x'],
+      ],
+      truncated: false,
+    });
     expect(write(db, sql, ['a@x', 'b@x'], 'k-small', t.limits)).toEqual({ ...first, replayed: true });
     const plain = write(db, 'UPDATE leads SET email = upper(email)', [], 'k-plain', t.limits);
     expect(write(db, 'UPDATE leads SET email = upper(email)', [], 'k-plain', t.limits)).toEqual({ ...plain, replayed: true });

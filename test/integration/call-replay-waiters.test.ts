@@ -49,7 +49,10 @@ describe('a replay under the same call id leaves the first call’s wait alone',
     });
     const approval = await parkedNow;
     // The replay answers at once where the call stands…
-    expect(await client.call(gated('a', 'w-1'), { wait: false, timeoutMs: NEVER })).toMatchObject({ status: 'awaiting_approval', approval: { id: approval.approval.id } });
+    expect(await client.call(gated('a', 'w-1'), { wait: false, timeoutMs: NEVER })).toMatchObject({
+      status: 'awaiting_approval',
+      approval: { id: approval.approval.id },
+    });
     // …and the first call still hears the decision's outcome.
     expect(await client.decide(approval.approval.id, { decision: 'approve', key })).toMatchObject({ ok: true });
     expect(await first).toMatchObject({ ok: true, callId: 'w-1' });

@@ -66,7 +66,12 @@ describe('MAX_CALL_BYTES', () => {
   it('refuses a 30 MB param in the client, with nothing put in Redis', async () => {
     const before = await jobsEverywhere();
     const callId = `big-${randomUUID()}`;
-    const env = (await client.call({ ...who, callId, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (?)', params: ['x'.repeat(30 * MB)] } })) as Envelope;
+    const env = (await client.call({
+      ...who,
+      callId,
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: 'INSERT INTO t VALUES (?)', params: ['x'.repeat(30 * MB)] },
+    })) as Envelope;
     expect(env).toMatchObject({ ok: false, callId, tool: 'DATA_WRITE_SQL', error: { code: 'CALL_TOO_LARGE' } });
     expect(!env.ok && env.error.message).toMatch(/the arguments take 3145\d{4} bytes as JSON; a call may take at most 1048576/);
     expect(await jobKeyExists(callId)).toBe(false);

@@ -65,7 +65,9 @@ describe('the four tools through the queue', () => {
     try {
       for (let i = 0; i < 20; i++) await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ?', params: [i] } }, { timeoutMs });
       await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } }, { timeoutMs, wait: false });
-      setSpy.mock.calls.forEach((args, i) => args[1] === timeoutMs && armed.add(setSpy.mock.results[i]!.value));
+      setSpy.mock.calls.forEach((args, i) => {
+        if (args[1] === timeoutMs) armed.add(setSpy.mock.results[i]!.value);
+      });
       expect(armed.size).toBeGreaterThanOrEqual(21);
       const cleared = new Set(clearSpy.mock.calls.map((args) => args[0]));
       expect([...armed].filter((t) => !cleared.has(t as never))).toEqual([]);
@@ -133,9 +135,7 @@ describe('the four tools through the queue', () => {
 
   it('answers concurrent calls across shards', async () => {
     const agents = Array.from({ length: 20 }, (_, i) => `agent-${i}`);
-    const answers = await Promise.all(
-      agents.map((agent) => call('DATA_QUERY_SQL', { sql: 'SELECT ? AS who', params: [agent] }, { agent })),
-    );
+    const answers = await Promise.all(agents.map((agent) => call('DATA_QUERY_SQL', { sql: 'SELECT ? AS who', params: [agent] }, { agent })));
     expect(answers.map((a) => rows(a)[0]![0])).toEqual(agents);
   });
 

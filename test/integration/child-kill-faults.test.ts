@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

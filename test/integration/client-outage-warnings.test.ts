@@ -28,7 +28,14 @@ afterAll(async () => {
 describe('the client library during a Redis outage', () => {
   it('answers 8 concurrent calls UNAVAILABLE without a MaxListenersExceededWarning', async () => {
     const client = new AgentDbClient({ redisUrl: own.url, prefix: `t-warn-${process.pid}`, shardCount: 4 });
-    const call = (i: number) => ({ workspace: 'acme', agent: 'writer', callId: `w${i}`, settings: { database: 'agent' as const }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } });
+    const call = (i: number) => ({
+      workspace: 'acme',
+      agent: 'writer',
+      callId: `w${i}`,
+      settings: { database: 'agent' as const },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT 1' },
+    });
     try {
       // One database, so one shard queue on the client's connection (no worker runs: it stays queued).
       expect(await client.call(call(0), { wait: false, timeoutMs: 100 })).toMatchObject({ status: 'queued' });

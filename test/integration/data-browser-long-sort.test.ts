@@ -22,7 +22,13 @@ let browser: DataBrowser;
 let client: AgentDbClient;
 
 async function call(tool: 'DATA_WRITE_SQL' | 'DATA_QUERY_SQL', sql: string) {
-  return client.call({ workspace: WS, agent: 'scout', settings: { database: 'agent' }, tool, arguments: { sql, ...(tool === 'DATA_QUERY_SQL' ? { max_rows: 1000 } : {}) } });
+  return client.call({
+    workspace: WS,
+    agent: 'scout',
+    settings: { database: 'agent' },
+    tool,
+    arguments: { sql, ...(tool === 'DATA_QUERY_SQL' ? { max_rows: 1000 } : {}) },
+  });
 }
 
 beforeAll(async () => {
@@ -47,7 +53,9 @@ afterAll(async () => {
 
 describe('paging sorted by a column of long text', () => {
   it.each(['asc', 'desc'] as const)('walks every row in ORDER BY order (%s) with page links that fit in a URL', async (dir) => {
-    const expected = ((await call('DATA_QUERY_SQL', `SELECT rowid FROM longs ORDER BY t ${dir}, rowid ${dir}`)) as unknown as { result: { rows: number[][] } }).result.rows.map((r) => r[0]);
+    const expected = (
+      (await call('DATA_QUERY_SQL', `SELECT rowid FROM longs ORDER BY t ${dir}, rowid ${dir}`)) as unknown as { result: { rows: number[][] } }
+    ).result.rows.map((r) => r[0]);
     const args = { table: 'longs', sort: 't', dir, limit: 25 };
     const pages: GridPage[] = [await browser.page(DB, args)];
     while (pages.at(-1)!.hasNext) {
@@ -56,7 +64,9 @@ describe('paging sorted by a column of long text', () => {
       pages.push(await browser.page(DB, { ...args, after: last }));
     }
     const seen = pages.flatMap((p) => p.rows.map((r) => (r[0] === null ? null : (r[0] as { cut: string }).cut.slice(0, 2))));
-    const want = ((await call('DATA_QUERY_SQL', `SELECT substr(t, 1, 2) FROM longs ORDER BY t ${dir}, rowid ${dir}`)) as unknown as { result: { rows: unknown[][] } }).result.rows.map((r) => r[0]);
+    const want = (
+      (await call('DATA_QUERY_SQL', `SELECT substr(t, 1, 2) FROM longs ORDER BY t ${dir}, rowid ${dir}`)) as unknown as { result: { rows: unknown[][] } }
+    ).result.rows.map((r) => r[0]);
     expect(seen).toEqual(want);
     expect(seen).toHaveLength(expected.length);
     // And back from the last page with `before` cursors.

@@ -157,7 +157,12 @@ describe('the data browser', () => {
     const ids: number[] = [];
     let n = 0;
     for await (const c of browser.csv(DB, 'busy')) {
-      ids.push(...c.split('\r\n').filter((l) => /^\d/.test(l)).map((l) => Number(l.split(',')[0])));
+      ids.push(
+        ...c
+          .split('\r\n')
+          .filter((l) => /^\d/.test(l))
+          .map((l) => Number(l.split(',')[0])),
+      );
       // Between chunks: rows come and go all over the table, ahead of and behind the export.
       if (n++ < 6) {
         await write(`DELETE FROM busy WHERE id % 70 = ${n * 10}`);
@@ -179,7 +184,11 @@ describe('the data browser', () => {
     await write(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30) INSERT INTO wide(id) SELECT i FROM s`);
     const chunks: string[] = [];
     for await (const c of browser.csv(DB, 'wide')) chunks.push(c);
-    const ids = chunks.join('').split('\r\n').slice(1, -1).map((l) => Number(l.split(',')[0]));
+    const ids = chunks
+      .join('')
+      .split('\r\n')
+      .slice(1, -1)
+      .map((l) => Number(l.split(',')[0]));
     expect(ids).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
   });
 
@@ -193,7 +202,12 @@ describe('the data browser', () => {
     let failed: unknown;
     try {
       for await (const c of browser.csv(DB, 'shifty')) {
-        ids.push(...c.split('\r\n').filter((l) => /^\d/.test(l)).map((l) => Number(l.split(',')[0])));
+        ids.push(
+          ...c
+            .split('\r\n')
+            .filter((l) => /^\d/.test(l))
+            .map((l) => Number(l.split(',')[0])),
+        );
         if (n++ === 0) for (const a of ['rowid', '_rowid_', 'oid']) await write(`ALTER TABLE shifty ADD COLUMN ${a} TEXT`);
       }
     } catch (err) {

@@ -92,7 +92,13 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
   }
 
   async function liveKeys(agent = 'scout'): Promise<number[]> {
-    const env = await client.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT k FROM t ORDER BY seq', max_rows: 1000 } });
+    const env = await client.call({
+      workspace: 'acme',
+      agent,
+      settings: { database: 'agent' },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT k FROM t ORDER BY seq', max_rows: 1000 },
+    });
     expect(env.ok, JSON.stringify(env)).toBe(true);
     return ((env as unknown as { result: { rows: [number][] } }).result.rows ?? []).map((r) => Number(r[0]));
   }
@@ -255,7 +261,9 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
     fs.closeSync(fd);
     const run = await runBackups(ops, sb.config.shardCount, { db: DB });
     const report = run.databases.find((d) => d.database === DB)!;
-    expect(report.damaged, JSON.stringify(report)).toEqual([expect.stringContaining(`${seg.generation}/${seg.name}: segment ${seg.generation}/${seg.name} fails its checksum`)]);
+    expect(report.damaged, JSON.stringify(report)).toEqual([
+      expect.stringContaining(`${seg.generation}/${seg.name}: segment ${seg.generation}/${seg.name} fails its checksum`),
+    ]);
     const store = openBlobStore(sb.config);
     try {
       const manifest = (await readManifest(store, DB))!;

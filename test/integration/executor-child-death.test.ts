@@ -14,8 +14,6 @@ import { builtExecutorChild } from '../helpers/built-child.ts';
 // answer goes out (`checkpointBytes: 1`): a snapshot this test holds open makes that checkpoint
 // wait, and so holds a child between a write's commit and its answer for as long as a case needs.
 
-const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
-
 let dataDir: string;
 let pool: ExecutorPool;
 const held: Database.Database[] = [];
@@ -47,7 +45,8 @@ function db(agent: string): DbTarget {
 
 const write = (target: DbTarget, sql: string, callKey: string, timeoutMs?: number) =>
   pool.run({ op: 'write', db: target, sql, params: [], callKey, ...(timeoutMs ? { timeoutMs } : {}) });
-const read = (target: DbTarget, sql: string, timeoutMs?: number) => pool.run({ op: 'query', db: target, sql, params: [], maxRows: 10, ...(timeoutMs ? { timeoutMs } : {}) });
+const read = (target: DbTarget, sql: string, timeoutMs?: number) =>
+  pool.run({ op: 'query', db: target, sql, params: [], maxRows: 10, ...(timeoutMs ? { timeoutMs } : {}) });
 const code = (o: ExecOutcome) => (o.ok ? 'ok' : o.error.code);
 
 /** CPU time a process has used, in clock ticks (user + system, from /proc). */
@@ -142,7 +141,9 @@ describe('an executor child that dies', () => {
     // by the same checkpoint), is killed.
     let kills = 0;
     for (let last: number | undefined; answered === undefined && kills < 8; kills++) {
-      await expect.poll(() => answered !== undefined || (pool.status().children[0]?.state === 'running' && pool.pids[0] !== last), { interval: 5, timeout: 10_000 }).toBe(true);
+      await expect
+        .poll(() => answered !== undefined || (pool.status().children[0]?.state === 'running' && pool.pids[0] !== last), { interval: 5, timeout: 10_000 })
+        .toBe(true);
       if (answered) break;
       last = pool.pids[0]!;
       // Killed once it is in the statement (it burns no CPU waiting on the lock: a moment, then).
@@ -151,7 +152,11 @@ describe('an executor child that dies', () => {
       await expect.poll(() => answered !== undefined || pool.pids[0] !== last, { interval: 5, timeout: 10_000 }).toBe(true);
     }
     release();
-    expect(await written).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE', detail: expect.stringMatching(/whether it committed could not be read/) }, unsettled: true });
+    expect(await written).toMatchObject({
+      ok: false,
+      error: { code: 'UNAVAILABLE', detail: expect.stringMatching(/whether it committed could not be read/) },
+      unsettled: true,
+    });
     expect(kills).toBeGreaterThanOrEqual(4);
     // It had committed: a failure would have been a lie. Run again, its record answers.
     expect(await write(a, "INSERT INTO t VALUES ('record-unread', 1)", 'w4')).toMatchObject({ ok: true, replayed: true, result: { changes: 1 } });

@@ -98,7 +98,7 @@ describe('an executor pool', () => {
     expect(order.at(-1)).toBe('slow');
   });
 
-  it('commits one database\'s writes in the order they reached it, across children', async () => {
+  it("commits one database's writes in the order they reached it, across children", async () => {
     const pool = await started({ size: 4, workspaceShare: 4 });
     const target = db('ordered', 'a');
     expect(code(await write(pool, target, 'CREATE TABLE t (i INTEGER)'))).toBe('ok');
@@ -261,7 +261,7 @@ describe('an executor pool', () => {
     expect(await readAmidRunaways('runaway1', 0)).toBeLessThanOrEqual(2);
   });
 
-  it('gives a workspace of like load its turn after a runaway or two per child, not after the others\' whole backlog', async () => {
+  it("gives a workspace of like load its turn after a runaway or two per child, not after the others' whole backlog", async () => {
     // Statements handed back after a kill wait behind the lines already waiting; a workspace
     // markedly lighter than this one (each of the two, after its first runaway) may go first once.
     expect(await readAmidRunaways('runaway2', 3)).toBeLessThanOrEqual(4);

@@ -26,7 +26,11 @@ const insert = (callId: string) => ({ ...who, callId, tool: 'DATA_WRITE_SQL', ar
 function killChildren(): number {
   let pids: number[] = [];
   try {
-    pids = execFileSync('ps', ['-o', 'pid=', '--ppid', String(process.pid)]).toString().split('\n').map(Number).filter((p) => p > 0);
+    pids = execFileSync('ps', ['-o', 'pid=', '--ppid', String(process.pid)])
+      .toString()
+      .split('\n')
+      .map(Number)
+      .filter((p) => p > 0);
   } catch {
     // none
   }

@@ -46,7 +46,8 @@ function db(workspace: string, agent?: string, shard = 0): DbTarget {
 let seq = 0;
 const write = (e: ExecutorPool, target: DbTarget, sql: string, params: (string | number)[] = [], extra: { timeoutMs?: number } = {}) =>
   e.run({ op: 'write', db: target, sql, params, callKey: `c${++seq}`, ...extra });
-const read = (e: ExecutorPool, target: DbTarget, sql: string, extra: { timeoutMs?: number } = {}) => e.run({ op: 'query', db: target, sql, params: [], maxRows: 100, ...extra });
+const read = (e: ExecutorPool, target: DbTarget, sql: string, extra: { timeoutMs?: number } = {}) =>
+  e.run({ op: 'query', db: target, sql, params: [], maxRows: 100, ...extra });
 /** A deadline of its own for what is not the runaway: 300 ms is for those, and a first open on a loaded machine took longer. */
 const calm = { timeoutMs: 10_000 };
 

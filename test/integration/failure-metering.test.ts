@@ -27,7 +27,9 @@ async function call(agent: string, tool: string, args: unknown): Promise<Envelop
 async function usageOf(agent: string) {
   const redis = connectRedis(sb.config.redisUrl);
   try {
-    return (await readUsage(redis, keysFor(sb.config.prefix), 'meter')).filter((r) => r.agent === agent).map(({ tool, calls, credits }) => ({ tool, calls, credits }));
+    return (await readUsage(redis, keysFor(sb.config.prefix), 'meter'))
+      .filter((r) => r.agent === agent)
+      .map(({ tool, calls, credits }) => ({ tool, calls, credits }));
   } finally {
     redis.disconnect();
   }

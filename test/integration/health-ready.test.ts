@@ -76,7 +76,10 @@ describe('/ready', () => {
     const { builtExecutorChild } = await import('../helpers/built-child.ts');
     const second = new ShardWorkerPool({ config: sb.config, shards: [0, 1, 2, 3], logger: pino({ level: 'silent' }), executorChild: builtExecutorChild });
     const b = app(await answering(), { ownedShards: () => second.ownedShards(), readiness: { shardsWithoutOwner: () => second.shardsWithoutOwner() } });
-    expect(await get(b, '/ready')).toEqual({ status: 503, body: { ready: false, reason: 'shards', message: expect.stringContaining('0, 1, 2, 3'), shardsWithoutOwner: [0, 1, 2, 3] } });
+    expect(await get(b, '/ready')).toEqual({
+      status: 503,
+      body: { ready: false, reason: 'shards', message: expect.stringContaining('0, 1, 2, 3'), shardsWithoutOwner: [0, 1, 2, 3] },
+    });
     // Started, it takes 2 and 3; 0 and 1 stay the first's, whose leases say so.
     await second.start();
     try {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readAnswered } from '../../src/history/answered-commits.ts';
-import { historyDir, listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
+import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { readCommits } from '../../src/history/segment-index.ts';
 import { finishCapture, lockForCapture } from '../../src/history/capture.ts';
 import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
@@ -39,7 +39,9 @@ function child(): { handles: HandleCache; history: HistoryCapture } {
 
 const lastCommit = () => {
   const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
-  return listSegments(gen).flatMap((s) => readCommits(s.indexPath)).at(-1);
+  return listSegments(gen)
+    .flatMap((s) => readCommits(s.indexPath))
+    .at(-1);
 };
 // The newest record of the answered file (it keeps several, in turn: issue 25).
 const answeredAt = () => readAnswered(localSource(dataDir, db.id))!.at;
@@ -49,7 +51,7 @@ const rowsAt = (at: number) => {
   expect(integrity(file)).toBe('ok');
   const out = new Database(file, { readonly: true });
   try {
-    return (out.prepare('SELECT v FROM t ORDER BY id').pluck().all() as string[]);
+    return out.prepare('SELECT v FROM t ORDER BY id').pluck().all() as string[];
   } finally {
     out.close();
   }
@@ -112,7 +114,7 @@ describe('a write answered before its copy', () => {
     expect(rowsAt(at - 1)).toEqual(['before']);
   });
 
-  it('killed before the copy of a database\'s first write (its generation has no segment yet): copied with the time it was answered at', () => {
+  it("killed before the copy of a database's first write (its generation has no segment yet): copied with the time it was answered at", () => {
     db = historyTarget(dataDir, 'af/fresh');
     const sql = "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t(v) VALUES ('answered first')";
     const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill', sql })], { encoding: 'utf8' });
@@ -125,13 +127,19 @@ describe('a write answered before its copy', () => {
   });
 
   it('killed before the copy, with an earlier commit nothing copied: both are copied with the time the later was answered at', () => {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill', uncopied: "INSERT INTO t(v) VALUES ('uncopied')" })], { encoding: 'utf8' });
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill', uncopied: "INSERT INTO t(v) VALUES ('uncopied')" })],
+      { encoding: 'utf8' },
+    );
     expect(run.signal, run.stderr).toBe('SIGKILL');
     const at = answeredAt();
     pastMs(at + 20);
     child().handles.open(db, 'read');
     const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
-    const times = listSegments(gen).flatMap((s) => readCommits(s.indexPath)).map((c) => c.at);
+    const times = listSegments(gen)
+      .flatMap((s) => readCommits(s.indexPath))
+      .map((c) => c.at);
     expect(times.slice(-2)).toEqual([at, at]);
     expect(rowsAt(at)).toEqual(['before', 'uncopied', 'answered first']);
   });
@@ -152,7 +160,9 @@ describe('a write answered before its copy', () => {
     other.history.afterCommit(live, db);
     other.history.finishCommitted();
     const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
-    const times = listSegments(gen).flatMap((s) => readCommits(s.indexPath)).map((c) => c.at);
+    const times = listSegments(gen)
+      .flatMap((s) => readCommits(s.indexPath))
+      .map((c) => c.at);
     expect(times.at(-2)).toBe(at);
     expect(times.at(-1)).toBeGreaterThan(at + 20);
     expect(rowsAt(at)).toEqual(['before', 'mine', 'answered first']);
@@ -176,14 +186,16 @@ describe('a write answered before its copy', () => {
     history.finishCommitted();
     expect(listGenerations(localSource(dataDir, db.id))).toHaveLength(gens);
     const gen = listGenerations(localSource(dataDir, db.id)).at(-1)!;
-    const times = listSegments(gen).flatMap((s) => readCommits(s.indexPath)).map((c) => c.at);
+    const times = listSegments(gen)
+      .flatMap((s) => readCommits(s.indexPath))
+      .map((c) => c.at);
     expect(times.at(-2)).toBe(at);
     expect(times.at(-1)).toBeGreaterThan(at + 20);
     expect(rowsAt(at)).toEqual(['before', 'x', 'answered first']);
     expect(rowsAt(Date.now())).toEqual(['before', 'x', 'answered first', 'next']);
   });
 
-  it('takes a commit\'s time once it holds the write lock: no other commit can land after that time and before the copy', () => {
+  it("takes a commit's time once it holds the write lock: no other commit can land after that time and before the copy", () => {
     const { handles } = child();
     const live = handles.open(db, 'write');
     const outside = new Database(db.path, { timeout: 0 });
@@ -204,7 +216,9 @@ describe('a write answered before its copy', () => {
   });
 
   it('held between the answer and the copy: nothing commits, and a fork taken then waits for the copy', async () => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 500 })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 500 })], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
     let out = '';
     await new Promise<void>((resolve, reject) => {
@@ -238,7 +252,9 @@ describe('a write answered before its copy', () => {
   });
 
   it('an outside checkpoint that would start the WAL over waits for the copy: the answered commit is in history, at its time', async () => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 300 })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 300 })], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
     await new Promise<void>((resolve) => proc.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('answered') && resolve()));
     const outside = new Database(db.path, { timeout: 10_000 });

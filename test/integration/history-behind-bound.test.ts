@@ -67,7 +67,13 @@ describe.runIf(!refused)('a history that falls behind its WAL', () => {
       child: builtExecutorChild,
     });
     await pool.start();
-    const made = await pool.run({ op: 'write', db, sql: 'CREATE TABLE t (seq INTEGER PRIMARY KEY, k INTEGER NOT NULL, v TEXT NOT NULL)', params: [], callKey: 'create' });
+    const made = await pool.run({
+      op: 'write',
+      db,
+      sql: 'CREATE TABLE t (seq INTEGER PRIMARY KEY, k INTEGER NOT NULL, v TEXT NOT NULL)',
+      params: [],
+      callKey: 'create',
+    });
     expect(made.ok, JSON.stringify(made)).toBe(true);
   });
 

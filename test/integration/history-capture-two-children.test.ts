@@ -72,7 +72,7 @@ describe('capture in two children of one database', () => {
     expect(pending?.genDir).toBe(path.join(source.generationsDir, meta.generation));
   });
 
-  it("counts for the quota what the other child captured into a new segment, once the second is past", async () => {
+  it('counts for the quota what the other child captured into a new segment, once the second is past', async () => {
     const file = path.join(dir, 'db.sqlite');
     const source = localSource(dir, 'w/a');
     const root = path.dirname(source.generationsDir);
@@ -133,7 +133,11 @@ describe('the other child capturing into the same segment', () => {
     expect(a.capturedPosition(file, source)).toEqual(b.capturedPosition(file, source));
     const seg = fs.readdirSync(path.join(source.generationsDir, a.capturedPosition(file, source)!.generation, 'segments')).find((n) => n.endsWith('.idx'));
     expect(seg).toBeDefined();
-    const index = fs.readFileSync(path.join(source.generationsDir, a.capturedPosition(file, source)!.generation, 'segments', seg!), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { frames: number });
+    const index = fs
+      .readFileSync(path.join(source.generationsDir, a.capturedPosition(file, source)!.generation, 'segments', seg!), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { frames: number });
     expect(index.length).toBe(6);
     for (let i = 1; i < index.length; i++) expect(index[i]!.frames).toBeGreaterThan(index[i - 1]!.frames);
     for (const m of moments) {
@@ -147,7 +151,7 @@ describe('the other child capturing into the same segment', () => {
 });
 
 describe('a quota check while another child captures', () => {
-  it("does not cut the frames the other child copied before it appended their index line", async () => {
+  it('does not cut the frames the other child copied before it appended their index line', async () => {
     const file = path.join(dir, 'db.sqlite');
     const source = localSource(dir, 'w/a');
     const root = path.dirname(source.generationsDir);
@@ -200,7 +204,7 @@ describe('a quota check while another child captures', () => {
 });
 
 describe('a child killed between copy and index line', () => {
-  it("leaves frames the other child, its handle open all along, copies again exactly", async () => {
+  it('leaves frames the other child, its handle open all along, copies again exactly', async () => {
     const file = path.join(dir, 'db.sqlite');
     const source = localSource(dir, 'w/a');
     const opts = { source, checkpointBytes: 1 << 30 };
@@ -213,7 +217,7 @@ describe('a child killed between copy and index line', () => {
     a.capture(dbA, file, opts); // a's segment files open
     const dbB = open(file);
     b.capture(dbB, file, opts);
-    dbB.exec("INSERT INTO t VALUES (hex(randomblob(20000)))");
+    dbB.exec('INSERT INTO t VALUES (hex(randomblob(20000)))');
     // b dies as it would append the index line: its frames are in the segment, unindexed.
     const realWrite = fs.writeSync;
     const spy = vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, data: unknown, ...rest: unknown[]) => {

@@ -17,7 +17,6 @@ const SEED = Number(process.env.HISTORY_DELTA_SEED ?? Date.now() % 100_000);
 const STEPS = 240;
 const RESTORES = 24;
 
-
 let dataDir: string;
 let pool: ExecutorPool;
 beforeAll(async () => {
@@ -39,7 +38,9 @@ describe(`restore in place by a commit of the changed pages, randomized (seed ${
     let seq = 0;
     const write = (sql: string, params: (string | number)[] = []) => ok({ op: 'write', db, sql, params, callKey: `d${++seq}` });
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n REAL)');
-    await write("INSERT INTO t(v, n) SELECT printf('%.200c', 'a'), random() FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 8000) SELECT i FROM c)");
+    await write(
+      "INSERT INTO t(v, n) SELECT printf('%.200c', 'a'), random() FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 8000) SELECT i FROM c)",
+    );
     const extra: string[] = [];
     const timeline: { at: number; hash: string }[] = [];
     for (let step = 0; step < STEPS; step++) {
@@ -55,7 +56,10 @@ describe(`restore in place by a commit of the changed pages, randomized (seed ${
       else if (r < 0.74) {
         const name = `x${step}`;
         await write(`CREATE TABLE ${name}(k TEXT PRIMARY KEY, w BLOB) WITHOUT ROWID`);
-        await write(`INSERT INTO ${name} SELECT printf('k%d', value), randomblob(?) FROM json_each(?)`, [Math.floor(rand() * 2000), JSON.stringify(Array.from({ length: 20 }, (_, i) => i))]);
+        await write(`INSERT INTO ${name} SELECT printf('k%d', value), randomblob(?) FROM json_each(?)`, [
+          Math.floor(rand() * 2000),
+          JSON.stringify(Array.from({ length: 20 }, (_, i) => i)),
+        ]);
         extra.push(name);
       } else if (r < 0.8 && extra.length) await ok({ op: 'drop', db, table: extra.splice(Math.floor(rand() * extra.length), 1)[0]!, callKey: `d${++seq}` });
       else if (r < 0.86) await write(`CREATE INDEX IF NOT EXISTS t_n${step % 3} ON t(n)`);

@@ -40,7 +40,10 @@ describe('a snapshot marked follows', () => {
   it('a commit from another connection between the capture and the snapshot: a restore back across it equals the fork', async () => {
     const db = historyTarget(dataDir, 'fw/outside');
     await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    await write(db, "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+    await write(
+      db,
+      "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+    );
     const at = Date.now();
     pastMs(at);
     const atState = dumpHash(db.path, { withoutAudit: true });
@@ -90,7 +93,10 @@ describe('capture checkpointing after it copied', () => {
   it('a commit from another connection between the copy and the RESTART checkpoint is history, or history starts over', async () => {
     const db = historyTarget(dataDir, 'fw/restart');
     await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    await write(db, "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)");
+    await write(
+      db,
+      "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)",
+    );
     await ok({ op: 'close', path: db.path });
 
     // This process writes as an executor child does, capture checkpointing after every commit;

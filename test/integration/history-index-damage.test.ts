@@ -24,7 +24,7 @@ withHistoryPool('agentdb-index-damage-', { handleCacheSize: 4, checkpointBytes: 
   dataDir = d;
   pool = p;
 });
-const { by, ok, write, restore, nextKey } = historyCalls(() => pool);
+const { by, write, restore, nextKey } = historyCalls(() => pool);
 
 /** Ten one-row commits, with the moment and the dump after each; `blob` bytes a row (300,000: the WAL starts over every three or four). */
 async function tenCommits(db: DbTarget, blob = 0): Promise<{ at: number; hash: string }[]> {
@@ -119,7 +119,7 @@ describe('a damaged history index', () => {
     }
   });
 
-  it('a closed segment whose last line lost its newline, or the whole line: restores past it answer HISTORY_CORRUPT; the backup leaves out only that generation\'s rest', async () => {
+  it("a closed segment whose last line lost its newline, or the whole line: restores past it answer HISTORY_CORRUPT; the backup leaves out only that generation's rest", async () => {
     for (const edit of ['newline', 'line'] as const) {
       const db = historyTarget(dataDir, `rot/closed-${edit}`);
       const moments = await tenCommits(db, 300_000);
@@ -132,7 +132,10 @@ describe('a damaged history index', () => {
       if (edit === 'newline') fs.writeFileSync(seg.indexPath, Buffer.concat([text.subarray(0, -1), Buffer.from([0x0b])]));
       else fs.writeFileSync(seg.indexPath, text.subarray(0, text.lastIndexOf(10, text.length - 2) + 1));
       const { out } = fork(db, moments[9]!.at);
-      expect(await out, edit).toMatchObject({ ok: false, error: { code: 'HISTORY_CORRUPT', detail: expect.stringContaining(edit === 'newline' ? seg.indexPath : 'lost its last line') } });
+      expect(await out, edit).toMatchObject({
+        ok: false,
+        error: { code: 'HISTORY_CORRUPT', detail: expect.stringContaining(edit === 'newline' ? seg.indexPath : 'lost its last line') },
+      });
       // A moment before that segment's last commit needs none of what follows it.
       const first = fork(db, moments[0]!.at);
       expect(await first.out).toMatchObject({ ok: true });
@@ -150,7 +153,7 @@ describe('a damaged history index', () => {
     expect(manifest!.generations.map((g) => g.name)).toEqual(listGenerations(localSource(dataDir, db.id)).map((g) => g.name));
   });
 
-  it('the live segment\'s last newline rotted: not cut as a torn tail; the next capture begins a new generation', async () => {
+  it("the live segment's last newline rotted: not cut as a torn tail; the next capture begins a new generation", async () => {
     const db = historyTarget(dataDir, 'rot/live-newline');
     await tenCommits(db);
     const index = liveIndex(db);
@@ -160,7 +163,12 @@ describe('a damaged history index', () => {
     // A fork settles the database first: its capture loads the index under the write lock.
     const { out } = fork(db, Date.now());
     expect(await out).toMatchObject({ ok: false, error: { code: 'HISTORY_CORRUPT' } });
-    expect(fs.readFileSync(index).subarray(0, text.length).equals(Buffer.concat([text.subarray(0, -1), Buffer.from([0x0b])]))).toBe(true);
+    expect(
+      fs
+        .readFileSync(index)
+        .subarray(0, text.length)
+        .equals(Buffer.concat([text.subarray(0, -1), Buffer.from([0x0b])])),
+    ).toBe(true);
     expect(listGenerations(localSource(dataDir, db.id))).toHaveLength(gens + 1);
   });
 
@@ -175,7 +183,13 @@ describe('a damaged history index', () => {
     expect(await out).toMatchObject({ ok: true });
     expect(dumpHash(into.path, { withoutAudit: true })).toBe(moments[9]!.hash);
     expect(readCommits(index)).toHaveLength(readCommits(index).length);
-    expect(fs.readFileSync(index, 'utf8').split('\n').filter(Boolean).every((l) => l.startsWith('{') && l.endsWith('}'))).toBe(true);
+    expect(
+      fs
+        .readFileSync(index, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .every((l) => l.startsWith('{') && l.endsWith('}')),
+    ).toBe(true);
   });
 
   it('damage that keeps the index its size, while a child has the database open: found when the segment closes, which begins a new generation', () => {

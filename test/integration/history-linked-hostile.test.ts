@@ -237,7 +237,7 @@ describe('restores that begin a linked generation', () => {
     }
   });
 
-  it('pruning the generation whose snapshot a restore linked leaves the restore\'s generation whole', () => {
+  it("pruning the generation whose snapshot a restore linked leaves the restore's generation whole", () => {
     const db = target('lh/prune');
     write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
     for (let i = 0; i < 400; i++) write(db, 'INSERT INTO t(v) VALUES (?)', `p${i}-${'p'.repeat(2000)}`);
@@ -255,6 +255,9 @@ describe('restores that begin a linked generation', () => {
     const gens = listGenerations(localSource(dataDir, db.id));
     expect(gens.map((g) => g.name)).toEqual([linked.name]);
     snapshotsIntact(db.id);
-    everyMomentRight(db.id, seen.filter((s) => s.at >= after));
+    everyMomentRight(
+      db.id,
+      seen.filter((s) => s.at >= after),
+    );
   });
 });

@@ -63,9 +63,10 @@ describe('history shard ops sent straight through Redis', () => {
     const { dataDir } = withDatabase(id);
     const into = 'evil/x';
     const ran: unknown[] = [];
-    const out = await historyOpHandlers()
-      .historyRestore!({ db: id, args: { at: Date.now(), into, by: { who: 'mallory', via: 'operator' } } } as never, ctxFor(dataDir, shardOf(into, SHARDS), ran))
-      .catch((e) => e);
+    const out = await historyOpHandlers().historyRestore!(
+      { db: id, args: { at: Date.now(), into, by: { who: 'mallory', via: 'operator' } } } as never,
+      ctxFor(dataDir, shardOf(into, SHARDS), ran),
+    ).catch((e) => e);
     expect(out).toMatchObject({ code: 'INVALID_ARGUMENTS' });
     expect(ran).toEqual([]);
   });
@@ -74,9 +75,10 @@ describe('history shard ops sent straight through Redis', () => {
     const id = 'acme/a';
     const { dataDir } = withDatabase(id);
     const ran: unknown[] = [];
-    const out = await historyOpHandlers()
-      .historyRestore!({ db: id, args: { at: Date.now(), into: id, by: { who: 'mallory', via: 'operator' } } } as never, ctxFor(dataDir, shardOf(id, SHARDS), ran))
-      .catch((e) => e);
+    const out = await historyOpHandlers().historyRestore!(
+      { db: id, args: { at: Date.now(), into: id, by: { who: 'mallory', via: 'operator' } } } as never,
+      ctxFor(dataDir, shardOf(id, SHARDS), ran),
+    ).catch((e) => e);
     expect(out).toMatchObject({ code: 'DATABASE_EXISTS' });
     expect(ran).toEqual([]);
   });

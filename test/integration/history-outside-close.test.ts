@@ -99,7 +99,9 @@ describe('a program outside agentdb, while agentdb has the database open', () =>
     expect(lostAt(mineAt + 1)).toBe('HISTORY_LOST');
     const gap = listGenerations(localSource(dataDir, db.id)).at(-1)!;
     expect(gap.snapshot).toMatchObject({ reason: 'gap', lost: true });
-    expect(historyView(dataDir, db.id, 30).lost).toEqual([{ after: new Date(mineAt).toISOString(), before: new Date(gap.snapshot!.at).toISOString(), generation: gap.name }]);
+    expect(historyView(dataDir, db.id, 30).lost).toEqual([
+      { after: new Date(mineAt).toISOString(), before: new Date(gap.snapshot!.at).toISOString(), generation: gap.name },
+    ]);
     // History goes on from there.
     const live = handles.open(db, 'write');
     live.prepare("INSERT INTO t(v) VALUES ('later')").run();

@@ -31,7 +31,13 @@ const call = (tool: string, args: Record<string, unknown>) => client.call({ ...w
 describe('a database whose history passes HISTORY_MAX_BYTES_PER_DB', () => {
   it('refuses further writes with HISTORY_QUOTA naming the quota, writing nothing and charging nothing; reads still work', async () => {
     expect((await call('DATA_WRITE_SQL', { sql: 'CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB, n INTEGER)' })).ok).toBe(true);
-    expect((await call('DATA_WRITE_SQL', { sql: 'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<8) INSERT INTO big SELECT i, randomblob(10000), 0 FROM c' })).ok).toBe(true);
+    expect(
+      (
+        await call('DATA_WRITE_SQL', {
+          sql: 'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<8) INSERT INTO big SELECT i, randomblob(10000), 0 FROM c',
+        })
+      ).ok,
+    ).toBe(true);
     type Refusal = { ok: boolean; error?: { code: string; message?: string } };
     let refused: Refusal | undefined;
     let accepted = 0;
@@ -41,7 +47,10 @@ describe('a database whose history passes HISTORY_MAX_BYTES_PER_DB', () => {
       else refused = env as unknown as Refusal;
     }
     expect(refused, 'the quota never refused a write').toBeDefined();
-    expect(refused!.error, JSON.stringify(refused)).toMatchObject({ code: 'HISTORY_QUOTA', message: expect.stringContaining(`quota of ${QUOTA} bytes (HISTORY_MAX_BYTES_PER_DB)`) });
+    expect(refused!.error, JSON.stringify(refused)).toMatchObject({
+      code: 'HISTORY_QUOTA',
+      message: expect.stringContaining(`quota of ${QUOTA} bytes (HISTORY_MAX_BYTES_PER_DB)`),
+    });
     // The refused update changed nothing, and costs nothing: a DELETE is refused too, uncharged.
     expect(await call('DATA_WRITE_SQL', { sql: 'DELETE FROM big WHERE id = 1' })).toMatchObject({ ok: false, error: { code: 'HISTORY_QUOTA' } });
     const read = await call('DATA_QUERY_SQL', { sql: 'SELECT DISTINCT n FROM big' });
@@ -60,7 +69,17 @@ describe('a database whose history passes HISTORY_MAX_BYTES_PER_DB', () => {
 describe('the history quota and a write already committed', () => {
   it('a write run again under its call key after the quota was passed answers what it did (replayed), not HISTORY_QUOTA', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-quota-replay-'));
-    const pool = new ExecutorPool({ size: 1, workspaceShare: 1, dataDir, statementTimeoutMs: 30_000, heapLimitMb: 256, handleCacheSize: 4, maxResultBytes: 1024 * 1024, history: { checkpointBytes: 64 * 1024, retentionDays: 30, maxBytesPerDb: QUOTA }, child: builtExecutorChild });
+    const pool = new ExecutorPool({
+      size: 1,
+      workspaceShare: 1,
+      dataDir,
+      statementTimeoutMs: 30_000,
+      heapLimitMb: 256,
+      handleCacheSize: 4,
+      maxResultBytes: 1024 * 1024,
+      history: { checkpointBytes: 64 * 1024, retentionDays: 30, maxBytesPerDb: QUOTA },
+      child: builtExecutorChild,
+    });
     await pool.start();
     try {
       const db = historyTarget(dataDir, 'acme/replay');

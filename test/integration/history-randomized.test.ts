@@ -19,7 +19,6 @@ import { historyPool, historyTarget } from '../helpers/history-pool.ts';
 const STEPS = Number(process.env.HISTORY_TEST_STEPS ?? 1500);
 const SEED = Number(process.env.HISTORY_TEST_SEED ?? Date.now() % 100_000);
 
-
 // Real files, on tmpfs where there is one: thousands of steps each checkpoint, snapshot or close
 // a database, and on a shared disk every fsync of them is what the test would spend its time on.
 const scratchRoot = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
@@ -169,7 +168,13 @@ describe(`history, randomized (seed ${SEED}, ${STEPS} steps)`, () => {
           if (g.snapshot!.reason === 'first') continue;
           const during = line.find((s) => s.at >= g.snapshot!.at);
           if (!during) continue;
-          const outside = g.snapshot!.reason === 'gap' ? outsideStates.get(id)!.filter((s) => s.at <= g.snapshot!.at).at(-1) : undefined;
+          const outside =
+            g.snapshot!.reason === 'gap'
+              ? outsideStates
+                  .get(id)!
+                  .filter((s) => s.at <= g.snapshot!.at)
+                  .at(-1)
+              : undefined;
           const why = `generation ${g.name} (${g.snapshot!.reason})`;
           if (outside && outside.hash !== during.hash) {
             const plan = planRestore(localSource(dataDir, id), { at: g.snapshot!.at });
@@ -209,7 +214,9 @@ describe(`history, randomized (seed ${SEED}, ${STEPS} steps)`, () => {
           const restored = await pool.run({ op: 'restore', db, at: line[k]!.at, by, timeoutMs: 60_000 });
           expect(restored.ok, JSON.stringify(restored)).toBe(true);
           first ??= (restored as { result: { undoId: string } }).result.undoId;
-          expect(dumpHash(db.path, { withoutAudit: true }), `${db.id} restored in place to step ${k}`).toBe(dumpHashWithoutAudit(line[k]!.hash, db.id, scratch, line[k]!.at));
+          expect(dumpHash(db.path, { withoutAudit: true }), `${db.id} restored in place to step ${k}`).toBe(
+            dumpHashWithoutAudit(line[k]!.hash, db.id, scratch, line[k]!.at),
+          );
           expect(integrity(db.path)).toBe('ok');
         }
         const undo = await pool.run({ op: 'restore', db, undo: first!, by, timeoutMs: 60_000 });

@@ -78,7 +78,10 @@ describe.each(WAYS)('a crash during a restore in place $way', ({ olderGeneration
       await rows(db, 20, 'b');
       if (olderGeneration) {
         // Most of the file written since the moment, and a generation begun: the rebuilt file is copied in.
-        await write(db, "INSERT INTO t(v) SELECT printf('%.1000c', 'z') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+        await write(
+          db,
+          "INSERT INTO t(v) SELECT printf('%.1000c', 'z') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+        );
         await ok({ op: 'snapshot', db, reason: 'manual' });
       }
       const before = dumpHash(db.path, { withoutAudit: true });
@@ -126,7 +129,14 @@ describe.each(WAYS)('a crash during a restore in place $way', ({ olderGeneration
           expect(again.undoId === points[0]!.id).toBe(!landed);
           expect(dumpHash(db.path, { withoutAudit: true })).toBe(atState);
           expect(auditStatements(db.path).filter((s) => s.startsWith('restore to '))).toHaveLength(1);
-          expect(listUndoPoints(historyDir(dataDir, db.id)).map((p) => [p.id, p.pending])).toEqual(landed ? [[points[0]!.id, undefined], [again.undoId, undefined]] : [[points[0]!.id, undefined]]);
+          expect(listUndoPoints(historyDir(dataDir, db.id)).map((p) => [p.id, p.pending])).toEqual(
+            landed
+              ? [
+                  [points[0]!.id, undefined],
+                  [again.undoId, undefined],
+                ]
+              : [[points[0]!.id, undefined]],
+          );
           if (landed) {
             await ok({ op: 'restore', db, undo: again.undoId, by, timeoutMs: 60_000 });
             expect(dumpHash(db.path, { withoutAudit: true })).toBe(live);

@@ -34,13 +34,15 @@ function rng(seed: number): () => number {
 
 const OPS: ((r: () => number) => string)[] = [
   (r) => `INSERT INTO a(v, b) VALUES ('${'a'.repeat(Math.floor(r() * 400))}', randomblob(${Math.floor(r() * 9000)}))`,
-  (r) => `INSERT INTO a(v, b) SELECT printf('%.${Math.floor(r() * 300)}c', 'z'), randomblob(${Math.floor(r() * 600)}) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${1 + Math.floor(r() * 150)}) SELECT i FROM n)`,
+  (r) =>
+    `INSERT INTO a(v, b) SELECT printf('%.${Math.floor(r() * 300)}c', 'z'), randomblob(${Math.floor(r() * 600)}) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${1 + Math.floor(r() * 150)}) SELECT i FROM n)`,
   (r) => `UPDATE a SET v = v || 'u', b = randomblob(${Math.floor(r() * 7000)}) WHERE id % ${2 + Math.floor(r() * 7)} = 0`,
   (r) => `DELETE FROM a WHERE id % ${2 + Math.floor(r() * 5)} = ${Math.floor(r() * 2)}`,
   (r) => `INSERT OR REPLACE INTO w(k, v) VALUES ('k${Math.floor(r() * 300)}', randomblob(${Math.floor(r() * 3000)}))`,
   (r) => `DELETE FROM w WHERE k > 'k${Math.floor(r() * 300)}'`,
   (r) => `CREATE TABLE IF NOT EXISTS big${Math.floor(r() * 3)}(x BLOB)`,
-  (r) => `INSERT INTO big${Math.floor(r() * 3)}(x) SELECT randomblob(4000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${1 + Math.floor(r() * 60)}) SELECT i FROM n)`,
+  (r) =>
+    `INSERT INTO big${Math.floor(r() * 3)}(x) SELECT randomblob(4000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${1 + Math.floor(r() * 60)}) SELECT i FROM n)`,
   (r) => `DROP big${Math.floor(r() * 3)}`,
   (r) => `CREATE INDEX IF NOT EXISTS a_v${Math.floor(r() * 4)} ON a(v${r() < 0.5 ? ', id' : ''})`,
   (r) => `ALTER TABLE a ADD COLUMN c${Math.floor(r() * 1e9)} INT DEFAULT ${Math.floor(r() * 100)}`,
@@ -61,7 +63,10 @@ describe('restore in place within the generation, against every kind of change',
     // Ballast no write touches: what the writes change stays under half the pages, so most
     // restores go the way under review (one commit of the pages changed since).
     await write(db, 'CREATE TABLE ballast(x BLOB)');
-    await write(db, 'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500) SELECT i FROM n)');
+    await write(
+      db,
+      'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500) SELECT i FROM n)',
+    );
     const moments: { at: number; hash: string }[] = [];
     const mark = () => {
       const at = Date.now();
@@ -117,7 +122,7 @@ describe('restore in place within the generation, against every kind of change',
 });
 
 describe('restore in place within the generation, at the edges of time', () => {
-  it('to a commit\'s own millisecond, to the snapshot moment, the same moment twice: equals a fork of that moment', async () => {
+  it("to a commit's own millisecond, to the snapshot moment, the same moment twice: equals a fork of that moment", async () => {
     const { listGenerations, listSegments, localSource } = await import('../../src/history/history-files.ts');
     const { readCommits } = await import('../../src/history/segment-index.ts');
     const db = historyTarget(dataDir, 'edge/main');
@@ -125,7 +130,10 @@ describe('restore in place within the generation, at the edges of time', () => {
     await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
     await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
     await write(db, 'CREATE TABLE ballast(x BLOB)');
-    await write(db, 'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT i FROM n)');
+    await write(
+      db,
+      'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT i FROM n)',
+    );
     await ok({ op: 'snapshot', db, reason: 'manual' });
     for (let i = 0; i < 25; i++) await change(db, OPS[Math.floor(r() * OPS.length)]!(r));
     const source = localSource(dataDir, db.id);
@@ -173,7 +181,10 @@ class Crash extends Error {}
 async function setUp(id: string): Promise<{ db: DbTarget; at: number; atState: string; before: string }> {
   const db = historyTarget(dataDir, id);
   await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-  await write(db, "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+  await write(
+    db,
+    "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+  );
   const at = Date.now();
   pastMs(at);
   const atState = dumpHash(db.path, { withoutAudit: true });
@@ -341,7 +352,7 @@ describe('a restore asked again after it crashed with its commit in place', () =
 });
 
 describe('another restore after one crashed with its commit in place', () => {
-  it('records the crashed one\'s audit row, in a database that had no audit table yet', async () => {
+  it("records the crashed one's audit row, in a database that had no audit table yet", async () => {
     const { db, at, atState } = await setUp('hx/other');
     expect(() =>
       restoreHere(db, at, (step) => {
@@ -375,7 +386,10 @@ describe('backups and disaster restore of a database restored within its generat
     await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
     await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
     await write(db, 'CREATE TABLE ballast(x BLOB)');
-    await write(db, 'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 800) SELECT i FROM n)');
+    await write(
+      db,
+      'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 800) SELECT i FROM n)',
+    );
     const moments: { at: number; hash: string }[] = [];
     const mark = () => {
       const at = Date.now();
@@ -412,7 +426,10 @@ describe('statements queued around a restore within the generation', () => {
   it('those before it are in its undo point, those after it on top of the restored state', async () => {
     const db = historyTarget(dataDir, 'q/main');
     await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    await write(db, "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+    await write(
+      db,
+      "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+    );
     const at = Date.now();
     pastMs(at);
     await write(db, 'INSERT INTO t(v) VALUES (?)', ['after the moment']);
@@ -420,7 +437,10 @@ describe('statements queued around a restore within the generation', () => {
     const w = (v: string) => pool.run({ op: 'write', db, sql: 'INSERT INTO t(v) VALUES (?)', params: [v], callKey: nextKey() });
     const q = () => pool.run({ op: 'query', db, sql: 'SELECT count(*) FROM t', params: [], maxRows: 1 });
     const outs = await Promise.all([w('b1'), q(), w('b2'), q(), restore(db, { at }), w('a1'), q(), w('a2'), q(), w('a3')]);
-    expect(outs.every((o) => o.ok), JSON.stringify(outs.filter((o) => !o.ok))).toBe(true);
+    expect(
+      outs.every((o) => o.ok),
+      JSON.stringify(outs.filter((o) => !o.ok)),
+    ).toBe(true);
     const names = async (): Promise<string[]> =>
       (await ok({ op: 'query', db, sql: 'SELECT v FROM t WHERE length(v) < 20 ORDER BY id', params: [], maxRows: 100 })).rows.map((row: string[]) => row[0]);
     expect(await names()).toEqual(['a1', 'a2', 'a3']);

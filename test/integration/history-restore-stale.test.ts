@@ -61,7 +61,10 @@ describe('a restore in place with the database open in several executor children
       for (let i = 0; i < 10; i++) await write(db, 'INSERT INTO t(v) VALUES (?)', [`b${i}`]);
       if (older) {
         // Most of the file written since the moment: the rebuilt file is renamed over it.
-        await write(db, "INSERT INTO t(v) SELECT printf('%.1000c', 'z') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+        await write(
+          db,
+          "INSERT INTO t(v) SELECT printf('%.1000c', 'z') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+        );
         await ok({ op: 'snapshot', db, reason: 'manual' });
       }
       pastMs(Date.now());

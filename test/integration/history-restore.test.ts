@@ -33,7 +33,8 @@ let seq = 0;
 const ok = (req: ExecRequest): Promise<any> => mustRun(pool, req);
 const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
 const count = async (db: DbTarget, table = 't') => (await ok({ op: 'query', db, sql: `SELECT count(*) FROM ${table}`, params: [], maxRows: 1 })).rows[0][0];
-const restore = (db: DbTarget, args: { at?: number; undo?: string; dryRun?: boolean }): Promise<ExecOutcome> => pool.run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
+const restore = (db: DbTarget, args: { at?: number; undo?: string; dryRun?: boolean }): Promise<ExecOutcome> =>
+  pool.run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
 const codeOf = (o: ExecOutcome) => (o.ok ? 'ok' : o.error.code);
 
 /** Writes `n` rows to `db`, answering the moment after each (with the clock past it). */
@@ -157,7 +158,7 @@ describe('restore', () => {
     expect(dumpHash(db.path, { withoutAudit: true })).toBe(before);
   });
 
-  it('records each restore in the database\'s own audit table', async () => {
+  it("records each restore in the database's own audit table", async () => {
     const file = new Database(db.path, { fileMustExist: true });
     try {
       const rowsOf = file.prepare("SELECT tool, decision, requester, statement FROM _agentdb_audit WHERE tool = 'RESTORE'").all() as { statement: string }[];
@@ -172,7 +173,15 @@ describe('restore', () => {
     // The end of each batch of rows written before the restores: its dump was taken then.
     for (let batch = 0; batch < 6; batch++) {
       const fork = target(`rs/fork${batch * 20 + 19}`);
-      const out = await pool.run({ op: 'restoreInto', db: fork, source: 'rs/main', from: target('rs/main'), at: moments[batch * 20 + 19]!, by, timeoutMs: 60_000 });
+      const out = await pool.run({
+        op: 'restoreInto',
+        db: fork,
+        source: 'rs/main',
+        from: target('rs/main'),
+        at: moments[batch * 20 + 19]!,
+        by,
+        timeoutMs: 60_000,
+      });
       expect(codeOf(out)).toBe('ok');
       expect(integrity(fork.path)).toBe('ok');
       expect(dumpHash(fork.path, { withoutAudit: true })).toBe(hashes[batch]);
@@ -180,7 +189,7 @@ describe('restore', () => {
     // A fork at the end of each batch holds exactly that batch's state (audit aside: forks have their own).
     const fork = target('rs/fork119');
     const f = new Database(fork.path);
-    expect((f.prepare('SELECT count(*) FROM t').pluck().get() as number)).toBe(120 - 20);
+    expect(f.prepare('SELECT count(*) FROM t').pluck().get() as number).toBe(120 - 20);
     f.close();
     // The restores above went back within the live generation: each a commit of it, none began another.
     expect(listGenerations(localSource(dataDir, 'rs/main'))).toHaveLength(1);
@@ -191,7 +200,10 @@ describe('restore', () => {
     await write(gdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
     const m = await rows(gdb, 10);
     await rows(gdb, 5, 'later');
-    await write(gdb, "INSERT INTO t(v) SELECT printf('%.1000c', 'z') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+    await write(
+      gdb,
+      "INSERT INTO t(v) SELECT printf('%.1000c', 'z') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+    );
     expect(await ok({ op: 'snapshot', db: gdb, reason: 'manual' })).toMatchObject({ snapshot: expect.any(String) });
     const source = localSource(dataDir, 'rs/gen');
     const oldGen = listGenerations(source).at(-1)!;
@@ -245,7 +257,10 @@ describe('restore', () => {
     const ldb = target('rs/linkedblob');
     await write(ldb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
     const m = await rows(ldb, 10);
-    await write(ldb, "INSERT INTO t(v) SELECT printf('%.1000c', 'q') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)");
+    await write(
+      ldb,
+      "INSERT INTO t(v) SELECT printf('%.1000c', 'q') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+    );
     await ok({ op: 'snapshot', db: ldb, reason: 'manual' });
     expect(codeOf(await restore(ldb, { at: m[4]! }))).toBe('ok');
     expect(listGenerations(localSource(dataDir, 'rs/linkedblob')).at(-1)!.snapshot!.base).toBeDefined();
@@ -269,7 +284,10 @@ describe('restore', () => {
   it('a restore in place within the live generation writes one commit of the pages changed since, and history goes on in the same generation', async () => {
     const ddb = target('rs/delta');
     await write(ddb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
-    await write(ddb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) SELECT i FROM n)");
+    await write(
+      ddb,
+      "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) SELECT i FROM n)",
+    );
     const m = await rows(ddb, 5);
     const atState = dumpHash(ddb.path, { withoutAudit: true });
     await write(ddb, 'UPDATE t SET v = ? WHERE id % 97 = 0', ['changed']);
@@ -277,7 +295,10 @@ describe('restore', () => {
     const before = dumpHash(ddb.path, { withoutAudit: true });
     const source = localSource(dataDir, 'rs/delta');
     const gens = listGenerations(source).map((g) => g.name);
-    const frames = () => listGenerations(source).flatMap((g) => listSegments(g)).reduce((n, seg) => n + (readCommits(seg.indexPath).at(-1)?.frames ?? 0), 0);
+    const frames = () =>
+      listGenerations(source)
+        .flatMap((g) => listSegments(g))
+        .reduce((n, seg) => n + (readCommits(seg.indexPath).at(-1)?.frames ?? 0), 0);
     const framesBefore = frames();
     const out = await restore(ddb, { at: m[4]! });
     expect(codeOf(out)).toBe('ok');
@@ -302,7 +323,10 @@ describe('restore', () => {
   it('a restore in place back across nightly snapshots is one commit too, when each snapshot follows the generation before exactly', async () => {
     const xdb = target('rs/across');
     await write(xdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
-    await write(xdb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) SELECT i FROM n)");
+    await write(
+      xdb,
+      "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) SELECT i FROM n)",
+    );
     const at = (await rows(xdb, 3))[2]!;
     const atState = dumpHash(xdb.path, { withoutAudit: true });
     for (const tag of ['night1', 'night2']) {
@@ -325,7 +349,9 @@ describe('restore', () => {
     // Every moment of each generation still restores exactly, the restore's own included.
     const after = (await rows(xdb, 1, 'after'))[0]!;
     const fork = target('rs/acrossfork');
-    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/across', from: target('rs/across'), at: after, by, timeoutMs: 60_000 }))).toBe('ok');
+    expect(codeOf(await pool.run({ op: 'restoreInto', db: fork, source: 'rs/across', from: target('rs/across'), at: after, by, timeoutMs: 60_000 }))).toBe(
+      'ok',
+    );
     expect(dumpHash(fork.path, { withoutAudit: true })).toBe(dumpHash(xdb.path, { withoutAudit: true }));
     expect(codeOf(await restore(xdb, { undo: (out as { result: { undoId: string } }).result.undoId }))).toBe('ok');
     expect(dumpHash(xdb.path, { withoutAudit: true })).toBe(before);
@@ -335,17 +361,27 @@ describe('restore', () => {
   it('a restore within the generation makes the file shorter or longer again as it was', async () => {
     const sdb = target('rs/sizes');
     await write(sdb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
-    await write(sdb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
+    await write(
+      sdb,
+      "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)",
+    );
     const small = (await rows(sdb, 1))[0]!;
     const smallState = dumpHash(sdb.path, { withoutAudit: true });
     const smallSize = fs.statSync(sdb.path).size;
-    await write(sdb, "INSERT INTO t(v) SELECT printf('%.1000c', 'y') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)");
+    await write(
+      sdb,
+      "INSERT INTO t(v) SELECT printf('%.1000c', 'y') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)",
+    );
     const big = (await rows(sdb, 1, 'big'))[0]!;
     const bigState = dumpHash(sdb.path, { withoutAudit: true });
     const gens = listGenerations(localSource(dataDir, 'rs/sizes')).length;
     // Back before the big insert (the file cut to its size then), forward to after it (the pages
     // past that end written again), and back.
-    for (const [at, state] of [[small, smallState], [big, bigState], [small, smallState]] as const) {
+    for (const [at, state] of [
+      [small, smallState],
+      [big, bigState],
+      [small, smallState],
+    ] as const) {
       expect(codeOf(await restore(sdb, { at }))).toBe('ok');
       expect(dumpHash(sdb.path, { withoutAudit: true })).toBe(state);
       expect(integrity(sdb.path)).toBe('ok');
@@ -370,17 +406,24 @@ describe('restore', () => {
       const odb = target(`rs/tampered-${name.length}`);
       await write(odb, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, at)');
       await write(odb, 'CREATE TABLE u(id INTEGER PRIMARY KEY, v TEXT)');
-      await write(odb, "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)");
+      await write(
+        odb,
+        "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)",
+      );
       const at = (await rows(odb, 1))[0]!;
       const atState = dumpHash(odb.path, { withoutAudit: true });
       await write(odb, 'UPDATE t SET v = ? WHERE id = 500', ['changed after the moment']);
       // The file grows past its size at the moment.
-      await write(odb, "INSERT INTO u(v) SELECT printf('%.300c', 'y') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) SELECT i FROM n)");
+      await write(
+        odb,
+        "INSERT INTO u(v) SELECT printf('%.300c', 'y') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) SELECT i FROM n)",
+      );
       await ok({ op: 'close', path: odb.path });
       const st = fs.statSync(odb.path);
       const outside = new Database(odb.path);
       outside.pragma('wal_autocheckpoint = 0');
-      for (let i = 0; i < rows_.length; i += 2) outside.prepare(`UPDATE ${rows_[i]} SET v = ? WHERE id = ?`).run('changed outside'.padEnd(300, '!'), rows_[i + 1]);
+      for (let i = 0; i < rows_.length; i += 2)
+        outside.prepare(`UPDATE ${rows_[i]} SET v = ? WHERE id = ?`).run('changed outside'.padEnd(300, '!'), rows_[i + 1]);
       outside.close();
       fs.utimesSync(odb.path, st.atime, st.mtime);
       expect(fs.statSync(odb.path)).toMatchObject({ size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
@@ -475,7 +518,15 @@ describe('restore', () => {
 
     it('a restore into an existing database', async () => {
       const before = dumpHash(target('rs/other').path);
-      const out = await pool.run({ op: 'restoreInto', db: target('rs/other'), source: 'rs/main', from: target('rs/main'), at: moments[5]!, by, timeoutMs: 60_000 });
+      const out = await pool.run({
+        op: 'restoreInto',
+        db: target('rs/other'),
+        source: 'rs/main',
+        from: target('rs/main'),
+        at: moments[5]!,
+        by,
+        timeoutMs: 60_000,
+      });
       expect(out).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
       expect(dumpHash(target('rs/other').path)).toBe(before);
     });

@@ -28,7 +28,9 @@ describe('a database that shrinks below its snapshot, then grows again, within o
     const db = historyTarget(dataDir, 'sg/main');
     const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
     const rows = (n: number, c: string) =>
-      write(`INSERT INTO t(v) SELECT printf('%.1500c', '${c}') || i FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`);
+      write(
+        `INSERT INTO t(v) SELECT printf('%.1500c', '${c}') || i FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`,
+      );
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
     await rows(200, 'a');
     const small = Date.now();
@@ -80,7 +82,9 @@ describe('a database that shrinks below its snapshot, then grows again, within o
     const db = historyTarget(dataDir, 'sg/vac');
     const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
     const rows = (n: number, c: string) =>
-      write(`INSERT INTO t(v) SELECT printf('%.1500c', '${c}') || i FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`);
+      write(
+        `INSERT INTO t(v) SELECT printf('%.1500c', '${c}') || i FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`,
+      );
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
     await rows(1000, 'a');
     await ok({ op: 'snapshot', db, reason: 'manual' });
@@ -111,7 +115,13 @@ describe('a database that shrinks below its snapshot, then grows again, within o
     const source = localSource(dataDir, db.id);
     // One generation holds the shrink and the growth after it (its snapshot is the big state).
     expect(listGenerations(source).at(-1)!.snapshot!.pages).toBeGreaterThan(pages(db.path));
-    for (const [i, [at, want]] of ([[m1, s1], [m2, s2], [m3, s3]] as [number, string][]).entries()) {
+    for (const [i, [at, want]] of (
+      [
+        [m1, s1],
+        [m2, s2],
+        [m3, s3],
+      ] as [number, string][]
+    ).entries()) {
       const out = path.join(dataDir, `vac-${i}.sqlite`);
       buildRestore(planRestore(source, { at }), out);
       expect(dumpHash(out, { withoutAudit: true }), `engine at moment ${i}`).toBe(want);
@@ -119,7 +129,14 @@ describe('a database that shrinks below its snapshot, then grows again, within o
       expect((await pool.run({ op: 'restoreInto', db: fork, source: db.id, from: db, at, by, timeoutMs: 60_000 })).ok).toBe(true);
       expect(dumpHash(fork.path, { withoutAudit: true }), `fork at moment ${i}`).toBe(want);
     }
-    for (const [i, [at, want]] of ([[m2, s2], [m1, s1], [m3, s3], [m2, s2]] as [number, string][]).entries()) {
+    for (const [i, [at, want]] of (
+      [
+        [m2, s2],
+        [m1, s1],
+        [m3, s3],
+        [m2, s2],
+      ] as [number, string][]
+    ).entries()) {
       expect((await pool.run({ op: 'restore', db, at, by, timeoutMs: 60_000 })).ok).toBe(true);
       expect(dumpHash(db.path, { withoutAudit: true }), `in place #${i}`).toBe(want);
       pastMs(Date.now());

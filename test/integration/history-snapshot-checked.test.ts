@@ -24,7 +24,8 @@ withHistoryPool('agentdb-checked-', { handleCacheSize: 4, checkpointBytes: 64 * 
 const { by, ok, nextKey } = historyCalls(() => pool);
 const newest = (id: string) => listGenerations(localSource(dataDir, id)).at(-1)!;
 const writer = (db: DbTarget) => (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
-const FILL_500 = "INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)";
+const FILL_500 =
+  "INSERT INTO t(a, b) SELECT printf('a%05d', i), printf('b%05d', 999 - i) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) SELECT i FROM n)";
 
 /**
  * Damages `table`'s root page on disk behind SQLite's back, as a disk or a program outside
@@ -57,7 +58,9 @@ async function leafChangedSinceSnapshot(db: DbTarget): Promise<{ at: number; wan
   const write = writer(db);
   await write('CREATE TABLE u(v)');
   await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-  await write("INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)");
+  await write(
+    "INSERT INTO t(v) SELECT printf('%.300c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) SELECT i FROM n)",
+  );
   await ok({ op: 'snapshot', db, reason: 'manual' });
   await write("UPDATE t SET v = 'changed' WHERE id = 1");
   const at = Date.now();
@@ -66,7 +69,7 @@ async function leafChangedSinceSnapshot(db: DbTarget): Promise<{ at: number; wan
 }
 
 describe('snapshots checked as they are made', () => {
-  it('a sound database\'s snapshot is marked checked, a fork from it equals the moment and its linked generation keeps the mark', async () => {
+  it("a sound database's snapshot is marked checked, a fork from it equals the moment and its linked generation keeps the mark", async () => {
     const db = historyTarget(dataDir, 'checked/sound');
     const write = writer(db);
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b TEXT)');
@@ -206,22 +209,28 @@ describe('snapshots checked as they are made', () => {
     const handles = new HandleCache({ size: 4, ...history.hooks() });
     let answered: unknown;
     try {
-      answered = restoreInPlace(handles, history, dataDir, { op: 'restore', db, at, by }, {
-        step: (step) => {
-          if (step !== 'undo') return;
-          // A table leaf near the end of the file, which the restore does not write.
-          const fd = fs.openSync(db.path, 'r+');
-          for (let p = pages - 20; p <= pages && !damaged; p++) {
-            const head = Buffer.alloc(1);
-            fs.readSync(fd, head, 0, 1, (p - 1) * 4096);
-            if (head[0] === 0x0d) {
-              fs.writeSync(fd, Buffer.from([0x00]), 0, 1, (p - 1) * 4096);
-              damaged = p;
+      answered = restoreInPlace(
+        handles,
+        history,
+        dataDir,
+        { op: 'restore', db, at, by },
+        {
+          step: (step) => {
+            if (step !== 'undo') return;
+            // A table leaf near the end of the file, which the restore does not write.
+            const fd = fs.openSync(db.path, 'r+');
+            for (let p = pages - 20; p <= pages && !damaged; p++) {
+              const head = Buffer.alloc(1);
+              fs.readSync(fd, head, 0, 1, (p - 1) * 4096);
+              if (head[0] === 0x0d) {
+                fs.writeSync(fd, Buffer.from([0x00]), 0, 1, (p - 1) * 4096);
+                damaged = p;
+              }
             }
-          }
-          fs.closeSync(fd);
+            fs.closeSync(fd);
+          },
         },
-      });
+      );
     } catch (err) {
       answered = err;
     } finally {

@@ -24,7 +24,13 @@ describe('a snapshot rotted in place, its size and mtime unchanged', () => {
   it('is refused as HISTORY_CORRUPT by a restore in place that reads the page, and by a fork that copies the file', async () => {
     const db = historyTarget(dataDir, 'rot/main');
     await ok({ op: 'write', db, sql: 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)', params: [], callKey: nextKey() });
-    await ok({ op: 'write', db, sql: "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)", params: [], callKey: nextKey() });
+    await ok({
+      op: 'write',
+      db,
+      sql: "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+      params: [],
+      callKey: nextKey(),
+    });
     await ok({ op: 'snapshot', db, reason: 'manual' });
     const at = Date.now();
     pastMs(at);
@@ -58,7 +64,10 @@ describe('a snapshot rotted in place, its size and mtime unchanged', () => {
     const db = historyTarget(dataDir, 'rot/shrunk');
     const write = (sql: string) => ok({ op: 'write', db, sql, params: [], callKey: nextKey() });
     await write('CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    const rows = (n: number) => write(`INSERT INTO t(v) SELECT printf('%.2000c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`);
+    const rows = (n: number) =>
+      write(
+        `INSERT INTO t(v) SELECT printf('%.2000c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT i FROM n)`,
+      );
     await rows(900);
     const smaller = Date.now();
     pastMs(smaller);

@@ -197,7 +197,7 @@ describe('POST /v1/approvals/:id/decision', () => {
     expect(res.json().approval).toMatchObject({ state: 'rejected', decidedBy: 'cy', reason: 'not today' });
   });
 
-  it("answers a member of another workspace as if the approval did not exist, and it stays pending", async () => {
+  it('answers a member of another workspace as if the approval did not exist, and it stays pending', async () => {
     const id = await parkWrite();
     const res = await decide(id, key.oz, { decision: 'approve' });
     expect(res.statusCode).toBe(404);

@@ -25,7 +25,8 @@ afterAll(async () => {
 
 const post = (bearer: string | undefined, body: unknown, query = '') =>
   k.app.inject({ method: 'POST', url: `/v1/calls${query}`, headers: bearer ? { authorization: `Bearer ${bearer}` } : {}, payload: body as object });
-const get = (bearer: string, id: string, query = '') => k.app.inject({ method: 'GET', url: `/v1/calls/${id}${query}`, headers: { authorization: `Bearer ${bearer}` } });
+const get = (bearer: string, id: string, query = '') =>
+  k.app.inject({ method: 'GET', url: `/v1/calls/${id}${query}`, headers: { authorization: `Bearer ${bearer}` } });
 
 describe('POST /v1/calls', () => {
   it('runs a tool call with an agent key, with the registered agent’s settings', async () => {
@@ -36,7 +37,15 @@ describe('POST /v1/calls', () => {
     const read = await post(key.scout, { tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT t FROM notes' } });
     expect(read.json()).toMatchObject({ ok: true, untrusted: true, result: { columns: ['t'], rows: [['hi']] } });
     // The same database as the runtime's calls for acme/scout.
-    expect(await k.client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM notes' } })).toMatchObject({
+    expect(
+      await k.client.call({
+        workspace: 'acme',
+        agent: 'scout',
+        settings: { database: 'agent' },
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: 'SELECT count(*) AS n FROM notes' },
+      }),
+    ).toMatchObject({
       ok: true,
       result: { rows: [[1]] },
     });
@@ -109,7 +118,12 @@ describe('POST /v1/calls', () => {
       expect(r.statusCode).toBe(401);
       expect(r.json()).toEqual(answers[0]!.json());
     }
-    const bad = await k.app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${key.scout}`, 'content-type': 'application/json' }, payload: '{not json' });
+    const bad = await k.app.inject({
+      method: 'POST',
+      url: '/v1/calls',
+      headers: { authorization: `Bearer ${key.scout}`, 'content-type': 'application/json' },
+      payload: '{not json',
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({ error: { code: 'INVALID_ARGUMENTS' } });
   });

@@ -26,7 +26,9 @@ let moment = 0;
 
 const settings = { database: 'agent' as const };
 const write = (sql: string) => client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_WRITE_SQL', arguments: { sql } });
-const rows = async () => ((await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM leads' } })) as any).result.rows[0][0];
+const rows = async () =>
+  ((await client.call({ workspace: 'acme', agent: 'scout', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM leads' } })) as any)
+    .result.rows[0][0];
 const as = (who: string) => ({ authorization: `Bearer ${key[who]}` });
 
 beforeAll(async () => {
@@ -72,7 +74,7 @@ describe('GET /v1/databases/:db/history', () => {
     expect(body.generations[0].commits).toBeGreaterThanOrEqual(7);
   });
 
-  it('refuses a member who is not an admin (403), and another workspace\'s key as if there were no database (404)', async () => {
+  it("refuses a member who is not an admin (403), and another workspace's key as if there were no database (404)", async () => {
     const member = await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('bob') });
     expect(member.statusCode).toBe(403);
     expect(member.json()).toMatchObject({ error: { code: 'NOT_PERMITTED' } });
@@ -87,9 +89,20 @@ describe('GET /v1/databases/:db/history', () => {
 
 describe('POST /v1/databases/:db/restore', () => {
   it('a dry run says which snapshot and how many frames, changing nothing', async () => {
-    const res = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: as('ada'), payload: { at: new Date(moment).toISOString(), dryRun: true } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/databases/acme%2Fscout/restore',
+      headers: as('ada'),
+      payload: { at: new Date(moment).toISOString(), dryRun: true },
+    });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ database: 'acme/scout', dryRun: true, snapshot: { id: 'g0000000001', at: expect.any(String) }, frames: expect.any(Number), commits: expect.any(Number) });
+    expect(res.json()).toMatchObject({
+      database: 'acme/scout',
+      dryRun: true,
+      snapshot: { id: 'g0000000001', at: expect.any(String) },
+      frames: expect.any(Number),
+      commits: expect.any(Number),
+    });
     expect(await rows()).toBe(0);
   });
 
@@ -102,48 +115,96 @@ describe('POST /v1/databases/:db/restore', () => {
     const undo = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: as('ada'), payload: { undo: body.undoId } });
     expect(undo.statusCode).toBe(200);
     expect(await rows()).toBe(0);
-    const fork = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: as('ada'), payload: { at: new Date(moment).toISOString(), into: 'acme/scout-before' } });
+    const fork = await app.inject({
+      method: 'POST',
+      url: '/v1/databases/acme%2Fscout/restore',
+      headers: as('ada'),
+      payload: { at: new Date(moment).toISOString(), into: 'acme/scout-before' },
+    });
     expect(fork.statusCode).toBe(200);
     expect(fork.json()).toMatchObject({ into: 'acme/scout-before' });
-    const forked = await client.call({ workspace: 'acme', agent: 'scout-before', settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads' } });
+    const forked = await client.call({
+      workspace: 'acme',
+      agent: 'scout-before',
+      settings,
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT count(*) FROM leads' },
+    });
     expect((forked as any).result.rows[0][0]).toBe(5);
     const history = (await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('ada') })).json();
     expect(history.undoPoints.map((u: { id: string }) => u.id)).toContain(body.undoId);
   });
 
   it('answers bad input with its registry code, changing nothing', async () => {
-    const post = (payload: object, who = 'ada', db = 'acme%2Fscout') => app.inject({ method: 'POST', url: `/v1/databases/${db}/restore`, headers: as(who), payload });
+    const post = (payload: object, who = 'ada', db = 'acme%2Fscout') =>
+      app.inject({ method: 'POST', url: `/v1/databases/${db}/restore`, headers: as(who), payload });
     expect((await post({ at: new Date(Date.now() + 3600_000).toISOString() })).json().error.code).toBe('HISTORY_OUT_OF_RANGE');
     expect((await post({ at: 'yesterday-ish' })).json().error.code).toBe('INVALID_ARGUMENTS');
     // Milliseconds where seconds go: said so, with the seconds meant.
     expect((await post({ at: moment })).json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining(`looks like milliseconds`) });
-    expect((await post({ at: String(moment) })).json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining(`unix seconds (${Math.floor(moment / 1000)})`) });
+    expect((await post({ at: String(moment) })).json().error).toMatchObject({
+      code: 'INVALID_ARGUMENTS',
+      message: expect.stringContaining(`unix seconds (${Math.floor(moment / 1000)})`),
+    });
     // A bare name is the workspace's shared database: the message says how to name an agent's.
     const bare = await ops.run(shardOf('scout', sb.config.shardCount), 'historyList', {}, { db: 'scout', timeoutMs: 30_000 });
-    expect(bare).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', detail: expect.stringContaining("scout alone names workspace scout's shared database") } });
+    expect(bare).toMatchObject({
+      ok: false,
+      error: { code: 'NOT_FOUND', detail: expect.stringContaining("scout alone names workspace scout's shared database") },
+    });
     // Times past any date: a clear INVALID_ARGUMENTS naming the time, not SQL_ERROR "Invalid time value".
     const huge = (await post({ at: '99999999999999999999999' })).json();
     expect(huge.error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('99999999999999999999999') });
     expect((await post({ at: 1e308 })).json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('1e+308') });
     // A registered agent that never wrote: its database must not be created from scout's.
-    expect((await post({ at: moment / 1000, into: 'acme/fresh' })).json().error).toMatchObject({ code: 'DATABASE_EXISTS', message: expect.stringContaining('registered agent fresh') });
+    expect((await post({ at: moment / 1000, into: 'acme/fresh' })).json().error).toMatchObject({
+      code: 'DATABASE_EXISTS',
+      message: expect.stringContaining('registered agent fresh'),
+    });
     // The workspace's shared database, which every agent of it reads: scout's private tables
     // forked there would be every agent's. Refused through the route, and by the shard ops
     // themselves (which anyone holding Redis can queue).
-    expect((await post({ at: moment / 1000, into: 'acme' })).json().error).toMatchObject({ code: 'DATABASE_EXISTS', message: expect.stringContaining('shared database') });
-    const direct = await ops.run(shardOf('acme', sb.config.shardCount), 'historyRestore', { at: moment, into: 'acme', by: { who: 'x', via: 'operator' } }, { db: 'acme/scout', timeoutMs: 30_000 });
+    expect((await post({ at: moment / 1000, into: 'acme' })).json().error).toMatchObject({
+      code: 'DATABASE_EXISTS',
+      message: expect.stringContaining('shared database'),
+    });
+    const direct = await ops.run(
+      shardOf('acme', sb.config.shardCount),
+      'historyRestore',
+      { at: moment, into: 'acme', by: { who: 'x', via: 'operator' } },
+      { db: 'acme/scout', timeoutMs: 30_000 },
+    );
     expect(direct).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
-    const fromBlob = await ops.run(shardOf('acme', sb.config.shardCount), 'restoreFromBlob', { source: 'acme/scout', by: { who: 'x', via: 'operator' } }, { db: 'acme', timeoutMs: 30_000 });
+    const fromBlob = await ops.run(
+      shardOf('acme', sb.config.shardCount),
+      'restoreFromBlob',
+      { source: 'acme/scout', by: { who: 'x', via: 'operator' } },
+      { db: 'acme', timeoutMs: 30_000 },
+    );
     expect(fromBlob).toMatchObject({ ok: false, error: { code: 'DATABASE_EXISTS' } });
-    const shared = await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'workspace' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads', scope: 'workspace' } });
+    const shared = await client.call({
+      workspace: 'acme',
+      agent: 'scout',
+      settings: { database: 'workspace' },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT count(*) FROM leads', scope: 'workspace' },
+    });
     expect(shared).toMatchObject({ ok: false });
     expect((await post({ undo: 'u0nope' })).json().error.code).toBe('UNDO_NOT_FOUND');
     expect((await post({ at: moment / 1000, into: 'acme/scout' })).json().error.code).toBe('DATABASE_EXISTS');
     expect((await post({ at: moment / 1000, into: 'acme/scout-before' })).json().error.code).toBe('DATABASE_EXISTS');
     // Its hint is about database ids, not an agent's tables (the registry's own names DATA_DESCRIBE_SCHEMA).
-    expect((await post({ at: moment / 1000 }, 'ada', 'acme%2Fnobody')).json().error).toMatchObject({ code: 'NOT_FOUND', hint: expect.stringContaining('<workspace>/<agent>') });
+    expect((await post({ at: moment / 1000 }, 'ada', 'acme%2Fnobody')).json().error).toMatchObject({
+      code: 'NOT_FOUND',
+      hint: expect.stringContaining('<workspace>/<agent>'),
+    });
     // curl -d without a content type: the message names the header to send.
-    const form = await app.inject({ method: 'POST', url: '/v1/databases/acme%2Fscout/restore', headers: { ...as('ada'), 'content-type': 'application/x-www-form-urlencoded' }, payload: JSON.stringify({ at: moment / 1000 }) });
+    const form = await app.inject({
+      method: 'POST',
+      url: '/v1/databases/acme%2Fscout/restore',
+      headers: { ...as('ada'), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: JSON.stringify({ at: moment / 1000 }),
+    });
     expect(form.statusCode).toBe(415);
     expect(form.json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('content-type: application/json') });
     // The id's slash left unencoded: no such route, and the message shows the encoded path.
@@ -156,9 +217,14 @@ describe('POST /v1/databases/:db/restore', () => {
   });
 });
 
-describe('the history routes\' input', () => {
+describe("the history routes' input", () => {
   const restore = (who: string | undefined, db: string, payload?: unknown) =>
-    app.inject({ method: 'POST', url: `/v1/databases/${db}/restore`, headers: who ? as(who) : {}, ...(payload === undefined ? {} : { payload: payload as object }) });
+    app.inject({
+      method: 'POST',
+      url: `/v1/databases/${db}/restore`,
+      headers: who ? as(who) : {},
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
 
   it('judges a body only after the key may restore the database: a stranger hears NOT_FOUND, a member NOT_PERMITTED, whatever they sent', async () => {
     expect((await restore('oz', 'acme%2Fscout', { bogus: 1 })).json().error.code).toBe('NOT_FOUND');
@@ -167,7 +233,9 @@ describe('the history routes\' input', () => {
     const bad = await restore('ada', 'acme%2Fscout', { at: [], bogus: 1 });
     expect(bad.statusCode).toBe(400);
     // Every issue named (up to five), and the history commands' hint, not the tool calls'.
-    expect(bad.json()).toEqual({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/Unrecognized key.*bogus/), hint: HISTORY_HINTS.INVALID_ARGUMENTS } });
+    expect(bad.json()).toEqual({
+      error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/Unrecognized key.*bogus/), hint: HISTORY_HINTS.INVALID_ARGUMENTS },
+    });
     expect(bad.json().error.message).toContain('at: ');
   });
 
@@ -180,7 +248,9 @@ describe('the history routes\' input', () => {
   it('refuses an empty database id before anything reads it, with the history hint', async () => {
     const empty = await app.inject({ method: 'GET', url: '/v1/databases//history', headers: as('ada') });
     expect(empty.statusCode).toBe(400);
-    expect(empty.json()).toEqual({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('db: Too small'), hint: HISTORY_HINTS.INVALID_ARGUMENTS } });
+    expect(empty.json()).toEqual({
+      error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('db: Too small'), hint: HISTORY_HINTS.INVALID_ARGUMENTS },
+    });
   });
 });
 
@@ -207,7 +277,7 @@ describe('the nightly snapshot (shard op historySnapshot)', () => {
 });
 
 describe('the history client, called directly with no adapter in front', () => {
-  it('refuses a member who is not an admin, and hides another workspace\'s database, before running anything', async () => {
+  it("refuses a member who is not an admin, and hides another workspace's database, before running anything", async () => {
     const history = new HistoryClient(ops, sb.config.shardCount);
     const bob = { member: { workspace: 'acme', name: 'bob', role: 'member' as const } };
     const oz = { member: { workspace: 'other', name: 'oz', role: 'admin' as const } };

@@ -29,15 +29,25 @@ const as = (who: string) => ({ authorization: `Bearer ${key[who]}` });
 function expectInvalid(res: { statusCode: number; json(): unknown }, ...details: RegExp[]) {
   expect(res.statusCode).toBe(400);
   const body = res.json() as { error: { message: string } };
-  expect(body).toEqual({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/^The request or its arguments are not valid\. /), hint: ERRORS.INVALID_ARGUMENTS.hint } });
+  expect(body).toEqual({
+    error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/^The request or its arguments are not valid\. /), hint: ERRORS.INVALID_ARGUMENTS.hint },
+  });
   for (const d of details) expect(body.error.message).toMatch(d);
 }
 
 describe('/v1/calls', () => {
   it('names each bad field of the body, the whole body when it is missing, and a bad ?wait', async () => {
-    expectInvalid(await k.app.inject({ method: 'POST', url: '/v1/calls', headers: as('scout'), payload: { tool: '', settings: {} } }), /tool: Too small/, /Unrecognized key: "settings"/, /; /);
+    expectInvalid(
+      await k.app.inject({ method: 'POST', url: '/v1/calls', headers: as('scout'), payload: { tool: '', settings: {} } }),
+      /tool: Too small/,
+      /Unrecognized key: "settings"/,
+      /; /,
+    );
     expectInvalid(await k.app.inject({ method: 'POST', url: '/v1/calls', headers: as('scout') }), /expected object/);
-    expectInvalid(await k.app.inject({ method: 'POST', url: '/v1/calls?wait=maybe', headers: as('scout'), payload: { tool: 'DATA_DESCRIBE_SCHEMA' } }), /wait: Invalid option/);
+    expectInvalid(
+      await k.app.inject({ method: 'POST', url: '/v1/calls?wait=maybe', headers: as('scout'), payload: { tool: 'DATA_DESCRIBE_SCHEMA' } }),
+      /wait: Invalid option/,
+    );
     // (Past 100 characters the router answers 414 before any schema: maxParamLength.)
     expectInvalid(await k.app.inject({ method: 'GET', url: '/v1/calls/', headers: as('scout') }), /id: Too small/);
     expectInvalid(await k.app.inject({ method: 'GET', url: '/v1/calls/c1?wait=1', headers: as('scout') }), /wait: Invalid option/);
@@ -53,7 +63,11 @@ describe('/v1/approvals', () => {
     expectInvalid(await k.app.inject({ method: 'GET', url: '/v1/approvals?state=bogus', headers: as('ada') }), /state: Invalid option/);
     expectInvalid(await k.app.inject({ method: 'GET', url: '/v1/approvals?status=pending', headers: as('ada') }), /Unrecognized key: "status"/);
     expectInvalid(await k.app.inject({ method: 'GET', url: '/v1/approvals?limit=0', headers: as('ada') }), /limit: Too small/);
-    expectInvalid(await k.app.inject({ method: 'POST', url: '/v1/approvals/a1/decision', headers: as('ada'), payload: { decison: 'approve' } }), /decision: Invalid option/, /Unrecognized key: "decison"/);
+    expectInvalid(
+      await k.app.inject({ method: 'POST', url: '/v1/approvals/a1/decision', headers: as('ada'), payload: { decison: 'approve' } }),
+      /decision: Invalid option/,
+      /Unrecognized key: "decison"/,
+    );
   });
 
   it('answers a good query with its defaults applied', async () => {

@@ -56,7 +56,10 @@ describe('an MCP call id in _meta["agentdb/callId"]', () => {
 
     const other = await call(c, 'DATA_WRITE_SQL', { sql: 'INSERT INTO t (v) VALUES (?)', params: ['b'] }, 'mcp-1');
     expect(other.isError).toBe(true);
-    expect(other.structuredContent).toMatchObject({ callId: 'mcp-1', error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining('arguments.params') } });
+    expect(other.structuredContent).toMatchObject({
+      callId: 'mcp-1',
+      error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining('arguments.params') },
+    });
     expect(other.content[0]!.text).toMatch(/^IDEMPOTENCY_CONFLICT\n/);
     const drop = await call(c, 'DATA_DROP_TABLE', { table: 't' }, 'mcp-1');
     expect(drop.structuredContent).toMatchObject({ error: { code: 'IDEMPOTENCY_CONFLICT' } });

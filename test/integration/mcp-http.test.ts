@@ -23,7 +23,12 @@ afterAll(async () => {
 });
 
 const JSON_AND_SSE = 'application/json, text/event-stream';
-const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const init = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
 const ping = (id: number | string) => ({ jsonrpc: '2.0', id, method: 'ping' });
 
 async function post(body: unknown, headers: Record<string, string> = {}) {
@@ -41,7 +46,11 @@ describe('POST /mcp over HTTP', () => {
     const r = await post(init);
     expect(r.status).toBe(200);
     expect(r.type).toMatch(/^application\/json/);
-    expect(r.json).toMatchObject({ jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'agentdb' }, capabilities: { tools: {} } } });
+    expect(r.json).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { protocolVersion: '2025-06-18', serverInfo: { name: 'agentdb' }, capabilities: { tools: {} } },
+    });
     expect(await post(ping('p'), { 'mcp-protocol-version': '2025-06-18' })).toMatchObject({ status: 200, json: { jsonrpc: '2.0', id: 'p', result: {} } });
   });
 
@@ -69,7 +78,13 @@ describe('POST /mcp over HTTP', () => {
   });
 
   it('answers notifications (and responses) alone with 202 and no body', async () => {
-    for (const body of [{ jsonrpc: '2.0', method: 'notifications/initialized' }, [{ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 9, result: {} }]]) {
+    for (const body of [
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      [
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 9, result: {} },
+      ],
+    ]) {
       const r = await post(body);
       expect(r.status).toBe(202);
       expect(r.text).toBe('');
@@ -86,14 +101,20 @@ describe('POST /mcp over HTTP', () => {
   });
 
   it('answers an unknown method with the JSON-RPC error of the SDK server, in a 200', async () => {
-    expect(await post({ jsonrpc: '2.0', id: 4, method: 'resources/list' })).toMatchObject({ status: 200, json: { jsonrpc: '2.0', id: 4, error: { code: -32601 } } });
+    expect(await post({ jsonrpc: '2.0', id: 4, method: 'resources/list' })).toMatchObject({
+      status: 200,
+      json: { jsonrpc: '2.0', id: 4, error: { code: -32601 } },
+    });
   });
 
   it('refuses a batch over 100 messages, a batch with two initializes, and what is not JSON-RPC, with 400', async () => {
     const big = await post(Array.from({ length: 101 }, (_, i) => ping(i)));
     expect(big).toMatchObject({ status: 400, json: { error: { code: -32600, message: expect.stringContaining('Batch must not exceed 100') }, id: null } });
     const twice = await post([init, { ...init, id: 2 }]);
-    expect(twice).toMatchObject({ status: 400, json: { error: { code: -32600, message: expect.stringContaining('Only one initialization request') }, id: null } });
+    expect(twice).toMatchObject({
+      status: 400,
+      json: { error: { code: -32600, message: expect.stringContaining('Only one initialization request') }, id: null },
+    });
     for (const body of [{ hello: 'world' }, [ping(1), { jsonrpc: '1.0', id: 2, method: 'ping' }], 42]) {
       expect(await post(body)).toMatchObject({ status: 400, json: { error: { code: -32700, message: 'Parse error: Invalid JSON-RPC message' }, id: null } });
     }

@@ -31,7 +31,12 @@ afterAll(async () => {
 describe('an offloaded result past MAX_OFFLOAD_BYTES', () => {
   it('is cut at the cap: the envelope says so, the stored document is whole JSON within the cap, no temp file is left', async () => {
     const sql = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<1000) SELECT i, printf('%.10000c','x') AS s FROM c";
-    const res = await k.app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${scout}` }, payload: { tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } } });
+    const res = await k.app.inject({
+      method: 'POST',
+      url: '/v1/calls',
+      headers: { authorization: `Bearer ${scout}` },
+      payload: { tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } },
+    });
     const env = res.json();
     expect(env.ok, JSON.stringify(env).slice(0, 300)).toBe(true);
     expect(env.result.offloaded).toMatchObject({ capped: true, maxBytes: CAP });
@@ -64,14 +69,23 @@ describe("a workspace's offloaded results past MAX_OFFLOADED_BYTES_PER_WORKSPACE
       ]);
       const sql = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<1000) SELECT i, printf('%.10000c','x') AS s FROM c";
       const query = async (key: string) =>
-        (await k2.app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${key}` }, payload: { tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } } })).json();
+        (
+          await k2.app.inject({
+            method: 'POST',
+            url: '/v1/calls',
+            headers: { authorization: `Bearer ${key}` },
+            payload: { tool: 'DATA_QUERY_SQL', arguments: { sql, max_rows: 1000 } },
+          })
+        ).json();
       const first = await query(a);
       const second = await query(a);
       expect([first.result.offloaded?.capped, second.result.offloaded?.capped]).toEqual([true, true]);
       const third = await query(a);
       expect(third.ok, JSON.stringify(third).slice(0, 300)).toBe(true);
       expect(third.result.offloaded).toBeUndefined();
-      expect(third.result.note).toMatch(/not offloaded: workspace acme's offloaded results hold \d+ bytes, and this one \(\d+\) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE \(153600\); room comes back from \S+ \(the oldest result's expiry, and a day for the nightly prune to delete it\)/);
+      expect(third.result.note).toMatch(
+        /not offloaded: workspace acme's offloaded results hold \d+ bytes, and this one \(\d+\) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE \(153600\); room comes back from \S+ \(the oldest result's expiry, and a day for the nightly prune to delete it\)/,
+      );
       // Nothing of it was uploaded: two results (rows and metadata each) in acme's folder.
       const keys: string[] = [];
       for await (const blob of store2.list('results/acme/')) keys.push(blob.key);

@@ -30,7 +30,14 @@ function conn() {
 
 beforeAll(async () => {
   own = await OwnRedis.start();
-  sb = sandbox({ REDIS_URL: own.url, SHARD_COUNT: '2', LOCK_DURATION_MS: '600000', STALLED_INTERVAL_MS: '600000', LEASE_TTL_MS: '1500', STATEMENT_TIMEOUT_MS: '120000' });
+  sb = sandbox({
+    REDIS_URL: own.url,
+    SHARD_COUNT: '2',
+    LOCK_DURATION_MS: '600000',
+    STALLED_INTERVAL_MS: '600000',
+    LEASE_TTL_MS: '1500',
+    STATEMENT_TIMEOUT_MS: '120000',
+  });
   await sb.pool();
   client = sb.client();
 });
@@ -58,7 +65,15 @@ async function activeWithoutProcessor(agent: string): Promise<{ key: string; que
   try {
     for (let i = 0; ; i++) {
       const callId = `lost-${i}`;
-      const data: CallJobData = { callId, workspace: 'aof', agent, settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false }, tool: 'DATA_QUERY_SQL', arguments: { sql: `SELECT 'ran ${i}'` }, enqueuedAt: Date.now() };
+      const data: CallJobData = {
+        callId,
+        workspace: 'aof',
+        agent,
+        settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false },
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: `SELECT 'ran ${i}'` },
+        enqueuedAt: Date.now(),
+      };
       const key = callKey('aof', agent, callId);
       const [, taken] = await Promise.all([queue.add('call', data, { jobId: key, attempts: 3 }), ghost.getNextJob(`ghost-${i}`, { block: false })]);
       if (taken?.id === key) return { key, queue: new Queue(keys.queueName(shard), { connection: conn(), prefix: keys.bullPrefix }) };
@@ -88,7 +103,10 @@ describe('Redis restarted with AOF under a running owner', () => {
     await own.start();
 
     const lostId = key.split('.').pop()!;
-    expect(await client.result(lostId, { workspace: 'aof', agent: 'lost', wait: true, timeoutMs: 600_000 })).toMatchObject({ ok: true, result: { rows: [[expect.stringMatching(/^ran \d+$/)]] } });
+    expect(await client.result(lostId, { workspace: 'aof', agent: 'lost', wait: true, timeoutMs: 600_000 })).toMatchObject({
+      ok: true,
+      result: { rows: [[expect.stringMatching(/^ran \d+$/)]] },
+    });
     expect(await slow).toMatchObject({ ok: true, result: { rows: [[15000000]] } });
     // Taken by the owner once: not handed back from under its processor.
     expect((await Job.fromId(slowQueue, callKey('aof', 'slow', 'slow-1')))?.attemptsStarted).toBe(1);

@@ -49,11 +49,27 @@ describe('the client library when Redis does not answer', () => {
     const { key } = await new AgentKeyRing(redis, keys, agents).mint('acme', 'scout');
     const members = new MemberRegistry(redis, keys);
     const approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-    const app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, keyed: { auth: new KeyAuthenticator(redis, keys), calls: new KeyedCalls(calls), waitMs: 5000, approvalWaitMs: 5000 } });
+    const app = buildApp({
+      redis,
+      shardCount: sb.config.shardCount,
+      members,
+      approvals,
+      keyed: { auth: new KeyAuthenticator(redis, keys), calls: new KeyedCalls(calls), waitMs: 5000, approvalWaitMs: 5000 },
+    });
     try {
-      const res = await app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${key}` }, payload: { tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' }, callId: 'c-1' } });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/calls',
+        headers: { authorization: `Bearer ${key}` },
+        payload: { tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' }, callId: 'c-1' },
+      });
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toMatchObject({ ok: false, callId: 'c-1', mayStillRun: false, error: { code: 'UNAVAILABLE', message: expect.stringContaining(`Redis at ${url}`) } });
+      expect(res.json()).toMatchObject({
+        ok: false,
+        callId: 'c-1',
+        mayStillRun: false,
+        error: { code: 'UNAVAILABLE', message: expect.stringContaining(`Redis at ${url}`) },
+      });
     } finally {
       await app.close();
       await approvals.close();

@@ -44,8 +44,15 @@ describe('the registry', () => {
     expect(await workspaces.get('reg')).toMatchObject({ name: 'reg', plan: 'business' });
     await expect(workspaces.put('reg', 'gold' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
     const a = await agents.put('reg', 'scout', { displayName: 'Scout', settings: { database: 'workspace', sharedData: true } });
-    expect(a).toMatchObject({ slug: 'scout', displayName: 'Scout', settings: { database: 'workspace', approval: 'never', sandbox: false, sharedData: true }, surface: { kind: 'data' } });
-    await expect(agents.put('reg', 'bad', { displayName: 'B', settings: { database: 'everything' } as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    expect(a).toMatchObject({
+      slug: 'scout',
+      displayName: 'Scout',
+      settings: { database: 'workspace', approval: 'never', sandbox: false, sharedData: true },
+      surface: { kind: 'data' },
+    });
+    await expect(agents.put('reg', 'bad', { displayName: 'B', settings: { database: 'everything' } as never })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENTS',
+    });
     expect((await agents.list('reg')).map((x) => x.slug)).toEqual(['scout']);
   });
 
@@ -57,7 +64,13 @@ describe('the registry', () => {
     expect(info.grants).toEqual({ database: 'workspace', sharedData: true });
     const stored = JSON.stringify(await redis.hgetall(keysFor(sb.config.prefix).agentKeys('kw')));
     expect(stored).not.toContain(key);
-    expect(await auth.authenticate(key)).toMatchObject({ kind: 'agent', workspace: 'kw', agent: 'writer', keyId: info.id, settings: { database: 'workspace', sharedData: true, approval: 'write' } });
+    expect(await auth.authenticate(key)).toMatchObject({
+      kind: 'agent',
+      workspace: 'kw',
+      agent: 'writer',
+      keyId: info.id,
+      settings: { database: 'workspace', sharedData: true, approval: 'write' },
+    });
 
     // Narrowing the agent narrows its keys at once; widening it again does not widen a key
     // minted under narrower settings.
@@ -93,7 +106,9 @@ describe('limits follow the registered plan', () => {
     client.call({ workspace: ws, agent: 'maker', settings, tool: 'DATA_WRITE_SQL', arguments: { sql: `CREATE TABLE t${n} (x)` } });
 
   it('an unregistered workspace runs on the smallest plan; settings cannot name a plan', async () => {
-    expect(await client.call({ workspace: 'free', agent: 'maker', settings: { ...settings, plan: 'enterprise' } as never, tool: 'DATA_DESCRIBE_SCHEMA' })).toMatchObject({
+    expect(
+      await client.call({ workspace: 'free', agent: 'maker', settings: { ...settings, plan: 'enterprise' } as never, tool: 'DATA_DESCRIBE_SCHEMA' }),
+    ).toMatchObject({
       ok: false,
       error: { code: 'INVALID_ARGUMENTS' },
     });

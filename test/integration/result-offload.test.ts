@@ -107,7 +107,10 @@ describe('a query result past MAX_RESULT_BYTES', () => {
     // The folder store cannot make the workspace's folder: a file stands where it would go.
     mkdirSync(path.join(sb.dataDir, 'blobs', 'results'), { recursive: true });
     writeFileSync(path.join(sb.dataDir, 'blobs', 'results', 'broken'), 'in the way');
-    const env = await call(broken, 'DATA_QUERY_SQL', { sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) SELECT i, printf('%.100c', 'q') FROM n", max_rows: 1000 });
+    const env = await call(broken, 'DATA_QUERY_SQL', {
+      sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) SELECT i, printf('%.100c', 'q') FROM n",
+      max_rows: 1000,
+    });
     expect(env.result).toMatchObject({ truncated: true, oversize: true, note: expect.stringContaining('could not be offloaded') });
     expect(env.result.offloaded).toBeUndefined();
     expect(env.result.rows.length).toBeGreaterThan(0);

@@ -43,7 +43,23 @@ describe('the scheduler', () => {
     }
     const store = new ApprovalStore(redis, keys);
     const make = (id: string, ago: number) =>
-      store.create({ id, callId: id.slice(3), callKey: `acme.a.${id.slice(3)}`, digest: 'd', shard: 0, workspace: 'acme', agent: 'a', tool: 'DATA_WRITE_SQL', tier: 'write', database: 'acme/a', shared: false, sql: 'x', requester: 'a', createdAt: now - ago * DAY, expiresAt: now + DAY });
+      store.create({
+        id,
+        callId: id.slice(3),
+        callKey: `acme.a.${id.slice(3)}`,
+        digest: 'd',
+        shard: 0,
+        workspace: 'acme',
+        agent: 'a',
+        tool: 'DATA_WRITE_SQL',
+        tier: 'write',
+        database: 'acme/a',
+        shared: false,
+        sql: 'x',
+        requester: 'a',
+        createdAt: now - ago * DAY,
+        expiresAt: now + DAY,
+      });
     await make('ap_old-done', 7);
     await make('ap_old-pending', 7);
     await make('ap_new-done', 1);

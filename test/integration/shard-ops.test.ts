@@ -68,7 +68,11 @@ describe('shard ops', () => {
     const connection = { url: box.config.redisUrl };
     let release!: () => void;
     const blocker = new Promise<void>((resolve) => (release = resolve));
-    const worker = new Worker(keys.queueName(4), async (job) => (job.name.startsWith('op:') ? { ok: true, result: { ranBy: 'busy worker' } } : blocker), { connection, prefix: keys.bullPrefix, concurrency: 1 });
+    const worker = new Worker(keys.queueName(4), async (job) => (job.name.startsWith('op:') ? { ok: true, result: { ranBy: 'busy worker' } } : blocker), {
+      connection,
+      prefix: keys.bullPrefix,
+      concurrency: 1,
+    });
     const queue = new Queue(keys.queueName(4), { connection, prefix: keys.bullPrefix });
     try {
       await worker.waitUntilReady();

@@ -132,7 +132,13 @@ describe('query', () => {
   it('returns exact integers as numbers, larger ones as strings, and blobs as base64', () => {
     const t = target();
     const db = writeDb(t);
-    const result = query(db, "SELECT 42 AS small, 9007199254740993 AS big, -9223372036854775808 AS min, 1.5 AS real, x'00ff10' AS blob, 'é' AS text, NULL AS none", [], 10, 1e6);
+    const result = query(
+      db,
+      "SELECT 42 AS small, 9007199254740993 AS big, -9223372036854775808 AS min, 1.5 AS real, x'00ff10' AS blob, 'é' AS text, NULL AS none",
+      [],
+      10,
+      1e6,
+    );
     expect(result.rows).toEqual([[42, '9007199254740993', '-9223372036854775808', 1.5, { $blob: 'AP8Q' }, 'é', null]]);
   });
 
@@ -222,7 +228,7 @@ describe('write', () => {
       rows: [['9007199254740993', 'c@x', { $blob: 'AQ==' }]],
       truncated: false,
     });
-    expect(run(t, "UPDATE leads SET email = upper(email) WHERE id < 3 RETURNING email")).toMatchObject({ changes: 2, rows: [['A@X'], ['B@X']] });
+    expect(run(t, 'UPDATE leads SET email = upper(email) WHERE id < 3 RETURNING email')).toMatchObject({ changes: 2, rows: [['A@X'], ['B@X']] });
   });
 
   it('returns at most 1000 RETURNING rows but makes every change', () => {
@@ -247,7 +253,13 @@ describe('write', () => {
     expect(query(db, 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
     // The record survives closing the handle (it is in the file, committed with the row).
     handles.closeAll();
-    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?) RETURNING id', params: ['signed up'], callKey: id });
+    const outcome = dispatch(handles, opts, {
+      op: 'write',
+      db: t,
+      sql: 'INSERT INTO events (what) VALUES (?) RETURNING id',
+      params: ['signed up'],
+      callKey: id,
+    });
     expect(outcome).toEqual({ ok: true, result: first, replayed: true });
     // The same key with another statement is another call: refused, and nothing is written.
     const other = dispatch(handles, opts, { op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?)', params: ['x'], callKey: id });
@@ -279,7 +291,7 @@ describe('write', () => {
       'DELETE FROM _agentdb_calls',
       'CREATE TRIGGER tr AFTER INSERT ON t BEGIN DELETE FROM t; END',
       'DROP TABLE t',
-      "CREATE VIRTUAL TABLE f USING fts5(x)",
+      'CREATE VIRTUAL TABLE f USING fts5(x)',
       'CREATE TEMP TABLE tt (x)',
     ]) {
       expect(errorOf(() => write(db, sql, [], call(), t.limits)).code, sql).toBe('SQL_REFUSED');

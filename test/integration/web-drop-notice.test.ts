@@ -34,7 +34,13 @@ beforeAll(async () => {
   web = await startWebServer(box);
   cookie = await signIn((await web.members.add('acme', 'ada', 'admin')).key);
   const shared = { database: 'workspace' as const, sharedData: true };
-  const made = await client.call({ workspace: 'acme', agent: 'scout', settings: shared, tool: 'DATA_WRITE_SQL', arguments: { scope: 'workspace', sql: 'CREATE TABLE scratch(a TEXT)' } });
+  const made = await client.call({
+    workspace: 'acme',
+    agent: 'scout',
+    settings: shared,
+    tool: 'DATA_WRITE_SQL',
+    arguments: { scope: 'workspace', sql: 'CREATE TABLE scratch(a TEXT)' },
+  });
   expect(made).toMatchObject({ ok: true });
 }, 60_000);
 

@@ -44,7 +44,10 @@ it('signs a stranger out before reading the query', async () => {
 });
 
 it('answers a damaged page link as such, not as a field of the query', async () => {
-  const r = await fetch(`${web.url}/data/table?db=acme%2Fscout&table=leads&after=bm90IGEgY3Vyc29y`, { headers: { cookie, accept: 'text/html' }, redirect: 'manual' });
+  const r = await fetch(`${web.url}/data/table?db=acme%2Fscout&table=leads&after=bm90IGEgY3Vyc29y`, {
+    headers: { cookie, accept: 'text/html' },
+    redirect: 'manual',
+  });
   expect(r.status).toBe(400);
   expect(await r.text()).toContain('INVALID_ARGUMENTS: the page link is damaged; start from the first page');
 });

@@ -38,7 +38,10 @@ async function get(path: string, cookie: string): Promise<{ status: number; text
 
 /** Parks one write of `agent` in `workspace` and answers its approval id. */
 async function park(workspace: string, agent: string, sql: string, params?: unknown[]): Promise<string> {
-  const answer = (await client.call({ workspace, agent, settings: gated, tool: 'DATA_WRITE_SQL', arguments: { sql, ...(params ? { params } : {}) } }, { wait: false })) as AwaitingAnswer;
+  const answer = (await client.call(
+    { workspace, agent, settings: gated, tool: 'DATA_WRITE_SQL', arguments: { sql, ...(params ? { params } : {}) } },
+    { wait: false },
+  )) as AwaitingAnswer;
   expect(answer).toMatchObject({ status: 'awaiting_approval' });
   return answer.approval.id;
 }

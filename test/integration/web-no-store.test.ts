@@ -18,7 +18,13 @@ beforeAll(async () => {
   client = box.client();
   web = await startWebServer(box);
   const { key } = await web.members.add('acme', 'ada', 'admin');
-  const answer = await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE leads(email TEXT)' } });
+  const answer = await client.call({
+    workspace: 'acme',
+    agent: 'scout',
+    settings: { database: 'agent' },
+    tool: 'DATA_WRITE_SQL',
+    arguments: { sql: 'CREATE TABLE leads(email TEXT)' },
+  });
   expect(answer).toMatchObject({ ok: true });
   const r = await fetch(`${web.url}/sign-in`, {
     method: 'POST',

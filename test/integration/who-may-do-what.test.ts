@@ -32,7 +32,12 @@ type Tool = 'read' | 'write' | 'drop';
 const NP = 'NOT_PERMITTED';
 /** The table itself: caller → where → [read, write, drop]. */
 const expected: Record<string, Record<Where, [string, string, string]>> = {
-  off: { default: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'], own: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'], shared: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'], other: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'] },
+  off: {
+    default: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'],
+    own: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'],
+    shared: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'],
+    other: ['DATABASE_OFF', 'DATABASE_OFF', 'DATABASE_OFF'],
+  },
   own: { default: ['ok', 'ok', 'parked'], own: ['ok', 'ok', 'parked'], shared: [NP, NP, NP], other: [NP, NP, NP] },
   shared: { default: ['ok', 'ok', 'parked'], own: ['ok', 'ok', 'parked'], shared: ['ok', NP, NP], other: [NP, NP, NP] },
   granted: { default: ['ok', 'ok', 'parked'], own: ['ok', 'ok', 'parked'], shared: ['ok', 'ok', 'parked'], other: ['ok', NP, NP] },
@@ -41,7 +46,8 @@ const expected: Record<string, Record<Where, [string, string, string]>> = {
 };
 
 /** What the reason of each refusal must name: the rule, so the caller knows what to change. */
-const RULES = /\. Rule "(an agent's own tables are never written or dropped by anyone else|another agent's tables are read only, with the shared-data grant|the shared tables need database: workspace|shared writes and drops need the shared-data grant|a client has no database of its own|a drop from a client takes an admin)"/;
+const RULES =
+  /\. Rule "(an agent's own tables are never written or dropped by anyone else|another agent's tables are read only, with the shared-data grant|the shared tables need database: workspace|shared writes and drops need the shared-data grant|a client has no database of its own|a drop from a client takes an admin)"/;
 
 const keys: Record<string, string> = {};
 const mcpClients: Record<string, Client> = {};
@@ -53,9 +59,7 @@ beforeAll(async () => {
   // A parked MCP call answers "pending" at once rather than waiting for a person.
   k = keyedApp(sb, { approvalWaitMs: 100 });
   for (const c of callers) {
-    keys[c.name] = c.role
-      ? await k.memberKey(WS, c.name, c.role)
-      : await k.agentKey(WS, c.name, { displayName: c.name, settings: c.settings! });
+    keys[c.name] = c.role ? await k.memberKey(WS, c.name, c.role) : await k.agentKey(WS, c.name, { displayName: c.name, settings: c.settings! });
   }
   const base = await k.app.listen({ port: 0, host: '127.0.0.1' });
   for (const c of callers) {
@@ -73,8 +77,19 @@ afterAll(async () => {
 /** Creates table `name` in the database a cell's drop would reach, so the drop is not refused as unknown. */
 async function seed(who: Who, where: Where, name: string): Promise<void> {
   const sql = `CREATE TABLE IF NOT EXISTS ${name} (x)`;
-  const db = where === 'other' ? { agent: 'keeper', arguments: {} } : where === 'shared' || (who.role && where === 'default') ? { agent: 'seeder', arguments: { scope: 'workspace' } } : { agent: who.name, arguments: {} };
-  const answer = await k.client.call({ workspace: WS, agent: db.agent, settings: { database: 'workspace', sharedData: true }, tool: 'DATA_WRITE_SQL', arguments: { sql, ...db.arguments } });
+  const db =
+    where === 'other'
+      ? { agent: 'keeper', arguments: {} }
+      : where === 'shared' || (who.role && where === 'default')
+        ? { agent: 'seeder', arguments: { scope: 'workspace' } }
+        : { agent: who.name, arguments: {} };
+  const answer = await k.client.call({
+    workspace: WS,
+    agent: db.agent,
+    settings: { database: 'workspace', sharedData: true },
+    tool: 'DATA_WRITE_SQL',
+    arguments: { sql, ...db.arguments },
+  });
   expect(answer).toMatchObject({ ok: true });
 }
 
@@ -92,7 +107,9 @@ function outcome(answer: CallAnswer): string {
   return answer.error.code;
 }
 
-const cells = callers.flatMap((c) => (Object.keys(targets) as Where[]).flatMap((w) => (['read', 'write', 'drop'] as Tool[]).map((t, i) => [c, w, t, expected[c.name]![w][i]!] as const)));
+const cells = callers.flatMap((c) =>
+  (Object.keys(targets) as Where[]).flatMap((w) => (['read', 'write', 'drop'] as Tool[]).map((t, i) => [c, w, t, expected[c.name]![w][i]!] as const)),
+);
 
 type McpResult = { structuredContent?: { status?: string; error?: { code: string; message: string } }; content: { text: string }[]; isError?: boolean };
 
@@ -110,7 +127,18 @@ function mcpOutcome(r: McpResult): string {
 }
 
 describe.each(['client library', '/v1/calls', '/mcp'] as const)('who may do what, through %s', (via) => {
-  it.each(cells.map(([c, w, t, e]) => [`${c.name} ${t} ${w} → ${via === '/mcp' && c.name === 'off' ? 'UNKNOWN_TOOL' : e}`, c, w, t, via === '/mcp' && c.name === 'off' ? 'UNKNOWN_TOOL' : e] as const))('%s', async (_label, who, where, tool, want) => {
+  it.each(
+    cells.map(
+      ([c, w, t, e]) =>
+        [
+          `${c.name} ${t} ${w} → ${via === '/mcp' && c.name === 'off' ? 'UNKNOWN_TOOL' : e}`,
+          c,
+          w,
+          t,
+          via === '/mcp' && c.name === 'off' ? 'UNKNOWN_TOOL' : e,
+        ] as const,
+    ),
+  )('%s', async (_label, who, where, tool, want) => {
     const table = `t${++counter}_${via === '/v1/calls' ? 'h' : via === '/mcp' ? 'm' : 'c'}`;
     if (tool === 'drop' && want !== NP && want !== 'DATABASE_OFF' && want !== 'UNKNOWN_TOOL') await seed(who, where, table);
     const call = argsFor(tool, where, table);

@@ -45,9 +45,13 @@ describe('who may do what (DESIGN.md table)', () => {
     expect(verdict(caller, tool, args)).toBe(expected);
   });
 
-  it('tells a call without a key that an agent\'s registered settings are not its own', () => {
+  it("tells a call without a key that an agent's registered settings are not its own", () => {
     // The usual surprise: `agents set --database agent`, then a CLI call without --settings.
-    expect(resolveAccess(agent({}), 'DATA_QUERY_SQL', {})).toMatchObject({ ok: false, code: 'DATABASE_OFF', detail: expect.stringContaining('without an agent key runs with the settings it passes') });
+    expect(resolveAccess(agent({}), 'DATA_QUERY_SQL', {})).toMatchObject({
+      ok: false,
+      code: 'DATABASE_OFF',
+      detail: expect.stringContaining('without an agent key runs with the settings it passes'),
+    });
   });
 });
 

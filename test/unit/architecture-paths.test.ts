@@ -24,9 +24,7 @@ function exists(rel: string): boolean {
 
 /** Backticked file names outside src/ (`.dependency-cruiser.cjs`, `test/unit/….test.ts`): from the repo root. */
 function otherFiles(text: string): string[] {
-  return [...text.matchAll(/`([\w.-]+(?:\/[\w.-]+)*\.(?:ts|lua|cjs|md|json))`/g)]
-    .map((m) => m[1]!)
-    .filter((p) => !p.startsWith('src/'));
+  return [...text.matchAll(/`([\w.-]+(?:\/[\w.-]+)*\.(?:ts|lua|cjs|md|json))`/g)].map((m) => m[1]!).filter((p) => !p.startsWith('src/'));
 }
 
 /**
@@ -67,16 +65,11 @@ const regexSafe = (s: string) => s.replace(/[$]/g, '\\$');
 /** Whether `source` declares `name` (`fn`, `Class`, `CONST`) or, for `Class.member`, the class and a member of that name. */
 function declares(source: string, name: string): boolean {
   const [top, ...members] = name.split('.');
-  const declared = new RegExp(`\\b(?:function|class|const|let|interface|type|enum)\\s+${regexSafe(top!)}\\b`).test(
-    source,
-  );
+  const declared = new RegExp(`\\b(?:function|class|const|let|interface|type|enum)\\s+${regexSafe(top!)}\\b`).test(source);
   return (
     declared &&
     members.every((member) =>
-      new RegExp(
-        `^\\s*(?:(?:private|protected|public|static|readonly|async|get|set|override)\\s+)*${regexSafe(member)}\\s*[(<:=]`,
-        'm',
-      ).test(source),
+      new RegExp(`^\\s*(?:(?:private|protected|public|static|readonly|async|get|set|override)\\s+)*${regexSafe(member)}\\s*[(<:=]`, 'm').test(source),
     )
   );
 }

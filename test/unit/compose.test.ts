@@ -25,14 +25,14 @@ describe('docker-compose.yml', () => {
     expect(doc).toContain('`127.0.0.1:6379`: `npx agentdb call` and the client library on the host reach that deployment');
   });
 
-  it('runs the app as a user that is not root, its data volume that user\'s, with a health check on /ready', () => {
+  it("runs the app as a user that is not root, its data volume that user's, with a health check on /ready", () => {
     const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
     const run = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
     expect(run).toMatch(/\nRUN mkdir -p \/data && chown node:node \/data\nUSER node\nVOLUME \/data\n/);
     expect(run).toMatch(/\nHEALTHCHECK [^\n]*\\\n\s+CMD \["node", "-e", "fetch\('http:\/\/127\.0\.0\.1:' \+ \(process\.env\.PORT \|\| 7070\) \+ '\/ready'\)/);
   });
 
-  it('pins every image to an exact tag, the Dockerfile\'s base images too', () => {
+  it("pins every image to an exact tag, the Dockerfile's base images too", () => {
     const images = [...compose.matchAll(/^\s+image:\s*(\S+)/gm)].map((m) => m[1]!);
     expect(images.length).toBeGreaterThan(0);
     const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
@@ -53,7 +53,7 @@ describe('docker-compose.yml', () => {
     expect(app).toMatch(/healthcheck:[\s\S]*\/ready/);
   });
 
-  it('bounds Redis\'s memory with noeviction, as agentdb doctor asks', () => {
+  it("bounds Redis's memory with noeviction, as agentdb doctor asks", () => {
     const redis = service('redis');
     expect(redis).toMatch(/"--maxmemory", "\d+[kmg]b"/);
     expect(redis).toMatch(/"--maxmemory-policy", "noeviction"/);

@@ -56,7 +56,11 @@ describe('tool contracts', () => {
   });
 
   it.each<[string, unknown, string]>([
-    ['an object param', { ...base, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ?', params: ['a', { a: 1 }] } }, 'params.1: a param must be a string, a finite number, a boolean or null (no objects or arrays)'],
+    [
+      'an object param',
+      { ...base, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT ?', params: ['a', { a: 1 }] } },
+      'params.1: a param must be a string, a finite number, a boolean or null (no objects or arrays)',
+    ],
     ['no workspace', { agent: 'scout', tool: 'DATA_DESCRIBE_SCHEMA' }, 'workspace: workspace is required'],
     ['sql over 100 KB', { ...base, tool: 'DATA_WRITE_SQL', arguments: { sql: 'x'.repeat(102_401) } }, 'sql: sql must be at most 102400 bytes'],
     ['no agent', { workspace: 'acme', tool: 'DATA_DESCRIBE_SCHEMA' }, 'agent: agent is required'],

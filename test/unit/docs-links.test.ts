@@ -7,7 +7,13 @@ import { describe, expect, it } from 'vitest';
 // every relative link of README.md, ARCHITECTURE.md and docs/*.md must reach a file, and its
 // #anchor a heading. (The source paths ARCHITECTURE.md names: architecture-paths.test.ts.)
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const PAGES = ['README.md', 'ARCHITECTURE.md', ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  'ARCHITECTURE.md',
+  ...readdirSync(path.join(REPO, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The text of a page outside fenced code blocks and inline code, where links are links. */
 function prose(text: string): string {
@@ -19,7 +25,11 @@ function anchors(text: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const m of text.replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6} (.+)$/gm)) {
-    const base = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = m[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -58,7 +68,8 @@ describe('links of README.md, ARCHITECTURE.md and docs/', () => {
           continue;
         }
         if (anchor === undefined) continue;
-        if (!statSync(where).isFile() || !anchors(readFileSync(where, 'utf8')).has(anchor)) broken.push(`${page}: ${target} (no heading #${anchor} in ${resolved})`);
+        if (!statSync(where).isFile() || !anchors(readFileSync(where, 'utf8')).has(anchor))
+          broken.push(`${page}: ${target} (no heading #${anchor} in ${resolved})`);
       }
     }
     expect(broken).toEqual([]);

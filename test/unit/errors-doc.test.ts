@@ -3,9 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
-const rows = new Map(
-  [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d+) \| (yes|no) \|/gm)].map((m) => [m[1], { status: Number(m[2]), retryable: m[3] === 'yes' }]),
-);
+const rows = new Map([...doc.matchAll(/^\| `([A-Z_]+)` \| (\d+) \| (yes|no) \|/gm)].map((m) => [m[1], { status: Number(m[2]), retryable: m[3] === 'yes' }]));
 
 describe('docs/errors.md', () => {
   it('documents every registry code with its status and retryability', () => {

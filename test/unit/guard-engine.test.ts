@@ -38,7 +38,12 @@ describe('prepareChecked: both layers', () => {
   });
 
   it("refuses the engine's and agentdb's tables under any spelling, in one layer or the other", () => {
-    for (const sql of ["SELECT * FROM 'sqlite_master'", 'SELECT * FROM "_agentdb_calls"', 'SELECT * FROM main.[sqlite_schema]', 'SELECT * FROM tv, _AGENTDB_CALLS']) {
+    for (const sql of [
+      "SELECT * FROM 'sqlite_master'",
+      'SELECT * FROM "_agentdb_calls"',
+      'SELECT * FROM main.[sqlite_schema]',
+      'SELECT * FROM tv, _AGENTDB_CALLS',
+    ]) {
       expect(prepareChecked(tmp.db, sql, 'read'), sql).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
     }
   });
@@ -52,7 +57,11 @@ describe('prepareChecked: both layers', () => {
   });
 
   it("maps SQLite's own errors to registry codes", () => {
-    expect(prepareChecked(tmp.db, 'SELECT * FROM nope', 'read')).toMatchObject({ ok: false, code: 'SQL_ERROR', reason: expect.stringContaining('no such table') });
+    expect(prepareChecked(tmp.db, 'SELECT * FROM nope', 'read')).toMatchObject({
+      ok: false,
+      code: 'SQL_ERROR',
+      reason: expect.stringContaining('no such table'),
+    });
     expect(prepareChecked(tmp.db, 'SELECT FROM WHERE', 'read')).toMatchObject({ ok: false, code: 'SQL_SYNTAX' });
     expect(prepareChecked(tmp.db, 'SELECT 1 /*', 'read')).toMatchObject({ ok: false, code: 'SQL_SYNTAX' });
     expect(prepareChecked(tmp.db, 'INSERT INTO t VALUES (1, 2, 3)', 'write')).toMatchObject({ ok: false, code: 'SQL_ERROR' });

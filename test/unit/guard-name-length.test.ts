@@ -90,7 +90,9 @@ describe('store: names a write leaves in the schema past MAX_NAME_BYTES', () => 
     expect(run(db, `CREATE TABLE t ('${at(257)}' INT)`)).toMatch(/^SQL_REFUSED: the statement made a name of 257 bytes \(table t, column n+…\)/);
     expect(run(db, 'CREATE TABLE u (x)')).toBe('ok');
     expect(run(db, `ALTER TABLE u ADD COLUMN '${at(300)}' INT`)).toMatch(/^SQL_REFUSED: the statement made a name of 300 bytes/);
-    expect(run(db, `CREATE VIEW v AS SELECT '${at(90_000)}'`)).toMatch(/^SQL_REFUSED: the statement made a name of 90002 bytes \(view v, column 'n+…\).*name a long expression with AS/);
+    expect(run(db, `CREATE VIEW v AS SELECT '${at(90_000)}'`)).toMatch(
+      /^SQL_REFUSED: the statement made a name of 90002 bytes \(view v, column 'n+…\).*name a long expression with AS/,
+    );
     expect(run(db, `CREATE VIEW v AS SELECT '${at(90_000)}' AS label`)).toBe('ok');
     expect(run(db, `CREATE TABLE w ('${at(256)}' INT)`)).toBe('ok');
     // Nothing refused was left behind.

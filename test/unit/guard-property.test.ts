@@ -153,7 +153,7 @@ function forbiddenEffects(db: Database, callsBefore: string, schemaBefore: strin
   return problems;
 }
 
-describe('property: nothing the write path accepts touches what is not the agent\'s', () => {
+describe("property: nothing the write path accepts touches what is not the agent's", () => {
   let tmp: TempDb;
   let hashBefore: string;
   let schemaBefore: string[];

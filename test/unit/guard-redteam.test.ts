@@ -182,7 +182,7 @@ describe('red team: the guard answers, it never throws', () => {
     expect(guardWrite("INSERT INTO t (b) VALUES ('\ud83d')")).toMatchObject({ ok: false, code: 'SQL_SYNTAX' });
     expect(guardTableName('t\ud800')).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
     // A well-formed pair is one character, and fine.
-    expect(guardQuery("SELECT '😀' AS \"😀\"")).toMatchObject({ ok: true });
+    expect(guardQuery('SELECT \'😀\' AS "😀"')).toMatchObject({ ok: true });
     expect(attempt('query', "SELECT '😀' AS e").result).toMatchObject({ rows: [['😀']] });
   });
 });
@@ -229,7 +229,7 @@ describe('red team: layer 2 alone', () => {
     ] as const) {
       const r = engineCheck(f.db, sql, 'write', kind);
       expect(r, sql).toMatchObject({ ok: true });
-      if (r.ok) (r.stmt.reader ? r.stmt.all() : r.stmt.run());
+      if (r.ok) r.stmt.reader ? r.stmt.all() : r.stmt.run();
     }
     expect(f.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 't3'").pluck().get()).toBe(5);
   });
@@ -364,7 +364,7 @@ const ATTACKS: readonly Attack[] = [
       "SELECT sqlite_log(1, 'x')",
       "SELECT sqlite_rename_table('main', 't', 'table', 't', 'x', 'y', 0)",
       "SELECT * FROM json_each('[1]') JOIN pragma_table_list",
-      "SELECT * FROM json_each((SELECT group_concat(result) FROM _agentdb_calls))",
+      'SELECT * FROM json_each((SELECT group_concat(result) FROM _agentdb_calls))',
     ],
   },
   {
@@ -470,7 +470,7 @@ const ATTACKS: readonly Attack[] = [
       'DELETE FROM t WHERE a IN (SELECT rowid FROM _agentdb_calls) RETURNING *',
       'CREATE TABLE copy AS SELECT * FROM _agentdb_calls',
       'CREATE TABLE copy AS SELECT * FROM sqlite_schema',
-      "INSERT INTO t (b) SELECT value FROM json_each((SELECT json_group_array(result) FROM _agentdb_calls))",
+      'INSERT INTO t (b) SELECT value FROM json_each((SELECT json_group_array(result) FROM _agentdb_calls))',
     ],
   },
   {
@@ -546,7 +546,7 @@ const ATTACKS: readonly Attack[] = [
     ],
   },
   {
-    why: 'writes that are the agent\'s own business, however odd',
+    why: "writes that are the agent's own business, however odd",
     tool: 'write',
     expect: 'harmless',
     extra: PLANTED,
@@ -566,7 +566,7 @@ const ATTACKS: readonly Attack[] = [
       'CREATE INDEX ti ON temp (a)',
       'ALTER TABLE temp ADD COLUMN c',
       'CREATE VIEW tvv AS SELECT temp.a FROM temp',
-      "ALTER TABLE u ADD COLUMN c NOT NULL DEFAULT 0 CHECK (c >= 0)",
+      'ALTER TABLE u ADD COLUMN c NOT NULL DEFAULT 0 CHECK (c >= 0)',
       'ALTER TABLE u ADD COLUMN g AS (x * 2)',
       'DELETE FROM p',
       'CREATE TABLE x AS SELECT * FROM tv',
@@ -674,7 +674,7 @@ const EVERYDAY_SQL: ReadonlyArray<[tool: 'query' | 'write', sql: string, params?
   ['query', "SELECT 'temp.x', 'main.sqlite_master', 'pragma_table_list'"],
   ['query', "VALUES ('temp', 'sqlite'), ('drop', 'pragma')"],
   ['query', 'SELECT sqlite_version(), sqlite_source_id()'],
-  ['query', "SELECT '😀' AS \"🙂\""],
+  ['query', 'SELECT \'😀\' AS "🙂"'],
   ['query', 'SELECT * FROM notes WHERE id = (SELECT max(id) FROM notes) UNION SELECT * FROM notes WHERE temp > 25 ORDER BY 1'],
   ['write', 'INSERT INTO notes (body, tags) VALUES (?, ?) RETURNING id, created_at', ['x', '[]']],
   ['write', "INSERT INTO counters (name, n) VALUES ('x', 1) ON CONFLICT(name) DO UPDATE SET n = n + excluded.n"],
@@ -740,7 +740,13 @@ describe('red team: parameters bound as SQLite numbers them', () => {
     ];
     for (const [sql, values, row] of cases) {
       const bound = positionalBindings(sql, values);
-      expect(f.db.prepare(sql).raw(true).get(...bound), sql).toEqual(row);
+      expect(
+        f.db
+          .prepare(sql)
+          .raw(true)
+          .get(...bound),
+        sql,
+      ).toEqual(row);
     }
   });
 

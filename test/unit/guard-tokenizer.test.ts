@@ -121,7 +121,11 @@ describe('tokenizer: comments and whitespace', () => {
   it('records offsets that point at each token', () => {
     const sql = "SELECT  x, 'y' /* c */ FROM [t]";
     for (const t of lex(sql)) expect(sql.slice(t.offset, t.offset + t.text.length)).toBe(t.text);
-    expect(lex(sql).map((t) => t.text).join('')).toBe(sql);
+    expect(
+      lex(sql)
+        .map((t) => t.text)
+        .join(''),
+    ).toBe(sql);
   });
 });
 
@@ -146,24 +150,32 @@ describe('tokenizer: literals, parameters, operators', () => {
   });
 
   it('reads every parameter style', () => {
-    expect(shape('? ?12 :name @n $v $a$b #x')).toEqual([
-      'param:?',
-      'param:?12',
-      'param::name',
-      'param:@n',
-      'param:$v',
-      'param:$a$b',
-      'param:#x',
-    ]);
+    expect(shape('? ?12 :name @n $v $a$b #x')).toEqual(['param:?', 'param:?12', 'param::name', 'param:@n', 'param:$v', 'param:$a$b', 'param:#x']);
     expect(failure('SELECT :')).toMatch(/unrecognized/);
     expect(failure('SELECT $')).toMatch(/unrecognized/);
   });
 
   it('reads operators, longest first', () => {
     expect(shape('a->>b->c||d<=e<>f!=g==h<<i>>j')).toEqual([
-      'word:a', 'operator:->>', 'word:b', 'operator:->', 'word:c', 'operator:||', 'word:d', 'operator:<=',
-      'word:e', 'operator:<>', 'word:f', 'operator:!=', 'word:g', 'operator:==', 'word:h', 'operator:<<',
-      'word:i', 'operator:>>', 'word:j',
+      'word:a',
+      'operator:->>',
+      'word:b',
+      'operator:->',
+      'word:c',
+      'operator:||',
+      'word:d',
+      'operator:<=',
+      'word:e',
+      'operator:<>',
+      'word:f',
+      'operator:!=',
+      'word:g',
+      'operator:==',
+      'word:h',
+      'operator:<<',
+      'word:i',
+      'operator:>>',
+      'word:j',
     ]);
     expect(shape('(a,b.c);')).toEqual(['operator:(', 'word:a', 'operator:,', 'word:b', 'operator:.', 'word:c', 'operator:)', 'semicolon:;']);
   });

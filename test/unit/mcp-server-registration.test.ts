@@ -17,8 +17,17 @@ const answers = {
   ok: { ok: true, callId: 'c1', tool: 'DATA_QUERY_SQL', credits: 1, result: { columns: ['v'], rows: [['a'], [null]], truncated: false } },
   refused: errorEnvelope('c2', 'DATA_WRITE_SQL', 'NOT_PERMITTED', 'writes to another agent\u2019s tables are never allowed'),
   queued: { ok: false, callId: 'c3', tool: 'DATA_QUERY_SQL', status: 'queued' },
-  awaiting: { ok: false, callId: 'c4', tool: 'DATA_DROP_TABLE', status: 'awaiting_approval', approval: { id: 'a1', expiresAt: '2026-12-01T00:00:00.000Z', summary: 'drop t' } },
-  approvalRequired: { ...errorEnvelope('c5', 'db_exec', 'APPROVAL_REQUIRED', 'needs a person'), approval: { id: 'a2', statement: 'DELETE FROM t', rationale: 'cleanup' } },
+  awaiting: {
+    ok: false,
+    callId: 'c4',
+    tool: 'DATA_DROP_TABLE',
+    status: 'awaiting_approval',
+    approval: { id: 'a1', expiresAt: '2026-12-01T00:00:00.000Z', summary: 'drop t' },
+  },
+  approvalRequired: {
+    ...errorEnvelope('c5', 'db_exec', 'APPROVAL_REQUIRED', 'needs a person'),
+    approval: { id: 'a2', statement: 'DELETE FROM t', rationale: 'cleanup' },
+  },
 } as const;
 
 const principal: Principal = { kind: 'agent', workspace: 'w', agent: 'a', keyId: 'k', settings: { database: 'agent' }, surface: { kind: 'data' } } as Principal;

@@ -6,7 +6,12 @@ import { toolResult } from '../../src/mcp/tool-result.ts';
 // code, and whether the call may still run (and where its outcome will be, since an MCP client
 // cannot re-send under a call id of its own).
 describe('an MCP answer to a call whose Redis died', () => {
-  const down = errorEnvelope('c-1', 'DATA_WRITE_SQL', 'UNAVAILABLE', 'Redis at redis://127.0.0.1:6379 does not answer (the connection dropped 3 s ago and has not come back).');
+  const down = errorEnvelope(
+    'c-1',
+    'DATA_WRITE_SQL',
+    'UNAVAILABLE',
+    'Redis at redis://127.0.0.1:6379 does not answer (the connection dropped 3 s ago and has not come back).',
+  );
 
   it('says the call may still run, and where its outcome will be', () => {
     const r = toolResult({ ...down, mayStillRun: true });

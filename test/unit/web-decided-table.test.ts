@@ -5,8 +5,19 @@ import { decidedTable } from '../../src/http/web/inbox-view.ts';
 // The inbox's decided list named only the state, agent and tool: two decided writes of one agent
 // looked alike. Each row now says which call it was: its statement (escaped), database, call id.
 const base = {
-  id: 'ap_1', callId: 'clerk-7', state: 'rejected', tier: 'write', workspace: 'acme', agent: 'clerk', tool: 'DATA_WRITE_SQL',
-  database: 'acme/clerk', createdAt: 0, expiresAt: 1, decidedAt: 2, decidedBy: 'ada', reason: 'no',
+  id: 'ap_1',
+  callId: 'clerk-7',
+  state: 'rejected',
+  tier: 'write',
+  workspace: 'acme',
+  agent: 'clerk',
+  tool: 'DATA_WRITE_SQL',
+  database: 'acme/clerk',
+  createdAt: 0,
+  expiresAt: 1,
+  decidedAt: 2,
+  decidedBy: 'ada',
+  reason: 'no',
 } as unknown as Approval;
 
 describe('the decided list', () => {

@@ -6,7 +6,16 @@ import { html } from '../../src/http/web/html.ts';
 // A page past the end of a table (page=9 of 3 typed into the URL, or a link kept while rows
 // were deleted) said "page 9 of 3 · No more rows" and offered Previous to page 8, just as empty.
 // It now says so and links to the last page.
-const empty: GridPage = { table: 'contacts', type: 'table', columns: [{ name: 'id', type: 'INTEGER', primaryKey: true }], rows: [], hasPrev: true, hasNext: false, keyset: true, sqliteMs: 0.1 };
+const empty: GridPage = {
+  table: 'contacts',
+  type: 'table',
+  columns: [{ name: 'id', type: 'INTEGER', primaryKey: true }],
+  rows: [],
+  hasPrev: true,
+  hasNext: false,
+  keyset: true,
+  sqliteMs: 0.1,
+};
 const q = { db: 'acme/scout', table: 'contacts', size: 25, dir: 'asc' as const, total: 60 };
 
 describe('the grid past its last page', () => {

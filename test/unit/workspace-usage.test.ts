@@ -81,7 +81,14 @@ describe('fairest', () => {
   it('never prefers an open line of a markedly heavier workspace', () => {
     const quiet = line('quiet');
     const mine = line('heavy');
-    expect(fairest([quiet, mine], (ws) => (ws === 'quiet' ? 0 : 3000), (l) => l === mine, 2)).toBe(quiet);
+    expect(
+      fairest(
+        [quiet, mine],
+        (ws) => (ws === 'quiet' ? 0 : 3000),
+        (l) => l === mine,
+        2,
+      ),
+    ).toBe(quiet);
   });
 
   it('calls under half, by more than a millisecond, markedly lighter', () => {

@@ -14,7 +14,7 @@ export function approvalPage(a: Approval, csrf: string, refusal?: string): Html 
   if (a.state === 'pending') {
     return html`<h1>Approval ${a.id}</h1>${back}<div id="approval" data-approval="${a.id}">${pendingCard(a, csrf, Date.now(), refusal, true)}</div>`;
   }
-  const params = a.params && a.params.length ? JSON.stringify(a.params) : '';
+  const params = a.params?.length ? JSON.stringify(a.params) : '';
   return html`<h1>Approval ${a.id}</h1>${back}
 <article class="card" id="approval" data-approval="${a.id}">
   <header><strong>${a.agent}</strong><span>${a.tool}</span><span class="tier ${a.tier}">${a.tier}</span><span>${a.state}</span></header>
@@ -30,7 +30,7 @@ export function approvalPage(a: Approval, csrf: string, refusal?: string): Html 
     <dt>decided by</dt><dd>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}</dd>
     ${a.decidedAt ? html`<dt>when</dt><dd>${isoTime(a.decidedAt)}</dd>` : ''}
     ${a.reason ? html`<dt>reason</dt><dd>${a.reason}</dd>` : ''}
-    ${a.ran ? html`<dt>ran</dt><dd>${a.ran.ok ? 'ok' : a.ran.code ?? 'failed'}${a.ran.detail ?? a.ran.message ? html` — ${a.ran.detail ?? a.ran.message}` : ''}</dd>` : ''}
+    ${a.ran ? html`<dt>ran</dt><dd>${a.ran.ok ? 'ok' : (a.ran.code ?? 'failed')}${(a.ran.detail ?? a.ran.message) ? html` — ${a.ran.detail ?? a.ran.message}` : ''}</dd>` : ''}
   </dl>
 </article>`;
 }

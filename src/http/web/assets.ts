@@ -24,9 +24,14 @@ export function registerAssets(app: FastifyInstance): void {
   let script: Promise<string> | undefined;
   app.get('/assets/app.js', { config: { public: true } }, async (_req, reply) => {
     script ??= loadScript();
-    return reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(await script);
+    return reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .send(await script);
   });
   // Browsers ask for it on every site; an empty answer keeps a 404 out of their console.
   app.get('/favicon.ico', { config: { public: true } }, async (_req, reply) => reply.code(204).send());
-  app.get('/assets/app.css', { config: { public: true } }, async (_req, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(STYLES));
+  app.get('/assets/app.css', { config: { public: true } }, async (_req, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(STYLES),
+  );
 }

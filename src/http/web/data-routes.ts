@@ -29,7 +29,11 @@ export interface DataRoutesDeps {
 const gridQuery = z.object({
   db: z.string(),
   table: z.string().min(1),
-  size: z.coerce.number().int().refine((n) => (PAGE_SIZES as readonly number[]).includes(n), 'not an offered page size').default(100),
+  size: z.coerce
+    .number()
+    .int()
+    .refine((n) => (PAGE_SIZES as readonly number[]).includes(n), 'not an offered page size')
+    .default(100),
   sort: z.string().min(1).optional(),
   dir: z.enum(['asc', 'desc']).default('asc'),
   after: z.string().max(300_000).optional(),
@@ -45,7 +49,8 @@ const frameOf = (request: FastifyRequest, title: string): PageFrame => ({ title,
 function dropForm(member: Member, db: string, table: string, csrf: string): Html {
   const shared = parseDatabaseId(db).agent === undefined;
   if (!shared) return html`<section class="danger-zone"><h2>Drop</h2><p class="muted">An agent's tables are dropped only by that agent.</p></section>`;
-  if (member.role !== 'admin') return html`<section class="danger-zone"><h2>Drop</h2><p class="muted" id="drop-denied">Only a workspace admin can drop a shared table.</p></section>`;
+  if (member.role !== 'admin')
+    return html`<section class="danger-zone"><h2>Drop</h2><p class="muted" id="drop-denied">Only a workspace admin can drop a shared table.</p></section>`;
   return html`<section class="danger-zone"><h2>Drop this table</h2>
 <p>Dropping removes the table and its rows for every agent of the workspace. It is recorded like any other drop, as yours.</p>
 <form method="post" action="/data/drop" id="drop-form">
@@ -69,7 +74,10 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       const db = ownDatabase(memberOf(request), (request.query as { db?: unknown }).db);
       const flash = droppedTable(request.query as Record<string, unknown>, sessionOf(request).csrf, db);
       const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, memberOf(request))]);
-      const page = layout({ ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(db, flash) } } : {}) }, tablesView(db, described, history));
+      const page = layout(
+        { ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(db, flash) } } : {}) },
+        tablesView(db, described, history),
+      );
       return reply.type('text/html; charset=utf-8').send(page.value);
     } catch (err) {
       return errorPage(reply, frame, err);

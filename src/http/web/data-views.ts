@@ -22,7 +22,8 @@ export function databasesView(member: Member, dbs: BrowsableDatabase[]): Html {
 <thead><tr><th>database</th><th>whose</th></tr></thead>
 <tbody>
 ${dbs.map(
-  (d) => html`<tr><td><a href="${dbHref(d.id)}">${d.id}</a></td><td>${d.agent ? html`agent ${d.agent}${d.registered ? '' : html` <span class="muted">(not registered)</span>`}` : 'shared by the workspace'}</td></tr>`,
+  (d) =>
+    html`<tr><td><a href="${dbHref(d.id)}">${d.id}</a></td><td>${d.agent ? html`agent ${d.agent}${d.registered ? '' : html` <span class="muted">(not registered)</span>`}` : 'shared by the workspace'}</td></tr>`,
 )}
 </tbody></table></div>`;
 }

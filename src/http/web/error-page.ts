@@ -8,6 +8,9 @@ export function errorPage(reply: FastifyReply, frame: PageFrame, err: unknown): 
   if (!(err instanceof AgentDbError)) throw err;
   const code: ErrorCode = err.code;
   const status = ERRORS[code].status;
-  const page = layout({ ...frame, flash: { kind: 'error', text: `${code}: ${err.detail ?? ERRORS[code].message}` } }, html`<p><a href="/data">← all databases</a></p>`);
+  const page = layout(
+    { ...frame, flash: { kind: 'error', text: `${code}: ${err.detail ?? ERRORS[code].message}` } },
+    html`<p><a href="/data">← all databases</a></p>`,
+  );
   return reply.code(status).type('text/html; charset=utf-8').send(page.value);
 }

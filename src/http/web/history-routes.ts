@@ -36,7 +36,9 @@ export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
         const h = await access.history(db, { member });
         const lost = h.lost?.length ?? 0;
         const damaged = h.generations.filter((g) => g.damaged).length;
-        const trouble = [lost ? `${lost} lost stretch${lost === 1 ? '' : 'es'}` : '', damaged ? `${damaged} damaged generation${damaged === 1 ? '' : 's'}` : ''].filter(Boolean).join(', ');
+        const trouble = [lost ? `${lost} lost stretch${lost === 1 ? '' : 'es'}` : '', damaged ? `${damaged} damaged generation${damaged === 1 ? '' : 's'}` : '']
+          .filter(Boolean)
+          .join(', ');
         return html`<p id="history-line">Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong>${trouble ? html` · <strong class="bad">${trouble}</strong>` : ''} · <a href="${historyHref(db)}">History and restore</a></p>`;
       } catch (err) {
         return html`<p class="muted" id="history-line">History could not be read: ${err instanceof AgentDbError ? err.code : 'error'}.</p>`;
@@ -164,7 +166,10 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     }
   });
 
-  for (const [path, dryRun] of [['/data/history/dry-run', true], ['/data/history/restore', false]] as const) {
+  for (const [path, dryRun] of [
+    ['/data/history/dry-run', true],
+    ['/data/history/restore', false],
+  ] as const) {
     app.post(path, async (request, reply) => {
       try {
         const member = memberOf(request);
@@ -175,7 +180,11 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         const undo = typeof body.undo === 'string' && body.undo ? body.undo : undefined;
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
         // As the /v1 restore route names its caller: the member, with their key (via the session).
-        const outcome = await access.restore(db, { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } }, { member });
+        const outcome = await access.restore(
+          db,
+          { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } },
+          { member },
+        );
         // A restore changed the database: answer with a redirect to a plain page (POST, redirect,
         // GET), so reloading the answer or going back to it cannot send the restore again — it
         // did, and restored (or undid) a second time. A dry run changes nothing and is shown here.

@@ -49,7 +49,10 @@ async function pageOf(approvals: ApprovalService, workspace: string, state: 'pen
  * `ApprovalService.decide` as `/v1/approvals`, as the signed-in member, via their key), and
  * `/inbox/events`, a server-sent event stream fed by the Redis event stream.
  */
-export function inboxRoutes(app: FastifyInstance, deps: { approvals: ApprovalService; members: MemberRegistry; events: LiveEvents; heartbeatMs?: number }): void {
+export function inboxRoutes(
+  app: FastifyInstance,
+  deps: { approvals: ApprovalService; members: MemberRegistry; events: LiveEvents; heartbeatMs?: number },
+): void {
   app.get('/', async (_request, reply) => reply.redirect('/inbox', 303));
 
   app.get('/inbox', async (request, reply) => {
@@ -116,7 +119,12 @@ ${decidedTable(decided.approvals)}</div>`,
     const session = sessionOf(request);
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
     res.write('retry: 2000\n\n');
     let closed = false;
     const close = () => {

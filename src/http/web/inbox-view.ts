@@ -28,7 +28,7 @@ export function approvalHref(a: Pick<Approval, 'id'>): string {
 
 /** An approval's SQL and params as a card shows them: cut to {@link CARD_TEXT_BYTES} each. */
 export function cardText(a: Approval): { sql?: Cut; params?: Cut } {
-  const params = a.params && a.params.length ? JSON.stringify(a.params) : '';
+  const params = a.params?.length ? JSON.stringify(a.params) : '';
   return {
     ...(a.sql ? { sql: cutText(a.sql, CARD_TEXT_BYTES) } : {}),
     ...(params ? { params: cutText(params, CARD_TEXT_BYTES) } : {}),
@@ -55,8 +55,10 @@ function cutNote(c: Cut, a: Approval): Html | '' {
  * approval's own page (`whole` true), which shows everything and can approve it.
  */
 export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal?: string, whole = false): Html {
-  const full = a.params && a.params.length ? JSON.stringify(a.params) : '';
-  const shown = whole ? { ...(a.sql ? { sql: { text: a.sql, cut: false, bytes: 0 } } : {}), ...(full ? { params: { text: full, cut: false, bytes: 0 } } : {}) } : cardText(a);
+  const full = a.params?.length ? JSON.stringify(a.params) : '';
+  const shown = whole
+    ? { ...(a.sql ? { sql: { text: a.sql, cut: false, bytes: 0 } } : {}), ...(full ? { params: { text: full, cut: false, bytes: 0 } } : {}) }
+    : cardText(a);
   const cut = Boolean(shown.sql?.cut || shown.params?.cut);
   return html`<article class="card" id="ap-${a.id}" data-approval="${a.id}" aria-labelledby="h-${a.id}"${cut ? html` data-cut="true"` : ''}>
   <header>

@@ -6,6 +6,7 @@
  * outright because browsers treat them as separators or strip them.
  */
 const BASE = 'http://agentdb.invalid';
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses
 const FORBIDDEN = /[\u0000-\u001f\u007f\\]|%(?:0[0-9a-f]|1[0-9a-f]|7f|5c)/i;
 const ENCODED_SLASH = /%2f/i;
 

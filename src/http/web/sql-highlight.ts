@@ -21,7 +21,17 @@ export function highlightSql(sql: string): Html {
   if (!lexed.ok) return html`${sql}`;
   return html`${lexed.tokens.map((t) => {
     const cls =
-      t.kind === 'word' && KEYWORDS.has(t.value) ? 'k' : t.kind === 'string' ? 's' : t.kind === 'number' || t.kind === 'blob' ? 'n' : t.kind === 'comment' ? 'c' : t.kind === 'param' ? 'p' : '';
+      t.kind === 'word' && KEYWORDS.has(t.value)
+        ? 'k'
+        : t.kind === 'string'
+          ? 's'
+          : t.kind === 'number' || t.kind === 'blob'
+            ? 'n'
+            : t.kind === 'comment'
+              ? 'c'
+              : t.kind === 'param'
+                ? 'p'
+                : '';
     return cls ? html`<span class="sql-${cls}">${t.text}</span>` : html`${t.text}`;
   })}`;
 }

@@ -64,5 +64,8 @@ export function signedOut(request: FastifyRequest, reply: FastifyReply): Fastify
   reply.clearCookie(SESSION_COOKIE, cookieOptions);
   const wantsHtml = request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
   if (wantsHtml) return reply.redirect(`/sign-in?next=${encodeURIComponent(request.url)}`, 303);
-  return reply.code(401).type('application/json').send({ error: { code: 'UNAUTHENTICATED', message: 'Sign in again.' } });
+  return reply
+    .code(401)
+    .type('application/json')
+    .send({ error: { code: 'UNAUTHENTICATED', message: 'Sign in again.' } });
 }

@@ -40,7 +40,14 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
       dbPath: databasePath(config.dataDir, workspace, agent, shard),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),
-      beforePlace: (file, restoredTo) => auditInto(file, by, `${data.db}:${Date.now()}`, `restored from the backup of ${source} in ${store.name} as of ${new Date(restoredTo).toISOString()}`, Date.now()),
+      beforePlace: (file, restoredTo) =>
+        auditInto(
+          file,
+          by,
+          `${data.db}:${Date.now()}`,
+          `restored from the backup of ${source} in ${store.name} as of ${new Date(restoredTo).toISOString()}`,
+          Date.now(),
+        ),
       history: localSource(config.dataDir, data.db),
     });
   } finally {

@@ -58,8 +58,25 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     try {
       const req: ExecRequest =
         args.into === undefined
-          ? { op: 'restore', db, ...(args.at !== undefined ? { at: args.at } : {}), ...(args.undo !== undefined ? { undo: args.undo } : {}), dryRun: args.dryRun === true, by: args.by, timeoutMs: RESTORE_TIMEOUT_MS }
-          : { op: 'restoreInto', db, source, from: fileOf(ctx, source), at: args.at!, dryRun: args.dryRun === true, by: args.by, timeoutMs: RESTORE_TIMEOUT_MS };
+          ? {
+              op: 'restore',
+              db,
+              ...(args.at !== undefined ? { at: args.at } : {}),
+              ...(args.undo !== undefined ? { undo: args.undo } : {}),
+              dryRun: args.dryRun === true,
+              by: args.by,
+              timeoutMs: RESTORE_TIMEOUT_MS,
+            }
+          : {
+              op: 'restoreInto',
+              db,
+              source,
+              from: fileOf(ctx, source),
+              at: args.at!,
+              dryRun: args.dryRun === true,
+              by: args.by,
+              timeoutMs: RESTORE_TIMEOUT_MS,
+            };
       const outcome = await ctx.executor.run(req);
       ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
       return unwrap(outcome);

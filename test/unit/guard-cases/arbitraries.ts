@@ -10,7 +10,7 @@ const READS = [
   'SELECT x, y FROM u JOIN t ON t.a = u.x',
   'SELECT count(*) FROM c JOIN p ON p.id = c.pid',
   "SELECT value FROM json_each('[1,2,3]')",
-  "SELECT key, fullkey FROM json_tree('{\"a\":[1,{\"b\":2}]}')",
+  'SELECT key, fullkey FROM json_tree(\'{"a":[1,{"b":2}]}\')',
   'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 20) SELECT * FROM r',
   'WITH m AS MATERIALIZED (SELECT * FROM t) SELECT b FROM m',
   'SELECT sum(a) OVER (ORDER BY a) FROM t',
@@ -38,7 +38,7 @@ const DANGEROUS = [
   'SELECT * FROM sqlite_master',
   'SELECT sql FROM sqlite_schema',
   'SELECT * FROM _agentdb_calls',
-  'SELECT * FROM pragma_table_info(\'_agentdb_calls\')',
+  "SELECT * FROM pragma_table_info('_agentdb_calls')",
   'SELECT * FROM pragma_table_list',
   'SELECT * FROM dbstat',
   'SELECT * FROM sqlite_sequence',
@@ -63,26 +63,90 @@ const DANGEROUS = [
 ];
 
 const NAMES = [
-  't', 'u', 'tv', 'p', 'c', 'sqlite_master', 'sqlite_schema', 'sqlite_sequence', 'sqlite_temp_master', '_agentdb_calls',
-  'pragma_table_list', 'pragma_table_info', 'dbstat', 'json_each', 'json_tree', 'temp', 'main', 'load_extension',
-  'writable_schema', 'trusted_schema', 'user_version', 'result',
+  't',
+  'u',
+  'tv',
+  'p',
+  'c',
+  'sqlite_master',
+  'sqlite_schema',
+  'sqlite_sequence',
+  'sqlite_temp_master',
+  '_agentdb_calls',
+  'pragma_table_list',
+  'pragma_table_info',
+  'dbstat',
+  'json_each',
+  'json_tree',
+  'temp',
+  'main',
+  'load_extension',
+  'writable_schema',
+  'trusted_schema',
+  'user_version',
+  'result',
 ];
 
 const KEYWORDS = [
-  'SELECT', 'FROM', 'WHERE', 'INSERT', 'INTO', 'VALUES', 'UPDATE', 'SET', 'DELETE', 'DROP', 'TABLE', 'CREATE', 'PRAGMA',
-  'ATTACH', 'DETACH', 'VACUUM', 'WITH', 'AS', 'RECURSIVE', 'MATERIALIZED', 'NOT', 'UNION', 'ALL', 'RETURNING', 'ON',
-  'CONFLICT', 'DO', 'NOTHING', 'JOIN', 'TEMP', 'BEGIN', 'COMMIT', 'ROLLBACK', 'SAVEPOINT', 'EXPLAIN', 'ALTER', 'RENAME',
-  'TO', 'ADD', 'COLUMN', 'REPLACE', 'OR', 'INDEXED', 'BY', 'IN', 'LIMIT', 'ORDER', 'VIEW', 'INDEX', 'TRIGGER', 'END',
+  'SELECT',
+  'FROM',
+  'WHERE',
+  'INSERT',
+  'INTO',
+  'VALUES',
+  'UPDATE',
+  'SET',
+  'DELETE',
+  'DROP',
+  'TABLE',
+  'CREATE',
+  'PRAGMA',
+  'ATTACH',
+  'DETACH',
+  'VACUUM',
+  'WITH',
+  'AS',
+  'RECURSIVE',
+  'MATERIALIZED',
+  'NOT',
+  'UNION',
+  'ALL',
+  'RETURNING',
+  'ON',
+  'CONFLICT',
+  'DO',
+  'NOTHING',
+  'JOIN',
+  'TEMP',
+  'BEGIN',
+  'COMMIT',
+  'ROLLBACK',
+  'SAVEPOINT',
+  'EXPLAIN',
+  'ALTER',
+  'RENAME',
+  'TO',
+  'ADD',
+  'COLUMN',
+  'REPLACE',
+  'OR',
+  'INDEXED',
+  'BY',
+  'IN',
+  'LIMIT',
+  'ORDER',
+  'VIEW',
+  'INDEX',
+  'TRIGGER',
+  'END',
 ];
 
 /** A name under one of SQLite's five spellings (bare, "…", […], `…`, '…'), case scrambled. */
 export const spelledName = (name: fc.Arbitrary<string>): fc.Arbitrary<string> =>
-  fc
-    .tuple(name, fc.constantFrom('bare', 'dq', 'sq', 'br', 'bt'), fc.boolean())
-    .map(([n, style, upper]) => {
-      const v = upper ? n.toUpperCase() : n;
-      return { bare: v, dq: `"${v}"`, sq: `'${v}'`, br: `[${v}]`, bt: `\`${v}\`` }[style];
-    });
+  fc.tuple(name, fc.constantFrom('bare', 'dq', 'sq', 'br', 'bt'), fc.boolean()).map(([n, style, upper]) => {
+    const v = upper ? n.toUpperCase() : n;
+    return { bare: v, dq: `"${v}"`, sq: `'${v}'`, br: `[${v}]`, bt: `\`${v}\`` }[style];
+  });
 
 const trivia = fc.constantFrom(' ', '\n', '/* DROP TABLE t; */', '-- ; PRAGMA x\n', '\t', '/**/');
 
@@ -160,7 +224,7 @@ const DANGEROUS_WRITES = [
   'CREATE TABLE pl AS SELECT * FROM pragma_table_list',
   "INSERT INTO t (b) SELECT load_extension('x')",
   'CREATE INDEX ci ON _agentdb_calls(result)',
-  'REPLACE INTO sqlite_sequence VALUES (\'u\', 5)',
+  "REPLACE INTO sqlite_sequence VALUES ('u', 5)",
 ];
 
 const refusedSql = REFUSED.flatMap((g) => g.sql);

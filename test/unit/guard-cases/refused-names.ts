@@ -92,7 +92,7 @@ export const REFUSED_NAMES: readonly RefusedGroup[] = [
       'UPDATE sqlite_sequence SET seq = 0',
       'DELETE FROM sqlite_sequence',
       "INSERT INTO 'sqlite_master' VALUES (1,2,3,4,5)",
-      "UPDATE \"sqlite_schema\" SET sql = 'x'",
+      'UPDATE "sqlite_schema" SET sql = \'x\'',
       'CREATE TABLE copy AS SELECT * FROM sqlite_master',
       'CREATE VIEW v AS SELECT sql FROM sqlite_schema',
       'INSERT INTO t SELECT name FROM sqlite_master',
@@ -224,7 +224,7 @@ export const REFUSED_NAMES: readonly RefusedGroup[] = [
       'SELECT 1;;SELECT 2',
       "SELECT 'a;b'; SELECT 2",
       'SELECT "a;b" FROM t; DELETE FROM t',
-      'SELECT 1 -- c\n; ATTACH \'x\' AS y',
+      "SELECT 1 -- c\n; ATTACH 'x' AS y",
     ],
   },
   {

@@ -14,8 +14,7 @@ export function variants(sql: string): string[] {
   const lexed = tokenize(sql);
   if (!lexed.ok) return [sql];
   const tokens = lexed.tokens.filter((t) => !isTrivia(t));
-  const rejoin = (sep: string, word: (w: string) => string, kinds = ['word']) =>
-    tokens.map((t) => (kinds.includes(t.kind) ? word(t.text) : t.text)).join(sep);
+  const rejoin = (sep: string, word: (w: string) => string, kinds = ['word']) => tokens.map((t) => (kinds.includes(t.kind) ? word(t.text) : t.text)).join(sep);
   const names = ['word', 'quoted', 'string'];
   return [
     sql,
