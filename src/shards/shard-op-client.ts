@@ -249,6 +249,6 @@ export class ShardOpClient {
 function whetherItRuns(op: string, shard: number, db: string | undefined, toRedis: boolean): string {
   const what = `Shard op ${op} (shard ${shard}${db ? `, ${db}` : ''})`;
   return toRedis
-    ? `${what} had been handed to Redis: it may still run, if Redis comes back with its data (AOF) and a worker takes it; look before sending it again (agentdb history shows a restore's undo point).`
+    ? `${what} had been handed to Redis: it may still run, if Redis comes back with its data (AOF) and a worker takes it; look before sending it again${op.includes('restore') ? " (agentdb history shows a restore's undo point)" : ''}.`
     : `${what} never reached Redis: it will not run.`;
 }
