@@ -98,7 +98,9 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
       // to the old one, no frame would ever follow on again, and capture would copy nothing,
       // silently. Frame 1 is written again only with no frame committed under these salts, so an
       // empty segment takes the new header; one holding frames cannot be, and starts over.
-      if (seg.frames > 0) return { report, state: st, next: 'gap', checkpoint: false };
+      // Should commits answered under these salts lie past what the segment holds, they are gone
+      // with the old frames: the gap is marked lost, so no restore answers without them.
+      if (seg.frames > 0) return { report, state: st, next: 'gap', lost: answeredPast(seg, stamp.late, opts.source), checkpoint: false };
       adoptHeader(seg, head, hdr);
     }
     if (!seg || seg.header.salt1 !== hdr.salt1 || seg.header.salt2 !== hdr.salt2) {
