@@ -1,11 +1,16 @@
+import { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { CallJobData } from '../contracts/call.ts';
+import { callFingerprint, payloadDifferences } from '../contracts/call-identity.ts';
+import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
+import type { ShardQueues } from '../redis/shard-queues.ts';
 
 /**
  * What a caller's own call id was first used for, kept in Redis under its call key
  * (`keys.callIdClaim`): the shard and database its call reached and the call's fingerprint
  * (`callFingerprint`). The client sets it before it enqueues anything (see
- * `AgentDbClient.claimCallId`), so the same id with another tool, arguments or scope is refused
+ * {@link claimCallId}), so the same id with another tool, arguments or scope is refused
  * whichever shard queue it would reach.
  *
  * `recorded`: the id is held by the call that a database's exactly-once record (`_agentdb_calls`)
@@ -79,4 +84,58 @@ export async function yieldToRecord(
 ): Promise<boolean> {
   const claim: CallIdClaim = { shard: recorded.shard, database: recorded.database, fingerprint: '', recorded: true };
   return (await redis.eval(YIELD, 1, keys.callIdClaim(callKey), from, JSON.stringify(claim), ttlS)) === 1;
+}
+
+/** Where a client claims call ids: its Redis and shard queues, and how long a claim lives ({@link claimTtlS}). */
+export interface ClaimPlace {
+  redis: Redis;
+  keys: Keys;
+  queues: ShardQueues;
+  shardCount: number;
+  ttlS: number;
+}
+
+/**
+ * Takes a caller's own call id for this call, or says why it is another call's: what differs
+ * from the call the id was first used for. The id's first call is recorded with its call key
+ * (shard, database, {@link callFingerprint}) before anything is enqueued, and set only if
+ * absent, so of two different calls sent at once under one id exactly one is taken. A job is
+ * deduplicated by BullMQ only within its own shard's queue: without this record the same id
+ * with another scope (another database, so another shard) ran as a second call. The same call
+ * again finds its own fingerprint and goes on to answer the first call's outcome.
+ */
+export async function claimCallId(
+  { redis, keys, queues, shardCount, ttlS }: ClaimPlace,
+  key: string,
+  mine: { shard: number; database: string; data: CallJobData },
+): Promise<string | undefined> {
+  const fingerprint = callFingerprint({ ...mine.data, database: mine.database });
+  const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint };
+  const at = keys.callIdClaim(key);
+  // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7): the second round
+  // trip is paid only by a call id sent again. A claim gone in between (expired) is taken anew.
+  for (let tries = 0; tries < 2; tries++) {
+    if ((await redis.set(at, JSON.stringify(claim), 'EX', ttlS, 'NX')) === 'OK') return undefined;
+    const held = parseClaim(await redis.get(at));
+    if (!held) continue;
+    if (held.fingerprint === fingerprint) return undefined;
+    // Held for the call a database's record holds (see `CallIdClaim.recorded`): a write or
+    // drop into that database goes on, and its worker replays it or refuses it by the record.
+    if (held.recorded && held.database === mine.database && RECORDED_TOOLS.has(mine.data.tool)) return undefined;
+    const callId = JSON.stringify(mine.data.callId);
+    if (held.recorded) {
+      return `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`;
+    }
+    const differs: string[] = [];
+    if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
+    const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
+    if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
+    // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
+    // has no outcome left to point at.
+    const first = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
+    return differs.length
+      ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
+      : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
+  }
+  return undefined;
 }

@@ -1,3 +1,8 @@
+// One file on purpose, past 300 lines: the command line is one table of declarations (every
+// command, its flags and help, in the order `agentdb --help` lists them) and holds no code of a
+// command: each is imported from its own module when it runs. Split by group, the parts would
+// share `run` and the flag parsers and still be read as one list (issue 26).
+
 import { Command, InvalidArgumentError, Option } from 'commander';
 
 /**

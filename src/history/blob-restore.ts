@@ -19,7 +19,8 @@ import {
   type HistorySource,
 } from './history-files.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
-import { planRestore, rebuild } from './restore-engine.ts';
+import { planRestore } from './restore-plan.ts';
+import { rebuild } from './restore-rebuild.ts';
 import { verifyIntegrity } from './integrity.ts';
 import { syncDir, syncFile } from './snapshot.ts';
 

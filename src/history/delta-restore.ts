@@ -26,7 +26,7 @@ import { AgentDbError } from '../errors.ts';
 import { listGenerations, listSegments, type GenerationInfo, type HistoryPosition, type HistorySource } from './history-files.ts';
 import { readCommits } from './segment-index.ts';
 import { ReadOnlyFiles } from './read-only-files.ts';
-import type { RestorePlan } from './restore-engine.ts';
+import type { RestorePlan } from './restore-plan.ts';
 import { sha256File } from './snapshot.ts';
 import { SNAPSHOT_CRC, checkChunks, readSnapshotCrc } from './snapshot-crc.ts';
 import { WAL_HEADER_BYTES, FRAME_HEADER_BYTES, parseWalHeader } from './wal-format.ts';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { historyDir, listGenerations, listSegments, listUndoPoints, localSource } from './history-files.ts';
-import { lostStretches } from './restore-engine.ts';
+import { lostStretches } from './restore-plan.ts';
 import { readIndex } from './segment-index.ts';
 import { frameOffset } from './wal-format.ts';
 

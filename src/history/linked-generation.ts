@@ -25,7 +25,7 @@ import {
   type HistorySource,
 } from './history-files.ts';
 import { commitLine } from './segment-index.ts';
-import type { RestorePlan } from './restore-engine.ts';
+import type { RestorePlan } from './restore-plan.ts';
 import { writeSeal } from './seal.ts';
 import { publish, removeDeadTemps, syncDir } from './snapshot.ts';
 import { SNAPSHOT_CRC, readSnapshotCrc, writeSnapshotCrc } from './snapshot-crc.ts';

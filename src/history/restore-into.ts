@@ -5,7 +5,8 @@ import { forgetCapture } from './capture.ts';
 import { historyDir, localSource } from './history-files.ts';
 import { withReader } from './reader-markers.ts';
 import { discardGeneration, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
-import { planRestore, rebuild } from './restore-engine.ts';
+import { planRestore } from './restore-plan.ts';
+import { rebuild } from './restore-rebuild.ts';
 import {
   checkAndSync,
   checkedMoment,

@@ -6,7 +6,8 @@ import { historyDir, listGenerations, listSegments, localSource, readJson, undoP
 import { readCommits } from './segment-index.ts';
 import { withReader } from './reader-markers.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
-import { planRestore, rebuild, type RestorePlan, type RestoreTarget } from './restore-engine.ts';
+import { planRestore, type RestorePlan, type RestoreTarget } from './restore-plan.ts';
+import { rebuild } from './restore-rebuild.ts';
 import { verifyIntegrity } from './integrity.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { syncDir, syncFile } from './snapshot.ts';

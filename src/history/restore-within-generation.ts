@@ -18,7 +18,7 @@ import {
 } from './history-files.ts';
 import { liveIsHistory } from './live-history.ts';
 import { readCommits } from './segment-index.ts';
-import { planRestore, type RestorePlan } from './restore-engine.ts';
+import { planRestore, type RestorePlan } from './restore-plan.ts';
 import { mapped, structureCheck } from './integrity.ts';
 import { sealHolds } from './seal.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';

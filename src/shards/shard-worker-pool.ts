@@ -1,37 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { RedisOffloadQuota } from '../blobs/offload-quota.ts';
-import type { ChildModule } from '../executor/child-module.ts';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { CallJobData } from '../contracts/call.ts';
-import { errorEnvelope } from '../contracts/envelope.ts';
-import type { Config } from '../config.ts';
-import type { Logger } from '../logger.ts';
-import { ExecutorPool } from '../executor/executor-pool.ts';
-import { AgentShare } from '../calls/agent-share.ts';
-import { CallCompletion, type Metering } from '../calls/call-completion.ts';
-import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
-import { claimTtlS, yieldToRecord } from '../calls/call-id-claim.ts';
-import type { Envelope } from '../contracts/envelope.ts';
-import { completedEvent, type CompletedEvent } from '../redis/events.ts';
-import { runCall, type RunOutcome } from '../calls/call-runner.ts';
-import { failedCallEnvelope } from '../calls/call-answers.ts';
-import { CallParking } from '../calls/call-parking.ts';
-import { ApprovalStore } from '../approvals/approval-store.ts';
-import { connectRedis } from '../redis/connection.ts';
-import { closeWorker } from '../redis/close-worker.ts';
-import { handleErrorEvents } from '../redis/error-events.ts';
-import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
-import { keysFor, type Keys } from '../redis/keys.ts';
-import { leaseToken, ShardLease } from './shard-lease.ts';
-import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
-import { UnheldJobs } from './unheld-jobs.ts';
-import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
-import { codeOf } from '../errors.ts';
-import { shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
+import { RedisOffloadQuota } from '../blobs/offload-quota.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
+import { AgentShare } from '../calls/agent-share.ts';
+import type { Config } from '../config.ts';
+import type { CallJobData } from '../contracts/call.ts';
+import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
+import type { ChildModule } from '../executor/child-module.ts';
+import { ExecutorPool } from '../executor/executor-pool.ts';
+import type { Logger } from '../logger.ts';
+import { closeWorker } from '../redis/close-worker.ts';
+import { connectRedis } from '../redis/connection.ts';
+import { handleErrorEvents } from '../redis/error-events.ts';
+import { keysFor, type Keys } from '../redis/keys.ts';
+import { CallJobProcessor } from './call-job-processor.ts';
+import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
+import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
+import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
+import { leaseToken, ShardLease } from './shard-lease.ts';
+import { UnheldJobs } from './unheld-jobs.ts';
 
 /** Options of a {@link ShardWorkerPool}. */
 export interface ShardWorkerPoolOptions {
@@ -59,15 +49,11 @@ export class ShardWorkerPool {
   private readonly status: ExecutorStatusPublisher;
   /** This process among workers: its lease token, and the key of its published status. */
   readonly id = leaseToken(randomUUID());
-  private readonly completion: CallCompletion;
-  private readonly parking: CallParking;
+  private readonly calls: CallJobProcessor;
   private readonly blobs: BlobStore;
-  private readonly results: OffloadedResults;
   private readonly workers = new Map<number, Worker>();
   private readonly unheld: UnheldJobs;
   private readonly ops: Record<string, ShardOpHandler> = shardOpHandlers();
-  /** Completions of large results, held until BullMQ has stored them (see `process`). */
-  private readonly announceOnceFinished = new Map<string, () => void>();
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
   private stopped = false;
@@ -92,23 +78,14 @@ export class ShardWorkerPool {
       ...(opts.executorChild ? { child: opts.executorChild } : {}),
       logger: opts.logger,
     });
-    this.completion = new CallCompletion(this.redis, this.keys);
     this.blobs = openBlobStore(config);
-    this.results = new OffloadedResults(this.blobs, {
+    const results = new OffloadedResults(this.blobs, {
       dataDir: config.dataDir,
       ttlS: config.resultTtlS,
       logger: opts.logger,
       quota: new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace),
     });
-    this.parking = new CallParking({
-      store: new ApprovalStore(this.redis, this.keys),
-      redis: this.redis,
-      keys: this.keys,
-      approvalTtlMs: config.approvalTtlMs,
-      executor: this.executor,
-      config,
-      logger: opts.logger,
-    });
+    this.calls = new CallJobProcessor({ config, logger: opts.logger, redis: this.redis, keys: this.keys, executor: this.executor, results });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
     // active with nobody running it (see UnheldJobs).
@@ -225,8 +202,8 @@ export class ShardWorkerPool {
     const processor = (job: Job, token?: string) =>
       this.unheld.hold<unknown>(token!, job.id!, () =>
         job.name.startsWith(SHARD_OP_PREFIX)
-          ? this.runOp(job as Job<ShardOpJobData>, shard)
-          : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.process(job as Job<CallJobData>, token!, shard)),
+          ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger })
+          : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
       );
     const worker = new Worker(this.keys.queueName(shard), processor, {
       connection: this.redis,
@@ -239,20 +216,11 @@ export class ShardWorkerPool {
     handleErrorEvents(worker, logger, 'shard worker error', { shard });
     worker.on('completed', (job) => {
       this.unheld.ended(job.token, job.id);
-      const announce = this.announceOnceFinished.get(job.id!);
-      this.announceOnceFinished.delete(job.id!);
-      announce?.();
+      this.calls.completed(job.id!);
     });
-    // A job that throws has hit a fault, not an agent error; once its retries are spent the
-    // caller must still hear the outcome.
     worker.on('failed', (job, err) => {
       this.unheld.ended(job?.token, job?.id);
-      if (job) this.announceOnceFinished.delete(job.id!);
-      if (!job || job.attemptsMade < (job.opts.attempts ?? 1) || job.name.startsWith(SHARD_OP_PREFIX)) return;
-      logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
-      const envelope = failedCallEnvelope(job.data, err.message);
-      const event = completedEvent(envelope, job.data.workspace, job.data.agent);
-      void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
+      this.calls.failed(job, err, shard);
     });
     this.workers.set(shard, worker);
     logger.info({ shard }, 'shard owned');
@@ -268,70 +236,5 @@ export class ShardWorkerPool {
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');
-  }
-
-  /**
-   * A shard op (not a call): no agent share, no parking, no metering. An `AgentDbError` is an
-   * answer; anything else is a fault and fails the job for BullMQ to retry.
-   */
-  private async runOp(job: Job<ShardOpJobData>, shard: number): Promise<ShardOpOutcome> {
-    const handler = Object.hasOwn(this.ops, job.data.op) ? this.ops[job.data.op] : undefined;
-    if (!handler) return { ok: false, error: { code: 'INVALID_ARGUMENTS', detail: `no shard op named "${job.data.op}"` } };
-    const logger = this.opts.logger.child({ op: job.data.op, jobId: job.id, shard });
-    try {
-      const result = await handler(job.data, { shard, executor: this.executor, config: this.opts.config, logger, job });
-      return { ok: true, result };
-    } catch (err) {
-      const code = codeOf(err);
-      if (!code) throw err;
-      return { ok: false, error: { code, detail: (err as { detail?: string }).detail ?? String(err) } };
-    }
-  }
-
-  private async process(job: Job<CallJobData>, token: string, shard: number) {
-    // Made only when something is logged: on the hot path nothing is, at the default level.
-    const log = () => this.opts.logger.child({ callId: job.id, shard });
-    const started = Date.now();
-    const deps = { config: this.opts.config, executor: this.executor, results: this.results };
-    const { data } = job;
-    let outcome: RunOutcome;
-    if (job.id !== callKeyOf(data)) {
-      // Clients name a job after its caller's key; a job that names another call was not
-      // enqueued by one, and must not stand in for that call's result or approval.
-      outcome = { envelope: errorEnvelope(String(data.callId), String(data.tool), 'INTERNAL', 'The job id does not name its call.'), meter: undefined };
-    } else {
-      const result = await runCall(data, shard, deps);
-      outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
-    }
-    const { envelope, meter } = outcome;
-    if (outcome.heldByRecord) {
-      // Before the answer: once the caller hears it, a re-send of the recorded call must find
-      // the id free for it (a claim kept by this call answered it "nothing ran").
-      const { config } = this.opts;
-      const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
-      await yieldToRecord(this.redis, this.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
-    }
-    const event = completedEvent(envelope, data.workspace, data.agent);
-    const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
-    if (event.inline) {
-      // Not awaited: the event and BullMQ's own completion go out back to back on this one
-      // connection, so the caller hears of the result a round trip sooner. Nothing is less
-      // safe for it: the event carries the envelope, and a Redis failure here fails the job's
-      // completion as well, so the call is retried (and replayed).
-      this.announce(envelope, event, metering, log);
-    } else {
-      // An event without its envelope sends the caller to the job for it, so it may only leave
-      // once BullMQ has stored the result: announced from the worker's `completed` event. (Sent
-      // first, a caller found the job unfinished and waited for its safety-net check: ~30 s.)
-      this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
-    }
-    if (this.opts.logger.isLevelEnabled('debug')) {
-      log().debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
-    }
-    return envelope;
-  }
-
-  private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger): void {
-    this.completion.complete(envelope, event, meter).catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
   }
 }

@@ -5,7 +5,8 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { localSource } from '../../src/history/history-files.ts';
 import { startGeneration } from '../../src/history/snapshot.ts';
-import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { planRestore } from '../../src/history/restore-plan.ts';
+import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { dumpOf, dumpHash, pastMs, prng } from '../helpers/history.ts';
 
 // Hostile review of capture keeping a segment's files open while a handle is: two executor

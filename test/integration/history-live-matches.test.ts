@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture, capturedPosition, forgetCapture } from '../../src/history/capture.ts';
 import { liveMatches, planDelta, type Delta } from '../../src/history/delta-restore.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
-import { planRestore } from '../../src/history/restore-engine.ts';
+import { planRestore } from '../../src/history/restore-plan.ts';
 
 // Going back in place writes only the pages changed since the moment, and only once the live
 // file is found to be exactly what history last saw on every one of them it keeps (`liveMatches`). It

@@ -5,7 +5,8 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { capture, captureBeforeClose, forgetCapture, sealAfterClose } from '../../src/history/capture.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
-import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { planRestore } from '../../src/history/restore-plan.ts';
+import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { dumpHash } from '../helpers/history.ts';
 
 // A program outside agentdb (an operator's sqlite3 shell) commits to a database while agentdb's

@@ -11,7 +11,8 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { capture, forgetCapture } from '../../src/history/capture.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
-import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { planRestore } from '../../src/history/restore-plan.ts';
+import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { dumpHash } from '../helpers/history.ts';
 
 let dataDir: string;

@@ -5,7 +5,8 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture, captureBeforeClose, forgetCapture, sealAfterClose } from '../../src/history/capture.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
-import { buildRestore, planRestore } from '../../src/history/restore-engine.ts';
+import { planRestore } from '../../src/history/restore-plan.ts';
+import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { dumpHash } from '../helpers/history.ts';
 
 // Two handles of one database (executor children each keep theirs). One runs a transaction big

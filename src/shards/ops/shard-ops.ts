@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Config } from '../../config.ts';
-import type { ShardOpJobData } from '../../contracts/shard-op.ts';
+import type { ShardOpJobData, ShardOpOutcome } from '../../contracts/shard-op.ts';
+import { codeOf } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { ExecutorPool } from '../../executor/executor-pool.ts';
 import { browseOps } from './browse-ops.ts';
@@ -40,4 +41,26 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
     // Point-in-time history: restore (in place, undo, into), list, nightly snapshot.
     ...historyOpHandlers(),
   };
+}
+
+/**
+ * Runs one shard op job by its name (not a call: no agent share, no parking, no metering). An
+ * `AgentDbError` is an answer; anything else is a fault and fails the job for BullMQ to retry.
+ */
+export async function runShardOp(
+  ops: Record<string, ShardOpHandler>,
+  job: Job<ShardOpJobData>,
+  at: Omit<ShardOpContext, 'job' | 'logger'> & { logger: Logger },
+): Promise<ShardOpOutcome> {
+  const handler = Object.hasOwn(ops, job.data.op) ? ops[job.data.op] : undefined;
+  if (!handler) return { ok: false, error: { code: 'INVALID_ARGUMENTS', detail: `no shard op named "${job.data.op}"` } };
+  const logger = at.logger.child({ op: job.data.op, jobId: job.id, shard: at.shard });
+  try {
+    const result = await handler(job.data, { shard: at.shard, executor: at.executor, config: at.config, logger, job });
+    return { ok: true, result };
+  } catch (err) {
+    const code = codeOf(err);
+    if (!code) throw err;
+    return { ok: false, error: { code, detail: (err as { detail?: string }).detail ?? String(err) } };
+  }
 }

@@ -1,0 +1,52 @@
+import { Job, type Queue } from 'bullmq';
+import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { within } from './call-answers.ts';
+import type { CallLookup } from './call-lookup.ts';
+import type { CallWaiters } from './call-waiters.ts';
+
+/** One wait for a call's end: the call, its queue, the completion it listens for. */
+export interface CompletionWait {
+  key: string;
+  callId: string;
+  tool: string;
+  queue: Queue;
+  completion: Promise<Envelope>;
+  timeoutMs: number;
+  /** Remove a call no worker has picked up by `timeoutMs`, answering NO_WORKER (a call's own wait, not a result's). */
+  withdraw: boolean;
+}
+
+/**
+ * Waits for the completion event; checks the job every `timeoutMs` as a safety net. With
+ * `withdraw`, a call no worker has picked up by then is removed (so it can never run later)
+ * and answers NO_WORKER. A running or parked call is waited for, however long it takes.
+ */
+export async function awaitCompletion(
+  waiters: CallWaiters,
+  lookup: CallLookup,
+  { key, callId, tool, queue, completion, timeoutMs, withdraw }: CompletionWait,
+): Promise<Envelope> {
+  for (;;) {
+    const first = await within(completion, timeoutMs);
+    if (first !== undefined) return first;
+    const state = await queue.getJobState(key);
+    if (state === 'completed' || state === 'failed') {
+      const env = await lookup.finished(key);
+      if (env) {
+        waiters.complete(key, env);
+        return env;
+      }
+    }
+    if (withdraw && (state === 'waiting' || state === 'prioritized' || state === 'unknown')) {
+      // A worker that has started the call and put it back (its agent was over its share of
+      // the shard) did take it: waiting again for a moment is no sign of a missing worker.
+      if (state !== 'unknown' && ((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) continue;
+      const removed = state === 'unknown' ? 1 : await queue.remove(key);
+      if (removed === 1) {
+        const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
+        waiters.complete(key, env);
+        return env;
+      }
+    }
+  }
+}

@@ -1,0 +1,117 @@
+import { Job, type JobsOptions, type Queue } from 'bullmq';
+import type { CallJobData } from '../contracts/call.ts';
+import { payloadDifferences } from '../contracts/call-identity.ts';
+import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
+import type { CallLookup } from './call-lookup.ts';
+import type { CallWaiters } from './call-waiters.ts';
+
+/** A call being added to its shard queue, with the waits already listening for it. */
+export interface CallToAdd {
+  queue: Queue;
+  key: string;
+  data: CallJobData;
+  /** How long the finished job keeps its result, in seconds. */
+  resultTtlS: number;
+  /** The caller named the call id: it may have been used before. A generated id is new by nature. */
+  ownId: boolean;
+  wait: boolean;
+  completion: Promise<Envelope>;
+  parking?: Promise<Record<string, unknown>>;
+}
+
+/**
+ * Adds a call's job and, when its call id was used before, answers what the id already answers:
+ * IDEMPOTENCY_CONFLICT for another call, the first call's envelope for the same call finished,
+ * and without `wait` where a parked one stands. Undefined: the call (this one, or the first one
+ * it joins) is queued or running, to be waited for like a first call.
+ */
+export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: CallToAdd): Promise<CallAnswer | undefined> {
+  const { queue, key, data, completion, parking } = c;
+  const { callId, tool } = data;
+  // A caller's own call id may have been used before: read what the id holds alongside the
+  // add (same connection, so no extra round trip's wait).
+  let [, earlier] = await Promise.all([
+    queue.add('call', data, callJobOptions(key, c.resultTtlS)),
+    c.ownId ? Job.fromId<CallJobData, Envelope>(queue, key) : undefined,
+  ]);
+  if (
+    earlier &&
+    earlier.data.enqueuedAt !== data.enqueuedAt &&
+    earlier.finishedOn &&
+    ranNothingUnderItsId(earlier) &&
+    payloadDifferences(earlier.data, data).length
+  ) {
+    // The job under this id is another call's, refused because the id was not its to use (it
+    // found the database's record holding it): it ran nothing and holds the id for nobody.
+    // This call has the claim (checked before): it takes the job's place.
+    await queue.remove(key);
+    [, earlier] = await Promise.all([queue.add('call', data, callJobOptions(key, c.resultTtlS)), Job.fromId<CallJobData, Envelope>(queue, key)]);
+  }
+  if (!earlier || earlier.data.enqueuedAt === data.enqueuedAt) return undefined;
+  const differs = payloadDifferences(earlier.data, data);
+  if (differs.length) {
+    waiters.drop(completion, parking);
+    return errorEnvelope(
+      callId,
+      tool,
+      'IDEMPOTENCY_CONFLICT',
+      `Call id ${JSON.stringify(callId)} was already used for another call (it differs in ${differs.join(', ')}).`,
+    );
+  }
+  // The same call again: it answers the first one's outcome, finished or not — unless its
+  // job failed. That is a fault's end (a worker that could not start a database process,
+  // after its retries), not the call's outcome, and must not stay the id's answer: the call
+  // runs again (a write that did commit is replayed by its record, not run twice).
+  if (earlier.finishedOn && isFailed(earlier)) await runAgain(earlier);
+  else if (earlier.finishedOn) {
+    const env = finishedEnvelope(earlier);
+    waiters.complete(key, env);
+    return env;
+  }
+  if (!c.wait) {
+    // Parked already (or just finished): that is the answer. Queued or running, it waits
+    // like the first call, on waits of its own, which were listening before it looked.
+    const where = await lookup.standing(key, queue);
+    if (where && (!('status' in where) || where.status === 'awaiting_approval')) {
+      waiters.drop(completion, parking);
+      return where;
+    }
+  }
+  return undefined;
+}
+
+function callJobOptions(key: string, resultTtlS: number): JobsOptions {
+  return {
+    jobId: key,
+    // Retries only ever follow a fault (a dead worker, a lost Redis): agent errors complete.
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 500 },
+    removeOnComplete: { age: resultTtlS },
+    removeOnFail: { age: resultTtlS },
+  };
+}
+
+/** A job that failed (threw after its retries) rather than completed with an envelope. */
+function isFailed(job: Job<CallJobData, Envelope>): boolean {
+  return job.returnvalue == null && !!job.failedReason;
+}
+
+/** Puts a failed job back to run, with its retries anew. */
+async function runAgain(job: Job<CallJobData, Envelope>): Promise<void> {
+  try {
+    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+  } catch {
+    // No longer failed: another re-send put it back first (or it was removed); the wait that
+    // follows finds out which.
+  }
+}
+
+/**
+ * A finished job that answered IDEMPOTENCY_CONFLICT: its call ran nothing (a worker answers that
+ * only for a call whose id its database's record, or an approval, holds for another statement).
+ */
+function ranNothingUnderItsId(job: Job<CallJobData, Envelope>): boolean {
+  const env = job.returnvalue as Envelope | null | undefined;
+  return !!env && env.ok === false && env.error.code === 'IDEMPOTENCY_CONFLICT';
+}

@@ -1,0 +1,51 @@
+import { callKey } from '../contracts/call-identity.ts';
+import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
+import { awaitCompletion } from './call-completion-wait.ts';
+import type { CallLookup } from './call-lookup.ts';
+import type { CallWaiters } from './call-waiters.ts';
+
+/** Which call's result is asked for (a call id belongs to its caller), and whether to wait for it. */
+export interface ResultQuery {
+  workspace: string;
+  agent: string;
+  wait?: boolean;
+  timeoutMs?: number;
+}
+
+/** What fetching a result uses of its client: the waits, the lookup, and the event reader's start. */
+export interface ResultSources {
+  waiters: CallWaiters;
+  lookup: CallLookup;
+  /** Starts the client's event reader (once), so a wait can hear the call's completion. */
+  ensureReader: () => Promise<unknown>;
+}
+
+/**
+ * A call's outcome by its caller and id: its envelope once finished; otherwise, with `wait`,
+ * when it finishes, and without, where it stands. Another caller's call of the same id, like an
+ * unknown (or long expired) one, answers NOT_FOUND.
+ */
+export async function callResult({ waiters, lookup, ensureReader }: ResultSources, callId: string, opts: ResultQuery): Promise<CallAnswer> {
+  const key = callKey(opts.workspace, opts.agent, callId);
+  // Listen before looking, so a completion between the look and the wait is not missed.
+  let completion: Promise<Envelope> | undefined;
+  if (opts.wait) {
+    await ensureReader();
+    completion = waiters.completion(key);
+  }
+  const found = await lookup.find(key);
+  if (!found) {
+    // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
+    waiters.drop(completion);
+    return errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`);
+  }
+  const { job, queue } = found;
+  if (job.finishedOn) {
+    const env = finishedEnvelope(job);
+    if (completion) waiters.complete(key, env);
+    return env;
+  }
+  if (!completion) return (await lookup.standing(key, queue)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
+  return awaitCompletion(waiters, lookup, { key, callId, tool: job.data.tool, queue, completion, timeoutMs: opts.timeoutMs ?? 30_000, withdraw: false });
+}

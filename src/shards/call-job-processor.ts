@@ -1,0 +1,123 @@
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { ApprovalStore } from '../approvals/approval-store.ts';
+import type { OffloadedResults } from '../blobs/offloaded-results.ts';
+import { failedCallEnvelope } from '../calls/call-answers.ts';
+import { CallCompletion, type Metering } from '../calls/call-completion.ts';
+import { claimTtlS, yieldToRecord } from '../calls/call-id-claim.ts';
+import { CallParking } from '../calls/call-parking.ts';
+import { runCall, type RunOutcome } from '../calls/call-runner.ts';
+import type { Config } from '../config.ts';
+import type { CallJobData } from '../contracts/call.ts';
+import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
+import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { SHARD_OP_PREFIX } from '../contracts/shard-op.ts';
+import type { ExecutorPool } from '../executor/executor-pool.ts';
+import type { Logger } from '../logger.ts';
+import { completedEvent, type CompletedEvent } from '../redis/events.ts';
+import type { Keys } from '../redis/keys.ts';
+
+/** What a {@link CallJobProcessor} runs calls with: its worker's Redis, executor pool and stores. */
+export interface CallJobProcessorOptions {
+  config: Config;
+  logger: Logger;
+  redis: Redis;
+  keys: Keys;
+  executor: ExecutorPool;
+  results: OffloadedResults;
+}
+
+/**
+ * A shard worker's calls, one job each: runs the call (parking it for a person when it must
+ * wait for one), then announces its envelope and meters it, in an order a waiting caller can
+ * rely on. Its worker tells it when BullMQ has finished or failed a job.
+ */
+export class CallJobProcessor {
+  private readonly completion: CallCompletion;
+  private readonly parking: CallParking;
+  /** Completions of large results, held until BullMQ has stored them (see `process`). */
+  private readonly announceOnceFinished = new Map<string, () => void>();
+
+  constructor(private readonly opts: CallJobProcessorOptions) {
+    const { config, redis, keys } = opts;
+    this.completion = new CallCompletion(redis, keys);
+    this.parking = new CallParking({
+      store: new ApprovalStore(redis, keys),
+      redis,
+      keys,
+      approvalTtlMs: config.approvalTtlMs,
+      executor: opts.executor,
+      config,
+      logger: opts.logger,
+    });
+  }
+
+  /** Runs a call's job on `shard` and answers its envelope (BullMQ stores it as the job's result). */
+  async process(job: Job<CallJobData>, token: string, shard: number): Promise<Envelope> {
+    // Made only when something is logged: on the hot path nothing is, at the default level.
+    const log = () => this.opts.logger.child({ callId: job.id, shard });
+    const started = Date.now();
+    const deps = { config: this.opts.config, executor: this.opts.executor, results: this.opts.results };
+    const { data } = job;
+    let outcome: RunOutcome;
+    if (job.id !== callKeyOf(data)) {
+      // Clients name a job after its caller's key; a job that names another call was not
+      // enqueued by one, and must not stand in for that call's result or approval.
+      outcome = { envelope: errorEnvelope(String(data.callId), String(data.tool), 'INTERNAL', 'The job id does not name its call.'), meter: undefined };
+    } else {
+      const result = await runCall(data, shard, deps);
+      outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
+    }
+    const { envelope, meter } = outcome;
+    if (outcome.heldByRecord) {
+      // Before the answer: once the caller hears it, a re-send of the recorded call must find
+      // the id free for it (a claim kept by this call answered it "nothing ran").
+      const { config } = this.opts;
+      const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
+      await yieldToRecord(this.opts.redis, this.opts.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
+    }
+    const event = completedEvent(envelope, data.workspace, data.agent);
+    const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
+    if (event.inline) {
+      // Not awaited: the event and BullMQ's own completion go out back to back on this one
+      // connection, so the caller hears of the result a round trip sooner. Nothing is less
+      // safe for it: the event carries the envelope, and a Redis failure here fails the job's
+      // completion as well, so the call is retried (and replayed).
+      this.announce(envelope, event, metering, log);
+    } else {
+      // An event without its envelope sends the caller to the job for it, so it may only leave
+      // once BullMQ has stored the result: announced from the worker's `completed` event. (Sent
+      // first, a caller found the job unfinished and waited for its safety-net check: ~30 s.)
+      this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
+    }
+    if (this.opts.logger.isLevelEnabled('debug')) {
+      log().debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
+    }
+    return envelope;
+  }
+
+  /** BullMQ has stored a job's result: a completion held for it may go out now. */
+  completed(jobId: string): void {
+    const announce = this.announceOnceFinished.get(jobId);
+    this.announceOnceFinished.delete(jobId);
+    announce?.();
+  }
+
+  /**
+   * A job threw: it has hit a fault, not an agent error; once its retries are spent the caller
+   * of a call (a shard op's caller waits on its job) must still hear the outcome.
+   */
+  failed(job: Job | undefined, err: Error, shard: number): void {
+    if (job) this.announceOnceFinished.delete(job.id!);
+    if (!job || job.attemptsMade < (job.opts.attempts ?? 1) || job.name.startsWith(SHARD_OP_PREFIX)) return;
+    const { logger } = this.opts;
+    logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
+    const envelope = failedCallEnvelope(job.data, err.message);
+    const event = completedEvent(envelope, job.data.workspace, job.data.agent);
+    void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
+  }
+
+  private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger): void {
+    this.completion.complete(envelope, event, meter).catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
+  }
+}
