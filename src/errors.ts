@@ -254,6 +254,11 @@ export interface ErrorBody {
   hint: string;
 }
 
+/** True when the registry says a call answered `code` may be sent again as it is (a fault that passes). */
+export function isRetryable(code: unknown): boolean {
+  return isErrorCode(code) && ERRORS[code].retryable;
+}
+
 /** True when `code` is one of the registry's codes. */
 export function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && Object.hasOwn(ERRORS, code);

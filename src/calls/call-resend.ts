@@ -2,6 +2,7 @@ import { Job, type JobsOptions, type Queue } from 'bullmq';
 import type { CallJobData } from '../contracts/call.ts';
 import { payloadDifferences } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { isRetryable } from '../errors.ts';
 import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
@@ -63,7 +64,10 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   // job failed. That is a fault's end (a worker that could not start a database process,
   // after its retries), not the call's outcome, and must not stay the id's answer: the call
   // runs again (a write that did commit is replayed by its record, not run twice).
-  if (earlier.finishedOn && isFailed(earlier)) await runAgain(earlier);
+  // So is an answer whose code says "try again" (STORAGE_FULL, RETRY_LATER …): a caller
+  // retries under the same id, as it should, and must reach the fault's end, not its echo.
+  if (earlier.finishedOn && isFailed(earlier)) await runAgain(earlier, 'failed');
+  else if (earlier.finishedOn && endedRetryable(earlier)) await runAgain(earlier, 'completed');
   else if (earlier.finishedOn) {
     const env = finishedEnvelope(earlier);
     waiters.complete(key, env);
@@ -97,10 +101,16 @@ function isFailed(job: Job<CallJobData, Envelope>): boolean {
   return job.returnvalue == null && !!job.failedReason;
 }
 
-/** Puts a failed job back to run, with its retries anew. */
-async function runAgain(job: Job<CallJobData, Envelope>): Promise<void> {
+/** A job that completed with a refusal whose code is retryable: nothing ran that a rerun could double. */
+function endedRetryable(job: Job<CallJobData, Envelope>): boolean {
+  const env = job.returnvalue as Envelope | null | undefined;
+  return !!env && env.ok === false && 'error' in env && isRetryable(env.error.code);
+}
+
+/** Puts a finished job back to run, with its retries anew. */
+async function runAgain(job: Job<CallJobData, Envelope>, state: 'failed' | 'completed'): Promise<void> {
   try {
-    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
   } catch {
     // No longer failed: another re-send put it back first (or it was removed); the wait that
     // follows finds out which.
