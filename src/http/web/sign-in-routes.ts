@@ -10,8 +10,8 @@ import { SESSION_COOKIE, cookieOptions, sameOrigin } from './web-auth.ts';
 import { formBody, rawText } from './web-form.ts';
 import type { WebSessions } from './web-sessions.ts';
 
-// `next` is any text: safeNext decides where it may lead. Both fields stay text so a hand-made
-// repeated `?next=` (an array) is an error the page names, not a cast that lies.
+// `next` is any text: safeNext decides where it may lead. A repeated `?next=` (an array) fails
+// the schema and, as before, leads to the default destination.
 const signInQuery = z.object({ next: z.string().optional(), 'signed-out': z.string().optional() });
 const signInBody = formBody({ key: z.string({ error: 'paste your member key' }).trim().min(1, 'paste your member key'), next: z.string().optional() });
 

@@ -3,8 +3,7 @@ import { z } from 'zod';
 /**
  * A web form's body schema. Loose, not strict like the `/v1` bodies: the schema's output
  * replaces `request.body` before the preHandler reads the form's `_csrf` field (web-auth.ts),
- * and a stripped token would refuse every form as stale; the submit button's own name rides
- * along as well. Unknown fields are kept, never read.
+ * and a stripped token would refuse every form as stale. Other unknown fields are kept, never read.
  */
 export function formBody<Shape extends z.ZodRawShape>(shape: Shape) {
   return z.looseObject(shape);
