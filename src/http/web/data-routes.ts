@@ -17,6 +17,7 @@ import type { HistoryPanel } from './history-routes.ts';
 import { decodeCursor } from './cursor-param.ts';
 import { errorPage } from './error-page.ts';
 import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
+import { databaseField, formBody } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 /** What the data pages call. */
@@ -26,8 +27,20 @@ export interface DataRoutesDeps {
   history: HistoryPanel;
 }
 
+// `dropped` and `proof` are the drop's redirect notice (drop-notice.ts), shown only when they match.
+const databaseQuery = z.object({ db: databaseField, dropped: z.string().optional(), proof: z.string().optional() });
+
+// `confirm` is checked against `table` by the handler: one rule across two fields, worded as such.
+const dropBody = formBody({
+  db: databaseField,
+  table: z.string({ error: 'name the table to drop' }).min(1, 'name the table to drop'),
+  confirm: z.string({ error: 'type the table name to confirm the drop' }),
+});
+
+const exportQuery = z.object({ db: databaseField, table: z.string({ error: 'name a table' }).min(1, 'name a table') });
+
 const gridQuery = z.object({
-  db: z.string(),
+  db: databaseField,
   table: z.string().min(1),
   size: z.coerce
     .number()
@@ -68,11 +81,14 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request, 'Data'), databasesView(member, dbs)).value);
   });
 
-  app.get('/data/db', async (request, reply) => {
+  // `attachValidation` here and below: a bad query or form is an error page like any other refusal, not the API's JSON.
+  const zod = app.withTypeProvider<ZodTypeProvider>();
+  zod.get('/data/db', { schema: { querystring: databaseQuery }, attachValidation: true }, async (request, reply) => {
     const frame = frameOf(request, 'Database');
     try {
-      const db = ownDatabase(memberOf(request), (request.query as { db?: unknown }).db);
-      const flash = droppedTable(request.query as Record<string, unknown>, sessionOf(request).csrf, db);
+      if (request.validationError) throw request.validationError;
+      const db = ownDatabase(memberOf(request), request.query.db);
+      const flash = droppedTable(request.query, sessionOf(request).csrf, db);
       const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, memberOf(request))]);
       const page = layout(
         { ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(db, flash) } } : {}) },
@@ -84,8 +100,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     }
   });
 
-  // `attachValidation`: a bad query is an error page like any other refusal here, not the API's JSON.
-  app.withTypeProvider<ZodTypeProvider>().get('/data/table', { schema: { querystring: gridQuery }, attachValidation: true }, async (request, reply) => {
+  zod.get('/data/table', { schema: { querystring: gridQuery }, attachValidation: true }, async (request, reply) => {
     const frame = frameOf(request, 'Table');
     try {
       const member = memberOf(request);
@@ -125,23 +140,23 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     }
   });
 
-  app.get('/data/export.csv', async (request, reply) => {
+  zod.get('/data/export.csv', { schema: { querystring: exportQuery }, attachValidation: true }, async (request, reply) => {
     const frame = frameOf(request, 'Export');
-    const query = request.query as { db?: unknown; table?: unknown };
     let first: IteratorResult<string>;
     let chunks: AsyncGenerator<string>;
     let total: number | undefined;
     try {
-      const db = ownDatabase(memberOf(request), query.db);
-      if (typeof query.table !== 'string' || !query.table) throw new AgentDbError('INVALID_ARGUMENTS', 'name a table');
-      chunks = deps.browser.csv(db, query.table, (n) => (total = n));
+      if (request.validationError) throw request.validationError;
+      const db = ownDatabase(memberOf(request), request.query.db);
+      chunks = deps.browser.csv(db, request.query.table, (n) => (total = n));
       // The first chunk before any header: a missing table is still an error page, not a
       // broken download, and the row count can go in a header for the progress bar.
       first = await chunks.next();
     } catch (err) {
       return errorPage(reply, frame, err);
     }
-    const table = query.table as string;
+    // Past the try, the query passed its schema.
+    const { table } = request.query;
     const ascii = table.replace(/[^A-Za-z0-9._-]/g, '_');
     reply
       .type('text/csv; charset=utf-8')
@@ -158,14 +173,14 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     return reply.send(Readable.from(all(), { objectMode: false }));
   });
 
-  app.post('/data/drop', async (request, reply) => {
+  zod.post('/data/drop', { schema: { body: dropBody }, attachValidation: true }, async (request, reply) => {
     const frame = frameOf(request, 'Drop');
-    const body = (request.body ?? {}) as Record<string, unknown>;
     try {
       const member = memberOf(request);
-      const db = ownDatabase(member, body.db);
-      const table = typeof body.table === 'string' ? body.table : '';
-      if (!table || body.confirm !== table) throw new AgentDbError('INVALID_ARGUMENTS', 'type the table name exactly to confirm the drop; nothing was dropped');
+      if (request.validationError) throw request.validationError;
+      const { table, confirm } = request.body;
+      const db = ownDatabase(member, request.body.db);
+      if (confirm !== table) throw new AgentDbError('INVALID_ARGUMENTS', 'type the table name exactly to confirm the drop; nothing was dropped');
       const { agent } = parseDatabaseId(db);
       // The member's own DATA_DROP_TABLE call: the same policy (a drop from a client takes an
       // admin; an agent's tables are its own), guard, executor and audit as any other drop.

@@ -1,4 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Member } from '../../registry/members.ts';
 import { isHistoryAdmin } from '../../policy/history-admin.ts';
 import { AgentDbError } from '../../errors.ts';
@@ -7,7 +9,15 @@ import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';
 import { isoTime, layout, type PageFrame } from './layout.ts';
+import { databaseField, formBody } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
+
+// `restored` is the undo point a restore's redirect names; the page shows it only if history has it.
+const historyQuery = z.object({ db: databaseField, restored: z.string().optional() });
+
+// A time (`at`, from the dry run's datetime-local) or an undo point (`undo`); empty is absent,
+// as a form sends an empty field. Which of the two is required is the handler's rule.
+const restoreBody = formBody({ db: databaseField, at: z.string().optional(), undo: z.string().optional() });
 
 /**
  * The history core the page calls: the same `HistoryClient` the `/v1/databases/:db/history` and
@@ -139,8 +149,8 @@ ${
 }
 
 /** A `datetime-local` value (UTC by the label) as ISO text. */
-function atOf(value: unknown): string | undefined {
-  if (typeof value !== 'string' || !value) return undefined;
+function atOf(value: string | undefined): string | undefined {
+  if (!value) return undefined;
   const iso = /Z$|[+-]\d\d:\d\d$/.test(value) ? value : `${value}Z`;
   if (Number.isNaN(Date.parse(iso))) throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(value)} is not a time`);
   return new Date(iso).toISOString();
@@ -156,11 +166,13 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };
 
-  app.get('/data/history', async (request, reply) => {
+  // `attachValidation` here and below: a bad query or form is an error page like any other refusal, not the API's JSON.
+  const zod = app.withTypeProvider<ZodTypeProvider>();
+  zod.get('/data/history', { schema: { querystring: historyQuery }, attachValidation: true }, async (request, reply) => {
     try {
-      const query = request.query as { db?: unknown; restored?: unknown };
-      const restored = typeof query.restored === 'string' ? query.restored : undefined;
-      return await render(request, reply, ownDatabase(memberOf(request), query.db), undefined, undefined, restored);
+      if (request.validationError) throw request.validationError;
+      const { db, restored } = request.query;
+      return await render(request, reply, ownDatabase(memberOf(request), db), undefined, undefined, restored);
     } catch (err) {
       return errorPage(reply, frameOf(request), err);
     }
@@ -170,14 +182,15 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     ['/data/history/dry-run', true],
     ['/data/history/restore', false],
   ] as const) {
-    app.post(path, async (request, reply) => {
+    zod.post(path, { schema: { body: restoreBody }, attachValidation: true }, async (request, reply) => {
       try {
         const member = memberOf(request);
-        const body = (request.body ?? {}) as Record<string, unknown>;
+        if (request.validationError) throw request.validationError;
+        const body = request.body;
         const db = ownDatabase(member, body.db);
         if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
         const at = atOf(body.at);
-        const undo = typeof body.undo === 'string' && body.undo ? body.undo : undefined;
+        const undo = body.undo || undefined;
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
         // As the /v1 restore route names its caller: the member, with their key (via the session).
         const outcome = await access.restore(

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
@@ -8,7 +10,25 @@ import { html } from './html.ts';
 import { approvalHref, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { LiveEvents } from './live-events.ts';
+import { formBody } from './web-form.ts';
 import { memberOf, sessionOf } from './web-request.ts';
+
+// Ids are minted by the core; the bound only keeps absurd ones from reaching Redis (as `/v1`'s).
+const idParams = z.object({ id: z.string().min(1).max(200) });
+
+// Every field of an inbox link is optional and forgiving, as the page always was: a page number or
+// notice that is not one (a hand-edited link) shows the first page, no notice, never an error.
+const lenient = z.string().optional().catch(undefined);
+const inboxQuery = z.object({ p: lenient, dp: lenient, decided: lenient, error: lenient, whole: lenient });
+// Any id: one too long or unknown is the same "no such approval" page.
+const anyId = z.object({ id: z.string() });
+
+// `whole` is `1` when the form was the approval's whole page, not a card that may have cut it.
+const decisionBody = formBody({
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().trim().optional(),
+  whole: z.string().optional(),
+});
 
 /** A notice from a redirect's query: only known words and registry codes are ever shown. */
 function flashOf(query: { decided?: string; error?: string; whole?: string }): PageFrame['flash'] {
@@ -55,10 +75,11 @@ export function inboxRoutes(
 ): void {
   app.get('/', async (_request, reply) => reply.redirect('/inbox', 303));
 
-  app.get('/inbox', async (request, reply) => {
+  const zod = app.withTypeProvider<ZodTypeProvider>();
+  zod.get('/inbox', { schema: { querystring: inboxQuery } }, async (request, reply) => {
     const member = memberOf(request);
     const { csrf } = sessionOf(request);
-    const query = request.query as Record<string, string>;
+    const query = request.query;
     const [pending, decided] = await Promise.all([
       pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p)),
       pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp)),
@@ -81,27 +102,29 @@ ${decidedTable(decided.approvals)}</div>`,
 
   // One approval whole: where a call too long for its card is read, and approved. Another
   // workspace's approval is the same 404 as a missing one, so ids reveal nothing.
-  app.get('/inbox/:id', async (request, reply) => {
+  zod.get('/inbox/:id', { schema: { params: anyId, querystring: inboxQuery } }, async (request, reply) => {
     const member = memberOf(request);
     const { csrf } = sessionOf(request);
-    const { id } = request.params as { id: string };
+    const { id } = request.params;
     const approval = id.length <= 200 ? await deps.approvals.get(id) : undefined;
     const frame = { title: 'Approval', member, csrf, nav: 'inbox' as const };
     if (!approval || approval.workspace !== member.workspace) {
       return errorPage(reply, frame, new AgentDbError('NOT_FOUND', `There is no approval ${JSON.stringify(id)} in ${member.workspace}.`));
     }
     const refusals = approval.state === 'pending' ? await deps.approvals.standings([approval]) : new Map<string, string>();
-    const flash = flashOf(request.query as Record<string, string>);
+    const flash = flashOf(request.query);
     const page = layout({ ...frame, title: `Approval ${approval.id}`, ...(flash ? { flash } : {}) }, approvalPage(approval, csrf, refusals.get(approval.id)));
     return reply.type('text/html; charset=utf-8').send(page.value);
   });
 
-  app.post('/approvals/:id/decision', async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    const decision = body.decision === 'approve' || body.decision === 'reject' ? body.decision : undefined;
-    if (!decision || id.length > 200) return reply.redirect('/inbox?error=INVALID_ARGUMENTS', 303);
-    const reason = typeof body.reason === 'string' && body.reason.trim() ? body.reason.trim() : undefined;
+  // `attachValidation`: a bad form is the inbox again with the registry's notice (a redirect's
+  // notice is only ever a known word or code, see flashOf), not the API's JSON.
+  zod.post('/approvals/:id/decision', { schema: { params: idParams, body: decisionBody }, attachValidation: true }, async (request, reply) => {
+    if (request.validationError) return reply.redirect('/inbox?error=INVALID_ARGUMENTS', 303);
+    const { id } = request.params;
+    const body = request.body;
+    const decision = body.decision;
+    const reason = body.reason || undefined;
     const { workspace, name, role } = memberOf(request);
     if (decision === 'approve' && body.whole !== '1') {
       // Approving from a card whose SQL or params were cut would approve unseen text (a page

@@ -1,11 +1,19 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { NOT_A_MEMBER_KEY, type MemberRegistry } from '../../registry/members.ts';
 import { hashKey } from '../../registry/secret-key.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
 import { safeNext } from './safe-next.ts';
 import { SESSION_COOKIE, cookieOptions, sameOrigin } from './web-auth.ts';
+import { formBody, rawText } from './web-form.ts';
 import type { WebSessions } from './web-sessions.ts';
+
+// `next` is any text: safeNext decides where it may lead. A repeated `?next=` (an array) fails
+// the schema and, as before, leads to the default destination.
+const signInQuery = z.object({ next: z.string().optional(), 'signed-out': z.string().optional() });
+const signInBody = formBody({ key: z.string({ error: 'paste your member key' }).trim().min(1, 'paste your member key'), next: z.string().optional() });
 
 function signInPage(next: string, error?: string, notice?: string) {
   const flash = error ? { kind: 'error' as const, text: error } : notice ? { kind: 'ok' as const, text: notice } : undefined;
@@ -26,8 +34,12 @@ function signInPage(next: string, error?: string, notice?: string) {
 
 /** `/sign-in` (form and POST) and `/sign-out`. */
 export function signInRoutes(app: FastifyInstance, deps: { members: MemberRegistry; sessions: WebSessions }): void {
-  app.get('/sign-in', { config: { public: true } }, async (request, reply) => {
-    const query = request.query as { next?: unknown; 'signed-out'?: unknown };
+  const zod = app.withTypeProvider<ZodTypeProvider>();
+  // `attachValidation` on both: a bad form or link is the sign-in page again, saying what was
+  // wrong, not the API's JSON.
+  zod.get('/sign-in', { config: { public: true }, schema: { querystring: signInQuery }, attachValidation: true }, async (request, reply) => {
+    // A malformed query is a link nobody's page made: the form, with its default destination.
+    const query = request.validationError ? {} : request.query;
     const next = safeNext(query.next);
     if (request.webMember) return reply.redirect(next, 303);
     // After Sign out the page said nothing, and looked like a session that had expired.
@@ -35,14 +47,16 @@ export function signInRoutes(app: FastifyInstance, deps: { members: MemberRegist
     return reply.type('text/html; charset=utf-8').send(signInPage(next, undefined, notice).value);
   });
 
-  app.post('/sign-in', { config: { public: true } }, async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    const next = safeNext(body.next);
+  zod.post('/sign-in', { config: { public: true }, schema: { body: signInBody }, attachValidation: true }, async (request, reply) => {
+    // Read from the input as sent when the schema refused it: the page drawn again keeps its destination.
+    const next = safeNext(request.validationError ? rawText(request.body, 'next') : request.body.next);
     // No session yet, so no token: the Origin check and SameSite=Strict keep another site
     // from signing a browser in as someone else.
     if (!sameOrigin(request)) return reply.code(403).type('text/html; charset=utf-8').send(signInPage(next, 'This form must be sent from this site.').value);
-    const key = typeof body.key === 'string' ? body.key.trim() : '';
-    const member = key ? await deps.members.authenticate(key) : undefined;
+    // No key, as no member: 401, the page saying what to send.
+    if (request.validationError) return reply.code(401).type('text/html; charset=utf-8').send(signInPage(next, request.validationError.message).value);
+    const { key } = request.body;
+    const member = await deps.members.authenticate(key);
     if (!member) {
       return reply.code(401).type('text/html; charset=utf-8').send(signInPage(next, NOT_A_MEMBER_KEY).value);
     }

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Member, MemberRegistry } from '../../registry/members.ts';
+import { rawText } from './web-form.ts';
 import type { WebSession, WebSessions } from './web-sessions.ts';
 
 declare module 'fastify' {
@@ -51,8 +52,7 @@ export function sameOrigin(request: FastifyRequest): boolean {
 /** True when `token` (form field `_csrf` or header `x-csrf-token`) is the session's own. */
 export function csrfMatches(request: FastifyRequest): boolean {
   const expected = request.webSession?.csrf;
-  const body = request.body as Record<string, unknown> | undefined;
-  const sent = (typeof body?._csrf === 'string' ? body._csrf : undefined) ?? request.headers['x-csrf-token'];
+  const sent = rawText(request.body, '_csrf') ?? request.headers['x-csrf-token'];
   if (!expected || typeof sent !== 'string') return false;
   const a = Buffer.from(sent);
   const b = Buffer.from(expected);

@@ -16,9 +16,8 @@ export function sessionOf(request: FastifyRequest): WebSession & { id: string } 
   return request.webSession;
 }
 
-/** The database a request names, if it is one of the member's workspace. */
-export function ownDatabase(member: Member, db: unknown): string {
-  if (typeof db !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'name a database (?db=<workspace> or <workspace>/<agent>)');
+/** The database a request names (text, by its route's schema), if it is one of the member's workspace. */
+export function ownDatabase(member: Member, db: string): string {
   const { workspace } = parseDatabaseId(db);
   if (workspace !== member.workspace) throw new AgentDbError('NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
   return db;
