@@ -1,5 +1,6 @@
 import type { CallInput } from '../contracts/call.ts';
-import { AgentDbClient, type AwaitingAnswer, type CallAnswer, type PendingAnswer } from '../calls/client.ts';
+import type { AgentDbClient, AwaitingAnswer, CallAnswer, PendingAnswer } from '../calls/client.ts';
+import { clientOf } from './client-of.ts';
 import { callOrUnavailable, succeeded } from './call-answer.ts';
 import { runBatch } from './call-batch.ts';
 import { interruptedNote, parkedNote, queuedNote } from './call-notes.ts';
@@ -60,14 +61,7 @@ export async function call(ctx: CommandContext, flags: CallFlags, tool?: string,
 
 async function withClient(ctx: CommandContext, fn: (client: AgentDbClient) => Promise<number>): Promise<number> {
   const { config } = ctx;
-  const client = new AgentDbClient({
-    redisUrl: config.redisUrl,
-    prefix: config.prefix,
-    shardCount: config.shardCount,
-    resultTtlS: config.resultTtlS,
-    approvalTtlMs: config.approvalTtlMs,
-    maxCallBytes: config.maxCallBytes,
-  });
+  const client = clientOf(config);
   try {
     return await fn(client);
   } finally {

@@ -1,6 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { mcpServer } from '../mcp/server.ts';
-import { AgentDbClient } from '../calls/client.ts';
+import { clientOf } from './client-of.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import { keysFor } from '../redis/keys.ts';
@@ -39,14 +39,7 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
     );
     return 1;
   }
-  const client = new AgentDbClient({
-    redisUrl: config.redisUrl,
-    prefix: config.prefix,
-    shardCount: config.shardCount,
-    resultTtlS: config.resultTtlS,
-    approvalTtlMs: config.approvalTtlMs,
-    maxCallBytes: config.maxCallBytes,
-  });
+  const client = clientOf(config);
   const server = mcpServer(
     principal,
     { kind: 'workspace' },

@@ -1,4 +1,4 @@
-import { AgentDbClient } from '../calls/client.ts';
+import { clientOf } from './client-of.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 
@@ -13,13 +13,7 @@ export async function result(ctx: CommandContext, flags: { workspace: string; ag
   // A member's own calls are keyed under `@<member>` (see docs/mcp-http.md, "Over HTTP with a key").
   const agent = flags.agent.startsWith('@') ? `@${nameFlag('--agent', flags.agent.slice(1))}` : nameFlag('--agent', flags.agent);
   const { config } = ctx;
-  const client = new AgentDbClient({
-    redisUrl: config.redisUrl,
-    prefix: config.prefix,
-    shardCount: config.shardCount,
-    resultTtlS: config.resultTtlS,
-    approvalTtlMs: config.approvalTtlMs,
-  });
+  const client = clientOf(config);
   try {
     const answer = await client.result(callId, { workspace, agent, wait: flags.wait ?? false });
     ctx.stdout.write(`${JSON.stringify(answer)}\n`);

@@ -6,7 +6,7 @@ import { buildApp } from '../http/app.ts';
 import { createWebDeps } from '../http/web/web-deps.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
-import { AgentDbClient } from '../calls/client.ts';
+import { clientOf } from './client-of.ts';
 import { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import { AgentRegistry } from '../registry/agents.ts';
 import { KeyAuthenticator } from '../registry/principal.ts';
@@ -47,13 +47,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const blobs = openBlobStore(config);
-  const client = new AgentDbClient({
-    redisUrl: config.redisUrl,
-    prefix: config.prefix,
-    shardCount: config.shardCount,
-    resultTtlS: config.resultTtlS,
-    approvalTtlMs: config.approvalTtlMs,
-  });
+  const client = clientOf(config);
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const calls = new KeyedCalls(client);
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
