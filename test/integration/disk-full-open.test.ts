@@ -13,6 +13,7 @@ import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol
 import { builtExecutorChild } from '../helpers/built-child.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
+import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
 // Opening a database on a full disk (a tmpfs of 8 MB mounted here): a database whose handles
 // were closed (a restart, an idle close) needs room for its -shm and -wal files to open, and
@@ -21,19 +22,10 @@ import { dumpHash, pastMs } from '../helpers/history.ts';
 // by themselves once there is room, with nothing lost from the data or from history.
 
 const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-open-full-'));
-const refused = mountTmpfs();
+const refused = mountTmpfs(mnt, '8m');
 if (refused) {
   fs.rmSync(mnt, { recursive: true, force: true });
   console.warn(`disk-full-open.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
-
-function mountTmpfs(): string | undefined {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt], { stdio: 'pipe' });
-    return undefined;
-  } catch (err) {
-    return String((err as { stderr?: Buffer }).stderr ?? err).trim() || String(err);
-  }
 }
 
 describe.runIf(!refused)('opening a database on a full disk', () => {
@@ -80,11 +72,7 @@ describe.runIf(!refused)('opening a database on a full disk', () => {
   afterAll(async () => {
     await pool?.stop();
     if (!refused) {
-      try {
-        execFileSync('umount', [mnt], { stdio: 'pipe' });
-      } catch {
-        execFileSync('umount', ['-l', mnt], { stdio: 'pipe' });
-      }
+      unmountTmpfs(mnt);
       fs.rmSync(mnt, { recursive: true, force: true });
     }
   });

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import type { ExecRequest } from '../../src/executor/executor-protocol.ts';
 import { builtExecutorChild } from '../helpers/built-child.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
+import { mountTmpfs, growTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
 // A database whose history copies keep failing while its own disk has room (history on another,
 // full volume here: a 1 MB tmpfs mounted on its history folder): the write is answered ok while
@@ -26,19 +26,10 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-behind-'));
 const db = historyTarget(dataDir, 'behind/a');
 const mnt = historyDir(dataDir, db.id);
 fs.mkdirSync(mnt, { recursive: true });
-const refused = mount();
+const refused = mountTmpfs(mnt, '1m');
 if (refused) {
   fs.rmSync(dataDir, { recursive: true, force: true });
   console.warn(`history-behind-bound.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
-
-function mount(): string | undefined {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], { stdio: 'pipe' });
-    return undefined;
-  } catch (err) {
-    return String((err as { stderr?: Buffer }).stderr ?? err).trim() || String(err);
-  }
 }
 
 describe.runIf(!refused)('a history that falls behind its WAL', () => {
@@ -81,11 +72,7 @@ describe.runIf(!refused)('a history that falls behind its WAL', () => {
   afterAll(async () => {
     await pool?.stop();
     if (!refused) {
-      try {
-        execFileSync('umount', [mnt], { stdio: 'pipe' });
-      } catch {
-        execFileSync('umount', ['-l', mnt], { stdio: 'pipe' });
-      }
+      unmountTmpfs(mnt);
     }
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
@@ -115,7 +102,7 @@ describe.runIf(!refused)('a history that falls behind its WAL', () => {
     pastMs(atFull);
 
     // Room comes back on history's volume: the next write copies the backlog, and is taken.
-    execFileSync('mount', ['-o', 'remount,size=64m', mnt], { stdio: 'pipe' });
+    growTmpfs(mnt, '64m');
     for (let i = 0; i < 5; i++, k++) expect((await write(k)).ok).toBe(true);
 
     // Every acknowledged write, once, and none refused.

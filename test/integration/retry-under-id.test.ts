@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { historyDir } from '../../src/history/history-files.ts';
 import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
 import { type Sandbox, sandbox } from '../helpers/harness.ts';
+import { mountTmpfs, growTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
 // A retryable answer (STORAGE_FULL here) tells the caller to send the call again, and a careful
 // caller sends it again under the same call id. That re-send used to answer the stored refusal
@@ -15,17 +15,8 @@ import { type Sandbox, sandbox } from '../helpers/harness.ts';
 const box: Sandbox = sandbox({ HISTORY_MAX_BEHIND_BYTES: String(256 * 1024), HISTORY_CHECKPOINT_BYTES: String(64 * 1024) });
 const mnt = historyDir(box.dataDir, 'acme/scout');
 fs.mkdirSync(mnt, { recursive: true });
-const refused = mount();
+const refused = mountTmpfs(mnt, '1m');
 if (refused) console.warn(`retry-under-id.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-
-function mount(): string | undefined {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], { stdio: 'pipe' });
-    return undefined;
-  } catch (err) {
-    return String((err as { stderr?: Buffer }).stderr ?? err).trim() || String(err);
-  }
-}
 
 const who = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
 
@@ -43,11 +34,7 @@ describe.runIf(!refused)('a call sent again under its id after a retryable answe
   afterAll(async () => {
     await pool?.stop();
     if (!refused) {
-      try {
-        execFileSync('umount', [mnt], { stdio: 'pipe' });
-      } catch {
-        execFileSync('umount', ['-l', mnt], { stdio: 'pipe' });
-      }
+      unmountTmpfs(mnt);
     }
     await box.cleanup();
   });
@@ -74,7 +61,7 @@ describe.runIf(!refused)('a call sent again under its id after a retryable answe
     expect(await insert(full!)).toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
     expect(await count(full!)).toBe(0);
 
-    execFileSync('mount', ['-o', 'remount,size=64m', mnt], { stdio: 'pipe' });
+    growTmpfs(mnt, '64m');
     const again = await insert(full!);
     expect(again, JSON.stringify(again)).toMatchObject({ ok: true, result: { changes: 1 } });
     expect(await count(full!)).toBe(1);
