@@ -128,10 +128,13 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
   // been made in between that history never got (folded into the file behind capture's back),
   // so the state there is unknown. Answering with this generation's last state would leave
   // acknowledged writes out, silently (issue 25): refused, naming the stretch.
-  if ('at' in target && whole && next?.snapshot?.reason === 'gap' && next.snapshot.lost && target.at > plan.restoredTo) {
+  // The generation's own snapshot is known too: one taken after its last commit (a manual or
+  // nightly snapshot) holds the file as it was then, and the lost commits came after it.
+  const known = Math.max(plan.restoredTo, gen.snapshot?.at ?? 0);
+  if ('at' in target && whole && next?.snapshot?.reason === 'gap' && next.snapshot.lost && target.at > known) {
     throw new AgentDbError(
       'HISTORY_LOST',
-      `${new Date(target.at).toISOString()} is in a stretch of history that was lost: after ${new Date(plan.restoredTo).toISOString()}, the last commit ${gen.name} holds, and before ${new Date(next.snapshot.at).toISOString()}, when ${next.name} began from the file (a gap); restore to a moment outside it`,
+      `${new Date(target.at).toISOString()} is in a stretch of history that was lost: after ${new Date(known).toISOString()}, the last state ${gen.name} holds, and before ${new Date(next.snapshot.at).toISOString()}, when ${next.name} began from the file (a gap); restore to a moment outside it`,
     );
   }
   return plan;
@@ -158,7 +161,7 @@ export function lostStretches(gens: readonly GenerationInfo[], lastCommitAt: (g:
     const g = gens[i]!;
     const prev = gens[i - 1]!;
     if (g.snapshot?.reason !== 'gap' || !g.snapshot.lost || !prev.snapshot) continue;
-    out.push({ after: lastCommitAt(prev), before: g.snapshot.at, generation: g.name });
+    out.push({ after: Math.max(lastCommitAt(prev), prev.snapshot.at), before: g.snapshot.at, generation: g.name });
   }
   return out;
 }

@@ -156,12 +156,16 @@ describe('a damaged history index', () => {
   it("the live segment's last newline rotted: not cut as a torn tail; the next capture begins a new generation", async () => {
     const db = historyTarget(dataDir, 'rot/live-newline');
     await tenCommits(db);
+    // A moment of the damaged generation, taken before the rot: whichever capture first finds it
+    // (the fork's below, or one already under way) begins the new generation after this moment.
+    const at = Date.now();
+    pastMs(at);
     const index = liveIndex(db);
     const text = fs.readFileSync(index);
     fs.writeFileSync(index, Buffer.concat([text.subarray(0, -1), Buffer.from([0x0b])]));
     const gens = listGenerations(localSource(dataDir, db.id)).length;
     // A fork settles the database first: its capture loads the index under the write lock.
-    const { out } = fork(db, Date.now());
+    const { out } = fork(db, at);
     expect(await out).toMatchObject({ ok: false, error: { code: 'HISTORY_CORRUPT' } });
     expect(
       fs
