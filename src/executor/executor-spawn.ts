@@ -18,7 +18,33 @@ export const NODE_ALLOWANCE_MB = 512;
  * SQLite's malloc fails (SQLITE_NOMEM → RESOURCE_LIMIT) or V8 aborts the child (→ RESOURCE_LIMIT).
  */
 export function dataLimitKiB(heapLimitMb: number): number {
-  return (heapLimitMb + NODE_ALLOWANCE_MB) * 1024;
+  return (heapLimitMb + NODE_ALLOWANCE_MB + codeRangeMb()) * 1024;
+}
+
+let codeRange: number | undefined;
+
+/**
+ * The code range this Node reserves for an isolate, in MiB, as this very process holds it: the
+ * child runs the same binary. Node 22 and later map it readable, writable and executable up front
+ * (512 MiB, protected by memory keys rather than by mapping it late), so RLIMIT_DATA counts it
+ * although none of it is memory in use; Node 20 maps it as code is made, and this is 0.
+ */
+export function codeRangeMb(): number {
+  if (codeRange !== undefined) return codeRange;
+  let largest = 0;
+  try {
+    for (const line of fs.readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+      // `start-end perms offset dev inode [path]`: an anonymous private rwx mapping has inode 0 and no path.
+      const [range, perms, , , inode, file] = line.split(/\s+/);
+      if (perms !== 'rwxp' || inode !== '0' || file) continue;
+      const [start, end] = range!.split('-').map((h) => Number.parseInt(h, 16));
+      largest = Math.max(largest, (end! - start!) / (1024 * 1024));
+    }
+  } catch {
+    // No /proc (not Linux): no data-segment limit is set there either (see SHELL below).
+  }
+  codeRange = Math.ceil(largest);
+  return codeRange;
 }
 
 // executor-child.js beside a build, executor-child.ts under tsx beside the sources.

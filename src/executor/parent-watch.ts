@@ -32,7 +32,9 @@ export function dieWithParent(): void {
   const watcher = new Worker(WATCHER, {
     eval: true,
     workerData: { ppid: process.ppid, checkMs: CHECK_MS, graceMs: GRACE_MS },
-    resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1 },
+    // codeRangeSizeMb: Node 22+ reserves each isolate's code range writable (512 MiB by default),
+    // inside the child's data-segment limit.
+    resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1, codeRangeSizeMb: 16 },
   });
   // A watcher that fails must not take the child (and its statement) with it.
   watcher.on('error', (err) => process.stderr.write(`executor-child: the parent watcher stopped: ${String(err)}\n`));

@@ -18,6 +18,9 @@ export interface KeptThread {
   task(data: object, about: string): (what: string) => unknown;
 }
 
+/** A kept thread's code range, in MiB: it runs a few small functions. */
+const THREAD_CODE_RANGE_MB = 16;
+
 /**
  * Keeps one thread running `source` (plain JavaScript, node built-ins only, so it starts without
  * the TypeScript loader): starting a thread costs ~25 ms, as much as checking 50 MB, and a
@@ -29,7 +32,9 @@ export function keptThread(source: string): KeptThread {
   const kept: KeptThread = {
     get() {
       if (thread) return thread;
-      const started = new Worker(source, { eval: true, execArgv: [] });
+      // A small code range: on Node 22+ each isolate reserves its code range writable (512 MiB by
+      // default), and the executor child runs under a data-segment limit that counts it.
+      const started = new Worker(source, { eval: true, execArgv: [], resourceLimits: { codeRangeSizeMb: THREAD_CODE_RANGE_MB } });
       started.unref();
       const forget = () => {
         if (thread === started) thread = undefined;
