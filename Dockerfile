@@ -2,7 +2,7 @@
 
 # Build: `npm ci` installs everything and builds dist/ (the prepare script: tsc), then only
 # the runtime dependencies are kept (prune runs no scripts, so dist/ stays).
-FROM node:20.20.2-bookworm-slim AS build
+FROM node:24.22.3-bookworm-slim AS build
 # better-sqlite3 builds from source when no prebuilt binary matches.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
@@ -14,7 +14,7 @@ COPY scripts ./scripts
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
 
 # Run: built JavaScript and runtime dependencies only; no compiler, no TypeScript loader.
-FROM node:20.20.2-bookworm-slim
+FROM node:24.22.3-bookworm-slim
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

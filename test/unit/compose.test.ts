@@ -42,6 +42,13 @@ describe('docker-compose.yml', () => {
     for (const image of [...images, ...bases]) expect(image, image).toMatch(/^[\w./-]+:\d+\.\d+\.\d+(-[\w.-]+)?$/);
   });
 
+  it('builds and runs the image on the Node the suite runs on (.node-version)', () => {
+    const tested = readFileSync(new URL('../../.node-version', import.meta.url), 'utf8').trim();
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    const nodes = [...dockerfile.matchAll(/^FROM\s+node:(\d+\.\d+\.\d+)/gm)].map((m) => m[1]!);
+    expect(nodes).toEqual([tested, tested]);
+  });
+
   it('gives the app longer to stop than its drain grace, and checks its readiness', async () => {
     const { loadConfig } = await import('../../src/config.ts');
     const app = service('agentdb');
