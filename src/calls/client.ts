@@ -20,6 +20,8 @@ import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
 import { OutageAnswers, unavailable } from './outage-answers.ts';
+import { CallRateLimits, DEFAULT_RATE_LIMITS, type RateRefusal } from './call-rate-limits.ts';
+import type { RateLimitSettings } from '../config.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {
@@ -41,6 +43,12 @@ export interface AgentDbClientOptions {
    * call answers CALL_TOO_LARGE and nothing is enqueued. Workers check it again.
    */
   maxCallBytes?: number;
+  /**
+   * Call rates per workspace and per key (RATE_LIMITS, RATE_LIMIT_*): by default the plans' rates
+   * per minute (docs/operations.md "Rate limits"); `false` lets every call through. A call past
+   * a budget answers RATE_LIMITED with `error.retryAfter` and enqueues nothing.
+   */
+  rateLimits?: RateLimitSettings | false;
 }
 
 /** Options of one call. */
@@ -87,6 +95,7 @@ export class AgentDbClient {
   private readonly approvals: ClientApprovals;
   private readonly lookup: CallLookup;
   private readonly claims: ClaimPlace;
+  private readonly rates?: CallRateLimits;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
@@ -109,6 +118,8 @@ export class AgentDbClient {
     // own call id stays taken.
     const ttlS = claimTtlS(this.resultTtlS, opts.approvalTtlMs ?? 24 * 3600 * 1000);
     this.claims = { redis: this.redis, keys: this.keys, queues: this.queues, shardCount: this.shardCount, ttlS };
+    const rates = opts.rateLimits ?? DEFAULT_RATE_LIMITS;
+    if (rates) this.rates = new CallRateLimits(this.redis, this.keys, rates);
   }
 
   /**
@@ -155,6 +166,12 @@ export class AgentDbClient {
   ): Promise<CallAnswer> {
     const down = await this.outage.redisDown();
     if (down) return unavailable(callId, tool, down, false);
+    // The workspace's registered plan sets the limits; a caller cannot name one.
+    const plan = await this.workspaces.planOf(request.workspace);
+    const ownKey = typeof keyId === 'string' && !request.member ? keyId : undefined;
+    // Counted before anything is claimed or enqueued: a refused call leaves nothing behind.
+    const limited = await this.rates?.admit({ plan, workspace: request.workspace, agent: request.agent, ...(ownKey ? { keyId: ownKey } : {}) });
+    if (limited) return rateLimited(callId, tool, request.workspace, limited);
     const data: CallJobData = {
       callId,
       workspace: request.workspace,
@@ -162,9 +179,8 @@ export class AgentDbClient {
       settings: request.settings,
       ...(request.member ? { member: request.member } : {}),
       ...(request.introspect ? { introspect: true as const } : {}),
-      ...(typeof keyId === 'string' && !request.member ? { keyId } : {}),
-      // The workspace's registered plan sets the limits; a caller cannot name one.
-      plan: await this.workspaces.planOf(request.workspace),
+      ...(ownKey ? { keyId: ownKey } : {}),
+      plan,
       tool,
       arguments: request.arguments ?? {},
       enqueuedAt: Date.now(),
@@ -286,6 +302,14 @@ export class AgentDbClient {
 }
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
+
+/** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */
+function rateLimited(callId: string, tool: string, workspace: string, r: RateRefusal): Envelope {
+  const whose = r.of === 'workspace' ? `Workspace ${workspace}` : 'This key';
+  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s; send it again in ${r.retryAfterS} s.`;
+  const env = errorEnvelope(callId, tool, 'RATE_LIMITED', detail);
+  return { ...env, error: { ...env.error, retryAfter: r.retryAfterS } };
+}
 
 /** How far a call got, for its UNAVAILABLE answer: handed to Redis, and the waits it set. */
 interface Sent {

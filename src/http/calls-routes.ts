@@ -39,8 +39,8 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  * - `GET /v1/calls/:id` → the key's own call (`?wait=true` long-polls up to the bound); another
  *   caller's call id answers NOT_FOUND like an unknown one.
  * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error:
- * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), or Redis gone (UNAVAILABLE,
- * 503), each with the envelope.
+ * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), a rate limit reached
+ * (RATE_LIMITED, 429 with Retry-After), or Redis gone (UNAVAILABLE, 503), each with the envelope.
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -67,5 +67,12 @@ function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   // Redis gone: the request failed, not the tool, so a proxy or retrying client sees a 503; the
   // body is still the envelope, with `mayStillRun` for a re-send under the same call id.
   if (!answer.ok && answer.error.code === 'UNAVAILABLE') return reply.code(503).send(answer);
+  // Over a rate limit: nothing was enqueued; 429 and Retry-After, so any HTTP client backs off.
+  if (!answer.ok && answer.error.code === 'RATE_LIMITED') {
+    return reply
+      .code(ERRORS.RATE_LIMITED.status)
+      .header('retry-after', String(answer.error.retryAfter ?? 1))
+      .send(answer);
+  }
   return reply.code(200).send(answer);
 }

@@ -5,7 +5,7 @@ import { MemberRegistry, type Role } from '../../src/registry/members.ts';
 import type { AgentProfileInput } from '../../src/contracts/agent-profile.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
-import type { AgentDbClient } from '../../src/calls/client.ts';
+import type { AgentDbClient, AgentDbClientOptions } from '../../src/calls/client.ts';
 import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
@@ -32,12 +32,15 @@ export interface KeyedApp {
 }
 
 /** Builds the app (not listening) with `/v1/calls` and `/mcp`, against `sb`'s Redis prefix. */
-export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: number; results?: OffloadedResults } = {}): KeyedApp {
+export function keyedApp(
+  sb: Sandbox,
+  opts: { waitMs?: number; approvalWaitMs?: number; results?: OffloadedResults; rateLimits?: AgentDbClientOptions['rateLimits'] } = {},
+): KeyedApp {
   const redis = new Redis(REDIS_URL);
   const keys = keysFor(sb.config.prefix);
   const members = new MemberRegistry(redis, keys);
   const approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-  const client = sb.client();
+  const client = sb.client(opts.rateLimits !== undefined ? { rateLimits: opts.rateLimits } : {});
   const workspaces = new WorkspaceRegistry(redis, keys);
   const agents = new AgentRegistry(redis, keys);
   const ring = new AgentKeyRing(redis, keys, agents);
