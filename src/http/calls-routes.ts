@@ -6,6 +6,7 @@ import { ERRORS } from '../errors.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
+import { clientGone } from './client-gone.ts';
 import { principalOf, requireKey } from './key-auth.ts';
 
 /** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
@@ -47,15 +48,35 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
     app.addHook('onRequest', requireKey(deps.auth));
 
     app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
-      const answer = await deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs });
-      return answerWith(reply, answer);
+      const signal = clientGone(reply);
+      const answer = await untilGone(signal, deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal }));
+      return answer ? answerWith(reply, answer) : gone(reply);
     });
 
     app.get('/v1/calls/:id', { schema: { params: idParams, querystring: waitQuery(false) } }, async (request, reply) => {
-      const answer = await deps.calls.result(principalOf(request), request.params.id, { wait: request.query.wait, maxWaitMs: deps.waitMs });
-      return answerWith(reply, answer);
+      const signal = clientGone(reply);
+      const answer = await untilGone(
+        signal,
+        deps.calls.result(principalOf(request), request.params.id, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal }),
+      );
+      return answer ? answerWith(reply, answer) : gone(reply);
     });
   };
+}
+
+/** Ends a request whose client went away (nginx's 499, "client closed request"): written to nobody. */
+function gone(reply: FastifyReply): FastifyReply {
+  return reply.code(499).send();
+}
+
+/** The answer, or undefined when the client went away first: nobody is left to answer. */
+async function untilGone<T>(signal: AbortSignal, answer: Promise<T>): Promise<T | undefined> {
+  try {
+    return await answer;
+  } catch (err) {
+    if (signal.aborted) return undefined;
+    throw err;
+  }
 }
 
 function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {

@@ -20,6 +20,8 @@ export interface KeyedApp {
   app: FastifyInstance;
   redis: Redis;
   client: AgentDbClient;
+  /** The keyed-call core the routes share. */
+  calls: KeyedCalls;
   approvals: ApprovalService;
   workspaces: WorkspaceRegistry;
   /** Who keys are, cached as `agentdb start` caches them (so every keyed test runs through it). */
@@ -46,6 +48,7 @@ export function keyedApp(
   const ring = new AgentKeyRing(redis, keys, agents);
   const principals = new PrincipalCache(new Redis(REDIS_URL), keys.registryChanges, 60_000);
   void principals.start();
+  const calls = new KeyedCalls(client);
   const app = buildApp({
     redis,
     shardCount: sb.config.shardCount,
@@ -53,7 +56,7 @@ export function keyedApp(
     approvals,
     keyed: {
       auth: new KeyAuthenticator(redis, keys, principals),
-      calls: new KeyedCalls(client),
+      calls,
       waitMs: opts.waitMs ?? 10_000,
       approvalWaitMs: opts.approvalWaitMs ?? 10_000,
       ...(opts.results ? { results: opts.results } : {}),
@@ -63,6 +66,7 @@ export function keyedApp(
     app,
     redis,
     client,
+    calls,
     approvals,
     workspaces,
     principals,
