@@ -27,7 +27,7 @@ export function benchSite(redisUrl: string, name: string, settings: Record<strin
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `agentdb-bench-${name}-`));
   const env = { REDIS_URL: redisUrl, AGENTDB_PREFIX: `bench-${name}-${randomUUID().slice(0, 8)}`, AGENTDB_DATA_DIR: dataDir, ...settings };
   const config = loadConfig(env);
-  const client = new AgentDbClient({ redisUrl, prefix: config.prefix, shardCount: config.shardCount });
+  const client = new AgentDbClient({ redisUrl, prefix: config.prefix, shardCount: config.shardCount, rateLimits: false });
   const running = new Set<(signal?: NodeJS.Signals) => Promise<void>>();
   return {
     config,

@@ -53,7 +53,7 @@ async function writeThroughput(capture: 'on' | 'off'): Promise<number> {
   const config = loadConfig({ REDIS_URL, AGENTDB_DATA_DIR: dataDir, AGENTDB_PREFIX: prefix, SHARD_COUNT: '4', LOG_LEVEL: 'silent', HISTORY_CAPTURE: capture });
   const pool = new ShardWorkerPool({ config, shards: [0, 1, 2, 3], logger: pino({ level: 'silent' }) });
   await pool.start();
-  const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: 4, maxCallBytes: config.maxCallBytes });
+  const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: 4, maxCallBytes: config.maxCallBytes, rateLimits: false });
   const settings = { database: 'agent' as const };
   try {
     for (let a = 0; a < 8; a++) {

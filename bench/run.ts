@@ -11,6 +11,7 @@ import { AgentDbClient } from '../src/calls/client.ts';
 import { ShardWorkerPool } from '../src/shards/shard-worker-pool.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
+import { benchAbandonedWaits, printAbandonedWaits } from './abandoned-waits.ts';
 import { benchApprovals } from './approvals.ts';
 import { benchBlobUpload } from './blob-upload.ts';
 import { benchMcp } from './mcp.ts';
@@ -32,8 +33,19 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
-/** `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick comparisons. */
+/**
+ * `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick
+ * comparisons; `abandoned-waits`: only Redis commands/s around abandoned waits (its own Redis).
+ */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
+/** The abandoned-waits scenario: as the hostile review ran it (20,000 waits, each aborted after 150 ms). */
+const ABANDONED_WAITS = {
+  waits: Number(process.env.BENCH_ABANDONED_WAITS ?? 20_000),
+  abortAfterMs: 150,
+  inFlight: 500,
+  idleSeconds: 15,
+  afterSeconds: 15,
+};
 /** The built CLI, as deployed (`npm run bench` builds it first). */
 const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
 
@@ -80,7 +92,13 @@ function guardCostUs(): number {
 
 /** One scenario alone: the scenario and its line; no results file (it is not a full run). */
 async function only(name: string) {
-  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp)`);
+  if (name === 'abandoned-waits') {
+    const waits = await benchAbandonedWaits(ABANDONED_WAITS);
+    console.log(JSON.stringify(waits));
+    printAbandonedWaits(waits);
+    return;
+  }
+  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
@@ -115,7 +133,7 @@ async function main() {
     WORKER_CONCURRENCY: String(CONCURRENCY),
   });
   const workers = await startWorkers(config, dataDir, prefix);
-  const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: config.shardCount });
+  const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: config.shardCount, rateLimits: false });
   const raw = await rawBullmq(REDIS_URL, `${prefix}-raw`, CONCURRENCY, WORKERS === 'process');
   // A reference, not a goal: raw BullMQ plus only the executor rule (a child process answers the
   // same query). The gap between it and raw BullMQ is the child's round trip alone.
@@ -232,6 +250,8 @@ async function main() {
   const scaling = await benchScaling(REDIS_URL, { rounds: ROUNDS, calls: 2000 });
   progress('scaling', { heavy: scaling.heavy.ratio, light: scaling.light.ratio });
   const blobUpload = await benchBlobUpload({ mb: Number(process.env.BENCH_BLOB_MB ?? 256), rounds: ROUNDS });
+  const abandonedWaits = await benchAbandonedWaits(ABANDONED_WAITS);
+  progress('abandoned waits', abandonedWaits);
 
   const results = {
     at: new Date().toISOString(),
@@ -276,6 +296,7 @@ async function main() {
     isolation,
     scaling,
     blobUpload,
+    abandonedWaits,
   };
 
   const row = (name: string, s: RunStats) =>
@@ -317,6 +338,7 @@ async function main() {
     );
     console.log(`  CPU s per 1000 calls with the pool: ${JSON.stringify(run.cpuSecondsPer1000Calls.defaultPool)}`);
   }
+  printAbandonedWaits(abandonedWaits);
   console.log(
     `start-up: agentdb tools --json ${startup.toolsJsonMs} ms, node -e 0 ${startup.nodeMs} ms: ratio ${startup.ratio} (goal <= ${startup.goal.ratioAtMost}; median of ${startup.runs})`,
   );

@@ -87,7 +87,7 @@ export async function benchWeb(redisUrl: string) {
   });
   const pool = new ShardWorkerPool({ config, shards: [0, 1, 2, 3], logger: pino({ level: 'silent' }) });
   await pool.start();
-  const client = new AgentDbClient({ redisUrl, prefix, shardCount: config.shardCount });
+  const client = new AgentDbClient({ redisUrl, prefix, shardCount: config.shardCount, rateLimits: false });
   const ops = new ShardOpClient({ redisUrl, prefix });
   const redis = new Redis(redisUrl);
   const browser = new DataBrowser({ ops, agents: new AgentRegistry(redis, keysFor(prefix)), shardCount: config.shardCount });

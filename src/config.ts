@@ -74,6 +74,17 @@ const envSchema = z.object({
    */
   STATEMENT_CACHE_BYTES: int(0, 4 * 1024 * 1024 * 1024, 32 * 1024 * 1024),
   APPROVAL_TTL_MS: int(1000, 30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
+  /**
+   * Call rates by plan (src/policy/plan-limits.ts), per workspace and per key: `plan` enforces
+   * them, `off` lets every call through (a deployment with one trusted tenant).
+   */
+  RATE_LIMITS: z.enum(['plan', 'off']).default('plan'),
+  /** The window rates are counted over, in seconds; the plans' per-minute rates are scaled to it. */
+  RATE_LIMIT_WINDOW_S: int(1, 24 * 3600, 60),
+  /** Calls one workspace may make per window, whatever its plan (instead of the plan's). */
+  RATE_LIMIT_WORKSPACE_CALLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
+  /** Calls one key (or a keyless runtime's agent) may make per window, whatever the plan. */
+  RATE_LIMIT_KEY_CALLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
   /** How long finished calls keep their result for `agentdb result`. */
   RESULT_TTL_S: int(60, 30 * 24 * 3600, 7 * 24 * 3600),
   /** When the maintenance job runs (cron, in SCHEDULE_TZ). */
@@ -224,6 +235,8 @@ export interface Config {
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
   readonly resultTtlS: number;
+  /** Call rates (RATE_LIMITS and RATE_LIMIT_*); false with RATE_LIMITS=off. */
+  readonly rateLimits: RateLimitSettings | false;
   readonly maintenanceCron: string;
   readonly scheduleTz: string;
   readonly usageRetentionDays: number;
@@ -248,6 +261,16 @@ export interface Config {
   readonly keyCacheTtlMs: number;
   /** Fastify's `trustProxy` (TRUST_PROXY). */
   readonly trustProxy: boolean | number | string[];
+}
+
+/**
+ * How call rates are limited: over windows of `windowS` seconds, at the plan's rates (scaled from
+ * per minute to the window) unless `workspaceCalls` or `keyCalls` (per window) replace them.
+ */
+export interface RateLimitSettings {
+  readonly windowS: number;
+  readonly workspaceCalls?: number;
+  readonly keyCalls?: number;
 }
 
 /** The blob store's configuration: a folder (BLOB_DIR, default `<data>/blobs`) or an S3 bucket. */
@@ -307,6 +330,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,
     resultTtlS: e.RESULT_TTL_S,
+    rateLimits:
+      e.RATE_LIMITS === 'off'
+        ? false
+        : Object.freeze({
+            windowS: e.RATE_LIMIT_WINDOW_S,
+            ...(e.RATE_LIMIT_WORKSPACE_CALLS ? { workspaceCalls: e.RATE_LIMIT_WORKSPACE_CALLS } : {}),
+            ...(e.RATE_LIMIT_KEY_CALLS ? { keyCalls: e.RATE_LIMIT_KEY_CALLS } : {}),
+          }),
     maintenanceCron: e.MAINTENANCE_CRON,
     scheduleTz: e.SCHEDULE_TZ,
     usageRetentionDays: e.USAGE_RETENTION_DAYS,

@@ -230,6 +230,12 @@ export const ERRORS = {
     retryable: true,
     status: 503,
   },
+  RATE_LIMITED: {
+    message: 'Too many calls: a rate limit of the plan was reached; nothing ran.',
+    hint: 'Send it again after `error.retryAfter` seconds (HTTP: the Retry-After header); spread calls out, or move to a larger plan.',
+    retryable: true,
+    status: 429,
+  },
   UNAVAILABLE: {
     message: 'A service agentdb needs did not answer.',
     hint: 'Try again shortly.',
@@ -252,6 +258,8 @@ export interface ErrorBody {
   code: ErrorCode;
   message: string;
   hint: string;
+  /** On RATE_LIMITED: seconds until the call may be sent again. */
+  retryAfter?: number;
 }
 
 /** True when the registry says a call answered `code` may be sent again as it is (a fault that passes). */

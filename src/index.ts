@@ -11,6 +11,7 @@ export {
   type Decision,
   type FinishedAnswer,
   type PendingAnswer,
+  type WaitCounts,
 } from './calls/client.ts';
 export type { CallInput } from './contracts/call.ts';
 export type { Envelope, OkEnvelope, ErrorEnvelope } from './contracts/envelope.ts';

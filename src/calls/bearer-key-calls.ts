@@ -11,7 +11,15 @@ import type { AgentDbClient, AwaitingAnswer, CallAnswer } from './client.ts';
 export interface KeyedWait {
   wait: boolean;
   maxWaitMs: number;
+  /**
+   * Aborts when the request's client has gone (an HTTP connection closed, an MCP cancel): its
+   * wait stops listening at once, and the call's answer rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
+
+/** Why a bounded wait was given up short of the call's end: its bound passed, or the server stops. */
+const BOUND_PASSED = new Error('the wait bound passed');
 
 /** db_exec's answer under `policy: "require-approval"`: APPROVAL_REQUIRED and the request made. */
 export type ApprovalRequiredAnswer = ErrorEnvelope & { approval: AwaitingAnswer['approval'] };
@@ -29,7 +37,7 @@ type Translated = Extract<DbTranslation, { ok: true }>;
  */
 export class KeyedCalls {
   /** Ends each wait in progress early (see {@link stopWaiting}). */
-  private readonly waits = new Set<() => void>();
+  private readonly waits = new Set<AbortController>();
 
   constructor(private readonly client: AgentDbClient) {}
 
@@ -39,8 +47,13 @@ export class KeyedCalls {
    * request waiting on a person's decision held a SIGTERM for up to MCP_APPROVAL_WAIT_MS.
    */
   stopWaiting(): void {
-    for (const end of this.waits) end();
+    for (const wait of this.waits) wait.abort(BOUND_PASSED);
     this.waits.clear();
+  }
+
+  /** Requests waiting now, each holding one bound timer (for tests and metrics). */
+  waiting(): number {
+    return this.waits.size;
   }
 
   /** Enqueues `call` as `principal` and answers per `opts`. */
@@ -51,33 +64,30 @@ export class KeyedCalls {
 
   /** The principal's own call `callId`: its envelope, or where it stands. */
   async result(principal: Principal, callId: string, opts: KeyedWait): Promise<CallAnswer> {
-    const who = { workspace: principal.workspace, agent: callerOf(principal) };
+    const who = { workspace: principal.workspace, agent: callerOf(principal), ...(opts.signal ? { signal: opts.signal } : {}) };
     if (!opts.wait) return this.client.result(callId, who);
-    // The abandoned wait is settled when the call ends (run, rejected or expired), so it is
-    // bounded by the approval TTL.
-    const finished = await this.bounded(this.client.result(callId, { ...who, wait: true }), opts.maxWaitMs);
-    return finished ?? this.client.result(callId, who);
-  }
-
-  /** `promise`'s value, or undefined once `ms` have passed or {@link stopWaiting} was called. */
-  private bounded<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-    return new Promise((resolve, reject) => {
-      const end = () => {
-        clearTimeout(timer);
-        this.waits.delete(end);
-        resolve(undefined);
-      };
-      const timer = setTimeout(end, ms).unref();
-      this.waits.add(end);
-      promise.then(
-        (v) => (clearTimeout(timer), this.waits.delete(end), resolve(v)),
-        (e: unknown) => (clearTimeout(timer), this.waits.delete(end), reject(e)),
-      );
-    });
+    opts.signal?.throwIfAborted();
+    // The wait is given up — and with it the client's listening, shared with other waits on the
+    // call — when its bound passes, the server stops, or the request's client goes away.
+    const wait = new AbortController();
+    const giveUp = () => wait.abort(opts.signal?.reason);
+    const timer = setTimeout(() => wait.abort(BOUND_PASSED), opts.maxWaitMs).unref();
+    opts.signal?.addEventListener('abort', giveUp, { once: true });
+    this.waits.add(wait);
+    try {
+      return await this.client.result(callId, { ...who, wait: true, signal: wait.signal });
+    } catch (err) {
+      if (wait.signal.reason !== BOUND_PASSED) throw err;
+      return this.client.result(callId, who);
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', giveUp);
+      this.waits.delete(wait);
+    }
   }
 
   private async enqueue(input: CallInput, principal: Principal, opts: KeyedWait): Promise<CallAnswer> {
-    const first = await this.client.call(input, { wait: false });
+    const first = await this.client.call(input, { wait: false, ...(opts.signal ? { signal: opts.signal } : {}) });
     if (!opts.wait || !('status' in first)) return first;
     return this.result(principal, first.callId, opts);
   }
@@ -97,7 +107,7 @@ export class KeyedCalls {
     if (t.requireApproval) {
       // require-approval answers at once (db-capability.md); the parked call runs once approved.
       input.settings = { ...principal.settings, approval: 'write' };
-      const first = await this.client.call(input, { wait: false });
+      const first = await this.client.call(input, { wait: false, ...(opts.signal ? { signal: opts.signal } : {}) });
       if ('status' in first && first.status === 'awaiting_approval') {
         const env = errorEnvelope(
           first.callId,

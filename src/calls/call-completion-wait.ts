@@ -17,15 +17,26 @@ export interface CompletionWait {
 }
 
 /**
- * Waits for the completion event; checks the job every `timeoutMs` as a safety net. With
- * `withdraw`, a call no worker has picked up by then is removed (so it can never run later)
- * and answers NO_WORKER. A running or parked call is waited for, however long it takes.
+ * Waits for the completion event. The call's job is looked at every `timeoutMs` as a safety net,
+ * once for every wait on the call (see {@link CallWaiters.lookEvery}), and no longer once the
+ * last wait is gone. With `withdraw`, a call no worker has picked up by then is removed (so it
+ * can never run later) and answers NO_WORKER. A running or parked call is waited for, however
+ * long it takes — or until the wait's signal (given to `completion`) aborts.
  */
-export async function awaitCompletion(
-  waiters: CallWaiters,
-  lookup: CallLookup,
-  { key, callId, tool, queue, completion, timeoutMs, withdraw }: CompletionWait,
-): Promise<Envelope> {
+export async function awaitCompletion(waiters: CallWaiters, lookup: CallLookup, w: CompletionWait): Promise<Envelope> {
+  const { key, queue, completion, timeoutMs } = w;
+  waiters.lookEvery(key, timeoutMs, async () => {
+    const state = await queue.getJobState(key);
+    return state === 'completed' || state === 'failed' ? lookup.finished(key) : undefined;
+  });
+  return w.withdraw ? untilPickedUp(waiters, lookup, w) : completion;
+}
+
+/**
+ * The call's own first wait: withdraws it when no worker has taken it by `timeoutMs`; once one
+ * has, it only waits for the completion (or the shared look) like every other wait.
+ */
+async function untilPickedUp(waiters: CallWaiters, lookup: CallLookup, { key, callId, tool, queue, completion, timeoutMs }: CompletionWait): Promise<Envelope> {
   for (;;) {
     const first = await within(completion, timeoutMs);
     if (first !== undefined) return first;
@@ -37,16 +48,15 @@ export async function awaitCompletion(
         return env;
       }
     }
-    if (withdraw && (state === 'waiting' || state === 'prioritized' || state === 'unknown')) {
-      // A worker that has started the call and put it back (its agent was over its share of
-      // the shard) did take it: waiting again for a moment is no sign of a missing worker.
-      if (state !== 'unknown' && ((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) continue;
-      const removed = state === 'unknown' ? 1 : await queue.remove(key);
-      if (removed === 1) {
-        const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
-        waiters.complete(key, env);
-        return env;
-      }
+    if (state !== 'waiting' && state !== 'prioritized' && state !== 'unknown') return completion;
+    // A worker that has started the call and put it back (its agent was over its share of
+    // the shard) did take it: waiting again for a moment is no sign of a missing worker.
+    if (state !== 'unknown' && ((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) return completion;
+    const removed = state === 'unknown' ? 1 : await queue.remove(key);
+    if (removed === 1) {
+      const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
+      waiters.complete(key, env);
+      return env;
     }
   }
 }

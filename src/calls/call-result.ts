@@ -11,6 +11,8 @@ export interface ResultQuery {
   agent: string;
   wait?: boolean;
   timeoutMs?: number;
+  /** Gives the wait up when it aborts (see `CallOptions.signal`). */
+  signal?: AbortSignal;
 }
 
 /** What fetching a result uses of its client: the waits, the lookup, and the event reader's start. */
@@ -32,7 +34,7 @@ export async function callResult({ waiters, lookup, ensureReader }: ResultSource
   let completion: Promise<Envelope> | undefined;
   if (opts.wait) {
     await ensureReader();
-    completion = waiters.completion(key);
+    completion = waiters.completion(key, opts.signal);
   }
   const found = await lookup.find(key);
   if (!found) {

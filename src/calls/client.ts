@@ -17,9 +17,11 @@ import { claimCallId, claimTtlS, type ClaimPlace } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
 import { addOrJoin } from './call-resend.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
-import { CallWaiters } from './call-waiters.ts';
+import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
 import { OutageAnswers, unavailable } from './outage-answers.ts';
+import { CallRateLimits, DEFAULT_RATE_LIMITS, type RateRefusal } from './call-rate-limits.ts';
+import type { RateLimitSettings } from '../config.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {
@@ -41,6 +43,12 @@ export interface AgentDbClientOptions {
    * call answers CALL_TOO_LARGE and nothing is enqueued. Workers check it again.
    */
   maxCallBytes?: number;
+  /**
+   * Call rates per workspace and per key (RATE_LIMITS, RATE_LIMIT_*): by default the plans' rates
+   * per minute (docs/operations.md "Rate limits"); `false` lets every call through. A call past
+   * a budget answers RATE_LIMITED with `error.retryAfter` and enqueues nothing.
+   */
+  rateLimits?: RateLimitSettings | false;
 }
 
 /** Options of one call. */
@@ -58,6 +66,12 @@ export interface CallOptions {
    * approval) when it is parked for a person. The call goes on waiting either way.
    */
   onStatus?: (status: PendingAnswer | AwaitingAnswer) => void;
+  /**
+   * Gives the wait up when it aborts: the call stops being listened for at once (the last wait
+   * on a call takes its look at the job with it), and the promise rejects with the signal's
+   * reason, as `fetch` does. The call itself goes on.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -87,6 +101,7 @@ export class AgentDbClient {
   private readonly approvals: ClientApprovals;
   private readonly lookup: CallLookup;
   private readonly claims: ClaimPlace;
+  private readonly rates?: CallRateLimits;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
@@ -109,6 +124,8 @@ export class AgentDbClient {
     // own call id stays taken.
     const ttlS = claimTtlS(this.resultTtlS, opts.approvalTtlMs ?? 24 * 3600 * 1000);
     this.claims = { redis: this.redis, keys: this.keys, queues: this.queues, shardCount: this.shardCount, ttlS };
+    const rates = opts.rateLimits ?? DEFAULT_RATE_LIMITS;
+    if (rates) this.rates = new CallRateLimits(this.redis, this.keys, rates);
   }
 
   /**
@@ -121,7 +138,8 @@ export class AgentDbClient {
    * It never rejects: when Redis dies part way, the call answers UNAVAILABLE within a few
    * seconds, with `mayStillRun` saying whether it had been handed to Redis (it may then run
    * when Redis returns with its data). Sending it again under the same `callId` is safe either
-   * way: it joins the call if it exists, and runs it once if it does not.
+   * way: it joins the call if it exists, and runs it once if it does not. The one rejection:
+   * with `signal` aborted, the signal's reason.
    */
   call(input: CallInput, opts?: CallOptions & { wait?: true }): Promise<FinishedAnswer>;
   call(input: CallInput, opts: CallOptions): Promise<CallAnswer>;
@@ -142,6 +160,7 @@ export class AgentDbClient {
         this.waiters.drop(sent.completion, sent.parking);
         return unavailable(callId, tool, why, sent.enqueued);
       },
+      opts.signal,
     );
   }
 
@@ -155,6 +174,12 @@ export class AgentDbClient {
   ): Promise<CallAnswer> {
     const down = await this.outage.redisDown();
     if (down) return unavailable(callId, tool, down, false);
+    // The workspace's registered plan sets the limits; a caller cannot name one.
+    const plan = await this.workspaces.planOf(request.workspace);
+    const ownKey = typeof keyId === 'string' && !request.member ? keyId : undefined;
+    // Counted before anything is claimed or enqueued: a refused call leaves nothing behind.
+    const limited = await this.rates?.admit({ plan, workspace: request.workspace, agent: request.agent, ...(ownKey ? { keyId: ownKey } : {}) });
+    if (limited) return rateLimited(callId, tool, request.workspace, limited);
     const data: CallJobData = {
       callId,
       workspace: request.workspace,
@@ -162,9 +187,8 @@ export class AgentDbClient {
       settings: request.settings,
       ...(request.member ? { member: request.member } : {}),
       ...(request.introspect ? { introspect: true as const } : {}),
-      ...(typeof keyId === 'string' && !request.member ? { keyId } : {}),
-      // The workspace's registered plan sets the limits; a caller cannot name one.
-      plan: await this.workspaces.planOf(request.workspace),
+      ...(ownKey ? { keyId: ownKey } : {}),
+      plan,
       tool,
       arguments: request.arguments ?? {},
       enqueuedAt: Date.now(),
@@ -178,8 +202,8 @@ export class AgentDbClient {
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
-    const completion = (sent.completion = this.waiters.completion(key));
-    const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key));
+    const completion = (sent.completion = this.waiters.completion(key, opts.signal));
+    const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key, opts.signal));
     const queue = this.queues.of(shard);
     sent.enqueued = true;
     const joined = await addOrJoin(this.waiters, this.lookup, {
@@ -197,7 +221,10 @@ export class AgentDbClient {
       const onStatus = opts.onStatus;
       if (onStatus) {
         onStatus({ ok: false, callId, tool, status: 'queued' });
-        void parking!.then((approval) => onStatus(awaiting(callId, tool, approval)));
+        parking!.then(
+          (approval) => onStatus(awaiting(callId, tool, approval)),
+          () => undefined,
+        );
       }
       return awaitCompletion(this.waiters, this.lookup, { key, callId, tool, queue, completion, timeoutMs, withdraw: true });
     }
@@ -213,7 +240,8 @@ export class AgentDbClient {
    * approval). A call id belongs to its caller: another workspace's or agent's call of the same
    * id, like an unknown (or long expired) one, answers NOT_FOUND; a Redis that does not answer,
    * or one that dies while it waits, UNAVAILABLE (`mayStillRun: true`: the call may be queued
-   * in a Redis that comes back; ask again then). It never rejects.
+   * in a Redis that comes back; ask again then). It never rejects, but for `signal` aborting a
+   * wait (with the signal's reason; the call goes on).
    */
   result(callId: string, opts: ResultQuery & { wait: true }): Promise<FinishedAnswer>;
   result(callId: string, opts: ResultQuery): Promise<CallAnswer>;
@@ -225,7 +253,13 @@ export class AgentDbClient {
         return callResult({ waiters: this.waiters, lookup: this.lookup, ensureReader: () => this.ensureReader() }, callId, opts);
       },
       (why) => unavailable(callId, '', why, true),
+      opts.signal,
     );
+  }
+
+  /** The waits this client holds now: calls listened for, waits on them, looks at their jobs scheduled. */
+  waitCounts(): WaitCounts {
+    return this.waiters.counts();
   }
 
   /**
@@ -257,10 +291,14 @@ export class AgentDbClient {
     return feed;
   }
 
-  /** Closes every connection; calls still being awaited are left to finish without us. */
+  /**
+   * Closes every connection. Calls still being awaited go on without us; their waits answer
+   * UNAVAILABLE (`mayStillRun: true`: ask for the outcome again with another client).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.waiters.close(new WaitEnded('The client was closed before the call finished; ask for its outcome again by its call id.'));
     this.outage.stop();
     await Promise.all([...this.feeds].map((f) => f.close()));
     await this.approvals.close();
@@ -286,6 +324,15 @@ export class AgentDbClient {
 }
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
+export type { WaitCounts } from './call-waiters.ts';
+
+/** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */
+function rateLimited(callId: string, tool: string, workspace: string, r: RateRefusal): Envelope {
+  const whose = r.of === 'workspace' ? `Workspace ${workspace}` : 'This key';
+  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s; send it again in ${r.retryAfterS} s.`;
+  const env = errorEnvelope(callId, tool, 'RATE_LIMITED', detail);
+  return { ...env, error: { ...env.error, retryAfter: r.retryAfterS } };
+}
 
 /** How far a call got, for its UNAVAILABLE answer: handed to Redis, and the waits it set. */
 interface Sent {

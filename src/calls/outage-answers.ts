@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { errorEnvelope, type ErrorEnvelope } from '../contracts/envelope.ts';
 import { redisAnswers } from '../redis/connection.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
+import { WaitEnded } from './call-waiters.ts';
 
 /**
  * The client's answers when Redis does not answer: every one of its calls races the outage, so a
@@ -26,17 +27,28 @@ export class OutageAnswers {
    * `work`'s answer, or `down`'s once Redis has gone for a few seconds (see {@link RedisOutage})
    * or `work` fails: a runtime awaiting a call without try/catch must get an answer it can
    * read, never a driver error (ioredis's `MaxRetriesPerRequestError` crashed one). Whatever
-   * `work` does later is ignored.
+   * `work` does later is ignored. Only `signal` aborting rejects, at once, with its reason.
    */
-  async answerOrUnavailable<T>(work: () => Promise<T>, down: (why: string) => T): Promise<T> {
+  async answerOrUnavailable<T>(work: () => Promise<T>, down: (why: string) => T, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
     let stop = (): void => {};
     const lost = new Promise<T>((resolve) => (stop = this.outage.onLost((why) => resolve(down(why)))));
+    let unlisten = (): void => {};
+    const aborted = new Promise<never>((_, reject) => {
+      if (!signal) return;
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      unlisten = () => signal.removeEventListener('abort', onAbort);
+    });
     try {
-      return await Promise.race([work(), lost]);
+      return await Promise.race([work(), lost, aborted]);
     } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      if (err instanceof WaitEnded) return down(err.message);
       return down(`Redis did not answer: ${(err as Error).message}`);
     } finally {
       stop();
+      unlisten();
     }
   }
 

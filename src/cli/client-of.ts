@@ -14,5 +14,6 @@ export function clientOf(config: Config): AgentDbClient {
     resultTtlS: config.resultTtlS,
     approvalTtlMs: config.approvalTtlMs,
     maxCallBytes: config.maxCallBytes,
+    rateLimits: config.rateLimits,
   });
 }

@@ -6,6 +6,7 @@ import { ERRORS } from '../errors.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
+import { clientGone } from './client-gone.ts';
 import { principalOf, requireKey } from './key-auth.ts';
 
 /** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
@@ -39,23 +40,43 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  * - `GET /v1/calls/:id` → the key's own call (`?wait=true` long-polls up to the bound); another
  *   caller's call id answers NOT_FOUND like an unknown one.
  * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error:
- * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), or Redis gone (UNAVAILABLE,
- * 503), each with the envelope.
+ * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), a rate limit reached
+ * (RATE_LIMITED, 429 with Retry-After), or Redis gone (UNAVAILABLE, 503), each with the envelope.
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireKey(deps.auth));
 
     app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
-      const answer = await deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs });
-      return answerWith(reply, answer);
+      const signal = clientGone(reply);
+      const answer = await untilGone(signal, deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal }));
+      return answer ? answerWith(reply, answer) : gone(reply);
     });
 
     app.get('/v1/calls/:id', { schema: { params: idParams, querystring: waitQuery(false) } }, async (request, reply) => {
-      const answer = await deps.calls.result(principalOf(request), request.params.id, { wait: request.query.wait, maxWaitMs: deps.waitMs });
-      return answerWith(reply, answer);
+      const signal = clientGone(reply);
+      const answer = await untilGone(
+        signal,
+        deps.calls.result(principalOf(request), request.params.id, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal }),
+      );
+      return answer ? answerWith(reply, answer) : gone(reply);
     });
   };
+}
+
+/** Ends a request whose client went away (nginx's 499, "client closed request"): written to nobody. */
+function gone(reply: FastifyReply): FastifyReply {
+  return reply.code(499).send();
+}
+
+/** The answer, or undefined when the client went away first: nobody is left to answer. */
+async function untilGone<T>(signal: AbortSignal, answer: Promise<T>): Promise<T | undefined> {
+  try {
+    return await answer;
+  } catch (err) {
+    if (signal.aborted) return undefined;
+    throw err;
+  }
 }
 
 function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
@@ -67,5 +88,12 @@ function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   // Redis gone: the request failed, not the tool, so a proxy or retrying client sees a 503; the
   // body is still the envelope, with `mayStillRun` for a re-send under the same call id.
   if (!answer.ok && answer.error.code === 'UNAVAILABLE') return reply.code(503).send(answer);
+  // Over a rate limit: nothing was enqueued; 429 and Retry-After, so any HTTP client backs off.
+  if (!answer.ok && answer.error.code === 'RATE_LIMITED') {
+    return reply
+      .code(ERRORS.RATE_LIMITED.status)
+      .header('retry-after', String(answer.error.retryAfter ?? 1))
+      .send(answer);
+  }
   return reply.code(200).send(answer);
 }

@@ -52,7 +52,7 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...toolsFor(await current(), endpoint)] }));
 
   type CallToolHandler = Parameters<typeof server.setRequestHandler<typeof CallToolRequestSchema>>[1];
-  const callTool: CallToolHandler = async (request) => {
+  const callTool: CallToolHandler = async (request, extra) => {
     const { name, arguments: args, _meta: meta } = request.params;
     const callId = meta?.[CALL_ID_META];
     if (callId !== undefined && typeof callId !== 'string') {
@@ -75,10 +75,13 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       const answer = await deps.calls.call(
         principal,
         { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) },
-        { wait: true, maxWaitMs: deps.approvalWaitMs },
+        // Cancelled (notifications/cancelled) or its connection gone (the server closes): the
+        // wait stops listening at once; the SDK answers nothing for a cancelled request.
+        { wait: true, maxWaitMs: deps.approvalWaitMs, signal: extra.signal },
       );
       return toolResult(answer);
     } catch (err) {
+      if (extra.signal.aborted) throw err;
       // A fault (Redis down): the client gets a coded error, the log gets the cause.
       deps.onFault?.(err);
       return toolResult(errorEnvelope(callId ?? '', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));

@@ -49,6 +49,12 @@ export interface Keys {
    * key. No hash tag: one small key per call, spread over a cluster like the calls themselves.
    */
   callIdClaim(callKey: string): string;
+  /**
+   * The prefix of a call-rate counter (rate-limiter-flexible adds `:<subject>`): one counter per
+   * workspace (`of: 'workspace'`) and one per key (`of: 'key'`), each its own Redis key, so no
+   * caller's count is another's.
+   */
+  callRate(of: 'workspace' | 'key'): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -76,5 +82,6 @@ export function keysFor(prefix: string): Keys {
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
+    callRate: (of) => `${prefix}:call-rate:${of}`,
   };
 }

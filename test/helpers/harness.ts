@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { AgentDbClient } from '../../src/calls/client.ts';
+import { AgentDbClient, type AgentDbClientOptions } from '../../src/calls/client.ts';
 import { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
 import { builtExecutorChild } from './built-child.ts';
 
@@ -16,7 +16,8 @@ export interface Sandbox {
   config: Config;
   dataDir: string;
   env: Record<string, string>;
-  client(): AgentDbClient;
+  /** A client of the sandbox; `opts` adds to (or replaces) its options, e.g. `rateLimits`. */
+  client(opts?: AgentDbClientOptions): AgentDbClient;
   pool(shards?: number[], overrides?: Record<string, string>): Promise<ShardWorkerPool>;
   cleanup(): Promise<void>;
 }
@@ -42,8 +43,15 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
     config,
     dataDir,
     env: fullEnv,
-    client() {
-      const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, maxCallBytes: config.maxCallBytes });
+    client(opts = {}) {
+      const c = new AgentDbClient({
+        redisUrl: config.redisUrl,
+        prefix: config.prefix,
+        shardCount: config.shardCount,
+        maxCallBytes: config.maxCallBytes,
+        rateLimits: config.rateLimits,
+        ...opts,
+      });
       clients.push(c);
       return c;
     },

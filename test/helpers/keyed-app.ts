@@ -5,7 +5,7 @@ import { MemberRegistry, type Role } from '../../src/registry/members.ts';
 import type { AgentProfileInput } from '../../src/contracts/agent-profile.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
-import type { AgentDbClient } from '../../src/calls/client.ts';
+import type { AgentDbClient, AgentDbClientOptions } from '../../src/calls/client.ts';
 import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
@@ -20,6 +20,8 @@ export interface KeyedApp {
   app: FastifyInstance;
   redis: Redis;
   client: AgentDbClient;
+  /** The keyed-call core the routes share. */
+  calls: KeyedCalls;
   approvals: ApprovalService;
   workspaces: WorkspaceRegistry;
   /** Who keys are, cached as `agentdb start` caches them (so every keyed test runs through it). */
@@ -32,17 +34,21 @@ export interface KeyedApp {
 }
 
 /** Builds the app (not listening) with `/v1/calls` and `/mcp`, against `sb`'s Redis prefix. */
-export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: number; results?: OffloadedResults } = {}): KeyedApp {
+export function keyedApp(
+  sb: Sandbox,
+  opts: { waitMs?: number; approvalWaitMs?: number; results?: OffloadedResults; rateLimits?: AgentDbClientOptions['rateLimits'] } = {},
+): KeyedApp {
   const redis = new Redis(REDIS_URL);
   const keys = keysFor(sb.config.prefix);
   const members = new MemberRegistry(redis, keys);
   const approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-  const client = sb.client();
+  const client = sb.client(opts.rateLimits !== undefined ? { rateLimits: opts.rateLimits } : {});
   const workspaces = new WorkspaceRegistry(redis, keys);
   const agents = new AgentRegistry(redis, keys);
   const ring = new AgentKeyRing(redis, keys, agents);
   const principals = new PrincipalCache(new Redis(REDIS_URL), keys.registryChanges, 60_000);
   void principals.start();
+  const calls = new KeyedCalls(client);
   const app = buildApp({
     redis,
     shardCount: sb.config.shardCount,
@@ -50,7 +56,7 @@ export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: 
     approvals,
     keyed: {
       auth: new KeyAuthenticator(redis, keys, principals),
-      calls: new KeyedCalls(client),
+      calls,
       waitMs: opts.waitMs ?? 10_000,
       approvalWaitMs: opts.approvalWaitMs ?? 10_000,
       ...(opts.results ? { results: opts.results } : {}),
@@ -60,6 +66,7 @@ export function keyedApp(sb: Sandbox, opts: { waitMs?: number; approvalWaitMs?: 
     app,
     redis,
     client,
+    calls,
     approvals,
     workspaces,
     principals,

@@ -1,0 +1,114 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+
+// Issue 27 part 2: call rates by plan, per workspace and per key, counted where a call is
+// accepted (the client library), so every surface shares them. Budgets here are small and set
+// per window (RATE_LIMIT_WORKSPACE_CALLS, RATE_LIMIT_KEY_CALLS); the window is long enough
+// that none ends during a check.
+
+let sb: Sandbox;
+let k: KeyedApp;
+let base: string;
+const key: Record<string, string> = {};
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  sb = sandbox();
+  await sb.pool();
+  k = keyedApp(sb, { rateLimits: { windowS: 600, keyCalls: 3, workspaceCalls: 5 } });
+  const profile = { displayName: 'A', settings: { database: 'agent' as const } };
+  key.hog = await k.agentKey('acme', 'hog', profile);
+  key.quiet = await k.agentKey('acme', 'quiet', profile);
+  key.other = await k.agentKey('other', 'scout', profile);
+  key.mcp = await k.agentKey('mcpws', 'bot', profile);
+  base = await k.app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await k.close();
+  await sb.cleanup();
+});
+
+const post = (bearer: string) =>
+  k.app.inject({
+    method: 'POST',
+    url: '/v1/calls',
+    headers: { authorization: `Bearer ${bearer}` },
+    payload: { tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1 AS one' } },
+  });
+
+describe('rate limits', () => {
+  it('answers 429 with Retry-After past a key’s budget; the other key and workspace are not affected', async () => {
+    for (let i = 0; i < 3; i++) expect((await post(key.hog!)).statusCode).toBe(200);
+    // The hog keeps going: each is refused, and none of it is charged to its workspace.
+    for (let i = 0; i < 4; i++) {
+      const over = await post(key.hog!);
+      expect(over.statusCode).toBe(429);
+      const retryAfter = Number(over.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(600);
+      expect(over.json()).toMatchObject({ ok: false, tool: 'DATA_QUERY_SQL', error: { code: 'RATE_LIMITED', retryAfter } });
+      expect(over.json().error.message).toContain('This key may make 3 calls per 600 s');
+    }
+    // Another workspace has budgets of its own.
+    for (let i = 0; i < 3; i++) expect((await post(key.other!)).json()).toMatchObject({ ok: true, result: { rows: [[1]] } });
+    // The same workspace's other key still has its own budget, until the workspace's (5) is spent.
+    expect((await post(key.quiet!)).statusCode).toBe(200);
+    expect((await post(key.quiet!)).statusCode).toBe(200);
+    const spent = await post(key.quiet!);
+    expect(spent.statusCode).toBe(429);
+    expect(spent.json().error.message).toContain('Workspace acme may make 5 calls per 600 s');
+  });
+
+  it('keeps each counter in its own Redis key under the deployment prefix', async () => {
+    const keys = await k.redis.keys(`${sb.config.prefix}:call-rate:*`);
+    expect(keys.sort()).toEqual(expect.arrayContaining([`${sb.config.prefix}:call-rate:workspace:acme`, `${sb.config.prefix}:call-rate:workspace:other`]));
+    expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:acme:`))).toHaveLength(2);
+    expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:other:`))).toHaveLength(1);
+  });
+
+  it('answers an MCP tools/call past the budget with an isError result carrying the code', async () => {
+    const c = new Client({ name: 'agentdb-test', version: '1.0.0' });
+    await c.connect(new StreamableHTTPClientTransport(new URL('/mcp', base), { requestInit: { headers: { authorization: `Bearer ${key.mcp}` } } }));
+    clients.push(c);
+    const call = async () =>
+      (await c.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 2' } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
+    for (let i = 0; i < 3; i++) expect((await call()).isError).toBe(false);
+    const over = await call();
+    expect(over.isError).toBe(true);
+    expect(over.structuredContent).toMatchObject({ error: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } });
+  });
+
+  it('refills once the window has passed (the library, keyless: counted by agent)', async () => {
+    const client = sb.client({ rateLimits: { windowS: 1, keyCalls: 1 } });
+    const call = () =>
+      client.call({ workspace: 'refill', agent: 'solo', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 3' } });
+    expect(await call()).toMatchObject({ ok: true });
+    const over = await call();
+    expect(over).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED', retryAfter: 1 } });
+    // Another agent of the workspace, without a key, is counted apart.
+    expect(
+      await client.call({ workspace: 'refill', agent: 'duo', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 3' } }),
+    ).toMatchObject({ ok: true });
+    // What retryAfter promises: the budget is back after that many seconds (no event says so).
+    await sleep(1000 * (over.ok ? 0 : over.error.retryAfter!) + 50);
+    expect(await call()).toMatchObject({ ok: true });
+  });
+
+  it('counts nothing with rateLimits: false (RATE_LIMITS=off)', async () => {
+    expect(loadConfig({ RATE_LIMITS: 'off' }).rateLimits).toBe(false);
+    expect(loadConfig({ RATE_LIMIT_KEY_CALLS: '2' }).rateLimits).toEqual({ windowS: 60, keyCalls: 2 });
+    const client = sb.client({ rateLimits: false });
+    for (let i = 0; i < 3; i++) {
+      expect(
+        await client.call({ workspace: 'free', agent: 'a', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 4' } }),
+      ).toMatchObject({ ok: true });
+    }
+    expect(await k.redis.keys(`${sb.config.prefix}:call-rate:*free*`)).toEqual([]);
+  });
+});

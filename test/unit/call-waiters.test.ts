@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { CallWaiters, WaitEnded } from '../../src/calls/call-waiters.ts';
+import type { Envelope } from '../../src/contracts/envelope.ts';
+
+// One watch per call, shared by its waits, with one look at the job; it goes with its last wait.
+
+const env = (callId: string): Envelope => ({ ok: true, callId, tool: 'DATA_QUERY_SQL', credits: 1, untrusted: true, result: {} });
+const never = () => new Promise<Envelope | undefined>(() => undefined);
+
+describe('CallWaiters', () => {
+  it('shares one watch and one look among the waits on a call, and drops both with the last abort', async () => {
+    const w = new CallWaiters();
+    const aborts = Array.from({ length: 3 }, () => new AbortController());
+    const waits = aborts.map((a) => w.completion('k1', a.signal));
+    for (let i = 0; i < 3; i++) w.lookEvery('k1', 60_000, never);
+    expect(w.counts()).toEqual({ calls: 1, waits: 3, looks: 1 });
+    aborts[0]!.abort(new Error('gone'));
+    await expect(waits[0]).rejects.toThrow('gone');
+    expect(w.counts()).toEqual({ calls: 1, waits: 2, looks: 1 });
+    aborts[1]!.abort();
+    aborts[2]!.abort();
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+    // A new wait starts afresh, and the completion reaches it.
+    const again = w.completion('k1');
+    w.complete('k1', env('c1'));
+    expect(await again).toMatchObject({ callId: 'c1' });
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  });
+
+  it('refuses a wait whose signal has already aborted, registering nothing', async () => {
+    const w = new CallWaiters();
+    const a = new AbortController();
+    a.abort(new Error('before'));
+    await expect(w.completion('k2', a.signal)).rejects.toThrow('before');
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  });
+
+  it('keeps the watch while a parking wait remains, without its look', () => {
+    const w = new CallWaiters();
+    const a = new AbortController();
+    void w.completion('k3', a.signal);
+    void w.parking('k3');
+    w.lookEvery('k3', 60_000, never);
+    expect(w.counts()).toEqual({ calls: 1, waits: 2, looks: 1 });
+    a.abort();
+    expect(w.counts()).toEqual({ calls: 1, waits: 1, looks: 0 });
+  });
+
+  it('completes every wait from the shared look, once', async () => {
+    const w = new CallWaiters();
+    let looks = 0;
+    const waits = [w.completion('k4'), w.completion('k4')];
+    w.lookEvery('k4', 1, async () => (++looks === 2 ? env('c4') : undefined));
+    expect(await Promise.all(waits)).toEqual([env('c4'), env('c4')]);
+    expect(looks).toBe(2);
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  });
+
+  it('ends every wait when the client closes', async () => {
+    const w = new CallWaiters();
+    const waits = [w.completion('k5'), w.parking('k6')];
+    w.lookEvery('k5', 60_000, never);
+    w.close(new WaitEnded('closed'));
+    for (const wait of waits) await expect(wait).rejects.toThrow('closed');
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  });
+});
