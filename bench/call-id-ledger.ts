@@ -51,7 +51,9 @@ const pool = new ShardWorkerPool({
 await pool.start();
 const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix: config.prefix, shardCount: config.shardCount });
 const realTake = CallIdLedger.prototype.take;
-const rounds: { ledger: boolean; meanMs: number; p50Ms: number; p99Ms: number }[] = [];
+const rounds: { ledger: boolean; meanMs: number; p50Ms: number; p99Ms: number; takeMeanMs?: number; takeMaxMs?: number }[] = [];
+/** How long each take ran inside the worker, in ms, in the round going on. */
+let inTake: number[] = [];
 try {
   const who = { workspace: 'bench', agent: 'writer', settings: { database: 'agent' as const } };
   const must = async (p: Promise<{ ok: boolean }>) => {
@@ -66,10 +68,26 @@ try {
   // ABBA: on, off, off, on, …, so a drift over the run (the machine's load) weighs on both alike.
   for (let r = 0; r < ROUNDS * 2; r++) {
     const on = [true, false, false, true][r % 4]!;
-    CallIdLedger.prototype.take = on ? realTake : () => undefined;
+    CallIdLedger.prototype.take = on
+      ? function (this: CallIdLedger, ...args: Parameters<CallIdLedger['take']>) {
+          const t0 = process.hrtime.bigint();
+          try {
+            return realTake.apply(this, args);
+          } finally {
+            inTake.push(Number(process.hrtime.bigint() - t0) / 1e6);
+          }
+        }
+      : () => undefined;
+    inTake = [];
     const { latencies, seconds } = await drive(SEQ, 1, write);
     const s = summarise(latencies, seconds);
-    rounds.push({ ledger: on, meanMs: round(latencies.reduce((x, y) => x + y, 0) / latencies.length), p50Ms: s.p50Ms, p99Ms: s.p99Ms });
+    rounds.push({
+      ledger: on,
+      meanMs: round(latencies.reduce((x, y) => x + y, 0) / latencies.length),
+      p50Ms: s.p50Ms,
+      p99Ms: s.p99Ms,
+      ...(on ? { takeMeanMs: round(inTake.reduce((x, y) => x + y, 0) / inTake.length), takeMaxMs: round(Math.max(...inTake)) } : {}),
+    });
   }
 } finally {
   CallIdLedger.prototype.take = realTake;
