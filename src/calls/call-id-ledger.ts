@@ -38,6 +38,7 @@ interface Ledger {
   db: Database.Database;
   take: Statement;
   holder: Statement;
+  release: Statement;
   prune: Statement;
   prunedAt: number;
 }
@@ -89,6 +90,20 @@ export class CallIdLedger {
     }
   }
 
+  /**
+   * Gives up the id `key` if `fingerprint`'s call holds it: that call ran nothing, because the
+   * id was found to be another's where the ledger had no entry (a database's exactly-once record
+   * of a call made before the ledger existed). Kept, it would refuse that first call's re-send.
+   * Never throws (see {@link take}).
+   */
+  release(workspace: string, key: string, fingerprint: string): void {
+    try {
+      this.ledgerOf(workspace).release.run(key, fingerprint);
+    } catch (err) {
+      this.opts.onError?.(workspace, err);
+    }
+  }
+
   /** Closes every open ledger file (the worker stops). */
   close(): void {
     for (const ledger of this.open.values()) closeQuietly(ledger.db);
@@ -121,6 +136,7 @@ export class CallIdLedger {
             'WHERE call_ids.at < ? RETURNING 1',
         ),
         holder: db.prepare('SELECT fingerprint, database, shard FROM call_ids WHERE key = ?'),
+        release: db.prepare('DELETE FROM call_ids WHERE key = ? AND fingerprint = ?'),
         prune: db.prepare('DELETE FROM call_ids WHERE at < ?'),
         prunedAt: 0,
       };

@@ -91,11 +91,12 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
     meter: METERED_FAILURES.has(code) ? CREDITS[plan.tool] : undefined,
   });
   if (plan.shard !== shard) return fail('INTERNAL', `call for shard ${plan.shard} arrived on shard ${shard}`);
-  if (data.ownId && deps.callIds) {
+  const fingerprint = data.ownId && deps.callIds ? callFingerprint({ ...data, database: plan.databaseId }) : undefined;
+  if (fingerprint !== undefined) {
     // Before anything runs or parks: the id is this call's on disk from now, or another's.
-    const mine = { shard: plan.shard, database: plan.databaseId, fingerprint: callFingerprint({ ...data, database: plan.databaseId }) };
-    const held = deps.callIds.take(data.workspace, callKeyOf(data), mine, data.enqueuedAt);
-    if (held) return { ...fail('IDEMPOTENCY_CONFLICT', usedFor(callId, held)), heldByLedger: { held, from: mine.fingerprint } };
+    const mine = { shard: plan.shard, database: plan.databaseId, fingerprint };
+    const held = deps.callIds!.take(data.workspace, callKeyOf(data), mine, data.enqueuedAt);
+    if (held) return { ...fail('IDEMPOTENCY_CONFLICT', usedFor(callId, held)), heldByLedger: { held, from: fingerprint } };
   }
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
@@ -111,6 +112,9 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
   // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
   if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
   if (!outcome.ok && outcome.error.code === 'IDEMPOTENCY_CONFLICT' && (request.op === 'write' || request.op === 'drop')) {
+    // The database's record holds the id for a call the ledger never saw (made before it
+    // existed): the id is that call's, not this one's, on disk as in Redis.
+    if (fingerprint !== undefined) deps.callIds!.release(data.workspace, callKeyOf(data), fingerprint);
     return { ...fail(outcome.error.code, outcome.error.detail), heldByRecord: { shard: plan.shard, database: plan.databaseId } };
   }
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { CALL_ID_LEDGER_DIR, CallIdLedger } from '../../src/calls/call-id-ledger.ts';
@@ -108,6 +109,23 @@ describe('a call id used before Redis came back empty', () => {
     expect(await client.call(insert('S', 'mine'))).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
     expect(await rows('workspace')).toEqual([['shared']]);
     expect(await rows()).toEqual([['first']]);
+  });
+});
+
+describe('a call id used before the ledger existed', () => {
+  it('is kept by the database’s record: another write is refused, and the first call sent again answers it', async () => {
+    const first = await client.call(insert('P', 'before the ledger'));
+    expect(first).toMatchObject({ ok: true });
+    // As a call made before the ledger existed left it: no entry.
+    const file = new Database(path.join(sb.dataDir, CALL_ID_LEDGER_DIR, 'acme.sqlite'));
+    expect(file.prepare("DELETE FROM call_ids WHERE key = 'acme.scout.P'").run().changes).toBe(1);
+    file.close();
+    await redisComesBackEmpty();
+
+    expect(await client.call(insert('P', 'another'))).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    expect(await client.call(insert('P', 'before the ledger'))).toEqual(first);
+    expect(await client.call(insert('P', 'another'))).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    expect(await rows()).toEqual([['first'], ['before the ledger']]);
   });
 });
 
