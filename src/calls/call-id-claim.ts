@@ -82,7 +82,16 @@ export async function yieldToRecord(
   recorded: { shard: number; database: string },
   ttlS: number,
 ): Promise<boolean> {
-  const claim: CallIdClaim = { shard: recorded.shard, database: recorded.database, fingerprint: '', recorded: true };
+  return yieldClaim(redis, keys, callKey, from, { shard: recorded.shard, database: recorded.database, fingerprint: '', recorded: true }, ttlS);
+}
+
+/**
+ * Gives a call id up to `claim`, the call that holds it elsewhere (the call-id ledger,
+ * `CallIdLedger`): the call whose fingerprint is `from` was refused for it and ran nothing. As
+ * {@link yieldToRecord}, only a claim that is still that call's (or none) is replaced.
+ * @returns whether the claim was replaced.
+ */
+export async function yieldClaim(redis: Redis, keys: Keys, callKey: string, from: string, claim: CallIdClaim, ttlS: number): Promise<boolean> {
   return (await redis.eval(YIELD, 1, keys.callIdClaim(callKey), from, JSON.stringify(claim), ttlS)) === 1;
 }
 

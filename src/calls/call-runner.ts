@@ -1,6 +1,6 @@
 import { AgentDbError, codeOf } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
-import { callKeyOf } from '../contracts/call-identity.ts';
+import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
@@ -16,6 +16,7 @@ import { planLimits } from '../policy/plan-limits.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import type { SpilledResult } from '../sqlite/result-spill.ts';
 import { planCall, type CallPlan } from '../policy/call-plan.ts';
+import type { CallIdLedger, LedgerClaim } from './call-id-ledger.ts';
 
 /** What running a call needs: the shard's executor and the configuration. */
 export interface RunDeps {
@@ -23,6 +24,8 @@ export interface RunDeps {
   executor: { run(req: ExecRequest): Promise<ExecOutcome> };
   /** Where a query result past MAX_RESULT_BYTES goes whole; without it, such a result is only cut. */
   results?: OffloadedResults;
+  /** Where a caller's own call ids are taken on disk too; without it, only their Redis claims hold them. */
+  callIds?: CallIdLedger;
 }
 
 /**
@@ -38,6 +41,11 @@ export interface RunOutcome {
    * (see `yieldToRecord`).
    */
   heldByRecord?: { shard: number; database: string };
+  /**
+   * The call-id ledger holds the call's id for another call (`CallIdLedger`): this call ran
+   * nothing (IDEMPOTENCY_CONFLICT), and the id is that call's (see `yieldClaim`).
+   */
+  heldByLedger?: { held: LedgerClaim; from: string };
 }
 
 /** A call that passed every check and needs a person: its plan and what it would run. */
@@ -83,6 +91,13 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
     meter: METERED_FAILURES.has(code) ? CREDITS[plan.tool] : undefined,
   });
   if (plan.shard !== shard) return fail('INTERNAL', `call for shard ${plan.shard} arrived on shard ${shard}`);
+  const fingerprint = data.ownId && deps.callIds ? callFingerprint({ ...data, database: plan.databaseId }) : undefined;
+  if (fingerprint !== undefined) {
+    // Before anything runs or parks: the id is this call's on disk from now, or another's.
+    const mine = { shard: plan.shard, database: plan.databaseId, fingerprint };
+    const held = deps.callIds!.take(data.workspace, callKeyOf(data), mine, data.enqueuedAt);
+    if (held) return { ...fail('IDEMPOTENCY_CONFLICT', usedFor(callId, held)), heldByLedger: { held, from: fingerprint } };
+  }
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
@@ -97,6 +112,9 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
   // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
   if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
   if (!outcome.ok && outcome.error.code === 'IDEMPOTENCY_CONFLICT' && (request.op === 'write' || request.op === 'drop')) {
+    // The database's record holds the id for a call the ledger never saw (made before it
+    // existed): the id is that call's, not this one's, on disk as in Redis.
+    if (fingerprint !== undefined) deps.callIds!.release(data.workspace, callKeyOf(data), fingerprint);
     return { ...fail(outcome.error.code, outcome.error.detail), heldByRecord: { shard: plan.shard, database: plan.databaseId } };
   }
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
@@ -107,6 +125,11 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
     envelope: okEnvelope(callId, plan.tool, credits, result),
     meter: outcome.replayed ? undefined : credits,
   };
+}
+
+/** The refusal of a call whose id the ledger holds for another call. */
+function usedFor(callId: string, held: LedgerClaim): string {
+  return `Call id ${JSON.stringify(callId)} was already used for another call (in database ${held.database}); nothing ran, and the id answers the first call: send that call again under the id for its outcome.`;
 }
 
 /**

@@ -192,6 +192,7 @@ export class AgentDbClient {
       tool,
       arguments: request.arguments ?? {},
       enqueuedAt: Date.now(),
+      ...(input.callId !== undefined ? { ownId: true as const } : {}),
     };
     const key = callKeyOf(data);
     const ownId = input.callId !== undefined;

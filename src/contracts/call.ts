@@ -96,4 +96,9 @@ export interface CallJobData {
   arguments: unknown;
   /** Epoch ms when the client enqueued it. */
   enqueuedAt: number;
+  /**
+   * The call id is the caller's own (claimed, see `claimCallId`), not one made up for the call:
+   * the worker takes it in the call-id ledger too (`CallIdLedger`). Absent on older clients' jobs.
+   */
+  ownId?: true;
 }

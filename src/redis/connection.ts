@@ -20,6 +20,13 @@ export function connectRedis(url: string, opts: { blocking?: boolean; name?: str
     enableReadyCheck: true,
     // A host that drops packets is retried after this instead of ioredis's 10 s.
     connectTimeout: FIRST_ANSWER_MS,
+    // `disconnect()` ends the last socket and waits this long for it to close before destroying
+    // it, on a timer that only the socket's 'close' clears. A socket Redis already dropped (an
+    // outage: between reconnect attempts) closed long before, so the timer ran its whole 2 s
+    // default and held a CLI process open: `agentdb history` printed UNAVAILABLE at ~3 s and
+    // exited at ~5 s (redis/ioredis#1247). `disconnect()` drops pending replies by contract,
+    // and a wanted close goes through `quit()`, so nothing waits for that grace.
+    disconnectTimeout: 0,
   };
   const redis = new Redis(url, options);
   // Connection errors also fail the commands that wait on them, which is where callers see

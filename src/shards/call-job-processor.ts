@@ -4,7 +4,8 @@ import { ApprovalStore } from '../approvals/approval-store.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { failedCallEnvelope } from '../calls/call-answers.ts';
 import { CallCompletion, type Metering } from '../calls/call-completion.ts';
-import { claimTtlS, yieldToRecord } from '../calls/call-id-claim.ts';
+import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts';
+import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { runCall, type RunOutcome } from '../calls/call-runner.ts';
 import type { Config } from '../config.ts';
@@ -25,6 +26,8 @@ export interface CallJobProcessorOptions {
   keys: Keys;
   executor: ExecutorPool;
   results: OffloadedResults;
+  /** Where callers' own call ids are taken on disk, beside their Redis claims. */
+  callIds?: CallIdLedger;
 }
 
 /**
@@ -57,7 +60,12 @@ export class CallJobProcessor {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
-    const deps = { config: this.opts.config, executor: this.opts.executor, results: this.opts.results };
+    const deps = {
+      config: this.opts.config,
+      executor: this.opts.executor,
+      results: this.opts.results,
+      ...(this.opts.callIds ? { callIds: this.opts.callIds } : {}),
+    };
     const { data } = job;
     let outcome: RunOutcome;
     if (job.id !== callKeyOf(data)) {
@@ -69,6 +77,14 @@ export class CallJobProcessor {
       outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
     }
     const { envelope, meter } = outcome;
+    if (outcome.heldByLedger) {
+      // Before the answer, as below: the id's claim in Redis (this call's, taken anew once Redis
+      // came back empty) becomes the first call's, so that call's re-send goes through to its
+      // outcome, and every other call under the id is refused by the client at once.
+      const { config } = this.opts;
+      const { held, from } = outcome.heldByLedger;
+      await yieldClaim(this.opts.redis, this.opts.keys, job.id!, from, held, claimTtlS(config.resultTtlS, config.approvalTtlMs));
+    }
     if (outcome.heldByRecord) {
       // Before the answer: once the caller hears it, a re-send of the recorded call must find
       // the id free for it (a claim kept by this call answered it "nothing ran").

@@ -6,6 +6,8 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { AgentShare } from '../calls/agent-share.ts';
+import { claimTtlS } from '../calls/call-id-claim.ts';
+import { CallIdLedger } from '../calls/call-id-ledger.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
@@ -50,6 +52,7 @@ export class ShardWorkerPool {
   /** This process among workers: its lease token, and the key of its published status. */
   readonly id = leaseToken(randomUUID());
   private readonly calls: CallJobProcessor;
+  private readonly callIds: CallIdLedger;
   private readonly blobs: BlobStore;
   private readonly workers = new Map<number, Worker>();
   private readonly unheld: UnheldJobs;
@@ -85,7 +88,20 @@ export class ShardWorkerPool {
       logger: opts.logger,
       quota: new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace),
     });
-    this.calls = new CallJobProcessor({ config, logger: opts.logger, redis: this.redis, keys: this.keys, executor: this.executor, results });
+    this.callIds = new CallIdLedger({
+      dataDir: config.dataDir,
+      retentionMs: claimTtlS(config.resultTtlS, config.approvalTtlMs) * 1000,
+      onError: (workspace, err) => opts.logger.warn({ workspace, err: String(err) }, 'call-id ledger failed; the call goes on with its Redis claim alone'),
+    });
+    this.calls = new CallJobProcessor({
+      config,
+      logger: opts.logger,
+      redis: this.redis,
+      keys: this.keys,
+      executor: this.executor,
+      results,
+      callIds: this.callIds,
+    });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
     // active with nobody running it (see UnheldJobs).
@@ -163,6 +179,7 @@ export class ShardWorkerPool {
     await letGo;
     this.status.stop();
     await this.executor.stop();
+    this.callIds.close();
     await this.blobs.close();
     this.redis.disconnect();
   }

@@ -5,9 +5,10 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
 
 // A call id after Redis came back empty (no AOF): the claim naming what the id was first used
-// for is gone, and only the database's exactly-once record still knows. Another statement under
-// the id is refused by that record — and used to keep the id, so the first call's own re-send
-// answered IDEMPOTENCY_CONFLICT "nothing ran" for a write that had committed (review of issue 25).
+// for is gone from Redis; the call-id ledger on disk and the database's exactly-once record still
+// know. Another statement under the id is refused — and used to keep the id, so the first call's
+// own re-send answered IDEMPOTENCY_CONFLICT "nothing ran" for a write that had committed (review
+// of issue 25). Other databases and reads under the id: call-id-ledger.test.ts.
 
 let own: OwnRedis;
 let sb: Sandbox;
@@ -62,11 +63,11 @@ describe('a call id whose claim Redis lost', () => {
       ok: false,
       error: { code: 'IDEMPOTENCY_CONFLICT' },
     });
-    // Another database (the workspace's shared one) under X, once the id is the record's.
+    // Another database (the workspace's shared one) under X, once the id is the first call's again.
     const shared: CallInput = { ...insert('X', 'first'), settings: { database: 'workspace', sharedData: true } };
     expect(await client.call({ ...shared, arguments: { sql: 'INSERT INTO t (v) VALUES (?)', params: ['first'], scope: 'workspace' } })).toMatchObject({
       ok: false,
-      error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining('database acme/scout') },
+      error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining('the database (acme/scout, now acme)') },
     });
     expect(await client.call(insert('X', 'first'))).toEqual(first);
     expect(await rows()).toEqual([['first']]);
