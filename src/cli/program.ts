@@ -128,7 +128,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .action(run(async () => (await import('./tools.ts')).tools, { config: false }));
   program
     .command('usage')
-    .description('credits metered per agent, tool and day')
+    .description('credits metered per agent, tool and day; databases and disk bytes against the plan')
     .requiredOption('--workspace <name>', 'the workspace')
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./usage.ts')).usage));

@@ -13,6 +13,7 @@ import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { SHARD_OP_PREFIX } from '../contracts/shard-op.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
+import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { Logger } from '../logger.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
@@ -25,6 +26,8 @@ export interface CallJobProcessorOptions {
   keys: Keys;
   executor: ExecutorPool;
   results: OffloadedResults;
+  /** A write that would create a database is checked against it (see `RunDeps.quota`). */
+  quota?: WorkspaceQuota;
 }
 
 /**
@@ -57,7 +60,7 @@ export class CallJobProcessor {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
-    const deps = { config: this.opts.config, executor: this.opts.executor, results: this.opts.results };
+    const deps = { config: this.opts.config, executor: this.opts.executor, results: this.opts.results, ...(this.opts.quota ? { quota: this.opts.quota } : {}) };
     const { data } = job;
     let outcome: RunOutcome;
     if (job.id !== callKeyOf(data)) {

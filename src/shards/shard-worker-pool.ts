@@ -16,6 +16,8 @@ import { closeWorker } from '../redis/close-worker.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { WorkspaceRegistry } from '../registry/workspaces.ts';
+import { WorkspaceQuota } from '../history/workspace-quota.ts';
 import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
@@ -50,6 +52,7 @@ export class ShardWorkerPool {
   /** This process among workers: its lease token, and the key of its published status. */
   readonly id = leaseToken(randomUUID());
   private readonly calls: CallJobProcessor;
+  private readonly quota: WorkspaceQuota;
   private readonly blobs: BlobStore;
   private readonly workers = new Map<number, Worker>();
   private readonly unheld: UnheldJobs;
@@ -79,13 +82,21 @@ export class ShardWorkerPool {
       logger: opts.logger,
     });
     this.blobs = openBlobStore(config);
+    const offloadQuota = new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace);
     const results = new OffloadedResults(this.blobs, {
       dataDir: config.dataDir,
       ttlS: config.resultTtlS,
       logger: opts.logger,
-      quota: new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace),
+      quota: offloadQuota,
     });
-    this.calls = new CallJobProcessor({ config, logger: opts.logger, redis: this.redis, keys: this.keys, executor: this.executor, results });
+    const workspaces = new WorkspaceRegistry(this.redis, this.keys);
+    this.quota = new WorkspaceQuota({
+      dataDir: config.dataDir,
+      overrides: config.workspaceQuota,
+      planOf: (ws) => workspaces.planOf(ws),
+      offloadedBytes: (ws, now) => offloadQuota.held(ws, now),
+    });
+    this.calls = new CallJobProcessor({ config, logger: opts.logger, redis: this.redis, keys: this.keys, executor: this.executor, results, quota: this.quota });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
     // active with nobody running it (see UnheldJobs).
@@ -202,7 +213,7 @@ export class ShardWorkerPool {
     const processor = (job: Job, token?: string) =>
       this.unheld.hold<unknown>(token!, job.id!, () =>
         job.name.startsWith(SHARD_OP_PREFIX)
-          ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger })
+          ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota })
           : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
       );
     const worker = new Worker(this.keys.queueName(shard), processor, {

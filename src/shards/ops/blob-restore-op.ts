@@ -30,6 +30,10 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   if (args.source !== undefined && typeof args.source !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'source must be a database id');
   const source = (args.source as string | undefined) ?? data.db;
   if (source !== data.db) checkForkTarget(source, data.db);
+  // A fork from the blob store counts against the workspace's quotas as any fork does; a disaster
+  // restore in place brings back a database the workspace had, and is not refused for room.
+  if (source !== data.db && args.dryRun !== true && ctx.quota)
+    await ctx.quota.check(workspace, { databases: 1, bytes: 0 }, `restore from the blob store of ${source} into ${data.db}`);
   const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
   const store = openBlobStore(config);
   try {

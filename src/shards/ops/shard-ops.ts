@@ -4,6 +4,7 @@ import type { ShardOpJobData, ShardOpOutcome } from '../../contracts/shard-op.ts
 import { codeOf } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { ExecutorPool } from '../../executor/executor-pool.ts';
+import type { WorkspaceQuota } from '../../history/workspace-quota.ts';
 import { browseOps } from './browse-ops.ts';
 import { backupOp } from './backup-op.ts';
 import { blobRestoreOp } from './blob-restore-op.ts';
@@ -16,6 +17,8 @@ export interface ShardOpContext {
   config: Config;
   logger: Logger;
   job: Job<ShardOpJobData>;
+  /** The disk quotas a fork is checked against; absent (tests of one op), nothing is checked. */
+  quota?: WorkspaceQuota;
 }
 
 /**
@@ -56,7 +59,14 @@ export async function runShardOp(
   if (!handler) return { ok: false, error: { code: 'INVALID_ARGUMENTS', detail: `no shard op named "${job.data.op}"` } };
   const logger = at.logger.child({ op: job.data.op, jobId: job.id, shard: at.shard });
   try {
-    const result = await handler(job.data, { shard: at.shard, executor: at.executor, config: at.config, logger, job });
+    const result = await handler(job.data, {
+      shard: at.shard,
+      executor: at.executor,
+      config: at.config,
+      logger,
+      job,
+      ...(at.quota ? { quota: at.quota } : {}),
+    });
     return { ok: true, result };
   } catch (err) {
     const code = codeOf(err);
