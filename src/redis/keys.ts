@@ -49,6 +49,8 @@ export interface Keys {
    * key. No hash tag: one small key per call, spread over a cluster like the calls themselves.
    */
   callIdClaim(callKey: string): string;
+  /** Each shard's last backup run and last successful one (`last:<shard>`, `ok:<shard>` → JSON). */
+  readonly backupRuns: string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -76,5 +78,6 @@ export function keysFor(prefix: string): Keys {
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
+    backupRuns: `${prefix}:{backups}:runs`,
   };
 }

@@ -12,6 +12,7 @@ import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ChildModule } from '../executor/child-module.ts';
 import { ExecutorPool } from '../executor/executor-pool.ts';
 import type { Logger } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
 import { closeWorker } from '../redis/close-worker.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
@@ -33,6 +34,8 @@ export interface ShardWorkerPoolOptions {
   logger: Logger;
   /** The executor children's module (see `ExecutorProcessOptions.child`); tests fork the build. */
   executorChild?: ChildModule;
+  /** Where calls, executor kills and quota refusals are counted, and the pool's gauges read (`/metrics`). */
+  metrics?: Metrics;
 }
 
 /**
@@ -79,6 +82,7 @@ export class ShardWorkerPool {
       statementCacheBytes: config.statementCacheBytes,
       ...(config.history ? { history: config.history } : {}),
       ...(opts.executorChild ? { child: opts.executorChild } : {}),
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
       logger: opts.logger,
     });
     this.blobs = openBlobStore(config);
@@ -95,8 +99,18 @@ export class ShardWorkerPool {
       overrides: config.workspaceQuota,
       planOf: (ws) => workspaces.planOf(ws),
       offloadedBytes: (ws, now) => offloadQuota.held(ws, now),
+      ...(opts.metrics ? { onRefused: (_ws: string, quota: string) => opts.metrics!.refusals.inc({ quota }) } : {}),
     });
-    this.calls = new CallJobProcessor({ config, logger: opts.logger, redis: this.redis, keys: this.keys, executor: this.executor, results, quota: this.quota });
+    this.calls = new CallJobProcessor({
+      config,
+      logger: opts.logger,
+      redis: this.redis,
+      keys: this.keys,
+      executor: this.executor,
+      results,
+      quota: this.quota,
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
     // active with nobody running it (see UnheldJobs).
@@ -105,6 +119,7 @@ export class ShardWorkerPool {
       if (connected) this.unheld.reconnected();
       connected = true;
     });
+    if (opts.metrics) this.registerGauges(opts.metrics);
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
     this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
     this.status = new ExecutorStatusPublisher(this.redis, this.keys, () => ({
@@ -113,6 +128,19 @@ export class ShardWorkerPool {
       shards: this.ownedShards(),
       pool: this.executor.status(),
     }));
+  }
+
+  /** Adds this worker's gauges to `metrics`: its executor children by state, statements waiting for one, shards owned. */
+  private registerGauges(metrics: Metrics): void {
+    metrics.gauge('agentdb_executor_children', "This worker's executor children, by state (idle, running, starting, down).", ['state'], () => {
+      const byState = new Map<string, number>();
+      for (const c of this.executor.status().children) byState.set(c.state, (byState.get(c.state) ?? 0) + 1);
+      return [...byState].map(([state, value]) => ({ labels: { state }, value }));
+    });
+    metrics.gauge('agentdb_executor_waiting_statements', 'Statements waiting for an executor child of this worker (queueing).', [], () => [
+      { value: this.executor.status().waiting },
+    ]);
+    metrics.gauge('agentdb_owned_shards', 'Shards this worker holds the lease of.', [], () => [{ value: this.workers.size }]);
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */

@@ -7,7 +7,7 @@ import type { ExecutorPool } from '../../executor/executor-pool.ts';
 import type { WorkspaceQuota } from '../../history/workspace-quota.ts';
 import { browseOps } from './browse-ops.ts';
 import { backupOp } from './backup-op.ts';
-import { blobRestoreOp } from './blob-restore-op.ts';
+import { blobHoldingsOp, blobRestoreOp } from './blob-restore-op.ts';
 import { historyOpHandlers } from './history-ops.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
@@ -41,6 +41,8 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
     backup: backupOp,
     // Rebuilds a database missing here from the blob store alone (`agentdb restore --from-blob`).
     restoreFromBlob: blobRestoreOp,
+    // What the blob store holds, as the workers see it (`restore --from-blob --all`).
+    blobHoldings: blobHoldingsOp,
     // Point-in-time history: restore (in place, undo, into), list, nightly snapshot.
     ...historyOpHandlers(),
   };
