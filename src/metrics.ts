@@ -71,7 +71,8 @@ export class Metrics {
 
   /**
    * A gauge read at each scrape: `read` answers its samples (a Redis or disk look). A read that
-   * fails leaves the gauge without samples for that scrape; the others still answer.
+   * fails or takes over 2 s leaves the gauge without samples for that scrape (NaN for one without
+   * labels); the others still answer.
    */
   gauge(name: string, help: string, labelNames: readonly string[], read: () => Promise<GaugeSample[]> | GaugeSample[]): void {
     new Gauge({
@@ -92,6 +93,9 @@ export class Metrics {
             }),
           ]);
         } catch {
+          // prom-client shows a gauge without labels as 0 when nothing was set: a Redis that did
+          // not answer must not read as "no pending approvals". NaN says "unknown".
+          if (labelNames.length === 0) this.set(Number.NaN);
           return;
         } finally {
           clearTimeout(timer);
