@@ -29,6 +29,11 @@ const CONC_CALLS = Number(process.env.BENCH_CONC_CALLS ?? 10_000);
 const IN_FLIGHT = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
+/**
+ * The bench's one workspace touches DATABASES databases to measure what many cost a worker: past
+ * any plan's count of databases (WORKSPACE_MAX_DATABASES), which would refuse the 26th.
+ */
+const QUOTA = { WORKSPACE_MAX_DATABASES: String(Math.max(DATABASES, 1000) * 2) };
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
@@ -131,6 +136,7 @@ async function main() {
     AGENTDB_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
     WORKER_CONCURRENCY: String(CONCURRENCY),
+    ...QUOTA,
   });
   const workers = await startWorkers(config, dataDir, prefix);
   const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: config.shardCount, rateLimits: false });
@@ -364,7 +370,7 @@ async function startWorkers(config: Config, dataDir: string, prefix: string) {
     await pool.start();
     return { pid: process.pid, executorPids: () => pool.executorPids, stop: () => pool.stop() };
   }
-  const env = { REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(CONCURRENCY) };
+  const env = { REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(CONCURRENCY), ...QUOTA };
   const { child } = await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/);
   return {
     pid: child.pid!,

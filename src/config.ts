@@ -66,6 +66,12 @@ const envSchema = z.object({
   MAX_OFFLOAD_BYTES: int(4096, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
   /** What one workspace's offloaded results may hold in the blob store at once (until they expire). */
   MAX_OFFLOADED_BYTES_PER_WORKSPACE: int(0, 1024 * 1024 * 1024 * 1024, 1024 * 1024 * 1024),
+  /** Databases a workspace may hold (forks included); 0: its plan's (see policy/plan-limits.ts). */
+  WORKSPACE_MAX_DATABASES: int(0, 1_000_000, 0),
+  /** Bytes a workspace may hold on disk (files, history, offloaded results); 0: its plan's. */
+  WORKSPACE_MAX_BYTES: int(0, Number.MAX_SAFE_INTEGER, 0),
+  /** The bearer token `GET /metrics` asks for; unset, /metrics is off (it names workspaces). */
+  METRICS_TOKEN: z.string().min(16).optional(),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   /**
@@ -231,6 +237,10 @@ export interface Config {
   readonly maxOffloadBytes: number;
   /** What one workspace's offloaded results may hold at once (MAX_OFFLOADED_BYTES_PER_WORKSPACE). */
   readonly maxOffloadedBytesPerWorkspace: number;
+  /** Databases and bytes a workspace may hold, overriding its plan's where set (WORKSPACE_MAX_*). */
+  readonly workspaceQuota: { readonly maxDatabases?: number; readonly maxBytes?: number };
+  /** The bearer token `GET /metrics` asks for (METRICS_TOKEN); absent, the route answers NOT_FOUND. */
+  readonly metricsToken?: string;
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
@@ -326,6 +336,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxResultBytes: e.MAX_RESULT_BYTES,
     maxOffloadBytes: e.MAX_OFFLOAD_BYTES,
     maxOffloadedBytesPerWorkspace: e.MAX_OFFLOADED_BYTES_PER_WORKSPACE,
+    workspaceQuota: Object.freeze({
+      ...(e.WORKSPACE_MAX_DATABASES > 0 ? { maxDatabases: e.WORKSPACE_MAX_DATABASES } : {}),
+      ...(e.WORKSPACE_MAX_BYTES > 0 ? { maxBytes: e.WORKSPACE_MAX_BYTES } : {}),
+    }),
+    ...(e.METRICS_TOKEN ? { metricsToken: e.METRICS_TOKEN } : {}),
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,

@@ -108,6 +108,12 @@ export const ERRORS = {
     retryable: false,
     status: 507,
   },
+  QUOTA_EXCEEDED: {
+    message: 'The workspace has used up a quota of its plan; nothing was created or run.',
+    hint: 'Read the detail for the quota and the figures (`agentdb usage --workspace W` shows them all): drop databases or forks the workspace no longer needs, or move it to a larger plan; an operator can raise the setting the detail names.',
+    retryable: false,
+    status: 429,
+  },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
     hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a new call id: the same id answers this outcome again). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR.",

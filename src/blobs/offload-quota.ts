@@ -34,6 +34,15 @@ export class RedisOffloadQuota implements OffloadQuota {
     return ok === 1 ? { ok: true } : { ok: false, held: Number(held), cap: this.cap, ...(first ? { freesAt: Number(first) } : {}) };
   }
 
+  /**
+   * What `workspace`'s offloaded results hold now (bytes), as the ledger counts them: the disk
+   * quota (WORKSPACE_MAX_BYTES) and `agentdb usage` add it to the workspace's files.
+   */
+  async held(workspace: string, now: number): Promise<number> {
+    const members = await this.redis.zrangebyscore(this.keys.offloaded(workspace), `(${now}`, '+inf');
+    return members.reduce((sum, m) => sum + Number(m.slice(m.lastIndexOf(':') + 1)), 0);
+  }
+
   async release(workspace: string, id: string, bytes: number): Promise<void> {
     await this.redis.zrem(this.keys.offloaded(workspace), `${id}:${bytes}`);
   }

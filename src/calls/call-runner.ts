@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { AgentDbError, codeOf } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
@@ -10,10 +11,11 @@ import { UNREGISTERED_PLAN, type Plan } from '../contracts/settings.ts';
 import type { Target } from '../policy/access.ts';
 import { gateFor } from '../policy/approval-rule.ts';
 import { CREDITS, METERED_FAILURES } from '../policy/credits.ts';
-import { databasePath } from '../contracts/database-id.ts';
+import { databasePath, parseDatabaseId } from '../contracts/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
 import { planLimits } from '../policy/plan-limits.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
+import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { SpilledResult } from '../sqlite/result-spill.ts';
 import { planCall, type CallPlan } from '../policy/call-plan.ts';
 import type { CallIdLedger, LedgerClaim } from './call-id-ledger.ts';
@@ -26,6 +28,8 @@ export interface RunDeps {
   results?: OffloadedResults;
   /** Where a caller's own call ids are taken on disk too; without it, only their Redis claims hold them. */
   callIds?: CallIdLedger;
+  /** A workspace's disk quotas: a write that would create a database is checked first. */
+  quota?: Pick<WorkspaceQuota, 'check'>;
 }
 
 /**
@@ -108,6 +112,17 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
     return { park: plan, request };
   }
 
+  if (request.op === 'write' && deps.quota && !fs.existsSync(request.db.path)) {
+    // The first write creates the database: a new agent's, or the workspace's shared one. Two
+    // first writes at once may both pass (each sees the other's database not yet made): the
+    // quota is passed by at most the shard's concurrency, never without bound.
+    try {
+      await deps.quota.check(parseDatabaseId(plan.databaseId).workspace, { databases: 1, bytes: 0 }, `creating database ${plan.databaseId}`);
+    } catch (err) {
+      if (codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+      return fail('QUOTA_EXCEEDED', (err as AgentDbError).detail ?? 'the workspace is past its disk quota');
+    }
+  }
   const outcome = await deps.executor.run(request);
   // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
   if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);

@@ -1,6 +1,8 @@
 import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
 import { runBackups } from '../shards/backups.ts';
-import { checkRedis } from '../redis/connection.ts';
+import { checkRedis, connectAnswering } from '../redis/connection.ts';
+import { keysFor } from '../redis/keys.ts';
+import { BackupLog } from '../shards/backup-log.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
@@ -20,6 +22,7 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
     }
   }
   await checkRedis(ctx.config.redisUrl);
+  const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
   const ops = new ShardOpClient({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.prefix });
   const started = Date.now();
   // One op per shard: say once that none is being taken, not once per shard.
@@ -37,6 +40,7 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
       ...(flags.db !== undefined ? { db: flags.db } : {}),
       reason: 'manual',
       pickup,
+      log: new BackupLog(redis, keysFor(ctx.config.prefix)),
       onProgress: ({ shard, done, total, report: r }) => {
         const what = r.error
           ? `FAILED ${r.error.code}: ${r.error.detail}`
@@ -60,5 +64,6 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
     return EXIT.failed;
   } finally {
     await ops.close();
+    redis.disconnect();
   }
 }

@@ -8,6 +8,8 @@ import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { pickupWatch } from './op-pickup.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
+import { nameFlag } from './name-flag.ts';
+import { restoreAll } from './restore-all.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
@@ -27,9 +29,24 @@ export async function history(ctx: CommandContext, flags: { json?: boolean }, db
 /** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
 export async function restore(
   ctx: CommandContext,
-  flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean },
-  db: string,
+  flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean; all?: boolean; workspace?: string; json?: boolean },
+  db: string | undefined,
 ): Promise<number> {
+  if (flags.all || flags.workspace !== undefined) {
+    // Every database of the blob store (or of one workspace): the disaster restore.
+    if (!flags.fromBlob) throw new UsageError('--all and --workspace restore from the blob store: add --from-blob');
+    if (db !== undefined) throw new UsageError('give DB, or --all / --workspace W, not both');
+    if (flags.all && flags.workspace !== undefined) throw new UsageError('give --all or --workspace W, not both');
+    if (flags.into !== undefined || flags.undo !== undefined) throw new UsageError('--all and --workspace take only --at, --dry-run, --by and --json');
+    if (flags.workspace !== undefined) nameFlag('--workspace', flags.workspace);
+    try {
+      if (flags.at !== undefined) parseMoment(flags.at);
+    } catch (err) {
+      throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
+    }
+    return withClient(ctx, 'restore', (client) => restoreAll(ctx, client, flags));
+  }
+  if (db === undefined) throw new UsageError('give the database to restore (<workspace> or <workspace>/<agent>), or --from-blob --all');
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
   // A database id or a time that cannot be read is a bad command line (exit 2), whichever way
   // the restore goes.

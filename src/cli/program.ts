@@ -110,6 +110,14 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--db <db>', 'only this database: <workspace> or <workspace>/<agent>')
     .action(run(async () => (await import('./backup.ts')).backupNow));
   program
+    .command('backups')
+    .summary("the backup schedule, each shard's last run, what the blob store holds")
+    .description(
+      "the backup schedule and its next run, each shard's last backup run and its outcome, and what the blob store holds per database (objects, size, age); exit 1 when a shard's last run failed",
+    )
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./backups.ts')).backups));
+  program
     .command('result-blob')
     .summary('a query result too large for its envelope, whole')
     .description('a DATA_QUERY_SQL result offloaded to the blob store (result.offloaded.id), as JSON {"columns":[…],"rows":[…]}')
@@ -128,7 +136,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .action(run(async () => (await import('./tools.ts')).tools, { config: false }));
   program
     .command('usage')
-    .description('credits metered per agent, tool and day')
+    .description('credits metered per agent, tool and day; databases and disk bytes against the plan')
     .requiredOption('--workspace <name>', 'the workspace')
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./usage.ts')).usage));
@@ -259,8 +267,11 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .command('restore')
     .summary('restore a database to a moment, or undo a restore')
     .description('restore a database in place to a moment (keeping an undo point), into a new database, or back to an undo point (an operator command)')
-    .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
+    .argument('[db]', 'the database: <workspace> (shared) or <workspace>/<agent>')
     .option('--at <time>', 'the moment: ISO time (2026-12-01T02:00:00Z) or unix seconds')
+    .option('--all', 'with --from-blob: every database the blob store holds that is missing here (a line each, then a total)')
+    .option('--workspace <name>', 'with --from-blob: every database of this workspace the blob store holds that is missing here')
+    .option('--json', 'with --all or --workspace: a JSON line per database, then the total')
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
     .option('--into <db>', 'with --at or --from-blob: create this new database of the same workspace instead of restoring in place')
     .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')
@@ -279,7 +290,8 @@ Examples:
   agentdb restore acme/scout --undo u…
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before
   agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore
-  agentdb restore acme/scout --from-blob --into acme/scout-backup    # a backup beside the live database`,
+  agentdb restore acme/scout --from-blob --into acme/scout-backup    # a backup beside the live database
+  agentdb restore --from-blob --all                                  # every database missing here`,
     )
     .action(run(async () => (await import('./history.ts')).restore));
 

@@ -3,6 +3,9 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../registry/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { Metrics } from '../metrics.ts';
+import { addServiceGauges } from '../shards/service-gauges.ts';
+import { BackupLog } from '../shards/backup-log.ts';
 import { createWebDeps } from '../http/web/web-deps.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
@@ -57,6 +60,9 @@ export async function start(ctx: CommandContext): Promise<number> {
   const principals = new PrincipalCache(connectRedis(config.redisUrl, { name: 'agentdb-registry-changes' }), keys.registryChanges, config.keyCacheTtlMs);
   // Not awaited: until it has subscribed the cache is simply unused.
   void principals.start();
+  // One registry for the process: the workers below count into it, /metrics reads it.
+  const metrics = new Metrics();
+  const closeGauges = addServiceGauges(metrics, { redis, keys, config, backups: new BackupLog(redis, keys) });
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -75,10 +81,12 @@ export async function start(ctx: CommandContext): Promise<number> {
     },
     web: web.web,
     trustProxy: config.trustProxy,
+    metrics: { metrics, ...(config.metricsToken ? { token: config.metricsToken } : {}) },
   });
   // What this process opened besides the server and the workers, closed the same way whichever
   // way it stops: after what uses them has stopped, and the connection they share last.
   const closeClients = async () => {
+    await closeGauges();
     await web.close();
     await approvals.close();
     await client.close();
@@ -101,7 +109,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     ctx.stderr.write(`agentdb start: port ${config.port} on ${config.host} ${why}. Stop that server, or set PORT to a free port.\n`);
     return EXIT.usage;
   }
-  pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger });
+  pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger, metrics });
   await pool.start();
   const scheduler = new Scheduler(config, logger);
   await scheduler.start();

@@ -1,25 +1,52 @@
+import { RedisOffloadQuota } from '../blobs/offload-quota.ts';
+import { WorkspaceQuota, type WorkspaceUsage } from '../history/workspace-quota.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
+import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { readUsage } from '../calls/usage.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 
-/** `agentdb usage --workspace W [--json]`: credits and calls per day, agent and tool. */
+/**
+ * `agentdb usage --workspace W [--json]`: credits and calls per day, agent and tool, then the
+ * workspace's disk (databases, bytes of files, history and offloaded results) against its plan.
+ * Run where the data folder is (AGENTDB_DATA_DIR): the disk figures are read from it.
+ */
 export async function usage(ctx: CommandContext, flags: { workspace: string; json?: boolean }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
   try {
-    const rows = await readUsage(redis, keysFor(ctx.config.prefix), workspace);
+    const keys = keysFor(ctx.config.prefix);
+    const rows = await readUsage(redis, keys, workspace);
+    const workspaces = new WorkspaceRegistry(redis, keys);
+    const offloaded = new RedisOffloadQuota(redis, keys, ctx.config.maxOffloadedBytesPerWorkspace);
+    const disk = await new WorkspaceQuota({
+      dataDir: ctx.config.dataDir,
+      overrides: ctx.config.workspaceQuota,
+      planOf: (ws) => workspaces.planOf(ws),
+      offloadedBytes: (ws, now) => offloaded.held(ws, now),
+    }).usage(workspace);
     if (flags.json) {
-      ctx.stdout.write(`${JSON.stringify(rows)}\n`);
+      ctx.stdout.write(`${JSON.stringify({ credits: rows, disk })}\n`);
       return 0;
     }
     ctx.stdout.write(`${['day', 'agent', 'tool', 'calls', 'credits'].join('\t')}\n`);
     for (const r of rows) ctx.stdout.write(`${[r.day, r.agent, r.tool, r.calls, r.credits].join('\t')}\n`);
     const total = rows.reduce((n, r) => n + r.credits, 0);
     ctx.stdout.write(`total credits: ${total}\n`);
+    ctx.stdout.write(diskLines(disk));
     return 0;
   } finally {
     redis.disconnect();
   }
+}
+
+function diskLines(d: WorkspaceUsage): string {
+  const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
+  return [
+    `plan: ${d.plan}`,
+    `databases: ${d.databases.length} of ${d.limits.maxDatabases} (${pct(d.databases.length, d.limits.maxDatabases)})`,
+    `disk bytes: ${d.bytes} of ${d.limits.maxBytes} (${pct(d.bytes, d.limits.maxBytes)}): files ${d.databaseBytes}, history ${d.historyBytes}, offloaded results ${d.offloadedBytes}`,
+    '',
+  ].join('\n');
 }

@@ -1,5 +1,6 @@
 import type { ChildModule } from './child-module.ts';
 import type { ChildOptions } from './executor-protocol.ts';
+import type { Metrics } from '../metrics.ts';
 
 /** The subset of a pino logger the executor uses. */
 export interface ExecutorLogger {
@@ -18,6 +19,8 @@ export interface ExecutorProcessOptions extends ChildOptions {
   /** A statement running longer is killed with its child: STATEMENT_TIMEOUT. */
   statementTimeoutMs: number;
   logger?: ExecutorLogger;
+  /** Counts kills and restarts of children for `/metrics`. */
+  metrics?: Pick<Metrics, 'executorKills' | 'executorRestarts'>;
   /**
    * The child's module; by default the one beside this code, as it runs (see `childModule`). The
    * tests' pools fork the build their global setup has just made current: under tsx each child

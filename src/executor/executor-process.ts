@@ -285,6 +285,7 @@ export class ExecutorProcess {
       { ...about(running.item.req), child: this.index, childPid: child.pid, ms: limit, rerun: finished.length },
       'statement timed out; killing its executor child',
     );
+    this.opts.metrics?.executorKills.inc({ reason: 'timeout' });
     this.replace(child, 'statement timeout');
     // A write may have committed at its very deadline, its answer not yet written.
     const lookup = this.answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`));
@@ -315,6 +316,8 @@ export class ExecutorProcess {
       lookup = this.answerAfterDeath(running.item, died);
     } else
       this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
+    // (A child killed at its deadline was replaced first: its death returned above, counted as a timeout.)
+    this.opts.metrics?.executorKills.inc({ reason: running ? 'resource' : 'exited' });
     // One that dies while idle, soon after it started, is not replaced in a loop.
     this.replace(child, 'it died', !running && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
     this.handBack([...this.lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
@@ -455,6 +458,7 @@ export class ExecutorProcess {
     // 'close', not 'exit': it comes after the channel's last message, so an answer written just
     // before the child died is read first (and its request is not run again).
     child.on('close', (code, signal) => this.onDeath(child, code, signal));
+    if (this.replacedPid !== undefined) this.opts.metrics?.executorRestarts.inc();
     if (this.replacedPid !== undefined)
       this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
     this.replacedPid = undefined;

@@ -34,9 +34,9 @@ const BYTES_FRESH_MS = 1000;
 /**
  * Bytes under `dir`, each file counted once: a restore's generation links the snapshot it began
  * from (`linked-generation.ts`), and restoring to the same snapshot again and again must not
- * charge the quota for it each time.
+ * charge the quota for it each time. `seen` (device:inode) carries that across several folders.
  */
-function folderBytes(dir: string, seen = new Set<string>()): number {
+export function folderBytes(dir: string, seen = new Set<string>()): number {
   let total = 0;
   let entries: fs.Dirent[];
   try {

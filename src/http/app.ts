@@ -17,6 +17,8 @@ import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
 import { validateWithZod } from './route-validation.ts';
 import { healthRoutes, type ReadinessDeps } from './health-routes.ts';
+import { metricsRoute } from './metrics-route.ts';
+import type { Metrics } from '../metrics.ts';
 import { webRoutes, type WebDeps } from './web/web-routes.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
@@ -39,6 +41,8 @@ export interface AppDeps {
   keyed?: KeyedDeps;
   /** The web page at `/` (inbox, data, export, history); absent, only the API is served. */
   web?: WebDeps;
+  /** What `GET /metrics` serves, and the token it asks for (METRICS_TOKEN); absent, the route says it is off. */
+  metrics?: { metrics: Metrics; token?: string };
   /** Fastify's `trustProxy` (config TRUST_PROXY): whose X-Forwarded-* headers to believe. */
   trustProxy?: boolean | number | string[];
 }
@@ -75,6 +79,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   validateWithZod(app);
 
   app.register(healthRoutes({ redis: deps.redis, shardCount: deps.shardCount, ownedShards: deps.ownedShards, readiness: deps.readiness }));
+
+  if (deps.metrics) app.register(metricsRoute(deps.metrics));
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
   if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));

@@ -8,6 +8,18 @@ export interface PlanLimits {
   readonly maxBytes: number;
 }
 
+/**
+ * What a workspace may hold on disk under a plan, all its databases together: the hostile review
+ * forked one 20 MB database ten times (each fork a full copy with its own history) and took the
+ * data folder from 60 to 445 MB, with nothing to stop it.
+ */
+export interface WorkspaceLimits {
+  /** Databases: the shared one, each agent's and each fork. */
+  readonly maxDatabases: number;
+  /** Bytes: database files, their history, offloaded results. */
+  readonly maxBytes: number;
+}
+
 const MB = 1024 * 1024;
 
 /** The limits of each plan, as the product documents them (DESIGN.md "Limits"). */
@@ -16,6 +28,27 @@ export const PLAN_LIMITS = {
   business: { maxTables: 50, maxBytes: 100 * MB },
   enterprise: { maxTables: 200, maxBytes: 1024 * MB },
 } as const satisfies Record<Plan, PlanLimits>;
+
+const GB = 1024 * MB;
+
+/**
+ * The disk each plan's workspace may hold. Its database's size and ten times that of history
+ * (HISTORY_MAX_BYTES_PER_DB's default) for a fifth of its databases at once: a workspace of full
+ * databases meets the byte quota before the count.
+ */
+export const WORKSPACE_LIMITS = {
+  pro: { maxDatabases: 25, maxBytes: 5 * GB },
+  business: { maxDatabases: 100, maxBytes: 20 * GB },
+  enterprise: { maxDatabases: 1000, maxBytes: 200 * GB },
+} as const satisfies Record<Plan, WorkspaceLimits>;
+
+/**
+ * The disk quotas of a workspace on `plan`, where an operator's settings (WORKSPACE_MAX_DATABASES,
+ * WORKSPACE_MAX_BYTES) override them.
+ */
+export function workspaceLimits(plan: Plan, overrides: Partial<WorkspaceLimits> = {}): WorkspaceLimits {
+  return { ...WORKSPACE_LIMITS[plan], ...overrides };
+}
 
 /** The limits for `plan`. */
 export function planLimits(plan: Plan): PlanLimits {

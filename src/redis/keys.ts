@@ -55,6 +55,8 @@ export interface Keys {
    * caller's count is another's.
    */
   callRate(of: 'workspace' | 'key'): string;
+  /** Each shard's last backup run and last successful one (`last:<shard>`, `ok:<shard>` → JSON). */
+  readonly backupRuns: string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -83,5 +85,6 @@ export function keysFor(prefix: string): Keys {
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
     callRate: (of) => `${prefix}:call-rate:${of}`,
+    backupRuns: `${prefix}:{backups}:runs`,
   };
 }

@@ -12,6 +12,7 @@ import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { pruneBlobBackups } from '../history/blob-prune.ts';
 import { runBackups } from '../shards/backups.ts';
+import { BackupLog } from '../shards/backup-log.ts';
 import { pruneHistory, type HistoryPruneReport } from '../history/prune.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 
@@ -20,6 +21,20 @@ const PRUNE = 'prune';
 const BACKUP = 'backup';
 const HISTORY_PRUNE = 'history-prune';
 const HISTORY_SNAPSHOT = 'history-snapshot';
+
+/**
+ * When the nightly backup runs next (epoch ms), as its job scheduler in Redis says; undefined
+ * while no scheduler has registered it (no `agentdb start` or `agentdb scheduler` ran yet).
+ * For `agentdb backups`, which runs no scheduler of its own.
+ */
+export async function nextBackupRun(redis: Redis, keys: Keys): Promise<number | undefined> {
+  const queue = new Queue(QUEUE, { connection: redis, prefix: keys.bullPrefix });
+  try {
+    return (await queue.getJobScheduler(BACKUP))?.next ?? undefined;
+  } finally {
+    await queue.close();
+  }
+}
 
 /**
  * agentdb's scheduled work, on BullMQ job schedulers (cron and time zone from the config): the
@@ -119,7 +134,7 @@ export class Scheduler {
   async backup() {
     const ops = new ShardOpClient({ redisUrl: this.config.redisUrl, prefix: this.config.prefix });
     try {
-      const run = await runBackups(ops, this.config.shardCount);
+      const run = await runBackups(ops, this.config.shardCount, { log: new BackupLog(this.redis, this.keys) });
       const files = run.databases.reduce((n, r) => n + r.files, 0);
       if (run.failed.length) this.logger.error({ failed: run.failed }, 'backup failed on some shards');
       this.logger.info({ databases: run.databases.length, files }, 'nightly backup done');

@@ -14,7 +14,10 @@ import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { SHARD_OP_PREFIX } from '../contracts/shard-op.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
+import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { Logger } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
+import { TOOL_TIERS } from '../contracts/tools.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 
@@ -28,6 +31,10 @@ export interface CallJobProcessorOptions {
   results: OffloadedResults;
   /** Where callers' own call ids are taken on disk, beside their Redis claims. */
   callIds?: CallIdLedger;
+  /** A write that would create a database is checked against it (see `RunDeps.quota`). */
+  quota?: WorkspaceQuota;
+  /** Counts each call's outcome and time for `/metrics`. */
+  metrics?: Metrics;
 }
 
 /**
@@ -65,6 +72,7 @@ export class CallJobProcessor {
       executor: this.opts.executor,
       results: this.opts.results,
       ...(this.opts.callIds ? { callIds: this.opts.callIds } : {}),
+      ...(this.opts.quota ? { quota: this.opts.quota } : {}),
     };
     const { data } = job;
     let outcome: RunOutcome;
@@ -106,10 +114,22 @@ export class CallJobProcessor {
       // first, a caller found the job unfinished and waited for its safety-net check: ~30 s.)
       this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
     }
+    this.count(envelope, started);
     if (this.opts.logger.isLevelEnabled('debug')) {
       log().debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
     }
     return envelope;
+  }
+
+  private count(envelope: Envelope, started: number): void {
+    const { metrics } = this.opts;
+    if (!metrics) return;
+    // A job's tool is whatever its data says: a name outside the contract is one label, not one each.
+    const tool = Object.hasOwn(TOOL_TIERS, envelope.tool) ? envelope.tool : 'other';
+    const outcome = envelope.ok ? 'ok' : envelope.error.code;
+    metrics.calls.inc({ tool, outcome });
+    metrics.callSeconds.observe({ tool }, (Date.now() - started) / 1000);
+    if (outcome === 'STORAGE_FULL' || outcome === 'HISTORY_QUOTA') metrics.captureFailures.inc({ code: outcome });
   }
 
   /** BullMQ has stored a job's result: a completion held for it may go out now. */

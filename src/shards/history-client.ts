@@ -1,6 +1,7 @@
 import { AgentDbError, codeOf } from '../errors.ts';
 import { checkForkTarget } from '../history/fork-target.ts';
 import type { HistoryView } from '../history/history-view.ts';
+import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
 import type { RestoreResult } from '../history/restore-requests.ts';
@@ -132,6 +133,15 @@ export class HistoryClient {
     return this.answer(shardOf(into ?? id, this.shardCount), 'restoreFromBlob', args, into ?? id, 3600_000);
   }
 
+  /**
+   * What the blob store the workers restore from holds (asked of shard 0's owner; every worker
+   * has the same store). For an operator: the caller must be one.
+   */
+  async blobHoldings(caller: HistoryCaller): Promise<BlobHoldings> {
+    if (caller !== 'operator') throw new AgentDbError('NOT_PERMITTED', "listing every workspace's backups is an operator's command");
+    return (await this.answer(0, 'blobHoldings', {}, undefined, 600_000)) as BlobHoldings;
+  }
+
   /** The database a restore `into` creates, checked: of the same workspace, not the source nor the shared one, no registered agent's. */
   private async checkedInto(id: string, to: string | undefined): Promise<string | undefined> {
     const into = to === undefined ? undefined : checkedId(to);
@@ -151,8 +161,8 @@ export class HistoryClient {
     return into;
   }
 
-  private async answer(shard: number, op: string, args: unknown, db: string, timeoutMs: number): Promise<unknown> {
-    const out = await this.ops.run(shard, op, args, { db, timeoutMs, ...(this.pickup ? { pickup: this.pickup } : {}) });
+  private async answer(shard: number, op: string, args: unknown, db: string | undefined, timeoutMs: number): Promise<unknown> {
+    const out = await this.ops.run(shard, op, args, { ...(db !== undefined ? { db } : {}), timeoutMs, ...(this.pickup ? { pickup: this.pickup } : {}) });
     if (!out.ok) throw new AgentDbError(out.error.code, out.error.detail);
     return out.result;
   }

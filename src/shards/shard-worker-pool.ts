@@ -14,10 +14,13 @@ import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ChildModule } from '../executor/child-module.ts';
 import { ExecutorPool } from '../executor/executor-pool.ts';
 import type { Logger } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
 import { closeWorker } from '../redis/close-worker.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { WorkspaceRegistry } from '../registry/workspaces.ts';
+import { WorkspaceQuota } from '../history/workspace-quota.ts';
 import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
@@ -33,6 +36,8 @@ export interface ShardWorkerPoolOptions {
   logger: Logger;
   /** The executor children's module (see `ExecutorProcessOptions.child`); tests fork the build. */
   executorChild?: ChildModule;
+  /** Where calls, executor kills and quota refusals are counted, and the pool's gauges read (`/metrics`). */
+  metrics?: Metrics;
 }
 
 /**
@@ -53,6 +58,7 @@ export class ShardWorkerPool {
   readonly id = leaseToken(randomUUID());
   private readonly calls: CallJobProcessor;
   private readonly callIds: CallIdLedger;
+  private readonly quota: WorkspaceQuota;
   private readonly blobs: BlobStore;
   private readonly workers = new Map<number, Worker>();
   private readonly unheld: UnheldJobs;
@@ -79,14 +85,24 @@ export class ShardWorkerPool {
       statementCacheBytes: config.statementCacheBytes,
       ...(config.history ? { history: config.history } : {}),
       ...(opts.executorChild ? { child: opts.executorChild } : {}),
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
       logger: opts.logger,
     });
     this.blobs = openBlobStore(config);
+    const offloadQuota = new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace);
     const results = new OffloadedResults(this.blobs, {
       dataDir: config.dataDir,
       ttlS: config.resultTtlS,
       logger: opts.logger,
-      quota: new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace),
+      quota: offloadQuota,
+    });
+    const workspaces = new WorkspaceRegistry(this.redis, this.keys);
+    this.quota = new WorkspaceQuota({
+      dataDir: config.dataDir,
+      overrides: config.workspaceQuota,
+      planOf: (ws) => workspaces.planOf(ws),
+      offloadedBytes: (ws, now) => offloadQuota.held(ws, now),
+      ...(opts.metrics ? { onRefused: (_ws: string, quota: string) => opts.metrics!.refusals.inc({ quota }) } : {}),
     });
     this.callIds = new CallIdLedger({
       dataDir: config.dataDir,
@@ -101,6 +117,8 @@ export class ShardWorkerPool {
       executor: this.executor,
       results,
       callIds: this.callIds,
+      quota: this.quota,
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
     });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
@@ -110,6 +128,7 @@ export class ShardWorkerPool {
       if (connected) this.unheld.reconnected();
       connected = true;
     });
+    if (opts.metrics) this.registerGauges(opts.metrics);
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
     this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
     this.status = new ExecutorStatusPublisher(this.redis, this.keys, () => ({
@@ -118,6 +137,19 @@ export class ShardWorkerPool {
       shards: this.ownedShards(),
       pool: this.executor.status(),
     }));
+  }
+
+  /** Adds this worker's gauges to `metrics`: its executor children by state, statements waiting for one, shards owned. */
+  private registerGauges(metrics: Metrics): void {
+    metrics.gauge('agentdb_executor_children', "This worker's executor children, by state (idle, running, starting, down).", ['state'], () => {
+      const byState = new Map<string, number>();
+      for (const c of this.executor.status().children) byState.set(c.state, (byState.get(c.state) ?? 0) + 1);
+      return [...byState].map(([state, value]) => ({ labels: { state }, value }));
+    });
+    metrics.gauge('agentdb_executor_waiting_statements', 'Statements waiting for an executor child of this worker (queueing).', [], () => [
+      { value: this.executor.status().waiting },
+    ]);
+    metrics.gauge('agentdb_owned_shards', 'Shards this worker holds the lease of.', [], () => [{ value: this.workers.size }]);
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */
@@ -219,7 +251,7 @@ export class ShardWorkerPool {
     const processor = (job: Job, token?: string) =>
       this.unheld.hold<unknown>(token!, job.id!, () =>
         job.name.startsWith(SHARD_OP_PREFIX)
-          ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger })
+          ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota })
           : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
       );
     const worker = new Worker(this.keys.queueName(shard), processor, {

@@ -133,7 +133,7 @@ describe('agentdb tools and usage', () => {
 
   it('prints metered credits for a workspace', async () => {
     const out = await runCli(['usage', '--workspace', 'acme', '--json'], sb.env);
-    const rows = JSON.parse(out.stdout) as { agent: string; tool: string; credits: number }[];
+    const rows = (JSON.parse(out.stdout) as { credits: { agent: string; tool: string; credits: number }[] }).credits;
     expect(rows.find((r) => r.agent === 'scout' && r.tool === 'DATA_WRITE_SQL')?.credits).toBe(2);
   });
 

@@ -3,11 +3,26 @@ import { AgentDbError } from '../../errors.ts';
 import { openBlobStore } from '../../blobs/blob-stores.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { restoreFromBlob } from '../../history/blob-restore.ts';
+import { blobHoldings } from '../../history/blob-holdings.ts';
 import { localSource } from '../../history/history-files.ts';
 import { databaseId, databasePath, parseDatabaseId, shardOf } from '../../contracts/database-id.ts';
 import type { RestoreActor } from '../../executor/executor-protocol.ts';
 import { auditInto } from '../../history/restore-audit.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
+
+/**
+ * Shard op `blobHoldings`: what the blob store holds (see `blobHoldings`), as the workers see it.
+ * A disaster restore of everything lists the store a worker will restore from, not the one the
+ * command's own settings name (BLOB_DIR on a new machine is the worker's to know).
+ */
+export const blobHoldingsOp: ShardOpHandler = async (_data, ctx) => {
+  const store = openBlobStore(ctx.config);
+  try {
+    return await blobHoldings(store);
+  } finally {
+    await store.close();
+  }
+};
 
 /**
  * Shard op `restoreFromBlob` (db: the database to create, args `{ at?: number` epoch ms,
@@ -30,6 +45,10 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   if (args.source !== undefined && typeof args.source !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'source must be a database id');
   const source = (args.source as string | undefined) ?? data.db;
   if (source !== data.db) checkForkTarget(source, data.db);
+  // A fork from the blob store counts against the workspace's quotas as any fork does; a disaster
+  // restore in place brings back a database the workspace had, and is not refused for room.
+  if (source !== data.db && args.dryRun !== true && ctx.quota)
+    await ctx.quota.check(workspace, { databases: 1, bytes: 0 }, `restore from the blob store of ${source} into ${data.db}`);
   const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
   const store = openBlobStore(config);
   try {

@@ -50,6 +50,12 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     // never leaves its workspace, nor lands on the database it is taken from or the shared one.
     if (args.into !== undefined) checkForkTarget(source, writes);
     const db = target(ctx, writes);
+    if (args.into !== undefined && args.dryRun !== true && ctx.quota) {
+      // Before anything is copied: a fork is a full copy of its source with its own history (the
+      // review's ten forks of a 20 MB database took 385 MB).
+      const sourceBytes = fs.statSync(fileOf(ctx, source).path, { throwIfNoEntry: false })?.size ?? 0;
+      await ctx.quota.check(parseDatabaseId(writes).workspace, { databases: 1, bytes: sourceBytes }, `restore of ${source} into ${writes}`);
+    }
     const key = path.resolve(ctx.config.dataDir, source);
     if (running.has(key) || (args.into && running.has(path.resolve(ctx.config.dataDir, args.into)))) {
       throw new AgentDbError('RESTORE_RUNNING', `a restore of ${source} is already running`);

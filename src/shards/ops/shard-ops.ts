@@ -4,9 +4,10 @@ import type { ShardOpJobData, ShardOpOutcome } from '../../contracts/shard-op.ts
 import { codeOf } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { ExecutorPool } from '../../executor/executor-pool.ts';
+import type { WorkspaceQuota } from '../../history/workspace-quota.ts';
 import { browseOps } from './browse-ops.ts';
 import { backupOp } from './backup-op.ts';
-import { blobRestoreOp } from './blob-restore-op.ts';
+import { blobHoldingsOp, blobRestoreOp } from './blob-restore-op.ts';
 import { historyOpHandlers } from './history-ops.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
@@ -16,6 +17,8 @@ export interface ShardOpContext {
   config: Config;
   logger: Logger;
   job: Job<ShardOpJobData>;
+  /** The disk quotas a fork is checked against; absent (tests of one op), nothing is checked. */
+  quota?: WorkspaceQuota;
 }
 
 /**
@@ -38,6 +41,8 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
     backup: backupOp,
     // Rebuilds a database missing here from the blob store alone (`agentdb restore --from-blob`).
     restoreFromBlob: blobRestoreOp,
+    // What the blob store holds, as the workers see it (`restore --from-blob --all`).
+    blobHoldings: blobHoldingsOp,
     // Point-in-time history: restore (in place, undo, into), list, nightly snapshot.
     ...historyOpHandlers(),
   };
@@ -56,7 +61,14 @@ export async function runShardOp(
   if (!handler) return { ok: false, error: { code: 'INVALID_ARGUMENTS', detail: `no shard op named "${job.data.op}"` } };
   const logger = at.logger.child({ op: job.data.op, jobId: job.id, shard: at.shard });
   try {
-    const result = await handler(job.data, { shard: at.shard, executor: at.executor, config: at.config, logger, job });
+    const result = await handler(job.data, {
+      shard: at.shard,
+      executor: at.executor,
+      config: at.config,
+      logger,
+      job,
+      ...(at.quota ? { quota: at.quota } : {}),
+    });
     return { ok: true, result };
   } catch (err) {
     const code = codeOf(err);

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { codeOf } from '../../src/errors.ts';
+import { checkDiskQuota } from '../../src/policy/disk-quota.ts';
+import { workspaceLimits, WORKSPACE_LIMITS } from '../../src/policy/plan-limits.ts';
+
+const limits = { maxDatabases: 3, maxBytes: 1000 };
+const refusal = (f: () => void): string => {
+  try {
+    f();
+  } catch (err) {
+    expect(codeOf(err)).toBe('QUOTA_EXCEEDED');
+    return (err as { detail: string }).detail;
+  }
+  throw new Error('not refused');
+};
+
+describe('the disk-quota rule', () => {
+  it('lets a step through within both quotas, up to each', () => {
+    expect(() => checkDiskQuota('acme', { databases: 2, bytes: 500 }, { databases: 1, bytes: 500 }, limits, 'a fork')).not.toThrow();
+  });
+
+  it('refuses a database past the count, naming the figures and the step', () => {
+    expect(refusal(() => checkDiskQuota('acme', { databases: 3, bytes: 0 }, { databases: 1, bytes: 0 }, limits, 'a fork'))).toBe(
+      'a fork refused: workspace acme holds 3 databases, its quota is 3 (WORKSPACE_MAX_DATABASES or its plan); drop a database or fork it no longer needs',
+    );
+  });
+
+  it('refuses bytes past the quota, counting what the step would copy', () => {
+    expect(refusal(() => checkDiskQuota('acme', { databases: 1, bytes: 600 }, { databases: 1, bytes: 500 }, limits, 'a fork'))).toMatch(
+      /holds 600 bytes on disk and this would add about 500, its quota is 1000 \(WORKSPACE_MAX_BYTES/,
+    );
+    // Already past it: even a step that copies nothing (a first write) is refused.
+    expect(refusal(() => checkDiskQuota('acme', { databases: 1, bytes: 1001 }, { databases: 1, bytes: 0 }, limits, 'creating database acme/x'))).toMatch(
+      /^creating database acme\/x refused: workspace acme holds 1001 bytes on disk, its quota/,
+    );
+  });
+
+  it("takes the plan's limits, where an operator's settings override them", () => {
+    expect(workspaceLimits('pro')).toEqual(WORKSPACE_LIMITS.pro);
+    expect(workspaceLimits('enterprise', { maxDatabases: 7 })).toEqual({ maxDatabases: 7, maxBytes: WORKSPACE_LIMITS.enterprise.maxBytes });
+  });
+});
