@@ -17,6 +17,8 @@ export interface Line {
   /** When it took its child, and that child's place's `spentMs` then (while it has one). */
   boundAt: number;
   spentAtBind: number;
+  /** That place's `statements` then. */
+  statementsAtBind: number;
   /** A microtask will send what arrived in this tick. */
   feeding: boolean;
   /** Every child is being asked to close this database, for the restore at the head of the queue. */
@@ -54,6 +56,7 @@ export class DatabaseLines {
       skips: 0,
       boundAt: 0,
       spentAtBind: 0,
+      statementsAtBind: 0,
       feeding: false,
     };
     this.byPath.set(db.path, line);
