@@ -14,6 +14,10 @@ export interface Line {
   lastChild?: number;
   /** Times an idle child passed it over for a database of its own. */
   skips: number;
+  /** When it last began to wait for a child. */
+  since: number;
+  /** It took its child ahead of cheap ones for its long wait (see `tier`). */
+  promoted?: boolean;
   /** When it took its child, and that child's place's `spentMs` then (while it has one). */
   boundAt: number;
   spentAtBind: number;
@@ -54,6 +58,7 @@ export class DatabaseLines {
       shard: db.shard,
       queue: [],
       skips: 0,
+      since: 0,
       boundAt: 0,
       spentAtBind: 0,
       statementsAtBind: 0,

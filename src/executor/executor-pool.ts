@@ -11,7 +11,7 @@ import type { ExecutorPoolOptions } from './executor-options.ts';
 import { ExecutorProcess, MAX_PIPELINE, START_ATTEMPTS, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
 import { SpareChild } from './spare-child.ts';
-import { fairest, WorkspaceUsage } from './workspace-usage.ts';
+import { fairest, tier, WorkspaceUsage, type Aging } from './workspace-usage.ts';
 
 export type { ExecutorPoolOptions };
 
@@ -38,10 +38,12 @@ const replacesFile = (req: ExecRequest): boolean => req.op === 'restore' && req.
  * it. A workspace holds at most `workspaceShare` children at once: its other lines wait, and
  * others find a child free. An idle child takes the next turn of the round-robin over waiting
  * workspaces (see `WorkspaceUsage` and `fairest`): one holding no child before one holding a
- * child, so none takes a second while another waits; a workspace of known cheap statements a
- * little early, so a quiet workspace's read waits for the next free child, not behind a burst of
- * fresh workspaces' runaways (twenty of them held one for 100 s under the former
- * least-recent-executor-time rule, to which a fresh workspace looked as light as a quiet one).
+ * child, so none takes a second while another waits; a workspace of known cheap statements
+ * before the rest, so a quiet workspace's read waits for the next free child, not behind a burst
+ * of fresh workspaces' runaways (twenty of them held one for 100 s under the former
+ * least-recent-executor-time rule, to which a fresh workspace looked as light as a quiet one);
+ * and one line at a time that waited a whole deadline before all, so cheap ones cannot starve
+ * the rest.
  * It prefers a line it ran last, when that one's turn is about as near (a reopen costs a file
  * open, WAL set-up and every statement prepared again), but passes the first at most `size`
  * times.
@@ -54,6 +56,8 @@ export class ExecutorPool {
   /** Lines with statements and no child, oldest first. */
   private ready = new Set<Line>();
   private readonly usage: WorkspaceUsage;
+  /** Lines holding a child they took ahead of cheap ones for their long wait: at most one. */
+  private promoted = 0;
   private readonly evicting: { shards: number[]; done: () => void }[] = [];
   private readonly trace: boolean;
   private stopped = false;
@@ -182,23 +186,28 @@ export class ExecutorPool {
     return best;
   }
 
-  /** The waiting line an idle child takes, or undefined when none may run now. */
-  private pickFor(slot: ExecutorProcess): Line | undefined {
+  /** The waiting line an idle child takes, or undefined when none may run now; `aging` as it was for it. */
+  private pickFor(slot: ExecutorProcess, aging: Aging): Line | undefined {
     const allowed: Line[] = [];
     // A line waiting for every child to close its database (a restore) takes no child yet.
     for (const line of this.ready) if (this.underShare(line) && !line.closing) allowed.push(line);
     // Only the child that ran a line last may skip the reopen; another may hold a stale handle.
     const open = (line: Line) => line.lastChild === slot.childId && slot.recent.has(line.path);
-    return fairest(allowed, (ws) => this.usage.standing(ws), open, this.opts.size);
+    return fairest(allowed, (ws) => this.usage.standing(ws), open, this.opts.size, aging);
   }
 
   private dispatch(): void {
     for (const slot of this.slots) {
       if (this.ready.size === 0) return;
       if (!slot.available || this.bound[slot.index]) continue;
-      const line = this.pickFor(slot);
+      const aging: Aging = { now: Date.now(), afterMs: this.opts.statementTimeoutMs, open: this.promoted === 0 };
+      const line = this.pickFor(slot, aging);
       if (!line) return;
       this.ready.delete(line);
+      if (tier(line, this.usage.standing(line.workspace), aging) === 0) {
+        line.promoted = true;
+        this.promoted++;
+      }
       this.bind(line, slot, true);
     }
   }
@@ -207,7 +216,8 @@ export class ExecutorPool {
   private wait(line: Line): void {
     if (this.ready.has(line)) return;
     this.ready.add(line);
-    this.usage.waits(line.workspace, Date.now());
+    line.since = Date.now();
+    this.usage.waits(line.workspace, line.since);
   }
 
   /** Nothing waits any more: what waited was answered without running. */
@@ -232,6 +242,10 @@ export class ExecutorPool {
     const slot = line.slot!;
     line.slot = undefined;
     this.bound[slot.index] = undefined;
+    if (line.promoted) {
+      line.promoted = false;
+      this.promoted--;
+    }
     this.usage.give(line.workspace, Date.now(), slot.spentMs - line.spentAtBind, slot.statements - line.statementsAtBind);
     if (line.queue.length) this.wait(line);
     else if (this.evicting.length) this.checkEvictions();

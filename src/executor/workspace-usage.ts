@@ -3,13 +3,11 @@ const FORGET_AFTER_MS = 10 * 60_000;
 /** Records kept before the forgotten ones are swept out. */
 const SWEEP_AT = 1024;
 /**
- * The most of a round a workspace of cheap statements may start early: half, so it takes at
- * most two turns to one of a workspace of runaways (or one never seen). Ranking by expected
- * executor time alone (a turn charged what it is expected to cost) let twenty busy workspaces
- * of 1 ms reads hold a fresh workspace's first statement back one whole deadline's worth of
- * their turns, 100 s with a pool of 2.
+ * A workspace whose statements are expected to take under this share of a statement deadline is
+ * served before those that are not (one never seen is expected to take a whole deadline; its
+ * first two cheap statements bring it under).
  */
-const MAX_CREDIT = 0.5;
+const CHEAP_SHARE = 1 / 3;
 
 interface Record {
   /** Children it holds now. */
@@ -30,29 +28,30 @@ interface Record {
 export interface Standing {
   /** Children it holds now: one holding none goes first. */
   holding: number;
+  /** Its statements are known to be cheap: it goes before those that are not. */
+  cheap: boolean;
   /** The round its waiting turn starts at: the earliest goes first. */
   start: number;
 }
 
 /**
- * Each workspace's turns at the pool's children, round-robin: a turn is one round, and the next
- * free child serves the turn that starts first (start-time fair queuing, in rounds). A workspace
- * that begins to wait starts at the current round, never earlier than where its last turn ended
- * (one round after it started) — so workspaces take turns, and one workspace's backlog waits
- * its round like anyone else's. While nothing waits the rounds start over: use nobody else
- * wanted is no debt.
+ * Each workspace's turns at the pool's children, round-robin: a turn is one round, and among
+ * like workspaces the next free child serves the turn that starts first (start-time fair
+ * queuing, in rounds). A workspace that begins to wait starts at the current round, never
+ * earlier than where its last turn ended (one round after it started) — so workspaces take
+ * turns, and one workspace's backlog waits its round like anyone else's. While nothing waits
+ * the rounds start over: use nobody else wanted is no debt.
  *
- * One exception makes a quiet workspace beat a burst: a workspace whose statements are known to
- * be cheap starts up to half a round early (its credit: half, less the share of a statement
- * deadline its statements are expected to take). A workspace never seen (or forgotten) is
- * expected to take a whole deadline, so it has none. Under the former rule (least recent
- * executor time first) twenty fresh workspaces each starting a runaway looked as light as a
- * quiet one, and its `SELECT count(*)` waited behind every one of them: 100 s with a pool of 2
- * and a 10 s deadline. Now its turn starts before theirs and it waits at most for the next child
- * to come free; a cheap workspace takes at most two turns to another's one.
+ * Workspaces whose statements are known to be cheap go before the others (see `fairest`). A
+ * workspace never seen (or forgotten) is expected to take a whole statement deadline, so it is
+ * not: under the former rule (least recent executor time first) twenty fresh workspaces each
+ * starting a runaway looked as light as a quiet one, and its `SELECT count(*)` waited behind
+ * every one of them, 100 s with a pool of 2 and a 10 s deadline. Turns in rounds alone did no
+ * better: the quiet workspace, having had its turn, waited for the burst's whole round.
  *
  * The expected cost is the mean of its last statements' executor time, halved toward each new
- * one from a start of one deadline: one cheap read earns a little credit, a runaway loses most.
+ * one from a start of one deadline: two cheap statements make a workspace cheap, a runaway
+ * undoes it.
  *
  * Pure bookkeeping: the caller passes the time, and says when a line begins to wait or takes a
  * child.
@@ -82,8 +81,8 @@ export class WorkspaceUsage {
   /** Where `workspace` stands now (see {@link Standing}). */
   standing(workspace: string): Standing {
     const r = this.byWorkspace.get(workspace);
-    if (!r) return { holding: 0, start: this.clock };
-    return { holding: r.holding, start: r.start ?? this.begin(r) };
+    if (!r) return { holding: 0, cheap: false, start: this.clock };
+    return { holding: r.holding, cheap: r.cost < CHEAP_SHARE * this.unknownCostMs, start: r.start ?? this.begin(r) };
   }
 
   /** One of its lines began to wait for a child. */
@@ -144,8 +143,7 @@ export class WorkspaceUsage {
 
   /** The round a turn of `r` would start at now. */
   private begin(r: Record): number {
-    const credit = MAX_CREDIT * Math.max(0, 1 - r.cost / this.unknownCostMs);
-    return Math.max(this.clock, r.finish) - credit;
+    return Math.max(this.clock, r.finish);
   }
 
   private record(workspace: string, now: number): Record {
@@ -169,51 +167,68 @@ export interface Waiting {
   workspace: string;
   /** Times a free child passed it over for a database of its own. */
   skips: number;
+  /** When it began to wait. */
+  since: number;
+}
+
+/** When a line not known to be cheap has waited too long. */
+export interface Aging {
+  now: number;
+  /** Waited this long (a statement deadline), it goes first. */
+  afterMs: number;
+  /** No line that went first for its wait holds a child now: one may. */
+  open: boolean;
 }
 
 /**
- * Whether a turn standing at `b` goes with one at `a`, so that a child may serve it instead to
- * save a reopen: its workspace holds children as `a`'s does (none, or some), and its turn starts
- * within a quarter round of `a`'s (less than a quiet workspace's credit, so a busy workspace's
- * open line never passes a quiet one's).
+ * Which of three a waiting line is, first served first: 0, not known to be cheap but waiting
+ * past `aging.afterMs` while no other such holds a child; 1, its workspace's statements are
+ * known to be cheap; 2, the others. Cheap ones first keep a quiet workspace ahead of any burst of
+ * fresh or runaway ones; one long waiter at a time ahead of them keeps cheap ones that fill
+ * every child from starving the rest, and leaves the other children to the cheap ones.
  */
-export function alike(a: Standing, b: Standing): boolean {
-  return a.holding > 0 === b.holding > 0 && b.start < a.start + MAX_CREDIT / 2;
+export function tier(line: Waiting, s: Standing, aging: Aging): 0 | 1 | 2 {
+  if (s.cheap) return 1;
+  return aging.open && aging.now - line.since >= aging.afterMs ? 0 : 2;
 }
 
 /**
  * Which waiting database a free child takes. `waiting` is in arrival order and holds only those
  * allowed to run now (under their workspace's share). A workspace holding no child goes before
  * any that holds one, whatever its history: no workspace takes a second child while another
- * waits. Among those, the turn that starts first ({@link WorkspaceUsage}), the oldest of equals.
- * A child takes a database it has open (`open`) instead when its turn is {@link alike} — at
- * most `maxSkips` times in a row past the same first one, so preference never starves it (a
- * reopen costs a file open, WAL set-up and every statement prepared again).
+ * waits. Then by {@link tier}, then the turn that starts first ({@link WorkspaceUsage}), the
+ * oldest of equals. A child takes a database it has open (`open`) instead when it is alike
+ * (as many children held, the same tier, the same round) — at most `maxSkips` times in a row
+ * past the same first one, so preference never starves it (a reopen costs a file open, WAL
+ * set-up and every statement prepared again).
  */
 export function fairest<T extends Waiting>(
   waiting: Iterable<T>,
   standing: (workspace: string) => Standing,
   open: (line: T) => boolean,
   maxSkips: number,
+  aging: Aging,
 ): T | undefined {
   const seen = new Map<string, Standing>();
-  const of = (ws: string) => {
-    let s = seen.get(ws);
-    if (s === undefined) seen.set(ws, (s = standing(ws)));
-    return s;
+  const rank = (line: T): Rank => {
+    let s = seen.get(line.workspace);
+    if (s === undefined) seen.set(line.workspace, (s = standing(line.workspace)));
+    return { busy: s.holding > 0, tier: tier(line, s, aging), start: s.start };
   };
   let first: T | undefined;
-  let best: Standing | undefined;
+  let best: Rank | undefined;
   for (const line of waiting) {
-    const s = of(line.workspace);
-    if (!best || before(s, best)) {
+    const r = rank(line);
+    if (!best || before(r, best)) {
       first = line;
-      best = s;
+      best = r;
     }
   }
   if (!first || !best || open(first) || first.skips >= maxSkips) return first;
   for (const line of waiting) {
-    if (line !== first && alike(best, of(line.workspace)) && open(line)) {
+    if (line === first || !open(line)) continue;
+    const r = rank(line);
+    if (r.busy === best.busy && r.tier === best.tier && r.start < best.start + 1) {
       first.skips++;
       return line;
     }
@@ -221,8 +236,15 @@ export function fairest<T extends Waiting>(
   return first;
 }
 
-/** Whether a turn standing at `a` goes strictly before one at `b` (equals keep arrival order). */
-function before(a: Standing, b: Standing): boolean {
-  if (a.holding > 0 !== b.holding > 0) return b.holding > 0;
+interface Rank {
+  busy: boolean;
+  tier: number;
+  start: number;
+}
+
+/** Whether `a` goes strictly before `b` (equals keep arrival order). */
+function before(a: Rank, b: Rank): boolean {
+  if (a.busy !== b.busy) return b.busy;
+  if (a.tier !== b.tier) return a.tier < b.tier;
   return a.start < b.start;
 }
