@@ -42,8 +42,8 @@ const replacesFile = (req: ExecRequest): boolean => req.op === 'restore' && req.
  * before the rest, so a quiet workspace's read waits for the next free child, not behind a burst
  * of fresh workspaces' runaways (twenty of them held one for 100 s under the former
  * least-recent-executor-time rule, to which a fresh workspace looked as light as a quiet one);
- * and one line at a time that waited a whole deadline before all, so cheap ones cannot starve
- * the rest.
+ * and, once cheap ones have taken every child in a row, one line at a time that waited a whole
+ * deadline before all, so cheap ones cannot starve the rest.
  * It prefers a line it ran last, when that one's turn is about as near (a reopen costs a file
  * open, WAL set-up and every statement prepared again), but passes the first at most `size`
  * times.
@@ -58,6 +58,8 @@ export class ExecutorPool {
   private readonly usage: WorkspaceUsage;
   /** Lines holding a child they took ahead of cheap ones for their long wait: at most one. */
   private promoted = 0;
+  /** Children given to lines of cheap workspaces in a row, from the waiting ones. */
+  private cheapStreak = 0;
   private readonly evicting: { shards: number[]; done: () => void }[] = [];
   private readonly trace: boolean;
   private stopped = false;
@@ -200,11 +202,16 @@ export class ExecutorPool {
     for (const slot of this.slots) {
       if (this.ready.size === 0) return;
       if (!slot.available || this.bound[slot.index]) continue;
-      const aging: Aging = { now: Date.now(), afterMs: this.opts.statementTimeoutMs, open: this.promoted === 0 };
+      // A long waiter goes ahead only once cheap ones took every child in a row: they keep all
+      // of them busy. Sooner, it took the child a quiet read was about to get, in every burst.
+      const open = this.promoted === 0 && this.cheapStreak >= this.opts.size;
+      const aging: Aging = { now: Date.now(), afterMs: this.opts.statementTimeoutMs, open };
       const line = this.pickFor(slot, aging);
       if (!line) return;
       this.ready.delete(line);
-      if (tier(line, this.usage.standing(line.workspace), aging) === 0) {
+      const picked = tier(line, this.usage.standing(line.workspace), aging);
+      this.cheapStreak = picked === 1 ? this.cheapStreak + 1 : 0;
+      if (picked === 0) {
         line.promoted = true;
         this.promoted++;
       }

@@ -176,16 +176,16 @@ export interface Aging {
   now: number;
   /** Waited this long (a statement deadline), it goes first. */
   afterMs: number;
-  /** No line that went first for its wait holds a child now: one may. */
+  /** One may go first for its wait now (none that did holds a child, and cheap ones took every child in a row). */
   open: boolean;
 }
 
 /**
  * Which of three a waiting line is, first served first: 0, not known to be cheap but waiting
- * past `aging.afterMs` while no other such holds a child; 1, its workspace's statements are
- * known to be cheap; 2, the others. Cheap ones first keep a quiet workspace ahead of any burst of
- * fresh or runaway ones; one long waiter at a time ahead of them keeps cheap ones that fill
- * every child from starving the rest, and leaves the other children to the cheap ones.
+ * past `aging.afterMs` while `aging.open`; 1, its workspace's statements are known to be cheap;
+ * 2, the others. Cheap ones first keep a quiet workspace ahead of any burst of fresh or runaway
+ * ones; a long waiter ahead of them, one at a time and only once cheap ones have taken every
+ * child in a row, keeps cheap ones that fill every child from starving the rest.
  */
 export function tier(line: Waiting, s: Standing, aging: Aging): 0 | 1 | 2 {
   if (s.cheap) return 1;

@@ -54,9 +54,8 @@ describe('a burst of fresh workspaces (issue 27)', () => {
     const read = await track('read', client.call({ ...quiet, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } }));
     expect(read).toMatchObject({ ok: true, result: { rows: [[0]] } });
     // It went at the next free child: the two runaways that held the children when it came
-    // answered before it, and at most a couple more: one runaway at a time that has waited a
-    // whole deadline goes first (so cheap workspaces cannot starve the rest), and on a loaded
-    // machine a killed child's replacement may take longer to start than such a runaway to end.
+    // answered before it, and at most a couple more, since on a loaded machine a killed child's
+    // replacement may take longer to start than the runaway on the other child to end.
     expect(order.indexOf('read') - before).toBeLessThanOrEqual(4);
 
     const ends = await Promise.all(burst);
