@@ -40,7 +40,15 @@ export function benchSite(redisUrl: string, name: string, settings: Record<strin
           running.delete(stop);
           if (child.exitCode !== null || child.signalCode !== null) return resolve();
           // A child in the middle of a runaway statement would never see its worker go.
-          if (signal === 'SIGKILL') for (const pid of childPids(child.pid!)) process.kill(pid, 'SIGKILL');
+          if (signal === 'SIGKILL') {
+            for (const pid of childPids(child.pid!)) {
+              try {
+                process.kill(pid, 'SIGKILL');
+              } catch {
+                // It ended meanwhile (a runaway killed at its deadline): nothing left to kill.
+              }
+            }
+          }
           child.once('exit', () => resolve());
           child.kill(signal);
         });

@@ -15,6 +15,7 @@ import { benchAbandonedWaits, printAbandonedWaits } from './abandoned-waits.ts';
 import { benchApprovals } from './approvals.ts';
 import { benchBlobUpload } from './blob-upload.ts';
 import { benchMcp } from './mcp.ts';
+import { benchFairBurst, printFairBurst } from './fair-burst.ts';
 import { benchWeb, printWeb } from './web.ts';
 import { childPids } from './cpu.ts';
 import { benchIsolation } from './isolation.ts';
@@ -103,7 +104,8 @@ async function only(name: string) {
     printAbandonedWaits(waits);
     return;
   }
-  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits)`);
+  if (name === 'fair-burst') return onlyFairBurst();
+  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, fair-burst)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
@@ -118,6 +120,24 @@ async function only(name: string) {
     await deleteKeys(prefix);
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** `--only fair-burst`: a quiet workspace's reads under waves of fresh workspaces' runaways (issue 27). */
+async function onlyFairBurst() {
+  const result = await benchFairBurst(REDIS_URL, fairBurstOptions());
+  console.log(JSON.stringify(result));
+  printFairBurst(result);
+}
+
+/** The fair-burst scenario's sizes, from BENCH_FAIR_* variables (the issue's pool of 2, a 2 s deadline, waves of 20). */
+function fairBurstOptions() {
+  return {
+    poolSize: Number(process.env.BENCH_FAIR_POOL ?? 2),
+    statementTimeoutMs: Number(process.env.BENCH_FAIR_TIMEOUT_MS ?? 2000),
+    burst: Number(process.env.BENCH_FAIR_BURST ?? 20),
+    waves: Number(process.env.BENCH_FAIR_WAVES ?? 2),
+    steadySeconds: Number(process.env.BENCH_FAIR_STEADY_S ?? 10),
+  };
 }
 
 /** A phase's figures on stderr as soon as it ends: a full run takes long, and one cut short still says what it measured. */
@@ -253,6 +273,8 @@ async function main() {
   // machine does in it, and the median of five is steadier than one long phase.
   const isolation = await benchIsolation(REDIS_URL, { rounds: ROUNDS, phaseSeconds: 4 });
   progress('isolation', { noisyNeighbour: isolation.noisyNeighbour.ratios, hostile: isolation.hostile.ratios, noWorker: isolation.hostile.readersNoWorker });
+  const fairBurst = await benchFairBurst(REDIS_URL, fairBurstOptions());
+  progress('fair burst', { ratios: fairBurst.ratios, p99OverTimeout: fairBurst.p99OverTimeout });
   const scaling = await benchScaling(REDIS_URL, { rounds: ROUNDS, calls: 2000 });
   progress('scaling', { heavy: scaling.heavy.ratio, light: scaling.light.ratio });
   const blobUpload = await benchBlobUpload({ mb: Number(process.env.BENCH_BLOB_MB ?? 256), rounds: ROUNDS });
@@ -300,6 +322,7 @@ async function main() {
     web,
     memory,
     isolation,
+    fairBurst,
     scaling,
     blobUpload,
     abandonedWaits,
@@ -335,6 +358,7 @@ async function main() {
   console.log(`noisy neighbour (~${nn.slowStatementMs} ms statements): read p50 ×${nn.ratios.p50}, p99 ×${nn.ratios.p99} (goal p99 <= 1.5)`);
   const h = isolation.hostile;
   console.log(`hostile agent (32 runaway in flight): read p50 ×${h.ratios.p50}, p99 ×${h.ratios.p99}, NO_WORKER ${h.readersNoWorker} (goal p99 <= 3, none)`);
+  printFairBurst(fairBurst);
   for (const [name, run] of [
     ['heavy', scaling.heavy],
     ['light', scaling.light],

@@ -87,9 +87,14 @@ export class KeyedCalls {
   }
 
   private async enqueue(input: CallInput, principal: Principal, opts: KeyedWait): Promise<CallAnswer> {
-    const first = await this.client.call(input, { wait: false, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const deadline = Date.now() + opts.maxWaitMs;
+    // The pick-up wait (until the call has run or been parked) is part of the caller's wait: left
+    // at the client's 30 s, a POST with HTTP_WAIT_MS=2000 behind a busy executor answered after 32 s.
+    const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}) });
     if (!opts.wait || !('status' in first)) return first;
-    return this.result(principal, first.callId, opts);
+    const left = deadline - Date.now();
+    if (left <= 0) return this.result(principal, first.callId, { wait: false, maxWaitMs: 0 });
+    return this.result(principal, first.callId, { ...opts, maxWaitMs: left });
   }
 
   private async dbCall(
@@ -107,7 +112,7 @@ export class KeyedCalls {
     if (t.requireApproval) {
       // require-approval answers at once (db-capability.md); the parked call runs once approved.
       input.settings = { ...principal.settings, approval: 'write' };
-      const first = await this.client.call(input, { wait: false, ...(opts.signal ? { signal: opts.signal } : {}) });
+      const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}) });
       if ('status' in first && first.status === 'awaiting_approval') {
         const env = errorEnvelope(
           first.callId,

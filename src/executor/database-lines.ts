@@ -14,9 +14,15 @@ export interface Line {
   lastChild?: number;
   /** Times an idle child passed it over for a database of its own. */
   skips: number;
+  /** When it last began to wait for a child. */
+  since: number;
+  /** It took its child ahead of cheap ones for its long wait (see `tier`). */
+  promoted?: boolean;
   /** When it took its child, and that child's place's `spentMs` then (while it has one). */
   boundAt: number;
   spentAtBind: number;
+  /** That place's `statements` then. */
+  statementsAtBind: number;
   /** A microtask will send what arrived in this tick. */
   feeding: boolean;
   /** Every child is being asked to close this database, for the restore at the head of the queue. */
@@ -52,8 +58,10 @@ export class DatabaseLines {
       shard: db.shard,
       queue: [],
       skips: 0,
+      since: 0,
       boundAt: 0,
       spentAtBind: 0,
+      statementsAtBind: 0,
       feeding: false,
     };
     this.byPath.set(db.path, line);

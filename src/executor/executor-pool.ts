@@ -11,7 +11,7 @@ import type { ExecutorPoolOptions } from './executor-options.ts';
 import { ExecutorProcess, MAX_PIPELINE, START_ATTEMPTS, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
 import { SpareChild } from './spare-child.ts';
-import { fairest, WorkspaceUsage } from './workspace-usage.ts';
+import { fairest, tier, WorkspaceUsage, type Aging } from './workspace-usage.ts';
 
 export type { ExecutorPoolOptions };
 
@@ -35,14 +35,18 @@ const replacesFile = (req: ExecRequest): boolean => req.op === 'restore' && req.
  * finishes what it sent and gives the child up (a line that takes a child while others wait
  * sends one statement). Statements handed back by a killed child wait behind the lines already
  * waiting, so a runaway costs the others one deadline, not one per statement queued behind
- * it. A workspace holds at most `workspaceShare`
- * children at once: its other lines wait, and others find a child free. An idle child takes the
- * oldest waiting line, unless a workspace markedly lighter in executor time lately waits (see
- * `fairest`): a workspace with next to nothing running is served at the next free child, not
- * after every other workspace's slow statement (twenty workspaces each keeping one runaway
- * going made a quiet workspace's read wait 29 s when the oldest line always went first). It
- * prefers a line it ran last, unless markedly heavier (a reopen costs a file open, WAL set-up
- * and every statement prepared again), but passes the fair one over at most `size` times.
+ * it. A workspace holds at most `workspaceShare` children at once: its other lines wait, and
+ * others find a child free. An idle child takes the next turn of the round-robin over waiting
+ * workspaces (see `WorkspaceUsage` and `fairest`): one holding no child before one holding a
+ * child, so none takes a second while another waits; a workspace of known cheap statements
+ * before the rest, so a quiet workspace's read waits for the next free child, not behind a burst
+ * of fresh workspaces' runaways (twenty of them held one for 100 s under the former
+ * least-recent-executor-time rule, to which a fresh workspace looked as light as a quiet one);
+ * and, once cheap ones have taken every child in a row, one line at a time that waited a whole
+ * deadline before all, so cheap ones cannot starve the rest.
+ * It prefers a line it ran last, when that one's turn is about as near (a reopen costs a file
+ * open, WAL set-up and every statement prepared again), but passes the first at most `size`
+ * times.
  */
 export class ExecutorPool {
   private readonly slots: ExecutorProcess[];
@@ -51,7 +55,11 @@ export class ExecutorPool {
   private readonly lines: DatabaseLines;
   /** Lines with statements and no child, oldest first. */
   private ready = new Set<Line>();
-  private readonly usage = new WorkspaceUsage();
+  private readonly usage: WorkspaceUsage;
+  /** Lines holding a child they took ahead of cheap ones for their long wait: at most one. */
+  private promoted = 0;
+  /** Children given to lines of cheap workspaces in a row, from the waiting ones. */
+  private cheapStreak = 0;
   private readonly evicting: { shards: number[]; done: () => void }[] = [];
   private readonly trace: boolean;
   private stopped = false;
@@ -73,6 +81,7 @@ export class ExecutorPool {
       returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
       spare: () => this.spare.take(),
     };
+    this.usage = new WorkspaceUsage(opts.statementTimeoutMs);
     this.slots = Array.from({ length: opts.size }, (_, i) => new ExecutorProcess(i, opts, hooks));
     this.bound = this.slots.map(() => undefined);
     // Every handle open anywhere fits, twice over.
@@ -124,8 +133,8 @@ export class ExecutorPool {
       // An idle child gets the statement at once: deferring it would let the worker's other
       // pending work (BullMQ's next fetch, a socket write of ~40 µs) go first, on every call.
       const slot = this.ready.size === 0 && this.underShare(line) ? this.slotFor(line) : undefined;
-      if (slot) return this.bind(line, slot);
-      this.ready.add(line);
+      if (slot) return this.bind(line, slot, false);
+      this.wait(line);
       this.dispatch();
     });
   }
@@ -145,7 +154,7 @@ export class ExecutorPool {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const item of this.lines.takeWaiting()) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));
-    this.ready.clear();
+    this.clearWaiting();
     await Promise.all([...this.slots.map((s) => s.stop()), this.spare.stop()]);
   }
 
@@ -179,35 +188,59 @@ export class ExecutorPool {
     return best;
   }
 
-  /** The waiting line an idle child takes, or undefined when none may run now. */
-  private pickFor(slot: ExecutorProcess): Line | undefined {
+  /** The waiting line an idle child takes, or undefined when none may run now; `aging` as it was for it. */
+  private pickFor(slot: ExecutorProcess, aging: Aging): Line | undefined {
     const allowed: Line[] = [];
     // A line waiting for every child to close its database (a restore) takes no child yet.
     for (const line of this.ready) if (this.underShare(line) && !line.closing) allowed.push(line);
-    const now = Date.now();
     // Only the child that ran a line last may skip the reopen; another may hold a stale handle.
     const open = (line: Line) => line.lastChild === slot.childId && slot.recent.has(line.path);
-    return fairest(allowed, (ws) => this.usage.recent(ws, now), open, this.opts.size);
+    return fairest(allowed, (ws) => this.usage.standing(ws), open, this.opts.size, aging);
   }
 
   private dispatch(): void {
     for (const slot of this.slots) {
       if (this.ready.size === 0) return;
       if (!slot.available || this.bound[slot.index]) continue;
-      const line = this.pickFor(slot);
+      // A long waiter goes ahead only once cheap ones took every child in a row: they keep all
+      // of them busy. Sooner, it took the child a quiet read was about to get, in every burst.
+      const open = this.promoted === 0 && this.cheapStreak >= this.opts.size;
+      const aging: Aging = { now: Date.now(), afterMs: this.opts.statementTimeoutMs, open };
+      const line = this.pickFor(slot, aging);
       if (!line) return;
       this.ready.delete(line);
-      this.bind(line, slot);
+      const picked = tier(line, this.usage.standing(line.workspace), aging);
+      this.cheapStreak = picked === 1 ? this.cheapStreak + 1 : 0;
+      if (picked === 0) {
+        line.promoted = true;
+        this.promoted++;
+      }
+      this.bind(line, slot, true);
     }
   }
 
-  private bind(line: Line, slot: ExecutorProcess): void {
+  /** `line` waits for a child, behind those already waiting. */
+  private wait(line: Line): void {
+    if (this.ready.has(line)) return;
+    this.ready.add(line);
+    line.since = Date.now();
+    this.usage.waits(line.workspace, line.since);
+  }
+
+  /** Nothing waits any more: what waited was answered without running. */
+  private clearWaiting(): void {
+    for (const line of this.ready) this.usage.leaves(line.workspace);
+    this.ready.clear();
+  }
+
+  private bind(line: Line, slot: ExecutorProcess, waited: boolean): void {
     line.slot = slot;
     line.skips = 0;
     line.boundAt = Date.now();
     line.spentAtBind = slot.spentMs;
+    line.statementsAtBind = slot.statements;
     this.bound[slot.index] = line;
-    this.usage.take(line.workspace, line.boundAt);
+    this.usage.take(line.workspace, line.boundAt, waited);
     this.feed(line);
   }
 
@@ -216,8 +249,12 @@ export class ExecutorPool {
     const slot = line.slot!;
     line.slot = undefined;
     this.bound[slot.index] = undefined;
-    this.usage.give(line.workspace, line.boundAt, Date.now(), slot.spentMs - line.spentAtBind);
-    if (line.queue.length) this.ready.add(line);
+    if (line.promoted) {
+      line.promoted = false;
+      this.promoted--;
+    }
+    this.usage.give(line.workspace, Date.now(), slot.spentMs - line.spentAtBind, slot.statements - line.statementsAtBind);
+    if (line.queue.length) this.wait(line);
     else if (this.evicting.length) this.checkEvictions();
   }
 
@@ -262,7 +299,7 @@ export class ExecutorPool {
     if (slot.broken && this.slots.every((s) => s.broken)) {
       // No child can start: answer what waits rather than hold it until one does.
       for (const waiting of this.ready) for (const item of waiting.queue.splice(0)) item.resolve(this.cannotStart());
-      this.ready.clear();
+      this.clearWaiting();
     }
     this.dispatch();
   }

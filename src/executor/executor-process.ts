@@ -107,6 +107,8 @@ export class ExecutorProcess {
    * workspace the difference over the time its line held this place.
    */
   spentMs = 0;
+  /** Statements its children answered or were killed in: what `spentMs` was spent on. */
+  statements = 0;
   /** Since when it has had nothing to do; the pool gives new work to the longest idle. */
   idleSince = 0;
   /** Why it could not start, while down. */
@@ -217,6 +219,8 @@ export class ExecutorProcess {
       if (!head || head.id !== id) continue;
       this.sent.shift();
       this.spentMs += (cpuUs ?? 0) / 1000;
+      // Evicts, closes and stats reach every child between lines' statements: not a line's cost.
+      if ('db' in head.item.req) this.statements++;
       head.item.resolve(outcome);
     }
     if (this.sent.length) this.headSince = Date.now();
@@ -281,6 +285,7 @@ export class ExecutorProcess {
     }
     const limit = this.deadlineMs(running.item.req);
     this.spentMs += limit;
+    this.statements++;
     this.opts.logger?.warn(
       { ...about(running.item.req), child: this.index, childPid: child.pid, ms: limit, rerun: finished.length },
       'statement timed out; killing its executor child',
@@ -303,6 +308,7 @@ export class ExecutorProcess {
     let lookup: Queued | undefined;
     if (running) {
       this.spentMs += Date.now() - Math.max(this.headSince, this.marks!.startedAt);
+      this.statements++;
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
       this.opts.logger?.error(
