@@ -108,6 +108,12 @@ export const ERRORS = {
     retryable: false,
     status: 507,
   },
+  QUOTA_EXCEEDED: {
+    message: 'The workspace holds what its plan allows of a resource the service shares; nothing was stored or run.',
+    hint: 'Room comes back as kept results expire (the message says when); keep fewer calls waiting for a person, ask for smaller results, or move to a larger plan.',
+    retryable: true,
+    status: 429,
+  },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
     hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a new call id: the same id answers this outcome again). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR.",
@@ -202,7 +208,7 @@ export const ERRORS = {
   },
   RESULT_EXPIRED: {
     message: 'This offloaded result has expired and was deleted.',
-    hint: 'Offloaded results are kept RESULT_TTL_S (7 days by default) after their call: run the query again.',
+    hint: 'Offloaded results are kept RESULT_TTL_HOURS (24 h by default) after their call: run the query again.',
     retryable: false,
     status: 410,
   },

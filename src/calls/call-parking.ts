@@ -22,6 +22,10 @@ import type { Keys } from '../redis/keys.ts';
 import { standingRefusal } from '../policy/standing-refusal.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
+import { jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+
+/** What an approval record costs Redis beside its JSON: the pending and all-approvals index entries. */
+const APPROVAL_OVERHEAD_BYTES = 512;
 
 /** How long after an approved call ran a resend may replay it: well inside the record's retention. */
 const REPLAYABLE_MS = CALL_RECORD_RETENTION_MS - 24 * 3600 * 1000;
@@ -53,9 +57,11 @@ export interface ParkingDeps {
  */
 export class CallParking {
   private readonly keyRing: AgentKeyRing;
+  private readonly budget: WorkspaceRedisBudget;
 
   constructor(private readonly deps: ParkingDeps) {
     this.keyRing = new AgentKeyRing(deps.redis, deps.keys, new AgentRegistry(deps.redis, deps.keys));
+    this.budget = new WorkspaceRedisBudget(deps.redis, deps.keys);
   }
 
   /**
@@ -74,6 +80,9 @@ export class CallParking {
       if ('envelope' in first) return first;
       approval = first.approval;
       if (first.created) {
+        // The record outlives the job: kept APPROVAL_RETENTION_DAYS after it expires.
+        const until = approval.expiresAt + this.deps.config.approvalRetentionDays * 24 * 3600 * 1000;
+        await this.budget.note(approval.workspace, [{ callKey: key, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until }]);
         this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
         await publishEvent(this.deps.redis, this.deps.keys.events, {
           type: 'approval.requested',
@@ -106,6 +115,16 @@ export class CallParking {
     request: ExecRequest,
   ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
     const data = { callId: plan.request.callId ?? '', tool: plan.tool };
+    // Its job waits in Redis, and its approval record stays a month: both carry the SQL and params.
+    const bytes = jsonBytes(plan.args);
+    const max = this.deps.config.maxParkedCallBytes;
+    if (bytes > max) {
+      return failed(
+        data,
+        'LIMIT_EXCEEDED',
+        `this call needs a person's approval, and a call that waits for one may carry at most ${max} bytes of arguments as JSON (MAX_PARKED_CALL_BYTES); it has ${bytes}. Nothing ran: send fewer rows or smaller values per call`,
+      );
+    }
     let object: DropObject | undefined;
     // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE
     // may make it before this runs), but a drop of nothing is answered NOT_FOUND now: nobody

@@ -14,5 +14,7 @@ export function clientOf(config: Config): AgentDbClient {
     resultTtlS: config.resultTtlS,
     approvalTtlMs: config.approvalTtlMs,
     maxCallBytes: config.maxCallBytes,
+    redisBytesPerWorkspace: config.redisBytesPerWorkspace,
+    redisMemoryHeadroomPercent: config.redisMemoryHeadroomPercent,
   });
 }

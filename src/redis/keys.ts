@@ -49,6 +49,12 @@ export interface Keys {
    * key. No hash tag: one small key per call, spread over a cluster like the calls themselves.
    */
   callIdClaim(callKey: string): string;
+  /**
+   * What a workspace holds in Redis (see `WorkspaceRedisBudget`): `ledger` scores each entry
+   * (`<call key>|<kind>:<bytes>`) by when it goes, `held` is their sum. One hash tag per
+   * workspace, so the script that keeps both touches one slot.
+   */
+  redisBudget(workspace: string): { ledger: string; held: string };
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -76,5 +82,6 @@ export function keysFor(prefix: string): Keys {
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
+    redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
   };
 }

@@ -7,6 +7,7 @@ import { CallCompletion, type Metering } from '../calls/call-completion.ts';
 import { claimTtlS, yieldToRecord } from '../calls/call-id-claim.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { runCall, type RunOutcome } from '../calls/call-runner.ts';
+import { CALL_OVERHEAD_BYTES, jsonBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
@@ -35,12 +36,14 @@ export interface CallJobProcessorOptions {
 export class CallJobProcessor {
   private readonly completion: CallCompletion;
   private readonly parking: CallParking;
+  private readonly budget: WorkspaceRedisBudget;
   /** Completions of large results, held until BullMQ has stored them (see `process`). */
   private readonly announceOnceFinished = new Map<string, () => void>();
 
   constructor(private readonly opts: CallJobProcessorOptions) {
     const { config, redis, keys } = opts;
     this.completion = new CallCompletion(redis, keys);
+    this.budget = new WorkspaceRedisBudget(redis, keys);
     this.parking = new CallParking({
       store: new ApprovalStore(redis, keys),
       redis,
@@ -76,6 +79,7 @@ export class CallJobProcessor {
       const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
       await yieldToRecord(this.opts.redis, this.opts.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
     }
+    this.count(job, envelope, log);
     const event = completedEvent(envelope, data.workspace, data.agent);
     const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
     if (event.inline) {
@@ -115,6 +119,23 @@ export class CallJobProcessor {
     const envelope = failedCallEnvelope(job.data, err.message);
     const event = completedEvent(envelope, job.data.workspace, job.data.agent);
     void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
+  }
+
+  /**
+   * Counts the envelope BullMQ is about to keep against the workspace's Redis budget, and moves
+   * its arguments' count (made by the client, for as long as the job could live) to when the
+   * job goes. Not awaited: sent on this connection ahead of the completion, so whoever hears of
+   * the call hears of it after the count.
+   */
+  private count(job: Job<CallJobData>, envelope: Envelope, log: () => Logger): void {
+    const until = Date.now() + this.opts.config.resultTtlS * 1000;
+    const callKey = job.id!;
+    this.budget
+      .note(job.data.workspace, [
+        { callKey, kind: 'args', bytes: jsonBytes(job.data) + CALL_OVERHEAD_BYTES, until },
+        { callKey, kind: 'envelope', bytes: jsonBytes(envelope), until },
+      ])
+      .catch((err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"));
   }
 
   private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger): void {

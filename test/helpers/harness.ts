@@ -43,7 +43,16 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
     dataDir,
     env: fullEnv,
     client() {
-      const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix: config.prefix, shardCount: config.shardCount, maxCallBytes: config.maxCallBytes });
+      const c = new AgentDbClient({
+        redisUrl: config.redisUrl,
+        prefix: config.prefix,
+        shardCount: config.shardCount,
+        maxCallBytes: config.maxCallBytes,
+        resultTtlS: config.resultTtlS,
+        approvalTtlMs: config.approvalTtlMs,
+        redisBytesPerWorkspace: config.redisBytesPerWorkspace,
+        redisMemoryHeadroomPercent: config.redisMemoryHeadroomPercent,
+      });
       clients.push(c);
       return c;
     },

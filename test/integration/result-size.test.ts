@@ -70,7 +70,7 @@ function expectShortened(name: string, bytes: number): void {
 // With 64 KiB, 1,200 shortened column names (about 310 KB) pass half the limit; with 1 MB they fit.
 describe.each([
   ['a small MAX_RESULT_BYTES', { MAX_RESULT_BYTES: String(64 * 1024) }, true],
-  ['the default MAX_RESULT_BYTES', {}, false],
+  ['a MAX_RESULT_BYTES of 1 MiB', { MAX_RESULT_BYTES: String(1024 * 1024) }, false],
 ])('results within %s', (_, env, small) => {
   let sb: Sandbox;
   let client: AgentDbClient;
