@@ -5,6 +5,7 @@ import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts'
 import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
+import { publishEvent, STREAM_MAX_LEN } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
@@ -86,5 +87,18 @@ describe("a workspace's Redis budget", () => {
     expect(await redis.zcard(keys.approvalsAll)).toBe(1);
     // The parked call's record is counted against its workspace until it is let go.
     expect(Number(await redis.get(keys.redisBudget('acme').held))).toBeGreaterThan(0);
+  });
+});
+
+describe('the events stream', () => {
+  it('is capped by length (XADD MAXLEN ~), whoever fills it', async () => {
+    const stream = keysFor(sb.config.prefix).events;
+    for (let i = 0; i < STREAM_MAX_LEN + 5000; i += 1000) {
+      await Promise.all(
+        Array.from({ length: 1000 }, (_, j) => publishEvent(redis, stream, { type: 'approval.requested', callId: `c${i + j}`, approval: {}, at: 0 })),
+      );
+    }
+    // Trimmed by whole nodes of the stream (100 entries each): about the cap, never all 25,000.
+    expect(await redis.xlen(stream)).toBeLessThanOrEqual(STREAM_MAX_LEN + 100);
   });
 });

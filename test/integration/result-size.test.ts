@@ -140,7 +140,7 @@ describe.each([
 
   it('DATA_DESCRIBE_SCHEMA shortens every long name and, past the limit, lists the rest by name', async () => {
     const { env, result } = await call('DATA_DESCRIBE_SCHEMA', {});
-    expect(env).toMatchObject({ ok: true, credits: 0, result: { truncated: true } });
+    expect(env).toMatchObject({ ok: true, credits: 1, result: { truncated: true } });
     const tables = result.tables as { name: string; type: string; truncated?: true; columns?: { name: string }[] }[];
     expect(result.note).toMatch(/the schema passes the result size limit: \d+ of 43 tables and views are described in full/);
     // The view over `wide` alone would describe 1,200 columns of 256 bytes: listed by name only.
