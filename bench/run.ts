@@ -20,6 +20,7 @@ import { benchIsolation } from './isolation.ts';
 import { benchScaling } from './scaling.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { benchStartup } from './startup.ts';
+import { benchRedisFill, printRedisFill } from './redis-fill.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -32,8 +33,13 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
-/** `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick comparisons. */
+/**
+ * `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick
+ * comparisons; `redis-fill`: only issue 27's hostile fills of Redis (its own redis-server).
+ */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
+/** Issue 27's fill variants at its sizes, against a small budget so that the last one meets it. */
+const REDIS_FILL = { budgetBytes: Number(process.env.BENCH_REDIS_BUDGET ?? 32 * 1024 * 1024), bigQueries: 300, describes: 50, parked: 40, untilRefused: 600 };
 /** The built CLI, as deployed (`npm run bench` builds it first). */
 const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
 
@@ -80,7 +86,13 @@ function guardCostUs(): number {
 
 /** One scenario alone: the scenario and its line; no results file (it is not a full run). */
 async function only(name: string) {
-  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp)`);
+  if (name === 'redis-fill') {
+    const fill = await benchRedisFill(REDIS_FILL);
+    console.log(JSON.stringify(fill));
+    printRedisFill(fill);
+    return;
+  }
+  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, redis-fill)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
@@ -233,6 +245,8 @@ async function main() {
   progress('scaling', { heavy: scaling.heavy.ratio, light: scaling.light.ratio });
   const blobUpload = await benchBlobUpload({ mb: Number(process.env.BENCH_BLOB_MB ?? 256), rounds: ROUNDS });
 
+  const redisFill = await benchRedisFill(REDIS_FILL);
+  progress('redis fill', { usedMemoryGrowthMb: redisFill.usedMemoryGrowthMb, budgetMb: redisFill.budgetMb });
   const results = {
     at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, node: process.version },
@@ -240,6 +254,7 @@ async function main() {
     rounds: ROUNDS,
     workers: WORKERS,
     workerConcurrency: CONCURRENCY,
+    redisFill,
     query: {
       sequential: { rawBullmq: rawSeq, agentdb: agentSeq },
       inFlight64: { rawBullmq: rawConc, agentdb: agentConc },
@@ -301,6 +316,7 @@ async function main() {
     `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms`,
   );
   printWeb(web);
+  printRedisFill(redisFill);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,
   );

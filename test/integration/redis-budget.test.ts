@@ -39,9 +39,10 @@ describe("a workspace's Redis budget", () => {
       if (!env.ok) break;
     }
     const ran = answers.filter((e) => e.ok);
-    // 40 KB each: the sixth or seventh passes 256 KiB, and the next is refused.
-    expect(ran.length).toBeGreaterThanOrEqual(5);
-    expect(ran.length).toBeLessThanOrEqual(8);
+    // 40 KB each, counted twice (the job and BullMQ's event stream keep it): the fourth or fifth
+    // passes 256 KiB, and the next is refused.
+    expect(ran.length).toBeGreaterThanOrEqual(3);
+    expect(ran.length).toBeLessThanOrEqual(5);
     const refused = answers.at(-1)!;
     expect(refused).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
     if (refused.ok) throw new Error('unreachable');
