@@ -29,7 +29,15 @@ export class RedisMemoryHeadroom {
   }
 
   private async read(): Promise<string | undefined> {
-    const info = await this.redis.info('memory');
+    let info: string;
+    try {
+      info = await this.redis.info('memory');
+    } catch {
+      // INFO refused (some managed Redis rename it) or Redis gone: the headroom cannot be read,
+      // and a call is not refused for that; the outage checks answer a Redis that is gone.
+      this.reading = { at: Date.now(), refusal: undefined };
+      return undefined;
+    }
     const used = infoField(info, 'used_memory');
     const max = infoField(info, 'maxmemory');
     const limit = Math.floor(max * (1 - this.percent / 100));
