@@ -76,6 +76,12 @@ export class CallParking {
     const digest = approvalDigest(fields);
     let approval = await this.deps.store.get(approvalIdFor(key));
     if (!approval) {
+      const oversize = this.oversize(plan);
+      if (oversize) {
+        // Its job stays RESULT_TTL_HOURS for its answer: without the arguments nobody may run.
+        await job.updateData({ ...job.data, arguments: {} });
+        return oversize;
+      }
       const first = await this.firstPark(key, digest, fields, plan, request);
       if ('envelope' in first) return first;
       approval = first.approval;
@@ -115,16 +121,6 @@ export class CallParking {
     request: ExecRequest,
   ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
     const data = { callId: plan.request.callId ?? '', tool: plan.tool };
-    // Its job waits in Redis, and its approval record stays a month: both carry the SQL and params.
-    const bytes = jsonBytes(plan.args);
-    const max = this.deps.config.maxParkedCallBytes;
-    if (bytes > max) {
-      return failed(
-        data,
-        'LIMIT_EXCEEDED',
-        `this call needs a person's approval, and a call that waits for one may carry at most ${max} bytes of arguments as JSON (MAX_PARKED_CALL_BYTES); it has ${bytes}. Nothing ran: send fewer rows or smaller values per call`,
-      );
-    }
     let object: DropObject | undefined;
     // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE
     // may make it before this runs), but a drop of nothing is answered NOT_FOUND now: nobody
@@ -155,6 +151,22 @@ export class CallParking {
       createdAt: now,
       expiresAt: now + this.deps.approvalTtlMs,
     });
+  }
+
+  /**
+   * LIMIT_EXCEEDED when a call that would wait for a person carries more than
+   * MAX_PARKED_CALL_BYTES: its job would wait in Redis, and its approval record stay a month,
+   * both with the SQL and params (issue 27: 40 parked writes of a 1 MB param put 86 MB there).
+   */
+  private oversize(plan: CallPlan): RunOutcome | undefined {
+    const bytes = jsonBytes(plan.args);
+    const max = this.deps.config.maxParkedCallBytes;
+    if (bytes <= max) return undefined;
+    return failed(
+      { callId: plan.request.callId ?? '', tool: plan.tool },
+      'LIMIT_EXCEEDED',
+      `this call needs a person's approval, and a call that waits for one may carry at most ${max} bytes of arguments as JSON (MAX_PARKED_CALL_BYTES); it has ${bytes}. Nothing ran: send fewer rows or smaller values per call`,
+    );
   }
 
   /** Runs, finishes or re-parks a woken call by its approval's state. */

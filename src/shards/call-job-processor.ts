@@ -62,6 +62,8 @@ export class CallJobProcessor {
     const started = Date.now();
     const deps = { config: this.opts.config, executor: this.opts.executor, results: this.opts.results };
     const { data } = job;
+    // Measured as the client counted it: a call refused at parking has its arguments dropped.
+    const argsBytes = jsonBytes(data) + CALL_OVERHEAD_BYTES;
     let outcome: RunOutcome;
     if (job.id !== callKeyOf(data)) {
       // Clients name a job after its caller's key; a job that names another call was not
@@ -79,7 +81,7 @@ export class CallJobProcessor {
       const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
       await yieldToRecord(this.opts.redis, this.opts.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
     }
-    this.count(job, envelope, log);
+    this.count(job, argsBytes, envelope, log);
     const event = completedEvent(envelope, data.workspace, data.agent);
     const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
     if (event.inline) {
@@ -127,12 +129,17 @@ export class CallJobProcessor {
    * job goes. Not awaited: sent on this connection ahead of the completion, so whoever hears of
    * the call hears of it after the count.
    */
-  private count(job: Job<CallJobData>, envelope: Envelope, log: () => Logger): void {
-    const until = Date.now() + this.opts.config.resultTtlS * 1000;
+  private count(job: Job<CallJobData>, argsBytes: number, envelope: Envelope, log: () => Logger): void {
+    const now = Date.now();
+    const until = now + this.opts.config.resultTtlS * 1000;
     const callKey = job.id!;
+    // A call refused at parking had its arguments dropped: what was counted for them goes now.
+    const kept = jsonBytes(job.data) + CALL_OVERHEAD_BYTES;
+    const dropped = kept < argsBytes ? [{ callKey, kind: 'args' as const, bytes: argsBytes, until: now }] : [];
     this.budget
       .note(job.data.workspace, [
-        { callKey, kind: 'args', bytes: jsonBytes(job.data) + CALL_OVERHEAD_BYTES, until },
+        ...dropped,
+        { callKey, kind: 'args', bytes: kept, until },
         // Twice: BullMQ keeps it in the job and again in its queue's event stream (`completed`,
         // trimmed only at 10,000 events): the bench measured 128 KB of Redis per 64 KB envelope.
         { callKey, kind: 'envelope', bytes: 2 * jsonBytes(envelope), until },

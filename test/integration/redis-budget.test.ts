@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
+import { callKeyOf } from '../../src/contracts/call-identity.ts';
 import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
@@ -86,8 +87,19 @@ describe("a workspace's Redis budget", () => {
     const keys = keysFor(sb.config.prefix);
     // One approval: the small call's.
     expect(await redis.zcard(keys.approvalsAll)).toBe(1);
-    // The parked call's record is counted against its workspace until it is let go.
-    expect(Number(await redis.get(keys.redisBudget('acme').held))).toBeGreaterThan(0);
+    // The refused job keeps its answer, not its arguments.
+    const jobKey = `${keys.bullPrefix}:${keys.queueName(shardOf(databaseId('acme', 'bulk'), sb.config.shardCount))}:${callKeyOf({ workspace: 'acme', agent: 'bulk', callId: refused.callId })}`;
+    expect(JSON.parse((await redis.hget(jobKey, 'data'))!).arguments).toEqual({});
+    // The parked call and its record are counted against the workspace until they are let go;
+    // the refused call's 5 KB of arguments no longer are (past the sweep of the next count): its
+    // answer is (kept RESULT_TTL_HOURS), with what is left of its job.
+    const budget = new WorkspaceRedisBudget(redis, keys);
+    const largeEntries = async () => {
+      await budget.note('acme', [], Date.now() + 1);
+      return (await redis.zrange(keys.redisBudget('acme').ledger, 0, -1)).filter((m) => Number(m.split(':').pop()) > 5000);
+    };
+    await expect.poll(largeEntries).toEqual([]);
+    expect((await budget.note('acme', [])).held).toBeGreaterThan(0);
   });
 });
 
