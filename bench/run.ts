@@ -22,6 +22,7 @@ import { benchIsolation } from './isolation.ts';
 import { benchScaling } from './scaling.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { benchStartup } from './startup.ts';
+import { benchRedisFill, printRedisFill } from './redis-fill.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -41,7 +42,9 @@ const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
 /**
  * `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick
- * comparisons; `abandoned-waits`: only Redis commands/s around abandoned waits (its own Redis).
+ * comparisons; `abandoned-waits`: only Redis commands/s around abandoned waits (its own Redis);
+ * `redis-fill`: only issue 27's hostile fills of Redis (its own redis-server); `fair-burst`: only a
+ * quiet workspace's reads under a burst of fresh workspaces.
  */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
 /** The abandoned-waits scenario: as the hostile review ran it (20,000 waits, each aborted after 150 ms). */
@@ -52,6 +55,8 @@ const ABANDONED_WAITS = {
   idleSeconds: 15,
   afterSeconds: 15,
 };
+/** Issue 27's fill variants at its sizes, against a small budget so that the last one meets it. */
+const REDIS_FILL = { budgetBytes: Number(process.env.BENCH_REDIS_BUDGET ?? 32 * 1024 * 1024), bigQueries: 300, describes: 50, parked: 40, untilRefused: 600 };
 /** The built CLI, as deployed (`npm run bench` builds it first). */
 const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
 
@@ -104,8 +109,14 @@ async function only(name: string) {
     printAbandonedWaits(waits);
     return;
   }
+  if (name === 'redis-fill') {
+    const fill = await benchRedisFill(REDIS_FILL);
+    console.log(JSON.stringify(fill));
+    printRedisFill(fill);
+    return;
+  }
   if (name === 'fair-burst') return onlyFairBurst();
-  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, fair-burst)`);
+  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
@@ -281,6 +292,8 @@ async function main() {
   const abandonedWaits = await benchAbandonedWaits(ABANDONED_WAITS);
   progress('abandoned waits', abandonedWaits);
 
+  const redisFill = await benchRedisFill(REDIS_FILL);
+  progress('redis fill', { usedMemoryGrowthMb: redisFill.usedMemoryGrowthMb, budgetMb: redisFill.budgetMb });
   const results = {
     at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, node: process.version },
@@ -288,6 +301,7 @@ async function main() {
     rounds: ROUNDS,
     workers: WORKERS,
     workerConcurrency: CONCURRENCY,
+    redisFill,
     query: {
       sequential: { rawBullmq: rawSeq, agentdb: agentSeq },
       inFlight64: { rawBullmq: rawConc, agentdb: agentConc },
@@ -351,6 +365,7 @@ async function main() {
     `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms`,
   );
   printWeb(web);
+  printRedisFill(redisFill);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,
   );

@@ -60,9 +60,11 @@ const envSchema = z.object({
   HANDLE_CACHE_SIZE: int(1, 100_000, 128),
   /**
    * The most a call's envelope may take as JSON: rows, column names and descriptions past it are
-   * cut (and say so). At least 4 KiB, so that any error envelope fits.
+   * cut (and say so), a larger query result goes to the blob store. At least 4 KiB, so that any
+   * error envelope fits. 64 KiB, not 1 MiB: every envelope is kept in Redis for RESULT_TTL_HOURS,
+   * and 300 calls of 1 MiB took Redis from 3 to 634 MB in 19 s (issue 27).
    */
-  MAX_RESULT_BYTES: int(4096, 64 * 1024 * 1024, 1024 * 1024),
+  MAX_RESULT_BYTES: int(4096, 64 * 1024 * 1024, 64 * 1024),
   MAX_OFFLOAD_BYTES: int(4096, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
   /** What one workspace's offloaded results may hold in the blob store at once (until they expire). */
   MAX_OFFLOADED_BYTES_PER_WORKSPACE: int(0, 1024 * 1024 * 1024 * 1024, 1024 * 1024 * 1024),
@@ -91,8 +93,28 @@ const envSchema = z.object({
   RATE_LIMIT_WORKSPACE_CALLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
   /** Calls one key (or a keyless runtime's agent) may make per window, whatever the plan. */
   RATE_LIMIT_KEY_CALLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
-  /** How long finished calls keep their result for `agentdb result`. */
-  RESULT_TTL_S: int(60, 30 * 24 * 3600, 7 * 24 * 3600),
+  /**
+   * How long a finished call keeps its envelope in Redis (for `agentdb result`, a resent call id,
+   * a late waiter) and an offloaded result in the blob store, in hours; then both are trimmed.
+   * It replaced RESULT_TTL_S (7 days): a day of a busy workspace's envelopes is what Redis holds.
+   */
+  RESULT_TTL_HOURS: int(1, 30 * 24, 24),
+  /**
+   * The most a call that waits for a person may carry as JSON (its SQL and params): its job and
+   * its approval stay in Redis while it waits (APPROVAL_TTL_MS) and its record for
+   * APPROVAL_RETENTION_DAYS after. A larger call is refused with LIMIT_EXCEEDED when it would park.
+   */
+  MAX_PARKED_CALL_BYTES: int(1024, 64 * 1024 * 1024, 64 * 1024),
+  /**
+   * What one workspace may hold in Redis (its calls' arguments and envelopes kept for
+   * RESULT_TTL_HOURS, its approvals); 0: the workspace's plan sets it (src/policy/plan-limits.ts).
+   */
+  REDIS_BYTES_PER_WORKSPACE: int(0, Number.MAX_SAFE_INTEGER, 0),
+  /**
+   * New calls are refused (UNAVAILABLE) once Redis's used_memory is within this percentage of its
+   * maxmemory, so that calls under way, approvals and shard leases still find room; 0: off.
+   */
+  REDIS_MEMORY_HEADROOM_PERCENT: int(0, 90, 20),
   /** When the maintenance job runs (cron, in SCHEDULE_TZ). */
   MAINTENANCE_CRON: z
     .string()
@@ -244,9 +266,16 @@ export interface Config {
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
+  /** RESULT_TTL_HOURS, in seconds. */
   readonly resultTtlS: number;
   /** Call rates (RATE_LIMITS and RATE_LIMIT_*); false with RATE_LIMITS=off. */
   readonly rateLimits: RateLimitSettings | false;
+  /** MAX_PARKED_CALL_BYTES. */
+  readonly maxParkedCallBytes: number;
+  /** REDIS_BYTES_PER_WORKSPACE: 0 leaves it to the workspace's plan. */
+  readonly redisBytesPerWorkspace: number;
+  /** REDIS_MEMORY_HEADROOM_PERCENT. */
+  readonly redisMemoryHeadroomPercent: number;
   readonly maintenanceCron: string;
   readonly scheduleTz: string;
   readonly usageRetentionDays: number;
@@ -305,6 +334,10 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  // Refused rather than ignored: an operator who set 7 days in seconds would otherwise get 24 h.
+  if (present.RESULT_TTL_S !== undefined) {
+    throw new ConfigError('invalid configuration:\n  RESULT_TTL_S: replaced by RESULT_TTL_HOURS (hours, default 24); set that instead');
+  }
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
@@ -344,7 +377,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,
-    resultTtlS: e.RESULT_TTL_S,
     rateLimits:
       e.RATE_LIMITS === 'off'
         ? false
@@ -353,6 +385,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             ...(e.RATE_LIMIT_WORKSPACE_CALLS ? { workspaceCalls: e.RATE_LIMIT_WORKSPACE_CALLS } : {}),
             ...(e.RATE_LIMIT_KEY_CALLS ? { keyCalls: e.RATE_LIMIT_KEY_CALLS } : {}),
           }),
+    resultTtlS: e.RESULT_TTL_HOURS * 3600,
+    maxParkedCallBytes: e.MAX_PARKED_CALL_BYTES,
+    redisBytesPerWorkspace: e.REDIS_BYTES_PER_WORKSPACE,
+    redisMemoryHeadroomPercent: e.REDIS_MEMORY_HEADROOM_PERCENT,
     maintenanceCron: e.MAINTENANCE_CRON,
     scheduleTz: e.SCHEDULE_TZ,
     usageRetentionDays: e.USAGE_RETENTION_DAYS,

@@ -109,7 +109,13 @@ export const ERRORS = {
     status: 507,
   },
   QUOTA_EXCEEDED: {
-    message: 'The workspace has used up a quota of its plan; nothing was created or run.',
+    message: 'The workspace holds what its plan allows of a resource the service shares; nothing was stored or run.',
+    hint: 'Room comes back as kept results expire (the message says when); keep fewer calls waiting for a person, ask for smaller results, or move to a larger plan.',
+    retryable: true,
+    status: 429,
+  },
+  DISK_QUOTA: {
+    message: 'The workspace has used up a disk quota of its plan (databases or bytes); nothing was created or run.',
     hint: 'Read the detail for the quota and the figures (`agentdb usage --workspace W` shows them all): drop databases or forks the workspace no longer needs, or move it to a larger plan; an operator can raise the setting the detail names.',
     retryable: false,
     status: 429,
@@ -208,7 +214,7 @@ export const ERRORS = {
   },
   RESULT_EXPIRED: {
     message: 'This offloaded result has expired and was deleted.',
-    hint: 'Offloaded results are kept RESULT_TTL_S (7 days by default) after their call: run the query again.',
+    hint: 'Offloaded results are kept RESULT_TTL_HOURS (24 h by default) after their call: run the query again.',
     retryable: false,
     status: 410,
   },

@@ -5,6 +5,7 @@ import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
+import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { CallJobData } from '../contracts/call.ts';
@@ -66,6 +67,18 @@ export class ApprovalService {
   /** Approvals, newest first; pending ones unless `state` says otherwise. */
   list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
     return this.store.list(filter);
+  }
+
+  /** A list page of a workspace's approvals after `cursor` (see `ApprovalStore.scan`), big fields cut (see `listedApproval`). */
+  async scan(filter: {
+    workspace: string;
+    state: ApprovalState | 'all';
+    limit: number;
+    cursor?: ListCursor;
+  }): Promise<{ approvals: (ListedApproval & { refusedIfApproved?: string })[]; next?: ListCursor }> {
+    const { approvals, next } = await this.store.scan({ ...filter, limit: Math.min(filter.limit, MAX_LIST_PAGE) });
+    const refusals = await this.standings(approvals);
+    return { approvals: approvals.map((a) => listedApproval(withRefusal(a, refusals))), ...(next ? { next } : {}) };
   }
 
   /** One page of a workspace's pending or decided approvals, newest first (see `ApprovalStore.page`). */

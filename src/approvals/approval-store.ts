@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import type { Approval, ApprovalRequest, ApprovalState, DecisionChannel } from './approval.ts';
+import type { ListCursor } from './approval-listing.ts';
 
 /** How an attempted transition ended. */
 export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTransition']>>;
@@ -93,6 +94,57 @@ export class ApprovalStore {
   }
 
   /**
+   * Up to `limit` of a workspace's approvals in `state` after `cursor`, newest first (pending
+   * ones by expiry, the rest by creation), and where the next page starts. A page looks at no
+   * more than SCAN_PER_PAGE index entries, reading only their workspace and state, and reads
+   * whole only the records it returns: a page past that many other workspaces' entries comes
+   * back short (even empty) with `next`, so one request's work is bounded whatever the index holds.
+   */
+  async scan(filter: {
+    workspace: string;
+    state: ApprovalState | 'all';
+    limit: number;
+    cursor?: ListCursor;
+  }): Promise<{ approvals: Approval[]; next?: ListCursor }> {
+    const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
+    const { cursor } = filter;
+    const max = cursor ? String(cursor.score) : '+inf';
+    const chosen: ListCursor[] = [];
+    let looked: ListCursor | undefined;
+    let offset = 0;
+    let ended = false;
+    while (chosen.length < filter.limit && offset < SCAN_PER_PAGE) {
+      const flat = await this.redis.zrevrangebyscore(index, max, '-inf', 'WITHSCORES', 'LIMIT', offset, SCAN_BATCH);
+      const batch: ListCursor[] = [];
+      for (let i = 0; i < flat.length; i += 2) batch.push({ id: flat[i]!, score: Number(flat[i + 1]) });
+      offset += batch.length;
+      if (batch.length < SCAN_BATCH) ended = true;
+      const pipeline = this.redis.pipeline();
+      for (const { id } of batch) pipeline.hmget(this.keys.approval(id), 'workspace', 'state');
+      const rows = batch.length ? ((await pipeline.exec()) ?? []) : [];
+      for (let j = 0; j < batch.length && chosen.length < filter.limit; j++) {
+        const entry = batch[j]!;
+        looked = entry;
+        // Equal scores come by descending id: those at the cursor's score up to its id were on earlier pages.
+        if (cursor && entry.score === cursor.score && entry.id >= cursor.id) continue;
+        const [workspace, state] = (rows[j]?.[1] ?? []) as (string | null)[];
+        if (workspace !== filter.workspace || !state) continue;
+        if (filter.state !== 'all' && state !== filter.state) continue;
+        chosen.push(entry);
+      }
+      if (ended) break;
+    }
+    const pipeline = this.redis.pipeline();
+    for (const { id } of chosen) pipeline.hgetall(this.keys.approval(id));
+    const approvals = chosen.length
+      ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined)
+      : [];
+    const full = chosen.length >= filter.limit;
+    const next = full ? chosen.at(-1) : ended ? undefined : looked;
+    return { approvals, ...(next ? { next } : {}) };
+  }
+
+  /**
    * One page of a workspace's pending or decided approvals, newest first, and how many there are.
    * The page is chosen from each record's small fields (workspace, state, creation time); only
    * the page's own records are read whole. A record holds up to ~1 MB of SQL and params, so
@@ -125,6 +177,10 @@ export class ApprovalStore {
     return { approvals, total: matches.length };
   }
 }
+
+/** Index entries one list page may look at: a workspace's page costs the same however many others hold. */
+const SCAN_PER_PAGE = 5000;
+const SCAN_BATCH = 500;
 
 function parse(hash: Record<string, string> | null | undefined): Approval | undefined {
   if (!hash?.request) return undefined;

@@ -13,7 +13,7 @@ export interface OffloadedRef {
   id: string;
   bytes: number;
   rows: number;
-  /** ISO time after which the result is gone (RESULT_TTL_S after the call). */
+  /** ISO time after which the result is gone (RESULT_TTL_HOURS after the call). */
   expiresAt: string;
 }
 
@@ -51,7 +51,7 @@ const PRUNED_WITHIN_MS = 24 * 3600 * 1000;
 const PREFIX = 'results/';
 
 /**
- * Query results too large for an envelope, kept whole in the blob store for RESULT_TTL_S.
+ * Query results too large for an envelope, kept whole in the blob store for RESULT_TTL_HOURS.
  *
  * Keys are `results/<workspace>/<id>.json` (the rows, as the executor child wrote them) and
  * `results/<workspace>/<id>.meta.json` (owner, size, expiry; written last, so a result is
@@ -83,7 +83,7 @@ export class OffloadedResults {
       if (this.opts.quota) {
         const bytes = (await fs.stat(spill.file)).size;
         // Counted until the nightly prune can have deleted it, not only until it expires: the
-        // files stay that long, and a short RESULT_TTL_S refilled the quota many times a day.
+        // files stay that long, and a short RESULT_TTL_HOURS refilled the quota many times a day.
         const answer = await this.opts.quota.reserve(owner.workspace, id, bytes, expiresMs + PRUNED_WITHIN_MS, now);
         if (!answer.ok) {
           const frees = answer.freesAt

@@ -22,6 +22,10 @@ import type { Keys } from '../redis/keys.ts';
 import { standingRefusal } from '../policy/standing-refusal.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
+import { jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+
+/** What an approval record costs Redis beside its JSON: the pending and all-approvals index entries. */
+const APPROVAL_OVERHEAD_BYTES = 512;
 
 /** How long after an approved call ran a resend may replay it: well inside the record's retention. */
 const REPLAYABLE_MS = CALL_RECORD_RETENTION_MS - 24 * 3600 * 1000;
@@ -53,9 +57,11 @@ export interface ParkingDeps {
  */
 export class CallParking {
   private readonly keyRing: AgentKeyRing;
+  private readonly budget: WorkspaceRedisBudget;
 
   constructor(private readonly deps: ParkingDeps) {
     this.keyRing = new AgentKeyRing(deps.redis, deps.keys, new AgentRegistry(deps.redis, deps.keys));
+    this.budget = new WorkspaceRedisBudget(deps.redis, deps.keys);
   }
 
   /**
@@ -70,10 +76,19 @@ export class CallParking {
     const digest = approvalDigest(fields);
     let approval = await this.deps.store.get(approvalIdFor(key));
     if (!approval) {
+      const oversize = this.oversize(plan);
+      if (oversize) {
+        // Its job stays RESULT_TTL_HOURS for its answer: without the arguments nobody may run.
+        await job.updateData({ ...job.data, arguments: {} });
+        return oversize;
+      }
       const first = await this.firstPark(key, digest, fields, plan, request);
       if ('envelope' in first) return first;
       approval = first.approval;
       if (first.created) {
+        // The record outlives the job: kept APPROVAL_RETENTION_DAYS after it expires.
+        const until = approval.expiresAt + this.deps.config.approvalRetentionDays * 24 * 3600 * 1000;
+        await this.budget.note(approval.workspace, [{ callKey: key, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until }]);
         this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
         await publishEvent(this.deps.redis, this.deps.keys.events, {
           type: 'approval.requested',
@@ -136,6 +151,22 @@ export class CallParking {
       createdAt: now,
       expiresAt: now + this.deps.approvalTtlMs,
     });
+  }
+
+  /**
+   * LIMIT_EXCEEDED when a call that would wait for a person carries more than
+   * MAX_PARKED_CALL_BYTES: its job would wait in Redis, and its approval record stay a month,
+   * both with the SQL and params (issue 27: 40 parked writes of a 1 MB param put 86 MB there).
+   */
+  private oversize(plan: CallPlan): RunOutcome | undefined {
+    const bytes = jsonBytes(plan.args);
+    const max = this.deps.config.maxParkedCallBytes;
+    if (bytes <= max) return undefined;
+    return failed(
+      { callId: plan.request.callId ?? '', tool: plan.tool },
+      'LIMIT_EXCEEDED',
+      `this call needs a person's approval, and a call that waits for one may carry at most ${max} bytes of arguments as JSON (MAX_PARKED_CALL_BYTES); it has ${bytes}. Nothing ran: send fewer rows or smaller values per call`,
+    );
   }
 
   /** Runs, finishes or re-parks a woken call by its approval's state. */

@@ -3,12 +3,14 @@ import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
+import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { planCall } from '../policy/call-plan.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { EventFeed } from '../redis/event-feed.ts';
 import { EventReader, latestEventId, type StreamedEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { awaiting, within, type AwaitingAnswer, type CallAnswer, type Decision, type FinishedAnswer, type PendingAnswer } from './call-answers.ts';
@@ -22,6 +24,7 @@ import { ClientApprovals } from './client-approvals.ts';
 import { OutageAnswers, unavailable } from './outage-answers.ts';
 import { CallRateLimits, DEFAULT_RATE_LIMITS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
+import { CALL_OVERHEAD_BYTES, jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {
@@ -31,7 +34,7 @@ export interface AgentDbClientOptions {
   prefix?: string;
   /** Must match the workers' `SHARD_COUNT`; default 16. */
   shardCount?: number;
-  /** How long finished calls keep their result in Redis, in seconds (default 7 days). */
+  /** How long finished calls keep their result in Redis, in seconds (RESULT_TTL_HOURS; default 24 h). */
   resultTtlS?: number;
   /**
    * How long a parked call may wait for a person (`APPROVAL_TTL_MS`, default 24 h): with
@@ -49,6 +52,10 @@ export interface AgentDbClientOptions {
    * a budget answers RATE_LIMITED with `error.retryAfter` and enqueues nothing.
    */
   rateLimits?: RateLimitSettings | false;
+  /** REDIS_BYTES_PER_WORKSPACE: what one workspace may hold in Redis; 0 (default): its plan's budget. */
+  redisBytesPerWorkspace?: number;
+  /** REDIS_MEMORY_HEADROOM_PERCENT (default 20): new calls are refused this close to Redis's maxmemory. */
+  redisMemoryHeadroomPercent?: number;
 }
 
 /** Options of one call. */
@@ -102,13 +109,17 @@ export class AgentDbClient {
   private readonly lookup: CallLookup;
   private readonly claims: ClaimPlace;
   private readonly rates?: CallRateLimits;
+  private readonly approvalTtlMs: number;
+  private readonly budget: WorkspaceRedisBudget;
+  private readonly headroom: RedisMemoryHeadroom;
   private closed = false;
 
   constructor(opts: AgentDbClientOptions = {}) {
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
     this.shardCount = opts.shardCount ?? 16;
-    this.resultTtlS = opts.resultTtlS ?? 7 * 24 * 3600;
+    this.resultTtlS = opts.resultTtlS ?? 24 * 3600;
+    this.approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
     this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
     // Every shard queue shares this one connection, each adding its own listeners. Infinity, not
@@ -122,7 +133,9 @@ export class AgentDbClient {
     this.lookup = new CallLookup(this.redis, this.keys, this.queues, this.shardCount, this.approvals);
     // A parked call may wait `approvalTtlMs` for a person: with `resultTtlS`, how long a caller's
     // own call id stays taken.
-    const ttlS = claimTtlS(this.resultTtlS, opts.approvalTtlMs ?? 24 * 3600 * 1000);
+    const ttlS = claimTtlS(this.resultTtlS, this.approvalTtlMs);
+    this.budget = new WorkspaceRedisBudget(this.redis, this.keys, opts.redisBytesPerWorkspace ?? 0);
+    this.headroom = new RedisMemoryHeadroom(this.redis, opts.redisMemoryHeadroomPercent ?? 20);
     this.claims = { redis: this.redis, keys: this.keys, queues: this.queues, shardCount: this.shardCount, ttlS };
     const rates = opts.rateLimits ?? DEFAULT_RATE_LIMITS;
     if (rates) this.rates = new CallRateLimits(this.redis, this.keys, rates);
@@ -195,13 +208,22 @@ export class AgentDbClient {
       ...(input.callId !== undefined ? { ownId: true as const } : {}),
     };
     const key = callKeyOf(data);
+    const full = await this.headroom.refusal();
+    if (full) return errorEnvelope(callId, tool, 'UNAVAILABLE', full);
+    const wait = opts.wait ?? true;
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    // Counted now, for as long as the job may live: taken, parked and kept after it finishes.
+    // The worker moves it nearer when the call completes.
+    const until = data.enqueuedAt + timeoutMs + this.approvalTtlMs + this.resultTtlS * 1000;
+    const over = await this.budget.admit(data.workspace, data.plan ?? UNREGISTERED_PLAN, [
+      { callKey: key, kind: 'args', bytes: jsonBytes(data) + CALL_OVERHEAD_BYTES, until },
+    ]);
+    if (over) return errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', over);
     const ownId = input.callId !== undefined;
     if (ownId) {
       const conflict = await claimCallId(this.claims, key, { shard, database: databaseId, data });
       if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
     }
-    const wait = opts.wait ?? true;
-    const timeoutMs = opts.timeoutMs ?? 30_000;
     await this.ensureReader();
     const completion = (sent.completion = this.waiters.completion(key, opts.signal));
     const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key, opts.signal));

@@ -15,5 +15,7 @@ export function clientOf(config: Config): AgentDbClient {
     approvalTtlMs: config.approvalTtlMs,
     maxCallBytes: config.maxCallBytes,
     rateLimits: config.rateLimits,
+    redisBytesPerWorkspace: config.redisBytesPerWorkspace,
+    redisMemoryHeadroomPercent: config.redisMemoryHeadroomPercent,
   });
 }

@@ -2,14 +2,16 @@ import { RedisOffloadQuota } from '../blobs/offload-quota.ts';
 import { WorkspaceQuota, type WorkspaceUsage } from '../history/workspace-quota.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
-import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { readUsage } from '../calls/usage.ts';
+import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 
 /**
  * `agentdb usage --workspace W [--json]`: credits and calls per day, agent and tool, then the
- * workspace's disk (databases, bytes of files, history and offloaded results) against its plan.
+ * workspace's disk (databases, bytes of files, history and offloaded results) against its plan,
+ * and as text what it holds in Redis against its budget (see `WorkspaceRedisBudget`).
  * Run where the data folder is (AGENTDB_DATA_DIR): the disk figures are read from it.
  */
 export async function usage(ctx: CommandContext, flags: { workspace: string; json?: boolean }): Promise<number> {
@@ -35,6 +37,11 @@ export async function usage(ctx: CommandContext, flags: { workspace: string; jso
     const total = rows.reduce((n, r) => n + r.credits, 0);
     ctx.stdout.write(`total credits: ${total}\n`);
     ctx.stdout.write(diskLines(disk));
+    const budget = new WorkspaceRedisBudget(redis, keys, ctx.config.redisBytesPerWorkspace);
+    const { held } = await budget.note(workspace, []);
+    ctx.stdout.write(
+      `redis: ${held} of ${budget.capOf(disk.plan)} bytes (${ctx.config.redisBytesPerWorkspace > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : `plan ${disk.plan}`})\n`,
+    );
     return 0;
   } finally {
     redis.disconnect();

@@ -119,7 +119,7 @@ function memory(info: Map<string, string>): CheckResult[] {
   } else {
     const share = used / limit;
     const detail = `Redis uses ${bytes(used)}, ${Math.round(share * 100)}% of ${of} (${bytes(limit)}).`;
-    const fix = `Raise ${max > 0 ? 'maxmemory' : "the host's memory"}, or lower what agentdb keeps (RESULT_TTL_S, APPROVAL_RETENTION_DAYS); see what uses it with redis-cli --bigkeys.`;
+    const fix = `Raise ${max > 0 ? 'maxmemory' : "the host's memory"}, or lower what agentdb keeps (RESULT_TTL_HOURS, APPROVAL_RETENTION_DAYS, REDIS_BYTES_PER_WORKSPACE); see what uses it with redis-cli --bigkeys.`;
     const status = share >= MEMORY_FAIL ? 'fail' : share >= MEMORY_WARN ? 'warn' : 'ok';
     out.push(
       result(

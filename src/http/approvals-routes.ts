@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { MemberRegistry } from '../registry/members.ts';
 import { withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
+import { decodeCursor, encodeCursor, MAX_LIST_PAGE } from '../approvals/approval-listing.ts';
 import { workspaceName } from '../contracts/names.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
@@ -16,8 +17,14 @@ export interface ApprovalsRoutesDeps {
 const listQuery = z.strictObject({
   state: z.enum(['pending', 'approved', 'rejected', 'expired', 'all']).default('pending'),
   workspace: workspaceName.optional(),
-  // The audit grows without bound: pages of the newest, 200 unless asked.
-  limit: z.coerce.number().int().min(1).max(10_000).default(200),
+  // The audit grows without bound: pages of the newest, at most MAX_LIST_PAGE, and a cursor to
+  // the next (issue 27: limit=10000 answered 40 MB).
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_PAGE).default(MAX_LIST_PAGE),
+  cursor: z
+    .string()
+    .max(400)
+    .refine((c) => decodeCursor(c) !== undefined, 'not a cursor this service made: pass the nextCursor of the page before, as it is')
+    .optional(),
 });
 
 const decisionBody = z.strictObject({
@@ -45,9 +52,21 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
       if (workspace !== member.workspace) {
         return sendError(reply, 'NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
       }
-      const approvals = await deps.approvals.list({ workspace, state: query.state, limit: query.limit });
-      const refusals = await deps.approvals.standings(approvals);
-      return reply.send({ approvals: approvals.map((a) => withRefusal(a, refusals)) });
+      const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+      const page = await deps.approvals.scan({ workspace, state: query.state, limit: query.limit, ...(cursor ? { cursor } : {}) });
+      return reply.send({ approvals: page.approvals, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) });
+    });
+
+    // One approval whole: a list cuts SQL and params (`cut: true`).
+    app.get('/v1/approvals/:id', { schema: { params: idParams } }, async (request, reply) => {
+      const member = memberOf(request);
+      const approval = await deps.approvals.get(request.params.id);
+      // Another workspace's approval answers as an unknown one: ids are not probed.
+      if (!approval || approval.workspace !== member.workspace) {
+        return sendError(reply, 'NOT_FOUND', `no approval ${JSON.stringify(request.params.id)} in workspace ${member.workspace}`);
+      }
+      const refusals = await deps.approvals.standings([approval]);
+      return reply.send({ approval: withRefusal(approval, refusals) });
     });
 
     app.post('/v1/approvals/:id/decision', { schema: { params: idParams, body: decisionBody } }, async (request, reply) => {

@@ -80,3 +80,15 @@ export const PLAN_CALL_RATES = {
 export function planCallRates(plan: Plan): PlanCallRates {
   return PLAN_CALL_RATES[plan];
 }
+
+/**
+ * What a workspace on each plan may hold in Redis at once (REDIS_BYTES_PER_WORKSPACE overrides
+ * it): its calls' arguments and envelopes while kept (RESULT_TTL_HOURS), parked calls and
+ * approval records. A small call counts about 2 KB: pro holds some 60,000 calls a day. Apart from
+ * {@link PlanLimits}, which bound one database and travel to the executor with it.
+ */
+export const PLAN_REDIS_BYTES = {
+  pro: 128 * MB,
+  business: 512 * MB,
+  enterprise: 2048 * MB,
+} as const satisfies Record<Plan, number>;

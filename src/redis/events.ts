@@ -20,10 +20,14 @@ export type AgentDbEvent =
 /** An event with its stream position, so a reader can resume from it. */
 export type StreamedEvent = AgentDbEvent & { id: string };
 
-/** Envelopes larger than this travel by reference: the stream must stay small. */
-const INLINE_ENVELOPE_BYTES = 64 * 1024;
-/** The stream keeps about this many events; older ones are trimmed. */
-export const STREAM_MAX_LEN = 100_000;
+/**
+ * Envelopes larger than this travel by reference: the stream must stay small. With
+ * {@link STREAM_MAX_LEN}, the stream holds at most about 320 MB, whoever fills it (at 64 KiB and
+ * 100,000 events it could reach 6.4 GB; issue 27); most envelopes are far under it.
+ */
+export const INLINE_ENVELOPE_BYTES = 16 * 1024;
+/** The stream keeps about this many events (XADD MAXLEN ~); older ones are trimmed. */
+export const STREAM_MAX_LEN = 20_000;
 
 /** A `call.completed` event ready for the stream, and whether it carries its envelope. */
 export interface CompletedEvent {

@@ -57,6 +57,12 @@ export interface Keys {
   callRate(of: 'workspace' | 'key'): string;
   /** Each shard's last backup run and last successful one (`last:<shard>`, `ok:<shard>` → JSON). */
   readonly backupRuns: string;
+  /**
+   * What a workspace holds in Redis (see `WorkspaceRedisBudget`): `ledger` scores each entry
+   * (`<call key>|<kind>:<bytes>`) by when it goes, `held` is their sum. One hash tag per
+   * workspace, so the script that keeps both touches one slot.
+   */
+  redisBudget(workspace: string): { ledger: string; held: string };
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -86,5 +92,6 @@ export function keysFor(prefix: string): Keys {
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
     callRate: (of) => `${prefix}:call-rate:${of}`,
     backupRuns: `${prefix}:{backups}:runs`,
+    redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
   };
 }

@@ -49,6 +49,8 @@ export interface LuaCommands {
     expiresAt: string,
     cap: string,
   ): Promise<[ok: number, held: string, first: string]>;
+  /** budget-note.lua: after the two keys, `now`, the cap (0: none), then member, bytes and goes-at (ms) per entry. */
+  agentdbBudgetNote(ledger: string, held: string, now: string, cap: string, ...entries: string[]): Promise<[held: string, first: string, counted: number]>;
   agentdbReleaseDeadOwnerJobs(active: string, stalled: string, stalledCheck: string, prefix: string): Promise<number>;
   /** A queue's active jobs and their locks, flattened: id, lock ('' for none), … */
   agentdbActiveLocks(active: string, prefix: string): Promise<string[]>;
@@ -68,6 +70,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 2 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },
+  agentdbBudgetNote: { file: 'budget-note.lua', keys: 2 },
   agentdbReleaseDeadOwnerJobs: { file: 'release-dead-owner-jobs.lua', keys: 3 },
   agentdbActiveLocks: { file: 'active-locks.lua', keys: 1 },
   agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },

@@ -14,7 +14,8 @@ export const CALLS_TABLE = '_agentdb_calls';
 
 /**
  * How long a call's record is kept. Retries come within minutes (a lapsed BullMQ lock); a week
- * matches how long results are kept, and keeps the table from growing into the size limit.
+ * outlasts how long a call id stays taken (a day, the approval wait and RESULT_TTL_HOURS), and
+ * keeps the table from growing into the size limit.
  */
 export const CALL_RECORD_RETENTION_MS = 7 * 24 * 3600 * 1000;
 

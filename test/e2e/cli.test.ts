@@ -135,6 +135,9 @@ describe('agentdb tools and usage', () => {
     const out = await runCli(['usage', '--workspace', 'acme', '--json'], sb.env);
     const rows = (JSON.parse(out.stdout) as { credits: { agent: string; tool: string; credits: number }[] }).credits;
     expect(rows.find((r) => r.agent === 'scout' && r.tool === 'DATA_WRITE_SQL')?.credits).toBe(2);
+    // As text, also what the workspace holds in Redis against its plan's budget.
+    const text = await runCli(['usage', '--workspace', 'acme'], sb.env);
+    expect(text.stdout).toMatch(/\nredis: [1-9]\d* of 134217728 bytes \(plan pro\)\n$/);
   });
 
   it('answers a flag or argument it does not know with one line and exit 2, before doing anything', async () => {

@@ -49,6 +49,10 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
         prefix: config.prefix,
         shardCount: config.shardCount,
         maxCallBytes: config.maxCallBytes,
+        resultTtlS: config.resultTtlS,
+        approvalTtlMs: config.approvalTtlMs,
+        redisBytesPerWorkspace: config.redisBytesPerWorkspace,
+        redisMemoryHeadroomPercent: config.redisMemoryHeadroomPercent,
         rateLimits: config.rateLimits,
         ...opts,
       });

@@ -6,6 +6,7 @@ import { connectRedis } from '../../src/redis/connection.ts';
 import { completedEvent, parseEntry } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { meterDay, readUsage } from '../../src/calls/usage.ts';
+import { INLINE_ENVELOPE_BYTES } from '../../src/redis/events.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
 
@@ -105,9 +106,9 @@ describe('call completions', () => {
     monitor.write('MONITOR\r\n');
     await new Promise<void>((resolve) => monitor.once('data', () => resolve()));
     for (let i = 0; i < 5; i++) {
-      const env = await client.call({ ...who, callId: `large-${i}`, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM big', max_rows: 1000 } });
-      expect(env).toMatchObject({ ok: true, result: { truncated: false } });
-      expect(JSON.stringify(env).length).toBeGreaterThan(64 * 1024);
+      const env = await client.call({ ...who, callId: `large-${i}`, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM big', max_rows: 100 } });
+      expect(env).toMatchObject({ ok: true, result: { truncated: true } });
+      expect(JSON.stringify(env).length).toBeGreaterThan(INLINE_ENVELOPE_BYTES);
     }
     await expect.poll(() => order.length).toBe(10);
     monitor.destroy();

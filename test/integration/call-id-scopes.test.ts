@@ -97,10 +97,10 @@ describe('client library: a call id sent again with another scope', () => {
     expect(await writeCredits()).toBe(credits);
     expect(await client.result('c2', { workspace: WS, agent: 'scout' })).toEqual(first);
     // The id stays taken as long as its call's job can answer for it (a day to be taken, the
-    // approval wait, the kept result), not for ever: it is Redis bytes a caller makes.
+    // approval wait, the kept result: 3 days at the defaults), not for ever: it is Redis bytes a caller makes.
     const ttl = await k.redis.ttl(keysFor(sb.config.prefix).callIdClaim(`${WS}.scout.c2`));
-    expect(ttl).toBeGreaterThan(7 * 24 * 3600);
-    expect(ttl).toBeLessThanOrEqual(9 * 24 * 3600);
+    expect(ttl).toBeGreaterThan(2 * 24 * 3600);
+    expect(ttl).toBeLessThanOrEqual(3 * 24 * 3600);
 
     // The same call again is a replay: the first outcome, nothing run again.
     expect(await client.call(as('c2', 'DATA_WRITE_SQL', { params: ['one'], scope: 'workspace', sql: 'INSERT INTO shared_t VALUES (?)' }))).toEqual(first);

@@ -292,7 +292,7 @@ describe('an approval is bound to its call', () => {
     const done = client.result('once-1', { workspace: 'w1', agent: 'once', wait: true });
     await client.decide(first.approval.id, { decision: 'approve', key: keyOf.w1! });
     expect(await done).toMatchObject({ ok: true });
-    // Eight days on: the job's result is gone (RESULT_TTL_S) and the approval says when it ran.
+    // Eight days on: the job's result is gone (RESULT_TTL_HOURS) and the approval says when it ran.
     const store = new ApprovalStore(redis, keysFor(sb.config.prefix));
     await expect.poll(async () => (await store.get(first.approval.id))?.ran).toBeDefined();
     const ran = (await store.get(first.approval.id))!.ran!;

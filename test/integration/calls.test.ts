@@ -50,7 +50,7 @@ describe('the four tools through the queue', () => {
     expect(rows(queried)).toEqual([['bo@northwind.io']]);
 
     const described = await call('DATA_DESCRIBE_SCHEMA', {});
-    expect(described).toMatchObject({ ok: true, credits: 0 });
+    expect(described).toMatchObject({ ok: true, credits: 1 });
     const tables = (described as unknown as { result: { tables: { name: string; rowCount: number }[] } }).result.tables;
     expect(tables.map((t) => [t.name, t.rowCount])).toEqual([['leads', 2]]);
   });
@@ -152,7 +152,7 @@ describe('the four tools through the queue', () => {
     expect(usage.map(({ agent, tool, calls, credits }) => [agent, tool, calls, credits])).toEqual([
       ['m1', 'DATA_QUERY_SQL', 2, 2],
       ['m1', 'DATA_WRITE_SQL', 1, 2],
-      ['m2', 'DATA_DESCRIBE_SCHEMA', 1, 0],
+      ['m2', 'DATA_DESCRIBE_SCHEMA', 1, 1],
     ]);
     expect(usage.every((u) => u.day === day)).toBe(true);
   });

@@ -265,6 +265,59 @@ describe('POST /v1/approvals/:id/decision', () => {
     expect(bad.statusCode).toBe(400);
   });
 
+  it('pages with a cursor: every approval once, in order; a page holds at most 200 (issue 27: limit=10000 answered 40 MB)', async () => {
+    const all = (await app.inject({ method: 'GET', url: '/v1/approvals?state=all', headers: bearer(key.ada!) })).json().approvals as { id: string }[];
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const res = await app.inject({ method: 'GET', url: `/v1/approvals?state=all&limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: bearer(key.ada!) });
+      const body = res.json() as { approvals: { id: string }[]; nextCursor?: string };
+      expect(body.approvals.length).toBeLessThanOrEqual(2);
+      seen.push(...body.approvals.map((a) => a.id));
+      cursor = body.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(all.map((a) => a.id));
+    for (const url of ['/v1/approvals?limit=10000', '/v1/approvals?limit=201', '/v1/approvals?cursor=nonsense']) {
+      const res = await app.inject({ method: 'GET', url, headers: bearer(key.ada!) });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().error.code).toBe('INVALID_ARGUMENTS');
+    }
+  });
+
+  it('cuts big SQL and params in a list, with cut: true; GET /v1/approvals/:id answers the record whole', async () => {
+    const sql = `INSERT INTO notes (body) VALUES (?) /* ${'n'.repeat(3000)} */`;
+    const params = ['p'.repeat(20_000)];
+    const id = await park({
+      workspace: 'acme',
+      agent: 'scout',
+      settings: { database: 'agent', approval: 'write' },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: 'CREATE TABLE IF NOT EXISTS notes (body TEXT)' },
+    });
+    await decide(id, key.ada, { decision: 'approve' });
+    const big = await park({
+      workspace: 'acme',
+      agent: 'scout',
+      settings: { database: 'agent', approval: 'write' },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql, params },
+    });
+    const res = await app.inject({ method: 'GET', url: '/v1/approvals', headers: bearer(key.ada!) });
+    const listed = (res.json().approvals as { id: string; sql: string; params: string[]; cut?: boolean }[]).find((a) => a.id === big)!;
+    expect(listed.cut).toBe(true);
+    expect(listed.sql.length).toBeLessThan(1100);
+    expect(listed.sql).toMatch(/…\[\d+ chars cut\]$/);
+    expect(JSON.stringify(listed.params).length).toBeLessThan(400);
+    const whole = await app.inject({ method: 'GET', url: `/v1/approvals/${big}`, headers: bearer(key.bob!) });
+    expect(whole.statusCode).toBe(200);
+    expect(whole.json().approval).toMatchObject({ id: big, sql, params });
+    expect(whole.json().approval.cut).toBeUndefined();
+    // Another workspace's member: as if it did not exist.
+    const other = await app.inject({ method: 'GET', url: `/v1/approvals/${big}`, headers: bearer(key.oz!) });
+    expect(other.statusCode).toBe(404);
+    expect(other.json().error.code).toBe('NOT_FOUND');
+  });
+
   it('answers unknown routes with a coded 404', async () => {
     const res = await app.inject({ method: 'GET', url: '/v1/nothing', headers: bearer(key.ada!) });
     expect(res.statusCode).toBe(404);

@@ -17,7 +17,8 @@ let sb: Sandbox;
 let client: AgentDbClient;
 
 beforeAll(async () => {
-  sb = sandbox({ SHARD_COUNT: '1', EXECUTOR_POOL_SIZE: '2' });
+  // The big read's 810 KB answer whole, as MAX_RESULT_BYTES was before it became 64 KiB.
+  sb = sandbox({ SHARD_COUNT: '1', EXECUTOR_POOL_SIZE: '2', MAX_RESULT_BYTES: String(1024 * 1024) });
   await sb.pool();
   client = sb.client();
 });

@@ -19,7 +19,7 @@ const ROWS = 500;
 const row = (i: number) => [i, `row ${i} ${'x'.repeat(90)}`, i % 7 === 0 ? null : i * 1.5];
 
 beforeAll(async () => {
-  sb = sandbox({ MAX_RESULT_BYTES: '4096', RESULT_TTL_S: '3600' });
+  sb = sandbox({ MAX_RESULT_BYTES: '4096', RESULT_TTL_HOURS: '1' });
   await sb.pool();
   store = openBlobStore(sb.config);
   results = new OffloadedResults(store, { dataDir: sb.dataDir, ttlS: sb.config.resultTtlS, now: () => clock || Date.now() });
@@ -118,7 +118,7 @@ describe('a query result past MAX_RESULT_BYTES', () => {
     rmSync(path.join(sb.dataDir, 'blobs', 'results', 'broken'));
   });
 
-  it('expires with RESULT_TTL_S: a read past expiry answers RESULT_EXPIRED, and the prune deletes it', async () => {
+  it('expires with RESULT_TTL_HOURS: a read past expiry answers RESULT_EXPIRED, and the prune deletes it', async () => {
     clock = Date.parse(offloaded.expiresAt) + 1000;
     try {
       const res = await fetchResult(key.scout, offloaded.id);

@@ -70,7 +70,7 @@ function expectShortened(name: string, bytes: number): void {
 // With 64 KiB, 1,200 shortened column names (about 310 KB) pass half the limit; with 1 MB they fit.
 describe.each([
   ['a small MAX_RESULT_BYTES', { MAX_RESULT_BYTES: String(64 * 1024) }, true],
-  ['the default MAX_RESULT_BYTES', {}, false],
+  ['a MAX_RESULT_BYTES of 1 MiB', { MAX_RESULT_BYTES: String(1024 * 1024) }, false],
 ])('results within %s', (_, env, small) => {
   let sb: Sandbox;
   let client: AgentDbClient;
@@ -140,7 +140,7 @@ describe.each([
 
   it('DATA_DESCRIBE_SCHEMA shortens every long name and, past the limit, lists the rest by name', async () => {
     const { env, result } = await call('DATA_DESCRIBE_SCHEMA', {});
-    expect(env).toMatchObject({ ok: true, credits: 0, result: { truncated: true } });
+    expect(env).toMatchObject({ ok: true, credits: 1, result: { truncated: true } });
     const tables = result.tables as { name: string; type: string; truncated?: true; columns?: { name: string }[] }[];
     expect(result.note).toMatch(/the schema passes the result size limit: \d+ of 43 tables and views are described in full/);
     // The view over `wide` alone would describe 1,200 columns of 256 bytes: listed by name only.

@@ -11,7 +11,8 @@ describe('loadConfig', () => {
     expect(c.port).toBe(7070);
     expect(c.statementTimeoutMs).toBe(10_000);
     expect(c.statementCacheBytes).toBe(32 * 1024 * 1024);
-    expect([c.maxResultBytes, c.maxCallBytes]).toEqual([1024 * 1024, 1024 * 1024]);
+    expect([c.maxResultBytes, c.maxCallBytes]).toEqual([64 * 1024, 1024 * 1024]);
+    expect([c.resultTtlS, c.maxParkedCallBytes, c.redisBytesPerWorkspace, c.redisMemoryHeadroomPercent]).toEqual([24 * 3600, 64 * 1024, 0, 20]);
     expect(c.dataDir.endsWith('/data')).toBe(true);
     expect(Object.isFrozen(c)).toBe(true);
   });
@@ -49,6 +50,10 @@ describe('loadConfig', () => {
     // Below 4 KiB not even an error envelope would fit.
     ['MAX_RESULT_BYTES', '1024'],
     ['MAX_CALL_BYTES', '0'],
+    ['RESULT_TTL_HOURS', '0'],
+    ['REDIS_MEMORY_HEADROOM_PERCENT', '95'],
+    // Replaced by RESULT_TTL_HOURS: refused rather than ignored, so 7 days in seconds is not taken for 24 h.
+    ['RESULT_TTL_S', '604800'],
   ])('refuses %s=%s with a message naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

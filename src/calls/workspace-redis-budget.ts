@@ -1,0 +1,95 @@
+import type { Redis } from 'ioredis';
+import type { Plan } from '../contracts/settings.ts';
+import { PLAN_REDIS_BYTES } from '../policy/plan-limits.ts';
+import type { Keys } from '../redis/keys.ts';
+import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
+
+/**
+ * What a call costs Redis beside its JSON: BullMQ's job hash and its fields, the queue and
+ * events entries, the call-id claim and this ledger's own entry. Measured at about 1.6 KB for a
+ * small call (2.6 KB in all, with ~1 KB of arguments and envelope; issue 27).
+ */
+export const CALL_OVERHEAD_BYTES = 1536;
+
+/** One thing a workspace keeps in Redis, and until when (ms). */
+export interface BudgetEntry {
+  /** The call's key (`callKey`), so that a call counted twice counts once. */
+  callKey: string;
+  /** `args` (the job's data), `envelope` (its result), `approval` (its record). */
+  kind: 'args' | 'envelope' | 'approval';
+  bytes: number;
+  until: number;
+}
+
+/** What a workspace holds: bytes, and when its oldest entry goes (ms; absent when it holds nothing). */
+export interface BudgetHeld {
+  held: number;
+  freesAt?: number;
+}
+
+/**
+ * A workspace's Redis budget (issue 27: one agent took Redis from 3 to 634 MB in 19 s with 300
+ * calls of a 1 MB query, and another workspace's INSERT then answered INTERNAL). Bytes are
+ * counted where they are written — a call's arguments when the client enqueues it, its envelope
+ * when the worker completes it, an approval record when it is parked — each until Redis lets it
+ * go (RESULT_TTL_HOURS after the call, or the approval's retention). New calls are refused once
+ * the workspace holds its budget: what is under way finishes, so the budget can be passed by at
+ * most what the workspace has in flight, each envelope bounded by MAX_RESULT_BYTES.
+ *
+ * The ledger is a sorted set and a running sum (`budget-note.lua`): each step drops what has
+ * gone and adds what is new, in O(log n), however many calls a workspace keeps.
+ */
+export class WorkspaceRedisBudget {
+  private readonly redis: ScriptedRedis;
+
+  constructor(
+    redis: Redis,
+    private readonly keys: Keys,
+    /** REDIS_BYTES_PER_WORKSPACE: 0 leaves it to each workspace's plan. */
+    private readonly override = 0,
+  ) {
+    this.redis = withScripts(redis);
+  }
+
+  /** The budget of a workspace on `plan`. */
+  capOf(plan: Plan): number {
+    return this.override > 0 ? this.override : PLAN_REDIS_BYTES[plan];
+  }
+
+  /** Counts `entries` against `workspace` (and drops what has gone), whatever it holds; answers what it holds then. */
+  async note(workspace: string, entries: readonly BudgetEntry[], now = Date.now()): Promise<BudgetHeld> {
+    const { held, freesAt } = await this.run(workspace, 0, entries, now);
+    return { held, ...(freesAt === undefined ? {} : { freesAt }) };
+  }
+
+  /**
+   * Counts `entries` (a new call's arguments) unless `workspace` already holds its budget;
+   * answers why it may not enqueue the call then, or undefined when counted. The words name
+   * the budget, what it holds and when room comes back.
+   */
+  async admit(workspace: string, plan: Plan, entries: readonly BudgetEntry[], now = Date.now()): Promise<string | undefined> {
+    const cap = this.capOf(plan);
+    const { held, freesAt, counted } = await this.run(workspace, cap, entries, now);
+    if (counted) return undefined;
+    const when = freesAt === undefined ? '' : `; room comes back from ${new Date(freesAt).toISOString()}, when its oldest kept call expires`;
+    return `workspace ${workspace} holds ${held} bytes in Redis, its budget (${this.override > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : `plan ${plan}`}: ${cap} bytes) is used up${when}. Calls are kept RESULT_TTL_HOURS after they finish, parked ones until decided and their approval records for APPROVAL_RETENTION_DAYS`;
+  }
+
+  private async run(workspace: string, cap: number, entries: readonly BudgetEntry[], now: number): Promise<BudgetHeld & { counted: boolean }> {
+    const { ledger, held } = this.keys.redisBudget(workspace);
+    const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
+    const [sum, first, counted] = await this.redis.agentdbBudgetNote(ledger, held, String(now), String(cap), ...args);
+    return { held: Number(sum), counted: counted === 1, ...(first ? { freesAt: Number(first) } : {}) };
+  }
+}
+
+/**
+ * The bytes `value` takes in Redis as JSON: its length rounded up to the allocator's size class
+ * (jemalloc has four classes per doubling), as `MEMORY USAGE` counts it.
+ */
+export function jsonBytes(value: unknown): number {
+  const n = Buffer.byteLength(JSON.stringify(value) ?? '');
+  if (n <= 16) return 16;
+  const step = 2 ** Math.max(Math.floor(Math.log2(n - 1)) - 2, 3);
+  return Math.ceil(n / step) * step;
+}

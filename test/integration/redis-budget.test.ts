@@ -1,0 +1,117 @@
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
+import { callKeyOf } from '../../src/contracts/call-identity.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
+import type { Envelope } from '../../src/contracts/envelope.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { publishEvent, STREAM_MAX_LEN } from '../../src/redis/events.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+// Issue 27's first fill, scaled down: big results from one workspace against a 256 KiB budget.
+const BUDGET = 256 * 1024;
+// A result of ~40 KB: under MAX_RESULT_BYTES (64 KiB), so it stays in its envelope, in Redis.
+const BIG = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<40) SELECT i, printf('%.1000c','x') AS s FROM c";
+const redis = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+let sb: Sandbox;
+let client: AgentDbClient;
+
+beforeAll(async () => {
+  sb = sandbox({ REDIS_BYTES_PER_WORKSPACE: String(BUDGET), MAX_PARKED_CALL_BYTES: '4096' });
+  await sb.pool();
+  client = sb.client();
+});
+afterAll(async () => {
+  await sb.cleanup();
+  redis.disconnect();
+});
+
+const who = (workspace: string) => ({ workspace, agent: 'scout', settings: { database: 'agent' as const } });
+
+describe("a workspace's Redis budget", () => {
+  it('counts each call where it is written and refuses new calls past it with QUOTA_EXCEEDED; another workspace notices nothing', async () => {
+    const keys = keysFor(sb.config.prefix);
+    const answers: Envelope[] = [];
+    for (let i = 0; i < 12; i++) {
+      const env = (await client.call({ ...who('hog'), tool: 'DATA_QUERY_SQL', arguments: { sql: BIG, max_rows: 100 } })) as Envelope;
+      answers.push(env);
+      if (!env.ok) break;
+    }
+    const ran = answers.filter((e) => e.ok);
+    // 40 KB each, counted twice (the job and BullMQ's event stream keep it): the fourth or fifth
+    // passes 256 KiB, and the next is refused.
+    expect(ran.length).toBeGreaterThanOrEqual(3);
+    expect(ran.length).toBeLessThanOrEqual(5);
+    const refused = answers.at(-1)!;
+    expect(refused).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+    if (refused.ok) throw new Error('unreachable');
+    expect(refused.error.message).toMatch(
+      /workspace hog holds \d+ bytes in Redis, its budget \(REDIS_BYTES_PER_WORKSPACE: 262144 bytes\) is used up; room comes back from \S+Z/,
+    );
+
+    // What is counted covers what Redis keeps of each call: its job (arguments and envelope).
+    const queue = new Queue(keys.queueName(shardOf(databaseId('hog', 'scout'), sb.config.shardCount)), { connection: redis, prefix: keys.bullPrefix });
+    let stored = 0;
+    for (const job of await queue.getCompleted())
+      stored += (await redis.call('MEMORY', 'USAGE', `${keys.bullPrefix}:${queue.name}:${job.id}`, 'SAMPLES', '0')) as number;
+    const held = Number(await redis.get(keys.redisBudget('hog').held));
+    expect(held).toBeGreaterThanOrEqual(BUDGET);
+    expect(held).toBeGreaterThanOrEqual(stored);
+    // Nothing of the refused call was enqueued.
+    expect(await queue.getCompletedCount()).toBe(ran.length);
+    await queue.close();
+
+    // Another workspace's calls are counted apart and answer as ever.
+    expect(await client.call({ ...who('quiet'), tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } })).toMatchObject({ ok: true });
+    expect(await client.call({ ...who('quiet'), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({ ok: true });
+  });
+
+  it('gives room back as kept calls expire (RESULT_TTL_HOURS), and the ledger goes with its last entry', async () => {
+    const keys = keysFor(sb.config.prefix);
+    const budget = new WorkspaceRedisBudget(redis, keys, BUDGET);
+    const later = Date.now() + sb.config.resultTtlS * 1000 + sb.config.approvalTtlMs + 60_000;
+    expect(await budget.note('hog', [], later)).toEqual({ held: 0 });
+    expect(await redis.exists(keys.redisBudget('hog').ledger, keys.redisBudget('hog').held)).toBe(0);
+    expect(await budget.admit('hog', 'pro', [{ callKey: 'k', kind: 'args', bytes: 10, until: later + 1000 }], later)).toBeUndefined();
+  });
+
+  it('refuses to park a call past MAX_PARKED_CALL_BYTES: LIMIT_EXCEEDED, nothing ran, no approval kept', async () => {
+    const gated = { workspace: 'acme', agent: 'bulk', settings: { database: 'agent' as const, approval: 'write' as const } };
+    const big = 'y'.repeat(5000);
+    const env = await client.call({ ...gated, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS t (x)' } }, { wait: false });
+    expect(env).toMatchObject({ ok: false, status: 'awaiting_approval' });
+    const refused = await client.call({ ...gated, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (?)', params: [big] } }, { wait: false });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'LIMIT_EXCEEDED', message: expect.stringContaining('MAX_PARKED_CALL_BYTES') } });
+    const keys = keysFor(sb.config.prefix);
+    // One approval: the small call's.
+    expect(await redis.zcard(keys.approvalsAll)).toBe(1);
+    // The refused job keeps its answer, not its arguments.
+    const jobKey = `${keys.bullPrefix}:${keys.queueName(shardOf(databaseId('acme', 'bulk'), sb.config.shardCount))}:${callKeyOf({ workspace: 'acme', agent: 'bulk', callId: refused.callId })}`;
+    expect(JSON.parse((await redis.hget(jobKey, 'data'))!).arguments).toEqual({});
+    // The parked call and its record are counted against the workspace until they are let go;
+    // the refused call's 5 KB of arguments no longer are (past the sweep of the next count): its
+    // answer is (kept RESULT_TTL_HOURS), with what is left of its job.
+    const budget = new WorkspaceRedisBudget(redis, keys);
+    const largeEntries = async () => {
+      await budget.note('acme', [], Date.now() + 1);
+      return (await redis.zrange(keys.redisBudget('acme').ledger, 0, -1)).filter((m) => Number(m.split(':').pop()) > 5000);
+    };
+    await expect.poll(largeEntries).toEqual([]);
+    expect((await budget.note('acme', [])).held).toBeGreaterThan(0);
+  });
+});
+
+describe('the events stream', () => {
+  it('is capped by length (XADD MAXLEN ~), whoever fills it', async () => {
+    const stream = keysFor(sb.config.prefix).events;
+    for (let i = 0; i < STREAM_MAX_LEN + 5000; i += 1000) {
+      await Promise.all(
+        Array.from({ length: 1000 }, (_, j) => publishEvent(redis, stream, { type: 'approval.requested', callId: `c${i + j}`, approval: {}, at: 0 })),
+      );
+    }
+    // Trimmed by whole nodes of the stream (100 entries each): about the cap, never all 25,000.
+    expect(await redis.xlen(stream)).toBeLessThanOrEqual(STREAM_MAX_LEN + 100);
+  });
+});
