@@ -33,7 +33,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
 /**
  * The bench's one workspace touches DATABASES databases to measure what many cost a worker: past
- * any plan's count of databases (WORKSPACE_MAX_DATABASES), which would refuse the 26th.
+ * any plan's count of databases (WORKSPACE_MAX_DATABASES), pro's 1,000 among them.
  */
 const QUOTA = { WORKSPACE_MAX_DATABASES: String(Math.max(DATABASES, 1000) * 2) };
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);

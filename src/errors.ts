@@ -109,15 +109,10 @@ export const ERRORS = {
     status: 507,
   },
   QUOTA_EXCEEDED: {
-    message: 'The workspace holds what its plan allows of a resource the service shares; nothing was stored or run.',
-    hint: 'Room comes back as kept results expire (the message says when); keep fewer calls waiting for a person, ask for smaller results, or move to a larger plan.',
+    message:
+      'The workspace holds what its plan allows of a resource the service shares (Redis bytes, databases, disk bytes); nothing was stored, created or run.',
+    hint: 'The detail names the bound, the figures and what brings room back: kept results expiring (it says when), or a person dropping databases or forks the workspace no longer needs (`agentdb usage --workspace W` shows them all); or a larger plan. Other workspaces are not affected.',
     retryable: true,
-    status: 429,
-  },
-  DISK_QUOTA: {
-    message: 'The workspace has used up a disk quota of its plan (databases or bytes); nothing was created or run.',
-    hint: 'Read the detail for the quota and the figures (`agentdb usage --workspace W` shows them all): drop databases or forks the workspace no longer needs, or move it to a larger plan; an operator can raise the setting the detail names.',
-    retryable: false,
     status: 429,
   },
   STORAGE_FULL: {

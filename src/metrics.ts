@@ -56,7 +56,7 @@ export class Metrics {
    */
   readonly refusals = new Counter({
     name: 'agentdb_quota_refusals_total',
-    help: 'Steps refused for a quota or rate limit (DISK_QUOTA, QUOTA_EXCEEDED, RATE_LIMITED), by which bound.',
+    help: 'Steps refused for a quota or rate limit (QUOTA_EXCEEDED, RATE_LIMITED), by which bound.',
     labelNames: ['quota'] as const,
     registers: [this.registry],
   });

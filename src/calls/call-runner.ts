@@ -119,8 +119,8 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
     try {
       await deps.quota.check(parseDatabaseId(plan.databaseId).workspace, { databases: 1, bytes: 0 }, `creating database ${plan.databaseId}`);
     } catch (err) {
-      if (codeOf(err) !== 'DISK_QUOTA') throw err;
-      return fail('DISK_QUOTA', (err as AgentDbError).detail ?? 'the workspace is past its disk quota');
+      if (codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+      return fail('QUOTA_EXCEEDED', (err as AgentDbError).detail ?? 'the workspace is past its disk quota');
     }
   }
   const outcome = await deps.executor.run(request);

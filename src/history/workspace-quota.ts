@@ -53,7 +53,7 @@ export class WorkspaceQuota {
 
   /**
    * Refuses a step that adds `adding` to `workspace` past its quota (`what` names the step in
-   * the refusal). @throws AgentDbError DISK_QUOTA.
+   * the refusal). @throws AgentDbError QUOTA_EXCEEDED.
    */
   async check(workspace: string, adding: { databases: number; bytes: number }, what: string): Promise<void> {
     const u = await this.usage(workspace);

@@ -12,18 +12,18 @@ export interface DiskHeld {
  * into a new name, a first write) is refused when the workspace would then hold more databases
  * than its plan allows, or when its bytes are already past its plan's, or would pass it with
  * what the step copies. Checked before the step: a database already made is never taken away.
- * @throws AgentDbError DISK_QUOTA naming the quota, the figures and the step.
+ * @throws AgentDbError QUOTA_EXCEEDED naming the quota, the figures and the step.
  */
 export function checkDiskQuota(workspace: string, held: DiskHeld, adding: DiskHeld, limits: WorkspaceLimits, what: string): void {
   if (adding.databases > 0 && held.databases + adding.databases > limits.maxDatabases) {
     throw new AgentDbError(
-      'DISK_QUOTA',
+      'QUOTA_EXCEEDED',
       `${what} refused: workspace ${workspace} holds ${held.databases} databases, its quota is ${limits.maxDatabases} (WORKSPACE_MAX_DATABASES or its plan); drop a database or fork it no longer needs`,
     );
   }
   if (held.bytes + adding.bytes > limits.maxBytes) {
     throw new AgentDbError(
-      'DISK_QUOTA',
+      'QUOTA_EXCEEDED',
       `${what} refused: workspace ${workspace} holds ${held.bytes} bytes on disk${adding.bytes > 0 ? ` and this would add about ${adding.bytes}` : ''}, its quota is ${limits.maxBytes} (WORKSPACE_MAX_BYTES or its plan); drop databases or forks it no longer needs`,
     );
   }

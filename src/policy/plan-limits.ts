@@ -32,14 +32,15 @@ export const PLAN_LIMITS = {
 const GB = 1024 * MB;
 
 /**
- * The disk each plan's workspace may hold. Its database's size and ten times that of history
- * (HISTORY_MAX_BYTES_PER_DB's default) for a fifth of its databases at once: a workspace of full
- * databases meets the byte quota before the count.
+ * The disk each plan's workspace may hold. Every agent has a database of its own, so the count
+ * is as many agents as a workspace may run (it bounds files and handles, not bytes); the bytes
+ * bound what they hold together, forks and history included: a workspace of many full
+ * databases meets the byte quota long before the count.
  */
 export const WORKSPACE_LIMITS = {
-  pro: { maxDatabases: 25, maxBytes: 5 * GB },
-  business: { maxDatabases: 100, maxBytes: 20 * GB },
-  enterprise: { maxDatabases: 1000, maxBytes: 200 * GB },
+  pro: { maxDatabases: 1000, maxBytes: 5 * GB },
+  business: { maxDatabases: 10_000, maxBytes: 20 * GB },
+  enterprise: { maxDatabases: 100_000, maxBytes: 200 * GB },
 } as const satisfies Record<Plan, WorkspaceLimits>;
 
 /**

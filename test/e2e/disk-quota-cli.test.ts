@@ -5,7 +5,7 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';
 
 // Issue 27 part 5: the hostile review forked one database ten times and filled the disk. With a
-// small quota (5 databases), forks past it are refused with DISK_QUOTA, a new agent's first
+// small quota (5 databases), forks past it are refused with QUOTA_EXCEEDED, a new agent's first
 // write too, another workspace notices nothing, and `agentdb usage` shows the figures.
 let sb: Sandbox;
 let worker: ChildProcess;
@@ -25,7 +25,7 @@ afterAll(async () => {
 const write = (workspace: string, agent: string, sql: string) => client.call({ workspace, agent, settings, tool: 'DATA_WRITE_SQL', arguments: { sql } });
 
 describe('disk quotas by plan', () => {
-  it('refuses forks past the databases quota with DISK_QUOTA, and the first write of a new database', async () => {
+  it('refuses forks past the databases quota with QUOTA_EXCEEDED, and the first write of a new database', async () => {
     expect(await write('acme', 'scout', "CREATE TABLE t AS SELECT printf('%.1000c', 'x') AS s")).toMatchObject({ ok: true });
     const at = String(Date.now() / 1000);
     const outcomes: { code: number; error?: { code: string; message: string; hint: string } }[] = [];
@@ -37,12 +37,12 @@ describe('disk quotas by plan', () => {
     expect(outcomes.slice(0, 4).map((o) => o.code)).toEqual([0, 0, 0, 0]);
     for (const o of outcomes.slice(4)) {
       expect(o.code).toBe(1);
-      expect(o.error).toMatchObject({ code: 'DISK_QUOTA', hint: expect.stringContaining('agentdb usage') });
+      expect(o.error).toMatchObject({ code: 'QUOTA_EXCEEDED', hint: expect.stringContaining('agentdb usage') });
       expect(o.error!.message).toMatch(/workspace acme holds 5 databases, its quota is 5 \(WORKSPACE_MAX_DATABASES/);
     }
 
     const first = await write('acme', 'newcomer', 'CREATE TABLE t (x)');
-    expect(first).toMatchObject({ ok: false, error: { code: 'DISK_QUOTA' } });
+    expect(first).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
     // The databases already made keep working, and another workspace is not touched.
     expect(await write('acme', 'fork1', 'INSERT INTO t VALUES (1)')).toMatchObject({ ok: true });
     expect(await write('other', 'scout', 'CREATE TABLE t (x)')).toMatchObject({ ok: true });

@@ -34,6 +34,9 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
     LOCK_DURATION_MS: '2000',
     STALLED_INTERVAL_MS: '1000',
     LOG_LEVEL: 'silent',
+    // Off unless a test turns them on (rate-limits.test.ts): a file makes hundreds of calls a
+    // minute in one workspace, past the plans' rates, and would be refused RATE_LIMITED.
+    RATE_LIMITS: 'off',
     ...env,
   };
   const config = loadConfig(fullEnv);

@@ -51,10 +51,10 @@ describe("a workspace's disk use", () => {
       onRefused: (ws) => refused.push(ws),
     });
     const u = await quota.usage('acme');
-    expect(u).toMatchObject({ plan: 'pro', limits: { maxDatabases: 25, maxBytes: 60_000 }, offloadedBytes: 2_000, bytes: 50_152 + 4_596 + 2_000 });
+    expect(u).toMatchObject({ plan: 'pro', limits: { maxDatabases: 1000, maxBytes: 60_000 }, offloadedBytes: 2_000, bytes: 50_152 + 4_596 + 2_000 });
     await expect(quota.check('acme', { databases: 1, bytes: 1_000 }, 'a fork')).resolves.toBeUndefined();
     const err = await quota.check('acme', { databases: 1, bytes: 5_000 }, 'restore of acme/scout into acme/fork2').catch((e: unknown) => e);
-    expect(codeOf(err)).toBe('DISK_QUOTA');
+    expect(codeOf(err)).toBe('QUOTA_EXCEEDED');
     expect((err as { detail: string }).detail).toBe(
       'restore of acme/scout into acme/fork2 refused: workspace acme holds 56748 bytes on disk and this would add about 5000, its quota is 60000 (WORKSPACE_MAX_BYTES or its plan); drop databases or forks it no longer needs',
     );

@@ -8,7 +8,7 @@ const refusal = (f: () => void): string => {
   try {
     f();
   } catch (err) {
-    expect(codeOf(err)).toBe('DISK_QUOTA');
+    expect(codeOf(err)).toBe('QUOTA_EXCEEDED');
     return (err as { detail: string }).detail;
   }
   throw new Error('not refused');
