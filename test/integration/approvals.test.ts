@@ -173,9 +173,10 @@ describe('audit', () => {
 
 describe('who decides', () => {
   it('refuses unknown members, other workspaces and plain members on shared drops; the call stays parked', async () => {
-    await client
-      .call({ ...gated, agent: 'ap5', tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' } }, { wait: false })
-      .then((a) => client.decide((a as AwaitingAnswer).approval.id, { decision: 'approve', by: 'alice', operator: true }));
+    const create = await park('ap5', 'DATA_WRITE_SQL', { sql: 'CREATE TABLE shared_t (x)', scope: 'workspace' });
+    await client.decide(create.approval.id, { decision: 'approve', by: 'alice', operator: true });
+    // Run before the drop is asked for: a drop of a table not there yet answers NOT_FOUND, parking nothing.
+    expect(await client.result(create.callId, { ...whoOf(create), wait: true })).toMatchObject({ ok: true });
     const drop = await park('ap5', 'DATA_DROP_TABLE', { table: 'shared_t', scope: 'workspace' });
     expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'nobody', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
     expect(await client.decide(drop.approval.id, { decision: 'approve', by: 'eve', operator: true })).toMatchObject({ ok: false, code: 'NOT_PERMITTED' });
