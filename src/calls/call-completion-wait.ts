@@ -28,6 +28,9 @@ export async function awaitCompletion(waiters: CallWaiters, lookup: CallLookup, 
   const { key, queue, completion, timeoutMs } = w;
   waiters.lookEvery(key, timeoutMs, async () => {
     const state = await queue.getJobState(key);
+    // Gone while waited for (taken by a worker, then Redis came back empty within the outage
+    // window): no completion will ever come, and every look found 'unknown' for ever.
+    if (state === 'unknown') return jobLost(w.callId, w.tool);
     return state === 'completed' || state === 'failed' ? lookup.finished(key) : undefined;
   });
   return w.withdraw ? untilPickedUp(waiters, lookup, w) : completion;
@@ -54,12 +57,7 @@ async function untilPickedUp(waiters: CallWaiters, lookup: CallLookup, { key, ca
       // empty). A worker may have run it first — a write committed there — or be running it
       // still, so "did not run" (NO_WORKER) would answer a committed write as failed, and a
       // caller that believed it and sent it under a new id would write it twice (issue 25).
-      const env = unavailable(
-        callId,
-        tool,
-        `Call ${callId}'s job is gone from Redis (it lost its data): the call may have run. Send it again under the same call id for its outcome.`,
-        true,
-      );
+      const env = jobLost(callId, tool);
       waiters.complete(key, env);
       return env;
     }
@@ -74,4 +72,14 @@ async function untilPickedUp(waiters: CallWaiters, lookup: CallLookup, { key, ca
       return env;
     }
   }
+}
+
+/** The answer for a call whose job is gone from Redis while it was waited for: it may have run. */
+function jobLost(callId: string, tool: string): Envelope {
+  return unavailable(
+    callId,
+    tool,
+    `Call ${callId}'s job is gone from Redis (it lost its data): the call may have run. Send it again under the same call id for its outcome.`,
+    true,
+  );
 }
