@@ -3,6 +3,7 @@ import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { within } from './call-answers.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
+import { unavailable } from './outage-answers.ts';
 
 /** One wait for a call's end: the call, its queue, the completion it listens for. */
 export interface CompletionWait {
@@ -27,6 +28,9 @@ export async function awaitCompletion(waiters: CallWaiters, lookup: CallLookup, 
   const { key, queue, completion, timeoutMs } = w;
   waiters.lookEvery(key, timeoutMs, async () => {
     const state = await queue.getJobState(key);
+    // Gone while waited for (taken by a worker, then Redis came back empty within the outage
+    // window): no completion will ever come, and every look found 'unknown' for ever.
+    if (state === 'unknown') return jobLost(w.callId, w.tool);
     return state === 'completed' || state === 'failed' ? lookup.finished(key) : undefined;
   });
   return w.withdraw ? untilPickedUp(waiters, lookup, w) : completion;
@@ -48,15 +52,34 @@ async function untilPickedUp(waiters: CallWaiters, lookup: CallLookup, { key, ca
         return env;
       }
     }
-    if (state !== 'waiting' && state !== 'prioritized' && state !== 'unknown') return completion;
+    if (state === 'unknown') {
+      // The job was enqueued and is gone without a completion: Redis lost it (it came back
+      // empty). A worker may have run it first — a write committed there — or be running it
+      // still, so "did not run" (NO_WORKER) would answer a committed write as failed, and a
+      // caller that believed it and sent it under a new id would write it twice (issue 25).
+      const env = jobLost(callId, tool);
+      waiters.complete(key, env);
+      return env;
+    }
+    if (state !== 'waiting' && state !== 'prioritized') return completion;
     // A worker that has started the call and put it back (its agent was over its share of
     // the shard) did take it: waiting again for a moment is no sign of a missing worker.
-    if (state !== 'unknown' && ((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) return completion;
-    const removed = state === 'unknown' ? 1 : await queue.remove(key);
+    if (((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) return completion;
+    const removed = await queue.remove(key);
     if (removed === 1) {
       const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
       waiters.complete(key, env);
       return env;
     }
   }
+}
+
+/** The answer for a call whose job is gone from Redis while it was waited for: it may have run. */
+function jobLost(callId: string, tool: string): Envelope {
+  return unavailable(
+    callId,
+    tool,
+    `Call ${callId}'s job is gone from Redis (it lost its data): the call may have run. Send it again under the same call id for its outcome.`,
+    true,
+  );
 }

@@ -28,6 +28,15 @@ export const CALL_ID_LEDGER_DIR = 'call-ids';
 const PRUNE_EVERY_MS = 60 * 1000;
 
 /**
+ * The most entries one take deletes: a take runs on the worker's event loop, and a workspace
+ * quiet past its retention after a burst (a pro plan's rate is 1,200 calls a minute, kept nine
+ * days by default) left hundreds of thousands expired at once — 200,000 took 1.3 s to delete in
+ * one statement, every tenant's calls on that worker stalled meanwhile. A take that deletes this
+ * many prunes again on the next take, until the backlog is gone.
+ */
+export const PRUNE_BATCH = 500;
+
+/**
  * How long a take waits for another process's. Each holds the file's write lock for one
  * statement (microseconds); a wait this long means a stuck process, and this runs on the
  * worker's event loop, so it gives up and the call goes on with its Redis claim alone.
@@ -77,8 +86,7 @@ export class CallIdLedger {
       const ledger = this.ledgerOf(workspace);
       const expired = now - this.opts.retentionMs;
       if (now - ledger.prunedAt >= PRUNE_EVERY_MS) {
-        ledger.prunedAt = now;
-        ledger.prune.run(expired);
+        if (ledger.prune.run(expired, PRUNE_BATCH).changes < PRUNE_BATCH) ledger.prunedAt = now;
       }
       // One statement for a new id (the common case): it answers a row only when it wrote one.
       if (ledger.take.get(key, mine.fingerprint, mine.database, mine.shard, at, expired) !== undefined) return undefined;
@@ -137,7 +145,7 @@ export class CallIdLedger {
         ),
         holder: db.prepare('SELECT fingerprint, database, shard FROM call_ids WHERE key = ?'),
         release: db.prepare('DELETE FROM call_ids WHERE key = ? AND fingerprint = ?'),
-        prune: db.prepare('DELETE FROM call_ids WHERE at < ?'),
+        prune: db.prepare('DELETE FROM call_ids WHERE key IN (SELECT key FROM call_ids WHERE at < ? ORDER BY at LIMIT ?)'),
         prunedAt: 0,
       };
     } catch (err) {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
-import { CALL_ID_LEDGER_DIR, CallIdLedger } from '../../src/calls/call-id-ledger.ts';
+import { CALL_ID_LEDGER_DIR, CallIdLedger, PRUNE_BATCH } from '../../src/calls/call-id-ledger.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
 import { shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -151,6 +151,36 @@ describe('the call-id ledger file', () => {
     } finally {
       one.close();
       two.close();
+    }
+  });
+
+  it('deletes a backlog of expired entries a batch per take, never all in one take', () => {
+    // A take runs on the worker's event loop: 200,000 expired entries deleted at once held it
+    // 1.3 s (a workspace quiet past its retention after a burst), stalling every tenant there.
+    const ledger = new CallIdLedger({ dataDir, retentionMs: 1000 });
+    const count = () => {
+      const file = new Database(path.join(dataDir, CALL_ID_LEDGER_DIR, 'p.sqlite'), { readonly: true });
+      try {
+        return (file.prepare('SELECT count(*) AS n FROM call_ids').get() as { n: number }).n;
+      } finally {
+        file.close();
+      }
+    };
+    try {
+      const backlog = PRUNE_BATCH * 2 + 10;
+      for (let i = 0; i < backlog; i++) ledger.take('p', `p.a.${i}`, a, 100_000, 100_000);
+      expect(count()).toBe(backlog);
+      // Each take past the retention deletes one batch and adds its own entry.
+      expect(ledger.take('p', 'p.a.new0', a, 200_000, 200_000)).toBeUndefined();
+      expect(count()).toBe(backlog - PRUNE_BATCH + 1);
+      ledger.take('p', 'p.a.new1', a, 200_001, 200_001);
+      ledger.take('p', 'p.a.new2', a, 200_002, 200_002);
+      expect(count()).toBe(3);
+      // Caught up: the next prune waits its minute again (new0–2 are past retention by then).
+      ledger.take('p', 'p.a.new3', a, 250_000, 250_000);
+      expect(count()).toBe(4);
+    } finally {
+      ledger.close();
     }
   });
 
