@@ -8,8 +8,8 @@ import { sandbox, type Sandbox } from '../../test/helpers/harness.ts';
 
 // H4 (medium; mitigated on f-H in 16cec1e: the stream keeps ~1,000 events a shard, not 10,000,
 // so at most ~16 MB of envelopes a shard, ~256 MB over 16 shards, shared; this test still fails,
-// as any stream entry outlives its count in the budget, and the completed jobs of a shard no
-// other job finishes on still outlive RESULT_TTL_HOURS). The budget counts a completed call's envelope twice (job + BullMQ's
+// as any stream entry outlives its count in the budget; the completed jobs of a shard no other
+// job finishes on outlived RESULT_TTL_HOURS too, until the nightly prune of fbc02e0). The budget counts a completed call's envelope twice (job + BullMQ's
 // event stream `completed` entry, with the returnvalue) until RESULT_TTL_HOURS, then gives the
 // room back. But BullMQ trims a queue's event stream by count (~10,000 events, on adds), never by
 // age, so the envelopes stay there after the budget forgot them; and BullMQ removes completed
