@@ -7,6 +7,9 @@ import { callerOf, callInputFor, type KeyedCall, type Principal } from '../regis
 import { databaseId } from '../contracts/database-id.ts';
 import type { AgentDbClient, AwaitingAnswer, CallAnswer } from './client.ts';
 
+/** The bound each tenant refusal of the client stands for. */
+const REFUSAL_QUOTA: Partial<Record<string, 'rate' | 'redis'>> = { RATE_LIMITED: 'rate', QUOTA_EXCEEDED: 'redis' };
+
 /** How long a request may wait: `wait` false answers at once; true waits up to `maxWaitMs`. */
 export interface KeyedWait {
   wait: boolean;
@@ -39,7 +42,15 @@ export class KeyedCalls {
   /** Ends each wait in progress early (see {@link stopWaiting}). */
   private readonly waits = new Set<AbortController>();
 
-  constructor(private readonly client: AgentDbClient) {}
+  constructor(
+    private readonly client: AgentDbClient,
+    /**
+     * Told of each call refused for a tenant bound, by which: `rate` (RATE_LIMITED) or `redis`
+     * (QUOTA_EXCEEDED), for `agentdb_quota_refusals_total`. The client refuses them before any
+     * worker sees the call, so the workers' call counts never had them.
+     */
+    private readonly onRefused?: (quota: 'rate' | 'redis') => void,
+  ) {}
 
   /**
    * Answers every request still waiting, at once, with where its call stands, as if its wait
@@ -58,8 +69,15 @@ export class KeyedCalls {
 
   /** Enqueues `call` as `principal` and answers per `opts`. */
   async call(principal: Principal, call: KeyedCall, opts: KeyedWait): Promise<CallAnswer | ApprovalRequiredAnswer> {
-    if (principal.kind === 'agent' && principal.surface.kind === 'db') return this.dbCall(principal, principal.surface, call, opts);
-    return this.enqueue(callInputFor(principal, call), principal, opts);
+    const answer =
+      principal.kind === 'agent' && principal.surface.kind === 'db'
+        ? await this.dbCall(principal, principal.surface, call, opts)
+        : await this.enqueue(callInputFor(principal, call), principal, opts);
+    if (this.onRefused && !answer.ok && 'error' in answer) {
+      const quota = REFUSAL_QUOTA[answer.error.code];
+      if (quota) this.onRefused(quota);
+    }
+    return answer;
   }
 
   /** The principal's own call `callId`: its envelope, or where it stands. */

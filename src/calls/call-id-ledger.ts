@@ -89,7 +89,10 @@ export class CallIdLedger {
         if (ledger.prune.run(expired, PRUNE_BATCH).changes < PRUNE_BATCH) ledger.prunedAt = now;
       }
       // One statement for a new id (the common case): it answers a row only when it wrote one.
-      if (ledger.take.get(key, mine.fingerprint, mine.database, mine.shard, at, expired) !== undefined) return undefined;
+      // Stepped to its end (all, not get): SQLite runs the WAL's autocheckpoint only when a
+      // statement reaches SQLITE_DONE, and a RETURNING statement reset after its first row
+      // commits without it; the hostile review's 20,000 takes left a 397 MB WAL never checkpointed.
+      if (ledger.take.all(key, mine.fingerprint, mine.database, mine.shard, at, expired).length > 0) return undefined;
       const held = ledger.holder.get(key) as LedgerClaim | undefined;
       return held && held.fingerprint !== mine.fingerprint ? held : undefined;
     } catch (err) {

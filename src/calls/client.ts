@@ -24,7 +24,7 @@ import { ClientApprovals } from './client-approvals.ts';
 import { OutageAnswers, unavailable } from './outage-answers.ts';
 import { CallRateLimits, DEFAULT_RATE_LIMITS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
-import { CALL_OVERHEAD_BYTES, jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {
@@ -213,10 +213,12 @@ export class AgentDbClient {
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     // Counted now, for as long as the job may live: taken, parked and kept after it finishes.
-    // The worker moves it nearer when the call completes.
+    // The worker moves it nearer when the call completes, and gives back the room reserved for
+    // its envelope (which it counts as written instead).
     const until = data.enqueuedAt + timeoutMs + this.approvalTtlMs + this.resultTtlS * 1000;
     const over = await this.budget.admit(data.workspace, data.plan ?? UNREGISTERED_PLAN, [
       { callKey: key, kind: 'args', bytes: jsonBytes(data) + CALL_OVERHEAD_BYTES, until },
+      { callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until },
     ]);
     if (over) return errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', over);
     const ownId = input.callId !== undefined;

@@ -11,12 +11,23 @@ import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
  */
 export const CALL_OVERHEAD_BYTES = 1536;
 
+/**
+ * Room a call holds in its workspace's budget from its enqueue to its completion, for the
+ * envelope it will leave: two copies (the job and BullMQ's event stream) of a 64 KiB envelope,
+ * the default MAX_RESULT_BYTES. Counting only a queued call's arguments let calls queued behind a
+ * slow statement all pass the check and then each leave an envelope: the hostile review had 298
+ * calls admitted under a 4 MiB budget hold 39 MB once they ran (9.4 times the budget). So a
+ * workspace has at most its budget / 128 KiB calls queued, running or parked at once (about 1,000
+ * on pro), and passes its budget by at most what a call over the check adds.
+ */
+export const ENVELOPE_RESERVE_BYTES = 2 * 64 * 1024;
+
 /** One thing a workspace keeps in Redis, and until when (ms). */
 export interface BudgetEntry {
   /** The call's key (`callKey`), so that a call counted twice counts once. */
   callKey: string;
-  /** `args` (the job's data), `envelope` (its result), `approval` (its record). */
-  kind: 'args' | 'envelope' | 'approval';
+  /** `args` (the job's data), `envelope` (its result), `approval` (its record), `reserve` (room for its envelope until it has one). */
+  kind: 'args' | 'envelope' | 'approval' | 'reserve';
   bytes: number;
   until: number;
 }

@@ -52,7 +52,9 @@ export async function start(ctx: CommandContext): Promise<number> {
   const blobs = openBlobStore(config);
   const client = clientOf(config);
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
-  const calls = new KeyedCalls(client);
+  // One registry for the process: the workers below count into it, /metrics reads it.
+  const metrics = new Metrics();
+  const calls = new KeyedCalls(client, (quota) => metrics.refusals.inc({ quota }));
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   // The web page's history panel calls the same history core as /v1/databases/:db/history.
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
@@ -60,8 +62,6 @@ export async function start(ctx: CommandContext): Promise<number> {
   const principals = new PrincipalCache(connectRedis(config.redisUrl, { name: 'agentdb-registry-changes' }), keys.registryChanges, config.keyCacheTtlMs);
   // Not awaited: until it has subscribed the cache is simply unused.
   void principals.start();
-  // One registry for the process: the workers below count into it, /metrics reads it.
-  const metrics = new Metrics();
   const closeGauges = addServiceGauges(metrics, { redis, keys, config, backups: new BackupLog(redis, keys) });
   const app = buildApp({
     redis,

@@ -42,6 +42,8 @@ export interface Keys {
   executorStatus(worker: string): string;
   /** A web page session, by the sha256 of its cookie (JSON, with a TTL). */
   webSession(idHash: string): string;
+  /** A member's web sessions (the sha256 of each cookie), scored by when each began (ms). */
+  webMemberSessions(workspace: string, member: string): string;
   /** A workspace's offloaded results held in the blob store: `<id>:<bytes>`, scored by expiry (ms). */
   offloaded(workspace: string): string;
   /**
@@ -88,6 +90,7 @@ export function keysFor(prefix: string): Keys {
     executorsIndex: `${prefix}:{executors}:index`,
     executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
+    webMemberSessions: (workspace, member) => `${prefix}:{web}:member-sessions:${workspace}:${member}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
     callRate: (of) => `${prefix}:call-rate:${of}`,

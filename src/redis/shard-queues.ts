@@ -4,6 +4,17 @@ import { handleErrorEvents } from './error-events.ts';
 import type { Keys } from './keys.ts';
 
 /**
+ * How many events BullMQ keeps in a shard queue's event stream (trimmed, about, at each add;
+ * BullMQ's default is 10,000). A `completed` event carries the call's envelope (up to
+ * MAX_RESULT_BYTES), and the stream is trimmed by count, never by age: at 10,000 (about 2,400
+ * calls) a shard's stream kept ~150 MB of envelopes, 2.4 GB over 16 shards, long after the
+ * workspace budget had let them go (hostile review: 40 calls of a 60 KB row left 2.7 MB there).
+ * Only shard ops' `QueueEvents` read it, as events come (agentdb's own events stream tells of
+ * calls). Every `Queue` of a shard must pass it: each writes it into the queue's meta at start.
+ */
+export const SHARD_QUEUE_EVENTS_MAX_LEN = 1000;
+
+/**
  * One BullMQ `Queue` per shard, opened on first use over one shared connection and closed
  * together: what enqueues onto the shard queues (the client library) and what releases parked
  * jobs on them (approvals) both keep one. Closing closes the queues, not the connection.
@@ -20,7 +31,11 @@ export class ShardQueues {
   of(shard: number): Queue {
     let queue = this.queues.get(shard);
     if (!queue) {
-      queue = new Queue(this.keys.queueName(shard), { connection: this.redis, prefix: this.keys.bullPrefix });
+      queue = new Queue(this.keys.queueName(shard), {
+        connection: this.redis,
+        prefix: this.keys.bullPrefix,
+        streams: { events: { maxLen: SHARD_QUEUE_EVENTS_MAX_LEN } },
+      });
       handleErrorEvents(queue);
       this.queues.set(shard, queue);
     }

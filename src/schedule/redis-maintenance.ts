@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
 import { meterDay } from '../calls/usage.ts';
+import { ShardQueues } from '../redis/shard-queues.ts';
 
 /** What one maintenance run removed. */
 export interface PruneReport {
@@ -44,4 +45,28 @@ export async function pruneRedis(redis: Redis, keys: Keys, opts: { now: number; 
     approvals += done.length;
   }
   return { usageDays, approvals };
+}
+
+/**
+ * Removes the finished jobs (calls and their envelopes) of every shard queue that finished before
+ * `cutoff` (ms): RESULT_TTL_HOURS ago. BullMQ removes a finished job by age only when another job
+ * of its queue finishes, so on a shard nobody calls any more a workspace's jobs stayed past
+ * RESULT_TTL_HOURS, after its Redis budget had let them go (hostile review of issue 27).
+ * Answers how many jobs it removed.
+ */
+export async function pruneFinishedJobs(redis: Redis, keys: Keys, opts: { shardCount: number; cutoff: number }): Promise<number> {
+  const queues = new ShardQueues(redis, keys);
+  // BullMQ's clean takes a grace before its own clock: the cutoff as a grace from now.
+  const grace = Date.now() - opts.cutoff;
+  let removed = 0;
+  try {
+    for (let shard = 0; shard < opts.shardCount; shard++) {
+      const queue = queues.of(shard);
+      removed += (await queue.clean(grace, 0, 'completed')).length;
+      removed += (await queue.clean(grace, 0, 'failed')).length;
+    }
+  } finally {
+    await queues.close();
+  }
+  return removed;
 }

@@ -6,7 +6,7 @@ import { connectRedis } from '../redis/connection.ts';
 import { closeWorker } from '../redis/close-worker.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
-import { pruneRedis } from './redis-maintenance.ts';
+import { pruneFinishedJobs, pruneRedis } from './redis-maintenance.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
@@ -151,10 +151,11 @@ export class Scheduler {
       usageDays: this.config.usageRetentionDays,
       approvalDays: this.config.approvalRetentionDays,
     });
+    const jobs = await pruneFinishedJobs(this.redis, this.keys, { shardCount: this.config.shardCount, cutoff: now - this.config.resultTtlS * 1000 });
     const results = await new OffloadedResults(this.blobs, { dataDir: this.config.dataDir, ttlS: this.config.resultTtlS, now: () => now }).prune();
     const backups = await pruneBlobBackups(this.blobs, { retentionDays: this.config.historyRetentionDays, now });
-    this.logger.info({ ...report, results, backups }, 'pruned past retention');
-    return { ...report, results, backups: backups.generations };
+    this.logger.info({ ...report, jobs, results, backups }, 'pruned past retention');
+    return { ...report, jobs, results, backups: backups.generations };
   }
 
   /** When the history prune (`history-prune`) or snapshot (`history-snapshot`) runs next (epoch ms). */

@@ -8,7 +8,7 @@ import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts'
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { runCall, type RunOutcome } from '../calls/call-runner.ts';
-import { CALL_OVERHEAD_BYTES, jsonBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
@@ -176,6 +176,8 @@ export class CallJobProcessor {
     this.budget
       .note(job.data.workspace, [
         ...dropped,
+        // The room the client reserved for this envelope goes: the envelope is counted below.
+        { callKey, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: now },
         { callKey, kind: 'args', bytes: kept, until },
         // Twice: BullMQ keeps it in the job and again in its queue's event stream (`completed`,
         // trimmed only at 10,000 events): the bench measured 128 KB of Redis per 64 KB envelope.

@@ -8,6 +8,7 @@ import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
+import { SHARD_QUEUE_EVENTS_MAX_LEN } from '../redis/shard-queues.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
 const POLL_MS = 1000;
@@ -224,7 +225,7 @@ export class ShardOpClient {
     let q = this.queues.get(shard);
     if (!q) {
       const name = this.keys.queueName(shard);
-      const queue = new Queue(name, { connection: this.redis, prefix: this.keys.bullPrefix });
+      const queue = new Queue(name, { connection: this.redis, prefix: this.keys.bullPrefix, streams: { events: { maxLen: SHARD_QUEUE_EVENTS_MAX_LEN } } });
       handleErrorEvents(queue);
       // QueueEvents blocks on its stream, so it needs a connection of its own. It reads from the
       // stream's last event as it stands now, not from '$' (whatever comes after its first

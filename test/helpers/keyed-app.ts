@@ -36,7 +36,13 @@ export interface KeyedApp {
 /** Builds the app (not listening) with `/v1/calls` and `/mcp`, against `sb`'s Redis prefix. */
 export function keyedApp(
   sb: Sandbox,
-  opts: { waitMs?: number; approvalWaitMs?: number; results?: OffloadedResults; rateLimits?: AgentDbClientOptions['rateLimits'] } = {},
+  opts: {
+    waitMs?: number;
+    approvalWaitMs?: number;
+    results?: OffloadedResults;
+    rateLimits?: AgentDbClientOptions['rateLimits'];
+    onRefused?: (quota: 'rate' | 'redis') => void;
+  } = {},
 ): KeyedApp {
   const redis = new Redis(REDIS_URL);
   const keys = keysFor(sb.config.prefix);
@@ -48,7 +54,7 @@ export function keyedApp(
   const ring = new AgentKeyRing(redis, keys, agents);
   const principals = new PrincipalCache(new Redis(REDIS_URL), keys.registryChanges, 60_000);
   void principals.start();
-  const calls = new KeyedCalls(client);
+  const calls = new KeyedCalls(client, opts.onRefused);
   const app = buildApp({
     redis,
     shardCount: sb.config.shardCount,

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
+import { Metrics } from '../../src/metrics.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 
@@ -16,11 +17,13 @@ let k: KeyedApp;
 let base: string;
 const key: Record<string, string> = {};
 const clients: Client[] = [];
+// What `agentdb start` serves at /metrics: the refusals the client answers before any worker.
+const metrics = new Metrics();
 
 beforeAll(async () => {
   sb = sandbox();
   await sb.pool();
-  k = keyedApp(sb, { rateLimits: { windowS: 600, keyCalls: 3, workspaceCalls: 5 } });
+  k = keyedApp(sb, { rateLimits: { windowS: 600, keyCalls: 3, workspaceCalls: 5 }, onRefused: (quota) => metrics.refusals.inc({ quota }) });
   const profile = { displayName: 'A', settings: { database: 'agent' as const } };
   key.hog = await k.agentKey('acme', 'hog', profile);
   key.quiet = await k.agentKey('acme', 'quiet', profile);
@@ -55,6 +58,8 @@ describe('rate limits', () => {
       expect(over.json()).toMatchObject({ ok: false, tool: 'DATA_QUERY_SQL', error: { code: 'RATE_LIMITED', retryAfter } });
       expect(over.json().error.message).toContain('This key may make 3 calls per 600 s');
     }
+    // Operators see them (hostile review: 265 refusals left agentdb_quota_refusals_total empty).
+    expect(await metrics.text()).toContain('agentdb_quota_refusals_total{quota="rate"} 4');
     // Another workspace has budgets of its own.
     for (let i = 0; i < 3; i++) expect((await post(key.other!)).json()).toMatchObject({ ok: true, result: { rows: [[1]] } });
     // The same workspace's other key still has its own budget, until the workspace's (5) is spent.

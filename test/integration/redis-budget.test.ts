@@ -68,6 +68,29 @@ describe("a workspace's Redis budget", () => {
     expect(await client.call({ ...who('quiet'), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } })).toMatchObject({ ok: true });
   });
 
+  it('reserves room for the envelope of each call not yet finished: calls queued behind a slow statement cannot all pass the check', async () => {
+    // Hostile review: 298 calls sent at once behind a runaway statement were all admitted under
+    // a 4 MiB budget (their arguments alone fit) and held 39 MB once they ran. A client of a
+    // prefix no worker serves: its calls stay queued, as behind a runaway.
+    const prefix = `${sb.config.prefix}-backlog`;
+    const { AgentDbClient } = await import('../../src/calls/client.ts');
+    const idle = new AgentDbClient({ redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, redisBytesPerWorkspace: BUDGET, rateLimits: false });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => idle.call({ ...who('backlog'), tool: 'DATA_QUERY_SQL', arguments: { sql: BIG } }, { wait: false, timeoutMs: 50 })),
+      );
+      const queued = answers.filter((a) => 'status' in a && a.status === 'queued').length;
+      const refused = answers.filter((a) => !a.ok && 'error' in a && a.error.code === 'QUOTA_EXCEEDED').length;
+      // 256 KiB holds two reservations of 128 KiB (with the arguments, the second reaches it).
+      expect(queued).toBeLessThanOrEqual(2);
+      expect(queued + refused).toBe(20);
+    } finally {
+      await idle.close();
+      const doomed = await redis.keys(`${prefix}:*`);
+      if (doomed.length > 0) await redis.del(...doomed);
+    }
+  });
+
   it('gives room back as kept calls expire (RESULT_TTL_HOURS), and the ledger goes with its last entry', async () => {
     const keys = keysFor(sb.config.prefix);
     const budget = new WorkspaceRedisBudget(redis, keys, BUDGET);
@@ -94,11 +117,16 @@ describe("a workspace's Redis budget", () => {
     // the refused call's 5 KB of arguments no longer are (past the sweep of the next count): its
     // answer is (kept RESULT_TTL_HOURS), with what is left of its job.
     const budget = new WorkspaceRedisBudget(redis, keys);
+    const refusedKey = callKeyOf({ workspace: 'acme', agent: 'bulk', callId: refused.callId });
+    const parkedKey = callKeyOf({ workspace: 'acme', agent: 'bulk', callId: env.callId });
     const largeEntries = async () => {
       await budget.note('acme', [], Date.now() + 1);
       return (await redis.zrange(keys.redisBudget('acme').ledger, 0, -1)).filter((m) => Number(m.split(':').pop()) > 5000);
     };
-    await expect.poll(largeEntries).toEqual([]);
+    // The refused call's arguments and the room reserved for its envelope are gone; the parked
+    // call keeps room for the envelope it will leave once decided.
+    await expect.poll(async () => (await largeEntries()).filter((m) => m.startsWith(refusedKey))).toEqual([]);
+    expect(await largeEntries()).toEqual([`${parkedKey}|reserve:131072`]);
     expect((await budget.note('acme', [])).held).toBeGreaterThan(0);
   });
 });

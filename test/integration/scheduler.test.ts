@@ -1,3 +1,4 @@
+import { Queue, Worker } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
@@ -29,6 +30,36 @@ describe('the scheduler', () => {
     const next = new Date((await s.nextBackup())!);
     expect(new Intl.DateTimeFormat('en-GB', { timeZone: 'America/New_York', hour: '2-digit', minute: '2-digit' }).format(next)).toBe('01:15');
     await s.stop();
+  });
+
+  it('removes finished jobs past RESULT_TTL_HOURS on a shard where no other job finishes', async () => {
+    // Hostile review of issue 27: BullMQ removes a finished job by age only when another job of
+    // its queue finishes, so a quiet shard kept a workspace's envelopes after its budget let them go.
+    sb = sandbox();
+    const redis = connectRedis(sb.config.redisUrl);
+    const keys = keysFor(sb.config.prefix);
+    const name = keys.queueName(sb.config.shardCount - 1);
+    const queue = new Queue(name, { connection: redis, prefix: keys.bullPrefix });
+    const worker = new Worker(name, async () => 'x'.repeat(1000), {
+      connection: connectRedis(sb.config.redisUrl, { blocking: true }),
+      prefix: keys.bullPrefix,
+    });
+    const done = new Promise<void>((resolve) => {
+      let n = 0;
+      worker.on('completed', () => ++n === 3 && resolve());
+    });
+    await queue.addBulk([1, 2, 3].map((i) => ({ name: 'c', data: { i } })));
+    await done;
+    await worker.close();
+    const s = new Scheduler(sb.config, pino({ level: 'silent' }));
+    // Within RESULT_TTL_HOURS they stay; a minute past it they go.
+    expect((await s.prune(Date.now())).jobs).toBe(0);
+    expect(await queue.getCompletedCount()).toBe(3);
+    expect((await s.prune(Date.now() + sb.config.resultTtlS * 1000 + 60_000)).jobs).toBe(3);
+    expect(await queue.getCompletedCount()).toBe(0);
+    await s.stop();
+    await queue.close();
+    redis.disconnect();
   });
 
   it('prunes usage days and finished approvals past retention, never a pending approval', async () => {
@@ -67,7 +98,7 @@ describe('the scheduler', () => {
     await redis.hset(keys.approval('ap_new-done'), 'state', 'approved');
 
     const s = new Scheduler(sb.config, pino({ level: 'silent' }));
-    expect(await s.prune(now)).toEqual({ usageDays: 2, approvals: 1, results: 0, backups: 0 });
+    expect(await s.prune(now)).toEqual({ usageDays: 2, approvals: 1, jobs: 0, results: 0, backups: 0 });
     expect((await readUsage(redis, keys, 'acme')).map((r) => r.day)).toEqual([day(9), day(0)]);
     expect(await store.get('ap_old-done')).toBeUndefined();
     expect(await store.get('ap_old-pending')).toMatchObject({ state: 'pending' });

@@ -19,6 +19,14 @@ export interface WebSession {
 const hashed = (id: string) => createHash('sha256').update(id).digest('hex');
 
 /**
+ * The most sessions one member keeps at once; signing in again past it ends the oldest. Without
+ * a bound a member key could fill Redis for every tenant: the hostile review signed in 379 times
+ * a second from one client, 420 bytes of Redis each for WEB_SESSION_TTL_S (8 h: about 4.6 GB),
+ * counted in no workspace's budget.
+ */
+export const MAX_SESSIONS_PER_MEMBER = 20;
+
+/**
  * Sessions in Redis under the sha256 of their id (a copy of Redis holds no usable cookie),
  * with a sliding TTL, so API and web processes on different hosts share them.
  */
@@ -29,11 +37,27 @@ export class WebSessions {
     private readonly ttlS: number,
   ) {}
 
-  /** Starts a session; the id goes into the cookie, the session stays here. */
+  /**
+   * Starts a session; the id goes into the cookie, the session stays here. A member's sessions
+   * past {@link MAX_SESSIONS_PER_MEMBER} end, oldest first.
+   */
   async create(s: Omit<WebSession, 'csrf' | 'createdAt'>): Promise<{ id: string; session: WebSession }> {
     const id = randomBytes(32).toString('base64url');
     const session: WebSession = { ...s, csrf: randomBytes(32).toString('base64url'), createdAt: Date.now() };
-    await this.redis.set(this.keys.webSession(hashed(id)), JSON.stringify(session), 'EX', this.ttlS);
+    const idHash = hashed(id);
+    const index = this.keys.webMemberSessions(s.workspace, s.name);
+    // The index lives as long as its newest session could without a request; a session kept
+    // alive past it by its requests is no longer counted, but it was counted when it began.
+    const res = await this.redis
+      .multi()
+      .set(this.keys.webSession(idHash), JSON.stringify(session), 'EX', this.ttlS)
+      .zadd(index, session.createdAt, idHash)
+      .expire(index, this.ttlS)
+      .zrange(index, 0, -(MAX_SESSIONS_PER_MEMBER + 1))
+      .zremrangebyrank(index, 0, -(MAX_SESSIONS_PER_MEMBER + 1))
+      .exec();
+    const ended = (res?.[3]?.[1] as string[] | undefined) ?? [];
+    if (ended.length > 0) await this.redis.del(...ended.map((h) => this.keys.webSession(h)));
     return { id, session };
   }
 
@@ -47,6 +71,12 @@ export class WebSessions {
 
   /** Ends a session (sign-out, or its member is gone). */
   async destroy(id: string | undefined): Promise<void> {
-    if (id) await this.redis.del(this.keys.webSession(hashed(id)));
+    if (!id) return;
+    const key = this.keys.webSession(hashed(id));
+    const raw = await this.redis.get(key);
+    const s = raw ? (JSON.parse(raw) as WebSession) : undefined;
+    const tx = this.redis.multi().del(key);
+    if (s) tx.zrem(this.keys.webMemberSessions(s.workspace, s.name), hashed(id));
+    await tx.exec();
   }
 }
