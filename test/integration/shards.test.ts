@@ -72,6 +72,8 @@ describe('a call no worker picks up', () => {
     );
     expect(queued).toMatchObject({ ok: false, status: 'queued' });
     await sb.pool();
+    // Its own answer first: a call sent after it may run beside it, on another child.
+    expect(await client.result(queued.callId, { workspace: 'w', agent: 'a', wait: true })).toMatchObject({ ok: true });
     const env = await client.call({ workspace: 'w', agent: 'a', settings, tool: 'DATA_DESCRIBE_SCHEMA' });
     expect(env).toMatchObject({ ok: true, result: { tables: [{ name: 'later' }] } });
   });
