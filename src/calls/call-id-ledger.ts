@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { CALL_ID_LEDGER_DIR } from '../contracts/database-id.ts';
 import path from 'node:path';
 import Database, { type Statement } from 'better-sqlite3';
 
@@ -20,9 +21,6 @@ export interface CallIdLedgerOptions {
   /** Open ledger files kept at most (least recently used closed first); default 64. */
   maxOpen?: number;
 }
-
-/** The folder of the ledgers, under the data folder. */
-export const CALL_ID_LEDGER_DIR = 'call-ids';
 
 /** How often, at most, a ledger deletes what is past its retention (on a take). */
 const PRUNE_EVERY_MS = 60 * 1000;

@@ -8,6 +8,9 @@ import { AgentDbError } from '../errors.ts';
  */
 export const WORKSPACE_FILE = '_workspace.sqlite';
 
+/** The folder, under the data folder, of the call-id ledgers: `call-ids/<workspace>.sqlite` (see `CallIdLedger`). */
+export const CALL_ID_LEDGER_DIR = 'call-ids';
+
 function checkName(what: 'workspace' | 'agent', name: string): void {
   // Names become folder and file names: re-checked here even though contracts validated them,
   // because a path is built from them and one missed caller would be a traversal.

@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { WORKSPACE_FILE } from '../contracts/database-id.ts';
+import fs from 'node:fs';
+import { CALL_ID_LEDGER_DIR, WORKSPACE_FILE } from '../contracts/database-id.ts';
 import { dirNames } from './dir-names.ts';
 import { folderBytes } from './history-bytes.ts';
 import { HISTORY_ROOT } from './history-files.ts';
@@ -12,6 +13,8 @@ export interface WorkspaceDiskUse {
   readonly databaseBytes: number;
   /** Their point-in-time history (`history/<workspace>/`), each linked file once. */
   readonly historyBytes: number;
+  /** Its call-id ledger (`call-ids/<workspace>.sqlite`, with `-wal` and `-shm`): it grows with its calls' own ids. */
+  readonly ledgerBytes: number;
 }
 
 /**
@@ -35,5 +38,9 @@ export function workspaceDiskUse(dataDir: string, workspace: string): WorkspaceD
     }
   }
   const historyBytes = folderBytes(path.join(dataDir, HISTORY_ROOT, workspace), seen);
-  return { databases: databases.sort(), databaseBytes, historyBytes };
+  let ledgerBytes = 0;
+  for (const end of ['', '-wal', '-shm']) {
+    ledgerBytes += fs.statSync(path.join(dataDir, CALL_ID_LEDGER_DIR, `${workspace}.sqlite${end}`), { throwIfNoEntry: false })?.size ?? 0;
+  }
+  return { databases: databases.sort(), databaseBytes, historyBytes, ledgerBytes };
 }

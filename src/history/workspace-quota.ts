@@ -11,8 +11,10 @@ export interface WorkspaceUsage {
   readonly databases: string[];
   readonly databaseBytes: number;
   readonly historyBytes: number;
+  /** Its call-id ledger: the ids of calls sent with their own (see `CallIdLedger`). */
+  readonly ledgerBytes: number;
   readonly offloadedBytes: number;
-  /** The three above together: what the byte quota counts. */
+  /** The four above together: what the byte quota counts. */
   readonly bytes: number;
 }
 
@@ -47,7 +49,7 @@ export class WorkspaceQuota {
       limits: workspaceLimits(plan, this.deps.overrides),
       ...disk,
       offloadedBytes,
-      bytes: disk.databaseBytes + disk.historyBytes + offloadedBytes,
+      bytes: disk.databaseBytes + disk.historyBytes + disk.ledgerBytes + offloadedBytes,
     };
   }
 

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { CALL_ID_LEDGER_DIR, CallIdLedger } from '../../src/calls/call-id-ledger.ts';
+import { CallIdLedger } from '../../src/calls/call-id-ledger.ts';
+import { CALL_ID_LEDGER_DIR } from '../../src/contracts/database-id.ts';
 
 // Hostile review of issue 27: the ledger's take is an INSERT … RETURNING read with get(), which
 // resets the statement after its first row; SQLite then commits without running the WAL's

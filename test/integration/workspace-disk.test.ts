@@ -30,6 +30,10 @@ mkdirSync(path.join(dataDir, 'history/acme/fork1/generations/g0000000001'), { re
 linkSync(snap, path.join(dataDir, 'history/acme/fork1/generations/g0000000001/snapshot.sqlite'));
 file('history/acme/fork1/generations/g0000000001/segments/00000001.wal', 500);
 file('history/other/scout/generations/g0000000001/snapshot.sqlite', 1_000_000);
+// The call-id ledger of acme, which grows with each call sent with its own id (fault review of issue 25).
+file('call-ids/acme.sqlite', 12_288);
+file('call-ids/acme.sqlite-wal', 700);
+file('call-ids/other.sqlite', 1_000_000);
 
 describe("a workspace's disk use", () => {
   it('counts its databases on every shard, their files, and its history with each linked file once', () => {
@@ -37,26 +41,27 @@ describe("a workspace's disk use", () => {
       databases: ['acme', 'acme/fork1', 'acme/scout'],
       databaseBytes: 4096 + 1000 + 32768 + 8192 + 4096,
       historyBytes: 4096 + 500,
+      ledgerBytes: 12_288 + 700,
     });
-    expect(workspaceDiskUse(dataDir, 'nobody')).toEqual({ databases: [], databaseBytes: 0, historyBytes: 0 });
+    expect(workspaceDiskUse(dataDir, 'nobody')).toEqual({ databases: [], databaseBytes: 0, historyBytes: 0, ledgerBytes: 0 });
   });
 
   it('adds the offloaded results and refuses past the byte quota, naming it, and tells who counts refusals', async () => {
     const refused: string[] = [];
     const quota = new WorkspaceQuota({
       dataDir,
-      overrides: { maxBytes: 60_000 },
+      overrides: { maxBytes: 73_000 },
       planOf: async () => 'pro',
       offloadedBytes: async () => 2_000,
       onRefused: (ws) => refused.push(ws),
     });
     const u = await quota.usage('acme');
-    expect(u).toMatchObject({ plan: 'pro', limits: { maxDatabases: 1000, maxBytes: 60_000 }, offloadedBytes: 2_000, bytes: 50_152 + 4_596 + 2_000 });
+    expect(u).toMatchObject({ plan: 'pro', limits: { maxDatabases: 1000, maxBytes: 73_000 }, offloadedBytes: 2_000, bytes: 50_152 + 4_596 + 12_988 + 2_000 });
     await expect(quota.check('acme', { databases: 1, bytes: 1_000 }, 'a fork')).resolves.toBeUndefined();
     const err = await quota.check('acme', { databases: 1, bytes: 5_000 }, 'restore of acme/scout into acme/fork2').catch((e: unknown) => e);
     expect(codeOf(err)).toBe('QUOTA_EXCEEDED');
     expect((err as { detail: string }).detail).toBe(
-      'restore of acme/scout into acme/fork2 refused: workspace acme holds 56748 bytes on disk and this would add about 5000, its quota is 60000 (WORKSPACE_MAX_BYTES or its plan); drop databases or forks it no longer needs',
+      'restore of acme/scout into acme/fork2 refused: workspace acme holds 69736 bytes on disk and this would add about 5000, its quota is 73000 (WORKSPACE_MAX_BYTES or its plan); drop databases or forks it no longer needs',
     );
     expect(refused).toEqual(['acme']);
   });
