@@ -1,5 +1,6 @@
 import { dbToolContracts } from '../contracts/db-tools.ts';
 import { toolContracts, type Tier } from '../contracts/tools.ts';
+import { toolOutputSchema } from '../contracts/tool-output.ts';
 import type { Principal } from '../registry/principal.ts';
 
 /** Where an MCP client connected: the workspace endpoint, or a team endpoint (`/mcp/t/<team>`). */
@@ -18,6 +19,8 @@ export interface McpTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /** What `structuredContent` holds in every outcome (src/contracts/tool-output.ts). */
+  outputSchema: Record<string, unknown>;
   annotations: ToolAnnotations;
 }
 
@@ -55,12 +58,19 @@ export function toolsFor(principal: Principal, endpoint: McpEndpoint): readonly 
         name: t.name,
         description: t.description,
         inputSchema: t.inputSchema,
+        outputSchema: toolOutputSchema(undefined),
         annotations: annotationsFor(t.tier),
       })),
     );
   }
   return listed('data', () =>
-    toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) })),
+    toolContracts().map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.inputSchema,
+      outputSchema: toolOutputSchema(t.name),
+      annotations: annotationsFor(t.tier),
+    })),
   );
 }
 
