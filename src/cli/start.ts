@@ -3,6 +3,7 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../registry/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { mcpOriginPolicy } from '../http/mcp-origin-check.ts';
 import { Metrics } from '../metrics.ts';
 import { addServiceGauges } from '../shards/service-gauges.ts';
 import { BackupLog } from '../shards/backup-log.ts';
@@ -77,6 +78,7 @@ export async function start(ctx: CommandContext): Promise<number> {
       calls,
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
+      mcpOrigins: mcpOriginPolicy(config),
       results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
     web: web.web,

@@ -12,6 +12,7 @@ import { historyRoutes } from './history-routes.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import { callsRoutes } from './calls-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
+import type { McpOriginPolicy } from './mcp-origin-check.ts';
 import { resultsRoutes } from './results-routes.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
@@ -55,6 +56,8 @@ export interface KeyedDeps {
   waitMs: number;
   /** The longest an MCP tool call waits for a decision (MCP_APPROVAL_WAIT_MS). */
   approvalWaitMs: number;
+  /** Hosts and browser origins `/mcp` answers besides loopback (see mcp-origin-check.ts). */
+  mcpOrigins?: McpOriginPolicy;
   /** Query results offloaded to the blob store (`GET /v1/results/:id`); the route exists only when given. */
   results?: OffloadedResults;
 }
@@ -86,7 +89,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));
   if (deps.keyed) {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
-    app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
+    app.register(
+      mcpRoutes({
+        auth: deps.keyed.auth,
+        calls: deps.keyed.calls,
+        approvalWaitMs: deps.keyed.approvalWaitMs,
+        ...(deps.keyed.mcpOrigins ? { origins: deps.keyed.mcpOrigins } : {}),
+      }),
+    );
     if (deps.keyed.results) app.register(resultsRoutes({ auth: deps.keyed.auth, results: deps.keyed.results }));
   }
 

@@ -1,6 +1,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
@@ -68,9 +68,9 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       deps.onFault?.(err);
       return toolResult(errorEnvelope('', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
     }
-    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) {
-      return toolResult(errorEnvelope('', name, 'UNKNOWN_TOOL', `"${name}" is not a tool on this endpoint.`));
-    }
+    // A protocol error, as the spec (2025-06-18 and later, tools) has it: no tool ran, and a
+    // client checks the name it sent, not a result.
+    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     try {
       const answer = await deps.calls.call(
         principal,

@@ -1,6 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { CallAnswer } from '../calls/client.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
+import { UNTRUSTED_NOTE } from '../contracts/tool-output.ts';
 
 /** An MCP `tools/call` result, as agentdb builds it. */
 export interface McpToolResult {
@@ -52,7 +53,9 @@ function randomBoundary(): string {
 /**
  * A call's answer as an MCP result: a finished call's result as fenced text plus
  * `structuredContent`; a refusal as an `isError` result carrying the code and reason; a call
- * still waiting for a person as a (non-error) result saying so, with the approval id.
+ * still waiting for a person as a (non-error) result saying so, with the approval id. Each
+ * `structuredContent` is valid against the tool's `outputSchema` (src/contracts/tool-output.ts),
+ * and one carrying database data says it is untrusted, as the text's fence does.
  */
 export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpToolResult {
   if ('status' in answer) {
@@ -79,13 +82,16 @@ export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpTool
         error: answer.error,
         ...('approval' in answer ? { approval: answer.approval } : {}),
         ...(answer.mayStillRun !== undefined ? { mayStillRun: answer.mayStillRun } : {}),
+        untrusted: true,
+        untrustedNote: UNTRUSTED_NOTE,
       },
       isError: true,
     };
   }
   return {
     content: [{ type: 'text', text: untrustedFence(JSON.stringify(answer.result)) }],
-    structuredContent: { callId: answer.callId, credits: answer.credits, untrusted: true, ...answer.result },
+    // The marking last, so no field of a result can stand in for it.
+    structuredContent: { callId: answer.callId, credits: answer.credits, ...answer.result, untrusted: true, untrustedNote: UNTRUSTED_NOTE },
     isError: false,
   };
 }

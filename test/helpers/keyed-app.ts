@@ -4,6 +4,7 @@ import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { MemberRegistry, type Role } from '../../src/registry/members.ts';
 import type { AgentProfileInput } from '../../src/contracts/agent-profile.ts';
 import { buildApp } from '../../src/http/app.ts';
+import type { McpOriginPolicy } from '../../src/http/mcp-origin-check.ts';
 import type { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
 import type { AgentDbClient, AgentDbClientOptions } from '../../src/calls/client.ts';
 import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
@@ -42,6 +43,7 @@ export function keyedApp(
     results?: OffloadedResults;
     rateLimits?: AgentDbClientOptions['rateLimits'];
     onRefused?: (quota: 'rate' | 'redis') => void;
+    mcpOrigins?: McpOriginPolicy;
   } = {},
 ): KeyedApp {
   const redis = new Redis(REDIS_URL);
@@ -66,6 +68,7 @@ export function keyedApp(
       waitMs: opts.waitMs ?? 10_000,
       approvalWaitMs: opts.approvalWaitMs ?? 10_000,
       ...(opts.results ? { results: opts.results } : {}),
+      ...(opts.mcpOrigins ? { mcpOrigins: opts.mcpOrigins } : {}),
     },
   });
   return {
