@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NAME_PATTERN } from '../contracts/names.ts';
-import { mcpServer } from '../mcp/server.ts';
+import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
@@ -12,6 +12,8 @@ export interface McpRoutesDeps {
   auth: KeyAuthenticator;
   calls: KeyedCalls;
   approvalWaitMs: number;
+  /** MCP Tasks and resends that join a waiting call (see `McpServerDeps`); absent, neither. */
+  waiting?: Pick<McpServerDeps, 'tasks' | 'joins'>;
 }
 
 /**
@@ -62,6 +64,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         const server = mcpServer(principal, at, {
           calls: deps.calls,
           approvalWaitMs: deps.approvalWaitMs,
+          ...deps.waiting,
           onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
         });
         const exchange = new McpExchange();
