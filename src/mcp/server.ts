@@ -5,6 +5,7 @@ import {
   type CallToolResult,
   type CreateTaskResult,
   ErrorCode,
+  GetTaskPayloadRequestSchema,
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -67,6 +68,11 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       ...(tasks ? { taskStore: tasks } : {}),
     },
   );
+  // tasks/result waits for the call itself, as tools/call does: the SDK's own handler polls the
+  // store each pollInterval and never lets go, which held a stopping server's close until its
+  // drain grace ran out.
+  if (tasks)
+    server.setRequestHandler(GetTaskPayloadRequestSchema, (request, extra) => tasks.awaitResult(request.params.taskId, deps.approvalWaitMs, extra.signal));
   const current = async (): Promise<Principal> => {
     if (!deps.principalNow) return principal;
     const now = await deps.principalNow();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import type { Request, RequestId, Result, Task } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, RELATED_TASK_META_KEY, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Redis } from 'ioredis';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
@@ -104,6 +104,23 @@ export class RedisTaskStore implements TaskStore {
     const record = await this.read(taskId);
     if (!record?.result) throw new Error(`Task ${taskId} has no result yet`);
     return record.result;
+  }
+
+  /**
+   * `tasks/result`: the task's result, once its call has ended. Waits for that the way a
+   * `tools/call` waits (woken by the call's completion, not by polling), `waitMs` at a time,
+   * until it ends, the request is cancelled, or the server stops (then it answers an error, and
+   * the client asks again, of another instance).
+   */
+  async awaitResult(taskId: string, waitMs: number, signal: AbortSignal): Promise<Result> {
+    for (;;) {
+      let record = await this.read(taskId);
+      if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      if (record.task.status === 'working') record = await this.settle(record);
+      if (record.result) return { ...record.result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
+      if (this.deps.calls.stopped) throw new McpError(ErrorCode.InternalError, 'agentdb is restarting; ask for the task result again.');
+      await this.deps.calls.result(this.principal, record.callId, { wait: true, maxWaitMs: waitMs, signal });
+    }
   }
 
   async storeTaskResult(taskId: string, status: 'completed' | 'failed', result: Result): Promise<void> {

@@ -159,7 +159,20 @@ describe('a write that waits for a person, over MCP', () => {
       await expect(s.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)).rejects.toThrow(/not found/i);
     }
 
+    // tasks/result waits for the call to end, on any instance; one whose server stops answers at once.
+    const blocked = elsewhere.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    const stopping = keyedApp(sb);
+    try {
+      const at = await stopping.app.listen({ port: 0, host: '127.0.0.1' });
+      const waiting = (await connect(key.careful!, { at, tasks: true })).experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+      stopping.calls.stopWaiting();
+      await expect(waiting).rejects.toThrow(/ask for the task result again/);
+    } finally {
+      await stopping.close();
+    }
+
     await decide(approval, 'approve');
+    expect(await blocked).toMatchObject({ isError: false, structuredContent: { changes: 1 } });
     let result: Result | undefined;
     for await (const m of stream) {
       expect(m.type).not.toBe('error');
