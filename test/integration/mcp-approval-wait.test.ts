@@ -31,6 +31,19 @@ beforeAll(async () => {
   key.careful = await k.agentKey('acme', 'careful', { displayName: 'Careful', settings: { database: 'agent' } });
   key.nosy = await k.agentKey('acme', 'nosy', { displayName: 'Nosy', settings: { database: 'agent' } });
   key.bob = await k.memberKey('acme', 'bob', 'member');
+  key.gated = await k.agentKey('acme', 'gated', {
+    displayName: 'Gated',
+    settings: { database: 'agent' },
+    surface: { kind: 'db', mode: 'write', policy: 'require-approval' },
+  });
+  const table = {
+    workspace: 'acme',
+    agent: 'gated',
+    settings: { database: 'agent' as const },
+    tool: 'DATA_WRITE_SQL',
+    arguments: { sql: 'CREATE TABLE g (x)' },
+  };
+  expect(await k.client.call(table)).toMatchObject({ ok: true });
   base = await k.app.listen({ port: 0, host: '127.0.0.1' });
   otherBase = await other.app.listen({ port: 0, host: '127.0.0.1' });
   expect(await call(await connect(key.careful!), 'DATA_WRITE_SQL', { sql: 'CREATE TABLE j (x)' })).toMatchObject({ isError: false });
@@ -208,5 +221,49 @@ describe('a write that waits for a person, over MCP', () => {
       kinds.push(m.type === 'taskCreated' || m.type === 'taskStatus' ? `${m.type}:${m.task.status}` : m.type);
     }
     expect(kinds).toEqual(['taskCreated:completed', 'taskStatus:completed', 'result']);
+  });
+
+  it('a task sent again while its call waits joins it: one approval, and both tasks end with the one run', async () => {
+    const c = await connect(key.careful!, { tasks: true });
+    await c.listTools();
+    const before = await rowCount();
+    const args = { name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO j VALUES (4)' } };
+    const first = c.experimental.tasks.callToolStream(args, CallToolResultSchema);
+    const a = ((await first.next()).value as { task: Task }).task;
+    const approval = await onlyPendingApproval('careful');
+    const otherClient = await connect(key.careful!, { tasks: true, at: otherBase });
+    await otherClient.listTools();
+    const again = otherClient.experimental.tasks;
+    const second = await again.callToolStream(args, CallToolResultSchema).next();
+    const b = (second.value as { task: Task }).task;
+    expect(b).toMatchObject({ status: 'working' });
+    expect(b.taskId).not.toBe(a.taskId);
+    expect(await pendingApprovals('careful')).toEqual([approval]);
+    await decide(approval, 'approve');
+    const results = [];
+    for await (const m of first) if (m.type === 'result') results.push(m.result);
+    results.push(await again.getTaskResult(b.taskId, CallToolResultSchema));
+    expect(results).toHaveLength(2);
+    expect(results[1]!.structuredContent).toEqual(results[0]!.structuredContent);
+    expect(await rowCount()).toBe(before + 1);
+  });
+
+  it("db_exec's require-approval answer at once is joined by the same statement sent again, which answers the outcome once decided", async () => {
+    const c = await connect(key.gated!);
+    const args = { statement: 'INSERT INTO g VALUES (1)', rationale: 'joined' };
+    const first = await call(c, 'db_exec', args);
+    expect(first).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'APPROVAL_REQUIRED' }, resend: expect.stringContaining('Send this same call again') },
+    });
+    const again = await call(c, 'db_exec', args);
+    expect(again).toMatchObject({ structuredContent: { callId: first.structuredContent!.callId, error: { code: 'APPROVAL_REQUIRED' } } });
+    await decide(await onlyPendingApproval('gated'), 'approve');
+    const outcome = await call(c, 'db_exec', args);
+    expect(outcome).toMatchObject({ isError: false, structuredContent: { callId: first.structuredContent!.callId, changes: 1 } });
+    // Its outcome given, the same statement is a new call: it asks for a new approval.
+    const fresh = await call(c, 'db_exec', args);
+    expect(fresh.structuredContent!.callId).not.toBe(first.structuredContent!.callId);
+    await decide(await onlyPendingApproval('gated'), 'reject');
   });
 });
