@@ -121,18 +121,26 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       // goes under that call's id and joins it (PendingCallJoins).
       const joinKey = callId === undefined ? deps.joins?.keyFor(principal, call) : undefined;
       const joined = joinKey ? await deps.joins!.joinable(joinKey) : undefined;
-      const answer = await deps.calls.call(
-        principal,
-        joined ? { ...call, callId: joined } : call,
-        // Cancelled (notifications/cancelled) or its connection gone (the server closes): the
-        // wait stops listening at once; the SDK answers nothing for a cancelled request. A task
-        // waits only until the call has run or parked.
-        { wait: !asTask, maxWaitMs: deps.approvalWaitMs, signal: extra.signal },
-      );
+      const deadline = Date.now() + deps.approvalWaitMs;
+      // Cancelled (notifications/cancelled) or its connection gone (the server closes): the
+      // wait stops listening at once; the SDK answers nothing for a cancelled request.
+      const opts = { maxWaitMs: deps.approvalWaitMs, signal: extra.signal };
+      // First until the call has run or parked (all a task waits for), so that a call that waits
+      // is noted for a resend to join before the wait, not after: a client that gives up sooner
+      // (its own timeout, a cancel) sends the call again, and that resend must find it.
+      let answer = await deps.calls.call(principal, joined ? { ...call, callId: joined } : call, { ...opts, wait: false });
+      // The call id a resend of this call joins now, if any.
+      let held = joined;
+      if (joinKey && !joined && isPending(answer)) {
+        await deps.joins!.remember(joinKey, answer.callId);
+        held = answer.callId;
+      }
+      if (!asTask && 'status' in answer) {
+        answer = await deps.calls.result(principal, answer.callId, { ...opts, wait: true, maxWaitMs: Math.max(0, deadline - Date.now()) });
+      }
       const pending = isPending(answer);
-      if (joinKey && pending && !joined) await deps.joins!.remember(joinKey, answer.callId);
       // The outcome is out: the window in which the same write joins this call ends.
-      if (joinKey && joined && !pending) await deps.joins!.forget(joinKey, joined);
+      if (joinKey && held && !pending) await deps.joins!.forget(joinKey, held);
       if (asTask && pending) {
         const task = await tasks.start({ callId: answer.callId, statusMessage: waitingFor(answer), ...(joinKey ? { joinKey } : {}) });
         return { task };

@@ -4,7 +4,7 @@ import { ErrorCode, McpError, RELATED_TASK_META_KEY, type Request, type RequestI
 import type { Redis } from 'ioredis';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
-import { jsonBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { jsonBytes, type WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Keys } from '../redis/keys.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
@@ -36,6 +36,8 @@ export interface McpTaskDeps {
   keys: Keys;
   calls: KeyedCalls;
   joins?: PendingCallJoins;
+  /** The workspaces' Redis budgets, where each task's bytes are counted. */
+  budget: WorkspaceRedisBudget;
   /** How long a task is kept (ms): as long as its call can wait and then keep its result. */
   ttlMs: number;
 }
@@ -55,14 +57,12 @@ export interface McpTaskDeps {
  */
 export class RedisTaskStore implements TaskStore {
   private readonly owner: string;
-  private readonly budget: WorkspaceRedisBudget;
 
   constructor(
     private readonly deps: McpTaskDeps,
     private readonly principal: Principal,
   ) {
     this.owner = `${principal.workspace}.${callerOf(principal)}`;
-    this.budget = new WorkspaceRedisBudget(deps.redis, deps.keys);
   }
 
   /** Makes the task of one call (see {@link TaskStart}) and answers it. */
@@ -171,6 +171,6 @@ export class RedisTaskStore implements TaskStore {
     const json = JSON.stringify(record);
     await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
     const until = Date.now() + this.deps.ttlMs;
-    await this.budget.note(this.principal.workspace, [{ callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until }]);
+    await this.deps.budget.note(this.principal.workspace, [{ callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until }]);
   }
 }

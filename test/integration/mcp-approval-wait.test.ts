@@ -119,6 +119,18 @@ describe('a write that waits for a person, over MCP', () => {
     expect(await rowCount()).toBe(2);
   });
 
+  it('a client that gives up sooner than the wait (its own timeout) and sends the call again joins the call it left', async () => {
+    const c = await connect(key.careful!);
+    const args = { name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO j VALUES (5)' } };
+    await expect(c.callTool(args, CallToolResultSchema, { timeout: 300 })).rejects.toThrow(/timed out/i);
+    const approval = await onlyPendingApproval('careful');
+    const resend = c.callTool(args) as Promise<Result>;
+    expect(await pendingApprovals('careful')).toEqual([approval]);
+    await decide(approval, 'approve');
+    expect(await resend).toMatchObject({ isError: false, structuredContent: { changes: 1 } });
+    expect(await pendingApprovals('careful')).toEqual([]);
+  });
+
   it('a resend after the decision, before anyone was given the outcome, answers that outcome without running again', async () => {
     const short = keyedApp(sb, { approvalWaitMs: 100 });
     try {
