@@ -265,8 +265,10 @@ export class AgentDbClient {
    * approval). A call id belongs to its caller: another workspace's or agent's call of the same
    * id, like an unknown (or long expired) one, answers NOT_FOUND; a Redis that does not answer,
    * or one that dies while it waits, UNAVAILABLE (`mayStillRun: true`: the call may be queued
-   * in a Redis that comes back; ask again then). It never rejects, but for `signal` aborting a
-   * wait (with the signal's reason; the call goes on).
+   * in a Redis that comes back; ask again then). Each lookup counts a tenth of a call against the
+   * rate limits of its key (`keyId`; else its agent) and workspace; past one it answers
+   * RATE_LIMITED with `error.retryAfter`. It never rejects, but for `signal` aborting a wait
+   * (with the signal's reason; the call goes on).
    */
   result(callId: string, opts: ResultQuery & { wait: true }): Promise<FinishedAnswer>;
   result(callId: string, opts: ResultQuery): Promise<CallAnswer>;
@@ -275,6 +277,11 @@ export class AgentDbClient {
       async () => {
         const down = await this.outage.redisDown();
         if (down) return unavailable(callId, '', down, true);
+        if (this.rates && !opts.followUp) {
+          const plan = await this.workspaces.planOf(opts.workspace);
+          const limited = await this.rates.admitLookup({ plan, workspace: opts.workspace, agent: opts.agent, ...(opts.keyId ? { keyId: opts.keyId } : {}) });
+          if (limited) return rateLimited(callId, '', opts.workspace, limited);
+        }
         return callResult({ waiters: this.waiters, lookup: this.lookup, ensureReader: () => this.ensureReader() }, callId, opts);
       },
       (why) => unavailable(callId, '', why, true),
@@ -354,7 +361,7 @@ export type { WaitCounts } from './call-waiters.ts';
 /** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */
 function rateLimited(callId: string, tool: string, workspace: string, r: RateRefusal): Envelope {
   const whose = r.of === 'workspace' ? `Workspace ${workspace}` : 'This key';
-  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s; send it again in ${r.retryAfterS} s.`;
+  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a lookup of a call counts a tenth of one); send it again in ${r.retryAfterS} s.`;
   const env = errorEnvelope(callId, tool, 'RATE_LIMITED', detail);
   return { ...env, error: { ...env.error, retryAfter: r.retryAfterS } };
 }
