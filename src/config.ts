@@ -100,6 +100,14 @@ const envSchema = z.object({
    */
   RESULT_TTL_HOURS: int(1, 30 * 24, 24),
   /**
+   * How often the scheduler removes finished calls past RESULT_TTL_HOURS and their `completed`
+   * events from every shard queue, in seconds. A workspace's Redis budget counts a finished
+   * call's envelope until RESULT_TTL_HOURS plus this: BullMQ trims its event stream by count
+   * only, and a finished job only when another of its queue finishes, so on a quiet shard both
+   * outlived the budget's count (issue 27).
+   */
+  RESULT_TRIM_EVERY_S: int(10, 24 * 3600, 300),
+  /**
    * The most a call that waits for a person may carry as JSON (its SQL and params): its job and
    * its approval stay in Redis while it waits (APPROVAL_TTL_MS) and its record for
    * APPROVAL_RETENTION_DAYS after. A larger call is refused with LIMIT_EXCEEDED when it would park.
@@ -268,6 +276,8 @@ export interface Config {
   readonly approvalTtlMs: number;
   /** RESULT_TTL_HOURS, in seconds. */
   readonly resultTtlS: number;
+  /** RESULT_TRIM_EVERY_S. */
+  readonly resultTrimEveryS: number;
   /** Call rates (RATE_LIMITS and RATE_LIMIT_*); false with RATE_LIMITS=off. */
   readonly rateLimits: RateLimitSettings | false;
   /** MAX_PARKED_CALL_BYTES. */
@@ -386,6 +396,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             ...(e.RATE_LIMIT_KEY_CALLS ? { keyCalls: e.RATE_LIMIT_KEY_CALLS } : {}),
           }),
     resultTtlS: e.RESULT_TTL_HOURS * 3600,
+    resultTrimEveryS: e.RESULT_TRIM_EVERY_S,
     maxParkedCallBytes: e.MAX_PARKED_CALL_BYTES,
     redisBytesPerWorkspace: e.REDIS_BYTES_PER_WORKSPACE,
     redisMemoryHeadroomPercent: e.REDIS_MEMORY_HEADROOM_PERCENT,
