@@ -74,6 +74,13 @@ const envSchema = z.object({
   WORKSPACE_MAX_BYTES: int(0, Number.MAX_SAFE_INTEGER, 0),
   /** The bearer token `GET /metrics` asks for; unset, /metrics is off (it names workspaces). */
   METRICS_TOKEN: z.string().min(16).optional(),
+  /**
+   * The port `agentdb worker` serves `GET /metrics` on (its own calls, executor children, capture
+   * lag, refusals), on HOST, behind METRICS_TOKEN; 0: none. `agentdb start` serves it on PORT.
+   */
+  WORKER_METRICS_PORT: int(0, 65_535, 0),
+  /** How many workspaces `/metrics` shows the Redis bytes of, the most first: bounds its labels. */
+  METRICS_TOP_WORKSPACES: int(0, 1000, 20),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   /**
@@ -271,6 +278,10 @@ export interface Config {
   readonly workspaceQuota: { readonly maxDatabases?: number; readonly maxBytes?: number };
   /** The bearer token `GET /metrics` asks for (METRICS_TOKEN); absent, the route answers NOT_FOUND. */
   readonly metricsToken?: string;
+  /** WORKER_METRICS_PORT: 0 for none. */
+  readonly workerMetricsPort: number;
+  /** METRICS_TOP_WORKSPACES. */
+  readonly metricsTopWorkspaces: number;
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
@@ -384,6 +395,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ...(e.WORKSPACE_MAX_BYTES > 0 ? { maxBytes: e.WORKSPACE_MAX_BYTES } : {}),
     }),
     ...(e.METRICS_TOKEN ? { metricsToken: e.METRICS_TOKEN } : {}),
+    workerMetricsPort: e.WORKER_METRICS_PORT,
+    metricsTopWorkspaces: e.METRICS_TOP_WORKSPACES,
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,

@@ -101,6 +101,8 @@ describe('rate limits', () => {
     const sent = await client.call({ ...who, settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 5' } });
     for (let i = 0; i < 10; i++) expect(await client.result(sent.callId, who)).toMatchObject({ ok: true });
     expect(await client.result(sent.callId, who)).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED' } });
+    // A runtime without a server reads its client's own count of refusals.
+    expect((await client.metrics.refusals.get()).values).toEqual([{ labels: { quota: 'rate' }, value: 1 }]);
     // A follow-up of the caller's own call is that call's, counted when it was sent.
     expect(await client.result(sent.callId, { ...who, followUp: true })).toMatchObject({ ok: true });
   });
