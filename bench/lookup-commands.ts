@@ -14,6 +14,8 @@ import type { Sandbox } from '../test/helpers/harness.ts';
 import { AgentDbClient } from '../src/calls/client.ts';
 
 const LOOKUPS = 200;
+/** `RATE_LIMITS=plan` counts each lookup against the rate limits too (two more commands); default off, the lookup alone. */
+const RATE_LIMITS = process.env.RATE_LIMITS === 'plan' ? 'plan' : 'off';
 
 /** Every command Redis has run so far, by name. */
 async function commandStats(admin: Redis): Promise<Map<string, number>> {
@@ -25,7 +27,7 @@ async function commandStats(admin: Redis): Promise<Map<string, number>> {
 async function main(): Promise<void> {
   const own = await OwnRedis.start();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-lookup-'));
-  const env = { REDIS_URL: own.url, AGENTDB_DATA_DIR: dataDir, AGENTDB_PREFIX: 'lk', LOG_LEVEL: 'silent', SHARD_COUNT: '16', RATE_LIMITS: 'off' };
+  const env = { REDIS_URL: own.url, AGENTDB_DATA_DIR: dataDir, AGENTDB_PREFIX: 'lk', LOG_LEVEL: 'silent', SHARD_COUNT: '16', RATE_LIMITS };
   const config = loadConfig(env);
   const clients: AgentDbClient[] = [];
   const sb = {
@@ -33,7 +35,7 @@ async function main(): Promise<void> {
     dataDir,
     env,
     client: (opts = {}) => {
-      const c = new AgentDbClient({ redisUrl: own.url, prefix: config.prefix, shardCount: config.shardCount, rateLimits: false, ...opts });
+      const c = new AgentDbClient({ redisUrl: own.url, prefix: config.prefix, shardCount: config.shardCount, rateLimits: config.rateLimits, ...opts });
       clients.push(c);
       return c;
     },
