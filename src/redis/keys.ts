@@ -73,6 +73,8 @@ export interface Keys {
    * workspace, so the script that keeps both touches one slot.
    */
   redisBudget(workspace: string): { ledger: string; held: string };
+  /** Each workspace's Redis budget held, as last counted (a sorted set by bytes), for `/metrics`' top workspaces. */
+  redisBudgetIndex: string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -106,5 +108,6 @@ export function keysFor(prefix: string): Keys {
     callRate: (of) => `${prefix}:call-rate:${of}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
+    redisBudgetIndex: `${prefix}:redis-budget-index`,
   };
 }
