@@ -6,7 +6,8 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { Principal } from '../registry/principal.ts';
 import { toolResult } from './tool-result.ts';
-import { toolsFor, type McpEndpoint } from './toolkit.ts';
+import { toolsFor, type McpEndpoint, type SchemaVariant } from './toolkit.ts';
+import { absentNulls } from '../contracts/strict-schema.ts';
 
 /** What an MCP server for one principal needs. */
 export interface McpServerDeps {
@@ -22,6 +23,8 @@ export interface McpServerDeps {
    * request).
    */
   principalNow?: () => Promise<Principal | undefined>;
+  /** Which input schemas `tools/list` gives (default agentdb's own). */
+  schemas?: SchemaVariant;
 }
 
 /**
@@ -49,7 +52,7 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     return now;
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...toolsFor(await current(), endpoint)] }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...toolsFor(await current(), endpoint, deps.schemas)] }));
 
   type CallToolHandler = Parameters<typeof server.setRequestHandler<typeof CallToolRequestSchema>>[1];
   const callTool: CallToolHandler = async (request, extra) => {
@@ -70,11 +73,13 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     }
     // A protocol error, as the spec (2025-06-18 and later, tools) has it: no tool ran, and a
     // client checks the name it sent, not a result.
-    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const tool = toolsFor(principal, endpoint).find((t) => t.name === name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     try {
       const answer = await deps.calls.call(
         principal,
-        { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) },
+        // Null for an optional argument is its absence, as the strict schemas give it.
+        { tool: name, arguments: absentNulls(args ?? {}, tool.inputSchema), ...(callId !== undefined ? { callId } : {}) },
         // Cancelled (notifications/cancelled) or its connection gone (the server closes): the
         // wait stops listening at once; the SDK answers nothing for a cancelled request.
         { wait: true, maxWaitMs: deps.approvalWaitMs, signal: extra.signal },
