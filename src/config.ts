@@ -181,8 +181,13 @@ const envSchema = z.object({
   AGENTDB_KEY: z.string().optional(),
   /** How long one HTTP request (`POST /v1/calls`, `GET …?wait=true`) waits before answering where the call stands. */
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
-  /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
-  MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
+  /**
+   * How long an MCP tool call (one that asked for no task) waits for a person's decision before
+   * answering that it is pending. Below 60 s, the MCP SDK clients' default request timeout: at
+   * 60 s the SDK client, LangChain and OpenAI Agents gave up with -32001 first and never learned
+   * the approval id (issue 28). 25 s leaves room for a slow network and a client set shorter.
+   */
+  MCP_APPROVAL_WAIT_MS: int(100, 59_999, 25_000),
   /**
    * Browser origins `/mcp` serves besides its own and loopback ones (comma-separated, e.g.
    * `https://app.example.com`); any other Origin header, `null` included, is refused with 403.

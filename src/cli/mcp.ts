@@ -1,5 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { mcpServer } from '../mcp/server.ts';
+import { mcpWaiting } from '../mcp/waiting-calls.ts';
 import { clientOf } from './client-of.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { KeyedCalls } from '../calls/bearer-key-calls.ts';
@@ -42,12 +43,14 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean } & KeyF
     return 1;
   }
   const client = clientOf(config);
+  const calls = new KeyedCalls(client);
   const server = mcpServer(
     principal,
     { kind: 'workspace' },
     {
-      calls: new KeyedCalls(client),
+      calls,
       approvalWaitMs: config.mcpApprovalWaitMs,
+      ...mcpWaiting({ redis, keys, calls, approvalTtlMs: config.approvalTtlMs, resultTtlS: config.resultTtlS }),
       onFault: (err) => ctx.stderr.write(`agentdb mcp: ${String(err)}\n`),
       principalNow: () => auth.authenticate(key),
     },

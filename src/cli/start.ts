@@ -27,6 +27,7 @@ import { ensureRedis } from './local-redis.ts';
 import { untilSignal } from './signals.ts';
 import { drainWithin, exitAfterGrace } from './drain.ts';
 import { allShards } from './worker.ts';
+import { mcpWaiting } from '../mcp/waiting-calls.ts';
 
 /** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
 export async function start(ctx: CommandContext): Promise<number> {
@@ -79,6 +80,7 @@ export async function start(ctx: CommandContext): Promise<number> {
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
       mcpOrigins: mcpOriginPolicy(config),
+      mcpWaiting: mcpWaiting({ redis, keys, calls, approvalTtlMs: config.approvalTtlMs, resultTtlS: config.resultTtlS }),
       results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
     web: web.web,

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NAME_PATTERN } from '../contracts/names.ts';
-import { mcpServer } from '../mcp/server.ts';
+import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
@@ -15,6 +15,8 @@ export interface McpRoutesDeps {
   approvalWaitMs: number;
   /** Hosts and browser origins besides loopback (MCP_ALLOWED_HOSTS, MCP_ALLOWED_ORIGINS); absent: loopback only. */
   origins?: McpOriginPolicy;
+  /** MCP Tasks and resends that join a waiting call (see `McpServerDeps`); absent, neither. */
+  waiting?: Pick<McpServerDeps, 'tasks' | 'joins'>;
 }
 
 /**
@@ -73,6 +75,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         const server = mcpServer(principal, at, {
           calls: deps.calls,
           approvalWaitMs: deps.approvalWaitMs,
+          ...deps.waiting,
           // `?schemas=strict`: input schemas OpenAI strict function calling accepts.
           schemas: (request.query as { schemas?: unknown } | undefined)?.schemas === 'strict' ? 'strict' : 'own',
           onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),

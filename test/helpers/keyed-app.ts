@@ -9,6 +9,7 @@ import type { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
 import type { AgentDbClient, AgentDbClientOptions } from '../../src/calls/client.ts';
 import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { keysFor } from '../../src/redis/keys.ts';
+import { mcpWaiting } from '../../src/mcp/waiting-calls.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
@@ -67,6 +68,7 @@ export function keyedApp(
       calls,
       waitMs: opts.waitMs ?? 10_000,
       approvalWaitMs: opts.approvalWaitMs ?? 10_000,
+      mcpWaiting: mcpWaiting({ redis, keys, calls, approvalTtlMs: sb.config.approvalTtlMs, resultTtlS: sb.config.resultTtlS }),
       ...(opts.results ? { results: opts.results } : {}),
       ...(opts.mcpOrigins ? { mcpOrigins: opts.mcpOrigins } : {}),
     },
