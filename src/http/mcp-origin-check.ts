@@ -49,14 +49,23 @@ function hostnameOf(host: string | undefined): string | undefined {
 }
 
 /**
- * The policy of a service listening on `host` (config HOST): an address of its own, not a
- * wildcard, is a name clients reach it by, so it is allowed with MCP_ALLOWED_HOSTS.
+ * The policy of a service listening on `host` (config HOST) and reached at `publicUrl`
+ * (PUBLIC_URL, when the configuration has one): an address of its own, not a wildcard, and the
+ * public URL's host are names clients reach it by, so they are allowed with MCP_ALLOWED_HOSTS,
+ * and the public URL's origin with MCP_ALLOWED_ORIGINS.
  */
-export function mcpOriginPolicy(config: { host: string; mcpAllowedHosts: readonly string[] | '*'; mcpAllowedOrigins: readonly string[] }): McpOriginPolicy {
-  if (config.mcpAllowedHosts === '*') return { hosts: '*', origins: config.mcpAllowedOrigins };
+export function mcpOriginPolicy(config: {
+  host: string;
+  mcpAllowedHosts: readonly string[] | '*';
+  mcpAllowedOrigins: readonly string[];
+  publicUrl?: string;
+}): McpOriginPolicy {
+  const publicUrl = config.publicUrl && URL.canParse(config.publicUrl) ? new URL(config.publicUrl) : undefined;
+  const origins = publicUrl ? [...config.mcpAllowedOrigins, publicUrl.origin] : config.mcpAllowedOrigins;
+  if (config.mcpAllowedHosts === '*') return { hosts: '*', origins };
   const listen = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
-  const own = WILDCARDS.has(config.host) ? undefined : hostnameOf(listen);
-  return { hosts: own ? [...config.mcpAllowedHosts, own] : config.mcpAllowedHosts, origins: config.mcpAllowedOrigins };
+  const own = [WILDCARDS.has(config.host) ? undefined : hostnameOf(listen), publicUrl?.hostname].filter((h): h is string => h !== undefined);
+  return { hosts: [...config.mcpAllowedHosts, ...own], origins };
 }
 
 /** HOST values that listen on every address, and so name none. */
