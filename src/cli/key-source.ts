@@ -33,7 +33,15 @@ export async function keyFrom(flags: KeyFlags, source: KeySource, out: Pick<Outp
     if (flags.keyFile === '-' && !source.stdinAllowed) throw new UsageError(`stdin carries the protocol here: give --key-file PATH or ${source.envName}`);
     const text = flags.keyFile === '-' ? await readAll(source.stdin ?? process.stdin) : await readKeyFile(flags.keyFile, out);
     const key = text.trim();
-    if (!key) throw new UsageError(`--key-file ${flags.keyFile === '-' ? '- (stdin)' : flags.keyFile} is empty`);
+    const named = flags.keyFile === '-' ? '- (stdin)' : flags.keyFile;
+    if (!key) throw new UsageError(`--key-file ${named} is empty`);
+    // What `members add > bob.key` leaves: the command's words around the key. Said plainly
+    // here, not as UNAUTHENTICATED from the server, which named REDIS_URL as the likely cause.
+    if (/\s/.test(key)) {
+      throw new UsageError(
+        `--key-file ${named} holds more than a key (${key.split(/\s+/).length} words): it must hold the key alone, as \`members add\` and \`keys mint\` write it with --save-key PATH`,
+      );
+    }
     return key;
   }
   if (flags.key !== undefined) {
@@ -42,7 +50,10 @@ export async function keyFrom(flags: KeyFlags, source: KeySource, out: Pick<Outp
     );
     return flags.key;
   }
-  return source.envValue;
+  if (source.envValue !== undefined && /\s/.test(source.envValue.trim())) {
+    throw new UsageError(`${source.envName} holds more than a key: it must be the key alone (--save-key PATH writes one to a file)`);
+  }
+  return source.envValue?.trim();
 }
 
 async function readKeyFile(file: string, out: Pick<Output, 'stderr'>): Promise<string> {

@@ -2,6 +2,7 @@ import { AgentDbError } from '../errors.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
 import type { CommandContext } from './context.ts';
+import { keyFileToSave } from './key-file-save.ts';
 import { nameFlag } from './name-flag.ts';
 import { printTable, withRegistry } from './registry-command.ts';
 
@@ -10,13 +11,20 @@ import { printTable, withRegistry } from './registry-command.ts';
 // `agentdb members add`. Exit 0, 1 when the registry refuses.
 
 /** `agentdb keys mint --workspace W --agent SLUG`. */
-export function mint(ctx: CommandContext, flags: { workspace: string; agent: string; json?: boolean }): Promise<number> {
+export async function mint(ctx: CommandContext, flags: { workspace: string; agent: string; json?: boolean; saveKey?: string }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const agent = nameFlag('--agent', flags.agent);
+  const saving = flags.saveKey !== undefined ? await keyFileToSave(flags.saveKey) : undefined;
   return withRegistry(
     ctx,
     async (redis, k) => {
       const { key, info } = await new AgentKeyRing(redis, k, new AgentRegistry(redis, k)).mint(workspace, agent);
+      if (saving) {
+        await saving.write(key);
+        const said = `minted ${info.id} for ${info.workspace}/${info.agent} (grants ${JSON.stringify(info.grants)}); key saved to ${saving.path} (mode 600)`;
+        ctx.stdout.write(flags.json ? `${JSON.stringify({ ...info, keyFile: saving.path })}\n` : `${said}\n`);
+        return 0;
+      }
       if (flags.json) ctx.stdout.write(`${JSON.stringify({ ...info, key })}\n`);
       else ctx.stdout.write(`minted ${info.id} for ${info.workspace}/${info.agent} (grants ${JSON.stringify(info.grants)})\nkey: ${key}\n`);
       (flags.json ? ctx.stderr : ctx.stdout).write('This key will not be shown again: store it now (it is kept only as a hash).\n');

@@ -3,6 +3,7 @@ import { AgentDbError } from '../errors.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import type { CommandContext } from './context.ts';
+import { keyFileToSave } from './key-file-save.ts';
 import { nameFlag } from './name-flag.ts';
 
 // `agentdb members add|revoke|list`: the people who may decide a workspace's approvals. The
@@ -10,11 +11,18 @@ import { nameFlag } from './name-flag.ts';
 // already active, nobody to revoke) with the error as JSON on stdout, 2 on a bad command line.
 
 /** `agentdb members add`: prints the new member's key once, as it is never stored. */
-export async function add(ctx: CommandContext, flags: { workspace: string; name: string; role: Role; json?: boolean }): Promise<number> {
+export async function add(ctx: CommandContext, flags: { workspace: string; name: string; role: Role; json?: boolean; saveKey?: string }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const name = nameFlag('--name', flags.name);
+  const saving = flags.saveKey !== undefined ? await keyFileToSave(flags.saveKey) : undefined;
   return withRegistry(ctx, async (registry) => {
     const { member, key } = await registry.add(workspace, name, flags.role);
+    if (saving) {
+      await saving.write(key);
+      const said = `added ${member.workspace}/${member.name} (${member.role}); key saved to ${saving.path} (mode 600)`;
+      ctx.stdout.write(flags.json ? `${JSON.stringify({ member, keyFile: saving.path })}\n` : `${said}\n`);
+      return 0;
+    }
     if (flags.json) {
       ctx.stdout.write(`${JSON.stringify({ member, key })}\n`);
     } else {

@@ -149,6 +149,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .requiredOption('--workspace <name>', 'the workspace')
     .requiredOption('--name <name>', "the person's name: a-z, 0-9, _ and -")
     .addOption(new Option('--role <role>', 'what they may decide').choices(['member', 'admin']).default('member'))
+    .option('--save-key <path>', 'write the key alone to this new file (mode 600) instead of printing it: what --key-file reads')
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./members.ts')).add));
   members
@@ -219,6 +220,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .description('an agent key, printed once (kept only as a hash)')
     .requiredOption('--workspace <name>', 'the workspace')
     .requiredOption('--agent <slug>', 'the registered agent')
+    .option('--save-key <path>', 'write the key alone to this new file (mode 600) instead of printing it: what --key-file reads')
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./keys.ts')).mint));
   keys

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
@@ -195,6 +195,31 @@ describe('agentdb approvals', () => {
     const out = await cli('approvals', 'reject', id, '--key-file', keyFile);
     expect(out.code, out.stderr).toBe(0);
     expect(out.stderr).toContain(`agentdb: warning: --key-file ${keyFile} can be read by other users; chmod 600 it\n`);
+  });
+
+  it('saves a new key alone to a file (--save-key) that --key-file decides with, and refuses a file holding the printed words', async () => {
+    const saved = path.join(sb.dataDir, 'dee.key');
+    const added = await cli('members', 'add', '--workspace', 'acme', '--name', 'dee', '--save-key', saved);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toBe(`added acme/dee (member); key saved to ${saved} (mode 600)\n`);
+    expect(readFileSync(saved, 'utf8')).toMatch(/^adb_[A-Za-z0-9_-]{32,}\n$/);
+    expect(statSync(saved).mode & 0o777).toBe(0o600);
+    // Never over a file that exists: it may hold another key.
+    const again = await cli('members', 'add', '--workspace', 'acme', '--name', 'eve', '--save-key', saved);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('the file exists; not overwritten');
+    const { id } = await parkWrite('CREATE TABLE saved_key (x)');
+    const approved = await cli('approvals', 'approve', id, '--key-file', saved);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stderr).not.toContain('warning');
+
+    // What `members add > words.key` leaves: refused as a usage error naming the way, not sent.
+    const words = path.join(sb.dataDir, 'words.key');
+    writeFileSync(words, (await cli('members', 'add', '--workspace', 'acme', '--name', 'fay')).stdout, { mode: 0o600 });
+    const refused = await cli('approvals', 'reject', id, '--key-file', words);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`--key-file ${words} holds more than a key`);
+    expect(refused.stderr).toContain('--save-key PATH');
   });
 
   it('takes --key still, with a warning on stderr that it is visible to others', async () => {

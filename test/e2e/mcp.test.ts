@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -69,6 +69,29 @@ describe('MCP against running processes', () => {
     expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)', agent: 'scout' } })).toMatchObject({
       isError: true,
       structuredContent: { error: { code: 'NOT_PERMITTED' } },
+    });
+  });
+
+  it('serves with a key keys mint --save-key wrote: the key alone, mode 600, never printed', async () => {
+    const keyFile = path.join(sb.dataDir, 'scout-saved.key');
+    const minted = await runCli(['keys', 'mint', '--workspace', 'acme', '--agent', 'scout', '--save-key', keyFile, '--json'], sb.env);
+    expect(minted.code, minted.stderr).toBe(0);
+    expect(JSON.parse(minted.stdout)).toMatchObject({ workspace: 'acme', agent: 'scout', keyFile });
+    expect(minted.stdout).not.toContain('adb_');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const client = new Client({ name: 'e2e-saved-key', version: '1' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [...CLI, 'mcp', '--stdio', '--key-file', keyFile],
+        env: { ...(process.env as Record<string, string>), ...sb.env },
+        stderr: 'pipe',
+      }),
+    );
+    clients.push(client);
+    expect(await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t' } })).toMatchObject({
+      isError: false,
+      structuredContent: { rows: [[0]] },
     });
   });
 

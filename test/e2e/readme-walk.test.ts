@@ -1,4 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandsOf } from '../helpers/doc-commands.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -19,7 +21,8 @@ afterAll(async () => {
   await sb.cleanup();
 });
 
-const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { ...sb.env, ...env });
+// In the data folder, as a user's shell in a folder of their own: `--save-key bob.key` writes there.
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { ...sb.env, ...env }, undefined, sb.dataDir);
 
 describe("the README's commands, in order", () => {
   it('install and run: the admin ada, whose key the web page asks for', async () => {
@@ -41,12 +44,12 @@ describe("the README's commands, in order", () => {
 
   it('a person approving: the call waits, a new member lists and approves it, and it runs', async () => {
     const commands = commandsOf('README.md', '### A person approving');
-    const [call, add, list, approve, reject] = commands;
+    const [call, list, add, approve, reject] = commands;
     expect(commands).toHaveLength(5);
-    expect([call![0], add![0], list![0], approve!.slice(0, 2), reject!.slice(0, 2)]).toEqual([
+    expect([call![0], list![0], add![0], approve!.slice(0, 2), reject!.slice(0, 2)]).toEqual([
       'call',
-      'members',
       'approvals',
+      'members',
       ['approvals', 'approve'],
       ['approvals', 'reject'],
     ]);
@@ -56,12 +59,13 @@ describe("the README's commands, in order", () => {
     const envelope = JSON.parse(parked.stdout) as { status: string; callId: string; approval: { id: string } };
     expect(envelope).toMatchObject({ ok: false, status: 'awaiting_approval', approval: { id: expect.stringMatching(/^ap_/) } });
 
+    // Listing needs no key.
+    expect((await cli(list!)).stdout).toContain(envelope.approval.id);
     const added = await cli(add!);
-    expect(added.code, added.stdout).toBe(0);
-    const key = /adb_\S+/.exec(added.stdout)![0];
-    // `export AGENTDB_MEMBER_KEY=adb_…`, then the commands with the id `approvals list` shows.
-    const env = { AGENTDB_MEMBER_KEY: key };
-    expect((await cli(list!, env)).stdout).toContain(envelope.approval.id);
+    expect(added.code, added.stdout + added.stderr).toBe(0);
+    expect(added.stdout).not.toContain('adb_');
+    // `export AGENTDB_MEMBER_KEY="$(cat bob.key)"`, then the decisions with the id the list showed.
+    const env = { AGENTDB_MEMBER_KEY: readFileSync(path.join(sb.dataDir, 'bob.key'), 'utf8') };
     const decided = await cli(
       approve!.map((w) => (w === 'APPROVAL_ID' ? envelope.approval.id : w)),
       env,
@@ -86,6 +90,7 @@ describe("the README's commands, in order", () => {
       outs.push(out);
     }
     expect(outs[1]!.stderr).toContain('note: acme/scout already has a database, made by calls as acme/scout without a key');
-    expect(outs[2]!.stdout).toMatch(/key: adb_\S+/);
+    expect(outs[2]!.stdout).toContain('key saved to scout.key (mode 600)');
+    expect(readFileSync(path.join(sb.dataDir, 'scout.key'), 'utf8')).toMatch(/^adb_\S+\n$/);
   });
 });

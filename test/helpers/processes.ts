@@ -17,9 +17,9 @@ export interface RunResult {
 }
 
 /** Runs `agentdb …` to completion with `env`, feeding `input` on stdin. */
-export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<RunResult> {
+export function runCli(args: string[], env: Record<string, string>, input?: string, cwd?: string): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+    const child = spawn(process.execPath, [...CLI, ...args], { env: { ...process.env, ...env }, stdio: 'pipe', ...(cwd ? { cwd } : {}) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
