@@ -65,6 +65,11 @@ export interface Keys {
    * workspace, so the script that keeps both touches one slot.
    */
   redisBudget(workspace: string): { ledger: string; held: string };
+  /**
+   * OAuth sign-in (src/oauth/): a registered client, a code, a grant, an access or refresh token
+   * (by its sha256), and a member's grants (`grants`, id `<workspace>/<member>`). One hash tag.
+   */
+  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants', id: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -96,5 +101,6 @@ export function keysFor(prefix: string): Keys {
     callRate: (of) => `${prefix}:call-rate:${of}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
+    oauth: (kind, id) => `${prefix}:{oauth}:${kind}:${id}`,
   };
 }
