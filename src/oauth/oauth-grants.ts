@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { InvalidGrantError, InvalidRequestError, InvalidTargetError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Keys } from '../redis/keys.ts';
+import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
 import type { Member, MemberRegistry } from '../registry/members.ts';
 import type { Principal } from '../registry/principal.ts';
 import { hashKey } from '../registry/secret-key.ts';
@@ -26,6 +27,8 @@ export interface OAuthGrant {
   createdAt: number;
   /** When a token of it was last issued. */
   refreshedAt: number;
+  /** sha256 of its access token: a refresh replaces it, so a grant holds one at a time. */
+  accessHash?: string;
 }
 
 /** A code waiting for its token request (single use, {@link GrantOptions.codeTtlS}). */
@@ -55,6 +58,11 @@ export interface GrantOptions {
 export const ACCESS_TOKEN_PREFIX = 'adbat_';
 const REFRESH_TOKEN_PREFIX = 'adbrt_';
 const TOKEN_SHAPE = /^adb(at|rt|ac)_[A-Za-z0-9_-]{43}$/;
+/**
+ * What a spent code or refresh token's record becomes, until its own TTL: presented again, it
+ * shows the code or token was copied, and the grant is revoked (OAuth 2.1 §4.1.3, §4.3.1).
+ */
+const SPENT = 'spent:';
 /** A member's grants past this end, oldest first: a client signing in in a loop cannot fill Redis. */
 export const MAX_GRANTS_PER_MEMBER = 50;
 
@@ -77,13 +85,15 @@ const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 export class OAuthGrants {
   private readonly now: () => number;
   private readonly codeTtlS: number;
+  private readonly redis: ScriptedRedis;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly keys: Keys,
     private readonly members: MemberRegistry,
     private readonly opts: GrantOptions,
   ) {
+    this.redis = withScripts(redis);
     this.now = opts.now ?? Date.now;
     this.codeTtlS = opts.codeTtlS ?? 120;
   }
@@ -131,8 +141,8 @@ export class OAuthGrants {
   async exchangeCode(client: OAuthClient, p: { code?: string; verifier?: string; redirectUri?: string; resource?: string }): Promise<OAuthTokens> {
     if (!p.code) throw new InvalidRequestError('code is required.');
     if (!p.verifier) throw new InvalidRequestError('code_verifier is required (PKCE S256).');
-    // GETDEL: a code is spent by its first exchange, right or wrong, so a guessed verifier has one try.
-    const raw = TOKEN_SHAPE.test(p.code) ? await this.redis.getdel(this.keys.oauth('code', hashKey(p.code))) : null;
+    // A code is spent by its first exchange, right or wrong, so a guessed verifier has one try.
+    const raw = TOKEN_SHAPE.test(p.code) ? await this.spend(this.keys.oauth('code', hashKey(p.code))) : undefined;
     if (!raw) throw new InvalidGrantError('The code is unknown, already used or expired: sign in again.');
     const code = JSON.parse(raw) as CodeRecord;
     if (code.clientId !== client.clientId) throw new InvalidGrantError('The code was issued to another client.');
@@ -154,7 +164,7 @@ export class OAuthGrants {
    */
   async refresh(client: OAuthClient, p: { refreshToken?: string; resource?: string }): Promise<OAuthTokens> {
     if (!p.refreshToken) throw new InvalidRequestError('refresh_token is required.');
-    const grantId = TOKEN_SHAPE.test(p.refreshToken) ? await this.redis.getdel(this.keys.oauth('refresh', hashKey(p.refreshToken))) : null;
+    const grantId = TOKEN_SHAPE.test(p.refreshToken) ? await this.spend(this.keys.oauth('refresh', hashKey(p.refreshToken))) : undefined;
     const grant = grantId ? await this.grant(grantId) : undefined;
     if (!grant) throw new InvalidGrantError('The refresh token is unknown, already used, expired or revoked: sign in again.');
     if (grant.clientId !== client.clientId) throw new InvalidGrantError('The refresh token was issued to another client.');
@@ -223,15 +233,33 @@ export class OAuthGrants {
     const refresh = mint(REFRESH_TOKEN_PREFIX);
     const now = this.now();
     const { accessTtlS, refreshTtlS } = this.opts;
-    const next: OAuthGrant = { ...grant, refreshedAt: now };
+    const next: OAuthGrant = { ...grant, refreshedAt: now, accessHash: hashKey(access) };
     const record: AccessRecord = { grantId: grant.id, expiresAt: now + accessTtlS * 1000 };
-    await this.redis
-      .multi()
+    const tx = this.redis.multi();
+    if (grant.accessHash) tx.del(this.keys.oauth('access', grant.accessHash));
+    await tx
       .set(this.keys.oauth('grant', grant.id), JSON.stringify(next), 'EX', refreshTtlS)
       .set(this.keys.oauth('access', hashKey(access)), JSON.stringify(record), 'EX', accessTtlS)
       .set(this.keys.oauth('refresh', hashKey(refresh)), grant.id, 'EX', refreshTtlS)
       .exec();
     return { access_token: access, token_type: 'Bearer', expires_in: accessTtlS, refresh_token: refresh };
+  }
+
+  /**
+   * Takes a code's or refresh token's record once: it is marked spent in the same command that
+   * reads it, so two requests racing with one token cannot both have it. A spent one presented
+   * again revokes its grant (the code or token was copied: whoever holds the grant's newer
+   * tokens may be the thief), and reads as unknown.
+   */
+  private async spend(key: string): Promise<string | undefined> {
+    const raw = await this.redis.agentdbOauthSpend(key, SPENT);
+    if (typeof raw !== 'string') return undefined;
+    if (!raw.startsWith(SPENT)) return raw;
+    const spentFor = raw.slice(SPENT.length);
+    const grantId = spentFor.startsWith('{') ? (JSON.parse(spentFor) as CodeRecord).grantId : spentFor;
+    const grant = await this.grant(grantId);
+    if (grant) await this.revoke(grant.workspace, grant.member, grant.id);
+    return undefined;
   }
 
   private async grant(id: string): Promise<OAuthGrant | undefined> {

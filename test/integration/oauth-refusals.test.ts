@@ -174,18 +174,21 @@ describe('OAuth refusals', () => {
     expect(right.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
-  it('a code used once is invalid_grant the second time', async () => {
+  it('a code used once is invalid_grant the second time, and ends the tokens it gave', async () => {
     const clientId = await register();
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    expect((await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier })).statusCode).toBe(200);
+    const first = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    expect(first.statusCode).toBe(200);
     const again = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
     expect(again.statusCode).toBe(400);
     expect(again.json()).toMatchObject({ error: 'invalid_grant' });
+    // A code seen twice was copied: the grant it made is revoked (OAuth 2.1 §4.1.3).
+    expect((await mcp(first.json<{ access_token: string }>().access_token)).statusCode).toBe(401);
   });
 
-  it('an expired access token is refused with invalid_token; its refresh token rotates, once', async () => {
+  it('an expired access token is refused with invalid_token; its refresh token rotates, and a reused one ends the grant', async () => {
     const { clientId, tokens } = await signedIn();
     expect((await mcp(tokens.access_token)).statusCode).toBe(200);
     server.advance(tokens.expires_in * 1000 + 1000);
@@ -199,6 +202,16 @@ describe('OAuth refusals', () => {
     expect((await mcp(next.access_token)).statusCode).toBe(200);
     const reused = await token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
     expect(reused.json()).toMatchObject({ error: 'invalid_grant' });
+    expect((await mcp(next.access_token)).statusCode).toBe(401);
+    const newest = await token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: next.refresh_token });
+    expect(newest.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('a refresh replaces the access token: a grant holds one at a time', async () => {
+    const { clientId, tokens } = await signedIn();
+    const refreshed = await token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
+    expect((await mcp(tokens.access_token)).statusCode).toBe(401);
+    expect((await mcp(refreshed.json<{ access_token: string }>().access_token)).statusCode).toBe(200);
   });
 
   it('a grant disconnected under Connected apps stops its tokens at once', async () => {
