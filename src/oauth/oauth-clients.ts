@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { InvalidClientError, InvalidClientMetadataError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { InvalidClientError, InvalidClientMetadataError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { OAuthClientMetadataSchema, type OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Keys } from '../redis/keys.ts';
 import { hashKey } from '../registry/secret-key.ts';
@@ -21,11 +22,17 @@ export type AuthMethod = 'none' | 'client_secret_post' | 'client_secret_basic';
 export const AUTH_METHODS: readonly AuthMethod[] = ['none', 'client_secret_post', 'client_secret_basic'];
 
 /**
- * How long a registration is kept without a sign-in through it. Registration is open to anyone
- * (that is what DCR is for), so an unused one must not stay in Redis for ever; each consent
- * renews it.
+ * How long a registration is kept. Registration is open to anyone (that is what DCR is for), so
+ * one nobody signs in through goes after a day; each consent keeps it {@link CLIENT_TTL_S} more.
  */
+export const CLIENT_UNUSED_TTL_S = 24 * 3600;
 export const CLIENT_TTL_S = 90 * 24 * 3600;
+/**
+ * Registrations one address may make per hour. A client registers once per install (or per
+ * sign-in when it forgets); together with {@link CLIENT_UNUSED_TTL_S} this bounds what anyone
+ * can make agentdb keep without signing in: 24 × this many small records per address.
+ */
+export const REGISTRATIONS_PER_HOUR = 30;
 /** Bounds what one registration may store: a client with more is not one a person uses. */
 const MAX_REDIRECT_URIS = 10;
 const MAX_URI_LENGTH = 2000;
@@ -55,18 +62,30 @@ export function redirectUriAllowed(uri: string): boolean {
  * the way the MCP SDK client, Claude and ChatGPT connectors introduce themselves.
  */
 export class OAuthClients {
+  private readonly limiter: RateLimiterRedis;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-  ) {}
+  ) {
+    this.limiter = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: keys.oauth('rate', 'register'),
+      points: REGISTRATIONS_PER_HOUR,
+      duration: 3600,
+      inMemoryBlockOnConsumed: REGISTRATIONS_PER_HOUR + 1,
+    });
+  }
 
   /**
    * Registers a client from its metadata (validated by the SDK's RFC 7591 schema) and answers
    * the registration response; a confidential client's secret is in it this once, and only its
    * hash is kept.
+   * @param source the address registering, counted against {@link REGISTRATIONS_PER_HOUR}.
    * @throws InvalidClientMetadataError for metadata agentdb does not accept.
+   * @throws TooManyRequestsError past the address's registrations this hour.
    */
-  async register(metadata: unknown): Promise<OAuthClientInformationFull> {
+  async register(metadata: unknown, source: string): Promise<OAuthClientInformationFull> {
     const parsed = OAuthClientMetadataSchema.safeParse(metadata);
     if (!parsed.success) throw new InvalidClientMetadataError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const m = parsed.data;
@@ -81,6 +100,14 @@ export class OAuthClients {
       throw new InvalidClientMetadataError('grant_types: only authorization_code and refresh_token.');
     if ((m.response_types ?? ['code']).some((r) => r !== 'code')) throw new InvalidClientMetadataError('response_types: only code.');
 
+    try {
+      await this.limiter.consume(source);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      throw new TooManyRequestsError(
+        `At most ${REGISTRATIONS_PER_HOUR} registrations an hour from one address: try again in ${Math.ceil(err.msBeforeNext / 1000)} s.`,
+      );
+    }
     const clientId = `adbc_${randomBytes(16).toString('base64url')}`;
     const secret = authMethod === 'none' ? undefined : `adbs_${randomBytes(32).toString('base64url')}`;
     const createdAt = Date.now();
@@ -92,7 +119,7 @@ export class OAuthClients {
       ...(secret ? { secretHash: hashKey(secret) } : {}),
       createdAt,
     };
-    await this.redis.set(this.keys.oauth('client', clientId), JSON.stringify(client), 'EX', CLIENT_TTL_S);
+    await this.redis.set(this.keys.oauth('client', clientId), JSON.stringify(client), 'EX', CLIENT_UNUSED_TTL_S);
     return {
       ...m,
       redirect_uris: uris,

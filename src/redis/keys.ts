@@ -67,9 +67,10 @@ export interface Keys {
   redisBudget(workspace: string): { ledger: string; held: string };
   /**
    * OAuth sign-in (src/oauth/): a registered client, a code, a grant, an access or refresh token
-   * (by its sha256), and a member's grants (`grants`, id `<workspace>/<member>`). One hash tag.
+   * (by its sha256), a member's grants (`grants`, id `<workspace>/<member>`), and the
+   * registration rate's counters (`rate`, id `register`). One hash tag.
    */
-  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants', id: string): string;
+  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate', id: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */

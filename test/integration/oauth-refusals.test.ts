@@ -161,6 +161,45 @@ describe('OAuth discovery', () => {
   });
 });
 
+describe('OAuth clients', () => {
+  it('a registration nobody signs in through lapses in a day; a consent keeps it 90 days', async () => {
+    const keys = keysFor(box.config.prefix);
+    const clientId = await register();
+    expect(await server.redis.ttl(keys.oauth('client', clientId))).toBeLessThanOrEqual(24 * 3600);
+    const { cookie } = await signIn(adminKey);
+    await consent(cookie!, authParams(clientId, pkce().challenge));
+    expect(await server.redis.ttl(keys.oauth('client', clientId))).toBeGreaterThan(89 * 24 * 3600);
+  });
+
+  it('a confidential client authenticates with its secret (HTTP Basic), else invalid_client', async () => {
+    const reg = await server.app.inject({
+      method: 'POST',
+      url: '/oauth/register',
+      headers: { host: HOST },
+      payload: { client_name: 'Server App', redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'client_secret_basic' },
+    });
+    const { client_id, client_secret } = reg.json<{ client_id: string; client_secret: string }>();
+    expect(client_secret).toMatch(/^adbs_/);
+    const { cookie } = await signIn(adminKey);
+    const { verifier, challenge } = pkce();
+    const code = (await consent(cookie!, { ...authParams(client_id, challenge), redirect_uri: 'https://app.example/cb' })).searchParams.get('code')!;
+    const body = { grant_type: 'authorization_code', code, code_verifier: verifier };
+    const without = await token({ ...body, client_id });
+    expect(without.statusCode).toBe(401);
+    expect(without.json()).toMatchObject({ error: 'invalid_client' });
+    const basic = Buffer.from(`${client_id}:${client_secret}`).toString('base64');
+    const res = await server.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { ...formHeaders, authorization: `Basic ${basic}` },
+      payload: form(body),
+    });
+    // The refused request spent nothing: the client is checked before the code.
+    expect(res.statusCode).toBe(200);
+    expect((await mcp(res.json<{ access_token: string }>().access_token)).statusCode).toBe(200);
+  });
+});
+
 describe('OAuth refusals', () => {
   it('a wrong PKCE verifier is invalid_grant, and spends the code', async () => {
     const clientId = await register();
@@ -317,5 +356,24 @@ describe('OAuth refusals', () => {
     const unknown = await token({ grant_type: 'authorization_code', client_id: 'adbc_nobodyregisteredthis', code, code_verifier: verifier });
     expect(unknown.statusCode).toBe(401);
     expect(unknown.json()).toMatchObject({ error: 'invalid_client' });
+  });
+});
+
+describe('OAuth registration bounds', () => {
+  // Last in the file: it spends this sandbox's registrations for the hour.
+  it('one address registers at most 30 clients an hour: then 429 too_many_requests', async () => {
+    const answers: number[] = [];
+    for (let i = 0; i < 31; i++) {
+      const res = await server.app.inject({
+        method: 'POST',
+        url: '/oauth/register',
+        headers: { host: HOST },
+        payload: { redirect_uris: [CALLBACK], token_endpoint_auth_method: 'none' },
+      });
+      answers.push(res.statusCode);
+      if (res.statusCode === 429) expect(res.json()).toMatchObject({ error: 'too_many_requests' });
+    }
+    expect(answers.at(-1)).toBe(429);
+    expect(answers.filter((s) => s === 201).length).toBeLessThanOrEqual(30);
   });
 });

@@ -37,7 +37,7 @@ export function authorizationServerMetadata(base: string): OAuthMetadata {
 }
 
 function oauthError(reply: FastifyReply, err: OAuthError): FastifyReply {
-  const status = err.errorCode === 'invalid_client' ? 401 : err.errorCode === 'server_error' ? 500 : 400;
+  const status = { invalid_client: 401, server_error: 500, too_many_requests: 429 }[err.errorCode] ?? 400;
   return reply.code(status).header('cache-control', 'no-store').send(err.toResponseObject());
 }
 
@@ -101,7 +101,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
 
     app.post(OAUTH_PATHS.register, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
       try {
-        const info = await deps.clients.register(request.body);
+        const info = await deps.clients.register(request.body, request.ip);
         return reply.code(201).header('cache-control', 'no-store').send(info);
       } catch (err) {
         if (err instanceof OAuthError) return oauthError(reply, err);
