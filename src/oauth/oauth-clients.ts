@@ -5,6 +5,7 @@ import { InvalidClientError, InvalidClientMetadataError, TooManyRequestsError } 
 import { OAuthClientMetadataSchema, type OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Keys } from '../redis/keys.ts';
 import { hashKey } from '../registry/secret-key.ts';
+import { type FetchDocument, isDocumentClientId, readDocument, safeFetch } from './client-metadata-document.ts';
 
 /** A client as registered (RFC 7591): what the consent page names and the token endpoint checks. */
 export interface OAuthClient {
@@ -16,6 +17,8 @@ export interface OAuthClient {
   /** sha256 of the client secret; absent for a public client. */
   secretHash?: string;
   createdAt: number;
+  /** A client id metadata document's host: who vouches for the client's name and redirect URIs. */
+  documentHost?: string;
 }
 
 export type AuthMethod = 'none' | 'client_secret_post' | 'client_secret_basic';
@@ -33,6 +36,8 @@ export const CLIENT_TTL_S = 90 * 24 * 3600;
  * can make agentdb keep without signing in: 24 × this many small records per address.
  */
 export const REGISTRATIONS_PER_HOUR = 30;
+/** How long a client id metadata document read is used before it is read again. */
+const DOCUMENT_CACHE_S = 3600;
 /** Bounds what one registration may store: a client with more is not one a person uses. */
 const MAX_REDIRECT_URIS = 10;
 const MAX_URI_LENGTH = 2000;
@@ -64,9 +69,13 @@ export function redirectUriAllowed(uri: string): boolean {
 export class OAuthClients {
   private readonly limiter: RateLimiterRedis;
 
+  /**
+   * @param fetchDocument reads a client id metadata document (default: from public addresses only).
+   */
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
+    private readonly fetchDocument: FetchDocument = safeFetch,
   ) {
     this.limiter = new RateLimiterRedis({
       storeClient: redis,
@@ -133,8 +142,12 @@ export class OAuthClients {
     };
   }
 
-  /** The client `clientId`; undefined when unknown or lapsed. */
+  /**
+   * The client `clientId`: a registered one, or one whose id is the URL of its metadata
+   * document; undefined when unknown, lapsed, or its document cannot be read or is refused.
+   */
   async get(clientId: string): Promise<OAuthClient | undefined> {
+    if (isDocumentClientId(clientId)) return this.fromDocument(clientId);
     if (!/^adbc_[A-Za-z0-9_-]{10,64}$/.test(clientId)) return undefined;
     const raw = await this.redis.get(this.keys.oauth('client', clientId));
     return raw ? (JSON.parse(raw) as OAuthClient) : undefined;
@@ -142,7 +155,33 @@ export class OAuthClients {
 
   /** Keeps a client that people sign in through (see {@link CLIENT_TTL_S}). */
   async renew(clientId: string): Promise<void> {
-    await this.redis.expire(this.keys.oauth('client', clientId), CLIENT_TTL_S);
+    if (!isDocumentClientId(clientId)) await this.redis.expire(this.keys.oauth('client', clientId), CLIENT_TTL_S);
+  }
+
+  private async fromDocument(clientId: string): Promise<OAuthClient | undefined> {
+    const key = this.keys.oauth('client', `doc:${hashKey(clientId)}`);
+    const cached = await this.redis.get(key);
+    if (cached) return JSON.parse(cached) as OAuthClient;
+    let doc: unknown;
+    try {
+      doc = await this.fetchDocument(clientId);
+    } catch {
+      return undefined;
+    }
+    const read = readDocument(clientId, doc);
+    if ('refused' in read) return undefined;
+    const host = new URL(clientId).host;
+    if (read.redirectUris.length === 0 || read.redirectUris.length > MAX_REDIRECT_URIS || !read.redirectUris.every(redirectUriAllowed)) return undefined;
+    const client: OAuthClient = {
+      clientId,
+      clientName: read.clientName || host,
+      redirectUris: read.redirectUris,
+      authMethod: 'none',
+      createdAt: Date.now(),
+      documentHost: host,
+    };
+    await this.redis.set(key, JSON.stringify(client), 'EX', DOCUMENT_CACHE_S);
+    return client;
   }
 
   /**

@@ -19,6 +19,8 @@ export interface OAuthServer {
   redis: Redis;
   /** Moves the clock the OAuth tokens are judged by (to pass an access token's expiry). */
   advance(ms: number): void;
+  /** Client id metadata documents the server reads, by URL (in place of the internet). */
+  documents: Map<string, unknown>;
   close(): Promise<void>;
 }
 
@@ -33,7 +35,16 @@ export async function startOAuthServer(box: Sandbox): Promise<OAuthServer> {
   const calls = new KeyedCalls(box.client());
   const web = createWebDeps(config, { redis, members, approvals, calls });
   let skew = 0;
-  const oauth = createOAuthDeps({ ...config, oauth: { accessTtlS: 600, refreshTtlS: 3600 } }, { redis, members }, { now: () => Date.now() + skew });
+  const documents = new Map<string, unknown>();
+  const fetchDocument = async (url: string) => {
+    if (!documents.has(url)) throw new Error('HTTP 404');
+    return documents.get(url);
+  };
+  const oauth = createOAuthDeps(
+    { ...config, oauth: { accessTtlS: 600, refreshTtlS: 3600 } },
+    { redis, members },
+    { now: () => Date.now() + skew, fetchDocument },
+  );
   const app = buildApp({
     redis,
     shardCount: config.shardCount,
@@ -49,6 +60,7 @@ export async function startOAuthServer(box: Sandbox): Promise<OAuthServer> {
     app,
     members,
     redis,
+    documents,
     advance(ms) {
       skew += ms;
     },

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { OAuthMetadataSchema, OAuthProtectedResourceMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { safeFetch } from '../../src/oauth/client-metadata-document.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
@@ -197,6 +198,38 @@ describe('OAuth clients', () => {
     // The refused request spent nothing: the client is checked before the code.
     expect(res.statusCode).toBe(200);
     expect((await mcp(res.json<{ access_token: string }>().access_token)).statusCode).toBe(200);
+  });
+});
+
+describe('client id metadata documents', () => {
+  const DOC = 'https://desk.example/oauth/client.json';
+
+  it('a client whose id is its metadata document URL signs in without registering', async () => {
+    server.documents.set(DOC, { client_id: DOC, client_name: 'Doc Desk', redirect_uris: [CALLBACK], token_endpoint_auth_method: 'none' });
+    const { cookie } = await signIn(adminKey);
+    const { verifier, challenge } = pkce();
+    const page = await authorizePage(cookie, authParams(DOC, challenge));
+    expect(page.body).toContain('This app is described by desk.example');
+    const code = (await consent(cookie!, authParams(DOC, challenge))).searchParams.get('code')!;
+    const res = await token({ grant_type: 'authorization_code', client_id: DOC, code, code_verifier: verifier });
+    expect(res.statusCode).toBe(200);
+    expect((await mcp(res.json<{ access_token: string }>().access_token)).statusCode).toBe(200);
+  });
+
+  it('a document that does not name its own URL, or cannot be read, is no client', async () => {
+    const copied = 'https://copy.example/client.json';
+    server.documents.set(copied, { client_id: DOC, client_name: 'Doc Desk', redirect_uris: [CALLBACK] });
+    const { cookie } = await signIn(adminKey);
+    for (const id of [copied, 'https://gone.example/client.json']) {
+      const res = await authorizePage(cookie, authParams(id, pkce().challenge));
+      expect(res.statusCode).toBe(400);
+      expect(res.body).toContain('invalid_client');
+    }
+  });
+
+  it('agentdb reads documents from public addresses only', async () => {
+    for (const url of ['https://127.0.0.1/client.json', 'https://[::1]/client.json', 'https://169.254.169.254/latest', 'https://localhost/client.json'])
+      await expect(safeFetch(url)).rejects.toThrow('not a public address');
   });
 });
 

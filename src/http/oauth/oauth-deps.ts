@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../config.ts';
 import { NAME_PATTERN } from '../../contracts/names.ts';
+import type { FetchDocument } from '../../oauth/client-metadata-document.ts';
 import { OAuthClients } from '../../oauth/oauth-clients.ts';
 import { type GrantOptions, OAuthGrants } from '../../oauth/oauth-grants.ts';
 import { keysFor } from '../../redis/keys.ts';
@@ -45,18 +46,20 @@ export function resourceMetadataUrl(request: FastifyRequest, deps: OAuthDeps): s
 
 /**
  * OAuth sign-in from the config, for an entry point (`agentdb start`, tests); undefined with
- * OAUTH=off. `now` lets a test move the clock past a token's expiry.
+ * OAUTH=off. `now` lets a test move the clock past a token's expiry, `fetchDocument` serve client
+ * id metadata documents from hosts of its own.
  */
 export function createOAuthDeps(
   config: Config,
   shared: { redis: Redis; members: MemberRegistry },
-  opts: Pick<GrantOptions, 'now'> = {},
+  opts: Pick<GrantOptions, 'now'> & { fetchDocument?: FetchDocument } = {},
 ): OAuthDeps | undefined {
   if (!config.oauth) return undefined;
   const keys = keysFor(config.prefix);
+  const { fetchDocument, ...grantOpts } = opts;
   return {
-    clients: new OAuthClients(shared.redis, keys),
-    grants: new OAuthGrants(shared.redis, keys, shared.members, { ...config.oauth, ...opts }),
+    clients: new OAuthClients(shared.redis, keys, fetchDocument),
+    grants: new OAuthGrants(shared.redis, keys, shared.members, { ...config.oauth, ...grantOpts }),
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   };
 }

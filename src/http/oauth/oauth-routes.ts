@@ -32,6 +32,7 @@ export function authorizationServerMetadata(base: string): OAuthMetadata {
     token_endpoint_auth_methods_supported: [...AUTH_METHODS],
     revocation_endpoint_auth_methods_supported: [...AUTH_METHODS],
     authorization_response_iss_parameter_supported: true,
+    client_id_metadata_document_supported: true,
     service_documentation: 'https://github.com/agentdb/agentdb/blob/main/docs/mcp-http.md#sign-in-with-oauth',
   };
 }

@@ -61,6 +61,7 @@ function consentPage(member: Member, csrf: string, r: AuthorizationRequest, q: A
     { title: `Connect ${r.client.clientName}`, member, csrf },
     html`<section class="signin consent">
 <h1>Connect ${r.client.clientName} to agentdb?</h1>
+${r.client.documentHost ? html`<p class="muted">This app is described by ${r.client.documentHost} (its client id is <code>${r.client.clientId}</code>).</p>` : ''}
 <p><strong>${r.client.clientName}</strong> asks to use agentdb’s tools as you, <strong>${member.name}</strong>${member.role === 'admin' ? ' (admin)' : ''}, in workspace <strong>${member.workspace}</strong>, at <code>${r.resource}</code>.</p>
 <p>It will be able to:</p>
 <ul>${abilities(member).map((a) => html`<li>${a}</li>`)}</ul>
