@@ -1,18 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
 import { OAuthMetadataSchema, OAuthProtectedResourceMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { safeFetch } from '../../src/oauth/client-metadata-document.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { BASE, CALLBACK, HOST, oauthFlow } from '../helpers/oauth-flow.ts';
 import { type OAuthServer, startOAuthServer } from '../helpers/oauth-server.ts';
 
 // Every way an OAuth sign-in must fail, each with its RFC 6749 error, through the app as
 // `agentdb start` builds it (requests injected; no tool runs, so no workers).
-const HOST = 'agentdb.test';
-const BASE = `http://${HOST}`;
-const CALLBACK = 'http://127.0.0.1:7777/cb';
 
 let box: Sandbox;
 let server: OAuthServer;
@@ -34,112 +30,8 @@ afterAll(async () => {
   await box?.cleanup();
 });
 
-const form = (body: Record<string, string>) => new URLSearchParams(body).toString();
-const formHeaders = { host: HOST, 'content-type': 'application/x-www-form-urlencoded' };
-
-async function register(redirectUris: string[] = [CALLBACK]): Promise<string> {
-  const res = await server.app.inject({
-    method: 'POST',
-    url: '/oauth/register',
-    headers: { host: HOST },
-    payload: { client_name: 'Refusal Desk', redirect_uris: redirectUris, token_endpoint_auth_method: 'none' },
-  });
-  expect(res.statusCode).toBe(201);
-  return res.json<{ client_id: string }>().client_id;
-}
-
-/** A web session's cookie, signed in with `key`; undefined when sign-in refused it. */
-async function signIn(key: string): Promise<{ cookie?: string; status: number }> {
-  const res = await server.app.inject({ method: 'POST', url: '/sign-in', headers: { ...formHeaders, origin: BASE }, payload: form({ key, next: '/inbox' }) });
-  const set = res.headers['set-cookie'];
-  const cookie = (Array.isArray(set) ? set[0] : set)?.split(';')[0];
-  return { status: res.statusCode, ...(cookie ? { cookie } : {}) };
-}
-
-function pkce() {
-  const verifier = randomBytes(32).toString('base64url');
-  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
-}
-
-/** GET /oauth/authorize as the session of `cookie`. */
-function authorizePage(cookie: string | undefined, params: Record<string, string>) {
-  return server.app.inject({
-    method: 'GET',
-    url: `/oauth/authorize?${new URLSearchParams(params)}`,
-    headers: { host: HOST, accept: 'text/html', ...(cookie ? { cookie } : {}) },
-  });
-}
-
-/** The consent page, then Allow (or Deny): answers where the browser is sent. */
-async function consent(cookie: string, params: Record<string, string>, decision = 'allow'): Promise<URL> {
-  const page = await authorizePage(cookie, params);
-  expect(page.statusCode).toBe(200);
-  const csrf = /name="csrf-token" content="([^"]+)"/.exec(page.body)![1]!;
-  const res = await server.app.inject({
-    method: 'POST',
-    url: '/oauth/authorize',
-    headers: { ...formHeaders, origin: BASE, cookie },
-    payload: form({ ...params, decision, _csrf: csrf }),
-  });
-  expect(res.statusCode).toBe(303);
-  return new URL(res.headers.location as string);
-}
-
-function authParams(clientId: string, challenge: string, extra: Record<string, string> = {}) {
-  return {
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: CALLBACK,
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-    state: 's1',
-    resource: `${BASE}/mcp`,
-    ...extra,
-  };
-}
-
-function token(body: Record<string, string>) {
-  return server.app.inject({ method: 'POST', url: '/oauth/token', headers: formHeaders, payload: form(body) });
-}
-
-/** An MCP initialize with `bearer` at `path`: 200 when the endpoint took it. */
-function mcp(bearer: string | undefined, path = '/mcp') {
-  return server.app.inject({
-    method: 'POST',
-    url: path,
-    headers: {
-      host: HOST,
-      accept: 'application/json, text/event-stream',
-      'content-type': 'application/json',
-      ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
-    },
-    payload: {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-    },
-  });
-}
-
-/** A whole sign-in as the admin: the client, its verifier, and the token response. */
-async function signedIn(extra: Record<string, string> = {}) {
-  const clientId = await register();
-  const { cookie } = await signIn(adminKey);
-  const { verifier, challenge } = pkce();
-  const back = await consent(cookie!, authParams(clientId, challenge, extra));
-  const code = back.searchParams.get('code')!;
-  const res = await token({
-    grant_type: 'authorization_code',
-    client_id: clientId,
-    code,
-    code_verifier: verifier,
-    redirect_uri: CALLBACK,
-    resource: extra.resource ?? `${BASE}/mcp`,
-  });
-  expect(res.statusCode).toBe(200);
-  return { clientId, cookie: cookie!, tokens: res.json<{ access_token: string; refresh_token: string; expires_in: number }>() };
-}
+const { form, formHeaders, register, signIn, pkce, authorizePage, consent, authParams, token, mcp } = oauthFlow(() => server);
+const signedIn = (extra: Record<string, string> = {}) => oauthFlow(() => server).signedIn(adminKey, extra);
 
 describe('OAuth discovery', () => {
   it('a 401 from /mcp names its protected resource metadata, which names agentdb as its authorization server', async () => {
@@ -159,77 +51,6 @@ describe('OAuth discovery', () => {
     expect((await mcp(agentKey)).statusCode).toBe(200);
     const { tokens } = await signedIn();
     expect((await mcp(tokens.access_token)).statusCode).toBe(200);
-  });
-});
-
-describe('OAuth clients', () => {
-  it('a registration nobody signs in through lapses in a day; a consent keeps it 90 days', async () => {
-    const keys = keysFor(box.config.prefix);
-    const clientId = await register();
-    expect(await server.redis.ttl(keys.oauth('client', clientId))).toBeLessThanOrEqual(24 * 3600);
-    const { cookie } = await signIn(adminKey);
-    await consent(cookie!, authParams(clientId, pkce().challenge));
-    expect(await server.redis.ttl(keys.oauth('client', clientId))).toBeGreaterThan(89 * 24 * 3600);
-  });
-
-  it('a confidential client authenticates with its secret (HTTP Basic), else invalid_client', async () => {
-    const reg = await server.app.inject({
-      method: 'POST',
-      url: '/oauth/register',
-      headers: { host: HOST },
-      payload: { client_name: 'Server App', redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'client_secret_basic' },
-    });
-    const { client_id, client_secret } = reg.json<{ client_id: string; client_secret: string }>();
-    expect(client_secret).toMatch(/^adbs_/);
-    const { cookie } = await signIn(adminKey);
-    const { verifier, challenge } = pkce();
-    const code = (await consent(cookie!, { ...authParams(client_id, challenge), redirect_uri: 'https://app.example/cb' })).searchParams.get('code')!;
-    const body = { grant_type: 'authorization_code', code, code_verifier: verifier };
-    const without = await token({ ...body, client_id });
-    expect(without.statusCode).toBe(401);
-    expect(without.json()).toMatchObject({ error: 'invalid_client' });
-    const basic = Buffer.from(`${client_id}:${client_secret}`).toString('base64');
-    const res = await server.app.inject({
-      method: 'POST',
-      url: '/oauth/token',
-      headers: { ...formHeaders, authorization: `Basic ${basic}` },
-      payload: form(body),
-    });
-    // The refused request spent nothing: the client is checked before the code.
-    expect(res.statusCode).toBe(200);
-    expect((await mcp(res.json<{ access_token: string }>().access_token)).statusCode).toBe(200);
-  });
-});
-
-describe('client id metadata documents', () => {
-  const DOC = 'https://desk.example/oauth/client.json';
-
-  it('a client whose id is its metadata document URL signs in without registering', async () => {
-    server.documents.set(DOC, { client_id: DOC, client_name: 'Doc Desk', redirect_uris: [CALLBACK], token_endpoint_auth_method: 'none' });
-    const { cookie } = await signIn(adminKey);
-    const { verifier, challenge } = pkce();
-    const page = await authorizePage(cookie, authParams(DOC, challenge));
-    expect(page.body).toContain('This app is described by desk.example');
-    const code = (await consent(cookie!, authParams(DOC, challenge))).searchParams.get('code')!;
-    const res = await token({ grant_type: 'authorization_code', client_id: DOC, code, code_verifier: verifier });
-    expect(res.statusCode).toBe(200);
-    expect((await mcp(res.json<{ access_token: string }>().access_token)).statusCode).toBe(200);
-  });
-
-  it('a document that does not name its own URL, or cannot be read, is no client', async () => {
-    const copied = 'https://copy.example/client.json';
-    server.documents.set(copied, { client_id: DOC, client_name: 'Doc Desk', redirect_uris: [CALLBACK] });
-    const { cookie } = await signIn(adminKey);
-    for (const id of [copied, 'https://gone.example/client.json']) {
-      const res = await authorizePage(cookie, authParams(id, pkce().challenge));
-      expect(res.statusCode).toBe(400);
-      expect(res.body).toContain('invalid_client');
-    }
-  });
-
-  it('agentdb reads documents from public addresses only', async () => {
-    for (const url of ['https://127.0.0.1/client.json', 'https://[::1]/client.json', 'https://169.254.169.254/latest', 'https://localhost/client.json'])
-      await expect(safeFetch(url)).rejects.toThrow('not a public address');
   });
 });
 
@@ -389,24 +210,5 @@ describe('OAuth refusals', () => {
     const unknown = await token({ grant_type: 'authorization_code', client_id: 'adbc_nobodyregisteredthis', code, code_verifier: verifier });
     expect(unknown.statusCode).toBe(401);
     expect(unknown.json()).toMatchObject({ error: 'invalid_client' });
-  });
-});
-
-describe('OAuth registration bounds', () => {
-  // Last in the file: it spends this sandbox's registrations for the hour.
-  it('one address registers at most 30 clients an hour: then 429 too_many_requests', async () => {
-    const answers: number[] = [];
-    for (let i = 0; i < 31; i++) {
-      const res = await server.app.inject({
-        method: 'POST',
-        url: '/oauth/register',
-        headers: { host: HOST },
-        payload: { redirect_uris: [CALLBACK], token_endpoint_auth_method: 'none' },
-      });
-      answers.push(res.statusCode);
-      if (res.statusCode === 429) expect(res.json()).toMatchObject({ error: 'too_many_requests' });
-    }
-    expect(answers.at(-1)).toBe(429);
-    expect(answers.filter((s) => s === 201).length).toBeLessThanOrEqual(30);
   });
 });
