@@ -33,7 +33,6 @@ export function authorizationServerMetadata(base: string): OAuthMetadata {
     revocation_endpoint_auth_methods_supported: [...AUTH_METHODS],
     authorization_response_iss_parameter_supported: true,
     client_id_metadata_document_supported: true,
-    service_documentation: 'https://github.com/agentdb/agentdb/blob/main/docs/mcp-http.md#sign-in-with-oauth',
   };
 }
 
@@ -91,7 +90,6 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
         authorization_servers: [base],
         bearer_methods_supported: ['header'],
         resource_name: 'agentdb',
-        resource_documentation: 'https://github.com/agentdb/agentdb/blob/main/docs/mcp-http.md',
       };
       return reply.send(body);
     };
