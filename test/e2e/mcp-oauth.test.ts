@@ -6,6 +6,8 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { type OAuthServer, startOAuthServer } from '../helpers/oauth-server.ts';
+import { freePort } from '../helpers/own-redis.ts';
+import { startCli, stop } from '../helpers/processes.ts';
 
 // A person adds agentdb to an MCP client by its URL alone: the SDK client finds where to sign in
 // (401 → protected resource metadata → authorization server metadata), registers itself, sends
@@ -160,4 +162,23 @@ it('an SDK client signs in by URL, the person consents in the browser, and the t
   await context.close();
   await expect(bob.client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } })).rejects.toThrow();
   await bob.client.close();
+});
+
+it('agentdb start serves OAuth sign-in, its URLs named by PUBLIC_URL', { timeout: 60_000 }, async () => {
+  const sb = sandbox();
+  const port = await freePort();
+  const app = await startCli(['start'], { ...sb.env, PORT: String(port), PUBLIC_URL: 'https://agentdb.example.com/' });
+  try {
+    const local = `http://127.0.0.1:${port}`;
+    const denied = await fetch(`${local}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('www-authenticate')).toContain('resource_metadata="https://agentdb.example.com/.well-known/oauth-protected-resource/mcp"');
+    const prm = (await (await fetch(`${local}/.well-known/oauth-protected-resource/mcp`)).json()) as Record<string, unknown>;
+    expect(prm).toMatchObject({ resource: 'https://agentdb.example.com/mcp', authorization_servers: ['https://agentdb.example.com'] });
+    const as = (await (await fetch(`${local}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    expect(as).toMatchObject({ issuer: 'https://agentdb.example.com', authorization_endpoint: 'https://agentdb.example.com/oauth/authorize' });
+  } finally {
+    await stop(app);
+    await sb.cleanup();
+  }
 });
