@@ -31,6 +31,27 @@ export type AuthorizationCheck =
   | { ok: false; show: string }
   | { ok: false; redirect: { redirectUri: string; error: string; description: string; state?: string } };
 
+/**
+ * True when `given` is one of the client's redirect URIs: exactly, or, for an http loopback URI,
+ * on any port (RFC 8252 §7.3: a desktop app listens on whatever port it gets).
+ */
+export function redirectRegistered(registered: readonly string[], given: string): boolean {
+  if (registered.includes(given)) return true;
+  let url: URL;
+  try {
+    url = new URL(given);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== 'http:' || !LOOPBACK.includes(url.hostname)) return false;
+  return registered.some((r) => {
+    const reg = new URL(r);
+    return reg.protocol === 'http:' && reg.hostname === url.hostname && reg.pathname === url.pathname && reg.search === url.search;
+  });
+}
+
+const LOOPBACK = ['127.0.0.1', '[::1]', 'localhost'];
+
 /** A PKCE challenge: base64url of a sha256, 43 characters. */
 const CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
@@ -49,7 +70,7 @@ export async function checkAuthorization(
   const client = q.client_id ? await clients.get(q.client_id) : undefined;
   if (!client) return { ok: false, show: 'invalid_client: this app is not registered here (or its registration lapsed); connect it again.' };
   const redirectUri = q.redirect_uri ?? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined);
-  if (!redirectUri || !client.redirectUris.includes(redirectUri)) {
+  if (!redirectUri || !redirectRegistered(client.redirectUris, redirectUri)) {
     return { ok: false, show: 'invalid_request: redirect_uri is not one the app registered, so agentdb will not send you there.' };
   }
   const back = (error: string, description: string) =>

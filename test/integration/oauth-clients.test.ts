@@ -64,6 +64,23 @@ describe('OAuth clients', () => {
   });
 });
 
+describe('redirect URIs', () => {
+  it('a loopback redirect URI matches on any port (RFC 8252), any other only exactly', async () => {
+    const clientId = await register(['http://127.0.0.1/callback']);
+    const { cookie } = await signIn(adminKey);
+    const { challenge } = pkce();
+    const back = await consent(cookie!, { ...authParams(clientId, challenge), redirect_uri: 'http://127.0.0.1:51234/callback' });
+    expect(back.origin + back.pathname).toBe('http://127.0.0.1:51234/callback');
+    for (const other of ['http://127.0.0.1:51234/elsewhere', 'http://localhost:51234/callback']) {
+      const res = await authorizePage(cookie, { ...authParams(clientId, challenge), redirect_uri: other });
+      expect(res.statusCode).toBe(400);
+    }
+    const https = await register(['https://app.example/cb']);
+    const res = await authorizePage(cookie, { ...authParams(https, challenge), redirect_uri: 'https://app.example:8443/cb' });
+    expect(res.statusCode).toBe(400);
+  });
+});
+
 describe('client id metadata documents', () => {
   const DOC = 'https://desk.example/oauth/client.json';
 
