@@ -120,7 +120,8 @@ async function signInAs(key: string): Promise<{ client: Client; provider: Memory
 }
 
 it('an SDK client signs in by URL, the person consents in the browser, and the token calls the tools as that member', { timeout: 90_000 }, async () => {
-  const { client, consentText } = await signInAs(adminKey);
+  const admin = await signInAs(adminKey);
+  const { client, consentText } = admin;
   expect(consentText).toContain('Connect Test Desk to agentdb?');
   expect(consentText).toContain('ada (admin), in workspace acme');
   expect(consentText).toContain('DATA_DROP_TABLE');
@@ -131,6 +132,12 @@ it('an SDK client signs in by URL, the person consents in the browser, and the t
     isError: false,
     structuredContent: { rows: [['hi']] },
   });
+  // Past the access token's life the SDK client refreshes on the 401 (the refresh token rotates) and goes on.
+  const { provider } = admin;
+  const before = provider.saved!;
+  server.advance((before.expires_in ?? 0) * 1000 + 1000);
+  expect(await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM notes' } })).toMatchObject({ isError: false });
+  expect(provider.saved!.refresh_token).not.toBe(before.refresh_token);
   await client.close();
 
   // A member's grant carries the member's role: a drop is refused, and the consent page said so.
