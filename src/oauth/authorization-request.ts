@@ -80,7 +80,8 @@ export async function checkAuthorization(
   if (!q.code_challenge || !CHALLENGE.test(q.code_challenge))
     return back('invalid_request', 'code_challenge must be an S256 challenge (43 base64url characters).');
   const resource = q.resource ?? defaultResource;
-  if (!ownResource(resource)) return back('invalid_target', "resource is not one of this agentdb's MCP endpoints open to you: /mcp, /mcp/w/<your workspace> or /mcp/t/<team>.");
+  if (!ownResource(resource))
+    return back('invalid_target', "resource is not one of this agentdb's MCP endpoints open to you: /mcp, /mcp/w/<your workspace> or /mcp/t/<team>.");
   return {
     ok: true,
     request: { client, redirectUri, challenge: q.code_challenge, resource, ...(q.state !== undefined ? { state: q.state } : {}) },
