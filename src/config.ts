@@ -181,8 +181,51 @@ const envSchema = z.object({
   AGENTDB_KEY: z.string().optional(),
   /** How long one HTTP request (`POST /v1/calls`, `GET …?wait=true`) waits before answering where the call stands. */
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
-  /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
-  MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
+  /**
+   * How long an MCP tool call (one that asked for no task) waits for a person's decision before
+   * answering that it is pending. Below 60 s, the MCP SDK clients' default request timeout: at
+   * 60 s the SDK client, LangChain and OpenAI Agents gave up with -32001 first and never learned
+   * the approval id (issue 28). 25 s leaves room for a slow network and a client set shorter.
+   */
+  MCP_APPROVAL_WAIT_MS: int(100, 59_999, 25_000),
+  /**
+   * Browser origins `/mcp` serves besides its own and loopback ones (comma-separated, e.g.
+   * `https://app.example.com`); any other Origin header, `null` included, is refused with 403.
+   * Requests without an Origin (every non-browser client) are not affected.
+   */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v, ctx): string[] => {
+      const list = commaList(v);
+      for (const o of list) {
+        const parsed = URL.canParse(o) ? new URL(o) : undefined;
+        if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== o.replace(/\/$/, '')) {
+          ctx.addIssue({ code: 'custom', message: `not an origin (scheme://host[:port], nothing after): ${JSON.stringify(o)}` });
+          return z.NEVER;
+        }
+      }
+      return list.map((o) => new URL(o).origin);
+    }),
+  /**
+   * Host names `/mcp` answers to besides loopback and HOST (comma-separated, no ports: the name
+   * your clients use, e.g. `agentdb.example.com`), against DNS rebinding; `*`: any host (only
+   * when a proxy in front checks the Host itself).
+   */
+  MCP_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((v, ctx): string[] | '*' => {
+      if (v.trim() === '*') return '*';
+      const list = commaList(v).map((h) => h.toLowerCase());
+      for (const h of list) {
+        if (!URL.canParse(`http://${h}`) || new URL(`http://${h}`).host !== h || h.includes(':') !== h.startsWith('[')) {
+          ctx.addIssue({ code: 'custom', message: `not a host name without a port: ${JSON.stringify(h)}` });
+          return z.NEVER;
+        }
+      }
+      return list;
+    }),
   /** How long a web page session lives without a request (sliding); the cookie itself ends with the browser. */
   WEB_SESSION_TTL_S: int(60, 30 * 24 * 3600, 8 * 3600),
   /** OAuth sign-in for people's MCP clients (docs/mcp-http.md "Sign in with OAuth"); `off` leaves keys only. */
@@ -224,6 +267,14 @@ const envSchema = z.object({
       return z.NEVER;
     }),
 });
+
+/** The items of a comma-separated setting, trimmed, empty ones dropped. */
+function commaList(v: string): string[] {
+  return v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
 
 /** Every variable agentdb reads (docs/operations.md's table lists each; a test keeps them in step). */
 export const ENV_NAMES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
@@ -307,6 +358,10 @@ export interface Config {
   readonly mcpKey?: string;
   readonly httpWaitMs: number;
   readonly mcpApprovalWaitMs: number;
+  /** MCP_ALLOWED_ORIGINS, each an origin (`https://app.example.com`). */
+  readonly mcpAllowedOrigins: readonly string[];
+  /** MCP_ALLOWED_HOSTS: host names without ports, or `*` for any. */
+  readonly mcpAllowedHosts: readonly string[] | '*';
   readonly webSessionTtlS: number;
   /** OAuth sign-in (OAUTH, OAUTH_*_TTL_S); undefined with OAUTH=off. */
   readonly oauth?: { readonly accessTtlS: number; readonly refreshTtlS: number };
@@ -427,6 +482,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     httpWaitMs: e.HTTP_WAIT_MS,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
+    mcpAllowedOrigins: Object.freeze(e.MCP_ALLOWED_ORIGINS),
+    mcpAllowedHosts: e.MCP_ALLOWED_HOSTS === '*' ? '*' : Object.freeze(e.MCP_ALLOWED_HOSTS),
     webSessionTtlS: e.WEB_SESSION_TTL_S,
     ...(e.OAUTH === 'on' ? { oauth: Object.freeze({ accessTtlS: e.OAUTH_ACCESS_TOKEN_TTL_S, refreshTtlS: e.OAUTH_REFRESH_TOKEN_TTL_S }) } : {}),
     ...(e.PUBLIC_URL ? { publicUrl: e.PUBLIC_URL.replace(/\/+$/, '') } : {}),

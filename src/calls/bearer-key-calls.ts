@@ -41,6 +41,11 @@ type Translated = Extract<DbTranslation, { ok: true }>;
 export class KeyedCalls {
   /** Ends each wait in progress early (see {@link stopWaiting}). */
   private readonly waits = new Set<AbortController>();
+  /**
+   * Set by {@link stopWaiting}: the server stops, and a request that would wait again (an MCP
+   * `tasks/result`, which waits until its call ends) answers instead.
+   */
+  stopped = false;
 
   constructor(
     private readonly client: AgentDbClient,
@@ -58,6 +63,7 @@ export class KeyedCalls {
    * request waiting on a person's decision held a SIGTERM for up to MCP_APPROVAL_WAIT_MS.
    */
   stopWaiting(): void {
+    this.stopped = true;
     for (const wait of this.waits) wait.abort(BOUND_PASSED);
     this.waits.clear();
   }

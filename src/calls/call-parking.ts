@@ -1,3 +1,6 @@
+// One file just past 300 lines on purpose: parking a call and resuming it once a person decided
+// are one job's two halves (firstPark writes the approval with its digest, resume reads it back
+// and checks the job against it), and they share the job's sleep and audit.
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallJobData } from '../contracts/call.ts';

@@ -1,3 +1,6 @@
+// One file past 300 lines on purpose: AgentDbClient is the package's public API (its options and
+// the enqueue that admits a call: plan, rate, budget, headroom, call-id claim, add or join, in that
+// order). Each step it calls lives in its own file in calls/; what is left here is the order.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';

@@ -26,8 +26,11 @@ export const ENVELOPE_RESERVE_BYTES = 2 * 64 * 1024;
 export interface BudgetEntry {
   /** The call's key (`callKey`), so that a call counted twice counts once. */
   callKey: string;
-  /** `args` (the job's data), `envelope` (its result), `approval` (its record), `reserve` (room for its envelope until it has one). */
-  kind: 'args' | 'envelope' | 'approval' | 'reserve';
+  /**
+   * `args` (the job's data), `envelope` (its result), `approval` (its record), `reserve` (room for
+   * its envelope until it has one), `task` (an MCP task standing for it, with its result).
+   */
+  kind: 'args' | 'envelope' | 'approval' | 'reserve' | 'task';
   bytes: number;
   until: number;
 }

@@ -3,6 +3,7 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../registry/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { mcpOriginPolicy } from '../http/mcp-origin-check.ts';
 import { Metrics } from '../metrics.ts';
 import { addServiceGauges } from '../shards/service-gauges.ts';
 import { BackupLog } from '../shards/backup-log.ts';
@@ -27,6 +28,7 @@ import { ensureRedis } from './local-redis.ts';
 import { untilSignal } from './signals.ts';
 import { drainWithin, exitAfterGrace } from './drain.ts';
 import { allShards } from './worker.ts';
+import { mcpWaiting } from '../mcp/waiting-calls.ts';
 
 /** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
 export async function start(ctx: CommandContext): Promise<number> {
@@ -80,6 +82,8 @@ export async function start(ctx: CommandContext): Promise<number> {
       calls,
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
+      mcpOrigins: mcpOriginPolicy(config),
+      mcpWaiting: mcpWaiting({ redis, keys, calls, approvalTtlMs: config.approvalTtlMs, resultTtlS: config.resultTtlS }),
       results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
     web: web.web,

@@ -58,6 +58,8 @@ export interface LuaCommands {
   agentdbLeaseAcquire(lease: string, token: string, ttlMs: string): Promise<1 | string>;
   agentdbLeaseTakeFrom(lease: string, token: string, ttlMs: string, holder: string): Promise<number>;
   agentdbLeaseRelease(lease: string, token: string): Promise<number>;
+  /** delete-if-equal.lua: 1 when the key held the value and is gone, else 0. */
+  agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
   /** The record as it was (null when unknown); a record not yet spent is marked `spent` with its TTL. */
   agentdbOauthSpend(key: string, spentMark: string): Promise<string | null>;
 }
@@ -78,6 +80,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },
   agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },
+  agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
 };
 

@@ -50,7 +50,8 @@ export async function startOAuthServer(box: Sandbox): Promise<OAuthServer> {
     shardCount: config.shardCount,
     members,
     approvals,
-    keyed: { auth: new KeyAuthenticator(redis, keys), calls, waitMs: 10_000, approvalWaitMs: 10_000 },
+    // The OAuth tests' requests name agentdb.test (test/helpers/oauth-flow.ts), as a public deployment's would.
+    keyed: { auth: new KeyAuthenticator(redis, keys), calls, waitMs: 10_000, approvalWaitMs: 10_000, mcpOrigins: { hosts: ['agentdb.test'], origins: [] } },
     web: web.web,
     ...(oauth ? { oauth } : {}),
   });
