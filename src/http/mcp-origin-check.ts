@@ -50,13 +50,21 @@ function hostnameOf(host: string | undefined): string | undefined {
 
 /**
  * The policy of a service listening on `host` (config HOST): an address of its own, not a
- * wildcard, is a name clients reach it by, so it is allowed with MCP_ALLOWED_HOSTS.
+ * wildcard, is a name clients reach it by, so it is allowed with MCP_ALLOWED_HOSTS; so is the
+ * host of PUBLIC_URL, the name OAuth sign-in gives clients for `/mcp`.
  */
-export function mcpOriginPolicy(config: { host: string; mcpAllowedHosts: readonly string[] | '*'; mcpAllowedOrigins: readonly string[] }): McpOriginPolicy {
+export function mcpOriginPolicy(config: {
+  host: string;
+  mcpAllowedHosts: readonly string[] | '*';
+  mcpAllowedOrigins: readonly string[];
+  publicUrl?: string;
+}): McpOriginPolicy {
   if (config.mcpAllowedHosts === '*') return { hosts: '*', origins: config.mcpAllowedOrigins };
   const listen = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
   const own = WILDCARDS.has(config.host) ? undefined : hostnameOf(listen);
-  return { hosts: own ? [...config.mcpAllowedHosts, own] : config.mcpAllowedHosts, origins: config.mcpAllowedOrigins };
+  const pub = config.publicUrl ? new URL(config.publicUrl).hostname : undefined;
+  const hosts = [...config.mcpAllowedHosts, ...(own ? [own] : []), ...(pub ? [pub] : [])];
+  return { hosts, origins: config.mcpAllowedOrigins };
 }
 
 /** HOST values that listen on every address, and so name none. */
