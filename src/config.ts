@@ -74,6 +74,13 @@ const envSchema = z.object({
   WORKSPACE_MAX_BYTES: int(0, Number.MAX_SAFE_INTEGER, 0),
   /** The bearer token `GET /metrics` asks for; unset, /metrics is off (it names workspaces). */
   METRICS_TOKEN: z.string().min(16).optional(),
+  /**
+   * The port `agentdb worker` serves `GET /metrics` on (its own calls, executor children, capture
+   * lag, refusals), on HOST, behind METRICS_TOKEN; 0: none. `agentdb start` serves it on PORT.
+   */
+  WORKER_METRICS_PORT: int(0, 65_535, 0),
+  /** How many workspaces `/metrics` shows the Redis bytes of, the most first: bounds its labels. */
+  METRICS_TOP_WORKSPACES: int(0, 1000, 20),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   /**
@@ -99,6 +106,14 @@ const envSchema = z.object({
    * It replaced RESULT_TTL_S (7 days): a day of a busy workspace's envelopes is what Redis holds.
    */
   RESULT_TTL_HOURS: int(1, 30 * 24, 24),
+  /**
+   * How often the scheduler removes finished calls past RESULT_TTL_HOURS and their `completed`
+   * events from every shard queue, in seconds. A workspace's Redis budget counts a finished
+   * call's envelope until RESULT_TTL_HOURS plus this: BullMQ trims its event stream by count
+   * only, and a finished job only when another of its queue finishes, so on a quiet shard both
+   * outlived the budget's count (issue 27).
+   */
+  RESULT_TRIM_EVERY_S: int(10, 24 * 3600, 300),
   /**
    * The most a call that waits for a person may carry as JSON (its SQL and params): its job and
    * its approval stay in Redis while it waits (APPROVAL_TTL_MS) and its record for
@@ -325,11 +340,17 @@ export interface Config {
   readonly workspaceQuota: { readonly maxDatabases?: number; readonly maxBytes?: number };
   /** The bearer token `GET /metrics` asks for (METRICS_TOKEN); absent, the route answers NOT_FOUND. */
   readonly metricsToken?: string;
+  /** WORKER_METRICS_PORT: 0 for none. */
+  readonly workerMetricsPort: number;
+  /** METRICS_TOP_WORKSPACES. */
+  readonly metricsTopWorkspaces: number;
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
   /** RESULT_TTL_HOURS, in seconds. */
   readonly resultTtlS: number;
+  /** RESULT_TRIM_EVERY_S. */
+  readonly resultTrimEveryS: number;
   /** Call rates (RATE_LIMITS and RATE_LIMIT_*); false with RATE_LIMITS=off. */
   readonly rateLimits: RateLimitSettings | false;
   /** MAX_PARKED_CALL_BYTES. */
@@ -444,6 +465,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ...(e.WORKSPACE_MAX_BYTES > 0 ? { maxBytes: e.WORKSPACE_MAX_BYTES } : {}),
     }),
     ...(e.METRICS_TOKEN ? { metricsToken: e.METRICS_TOKEN } : {}),
+    workerMetricsPort: e.WORKER_METRICS_PORT,
+    metricsTopWorkspaces: e.METRICS_TOP_WORKSPACES,
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,
@@ -456,6 +479,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             ...(e.RATE_LIMIT_KEY_CALLS ? { keyCalls: e.RATE_LIMIT_KEY_CALLS } : {}),
           }),
     resultTtlS: e.RESULT_TTL_HOURS * 3600,
+    resultTrimEveryS: e.RESULT_TRIM_EVERY_S,
     maxParkedCallBytes: e.MAX_PARKED_CALL_BYTES,
     redisBytesPerWorkspace: e.REDIS_BYTES_PER_WORKSPACE,
     redisMemoryHeadroomPercent: e.REDIS_MEMORY_HEADROOM_PERCENT,

@@ -53,11 +53,11 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const blobs = openBlobStore(config);
-  const client = clientOf(config);
-  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
-  // One registry for the process: the workers below count into it, /metrics reads it.
+  // One registry for the process: the client and the workers below count into it, /metrics reads it.
   const metrics = new Metrics();
-  const calls = new KeyedCalls(client, (quota) => metrics.refusals.inc({ quota }));
+  const client = clientOf(config, metrics);
+  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
+  const calls = new KeyedCalls(client);
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   // The web page's history panel calls the same history core as /v1/databases/:db/history.
   const web = createWebDeps(config, { redis, members, approvals, calls, history });

@@ -73,6 +73,8 @@ export interface Keys {
    * workspace, so the script that keeps both touches one slot.
    */
   redisBudget(workspace: string): { ledger: string; held: string };
+  /** Each workspace's Redis budget held, as last counted (a sorted set by bytes), for `/metrics`' top workspaces. */
+  redisBudgetIndex: string;
   /**
    * OAuth sign-in (src/oauth/): a registered client, a code, a grant, an access or refresh token
    * (by its sha256), a member's grants (`grants`, id `<workspace>/<member>`), and the
@@ -112,6 +114,7 @@ export function keysFor(prefix: string): Keys {
     callRate: (of) => `${prefix}:call-rate:${of}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
+    redisBudgetIndex: `${prefix}:redis-budget-index`,
     oauth: (kind, id) => `${prefix}:{oauth}:${kind}:${id}`,
   };
 }

@@ -60,6 +60,8 @@ export interface LuaCommands {
   agentdbLeaseRelease(lease: string, token: string): Promise<number>;
   /** delete-if-equal.lua: 1 when the key held the value and is gone, else 0. */
   agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
+  /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
+  agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
   /** The record as it was (null when unknown); a record not yet spent is marked `spent` with its TTL. */
   agentdbOauthSpend(key: string, spentMark: string): Promise<string | null>;
 }
@@ -81,6 +83,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },
   agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
+  agentdbCallFind: { file: 'call-find.lua' },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
 };
 

@@ -135,7 +135,7 @@ export class ShardWorkerPool {
     }));
   }
 
-  /** Adds this worker's gauges to `metrics`: its executor children by state, statements waiting for one, shards owned. */
+  /** Adds this worker's gauges to `metrics`: its executor children by state, statements waiting for one, shards owned, capture lag. */
   private registerGauges(metrics: Metrics): void {
     metrics.gauge('agentdb_executor_children', "This worker's executor children, by state (idle, running, starting, down).", ['state'], () => {
       const byState = new Map<string, number>();
@@ -146,6 +146,12 @@ export class ShardWorkerPool {
       { value: this.executor.status().waiting },
     ]);
     metrics.gauge('agentdb_owned_shards', 'Shards this worker holds the lease of.', [], () => [{ value: this.workers.size }]);
+    metrics.gauge(
+      'agentdb_history_capture_lag_seconds',
+      "Seconds the oldest commit that history lacks has waited in its WAL, over the databases this worker's executor children have open (copies failing, e.g. a full history volume); 0 when history holds every commit.",
+      [],
+      () => [{ value: this.executor.captureLagSeconds() }],
+    );
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */
