@@ -190,9 +190,9 @@ const envSchema = z.object({
     .default('47 3 * * *')
     .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** The member key the CLI decides approvals with, when `--key` is not given. */
+  /** The member key the CLI decides approvals with, when neither `--key-file` nor `--key` is given. */
   AGENTDB_MEMBER_KEY: z.string().optional(),
-  /** The key (an agent's or a member's) `agentdb mcp --stdio` serves with, when `--key` is not given. */
+  /** The key (an agent's or a member's) `agentdb mcp --stdio` serves with, when neither `--key-file` nor `--key` is given. */
   AGENTDB_KEY: z.string().optional(),
   /** How long one HTTP request (`POST /v1/calls`, `GET …?wait=true`) waits before answering where the call stands. */
   HTTP_WAIT_MS: int(100, 600_000, 30_000),

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { UsageError, type Output } from './context.ts';
 
 /** The key flags of a command that takes a key. */
@@ -31,7 +31,7 @@ export async function keyFrom(flags: KeyFlags, source: KeySource, out: Pick<Outp
   if (flags.key !== undefined && flags.keyFile !== undefined) throw new UsageError('give --key-file or --key, not both');
   if (flags.keyFile !== undefined) {
     if (flags.keyFile === '-' && !source.stdinAllowed) throw new UsageError(`stdin carries the protocol here: give --key-file PATH or ${source.envName}`);
-    const text = flags.keyFile === '-' ? await readAll(source.stdin ?? process.stdin) : await readKeyFile(flags.keyFile);
+    const text = flags.keyFile === '-' ? await readAll(source.stdin ?? process.stdin) : await readKeyFile(flags.keyFile, out);
     const key = text.trim();
     if (!key) throw new UsageError(`--key-file ${flags.keyFile === '-' ? '- (stdin)' : flags.keyFile} is empty`);
     return key;
@@ -45,8 +45,12 @@ export async function keyFrom(flags: KeyFlags, source: KeySource, out: Pick<Outp
   return source.envValue;
 }
 
-async function readKeyFile(file: string): Promise<string> {
+async function readKeyFile(file: string, out: Pick<Output, 'stderr'>): Promise<string> {
   try {
+    // As ssh says of a private key: a file others may read is a key others may hold.
+    if (process.platform !== 'win32' && ((await stat(file)).mode & 0o077) !== 0) {
+      out.stderr.write(`agentdb: warning: --key-file ${file} can be read by other users; chmod 600 it\n`);
+    }
     return await readFile(file, 'utf8');
   } catch (err) {
     throw new UsageError(`--key-file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);

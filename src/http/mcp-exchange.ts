@@ -33,8 +33,9 @@ export interface McpHttpPost {
  * more than the rest of a primary-key read's MCP layers together. agentdb uses none of what the
  * conversion is for (sessions, SSE streams, resumption). The HTTP-level checks are the SDK
  * transport's, in its order, with its status codes, JSON-RPC codes and messages (see
- * `WebStandardStreamableHTTPServerTransport.handlePostRequest`); the protocol itself stays
- * the SDK `Server`'s.
+ * `WebStandardStreamableHTTPServerTransport.handlePostRequest`), but for batches, which it
+ * still takes and MCP 2025-06-18 dropped: refused here. The protocol itself stays the SDK
+ * `Server`'s.
  */
 export class McpExchange implements Transport {
   onclose?: () => void;
@@ -90,15 +91,13 @@ export class McpExchange implements Transport {
         return this.refuse(400, -32600, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per POST');
       let messages: JSONRPCMessage[];
       try {
-        messages = Array.isArray(raw) ? raw.map((m) => JSONRPCMessageSchema.parse(m)) : [JSONRPCMessageSchema.parse(raw)];
+        messages = [JSONRPCMessageSchema.parse(raw)];
       } catch {
         return this.refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
       }
       if (this.closed) return this.refuse(404, -32001, 'Session not found');
       // The method is looked at first: the SDK's guard is a schema parse, for every message.
-      if (messages.some((m) => 'method' in m && m.method === 'initialize' && isInitializeRequest(m))) {
-        if (messages.length > 1) return this.refuse(400, -32600, 'Invalid Request: Only one initialization request is allowed');
-      } else {
+      if (!messages.some((m) => 'method' in m && m.method === 'initialize' && isInitializeRequest(m))) {
         const version = post.headers['mcp-protocol-version'];
         if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
           const message = `Bad Request: Unsupported protocol version: ${String(version)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`;

@@ -49,9 +49,10 @@ function hostnameOf(host: string | undefined): string | undefined {
 }
 
 /**
- * The policy of a service listening on `host` (config HOST): an address of its own, not a
- * wildcard, is a name clients reach it by, so it is allowed with MCP_ALLOWED_HOSTS; so is the
- * host of PUBLIC_URL, the name OAuth sign-in gives clients for `/mcp`.
+ * The policy of a service listening on `host` (config HOST) and reached at `publicUrl`
+ * (PUBLIC_URL, when the configuration has one): an address of its own, not a wildcard, and the
+ * public URL's host are names clients reach it by, so they are allowed with MCP_ALLOWED_HOSTS,
+ * and the public URL's origin with MCP_ALLOWED_ORIGINS.
  */
 export function mcpOriginPolicy(config: {
   host: string;
@@ -59,12 +60,12 @@ export function mcpOriginPolicy(config: {
   mcpAllowedOrigins: readonly string[];
   publicUrl?: string;
 }): McpOriginPolicy {
-  if (config.mcpAllowedHosts === '*') return { hosts: '*', origins: config.mcpAllowedOrigins };
+  const publicUrl = config.publicUrl && URL.canParse(config.publicUrl) ? new URL(config.publicUrl) : undefined;
+  const origins = publicUrl ? [...config.mcpAllowedOrigins, publicUrl.origin] : config.mcpAllowedOrigins;
+  if (config.mcpAllowedHosts === '*') return { hosts: '*', origins };
   const listen = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
-  const own = WILDCARDS.has(config.host) ? undefined : hostnameOf(listen);
-  const pub = config.publicUrl ? new URL(config.publicUrl).hostname : undefined;
-  const hosts = [...config.mcpAllowedHosts, ...(own ? [own] : []), ...(pub ? [pub] : [])];
-  return { hosts, origins: config.mcpAllowedOrigins };
+  const own = [WILDCARDS.has(config.host) ? undefined : hostnameOf(listen), publicUrl?.hostname].filter((h): h is string => h !== undefined);
+  return { hosts: [...config.mcpAllowedHosts, ...own], origins };
 }
 
 /** HOST values that listen on every address, and so name none. */

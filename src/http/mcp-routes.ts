@@ -79,6 +79,8 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           calls: deps.calls,
           approvalWaitMs: deps.approvalWaitMs,
           ...deps.waiting,
+          // `?schemas=strict`: input schemas OpenAI strict function calling accepts.
+          schemas: (request.query as { schemas?: unknown } | undefined)?.schemas === 'strict' ? 'strict' : 'own',
           onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
         });
         const exchange = new McpExchange();

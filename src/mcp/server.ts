@@ -17,7 +17,8 @@ import { MAY_PARK, type PendingCallJoins } from '../calls/pending-call-joins.ts'
 import type { KeyedCall, Principal } from '../registry/principal.ts';
 import { RedisTaskStore, type McpTaskDeps } from './task-store.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
-import { toolsFor, type McpEndpoint } from './toolkit.ts';
+import { toolsFor, type McpEndpoint, type SchemaVariant } from './toolkit.ts';
+import { absentNulls } from '../contracts/strict-schema.ts';
 
 /** What an MCP server for one principal needs. */
 export interface McpServerDeps {
@@ -40,6 +41,8 @@ export interface McpServerDeps {
    * request).
    */
   principalNow?: () => Promise<Principal | undefined>;
+  /** Which input schemas `tools/list` gives (default agentdb's own). */
+  schemas?: SchemaVariant;
 }
 
 /**
@@ -81,7 +84,7 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   };
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const tools = toolsFor(await current(), endpoint);
+    const tools = toolsFor(await current(), endpoint, deps.schemas);
     // A tool whose calls can wait for a person may be called as a task; the others answer at once.
     return { tools: tasks ? tools.map((t) => (MAY_PARK.has(t.name) ? { ...t, execution: { taskSupport: 'optional' as const } } : t)) : [...tools] };
   });
@@ -114,8 +117,10 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     }
     // A protocol error, as the spec (2025-06-18 and later, tools) has it: no tool ran, and a
     // client checks the name it sent, not a result.
-    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    const call: KeyedCall = { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) };
+    const tool = toolsFor(principal, endpoint).find((t) => t.name === name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    // Null for an optional argument is its absence, as the strict schemas give it.
+    const call: KeyedCall = { tool: name, arguments: absentNulls(args ?? {}, tool.inputSchema), ...(callId !== undefined ? { callId } : {}) };
     try {
       // Without a call id of its own, the same write already waiting is this one sent again: it
       // goes under that call's id and joins it (PendingCallJoins).

@@ -1,10 +1,18 @@
 import { dbToolContracts } from '../contracts/db-tools.ts';
 import { toolContracts, type Tier } from '../contracts/tools.ts';
 import { toolOutputSchema } from '../contracts/tool-output.ts';
+import { strictInputSchema } from '../contracts/strict-schema.ts';
 import type { Principal } from '../registry/principal.ts';
 
 /** Where an MCP client connected: the workspace endpoint, or a team endpoint (`/mcp/t/<team>`). */
 export type McpEndpoint = { kind: 'workspace' } | { kind: 'team'; team: string };
+
+/**
+ * Which input schemas `tools/list` gives: agentdb's own (`agentdb tools --json`), or, asked for
+ * with `?schemas=strict`, the same made acceptable to OpenAI strict function calling
+ * (src/contracts/strict-schema.ts).
+ */
+export type SchemaVariant = 'own' | 'strict';
 
 /** MCP's hints about a tool's effect, from its tier. */
 export interface ToolAnnotations {
@@ -48,7 +56,11 @@ export function annotationsFor(tier: Tier): ToolAnnotations {
  * nor does an agent whose database is off (it has no tools at all). An agent registered with
  * the db surface sees db_query, db_schema and (in a write mode) db_exec instead.
  */
-export function toolsFor(principal: Principal, endpoint: McpEndpoint): readonly McpTool[] {
+export function toolsFor(principal: Principal, endpoint: McpEndpoint, schemas: SchemaVariant = 'own'): readonly McpTool[] {
+  if (schemas === 'strict') {
+    const own = toolsFor(principal, endpoint);
+    return listed(`strict:${keyOf(own)}`, () => own.map((t) => ({ ...t, inputSchema: strictInputSchema(t.inputSchema) })));
+  }
   if (endpoint.kind === 'team') return [];
   if (principal.kind === 'agent' && principal.settings.database === 'off') return [];
   if (principal.kind === 'agent' && principal.surface.kind === 'db') {
@@ -81,11 +93,17 @@ export function toolsFor(principal: Principal, endpoint: McpEndpoint): readonly 
  * request shares them.
  */
 const lists = new Map<string, readonly McpTool[]>();
+/** The key each list was built under, so a list's strict variant is keyed by it too. */
+const keys = new WeakMap<readonly McpTool[], string>();
+function keyOf(list: readonly McpTool[]): string {
+  return keys.get(list) ?? 'none';
+}
 function listed(key: string, build: () => McpTool[]): readonly McpTool[] {
   let tools = lists.get(key);
   if (!tools) {
     tools = deepFreeze(build());
     lists.set(key, tools);
+    keys.set(tools, key);
   }
   return tools;
 }

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
@@ -185,6 +185,16 @@ describe('agentdb approvals', () => {
     expect(json(unknown.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
     const pending = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout);
     expect(pending).toContainEqual(expect.objectContaining({ id, state: 'pending' }));
+  });
+
+  it('warns of a key file other users can read, and still decides with it', async () => {
+    const { id } = await parkWrite('CREATE TABLE open_file (x)');
+    const keyFile = path.join(sb.dataDir, 'open.key');
+    writeFileSync(keyFile, keyOf.bob!, { mode: 0o644 });
+    chmodSync(keyFile, 0o644);
+    const out = await cli('approvals', 'reject', id, '--key-file', keyFile);
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stderr).toContain(`agentdb: warning: --key-file ${keyFile} can be read by other users; chmod 600 it\n`);
   });
 
   it('takes --key still, with a warning on stderr that it is visible to others', async () => {

@@ -99,6 +99,11 @@ describe('MCP_ALLOWED_HOSTS and MCP_ALLOWED_ORIGINS', () => {
     const wild = mcpOriginPolicy(loadConfig({ HOST: '0.0.0.0' }));
     expect(wild.hosts).toEqual([]);
     expect(mcpOriginPolicy(loadConfig({ HOST: '::1' })).hosts).toEqual(['[::1]']);
+    // PUBLIC_URL (the OAuth issuer's setting), when the configuration has it: its host and origin.
+    expect(mcpOriginPolicy({ ...loadConfig({ HOST: '0.0.0.0' }), publicUrl: 'https://db.example.com:8443' })).toEqual({
+      hosts: ['db.example.com'],
+      origins: ['https://db.example.com:8443'],
+    });
     // PUBLIC_URL is the name OAuth sign-in gives clients for /mcp: its host is served.
     expect(mcpOriginPolicy(loadConfig({ HOST: '0.0.0.0', PUBLIC_URL: 'https://agentdb.example.com' })).hosts).toEqual(['agentdb.example.com']);
   });

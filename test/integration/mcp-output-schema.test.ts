@@ -131,6 +131,26 @@ describe('outputSchema and structuredContent', () => {
       .toMatchObject({ error: { code: 'APPROVAL_REJECTED' } });
   });
 
+  it('/mcp?schemas=strict lists the strict input schemas, and a call that sends null for what it leaves out runs', async () => {
+    const client = new Client({ name: 'strict', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp?schemas=strict', base), { requestInit: { headers: { authorization: `Bearer ${key.scout}` } } }),
+    );
+    clients.push(client);
+    const query = (await client.listTools()).tools.find((t) => t.name === 'DATA_QUERY_SQL')!;
+    expect(query.inputSchema.required!.sort()).toEqual(['agent', 'max_rows', 'params', 'scope', 'sql']);
+    expect(JSON.stringify(query.inputSchema)).not.toMatch(/"(default|minLength|maxLength)"/);
+    expect(query.outputSchema).toMatchObject({ type: 'object' });
+    const r = (await client.callTool({
+      name: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT ? AS v', params: [3], max_rows: null, scope: null, agent: null },
+    })) as Result;
+    expect(r).toMatchObject({ isError: false, structuredContent: { columns: ['v'], rows: [[3]] } });
+    // Without the query string, agentdb's own schemas (optional properties, lengths).
+    const own = (await (await connect(key.scout!)).client.listTools()).tools.find((t) => t.name === 'DATA_QUERY_SQL')!;
+    expect(own.inputSchema.required).toEqual(['sql']);
+  });
+
   it('the db_* tools list an outputSchema too, and their outcomes validate (APPROVAL_REQUIRED with its approval included)', async () => {
     const c = await connect(key.dbw!);
     expect([...c.schemas.keys()].sort()).toEqual(['db_exec', 'db_query', 'db_schema']);
