@@ -9,6 +9,7 @@ const LAYERS = [
   { name: 'contracts', path: '^src/contracts/' },
   { name: 'redis', path: '^src/redis/' },
   { name: 'registry', path: '^src/registry/' },
+  { name: 'oauth', path: '^src/oauth/' },
   { name: 'guard', path: '^src/guard/' },
   { name: 'policy', path: '^src/policy/' },
   { name: 'sqlite', path: '^src/sqlite/' },

@@ -243,6 +243,17 @@ const envSchema = z.object({
     }),
   /** How long a web page session lives without a request (sliding); the cookie itself ends with the browser. */
   WEB_SESSION_TTL_S: int(60, 30 * 24 * 3600, 8 * 3600),
+  /** OAuth sign-in for people's MCP clients (docs/mcp-http.md "Sign in with OAuth"); `off` leaves keys only. */
+  OAUTH: z.enum(['on', 'off']).default('on'),
+  /** How long an OAuth access token works; a client refreshes it with its refresh token. */
+  OAUTH_ACCESS_TOKEN_TTL_S: int(60, 24 * 3600, 3600),
+  /** How long an OAuth grant lasts unused: each refresh rotates the refresh token and starts this again. */
+  OAUTH_REFRESH_TOKEN_TTL_S: int(3600, 365 * 24 * 3600, 30 * 24 * 3600),
+  /**
+   * The URL people and MCP clients reach agentdb at (https://agentdb.example.com), which names the
+   * OAuth issuer and resources. Unset: each request's own origin (under TRUST_PROXY, the proxy's).
+   */
+  PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://agentdb.example.com' }).optional(),
   /**
    * How long the HTTP server keeps who a key is without asking Redis again. Registry changes are
    * announced, so a revoked key stops at once; this bounds it if an announcement is missed. 0: off.
@@ -373,6 +384,10 @@ export interface Config {
   /** MCP_ALLOWED_HOSTS: host names without ports, or `*` for any. */
   readonly mcpAllowedHosts: readonly string[] | '*';
   readonly webSessionTtlS: number;
+  /** OAuth sign-in (OAUTH, OAUTH_*_TTL_S); undefined with OAUTH=off. */
+  readonly oauth?: { readonly accessTtlS: number; readonly refreshTtlS: number };
+  /** PUBLIC_URL, without a trailing slash. */
+  readonly publicUrl?: string;
   readonly keyCacheTtlMs: number;
   /** Fastify's `trustProxy` (TRUST_PROXY). */
   readonly trustProxy: boolean | number | string[];
@@ -494,6 +509,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mcpAllowedOrigins: Object.freeze(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS === '*' ? '*' : Object.freeze(e.MCP_ALLOWED_HOSTS),
     webSessionTtlS: e.WEB_SESSION_TTL_S,
+    ...(e.OAUTH === 'on' ? { oauth: Object.freeze({ accessTtlS: e.OAUTH_ACCESS_TOKEN_TTL_S, refreshTtlS: e.OAUTH_REFRESH_TOKEN_TTL_S }) } : {}),
+    ...(e.PUBLIC_URL ? { publicUrl: e.PUBLIC_URL.replace(/\/+$/, '') } : {}),
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     trustProxy: e.TRUST_PROXY,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),

@@ -8,6 +8,7 @@ import { Metrics } from '../metrics.ts';
 import { addServiceGauges } from '../shards/service-gauges.ts';
 import { BackupLog } from '../shards/backup-log.ts';
 import { createWebDeps } from '../http/web/web-deps.ts';
+import { createOAuthDeps } from '../http/oauth/oauth-deps.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { clientOf } from './client-of.ts';
@@ -64,6 +65,8 @@ export async function start(ctx: CommandContext): Promise<number> {
   const principals = new PrincipalCache(connectRedis(config.redisUrl, { name: 'agentdb-registry-changes' }), keys.registryChanges, config.keyCacheTtlMs);
   // Not awaited: until it has subscribed the cache is simply unused.
   void principals.start();
+  // OAuth sign-in for people's MCP clients, consenting on the web page (OAUTH=off: keys only).
+  const oauth = createOAuthDeps(config, { redis, members });
   const closeGauges = addServiceGauges(metrics, { redis, keys, config, backups: new BackupLog(redis, keys) });
   const app = buildApp({
     redis,
@@ -84,6 +87,7 @@ export async function start(ctx: CommandContext): Promise<number> {
       results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
     web: web.web,
+    ...(oauth ? { oauth } : {}),
     trustProxy: config.trustProxy,
     metrics: { metrics, ...(config.metricsToken ? { token: config.metricsToken } : {}) },
   });

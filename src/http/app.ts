@@ -21,6 +21,8 @@ import { healthRoutes, type ReadinessDeps } from './health-routes.ts';
 import { metricsRoute } from './metrics-route.ts';
 import type { Metrics } from '../metrics.ts';
 import { webRoutes, type WebDeps } from './web/web-routes.ts';
+import type { OAuthDeps } from './oauth/oauth-deps.ts';
+import { oauthRoutes } from './oauth/oauth-routes.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
 export interface AppDeps {
@@ -46,6 +48,11 @@ export interface AppDeps {
   metrics?: { metrics: Metrics; token?: string };
   /** Fastify's `trustProxy` (config TRUST_PROXY): whose X-Forwarded-* headers to believe. */
   trustProxy?: boolean | number | string[];
+  /**
+   * OAuth sign-in for people's MCP clients (metadata, registration, tokens; consent on the web
+   * page): only with `web` and `keyed`, which it signs in to and serves.
+   */
+  oauth?: OAuthDeps;
 }
 
 /** What the key-authenticated routes need. */
@@ -89,6 +96,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
   if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));
+  const oauth = deps.oauth && deps.web && deps.keyed ? deps.oauth : undefined;
+  if (oauth) app.register(oauthRoutes(oauth));
   if (deps.keyed) {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
     app.register(
@@ -98,12 +107,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         approvalWaitMs: deps.keyed.approvalWaitMs,
         ...(deps.keyed.mcpOrigins ? { origins: deps.keyed.mcpOrigins } : {}),
         ...(deps.keyed.mcpWaiting ? { waiting: deps.keyed.mcpWaiting } : {}),
+        ...(oauth ? { oauth } : {}),
       }),
     );
     if (deps.keyed.results) app.register(resultsRoutes({ auth: deps.keyed.auth, results: deps.keyed.results }));
   }
 
-  if (deps.web) app.register(webRoutes(deps.web));
+  if (deps.web) app.register(webRoutes({ ...deps.web, ...(oauth ? { oauth } : {}) }));
 
   app.setNotFoundHandler((request, reply) => {
     const url = request.url.split('?')[0]!;

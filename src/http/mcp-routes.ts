@@ -4,8 +4,9 @@ import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
-import { bearerOf } from './key-auth.ts';
 import { McpExchange } from './mcp-exchange.ts';
+import { McpBearer } from './oauth/mcp-bearer.ts';
+import type { OAuthDeps } from './oauth/oauth-deps.ts';
 import { mcpOriginRefusal, type McpOriginPolicy } from './mcp-origin-check.ts';
 
 /** What the MCP endpoint needs. */
@@ -13,6 +14,8 @@ export interface McpRoutesDeps {
   auth: KeyAuthenticator;
   calls: KeyedCalls;
   approvalWaitMs: number;
+  /** OAuth sign-in: access tokens for these endpoints are taken beside keys. */
+  oauth?: OAuthDeps;
   /** Hosts and browser origins besides loopback (MCP_ALLOWED_HOSTS, MCP_ALLOWED_ORIGINS); absent: loopback only. */
   origins?: McpOriginPolicy;
   /** MCP Tasks and resends that join a waiting call (see `McpServerDeps`); absent, neither. */
@@ -41,6 +44,7 @@ function rpcError(reply: FastifyReply, status: number, code: number, message: st
  */
 export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
   return async (app) => {
+    const bearer = new McpBearer(deps.auth, deps.oauth);
     app.setErrorHandler((err: FastifyError, request, reply) => {
       const status = err.statusCode ?? 500;
       if (status === 413) return rpcError(reply, 413, RPC.invalidRequest, `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
@@ -61,10 +65,9 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
     const handle =
       (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const token = bearerOf(request.headers.authorization);
-        const principal = token ? await deps.auth.authenticate(token) : undefined;
+        const principal = await bearer.principal(request);
         if (!principal) {
-          reply.header('www-authenticate', 'Bearer realm="agentdb"');
+          reply.header('www-authenticate', bearer.challenge(request));
           return rpcError(reply, 401, RPC.unauthorized, 'Unauthorized: send Authorization: Bearer <an active agent or member key>.');
         }
         // The same answer whether or not the named workspace exists.

@@ -75,6 +75,12 @@ export interface Keys {
   redisBudget(workspace: string): { ledger: string; held: string };
   /** Each workspace's Redis budget held, as last counted (a sorted set by bytes), for `/metrics`' top workspaces. */
   redisBudgetIndex: string;
+  /**
+   * OAuth sign-in (src/oauth/): a registered client, a code, a grant, an access or refresh token
+   * (by its sha256), a member's grants (`grants`, id `<workspace>/<member>`), and the
+   * registration rate's counters (`rate`, id `register`). One hash tag.
+   */
+  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate', id: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -109,5 +115,6 @@ export function keysFor(prefix: string): Keys {
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
     redisBudgetIndex: `${prefix}:redis-budget-index`,
+    oauth: (kind, id) => `${prefix}:{oauth}:${kind}:${id}`,
   };
 }

@@ -62,6 +62,8 @@ export interface LuaCommands {
   agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
   /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
   agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
+  /** The record as it was (null when unknown); a record not yet spent is marked `spent` with its TTL. */
+  agentdbOauthSpend(key: string, spentMark: string): Promise<string | null>;
 }
 
 /** A connection with agentdb's scripts defined on it. */
@@ -82,6 +84,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },
   agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
   agentdbCallFind: { file: 'call-find.lua' },
+  agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
 };
 
 /** The scripts' text, read once per process on first use. */

@@ -104,5 +104,7 @@ describe('MCP_ALLOWED_HOSTS and MCP_ALLOWED_ORIGINS', () => {
       hosts: ['db.example.com'],
       origins: ['https://db.example.com:8443'],
     });
+    // PUBLIC_URL is the name OAuth sign-in gives clients for /mcp: its host is served.
+    expect(mcpOriginPolicy(loadConfig({ HOST: '0.0.0.0', PUBLIC_URL: 'https://agentdb.example.com' })).hosts).toEqual(['agentdb.example.com']);
   });
 });

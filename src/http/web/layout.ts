@@ -7,7 +7,7 @@ export interface PageFrame {
   member?: Member;
   csrf?: string;
   /** Which nav entry is current. */
-  nav?: 'inbox' | 'data';
+  nav?: 'inbox' | 'data' | 'apps';
   /** A one-line notice above the content (a decision made, an error). */
   flash?: { kind: 'ok' | 'error'; text: string | Html };
 }
@@ -38,6 +38,7 @@ ${frame.csrf ? html`<meta name="csrf-token" content="${frame.csrf}">` : ''}
       ? html`<nav aria-label="Main">
     <a href="/inbox"${current('inbox')}>Approvals</a>
     <a href="/data"${current('data')}>Data</a>
+    <a href="/apps"${current('apps')}>Connected apps</a>
   </nav>
   <div class="who">
     <span>${member.name} · ${member.workspace}${member.role === 'admin' ? ' · admin' : ''}</span>

@@ -5,7 +5,10 @@ import type { ApprovalService } from '../../approvals/approval-service.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 import type { DataBrowser } from '../../shards/data-browser.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
+import type { OAuthDeps } from '../oauth/oauth-deps.ts';
 import { registerAssets } from './assets.ts';
+import { connectedAppsRoutes } from './connected-apps-routes.ts';
+import { consentRoutes } from './consent-routes.ts';
 import { dataRoutes } from './data-routes.ts';
 import { historyPanel, historyRoutes, type HistoryAccess } from './history-routes.ts';
 import { inboxRoutes } from './inbox-routes.ts';
@@ -34,6 +37,8 @@ export interface WebDeps {
   history?: HistoryAccess;
   /** How often an open `/inbox/events` stream pings and checks its member again (15 s). */
   heartbeatMs?: number;
+  /** OAuth sign-in: the consent page and Connected apps (set by buildApp from its own `oauth`). */
+  oauth?: OAuthDeps;
 }
 
 /** Forms post `application/x-www-form-urlencoded`; URLSearchParams reads it (no plugin for 4 lines). */
@@ -97,5 +102,7 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
     inboxRoutes(app, deps);
     dataRoutes(app, { browser: deps.browser, calls: deps.calls, history: historyPanel(deps.history) });
     historyRoutes(app, deps.history);
+    if (deps.oauth) consentRoutes(app, deps.oauth);
+    connectedAppsRoutes(app, deps.oauth);
   };
 }

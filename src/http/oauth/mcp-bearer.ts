@@ -1,0 +1,33 @@
+import type { FastifyRequest } from 'fastify';
+import { ACCESS_TOKEN_PREFIX } from '../../oauth/oauth-grants.ts';
+import type { KeyAuthenticator, Principal } from '../../registry/principal.ts';
+import { bearerOf } from '../key-auth.ts';
+import { type OAuthDeps, resourceMetadataUrl, resourceOf } from './oauth-deps.ts';
+
+/**
+ * Who a request to an MCP endpoint speaks for: an agent or member key as before, or an OAuth
+ * access token issued for this very endpoint (RFC 8707: a token for another resource is no token
+ * here). With OAuth on, a refusal's `WWW-Authenticate` names the endpoint's protected resource
+ * metadata (RFC 9728 §5.1), which is how a client that holds nothing learns where to sign in.
+ */
+export class McpBearer {
+  constructor(
+    private readonly keys: KeyAuthenticator,
+    private readonly oauth?: OAuthDeps,
+  ) {}
+
+  /** The request's principal; undefined for no token, or any token that is not an active one. */
+  async principal(request: FastifyRequest): Promise<Principal | undefined> {
+    const token = bearerOf(request.headers.authorization);
+    if (!token) return undefined;
+    if (this.oauth && token.startsWith(ACCESS_TOKEN_PREFIX)) return this.oauth.grants.authenticate(token, resourceOf(request, this.oauth));
+    return this.keys.authenticate(token);
+  }
+
+  /** The `WWW-Authenticate` value of a 401 from this endpoint. */
+  challenge(request: FastifyRequest): string {
+    if (!this.oauth) return 'Bearer realm="agentdb"';
+    const sent = bearerOf(request.headers.authorization) !== undefined;
+    return `Bearer realm="agentdb", resource_metadata="${resourceMetadataUrl(request, this.oauth)}"${sent ? ', error="invalid_token"' : ''}`;
+  }
+}

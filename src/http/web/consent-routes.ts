@@ -1,0 +1,124 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Member } from '../../registry/members.ts';
+import { type AuthorizationQuery, type AuthorizationRequest, checkAuthorization, redirectWith } from '../../oauth/authorization-request.ts';
+import { type OAuthDeps, ownResource, publicBase } from '../oauth/oauth-deps.ts';
+import { OAUTH_PATHS } from '../oauth/oauth-routes.ts';
+import { html } from './html.ts';
+import { layout } from './layout.ts';
+import { rawText } from './web-form.ts';
+import { memberOf, sessionOf } from './web-request.ts';
+
+const FIELDS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const;
+
+/** The authorization request's fields from a query or a form, text only (a repeated one is refused). */
+function fieldsOf(input: unknown): AuthorizationQuery {
+  const q: AuthorizationQuery = {};
+  for (const f of FIELDS) {
+    const v = rawText(input, f);
+    if (v !== undefined) q[f] = v;
+  }
+  return q;
+}
+
+/**
+ * What a grant lets a client do, in the words of the tools: the member's role decides it, as it
+ * does for the member's own key.
+ */
+function abilities(member: Member): string[] {
+  const list = [
+    'read the workspace’s shared tables and, read only, its agents’ tables (DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL)',
+    'write the shared tables (DATA_WRITE_SQL); a write that needs approval still waits for a person',
+  ];
+  if (member.role === 'admin') list.push('drop shared tables (DATA_DROP_TABLE), as you are an admin; a drop always waits for a person');
+  return list;
+}
+
+/**
+ * The page's Content-Security-Policy with the client's redirect target added to `form-action`:
+ * browsers apply form-action to the redirect that follows a form post, and the consent form's
+ * answer is that redirect, to the client's own origin (or app scheme).
+ */
+function allowFormTo(reply: FastifyReply, redirectUri: string): void {
+  const csp = reply.getHeader('content-security-policy');
+  if (typeof csp !== 'string') return;
+  const url = new URL(redirectUri);
+  const source = url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
+  reply.header('content-security-policy', csp.replace("form-action 'self'", `form-action 'self' ${source}`));
+}
+
+function problemPage(reply: FastifyReply, request: FastifyRequest, text: string): FastifyReply {
+  const page = layout(
+    { title: 'Cannot connect the app', member: memberOf(request), csrf: sessionOf(request).csrf, flash: { kind: 'error', text } },
+    html`<p><a href="/apps">Connected apps</a></p>`,
+  );
+  return reply.code(400).type('text/html; charset=utf-8').send(page.value);
+}
+
+function consentPage(member: Member, csrf: string, r: AuthorizationRequest, q: AuthorizationQuery) {
+  const target = new URL(r.redirectUri);
+  const where = target.protocol === 'http:' || target.protocol === 'https:' ? target.host : target.protocol;
+  return layout(
+    { title: `Connect ${r.client.clientName}`, member, csrf },
+    html`<section class="signin consent">
+<h1>Connect ${r.client.clientName} to agentdb?</h1>
+${r.client.documentHost ? html`<p class="muted">This app is described by ${r.client.documentHost} (its client id is <code>${r.client.clientId}</code>).</p>` : ''}
+<p><strong>${r.client.clientName}</strong> asks to use agentdb’s tools as you, <strong>${member.name}</strong>${member.role === 'admin' ? ' (admin)' : ''}, in workspace <strong>${member.workspace}</strong>, at <code>${r.resource}</code>.</p>
+<p>It will be able to:</p>
+<ul>${abilities(member).map((a) => html`<li>${a}</li>`)}</ul>
+<p class="muted">You can disconnect it at any time under Connected apps. Allowing sends you back to ${where}.</p>
+<form method="post" action="${OAUTH_PATHS.authorize}">
+  <input type="hidden" name="_csrf" value="${csrf}">
+  ${FIELDS.map((f) => (q[f] !== undefined ? html`<input type="hidden" name="${f}" value="${q[f]}">` : ''))}
+  <div class="decide">
+    <button type="submit" name="decision" value="allow" class="primary">Allow</button>
+    <button type="submit" name="decision" value="deny">Deny</button>
+  </div>
+</form>
+</section>`,
+  );
+}
+
+/**
+ * The OAuth consent on the web page: `GET /oauth/authorize` (signed out, the sign-in form first,
+ * which comes back here) shows which app asks for which workspace and what it may do; the form's
+ * POST (the page's Origin and CSRF checks apply) sends the browser back to the app with a code,
+ * or with `access_denied`.
+ */
+export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
+  const check = (request: FastifyRequest, q: AuthorizationQuery) => {
+    const base = publicBase(request, oauth);
+    const member = memberOf(request);
+    return checkAuthorization(oauth.clients, q, (r) => ownResource(base, r, member.workspace), `${base}/mcp`);
+  };
+  const answer = (reply: FastifyReply, request: FastifyRequest, redirectUri: string, params: Record<string, string | undefined>) =>
+    reply.redirect(redirectWith(redirectUri, { ...params, iss: publicBase(request, oauth) }), 303);
+
+  app.get(OAUTH_PATHS.authorize, async (request, reply) => {
+    const q = fieldsOf(request.query);
+    const checked = await check(request, q);
+    if (!checked.ok && 'show' in checked) return problemPage(reply, request, checked.show);
+    if (!checked.ok) {
+      const { redirectUri, error, description, state } = checked.redirect;
+      return answer(reply, request, redirectUri, { error, error_description: description, state });
+    }
+    allowFormTo(reply, checked.request.redirectUri);
+    return reply.type('text/html; charset=utf-8').send(consentPage(memberOf(request), sessionOf(request).csrf, checked.request, q).value);
+  });
+
+  app.post(OAUTH_PATHS.authorize, async (request, reply) => {
+    const q = fieldsOf(request.body);
+    const checked = await check(request, q);
+    if (!checked.ok && 'show' in checked) return problemPage(reply, request, checked.show);
+    if (!checked.ok) {
+      const { redirectUri, error, description, state } = checked.redirect;
+      return answer(reply, request, redirectUri, { error, error_description: description, state });
+    }
+    const r = checked.request;
+    if (rawText(request.body, 'decision') !== 'allow') {
+      return answer(reply, request, r.redirectUri, { error: 'access_denied', error_description: 'The person denied access.', state: r.state });
+    }
+    const code = await oauth.grants.consent(memberOf(request), r.client, { redirectUri: r.redirectUri, challenge: r.challenge, resource: r.resource });
+    await oauth.clients.renew(r.client.clientId);
+    return answer(reply, request, r.redirectUri, { code, state: r.state });
+  });
+}

@@ -1,0 +1,202 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { InvalidClientError, InvalidClientMetadataError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { OAuthClientMetadataSchema, type OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Keys } from '../redis/keys.ts';
+import { hashKey } from '../registry/secret-key.ts';
+import { type FetchDocument, isDocumentClientId, readDocument, safeFetch } from './client-metadata-document.ts';
+
+/** A client as registered (RFC 7591): what the consent page names and the token endpoint checks. */
+export interface OAuthClient {
+  clientId: string;
+  clientName: string;
+  redirectUris: string[];
+  /** `none` (a public client, PKCE alone) or a secret sent in the body or Basic header. */
+  authMethod: AuthMethod;
+  /** sha256 of the client secret; absent for a public client. */
+  secretHash?: string;
+  createdAt: number;
+  /** A client id metadata document's host: who vouches for the client's name and redirect URIs. */
+  documentHost?: string;
+}
+
+export type AuthMethod = 'none' | 'client_secret_post' | 'client_secret_basic';
+export const AUTH_METHODS: readonly AuthMethod[] = ['none', 'client_secret_post', 'client_secret_basic'];
+
+/**
+ * How long a registration is kept. Registration is open to anyone (that is what DCR is for), so
+ * one nobody signs in through goes after a day; each consent keeps it {@link CLIENT_TTL_S} more.
+ */
+export const CLIENT_UNUSED_TTL_S = 24 * 3600;
+export const CLIENT_TTL_S = 90 * 24 * 3600;
+/**
+ * Registrations one address may make per hour. A client registers once per install (or per
+ * sign-in when it forgets); together with {@link CLIENT_UNUSED_TTL_S} this bounds what anyone
+ * can make agentdb keep without signing in: 24 × this many small records per address.
+ */
+export const REGISTRATIONS_PER_HOUR = 30;
+/** How long a client id metadata document read is used before it is read again. */
+const DOCUMENT_CACHE_S = 3600;
+/** Bounds what one registration may store: a client with more is not one a person uses. */
+const MAX_REDIRECT_URIS = 10;
+const MAX_URI_LENGTH = 2000;
+
+/**
+ * A redirect URI a client may register (OAuth 2.1 §2.3.1, MCP authorization "Communication
+ * Security"): https anywhere, http only to a loopback host (a desktop client's own listener),
+ * or a private-use scheme such as `cursor://` or `vscode://`; never a fragment.
+ */
+export function redirectUriAllowed(uri: string): boolean {
+  if (uri.length > MAX_URI_LENGTH) return false;
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return false;
+  }
+  if (url.hash) return false;
+  if (url.protocol === 'https:') return true;
+  if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  // Private-use schemes: a reverse domain or an app name, never one a browser runs as script.
+  return /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) && !['javascript:', 'data:', 'file:', 'blob:', 'about:', 'vbscript:'].includes(url.protocol);
+}
+
+/**
+ * Registered OAuth clients in Redis, by client id. Dynamic client registration (RFC 7591) is
+ * the way the MCP SDK client, Claude and ChatGPT connectors introduce themselves.
+ */
+export class OAuthClients {
+  private readonly limiter: RateLimiterRedis;
+
+  /**
+   * @param fetchDocument reads a client id metadata document (default: from public addresses only).
+   */
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly fetchDocument: FetchDocument = safeFetch,
+  ) {
+    this.limiter = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: keys.oauth('rate', 'register'),
+      points: REGISTRATIONS_PER_HOUR,
+      duration: 3600,
+      inMemoryBlockOnConsumed: REGISTRATIONS_PER_HOUR + 1,
+    });
+  }
+
+  /**
+   * Registers a client from its metadata (validated by the SDK's RFC 7591 schema) and answers
+   * the registration response; a confidential client's secret is in it this once, and only its
+   * hash is kept.
+   * @param source the address registering, counted against {@link REGISTRATIONS_PER_HOUR}.
+   * @throws InvalidClientMetadataError for metadata agentdb does not accept.
+   * @throws TooManyRequestsError past the address's registrations this hour.
+   */
+  async register(metadata: unknown, source: string): Promise<OAuthClientInformationFull> {
+    const parsed = OAuthClientMetadataSchema.safeParse(metadata);
+    if (!parsed.success) throw new InvalidClientMetadataError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    const m = parsed.data;
+    const uris = m.redirect_uris.map(String);
+    if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) throw new InvalidClientMetadataError(`redirect_uris: give 1 to ${MAX_REDIRECT_URIS}.`);
+    const bad = uris.find((u) => !redirectUriAllowed(u));
+    if (bad) throw new InvalidClientMetadataError(`redirect_uris: ${bad.slice(0, 200)} is not https, an http loopback address or an app's own scheme.`);
+    const authMethod = (m.token_endpoint_auth_method ?? 'client_secret_basic') as AuthMethod;
+    if (!AUTH_METHODS.includes(authMethod)) throw new InvalidClientMetadataError(`token_endpoint_auth_method: one of ${AUTH_METHODS.join(', ')}.`);
+    const grants = m.grant_types ?? ['authorization_code'];
+    if (grants.some((g) => g !== 'authorization_code' && g !== 'refresh_token'))
+      throw new InvalidClientMetadataError('grant_types: only authorization_code and refresh_token.');
+    if ((m.response_types ?? ['code']).some((r) => r !== 'code')) throw new InvalidClientMetadataError('response_types: only code.');
+
+    try {
+      await this.limiter.consume(source);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      throw new TooManyRequestsError(
+        `At most ${REGISTRATIONS_PER_HOUR} registrations an hour from one address: try again in ${Math.ceil(err.msBeforeNext / 1000)} s.`,
+      );
+    }
+    const clientId = `adbc_${randomBytes(16).toString('base64url')}`;
+    const secret = authMethod === 'none' ? undefined : `adbs_${randomBytes(32).toString('base64url')}`;
+    const createdAt = Date.now();
+    const client: OAuthClient = {
+      clientId,
+      clientName: (m.client_name ?? '').trim().slice(0, 100) || 'An unnamed app',
+      redirectUris: uris,
+      authMethod,
+      ...(secret ? { secretHash: hashKey(secret) } : {}),
+      createdAt,
+    };
+    await this.redis.set(this.keys.oauth('client', clientId), JSON.stringify(client), 'EX', CLIENT_UNUSED_TTL_S);
+    return {
+      ...m,
+      redirect_uris: uris,
+      client_name: client.clientName,
+      token_endpoint_auth_method: authMethod,
+      grant_types: grants,
+      response_types: ['code'],
+      client_id: clientId,
+      client_id_issued_at: Math.floor(createdAt / 1000),
+      ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
+    };
+  }
+
+  /**
+   * The client `clientId`: a registered one, or one whose id is the URL of its metadata
+   * document; undefined when unknown, lapsed, or its document cannot be read or is refused.
+   */
+  async get(clientId: string): Promise<OAuthClient | undefined> {
+    if (isDocumentClientId(clientId)) return this.fromDocument(clientId);
+    if (!/^adbc_[A-Za-z0-9_-]{10,64}$/.test(clientId)) return undefined;
+    const raw = await this.redis.get(this.keys.oauth('client', clientId));
+    return raw ? (JSON.parse(raw) as OAuthClient) : undefined;
+  }
+
+  /** Keeps a client that people sign in through (see {@link CLIENT_TTL_S}). */
+  async renew(clientId: string): Promise<void> {
+    if (!isDocumentClientId(clientId)) await this.redis.expire(this.keys.oauth('client', clientId), CLIENT_TTL_S);
+  }
+
+  private async fromDocument(clientId: string): Promise<OAuthClient | undefined> {
+    const key = this.keys.oauth('client', `doc:${hashKey(clientId)}`);
+    const cached = await this.redis.get(key);
+    if (cached) return JSON.parse(cached) as OAuthClient;
+    let doc: unknown;
+    try {
+      doc = await this.fetchDocument(clientId);
+    } catch {
+      return undefined;
+    }
+    const read = readDocument(clientId, doc);
+    if ('refused' in read) return undefined;
+    const host = new URL(clientId).host;
+    if (read.redirectUris.length === 0 || read.redirectUris.length > MAX_REDIRECT_URIS || !read.redirectUris.every(redirectUriAllowed)) return undefined;
+    const client: OAuthClient = {
+      clientId,
+      clientName: read.clientName || host,
+      redirectUris: read.redirectUris,
+      authMethod: 'none',
+      createdAt: Date.now(),
+      documentHost: host,
+    };
+    await this.redis.set(key, JSON.stringify(client), 'EX', DOCUMENT_CACHE_S);
+    return client;
+  }
+
+  /**
+   * The client a token or revocation request authenticates as: its id, and its secret when it
+   * registered one (RFC 6749 §2.3.1).
+   * @throws InvalidClientError for an unknown client or a wrong or missing secret.
+   */
+  async authenticate(clientId: string | undefined, secret: string | undefined): Promise<OAuthClient> {
+    const client = clientId ? await this.get(clientId) : undefined;
+    if (!client) throw new InvalidClientError('Unknown client_id: register the client again.');
+    if (client.authMethod === 'none') return client;
+    if (!secret || !client.secretHash) throw new InvalidClientError('This client authenticates with its client_secret.');
+    const a = Buffer.from(hashKey(secret));
+    const b = Buffer.from(client.secretHash);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) throw new InvalidClientError('The client_secret is wrong.');
+    return client;
+  }
+}

@@ -1,0 +1,274 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { InvalidGrantError, InvalidRequestError, InvalidTargetError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Keys } from '../redis/keys.ts';
+import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
+import type { Member, MemberRegistry } from '../registry/members.ts';
+import type { Principal } from '../registry/principal.ts';
+import { hashKey } from '../registry/secret-key.ts';
+import type { OAuthClient } from './oauth-clients.ts';
+
+/**
+ * What a person granted a client: to act as them (with their role, read from the registry on
+ * every request) at one MCP endpoint, the resource (RFC 8707). A grant lives while its refresh
+ * tokens do; revoking it ends every token of it at once.
+ */
+export interface OAuthGrant {
+  id: string;
+  workspace: string;
+  member: string;
+  /** The member record's creation: a member removed and added again does not inherit grants. */
+  memberSince: number;
+  clientId: string;
+  clientName: string;
+  /** The MCP endpoint URL the tokens are for. */
+  resource: string;
+  createdAt: number;
+  /** When a token of it was last issued. */
+  refreshedAt: number;
+  /** sha256 of its access token: a refresh replaces it, so a grant holds one at a time. */
+  accessHash?: string;
+}
+
+/** A code waiting for its token request (single use, {@link GrantOptions.codeTtlS}). */
+interface CodeRecord {
+  grantId: string;
+  clientId: string;
+  redirectUri: string;
+  challenge: string;
+  resource: string;
+}
+
+interface AccessRecord {
+  grantId: string;
+  expiresAt: number;
+}
+
+/** Token lifetimes (OAUTH_ACCESS_TOKEN_TTL_S, OAUTH_REFRESH_TOKEN_TTL_S) and a clock tests may set. */
+export interface GrantOptions {
+  accessTtlS: number;
+  refreshTtlS: number;
+  /** OAuth 2.1 §4.1.2 recommends at most 10 minutes; a client exchanges it at once. */
+  codeTtlS?: number;
+  now?: () => number;
+}
+
+/** Access tokens start so: /mcp tells them from member and agent keys (`adb_`) before any lookup. */
+export const ACCESS_TOKEN_PREFIX = 'adbat_';
+const REFRESH_TOKEN_PREFIX = 'adbrt_';
+const TOKEN_SHAPE = /^adb(at|rt|ac)_[A-Za-z0-9_-]{43}$/;
+/**
+ * What a spent code or refresh token's record becomes, until its own TTL: presented again, it
+ * shows the code or token was copied, and the grant is revoked (OAuth 2.1 §4.1.3, §4.3.1).
+ */
+const SPENT = 'spent:';
+/** A member's grants past this end, oldest first: a client signing in in a loop cannot fill Redis. */
+export const MAX_GRANTS_PER_MEMBER = 50;
+
+const mint = (prefix: string) => prefix + randomBytes(32).toString('base64url');
+
+/** base64url(sha256(verifier)): PKCE's S256 (RFC 7636 §4.6), the only method accepted. */
+export function s256(verifier: string): string {
+  return createHash('sha256').update(verifier).digest('base64url');
+}
+
+/** RFC 7636 §4.1: 43 to 128 unreserved characters. */
+const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/**
+ * Authorization codes, grants, and the tokens issued under them, in Redis. Codes and tokens are
+ * kept only as their sha256 (a copy of Redis holds nothing usable); access tokens are short
+ * lived, refresh tokens rotate on every use (a used one is gone). The principal an access token
+ * resolves to is a member's, as a member key's would be: the same calls, the same role.
+ */
+export class OAuthGrants {
+  private readonly now: () => number;
+  private readonly codeTtlS: number;
+  private readonly redis: ScriptedRedis;
+
+  constructor(
+    redis: Redis,
+    private readonly keys: Keys,
+    private readonly members: MemberRegistry,
+    private readonly opts: GrantOptions,
+  ) {
+    this.redis = withScripts(redis);
+    this.now = opts.now ?? Date.now;
+    this.codeTtlS = opts.codeTtlS ?? 120;
+  }
+
+  /**
+   * The person's consent: a new grant for `client` to act as `member` at `resource`, and the
+   * code the client exchanges for its first tokens.
+   */
+  async consent(member: Member, client: OAuthClient, req: { redirectUri: string; challenge: string; resource: string }): Promise<string> {
+    const now = this.now();
+    const grant: OAuthGrant = {
+      id: randomBytes(12).toString('base64url'),
+      workspace: member.workspace,
+      member: member.name,
+      memberSince: member.createdAt,
+      clientId: client.clientId,
+      clientName: client.clientName,
+      resource: req.resource,
+      createdAt: now,
+      refreshedAt: now,
+    };
+    const code = mint('adbac_');
+    const record: CodeRecord = { grantId: grant.id, clientId: client.clientId, redirectUri: req.redirectUri, challenge: req.challenge, resource: req.resource };
+    const index = this.keys.oauth('grants', `${member.workspace}/${member.name}`);
+    // The grant waits, unused, as long as its code; its first tokens give it their lifetime.
+    const res = await this.redis
+      .multi()
+      .set(this.keys.oauth('grant', grant.id), JSON.stringify(grant), 'EX', this.codeTtlS)
+      .set(this.keys.oauth('code', hashKey(code)), JSON.stringify(record), 'EX', this.codeTtlS)
+      .zadd(index, now, grant.id)
+      .expire(index, this.opts.refreshTtlS)
+      .zrange(index, 0, -(MAX_GRANTS_PER_MEMBER + 1))
+      .exec();
+    const ended = (res?.[4]?.[1] as string[] | undefined) ?? [];
+    for (const id of ended) await this.revoke(member.workspace, member.name, id);
+    return code;
+  }
+
+  /**
+   * The token request of `authorization_code` (OAuth 2.1 §4.1.3): the code once, by the client it
+   * was issued to, with the redirect URI and resource of its authorization request, and the PKCE
+   * verifier whose S256 is the challenge.
+   * @throws InvalidGrantError for a code unknown, used, lapsed, another client's, or a wrong verifier.
+   */
+  async exchangeCode(client: OAuthClient, p: { code?: string; verifier?: string; redirectUri?: string; resource?: string }): Promise<OAuthTokens> {
+    if (!p.code) throw new InvalidRequestError('code is required.');
+    if (!p.verifier) throw new InvalidRequestError('code_verifier is required (PKCE S256).');
+    // A code is spent by its first exchange, right or wrong, so a guessed verifier has one try.
+    const raw = TOKEN_SHAPE.test(p.code) ? await this.spend(this.keys.oauth('code', hashKey(p.code))) : undefined;
+    if (!raw) throw new InvalidGrantError('The code is unknown, already used or expired: sign in again.');
+    const code = JSON.parse(raw) as CodeRecord;
+    if (code.clientId !== client.clientId) throw new InvalidGrantError('The code was issued to another client.');
+    if (p.redirectUri !== undefined && p.redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request.');
+    if (p.resource !== undefined && p.resource !== code.resource) throw new InvalidTargetError('resource differs from the authorization request.');
+    if (!VERIFIER.test(p.verifier) || s256(p.verifier) !== code.challenge) {
+      await this.dropGrant(code.grantId);
+      throw new InvalidGrantError('code_verifier does not match the code_challenge.');
+    }
+    const grant = await this.grant(code.grantId);
+    if (!grant) throw new InvalidGrantError('The grant was revoked.');
+    return this.issue(grant);
+  }
+
+  /**
+   * The token request of `refresh_token`: the refresh token once (it rotates), by its client,
+   * for its grant's resource.
+   * @throws InvalidGrantError for a refresh token unknown, used, revoked or another client's.
+   */
+  async refresh(client: OAuthClient, p: { refreshToken?: string; resource?: string }): Promise<OAuthTokens> {
+    if (!p.refreshToken) throw new InvalidRequestError('refresh_token is required.');
+    const grantId = TOKEN_SHAPE.test(p.refreshToken) ? await this.spend(this.keys.oauth('refresh', hashKey(p.refreshToken))) : undefined;
+    const grant = grantId ? await this.grant(grantId) : undefined;
+    if (!grant) throw new InvalidGrantError('The refresh token is unknown, already used, expired or revoked: sign in again.');
+    if (grant.clientId !== client.clientId) throw new InvalidGrantError('The refresh token was issued to another client.');
+    if (p.resource !== undefined && p.resource !== grant.resource) throw new InvalidTargetError('resource differs from the grant.');
+    return this.issue(grant);
+  }
+
+  /**
+   * Who an access token acts for at `resource` (the MCP endpoint's URL it was sent to): the
+   * member, with the role the registry gives them now. Undefined for a token unknown, expired,
+   * revoked, for another resource, or whose member is gone.
+   */
+  async authenticate(token: string, resource: string): Promise<Principal | undefined> {
+    if (!TOKEN_SHAPE.test(token)) return undefined;
+    const raw = await this.redis.get(this.keys.oauth('access', hashKey(token)));
+    if (!raw) return undefined;
+    const access = JSON.parse(raw) as AccessRecord;
+    if (access.expiresAt <= this.now()) return undefined;
+    const grant = await this.grant(access.grantId);
+    if (!grant || grant.resource !== resource) return undefined;
+    const member = await this.members.get(grant.workspace, grant.member);
+    if (!member || member.createdAt !== grant.memberSince) return undefined;
+    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
+  }
+
+  /** A member's grants, newest first (the web page's Connected apps). */
+  async list(workspace: string, member: string): Promise<OAuthGrant[]> {
+    const ids = await this.redis.zrevrange(this.keys.oauth('grants', `${workspace}/${member}`), 0, -1);
+    const found = await Promise.all(ids.map((id) => this.grant(id)));
+    return found.filter((g): g is OAuthGrant => g !== undefined && g.workspace === workspace && g.member === member);
+  }
+
+  /**
+   * Revokes a member's grant: its access and refresh tokens stop working at the next request
+   * (each is checked against the grant). Only the member's own grants.
+   * @returns false when the member has no such grant.
+   */
+  async revoke(workspace: string, member: string, grantId: string): Promise<boolean> {
+    const grant = await this.grant(grantId);
+    await this.redis.zrem(this.keys.oauth('grants', `${workspace}/${member}`), grantId);
+    if (!grant || grant.workspace !== workspace || grant.member !== member) return false;
+    await this.dropGrant(grantId);
+    return true;
+  }
+
+  /**
+   * RFC 7009 revocation by the client itself: a refresh token ends its grant, an access token
+   * itself. Unknown tokens are not an error (§2.2).
+   */
+  async revokeToken(client: OAuthClient, token: string): Promise<void> {
+    if (!TOKEN_SHAPE.test(token)) return;
+    const h = hashKey(token);
+    if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
+      const grantId = await this.redis.get(this.keys.oauth('refresh', h));
+      const grant = grantId ? await this.grant(grantId) : undefined;
+      if (grant && grant.clientId === client.clientId) await this.revoke(grant.workspace, grant.member, grant.id);
+      return;
+    }
+    const raw = await this.redis.get(this.keys.oauth('access', h));
+    const grant = raw ? await this.grant((JSON.parse(raw) as AccessRecord).grantId) : undefined;
+    if (grant && grant.clientId === client.clientId) await this.redis.del(this.keys.oauth('access', h));
+  }
+
+  private async issue(grant: OAuthGrant): Promise<OAuthTokens> {
+    const access = mint(ACCESS_TOKEN_PREFIX);
+    const refresh = mint(REFRESH_TOKEN_PREFIX);
+    const now = this.now();
+    const { accessTtlS, refreshTtlS } = this.opts;
+    const next: OAuthGrant = { ...grant, refreshedAt: now, accessHash: hashKey(access) };
+    const record: AccessRecord = { grantId: grant.id, expiresAt: now + accessTtlS * 1000 };
+    const tx = this.redis.multi();
+    if (grant.accessHash) tx.del(this.keys.oauth('access', grant.accessHash));
+    await tx
+      .set(this.keys.oauth('grant', grant.id), JSON.stringify(next), 'EX', refreshTtlS)
+      .set(this.keys.oauth('access', hashKey(access)), JSON.stringify(record), 'EX', accessTtlS)
+      .set(this.keys.oauth('refresh', hashKey(refresh)), grant.id, 'EX', refreshTtlS)
+      .exec();
+    return { access_token: access, token_type: 'Bearer', expires_in: accessTtlS, refresh_token: refresh };
+  }
+
+  /**
+   * Takes a code's or refresh token's record once: it is marked spent in the same command that
+   * reads it, so two requests racing with one token cannot both have it. A spent one presented
+   * again revokes its grant (the code or token was copied: whoever holds the grant's newer
+   * tokens may be the thief), and reads as unknown.
+   */
+  private async spend(key: string): Promise<string | undefined> {
+    const raw = await this.redis.agentdbOauthSpend(key, SPENT);
+    if (typeof raw !== 'string') return undefined;
+    if (!raw.startsWith(SPENT)) return raw;
+    const spentFor = raw.slice(SPENT.length);
+    const grantId = spentFor.startsWith('{') ? (JSON.parse(spentFor) as CodeRecord).grantId : spentFor;
+    const grant = await this.grant(grantId);
+    if (grant) await this.revoke(grant.workspace, grant.member, grant.id);
+    return undefined;
+  }
+
+  private async grant(id: string): Promise<OAuthGrant | undefined> {
+    const raw = await this.redis.get(this.keys.oauth('grant', id));
+    return raw ? (JSON.parse(raw) as OAuthGrant) : undefined;
+  }
+
+  /** The grant's record goes; tokens left behind find no grant and lapse by their own TTL. */
+  private async dropGrant(id: string): Promise<void> {
+    await this.redis.del(this.keys.oauth('grant', id));
+  }
+}
