@@ -5,7 +5,10 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { TOOL_TIERS } from '../contracts/tools.ts';
 import type { ApprovalStore } from '../approvals/approval-store.ts';
-import { approvalDigest, approvalIdFor, type Approval } from '../approvals/approval.ts';
+import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
+import { effectChangeNote } from '../approvals/effect-change.ts';
+import type { Effect, EffectLimits } from '../contracts/effect.ts';
+import { dropEffect } from '../sqlite/sqlite-effect.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError, type ErrorCode } from '../errors.ts';
@@ -74,7 +77,7 @@ export class CallParking {
     const key = callKeyOf(job.data);
     const fields = approvalFields(plan);
     const digest = approvalDigest(fields);
-    let approval = await this.deps.store.get(approvalIdFor(key));
+    let approval = await this.deps.store.current(key);
     if (!approval) {
       const oversize = this.oversize(plan);
       if (oversize) {
@@ -122,6 +125,7 @@ export class CallParking {
   ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
     const data = { callId: plan.request.callId ?? '', tool: plan.tool };
     let object: DropObject | undefined;
+    let effect: { effect: Effect | null; effectNote?: string } | undefined;
     // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE
     // may make it before this runs), but a drop of nothing is answered NOT_FOUND now: nobody
     // should have to approve it. A drop records what it would remove, as the person sees it.
@@ -129,12 +133,14 @@ export class CallParking {
       const check = await this.deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
       if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
       if (!check.ok && check.error.code !== 'SQL_ERROR') return failed(data, check.error.code, check.error.detail);
+      effect = await this.preview(request, plan);
     } else if (request.op === 'drop') {
       const check = await this.deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
       // No verdict (no database process could start): a fault, so the job runs again.
       if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
       if (!check.ok) return failed(data, check.error.code, check.error.detail);
       object = check.result as DropObject;
+      effect = { effect: dropEffect(object) };
     }
     const now = Date.now();
     return this.deps.store.create({
@@ -147,10 +153,39 @@ export class CallParking {
       shared: plan.target.agent === undefined,
       ...(typeof plan.args.rationale === 'string' ? { rationale: plan.args.rationale } : {}),
       ...(object ? { object } : {}),
+      ...effect,
       requester: plan.request.agent,
       createdAt: now,
       expiresAt: now + this.deps.approvalTtlMs,
     });
+  }
+
+  /**
+   * What a write would change now, computed on the database's own process in a transaction that
+   * is always rolled back; null with a note when it cannot be (too slow for the statement time
+   * limit, a statement that fails on today's data, a database not made yet).
+   */
+  private async preview(request: Extract<ExecRequest, { op: 'write' }>, plan: CallPlan): Promise<{ effect: Effect | null; effectNote?: string }> {
+    const outcome = await this.deps.executor.run({ op: 'effect', db: request.db, sql: request.sql, params: request.params, limits: this.effectLimits(plan) });
+    if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
+    if (outcome.ok && outcome.result) return { effect: outcome.result as Effect };
+    if (outcome.ok) return { effect: null, effectNote: 'The database does not exist yet: this write would be its first, and it changes no existing rows.' };
+    if (outcome.error.code === 'STATEMENT_TIMEOUT') {
+      return {
+        effect: null,
+        effectNote: `Its effect could not be computed within the statement time limit (${this.deps.config.statementTimeoutMs} ms, STATEMENT_TIMEOUT_MS): it changes many rows or runs long. Approving runs it as it is then, unbound to an effect.`,
+      };
+    }
+    return {
+      effect: null,
+      effectNote: `Its effect could not be computed on the data as it is now (${outcome.error.code}: ${outcome.error.detail.slice(0, 500)}); if an earlier parked call makes what it needs, it may still run.`,
+    };
+  }
+
+  /** How much of an effect this call's approval may keep: APPROVAL_EFFECT_ROWS rows, in what MAX_PARKED_CALL_BYTES leaves beside the call. */
+  private effectLimits(plan: CallPlan): EffectLimits {
+    const { approvalEffectRows, maxParkedCallBytes } = this.deps.config;
+    return { maxRows: approvalEffectRows, maxBytes: Math.max(0, maxParkedCallBytes - jsonBytes(plan.args)) };
   }
 
   /**
@@ -197,6 +232,13 @@ export class CallParking {
         await this.audit(expired, job.data);
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       }
+      case 'superseded':
+        // `current` follows a superseded approval to the next; one whose next is gone ran nothing.
+        return failed(
+          job.data,
+          'APPROVAL_STALE',
+          `Approval ${id} was superseded by ${approval.supersededBy ?? 'another'}, which is gone; nothing ran. Send the call again.`,
+        );
       case 'expired':
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       case 'rejected':
@@ -228,8 +270,26 @@ export class CallParking {
           this.deps.logger.child({ callId: job.id }).warn({ approvalId: id }, 'approved call refused at release: its key or agent changed');
           return failed(job.data, 'NOT_PERMITTED', detail);
         }
-        const outcome = await run(approval.object ? { expect: approval.object } : {});
+        const outcome = await run({
+          ...(approval.object ? { expect: approval.object } : {}),
+          ...(approval.effect && approval.sql !== undefined
+            ? { effect: { digest: approval.effect.digest, limits: this.effectLimits(parkedPlan(approval)) } }
+            : {}),
+        });
         if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
+        if (outcome.effectChanged) return this.supersede(job, token, approval, { effect: outcome.effectChanged });
+        if (!outcome.envelope.ok && outcome.envelope.error.code === 'APPROVAL_STALE' && approval.object && approval.round !== MAX_APPROVAL_ROUNDS) {
+          // A drop whose table changed since: asked again about the table as it is now, if any.
+          const check = await this.deps.executor.run({
+            op: 'checkDrop',
+            db: dbTarget(this.deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
+            table: approval.table ?? '',
+          });
+          if (check.ok) {
+            const object = check.result as DropObject;
+            return this.supersede(job, token, approval, { effect: dropEffect(object), object });
+          }
+        }
         const { envelope } = outcome;
         const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
         // The message goes on the record only: the audit row keeps the code, as it always has.
@@ -239,6 +299,47 @@ export class CallParking {
         return outcome;
       }
     }
+  }
+
+  /**
+   * An approved call whose effect changed before it ran (nothing ran): its approval becomes
+   * `superseded` and the call parks again under a new one (the next round, derived from its key)
+   * with the effect it has now and a note of what changed. A person approves exactly what commits.
+   */
+  private async supersede(job: Job<CallJobData>, token: string, old: Approval, now: { effect: Effect; object?: DropObject }): Promise<RunOutcome> {
+    const { store, config } = this.deps;
+    const round = (old.round ?? 1) + 1;
+    const note = effectChangeNote(old.id, old.effect, now.effect);
+    if (round > MAX_APPROVAL_ROUNDS)
+      return failed(job.data, 'APPROVAL_STALE', `${note} It was approved ${MAX_APPROVAL_ROUNDS} times and changed each time; send it again.`);
+    const at = Date.now();
+    const { approval, created } = await store.create({
+      ...requestOf(old),
+      id: approvalIdFor(old.callKey, round),
+      round,
+      supersedes: old.id,
+      effect: now.effect,
+      effectNote: note,
+      ...(now.object ? { object: now.object } : {}),
+      createdAt: at,
+      expiresAt: at + this.deps.approvalTtlMs,
+    });
+    await store.recordRun(old.id, { ok: false, code: 'APPROVAL_STALE', message: note, at });
+    await store.supersede(old.id, approval.id);
+    await this.audit(old, job.data, { ok: false, code: 'APPROVAL_STALE' });
+    if (created) {
+      const until = approval.expiresAt + config.approvalRetentionDays * 24 * 3600 * 1000;
+      await this.budget.note(approval.workspace, [
+        { callKey: `${old.callKey}\n${round}`, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until },
+      ]);
+      this.deps.logger
+        .child({ callId: job.id })
+        .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
+      const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
+      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
+      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.requested', callId: job.data.callId, approval: summary(approval), at });
+    }
+    return this.sleep(job, token, approval);
   }
 
   /**
@@ -284,6 +385,17 @@ export class CallParking {
     if (now && now.state !== 'pending' && (await this.deps.store.announced(approval.id))) await job.promote().catch(() => undefined);
     throw new DelayedError();
   }
+}
+
+/** The request an approval was made from, without its decision. */
+function requestOf(a: Approval): ApprovalRequest {
+  const { state: _s, decidedBy: _b, decidedAt: _a, decidedVia: _v, reason: _r, supersededBy: _n, ran: _x, ...request } = a;
+  return request;
+}
+
+/** The arguments of a parked call as its approval keeps them, for what they weigh. */
+function parkedPlan(a: Approval): CallPlan {
+  return { args: { sql: a.sql, ...(a.params ? { params: a.params } : {}), ...(a.rationale ? { rationale: a.rationale } : {}) } } as unknown as CallPlan;
 }
 
 /** What an approval records of the call it is asked about, and binds with its digest. */

@@ -11,7 +11,13 @@ export interface Effect {
   rows: EffectRow[];
   /** True when rows were left out or values shortened to fit (the digest covers them all). */
   cut: boolean;
-  /** sha256 (hex) over the canonical form of the whole effect: every row, every value, uncut. */
+  /**
+   * sha256 (hex) over the canonical form of the whole effect, uncut: per table its columns and
+   * counts, and for every row updated or deleted its key and its values before. Not the values
+   * a change writes nor an inserted row's rowid: the statement makes those (bound by the
+   * approval's own digest), and some only as it runs (CURRENT_TIMESTAMP), so binding them would
+   * refuse every such write. Equal data before gives an equal digest.
+   */
   digest: string;
   /** For a drop: the object removed, with its schema and row count. */
   dropped?: { type: 'table' | 'view'; name: string; definition: string; rows?: number };

@@ -83,8 +83,9 @@ export class EffectRecorder {
   }
 
   /**
-   * The effect recorded so far: counts and a digest over every row, in a canonical order
-   * (table, operation, key, then the order SQLite made the changes), and the rows `limits` keep.
+   * The effect recorded so far: counts and a digest over every row (see `Effect.digest`), in a
+   * canonical order (table, operation, key, then the order SQLite made the changes), and the
+   * rows `limits` keep.
    */
   read(limits: EffectLimits): Effect {
     const hash = createHash('sha256');
@@ -112,7 +113,11 @@ export class EffectRecorder {
         const keyValues = whole.slice(0, nk);
         const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
         const after = op === 'delete' ? null : whole.slice(nk + nc);
-        hash.update(JSON.stringify([op, keyValues, before, after]));
+        // An inserted row adds only to the count: its rowid is SQLite's to give (another insert
+        // approved meanwhile moves it) and its values may be computed as it runs (DEFAULT
+        // CURRENT_TIMESTAMP); the statement and its params, which make them, are bound by the
+        // approval's own digest. What a change removes or overwrites is bound row by row.
+        if (op !== 'insert') hash.update(JSON.stringify([op, keyValues, before]));
         if (full) continue;
         const row: EffectRow = {
           table: w.table,

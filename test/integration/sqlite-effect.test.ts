@@ -111,8 +111,20 @@ describe('the effect of a write', () => {
     const all = previewEffect(db, 'UPDATE notes SET body = body || ?', ['x'.repeat(1000)], t.limits, { maxRows: 50, maxBytes: 64 * 1024 });
     expect(all.rows).toHaveLength(10);
     expect(all.digest).toBe(few.digest);
-    const other = previewEffect(db, 'UPDATE notes SET body = body || ?', [`${'x'.repeat(999)}y`], t.limits, { maxRows: 3, maxBytes: 64 * 1024 });
+    // A value beyond the rows shown that changed before the run changes the digest.
+    write(db, "UPDATE notes SET body = 'changed' WHERE body = 'n9'", [], `call-${++calls}`, t.limits);
+    const other = previewEffect(db, 'UPDATE notes SET body = body || ?', ['x'.repeat(1000)], t.limits, { maxRows: 3, maxBytes: 64 * 1024 });
     expect(other.digest).not.toBe(few.digest);
+  });
+
+  it('binds an insert by its count, not by the rowid SQLite gives it or a value computed as it runs', () => {
+    const { db, t } = open("CREATE TABLE log (id INTEGER PRIMARY KEY, at TEXT DEFAULT (strftime('%f', 'now')), body TEXT)");
+    const sql = 'INSERT INTO log (body) VALUES (?)';
+    const approved = preview(db, t, sql, ['x']);
+    write(db, sql, ['another'], `call-${++calls}`, t.limits);
+    const ran = write(db, sql, ['x'], `call-${++calls}`, t.limits, undefined, undefined, { digest: approved.digest, limits });
+    expect(ran).toMatchObject({ changes: 1, lastInsertRowid: 2 });
+    expect(preview(db, t, 'INSERT INTO log (body) VALUES (?), (?)', ['x', 'y']).digest).not.toBe(approved.digest);
   });
 
   it('describes a drop by its schema and row count', () => {
