@@ -1,3 +1,6 @@
+// Past ~300 lines on purpose: parking, waking and parking again (a superseded approval) are one
+// job's life around one switch on its approval's state, and read best together; what an effect
+// is and how it is previewed live in parked-effect.ts and sqlite/sqlite-effect.ts.
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallJobData } from '../contracts/call.ts';
@@ -7,8 +10,9 @@ import { TOOL_TIERS } from '../contracts/tools.ts';
 import type { ApprovalStore } from '../approvals/approval-store.ts';
 import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
 import { effectChangeNote } from '../approvals/effect-change.ts';
-import type { Effect, EffectLimits } from '../contracts/effect.ts';
+import type { Effect } from '../contracts/effect.ts';
 import { dropEffect } from '../sqlite/sqlite-effect.ts';
+import { approvedArgs, effectLimits, previewParked } from './parked-effect.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError, type ErrorCode } from '../errors.ts';
@@ -133,7 +137,7 @@ export class CallParking {
       const check = await this.deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
       if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
       if (!check.ok && check.error.code !== 'SQL_ERROR') return failed(data, check.error.code, check.error.detail);
-      effect = await this.preview(request, plan);
+      effect = await previewParked(this.deps.executor, this.deps.config, request, plan.args);
     } else if (request.op === 'drop') {
       const check = await this.deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
       // No verdict (no database process could start): a fault, so the job runs again.
@@ -158,34 +162,6 @@ export class CallParking {
       createdAt: now,
       expiresAt: now + this.deps.approvalTtlMs,
     });
-  }
-
-  /**
-   * What a write would change now, computed on the database's own process in a transaction that
-   * is always rolled back; null with a note when it cannot be (too slow for the statement time
-   * limit, a statement that fails on today's data, a database not made yet).
-   */
-  private async preview(request: Extract<ExecRequest, { op: 'write' }>, plan: CallPlan): Promise<{ effect: Effect | null; effectNote?: string }> {
-    const outcome = await this.deps.executor.run({ op: 'effect', db: request.db, sql: request.sql, params: request.params, limits: this.effectLimits(plan) });
-    if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
-    if (outcome.ok && outcome.result) return { effect: outcome.result as Effect };
-    if (outcome.ok) return { effect: null, effectNote: 'The database does not exist yet: this write would be its first, and it changes no existing rows.' };
-    if (outcome.error.code === 'STATEMENT_TIMEOUT') {
-      return {
-        effect: null,
-        effectNote: `Its effect could not be computed within the statement time limit (${this.deps.config.statementTimeoutMs} ms, STATEMENT_TIMEOUT_MS): it changes many rows or runs long. Approving runs it as it is then, unbound to an effect.`,
-      };
-    }
-    return {
-      effect: null,
-      effectNote: `Its effect could not be computed on the data as it is now (${outcome.error.code}: ${outcome.error.detail.slice(0, 500)}); if an earlier parked call makes what it needs, it may still run.`,
-    };
-  }
-
-  /** How much of an effect this call's approval may keep: APPROVAL_EFFECT_ROWS rows, in what MAX_PARKED_CALL_BYTES leaves beside the call. */
-  private effectLimits(plan: CallPlan): EffectLimits {
-    const { approvalEffectRows, maxParkedCallBytes } = this.deps.config;
-    return { maxRows: approvalEffectRows, maxBytes: Math.max(0, maxParkedCallBytes - jsonBytes(plan.args)) };
   }
 
   /**
@@ -273,7 +249,7 @@ export class CallParking {
         const outcome = await run({
           ...(approval.object ? { expect: approval.object } : {}),
           ...(approval.effect && approval.sql !== undefined
-            ? { effect: { digest: approval.effect.digest, limits: this.effectLimits(parkedPlan(approval)) } }
+            ? { effect: { digest: approval.effect.digest, limits: effectLimits(this.deps.config, approvedArgs(approval)) } }
             : {}),
         });
         if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
@@ -391,11 +367,6 @@ export class CallParking {
 function requestOf(a: Approval): ApprovalRequest {
   const { state: _s, decidedBy: _b, decidedAt: _a, decidedVia: _v, reason: _r, supersededBy: _n, ran: _x, ...request } = a;
   return request;
-}
-
-/** The arguments of a parked call as its approval keeps them, for what they weigh. */
-function parkedPlan(a: Approval): CallPlan {
-  return { args: { sql: a.sql, ...(a.params ? { params: a.params } : {}), ...(a.rationale ? { rationale: a.rationale } : {}) } } as unknown as CallPlan;
 }
 
 /** What an approval records of the call it is asked about, and binds with its digest. */
