@@ -119,6 +119,23 @@ describe('the effect of a parked write', () => {
     expect(await rows('fx2', 'SELECT id FROM leads ORDER BY id')).toEqual([[2]]);
   });
 
+  it('asks again about a drop whose table changed after approval, and drops it once that is approved', async () => {
+    await write('fx5', 'CREATE TABLE gone (x)');
+    await write('fx5', 'INSERT INTO gone VALUES (1)');
+    const parked = await park('fx5', 'DATA_DROP_TABLE', { table: 'gone' });
+    expect(parked.approval.effect).toMatchObject({ tables: [{ table: 'gone', deleted: 1 }], dropped: { rows: 1 } });
+    await write('fx5', 'INSERT INTO gone VALUES (2)');
+    const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
+    expect((await approve(parked.approval.id)).statusCode).toBe(200);
+    await expect.poll(async () => (await getApproval(parked.approval.id)).json().approval.state).toBe('superseded');
+    const next = (await getApproval((await getApproval(parked.approval.id)).json().approval.supersededBy)).json().approval;
+    expect(next).toMatchObject({ state: 'pending', object: { rows: 2 }, effect: { tables: [{ table: 'gone', deleted: 2 }], dropped: { rows: 2 } } });
+    expect(next.effectNote).toContain('gone: 1 deleted → 2 deleted');
+    expect(await rows('fx5', 'SELECT count(*) FROM gone')).toEqual([[2]]);
+    expect((await approve(next.id)).statusCode).toBe(200);
+    expect(await waiting).toMatchObject({ ok: true, result: { dropped: 'gone' } });
+  });
+
   it('keeps APPROVAL_EFFECT_ROWS rows and says it cut the rest; a drop shows its schema and row count', async () => {
     await write('fx3', 'CREATE TABLE n (x INTEGER)');
     await write('fx3', "INSERT INTO n SELECT value FROM json_each('[1,2,3,4,5,6,7,8]')");
