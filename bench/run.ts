@@ -13,6 +13,7 @@ import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchAbandonedWaits, printAbandonedWaits } from './abandoned-waits.ts';
 import { benchApprovals } from './approvals.ts';
+import { benchEffect, printEffect } from './effect.ts';
 import { benchBlobUpload } from './blob-upload.ts';
 import { benchMcp } from './mcp.ts';
 import { benchFairBurst, printFairBurst } from './fair-burst.ts';
@@ -44,7 +45,8 @@ const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
  * `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick
  * comparisons; `abandoned-waits`: only Redis commands/s around abandoned waits (its own Redis);
  * `redis-fill`: only issue 27's hostile fills of Redis (its own redis-server); `fair-burst`: only a
- * quiet workspace's reads under a burst of fresh workspaces.
+ * quiet workspace's reads under a burst of fresh workspaces; `effect`: only what a parked write's
+ * effect costs against the write (1, 100 and 10,000 rows changed).
  */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
 /** The abandoned-waits scenario: as the hostile review ran it (20,000 waits, each aborted after 150 ms). */
@@ -116,7 +118,13 @@ async function only(name: string) {
     return;
   }
   if (name === 'fair-burst') return onlyFairBurst();
-  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst)`);
+  if (name === 'effect') {
+    const costs = benchEffect();
+    console.log(JSON.stringify(costs));
+    printEffect(costs);
+    return;
+  }
+  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst, effect)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
