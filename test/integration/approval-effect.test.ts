@@ -80,6 +80,12 @@ describe('the effect of a parked write', () => {
     const shown = await getApproval(parked.approval.id);
     expect(shown.statusCode).toBe(200);
     expect(shown.json().approval.effect).toEqual(effect);
+    // A list keeps the counts and digest, not the rows: those are one GET away.
+    const listed = await app.inject({ method: 'GET', url: '/v1/approvals?state=pending', headers: { authorization: `Bearer ${adaKey}` } });
+    expect(listed.json().approvals.find((a: { id: string }) => a.id === parked.approval.id)).toMatchObject({
+      cut: true,
+      effect: { tables: effect.tables, rows: [], cut: true, digest: effect.digest },
+    });
     // Another workspace's member reads no effect of it.
     const oz = (await new MemberRegistry(redis, keysFor(sb.config.prefix)).add('other', 'oz2', 'admin')).key;
     expect((await getApproval(parked.approval.id, oz)).statusCode).toBe(404);

@@ -108,6 +108,11 @@ describe('the effect of a write', () => {
     expect(few.rows).toHaveLength(3);
     expect(few.cut).toBe(true);
     expect(few.rows[0]!.after!.body).toMatchObject({ bytes: 1002 });
+    const small = previewEffect(db, 'UPDATE notes SET body = body || ?', ['x'.repeat(1000)], t.limits, { maxRows: 50, maxBytes: 700 });
+    expect(small.cut).toBe(true);
+    expect(small.rows.length).toBeGreaterThan(0);
+    expect(Buffer.byteLength(JSON.stringify(small.rows))).toBeLessThanOrEqual(700);
+    expect(small.digest).toBe(few.digest);
     const all = previewEffect(db, 'UPDATE notes SET body = body || ?', ['x'.repeat(1000)], t.limits, { maxRows: 50, maxBytes: 64 * 1024 });
     expect(all.rows).toHaveLength(10);
     expect(all.digest).toBe(few.digest);
