@@ -24,7 +24,10 @@ export function effectView(a: Approval): Html | '' {
     ? html`<p class="removed">Drops ${e.dropped.type} <strong>${e.dropped.name}</strong>${e.dropped.rows !== undefined ? ` with its ${e.dropped.rows} rows` : ''}:</p><pre class="sql removed"><code>${e.dropped.definition}</code></pre>`
     : '';
   const total = e.tables.reduce((n, t) => n + t.inserted + t.updated + t.deleted, 0);
-  const cut = e.cut ? html`<p class="cut muted" role="note">cut: ${e.rows.length} of ${total} changed rows shown, long values shortened, to fit.</p>` : '';
+  const fewer = e.rows.length < total && !e.dropped;
+  const cut = e.cut
+    ? html`<p class="effect-cut muted" role="note">cut to fit: ${fewer ? `${e.rows.length} of ${total} changed rows shown` : 'long values shortened'}; the counts and the digest cover every row.</p>`
+    : '';
   return html`<section class="effect" aria-label="effect">${note}${dropped}${counts}${diffTables(e)}${cut}</section>`;
 }
 
