@@ -132,6 +132,26 @@ describe('the effect of a write', () => {
     expect(preview(db, t, 'INSERT INTO log (body) VALUES (?), (?)', ['x', 'y']).digest).not.toBe(approved.digest);
   });
 
+  it('keys a WITHOUT ROWID table by its primary key, and lists the rows a foreign-key action changes', () => {
+    const { db, t } = open(
+      'CREATE TABLE tags (name TEXT, lang TEXT, n INTEGER, PRIMARY KEY (lang, name)) WITHOUT ROWID',
+      "INSERT INTO tags VALUES ('a', 'en', 1)",
+      'CREATE TABLE parent (id INTEGER PRIMARY KEY)',
+      'CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent (id) ON DELETE CASCADE)',
+      'INSERT INTO parent VALUES (1), (2)',
+      'INSERT INTO child VALUES (10, 1), (11, 1), (12, 2)',
+    );
+    expect(preview(db, t, 'UPDATE tags SET n = 2').rows).toEqual([
+      { table: 'tags', op: 'update', key: { lang: 'en', name: 'a' }, before: { name: 'a', lang: 'en', n: 1 }, after: { name: 'a', lang: 'en', n: 2 } },
+    ]);
+    const cascade = preview(db, t, 'DELETE FROM parent WHERE id = 1');
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(cascade.tables).toEqual([
+      { table: 'child', inserted: 0, updated: 0, deleted: 2 },
+      { table: 'parent', inserted: 0, updated: 0, deleted: 1 },
+    ]);
+  });
+
   it('describes a drop by its schema and row count', () => {
     const { db } = open(...LEADS);
     const effect = dropEffect(dropObject(db, dropTarget(db, 'leads')));
