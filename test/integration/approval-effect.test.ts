@@ -67,6 +67,8 @@ describe('the effect of a parked write', () => {
     await write('fx1', 'CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT, company TEXT)');
     await write('fx1', "INSERT INTO leads VALUES (1, 'a@x', 'A'), (2, 'b@x', 'A'), (3, 'c@x', 'C')");
     const before = fs.readFileSync(file('fx1'));
+    const wal = (f: string) => (fs.existsSync(`${f}-wal`) ? fs.readFileSync(`${f}-wal`) : Buffer.alloc(0));
+    const walBefore = wal(file('fx1'));
     const parked = await park('fx1', 'DATA_WRITE_SQL', { sql: 'UPDATE leads SET company = ? WHERE company = ?', params: ['Acme', 'A'] });
     const effect = parked.approval.effect as Effect;
     expect(effect.tables).toEqual([{ table: 'leads', inserted: 0, updated: 2, deleted: 0 }]);
@@ -76,6 +78,7 @@ describe('the effect of a parked write', () => {
     ]);
     expect(await rows('fx1', 'SELECT company FROM leads ORDER BY id')).toEqual([['A'], ['A'], ['C']]);
     expect(fs.readFileSync(file('fx1')).equals(before)).toBe(true);
+    expect(wal(file('fx1')).equals(walBefore)).toBe(true);
 
     const shown = await getApproval(parked.approval.id);
     expect(shown.statusCode).toBe(200);
