@@ -74,6 +74,13 @@ const envSchema = z.object({
   WORKSPACE_MAX_BYTES: int(0, Number.MAX_SAFE_INTEGER, 0),
   /** The bearer token `GET /metrics` asks for; unset, /metrics is off (it names workspaces). */
   METRICS_TOKEN: z.string().min(16).optional(),
+  /**
+   * The port `agentdb worker` serves `GET /metrics` on (its own calls, executor children, capture
+   * lag, refusals), on HOST, behind METRICS_TOKEN; 0: none. `agentdb start` serves it on PORT.
+   */
+  WORKER_METRICS_PORT: int(0, 65_535, 0),
+  /** How many workspaces `/metrics` shows the Redis bytes of, the most first: bounds its labels. */
+  METRICS_TOP_WORKSPACES: int(0, 1000, 20),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   /**
@@ -99,6 +106,14 @@ const envSchema = z.object({
    * It replaced RESULT_TTL_S (7 days): a day of a busy workspace's envelopes is what Redis holds.
    */
   RESULT_TTL_HOURS: int(1, 30 * 24, 24),
+  /**
+   * How often the scheduler removes finished calls past RESULT_TTL_HOURS and their `completed`
+   * events from every shard queue, in seconds. A workspace's Redis budget counts a finished
+   * call's envelope until RESULT_TTL_HOURS plus this: BullMQ trims its event stream by count
+   * only, and a finished job only when another of its queue finishes, so on a quiet shard both
+   * outlived the budget's count (issue 27).
+   */
+  RESULT_TRIM_EVERY_S: int(10, 24 * 3600, 300),
   /**
    * The most a call that waits for a person may carry as JSON (its SQL and params): its job and
    * its approval stay in Redis while it waits (APPROVAL_TTL_MS) and its record for
@@ -186,8 +201,51 @@ const envSchema = z.object({
   AGENTDB_KEY: z.string().optional(),
   /** How long one HTTP request (`POST /v1/calls`, `GET …?wait=true`) waits before answering where the call stands. */
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
-  /** How long an MCP tool call waits for a person's decision before answering that it is pending. */
-  MCP_APPROVAL_WAIT_MS: int(100, 3_600_000, 60_000),
+  /**
+   * How long an MCP tool call (one that asked for no task) waits for a person's decision before
+   * answering that it is pending. Below 60 s, the MCP SDK clients' default request timeout: at
+   * 60 s the SDK client, LangChain and OpenAI Agents gave up with -32001 first and never learned
+   * the approval id (issue 28). 25 s leaves room for a slow network and a client set shorter.
+   */
+  MCP_APPROVAL_WAIT_MS: int(100, 59_999, 25_000),
+  /**
+   * Browser origins `/mcp` serves besides its own and loopback ones (comma-separated, e.g.
+   * `https://app.example.com`); any other Origin header, `null` included, is refused with 403.
+   * Requests without an Origin (every non-browser client) are not affected.
+   */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v, ctx): string[] => {
+      const list = commaList(v);
+      for (const o of list) {
+        const parsed = URL.canParse(o) ? new URL(o) : undefined;
+        if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== o.replace(/\/$/, '')) {
+          ctx.addIssue({ code: 'custom', message: `not an origin (scheme://host[:port], nothing after): ${JSON.stringify(o)}` });
+          return z.NEVER;
+        }
+      }
+      return list.map((o) => new URL(o).origin);
+    }),
+  /**
+   * Host names `/mcp` answers to besides loopback and HOST (comma-separated, no ports: the name
+   * your clients use, e.g. `agentdb.example.com`), against DNS rebinding; `*`: any host (only
+   * when a proxy in front checks the Host itself).
+   */
+  MCP_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((v, ctx): string[] | '*' => {
+      if (v.trim() === '*') return '*';
+      const list = commaList(v).map((h) => h.toLowerCase());
+      for (const h of list) {
+        if (!URL.canParse(`http://${h}`) || new URL(`http://${h}`).host !== h || h.includes(':') !== h.startsWith('[')) {
+          ctx.addIssue({ code: 'custom', message: `not a host name without a port: ${JSON.stringify(h)}` });
+          return z.NEVER;
+        }
+      }
+      return list;
+    }),
   /** How long a web page session lives without a request (sliding); the cookie itself ends with the browser. */
   WEB_SESSION_TTL_S: int(60, 30 * 24 * 3600, 8 * 3600),
   /**
@@ -218,6 +276,14 @@ const envSchema = z.object({
       return z.NEVER;
     }),
 });
+
+/** The items of a comma-separated setting, trimmed, empty ones dropped. */
+function commaList(v: string): string[] {
+  return v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
 
 /** Every variable agentdb reads (docs/operations.md's table lists each; a test keeps them in step). */
 export const ENV_NAMES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
@@ -268,11 +334,17 @@ export interface Config {
   readonly workspaceQuota: { readonly maxDatabases?: number; readonly maxBytes?: number };
   /** The bearer token `GET /metrics` asks for (METRICS_TOKEN); absent, the route answers NOT_FOUND. */
   readonly metricsToken?: string;
+  /** WORKER_METRICS_PORT: 0 for none. */
+  readonly workerMetricsPort: number;
+  /** METRICS_TOP_WORKSPACES. */
+  readonly metricsTopWorkspaces: number;
   readonly maxCallBytes: number;
   readonly statementCacheBytes: number;
   readonly approvalTtlMs: number;
   /** RESULT_TTL_HOURS, in seconds. */
   readonly resultTtlS: number;
+  /** RESULT_TRIM_EVERY_S. */
+  readonly resultTrimEveryS: number;
   /** Call rates (RATE_LIMITS and RATE_LIMIT_*); false with RATE_LIMITS=off. */
   readonly rateLimits: RateLimitSettings | false;
   /** MAX_PARKED_CALL_BYTES. */
@@ -303,6 +375,10 @@ export interface Config {
   readonly mcpKey?: string;
   readonly httpWaitMs: number;
   readonly mcpApprovalWaitMs: number;
+  /** MCP_ALLOWED_ORIGINS, each an origin (`https://app.example.com`). */
+  readonly mcpAllowedOrigins: readonly string[];
+  /** MCP_ALLOWED_HOSTS: host names without ports, or `*` for any. */
+  readonly mcpAllowedHosts: readonly string[] | '*';
   readonly webSessionTtlS: number;
   readonly keyCacheTtlMs: number;
   /** Fastify's `trustProxy` (TRUST_PROXY). */
@@ -381,6 +457,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ...(e.WORKSPACE_MAX_BYTES > 0 ? { maxBytes: e.WORKSPACE_MAX_BYTES } : {}),
     }),
     ...(e.METRICS_TOKEN ? { metricsToken: e.METRICS_TOKEN } : {}),
+    workerMetricsPort: e.WORKER_METRICS_PORT,
+    metricsTopWorkspaces: e.METRICS_TOP_WORKSPACES,
     maxCallBytes: e.MAX_CALL_BYTES,
     statementCacheBytes: e.STATEMENT_CACHE_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,
@@ -393,6 +471,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             ...(e.RATE_LIMIT_KEY_CALLS ? { keyCalls: e.RATE_LIMIT_KEY_CALLS } : {}),
           }),
     resultTtlS: e.RESULT_TTL_HOURS * 3600,
+    resultTrimEveryS: e.RESULT_TRIM_EVERY_S,
     maxParkedCallBytes: e.MAX_PARKED_CALL_BYTES,
     approvalEffectRows: e.APPROVAL_EFFECT_ROWS,
     redisBytesPerWorkspace: e.REDIS_BYTES_PER_WORKSPACE,
@@ -420,6 +499,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     httpWaitMs: e.HTTP_WAIT_MS,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
+    mcpAllowedOrigins: Object.freeze(e.MCP_ALLOWED_ORIGINS),
+    mcpAllowedHosts: e.MCP_ALLOWED_HOSTS === '*' ? '*' : Object.freeze(e.MCP_ALLOWED_HOSTS),
     webSessionTtlS: e.WEB_SESSION_TTL_S,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     trustProxy: e.TRUST_PROXY,

@@ -19,4 +19,6 @@ export type { AgentSettingsInput as AgentSettings } from './contracts/settings.t
 export { toolContracts, TOOL_NAMES, type ToolName, type ToolContract } from './contracts/tools.ts';
 export { ERRORS, type ErrorCode, type ErrorBody } from './errors.ts';
 export { loadConfig, type Config } from './config.ts';
+/** `AgentDbClient.metrics`' class: pass one as the client's `metrics` to count its refusals in a runtime's own registry. */
+export { Metrics } from './metrics.ts';
 export type { AgentDbEvent } from './redis/events.ts';

@@ -51,8 +51,9 @@ export class Metrics {
   });
 
   /**
-   * Steps refused for a tenant bound, by `quota`: `disk` (databases or bytes on disk), and
-   * whatever other bound counts here (`redis`, `rate`).
+   * Steps refused for a tenant bound, by `quota`: `disk` (databases or bytes on disk, by a
+   * worker), and calls and lookups a client refused before any worker saw them: `rate`,
+   * `redis` (the workspace's Redis budget), `headroom` (Redis near its maxmemory).
    */
   readonly refusals = new Counter({
     name: 'agentdb_quota_refusals_total',

@@ -41,6 +41,11 @@ type Translated = Extract<DbTranslation, { ok: true }>;
 export class KeyedCalls {
   /** Ends each wait in progress early (see {@link stopWaiting}). */
   private readonly waits = new Set<AbortController>();
+  /**
+   * Set by {@link stopWaiting}: the server stops, and a request that would wait again (an MCP
+   * `tasks/result`, which waits until its call ends) answers instead.
+   */
+  stopped = false;
 
   constructor(
     private readonly client: AgentDbClient,
@@ -58,6 +63,7 @@ export class KeyedCalls {
    * request waiting on a person's decision held a SIGTERM for up to MCP_APPROVAL_WAIT_MS.
    */
   stopWaiting(): void {
+    this.stopped = true;
     for (const wait of this.waits) wait.abort(BOUND_PASSED);
     this.waits.clear();
   }
@@ -82,7 +88,19 @@ export class KeyedCalls {
 
   /** The principal's own call `callId`: its envelope, or where it stands. */
   async result(principal: Principal, callId: string, opts: KeyedWait): Promise<CallAnswer> {
-    const who = { workspace: principal.workspace, agent: callerOf(principal), ...(opts.signal ? { signal: opts.signal } : {}) };
+    const answer = await this.lookUp(principal, callId, opts);
+    if (this.onRefused && !answer.ok && 'error' in answer && answer.error.code === 'RATE_LIMITED') this.onRefused('rate');
+    return answer;
+  }
+
+  private async lookUp(principal: Principal, callId: string, opts: KeyedWait & { followUp?: true }): Promise<CallAnswer> {
+    const who = {
+      workspace: principal.workspace,
+      agent: callerOf(principal),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(principal.kind === 'agent' ? { keyId: principal.keyId } : {}),
+      ...(opts.followUp ? { followUp: true as const } : {}),
+    };
     if (!opts.wait) return this.client.result(callId, who);
     opts.signal?.throwIfAborted();
     // The wait is given up — and with it the client's listening, shared with other waits on the
@@ -96,7 +114,8 @@ export class KeyedCalls {
       return await this.client.result(callId, { ...who, wait: true, signal: wait.signal });
     } catch (err) {
       if (wait.signal.reason !== BOUND_PASSED) throw err;
-      return this.client.result(callId, who);
+      // The same lookup, answered where the call stands now: counted once, above.
+      return this.client.result(callId, { ...who, followUp: true });
     } finally {
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', giveUp);
@@ -111,8 +130,9 @@ export class KeyedCalls {
     const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}) });
     if (!opts.wait || !('status' in first)) return first;
     const left = deadline - Date.now();
-    if (left <= 0) return this.result(principal, first.callId, { wait: false, maxWaitMs: 0 });
-    return this.result(principal, first.callId, { ...opts, maxWaitMs: left });
+    // The call's own wait going on, counted as the call: not a lookup.
+    if (left <= 0) return this.lookUp(principal, first.callId, { wait: false, maxWaitMs: 0, followUp: true });
+    return this.lookUp(principal, first.callId, { ...opts, maxWaitMs: left, followUp: true });
   }
 
   private async dbCall(

@@ -2,11 +2,12 @@ import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { summary } from '../approvals/approval-service.ts';
 import type { CallJobData } from '../contracts/call.ts';
+import { databaseId, shardOf } from '../contracts/database-id.ts';
 import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
+import { withScripts } from '../redis/lua-scripts.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { awaiting, finishedEnvelope, type CallAnswer } from './call-answers.ts';
-import { parseClaim } from './call-id-claim.ts';
 import type { ClientApprovals } from './client-approvals.ts';
 
 /**
@@ -22,23 +23,37 @@ export class CallLookup {
     private readonly approvals: ClientApprovals,
   ) {}
 
-  /** The call's job and the queue that holds it, or undefined when no queue does. */
+  /**
+   * The call's job and the queue that holds it, or undefined when no queue does: one command
+   * (`call-find.lua`), whichever shard holds it. A caller's own call id records the shard of the
+   * call it was first used for, asked first; then the shards of its caller's own database and of
+   * its workspace's, where calls in the default scope go; then every other shard, inside that one
+   * command. Asked shard by shard, a lookup cost 17 commands for an unknown id and about 9 for a
+   * generated one (bench/lookup-commands.ts).
+   */
   async find(key: string): Promise<{ job: Job<CallJobData, Envelope>; queue: Queue } | undefined> {
-    // A caller's own call id records the shard of the call it was first used for.
-    const claimed = parseClaim(await this.redis.get(this.keys.callIdClaim(key)));
-    if (claimed && claimed.shard < this.shardCount) {
-      const queue = this.queues.of(claimed.shard);
-      const job = await Job.fromId<CallJobData, Envelope>(queue, key);
-      if (job) return { job, queue };
+    const jobKeys = Array.from({ length: this.shardCount }, (_, shard) => this.queues.of(shard).toKey(key));
+    const [shard, flat] = await withScripts(this.redis).agentdbCallFind(jobKeys.length + 1, this.keys.callIdClaim(key), ...jobKeys, ...this.likelyShards(key));
+    if (shard < 0 || !flat) return undefined;
+    const hash: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+    const queue = this.queues.of(shard);
+    // As BullMQ's own Job.fromId builds it from the same HGETALL.
+    return { job: Job.fromJSON(queue, hash as never, key) as Job<CallJobData, Envelope>, queue };
+  }
+
+  /** The shards of the databases a call key's caller reaches by default: its own, its workspace's. */
+  private likelyShards(key: string): number[] {
+    // A call key is `<workspace>.<agent>.<call id>`, none of which holds a dot.
+    const [workspace, agent] = key.split('.');
+    if (!workspace || !agent) return [];
+    try {
+      const shared = shardOf(databaseId(workspace), this.shardCount);
+      // A member (`@name`) has no database of its own.
+      return agent.startsWith('@') ? [shared] : [shardOf(databaseId(workspace, agent), this.shardCount), shared];
+    } catch {
+      return [];
     }
-    // Otherwise (a generated id, a call made before ids were recorded) the call's key does not
-    // name its shard (its database does); a lookup by id is rare enough to ask every queue.
-    for (let shard = 0; shard < this.shardCount; shard++) {
-      const queue = this.queues.of(shard);
-      const job = await Job.fromId<CallJobData, Envelope>(queue, key);
-      if (job) return { job, queue };
-    }
-    return undefined;
   }
 
   /** The call's envelope if it has finished. */
@@ -47,9 +62,12 @@ export class CallLookup {
     return found?.job.finishedOn ? finishedEnvelope(found.job) : undefined;
   }
 
-  /** Where an unfinished call stands now, or its envelope if it just finished. */
-  async standing(key: string, queue: Queue): Promise<CallAnswer | undefined> {
-    const job = await Job.fromId<CallJobData, Envelope>(queue, key);
+  /**
+   * Where an unfinished call stands now, or its envelope if it just finished. `seen`: its job as
+   * just read (by {@link find}), not read again.
+   */
+  async standing(key: string, queue: Queue, seen?: Job<CallJobData, Envelope>): Promise<CallAnswer | undefined> {
+    const job = seen ?? (await Job.fromId<CallJobData, Envelope>(queue, key));
     if (!job) return undefined;
     if (job.finishedOn) return finishedEnvelope(job);
     const { callId, tool } = job.data;

@@ -1,6 +1,8 @@
-// Past ~300 lines on purpose: parking, waking and parking again (a superseded approval) are one
-// job's life around one switch on its approval's state, and read best together; what an effect
-// is and how it is previewed live in parked-effect.ts and sqlite/sqlite-effect.ts.
+// Past 300 lines on purpose: parking a call, resuming it once a person decided and parking it
+// again when its effect changed (a superseded approval) are one job's life around one switch on
+// its approval's state (firstPark writes the approval with its digests, resume reads it back and
+// checks the job against it), and they share the job's sleep and audit; what an effect is and how
+// it is previewed live in parked-effect.ts and sqlite/sqlite-effect.ts.
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallJobData } from '../contracts/call.ts';

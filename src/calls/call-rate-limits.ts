@@ -15,9 +15,21 @@ export interface RateSubject {
   agent: string;
 }
 
+/**
+ * What a lookup of a call (`GET /v1/calls/:id`, `agentdb result`, `client.result`) costs against
+ * the rate limits, in tenths of a call: a tenth. A lookup costs Redis 1 to 3 round trips where a
+ * call costs about 20, but uncounted, one workspace polling in a loop took 17 commands a lookup
+ * and another workspace's p99 went from 113 to 500 ms (issue 27).
+ */
+export const LOOKUP_POINTS = 1;
+
+/** What a call costs against the rate limits: a budget of N calls is 10·N points. */
+export const CALL_POINTS = 10;
+
 /** A refusal: which budget was spent, what it is, and the seconds until its window ends. */
 export interface RateRefusal {
   of: 'workspace' | 'key';
+  /** The budget, in calls (a lookup counts {@link LOOKUP_POINTS}/{@link CALL_POINTS} of one). */
   calls: number;
   windowS: number;
   retryAfterS: number;
@@ -49,19 +61,32 @@ export class CallRateLimits {
    * their share.
    */
   async admit(s: RateSubject): Promise<RateRefusal | undefined> {
-    const subject = s.keyId !== undefined ? `k:${s.workspace}:${s.keyId}` : `a:${s.workspace}:${s.agent}`;
-    return (await this.consume(s.plan, 'key', subject)) ?? (await this.consume(s.plan, 'workspace', s.workspace));
+    return this.count(s, CALL_POINTS);
   }
 
-  private async consume(plan: Plan, of: 'workspace' | 'key', subject: string): Promise<RateRefusal | undefined> {
+  /**
+   * Counts one lookup of a call by `s` against the same budgets as its calls, at a tenth of a
+   * call ({@link LOOKUP_POINTS}): a caller that polls gets ten lookups for each call it leaves
+   * unmade, and one that polls in a loop is refused like one that calls in a loop.
+   */
+  async admitLookup(s: RateSubject): Promise<RateRefusal | undefined> {
+    return this.count(s, LOOKUP_POINTS);
+  }
+
+  private async count(s: RateSubject, points: number): Promise<RateRefusal | undefined> {
+    const subject = s.keyId !== undefined ? `k:${s.workspace}:${s.keyId}` : `a:${s.workspace}:${s.agent}`;
+    return (await this.consume(s.plan, 'key', subject, points)) ?? (await this.consume(s.plan, 'workspace', s.workspace, points));
+  }
+
+  private async consume(plan: Plan, of: 'workspace' | 'key', subject: string, points: number): Promise<RateRefusal | undefined> {
     const limiter = this.limiter(plan, of);
     try {
-      await limiter.consume(subject);
+      await limiter.consume(subject, points);
       return undefined;
     } catch (err) {
       // A refusal is a RateLimiterRes; anything else is Redis failing, for the caller's outage answer.
       if (!(err instanceof RateLimiterRes)) throw err;
-      return { of, calls: limiter.points, windowS: this.settings.windowS, retryAfterS: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
+      return { of, calls: limiter.points / CALL_POINTS, windowS: this.settings.windowS, retryAfterS: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
     }
   }
 
@@ -71,7 +96,8 @@ export class CallRateLimits {
     if (!limiter) {
       const { windowS } = this.settings;
       const override = of === 'workspace' ? this.settings.workspaceCalls : this.settings.keyCalls;
-      const points = override ?? Math.max(1, Math.round((planCallRates(plan)[of] * windowS) / 60));
+      const calls = override ?? Math.max(1, Math.round((planCallRates(plan)[of] * windowS) / 60));
+      const points = calls * CALL_POINTS;
       limiter = new RateLimiterRedis({
         storeClient: this.redis,
         keyPrefix: this.keys.callRate(of),

@@ -13,6 +13,13 @@ export interface ResultQuery {
   timeoutMs?: number;
   /** Gives the wait up when it aborts (see `CallOptions.signal`). */
   signal?: AbortSignal;
+  /** The key the lookup is made with, if any: counted against its rate budget, as its calls are. */
+  keyId?: string;
+  /**
+   * The caller's own follow-up of a call it has just sent (its wait going on past a first
+   * answer), already counted as that call: not counted again against the rate limits.
+   */
+  followUp?: true;
 }
 
 /** What fetching a result uses of its client: the waits, the lookup, and the event reader's start. */
@@ -48,6 +55,6 @@ export async function callResult({ waiters, lookup, ensureReader }: ResultSource
     if (completion) waiters.complete(key, env);
     return env;
   }
-  if (!completion) return (await lookup.standing(key, queue)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
+  if (!completion) return (await lookup.standing(key, queue, job)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
   return awaitCompletion(waiters, lookup, { key, callId, tool: job.data.tool, queue, completion, timeoutMs: opts.timeoutMs ?? 30_000, withdraw: false });
 }

@@ -1,3 +1,6 @@
+// One file past 300 lines on purpose: AgentDbClient is the package's public API (its options and
+// the enqueue that admits a call: plan, rate, budget, headroom, call-id claim, add or join, in that
+// order). Each step it calls lives in its own file in calls/; what is left here is the order.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
@@ -24,6 +27,7 @@ import { ClientApprovals } from './client-approvals.ts';
 import { OutageAnswers, unavailable } from './outage-answers.ts';
 import { CallRateLimits, DEFAULT_RATE_LIMITS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
+import { Metrics } from '../metrics.ts';
 import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** Options of an {@link AgentDbClient}. */
@@ -56,6 +60,13 @@ export interface AgentDbClientOptions {
   redisBytesPerWorkspace?: number;
   /** REDIS_MEMORY_HEADROOM_PERCENT (default 20): new calls are refused this close to Redis's maxmemory. */
   redisMemoryHeadroomPercent?: number;
+  /**
+   * Where the client counts the calls and lookups it refuses for a tenant bound
+   * (`agentdb_quota_refusals_total{quota}`: `rate`, `redis`, `headroom`): a service's own
+   * registry (`agentdb start` serves it at /metrics). Without it the client counts on one of its
+   * own, {@link AgentDbClient.metrics}, which a runtime reads or serves as it likes.
+   */
+  metrics?: Metrics;
 }
 
 /** Options of one call. */
@@ -113,8 +124,17 @@ export class AgentDbClient {
   private readonly budget: WorkspaceRedisBudget;
   private readonly headroom: RedisMemoryHeadroom;
   private closed = false;
+  /**
+   * Where this client counts what it refuses for a tenant bound, before any worker sees it:
+   * `metrics.refusals` (`agentdb_quota_refusals_total{quota}`), by `rate` (RATE_LIMITED),
+   * `redis` (the workspace's Redis budget, QUOTA_EXCEEDED) and `headroom` (Redis near its
+   * maxmemory, UNAVAILABLE). A library-only runtime reads it with
+   * `await client.metrics.refusals.get()` or serves `await client.metrics.text()`.
+   */
+  readonly metrics: Metrics;
 
   constructor(opts: AgentDbClientOptions = {}) {
+    this.metrics = opts.metrics ?? new Metrics();
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
     this.shardCount = opts.shardCount ?? 16;
@@ -192,7 +212,7 @@ export class AgentDbClient {
     const ownKey = typeof keyId === 'string' && !request.member ? keyId : undefined;
     // Counted before anything is claimed or enqueued: a refused call leaves nothing behind.
     const limited = await this.rates?.admit({ plan, workspace: request.workspace, agent: request.agent, ...(ownKey ? { keyId: ownKey } : {}) });
-    if (limited) return rateLimited(callId, tool, request.workspace, limited);
+    if (limited) return this.refused('rate', rateLimited(callId, tool, request.workspace, limited));
     const data: CallJobData = {
       callId,
       workspace: request.workspace,
@@ -209,7 +229,7 @@ export class AgentDbClient {
     };
     const key = callKeyOf(data);
     const full = await this.headroom.refusal();
-    if (full) return errorEnvelope(callId, tool, 'UNAVAILABLE', full);
+    if (full) return this.refused('headroom', errorEnvelope(callId, tool, 'UNAVAILABLE', full));
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     // Counted now, for as long as the job may live: taken, parked and kept after it finishes.
@@ -220,7 +240,7 @@ export class AgentDbClient {
       { callKey: key, kind: 'args', bytes: jsonBytes(data) + CALL_OVERHEAD_BYTES, until },
       { callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until },
     ]);
-    if (over) return errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', over);
+    if (over) return this.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', over));
     const ownId = input.callId !== undefined;
     if (ownId) {
       const conflict = await claimCallId(this.claims, key, { shard, database: databaseId, data });
@@ -265,8 +285,10 @@ export class AgentDbClient {
    * approval). A call id belongs to its caller: another workspace's or agent's call of the same
    * id, like an unknown (or long expired) one, answers NOT_FOUND; a Redis that does not answer,
    * or one that dies while it waits, UNAVAILABLE (`mayStillRun: true`: the call may be queued
-   * in a Redis that comes back; ask again then). It never rejects, but for `signal` aborting a
-   * wait (with the signal's reason; the call goes on).
+   * in a Redis that comes back; ask again then). Each lookup counts a tenth of a call against the
+   * rate limits of its key (`keyId`; else its agent) and workspace; past one it answers
+   * RATE_LIMITED with `error.retryAfter`. It never rejects, but for `signal` aborting a wait
+   * (with the signal's reason; the call goes on).
    */
   result(callId: string, opts: ResultQuery & { wait: true }): Promise<FinishedAnswer>;
   result(callId: string, opts: ResultQuery): Promise<CallAnswer>;
@@ -275,6 +297,11 @@ export class AgentDbClient {
       async () => {
         const down = await this.outage.redisDown();
         if (down) return unavailable(callId, '', down, true);
+        if (this.rates && !opts.followUp) {
+          const plan = await this.workspaces.planOf(opts.workspace);
+          const limited = await this.rates.admitLookup({ plan, workspace: opts.workspace, agent: opts.agent, ...(opts.keyId ? { keyId: opts.keyId } : {}) });
+          if (limited) return this.refused('rate', rateLimited(callId, '', opts.workspace, limited));
+        }
         return callResult({ waiters: this.waiters, lookup: this.lookup, ensureReader: () => this.ensureReader() }, callId, opts);
       },
       (why) => unavailable(callId, '', why, true),
@@ -332,6 +359,12 @@ export class AgentDbClient {
     this.redis.disconnect();
   }
 
+  /** Counts a refusal for `quota` and answers `answer`. */
+  private refused<T>(quota: 'rate' | 'redis' | 'headroom', answer: T): T {
+    this.metrics.refusals.inc({ quota });
+    return answer;
+  }
+
   private ensureReader(): Promise<EventReader> {
     this.reader ??= (async () => {
       // Start from the newest event that exists now, so no completion can slip between
@@ -354,7 +387,7 @@ export type { WaitCounts } from './call-waiters.ts';
 /** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */
 function rateLimited(callId: string, tool: string, workspace: string, r: RateRefusal): Envelope {
   const whose = r.of === 'workspace' ? `Workspace ${workspace}` : 'This key';
-  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s; send it again in ${r.retryAfterS} s.`;
+  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a lookup of a call counts a tenth of one); send it again in ${r.retryAfterS} s.`;
   const env = errorEnvelope(callId, tool, 'RATE_LIMITED', detail);
   return { ...env, error: { ...env.error, retryAfter: r.retryAfterS } };
 }

@@ -1,5 +1,8 @@
 import type { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import { serviceWorkspaceQuota, type WorkspaceUsage } from '../history/workspace-quota.ts';
 import type { Keys } from '../redis/keys.ts';
+import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** The UTC day a call is metered under, e.g. `2026-11-30`. */
 export function meterDay(at: number): string {
@@ -35,4 +38,31 @@ export async function readUsage(redis: Redis, keys: Keys, workspace: string): Pr
     rows.push(...[...byKey.values()].sort((a, b) => a.agent.localeCompare(b.agent) || a.tool.localeCompare(b.tool)));
   }
   return rows;
+}
+
+/** Everything `agentdb usage` reports of a workspace. */
+export interface WorkspaceReport {
+  credits: UsageRow[];
+  disk: WorkspaceUsage;
+  /** Bytes it holds in Redis now, against its budget and where the budget comes from. */
+  redis: { held: number; cap: number; from: 'REDIS_BYTES_PER_WORKSPACE' | 'plan' };
+}
+
+/**
+ * A workspace's metered credits, its disk against its plan, and its Redis bytes against its
+ * budget, counted as the workers count them (see `serviceWorkspaceQuota`, `WorkspaceRedisBudget`).
+ * The disk figures are read from `config.dataDir`: run where the data folder is.
+ */
+export async function readWorkspaceReport(
+  config: Pick<Config, 'dataDir' | 'workspaceQuota' | 'maxOffloadedBytesPerWorkspace' | 'redisBytesPerWorkspace'>,
+  redis: Redis,
+  keys: Keys,
+  workspace: string,
+): Promise<WorkspaceReport> {
+  const credits = await readUsage(redis, keys, workspace);
+  const disk = await serviceWorkspaceQuota({ config, redis, keys }).quota.usage(workspace);
+  const budget = new WorkspaceRedisBudget(redis, keys, config.redisBytesPerWorkspace);
+  const { held } = await budget.note(workspace, []);
+  const from = config.redisBytesPerWorkspace > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : 'plan';
+  return { credits, disk, redis: { held, cap: budget.capOf(disk.plan), from } };
 }

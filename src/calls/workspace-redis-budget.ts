@@ -26,8 +26,11 @@ export const ENVELOPE_RESERVE_BYTES = 2 * 64 * 1024;
 export interface BudgetEntry {
   /** The call's key (`callKey`), so that a call counted twice counts once. */
   callKey: string;
-  /** `args` (the job's data), `envelope` (its result), `approval` (its record), `reserve` (room for its envelope until it has one). */
-  kind: 'args' | 'envelope' | 'approval' | 'reserve';
+  /**
+   * `args` (the job's data), `envelope` (its result), `approval` (its record), `reserve` (room for
+   * its envelope until it has one), `task` (an MCP task standing for it, with its result).
+   */
+  kind: 'args' | 'envelope' | 'approval' | 'reserve' | 'task';
   bytes: number;
   until: number;
 }
@@ -90,7 +93,33 @@ export class WorkspaceRedisBudget {
     const { ledger, held } = this.keys.redisBudget(workspace);
     const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
     const [sum, first, counted] = await this.redis.agentdbBudgetNote(ledger, held, String(now), String(cap), ...args);
+    // The index of what each workspace holds, for /metrics' top workspaces: apart from the
+    // script (its key is in no workspace's hash slot), and not awaited, since a figure a step old
+    // does no harm there.
+    const index = this.keys.redisBudgetIndex;
+    (Number(sum) > 0 ? this.redis.zadd(index, sum, workspace) : this.redis.zrem(index, workspace)).catch(() => undefined);
     return { held: Number(sum), counted: counted === 1, ...(first ? { freesAt: Number(first) } : {}) };
+  }
+
+  /**
+   * The `n` workspaces holding the most of Redis, as their budgets last counted them (bytes,
+   * most first). A workspace whose ledger has gone with its last entry (it stopped calling) is
+   * dropped from the index here; one whose older entries went since its last call still counts
+   * them until its next.
+   */
+  async top(n: number): Promise<{ workspace: string; bytes: number }[]> {
+    if (n <= 0) return [];
+    const index = this.keys.redisBudgetIndex;
+    const candidates = await this.redis.zrevrange(index, 0, 2 * n - 1);
+    if (candidates.length === 0) return [];
+    const held = await this.redis.mget(...candidates.map((ws) => this.keys.redisBudget(ws).held));
+    const gone = candidates.filter((_, i) => held[i] === null);
+    if (gone.length) await this.redis.zrem(index, ...gone);
+    return candidates
+      .map((workspace, i) => ({ workspace, bytes: Number(held[i] ?? 0) }))
+      .filter((w) => w.bytes > 0)
+      .sort((a, b) => b.bytes - a.bytes)
+      .slice(0, n);
   }
 }
 

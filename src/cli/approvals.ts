@@ -7,6 +7,7 @@ import { keysFor } from '../redis/keys.ts';
 import { approvalsTable, effectText } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
+import { keyFrom, type KeyFlags } from './key-source.ts';
 
 // `agentdb approvals list|approve|reject`. A decision is made with the member's own key, as on
 // HTTP; deciding as a named member without it takes `--operator` (someone holding the
@@ -47,14 +48,14 @@ export async function show(ctx: CommandContext, flags: { json?: boolean }, id: s
   });
 }
 
-type DecisionFlags = { key?: string; operator?: boolean; by?: string; reason?: string };
+type DecisionFlags = KeyFlags & { operator?: boolean; by?: string; reason?: string };
 
-/** `agentdb approvals approve ID [--key KEY] [--reason R]`: the parked call runs now. */
+/** `agentdb approvals approve ID [--key-file PATH] [--reason R]`: the parked call runs now. */
 export function approve(ctx: CommandContext, flags: DecisionFlags, id: string): Promise<number> {
   return decide(ctx, 'approve', id, flags);
 }
 
-/** `agentdb approvals reject ID [--key KEY] [--reason R]`: the call finishes with APPROVAL_REJECTED. */
+/** `agentdb approvals reject ID [--key-file PATH] [--reason R]`: the call finishes with APPROVAL_REJECTED. */
 export function reject(ctx: CommandContext, flags: DecisionFlags, id: string): Promise<number> {
   return decide(ctx, 'reject', id, flags);
 }
@@ -62,22 +63,23 @@ export function reject(ctx: CommandContext, flags: DecisionFlags, id: string): P
 /** Who decides: a member's key (their proof, as on HTTP), or an operator naming the member. */
 type Proof = { key: string } | { by: string };
 
-function proofOf(ctx: CommandContext, flags: DecisionFlags): Proof {
+async function proofOf(ctx: CommandContext, flags: DecisionFlags): Promise<Proof> {
   if (flags.operator) {
-    if (flags.key !== undefined) throw new UsageError('--operator decides by name (--by); leave out --key');
+    if (flags.key !== undefined || flags.keyFile !== undefined) throw new UsageError('--operator decides by name (--by); leave out --key-file and --key');
     if (flags.by === undefined) throw new UsageError('--operator takes --by MEMBER: the member on whose behalf you decide');
     return { by: nameFlag('--by', flags.by) };
   }
   if (flags.by !== undefined) {
-    throw new UsageError('--by decides without proof, for operators only: add --operator, or decide with your member key (--key or AGENTDB_MEMBER_KEY)');
+    throw new UsageError('--by decides without proof, for operators only: add --operator, or decide with your member key (AGENTDB_MEMBER_KEY or --key-file)');
   }
-  const key = flags.key ?? ctx.config.memberKey;
-  if (key === undefined) throw new UsageError('a decision takes your member key: --key KEY or AGENTDB_MEMBER_KEY (from `agentdb members add`)');
+  const key = await keyFrom(flags, { envName: 'AGENTDB_MEMBER_KEY', envValue: ctx.config.memberKey, stdinAllowed: true }, ctx);
+  if (key === undefined)
+    throw new UsageError('a decision takes your member key (from `agentdb members add`): AGENTDB_MEMBER_KEY, --key-file PATH or --key-file - (stdin)');
   return { key };
 }
 
 async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: string, flags: DecisionFlags): Promise<number> {
-  const proof = proofOf(ctx, flags);
+  const proof = await proofOf(ctx, flags);
   const input = { decision, ...(flags.reason !== undefined ? { reason: flags.reason } : {}) };
   return withService(ctx, async (service, members) => {
     let result: DecideResult;

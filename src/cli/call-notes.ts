@@ -7,9 +7,9 @@ import type { AwaitingAnswer, PendingAnswer } from '../calls/client.ts';
 export function parkedNote(a: AwaitingAnswer): string {
   const id = a.approval.id;
   return (
-    `agentdb call: call ${a.callId} waits for a person to approve it (approval ${id}, expires ${a.approval.expiresAt}). Decide it with\n` +
-    `  agentdb approvals approve ${id} --key MEMBER_KEY [--reason R]\n` +
-    `  agentdb approvals reject ${id} --key MEMBER_KEY [--reason R]\n` +
+    `agentdb call: call ${a.callId} waits for a person to approve it (approval ${id}, expires ${a.approval.expiresAt}). Decide it with your member key in AGENTDB_MEMBER_KEY or a file:\n` +
+    `  agentdb approvals approve ${id} --key-file MEMBER_KEY_FILE [--reason R]\n` +
+    `  agentdb approvals reject ${id} --key-file MEMBER_KEY_FILE [--reason R]\n` +
     'Still waiting; Ctrl-C stops waiting and leaves the call parked.\n'
   );
 }

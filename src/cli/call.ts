@@ -86,7 +86,7 @@ async function waitedCall(ctx: CommandContext, client: AgentDbClient, input: Cal
     }
     if (status.status !== 'queued') return;
     queuedTimer = setTimeout(async () => {
-      const now = await client.result(status.callId, { workspace: input.workspace, agent: input.agent }).catch(() => undefined);
+      const now = await client.result(status.callId, { workspace: input.workspace, agent: input.agent, followUp: true }).catch(() => undefined);
       if (now?.status === 'queued' && last === status) ctx.stderr.write(queuedNote(status.callId, QUEUED_NOTE_MS, timeoutMs, ctx.config.prefix));
     }, QUEUED_NOTE_MS).unref();
   };

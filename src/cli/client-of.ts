@@ -1,12 +1,13 @@
 import { AgentDbClient } from '../calls/client.ts';
 import type { Config } from '../config.ts';
+import type { Metrics } from '../metrics.ts';
 
 /**
  * The client library as a command runs it, from the service's settings: one place, so every
  * command builds it the same way (four copies had drifted: two left MAX_CALL_BYTES out, which
- * the HTTP and MCP routes check again by themselves).
+ * the HTTP and MCP routes check again by themselves). `metrics`: where it counts its refusals.
  */
-export function clientOf(config: Config): AgentDbClient {
+export function clientOf(config: Config, metrics?: Metrics): AgentDbClient {
   return new AgentDbClient({
     redisUrl: config.redisUrl,
     prefix: config.prefix,
@@ -17,5 +18,6 @@ export function clientOf(config: Config): AgentDbClient {
     rateLimits: config.rateLimits,
     redisBytesPerWorkspace: config.redisBytesPerWorkspace,
     redisMemoryHeadroomPercent: config.redisMemoryHeadroomPercent,
+    ...(metrics ? { metrics } : {}),
   });
 }

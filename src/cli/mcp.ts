@@ -1,5 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { mcpServer } from '../mcp/server.ts';
+import { mcpWaiting } from '../mcp/waiting-calls.ts';
 import { clientOf } from './client-of.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { KeyedCalls } from '../calls/bearer-key-calls.ts';
@@ -9,18 +10,20 @@ import { PrincipalCache } from '../registry/principal-cache.ts';
 import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { answered, type Answers } from './stdio-drain.ts';
+import { keyFrom, type KeyFlags } from './key-source.ts';
 
 /**
- * `agentdb mcp --stdio --key KEY`: the MCP server of `/mcp` over stdin/stdout, for a local MCP
- * client that starts agentdb itself. The key (`--key`, or AGENTDB_KEY) is checked at start and
+ * `agentdb mcp --stdio`: the MCP server of `/mcp` over stdin/stdout, for a local MCP client that
+ * starts agentdb itself. The key (AGENTDB_KEY, `--key-file PATH`, or `--key`) is checked at start and
  * again before every request (cached like the HTTP server's, so a revoked key stops at once);
  * calls go onto the queue like a runtime's, so workers must run for this prefix. Stdout carries only JSON-RPC; everything else goes to stderr.
  * Exit 0 when the client closes stdin (once what it sent before is answered), 1 for a key that does not work, 2 on bad flags.
  */
-export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: string }): Promise<number> {
+export async function mcp(ctx: CommandContext, flags: { stdio?: boolean } & KeyFlags): Promise<number> {
   if (!flags.stdio) throw new UsageError('give --stdio (the HTTP endpoint is POST /mcp on agentdb start)');
-  const key = flags.key ?? ctx.config.mcpKey;
-  if (!key) throw new UsageError('give --key KEY (or AGENTDB_KEY)');
+  // Stdin is the JSON-RPC stream: the key comes from a file or the environment.
+  const key = await keyFrom(flags, { envName: 'AGENTDB_KEY', envValue: ctx.config.mcpKey, stdinAllowed: false }, ctx);
+  if (!key) throw new UsageError('give the key in AGENTDB_KEY or --key-file PATH');
   const { config } = ctx;
   const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-mcp' });
   const keys = keysFor(config.prefix);
@@ -40,12 +43,14 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean; key?: s
     return 1;
   }
   const client = clientOf(config);
+  const calls = new KeyedCalls(client);
   const server = mcpServer(
     principal,
     { kind: 'workspace' },
     {
-      calls: new KeyedCalls(client),
+      calls,
       approvalWaitMs: config.mcpApprovalWaitMs,
+      ...mcpWaiting({ redis, keys, calls, approvalTtlMs: config.approvalTtlMs, resultTtlS: config.resultTtlS }),
       onFault: (err) => ctx.stderr.write(`agentdb mcp: ${String(err)}\n`),
       principalNow: () => auth.authenticate(key),
     },

@@ -253,7 +253,8 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .command('mcp')
     .description('the MCP server of POST /mcp over stdin/stdout, for a local MCP client')
     .option('--stdio', 'serve over stdin/stdout')
-    .option('--key <key>', 'an agent or member key (default: AGENTDB_KEY)')
+    .option('--key-file <path>', 'read the agent or member key from this file (default: AGENTDB_KEY)')
+    .option('--key <key>', 'the key itself: visible in ps and shell history, prefer AGENTDB_KEY or --key-file')
     .action(run(async () => (await import('./mcp.ts')).mcp));
 
   program
@@ -316,7 +317,8 @@ Examples:
       .command(decision)
       .description(`${decision} a parked call${decision === 'reject' ? ' (the agent gets the reason)' : ': it runs now'}`)
       .argument('<id>', 'the approval id (ap_…) or the call id of the parked call')
-      .option('--key <key>', 'your member key (default: AGENTDB_MEMBER_KEY)')
+      .option('--key-file <path>', 'read your member key from this file, - for stdin (default: AGENTDB_MEMBER_KEY)')
+      .option('--key <key>', 'your member key itself: visible in ps and shell history, prefer AGENTDB_MEMBER_KEY or --key-file')
       .option('--operator', "decide on a member's behalf without their key (an operator holding the deployment's Redis); needs --by")
       .option('--by <member>', 'with --operator: the member on whose behalf you decide')
       .option('--reason <text>', 'why; kept with the decision')

@@ -3,6 +3,7 @@ import { ApprovalService } from '../approvals/approval-service.ts';
 import { MemberRegistry } from '../registry/members.ts';
 import { createLogger } from '../logger.ts';
 import { buildApp } from '../http/app.ts';
+import { mcpOriginPolicy } from '../http/mcp-origin-check.ts';
 import { Metrics } from '../metrics.ts';
 import { addServiceGauges } from '../shards/service-gauges.ts';
 import { BackupLog } from '../shards/backup-log.ts';
@@ -26,6 +27,7 @@ import { ensureRedis } from './local-redis.ts';
 import { untilSignal } from './signals.ts';
 import { drainWithin, exitAfterGrace } from './drain.ts';
 import { allShards } from './worker.ts';
+import { mcpWaiting } from '../mcp/waiting-calls.ts';
 
 /** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
 export async function start(ctx: CommandContext): Promise<number> {
@@ -50,11 +52,11 @@ export async function start(ctx: CommandContext): Promise<number> {
   let pool: ShardWorkerPool | undefined;
   // Calls made with bearer keys go onto the queue the way a runtime's do.
   const blobs = openBlobStore(config);
-  const client = clientOf(config);
-  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
-  // One registry for the process: the workers below count into it, /metrics reads it.
+  // One registry for the process: the client and the workers below count into it, /metrics reads it.
   const metrics = new Metrics();
-  const calls = new KeyedCalls(client, (quota) => metrics.refusals.inc({ quota }));
+  const client = clientOf(config, metrics);
+  const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
+  const calls = new KeyedCalls(client);
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   // The web page's history panel calls the same history core as /v1/databases/:db/history.
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
@@ -77,6 +79,8 @@ export async function start(ctx: CommandContext): Promise<number> {
       calls,
       waitMs: config.httpWaitMs,
       approvalWaitMs: config.mcpApprovalWaitMs,
+      mcpOrigins: mcpOriginPolicy(config),
+      mcpWaiting: mcpWaiting({ redis, keys, calls, approvalTtlMs: config.approvalTtlMs, resultTtlS: config.resultTtlS }),
       results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
     },
     web: web.web,

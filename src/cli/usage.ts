@@ -1,10 +1,7 @@
-import { RedisOffloadQuota } from '../blobs/offload-quota.ts';
-import { WorkspaceQuota, type WorkspaceUsage } from '../history/workspace-quota.ts';
+import { readWorkspaceReport } from '../calls/usage.ts';
+import type { WorkspaceUsage } from '../history/workspace-quota.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
-import { readUsage } from '../calls/usage.ts';
-import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
-import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 
@@ -18,30 +15,18 @@ export async function usage(ctx: CommandContext, flags: { workspace: string; jso
   const workspace = nameFlag('--workspace', flags.workspace);
   const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
   try {
-    const keys = keysFor(ctx.config.prefix);
-    const rows = await readUsage(redis, keys, workspace);
-    const workspaces = new WorkspaceRegistry(redis, keys);
-    const offloaded = new RedisOffloadQuota(redis, keys, ctx.config.maxOffloadedBytesPerWorkspace);
-    const disk = await new WorkspaceQuota({
-      dataDir: ctx.config.dataDir,
-      overrides: ctx.config.workspaceQuota,
-      planOf: (ws) => workspaces.planOf(ws),
-      offloadedBytes: (ws, now) => offloaded.held(ws, now),
-    }).usage(workspace);
+    const report = await readWorkspaceReport(ctx.config, redis, keysFor(ctx.config.prefix), workspace);
     if (flags.json) {
-      ctx.stdout.write(`${JSON.stringify({ credits: rows, disk })}\n`);
+      ctx.stdout.write(`${JSON.stringify({ credits: report.credits, disk: report.disk })}\n`);
       return 0;
     }
     ctx.stdout.write(`${['day', 'agent', 'tool', 'calls', 'credits'].join('\t')}\n`);
-    for (const r of rows) ctx.stdout.write(`${[r.day, r.agent, r.tool, r.calls, r.credits].join('\t')}\n`);
-    const total = rows.reduce((n, r) => n + r.credits, 0);
+    for (const r of report.credits) ctx.stdout.write(`${[r.day, r.agent, r.tool, r.calls, r.credits].join('\t')}\n`);
+    const total = report.credits.reduce((n, r) => n + r.credits, 0);
     ctx.stdout.write(`total credits: ${total}\n`);
-    ctx.stdout.write(diskLines(disk));
-    const budget = new WorkspaceRedisBudget(redis, keys, ctx.config.redisBytesPerWorkspace);
-    const { held } = await budget.note(workspace, []);
-    ctx.stdout.write(
-      `redis: ${held} of ${budget.capOf(disk.plan)} bytes (${ctx.config.redisBytesPerWorkspace > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : `plan ${disk.plan}`})\n`,
-    );
+    ctx.stdout.write(diskLines(report.disk));
+    const { held, cap, from } = report.redis;
+    ctx.stdout.write(`redis: ${held} of ${cap} bytes (${from === 'plan' ? `plan ${report.disk.plan}` : from})\n`);
     return 0;
   } finally {
     redis.disconnect();

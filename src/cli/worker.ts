@@ -1,4 +1,6 @@
+import { serveMetrics } from '../http/metrics-server.ts';
 import { createLogger } from '../logger.ts';
+import { Metrics } from '../metrics.ts';
 import { checkRedis, connectRedis } from '../redis/connection.ts';
 import { logRedisState } from '../redis/redis-state-log.ts';
 import { ShardWorkerPool } from '../shards/shard-worker-pool.ts';
@@ -22,11 +24,32 @@ export async function worker(ctx: CommandContext, flags: { shards?: string }): P
   // pool's are many, and each would say it).
   const watch = connectRedis(ctx.config.redisUrl, { name: 'agentdb-worker-watch' });
   logRedisState(watch, ctx.config.redisUrl, logger);
-  const pool = new ShardWorkerPool({ config: ctx.config, shards, logger });
+  // With WORKER_METRICS_PORT, its own /metrics: what its workers count is seen nowhere else.
+  const metrics = ctx.config.workerMetricsPort > 0 ? new Metrics() : undefined;
+  const pool = new ShardWorkerPool({ config: ctx.config, shards, logger, ...(metrics ? { metrics } : {}) });
   await pool.start();
-  logger.info({ shards: pool.ownedShards(), executorPid: pool.executorPid }, 'worker ready');
+  let server: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+  if (metrics) {
+    try {
+      const { host, workerMetricsPort: port, metricsToken: token } = ctx.config;
+      server = await serveMetrics({ metrics, host, port, logger, ...(token ? { token } : {}) });
+    } catch (err) {
+      await pool.stop();
+      watch.disconnect();
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+      ctx.stderr.write(
+        `agentdb worker: WORKER_METRICS_PORT ${ctx.config.workerMetricsPort} on ${ctx.config.host} cannot be opened (${code}). Set a free port, or 0 for none.\n`,
+      );
+      return EXIT.usage;
+    }
+  }
+  logger.info({ shards: pool.ownedShards(), executorPid: pool.executorPid, ...(server ? { metrics: server.address } : {}) }, 'worker ready');
   logger.info({ signal: await untilSignal() }, 'stopping');
-  const drained = await drainWithin(ctx.config.drainGraceMs, logger, () => pool.stop());
+  const drained = await drainWithin(ctx.config.drainGraceMs, logger, async () => {
+    await server?.app.close();
+    await pool.stop();
+  });
   watch.disconnect();
   if (!drained) exitAfterGrace(logger, ctx.config.drainGraceMs, EXIT.failed);
   return 0;

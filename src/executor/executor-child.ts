@@ -56,7 +56,7 @@ function main(): void {
     let since = performance.now();
     for (const { id, req, reopen } of message) {
       if (done.length && performance.now() - since > FLUSH_AFTER_MS) {
-        reply(send, done);
+        reply(send, done, history?.oldestBehind());
         done = [];
         since = performance.now();
       }
@@ -81,7 +81,7 @@ function main(): void {
       const used = process.cpuUsage(cpu);
       done.push({ id, outcome, cpuUs: used.user + used.system });
     }
-    reply(send, done);
+    reply(send, done, history?.oldestBehind());
     if (message.length) markFinished(message[message.length - 1]!.id);
     history?.finishCommitted();
   });
@@ -99,14 +99,18 @@ function main(): void {
   send({ type: 'ready' } satisfies ChildMessage);
 }
 
-function reply(send: NonNullable<typeof process.send>, outcomes: Outcome[]): void {
+function reply(send: NonNullable<typeof process.send>, outcomes: Outcome[], captureBehindSince: number | undefined): void {
   try {
-    send({ type: 'outcomes', outcomes } satisfies ChildMessage);
+    send({ type: 'outcomes', outcomes, ...(captureBehindSince === undefined ? {} : { captureBehindSince }) } satisfies ChildMessage);
   } catch {
     // A result that cannot be serialised must still answer, or the worker waits for its deadline.
     for (const { id, outcome, cpuUs } of outcomes) {
       try {
-        send({ type: 'outcomes', outcomes: [{ id, outcome, cpuUs }] } satisfies ChildMessage);
+        send({
+          type: 'outcomes',
+          outcomes: [{ id, outcome, cpuUs }],
+          ...(captureBehindSince === undefined ? {} : { captureBehindSince }),
+        } satisfies ChildMessage);
       } catch (err) {
         const failed: ExecOutcome = { ok: false, error: { code: 'INTERNAL', detail: `result could not be sent: ${String(err)}` } };
         send({ type: 'outcomes', outcomes: [{ id, outcome: failed, cpuUs }] } satisfies ChildMessage);

@@ -139,6 +139,18 @@ export class ExecutorPool {
     });
   }
 
+  /**
+   * How long (s) the oldest commit that history capture lacks has waited in its WAL, over every
+   * database this pool's children have open; 0 when history holds every commit. Grows while a
+   * database's copies fail (a full history volume) until one works (see `HistoryCapture`).
+   */
+  captureLagSeconds(now = Date.now()): number {
+    let oldest: number | undefined;
+    for (const s of this.slots)
+      if (s.captureBehindSince !== undefined && (oldest === undefined || s.captureBehindSince < oldest)) oldest = s.captureBehindSince;
+    return oldest === undefined ? 0 : Math.max(0, now - oldest) / 1000;
+  }
+
   /** What every child is doing. */
   status(): PoolStatus {
     const now = Date.now();

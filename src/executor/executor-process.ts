@@ -113,6 +113,12 @@ export class ExecutorProcess {
   idleSince = 0;
   /** Why it could not start, while down. */
   lastError = '';
+  /**
+   * Since when (ms) the oldest commit its child's history capture lacks has waited, as the
+   * child last said with its outcomes; undefined when none, or when the child was replaced (the
+   * next one copies the WAL as it opens the database, and says so if that fails too).
+   */
+  captureBehindSince: number | undefined;
 
   constructor(
     readonly index: number,
@@ -214,6 +220,7 @@ export class ExecutorProcess {
 
   private onOutcomes(child: ChildProcess, message: ChildMessage): void {
     if (child !== this.child || message.type !== 'outcomes') return;
+    this.captureBehindSince = message.captureBehindSince;
     for (const { id, outcome, cpuUs } of message.outcomes) {
       const head = this.sent[0];
       if (!head || head.id !== id) continue;
@@ -391,6 +398,7 @@ export class ExecutorProcess {
   private replace(child: ChildProcess, why: string, backoff = false): void {
     if (this.child !== child) return;
     this.child = undefined;
+    this.captureBehindSince = undefined;
     clearTimeout(this.timer);
     this.timer = undefined;
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -107,8 +107,16 @@ export interface ChildRequest {
  * void), then outcomes, each with the CPU time (µs, user + system) the child spent on it — what
  * the pool charges a workspace, since wall time on a busy host counts the time the child waited
  * for a core. Which request it is running goes in a file of its own (see `statement-marks.ts`).
+ * With its outcomes, how far history capture is behind (`HistoryCapture.oldestBehind`).
  */
-export type ChildMessage = { type: 'ready' } | { type: 'outcomes'; outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[] };
+export type ChildMessage =
+  | { type: 'ready' }
+  | {
+      type: 'outcomes';
+      outcomes: { id: number; outcome: ExecOutcome; cpuUs?: number }[];
+      /** Since when (ms) the oldest commit history lacks has waited, over the child's databases; absent: none. */
+      captureBehindSince?: number;
+    };
 
 /** What the child is started with, as one JSON argument. */
 export interface ChildOptions {

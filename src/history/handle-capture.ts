@@ -40,8 +40,11 @@ export interface HistoryOptions {
  */
 export class HistoryCapture {
   private readonly places = new Map<string, Place>();
-  /** Databases (by path) whose last copy into history failed: their WAL holds commits history lacks. */
-  private readonly behind = new Set<string>();
+  /**
+   * Databases (by path) whose last copy into history failed, and since when (ms): their WAL holds
+   * commits history lacks, the oldest from about then.
+   */
+  private readonly behind = new Map<string, number>();
   private locked: { capture: LockedCapture; target: HandleTarget } | undefined;
 
   constructor(
@@ -146,7 +149,7 @@ export class HistoryCapture {
       this.behind.delete(target.path);
       return out;
     } catch (err) {
-      this.behind.add(target.path);
+      if (!this.behind.has(target.path)) this.behind.set(target.path, Date.now());
       const disk = (err as { code?: string }).code === 'ENOSPC' || /ENOSPC|disk full/.test(String(err));
       process.stderr.write(
         `${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the frames stay in the WAL (not checkpointed) and the next commit tries again', db: target.id, disk, err: String(err) })}\n`,
@@ -173,6 +176,18 @@ export class HistoryCapture {
         `the history of ${target.id} cannot be written (its last copy failed) and its WAL already holds ${wal} bytes waiting to be copied (HISTORY_MAX_BEHIND_BYTES: ${bound})`,
       );
     }
+  }
+
+  /**
+   * Since when (ms) the oldest commit that history lacks has waited in its WAL, over every
+   * database this child has open; undefined when history holds every commit (what the worker
+   * shows as `agentdb_history_capture_lag_seconds`). A copy answered before it runs (see
+   * {@link afterCommit}) takes a few milliseconds and is not counted.
+   */
+  oldestBehind(): number | undefined {
+    let oldest: number | undefined;
+    for (const since of this.behind.values()) if (oldest === undefined || since < oldest) oldest = since;
+    return oldest;
   }
 
   /** Before a write to a database whose last copy failed: copies again (outside any transaction). */

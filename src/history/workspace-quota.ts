@@ -1,4 +1,9 @@
+import type { Redis } from 'ioredis';
+import { RedisOffloadQuota } from '../blobs/offload-quota.ts';
+import type { Config } from '../config.ts';
 import type { Plan } from '../contracts/settings.ts';
+import type { Keys } from '../redis/keys.ts';
+import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { checkDiskQuota } from '../policy/disk-quota.ts';
 import { workspaceLimits, type WorkspaceLimits } from '../policy/plan-limits.ts';
 import { workspaceDiskUse } from './workspace-disk.ts';
@@ -28,6 +33,31 @@ export interface WorkspaceQuotaDeps {
   offloadedBytes?(workspace: string, now: number): Promise<number>;
   /** Told of each refusal (the `/metrics` counter of quota refusals). */
   onRefused?(workspace: string, quota: 'disk'): void;
+}
+
+/**
+ * The disk quota as a running service keeps it: plans from the workspace registry, offloaded
+ * results from their ledger in Redis, overrides from the config. The shard workers check with it
+ * and `agentdb usage` reads it, so both count the same bytes. `offloaded` is the ledger itself,
+ * which the offloaded results also write to.
+ */
+export function serviceWorkspaceQuota(deps: {
+  config: Pick<Config, 'dataDir' | 'workspaceQuota' | 'maxOffloadedBytesPerWorkspace'>;
+  redis: Redis;
+  keys: Keys;
+  onRefused?: WorkspaceQuotaDeps['onRefused'];
+}): { quota: WorkspaceQuota; offloaded: RedisOffloadQuota } {
+  const { config, redis, keys, onRefused } = deps;
+  const offloaded = new RedisOffloadQuota(redis, keys, config.maxOffloadedBytesPerWorkspace);
+  const workspaces = new WorkspaceRegistry(redis, keys);
+  const quota = new WorkspaceQuota({
+    dataDir: config.dataDir,
+    overrides: config.workspaceQuota,
+    planOf: (ws) => workspaces.planOf(ws),
+    offloadedBytes: (ws, now) => offloaded.held(ws, now),
+    ...(onRefused ? { onRefused } : {}),
+  });
+  return { quota, offloaded };
 }
 
 /**

@@ -11,7 +11,8 @@ import { approvalsRoutes } from './approvals-routes.ts';
 import { historyRoutes } from './history-routes.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import { callsRoutes } from './calls-routes.ts';
-import { mcpRoutes } from './mcp-routes.ts';
+import type { McpOriginPolicy } from './mcp-origin-check.ts';
+import { mcpRoutes, type McpRoutesDeps } from './mcp-routes.ts';
 import { resultsRoutes } from './results-routes.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { sendError } from './error-reply.ts';
@@ -55,6 +56,10 @@ export interface KeyedDeps {
   waitMs: number;
   /** The longest an MCP tool call waits for a decision (MCP_APPROVAL_WAIT_MS). */
   approvalWaitMs: number;
+  /** Hosts and browser origins `/mcp` answers besides loopback (see mcp-origin-check.ts). */
+  mcpOrigins?: McpOriginPolicy;
+  /** MCP Tasks and resends that join a waiting call over `/mcp`; absent, neither is offered. */
+  mcpWaiting?: McpRoutesDeps['waiting'];
   /** Query results offloaded to the blob store (`GET /v1/results/:id`); the route exists only when given. */
   results?: OffloadedResults;
 }
@@ -86,7 +91,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));
   if (deps.keyed) {
     app.register(callsRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, waitMs: deps.keyed.waitMs }));
-    app.register(mcpRoutes({ auth: deps.keyed.auth, calls: deps.keyed.calls, approvalWaitMs: deps.keyed.approvalWaitMs }));
+    app.register(
+      mcpRoutes({
+        auth: deps.keyed.auth,
+        calls: deps.keyed.calls,
+        approvalWaitMs: deps.keyed.approvalWaitMs,
+        ...(deps.keyed.mcpOrigins ? { origins: deps.keyed.mcpOrigins } : {}),
+        ...(deps.keyed.mcpWaiting ? { waiting: deps.keyed.mcpWaiting } : {}),
+      }),
+    );
     if (deps.keyed.results) app.register(resultsRoutes({ auth: deps.keyed.auth, results: deps.keyed.results }));
   }
 

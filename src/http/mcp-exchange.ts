@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -86,8 +85,9 @@ export class McpExchange implements Transport {
       }
       if (!isJsonContentType(post.headers['content-type'])) return this.refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
       const raw = post.body;
-      if (Array.isArray(raw) && raw.length > MAX_BATCH_SIZE)
-        return this.refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+      // JSON-RPC batches left MCP in 2025-06-18; no client of a later version sends one.
+      if (Array.isArray(raw))
+        return this.refuse(400, -32600, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per POST');
       let messages: JSONRPCMessage[];
       try {
         messages = Array.isArray(raw) ? raw.map((m) => JSONRPCMessageSchema.parse(m)) : [JSONRPCMessageSchema.parse(raw)];

@@ -1,17 +1,22 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NAME_PATTERN } from '../contracts/names.ts';
-import { mcpServer } from '../mcp/server.ts';
+import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { bearerOf } from './key-auth.ts';
 import { McpExchange } from './mcp-exchange.ts';
+import { mcpOriginRefusal, type McpOriginPolicy } from './mcp-origin-check.ts';
 
 /** What the MCP endpoint needs. */
 export interface McpRoutesDeps {
   auth: KeyAuthenticator;
   calls: KeyedCalls;
   approvalWaitMs: number;
+  /** Hosts and browser origins besides loopback (MCP_ALLOWED_HOSTS, MCP_ALLOWED_ORIGINS); absent: loopback only. */
+  origins?: McpOriginPolicy;
+  /** MCP Tasks and resends that join a waiting call (see `McpServerDeps`); absent, neither. */
+  waiting?: Pick<McpServerDeps, 'tasks' | 'joins'>;
 }
 
 /**
@@ -21,7 +26,7 @@ export interface McpRoutesDeps {
 const MAX_BODY_BYTES = 512 * 1024;
 
 /** JSON-RPC error codes the endpoint answers with (the SDK's own for the rest). */
-const RPC = { parseError: -32700, invalidRequest: -32600, unauthorized: -32001, forbidden: -32003, internal: -32603 } as const;
+const RPC = { parseError: -32700, invalidRequest: -32600, unauthorized: -32001, forbidden: -32003, internal: -32603, dnsRebinding: -32000 } as const;
 
 function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
   return reply.code(status).header('content-type', 'application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
@@ -45,6 +50,14 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
       return rpcError(reply, 500, RPC.internal, 'Internal error.');
     });
 
+    // Before the key is looked at: a page rebound to this address learns nothing, not even
+    // whether a key it guessed works.
+    const origins = deps.origins ?? { hosts: [], origins: [] };
+    app.addHook('onRequest', async (request, reply) => {
+      const refusal = mcpOriginRefusal(request, origins);
+      if (refusal) return rpcError(reply, 403, RPC.dnsRebinding, `Forbidden: ${refusal}`);
+    });
+
     const handle =
       (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
       async (request: FastifyRequest, reply: FastifyReply) => {
@@ -62,6 +75,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         const server = mcpServer(principal, at, {
           calls: deps.calls,
           approvalWaitMs: deps.approvalWaitMs,
+          ...deps.waiting,
           onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
         });
         const exchange = new McpExchange();

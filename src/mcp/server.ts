@@ -1,11 +1,22 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  type CreateTaskResult,
+  ErrorCode,
+  GetTaskPayloadRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
-import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
-import type { Principal } from '../registry/principal.ts';
-import { toolResult } from './tool-result.ts';
+import type { ApprovalRequiredAnswer, KeyedCalls } from '../calls/bearer-key-calls.ts';
+import type { CallAnswer } from '../calls/client.ts';
+import { MAY_PARK, type PendingCallJoins } from '../calls/pending-call-joins.ts';
+import type { KeyedCall, Principal } from '../registry/principal.ts';
+import { RedisTaskStore, type McpTaskDeps } from './task-store.ts';
+import { toolResult, type McpToolResult } from './tool-result.ts';
 import { toolsFor, type McpEndpoint } from './toolkit.ts';
 
 /** What an MCP server for one principal needs. */
@@ -13,6 +24,13 @@ export interface McpServerDeps {
   calls: KeyedCalls;
   /** How long a tool call waits for a person's decision before answering that it is pending. */
   approvalWaitMs: number;
+  /**
+   * MCP Tasks: given, the server offers task-augmented `tools/call` (and `tasks/get`,
+   * `tasks/result`), a call that waits for a person answered at once as a task.
+   */
+  tasks?: McpTaskDeps;
+  /** Given, the same waiting write sent again without a call id of its own joins the first. */
+  joins?: PendingCallJoins;
   /** Called with faults (never agent errors), for the log. */
   onFault?: (err: unknown) => void;
   /**
@@ -41,7 +59,20 @@ const keyGone = () => new McpError(-32001, 'Unauthorized: the key is no longer a
  * keys, approvals). A tool not listed here is unknown here, whatever it is elsewhere.
  */
 export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: McpServerDeps): Server {
-  const server = new Server({ name: 'agentdb', version: '0.1.0' }, { capabilities: { tools: {} }, jsonSchemaValidator: sharedValidator() });
+  const tasks = deps.tasks ? new RedisTaskStore(deps.tasks, principal) : undefined;
+  const server = new Server(
+    { name: 'agentdb', version: '0.1.0' },
+    {
+      capabilities: { tools: {}, ...(tasks ? { tasks: { requests: { tools: { call: {} } } } } : {}) },
+      jsonSchemaValidator: sharedValidator(),
+      ...(tasks ? { taskStore: tasks } : {}),
+    },
+  );
+  // tasks/result waits for the call itself, as tools/call does: the SDK's own handler polls the
+  // store each pollInterval and never lets go, which held a stopping server's close until its
+  // drain grace ran out.
+  if (tasks)
+    server.setRequestHandler(GetTaskPayloadRequestSchema, (request, extra) => tasks.awaitResult(request.params.taskId, deps.approvalWaitMs, extra.signal));
   const current = async (): Promise<Principal> => {
     if (!deps.principalNow) return principal;
     const now = await deps.principalNow();
@@ -49,16 +80,29 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     return now;
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...toolsFor(await current(), endpoint)] }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const tools = toolsFor(await current(), endpoint);
+    // A tool whose calls can wait for a person may be called as a task; the others answer at once.
+    return { tools: tasks ? tools.map((t) => (MAY_PARK.has(t.name) ? { ...t, execution: { taskSupport: 'optional' as const } } : t)) : [...tools] };
+  });
 
   type CallToolHandler = Parameters<typeof server.setRequestHandler<typeof CallToolRequestSchema>>[1];
   const callTool: CallToolHandler = async (request, extra) => {
     const { name, arguments: args, _meta: meta } = request.params;
+    // A client that asked for a task gets one whatever the call answers; `tasks` is always there
+    // then (the SDK refuses a task-augmented request when the server declared no tasks).
+    const asTask = request.params.task !== undefined && tasks !== undefined;
+    const reply = async (result: McpToolResult, callId: string, ok: boolean): Promise<CallToolResult | CreateTaskResult> =>
+      asTask ? { task: await tasks.start({ callId, result, ok }) } : result;
+    // Redis away: no task can be kept either, so a task request is answered with the error itself.
+    const unavailable = (id: string): CallToolResult => {
+      if (asTask) throw new McpError(ErrorCode.InternalError, 'UNAVAILABLE: agentdb could not take the call; try again shortly.');
+      return toolResult(errorEnvelope(id, name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
+    };
     const callId = meta?.[CALL_ID_META];
     if (callId !== undefined && typeof callId !== 'string') {
-      return toolResult(
-        errorEnvelope('', name, 'INVALID_ARGUMENTS', `_meta["${CALL_ID_META}"] must be a string (the call id), got ${JSON.stringify(callId)}.`),
-      );
+      const refusal = errorEnvelope('', name, 'INVALID_ARGUMENTS', `_meta["${CALL_ID_META}"] must be a string (the call id), got ${JSON.stringify(callId)}.`);
+      return reply(toolResult(refusal), '', false);
     }
     let principal: Principal;
     try {
@@ -66,25 +110,47 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     } catch (err) {
       if (err instanceof McpError) throw err;
       deps.onFault?.(err);
-      return toolResult(errorEnvelope('', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
+      return unavailable('');
     }
-    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) {
-      return toolResult(errorEnvelope('', name, 'UNKNOWN_TOOL', `"${name}" is not a tool on this endpoint.`));
-    }
+    // A protocol error, as the spec (2025-06-18 and later, tools) has it: no tool ran, and a
+    // client checks the name it sent, not a result.
+    if (!toolsFor(principal, endpoint).some((t) => t.name === name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const call: KeyedCall = { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) };
     try {
-      const answer = await deps.calls.call(
-        principal,
-        { tool: name, arguments: args ?? {}, ...(callId !== undefined ? { callId } : {}) },
-        // Cancelled (notifications/cancelled) or its connection gone (the server closes): the
-        // wait stops listening at once; the SDK answers nothing for a cancelled request.
-        { wait: true, maxWaitMs: deps.approvalWaitMs, signal: extra.signal },
-      );
-      return toolResult(answer);
+      // Without a call id of its own, the same write already waiting is this one sent again: it
+      // goes under that call's id and joins it (PendingCallJoins).
+      const joinKey = callId === undefined ? deps.joins?.keyFor(principal, call) : undefined;
+      const joined = joinKey ? await deps.joins!.joinable(joinKey) : undefined;
+      const deadline = Date.now() + deps.approvalWaitMs;
+      // Cancelled (notifications/cancelled) or its connection gone (the server closes): the
+      // wait stops listening at once; the SDK answers nothing for a cancelled request.
+      const opts = { maxWaitMs: deps.approvalWaitMs, signal: extra.signal };
+      // First until the call has run or parked (all a task waits for), so that a call that waits
+      // is noted for a resend to join before the wait, not after: a client that gives up sooner
+      // (its own timeout, a cancel) sends the call again, and that resend must find it.
+      let answer = await deps.calls.call(principal, joined ? { ...call, callId: joined } : call, { ...opts, wait: false });
+      // The call id a resend of this call joins now, if any.
+      let held = joined;
+      if (joinKey && !joined && isPending(answer)) {
+        await deps.joins!.remember(joinKey, answer.callId);
+        held = answer.callId;
+      }
+      if (!asTask && 'status' in answer) {
+        answer = await deps.calls.result(principal, answer.callId, { ...opts, wait: true, maxWaitMs: Math.max(0, deadline - Date.now()) });
+      }
+      const pending = isPending(answer);
+      // The outcome is out: the window in which the same write joins this call ends.
+      if (joinKey && held && !pending) await deps.joins!.forget(joinKey, held);
+      if (asTask && pending) {
+        const task = await tasks.start({ callId: answer.callId, statusMessage: waitingFor(answer), ...(joinKey ? { joinKey } : {}) });
+        return { task };
+      }
+      return reply(toolResult(answer, { ownCallId: callId !== undefined }), answer.callId, answer.ok);
     } catch (err) {
       if (extra.signal.aborted) throw err;
       // A fault (Redis down): the client gets a coded error, the log gets the cause.
       deps.onFault?.(err);
-      return toolResult(errorEnvelope(callId ?? '', name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
+      return unavailable(callId ?? '');
     }
   };
   // Registered as Protocol registers any handler (the request parsed against CallToolRequestSchema
@@ -96,6 +162,18 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   // garbage to every /mcp call (an /mcp request allocates about 46 KB with a stub call behind it).
   Protocol.prototype.setRequestHandler.call(server, CallToolRequestSchema, callTool);
   return server;
+}
+
+/** An answer given before the call's outcome: it still waits (for a person, or its turn). */
+function isPending(answer: CallAnswer | ApprovalRequiredAnswer): boolean {
+  return 'status' in answer || ('approval' in answer && answer.error.code === 'APPROVAL_REQUIRED');
+}
+
+/** A waiting task's status message: what it waits for. */
+function waitingFor(answer: CallAnswer | ApprovalRequiredAnswer): string {
+  const approval = 'approval' in answer ? answer.approval : undefined;
+  if (approval) return `Waiting for a person to approve call ${answer.callId} (approval ${approval.id}, expires ${approval.expiresAt}); it has not run yet.`;
+  return `Call ${answer.callId} is ${'status' in answer ? answer.status : 'on its way'}; it has not finished yet.`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { CallAnswer } from '../calls/client.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
+import { UNTRUSTED_NOTE } from '../contracts/tool-output.ts';
 
 /** An MCP `tools/call` result, as agentdb builds it. */
 export interface McpToolResult {
@@ -49,18 +50,30 @@ function randomBoundary(): string {
   return hex;
 }
 
+/** How the outcome of a call that answered before it is fetched over MCP itself. */
+function resendHint(callId: string, ownCallId: boolean): string {
+  return ownCallId
+    ? `Send this same call again (same tool, arguments and _meta call id) to get its outcome: it waits for it again, and runs nothing twice.`
+    : `Send this same call again (same tool and arguments) to get its outcome: it joins call ${callId} (no second approval, no second run) and waits for it again. Once its outcome has been given, the same call is a new one.`;
+}
+
 /**
  * A call's answer as an MCP result: a finished call's result as fenced text plus
  * `structuredContent`; a refusal as an `isError` result carrying the code and reason; a call
- * still waiting for a person as a (non-error) result saying so, with the approval id.
+ * still waiting for a person as a (non-error) result saying so, with the approval id and how to
+ * get the outcome (`resend`: send the same call again). `ownCallId`: the client named the call's
+ * id in `_meta`, and sends it again under it. Each `structuredContent` is valid against the
+ * tool's `outputSchema` (src/contracts/tool-output.ts), and one carrying database data says it
+ * is untrusted, as the text's fence does.
  */
-export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpToolResult {
+export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer, opts: { ownCallId?: boolean } = {}): McpToolResult {
   if ('status' in answer) {
     const approval = answer.status === 'awaiting_approval' ? answer.approval : undefined;
+    const resend = resendHint(answer.callId, opts.ownCallId === true);
     const text = approval
-      ? `Call ${answer.callId} is waiting for a person to approve it (approval ${approval.id}, expires ${approval.expiresAt}). It has not run yet; its outcome will be at GET /v1/calls/${answer.callId} with this key.`
-      : `Call ${answer.callId} is ${answer.status}; it has not finished yet. Its outcome will be at GET /v1/calls/${answer.callId} with this key.`;
-    return { content: [{ type: 'text', text }], structuredContent: { ...answer }, isError: false };
+      ? `Call ${answer.callId} is waiting for a person to approve it (approval ${approval.id}, expires ${approval.expiresAt}). It has not run yet. ${resend}`
+      : `Call ${answer.callId} is ${answer.status}; it has not finished yet. ${resend}`;
+    return { content: [{ type: 'text', text }], structuredContent: { ...answer, resend }, isError: false };
   }
   if (!answer.ok) {
     const { code, message, hint } = answer.error;
@@ -72,20 +85,31 @@ export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer): McpTool
     // under it).
     const mayStillRun =
       answer.mayStillRun === true ? `\nThe call may still run once Redis is back; its outcome will be at GET /v1/calls/${answer.callId} with this key.` : '';
+    // db_exec's require-approval answers at once; the call it parked is joined the same way.
+    const resend = 'approval' in answer && code === 'APPROVAL_REQUIRED' ? resendHint(answer.callId, opts.ownCallId === true) : undefined;
     return {
-      content: [{ type: 'text', text: `${code}\n${untrustedFence(JSON.stringify(message))}${hint ? `\nHint: ${hint}` : ''}${mayStillRun}` }],
+      content: [
+        {
+          type: 'text',
+          text: `${code}\n${untrustedFence(JSON.stringify(message))}${hint ? `\nHint: ${hint}` : ''}${mayStillRun}${resend ? `\n${resend}` : ''}`,
+        },
+      ],
       structuredContent: {
         callId: answer.callId,
         error: answer.error,
         ...('approval' in answer ? { approval: answer.approval } : {}),
         ...(answer.mayStillRun !== undefined ? { mayStillRun: answer.mayStillRun } : {}),
+        untrusted: true,
+        untrustedNote: UNTRUSTED_NOTE,
+        ...(resend ? { resend } : {}),
       },
       isError: true,
     };
   }
   return {
     content: [{ type: 'text', text: untrustedFence(JSON.stringify(answer.result)) }],
-    structuredContent: { callId: answer.callId, credits: answer.credits, untrusted: true, ...answer.result },
+    // The marking last, so no field of a result can stand in for it.
+    structuredContent: { callId: answer.callId, credits: answer.credits, ...answer.result, untrusted: true, untrustedNote: UNTRUSTED_NOTE },
     isError: false,
   };
 }

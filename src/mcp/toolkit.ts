@@ -1,5 +1,6 @@
 import { dbToolContracts } from '../contracts/db-tools.ts';
 import { toolContracts, type Tier } from '../contracts/tools.ts';
+import { toolOutputSchema } from '../contracts/tool-output.ts';
 import type { Principal } from '../registry/principal.ts';
 
 /** Where an MCP client connected: the workspace endpoint, or a team endpoint (`/mcp/t/<team>`). */
@@ -18,20 +19,23 @@ export interface McpTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /** What `structuredContent` holds in every outcome (src/contracts/tool-output.ts). */
+  outputSchema: Record<string, unknown>;
   annotations: ToolAnnotations;
 }
 
 /**
- * The hints of each tier. A read changes nothing; a write changes data but destroys no object
- * (and the same INSERT twice adds twice: not idempotent); a drop destroys, and a second drop of
- * the same name has no further effect (idempotent).
+ * The hints of each tier. A read changes nothing; a write may destroy (a DELETE, an UPDATE, a
+ * REPLACE or an ALTER is not additive, which is what `destructiveHint: false` would promise), and
+ * the same INSERT twice adds twice: not idempotent; a drop destroys, and a second drop of the
+ * same name has no further effect (idempotent).
  */
 export function annotationsFor(tier: Tier): ToolAnnotations {
   switch (tier) {
     case 'read':
       return { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
     case 'write':
-      return { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+      return { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
     case 'destructive':
       return { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
   }
@@ -50,20 +54,23 @@ export function toolsFor(principal: Principal, endpoint: McpEndpoint): readonly 
   if (principal.kind === 'agent' && principal.surface.kind === 'db') {
     const { mode, schemaMode } = principal.surface;
     return listed(`db:${mode}:${schemaMode}`, () =>
-      dbToolContracts({ mode, schemaMode }).map((t) => {
-        const annotations = annotationsFor(t.tier);
-        // db_exec runs DROP (as a drop, which waits for a person) when DDL is allowed.
-        return {
-          name: t.name,
-          description: t.description,
-          inputSchema: t.inputSchema,
-          annotations: { ...annotations, destructiveHint: t.name === 'db_exec' && schemaMode === 'write' },
-        };
-      }),
+      dbToolContracts({ mode, schemaMode }).map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        outputSchema: toolOutputSchema(undefined),
+        annotations: annotationsFor(t.tier),
+      })),
     );
   }
   return listed('data', () =>
-    toolContracts().map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: annotationsFor(t.tier) })),
+    toolContracts().map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.inputSchema,
+      outputSchema: toolOutputSchema(t.name),
+      annotations: annotationsFor(t.tier),
+    })),
   );
 }
 

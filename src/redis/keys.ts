@@ -52,6 +52,14 @@ export interface Keys {
    */
   callIdClaim(callKey: string): string;
   /**
+   * The call id an MCP write without a call id of its own took while it waits (a string), by
+   * `<workspace>.<caller>.<digest of tool, arguments and settings>`: the same write sent again
+   * joins it (`PendingCallJoins`).
+   */
+  mcpPendingCall(joinKey: string): string;
+  /** One MCP task (JSON: its owner, call id, task and result), by task id. */
+  mcpTask(taskId: string): string;
+  /**
    * The prefix of a call-rate counter (rate-limiter-flexible adds `:<subject>`): one counter per
    * workspace (`of: 'workspace'`) and one per key (`of: 'key'`), each its own Redis key, so no
    * caller's count is another's.
@@ -65,6 +73,8 @@ export interface Keys {
    * workspace, so the script that keeps both touches one slot.
    */
   redisBudget(workspace: string): { ledger: string; held: string };
+  /** Each workspace's Redis budget held, as last counted (a sorted set by bytes), for `/metrics`' top workspaces. */
+  redisBudgetIndex: string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -93,8 +103,11 @@ export function keysFor(prefix: string): Keys {
     webMemberSessions: (workspace, member) => `${prefix}:{web}:member-sessions:${workspace}:${member}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
+    mcpPendingCall: (joinKey) => `${prefix}:mcp-join:${joinKey}`,
+    mcpTask: (taskId) => `${prefix}:mcp-task:${taskId}`,
     callRate: (of) => `${prefix}:call-rate:${of}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
+    redisBudgetIndex: `${prefix}:redis-budget-index`,
   };
 }

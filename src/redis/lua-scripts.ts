@@ -58,6 +58,10 @@ export interface LuaCommands {
   agentdbLeaseAcquire(lease: string, token: string, ttlMs: string): Promise<1 | string>;
   agentdbLeaseTakeFrom(lease: string, token: string, ttlMs: string, holder: string): Promise<number>;
   agentdbLeaseRelease(lease: string, token: string): Promise<number>;
+  /** delete-if-equal.lua: 1 when the key held the value and is gone, else 0. */
+  agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
+  /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
+  agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
 }
 
 /** A connection with agentdb's scripts defined on it. */
@@ -76,6 +80,8 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },
   agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },
+  agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
+  agentdbCallFind: { file: 'call-find.lua' },
 };
 
 /** The scripts' text, read once per process on first use. */

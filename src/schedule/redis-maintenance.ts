@@ -49,10 +49,10 @@ export async function pruneRedis(redis: Redis, keys: Keys, opts: { now: number; 
 
 /**
  * Removes the finished jobs (calls and their envelopes) of every shard queue that finished before
- * `cutoff` (ms): RESULT_TTL_HOURS ago. BullMQ removes a finished job by age only when another job
- * of its queue finishes, so on a shard nobody calls any more a workspace's jobs stayed past
- * RESULT_TTL_HOURS, after its Redis budget had let them go (hostile review of issue 27).
- * Answers how many jobs it removed.
+ * `cutoff` (ms): RESULT_TTL_HOURS ago, and the queue's events from before it. BullMQ removes a
+ * finished job by age only when another job of its queue finishes, so on a shard nobody calls any
+ * more a workspace's jobs stayed past RESULT_TTL_HOURS, after its Redis budget had let them go
+ * (hostile review of issue 27). Run every RESULT_TRIM_EVERY_S. Answers how many jobs it removed.
  */
 export async function pruneFinishedJobs(redis: Redis, keys: Keys, opts: { shardCount: number; cutoff: number }): Promise<number> {
   const queues = new ShardQueues(redis, keys);
@@ -64,6 +64,10 @@ export async function pruneFinishedJobs(redis: Redis, keys: Keys, opts: { shardC
       const queue = queues.of(shard);
       removed += (await queue.clean(grace, 0, 'completed')).length;
       removed += (await queue.clean(grace, 0, 'failed')).length;
+      // BullMQ's `completed` events carry the envelope too and are trimmed by count only (1,000
+      // a shard): on a quiet shard they outlived the job and the workspace budget's count of
+      // them. Stream ids begin with their time in ms, so MINID drops those before the cutoff.
+      await redis.xtrim(queue.keys.events, 'MINID', String(Math.floor(opts.cutoff)));
     }
   } finally {
     await queues.close();

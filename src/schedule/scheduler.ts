@@ -21,6 +21,7 @@ const PRUNE = 'prune';
 const BACKUP = 'backup';
 const HISTORY_PRUNE = 'history-prune';
 const HISTORY_SNAPSHOT = 'history-snapshot';
+const RESULTS_TRIM = 'results-trim';
 
 /**
  * When the nightly backup runs next (epoch ms), as its job scheduler in Redis says; undefined
@@ -83,6 +84,7 @@ export class Scheduler {
       [HISTORY_PRUNE]: async () => this.pruneHistory(),
       [HISTORY_SNAPSHOT]: () => this.snapshotHistory(),
       [BACKUP]: () => this.backup(),
+      [RESULTS_TRIM]: () => this.trimResults(),
     };
     // Its own connection: a worker shares the one it is given with the blocking connection it
     // duplicates, and a stop right after a start (tests, a failed boot) then had a command of
@@ -104,12 +106,15 @@ export class Scheduler {
    */
   async ensureSchedules(onlyMissing = true): Promise<string[]> {
     const opts = { removeOnComplete: { count: 30 }, removeOnFail: { count: 30 } };
-    const schedules: [string, { pattern: string; tz: string }][] = [
+    const schedules: [string, { pattern: string; tz: string } | { every: number }][] = [
       [PRUNE, { pattern: this.config.maintenanceCron, tz: this.config.scheduleTz }],
       [HISTORY_PRUNE, { pattern: this.config.historyPruneCron, tz: this.config.scheduleTz }],
       // Nightly: each shard owner snapshots and uploads its databases' history (see `backupOp`).
       [BACKUP, { pattern: this.config.backupCron, tz: this.config.backupTz }],
       [HISTORY_SNAPSHOT, { pattern: this.config.historySnapshotCron, tz: this.config.scheduleTz }],
+      // Often, not nightly: the Redis budget gives a finished call's bytes back this soon after
+      // RESULT_TTL_HOURS (see `CallJobProcessor`'s count).
+      [RESULTS_TRIM, { every: this.config.resultTrimEveryS * 1000 }],
     ];
     const added: string[] = [];
     for (const [name, repeat] of schedules) {
@@ -156,6 +161,14 @@ export class Scheduler {
     const backups = await pruneBlobBackups(this.blobs, { retentionDays: this.config.historyRetentionDays, now });
     this.logger.info({ ...report, jobs, results, backups }, 'pruned past retention');
     return { ...report, jobs, results, backups: backups.generations };
+  }
+
+  /**
+   * Removes every shard queue's finished calls past RESULT_TTL_HOURS and their events (the
+   * scheduled `results-trim`, every RESULT_TRIM_EVERY_S); answers how many jobs went.
+   */
+  async trimResults(now = Date.now()): Promise<number> {
+    return pruneFinishedJobs(this.redis, this.keys, { shardCount: this.config.shardCount, cutoff: now - this.config.resultTtlS * 1000 });
   }
 
   /** When the history prune (`history-prune`) or snapshot (`history-snapshot`) runs next (epoch ms). */

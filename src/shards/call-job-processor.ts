@@ -168,7 +168,9 @@ export class CallJobProcessor {
    */
   private count(job: Job<CallJobData>, argsBytes: number, envelope: Envelope, log: () => Logger): void {
     const now = Date.now();
-    const until = now + this.opts.config.resultTtlS * 1000;
+    // Until the scheduler's trim after RESULT_TTL_HOURS has removed the job and its event.
+    const { resultTtlS, resultTrimEveryS } = this.opts.config;
+    const until = now + (resultTtlS + resultTrimEveryS) * 1000;
     const callKey = job.id!;
     // A call refused at parking had its arguments dropped: what was counted for them goes now.
     const kept = jsonBytes(job.data) + CALL_OVERHEAD_BYTES;
@@ -180,7 +182,8 @@ export class CallJobProcessor {
         { callKey, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: now },
         { callKey, kind: 'args', bytes: kept, until },
         // Twice: BullMQ keeps it in the job and again in its queue's event stream (`completed`,
-        // trimmed only at 10,000 events): the bench measured 128 KB of Redis per 64 KB envelope.
+        // trimmed at 1,000 events, and by `pruneFinishedJobs` at the same age as the job): the
+        // bench measured 128 KB of Redis per 64 KB envelope.
         { callKey, kind: 'envelope', bytes: 2 * jsonBytes(envelope), until },
       ])
       .catch((err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"));

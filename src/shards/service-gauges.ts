@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { Redis } from 'ioredis';
+import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Keys } from '../redis/keys.ts';
@@ -12,8 +13,8 @@ const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized'] as const;
 /**
  * Adds the service-wide gauges to `metrics`, each read from Redis or the disk at scrape time, so
  * any process serving `/metrics` shows the whole service, not only its own shards: each shard's
- * queue by state, pending approvals, each shard's last backup, Redis's memory and the data
- * folder's disk. @returns what closes the queues it opened.
+ * queue by state, pending approvals, each shard's last backup, Redis's memory (in all, and the
+ * top workspaces') and the data folder's disk. @returns what closes the queues it opened.
  */
 export function addServiceGauges(metrics: Metrics, deps: { redis: Redis; keys: Keys; config: Config; backups: BackupLog }): () => Promise<void> {
   const { redis, keys, config } = deps;
@@ -51,6 +52,13 @@ export function addServiceGauges(metrics: Metrics, deps: { redis: Redis; keys: K
     const m = /^used_memory:(\d+)/m.exec(await redis.info('memory'));
     return m ? [{ value: Number(m[1]) }] : [];
   });
+  const budget = new WorkspaceRedisBudget(redis, keys);
+  metrics.gauge(
+    'agentdb_redis_workspace_bytes',
+    'Redis bytes held by each of the METRICS_TOP_WORKSPACES workspaces holding the most, as their Redis budget counts them (calls kept, parked calls, approval records).',
+    ['workspace'],
+    async () => (await budget.top(config.metricsTopWorkspaces)).map((w) => ({ labels: { workspace: w.workspace }, value: w.bytes })),
+  );
   metrics.gauge('agentdb_disk_bytes', "The data folder's disk (AGENTDB_DATA_DIR): size and free bytes.", ['kind'], () => {
     const st = fs.statfsSync(config.dataDir);
     return [

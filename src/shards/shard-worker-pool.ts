@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { RedisOffloadQuota } from '../blobs/offload-quota.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
@@ -19,8 +18,7 @@ import { closeWorker } from '../redis/close-worker.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
-import { WorkspaceRegistry } from '../registry/workspaces.ts';
-import { WorkspaceQuota } from '../history/workspace-quota.ts';
+import { serviceWorkspaceQuota, type WorkspaceQuota } from '../history/workspace-quota.ts';
 import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
@@ -89,20 +87,18 @@ export class ShardWorkerPool {
       logger: opts.logger,
     });
     this.blobs = openBlobStore(config);
-    const offloadQuota = new RedisOffloadQuota(this.redis, this.keys, config.maxOffloadedBytesPerWorkspace);
+    const { quota, offloaded: offloadQuota } = serviceWorkspaceQuota({
+      config,
+      redis: this.redis,
+      keys: this.keys,
+      ...(opts.metrics ? { onRefused: (_ws: string, kind: string) => opts.metrics!.refusals.inc({ quota: kind }) } : {}),
+    });
+    this.quota = quota;
     const results = new OffloadedResults(this.blobs, {
       dataDir: config.dataDir,
       ttlS: config.resultTtlS,
       logger: opts.logger,
       quota: offloadQuota,
-    });
-    const workspaces = new WorkspaceRegistry(this.redis, this.keys);
-    this.quota = new WorkspaceQuota({
-      dataDir: config.dataDir,
-      overrides: config.workspaceQuota,
-      planOf: (ws) => workspaces.planOf(ws),
-      offloadedBytes: (ws, now) => offloadQuota.held(ws, now),
-      ...(opts.metrics ? { onRefused: (_ws: string, quota: string) => opts.metrics!.refusals.inc({ quota }) } : {}),
     });
     this.callIds = new CallIdLedger({
       dataDir: config.dataDir,
@@ -139,7 +135,7 @@ export class ShardWorkerPool {
     }));
   }
 
-  /** Adds this worker's gauges to `metrics`: its executor children by state, statements waiting for one, shards owned. */
+  /** Adds this worker's gauges to `metrics`: its executor children by state, statements waiting for one, shards owned, capture lag. */
   private registerGauges(metrics: Metrics): void {
     metrics.gauge('agentdb_executor_children', "This worker's executor children, by state (idle, running, starting, down).", ['state'], () => {
       const byState = new Map<string, number>();
@@ -150,6 +146,12 @@ export class ShardWorkerPool {
       { value: this.executor.status().waiting },
     ]);
     metrics.gauge('agentdb_owned_shards', 'Shards this worker holds the lease of.', [], () => [{ value: this.workers.size }]);
+    metrics.gauge(
+      'agentdb_history_capture_lag_seconds',
+      "Seconds the oldest commit that history lacks has waited in its WAL, over the databases this worker's executor children have open (copies failing, e.g. a full history volume); 0 when history holds every commit.",
+      [],
+      () => [{ value: this.executor.captureLagSeconds() }],
+    );
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */

@@ -1,4 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -107,7 +109,10 @@ describe('agentdb approvals', () => {
     expect(table.stdout).toContain('acme/scout');
 
     const waiting = client.result(callId, { workspace: 'acme', agent: 'scout', wait: true });
-    const approved = await cli('approvals', 'approve', id, '--key', keyOf.bob!, '--reason', 'fine by me');
+    // The key from a file: nothing of it on the command line, and no warning.
+    const keyFile = path.join(sb.dataDir, 'bob.key');
+    writeFileSync(keyFile, `${keyOf.bob!}\n`, { mode: 0o600 });
+    const approved = await cli('approvals', 'approve', id, '--key-file', keyFile, '--reason', 'fine by me');
     expect(approved.code).toBe(0);
     expect(json(approved.stdout)).toMatchObject({ id, state: 'approved', decidedBy: 'bob', decidedVia: 'key', reason: 'fine by me' });
     expect(approved.stderr).toBe(`agentdb approvals: approved ${id} (call ${callId} of acme/scout) as bob: it runs now\n`);
@@ -222,6 +227,15 @@ describe('agentdb approvals', () => {
     expect(pending).toContainEqual(expect.objectContaining({ id, state: 'pending' }));
   });
 
+  it('takes --key still, with a warning on stderr that it is visible to others', async () => {
+    const out = await cli('approvals', 'approve', 'ap_nope', '--key', keyOf.ada!);
+    expect(out.code).toBe(1);
+    expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+    expect(out.stderr).toMatch(
+      /^agentdb: warning: a key given with --key is visible to other users \(ps\) and kept in shell history; use --key-file PATH, --key-file - \(stdin\) or AGENTDB_MEMBER_KEY\n$/,
+    );
+  });
+
   it('exits 2 with a usage line on bad flags', async () => {
     // Refused before anything is read or written: run at once, not one after another.
     const cases = [
@@ -230,6 +244,10 @@ describe('agentdb approvals', () => {
       ['approvals', 'approve', 'ap_x', '--operator'],
       ['approvals', 'approve', 'ap_x', '--operator', '--by', 'ada', '--key', 'adb_x'],
       ['approvals', 'approve', '--key', 'adb_x'],
+      ['approvals', 'approve', 'ap_x', '--key-file', path.join(sb.dataDir, 'no-such.key')],
+      ['approvals', 'approve', 'ap_x', '--key-file', '-'],
+      ['approvals', 'approve', 'ap_x', '--key-file', '-', '--key', 'adb_x'],
+      ['approvals', 'approve', 'ap_x', '--operator', '--by', 'ada', '--key-file', '-'],
       ['approvals', 'decide', 'ap_x', '--by', 'ada'],
       ['approvals', 'list', '--state', 'maybe'],
       ['approvals', 'list', '--workspace', '../x'],
@@ -258,8 +276,10 @@ describe('agentdb approvals', () => {
 
   it('decides by the call id as well as the approval id, and says what to pass when neither is known', async () => {
     const { callId, id } = await parkWrite('CREATE TABLE by_call_id (x)');
-    const approved = await cli('approvals', 'approve', callId, '--key', keyOf.bob!);
-    expect(approved.code).toBe(0);
+    // The key on stdin (`--key-file -`).
+    const approved = await runCli(['approvals', 'approve', callId, '--key-file', '-'], sb.env, `${keyOf.bob!}\n`);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stderr).not.toContain('warning');
     expect(json(approved.stdout)).toMatchObject({ id, callId, state: 'approved', decidedBy: 'bob' });
     const again = await cli('approvals', 'reject', callId, '--operator', '--by', 'ada');
     expect(again.code).toBe(1);

@@ -26,8 +26,8 @@ describe('a waited agentdb call parked for a person', () => {
     const live = spawnCli(['call', ...gated, 'DATA_WRITE_SQL', '{"sql":"CREATE TABLE decided (x)"}'], sb.env);
     await live.stderrMatches(PARKED);
     const [, callId, approvalId] = PARKED.exec(live.stderr())!;
-    expect(live.stderr()).toContain(`agentdb approvals approve ${approvalId} --key MEMBER_KEY`);
-    expect(live.stderr()).toContain(`agentdb approvals reject ${approvalId} --key MEMBER_KEY`);
+    expect(live.stderr()).toContain(`agentdb approvals approve ${approvalId} --key-file MEMBER_KEY_FILE`);
+    expect(live.stderr()).toContain(`agentdb approvals reject ${approvalId} --key-file MEMBER_KEY_FILE`);
     expect(live.stdout()).toBe('');
 
     expect((await runCli(['approvals', 'approve', approvalId!, '--operator', '--by', 'ops'], sb.env)).code).toBe(0);

@@ -13,7 +13,7 @@ import { CLI, runCli, startCli, stop } from '../helpers/processes.ts';
 
 // The official MCP tools against real agentdb processes: the conformance suite's server
 // scenarios over HTTP (against `agentdb start`), and the Inspector CLI over stdio (against
-// `agentdb mcp --stdio --key`). Both run offline, from devDependencies.
+// `agentdb mcp --stdio`, its key in AGENTDB_KEY). Both run offline, from devDependencies.
 
 const require = createRequire(import.meta.url);
 const pkgDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`));
@@ -26,7 +26,7 @@ const CONFORMANCE_ON_NODE20 = fileURLToPath(new URL('../helpers/conformance/regi
  * The server scenarios that apply to agentdb, a tools-only server behind bearer keys. The
  * others, and why not, are in docs/mcp-http.md ("The official MCP tools").
  */
-const SCENARIOS = ['server-initialize', 'ping', 'tools-list'];
+const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
 
 const sb = sandbox();
 let app: ChildProcess;
@@ -110,7 +110,7 @@ describe('the MCP Inspector CLI over stdio against agentdb mcp --stdio', () => {
   // From its own folder: inspector-cli 1.0.3 looks for `../package.json` from the working
   // directory but imports it from its module's, so elsewhere it fails to start.
   const inspector = (...args: string[]) =>
-    run([INSPECTOR, process.execPath, ...CLI, 'mcp', '--stdio', '--key', agentKey, ...args], sb.env, path.dirname(INSPECTOR));
+    run([INSPECTOR, process.execPath, ...CLI, 'mcp', '--stdio', ...args], { ...sb.env, AGENTDB_KEY: agentKey }, path.dirname(INSPECTOR));
 
   it('lists the four tools with their schemas and annotations', async () => {
     const out = await inspector('--method', 'tools/list');

@@ -1,4 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -45,12 +47,14 @@ describe('MCP against running processes', () => {
     });
   });
 
-  it('agentdb mcp --stdio --key serves a local client, with the same principal rules', async () => {
+  it('agentdb mcp --stdio --key-file serves a local client, with the same principal rules', async () => {
     const client = new Client({ name: 'e2e-stdio', version: '1' });
+    const keyFile = path.join(sb.dataDir, 'member.key');
+    writeFileSync(keyFile, `${memberKey}\n`, { mode: 0o600 });
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [...CLI, 'mcp', '--stdio', '--key', memberKey],
+        args: [...CLI, 'mcp', '--stdio', '--key-file', keyFile],
         env: { ...(process.env as Record<string, string>), ...sb.env },
         stderr: 'pipe',
       }),
@@ -76,8 +80,8 @@ describe('MCP against running processes', () => {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [...CLI, 'mcp', '--stdio', '--key', minted.key],
-        env: { ...(process.env as Record<string, string>), ...sb.env },
+        args: [...CLI, 'mcp', '--stdio'],
+        env: { ...(process.env as Record<string, string>), ...sb.env, AGENTDB_KEY: minted.key },
         stderr: 'pipe',
       }),
     );
@@ -98,6 +102,8 @@ describe('MCP against running processes', () => {
     ];
     const out = await runCli(['mcp', '--stdio', '--key', agentKey], sb.env, lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
     expect(out.code).toBe(0);
+    // --key still works, and says on stderr (never stdout, the protocol's) that others can see it.
+    expect(out.stderr).toContain('agentdb: warning: a key given with --key is visible to other users (ps)');
     const answers = out.stdout
       .trim()
       .split('\n')
@@ -127,10 +133,16 @@ describe('MCP against running processes', () => {
     expect(answers[1]!.result!.tools).toHaveLength(4);
     // Neither: a bad command line, and nothing is looked up.
     expect(await runCli(['mcp', '--stdio'], { ...sb.env, AGENTDB_KEY: '' })).toMatchObject({ code: 2, stderr: expect.stringContaining('AGENTDB_KEY') });
+    // Stdin is the protocol's: the key cannot come from it.
+    expect(await runCli(['mcp', '--stdio', '--key-file', '-'], sb.env, `${agentKey}\n`)).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringContaining('stdin carries the protocol here'),
+    });
   });
 
   it('agentdb mcp refuses a key that does not work, without saying more', async () => {
-    const out = await runCli(['mcp', '--stdio', '--key', `adb_${'Q'.repeat(43)}`], sb.env);
+    const out = await runCli(['mcp', '--stdio'], { ...sb.env, AGENTDB_KEY: `adb_${'Q'.repeat(43)}` });
     expect(out).toMatchObject({ code: 1, stdout: '' });
     const [first, where, ...rest] = out.stderr.split('\n');
     expect(first).toBe('agentdb mcp: the key is not an active agent or member key');

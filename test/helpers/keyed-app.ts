@@ -4,10 +4,12 @@ import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { MemberRegistry, type Role } from '../../src/registry/members.ts';
 import type { AgentProfileInput } from '../../src/contracts/agent-profile.ts';
 import { buildApp } from '../../src/http/app.ts';
+import type { McpOriginPolicy } from '../../src/http/mcp-origin-check.ts';
 import type { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
 import type { AgentDbClient, AgentDbClientOptions } from '../../src/calls/client.ts';
 import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { keysFor } from '../../src/redis/keys.ts';
+import { mcpWaiting } from '../../src/mcp/waiting-calls.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
@@ -42,6 +44,7 @@ export function keyedApp(
     results?: OffloadedResults;
     rateLimits?: AgentDbClientOptions['rateLimits'];
     onRefused?: (quota: 'rate' | 'redis') => void;
+    mcpOrigins?: McpOriginPolicy;
   } = {},
 ): KeyedApp {
   const redis = new Redis(REDIS_URL);
@@ -65,7 +68,9 @@ export function keyedApp(
       calls,
       waitMs: opts.waitMs ?? 10_000,
       approvalWaitMs: opts.approvalWaitMs ?? 10_000,
+      mcpWaiting: mcpWaiting({ redis, keys, calls, approvalTtlMs: sb.config.approvalTtlMs, resultTtlS: sb.config.resultTtlS }),
       ...(opts.results ? { results: opts.results } : {}),
+      ...(opts.mcpOrigins ? { mcpOrigins: opts.mcpOrigins } : {}),
     },
   });
   return {

@@ -55,6 +55,8 @@ afterAll(async () => {
 type R = { structuredContent?: Record<string, unknown> & { error?: { code: string; message: string } }; isError?: boolean; content: { text: string }[] };
 const call = async (slug: string, name: string, args: Record<string, unknown> = {}) => (await mcp[slug]!.callTool({ name, arguments: args })) as R;
 const code = (r: R) => (r.isError ? r.structuredContent!.error!.code : 'ok');
+/** What a call answers: its code, or UNKNOWN_TOOL for the protocol error (-32602) of a tool not listed. */
+const codeOf = (r: Promise<R>) => r.then(code, (err: { code?: number }) => (err.code === -32602 ? 'UNKNOWN_TOOL' : Promise.reject(err)));
 
 describe('the db_* surface (db-capability.md)', () => {
   it('lists db_query and db_schema in read mode, db_exec too in a write mode, with the documented schemas', async () => {
@@ -76,7 +78,8 @@ describe('the db_* surface (db-capability.md)', () => {
     expect(write.map((t) => t.name)).toEqual(['db_exec', 'db_query', 'db_schema']);
     const execTool = write.find((t) => t.name === 'db_exec')!;
     expect(execTool.inputSchema).toEqual(exec);
-    expect(execTool.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
+    // A DELETE or an UPDATE destroys data: db_exec is destructive in every write mode.
+    expect(execTool.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     expect((await mcp.architect!.listTools()).tools.find((t) => t.name === 'db_exec')!.annotations).toMatchObject({ destructiveHint: true });
   });
 
@@ -111,7 +114,7 @@ describe('the db_* surface (db-capability.md)', () => {
   });
 
   it('db_exec: a rationale, one statement, never read-only SQL; data needs mode write, DDL schemaMode write', async () => {
-    expect(code(await call('reader', 'db_exec', { statement: "INSERT INTO items (name) VALUES ('a')", rationale: 'r' }))).toBe('UNKNOWN_TOOL');
+    expect(await codeOf(call('reader', 'db_exec', { statement: "INSERT INTO items (name) VALUES ('a')", rationale: 'r' }))).toBe('UNKNOWN_TOOL');
     expect(await call('writer', 'db_exec', { statement: "INSERT INTO items (name) VALUES ('a')", rationale: 'seed a row' })).toMatchObject({
       isError: false,
       structuredContent: { changes: 1 },
@@ -176,7 +179,7 @@ describe('the db_* surface (db-capability.md)', () => {
   });
 
   it('a db surface agent has no DATA_* tools', async () => {
-    expect(code(await call('writer', 'DATA_QUERY_SQL', { sql: 'SELECT 1' }))).toBe('UNKNOWN_TOOL');
+    expect(await codeOf(call('writer', 'DATA_QUERY_SQL', { sql: 'SELECT 1' }))).toBe('UNKNOWN_TOOL');
     const r = await k.app.inject({
       method: 'POST',
       url: '/v1/calls',

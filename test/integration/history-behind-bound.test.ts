@@ -84,6 +84,8 @@ describe.runIf(!refused)('a history that falls behind its WAL', () => {
 
   it('answers writes ok while the WAL holds their frames, STORAGE_FULL once it holds the bound, and writes again once copies work', async () => {
     // Until history's volume is full, then until the WAL passes the bound: a few hundred writes.
+    const startedAt = Date.now();
+    expect(pool.captureLagSeconds()).toBe(0);
     let k = 0;
     let walAtFirstRefusal = 0;
     for (; k < 2000 && refusedKs.length < 5; k++) {
@@ -100,10 +102,15 @@ describe.runIf(!refused)('a history that falls behind its WAL', () => {
     expect(wal).toBe(walAtFirstRefusal);
     const atFull = Date.now();
     pastMs(atFull);
+    // Operators see it: the oldest commit history lacks has waited since the first failed copy.
+    const lag = pool.captureLagSeconds();
+    expect(lag).toBeGreaterThan(0);
+    expect(lag).toBeLessThan((Date.now() - startedAt) / 1000);
 
     // Room comes back on history's volume: the next write copies the backlog, and is taken.
     growTmpfs(mnt, '64m');
     for (let i = 0; i < 5; i++, k++) expect((await write(k)).ok).toBe(true);
+    expect(pool.captureLagSeconds()).toBe(0);
 
     // Every acknowledged write, once, and none refused.
     const live = new Database(db.path, { readonly: true });

@@ -4,7 +4,7 @@ import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 
 // The HTTP side of POST /mcp that agentdb's own transport (src/http/mcp-exchange.ts) answers,
 // as the SDK's Streamable HTTP transport answered it: the checks, their order, status codes
-// and JSON-RPC codes, 202 for notifications, batches. No worker: nothing here runs a query.
+// and JSON-RPC codes, 202 for notifications, batches refused. No worker: nothing here runs a query.
 
 let sb: Sandbox;
 let k: KeyedApp;
@@ -80,10 +80,7 @@ describe('POST /mcp over HTTP', () => {
   it('answers notifications (and responses) alone with 202 and no body', async () => {
     for (const body of [
       { jsonrpc: '2.0', method: 'notifications/initialized' },
-      [
-        { jsonrpc: '2.0', method: 'notifications/initialized' },
-        { jsonrpc: '2.0', id: 9, result: {} },
-      ],
+      { jsonrpc: '2.0', id: 9, result: {} },
     ]) {
       const r = await post(body);
       expect(r.status).toBe(202);
@@ -91,13 +88,18 @@ describe('POST /mcp over HTTP', () => {
     }
   });
 
-  it('answers a batch with its responses in the order of its requests, skipping its notifications', async () => {
-    const r = await post([ping('a'), { jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 'b', method: 'tools/list' }, ping(3)]);
-    expect(r.status).toBe(200);
-    expect(Array.isArray(r.json)).toBe(true);
-    const answers = r.json as unknown as { id: unknown; result?: { tools?: { name: string }[] } }[];
-    expect(answers.map((a) => a.id)).toEqual(['a', 'b', 3]);
-    expect(answers[1]!.result!.tools!.map((t) => t.name)).toContain('DATA_QUERY_SQL');
+  it('refuses every JSON-RPC batch with 400 (batches left MCP in 2025-06-18), one message or many', async () => {
+    for (const body of [
+      [ping('a')],
+      [ping('a'), { jsonrpc: '2.0', id: 'b', method: 'tools/list' }],
+      [{ jsonrpc: '2.0', method: 'notifications/initialized' }],
+      [init],
+    ]) {
+      expect(await post(body)).toMatchObject({
+        status: 400,
+        json: { jsonrpc: '2.0', error: { code: -32600, message: expect.stringContaining('batches are not supported') }, id: null },
+      });
+    }
   });
 
   it('answers an unknown method with the JSON-RPC error of the SDK server, in a 200', async () => {
@@ -107,15 +109,8 @@ describe('POST /mcp over HTTP', () => {
     });
   });
 
-  it('refuses a batch over 100 messages, a batch with two initializes, and what is not JSON-RPC, with 400', async () => {
-    const big = await post(Array.from({ length: 101 }, (_, i) => ping(i)));
-    expect(big).toMatchObject({ status: 400, json: { error: { code: -32600, message: expect.stringContaining('Batch must not exceed 100') }, id: null } });
-    const twice = await post([init, { ...init, id: 2 }]);
-    expect(twice).toMatchObject({
-      status: 400,
-      json: { error: { code: -32600, message: expect.stringContaining('Only one initialization request') }, id: null },
-    });
-    for (const body of [{ hello: 'world' }, [ping(1), { jsonrpc: '1.0', id: 2, method: 'ping' }], 42]) {
+  it('refuses what is not JSON-RPC with 400', async () => {
+    for (const body of [{ hello: 'world' }, { jsonrpc: '1.0', id: 2, method: 'ping' }, 42]) {
       expect(await post(body)).toMatchObject({ status: 400, json: { error: { code: -32700, message: 'Parse error: Invalid JSON-RPC message' }, id: null } });
     }
   });

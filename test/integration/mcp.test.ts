@@ -53,7 +53,7 @@ describe('POST /mcp with the official SDK client', () => {
       expect(t.description).toBe(contract.description);
       expect(t.annotations).toMatchObject({
         readOnlyHint: contract.tier === 'read',
-        destructiveHint: contract.tier === 'destructive',
+        destructiveHint: contract.tier !== 'read',
         idempotentHint: contract.tier !== 'write',
       });
     }
@@ -104,7 +104,8 @@ describe('POST /mcp with the official SDK client', () => {
       isError: true,
       structuredContent: { error: { code: 'NOT_PERMITTED' } },
     });
-    expect(await call(agent, 'NOPE')).toMatchObject({ isError: true, structuredContent: { error: { code: 'UNKNOWN_TOOL' } } });
+    // An unknown tool is a protocol error (-32602), not a tool result.
+    await expect(call(agent, 'NOPE')).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: NOPE') });
     expect(await call(agent, 'DATA_QUERY_SQL', { sql: 1 })).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENTS' } } });
 
     const member = await connect(key.bob!);
@@ -144,7 +145,7 @@ describe('POST /mcp with the official SDK client', () => {
   it('team endpoints do not list the data toolkit', async () => {
     const c = await connect(key.ada!, '/mcp/t/sales');
     expect((await c.listTools()).tools).toEqual([]);
-    expect(await call(c, 'DATA_QUERY_SQL', { sql: 'SELECT 1' })).toMatchObject({ isError: true, structuredContent: { error: { code: 'UNKNOWN_TOOL' } } });
+    await expect(call(c, 'DATA_QUERY_SQL', { sql: 'SELECT 1' })).rejects.toMatchObject({ code: -32602 });
   });
 });
 

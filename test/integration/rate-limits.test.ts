@@ -29,6 +29,7 @@ beforeAll(async () => {
   key.quiet = await k.agentKey('acme', 'quiet', profile);
   key.other = await k.agentKey('other', 'scout', profile);
   key.mcp = await k.agentKey('mcpws', 'bot', profile);
+  key.poller = await k.agentKey('pollws', 'poller', profile);
   base = await k.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
@@ -70,10 +71,47 @@ describe('rate limits', () => {
     expect(spent.json().error.message).toContain('Workspace acme may make 5 calls per 600 s');
   });
 
+  it('counts lookups of a call at a tenth of a call: a key polling in a loop is refused 429', async () => {
+    // Issue 27: uncounted, one workspace polling GET /v1/calls/:id cost Redis 17 commands a
+    // lookup and took another workspace's p99 from 113 to 500 ms. The key's budget is 3 calls.
+    const sent = await post(key.poller!);
+    expect(sent.statusCode).toBe(200);
+    const id = sent.json().callId as string;
+    const get = (wait = false) =>
+      k.app.inject({ method: 'GET', url: `/v1/calls/${id}${wait ? '?wait=true' : ''}`, headers: { authorization: `Bearer ${key.poller}` } });
+    // The call took ten tenths of the 30; twenty lookups, one of them waiting, take the rest.
+    expect((await get(true)).json()).toMatchObject({ ok: true, callId: id });
+    for (let i = 0; i < 19; i++) expect((await get()).statusCode).toBe(200);
+    const refused = async () => Number(/^agentdb_quota_refusals_total\{quota="rate"\} (\d+)$/m.exec(await metrics.text())?.[1] ?? 0);
+    const before = await refused();
+    const over = await get();
+    expect(over.statusCode).toBe(429);
+    expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(over.json()).toMatchObject({ ok: false, callId: id, error: { code: 'RATE_LIMITED' } });
+    expect(over.json().error.message).toContain('This key may make 3 calls per 600 s (a lookup of a call counts a tenth of one)');
+    expect(await refused()).toBe(before + 1);
+    // And so is the key's next call: lookups and calls share its budget.
+    expect((await post(key.poller!)).statusCode).toBe(429);
+  });
+
+  it('counts a runtime’s own lookups (client.result) by its agent, not a waited call’s follow-up', async () => {
+    // Two calls' budget: the call, then ten lookups.
+    const client = sb.client({ rateLimits: { windowS: 600, keyCalls: 2 } });
+    const who = { workspace: 'lib', agent: 'solo' };
+    const sent = await client.call({ ...who, settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 5' } });
+    for (let i = 0; i < 10; i++) expect(await client.result(sent.callId, who)).toMatchObject({ ok: true });
+    expect(await client.result(sent.callId, who)).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED' } });
+    // A runtime without a server reads its client's own count of refusals.
+    expect((await client.metrics.refusals.get()).values).toEqual([{ labels: { quota: 'rate' }, value: 1 }]);
+    // A follow-up of the caller's own call is that call's, counted when it was sent.
+    expect(await client.result(sent.callId, { ...who, followUp: true })).toMatchObject({ ok: true });
+  });
+
   it('keeps each counter in its own Redis key under the deployment prefix', async () => {
     const keys = await k.redis.keys(`${sb.config.prefix}:call-rate:*`);
     expect(keys.sort()).toEqual(expect.arrayContaining([`${sb.config.prefix}:call-rate:workspace:acme`, `${sb.config.prefix}:call-rate:workspace:other`]));
     expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:acme:`))).toHaveLength(2);
+    expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:pollws:`))).toHaveLength(1);
     expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:other:`))).toHaveLength(1);
   });
 

@@ -60,6 +60,8 @@ describe('a Redis near its maxmemory', () => {
       .toBe('UNAVAILABLE');
     if (!refused || refused.ok) throw new Error('unreachable');
     expect(refused.error.message).toMatch(/Redis holds \d+ bytes of its maxmemory 50331648, past the 20% kept free .*\(REDIS_MEMORY_HEADROOM_PERCENT\)/);
+    // Counted where the client refused it, for a library-only runtime as for `agentdb start`'s /metrics.
+    expect(await client.metrics.text()).toMatch(/^agentdb_quota_refusals_total\{quota="headroom"\} [1-9]/m);
 
     // The shard leases are renewed meanwhile: Redis still takes their writes.
     const lease = keysFor(sb.config.prefix).lease(owned[0]!);

@@ -62,6 +62,36 @@ describe('the scheduler', () => {
     redis.disconnect();
   });
 
+  it('trims finished calls and their completed events every RESULT_TRIM_EVERY_S, on a quiet shard too', async () => {
+    // BullMQ's `completed` event carries the envelope beside the job, and its stream is trimmed
+    // by count only: on a quiet shard it outlived the workspace budget's count of it.
+    sb = sandbox({ RESULT_TRIM_EVERY_S: '120' });
+    const redis = connectRedis(sb.config.redisUrl);
+    const keys = keysFor(sb.config.prefix);
+    const name = keys.queueName(0);
+    const queue = new Queue(name, { connection: redis, prefix: keys.bullPrefix });
+    const envelope = 'e'.repeat(5000);
+    const worker = new Worker(name, async () => envelope, { connection: connectRedis(sb.config.redisUrl, { blocking: true }), prefix: keys.bullPrefix });
+    const done = new Promise<void>((resolve) => worker.on('completed', () => resolve()));
+    await queue.add('c', {});
+    await done;
+    await worker.close();
+    const carrying = async () => (await redis.xrange(queue.keys.events!, '-', '+')).filter(([, fields]) => fields.join(' ').includes(envelope)).length;
+    expect(await carrying()).toBe(1);
+    const s = new Scheduler(sb.config, pino({ level: 'silent' }));
+    await s.start();
+    const scheduler = new Queue('{maintenance}', { connection: redis, prefix: keys.bullPrefix });
+    expect(await scheduler.getJobScheduler('results-trim')).toMatchObject({ every: 120_000 });
+    await scheduler.close();
+    expect(await s.trimResults(Date.now())).toBe(0);
+    expect(await carrying()).toBe(1);
+    expect(await s.trimResults(Date.now() + sb.config.resultTtlS * 1000 + 60_000)).toBe(1);
+    expect(await carrying()).toBe(0);
+    await s.stop();
+    await queue.close();
+    redis.disconnect();
+  });
+
   it('prunes usage days and finished approvals past retention, never a pending approval', async () => {
     sb = sandbox({ USAGE_RETENTION_DAYS: '10', APPROVAL_RETENTION_DAYS: '5' });
     const redis = connectRedis(sb.config.redisUrl);

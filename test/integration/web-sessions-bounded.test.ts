@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_SESSIONS_PER_MEMBER, WebSessions } from '../../src/http/web/web-sessions.ts';
+import { MAX_SESSIONS_PER_MEMBER, WebSessions } from '../../src/registry/web-sessions.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { REDIS_URL } from '../helpers/harness.ts';
 

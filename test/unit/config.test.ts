@@ -17,6 +17,12 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c)).toBe(true);
   });
 
+  it('waits for a decision over MCP 25 s by default, and never as long as an MCP client waits for an answer (60 s)', () => {
+    expect(loadConfig({}).mcpApprovalWaitMs).toBe(25_000);
+    expect(loadConfig({ MCP_APPROVAL_WAIT_MS: '59999' }).mcpApprovalWaitMs).toBe(59_999);
+    expect(() => loadConfig({ MCP_APPROVAL_WAIT_MS: '60000' })).toThrow(/MCP_APPROVAL_WAIT_MS/);
+  });
+
   it('reads and coerces values', () => {
     const c = loadConfig({ SHARD_COUNT: '4', PORT: '8080', AGENTDB_PREFIX: 'test-1', STATEMENT_TIMEOUT_MS: '' });
     expect([c.shardCount, c.port, c.prefix, c.statementTimeoutMs]).toEqual([4, 8080, 'test-1', 10_000]);

@@ -1,3 +1,4 @@
+import { UNTRUSTED_NOTE } from '../../src/contracts/tool-output.ts';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
@@ -68,6 +69,14 @@ describe('tools/call registration', () => {
     const answer = await post(ours, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } } });
     const result = (answer.body as { result: { isError: boolean; structuredContent: unknown } }).result;
     expect(result.isError).toBe(false);
-    expect(result.structuredContent).toStrictEqual({ callId: 'c1', credits: 1, untrusted: true, columns: ['v'], rows: [['a'], [null]], truncated: false });
+    expect(result.structuredContent).toStrictEqual({
+      callId: 'c1',
+      credits: 1,
+      untrusted: true,
+      untrustedNote: UNTRUSTED_NOTE,
+      columns: ['v'],
+      rows: [['a'], [null]],
+      truncated: false,
+    });
   });
 });

@@ -8,7 +8,7 @@ import { layout } from './layout.ts';
 import { safeNext } from './safe-next.ts';
 import { SESSION_COOKIE, cookieOptions, sameOrigin } from './web-auth.ts';
 import { formBody, rawText } from './web-form.ts';
-import type { WebSessions } from './web-sessions.ts';
+import type { WebSessions } from '../../registry/web-sessions.ts';
 
 // `next` is any text: safeNext decides where it may lead. A repeated `?next=` (an array) fails
 // the schema and, as before, leads to the default destination.

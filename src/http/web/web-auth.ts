@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Member, MemberRegistry } from '../../registry/members.ts';
 import { rawText } from './web-form.ts';
-import type { WebSession, WebSessions } from './web-sessions.ts';
+import type { WebSession, WebSessions } from '../../registry/web-sessions.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -11,7 +11,7 @@ import { AgentRegistry } from '../../registry/agents.ts';
 import type { HistoryAccess } from './history-routes.ts';
 import { LiveEvents } from './live-events.ts';
 import type { WebDeps } from './web-routes.ts';
-import { WebSessions } from './web-sessions.ts';
+import { WebSessions } from '../../registry/web-sessions.ts';
 
 /**
  * Everything the web page needs beyond what `/v1` has, made from the config by an entry point

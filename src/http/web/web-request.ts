@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Member } from '../../registry/members.ts';
 import { AgentDbError } from '../../errors.ts';
 import { parseDatabaseId } from '../../contracts/database-id.ts';
-import type { WebSession } from './web-sessions.ts';
+import type { WebSession } from '../../registry/web-sessions.ts';
 
 /** The signed-in member of a web route (every route but the public ones requires one). */
 export function memberOf(request: FastifyRequest): Member {

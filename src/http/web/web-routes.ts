@@ -12,7 +12,7 @@ import { inboxRoutes } from './inbox-routes.ts';
 import type { LiveEvents } from './live-events.ts';
 import { signInRoutes } from './sign-in-routes.ts';
 import { csrfMatches, loadMember, sameOrigin, signedOut } from './web-auth.ts';
-import type { WebSessions } from './web-sessions.ts';
+import type { WebSessions } from '../../registry/web-sessions.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

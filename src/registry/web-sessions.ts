@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Keys } from '../../redis/keys.ts';
+import type { Keys } from '../redis/keys.ts';
 
 /**
  * A signed-in browser. It holds the sha256 of the member's key, never the key, and who it

@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import { ErrorCode, McpError, RELATED_TASK_META_KEY, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
+import type { Redis } from 'ioredis';
+import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
+import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
+import { jsonBytes, type WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import type { Keys } from '../redis/keys.ts';
+import { callerOf, type Principal } from '../registry/principal.ts';
+import { toolResult, type McpToolResult } from './tool-result.ts';
+
+/**
+ * How often a client is told to ask again (ms). Each `tasks/get` of a waiting task costs two
+ * Redis reads (the task, then the call's job); a person decides in seconds at best.
+ */
+export const TASK_POLL_MS = 1000;
+
+/** One task as Redis keeps it under `keys.mcpTask`. */
+interface TaskRecord {
+  /** `<workspace>.<caller>`: only that principal sees the task. */
+  owner: string;
+  /** The call the task stands for; its outcome is the task's result. */
+  callId: string;
+  /** Where a resend of the call joins it (`PendingCallJoins`), let go once the outcome is out. */
+  joinKey?: string;
+  task: Task;
+  result?: McpToolResult;
+}
+
+/** What a task is made for: a call that answered before its outcome, or a finished call's result. */
+export type TaskStart = { callId: string; joinKey?: string; statusMessage: string } | { callId: string; result: McpToolResult; ok: boolean };
+
+/** What every principal's task store shares: Redis, the calls, and how long a task lives. */
+export interface McpTaskDeps {
+  redis: Redis;
+  keys: Keys;
+  calls: KeyedCalls;
+  joins?: PendingCallJoins;
+  /** The workspaces' Redis budgets, where each task's bytes are counted. */
+  budget: WorkspaceRedisBudget;
+  /** How long a task is kept (ms): as long as its call can wait and then keep its result. */
+  ttlMs: number;
+}
+
+/**
+ * MCP Tasks (protocol 2025-11-25) for calls that wait for a person, kept in Redis so that any
+ * instance answers `tasks/get` and `tasks/result` (every `/mcp` request gets a new server, often on
+ * another process). A task only points at its call: its status is read from the call itself when
+ * asked (its job's state), so nothing has to stay running to finish a task — the call is decided
+ * and run by whoever decides and whichever worker owns its shard, and the first `tasks/get` after
+ * that stores the call's answer as the task's result (`completed` when the call ran, `failed`
+ * when it was refused, rejected or expired).
+ *
+ * One store speaks for one principal (a server is made per principal): another principal's task
+ * is not found, whatever its id. Tasks have no session: the SDK's `sessionId` is ignored.
+ * Listing and cancelling are not offered: a waiting call is withdrawn by rejecting its approval.
+ */
+export class RedisTaskStore implements TaskStore {
+  private readonly owner: string;
+
+  constructor(
+    private readonly deps: McpTaskDeps,
+    private readonly principal: Principal,
+  ) {
+    this.owner = `${principal.workspace}.${callerOf(principal)}`;
+  }
+
+  /** Makes the task of one call (see {@link TaskStart}) and answers it. */
+  async start(start: TaskStart): Promise<Task> {
+    const now = new Date().toISOString();
+    const finished = 'result' in start;
+    const task: Task = {
+      taskId: randomUUID(),
+      status: finished ? (start.ok ? 'completed' : 'failed') : 'working',
+      ttl: this.deps.ttlMs,
+      createdAt: now,
+      lastUpdatedAt: now,
+      pollInterval: TASK_POLL_MS,
+      ...(finished ? {} : { statusMessage: start.statusMessage }),
+    };
+    await this.write({
+      owner: this.owner,
+      callId: start.callId,
+      task,
+      ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}),
+    });
+    return { ...task };
+  }
+
+  /** The SDK's way in; agentdb's tools/call handler uses {@link start}, with the call id in `context`. */
+  async createTask(params: CreateTaskOptions, _requestId: RequestId, _request: Request): Promise<Task> {
+    const callId = params.context?.callId;
+    if (typeof callId !== 'string') throw new Error('an agentdb task stands for a call: give context.callId');
+    return this.start({ callId, statusMessage: String(params.context?.statusMessage ?? 'The call has not finished yet.') });
+  }
+
+  async getTask(taskId: string): Promise<Task | null> {
+    const record = await this.read(taskId);
+    if (!record) return null;
+    return { ...(record.task.status === 'working' ? await this.settle(record) : record).task };
+  }
+
+  async getTaskResult(taskId: string): Promise<Result> {
+    const record = await this.read(taskId);
+    if (!record?.result) throw new Error(`Task ${taskId} has no result yet`);
+    return record.result;
+  }
+
+  /**
+   * `tasks/result`: the task's result, once its call has ended. Waits for that the way a
+   * `tools/call` waits (woken by the call's completion, not by polling), `waitMs` at a time,
+   * until it ends, the request is cancelled, or the server stops (then it answers an error, and
+   * the client asks again, of another instance).
+   */
+  async awaitResult(taskId: string, waitMs: number, signal: AbortSignal): Promise<Result> {
+    for (;;) {
+      let record = await this.read(taskId);
+      if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      if (record.task.status === 'working') record = await this.settle(record);
+      if (record.result) return { ...record.result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
+      if (this.deps.calls.stopped) throw new McpError(ErrorCode.InternalError, 'agentdb is restarting; ask for the task result again.');
+      await this.deps.calls.result(this.principal, record.callId, { wait: true, maxWaitMs: waitMs, signal });
+    }
+  }
+
+  async storeTaskResult(taskId: string, status: 'completed' | 'failed', result: Result): Promise<void> {
+    const record = await this.read(taskId);
+    if (!record) throw new Error(`Task ${taskId} not found`);
+    if (record.task.status !== 'working') throw new Error(`Task ${taskId} already ended (${record.task.status})`);
+    await this.write({ ...record, task: { ...record.task, status, lastUpdatedAt: new Date().toISOString() }, result: result as McpToolResult });
+  }
+
+  async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
+    // tasks/cancel is the only way here (agentdb's own code sets results with storeTaskResult).
+    throw new Error(`Task ${taskId} stands for a call waiting for a person; it cannot be set ${status}: reject its approval to withdraw the call.`);
+  }
+
+  async listTasks(): Promise<{ tasks: Task[] }> {
+    throw new Error('agentdb does not list tasks: each tools/call answered its task id');
+  }
+
+  /**
+   * A working task with its call looked at: the call's answer stored as its result once the call
+   * has one, and the resend window of the call closed (its outcome is out now).
+   */
+  private async settle(record: TaskRecord): Promise<TaskRecord> {
+    const answer = await this.deps.calls.result(this.principal, record.callId, { wait: false, maxWaitMs: 0 });
+    if ('status' in answer) return record;
+    const settled: TaskRecord = {
+      owner: record.owner,
+      callId: record.callId,
+      task: { ...record.task, status: answer.ok ? 'completed' : 'failed', lastUpdatedAt: new Date().toISOString() },
+      result: toolResult(answer),
+    };
+    delete settled.task.statusMessage;
+    await this.write(settled);
+    if (record.joinKey) await this.deps.joins?.forget(record.joinKey, record.callId);
+    return settled;
+  }
+
+  private async read(taskId: string): Promise<TaskRecord | undefined> {
+    const text = await this.deps.redis.get(this.deps.keys.mcpTask(taskId));
+    if (!text) return undefined;
+    const record = JSON.parse(text) as TaskRecord;
+    // Another principal's task answers as no task at all, so ids cannot be probed.
+    return record.owner === this.owner ? record : undefined;
+  }
+
+  /** Writes a task for its whole life from now, counted in its workspace's Redis budget. */
+  private async write(record: TaskRecord): Promise<void> {
+    const json = JSON.stringify(record);
+    await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
+    const until = Date.now() + this.deps.ttlMs;
+    await this.deps.budget.note(this.principal.workspace, [{ callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until }]);
+  }
+}
