@@ -60,7 +60,13 @@ export class EffectRecorder {
       this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}` });
     });
     db.prepare('PRAGMA recursive_triggers = ON').run();
-    for (const w of this.watched) this.install(w);
+    try {
+      for (const w of this.watched) this.install(w);
+    } catch (err) {
+      // The caller's rollback takes what was installed; the pragma it must be told.
+      this.restorePragma();
+      throw err;
+    }
   }
 
   private install(w: Watched): void {
