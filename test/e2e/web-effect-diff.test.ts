@@ -66,22 +66,22 @@ it('shows a parked write as a diff, escaped; a call whose rows changed after app
 
   const updated = page.locator(`article[data-approval="${updateId}"]`);
   await updated.waitFor();
-  await expect.poll(() => updated.locator('.effect-counts li').innerText()).toBe('leads: 0 inserted · 2 updated · 0 deleted');
+  await expect.poll(() => updated.locator('.effect-counts li').textContent()).toBe('leads: 0 inserted · 2 updated · 0 deleted');
   const changed = updated.locator('table.diff td.changed');
   expect(await changed.count()).toBe(2);
-  expect(await changed.nth(0).locator('del').innerText()).toBe('A');
-  expect(await changed.nth(0).locator('ins').innerText()).toBe('Acme');
+  expect(await changed.nth(0).locator('del').textContent()).toBe('A');
+  expect(await changed.nth(0).locator('ins').textContent()).toBe('Acme');
   // The agent's markup is text in the cell, never an element on the page.
-  expect(await changed.nth(1).locator('del').innerText()).toBe(HOSTILE);
+  expect(await changed.nth(1).locator('del').textContent()).toBe(HOSTILE);
   expect(await updated.locator('table.diff img').count()).toBe(0);
   expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
   // Unchanged cells are not marked.
-  expect(await updated.locator('tr[data-op="update"]').nth(0).locator('td:not(.changed)').allInnerTexts()).toEqual(['1', 'a@x']);
+  expect(await updated.locator('tr[data-op="update"]').nth(0).locator('td:not(.changed)').allTextContents()).toEqual(['1', 'a@x']);
 
   const replaced = page.locator(`article[data-approval="${replaceId}"]`);
-  expect(await replaced.locator('.effect-counts li').innerText()).toBe('leads: 1 inserted · 0 updated · 1 deleted');
-  expect(await replaced.locator('tr[data-op="delete"] td.removed').allInnerTexts()).toEqual(['3', 'c@x', 'C']);
-  expect(await replaced.locator('tr[data-op="insert"] td.added').allInnerTexts()).toEqual(['9', 'c@x', 'Cyan']);
+  expect(await replaced.locator('.effect-counts li').textContent()).toBe('leads: 1 inserted · 0 updated · 1 deleted');
+  expect(await replaced.locator('tr[data-op="delete"] td.removed').allTextContents()).toEqual(['3', 'c@x', 'C']);
+  expect(await replaced.locator('tr[data-op="insert"] td.added').allTextContents()).toEqual(['9', 'c@x', 'Cyan']);
 
   // Row 3 now matches the UPDATE too: approving it must not update three rows unseen.
   expect(await client.call({ ...free, tool: 'DATA_WRITE_SQL', arguments: { sql: 'UPDATE leads SET id = 0 WHERE id = 3' } })).toMatchObject({ ok: true });
@@ -94,10 +94,10 @@ it('shows a parked write as a diff, escaped; a call whose rows changed after app
       return again.count();
     })
     .toBe(1);
-  expect(await again.locator('.effect-note').innerText()).toContain(`The data changed after approval ${updateId} was given`);
-  expect(await again.locator('.effect-counts li').innerText()).toBe('leads: 0 inserted · 3 updated · 0 deleted');
+  expect(await again.locator('.effect-note').textContent()).toContain(`The data changed after approval ${updateId} was given`);
+  expect(await again.locator('.effect-counts li').textContent()).toBe('leads: 0 inserted · 3 updated · 0 deleted');
   const decided = page.locator(`#decided tr[data-approval="${updateId}"]`);
-  expect(await decided.locator('td').first().innerText()).toBe('superseded');
+  expect(await decided.locator('td').first().textContent()).toBe('superseded');
   expect(await decided.getByRole('link', { name: 'asked again' }).count()).toBe(1);
   const rows = await client.call({ ...free, tool: 'DATA_QUERY_SQL', arguments: { sql: "SELECT count(*) FROM leads WHERE company = 'Acme'" } });
   expect(rows).toMatchObject({ ok: true, result: { rows: [[0]] } });
