@@ -86,7 +86,9 @@ export interface Approval extends ApprovalRequest {
 /**
  * The approval id of a call, from its key (`callKey`): the worker derives it from the job's own
  * identity, never reads it from job data, so no job can point itself at another call's approval.
- * Hashed, so the id reveals neither workspace nor agent.
+ * Hashed, so the id reveals neither workspace nor agent. `round`: a call's approvals after the
+ * first (each superseded one's next) are derived from its key and the round; a key holds no
+ * newline (names and call ids are [A-Za-z0-9_-]), so no round's id is another key's.
  */
 export function approvalIdFor(key: string, round = 1): string {
   const named = round === 1 ? key : `${key}\n${round}`;
