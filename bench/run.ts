@@ -262,6 +262,8 @@ async function main() {
 
   progress('approvals and mcp', { decisionToResultP50Ms: approvals.decisionToResult.p50Ms, mcpP50Ratio: mcp.p50Ratio }); // The web page's grid and CSV export, on a 1,000,000-row table of its own.
   const web = await benchWeb(REDIS_URL);
+  // A parked write's effect against the write itself (issue 29), on the database's own connection.
+  const effect = benchEffect();
 
   // Touch many databases through the queue, then read the worker's and executor's memory.
   const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
@@ -342,6 +344,7 @@ async function main() {
     },
     mcp,
     web,
+    effect,
     memory,
     isolation,
     fairBurst,
@@ -373,6 +376,7 @@ async function main() {
     `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms`,
   );
   printWeb(web);
+  printEffect(effect);
   printRedisFill(redisFill);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,
