@@ -152,6 +152,45 @@ describe('the effect of a write', () => {
     ]);
   });
 
+  it('gives the run the digest of its preview for random writes on unchanged data, and counts what the run changes', () => {
+    const { db, t } = open('CREATE TABLE r (id INTEGER PRIMARY KEY, k TEXT UNIQUE, n INTEGER, b BLOB)');
+    let seed = 29;
+    const next = (m: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % m;
+    };
+    const statements: [string, () => Param[]][] = [
+      ['INSERT INTO r (k, n) VALUES (?, ?)', () => [`k${next(40)}`, next(100)]],
+      ['INSERT OR REPLACE INTO r (k, n) VALUES (?, ?)', () => [`k${next(40)}`, next(100)]],
+      ['INSERT INTO r (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = n + excluded.n', () => [`k${next(40)}`, next(100)]],
+      ['UPDATE r SET n = n * 2, b = randomblob(4) WHERE n < ?', () => [next(100)]],
+      ['DELETE FROM r WHERE n % ? = 0', () => [2 + next(5)]],
+    ];
+    for (let i = 0; i < 60; i++) {
+      const [sql, params] = statements[next(statements.length)]!;
+      const p = params();
+      let approved: ReturnType<typeof preview>;
+      try {
+        approved = preview(db, t, sql, p);
+      } catch (err) {
+        // A UNIQUE conflict fails the preview, and then the run: nothing changes.
+        expect(String(err)).toMatch(/UNIQUE/);
+        expect(() => write(db, sql, p, `call-${++calls}`, t.limits)).toThrow(/UNIQUE/);
+        continue;
+      }
+      let ran: { changes: number };
+      try {
+        ran = write(db, sql, p, `call-${++calls}`, t.limits, undefined, undefined, { digest: approved.digest, limits });
+      } catch (err) {
+        throw new Error(`${sql} ${JSON.stringify(p)}: the run did not match its preview: ${String(err)}`);
+      }
+      const counted = approved.tables.reduce((n, x) => n + x.inserted + x.updated, 0);
+      // changes() counts inserted and updated rows, and deleted ones only for a DELETE.
+      if (sql.startsWith('DELETE')) expect(ran.changes).toBe(approved.tables.reduce((n, x) => n + x.deleted, 0));
+      else expect(ran.changes).toBe(counted);
+    }
+  });
+
   it('describes a drop by its schema and row count', () => {
     const { db } = open(...LEADS);
     const effect = dropEffect(dropObject(db, dropTarget(db, 'leads')));
