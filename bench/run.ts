@@ -13,6 +13,7 @@ import { deleteKeys } from '../test/helpers/harness.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { benchAbandonedWaits, printAbandonedWaits } from './abandoned-waits.ts';
 import { benchApprovals } from './approvals.ts';
+import { benchEffect, printEffect } from './effect.ts';
 import { benchBlobUpload } from './blob-upload.ts';
 import { benchMcp } from './mcp.ts';
 import { benchFairBurst, printFairBurst } from './fair-burst.ts';
@@ -44,7 +45,8 @@ const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
  * `mcp`: only the `/mcp` against client library scenario (it starts its own server), for quick
  * comparisons; `abandoned-waits`: only Redis commands/s around abandoned waits (its own Redis);
  * `redis-fill`: only issue 27's hostile fills of Redis (its own redis-server); `fair-burst`: only a
- * quiet workspace's reads under a burst of fresh workspaces.
+ * quiet workspace's reads under a burst of fresh workspaces; `effect`: only what a parked write's
+ * effect costs against the write (1, 100 and 10,000 rows changed).
  */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
 /** The abandoned-waits scenario: as the hostile review ran it (20,000 waits, each aborted after 150 ms). */
@@ -116,7 +118,13 @@ async function only(name: string) {
     return;
   }
   if (name === 'fair-burst') return onlyFairBurst();
-  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst)`);
+  if (name === 'effect') {
+    const costs = benchEffect();
+    console.log(JSON.stringify(costs));
+    printEffect(costs);
+    return;
+  }
+  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst, effect)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
@@ -254,6 +262,8 @@ async function main() {
 
   progress('approvals and mcp', { decisionToResultP50Ms: approvals.decisionToResult.p50Ms, mcpP50Ratio: mcp.p50Ratio }); // The web page's grid and CSV export, on a 1,000,000-row table of its own.
   const web = await benchWeb(REDIS_URL);
+  // A parked write's effect against the write itself (issue 29), on the database's own connection.
+  const effect = benchEffect();
 
   // Touch many databases through the queue, then read the worker's and executor's memory.
   const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
@@ -334,6 +344,7 @@ async function main() {
     },
     mcp,
     web,
+    effect,
     memory,
     isolation,
     fairBurst,
@@ -365,6 +376,7 @@ async function main() {
     `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms`,
   );
   printWeb(web);
+  printEffect(effect);
   printRedisFill(redisFill);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,

@@ -121,6 +121,11 @@ const envSchema = z.object({
    */
   MAX_PARKED_CALL_BYTES: int(1024, 64 * 1024 * 1024, 64 * 1024),
   /**
+   * Changed rows an approval shows of a parked write's effect (before and after), at most; the
+   * counts and the digest cover every row. The rows also fit in MAX_PARKED_CALL_BYTES with the call.
+   */
+  APPROVAL_EFFECT_ROWS: int(0, 10_000, 50),
+  /**
    * What one workspace may hold in Redis (its calls' arguments and envelopes kept for
    * RESULT_TTL_HOURS, its approvals); 0: the workspace's plan sets it (src/policy/plan-limits.ts).
    */
@@ -355,6 +360,8 @@ export interface Config {
   readonly rateLimits: RateLimitSettings | false;
   /** MAX_PARKED_CALL_BYTES. */
   readonly maxParkedCallBytes: number;
+  /** APPROVAL_EFFECT_ROWS. */
+  readonly approvalEffectRows: number;
   /** REDIS_BYTES_PER_WORKSPACE: 0 leaves it to the workspace's plan. */
   readonly redisBytesPerWorkspace: number;
   /** REDIS_MEMORY_HEADROOM_PERCENT. */
@@ -481,6 +488,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     resultTtlS: e.RESULT_TTL_HOURS * 3600,
     resultTrimEveryS: e.RESULT_TRIM_EVERY_S,
     maxParkedCallBytes: e.MAX_PARKED_CALL_BYTES,
+    approvalEffectRows: e.APPROVAL_EFFECT_ROWS,
     redisBytesPerWorkspace: e.REDIS_BYTES_PER_WORKSPACE,
     redisMemoryHeadroomPercent: e.REDIS_MEMORY_HEADROOM_PERCENT,
     maintenanceCron: e.MAINTENANCE_CRON,

@@ -64,6 +64,11 @@ export class ApprovalService {
     return this.store.get(id);
   }
 
+  /** The approval that stands for a call now (its latest round: see `ApprovalStore.current`). */
+  current(callKey: string): Promise<Approval | undefined> {
+    return this.store.current(callKey);
+  }
+
   /** Approvals, newest first; pending ones unless `state` says otherwise. */
   list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
     return this.store.list(filter);
@@ -242,5 +247,10 @@ export function summary(a: Approval): Record<string, unknown> {
     ...(a.decidedBy ? { decidedBy: a.decidedBy, decidedAt: new Date(a.decidedAt!).toISOString() } : {}),
     ...(a.decidedVia ? { decidedVia: a.decidedVia } : {}),
     ...(a.reason ? { reason: a.reason } : {}),
+    // What the call would change: the person's reason to approve, and what the caller is told it waits on.
+    ...(a.effect !== undefined ? { effect: a.effect } : {}),
+    ...(a.effectNote ? { effectNote: a.effectNote } : {}),
+    ...(a.supersedes ? { supersedes: a.supersedes } : {}),
+    ...(a.supersededBy ? { supersededBy: a.supersededBy } : {}),
   };
 }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
-import type { Approval, ApprovalRequest, ApprovalState, DecisionChannel } from './approval.ts';
+import { approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest, type ApprovalState, type DecisionChannel } from './approval.ts';
 import type { ListCursor } from './approval-listing.ts';
 
 /** How an attempted transition ended. */
@@ -64,6 +64,29 @@ export class ApprovalStore {
   /** Whether the decision's `approval.decided` event is on the stream. */
   async announced(id: string): Promise<boolean> {
     return (await this.redis.hexists(this.keys.approval(id), 'announced')) === 1;
+  }
+
+  /**
+   * The approval that stands for a call now: its first (derived from its key), or, once that was
+   * superseded, the one after it (derived from the key and the round, never read from a record),
+   * and so on. Undefined when the call has none.
+   */
+  async current(key: string): Promise<Approval | undefined> {
+    let approval = await this.get(approvalIdFor(key));
+    for (let round = 2; approval?.state === 'superseded' && round <= MAX_APPROVAL_ROUNDS; round++) {
+      const next = await this.get(approvalIdFor(key, round));
+      if (!next) break;
+      approval = next;
+    }
+    return approval;
+  }
+
+  /**
+   * Marks an approved approval `superseded` by `by`: its call did not run, because its effect
+   * changed. Only the worker running the call does this, holding its job, so no other writer races it.
+   */
+  async supersede(id: string, by: string): Promise<void> {
+    await this.redis.hset(this.keys.approval(id), 'state', 'superseded', 'supersededBy', by);
   }
 
   /** Records how an approved call ended when it ran. */
@@ -192,6 +215,7 @@ function parse(hash: Record<string, string> | null | undefined): Approval | unde
     ...(hash.decidedAt ? { decidedAt: Number(hash.decidedAt) } : {}),
     ...(hash.decidedVia ? { decidedVia: hash.decidedVia as DecisionChannel } : {}),
     ...(hash.reason ? { reason: hash.reason } : {}),
+    ...(hash.supersededBy ? { supersededBy: hash.supersededBy } : {}),
     ...(hash.ran ? { ran: JSON.parse(hash.ran) as Approval['ran'] } : {}),
   };
 }

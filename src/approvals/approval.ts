@@ -1,11 +1,19 @@
 import { createHash } from 'node:crypto';
 import { digestOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
+import type { Effect } from '../contracts/effect.ts';
 
-export type { DropObject };
+export type { DropObject, Effect };
 
-/** Where an approval stands. `pending` is the only state a decision may leave. */
-export type ApprovalState = 'pending' | 'approved' | 'rejected' | 'expired';
+/**
+ * Where an approval stands. `pending` is the only state a decision may leave; `superseded` is an
+ * approved call whose effect changed before it ran: nothing ran, and a new approval (its
+ * `supersededBy`) asks about the effect it has now.
+ */
+export type ApprovalState = 'pending' | 'approved' | 'rejected' | 'expired' | 'superseded';
+
+/** Every state, as lists and filters name them. */
+export const APPROVAL_STATES: readonly ApprovalState[] = ['pending', 'approved', 'rejected', 'expired', 'superseded'];
 
 /** How a decision was made: with a member's own key, or named by a trusted operator. */
 export type DecisionChannel = 'key' | 'operator';
@@ -39,6 +47,18 @@ export interface ApprovalRequest {
   rationale?: string;
   /** For a drop: the object as it was when the call was parked. */
   object?: DropObject;
+  /**
+   * What it would change, computed when it was parked (see `Effect`); the call commits only with
+   * this effect's digest. Null when it could not be computed (`effectNote` says why); absent on
+   * approvals made before effects were, and on calls that change no rows of their own (a drop of a view).
+   */
+  effect?: Effect | null;
+  /** Why `effect` is null, or what changed since the approval this one supersedes. */
+  effectNote?: string;
+  /** 1 for a call's first approval, 2 for the one that superseded it, and so on. */
+  round?: number;
+  /** The approval this one replaced, when the data changed after it was approved. */
+  supersedes?: string;
   requester: string;
   createdAt: number;
   expiresAt: number;
@@ -52,6 +72,8 @@ export interface Approval extends ApprovalRequest {
   /** How the decider proved who they are. */
   decidedVia?: DecisionChannel;
   reason?: string;
+  /** For a `superseded` approval: the approval that asks about the call's effect now. */
+  supersededBy?: string;
   /**
    * How the approved call ended when it ran; `detail` says why when it was refused at release
    * (its agent narrowed, its key revoked, the agent removed since it was parked); `message` is
@@ -64,11 +86,17 @@ export interface Approval extends ApprovalRequest {
 /**
  * The approval id of a call, from its key (`callKey`): the worker derives it from the job's own
  * identity, never reads it from job data, so no job can point itself at another call's approval.
- * Hashed, so the id reveals neither workspace nor agent.
+ * Hashed, so the id reveals neither workspace nor agent. `round`: a call's approvals after the
+ * first (each superseded one's next) are derived from its key and the round; a key holds no
+ * newline (names and call ids are [A-Za-z0-9_-]), so no round's id is another key's.
  */
-export function approvalIdFor(key: string): string {
-  return `ap_${createHash('sha256').update(key).digest('base64url').slice(0, 24)}`;
+export function approvalIdFor(key: string, round = 1): string {
+  const named = round === 1 ? key : `${key}\n${round}`;
+  return `ap_${createHash('sha256').update(named).digest('base64url').slice(0, 24)}`;
 }
+
+/** Rounds a call's approvals may go through: each one a person approved whose data changed before it ran. */
+export const MAX_APPROVAL_ROUNDS = 100;
 
 /** What an approval is bound to: everything that decides what runs. */
 export function approvalDigest(a: Pick<ApprovalRequest, 'workspace' | 'agent' | 'database' | 'tool' | 'tier' | 'sql' | 'params' | 'table'>): string {

@@ -1,7 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { summary } from '../approvals/approval-service.ts';
-import { approvalIdFor } from '../approvals/approval.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { databaseId, shardOf } from '../contracts/database-id.ts';
 import type { Envelope } from '../contracts/envelope.ts';
@@ -74,8 +73,8 @@ export class CallLookup {
     const { callId, tool } = job.data;
     const state = await job.getState();
     if (state === 'delayed') {
-      // Its approval is the one derived from its key; a job's own data cannot name another.
-      const approval = await this.approvals.approvals().get(approvalIdFor(key));
+      // Its approval is the one derived from its key (and round); a job's own data cannot name another.
+      const approval = await this.approvals.approvals().current(key);
       if (approval?.callKey === key) return awaiting(callId, tool, summary(approval));
     }
     return { ok: false, callId, tool, status: state === 'active' ? 'running' : 'queued' };

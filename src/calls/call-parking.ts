@@ -1,6 +1,8 @@
-// One file just past 300 lines on purpose: parking a call and resuming it once a person decided
-// are one job's two halves (firstPark writes the approval with its digest, resume reads it back
-// and checks the job against it), and they share the job's sleep and audit.
+// Past 300 lines on purpose: parking a call, resuming it once a person decided and parking it
+// again when its effect changed (a superseded approval) are one job's life around one switch on
+// its approval's state (firstPark writes the approval with its digests, resume reads it back and
+// checks the job against it), and they share the job's sleep and audit; what an effect is and how
+// it is previewed live in parked-effect.ts and sqlite/sqlite-effect.ts.
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CallJobData } from '../contracts/call.ts';
@@ -8,7 +10,11 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { TOOL_TIERS } from '../contracts/tools.ts';
 import type { ApprovalStore } from '../approvals/approval-store.ts';
-import { approvalDigest, approvalIdFor, type Approval } from '../approvals/approval.ts';
+import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
+import { effectChangeNote } from '../approvals/effect-change.ts';
+import type { Effect } from '../contracts/effect.ts';
+import { dropEffect } from '../sqlite/sqlite-effect.ts';
+import { approvedArgs, effectLimits, previewParked } from './parked-effect.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError, type ErrorCode } from '../errors.ts';
@@ -77,7 +83,7 @@ export class CallParking {
     const key = callKeyOf(job.data);
     const fields = approvalFields(plan);
     const digest = approvalDigest(fields);
-    let approval = await this.deps.store.get(approvalIdFor(key));
+    let approval = await this.deps.store.current(key);
     if (!approval) {
       const oversize = this.oversize(plan);
       if (oversize) {
@@ -125,6 +131,7 @@ export class CallParking {
   ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
     const data = { callId: plan.request.callId ?? '', tool: plan.tool };
     let object: DropObject | undefined;
+    let effect: { effect: Effect | null; effectNote?: string } | undefined;
     // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE
     // may make it before this runs), but a drop of nothing is answered NOT_FOUND now: nobody
     // should have to approve it. A drop records what it would remove, as the person sees it.
@@ -132,12 +139,14 @@ export class CallParking {
       const check = await this.deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
       if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
       if (!check.ok && check.error.code !== 'SQL_ERROR') return failed(data, check.error.code, check.error.detail);
+      effect = await previewParked(this.deps.executor, this.deps.config, request, plan.args);
     } else if (request.op === 'drop') {
       const check = await this.deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
       // No verdict (no database process could start): a fault, so the job runs again.
       if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
       if (!check.ok) return failed(data, check.error.code, check.error.detail);
       object = check.result as DropObject;
+      effect = { effect: dropEffect(object) };
     }
     const now = Date.now();
     return this.deps.store.create({
@@ -150,6 +159,7 @@ export class CallParking {
       shared: plan.target.agent === undefined,
       ...(typeof plan.args.rationale === 'string' ? { rationale: plan.args.rationale } : {}),
       ...(object ? { object } : {}),
+      ...effect,
       requester: plan.request.agent,
       createdAt: now,
       expiresAt: now + this.deps.approvalTtlMs,
@@ -200,6 +210,13 @@ export class CallParking {
         await this.audit(expired, job.data);
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       }
+      case 'superseded':
+        // `current` follows a superseded approval to the next; one whose next is gone ran nothing.
+        return failed(
+          job.data,
+          'APPROVAL_STALE',
+          `Approval ${id} was superseded by ${approval.supersededBy ?? 'another'}, which is gone; nothing ran. Send the call again.`,
+        );
       case 'expired':
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       case 'rejected':
@@ -231,8 +248,26 @@ export class CallParking {
           this.deps.logger.child({ callId: job.id }).warn({ approvalId: id }, 'approved call refused at release: its key or agent changed');
           return failed(job.data, 'NOT_PERMITTED', detail);
         }
-        const outcome = await run(approval.object ? { expect: approval.object } : {});
+        const outcome = await run({
+          ...(approval.object ? { expect: approval.object } : {}),
+          ...(approval.effect && approval.sql !== undefined
+            ? { effect: { digest: approval.effect.digest, limits: effectLimits(this.deps.config, approvedArgs(approval)) } }
+            : {}),
+        });
         if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
+        if (outcome.effectChanged) return this.supersede(job, token, approval, { effect: outcome.effectChanged });
+        if (!outcome.envelope.ok && outcome.envelope.error.code === 'APPROVAL_STALE' && approval.object && approval.round !== MAX_APPROVAL_ROUNDS) {
+          // A drop whose table changed since: asked again about the table as it is now, if any.
+          const check = await this.deps.executor.run({
+            op: 'checkDrop',
+            db: dbTarget(this.deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
+            table: approval.table ?? '',
+          });
+          if (check.ok) {
+            const object = check.result as DropObject;
+            return this.supersede(job, token, approval, { effect: dropEffect(object), object });
+          }
+        }
         const { envelope } = outcome;
         const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
         // The message goes on the record only: the audit row keeps the code, as it always has.
@@ -242,6 +277,47 @@ export class CallParking {
         return outcome;
       }
     }
+  }
+
+  /**
+   * An approved call whose effect changed before it ran (nothing ran): its approval becomes
+   * `superseded` and the call parks again under a new one (the next round, derived from its key)
+   * with the effect it has now and a note of what changed. A person approves exactly what commits.
+   */
+  private async supersede(job: Job<CallJobData>, token: string, old: Approval, now: { effect: Effect; object?: DropObject }): Promise<RunOutcome> {
+    const { store, config } = this.deps;
+    const round = (old.round ?? 1) + 1;
+    const note = effectChangeNote(old.id, old.effect, now.effect);
+    if (round > MAX_APPROVAL_ROUNDS)
+      return failed(job.data, 'APPROVAL_STALE', `${note} It was approved ${MAX_APPROVAL_ROUNDS} times and changed each time; send it again.`);
+    const at = Date.now();
+    const { approval, created } = await store.create({
+      ...requestOf(old),
+      id: approvalIdFor(old.callKey, round),
+      round,
+      supersedes: old.id,
+      effect: now.effect,
+      effectNote: note,
+      ...(now.object ? { object: now.object } : {}),
+      createdAt: at,
+      expiresAt: at + this.deps.approvalTtlMs,
+    });
+    await store.recordRun(old.id, { ok: false, code: 'APPROVAL_STALE', message: note, at });
+    await store.supersede(old.id, approval.id);
+    await this.audit(old, job.data, { ok: false, code: 'APPROVAL_STALE' });
+    if (created) {
+      const until = approval.expiresAt + config.approvalRetentionDays * 24 * 3600 * 1000;
+      await this.budget.note(approval.workspace, [
+        { callKey: `${old.callKey}\n${round}`, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until },
+      ]);
+      this.deps.logger
+        .child({ callId: job.id })
+        .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
+      const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
+      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
+      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.requested', callId: job.data.callId, approval: summary(approval), at });
+    }
+    return this.sleep(job, token, approval);
   }
 
   /**
@@ -287,6 +363,12 @@ export class CallParking {
     if (now && now.state !== 'pending' && (await this.deps.store.announced(approval.id))) await job.promote().catch(() => undefined);
     throw new DelayedError();
   }
+}
+
+/** The request an approval was made from, without its decision. */
+function requestOf(a: Approval): ApprovalRequest {
+  const { state: _s, decidedBy: _b, decidedAt: _a, decidedVia: _v, reason: _r, supersededBy: _n, ran: _x, ...request } = a;
+  return request;
 }
 
 /** What an approval records of the call it is asked about, and binds with its digest. */

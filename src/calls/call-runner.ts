@@ -3,6 +3,7 @@ import { AgentDbError, codeOf } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
+import type { Effect, EffectLimits } from '../contracts/effect.ts';
 import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
 import type { Config } from '../config.ts';
@@ -50,6 +51,8 @@ export interface RunOutcome {
    * nothing (IDEMPOTENCY_CONFLICT), and the id is that call's (see `yieldClaim`).
    */
   heldByLedger?: { held: LedgerClaim; from: string };
+  /** An approved write whose effect changed since it was approved: nothing ran, and this is its effect now. */
+  effectChanged?: Effect;
 }
 
 /** A call that passed every check and needs a person: its plan and what it would run. */
@@ -62,6 +65,8 @@ export interface ParkOutcome {
 export interface Approved {
   /** For a drop: the object the person approved dropping. */
   expect?: DropObject;
+  /** For a write: the digest of the effect the person approved, and how much of another to keep. */
+  effect?: { digest: string; limits: EffectLimits };
 }
 
 /**
@@ -105,7 +110,7 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved?.expect, deps.results !== undefined);
+  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved, deps.results !== undefined);
   if (gate.kind === 'approval' && !approved) {
     const verdict = guardFirstLayer(plan);
     if (!verdict.ok) return fail(verdict.code, verdict.reason);
@@ -132,6 +137,7 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
     if (fingerprint !== undefined) deps.callIds!.release(data.workspace, callKeyOf(data), fingerprint);
     return { ...fail(outcome.error.code, outcome.error.detail), heldByRecord: { shard: plan.shard, database: plan.databaseId } };
   }
+  if (!outcome.ok && outcome.effect) return { ...fail(outcome.error.code, outcome.error.detail), effectChanged: outcome.effect };
   if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
   const credits = CREDITS[plan.tool];
   let result = outcome.result as Record<string, unknown>;
@@ -229,7 +235,7 @@ function execRequest(
   callId: string,
   config: Config,
   limits: Plan,
-  expect: DropObject | undefined,
+  approved: Approved | undefined,
   offload: boolean,
 ): ExecRequest {
   const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
@@ -249,8 +255,8 @@ function execRequest(
         ...(offload ? { offload: true as const } : {}),
       };
     case 'DATA_WRITE_SQL':
-      return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId };
+      return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId, ...(approved?.effect ? { effect: approved.effect } : {}) };
     case 'DATA_DROP_TABLE':
-      return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(expect ? { expect } : {}) };
+      return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(approved?.expect ? { expect: approved.expect } : {}) };
   }
 }

@@ -91,3 +91,35 @@ export function approvalsTable(approvals: Approval[], refusals: ReadonlyMap<stri
     )
     .join('');
 }
+
+/** Rows of an effect a person reads in a terminal; the rest is in `--json`. */
+const EFFECT_ROWS_SHOWN = 20;
+
+/**
+ * The effect of an approval's call as text: counts per table, then each kept row as its key and
+ * its changed values (`column: before → after`), escaped like the table's cells.
+ */
+export function effectText(a: Approval): string {
+  if (a.effect === undefined) return '';
+  const lines = ['', 'effect:'];
+  if (a.effect === null) lines.push(`  not computed: ${cell(a.effectNote ?? '', 400)}`);
+  else {
+    if (a.effectNote) lines.push(`  ${cell(a.effectNote, 400)}`);
+    if (a.effect.dropped) lines.push(`  drops ${a.effect.dropped.type} ${cell(a.effect.dropped.name, 60)}: ${cell(a.effect.dropped.definition, 200)}`);
+    if (!a.effect.tables.length) lines.push('  no rows change');
+    for (const t of a.effect.tables) lines.push(`  ${cell(t.table, 60)}: ${t.inserted} inserted, ${t.updated} updated, ${t.deleted} deleted`);
+    for (const row of a.effect.rows.slice(0, EFFECT_ROWS_SHOWN)) {
+      const values = Object.keys({ ...row.before, ...row.after }).flatMap((column) => {
+        const before = row.before ? JSON.stringify(row.before[column] ?? null) : undefined;
+        const after = row.after ? JSON.stringify(row.after[column] ?? null) : undefined;
+        if (before !== undefined && after !== undefined) return before === after ? [] : [`${column}: ${before} → ${after}`];
+        return [`${column}: ${before ?? after}`];
+      });
+      lines.push(`  ${row.op} ${cell(row.table, 60)} ${cell(JSON.stringify(row.key), 60)} ${cell(values.join(', '), 300)}`);
+    }
+    const more = a.effect.rows.length - EFFECT_ROWS_SHOWN;
+    if (more > 0 || a.effect.cut) lines.push(`  (${more > 0 ? `${more} more rows kept; ` : ''}${a.effect.cut ? 'cut to fit: ' : ''}--json has every row kept)`);
+    lines.push(`  digest ${a.effect.digest}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

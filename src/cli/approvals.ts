@@ -4,7 +4,7 @@ import { MemberRegistry, NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import { errorBody } from '../errors.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
-import { approvalsTable } from './approvals-table.ts';
+import { approvalsTable, effectText } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 import { keyFrom, type KeyFlags } from './key-source.ts';
@@ -24,6 +24,26 @@ export async function list(ctx: CommandContext, flags: { workspace?: string; sta
     if (flags.json) ctx.stdout.write(`${JSON.stringify(rows.map((a) => withRefusal(a, refusals)))}\n`);
     else if (rows.length) ctx.stdout.write(approvalsTable(rows, refusals));
     else ctx.stdout.write(`(no ${flags.state === 'all' ? '' : `${flags.state} `}approvals)\n`);
+    return 0;
+  });
+}
+
+/**
+ * `agentdb approvals show ID [--json]`: one approval whole, with the effect of its call (rows
+ * before and after). Exits 1 when there is none. The text form escapes what a terminal would act on.
+ */
+export async function show(ctx: CommandContext, flags: { json?: boolean }, id: string): Promise<number> {
+  return withService(ctx, async (service) => {
+    const approvalId = await service.resolveId(id);
+    const approval = typeof approvalId === 'string' ? await service.get(approvalId) : undefined;
+    if (!approval) {
+      const refused = typeof approvalId !== 'string' && !approvalId.ok ? approvalId : undefined;
+      ctx.stdout.write(`${JSON.stringify({ error: errorBody(refused?.code ?? 'NOT_FOUND', refused?.detail ?? `no approval ${JSON.stringify(id)}`) })}\n`);
+      return 1;
+    }
+    const refusals = await service.standings([approval]);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(withRefusal(approval, refusals))}\n`);
+    else ctx.stdout.write(`${approvalsTable([approval], refusals)}${effectText(approval)}`);
     return 0;
   });
 }

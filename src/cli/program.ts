@@ -15,7 +15,7 @@ export type Handler = (ctx: never, flags: never, ...args: never[]) => Promise<nu
 /** How main runs a command once commander has parsed its command line. */
 export type Dispatch = (command: Command, args: unknown[], load: () => Promise<Handler>, needs: { config: boolean }) => Promise<void>;
 
-const STATES = ['pending', 'approved', 'rejected', 'expired', 'all'];
+const STATES = ['pending', 'approved', 'rejected', 'expired', 'superseded', 'all'];
 
 /** `--timeout`'s value: seconds above 0. */
 function seconds(value: string): number {
@@ -308,6 +308,12 @@ Examples:
     .option('--limit <n>', 'at most this many', count, 200)
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./approvals.ts')).list));
+  approvals
+    .command('show')
+    .description("one approval whole, with its call's effect: rows inserted, updated and deleted, before and after")
+    .argument('<id>', 'the approval id (ap_…) or the call id of the parked call')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./approvals.ts')).show));
   for (const decision of ['approve', 'reject'] as const) {
     approvals
       .command(decision)

@@ -18,7 +18,21 @@ const errorBody = z.looseObject({
   retryAfter: z.number().optional(),
 });
 
-const approval = z.looseObject({ id: z.string(), tier: z.string(), expiresAt: z.string() });
+/** What a parked write would change (see `contracts/effect.ts`): counts per table, rows kept, a digest; null when unknown. */
+const effect = z.looseObject({
+  tables: z.array(z.object({ table: z.string(), inserted: z.number(), updated: z.number(), deleted: z.number() })),
+  rows: z.array(z.looseObject({ table: z.string(), op: z.enum(['insert', 'update', 'delete']) })),
+  cut: z.boolean(),
+  digest: z.string(),
+});
+
+const approval = z.looseObject({
+  id: z.string(),
+  tier: z.string(),
+  expiresAt: z.string(),
+  effect: effect.nullable().optional(),
+  effectNote: z.string().optional(),
+});
 
 const rows = {
   columns: z.array(z.string()).optional(),

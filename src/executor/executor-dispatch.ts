@@ -15,6 +15,8 @@ import type { HistoryCapture } from '../history/handle-capture.ts';
 import { restoreInPlace } from '../history/restore-requests.ts';
 import { restoreInto } from '../history/restore-into.ts';
 import { snapshotNow } from '../history/snapshot-now.ts';
+import { previewEffect } from '../sqlite/sqlite-effect-preview.ts';
+import { EffectChanged } from '../sqlite/sqlite-effect.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
@@ -73,9 +75,16 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           req.db.limits,
           budget,
           history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))),
+          req.effect,
         );
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
+      }
+      case 'effect': {
+        // The stand-in for a database never written has no tables; a preview must not create it.
+        const db = handles.open(req.db, 'read');
+        if (handles.isPlaceholder(db)) return { ok: true, result: null };
+        return { ok: true, result: previewEffect(db, req.sql, req.params, req.db.limits, req.limits) };
       }
       case 'checkDrop': {
         checkDropName(req.table);
@@ -128,7 +137,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         // History could not copy its WAL first: the handle stays open (see `HandleCache`).
       }
     }
-    return { ok: false, error };
+    return { ok: false, error, ...(err instanceof EffectChanged ? { effect: err.effect } : {}) };
   }
 }
 

@@ -1,5 +1,6 @@
 import type { CsvArgs, PageArgs } from '../contracts/browse.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
+import type { Effect, EffectLimits } from '../contracts/effect.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { AuditEntry } from '../sqlite/sqlite-audit.ts';
 import type { Param } from '../sqlite/sqlite-values.ts';
@@ -24,8 +25,13 @@ export type ExecRequest = (
    * under `<dataDir>/tmp/results` (its `spill`), which the worker moves to the blob store.
    */
   | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect'; offload?: true }
-  /** `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. */
-  | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callKey: string }
+  /**
+   * `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. `effect`: the
+   * effect a person approved; another effect commits nothing (APPROVAL_STALE with the new one).
+   */
+  | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callKey: string; effect?: { digest: string; limits: EffectLimits } }
+  /** What a write would change now (an `Effect`), in a transaction always rolled back. Asked before parking. */
+  | { op: 'effect'; db: DbTarget; sql: string; params: Param[]; limits: EffectLimits }
   /** `expect`: the object a person approved dropping; anything else is APPROVAL_STALE. */
   | { op: 'drop'; db: DbTarget; table: string; callKey: string; expect?: DropObject }
   /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
@@ -79,9 +85,10 @@ export type ExecOutcome =
   /**
    * `unsettled`: the failure is not the request's answer, and the call is to be run again: a
    * write or drop whose child died, and whether it committed could not be read (its record
-   * replays it), or any request while no child could start (nothing ran).
+   * replays it), or any request while no child could start (nothing ran). `effect`: an approved
+   * write whose effect changed since (APPROVAL_STALE): the effect it would have now.
    */
-  | { ok: false; error: { code: ErrorCode; detail: string }; unsettled?: true };
+  | { ok: false; error: { code: ErrorCode; detail: string }; unsettled?: true; effect?: Effect };
 
 /**
  * Parent → child (several to a message): a request and the number its answer will carry.

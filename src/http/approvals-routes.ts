@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { MemberRegistry } from '../registry/members.ts';
 import { withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
 import { decodeCursor, encodeCursor, MAX_LIST_PAGE } from '../approvals/approval-listing.ts';
+import { APPROVAL_STATES } from '../approvals/approval.ts';
 import { workspaceName } from '../contracts/names.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
@@ -15,7 +16,7 @@ export interface ApprovalsRoutesDeps {
 
 // Strict objects: a misspelt field (`?status=`, `"decison"`) is an error, not silently ignored.
 const listQuery = z.strictObject({
-  state: z.enum(['pending', 'approved', 'rejected', 'expired', 'all']).default('pending'),
+  state: z.enum([...APPROVAL_STATES, 'all']).default('pending'),
   workspace: workspaceName.optional(),
   // The audit grows without bound: pages of the newest, at most MAX_LIST_PAGE, and a cursor to
   // the next (issue 27: limit=10000 answered 40 MB).

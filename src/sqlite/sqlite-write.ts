@@ -10,6 +10,8 @@ import { agentTableCount, INTERNAL_PREFIX, longNameRefusal, schemaChangeRefusal,
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
 import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
 import { checkedStatement, forgetStatements } from './statement-cache.ts';
+import { EffectChanged, EffectRecorder, NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import type { EffectLimits } from '../contracts/effect.ts';
 
 /** Rows a write returns through RETURNING, at most. */
 export const MAX_RETURNING_ROWS = 1000;
@@ -57,6 +59,10 @@ export type Replayable<T> = T & { replayed?: true };
  * id and committed with the effect. The size limit is SQLite's `max_page_count`, so a write past
  * it fails with SQLITE_FULL. `admit` refuses a new write (not a replay) by throwing. Any failure
  * rolls the whole transaction back.
+ *
+ * With `bound` (the effect a person approved), the effect is recorded in the same transaction
+ * (`EffectRecorder`) and the write commits only while its digest is the approved one: otherwise
+ * nothing commits and {@link EffectChanged} carries the effect it would have had.
  * @throws AgentDbError for refusals and limits; SQLite's own errors propagate for `toOpError`.
  */
 export function write(
@@ -67,6 +73,7 @@ export function write(
   limits: PlanLimits,
   maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
   admit?: () => void,
+  bound?: { digest: string; limits: EffectLimits },
 ): Replayable<WriteResult> {
   const bindings = agentBindings(sql, params);
   // DDL runs with run(): an ALTER … ADD COLUMN with a CHECK reports itself a reader (SQLite
@@ -78,6 +85,7 @@ export function write(
   applySizeLimit(db, limits.maxBytes);
   const call: RecordedCall = { key: callKey, digest: effectDigest(['write', sql, params]) };
   let schemaMoved = false;
+  let recorder: EffectRecorder | undefined;
   try {
     return inWriteTransaction(db, () => {
       const recorded = recordedResult(db, call) as WriteResult | undefined;
@@ -87,6 +95,9 @@ export function write(
       admit?.();
 
       const stmt = checkedStatement(db, sql, 'write');
+      // After the guard judged the statement, before the schema is read: the recorder's temporary
+      // objects are there both before and after, so the schema check sees only the statement's.
+      if (bound && !ddl) recorder = new EffectRecorder(db);
       const version = schemaVersion(db);
       const before = schemaStateAt(db, version);
       const result = runWrite(db, stmt, bindings, maxResultBytes, ddl, kind, sql);
@@ -102,16 +113,23 @@ export function write(
           throw new AgentDbError('LIMIT_EXCEEDED', `the database may hold ${limits.maxTables} tables and this would make ${tables}`);
         }
       }
+      if (bound) {
+        const effect = recorder ? recorder.read(bound.limits) : NO_ROWS_EFFECT;
+        if (effect.digest !== bound.digest) throw new EffectChanged(effect);
+        recorder?.remove();
+      }
       recordResult(db, call, result);
       return { value: result, commit: true };
     });
   } finally {
+    recorder?.restorePragma();
     // Cached statements were judged and compiled against the old schema; prepare them again.
     if (schemaMoved) forgetStatements(db);
   }
 }
 
-function runWrite(
+/** Runs a checked write statement; its changes (RETURNING rows cut) as DATA_WRITE_SQL answers them. */
+export function runWrite(
   db: Database,
   stmt: Statement,
   bindings: unknown[],
@@ -170,7 +188,7 @@ const pageSizes = new WeakMap<Database, number>();
  * the file). SQLite never lowers it below the current size, so a database already over a
  * smaller plan's limit stays readable and only refuses to grow.
  */
-function applySizeLimit(db: Database, maxBytes: number): void {
+export function applySizeLimit(db: Database, maxBytes: number): void {
   let pageSize = pageSizes.get(db);
   if (pageSize === undefined) {
     pageSize = trusted(db, 'PRAGMA page_size').pluck().get() as number;

@@ -136,6 +136,46 @@ describe('agentdb approvals', () => {
     expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });
   });
 
+  it('shows one approval whole with its effect: --json has the rows before and after, the text a diff', async () => {
+    const made = await client.call({
+      workspace: 'acme',
+      agent: 'scout',
+      settings: { database: 'agent' },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: 'CREATE TABLE shown (id INTEGER PRIMARY KEY, body TEXT)' },
+    });
+    expect(made).toMatchObject({ ok: true });
+    expect(
+      await client.call({
+        workspace: 'acme',
+        agent: 'scout',
+        settings: { database: 'agent' },
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: "INSERT INTO shown VALUES (1, 'old'), (2, 'kept')" },
+      }),
+    ).toMatchObject({ ok: true });
+    const { id } = await parkWrite("UPDATE shown SET body = 'new' WHERE id = 1");
+    const shown = await cli('approvals', 'show', id, '--json');
+    expect(shown.code).toBe(0);
+    expect(json(shown.stdout)).toMatchObject({
+      id,
+      state: 'pending',
+      effect: {
+        tables: [{ table: 'shown', inserted: 0, updated: 1, deleted: 0 }],
+        rows: [{ table: 'shown', op: 'update', key: { rowid: 1 }, before: { id: 1, body: 'old' }, after: { id: 1, body: 'new' } }],
+        cut: false,
+        digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+      },
+    });
+    const text = await cli('approvals', 'show', id);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('shown: 0 inserted, 1 updated, 0 deleted');
+    expect(text.stdout).toContain('update shown {"rowid":1} body: "old" → "new"');
+    const missing = await cli('approvals', 'show', 'ap_nothing_here');
+    expect(missing.code).toBe(1);
+    expect(json(missing.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+  });
+
   it('rejects with a reason, as an operator naming the member: the call finishes with APPROVAL_REJECTED and never runs', async () => {
     const { callId, id } = await parkWrite('CREATE TABLE never_made (x)');
     const waiting = client.result(callId, { workspace: 'acme', agent: 'scout', wait: true });

@@ -247,7 +247,7 @@ describe('an approval is bound to its call', () => {
     }
   });
 
-  it('a drop whose table was renamed away since approval answers APPROVAL_STALE and drops nothing', async () => {
+  it('a drop whose table was renamed away since approval drops nothing and asks again about the table there now', async () => {
     const who = plain('w1', 'dropper');
     await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE scratch (x)' } });
     await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)' } });
@@ -259,7 +259,13 @@ describe('an approval is bound to its call', () => {
     await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'ALTER TABLE customers RENAME TO scratch' } });
     const done = client.result(drop.callId, { ...whoOf(drop), wait: true });
     await client.decide(drop.approval.id, { decision: 'approve', key: keyOf.w1! });
-    expect(await done).toMatchObject({ ok: false, error: { code: 'APPROVAL_STALE' } });
+    // Superseded: the call waits on a new approval, about the table named scratch now.
+    await expect
+      .poll(() => client.result(drop.callId, whoOf(drop)))
+      .toMatchObject({ status: 'awaiting_approval', approval: { supersedes: drop.approval.id, object: { name: 'scratch', rows: 2 } } });
+    const again = (await client.result(drop.callId, whoOf(drop))) as { approval: { id: string } };
+    await client.decide(again.approval.id, { decision: 'reject', key: keyOf.w1! });
+    expect(await done).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
     expect(await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT name FROM scratch ORDER BY id' } })).toMatchObject({
       ok: true,
       result: { rows: [['ada'], ['bo']] },
@@ -283,7 +289,12 @@ describe('an approval is bound to its call', () => {
     await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "ALTER TABLE big ADD COLUMN late DEFAULT 'z'" } });
     const done = client.result('wide-drop', { ...whoOf(drop), wait: true });
     await client.decide(drop.approval.id, { decision: 'approve', key: keyOf.w1! });
-    expect(await done).toMatchObject({ ok: false, error: { code: 'APPROVAL_STALE', message: expect.stringContaining('definition changed') } });
+    await expect
+      .poll(() => client.result('wide-drop', whoOf(drop)))
+      .toMatchObject({ status: 'awaiting_approval', approval: { supersedes: drop.approval.id, effectNote: expect.stringContaining('definition changed') } });
+    const again = (await client.result('wide-drop', whoOf(drop))) as { approval: { id: string } };
+    await client.decide(again.approval.id, { decision: 'reject', key: keyOf.w1! });
+    expect(await done).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
   });
 
   it('an approval lets its call run once: a resend after its result and record expired does not run it again', async () => {

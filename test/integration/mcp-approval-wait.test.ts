@@ -95,6 +95,8 @@ describe('a write that waits for a person, over MCP', () => {
     const pending = await call(c, 'DATA_WRITE_SQL', { sql: 'INSERT INTO j VALUES (1)' });
     expect(pending.isError).toBeFalsy();
     expect(pending.structuredContent).toMatchObject({ status: 'awaiting_approval', approval: { id: expect.any(String) } });
+    // What it would change goes with it (issue 29): one row inserted into j.
+    expect(pending.structuredContent).toMatchObject({ approval: { effect: { tables: [{ table: 'j', inserted: 1, updated: 0, deleted: 0 }] } } });
     const approval = (pending.structuredContent!.approval as { id: string }).id;
     const text = pending.content[0]!.text;
     expect(text).toContain(`approval ${approval}`);

@@ -4,6 +4,7 @@ import { html, type Html } from './html.ts';
 import { isoTime, relative } from './layout.ts';
 import { CARD_TEXT_BYTES, cutText, shorten, type Cut } from './cut-text.ts';
 import { highlightSql } from './sql-highlight.ts';
+import { effectView } from './effect-view.ts';
 
 /** A link to the table a parked call touches, when it can be told (see `targetTable`). */
 export function tableLink(a: Approval): Html | '' {
@@ -71,6 +72,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
   </header>
   ${refusal ? html`<p class="flash error stale" role="note">Approving will not run it: since it was parked, ${refusal} Reject it, or let it expire.</p>` : ''}
   ${shown.sql ? html`<pre class="sql" aria-label="SQL"><code>${highlightSql(shown.sql.text)}</code></pre>${cutNote(shown.sql, a)}` : ''}
+  ${effectView(a)}
   <dl class="facts">
     <dt>database</dt><dd>${a.database}</dd>
     ${a.table ? html`<dt>drops</dt><dd>${a.object?.type ?? 'table'} ${a.table}${a.object?.rows !== undefined ? html` (${a.object.rows} rows)` : ''}</dd>` : ''}
@@ -151,7 +153,7 @@ ${decided.map(
   (a) => html`<tr data-approval="${a.id}">
   <td>${a.state}</td><td>${a.agent}</td><td>${a.tool}</td>
   <td>${decidedWhat(a)}</td>
-  <td>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}</td>
+  <td>${a.decidedBy ?? (a.state === 'expired' ? 'nobody (expired)' : '')}${a.state === 'superseded' ? html`<br><span class="muted">the data changed: <a href="${approvalHref({ id: a.supersededBy ?? '' })}">asked again</a></span>` : ''}</td>
   <td>${a.decidedAt ? html`<time datetime="${new Date(a.decidedAt).toISOString()}">${isoTime(a.decidedAt)}</time>` : ''}</td>
   <td>${shorten(a.reason ?? '', DECIDED_TEXT_CHARS)}</td>
   <td class="opt">${ranText(a)}</td>

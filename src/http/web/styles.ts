@@ -50,5 +50,8 @@ td.null { color: var(--muted); font-style: italic; }
 .bad { color: var(--bad); } tr.damaged td { background: #fdecea; }
 .live { font-size: .85rem; }
 .cut { font-size: .85rem; margin: 2px 0 6px; } .card header .own { margin-left: auto; }
+.effect { margin: 6px 0; } .effect-cut { font-size: .85rem; margin: 2px 0 6px; } .effect-counts { margin: 4px 0; padding-left: 18px; }
+.added, td.added, ins { background: #e6f4ea; text-decoration: none; } .removed, td.removed, del { background: #fdecea; }
+td.changed { background: #fff6dd; } table.diff tr.delete td { text-decoration: line-through; } table.diff th[title] { width: 1.5em; }
 @media (max-width: 640px) { main { padding: 10px; } .who { margin-left: 0; } dl.facts { grid-template-columns: 1fr; } table.list .opt { display: none; } }
 `;

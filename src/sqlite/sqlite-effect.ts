@@ -1,0 +1,240 @@
+import { createHash } from 'node:crypto';
+import type { Database } from 'better-sqlite3';
+import { MAX_EFFECT_VALUE_BYTES, type Effect, type EffectLimits, type EffectRow, type EffectTable, type EffectValue } from '../contracts/effect.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
+import { AgentDbError } from '../errors.ts';
+import { AGENT_OBJECTS } from './sqlite-schema.ts';
+import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
+import { encodeValue } from './sqlite-values.ts';
+
+/** Prefix of the temporary tables and triggers that record an effect (agents make no temp objects). */
+const FX_PREFIX = '_agentdb_fx_';
+
+interface Watched {
+  table: string;
+  columns: string[];
+  /** Key columns as read from OLD/NEW: a rowid alias, or a WITHOUT ROWID table's primary key. */
+  key: string[];
+  log: string;
+}
+
+/**
+ * Records, while installed, every row an agent statement inserts, updates or deletes in the
+ * database's agent tables, with the values before and after.
+ *
+ * How: temporary triggers (AFTER INSERT/UPDATE/DELETE on each agent table) that copy OLD and
+ * NEW into a temporary log table per table. They are made here, on the trusted side, inside the
+ * statement's own transaction and gone with it; agents still may not create triggers (the guard
+ * and the schema check refuse them). Not the session extension: better-sqlite3 does not expose
+ * sqlite3session, and a changeset holds only a row's changed columns, not a person-readable
+ * before and after. `recursive_triggers` is on while recording, so that rows an `INSERT OR
+ * REPLACE` deletes are recorded too (SQLite fires delete triggers for them only then).
+ *
+ * Limits: a table the statement itself creates (CREATE TABLE … AS SELECT) has no trigger, and
+ * its rows are not listed; virtual tables take no triggers.
+ */
+export class EffectRecorder {
+  private readonly watched: Watched[] = [];
+  private readonly recursive: number;
+
+  /** Installs the triggers; the caller's transaction must be open and must end after {@link remove}. */
+  constructor(private readonly db: Database) {
+    this.recursive = trusted(db, 'PRAGMA recursive_triggers').pluck().get() as number;
+    const tables = trusted(
+      db,
+      `SELECT name, (SELECT l.wr FROM pragma_table_list AS l WHERE l.schema = 'main' AND l.name = s.name) AS wr FROM main.sqlite_schema AS s
+        WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND ${AGENT_OBJECTS} ORDER BY name`,
+    ).all() as { name: string; wr: number }[];
+    tables.forEach(({ name, wr }, i) => {
+      const cols = trusted(db, `SELECT name, pk FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(name) as {
+        name: string;
+        pk: number;
+      }[];
+      const columns = cols.map((c) => c.name);
+      const key = wr
+        ? cols
+            .filter((c) => c.pk > 0)
+            .sort((a, b) => a.pk - b.pk)
+            .map((c) => c.name)
+        : [rowidName(columns)];
+      this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}` });
+    });
+    db.prepare('PRAGMA recursive_triggers = ON').run();
+    try {
+      for (const w of this.watched) this.install(w);
+    } catch (err) {
+      // The caller's rollback takes what was installed; the pragma it must be told.
+      this.restorePragma();
+      throw err;
+    }
+  }
+
+  private install(w: Watched): void {
+    const log = `temp.${quoteIdentifier(w.log)}`;
+    const on = `main.${quoteIdentifier(w.table)}`;
+    const cols = (side: 'OLD' | 'NEW' | null) => w.columns.map((c) => (side ? `${side}.${quoteIdentifier(c)}` : 'NULL'));
+    const key = (side: 'OLD' | 'NEW') => w.key.map((k) => `${side}.${quoteIdentifier(k)}`);
+    const slots = [...w.key.map((_, i) => `k${i}`), ...w.columns.map((_, i) => `o${i}`), ...w.columns.map((_, i) => `n${i}`)];
+    this.db.prepare(`CREATE TEMP TABLE ${log}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')})`).run();
+    const trigger = (op: 'insert' | 'update' | 'delete', values: string[]) =>
+      this.db
+        .prepare(
+          `CREATE TEMP TRIGGER ${quoteIdentifier(`${w.log}_${op}`)} AFTER ${op.toUpperCase()} ON ${on} BEGIN
+             INSERT INTO ${log}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${values.join(', ')}); END`,
+        )
+        .run();
+    trigger('insert', [...key('NEW'), ...cols(null), ...cols('NEW')]);
+    trigger('update', [...key('OLD'), ...cols('OLD'), ...cols('NEW')]);
+    trigger('delete', [...key('OLD'), ...cols('OLD'), ...cols(null)]);
+  }
+
+  /**
+   * The effect recorded so far: counts and a digest over every row (see `Effect.digest`), in a
+   * canonical order (table, operation, key, then the order SQLite made the changes), and the
+   * rows `limits` keep.
+   */
+  read(limits: EffectLimits): Effect {
+    const hash = createHash('sha256');
+    const tables: EffectTable[] = [];
+    const rows: EffectRow[] = [];
+    let bytes = 2;
+    let cut = false;
+    let full = false;
+    for (const w of this.watched) {
+      const log = `temp.${quoteIdentifier(w.log)}`;
+      const counts = { insert: 0, update: 0, delete: 0 };
+      for (const { fx_op, n } of this.db.prepare(`SELECT fx_op, count(*) AS n FROM ${log} GROUP BY fx_op`).all() as { fx_op: keyof typeof counts; n: number }[])
+        counts[fx_op] = n;
+      if (counts.insert + counts.update + counts.delete === 0) continue;
+      const entry = { table: w.table, inserted: counts.insert, updated: counts.update, deleted: counts.delete };
+      tables.push(entry);
+      hash.update(JSON.stringify(['table', entry.table, w.columns, entry.inserted, entry.updated, entry.deleted]));
+      const order = ['fx_op', ...w.key.map((_, i) => `k${i}`), 'fx_seq'].join(', ');
+      const stmt = this.db.prepare(`SELECT * FROM ${log} ORDER BY ${order}`).raw(true).safeIntegers(true);
+      const nk = w.key.length;
+      const nc = w.columns.length;
+      for (const raw of stmt.iterate() as Iterable<unknown[]>) {
+        const op = raw[1] as EffectRow['op'];
+        const whole = raw.slice(2).map(encodeValue);
+        const keyValues = whole.slice(0, nk);
+        const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
+        const after = op === 'delete' ? null : whole.slice(nk + nc);
+        // An inserted row adds only to the count: its rowid is SQLite's to give (another insert
+        // approved meanwhile moves it) and its values may be computed as it runs (DEFAULT
+        // CURRENT_TIMESTAMP); the statement and its params, which make them, are bound by the
+        // approval's own digest. What a change removes or overwrites is bound row by row.
+        if (op !== 'insert') hash.update(JSON.stringify([op, keyValues, before]));
+        if (full) continue;
+        const row: EffectRow = {
+          table: w.table,
+          op,
+          key: named(w.key, keyValues),
+          before: before && named(w.columns, before),
+          after: after && named(w.columns, after),
+        };
+        const shown = shorten(row);
+        const size = Buffer.byteLength(JSON.stringify(shown.row)) + 1;
+        if (rows.length >= limits.maxRows || bytes + size > limits.maxBytes) {
+          full = cut = true;
+          continue;
+        }
+        bytes += size;
+        if (shown.cut) cut = true;
+        rows.push(shown.row);
+      }
+    }
+    return { tables, rows, cut, digest: hash.digest('hex') };
+  }
+
+  /** Drops the triggers and logs, in the same transaction, before it commits. */
+  remove(): void {
+    for (const w of this.watched) {
+      for (const op of ['insert', 'update', 'delete']) this.db.prepare(`DROP TRIGGER temp.${quoteIdentifier(`${w.log}_${op}`)}`).run();
+      this.db.prepare(`DROP TABLE temp.${quoteIdentifier(w.log)}`).run();
+    }
+  }
+
+  /** Sets `recursive_triggers` back: a pragma outlives the transaction's rollback. */
+  restorePragma(): void {
+    this.db.prepare(`PRAGMA recursive_triggers = ${this.recursive ? 'ON' : 'OFF'}`).run();
+  }
+}
+
+/** The effect of a statement that changes no rows (DDL: its change is the statement itself). */
+export const NO_ROWS_EFFECT: Effect = Object.freeze({ tables: [], rows: [], cut: false, digest: createHash('sha256').digest('hex') }) as Effect;
+
+/**
+ * An approved write whose effect is no longer the approved one: nothing committed. Carries the
+ * effect it would have had now, so that the call can be parked again with it.
+ */
+export class EffectChanged extends AgentDbError {
+  constructor(readonly effect: Effect) {
+    super('APPROVAL_STALE', 'the data changed after the approval: the write would now have another effect, and nothing was written');
+  }
+}
+
+/**
+ * The effect of dropping `object`: its schema and its rows counted as deleted (they are not
+ * listed). The digest covers what the drop checks again before it runs (`DropObject`).
+ */
+export function dropEffect(object: DropObject): Effect {
+  const digest = createHash('sha256')
+    .update(JSON.stringify(['drop', object.type, object.name, object.definitionSha256, object.rootpage, object.rows ?? null]))
+    .digest('hex');
+  return {
+    tables: object.type === 'table' ? [{ table: object.name, inserted: 0, updated: 0, deleted: object.rows ?? 0 }] : [],
+    rows: [],
+    cut: false,
+    digest,
+    dropped: { type: object.type, name: object.name, definition: object.definition, ...(object.rows === undefined ? {} : { rows: object.rows }) },
+  };
+}
+
+/** The name OLD/NEW know a rowid table's rowid by: the first of its aliases no column shadows. */
+function rowidName(columns: string[]): string {
+  const taken = new Set(columns.map((c) => c.toLowerCase()));
+  return ['rowid', '_rowid_', 'oid'].find((n) => !taken.has(n)) ?? columns[0]!;
+}
+
+function named(names: string[], values: EffectValue[]): Record<string, EffectValue> {
+  const out: Record<string, EffectValue> = {};
+  names.forEach((n, i) => {
+    out[n] = values[i] ?? null;
+  });
+  return out;
+}
+
+/** A row with each value past MAX_EFFECT_VALUE_BYTES replaced by its start (`{ $cut, bytes }`). */
+function shorten(row: EffectRow): { row: EffectRow; cut: boolean } {
+  let cut = false;
+  const each = (values: Record<string, EffectValue> | null) => {
+    if (!values) return null;
+    const out: Record<string, EffectValue> = {};
+    for (const [k, v] of Object.entries(values)) {
+      const short = shortValue(v);
+      if (short !== v) cut = true;
+      out[k] = short;
+    }
+    return out;
+  };
+  const shown = { ...row, key: each(row.key)!, before: each(row.before), after: each(row.after) };
+  return { row: shown, cut };
+}
+
+function shortValue(v: EffectValue): EffectValue {
+  if (typeof v === 'string') {
+    const bytes = Buffer.byteLength(v);
+    if (bytes <= MAX_EFFECT_VALUE_BYTES) return v;
+    const head = Buffer.from(v)
+      .subarray(0, MAX_EFFECT_VALUE_BYTES)
+      .toString('utf8')
+      .replace(/\uFFFD$/, '');
+    return { $cut: head, bytes };
+  }
+  if (v !== null && typeof v === 'object' && '$blob' in v) {
+    const bytes = Buffer.from(v.$blob, 'base64').length;
+    if (bytes <= MAX_EFFECT_VALUE_BYTES) return v;
+    return { $cut: Buffer.from(v.$blob, 'base64').subarray(0, MAX_EFFECT_VALUE_BYTES).toString('base64'), bytes };
+  }
+  return v;
+}
