@@ -3,26 +3,11 @@ import { AgentDbError } from '../../errors.ts';
 import { openBlobStore } from '../../blobs/blob-stores.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { restoreFromBlob } from '../../history/blob-restore.ts';
-import { blobHoldings } from '../../history/blob-holdings.ts';
 import { localSource } from '../../history/history-files.ts';
 import { databaseId, databasePath, parseDatabaseId, shardOf } from '../../contracts/database-id.ts';
 import type { RestoreActor } from '../../executor/executor-protocol.ts';
 import { auditInto } from '../../history/restore-audit.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
-
-/**
- * Shard op `blobHoldings`: what the blob store holds (see `blobHoldings`), as the workers see it.
- * A disaster restore of everything lists the store a worker will restore from, not the one the
- * command's own settings name (BLOB_DIR on a new machine is the worker's to know).
- */
-export const blobHoldingsOp: ShardOpHandler = async (_data, ctx) => {
-  const store = openBlobStore(ctx.config);
-  try {
-    return await blobHoldings(store);
-  } finally {
-    await store.close();
-  }
-};
 
 /**
  * Shard op `restoreFromBlob` (db: the database to create, args `{ at?: number` epoch ms,

@@ -7,7 +7,8 @@ import type { ExecutorPool } from '../../executor/executor-pool.ts';
 import type { WorkspaceQuota } from '../../history/workspace-quota.ts';
 import { browseOps } from './browse-ops.ts';
 import { backupOp } from './backup-op.ts';
-import { blobHoldingsOp, blobRestoreOp } from './blob-restore-op.ts';
+import { blobHoldingsOp } from './blob-holdings-op.ts';
+import { blobRestoreOp } from './blob-restore-op.ts';
 import { historyOpHandlers } from './history-ops.ts';
 
 /** What a shard op handler may use: the shard it runs on, the worker's executor pool, config. */
