@@ -86,8 +86,12 @@ export class KeyedCalls {
     return answer;
   }
 
-  /** The principal's own call `callId`: its envelope, or where it stands. */
-  async result(principal: Principal, callId: string, opts: KeyedWait): Promise<CallAnswer> {
+  /**
+   * The principal's own call `callId`: its envelope, or where it stands. `followUp`: a read
+   * agentdb makes for the caller of a call already counted (its wait going on, an MCP task
+   * looking at its call), not counted against the lookup rate limits.
+   */
+  async result(principal: Principal, callId: string, opts: KeyedWait & { followUp?: true }): Promise<CallAnswer> {
     const answer = await this.lookUp(principal, callId, opts);
     if (this.onRefused && !answer.ok && 'error' in answer && answer.error.code === 'RATE_LIMITED') this.onRefused('rate');
     return answer;

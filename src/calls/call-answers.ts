@@ -41,6 +41,15 @@ export type Decision =
 export type CallAnswer = FinishedAnswer | PendingAnswer | AwaitingAnswer;
 
 /**
+ * An answer that says nothing about the call, only about this moment: refused by a rate limit, or
+ * agentdb (Redis) unreachable. It is no outcome: whoever waits for the call's outcome (an MCP task,
+ * a resend window) keeps waiting and asks again.
+ */
+export function isTransient(answer: { ok: boolean; error?: { code: string } }): boolean {
+  return !answer.ok && (answer.error?.code === 'RATE_LIMITED' || answer.error?.code === 'UNAVAILABLE');
+}
+
+/**
  * `promise`'s value, or undefined once `ms` have passed first. The timer is cleared when the
  * promise wins: a call answered in a millisecond must not leave a 30 s timer behind (at
  * thousands of calls a second they pile up, and all fire later in the middle of other work).

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { digestOf } from '../contracts/call-identity.ts';
 import type { Keys } from '../redis/keys.ts';
@@ -26,8 +27,9 @@ export const MAY_PARK: ReadonlySet<string> = new Set(['DATA_WRITE_SQL', 'DATA_DR
  * same write sent after it is a new write and runs again. A call never resent leaves its entry
  * until the call itself is gone from Redis (its approval's life and its kept result).
  *
- * Only this record is new; the id it holds is an ordinary generated call id, so the first call
- * pays nothing beyond one GET (and one SET only when it answers pending).
+ * Only this record is new; the id it holds is an ordinary generated call id, claimed before the
+ * call is enqueued so that sends at the same moment join (one SET NX per call, one DEL when its
+ * outcome is out at once).
  */
 export class PendingCallJoins {
   private readonly redis: ScriptedRedis;
@@ -52,12 +54,22 @@ export class PendingCallJoins {
     return this.keys.mcpPendingCall(`${principal.workspace}.${callerOf(principal)}.${what}`);
   }
 
-  /** The call id a waiting call under `key` holds, to send this one under; undefined when none waits. */
-  async joinable(key: string): Promise<string | undefined> {
-    return (await this.redis.get(key)) ?? undefined;
+  /**
+   * The call id to send a call kept under `key` with: the id of the one already waiting there,
+   * or a new one, claimed under `key` before the call is enqueued (SET NX), so that sends at the
+   * same moment all take the first one's id and the client's call-id machinery makes one call of
+   * them (one approval). `joined` says the id was another send's. A claimed id whose call ends
+   * at once (ran, or was refused) is let go with {@link forget}; one whose call never got
+   * enqueued (RATE_LIMITED, UNAVAILABLE) may stay: a resend under it simply sends the call.
+   */
+  async claim(key: string): Promise<{ callId: string; joined: boolean }> {
+    const mine = randomUUID();
+    // NX with GET (Redis 7): one round trip answers the id already held, or nil when ours was set.
+    const held = (await this.redis.call('SET', key, mine, 'NX', 'GET', 'EX', String(this.ttlS))) as string | null;
+    return held === null ? { callId: mine, joined: false } : { callId: held, joined: true };
   }
 
-  /** Notes that `callId`, the call kept under `key`, answered before its outcome: a resend joins it. */
+  /** Notes that `callId`, the call kept under `key`, still waits: a resend joins it (the window renewed). */
   async remember(key: string, callId: string): Promise<void> {
     await this.redis.set(key, callId, 'EX', this.ttlS);
   }

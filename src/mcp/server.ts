@@ -13,6 +13,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { ApprovalRequiredAnswer, KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { CallAnswer } from '../calls/client.ts';
+import { isTransient } from '../calls/call-answers.ts';
 import { MAY_PARK, type PendingCallJoins } from '../calls/pending-call-joins.ts';
 import type { KeyedCall, Principal } from '../registry/principal.ts';
 import { RedisTaskStore, type McpTaskDeps } from './task-store.ts';
@@ -97,6 +98,14 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     const asTask = request.params.task !== undefined && tasks !== undefined;
     const reply = async (result: McpToolResult, callId: string, ok: boolean): Promise<CallToolResult | CreateTaskResult> =>
       asTask ? { task: await tasks.start({ callId, result, ok }) } : result;
+    // A call refused before it was taken (a bound: QUOTA_EXCEEDED, RATE_LIMITED; or UNAVAILABLE)
+    // gets no task: each would be kept 48 h outside the budget that refused the call, and a
+    // flood of them took a workspace to almost four times its budget (hostile review 18h, 3).
+    // The SDK's client takes nothing but a task for a task request, so it is a protocol error.
+    const untaken = (answer: CallAnswer | ApprovalRequiredAnswer): McpError | undefined => {
+      if (!asTask || answer.ok || !('error' in answer) || !NOT_TAKEN.has(answer.error.code)) return undefined;
+      return new McpError(ErrorCode.InternalError, `${answer.error.code}: ${answer.error.message}`);
+    };
     // Redis away: no task can be kept either, so a task request is answered with the error itself.
     const unavailable = (id: string): CallToolResult => {
       if (asTask) throw new McpError(ErrorCode.InternalError, 'UNAVAILABLE: agentdb could not take the call; try again shortly.');
@@ -123,9 +132,11 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     const call: KeyedCall = { tool: name, arguments: absentNulls(args ?? {}, tool.inputSchema), ...(callId !== undefined ? { callId } : {}) };
     try {
       // Without a call id of its own, the same write already waiting is this one sent again: it
-      // goes under that call's id and joins it (PendingCallJoins).
+      // goes under that call's id and joins it (PendingCallJoins). The id is claimed before the
+      // call is enqueued, so that sends at the same moment make one call.
       const joinKey = callId === undefined ? deps.joins?.keyFor(principal, call) : undefined;
-      const joined = joinKey ? await deps.joins!.joinable(joinKey) : undefined;
+      const claim = joinKey ? await deps.joins!.claim(joinKey) : undefined;
+      const held = claim?.callId;
       const deadline = Date.now() + deps.approvalWaitMs;
       // Cancelled (notifications/cancelled) or its connection gone (the server closes): the
       // wait stops listening at once; the SDK answers nothing for a cancelled request.
@@ -133,26 +144,27 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       // First until the call has run or parked (all a task waits for), so that a call that waits
       // is noted for a resend to join before the wait, not after: a client that gives up sooner
       // (its own timeout, a cancel) sends the call again, and that resend must find it.
-      let answer = await deps.calls.call(principal, joined ? { ...call, callId: joined } : call, { ...opts, wait: false });
-      // The call id a resend of this call joins now, if any.
-      let held = joined;
-      if (joinKey && !joined && isPending(answer)) {
-        await deps.joins!.remember(joinKey, answer.callId);
-        held = answer.callId;
-      }
+      let answer = await deps.calls.call(principal, held ? { ...call, callId: held } : call, { ...opts, wait: false });
+      // A joiner whose call was the one enqueued (the first send refused at once) keeps the window open.
+      if (joinKey && held && claim?.joined && isPending(answer)) await deps.joins!.remember(joinKey, held);
       if (!asTask && 'status' in answer) {
-        answer = await deps.calls.result(principal, answer.callId, { ...opts, wait: true, maxWaitMs: Math.max(0, deadline - Date.now()) });
+        // The call's own wait going on (counted as the call), not a lookup of the caller's.
+        answer = await deps.calls.result(principal, answer.callId, { ...opts, wait: true, maxWaitMs: Math.max(0, deadline - Date.now()), followUp: true });
       }
       const pending = isPending(answer);
-      // The outcome is out: the window in which the same write joins this call ends.
-      if (joinKey && held && !pending) await deps.joins!.forget(joinKey, held);
+      // The outcome is out: the window in which the same write joins this call ends. A refusal
+      // for the moment (RATE_LIMITED, UNAVAILABLE) is no outcome: the call may still wait.
+      if (joinKey && held && !pending && !isTransient(answer)) await deps.joins!.forget(joinKey, held);
       if (asTask && pending) {
         const task = await tasks.start({ callId: answer.callId, statusMessage: waitingFor(answer), ...(joinKey ? { joinKey } : {}) });
         return { task };
       }
+      const refused = untaken(answer);
+      if (refused) throw refused;
       return reply(toolResult(answer, { ownCallId: callId !== undefined }), answer.callId, answer.ok);
     } catch (err) {
-      if (extra.signal.aborted) throw err;
+      // A protocol answer already (QUOTA_EXCEEDED: no room for the task) stays one.
+      if (extra.signal.aborted || err instanceof McpError) throw err;
       // A fault (Redis down): the client gets a coded error, the log gets the cause.
       deps.onFault?.(err);
       return unavailable(callId ?? '');
@@ -168,6 +180,9 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   Protocol.prototype.setRequestHandler.call(server, CallToolRequestSchema, callTool);
   return server;
 }
+
+/** The refusals of a call that was never taken: no outcome to keep a task for. */
+const NOT_TAKEN: ReadonlySet<string> = new Set(['QUOTA_EXCEEDED', 'RATE_LIMITED', 'UNAVAILABLE']);
 
 /** An answer given before the call's outcome: it still waits (for a person, or its turn). */
 function isPending(answer: CallAnswer | ApprovalRequiredAnswer): boolean {

@@ -4,7 +4,8 @@ import { ErrorCode, McpError, RELATED_TASK_META_KEY, type Request, type RequestI
 import type { Redis } from 'ioredis';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
-import { jsonBytes, type WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { isTransient } from '../calls/call-answers.ts';
+import { jsonBytes, type BudgetEntry, type WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Keys } from '../redis/keys.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
@@ -78,12 +79,13 @@ export class RedisTaskStore implements TaskStore {
       pollInterval: TASK_POLL_MS,
       ...(finished ? {} : { statusMessage: start.statusMessage }),
     };
-    await this.write({
+    const record: TaskRecord = {
       owner: this.owner,
       callId: start.callId,
       task,
       ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}),
-    });
+    };
+    await this.write(record);
     return { ...task };
   }
 
@@ -119,7 +121,9 @@ export class RedisTaskStore implements TaskStore {
       if (record.task.status === 'working') record = await this.settle(record);
       if (record.result) return { ...record.result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
       if (this.deps.calls.stopped) throw new McpError(ErrorCode.InternalError, 'agentdb is restarting; ask for the task result again.');
-      await this.deps.calls.result(this.principal, record.callId, { wait: true, maxWaitMs: waitMs, signal });
+      const answer = await this.deps.calls.result(this.principal, record.callId, { wait: true, maxWaitMs: waitMs, signal, followUp: true });
+      // Redis away: answered, not waited for again at once (the client asks again).
+      if (isTransient(answer)) throw new McpError(ErrorCode.InternalError, 'UNAVAILABLE: agentdb could not look at the call; ask for the task result again.');
     }
   }
 
@@ -144,8 +148,11 @@ export class RedisTaskStore implements TaskStore {
    * has one, and the resend window of the call closed (its outcome is out now).
    */
   private async settle(record: TaskRecord): Promise<TaskRecord> {
-    const answer = await this.deps.calls.result(this.principal, record.callId, { wait: false, maxWaitMs: 0 });
-    if ('status' in answer) return record;
+    // The server's own read of the task's call, not a lookup of the caller's: never counted
+    // against (nor refused by) the lookup rate limits. A refusal for the moment would otherwise
+    // have ended the task as failed, and let a resend make a second approval (review 18h, 2).
+    const answer = await this.deps.calls.result(this.principal, record.callId, { wait: false, maxWaitMs: 0, followUp: true });
+    if ('status' in answer || isTransient(answer)) return record;
     const settled: TaskRecord = {
       owner: record.owner,
       callId: record.callId,
@@ -166,11 +173,18 @@ export class RedisTaskStore implements TaskStore {
     return record.owner === this.owner ? record : undefined;
   }
 
-  /** Writes a task for its whole life from now, counted in its workspace's Redis budget. */
+  /**
+   * Writes a task kept already (its result now) for its whole life from now, counted in its
+   * workspace's Redis budget whatever it holds: the task was admitted when made.
+   */
   private async write(record: TaskRecord): Promise<void> {
     const json = JSON.stringify(record);
     await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
-    const until = Date.now() + this.deps.ttlMs;
-    await this.deps.budget.note(this.principal.workspace, [{ callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until }]);
+    await this.deps.budget.note(this.principal.workspace, [this.entry(record)]);
+  }
+
+  /** A task's entry in its workspace's Redis budget, until it expires. */
+  private entry(record: TaskRecord): BudgetEntry {
+    return { callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until: Date.now() + this.deps.ttlMs };
   }
 }

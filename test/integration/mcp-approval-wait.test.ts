@@ -280,4 +280,57 @@ describe('a write that waits for a person, over MCP', () => {
     expect(fresh.structuredContent!.callId).not.toBe(first.structuredContent!.callId);
     await decide(await onlyPendingApproval('gated'), 'reject');
   });
+
+  it('a waiting task stays working while others spend the lookup rate limit, completes once approved, and a resend joins it', async () => {
+    // Lookups and calls share the workspace's rate points: others spend them all on lookups.
+    const lim = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 5 } });
+    try {
+      const at = await lim.app.listen({ port: 0, host: '127.0.0.1' });
+      const c = await connect(key.careful!, { at, tasks: true });
+      await c.listTools();
+      const before = await rowCount();
+      const args = { name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO j VALUES (9)' } };
+      const task = ((await c.experimental.tasks.callToolStream(args, CallToolResultSchema).next()).value as { task: Task }).task;
+      expect(task).toMatchObject({ status: 'working' });
+      const approval = await onlyPendingApproval('careful');
+      let code: string | undefined;
+      for (let i = 0; i < 200 && code !== 'RATE_LIMITED'; i++) {
+        const a = await lim.client.result(`nope-${i}`, { workspace: 'acme', agent: 'nosy' });
+        code = 'error' in a ? a.error.code : undefined;
+      }
+      expect(code).toBe('RATE_LIMITED');
+      // The task's own look at its call is not the caller's lookup: still working, not failed.
+      expect(await c.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'working' });
+      // The same write sent again (on an instance without limits) joins the waiting call.
+      const resend = call(await connect(key.careful!), args.name, args.arguments);
+      expect(await onlyPendingApproval('careful')).toBe(approval);
+      await decide(approval, 'approve');
+      expect(await c.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)).toMatchObject({ isError: false, structuredContent: { changes: 1 } });
+      expect(await resend).toMatchObject({ isError: false, structuredContent: { changes: 1 } });
+      expect(await c.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
+      expect(await rowCount()).toBe(before + 1);
+    } finally {
+      await lim.close();
+    }
+  });
+
+  it('five identical sends at the same moment make one call and one approval', async () => {
+    const short = keyedApp(sb, { approvalWaitMs: 100 });
+    try {
+      const at = await short.app.listen({ port: 0, host: '127.0.0.1' });
+      const before = await rowCount();
+      const sends = await Promise.all(Array.from({ length: 5 }, () => connect(key.careful!, { at })));
+      const answers = await Promise.all(sends.map((c) => call(c, 'DATA_WRITE_SQL', { sql: 'INSERT INTO j VALUES (?)', params: [55] })));
+      const callIds = new Set(answers.map((a) => a.structuredContent!.callId));
+      expect(callIds.size).toBe(1);
+      expect(answers.map((a) => a.structuredContent!.status)).toEqual(Array(5).fill('awaiting_approval'));
+      await decide(await onlyPendingApproval('careful'), 'approve');
+      const outcome = await call(sends[0]!, 'DATA_WRITE_SQL', { sql: 'INSERT INTO j VALUES (?)', params: [55] });
+      expect(outcome).toMatchObject({ isError: false, structuredContent: { changes: 1 } });
+      expect(await pendingApprovals('careful')).toEqual([]);
+      expect(await rowCount()).toBe(before + 1);
+    } finally {
+      await short.close();
+    }
+  });
 });
