@@ -7,8 +7,8 @@ import { callerOf, type KeyedCall, type Principal } from '../registry/principal.
 
 /**
  * The tools whose calls can wait for a person (a write under `approval: "write"`, any drop, db_exec
- * under `policy: "require-approval"`): the only ones a resend could join, so the only ones that pay
- * a look-up. A read never parks.
+ * under `policy: "require-approval"`): the only ones a resend could join, and the ones offered as
+ * MCP tasks. A read never parks.
  */
 export const MAY_PARK: ReadonlySet<string> = new Set(['DATA_WRITE_SQL', 'DATA_DROP_TABLE', 'db_exec']);
 
@@ -45,10 +45,10 @@ export class PendingCallJoins {
 
   /**
    * Where a call like `call` by `principal` is kept while it waits: the caller and what the call
-   * is. Undefined for a tool that never parks.
+   * is. Undefined for a call that never parks (so pays nothing here).
    */
   keyFor(principal: Principal, call: KeyedCall): string | undefined {
-    if (!MAY_PARK.has(call.tool)) return undefined;
+    if (!mayPark(principal, call.tool)) return undefined;
     const who = principal.kind === 'agent' ? { settings: principal.settings } : { member: principal.member };
     const what = digestOf({ tool: call.tool, arguments: call.arguments ?? {}, ...who });
     return this.keys.mcpPendingCall(`${principal.workspace}.${callerOf(principal)}.${what}`);
@@ -64,9 +64,14 @@ export class PendingCallJoins {
    */
   async claim(key: string): Promise<{ callId: string; joined: boolean }> {
     const mine = randomUUID();
-    // NX with GET (Redis 7): one round trip answers the id already held, or nil when ours was set.
-    const held = (await this.redis.call('SET', key, mine, 'NX', 'GET', 'EX', String(this.ttlS))) as string | null;
-    return held === null ? { callId: mine, joined: false } : { callId: held, joined: true };
+    // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7); an entry gone in
+    // between (its outcome given back) is claimed anew.
+    for (let tries = 0; tries < 2; tries++) {
+      if ((await this.redis.set(key, mine, 'EX', this.ttlS, 'NX')) === 'OK') return { callId: mine, joined: false };
+      const held = await this.redis.get(key);
+      if (held !== null) return { callId: held, joined: true };
+    }
+    return { callId: mine, joined: false };
   }
 
   /** Notes that `callId`, the call kept under `key`, still waits: a resend joins it (the window renewed). */
@@ -81,4 +86,16 @@ export class PendingCallJoins {
   async forget(key: string, callId: string): Promise<void> {
     await this.redis.agentdbDeleteIfEqual(key, callId);
   }
+}
+
+/**
+ * Whether `principal`'s calls of `tool` can wait for a person, by the approval rule
+ * (src/policy/approval-rule.ts): an agent's drop, its write under `approval: "write"`, its
+ * db_exec under `policy: "require-approval"`. A member's calls never wait. Only these claim a
+ * join id (a SET, and their call sent under its own id) before they are enqueued.
+ */
+function mayPark(principal: Principal, tool: string): boolean {
+  if (principal.kind !== 'agent' || !MAY_PARK.has(tool)) return false;
+  if (tool === 'DATA_DROP_TABLE' || principal.settings.approval === 'write') return true;
+  return tool === 'db_exec' && principal.surface.kind === 'db' && principal.surface.policy === 'require-approval';
 }
