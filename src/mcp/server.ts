@@ -163,7 +163,7 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
       if (refused) throw refused;
       return reply(toolResult(answer, { ownCallId: callId !== undefined }), answer.callId, answer.ok);
     } catch (err) {
-      // A protocol answer already (QUOTA_EXCEEDED: no room for the task) stays one.
+      // A protocol answer already (a task call refused before it was taken) stays one.
       if (extra.signal.aborted || err instanceof McpError) throw err;
       // A fault (Redis down): the client gets a coded error, the log gets the cause.
       deps.onFault?.(err);

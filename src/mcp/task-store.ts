@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
 import { isTransient } from '../calls/call-answers.ts';
-import { jsonBytes, type BudgetEntry, type WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { jsonBytes, type WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Keys } from '../redis/keys.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
@@ -79,13 +79,12 @@ export class RedisTaskStore implements TaskStore {
       pollInterval: TASK_POLL_MS,
       ...(finished ? {} : { statusMessage: start.statusMessage }),
     };
-    const record: TaskRecord = {
+    await this.write({
       owner: this.owner,
       callId: start.callId,
       task,
       ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}),
-    };
-    await this.write(record);
+    });
     return { ...task };
   }
 
@@ -174,17 +173,14 @@ export class RedisTaskStore implements TaskStore {
   }
 
   /**
-   * Writes a task kept already (its result now) for its whole life from now, counted in its
-   * workspace's Redis budget whatever it holds: the task was admitted when made.
+   * Writes a task for its whole life from now, counted in its workspace's Redis budget. Only a
+   * call the budget admitted gets a task (mcpServer refuses the others), so tasks add to what the
+   * workspace's admitted calls hold, never to a workspace that has used its budget up.
    */
   private async write(record: TaskRecord): Promise<void> {
     const json = JSON.stringify(record);
     await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
-    await this.deps.budget.note(this.principal.workspace, [this.entry(record)]);
-  }
-
-  /** A task's entry in its workspace's Redis budget, until it expires. */
-  private entry(record: TaskRecord): BudgetEntry {
-    return { callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until: Date.now() + this.deps.ttlMs };
+    const until = Date.now() + this.deps.ttlMs;
+    await this.deps.budget.note(this.principal.workspace, [{ callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until }]);
   }
 }
