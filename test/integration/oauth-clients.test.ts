@@ -47,7 +47,7 @@ describe('OAuth clients', () => {
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, { ...authParams(client_id, challenge), redirect_uri: 'https://app.example/cb' })).searchParams.get('code')!;
-    const body = { grant_type: 'authorization_code', code, code_verifier: verifier };
+    const body = { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'https://app.example/cb' };
     const without = await token({ ...body, client_id });
     expect(without.statusCode).toBe(401);
     expect(without.json()).toMatchObject({ error: 'invalid_client' });
@@ -91,7 +91,7 @@ describe('client id metadata documents', () => {
     const page = await authorizePage(cookie, authParams(DOC, challenge));
     expect(page.body).toContain('This app is described by desk.example');
     const code = (await consent(cookie!, authParams(DOC, challenge))).searchParams.get('code')!;
-    const res = await token({ grant_type: 'authorization_code', client_id: DOC, code, code_verifier: verifier });
+    const res = await token({ grant_type: 'authorization_code', client_id: DOC, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(res.statusCode).toBe(200);
     expect((await mcp(res.json<{ access_token: string }>().access_token)).statusCode).toBe(200);
   });

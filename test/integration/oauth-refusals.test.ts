@@ -4,7 +4,7 @@ import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { BASE, CALLBACK, HOST, oauthFlow } from '../helpers/oauth-flow.ts';
+import { BASE, CALLBACK, HOST, linkBack, oauthFlow } from '../helpers/oauth-flow.ts';
 import { type OAuthServer, startOAuthServer } from '../helpers/oauth-server.ts';
 
 // Every way an OAuth sign-in must fail, each with its RFC 6749 error, through the app as
@@ -60,10 +60,10 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const wrong = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: pkce().verifier });
+    const wrong = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: pkce().verifier });
     expect(wrong.statusCode).toBe(400);
     expect(wrong.json()).toMatchObject({ error: 'invalid_grant' });
-    const right = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    const right = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(right.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
@@ -72,9 +72,9 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const first = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    const first = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(first.statusCode).toBe(200);
-    const again = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    const again = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(again.statusCode).toBe(400);
     expect(again.json()).toMatchObject({ error: 'invalid_grant' });
     // A code seen twice was copied: the grant it made is revoked (OAuth 2.1 §4.1.3).
@@ -136,8 +136,10 @@ describe('OAuth refusals', () => {
     const clientId = await register();
     const { cookie } = await signIn(adminKey);
     const elsewhere = await authorizePage(cookie, authParams(clientId, pkce().challenge, { resource: 'https://evil.example/mcp' }));
-    expect(elsewhere.statusCode).toBe(303);
-    const to = new URL(elsewhere.headers.location as string);
+    // A registered client's redirect URI is its own word: the error is shown, with a link back.
+    expect(elsewhere.statusCode).toBe(400);
+    expect(elsewhere.headers.location).toBeUndefined();
+    const to = linkBack(elsewhere.body);
     expect(to.origin + to.pathname).toBe(CALLBACK);
     expect(to.searchParams.get('error')).toBe('invalid_target');
     expect(to.searchParams.get('state')).toBe('s1');
@@ -178,8 +180,8 @@ describe('OAuth refusals', () => {
     const tries: Record<string, string>[] = [{ code_challenge_method: 'plain', code_challenge: verifier }, { code_challenge_method: '' }];
     for (const extra of tries) {
       const res = await authorizePage(cookie, authParams(clientId, verifier, extra));
-      expect(res.statusCode).toBe(303);
-      expect(new URL(res.headers.location as string).searchParams.get('error')).toBe('invalid_request');
+      expect(res.statusCode).toBe(400);
+      expect(linkBack(res.body).searchParams.get('error')).toBe('invalid_request');
     }
     const denied = await consent(cookie!, authParams(clientId, pkce().challenge), 'deny');
     expect(denied.searchParams.get('error')).toBe('access_denied');
@@ -192,7 +194,9 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(key);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const tokens = (await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier })).json<{ access_token: string }>();
+    const tokens = (await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier })).json<{
+      access_token: string;
+    }>();
     expect((await mcp(tokens.access_token)).statusCode).toBe(200);
     await server.members.revoke('acme', 'cy');
     await server.members.add('acme', 'cy', 'member');
@@ -205,9 +209,15 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const res = await token({ grant_type: 'authorization_code', client_id: other, code, code_verifier: verifier });
+    const res = await token({ grant_type: 'authorization_code', client_id: other, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(res.json()).toMatchObject({ error: 'invalid_grant' });
-    const unknown = await token({ grant_type: 'authorization_code', client_id: 'adbc_nobodyregisteredthis', code, code_verifier: verifier });
+    const unknown = await token({
+      grant_type: 'authorization_code',
+      client_id: 'adbc_nobodyregisteredthis',
+      redirect_uri: CALLBACK,
+      code,
+      code_verifier: verifier,
+    });
     expect(unknown.statusCode).toBe(401);
     expect(unknown.json()).toMatchObject({ error: 'invalid_client' });
   });
