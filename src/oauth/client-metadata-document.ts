@@ -104,7 +104,8 @@ function vettedLookup(resolve: typeof lookup, isPublic: (address: string) => boo
 /**
  * GETs a metadata document from the public internet only: the host must resolve to public
  * addresses (else anyone could make agentdb read its own network through a client id) and the
- * connection is made to the address checked; no redirects; the body is read as it streams and
+ * connection is made to the address checked (a new one each time: no pooled socket skips the
+ * check); no redirects; the body is read as it streams and
  * dropped past {@link MAX_DOCUMENT_BYTES}; all within 5 s.
  */
 export function documentFetcher(opts: FetcherOptions = {}): FetchDocument {
@@ -116,7 +117,7 @@ export function documentFetcher(opts: FetcherOptions = {}): FetchDocument {
       if (isIP(host) && !isPublic(host)) return reject(new Error('its host is not a public address'));
       const req = request(
         url,
-        { method: 'GET', lookup: connectTo, headers: { accept: 'application/json' }, timeout: TIMEOUT_MS, ...(opts.ca ? { ca: opts.ca } : {}) },
+        { method: 'GET', lookup: connectTo, agent: false, headers: { accept: 'application/json' }, timeout: TIMEOUT_MS, ...(opts.ca ? { ca: opts.ca } : {}) },
         (res) => {
           if (res.statusCode !== 200) {
             res.resume();
