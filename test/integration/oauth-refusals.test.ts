@@ -1,5 +1,7 @@
 import { OAuthMetadataSchema, OAuthProtectedResourceMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { revoke as revokeMember } from '../../src/cli/members.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
@@ -201,6 +203,56 @@ describe('OAuth refusals', () => {
     await server.members.revoke('acme', 'cy');
     await server.members.add('acme', 'cy', 'member');
     expect((await mcp(tokens.access_token)).statusCode).toBe(401);
+  });
+
+  it('members revoke ends the member’s grants at once, refresh included; a member re-added under the name sees none of them', async () => {
+    const key = (await server.members.add('acme', 'dee', 'member')).key;
+    const flow = oauthFlow(() => server);
+    const first = await flow.signedIn(key);
+    const second = await flow.signedIn(key);
+    const out = new PassThrough();
+    let said = '';
+    out.on('data', (c: Buffer) => {
+      said += c.toString();
+    });
+    expect(await revokeMember({ config: box.config, stdout: out, stderr: new PassThrough() }, { workspace: 'acme', name: 'dee' })).toBe(0);
+    expect(said).toContain('its 2 OAuth grant(s) ended');
+    for (const { clientId, tokens } of [first, second]) {
+      expect((await mcp(tokens.access_token)).statusCode).toBe(401);
+      const refresh = await token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
+      expect(refresh.json()).toMatchObject({ error: 'invalid_grant' });
+    }
+    const again = (await server.members.add('acme', 'dee', 'member')).key;
+    const { cookie } = await signIn(again);
+    const apps = await server.app.inject({ url: '/apps', headers: { host: HOST, cookie } });
+    expect(apps.body).not.toContain('data-grant=');
+  });
+
+  it('a grant outlives no member: revoked in the registry alone, its refresh token is refused and the re-added member does not see it', async () => {
+    const key = (await server.members.add('acme', 'eve', 'member')).key;
+    const { clientId, tokens } = await oauthFlow(() => server).signedIn(key);
+    await server.members.revoke('acme', 'eve');
+    const again = (await server.members.add('acme', 'eve', 'member')).key;
+    const refresh = await token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
+    expect(refresh.json()).toMatchObject({ error: 'invalid_grant' });
+    const { cookie } = await signIn(again);
+    const apps = await server.app.inject({ url: '/apps', headers: { host: HOST, cookie } });
+    expect(apps.body).not.toContain('data-grant=');
+  });
+
+  it('a token request must repeat the redirect_uri its authorization request named (OAuth 2.1 §4.1.3)', async () => {
+    const clientId = await register();
+    const { cookie } = await signIn(adminKey);
+    const { verifier, challenge } = pkce();
+    const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
+    const without = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    expect(without.statusCode).toBe(400);
+    expect(without.json()).toMatchObject({ error: 'invalid_request' });
+    // A request that named none (the client's only URI) needs none at the token endpoint.
+    const { redirect_uri: _, ...unnamed } = authParams(clientId, challenge);
+    const code2 = (await consent(cookie!, unnamed)).searchParams.get('code')!;
+    const ok = await token({ grant_type: 'authorization_code', client_id: clientId, code: code2, code_verifier: verifier });
+    expect(ok.statusCode).toBe(200);
   });
 
   it('a code is redeemed only by the client it was issued to', async () => {
