@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { lookup } from 'node:dns';
+import type { lookup } from 'node:dns';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
