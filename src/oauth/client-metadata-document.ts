@@ -105,8 +105,8 @@ function vettedLookup(resolve: typeof lookup, isPublic: (address: string) => boo
  * GETs a metadata document from the public internet only: the host must resolve to public
  * addresses (else anyone could make agentdb read its own network through a client id) and the
  * connection is made to the address checked (a new one each time: no pooled socket skips the
- * check); no redirects; the body is read as it streams and
- * dropped past {@link MAX_DOCUMENT_BYTES}; all within 5 s.
+ * check); no redirects; the body is read as it streams and dropped past
+ * {@link MAX_DOCUMENT_BYTES}; all within 5 s.
  */
 export function documentFetcher(opts: FetcherOptions = {}): FetchDocument {
   const isPublic = opts.isPublic ?? publicAddress;
