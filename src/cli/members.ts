@@ -1,5 +1,7 @@
+import type { Redis } from 'ioredis';
 import { MemberRegistry, type Role } from '../registry/members.ts';
 import { AgentDbError } from '../errors.ts';
+import { OAuthGrants } from '../oauth/oauth-grants.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import type { CommandContext } from './context.ts';
@@ -34,15 +36,18 @@ export async function add(ctx: CommandContext, flags: { workspace: string; name:
   });
 }
 
-/** `agentdb members revoke`: the member's key stops working. */
+/** `agentdb members revoke`: the member's key stops working, and every OAuth grant of theirs ends. */
 export async function revoke(ctx: CommandContext, flags: { workspace: string; name: string }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const name = nameFlag('--name', flags.name);
-  return withRegistry(ctx, async (registry) => {
+  return withRegistry(ctx, async (registry, redis) => {
     if (!(await registry.revoke(workspace, name))) {
       throw new AgentDbError('NOT_FOUND', `${name} is not an active member of ${workspace}.`);
     }
-    ctx.stdout.write(`revoked ${workspace}/${name}: its key no longer works\n`);
+    // Even with OAUTH=off now, grants made while it was on are ended (their lifetimes do not matter here).
+    const grants = new OAuthGrants(redis, keysFor(ctx.config.prefix), registry, ctx.config.oauth ?? { accessTtlS: 1, refreshTtlS: 1 });
+    const ended = await grants.revokeMember(workspace, name);
+    ctx.stdout.write(`revoked ${workspace}/${name}: its key no longer works${ended ? `, and its ${ended} OAuth grant(s) ended` : ''}\n`);
     return 0;
   });
 }
@@ -75,10 +80,10 @@ export async function list(ctx: CommandContext, flags: { workspace: string; json
 }
 
 /** Runs `fn` against the registry; a refusal of the registry's is printed as JSON and exits 1. */
-async function withRegistry(ctx: CommandContext, fn: (registry: MemberRegistry) => Promise<number>): Promise<number> {
+async function withRegistry(ctx: CommandContext, fn: (registry: MemberRegistry, redis: Redis) => Promise<number>): Promise<number> {
   const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
   try {
-    return await fn(new MemberRegistry(redis, keysFor(ctx.config.prefix)));
+    return await fn(new MemberRegistry(redis, keysFor(ctx.config.prefix)), redis);
   } catch (err) {
     if (!(err instanceof AgentDbError) || err.code === 'UNAVAILABLE') throw err;
     ctx.stdout.write(`${JSON.stringify({ error: err.toBody() })}\n`);

@@ -1,5 +1,6 @@
-import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { lookup } from 'node:dns';
+import { request } from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { OAuthClientMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
 
 /**
@@ -23,11 +24,20 @@ export function isDocumentClientId(clientId: string): boolean {
   }
 }
 
-const MAX_BYTES = 64 * 1024;
+/** Past this many bytes the read stops: a client's registration is a few hundred. */
+export const MAX_DOCUMENT_BYTES = 64 * 1024;
 const TIMEOUT_MS = 5000;
 
-/** Addresses a server-side fetch must never reach (loopback, private, link-local, metadata services). */
-const PRIVATE = new BlockList();
+/**
+ * IPv6 is allowed only in global unicast (2000::/3), so NAT64 (64:ff9b::/96, 64:ff9b:1::/48),
+ * IPv4-mapped and -compatible, unique-local, link-local and multicast are out by not being in it;
+ * within it, the ranges that carry or stand for other addresses (Teredo and the rest of
+ * 2001::/23, 6to4 2002::/16) or are documentation are refused as well.
+ */
+const GLOBAL_V6 = new BlockList();
+GLOBAL_V6.addSubnet('2000::', 3, 'ipv6');
+/** Addresses a server-side fetch must never reach: every special-purpose range of the IANA registries. */
+const SPECIAL = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
@@ -35,35 +45,112 @@ for (const [net, bits] of [
   ['127.0.0.0', 8],
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.31.196.0', 24],
+  ['192.52.193.0', 24],
+  ['192.88.99.0', 24],
   ['192.168.0.0', 16],
+  ['192.175.48.0', 24],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
   ['224.0.0.0', 3],
 ] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv4');
+  SPECIAL.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 127],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['::ffff:0:0', 96],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['3fff::', 20],
 ] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv6');
+  SPECIAL.addSubnet(net, bits, 'ipv6');
+
+/** True when a server-side fetch may connect to `address` (an IP literal). */
+export function publicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return !SPECIAL.check(address, 'ipv4');
+  if (family === 6) return GLOBAL_V6.check(address, 'ipv6') && !SPECIAL.check(address, 'ipv6');
+  return false;
+}
+
+/** How {@link documentFetcher} resolves names and judges addresses: DNS and {@link publicAddress}, unless a test says. */
+export interface FetcherOptions {
+  resolve?: typeof lookup;
+  isPublic?: (address: string) => boolean;
+  /** Certificates to trust besides the system's (a test's own server). */
+  ca?: string;
+}
+
+/**
+ * A lookup like dns.lookup that answers only when every address is public, and then the first:
+ * the connection goes to the very address that was checked, so a name that resolves differently
+ * the second time (DNS rebinding) has no second time.
+ */
+function vettedLookup(resolve: typeof lookup, isPublic: (address: string) => boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { family: options.family ?? 0, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const list = addresses as unknown as { address: string; family: number }[];
+      if (list.length === 0 || !list.every((a) => isPublic(a.address)))
+        return callback(Object.assign(new Error('its host is not a public address'), { code: 'ENOTPUBLIC' }), '', 0);
+      const first = list[0]!;
+      if (options.all) return (callback as unknown as (e: null, a: (typeof list)[number][]) => void)(null, [first]);
+      callback(null, first.address, first.family);
+    });
+  };
+}
 
 /**
  * GETs a metadata document from the public internet only: the host must resolve to public
- * addresses (else anyone could make agentdb read its own network through a client id), no
- * redirects, at most 64 KB, within 5 s.
+ * addresses (else anyone could make agentdb read its own network through a client id) and the
+ * connection is made to the address checked (a new one each time: no pooled socket skips the
+ * check); no redirects; the body is read as it streams and dropped past
+ * {@link MAX_DOCUMENT_BYTES}; all within 5 s.
  */
-export const safeFetch: FetchDocument = async (url) => {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true });
-  if (addresses.length === 0 || addresses.some((a) => PRIVATE.check(a.address, a.family === 6 ? 'ipv6' : 'ipv4')))
-    throw new Error('its host is not a public address');
-  const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(TIMEOUT_MS), headers: { accept: 'application/json' } });
-  if (!res.ok) throw new Error(`it answered HTTP ${res.status}`);
-  const text = await res.text();
-  if (text.length > MAX_BYTES) throw new Error(`it is larger than ${MAX_BYTES} bytes`);
-  return JSON.parse(text) as unknown;
-};
+export function documentFetcher(opts: FetcherOptions = {}): FetchDocument {
+  const isPublic = opts.isPublic ?? publicAddress;
+  const connectTo = vettedLookup(opts.resolve ?? lookup, isPublic);
+  return (url) =>
+    new Promise((resolve, reject) => {
+      const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+      if (isIP(host) && !isPublic(host)) return reject(new Error('its host is not a public address'));
+      const req = request(
+        url,
+        { method: 'GET', lookup: connectTo, agent: false, headers: { accept: 'application/json' }, timeout: TIMEOUT_MS, ...(opts.ca ? { ca: opts.ca } : {}) },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            return reject(new Error(`it answered HTTP ${res.statusCode}`));
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_DOCUMENT_BYTES) req.destroy(new Error(`it is larger than ${MAX_DOCUMENT_BYTES} bytes`));
+            else chunks.push(chunk);
+          });
+          res.on('end', () => {
+            try {
+              resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
+            } catch {
+              reject(new Error('it is not JSON'));
+            }
+          });
+          res.on('error', reject);
+        },
+      );
+      // The whole read, not just each idle stretch, is bounded.
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+      req.on('close', () => clearTimeout(timer));
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS} ms`)));
+      req.on('error', reject);
+      req.end();
+    });
+}
+
+/** {@link documentFetcher} over DNS and the public internet: what agentdb reads documents with. */
+export const safeFetch: FetchDocument = documentFetcher();
 
 /** What a document gives: the client's name and redirect URIs; or why it is not accepted. */
 export function readDocument(clientId: string, doc: unknown): { clientName: string; redirectUris: string[] } | { refused: string } {

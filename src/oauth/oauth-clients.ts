@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { isIPv6 } from 'node:net';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { InvalidClientError, InvalidClientMetadataError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
@@ -36,11 +37,39 @@ export const CLIENT_TTL_S = 90 * 24 * 3600;
  * can make agentdb keep without signing in: 24 × this many small records per address.
  */
 export const REGISTRATIONS_PER_HOUR = 30;
+/**
+ * Client id metadata documents one address may have agentdb read per hour (a read of one in the
+ * cache is free). The token endpoint reads one for anyone who names its URL, signed in or not.
+ */
+export const DOCUMENT_READS_PER_HOUR = 30;
 /** How long a client id metadata document read is used before it is read again. */
 const DOCUMENT_CACHE_S = 3600;
 /** Bounds what one registration may store: a client with more is not one a person uses. */
 const MAX_REDIRECT_URIS = 10;
 const MAX_URI_LENGTH = 2000;
+/**
+ * The most a client's record may take in Redis (its JSON), registered or read from a document:
+ * the name and redirect URIs of real clients come to a few hundred bytes.
+ */
+export const MAX_CLIENT_BYTES = 4096;
+
+/**
+ * Who a rate limit counts: an IPv4 address, or an IPv6 address's /64 (one subscriber is given a
+ * whole /64, so counting each address would count nothing).
+ */
+export function rateSource(ip: string): string {
+  if (!isIPv6(ip)) return ip;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  const [head = '', tail = ''] = ip.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}
 
 /**
  * A redirect URI a client may register (OAuth 2.1 §2.3.1, MCP authorization "Communication
@@ -55,7 +84,7 @@ export function redirectUriAllowed(uri: string): boolean {
   } catch {
     return false;
   }
-  if (url.hash) return false;
+  if (url.hash || url.username || url.password) return false;
   if (url.protocol === 'https:') return true;
   if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
   // Private-use schemes: a reverse domain or an app name, never one a browser runs as script.
@@ -68,6 +97,7 @@ export function redirectUriAllowed(uri: string): boolean {
  */
 export class OAuthClients {
   private readonly limiter: RateLimiterRedis;
+  private readonly documentReads: RateLimiterRedis;
 
   /**
    * @param fetchDocument reads a client id metadata document (default: from public addresses only).
@@ -84,14 +114,21 @@ export class OAuthClients {
       duration: 3600,
       inMemoryBlockOnConsumed: REGISTRATIONS_PER_HOUR + 1,
     });
+    this.documentReads = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: keys.oauth('rate', 'document'),
+      points: DOCUMENT_READS_PER_HOUR,
+      duration: 3600,
+      inMemoryBlockOnConsumed: DOCUMENT_READS_PER_HOUR + 1,
+    });
   }
 
   /**
    * Registers a client from its metadata (validated by the SDK's RFC 7591 schema) and answers
    * the registration response; a confidential client's secret is in it this once, and only its
    * hash is kept.
-   * @param source the address registering, counted against {@link REGISTRATIONS_PER_HOUR}.
-   * @throws InvalidClientMetadataError for metadata agentdb does not accept.
+   * @param source the address registering, counted (by {@link rateSource}) against {@link REGISTRATIONS_PER_HOUR}.
+   * @throws InvalidClientMetadataError for metadata agentdb does not accept, or past {@link MAX_CLIENT_BYTES}.
    * @throws TooManyRequestsError past the address's registrations this hour.
    */
   async register(metadata: unknown, source: string): Promise<OAuthClientInformationFull> {
@@ -109,14 +146,6 @@ export class OAuthClients {
       throw new InvalidClientMetadataError('grant_types: only authorization_code and refresh_token.');
     if ((m.response_types ?? ['code']).some((r) => r !== 'code')) throw new InvalidClientMetadataError('response_types: only code.');
 
-    try {
-      await this.limiter.consume(source);
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      throw new TooManyRequestsError(
-        `At most ${REGISTRATIONS_PER_HOUR} registrations an hour from one address: try again in ${Math.ceil(err.msBeforeNext / 1000)} s.`,
-      );
-    }
     const clientId = `adbc_${randomBytes(16).toString('base64url')}`;
     const secret = authMethod === 'none' ? undefined : `adbs_${randomBytes(32).toString('base64url')}`;
     const createdAt = Date.now();
@@ -128,7 +157,11 @@ export class OAuthClients {
       ...(secret ? { secretHash: hashKey(secret) } : {}),
       createdAt,
     };
-    await this.redis.set(this.keys.oauth('client', clientId), JSON.stringify(client), 'EX', CLIENT_UNUSED_TTL_S);
+    const record = JSON.stringify(client);
+    if (Buffer.byteLength(record) > MAX_CLIENT_BYTES)
+      throw new InvalidClientMetadataError(`The client's name and redirect_uris come to more than ${MAX_CLIENT_BYTES} bytes.`);
+    await this.spend(this.limiter, source, `At most ${REGISTRATIONS_PER_HOUR} registrations an hour from one address`);
+    await this.redis.set(this.keys.oauth('client', clientId), record, 'EX', CLIENT_UNUSED_TTL_S);
     return {
       ...m,
       redirect_uris: uris,
@@ -142,12 +175,25 @@ export class OAuthClients {
     };
   }
 
+  /** Counts one against `limiter` for `source`'s {@link rateSource}, or throws 429's error. */
+  private async spend(limiter: RateLimiterRedis, source: string, what: string): Promise<void> {
+    try {
+      await limiter.consume(rateSource(source));
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      throw new TooManyRequestsError(`${what}: try again in ${Math.ceil(err.msBeforeNext / 1000)} s.`);
+    }
+  }
+
   /**
    * The client `clientId`: a registered one, or one whose id is the URL of its metadata
    * document; undefined when unknown, lapsed, or its document cannot be read or is refused.
+   * @param source the address asking: a document not in the cache is read only within its
+   *   {@link DOCUMENT_READS_PER_HOUR}.
+   * @throws TooManyRequestsError past the address's document reads this hour.
    */
-  async get(clientId: string): Promise<OAuthClient | undefined> {
-    if (isDocumentClientId(clientId)) return this.fromDocument(clientId);
+  async get(clientId: string, source: string): Promise<OAuthClient | undefined> {
+    if (isDocumentClientId(clientId)) return this.fromDocument(clientId, source);
     if (!/^adbc_[A-Za-z0-9_-]{10,64}$/.test(clientId)) return undefined;
     const raw = await this.redis.get(this.keys.oauth('client', clientId));
     return raw ? (JSON.parse(raw) as OAuthClient) : undefined;
@@ -158,10 +204,11 @@ export class OAuthClients {
     if (!isDocumentClientId(clientId)) await this.redis.expire(this.keys.oauth('client', clientId), CLIENT_TTL_S);
   }
 
-  private async fromDocument(clientId: string): Promise<OAuthClient | undefined> {
+  private async fromDocument(clientId: string, source: string): Promise<OAuthClient | undefined> {
     const key = this.keys.oauth('client', `doc:${hashKey(clientId)}`);
     const cached = await this.redis.get(key);
     if (cached) return JSON.parse(cached) as OAuthClient;
+    await this.spend(this.documentReads, source, `At most ${DOCUMENT_READS_PER_HOUR} client metadata documents read an hour for one address`);
     let doc: unknown;
     try {
       doc = await this.fetchDocument(clientId);
@@ -180,17 +227,21 @@ export class OAuthClients {
       createdAt: Date.now(),
       documentHost: host,
     };
-    await this.redis.set(key, JSON.stringify(client), 'EX', DOCUMENT_CACHE_S);
+    const record = JSON.stringify(client);
+    if (Buffer.byteLength(record) > MAX_CLIENT_BYTES) return undefined;
+    await this.redis.set(key, record, 'EX', DOCUMENT_CACHE_S);
     return client;
   }
 
   /**
    * The client a token or revocation request authenticates as: its id, and its secret when it
    * registered one (RFC 6749 §2.3.1).
+   * @param source the address asking (see {@link get}).
    * @throws InvalidClientError for an unknown client or a wrong or missing secret.
+   * @throws TooManyRequestsError past the address's document reads this hour.
    */
-  async authenticate(clientId: string | undefined, secret: string | undefined): Promise<OAuthClient> {
-    const client = clientId ? await this.get(clientId) : undefined;
+  async authenticate(clientId: string | undefined, secret: string | undefined, source: string): Promise<OAuthClient> {
+    const client = clientId ? await this.get(clientId, source) : undefined;
     if (!client) throw new InvalidClientError('Unknown client_id: register the client again.');
     if (client.authMethod === 'none') return client;
     if (!secret || !client.secretHash) throw new InvalidClientError('This client authenticates with its client_secret.');

@@ -36,6 +36,8 @@ interface CodeRecord {
   grantId: string;
   clientId: string;
   redirectUri: string;
+  /** The authorization request named redirectUri, so the token request must as well. */
+  redirectUriGiven?: boolean;
   challenge: string;
   resource: string;
 }
@@ -102,7 +104,11 @@ export class OAuthGrants {
    * The person's consent: a new grant for `client` to act as `member` at `resource`, and the
    * code the client exchanges for its first tokens.
    */
-  async consent(member: Member, client: OAuthClient, req: { redirectUri: string; challenge: string; resource: string }): Promise<string> {
+  async consent(
+    member: Member,
+    client: OAuthClient,
+    req: { redirectUri: string; redirectUriGiven: boolean; challenge: string; resource: string },
+  ): Promise<string> {
     const now = this.now();
     const grant: OAuthGrant = {
       id: randomBytes(12).toString('base64url'),
@@ -116,7 +122,14 @@ export class OAuthGrants {
       refreshedAt: now,
     };
     const code = mint('adbac_');
-    const record: CodeRecord = { grantId: grant.id, clientId: client.clientId, redirectUri: req.redirectUri, challenge: req.challenge, resource: req.resource };
+    const record: CodeRecord = {
+      grantId: grant.id,
+      clientId: client.clientId,
+      redirectUri: req.redirectUri,
+      redirectUriGiven: req.redirectUriGiven,
+      challenge: req.challenge,
+      resource: req.resource,
+    };
     const index = this.keys.oauth('grants', `${member.workspace}/${member.name}`);
     // The grant waits, unused, as long as its code; its first tokens give it their lifetime.
     const res = await this.redis
@@ -146,6 +159,8 @@ export class OAuthGrants {
     if (!raw) throw new InvalidGrantError('The code is unknown, already used or expired: sign in again.');
     const code = JSON.parse(raw) as CodeRecord;
     if (code.clientId !== client.clientId) throw new InvalidGrantError('The code was issued to another client.');
+    if (code.redirectUriGiven && p.redirectUri === undefined)
+      throw new InvalidRequestError('redirect_uri is required: the authorization request named one (OAuth 2.1 §4.1.3).');
     if (p.redirectUri !== undefined && p.redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request.');
     if (p.resource !== undefined && p.resource !== code.resource) throw new InvalidTargetError('resource differs from the authorization request.');
     if (!VERIFIER.test(p.verifier) || s256(p.verifier) !== code.challenge) {
@@ -190,11 +205,35 @@ export class OAuthGrants {
     return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
   }
 
-  /** A member's grants, newest first (the web page's Connected apps). */
+  /**
+   * A member's grants, newest first (the web page's Connected apps). Grants of an earlier member
+   * of the same name (revoked, then added again) are not theirs: they are ended here.
+   */
   async list(workspace: string, member: string): Promise<OAuthGrant[]> {
     const ids = await this.redis.zrevrange(this.keys.oauth('grants', `${workspace}/${member}`), 0, -1);
     const found = await Promise.all(ids.map((id) => this.grant(id)));
-    return found.filter((g): g is OAuthGrant => g !== undefined && g.workspace === workspace && g.member === member);
+    const current = await this.members.get(workspace, member);
+    const mine: OAuthGrant[] = [];
+    for (const g of found) {
+      if (!g || g.workspace !== workspace || g.member !== member) continue;
+      if (current?.createdAt === g.memberSince) mine.push(g);
+      else await this.revoke(workspace, member, g.id);
+    }
+    return mine;
+  }
+
+  /**
+   * Ends every grant of `workspace`'s member `member` at once, tokens and refresh tokens alike:
+   * what `members revoke` and removal from the workspace do.
+   * @returns how many grants ended.
+   */
+  async revokeMember(workspace: string, member: string): Promise<number> {
+    const index = this.keys.oauth('grants', `${workspace}/${member}`);
+    const ids = await this.redis.zrange(index, 0, -1);
+    let ended = 0;
+    for (const id of ids) if (await this.revoke(workspace, member, id)) ended++;
+    await this.redis.del(index);
+    return ended;
   }
 
   /**
@@ -228,7 +267,13 @@ export class OAuthGrants {
     if (grant && grant.clientId === client.clientId) await this.redis.del(this.keys.oauth('access', h));
   }
 
+  /** New tokens for `grant`, while its member is the one who consented (not revoked, not re-added); else the grant ends. */
   private async issue(grant: OAuthGrant): Promise<OAuthTokens> {
+    const member = await this.members.get(grant.workspace, grant.member);
+    if (!member || member.createdAt !== grant.memberSince) {
+      await this.revoke(grant.workspace, grant.member, grant.id);
+      throw new InvalidGrantError('The member who granted this is no longer in the workspace: sign in again.');
+    }
     const access = mint(ACCESS_TOKEN_PREFIX);
     const refresh = mint(REFRESH_TOKEN_PREFIX);
     const now = this.now();

@@ -8,6 +8,13 @@ export const BASE = `http://${HOST}`;
 /** A desktop client's loopback redirect URI (never reached: the tests read the redirect). */
 export const CALLBACK = 'http://127.0.0.1:7777/cb';
 
+/** The "Tell the app" link of a refused authorization request's page: where the person may take the error. */
+export function linkBack(body: string): URL {
+  const href = /<a href="([^"]+)" rel="noreferrer">Tell the app/.exec(body)?.[1];
+  expect(href).toBeDefined();
+  return new URL(href!.replaceAll('&amp;', '&').replaceAll('&#39;', "'").replaceAll('&quot;', '"'));
+}
+
 /**
  * The steps of an OAuth sign-in as requests injected into `server()`: register, sign in on the
  * web page, consent, exchange, call `/mcp`.

@@ -1,10 +1,12 @@
 import { OAuthMetadataSchema, OAuthProtectedResourceMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { revoke as revokeMember } from '../../src/cli/members.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { BASE, CALLBACK, HOST, oauthFlow } from '../helpers/oauth-flow.ts';
+import { BASE, CALLBACK, HOST, linkBack, oauthFlow } from '../helpers/oauth-flow.ts';
 import { type OAuthServer, startOAuthServer } from '../helpers/oauth-server.ts';
 
 // Every way an OAuth sign-in must fail, each with its RFC 6749 error, through the app as
@@ -60,10 +62,10 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const wrong = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: pkce().verifier });
+    const wrong = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: pkce().verifier });
     expect(wrong.statusCode).toBe(400);
     expect(wrong.json()).toMatchObject({ error: 'invalid_grant' });
-    const right = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    const right = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(right.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
@@ -72,9 +74,9 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const first = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    const first = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(first.statusCode).toBe(200);
-    const again = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    const again = await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(again.statusCode).toBe(400);
     expect(again.json()).toMatchObject({ error: 'invalid_grant' });
     // A code seen twice was copied: the grant it made is revoked (OAuth 2.1 §4.1.3).
@@ -136,8 +138,10 @@ describe('OAuth refusals', () => {
     const clientId = await register();
     const { cookie } = await signIn(adminKey);
     const elsewhere = await authorizePage(cookie, authParams(clientId, pkce().challenge, { resource: 'https://evil.example/mcp' }));
-    expect(elsewhere.statusCode).toBe(303);
-    const to = new URL(elsewhere.headers.location as string);
+    // A registered client's redirect URI is its own word: the error is shown, with a link back.
+    expect(elsewhere.statusCode).toBe(400);
+    expect(elsewhere.headers.location).toBeUndefined();
+    const to = linkBack(elsewhere.body);
     expect(to.origin + to.pathname).toBe(CALLBACK);
     expect(to.searchParams.get('error')).toBe('invalid_target');
     expect(to.searchParams.get('state')).toBe('s1');
@@ -178,8 +182,8 @@ describe('OAuth refusals', () => {
     const tries: Record<string, string>[] = [{ code_challenge_method: 'plain', code_challenge: verifier }, { code_challenge_method: '' }];
     for (const extra of tries) {
       const res = await authorizePage(cookie, authParams(clientId, verifier, extra));
-      expect(res.statusCode).toBe(303);
-      expect(new URL(res.headers.location as string).searchParams.get('error')).toBe('invalid_request');
+      expect(res.statusCode).toBe(400);
+      expect(linkBack(res.body).searchParams.get('error')).toBe('invalid_request');
     }
     const denied = await consent(cookie!, authParams(clientId, pkce().challenge), 'deny');
     expect(denied.searchParams.get('error')).toBe('access_denied');
@@ -192,11 +196,63 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(key);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const tokens = (await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier })).json<{ access_token: string }>();
+    const tokens = (await token({ grant_type: 'authorization_code', client_id: clientId, redirect_uri: CALLBACK, code, code_verifier: verifier })).json<{
+      access_token: string;
+    }>();
     expect((await mcp(tokens.access_token)).statusCode).toBe(200);
     await server.members.revoke('acme', 'cy');
     await server.members.add('acme', 'cy', 'member');
     expect((await mcp(tokens.access_token)).statusCode).toBe(401);
+  });
+
+  it('members revoke ends the member’s grants at once, refresh included; a member re-added under the name sees none of them', async () => {
+    const key = (await server.members.add('acme', 'dee', 'member')).key;
+    const flow = oauthFlow(() => server);
+    const first = await flow.signedIn(key);
+    const second = await flow.signedIn(key);
+    const out = new PassThrough();
+    let said = '';
+    out.on('data', (c: Buffer) => {
+      said += c.toString();
+    });
+    expect(await revokeMember({ config: box.config, stdout: out, stderr: new PassThrough() }, { workspace: 'acme', name: 'dee' })).toBe(0);
+    expect(said).toContain('its 2 OAuth grant(s) ended');
+    for (const { clientId, tokens } of [first, second]) {
+      expect((await mcp(tokens.access_token)).statusCode).toBe(401);
+      const refresh = await token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
+      expect(refresh.json()).toMatchObject({ error: 'invalid_grant' });
+    }
+    const again = (await server.members.add('acme', 'dee', 'member')).key;
+    const { cookie } = await signIn(again);
+    const apps = await server.app.inject({ url: '/apps', headers: { host: HOST, cookie } });
+    expect(apps.body).not.toContain('data-grant=');
+  });
+
+  it('a grant outlives no member: revoked in the registry alone, its refresh token is refused and the re-added member does not see it', async () => {
+    const key = (await server.members.add('acme', 'eve', 'member')).key;
+    const { clientId, tokens } = await oauthFlow(() => server).signedIn(key);
+    await server.members.revoke('acme', 'eve');
+    const again = (await server.members.add('acme', 'eve', 'member')).key;
+    const refresh = await token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
+    expect(refresh.json()).toMatchObject({ error: 'invalid_grant' });
+    const { cookie } = await signIn(again);
+    const apps = await server.app.inject({ url: '/apps', headers: { host: HOST, cookie } });
+    expect(apps.body).not.toContain('data-grant=');
+  });
+
+  it('a token request must repeat the redirect_uri its authorization request named (OAuth 2.1 §4.1.3)', async () => {
+    const clientId = await register();
+    const { cookie } = await signIn(adminKey);
+    const { verifier, challenge } = pkce();
+    const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
+    const without = await token({ grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier });
+    expect(without.statusCode).toBe(400);
+    expect(without.json()).toMatchObject({ error: 'invalid_request' });
+    // A request that named none (the client's only URI) needs none at the token endpoint.
+    const { redirect_uri: _, ...unnamed } = authParams(clientId, challenge);
+    const code2 = (await consent(cookie!, unnamed)).searchParams.get('code')!;
+    const ok = await token({ grant_type: 'authorization_code', client_id: clientId, code: code2, code_verifier: verifier });
+    expect(ok.statusCode).toBe(200);
   });
 
   it('a code is redeemed only by the client it was issued to', async () => {
@@ -205,9 +261,15 @@ describe('OAuth refusals', () => {
     const { cookie } = await signIn(adminKey);
     const { verifier, challenge } = pkce();
     const code = (await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')!;
-    const res = await token({ grant_type: 'authorization_code', client_id: other, code, code_verifier: verifier });
+    const res = await token({ grant_type: 'authorization_code', client_id: other, redirect_uri: CALLBACK, code, code_verifier: verifier });
     expect(res.json()).toMatchObject({ error: 'invalid_grant' });
-    const unknown = await token({ grant_type: 'authorization_code', client_id: 'adbc_nobodyregisteredthis', code, code_verifier: verifier });
+    const unknown = await token({
+      grant_type: 'authorization_code',
+      client_id: 'adbc_nobodyregisteredthis',
+      redirect_uri: CALLBACK,
+      code,
+      code_verifier: verifier,
+    });
     expect(unknown.statusCode).toBe(401);
     expect(unknown.json()).toMatchObject({ error: 'invalid_client' });
   });

@@ -113,7 +113,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
       try {
         if (typeof body !== 'object') throw new InvalidRequestError('Send the token request as application/x-www-form-urlencoded.');
         const creds = clientCredentials(request, body);
-        const client = await deps.clients.authenticate(creds.id, creds.secret);
+        const client = await deps.clients.authenticate(creds.id, creds.secret, request.ip);
         const tokens =
           body.grant_type === 'authorization_code'
             ? await deps.grants.exchangeCode(client, { code: body.code, verifier: body.code_verifier, redirectUri: body.redirect_uri, resource: body.resource })
@@ -132,7 +132,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
       const body = (request.body ?? {}) as Record<string, string>;
       try {
         const creds = clientCredentials(request, body);
-        const client = await deps.clients.authenticate(creds.id, creds.secret);
+        const client = await deps.clients.authenticate(creds.id, creds.secret, request.ip);
         if (!body.token) throw new InvalidRequestError('token is required.');
         await deps.grants.revokeToken(client, body.token);
         return reply.code(200).send({});

@@ -46,21 +46,29 @@ function allowFormTo(reply: FastifyReply, redirectUri: string): void {
   reply.header('content-security-policy', csp.replace("form-action 'self'", `form-action 'self' ${source}`));
 }
 
-function problemPage(reply: FastifyReply, request: FastifyRequest, text: string): FastifyReply {
+/** Where a redirect URI sends the browser, as a person reads it: its host, or an app's scheme. */
+function hostOf(redirectUri: string): string {
+  const target = new URL(redirectUri);
+  return target.protocol === 'http:' || target.protocol === 'https:' ? target.host : target.protocol;
+}
+
+/** The error, to the person; `back` (the client's registered redirect URI with the error) is a link they may follow. */
+function problemPage(reply: FastifyReply, request: FastifyRequest, text: string, back?: string): FastifyReply {
   const page = layout(
     { title: 'Cannot connect the app', member: memberOf(request), csrf: sessionOf(request).csrf, flash: { kind: 'error', text } },
-    html`<p><a href="/apps">Connected apps</a></p>`,
+    html`${back ? html`<p><a href="${back}" rel="noreferrer">Tell the app (go to ${hostOf(back)})</a></p>` : ''}<p><a href="/apps">Connected apps</a></p>`,
   );
   return reply.code(400).type('text/html; charset=utf-8').send(page.value);
 }
 
 function consentPage(member: Member, csrf: string, r: AuthorizationRequest, q: AuthorizationQuery) {
-  const target = new URL(r.redirectUri);
-  const where = target.protocol === 'http:' || target.protocol === 'https:' ? target.host : target.protocol;
+  const where = hostOf(r.redirectUri);
+  // The name is whatever the app (or its document's host) said: anyone may call theirs "Claude".
   return layout(
-    { title: `Connect ${r.client.clientName}`, member, csrf },
+    { title: `Connect ${r.client.clientName} (unverified name)`, member, csrf },
     html`<section class="signin consent">
 <h1>Connect ${r.client.clientName} to agentdb?</h1>
+<p class="unverified"><strong>${r.client.clientName}</strong> is the name the app gives itself${r.client.documentHost ? html` in a document on ${r.client.documentHost}` : ''}; agentdb has not verified it. Its answer goes to <strong>${where}</strong>: allow only if you started this from an app you trust that uses that address.</p>
 ${r.client.documentHost ? html`<p class="muted">This app is described by ${r.client.documentHost} (its client id is <code>${r.client.clientId}</code>).</p>` : ''}
 <p><strong>${r.client.clientName}</strong> asks to use agentdb’s tools as you, <strong>${member.name}</strong>${member.role === 'admin' ? ' (admin)' : ''}, in workspace <strong>${member.workspace}</strong>, at <code>${r.resource}</code>.</p>
 <p>It will be able to:</p>
@@ -88,19 +96,28 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
   const check = (request: FastifyRequest, q: AuthorizationQuery) => {
     const base = publicBase(request, oauth);
     const member = memberOf(request);
-    return checkAuthorization(oauth.clients, q, (r) => ownResource(base, r, member.workspace), `${base}/mcp`);
+    return checkAuthorization(oauth.clients, q, (r) => ownResource(base, r, member.workspace), `${base}/mcp`, request.ip);
   };
+  const answerUrl = (request: FastifyRequest, redirectUri: string, params: Record<string, string | undefined>) =>
+    redirectWith(redirectUri, { ...params, iss: publicBase(request, oauth) });
   const answer = (reply: FastifyReply, request: FastifyRequest, redirectUri: string, params: Record<string, string | undefined>) =>
-    reply.redirect(redirectWith(redirectUri, { ...params, iss: publicBase(request, oauth) }), 303);
+    reply.redirect(answerUrl(request, redirectUri, params), 303);
+  /** A refused request: redirected at once only for a vouched redirect URI, else shown with a link back. */
+  const refuse = (
+    reply: FastifyReply,
+    request: FastifyRequest,
+    r: { redirectUri: string; error: string; description: string; state?: string; atOnce: boolean },
+  ) => {
+    const params = { error: r.error, error_description: r.description, state: r.state };
+    if (r.atOnce) return answer(reply, request, r.redirectUri, params);
+    return problemPage(reply, request, `${r.error}: ${r.description}`, answerUrl(request, r.redirectUri, params));
+  };
 
   app.get(OAUTH_PATHS.authorize, async (request, reply) => {
     const q = fieldsOf(request.query);
     const checked = await check(request, q);
     if (!checked.ok && 'show' in checked) return problemPage(reply, request, checked.show);
-    if (!checked.ok) {
-      const { redirectUri, error, description, state } = checked.redirect;
-      return answer(reply, request, redirectUri, { error, error_description: description, state });
-    }
+    if (!checked.ok) return refuse(reply, request, checked.redirect);
     allowFormTo(reply, checked.request.redirectUri);
     return reply.type('text/html; charset=utf-8').send(consentPage(memberOf(request), sessionOf(request).csrf, checked.request, q).value);
   });
@@ -109,15 +126,17 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
     const q = fieldsOf(request.body);
     const checked = await check(request, q);
     if (!checked.ok && 'show' in checked) return problemPage(reply, request, checked.show);
-    if (!checked.ok) {
-      const { redirectUri, error, description, state } = checked.redirect;
-      return answer(reply, request, redirectUri, { error, error_description: description, state });
-    }
+    if (!checked.ok) return refuse(reply, request, checked.redirect);
     const r = checked.request;
     if (rawText(request.body, 'decision') !== 'allow') {
       return answer(reply, request, r.redirectUri, { error: 'access_denied', error_description: 'The person denied access.', state: r.state });
     }
-    const code = await oauth.grants.consent(memberOf(request), r.client, { redirectUri: r.redirectUri, challenge: r.challenge, resource: r.resource });
+    const code = await oauth.grants.consent(memberOf(request), r.client, {
+      redirectUri: r.redirectUri,
+      redirectUriGiven: r.redirectUriGiven,
+      challenge: r.challenge,
+      resource: r.resource,
+    });
     await oauth.clients.renew(r.client.clientId);
     return answer(reply, request, r.redirectUri, { code, state: r.state });
   });
