@@ -24,7 +24,7 @@ export async function previewParked(
   if (outcome.error.code === 'STATEMENT_TIMEOUT') {
     return {
       effect: null,
-      effectNote: `Its effect could not be computed within the statement time limit (${config.statementTimeoutMs} ms, STATEMENT_TIMEOUT_MS): it changes many rows or runs long. Approving runs it without committing: if it changes rows, it is asked about again with the effect it has then.`,
+      effectNote: `Its effect could not be computed within the statement time limit (${config.statementTimeoutMs} ms, STATEMENT_TIMEOUT_MS): it changes many rows or runs long. Approved, it runs recording its effect and commits only if it changes no rows: if it changes any, it is asked about again with that effect, so a write this large may never commit under approval (split it into smaller writes).`,
     };
   }
   return {
