@@ -25,19 +25,49 @@ export function volatileDefault(dflt: string | null): boolean {
   return /\bcurrent_(timestamp|date|time)\b|\brandom(blob)?\s*\(|'now'|\b(unixepoch|julianday|date|time|datetime)\s*\(\s*\)/i.test(dflt);
 }
 
-/**
- * The names the statement spells anywhere (identifiers, and strings, which SQLite may take for
- * names), ASCII lower-cased, or `all` when it is an INSERT that sets every column (no column
- * list and not DEFAULT VALUES). A column a statement names is bound whatever its default.
- */
-export function namedColumns(sql: string): Set<string> | 'all' {
+/** The columns a statement names, as {@link namedColumns} reads them. */
+export interface NamedColumns {
+  /** Every name it spells anywhere (identifiers, and strings, which SQLite may take for names), ASCII lower-cased. */
+  spelled: Set<string>;
+  /** An INSERT that sets every column: no column list, and not DEFAULT VALUES. */
+  all: boolean;
+  /** With `all` and VALUES: the positions every row gives a bare NULL (an INTEGER PRIMARY KEY so given is SQLite's to assign). */
+  nullAt: Set<number>;
+}
+
+/** Which columns the statement names: a column it names is bound whatever its default. */
+export function namedColumns(sql: string): NamedColumns {
   const parsed = parseStatement(sql);
-  if ('ok' in parsed) return 'all';
+  if ('ok' in parsed) return { spelled: new Set(), all: true, nullAt: new Set() };
   const { tokens } = parsed;
-  const names = new Set(tokens.filter((t) => t.kind === 'word' || t.kind === 'quoted' || t.kind === 'string').map((t) => t.value.toLowerCase()));
+  const spelled = new Set(tokens.filter((t) => t.kind === 'word' || t.kind === 'quoted' || t.kind === 'string').map((t) => t.value.toLowerCase()));
   const into = tokens.findIndex((t) => isWord(t, 'into'));
-  if (into >= 0 && !insertHasColumnList(tokens, into) && !tokens.some((t, i) => isWord(t, 'default') && isWord(tokens[i + 1], 'values'))) return 'all';
-  return names;
+  const all = into >= 0 && !insertHasColumnList(tokens, into) && !tokens.some((t, i) => isWord(t, 'default') && isWord(tokens[i + 1], 'values'));
+  const nullAt = new Set<number>();
+  const values = all ? tokens.findIndex((t, i) => i > into && isWord(t, 'values')) : -1;
+  if (values >= 0) {
+    const rows: (readonly Token[])[][] = [];
+    let j = values + 1;
+    while (isOp(tokens[j], '(')) {
+      const end = skipParens(tokens, j);
+      if (end < 0) break;
+      const row: (readonly Token[])[] = [];
+      for (let k = j + 1; k < end; ) {
+        const stop = Math.min(exprEnd(tokens, k, []), end - 1);
+        row.push(tokens.slice(k, stop));
+        k = stop + 1;
+      }
+      rows.push(row);
+      j = isOp(tokens[end], ',') ? end + 1 : tokens.length;
+    }
+    // Only when the VALUES list is the whole source (no upsert or RETURNING changes the reading).
+    if (rows.length > 0 && rows[0]!.length > 0) {
+      for (let at = 0; at < rows[0]!.length; at++) {
+        if (rows.every((r) => r[at]?.length === 1 && isWord(r[at]![0], 'null'))) nullAt.add(at);
+      }
+    }
+  }
+  return { spelled, all, nullAt };
 }
 
 /** `INTO [schema.]name [AS alias] (` — the column list follows the target's name. */

@@ -63,7 +63,8 @@ export class EffectRecorder {
     const named = namedColumns(sql);
     const target = targetTable(sql)?.toLowerCase();
     const assigned = volatileAssignments(sql);
-    const isNamed = (c: string) => named === 'all' || named.has(c.toLowerCase());
+    const isNamed = (c: string) => named.all || named.spelled.has(c.toLowerCase());
+    const rowidSpelled = ['rowid', '_rowid_', 'oid'].some((n) => named.spelled.has(n));
     this.recursive = trusted(db, 'PRAGMA recursive_triggers').pluck().get() as number;
     const tables = trusted(
       db,
@@ -71,9 +72,12 @@ export class EffectRecorder {
         WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND ${AGENT_OBJECTS} ORDER BY name`,
     ).all() as { name: string; wr: number }[];
     tables.forEach(({ name, wr }, i) => {
-      const cols = trusted(db, `SELECT name, pk, type, dflt_value FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(name) as {
+      const cols = trusted(db, `SELECT name, pk, type, dflt_value, hidden FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(
+        name,
+      ) as {
         name: string;
         pk: number;
+        hidden: number;
         type: string;
         dflt_value: string | null;
       }[];
@@ -88,7 +92,10 @@ export class EffectRecorder {
       // one: another insert approved meanwhile moves it, and nobody chose it.
       const pks = cols.filter((c) => c.pk > 0);
       const alias = !wr && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
-      const rowidAssigned = !wr && !['rowid', '_rowid_', 'oid'].some(isNamed) && (alias === undefined || !isNamed(alias));
+      // An INSERT without a column list gives the alias a value by position: NULL is assigned.
+      const aliasAt = cols.filter((c) => c.hidden === 0).findIndex((c) => c.name === alias);
+      const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
+      const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
       // Only the table the statement writes takes its assignments (a foreign-key action's rows are bound).
       const madeByStatement = cols.map((c) => name.toLowerCase() === target && assigned.has(c.name.toLowerCase()));
       const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : volatileDefault(c.dflt_value) && !isNamed(c.name)));

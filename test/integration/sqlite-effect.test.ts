@@ -207,6 +207,21 @@ describe('the effect of a write', () => {
     expect(runBound(db, t, named, seen, ['y'])).toMatchObject({ code: 'APPROVAL_STALE' });
   });
 
+  it('does not bind the rowid of a row inserted without a column list, unless the statement gives it', () => {
+    const { db, t } = open('CREATE TABLE plain (i INTEGER)', 'CREATE TABLE keyed (id INTEGER PRIMARY KEY, v TEXT)');
+    const cases: [string, Param[], boolean][] = [
+      ['INSERT INTO plain VALUES (?)', [1], true],
+      ['INSERT INTO keyed VALUES (NULL, ?)', ['a'], true],
+      ['INSERT INTO keyed SELECT max(id) + 10, ? FROM keyed', ['b'], false],
+    ];
+    for (const [sql, params, commits] of cases) {
+      const approved = preview(db, t, sql, params);
+      // Another insert, approved first, takes the rowid this one was shown.
+      write(db, sql, params, `call-${++calls}`, t.limits);
+      expect(runBound(db, t, sql, approved, params), sql).toMatchObject(commits ? { changes: 1 } : { code: 'APPROVAL_STALE' });
+    }
+  });
+
   it('keys a WITHOUT ROWID table by its primary key, and lists the rows a foreign-key action changes', () => {
     const { db, t } = open(
       'CREATE TABLE tags (name TEXT, lang TEXT, n INTEGER, PRIMARY KEY (lang, name)) WITHOUT ROWID',

@@ -21,11 +21,12 @@ describe('what an effect digest may leave out', () => {
   it('knows a volatile DEFAULT and the columns a statement names', () => {
     for (const d of ['CURRENT_TIMESTAMP', "datetime('now')", '(randomblob(8))', "strftime('%s', 'now')", 'unixepoch()']) expect(volatileDefault(d)).toBe(true);
     for (const d of [null, "'unknown'", '0', "datetime('2020-01-01')", "'now is'"]) expect(volatileDefault(d)).toBe(false);
-    expect(namedColumns('INSERT INTO t VALUES (1)')).toBe('all');
-    expect(namedColumns('INSERT INTO t SELECT * FROM s')).toBe('all');
-    expect(namedColumns('INSERT INTO t DEFAULT VALUES')).toBeInstanceOf(Set);
-    expect(namedColumns('INSERT INTO main.t AS x ("A") VALUES (1)')).toEqual(expect.any(Set));
-    expect((namedColumns('INSERT INTO main.t AS x ("A") VALUES (1)') as Set<string>).has('a')).toBe(true);
+    expect(namedColumns('INSERT INTO t VALUES (1, NULL), (NULL, NULL)')).toMatchObject({ all: true, nullAt: new Set([1]) });
+    expect(namedColumns('INSERT INTO t SELECT * FROM s')).toMatchObject({ all: true, nullAt: new Set() });
+    expect(namedColumns('INSERT INTO t DEFAULT VALUES')).toMatchObject({ all: false });
+    const listed = namedColumns('INSERT INTO main.t AS x ("A") VALUES (1)');
+    expect(listed.all).toBe(false);
+    expect(listed.spelled.has('a')).toBe(true);
   });
 
   it('reads a time of the recording clock in the forms SQLite writes it, and nothing else', () => {
