@@ -1,7 +1,7 @@
 import type { EffectValue } from '../contracts/effect.ts';
 import { isOp, isWord, skipParens } from '../guard/classifier.ts';
 import { parseStatement } from '../guard/guard.ts';
-import type { Token } from '../guard/tokenizer.ts';
+import { isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
 
 /**
  * Which values an effect's digest may leave out: those made by the clock or by randomness as the
@@ -19,9 +19,15 @@ export interface ClockWindow {
 /** Slack either side of a window: CURRENT_TIMESTAMP and unixepoch() truncate to the second. */
 const SLACK_MS = 1000;
 
-/** A DEFAULT that SQLite computes anew for each row: the clock or randomness. */
+/**
+ * A DEFAULT that SQLite computes anew for each row from nothing but the clock or randomness (an
+ * agent makes its tables: a default that chooses between values by the clock, through CASE or
+ * arithmetic, is no such default).
+ */
 export function volatileDefault(dflt: string | null): boolean {
   if (dflt === null) return false;
+  const lexed = tokenize(dflt);
+  if (!lexed.ok || !isPure(lexed.tokens.filter((t) => !isTrivia(t)))) return false;
   return /\bcurrent_(timestamp|date|time)\b|\brandom(blob)?\s*\(|'now'|\b(unixepoch|julianday|date|time|datetime)\s*\(\s*\)/i.test(dflt);
 }
 

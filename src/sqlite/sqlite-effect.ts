@@ -176,7 +176,10 @@ export class EffectRecorder {
         // bound by its before value, and may be a time of the one window and not of the other.
         const made = (values: EffectValue[], onInsert: boolean[]) =>
           values.map((v, i) =>
-            (op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || ((op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)) ? VOLATILE : v,
+            // NULL is never left out: no clock or random source makes it, and it may mean "not yet".
+            v !== null && ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || ((op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
+              ? VOLATILE
+              : v,
           );
         const boundKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues;
         hash.update(JSON.stringify([op, boundKey, before, after && made(after, w.madeOnInsert)]));
