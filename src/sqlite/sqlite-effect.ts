@@ -168,15 +168,12 @@ export class EffectRecorder {
         const keyValues = whole.slice(0, nk);
         const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
         const after = op === 'delete' ? null : whole.slice(nk + nc);
-        // What a change removes or overwrites is bound exactly; what it writes too, except values
-        // made as it runs (see effect-volatile.ts): a time of the recording's own clock, and in
-        // an inserted row a volatile DEFAULT or the rowid SQLite assigned. Such a value in the
-        // preview and in the run both read as VOLATILE; any other difference changes the digest.
-        // The clock's test only where a value was written: a cell an update left as it was is
-        // bound by its before value, and may be a time of the one window and not of the other.
+        // What a change removes or overwrites is bound exactly; what it writes too, but for values
+        // made as it runs (effect-volatile.ts), VOLATILE in the preview and the run alike. Never a
+        // NULL (it may mean "not yet"); the clock's test only on a cell the row changed (one left
+        // as it was is bound by its before value, and may be a time of one window, not the other).
         const made = (values: EffectValue[], onInsert: boolean[]) =>
           values.map((v, i) =>
-            // NULL is never left out: no clock or random source makes it, and it may mean "not yet".
             v !== null && ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || ((op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
               ? VOLATILE
               : v,
