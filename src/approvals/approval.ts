@@ -49,7 +49,8 @@ export interface ApprovalRequest {
   object?: DropObject;
   /**
    * What it would change, computed when it was parked (see `Effect`); the call commits only with
-   * this effect's digest. Null when it could not be computed (`effectNote` says why); absent on
+   * this effect's digest. Null when it could not be computed (`effectNote` says why): the call
+   * then commits only if it changes no rows, else parks again with the effect it has; absent on
    * approvals made before effects were, and on calls that change no rows of their own (a drop of a view).
    */
   effect?: Effect | null;

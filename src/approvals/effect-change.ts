@@ -7,7 +7,8 @@ import type { Effect, EffectTable } from '../contracts/effect.ts';
  */
 export function effectChangeNote(approvedId: string, before: Effect | null | undefined, now: Effect): string {
   const head = `The data changed after approval ${approvedId} was given, so the call did not run: approve this one to run it with the effect it has now`;
-  if (!before) return `${head}.`;
+  if (!before)
+    return `The effect of approval ${approvedId} could not be shown when it was given, and the call would change rows, so it did not run: approve this one to run it with the effect it has now.`;
   const counts = (t: EffectTable | undefined) =>
     t
       ? [t.inserted && `${t.inserted} inserted`, t.updated && `${t.updated} updated`, t.deleted && `${t.deleted} deleted`].filter(Boolean).join(', ') ||

@@ -13,7 +13,7 @@ import type { ApprovalStore } from '../approvals/approval-store.ts';
 import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
 import { effectChangeNote } from '../approvals/effect-change.ts';
 import type { Effect } from '../contracts/effect.ts';
-import { dropEffect } from '../sqlite/sqlite-effect.ts';
+import { dropEffect, NO_ROWS_EFFECT } from '../sqlite/sqlite-effect.ts';
 import { approvedArgs, effectLimits, previewParked } from './parked-effect.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
@@ -250,8 +250,11 @@ export class CallParking {
         }
         const outcome = await run({
           ...(approval.object ? { expect: approval.object } : {}),
-          ...(approval.effect && approval.sql !== undefined
-            ? { effect: { digest: approval.effect.digest, limits: effectLimits(this.deps.config, approvedArgs(approval)) } }
+          // A write approved without an effect (`effect: null`: its preview failed or ran out of
+          // time) is bound to changing no rows: if it would change any, nothing commits and it
+          // parks again with the effect it has, so nobody approves a change unseen.
+          ...(approval.sql !== undefined && approval.effect !== undefined
+            ? { effect: { digest: (approval.effect ?? NO_ROWS_EFFECT).digest, limits: effectLimits(this.deps.config, approvedArgs(approval)) } }
             : {}),
         });
         if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');

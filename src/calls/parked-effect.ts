@@ -24,12 +24,12 @@ export async function previewParked(
   if (outcome.error.code === 'STATEMENT_TIMEOUT') {
     return {
       effect: null,
-      effectNote: `Its effect could not be computed within the statement time limit (${config.statementTimeoutMs} ms, STATEMENT_TIMEOUT_MS): it changes many rows or runs long. Approving runs it as it is then, unbound to an effect.`,
+      effectNote: `Its effect could not be computed within the statement time limit (${config.statementTimeoutMs} ms, STATEMENT_TIMEOUT_MS): it changes many rows or runs long. Approved, it runs recording its effect and commits only if it changes no rows: if it changes any, it is asked about again with that effect, so a write this large may never commit under approval (split it into smaller writes).`,
     };
   }
   return {
     effect: null,
-    effectNote: `Its effect could not be computed on the data as it is now (${outcome.error.code}: ${outcome.error.detail.slice(0, 500)}); if an earlier parked call makes what it needs, it may still run.`,
+    effectNote: `Its effect could not be computed on the data as it is now (${outcome.error.code}: ${outcome.error.detail.slice(0, 500)}); if an earlier parked call makes what it needs, approving runs it without committing and asks again with the effect it has then.`,
   };
 }
 

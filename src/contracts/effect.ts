@@ -13,10 +13,12 @@ export interface Effect {
   cut: boolean;
   /**
    * sha256 (hex) over the canonical form of the whole effect, uncut: per table its columns and
-   * counts, and for every row updated or deleted its key and its values before. Not the values
-   * a change writes nor an inserted row's rowid: the statement makes those (bound by the
-   * approval's own digest), and some only as it runs (CURRENT_TIMESTAMP), so binding them would
-   * refuse every such write. Equal data before gives an equal digest.
+   * counts, every updated or deleted row's key and values before, and the values every updated
+   * or inserted row gets. Values made as the statement runs are left out, the same in the
+   * preview and the run (`sqlite/effect-volatile.ts`): a volatile DEFAULT (CURRENT_TIMESTAMP,
+   * randomblob()) of a column the statement does not name, the rowid SQLite assigns, a column
+   * set to an expression of only literals, the clock and randomness, and a written value that
+   * reads as a time of the recording's own clock. Any other difference changes the digest.
    */
   digest: string;
   /** For a drop: the object removed, with its schema and row count. */

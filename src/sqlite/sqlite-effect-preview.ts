@@ -28,7 +28,7 @@ export function previewEffect(db: Database, sql: string, params: readonly Param[
   trusted(db, 'BEGIN IMMEDIATE').run();
   let recorder: EffectRecorder | undefined;
   try {
-    recorder = new EffectRecorder(db);
+    recorder = new EffectRecorder(db, sql);
     runWrite(db, stmt, bindings, 1024, false, verdict.ok ? verdict.kind : undefined, sql);
     return recorder.read(limits);
   } finally {

@@ -3,6 +3,8 @@ import type { Database } from 'better-sqlite3';
 import { MAX_EFFECT_VALUE_BYTES, type Effect, type EffectLimits, type EffectRow, type EffectTable, type EffectValue } from '../contracts/effect.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
+import { targetTable } from '../guard/target-table.ts';
+import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
 import { encodeValue } from './sqlite-values.ts';
@@ -16,7 +18,19 @@ interface Watched {
   /** Key columns as read from OLD/NEW: a rowid alias, or a WITHOUT ROWID table's primary key. */
   key: string[];
   log: string;
+  /**
+   * Per column, then per key column: whether an inserted row's value there is made as the row is
+   * inserted and the statement does not name the column — a volatile DEFAULT (CURRENT_TIMESTAMP,
+   * randomblob()), or the rowid SQLite assigns.
+   */
+  madeOnInsert: boolean[];
+  keyMadeOnInsert: boolean[];
+  /** Per column: whether the statement sets it, in any row, to a value of only the clock and randomness. */
+  madeByStatement: boolean[];
 }
+
+/** A value the digest leaves out, in its place: made by the clock, or as the row was inserted. */
+const VOLATILE = { $volatile: true };
 
 /**
  * Records, while installed, every row an agent statement inserts, updates or deletes in the
@@ -36,9 +50,21 @@ interface Watched {
 export class EffectRecorder {
   private readonly watched: Watched[] = [];
   private readonly recursive: number;
+  private readonly started = Date.now();
 
-  /** Installs the triggers; the caller's transaction must be open and must end after {@link remove}. */
-  constructor(private readonly db: Database) {
+  /**
+   * Installs the triggers; the caller's transaction must be open and must end after {@link remove}.
+   * `sql` is the statement to be recorded: the columns it names are bound whatever their default.
+   */
+  constructor(
+    private readonly db: Database,
+    sql: string,
+  ) {
+    const named = namedColumns(sql);
+    const target = targetTable(sql)?.toLowerCase();
+    const assigned = volatileAssignments(sql);
+    const isNamed = (c: string) => named.all || named.spelled.has(c.toLowerCase());
+    const rowidSpelled = ['rowid', '_rowid_', 'oid'].some((n) => named.spelled.has(n));
     this.recursive = trusted(db, 'PRAGMA recursive_triggers').pluck().get() as number;
     const tables = trusted(
       db,
@@ -46,9 +72,14 @@ export class EffectRecorder {
         WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND ${AGENT_OBJECTS} ORDER BY name`,
     ).all() as { name: string; wr: number }[];
     tables.forEach(({ name, wr }, i) => {
-      const cols = trusted(db, `SELECT name, pk FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(name) as {
+      const cols = trusted(db, `SELECT name, pk, type, dflt_value, hidden FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(
+        name,
+      ) as {
         name: string;
         pk: number;
+        hidden: number;
+        type: string;
+        dflt_value: string | null;
       }[];
       const columns = cols.map((c) => c.name);
       const key = wr
@@ -57,7 +88,21 @@ export class EffectRecorder {
             .sort((a, b) => a.pk - b.pk)
             .map((c) => c.name)
         : [rowidName(columns)];
-      this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}` });
+      // SQLite assigns the rowid (and its INTEGER PRIMARY KEY alias) of a row inserted without
+      // one: another insert approved meanwhile moves it, and nobody chose it.
+      const pks = cols.filter((c) => c.pk > 0);
+      const alias = !wr && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
+      // An INSERT without a column list gives the alias a value by position: NULL is assigned.
+      const aliasAt = cols.filter((c) => c.hidden === 0).findIndex((c) => c.name === alias);
+      const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
+      const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
+      // Only the table the statement writes takes its assignments (a foreign-key action's rows are bound).
+      const madeByStatement = cols.map((c) => name.toLowerCase() === target && assigned.has(c.name.toLowerCase()));
+      const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : volatileDefault(c.dflt_value) && !isNamed(c.name)));
+      const keyMadeOnInsert = wr
+        ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
+        : [rowidAssigned || (alias !== undefined && madeByStatement[columns.indexOf(alias)]!)];
+      this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}`, madeOnInsert, keyMadeOnInsert, madeByStatement });
     });
     db.prepare('PRAGMA recursive_triggers = ON').run();
     try {
@@ -94,6 +139,7 @@ export class EffectRecorder {
    * rows `limits` keep.
    */
   read(limits: EffectLimits): Effect {
+    const clock: ClockWindow = { start: this.started, end: Date.now() };
     const hash = createHash('sha256');
     const tables: EffectTable[] = [];
     const rows: EffectRow[] = [];
@@ -109,7 +155,10 @@ export class EffectRecorder {
       const entry = { table: w.table, inserted: counts.insert, updated: counts.update, deleted: counts.delete };
       tables.push(entry);
       hash.update(JSON.stringify(['table', entry.table, w.columns, entry.inserted, entry.updated, entry.deleted]));
-      const order = ['fx_op', ...w.key.map((_, i) => `k${i}`), 'fx_seq'].join(', ');
+      // Inserted rows whose key SQLite made are in the order it made them: their keys may differ.
+      const order = ['fx_op', ...w.key.map((_, i) => (w.keyMadeOnInsert[i] ? `CASE fx_op WHEN 'insert' THEN NULL ELSE k${i} END` : `k${i}`)), 'fx_seq'].join(
+        ', ',
+      );
       const stmt = this.db.prepare(`SELECT * FROM ${log} ORDER BY ${order}`).raw(true).safeIntegers(true);
       const nk = w.key.length;
       const nc = w.columns.length;
@@ -119,11 +168,18 @@ export class EffectRecorder {
         const keyValues = whole.slice(0, nk);
         const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
         const after = op === 'delete' ? null : whole.slice(nk + nc);
-        // An inserted row adds only to the count: its rowid is SQLite's to give (another insert
-        // approved meanwhile moves it) and its values may be computed as it runs (DEFAULT
-        // CURRENT_TIMESTAMP); the statement and its params, which make them, are bound by the
-        // approval's own digest. What a change removes or overwrites is bound row by row.
-        if (op !== 'insert') hash.update(JSON.stringify([op, keyValues, before]));
+        // What a change removes or overwrites is bound exactly; what it writes too, but for values
+        // made as it runs (effect-volatile.ts), VOLATILE in the preview and the run alike. Never a
+        // NULL (it may mean "not yet"); the clock's test only on a cell the row changed (one left
+        // as it was is bound by its before value, and may be a time of one window, not the other).
+        const made = (values: EffectValue[], onInsert: boolean[]) =>
+          values.map((v, i) =>
+            v !== null && ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || ((op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
+              ? VOLATILE
+              : v,
+          );
+        const boundKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues;
+        hash.update(JSON.stringify([op, boundKey, before, after && made(after, w.madeOnInsert)]));
         if (full) continue;
         const row: EffectRow = {
           table: w.table,
@@ -194,6 +250,10 @@ export function dropEffect(object: DropObject): Effect {
 function rowidName(columns: string[]): string {
   const taken = new Set(columns.map((c) => c.toLowerCase()));
   return ['rowid', '_rowid_', 'oid'].find((n) => !taken.has(n)) ?? columns[0]!;
+}
+
+function sameValue(a: EffectValue, b: EffectValue): boolean {
+  return a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
 }
 
 function named(names: string[], values: EffectValue[]): Record<string, EffectValue> {

@@ -128,6 +128,69 @@ describe('the effect of a parked write', () => {
     expect(await rows('fx2', 'SELECT id FROM leads ORDER BY id')).toEqual([[2]]);
   });
 
+  it('binds the values a write writes: a value read from a table changed since supersedes; a created_at default and a moved rowid do not', async () => {
+    await write('fx6', 'CREATE TABLE src (id INTEGER PRIMARY KEY, v TEXT)');
+    await write('fx6', "INSERT INTO src VALUES (1, 'nice')");
+    await write('fx6', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, created_at TEXT DEFAULT CURRENT_TIMESTAMP, updated_at TEXT)');
+    await write('fx6', "INSERT INTO t (id, v) VALUES (1, 'old')");
+    const parked = await park('fx6', 'DATA_WRITE_SQL', { sql: 'UPDATE t SET v = (SELECT v FROM src WHERE id = 1) WHERE id = 1' });
+    expect((parked.approval.effect as Effect).rows[0]).toMatchObject({ before: { v: 'old' }, after: { v: 'nice' } });
+    // Someone who needs no approval changes what the approved write would copy.
+    await write('fx6', "UPDATE src SET v = 'evil' WHERE id = 1");
+    const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
+    expect((await approve(parked.approval.id)).statusCode).toBe(200);
+    await expect.poll(async () => (await getApproval(parked.approval.id)).json().approval.state).toBe('superseded');
+    const next = (await getApproval((await getApproval(parked.approval.id)).json().approval.supersededBy)).json().approval;
+    expect(next.effect.rows[0]).toMatchObject({ before: { v: 'old' }, after: { v: 'evil' } });
+    expect(next.effectNote).toContain('the same counts, but other rows or values');
+    expect(await rows('fx6', 'SELECT v FROM t')).toEqual([['old']]);
+    expect((await approve(next.id)).statusCode).toBe(200);
+    expect(await waiting).toMatchObject({ ok: true, result: { changes: 1 } });
+
+    // What the clock makes is not bound: an insert's created_at default, an updated_at set to now.
+    const insert = await park('fx6', 'DATA_WRITE_SQL', { sql: 'INSERT INTO t (v) VALUES (?)', params: ['new'] });
+    const touch = await park('fx6', 'DATA_WRITE_SQL', { sql: 'UPDATE t SET updated_at = coalesce(?, CURRENT_TIMESTAMP) WHERE id = 1', params: [null] });
+    await write('fx6', "INSERT INTO t (v) VALUES ('meanwhile')");
+    // The second turns between the previews and the runs.
+    await new Promise((resolve) => setTimeout(resolve, 1001 - (Date.now() % 1000)));
+    for (const p of [insert, touch]) {
+      const ran = client.result(p.callId, { ...whoOf(p), wait: true });
+      expect((await approve(p.approval.id)).statusCode).toBe(200);
+      expect(await ran).toMatchObject({ ok: true, result: { changes: 1 } });
+    }
+  });
+
+  it('does not commit an approved write whose effect could not be shown: it parks again with the effect it has', async () => {
+    await write('fx7', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+    await write('fx7', "INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+    await write('fx7', 'CREATE TABLE flag (f INTEGER)');
+    await write('fx7', 'INSERT INTO flag VALUES (0)');
+    // Fails on today's data (integer overflow), rewrites every row once the flag moves.
+    const sql = "UPDATE t SET v = CASE WHEN (SELECT f FROM flag) = 0 THEN abs(-9223372036854775807 - 1) ELSE 'optout' END";
+    const parked = await park('fx7', 'DATA_WRITE_SQL', { sql });
+    expect(parked.approval).toMatchObject({ effect: null, effectNote: expect.stringContaining('could not be computed') });
+    await write('fx7', 'UPDATE flag SET f = 1');
+    const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
+    expect((await approve(parked.approval.id)).statusCode).toBe(200);
+    await expect.poll(async () => (await getApproval(parked.approval.id)).json().approval.state).toBe('superseded');
+    const next = (await getApproval((await getApproval(parked.approval.id)).json().approval.supersededBy)).json().approval;
+    expect(next).toMatchObject({
+      state: 'pending',
+      effect: { tables: [{ table: 't', updated: 2 }] },
+      effectNote: expect.stringContaining('could not be shown'),
+    });
+    expect(await rows('fx7', 'SELECT v FROM t ORDER BY id')).toEqual([['a'], ['b']]);
+    expect((await approve(next.id)).statusCode).toBe(200);
+    expect(await waiting).toMatchObject({ ok: true, result: { changes: 2 } });
+
+    // A call whose effect could not be shown and that changes no rows runs once approved.
+    const first = await park('fx8', 'DATA_WRITE_SQL', { sql: 'CREATE TABLE made (x)' });
+    expect(first.approval).toMatchObject({ effect: null, effectNote: expect.stringContaining('does not exist yet') });
+    const made = client.result(first.callId, { ...whoOf(first), wait: true });
+    expect((await approve(first.approval.id)).statusCode).toBe(200);
+    expect(await made).toMatchObject({ ok: true });
+  });
+
   it('asks again about a drop whose table changed after approval, and drops it once that is approved', async () => {
     await write('fx5', 'CREATE TABLE gone (x)');
     await write('fx5', 'INSERT INTO gone VALUES (1)');

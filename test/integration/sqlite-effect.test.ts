@@ -132,6 +132,96 @@ describe('the effect of a write', () => {
     expect(preview(db, t, 'INSERT INTO log (body) VALUES (?), (?)', ['x', 'y']).digest).not.toBe(approved.digest);
   });
 
+  /** The approved run of `sql` after its preview `approved`: its result, or the error it threw. */
+  function runBound(db: Database, t: DbTarget, sql: string, approved: { digest: string }, params: Param[] = []) {
+    try {
+      return write(db, sql, params, `call-${++calls}`, t.limits, undefined, undefined, { digest: approved.digest, limits });
+    } catch (err) {
+      return err;
+    }
+  }
+
+  /** Resolves once the clock has moved past the start of the next second (CURRENT_TIMESTAMP's unit). */
+  const nextSecond = () => new Promise((resolve) => setTimeout(resolve, 1001 - (Date.now() % 1000)));
+
+  it('binds the values an update writes: one read from another table that changed since supersedes', () => {
+    const { db, t } = open(
+      'CREATE TABLE src (id INTEGER PRIMARY KEY, v TEXT)',
+      "INSERT INTO src VALUES (1, 'nice')",
+      'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)',
+      "INSERT INTO t VALUES (1, 'old')",
+    );
+    const sql = 'UPDATE t SET v = (SELECT v FROM src WHERE id = 1) WHERE id = 1';
+    const approved = preview(db, t, sql);
+    expect(approved.rows[0]).toMatchObject({ before: { v: 'old' }, after: { v: 'nice' } });
+    write(db, "UPDATE src SET v = 'evil'", [], `call-${++calls}`, t.limits);
+    expect(runBound(db, t, sql, approved)).toMatchObject({ code: 'APPROVAL_STALE', effect: { rows: [{ after: { v: 'evil' } }] } });
+    expect(db.prepare('SELECT v FROM t').pluck().all()).toEqual(['old']);
+    // The same for an insert's values, by column list or without one.
+    write(db, 'CREATE TABLE log (id INTEGER PRIMARY KEY, body TEXT, at TEXT DEFAULT CURRENT_TIMESTAMP)', [], `call-${++calls}`, t.limits);
+    for (const insert of ['INSERT INTO log (body, at) SELECT v, v FROM src', 'INSERT INTO log SELECT id, v, v FROM src']) {
+      const seen = preview(db, t, insert);
+      write(db, "UPDATE src SET v = 'worse'", [], `call-${++calls}`, t.limits);
+      expect(runBound(db, t, insert, seen)).toMatchObject({ code: 'APPROVAL_STALE' });
+      write(db, "UPDATE src SET v = 'evil'", [], `call-${++calls}`, t.limits);
+    }
+    expect(db.prepare('SELECT count(*) FROM log').pluck().get()).toBe(0);
+  });
+
+  it('binds a value the clock chooses (CASE WHEN unixepoch() < T): the run past T supersedes', async () => {
+    const { db, t } = open('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)', "INSERT INTO t VALUES (1, 'old')");
+    const at = Date.now() + 200;
+    const sql = `UPDATE t SET v = CASE WHEN unixepoch('subsec') * 1000 < ${at} THEN 'nice' ELSE 'evil' END WHERE id = 1`;
+    const approved = preview(db, t, sql);
+    expect(approved.rows[0]).toMatchObject({ after: { v: 'nice' } });
+    await new Promise((resolve) => setTimeout(resolve, at - Date.now() + 1));
+    expect(runBound(db, t, sql, approved)).toMatchObject({ code: 'APPROVAL_STALE', effect: { rows: [{ after: { v: 'evil' } }] } });
+    expect(db.prepare('SELECT v FROM t').pluck().all()).toEqual(['old']);
+  });
+
+  it('does not bind what the clock or randomness makes: a created_at default, an updated_at set to now, a random token, an assigned rowid', async () => {
+    const { db, t } = open(
+      'CREATE TABLE log (id INTEGER PRIMARY KEY, body TEXT, token BLOB DEFAULT (randomblob(8)), created_at TEXT DEFAULT CURRENT_TIMESTAMP, updated_at TEXT)',
+      "INSERT INTO log (body) VALUES ('first')",
+    );
+    const insert = 'INSERT INTO log (body) VALUES (?)';
+    const update = "UPDATE log SET body = ?, updated_at = CURRENT_TIMESTAMP, token = lower(hex(randomblob(4))) WHERE body = 'first'";
+    const stamp = "UPDATE log SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = 1";
+    const approvedInsert = preview(db, t, insert, ['x']);
+    const approvedUpdate = preview(db, t, update, ['changed']);
+    const approvedStamp = preview(db, t, stamp);
+    // Another insert moves the rowid the approved one gets, and the second turns.
+    write(db, insert, ['another'], `call-${++calls}`, t.limits);
+    await nextSecond();
+    expect(runBound(db, t, insert, approvedInsert, ['x'])).toMatchObject({ changes: 1, lastInsertRowid: 3 });
+    expect(runBound(db, t, update, approvedUpdate, ['changed'])).toMatchObject({ changes: 1 });
+    // The before values are bound as ever: the update changed them, so the stamp's preview is stale.
+    expect(runBound(db, t, stamp, approvedStamp)).toMatchObject({ code: 'APPROVAL_STALE' });
+    const again = preview(db, t, stamp);
+    await nextSecond();
+    expect(runBound(db, t, stamp, again)).toMatchObject({ changes: 1 });
+    // Naming the volatile column binds it: its value is the statement's, not the default's.
+    const named = 'INSERT INTO log (body, created_at) VALUES (?, (SELECT max(body) FROM log))';
+    const seen = preview(db, t, named, ['y']);
+    write(db, "UPDATE log SET body = 'zzz' WHERE id = 2", [], `call-${++calls}`, t.limits);
+    expect(runBound(db, t, named, seen, ['y'])).toMatchObject({ code: 'APPROVAL_STALE' });
+  });
+
+  it('does not bind the rowid of a row inserted without a column list, unless the statement gives it', () => {
+    const { db, t } = open('CREATE TABLE plain (i INTEGER)', 'CREATE TABLE keyed (id INTEGER PRIMARY KEY, v TEXT)');
+    const cases: [string, Param[], boolean][] = [
+      ['INSERT INTO plain VALUES (?)', [1], true],
+      ['INSERT INTO keyed VALUES (NULL, ?)', ['a'], true],
+      ['INSERT INTO keyed SELECT max(id) + 10, ? FROM keyed', ['b'], false],
+    ];
+    for (const [sql, params, commits] of cases) {
+      const approved = preview(db, t, sql, params);
+      // Another insert, approved first, takes the rowid this one was shown.
+      write(db, sql, params, `call-${++calls}`, t.limits);
+      expect(runBound(db, t, sql, approved, params), sql).toMatchObject(commits ? { changes: 1 } : { code: 'APPROVAL_STALE' });
+    }
+  });
+
   it('keys a WITHOUT ROWID table by its primary key, and lists the rows a foreign-key action changes', () => {
     const { db, t } = open(
       'CREATE TABLE tags (name TEXT, lang TEXT, n INTEGER, PRIMARY KEY (lang, name)) WITHOUT ROWID',

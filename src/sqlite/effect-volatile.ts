@@ -1,0 +1,213 @@
+import type { EffectValue } from '../contracts/effect.ts';
+import { isOp, isWord, skipParens } from '../guard/classifier.ts';
+import { parseStatement } from '../guard/guard.ts';
+import { isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
+
+/**
+ * Which values an effect's digest may leave out: those made by the clock or by randomness as the
+ * statement runs, which a person could not have been shown exactly. Everything else a write
+ * writes is bound (see `Effect.digest`), so a value read from another table or chosen by the
+ * clock (`CASE WHEN unixepoch() < …`) that differs between the preview and the run supersedes.
+ */
+
+/** Milliseconds of the clock a recording ran in: its start and its end, as Date.now(). */
+export interface ClockWindow {
+  start: number;
+  end: number;
+}
+
+/** Slack either side of a window: CURRENT_TIMESTAMP and unixepoch() truncate to the second. */
+const SLACK_MS = 1000;
+
+/**
+ * A DEFAULT that SQLite computes anew for each row from nothing but the clock or randomness (an
+ * agent makes its tables: a default that chooses between values by the clock, through CASE or
+ * arithmetic, is no such default).
+ */
+export function volatileDefault(dflt: string | null): boolean {
+  if (dflt === null) return false;
+  const lexed = tokenize(dflt);
+  if (!lexed.ok || !isPure(lexed.tokens.filter((t) => !isTrivia(t)))) return false;
+  return /\bcurrent_(timestamp|date|time)\b|\brandom(blob)?\s*\(|'now'|\b(unixepoch|julianday|date|time|datetime)\s*\(\s*\)/i.test(dflt);
+}
+
+/** The columns a statement names, as {@link namedColumns} reads them. */
+export interface NamedColumns {
+  /** Every name it spells anywhere (identifiers, and strings, which SQLite may take for names), ASCII lower-cased. */
+  spelled: Set<string>;
+  /** An INSERT that sets every column: no column list, and not DEFAULT VALUES. */
+  all: boolean;
+  /** With `all` and VALUES: the positions every row gives a bare NULL (an INTEGER PRIMARY KEY so given is SQLite's to assign). */
+  nullAt: Set<number>;
+}
+
+/** Which columns the statement names: a column it names is bound whatever its default. */
+export function namedColumns(sql: string): NamedColumns {
+  const parsed = parseStatement(sql);
+  if ('ok' in parsed) return { spelled: new Set(), all: true, nullAt: new Set() };
+  const { tokens } = parsed;
+  const spelled = new Set(tokens.filter((t) => t.kind === 'word' || t.kind === 'quoted' || t.kind === 'string').map((t) => t.value.toLowerCase()));
+  const into = tokens.findIndex((t) => isWord(t, 'into'));
+  const all = into >= 0 && !insertHasColumnList(tokens, into) && !tokens.some((t, i) => isWord(t, 'default') && isWord(tokens[i + 1], 'values'));
+  const nullAt = new Set<number>();
+  const values = all ? tokens.findIndex((t, i) => i > into && isWord(t, 'values')) : -1;
+  if (values >= 0) {
+    const rows: (readonly Token[])[][] = [];
+    let j = values + 1;
+    while (isOp(tokens[j], '(')) {
+      const end = skipParens(tokens, j);
+      if (end < 0) break;
+      const row: (readonly Token[])[] = [];
+      for (let k = j + 1; k < end; ) {
+        const stop = Math.min(exprEnd(tokens, k, []), end - 1);
+        row.push(tokens.slice(k, stop));
+        k = stop + 1;
+      }
+      rows.push(row);
+      j = isOp(tokens[end], ',') ? end + 1 : tokens.length;
+    }
+    // Only when the VALUES list is the whole source (no upsert or RETURNING changes the reading).
+    if (rows.length > 0 && rows[0]!.length > 0) {
+      for (let at = 0; at < rows[0]!.length; at++) {
+        if (rows.every((r) => r[at]?.length === 1 && isWord(r[at]![0], 'null'))) nullAt.add(at);
+      }
+    }
+  }
+  return { spelled, all, nullAt };
+}
+
+/** `INTO [schema.]name [AS alias] (` — the column list follows the target's name. */
+function insertHasColumnList(tokens: readonly Token[], into: number): boolean {
+  let i = into + 2;
+  if (isOp(tokens[i], '.')) i += 2;
+  if (isWord(tokens[i], 'as')) i += 2;
+  return isOp(tokens[i], '(');
+}
+
+/**
+ * True when `v` is a time the clock gave during `w`: a UTC date-time, date or time of day as
+ * SQLite's date functions write them (with or without `T`, fraction, `Z`), or a unix time in
+ * seconds or milliseconds, or a Julian day number.
+ */
+export function clockValue(v: EffectValue, w: ClockWindow): boolean {
+  const lo = w.start - SLACK_MS;
+  const hi = w.end + SLACK_MS;
+  const within = (ms: number) => ms >= lo && ms <= hi;
+  if (typeof v === 'number') {
+    if (Number.isInteger(v)) return within(v * 1000) || within(v);
+    return within(v * 1000) || within((v - 2440587.5) * 86400000);
+  }
+  if (typeof v !== 'string') return false;
+  const dateTime = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)Z?$/.exec(v);
+  if (dateTime) {
+    const ms = Date.parse(`${dateTime[1]}T${dateTime[2]}Z`);
+    // A value written to the second (or minute) stands for the whole of it.
+    const width = dateTime[2]!.length === 5 ? 60000 : dateTime[2]!.length === 8 ? 1000 : 1;
+    return !Number.isNaN(ms) && ms + width > lo && ms <= hi;
+  }
+  if (/^\d{4}-\d{2}-\d{2}$/.test(v)) {
+    const day = Date.parse(`${v}T00:00:00Z`);
+    return !Number.isNaN(day) && day + 86400000 > lo && day <= hi;
+  }
+  const time = /^(\d{2}):(\d{2}):(\d{2})$/.exec(v);
+  if (time) {
+    const second = Number(time[1]) * 3600 + Number(time[2]) * 60 + Number(time[3]);
+    const from = Math.floor(lo / 1000);
+    const span = Math.ceil(hi / 1000) - from;
+    return span >= 86400 || (((second - (from % 86400)) % 86400) + 86400) % 86400 <= span;
+  }
+  return false;
+}
+
+/** Functions whose result depends on nothing but their arguments, the clock and randomness. */
+const PURE_FUNCTIONS = new Set(['random', 'randomblob', 'hex', 'lower', 'upper', 'datetime', 'date', 'time', 'unixepoch', 'julianday', 'strftime']);
+const CLOCK_WORDS = new Set(['current_timestamp', 'current_date', 'current_time']);
+/** Words that end an UPDATE's or an upsert's SET list. */
+const AFTER_SET = ['from', 'where', 'returning', 'on', 'order', 'limit'];
+
+/**
+ * The columns (ASCII lower-cased) the statement sets, everywhere it sets them, to an expression
+ * of nothing but literals, the clock and randomness — `SET token = lower(hex(randomblob(16)))`,
+ * `SET updated_at = datetime('now')`, `VALUES (…, CURRENT_TIMESTAMP)` under a column list. No
+ * column, parameter, operator, CASE or subquery: a value the person could not be shown exactly
+ * and that no data and no condition can choose.
+ */
+export function volatileAssignments(sql: string): Set<string> {
+  const parsed = parseStatement(sql);
+  if ('ok' in parsed) return new Set();
+  const { tokens } = parsed;
+  const pure = new Set<string>();
+  const impure = new Set<string>();
+  const assign = (column: Token | undefined, expr: readonly Token[]) => {
+    if (column?.kind === 'word' || column?.kind === 'quoted') (isPure(expr) ? pure : impure).add(column.value);
+  };
+  tokens.forEach((t, i) => {
+    if (!isWord(t, 'set')) return;
+    let j = i + 1;
+    while (j < tokens.length) {
+      if (isOp(tokens[j], '(')) {
+        // (a, b) = (…): a row value, bound whatever it holds.
+        const close = skipParens(tokens, j);
+        for (const c of tokens.slice(j + 1, close < 0 ? tokens.length : close - 1)) if (c.kind === 'word' || c.kind === 'quoted') impure.add(c.value);
+        j = close < 0 ? tokens.length : exprEnd(tokens, close, AFTER_SET);
+      } else {
+        const end = exprEnd(tokens, j + 2, AFTER_SET);
+        assign(tokens[j], tokens.slice(j + 2, end));
+        j = end;
+      }
+      if (!isOp(tokens[j], ',')) break;
+      j++;
+    }
+  });
+  const into = tokens.findIndex((t) => isWord(t, 'into'));
+  if (into >= 0 && insertHasColumnList(tokens, into)) {
+    const open = tokens.findIndex((t, i) => i > into && isOp(t, '('));
+    const close = skipParens(tokens, open);
+    const columns = tokens.slice(open + 1, close - 1).filter((t) => !isOp(t, ','));
+    let j = close;
+    if (isWord(tokens[j], 'values')) {
+      j++;
+      while (isOp(tokens[j], '(')) {
+        const end = skipParens(tokens, j);
+        if (end < 0) break;
+        let k = j + 1;
+        for (const column of columns) {
+          const stop = exprEnd(tokens, k, []);
+          assign(column, tokens.slice(k, Math.min(stop, end - 1)));
+          k = stop + 1;
+        }
+        j = isOp(tokens[end], ',') ? end + 1 : tokens.length;
+      }
+    } else for (const c of columns) impure.add(c.value);
+  }
+  for (const c of impure) pure.delete(c);
+  return pure;
+}
+
+/** Index of the `,` or `)` (or a word of `stop`) that ends the expression starting at `i`, outside parentheses. */
+function exprEnd(tokens: readonly Token[], i: number, stop: string[]): number {
+  let depth = 0;
+  for (let j = i; j < tokens.length; j++) {
+    const t = tokens[j];
+    if (isOp(t, '(')) depth++;
+    else if (isOp(t, ')')) {
+      if (depth-- === 0) return j;
+    } else if (depth === 0 && (isOp(t, ',') || stop.some((w) => isWord(t, w)))) return j;
+  }
+  return tokens.length;
+}
+
+function isPure(expr: readonly Token[]): boolean {
+  return (
+    expr.length > 0 &&
+    expr.every(
+      (t, i) =>
+        t.kind === 'string' ||
+        t.kind === 'number' ||
+        isOp(t, '(') ||
+        isOp(t, ')') ||
+        isOp(t, ',') ||
+        (t.kind === 'word' && (CLOCK_WORDS.has(t.value) || (PURE_FUNCTIONS.has(t.value) && isOp(expr[i + 1], '(')))),
+    )
+  );
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { clockValue, namedColumns, volatileAssignments, volatileDefault } from '../../src/sqlite/effect-volatile.ts';
+
+describe('what an effect digest may leave out', () => {
+  it('takes a column set to only literals, the clock and randomness, everywhere it is set', () => {
+    expect(
+      volatileAssignments(
+        "UPDATE t SET a = random(), b = CASE WHEN random() > 0 THEN 'nice' ELSE 'evil' END, c = (SELECT 1), d = lower(hex(randomblob(16))), e = ?, f = CURRENT_TIMESTAMP WHERE id = 1",
+      ),
+    ).toEqual(new Set(['a', 'd', 'f']));
+    expect(volatileAssignments("UPDATE t SET (a, b) = (random(), random()), c = datetime('now', '+1 day') WHERE id = 1")).toEqual(new Set(['c']));
+    // Arithmetic on the clock can make a step (0 before a time, 1 after): bound.
+    expect(volatileAssignments('UPDATE t SET a = (unixepoch() - 1800000000 + 1000000000) / 1000000000, b = random() + 1')).toEqual(new Set());
+    expect(volatileAssignments("INSERT INTO t (id, v, at, n) VALUES (lower(hex(randomblob(16))), ?, CURRENT_TIMESTAMP, 1), (random(), 'x', v, 2)")).toEqual(
+      new Set(['id', 'n']),
+    );
+    expect(volatileAssignments('INSERT INTO t (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = random() WHERE n > 0')).toEqual(new Set());
+    expect(volatileAssignments('INSERT INTO t (k, n) SELECT random(), random() FROM s')).toEqual(new Set());
+  });
+
+  it('knows a volatile DEFAULT and the columns a statement names', () => {
+    for (const d of ['CURRENT_TIMESTAMP', "datetime('now')", '(randomblob(8))', "strftime('%s', 'now')", 'unixepoch()']) expect(volatileDefault(d)).toBe(true);
+    for (const d of [null, "'unknown'", '0', "'now is'", "(CASE WHEN unixepoch() < 1800000000 THEN 'nice' ELSE 'evil' END)", '(unixepoch() / 1800000000)'])
+      expect(volatileDefault(d)).toBe(false);
+    expect(namedColumns('INSERT INTO t VALUES (1, NULL), (NULL, NULL)')).toMatchObject({ all: true, nullAt: new Set([1]) });
+    expect(namedColumns('INSERT INTO t SELECT * FROM s')).toMatchObject({ all: true, nullAt: new Set() });
+    expect(namedColumns('INSERT INTO t DEFAULT VALUES')).toMatchObject({ all: false });
+    const listed = namedColumns('INSERT INTO main.t AS x ("A") VALUES (1)');
+    expect(listed.all).toBe(false);
+    expect(listed.spelled.has('a')).toBe(true);
+  });
+
+  it('reads a time of the recording clock in the forms SQLite writes it, and nothing else', () => {
+    const now = Date.now();
+    const w = { start: now, end: now + 5 };
+    const iso = new Date(now).toISOString();
+    for (const v of [
+      iso,
+      iso.slice(0, 19).replace('T', ' '),
+      iso.slice(0, 10),
+      iso.slice(11, 19),
+      Math.floor(now / 1000),
+      now,
+      now / 1000,
+      now / 86400000 + 2440587.5,
+    ])
+      expect(clockValue(v, w), String(v)).toBe(true);
+    const hourAgo = new Date(now - 3600000).toISOString();
+    for (const v of [hourAgo, hourAgo.slice(0, 19).replace('T', ' '), hourAgo.slice(11, 19), Math.floor(now / 1000) - 3600, 'nice', 5, null, { $blob: 'AA==' }])
+      expect(clockValue(v, w), String(v)).toBe(false);
+  });
+});
