@@ -1,10 +1,4 @@
-import { createRequire } from 'node:module';
 import Database from 'better-sqlite3';
-
-const require = createRequire(import.meta.url);
-// better-sqlite3 keeps its native handle under a private symbol, exported by its util module
-// (the same module instance its Database uses: both come from Node's require cache).
-const { cppdb } = require('better-sqlite3/lib/util.js') as { cppdb: symbol };
 
 interface NativeBackup {
   transfer(pages: number): { totalPages: number; remainingPages: number };
@@ -28,7 +22,7 @@ export function swapIn(fromFile: string, liveFile: string): void {
   // Not read-only: a WAL-mode file opened read-only needs its -shm to exist already.
   const src = new Database(fromFile, { fileMustExist: true });
   try {
-    const native = (src as unknown as Record<symbol, { backup(db: unknown, attached: string, dest: string, unlink: boolean): NativeBackup }>)[cppdb]!;
+    const native = nativeHandle(src);
     const backup = native.backup(src, 'main', liveFile, false);
     try {
       for (let attempt = 0; ; attempt++) {
@@ -44,4 +38,22 @@ export function swapIn(fromFile: string, liveFile: string): void {
   } finally {
     src.close();
   }
+}
+
+interface NativeDatabase {
+  backup(db: unknown, attached: string, dest: string, unlink: boolean): NativeBackup;
+}
+
+/**
+ * better-sqlite3's native handle, kept under a private symbol property of each Database. Its
+ * util module exported the symbol until 13, whose package exports no longer reach it; the
+ * instance's own symbol-keyed property is the one with the native `backup`.
+ * @throws Error when no such property is there (a better-sqlite3 this was not written for).
+ */
+function nativeHandle(db: Database.Database): NativeDatabase {
+  for (const symbol of Object.getOwnPropertySymbols(db)) {
+    const value = (db as unknown as Record<symbol, unknown>)[symbol];
+    if (value && typeof (value as NativeDatabase).backup === 'function') return value as NativeDatabase;
+  }
+  throw new Error('better-sqlite3 keeps no native database handle this restore knows how to reach');
 }
