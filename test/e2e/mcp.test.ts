@@ -25,6 +25,21 @@ beforeAll(async () => {
   port = await freePort();
   app = await startCli(['start'], { ...sb.env, PORT: String(port) });
 });
+/** An SDK client of `agentdb mcp --stdio --key-file keyFile`, closed after the file. */
+async function stdioClient(name: string, keyFile: string): Promise<Client> {
+  const client = new Client({ name, version: '1' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [...CLI, 'mcp', '--stdio', '--key-file', keyFile],
+      env: { ...(process.env as Record<string, string>), ...sb.env },
+      stderr: 'pipe',
+    }),
+  );
+  clients.push(client);
+  return client;
+}
+
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   if (app) await stop(app);
@@ -48,18 +63,9 @@ describe('MCP against running processes', () => {
   });
 
   it('agentdb mcp --stdio --key-file serves a local client, with the same principal rules', async () => {
-    const client = new Client({ name: 'e2e-stdio', version: '1' });
     const keyFile = path.join(sb.dataDir, 'member.key');
     writeFileSync(keyFile, `${memberKey}\n`, { mode: 0o600 });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [...CLI, 'mcp', '--stdio', '--key-file', keyFile],
-        env: { ...(process.env as Record<string, string>), ...sb.env },
-        stderr: 'pipe',
-      }),
-    );
-    clients.push(client);
+    const client = await stdioClient('e2e-stdio', keyFile);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('DATA_DROP_TABLE');
     // The admin's client reads the agent's tables by naming it, and cannot write them.
     expect(await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t', agent: 'scout' } })).toMatchObject({
@@ -79,16 +85,7 @@ describe('MCP against running processes', () => {
     expect(JSON.parse(minted.stdout)).toMatchObject({ workspace: 'acme', agent: 'scout', keyFile });
     expect(minted.stdout).not.toContain('adb_');
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
-    const client = new Client({ name: 'e2e-saved-key', version: '1' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [...CLI, 'mcp', '--stdio', '--key-file', keyFile],
-        env: { ...(process.env as Record<string, string>), ...sb.env },
-        stderr: 'pipe',
-      }),
-    );
-    clients.push(client);
+    const client = await stdioClient('e2e-saved-key', keyFile);
     expect(await client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) AS n FROM t' } })).toMatchObject({
       isError: false,
       structuredContent: { rows: [[0]] },
