@@ -8,14 +8,11 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { type OAuthServer, startOAuthServer } from '../helpers/oauth-server.ts';
 import { freePort } from '../helpers/own-redis.ts';
 import { startCli, stop } from '../helpers/processes.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // A person adds agentdb to an MCP client by its URL alone: the SDK client finds where to sign in
 // (401 → protected resource metadata → authorization server metadata), registers itself, sends
 // the person's browser to agentdb's consent page, and calls the tools with the token it gets.
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 /** The client's own redirect listener; the browser's visit to it is intercepted, as a desktop client's listener would take it. */
 const CALLBACK = 'http://127.0.0.1:9/callback';
 

@@ -3,14 +3,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // Signed-in pages show what agents stored. Back after "Sign out" showed the last page again
 // from the browser's cache, rows and all, to whoever uses the browser next; it must ask the
 // server, which sends it to the sign-in page.
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 
 let box: Sandbox;
 let server: WebServer;

@@ -3,14 +3,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // An approval card shows what the call would change: counts per table and a diff of the rows
 // (removed, added, changed cells marked), all of it escaped, since an agent wrote the data. And a
 // call whose rows changed after it was approved comes back as a new card saying so.
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 
 let box: Sandbox;
 let server: WebServer;

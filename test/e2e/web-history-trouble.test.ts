@@ -13,14 +13,11 @@ import { AgentRegistry } from '../../src/registry/agents.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // `agentdb history` lists lost stretches (restores there answer HISTORY_LOST) and marks damaged
 // generations; the web page's history showed neither, so a person saw one whole restorable range
 // and met the refusal only on a dry run (issue 25 part 1: every listing says which moments are lost).
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 const DB = 'acme/scout';
 
 let box: Sandbox;

@@ -3,14 +3,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // The inbox in Chromium once it is bounded: pending calls 25 a page with older/newer links, the
 // live update on the first page and a "new calls arrived" note on an older one, and a call too
 // long for its card read whole and approved on its own page (its card has no Approve button).
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 const WS = 'acme';
 const gated = { database: 'agent' as const, approval: 'write' as const };
 

@@ -3,14 +3,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // Enter in an inbox card's Reason field used to submit the form with its first button, Approve:
 // a person typing why they reject ("wrong table⏎") approved the call. Enter must decide nothing;
 // only the button the person presses does.
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 
 let box: Sandbox;
 let server: WebServer;

@@ -8,14 +8,11 @@ import type { AgentDbClient } from '../../src/calls/client.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // The history page answered a restore (or an undo) with the result page itself, at the POST's
 // URL: reloading it, or going back to it, sent the restore again and restored a second time.
 // A restore now answers with a redirect to the history page, which reloads harmlessly.
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 const DB = 'acme/scout';
 
 let box: Sandbox;

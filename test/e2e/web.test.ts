@@ -8,13 +8,10 @@ import type { AgentDbClient } from '../../src/calls/client.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { CHROMIUM } from '../helpers/chromium.ts';
 
 // The web page in a real browser: Debian's Chromium driven by playwright-core (no downloaded
 // browser), against the app and a shard worker pool over a sandboxed Redis prefix and data folder.
-const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-};
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 /** Screenshots for docs/web.md are written only when asked, so test runs leave the tree alone. */
 const SHOTS = process.env.AGENTDB_SCREENSHOTS === '1';
