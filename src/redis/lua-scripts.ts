@@ -20,6 +20,9 @@ export interface LuaCommands {
     createdAt: number,
     expiresAt: number,
     id: string,
+    agent: string,
+    tool: string,
+    database: string,
   ): Promise<number>;
   agentdbApprovalTransition(
     key: string,
