@@ -1,16 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ApprovalService } from '../../approvals/approval-service.ts';
+import { MAX_BULK_DECISIONS, type ApprovalService } from '../../approvals/approval-service.ts';
+import type { ApprovalFilter } from '../../approvals/approval-listing.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
 import { approvalPage } from './approval-page.ts';
 import { errorPage } from './error-page.ts';
 import { html } from './html.ts';
-import { approvalHref, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
+import { approvalHref, bulkForm, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
+import { filterForm, filterParams, inboxFilter, inboxHref, type FilterChoices } from './inbox-filters.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { LiveEvents } from './live-events.ts';
-import { formBody } from './web-form.ts';
+import { formBody, rawText } from './web-form.ts';
 import { memberOf, sessionOf } from './web-request.ts';
 
 // Ids are minted by the core; the bound only keeps absurd ones from reaching Redis (as `/v1`'s).
@@ -19,7 +21,21 @@ const idParams = z.object({ id: z.string().min(1).max(200) });
 // Every field of an inbox link is optional and forgiving, as the page always was: a page number or
 // notice that is not one (a hand-edited link) shows the first page, no notice, never an error.
 const lenient = z.string().optional().catch(undefined);
-const inboxQuery = z.object({ p: lenient, dp: lenient, decided: lenient, error: lenient, whole: lenient });
+const inboxQuery = z.object({
+  p: lenient,
+  dp: lenient,
+  decided: lenient,
+  error: lenient,
+  whole: lenient,
+  // A bulk decision's outcome (see bulkFlash) and the filter (see inboxFilter).
+  bulk: lenient,
+  done: lenient,
+  skipped: lenient,
+  why: lenient,
+  agent: lenient,
+  database: lenient,
+  tool: lenient,
+});
 // Any id: one too long or unknown is the same "no such approval" page.
 const anyId = z.object({ id: z.string() });
 
@@ -30,8 +46,52 @@ const decisionBody = formBody({
   whole: z.string().optional(),
 });
 
+// Ticked cards: one id is a string, several a list (see the form parser in web-routes.ts).
+const bulkBody = formBody({
+  ids: z.union([z.string(), z.array(z.string())], { error: 'select at least one call' }).transform((v) => (Array.isArray(v) ? v : [v])),
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().trim().optional(),
+  agent: z.string().optional(),
+  database: z.string().optional(),
+  tool: z.string().optional(),
+});
+
+/** Why a ticked card was not decided, as the bulk redirect names it: a registry code, or `whole`. */
+const WHOLE = 'whole';
+
+/** A bulk decision's notice: how many were decided, and why the rest were not (known words and registry codes only). */
+function bulkFlash(query: { bulk?: string; done?: string; skipped?: string; why?: string }): PageFrame['flash'] {
+  if (query.bulk !== 'approved' && query.bulk !== 'rejected') return undefined;
+  const count = (t: string | undefined) => (Number.isSafeInteger(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
+  const calls = (n: number) => `${n} call${n === 1 ? '' : 's'}`;
+  const done = count(query.done);
+  const skipped = count(query.skipped);
+  const verb = query.bulk === 'approved' ? 'Approved' : 'Rejected';
+  if (!skipped) return { kind: 'ok', text: `${verb} ${calls(done)}, each on its own.` };
+  const why = (query.why ?? '')
+    .split(',')
+    .flatMap((w) =>
+      w === WHOLE
+        ? ['too long to approve from its card: read it whole on its own page']
+        : Object.hasOwn(ERRORS, w)
+          ? [`${w}: ${ERRORS[w as ErrorCode].message}`]
+          : [],
+    );
+  return { kind: 'error', text: `${verb} ${calls(done)}; ${calls(skipped)} not decided${why.length ? ` (${why.join('; ')})` : ''}.` };
+}
+
 /** A notice from a redirect's query: only known words and registry codes are ever shown. */
-function flashOf(query: { decided?: string; error?: string; whole?: string }): PageFrame['flash'] {
+function flashOf(query: {
+  decided?: string;
+  error?: string;
+  whole?: string;
+  bulk?: string;
+  done?: string;
+  skipped?: string;
+  why?: string;
+}): PageFrame['flash'] {
+  const bulk = bulkFlash(query);
+  if (bulk) return bulk;
   if (query.decided === 'approved') return { kind: 'ok', text: 'Approved: the call runs now.' };
   if (query.decided === 'rejected') return { kind: 'ok', text: 'Rejected: the agent is told, with your reason.' };
   if (query.whole === 'needed') return { kind: 'error', text: 'Too long to show on its card: read it whole here before approving it.' };
@@ -52,13 +112,13 @@ function pageNumber(text: string | undefined): number {
  * One page of pending or decided approvals; a page past the last (calls decided since the link
  * was made) shows the last page instead of an empty list.
  */
-async function pageOf(approvals: ApprovalService, workspace: string, state: 'pending' | 'decided', wanted: number) {
+async function pageOf(approvals: ApprovalService, workspace: string, state: 'pending' | 'decided', wanted: number, filter: ApprovalFilter) {
   let page = wanted;
-  let found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+  let found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter });
   const last = Math.max(1, Math.ceil(found.total / PAGE_SIZE));
   if (page > last) {
     page = last;
-    found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+    found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter });
   }
   return { ...found, page };
 }
@@ -80,20 +140,26 @@ export function inboxRoutes(
     const member = memberOf(request);
     const { csrf } = sessionOf(request);
     const query = request.query;
+    const filter = inboxFilter(query);
     const [pending, decided] = await Promise.all([
-      pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p)),
-      pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp)),
+      pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p), filter),
+      pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp), filter),
     ]);
     const refusals = await deps.approvals.standings(pending.approvals);
     const flash = flashOf(query);
-    const keep = { p: pending.page, dp: decided.page };
+    const keep = { ...filterParams(filter), p: pending.page, dp: decided.page };
+    const choices = Object.fromEntries(
+      (['agent', 'database', 'tool'] as const).map((f) => [f, [...new Set([...pending.choices[f], ...decided.choices[f]])]]),
+    ) as unknown as FilterChoices;
     const page = layout(
       { title: 'Approvals', member, csrf, nav: 'inbox', ...(flash ? { flash } : {}) },
       html`<h1>Approvals <span class="live muted" id="live" role="status">live updates connecting…</span></h1>
+${filterForm(choices, filter)}
 <h2>Waiting for a decision</h2>
+${bulkForm(csrf, filterParams(filter))}
 ${pager({ id: 'pending-pager', label: 'Pages of pending calls', param: 'p', page: pending.page, total: pending.total, size: PAGE_SIZE, keep })}
 ${pendingList(pending.approvals, csrf, refusals, pending.page)}
-<h2>Decided</h2>
+<h2>Decided <span class="muted">(newest decision first)</span></h2>
 <div id="decided-section">${pager({ id: 'decided-pager', label: 'Pages of decided calls', param: 'dp', page: decided.page, total: decided.total, size: PAGE_SIZE, keep })}
 ${decidedTable(decided.approvals)}</div>`,
     );
@@ -135,6 +201,41 @@ ${decidedTable(decided.approvals)}</div>`,
     const result = await deps.approvals.decide(id, { decision, ...(reason ? { reason } : {}), by: { workspace, name, role }, via: 'key' });
     if (!result.ok) return reply.redirect(`/inbox?error=${result.code}`, 303);
     return reply.redirect(`/inbox?decided=${result.approval.state}`, 303);
+  });
+
+  // Several ticked cards, one reason: each decided through the same `ApprovalService.decide`
+  // (`decideMany`), so each is bound to its own effect; the notice says how many were, and why
+  // the rest were not. A card too long to show whole is not approved from here, as on its own form.
+  zod.post('/approvals/decide', { schema: { body: bulkBody }, attachValidation: true }, async (request, reply) => {
+    // Read as raw text: a form that failed its schema still goes back to the filtered inbox.
+    const body: unknown = request.body;
+    const back = inboxFilter({ agent: rawText(body, 'agent'), database: rawText(body, 'database'), tool: rawText(body, 'tool') });
+    if (request.validationError) return reply.redirect(inboxHref(back, { error: 'INVALID_ARGUMENTS' }), 303);
+    const { ids, decision } = request.body;
+    const reason = request.body.reason || undefined;
+    const { workspace, name, role } = memberOf(request);
+    const unseen = new Set<string>();
+    if (decision === 'approve') {
+      const bounded = ids.slice(0, MAX_BULK_DECISIONS + 1);
+      const records = await Promise.all(bounded.map((id) => (id.length <= 200 ? deps.approvals.get(id) : undefined)));
+      records.forEach((a, i) => {
+        if (a && a.workspace === workspace && cutOnCard(a)) unseen.add(bounded[i]!);
+      });
+    }
+    const rest = ids.filter((id) => !unseen.has(id));
+    const result = rest.length
+      ? await deps.approvals.decideMany(rest, { decision, ...(reason ? { reason } : {}), by: { workspace, name, role }, via: 'key' })
+      : { ok: true as const, results: [] };
+    if (!result.ok) return reply.redirect(inboxHref(back, { error: result.code }), 303);
+    const failed = result.results.flatMap((r) => (r.ok ? [] : [r.code]));
+    const why = [...new Set([...failed, ...(unseen.size ? [WHOLE] : [])])];
+    const outcome = {
+      bulk: decision === 'approve' ? 'approved' : 'rejected',
+      done: String(result.results.length - failed.length),
+      skipped: String(failed.length + unseen.size),
+      ...(why.length ? { why: why.join(',') } : {}),
+    };
+    return reply.redirect(inboxHref(back, outcome), 303);
   });
 
   app.get('/inbox/events', async (request, reply) => {
