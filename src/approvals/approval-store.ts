@@ -253,14 +253,18 @@ export class ApprovalStore {
     });
     const older = out.flatMap((row, i) => (row && !row.tool ? [i] : []));
     if (older.length) {
+      // Read whole once, then kept beside the request: the next list reads only small fields.
       const more = this.redis.pipeline();
       for (const i of older) more.hget(this.keys.approval(ids[i]!), 'request');
+      const kept: Promise<number>[] = [];
       ((await more.exec()) ?? []).forEach(([, raw], k) => {
         const row = out[older[k]!]!;
         if (typeof raw !== 'string') return;
         const request = JSON.parse(raw) as ApprovalRequest;
         Object.assign(row, { agent: request.agent, tool: request.tool, database: request.database });
+        kept.push(this.redis.agentdbApprovalFacets(this.keys.approval(ids[older[k]!]!), request.agent, request.tool, request.database));
       });
+      await Promise.all(kept);
     }
     return out;
   }

@@ -7,6 +7,7 @@ import type { CallInput } from '../../src/contracts/call.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { keysFor } from '../../src/redis/keys.ts';
+import { withScripts } from '../../src/redis/lua-scripts.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
 // Issue 29 part 5: the inbox narrowed by agent, database and tool (in the core listing, for
@@ -110,10 +111,18 @@ describe('filters', () => {
 
   it('finds an approval recorded before agent, tool and database were kept beside its request', async () => {
     // As every approval made by an earlier version is stored: those fields only in the request.
-    await redis.hdel(keysFor(sb.config.prefix).approval(scoutWrite), 'agent', 'tool', 'database');
+    const record = keysFor(sb.config.prefix).approval(scoutWrite);
+    await redis.hdel(record, 'agent', 'tool', 'database');
     expect(await list(key.bob!, 'agent=scout&tool=DATA_WRITE_SQL&database=acme%2Fscout')).toEqual([scoutWrite]);
+    // Read from the request once, then kept beside it.
+    expect(await redis.hmget(record, 'agent', 'tool', 'database')).toEqual(['scout', 'DATA_WRITE_SQL', 'acme/scout']);
+    await redis.hdel(record, 'agent', 'tool', 'database');
     const page = await approvals.page({ workspace: 'acme', state: 'pending', offset: 0, limit: 25, filter: { database: 'acme/scout' } });
     expect(page.approvals.map((a) => a.id)).toEqual([scoutWrite]);
+    // A record pruned meanwhile is not made again by the backfill.
+    const gone = keysFor(sb.config.prefix).approval('ap_pruned');
+    expect(await withScripts(redis).agentdbApprovalFacets(gone, 'scout', 'DATA_WRITE_SQL', 'acme/scout')).toBe(0);
+    expect(await redis.exists(gone)).toBe(0);
   });
 
   it('refuses a filter that is not a name with 400 INVALID_ARGUMENTS', async () => {
