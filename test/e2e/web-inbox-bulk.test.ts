@@ -158,3 +158,21 @@ it("shows each database's size, tables, rows, last write and approvals waiting, 
   await api('/v1/approvals/decide', { method: 'POST', body: JSON.stringify({ ids: [waiting], decision: 'reject' }) });
   await context.close();
 });
+
+it('leaves out of a bulk approval a call too long to show on its card, which is approved only on its own page', { timeout: 60_000 }, async () => {
+  const long = await park('miner', `INSERT INTO t VALUES (6) /* ${'x'.repeat(5000)} */`);
+  const short = await park('miner', 'INSERT INTO t VALUES (7)');
+  const context = await browser.newContext();
+  const page = await signIn(context, ada);
+  expect(await page.locator(`#ap-${long}`).getAttribute('data-cut')).toBe('true');
+  await page.locator('#select-all').check();
+  expect(await page.locator('#selected-count').textContent()).toBe('2 selected');
+  await page.getByRole('button', { name: 'Approve selected' }).click();
+  await page.waitForURL(/bulk=approved/);
+  expect(Object.fromEntries(new URL(page.url()).searchParams)).toEqual({ bulk: 'approved', done: '1', skipped: '1', why: 'whole' });
+  expect(await page.locator('main .flash').textContent()).toContain('too long to approve from its card: read it whole on its own page');
+  expect(await approval(short)).toMatchObject({ state: 'approved' });
+  expect(await approval(long)).toMatchObject({ state: 'pending' });
+  await api('/v1/approvals/decide', { method: 'POST', body: JSON.stringify({ ids: [long], decision: 'reject' }) });
+  await context.close();
+});
