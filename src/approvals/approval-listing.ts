@@ -55,6 +55,36 @@ export function listedApproval(a: Approval): ListedApproval {
   return out;
 }
 
+/**
+ * What a list may be narrowed to (the inbox's filters, `GET /v1/approvals?agent=&database=&tool=`);
+ * a field left out matches every approval.
+ */
+export interface ApprovalFilter {
+  agent?: string;
+  database?: string;
+  tool?: string;
+}
+
+/** The small fields of an approval a list is chosen by, read without its request. */
+export interface ApprovalFacets {
+  workspace: string;
+  state: string;
+  createdAt: number;
+  decidedAt?: number;
+  agent: string;
+  database: string;
+  tool: string;
+}
+
+/** Whether an approval's facets pass a filter. */
+export function passes(f: Pick<ApprovalFacets, 'agent' | 'database' | 'tool'>, filter: ApprovalFilter): boolean {
+  return (
+    (filter.agent === undefined || f.agent === filter.agent) &&
+    (filter.database === undefined || f.database === filter.database) &&
+    (filter.tool === undefined || f.tool === filter.tool)
+  );
+}
+
 /** Where a list page ends: the index score and id of its last entry (read or looked at). */
 export interface ListCursor {
   score: number;

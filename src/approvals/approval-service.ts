@@ -5,7 +5,7 @@ import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
-import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
+import { listedApproval, MAX_LIST_PAGE, type ApprovalFilter, type ListCursor, type ListedApproval } from './approval-listing.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { CallJobData } from '../contracts/call.ts';
@@ -35,10 +35,19 @@ export interface DecisionInput {
 /** How a decision ended. */
 export type DecideResult = { ok: true; approval: Approval } | { ok: false; code: ErrorCode; detail: string };
 
+/** One id's outcome in a bulk decision. */
+export type BulkDecision = { id: string; ok: true; approval: Approval } | { id: string; ok: false; code: ErrorCode; detail: string };
+
+/** How a bulk decision ended: refused whole (too many ids, none), or each id's outcome in order. */
+export type BulkDecideResult = { ok: true; results: BulkDecision[] } | { ok: false; code: ErrorCode; detail: string };
+
+/** Most approvals one bulk decision names: a request's work stays bounded (each is a Redis transition, an event and a release). */
+export const MAX_BULK_DECISIONS = 50;
+
 /** Longest reason kept with a decision. */
 export const MAX_REASON_LENGTH = 2000;
 
-const refuse = (code: ErrorCode, detail: string): DecideResult => ({ ok: false, code, detail });
+const refuse = (code: ErrorCode, detail: string): { ok: false; code: ErrorCode; detail: string } => ({ ok: false, code, detail });
 
 /**
  * The one code path for people's decisions, used by the client library, the CLI and HTTP
@@ -80,15 +89,44 @@ export class ApprovalService {
     state: ApprovalState | 'all';
     limit: number;
     cursor?: ListCursor;
+    filter?: ApprovalFilter;
   }): Promise<{ approvals: (ListedApproval & { refusedIfApproved?: string })[]; next?: ListCursor }> {
     const { approvals, next } = await this.store.scan({ ...filter, limit: Math.min(filter.limit, MAX_LIST_PAGE) });
     const refusals = await this.standings(approvals);
     return { approvals: approvals.map((a) => listedApproval(withRefusal(a, refusals))), ...(next ? { next } : {}) };
   }
 
-  /** One page of a workspace's pending or decided approvals, newest first (see `ApprovalStore.page`). */
-  page(filter: { workspace: string; state: 'pending' | 'decided'; offset: number; limit: number }): Promise<{ approvals: Approval[]; total: number }> {
+  /** One page of a workspace's pending or decided approvals, newest first, narrowed by `filter` (see `ApprovalStore.page`). */
+  page(filter: Parameters<ApprovalStore['page']>[0]): ReturnType<ApprovalStore['page']> {
     return this.store.page(filter);
+  }
+
+  /** How many of a workspace's approvals wait for a decision, by database (the Data page's figure). */
+  pendingByDatabase(workspace: string): Promise<Map<string, number>> {
+    return this.store.pendingByDatabase(workspace);
+  }
+
+  /**
+   * Several decisions with one reason: each id decided through {@link decide} in turn, so each is
+   * bound to its own effect and digest and judged on its own (one decided meanwhile by someone
+   * else answers APPROVAL_CONFLICT and the rest still go through; another workspace's answers
+   * NOT_FOUND). Past {@link MAX_BULK_DECISIONS} ids, or with an id twice, nothing is decided.
+   */
+  async decideMany(ids: readonly string[], input: DecisionInput & { by: Decider; via: DecisionChannel }): Promise<BulkDecideResult> {
+    if (!Array.isArray(ids) || ids.length === 0) return refuse('INVALID_ARGUMENTS', 'name at least one approval id.');
+    if (ids.length > MAX_BULK_DECISIONS) {
+      return refuse(
+        'INVALID_ARGUMENTS',
+        `at most ${MAX_BULK_DECISIONS} approvals are decided per request (${ids.length} were sent); nothing was decided: send them in smaller batches.`,
+      );
+    }
+    if (new Set(ids).size !== ids.length) return refuse('INVALID_ARGUMENTS', 'an approval id is named twice; nothing was decided.');
+    const results: BulkDecision[] = [];
+    for (const id of ids) {
+      const one = await this.decide(id, input);
+      results.push(one.ok ? { id, ok: true, approval: one.approval } : { id, ok: false, code: one.code, detail: one.detail });
+    }
+    return { ok: true, results };
   }
 
   /**

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest, type ApprovalState, type DecisionChannel } from './approval.ts';
-import type { ListCursor } from './approval-listing.ts';
+import { passes, type ApprovalFacets, type ApprovalFilter, type ListCursor } from './approval-listing.ts';
 
 /** How an attempted transition ended. */
 export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTransition']>>;
@@ -39,6 +39,9 @@ export class ApprovalStore {
       request.createdAt,
       request.expiresAt,
       request.id,
+      request.agent,
+      request.tool,
+      request.database,
     );
     return { approval: (await this.get(request.id))!, created: created === 1 };
   }
@@ -128,6 +131,7 @@ export class ApprovalStore {
     state: ApprovalState | 'all';
     limit: number;
     cursor?: ListCursor;
+    filter?: ApprovalFilter;
   }): Promise<{ approvals: Approval[]; next?: ListCursor }> {
     const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
     const { cursor } = filter;
@@ -142,17 +146,16 @@ export class ApprovalStore {
       for (let i = 0; i < flat.length; i += 2) batch.push({ id: flat[i]!, score: Number(flat[i + 1]) });
       offset += batch.length;
       if (batch.length < SCAN_BATCH) ended = true;
-      const pipeline = this.redis.pipeline();
-      for (const { id } of batch) pipeline.hmget(this.keys.approval(id), 'workspace', 'state');
-      const rows = batch.length ? ((await pipeline.exec()) ?? []) : [];
+      const rows = await this.facets(batch.map((b) => b.id));
       for (let j = 0; j < batch.length && chosen.length < filter.limit; j++) {
         const entry = batch[j]!;
         looked = entry;
         // Equal scores come by descending id: those at the cursor's score up to its id were on earlier pages.
         if (cursor && entry.score === cursor.score && entry.id >= cursor.id) continue;
-        const [workspace, state] = (rows[j]?.[1] ?? []) as (string | null)[];
-        if (workspace !== filter.workspace || !state) continue;
-        if (filter.state !== 'all' && state !== filter.state) continue;
+        const row = rows[j];
+        if (row?.workspace !== filter.workspace) continue;
+        if (filter.state !== 'all' && row.state !== filter.state) continue;
+        if (filter.filter && !passes(row, filter.filter)) continue;
         chosen.push(entry);
       }
       if (ended) break;
@@ -168,36 +171,102 @@ export class ApprovalStore {
   }
 
   /**
-   * One page of a workspace's pending or decided approvals, newest first, and how many there are.
-   * The page is chosen from each record's small fields (workspace, state, creation time); only
-   * the page's own records are read whole. A record holds up to ~1 MB of SQL and params, so
-   * reading every one to show 25 would let one agent's parked calls load the server.
+   * One page of a workspace's pending or decided approvals, newest first (decided ones by when
+   * they were decided), narrowed by `filter`, how many there are, and which agents, databases
+   * and tools the workspace's approvals in that state name (the inbox's filter choices). The page
+   * is chosen from each record's small fields (see {@link facets}); only the page's own records
+   * are read whole. A record holds up to ~1 MB of SQL and params, so reading every one to show
+   * 25 would let one agent's parked calls load the server.
    */
-  async page(filter: { workspace: string; state: 'pending' | 'decided'; offset: number; limit: number }): Promise<{ approvals: Approval[]; total: number }> {
+  async page(filter: {
+    workspace: string;
+    state: 'pending' | 'decided';
+    offset: number;
+    limit: number;
+    filter?: ApprovalFilter;
+  }): Promise<{ approvals: Approval[]; total: number; choices: Required<{ [K in keyof ApprovalFilter]: string[] }> }> {
     const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
     const ids = await this.redis.zrevrange(index, 0, -1);
-    const matches: { id: string; createdAt: number }[] = [];
+    const matches: { id: string; at: number }[] = [];
+    const choices = { agent: new Set<string>(), database: new Set<string>(), tool: new Set<string>() };
     for (let i = 0; i < ids.length; i += 1000) {
       const batch = ids.slice(i, i + 1000);
-      const pipeline = this.redis.pipeline();
-      for (const id of batch) pipeline.hmget(this.keys.approval(id), 'workspace', 'state', 'createdAt');
-      const rows = (await pipeline.exec()) ?? [];
-      rows.forEach(([, fields], j) => {
-        const [workspace, state, createdAt] = (fields ?? []) as (string | null)[];
-        if (workspace !== filter.workspace || !state) return;
-        if ((state === 'pending') !== (filter.state === 'pending')) return;
-        matches.push({ id: batch[j]!, createdAt: Number(createdAt) });
+      const rows = await this.facets(batch);
+      rows.forEach((row, j) => {
+        if (row?.workspace !== filter.workspace) return;
+        if ((row.state === 'pending') !== (filter.state === 'pending')) return;
+        choices.agent.add(row.agent);
+        choices.database.add(row.database);
+        choices.tool.add(row.tool);
+        if (filter.filter && !passes(row, filter.filter)) return;
+        // Decided: in the order of decisions (an approval approved last week and decided now is
+        // the newest decision), by Redis's clock as the transition recorded it.
+        matches.push({ id: batch[j]!, at: filter.state === 'decided' ? (row.decidedAt ?? row.createdAt) : row.createdAt });
       });
     }
     // Newest first; the id breaks ties so that pages neither repeat nor skip a record.
-    matches.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    matches.sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     const chosen = matches.slice(filter.offset, filter.offset + filter.limit);
     const pipeline = this.redis.pipeline();
     for (const { id } of chosen) pipeline.hgetall(this.keys.approval(id));
     const approvals = chosen.length
       ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined)
       : [];
-    return { approvals, total: matches.length };
+    const sorted = (set: Set<string>) => [...set].filter(Boolean).sort();
+    return { approvals, total: matches.length, choices: { agent: sorted(choices.agent), database: sorted(choices.database), tool: sorted(choices.tool) } };
+  }
+
+  /** How many approvals of a workspace wait for a decision, by database. */
+  async pendingByDatabase(workspace: string): Promise<Map<string, number>> {
+    const ids = await this.redis.zrange(this.keys.approvalsPending, 0, -1);
+    const out = new Map<string, number>();
+    for (let i = 0; i < ids.length; i += 1000) {
+      for (const row of await this.facets(ids.slice(i, i + 1000))) {
+        if (row?.workspace !== workspace || row.state !== 'pending') continue;
+        out.set(row.database, (out.get(row.database) ?? 0) + 1);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The small fields of each approval (undefined for one gone), in order. Records made before
+   * agent, tool and database were kept beside the request have them read from the request.
+   */
+  private async facets(ids: string[]): Promise<(ApprovalFacets | undefined)[]> {
+    if (!ids.length) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.approval(id), 'workspace', 'state', 'createdAt', 'decidedAt', 'agent', 'tool', 'database');
+    const rows = (await pipeline.exec()) ?? [];
+    const out = rows.map(([, fields]): ApprovalFacets | undefined => {
+      const [workspace, state, createdAt, decidedAt, agent, tool, database] = (fields ?? []) as (string | null)[];
+      if (!workspace || !state) return undefined;
+      return {
+        workspace,
+        state,
+        createdAt: Number(createdAt),
+        ...(decidedAt ? { decidedAt: Number(decidedAt) } : {}),
+        agent: agent ?? '',
+        tool: tool ?? '',
+        database: database ?? '',
+      };
+    });
+    const older = out.flatMap((row, i) => (row && !row.tool ? [i] : []));
+    if (older.length) {
+      // Read whole once, then kept beside the request: the next list reads only small fields.
+      const more = this.redis.pipeline();
+      for (const i of older) more.hget(this.keys.approval(ids[i]!), 'request');
+      const kept: Promise<number>[] = [];
+      ((await more.exec()) ?? []).forEach(([, raw], k) => {
+        const row = out[older[k]!]!;
+        if (typeof raw !== 'string') return;
+        const request = JSON.parse(raw) as ApprovalRequest;
+        Object.assign(row, { agent: request.agent, tool: request.tool, database: request.database });
+        kept.push(this.redis.agentdbApprovalFacets(this.keys.approval(ids[older[k]!]!), request.agent, request.tool, request.database));
+      });
+      await Promise.all(kept);
+    }
+    return out;
   }
 }
 

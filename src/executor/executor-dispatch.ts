@@ -9,6 +9,7 @@ import { recordAudit } from '../sqlite/sqlite-audit.ts';
 import { committedCall, effectDigest } from '../sqlite/call-record.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
+import { databaseFigures } from '../sqlite/sqlite-figures.ts';
 import { csvChunk } from '../sqlite/sqlite-csv-export.ts';
 import { ResultSpill, spillDir } from '../sqlite/result-spill.ts';
 import type { HistoryCapture } from '../history/handle-capture.ts';
@@ -38,6 +39,10 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     switch (req.op) {
       case 'describe':
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
+      case 'figures': {
+        const db = handles.open(req.db, 'read');
+        return { ok: true, result: databaseFigures(db, req.db.path, handles.isPlaceholder(db)) };
+      }
       case 'query':
         return {
           ok: true,

@@ -19,6 +19,8 @@ export type { DbTarget, HistoryOptions, Param, RecordedOutcome, RestoreActor };
  */
 export type ExecRequest = (
   | { op: 'describe'; db: DbTarget }
+  /** Size, tables, rows (counted up to a cap) and last write, for the Data page (see `databaseFigures`). */
+  | { op: 'figures'; db: DbTarget }
   /** `mode: 'introspect'`: db_query's rules, which also admit the read-only introspection PRAGMAs. */
   /**
    * `offload`: a result past the size limit is also written whole (up to `maxRows`) to a file

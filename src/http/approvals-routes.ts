@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { MemberRegistry } from '../registry/members.ts';
-import { withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
+import { MAX_BULK_DECISIONS, withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
 import { decodeCursor, encodeCursor, MAX_LIST_PAGE } from '../approvals/approval-listing.ts';
 import { APPROVAL_STATES } from '../approvals/approval.ts';
-import { workspaceName } from '../contracts/names.ts';
+import { agentName, workspaceName } from '../contracts/names.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
 
@@ -26,9 +26,20 @@ const listQuery = z.strictObject({
     .max(400)
     .refine((c) => decodeCursor(c) !== undefined, 'not a cursor this service made: pass the nextCursor of the page before, as it is')
     .optional(),
+  // Filters: exact names, as the approvals carry them (`<workspace>/<agent>` for an agent's database).
+  agent: agentName.optional(),
+  database: z.string().min(1).max(200).optional(),
+  tool: z.string().min(1).max(64).optional(),
 });
 
 const decisionBody = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().optional(),
+});
+
+// The cap is the core's too (`decideMany`); said here, a longer list is refused before any id is read.
+const bulkBody = z.strictObject({
+  ids: z.array(z.string().min(1).max(200)).min(1).max(MAX_BULK_DECISIONS, `at most ${MAX_BULK_DECISIONS} ids per request: send them in smaller batches`),
   decision: z.enum(['approve', 'reject']),
   reason: z.string().optional(),
 });
@@ -54,7 +65,12 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
         return sendError(reply, 'NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
       }
       const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-      const page = await deps.approvals.scan({ workspace, state: query.state, limit: query.limit, ...(cursor ? { cursor } : {}) });
+      const filter = {
+        ...(query.agent ? { agent: query.agent } : {}),
+        ...(query.database ? { database: query.database } : {}),
+        ...(query.tool ? { tool: query.tool } : {}),
+      };
+      const page = await deps.approvals.scan({ workspace, state: query.state, limit: query.limit, filter, ...(cursor ? { cursor } : {}) });
       return reply.send({ approvals: page.approvals, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) });
     });
 
@@ -80,6 +96,16 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
       });
       if (!result.ok) return sendError(reply, result.code, result.detail);
       return reply.send({ approval: result.approval });
+    });
+
+    // Several at once, one reason: 200 with each id's outcome (`ok`, and `approval` or `code` and
+    // `detail`), in the order sent; one decided by someone else first does not stop the rest.
+    app.post('/v1/approvals/decide', { schema: { body: bulkBody } }, async (request, reply) => {
+      const { workspace, name, role } = memberOf(request);
+      const { ids, decision, reason } = request.body;
+      const result = await deps.approvals.decideMany(ids, { decision, reason, by: { workspace, name, role }, via: 'key' });
+      if (!result.ok) return sendError(reply, result.code, result.detail);
+      return reply.send({ results: result.results });
     });
   };
 }

@@ -20,6 +20,9 @@ export interface LuaCommands {
     createdAt: number,
     expiresAt: number,
     id: string,
+    agent: string,
+    tool: string,
+    database: string,
   ): Promise<number>;
   agentdbApprovalTransition(
     key: string,
@@ -62,6 +65,8 @@ export interface LuaCommands {
   agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
   /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
   agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
+  /** approval-facets.lua: 1 when the approval exists and now keeps its agent, tool and database beside its request. */
+  agentdbApprovalFacets(key: string, agent: string, tool: string, database: string): Promise<number>;
   /** The record as it was (null when unknown); a record not yet spent is marked `spent` with its TTL. */
   agentdbOauthSpend(key: string, spentMark: string): Promise<string | null>;
 }
@@ -74,6 +79,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbComplete: { file: 'complete-calls.lua' },
   agentdbApprovalCreate: { file: 'approval-create.lua', keys: 3 },
   agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 2 },
+  agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },
   agentdbBudgetNote: { file: 'budget-note.lua', keys: 2 },

@@ -3,6 +3,7 @@ import { AgentDbError } from '../errors.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { DescribeResult } from '../sqlite/sqlite-describe.ts';
+import type { DatabaseFigures } from '../sqlite/sqlite-figures.ts';
 import type { ShardOpClient } from './shard-op-client.ts';
 
 /** Where one chunk of an export starts and ends (see `csvChunk`). */
@@ -76,6 +77,11 @@ export class DataBrowser {
     return (await this.run(db, 'browse.tables', {})) as DescribeResult;
   }
 
+  /** Size, tables, rows (counted up to a cap) and last write of `db` (see `databaseFigures`). */
+  async figures(db: string): Promise<DatabaseFigures> {
+    return (await this.run(db, 'browse.figures', {}, 5000)) as DatabaseFigures;
+  }
+
   /** One grid page (see `browsePage`). */
   async page(db: string, args: PageArgs): Promise<GridPage> {
     return (await this.run(db, 'browse.page', args)) as GridPage;
@@ -128,10 +134,10 @@ export class DataBrowser {
     }
   }
 
-  private async run(db: string, op: string, args: unknown): Promise<unknown> {
+  private async run(db: string, op: string, args: unknown, timeoutMs = this.opts.timeoutMs ?? 30_000): Promise<unknown> {
     const { workspace, agent } = parseDatabaseId(db);
     const id = databaseId(workspace, agent);
-    const out = await this.opts.ops.run(shardOf(id, this.opts.shardCount), op, args, { db: id, timeoutMs: this.opts.timeoutMs ?? 30_000 });
+    const out = await this.opts.ops.run(shardOf(id, this.opts.shardCount), op, args, { db: id, timeoutMs });
     if (!out.ok) throw new AgentDbError(out.error.code, out.error.detail);
     return out.result;
   }

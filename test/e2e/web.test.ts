@@ -358,7 +358,20 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     expect(await values()).toEqual(['one', 'two']);
     if (SHOTS) await page.screenshot({ path: path.join(DOCS, 'web-history.png'), fullPage: true });
 
-    await page.getByRole('button', { name: 'Restore in place now' }).click();
+    // Restoring in place takes the database's name typed: the button waits for it exactly.
+    const restoreNow = page.getByRole('button', { name: 'Restore in place now' });
+    expect(await restoreNow.isDisabled()).toBe(true);
+    await page
+      .locator('#restore-form')
+      .getByLabel(/to confirm/)
+      .fill(DB.toUpperCase());
+    expect(await restoreNow.isDisabled()).toBe(true);
+    expect(await values()).toEqual(['one', 'two']);
+    await page
+      .locator('#restore-form')
+      .getByLabel(/to confirm/)
+      .fill(DB);
+    await restoreNow.click();
     expect(await outcome.locator('h2').textContent()).toBe('Restored');
     expect(await values()).toEqual(['one']);
     await page.getByRole('button', { name: 'Undo this restore' }).first().click();

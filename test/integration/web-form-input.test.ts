@@ -97,3 +97,39 @@ it('a well-formed form with a stale token is still refused before anything runs'
   expect(r.status).toBe(403);
   await r.arrayBuffer();
 });
+
+it('a restore in place to a time without the database name typed is refused before anything runs', async () => {
+  for (const confirm of [undefined, 'acm', 'ACME']) {
+    const r = await fetch(`${web.url}/data/history/restore`, form({ _csrf: csrf, db: 'acme', at: '2026-01-01T00:00:00', ...(confirm ? { confirm } : {}) }));
+    expect(r.status).toBe(400);
+    expect(await htmlOf(r)).toContain('INVALID_ARGUMENTS: type the database name (acme) exactly to confirm the restore in place; nothing was restored');
+  }
+});
+
+it('a bulk decision reads ticked ids as a list, one id as a list of one, and none as the registry notice, keeping the filter', async () => {
+  const bulk = (fields: [string, string][]) =>
+    fetch(`${web.url}/approvals/decide`, { ...form({}), body: new URLSearchParams([['_csrf', csrf], ...fields]).toString() });
+  let r = await bulk([
+    ['ids', 'ap_gone1'],
+    ['ids', 'ap_gone2'],
+    ['decision', 'reject'],
+    ['agent', 'scout'],
+  ]);
+  expect(r.status).toBe(303);
+  expect(r.headers.get('location')).toBe('/inbox?agent=scout&bulk=rejected&done=0&skipped=2&why=NOT_FOUND');
+  r = await bulk([
+    ['ids', 'ap_gone1'],
+    ['decision', 'approve'],
+  ]);
+  expect(r.headers.get('location')).toBe('/inbox?bulk=approved&done=0&skipped=1&why=NOT_FOUND');
+  r = await bulk([
+    ['decision', 'approve'],
+    ['tool', 'DATA_WRITE_SQL'],
+  ]);
+  expect(r.headers.get('location')).toBe('/inbox?tool=DATA_WRITE_SQL&error=INVALID_ARGUMENTS');
+  const page = await htmlOf(
+    await fetch(`${web.url}/inbox?bulk=rejected&done=0&skipped=2&why=NOT_FOUND,nonsense`, { headers: { cookie, accept: 'text/html' } }),
+  );
+  expect(page).toContain('Rejected 0 calls; 2 calls not decided (NOT_FOUND: No such table');
+  expect(page).not.toContain('nonsense');
+});

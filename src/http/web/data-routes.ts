@@ -7,6 +7,8 @@ import type { Envelope } from '../../contracts/envelope.ts';
 import type { PageArgs } from '../../contracts/browse.ts';
 import { AgentDbError, type ErrorCode } from '../../errors.ts';
 import type { DataBrowser } from '../../shards/data-browser.ts';
+import type { ApprovalService } from '../../approvals/approval-service.ts';
+import type { DatabaseFigures } from '../../sqlite/sqlite-figures.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { parseDatabaseId } from '../../contracts/database-id.ts';
 import { databasesView, dbHref, droppedNote, tablesView } from './data-views.ts';
@@ -20,9 +22,14 @@ import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
 import { databaseField, formBody } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
+/** Databases whose figures the Data page asks their owners for at once. */
+const FIGURES_AT_ONCE = 8;
+
 /** What the data pages call. */
 export interface DataRoutesDeps {
   browser: DataBrowser;
+  /** Pending approvals by database, for the Data page's list. */
+  approvals: Pick<ApprovalService, 'pendingByDatabase'>;
   calls: KeyedCalls;
   history: HistoryPanel;
 }
@@ -77,8 +84,19 @@ function dropForm(member: Member, db: string, table: string, csrf: string): Html
 export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
   app.get('/data', async (request, reply) => {
     const member = memberOf(request);
-    const dbs = await deps.browser.databases(member.workspace);
-    return reply.type('text/html; charset=utf-8').send(layout(frameOf(request, 'Data'), databasesView(member, dbs)).value);
+    const [dbs, pending] = await Promise.all([deps.browser.databases(member.workspace), deps.approvals.pendingByDatabase(member.workspace)]);
+    // Each database's figures are one shard op on its owner, a few at a time; one whose owner
+    // does not answer shows dashes, not an error page for the whole list.
+    const figures = new Map<string, DatabaseFigures>();
+    for (let i = 0; i < dbs.length; i += FIGURES_AT_ONCE) {
+      await Promise.all(
+        dbs.slice(i, i + FIGURES_AT_ONCE).map(async (d) => {
+          const f = await deps.browser.figures(d.id).catch(() => undefined);
+          if (f) figures.set(d.id, f);
+        }),
+      );
+    }
+    return reply.type('text/html; charset=utf-8').send(layout(frameOf(request, 'Data'), databasesView(member, dbs, figures, pending)).value);
   });
 
   // `attachValidation` here and below: a bad query or form is an error page like any other refusal, not the API's JSON.

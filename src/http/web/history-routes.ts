@@ -17,7 +17,8 @@ const historyQuery = z.object({ db: databaseField, restored: z.string().optional
 
 // A time (`at`, from the dry run's datetime-local) or an undo point (`undo`); empty is absent,
 // as a form sends an empty field. Which of the two is required is the handler's rule.
-const restoreBody = formBody({ db: databaseField, at: z.string().optional(), undo: z.string().optional() });
+// `confirm`: the database's name typed, which a restore to a time asks for (checked by the handler).
+const restoreBody = formBody({ db: databaseField, at: z.string().optional(), undo: z.string().optional(), confirm: z.string().optional() });
 
 /**
  * The history core the page calls: the same `HistoryClient` the `/v1/databases/:db/history` and
@@ -73,6 +74,18 @@ ${undoForm(u.id)}
 </section>`;
 }
 
+/**
+ * Restoring in place replaces the live database for every agent of it: the person types its name
+ * first (the page's script keeps the button disabled until it matches; the route checks it too).
+ */
+function restoreForm(db: string, csrf: string, at: string): Html {
+  return html`<form method="post" action="/data/history/restore" id="restore-form" data-confirm="${db}">
+<input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}"><input type="hidden" name="at" value="${at}">
+<p>This replaces <strong>${db}</strong> as it is now with the moment above, for every agent that uses it (an undo point is kept).</p>
+<label>Type <strong>${db}</strong> to confirm <input name="confirm" autocomplete="off" required></label>
+<button type="submit" class="danger">Restore in place now</button></form>`;
+}
+
 function historyView(db: string, h: DatabaseHistory, admin: boolean, csrf: string, outcome?: RestoreOutcome, at?: string, restored?: string): Html {
   const form = (action: string, fields: Html, label: string, cls = '') =>
     html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">${fields}<button type="submit" class="${cls}">${label}</button></form>`;
@@ -86,7 +99,7 @@ ${
     ? html`<section class="card" id="restore-outcome" role="status"><h2>${outcome.dryRun ? 'Dry run' : 'Restored'}</h2>
 <dl class="facts"><dt>to</dt><dd>${when(outcome.restoredTo)}</dd><dt>snapshot</dt><dd>${outcome.snapshot.id} at ${when(outcome.snapshot.at)}</dd>
 <dt>frames</dt><dd>${outcome.frames}</dd><dt>commits</dt><dd>${outcome.commits}</dd>${outcome.undoId ? html`<dt>undo point</dt><dd>${outcome.undoId}</dd>` : ''}</dl>
-${outcome.dryRun && admin ? form('/data/history/restore', html`<input type="hidden" name="at" value="${at ?? ''}">`, 'Restore in place now', 'danger') : ''}
+${outcome.dryRun && admin ? restoreForm(db, csrf, at ?? '') : ''}
 </section>`
     : ''
 }
@@ -192,6 +205,10 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         const at = atOf(body.at);
         const undo = body.undo || undefined;
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
+        // Undoing a restore is the way back and is not asked again; a restore to a time is.
+        if (!dryRun && at && body.confirm !== db) {
+          throw new AgentDbError('INVALID_ARGUMENTS', `type the database name (${db}) exactly to confirm the restore in place; nothing was restored`);
+        }
         // As the /v1 restore route names its caller: the member, with their key (via the session).
         const outcome = await access.restore(
           db,

@@ -2,12 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
+import type { ApprovalFilter } from '../../approvals/approval-listing.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
 import { approvalPage } from './approval-page.ts';
 import { errorPage } from './error-page.ts';
 import { html } from './html.ts';
-import { approvalHref, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
+import { approvalHref, bulkForm, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
+import { filterForm, filterParams, inboxFilter, type FilterChoices } from './inbox-filters.ts';
+import { bulkDecisionRoute, bulkFlash } from './inbox-bulk-route.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { LiveEvents } from './live-events.ts';
 import { formBody } from './web-form.ts';
@@ -19,7 +22,21 @@ const idParams = z.object({ id: z.string().min(1).max(200) });
 // Every field of an inbox link is optional and forgiving, as the page always was: a page number or
 // notice that is not one (a hand-edited link) shows the first page, no notice, never an error.
 const lenient = z.string().optional().catch(undefined);
-const inboxQuery = z.object({ p: lenient, dp: lenient, decided: lenient, error: lenient, whole: lenient });
+const inboxQuery = z.object({
+  p: lenient,
+  dp: lenient,
+  decided: lenient,
+  error: lenient,
+  whole: lenient,
+  // A bulk decision's outcome (see bulkFlash) and the filter (see inboxFilter).
+  bulk: lenient,
+  done: lenient,
+  skipped: lenient,
+  why: lenient,
+  agent: lenient,
+  database: lenient,
+  tool: lenient,
+});
 // Any id: one too long or unknown is the same "no such approval" page.
 const anyId = z.object({ id: z.string() });
 
@@ -31,7 +48,17 @@ const decisionBody = formBody({
 });
 
 /** A notice from a redirect's query: only known words and registry codes are ever shown. */
-function flashOf(query: { decided?: string; error?: string; whole?: string }): PageFrame['flash'] {
+function flashOf(query: {
+  decided?: string;
+  error?: string;
+  whole?: string;
+  bulk?: string;
+  done?: string;
+  skipped?: string;
+  why?: string;
+}): PageFrame['flash'] {
+  const bulk = bulkFlash(query);
+  if (bulk) return bulk;
   if (query.decided === 'approved') return { kind: 'ok', text: 'Approved: the call runs now.' };
   if (query.decided === 'rejected') return { kind: 'ok', text: 'Rejected: the agent is told, with your reason.' };
   if (query.whole === 'needed') return { kind: 'error', text: 'Too long to show on its card: read it whole here before approving it.' };
@@ -52,13 +79,13 @@ function pageNumber(text: string | undefined): number {
  * One page of pending or decided approvals; a page past the last (calls decided since the link
  * was made) shows the last page instead of an empty list.
  */
-async function pageOf(approvals: ApprovalService, workspace: string, state: 'pending' | 'decided', wanted: number) {
+async function pageOf(approvals: ApprovalService, workspace: string, state: 'pending' | 'decided', wanted: number, filter: ApprovalFilter) {
   let page = wanted;
-  let found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+  let found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter });
   const last = Math.max(1, Math.ceil(found.total / PAGE_SIZE));
   if (page > last) {
     page = last;
-    found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+    found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter });
   }
   return { ...found, page };
 }
@@ -80,20 +107,26 @@ export function inboxRoutes(
     const member = memberOf(request);
     const { csrf } = sessionOf(request);
     const query = request.query;
+    const filter = inboxFilter(query);
     const [pending, decided] = await Promise.all([
-      pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p)),
-      pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp)),
+      pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p), filter),
+      pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp), filter),
     ]);
     const refusals = await deps.approvals.standings(pending.approvals);
     const flash = flashOf(query);
-    const keep = { p: pending.page, dp: decided.page };
+    const keep = { ...filterParams(filter), p: pending.page, dp: decided.page };
+    const choices = Object.fromEntries(
+      (['agent', 'database', 'tool'] as const).map((f) => [f, [...new Set([...pending.choices[f], ...decided.choices[f]])]]),
+    ) as unknown as FilterChoices;
     const page = layout(
       { title: 'Approvals', member, csrf, nav: 'inbox', ...(flash ? { flash } : {}) },
       html`<h1>Approvals <span class="live muted" id="live" role="status">live updates connecting…</span></h1>
+${filterForm(choices, filter)}
 <h2>Waiting for a decision</h2>
+${bulkForm(csrf, filterParams(filter))}
 ${pager({ id: 'pending-pager', label: 'Pages of pending calls', param: 'p', page: pending.page, total: pending.total, size: PAGE_SIZE, keep })}
 ${pendingList(pending.approvals, csrf, refusals, pending.page)}
-<h2>Decided</h2>
+<h2>Decided <span class="muted">(newest decision first)</span></h2>
 <div id="decided-section">${pager({ id: 'decided-pager', label: 'Pages of decided calls', param: 'dp', page: decided.page, total: decided.total, size: PAGE_SIZE, keep })}
 ${decidedTable(decided.approvals)}</div>`,
     );
@@ -136,6 +169,8 @@ ${decidedTable(decided.approvals)}</div>`,
     if (!result.ok) return reply.redirect(`/inbox?error=${result.code}`, 303);
     return reply.redirect(`/inbox?decided=${result.approval.state}`, 303);
   });
+
+  bulkDecisionRoute(app, deps.approvals);
 
   app.get('/inbox/events', async (request, reply) => {
     const member = memberOf(request);

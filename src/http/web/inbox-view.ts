@@ -69,6 +69,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
     <span class="muted" title="${isoTime(a.createdAt)}">asked ${relative(a.createdAt, now)}</span>
     <span class="muted" title="${isoTime(a.expiresAt)}">expires ${relative(a.expiresAt, now)}</span>
     ${whole ? '' : html`<a class="own" href="${approvalHref(a)}">its own page</a>`}
+    ${whole ? '' : html`<label class="pick"><input type="checkbox" name="ids" value="${a.id}" form="bulk" aria-label="select the call of ${a.agent} (${a.callId})"> select</label>`}
   </header>
   ${refusal ? html`<p class="flash error stale" role="note">Approving will not run it: since it was parked, ${refusal} Reject it, or let it expire.</p>` : ''}
   ${shown.sql ? html`<pre class="sql" aria-label="SQL"><code>${highlightSql(shown.sql.text)}</code></pre>${cutNote(shown.sql, a)}` : ''}
@@ -93,6 +94,23 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
 </article>`;
 }
 
+/**
+ * The decision for the cards ticked (their checkboxes belong to this form by its id, as a card
+ * holds a form of its own): one reason for all, each decided on its own. `keep`: the filter, for
+ * the redirect back. A card too long to show whole is not approved from here (see the route).
+ */
+export function bulkForm(csrf: string, keep: Record<string, string>): Html {
+  return html`<form method="post" action="/approvals/decide" id="bulk" class="decide bulk" aria-label="Decide the selected calls">
+  <input type="hidden" name="_csrf" value="${csrf}">
+  ${Object.entries(keep).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
+  ${noImplicitSubmit}
+  <label><input type="checkbox" id="select-all" hidden> <span id="selected-count" class="muted">select calls below to decide them together</span></label>
+  <label>Reason for all <input name="reason" maxlength="2000" placeholder="optional" autocomplete="off"></label>
+  <button type="submit" name="decision" value="approve" class="primary">Approve selected</button>
+  <button type="submit" name="decision" value="reject">Reject selected</button>
+</form>`;
+}
+
 /** The pending list: the part live updates replace card by card. `page`: which page of it (1 is the newest). */
 export function pendingList(pending: Approval[], csrf: string, refusals: ReadonlyMap<string, string> = new Map(), page = 1): Html {
   return html`<div id="pending" aria-live="polite" data-page="${page}">
@@ -104,12 +122,20 @@ ${pending.length ? pending.map((a) => pendingCard(a, csrf, Date.now(), refusals.
  * Links to newer and older pages of a list. `param` is the page's query parameter; `keep`, the
  * other parameters the links carry (the other list's page), so paging one list keeps the other.
  */
-export function pager(opts: { id: string; label: string; param: string; page: number; total: number; size: number; keep: Record<string, number> }): Html {
+export function pager(opts: {
+  id: string;
+  label: string;
+  param: string;
+  page: number;
+  total: number;
+  size: number;
+  keep: Record<string, number | string>;
+}): Html {
   const pages = Math.max(1, Math.ceil(opts.total / opts.size));
   if (pages === 1) return html`<nav class="pager" id="${opts.id}" aria-label="${opts.label}"></nav>`;
   const href = (p: number) => {
     const q = new URLSearchParams();
-    for (const [k, v] of Object.entries({ ...opts.keep, [opts.param]: p })) if (v > 1) q.set(k, String(v));
+    for (const [k, v] of Object.entries({ ...opts.keep, [opts.param]: p })) if (typeof v === 'string' ? v : v > 1) q.set(k, String(v));
     const s = q.toString();
     return s ? `/inbox?${s}` : '/inbox';
   };

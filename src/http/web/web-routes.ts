@@ -75,7 +75,13 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
       referrerPolicy: { policy: 'same-origin' },
     });
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+      // A name sent more than once (the inbox's ticked `ids`) is a list; once, a string, as always.
+      const fields = new Map<string, string | string[]>();
+      for (const [k, v] of new URLSearchParams(body as string)) {
+        const had = fields.get(k);
+        fields.set(k, had === undefined ? v : [...(Array.isArray(had) ? had : [had]), v]);
+      }
+      done(null, Object.fromEntries(fields));
     });
 
     // Open event streams would hold the server's close; they end first.
@@ -100,7 +106,7 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
     registerAssets(app);
     signInRoutes(app, deps);
     inboxRoutes(app, deps);
-    dataRoutes(app, { browser: deps.browser, calls: deps.calls, history: historyPanel(deps.history) });
+    dataRoutes(app, { browser: deps.browser, approvals: deps.approvals, calls: deps.calls, history: historyPanel(deps.history) });
     historyRoutes(app, deps.history);
     if (deps.oauth) consentRoutes(app, deps.oauth);
     connectedAppsRoutes(app, deps.oauth);

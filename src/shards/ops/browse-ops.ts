@@ -46,6 +46,8 @@ export function browseOps(): Record<string, ShardOpHandler> {
   return {
     /** Tables and views with columns and row counts (DATA_DESCRIBE_SCHEMA's answer). */
     'browse.tables': async (data, ctx) => executed(ctx, { op: 'describe', db: targetOf(data, ctx) }),
+    /** Size, tables, rows and last write (the Data page's list; see `databaseFigures`). */
+    'browse.figures': async (data, ctx) => executed(ctx, { op: 'figures', db: targetOf(data, ctx) }),
     'browse.page': async (data, ctx) => executed(ctx, { op: 'browse', db: targetOf(data, ctx), args: parsed(pageArgs, data.args) }),
     'browse.csv': async (data, ctx) => executed(ctx, { op: 'csv', db: targetOf(data, ctx), args: parsed(csvArgs, data.args) }),
     /**

@@ -36,7 +36,7 @@ export function shardOpHandlers(): Record<string, ShardOpHandler> {
   return {
     // Proves a shard has a live owner (tests, `agentdb` health checks).
     ping: async () => ({ pong: true }),
-    // The data browser's reads: browse.tables, browse.page, browse.csv, browse.files.
+    // The data browser's reads: browse.tables, browse.figures, browse.page, browse.csv, browse.files.
     ...browseOps(),
     // Uploads each database's new snapshots and closed history segments to the blob store.
     backup: backupOp,

@@ -186,9 +186,54 @@ function confirmDrop(form: HTMLFormElement): void {
   check();
 }
 
+/**
+ * The bulk decision's buttons work only with calls ticked, and say how many; "select all" ticks
+ * the cards shown. Cards come and go with live updates, so the count follows the list.
+ */
+function bulkSelection(form: HTMLFormElement, pending: HTMLElement): void {
+  const all = document.getElementById('select-all');
+  const count = document.getElementById('selected-count');
+  const buttons = Array.from(form.querySelectorAll<HTMLButtonElement>('button[name=decision]'));
+  const boxes = () => Array.from(pending.querySelectorAll<HTMLInputElement>('input[name=ids]'));
+  const update = () => {
+    const shown = boxes();
+    const ticked = shown.filter((b) => b.checked).length;
+    for (const b of buttons) b.disabled = ticked === 0;
+    if (count) count.textContent = ticked ? `${ticked} selected` : shown.length ? 'select all shown' : 'nothing to select';
+    if (all instanceof HTMLInputElement) {
+      all.hidden = shown.length === 0;
+      all.checked = ticked > 0 && ticked === shown.length;
+      all.indeterminate = ticked > 0 && ticked < shown.length;
+    }
+  };
+  all?.addEventListener('change', () => {
+    for (const b of boxes()) b.checked = (all as HTMLInputElement).checked;
+    update();
+  });
+  pending.addEventListener('change', update);
+  new MutationObserver(update).observe(pending, { childList: true });
+  update();
+}
+
+/**
+ * A form that asks for a word typed (`data-confirm`, e.g. the database a restore replaces):
+ * its submit button stays disabled until the `confirm` field holds that word exactly.
+ */
+function confirmTyped(form: HTMLFormElement): void {
+  const input = form.querySelector<HTMLInputElement>('input[name=confirm]');
+  const button = form.querySelector<HTMLButtonElement>('button[type=submit]');
+  if (!input || !button) return;
+  const check = () => (button.disabled = input.value !== form.dataset.confirm);
+  input.addEventListener('input', check);
+  check();
+}
+
 document.addEventListener('DOMContentLoaded', () => {
   const pending = document.getElementById('pending');
   if (pending) liveInbox(pending);
+  const bulk = document.getElementById('bulk');
+  if (bulk instanceof HTMLFormElement && pending) bulkSelection(bulk, pending);
+  for (const form of Array.from(document.querySelectorAll<HTMLFormElement>('form[data-confirm]'))) confirmTyped(form);
   const exporter = document.getElementById('export-progress');
   if (exporter instanceof HTMLButtonElement) exportWithProgress(exporter);
   const drop = document.getElementById('drop-form');
