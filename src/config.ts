@@ -195,6 +195,11 @@ const envSchema = z.object({
     .default('47 3 * * *')
     .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * OpenTelemetry spans of each call (client, queue, worker, executor, approval wait) on the
+   * tracer provider the process registered (e.g. with `node --import` of an SDK's setup); off: none.
+   */
+  TRACING: z.enum(['on', 'off']).default('off'),
   /** The member key the CLI decides approvals with, when neither `--key-file` nor `--key` is given. */
   AGENTDB_MEMBER_KEY: z.string().optional(),
   /** The key (an agent's or a member's) `agentdb mcp --stdio` serves with, when neither `--key-file` nor `--key` is given. */
@@ -396,6 +401,8 @@ export interface Config {
   /** PUBLIC_URL, without a trailing slash. */
   readonly publicUrl?: string;
   readonly keyCacheTtlMs: number;
+  /** TRACING=on: spans on the registered OpenTelemetry tracer provider (src/tracing.ts). */
+  readonly tracing: boolean;
   /** Fastify's `trustProxy` (TRUST_PROXY). */
   readonly trustProxy: boolean | number | string[];
 }
@@ -520,6 +527,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...(e.OAUTH === 'on' ? { oauth: Object.freeze({ accessTtlS: e.OAUTH_ACCESS_TOKEN_TTL_S, refreshTtlS: e.OAUTH_REFRESH_TOKEN_TTL_S }) } : {}),
     ...(e.PUBLIC_URL ? { publicUrl: e.PUBLIC_URL.replace(/\/+$/, '') } : {}),
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
+    tracing: e.TRACING === 'on',
     trustProxy: e.TRUST_PROXY,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
     ...(e.AGENTDB_KEY ? { mcpKey: e.AGENTDB_KEY } : {}),

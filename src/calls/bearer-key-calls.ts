@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Tracer } from '@opentelemetry/api';
 import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
@@ -20,6 +21,14 @@ export interface KeyedWait {
    * wait stops listening at once, and the call's answer rejects with the signal's reason.
    */
   signal?: AbortSignal;
+  /** The caller's W3C trace context (HTTP headers, MCP `_meta`): the call's spans continue it. */
+  trace?: TraceContext;
+}
+
+/** A caller's W3C trace context, as `traceparent` and `tracestate` carry it. */
+export interface TraceContext {
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** Why a bounded wait was given up short of the call's end: its bound passed, or the server stops. */
@@ -65,6 +74,11 @@ export class KeyedCalls {
     this.stopped = true;
     for (const wait of this.waits) wait.abort(BOUND_PASSED);
     this.waits.clear();
+  }
+
+  /** The client's tracer, when tracing is on: adapters open their own spans on it (MCP's `tools/call`). */
+  get tracer(): Tracer | undefined {
+    return this.client.tracer;
   }
 
   /** Requests waiting now, each holding one bound timer (for tests and metrics). */
@@ -130,7 +144,7 @@ export class KeyedCalls {
     const deadline = Date.now() + opts.maxWaitMs;
     // The pick-up wait (until the call has run or been parked) is part of the caller's wait: left
     // at the client's 30 s, a POST with HTTP_WAIT_MS=2000 behind a busy executor answered after 32 s.
-    const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}), ...opts.trace });
     if (!opts.wait || !('status' in first)) return first;
     const left = deadline - Date.now();
     // The call's own wait going on, counted as the call: not a lookup.
@@ -155,7 +169,7 @@ export class KeyedCalls {
     if (t.requireApproval) {
       // require-approval answers at once (db-capability.md); the parked call runs once approved.
       input.settings = { ...principal.settings, approval: 'write' };
-      const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+      const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}), ...opts.trace });
       return dbAnswer(first, t, db, statement);
     }
     return dbAnswer(await this.enqueue(input, principal, opts), t, db, statement);
