@@ -9,21 +9,20 @@ import { z } from 'zod';
 
 const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
+/** What REDIS_URL (and a client's `redisUrl`) must look like. */
+export const REDIS_URL_PATTERN = /^rediss?:\/\//;
+/** What AGENTDB_PREFIX (and a client's `prefix`) must look like: it goes into every Redis key. */
+export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
 /**
  * The environment agentdb reads, and nothing else. Entry points call {@link loadConfig} once
  * and pass the result down; no module reads `process.env` on its own.
  */
 const envSchema = z.object({
-  REDIS_URL: z
-    .string()
-    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-    .default('redis://127.0.0.1:6379'),
+  REDIS_URL: z.string().regex(REDIS_URL_PATTERN, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
   AGENTDB_DATA_DIR: z.string().min(1).default('./data'),
   /** Prefix of every Redis key and queue, so several deployments (and tests) share one Redis. */
-  AGENTDB_PREFIX: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only (1 to 64)')
-    .default('agentdb'),
+  AGENTDB_PREFIX: z.string().regex(PREFIX_PATTERN, 'letters, digits, _ and - only (1 to 64)').default('agentdb'),
   SHARD_COUNT: int(1, 4096, 16),
   PORT: int(0, 65535, 7070),
   HOST: z.string().min(1).default('127.0.0.1'),

@@ -22,6 +22,7 @@ import { awaiting, within, type AwaitingAnswer, type CallAnswer, type Decision, 
 import { awaitCompletion } from './call-completion-wait.ts';
 import { claimCallId, claimTtlS, type ClaimPlace } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
+import { checkClientOptions } from './client-options.ts';
 import { addOrJoin } from './call-resend.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
@@ -151,7 +152,9 @@ export class AgentDbClient {
    */
   readonly metrics: Metrics;
 
+  /** @throws AgentDbError INVALID_ARGUMENTS at once, naming each bad option (a URL that is not redis://, a prefix …). */
   constructor(opts: AgentDbClientOptions = {}) {
+    checkClientOptions(opts);
     this.metrics = opts.metrics ?? new Metrics();
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
