@@ -206,6 +206,8 @@ export class CallParking {
         // Decided at the last moment, or gone: fail closed unless it is there and decided.
         if (result === 'CONFLICT' && now) return this.resume(job, token, now, run);
         const expired = now ?? approval;
+        if (this.deps.tracer)
+          recordApprovalWait(this.deps.tracer, { ...expired, state: 'expired', decidedAt: Date.now(), tool: job.data.tool, callId: job.data.callId });
         await publishEvent(this.deps.redis, this.deps.keys.events, {
           type: 'approval.decided',
           callId: job.data.callId,

@@ -165,6 +165,26 @@ describe('OpenTelemetry spans of a call (TRACING=on)', () => {
     expect(named(traceOf(traceId), 'run_call DATA_WRITE_SQL').length).toBeGreaterThanOrEqual(2);
   });
 
+  it('records an approval nobody decided as a wait that ended expired', async () => {
+    const short = sandbox({ TRACING: 'on', APPROVAL_TTL_MS: '1000' });
+    try {
+      await short.pool();
+      const c = short.client();
+      const who = { workspace: 'tr', agent: 'late', settings: { database: 'agent' as const, approval: 'write' as const } };
+      await c.call({ ...who, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (v)' } });
+      const traceId = hex(16);
+      const parked = (await c.call(
+        { ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' }, callId: 'traced-late' },
+        { wait: false, traceparent: `00-${traceId}-${hex(8)}-01` },
+      )) as AwaitingAnswer;
+      expect(await c.result('traced-late', { workspace: 'tr', agent: 'late', wait: true })).toMatchObject({ ok: false, error: { code: 'APPROVAL_EXPIRED' } });
+      const wait = await ended.until((s) => s.name === 'await_approval DATA_WRITE_SQL' && s.spanContext().traceId === traceId);
+      expect(wait.attributes).toMatchObject({ 'agentdb.approval.id': parked.approval.id, 'agentdb.approval.state': 'expired' });
+    } finally {
+      await short.cleanup();
+    }
+  });
+
   it("takes the trace from /v1/calls' traceparent header and from MCP's _meta, and never puts a key in a span", async () => {
     const key = await k.agentKey('tr', 'keyed', { displayName: 'keyed', settings: { database: 'agent' } });
     const httpTrace = hex(16);
