@@ -5,7 +5,7 @@
 
 /** Bottom first. Each entry is one layer; a layer is one folder of src/ or a few root files. */
 const LAYERS = [
-  { name: 'base', path: '^src/(errors|config|logger|metrics)\\.ts$' },
+  { name: 'base', path: '^src/(errors|config|logger|metrics|tracing)\\.ts$' },
   { name: 'contracts', path: '^src/contracts/' },
   { name: 'redis', path: '^src/redis/' },
   { name: 'registry', path: '^src/registry/' },

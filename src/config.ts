@@ -9,21 +9,20 @@ import { z } from 'zod';
 
 const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
+/** What REDIS_URL (and a client's `redisUrl`) must look like. */
+export const REDIS_URL_PATTERN = /^rediss?:\/\//;
+/** What AGENTDB_PREFIX (and a client's `prefix`) must look like: it goes into every Redis key. */
+export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
 /**
  * The environment agentdb reads, and nothing else. Entry points call {@link loadConfig} once
  * and pass the result down; no module reads `process.env` on its own.
  */
 const envSchema = z.object({
-  REDIS_URL: z
-    .string()
-    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-    .default('redis://127.0.0.1:6379'),
+  REDIS_URL: z.string().regex(REDIS_URL_PATTERN, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
   AGENTDB_DATA_DIR: z.string().min(1).default('./data'),
   /** Prefix of every Redis key and queue, so several deployments (and tests) share one Redis. */
-  AGENTDB_PREFIX: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only (1 to 64)')
-    .default('agentdb'),
+  AGENTDB_PREFIX: z.string().regex(PREFIX_PATTERN, 'letters, digits, _ and - only (1 to 64)').default('agentdb'),
   SHARD_COUNT: int(1, 4096, 16),
   PORT: int(0, 65535, 7070),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -195,6 +194,11 @@ const envSchema = z.object({
     .default('47 3 * * *')
     .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * OpenTelemetry spans of each call (client, queue, worker, executor, approval wait) on the
+   * tracer provider the process registered (e.g. with `node --import` of an SDK's setup); off: none.
+   */
+  TRACING: z.enum(['on', 'off']).default('off'),
   /** The member key the CLI decides approvals with, when neither `--key-file` nor `--key` is given. */
   AGENTDB_MEMBER_KEY: z.string().optional(),
   /** The key (an agent's or a member's) `agentdb mcp --stdio` serves with, when neither `--key-file` nor `--key` is given. */
@@ -396,6 +400,8 @@ export interface Config {
   /** PUBLIC_URL, without a trailing slash. */
   readonly publicUrl?: string;
   readonly keyCacheTtlMs: number;
+  /** TRACING=on: spans on the registered OpenTelemetry tracer provider (src/tracing.ts). */
+  readonly tracing: boolean;
   /** Fastify's `trustProxy` (TRUST_PROXY). */
   readonly trustProxy: boolean | number | string[];
 }
@@ -520,6 +526,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...(e.OAUTH === 'on' ? { oauth: Object.freeze({ accessTtlS: e.OAUTH_ACCESS_TOKEN_TTL_S, refreshTtlS: e.OAUTH_REFRESH_TOKEN_TTL_S }) } : {}),
     ...(e.PUBLIC_URL ? { publicUrl: e.PUBLIC_URL.replace(/\/+$/, '') } : {}),
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
+    tracing: e.TRACING === 'on',
     trustProxy: e.TRUST_PROXY,
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),
     ...(e.AGENTDB_KEY ? { mcpKey: e.AGENTDB_KEY } : {}),

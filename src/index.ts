@@ -22,3 +22,13 @@ export { loadConfig, type Config } from './config.ts';
 /** `AgentDbClient.metrics`' class: pass one as the client's `metrics` to count its refusals in a runtime's own registry. */
 export { Metrics } from './metrics.ts';
 export type { AgentDbEvent } from './redis/events.ts';
+export {
+  db,
+  type DbCapabilityOptions,
+  type DbPolicy,
+  type DbPolicyContext,
+  type DbTool,
+  type DbToolAnswer,
+  type DbToolCallOptions,
+} from './calls/db-capability.ts';
+export type { ApprovalRequiredAnswer } from './calls/db-answers.ts';

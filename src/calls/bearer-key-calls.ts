@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import type { Tracer } from '@opentelemetry/api';
 import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
-import { errorEnvelope, type ErrorEnvelope } from '../contracts/envelope.ts';
-import { translateDbCall, type DbTranslation } from '../policy/db-surface.ts';
+import { errorEnvelope } from '../contracts/envelope.ts';
+import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
-import type { AgentDbClient, AwaitingAnswer, CallAnswer } from './client.ts';
+import type { AgentDbClient, CallAnswer } from './client.ts';
+import { dbAnswer, type ApprovalRequiredAnswer } from './db-answers.ts';
 
 /** The bound each tenant refusal of the client stands for. */
 const REFUSAL_QUOTA: Partial<Record<string, 'rate' | 'redis'>> = { RATE_LIMITED: 'rate', QUOTA_EXCEEDED: 'redis' };
@@ -19,16 +21,22 @@ export interface KeyedWait {
    * wait stops listening at once, and the call's answer rejects with the signal's reason.
    */
   signal?: AbortSignal;
+  /** The caller's W3C trace context (HTTP headers, MCP `_meta`): the call's spans continue it. */
+  trace?: TraceContext;
+}
+
+/** A caller's W3C trace context, as `traceparent` and `tracestate` carry it. */
+export interface TraceContext {
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** Why a bounded wait was given up short of the call's end: its bound passed, or the server stops. */
 const BOUND_PASSED = new Error('the wait bound passed');
 
-/** db_exec's answer under `policy: "require-approval"`: APPROVAL_REQUIRED and the request made. */
-export type ApprovalRequiredAnswer = ErrorEnvelope & { approval: AwaitingAnswer['approval'] };
+export type { ApprovalRequiredAnswer } from './db-answers.ts';
 
 type DbSurface = Extract<Surface, { kind: 'db' }>;
-type Translated = Extract<DbTranslation, { ok: true }>;
 
 /**
  * Tool calls made with a bearer key (HTTP `/v1/calls`, MCP): the key's principal becomes the
@@ -66,6 +74,11 @@ export class KeyedCalls {
     this.stopped = true;
     for (const wait of this.waits) wait.abort(BOUND_PASSED);
     this.waits.clear();
+  }
+
+  /** The client's tracer, when tracing is on: adapters open their own spans on it (MCP's `tools/call`). */
+  get tracer(): Tracer | undefined {
+    return this.client.tracer;
   }
 
   /** Requests waiting now, each holding one bound timer (for tests and metrics). */
@@ -131,7 +144,7 @@ export class KeyedCalls {
     const deadline = Date.now() + opts.maxWaitMs;
     // The pick-up wait (until the call has run or been parked) is part of the caller's wait: left
     // at the client's 30 s, a POST with HTTP_WAIT_MS=2000 behind a busy executor answered after 32 s.
-    const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}), ...opts.trace });
     if (!opts.wait || !('status' in first)) return first;
     const left = deadline - Date.now();
     // The call's own wait going on, counted as the call: not a lookup.
@@ -151,30 +164,14 @@ export class KeyedCalls {
       ...callInputFor(principal, { tool: t.tool, arguments: t.arguments, ...(call.callId !== undefined ? { callId: call.callId } : {}) }),
       ...(t.introspect ? { introspect: true } : {}),
     };
+    const db = databaseId(principal.workspace, principal.agent);
+    const statement = (call.arguments as { statement?: unknown }).statement;
     if (t.requireApproval) {
       // require-approval answers at once (db-capability.md); the parked call runs once approved.
       input.settings = { ...principal.settings, approval: 'write' };
-      const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}) });
-      if ('status' in first && first.status === 'awaiting_approval') {
-        const env = errorEnvelope(
-          first.callId,
-          t.dbTool,
-          'APPROVAL_REQUIRED',
-          `db_exec needs a person's approval (approval ${first.approval.id}); it runs once approved, under call id ${first.callId}.`,
-        );
-        return { ...env, approval: { ...first.approval, statement: (call.arguments as { statement: string }).statement, rationale: t.arguments.rationale } };
-      }
-      return asDb(first, t, principal);
+      const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}), ...opts.trace });
+      return dbAnswer(first, t, db, statement);
     }
-    return asDb(await this.enqueue(input, principal, opts), t, principal);
+    return dbAnswer(await this.enqueue(input, principal, opts), t, db, statement);
   }
-}
-
-/** An answer of the DATA_* call as the db_* tool it came from gives it. */
-function asDb(answer: CallAnswer, t: Translated, p: Extract<Principal, { kind: 'agent' }>): CallAnswer {
-  const renamed = { ...answer, tool: t.dbTool } as CallAnswer;
-  if (t.dbTool === 'db_schema' && renamed.ok) {
-    return { ...renamed, result: { database: databaseId(p.workspace, p.agent), schema: renamed.result } };
-  }
-  return renamed;
 }

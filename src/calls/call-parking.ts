@@ -24,6 +24,8 @@ import { dbTarget, type Approved, type ParkOutcome, type RunOutcome } from './ca
 import type { Config } from '../config.ts';
 import { CALL_RECORD_RETENTION_MS } from '../sqlite/call-record.ts';
 import type { Logger } from '../logger.ts';
+import { recordApprovalWait } from '../tracing.ts';
+import type { Tracer } from '@opentelemetry/api';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
 import { publishEvent } from '../redis/events.ts';
@@ -49,6 +51,8 @@ export interface ParkingDeps {
   executor: { run(req: ExecRequest): Promise<ExecOutcome> };
   config: Config;
   logger: Logger;
+  /** With tracing on: each decided approval's wait becomes a span of its call's trace. */
+  tracer?: Tracer;
 }
 
 /**
@@ -115,6 +119,7 @@ export class CallParking {
         `call ${JSON.stringify(job.data.callId)} was already parked for approval with another statement; this one did not run.`,
       );
     }
+    if (this.deps.tracer && approval.state !== 'pending') recordApprovalWait(this.deps.tracer, { ...approval, tool: plan.tool, callId: job.data.callId });
     return this.resume(job, token, approval, run);
   }
 
@@ -201,6 +206,8 @@ export class CallParking {
         // Decided at the last moment, or gone: fail closed unless it is there and decided.
         if (result === 'CONFLICT' && now) return this.resume(job, token, now, run);
         const expired = now ?? approval;
+        if (this.deps.tracer)
+          recordApprovalWait(this.deps.tracer, { ...expired, state: 'expired', decidedAt: Date.now(), tool: job.data.tool, callId: job.data.callId });
         await publishEvent(this.deps.redis, this.deps.keys.events, {
           type: 'approval.decided',
           callId: job.data.callId,

@@ -2,6 +2,8 @@
 // the enqueue that admits a call: plan, rate, budget, headroom, call-id claim, add or join, in that
 // order). Each step it calls lives in its own file in calls/; what is left here is the order.
 import { randomUUID } from 'node:crypto';
+import type { Tracer } from '@opentelemetry/api';
+import { BullMQOtel } from 'bullmq-otel';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
@@ -20,6 +22,7 @@ import { awaiting, within, type AwaitingAnswer, type CallAnswer, type Decision, 
 import { awaitCompletion } from './call-completion-wait.ts';
 import { claimCallId, claimTtlS, type ClaimPlace } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
+import { checkClientOptions } from './client-options.ts';
 import { addOrJoin } from './call-resend.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
@@ -28,6 +31,7 @@ import { OutageAnswers, unavailable } from './outage-answers.ts';
 import { CallRateLimits, DEFAULT_RATE_LIMITS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
 import { Metrics } from '../metrics.ts';
+import { toolCallSpan, TRACER_NAME, tracerIf, traceparentContext } from '../tracing.ts';
 import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** Options of an {@link AgentDbClient}. */
@@ -67,6 +71,12 @@ export interface AgentDbClientOptions {
    * own, {@link AgentDbClient.metrics}, which a runtime reads or serves as it likes.
    */
   metrics?: Metrics;
+  /**
+   * OpenTelemetry spans of each call (`execute_tool <tool>`, and BullMQ's `add` with the trace
+   * carried in the job to the workers) on the tracer provider the process registered; default
+   * off. Workers trace their side with TRACING=on.
+   */
+  tracing?: boolean;
 }
 
 /** Options of one call. */
@@ -90,6 +100,13 @@ export interface CallOptions {
    * reason, as `fetch` does. The call itself goes on.
    */
   signal?: AbortSignal;
+  /**
+   * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`): with tracing on, the
+   * call's spans continue that trace. Without it they continue the active span, if any.
+   */
+  traceparent?: string;
+  /** The W3C `tracestate` going with {@link CallOptions.traceparent}. */
+  tracestate?: string;
 }
 
 /**
@@ -124,6 +141,8 @@ export class AgentDbClient {
   private readonly budget: WorkspaceRedisBudget;
   private readonly headroom: RedisMemoryHeadroom;
   private closed = false;
+  /** agentdb's tracer when {@link AgentDbClientOptions.tracing} is on; adapters open their spans on it. */
+  readonly tracer?: Tracer;
   /**
    * Where this client counts what it refuses for a tenant bound, before any worker sees it:
    * `metrics.refusals` (`agentdb_quota_refusals_total{quota}`), by `rate` (RATE_LIMITED),
@@ -133,7 +152,9 @@ export class AgentDbClient {
    */
   readonly metrics: Metrics;
 
+  /** @throws AgentDbError INVALID_ARGUMENTS at once, naming each bad option (a URL that is not redis://, a prefix …). */
   constructor(opts: AgentDbClientOptions = {}) {
+    checkClientOptions(opts);
     this.metrics = opts.metrics ?? new Metrics();
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
@@ -146,7 +167,8 @@ export class AgentDbClient {
     // 0: BullMQ adds 3 to a connection's limit for each queue on it, which turned 0 ("none")
     // into a limit of 3, and ioredis's reconnect went past it with a MaxListenersExceededWarning.
     this.redis.setMaxListeners(Infinity);
-    this.queues = new ShardQueues(this.redis, this.keys);
+    this.tracer = tracerIf(opts.tracing);
+    this.queues = new ShardQueues(this.redis, this.keys, this.tracer ? new BullMQOtel(TRACER_NAME) : undefined);
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.outage = new OutageAnswers(this.redis, this.redisUrl);
     this.approvals = new ClientApprovals(this.redis, this.keys, this.shardCount);
@@ -178,6 +200,12 @@ export class AgentDbClient {
   call(input: CallInput, opts: CallOptions): Promise<CallAnswer>;
   async call(input: CallInput, opts: CallOptions = {}): Promise<CallAnswer> {
     const callId = input.callId ?? randomUUID();
+    if (!this.tracer) return this.callAs(callId, input, opts);
+    const parent = traceparentContext(opts.traceparent, opts.tracestate);
+    return toolCallSpan(this.tracer, { tool: String(input.tool), callId }, parent, () => this.callAs(callId, input, opts));
+  }
+
+  private async callAs(callId: string, input: CallInput, opts: CallOptions): Promise<CallAnswer> {
     const { keyId, ...call } = input;
     const planned = planCall({ ...call, callId }, this.shardCount, this.maxCallBytes);
     if (!planned.ok) {

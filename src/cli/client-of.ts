@@ -18,6 +18,7 @@ export function clientOf(config: Config, metrics?: Metrics): AgentDbClient {
     rateLimits: config.rateLimits,
     redisBytesPerWorkspace: config.redisBytesPerWorkspace,
     redisMemoryHeadroomPercent: config.redisMemoryHeadroomPercent,
+    tracing: config.tracing,
     ...(metrics ? { metrics } : {}),
   });
 }

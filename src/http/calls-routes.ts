@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
 import { ERRORS } from '../errors.ts';
 import type { CallAnswer } from '../calls/client.ts';
-import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
+import type { KeyedCalls, TraceContext } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { clientGone } from './client-gone.ts';
 import { principalOf, requireKey } from './key-auth.ts';
@@ -49,7 +49,10 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
 
     app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
       const signal = clientGone(reply);
-      const answer = await untilGone(signal, deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal }));
+      const answer = await untilGone(
+        signal,
+        deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal, trace: traceOf(request.headers) }),
+      );
       return answer ? answerWith(reply, answer) : gone(reply);
     });
 
@@ -96,4 +99,13 @@ function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
       .send(answer);
   }
   return reply.code(200).send(answer);
+}
+
+/** The caller's W3C trace context from its request headers (only the first of a repeated one). */
+function traceOf(headers: Record<string, string | string[] | undefined>): TraceContext | undefined {
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const traceparent = one(headers.traceparent);
+  if (!traceparent) return undefined;
+  const tracestate = one(headers.tracestate);
+  return { traceparent, ...(tracestate ? { tracestate } : {}) };
 }

@@ -20,6 +20,7 @@ import { RedisTaskStore, type McpTaskDeps } from './task-store.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
 import { toolsFor, type McpEndpoint, type SchemaVariant } from './toolkit.ts';
 import { absentNulls } from '../contracts/strict-schema.ts';
+import { mcpToolCallSpan, traceparentContext } from '../tracing.ts';
 
 /** What an MCP server for one principal needs. */
 export interface McpServerDeps {
@@ -177,7 +178,18 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   // that parse returns unchanged, and a bad request is refused by the first parse as before
   // (test/unit/mcp-server-registration.test.ts); the two parses only added CPU and a few KB of
   // garbage to every /mcp call (an /mcp request allocates about 46 KB with a stub call behind it).
-  Protocol.prototype.setRequestHandler.call(server, CallToolRequestSchema, callTool);
+  const tracer = deps.calls.tracer;
+  // With tracing on, each call is a `tools/call <tool>` server span (MCP semantic conventions)
+  // continuing the trace its `_meta` names; the client's `execute_tool` span runs inside it.
+  const traced: CallToolHandler = tracer
+    ? (request, extra) => {
+        const meta = request.params._meta as Record<string, unknown> | undefined;
+        const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+        const parent = traceparentContext(str(meta?.traceparent), str(meta?.tracestate));
+        return mcpToolCallSpan(tracer, { tool: request.params.name, requestId: extra.requestId }, parent, () => Promise.resolve(callTool(request, extra)));
+      }
+    : callTool;
+  Protocol.prototype.setRequestHandler.call(server, CallToolRequestSchema, traced);
   return server;
 }
 

@@ -58,20 +58,45 @@ export function translateDbCall(surface: DbSurface, tool: string, args: unknown)
     return refuse('NOT_PERMITTED', 'Rule "data mutation requires mode: write": this agent\'s db surface has mode "read".');
   if (!DDL.has(kind) && !DATA.has(kind)) return refuse('SQL_REFUSED', 'db_exec runs one INSERT, UPDATE, DELETE, REPLACE, CREATE, ALTER or DROP statement.');
 
-  switch (surface.policy) {
+  const mapped: DbTranslation =
+    kind === 'drop'
+      ? dropCall(statement.tokens, input.rationale)
+      : { ok: true, dbTool: tool, tool: 'DATA_WRITE_SQL', arguments: { sql: input.statement, rationale: input.rationale } };
+  return applyDbPolicy(mapped, surface.policy);
+}
+
+/** What db_exec's `policy` may decide for one call (db-capability.md). */
+export type DbPolicyDecision = DbSurface['policy'];
+
+/** The decisions {@link applyDbPolicy} takes, for checking a runtime's own policy function. */
+export const DB_POLICY_DECISIONS: readonly DbPolicyDecision[] = ['allow', 'require-approval', 'deny', 'retryable-failure'];
+
+/**
+ * Applies db_exec's `policy` to a call the surface's checks passed: `deny` and
+ * `retryable-failure` refuse it, `require-approval` marks it to be parked for a person, and
+ * `allow` lets it through. Read tools and refusals pass unchanged: the policy gates db_exec only.
+ * Separate from {@link translateDbCall} so a runtime's policy function (`db()`), decided per
+ * call after the checks, goes through the same rule.
+ */
+export function applyDbPolicy(t: DbTranslation, policy: DbPolicyDecision): DbTranslation {
+  if (!t.ok || t.dbTool !== 'db_exec') return t;
+  switch (policy) {
     case 'deny':
       return refuse('NOT_PERMITTED', 'Rule "policy deny": this agent\'s db_exec policy refuses every call.');
     case 'retryable-failure':
       return refuse('RETRY_LATER', 'The db_exec policy fails this call for now; try again later.');
+    case 'require-approval':
+      return { ...t, requireApproval: true };
     default:
+      return t;
   }
-  const approval = surface.policy === 'require-approval' ? ({ requireApproval: true } as const) : {};
-  if (kind === 'drop') {
-    const table = dropTarget(statement.tokens);
-    if (!table) return refuse('SQL_REFUSED', 'db_exec drops one table or view: DROP TABLE name or DROP VIEW name.');
-    return { ok: true, dbTool: tool, tool: 'DATA_DROP_TABLE', arguments: { table, rationale: input.rationale }, ...approval };
-  }
-  return { ok: true, dbTool: tool, tool: 'DATA_WRITE_SQL', arguments: { sql: input.statement, rationale: input.rationale }, ...approval };
+}
+
+/** A DROP through db_exec, run as DATA_DROP_TABLE (which always waits for a person). */
+function dropCall(tokens: readonly { kind: string; value: string; text: string }[], rationale: string): DbTranslation {
+  const table = dropTarget(tokens);
+  if (!table) return refuse('SQL_REFUSED', 'db_exec drops one table or view: DROP TABLE name or DROP VIEW name.');
+  return { ok: true, dbTool: 'db_exec', tool: 'DATA_DROP_TABLE', arguments: { table, rationale } };
 }
 
 function execAllowed(surface: DbSurface): boolean {

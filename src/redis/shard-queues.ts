@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { handleErrorEvents } from './error-events.ts';
 import type { Keys } from './keys.ts';
@@ -25,6 +25,8 @@ export class ShardQueues {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
+    /** BullMQ's tracing (a caller's tracing on): each add carries its trace in the job. */
+    private readonly telemetry?: Telemetry,
   ) {}
 
   /** The queue of `shard`, opened on first use. */
@@ -35,6 +37,7 @@ export class ShardQueues {
         connection: this.redis,
         prefix: this.keys.bullPrefix,
         streams: { events: { maxLen: SHARD_QUEUE_EVENTS_MAX_LEN } },
+        ...(this.telemetry ? { telemetry: this.telemetry } : {}),
       });
       handleErrorEvents(queue);
       this.queues.set(shard, queue);

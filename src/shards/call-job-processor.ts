@@ -7,7 +7,7 @@ import { CallCompletion, type Metering } from '../calls/call-completion.ts';
 import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts';
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
-import { runCall, type RunOutcome } from '../calls/call-runner.ts';
+import { runCall, type RunDeps, type RunOutcome } from '../calls/call-runner.ts';
 import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
@@ -21,6 +21,8 @@ import type { Metrics } from '../metrics.ts';
 import { TOOL_TIERS } from '../contracts/tools.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
+import { executorSpan, runCallSpan } from '../tracing.ts';
+import type { Tracer } from '@opentelemetry/api';
 
 /** What a {@link CallJobProcessor} runs calls with: its worker's Redis, executor pool and stores. */
 export interface CallJobProcessorOptions {
@@ -36,6 +38,8 @@ export interface CallJobProcessorOptions {
   quota?: WorkspaceQuota;
   /** Counts each call's outcome and time for `/metrics`. */
   metrics?: Metrics;
+  /** With tracing on (TRACING=on): a span per call's run, its executor requests and its approval wait. */
+  tracer?: Tracer;
 }
 
 /**
@@ -50,8 +54,12 @@ export class CallJobProcessor {
   /** Completions of large results, held until BullMQ has stored them (see `process`). */
   private readonly announceOnceFinished = new Map<string, () => void>();
 
+  /** The executor the calls run on: the pool, each request in a span when tracing is on. */
+  private readonly executor: RunDeps['executor'];
+
   constructor(private readonly opts: CallJobProcessorOptions) {
-    const { config, redis, keys } = opts;
+    const { config, redis, keys, tracer } = opts;
+    this.executor = tracer ? { run: (req) => executorSpan(tracer, req.op, () => opts.executor.run(req)) } : opts.executor;
     this.completion = new CallCompletion(redis, keys);
     this.budget = new WorkspaceRedisBudget(redis, keys);
     this.parking = new CallParking({
@@ -59,20 +67,27 @@ export class CallJobProcessor {
       redis,
       keys,
       approvalTtlMs: config.approvalTtlMs,
-      executor: opts.executor,
+      executor: this.executor,
       config,
       logger: opts.logger,
+      ...(tracer ? { tracer } : {}),
     });
   }
 
   /** Runs a call's job on `shard` and answers its envelope (BullMQ stores it as the job's result). */
   async process(job: Job<CallJobData>, token: string, shard: number): Promise<Envelope> {
+    const { tracer } = this.opts;
+    if (!tracer) return this.run(job, token, shard);
+    return runCallSpan(tracer, { tool: String(job.data.tool), callId: String(job.data.callId), shard }, () => this.run(job, token, shard));
+  }
+
+  private async run(job: Job<CallJobData>, token: string, shard: number): Promise<Envelope> {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
     const deps = {
       config: this.opts.config,
-      executor: this.opts.executor,
+      executor: this.executor,
       results: this.opts.results,
       ...(this.opts.callIds ? { callIds: this.opts.callIds } : {}),
       ...(this.opts.quota ? { quota: this.opts.quota } : {}),

@@ -25,6 +25,9 @@ import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
 import { UnheldJobs } from './unheld-jobs.ts';
+import { TRACER_NAME, tracerIf } from '../tracing.ts';
+import { BullMQOtel } from 'bullmq-otel';
+import type { Tracer } from '@opentelemetry/api';
 
 /** Options of a {@link ShardWorkerPool}. */
 export interface ShardWorkerPoolOptions {
@@ -66,9 +69,12 @@ export class ShardWorkerPool {
   private stopped = false;
   /** Set once the first round of leases is done: before it, what this process owns says nothing. */
   private leasesChecked = false;
+  /** TRACING=on: agentdb's tracer on the process's registered provider. */
+  private readonly tracer?: Tracer;
 
   constructor(private readonly opts: ShardWorkerPoolOptions) {
     const { config } = opts;
+    this.tracer = tracerIf(config.tracing);
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
     this.executor = new ExecutorPool({
@@ -115,6 +121,7 @@ export class ShardWorkerPool {
       callIds: this.callIds,
       quota: this.quota,
       ...(opts.metrics ? { metrics: opts.metrics } : {}),
+      ...(this.tracer ? { tracer: this.tracer } : {}),
     });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
@@ -263,6 +270,8 @@ export class ShardWorkerPool {
       lockDuration: config.lockDurationMs,
       stalledInterval: config.stalledIntervalMs,
       autorun: true,
+      // With tracing on, BullMQ's `process` span continues the trace its job carries from the caller.
+      ...(this.tracer ? { telemetry: new BullMQOtel(TRACER_NAME) } : {}),
     });
     handleErrorEvents(worker, logger, 'shard worker error', { shard });
     worker.on('completed', (job) => {

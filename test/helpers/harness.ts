@@ -57,6 +57,7 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
         redisBytesPerWorkspace: config.redisBytesPerWorkspace,
         redisMemoryHeadroomPercent: config.redisMemoryHeadroomPercent,
         rateLimits: config.rateLimits,
+        tracing: config.tracing,
         ...opts,
       });
       clients.push(c);
