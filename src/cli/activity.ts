@@ -17,10 +17,15 @@ export async function activity(ctx: CommandContext, flags: { json?: boolean; lim
   let limit: number | undefined;
   if (flags.limit !== undefined) {
     limit = Number(flags.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > ACTIVITY_PAGE.max) throw new UsageError(`--limit: a whole number from 1 to ${ACTIVITY_PAGE.max}, not ${JSON.stringify(flags.limit)}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > ACTIVITY_PAGE.max)
+      throw new UsageError(`--limit: a whole number from 1 to ${ACTIVITY_PAGE.max}, not ${JSON.stringify(flags.limit)}`);
   }
   return withClient(ctx, 'activity', async (client) => {
-    const page = await client.activity(db, { ...(limit !== undefined ? { limit } : {}), ...(flags.before !== undefined ? { before: flags.before } : {}) }, 'operator');
+    const page = await client.activity(
+      db,
+      { ...(limit !== undefined ? { limit } : {}), ...(flags.before !== undefined ? { before: flags.before } : {}) },
+      'operator',
+    );
     ctx.stdout.write(flags.json ? `${JSON.stringify(page)}\n` : table(page));
     return 0;
   });

@@ -113,7 +113,7 @@ export function matchRows(groups: Group[], rows: Pick<ActivityRow, 'at'>[], comm
   for (const g of groups) {
     if (g.snapshot) continue;
     const skip = g.commits.length - g.rows.length;
-    g.rows.forEach((r, k) => (byCommit[g.commits[skip + k]!] = r));
+    for (const [k, r] of g.rows.entries()) byCommit[g.commits[skip + k]!] = r;
   }
   return byCommit;
 }
@@ -138,7 +138,8 @@ export async function activityPage(dataDir: string, id: string, rows: ActivityRo
   let from = commits.length - 1;
   if (opts.before !== undefined) {
     const at = commits.findIndex((c) => c.id === opts.before);
-    if (at < 0) throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
+    if (at < 0)
+      throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
     from = at - 1;
   }
   const kindOf = (i: number) => {

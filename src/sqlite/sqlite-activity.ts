@@ -79,7 +79,10 @@ function nextSeq(db: Database): number {
 /** `text` cut to `max` UTF-8 bytes, on a character. */
 function cut(text: string, max: number): string {
   if (Buffer.byteLength(text) <= max) return text;
-  return Buffer.from(text).subarray(0, max).toString('utf8').replace(/\uFFFD$/, '');
+  return Buffer.from(text)
+    .subarray(0, max)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
 }
 
 /** Records a call's row; must run inside the transaction of the commit it explains. */
@@ -172,6 +175,5 @@ export function carryActivity(db: Database, rows: ReturnType<typeof allActivity>
   if (!rows.length) return;
   ensureActivityTable(db);
   const insert = trusted(db, `INSERT OR IGNORE INTO ${ACTIVITY_TABLE} (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  for (const r of rows)
-    insert.run(r.seq, r.kind, r.at, r.call_id, r.tool, r.by, r.statement, r.statement_bytes, r.rationale, r.approved_by, r.changes);
+  for (const r of rows) insert.run(r.seq, r.kind, r.at, r.call_id, r.tool, r.by, r.statement, r.statement_bytes, r.rationale, r.approved_by, r.changes);
 }

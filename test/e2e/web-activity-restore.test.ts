@@ -18,7 +18,9 @@ let adminKey: string;
 const scout = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
 const write = (sql: string, rationale?: string) => client.call({ ...scout, tool: 'DATA_WRITE_SQL', arguments: { sql, ...(rationale ? { rationale } : {}) } });
 const emails = async () =>
-  ((await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT email FROM leads ORDER BY id' } })) as any).result.rows.map((r: unknown[]) => r[0]);
+  ((await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT email FROM leads ORDER BY id' } })) as any).result.rows.map(
+    (r: unknown[]) => r[0],
+  );
 
 beforeAll(async () => {
   box = sandbox();

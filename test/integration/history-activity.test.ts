@@ -28,7 +28,8 @@ const ada = { workspace: 'acme', agent: '@ada', member: { name: 'ada', role: 'ad
 const write = (who: object, sql: string, rationale?: string) =>
   client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql, scope: 'workspace', ...(rationale ? { rationale } : {}) } } as never);
 const count = async () =>
-  ((await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads', scope: 'workspace' } } as never)) as any).result.rows[0][0];
+  ((await client.call({ ...scout, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM leads', scope: 'workspace' } } as never)) as any).result
+    .rows[0][0];
 const everything = async () => (await history.activity('acme', { limit: 200 }, 'operator')).entries;
 
 let beforeMember = 0;
@@ -49,7 +50,11 @@ beforeAll(async () => {
   pastMs(beforeMember);
   expect(await write(ada, "INSERT INTO leads(email) VALUES ('ada@x')")).toMatchObject({ ok: true });
   const parked = (await client.call(
-    { ...careful, tool: 'DATA_WRITE_SQL', arguments: { sql: "UPDATE leads SET email = 'c@x' WHERE id = 1", scope: 'workspace', rationale: 'fix a typo' } } as never,
+    {
+      ...careful,
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: "UPDATE leads SET email = 'c@x' WHERE id = 1", scope: 'workspace', rationale: 'fix a typo' },
+    } as never,
     { wait: false },
   )) as AwaitingAnswer;
   expect(parked.status).toBe('awaiting_approval');
@@ -88,7 +93,12 @@ describe('agentdb activity: history as what was done', () => {
     const [long, , approved, member, insert, create] = entries as [ActivityEntry, ActivityEntry, ActivityEntry, ActivityEntry, ActivityEntry, ActivityEntry];
     expect(long.statement!.length).toBe(MAX_ACTIVITY_SQL_BYTES);
     expect(long.statementCut).toBe(Buffer.byteLength(longSql) - MAX_ACTIVITY_SQL_BYTES);
-    expect(approved).toMatchObject({ tool: 'DATA_WRITE_SQL', statement: "UPDATE leads SET email = 'c@x' WHERE id = 1", rationale: 'fix a typo', rowsChanged: 1 });
+    expect(approved).toMatchObject({
+      tool: 'DATA_WRITE_SQL',
+      statement: "UPDATE leads SET email = 'c@x' WHERE id = 1",
+      rationale: 'fix a typo',
+      rowsChanged: 1,
+    });
     expect(approved.approvedBy).toContain('alice');
     expect(member).toMatchObject({ statement: "INSERT INTO leads(email) VALUES ('ada@x')", rowsChanged: 1 });
     expect(member.approvedBy).toBeUndefined();

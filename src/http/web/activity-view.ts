@@ -19,7 +19,10 @@ function what(e: ActivityEntry): Html {
   if (e.kind === 'outside')
     return html`<p class="muted">A commit no agentdb call made: a program outside agentdb wrote to the database file, and history captured it.</p>`;
   if (e.kind === 'restore') return html`<p>${e.statement ?? 'restore'}</p>`;
-  const sql = e.tool === 'DATA_DROP_TABLE' ? html`<p>drop table <strong>${e.statement ?? ''}</strong></p>` : html`<pre class="sql">${highlightSql(e.statement ?? '')}</pre>`;
+  const sql =
+    e.tool === 'DATA_DROP_TABLE'
+      ? html`<p>drop table <strong>${e.statement ?? ''}</strong></p>`
+      : html`<pre class="sql">${highlightSql(e.statement ?? '')}</pre>`;
   return html`${sql}${e.statementCut ? html`<p class="cut muted">${e.statementCut} more bytes of SQL were not kept.</p>` : ''}`;
 }
 
@@ -47,7 +50,9 @@ export function activityView(db: string, page: ActivityPage, admin: boolean, csr
   if (!page.entries.length) return html`<p class="empty" id="activity">No commits in history yet.</p>`;
   return html`<ol class="activity" id="activity">
 ${page.entries.map(
-  (e) => html`<li class="card entry ${e.kind}" data-entry="${e.id}"><header><time datetime="${e.at}">${when(e.at)}</time><span>${who(e)}</span>${e.tool ? html`<span class="tier">${e.tool}</span>` : ''}${
+  (
+    e,
+  ) => html`<li class="card entry ${e.kind}" data-entry="${e.id}"><header><time datetime="${e.at}">${when(e.at)}</time><span>${who(e)}</span>${e.tool ? html`<span class="tier">${e.tool}</span>` : ''}${
     e.rowsChanged !== undefined ? html`<span>${e.rowsChanged} row${e.rowsChanged === 1 ? '' : 's'} changed</span>` : ''
   }${e.approvedBy ? html`<span>approved by <strong>${e.approvedBy}</strong></span>` : ''}</header>
 ${what(e)}${e.rationale ? html`<p class="rationale"><span class="muted">Why:</span> ${e.rationale}</p>` : ''}

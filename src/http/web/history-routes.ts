@@ -175,7 +175,15 @@ function atOf(value: string | undefined): string | undefined {
 /** `/data/history` and its dry run, restore and undo, all through the history core. */
 export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined): void {
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
-  const render = async (request: FastifyRequest, reply: FastifyReply, db: string, outcome?: RestoreOutcome, at?: string, restored?: string, before?: string) => {
+  const render = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    db: string,
+    outcome?: RestoreOutcome,
+    at?: string,
+    restored?: string,
+    before?: string,
+  ) => {
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
     const caller = { member: memberOf(request) };
     const [h, activity] = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller)]);

@@ -34,7 +34,9 @@ export const restoreArgs = z
 export type RestoreArgs = z.infer<typeof restoreArgs>;
 
 /** Arguments of the `historyActivity` shard op: a page's size and where it starts. */
-export const activityArgs = z.object({ limit: z.number().int().min(1).max(ACTIVITY_PAGE.max).optional(), before: z.string().min(1).max(200).optional() }).strict();
+export const activityArgs = z
+  .object({ limit: z.number().int().min(1).max(ACTIVITY_PAGE.max).optional(), before: z.string().min(1).max(200).optional() })
+  .strict();
 
 /**
  * The history shard ops: `historyRestore` (in place, undo, or into a new database; it runs on
