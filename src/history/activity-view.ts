@@ -53,7 +53,7 @@ export interface HistoryCommit {
 }
 
 /** A run of commits captured in the same millisecond, or a generation's snapshot, for matching. */
-interface Group {
+export interface Group {
   at: number;
   /** Commit indexes (into the commits list); empty for a snapshot, which takes any number of rows. */
   commits: number[];
@@ -70,10 +70,10 @@ function historyCommits(dataDir: string, id: string): { commits: HistoryCommit[]
   for (const g of listGenerations(localSource(dataDir, id))) {
     const snap = g.snapshot;
     if (!snap) continue;
-    // A restore's generation starts from a linked snapshot of an older time: what it holds was
-    // matched before. Any other snapshot holds the commits before it history did not keep apart
-    // (the first writes, a gap's): their rows go to it.
-    if (!snap.base) groups.push({ at: snap.at, commits: [], rows: [], snapshot: true });
+    // A snapshot holds the commits before it history did not keep apart (the first writes, a
+    // gap's, a fork's source's): their rows go to it. Not a restore in place's: what it holds
+    // was matched with the generations before, and its restore's row is its base commit's.
+    if (!snap.base || groups.length === 0) groups.push({ at: snap.at, commits: [], rows: [], snapshot: true });
     for (const seg of listSegments(g)) {
       const records = readIndex(seg.indexPath).commits;
       records.forEach((c, n) => {
@@ -150,7 +150,8 @@ export async function activityPage(dataDir: string, id: string, rows: ActivityRo
   let i = from;
   for (; i >= 0 && picked.length < limit; i--) {
     const kind = kindOf(i);
-    if (kind === 'upkeep') continue;
+    // A restore's base commit is its generation's start; a fork's has no row of its own.
+    if (kind === 'upkeep' || (kind === 'outside' && commits[i]!.base)) continue;
     // A restore within a generation is two commits (its pages, then its audit row), a rebuilt one's
     // outside write beside it is its own doing: the one commit of it with no row is the restore's.
     if (kind === 'outside' && [i - 1, i + 1].some((j) => j >= 0 && j < commits.length && kindOf(j) === 'restore' && commits[i]!.at >= order[match[j]!]!.at))
@@ -158,7 +159,7 @@ export async function activityPage(dataDir: string, id: string, rows: ActivityRo
     picked.push(i);
   }
   // More entries older than the page? (upkeep and a restore's second commit are not entries.)
-  const more = i >= 0 && commits.slice(0, i + 1).some((_, j) => kindOf(j) !== 'upkeep');
+  const more = i >= 0 && commits.slice(0, i + 1).some((c, j) => kindOf(j) !== 'upkeep' && !(c.base && kindOf(j) === 'outside'));
   const wanted = picked.flatMap((c) => (match[c] === undefined ? [] : [order[match[c]!]!.seq]));
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
   const entries = picked.map((c): ActivityEntry => {

@@ -148,3 +148,52 @@ describe('agentdb activity: history as what was done', () => {
     await expect(history.activity('acme/nobody', {}, 'operator')).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
+
+describe('restores that copy a file in, and forks', () => {
+  it('shows a restore that rebuilt the database (a new generation) once, above the calls it undid, and a fork as its creation', async () => {
+    const bulk = { workspace: 'acme', agent: 'bulk', settings: { database: 'agent' as const } };
+    const w = (sql: string) => client.call({ ...bulk, tool: 'DATA_WRITE_SQL', arguments: { sql } } as never);
+    expect(await w('CREATE TABLE b (x BLOB)')).toMatchObject({ ok: true });
+    expect(await w('INSERT INTO b WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) SELECT zeroblob(3000) FROM c')).toMatchObject({
+      ok: true,
+    });
+    const moment = new Date(Date.now()).toISOString();
+    pastMs(Date.parse(moment));
+    // Every page changes: a restore to before it rebuilds the file rather than write pages back.
+    expect(await w('UPDATE b SET x = randomblob(3000)')).toMatchObject({ ok: true });
+    await history.restore('acme/bulk', { at: moment, by: { who: 'operator:test', via: 'operator' } }, 'operator');
+    expect((await history.history('acme/bulk', 'operator')).generations.map((g) => g.reason)).toEqual(['first', 'restore']);
+    const entries = (await history.activity('acme/bulk', {}, 'operator')).entries;
+    expect(entries.map((e) => [e.kind, e.statement?.split(' ').slice(0, 2).join(' ')])).toEqual([
+      ['restore', 'restore to'],
+      ['call', 'UPDATE b'],
+      ['call', 'INSERT INTO'],
+      ['call', 'CREATE TABLE'],
+    ]);
+    expect(entries[1]).toMatchObject({ by: 'agent:bulk', rowsChanged: 300 });
+
+    // A fork's history begins with its creation; the calls before it are its source's.
+    await history.restore('acme/bulk', { at: moment, into: 'acme/copy', by: { who: 'operator:test', via: 'operator' } }, 'operator');
+    const fork = (await history.activity('acme/copy', {}, 'operator')).entries;
+    expect(fork).toMatchObject([{ kind: 'restore', by: 'operator:test', statement: expect.stringContaining('created from acme/bulk') }]);
+  });
+});
+
+describe('what is not an entry, and drops', () => {
+  it('lists a drop by its table; a rejected call and its audit row add nothing', async () => {
+    const before = (await everything()).length;
+    const parked = (await client.call(
+      { ...careful, tool: 'DATA_WRITE_SQL', arguments: { sql: 'DELETE FROM leads', scope: 'workspace', rationale: 'clean up' } } as never,
+      { wait: false },
+    )) as AwaitingAnswer;
+    expect(await client.decide(parked.approval.id, { decision: 'reject', by: 'alice', operator: true })).toMatchObject({ ok: true });
+    expect(await client.result(parked.callId, { ...whoOf(parked), wait: true })).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
+    expect(await write(scout, 'CREATE TABLE scratch (x)')).toMatchObject({ ok: true });
+    const drop = await client.call({ ...ada, tool: 'DATA_DROP_TABLE', arguments: { table: 'scratch', scope: 'workspace' } } as never);
+    expect(drop).toMatchObject({ ok: true });
+    const entries = await everything();
+    expect(entries).toHaveLength(before + 2);
+    expect(entries[0]).toMatchObject({ kind: 'call', by: 'member:ada', tool: 'DATA_DROP_TABLE', statement: 'scratch' });
+    expect(entries[1]).toMatchObject({ kind: 'call', by: 'agent:scout', statement: 'CREATE TABLE scratch (x)' });
+  });
+});
