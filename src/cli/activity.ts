@@ -34,6 +34,7 @@ export async function activity(ctx: CommandContext, flags: { json?: boolean; lim
 /** What the entry did, in one cell: the SQL cut (and by how much), a restore's target, or an outside write. */
 function what(e: ActivityEntry): string {
   if (e.kind === 'outside') return '(a commit made outside agentdb)';
+  if (e.kind === 'unknown') return '(older than the activity kept: not known)';
   const sql = cell(e.statement ?? '', SQL_WIDTH);
   return e.statementCut ? `${sql} [+${e.statementCut} bytes]` : sql;
 }

@@ -1,5 +1,5 @@
 import { AgentDbError } from '../errors.ts';
-import type { ActivityRow } from '../sqlite/sqlite-activity.ts';
+import { ACTIVITY_RETENTION_MS, type ActivityRow } from '../sqlite/sqlite-activity.ts';
 import { listGenerations, listSegments, localSource } from './history-files.ts';
 import { readIndex } from './segment-index.ts';
 
@@ -11,9 +11,10 @@ export interface ActivityEntry {
   at: string;
   /**
    * `call`: an agent's or member's write or drop; `restore`: a restore (or its undo); `outside`:
-   * a commit no agentdb call made (a program outside agentdb wrote to the file).
+   * a commit no agentdb call made (a program outside agentdb wrote to the file); `unknown`: a
+   * commit older than the activity rows kept (`ACTIVITY_RETENTION_MS`), made by whoever it was.
    */
-  kind: 'call' | 'restore' | 'outside';
+  kind: 'call' | 'restore' | 'outside' | 'unknown';
   /** `agent:<name>` or `member:<name>`; for a restore, who asked (`<workspace>/@<member>`, `operator:<name>`). */
   by?: string;
   tool?: string;
@@ -130,7 +131,13 @@ export interface ActivityRows {
  * commits are left out. `before`: an entry's id, the page starts after it.
  * @throws AgentDbError INVALID_ARGUMENTS for a `before` that names no commit of this history.
  */
-export async function activityPage(dataDir: string, id: string, rows: ActivityRows, opts: { limit?: number; before?: string } = {}): Promise<ActivityPage> {
+export async function activityPage(
+  dataDir: string,
+  id: string,
+  rows: ActivityRows,
+  opts: { limit?: number; before?: string } = {},
+  now = Date.now(),
+): Promise<ActivityPage> {
   const limit = Math.min(Math.max(1, opts.limit ?? ACTIVITY_PAGE.default), ACTIVITY_PAGE.max);
   const { commits, groups } = historyCommits(dataDir, id);
   const order = await rows.all();
@@ -168,7 +175,8 @@ export async function activityPage(dataDir: string, id: string, rows: ActivityRo
     const base: ActivityEntry = {
       id: commit.id,
       at: new Date(commit.at).toISOString(),
-      kind: row?.kind === 'restore' ? 'restore' : row ? 'call' : 'outside',
+      // Past the rows' retention, a commit without one may have had one, pruned since.
+      kind: row?.kind === 'restore' ? 'restore' : row ? 'call' : commit.at < now - ACTIVITY_RETENTION_MS ? 'unknown' : 'outside',
       restoreBefore: new Date(commit.at - 1).toISOString(),
     };
     if (!row) return base;

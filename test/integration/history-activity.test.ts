@@ -3,7 +3,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
-import { MAX_ACTIVITY_SQL_BYTES } from '../../src/sqlite/sqlite-activity.ts';
+import { ACTIVITY_RETENTION_MS, MAX_ACTIVITY_SQL_BYTES } from '../../src/sqlite/sqlite-activity.ts';
+import { activityPage } from '../../src/history/activity-view.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { HistoryClient, type ActivityEntry } from '../../src/shards/history-client.ts';
@@ -195,5 +196,15 @@ describe('what is not an entry, and drops', () => {
     expect(entries).toHaveLength(before + 2);
     expect(entries[0]).toMatchObject({ kind: 'call', by: 'member:ada', tool: 'DATA_DROP_TABLE', statement: 'scratch' });
     expect(entries[1]).toMatchObject({ kind: 'call', by: 'agent:scout', statement: 'CREATE TABLE scratch (x)' });
+  });
+});
+
+describe('commits without a row', () => {
+  it('are outside writes while rows are kept, and unknown past their retention', async () => {
+    const none = { all: async () => [], some: async () => [] };
+    const fresh = await activityPage(sb.config.dataDir, 'acme', none, { limit: 5 });
+    expect(new Set(fresh.entries.map((e) => e.kind))).toEqual(new Set(['outside']));
+    const later = await activityPage(sb.config.dataDir, 'acme', none, { limit: 5 }, Date.now() + ACTIVITY_RETENTION_MS + 1000);
+    expect(new Set(later.entries.map((e) => e.kind))).toEqual(new Set(['unknown']));
   });
 });

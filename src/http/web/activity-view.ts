@@ -8,6 +8,7 @@ const when = (t: string) => isoTime(Date.parse(t));
 /** Who made the commit, in words. */
 function who(e: ActivityEntry): Html {
   if (e.kind === 'outside') return html`<strong>Outside agentdb</strong>`;
+  if (e.kind === 'unknown') return html`<strong>Not known</strong>`;
   const [kind, name] = (e.by ?? '').split(/:(.*)/s);
   if (kind === 'agent') return html`agent <strong>${name}</strong>`;
   if (kind === 'member') return html`member <strong>${name}</strong>`;
@@ -18,6 +19,7 @@ function who(e: ActivityEntry): Html {
 function what(e: ActivityEntry): Html {
   if (e.kind === 'outside')
     return html`<p class="muted">A commit no agentdb call made: a program outside agentdb wrote to the database file, and history captured it.</p>`;
+  if (e.kind === 'unknown') return html`<p class="muted">A commit older than the 35 days agentdb keeps who made each one.</p>`;
   if (e.kind === 'restore') return html`<p>${e.statement ?? 'restore'}</p>`;
   const sql =
     e.tool === 'DATA_DROP_TABLE'
