@@ -55,16 +55,16 @@ export interface ActivityRow {
 
 const COLUMNS = 'seq, kind, at, call_id, tool, by, statement, statement_bytes, rationale, approved_by, changes';
 
-const ready = new WeakSet<Database>();
-
-/** Creates the table once per handle (in the caller's transaction, when it is in one). */
+/**
+ * Creates the table unless the file has it, in the caller's transaction when it is in one. Looked
+ * up each time rather than remembered per handle: a transaction that created it may roll back.
+ */
 export function ensureActivityTable(db: Database): void {
-  if (ready.has(db)) return;
+  if (hasActivityTable(db)) return;
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${ACTIVITY_TABLE} (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, at INTEGER NOT NULL, call_id TEXT, tool TEXT,
       by TEXT, statement TEXT, statement_bytes INTEGER, rationale TEXT, approved_by TEXT, changes INTEGER) WITHOUT ROWID`,
   );
-  ready.add(db);
 }
 
 /** Whether the file has the table (a database written before it existed, or never by a call, has not). */
@@ -73,7 +73,7 @@ export function hasActivityTable(db: Database): boolean {
 }
 
 function nextSeq(db: Database): number {
-  return (trusted(db, `SELECT coalesce(max(seq), 0) + 1 FROM ${ACTIVITY_TABLE}`).pluck().get() as number) ?? 1;
+  return trusted(db, `SELECT coalesce(max(seq), 0) + 1 FROM ${ACTIVITY_TABLE}`).pluck().get() as number;
 }
 
 /** `text` cut to `max` UTF-8 bytes, on a character. */
