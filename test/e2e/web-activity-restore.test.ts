@@ -41,7 +41,7 @@ afterAll(async () => {
   await box?.cleanup();
 });
 
-it('restores to just before an entry of the activity list, with the typed confirmation, and the row comes back', { timeout: 60_000 }, async () => {
+it('restores to just before an entry of the activity list, with the typed confirmation, and the row comes back; forks as of another', { timeout: 60_000 }, async () => {
   expect(await emails()).toEqual(['b@x', 'c@x']);
   const context = await browser.newContext();
   const page = await context.newPage();
@@ -83,5 +83,15 @@ it('restores to just before an entry of the activity list, with the typed confir
   const after = page.locator('#activity > li');
   expect(await after.first().getAttribute('class')).toContain('restore');
   expect(await after.count()).toBe(5);
+
+  // Fork as of the insert of c@x (undone by the restore): a new database with it, typed by name.
+  const insert = after.filter({ hasText: "VALUES ('c@x')" });
+  await insert.getByText('Fork as of this…').click();
+  await insert.getByLabel("Type the new database's name").fill('scout-with-c');
+  await insert.getByRole('button', { name: 'Fork', exact: true }).click();
+  await page.waitForURL(/\/data\/db\?db=acme%2Fscout-with-c/);
+  const forked = await client.call({ ...scout, agent: 'scout-with-c', tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT email FROM leads ORDER BY id' } });
+  expect((forked as any).result.rows.map((r: unknown[]) => r[0])).toEqual(['b@x', 'c@x']);
+  expect(await emails()).toEqual(['a@x', 'b@x']);
   await context.close();
 });
