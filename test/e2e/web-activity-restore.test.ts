@@ -41,7 +41,9 @@ afterAll(async () => {
   await box?.cleanup();
 });
 
-it('restores to just before an entry of the activity list, with the typed confirmation, and the row comes back; forks as of another', { timeout: 60_000 }, async () => {
+it('restores to just before an entry of the activity list, with the typed confirmation, and the row comes back; forks as of another', {
+  timeout: 60_000,
+}, async () => {
   expect(await emails()).toEqual(['b@x', 'c@x']);
   const context = await browser.newContext();
   const page = await context.newPage();
