@@ -256,6 +256,7 @@ export class CallParking {
           return failed(job.data, 'NOT_PERMITTED', detail);
         }
         const outcome = await run({
+          ...(approval.decidedBy ? { by: approval.decidedBy } : {}),
           ...(approval.object ? { expect: approval.object } : {}),
           // A write approved without an effect (`effect: null`: its preview failed or ran out of
           // time) is bound to changing no rows: if it would change any, nothing commits and it

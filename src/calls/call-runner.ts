@@ -18,6 +18,7 @@ import { planLimits } from '../policy/plan-limits.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { SpilledResult } from '../sqlite/result-spill.ts';
+import type { ActivityNote } from '../sqlite/sqlite-activity.ts';
 import { planCall, type CallPlan } from '../policy/call-plan.ts';
 import type { CallIdLedger, LedgerClaim } from './call-id-ledger.ts';
 
@@ -67,6 +68,8 @@ export interface Approved {
   expect?: DropObject;
   /** For a write: the digest of the effect the person approved, and how much of another to keep. */
   effect?: { digest: string; limits: EffectLimits };
+  /** Who approved it, for the commit's activity row. */
+  by?: string;
 }
 
 /**
@@ -254,9 +257,27 @@ function execRequest(
         ...(plan.request.introspect ? { mode: 'introspect' as const } : {}),
         ...(offload ? { offload: true as const } : {}),
       };
-    case 'DATA_WRITE_SQL':
-      return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId, ...(approved?.effect ? { effect: approved.effect } : {}) };
-    case 'DATA_DROP_TABLE':
-      return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(approved?.expect ? { expect: approved.expect } : {}) };
+    case 'DATA_WRITE_SQL': {
+      const activity = activityNote(plan, callId, plan.args.sql as string, approved);
+      return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId, ...(approved?.effect ? { effect: approved.effect } : {}), activity };
+    }
+    case 'DATA_DROP_TABLE': {
+      const activity = activityNote(plan, callId, plan.args.table as string, approved);
+      return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(approved?.expect ? { expect: approved.expect } : {}), activity };
+    }
   }
+}
+
+/** What a write's or drop's commit records of its call (see `sqlite-activity.ts`). */
+function activityNote(plan: CallPlan, callId: string, statement: string, approved: Approved | undefined): ActivityNote {
+  const { caller } = plan;
+  const rationale = plan.args.rationale;
+  return {
+    tool: plan.tool,
+    by: caller.kind === 'agent' ? `agent:${caller.agent}` : `member:${caller.member}`,
+    callId,
+    statement,
+    ...(typeof rationale === 'string' && rationale ? { rationale } : {}),
+    ...(approved?.by ? { approvedBy: approved.by } : {}),
+  };
 }

@@ -24,7 +24,7 @@ function time(ms: number | undefined): string {
 const UNSHOWN = /[\p{Cc}\p{Cf}]/gu;
 
 /** One line, cut to `width` with an ellipsis: a cell must not break the table. */
-function cell(text: string, width: number): string {
+export function cell(text: string, width: number): string {
   const flat = text
     .replace(/\s+/g, ' ')
     .replace(UNSHOWN, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`)

@@ -94,7 +94,8 @@ export async function restore(
   });
 }
 
-async function withClient(ctx: CommandContext, command: string, fn: (client: HistoryClient) => Promise<number>): Promise<number> {
+/** Runs `fn` with a history client; a refusal prints `{ error }` (with the history hints) and exits 1. */
+export async function withClient(ctx: CommandContext, command: string, fn: (client: HistoryClient) => Promise<number>): Promise<number> {
   // BullMQ waits for a Redis that is down without a word; say so instead.
   await checkRedis(ctx.config.redisUrl);
   const ops = new ShardOpClient({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.prefix });
@@ -136,7 +137,8 @@ function table(view: HistoryView): string {
   return `${lines.join('\n')}\n`;
 }
 
-function checkedDbFlag(id: string): void {
+/** A database id given on the command line, or a usage error (exit 2). */
+export function checkedDbFlag(id: string): void {
   try {
     parseDatabaseId(id);
   } catch (err) {

@@ -267,6 +267,25 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./history.ts')).history));
   program
+    .command('activity')
+    .summary("a database's history as what was done")
+    .description(
+      "a database's history as what was done, newest first: each commit as the call that made it (time, agent or member, tool, SQL cut, rationale, approved by, rows changed), a restore, or a write made outside agentdb; with the moment to restore to just before each",
+    )
+    .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
+    .option('--json', 'print JSON')
+    .option('--limit <n>', 'entries on the page (default 50, at most 200)')
+    .option('--before <id>', 'the page after this entry (the line "more:" names it)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  agentdb activity acme/scout
+  agentdb activity acme --json --limit 20
+  agentdb restore acme/scout --at <restore before>   # undo an entry and everything after it`,
+    )
+    .action(run(async () => (await import('./activity.ts')).activity));
+  program
     .command('restore')
     .summary('restore a database to a moment, or undo a restore')
     .description('restore a database in place to a moment (keeping an undo point), into a new database, or back to an undo point (an operator command)')

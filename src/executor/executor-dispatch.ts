@@ -6,6 +6,7 @@ import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError
 import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
 import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
+import { readActivity } from '../sqlite/sqlite-activity.ts';
 import { committedCall, effectDigest } from '../sqlite/call-record.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
@@ -58,6 +59,10 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         };
       case 'browse':
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
+      case 'activity': {
+        const db = handles.open(req.db, 'read');
+        return { ok: true, result: handles.isPlaceholder(db) ? [] : readActivity(db, req.seqs) };
+      }
       case 'csv':
         return { ok: true, result: csvChunk(handles.open(req.db, 'read'), req.args) };
       case 'audit': {
@@ -81,6 +86,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           budget,
           history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))),
           req.effect,
+          req.activity,
         );
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
@@ -104,7 +110,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           checkDropName(req.table);
           throw new AgentDbError('NOT_FOUND', `there is no table or view named ${JSON.stringify(req.table)}`);
         }
-        const { replayed, ...result } = drop(db, req.table, req.callKey, req.expect);
+        const { replayed, ...result } = drop(db, req.table, req.callKey, req.expect, req.activity);
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result, replayed: true } : { ok: true, result };
       }

@@ -3,6 +3,7 @@ import type { DropObject } from '../contracts/drop-object.ts';
 import type { Effect, EffectLimits } from '../contracts/effect.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { AuditEntry } from '../sqlite/sqlite-audit.ts';
+import type { ActivityNote } from '../sqlite/sqlite-activity.ts';
 import type { Param } from '../sqlite/sqlite-values.ts';
 import type { RecordedEffect, RecordedOutcome } from '../sqlite/call-record.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
@@ -31,11 +32,22 @@ export type ExecRequest = (
    * `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. `effect`: the
    * effect a person approved; another effect commits nothing (APPROVAL_STALE with the new one).
    */
-  | { op: 'write'; db: DbTarget; sql: string; params: Param[]; callKey: string; effect?: { digest: string; limits: EffectLimits } }
+  | {
+      op: 'write';
+      db: DbTarget;
+      sql: string;
+      params: Param[];
+      callKey: string;
+      effect?: { digest: string; limits: EffectLimits };
+      /** What the commit's activity row says of it (see `sqlite-activity.ts`). */
+      activity?: ActivityNote;
+    }
   /** What a write would change now (an `Effect`), in a transaction always rolled back. Asked before parking. */
   | { op: 'effect'; db: DbTarget; sql: string; params: Param[]; limits: EffectLimits }
   /** `expect`: the object a person approved dropping; anything else is APPROVAL_STALE. */
-  | { op: 'drop'; db: DbTarget; table: string; callKey: string; expect?: DropObject }
+  | { op: 'drop'; db: DbTarget; table: string; callKey: string; expect?: DropObject; activity?: ActivityNote }
+  /** The database's activity rows (`sqlite-activity.ts`): every row's order and time, or with `seqs` those rows whole. */
+  | { op: 'activity'; db: DbTarget; seqs?: number[] }
   /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
   | { op: 'check'; db: DbTarget; sql: string; mode: 'read' | 'write' }
   /** What a drop of `table` would remove (a `DropObject`), or NOT_FOUND; nothing runs. Asked before parking. */

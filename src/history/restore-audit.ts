@@ -3,6 +3,10 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { walPages } from './wal-format.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
+import { carryActivity, type allActivity } from '../sqlite/sqlite-activity.ts';
+
+/** The activity rows of the file a restore replaces, to carry into the restored one (see `carryActivity`). */
+export type CarriedActivity = ReturnType<typeof allActivity>;
 
 /** Who asked for a restore, as the database's audit keeps it. */
 export interface RestoreActor {
@@ -10,8 +14,18 @@ export interface RestoreActor {
   via: 'key' | 'operator';
 }
 
-/** The restore's row in the database's own audit table. */
-export function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {
+/**
+ * The restore's row in the database's own audit table, in one commit with its activity row and
+ * the activity rows the restored state lacks (`carried`: the calls it undid stay listed).
+ */
+export function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number, carried: CarriedActivity = []): void {
+  db.transaction(() => {
+    carryActivity(db, carried);
+    auditRow(db, by, id, statement, at);
+  })();
+}
+
+function auditRow(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {
   recordAudit(db, {
     approvalId: `restore:${id}`,
     callId: id,
@@ -33,13 +47,13 @@ export function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, i
  * generation's base commit. Undefined when the file is not in WAL mode (it then has no WAL to
  * read them from): every page counts then.
  */
-export function auditInto(file: string, by: RestoreActor, id: string, statement: string, at: number): Set<number> | undefined {
+export function auditInto(file: string, by: RestoreActor, id: string, statement: string, at: number, carried: CarriedActivity = []): Set<number> | undefined {
   const db = new Database(file, { fileMustExist: true });
   try {
     // Not durable yet on purpose: the file is synced once whole (see `checkAndSync`).
     db.pragma('synchronous = OFF');
     db.pragma('wal_autocheckpoint = 0');
-    audit(db, by, id, statement, at);
+    audit(db, by, id, statement, at, carried);
     if (db.pragma('journal_mode', { simple: true }) !== 'wal') return undefined;
     return walPages(`${file}-wal`);
   } finally {

@@ -15,6 +15,7 @@ import { sharedNote } from '../contracts/database-id.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
+import { allActivity } from '../sqlite/sqlite-activity.ts';
 import { auditInto, closedEverywhere, newUndoId, type RestoreActor } from './restore-audit.ts';
 import { throughSqlite } from './restore-through-sqlite.ts';
 import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-within-generation.ts';
@@ -145,6 +146,8 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       ? `undo ${undone.id} of the restore to ${new Date(undone.restoredTo).toISOString()} (back to the state of ${new Date(undone.createdAt).toISOString()}, before that restore)`
       : `restore to ${new Date(plan.restoredTo).toISOString()}`;
     const now = Date.now();
+    // Read before anything is written: what agents did stays listed after the restore undoes it.
+    const carried = allActivity(handles.open(req.db, 'read'));
     const within = {
       handles,
       history,
@@ -157,6 +160,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       reuseUndo: reused !== undefined,
       restoredTo: plan.restoredTo,
       audited,
+      carried,
       now,
       key,
       step,
@@ -168,7 +172,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     try {
       const built = rebuild(plan, next, { flushAsWritten: true });
       // The audit row goes into the restored file, so the restore is one change.
-      const audited_ = auditInto(next, req.by, undoId, audited, now);
+      const audited_ = auditInto(next, req.by, undoId, audited, now, carried);
       step('rebuilt');
       checkAndSync(next, built.sound);
       prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : everyPage(next, plan.snapshot.pageSize));

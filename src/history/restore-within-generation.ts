@@ -24,7 +24,7 @@ import { sealHolds } from './seal.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
-import { audit, closedEverywhere, type RestoreActor } from './restore-audit.ts';
+import { audit, closedEverywhere, type CarriedActivity, type RestoreActor } from './restore-audit.ts';
 import { AUDIT_TABLE } from '../sqlite/sqlite-audit.ts';
 import { trusted } from '../sqlite/sqlite-trusted.ts';
 
@@ -45,6 +45,8 @@ export interface WithinGeneration {
   reuseUndo: boolean;
   restoredTo: number;
   audited: string;
+  /** The live file's activity rows, carried into the restored state (see `audit`). */
+  carried: CarriedActivity;
   now: number;
   key: string;
   step(name: 'closed' | 'undo' | 'written' | 'audited' | 'unmarked'): void;
@@ -122,7 +124,7 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
     // from history alone, which never reads it.
     return false;
   }
-  audit(live, a.by, a.undoId, a.audited, a.now);
+  audit(live, a.by, a.undoId, a.audited, a.now, a.carried);
   history.run(live, db);
   a.step('audited');
   // Where its own commits end: its undo discards only those made after. Not synced: a crash

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AgentDbError, HISTORY_HINTS, codeOf } from '../errors.ts';
+import { ACTIVITY_PAGE } from '../history/activity-view.ts';
 import type { MemberRegistry } from '../registry/members.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import { checkHistoryAdmin } from '../policy/history-admin.ts';
@@ -27,15 +28,23 @@ const restoreBody = z.preprocess(
   }),
 );
 
+// A page of the activity list: `limit` entries (ACTIVITY_PAGE) after the entry `before`.
+const activityQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(ACTIVITY_PAGE.max).optional(),
+  before: z.string().min(1).max(200).optional(),
+});
+
 // `attachValidation`: the schemas' verdict is left on the request for the handler, not answered
 // by Fastify before it. A body is judged only after the key was found to be an admin of the
 // database's workspace, so another workspace's key hears NOT_FOUND whatever it sent, and the
 // history commands' hints go with INVALID_ARGUMENTS.
 const historyRoute = { schema: { params: dbParams }, attachValidation: true };
+const activityRoute = { schema: { params: dbParams, querystring: activityQuery }, attachValidation: true };
 const restoreRoute = { schema: { params: dbParams, body: restoreBody }, attachValidation: true };
 
 /**
- * `GET /v1/databases/:db/history` and `POST /v1/databases/:db/restore` (`:db` URL-encoded:
+ * `GET /v1/databases/:db/history`, `GET /v1/databases/:db/activity` (a page of the history as
+ * the calls that made it, newest first) and `POST /v1/databases/:db/restore` (`:db` URL-encoded:
  * `acme` or `acme%2Fscout`), for admins of the database's workspace, with their member key. A
  * key of another workspace hears NOT_FOUND, as for a database that does not exist: nothing
  * tells it which databases exist elsewhere. The rules of a restore are the core's.
@@ -65,6 +74,17 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       if (db === undefined) return reply;
       try {
         return reply.send(await deps.history.history(db, { member: memberOf(request) }));
+      } catch (err) {
+        return refused(reply, err);
+      }
+    });
+
+    app.get('/v1/databases/:db/activity', activityRoute, async (request, reply) => {
+      const db = allowed(request, reply);
+      if (db === undefined) return reply;
+      if (request.validationError) return invalid(reply, request.validationError);
+      try {
+        return reply.send(await deps.history.activity(db, request.query, { member: memberOf(request) }));
       } catch (err) {
         return refused(reply, err);
       }

@@ -1,6 +1,7 @@
 import { AgentDbError, codeOf } from '../errors.ts';
 import { checkForkTarget } from '../history/fork-target.ts';
 import type { HistoryView } from '../history/history-view.ts';
+import type { ActivityEntry, ActivityPage } from '../history/activity-view.ts';
 import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
@@ -10,7 +11,7 @@ import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './ops/history-ops.ts';
 import type { PickupWatch, ShardOpClient } from './shard-op-client.ts';
 
-export type { HistoryCaller, HistoryView, RestoreResult };
+export type { ActivityEntry, ActivityPage, HistoryCaller, HistoryView, RestoreResult };
 
 /** A restore as asked for by the CLI or HTTP: a moment or an undo id, in place or into a new database. */
 export interface RestoreRequest {
@@ -84,6 +85,18 @@ export class HistoryClient {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
     return (await this.answer(shardOf(id, this.shardCount), 'historyList', {}, id, 60_000)) as HistoryView;
+  }
+
+  /**
+   * What `agentdb activity DB` shows: a page of the database's history as the calls that made
+   * each commit, newest first. The same rule as {@link history} (a workspace admin, or an operator).
+   * @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED.
+   */
+  async activity(db: string, page: { limit?: number; before?: string }, caller: HistoryCaller): Promise<ActivityPage> {
+    const id = checkedId(db);
+    checkHistoryAdmin(caller, db);
+    const args = { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(page.before !== undefined ? { before: page.before } : {}) };
+    return (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as ActivityPage;
   }
 
   /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */

@@ -4,6 +4,7 @@ import { AgentDbError } from '../errors.ts';
 import { trusted } from './sqlite-trusted.ts';
 import type { Param } from './sqlite-values.ts';
 import { jsonBytes } from './result-budget.ts';
+import { ensureActivityTable, pruneActivity, recordOwnActivity } from './sqlite-activity.ts';
 
 /**
  * The internal table that makes writes exactly-once: a write records its call id and result in
@@ -62,16 +63,24 @@ export function ensureCallsTable(db: Database, now = Date.now()): void {
     // One commit for the table and its index: history counts a database's commits, and the
     // agent's first write is then two (this, and its own), as before the index existed.
     db.transaction(() => {
+      const version = trusted(db, 'PRAGMA schema_version').pluck().get();
       db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`);
       // Files written before calls carried a digest gain the column; their old records keep none.
       const columns = trusted(db, `SELECT name FROM pragma_table_info('${CALLS_TABLE}')`).pluck().all() as string[];
       if (!columns.includes('digest')) db.exec(`ALTER TABLE ${CALLS_TABLE} ADD COLUMN digest TEXT`);
       db.exec(`CREATE INDEX IF NOT EXISTS ${CALLS_TABLE}_at ON ${CALLS_TABLE} (at)`);
+      ensureActivityTable(db);
+      // The commit is agentdb's own: its row keeps it from being listed as an outside write.
+      if (trusted(db, 'PRAGMA schema_version').pluck().get() !== version) recordOwnActivity(db, 'upkeep');
     })();
   }
   pruned.set(db, now);
   try {
-    trusted(db, `DELETE FROM ${CALLS_TABLE} WHERE at < ?`).run(now - CALL_RECORD_RETENTION_MS);
+    db.transaction(() => {
+      const gone = trusted(db, `DELETE FROM ${CALLS_TABLE} WHERE at < ?`).run(now - CALL_RECORD_RETENTION_MS).changes + pruneActivity(db, now);
+      // A prune that deleted rows is a commit: agentdb's own, which its row says (see sqlite-activity.ts).
+      if (gone > 0) recordOwnActivity(db, 'upkeep', undefined, now);
+    })();
   } catch {
     // Housekeeping: a prune that fails (a busy or full file) is tried again a minute on, and the
     // write goes on to meet the cause itself, if it is still there.

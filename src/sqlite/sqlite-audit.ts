@@ -1,4 +1,5 @@
 import type { Database } from 'better-sqlite3';
+import { recordOwnActivity } from './sqlite-activity.ts';
 import { trusted } from './sqlite-trusted.ts';
 
 /**
@@ -34,8 +35,21 @@ export interface AuditEntry {
 
 const ready = new WeakSet<Database>();
 
-/** Records (or re-records, on a retried job) one decision in the database's audit table. */
+/**
+ * Records (or re-records, on a retried job) one decision in the database's audit table, with
+ * its commit's activity row (`sqlite-activity.ts`): a restore's is the restore, any other is
+ * agentdb's upkeep, not a call of its own (the call it decides on has its own row).
+ */
 export function recordAudit(db: Database, e: AuditEntry): void {
+  db.transaction(() => {
+    auditRow(db, e);
+    // A restore's row carries the restore's start: its pages may be a commit of their own before this one.
+    if (e.decision === 'restored') recordOwnActivity(db, 'restore', { by: e.requester, statement: e.statement }, e.at);
+    else recordOwnActivity(db, 'upkeep');
+  })();
+}
+
+function auditRow(db: Database, e: AuditEntry): void {
   if (!ready.has(db)) {
     db.exec(
       `CREATE TABLE IF NOT EXISTS ${AUDIT_TABLE} (approval_id TEXT PRIMARY KEY, call_id TEXT NOT NULL, tool TEXT NOT NULL, tier TEXT NOT NULL,

@@ -12,6 +12,7 @@ import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } f
 import { checkedStatement, forgetStatements } from './statement-cache.ts';
 import { EffectChanged, EffectRecorder, NO_ROWS_EFFECT } from './sqlite-effect.ts';
 import type { EffectLimits } from '../contracts/effect.ts';
+import { recordCallActivity, type ActivityNote } from './sqlite-activity.ts';
 
 /** Rows a write returns through RETURNING, at most. */
 export const MAX_RETURNING_ROWS = 1000;
@@ -62,7 +63,8 @@ export type Replayable<T> = T & { replayed?: true };
  *
  * With `bound` (the effect a person approved), the effect is recorded in the same transaction
  * (`EffectRecorder`) and the write commits only while its digest is the approved one: otherwise
- * nothing commits and {@link EffectChanged} carries the effect it would have had.
+ * nothing commits and {@link EffectChanged} carries the effect it would have had. With
+ * `activity`, the commit's row of what it was for goes in the same transaction (`sqlite-activity.ts`).
  * @throws AgentDbError for refusals and limits; SQLite's own errors propagate for `toOpError`.
  */
 export function write(
@@ -74,6 +76,7 @@ export function write(
   maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
   admit?: () => void,
   bound?: { digest: string; limits: EffectLimits },
+  activity?: ActivityNote,
 ): Replayable<WriteResult> {
   const bindings = agentBindings(sql, params);
   // DDL runs with run(): an ALTER … ADD COLUMN with a CHECK reports itself a reader (SQLite
@@ -119,6 +122,7 @@ export function write(
         recorder?.remove();
       }
       recordResult(db, call, result);
+      if (activity) recordCallActivity(db, activity, result.changes);
       return { value: result, commit: true };
     });
   } finally {
@@ -206,7 +210,7 @@ export function applySizeLimit(db: Database, maxBytes: number): void {
  * is dropped: checked in the drop's own transaction, so nothing can change in between.
  * @throws AgentDbError NOT_FOUND, SQL_REFUSED, APPROVAL_STALE; SQLite's errors (a foreign key) propagate.
  */
-export function drop(db: Database, table: string, callKey: string, expect?: DropObject): Replayable<DropResult> {
+export function drop(db: Database, table: string, callKey: string, expect?: DropObject, activity?: ActivityNote): Replayable<DropResult> {
   checkDropName(table);
   ensureCallsTable(db);
   const call: RecordedCall = { key: callKey, digest: effectDigest(['drop', table]) };
@@ -225,6 +229,7 @@ export function drop(db: Database, table: string, callKey: string, expect?: Drop
       dropped = true;
       const result: DropResult = { dropped: found.name, type: found.type };
       recordResult(db, call, result);
+      if (activity) recordCallActivity(db, activity, expect?.rows ?? null);
       return { value: result, commit: true };
     });
   } finally {

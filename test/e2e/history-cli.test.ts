@@ -61,6 +61,44 @@ describe('agentdb history', () => {
   });
 });
 
+describe('agentdb activity', () => {
+  it('lists each commit as the call that made it, newest first, as JSON and as a table, with pages', async () => {
+    const out = await cli('activity', 'acme/scout', '--json');
+    expect(out.code, out.stderr).toBe(0);
+    const page = json(out.stdout);
+    expect(page.database).toBe('acme/scout');
+    expect(page.entries.map((e: { statement: string }) => e.statement)).toEqual([
+      'DELETE FROM leads',
+      "INSERT INTO leads(email) VALUES ('a2@x')",
+      "INSERT INTO leads(email) VALUES ('a1@x')",
+      "INSERT INTO leads(email) VALUES ('a0@x')",
+      'CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT)',
+    ]);
+    expect(page.entries[0]).toMatchObject({ kind: 'call', by: 'agent:scout', tool: 'DATA_WRITE_SQL', rowsChanged: 3, restoreBefore: expect.any(String) });
+    expect(page.next).toBeUndefined();
+
+    const first = json((await cli('activity', 'acme/scout', '--json', '--limit', '2')).stdout);
+    expect(first.entries).toHaveLength(2);
+    const rest = json((await cli('activity', 'acme/scout', '--json', '--before', first.next)).stdout);
+    expect([...first.entries, ...rest.entries].map((e: { id: string }) => e.id)).toEqual(page.entries.map((e: { id: string }) => e.id));
+
+    const table = await cli('activity', 'acme/scout', '--limit', '1');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain('acme/scout: newest first');
+    expect(table.stdout).toContain(`agent:scout\tDATA_WRITE_SQL\t3\t\tDELETE FROM leads`);
+    expect(table.stdout).toContain(`more: agentdb activity acme/scout --before ${first.entries[0].id}`);
+  });
+
+  it('refuses bad input: a usage error (exit 2) for a bad --limit, a coded error (exit 1) for a database never written', async () => {
+    const bad = await cli('activity', 'acme/scout', '--limit', '0');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--limit');
+    const none = await cli('activity', 'acme/nobody', '--json');
+    expect(none.code).toBe(1);
+    expect(json(none.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
+  });
+});
+
 describe('agentdb restore', () => {
   it('--dry-run names the snapshot and the frames, changing nothing', async () => {
     const out = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--dry-run');

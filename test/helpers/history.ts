@@ -18,7 +18,7 @@ export function dumpHash(file: string, opts: DumpOptions = {}): string {
 
 const BLOB_SUM = 'agentdb_test_blob_sha1';
 
-/** `withoutAudit`: leave out `_agentdb_audit`, which keeps the record of restores and their undos. */
+/** `withoutAudit`: leave out `_agentdb_audit` and `_agentdb_activity`, which keep the record of restores and their undos (and carry what a restore undid). */
 export interface DumpOptions {
   withoutAudit?: boolean;
 }
@@ -37,7 +37,7 @@ export function dumpOf(db: Database.Database, opts: DumpOptions = {}): string {
     sql: string | null;
   }[];
   for (const o of objects) {
-    if (opts.withoutAudit && o.name.startsWith('_agentdb_audit')) continue;
+    if (opts.withoutAudit && (o.name.startsWith('_agentdb_audit') || o.name.startsWith('_agentdb_activity'))) continue;
     hash.update(`${o.type}|${o.name}|${o.sql}\n`);
     if (o.type !== 'table') continue;
     const withoutRowid = /WITHOUT\s+ROWID\s*$/i.test(o.sql ?? '');

@@ -73,8 +73,11 @@ async function writeRounds(from: number, to: number) {
 function dump(file: string) {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    // The restore's own audit row aside (see `auditRows`).
-    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name != '_agentdb_audit' ORDER BY name").pluck().all() as string[];
+    // The restore's own audit and activity rows aside (see `auditRows`).
+    const tables = db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('_agentdb_audit', '_agentdb_activity') ORDER BY name")
+      .pluck()
+      .all() as string[];
     const rows = Object.fromEntries(tables.map((t) => [t, db.prepare(`SELECT * FROM "${t}" ORDER BY 1`).raw().all()]));
     return { rows, integrity: db.pragma('integrity_check', { simple: true }) };
   } finally {

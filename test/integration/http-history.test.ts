@@ -87,6 +87,41 @@ describe('GET /v1/databases/:db/history', () => {
   });
 });
 
+describe('GET /v1/databases/:db/activity', () => {
+  const get = (query = '', who = 'ada', db = 'acme%2Fscout') => app.inject({ method: 'GET', url: `/v1/databases/${db}/activity${query}`, headers: as(who) });
+
+  it("lists an admin the database's commits as the calls that made them, newest first, and pages with a cursor", async () => {
+    const res = await get();
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.database).toBe('acme/scout');
+    const calls = body.entries.filter((e: { kind: string }) => e.kind === 'call');
+    expect(calls.slice(0, 2)).toMatchObject([
+      { by: 'agent:scout', tool: 'DATA_WRITE_SQL', statement: 'DELETE FROM leads', rowsChanged: 5, restoreBefore: expect.any(String) },
+      { by: 'agent:scout', statement: "INSERT INTO leads(email) VALUES ('a4@x')", rowsChanged: 1 },
+    ]);
+    const first = (await get('?limit=2')).json();
+    expect(first.entries).toHaveLength(2);
+    const second = (await get(`?limit=2&before=${encodeURIComponent(first.next)}`)).json();
+    expect(second.entries[0].id).toBe(body.entries[2].id);
+  });
+
+  it("refuses a member who is not an admin (403), another workspace's key as if there were no database (404), and bad paging (400)", async () => {
+    expect((await get('', 'bob')).json()).toMatchObject({ error: { code: 'NOT_PERMITTED' } });
+    const stranger = await get('', 'oz');
+    expect(stranger.statusCode).toBe(404);
+    expect(stranger.json().error.code).toBe('NOT_FOUND');
+    // A stranger hears NOT_FOUND whatever it sent: the query is judged after the key may read the database.
+    expect((await get('?limit=0', 'oz')).statusCode).toBe(404);
+    for (const q of ['?limit=0', '?limit=201', '?limit=x', '?before=g0000000099.00000001.0', '?color=red']) {
+      const bad = await get(q);
+      expect(bad.statusCode, q).toBe(400);
+      expect(bad.json().error.code, q).toBe('INVALID_ARGUMENTS');
+    }
+    expect((await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/activity' })).statusCode).toBe(401);
+  });
+});
+
 describe('POST /v1/databases/:db/restore', () => {
   it('a dry run says which snapshot and how many frames, changing nothing', async () => {
     const res = await app.inject({

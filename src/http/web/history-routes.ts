@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { Member } from '../../registry/members.ts';
 import { isHistoryAdmin } from '../../policy/history-admin.ts';
 import { AgentDbError } from '../../errors.ts';
-import type { HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
+import type { ActivityPage, HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
+import { activityView } from './activity-view.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';
@@ -13,7 +14,7 @@ import { databaseField, formBody } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 // `restored` is the undo point a restore's redirect names; the page shows it only if history has it.
-const historyQuery = z.object({ db: databaseField, restored: z.string().optional() });
+const historyQuery = z.object({ db: databaseField, restored: z.string().optional(), before: z.string().max(200).optional() });
 
 // A time (`at`, from the dry run's datetime-local) or an undo point (`undo`); empty is absent,
 // as a form sends an empty field. Which of the two is required is the handler's rule.
@@ -24,7 +25,7 @@ const restoreBody = formBody({ db: databaseField, at: z.string().optional(), und
  * The history core the page calls: the same `HistoryClient` the `/v1/databases/:db/history` and
  * `/restore` routes call. Absent (a server without history), the page says so.
  */
-export type HistoryAccess = Pick<HistoryClient, 'history' | 'restore'>;
+export type HistoryAccess = Pick<HistoryClient, 'history' | 'restore' | 'activity'>;
 type DatabaseHistory = HistoryView;
 type RestoreOutcome = RestoreResult;
 
@@ -34,7 +35,8 @@ export interface HistoryPanel {
 }
 
 const when = (t: string | null | undefined) => (t === null || t === undefined ? '—' : isoTime(Date.parse(t)));
-const historyHref = (db: string) => `/data/history?db=${encodeURIComponent(db)}`;
+/** The history page of `db`. */
+export const historyHref = (db: string) => `/data/history?db=${encodeURIComponent(db)}`;
 
 /** The history line of the database page, from `access` (or "not available"). */
 export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
@@ -86,7 +88,16 @@ function restoreForm(db: string, csrf: string, at: string): Html {
 <button type="submit" class="danger">Restore in place now</button></form>`;
 }
 
-function historyView(db: string, h: DatabaseHistory, admin: boolean, csrf: string, outcome?: RestoreOutcome, at?: string, restored?: string): Html {
+function historyView(
+  db: string,
+  h: DatabaseHistory,
+  activity: ActivityPage,
+  admin: boolean,
+  csrf: string,
+  outcome?: RestoreOutcome,
+  at?: string,
+  restored?: string,
+): Html {
   const form = (action: string, fields: Html, label: string, cls = '') =>
     html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">${fields}<button type="submit" class="${cls}">${label}</button></form>`;
   return html`<p><a href="${dbHref(db)}">← ${db}</a></p>
@@ -103,6 +114,9 @@ ${outcome.dryRun && admin ? restoreForm(db, csrf, at ?? '') : ''}
 </section>`
     : ''
 }
+<h2>What was done</h2>
+<p class="muted">Each commit as the call that made it, newest first.${admin ? ' Restoring to just before one undoes it and everything after, and keeps an undo point.' : ''}</p>
+${activityView(db, activity, admin, csrf, (before) => `${historyHref(db)}&before=${encodeURIComponent(before)}`)}
 ${
   admin
     ? html`<h2>Restore to a time</h2>
@@ -110,6 +124,15 @@ ${
 <label>Time (UTC) <input name="at" type="datetime-local" step="1" required value="${at ?? ''}"></label><button type="submit">Dry run</button></form>`
     : html`<p class="muted">Only a workspace admin can restore.</p>`
 }
+<h2>Undo points</h2>
+${
+  h.undoPoints.length
+    ? html`<div class="scroll"><table class="list"><thead><tr><th>made</th><th>restored to</th><th></th></tr></thead><tbody>
+${h.undoPoints.map((u) => html`<tr><td>${when(u.createdAt)}</td><td>${when(u.restoredTo)}</td><td>${admin ? form('/data/history/restore', html`<input type="hidden" name="undo" value="${u.id}">`, 'Undo this restore') : ''}</td></tr>`)}
+</tbody></table></div>`
+    : html`<p class="empty">No restore to undo.</p>`
+}
+<details id="history-details"><summary>Generations and snapshots</summary>
 <h2>Generations</h2>
 ${
   h.generations.length
@@ -121,14 +144,7 @@ ${h.generations.map(
 </tbody></table></div>`
     : html`<p class="empty">No history yet.</p>`
 }
-<h2>Undo points</h2>
-${
-  h.undoPoints.length
-    ? html`<div class="scroll"><table class="list"><thead><tr><th>made</th><th>restored to</th><th></th></tr></thead><tbody>
-${h.undoPoints.map((u) => html`<tr><td>${when(u.createdAt)}</td><td>${when(u.restoredTo)}</td><td>${admin ? form('/data/history/restore', html`<input type="hidden" name="undo" value="${u.id}">`, 'Undo this restore') : ''}</td></tr>`)}
-</tbody></table></div>`
-    : html`<p class="empty">No restore to undo.</p>`
-}`;
+</details>`;
 }
 
 /**
@@ -172,10 +188,19 @@ function atOf(value: string | undefined): string | undefined {
 /** `/data/history` and its dry run, restore and undo, all through the history core. */
 export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined): void {
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
-  const render = async (request: FastifyRequest, reply: FastifyReply, db: string, outcome?: RestoreOutcome, at?: string, restored?: string) => {
+  const render = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    db: string,
+    outcome?: RestoreOutcome,
+    at?: string,
+    restored?: string,
+    before?: string,
+  ) => {
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
-    const h = await access.history(db, { member: memberOf(request) });
-    const body = historyView(db, h, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
+    const caller = { member: memberOf(request) };
+    const [h, activity] = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller)]);
+    const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };
 
@@ -184,8 +209,8 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
   zod.get('/data/history', { schema: { querystring: historyQuery }, attachValidation: true }, async (request, reply) => {
     try {
       if (request.validationError) throw request.validationError;
-      const { db, restored } = request.query;
-      return await render(request, reply, ownDatabase(memberOf(request), db), undefined, undefined, restored);
+      const { db, restored, before } = request.query;
+      return await render(request, reply, ownDatabase(memberOf(request), db), undefined, undefined, restored, before || undefined);
     } catch (err) {
       return errorPage(reply, frameOf(request), err);
     }

@@ -54,5 +54,7 @@ td.null { color: var(--muted); font-style: italic; }
 .effect { margin: 6px 0; } .effect-cut { font-size: .85rem; margin: 2px 0 6px; } .effect-counts { margin: 4px 0; padding-left: 18px; }
 .added, td.added, ins { background: #e6f4ea; text-decoration: none; } .removed, td.removed, del { background: #fdecea; }
 td.changed { background: #fff6dd; } table.diff tr.delete td { text-decoration: line-through; } table.diff th[title] { width: 1.5em; }
+ol.activity { list-style: none; padding: 0; margin: 0; } .entry.outside { border-style: dashed; } .entry.restore { background: var(--soft); }
+.entry-actions { display: inline-block; margin: 4px 16px 0 0; vertical-align: top; } .entry-actions[open] { display: block; } #history-details { margin-top: 24px; }
 @media (max-width: 640px) { main { padding: 10px; } .who { margin-left: 0; } dl.facts { grid-template-columns: 1fr; } table.list .opt { display: none; } }
 `;

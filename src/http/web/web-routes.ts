@@ -7,6 +7,7 @@ import type { DataBrowser } from '../../shards/data-browser.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import type { OAuthDeps } from '../oauth/oauth-deps.ts';
 import { registerAssets } from './assets.ts';
+import { activityRoutes } from './activity-routes.ts';
 import { connectedAppsRoutes } from './connected-apps-routes.ts';
 import { consentRoutes } from './consent-routes.ts';
 import { dataRoutes } from './data-routes.ts';
@@ -108,6 +109,7 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
     inboxRoutes(app, deps);
     dataRoutes(app, { browser: deps.browser, approvals: deps.approvals, calls: deps.calls, history: historyPanel(deps.history) });
     historyRoutes(app, deps.history);
+    activityRoutes(app, deps.history);
     if (deps.oauth) consentRoutes(app, deps.oauth);
     connectedAppsRoutes(app, deps.oauth);
   };

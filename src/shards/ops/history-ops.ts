@@ -3,8 +3,11 @@ import path from 'node:path';
 import { z } from 'zod';
 import { AgentDbError } from '../../errors.ts';
 import { dirNames } from '../../history/dir-names.ts';
+import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { historyView } from '../../history/history-view.ts';
+import { ACTIVITY_PAGE, activityPage } from '../../history/activity-view.ts';
+import type { ActivityRow } from '../../sqlite/sqlite-activity.ts';
 import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sharedNote } from '../../contracts/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../executor/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../policy/plan-limits.ts';
@@ -29,6 +32,11 @@ export const restoreArgs = z
   .refine((a) => a.into === undefined || a.undo === undefined, 'an undo goes back in place; it takes no "into"');
 
 export type RestoreArgs = z.infer<typeof restoreArgs>;
+
+/** Arguments of the `historyActivity` shard op: a page's size and where it starts. */
+export const activityArgs = z
+  .object({ limit: z.number().int().min(1).max(ACTIVITY_PAGE.max).optional(), before: z.string().min(1).max(200).optional() })
+  .strict();
 
 /**
  * The history shard ops: `historyRestore` (in place, undo, or into a new database; it runs on
@@ -100,6 +108,25 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     return view;
   };
 
+  const activity: ShardOpHandler = async (data, ctx) => {
+    const parsed = activityArgs.safeParse(data.args ?? {});
+    if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
+    const id = checkedId(data.db);
+    const db = target(ctx, id);
+    if (!fs.existsSync(db.path) && !fs.existsSync(historyDir(ctx.config.dataDir, id))) {
+      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)${sharedNote(id)}`);
+    }
+    // The rows are read by the executor, the one process that opens database files (a connection
+    // of this process closing last would checkpoint the WAL before capture copied it).
+    const read = async (seqs?: number[]) => unwrap(await ctx.executor.run({ op: 'activity', db, ...(seqs ? { seqs } : {}) }));
+    return activityPage(
+      ctx.config.dataDir,
+      id,
+      { all: async () => (await read()) as Pick<ActivityRow, 'seq' | 'kind' | 'at'>[], some: async (seqs) => (await read(seqs)) as ActivityRow[] },
+      parsed.data,
+    );
+  };
+
   const snapshot: ShardOpHandler = async (data, ctx) => {
     const ids = data.db ? [checkedId(data.db)] : shardDatabases(ctx.config.dataDir, ctx.shard);
     const taken: string[] = [];
@@ -112,7 +139,7 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     return { databases: ids.length, snapshots: taken.length };
   };
 
-  return { historyRestore: restore, historyList: list, historySnapshot: snapshot };
+  return { historyRestore: restore, historyList: list, historyActivity: activity, historySnapshot: snapshot };
 }
 
 function checkedId(id: string | undefined): string {

@@ -1,0 +1,60 @@
+import type { ActivityEntry, ActivityPage } from '../shards/history-client.ts';
+import { ACTIVITY_PAGE } from '../history/activity-view.ts';
+import { cell } from './approvals-table.ts';
+import { UsageError, type CommandContext } from './context.ts';
+import { checkedDbFlag, withClient } from './history.ts';
+
+const SQL_WIDTH = 60;
+const RATIONALE_WIDTH = 40;
+
+/**
+ * `agentdb activity DB [--json] [--limit N] [--before ID]`: a page of the database's history as
+ * what was done, newest first (an operator command, as `agentdb history`). The table ends with
+ * the `--before` of the next page.
+ */
+export async function activity(ctx: CommandContext, flags: { json?: boolean; limit?: string; before?: string }, db: string): Promise<number> {
+  checkedDbFlag(db);
+  let limit: number | undefined;
+  if (flags.limit !== undefined) {
+    limit = Number(flags.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > ACTIVITY_PAGE.max)
+      throw new UsageError(`--limit: a whole number from 1 to ${ACTIVITY_PAGE.max}, not ${JSON.stringify(flags.limit)}`);
+  }
+  return withClient(ctx, 'activity', async (client) => {
+    const page = await client.activity(
+      db,
+      { ...(limit !== undefined ? { limit } : {}), ...(flags.before !== undefined ? { before: flags.before } : {}) },
+      'operator',
+    );
+    ctx.stdout.write(flags.json ? `${JSON.stringify(page)}\n` : table(page));
+    return 0;
+  });
+}
+
+/** What the entry did, in one cell: the SQL cut (and by how much), a restore's target, or an outside write. */
+function what(e: ActivityEntry): string {
+  if (e.kind === 'outside') return '(a commit made outside agentdb)';
+  if (e.kind === 'unknown') return '(older than the activity kept: not known)';
+  const sql = cell(e.statement ?? '', SQL_WIDTH);
+  return e.statementCut ? `${sql} [+${e.statementCut} bytes]` : sql;
+}
+
+function table(page: ActivityPage): string {
+  const lines = [`${page.database}: newest first`, ['time', 'by', 'tool', 'rows', 'approved by', 'what', 'rationale', 'restore before'].join('\t')];
+  for (const e of page.entries)
+    lines.push(
+      [
+        e.at,
+        e.by ?? (e.kind === 'outside' ? 'outside' : ''),
+        e.tool ?? '',
+        e.rowsChanged ?? '',
+        e.approvedBy ?? '',
+        what(e),
+        e.rationale ? cell(e.rationale, RATIONALE_WIDTH) : '',
+        e.restoreBefore,
+      ].join('\t'),
+    );
+  if (!page.entries.length) lines.push('(no commits in history)');
+  if (page.next) lines.push('', `more: agentdb activity ${page.database} --before ${page.next}`);
+  return `${lines.join('\n')}\n`;
+}
