@@ -82,9 +82,10 @@ export interface Keys {
   /**
    * OAuth sign-in (src/oauth/): a registered client, a code, a grant, an access or refresh token
    * (by its sha256), a member's grants (`grants`, id `<workspace>/<member>`), and the
-   * registration rate's counters (`rate`, id `register`). One hash tag.
+   * registration rate's counters (`rate`, id `register`), and the registered clients nobody
+   * has signed in through yet (`clients`, id `unconsented`). One hash tag.
    */
-  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate', id: string): string;
+  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate' | 'clients', id: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { GRANT_SCOPES } from '../../contracts/grant-scope.ts';
-import { AUTH_METHODS } from '../../oauth/oauth-clients.ts';
+import { AUTH_METHODS, RegistrationsFullError } from '../../oauth/oauth-clients.ts';
 import { type OAuthDeps, publicBase } from './oauth-deps.ts';
 
 /**
@@ -107,6 +107,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
         const info = await deps.clients.register(request.body, request.ip);
         return reply.code(201).header('cache-control', 'no-store').send(info);
       } catch (err) {
+        if (err instanceof RegistrationsFullError) reply.header('retry-after', String(err.retryAfterS));
         if (err instanceof OAuthError) return oauthError(reply, err);
         throw err;
       }
