@@ -259,6 +259,11 @@ const envSchema = z.object({
   /** How long an OAuth grant lasts unused: each refresh rotates the refresh token and starts this again. */
   OAUTH_REFRESH_TOKEN_TTL_S: int(3600, 365 * 24 * 3600, 30 * 24 * 3600),
   /**
+   * The most registered OAuth clients nobody has signed in through yet that the whole service
+   * keeps (each lapses a day after registering); past it, registration answers 429 until one lapses.
+   */
+  OAUTH_UNCONSENTED_CLIENTS_MAX: int(1, 10_000_000, 10_000),
+  /**
    * The URL people and MCP clients reach agentdb at (https://agentdb.example.com), which names the
    * OAuth issuer and resources. Unset: each request's own origin (under TRUST_PROXY, the proxy's).
    */
@@ -396,7 +401,7 @@ export interface Config {
   readonly mcpAllowedHosts: readonly string[] | '*';
   readonly webSessionTtlS: number;
   /** OAuth sign-in (OAUTH, OAUTH_*_TTL_S); undefined with OAUTH=off. */
-  readonly oauth?: { readonly accessTtlS: number; readonly refreshTtlS: number };
+  readonly oauth?: { readonly accessTtlS: number; readonly refreshTtlS: number; readonly unconsentedClientsMax: number };
   /** PUBLIC_URL, without a trailing slash. */
   readonly publicUrl?: string;
   readonly keyCacheTtlMs: number;
@@ -523,7 +528,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mcpAllowedOrigins: Object.freeze(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS === '*' ? '*' : Object.freeze(e.MCP_ALLOWED_HOSTS),
     webSessionTtlS: e.WEB_SESSION_TTL_S,
-    ...(e.OAUTH === 'on' ? { oauth: Object.freeze({ accessTtlS: e.OAUTH_ACCESS_TOKEN_TTL_S, refreshTtlS: e.OAUTH_REFRESH_TOKEN_TTL_S }) } : {}),
+    ...(e.OAUTH === 'on'
+      ? {
+          oauth: Object.freeze({
+            accessTtlS: e.OAUTH_ACCESS_TOKEN_TTL_S,
+            refreshTtlS: e.OAUTH_REFRESH_TOKEN_TTL_S,
+            unconsentedClientsMax: e.OAUTH_UNCONSENTED_CLIENTS_MAX,
+          }),
+        }
+      : {}),
     ...(e.PUBLIC_URL ? { publicUrl: e.PUBLIC_URL.replace(/\/+$/, '') } : {}),
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     tracing: e.TRACING === 'on',

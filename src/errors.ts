@@ -71,6 +71,12 @@ export const ERRORS = {
     retryable: false,
     status: 403,
   },
+  INSUFFICIENT_SCOPE: {
+    message: 'The app was not granted that.',
+    hint: "The person who connected this app over OAuth granted it less than their role: a read grant may not write, and only a grant with drop may drop. Connect the app again and grant more on agentdb's consent page.",
+    retryable: false,
+    status: 403,
+  },
   DATABASE_OFF: {
     message: 'The agent has no database.',
     // The most common first mistake (a call without settings): show the exact flag to pass.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { grantLevel } from './grant-scope.ts';
 import { agentName, callerName, memberCaller, workspaceName } from './names.ts';
 import { agentSettings, type AgentSettingsInput, type Plan } from './settings.ts';
 
@@ -29,8 +30,12 @@ export function argumentBytes(args: unknown): number | undefined {
   }
 }
 
-/** A person's client as the caller of a call: the member and the role their key carries. */
-export const memberOfCall = z.strictObject({ name: agentName, role: z.enum(['member', 'admin']) });
+/**
+ * A person's client as the caller of a call: the member and the role their key carries, and,
+ * for a client signed in with OAuth, how far the person's grant reaches (`granted`; absent: as
+ * far as the role).
+ */
+export const memberOfCall = z.strictObject({ name: agentName, role: z.enum(['member', 'admin']), granted: grantLevel.optional() });
 export type MemberOfCall = z.output<typeof memberOfCall>;
 
 /**

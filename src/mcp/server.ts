@@ -29,7 +29,8 @@ export interface McpServerDeps {
   approvalWaitMs: number;
   /**
    * MCP Tasks: given, the server offers task-augmented `tools/call` (and `tasks/get`,
-   * `tasks/result`), a call that waits for a person answered at once as a task.
+   * `tasks/result`, `tasks/list`, `tasks/cancel`), a call that waits for a person answered at
+   * once as a task.
    */
   tasks?: McpTaskDeps;
   /** Given, the same waiting write sent again without a call id of its own joins the first. */
@@ -68,7 +69,7 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   const server = new Server(
     { name: 'agentdb', version: '0.1.0' },
     {
-      capabilities: { tools: {}, ...(tasks ? { tasks: { requests: { tools: { call: {} } } } } : {}) },
+      capabilities: { tools: {}, ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}) },
       jsonSchemaValidator: sharedValidator(),
       ...(tasks ? { taskStore: tasks } : {}),
     },

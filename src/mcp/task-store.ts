@@ -16,6 +16,20 @@ import { toolResult, type McpToolResult } from './tool-result.ts';
  */
 export const TASK_POLL_MS = 1000;
 
+/** Tasks per `tasks/list` page. */
+export const TASK_LIST_PAGE = 20;
+
+/** A `tasks/list` cursor, and the index's member it stands for: `<created ms, 15 digits>:<task id>`. */
+const INDEX_ENTRY = /^\d{15}:[0-9a-f-]{36}$/;
+
+/** Bytes a task holds beside its record: its index entry and, once cancelled, its mark. */
+const TASK_EXTRA_BYTES = 160;
+
+/** The index entry of a task made at `createdAt`: sorts as it was made. */
+function indexEntry(createdAt: number, taskId: string): string {
+  return `${String(createdAt).padStart(15, '0')}:${taskId}`;
+}
+
 /** One task as Redis keeps it under `keys.mcpTask`. */
 interface TaskRecord {
   /** `<workspace>.<caller>`: only that principal sees the task. */
@@ -53,8 +67,13 @@ export interface McpTaskDeps {
  * when it was refused, rejected or expired).
  *
  * One store speaks for one principal (a server is made per principal): another principal's task
- * is not found, whatever its id. Tasks have no session: the SDK's `sessionId` is ignored.
- * Listing and cancelling are not offered: a waiting call is withdrawn by rejecting its approval.
+ * is not found, whatever its id, and `tasks/list` shows the principal's own tasks only. Tasks
+ * have no session: the SDK's `sessionId` is ignored.
+ *
+ * `tasks/cancel` ends the task, not the call: the task turns `cancelled` and stays so, but the
+ * approval its call waits on is left for a person. Only agents' calls wait for a person, and an
+ * agent never decides an approval (access.ts, approval-rule.ts); a person withdraws the call by
+ * rejecting it. The call's resend window stays open, so the same call sent again joins it.
  */
 export class RedisTaskStore implements TaskStore {
   private readonly owner: string;
@@ -68,7 +87,8 @@ export class RedisTaskStore implements TaskStore {
 
   /** Makes the task of one call (see {@link TaskStart}) and answers it. */
   async start(start: TaskStart): Promise<Task> {
-    const now = new Date().toISOString();
+    const at = Date.now();
+    const now = new Date(at).toISOString();
     const finished = 'result' in start;
     const task: Task = {
       taskId: randomUUID(),
@@ -85,6 +105,14 @@ export class RedisTaskStore implements TaskStore {
       task,
       ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}),
     });
+    // Listed from now until the task itself lapses; older entries (their tasks gone) go first.
+    const index = this.deps.keys.mcpTasksOf(this.owner);
+    await this.deps.redis
+      .multi()
+      .zremrangebylex(index, '-', `(${indexEntry(at - this.deps.ttlMs, '')}`)
+      .zadd(index, 0, indexEntry(at, task.taskId))
+      .pexpire(index, this.deps.ttlMs)
+      .exec();
     return { ...task };
   }
 
@@ -103,6 +131,7 @@ export class RedisTaskStore implements TaskStore {
 
   async getTaskResult(taskId: string): Promise<Result> {
     const record = await this.read(taskId);
+    if (record?.task.status === 'cancelled') throw cancelledError(record);
     if (!record?.result) throw new Error(`Task ${taskId} has no result yet`);
     return record.result;
   }
@@ -117,6 +146,7 @@ export class RedisTaskStore implements TaskStore {
     for (;;) {
       let record = await this.read(taskId);
       if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      if (record.task.status === 'cancelled') throw cancelledError(record);
       if (record.task.status === 'working') record = await this.settle(record);
       if (record.result) return { ...record.result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
       if (this.deps.calls.stopped) throw new McpError(ErrorCode.InternalError, 'agentdb is restarting; ask for the task result again.');
@@ -133,13 +163,42 @@ export class RedisTaskStore implements TaskStore {
     await this.write({ ...record, task: { ...record.task, status, lastUpdatedAt: new Date().toISOString() }, result: result as McpToolResult });
   }
 
+  /**
+   * `tasks/cancel` (the SDK's handler has checked the task is the caller's and not ended): the
+   * task turns `cancelled` for good, its call left waiting for a person (see the class). The mark
+   * is a key of its own, so a `tasks/get` settling the task at the same moment cannot undo it.
+   */
   async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
-    // tasks/cancel is the only way here (agentdb's own code sets results with storeTaskResult).
-    throw new Error(`Task ${taskId} stands for a call waiting for a person; it cannot be set ${status}: reject its approval to withdraw the call.`);
+    // agentdb's own code ends tasks with settle or storeTaskResult; a client only cancels.
+    if (status !== 'cancelled') throw new Error(`Task ${taskId} stands for a call; only tasks/cancel changes its status.`);
+    const record = await this.read(taskId);
+    if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+    if (record.task.status !== 'working') throw new McpError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${record.task.status}`);
+    const mark = { at: new Date().toISOString(), waited: record.task.statusMessage ?? '' };
+    const left = Math.max(1, this.deps.ttlMs - (Date.now() - Date.parse(record.task.createdAt)));
+    await this.deps.redis.set(this.deps.keys.mcpTaskCancelled(taskId), JSON.stringify(mark), 'PX', left);
   }
 
-  async listTasks(): Promise<{ tasks: Task[] }> {
-    throw new Error('agentdb does not list tasks: each tools/call answered its task id');
+  /**
+   * `tasks/list`: the caller's own tasks, newest first, {@link TASK_LIST_PAGE} at a time; the
+   * cursor is the last one given (opaque to the client). A working task is looked at as by
+   * `tasks/get`, so each shows its status now.
+   * @throws for a cursor that is not one this store gave (the SDK answers -32602).
+   */
+  async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
+    if (cursor !== undefined && !INDEX_ENTRY.test(cursor)) throw new Error(`Invalid cursor: ${JSON.stringify(cursor.slice(0, 80))}`);
+    const index = this.deps.keys.mcpTasksOf(this.owner);
+    const entries = await this.deps.redis.zrevrangebylex(index, cursor ? `(${cursor}` : '+', '-', 'LIMIT', 0, TASK_LIST_PAGE);
+    const tasks: Task[] = [];
+    const gone: string[] = [];
+    for (const entry of entries) {
+      const taskId = entry.slice(entry.indexOf(':') + 1);
+      const task = await this.getTask(taskId);
+      if (task) tasks.push(task);
+      else gone.push(entry);
+    }
+    if (gone.length > 0) await this.deps.redis.zrem(index, ...gone);
+    return { tasks, ...(entries.length === TASK_LIST_PAGE ? { nextCursor: entries.at(-1)! } : {}) };
   }
 
   /**
@@ -165,11 +224,19 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private async read(taskId: string): Promise<TaskRecord | undefined> {
-    const text = await this.deps.redis.get(this.deps.keys.mcpTask(taskId));
+    const res = await this.deps.redis.pipeline().get(this.deps.keys.mcpTask(taskId)).get(this.deps.keys.mcpTaskCancelled(taskId)).exec();
+    const text = res?.[0]?.[1] as string | null | undefined;
     if (!text) return undefined;
     const record = JSON.parse(text) as TaskRecord;
     // Another principal's task answers as no task at all, so ids cannot be probed.
-    return record.owner === this.owner ? record : undefined;
+    if (record.owner !== this.owner) return undefined;
+    const cancelled = res?.[1]?.[1] as string | null | undefined;
+    if (!cancelled) return record;
+    // Cancelled stays cancelled, whatever its call did since (the spec's tasks/cancel).
+    const mark = JSON.parse(cancelled) as { at: string; waited: string };
+    const task: Task = { ...record.task, status: 'cancelled', lastUpdatedAt: mark.at, statusMessage: cancelledMessage(record.callId, mark.waited) };
+    const { result: _dropped, ...rest } = record;
+    return { ...rest, task };
   }
 
   /**
@@ -181,6 +248,18 @@ export class RedisTaskStore implements TaskStore {
     const json = JSON.stringify(record);
     await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
     const until = Date.now() + this.deps.ttlMs;
-    await this.deps.budget.note(this.principal.workspace, [{ callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record), until }]);
+    await this.deps.budget.note(this.principal.workspace, [
+      { callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record) + TASK_EXTRA_BYTES, until },
+    ]);
   }
+}
+
+/** A cancelled task's status message: what it stopped following, and how to follow the call again. */
+function cancelledMessage(callId: string, waited: string): string {
+  return `Cancelled by the client: this task no longer follows call ${callId}. The call itself is not withdrawn: ${waited ? `when cancelled: ${waited} ` : ''}A person may still approve or reject it; send the same call again to follow it to its outcome (it joins the call, no second approval).`;
+}
+
+/** What `tasks/result` answers for a cancelled task: it has no result of its own. */
+function cancelledError(record: TaskRecord): McpError {
+  return new McpError(ErrorCode.InvalidParams, `Task ${record.task.taskId} was cancelled. ${record.task.statusMessage ?? ''}`.trim());
 }

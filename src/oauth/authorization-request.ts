@@ -1,4 +1,5 @@
 import { TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { type GrantLevel, levelOfScope } from '../contracts/grant-scope.ts';
 import type { OAuthClient, OAuthClients } from './oauth-clients.ts';
 
 /** The query of an authorization request (OAuth 2.1 §4.1.1, RFC 8707's `resource`), as text. */
@@ -21,6 +22,8 @@ export interface AuthorizationRequest {
   redirectUriGiven: boolean;
   challenge: string;
   resource: string;
+  /** The level the request's `scope` asks for (its highest scope agentdb knows); absent: it names none, so the role's. */
+  asked?: GrantLevel;
   state?: string;
 }
 
@@ -117,6 +120,7 @@ export async function checkAuthorization(
   const resource = q.resource ?? defaultResource;
   if (!ownResource(resource))
     return back('invalid_target', "resource is not one of this agentdb's MCP endpoints open to you: /mcp, /mcp/w/<your workspace> or /mcp/t/<team>.");
+  const asked = levelOfScope(q.scope);
   return {
     ok: true,
     request: {
@@ -125,6 +129,7 @@ export async function checkAuthorization(
       redirectUriGiven: q.redirect_uri !== undefined,
       challenge: q.code_challenge,
       resource,
+      ...(asked ? { asked } : {}),
       ...(q.state !== undefined ? { state: q.state } : {}),
     },
   };

@@ -5,8 +5,23 @@ import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { InvalidClientError, InvalidClientMetadataError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { OAuthClientMetadataSchema, type OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Keys } from '../redis/keys.ts';
+import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
 import { hashKey } from '../registry/secret-key.ts';
 import { type FetchDocument, isDocumentClientId, readDocument, safeFetch } from './client-metadata-document.ts';
+
+/**
+ * Registration refused because the service keeps its most unconsented clients (429
+ * `too_many_requests`, as the per-address limit, with when to try again).
+ */
+export class RegistrationsFullError extends TooManyRequestsError {
+  constructor(
+    message: string,
+    /** Seconds until the first unconsented client lapses (the answer's Retry-After). */
+    readonly retryAfterS: number,
+  ) {
+    super(message);
+  }
+}
 
 /** A client as registered (RFC 7591): what the consent page names and the token endpoint checks. */
 export interface OAuthClient {
@@ -91,22 +106,32 @@ export function redirectUriAllowed(uri: string): boolean {
   return /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) && !['javascript:', 'data:', 'file:', 'blob:', 'about:', 'vbscript:'].includes(url.protocol);
 }
 
+/** OAUTH_UNCONSENTED_CLIENTS_MAX's default. */
+export const UNCONSENTED_CLIENTS_MAX = 10_000;
+
 /**
  * Registered OAuth clients in Redis, by client id. Dynamic client registration (RFC 7591) is
- * the way the MCP SDK client, Claude and ChatGPT connectors introduce themselves.
+ * the way the MCP SDK client, Claude and ChatGPT connectors introduce themselves. Registration
+ * is open to anyone, so what it can make agentdb keep is bounded twice: per address
+ * ({@link REGISTRATIONS_PER_HOUR}) and service-wide (`unconsentedMax` clients nobody has signed
+ * in through, each for {@link CLIENT_UNUSED_TTL_S}), so many addresses together cannot fill Redis.
  */
 export class OAuthClients {
   private readonly limiter: RateLimiterRedis;
   private readonly documentReads: RateLimiterRedis;
+  private readonly scripted: ScriptedRedis;
 
   /**
    * @param fetchDocument reads a client id metadata document (default: from public addresses only).
+   * @param unconsentedMax OAUTH_UNCONSENTED_CLIENTS_MAX.
    */
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly fetchDocument: FetchDocument = safeFetch,
+    private readonly unconsentedMax = UNCONSENTED_CLIENTS_MAX,
   ) {
+    this.scripted = withScripts(redis);
     this.limiter = new RateLimiterRedis({
       storeClient: redis,
       keyPrefix: keys.oauth('rate', 'register'),
@@ -130,6 +155,7 @@ export class OAuthClients {
    * @param source the address registering, counted (by {@link rateSource}) against {@link REGISTRATIONS_PER_HOUR}.
    * @throws InvalidClientMetadataError for metadata agentdb does not accept, or past {@link MAX_CLIENT_BYTES}.
    * @throws TooManyRequestsError past the address's registrations this hour.
+   * @throws RegistrationsFullError while the service keeps its most unconsented clients.
    */
   async register(metadata: unknown, source: string): Promise<OAuthClientInformationFull> {
     const parsed = OAuthClientMetadataSchema.safeParse(metadata);
@@ -161,6 +187,21 @@ export class OAuthClients {
     if (Buffer.byteLength(record) > MAX_CLIENT_BYTES)
       throw new InvalidClientMetadataError(`The client's name and redirect_uris come to more than ${MAX_CLIENT_BYTES} bytes.`);
     await this.spend(this.limiter, source, `At most ${REGISTRATIONS_PER_HOUR} registrations an hour from one address`);
+    const lapsesAt = createdAt + CLIENT_UNUSED_TTL_S * 1000;
+    const [taken, , first] = await this.scripted.agentdbOauthClientSlot(
+      this.unconsented(),
+      String(createdAt),
+      clientId,
+      String(lapsesAt),
+      String(this.unconsentedMax),
+    );
+    if (taken !== 1) {
+      const waitS = Math.max(1, Math.ceil(((Number(first) || lapsesAt) - createdAt) / 1000));
+      throw new RegistrationsFullError(
+        `agentdb keeps at most ${this.unconsentedMax} registered apps that nobody has signed in through yet, and has that many: try again in ${waitS} s.`,
+        waitS,
+      );
+    }
     await this.redis.set(this.keys.oauth('client', clientId), record, 'EX', CLIENT_UNUSED_TTL_S);
     return {
       ...m,
@@ -199,9 +240,15 @@ export class OAuthClients {
     return raw ? (JSON.parse(raw) as OAuthClient) : undefined;
   }
 
-  /** Keeps a client that people sign in through (see {@link CLIENT_TTL_S}). */
+  /** Keeps a client that people sign in through (see {@link CLIENT_TTL_S}); it no longer counts as unconsented. */
   async renew(clientId: string): Promise<void> {
-    if (!isDocumentClientId(clientId)) await this.redis.expire(this.keys.oauth('client', clientId), CLIENT_TTL_S);
+    if (isDocumentClientId(clientId)) return;
+    await this.redis.multi().expire(this.keys.oauth('client', clientId), CLIENT_TTL_S).zrem(this.unconsented(), clientId).exec();
+  }
+
+  /** The service's registered clients nobody has signed in through yet, by when each lapses. */
+  private unconsented(): string {
+    return this.keys.oauth('clients', 'unconsented');
   }
 
   private async fromDocument(clientId: string, source: string): Promise<OAuthClient | undefined> {

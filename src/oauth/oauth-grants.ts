@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { InvalidGrantError, InvalidRequestError, InvalidTargetError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { type GrantLevel, narrowerLevel, roleLevel, scopeOfLevel } from '../contracts/grant-scope.ts';
 import type { Keys } from '../redis/keys.ts';
 import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
 import type { Member, MemberRegistry } from '../registry/members.ts';
@@ -24,6 +25,11 @@ export interface OAuthGrant {
   clientName: string;
   /** The MCP endpoint URL the tokens are for. */
   resource: string;
+  /**
+   * How far the person let the client reach (the consent page's choice, within their role);
+   * absent on grants made before scopes, which reach as far as the role.
+   */
+  level?: GrantLevel;
   createdAt: number;
   /** When a token of it was last issued. */
   refreshedAt: number;
@@ -101,13 +107,13 @@ export class OAuthGrants {
   }
 
   /**
-   * The person's consent: a new grant for `client` to act as `member` at `resource`, and the
-   * code the client exchanges for its first tokens.
+   * The person's consent: a new grant for `client` to act as `member` at `resource`, as far as
+   * `level` reaches, and the code the client exchanges for its first tokens.
    */
   async consent(
     member: Member,
     client: OAuthClient,
-    req: { redirectUri: string; redirectUriGiven: boolean; challenge: string; resource: string },
+    req: { redirectUri: string; redirectUriGiven: boolean; challenge: string; resource: string; level: GrantLevel },
   ): Promise<string> {
     const now = this.now();
     const grant: OAuthGrant = {
@@ -118,6 +124,8 @@ export class OAuthGrants {
       clientId: client.clientId,
       clientName: client.clientName,
       resource: req.resource,
+      // Never past the role, whatever the form said: the page offers no more, and this keeps it so.
+      level: narrowerLevel(req.level, roleLevel(member.role)),
       createdAt: now,
       refreshedAt: now,
     };
@@ -189,7 +197,8 @@ export class OAuthGrants {
 
   /**
    * Who an access token acts for at `resource` (the MCP endpoint's URL it was sent to): the
-   * member, with the role the registry gives them now. Undefined for a token unknown, expired,
+   * member, with the role the registry gives them now and what the grant reaches within it
+   * (`granted`, which the call's access check enforces). Undefined for a token unknown, expired,
    * revoked, for another resource, or whose member is gone.
    */
   async authenticate(token: string, resource: string): Promise<Principal | undefined> {
@@ -202,7 +211,9 @@ export class OAuthGrants {
     if (!grant || grant.resource !== resource) return undefined;
     const member = await this.members.get(grant.workspace, grant.member);
     if (!member || member.createdAt !== grant.memberSince) return undefined;
-    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
+    // The role as it is now, narrowed by what the person granted (an admin made a member since loses drop).
+    const granted = narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role));
+    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role, granted } };
   }
 
   /**
@@ -287,7 +298,8 @@ export class OAuthGrants {
       .set(this.keys.oauth('access', hashKey(access)), JSON.stringify(record), 'EX', accessTtlS)
       .set(this.keys.oauth('refresh', hashKey(refresh)), grant.id, 'EX', refreshTtlS)
       .exec();
-    return { access_token: access, token_type: 'Bearer', expires_in: accessTtlS, refresh_token: refresh };
+    const scope = scopeOfLevel(narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role)));
+    return { access_token: access, token_type: 'Bearer', expires_in: accessTtlS, refresh_token: refresh, scope };
   }
 
   /**

@@ -1,11 +1,12 @@
 import type { AgentSettings } from '../contracts/settings.ts';
 import { TOOL_TIERS, type ToolName } from '../contracts/tools.ts';
 import type { ErrorCode } from '../errors.ts';
+import { type GrantLevel, levelAllows, scopeOfLevel } from '../contracts/grant-scope.ts';
 
 /** Who is calling: an agent through its runtime, or a person's Connect client. */
 export type Caller =
   | { kind: 'agent'; workspace: string; agent: string; settings: AgentSettings }
-  | { kind: 'member'; workspace: string; member: string; role: 'member' | 'admin' };
+  | { kind: 'member'; workspace: string; member: string; role: 'member' | 'admin'; granted?: GrantLevel };
 
 /** The database a call is about: the shared one (`agent` absent) or one agent's own. */
 export interface Target {
@@ -35,6 +36,7 @@ export const RULE = {
   sharedWriteNeedsGrant: 'Rule "shared writes and drops need the shared-data grant"',
   clientHasNoDatabase: 'Rule "a client has no database of its own"',
   clientDropTakesAdmin: 'Rule "a drop from a client takes an admin"',
+  grantScope: 'Rule "an app signed in with OAuth does only what the person granted it"',
 } as const;
 
 /**
@@ -93,6 +95,12 @@ function memberAccess(caller: Extract<Caller, { kind: 'member' }>, tier: (typeof
   }
   if (tier === 'destructive' && caller.role !== 'admin') {
     return deny('NOT_PERMITTED', `${RULE.clientDropTakesAdmin}: dropping a shared table takes a workspace admin.`);
+  }
+  // Within the role, what the person granted an OAuth client (reads of other agents' tables,
+  // above, are within every grant).
+  if (caller.granted && !levelAllows(caller.granted, tier)) {
+    const needs = tier === 'destructive' ? 'drop' : tier;
+    return deny('INSUFFICIENT_SCOPE', `${RULE.grantScope}: this app was granted "${scopeOfLevel(caller.granted)}"; this call needs "${needs}".`);
   }
   return { ok: true, target: { workspace: caller.workspace } };
 }

@@ -54,7 +54,13 @@ export function planCall(
   const args = argsParsed.data as Record<string, unknown> & { scope?: 'agent' | 'workspace'; agent?: string };
 
   const caller: Caller = request.member
-    ? { kind: 'member', workspace: request.workspace, member: request.member.name, role: request.member.role }
+    ? {
+        kind: 'member',
+        workspace: request.workspace,
+        member: request.member.name,
+        role: request.member.role,
+        ...(request.member.granted ? { granted: request.member.granted } : {}),
+      }
     : { kind: 'agent', workspace: request.workspace, agent: request.agent, settings: request.settings };
   const access = resolveAccess(caller, request.tool, args);
   if (!access.ok) return fail(access.code, access.detail);

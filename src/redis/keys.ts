@@ -59,6 +59,10 @@ export interface Keys {
   mcpPendingCall(joinKey: string): string;
   /** One MCP task (JSON: its owner, call id, task and result), by task id. */
   mcpTask(taskId: string): string;
+  /** The mark of a task its client cancelled (`tasks/cancel`), beside the task: cancelled stays cancelled. */
+  mcpTaskCancelled(taskId: string): string;
+  /** One principal's tasks (`<workspace>.<caller>`), for `tasks/list`: a sorted set of `<created ms>:<task id>`. */
+  mcpTasksOf(owner: string): string;
   /**
    * The prefix of a call-rate counter (rate-limiter-flexible adds `:<subject>`): one counter per
    * workspace (`of: 'workspace'`) and one per key (`of: 'key'`), each its own Redis key, so no
@@ -78,9 +82,10 @@ export interface Keys {
   /**
    * OAuth sign-in (src/oauth/): a registered client, a code, a grant, an access or refresh token
    * (by its sha256), a member's grants (`grants`, id `<workspace>/<member>`), and the
-   * registration rate's counters (`rate`, id `register`). One hash tag.
+   * registration rate's counters (`rate`, id `register`), and the registered clients nobody
+   * has signed in through yet (`clients`, id `unconsented`). One hash tag.
    */
-  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate', id: string): string;
+  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate' | 'clients', id: string): string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -111,6 +116,8 @@ export function keysFor(prefix: string): Keys {
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
     mcpPendingCall: (joinKey) => `${prefix}:mcp-join:${joinKey}`,
     mcpTask: (taskId) => `${prefix}:mcp-task:${taskId}`,
+    mcpTaskCancelled: (taskId) => `${prefix}:mcp-task-cancelled:${taskId}`,
+    mcpTasksOf: (owner) => `${prefix}:mcp-tasks:${owner}`,
     callRate: (of) => `${prefix}:call-rate:${of}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),

@@ -69,6 +69,14 @@ export interface LuaCommands {
   agentdbApprovalFacets(key: string, agent: string, tool: string, database: string): Promise<number>;
   /** The record as it was (null when unknown); a record not yet spent is marked `spent` with its TTL. */
   agentdbOauthSpend(key: string, spentMark: string): Promise<string | null>;
+  /** oauth-client-slot.lua: a place among unconsented clients within the cap, or the time the first one lapses (ms). */
+  agentdbOauthClientSlot(
+    unconsented: string,
+    now: string,
+    clientId: string,
+    lapsesAt: string,
+    cap: string,
+  ): Promise<[taken: number, count: number, first: string]>;
 }
 
 /** A connection with agentdb's scripts defined on it. */
@@ -91,6 +99,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
   agentdbCallFind: { file: 'call-find.lua' },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
+  agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },
 };
 
 /** The scripts' text, read once per process on first use. */

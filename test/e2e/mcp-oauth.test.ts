@@ -75,8 +75,15 @@ afterAll(async () => {
   await box?.cleanup();
 });
 
-/** Signs in through the SDK client and the consent page as the member of `key`; answers the connected client. */
-async function signInAs(key: string): Promise<{ client: Client; provider: MemoryProvider; consentText: string }> {
+/**
+ * Signs in through the SDK client and the consent page as the member of `key`; answers the
+ * connected client. `scope`: the authorization request's, in place of the SDK's (all of
+ * `scopes_supported`); `choose`: the label of the access the person picks instead of the one preselected.
+ */
+async function signInAs(
+  key: string,
+  opts: { scope?: string; choose?: string } = {},
+): Promise<{ client: Client; provider: MemoryProvider; consentText: string; offered: string[] }> {
   const mcpUrl = new URL(`${server.url}/mcp`);
   const provider = new MemoryProvider();
   const first = new Client({ name: 'oauth-e2e', version: '1' });
@@ -87,6 +94,9 @@ async function signInAs(key: string): Promise<{ client: Client; provider: Memory
   expect(authUrl.origin + authUrl.pathname).toBe(`${server.url}/oauth/authorize`);
   expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
   expect(authUrl.searchParams.get('resource')).toBe(`${server.url}/mcp`);
+  // The SDK asks for every scope the resource metadata lists.
+  expect(authUrl.searchParams.get('scope')).toBe('read write drop');
+  if (opts.scope !== undefined) authUrl.searchParams.set('scope', opts.scope);
 
   const context = await browser.newContext();
   const page = await context.newPage();
@@ -101,6 +111,10 @@ async function signInAs(key: string): Promise<{ client: Client; provider: Memory
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Allow' }).waitFor();
   const consentText = (await page.locator('main').textContent()) ?? '';
+  const offered = await page
+    .locator('input[name="access"]')
+    .evaluateAll((els) => els.map((e) => `${(e as HTMLInputElement).value}${(e as HTMLInputElement).checked ? '*' : ''}`));
+  if (opts.choose) await page.getByLabel(opts.choose).check();
   await page.getByRole('button', { name: 'Allow' }).click();
   await page.waitForURL(`${CALLBACK}**`);
   await context.close();
@@ -113,7 +127,7 @@ async function signInAs(key: string): Promise<{ client: Client; provider: Memory
   expect(provider.saved?.access_token).toMatch(/^adbat_/);
   const client = new Client({ name: 'oauth-e2e', version: '1' });
   await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
-  return { client, provider, consentText };
+  return { client, provider, consentText, offered };
 }
 
 it('an SDK client signs in by URL, the person consents in the browser, and the token calls the tools as that member', { timeout: 90_000 }, async () => {
@@ -122,6 +136,9 @@ it('an SDK client signs in by URL, the person consents in the browser, and the t
   expect(consentText).toContain('Connect Test Desk to agentdb?');
   expect(consentText).toContain('ada (admin), in workspace acme');
   expect(consentText).toContain('DATA_DROP_TABLE');
+  // All the role allows is offered, and preselected; the token says what was granted.
+  expect(admin.offered).toEqual(['read', 'write', 'drop*']);
+  expect(admin.provider.saved?.scope).toBe('read write drop');
 
   expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE notes (body TEXT)' } })).toMatchObject({ isError: false });
   expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO notes VALUES ('hi')" } })).toMatchObject({ isError: false });
@@ -141,6 +158,7 @@ it('an SDK client signs in by URL, the person consents in the browser, and the t
   const bob = await signInAs(memberKey);
   expect(bob.consentText).toContain('bob, in workspace acme');
   expect(bob.consentText).not.toContain('DATA_DROP_TABLE');
+  expect(bob.offered).toEqual(['read', 'write*']);
   expect(await bob.client.callTool({ name: 'DATA_DROP_TABLE', arguments: { table: 'notes' } })).toMatchObject({
     isError: true,
     structuredContent: { error: { code: 'NOT_PERMITTED' } },
@@ -166,6 +184,54 @@ it('an SDK client signs in by URL, the person consents in the browser, and the t
   await context.close();
   await expect(bob.client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } })).rejects.toThrow();
   await bob.client.close();
+});
+
+it('the person grants less than their role: a read-only grant lists the tools but its writes are refused with INSUFFICIENT_SCOPE; a scope asked for preselects', {
+  timeout: 90_000,
+}, async () => {
+  // The admin narrows what the app asked for (everything) to read only.
+  const narrowed = await signInAs(adminKey, { choose: 'Read only' });
+  expect(narrowed.provider.saved?.scope).toBe('read');
+  const { tools } = await narrowed.client.listTools();
+  expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['DATA_QUERY_SQL', 'DATA_WRITE_SQL', 'DATA_DROP_TABLE']));
+  expect(await narrowed.client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE scoped (x)' } })).toMatchObject({
+    isError: true,
+    structuredContent: { error: { code: 'INSUFFICIENT_SCOPE' } },
+  });
+  expect(await narrowed.client.callTool({ name: 'DATA_DROP_TABLE', arguments: { table: 'notes' } })).toMatchObject({
+    isError: true,
+    structuredContent: { error: { code: 'INSUFFICIENT_SCOPE' } },
+  });
+  expect(await narrowed.client.callTool({ name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } })).toMatchObject({ isError: false });
+  // A refresh keeps the grant's scope.
+  server.advance((narrowed.provider.saved!.expires_in ?? 0) * 1000 + 1000);
+  expect(await narrowed.client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE scoped (x)' } })).toMatchObject({
+    structuredContent: { error: { code: 'INSUFFICIENT_SCOPE' } },
+  });
+  expect(narrowed.provider.saved?.scope).toBe('read');
+  await narrowed.client.close();
+
+  // An app that asks for read and write only is offered no more, even to an admin.
+  const asked = await signInAs(adminKey, { scope: 'read write' });
+  expect(asked.offered).toEqual(['read', 'write*']);
+  expect(asked.consentText).not.toContain('DATA_DROP_TABLE');
+  expect(asked.provider.saved?.scope).toBe('read write');
+  expect(await asked.client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE scoped (x)' } })).toMatchObject({ isError: false });
+  expect(await asked.client.callTool({ name: 'DATA_DROP_TABLE', arguments: { table: 'scoped' } })).toMatchObject({
+    structuredContent: { error: { code: 'INSUFFICIENT_SCOPE' } },
+  });
+  await asked.client.close();
+
+  // Connected apps shows what each grant may do.
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${server.url}/sign-in?next=/apps`);
+  await page.getByLabel('Member key').fill(adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\/apps/);
+  const scopes = await page.locator('tr[data-grant] td.grant-scope').allTextContents();
+  expect(scopes).toEqual(expect.arrayContaining(['read', 'read write']));
+  await context.close();
 });
 
 it('agentdb start serves OAuth sign-in, its URLs named by PUBLIC_URL', { timeout: 60_000 }, async () => {

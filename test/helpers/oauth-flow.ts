@@ -66,11 +66,13 @@ export function oauthFlow(server: () => OAuthServer) {
     const page = await authorizePage(cookie, params);
     expect(page.statusCode).toBe(200);
     const csrf = /name="csrf-token" content="([^"]+)"/.exec(page.body)![1]!;
+    // What the page preselects goes with the form, as from a browser.
+    const access = /name="access" value="([a-z]+)" checked/.exec(page.body)?.[1];
     const res = await server().app.inject({
       method: 'POST',
       url: '/oauth/authorize',
       headers: { ...formHeaders, origin: BASE, cookie },
-      payload: form({ ...params, decision, _csrf: csrf }),
+      payload: form({ ...params, decision, _csrf: csrf, ...(access ? { access } : {}) }),
     });
     expect(res.statusCode).toBe(303);
     return new URL(res.headers.location as string);

@@ -5,6 +5,7 @@ import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createOAuthDeps } from '../../src/http/oauth/oauth-deps.ts';
 import { createWebDeps } from '../../src/http/web/web-deps.ts';
+import { UNCONSENTED_CLIENTS_MAX } from '../../src/oauth/oauth-clients.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
@@ -24,8 +25,11 @@ export interface OAuthServer {
   close(): Promise<void>;
 }
 
-/** Starts it over `box` (workers come from `box.pool()`), with workspace `acme` registered. */
-export async function startOAuthServer(box: Sandbox): Promise<OAuthServer> {
+/**
+ * Starts it over `box` (workers come from `box.pool()`), with workspace `acme` registered;
+ * `unconsentedClientsMax`: OAUTH_UNCONSENTED_CLIENTS_MAX (default its own).
+ */
+export async function startOAuthServer(box: Sandbox, opts: { unconsentedClientsMax?: number } = {}): Promise<OAuthServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);
   const keys = keysFor(config.prefix);
@@ -41,7 +45,7 @@ export async function startOAuthServer(box: Sandbox): Promise<OAuthServer> {
     return documents.get(url);
   };
   const oauth = createOAuthDeps(
-    { ...config, oauth: { accessTtlS: 600, refreshTtlS: 3600 } },
+    { ...config, oauth: { accessTtlS: 600, refreshTtlS: 3600, unconsentedClientsMax: opts.unconsentedClientsMax ?? UNCONSENTED_CLIENTS_MAX } },
     { redis, members },
     { now: () => Date.now() + skew, fetchDocument },
   );

@@ -55,5 +55,5 @@ it('calls refused for the budget get no task: task calls keep the workspace with
   }
   // No task was stored for a refused call, so nothing was added.
   expect(await held()).toBeLessThanOrEqual(after);
-  expect(await k.redis.keys(`${sb.config.prefix}:*mcp-task*`)).toHaveLength(1);
+  expect(await k.redis.keys(`${sb.config.prefix}:mcp-task:*`)).toHaveLength(1);
 });

@@ -58,7 +58,7 @@ export function createOAuthDeps(
   const keys = keysFor(config.prefix);
   const { fetchDocument, ...grantOpts } = opts;
   return {
-    clients: new OAuthClients(shared.redis, keys, fetchDocument),
+    clients: new OAuthClients(shared.redis, keys, fetchDocument, config.oauth.unconsentedClientsMax),
     grants: new OAuthGrants(shared.redis, keys, shared.members, { ...config.oauth, ...grantOpts }),
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   };

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { AUTH_METHODS } from '../../oauth/oauth-clients.ts';
+import { GRANT_SCOPES } from '../../contracts/grant-scope.ts';
+import { AUTH_METHODS, RegistrationsFullError } from '../../oauth/oauth-clients.ts';
 import { type OAuthDeps, publicBase } from './oauth-deps.ts';
 
 /**
@@ -26,6 +27,8 @@ export function authorizationServerMetadata(base: string): OAuthMetadata {
     token_endpoint: base + OAUTH_PATHS.token,
     registration_endpoint: base + OAUTH_PATHS.register,
     revocation_endpoint: base + OAUTH_PATHS.revoke,
+    // What a person may grant on the consent page, each including the ones before it.
+    scopes_supported: [...GRANT_SCOPES],
     response_types_supported: ['code'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
     code_challenge_methods_supported: ['S256'],
@@ -89,6 +92,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
         resource: base + path,
         authorization_servers: [base],
         bearer_methods_supported: ['header'],
+        scopes_supported: [...GRANT_SCOPES],
         resource_name: 'agentdb',
       };
       return reply.send(body);
@@ -103,6 +107,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
         const info = await deps.clients.register(request.body, request.ip);
         return reply.code(201).header('cache-control', 'no-store').send(info);
       } catch (err) {
+        if (err instanceof RegistrationsFullError) reply.header('retry-after', String(err.retryAfterS));
         if (err instanceof OAuthError) return oauthError(reply, err);
         throw err;
       }

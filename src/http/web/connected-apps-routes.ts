@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { scopeOfLevel } from '../../contracts/grant-scope.ts';
 import type { OAuthGrant } from '../../oauth/oauth-grants.ts';
 import type { OAuthDeps } from '../oauth/oauth-deps.ts';
 import { html } from './html.ts';
@@ -14,6 +15,7 @@ function grantRow(g: OAuthGrant, csrf: string) {
   return html`<tr data-grant="${g.id}">
 <td>${g.clientName}</td>
 <td><code>${g.resource}</code></td>
+<td class="grant-scope">${g.level ? scopeOfLevel(g.level) : 'as your role'}</td>
 <td title="${isoTime(g.createdAt)}">${relative(g.createdAt)}</td>
 <td title="${isoTime(g.refreshedAt)}">${relative(g.refreshedAt)}</td>
 <td><form method="post" action="/apps/${g.id}/revoke"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit" class="danger">Disconnect</button></form></td>
@@ -37,13 +39,13 @@ export function connectedAppsRoutes(app: FastifyInstance, oauth: OAuthDeps | und
       : grants.length === 0
         ? html`<p class="empty">No app is connected as you. An MCP client (Claude, ChatGPT, Cursor) connects when you add this server’s <code>/mcp</code> URL to it and allow it here.</p>`
         : html`<div class="scroll"><table class="list">
-<thead><tr><th>App</th><th>Endpoint</th><th>Connected</th><th>Last token</th><th></th></tr></thead>
+<thead><tr><th>App</th><th>Endpoint</th><th>May</th><th>Connected</th><th>Last token</th><th></th></tr></thead>
 <tbody>${grants.map((g) => grantRow(g, csrf))}</tbody>
 </table></div>`;
     const page = layout(
       { title: 'Connected apps', member, csrf, ...(flash ? { flash } : {}) },
       html`<h1>Connected apps</h1>
-<p class="muted">Apps that signed in as you with OAuth; each acts as you, with your role, in ${member.workspace}.</p>
+<p class="muted">Apps that signed in as you with OAuth; each acts as you in ${member.workspace}, within your role, as far as you allowed it (read; read and write; or, for admins, also drop).</p>
 ${body}`,
     );
     return reply.type('text/html; charset=utf-8').send(page.value);

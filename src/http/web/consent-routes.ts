@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GRANT_SCOPES, type GrantLevel, grantLevel, narrowerLevel, roleLevel } from '../../contracts/grant-scope.ts';
 import type { Member } from '../../registry/members.ts';
 import { type AuthorizationQuery, type AuthorizationRequest, checkAuthorization, redirectWith } from '../../oauth/authorization-request.ts';
 import { type OAuthDeps, ownResource, publicBase } from '../oauth/oauth-deps.ts';
@@ -20,17 +21,23 @@ function fieldsOf(input: unknown): AuthorizationQuery {
   return q;
 }
 
+/** What each level lets a client do, in the words of the tools; each includes the ones before it. */
+const LEVEL_TEXT: Record<GrantLevel, { label: string; detail: string }> = {
+  read: {
+    label: 'Read only',
+    detail: 'read the workspace’s shared tables and, read only, its agents’ tables (DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL)',
+  },
+  write: { label: 'Read and write', detail: 'also write the shared tables (DATA_WRITE_SQL); a write that needs approval still waits for a person' },
+  drop: { label: 'Read, write and drop', detail: 'also drop shared tables (DATA_DROP_TABLE), as you are an admin; a drop always waits for a person' },
+};
+
 /**
- * What a grant lets a client do, in the words of the tools: the member's role decides it, as it
- * does for the member's own key.
+ * The most the page offers: what the app asked for (its `scope`), never past the member's role;
+ * the person may choose less.
  */
-function abilities(member: Member): string[] {
-  const list = [
-    'read the workspace’s shared tables and, read only, its agents’ tables (DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL)',
-    'write the shared tables (DATA_WRITE_SQL); a write that needs approval still waits for a person',
-  ];
-  if (member.role === 'admin') list.push('drop shared tables (DATA_DROP_TABLE), as you are an admin; a drop always waits for a person');
-  return list;
+function offered(member: Member, r: AuthorizationRequest): GrantLevel {
+  const role = roleLevel(member.role);
+  return r.asked ? narrowerLevel(r.asked, role) : role;
 }
 
 /**
@@ -63,6 +70,9 @@ function problemPage(reply: FastifyReply, request: FastifyRequest, text: string,
 
 function consentPage(member: Member, csrf: string, r: AuthorizationRequest, q: AuthorizationQuery) {
   const where = hostOf(r.redirectUri);
+  // Preselected: all the app asked for that the role allows; the person may narrow it.
+  const top = offered(member, r);
+  const levels = GRANT_SCOPES.slice(0, GRANT_SCOPES.indexOf(top) + 1);
   // The name is whatever the app (or its document's host) said: anyone may call theirs "Claude".
   return layout(
     { title: `Connect ${r.client.clientName} (unverified name)`, member, csrf },
@@ -71,12 +81,17 @@ function consentPage(member: Member, csrf: string, r: AuthorizationRequest, q: A
 <p class="unverified"><strong>${r.client.clientName}</strong> is the name the app gives itself${r.client.documentHost ? html` in a document on ${r.client.documentHost}` : ''}; agentdb has not verified it. Its answer goes to <strong>${where}</strong>: allow only if you started this from an app you trust that uses that address.</p>
 ${r.client.documentHost ? html`<p class="muted">This app is described by ${r.client.documentHost} (its client id is <code>${r.client.clientId}</code>).</p>` : ''}
 <p><strong>${r.client.clientName}</strong> asks to use agentdb’s tools as you, <strong>${member.name}</strong>${member.role === 'admin' ? ' (admin)' : ''}, in workspace <strong>${member.workspace}</strong>, at <code>${r.resource}</code>.</p>
-<p>It will be able to:</p>
-<ul>${abilities(member).map((a) => html`<li>${a}</li>`)}</ul>
-<p class="muted">You can disconnect it at any time under Connected apps. Allowing sends you back to ${where}.</p>
 <form method="post" action="${OAUTH_PATHS.authorize}">
   <input type="hidden" name="_csrf" value="${csrf}">
   ${FIELDS.map((f) => (q[f] !== undefined ? html`<input type="hidden" name="${f}" value="${q[f]}">` : ''))}
+  <fieldset class="grant-level">
+  <legend>It may:</legend>
+  ${levels.map(
+    (l) =>
+      html`<label><input type="radio" name="access" value="${l}"${l === top ? ' checked' : ''}> <strong>${LEVEL_TEXT[l].label}</strong>: ${LEVEL_TEXT[l].detail}</label>`,
+  )}
+  </fieldset>
+  <p class="muted">You can disconnect it at any time under Connected apps. Allowing sends you back to ${where}.</p>
   <div class="decide">
     <button type="submit" name="decision" value="allow" class="primary">Allow</button>
     <button type="submit" name="decision" value="deny">Deny</button>
@@ -131,11 +146,19 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
     if (rawText(request.body, 'decision') !== 'allow') {
       return answer(reply, request, r.redirectUri, { error: 'access_denied', error_description: 'The person denied access.', state: r.state });
     }
-    const code = await oauth.grants.consent(memberOf(request), r.client, {
+    // Only a level the page offered: never past the role, nor past what the app asked for.
+    const member = memberOf(request);
+    const chosen = grantLevel.safeParse(rawText(request.body, 'access'));
+    const top = offered(member, r);
+    if (!chosen.success || narrowerLevel(chosen.data, top) !== chosen.data) {
+      return problemPage(reply, request, `invalid_scope: choose what the app may do, up to ${LEVEL_TEXT[top].label.toLowerCase()}.`);
+    }
+    const code = await oauth.grants.consent(member, r.client, {
       redirectUri: r.redirectUri,
       redirectUriGiven: r.redirectUriGiven,
       challenge: r.challenge,
       resource: r.resource,
+      level: chosen.data,
     });
     await oauth.clients.renew(r.client.clientId);
     return answer(reply, request, r.redirectUri, { code, state: r.state });

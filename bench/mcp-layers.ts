@@ -1,0 +1,58 @@
+// What one stateless /mcp tools/call costs in agentdb's own MCP layers, in process, with no HTTP
+// and no queue: the per-request server, its connection to the exchange, the SDK's dispatch and
+// the result, a stub keyed call behind it. CPU µs per call (process.cpuUsage), which a loaded
+// machine moves far less than a latency, and wall µs (no timer or sleep is in the path: the two
+// stay close on a quiet machine). Run: `node --import tsx bench/mcp-layers.ts`
+// (BENCH_SEQ_CALLS). Not part of `npm run bench`: it explains bench/mcp.ts's /mcp-over-/v1 share.
+import { mcpServer } from '../src/mcp/server.ts';
+import { McpExchange } from '../src/http/mcp-exchange.ts';
+import type { KeyedCalls } from '../src/calls/bearer-key-calls.ts';
+import type { Principal } from '../src/registry/principal.ts';
+
+const CALLS = Number(process.env.BENCH_SEQ_CALLS ?? 20_000);
+const principal = {
+  kind: 'agent',
+  workspace: 'floor',
+  agent: 'reader',
+  keyId: 'k',
+  settings: { database: 'agent' },
+  surface: { kind: 'data' },
+} as unknown as Principal;
+const envelope = () => ({
+  ok: true,
+  callId: '00000000-0000-4000-8000-000000000000',
+  tool: 'DATA_QUERY_SQL',
+  credits: 1,
+  result: { columns: ['v'], rows: [['value-1']], truncated: false },
+});
+const calls = { call: async () => envelope() } as unknown as KeyedCalls;
+const headers = { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2025-06-18' };
+const body = (i: number) => ({
+  jsonrpc: '2.0',
+  id: i,
+  method: 'tools/call',
+  params: { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } },
+});
+
+async function one(i: number): Promise<void> {
+  const server = mcpServer(principal, { kind: 'workspace' }, { calls, approvalWaitMs: 1000 });
+  const exchange = new McpExchange();
+  await server.connect(exchange);
+  const answer = await exchange.handle({ headers, body: body(i) });
+  if (answer.status !== 200) throw new Error(JSON.stringify(answer));
+  JSON.stringify(answer.body);
+}
+
+for (let i = 0; i < 2000; i++) await one(i);
+const cpu: number[] = [];
+const wall: number[] = [];
+for (let r = 0; r < 5; r++) {
+  const before = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < CALLS; i++) await one(i);
+  const used = process.cpuUsage(before);
+  wall.push(((performance.now() - t0) * 1000) / CALLS);
+  cpu.push((used.user + used.system) / CALLS);
+}
+const median = (xs: number[]) => Math.round([...xs].sort((a, b) => a - b)[2]! * 10) / 10;
+console.log(JSON.stringify({ calls: CALLS, cpuUsPerCall: median(cpu), wallUsPerCall: median(wall) }));
