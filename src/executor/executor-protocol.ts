@@ -6,25 +6,36 @@ import type { AuditEntry } from '../sqlite/sqlite-audit.ts';
 import type { Param } from '../sqlite/sqlite-values.ts';
 import type { RecordedEffect, RecordedOutcome } from '../sqlite/call-record.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
+import type { AsOfTarget } from '../history/as-of-moment.ts';
 import type { HistoryOptions } from '../history/handle-capture.ts';
 import type { RestoreActor } from '../history/restore-audit.ts';
 import type { RestoreInPlaceRequest, RestoreIntoRequest, SnapshotRequest } from '../history/restore-requests.ts';
 
 // Defined in the layers below the executor (which use them too), re-exported as the protocol's words.
-export type { DbTarget, HistoryOptions, Param, RecordedOutcome, RestoreActor };
+export type { AsOfTarget, DbTarget, HistoryOptions, Param, RecordedOutcome, RestoreActor };
+
+/**
+ * A read of a past moment (`as_of`), read-only, from a file restored there (see `as-of-cache.ts`).
+ * `build`: the worker checked the workspace's disk quota, and the moment may be restored when it
+ * is not kept; without it, such a read runs nothing and answers the room it needs (`needsRoom`).
+ */
+export interface AsOfRead {
+  target: AsOfTarget;
+  build?: true;
+}
 
 /**
  * What the worker asks an executor child to do; one request is one statement at most. `callId`
  * names the call a request serves, so a kill or a status line can say whose statement it was.
  */
 export type ExecRequest = (
-  | { op: 'describe'; db: DbTarget }
+  | { op: 'describe'; db: DbTarget; asOf?: AsOfRead }
   /** `mode: 'introspect'`: db_query's rules, which also admit the read-only introspection PRAGMAs. */
   /**
    * `offload`: a result past the size limit is also written whole (up to `maxRows`) to a file
    * under `<dataDir>/tmp/results` (its `spill`), which the worker moves to the blob store.
    */
-  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect'; offload?: true }
+  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect'; offload?: true; asOf?: AsOfRead }
   /**
    * `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. `effect`: the
    * effect a person approved; another effect commits nothing (APPROVAL_STALE with the new one).
@@ -81,7 +92,11 @@ export type ExecRequest = (
  * already run: the result is the recorded one, and nothing ran again.
  */
 export type ExecOutcome =
-  | { ok: true; result: unknown; replayed?: boolean }
+  /**
+   * `asOf`, for a read of the past: whether it restored its moment (`materialised`), or, when
+   * it ran nothing, the bytes restoring it needs (`needsRoom`: ask again with `build`).
+   */
+  | { ok: true; result: unknown; replayed?: boolean; asOf?: { materialised?: boolean; needsRoom?: number } }
   /**
    * `unsettled`: the failure is not the request's answer, and the call is to be run again: a
    * write or drop whose child died, and whether it committed could not be read (its record
