@@ -26,7 +26,10 @@ describe('DATA_QUERY_SQL and DATA_DESCRIBE_SCHEMA with as_of', () => {
     expect((await call('DATA_WRITE_SQL', { sql: "UPDATE leads SET company = 'Initech' WHERE id = 1" }, 'rename')).ok).toBe(true);
 
     const select = { sql: 'SELECT id, company FROM leads' };
-    expect(await call('DATA_QUERY_SQL', { ...select, as_of: 'rename' })).toMatchObject({ ok: true, result: { rows: [[1, 'Acme']], asOf: { restoredTo: expect.any(String) } } });
+    expect(await call('DATA_QUERY_SQL', { ...select, as_of: 'rename' })).toMatchObject({
+      ok: true,
+      result: { rows: [[1, 'Acme']], asOf: { restoredTo: expect.any(String) } },
+    });
     expect(await call('DATA_QUERY_SQL', { ...select, as_of: afterAcme })).toMatchObject({ ok: true, result: { rows: [[1, 'Acme']] } });
     expect(await call('DATA_QUERY_SQL', { ...select, as_of: 'add-acme' })).toMatchObject({ ok: true, result: { rows: [] } });
     // Before the table: the schema as it was then.
