@@ -12,7 +12,6 @@
 // A file's modification time is its last use: the sweep drops files unused for AS_OF_KEEP_MINUTES.
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { dirNames } from './dir-names.ts';
 import { folderBytes } from './history-bytes.ts';
@@ -23,6 +22,9 @@ import { momentKey } from './as-of-moment.ts';
 
 /** The folder under AGENTDB_DATA_DIR that holds materialised moments. */
 export const AS_OF_ROOT = 'as-of';
+
+/** A database header's format versions (bytes 18 and 19) for the rollback journal: 1, 1. */
+const LEGACY_FORMAT = Buffer.from([1, 1]);
 
 /** A moment's file as {@link momentFile} found or made it. */
 export interface MomentFile {
@@ -67,12 +69,15 @@ export function momentFile(dataDir: string, id: string, plan: RestorePlan, build
   const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
   try {
     buildRestore(plan, tmp);
-    // Read-only readers never write a -wal or -shm beside it: the file leaves WAL mode here.
-    const db = new Database(tmp);
+    // Out of WAL mode, so that read-only connections need no -wal or -shm beside it: the header's
+    // read and write format versions (bytes 18 and 19) go from 2 (WAL) to 1 (rollback journal),
+    // as SQLite itself does when no WAL exists. `PRAGMA journal_mode = DELETE` did the same with
+    // a checkpoint and syncs: three quarters of a moment's first read.
+    const fd = fs.openSync(tmp, 'r+');
     try {
-      db.pragma('journal_mode = DELETE');
+      fs.writeSync(fd, LEGACY_FORMAT, 0, 2, 18);
     } finally {
-      db.close();
+      fs.closeSync(fd);
     }
     fs.renameSync(tmp, file);
   } catch (err) {
