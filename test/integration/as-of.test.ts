@@ -7,7 +7,7 @@ import { runAsOf } from '../../src/calls/as-of-run.ts';
 import { callKey } from '../../src/contracts/call-identity.ts';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { AsOfTarget, DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
-import { AS_OF_ROOT, momentsBytes } from '../../src/history/as-of-cache.ts';
+import { AS_OF_ROOT, momentsBytes, sweepMoments } from '../../src/history/as-of-cache.ts';
 import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { planAsOf } from '../../src/history/as-of-moment.ts';
 import { buildRestore } from '../../src/history/restore-rebuild.ts';
@@ -210,6 +210,16 @@ describe('as_of: reading the past in place', () => {
     expect(await read(db, { at: next - 1 }, false)).toMatchObject({ ok: true, asOf: { materialised: false } });
     expect(await read(db, { at: next }, false)).toMatchObject({ ok: true, result: null });
     expect((again as { result: { rows: unknown[] } }).result.rows).toEqual([[1, 'one', 1]]);
+
+    // Dropped once unused for AS_OF_KEEP_MINUTES (the sweep, asked with a clock past it), and
+    // restored again by the next read of it.
+    const cacheDir = path.join(dataDir, AS_OF_ROOT, 'past', 'cache');
+    expect(fs.readdirSync(cacheDir)).toHaveLength(1);
+    expect(sweepMoments(dataDir, 15 * 60_000)).toBe(0);
+    expect(fs.readdirSync(cacheDir)).toHaveLength(1);
+    expect(sweepMoments(dataDir, 15 * 60_000, Date.now() + 15 * 60_000 + 1000)).toBeGreaterThanOrEqual(1);
+    expect(fs.readdirSync(cacheDir)).toHaveLength(0);
+    expect(await read(db, { at: first })).toMatchObject({ ok: true, asOf: { materialised: true }, result: { rows: [[1, 'one', 1]] } });
   });
 
   it('counts kept moments against the workspace quota, and drops them when the quota needs the room', async () => {
