@@ -1,7 +1,7 @@
 import { codeOf, type AgentDbError } from '../errors.ts';
 import { callKey } from '../contracts/call-identity.ts';
 import { parseAsOf } from '../contracts/as-of.ts';
-import type { AsOfTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
+import type { AsOfRead, AsOfTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 
 /**
@@ -30,7 +30,7 @@ export function asOfTarget(asOf: string, workspace: string, caller: string, owne
  * moments first when that makes the room), then it runs again, allowed to restore it.
  */
 export async function runAsOf(
-  request: Extract<ExecRequest, { op: 'query' | 'describe' }> & { asOf: NonNullable<Extract<ExecRequest, { op: 'query' }>['asOf']> },
+  request: Extract<ExecRequest, { op: 'query' | 'describe' | 'browse' }> & { asOf: AsOfRead },
   executor: { run(req: ExecRequest): Promise<ExecOutcome> },
   quota: Pick<WorkspaceQuota, 'check'> | undefined,
   workspace: string,

@@ -47,6 +47,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: read(handles.open(req.db, 'read')) };
       }
       case 'browse':
+        if (req.asOf) return readAsOf(handles, history, opts.dataDir, req.db, req.asOf, (db) => browsePage(db, req.args));
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'csv':
         return { ok: true, result: csvChunk(handles.open(req.db, 'read'), req.args) };

@@ -52,7 +52,7 @@ export type ExecRequest = (
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
   /** A grid page of one table or view for a person (a trusted read, see sqlite-browse.ts). */
-  | { op: 'browse'; db: DbTarget; args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs }
+  | { op: 'browse'; db: DbTarget; args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs; asOf?: AsOfRead }
   /** One chunk of a table as CSV text for a person's export (see sqlite-browse.ts). */
   | { op: 'csv'; db: DbTarget; args: Required<Pick<CsvArgs, 'maxChars'>> & CsvArgs }
   /** Restores in place or into a new database (see `restore-requests.ts`). */
