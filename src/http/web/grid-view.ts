@@ -107,6 +107,6 @@ function asOfView(q: GridQuery, page: GridPage): Html {
   return html`${note}<form method="get" action="/data/table" id="as-of-form" class="pager">
   <input type="hidden" name="db" value="${q.db}"><input type="hidden" name="table" value="${q.table}"><input type="hidden" name="size" value="${q.size}">
   <label>As of (UTC) <input type="datetime-local" name="as_of" step="1"${q.asOf ? html` value="${q.asOf}"` : ''} required></label>
-  <button type="submit">Show the past</button>
+  <button type="submit">Read the past</button>
 </form>`;
 }
