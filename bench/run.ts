@@ -14,6 +14,7 @@ import { startProcess, stopProcess } from './process.ts';
 import { benchAbandonedWaits, printAbandonedWaits } from './abandoned-waits.ts';
 import { benchApprovals } from './approvals.ts';
 import { benchEffect, printEffect } from './effect.ts';
+import { benchAsOf, printAsOf } from './as-of.ts';
 import { benchBlobUpload } from './blob-upload.ts';
 import { benchMcp } from './mcp.ts';
 import { benchFairBurst, printFairBurst } from './fair-burst.ts';
@@ -46,7 +47,8 @@ const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
  * comparisons; `abandoned-waits`: only Redis commands/s around abandoned waits (its own Redis);
  * `redis-fill`: only issue 27's hostile fills of Redis (its own redis-server); `fair-burst`: only a
  * quiet workspace's reads under a burst of fresh workspaces; `effect`: only what a parked write's
- * effect costs against the write (1, 100 and 10,000 rows changed).
+ * effect costs against the write (1, 100 and 10,000 rows changed); `as-of`: only a read of the past's
+ * first and kept time against the same read of the live database.
  */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
 /** The abandoned-waits scenario: as the hostile review ran it (20,000 waits, each aborted after 150 ms). */
@@ -124,7 +126,14 @@ async function only(name: string) {
     printEffect(costs);
     return;
   }
-  if (name !== 'mcp') throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst, effect)`);
+  if (name === 'as-of') {
+    const costs = await benchAsOf();
+    console.log(JSON.stringify(costs));
+    printAsOf(costs);
+    return;
+  }
+  if (name !== 'mcp')
+    throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst, effect, as-of)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
@@ -264,6 +273,8 @@ async function main() {
   const web = await benchWeb(REDIS_URL);
   // A parked write's effect against the write itself (issue 29), on the database's own connection.
   const effect = benchEffect();
+  // A read of the past, first and kept, against the same read of the live database (issue 29).
+  const asOf = await benchAsOf();
 
   // Touch many databases through the queue, then read the worker's and executor's memory.
   const touched = await drive(DATABASES, IN_FLIGHT, (i) =>
@@ -345,6 +356,7 @@ async function main() {
     mcp,
     web,
     effect,
+    asOf,
     memory,
     isolation,
     fairBurst,
@@ -377,6 +389,7 @@ async function main() {
   );
   printWeb(web);
   printEffect(effect);
+  printAsOf(asOf);
   printRedisFill(redisFill);
   console.log(
     `memory after ${DATABASES} databases: ${memory.totalRssMb} MB in all (worker ${memory.workerRssMb} MB, ${memory.executorRssMb.length} executor children (pool of ${memory.poolSize} and the spare) ${memory.executorRssMb.join(' + ')} MB)`,

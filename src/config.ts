@@ -183,6 +183,8 @@ const envSchema = z.object({
    * answer STORAGE_FULL (its commits stay in the WAL, never checkpointed before they are copied).
    */
   HISTORY_MAX_BEHIND_BYTES: int(64 * 1024, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
+  /** How long a moment a read's `as_of` restored is kept unused before it is dropped (minutes). */
+  AS_OF_KEEP_MINUTES: int(1, 7 * 24 * 60, 15),
   /** When each database with commits since its last snapshot gets a new one (cron, in SCHEDULE_TZ). */
   HISTORY_SNAPSHOT_CRON: z
     .string()
@@ -384,7 +386,14 @@ export interface Config {
   readonly backupCron: string;
   readonly backupTz: string;
   /** Capture on: what executor children are started with; undefined with HISTORY_CAPTURE=off. */
-  readonly history?: { readonly checkpointBytes: number; readonly retentionDays: number; readonly maxBytesPerDb: number; readonly maxBehindBytes: number };
+  readonly history?: {
+    readonly checkpointBytes: number;
+    readonly retentionDays: number;
+    readonly maxBytesPerDb: number;
+    readonly maxBehindBytes: number;
+    /** AS_OF_KEEP_MINUTES in ms. */
+    readonly asOfKeepMs: number;
+  };
   readonly historyRetentionDays: number;
   readonly historySnapshotCron: string;
   readonly historyPruneCron: string;
@@ -516,6 +525,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             retentionDays: e.HISTORY_RETENTION_DAYS,
             maxBytesPerDb: e.HISTORY_MAX_BYTES_PER_DB,
             maxBehindBytes: e.HISTORY_MAX_BEHIND_BYTES,
+            asOfKeepMs: e.AS_OF_KEEP_MINUTES * 60_000,
           }),
         }
       : {}),

@@ -159,6 +159,12 @@ export const ERRORS = {
     retryable: false,
     status: 409,
   },
+  AS_OF_CALL_UNKNOWN: {
+    message: "The call id given as as_of made no write to this database that the database's records still hold.",
+    hint: 'Give the call id of a write to this same database from the last 7 days (its record is kept that long), or an ISO time.',
+    retryable: false,
+    status: 404,
+  },
   BACKUP_CONFLICT: {
     message: 'The blob store holds backups of this database that another deployment made; nothing of it was backed up.',
     hint: 'Back up each database from one deployment only: a database restored from the blob store elsewhere (`--from-blob`, a drill or a move) backs up to the same place. Stop the other, or move its backups (the message names the folder) aside and back up again; for a drill, restore `--into` a new name.',

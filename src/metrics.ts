@@ -70,6 +70,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Reads of the past (`as_of`) that ran: their moment found kept, or restored from history for them. */
+  readonly asOfReads = new Counter({
+    name: 'agentdb_as_of_reads_total',
+    help: 'Reads of a past moment (as_of) that ran, by whether their moment was kept or restored for them.',
+    labelNames: ['moment'] as const,
+    registers: [this.registry],
+  });
+
   /**
    * A gauge read at each scrape: `read` answers its samples (a Redis or disk look). A read that
    * fails or takes over 2 s leaves the gauge without samples for that scrape (NaN for one without

@@ -13,7 +13,7 @@ import type { Target } from '../policy/access.ts';
 import { gateFor } from '../policy/approval-rule.ts';
 import { CREDITS, METERED_FAILURES } from '../policy/credits.ts';
 import { databasePath, parseDatabaseId } from '../contracts/database-id.ts';
-import type { DbTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
+import type { AsOfRead, DbTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
 import { planLimits } from '../policy/plan-limits.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
@@ -21,6 +21,7 @@ import type { SpilledResult } from '../sqlite/result-spill.ts';
 import type { ActivityNote } from '../sqlite/sqlite-activity.ts';
 import { planCall, type CallPlan } from '../policy/call-plan.ts';
 import type { CallIdLedger, LedgerClaim } from './call-id-ledger.ts';
+import { asOfTarget, runAsOf } from './as-of-run.ts';
 
 /** What running a call needs: the shard's executor and the configuration. */
 export interface RunDeps {
@@ -54,6 +55,8 @@ export interface RunOutcome {
   heldByLedger?: { held: LedgerClaim; from: string };
   /** An approved write whose effect changed since it was approved: nothing ran, and this is its effect now. */
   effectChanged?: Effect;
+  /** A read of the past that ran: its moment found kept, or restored for it (`agentdb_as_of_reads_total`). */
+  asOf?: 'kept' | 'restored';
 }
 
 /** A call that passed every check and needs a person: its plan and what it would run. */
@@ -113,7 +116,8 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved, deps.results !== undefined);
+  const asOf = typeof plan.args.as_of === 'string' ? { target: asOfTarget(plan.args.as_of, data.workspace, data.agent, plan.target.agent) } : undefined;
+  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved, deps.results !== undefined, asOf);
   if (gate.kind === 'approval' && !approved) {
     const verdict = guardFirstLayer(plan);
     if (!verdict.ok) return fail(verdict.code, verdict.reason);
@@ -131,7 +135,10 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
       return fail('QUOTA_EXCEEDED', (err as AgentDbError).detail ?? 'the workspace is past its disk quota');
     }
   }
-  const outcome = await deps.executor.run(request);
+  const outcome =
+    (request.op === 'query' || request.op === 'describe') && request.asOf
+      ? await runAsOf({ ...request, asOf: request.asOf }, deps.executor, deps.quota, parseDatabaseId(plan.databaseId).workspace)
+      : await deps.executor.run(request);
   // Not an answer: a fault, so BullMQ runs the call again, and its record replays it if it did commit.
   if (!outcome.ok && outcome.unsettled) throw new AgentDbError(outcome.error.code, outcome.error.detail);
   if (!outcome.ok && outcome.error.code === 'IDEMPOTENCY_CONFLICT' && (request.op === 'write' || request.op === 'drop')) {
@@ -148,6 +155,7 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
   return {
     envelope: okEnvelope(callId, plan.tool, credits, result),
     meter: outcome.replayed ? undefined : credits,
+    ...(outcome.asOf ? { asOf: outcome.asOf.materialised ? ('restored' as const) : ('kept' as const) } : {}),
   };
 }
 
@@ -240,12 +248,13 @@ function execRequest(
   limits: Plan,
   approved: Approved | undefined,
   offload: boolean,
+  asOf?: AsOfRead,
 ): ExecRequest {
   const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
   const params = (plan.args.params as Param[] | undefined) ?? [];
   switch (plan.tool) {
     case 'DATA_DESCRIBE_SCHEMA':
-      return { op: 'describe', db, callId };
+      return { op: 'describe', db, callId, ...(asOf ? { asOf } : {}) };
     case 'DATA_QUERY_SQL':
       return {
         op: 'query',
@@ -256,6 +265,7 @@ function execRequest(
         callId,
         ...(plan.request.introspect ? { mode: 'introspect' as const } : {}),
         ...(offload ? { offload: true as const } : {}),
+        ...(asOf ? { asOf } : {}),
       };
     case 'DATA_WRITE_SQL': {
       const activity = activityNote(plan, callId, plan.args.sql as string, approved);

@@ -38,7 +38,7 @@ function diskLines(d: WorkspaceUsage): string {
   return [
     `plan: ${d.plan}`,
     `databases: ${d.databases.length} of ${d.limits.maxDatabases} (${pct(d.databases.length, d.limits.maxDatabases)})`,
-    `disk bytes: ${d.bytes} of ${d.limits.maxBytes} (${pct(d.bytes, d.limits.maxBytes)}): files ${d.databaseBytes}, history ${d.historyBytes}, call-id ledger ${d.ledgerBytes}, offloaded results ${d.offloadedBytes}`,
+    `disk bytes: ${d.bytes} of ${d.limits.maxBytes} (${pct(d.bytes, d.limits.maxBytes)}): files ${d.databaseBytes}, history ${d.historyBytes}, call-id ledger ${d.ledgerBytes}, offloaded results ${d.offloadedBytes}, past moments kept for as_of ${d.momentBytes}`,
     '',
   ].join('\n');
 }

@@ -44,6 +44,8 @@ export const pageArgs = z.strictObject({
   offset: z.number().int().min(0).optional(),
   /** Also count the rows (a full count costs a scan: asked once, on a first page). */
   count: z.boolean().optional(),
+  /** Read the table as it was at this moment (epoch ms), read-only, from history (`as_of`). */
+  asOf: z.number().int().min(0).optional(),
 });
 export type PageArgs = z.input<typeof pageArgs>;
 
@@ -69,6 +71,8 @@ export interface GridPage {
   total?: number;
   /** Time spent in SQLite, in ms. */
   sqliteMs: number;
+  /** Read as of a past moment: the time of the last commit the state read holds. */
+  asOf?: { restoredTo: string };
 }
 
 /** A chunk of a CSV export: keyset after `after` (or offset paging without a key). */

@@ -1,16 +1,18 @@
 import { z } from 'zod';
 import type { Surface } from './agent-profile.ts';
 import type { Tier } from './tools.ts';
+import { asOfField } from './as-of.ts';
 
 type DbSurface = Extract<Surface, { kind: 'db' }>;
 
 /**
- * Input schemas of the db_* compatibility tools, exactly as db-capability.md gives them (no
- * descriptions on the fields, no extra fields), so an agent written for that surface sees the
- * contract it was written for.
+ * Input schemas of the db_* compatibility tools, as db-capability.md gives them (no
+ * descriptions on its fields), so an agent written for that surface sees the contract it was
+ * written for; db_query adds one optional field of agentdb's, `as_of` (issue 29), which such an
+ * agent never sends.
  */
 export const dbToolInputs = {
-  db_query: z.strictObject({ statement: z.string() }),
+  db_query: z.strictObject({ statement: z.string(), as_of: asOfField.optional() }),
   db_schema: z.strictObject({}),
   db_exec: z.strictObject({ statement: z.string(), rationale: z.string() }),
 } as const;

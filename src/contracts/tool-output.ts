@@ -42,18 +42,26 @@ const rows = {
   note: z.string().optional(),
 };
 
+/** A read of the past (`as_of`): the moment read, the time of the last commit its state holds. */
+const asOf = z.looseObject({ restoredTo: z.string() });
+
 /**
  * The fields each DATA_* tool's result adds to an ok answer, typed where present: a replayed
  * call, an offloaded result and a cut description each leave some out, and fields may be added.
  */
 const resultFields: Record<ToolName, z.ZodRawShape> = {
   DATA_DESCRIBE_SCHEMA: {
+    asOf: asOf.optional(),
     tables: z.array(z.looseObject({ name: z.string(), type: z.enum(['table', 'view']) })).optional(),
     truncated: z.literal(true).optional(),
     omitted: z.number().optional(),
     note: z.string().optional(),
   },
-  DATA_QUERY_SQL: { ...rows, offloaded: z.looseObject({ id: z.string(), bytes: z.number(), rows: z.number(), expiresAt: z.string() }).optional() },
+  DATA_QUERY_SQL: {
+    ...rows,
+    asOf: asOf.optional(),
+    offloaded: z.looseObject({ id: z.string(), bytes: z.number(), rows: z.number(), expiresAt: z.string() }).optional(),
+  },
   DATA_WRITE_SQL: { ...rows, changes: z.number().optional(), lastInsertRowid: z.union([z.string(), z.number(), z.null()]).optional() },
   DATA_DROP_TABLE: { dropped: z.string().optional(), type: z.enum(['table', 'view']).optional() },
 };

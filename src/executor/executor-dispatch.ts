@@ -19,6 +19,7 @@ import { restoreInto } from '../history/restore-into.ts';
 import { snapshotNow } from '../history/snapshot-now.ts';
 import { previewEffect } from '../sqlite/sqlite-effect-preview.ts';
 import { EffectChanged } from '../sqlite/sqlite-effect.ts';
+import { readAsOf } from './as-of-read.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
@@ -39,25 +40,20 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     }
     switch (req.op) {
       case 'describe':
+        if (req.asOf) return readAsOf(handles, history, opts.dataDir, req.db, req.asOf, (db) => describe(db, budget));
         return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
       case 'figures': {
         const db = handles.open(req.db, 'read');
         return { ok: true, result: databaseFigures(db, req.db.path, handles.isPlaceholder(db)) };
       }
-      case 'query':
-        return {
-          ok: true,
-          result: query(
-            handles.open(req.db, 'read'),
-            req.sql,
-            req.params,
-            req.maxRows,
-            budget,
-            req.mode,
-            req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined,
-          ),
-        };
+      case 'query': {
+        const spill = req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined;
+        const read = (db: Parameters<typeof query>[0]) => query(db, req.sql, req.params, req.maxRows, budget, req.mode, spill);
+        if (req.asOf) return readAsOf(handles, history, opts.dataDir, req.db, req.asOf, read);
+        return { ok: true, result: read(handles.open(req.db, 'read')) };
+      }
       case 'browse':
+        if (req.asOf) return readAsOf(handles, history, opts.dataDir, req.db, req.asOf, (db) => browsePage(db, req.args));
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'activity': {
         const db = handles.open(req.db, 'read');

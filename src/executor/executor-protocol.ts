@@ -7,19 +7,30 @@ import type { ActivityNote } from '../sqlite/sqlite-activity.ts';
 import type { Param } from '../sqlite/sqlite-values.ts';
 import type { RecordedEffect, RecordedOutcome } from '../sqlite/call-record.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
+import type { AsOfTarget } from '../history/as-of-moment.ts';
 import type { HistoryOptions } from '../history/handle-capture.ts';
 import type { RestoreActor } from '../history/restore-audit.ts';
 import type { RestoreInPlaceRequest, RestoreIntoRequest, SnapshotRequest } from '../history/restore-requests.ts';
 
 // Defined in the layers below the executor (which use them too), re-exported as the protocol's words.
-export type { DbTarget, HistoryOptions, Param, RecordedOutcome, RestoreActor };
+export type { AsOfTarget, DbTarget, HistoryOptions, Param, RecordedOutcome, RestoreActor };
+
+/**
+ * A read of a past moment (`as_of`), read-only, from a file restored there (see `as-of-cache.ts`).
+ * `build`: the worker checked the workspace's disk quota, and the moment may be restored when it
+ * is not kept; without it, such a read runs nothing and answers the room it needs (`needsRoom`).
+ */
+export interface AsOfRead {
+  target: AsOfTarget;
+  build?: true;
+}
 
 /**
  * What the worker asks an executor child to do; one request is one statement at most. `callId`
  * names the call a request serves, so a kill or a status line can say whose statement it was.
  */
 export type ExecRequest = (
-  | { op: 'describe'; db: DbTarget }
+  | { op: 'describe'; db: DbTarget; asOf?: AsOfRead }
   /** Size, tables, rows (counted up to a cap) and last write, for the Data page (see `databaseFigures`). */
   | { op: 'figures'; db: DbTarget }
   /** `mode: 'introspect'`: db_query's rules, which also admit the read-only introspection PRAGMAs. */
@@ -27,7 +38,7 @@ export type ExecRequest = (
    * `offload`: a result past the size limit is also written whole (up to `maxRows`) to a file
    * under `<dataDir>/tmp/results` (its `spill`), which the worker moves to the blob store.
    */
-  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect'; offload?: true }
+  | { op: 'query'; db: DbTarget; sql: string; params: Param[]; maxRows: number; mode?: 'introspect'; offload?: true; asOf?: AsOfRead }
   /**
    * `callKey`: workspace, agent and call id (see `callKey`), the exactly-once key. `effect`: the
    * effect a person approved; another effect commits nothing (APPROVAL_STALE with the new one).
@@ -55,7 +66,7 @@ export type ExecRequest = (
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
   /** A grid page of one table or view for a person (a trusted read, see sqlite-browse.ts). */
-  | { op: 'browse'; db: DbTarget; args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs }
+  | { op: 'browse'; db: DbTarget; args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs; asOf?: AsOfRead }
   /** One chunk of a table as CSV text for a person's export (see sqlite-browse.ts). */
   | { op: 'csv'; db: DbTarget; args: Required<Pick<CsvArgs, 'maxChars'>> & CsvArgs }
   /** Restores in place or into a new database (see `restore-requests.ts`). */
@@ -95,7 +106,11 @@ export type ExecRequest = (
  * already run: the result is the recorded one, and nothing ran again.
  */
 export type ExecOutcome =
-  | { ok: true; result: unknown; replayed?: boolean }
+  /**
+   * `asOf`, for a read of the past: whether it restored its moment (`materialised`), or, when
+   * it ran nothing, the bytes restoring it needs (`needsRoom`: ask again with `build`).
+   */
+  | { ok: true; result: unknown; replayed?: boolean; asOf?: { materialised?: boolean; needsRoom?: number } }
   /**
    * `unsettled`: the failure is not the request's answer, and the call is to be run again: a
    * write or drop whose child died, and whether it committed could not be read (its record

@@ -30,6 +30,8 @@ export interface HistoryOptions {
    * STORAGE_FULL (HISTORY_MAX_BEHIND_BYTES); absent: 64 MiB.
    */
   maxBehindBytes?: number;
+  /** How long a read's `as_of` keeps a moment it restored, unused (AS_OF_KEEP_MINUTES); absent: 15 minutes. */
+  asOfKeepMs?: number;
 }
 
 /**

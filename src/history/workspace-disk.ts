@@ -4,6 +4,7 @@ import { CALL_ID_LEDGER_DIR, WORKSPACE_FILE } from '../contracts/database-id.ts'
 import { dirNames } from './dir-names.ts';
 import { folderBytes } from './history-bytes.ts';
 import { HISTORY_ROOT } from './history-files.ts';
+import { workspaceMoments } from './as-of-cache.ts';
 
 /** What one workspace's databases take in the data folder. */
 export interface WorkspaceDiskUse {
@@ -15,6 +16,8 @@ export interface WorkspaceDiskUse {
   readonly historyBytes: number;
   /** Its call-id ledger (`call-ids/<workspace>.sqlite`, with `-wal` and `-shm`): it grows with its calls' own ids. */
   readonly ledgerBytes: number;
+  /** Past moments kept for reads' `as_of` (`as-of/<workspace>/`): dropped when the quota needs their room. */
+  readonly momentBytes: number;
 }
 
 /**
@@ -42,5 +45,6 @@ export function workspaceDiskUse(dataDir: string, workspace: string): WorkspaceD
   for (const end of ['', '-wal', '-shm']) {
     ledgerBytes += fs.statSync(path.join(dataDir, CALL_ID_LEDGER_DIR, `${workspace}.sqlite${end}`), { throwIfNoEntry: false })?.size ?? 0;
   }
-  return { databases: databases.sort(), databaseBytes, historyBytes, ledgerBytes };
+  const momentBytes = folderBytes(workspaceMoments(dataDir, workspace), seen);
+  return { databases: databases.sort(), databaseBytes, historyBytes, ledgerBytes, momentBytes };
 }

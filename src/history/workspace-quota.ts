@@ -7,6 +7,7 @@ import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { checkDiskQuota } from '../policy/disk-quota.ts';
 import { workspaceLimits, type WorkspaceLimits } from '../policy/plan-limits.ts';
 import { workspaceDiskUse } from './workspace-disk.ts';
+import { dropMoments } from './as-of-cache.ts';
 
 /** What `agentdb usage` shows of a workspace's disk, against its plan. */
 export interface WorkspaceUsage {
@@ -19,7 +20,9 @@ export interface WorkspaceUsage {
   /** Its call-id ledger: the ids of calls sent with their own (see `CallIdLedger`). */
   readonly ledgerBytes: number;
   readonly offloadedBytes: number;
-  /** The four above together: what the byte quota counts. */
+  /** Past moments kept for reads' `as_of`, dropped first when the quota needs room. */
+  readonly momentBytes: number;
+  /** The five above together: what the byte quota counts. */
   readonly bytes: number;
 }
 
@@ -79,18 +82,27 @@ export class WorkspaceQuota {
       limits: workspaceLimits(plan, this.deps.overrides),
       ...disk,
       offloadedBytes,
-      bytes: disk.databaseBytes + disk.historyBytes + disk.ledgerBytes + offloadedBytes,
+      bytes: disk.databaseBytes + disk.historyBytes + disk.ledgerBytes + disk.momentBytes + offloadedBytes,
     };
   }
 
   /**
    * Refuses a step that adds `adding` to `workspace` past its quota (`what` names the step in
-   * the refusal). @throws AgentDbError QUOTA_EXCEEDED.
+   * the refusal), once the workspace's kept past moments are dropped when they hold the room.
+   * @throws AgentDbError QUOTA_EXCEEDED.
    */
   async check(workspace: string, adding: { databases: number; bytes: number }, what: string): Promise<void> {
-    const u = await this.usage(workspace);
+    let u = await this.usage(workspace);
     try {
-      checkDiskQuota(workspace, { databases: u.databases.length, bytes: u.bytes }, adding, u.limits, what);
+      try {
+        checkDiskQuota(workspace, { databases: u.databases.length, bytes: u.bytes }, adding, u.limits, what);
+      } catch (err) {
+        // Kept past moments are a cache: their room goes to the step first (see `as-of-cache.ts`).
+        if (u.momentBytes === 0) throw err;
+        dropMoments(this.deps.dataDir, workspace);
+        u = await this.usage(workspace);
+        checkDiskQuota(workspace, { databases: u.databases.length, bytes: u.bytes }, adding, u.limits, what);
+      }
     } catch (err) {
       this.deps.onRefused?.(workspace, 'disk');
       throw err;

@@ -43,8 +43,11 @@ export function translateDbCall(surface: DbSurface, tool: string, args: unknown)
   const parsed = dbToolInputs[tool].safeParse(args ?? {});
   if (!parsed.success) return refuse('INVALID_ARGUMENTS', describeIssues(parsed.error.issues));
   if (tool === 'db_schema') return { ok: true, dbTool: tool, tool: 'DATA_DESCRIBE_SCHEMA', arguments: {} };
-  const input = parsed.data as { statement: string; rationale?: string };
-  if (tool === 'db_query') return { ok: true, dbTool: tool, tool: 'DATA_QUERY_SQL', arguments: { sql: input.statement, max_rows: 1000 }, introspect: true };
+  const input = parsed.data as { statement: string; rationale?: string; as_of?: string };
+  if (tool === 'db_query') {
+    const asOf = input.as_of === undefined ? {} : { as_of: input.as_of };
+    return { ok: true, dbTool: tool, tool: 'DATA_QUERY_SQL', arguments: { sql: input.statement, max_rows: 1000, ...asOf }, introspect: true };
+  }
 
   if (!execAllowed(surface)) return refuse('UNKNOWN_TOOL', 'db_exec is not enabled: this agent\'s db surface has mode and schemaMode "read".');
   if (!input.rationale?.trim()) return refuse('INVALID_ARGUMENTS', 'rationale: db_exec requires a non-empty rationale.');

@@ -105,6 +105,7 @@ export class CallJobProcessor {
       outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
     }
     const { envelope, meter } = outcome;
+    if (outcome.asOf) this.opts.metrics?.asOfReads.inc({ moment: outcome.asOf });
     if (outcome.heldByLedger) {
       // Before the answer, as below: the id's claim in Redis (this call's, taken anew once Redis
       // came back empty) becomes the first call's, so that call's re-send goes through to its

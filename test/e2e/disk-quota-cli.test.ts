@@ -64,6 +64,8 @@ describe('disk quotas by plan', () => {
     expect(disk.bytes).toBe(disk.databaseBytes + disk.historyBytes);
     const text = await runCli(['usage', '--workspace', 'acme'], sb.env);
     expect(text.stdout).toContain('databases: 5 of 5 (100%)');
-    expect(text.stdout).toMatch(/^disk bytes: \d+ of 5368709120 \(\d+%\): files \d+, history \d+, call-id ledger \d+, offloaded results 0$/m);
+    expect(text.stdout).toMatch(
+      /^disk bytes: \d+ of 5368709120 \(\d+%\): files \d+, history \d+, call-id ledger \d+, offloaded results 0, past moments kept for as_of 0$/m,
+    );
   });
 });

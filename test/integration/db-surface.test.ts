@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolContracts } from '../../src/contracts/tools.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 
@@ -60,7 +61,9 @@ const codeOf = (r: Promise<R>) => r.then(code, (err: { code?: number }) => (err.
 
 describe('the db_* surface (db-capability.md)', () => {
   it('lists db_query and db_schema in read mode, db_exec too in a write mode, with the documented schemas', async () => {
-    const query = { additionalProperties: false, properties: { statement: { type: 'string' } }, type: 'object', required: ['statement'] };
+    // db_query's one addition to db-capability.md: an optional as_of (issue 29), the DATA_* tools' own.
+    const asOf = toolContracts().find((t) => t.name === 'DATA_QUERY_SQL')!.inputSchema.properties as Record<string, unknown>;
+    const query = { additionalProperties: false, properties: { statement: { type: 'string' }, as_of: asOf.as_of }, type: 'object', required: ['statement'] };
     const schema = { additionalProperties: false, properties: {}, type: 'object' };
     const exec = {
       additionalProperties: false,

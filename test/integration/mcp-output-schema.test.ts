@@ -138,12 +138,12 @@ describe('outputSchema and structuredContent', () => {
     );
     clients.push(client);
     const query = (await client.listTools()).tools.find((t) => t.name === 'DATA_QUERY_SQL')!;
-    expect(query.inputSchema.required!.sort()).toEqual(['agent', 'max_rows', 'params', 'scope', 'sql']);
+    expect(query.inputSchema.required!.sort()).toEqual(['agent', 'as_of', 'max_rows', 'params', 'scope', 'sql']);
     expect(JSON.stringify(query.inputSchema)).not.toMatch(/"(default|minLength|maxLength)"/);
     expect(query.outputSchema).toMatchObject({ type: 'object' });
     const r = (await client.callTool({
       name: 'DATA_QUERY_SQL',
-      arguments: { sql: 'SELECT ? AS v', params: [3], max_rows: null, scope: null, agent: null },
+      arguments: { sql: 'SELECT ? AS v', params: [3], max_rows: null, as_of: null, scope: null, agent: null },
     })) as Result;
     expect(r).toMatchObject({ isError: false, structuredContent: { columns: ['v'], rows: [[3]] } });
     // Without the query string, agentdb's own schemas (optional properties, lengths).
@@ -160,6 +160,15 @@ describe('outputSchema and structuredContent', () => {
       structuredContent: { untrusted: true },
     });
     expect(await checked(c, 'db_schema', {})).toMatchObject({ isError: false });
+    // A read of the past, and its refusal, validate too.
+    expect(await checked(c, 'db_query', { statement: 'SELECT count(*) AS n FROM items', as_of: new Date().toISOString() })).toMatchObject({
+      isError: false,
+      structuredContent: { rows: [[0]], asOf: { restoredTo: expect.any(String) } },
+    });
+    expect(await checked(c, 'db_query', { statement: 'SELECT 1', as_of: 'not-a-call-here' })).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'AS_OF_CALL_UNKNOWN' } },
+    });
     expect(await checked(c, 'db_query', { statement: 'DELETE FROM items' })).toMatchObject({ isError: true });
     const gated = await connect(key.gated!);
     expect(await checked(gated, 'db_exec', { statement: "INSERT INTO items (name) VALUES ('a')", rationale: 'r' })).toMatchObject({

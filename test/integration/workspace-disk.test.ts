@@ -1,4 +1,4 @@
-import { linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -34,6 +34,9 @@ file('history/other/scout/generations/g0000000001/snapshot.sqlite', 1_000_000);
 file('call-ids/acme.sqlite', 12_288);
 file('call-ids/acme.sqlite-wal', 700);
 file('call-ids/other.sqlite', 1_000_000);
+// A past moment kept for a read's as_of (issue 29), and another workspace's.
+file('as-of/acme/scout/g0000000001.00000001.5.sqlite', 3_000);
+file('as-of/other/scout/g0000000001.snapshot.sqlite', 1_000_000);
 
 describe("a workspace's disk use", () => {
   it('counts its databases on every shard, their files, and its history with each linked file once', () => {
@@ -42,8 +45,9 @@ describe("a workspace's disk use", () => {
       databaseBytes: 4096 + 1000 + 32768 + 8192 + 4096,
       historyBytes: 4096 + 500,
       ledgerBytes: 12_288 + 700,
+      momentBytes: 3_000,
     });
-    expect(workspaceDiskUse(dataDir, 'nobody')).toEqual({ databases: [], databaseBytes: 0, historyBytes: 0, ledgerBytes: 0 });
+    expect(workspaceDiskUse(dataDir, 'nobody')).toEqual({ databases: [], databaseBytes: 0, historyBytes: 0, ledgerBytes: 0, momentBytes: 0 });
   });
 
   it('adds the offloaded results and refuses past the byte quota, naming it, and tells who counts refusals', async () => {
@@ -56,8 +60,18 @@ describe("a workspace's disk use", () => {
       onRefused: (ws) => refused.push(ws),
     });
     const u = await quota.usage('acme');
-    expect(u).toMatchObject({ plan: 'pro', limits: { maxDatabases: 1000, maxBytes: 73_000 }, offloadedBytes: 2_000, bytes: 50_152 + 4_596 + 12_988 + 2_000 });
+    expect(u).toMatchObject({
+      plan: 'pro',
+      limits: { maxDatabases: 1000, maxBytes: 73_000 },
+      offloadedBytes: 2_000,
+      momentBytes: 3_000,
+      bytes: 50_152 + 4_596 + 12_988 + 2_000 + 3_000,
+    });
+    // Past the quota with the kept moment, within it without: the moment is dropped for the room.
     await expect(quota.check('acme', { databases: 1, bytes: 1_000 }, 'a fork')).resolves.toBeUndefined();
+    expect(existsSync(path.join(dataDir, 'as-of/acme'))).toBe(false);
+    expect(existsSync(path.join(dataDir, 'as-of/other/scout/g0000000001.snapshot.sqlite'))).toBe(true);
+    expect(refused).toEqual([]);
     const err = await quota.check('acme', { databases: 1, bytes: 5_000 }, 'restore of acme/scout into acme/fork2').catch((e: unknown) => e);
     expect(codeOf(err)).toBe('QUOTA_EXCEEDED');
     expect((err as { detail: string }).detail).toBe(

@@ -27,6 +27,17 @@ describe('translateDbCall', () => {
     expect(exec('INSERT INTO t VALUES (1)', { ...write, policy: 'require-approval' })).toMatchObject({ ok: true, requireApproval: true });
   });
 
+  it('passes db_query an as_of (a time or a call id) and refuses one that is neither', () => {
+    expect(translateDbCall(write, 'db_query', { statement: 'SELECT 1', as_of: '2026-12-01T02:00:00Z' })).toMatchObject({
+      ok: true,
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT 1', as_of: '2026-12-01T02:00:00Z' },
+    });
+    expect(translateDbCall(write, 'db_query', { statement: 'SELECT 1', as_of: 'call-7' })).toMatchObject({ ok: true, arguments: { as_of: 'call-7' } });
+    expect(translateDbCall(write, 'db_query', { statement: 'SELECT 1' })).toMatchObject({ ok: true, arguments: { sql: 'SELECT 1', max_rows: 1000 } });
+    expect(translateDbCall(write, 'db_query', { statement: 'SELECT 1', as_of: 'last tuesday' })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENTS' });
+  });
+
   it('checks before policy: mode, schemaMode, read-only SQL, one statement', () => {
     const denied: DbSurface = { ...write, policy: 'deny' };
     expect(exec('SELECT 1', denied)).toMatchObject({ ok: false, code: 'SQL_REFUSED' });

@@ -84,7 +84,8 @@ describe('strictInputSchema', () => {
       properties: Record<string, Json>;
       required: string[];
     };
-    expect(strict.required.sort()).toEqual(['agent', 'max_rows', 'params', 'scope', 'sql']);
+    expect(strict.required.sort()).toEqual(['agent', 'as_of', 'max_rows', 'params', 'scope', 'sql']);
+    expect(strict.properties.as_of).toMatchObject({ anyOf: [{ type: 'string' }, { type: 'null' }], description: expect.stringContaining('as it was') });
     expect(strict.properties.sql).toMatchObject({ type: 'string', description: expect.stringContaining('One SQLite statement') });
     expect(strict.properties.scope).toMatchObject({
       anyOf: [{ type: 'string', enum: ['agent', 'workspace'] }, { type: 'null' }],

@@ -11,6 +11,7 @@ import type { ApprovalService } from '../../approvals/approval-service.ts';
 import type { DatabaseFigures } from '../../sqlite/sqlite-figures.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { parseDatabaseId } from '../../contracts/database-id.ts';
+import { parseAsOf } from '../../contracts/as-of.ts';
 import { databasesView, dbHref, droppedNote, tablesView } from './data-views.ts';
 import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
 import { html, type Html } from './html.ts';
@@ -61,7 +62,16 @@ const gridQuery = z.object({
   page: z.coerce.number().int().min(1).optional(),
   p: z.coerce.number().int().min(1).optional(),
   total: z.coerce.number().int().min(0).optional(),
+  /** The table as it was then (an ISO time; the form's `datetime-local` has no zone: UTC). */
+  as_of: z.string().max(64).optional(),
 });
+
+/** A grid's `as_of` as a moment (epoch ms): a time only (a call id is an agent's). @throws AgentDbError INVALID_ARGUMENTS. */
+function pastMoment(text: string): number {
+  const parsed = parseAsOf(text);
+  if (!('at' in parsed)) throw new AgentDbError('INVALID_ARGUMENTS', `as of: ${JSON.stringify(text)} is not a time (2026-12-01T02:00, UTC)`);
+  return parsed.at;
+}
 
 const frameOf = (request: FastifyRequest, title: string): PageFrame => ({ title, member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
 
@@ -128,6 +138,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       const after = decodeCursor(q.after);
       const before = decodeCursor(q.before);
       const fresh = !after && !before;
+      const asOf = q.as_of ? pastMoment(q.as_of) : undefined;
       const args: PageArgs = {
         table: q.table,
         dir: q.dir,
@@ -137,6 +148,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
         ...(before ? { before } : {}),
         ...(fresh && q.page ? { offset: (q.page - 1) * q.size } : {}),
         ...(fresh && q.total === undefined ? { count: true } : {}),
+        ...(asOf !== undefined ? { asOf } : {}),
       };
       const started = performance.now();
       const page = await deps.browser.page(db, args);
@@ -149,9 +161,12 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
         ...(q.sort ? { sort: q.sort } : {}),
         ...(fresh ? { p: q.page ?? 1 } : q.p ? { p: q.p } : {}),
         ...(page.total !== undefined ? { total: page.total } : q.total !== undefined ? { total: q.total } : {}),
+        ...(q.as_of ? { asOf: q.as_of } : {}),
       };
       reply.header('server-timing', `shard;dur=${serverMs.toFixed(2)}, sqlite;dur=${page.sqliteMs.toFixed(2)}`);
-      const body = gridView(grid, page, { serverMs }, dropForm(member, db, page.table, sessionOf(request).csrf));
+      // Nothing is dropped from the past: the drop form belongs to the table as it is.
+      const drop = asOf === undefined ? dropForm(member, db, page.table, sessionOf(request).csrf) : html``;
+      const body = gridView(grid, page, { serverMs }, drop);
       return reply.type('text/html; charset=utf-8').send(layout({ ...frame, title: page.table }, body).value);
     } catch (err) {
       return errorPage(reply, frame, err);

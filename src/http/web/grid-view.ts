@@ -16,6 +16,8 @@ export interface GridQuery {
   /** The page number shown, when known (1-based). */
   p?: number;
   total?: number;
+  /** Read as of this time (the `as_of` asked for), carried in every link. */
+  asOf?: string;
 }
 
 function cellHtml(c: GridCell): Html {
@@ -27,7 +29,7 @@ function cellHtml(c: GridCell): Html {
 
 /** The grid of one page: sortable headers, the pager, page size, jump, export, server time. */
 export function gridView(q: GridQuery, page: GridPage, timing: { serverMs: number }, dropForm: Html): Html {
-  const base = { size: q.size, sort: q.sort, dir: q.dir, total: q.total };
+  const base = { size: q.size, sort: q.sort, dir: q.dir, total: q.total, as_of: q.asOf };
   const pages = q.total !== undefined ? Math.max(1, Math.ceil(q.total / q.size)) : undefined;
   const nav = (label: string, href: string | undefined, rel?: string) =>
     href ? html`<a class="button" href="${href}"${rel ? html` rel="${rel}"` : ''}>${label}</a>` : html`<button type="button" disabled>${label}</button>`;
@@ -48,9 +50,12 @@ export function gridView(q: GridQuery, page: GridPage, timing: { serverMs: numbe
     : page.keyset && page.last
       ? tableHref(q.db, q.table, { ...base, after: encodeCursor(page.last), p: p ? p + 1 : undefined })
       : tableHref(q.db, q.table, { ...base, page: (p ?? 1) + 1, p: (p ?? 1) + 1 });
-  const sortHref = (col: string) => tableHref(q.db, q.table, { size: q.size, sort: col, dir: q.sort === col && q.dir === 'asc' ? 'desc' : 'asc' });
+  const sortHref = (col: string) =>
+    tableHref(q.db, q.table, { size: q.size, sort: col, dir: q.sort === col && q.dir === 'asc' ? 'desc' : 'asc', as_of: q.asOf });
+  const asOfField = q.asOf ? html`<input type="hidden" name="as_of" value="${q.asOf}">` : '';
   return html`<p><a href="${dbHref(q.db)}">← ${q.db}</a></p>
 <h1>${page.table} <span class="muted">${page.type}</span></h1>
+${asOfView(q, page)}
 <div class="pager" aria-label="Pages">
   ${nav('First', page.hasPrev ? tableHref(q.db, q.table, { ...base, p: 1 }) : undefined)}
   ${nav('Previous', prevHref, 'prev')}
@@ -58,13 +63,13 @@ export function gridView(q: GridQuery, page: GridPage, timing: { serverMs: numbe
   ${nav('Next', nextHref, 'next')}
   <form method="get" action="/data/table">
     <input type="hidden" name="db" value="${q.db}"><input type="hidden" name="table" value="${q.table}">
-    ${q.sort ? html`<input type="hidden" name="sort" value="${q.sort}">` : ''}<input type="hidden" name="dir" value="${q.dir}">
+    ${q.sort ? html`<input type="hidden" name="sort" value="${q.sort}">` : ''}<input type="hidden" name="dir" value="${q.dir}">${asOfField}
     <label>Rows per page <select name="size">${PAGE_SIZES.map((s) => html`<option value="${s}"${s === q.size ? html` selected` : ''}>${s}</option>`)}</select></label>
     <button type="submit">Show</button>
   </form>
   <form method="get" action="/data/table">
     <input type="hidden" name="db" value="${q.db}"><input type="hidden" name="table" value="${q.table}">
-    ${q.sort ? html`<input type="hidden" name="sort" value="${q.sort}">` : ''}<input type="hidden" name="dir" value="${q.dir}"><input type="hidden" name="size" value="${q.size}">
+    ${q.sort ? html`<input type="hidden" name="sort" value="${q.sort}">` : ''}<input type="hidden" name="dir" value="${q.dir}"><input type="hidden" name="size" value="${q.size}">${asOfField}
     <label>Page <input name="page" type="number" min="1"${pages ? html` max="${pages}"` : ''} inputmode="numeric" size="6" required></label>
     <button type="submit">Go</button>
   </form>
@@ -88,4 +93,20 @@ ${page.rows.map((r) => html`<tr>${r.map(cellHtml)}</tr>`)}
 <p class="progress" id="export-status" role="status" hidden><progress max="1" value="0"></progress> <span></span></p>
 <p class="muted">RFC 4180, UTF-8, a header row; text starting with = + - @ tab or CR gets a leading ' so spreadsheets never run it.</p>
 ${dropForm}`;
+}
+
+/**
+ * The "as of" choice: a time (UTC) to read the table as it was, from history, read-only; when
+ * one is shown, which moment it is (the last commit its state holds) and the way back to now.
+ */
+function asOfView(q: GridQuery, page: GridPage): Html {
+  const now = tableHref(q.db, q.table, { size: q.size, sort: q.sort, dir: q.dir });
+  const note = page.asOf
+    ? html`<p class="flash ok" role="status" id="as-of-note">As of ${q.asOf}: the table as it was then (its last change before: <time datetime="${page.asOf.restoredTo}">${page.asOf.restoredTo}</time>), read from its history, read-only. <a href="${now}">Back to now</a>. The export below is of the table now.</p>`
+    : '';
+  return html`${note}<form method="get" action="/data/table" id="as-of-form" class="pager">
+  <input type="hidden" name="db" value="${q.db}"><input type="hidden" name="table" value="${q.table}"><input type="hidden" name="size" value="${q.size}">
+  <label>As of (UTC) <input type="datetime-local" name="as_of" step="1"${q.asOf ? html` value="${q.asOf}"` : ''} required></label>
+  <button type="submit">Read the past</button>
+</form>`;
 }

@@ -9,6 +9,7 @@ import { AgentDbError } from '../../errors.ts';
 import { databaseId, parseDatabaseId, shardOf, WORKSPACE_FILE } from '../../contracts/database-id.ts';
 import type { DbTarget } from '../../executor/executor-protocol.ts';
 import { dbTarget } from '../../calls/call-runner.ts';
+import { runAsOf } from '../../calls/as-of-run.ts';
 import type { ShardOpContext, ShardOpHandler } from './shard-ops.ts';
 
 /**
@@ -48,7 +49,15 @@ export function browseOps(): Record<string, ShardOpHandler> {
     'browse.tables': async (data, ctx) => executed(ctx, { op: 'describe', db: targetOf(data, ctx) }),
     /** Size, tables, rows and last write (the Data page's list; see `databaseFigures`). */
     'browse.figures': async (data, ctx) => executed(ctx, { op: 'figures', db: targetOf(data, ctx) }),
-    'browse.page': async (data, ctx) => executed(ctx, { op: 'browse', db: targetOf(data, ctx), args: parsed(pageArgs, data.args) }),
+    'browse.page': async (data, ctx) => {
+      const { asOf, ...args } = parsed(pageArgs, data.args);
+      const db = targetOf(data, ctx);
+      if (asOf === undefined) return executed(ctx, { op: 'browse', db, args });
+      // A person's read of the past: the same moment, cache and quota as an agent's `as_of`.
+      const outcome = await runAsOf({ op: 'browse', db, args, asOf: { target: { at: asOf } } }, ctx.executor, ctx.quota, parseDatabaseId(db.id).workspace);
+      if (!outcome.ok) throw new AgentDbError(outcome.error.code, outcome.error.detail);
+      return outcome.result;
+    },
     'browse.csv': async (data, ctx) => executed(ctx, { op: 'csv', db: targetOf(data, ctx), args: parsed(csvArgs, data.args) }),
     /**
      * The agents of a workspace that have a database file on this shard: agents called through

@@ -1,0 +1,50 @@
+import { codeOf, type AgentDbError } from '../errors.ts';
+import { callKey } from '../contracts/call-identity.ts';
+import { parseAsOf } from '../contracts/as-of.ts';
+import type { AsOfRead, AsOfTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
+import type { WorkspaceQuota } from '../history/workspace-quota.ts';
+
+/**
+ * The most restoring a moment for a read's `as_of` may take: a restore's work (a snapshot copied,
+ * then its commits), not a statement's, so not STATEMENT_TIMEOUT_MS.
+ */
+const MOMENT_BUILD_MS = 10 * 60_000;
+
+/**
+ * The executor's target of a read's `as_of`: a time as is; a call id as the exactly-once keys
+ * its write may be recorded under in the database read, the caller's own and, reading another
+ * agent's database, that agent's (`callKey`). Keys of another workspace never match: a
+ * database holds only its own workspace's. @throws AgentDbError INVALID_ARGUMENTS.
+ */
+export function asOfTarget(asOf: string, workspace: string, caller: string, owner: string | undefined): AsOfTarget {
+  const parsed = parseAsOf(asOf);
+  if ('at' in parsed) return parsed;
+  const keys = [callKey(workspace, caller, parsed.callId)];
+  if (owner !== undefined && owner !== caller) keys.push(callKey(workspace, owner, parsed.callId));
+  return { callId: parsed.callId, callKeys: keys };
+}
+
+/**
+ * Runs a read of the past: as is when its moment is kept; otherwise the workspace's disk quota
+ * is asked for the room restoring it takes (`WorkspaceQuota.check` drops the workspace's kept
+ * moments first when that makes the room), then it runs again, allowed to restore it.
+ */
+export async function runAsOf(
+  request: Extract<ExecRequest, { op: 'query' | 'describe' | 'browse' }> & { asOf: AsOfRead },
+  executor: { run(req: ExecRequest): Promise<ExecOutcome> },
+  quota: Pick<WorkspaceQuota, 'check'> | undefined,
+  workspace: string,
+): Promise<ExecOutcome> {
+  const first = await executor.run(request);
+  const room = first.ok ? first.asOf?.needsRoom : undefined;
+  if (room === undefined) return first;
+  if (quota) {
+    try {
+      await quota.check(workspace, { databases: 0, bytes: room }, `reading ${request.db.id} as of a past moment`);
+    } catch (err) {
+      if (codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+      return { ok: false, error: { code: 'QUOTA_EXCEEDED', detail: (err as AgentDbError).detail ?? 'the workspace is past its disk quota' } };
+    }
+  }
+  return executor.run({ ...request, asOf: { ...request.asOf, build: true }, timeoutMs: MOMENT_BUILD_MS });
+}
