@@ -16,6 +16,7 @@ import { engineCheck, hardenConnection, positionalBindings, prepareChecked } fro
 import { guardQuery, guardTableName, guardWrite } from '../../src/guard/guard.ts';
 import { tokenize } from '../../src/guard/tokenizer.ts';
 import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
+import { ACTIVITY_TABLE } from '../../src/sqlite/sqlite-activity.ts';
 import { drop, query, write } from '../../src/sqlite/sqlite-ops.ts';
 import type { Param } from '../../src/sqlite/sqlite-values.ts';
 
@@ -144,8 +145,9 @@ function attempt(tool: Tool, input: string, opts: { extra?: string; params?: Par
       for (const o of after.schema as { type: string; name: string; sql: string | null }[]) {
         if (o.type === 'trigger') out.harm.push(`created trigger ${o.name}`);
         if (/^create\s+virtual/i.test(o.sql ?? '')) out.harm.push(`created virtual table ${o.name}`);
-        // agentdb's own: the calls table and the index its prune reads (`ensureCallsTable`).
-        if (/^_agentdb_/i.test(o.name) && o.name !== '_agentdb_calls' && o.name !== '_agentdb_calls_at') out.harm.push(`created ${o.name}`);
+        // agentdb's own: the calls table and the index its prune reads (`ensureCallsTable`), and the
+        // activity table each call's transaction writes (`ensureActivityTable`).
+        if (/^_agentdb_/i.test(o.name) && !AGENTDB_OWN.has(o.name)) out.harm.push(`created ${o.name}`);
         if (/^sqlite_/i.test(o.name) && !/^sqlite_(autoindex_|sequence$)/i.test(o.name)) out.harm.push(`created ${o.name}`);
       }
       if (!names.has('_agentdb_calls')) out.harm.push('_agentdb_calls vanished');
@@ -273,6 +275,9 @@ interface Attack {
 const PLANTED = `
   CREATE TABLE temp (a, b); INSERT INTO temp VALUES (5, 'tmp');
 `;
+
+/** The tables agentdb itself keeps in an agent's file; any other `_agentdb_` name is an attack's. */
+const AGENTDB_OWN = new Set(['_agentdb_calls', '_agentdb_calls_at', ACTIVITY_TABLE]);
 
 const ATTACKS: readonly Attack[] = [
   {
