@@ -52,8 +52,8 @@ export class Metrics {
 
   /**
    * Statements run in the executor's overflow lane (a child beyond the pool, while every pooled
-   * child runs a long statement), by whether they held it past EXECUTOR_LONG_MS (`long`: the
-   * workspace loses the lane for a while) or not (`short`).
+   * child runs a long statement), by whether they ran past EXECUTOR_LONG_MS of executor time
+   * (`long`: the workspace loses the lane for a while) or not (`short`).
    */
   readonly executorOverflow = new Counter({
     name: 'agentdb_executor_overflow_runs_total',

@@ -349,8 +349,9 @@ export class ExecutorPool {
       this.promoted--;
     }
     const now = Date.now();
-    this.usage.give(line.workspace, now, slot.spentMs - line.spentAtBind, slot.statements - line.statementsAtBind);
-    if (this.inLane(slot)) this.opts.metrics?.executorOverflow?.inc({ ran: this.lane.laneRan(line.workspace, now - line.boundAt, now) });
+    const spentMs = slot.spentMs - line.spentAtBind;
+    this.usage.give(line.workspace, now, spentMs, slot.statements - line.statementsAtBind);
+    if (this.inLane(slot)) this.opts.metrics?.executorOverflow?.inc({ ran: this.lane.laneRan(line.workspace, spentMs, now) });
     if (line.queue.length) this.wait(line);
     else if (this.evicting.length) this.checkEvictions();
   }

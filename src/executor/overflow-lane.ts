@@ -85,9 +85,14 @@ export class OverflowLane {
     if (this.statements.size > STATEMENT_RECORDS) this.statements.delete(this.statements.keys().next().value!);
   }
 
-  /** A lane run of `workspace` held its child `heldMs`: past `longMs`, the workspace loses the lane for a while. */
-  laneRan(workspace: string, heldMs: number, now: number): 'short' | 'long' {
-    if (heldMs < this.longMs) return 'short';
+  /**
+   * A lane run of `workspace` ended, having cost `spentMs` of executor time (the child's CPU, or
+   * the deadline when killed there): past `longMs`, the workspace loses the lane for a while.
+   * Executor time, not the time it held the child: on a loaded host a cheap read waited for a
+   * core past `longMs` now and then, and the quiet workspace lost the lane it is there for.
+   */
+  laneRan(workspace: string, spentMs: number, now: number): 'short' | 'long' {
+    if (spentMs < this.longMs) return 'short';
     this.bans.delete(workspace);
     this.bans.set(workspace, now + LANE_BAN_MS);
     this.sweep(now);
