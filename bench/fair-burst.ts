@@ -16,6 +16,8 @@ export interface FairBurstOptions {
   poolSize: number;
   /** EXECUTOR_OVERFLOW: the overflow lane's children (0: none, as before the lane). */
   overflow: number;
+  /** EXECUTOR_LONG_MS: how long every pooled child's statement runs before the lane opens; absent: the worker's default. */
+  longMs?: number;
   /** STATEMENT_TIMEOUT_MS: how long each runaway holds a child. */
   statementTimeoutMs: number;
   /** Fresh workspaces per wave, each starting one runaway. */
@@ -52,6 +54,7 @@ export async function benchFairBurst(redisUrl: string, opts: FairBurstOptions) {
     EXECUTOR_POOL_SIZE: String(opts.poolSize),
     EXECUTOR_OVERFLOW: String(opts.overflow),
     STATEMENT_TIMEOUT_MS: String(opts.statementTimeoutMs),
+    ...(opts.longMs ? { EXECUTOR_LONG_MS: String(opts.longMs) } : {}),
     WORKER_METRICS_PORT: String(metricsPort),
     METRICS_TOKEN: metricsToken,
   });
@@ -128,7 +131,7 @@ export async function benchFairBurst(redisUrl: string, opts: FairBurstOptions) {
     });
     const lane = await laneRuns(metricsPort, metricsToken);
     return {
-      about: `one quiet workspace reads by primary key, one at a time; pool of ${opts.poolSize}, EXECUTOR_OVERFLOW ${opts.overflow}, STATEMENT_TIMEOUT_MS ${opts.statementTimeoutMs}; fresh: ${opts.waves} wave(s) of ${opts.burst} fresh workspaces, warmed: ${opts.warmed} workspaces that read first, each starting one runaway`,
+      about: `one quiet workspace reads by primary key, one at a time; pool of ${opts.poolSize}, EXECUTOR_OVERFLOW ${opts.overflow}${opts.longMs ? `, EXECUTOR_LONG_MS ${opts.longMs}` : ''}, STATEMENT_TIMEOUT_MS ${opts.statementTimeoutMs}; fresh: ${opts.waves} wave(s) of ${opts.burst} fresh workspaces, warmed: ${opts.warmed} workspaces that read first, each starting one runaway`,
       steady,
       fresh,
       warmed,

@@ -153,6 +153,7 @@ function fairBurstOptions() {
   return {
     poolSize: Number(process.env.BENCH_FAIR_POOL ?? 2),
     overflow: Number(process.env.BENCH_FAIR_OVERFLOW ?? 1),
+    ...(process.env.BENCH_FAIR_LONG_MS ? { longMs: Number(process.env.BENCH_FAIR_LONG_MS) } : {}),
     statementTimeoutMs: Number(process.env.BENCH_FAIR_TIMEOUT_MS ?? 2000),
     burst: Number(process.env.BENCH_FAIR_BURST ?? 20),
     waves: Number(process.env.BENCH_FAIR_WAVES ?? 2),
