@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databasePath } from '../../src/contracts/database-id.ts';
 import { ExecutorPool, type ExecutorPoolOptions } from '../../src/executor/executor-pool.ts';
@@ -120,6 +121,35 @@ describe('the overflow lane (issue 27)', () => {
     expect(order).toEqual(['hog', 'slow', 'hog2', 'again']);
     expect(await metrics.text()).toMatch(/agentdb_executor_overflow_runs_total\{ran="long"\} 1\n/);
   }, 60_000);
+
+  it('judges a lane run by its executor time: a quick write that waited for a lock there keeps its workspace in the lane', async () => {
+    const metrics = new Metrics();
+    const pool = await started({ metrics });
+    await warmed(pool, 'locked');
+    const INSERT = 'INSERT INTO t VALUES (1)';
+    for (let i = 0; i < 2; i++) expect(code(await write(pool, 'locked', INSERT))).toBe('ok');
+    // Held from outside: the write waits in its child (busy timeout), spending no CPU.
+    const outside = new Database(db('locked').path);
+    try {
+      const { order, track } = settleOrder();
+      const hog = track('hog', read(pool, 'hog', FOREVER));
+      await pooledRuns(pool, 'hog');
+      outside.exec('BEGIN IMMEDIATE');
+      const waiting = track('write', write(pool, 'locked', INSERT));
+      await expect.poll(() => pool.status().children[1], { interval: 10, timeout: 10_000 }).toMatchObject({ database: 'locked' });
+      await expect.poll(() => pool.status().children[1]?.runningMs ?? 0, { interval: 10, timeout: 10_000 }).toBeGreaterThanOrEqual(300);
+      outside.exec('COMMIT');
+      expect(code(await waiting)).toBe('ok');
+      // Still in the lane: its read goes there, beside the hog.
+      expect(code(await track('read', read(pool, 'locked', READ)))).toBe('ok');
+      expect(order).toEqual(['write', 'read']);
+      expect(code(await hog)).toBe('STATEMENT_TIMEOUT');
+      expect(await metrics.text()).toMatch(/agentdb_executor_overflow_runs_total\{ran="short"\} 2\n/);
+      expect(await metrics.text()).not.toMatch(/ran="long"/);
+    } finally {
+      outside.close();
+    }
+  }, 30_000);
 
   it('keeps the lane shut while a pooled child is free or its statement is young, so nothing runs there for nothing', async () => {
     const metrics = new Metrics();
