@@ -2,7 +2,7 @@
 // on which child, when a line gives its child up, each workspace's share, a database closed in
 // every child before a restore), and every method reads and changes the same lines and slots.
 // What stands apart already has a file: database-lines.ts, workspace-usage.ts, spare-child.ts,
-// executor-status.ts (issue 26).
+// executor-status.ts (issue 26), overflow-lane.ts (which statements the lane takes, issue 27).
 
 import type { ErrorCode } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
