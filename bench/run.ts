@@ -157,13 +157,16 @@ async function onlyFairBurst() {
   printFairBurst(result);
 }
 
-/** The fair-burst scenario's sizes, from BENCH_FAIR_* variables (the pool of 2, a 2 s deadline, waves of 20). */
+/** The fair-burst scenario's sizes, from BENCH_FAIR_* variables (the pool of 2 and a lane of 1, a 2 s deadline, waves of 20, 20 warmed). */
 function fairBurstOptions() {
   return {
     poolSize: Number(process.env.BENCH_FAIR_POOL ?? 2),
+    overflow: Number(process.env.BENCH_FAIR_OVERFLOW ?? 1),
+    ...(process.env.BENCH_FAIR_LONG_MS ? { longMs: Number(process.env.BENCH_FAIR_LONG_MS) } : {}),
     statementTimeoutMs: Number(process.env.BENCH_FAIR_TIMEOUT_MS ?? 2000),
     burst: Number(process.env.BENCH_FAIR_BURST ?? 20),
     waves: Number(process.env.BENCH_FAIR_WAVES ?? 2),
+    warmed: Number(process.env.BENCH_FAIR_WARMED ?? 20),
     steadySeconds: Number(process.env.BENCH_FAIR_STEADY_S ?? 10),
   };
 }
@@ -306,7 +309,7 @@ async function main() {
   const isolation = await benchIsolation(REDIS_URL, { rounds: ROUNDS, phaseSeconds: 4 });
   progress('isolation', { noisyNeighbour: isolation.noisyNeighbour.ratios, hostile: isolation.hostile.ratios, noWorker: isolation.hostile.readersNoWorker });
   const fairBurst = await benchFairBurst(REDIS_URL, fairBurstOptions());
-  progress('fair burst', { ratios: fairBurst.ratios, p99OverTimeout: fairBurst.p99OverTimeout });
+  progress('fair burst', { fresh: fairBurst.fresh.inTimeouts, warmed: fairBurst.warmed.inTimeouts, laneRuns: fairBurst.laneRuns });
   const scaling = await benchScaling(REDIS_URL, { rounds: ROUNDS, calls: 2000 });
   progress('scaling', { heavy: scaling.heavy.ratio, light: scaling.light.ratio });
   const blobUpload = await benchBlobUpload({ mb: Number(process.env.BENCH_BLOB_MB ?? 256), rounds: ROUNDS });

@@ -38,6 +38,14 @@ const envSchema = z.object({
   EXECUTOR_POOL_SIZE: z.coerce.number().int().min(1).max(1024).optional(),
   /** Children one workspace may hold at once. Default: half the pool, rounded up. */
   EXECUTOR_WORKSPACE_SHARE: z.coerce.number().int().min(1).max(1024).optional(),
+  /**
+   * Executor children beyond the pool for the overflow lane: taken only while every pooled child
+   * runs a statement past EXECUTOR_LONG_MS, by a statement its workspace saw finish quickly (a
+   * quiet workspace's usual read under a burst of runaways). 0: no lane.
+   */
+  EXECUTOR_OVERFLOW: int(0, 64, 1),
+  /** What counts as a long statement for the overflow lane, in ms. */
+  EXECUTOR_LONG_MS: int(10, 600_000, 250),
   /** How long a shard lease lives without renewal before another worker may take the shard. */
   LEASE_TTL_MS: int(500, 600_000, 10_000),
   /** BullMQ job lock; a dead worker's job is retried after it lapses. */
@@ -338,6 +346,10 @@ export interface Config {
   readonly agentShardConcurrency: number;
   readonly executorPoolSize: number;
   readonly executorWorkspaceShare: number;
+  /** Overflow-lane children beyond the pool (EXECUTOR_OVERFLOW). */
+  readonly executorOverflow: number;
+  /** A statement past this (ms) counts as long for the overflow lane (EXECUTOR_LONG_MS). */
+  readonly executorLongMs: number;
   readonly leaseTtlMs: number;
   readonly lockDurationMs: number;
   readonly stalledIntervalMs: number;
@@ -477,6 +489,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     executorPoolSize,
     // More than the pool would mean no limit at all; say what is enforced.
     executorWorkspaceShare: Math.min(executorPoolSize, e.EXECUTOR_WORKSPACE_SHARE ?? Math.ceil(executorPoolSize / 2)),
+    executorOverflow: e.EXECUTOR_OVERFLOW,
+    executorLongMs: e.EXECUTOR_LONG_MS,
     leaseTtlMs: e.LEASE_TTL_MS,
     lockDurationMs: e.LOCK_DURATION_MS,
     stalledIntervalMs: e.STALLED_INTERVAL_MS,

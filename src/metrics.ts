@@ -51,6 +51,18 @@ export class Metrics {
   });
 
   /**
+   * Statements run in the executor's overflow lane (a child beyond the pool, while every pooled
+   * child runs a long statement), by whether they ran past EXECUTOR_LONG_MS of executor time
+   * (`long`: the workspace loses the lane for a while) or not (`short`).
+   */
+  readonly executorOverflow = new Counter({
+    name: 'agentdb_executor_overflow_runs_total',
+    help: "Statements run on the executor's overflow child while every pooled child ran a long statement, by whether they ran long too (long) or not (short).",
+    labelNames: ['ran'] as const,
+    registers: [this.registry],
+  });
+
+  /**
    * Steps refused for a tenant bound, by `quota`: `disk` (databases or bytes on disk, by a
    * worker), and calls and lookups a client refused before any worker saw them: `rate`,
    * `redis` (the workspace's Redis budget), `headroom` (Redis near its maxmemory).

@@ -23,14 +23,16 @@ export async function executors(ctx: CommandContext, flags: { json?: boolean }):
     for (const w of workers) {
       const { pool } = w;
       ctx.stdout.write(
-        `worker ${w.worker} (pid ${w.pid}, shards ${w.shards.join(',') || 'none'}): ${pool.size} children, ` +
+        `worker ${w.worker} (pid ${w.pid}, shards ${w.shards.join(',') || 'none'}): ${pool.size} children${pool.overflow ? ` + ${pool.overflow} overflow` : ''}, ` +
           `at most ${pool.workspaceShare} per workspace, ${pool.waiting} statements waiting, spare ${pool.spare ?? 'starting'}; ` +
           `as of ${((now - w.at) / 1000).toFixed(1)} s ago\n`,
       );
       ctx.stdout.write(`${['child', 'pid', 'state', 'database', 'call', 'op', 'running', 'behind'].join('\t')}\n`);
       for (const c of pool.children) {
         const running = c.runningMs === undefined ? '' : `${(c.runningMs / 1000).toFixed(1)} s`;
-        ctx.stdout.write(`${[c.child, c.pid ?? '', c.state, c.database ?? '', c.callId ?? '', c.op ?? '', running, c.behind ?? ''].join('\t')}\n`);
+        ctx.stdout.write(
+          `${[c.overflow ? `${c.child} (overflow)` : c.child, c.pid ?? '', c.state, c.database ?? '', c.callId ?? '', c.op ?? '', running, c.behind ?? ''].join('\t')}\n`,
+        );
       }
     }
     return 0;

@@ -20,7 +20,7 @@ export interface ExecutorProcessOptions extends ChildOptions {
   statementTimeoutMs: number;
   logger?: ExecutorLogger;
   /** Counts kills and restarts of children for `/metrics`. */
-  metrics?: Pick<Metrics, 'executorKills' | 'executorRestarts'>;
+  metrics?: Pick<Metrics, 'executorKills' | 'executorRestarts'> & Partial<Pick<Metrics, 'executorOverflow'>>;
   /**
    * The child's module; by default the one beside this code, as it runs (see `childModule`). The
    * tests' pools fork the build their global setup has just made current: under tsx each child
@@ -35,4 +35,11 @@ export interface ExecutorPoolOptions extends ExecutorProcessOptions {
   size: number;
   /** Children one workspace may hold at once (EXECUTOR_WORKSPACE_SHARE). */
   workspaceShare: number;
+  /**
+   * Children beyond `size` kept for the overflow lane (EXECUTOR_OVERFLOW; see `OverflowLane`):
+   * taken only while every pooled child runs a statement past `longMs`. Default 0: no lane.
+   */
+  overflow?: number;
+  /** What counts as a long statement for the lane, in ms (EXECUTOR_LONG_MS). Default 250. */
+  longMs?: number;
 }

@@ -2,7 +2,7 @@
 // on which child, when a line gives its child up, each workspace's share, a database closed in
 // every child before a restore), and every method reads and changes the same lines and slots.
 // What stands apart already has a file: database-lines.ts, workspace-usage.ts, spare-child.ts,
-// executor-status.ts (issue 26).
+// executor-status.ts (issue 26), overflow-lane.ts (which statements the lane takes, issue 27).
 
 import type { ErrorCode } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
@@ -10,6 +10,7 @@ import { DatabaseLines, type Line } from './database-lines.ts';
 import type { ExecutorPoolOptions } from './executor-options.ts';
 import { ExecutorProcess, MAX_PIPELINE, START_ATTEMPTS, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
+import { laneOpens, OverflowLane } from './overflow-lane.ts';
 import { SpareChild } from './spare-child.ts';
 import { fairest, tier, WorkspaceUsage, type Aging } from './workspace-usage.ts';
 
@@ -17,6 +18,8 @@ export type { ExecutorPoolOptions };
 
 /** How far into the waiting databases a busy line looks for one that could take its child. */
 const PREFER_SCAN = 64;
+/** EXECUTOR_LONG_MS's default, for pools made without it. */
+const LONG_MS = 250;
 
 const failure = (code: ErrorCode, detail: string): ExecOutcome => ({ ok: false, error: { code, detail } });
 
@@ -47,9 +50,23 @@ const replacesFile = (req: ExecRequest): boolean => req.op === 'restore' && req.
  * It prefers a line it ran last, when that one's turn is about as near (a reopen costs a file
  * open, WAL set-up and every statement prepared again), but passes the first at most `size`
  * times.
+ *
+ * Beyond the `size` pooled children, `overflow` more (the overflow lane, see `OverflowLane`)
+ * run one statement at a time, only while every pooled child runs a statement past `longMs`,
+ * and only a statement its workspace ran before and saw finish under `longMs`: so a quiet
+ * workspace's usual read is served within `longMs` while runaways hold every pooled child,
+ * without killing any statement before its deadline. A workspace that holds a child takes none
+ * there either.
  */
 export class ExecutorPool {
+  /** The pooled children, then the overflow lane's. */
   private readonly slots: ExecutorProcess[];
+  private readonly pooled: ExecutorProcess[];
+  private readonly laneSlots: ExecutorProcess[];
+  private readonly lane: OverflowLane;
+  private readonly longMs: number;
+  /** Armed while lines wait and the lane would open once the pooled children's statements pass `longMs`. */
+  private laneTimer?: NodeJS.Timeout;
   private readonly spare: SpareChild;
   private readonly bound: (Line | undefined)[];
   private readonly lines: DatabaseLines;
@@ -70,6 +87,10 @@ export class ExecutorPool {
     for (const key of ['statementTimeoutMs', 'heapLimitMb', 'handleCacheSize', 'maxResultBytes', 'size', 'workspaceShare'] as const) {
       if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
     }
+    const overflow = opts.overflow ?? 0;
+    if (!Number.isSafeInteger(overflow) || overflow < 0) throw new RangeError(`overflow must be a non-negative integer, got ${overflow}`);
+    this.longMs = opts.longMs ?? LONG_MS;
+    if (!Number.isSafeInteger(this.longMs) || this.longMs < 1) throw new RangeError(`longMs must be a positive integer, got ${this.longMs}`);
     const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history } = opts;
     this.spare = new SpareChild(
       { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history },
@@ -80,9 +101,16 @@ export class ExecutorPool {
       progress: (p: ExecutorProcess) => this.onProgress(p),
       returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
       spare: () => this.spare.take(),
+      ran: (p: ExecutorProcess, req: ExecRequest, ms: number) => {
+        const line = this.bound[p.index];
+        if (line) this.lane.ran(line.workspace, req, ms);
+      },
     };
     this.usage = new WorkspaceUsage(opts.statementTimeoutMs);
-    this.slots = Array.from({ length: opts.size }, (_, i) => new ExecutorProcess(i, opts, hooks));
+    this.lane = new OverflowLane(this.longMs);
+    this.slots = Array.from({ length: opts.size + overflow }, (_, i) => new ExecutorProcess(i, opts, hooks));
+    this.pooled = this.slots.slice(0, opts.size);
+    this.laneSlots = this.slots.slice(opts.size);
     this.bound = this.slots.map(() => undefined);
     // Every handle open anywhere fits, twice over.
     this.lines = new DatabaseLines(opts.size * opts.handleCacheSize * 2);
@@ -155,8 +183,16 @@ export class ExecutorPool {
   status(): PoolStatus {
     const now = Date.now();
     const spare = this.spare.pid;
-    const children = this.slots.map((s) => s.status(now));
-    return { size: this.opts.size, workspaceShare: this.opts.workspaceShare, waiting: this.lines.waiting(), children, ...(spare ? { spare } : {}) };
+    const children = this.slots.map((s) => (s.index < this.opts.size ? s.status(now) : { ...s.status(now), overflow: true as const }));
+    const overflow = this.laneSlots.length;
+    return {
+      size: this.opts.size,
+      workspaceShare: this.opts.workspaceShare,
+      waiting: this.lines.waiting(),
+      children,
+      ...(overflow ? { overflow } : {}),
+      ...(spare ? { spare } : {}),
+    };
   }
 
   /**
@@ -165,6 +201,7 @@ export class ExecutorPool {
    */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.laneTimer);
     for (const item of this.lines.takeWaiting()) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));
     this.clearWaiting();
     await Promise.all([...this.slots.map((s) => s.stop()), this.spare.stop()]);
@@ -192,7 +229,7 @@ export class ExecutorPool {
   /** The idle child for `line`: one that has it open, else the one idle longest. */
   private slotFor(line: Line): ExecutorProcess | undefined {
     let best: ExecutorProcess | undefined;
-    for (const slot of this.slots) {
+    for (const slot of this.pooled) {
       if (!slot.available) continue;
       if (slot.recent.has(line.path)) return slot;
       if (!best || slot.idleSince < best.idleSince) best = slot;
@@ -211,7 +248,7 @@ export class ExecutorPool {
   }
 
   private dispatch(): void {
-    for (const slot of this.slots) {
+    for (const slot of this.pooled) {
       if (this.ready.size === 0) return;
       if (!slot.available || this.bound[slot.index]) continue;
       // A long waiter goes ahead only once cheap ones took every child in a row: they keep all
@@ -219,7 +256,7 @@ export class ExecutorPool {
       const open = this.promoted === 0 && this.cheapStreak >= this.opts.size;
       const aging: Aging = { now: Date.now(), afterMs: this.opts.statementTimeoutMs, open };
       const line = this.pickFor(slot, aging);
-      if (!line) return;
+      if (!line) break;
       this.ready.delete(line);
       const picked = tier(line, this.usage.standing(line.workspace), aging);
       this.cheapStreak = picked === 1 ? this.cheapStreak + 1 : 0;
@@ -229,6 +266,52 @@ export class ExecutorPool {
       }
       this.bind(line, slot, true);
     }
+    if (this.laneSlots.length) this.dispatchLane();
+  }
+
+  /**
+   * Gives the lane's idle children to waiting lines it admits, while every pooled child runs a
+   * long statement; otherwise arms a timer for when they all will have, if lines still wait.
+   */
+  private dispatchLane(): void {
+    clearTimeout(this.laneTimer);
+    this.laneTimer = undefined;
+    if (this.ready.size === 0) return;
+    const now = Date.now();
+    const state = laneOpens(
+      this.pooled.map((s) => (s.ready ? s.headRunningMs(now) : 'down')),
+      this.longMs,
+    );
+    if (!state.open) {
+      if (state.inMs !== undefined) this.laneTimer = setTimeout(() => this.dispatchLane(), state.inMs).unref();
+      return;
+    }
+    for (const slot of this.laneSlots) {
+      if (!slot.available || this.bound[slot.index]) continue;
+      const line = this.pickForLane(now);
+      if (!line) return;
+      this.ready.delete(line);
+      this.bind(line, slot, true);
+    }
+  }
+
+  /** The waiting line the lane takes: one it admits whose workspace's turn starts first, the oldest of equals. */
+  private pickForLane(now: number): Line | undefined {
+    let best: Line | undefined;
+    let bestStart = Number.POSITIVE_INFINITY;
+    for (const line of this.ready) {
+      const head = line.queue[0];
+      if (!head || line.closing || this.usage.holding(line.workspace) > 0) continue;
+      const standing = this.usage.standing(line.workspace);
+      if (!standing.cheap || standing.start >= bestStart || !this.lane.admits(line.workspace, head.req, now)) continue;
+      best = line;
+      bestStart = standing.start;
+    }
+    return best;
+  }
+
+  private inLane(slot: ExecutorProcess): boolean {
+    return slot.index >= this.opts.size;
   }
 
   /** `line` waits for a child, behind those already waiting. */
@@ -265,7 +348,10 @@ export class ExecutorPool {
       line.promoted = false;
       this.promoted--;
     }
-    this.usage.give(line.workspace, Date.now(), slot.spentMs - line.spentAtBind, slot.statements - line.statementsAtBind);
+    const now = Date.now();
+    const spentMs = slot.spentMs - line.spentAtBind;
+    this.usage.give(line.workspace, now, spentMs, slot.statements - line.statementsAtBind);
+    if (this.inLane(slot)) this.opts.metrics?.executorOverflow?.inc({ ran: this.lane.laneRan(line.workspace, spentMs, now) });
     if (line.queue.length) this.wait(line);
     else if (this.evicting.length) this.checkEvictions();
   }
@@ -277,7 +363,8 @@ export class ExecutorPool {
     // Another line waits: finish what was sent, then give the child up (onProgress); one
     // statement at a time meanwhile, so what another waits behind is one statement, not a
     // pipeline of slow ones each just under the deadline.
-    const othersWait = this.othersWait(line);
+    // A lane child runs one statement, then goes back to the lane (see `onProgress`).
+    const othersWait = this.inLane(slot) || this.othersWait(line);
     if (slot.inFlight > 0 && othersWait) return;
     let room = othersWait ? 1 : MAX_PIPELINE - slot.inFlight;
     if (room <= 0) return;
@@ -305,7 +392,7 @@ export class ExecutorPool {
     if (this.stopped) return;
     const line = this.bound[slot.index];
     if (line) {
-      if (slot.inFlight > 0 || (line.queue.length > 0 && !this.othersWait(line))) return this.feed(line);
+      if (slot.inFlight > 0 || (line.queue.length > 0 && !this.inLane(slot) && !this.othersWait(line))) return this.feed(line);
       this.release(line);
     }
     if (slot.broken && this.slots.every((s) => s.broken)) {

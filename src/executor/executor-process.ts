@@ -30,6 +30,8 @@ export interface ProcessHooks {
   returned(p: ExecutorProcess, items: Queued[]): void;
   /** A child started ahead of need (ready, no listeners), to replace a dead one at once. */
   spare(): ChildProcess | undefined;
+  /** A statement ended (answered, or killed or dead mid-statement) after `ms` of executor time. */
+  ran?(p: ExecutorProcess, req: ExecRequest, ms: number): void;
 }
 
 /** Requests written to a child ahead of their turn; bounds what one kill sends back. */
@@ -164,6 +166,11 @@ export class ExecutorProcess {
     return this.sent.length;
   }
 
+  /** How long the statement at the head has run (ms), undefined while none runs. */
+  headRunningMs(now = Date.now()): number | undefined {
+    return this.sent.length ? now - this.headSince : undefined;
+  }
+
   /**
    * Writes requests to the child, behind what it has; `reopen` asks it to reopen the first
    * one's database. Only while ready.
@@ -227,7 +234,10 @@ export class ExecutorProcess {
       this.sent.shift();
       this.spentMs += (cpuUs ?? 0) / 1000;
       // Evicts, closes and stats reach every child between lines' statements: not a line's cost.
-      if ('db' in head.item.req) this.statements++;
+      if ('db' in head.item.req) {
+        this.statements++;
+        this.hooks.ran?.(this, head.item.req, (cpuUs ?? 0) / 1000);
+      }
       head.item.resolve(outcome);
     }
     if (this.sent.length) this.headSince = Date.now();
@@ -293,6 +303,7 @@ export class ExecutorProcess {
     const limit = this.deadlineMs(running.item.req);
     this.spentMs += limit;
     this.statements++;
+    this.hooks.ran?.(this, running.item.req, limit);
     this.opts.logger?.warn(
       { ...about(running.item.req), child: this.index, childPid: child.pid, ms: limit, rerun: finished.length },
       'statement timed out; killing its executor child',
@@ -314,8 +325,10 @@ export class ExecutorProcess {
     const { finished, running, unread } = this.marks!.sort(this.sent.splice(0));
     let lookup: Queued | undefined;
     if (running) {
-      this.spentMs += Date.now() - Math.max(this.headSince, this.marks!.startedAt);
+      const ms = Date.now() - Math.max(this.headSince, this.marks!.startedAt);
+      this.spentMs += ms;
       this.statements++;
+      this.hooks.ran?.(this, running.item.req, ms);
       // It died on its own in the middle of a statement: memory is the usual cause. Answer
       // with a code that is not retried, so the same statement cannot crash the next child.
       this.opts.logger?.error(

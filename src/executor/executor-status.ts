@@ -12,6 +12,8 @@ export interface ChildStatus {
   runningMs?: number;
   /** Requests sent behind it. */
   behind?: number;
+  /** One of the overflow lane's children (see `OverflowLane`), not a pooled one. */
+  overflow?: true;
 }
 
 /** What a worker's executor pool is doing. */
@@ -21,6 +23,8 @@ export interface PoolStatus {
   /** Statements that wait for a child (not yet sent to one). */
   waiting: number;
   children: ChildStatus[];
+  /** Children of the overflow lane (EXECUTOR_OVERFLOW), listed after the pooled ones in `children`; absent: none. */
+  overflow?: number;
   /** The pid of the child started ahead of need, while one waits ready. */
   spare?: number;
 }

@@ -80,6 +80,8 @@ export class ShardWorkerPool {
     this.executor = new ExecutorPool({
       size: config.executorPoolSize,
       workspaceShare: config.executorWorkspaceShare,
+      overflow: config.executorOverflow,
+      longMs: config.executorLongMs,
       dataDir: config.dataDir,
       statementTimeoutMs: config.statementTimeoutMs,
       heapLimitMb: config.executorHeapLimitMb,

@@ -39,8 +39,16 @@ describe('loadConfig', () => {
     expect([set.executorPoolSize, set.executorWorkspaceShare, set.agentShardConcurrency]).toEqual([4, 4, 2]);
   });
 
+  it('keeps one overflow-lane child and a 250 ms threshold unless told otherwise; 0 turns the lane off', () => {
+    expect([loadConfig({}).executorOverflow, loadConfig({}).executorLongMs]).toEqual([1, 250]);
+    const off = loadConfig({ EXECUTOR_OVERFLOW: '0', EXECUTOR_LONG_MS: '50' });
+    expect([off.executorOverflow, off.executorLongMs]).toEqual([0, 50]);
+  });
+
   it.each([
     ['EXECUTOR_POOL_SIZE', '0'],
+    ['EXECUTOR_OVERFLOW', '-1'],
+    ['EXECUTOR_LONG_MS', '0'],
     ['EXECUTOR_WORKSPACE_SHARE', 'half'],
     ['AGENT_SHARD_CONCURRENCY', '0'],
     ['SHARD_COUNT', 'many'],
