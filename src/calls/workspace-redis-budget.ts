@@ -148,7 +148,12 @@ export class WorkspaceRedisBudget {
  * (jemalloc has four classes per doubling), as `MEMORY USAGE` counts it.
  */
 export function jsonBytes(value: unknown): number {
-  const n = Buffer.byteLength(JSON.stringify(value) ?? '');
+  return jsonTextBytes(JSON.stringify(value) ?? '');
+}
+
+/** {@link jsonBytes} of JSON already made, so a value written anyway is not serialised a second time to be counted. */
+export function jsonTextBytes(json: string): number {
+  const n = Buffer.byteLength(json);
   if (n <= 16) return 16;
   const step = 2 ** Math.max(Math.floor(Math.log2(n - 1)) - 2, 3);
   return Math.ceil(n / step) * step;
