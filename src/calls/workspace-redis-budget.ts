@@ -61,6 +61,8 @@ const INDEXED_MAX = 10_000;
 
 export class WorkspaceRedisBudget {
   private readonly redis: ScriptedRedis;
+  /** Notes waiting for the end of this turn, by workspace (see {@link noteSoon}). */
+  private readonly soon = new Map<string, { entries: BudgetEntry[]; onError: ((err: unknown) => void)[] }>();
   /** When this process last wrote each workspace's figure to the index, and whether it was 0. */
   private readonly indexed = new Map<string, { at: number; empty: boolean }>();
 
@@ -76,6 +78,36 @@ export class WorkspaceRedisBudget {
   /** The budget of a workspace on `plan`. */
   capOf(plan: Plan): number {
     return this.override > 0 ? this.override : PLAN_REDIS_BYTES[plan];
+  }
+
+  /**
+   * {@link note}, sent with the other notes of the same workspace made in this turn of the event
+   * loop as one script (a busy worker finishes many calls of a workspace in one turn, each
+   * noting its envelope): at the end of the turn, or at {@link flush}, whichever comes first.
+   * Failures go to `onError`.
+   */
+  noteSoon(workspace: string, entries: readonly BudgetEntry[], onError: (err: unknown) => void): void {
+    let batch = this.soon.get(workspace);
+    if (!batch) this.soon.set(workspace, (batch = { entries: [], onError: [] }));
+    batch.entries.push(...entries);
+    batch.onError.push(onError);
+    if (this.soon.size === 1 && batch.entries.length === entries.length) queueMicrotask(() => this.flush());
+  }
+
+  /**
+   * Sends the notes {@link noteSoon} holds now, before whatever this connection sends next: a
+   * completion is flushed after its call's note, so whoever hears of a call hears of it after
+   * the count.
+   */
+  flush(): void {
+    if (this.soon.size === 0) return;
+    const now = Date.now();
+    for (const [workspace, { entries, onError }] of this.soon) {
+      this.run(workspace, 0, entries, now).catch((err: unknown) => {
+        for (const report of onError) report(err);
+      });
+    }
+    this.soon.clear();
   }
 
   /** Counts `entries` against `workspace` (and drops what has gone), whatever it holds; answers what it holds then. */

@@ -52,8 +52,8 @@ export class CallJobProcessor {
 
   constructor(private readonly opts: CallJobProcessorOptions) {
     const { config, redis, keys } = opts;
-    this.completion = new CallCompletion(redis, keys);
     this.budget = new WorkspaceRedisBudget(redis, keys);
+    this.completion = new CallCompletion(redis, keys, () => this.budget.flush());
     this.parking = new CallParking({
       store: new ApprovalStore(redis, keys),
       redis,
@@ -167,8 +167,9 @@ export class CallJobProcessor {
   /**
    * Counts the envelope BullMQ is about to keep against the workspace's Redis budget, and moves
    * its arguments' count (made by the client, for as long as the job could live) to when the
-   * job goes. Not awaited: sent on this connection ahead of the completion, so whoever hears of
-   * the call hears of it after the count.
+   * job goes. Not awaited: sent on this connection ahead of the completion (with the other notes
+   * of its workspace finished in the same turn), so whoever hears of the call hears of it after
+   * the count.
    */
   private count(job: Job<CallJobData>, argsBytes: number, kept: number, envelopeBytes: number, log: () => Logger): void {
     const now = Date.now();
@@ -178,8 +179,9 @@ export class CallJobProcessor {
     const callKey = job.id!;
     // A call refused at parking had its arguments dropped: what was counted for them goes now.
     const dropped = kept < argsBytes ? [{ callKey, kind: 'args' as const, bytes: argsBytes, until: now }] : [];
-    this.budget
-      .note(job.data.workspace, [
+    this.budget.noteSoon(
+      job.data.workspace,
+      [
         ...dropped,
         // The room the client reserved for this envelope goes: the envelope is counted below.
         { callKey, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: now },
@@ -188,8 +190,9 @@ export class CallJobProcessor {
         // trimmed at 1,000 events, and by `pruneFinishedJobs` at the same age as the job): the
         // bench measured 128 KB of Redis per 64 KB envelope.
         { callKey, kind: 'envelope', bytes: 2 * envelopeBytes, until },
-      ])
-      .catch((err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"));
+      ],
+      (err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"),
+    );
   }
 
   private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger): void {

@@ -1,12 +1,14 @@
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { CallCompletion } from '../../src/calls/call-completion.ts';
 import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
 import { callKeyOf } from '../../src/contracts/call-identity.ts';
 import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
-import type { Envelope } from '../../src/contracts/envelope.ts';
+import { okEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
-import { publishEvent, STREAM_MAX_LEN } from '../../src/redis/events.ts';
+import { completedEvent, publishEvent, STREAM_MAX_LEN } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
@@ -98,6 +100,47 @@ describe("a workspace's Redis budget", () => {
     expect(await budget.note('hog', [], later)).toEqual({ held: 0 });
     expect(await redis.exists(keys.redisBudget('hog').ledger, keys.redisBudget('hog').held)).toBe(0);
     expect(await budget.admit('hog', 'pro', [{ callKey: 'k', kind: 'args', bytes: 10, until: later + 1000 }], later)).toBeUndefined();
+  });
+
+  it('sends the notes of one turn as one script per workspace, ahead of the completions of that turn', async () => {
+    const keys = keysFor(sb.config.prefix);
+    const conn = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    // A plain connection: MONITOR's replies confuse one that named itself (CLIENT SETNAME).
+    const plain = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const monitor = await plain.monitor();
+    const seen: string[] = [];
+    let watching = false;
+    monitor.on('monitor', (_t: string, args: string[]) => {
+      if (args[1] === `${sb.config.prefix}:monitor-on`) watching = true;
+      const ours = args.find((a) => a.startsWith(`${sb.config.prefix}:`));
+      if (!['eval', 'evalsha'].includes(args[0]!.toLowerCase()) || !ours || !args.some((a) => a.includes('turn-'))) return;
+      seen.push(ours.includes('{budget-') ? ours.slice(ours.indexOf('{')) : 'completion');
+    });
+    try {
+      // MONITOR shows only what comes after it has started: until then, knock.
+      await expect.poll(async () => (await conn.get(`${sb.config.prefix}:monitor-on`)) ?? watching).toBe(true);
+      const budget = new WorkspaceRedisBudget(conn, keys);
+      const completion = new CallCompletion(conn, keys, () => budget.flush());
+      const until = Date.now() + 60_000;
+      const done: Promise<void>[] = [];
+      for (const [ws, call] of [
+        ['turn-a', 'a1'],
+        ['turn-b', 'b1'],
+        ['turn-a', 'a2'],
+      ] as const) {
+        budget.noteSoon(ws, [{ callKey: call, kind: 'envelope', bytes: 100, until }], (err) => done.push(Promise.reject(err)));
+        const envelope = okEnvelope(call, 'DATA_QUERY_SQL', 1, {});
+        done.push(completion.complete(envelope, completedEvent(envelope, ws, 'scout')));
+      }
+      await Promise.all(done);
+      await expect.poll(() => seen.length).toBe(3);
+      expect(seen).toEqual(['{budget-turn-a}:ledger', '{budget-turn-b}:ledger', 'completion']);
+      expect(await redis.zrange(keys.redisBudget('turn-a').ledger, 0, -1)).toEqual(['a1|envelope:100', 'a2|envelope:100']);
+    } finally {
+      monitor.disconnect();
+      plain.disconnect();
+      conn.disconnect();
+    }
   });
 
   it('refuses to park a call past MAX_PARKED_CALL_BYTES: LIMIT_EXCEEDED, nothing ran, no approval kept', async () => {
