@@ -1,5 +1,4 @@
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { CallCompletion } from '../../src/calls/call-completion.ts';
@@ -10,6 +9,7 @@ import { okEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { completedEvent, publishEvent, STREAM_MAX_LEN } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
+import { withScripts } from '../../src/redis/lua-scripts.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 // Issue 27's first fill, scaled down: big results from one workspace against a 256 KiB budget.
@@ -104,41 +104,33 @@ describe("a workspace's Redis budget", () => {
 
   it('sends the notes of one turn as one script per workspace, ahead of the completions of that turn', async () => {
     const keys = keysFor(sb.config.prefix);
-    const conn = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-    // A plain connection: MONITOR's replies confuse one that named itself (CLIENT SETNAME).
-    const plain = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-    const monitor = await plain.monitor();
-    const seen: string[] = [];
-    let watching = false;
-    monitor.on('monitor', (_t: string, args: string[]) => {
-      if (args[1] === `${sb.config.prefix}:monitor-on`) watching = true;
-      const ours = args.find((a) => a.startsWith(`${sb.config.prefix}:`));
-      if (!['eval', 'evalsha'].includes(args[0]!.toLowerCase()) || !ours || !args.some((a) => a.includes('turn-'))) return;
-      seen.push(ours.includes('{budget-') ? ours.slice(ours.indexOf('{')) : 'completion');
-    });
+    const conn = withScripts(connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'));
+    // What goes out on the connection, in order: each script call as it is sent.
+    const sent: string[] = [];
+    const note = conn.agentdbBudgetNote.bind(conn);
+    const complete = conn.agentdbComplete.bind(conn);
+    conn.agentdbBudgetNote = (...args) => (sent.push(String(args[1])), note(...args));
+    conn.agentdbComplete = (...args) => (sent.push('completion'), complete(...args));
     try {
-      // MONITOR shows only what comes after it has started: until then, knock.
-      await expect.poll(async () => (await conn.get(`${sb.config.prefix}:monitor-on`)) ?? watching).toBe(true);
       const budget = new WorkspaceRedisBudget(conn, keys);
       const completion = new CallCompletion(conn, keys, () => budget.flush());
       const until = Date.now() + 60_000;
       const done: Promise<void>[] = [];
+      const failed: unknown[] = [];
       for (const [ws, call] of [
         ['turn-a', 'a1'],
         ['turn-b', 'b1'],
         ['turn-a', 'a2'],
       ] as const) {
-        budget.noteSoon(ws, [{ callKey: call, kind: 'envelope', bytes: 100, until }], (err) => done.push(Promise.reject(err)));
+        budget.noteSoon(ws, [{ callKey: call, kind: 'envelope', bytes: 100, until }], (err) => failed.push(err));
         const envelope = okEnvelope(call, 'DATA_QUERY_SQL', 1, {});
         done.push(completion.complete(envelope, completedEvent(envelope, ws, 'scout')));
       }
       await Promise.all(done);
-      await expect.poll(() => seen.length).toBe(3);
-      expect(seen).toEqual(['{budget-turn-a}:ledger', '{budget-turn-b}:ledger', 'completion']);
+      expect(sent).toEqual([keys.redisBudget('turn-a').ledger, keys.redisBudget('turn-b').ledger, 'completion']);
       expect(await redis.zrange(keys.redisBudget('turn-a').ledger, 0, -1)).toEqual(['a1|envelope:100', 'a2|envelope:100']);
+      expect(failed).toEqual([]);
     } finally {
-      monitor.disconnect();
-      plain.disconnect();
       conn.disconnect();
     }
   });
