@@ -1,4 +1,4 @@
-// `node --import tsx bench/call-commands.ts`: the Redis commands one sequential primary-key read
+// `node --import tsx bench/call-commands.ts`: the Redis commands one primary-key read (sequential, or IN_FLIGHT at once)
 // through the client library costs (caller, worker and scripts together), by name, counted by
 // Redis itself (INFO commandstats) on a Redis of its own; the figures issue 31 asks for.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +12,8 @@ import { ShardWorkerPool } from '../src/shards/shard-worker-pool.ts';
 import { OwnRedis } from '../test/helpers/own-redis.ts';
 
 const CALLS = Number(process.env.CALLS ?? 500);
+/** Calls in flight at once (IN_FLIGHT; default 1, sequential): what batching saves shows only with several. */
+const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 1);
 
 async function commandStats(admin: Redis): Promise<Map<string, number>> {
   const out = new Map<string, number>();
@@ -40,7 +42,11 @@ try {
   for (let i = 0; i < 50; i++) await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [1] } });
   const before = await commandStats(admin);
   const t0 = Date.now();
-  for (let i = 0; i < CALLS; i++) await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [1] } });
+  let next = 0;
+  const lane = async () => {
+    while (next++ < CALLS) await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [1] } });
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
   const ms = Date.now() - t0;
   const after = await commandStats(admin);
   const per = [...after].map(([n, c]) => [n, (c - (before.get(n) ?? 0)) / CALLS] as const).filter(([n, c]) => c > 0.01 && n !== 'info');
@@ -49,6 +55,7 @@ try {
   console.log(
     JSON.stringify({
       calls: CALLS,
+      inFlight: IN_FLIGHT,
       msPerCall: ms / CALLS,
       commandsPerCall: Math.round(total * 100) / 100,
       byName: Object.fromEntries(per.map(([n, c]) => [n, Math.round(c * 100) / 100])),

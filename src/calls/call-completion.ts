@@ -39,6 +39,8 @@ export class CallCompletion {
   constructor(
     redis: Redis,
     private readonly keys: Keys,
+    /** Sends what must reach Redis before a batch of completions (the calls' budget notes). */
+    private readonly beforeEach: () => void = () => undefined,
   ) {
     this.redis = withScripts(redis);
   }
@@ -60,6 +62,7 @@ export class CallCompletion {
   }
 
   private flush(): void {
+    this.beforeEach();
     while (this.pending.length) {
       const batch = this.pending.splice(0, MAX_BATCH);
       const keys = [this.keys.events, this.keys.usageIndex, ...batch.map((p) => p.usageKey)];

@@ -72,10 +72,12 @@ export class CallLookup {
     if (job.finishedOn) return finishedEnvelope(job);
     const { callId, tool } = job.data;
     const state = await job.getState();
-    if (state === 'delayed') {
+    if (state === 'delayed' || state === 'active') {
       // Its approval is the one derived from its key (and round); a job's own data cannot name another.
       const approval = await this.approvals.approvals().current(key);
-      if (approval?.callKey === key) return awaiting(callId, tool, summary(approval));
+      // Active with its approval pending: being parked (the approval is announced before the job
+      // is delayed), so a lookup right after `?wait=false` answered does not say it runs.
+      if (approval?.callKey === key && (state === 'delayed' || approval.state === 'pending')) return awaiting(callId, tool, summary(approval));
     }
     return { ok: false, callId, tool, status: state === 'active' ? 'running' : 'queued' };
   }

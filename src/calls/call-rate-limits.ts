@@ -1,5 +1,3 @@
-import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimitSettings } from '../config.ts';
 import type { Plan } from '../contracts/settings.ts';
 import { planCallRates } from '../policy/plan-limits.ts';
@@ -38,77 +36,71 @@ export interface RateRefusal {
 /** The plans' rates at the default window: `RATE_LIMITS=plan`, `RATE_LIMIT_WINDOW_S=60`. */
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = Object.freeze({ windowS: 60 });
 
+/** One rate counter a call spends: its Redis key, what the call costs it, the most its window holds (points) and the window (s). */
+export interface RateCounter {
+  of: 'workspace' | 'key';
+  key: string;
+  points: number;
+  limit: number;
+  windowS: number;
+}
+
+/** Counters remembered as spent for their window, at most (forgotten all at once past it). */
+const MAX_BLOCKED = 10_000;
+
 /**
  * The call-rate rule: each workspace and each key may start so many calls per window, by plan
- * (src/policy/plan-limits.ts). Counted in Redis by rate-limiter-flexible, one counter per
- * workspace and one per key under the deployment's prefix, so every process that accepts calls
- * shares them and no tenant's count is another's.
+ * (src/policy/plan-limits.ts). Counted in Redis, one counter per workspace and one per key under
+ * the deployment's prefix, so every process that accepts calls shares them and no tenant's count
+ * is another's. The key's counter is asked first and alone: a key refused for its own budget
+ * spends nothing of its workspace's, so one runaway key leaves its workspace's other callers
+ * their share.
+ *
+ * The counting is `budget-note.lua`'s, not rate-limiter-flexible's (which counted them before,
+ * with the same fixed windows): a call's two counters and its Redis budget are then one script
+ * and one round trip, where the library made them three, one after another, before every call.
  */
 export class CallRateLimits {
-  /** One limiter per plan and subject kind: the plans' budgets differ, their counters do not. */
-  private readonly limiters = new Map<string, RateLimiterRedis>();
+  /** Counters Redis refused, until their window ends (ms): a caller that keeps hammering costs Redis nothing more. */
+  private readonly blocked = new Map<string, number>();
 
   constructor(
-    private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly settings: RateLimitSettings,
   ) {}
 
   /**
-   * Counts one call of `s`; undefined when it may go ahead, else the seconds until it may be
-   * sent again. The key's budget is asked first and alone: a key refused for its own budget
-   * spends nothing of its workspace's, so one runaway key leaves its workspace's other callers
-   * their share.
+   * The counters one call ({@link CALL_POINTS}) or lookup ({@link LOOKUP_POINTS}) of `s` spends,
+   * its key's first, for `budget-note.lua` to count; or the refusal when one of them is known to
+   * be spent for the rest of its window.
    */
-  async admit(s: RateSubject): Promise<RateRefusal | undefined> {
-    return this.count(s, CALL_POINTS);
-  }
-
-  /**
-   * Counts one lookup of a call by `s` against the same budgets as its calls, at a tenth of a
-   * call ({@link LOOKUP_POINTS}): a caller that polls gets ten lookups for each call it leaves
-   * unmade, and one that polls in a loop is refused like one that calls in a loop.
-   */
-  async admitLookup(s: RateSubject): Promise<RateRefusal | undefined> {
-    return this.count(s, LOOKUP_POINTS);
-  }
-
-  private async count(s: RateSubject, points: number): Promise<RateRefusal | undefined> {
+  counters(s: RateSubject, points: number, now = Date.now()): RateCounter[] | RateRefusal {
     const subject = s.keyId !== undefined ? `k:${s.workspace}:${s.keyId}` : `a:${s.workspace}:${s.agent}`;
-    return (await this.consume(s.plan, 'key', subject, points)) ?? (await this.consume(s.plan, 'workspace', s.workspace, points));
+    const counters = [this.counter(s, 'key', subject, points), this.counter(s, 'workspace', undefined, points)];
+    for (const c of counters) {
+      const until = this.blocked.get(c.key);
+      if (until === undefined) continue;
+      if (until > now) return this.refusal(c, until - now);
+      this.blocked.delete(c.key);
+    }
+    return counters;
   }
 
-  private async consume(plan: Plan, of: 'workspace' | 'key', subject: string, points: number): Promise<RateRefusal | undefined> {
-    const limiter = this.limiter(plan, of);
-    try {
-      await limiter.consume(subject, points);
-      return undefined;
-    } catch (err) {
-      // A refusal is a RateLimiterRes; anything else is Redis failing, for the caller's outage answer.
-      if (!(err instanceof RateLimiterRes)) throw err;
-      return { of, calls: limiter.points / CALL_POINTS, windowS: this.settings.windowS, retryAfterS: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
-    }
+  /** The refusal of a call by counter `c`, spent with `msLeft` of its window to go (remembered until then). */
+  refused(c: RateCounter, msLeft: number, now = Date.now()): RateRefusal {
+    if (this.blocked.size >= MAX_BLOCKED) this.blocked.clear();
+    this.blocked.set(c.key, now + msLeft);
+    return this.refusal(c, msLeft);
   }
 
-  private limiter(plan: Plan, of: 'workspace' | 'key'): RateLimiterRedis {
-    const name = `${plan}:${of}`;
-    let limiter = this.limiters.get(name);
-    if (!limiter) {
-      const { windowS } = this.settings;
-      const override = of === 'workspace' ? this.settings.workspaceCalls : this.settings.keyCalls;
-      const calls = override ?? Math.max(1, Math.round((planCallRates(plan)[of] * windowS) / 60));
-      const points = calls * CALL_POINTS;
-      limiter = new RateLimiterRedis({
-        storeClient: this.redis,
-        keyPrefix: this.keys.callRate(of),
-        points,
-        duration: windowS,
-        // Once over, refuse from memory until the window ends: a caller that keeps hammering
-        // costs Redis nothing more (the counter, and its TTL, are the same in every process).
-        inMemoryBlockOnConsumed: points + 1,
-      });
-      this.limiters.set(name, limiter);
-    }
-    return limiter;
+  private refusal(c: RateCounter, msLeft: number): RateRefusal {
+    return { of: c.of, calls: c.limit / CALL_POINTS, windowS: this.settings.windowS, retryAfterS: Math.max(1, Math.ceil(msLeft / 1000)) };
+  }
+
+  private counter(s: RateSubject, of: 'workspace' | 'key', subject: string | undefined, points: number): RateCounter {
+    const override = of === 'workspace' ? this.settings.workspaceCalls : this.settings.keyCalls;
+    const { windowS } = this.settings;
+    const calls = override ?? Math.max(1, Math.round((planCallRates(s.plan)[of] * windowS) / 60));
+    return { of, key: this.keys.callRate(s.workspace, of, subject), points, limit: calls * CALL_POINTS, windowS };
   }
 }

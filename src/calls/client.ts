@@ -1,6 +1,6 @@
 // One file past 300 lines on purpose: AgentDbClient is the package's public API (its options and
-// the enqueue that admits a call: plan, rate, budget, headroom, call-id claim, add or join, in that
-// order). Each step it calls lives in its own file in calls/; what is left here is the order.
+// the enqueue that admits a call: plan, headroom, rates and budget (one script), call-id claim,
+// add or join, in that order). Each step it calls lives in its own file in calls/; what is left here is the order.
 import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import { BullMQOtel } from 'bullmq-otel';
@@ -28,7 +28,7 @@ import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
 import { OutageAnswers, unavailable } from './outage-answers.ts';
-import { CallRateLimits, DEFAULT_RATE_LIMITS, type RateRefusal } from './call-rate-limits.ts';
+import { CALL_POINTS, CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
 import { Metrics } from '../metrics.ts';
 import { toolCallSpan, TRACER_NAME, tracerIf, traceparentContext } from '../tracing.ts';
@@ -180,7 +180,7 @@ export class AgentDbClient {
     this.headroom = new RedisMemoryHeadroom(this.redis, opts.redisMemoryHeadroomPercent ?? 20);
     this.claims = { redis: this.redis, keys: this.keys, queues: this.queues, shardCount: this.shardCount, ttlS };
     const rates = opts.rateLimits ?? DEFAULT_RATE_LIMITS;
-    if (rates) this.rates = new CallRateLimits(this.redis, this.keys, rates);
+    if (rates) this.rates = new CallRateLimits(this.keys, rates);
   }
 
   /**
@@ -238,9 +238,12 @@ export class AgentDbClient {
     // The workspace's registered plan sets the limits; a caller cannot name one.
     const plan = await this.workspaces.planOf(request.workspace);
     const ownKey = typeof keyId === 'string' && !request.member ? keyId : undefined;
-    // Counted before anything is claimed or enqueued: a refused call leaves nothing behind.
-    const limited = await this.rates?.admit({ plan, workspace: request.workspace, agent: request.agent, ...(ownKey ? { keyId: ownKey } : {}) });
-    if (limited) return this.refused('rate', rateLimited(callId, tool, request.workspace, limited));
+    // Counted before anything is claimed or enqueued (with the budget below, in one script): a
+    // refused call leaves nothing behind. A counter known spent refuses without asking Redis.
+    const counters = this.rates
+      ? this.rates.counters({ plan, workspace: request.workspace, agent: request.agent, ...(ownKey ? { keyId: ownKey } : {}) }, CALL_POINTS)
+      : [];
+    if (!Array.isArray(counters)) return this.refused('rate', rateLimited(callId, tool, request.workspace, counters));
     const data: CallJobData = {
       callId,
       workspace: request.workspace,
@@ -264,11 +267,18 @@ export class AgentDbClient {
     // The worker moves it nearer when the call completes, and gives back the room reserved for
     // its envelope (which it counts as written instead).
     const until = data.enqueuedAt + timeoutMs + this.approvalTtlMs + this.resultTtlS * 1000;
-    const over = await this.budget.admit(data.workspace, data.plan ?? UNREGISTERED_PLAN, [
-      { callKey: key, kind: 'args', bytes: jsonBytes(data) + CALL_OVERHEAD_BYTES, until },
-      { callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until },
-    ]);
-    if (over) return this.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', over));
+    const refusal = await this.budget.admitCall(
+      data.workspace,
+      data.plan ?? UNREGISTERED_PLAN,
+      [
+        { callKey: key, kind: 'args', bytes: jsonBytes(data) + CALL_OVERHEAD_BYTES, until },
+        { callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until },
+      ],
+      counters,
+    );
+    if (refusal && 'rate' in refusal)
+      return this.refused('rate', rateLimited(callId, tool, request.workspace, this.rates!.refused(refusal.rate, refusal.msLeft)));
+    if (refusal) return this.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', refusal.over));
     const ownId = input.callId !== undefined;
     if (ownId) {
       const conflict = await claimCallId(this.claims, key, { shard, database: databaseId, data });
@@ -327,7 +337,12 @@ export class AgentDbClient {
         if (down) return unavailable(callId, '', down, true);
         if (this.rates && !opts.followUp) {
           const plan = await this.workspaces.planOf(opts.workspace);
-          const limited = await this.rates.admitLookup({ plan, workspace: opts.workspace, agent: opts.agent, ...(opts.keyId ? { keyId: opts.keyId } : {}) });
+          const counters = this.rates.counters(
+            { plan, workspace: opts.workspace, agent: opts.agent, ...(opts.keyId ? { keyId: opts.keyId } : {}) },
+            LOOKUP_POINTS,
+          );
+          const spent = Array.isArray(counters) ? await this.budget.countRates(opts.workspace, counters) : undefined;
+          const limited = Array.isArray(counters) ? spent && this.rates.refused(spent.rate, spent.msLeft) : counters;
           if (limited) return this.refused('rate', rateLimited(callId, '', opts.workspace, limited));
         }
         return callResult({ waiters: this.waiters, lookup: this.lookup, ensureReader: () => this.ensureReader() }, callId, opts);

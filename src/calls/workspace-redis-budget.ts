@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Plan } from '../contracts/settings.ts';
+import type { RateCounter } from './call-rate-limits.ts';
 import { PLAN_REDIS_BYTES } from '../policy/plan-limits.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
@@ -60,6 +61,8 @@ const INDEXED_MAX = 10_000;
 
 export class WorkspaceRedisBudget {
   private readonly redis: ScriptedRedis;
+  /** Notes waiting for the end of this turn, by workspace (see {@link noteSoon}). */
+  private readonly soon = new Map<string, { entries: BudgetEntry[]; onError: ((err: unknown) => void)[] }>();
   /** When this process last wrote each workspace's figure to the index, and whether it was 0. */
   private readonly indexed = new Map<string, { at: number; empty: boolean }>();
 
@@ -77,6 +80,36 @@ export class WorkspaceRedisBudget {
     return this.override > 0 ? this.override : PLAN_REDIS_BYTES[plan];
   }
 
+  /**
+   * {@link note}, sent with the other notes of the same workspace made in this turn of the event
+   * loop as one script (a busy worker finishes many calls of a workspace in one turn, each
+   * noting its envelope): at the end of the turn, or at {@link flush}, whichever comes first.
+   * Failures go to `onError`.
+   */
+  noteSoon(workspace: string, entries: readonly BudgetEntry[], onError: (err: unknown) => void): void {
+    let batch = this.soon.get(workspace);
+    if (!batch) this.soon.set(workspace, (batch = { entries: [], onError: [] }));
+    batch.entries.push(...entries);
+    batch.onError.push(onError);
+    if (this.soon.size === 1 && batch.entries.length === entries.length) queueMicrotask(() => this.flush());
+  }
+
+  /**
+   * Sends the notes {@link noteSoon} holds now, before whatever this connection sends next: a
+   * completion is flushed after its call's note, so whoever hears of a call hears of it after
+   * the count.
+   */
+  flush(): void {
+    if (this.soon.size === 0) return;
+    const now = Date.now();
+    for (const [workspace, { entries, onError }] of this.soon) {
+      this.run(workspace, 0, entries, now).catch((err: unknown) => {
+        for (const report of onError) report(err);
+      });
+    }
+    this.soon.clear();
+  }
+
   /** Counts `entries` against `workspace` (and drops what has gone), whatever it holds; answers what it holds then. */
   async note(workspace: string, entries: readonly BudgetEntry[], now = Date.now()): Promise<BudgetHeld> {
     const { held, freesAt } = await this.run(workspace, 0, entries, now);
@@ -89,19 +122,70 @@ export class WorkspaceRedisBudget {
    * the budget, what it holds and when room comes back.
    */
   async admit(workspace: string, plan: Plan, entries: readonly BudgetEntry[], now = Date.now()): Promise<string | undefined> {
-    const cap = this.capOf(plan);
-    const { held, freesAt, counted } = await this.run(workspace, cap, entries, now);
-    if (counted) return undefined;
-    const when = freesAt === undefined ? '' : `; room comes back from ${new Date(freesAt).toISOString()}, when its oldest kept call expires`;
-    return `workspace ${workspace} holds ${held} bytes in Redis, its budget (${this.override > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : `plan ${plan}`}: ${cap} bytes) is used up${when}. Calls are kept RESULT_TTL_HOURS after they finish, parked ones until decided and their approval records for APPROVAL_RETENTION_DAYS`;
+    const verdict = await this.admitCall(workspace, plan, entries, [], now);
+    return verdict && 'over' in verdict ? verdict.over : undefined;
   }
 
-  private async run(workspace: string, cap: number, entries: readonly BudgetEntry[], now: number): Promise<BudgetHeld & { counted: boolean }> {
+  /**
+   * Counts a new call against its rate `counters` (see `CallRateLimits.counters`) and then, when
+   * none is spent, its `entries` against the workspace's budget, in one script: undefined when
+   * both counted; else the counter that refused it (with the ms left of its window), or why the
+   * budget did. A call refused by a rate counts nothing against the budget.
+   */
+  async admitCall(
+    workspace: string,
+    plan: Plan,
+    entries: readonly BudgetEntry[],
+    counters: readonly RateCounter[],
+    now = Date.now(),
+  ): Promise<Admission | undefined> {
+    const cap = this.capOf(plan);
+    const { held, freesAt, verdict, rateMsLeft } = await this.run(workspace, cap, entries, now, counters);
+    if (verdict === 1) return undefined;
+    if (verdict > 1) return { rate: counters[verdict - 2]!, msLeft: rateMsLeft };
+    const when = freesAt === undefined ? '' : `; room comes back from ${new Date(freesAt).toISOString()}, when its oldest kept call expires`;
+    return {
+      over: `workspace ${workspace} holds ${held} bytes in Redis, its budget (${this.override > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : `plan ${plan}`}: ${cap} bytes) is used up${when}. Calls are kept RESULT_TTL_HOURS after they finish, parked ones until decided and their approval records for APPROVAL_RETENTION_DAYS`,
+    };
+  }
+
+  /** Counts a lookup against its rate `counters` alone (in the same slot as the budget): the counter that refused it, or undefined. */
+  async countRates(workspace: string, counters: readonly RateCounter[]): Promise<{ rate: RateCounter; msLeft: number } | undefined> {
+    const { ledger, held } = this.keys.redisBudget(workspace);
+    const [, , verdict, msLeft] = await this.redis.agentdbBudgetNote(
+      2 + counters.length,
+      ledger,
+      held,
+      ...counters.map((c) => c.key),
+      '0',
+      '-1',
+      ...rateArgs(counters),
+    );
+    return verdict > 1 ? { rate: counters[verdict - 2]!, msLeft: Number(msLeft) } : undefined;
+  }
+
+  private async run(
+    workspace: string,
+    cap: number,
+    entries: readonly BudgetEntry[],
+    now: number,
+    counters: readonly RateCounter[] = [],
+  ): Promise<BudgetHeld & { verdict: number; rateMsLeft: number }> {
     const { ledger, held } = this.keys.redisBudget(workspace);
     const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
-    const [sum, first, counted] = await this.redis.agentdbBudgetNote(ledger, held, String(now), String(cap), ...args);
+    const [sum, first, verdict, rateMsLeft] = await this.redis.agentdbBudgetNote(
+      2 + counters.length,
+      ledger,
+      held,
+      ...counters.map((c) => c.key),
+      String(now),
+      String(cap),
+      ...rateArgs(counters),
+      ...args,
+    );
+    if (verdict > 1) return { held: 0, verdict, rateMsLeft: Number(rateMsLeft) };
     this.index(workspace, Number(sum), now);
-    return { held: Number(sum), counted: counted === 1, ...(first ? { freesAt: Number(first) } : {}) };
+    return { held: Number(sum), verdict, rateMsLeft: 0, ...(first ? { freesAt: Number(first) } : {}) };
   }
 
   /**
@@ -143,12 +227,25 @@ export class WorkspaceRedisBudget {
   }
 }
 
+/** Why a call was not admitted: a rate counter spent (and the ms left of its window), or the Redis budget. */
+export type Admission = { rate: RateCounter; msLeft: number } | { over: string };
+
+/** The rate counters' arguments of `budget-note.lua`: points, limit and window per counter. */
+function rateArgs(counters: readonly RateCounter[]): string[] {
+  return counters.flatMap((c) => [String(c.points), String(c.limit), String(c.windowS)]);
+}
+
 /**
  * The bytes `value` takes in Redis as JSON: its length rounded up to the allocator's size class
  * (jemalloc has four classes per doubling), as `MEMORY USAGE` counts it.
  */
 export function jsonBytes(value: unknown): number {
-  const n = Buffer.byteLength(JSON.stringify(value) ?? '');
+  return jsonTextBytes(JSON.stringify(value) ?? '');
+}
+
+/** {@link jsonBytes} of JSON already made, so a value written anyway is not serialised a second time to be counted. */
+export function jsonTextBytes(json: string): number {
+  const n = Buffer.byteLength(json);
   if (n <= 16) return 16;
   const step = 2 ** Math.max(Math.floor(Math.log2(n - 1)) - 2, 3);
   return Math.ceil(n / step) * step;

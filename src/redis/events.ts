@@ -33,6 +33,8 @@ export const STREAM_MAX_LEN = 20_000;
 export interface CompletedEvent {
   json: string;
   inline: boolean;
+  /** The envelope's own JSON, made once here: what the worker counts against the Redis budget too. */
+  envelopeJson: string;
 }
 
 /**
@@ -47,6 +49,7 @@ export function completedEvent(envelope: Envelope, workspace: string, agent: str
   return {
     json: `{"type":"call.completed","callId":${JSON.stringify(envelope.callId)},${names},"ok":${envelope.ok}${inline ? `,"envelope":${json}` : ''},"at":${Date.now()}}`,
     inline,
+    envelopeJson: json,
   };
 }
 

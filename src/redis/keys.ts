@@ -64,11 +64,12 @@ export interface Keys {
   /** One principal's tasks (`<workspace>.<caller>`), for `tasks/list`: a sorted set of `<created ms>:<task id>`. */
   mcpTasksOf(owner: string): string;
   /**
-   * The prefix of a call-rate counter (rate-limiter-flexible adds `:<subject>`): one counter per
-   * workspace (`of: 'workspace'`) and one per key (`of: 'key'`), each its own Redis key, so no
-   * caller's count is another's.
+   * A call-rate counter: one per workspace (`of: 'workspace'`, no subject) and one per key
+   * (`of: 'key'`, the key's or agent's subject), each its own Redis key, so no caller's count is
+   * another's. Under the workspace's budget hash tag: one script counts a call's rates and its
+   * Redis budget together (`budget-note.lua`).
    */
-  callRate(of: 'workspace' | 'key'): string;
+  callRate(workspace: string, of: 'workspace' | 'key', subject?: string): string;
   /** Each shard's last backup run and last successful one (`last:<shard>`, `ok:<shard>` → JSON). */
   readonly backupRuns: string;
   /**
@@ -118,7 +119,7 @@ export function keysFor(prefix: string): Keys {
     mcpTask: (taskId) => `${prefix}:mcp-task:${taskId}`,
     mcpTaskCancelled: (taskId) => `${prefix}:mcp-task-cancelled:${taskId}`,
     mcpTasksOf: (owner) => `${prefix}:mcp-tasks:${owner}`,
-    callRate: (of) => `${prefix}:call-rate:${of}`,
+    callRate: (workspace, of, subject) => `${prefix}:{budget-${workspace}}:call-rate:${of}${subject === undefined ? '' : `:${subject}`}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
     redisBudgetIndex: `${prefix}:redis-budget-index`,

@@ -52,8 +52,12 @@ export interface LuaCommands {
     expiresAt: string,
     cap: string,
   ): Promise<[ok: number, held: string, first: string]>;
-  /** budget-note.lua: after the two keys, `now`, the cap (0: none), then member, bytes and goes-at (ms) per entry. */
-  agentdbBudgetNote(ledger: string, held: string, now: string, cap: string, ...entries: string[]): Promise<[held: string, first: string, counted: number]>;
+  /**
+   * budget-note.lua: the number of keys, the ledger and its sum, 0 to 2 rate counters; `now`, the
+   * cap (0: none; -1: count only the rates), points, limit and window (s) per rate counter, then member, bytes and goes-at
+   * (ms) per entry. The verdict: 1 counted, 0 refused by the budget, 1 + i by the i-th counter.
+   */
+  agentdbBudgetNote(numKeys: number, ...keysThenArgs: string[]): Promise<[held: string, first: string, verdict: number, rateMsLeft: number]>;
   agentdbReleaseDeadOwnerJobs(active: string, stalled: string, stalledCheck: string, prefix: string): Promise<number>;
   /** A queue's active jobs and their locks, flattened: id, lock ('' for none), … */
   agentdbActiveLocks(active: string, prefix: string): Promise<string[]>;
@@ -90,7 +94,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },
-  agentdbBudgetNote: { file: 'budget-note.lua', keys: 2 },
+  agentdbBudgetNote: { file: 'budget-note.lua' },
   agentdbReleaseDeadOwnerJobs: { file: 'release-dead-owner-jobs.lua', keys: 3 },
   agentdbActiveLocks: { file: 'active-locks.lua', keys: 1 },
   agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },

@@ -8,7 +8,7 @@ import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts'
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { runCall, type RunDeps, type RunOutcome } from '../calls/call-runner.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
@@ -60,8 +60,8 @@ export class CallJobProcessor {
   constructor(private readonly opts: CallJobProcessorOptions) {
     const { config, redis, keys, tracer } = opts;
     this.executor = tracer ? { run: (req) => executorSpan(tracer, req.op, () => opts.executor.run(req)) } : opts.executor;
-    this.completion = new CallCompletion(redis, keys);
     this.budget = new WorkspaceRedisBudget(redis, keys);
+    this.completion = new CallCompletion(redis, keys, () => this.budget.flush());
     this.parking = new CallParking({
       store: new ApprovalStore(redis, keys),
       redis,
@@ -96,12 +96,14 @@ export class CallJobProcessor {
     // Measured as the client counted it: a call refused at parking has its arguments dropped.
     const argsBytes = jsonBytes(data) + CALL_OVERHEAD_BYTES;
     let outcome: RunOutcome;
+    let parked = false;
     if (job.id !== callKeyOf(data)) {
       // Clients name a job after its caller's key; a job that names another call was not
       // enqueued by one, and must not stand in for that call's result or approval.
       outcome = { envelope: errorEnvelope(String(data.callId), String(data.tool), 'INTERNAL', 'The job id does not name its call.'), meter: undefined };
     } else {
       const result = await runCall(data, shard, deps);
+      parked = 'park' in result;
       outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
     }
     const { envelope, meter } = outcome;
@@ -121,8 +123,10 @@ export class CallJobProcessor {
       const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
       await yieldToRecord(this.opts.redis, this.opts.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
     }
-    this.count(job, argsBytes, envelope, log);
     const event = completedEvent(envelope, data.workspace, data.agent);
+    // Only parking changes a job's data (a call refused there has its arguments dropped): any
+    // other call keeps what was measured above, not serialised again to be measured again.
+    this.count(job, argsBytes, parked ? jsonBytes(job.data) + CALL_OVERHEAD_BYTES : argsBytes, jsonTextBytes(event.envelopeJson), log);
     const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
     if (event.inline) {
       // Not awaited: the event and BullMQ's own completion go out back to back on this one
@@ -179,20 +183,21 @@ export class CallJobProcessor {
   /**
    * Counts the envelope BullMQ is about to keep against the workspace's Redis budget, and moves
    * its arguments' count (made by the client, for as long as the job could live) to when the
-   * job goes. Not awaited: sent on this connection ahead of the completion, so whoever hears of
-   * the call hears of it after the count.
+   * job goes. Not awaited: sent on this connection ahead of the completion (with the other notes
+   * of its workspace finished in the same turn), so whoever hears of the call hears of it after
+   * the count.
    */
-  private count(job: Job<CallJobData>, argsBytes: number, envelope: Envelope, log: () => Logger): void {
+  private count(job: Job<CallJobData>, argsBytes: number, kept: number, envelopeBytes: number, log: () => Logger): void {
     const now = Date.now();
     // Until the scheduler's trim after RESULT_TTL_HOURS has removed the job and its event.
     const { resultTtlS, resultTrimEveryS } = this.opts.config;
     const until = now + (resultTtlS + resultTrimEveryS) * 1000;
     const callKey = job.id!;
     // A call refused at parking had its arguments dropped: what was counted for them goes now.
-    const kept = jsonBytes(job.data) + CALL_OVERHEAD_BYTES;
     const dropped = kept < argsBytes ? [{ callKey, kind: 'args' as const, bytes: argsBytes, until: now }] : [];
-    this.budget
-      .note(job.data.workspace, [
+    this.budget.noteSoon(
+      job.data.workspace,
+      [
         ...dropped,
         // The room the client reserved for this envelope goes: the envelope is counted below.
         { callKey, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: now },
@@ -200,9 +205,10 @@ export class CallJobProcessor {
         // Twice: BullMQ keeps it in the job and again in its queue's event stream (`completed`,
         // trimmed at 1,000 events, and by `pruneFinishedJobs` at the same age as the job): the
         // bench measured 128 KB of Redis per 64 KB envelope.
-        { callKey, kind: 'envelope', bytes: 2 * jsonBytes(envelope), until },
-      ])
-      .catch((err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"));
+        { callKey, kind: 'envelope', bytes: 2 * envelopeBytes, until },
+      ],
+      (err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"),
+    );
   }
 
   private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger): void {

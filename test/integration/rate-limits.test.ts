@@ -108,11 +108,12 @@ describe('rate limits', () => {
   });
 
   it('keeps each counter in its own Redis key under the deployment prefix', async () => {
-    const keys = await k.redis.keys(`${sb.config.prefix}:call-rate:*`);
-    expect(keys.sort()).toEqual(expect.arrayContaining([`${sb.config.prefix}:call-rate:workspace:acme`, `${sb.config.prefix}:call-rate:workspace:other`]));
-    expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:acme:`))).toHaveLength(2);
-    expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:pollws:`))).toHaveLength(1);
-    expect(keys.filter((name) => name.startsWith(`${sb.config.prefix}:call-rate:key:k:other:`))).toHaveLength(1);
+    const p = sb.config.prefix;
+    const keys = await k.redis.keys(`${p}:*call-rate*`);
+    expect(keys.sort()).toEqual(expect.arrayContaining([`${p}:{budget-acme}:call-rate:workspace`, `${p}:{budget-other}:call-rate:workspace`]));
+    expect(keys.filter((name) => name.startsWith(`${p}:{budget-acme}:call-rate:key:k:acme:`))).toHaveLength(2);
+    expect(keys.filter((name) => name.startsWith(`${p}:{budget-pollws}:call-rate:key:k:pollws:`))).toHaveLength(1);
+    expect(keys.filter((name) => name.startsWith(`${p}:{budget-other}:call-rate:key:k:other:`))).toHaveLength(1);
   });
 
   it('answers an MCP tools/call past the budget with an isError result carrying the code', async () => {
@@ -143,6 +144,21 @@ describe('rate limits', () => {
     expect(await call()).toMatchObject({ ok: true });
   });
 
+  it('counts a call refused for its rate nothing against the Redis budget (one script counts both)', async () => {
+    const client = sb.client({ rateLimits: { windowS: 600, keyCalls: 2 } });
+    const call = () =>
+      client.call({ workspace: 'ratebudget', agent: 'solo', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 6' } });
+    const answers = [await call(), await call(), await call(), await call()];
+    expect(answers.map((a) => (a.ok ? 'ok' : a.error.code))).toEqual(['ok', 'ok', 'RATE_LIMITED', 'RATE_LIMITED']);
+    // Only the two calls that went ahead are in the workspace's ledger, each under its call key.
+    const ledger = await k.redis.zrange(`${sb.config.prefix}:{budget-ratebudget}:ledger`, 0, -1);
+    expect(new Set(ledger.map((m) => m.slice(0, m.lastIndexOf('|')))).size).toBe(2);
+    expect(ledger.some((m) => m.includes(answers[2]!.callId) || m.includes(answers[3]!.callId))).toBe(false);
+    // The key's counter was spent past its limit once by Redis (the third call); the fourth was
+    // refused from memory, costing Redis nothing.
+    expect(Number(await k.redis.get(`${sb.config.prefix}:{budget-ratebudget}:call-rate:key:a:ratebudget:solo`))).toBe(30);
+  });
+
   it('counts nothing with rateLimits: false (RATE_LIMITS=off)', async () => {
     expect(loadConfig({ RATE_LIMITS: 'off' }).rateLimits).toBe(false);
     expect(loadConfig({ RATE_LIMIT_KEY_CALLS: '2' }).rateLimits).toEqual({ windowS: 60, keyCalls: 2 });
@@ -152,6 +168,6 @@ describe('rate limits', () => {
         await client.call({ workspace: 'free', agent: 'a', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 4' } }),
       ).toMatchObject({ ok: true });
     }
-    expect(await k.redis.keys(`${sb.config.prefix}:call-rate:*free*`)).toEqual([]);
+    expect(await k.redis.keys(`${sb.config.prefix}:{budget-free}:call-rate*`)).toEqual([]);
   });
 });

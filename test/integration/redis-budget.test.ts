@@ -1,13 +1,15 @@
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { CallCompletion } from '../../src/calls/call-completion.ts';
 import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
 import { callKeyOf } from '../../src/contracts/call-identity.ts';
 import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
-import type { Envelope } from '../../src/contracts/envelope.ts';
+import { okEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
-import { publishEvent, STREAM_MAX_LEN } from '../../src/redis/events.ts';
+import { completedEvent, publishEvent, STREAM_MAX_LEN } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
+import { withScripts } from '../../src/redis/lua-scripts.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 // Issue 27's first fill, scaled down: big results from one workspace against a 256 KiB budget.
@@ -98,6 +100,39 @@ describe("a workspace's Redis budget", () => {
     expect(await budget.note('hog', [], later)).toEqual({ held: 0 });
     expect(await redis.exists(keys.redisBudget('hog').ledger, keys.redisBudget('hog').held)).toBe(0);
     expect(await budget.admit('hog', 'pro', [{ callKey: 'k', kind: 'args', bytes: 10, until: later + 1000 }], later)).toBeUndefined();
+  });
+
+  it('sends the notes of one turn as one script per workspace, ahead of the completions of that turn', async () => {
+    const keys = keysFor(sb.config.prefix);
+    const conn = withScripts(connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'));
+    // What goes out on the connection, in order: each script call as it is sent.
+    const sent: string[] = [];
+    const note = conn.agentdbBudgetNote.bind(conn);
+    const complete = conn.agentdbComplete.bind(conn);
+    conn.agentdbBudgetNote = (...args) => (sent.push(String(args[1])), note(...args));
+    conn.agentdbComplete = (...args) => (sent.push('completion'), complete(...args));
+    try {
+      const budget = new WorkspaceRedisBudget(conn, keys);
+      const completion = new CallCompletion(conn, keys, () => budget.flush());
+      const until = Date.now() + 60_000;
+      const done: Promise<void>[] = [];
+      const failed: unknown[] = [];
+      for (const [ws, call] of [
+        ['turn-a', 'a1'],
+        ['turn-b', 'b1'],
+        ['turn-a', 'a2'],
+      ] as const) {
+        budget.noteSoon(ws, [{ callKey: call, kind: 'envelope', bytes: 100, until }], (err) => failed.push(err));
+        const envelope = okEnvelope(call, 'DATA_QUERY_SQL', 1, {});
+        done.push(completion.complete(envelope, completedEvent(envelope, ws, 'scout')));
+      }
+      await Promise.all(done);
+      expect(sent).toEqual([keys.redisBudget('turn-a').ledger, keys.redisBudget('turn-b').ledger, 'completion']);
+      expect(await redis.zrange(keys.redisBudget('turn-a').ledger, 0, -1)).toEqual(['a1|envelope:100', 'a2|envelope:100']);
+      expect(failed).toEqual([]);
+    } finally {
+      conn.disconnect();
+    }
   });
 
   it('refuses to park a call past MAX_PARKED_CALL_BYTES: LIMIT_EXCEEDED, nothing ran, no approval kept', async () => {
