@@ -113,10 +113,17 @@ export class AgentToolset {
   static async open(client: AgentDbClient, opts: AgentToolsOptions): Promise<AgentToolset> {
     const who = `${opts.workspace}/${opts.agent}`;
     const agent = await client.registeredAgent(opts.workspace, opts.agent);
-    if (!agent) throw new AgentDbError('NOT_FOUND', `Agent ${who} is not registered: run "agentdb agents set --workspace ${opts.workspace} --agent ${opts.agent}" first.`);
+    if (!agent)
+      throw new AgentDbError(
+        'NOT_FOUND',
+        `Agent ${who} is not registered: run "agentdb agents set --workspace ${opts.workspace} --agent ${opts.agent}" first.`,
+      );
     const surface = agent.surface;
     if (opts.surface && opts.surface !== surface.kind) {
-      throw new AgentDbError('NOT_PERMITTED', `Agent ${who} is registered with the ${surface.kind} surface (${surface.kind === 'db' ? 'db_*' : 'DATA_*'} tools), not ${opts.surface}.`);
+      throw new AgentDbError(
+        'NOT_PERMITTED',
+        `Agent ${who} is registered with the ${surface.kind} surface (${surface.kind === 'db' ? 'db_*' : 'DATA_*'} tools), not ${opts.surface}.`,
+      );
     }
     const { database } = agent.settings;
     if (database === 'off') throw new AgentDbError('DATABASE_OFF', `Agent ${who} is registered with settings.database "off": it has no database tools.`);
@@ -143,7 +150,9 @@ export class AgentToolset {
    * new arguments.
    */
   callIdFor(name: string, args: unknown, frameworkCallId: string): string {
-    const digest = createHash('sha256').update(JSON.stringify([this.opts.workspace, this.opts.agent, name, frameworkCallId, args ?? {}])).digest('base64url');
+    const digest = createHash('sha256')
+      .update(JSON.stringify([this.opts.workspace, this.opts.agent, name, frameworkCallId, args ?? {}]))
+      .digest('base64url');
     return `fw_${digest.slice(0, 40)}`;
   }
 
@@ -191,7 +200,10 @@ export class AgentToolset {
     const approver = this.opts.approver;
     const decision = d.approved ? 'approve' : 'reject';
     if (!approver) {
-      throw new AgentDbError('NOT_PERMITTED', `Call ${parked.callId} was ${decision}d in the app, but the adapter has no approver (a member key or a decider) to record it in agentdb as.`);
+      throw new AgentDbError(
+        'NOT_PERMITTED',
+        `Call ${parked.callId} was ${decision}d in the app, but the adapter has no approver (a member key or a decider) to record it in agentdb as.`,
+      );
     }
     const proof = typeof approver === 'function' ? await approver({ callId: parked.callId, tool: parked.tool, approval: parked.approval, decision }) : approver;
     const result = await this.client.decide(parked.approval.id, { ...proof, decision, ...(d.reason ? { reason: d.reason } : {}) } as Decision);

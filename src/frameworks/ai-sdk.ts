@@ -53,12 +53,14 @@ export async function agentDbTools(client: AgentDbClient, opts: AiSdkToolsOption
   const toolset = await AgentToolset.open(client, opts);
   // A write's answer when it was not parked: the approval check ran it already.
   const ran = new Map<string, ToolAnswer>();
-  const approvalOf = (t: FrameworkTool) => async (input: unknown, { toolCallId }: { toolCallId: string }) => {
-    const started = await toolset.start(t.name, input, toolCallId);
-    if (started.parked) return { type: 'user-approval' as const, reason: `agentdb approval ${started.approval.id} (call ${started.callId})` };
-    ran.set(toolset.callIdFor(t.name, input, toolCallId), started.answer);
-    return undefined;
-  };
+  const approvalOf =
+    (t: FrameworkTool) =>
+    async (input: unknown, { toolCallId }: { toolCallId: string }) => {
+      const started = await toolset.start(t.name, input, toolCallId);
+      if (started.parked) return { type: 'user-approval' as const, reason: `agentdb approval ${started.approval.id} (call ${started.callId})` };
+      ran.set(toolset.callIdFor(t.name, input, toolCallId), started.answer);
+      return undefined;
+    };
   const tools: Record<string, Tool> = {};
   const toolApproval: AiSdkAgentDb['toolApproval'] = {};
   for (const t of toolset.tools) {
@@ -123,6 +125,8 @@ export async function agentDbTools(client: AgentDbClient, opts: AiSdkToolsOption
 function requestedCall(messages: ModelMessage[], approvalId: string): { toolCallId: string; toolName: string; input: unknown } | undefined {
   const parts = messages.flatMap((m) => (m.role === 'assistant' && typeof m.content !== 'string' ? m.content : []));
   const request = parts.find((p) => p.type === 'tool-approval-request' && p.approvalId === approvalId) as { toolCallId: string } | undefined;
-  const call = parts.find((p) => p.type === 'tool-call' && p.toolCallId === request?.toolCallId) as { toolCallId: string; toolName: string; input: unknown } | undefined;
+  const call = parts.find((p) => p.type === 'tool-call' && p.toolCallId === request?.toolCallId) as
+    | { toolCallId: string; toolName: string; input: unknown }
+    | undefined;
   return call;
 }

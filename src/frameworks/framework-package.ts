@@ -38,7 +38,10 @@ export async function loadFramework<T>(pkg: FrameworkPackage): Promise<T> {
   const [major, minor] = (version ?? '').split('.').map(Number);
   const supported = pkg.minors ? major === 0 && pkg.minors.includes(minor ?? -1) : pkg.majors.includes(major ?? -1);
   if (!supported) {
-    throw new AgentDbError('UNSUPPORTED_FRAMEWORK', `${pkg.adapter} supports ${pkg.name} ${wanted}; ${version ?? 'an unknown version'} is installed: ${install}.`);
+    throw new AgentDbError(
+      'UNSUPPORTED_FRAMEWORK',
+      `${pkg.adapter} supports ${pkg.name} ${wanted}; ${version ?? 'an unknown version'} is installed: ${install}.`,
+    );
   }
   return (await import(pkg.module)) as T;
 }
