@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { AgentDbClient, AwaitingAnswer, CallAnswer, Decision } from '../calls/client.ts';
 import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
@@ -221,8 +221,11 @@ export class AgentToolset {
 
   /** The framework's call as agentdb's: the surface's checks, the bound scope, strict mode's nulls. */
   private plan(name: string, args: unknown, frameworkCallId: string): Planned {
-    const callId = this.callIdFor(name, args, frameworkCallId);
-    const base = { callId, workspace: this.opts.workspace, agent: this.opts.agent, settings: this.settings };
+    // A read has no id of its own: never parked, it is never joined again, and an id of the
+    // caller's own costs a claim in Redis and one in the ledger on disk.
+    const own = this.tiers.get(name) !== 'read';
+    const callId = own ? this.callIdFor(name, args, frameworkCallId) : randomUUID();
+    const base = { ...(own ? { callId } : {}), workspace: this.opts.workspace, agent: this.opts.agent, settings: this.settings };
     const tool = this.tools.find((t) => t.name === name);
     const given = tool && args && typeof args === 'object' && !Array.isArray(args) ? absentNulls(args as Record<string, unknown>, tool.inputSchema) : args;
     if (this.surface.kind === 'db') {
