@@ -162,6 +162,24 @@ describe('agentdb/openai-agents', () => {
     expect(resumed.finalOutput).toMatch(FENCE);
   });
 
+  it('a decider callback names who decided: told the call and its approval, recorded as that member on the runtime\'s word', async () => {
+    const asked: { tool: string; decision: string; approvalId: string }[] = [];
+    const db = await agentDbTools(svc.client, {
+      workspace: 'acme',
+      agent: 'clerk',
+      approver: (ask) => {
+        asked.push({ tool: ask.tool, decision: ask.decision, approvalId: ask.approval.id });
+        return { by: 'ada', operator: true };
+      },
+    });
+    const { agent, result } = await parkWrite(db, 'w4', 'CREATE TABLE bycallback (x)');
+    await db.approve(result.state, result.interruptions[0]!);
+    await runner.run(agent, result.state);
+    const [approved] = (await svc.approvals('approved')).filter((a) => a.sql === 'CREATE TABLE bycallback (x)');
+    expect(approved).toMatchObject({ decidedBy: 'ada', decidedVia: 'operator' });
+    expect(asked).toEqual([{ tool: 'DATA_WRITE_SQL', decision: 'approve', approvalId: approved!.id }]);
+  });
+
   it('refuses at once a surface or scope the registration does not give', async () => {
     await expect(agentDbTools(svc.client, { workspace: 'acme', agent: 'legacy', surface: 'data' })).rejects.toMatchObject({ code: 'NOT_PERMITTED' });
     await expect(agentDbTools(svc.client, { workspace: 'acme', agent: 'legacy', scope: 'workspace' })).rejects.toMatchObject({ code: 'NOT_PERMITTED' });
