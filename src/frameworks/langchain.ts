@@ -11,6 +11,7 @@ import type * as LangChainTools from '@langchain/core/tools';
 import type { StructuredToolInterface } from '@langchain/core/tools';
 import type * as LangGraph from '@langchain/langgraph';
 import type { AgentDbClient } from '../calls/client.ts';
+import { AgentDbError } from '../errors.ts';
 import { AgentToolset, type AgentToolsOptions, type FrameworkTool } from './agent-toolset.ts';
 import { loadFramework } from './framework-package.ts';
 
@@ -74,9 +75,15 @@ export async function agentDbTools(client: AgentDbClient, opts: AgentToolsOption
           callId: started.callId,
           approval: started.approval,
         });
+        if (resume?.decision !== 'approve' && resume?.decision !== 'reject') {
+          throw new AgentDbError(
+            'INVALID_ARGUMENTS',
+            `Resume agentdb's interrupt with { decision: "approve" | "reject", reason? }, not ${JSON.stringify(resume) ?? 'nothing'}.`,
+          );
+        }
         const answer = await toolset.finish(t.name, input, toolCallId, {
-          approved: resume?.decision === 'approve',
-          ...(resume?.reason ? { reason: resume.reason } : {}),
+          approved: resume.decision === 'approve',
+          ...(resume.reason ? { reason: resume.reason } : {}),
         });
         return [answer.text, answer.data];
       },

@@ -147,6 +147,13 @@ describe('agentdb/langchain', () => {
     expect(String(out.messages.at(-1)!.content)).toMatch(FENCE);
   });
 
+  it('a resume value that is no decision decides nothing: the call stays parked and the tool answers INVALID_ARGUMENTS', async () => {
+    const { graph, config, value } = await parkWrite('w4', 'CREATE TABLE maybe (x)', { approver: { key: svc.key } });
+    const out = await graph.invoke(new Command({ resume: { decision: 'maybe' } }), config);
+    expect(String(out.messages.at(-1)!.content)).toContain('INVALID_ARGUMENTS');
+    expect(await svc.approvals('pending')).toContainEqual(expect.objectContaining({ id: value.approval.id }));
+  });
+
   it('refuses at once a surface the registration does not give', async () => {
     await expect(agentDbTools(svc.client, { workspace: 'acme', agent: 'clerk', surface: 'db' })).rejects.toMatchObject({ code: 'NOT_PERMITTED' });
   });
