@@ -250,7 +250,8 @@ export const ERRORS = {
     status: 503,
   },
   UNSUPPORTED_FRAMEWORK: {
-    message: 'A framework adapter (agentdb/ai-sdk, agentdb/openai-agents, agentdb/langchain) cannot load: its framework package is missing, or of a major version it does not support.',
+    message:
+      'A framework adapter (agentdb/ai-sdk, agentdb/openai-agents, agentdb/langchain) cannot load: its framework package is missing, or of a major version it does not support.',
     hint: 'Install the package at a version the message names (an optional peer dependency of agentdb), or import the adapter of the framework you use.',
     retryable: false,
     status: 500,

@@ -162,7 +162,7 @@ describe('agentdb/openai-agents', () => {
     expect(resumed.finalOutput).toMatch(FENCE);
   });
 
-  it('a decider callback names who decided: told the call and its approval, recorded as that member on the runtime\'s word', async () => {
+  it("a decider callback names who decided: told the call and its approval, recorded as that member on the runtime's word", async () => {
     const asked: { tool: string; decision: string; approvalId: string }[] = [];
     const db = await agentDbTools(svc.client, {
       workspace: 'acme',
