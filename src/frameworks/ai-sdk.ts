@@ -1,5 +1,5 @@
 /**
- * agentdb's tools for the Vercel AI SDK (`ai` 6 or 7): `import { agentDbTools } from 'agentdb/ai-sdk'`.
+ * agentdb's tools for the Vercel AI SDK (`ai` 7, the current major): `import { agentDbTools } from 'agentdb/ai-sdk'`.
  * A write that agentdb parks for a person goes through the SDK's own tool approval: its tool
  * call ends the run with a `tool-approval-request`, which the app's approval UI shows.
  * @packageDocumentation
@@ -12,7 +12,7 @@ import { loadFramework } from './framework-package.ts';
 
 export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof, ToolAnswer } from './agent-toolset.ts';
 
-const ai = await loadFramework<typeof Ai>({ adapter: 'agentdb/ai-sdk', name: 'ai', module: 'ai', majors: [6, 7] });
+const ai = await loadFramework<typeof Ai>({ adapter: 'agentdb/ai-sdk', name: 'ai', module: 'ai', majors: [7] });
 
 /** Options of {@link agentDbTools}. */
 export interface AiSdkToolsOptions extends AgentToolsOptions {

@@ -142,7 +142,7 @@ for (const sub of ${JSON.stringify(FRAMEWORKS)}) {
 console.log(JSON.stringify(out));\n`,
     );
     const missing = JSON.parse((await run(process.execPath, ['frameworks.mjs'], { cwd: app })).stdout) as Record<string, { code: string; message: string }>;
-    expect(missing['ai-sdk']).toMatchObject({ code: 'UNSUPPORTED_FRAMEWORK', message: expect.stringContaining('needs the package ai (6.x or 7.x)') });
+    expect(missing['ai-sdk']).toMatchObject({ code: 'UNSUPPORTED_FRAMEWORK', message: expect.stringContaining('needs the package ai (7.x)') });
     expect(missing['openai-agents']).toMatchObject({ code: 'UNSUPPORTED_FRAMEWORK', message: expect.stringContaining('@openai/agents') });
     expect(missing.langchain).toMatchObject({ code: 'UNSUPPORTED_FRAMEWORK', message: expect.stringContaining('@langchain/core') });
 
