@@ -186,6 +186,15 @@ describe('agentdb/ai-sdk', () => {
     expect(sentLast(model)).toMatchObject({ type: 'tool-result', output: { type: 'text', value: expect.stringMatching(FENCE) } });
   });
 
+  it("configured on generateText (toolApproval), a parked write asks for user approval naming agentdb's approval", async () => {
+    const db = await agentDbTools(svc.client, { workspace: 'acme', agent: 'clerk', approver: { key: svc.key } });
+    const model = scripted([() => [call('t1', 'DATA_WRITE_SQL', { sql: 'CREATE TABLE viaconfig (x)', rationale: 'keep a log' })]]);
+    const first = await generateText({ model, tools: db.tools, toolApproval: db.toolApproval, stopWhen: stepCountIs(5), prompt: 'log it' });
+    const request = first.content.find((c) => c.type === 'tool-approval-request') as { reason?: string } | undefined;
+    const [pending] = (await svc.approvals('pending')).filter((a) => a.sql === 'CREATE TABLE viaconfig (x)');
+    expect(request?.reason).toBe(`agentdb approval ${pending!.id} (call ${pending!.callId})`);
+  });
+
   it('the db_* surface: require-approval parks db_exec as an SDK approval', async () => {
     // Its table made by the runtime itself: the surface's schemaMode is read.
     await svc.client.call({
