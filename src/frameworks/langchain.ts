@@ -10,6 +10,7 @@
 import type * as LangChainTools from '@langchain/core/tools';
 import type { StructuredToolInterface } from '@langchain/core/tools';
 import type * as LangGraph from '@langchain/langgraph';
+import { z } from 'zod';
 import type { AgentDbClient } from '../calls/client.ts';
 import { AgentDbError } from '../errors.ts';
 import { AgentToolset, type AgentToolsOptions, type FrameworkTool } from './agent-toolset.ts';
@@ -87,7 +88,10 @@ export async function agentDbTools(client: AgentDbClient, opts: AgentToolsOption
         });
         return [answer.text, answer.data];
       },
-      { name: t.name, description: t.description, schema: t.inputSchema, responseFormat: 'content_and_artifact' },
+      // The contract as the model's JSON Schema (zod's meta), checked by agentdb alone: LangChain
+      // checks a JSON Schema itself before the tool runs, and answers what it rejects in its own
+      // words, where agentdb answers INVALID_ARGUMENTS naming the field, with a hint.
+      { name: t.name, description: t.description, schema: z.any().meta(t.inputSchema), responseFormat: 'content_and_artifact' },
     ) as unknown as StructuredToolInterface;
   const owns = (value: unknown): value is AgentDbInterrupt =>
     !!value && typeof value === 'object' && (value as AgentDbInterrupt).kind === 'agentdb.approval' && !!toolset.tierOf((value as AgentDbInterrupt).tool);
