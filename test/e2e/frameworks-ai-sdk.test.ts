@@ -104,7 +104,11 @@ describe('agentdb/ai-sdk', () => {
     const db = await agentDbTools(svc.client, { workspace: 'acme', agent: 'scout' });
     const seen: string[] = [];
     const model = scripted([
-      () => [call('r1', 'DATA_QUERY_SQL', { sql: 'SELECT body FROM note' })],
+      () => [call('r0', 'DATA_QUERY_SQL', { query: 'SELECT body FROM note' })],
+      (p) => {
+        seen.push(lastToolText(p));
+        return [call('r1', 'DATA_QUERY_SQL', { sql: 'SELECT body FROM note' })];
+      },
       (p) => {
         seen.push(lastToolText(p));
         return [call('r2', 'DATA_QUERY_SQL', { sql: 'SELECT count(*) AS n FROM notes' })];
@@ -115,6 +119,8 @@ describe('agentdb/ai-sdk', () => {
       },
     ]);
     await generateText({ model, tools: db.tools, stopWhen: stepCountIs(5), prompt: 'count my notes' });
+    // Bad arguments reach agentdb: its code and the field named, not the SDK's own check.
+    expect(seen.shift()).toMatch(/^INVALID_ARGUMENTS\n[\s\S]*sql[\s\S]*\nHint: /);
     expect(seen[0]).toMatch(/^SQL_ERROR\n/);
     expect(seen[0]).toContain('no such table: note');
     expect(seen[0]).toMatch(/\nHint: .+DATA_DESCRIBE_SCHEMA/);

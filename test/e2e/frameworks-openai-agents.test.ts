@@ -100,7 +100,11 @@ describe('agentdb/openai-agents', () => {
     const db = await agentDbTools(svc.client, { workspace: 'acme', agent: 'scout', scope: 'agent' });
     const seen: string[] = [];
     const model = new ScriptedModel([
-      () => [call('r1', 'DATA_QUERY_SQL', { sql: 'SELECT body FROM note', params: null, max_rows: null })],
+      () => [call('r0', 'DATA_QUERY_SQL', { sql: '', params: null, max_rows: null })],
+      (input) => {
+        seen.push(lastResult(input));
+        return [call('r1', 'DATA_QUERY_SQL', { sql: 'SELECT body FROM note', params: null, max_rows: null })];
+      },
       (input) => {
         seen.push(lastResult(input));
         return [call('r2', 'DATA_QUERY_SQL', { sql: 'SELECT count(*) AS n FROM notes', params: null, max_rows: null })];
@@ -111,6 +115,8 @@ describe('agentdb/openai-agents', () => {
       },
     ]);
     await runner.run(new Agent({ name: 'scout', model, tools: db.tools }), 'count my notes');
+    // Bad arguments reach agentdb: its code and the field named.
+    expect(seen.shift()).toMatch(/^INVALID_ARGUMENTS\n[\s\S]*sql[\s\S]*\nHint: /);
     expect(seen[0]).toMatch(/^SQL_ERROR\n/);
     expect(seen[0]).toContain('no such table: note');
     expect(seen[0]).toMatch(/\nHint: .+DATA_DESCRIBE_SCHEMA/);
