@@ -22,6 +22,8 @@ const LAYERS = [
   { name: 'schedule', path: '^src/schedule/' },
   { name: 'doctor', path: '^src/doctor/' },
   { name: 'mcp', path: '^src/mcp/' },
+  // The framework adapters (agentdb/ai-sdk, …): over the client, formatting answers as MCP does.
+  { name: 'frameworks', path: '^src/frameworks/' },
   { name: 'http', path: '^src/http/' },
   { name: 'cli', path: '^src/cli/' },
   // The package's entry (the client library's exports) and the process entry points.

@@ -17,6 +17,7 @@ import { benchEffect, printEffect } from './effect.ts';
 import { benchAsOf, printAsOf } from './as-of.ts';
 import { benchBlobUpload } from './blob-upload.ts';
 import { benchMcp } from './mcp.ts';
+import { benchAdapters, printAdapters } from './adapters.ts';
 import { benchFairBurst, printFairBurst } from './fair-burst.ts';
 import { benchWeb, printWeb } from './web.ts';
 import { childPids } from './cpu.ts';
@@ -48,7 +49,8 @@ const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
  * `redis-fill`: only issue 27's hostile fills of Redis (its own redis-server); `fair-burst`: only a
  * quiet workspace's reads under a burst of fresh workspaces; `effect`: only what a parked write's
  * effect costs against the write (1, 100 and 10,000 rows changed); `as-of`: only a read of the past's
- * first and kept time against the same read of the live database.
+ * first and kept time against the same read of the live database; `adapters`: only a PK read
+ * through each framework adapter's tool against the bare client (issue 30).
  */
 const ONLY = process.env.BENCH_ONLY ?? (process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined);
 /** The abandoned-waits scenario: as the hostile review ran it (20,000 waits, each aborted after 150 ms). */
@@ -132,8 +134,9 @@ async function only(name: string) {
     printAsOf(costs);
     return;
   }
+  if (name === 'adapters') return onlyAdapters();
   if (name !== 'mcp')
-    throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst, effect, as-of)`);
+    throw new Error(`bench: no scenario ${JSON.stringify(name)} to run alone (known: mcp, abandoned-waits, redis-fill, fair-burst, effect, as-of, adapters)`);
   const prefix = `bench-${randomUUID().slice(0, 8)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
   const config = loadConfig({ REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(CONCURRENCY) });
@@ -145,6 +148,24 @@ async function only(name: string) {
       `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms; ${mcp.httpConnections} HTTP connection(s)`,
     );
   } finally {
+    await deleteKeys(prefix);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** `--only adapters`: a PK read through each framework adapter's tool against the bare client, one worker process serving both. */
+async function onlyAdapters() {
+  const prefix = `bench-${randomUUID().slice(0, 8)}`;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-'));
+  const env = { REDIS_URL, AGENTDB_PREFIX: prefix, AGENTDB_DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(CONCURRENCY), RATE_LIMITS: 'off' };
+  const config = loadConfig(env);
+  const { child } = await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/);
+  try {
+    const adapters = await benchAdapters(config, { calls: SEQ_CALLS, rounds: ROUNDS });
+    console.log(JSON.stringify(adapters));
+    printAdapters(adapters);
+  } finally {
+    await stopProcess(child);
     await deleteKeys(prefix);
     rmSync(dataDir, { recursive: true, force: true });
   }

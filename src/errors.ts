@@ -261,6 +261,13 @@ export const ERRORS = {
     retryable: true,
     status: 503,
   },
+  UNSUPPORTED_FRAMEWORK: {
+    message:
+      'A framework adapter (agentdb/ai-sdk, agentdb/openai-agents, agentdb/langchain) cannot load: its framework package is missing, or of a major version it does not support.',
+    hint: 'Install the package at a version the message names (an optional peer dependency of agentdb), or import the adapter of the framework you use.',
+    retryable: false,
+    status: 500,
+  },
   INTERNAL: {
     message: 'agentdb failed on its own account.',
     hint: 'Report the call id to an operator.',

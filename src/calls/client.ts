@@ -17,6 +17,7 @@ import { EventReader, latestEventId, type StreamedEvent } from '../redis/events.
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
+import { AgentRegistry, type RegisteredAgent } from '../registry/agents.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { awaiting, within, type AwaitingAnswer, type CallAnswer, type Decision, type FinishedAnswer, type PendingAnswer } from './call-answers.ts';
 import { awaitCompletion } from './call-completion-wait.ts';
@@ -350,6 +351,15 @@ export class AgentDbClient {
       (why) => unavailable(callId, '', why, true),
       opts.signal,
     );
+  }
+
+  /**
+   * The registered agent `agent` of `workspace` (`agentdb agents set`): its settings and tool
+   * surface, or undefined when it is not registered. The framework adapters build their tools
+   * from it, so a runtime offers a model exactly what the registration allows.
+   */
+  async registeredAgent(workspace: string, agent: string): Promise<RegisteredAgent | undefined> {
+    return new AgentRegistry(this.redis, this.keys).get(workspace, agent);
   }
 
   /** The waits this client holds now: calls listened for, waits on them, looks at their jobs scheduled. */

@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,13 +65,18 @@ function installOffline(tarball: string): void {
 }
 
 const BIN = () => path.join(app, 'node_modules/.bin/agentdb');
+/** The framework adapters' subpaths. */
+const FRAMEWORKS = ['ai-sdk', 'openai-agents', 'langchain'];
 
 describe('the packed package, installed into an empty project', () => {
   it('ships built JavaScript and declarations only, with tsx no dependency of it', () => {
     const manifest = JSON.parse(readFileSync(path.join(app, 'node_modules/agentdb/package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
     expect(manifest.dependencies).not.toHaveProperty('tsx');
     expect(manifest.bin).toEqual({ agentdb: './dist/bin/agentdb.js' });
-    expect(manifest.exports).toEqual({ '.': { types: './dist/src/index.d.ts', default: './dist/src/index.js' } });
+    expect(manifest.exports).toEqual({
+      '.': { types: './dist/src/index.d.ts', default: './dist/src/index.js' },
+      ...Object.fromEntries(FRAMEWORKS.map((sub) => [`./${sub}`, { types: `./dist/src/frameworks/${sub}.d.ts`, default: `./dist/src/frameworks/${sub}.js` }])),
+    });
     expect(() => readFileSync(path.join(app, 'node_modules/agentdb/src/index.ts'))).toThrow();
     expect(() => readFileSync(path.join(app, 'node_modules/tsx/package.json'))).toThrow();
     // The web page's script, compiled by the build: `agentdb start` serves it from this file.
@@ -109,7 +114,7 @@ export async function resolve(specifier, context, next) {
   });
 
   it('is imported by plain Node: a call through a worker started from the built binary, whose executor child is forked from the build', async () => {
-    worker = await startWorker();
+    worker ??= await startWorker();
     writeFileSync(
       path.join(app, 'use.mjs'),
       `import { AgentDbClient } from 'agentdb';
@@ -125,6 +130,58 @@ console.log(JSON.stringify([made, read]));\n`,
       expect.objectContaining({ ok: true, result: expect.objectContaining({ changes: 0 }) }),
       expect.objectContaining({ ok: true, result: expect.objectContaining({ rows: [[42]] }) }),
     ]);
+  });
+
+  it('imports each framework subpath: without its framework it throws naming the package, with it the agent gets its tools', async () => {
+    writeFileSync(
+      path.join(app, 'frameworks.mjs'),
+      `const out = {};
+for (const sub of ${JSON.stringify(FRAMEWORKS)}) {
+  out[sub] = await import('agentdb/' + sub).then(() => 'loaded', (err) => ({ code: err.code, message: err.message }));
+}
+console.log(JSON.stringify(out));\n`,
+    );
+    const missing = JSON.parse((await run(process.execPath, ['frameworks.mjs'], { cwd: app })).stdout) as Record<string, { code: string; message: string }>;
+    expect(missing['ai-sdk']).toMatchObject({ code: 'UNSUPPORTED_FRAMEWORK', message: expect.stringContaining('needs the package ai (7.x)') });
+    expect(missing['openai-agents']).toMatchObject({ code: 'UNSUPPORTED_FRAMEWORK', message: expect.stringContaining('@openai/agents') });
+    expect(missing.langchain).toMatchObject({ code: 'UNSUPPORTED_FRAMEWORK', message: expect.stringContaining('@langchain/core') });
+
+    // The frameworks as an app installs them beside agentdb: the repository's, linked in.
+    for (const pkg of ['ai', '@openai/agents', '@langchain/core', '@langchain/langgraph']) {
+      mkdirSync(path.dirname(path.join(app, 'node_modules', pkg)), { recursive: true });
+      symlinkSync(path.join(REPO, 'node_modules', pkg), path.join(app, 'node_modules', pkg), 'dir');
+    }
+    for (const cmd of [
+      ['workspaces', 'set', '--workspace', 'acme', '--plan', 'pro'],
+      ['agents', 'set', '--workspace', 'acme', '--agent', 'framed', '--database', 'agent'],
+    ]) {
+      await run(process.execPath, [BIN(), ...cmd], { env: { ...process.env, ...sb.env } });
+    }
+    worker ??= await startWorker();
+    writeFileSync(
+      path.join(app, 'framed.mjs'),
+      `import { AgentDbClient } from 'agentdb';
+const client = new AgentDbClient({ redisUrl: process.env.REDIS_URL, prefix: process.env.AGENTDB_PREFIX, shardCount: 4 });
+const who = { workspace: 'acme', agent: 'framed' };
+const out = {};
+for (const sub of ${JSON.stringify(FRAMEWORKS)}) {
+  const { agentDbTools } = await import('agentdb/' + sub);
+  const db = await agentDbTools(client, who);
+  out[sub] = (Array.isArray(db.tools) ? db.tools.map((t) => t.name) : Object.keys(db.tools)).sort();
+}
+const { agentDbTools } = await import('agentdb/ai-sdk');
+const db = await agentDbTools(client, who);
+out.read = await db.tools.DATA_QUERY_SQL.execute({ sql: 'SELECT 6 * 7 AS n' }, { toolCallId: 'c1', messages: [] });
+await client.close();
+console.log(JSON.stringify(out));\n`,
+    );
+    const framed = JSON.parse((await run(process.execPath, ['framed.mjs'], { cwd: app, env: { ...process.env, ...sb.env } })).stdout) as Record<
+      string,
+      unknown
+    >;
+    const names = ['DATA_DESCRIBE_SCHEMA', 'DATA_DROP_TABLE', 'DATA_QUERY_SQL', 'DATA_WRITE_SQL'];
+    for (const sub of FRAMEWORKS) expect(framed[sub], sub).toEqual(names);
+    expect(framed.read).toMatchObject({ isError: false, data: { rows: [[42]] } });
   });
 
   it('type-checks the TypeScript snippets of the README and docs/ with tsc, answers narrowing on ok and status', async () => {
