@@ -70,7 +70,7 @@ describe('agentdb/openai-agents', () => {
     const db = await agentDbTools(svc.client, { workspace: 'acme', agent: 'scout' });
     const query = db.tools.find((t) => t.name === 'DATA_QUERY_SQL')!;
     expect(query.strict).toBe(true);
-    expect(query.parameters).toMatchObject({ additionalProperties: false, required: ['sql', 'params', 'max_rows', 'scope', 'agent'] });
+    expect(query.parameters).toMatchObject({ additionalProperties: false, required: ['sql', 'params', 'max_rows', 'as_of', 'scope', 'agent'] });
     expect(JSON.stringify(query.parameters)).not.toMatch(/"(minLength|maxLength|default|minimum|maximum)"/);
   });
 

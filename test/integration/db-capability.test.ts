@@ -30,7 +30,15 @@ describe('db() over a client, against a running worker (db-capability.md)', () =
   it('gives db_query and db_schema in read mode, db_exec too in a write mode, with the documented schemas', () => {
     const read = db({ client, workspace: 'cap', agent: 'reader' });
     expect(read.map((t) => [t.name, t.inputSchema])).toEqual([
-      ['db_query', { additionalProperties: false, properties: { statement: { type: 'string' } }, type: 'object', required: ['statement'] }],
+      [
+        'db_query',
+        {
+          additionalProperties: false,
+          properties: { statement: { type: 'string' }, as_of: expect.objectContaining({ type: 'string' }) },
+          type: 'object',
+          required: ['statement'],
+        },
+      ],
       ['db_schema', { additionalProperties: false, properties: {}, type: 'object' }],
     ]);
     const write = db({ client, workspace: 'cap', agent: 'reader', schemaMode: 'write' });
