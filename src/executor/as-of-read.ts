@@ -62,6 +62,7 @@ export function readAsOf(
   }
   const kept = momentFile(dataDir, db.id, plan, asOf.build === true);
   if (!kept) return { ok: true, result: null, asOf: { needsRoom: momentBytes(plan) } };
+  if (asOf.buildOnly) return { ok: true, result: null, asOf: { materialised: kept.materialised } };
   const result = read(connection(kept.file));
   return { ok: true, result: { ...result, asOf: { restoredTo: new Date(plan.restoredTo).toISOString() } }, asOf: { materialised: kept.materialised } };
 }
