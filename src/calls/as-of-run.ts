@@ -46,5 +46,24 @@ export async function runAsOf(
       return { ok: false, error: { code: 'QUOTA_EXCEEDED', detail: (err as AgentDbError).detail ?? 'the workspace is past its disk quota' } };
     }
   }
-  return executor.run({ ...request, asOf: { ...request.asOf, build: true }, timeoutMs: MOMENT_BUILD_MS });
+  // The restore alone gets MOMENT_BUILD_MS; the read then runs as any read, under the statement
+  // limit. Run together, the agent's statement had the restore's 10 minutes: a runaway read of
+  // each fresh moment held an executor child 10 minutes, not STATEMENT_TIMEOUT_MS (review 19, H27).
+  let materialised = false;
+  for (let attempt = 0; attempt < BUILD_ATTEMPTS; attempt++) {
+    const built = await executor.run({ ...request, asOf: { ...request.asOf, build: true, buildOnly: true }, timeoutMs: MOMENT_BUILD_MS });
+    if (!built.ok) return built;
+    materialised ||= built.asOf?.materialised === true;
+    const read = await executor.run(request);
+    // Dropped between the two (swept, or the workspace's quota made room): restored again.
+    if (read.ok && read.asOf?.needsRoom !== undefined) continue;
+    return read.ok ? { ...read, asOf: { materialised } } : read;
+  }
+  return {
+    ok: false,
+    error: { code: 'UNAVAILABLE', detail: `the moment of ${request.db.id} restored for this read was dropped before it could be read; try again` },
+  };
 }
+
+/** Restores of a moment a read tries before giving up, when the moment is dropped before its read each time. */
+const BUILD_ATTEMPTS = 3;

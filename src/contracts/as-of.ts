@@ -34,8 +34,8 @@ function parsedAsOf(raw: string): AsOf | undefined {
   const text = raw.trim();
   if (/^\d+(\.\d+)?$/.test(text)) return moment(Math.round(Number(text) * 1000));
   if (/^\d{4}-\d\d-\d\d/.test(text)) {
-    // As restores read times: one without a zone is UTC.
-    const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || !text.includes('T') ? text : `${text}Z`;
+    // As restores read times: one without a zone is UTC, its time after a T or a space alike.
+    const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || /^\d{4}-\d\d-\d\d$/.test(text) ? text : `${text}Z`;
     return moment(Date.parse(zoned));
   }
   return /^[A-Za-z0-9_-]{1,128}$/.test(text) ? { callId: text } : undefined;

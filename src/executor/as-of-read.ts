@@ -16,6 +16,13 @@ const DEFAULT_KEEP_MS = 15 * 60_000;
 /** How often, at most, a child sweeps moments past their keep (on a read of the past). */
 const SWEEP_EVERY_MS = 60_000;
 let sweptAt = 0;
+/**
+ * How often a child holding connections to kept moments looks for files dropped under them (the
+ * quota's `dropMoments` in the worker, another child's sweep): an unlinked file's disk comes back
+ * only once closed, and until then it is counted against no workspace (review 19, H29).
+ */
+const CLOSE_DROPPED_EVERY_MS = 5_000;
+let closer: NodeJS.Timeout | undefined;
 
 /**
  * Runs `read` against `db` as it was at the moment `asOf` names: the moment planned from the
@@ -37,8 +44,9 @@ export function readAsOf(
   if (now - sweptAt >= SWEEP_EVERY_MS) {
     sweptAt = now;
     sweepMoments(dataDir, history.opts.asOfKeepMs ?? DEFAULT_KEEP_MS, now);
-    closeDropped();
   }
+  // At most MAX_CONNECTIONS stats: a file dropped since the last read is let go before another is built.
+  closeDropped();
   const key = `${db.id}\n${'at' in asOf.target ? asOf.target.at : asOf.target.callKeys.join('\n')}`;
   let plan = reusablePlan(key, now);
   if (!plan) {
@@ -54,6 +62,7 @@ export function readAsOf(
   }
   const kept = momentFile(dataDir, db.id, plan, asOf.build === true);
   if (!kept) return { ok: true, result: null, asOf: { needsRoom: momentBytes(plan) } };
+  if (asOf.buildOnly) return { ok: true, result: null, asOf: { materialised: kept.materialised } };
   const result = read(connection(kept.file));
   return { ok: true, result: { ...result, asOf: { restoredTo: new Date(plan.restoredTo).toISOString() } }, asOf: { materialised: kept.materialised } };
 }
@@ -113,7 +122,29 @@ function connection(file: string): Database.Database {
     connections.delete(oldest);
     closeConnection(entry.conn);
   }
+  watchDropped();
   return conn;
+}
+
+/**
+ * Closes connections to dropped moments every {@link CLOSE_DROPPED_EVERY_MS} while any is open,
+ * with no read of the past needed: a child that read a moment and then read only live databases
+ * (or nothing) would otherwise hold the dropped file's disk until it stops. Never keeps the child up.
+ */
+function watchDropped(): void {
+  if (closer) return;
+  closer = setInterval(() => {
+    try {
+      closeDropped();
+    } catch {
+      // Tried again at the next tick, or by the next read of the past.
+    }
+    if (connections.size === 0) {
+      clearInterval(closer);
+      closer = undefined;
+    }
+  }, CLOSE_DROPPED_EVERY_MS);
+  closer.unref();
 }
 
 /** Closes the connections whose file was dropped, so that its disk comes back. */

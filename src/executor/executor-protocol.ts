@@ -23,6 +23,11 @@ export type { AsOfTarget, DbTarget, HistoryOptions, Param, RecordedOutcome, Rest
 export interface AsOfRead {
   target: AsOfTarget;
   build?: true;
+  /**
+   * Restore the moment (with `build`) and answer without reading it (`result: null`): the
+   * restore runs under its own limit, the read after it under the statement's (review 19, H27).
+   */
+  buildOnly?: true;
 }
 
 /**

@@ -18,6 +18,8 @@ export const LANE_BAN_MS = 10 * 60_000;
  * snapshots, browsing, record lookups: work whose cost the statement text does not tell).
  */
 export function statementKey(workspace: string, req: ExecRequest): string | undefined {
+  // Restoring a moment for a read of the past: a restore's work, whatever the statement's text.
+  if ((req.op === 'describe' || req.op === 'query') && req.asOf?.build) return undefined;
   if (req.op === 'describe') return `${workspace}\0describe`;
   if (req.op !== 'query' && req.op !== 'write') return undefined;
   // A digest, not the text: a record is a few dozen bytes whatever the SQL's length.

@@ -35,7 +35,8 @@ export function parseMoment(at: string | number): number {
   }
   const text = at.trim();
   if (/^\d+(\.\d+)?$/.test(text)) return inDateRange(Math.round(Number(text) * 1000), at);
-  const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || !text.includes('T') ? text : `${text}Z`;
+  // Without a zone, UTC: a time after a space too (Date.parse reads "2026-12-01 02:00" in the server's zone).
+  const zoned = /[zZ]|[+-]\d\d:?\d\d$/.test(text) || /^\d{4}-\d\d-\d\d$/.test(text) ? text : `${text}Z`;
   const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(zoned) : NaN;
   if (!Number.isFinite(ms))
     throw new AgentDbError('INVALID_ARGUMENTS', `time ${JSON.stringify(at)} is neither an ISO time (2026-12-01T02:00:00Z) nor unix seconds`);

@@ -27,6 +27,16 @@ describe('statementKey', () => {
     expect(statementKey('w', { op: 'recorded', db, callKey: 'k', effect: ['drop', 't'] })).toBeUndefined();
     expect(statementKey('w', { op: 'evict', shards: [0] })).toBeUndefined();
   });
+
+  it("leaves out a read of the past that restores its moment: a restore's work, whatever the text (review 19)", () => {
+    const target = { at: 1 };
+    const build = { target, build: true as const };
+    // Warmed as a cheap read, the same text restoring a moment (10 minutes' limit) must not be admitted.
+    expect(statementKey('w', { ...READ, asOf: build } as ExecRequest)).toBeUndefined();
+    expect(statementKey('w', { op: 'describe', db, asOf: build })).toBeUndefined();
+    // A read of a moment already kept is a read.
+    expect(statementKey('w', { ...READ, asOf: { target } } as ExecRequest)).toBe(statementKey('w', READ));
+  });
 });
 
 describe('laneOpens', () => {
