@@ -218,7 +218,14 @@ export class ShardOpClient {
     }
     this.outage.stop();
     for (const q of all) q.conn.disconnect();
-    this.redis.disconnect();
+    // BullMQ's waitUntilFinished sends its own look at the job (the isFinished script) on this
+    // connection and does not listen for its reply once the completed event has answered: a
+    // disconnect() with that reply still due rejected it inside BullMQ, where nobody hears it,
+    // and `agentdb history` died after printing its answer (exit 1, "Connection is closed.")
+    // about one run in fifteen. QUIT is answered after every command sent before it; bounded,
+    // so a Redis that stops answering cannot hold a CLI process open.
+    if (this.redis.status === 'ready') await quitWithin(this.redis, QUIT_WAIT_MS);
+    else this.redis.disconnect();
   }
 
   private forShard(shard: number) {
@@ -243,6 +250,29 @@ export class ShardOpClient {
       this.queues.set(shard, q);
     }
     return q;
+  }
+}
+
+/** How long close() lets the replies still due on the ops connection come back before dropping it. */
+const QUIT_WAIT_MS = 1000;
+
+/** QUIT after the commands in flight, or a plain disconnect once `ms` passed without its answer. */
+async function quitWithin(redis: Redis, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  try {
+    await Promise.race([
+      redis.quit().then(
+        () => undefined,
+        () => undefined,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+    redis.disconnect();
   }
 }
 
