@@ -46,14 +46,14 @@ function shardLine(s: ShardBackupState): string {
   const outcome = l.error
     ? `FAILED ${l.error.code}: ${l.error.detail}`
     : l.failedDatabases > 0
-      ? `FAILED for ${l.failedDatabases} of ${l.databases} databases (agentdb backup now names them)`
-      : `ok: ${l.databases} databases, ${mb(l.bytes)} uploaded`;
+      ? `FAILED for ${l.failedDatabases} of ${databasesWord(l.databases)} (agentdb backup now names them)`
+      : `ok: ${databasesWord(l.databases)}, ${mb(l.bytes)} uploaded`;
   return [s.shard, iso(l.endedAt), l.reason, outcome, s.lastOk ? iso(s.lastOk.endedAt) : 'never'].join('\t');
 }
 
 function storeLines(held: BlobHoldings): string {
   const total = held.databases.reduce((n, d) => n + d.bytes, 0);
-  const lines = [`blob store ${held.store}: backups of ${held.databases.length} databases, ${mb(total)}`];
+  const lines = [`blob store ${held.store}: backups of ${databasesWord(held.databases.length)}, ${mb(total)}`];
   if (held.databases.length) {
     lines.push(['database', 'objects', 'size', 'oldest', 'newest', 'manifest'].join('\t'));
     for (const d of held.databases) lines.push([d.database, d.objects, mb(d.bytes), iso(d.oldest), iso(d.newest), d.manifest ? 'yes' : 'MISSING'].join('\t'));
@@ -65,3 +65,7 @@ function storeLines(held: BlobHoldings): string {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+function databasesWord(n: number): string {
+  return `${n} ${n === 1 ? 'database' : 'databases'}`;
+}
