@@ -14,6 +14,8 @@ export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTr
  */
 export class ApprovalStore {
   private readonly redis: ScriptedRedis;
+  /** Whether `approvalsIndexed` was seen: once set it stays, so each process asks once. */
+  private indexedSeen = false;
 
   constructor(
     redis: Redis,
@@ -34,6 +36,7 @@ export class ApprovalStore {
       keys.approval(request.id),
       keys.approvalsPending,
       keys.approvalsAll,
+      keys.approvalsPendingOf(request.workspace),
       JSON.stringify(request),
       request.workspace,
       request.createdAt,
@@ -55,8 +58,22 @@ export class ApprovalStore {
    * Moves a pending approval to `state`. `approved` and `rejected` fail once it expired;
    * `expired` succeeds only once the expiry has passed.
    */
-  transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = '', via: DecisionChannel | '' = ''): Promise<TransitionResult> {
-    return this.redis.agentdbApprovalTransition(this.keys.approval(id), this.keys.approvalsPending, state, by, reason, id, via);
+  async transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = '', via: DecisionChannel | '' = ''): Promise<TransitionResult> {
+    // An approval's workspace never changes, so reading it before the script races nothing; a
+    // missing record answers NOT_FOUND before the script touches either workspace index.
+    const workspace = (await this.redis.hget(this.keys.approval(id), 'workspace')) ?? '';
+    const { keys } = this;
+    return this.redis.agentdbApprovalTransition(
+      keys.approval(id),
+      keys.approvalsPending,
+      keys.approvalsPendingOf(workspace),
+      keys.approvalsDecidedOf(workspace),
+      state,
+      by,
+      reason,
+      id,
+      via,
+    );
   }
 
   /** Records that the decision's `approval.decided` event is on the stream (see `ApprovalService.decide`). */
@@ -176,7 +193,9 @@ export class ApprovalStore {
    * and tools the workspace's approvals in that state name (the inbox's filter choices). The page
    * is chosen from each record's small fields (see {@link facets}); only the page's own records
    * are read whole. A record holds up to ~1 MB of SQL and params, so reading every one to show
-   * 25 would let one agent's parked calls load the server.
+   * 25 would let one agent's parked calls load the server. Only the workspace's own index is read
+   * (approval-create.lua and approval-transition.lua keep it): its cost is the workspace's own
+   * approvals in that state, whatever other workspaces hold (hostile review H27-3).
    */
   async page(filter: {
     workspace: string;
@@ -185,16 +204,17 @@ export class ApprovalStore {
     limit: number;
     filter?: ApprovalFilter;
   }): Promise<{ approvals: Approval[]; total: number; choices: Required<{ [K in keyof ApprovalFilter]: string[] }> }> {
-    const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
+    await this.ensureIndexed();
+    const pending = filter.state === 'pending';
+    const index = pending ? this.keys.approvalsPendingOf(filter.workspace) : this.keys.approvalsDecidedOf(filter.workspace);
     const ids = await this.redis.zrevrange(index, 0, -1);
     const matches: { id: string; at: number }[] = [];
     const choices = { agent: new Set<string>(), database: new Set<string>(), tool: new Set<string>() };
     for (let i = 0; i < ids.length; i += 1000) {
       const batch = ids.slice(i, i + 1000);
-      const rows = await this.facets(batch);
+      const rows = await this.indexed(index, batch, pending);
       rows.forEach((row, j) => {
-        if (row?.workspace !== filter.workspace) return;
-        if ((row.state === 'pending') !== (filter.state === 'pending')) return;
+        if (!row) return;
         choices.agent.add(row.agent);
         choices.database.add(row.database);
         choices.tool.add(row.tool);
@@ -218,15 +238,62 @@ export class ApprovalStore {
 
   /** How many approvals of a workspace wait for a decision, by database. */
   async pendingByDatabase(workspace: string): Promise<Map<string, number>> {
-    const ids = await this.redis.zrange(this.keys.approvalsPending, 0, -1);
+    await this.ensureIndexed();
+    const index = this.keys.approvalsPendingOf(workspace);
+    const ids = await this.redis.zrange(index, 0, -1);
     const out = new Map<string, number>();
     for (let i = 0; i < ids.length; i += 1000) {
-      for (const row of await this.facets(ids.slice(i, i + 1000))) {
-        if (row?.workspace !== workspace || row.state !== 'pending') continue;
-        out.set(row.database, (out.get(row.database) ?? 0) + 1);
+      for (const row of await this.indexed(index, ids.slice(i, i + 1000), true)) {
+        if (row) out.set(row.database, (out.get(row.database) ?? 0) + 1);
       }
     }
     return out;
+  }
+
+  /**
+   * The facets of a workspace index's entries, undefined for one that no longer belongs there,
+   * which is dropped from the index: a record pruned, or one the backfill listed as pending while
+   * it was being decided.
+   */
+  private async indexed(index: string, ids: string[], pending: boolean): Promise<(ApprovalFacets | undefined)[]> {
+    const rows = (await this.facets(ids)).map((row) => (row && (row.state === 'pending') === pending ? row : undefined));
+    const stale = ids.filter((_, i) => !rows[i]);
+    if (stale.length) await this.redis.zrem(index, ...stale);
+    return rows;
+  }
+
+  /**
+   * Puts every approval made before the per-workspace indexes existed into them, once for the
+   * whole service: the first inbox or Data page after the upgrade walks the service-wide indexes
+   * in steps of BACKFILL_BATCH (ZSCAN, so entries pruned meanwhile skip none), then sets
+   * `approvalsIndexed`. A marker per workspace would make each workspace's first page walk the
+   * whole service again. Two pages racing both walk; the ZADDs are idempotent.
+   */
+  private async ensureIndexed(): Promise<void> {
+    if (this.indexedSeen) return;
+    const { keys } = this;
+    if (await this.redis.exists(keys.approvalsIndexed)) {
+      this.indexedSeen = true;
+      return;
+    }
+    for (const source of [keys.approvalsAll, keys.approvalsPending]) {
+      let cursor = '0';
+      do {
+        const [nextCursor, flat] = await this.redis.zscan(source, cursor, 'COUNT', BACKFILL_BATCH);
+        cursor = nextCursor;
+        const ids = flat.filter((_, i) => i % 2 === 0);
+        const rows = await this.facets(ids);
+        const pipeline = this.redis.pipeline();
+        rows.forEach((row, i) => {
+          if (!row) return;
+          if (row.state === 'pending') pipeline.zadd(keys.approvalsPendingOf(row.workspace), row.createdAt, ids[i]!);
+          else pipeline.zadd(keys.approvalsDecidedOf(row.workspace), row.decidedAt ?? row.createdAt, ids[i]!);
+        });
+        if (pipeline.length) await pipeline.exec();
+      } while (cursor !== '0');
+    }
+    await this.redis.set(keys.approvalsIndexed, String(Date.now()));
+    this.indexedSeen = true;
   }
 
   /**
@@ -273,6 +340,8 @@ export class ApprovalStore {
 /** Index entries one list page may look at: a workspace's page costs the same however many others hold. */
 const SCAN_PER_PAGE = 5000;
 const SCAN_BATCH = 500;
+/** Service-wide index entries the one-time backfill reads per step. */
+const BACKFILL_BATCH = 1000;
 
 function parse(hash: Record<string, string> | null | undefined): Approval | undefined {
   if (!hash?.request) return undefined;
