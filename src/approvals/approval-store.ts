@@ -3,6 +3,8 @@ import type { Keys } from '../redis/keys.ts';
 import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest, type ApprovalState, type DecisionChannel } from './approval.ts';
 import { passes, type ApprovalFacets, type ApprovalFilter, type ListCursor } from './approval-listing.ts';
+import { readFacets } from './approval-facets-read.ts';
+import { backfillWorkspaceIndexes } from './approval-index-backfill.ts';
 
 /** How an attempted transition ended. */
 export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTransition']>>;
@@ -16,6 +18,8 @@ export class ApprovalStore {
   private readonly redis: ScriptedRedis;
   /** Whether `approvalsIndexed` was seen: once set it stays, so each process asks once. */
   private indexedSeen = false;
+  /** The backfill under way in this process, which its other pages wait for. */
+  private indexing?: Promise<void>;
 
   constructor(
     redis: Redis,
@@ -163,7 +167,11 @@ export class ApprovalStore {
       for (let i = 0; i < flat.length; i += 2) batch.push({ id: flat[i]!, score: Number(flat[i + 1]) });
       offset += batch.length;
       if (batch.length < SCAN_BATCH) ended = true;
-      const rows = await this.facets(batch.map((b) => b.id));
+      const rows = await readFacets(
+        this.redis,
+        this.keys,
+        batch.map((b) => b.id),
+      );
       for (let j = 0; j < batch.length && chosen.length < filter.limit; j++) {
         const entry = batch[j]!;
         looked = entry;
@@ -256,7 +264,7 @@ export class ApprovalStore {
    * it was being decided.
    */
   private async indexed(index: string, ids: string[], pending: boolean): Promise<(ApprovalFacets | undefined)[]> {
-    const rows = (await this.facets(ids)).map((row) => (row && (row.state === 'pending') === pending ? row : undefined));
+    const rows = (await readFacets(this.redis, this.keys, ids)).map((row) => (row && (row.state === 'pending') === pending ? row : undefined));
     const stale = ids.filter((_, i) => !rows[i]);
     if (stale.length) await this.redis.zrem(index, ...stale);
     return rows;
@@ -267,73 +275,20 @@ export class ApprovalStore {
    * whole service: the first inbox or Data page after the upgrade walks the service-wide indexes
    * in steps of BACKFILL_BATCH (ZSCAN, so entries pruned meanwhile skip none), then sets
    * `approvalsIndexed`. A marker per workspace would make each workspace's first page walk the
-   * whole service again. Two pages racing both walk; the ZADDs are idempotent.
+   * whole service again. The pages of one process wait for one walk; two processes racing both
+   * walk (the ZADDs are idempotent).
    */
   private async ensureIndexed(): Promise<void> {
     if (this.indexedSeen) return;
-    const { keys } = this;
-    if (await this.redis.exists(keys.approvalsIndexed)) {
-      this.indexedSeen = true;
-      return;
-    }
-    for (const source of [keys.approvalsAll, keys.approvalsPending]) {
-      let cursor = '0';
-      do {
-        const [nextCursor, flat] = await this.redis.zscan(source, cursor, 'COUNT', BACKFILL_BATCH);
-        cursor = nextCursor;
-        const ids = flat.filter((_, i) => i % 2 === 0);
-        const rows = await this.facets(ids);
-        const pipeline = this.redis.pipeline();
-        rows.forEach((row, i) => {
-          if (!row) return;
-          if (row.state === 'pending') pipeline.zadd(keys.approvalsPendingOf(row.workspace), row.createdAt, ids[i]!);
-          else pipeline.zadd(keys.approvalsDecidedOf(row.workspace), row.decidedAt ?? row.createdAt, ids[i]!);
-        });
-        if (pipeline.length) await pipeline.exec();
-      } while (cursor !== '0');
-    }
-    await this.redis.set(keys.approvalsIndexed, String(Date.now()));
-    this.indexedSeen = true;
+    this.indexing ??= this.backfill().finally(() => {
+      this.indexing = undefined;
+    });
+    await this.indexing;
   }
 
-  /**
-   * The small fields of each approval (undefined for one gone), in order. Records made before
-   * agent, tool and database were kept beside the request have them read from the request.
-   */
-  private async facets(ids: string[]): Promise<(ApprovalFacets | undefined)[]> {
-    if (!ids.length) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hmget(this.keys.approval(id), 'workspace', 'state', 'createdAt', 'decidedAt', 'agent', 'tool', 'database');
-    const rows = (await pipeline.exec()) ?? [];
-    const out = rows.map(([, fields]): ApprovalFacets | undefined => {
-      const [workspace, state, createdAt, decidedAt, agent, tool, database] = (fields ?? []) as (string | null)[];
-      if (!workspace || !state) return undefined;
-      return {
-        workspace,
-        state,
-        createdAt: Number(createdAt),
-        ...(decidedAt ? { decidedAt: Number(decidedAt) } : {}),
-        agent: agent ?? '',
-        tool: tool ?? '',
-        database: database ?? '',
-      };
-    });
-    const older = out.flatMap((row, i) => (row && !row.tool ? [i] : []));
-    if (older.length) {
-      // Read whole once, then kept beside the request: the next list reads only small fields.
-      const more = this.redis.pipeline();
-      for (const i of older) more.hget(this.keys.approval(ids[i]!), 'request');
-      const kept: Promise<number>[] = [];
-      ((await more.exec()) ?? []).forEach(([, raw], k) => {
-        const row = out[older[k]!]!;
-        if (typeof raw !== 'string') return;
-        const request = JSON.parse(raw) as ApprovalRequest;
-        Object.assign(row, { agent: request.agent, tool: request.tool, database: request.database });
-        kept.push(this.redis.agentdbApprovalFacets(this.keys.approval(ids[older[k]!]!), request.agent, request.tool, request.database));
-      });
-      await Promise.all(kept);
-    }
-    return out;
+  private async backfill(): Promise<void> {
+    if (!(await this.redis.exists(this.keys.approvalsIndexed))) await backfillWorkspaceIndexes(this.redis, this.keys, BACKFILL_BATCH);
+    this.indexedSeen = true;
   }
 }
 
