@@ -3,6 +3,8 @@ import type { Keys } from '../redis/keys.ts';
 import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest, type ApprovalState, type DecisionChannel } from './approval.ts';
 import { passes, type ApprovalFacets, type ApprovalFilter, type ListCursor } from './approval-listing.ts';
+import { readFacets } from './approval-facets-read.ts';
+import { backfillWorkspaceIndexes } from './approval-index-backfill.ts';
 
 /** How an attempted transition ended. */
 export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTransition']>>;
@@ -14,6 +16,10 @@ export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTr
  */
 export class ApprovalStore {
   private readonly redis: ScriptedRedis;
+  /** Whether `approvalsIndexed` was seen: once set it stays, so each process asks once. */
+  private indexedSeen = false;
+  /** The backfill under way in this process, which its other pages wait for. */
+  private indexing?: Promise<void>;
 
   constructor(
     redis: Redis,
@@ -34,6 +40,7 @@ export class ApprovalStore {
       keys.approval(request.id),
       keys.approvalsPending,
       keys.approvalsAll,
+      keys.approvalsPendingOf(request.workspace),
       JSON.stringify(request),
       request.workspace,
       request.createdAt,
@@ -55,8 +62,22 @@ export class ApprovalStore {
    * Moves a pending approval to `state`. `approved` and `rejected` fail once it expired;
    * `expired` succeeds only once the expiry has passed.
    */
-  transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = '', via: DecisionChannel | '' = ''): Promise<TransitionResult> {
-    return this.redis.agentdbApprovalTransition(this.keys.approval(id), this.keys.approvalsPending, state, by, reason, id, via);
+  async transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = '', via: DecisionChannel | '' = ''): Promise<TransitionResult> {
+    // An approval's workspace never changes, so reading it before the script races nothing; a
+    // missing record answers NOT_FOUND before the script touches either workspace index.
+    const workspace = (await this.redis.hget(this.keys.approval(id), 'workspace')) ?? '';
+    const { keys } = this;
+    return this.redis.agentdbApprovalTransition(
+      keys.approval(id),
+      keys.approvalsPending,
+      keys.approvalsPendingOf(workspace),
+      keys.approvalsDecidedOf(workspace),
+      state,
+      by,
+      reason,
+      id,
+      via,
+    );
   }
 
   /** Records that the decision's `approval.decided` event is on the stream (see `ApprovalService.decide`). */
@@ -146,7 +167,11 @@ export class ApprovalStore {
       for (let i = 0; i < flat.length; i += 2) batch.push({ id: flat[i]!, score: Number(flat[i + 1]) });
       offset += batch.length;
       if (batch.length < SCAN_BATCH) ended = true;
-      const rows = await this.facets(batch.map((b) => b.id));
+      const rows = await readFacets(
+        this.redis,
+        this.keys,
+        batch.map((b) => b.id),
+      );
       for (let j = 0; j < batch.length && chosen.length < filter.limit; j++) {
         const entry = batch[j]!;
         looked = entry;
@@ -176,7 +201,9 @@ export class ApprovalStore {
    * and tools the workspace's approvals in that state name (the inbox's filter choices). The page
    * is chosen from each record's small fields (see {@link facets}); only the page's own records
    * are read whole. A record holds up to ~1 MB of SQL and params, so reading every one to show
-   * 25 would let one agent's parked calls load the server.
+   * 25 would let one agent's parked calls load the server. Only the workspace's own index is read
+   * (approval-create.lua and approval-transition.lua keep it): its cost is the workspace's own
+   * approvals in that state, whatever other workspaces hold (hostile review H27-3).
    */
   async page(filter: {
     workspace: string;
@@ -185,16 +212,17 @@ export class ApprovalStore {
     limit: number;
     filter?: ApprovalFilter;
   }): Promise<{ approvals: Approval[]; total: number; choices: Required<{ [K in keyof ApprovalFilter]: string[] }> }> {
-    const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
+    await this.ensureIndexed();
+    const pending = filter.state === 'pending';
+    const index = pending ? this.keys.approvalsPendingOf(filter.workspace) : this.keys.approvalsDecidedOf(filter.workspace);
     const ids = await this.redis.zrevrange(index, 0, -1);
     const matches: { id: string; at: number }[] = [];
     const choices = { agent: new Set<string>(), database: new Set<string>(), tool: new Set<string>() };
     for (let i = 0; i < ids.length; i += 1000) {
       const batch = ids.slice(i, i + 1000);
-      const rows = await this.facets(batch);
+      const rows = await this.indexed(index, batch, pending);
       rows.forEach((row, j) => {
-        if (row?.workspace !== filter.workspace) return;
-        if ((row.state === 'pending') !== (filter.state === 'pending')) return;
+        if (!row) return;
         choices.agent.add(row.agent);
         choices.database.add(row.database);
         choices.tool.add(row.tool);
@@ -218,61 +246,57 @@ export class ApprovalStore {
 
   /** How many approvals of a workspace wait for a decision, by database. */
   async pendingByDatabase(workspace: string): Promise<Map<string, number>> {
-    const ids = await this.redis.zrange(this.keys.approvalsPending, 0, -1);
+    await this.ensureIndexed();
+    const index = this.keys.approvalsPendingOf(workspace);
+    const ids = await this.redis.zrange(index, 0, -1);
     const out = new Map<string, number>();
     for (let i = 0; i < ids.length; i += 1000) {
-      for (const row of await this.facets(ids.slice(i, i + 1000))) {
-        if (row?.workspace !== workspace || row.state !== 'pending') continue;
-        out.set(row.database, (out.get(row.database) ?? 0) + 1);
+      for (const row of await this.indexed(index, ids.slice(i, i + 1000), true)) {
+        if (row) out.set(row.database, (out.get(row.database) ?? 0) + 1);
       }
     }
     return out;
   }
 
   /**
-   * The small fields of each approval (undefined for one gone), in order. Records made before
-   * agent, tool and database were kept beside the request have them read from the request.
+   * The facets of a workspace index's entries, undefined for one that no longer belongs there,
+   * which is dropped from the index: a record pruned, or one the backfill listed as pending while
+   * it was being decided.
    */
-  private async facets(ids: string[]): Promise<(ApprovalFacets | undefined)[]> {
-    if (!ids.length) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hmget(this.keys.approval(id), 'workspace', 'state', 'createdAt', 'decidedAt', 'agent', 'tool', 'database');
-    const rows = (await pipeline.exec()) ?? [];
-    const out = rows.map(([, fields]): ApprovalFacets | undefined => {
-      const [workspace, state, createdAt, decidedAt, agent, tool, database] = (fields ?? []) as (string | null)[];
-      if (!workspace || !state) return undefined;
-      return {
-        workspace,
-        state,
-        createdAt: Number(createdAt),
-        ...(decidedAt ? { decidedAt: Number(decidedAt) } : {}),
-        agent: agent ?? '',
-        tool: tool ?? '',
-        database: database ?? '',
-      };
+  private async indexed(index: string, ids: string[], pending: boolean): Promise<(ApprovalFacets | undefined)[]> {
+    const rows = (await readFacets(this.redis, this.keys, ids)).map((row) => (row && (row.state === 'pending') === pending ? row : undefined));
+    const stale = ids.filter((_, i) => !rows[i]);
+    if (stale.length) await this.redis.zrem(index, ...stale);
+    return rows;
+  }
+
+  /**
+   * Puts every approval made before the per-workspace indexes existed into them, once for the
+   * whole service: the first inbox or Data page after the upgrade walks the service-wide indexes
+   * in steps of BACKFILL_BATCH (ZSCAN, so entries pruned meanwhile skip none), then sets
+   * `approvalsIndexed`. A marker per workspace would make each workspace's first page walk the
+   * whole service again. The pages of one process wait for one walk; two processes racing both
+   * walk (the ZADDs are idempotent).
+   */
+  private async ensureIndexed(): Promise<void> {
+    if (this.indexedSeen) return;
+    this.indexing ??= this.backfill().finally(() => {
+      this.indexing = undefined;
     });
-    const older = out.flatMap((row, i) => (row && !row.tool ? [i] : []));
-    if (older.length) {
-      // Read whole once, then kept beside the request: the next list reads only small fields.
-      const more = this.redis.pipeline();
-      for (const i of older) more.hget(this.keys.approval(ids[i]!), 'request');
-      const kept: Promise<number>[] = [];
-      ((await more.exec()) ?? []).forEach(([, raw], k) => {
-        const row = out[older[k]!]!;
-        if (typeof raw !== 'string') return;
-        const request = JSON.parse(raw) as ApprovalRequest;
-        Object.assign(row, { agent: request.agent, tool: request.tool, database: request.database });
-        kept.push(this.redis.agentdbApprovalFacets(this.keys.approval(ids[older[k]!]!), request.agent, request.tool, request.database));
-      });
-      await Promise.all(kept);
-    }
-    return out;
+    await this.indexing;
+  }
+
+  private async backfill(): Promise<void> {
+    if (!(await this.redis.exists(this.keys.approvalsIndexed))) await backfillWorkspaceIndexes(this.redis, this.keys, BACKFILL_BATCH);
+    this.indexedSeen = true;
   }
 }
 
 /** Index entries one list page may look at: a workspace's page costs the same however many others hold. */
 const SCAN_PER_PAGE = 5000;
 const SCAN_BATCH = 500;
+/** Service-wide index entries the one-time backfill reads per step. */
+const BACKFILL_BATCH = 1000;
 
 function parse(hash: Record<string, string> | null | undefined): Approval | undefined {
   if (!hash?.request) return undefined;

@@ -35,8 +35,11 @@ import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
 import { jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
-/** What an approval record costs Redis beside its JSON: the pending and all-approvals index entries. */
-const APPROVAL_OVERHEAD_BYTES = 512;
+/**
+ * What an approval record costs Redis beside its JSON: its entries in the service-wide pending and
+ * all-approvals indexes and in its workspace's pending, then decided, index (about 100 bytes each).
+ */
+const APPROVAL_OVERHEAD_BYTES = 768;
 
 /** How long after an approved call ran a resend may replay it: well inside the record's retention. */
 const REPLAYABLE_MS = CALL_RECORD_RETENTION_MS - 24 * 3600 * 1000;

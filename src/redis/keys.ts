@@ -19,6 +19,12 @@ export interface Keys {
   readonly approvalsPending: string;
   /** Every approval ever made, scored by creation time. */
   readonly approvalsAll: string;
+  /** A workspace's pending approvals, scored by creation time (its inbox reads only its own). */
+  approvalsPendingOf(workspace: string): string;
+  /** A workspace's decided approvals, scored by decision time. */
+  approvalsDecidedOf(workspace: string): string;
+  /** Set once every approval made before the per-workspace indexes is in them (see `ApprovalStore.backfill`). */
+  readonly approvalsIndexed: string;
   /** A workspace's members: name → JSON record (role, key hash, revoked). */
   members(workspace: string): string;
   /** Every member key's sha256 → `<workspace>/<name>`. */
@@ -101,6 +107,9 @@ export function keysFor(prefix: string): Keys {
     approval: (id) => `${prefix}:{approvals}:ap:${id}`,
     approvalsPending: `${prefix}:{approvals}:pending`,
     approvalsAll: `${prefix}:{approvals}:all`,
+    approvalsPendingOf: (workspace) => `${prefix}:{approvals}:ws-pending:${workspace}`,
+    approvalsDecidedOf: (workspace) => `${prefix}:{approvals}:ws-decided:${workspace}`,
+    approvalsIndexed: `${prefix}:{approvals}:ws-indexed`,
     members: (workspace) => `${prefix}:{members}:ws:${workspace}`,
     memberKeys: `${prefix}:{members}:keys`,
     // The registry shares the members' hash tag: one slot for every record and key index.

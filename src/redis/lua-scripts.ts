@@ -15,6 +15,7 @@ export interface LuaCommands {
     key: string,
     pending: string,
     all: string,
+    wsPending: string,
     request: string,
     ws: string,
     createdAt: number,
@@ -27,6 +28,8 @@ export interface LuaCommands {
   agentdbApprovalTransition(
     key: string,
     pending: string,
+    wsPending: string,
+    wsDecided: string,
     state: string,
     by: string,
     reason: string,
@@ -89,8 +92,8 @@ export type ScriptedRedis = Redis & LuaCommands;
 /** Each command's file, and how many of its arguments are keys (absent: its first argument says). */
 const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbComplete: { file: 'complete-calls.lua' },
-  agentdbApprovalCreate: { file: 'approval-create.lua', keys: 3 },
-  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 2 },
+  agentdbApprovalCreate: { file: 'approval-create.lua', keys: 4 },
+  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 4 },
   agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },

@@ -34,15 +34,22 @@ export async function pruneRedis(redis: Redis, keys: Keys, opts: { now: number; 
     const ids = await redis.zrangebyscore(keys.approvalsAll, '-inf', cutoff, 'LIMIT', 0, 500);
     if (ids.length === 0) break;
     const pipeline = redis.pipeline();
-    for (const id of ids) pipeline.hget(keys.approval(id), 'state');
-    const states = (await pipeline.exec()) ?? [];
-    const done = ids.filter((_, i) => states[i]?.[1] !== 'pending');
+    for (const id of ids) pipeline.hmget(keys.approval(id), 'state', 'workspace');
+    const rows = ((await pipeline.exec()) ?? []).map(([, fields]) => (fields ?? []) as (string | null)[]);
     const tx = redis.multi();
-    for (const id of done) tx.del(keys.approval(id));
+    let done = 0;
+    ids.forEach((id, i) => {
+      const [state, workspace] = rows[i] ?? [];
+      if (state === 'pending') return;
+      done++;
+      tx.del(keys.approval(id));
+      // The workspace's own indexes (its inbox's) let the record go with it.
+      if (workspace) tx.zrem(keys.approvalsDecidedOf(workspace), id).zrem(keys.approvalsPendingOf(workspace), id);
+    });
     // Pending ones stay listed in the pending index; only their place in the all-time index goes.
     tx.zrem(keys.approvalsAll, ...ids);
     await tx.exec();
-    approvals += done.length;
+    approvals += done;
   }
   return { usageDays, approvals };
 }

@@ -14,6 +14,7 @@ import { pruneBlobBackups } from '../history/blob-prune.ts';
 import { runBackups } from '../shards/backups.ts';
 import { BackupLog } from '../shards/backup-log.ts';
 import { pruneHistory, type HistoryPruneReport } from '../history/prune.ts';
+import { sweepMoments } from '../history/as-of-cache.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 
 const QUEUE = '{maintenance}';
@@ -22,6 +23,15 @@ const BACKUP = 'backup';
 const HISTORY_PRUNE = 'history-prune';
 const HISTORY_SNAPSHOT = 'history-snapshot';
 const RESULTS_TRIM = 'results-trim';
+const AS_OF_SWEEP = 'as-of-sweep';
+/**
+ * How often kept `as_of` moments past AS_OF_KEEP_MINUTES are dropped. The executor children
+ * sweep only when someone reads the past, so once reads stopped the copies stayed (hostile
+ * review H27-6); a minute is what the children's own sweep waits between runs.
+ */
+const AS_OF_SWEEP_EVERY_MS = 60_000;
+/** AS_OF_KEEP_MINUTES' default, for a scheduler whose config has history capture off. */
+const AS_OF_KEEP_DEFAULT_MS = 15 * 60_000;
 
 /**
  * When the nightly backup runs next (epoch ms), as its job scheduler in Redis says; undefined
@@ -85,6 +95,7 @@ export class Scheduler {
       [HISTORY_SNAPSHOT]: () => this.snapshotHistory(),
       [BACKUP]: () => this.backup(),
       [RESULTS_TRIM]: () => this.trimResults(),
+      [AS_OF_SWEEP]: async () => this.sweepAsOf(),
     };
     // Its own connection: a worker shares the one it is given with the blocking connection it
     // duplicates, and a stop right after a start (tests, a failed boot) then had a command of
@@ -115,6 +126,7 @@ export class Scheduler {
       // Often, not nightly: the Redis budget gives a finished call's bytes back this soon after
       // RESULT_TTL_HOURS (see `CallJobProcessor`'s count).
       [RESULTS_TRIM, { every: this.config.resultTrimEveryS * 1000 }],
+      [AS_OF_SWEEP, { every: AS_OF_SWEEP_EVERY_MS }],
     ];
     const added: string[] = [];
     for (const [name, repeat] of schedules) {
@@ -181,6 +193,17 @@ export class Scheduler {
     const report = pruneHistory(this.config.dataDir, { now, retentionDays: this.config.historyRetentionDays });
     this.logger.info(report, 'pruned history past retention');
     return report;
+  }
+
+  /**
+   * Drops the `as_of` moments kept under this machine's AGENTDB_DATA_DIR and unused for
+   * AS_OF_KEEP_MINUTES (the scheduled `as-of-sweep`, every minute), as the history prune deletes
+   * this machine's history; answers how many files went. `now` for tests.
+   */
+  sweepAsOf(now = Date.now()): number {
+    const dropped = sweepMoments(this.config.dataDir, this.config.history?.asOfKeepMs ?? AS_OF_KEEP_DEFAULT_MS, now);
+    if (dropped) this.logger.info({ dropped }, 'dropped kept as_of moments past their keep time');
+    return dropped;
   }
 
   /** Asks every shard's owner for a new snapshot of each database changed since its last one. */

@@ -159,7 +159,7 @@ async function schedulers(): Promise<string[]> {
 
 describe('Redis killed under a running agentdb', () => {
   it('answers the calls in flight UNAVAILABLE, and after Redis comes back empty loses and doubles nothing and has its schedulers again', async () => {
-    const all = ['backup', 'history-prune', 'history-snapshot', 'prune', 'results-trim'];
+    const all = ['as-of-sweep', 'backup', 'history-prune', 'history-snapshot', 'prune', 'results-trim'];
     expect(await schedulers()).toEqual(all);
     const t = await trafficUntilOutage(1, 30, () => own.kill());
     // Every lane's answer arrived while Redis was down.

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
@@ -90,6 +92,31 @@ describe('the scheduler', () => {
     await s.stop();
     await queue.close();
     redis.disconnect();
+  });
+
+  it('drops kept as_of moments past AS_OF_KEEP_MINUTES every minute, without a read of the past', async () => {
+    sb = sandbox({ AS_OF_KEEP_MINUTES: '30' });
+    const s = new Scheduler(sb.config, pino({ level: 'silent' }));
+    await s.start();
+    const redis = connectRedis(sb.config.redisUrl);
+    const scheduler = new Queue('{maintenance}', { connection: redis, prefix: keysFor(sb.config.prefix).bullPrefix });
+    expect(await scheduler.getJobScheduler('as-of-sweep')).toMatchObject({ every: 60_000 });
+    await scheduler.close();
+    redis.disconnect();
+    const dir = path.join(sb.dataDir, 'as-of', 'acme', 'scout');
+    fs.mkdirSync(dir, { recursive: true });
+    const stale = path.join(dir, 'old.sqlite');
+    const fresh = path.join(dir, 'new.sqlite');
+    fs.writeFileSync(stale, 'x');
+    fs.writeFileSync(fresh, 'x');
+    // A moment's file's modification time is its last use: 31 and 20 minutes ago.
+    const used = (minutes: number) => new Date(Date.now() - minutes * 60_000);
+    fs.utimesSync(stale, used(31), used(31));
+    fs.utimesSync(fresh, used(20), used(20));
+    expect(s.sweepAsOf()).toBe(1);
+    expect(fs.existsSync(stale)).toBe(false);
+    expect(fs.existsSync(fresh)).toBe(true);
+    await s.stop();
   });
 
   it('prunes usage days and finished approvals past retention, never a pending approval', async () => {
