@@ -5,7 +5,7 @@ import { memberCaller } from '../contracts/names.ts';
 import type { AgentSettings } from '../contracts/settings.ts';
 import { MemberRegistry } from './members.ts';
 import type { Keys } from '../redis/keys.ts';
-import { redisAnswers } from '../redis/connection.ts';
+import { whileRedisAnswers } from '../redis/connection.ts';
 import { AgentKeyRing } from './agent-keys.ts';
 import { AgentRegistry } from './agents.ts';
 import type { PrincipalCache } from './principal-cache.ts';
@@ -55,9 +55,7 @@ export class KeyAuthenticator {
    * answer at all) and end in its driver error, before any route's own outage answer.
    */
   private async lookup(token: string): Promise<Principal | undefined> {
-    const url = urlOf(this.redis);
-    if (this.redis.status !== 'ready') await redisAnswers(this.redis, url);
-    return whileAnswering(this.redis, url, this.find(token));
+    return whileRedisAnswers(this.redis, () => this.find(token));
   }
 
   private async find(token: string): Promise<Principal | undefined> {
@@ -106,33 +104,4 @@ export function callInputFor(p: Principal, call: KeyedCall): CallInput {
     ...(call.callId !== undefined ? { callId: call.callId } : {}),
   };
   return p.kind === 'agent' ? { ...base, settings: p.settings, keyId: p.keyId } : { ...base, member: p.member };
-}
-
-/** The URL a connection was made to, as an outage message names it (no password). */
-function urlOf(redis: Redis): string {
-  const { host, port, db } = redis.options;
-  return `redis://${host ?? '127.0.0.1'}:${port ?? 6379}${db ? `/${db}` : ''}`;
-}
-
-/**
- * `work`, or UNAVAILABLE once the connection drops under it and Redis does not answer again
- * within {@link redisAnswers}'s bound (a blip it survives leaves `work` to finish).
- */
-async function whileAnswering<T>(redis: Redis, url: string, work: Promise<T>): Promise<T> {
-  let off = (): void => {};
-  const lost = new Promise<never>((_, reject) => {
-    const onClose = (): void => {
-      redisAnswers(redis, url).catch(reject);
-    };
-    redis.once('close', onClose);
-    off = () => redis.off('close', onClose);
-  });
-  // Whichever loses the race is not waited for; its failure is not an unhandled rejection.
-  work.catch(() => undefined);
-  lost.catch(() => undefined);
-  try {
-    return await Promise.race([work, lost]);
-  } finally {
-    off();
-  }
 }

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AgentDbError } from '../../src/errors.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
+import { MemberRegistry } from '../../src/registry/members.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
 
@@ -22,17 +23,22 @@ it('a key looked up with Redis down answers UNAVAILABLE naming Redis within a fe
   redis.on('error', () => undefined);
   try {
     const auth = new KeyAuthenticator(redis, keysFor('kad'));
+    // Member keys alone (/v1/approvals, /v1/databases, the web page's sessions) too.
+    const members = new MemberRegistry(redis, keysFor('kad'));
     expect(await auth.authenticate(`adb_${'a'.repeat(43)}`)).toBeUndefined();
+    expect(await members.authenticate(`adb_${'a'.repeat(43)}`)).toBeUndefined();
     await own.kill();
-    const started = Date.now();
-    const err = await auth.authenticate(`adb_${'b'.repeat(43)}`).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(Date.now() - started).toBeLessThan(5000);
-    expect(err).toBeInstanceOf(AgentDbError);
-    expect((err as AgentDbError).code).toBe('UNAVAILABLE');
-    expect((err as AgentDbError).detail).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ does not answer/);
+    for (const lookup of [() => auth.authenticate(`adb_${'b'.repeat(43)}`), () => members.authenticate(`adb_${'c'.repeat(43)}`)]) {
+      const started = Date.now();
+      const err = await lookup().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(err).toBeInstanceOf(AgentDbError);
+      expect((err as AgentDbError).code).toBe('UNAVAILABLE');
+      expect((err as AgentDbError).detail).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ does not answer/);
+    }
   } finally {
     redis.disconnect();
   }
