@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NAME_PATTERN } from '../contracts/names.ts';
+import { AgentDbError } from '../errors.ts';
 import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
@@ -65,7 +66,15 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
     const handle =
       (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const principal = await bearer.principal(request);
+        let principal: Awaited<ReturnType<typeof bearer.principal>>;
+        try {
+          principal = await bearer.principal(request);
+        } catch (err) {
+          // Redis away while the key is looked up: the service is unavailable, in words (503).
+          if (err instanceof AgentDbError && err.code === 'UNAVAILABLE')
+            return rpcError(reply, 503, RPC.internal, `Unavailable: ${err.detail} Try again shortly.`);
+          throw err;
+        }
         if (!principal) {
           reply.header('www-authenticate', bearer.challenge(request));
           return rpcError(reply, 401, RPC.unauthorized, 'Unauthorized: send Authorization: Bearer <an active agent or member key>.');

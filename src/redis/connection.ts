@@ -111,3 +111,39 @@ export function shownUrl(url: string): string {
     return '(an unparseable URL)';
   }
 }
+
+/** The URL a connection was made to, as an outage message names it (no password). */
+function urlOf(redis: Redis): string {
+  const { host, port, db } = redis.options;
+  return `redis://${host ?? '127.0.0.1'}:${port ?? 6379}${db ? `/${db}` : ''}`;
+}
+
+/**
+ * `work` (a lookup of a few commands), or UNAVAILABLE in words within about
+ * {@link FIRST_ANSWER_MS} when Redis does not answer: checked first, and raced against the
+ * connection dropping under it (a blip {@link redisAnswers} survives leaves `work` to finish).
+ * Without it a lookup waits out ioredis's 20 retries per command (10 s and more) and ends in its
+ * driver error.
+ * @throws AgentDbError UNAVAILABLE
+ */
+export async function whileRedisAnswers<T>(redis: Redis, work: () => Promise<T>): Promise<T> {
+  const url = urlOf(redis);
+  if (redis.status !== 'ready') await redisAnswers(redis, url);
+  let off = (): void => {};
+  const lost = new Promise<never>((_, reject) => {
+    const onClose = (): void => {
+      redisAnswers(redis, url).catch(reject);
+    };
+    redis.once('close', onClose);
+    off = () => redis.off('close', onClose);
+  });
+  const doing = work();
+  // Whichever loses the race is not waited for; its failure is not an unhandled rejection.
+  doing.catch(() => undefined);
+  lost.catch(() => undefined);
+  try {
+    return await Promise.race([doing, lost]);
+  } finally {
+    off();
+  }
+}

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
+import { whileRedisAnswers } from '../redis/connection.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { hashKey, isKeyShaped, mintKey } from './secret-key.ts';
@@ -57,10 +58,10 @@ export class MemberRegistry {
   private readonly redis: ScriptedRedis;
 
   constructor(
-    redis: Redis,
+    private readonly raw: Redis,
     private readonly keys: Keys,
   ) {
-    this.redis = withScripts(redis);
+    this.redis = withScripts(raw);
   }
 
   /**
@@ -129,6 +130,11 @@ export class MemberRegistry {
    * asks on every request, so a revoked key signs its sessions out at once.
    */
   async authenticateHash(keyHash: string): Promise<Member | undefined> {
+    // With Redis down: UNAVAILABLE in words within seconds, not 10 s of retries and a driver error.
+    return whileRedisAnswers(this.raw, () => this.lookupHash(keyHash));
+  }
+
+  private async lookupHash(keyHash: string): Promise<Member | undefined> {
     const owner = await this.redis.hget(this.keys.memberKeys, keyHash);
     if (!owner) return undefined;
     const slash = owner.indexOf('/');

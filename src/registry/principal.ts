@@ -5,6 +5,7 @@ import { memberCaller } from '../contracts/names.ts';
 import type { AgentSettings } from '../contracts/settings.ts';
 import { MemberRegistry } from './members.ts';
 import type { Keys } from '../redis/keys.ts';
+import { whileRedisAnswers } from '../redis/connection.ts';
 import { AgentKeyRing } from './agent-keys.ts';
 import { AgentRegistry } from './agents.ts';
 import type { PrincipalCache } from './principal-cache.ts';
@@ -28,7 +29,7 @@ export class KeyAuthenticator {
   private readonly agentKeys: AgentKeyRing;
 
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     keys: Keys,
     private readonly cache?: PrincipalCache,
   ) {
@@ -48,7 +49,16 @@ export class KeyAuthenticator {
     return principal;
   }
 
+  /**
+   * @throws AgentDbError UNAVAILABLE, in words and within about 3 s, when Redis does not answer:
+   * the lookups would otherwise wait out ioredis's 20 retries per command (10 s and more, or no
+   * answer at all) and end in its driver error, before any route's own outage answer.
+   */
   private async lookup(token: string): Promise<Principal | undefined> {
+    return whileRedisAnswers(this.redis, () => this.find(token));
+  }
+
+  private async find(token: string): Promise<Principal | undefined> {
     const [member, agent] = await Promise.all([this.members.authenticate(token), this.agentKeys.authenticate(token)]);
     if (member) return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
     if (agent) {

@@ -47,6 +47,10 @@ export function recordAudit(db: Database, e: AuditEntry): void {
     if (e.decision === 'restored') recordOwnActivity(db, 'restore', { by: e.requester, statement: e.statement }, e.at);
     else recordOwnActivity(db, 'upkeep');
   })();
+  // Only once the table's creation is committed: a transaction that failed after creating it
+  // (a full disk at its commit) rolled the table back, and a handle marked ready before would
+  // skip creating it again and fail every later audit with "no such table" (SQL_ERROR).
+  if (!db.inTransaction) ready.add(db);
 }
 
 function auditRow(db: Database, e: AuditEntry): void {
@@ -59,7 +63,6 @@ function auditRow(db: Database, e: AuditEntry): void {
     // Files audited before decisions named their channel gain the column.
     const columns = trusted(db, `SELECT name FROM pragma_table_info('${AUDIT_TABLE}')`).pluck().all() as string[];
     if (!columns.includes('decided_via')) db.exec(`ALTER TABLE ${AUDIT_TABLE} ADD COLUMN decided_via TEXT`);
-    ready.add(db);
   }
   trusted(
     db,
