@@ -239,7 +239,14 @@ export class AgentToolset {
         input: { ...base, settings, tool: t.tool, arguments: t.arguments, ...(t.introspect ? { introspect: true } : {}) },
       };
     }
-    const bound = this.opts.scope && given && typeof given === 'object' ? { ...given, scope: this.opts.scope } : given;
+    const scope = this.opts.scope;
+    if (scope && given && typeof given === 'object' && (given as { agent?: unknown }).agent !== undefined) {
+      // Bound, the schemas leave `agent` out: a model naming one anyway would otherwise reach
+      // another agent's tables (with the shared-data grant) past the scope the app bound.
+      const detail = `agent: not an argument of ${name} here; every call is bound to scope "${scope}" (${scope === 'agent' ? 'your own tables' : 'the shared tables'}).`;
+      return { ok: false, answer: formatted(errorEnvelope(callId, name, 'INVALID_ARGUMENTS', detail)) };
+    }
+    const bound = scope && given && typeof given === 'object' ? { ...given, scope } : given;
     return { ok: true, tool: name, input: { ...base, tool: name, arguments: bound ?? {} } };
   }
 
