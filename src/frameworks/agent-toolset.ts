@@ -173,13 +173,21 @@ export class AgentToolset {
    * The call's outcome, waiting as long as a person takes. With `decision` (made in the
    * framework's UI) it is first recorded in agentdb as the approver's decision, unless agentdb
    * has one already: the first decision wins, and the outcome is always agentdb's.
-   * @throws AgentDbError when agentdb refuses the approver's decision (not a member, a key revoked)
-   * or the decision needs an approver the adapter was not given.
+   * @throws AgentDbError when agentdb refuses the approver's decision (not a member, a key revoked),
+   * the decision needs an approver the adapter was not given, or Redis does not answer
+   * (UNAVAILABLE: the decision is not recorded; make it again once Redis answers).
    */
   async finish(name: string, args: unknown, frameworkCallId: string, decision?: FrameworkDecision): Promise<ToolAnswer> {
     const planned = this.plan(name, args, frameworkCallId);
     if (!planned.ok) return planned.answer;
     const first = await this.client.call(planned.input, { wait: false, timeoutMs: this.timeoutMs() });
+    if (decision && !first.ok && !first.status && first.error.code === 'UNAVAILABLE') {
+      // The app's decision was not recorded: it must hear so, not take agentdb as told.
+      throw new AgentDbError(
+        'UNAVAILABLE',
+        `The ${decision.approved ? 'approval' : 'rejection'} of call ${first.callId} was not recorded in agentdb: ${first.error.message}`,
+      );
+    }
     if (first.status !== 'awaiting_approval') return this.answerOf(first.status ? await this.outcome(first.callId) : first, planned);
     if (decision) await this.decide(first, decision);
     return this.answerOf(await this.outcome(first.callId), planned);
