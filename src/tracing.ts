@@ -1,4 +1,6 @@
 import { context, createTraceState, type Context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import type { Telemetry, Span as QueueSpan } from 'bullmq';
+import { BullMQOtel } from 'bullmq-otel';
 
 // OpenTelemetry spans of a call, named after the GenAI and MCP semantic conventions. Only the
 // API is used: spans go to whatever SDK the process registered, and nowhere without one.
@@ -137,4 +139,48 @@ export function mcpToolCallSpan<T>(
     },
     fn,
   );
+}
+
+/**
+ * What BullMQ's own events would tell an exporter and a span must not: a job's result (the
+ * call's envelope: a read's rows, which hold its parameters and stored values) and a failure's
+ * message (SQLite's messages quote statements and values).
+ */
+const UNTOLD_QUEUE_ATTRIBUTES = new Set(['bullmq.job.result', 'bullmq.job.failed.reason']);
+
+/**
+ * BullMQ's telemetry (bullmq-otel, tracer `agentdb`) for the queues and workers, with the job's
+ * result and failure text kept out of its spans: its `job completed` event otherwise carries the
+ * whole envelope, and `job failed` and `recordException` the error's message.
+ */
+export function queueTelemetry(): Telemetry {
+  const otel = new BullMQOtel(TRACER_NAME);
+  const tracer = otel.tracer;
+  return {
+    contextManager: otel.contextManager,
+    tracer: {
+      startSpan(name, options, ctx): QueueSpan {
+        const span = tracer.startSpan(name, options, ctx);
+        return {
+          setSpanOnContext: (c) => span.setSpanOnContext(c),
+          setAttribute: (key, value) => {
+            if (!UNTOLD_QUEUE_ATTRIBUTES.has(key)) span.setAttribute(key, value);
+          },
+          setAttributes: (attributes) => span.setAttributes(kept(attributes)),
+          addEvent: (event, attributes) => span.addEvent(event, attributes && kept(attributes)),
+          // The exception's kind, never its message.
+          recordException: (exception) =>
+            span.recordException(
+              typeof exception === 'string' ? 'Error' : { name: exception.name ?? 'Error', ...(exception.code !== undefined ? { code: exception.code } : {}) },
+            ),
+          end: () => span.end(),
+        };
+      },
+    },
+  };
+}
+
+function kept<A extends Record<string, unknown>>(attributes: A): A {
+  if (!Object.keys(attributes).some((k) => UNTOLD_QUEUE_ATTRIBUTES.has(k))) return attributes;
+  return Object.fromEntries(Object.entries(attributes).filter(([k]) => !UNTOLD_QUEUE_ATTRIBUTES.has(k))) as A;
 }

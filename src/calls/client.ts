@@ -3,7 +3,6 @@
 // add or join, in that order). Each step it calls lives in its own file in calls/; what is left here is the order.
 import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
-import { BullMQOtel } from 'bullmq-otel';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
@@ -32,7 +31,7 @@ import { OutageAnswers, unavailable } from './outage-answers.ts';
 import { CALL_POINTS, CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
 import { Metrics } from '../metrics.ts';
-import { toolCallSpan, TRACER_NAME, tracerIf, traceparentContext } from '../tracing.ts';
+import { queueTelemetry, toolCallSpan, tracerIf, traceparentContext } from '../tracing.ts';
 import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** Options of an {@link AgentDbClient}. */
@@ -169,7 +168,7 @@ export class AgentDbClient {
     // into a limit of 3, and ioredis's reconnect went past it with a MaxListenersExceededWarning.
     this.redis.setMaxListeners(Infinity);
     this.tracer = tracerIf(opts.tracing);
-    this.queues = new ShardQueues(this.redis, this.keys, this.tracer ? new BullMQOtel(TRACER_NAME) : undefined);
+    this.queues = new ShardQueues(this.redis, this.keys, this.tracer ? queueTelemetry() : undefined);
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.outage = new OutageAnswers(this.redis, this.redisUrl);
     this.approvals = new ClientApprovals(this.redis, this.keys, this.shardCount);

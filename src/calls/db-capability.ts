@@ -132,7 +132,8 @@ export function db(opts: DbCapabilityOptions): DbTool[] {
       agent: o.agent,
       settings: t.requireApproval ? { ...settings, approval: 'write' } : settings,
       tool: t.tool,
-      arguments: t.arguments,
+      // The shared database is the workspace scope: settings.database "workspace" only opens it.
+      arguments: database === 'workspace' ? { ...t.arguments, scope: 'workspace' } : t.arguments,
       ...(t.introspect ? { introspect: true } : {}),
       ...(callId !== undefined ? { callId } : {}),
     };

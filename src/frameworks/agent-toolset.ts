@@ -173,13 +173,21 @@ export class AgentToolset {
    * The call's outcome, waiting as long as a person takes. With `decision` (made in the
    * framework's UI) it is first recorded in agentdb as the approver's decision, unless agentdb
    * has one already: the first decision wins, and the outcome is always agentdb's.
-   * @throws AgentDbError when agentdb refuses the approver's decision (not a member, a key revoked)
-   * or the decision needs an approver the adapter was not given.
+   * @throws AgentDbError when agentdb refuses the approver's decision (not a member, a key revoked),
+   * the decision needs an approver the adapter was not given, or Redis does not answer
+   * (UNAVAILABLE: the decision is not recorded; make it again once Redis answers).
    */
   async finish(name: string, args: unknown, frameworkCallId: string, decision?: FrameworkDecision): Promise<ToolAnswer> {
     const planned = this.plan(name, args, frameworkCallId);
     if (!planned.ok) return planned.answer;
     const first = await this.client.call(planned.input, { wait: false, timeoutMs: this.timeoutMs() });
+    if (decision && !first.ok && !first.status && first.error.code === 'UNAVAILABLE') {
+      // The app's decision was not recorded: it must hear so, not take agentdb as told.
+      throw new AgentDbError(
+        'UNAVAILABLE',
+        `The ${decision.approved ? 'approval' : 'rejection'} of call ${first.callId} was not recorded in agentdb: ${first.error.message}`,
+      );
+    }
     if (first.status !== 'awaiting_approval') return this.answerOf(first.status ? await this.outcome(first.callId) : first, planned);
     if (decision) await this.decide(first, decision);
     return this.answerOf(await this.outcome(first.callId), planned);
@@ -239,7 +247,14 @@ export class AgentToolset {
         input: { ...base, settings, tool: t.tool, arguments: t.arguments, ...(t.introspect ? { introspect: true } : {}) },
       };
     }
-    const bound = this.opts.scope && given && typeof given === 'object' ? { ...given, scope: this.opts.scope } : given;
+    const scope = this.opts.scope;
+    if (scope && given && typeof given === 'object' && (given as { agent?: unknown }).agent !== undefined) {
+      // Bound, the schemas leave `agent` out: a model naming one anyway would otherwise reach
+      // another agent's tables (with the shared-data grant) past the scope the app bound.
+      const detail = `agent: not an argument of ${name} here; every call is bound to scope "${scope}" (${scope === 'agent' ? 'your own tables' : 'the shared tables'}).`;
+      return { ok: false, answer: formatted(errorEnvelope(callId, name, 'INVALID_ARGUMENTS', detail)) };
+    }
+    const bound = scope && given && typeof given === 'object' ? { ...given, scope } : given;
     return { ok: true, tool: name, input: { ...base, tool: name, arguments: bound ?? {} } };
   }
 

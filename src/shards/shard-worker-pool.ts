@@ -25,8 +25,7 @@ import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
 import { UnheldJobs } from './unheld-jobs.ts';
-import { TRACER_NAME, tracerIf } from '../tracing.ts';
-import { BullMQOtel } from 'bullmq-otel';
+import { queueTelemetry, tracerIf } from '../tracing.ts';
 import type { Tracer } from '@opentelemetry/api';
 
 /** Options of a {@link ShardWorkerPool}. */
@@ -273,7 +272,7 @@ export class ShardWorkerPool {
       stalledInterval: config.stalledIntervalMs,
       autorun: true,
       // With tracing on, BullMQ's `process` span continues the trace its job carries from the caller.
-      ...(this.tracer ? { telemetry: new BullMQOtel(TRACER_NAME) } : {}),
+      ...(this.tracer ? { telemetry: queueTelemetry() } : {}),
     });
     handleErrorEvents(worker, logger, 'shard worker error', { shard });
     worker.on('completed', (job) => {

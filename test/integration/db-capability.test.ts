@@ -167,4 +167,13 @@ describe('db() over a client, against a running worker (db-capability.md)', () =
     const shared = db({ client, workspace: 'cap', agent: 'fn', database: 'workspace' });
     expect(await tool(shared, 'db_schema').execute({})).toMatchObject({ ok: true, result: { database: 'cap' } });
   });
+
+  it('database "workspace" reads and writes the shared tables, not the agent\'s own', async () => {
+    const shared = db({ client, workspace: 'cap', agent: 'sw', database: 'workspace', schemaMode: 'write', settings: { sharedData: true } });
+    expect(await tool(shared, 'db_exec').execute({ statement: 'CREATE TABLE shared_only (v)', rationale: 'a shared table' })).toMatchObject({ ok: true });
+    const other = db({ client, workspace: 'cap', agent: 'another', database: 'workspace' });
+    expect(await tool(other, 'db_query').execute({ statement: 'SELECT count(*) FROM shared_only' })).toMatchObject({ ok: true, result: { rows: [[0]] } });
+    const own = db({ client, workspace: 'cap', agent: 'sw' });
+    expect(await tool(own, 'db_query').execute({ statement: 'SELECT count(*) FROM shared_only' })).toMatchObject({ ok: false, error: { code: 'SQL_ERROR' } });
+  });
 });

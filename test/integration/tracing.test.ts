@@ -118,6 +118,41 @@ describe('OpenTelemetry spans of a call (TRACING=on)', () => {
     expect(told(exporter.getFinishedSpans())).not.toContain('INSERT INTO');
   });
 
+  it("never puts a read's rows or a refusal's detail in a span: BullMQ's job result and failure events are not recorded", async () => {
+    const traceId = hex(16);
+    const secret = `row-${hex(6)}`;
+    const read = await client.call(
+      {
+        workspace: 'tr',
+        agent: 'a',
+        settings: { database: 'agent' },
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: 'SELECT ? AS v', params: [secret] },
+        callId: 'traced-rows',
+      },
+      { traceparent: `00-${traceId}-${hex(8)}-01` },
+    );
+    expect(read).toMatchObject({ ok: true });
+    expect(JSON.stringify(read)).toContain(secret);
+    const failedTrace = hex(16);
+    const refused = await client.call(
+      {
+        workspace: 'tr',
+        agent: 'a',
+        settings: { database: 'agent' },
+        tool: 'DATA_QUERY_SQL',
+        arguments: { sql: `SELECT * FROM missing_${secret.replace('-', '_')}` },
+        callId: 'traced-err',
+      },
+      { traceparent: `00-${failedTrace}-${hex(8)}-01` },
+    );
+    expect(refused).toMatchObject({ ok: false, error: { code: 'SQL_ERROR' } });
+    await ended.until((s) => s.name.startsWith('process ') && s.spanContext().traceId === traceId);
+    await ended.until((s) => s.name.startsWith('process ') && s.spanContext().traceId === failedTrace);
+    expect(told(traceOf(traceId))).not.toContain(secret);
+    expect(told(traceOf(failedTrace))).not.toContain(secret.replace('-', '_'));
+  });
+
   it('continues the active span when the caller gives no traceparent, and ignores a malformed one', async () => {
     const outer = trace.getTracer('runtime').startSpan('agent turn');
     await context.with(trace.setSpan(context.active(), outer), () =>
