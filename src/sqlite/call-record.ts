@@ -62,6 +62,8 @@ export function ensureCallsTable(db: Database, now = Date.now()): void {
   if (last === undefined) {
     // One commit for the table and its index: history counts a database's commits, and the
     // agent's first write is then two (this, and its own), as before the index existed.
+    // IMMEDIATE: the transaction reads before it writes, and SQLite does not wait (busy_timeout)
+    // to turn a read into a write while another connection writes; it fails at once instead.
     db.transaction(() => {
       const version = trusted(db, 'PRAGMA schema_version').pluck().get();
       db.exec(`CREATE TABLE IF NOT EXISTS ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`);
@@ -72,7 +74,7 @@ export function ensureCallsTable(db: Database, now = Date.now()): void {
       ensureActivityTable(db);
       // The commit is agentdb's own: its row keeps it from being listed as an outside write.
       if (trusted(db, 'PRAGMA schema_version').pluck().get() !== version) recordOwnActivity(db, 'upkeep');
-    })();
+    }).immediate();
   }
   pruned.set(db, now);
   try {
