@@ -22,6 +22,7 @@ import { benchWeb, printWeb } from './web.ts';
 import { childPids } from './cpu.ts';
 import { benchIsolation } from './isolation.ts';
 import { benchScaling } from './scaling.ts';
+import { benchManyDatabases, printManyDatabases } from './many-databases.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { benchStartup } from './startup.ts';
 import { benchRedisFill, printRedisFill } from './redis-fill.ts';
@@ -39,6 +40,8 @@ const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
  */
 const QUOTA = { WORKSPACE_MAX_DATABASES: String(Math.max(DATABASES, 1000) * 2) };
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+/** The counts of databases of the many-databases scenario (BENCH_SCALE_COUNTS, comma-separated). */
+const MANY_DATABASES = (process.env.BENCH_SCALE_COUNTS ?? '10,1000,10000').split(',').map(Number);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
@@ -316,6 +319,9 @@ async function main() {
   const abandonedWaits = await benchAbandonedWaits(ABANDONED_WAITS);
   progress('abandoned waits', abandonedWaits);
 
+  // Flat as it grows (issue 31): PK read, memory, start-up and backup at 10 to 10,000 databases;
+  // 100,000 is `npm run bench:scale`'s.
+  const manyDatabases = await benchManyDatabases(REDIS_URL, MANY_DATABASES, { reads: SEQ_CALLS, log: (m) => progress('many databases', m) });
   const redisFill = await benchRedisFill(REDIS_FILL);
   progress('redis fill', { usedMemoryGrowthMb: redisFill.usedMemoryGrowthMb, budgetMb: redisFill.budgetMb });
   const results = {
@@ -364,6 +370,7 @@ async function main() {
     isolation,
     fairBurst,
     scaling,
+    manyDatabases,
     blobUpload,
     abandonedWaits,
   };
@@ -411,6 +418,7 @@ async function main() {
     );
     console.log(`  CPU s per 1000 calls with the pool: ${JSON.stringify(run.cpuSecondsPer1000Calls.defaultPool)}`);
   }
+  printManyDatabases(manyDatabases);
   printAbandonedWaits(abandonedWaits);
   console.log(
     `start-up: agentdb tools --json ${startup.toolsJsonMs} ms, node -e 0 ${startup.nodeMs} ms: ratio ${startup.ratio} (goal <= ${startup.goal.ratioAtMost}; median of ${startup.runs})`,
