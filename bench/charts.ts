@@ -2,7 +2,7 @@
 // PK read p50/p99 and memory by number of databases from many-databases-latest.json (written by
 // `npm run bench:scale`) or else latest.json's `manyDatabases` (`npm run bench`); throughput by
 // concurrency from query-only-latest.json (bench/query-only.ts) or else latest.json's `query`.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { ManyDatabasesPoint } from './many-databases.ts';
 import type { RunStats } from './stats.ts';
 import { lineChart, type LineChart } from './svg-chart.ts';
@@ -14,7 +14,7 @@ export interface QueryResults {
 }
 
 /** The charts drawn from the results: file name (under docs/charts/) to chart. */
-export function charts(many: readonly ManyDatabasesPoint[] | undefined, query: QueryResults | undefined): Record<string, LineChart> {
+export function charts(many: readonly ManyDatabasesPoint[] | undefined, query: (QueryResults & { at?: string }) | undefined): Record<string, LineChart> {
   const out: Record<string, LineChart> = {};
   if (many?.length) {
     out['pk-read-by-databases.svg'] = {
@@ -57,7 +57,7 @@ export function charts(many: readonly ManyDatabasesPoint[] | undefined, query: Q
         [64, query.inFlight64[k].callsPerSec],
       ] as const;
     out['throughput-by-concurrency.svg'] = {
-      title: 'PK read throughput by calls in flight',
+      title: `PK read throughput by calls in flight${query.at ? ` (${query.at.slice(0, 10)})` : ''}`,
       xLabel: 'calls in flight',
       yLabel: 'calls/s',
       series: [
@@ -69,6 +69,16 @@ export function charts(many: readonly ManyDatabasesPoint[] | undefined, query: Q
   return out;
 }
 
+/** The PK read of the newest results file that has one (the dated files kept in git), with its date. */
+function newestQuery(dir: URL): (QueryResults & { at: string }) | undefined {
+  const found = readdirSync(dir)
+    .filter((f) => f.endsWith('.json') && !f.startsWith('history-'))
+    .map((f) => read<{ at?: string; query?: QueryResults }>(new URL(f, dir)))
+    .filter((r): r is { at: string; query: QueryResults } => Boolean(r?.at && r.query?.sequential && r.query.inFlight64))
+    .sort((a, b) => (a.at < b.at ? 1 : -1))[0];
+  return found && { ...found.query, at: found.at };
+}
+
 function read<T>(file: URL): T | undefined {
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as T) : undefined;
 }
@@ -77,7 +87,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const results = new URL('./results/', import.meta.url);
   const latest = read<{ manyDatabases?: ManyDatabasesPoint[]; query?: QueryResults }>(new URL('latest.json', results));
   const many = read<{ manyDatabases: ManyDatabasesPoint[] }>(new URL('many-databases-latest.json', results))?.manyDatabases ?? latest?.manyDatabases;
-  const query = read<QueryResults>(new URL('query-only-latest.json', results)) ?? latest?.query;
+  const query = read<QueryResults>(new URL('query-only-latest.json', results)) ?? latest?.query ?? newestQuery(results);
   const docs = new URL('../docs/charts/', import.meta.url);
   mkdirSync(docs, { recursive: true });
   for (const [name, chart] of Object.entries(charts(many, query))) {

@@ -39,15 +39,18 @@ export function tickLabel(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-/** About five round steps (1, 2 or 5 times a power of ten) from `lo` to `hi`. */
+/** About five round steps (1, 2 or 5 times a power of ten) covering `lo` to `hi`. */
 export function niceTicks(lo: number, hi: number): number[] {
   if (!(hi > lo)) return [lo];
   const raw = (hi - lo) / 5;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw)!;
   const ticks: number[] = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
-  return ticks;
+  // Up to the first tick at or past `hi`, so that every value lies inside the axis.
+  for (let t = Math.floor(lo / step) * step; ; t += step) {
+    ticks.push(Number(t.toPrecision(12)));
+    if (t >= hi - step * 1e-9) return ticks;
+  }
 }
 
 /** Draws `chart` as a standalone SVG document (no script, no external reference). */

@@ -52,6 +52,26 @@ describe('lineChart', () => {
     expect(svg).not.toMatch(/NaN|Infinity|<script/);
   });
 
+  it('keeps every point inside the plot, the largest included', () => {
+    const svg = lineChart({
+      title: 't',
+      xLabel: 'x',
+      yLabel: 'y',
+      series: [
+        {
+          name: 's',
+          points: [
+            [10, 5],
+            [1000, 110],
+          ],
+        },
+      ],
+      logX: true,
+    });
+    const ys = [...svg.matchAll(/<circle cx="[\d.]+" cy="([\d.]+)"/g)].map((m) => Number(m[1]));
+    for (const y of ys) expect(y).toBeGreaterThanOrEqual(40);
+  });
+
   it('places a larger value higher on the page', () => {
     const svg = lineChart({
       title: 't',
@@ -79,7 +99,8 @@ describe('lineChart', () => {
 describe('ticks', () => {
   it('steps by 1, 2 or 5 times a power of ten', () => {
     expect(niceTicks(0, 10)).toEqual([0, 2, 4, 6, 8, 10]);
-    expect(niceTicks(0, 23)).toEqual([0, 5, 10, 15, 20]);
+    expect(niceTicks(0, 23)).toEqual([0, 5, 10, 15, 20, 25]);
+    expect(niceTicks(0, 121)).toEqual([0, 50, 100, 150]);
     expect(tickLabel(100_000)).toBe('100,000');
     expect(tickLabel(0.25)).toBe('0.25');
   });
