@@ -2,6 +2,7 @@
 // sequential and 64-in-flight DATA_QUERY_SQL by primary key against raw BullMQ, interleaved
 // rounds, plus the CPU each process spends per 1,000 sequential calls (to say where a ratio
 // moved). BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
+import { writeFileSync } from 'node:fs';
 import { benchSite } from './agentdb-worker.ts';
 import { cpuSeconds, childPids } from './cpu.ts';
 import { rawBullmq } from './raw-bullmq.ts';
@@ -63,6 +64,22 @@ try {
       0.5,
     );
   const m = (k: string, f: keyof RunStats) => med(runs[k]!.map((s) => s[f] as number));
+  const stats = (k: string): RunStats => ({
+    calls: runs[k]![0]!.calls,
+    seconds: m(k, 'seconds'),
+    callsPerSec: m(k, 'callsPerSec'),
+    p50Ms: m(k, 'p50Ms'),
+    p99Ms: m(k, 'p99Ms'),
+  });
+  // For `npm run bench:charts` (throughput by concurrency); ignored by git, as latest.json is.
+  const figures = {
+    sequential: { rawBullmq: stats('rawSeq'), agentdb: stats('agentSeq') },
+    inFlight64: { rawBullmq: stats('rawConc'), agentdb: stats('agentConc') },
+  };
+  writeFileSync(
+    new URL('./results/query-only-latest.json', import.meta.url),
+    `${JSON.stringify({ at: new Date().toISOString(), rounds: ROUNDS, ...figures }, null, 2)}\n`,
+  );
   console.log(
     JSON.stringify({
       rounds: ROUNDS,

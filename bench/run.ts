@@ -23,6 +23,7 @@ import { benchWeb, printWeb } from './web.ts';
 import { childPids } from './cpu.ts';
 import { benchIsolation } from './isolation.ts';
 import { benchScaling } from './scaling.ts';
+import { benchManyDatabases, printManyDatabases } from './many-databases.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { benchStartup } from './startup.ts';
 import { benchRedisFill, printRedisFill } from './redis-fill.ts';
@@ -40,6 +41,8 @@ const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
  */
 const QUOTA = { WORKSPACE_MAX_DATABASES: String(Math.max(DATABASES, 1000) * 2) };
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+/** The counts of databases of the many-databases scenario (BENCH_SCALE_COUNTS, comma-separated). */
+const MANY_DATABASES = (process.env.BENCH_SCALE_COUNTS ?? '10,1000,10000').split(',').map(Number);
 /** `process` (default): workers run as their own processes, as deployed; `inline`: in this one. */
 const WORKERS = process.env.BENCH_WORKERS === 'inline' ? 'inline' : 'process';
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 30);
@@ -337,6 +340,9 @@ async function main() {
   const abandonedWaits = await benchAbandonedWaits(ABANDONED_WAITS);
   progress('abandoned waits', abandonedWaits);
 
+  // Flat as it grows (issue 31): PK read, memory, start-up and backup at 10 to 10,000 databases;
+  // 100,000 is `npm run bench:scale`'s.
+  const manyDatabases = await benchManyDatabases(REDIS_URL, MANY_DATABASES, { reads: SEQ_CALLS, log: (m) => progress('many databases', m) });
   const redisFill = await benchRedisFill(REDIS_FILL);
   progress('redis fill', { usedMemoryGrowthMb: redisFill.usedMemoryGrowthMb, budgetMb: redisFill.budgetMb });
   const results = {
@@ -385,6 +391,7 @@ async function main() {
     isolation,
     fairBurst,
     scaling,
+    manyDatabases,
     blobUpload,
     abandonedWaits,
   };
@@ -432,6 +439,7 @@ async function main() {
     );
     console.log(`  CPU s per 1000 calls with the pool: ${JSON.stringify(run.cpuSecondsPer1000Calls.defaultPool)}`);
   }
+  printManyDatabases(manyDatabases);
   printAbandonedWaits(abandonedWaits);
   console.log(
     `start-up: agentdb tools --json ${startup.toolsJsonMs} ms, node -e 0 ${startup.nodeMs} ms: ratio ${startup.ratio} (goal <= ${startup.goal.ratioAtMost}; median of ${startup.runs})`,

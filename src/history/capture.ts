@@ -7,7 +7,7 @@ import { closeSegment, dropState, loadState, states } from './capture-state.ts';
 import { copyNew, type Found } from './copy-new.ts';
 import type { HistoryPosition, HistorySource, SnapshotMeta } from './history-files.ts';
 import { lateAnswers, noteLate } from './late-answers.ts';
-import { markRestoreLeaving, restoreLeaving, unmarkRestoreLeaving, writeSeal } from './seal.ts';
+import { markRestoreLeaving, restoreLeaving, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 
 /** What capture needs to know: where the database and its history are, and when to checkpoint. */
@@ -201,6 +201,9 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
  */
 export function sealAfterClose(dbPath: string, pending: PendingSeal | undefined): void {
   if (!pending || fs.existsSync(`${dbPath}-wal`)) return;
+  // A read-only open and close leaves the file as sealed: writing the same seal again (a file
+  // written and renamed) was most of what a handle cache miss cost with many databases.
+  if (sealHolds(pending.genDir, dbPath, pending.segment, pending.frames)) return;
   writeSeal(pending.genDir, dbPath, pending.segment, pending.frames);
 }
 
