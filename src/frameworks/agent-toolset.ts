@@ -199,8 +199,7 @@ export class AgentToolset {
    */
   async decisionOf(name: string, args: unknown, frameworkCallId: string): Promise<FrameworkDecision & { answer: ToolAnswer }> {
     const answer = await this.finish(name, args, frameworkCallId);
-    const code = (answer.data.error as { code?: string } | undefined)?.code;
-    const refused = code === 'APPROVAL_REJECTED' || code === 'APPROVAL_EXPIRED';
+    const refused = isRefusal(answer);
     return { approved: !refused, ...(refused ? { reason: answer.text } : {}), answer };
   }
 
@@ -285,4 +284,10 @@ function unscoped(schema: Record<string, unknown>): Record<string, unknown> {
   const { scope: _s, agent: _a, ...properties } = (schema.properties ?? {}) as Record<string, unknown>;
   const required = ((schema.required as string[] | undefined) ?? []).filter((r) => r !== 'scope' && r !== 'agent');
   return { ...schema, properties, required };
+}
+
+/** Whether a parked call's outcome is a person's refusal (rejected, or expired undecided), not a run. */
+export function isRefusal(answer: ToolAnswer): boolean {
+  const code = (answer.data.error as { code?: string } | undefined)?.code;
+  return code === 'APPROVAL_REJECTED' || code === 'APPROVAL_EXPIRED';
 }

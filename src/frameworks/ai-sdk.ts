@@ -7,7 +7,7 @@
 import type * as Ai from 'ai';
 import type { ModelMessage, Tool, ToolApprovalResponse, ToolModelMessage, ToolSet } from 'ai';
 import type { AgentDbClient } from '../calls/client.ts';
-import { AgentToolset, type AgentToolsOptions, type FrameworkTool, type ToolAnswer } from './agent-toolset.ts';
+import { AgentToolset, type AgentToolsOptions, type FrameworkTool, isRefusal, type ToolAnswer } from './agent-toolset.ts';
 import { loadFramework } from './framework-package.ts';
 
 export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof, ToolAnswer } from './agent-toolset.ts';
@@ -34,7 +34,9 @@ export interface AiSdkAgentDb {
    * Records in agentdb the decisions of the app's own approval UI found in `messages` (the
    * `tool-approval-response` parts of its last tool message), each as the approver's; call it
    * before resuming the run with them. An approval is recorded by the tool's execution too, but
-   * a denial runs nothing in the SDK: only this tells agentdb.
+   * a denial runs nothing in the SDK: only this tells agentdb. The first decision wins: a denial
+   * of a call agentdb had approved already is turned into an approval in `messages` (changed in
+   * place), so the SDK runs the tool and the model reads what agentdb ran.
    */
   recordDecisions(messages: ModelMessage[]): Promise<void>;
   /**
@@ -98,7 +100,16 @@ export async function agentDbTools(client: AgentDbClient, opts: AiSdkToolsOption
         if (part.type !== 'tool-approval-response') continue;
         const call = requestedCall(messages, part.approvalId);
         if (!call || !toolset.tierOf(call.toolName)) continue;
-        await toolset.finish(call.toolName, call.input, call.toolCallId, { approved: part.approved, ...(part.reason ? { reason: part.reason } : {}) });
+        const answer = await toolset.finish(call.toolName, call.input, call.toolCallId, {
+          approved: part.approved,
+          ...(part.reason ? { reason: part.reason } : {}),
+        });
+        // The first decision wins. agentdb approved (and ran) the write before the app's denial:
+        // the SDK must run the tool to hear that outcome, or it would tell the model "denied".
+        if (!part.approved && !isRefusal(answer)) {
+          part.approved = true;
+          delete part.reason;
+        }
       }
     },
     async awaitDecisions(messages) {

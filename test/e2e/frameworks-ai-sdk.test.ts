@@ -178,6 +178,26 @@ describe('agentdb/ai-sdk', () => {
     expect(table).toMatchObject({ ok: false, error: { code: 'SQL_ERROR' } });
   });
 
+  it('denied in the app after agentdb approved it: the first decision wins, and the model reads what ran', async () => {
+    const db = await agentDbTools(svc.client, { workspace: 'acme', agent: 'clerk', approver: { key: svc.key } });
+    const { model, messages, request } = await parkWrite(db, 'w4', 'CREATE TABLE first (x)');
+    const [approval] = (await svc.approvals('pending')).filter((a) => a.sql === 'CREATE TABLE first (x)');
+    expect(await svc.client.decide(String(approval!.id), { decision: 'approve', key: svc.key })).toMatchObject({ ok: true });
+    messages.push({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request.approvalId, approved: false, reason: 'too late' }] });
+    await db.recordDecisions(messages);
+    const resumed = await generateText({ model, tools: db.tools, stopWhen: stepCountIs(5), messages });
+    expect(resumed.text).toBe('written');
+    expect(sentLast(model)).toMatchObject({ type: 'tool-result', output: { type: 'text', value: expect.stringMatching(FENCE) } });
+    const table = await svc.client.call({
+      workspace: 'acme',
+      agent: 'clerk',
+      settings: { database: 'agent' },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT count(*) FROM first' },
+    });
+    expect(table).toMatchObject({ ok: true });
+  });
+
   it('decided in agentdb (a member key, as the web page, CLI and HTTP decide), the decision resumes the run', async () => {
     const db = await agentDbTools(svc.client, { workspace: 'acme', agent: 'clerk' });
     const { model, messages } = await parkWrite(db, 'w3', 'CREATE TABLE fromcli (x)');
