@@ -6,6 +6,7 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
+import type { RateRefusal } from './call-rate-limits.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
 import { dbAnswer, type ApprovalRequiredAnswer } from './db-answers.ts';
 
@@ -74,6 +75,14 @@ export class KeyedCalls {
     this.stopped = true;
     for (const wait of this.waits) wait.abort(BOUND_PASSED);
     this.waits.clear();
+  }
+
+  /**
+   * Counts a lookup of a member `@<name>` of `workspace` (a tenth of a call) against its rate
+   * limits; answers the refusal past one (see `AgentDbClient.chargeLookup`).
+   */
+  chargeMemberLookup(workspace: string, member: string): Promise<RateRefusal | undefined> {
+    return this.client.chargeLookup({ workspace, agent: `@${member}` });
   }
 
   /** The client's tracer, when tracing is on: adapters open their own spans on it (MCP's `tools/call`). */
