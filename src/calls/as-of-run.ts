@@ -26,25 +26,32 @@ export function asOfTarget(asOf: string, workspace: string, caller: string, owne
 
 /**
  * Runs a read of the past: as is when its moment is kept; otherwise the workspace's disk quota
- * is asked for the room restoring it takes (`WorkspaceQuota.check` drops the workspace's kept
- * moments first when that makes the room), then it runs again, allowed to restore it.
+ * is asked for the room restoring it takes, held while it builds (`WorkspaceQuota.hold`; it
+ * drops the workspace's kept moments first when that makes the room), then it runs again,
+ * allowed to restore it.
  */
 export async function runAsOf(
   request: Extract<ExecRequest, { op: 'query' | 'describe' | 'browse' }> & { asOf: AsOfRead },
   executor: { run(req: ExecRequest): Promise<ExecOutcome> },
-  quota: Pick<WorkspaceQuota, 'check'> | undefined,
+  quota: Pick<WorkspaceQuota, 'hold'> | undefined,
   workspace: string,
 ): Promise<ExecOutcome> {
   const first = await executor.run(request);
   const room = first.ok ? first.asOf?.needsRoom : undefined;
   if (room === undefined) return first;
+  let release: (() => void) | undefined;
   if (quota) {
     try {
-      await quota.check(workspace, { databases: 0, bytes: room }, `reading ${request.db.id} as of a past moment`);
+      // Held while it builds: moments of the workspace built at once count each other's room.
+      release = await quota.hold(workspace, { databases: 0, bytes: room }, `reading ${request.db.id} as of a past moment`);
     } catch (err) {
       if (codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
       return { ok: false, error: { code: 'QUOTA_EXCEEDED', detail: (err as AgentDbError).detail ?? 'the workspace is past its disk quota' } };
     }
   }
-  return executor.run({ ...request, asOf: { ...request.asOf, build: true }, timeoutMs: MOMENT_BUILD_MS });
+  try {
+    return await executor.run({ ...request, asOf: { ...request.asOf, build: true }, timeoutMs: MOMENT_BUILD_MS });
+  } finally {
+    release?.();
+  }
 }
