@@ -82,7 +82,27 @@ export class KeyedCalls {
    * limits; answers the refusal past one (see `AgentDbClient.chargeLookup`).
    */
   chargeMemberLookup(workspace: string, member: string): Promise<RateRefusal | undefined> {
-    return this.client.chargeLookup({ workspace, agent: `@${member}` });
+    return this.counted(this.client.chargeLookup({ workspace, agent: `@${member}` }));
+  }
+
+  /**
+   * Counts a lookup by `principal` (a tenth of a call) against its key's and workspace's rate
+   * limits, for a read that is not of one call (an MCP `tasks/list` page); the refusal past one.
+   */
+  chargeLookup(principal: Principal): Promise<RateRefusal | undefined> {
+    return this.counted(
+      this.client.chargeLookup({
+        workspace: principal.workspace,
+        agent: callerOf(principal),
+        ...(principal.kind === 'agent' ? { keyId: principal.keyId } : {}),
+      }),
+    );
+  }
+
+  private async counted(refusal: Promise<RateRefusal | undefined>): Promise<RateRefusal | undefined> {
+    const r = await refusal;
+    if (r) this.onRefused?.('rate');
+    return r;
   }
 
   /** The client's tracer, when tracing is on: adapters open their own spans on it (MCP's `tools/call`). */
