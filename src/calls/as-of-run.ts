@@ -26,21 +26,24 @@ export function asOfTarget(asOf: string, workspace: string, caller: string, owne
 
 /**
  * Runs a read of the past: as is when its moment is kept; otherwise the workspace's disk quota
- * is asked for the room restoring it takes (`WorkspaceQuota.check` drops the workspace's kept
- * moments first when that makes the room), then it runs again, allowed to restore it.
+ * is asked for the room restoring it takes, held while it builds (`WorkspaceQuota.hold`; it
+ * drops the workspace's kept moments first when that makes the room), then it runs again,
+ * allowed to restore it.
  */
 export async function runAsOf(
   request: Extract<ExecRequest, { op: 'query' | 'describe' | 'browse' }> & { asOf: AsOfRead },
   executor: { run(req: ExecRequest): Promise<ExecOutcome> },
-  quota: Pick<WorkspaceQuota, 'check'> | undefined,
+  quota: Pick<WorkspaceQuota, 'hold'> | undefined,
   workspace: string,
 ): Promise<ExecOutcome> {
   const first = await executor.run(request);
   const room = first.ok ? first.asOf?.needsRoom : undefined;
   if (room === undefined) return first;
+  let release: (() => void) | undefined;
   if (quota) {
     try {
-      await quota.check(workspace, { databases: 0, bytes: room }, `reading ${request.db.id} as of a past moment`);
+      // Held while it builds: moments of the workspace built at once count each other's room.
+      release = await quota.hold(workspace, { databases: 0, bytes: room }, `reading ${request.db.id} as of a past moment`);
     } catch (err) {
       if (codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
       return { ok: false, error: { code: 'QUOTA_EXCEEDED', detail: (err as AgentDbError).detail ?? 'the workspace is past its disk quota' } };
@@ -49,20 +52,24 @@ export async function runAsOf(
   // The restore alone gets MOMENT_BUILD_MS; the read then runs as any read, under the statement
   // limit. Run together, the agent's statement had the restore's 10 minutes: a runaway read of
   // each fresh moment held an executor child 10 minutes, not STATEMENT_TIMEOUT_MS (review 19, H27).
-  let materialised = false;
-  for (let attempt = 0; attempt < BUILD_ATTEMPTS; attempt++) {
-    const built = await executor.run({ ...request, asOf: { ...request.asOf, build: true, buildOnly: true }, timeoutMs: MOMENT_BUILD_MS });
-    if (!built.ok) return built;
-    materialised ||= built.asOf?.materialised === true;
-    const read = await executor.run(request);
-    // Dropped between the two (swept, or the workspace's quota made room): restored again.
-    if (read.ok && read.asOf?.needsRoom !== undefined) continue;
-    return read.ok ? { ...read, asOf: { materialised } } : read;
+  try {
+    let materialised = false;
+    for (let attempt = 0; attempt < BUILD_ATTEMPTS; attempt++) {
+      const built = await executor.run({ ...request, asOf: { ...request.asOf, build: true, buildOnly: true }, timeoutMs: MOMENT_BUILD_MS });
+      if (!built.ok) return built;
+      materialised ||= built.asOf?.materialised === true;
+      const read = await executor.run(request);
+      // Dropped between the two (swept, or the workspace's quota made room): restored again.
+      if (read.ok && read.asOf?.needsRoom !== undefined) continue;
+      return read.ok ? { ...read, asOf: { materialised } } : read;
+    }
+    return {
+      ok: false,
+      error: { code: 'UNAVAILABLE', detail: `the moment of ${request.db.id} restored for this read was dropped before it could be read; try again` },
+    };
+  } finally {
+    release?.();
   }
-  return {
-    ok: false,
-    error: { code: 'UNAVAILABLE', detail: `the moment of ${request.db.id} restored for this read was dropped before it could be read; try again` },
-  };
 }
 
 /** Restores of a moment a read tries before giving up, when the moment is dropped before its read each time. */

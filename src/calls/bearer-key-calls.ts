@@ -6,6 +6,7 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
+import type { RateRefusal } from './call-rate-limits.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
 import { dbAnswer, type ApprovalRequiredAnswer } from './db-answers.ts';
 
@@ -74,6 +75,34 @@ export class KeyedCalls {
     this.stopped = true;
     for (const wait of this.waits) wait.abort(BOUND_PASSED);
     this.waits.clear();
+  }
+
+  /**
+   * Counts a lookup of a member `@<name>` of `workspace` (a tenth of a call) against its rate
+   * limits; answers the refusal past one (see `AgentDbClient.chargeLookup`).
+   */
+  chargeMemberLookup(workspace: string, member: string): Promise<RateRefusal | undefined> {
+    return this.counted(this.client.chargeLookup({ workspace, agent: `@${member}` }));
+  }
+
+  /**
+   * Counts a lookup by `principal` (a tenth of a call) against its key's and workspace's rate
+   * limits, for a read that is not of one call (an MCP `tasks/list` page); the refusal past one.
+   */
+  chargeLookup(principal: Principal): Promise<RateRefusal | undefined> {
+    return this.counted(
+      this.client.chargeLookup({
+        workspace: principal.workspace,
+        agent: callerOf(principal),
+        ...(principal.kind === 'agent' ? { keyId: principal.keyId } : {}),
+      }),
+    );
+  }
+
+  private async counted(refusal: Promise<RateRefusal | undefined>): Promise<RateRefusal | undefined> {
+    const r = await refusal;
+    if (r) this.onRefused?.('rate');
+    return r;
   }
 
   /** The client's tracer, when tracing is on: adapters open their own spans on it (MCP's `tools/call`). */

@@ -32,7 +32,7 @@ export interface RunDeps {
   /** Where a caller's own call ids are taken on disk too; without it, only their Redis claims hold them. */
   callIds?: CallIdLedger;
   /** A workspace's disk quotas: a write that would create a database is checked first. */
-  quota?: Pick<WorkspaceQuota, 'check'>;
+  quota?: Pick<WorkspaceQuota, 'check' | 'hold'>;
 }
 
 /**

@@ -335,14 +335,8 @@ export class AgentDbClient {
       async () => {
         const down = await this.outage.redisDown();
         if (down) return unavailable(callId, '', down, true);
-        if (this.rates && !opts.followUp) {
-          const plan = await this.workspaces.planOf(opts.workspace);
-          const counters = this.rates.counters(
-            { plan, workspace: opts.workspace, agent: opts.agent, ...(opts.keyId ? { keyId: opts.keyId } : {}) },
-            LOOKUP_POINTS,
-          );
-          const spent = Array.isArray(counters) ? await this.budget.countRates(opts.workspace, counters) : undefined;
-          const limited = Array.isArray(counters) ? spent && this.rates.refused(spent.rate, spent.msLeft) : counters;
+        if (!opts.followUp) {
+          const limited = await this.chargeLookup(opts);
           if (limited) return this.refused('rate', rateLimited(callId, '', opts.workspace, limited));
         }
         return callResult({ waiters: this.waiters, lookup: this.lookup, ensureReader: () => this.ensureReader() }, callId, opts);
@@ -350,6 +344,21 @@ export class AgentDbClient {
       (why) => unavailable(callId, '', why, true),
       opts.signal,
     );
+  }
+
+  /**
+   * Counts one lookup (a tenth of a call, {@link LOOKUP_POINTS}) against the rate limits of the
+   * caller's key (`keyId`; else its agent, or `@<member>`) and workspace, as {@link result} does
+   * for each look at a call: for other reads whose cost grows with the caller's asking (a page
+   * of a database's activity). Answers the refusal when a budget is spent, else undefined.
+   */
+  async chargeLookup(who: { workspace: string; agent: string; keyId?: string }): Promise<RateRefusal | undefined> {
+    if (!this.rates) return undefined;
+    const plan = await this.workspaces.planOf(who.workspace);
+    const counters = this.rates.counters({ plan, workspace: who.workspace, agent: who.agent, ...(who.keyId ? { keyId: who.keyId } : {}) }, LOOKUP_POINTS);
+    if (!Array.isArray(counters)) return counters;
+    const spent = await this.budget.countRates(who.workspace, counters);
+    return spent ? this.rates.refused(spent.rate, spent.msLeft) : undefined;
   }
 
   /**

@@ -56,5 +56,6 @@ function table(page: ActivityPage): string {
     );
   if (!page.entries.length) lines.push('(no commits in history)');
   if (page.next) lines.push('', `more: agentdb activity ${page.database} --before ${page.next}`);
+  if (page.entries.length) lines.push(`restore to just before an entry: agentdb restore ${page.database} --through <its restore before>`);
   return `${lines.join('\n')}\n`;
 }

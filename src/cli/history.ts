@@ -29,7 +29,18 @@ export async function history(ctx: CommandContext, flags: { json?: boolean }, db
 /** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
 export async function restore(
   ctx: CommandContext,
-  flags: { at?: string; undo?: string; into?: string; dryRun?: boolean; by?: string; fromBlob?: boolean; all?: boolean; workspace?: string; json?: boolean },
+  flags: {
+    at?: string;
+    through?: string;
+    undo?: string;
+    into?: string;
+    dryRun?: boolean;
+    by?: string;
+    fromBlob?: boolean;
+    all?: boolean;
+    workspace?: string;
+    json?: boolean;
+  },
   db: string | undefined,
 ): Promise<number> {
   if (flags.all || flags.workspace !== undefined) {
@@ -57,7 +68,7 @@ export async function restore(
     throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
   }
   if (flags.fromBlob) {
-    if (flags.undo !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run and --by');
+    if (flags.undo !== undefined || flags.through !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run and --by');
     return withClient(ctx, 'restore', async (client) => {
       const result = await client.restoreFromBlob(
         db,
@@ -73,14 +84,16 @@ export async function restore(
       return 0;
     });
   }
-  if (flags.at !== undefined && flags.undo !== undefined) throw new UsageError('give --at TIME or --undo ID, not both');
-  if (flags.at === undefined && flags.undo === undefined) throw new UsageError('give --at TIME (ISO time or unix seconds) or --undo ID');
+  const given = [flags.at, flags.through, flags.undo].filter((v) => v !== undefined).length;
+  if (given > 1) throw new UsageError('give one of --at TIME, --through POSITION or --undo ID, not several');
+  if (given === 0) throw new UsageError('give --at TIME (ISO time or unix seconds), --through POSITION (an activity entry) or --undo ID');
   if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
   return withClient(ctx, 'restore', async (client) => {
     const result = await client.restore(
       db,
       {
         ...(flags.at !== undefined ? { at: flags.at } : {}),
+        ...(flags.through !== undefined ? { through: flags.through } : {}),
         ...(flags.undo !== undefined ? { undo: flags.undo } : {}),
         ...(flags.into !== undefined ? { into: flags.into } : {}),
         ...(flags.dryRun ? { dryRun: true } : {}),

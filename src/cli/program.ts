@@ -294,6 +294,7 @@ Examples:
     .option('--all', 'with --from-blob: every database the blob store holds that is missing here (a line each, then a total)')
     .option('--workspace <name>', 'with --from-blob: every database of this workspace the blob store holds that is missing here')
     .option('--json', 'with --all or --workspace: a JSON line per database, then the total')
+    .option('--through <position>', "instead of --at: the state just after this commit (an activity entry's id, or its restore-before position)")
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
     .option('--into <db>', 'with --at or --from-blob: create this new database of the same workspace instead of restoring in place')
     .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')

@@ -28,8 +28,9 @@ export interface ActivityEntry {
   /** Rows the write changed (a drop: the rows of the table, when known). */
   rowsChanged?: number;
   /**
-   * The moment to restore to for the state just before this commit (ISO): one millisecond
-   * before it. Commits of the same millisecond before it go too (history keeps time by the ms).
+   * The history position of the state just before this commit, for a restore `through` it: the
+   * id of the commit before (`<generation>.<segment>.<n>`) or a generation (its first state).
+   * A position, not a time: commits captured in the same millisecond before this one are kept.
    */
   restoreBefore: string;
 }
@@ -48,6 +49,8 @@ export const ACTIVITY_PAGE = { default: 50, max: 200 } as const;
 /** A commit as the listing reads it from history's indexes, oldest first. */
 export interface HistoryCommit {
   id: string;
+  /** The state just before it: the commit before in history, or the generation's first state. */
+  prev: string;
   at: number;
   /** The first commit of a restore's generation: the restore itself. */
   base: boolean;
@@ -68,9 +71,13 @@ function historyCommits(dataDir: string, id: string): { commits: HistoryCommit[]
   const groups: Group[] = [];
   let lastAt = 0;
   let prevEnd: number | undefined;
+  let lastState: string | undefined;
   for (const g of listGenerations(localSource(dataDir, id))) {
     const snap = g.snapshot;
     if (!snap) continue;
+    // Before a restore's base commit is the generation it left (the state the restore replaced);
+    // before any other generation's first commit, its snapshot (a gap's may differ from the last commit before).
+    let state = snap.base ? (lastState ?? g.name) : g.name;
     // A snapshot holds the commits before it history did not keep apart (the first writes, a
     // gap's, a fork's source's): their rows go to it. Not a restore in place's: what it holds
     // was matched with the generations before, and its restore's row is its base commit's.
@@ -82,13 +89,16 @@ function historyCommits(dataDir: string, id: string): { commits: HistoryCommit[]
         // A base commit carries its snapshot's time; the restore made it when the generation before ended.
         const at = base ? Math.max(prevEnd ?? c.at, lastAt) : c.at;
         lastAt = Math.max(lastAt, at);
-        commits.push({ id: `${g.name}.${seg.name}.${n}`, at, base });
+        const cid = `${g.name}.${seg.name}.${n}`;
+        commits.push({ id: cid, prev: state, at, base });
+        state = cid;
         const last = groups.at(-1);
         if (last && !last.snapshot && last.at === at) last.commits.push(commits.length - 1);
         else groups.push({ at, commits: [commits.length - 1], rows: [], snapshot: false });
       });
     }
     prevEnd = g.end?.endedAt;
+    lastState = state;
   }
   return { commits, groups };
 }
@@ -153,6 +163,11 @@ export async function activityPage(
     const r = match[i];
     return r === undefined ? 'outside' : order[r]!.kind;
   };
+  // Commit `i` is the restore `j`'s own (its pages, when its audit row is `j`): no entry of its own.
+  const restoresOwn = (i: number, j: number) =>
+    j >= 0 && j < commits.length && kindOf(i) === 'outside' && kindOf(j) === 'restore' && commits[i]!.at >= order[match[j]!]!.at;
+  // Just before an entry is before its restore's own commit too, when it has one.
+  const stateBefore = (c: number) => (c > 0 && restoresOwn(c - 1, c) ? commits[c - 1]!.prev : commits[c]!.prev);
   const picked: number[] = [];
   let i = from;
   for (; i >= 0 && picked.length < limit; i--) {
@@ -161,8 +176,7 @@ export async function activityPage(
     if (kind === 'upkeep' || (kind === 'outside' && commits[i]!.base)) continue;
     // A restore within a generation is two commits (its pages, then its audit row), a rebuilt one's
     // outside write beside it is its own doing: the one commit of it with no row is the restore's.
-    if (kind === 'outside' && [i - 1, i + 1].some((j) => j >= 0 && j < commits.length && kindOf(j) === 'restore' && commits[i]!.at >= order[match[j]!]!.at))
-      continue;
+    if (kind === 'outside' && [i - 1, i + 1].some((j) => restoresOwn(i, j))) continue;
     picked.push(i);
   }
   // More entries older than the page? (upkeep and a restore's second commit are not entries.)
@@ -177,7 +191,7 @@ export async function activityPage(
       at: new Date(commit.at).toISOString(),
       // Past the rows' retention, a commit without one may have had one, pruned since.
       kind: row?.kind === 'restore' ? 'restore' : row ? 'call' : commit.at < now - ACTIVITY_RETENTION_MS ? 'unknown' : 'outside',
-      restoreBefore: new Date(commit.at - 1).toISOString(),
+      restoreBefore: stateBefore(c),
     };
     if (!row) return base;
     const cut = row.statement !== null && row.statementBytes !== null ? row.statementBytes - Buffer.byteLength(row.statement) : 0;

@@ -9,9 +9,9 @@ import { planRestore } from './restore-plan.ts';
 import { rebuild } from './restore-rebuild.ts';
 import {
   checkAndSync,
-  checkedMoment,
   NEXT_SUFFIX,
   removeLeftovers,
+  restoreTarget,
   result,
   type RestoreHooks,
   type RestoreIntoRequest as IntoReq,
@@ -37,7 +37,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
   if (req.from) settle(handles, history, req.from);
   return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
-    const plan = planRestore(source, { at: checkedMoment(req.at, history.opts.retentionDays) });
+    const plan = planRestore(source, restoreTarget(source, req, history.opts.retentionDays));
     if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}) });
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);

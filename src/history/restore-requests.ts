@@ -2,7 +2,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition, forgetCapture } from './capture.ts';
-import { historyDir, listGenerations, listSegments, localSource, readJson, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
+import { commitPosition } from './commit-position.ts';
+import {
+  historyDir,
+  listGenerations,
+  listSegments,
+  localSource,
+  readJson,
+  undoPath,
+  writeJsonAtomic,
+  type HistorySource,
+  type UndoPoint,
+} from './history-files.ts';
 import { readCommits } from './segment-index.ts';
 import { withReader } from './reader-markers.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
@@ -51,6 +62,8 @@ export interface RestoreInPlaceRequest {
   op: 'restore';
   db: DbTarget;
   at?: number;
+  /** A history position instead of a time (see `commit-position.ts`): the state just after that commit. */
+  through?: string;
   undo?: string;
   dryRun?: boolean;
   by: RestoreActor;
@@ -64,7 +77,9 @@ export interface RestoreIntoRequest {
   db: DbTarget;
   source: string;
   from?: Pick<DbTarget, 'id' | 'path' | 'shard'>;
-  at: number;
+  at?: number;
+  /** A history position instead of a time (see `commit-position.ts`). */
+  through?: string;
   dryRun?: boolean;
   by: RestoreActor;
 }
@@ -113,7 +128,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
   history.run(live, req.db);
   const hdir = historyDir(dataDir, req.db.id);
   const source = localSource(dataDir, req.db.id);
-  const what = req.undo ? `undo ${req.undo}` : `to ${new Date(req.at ?? 0).toISOString()}`;
+  const what = req.undo ? `undo ${req.undo}` : req.through !== undefined ? `through ${req.through}` : `to ${new Date(req.at ?? 0).toISOString()}`;
   return withReader(hdir, what, () => {
     let target: RestoreTarget;
     // An undo answers, like any restore, the last commit it keeps (`restoredTo`); its audit row
@@ -127,7 +142,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       undone = point;
       discards = { discardsCommits: commitsAfterRestore(source, point) };
     } else {
-      target = { at: checkedMoment(req.at, history.opts.retentionDays) };
+      target = restoreTarget(source, req, history.opts.retentionDays);
     }
     const plan = planRestore(source, target);
     const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
@@ -137,7 +152,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     // below is a crashed restore's.
     removeLeftovers(hdir, req.db.path);
     const step = (name: RestoreStep) => hooks.step?.(name);
-    const key = JSON.stringify({ at: req.at ?? null, undo: req.undo ?? null, who: req.by.who });
+    const key = JSON.stringify({ at: req.at ?? null, undo: req.undo ?? null, ...(req.through !== undefined ? { through: req.through } : {}), who: req.by.who });
     const { reuse: reused, finished } = settleInterrupted(handles, history, req.db, source, hdir, key);
     // The same request again after a crash that left its commit in place: it is done.
     if (finished) return summary({ undoId: finished });
@@ -252,6 +267,11 @@ export function checkAndSync(file: string, sound: boolean): void {
 }
 
 /** The moment asked for, checked against the window: not in the future, not past the retention. */
+/** Where a restore to a moment or `through` a position goes (one of the two is set; an undo is handled apart). */
+export function restoreTarget(source: HistorySource, req: { at?: number; through?: string }, retentionDays: number): RestoreTarget {
+  return req.through !== undefined ? { position: commitPosition(source, req.through) } : { at: checkedMoment(req.at, retentionDays) };
+}
+
 export function checkedMoment(at: number | undefined, retentionDays: number): number {
   if (at === undefined || !Number.isFinite(at)) throw new AgentDbError('INVALID_ARGUMENTS', 'a restore needs a time (--at) or an undo id (--undo)');
   const now = Date.now();

@@ -69,7 +69,45 @@ export function serviceWorkspaceQuota(deps: {
  * first write each ask it; the rule itself is `policy/disk-quota.ts`.
  */
 export class WorkspaceQuota {
+  /** Bytes steps of each workspace hold while they build (see {@link hold}), in the order they asked: counted as used, not yet on disk. */
+  private readonly held = new Map<string, Map<symbol, number>>();
+
   constructor(private readonly deps: WorkspaceQuotaDeps) {}
+
+  /**
+   * {@link check}s a step that adds `adding.bytes`, counting the bytes steps of the workspace
+   * that asked before it hold while they build, and holds its own until the returned release
+   * is called: N moments built at once for `as_of` reads then each see the earlier ones' room,
+   * where each saw the same usage before and all passed, going past the quota together (review
+   * 19, H29). Held in this process: steps on other workers' shards are not seen.
+   * @throws AgentDbError QUOTA_EXCEEDED.
+   */
+  async hold(workspace: string, adding: { databases: number; bytes: number }, what: string): Promise<() => void> {
+    const token = Symbol(what);
+    const holds = this.held.get(workspace) ?? new Map<symbol, number>();
+    // Held before the first await, in order: a step asking after this one counts it.
+    const earlier = () => {
+      let sum = 0;
+      for (const [t, bytes] of holds) {
+        if (t === token) break;
+        sum += bytes;
+      }
+      return sum;
+    };
+    holds.set(token, adding.bytes);
+    this.held.set(workspace, holds);
+    const release = () => {
+      holds.delete(token);
+      if (holds.size === 0 && this.held.get(workspace) === holds) this.held.delete(workspace);
+    };
+    try {
+      await this.check(workspace, adding, what, earlier);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return release;
+  }
 
   /** What `workspace` holds now, with its plan and limits. */
   async usage(workspace: string): Promise<WorkspaceUsage> {
@@ -89,19 +127,20 @@ export class WorkspaceQuota {
   /**
    * Refuses a step that adds `adding` to `workspace` past its quota (`what` names the step in
    * the refusal), once the workspace's kept past moments are dropped when they hold the room.
+   * `others`: bytes not on disk yet that count as used (what earlier steps hold, see {@link hold}).
    * @throws AgentDbError QUOTA_EXCEEDED.
    */
-  async check(workspace: string, adding: { databases: number; bytes: number }, what: string): Promise<void> {
+  async check(workspace: string, adding: { databases: number; bytes: number }, what: string, others: () => number = () => 0): Promise<void> {
     let u = await this.usage(workspace);
     try {
       try {
-        checkDiskQuota(workspace, { databases: u.databases.length, bytes: u.bytes }, adding, u.limits, what);
+        checkDiskQuota(workspace, { databases: u.databases.length, bytes: u.bytes + others() }, adding, u.limits, what);
       } catch (err) {
         // Kept past moments are a cache: their room goes to the step first (see `as-of-cache.ts`).
         if (u.momentBytes === 0) throw err;
         dropMoments(this.deps.dataDir, workspace);
         u = await this.usage(workspace);
-        checkDiskQuota(workspace, { databases: u.databases.length, bytes: u.bytes }, adding, u.limits, what);
+        checkDiskQuota(workspace, { databases: u.databases.length, bytes: u.bytes + others() }, adding, u.limits, what);
       }
     } catch (err) {
       this.deps.onRefused?.(workspace, 'disk');

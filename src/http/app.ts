@@ -95,7 +95,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (deps.metrics) app.register(metricsRoute(deps.metrics));
 
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
-  if (deps.history) app.register(historyRoutes({ members: deps.members, history: deps.history }));
+  if (deps.history) {
+    const keyed = deps.keyed;
+    const chargeLookup = keyed ? (workspace: string, member: string) => keyed.calls.chargeMemberLookup(workspace, member) : undefined;
+    app.register(historyRoutes({ members: deps.members, history: deps.history, ...(chargeLookup ? { chargeLookup } : {}) }));
+  }
   const oauth = deps.oauth && deps.web && deps.keyed ? deps.oauth : undefined;
   if (oauth) app.register(oauthRoutes(oauth));
   if (deps.keyed) {

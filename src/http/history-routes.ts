@@ -1,18 +1,24 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AgentDbError, HISTORY_HINTS, codeOf } from '../errors.ts';
+import { AgentDbError, HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
 import { ACTIVITY_PAGE } from '../history/activity-view.ts';
 import type { MemberRegistry } from '../registry/members.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
+import type { RateRefusal } from '../calls/call-rate-limits.ts';
 
 /** What the history routes call: the members registry (auth) and the history client. */
 export interface HistoryRoutesDeps {
   members: MemberRegistry;
   history: HistoryClient;
+  /**
+   * Counts a page of activity against the member's lookup rate (a tenth of a call: a page reads
+   * history and the database's rows, and an admin could ask in a loop); absent, not counted.
+   */
+  chargeLookup?: (workspace: string, member: string) => Promise<RateRefusal | undefined>;
 }
 
 const dbParams = z.object({ db: z.string().min(1).max(200) });
@@ -22,6 +28,7 @@ const restoreBody = z.preprocess(
   (body) => body ?? {},
   z.strictObject({
     at: z.union([z.string().min(1).max(100), z.number()]).optional(),
+    through: z.string().min(1).max(100).optional(),
     undo: z.string().min(1).max(100).optional(),
     into: z.string().min(1).max(200).optional(),
     dryRun: z.boolean().optional(),
@@ -84,7 +91,10 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       if (db === undefined) return reply;
       if (request.validationError) return invalid(reply, request.validationError);
       try {
-        return reply.send(await deps.history.activity(db, request.query, { member: memberOf(request) }));
+        const member = memberOf(request);
+        const limited = await deps.chargeLookup?.(member.workspace, member.name);
+        if (limited) return rateLimited(reply, limited);
+        return reply.send(await deps.history.activity(db, request.query, { member }));
       } catch (err) {
         return refused(reply, err);
       }
@@ -121,4 +131,15 @@ function refused(reply: FastifyReply, err: unknown): FastifyReply {
   const code = codeOf(err);
   if (code && HISTORY_HINTS[code]) return sendError(reply, code, (err as { detail?: string }).detail, undefined, HISTORY_HINTS);
   throw err;
+}
+
+/** RATE_LIMITED (429) with Retry-After and `error.retryAfter`, naming the budget spent. */
+function rateLimited(reply: FastifyReply, r: RateRefusal): FastifyReply {
+  const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
+  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a page of activity counts a tenth of one, as a lookup does); ask again in ${r.retryAfterS} s.`;
+  reply.log.info({ code: 'RATE_LIMITED', route: reply.request.routeOptions.url }, 'request refused');
+  return reply
+    .code(429)
+    .header('retry-after', String(r.retryAfterS))
+    .send({ error: { ...errorBody('RATE_LIMITED', detail), retryAfter: r.retryAfterS } });
 }

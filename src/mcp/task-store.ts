@@ -182,11 +182,23 @@ export class RedisTaskStore implements TaskStore {
   /**
    * `tasks/list`: the caller's own tasks, newest first, {@link TASK_LIST_PAGE} at a time; the
    * cursor is the last one given (opaque to the client). A working task is looked at as by
-   * `tasks/get`, so each shows its status now.
+   * `tasks/get`, so each shows its status now. Each page counts a lookup against the rate
+   * limits; past them it throws RATE_LIMITED, naming the seconds to wait (the SDK answers -32602 with the message).
    * @throws for a cursor that is not one this store gave (the SDK answers -32602).
    */
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
     if (cursor !== undefined && !INDEX_ENTRY.test(cursor)) throw new Error(`Invalid cursor: ${JSON.stringify(cursor.slice(0, 80))}`);
+    // A page looks at each working task's call: counted as one lookup (a tenth of a call) of the
+    // principal's, unlike tasks/get and tasks/result, which read one task's own call.
+    const limited = await this.deps.calls.chargeLookup(this.principal);
+    if (limited) {
+      const whose = limited.of === 'workspace' ? `Workspace ${this.principal.workspace}` : 'This key';
+      throw new McpError(
+        ErrorCode.InvalidRequest,
+        `RATE_LIMITED: ${whose} may make ${limited.calls} calls per ${limited.windowS} s (a tasks/list page counts a tenth of one); ask again in ${limited.retryAfterS} s.`,
+        { code: 'RATE_LIMITED', retryAfter: limited.retryAfterS },
+      );
+    }
     const index = this.deps.keys.mcpTasksOf(this.owner);
     const entries = await this.deps.redis.zrevrangebylex(index, cursor ? `(${cursor}` : '+', '-', 'LIMIT', 0, TASK_LIST_PAGE);
     const tasks: Task[] = [];

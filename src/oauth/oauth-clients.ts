@@ -52,6 +52,14 @@ export const CLIENT_TTL_S = 90 * 24 * 3600;
  * can make agentdb keep without signing in: 24 × this many small records per address.
  */
 export const REGISTRATIONS_PER_HOUR = 30;
+
+/**
+ * Registrations an hour from one IPv6 /48 (a site's allocation, 65,536 /64s), besides each /64's
+ * {@link REGISTRATIONS_PER_HOUR}: counted by /64 alone, one hosting /48 filled the service-wide
+ * cap of unconsented clients in an hour (334 /64s) and kept registration closed to everyone
+ * (review 19, H29). Filling it now takes a hundred /48s.
+ */
+export const REGISTRATIONS_PER_48_PER_HOUR = 100;
 /**
  * Client id metadata documents one address may have agentdb read per hour (a read of one in the
  * cache is free). The token endpoint reads one for anyone who names its URL, signed in or not.
@@ -86,6 +94,13 @@ export function rateSource(ip: string): string {
     .join(':')}::/64`;
 }
 
+/** An IPv6 address's /48 (`2001:db8:5::/48`), or undefined for an IPv4 (or IPv4-mapped) one. */
+export function rateSource48(ip: string): string | undefined {
+  const of64 = rateSource(ip);
+  if (!of64.endsWith('::/64')) return undefined;
+  return `${of64.slice(0, -'::/64'.length).split(':').slice(0, 3).join(':')}::/48`;
+}
+
 /**
  * A redirect URI a client may register (OAuth 2.1 §2.3.1, MCP authorization "Communication
  * Security"): https anywhere, http only to a loopback host (a desktop client's own listener),
@@ -118,6 +133,7 @@ export const UNCONSENTED_CLIENTS_MAX = 10_000;
  */
 export class OAuthClients {
   private readonly limiter: RateLimiterRedis;
+  private readonly limiter48: RateLimiterRedis;
   private readonly documentReads: RateLimiterRedis;
   private readonly scripted: ScriptedRedis;
 
@@ -138,6 +154,13 @@ export class OAuthClients {
       points: REGISTRATIONS_PER_HOUR,
       duration: 3600,
       inMemoryBlockOnConsumed: REGISTRATIONS_PER_HOUR + 1,
+    });
+    this.limiter48 = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: keys.oauth('rate', 'register48'),
+      points: REGISTRATIONS_PER_48_PER_HOUR,
+      duration: 3600,
+      inMemoryBlockOnConsumed: REGISTRATIONS_PER_48_PER_HOUR + 1,
     });
     this.documentReads = new RateLimiterRedis({
       storeClient: redis,
@@ -187,6 +210,8 @@ export class OAuthClients {
     if (Buffer.byteLength(record) > MAX_CLIENT_BYTES)
       throw new InvalidClientMetadataError(`The client's name and redirect_uris come to more than ${MAX_CLIENT_BYTES} bytes.`);
     await this.spend(this.limiter, source, `At most ${REGISTRATIONS_PER_HOUR} registrations an hour from one address`);
+    const of48 = rateSource48(source);
+    if (of48) await this.spend(this.limiter48, of48, `At most ${REGISTRATIONS_PER_48_PER_HOUR} registrations an hour from one IPv6 /48`, false);
     const lapsesAt = createdAt + CLIENT_UNUSED_TTL_S * 1000;
     const [taken, , first] = await this.scripted.agentdbOauthClientSlot(
       this.unconsented(),
@@ -216,10 +241,10 @@ export class OAuthClients {
     };
   }
 
-  /** Counts one against `limiter` for `source`'s {@link rateSource}, or throws 429's error. */
-  private async spend(limiter: RateLimiterRedis, source: string, what: string): Promise<void> {
+  /** Counts one against `limiter` for `source`'s {@link rateSource} (`bySource` false: `source` itself), or throws 429's error. */
+  private async spend(limiter: RateLimiterRedis, source: string, what: string, bySource = true): Promise<void> {
     try {
-      await limiter.consume(rateSource(source));
+      await limiter.consume(bySource ? rateSource(source) : source);
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
       throw new TooManyRequestsError(`${what}: try again in ${Math.ceil(err.msBeforeNext / 1000)} s.`);

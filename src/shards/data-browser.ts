@@ -19,6 +19,16 @@ const IN_FLIGHT = 2;
 /** Bounds a chunk gives past itself: ranges asked for before the chunk before them arrives. */
 const BOUNDS = 16;
 
+/**
+ * How long the Data page shows a database's figures again before they are counted anew: each
+ * count reads every table up to its cap on an executor, and a member reloading the page (or
+ * holding F5) made it count every database of the workspace each time (review 19, H29).
+ */
+export const FIGURES_KEEP_MS = 30_000;
+
+/** Databases whose figures are kept at most; past it all are forgotten at once. */
+const FIGURES_KEPT_MAX = 10_000;
+
 /** One database a workspace's members may browse. */
 export interface BrowsableDatabase {
   /** `<workspace>` (the shared one) or `<workspace>/<agent>`. */
@@ -35,6 +45,8 @@ export interface DataBrowserOptions {
   shardCount: number;
   /** How long one read may wait for the shard's owner. */
   timeoutMs?: number;
+  /** How long a database's figures are kept and shown again (default {@link FIGURES_KEEP_MS}). */
+  figuresKeepMs?: number;
   /**
    * Characters of CSV per job (default 2 Mi): one job per chunk, so larger chunks pay the
    * queue's round trip less often, and smaller ones hold less in memory.
@@ -48,6 +60,9 @@ export interface DataBrowserOptions {
  * (no such table) comes back as an `AgentDbError` with its code.
  */
 export class DataBrowser {
+  /** Figures by database, as the promise of their count (one count for reloads at once), and when it began. */
+  private readonly figuresKept = new Map<string, { at: number; figures: Promise<DatabaseFigures> }>();
+
   constructor(private readonly opts: DataBrowserOptions) {}
 
   /**
@@ -77,9 +92,21 @@ export class DataBrowser {
     return (await this.run(db, 'browse.tables', {})) as DescribeResult;
   }
 
-  /** Size, tables, rows (counted up to a cap) and last write of `db` (see `databaseFigures`). */
-  async figures(db: string): Promise<DatabaseFigures> {
-    return (await this.run(db, 'browse.figures', {}, 5000)) as DatabaseFigures;
+  /**
+   * Size, tables, rows (counted up to a cap) and last write of `db` (see `databaseFigures`),
+   * as counted in the last `figuresKeepMs` (30 s) when they were: the page may be that stale.
+   */
+  async figures(db: string, now = Date.now()): Promise<DatabaseFigures> {
+    const kept = this.figuresKept.get(db);
+    if (kept && now - kept.at < (this.opts.figuresKeepMs ?? FIGURES_KEEP_MS)) return kept.figures;
+    if (this.figuresKept.size >= FIGURES_KEPT_MAX) this.figuresKept.clear();
+    const figures = this.run(db, 'browse.figures', {}, 5000) as Promise<DatabaseFigures>;
+    this.figuresKept.set(db, { at: now, figures });
+    // A failed count is not kept: the next view asks again.
+    figures.catch(() => {
+      if (this.figuresKept.get(db)?.figures === figures) this.figuresKept.delete(db);
+    });
+    return figures;
   }
 
   /** One grid page (see `browsePage`). */

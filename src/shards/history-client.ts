@@ -17,6 +17,8 @@ export type { ActivityEntry, ActivityPage, HistoryCaller, HistoryView, RestoreRe
 export interface RestoreRequest {
   /** ISO time, or unix seconds (a number, or a string of digits). */
   at?: string | number;
+  /** A history position instead of a time: an activity entry's id (the state just after that commit) or its `restoreBefore`. */
+  through?: string;
   undo?: string;
   into?: string;
   dryRun?: boolean;
@@ -104,8 +106,11 @@ export class HistoryClient {
   async restore(db: string, req: RestoreRequest, caller: HistoryCaller): Promise<RestoreResult> {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
-    if ((req.at === undefined) === (req.undo === undefined))
-      throw new AgentDbError('INVALID_ARGUMENTS', 'give exactly one of a time (`at`; --at in the CLI) or an undo id (`undo`; --undo)');
+    if ([req.at, req.through, req.undo].filter((v) => v !== undefined).length !== 1)
+      throw new AgentDbError(
+        'INVALID_ARGUMENTS',
+        'give exactly one of a time (`at`; --at in the CLI), a history position (`through`; --through) or an undo id (`undo`; --undo)',
+      );
     let into: string | undefined;
     let refused: string | undefined;
     try {
@@ -118,6 +123,7 @@ export class HistoryClient {
     }
     const args = {
       ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
+      ...(req.through !== undefined ? { through: req.through } : {}),
       ...(req.undo !== undefined ? { undo: req.undo } : {}),
       ...(into !== undefined ? { into } : {}),
       ...(req.dryRun ? { dryRun: true } : {}),

@@ -9,6 +9,7 @@ import type { OffloadedResults } from '../../src/blobs/offloaded-results.ts';
 import type { AgentDbClient, AgentDbClientOptions } from '../../src/calls/client.ts';
 import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { keysFor } from '../../src/redis/keys.ts';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
 import { mcpWaiting } from '../../src/mcp/waiting-calls.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
@@ -45,6 +46,7 @@ export function keyedApp(
     rateLimits?: AgentDbClientOptions['rateLimits'];
     onRefused?: (quota: 'rate' | 'redis') => void;
     mcpOrigins?: McpOriginPolicy;
+    history?: HistoryClient;
   } = {},
 ): KeyedApp {
   const redis = new Redis(REDIS_URL);
@@ -63,6 +65,7 @@ export function keyedApp(
     shardCount: sb.config.shardCount,
     members,
     approvals,
+    ...(opts.history ? { history: opts.history } : {}),
     keyed: {
       auth: new KeyAuthenticator(redis, keys, principals),
       calls,

@@ -67,3 +67,14 @@ it('answers zeros and no last write for a database with no file yet, creating no
   expect(await browser.figures(`${WS}/nobody`)).toEqual({ bytes: 0, tables: 0, rows: 0, lastWriteAt: null });
   expect((await browser.databases(WS)).map((d) => d.id)).not.toContain(`${WS}/nobody`);
 });
+
+it('shows the figures counted in the last 30 s again instead of counting anew, and counts again after', async () => {
+  // Each count reads every table up to its cap on an executor: reloads must not recount (review 19, H29).
+  await write('CREATE TABLE k(n INTEGER)', 'kept');
+  await write('INSERT INTO k VALUES (1)', 'kept');
+  const t0 = Date.now();
+  expect(await browser.figures(`${WS}/kept`, t0)).toMatchObject({ rows: 1 });
+  await write('INSERT INTO k VALUES (2), (3)', 'kept');
+  expect(await browser.figures(`${WS}/kept`, t0 + 29_000)).toMatchObject({ rows: 1 });
+  expect(await browser.figures(`${WS}/kept`, t0 + 30_000)).toMatchObject({ rows: 3 });
+});

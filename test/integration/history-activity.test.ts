@@ -4,7 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { ACTIVITY_RETENTION_MS, MAX_ACTIVITY_SQL_BYTES } from '../../src/sqlite/sqlite-activity.ts';
+import fs from 'node:fs';
 import { activityPage } from '../../src/history/activity-view.ts';
+import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
+import { commitLine, readIndex } from '../../src/history/segment-index.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { HistoryClient, type ActivityEntry } from '../../src/shards/history-client.ts';
@@ -106,7 +109,9 @@ describe('agentdb activity: history as what was done', () => {
     expect(insert).toMatchObject({ rowsChanged: 2, callId: expect.any(String) });
     expect(create).toMatchObject({ statement: 'CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT)', rationale: 'a table for leads', rowsChanged: 0 });
     // Newest first, each a moment to restore to just before it.
-    for (const e of entries) expect(Date.parse(e.restoreBefore)).toBe(Date.parse(e.at) - 1);
+    // Each a history position (the state just before it), not a time: never the entry itself.
+    for (const e of entries) expect(e.restoreBefore).toMatch(/^g\d{10}(\.\d{8}\.\d+)?$/);
+    for (const e of entries) expect(e.restoreBefore).not.toBe(e.id);
     for (let i = 1; i < entries.length; i++) expect(Date.parse(entries[i - 1]!.at)).toBeGreaterThanOrEqual(Date.parse(entries[i]!.at));
   });
 
@@ -127,7 +132,7 @@ describe('agentdb activity: history as what was done', () => {
 
   it('shows a restore as such, and keeps listing the calls it undid', async () => {
     const member = (await everything()).find((e) => e.by === 'member:ada')!;
-    const restored = await history.restore('acme', { at: member.restoreBefore, by: { who: 'operator:test', via: 'operator' } }, 'operator');
+    const restored = await history.restore('acme', { through: member.restoreBefore, by: { who: 'operator:test', via: 'operator' } }, 'operator');
     expect(restored.undoId).toBeDefined();
     expect(await count()).toBe(2);
     const entries = await everything();
@@ -206,5 +211,51 @@ describe('commits without a row', () => {
     expect(new Set(fresh.entries.map((e) => e.kind))).toEqual(new Set(['outside']));
     const later = await activityPage(sb.config.dataDir, 'acme', none, { limit: 5 }, Date.now() + ACTIVITY_RETENTION_MS + 1000);
     expect(new Set(later.entries.map((e) => e.kind))).toEqual(new Set(['unknown']));
+  });
+});
+
+describe('commits of the same millisecond', () => {
+  // History keeps time by the millisecond, and a busy database's commits share them (review 19,
+  // H29 finding 3). Capture stamps them as it finds them: here the index is made to say what a
+  // burst makes it say, two agents' commits (and agentdb's upkeep between) at one time.
+  it("restores to just before one and keeps the other agent's commit before it; forks as of one and keeps it", async () => {
+    const one = { workspace: 'pairs', agent: 'one', settings: shared };
+    const two = { workspace: 'pairs', agent: 'two', settings: shared };
+    const by = { who: 'operator:test', via: 'operator' as const };
+    const rows = async () =>
+      (
+        (await client.call({ ...one, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM t ORDER BY v', scope: 'workspace' } } as never)) as any
+      ).result.rows.map((r: unknown[]) => r[0]);
+    expect(await write(one, 'CREATE TABLE t (v TEXT)')).toMatchObject({ ok: true });
+    expect(await write(one, "INSERT INTO t VALUES ('a')")).toMatchObject({ ok: true });
+    expect(await write(two, "INSERT INTO t VALUES ('b')")).toMatchObject({ ok: true });
+    expect(await write(one, "INSERT INTO t VALUES ('c')")).toMatchObject({ ok: true });
+    const listed = (await history.activity('pairs', {}, 'operator')).entries;
+    const [c, b, a] = listed;
+    expect([c, b, a].map((e) => e?.by)).toEqual(['agent:one', 'agent:two', 'agent:one']);
+    const [gen, seg, nA] = a!.id.split('.');
+    const [genB, segB, nB] = b!.id.split('.');
+    expect([genB, segB]).toEqual([gen, seg]);
+    const source = localSource(sb.config.dataDir, 'pairs');
+    const segment = listSegments(listGenerations(source).find((g) => g.name === gen)!).find((s) => s.name === seg)!;
+    const commits = readIndex(segment.indexPath).commits;
+    const same = commits[Number(nB)]!.at;
+    for (let n = Number(nA); n <= Number(nB); n++) commits[n] = { ...commits[n]!, at: same };
+    fs.writeFileSync(segment.indexPath, commits.map(commitLine).join(''));
+
+    const entries = (await history.activity('pairs', {}, 'operator')).entries;
+    const [, b2, a2] = entries;
+    expect([b2?.id, a2?.id]).toEqual([b!.id, a!.id]);
+    expect(a2!.at).toBe(b2!.at);
+
+    // Fork as of b: a and b, not c.
+    await history.restore('pairs', { through: b2!.id, into: 'pairs/fork', by }, 'operator');
+    const fork = new Database(databasePath(sb.config.dataDir, 'pairs', 'fork', shardOf('pairs/fork', sb.config.shardCount)), { readonly: true });
+    expect(fork.prepare('SELECT v FROM t ORDER BY v').pluck().all()).toEqual(['a', 'b']);
+    fork.close();
+
+    // Just before b: b and c undone, a (the same millisecond, just before it) kept.
+    await history.restore('pairs', { through: b2!.restoreBefore, by }, 'operator');
+    expect(await rows()).toEqual(['a']);
   });
 });

@@ -13,6 +13,7 @@ import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { shardOf } from '../../src/contracts/database-id.ts';
 import { pastMs } from '../helpers/history.ts';
+import { keyedApp } from '../helpers/keyed-app.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;
@@ -334,5 +335,23 @@ describe('the history client, called directly with no adapter in front', () => {
     const ada = { member: { workspace: 'acme', name: 'ada', role: 'admin' as const } };
     expect((await history.history('acme/scout', ada)).generations.length).toBeGreaterThanOrEqual(1);
     expect((await history.history('acme/scout', 'operator')).generations.length).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('GET /v1/databases/:db/activity against the rate limits', () => {
+  // A page reads history's indexes and the database's rows: each counts a tenth of a call
+  // against the member's and the workspace's budget, as a lookup of a call does (review 19, H29).
+  it("counts each page as a lookup of the workspace's budget, and answers RATE_LIMITED with Retry-After past it", async () => {
+    const k = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 1 }, history: new HistoryClient(ops, sb.config.shardCount) });
+    try {
+      const url = '/v1/databases/acme%2Fscout/activity?limit=1';
+      for (let i = 0; i < 10; i++) expect((await k.app.inject({ method: 'GET', url, headers: as('ada') })).statusCode).toBe(200);
+      const res = await k.app.inject({ method: 'GET', url, headers: as('ada') });
+      expect(res.statusCode).toBe(429);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      expect(res.json()).toMatchObject({ error: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } });
+    } finally {
+      await k.close();
+    }
   });
 });

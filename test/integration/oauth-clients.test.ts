@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { safeFetch } from '../../src/oauth/client-metadata-document.ts';
-import { REGISTRATIONS_PER_HOUR } from '../../src/oauth/oauth-clients.ts';
+import { REGISTRATIONS_PER_48_PER_HOUR, REGISTRATIONS_PER_HOUR } from '../../src/oauth/oauth-clients.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { CALLBACK, HOST, linkBack, oauthFlow } from '../helpers/oauth-flow.ts';
@@ -192,6 +192,26 @@ describe('OAuth registration bounds', () => {
     for (let i = 1; i <= REGISTRATIONS_PER_HOUR; i++) expect((await from(`2001:db8:5:5::${i.toString(16)}`)).statusCode).toBe(201);
     expect((await from('2001:db8:5:5:ffff:ffff:ffff:ffff')).statusCode).toBe(429);
     expect((await from('2001:db8:5:6::1')).statusCode).toBe(201);
+  });
+
+  it('IPv6 registrations are counted by /48 too: one /48 cannot fill the service-wide cap /64 by /64', async () => {
+    const from = (remoteAddress: string) =>
+      server.app.inject({
+        method: 'POST',
+        url: '/oauth/register',
+        headers: { host: HOST },
+        remoteAddress,
+        payload: { redirect_uris: [CALLBACK], token_endpoint_auth_method: 'none' },
+      });
+    // Each /64 of 2001:db8:48::/48 within its own 30; together they reach the /48's bound.
+    let made = 0;
+    for (let net = 1; made < REGISTRATIONS_PER_48_PER_HOUR; net++)
+      for (let i = 1; i <= 20 && made < REGISTRATIONS_PER_48_PER_HOUR; i++, made++)
+        expect((await from(`2001:db8:48:${net.toString(16)}::${i.toString(16)}`)).statusCode).toBe(201);
+    const refused = await from('2001:db8:48:ffff::1');
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toMatchObject({ error: 'too_many_requests', error_description: expect.stringMatching(/\/48: try again in \d+ s/) });
+    expect((await from('2001:db8:49:1::1')).statusCode).toBe(201);
   });
 
   // Last in the file: it spends this sandbox's registrations for the hour.

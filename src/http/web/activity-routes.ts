@@ -9,10 +9,11 @@ import type { PageFrame } from './layout.ts';
 import { databaseField, formBody } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
-// The moment comes from the entry (its `restoreBefore`, or its own time for a fork); what the
-// person typed is checked here, before anything runs.
-const restoreBody = formBody({ db: databaseField, at: z.string().min(1).max(100), confirm: z.string().max(300).optional() });
-const forkBody = formBody({ db: databaseField, at: z.string().min(1).max(100), into: z.string().max(300).optional() });
+// The history position comes from the entry (its `restoreBefore`, or its own id for a fork): a
+// position, not a time, so commits of the same millisecond are told apart. What the person
+// typed is checked here, before anything runs.
+const restoreBody = formBody({ db: databaseField, through: z.string().min(1).max(100), confirm: z.string().max(300).optional() });
+const forkBody = formBody({ db: databaseField, through: z.string().min(1).max(100), into: z.string().max(300).optional() });
 
 /**
  * The activity list's two actions (see `activity-view.ts`), through the same history core as
@@ -36,7 +37,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
       if ((request.body.confirm ?? '').trim() !== db)
         throw new AgentDbError('INVALID_ARGUMENTS', `type the database's name, ${db}, to confirm the restore; nothing was restored`);
-      const outcome = await access.restore(db, { at: request.body.at, by: by(request) }, { member });
+      const outcome = await access.restore(db, { through: request.body.through, by: by(request) }, { member });
       // POST, redirect, GET: reloading the answer cannot restore a second time.
       return reply.redirect(`${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`, 303);
     } catch (err) {
@@ -54,7 +55,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       if (!typed) throw new AgentDbError('INVALID_ARGUMENTS', 'type the name of the new database to fork into; nothing was created');
       // A bare name is a database of the same workspace, the only place a fork may go.
       const into = typed.includes('/') ? typed : `${member.workspace}/${typed}`;
-      await access.restore(db, { at: request.body.at, into, by: by(request) }, { member });
+      await access.restore(db, { through: request.body.through, into, by: by(request) }, { member });
       return reply.redirect(dbHref(into), 303);
     } catch (err) {
       return errorPage(reply, frameOf(request), err);

@@ -36,12 +36,12 @@ function what(e: ActivityEntry): Html {
 function actions(db: string, e: ActivityEntry, csrf: string): Html {
   const hidden = html`<input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">`;
   return html`<details class="entry-actions"><summary>Restore to just before this…</summary>
-<form method="post" action="/data/history/activity-restore" class="decide">${hidden}<input type="hidden" name="at" value="${e.restoreBefore}">
-<p>Puts <strong>${db}</strong> back as it was at ${when(e.restoreBefore)}: this and every later commit are undone (an undo point keeps them).</p>
+<form method="post" action="/data/history/activity-restore" class="decide">${hidden}<input type="hidden" name="through" value="${e.restoreBefore}">
+<p>Puts <strong>${db}</strong> back as it was just before this commit of ${when(e.at)}: this and every later commit are undone (an undo point keeps them); every commit before it stays, also those of the same millisecond.</p>
 <label>Type <code>${db}</code> to confirm <input name="confirm" autocomplete="off" required></label><button type="submit" class="danger">Restore</button></form>
 </details>
 <details class="entry-actions"><summary>Fork as of this…</summary>
-<form method="post" action="/data/history/activity-fork" class="decide">${hidden}<input type="hidden" name="at" value="${e.at}">
+<form method="post" action="/data/history/activity-fork" class="decide">${hidden}<input type="hidden" name="through" value="${e.id}">
 <p>Creates a new database of the workspace as <strong>${db}</strong> was just after this commit; ${db} stays as it is.</p>
 <label>Type the new database's name <input name="into" placeholder="${db.split('/')[1] ?? 'shared'}-before" autocomplete="off" required></label><button type="submit">Fork</button></form>
 </details>`;

@@ -1,3 +1,4 @@
+import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -185,8 +186,8 @@ function atOf(value: string | undefined): string | undefined {
   return new Date(iso).toISOString();
 }
 
-/** `/data/history` and its dry run, restore and undo, all through the history core. */
-export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined): void {
+/** `/data/history` and its dry run, restore and undo, all through the history core; `calls` counts each view against the member's lookup rate. */
+export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined, calls?: Pick<KeyedCalls, 'chargeMemberLookup'>): void {
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
   const render = async (
     request: FastifyRequest,
@@ -199,6 +200,13 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
   ) => {
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
     const caller = { member: memberOf(request) };
+    // The page lists a page of activity: counted as a lookup of the member's, as the API's is.
+    const limited = await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name);
+    if (limited)
+      throw new AgentDbError(
+        'RATE_LIMITED',
+        `the workspace's rate limit is spent for now (a history page counts a tenth of a call); reload in ${limited.retryAfterS} s`,
+      );
     const [h, activity] = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller)]);
     const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);

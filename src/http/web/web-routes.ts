@@ -108,7 +108,7 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
     signInRoutes(app, deps);
     inboxRoutes(app, deps);
     dataRoutes(app, { browser: deps.browser, approvals: deps.approvals, calls: deps.calls, history: historyPanel(deps.history) });
-    historyRoutes(app, deps.history);
+    historyRoutes(app, deps.history, deps.calls);
     activityRoutes(app, deps.history);
     if (deps.oauth) consentRoutes(app, deps.oauth);
     connectedAppsRoutes(app, deps.oauth);

@@ -22,13 +22,17 @@ const actor = z.object({ who: z.string().min(1).max(200), via: z.enum(['key', 'o
 export const restoreArgs = z
   .object({
     at: z.number().finite().optional(),
+    through: z.string().min(1).max(100).optional(),
     undo: z.string().min(1).max(100).optional(),
     into: z.string().min(1).max(200).optional(),
     dryRun: z.boolean().optional(),
     by: actor,
   })
   .strict()
-  .refine((a) => (a.at === undefined) !== (a.undo === undefined), 'give exactly one of a time (at) or an undo id (undo)')
+  .refine(
+    (a) => [a.at, a.through, a.undo].filter((v) => v !== undefined).length === 1,
+    'give exactly one of a time (at), a history position (through) or an undo id (undo)',
+  )
   .refine((a) => a.into === undefined || a.undo === undefined, 'an undo goes back in place; it takes no "into"');
 
 export type RestoreArgs = z.infer<typeof restoreArgs>;
@@ -76,6 +80,7 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
               op: 'restore',
               db,
               ...(args.at !== undefined ? { at: args.at } : {}),
+              ...(args.through !== undefined ? { through: args.through } : {}),
               ...(args.undo !== undefined ? { undo: args.undo } : {}),
               dryRun: args.dryRun === true,
               by: args.by,
@@ -86,7 +91,8 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
               db,
               source,
               from: fileOf(ctx, source),
-              at: args.at!,
+              ...(args.at !== undefined ? { at: args.at } : {}),
+              ...(args.through !== undefined ? { through: args.through } : {}),
               dryRun: args.dryRun === true,
               by: args.by,
               timeoutMs: RESTORE_TIMEOUT_MS,
