@@ -52,7 +52,7 @@ async function values(): Promise<unknown[]> {
 
 beforeAll(async () => {
   process.env.AGENTDB_TEST_START_KILLS = kills;
-  sb = sandbox({ SHARD_COUNT: '1', EXECUTOR_POOL_SIZE: '2' });
+  sb = sandbox({ SHARD_COUNT: '1', EXECUTOR_POOL_SIZE: '2', EXECUTOR_OVERFLOW: '1' });
   pool = new ShardWorkerPool({ config: loadConfig(sb.env), shards: [0], logger: pino({ level: 'silent' }), executorChild: KILLING_CHILD });
   await pool.start();
   client = sb.client();
@@ -88,8 +88,9 @@ describe('executor children killed while they start', () => {
     expect(await client.result('b-0', who)).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
 
     rmSync(path.join(kills, 'always'));
-    // Every place tries again on its own (each second) and fills.
-    await expect.poll(() => pool.executorPids.length, { timeout: 10_000 }).toBe(2);
+    // Every place tries again on its own (each second) and fills: the pool's two and the
+    // overflow lane's one (EXECUTOR_OVERFLOW).
+    await expect.poll(() => pool.executorPids.length, { timeout: 10_000 }).toBe(3);
     const again = await client.call(insert('b-0'));
     expect(again).toMatchObject({ ok: true, callId: 'b-0', result: { changes: 1 } });
     expect(await client.result('b-0', who)).toEqual(again);
