@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
@@ -96,13 +97,31 @@ export class ApprovalStore {
    * and so on. Undefined when the call has none.
    */
   async current(key: string): Promise<Approval | undefined> {
-    let approval = await this.get(approvalIdFor(key));
+    let epoch = await this.epoch();
+    let approval = await this.get(approvalIdFor(key, 1, epoch));
+    if (!approval) {
+      // Parked before approval ids carried an epoch.
+      epoch = '';
+      approval = await this.get(approvalIdFor(key));
+    }
     for (let round = 2; approval?.state === 'superseded' && round <= MAX_APPROVAL_ROUNDS; round++) {
-      const next = await this.get(approvalIdFor(key, round));
+      const next = await this.get(approvalIdFor(key, round, epoch));
       if (!next) break;
       approval = next;
     }
     return approval;
+  }
+
+  /**
+   * This Redis's approval epoch: made once (SET NX) the first time it is asked, so every process
+   * reads the same one, and made anew when Redis comes back empty. Read each time, not kept in
+   * memory: a process that kept it would go on deriving the lost epoch's ids.
+   */
+  async epoch(): Promise<string> {
+    const kept = await this.redis.get(this.keys.approvalEpoch);
+    if (kept) return kept;
+    await this.redis.set(this.keys.approvalEpoch, randomBytes(9).toString('base64url'), 'NX');
+    return (await this.redis.get(this.keys.approvalEpoch)) ?? '';
   }
 
   /**

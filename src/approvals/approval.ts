@@ -90,9 +90,15 @@ export interface Approval extends ApprovalRequest {
  * Hashed, so the id reveals neither workspace nor agent. `round`: a call's approvals after the
  * first (each superseded one's next) are derived from its key and the round; a key holds no
  * newline (names and call ids are [A-Za-z0-9_-]), so no round's id is another key's.
+ * `epoch`: the store's (see above); empty for ids made before epochs.
  */
-export function approvalIdFor(key: string, round = 1): string {
-  const named = round === 1 ? key : `${key}\n${round}`;
+export function approvalIdFor(key: string, round = 1, epoch = ''): string {
+  const byRound = round === 1 ? key : `${key}\n${round}`;
+  // The epoch (`ApprovalStore.epoch`) is new each time Redis starts empty: a call parked again
+  // after Redis lost its approvals gets a new id, so a decision of the old one (a retried request,
+  // a stale inbox card) cannot approve what the call would do now. '' derives the ids made
+  // before epochs existed.
+  const named = epoch ? `${epoch}\n${byRound}` : byRound;
   return `ap_${createHash('sha256').update(named).digest('base64url').slice(0, 24)}`;
 }
 

@@ -159,7 +159,7 @@ export class CallParking {
     const now = Date.now();
     return this.deps.store.create({
       ...fields,
-      id: approvalIdFor(key),
+      id: approvalIdFor(key, 1, await this.deps.store.epoch()),
       callId: data.callId,
       callKey: key,
       digest,
@@ -307,7 +307,7 @@ export class CallParking {
     const at = Date.now();
     const { approval, created } = await store.create({
       ...requestOf(old),
-      id: approvalIdFor(old.callKey, round),
+      id: approvalIdFor(old.callKey, round, old.id === approvalIdFor(old.callKey, old.round ?? 1) ? '' : await store.epoch()),
       round,
       supersedes: old.id,
       effect: now.effect,

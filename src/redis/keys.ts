@@ -15,6 +15,8 @@ export interface Keys {
   readonly usageIndex: string;
   /** One approval's record (a hash). */
   approval(id: string): string;
+  /** A random value made when Redis first holds approvals, part of each approval id (`ApprovalStore.epoch`). */
+  readonly approvalEpoch: string;
   /** Pending approvals, scored by expiry. */
   readonly approvalsPending: string;
   /** Every approval ever made, scored by creation time. */
@@ -105,6 +107,7 @@ export function keysFor(prefix: string): Keys {
     usage: (workspace, day) => `${prefix}:{calls}:usage:${workspace}:${day}`,
     usageIndex: `${prefix}:{calls}:usage-index`,
     approval: (id) => `${prefix}:{approvals}:ap:${id}`,
+    approvalEpoch: `${prefix}:{approvals}:epoch`,
     approvalsPending: `${prefix}:{approvals}:pending`,
     approvalsAll: `${prefix}:{approvals}:all`,
     approvalsPendingOf: (workspace) => `${prefix}:{approvals}:ws-pending:${workspace}`,

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalIdFor } from '../../src/approvals/approval.ts';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
+import { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import { callKeyOf } from '../../src/contracts/call-identity.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { parseEntry, type StreamedEvent } from '../../src/redis/events.ts';
@@ -96,7 +97,7 @@ describe('approval.decided and the call.completed it causes', () => {
     // the worker finds the decision itself when it has parked the call.
     for (let i = 0; i < 8; i++) {
       const callId = `race_${i}`;
-      const id = approvalIdFor(callKeyOf({ ...who, callId }));
+      const id = approvalIdFor(callKeyOf({ ...who, callId }), 1, await new ApprovalStore(deciderRedis, keysFor(sb.config.prefix)).epoch());
       const parked = client.call({ ...who, callId, tool: 'DATA_WRITE_SQL', arguments: { sql: `CREATE TABLE ${callId} (x INTEGER)` } }, { wait: false });
       await expect.poll(() => approvals.get(id), { interval: 1 }).toBeDefined();
       expect(await approvals.decideAsOperator(id, { decision: 'approve', by: 'ada' })).toMatchObject({ ok: true });
