@@ -6,7 +6,7 @@ import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { historyHref, type HistoryAccess } from './history-routes.ts';
 import type { PageFrame } from './layout.ts';
-import { databaseField, formBody } from './web-form.ts';
+import { databaseField, formBody, requireTyped } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 // The history position comes from the entry (its `restoreBefore`, or its own id for a fork): a
@@ -35,8 +35,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       const member = memberOf(request);
       const db = ownDatabase(member, request.body.db);
       if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
-      if ((request.body.confirm ?? '').trim() !== db)
-        throw new AgentDbError('INVALID_ARGUMENTS', `type the database's name, ${db}, to confirm the restore; nothing was restored`);
+      requireTyped((request.body.confirm ?? '').trim(), db, `type the database's name, ${db}, to confirm the restore; nothing was restored`);
       const outcome = await access.restore(db, { through: request.body.through, by: by(request) }, { member });
       // POST, redirect, GET: reloading the answer cannot restore a second time.
       return reply.redirect(`${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`, 303);

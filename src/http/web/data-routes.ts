@@ -20,7 +20,7 @@ import type { HistoryPanel } from './history-routes.ts';
 import { decodeCursor } from './cursor-param.ts';
 import { errorPage } from './error-page.ts';
 import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
-import { databaseField, formBody } from './web-form.ts';
+import { databaseField, formBody, requireTyped } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 /** Databases whose figures the Data page asks their owners for at once. */
@@ -213,7 +213,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       if (request.validationError) throw request.validationError;
       const { table, confirm } = request.body;
       const db = ownDatabase(member, request.body.db);
-      if (confirm !== table) throw new AgentDbError('INVALID_ARGUMENTS', 'type the table name exactly to confirm the drop; nothing was dropped');
+      requireTyped(confirm, table, 'type the table name exactly to confirm the drop; nothing was dropped');
       const { agent } = parseDatabaseId(db);
       // The member's own DATA_DROP_TABLE call: the same policy (a drop from a client takes an
       // admin; an agent's tables are its own), guard, executor and audit as any other drop.

@@ -11,7 +11,7 @@ import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';
 import { isoTime, layout, type PageFrame } from './layout.ts';
-import { databaseField, formBody } from './web-form.ts';
+import { databaseField, formBody, requireTyped } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
 // `restored` is the undo point a restore's redirect names; the page shows it only if history has it.
@@ -239,9 +239,7 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         const undo = body.undo || undefined;
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
         // Undoing a restore is the way back and is not asked again; a restore to a time is.
-        if (!dryRun && at && body.confirm !== db) {
-          throw new AgentDbError('INVALID_ARGUMENTS', `type the database name (${db}) exactly to confirm the restore in place; nothing was restored`);
-        }
+        if (!dryRun && at) requireTyped(body.confirm, db, `type the database name (${db}) exactly to confirm the restore in place; nothing was restored`);
         // As the /v1 restore route names its caller: the member, with their key (via the session).
         const outcome = await access.restore(
           db,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgentDbError } from '../../errors.ts';
 
 /**
  * A web form's body schema. Loose, not strict like the `/v1` bodies: the schema's output
@@ -21,4 +22,12 @@ export function rawText(input: unknown, field: string): string | undefined {
   if (typeof input !== 'object' || input === null || !Object.hasOwn(input, field)) return undefined;
   const value: unknown = Reflect.get(input, field);
   return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * A typed confirmation (a drop, a restore in place): the form goes on only when the person typed
+ * `name` exactly; otherwise INVALID_ARGUMENTS with `refusal`, and nothing was done.
+ */
+export function requireTyped(typed: string | undefined, name: string, refusal: string): void {
+  if (typed !== name) throw new AgentDbError('INVALID_ARGUMENTS', refusal);
 }
