@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import type { CallInput } from '../contracts/call.ts';
 import { errorBody, type ErrorBody } from '../errors.ts';
 import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
+import { BatchOrder } from './batch-order.ts';
 import { callOrUnavailable, succeeded } from './call-answer.ts';
 import { EXIT, type CommandContext } from './context.ts';
 
@@ -18,7 +19,9 @@ interface BadLine {
 
 /**
  * `agentdb call --batch FILE|-`: one call per non-empty line, up to {@link BATCH_WINDOW} in
- * flight, one output line per call in input order. A line that is not a JSON object is
+ * flight, one output line per call in input order. Within a workspace the calls keep the
+ * file's order where it matters ({@link BatchOrder}): a write starts after the calls before it
+ * answered, and a read after the writes before it. A line that is not a JSON object is
  * answered in its place (`{ ok: false, line, error }`) and named on stderr with its line
  * number; the other lines still run. Exit 0 when every call succeeded, 1 otherwise, 2 when
  * the file cannot be read.
@@ -26,6 +29,7 @@ interface BadLine {
 export async function runBatch(ctx: CommandContext, client: AgentDbClient, source: string, opts: { wait: boolean; timeoutMs: number }): Promise<number> {
   const lines = createInterface({ input: source === '-' ? process.stdin : createReadStream(source), crlfDelay: Infinity });
   const inFlight: Promise<CallAnswer | BadLine>[] = [];
+  const order = new BatchOrder();
   let allOk = true;
   const flushOne = async () => {
     const answer = await inFlight.shift()!;
@@ -42,7 +46,7 @@ export async function runBatch(ctx: CommandContext, client: AgentDbClient, sourc
         ctx.stderr.write(`agentdb call: --batch line ${n}: ${input}\n`);
         inFlight.push(Promise.resolve({ ok: false, line: n, error: errorBody('INVALID_ARGUMENTS', `Line ${n}: ${input}`) }));
       } else {
-        inFlight.push(callOrUnavailable(client, input, opts));
+        inFlight.push(order.run(input.workspace, input.tool, () => callOrUnavailable(client, input, opts)));
       }
       if (inFlight.length >= BATCH_WINDOW) await flushOne();
     }
