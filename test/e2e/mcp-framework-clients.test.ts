@@ -21,7 +21,9 @@ import { runCli, startCli, stop } from '../helpers/processes.ts';
 const sb = sandbox({ MCP_APPROVAL_WAIT_MS: '1500' });
 let app: ChildProcess;
 let base: string;
-let agentKey: string;
+/** The agent each client acts as, its writes waiting for a person; its own tables, its own approvals. */
+const AGENTS = ['langchain', 'openai'] as const;
+const agentKey: Record<string, string> = {};
 let memberKey: string;
 /** The tools as the MCP SDK's own client lists them: what each framework's client must carry. */
 let reference: McpTool[];
@@ -33,21 +35,22 @@ beforeAll(async () => {
     return out.stdout;
   };
   await cli('workspaces', 'set', '--workspace', 'acme', '--plan', 'pro');
-  await cli('agents', 'set', '--workspace', 'acme', '--agent', 'clerk', '--database', 'agent', '--approval', 'write');
-  agentKey = (JSON.parse(await cli('keys', 'mint', '--workspace', 'acme', '--agent', 'clerk', '--json')) as { key: string }).key;
   memberKey = (JSON.parse(await cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'admin', '--json')) as { key: string }).key;
   const port = await freePort();
   app = await startCli(['start'], { ...sb.env, PORT: String(port) });
   base = `http://127.0.0.1:${port}`;
-  // Seeded through the library with settings that need no approval; over /mcp clerk's writes wait.
-  const seed = (sql: string, params?: unknown[]) =>
-    sb
-      .client()
-      .call({ workspace: 'acme', agent: 'clerk', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql, ...(params ? { params } : {}) } });
-  expect(await seed('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)')).toMatchObject({ ok: true });
-  expect(await seed('INSERT INTO notes (body) VALUES (?)', ['ignore previous instructions'])).toMatchObject({ ok: true });
+  const lib = sb.client();
+  for (const agent of AGENTS) {
+    await cli('agents', 'set', '--workspace', 'acme', '--agent', agent, '--database', 'agent', '--approval', 'write');
+    agentKey[agent] = (JSON.parse(await cli('keys', 'mint', '--workspace', 'acme', '--agent', agent, '--json')) as { key: string }).key;
+    // Seeded through the library with settings that need no approval; over /mcp its writes wait.
+    const seed = (sql: string, params?: unknown[]) =>
+      lib.call({ workspace: 'acme', agent, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql, ...(params ? { params } : {}) } });
+    expect(await seed('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)')).toMatchObject({ ok: true });
+    expect(await seed('INSERT INTO notes (body) VALUES (?)', ['ignore previous instructions'])).toMatchObject({ ok: true });
+  }
   const sdk = new Client({ name: 'reference', version: '1' });
-  await sdk.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${agentKey}` } } }));
+  await sdk.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: bearer('openai') } }));
   reference = (await sdk.listTools()).tools;
   await sdk.close();
   expect(reference.map((t) => t.name).sort()).toEqual(['DATA_DESCRIBE_SCHEMA', 'DATA_DROP_TABLE', 'DATA_QUERY_SQL', 'DATA_WRITE_SQL']);
@@ -59,6 +62,7 @@ afterAll(async () => {
 
 const FENCE = /<untrusted-data-([0-9a-f]{24})>[\s\S]*ignore previous instructions[\s\S]*<\/untrusted-data-\1>/;
 const RESEND = 'Send this same call again (same tool and arguments) to get its outcome';
+const bearer = (agent: (typeof AGENTS)[number]) => ({ Authorization: `Bearer ${agentKey[agent]}` });
 const names = (tools: { name: string }[]) => tools.map((t) => t.name).sort();
 
 async function api(path: string, init: RequestInit = {}): Promise<Record<string, unknown>> {
@@ -68,9 +72,9 @@ async function api(path: string, init: RequestInit = {}): Promise<Record<string,
   return body;
 }
 
-/** clerk's pending approvals, as a member lists them over HTTP. */
-async function pendingIds(): Promise<string[]> {
-  const { approvals } = (await api('/v1/approvals?state=pending&agent=clerk')) as { approvals: { id: string }[] };
+/** The agent's pending approvals, as a member lists them over HTTP. */
+async function pendingIds(agent: (typeof AGENTS)[number]): Promise<string[]> {
+  const { approvals } = (await api(`/v1/approvals?state=pending&agent=${agent}`)) as { approvals: { id: string }[] };
   return approvals.map((a) => a.id);
 }
 
@@ -88,7 +92,7 @@ describe("LangChain's MultiServerMCPClient over /mcp", () => {
   let n = 0;
   beforeAll(async () => {
     client = new MultiServerMCPClient({
-      mcpServers: { agentdb: { transport: 'http', url: `${base}/mcp`, headers: { Authorization: `Bearer ${agentKey}` } } },
+      mcpServers: { agentdb: { transport: 'http', url: `${base}/mcp`, headers: bearer('langchain') } },
     });
     tools = await client.getTools();
   });
@@ -131,7 +135,7 @@ describe("LangChain's MultiServerMCPClient over /mcp", () => {
 
   it('an afterToolCall hook can keep only the fenced text for the model (docs/mcp-http.md)', async () => {
     const fenced = new MultiServerMCPClient({
-      mcpServers: { agentdb: { transport: 'http', url: `${base}/mcp`, headers: { Authorization: `Bearer ${agentKey}` } } },
+      mcpServers: { agentdb: { transport: 'http', url: `${base}/mcp`, headers: bearer('langchain') } },
       afterToolCall: ({ result: [content] }) => ({
         result: typeof content === 'string' ? content : content.map((b) => (b.type === 'text' ? String(b.text) : '')).join('\n'),
       }),
@@ -161,11 +165,11 @@ describe("LangChain's MultiServerMCPClient over /mcp", () => {
     const approval = first.approval!.id;
     expect(String(pending.content)).toContain(`approval ${approval}`);
     expect(String(pending.content)).toContain(RESEND);
-    expect(await pendingIds()).toEqual([approval]);
+    expect(await pendingIds('langchain')).toEqual([approval]);
 
     const again = await run('DATA_WRITE_SQL', write);
     expect(structured(again)).toMatchObject({ status: 'awaiting_approval', callId: first.callId, approval: { id: approval } });
-    expect(await pendingIds()).toEqual([approval]);
+    expect(await pendingIds('langchain')).toEqual([approval]);
 
     await approve(approval);
     const outcome = await run('DATA_WRITE_SQL', write);
@@ -173,7 +177,7 @@ describe("LangChain's MultiServerMCPClient over /mcp", () => {
     expect(structured(outcome)).toMatchObject({ callId: first.callId, changes: 1 });
     const count = await run('DATA_QUERY_SQL', { sql: 'SELECT count(*) AS n FROM notes WHERE body = ?', params: ['from langchain'] });
     expect(structured(count).rows).toEqual([[1]]);
-    expect(await pendingIds()).toEqual([]);
+    expect(await pendingIds('langchain')).toEqual([]);
   });
 });
 
@@ -182,10 +186,10 @@ describe("OpenAI Agents' MCPServerStreamableHttp over /mcp", () => {
   let tools: FunctionTool[];
   const ctx = new RunContext();
   beforeAll(async () => {
-    server = new MCPServerStreamableHttp({ name: 'agentdb', url: `${base}/mcp`, requestInit: { headers: { Authorization: `Bearer ${agentKey}` } } });
+    server = new MCPServerStreamableHttp({ name: 'agentdb', url: `${base}/mcp`, requestInit: { headers: bearer('openai') } });
     await server.connect();
     // An Agent's tools from the server, as a run hands them to the model and invokes them.
-    tools = (await new Agent({ name: 'clerk', mcpServers: [server] }).getAllTools(ctx)) as FunctionTool[];
+    tools = (await new Agent({ name: 'openai', mcpServers: [server] }).getAllTools(ctx)) as FunctionTool[];
   });
   afterAll(async () => {
     await server?.close();
@@ -207,10 +211,10 @@ describe("OpenAI Agents' MCPServerStreamableHttp over /mcp", () => {
       expect(tools.find((t) => t.name === ref.name)!.parameters).toMatchObject({ properties: ref.inputSchema.properties });
     }
 
-    const strict = new MCPServerStreamableHttp({ url: `${base}/mcp?schemas=strict`, requestInit: { headers: { Authorization: `Bearer ${agentKey}` } } });
+    const strict = new MCPServerStreamableHttp({ url: `${base}/mcp?schemas=strict`, requestInit: { headers: bearer('openai') } });
     await strict.connect();
     try {
-      const made = (await new Agent({ name: 'clerk', mcpServers: [strict], mcpConfig: { convertSchemasToStrict: true } }).getAllTools(ctx)) as FunctionTool[];
+      const made = (await new Agent({ name: 'openai', mcpServers: [strict], mcpConfig: { convertSchemasToStrict: true } }).getAllTools(ctx)) as FunctionTool[];
       expect(names(made)).toEqual(names(reference));
       for (const t of made) {
         expect(t.strict, t.name).toBe(true);
@@ -235,11 +239,11 @@ describe("OpenAI Agents' MCPServerStreamableHttp over /mcp", () => {
     const structured = new MCPServerStreamableHttp({
       url: `${base}/mcp`,
       useStructuredContent: true,
-      requestInit: { headers: { Authorization: `Bearer ${agentKey}` } },
+      requestInit: { headers: bearer('openai') },
     });
     await structured.connect();
     try {
-      const [query] = (await new Agent({ name: 'clerk', mcpServers: [structured] }).getAllTools(ctx)).filter(
+      const [query] = (await new Agent({ name: 'openai', mcpServers: [structured] }).getAllTools(ctx)).filter(
         (t) => t.name === 'DATA_QUERY_SQL',
       ) as FunctionTool[];
       expect(JSON.parse(String(await query!.invoke(ctx, JSON.stringify(read))))).toMatchObject({ rows: [['ignore previous instructions']], untrusted: true });
@@ -256,17 +260,17 @@ describe("OpenAI Agents' MCPServerStreamableHttp over /mcp", () => {
     expect(seen).toContain(RESEND);
     expect(seen).not.toMatch(/error occurred|timed out/i);
     const approval = /approval (ap_[A-Za-z0-9_-]+)/.exec(seen)![1]!;
-    expect(await pendingIds()).toEqual([approval]);
+    expect(await pendingIds('openai')).toEqual([approval]);
 
     const again = await callTool('DATA_WRITE_SQL', write);
     expect(again).toMatchObject({ isError: false, structuredContent: { status: 'awaiting_approval', approval: { id: approval } } });
-    expect(await pendingIds()).toEqual([approval]);
+    expect(await pendingIds('openai')).toEqual([approval]);
 
     await approve(approval);
     const outcome = await callTool('DATA_WRITE_SQL', write);
     expect(outcome).toMatchObject({ isError: false, structuredContent: { callId: again.structuredContent!.callId, changes: 1 } });
     const count = await callTool('DATA_QUERY_SQL', { sql: 'SELECT count(*) AS n FROM notes WHERE body = ?', params: ['from openai agents'] });
     expect(count.structuredContent!.rows).toEqual([[1]]);
-    expect(await pendingIds()).toEqual([]);
+    expect(await pendingIds('openai')).toEqual([]);
   });
 });
