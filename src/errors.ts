@@ -243,6 +243,12 @@ export const ERRORS = {
     retryable: true,
     status: 503,
   },
+  CONFIG_MISMATCH: {
+    message: "This client's shard count is not the service's; nothing was sent.",
+    hint: "Give the client the service's SHARD_COUNT, or leave its `shardCount` option out: it then reads the count the workers publish.",
+    retryable: false,
+    status: 500,
+  },
   RETRY_LATER: {
     message: 'The agent\'s db_exec policy failed this call for now (policy "retryable-failure"); nothing ran.',
     hint: 'Try the call again later.',

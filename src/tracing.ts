@@ -90,6 +90,21 @@ export function toolCallSpan<T>(tracer: Tracer, call: ToolCallAttrs, parent: Con
   return inSpan(tracer, `execute_tool ${call.tool}`, { attributes: toolAttributes(call), ...(parent ? { parent } : {}) }, fn);
 }
 
+/**
+ * The span of one db_* tool run through `db()`: `execute_tool <db_* tool>`, as the client names
+ * its own spans, around the client's span of the engine tool the call became (`execute_tool
+ * DATA_QUERY_SQL`), or alone for a call the surface refused before anything was sent. Its call
+ * id is the answer's: a call without one of its own gets it from the client.
+ */
+export function dbToolSpan<T extends { callId?: unknown }>(tracer: Tracer, tool: string, parent: Context | undefined, fn: () => Promise<T>): Promise<T> {
+  const attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool, 'gen_ai.tool.type': 'function' };
+  return inSpan(tracer, `execute_tool ${tool}`, { attributes, ...(parent ? { parent } : {}) }, async (span) => {
+    const answer = await fn();
+    if (typeof answer.callId === 'string') span.setAttribute('gen_ai.tool.call.id', answer.callId);
+    return answer;
+  });
+}
+
 /** A worker's span running one call's job (a child of BullMQ's `process` span). */
 export function runCallSpan<T>(tracer: Tracer, call: ToolCallAttrs & { shard: number }, fn: () => Promise<T>): Promise<T> {
   return inSpan(tracer, `run_call ${call.tool}`, { attributes: { ...toolAttributes(call), 'agentdb.shard': call.shard } }, fn);

@@ -19,7 +19,8 @@ export class CallLookup {
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly queues: ShardQueues,
-    private readonly shardCount: number,
+    /** The client's shard count as now known (it may be read from Redis after the client is made). */
+    private readonly shardCount: () => number,
     private readonly approvals: ClientApprovals,
   ) {}
 
@@ -32,7 +33,7 @@ export class CallLookup {
    * generated one (bench/lookup-commands.ts).
    */
   async find(key: string): Promise<{ job: Job<CallJobData, Envelope>; queue: Queue } | undefined> {
-    const jobKeys = Array.from({ length: this.shardCount }, (_, shard) => this.queues.of(shard).toKey(key));
+    const jobKeys = Array.from({ length: this.shardCount() }, (_, shard) => this.queues.of(shard).toKey(key));
     const [shard, flat] = await withScripts(this.redis).agentdbCallFind(jobKeys.length + 1, this.keys.callIdClaim(key), ...jobKeys, ...this.likelyShards(key));
     if (shard < 0 || !flat) return undefined;
     const hash: Record<string, string> = {};
@@ -48,9 +49,9 @@ export class CallLookup {
     const [workspace, agent] = key.split('.');
     if (!workspace || !agent) return [];
     try {
-      const shared = shardOf(databaseId(workspace), this.shardCount);
+      const shared = shardOf(databaseId(workspace), this.shardCount());
       // A member (`@name`) has no database of its own.
-      return agent.startsWith('@') ? [shared] : [shardOf(databaseId(workspace, agent), this.shardCount), shared];
+      return agent.startsWith('@') ? [shared] : [shardOf(databaseId(workspace, agent), this.shardCount()), shared];
     } catch {
       return [];
     }

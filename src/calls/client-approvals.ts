@@ -15,7 +15,8 @@ export class ClientApprovals {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-    private readonly shardCount: number,
+    /** The client's shard count as now known; the service is made after the client's first look at it. */
+    private readonly shardCount: () => number,
   ) {}
 
   /**
@@ -34,7 +35,7 @@ export class ClientApprovals {
     this.service ??= new ApprovalService({
       redis: this.redis,
       prefix: this.keys.bullPrefix,
-      shardCount: this.shardCount,
+      shardCount: this.shardCount(),
       members: new MemberRegistry(this.redis, this.keys),
     });
     return this.service;

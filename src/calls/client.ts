@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
+import { shardOf } from '../contracts/database-id.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { planCall } from '../policy/call-plan.ts';
@@ -23,6 +24,7 @@ import { awaitCompletion } from './call-completion-wait.ts';
 import { claimCallId, claimTtlS, type ClaimPlace } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
 import { checkClientOptions } from './client-options.ts';
+import { ClientShardCount } from './client-shard-count.ts';
 import { addOrJoin } from './call-resend.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
@@ -40,7 +42,11 @@ export interface AgentDbClientOptions {
   redisUrl?: string;
   /** The deployment's key prefix (`AGENTDB_PREFIX`), default `agentdb`. */
   prefix?: string;
-  /** Must match the workers' `SHARD_COUNT`; default 16. */
+  /**
+   * The workers' `SHARD_COUNT`. Left out, the client reads the count the workers publish under
+   * the prefix when they start (on its first call), or assumes 16 while none has started; given
+   * one that differs from the published one, each call answers CONFIG_MISMATCH and sends nothing.
+   */
   shardCount?: number;
   /** How long finished calls keep their result in Redis, in seconds (RESULT_TTL_HOURS; default 24 h). */
   resultTtlS?: number;
@@ -122,7 +128,7 @@ export interface CallOptions {
  */
 export class AgentDbClient {
   private readonly keys: Keys;
-  private readonly shardCount: number;
+  private readonly shards: ClientShardCount;
   private readonly resultTtlS: number;
   private readonly maxCallBytes: number;
   private readonly redis: Redis;
@@ -135,7 +141,7 @@ export class AgentDbClient {
   private readonly outage: OutageAnswers;
   private readonly approvals: ClientApprovals;
   private readonly lookup: CallLookup;
-  private readonly claims: ClaimPlace;
+  private readonly claims: Omit<ClaimPlace, 'shardCount'>;
   private readonly rates?: CallRateLimits;
   private readonly approvalTtlMs: number;
   private readonly budget: WorkspaceRedisBudget;
@@ -158,7 +164,6 @@ export class AgentDbClient {
     this.metrics = opts.metrics ?? new Metrics();
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
-    this.shardCount = opts.shardCount ?? 16;
     this.resultTtlS = opts.resultTtlS ?? 24 * 3600;
     this.approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
     this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;
@@ -170,15 +175,16 @@ export class AgentDbClient {
     this.tracer = tracerIf(opts.tracing);
     this.queues = new ShardQueues(this.redis, this.keys, this.tracer ? queueTelemetry() : undefined);
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
+    this.shards = new ClientShardCount(this.redis, this.keys, opts.shardCount);
     this.outage = new OutageAnswers(this.redis, this.redisUrl);
-    this.approvals = new ClientApprovals(this.redis, this.keys, this.shardCount);
-    this.lookup = new CallLookup(this.redis, this.keys, this.queues, this.shardCount, this.approvals);
+    this.approvals = new ClientApprovals(this.redis, this.keys, () => this.shards.current);
+    this.lookup = new CallLookup(this.redis, this.keys, this.queues, () => this.shards.current, this.approvals);
     // A parked call may wait `approvalTtlMs` for a person: with `resultTtlS`, how long a caller's
     // own call id stays taken.
     const ttlS = claimTtlS(this.resultTtlS, this.approvalTtlMs);
     this.budget = new WorkspaceRedisBudget(this.redis, this.keys, opts.redisBytesPerWorkspace ?? 0);
     this.headroom = new RedisMemoryHeadroom(this.redis, opts.redisMemoryHeadroomPercent ?? 20);
-    this.claims = { redis: this.redis, keys: this.keys, queues: this.queues, shardCount: this.shardCount, ttlS };
+    this.claims = { redis: this.redis, keys: this.keys, queues: this.queues, ttlS };
     const rates = opts.rateLimits ?? DEFAULT_RATE_LIMITS;
     if (rates) this.rates = new CallRateLimits(this.keys, rates);
   }
@@ -207,7 +213,9 @@ export class AgentDbClient {
 
   private async callAs(callId: string, input: CallInput, opts: CallOptions): Promise<CallAnswer> {
     const { keyId, ...call } = input;
-    const planned = planCall({ ...call, callId }, this.shardCount, this.maxCallBytes);
+    // Planned now so bad input answers without Redis; its shard is taken again once the
+    // service's count is known (enqueue).
+    const planned = planCall({ ...call, callId }, this.shards.current, this.maxCallBytes);
     if (!planned.ok) {
       const f = planned.failure;
       return errorEnvelope(callId, f.tool, f.code, f.detail);
@@ -215,7 +223,12 @@ export class AgentDbClient {
     const { tool } = planned.plan;
     const sent: Sent = { enqueued: false };
     return this.outage.answerOrUnavailable(
-      () => this.enqueue(input, keyId, callId, planned.plan, opts, sent),
+      async () => {
+        const answer = await this.enqueue(input, keyId, callId, planned.plan, opts, sent);
+        // Nobody took it: perhaps the service now runs another SHARD_COUNT; read it again.
+        if (!answer.ok && 'error' in answer && answer.error.code === 'NO_WORKER') this.shards.forget();
+        return answer;
+      },
       (why) => {
         // Its waits go: in a Redis that came back empty its completion never comes.
         this.waiters.drop(sent.completion, sent.parking);
@@ -229,12 +242,15 @@ export class AgentDbClient {
     input: CallInput,
     keyId: unknown,
     callId: string,
-    { request, shard, tool, databaseId }: Extract<ReturnType<typeof planCall>, { ok: true }>['plan'],
+    { request, tool, databaseId }: Extract<ReturnType<typeof planCall>, { ok: true }>['plan'],
     opts: CallOptions,
     sent: Sent,
   ): Promise<CallAnswer> {
     const down = await this.outage.redisDown();
     if (down) return unavailable(callId, tool, down, false);
+    const shards = await this.shards.resolve();
+    if (!shards.ok) return errorEnvelope(callId, tool, 'CONFIG_MISMATCH', shards.detail);
+    const shard = shardOf(databaseId, shards.count);
     // The workspace's registered plan sets the limits; a caller cannot name one.
     const plan = await this.workspaces.planOf(request.workspace);
     const ownKey = typeof keyId === 'string' && !request.member ? keyId : undefined;
@@ -281,7 +297,7 @@ export class AgentDbClient {
     if (refusal) return this.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', refusal.over));
     const ownId = input.callId !== undefined;
     if (ownId) {
-      const conflict = await claimCallId(this.claims, key, { shard, database: databaseId, data });
+      const conflict = await claimCallId({ ...this.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
       if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
     }
     await this.ensureReader();
@@ -335,6 +351,8 @@ export class AgentDbClient {
       async () => {
         const down = await this.outage.redisDown();
         if (down) return unavailable(callId, '', down, true);
+        const shards = await this.shards.resolve();
+        if (!shards.ok) return errorEnvelope(callId, '', 'CONFIG_MISMATCH', shards.detail);
         if (!opts.followUp) {
           const limited = await this.chargeLookup(opts);
           if (limited) return this.refused('rate', rateLimited(callId, '', opts.workspace, limited));
@@ -385,6 +403,8 @@ export class AgentDbClient {
       async () => {
         const down = await this.outage.redisDown();
         if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
+        const shards = await this.shards.resolve();
+        if (!shards.ok) return { ok: false, code: 'CONFIG_MISMATCH', detail: shards.detail };
         return this.approvals.decide(approvalId, d);
       },
       (detail) => ({ ok: false, code: 'UNAVAILABLE', detail }),

@@ -8,6 +8,7 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import type { AgentSettingsInput } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
+import { dbToolSpan, traceparentContext } from '../tracing.ts';
 import { applyDbPolicy, DB_POLICY_DECISIONS, translateDbCall, type DbPolicyDecision } from '../policy/db-surface.ts';
 import type { CallAnswer } from './call-answers.ts';
 import { AgentDbClient, type CallOptions } from './client.ts';
@@ -147,6 +148,12 @@ export function db(opts: DbCapabilityOptions): DbTool[] {
     name,
     description,
     inputSchema,
-    execute: (input: unknown, callOpts?: DbToolCallOptions) => execute(name, input, callOpts),
+    execute: (input: unknown, callOpts?: DbToolCallOptions) => {
+      const tracer = o.client.tracer;
+      if (!tracer) return execute(name, input, callOpts);
+      // The caller's trace is this span's parent; the client's own span continues it as its child.
+      const { traceparent, tracestate, ...rest } = callOpts ?? {};
+      return dbToolSpan(tracer, name, traceparentContext(traceparent, tracestate), () => execute(name, input, rest));
+    },
   }));
 }

@@ -27,7 +27,7 @@ export interface AiSdkAgentDb {
   /**
    * The same approval rule per tool, for an app that configures approval on `generateText`
    * (`toolApproval: { ...db.toolApproval, ...its own }`): a write agentdb parked asks for
-   * `user-approval`, with agentdb's approval id as the reason.
+   * `user-approval`, its reason the agent's rationale and agentdb's approval id ({@link reasonOf}'s).
    */
   toolApproval: Record<string, (input: unknown, options: { toolCallId: string }) => Promise<{ type: 'user-approval'; reason: string } | undefined>>;
   /**
@@ -39,6 +39,14 @@ export interface AiSdkAgentDb {
    * place), so the SDK runs the tool and the model reads what agentdb ran.
    */
   recordDecisions(messages: ModelMessage[]): Promise<void>;
+  /**
+   * What to show the person asked by a `tool-approval-request` of these tools (a part of
+   * `generateText`'s `content`): the agent's rationale and agentdb's approval id, as the request's
+   * own `reason` carries them when approval is configured with {@link toolApproval}. The SDK
+   * gives a request made by a tool's `needsApproval` (the tools' own rule) no reason at all.
+   * Undefined for another tool's request, or a call no longer waiting for a person.
+   */
+  reasonOf(request: { toolCall: { toolCallId: string; toolName: string; input: unknown } }): Promise<string | undefined>;
   /**
    * Waits for agentdb's decisions (web page, CLI, HTTP) on the approvals the run asked for and
    * answers the tool message of `tool-approval-response` parts to append before resuming it;
@@ -59,7 +67,7 @@ export async function agentDbTools(client: AgentDbClient, opts: AiSdkToolsOption
     (t: FrameworkTool) =>
     async (input: unknown, { toolCallId }: { toolCallId: string }) => {
       const started = await toolset.start(t.name, input, toolCallId);
-      if (started.parked) return { type: 'user-approval' as const, reason: `agentdb approval ${started.approval.id} (call ${started.callId})` };
+      if (started.parked) return { type: 'user-approval' as const, reason: approvalReason(input, started) };
       ran.set(toolset.callIdFor(t.name, input, toolCallId), started.answer);
       return undefined;
     };
@@ -93,6 +101,13 @@ export async function agentDbTools(client: AgentDbClient, opts: AiSdkToolsOption
   return {
     tools,
     toolApproval,
+    async reasonOf({ toolCall }) {
+      const tier = toolset.tierOf(toolCall.toolName);
+      if (!tier || tier === 'read') return undefined;
+      // The same tool call is the same agentdb call: this joins it, and runs nothing new.
+      const started = await toolset.start(toolCall.toolName, toolCall.input, toolCall.toolCallId);
+      return started.parked ? approvalReason(toolCall.input, started) : undefined;
+    },
     async recordDecisions(messages) {
       const last = messages.at(-1);
       if (last?.role !== 'tool') return;
@@ -130,6 +145,17 @@ export async function agentDbTools(client: AgentDbClient, opts: AiSdkToolsOption
       return content.length ? { role: 'tool', content } : undefined;
     },
   };
+}
+
+/**
+ * A parked write's reason for the person the app asks: the agent's rationale (DATA_WRITE_SQL's,
+ * DATA_DROP_TABLE's, db_exec's `rationale`), then agentdb's approval, by which it is decided
+ * elsewhere too (web page, CLI, HTTP).
+ */
+function approvalReason(input: unknown, parked: { callId: string; approval: { id: string } }): string {
+  const rationale = (input as { rationale?: unknown } | null)?.rationale;
+  const approval = `agentdb approval ${parked.approval.id} (call ${parked.callId})`;
+  return typeof rationale === 'string' && rationale.trim() ? `${rationale.trim()} — ${approval}` : approval;
 }
 
 /** The tool call an SDK approval request is about, found in the run's messages. */

@@ -21,6 +21,7 @@ import { syncDir } from './snapshot.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
 import { audit } from './restore-audit.ts';
+import { FULL_DISK_NOTE, skippedOnFullDisk } from './dry-run-disk.ts';
 
 /**
  * Creates a new database from another one's history (`agentdb restore DB --at T --into NEW`).
@@ -35,10 +36,15 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
   const source = localSource(dataDir, req.source);
   if (!fs.existsSync(source.generationsDir))
     throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
-  if (req.from) settle(handles, history, req.from);
-  return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, () => {
+  const from = req.from;
+  // Opening a closed source needs room for its -shm and -wal; a dry run goes on without.
+  const unsettled = from ? skippedOnFullDisk(req.dryRun, from.path, () => settle(handles, history, from)) : false;
+  return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, { unmarkedOnFullDisk: req.dryRun === true }, (marked) => {
     const plan = planRestore(source, restoreTarget(source, req, history.opts.retentionDays));
-    if (req.dryRun) return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}) });
+    if (req.dryRun) {
+      const note = unsettled || !marked ? { note: FULL_DISK_NOTE } : {};
+      return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}), ...note });
+    }
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);
     removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);

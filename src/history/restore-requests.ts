@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
+import { FULL_DISK_NOTE, skippedOnFullDisk } from './dry-run-disk.ts';
 import { capturedPosition, forgetCapture } from './capture.ts';
 import { commitPosition } from './commit-position.ts';
 import {
@@ -50,6 +51,8 @@ export interface RestoreResult {
   discardsCommits?: number;
   /** A dry run `into` a name the restore itself would refuse: why (`DATABASE_EXISTS: …`). */
   refused?: string;
+  /** A dry run on a full disk: planned from the history copied so far, writing nothing (`FULL_DISK_NOTE`). */
+  note?: string;
 }
 
 // The executor's requests this module serves (members of its `ExecRequest`), defined here, below
@@ -123,13 +126,16 @@ export interface RestoreHooks {
  * connections.
  */
 export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq, hooks: RestoreHooks = {}): RestoreResult {
-  const live = handles.open(req.db, 'read');
-  if (handles.isPlaceholder(live)) throw new AgentDbError('NOT_FOUND', `database ${req.db.id} does not exist (it was never written)${sharedNote(req.db.id)}`);
-  history.run(live, req.db);
+  let live: ReturnType<HandleCache['open']> | undefined;
+  // A closed database needs room for its -shm and -wal to open; a dry run goes on without.
+  const unopened = skippedOnFullDisk(req.dryRun, req.db.path, () => (live = handles.open(req.db, 'read')));
+  if (live ? handles.isPlaceholder(live) : !fs.existsSync(req.db.path))
+    throw new AgentDbError('NOT_FOUND', `database ${req.db.id} does not exist (it was never written)${sharedNote(req.db.id)}`);
+  if (live) history.run(live, req.db);
   const hdir = historyDir(dataDir, req.db.id);
   const source = localSource(dataDir, req.db.id);
   const what = req.undo ? `undo ${req.undo}` : req.through !== undefined ? `through ${req.through}` : `to ${new Date(req.at ?? 0).toISOString()}`;
-  return withReader(hdir, what, () => {
+  return withReader(hdir, what, { unmarkedOnFullDisk: req.dryRun === true }, (marked) => {
     let target: RestoreTarget;
     // An undo answers, like any restore, the last commit it keeps (`restoredTo`); its audit row
     // names the restore it undoes.
@@ -146,7 +152,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
     }
     const plan = planRestore(source, target);
     const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
-    if (req.dryRun) return summary({});
+    if (req.dryRun) return summary(unopened || !marked ? { note: FULL_DISK_NOTE } : {});
 
     // Only one restore of a database runs at a time (the reader marker): any file of the kinds
     // below is a crashed restore's.

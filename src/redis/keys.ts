@@ -95,6 +95,11 @@ export interface Keys {
    * has signed in through yet (`clients`, id `unconsented`). One hash tag.
    */
   oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate' | 'clients', id: string): string;
+  /**
+   * The deployment's SHARD_COUNT, as its workers last published it at start (a decimal string):
+   * a client given no `shardCount` reads it, one given another answers CONFIG_MISMATCH.
+   */
+  readonly shardCount: string;
 }
 
 /** Builds the key names for one deployment prefix. */
@@ -136,5 +141,6 @@ export function keysFor(prefix: string): Keys {
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
     redisBudgetIndex: `${prefix}:redis-budget-index`,
     oauth: (kind, id) => `${prefix}:{oauth}:${kind}:${id}`,
+    shardCount: `${prefix}:shard-count`,
   };
 }

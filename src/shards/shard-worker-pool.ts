@@ -18,6 +18,7 @@ import { closeWorker } from '../redis/close-worker.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { publishShardCount } from '../redis/service-shard-count.ts';
 import { serviceWorkspaceQuota, type WorkspaceQuota } from '../history/workspace-quota.ts';
 import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
@@ -227,6 +228,8 @@ export class ShardWorkerPool {
   }
 
   private async tick(): Promise<void> {
+    // Every round, not once: a Redis that came back empty has it again before clients need it.
+    await publishShardCount(this.redis, this.keys, this.opts.config.shardCount).catch(() => undefined);
     for (const shard of this.opts.shards) {
       if (this.stopped) return;
       let owned: boolean;

@@ -218,7 +218,20 @@ describe('agentdb/ai-sdk', () => {
     const first = await generateText({ model, tools: db.tools, toolApproval: db.toolApproval, stopWhen: stepCountIs(5), prompt: 'log it' });
     const request = first.content.find((c) => c.type === 'tool-approval-request') as { reason?: string } | undefined;
     const [pending] = (await svc.approvals('pending')).filter((a) => a.sql === 'CREATE TABLE viaconfig (x)');
-    expect(request?.reason).toBe(`agentdb approval ${pending!.id} (call ${pending!.callId})`);
+    expect(request?.reason).toBe(`keep a log — agentdb approval ${pending!.id} (call ${pending!.callId})`);
+  });
+
+  it("the tools' own needsApproval: the SDK's request has no reason, and db.reasonOf answers the one toolApproval gives", async () => {
+    const db = await agentDbTools(svc.client, { workspace: 'acme', agent: 'clerk', approver: { key: svc.key } });
+    const { request } = await parkWrite(db, 'w5', 'CREATE TABLE whyso (x)');
+    const [pending] = (await svc.approvals('pending')).filter((a) => a.sql === 'CREATE TABLE whyso (x)');
+    // The SDK drops any reason from a tool-level needsApproval (ai 7's resolveToolApproval).
+    expect((request as { reason?: string }).reason).toBeUndefined();
+    const sdkRequest = request as unknown as { toolCall: { toolCallId: string; toolName: string; input: unknown } };
+    expect(await db.reasonOf(sdkRequest)).toBe(`keep a log — agentdb approval ${pending!.id} (call ${pending!.callId})`);
+    // Still the one call, still waiting: asking for its reason ran nothing and parked nothing new.
+    expect((await svc.approvals('pending')).filter((a) => a.sql === 'CREATE TABLE whyso (x)')).toHaveLength(1);
+    expect(await db.reasonOf({ toolCall: { ...sdkRequest.toolCall, toolName: 'DATA_QUERY_SQL' } })).toBeUndefined();
   });
 
   it('the db_* surface: require-approval parks db_exec as an SDK approval', async () => {

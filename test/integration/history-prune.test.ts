@@ -65,7 +65,7 @@ describe('history prune', () => {
 
   it('leaves everything while a restore reads the history', () => {
     const before = listGenerations(source()).length;
-    const report = withReader(historyDir(dataDir, 'pr/a'), 'a test restore', () => pruneHistory(dataDir, { now: BASE + 40 * DAY, retentionDays: 30 }));
+    const report = withReader(historyDir(dataDir, 'pr/a'), 'a test restore', {}, () => pruneHistory(dataDir, { now: BASE + 40 * DAY, retentionDays: 30 }));
     expect(report).toMatchObject({ skipped: 1, generations: 0 });
     expect(listGenerations(source())).toHaveLength(before);
   });

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, type ReadableSpan, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentDbClient, AwaitingAnswer } from '../../src/index.ts';
+import { db, type AgentDbClient, type AwaitingAnswer } from '../../src/index.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 
@@ -116,6 +116,28 @@ describe('OpenTelemetry spans of a call (TRACING=on)', () => {
     // Never a statement's parameters, nor its text.
     expect(told(exporter.getFinishedSpans())).not.toContain(secret);
     expect(told(exporter.getFinishedSpans())).not.toContain('INSERT INTO');
+  });
+
+  it("names a db() call's span after its db_* tool, around the client's span of the engine tool, and a call the surface refused too", async () => {
+    const traceId = hex(16);
+    const callerSpan = hex(8);
+    const query = db({ client, workspace: 'tr', agent: 'a' }).find((t) => t.name === 'db_query')!;
+    const answer = await query.execute({ statement: 'SELECT count(*) FROM t' }, { traceparent: `00-${traceId}-${callerSpan}-01` });
+    expect(answer).toMatchObject({ ok: true });
+    await ended.until((s) => s.name.startsWith('process ') && s.spanContext().traceId === traceId);
+    const spans = traceOf(traceId);
+    const [outer] = named(spans, 'execute_tool db_query');
+    expect(outer!.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'db_query', 'gen_ai.tool.call.id': answer.callId });
+    expect(parentOf(outer!)).toBe(callerSpan);
+    const [inner] = named(spans, 'execute_tool DATA_QUERY_SQL');
+    expect(parentOf(inner!)).toBe(outer!.spanContext().spanId);
+
+    // Refused by the surface's rules (db_query runs reads only): nothing was sent, and the span says why.
+    const refusedTrace = hex(16);
+    const refused = await query.execute({ statement: 'DELETE FROM t' }, { traceparent: `00-${refusedTrace}-${hex(8)}-01` });
+    expect(refused).toMatchObject({ ok: false, error: { code: expect.any(String) } });
+    const [alone] = named(traceOf(refusedTrace), 'execute_tool db_query');
+    expect(alone!.attributes['error.type']).toBe((refused as { error: { code: string } }).error.code);
   });
 
   it("never puts a read's rows or a refusal's detail in a span: BullMQ's job result and failure events are not recorded", async () => {
