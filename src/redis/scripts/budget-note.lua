@@ -10,7 +10,8 @@
 -- with a nearer time, when it completes); one whose time has come goes at once. With a cap
 -- (ARGV[2] > 0), nothing is counted when the workspace already holds it: a call is refused
 -- before it is enqueued.
--- Returns {held, the nearest time or '', verdict, ms left of a refusing counter's window}:
+-- Returns {held, when its oldest entry goes (on a refusal by the budget; else ''), verdict, ms
+-- left of a refusing counter's window}:
 -- verdict 1 counted, 0 refused by the budget, 1 + i refused by the i-th rate counter.
 local rates = #KEYS - 2
 for r = 1, rates do
@@ -55,13 +56,12 @@ for a = 3 + rates * 3, #ARGV, 3 do
   end
 end
 held = held or tonumber(redis.call('GET', KEYS[2]) or '0')
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if #first == 0 then
+-- Both keys go with their last entry: a workspace that stops calling leaves nothing behind.
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if #last == 0 then
   redis.call('DEL', KEYS[1], KEYS[2])
   return {'0', '', 1, 0}
 end
--- Both keys go with their last entry: a workspace that stops calling leaves nothing behind.
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], last[2])
 redis.call('PEXPIREAT', KEYS[2], last[2])
-return {tostring(held), first[2], 1, 0}
+return {tostring(held), '', 1, 0}
