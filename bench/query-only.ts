@@ -1,7 +1,7 @@
 // The PK-read scenario of `npm run bench` alone (`npm run build && node --import tsx bench/query-only.ts`):
 // sequential and 64-in-flight DATA_QUERY_SQL by primary key against raw BullMQ, interleaved
-// rounds, plus the CPU each process spends per 1,000 sequential calls (to say where a ratio
-// moved). BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
+// rounds, plus the CPU each process spends per 1,000 sequential calls, ours and raw BullMQ's (to
+// say where a ratio moved). BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
 import { writeFileSync } from 'node:fs';
 import { benchSite } from './agentdb-worker.ts';
 import { cpuSeconds, childPids } from './cpu.ts';
@@ -41,10 +41,16 @@ try {
   }
   const runs: Record<string, RunStats[]> = { rawSeq: [], agentSeq: [], rawConc: [], agentConc: [] };
   const cpu: Record<string, number[]> = { bench: [], worker: [], children: [] };
+  // Raw BullMQ's caller (this process) and worker over its sequential round, to set beside ours.
+  const rawCpu: Record<string, number[]> = { bench: [], worker: [] };
   const procs = () => ({ bench: process.cpuUsage(), worker: cpuSeconds(worker.pid), children: childPids(worker.pid).reduce((n, p) => n + cpuSeconds(p), 0) });
   for (let r = 0; r < ROUNDS; r++) {
+    const rawBefore = { bench: process.cpuUsage(), worker: raw.pid ? cpuSeconds(raw.pid) : 0 };
     let d = await drive(SEQ, 1, (i) => raw.call(i));
     runs.rawSeq!.push(summarise(d.latencies, d.seconds));
+    const rawBench = process.cpuUsage(rawBefore.bench);
+    rawCpu.bench!.push(((rawBench.user + rawBench.system) / 1e6 / SEQ) * 1000);
+    rawCpu.worker!.push((((raw.pid ? cpuSeconds(raw.pid) : 0) - rawBefore.worker) / SEQ) * 1000);
     const before = procs();
     d = await drive(SEQ, 1, query);
     const after = procs();
@@ -92,6 +98,7 @@ try {
         inFlight64P50: round(m('agentConc', 'p50Ms') / m('rawConc', 'p50Ms')),
       },
       cpuSecondsPer1000SequentialCalls: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(med(v), 3)])),
+      rawBullmqCpuSecondsPer1000SequentialCalls: Object.fromEntries(Object.entries(rawCpu).map(([k, v]) => [k, round(med(v), 3)])),
     }),
   );
 } finally {

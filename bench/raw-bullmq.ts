@@ -34,6 +34,8 @@ export async function rawBullmq(
   await Promise.all([queue.waitUntilReady(), events.waitUntilReady(), 'waitUntilReady' in worker ? worker.waitUntilReady() : undefined]);
   let n = 0;
   return {
+    /** The worker's process id when it runs apart (`separateProcess`), for its CPU. */
+    pid: 'kill' in worker ? worker.pid : undefined,
     async call(i: number) {
       const job = await queue.add('q', { i }, { jobId: `raw-${n++}`, removeOnComplete: { age: 3600 } });
       return job.waitUntilFinished(events);

@@ -36,10 +36,9 @@ export interface BudgetEntry {
   until: number;
 }
 
-/** What a workspace holds: bytes, and when its oldest entry goes (ms; absent when it holds nothing). */
+/** What a workspace holds, in bytes. */
 export interface BudgetHeld {
   held: number;
-  freesAt?: number;
 }
 
 /**
@@ -112,8 +111,8 @@ export class WorkspaceRedisBudget {
 
   /** Counts `entries` against `workspace` (and drops what has gone), whatever it holds; answers what it holds then. */
   async note(workspace: string, entries: readonly BudgetEntry[], now = Date.now()): Promise<BudgetHeld> {
-    const { held, freesAt } = await this.run(workspace, 0, entries, now);
-    return { held, ...(freesAt === undefined ? {} : { freesAt }) };
+    const { held } = await this.run(workspace, 0, entries, now);
+    return { held };
   }
 
   /**
@@ -170,7 +169,7 @@ export class WorkspaceRedisBudget {
     entries: readonly BudgetEntry[],
     now: number,
     counters: readonly RateCounter[] = [],
-  ): Promise<BudgetHeld & { verdict: number; rateMsLeft: number }> {
+  ): Promise<BudgetHeld & { verdict: number; rateMsLeft: number; freesAt?: number }> {
     const { ledger, held } = this.keys.redisBudget(workspace);
     const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
     const [sum, first, verdict, rateMsLeft] = await this.redis.agentdbBudgetNote(

@@ -58,7 +58,8 @@ export interface LuaCommands {
   /**
    * budget-note.lua: the number of keys, the ledger and its sum, 0 to 2 rate counters; `now`, the
    * cap (0: none; -1: count only the rates), points, limit and window (s) per rate counter, then member, bytes and goes-at
-   * (ms) per entry. The verdict: 1 counted, 0 refused by the budget, 1 + i by the i-th counter.
+   * (ms) per entry. The verdict: 1 counted, 0 refused by the budget, 1 + i by the i-th counter;
+   * `first`, when the oldest entry goes, only with a refusal by the budget ('' otherwise).
    */
   agentdbBudgetNote(numKeys: number, ...keysThenArgs: string[]): Promise<[held: string, first: string, verdict: number, rateMsLeft: number]>;
   agentdbReleaseDeadOwnerJobs(active: string, stalled: string, stalledCheck: string, prefix: string): Promise<number>;

@@ -102,6 +102,18 @@ describe("a workspace's Redis budget", () => {
     expect(await budget.admit('hog', 'pro', [{ callKey: 'k', kind: 'args', bytes: 10, until: later + 1000 }], later)).toBeUndefined();
   });
 
+  it("drops a finished call's reserved room at once: its ledger holds its arguments and envelope, and the sum is theirs", async () => {
+    const keys = keysFor(sb.config.prefix);
+    const env = await client.call({ ...who('tidy'), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1 AS one' } });
+    expect(env).toMatchObject({ ok: true });
+    const { ledger, held } = keys.redisBudget('tidy');
+    // The worker's note goes ahead of the completion on its connection: counted before it is heard.
+    const entries = await redis.zrange(ledger, 0, -1);
+    expect(entries.map((m) => m.split('|')[1]!.split(':')[0]).sort()).toEqual(['args', 'envelope']);
+    const sum = entries.reduce((n, m) => n + Number(m.split(':').pop()), 0);
+    expect(Number(await redis.get(held))).toBe(sum);
+  });
+
   it('sends the notes of one turn as one script per workspace, ahead of the completions of that turn', async () => {
     const keys = keysFor(sb.config.prefix);
     const conn = withScripts(connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'));

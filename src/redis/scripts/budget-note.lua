@@ -7,9 +7,11 @@
 -- A rate counter is a fixed window, as rate-limiter-flexible kept it: made at the first call
 -- with the window's TTL, spent even past its limit; past it, nothing else is counted. An entry
 -- already counted only moves its time (a call's arguments are counted when enqueued and again,
--- with a nearer time, when it completes). With a cap (ARGV[2] > 0), nothing is counted when the
--- workspace already holds it: a call is refused before it is enqueued.
--- Returns {held, the nearest time or '', verdict, ms left of a refusing counter's window}:
+-- with a nearer time, when it completes); one whose time has come goes at once. With a cap
+-- (ARGV[2] > 0), nothing is counted when the workspace already holds it: a call is refused
+-- before it is enqueued.
+-- Returns {held, when its oldest entry goes (on a refusal by the budget; else ''), verdict, ms
+-- left of a refusing counter's window}:
 -- verdict 1 counted, 0 refused by the budget, 1 + i refused by the i-th rate counter.
 local rates = #KEYS - 2
 for r = 1, rates do
@@ -25,29 +27,41 @@ for r = 1, rates do
   end
 end
 if tonumber(ARGV[2]) < 0 then return {'', '', 1, 0} end
+-- The sum as last written by this script, so that it is read (GET) only when nothing here wrote it.
+local held
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 1000)
 if #old > 0 then
   local freed = 0
   for i = 1, #old do freed = freed + tonumber(string.match(old[i], ':(%d+)$')) end
   redis.call('ZREM', KEYS[1], unpack(old))
-  redis.call('DECRBY', KEYS[2], freed)
+  held = redis.call('DECRBY', KEYS[2], freed)
 end
 local cap = tonumber(ARGV[2])
-if cap > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') >= cap then
-  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {redis.call('GET', KEYS[2]) or '0', oldest[2] or '', 0, 0}
+if cap > 0 then
+  held = held or tonumber(redis.call('GET', KEYS[2]) or '0')
+  if held >= cap then
+    local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    return {tostring(held), oldest[2] or '', 0, 0}
+  end
 end
+-- An entry whose time has already come (a call's reserve once the worker counts its envelope)
+-- goes now: added, it waited for the next call's sweep, which paid for it (ZREM and DECRBY)
+-- on that call's way to the queue.
+local now = tonumber(ARGV[1])
 for a = 3 + rates * 3, #ARGV, 3 do
-  if redis.call('ZADD', KEYS[1], ARGV[a + 2], ARGV[a]) == 1 then redis.call('INCRBY', KEYS[2], ARGV[a + 1]) end
+  if tonumber(ARGV[a + 2]) <= now then
+    if redis.call('ZREM', KEYS[1], ARGV[a]) == 1 then held = redis.call('DECRBY', KEYS[2], ARGV[a + 1]) end
+  elseif redis.call('ZADD', KEYS[1], ARGV[a + 2], ARGV[a]) == 1 then
+    held = redis.call('INCRBY', KEYS[2], ARGV[a + 1])
+  end
 end
-local held = tonumber(redis.call('GET', KEYS[2]) or '0')
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if #first == 0 then
+held = held or tonumber(redis.call('GET', KEYS[2]) or '0')
+-- Both keys go with their last entry: a workspace that stops calling leaves nothing behind.
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if #last == 0 then
   redis.call('DEL', KEYS[1], KEYS[2])
   return {'0', '', 1, 0}
 end
--- Both keys go with their last entry: a workspace that stops calling leaves nothing behind.
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], last[2])
 redis.call('PEXPIREAT', KEYS[2], last[2])
-return {tostring(held), first[2], 1, 0}
+return {tostring(held), '', 1, 0}
