@@ -42,6 +42,8 @@ export class ApprovalStore {
       keys.approvalsPending,
       keys.approvalsAll,
       keys.approvalsPendingOf(request.workspace),
+      keys.approvalsAllOf(request.workspace),
+      keys.approvalsExpiringOf(request.workspace),
       JSON.stringify(request),
       request.workspace,
       request.createdAt,
@@ -73,6 +75,7 @@ export class ApprovalStore {
       keys.approvalsPending,
       keys.approvalsPendingOf(workspace),
       keys.approvalsDecidedOf(workspace),
+      keys.approvalsExpiringOf(workspace),
       state,
       by,
       reason,
@@ -161,10 +164,13 @@ export class ApprovalStore {
 
   /**
    * Up to `limit` of a workspace's approvals in `state` after `cursor`, newest first (pending
-   * ones by expiry, the rest by creation), and where the next page starts. A page looks at no
-   * more than SCAN_PER_PAGE index entries, reading only their workspace and state, and reads
-   * whole only the records it returns: a page past that many other workspaces' entries comes
-   * back short (even empty) with `next`, so one request's work is bounded whatever the index holds.
+   * ones by expiry, the rest by creation), and where the next page starts. Only the workspace's
+   * own index is read (approval-create.lua and approval-transition.lua keep it beside the
+   * service-wide one, with the same scores, so a cursor means the same in both): other
+   * workspaces' approvals cost a page nothing and never make it short. A page looks at no more
+   * than SCAN_PER_PAGE of the workspace's own entries, reading only their small fields, and reads
+   * whole only the records it returns: narrowed to a decided state or by a filter, past that many
+   * of its own approvals that do not match, it comes back short (even empty) with `next`.
    */
   async scan(filter: {
     workspace: string;
@@ -173,35 +179,44 @@ export class ApprovalStore {
     cursor?: ListCursor;
     filter?: ApprovalFilter;
   }): Promise<{ approvals: Approval[]; next?: ListCursor }> {
-    const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
-    const { cursor } = filter;
-    const max = cursor ? String(cursor.score) : '+inf';
+    await this.ensureIndexed();
+    const pending = filter.state === 'pending';
+    const index = pending ? this.keys.approvalsExpiringOf(filter.workspace) : this.keys.approvalsAllOf(filter.workspace);
     const chosen: ListCursor[] = [];
-    let looked: ListCursor | undefined;
-    let offset = 0;
+    // Where the walk is: entries at its score with ids at or above its id are behind it. Each read
+    // starts at that score again (not at an offset, which entries decided, pruned or made
+    // meanwhile would shift) and skips those, `passed` of which it knows of.
+    let at = filter.cursor;
+    let passed = 0;
+    let read = 0;
     let ended = false;
-    while (chosen.length < filter.limit && offset < SCAN_PER_PAGE) {
-      const flat = await this.redis.zrevrangebyscore(index, max, '-inf', 'WITHSCORES', 'LIMIT', offset, SCAN_BATCH);
+    while (chosen.length < filter.limit && read < SCAN_PER_PAGE) {
+      const want = SCAN_BATCH + passed;
+      const flat = await this.redis.zrevrangebyscore(index, at ? String(at.score) : '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, want);
       const batch: ListCursor[] = [];
       for (let i = 0; i < flat.length; i += 2) batch.push({ id: flat[i]!, score: Number(flat[i + 1]) });
-      offset += batch.length;
-      if (batch.length < SCAN_BATCH) ended = true;
-      const rows = await readFacets(
-        this.redis,
-        this.keys,
-        batch.map((b) => b.id),
+      read += batch.length;
+      ended = batch.length < want;
+      // Equal scores come by descending id: those at the walk's score down to its id are behind it.
+      const from = at;
+      const fresh = from ? batch.filter((e) => e.score < from.score || e.id < from.id) : batch;
+      const rows = await this.scanned(
+        index,
+        fresh.map((e) => e.id),
+        pending,
       );
-      for (let j = 0; j < batch.length && chosen.length < filter.limit; j++) {
-        const entry = batch[j]!;
-        looked = entry;
-        // Equal scores come by descending id: those at the cursor's score up to its id were on earlier pages.
-        if (cursor && entry.score === cursor.score && entry.id >= cursor.id) continue;
+      for (let j = 0; j < fresh.length && chosen.length < filter.limit; j++) {
+        const entry = fresh[j]!;
+        at = entry;
         const row = rows[j];
+        // The index is the workspace's own; the check keeps a listing to it whatever the index holds.
         if (row?.workspace !== filter.workspace) continue;
         if (filter.state !== 'all' && row.state !== filter.state) continue;
         if (filter.filter && !passes(row, filter.filter)) continue;
         chosen.push(entry);
       }
+      const now = at;
+      passed = now ? batch.filter((e) => e.score === now.score && e.id >= now.id).length : 0;
       if (ended) break;
     }
     const pipeline = this.redis.pipeline();
@@ -210,7 +225,7 @@ export class ApprovalStore {
       ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined)
       : [];
     const full = chosen.length >= filter.limit;
-    const next = full ? chosen.at(-1) : ended ? undefined : looked;
+    const next = full ? chosen.at(-1) : ended ? undefined : at;
     return { approvals, ...(next ? { next } : {}) };
   }
 
@@ -284,6 +299,18 @@ export class ApprovalStore {
    */
   private async indexed(index: string, ids: string[], pending: boolean): Promise<(ApprovalFacets | undefined)[]> {
     const rows = (await readFacets(this.redis, this.keys, ids)).map((row) => (row && (row.state === 'pending') === pending ? row : undefined));
+    const stale = ids.filter((_, i) => !rows[i]);
+    if (stale.length) await this.redis.zrem(index, ...stale);
+    return rows;
+  }
+
+  /**
+   * The facets of a scan index's entries, undefined for one that no longer belongs there, which is
+   * dropped from the index: a record pruned, or one no longer pending in the index by expiry (an
+   * older process's decision, which did not know that index).
+   */
+  private async scanned(index: string, ids: string[], pending: boolean): Promise<(ApprovalFacets | undefined)[]> {
+    const rows = (await readFacets(this.redis, this.keys, ids)).map((row) => (row && (!pending || row.state === 'pending') ? row : undefined));
     const stale = ids.filter((_, i) => !rows[i]);
     if (stale.length) await this.redis.zrem(index, ...stale);
     return rows;
