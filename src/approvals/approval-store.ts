@@ -6,6 +6,7 @@ import { approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest
 import { passes, type ApprovalFacets, type ApprovalFilter, type ListCursor } from './approval-listing.ts';
 import { readFacets } from './approval-facets-read.ts';
 import { backfillWorkspaceIndexes } from './approval-index-backfill.ts';
+import { walkIndex } from './approval-index-walk.ts';
 
 /** How an attempted transition ended. */
 export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTransition']>>;
@@ -140,10 +141,23 @@ export class ApprovalStore {
     await this.redis.hset(this.keys.approval(id), 'ran', JSON.stringify(ran));
   }
 
-  /** Approvals, newest first, filtered by workspace and state (`all` for every state). */
+  /**
+   * Approvals, newest first, filtered by workspace and state (`all` for every state). With a
+   * workspace, only its own index is read (the service-wide one's mirror), so another
+   * workspace's approvals are never read whole for it (`agentdb approvals list --workspace`, a
+   * decision by call id).
+   */
   async list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
     const state = filter.state ?? 'pending';
-    const index = state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
+    const { workspace } = filter;
+    if (workspace) await this.ensureIndexed();
+    const index = workspace
+      ? state === 'pending'
+        ? this.keys.approvalsExpiringOf(workspace)
+        : this.keys.approvalsAllOf(workspace)
+      : state === 'pending'
+        ? this.keys.approvalsPending
+        : this.keys.approvalsAll;
     const ids = await this.redis.zrevrange(index, 0, -1);
     const out: Approval[] = [];
     const limit = filter.limit ?? Infinity;
@@ -182,50 +196,12 @@ export class ApprovalStore {
     await this.ensureIndexed();
     const pending = filter.state === 'pending';
     const index = pending ? this.keys.approvalsExpiringOf(filter.workspace) : this.keys.approvalsAllOf(filter.workspace);
-    const chosen: ListCursor[] = [];
-    // Where the walk is: entries at its score with ids at or above its id are behind it. Each read
-    // starts at that score again (not at an offset, which entries decided, pruned or made
-    // meanwhile would shift) and skips those, `passed` of which it knows of.
-    let at = filter.cursor;
-    let passed = 0;
-    let read = 0;
-    let ended = false;
-    while (chosen.length < filter.limit && read < SCAN_PER_PAGE) {
-      const want = SCAN_BATCH + passed;
-      const flat = await this.redis.zrevrangebyscore(index, at ? String(at.score) : '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, want);
-      const batch: ListCursor[] = [];
-      for (let i = 0; i < flat.length; i += 2) batch.push({ id: flat[i]!, score: Number(flat[i + 1]) });
-      read += batch.length;
-      ended = batch.length < want;
-      // Equal scores come by descending id: those at the walk's score down to its id are behind it.
-      const from = at;
-      const fresh = from ? batch.filter((e) => e.score < from.score || e.id < from.id) : batch;
-      const rows = await this.scanned(
-        index,
-        fresh.map((e) => e.id),
-        pending,
-      );
-      for (let j = 0; j < fresh.length && chosen.length < filter.limit; j++) {
-        const entry = fresh[j]!;
-        at = entry;
-        const row = rows[j];
-        // The index is the workspace's own; the check keeps a listing to it whatever the index holds.
-        if (row?.workspace !== filter.workspace) continue;
-        if (filter.state !== 'all' && row.state !== filter.state) continue;
-        if (filter.filter && !passes(row, filter.filter)) continue;
-        chosen.push(entry);
-      }
-      const now = at;
-      passed = now ? batch.filter((e) => e.score === now.score && e.id >= now.id).length : 0;
-      if (ended) break;
-    }
+    const { chosen, next } = await walkIndex(this.redis, this.keys, index, { ...filter, pending });
     const pipeline = this.redis.pipeline();
     for (const { id } of chosen) pipeline.hgetall(this.keys.approval(id));
     const approvals = chosen.length
       ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined)
       : [];
-    const full = chosen.length >= filter.limit;
-    const next = full ? chosen.at(-1) : ended ? undefined : at;
     return { approvals, ...(next ? { next } : {}) };
   }
 
@@ -305,18 +281,6 @@ export class ApprovalStore {
   }
 
   /**
-   * The facets of a scan index's entries, undefined for one that no longer belongs there, which is
-   * dropped from the index: a record pruned, or one no longer pending in the index by expiry (an
-   * older process's decision, which did not know that index).
-   */
-  private async scanned(index: string, ids: string[], pending: boolean): Promise<(ApprovalFacets | undefined)[]> {
-    const rows = (await readFacets(this.redis, this.keys, ids)).map((row) => (row && (!pending || row.state === 'pending') ? row : undefined));
-    const stale = ids.filter((_, i) => !rows[i]);
-    if (stale.length) await this.redis.zrem(index, ...stale);
-    return rows;
-  }
-
-  /**
    * Puts every approval made before the per-workspace indexes existed into them, once for the
    * whole service: the first inbox or Data page after the upgrade walks the service-wide indexes
    * in steps of BACKFILL_BATCH (ZSCAN, so entries pruned meanwhile skip none), then sets
@@ -338,9 +302,6 @@ export class ApprovalStore {
   }
 }
 
-/** Index entries one list page may look at: a workspace's page costs the same however many others hold. */
-const SCAN_PER_PAGE = 5000;
-const SCAN_BATCH = 500;
 /** Service-wide index entries the one-time backfill reads per step. */
 const BACKFILL_BATCH = 1000;
 

@@ -131,6 +131,35 @@ describe("a workspace's list beside another's 5,000 pending approvals", () => {
     }
   });
 
+  it("reads none of a's approvals for b's page, nor for the CLI's list of b's", async () => {
+    const counting = new Redis(REDIS_URL);
+    let sent = 0;
+    const send = counting.sendCommand.bind(counting);
+    counting.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
+      sent++;
+      return send(...args);
+    }) as Redis['sendCommand'];
+    try {
+      const fresh = new ApprovalStore(counting, keys);
+      const page = await fresh.scan({ workspace: 'b', state: 'all', limit: 200 });
+      expect(page.approvals.map((a) => a.id)).toEqual(expected(made, 'all'));
+      // The backfill marker, b's index, its entries' small fields (pipelined: one command each), its records.
+      expect(sent).toBeLessThan(3 * made.length + 10);
+      const before = sent;
+      const listed = await fresh.list({ workspace: 'b', state: 'all' });
+      expect(listed.map((a) => a.id)).toEqual(expected(made, 'all'));
+      expect(sent - before).toBeLessThan(made.length + 10);
+      // Pending: in the order the CLI lists them, by creation.
+      const pendingCreated = made
+        .filter((m) => m.state === 'pending')
+        .sort((x, y) => y.createdAt - x.createdAt)
+        .map((m) => m.createdAt);
+      expect((await fresh.list({ workspace: 'b' })).map((a) => a.createdAt)).toEqual(pendingCreated);
+    } finally {
+      counting.disconnect();
+    }
+  });
+
   it("keeps a's own list whole", async () => {
     const first = await store.scan({ workspace: 'a', state: 'pending', limit: 200 });
     expect(first.approvals.map((a) => a.id)).toEqual(Array.from({ length: 200 }, (_, k) => `ap_a${4999 - k}`));
