@@ -6,6 +6,7 @@ import { approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest
 import { passes, type ApprovalFacets, type ApprovalFilter, type ListCursor } from './approval-listing.ts';
 import { readFacets } from './approval-facets-read.ts';
 import { backfillWorkspaceIndexes } from './approval-index-backfill.ts';
+import { walkIndex } from './approval-index-walk.ts';
 
 /** How an attempted transition ended. */
 export type TransitionResult = Awaited<ReturnType<LuaCommands['agentdbApprovalTransition']>>;
@@ -42,6 +43,8 @@ export class ApprovalStore {
       keys.approvalsPending,
       keys.approvalsAll,
       keys.approvalsPendingOf(request.workspace),
+      keys.approvalsAllOf(request.workspace),
+      keys.approvalsExpiringOf(request.workspace),
       JSON.stringify(request),
       request.workspace,
       request.createdAt,
@@ -73,6 +76,7 @@ export class ApprovalStore {
       keys.approvalsPending,
       keys.approvalsPendingOf(workspace),
       keys.approvalsDecidedOf(workspace),
+      keys.approvalsExpiringOf(workspace),
       state,
       by,
       reason,
@@ -137,10 +141,23 @@ export class ApprovalStore {
     await this.redis.hset(this.keys.approval(id), 'ran', JSON.stringify(ran));
   }
 
-  /** Approvals, newest first, filtered by workspace and state (`all` for every state). */
+  /**
+   * Approvals, newest first, filtered by workspace and state (`all` for every state). With a
+   * workspace, only its own index is read (the service-wide one's mirror), so another
+   * workspace's approvals are never read whole for it (`agentdb approvals list --workspace`, a
+   * decision by call id).
+   */
   async list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
     const state = filter.state ?? 'pending';
-    const index = state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
+    const { workspace } = filter;
+    if (workspace) await this.ensureIndexed();
+    const index = workspace
+      ? state === 'pending'
+        ? this.keys.approvalsExpiringOf(workspace)
+        : this.keys.approvalsAllOf(workspace)
+      : state === 'pending'
+        ? this.keys.approvalsPending
+        : this.keys.approvalsAll;
     const ids = await this.redis.zrevrange(index, 0, -1);
     const out: Approval[] = [];
     const limit = filter.limit ?? Infinity;
@@ -161,10 +178,13 @@ export class ApprovalStore {
 
   /**
    * Up to `limit` of a workspace's approvals in `state` after `cursor`, newest first (pending
-   * ones by expiry, the rest by creation), and where the next page starts. A page looks at no
-   * more than SCAN_PER_PAGE index entries, reading only their workspace and state, and reads
-   * whole only the records it returns: a page past that many other workspaces' entries comes
-   * back short (even empty) with `next`, so one request's work is bounded whatever the index holds.
+   * ones by expiry, the rest by creation), and where the next page starts. Only the workspace's
+   * own index is read (approval-create.lua and approval-transition.lua keep it beside the
+   * service-wide one, with the same scores, so a cursor means the same in both): other
+   * workspaces' approvals cost a page nothing and never make it short. A page looks at no more
+   * than SCAN_PER_PAGE of the workspace's own entries, reading only their small fields, and reads
+   * whole only the records it returns: narrowed to a decided state or by a filter, past that many
+   * of its own approvals that do not match, it comes back short (even empty) with `next`.
    */
   async scan(filter: {
     workspace: string;
@@ -173,44 +193,15 @@ export class ApprovalStore {
     cursor?: ListCursor;
     filter?: ApprovalFilter;
   }): Promise<{ approvals: Approval[]; next?: ListCursor }> {
-    const index = filter.state === 'pending' ? this.keys.approvalsPending : this.keys.approvalsAll;
-    const { cursor } = filter;
-    const max = cursor ? String(cursor.score) : '+inf';
-    const chosen: ListCursor[] = [];
-    let looked: ListCursor | undefined;
-    let offset = 0;
-    let ended = false;
-    while (chosen.length < filter.limit && offset < SCAN_PER_PAGE) {
-      const flat = await this.redis.zrevrangebyscore(index, max, '-inf', 'WITHSCORES', 'LIMIT', offset, SCAN_BATCH);
-      const batch: ListCursor[] = [];
-      for (let i = 0; i < flat.length; i += 2) batch.push({ id: flat[i]!, score: Number(flat[i + 1]) });
-      offset += batch.length;
-      if (batch.length < SCAN_BATCH) ended = true;
-      const rows = await readFacets(
-        this.redis,
-        this.keys,
-        batch.map((b) => b.id),
-      );
-      for (let j = 0; j < batch.length && chosen.length < filter.limit; j++) {
-        const entry = batch[j]!;
-        looked = entry;
-        // Equal scores come by descending id: those at the cursor's score up to its id were on earlier pages.
-        if (cursor && entry.score === cursor.score && entry.id >= cursor.id) continue;
-        const row = rows[j];
-        if (row?.workspace !== filter.workspace) continue;
-        if (filter.state !== 'all' && row.state !== filter.state) continue;
-        if (filter.filter && !passes(row, filter.filter)) continue;
-        chosen.push(entry);
-      }
-      if (ended) break;
-    }
+    await this.ensureIndexed();
+    const pending = filter.state === 'pending';
+    const index = pending ? this.keys.approvalsExpiringOf(filter.workspace) : this.keys.approvalsAllOf(filter.workspace);
+    const { chosen, next } = await walkIndex(this.redis, this.keys, index, { ...filter, pending });
     const pipeline = this.redis.pipeline();
     for (const { id } of chosen) pipeline.hgetall(this.keys.approval(id));
     const approvals = chosen.length
       ? ((await pipeline.exec()) ?? []).map(([, raw]) => parse(raw as Record<string, string>)).filter((a): a is Approval => a !== undefined)
       : [];
-    const full = chosen.length >= filter.limit;
-    const next = full ? chosen.at(-1) : ended ? undefined : looked;
     return { approvals, ...(next ? { next } : {}) };
   }
 
@@ -311,9 +302,6 @@ export class ApprovalStore {
   }
 }
 
-/** Index entries one list page may look at: a workspace's page costs the same however many others hold. */
-const SCAN_PER_PAGE = 5000;
-const SCAN_BATCH = 500;
 /** Service-wide index entries the one-time backfill reads per step. */
 const BACKFILL_BATCH = 1000;
 

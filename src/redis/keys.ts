@@ -25,7 +25,15 @@ export interface Keys {
   approvalsPendingOf(workspace: string): string;
   /** A workspace's decided approvals, scored by decision time. */
   approvalsDecidedOf(workspace: string): string;
-  /** Set once every approval made before the per-workspace indexes is in them (see `ApprovalStore.backfill`). */
+  /** A workspace's share of `approvalsAll`, scored by creation time (`GET /v1/approvals` reads only its own). */
+  approvalsAllOf(workspace: string): string;
+  /** A workspace's share of `approvalsPending`, scored by expiry (`GET /v1/approvals?state=pending`). */
+  approvalsExpiringOf(workspace: string): string;
+  /**
+   * Set once every approval made before the per-workspace indexes is in all four of them (see
+   * `ApprovalStore.backfill`). Named anew (`:2`) when an index is added, so a service the earlier
+   * backfill marked walks once more.
+   */
   readonly approvalsIndexed: string;
   /** A workspace's members: name → JSON record (role, key hash, revoked). */
   members(workspace: string): string;
@@ -117,7 +125,9 @@ export function keysFor(prefix: string): Keys {
     approvalsAll: `${prefix}:{approvals}:all`,
     approvalsPendingOf: (workspace) => `${prefix}:{approvals}:ws-pending:${workspace}`,
     approvalsDecidedOf: (workspace) => `${prefix}:{approvals}:ws-decided:${workspace}`,
-    approvalsIndexed: `${prefix}:{approvals}:ws-indexed`,
+    approvalsAllOf: (workspace) => `${prefix}:{approvals}:ws-all:${workspace}`,
+    approvalsExpiringOf: (workspace) => `${prefix}:{approvals}:ws-expiring:${workspace}`,
+    approvalsIndexed: `${prefix}:{approvals}:ws-indexed:2`,
     members: (workspace) => `${prefix}:{members}:ws:${workspace}`,
     memberKeys: `${prefix}:{members}:keys`,
     // The registry shares the members' hash tag: one slot for every record and key index.

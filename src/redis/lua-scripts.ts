@@ -16,6 +16,8 @@ export interface LuaCommands {
     pending: string,
     all: string,
     wsPending: string,
+    wsAll: string,
+    wsExpiring: string,
     request: string,
     ws: string,
     createdAt: number,
@@ -30,6 +32,7 @@ export interface LuaCommands {
     pending: string,
     wsPending: string,
     wsDecided: string,
+    wsExpiring: string,
     state: string,
     by: string,
     reason: string,
@@ -73,6 +76,8 @@ export interface LuaCommands {
   agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
   /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
   agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
+  /** approval-index-backfill.lua: 1 when the approval exists and is now in its workspace's indexes, 0 when gone. */
+  agentdbApprovalIndexBackfill(key: string, all: string, wsPending: string, wsDecided: string, wsAll: string, wsExpiring: string, id: string): Promise<number>;
   /** approval-facets.lua: 1 when the approval exists and now keeps its agent, tool and database beside its request. */
   agentdbApprovalFacets(key: string, agent: string, tool: string, database: string): Promise<number>;
   /** The record as it was (null when unknown); a record not yet spent is marked `spent` with its TTL. */
@@ -93,8 +98,9 @@ export type ScriptedRedis = Redis & LuaCommands;
 /** Each command's file, and how many of its arguments are keys (absent: its first argument says). */
 const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbComplete: { file: 'complete-calls.lua' },
-  agentdbApprovalCreate: { file: 'approval-create.lua', keys: 4 },
-  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 4 },
+  agentdbApprovalCreate: { file: 'approval-create.lua', keys: 6 },
+  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 5 },
+  agentdbApprovalIndexBackfill: { file: 'approval-index-backfill.lua', keys: 6 },
   agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },

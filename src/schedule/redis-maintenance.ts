@@ -40,13 +40,15 @@ export async function pruneRedis(redis: Redis, keys: Keys, opts: { now: number; 
     let done = 0;
     ids.forEach((id, i) => {
       const [state, workspace] = rows[i] ?? [];
+      // The workspace's index of all mirrors the service's, which every one of them leaves.
+      if (workspace) tx.zrem(keys.approvalsAllOf(workspace), id);
       if (state === 'pending') return;
       done++;
       tx.del(keys.approval(id));
-      // The workspace's own indexes (its inbox's) let the record go with it.
-      if (workspace) tx.zrem(keys.approvalsDecidedOf(workspace), id).zrem(keys.approvalsPendingOf(workspace), id);
+      // The workspace's other indexes (its inbox's and its pending list's) let the record go with it.
+      if (workspace) tx.zrem(keys.approvalsDecidedOf(workspace), id).zrem(keys.approvalsPendingOf(workspace), id).zrem(keys.approvalsExpiringOf(workspace), id);
     });
-    // Pending ones stay listed in the pending index; only their place in the all-time index goes.
+    // Pending ones stay listed in the pending indexes; only their place in the all-time ones goes.
     tx.zrem(keys.approvalsAll, ...ids);
     await tx.exec();
     approvals += done;

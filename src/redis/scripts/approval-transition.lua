@@ -1,6 +1,7 @@
 -- The first transition out of 'pending' wins, atomically, judged by Redis's own clock so that
 -- every host agrees on when an approval expired. A decision at or after the expiry is refused.
--- KEYS: the approval, the pending index, the workspace's pending and decided indexes. ARGV: state, by, reason, id, via.
+-- KEYS: the approval, the pending index, the workspace's pending and decided indexes, its pending
+-- index by expiry. ARGV: state, by, reason, id, via.
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
 local state = redis.call('HGET', KEYS[1], 'state')
 local t = redis.call('TIME')
@@ -19,5 +20,6 @@ if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[3]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'decidedVia', ARGV[5]) end
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[4])
+redis.call('ZREM', KEYS[5], ARGV[4])
 redis.call('ZADD', KEYS[4], now, ARGV[4])
 return 'OK'
