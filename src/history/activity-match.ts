@@ -37,6 +37,8 @@ export class RowMatcher {
     if (r0 < reached.length) this.gi = changedFrom;
     reached.length = r0;
     for (let g = changedFrom; g < groups.length; g++) groups[g]!.rows.length = 0;
+    // The new rows may go to groups before `changedFrom` too, from where the pass stands.
+    const touched = Math.min(changedFrom, this.gi);
     for (let ri = r0; ri < rows.length; ri++) {
       const at = rows[ri]!.at;
       let gi = this.gi;
@@ -46,7 +48,7 @@ export class RowMatcher {
       groups[gi]?.rows.push(ri);
     }
     while (byCommit.length < commitCount) byCommit.push(undefined);
-    for (let g = changedFrom; g < groups.length; g++) {
+    for (let g = touched; g < groups.length; g++) {
       const group = groups[g]!;
       if (group.snapshot) continue;
       for (const c of group.commits) byCommit[c] = undefined;
