@@ -74,7 +74,7 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
   const match = history.matcher.byCommit;
   let from = commits.length - 1;
   if (opts.before !== undefined) {
-    const at = history.index.get(opts.before) ?? -1;
+    const at = history.indexOf(opts.before);
     if (at < 0)
       throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
     from = at - 1;

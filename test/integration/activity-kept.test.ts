@@ -71,8 +71,12 @@ async function pages(page: (opts: { limit: number; before?: string }) => Promise
   return out;
 }
 
+/** History holds every commit answered so far: a call's answer leaves before capture copies its commit, and the executor's next request waits for the copy. */
+const settled = (id: string) => history.activity(id, { limit: 1 }, 'operator');
+
 /** The shard op's pages (kept by the worker) and a kept cache's here, against the whole-history oracle. */
 async function same(id: string, cache = new ActivityCache()): Promise<number> {
+  await settled(id);
   const now = Date.now();
   const want = await pages((o) => wholeHistoryPage(sb.config.dataDir, id, fileRows(id), o, now));
   expect(await pages((o) => history.activity(id, o, 'operator'))).toEqual(want);
@@ -161,6 +165,7 @@ describe('a kept activity list', () => {
       expect(await ops.run(shardOf('busy', sb.config.shardCount), 'historySnapshot', {}, { db: 'busy' })).toMatchObject({ ok: true });
       for (let i = 0; i < 5; i++) await write(busy, `INSERT INTO t VALUES ('s${k}${i}')`);
     }
+    await settled('busy');
     const cache = new ActivityCache();
     const counted = { rows: 0 };
     const rows = fileRows('busy', counted);
@@ -177,10 +182,13 @@ describe('a kept activity list', () => {
 
     // One more call: its index lines and its row, no more.
     await write(busy, "INSERT INTO t VALUES ('last')");
+    await settled('busy');
     const page = await activityPage(sb.config.dataDir, 'busy', rows, { limit: 5 }, Date.now(), cache);
     expect(page.entries[0]).toMatchObject({ statement: "INSERT INTO t VALUES ('last')" });
     const after = await reads();
-    expect(after.indexes - read.indexes).toBe(1);
+    // Its segment's index (and a new segment's, had the call begun one): reading all again reads three or more.
+    expect(after.indexes - read.indexes).toBeGreaterThanOrEqual(1);
+    expect(after.indexes - read.indexes).toBeLessThanOrEqual(2);
     expect(after.commits).toBeGreaterThan(read.commits);
     expect(counted.rows - rowsBefore).toBeLessThanOrEqual(2);
     expect(counted.rows - rowsBefore).toBeGreaterThanOrEqual(1);
