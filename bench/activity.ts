@@ -8,7 +8,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.ts';
+import { AgentDbClient } from '../src/calls/client.ts';
+import { databasePath, shardOf } from '../src/contracts/database-id.ts';
+import { HistoryClient } from '../src/shards/history-client.ts';
+import { ShardOpClient } from '../src/shards/shard-op-client.ts';
+import { ShardWorkerPool } from '../src/shards/shard-worker-pool.ts';
+import { deleteKeys } from '../test/helpers/harness.ts';
 import { capture } from '../src/history/capture.ts';
 import { localSource } from '../src/history/history-files.ts';
 import { ActivityCache } from '../src/history/activity-cache.ts';
@@ -20,17 +30,18 @@ import { wholeHistoryPage } from '../test/helpers/activity-oracle.ts';
 const COMMITS = Number(process.env.ACTIVITY_BENCH_COMMITS ?? 40_000);
 const ROUNDS = Number(process.env.ACTIVITY_BENCH_ROUNDS ?? 5);
 const MB = 1024 * 1024;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ID = 'bench/activity';
 
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** A database of `commits` calls, each its activity row in its commit, captured as the executor captures. */
-function build(dataDir: string, file: string, commits: number): Database.Database {
+function build(dataDir: string, file: string, commits: number, id = ID): Database.Database {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('wal_autocheckpoint = 0');
-  const opts = { source: localSource(dataDir, ID), checkpointBytes: 4 * MB };
+  const opts = { source: localSource(dataDir, id), checkpointBytes: 4 * MB };
   capture(db, file, opts);
   db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
   const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
@@ -112,4 +123,72 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * The same database served: pages through the queue, the shard worker (in this process, so its
+ * thread is this one: the event loop's longest stall during a page is what other databases of
+ * the worker wait) and the executor child reading the rows.
+ */
+async function served(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-bench-activity-served-'));
+  const prefix = `ba-${randomUUID().slice(0, 8)}`;
+  const id = 'bench/activity';
+  const file = databasePath(dataDir, 'bench', 'activity', shardOf(id, 4));
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const made = build(dataDir, file, COMMITS, id);
+  made.close();
+  const config = loadConfig({ REDIS_URL, AGENTDB_DATA_DIR: dataDir, AGENTDB_PREFIX: prefix, SHARD_COUNT: '4', LOG_LEVEL: 'silent' });
+  const pool = new ShardWorkerPool({ config, shards: [0, 1, 2, 3], logger: pino({ level: 'silent' }) });
+  await pool.start();
+  const ops = new ShardOpClient({ redisUrl: REDIS_URL, prefix });
+  const history = new HistoryClient(ops, 4);
+  const client = new AgentDbClient({ redisUrl: REDIS_URL, prefix, shardCount: 4, maxCallBytes: config.maxCallBytes, rateLimits: false });
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  const page = async (before?: string) => {
+    loop.reset();
+    loop.enable();
+    const t = performance.now();
+    const out = await history.activity(id, { limit: 50, ...(before ? { before } : {}) }, 'operator');
+    const ms = performance.now() - t;
+    loop.disable();
+    return { ms: round(ms), stallMs: round(loop.max / 1e6), out };
+  };
+  try {
+    const cold = await page();
+    // Again, five times (the first after the cold page also pays the cold page's garbage collection).
+    const again: { ms: number; stallMs: number }[] = [];
+    for (let r = 0; r < 5; r++) again.push(await page());
+    const warm = { ms: median(again.map((a) => a.ms)), stallMs: median(again.map((a) => a.stallMs)) };
+    let before = cold.out.next;
+    for (let p = 2; p < 50; p++) before = (await page(before)).out.next;
+    const p50 = await page(before);
+    const call = await client.call({
+      workspace: 'bench',
+      agent: 'activity',
+      settings: { database: 'agent' },
+      tool: 'DATA_WRITE_SQL',
+      arguments: { sql: "INSERT INTO t (v) VALUES ('one more')", scope: 'agent' },
+    } as never);
+    if (!call.ok) throw new Error(JSON.stringify(call));
+    const after = await page();
+    const fig = (f: { ms: number; stallMs: number }) => ({ ms: f.ms, stallMs: f.stallMs });
+    console.log(
+      `served, page of 50 at ${COMMITS} commits (ms; stallMs: the longest event-loop stall of the worker's thread during it): ${JSON.stringify({
+        entries: cold.out.entries.length,
+        firstCold: fig(cold),
+        firstAgainMedianOf5: fig(warm),
+        firstAgainEach: again.map((a) => a.ms),
+        page50: fig(p50),
+        firstAfterCall: fig(after),
+      })}`,
+    );
+  } finally {
+    await client.close();
+    await ops.close();
+    await pool.stop();
+    await deleteKeys(prefix);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 await main();
+if (process.env.ACTIVITY_BENCH_SERVED !== '0') await served();
