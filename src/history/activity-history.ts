@@ -108,6 +108,19 @@ export class ActivityHistory {
 
   /** Reads on what was added to history and to the rows since the last call, and matches it. */
   async refresh(rows: ActivityRows): Promise<void> {
+    try {
+      await this.readOn(rows);
+    } catch (err) {
+      // Read halfway (an index unreadable, the executor's answer an error): the match no longer
+      // follows what was read. The next page reads everything again.
+      this.reset();
+      this.order = [];
+      this.matcher = new RowMatcher(this.groups);
+      throw err;
+    }
+  }
+
+  private async readOn(rows: ActivityRows): Promise<void> {
     const groupsBefore = this.groups.length;
     const listing = listGenerations(localSource(this.dataDir, this.id));
     let fresh =
