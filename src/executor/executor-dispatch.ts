@@ -6,7 +6,7 @@ import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError
 import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
 import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
-import { readActivity } from '../sqlite/sqlite-activity.ts';
+import { activitySince, readActivity } from '../sqlite/sqlite-activity.ts';
 import { committedCall, effectDigest } from '../sqlite/call-record.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
@@ -57,6 +57,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'activity': {
         const db = handles.open(req.db, 'read');
+        if (req.after !== undefined) return { ok: true, result: handles.isPlaceholder(db) ? { rows: [], kept: 0 } : activitySince(db, req.after) };
         return { ok: true, result: handles.isPlaceholder(db) ? [] : readActivity(db, req.seqs) };
       }
       case 'csv':

@@ -62,8 +62,11 @@ export type ExecRequest = (
   | { op: 'effect'; db: DbTarget; sql: string; params: Param[]; limits: EffectLimits }
   /** `expect`: the object a person approved dropping; anything else is APPROVAL_STALE. */
   | { op: 'drop'; db: DbTarget; table: string; callKey: string; expect?: DropObject; activity?: ActivityNote }
-  /** The database's activity rows (`sqlite-activity.ts`): every row's order and time, or with `seqs` those rows whole. */
-  | { op: 'activity'; db: DbTarget; seqs?: number[] }
+  /**
+   * The database's activity rows (`sqlite-activity.ts`): every row's order and time, with `seqs`
+   * those rows whole, with `after` the order and time of the rows after it (`activitySince`).
+   */
+  | { op: 'activity'; db: DbTarget; seqs?: number[]; after?: number }
   /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
   | { op: 'check'; db: DbTarget; sql: string; mode: 'read' | 'write' }
   /** What a drop of `table` would remove (a `DropObject`), or NOT_FOUND; nothing runs. Asked before parking. */

@@ -1,7 +1,10 @@
 import { AgentDbError } from '../errors.ts';
-import { ACTIVITY_RETENTION_MS, type ActivityRow } from '../sqlite/sqlite-activity.ts';
-import { listGenerations, listSegments, localSource } from './history-files.ts';
-import { readIndex } from './segment-index.ts';
+import { ACTIVITY_RETENTION_MS } from '../sqlite/sqlite-activity.ts';
+import type { ActivityCache } from './activity-cache.ts';
+import { ActivityHistory, type ActivityRows } from './activity-history.ts';
+
+export type { ActivityRows, HistoryCommit } from './activity-history.ts';
+export { matchRows, type Group } from './activity-match.ts';
 
 /** One commit of a database's history as the activity list shows it (the HTTP contract of `GET /v1/databases/:db/activity`). */
 export interface ActivityEntry {
@@ -46,95 +49,6 @@ export interface ActivityPage {
 /** Entries a page holds when the caller names no limit, and at most. */
 export const ACTIVITY_PAGE = { default: 50, max: 200 } as const;
 
-/** A commit as the listing reads it from history's indexes, oldest first. */
-export interface HistoryCommit {
-  id: string;
-  /** The state just before it: the commit before in history, or the generation's first state. */
-  prev: string;
-  at: number;
-  /** The first commit of a restore's generation: the restore itself. */
-  base: boolean;
-}
-
-/** A run of commits captured in the same millisecond, or a generation's snapshot, for matching. */
-export interface Group {
-  at: number;
-  /** Commit indexes (into the commits list); empty for a snapshot, which takes any number of rows. */
-  commits: number[];
-  rows: number[];
-  snapshot: boolean;
-}
-
-/** Every commit history holds for `id` (the base commits of restores included), oldest first, with the groups to match rows with. */
-function historyCommits(dataDir: string, id: string): { commits: HistoryCommit[]; groups: Group[] } {
-  const commits: HistoryCommit[] = [];
-  const groups: Group[] = [];
-  let lastAt = 0;
-  let prevEnd: number | undefined;
-  let lastState: string | undefined;
-  for (const g of listGenerations(localSource(dataDir, id))) {
-    const snap = g.snapshot;
-    if (!snap) continue;
-    // Before a restore's base commit is the generation it left (the state the restore replaced);
-    // before any other generation's first commit, its snapshot (a gap's may differ from the last commit before).
-    let state = snap.base ? (lastState ?? g.name) : g.name;
-    // A snapshot holds the commits before it history did not keep apart (the first writes, a
-    // gap's, a fork's source's): their rows go to it. Not a restore in place's: what it holds
-    // was matched with the generations before, and its restore's row is its base commit's.
-    if (!snap.base || groups.length === 0) groups.push({ at: snap.at, commits: [], rows: [], snapshot: true });
-    for (const seg of listSegments(g)) {
-      const records = readIndex(seg.indexPath).commits;
-      records.forEach((c, n) => {
-        const base = snap.base?.segment === seg.name && n === 0;
-        // A base commit carries its snapshot's time; the restore made it when the generation before ended.
-        const at = base ? Math.max(prevEnd ?? c.at, lastAt) : c.at;
-        lastAt = Math.max(lastAt, at);
-        const cid = `${g.name}.${seg.name}.${n}`;
-        commits.push({ id: cid, prev: state, at, base });
-        state = cid;
-        const last = groups.at(-1);
-        if (last && !last.snapshot && last.at === at) last.commits.push(commits.length - 1);
-        else groups.push({ at, commits: [commits.length - 1], rows: [], snapshot: false });
-      });
-    }
-    prevEnd = g.end?.endedAt;
-    lastState = state;
-  }
-  return { commits, groups };
-}
-
-/**
- * Which activity row (by index into `rows`, ordered by seq) each commit's transaction wrote, or
- * undefined. A row is written inside its commit's transaction, before it commits, and capture
- * stamps the commit after it under the write lock: a row's commit is in the first group (in
- * history's order, after the previous row's) whose time is not before the row's, with a commit
- * left; a group's rows go to its last commits (agentdb's upkeep commits, its calls-table
- * housekeeping, come just before the write in the same capture). A snapshot takes the rows of
- * the commits it holds. Time is kept by the millisecond: a write begun in the very millisecond
- * of the capture before it can be placed one commit early, in which case the list is off by one
- * there (a cost of matching by time, not of reading each commit's pages).
- */
-export function matchRows(groups: Group[], rows: Pick<ActivityRow, 'at'>[], commitCount: number): (number | undefined)[] {
-  let gi = 0;
-  rows.forEach((row, ri) => {
-    while (gi < groups.length && (groups[gi]!.at < row.at || (!groups[gi]!.snapshot && groups[gi]!.rows.length >= groups[gi]!.commits.length))) gi++;
-    groups[gi]?.rows.push(ri);
-  });
-  const byCommit: (number | undefined)[] = new Array(commitCount).fill(undefined);
-  for (const g of groups) {
-    if (g.snapshot) continue;
-    const skip = g.commits.length - g.rows.length;
-    for (const [k, r] of g.rows.entries()) byCommit[g.commits[skip + k]!] = r;
-  }
-  return byCommit;
-}
-
-/** How `activityPage` reads the database's activity rows: order and time of all, or the whole rows of some. */
-export interface ActivityRows {
-  all(): Promise<Pick<ActivityRow, 'seq' | 'kind' | 'at'>[]>;
-  some(seqs: number[]): Promise<ActivityRow[]>;
-}
-
 /**
  * A page of database `id`'s history as what was done, newest first: each commit history holds,
  * as the call (or restore) that made it, or as made outside agentdb. agentdb's own upkeep
@@ -147,14 +61,20 @@ export async function activityPage(
   rows: ActivityRows,
   opts: { limit?: number; before?: string } = {},
   now = Date.now(),
+  cache?: ActivityCache,
 ): Promise<ActivityPage> {
+  if (cache) return cache.with(dataDir, id, async (history) => pageOf(history, id, rows, opts, now));
+  return pageOf(new ActivityHistory(dataDir, id), id, rows, opts, now);
+}
+
+async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, opts: { limit?: number; before?: string }, now: number): Promise<ActivityPage> {
   const limit = Math.min(Math.max(1, opts.limit ?? ACTIVITY_PAGE.default), ACTIVITY_PAGE.max);
-  const { commits, groups } = historyCommits(dataDir, id);
-  const order = await rows.all();
-  const match = matchRows(groups, order, commits.length);
+  await history.refresh(rows);
+  const { commits, order } = history;
+  const match = history.matcher.byCommit;
   let from = commits.length - 1;
   if (opts.before !== undefined) {
-    const at = commits.findIndex((c) => c.id === opts.before);
+    const at = history.indexOf(opts.before);
     if (at < 0)
       throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
     from = at - 1;
@@ -180,7 +100,8 @@ export async function activityPage(
     picked.push(i);
   }
   // More entries older than the page? (upkeep and a restore's second commit are not entries.)
-  const more = i >= 0 && commits.slice(0, i + 1).some((c, j) => kindOf(j) !== 'upkeep' && !(c.base && kindOf(j) === 'outside'));
+  let more = false;
+  for (let j = i; j >= 0 && !more; j--) more = kindOf(j) !== 'upkeep' && !(commits[j]!.base && kindOf(j) === 'outside');
   const wanted = picked.flatMap((c) => (match[c] === undefined ? [] : [order[match[c]!]!.seq]));
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
   const entries = picked.map((c): ActivityEntry => {

@@ -83,6 +83,11 @@ export function readIndex(indexPath: string): SegmentIndex {
   } catch {
     return { commits: [], goodBytes: 0, bytes: 0, tail: 'none' };
   }
+  return parseIndex(text);
+}
+
+/** {@link readIndex} of an index's bytes already read. */
+export function parseIndex(text: Buffer): SegmentIndex {
   const out: CommitRecord[] = [];
   let at = 0;
   let prev = 0;

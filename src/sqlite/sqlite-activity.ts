@@ -160,6 +160,18 @@ export function readActivity(db: Database, seqs?: number[]): ActivityRow[] | Pic
   return seqs.map((s) => stmt.get(s) as RawRow | undefined).flatMap((r) => (r ? [rowOf(r)] : []));
 }
 
+/**
+ * The `seq`, `kind` and `at` of the rows after seq `after`, oldest first, and how many rows there
+ * are up to it: a listing that read those before reads only these (fewer kept: rows were pruned).
+ */
+export function activitySince(db: Database, after: number): { rows: Pick<ActivityRow, 'seq' | 'kind' | 'at'>[]; kept: number } {
+  if (!hasActivityTable(db)) return { rows: [], kept: 0 };
+  return {
+    rows: trusted(db, `SELECT seq, kind, at FROM ${ACTIVITY_TABLE} WHERE seq > ? ORDER BY seq`).all(after) as Pick<ActivityRow, 'seq' | 'kind' | 'at'>[],
+    kept: trusted(db, `SELECT count(*) FROM ${ACTIVITY_TABLE} WHERE seq <= ?`).pluck().get(after) as number,
+  };
+}
+
 /** Every row, whole: what a restore in place carries into the restored file (see {@link carryActivity}). */
 export function allActivity(db: Database): RawRow[] {
   if (!hasActivityTable(db)) return [];

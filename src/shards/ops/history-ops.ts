@@ -7,6 +7,8 @@ import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { historyView } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage } from '../../history/activity-view.ts';
+import { ActivityCache } from '../../history/activity-cache.ts';
+import type { RowOrder } from '../../history/activity-history.ts';
 import type { ActivityRow } from '../../sqlite/sqlite-activity.ts';
 import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sharedNote } from '../../contracts/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../executor/executor-protocol.ts';
@@ -51,6 +53,8 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
   // Restores running in this worker, by database: a second one of the same database is refused
   // at once instead of queueing behind the first on its line.
   const running = new Set<string>();
+  // What the activity list read of each database's history, so that a page reads what changed since the last (review H29-4).
+  const activityCache = new ActivityCache();
 
   const restore: ShardOpHandler = async (data, ctx) => {
     const parsed = restoreArgs.safeParse(data.args);
@@ -124,12 +128,18 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     }
     // The rows are read by the executor, the one process that opens database files (a connection
     // of this process closing last would checkpoint the WAL before capture copied it).
-    const read = async (seqs?: number[]) => unwrap(await ctx.executor.run({ op: 'activity', db, ...(seqs ? { seqs } : {}) }));
+    const read = async (ask: { seqs?: number[]; after?: number }) => unwrap(await ctx.executor.run({ op: 'activity', db, ...ask }));
     return activityPage(
       ctx.config.dataDir,
       id,
-      { all: async () => (await read()) as Pick<ActivityRow, 'seq' | 'kind' | 'at'>[], some: async (seqs) => (await read(seqs)) as ActivityRow[] },
+      {
+        all: async () => (await read({})) as RowOrder[],
+        some: async (seqs) => (await read({ seqs })) as ActivityRow[],
+        since: async (after) => (await read({ after })) as { rows: RowOrder[]; kept: number },
+      },
       parsed.data,
+      Date.now(),
+      activityCache,
     );
   };
 

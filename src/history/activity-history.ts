@@ -1,0 +1,283 @@
+import fs from 'node:fs';
+import zlib from 'node:zlib';
+import type { ActivityRow } from '../sqlite/sqlite-activity.ts';
+import { RowMatcher, type Group } from './activity-match.ts';
+import { listGenerations, listSegments, localSource, type GenerationInfo, type SegmentInfo } from './history-files.ts';
+import { parseIndex } from './segment-index.ts';
+
+/** A commit as the listing reads it from history's indexes, oldest first. */
+export interface HistoryCommit {
+  id: string;
+  /** The state just before it: the commit before in history, or the generation's first state. */
+  prev: string;
+  at: number;
+  /** The first commit of a restore's generation: the restore itself. */
+  base: boolean;
+}
+
+/** A row's order and time: what matching needs of it. */
+export type RowOrder = Pick<ActivityRow, 'seq' | 'kind' | 'at'>;
+
+/** How the listing reads a database's activity rows (through the executor, which opens database files). */
+export interface ActivityRows {
+  /** Every row's order and time, oldest first. */
+  all(): Promise<RowOrder[]>;
+  /** The whole rows of these seqs. */
+  some(seqs: number[]): Promise<ActivityRow[]>;
+  /** The rows after seq `after`, oldest first, and how many rows there are up to it (fewer than read before: rows were pruned). */
+  since?(after: number): Promise<{ rows: RowOrder[]; kept: number }>;
+}
+
+/** What was read of one segment's index: its file as it was (to tell it unchanged), the bytes of the lines read and their CRC-32, the commits taken. */
+interface SegmentRead {
+  name: string;
+  size: number;
+  mtimeMs: number;
+  goodBytes: number;
+  crc: number;
+  commits: number;
+}
+
+function stampOf(indexPath: string): { size: number; mtimeMs: number } {
+  const st = fs.statSync(indexPath, { throwIfNoEntry: false });
+  return { size: st?.size ?? -1, mtimeMs: st?.mtimeMs ?? -1 };
+}
+
+function sameStamp(seen: SegmentRead, indexPath: string): boolean {
+  const now = stampOf(indexPath);
+  return now.size === seen.size && now.mtimeMs === seen.mtimeMs;
+}
+
+/** Whether the segments read are as they were (same names, same index files) and, with `all`, the only ones. */
+function unchanged(read: SegmentRead[], segments: SegmentInfo[], all = false): boolean {
+  if (all && segments.length !== read.length) return false;
+  return read.every((seen, s) => segments[s]?.name === seen.name && sameStamp(seen, segments[s]!.indexPath));
+}
+
+type IdKey = [string, string, number];
+
+function idKey(id: string): IdKey | undefined {
+  const [gen, seg, n, ...rest] = id.split('.');
+  if (gen === undefined || seg === undefined || n === undefined || rest.length || String(Number(n)) !== n) return undefined;
+  return [gen, seg, Number(n)];
+}
+
+function compareKeys(a: IdKey, b: IdKey): number {
+  if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
+  if (a[1] !== b[1]) return a[1] < b[1] ? -1 : 1;
+  return a[2] - b[2];
+}
+
+/** What was read of one generation: enough to tell it unchanged, and to go on reading it. */
+interface GenerationRead {
+  name: string;
+  sha?: string;
+  endedAt?: number;
+  /** Its segments read so far. */
+  segments: SegmentRead[];
+  /** The state its last commit read left (its first state before any). */
+  state?: string;
+}
+
+/**
+ * A database's history as the activity list matches it, read as far as it has been and read on
+ * from there: the commits, their groups, the rows and the match. A page used to read every
+ * segment index and every row of the retained history (review H29-4: 950 ms a page at 40,000
+ * commits, on the shard worker's thread); kept, a page reads the generation listing, the index
+ * of a segment that grew, and the rows added since. Commits and rows are read oldest first, as
+ * the match is a forward pass (a row goes to the first group at or after it with room): matching
+ * newest first would not give the same answer where groups fill up. Anything but appending
+ * (a generation pruned or replaced, an index that shrank, rows pruned) reads all again.
+ */
+export class ActivityHistory {
+  commits: HistoryCommit[] = [];
+  groups: Group[] = [];
+  order: RowOrder[] = [];
+  matcher = new RowMatcher(this.groups);
+  /** Index files read and rows read over the executor, counted (tests check a page reads what changed, not everything). */
+  readonly reads = { indexes: 0, rows: 0 };
+  private gens: GenerationRead[] = [];
+  private lastAt = 0;
+  private prevEnd: number | undefined;
+  private lastState: string | undefined;
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly id: string,
+  ) {}
+
+  /** Reads on what was added to history and to the rows since the last call, and matches it. */
+  async refresh(rows: ActivityRows): Promise<void> {
+    try {
+      await this.readOn(rows);
+    } catch (err) {
+      // Read halfway (an index unreadable, the executor's answer an error): the match no longer
+      // follows what was read. The next page reads everything again.
+      this.reset();
+      this.order = [];
+      this.matcher = new RowMatcher(this.groups);
+      throw err;
+    }
+  }
+
+  private async readOn(rows: ActivityRows): Promise<void> {
+    const groupsBefore = this.groups.length;
+    const listing = listGenerations(localSource(this.dataDir, this.id));
+    let fresh =
+      !this.continues(listing) ||
+      !this.gens.slice(0, this.resumeAt()).every((g, k) => g.state === undefined || unchanged(g.segments, listSegments(listing[k]!), true));
+    if (fresh) this.reset();
+    for (let k = this.resumeAt(); k < listing.length; k++) {
+      if (!this.readGeneration(listing[k]!, k)) {
+        this.reset();
+        fresh = true;
+        k = -1;
+      }
+    }
+    const rowsFresh = await this.readRows(rows);
+    if (fresh || rowsFresh) {
+      for (const g of this.groups) g.rows.length = 0;
+      this.matcher = new RowMatcher(this.groups);
+      this.matcher.update(this.order, 0, this.commits.length);
+    } else this.matcher.update(this.order, Math.max(0, Math.min(groupsBefore - 1, this.groups.length)), this.commits.length);
+  }
+
+  /**
+   * The index of the commit `id` names (a page's `before`), or -1. Commits are in history's
+   * order, which is their ids' (generation and segment names of one width, then the number):
+   * searched by halves, not kept in a map (40,000 ids took 30 ms to map).
+   */
+  indexOf(id: string): number {
+    const key = idKey(id);
+    if (!key) return -1;
+    let lo = 0;
+    let hi = this.commits.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareKeys(idKey(this.commits[mid]!.id)!, key);
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  /**
+   * The first generation that may have grown since: the last one read with a snapshot (capture
+   * may append to it until the next one has its snapshot written), or 0.
+   */
+  private resumeAt(): number {
+    for (let k = this.gens.length - 1; k >= 0; k--) if (this.gens[k]!.state !== undefined) return k;
+    return 0;
+  }
+
+  /**
+   * Whether `listing` is what was read before with only appending since: the generations before
+   * the one to resume at as they were (a snapshot, an end), that one and those after grown.
+   */
+  private continues(listing: GenerationInfo[]): boolean {
+    if (listing.length < this.gens.length) return false;
+    const from = this.resumeAt();
+    return this.gens.every((g, k) => {
+      const now = listing[k]!;
+      if (now.name !== g.name) return false;
+      if (g.sha !== undefined ? now.snapshot?.sha256 !== g.sha : k < from && now.snapshot) return false;
+      return k >= from ? g.endedAt === undefined || g.endedAt === now.end?.endedAt : g.endedAt === now.end?.endedAt;
+    });
+  }
+
+  private reset(): void {
+    this.commits = [];
+    this.groups = [];
+    this.gens = [];
+    this.lastAt = 0;
+    this.prevEnd = undefined;
+    this.lastState = undefined;
+  }
+
+  /** Reads generation `g` (the `k`th) on from where it was left; false when it did not just grow. */
+  private readGeneration(g: GenerationInfo, k: number): boolean {
+    let read = this.gens[k];
+    if (!read) {
+      read = { name: g.name, segments: [] };
+      this.gens.push(read);
+    }
+    const snap = g.snapshot;
+    if (!snap) return true;
+    const { commits, groups } = this;
+    if (read.state === undefined) {
+      read.sha = snap.sha256;
+      // Before a restore's base commit is the generation it left (the state the restore replaced);
+      // before any other generation's first commit, its snapshot (a gap's may differ from the last commit before).
+      read.state = snap.base ? (this.lastState ?? g.name) : g.name;
+      // A snapshot holds the commits before it history did not keep apart (the first writes, a
+      // gap's, a fork's source's): their rows go to it. Not a restore in place's: what it holds
+      // was matched with the generations before, and its restore's row is its base commit's.
+      if (!snap.base || groups.length === 0) groups.push({ at: snap.at, commits: [], rows: [], snapshot: true });
+    }
+    const segments = listSegments(g);
+    const resumeFrom = Math.max(0, read.segments.length - 1);
+    if (!unchanged(read.segments.slice(0, resumeFrom), segments)) return false;
+    for (let s = resumeFrom; s < segments.length; s++) {
+      const seg = segments[s]!;
+      let seen = read.segments[s];
+      if (seen && seen.name !== seg.name) return false;
+      if (seen && sameStamp(seen, seg.indexPath)) continue;
+      const stamp = stampOf(seg.indexPath);
+      let bytes: Buffer;
+      try {
+        bytes = fs.readFileSync(seg.indexPath);
+      } catch {
+        bytes = Buffer.alloc(0);
+      }
+      this.reads.indexes++;
+      if (!seen) {
+        seen = { name: seg.name, ...stamp, goodBytes: 0, crc: 0, commits: 0 };
+        read.segments.push(seen);
+      }
+      // Capture only appends to an index: the lines read before are still there, byte for byte.
+      if (bytes.length < seen.goodBytes || zlib.crc32(bytes.subarray(0, seen.goodBytes)) !== seen.crc) return false;
+      const index = parseIndex(bytes);
+      if (index.commits.length < seen.commits) return false;
+      Object.assign(seen, stamp, { goodBytes: index.goodBytes, crc: zlib.crc32(bytes.subarray(0, index.goodBytes)) });
+      for (let n = seen.commits; n < index.commits.length; n++) {
+        const c = index.commits[n]!;
+        const base = snap.base?.segment === seg.name && n === 0;
+        // A base commit carries its snapshot's time; the restore made it when the generation before ended.
+        const at = base ? Math.max(this.prevEnd ?? c.at, this.lastAt) : c.at;
+        this.lastAt = Math.max(this.lastAt, at);
+        const cid = `${g.name}.${seg.name}.${n}`;
+        commits.push({ id: cid, prev: read.state, at, base });
+        read.state = cid;
+        const last = groups.at(-1);
+        if (last && !last.snapshot && last.at === at) last.commits.push(commits.length - 1);
+        else groups.push({ at, commits: [commits.length - 1], rows: [], snapshot: false });
+      }
+      seen.commits = index.commits.length;
+    }
+    read.endedAt = g.end?.endedAt;
+    this.prevEnd = g.end?.endedAt;
+    this.lastState = read.state;
+    return true;
+  }
+
+  /** Reads the rows added since; true when they were all read again (the first time, or rows were pruned). */
+  private async readRows(rows: ActivityRows): Promise<boolean> {
+    if (!rows.since) {
+      this.order = await rows.all();
+      this.reads.rows += this.order.length;
+      return true;
+    }
+    const after = this.order.at(-1)?.seq ?? 0;
+    const got = await rows.since(after);
+    this.reads.rows += got.rows.length;
+    if (got.kept === this.order.length) {
+      for (const r of got.rows) this.order.push(r);
+      return after === 0;
+    }
+    const all = await rows.since(0);
+    this.reads.rows += all.rows.length;
+    this.order = all.rows;
+    return true;
+  }
+}
