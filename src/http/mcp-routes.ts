@@ -48,7 +48,7 @@ function rpcError(reply: FastifyReply, status: number, code: number, message: st
  * `POST /mcp` (the workspace endpoint), `POST /mcp/w/<workspace>` (the same, pinned to a
  * workspace: another workspace's key is refused) and `POST /mcp/t/<team>` (a team endpoint,
  * without the data toolkit): MCP over Streamable HTTP, stateless, one server per request for
- * the bearer key's principal. Every failure answers a JSON-RPC error, never a stack or a hint of
+ * the bearer key's principal (none for a plain `tools/call`: mcp-fast-call.ts). Every failure answers a JSON-RPC error, never a stack or a hint of
  * which keys or workspaces exist.
  */
 export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
