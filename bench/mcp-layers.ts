@@ -1,11 +1,14 @@
 // What one stateless /mcp tools/call costs in agentdb's own MCP layers, in process, with no HTTP
 // and no queue: the per-request server, its connection to the exchange, the SDK's dispatch and
-// the result, a stub keyed call behind it. CPU µs per call (process.cpuUsage), which a loaded
-// machine moves far less than a latency, and wall µs (no timer or sleep is in the path: the two
-// stay close on a quiet machine). Run: `node --import tsx bench/mcp-layers.ts`
+// the result, a stub keyed call behind it; and the same call down the fast path that skips them
+// (src/http/mcp-fast-call.ts). CPU µs per call (process.cpuUsage), which a loaded machine moves
+// far less than a latency, and wall µs (no timer or sleep is in the path: the two stay close on a
+// quiet machine). Run: `node --import tsx bench/mcp-layers.ts`
 // (BENCH_SEQ_CALLS). Not part of `npm run bench`: it explains bench/mcp.ts's /mcp-over-/v1 share.
 import { mcpServer } from '../src/mcp/server.ts';
 import { McpExchange } from '../src/http/mcp-exchange.ts';
+import { answerFastToolCall, fastToolCall } from '../src/http/mcp-fast-call.ts';
+import { mcpToolCall } from '../src/mcp/tool-call.ts';
 import type { KeyedCalls } from '../src/calls/bearer-key-calls.ts';
 import type { Principal } from '../src/registry/principal.ts';
 
@@ -43,16 +46,30 @@ async function one(i: number): Promise<void> {
   JSON.stringify(answer.body);
 }
 
-for (let i = 0; i < 2000; i++) await one(i);
-const cpu: number[] = [];
-const wall: number[] = [];
-for (let r = 0; r < 5; r++) {
-  const before = process.cpuUsage();
-  const t0 = performance.now();
-  for (let i = 0; i < CALLS; i++) await one(i);
-  const used = process.cpuUsage(before);
-  wall.push(((performance.now() - t0) * 1000) / CALLS);
-  cpu.push((used.user + used.system) / CALLS);
+/** The same call down `/mcp`'s fast path (src/http/mcp-fast-call.ts): no SDK Server, no exchange. */
+async function fast(i: number): Promise<void> {
+  const call = fastToolCall({ headers, body: body(i) });
+  if (!call) throw new Error('not taken by the fast path');
+  const run = mcpToolCall({ kind: 'workspace' }, { calls, approvalWaitMs: 1000 }, async () => principal);
+  const answer = await answerFastToolCall(call, run, new AbortController().signal);
+  if (answer.status !== 200) throw new Error(JSON.stringify(answer));
+  JSON.stringify(answer.body);
 }
+
 const median = (xs: number[]) => Math.round([...xs].sort((a, b) => a - b)[2]! * 10) / 10;
-console.log(JSON.stringify({ calls: CALLS, cpuUsPerCall: median(cpu), wallUsPerCall: median(wall) }));
+/** CPU and wall µs per call of `path`, the median of 5 rounds. */
+async function measure(path: (i: number) => Promise<void>) {
+  for (let i = 0; i < 2000; i++) await path(i);
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const before = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < CALLS; i++) await path(i);
+    const used = process.cpuUsage(before);
+    wall.push(((performance.now() - t0) * 1000) / CALLS);
+    cpu.push((used.user + used.system) / CALLS);
+  }
+  return { cpuUsPerCall: median(cpu), wallUsPerCall: median(wall) };
+}
+console.log(JSON.stringify({ calls: CALLS, sdkPath: await measure(one), fastPath: await measure(fast) }));

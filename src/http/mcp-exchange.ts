@@ -80,50 +80,65 @@ export class McpExchange implements Transport {
   /** Checks one POST, hands its messages to the connected server and resolves with what to answer. */
   async handle(post: McpHttpPost): Promise<McpHttpAnswer> {
     try {
-      const accept = post.headers.accept;
-      if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
-        return this.refuse(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+      const checked = checkedPost(post, this.closed);
+      if ('refusal' in checked) {
+        this.onerror?.(new Error(checked.refusal.message));
+        return rpcErrorAnswer(checked.refusal.status, checked.refusal.code, checked.refusal.message);
       }
-      if (!isJsonContentType(post.headers['content-type'])) return this.refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
-      const raw = post.body;
-      // JSON-RPC batches left MCP in 2025-06-18; no client of a later version sends one.
-      if (Array.isArray(raw))
-        return this.refuse(400, -32600, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per POST');
-      let messages: JSONRPCMessage[];
-      try {
-        messages = [JSONRPCMessageSchema.parse(raw)];
-      } catch {
-        return this.refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
-      }
-      if (this.closed) return this.refuse(404, -32001, 'Session not found');
-      // The method is looked at first: the SDK's guard is a schema parse, for every message.
-      if (!messages.some((m) => 'method' in m && m.method === 'initialize' && isInitializeRequest(m))) {
-        const version = post.headers['mcp-protocol-version'];
-        if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
-          const message = `Bad Request: Unsupported protocol version: ${String(version)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`;
-          return this.refuse(400, -32000, message);
-        }
-      }
+      const message = checked.message;
       const extra = { requestInfo: { headers: post.headers } };
-      if (!messages.some(isRequest)) {
-        for (const m of messages) this.onmessage?.(m, extra);
+      if (!isRequest(message)) {
+        this.onmessage?.(message, extra);
         return { status: 202 };
       }
-      for (const m of messages) if (isRequest(m)) this.responses.set(m.id, undefined);
+      this.responses.set(message.id, undefined);
       return await new Promise<McpHttpAnswer>((resolve) => {
         this.answer = resolve;
-        for (const m of messages) this.onmessage?.(m, extra);
+        this.onmessage?.(message, extra);
       });
     } catch (error) {
       this.onerror?.(error as Error);
       return rpcErrorAnswer(400, -32700, 'Parse error', String(error));
     }
   }
+}
 
-  private refuse(status: number, code: number, message: string): McpHttpAnswer {
-    this.onerror?.(new Error(message));
-    return rpcErrorAnswer(status, code, message);
+/** Why a POST is refused before any message reaches the server: its status, JSON-RPC code and message. */
+interface PostRefusal {
+  status: number;
+  code: number;
+  message: string;
+}
+
+/**
+ * The HTTP-level checks of one POST, in the SDK transport's order (see {@link McpExchange}): the
+ * one JSON-RPC message it carries, or why it is refused. `closed`: the exchange has ended already
+ * (its client went away). `/mcp`'s fast path (mcp-fast-call.ts) checks a POST with it too.
+ */
+export function checkedPost(post: McpHttpPost, closed = false): { message: JSONRPCMessage } | { refusal: PostRefusal } {
+  const refuse = (status: number, code: number, message: string) => ({ refusal: { status, code, message } });
+  const accept = post.headers.accept;
+  if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
+    return refuse(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
   }
+  if (!isJsonContentType(post.headers['content-type'])) return refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+  const raw = post.body;
+  // JSON-RPC batches left MCP in 2025-06-18; no client of a later version sends one.
+  if (Array.isArray(raw))
+    return refuse(400, -32600, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per POST');
+  const parsed = JSONRPCMessageSchema.safeParse(raw);
+  if (!parsed.success) return refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
+  const message = parsed.data;
+  if (closed) return refuse(404, -32001, 'Session not found');
+  // The method is looked at first: the SDK's guard is a schema parse, for every message.
+  if (!('method' in message && message.method === 'initialize' && isInitializeRequest(message))) {
+    const version = post.headers['mcp-protocol-version'];
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
+      const text = `Bad Request: Unsupported protocol version: ${String(version)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`;
+      return refuse(400, -32000, text);
+    }
+  }
+  return { message };
 }
 
 function rpcErrorAnswer(status: number, code: number, message: string, data?: string): McpHttpAnswer {

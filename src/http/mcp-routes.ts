@@ -2,10 +2,12 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import { NAME_PATTERN } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
 import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
+import { mcpToolCall } from '../mcp/tool-call.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
-import { McpExchange } from './mcp-exchange.ts';
+import { McpExchange, type McpHttpAnswer } from './mcp-exchange.ts';
+import { answerFastToolCall, fastToolCall } from './mcp-fast-call.ts';
 import { McpBearer } from './oauth/mcp-bearer.ts';
 import type { OAuthDeps } from './oauth/oauth-deps.ts';
 import { mcpOriginRefusal, type McpOriginPolicy } from './mcp-origin-check.ts';
@@ -21,6 +23,12 @@ export interface McpRoutesDeps {
   origins?: McpOriginPolicy;
   /** MCP Tasks and resends that join a waiting call (see `McpServerDeps`); absent, neither. */
   waiting?: Pick<McpServerDeps, 'tasks' | 'joins'>;
+  /**
+   * False: every POST goes the SDK's way, the plain `tools/call` too (default true: that one
+   * takes the fast path, mcp-fast-call.ts). Only the test that holds both paths to the same
+   * answers sets it.
+   */
+  fastPath?: boolean;
 }
 
 /**
@@ -40,7 +48,7 @@ function rpcError(reply: FastifyReply, status: number, code: number, message: st
  * `POST /mcp` (the workspace endpoint), `POST /mcp/w/<workspace>` (the same, pinned to a
  * workspace: another workspace's key is refused) and `POST /mcp/t/<team>` (a team endpoint,
  * without the data toolkit): MCP over Streamable HTTP, stateless, one server per request for
- * the bearer key's principal. Every failure answers a JSON-RPC error, never a stack or a hint of
+ * the bearer key's principal (none for a plain `tools/call`: mcp-fast-call.ts). Every failure answers a JSON-RPC error, never a stack or a hint of
  * which keys or workspaces exist.
  */
 export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
@@ -84,13 +92,27 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           return rpcError(reply, 403, RPC.forbidden, 'Forbidden: this key is not for this endpoint.');
         const at = endpoint(request);
         if (!at) return rpcError(reply, 404, RPC.invalidRequest, 'No such endpoint.');
+        const post = { headers: request.headers, body: request.body };
+        const onFault = (err: unknown) => request.log.error({ err: String(err) }, 'mcp tool call failed');
+        const send = (answer: McpHttpAnswer) =>
+          answer.body === undefined ? reply.code(answer.status).send() : reply.code(answer.status).header('content-type', 'application/json').send(answer.body);
+        // A plain tools/call skips the SDK Server (why: mcp-fast-call.ts), answering the same.
+        const fast = deps.fastPath === false ? undefined : fastToolCall(post);
+        if (fast) {
+          const gone = new AbortController();
+          reply.raw.on('close', () => {
+            if (!reply.raw.writableFinished) gone.abort();
+          });
+          const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins, onFault }, async () => principal);
+          return send(await answerFastToolCall(fast, run, gone.signal));
+        }
         const server = mcpServer(principal, at, {
           calls: deps.calls,
           approvalWaitMs: deps.approvalWaitMs,
           ...deps.waiting,
           // `?schemas=strict`: input schemas OpenAI strict function calling accepts.
           schemas: (request.query as { schemas?: unknown } | undefined)?.schemas === 'strict' ? 'strict' : 'own',
-          onFault: (err) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
+          onFault,
         });
         const exchange = new McpExchange();
         // A client gone before its answer: stop the server (it aborts the handlers' signals).
@@ -100,9 +122,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           if (!reply.raw.writableFinished) void server.close();
         });
         await server.connect(exchange);
-        const answer = await exchange.handle({ headers: request.headers, body: request.body });
-        if (answer.body === undefined) return reply.code(answer.status).send();
-        return reply.code(answer.status).header('content-type', 'application/json').send(answer.body);
+        return send(await exchange.handle(post));
       };
 
     const workspace = () => ({ kind: 'workspace' }) as const;

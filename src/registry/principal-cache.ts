@@ -73,8 +73,9 @@ export class PrincipalCache {
       this.entries.delete(keyHash);
       return undefined;
     }
-    // A copy: callers build call inputs from it, and no request may change another's principal.
-    return structuredClone(hit.principal);
+    // Shared, frozen (see put): no request may change another's principal, and a copy per
+    // request (structuredClone, ~8 µs on a loaded core) was a visible share of a keyed call's CPU.
+    return hit.principal;
   }
 
   /** Where a lookup starts: pass it to {@link put} with the lookup's answer. */
@@ -86,7 +87,7 @@ export class PrincipalCache {
   put(keyHash: string, principal: Principal, mark: number): void {
     if (!this.live || mark !== this.epoch) return;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(keyHash, { principal, until: Date.now() + this.ttlMs });
+    this.entries.set(keyHash, { principal: frozenCopy(principal), until: Date.now() + this.ttlMs });
   }
 
   /** Stops listening and closes the subscriber connection. */
@@ -116,4 +117,16 @@ export class PrincipalCache {
       // Not subscribed: the cache stays unused; the next 'ready' tries again.
     }
   }
+}
+
+/** A deep copy of `principal`, frozen: what every request with its key is given while it is cached. */
+function frozenCopy(principal: Principal): Principal {
+  const freeze = <T>(value: T): T => {
+    if (value && typeof value === 'object') {
+      for (const v of Object.values(value)) freeze(v);
+      Object.freeze(value);
+    }
+    return value;
+  };
+  return freeze(structuredClone(principal));
 }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** Prefix of every key agentdb mints, so a leaked one is recognisable (secret scanners, logs). */
 export const KEY_PREFIX = 'adb_';
@@ -13,9 +13,13 @@ export function mintKey(): string {
   return KEY_PREFIX + randomBytes(32).toString('base64url');
 }
 
-/** sha256 of a key, hex. Keys carry 256 random bits, so no salt or slow hash is needed. */
+/**
+ * sha256 of a key, hex. Keys carry 256 random bits, so no salt or slow hash is needed. One-shot
+ * `hash` rather than a `createHash` object: every keyed request hashes its key, and the object
+ * cost about half as much again.
+ */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /** True when `key` has the shape of a key agentdb mints (checked before any lookup). */

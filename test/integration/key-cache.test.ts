@@ -3,6 +3,7 @@ import { MemberRegistry } from '../../src/registry/members.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
+import { KeyAuthenticator } from '../../src/registry/principal.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 
@@ -74,5 +75,19 @@ describe('cached keys', () => {
     expect((await call(key)).statusCode).toBe(200);
     await heard(() => k.workspaces.remove('gone'));
     expect((await call(key)).statusCode).toBe(401);
+  });
+
+  it('gives every request with a cached key the same principal, which none of them can change', async () => {
+    const key = await k.agentKey('acme', 'fixed', { displayName: 'Fixed', settings: { database: 'agent' } });
+    const auth = new KeyAuthenticator(k.redis, keysFor(sb.config.prefix), k.principals);
+    const first = await auth.authenticate(key);
+    const cached = await auth.authenticate(key);
+    expect(cached).toEqual(first);
+    if (cached?.kind !== 'agent') throw new Error('an agent key');
+    expect(() => {
+      (cached.settings as { database: string }).database = 'off';
+    }).toThrow(TypeError);
+    expect(await auth.authenticate(key)).toMatchObject({ settings: { database: 'agent' } });
+    expect((await call(key)).statusCode).toBe(200);
   });
 });
