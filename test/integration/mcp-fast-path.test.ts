@@ -61,7 +61,9 @@ beforeAll(async () => {
   const deps: McpRoutesDeps = {
     auth,
     calls: k.calls,
-    approvalWaitMs: 300,
+    // Long enough for a write to be taken and parked on a loaded machine (the wait covers both):
+    // with 300 ms a busy CI answered `running` where the test looks for the pending answer.
+    approvalWaitMs: 2000,
     waiting: mcpWaiting({ redis: k.redis, keys, calls: k.calls, approvalTtlMs: sb.config.approvalTtlMs, resultTtlS: sb.config.resultTtlS }),
   };
   app = Fastify();

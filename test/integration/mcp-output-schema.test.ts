@@ -25,7 +25,9 @@ beforeAll(async () => {
   sb = sandbox();
   await sb.pool();
   // A short wait, so a call parked for a person answers pending within the test.
-  k = keyedApp(sb, { approvalWaitMs: 300 });
+  // Long enough for a write to be taken and parked on a loaded machine (the wait covers both):
+  // with 300 ms a busy CI answered `running` where the test looks for the pending answer.
+  k = keyedApp(sb, { approvalWaitMs: 2000 });
   key.scout = await k.agentKey('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
   key.careful = await k.agentKey('acme', 'careful', { displayName: 'Careful', settings: { database: 'agent', approval: 'write' } });
   key.dbw = await k.agentKey('acme', 'dbw', {
