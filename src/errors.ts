@@ -165,6 +165,13 @@ export const ERRORS = {
     retryable: false,
     status: 404,
   },
+  HISTORY_BEHIND: {
+    message:
+      "The call id given as as_of wrote to this database (its write is acknowledged and in the database), but the database's history has not captured that write yet, so the moment just before it cannot be read yet. Nothing ran.",
+    hint: 'Try again shortly: history copies what it lacks on the next write or read of the database. When it stays behind, the disk that holds history is usually full (operators: `agentdb_history_capture_lag_seconds`, free space); an ISO time reads what history holds meanwhile.',
+    retryable: true,
+    status: 503,
+  },
   BACKUP_CONFLICT: {
     message: 'The blob store holds backups of this database that another deployment made; nothing of it was backed up.',
     hint: 'Back up each database from one deployment only: a database restored from the blob store elsewhere (`--from-blob`, a drill or a move) backs up to the same place. Stop the other, or move its backups (the message names the folder) aside and back up again; for a drill, restore `--into` a new name.',
