@@ -161,7 +161,7 @@ export const ERRORS = {
   },
   AS_OF_CALL_UNKNOWN: {
     message: "The call id given as as_of made no write to this database that the database's records still hold.",
-    hint: 'Give the call id of a write to this same database from the last 7 days (its record is kept that long), or an ISO time.',
+    hint: "Give the call id of a write to this same database from the last 7 days (its record is kept that long), or an ISO time: a write undone with a restore's undo keeps its activity entry but not its record, so read the moment before it by an ISO time a millisecond before that entry's `at`.",
     retryable: false,
     status: 404,
   },

@@ -44,7 +44,7 @@ export function planAsOf(source: HistorySource, live: Database | undefined, targ
   if (!ran) {
     throw new AgentDbError(
       'AS_OF_CALL_UNKNOWN',
-      `call ${JSON.stringify(target.callId)} made no write to this database that it still records (a call's record is kept 7 days; a time works for older moments)`,
+      `call ${JSON.stringify(target.callId)} made no write to this database that it still records (a call's record is kept 7 days, and goes with an undone restore's writes though activity still lists them); give an ISO time instead (a millisecond before the activity entry's at reads just before that write)`,
     );
   }
   if (ran.at < earliest)
