@@ -161,9 +161,16 @@ export const ERRORS = {
   },
   AS_OF_CALL_UNKNOWN: {
     message: "The call id given as as_of made no write to this database that the database's records still hold.",
-    hint: 'Give the call id of a write to this same database from the last 7 days (its record is kept that long), or an ISO time.',
+    hint: "Give the call id of a write to this same database from the last 7 days (its record is kept that long), or an ISO time: a write undone with a restore's undo keeps its activity entry but not its record, so read the moment before it by an ISO time a millisecond before that entry's `at`.",
     retryable: false,
     status: 404,
+  },
+  HISTORY_BEHIND: {
+    message:
+      "The call id given as as_of wrote to this database (its write is acknowledged and in the database), but the database's history has not captured that write yet, so the moment just before it cannot be read yet. Nothing ran.",
+    hint: 'Try again shortly: history copies what it lacks on the next write or read of the database. When it stays behind, the disk that holds history is usually full (operators: `agentdb_history_capture_lag_seconds`, free space); an ISO time reads what history holds meanwhile.',
+    retryable: true,
+    status: 503,
   },
   BACKUP_CONFLICT: {
     message: 'The blob store holds backups of this database that another deployment made; nothing of it was backed up.',

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, codeOf } from '../errors.ts';
 import { hardenConnection } from '../guard/engine-check.ts';
 import { momentBytes, momentFile, sweepMoments } from '../history/as-of-cache.ts';
 import { planAsOf } from '../history/as-of-moment.ts';
@@ -56,7 +56,12 @@ export function readAsOf(
     let live: Database.Database | undefined = handles.open(db, 'read');
     if (handles.isPlaceholder(live)) live = undefined;
     else if (wasOpen) history.run(live, db);
-    plan = planAsOf(localSource(dataDir, db.id), live, asOf.target, history.opts.retentionDays, now);
+    try {
+      plan = planAsOf(localSource(dataDir, db.id), live, asOf.target, history.opts.retentionDays, now);
+    } catch (err) {
+      const cause = codeOf(err) === 'HISTORY_BEHIND' ? history.behindCause(db.path) : undefined;
+      throw cause ? new AgentDbError('HISTORY_BEHIND', `${(err as AgentDbError).detail} (${cause})`) : err;
+    }
     // A time after this read began may still gain commits answered after it: planned again.
     if (!('at' in asOf.target) || asOf.target.at < now) keepPlan(key, plan, now);
   }

@@ -47,6 +47,8 @@ export class HistoryCapture {
    * commits history lacks, the oldest from about then.
    */
   private readonly behind = new Map<string, number>();
+  /** Of {@link behind}: whether the last failed copy failed for room on the disk. */
+  private readonly behindForDisk = new Map<string, boolean>();
   private locked: { capture: LockedCapture; target: HandleTarget } | undefined;
 
   constructor(
@@ -149,10 +151,12 @@ export class HistoryCapture {
     try {
       const out = fn();
       this.behind.delete(target.path);
+      this.behindForDisk.delete(target.path);
       return out;
     } catch (err) {
       if (!this.behind.has(target.path)) this.behind.set(target.path, Date.now());
       const disk = (err as { code?: string }).code === 'ENOSPC' || /ENOSPC|disk full/.test(String(err));
+      this.behindForDisk.set(target.path, disk);
       process.stderr.write(
         `${JSON.stringify({ level: 50, time: Date.now(), msg: 'history capture failed; the frames stay in the WAL (not checkpointed) and the next commit tries again', db: target.id, disk, err: String(err) })}\n`,
       );
@@ -190,6 +194,17 @@ export class HistoryCapture {
     let oldest: number | undefined;
     for (const since of this.behind.values()) if (oldest === undefined || since < oldest) oldest = since;
     return oldest;
+  }
+
+  /**
+   * Why the database's history lacks commits its WAL holds, for a message: since when its copies
+   * fail and, when known, that the disk is full; undefined when its last copy worked.
+   */
+  behindCause(path: string): string | undefined {
+    const since = this.behind.get(path);
+    if (since === undefined) return undefined;
+    const disk = this.behindForDisk.get(path) === true ? ': the disk that holds its history is full (ENOSPC)' : '';
+    return `its copies into history have failed since ${new Date(since).toISOString()}${disk}`;
   }
 
   /** Before a write to a database whose last copy failed: copies again (outside any transaction). */
