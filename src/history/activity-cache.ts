@@ -11,9 +11,10 @@ export const ACTIVITY_CACHE = { databases: 32, items: 250_000 } as const;
 /**
  * The {@link ActivityHistory} of the databases whose activity was listed lately, so that the next
  * page reads only what changed since (one per shard worker: its databases). Bounded, least
- * recently listed out first, by databases and by commits and rows held; the one in use stays
- * however large (a page of it would read all of it anyway). Pages of one database wait for each other: a
- * page reads its history while the next reads it on.
+ * recently listed out first, by databases and by commits and rows held. A history larger than
+ * the bound alone is not kept past its page (its next page reads it all again, and is charged
+ * for it: issue 29); no history is read past `ACTIVITY_READ_LIMIT`. Pages of one database wait
+ * for each other: a page reads its history while the next reads it on.
  */
 export class ActivityCache {
   private readonly held = new Map<string, { history: ActivityHistory; turn: Promise<unknown> }>();
@@ -45,6 +46,8 @@ export class ActivityCache {
   }
 
   private trim(keep: string): void {
+    const own = this.held.get(keep)?.history;
+    if (own && own.commits.length + own.order.length > this.limits.items) this.held.delete(keep);
     let items = 0;
     for (const { history } of this.held.values()) items += history.commits.length + history.order.length;
     for (const [key, { history }] of this.held) {
