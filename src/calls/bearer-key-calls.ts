@@ -79,10 +79,11 @@ export class KeyedCalls {
 
   /**
    * Counts a lookup of a member `@<name>` of `workspace` (a tenth of a call) against its rate
-   * limits; answers the refusal past one (see `AgentDbClient.chargeLookup`).
+   * limits, or `points` (an activity page's reading, `activityReadPoints`); answers the refusal
+   * past one (see `AgentDbClient.chargeLookup`).
    */
-  chargeMemberLookup(workspace: string, member: string): Promise<RateRefusal | undefined> {
-    return this.counted(this.client.chargeLookup({ workspace, agent: `@${member}` }));
+  chargeMemberLookup(workspace: string, member: string, points?: number): Promise<RateRefusal | undefined> {
+    return this.counted(this.client.chargeLookup({ workspace, agent: `@${member}` }, points));
   }
 
   /**

@@ -24,6 +24,15 @@ export const LOOKUP_POINTS = 1;
 /** What a call costs against the rate limits: a budget of N calls is 10·N points. */
 export const CALL_POINTS = 10;
 
+/**
+ * What a page of a database's activity costs beyond its lookup, in points: a call per 10,000
+ * commits and activity rows it read afresh (a first page reads the whole retained history, a
+ * page of a kept one what changed since: issue 29). Pages that read under 1,000 cost nothing more.
+ */
+export function activityReadPoints(read: number): number {
+  return Math.floor((read * CALL_POINTS) / 10_000);
+}
+
 /** A refusal: which budget was spent, what it is, and the seconds until its window ends. */
 export interface RateRefusal {
   of: 'workspace' | 'key';

@@ -368,12 +368,13 @@ export class AgentDbClient {
    * Counts one lookup (a tenth of a call, {@link LOOKUP_POINTS}) against the rate limits of the
    * caller's key (`keyId`; else its agent, or `@<member>`) and workspace, as {@link result} does
    * for each look at a call: for other reads whose cost grows with the caller's asking (a page
-   * of a database's activity). Answers the refusal when a budget is spent, else undefined.
+   * of a database's activity; `points` more for a page that read much, `activityReadPoints`).
+   * Answers the refusal when a budget is spent, else undefined.
    */
-  async chargeLookup(who: { workspace: string; agent: string; keyId?: string }): Promise<RateRefusal | undefined> {
+  async chargeLookup(who: { workspace: string; agent: string; keyId?: string }, points = LOOKUP_POINTS): Promise<RateRefusal | undefined> {
     if (!this.rates) return undefined;
     const plan = await this.workspaces.planOf(who.workspace);
-    const counters = this.rates.counters({ plan, workspace: who.workspace, agent: who.agent, ...(who.keyId ? { keyId: who.keyId } : {}) }, LOOKUP_POINTS);
+    const counters = this.rates.counters({ plan, workspace: who.workspace, agent: who.agent, ...(who.keyId ? { keyId: who.keyId } : {}) }, points);
     if (!Array.isArray(counters)) return counters;
     const spent = await this.budget.countRates(who.workspace, counters);
     return spent ? this.rates.refused(spent.rate, spent.msLeft) : undefined;

@@ -57,7 +57,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
       case 'activity': {
         const db = handles.open(req.db, 'read');
-        if (req.after !== undefined) return { ok: true, result: handles.isPlaceholder(db) ? { rows: [], kept: 0 } : activitySince(db, req.after) };
+        if (req.after !== undefined) return { ok: true, result: handles.isPlaceholder(db) ? { rows: [], kept: 0 } : activitySince(db, req.after, req.limit) };
         return { ok: true, result: handles.isPlaceholder(db) ? [] : readActivity(db, req.seqs) };
       }
       case 'csv':

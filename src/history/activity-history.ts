@@ -1,9 +1,22 @@
 import fs from 'node:fs';
 import zlib from 'node:zlib';
+import { AgentDbError } from '../errors.ts';
 import type { ActivityRow } from '../sqlite/sqlite-activity.ts';
 import { RowMatcher, type Group } from './activity-match.ts';
 import { listGenerations, listSegments, localSource, type GenerationInfo, type SegmentInfo } from './history-files.ts';
 import { parseIndex } from './segment-index.ts';
+import { TurnClock } from './turn-clock.ts';
+
+/**
+ * The most commits and rows (together) the activity list reads of one database's history: about
+ * 190 bytes of the worker's heap each while read, 95 MB at most. A workspace's disk quota allows
+ * on the order of a million commits; past this a page is refused (RESOURCE_LIMIT) rather than
+ * let one tenant's history grow the worker without bound (issue 29).
+ */
+export const ACTIVITY_READ_LIMIT = 500_000;
+
+/** Rows asked of the executor at once, and rows matched or commits read between looks at the clock. */
+const PIECE = 5_000;
 
 /** A commit as the listing reads it from history's indexes, oldest first. */
 export interface HistoryCommit {
@@ -24,8 +37,8 @@ export interface ActivityRows {
   all(): Promise<RowOrder[]>;
   /** The whole rows of these seqs. */
   some(seqs: number[]): Promise<ActivityRow[]>;
-  /** The rows after seq `after`, oldest first, and how many rows there are up to it (fewer than read before: rows were pruned). */
-  since?(after: number): Promise<{ rows: RowOrder[]; kept: number }>;
+  /** The rows after seq `after`, oldest first, at most `limit`, and how many rows there are up to it (fewer than read before: rows were pruned). */
+  since?(after: number, limit?: number): Promise<{ rows: RowOrder[]; kept: number }>;
 }
 
 /** What was read of one segment's index: its file as it was (to tell it unchanged), the bytes of the lines read and their CRC-32, the commits taken. */
@@ -94,20 +107,27 @@ export class ActivityHistory {
   groups: Group[] = [];
   order: RowOrder[] = [];
   matcher = new RowMatcher(this.groups);
-  /** Index files read and rows read over the executor, counted (tests check a page reads what changed, not everything). */
-  readonly reads = { indexes: 0, rows: 0 };
+  /**
+   * Index files read, commits taken from them and rows read over the executor, counted (tests
+   * check a page reads what changed, not everything; a page is charged for commits and rows).
+   */
+  readonly reads = { indexes: 0, commits: 0, rows: 0 };
   private gens: GenerationRead[] = [];
   private lastAt = 0;
   private prevEnd: number | undefined;
   private lastState: string | undefined;
+  private clock = new TurnClock();
 
+  /** `bounds`: a turn's length and the read's limit (tests make them small). */
   constructor(
     private readonly dataDir: string,
     private readonly id: string,
+    private readonly bounds: { turnMs?: number; readLimit?: number } = {},
   ) {}
 
   /** Reads on what was added to history and to the rows since the last call, and matches it. */
   async refresh(rows: ActivityRows): Promise<void> {
+    this.clock = new TurnClock(this.bounds.turnMs);
     try {
       await this.readOn(rows);
     } catch (err) {
@@ -128,18 +148,34 @@ export class ActivityHistory {
       !this.gens.slice(0, this.resumeAt()).every((g, k) => g.state === undefined || unchanged(g.segments, listSegments(listing[k]!), true));
     if (fresh) this.reset();
     for (let k = this.resumeAt(); k < listing.length; k++) {
-      if (!this.readGeneration(listing[k]!, k)) {
+      if (!(await this.readGeneration(listing[k]!, k))) {
         this.reset();
         fresh = true;
         k = -1;
       }
     }
     const rowsFresh = await this.readRows(rows);
+    let from = Math.max(0, Math.min(groupsBefore - 1, this.groups.length));
     if (fresh || rowsFresh) {
       for (const g of this.groups) g.rows.length = 0;
       this.matcher = new RowMatcher(this.groups);
-      this.matcher.update(this.order, 0, this.commits.length);
-    } else this.matcher.update(this.order, Math.max(0, Math.min(groupsBefore - 1, this.groups.length)), this.commits.length);
+      from = 0;
+    }
+    // In pieces: a first page matches every row, and the worker's other databases wait meanwhile.
+    while (!this.matcher.update(this.order, from, this.commits.length, PIECE)) {
+      await this.clock.tick();
+      from = this.groups.length;
+    }
+  }
+
+  /** Refuses a history past {@link ACTIVITY_READ_LIMIT} before more of it is held. */
+  private bounded(): void {
+    const limit = this.bounds.readLimit ?? ACTIVITY_READ_LIMIT;
+    if (this.commits.length + this.order.length > limit)
+      throw new AgentDbError(
+        'RESOURCE_LIMIT',
+        `the activity list reads at most ${limit} commits and activity rows of a database's history, and ${this.id}'s retained history holds more`,
+      );
   }
 
   /**
@@ -196,7 +232,7 @@ export class ActivityHistory {
   }
 
   /** Reads generation `g` (the `k`th) on from where it was left; false when it did not just grow. */
-  private readGeneration(g: GenerationInfo, k: number): boolean {
+  private async readGeneration(g: GenerationInfo, k: number): Promise<boolean> {
     let read = this.gens[k];
     if (!read) {
       read = { name: g.name, segments: [] };
@@ -219,6 +255,7 @@ export class ActivityHistory {
     const resumeFrom = Math.max(0, read.segments.length - 1);
     if (!unchanged(read.segments.slice(0, resumeFrom), segments)) return false;
     for (let s = resumeFrom; s < segments.length; s++) {
+      await this.clock.tick();
       const seg = segments[s]!;
       let seen = read.segments[s];
       if (seen && seen.name !== seg.name) return false;
@@ -253,7 +290,9 @@ export class ActivityHistory {
         if (last && !last.snapshot && last.at === at) last.commits.push(commits.length - 1);
         else groups.push({ at, commits: [commits.length - 1], rows: [], snapshot: false });
       }
+      this.reads.commits += index.commits.length - seen.commits;
       seen.commits = index.commits.length;
+      this.bounded();
     }
     read.endedAt = g.end?.endedAt;
     this.prevEnd = g.end?.endedAt;
@@ -266,18 +305,34 @@ export class ActivityHistory {
     if (!rows.since) {
       this.order = await rows.all();
       this.reads.rows += this.order.length;
+      this.bounded();
       return true;
     }
     const after = this.order.at(-1)?.seq ?? 0;
-    const got = await rows.since(after);
-    this.reads.rows += got.rows.length;
-    if (got.kept === this.order.length) {
-      for (const r of got.rows) this.order.push(r);
-      return after === 0;
+    if (await this.readRowsOn(rows, after)) return after === 0;
+    // Rows were pruned since (or while they were read): all again, once more at most.
+    for (let again = 0; again < 2; again++) {
+      this.order = [];
+      if (await this.readRowsOn(rows, 0)) return true;
     }
-    const all = await rows.since(0);
-    this.reads.rows += all.rows.length;
-    this.order = all.rows;
-    return true;
+    throw new AgentDbError('RETRY_LATER', `${this.id}'s activity rows were pruned while they were read`);
+  }
+
+  /**
+   * Appends the rows after seq `after` in pieces of {@link PIECE} (one message of every row
+   * parsed in one turn of the worker's thread); false when rows up to a piece's start were
+   * pruned meanwhile (fewer than read).
+   */
+  private async readRowsOn(rows: ActivityRows, after: number): Promise<boolean> {
+    for (;;) {
+      const got = await rows.since!(after, PIECE);
+      if (got.kept !== this.order.length) return false;
+      for (const r of got.rows) this.order.push(r);
+      this.reads.rows += got.rows.length;
+      this.bounded();
+      if (got.rows.length < PIECE) return true;
+      after = got.rows.at(-1)!.seq;
+      await this.clock.tick();
+    }
   }
 }

@@ -22,14 +22,18 @@ export class RowMatcher {
   /** The group each row's pass stopped at (`groups.length` then: none yet, it waits for the next). */
   private readonly reached: number[] = [];
   private gi = 0;
+  /** Groups before it are the only ones whose commits may have a row in `byCommit`. */
+  private setTo = 0;
 
   constructor(private readonly groups: Group[]) {}
 
   /**
    * Matches `rows` (the same rows as before, maybe more after them) with the groups: those before
-   * `changedFrom` are as the last update saw them, the rest changed or are new.
+   * `changedFrom` are as the last update saw them, the rest changed or are new. Matches at most
+   * `most` rows of those not matched yet (a long pass goes on in pieces, the event loop served
+   * between them: call again with `changedFrom` = `groups.length`); answers whether all are.
    */
-  update(rows: Pick<ActivityRow, 'at'>[], changedFrom: number, commitCount: number): void {
+  update(rows: Pick<ActivityRow, 'at'>[], changedFrom: number, commitCount: number, most = Number.POSITIVE_INFINITY): boolean {
     const { groups, reached, byCommit } = this;
     let r0 = reached.length;
     while (r0 > 0 && reached[r0 - 1]! >= changedFrom) r0--;
@@ -39,7 +43,8 @@ export class RowMatcher {
     for (let g = changedFrom; g < groups.length; g++) groups[g]!.rows.length = 0;
     // The new rows may go to groups before `changedFrom` too, from where the pass stands.
     const touched = Math.min(changedFrom, this.gi);
-    for (let ri = r0; ri < rows.length; ri++) {
+    const end = Math.min(rows.length, r0 + most);
+    for (let ri = r0; ri < end; ri++) {
       const at = rows[ri]!.at;
       let gi = this.gi;
       while (gi < groups.length && (groups[gi]!.at < at || (!groups[gi]!.snapshot && groups[gi]!.rows.length >= groups[gi]!.commits.length))) gi++;
@@ -48,13 +53,17 @@ export class RowMatcher {
       groups[gi]?.rows.push(ri);
     }
     while (byCommit.length < commitCount) byCommit.push(undefined);
-    for (let g = touched; g < groups.length; g++) {
+    // Rows went to groups up to `gi`; groups past it and past `setTo` have no row, before or now.
+    const setTo = Math.min(groups.length, Math.max(this.setTo, this.gi + 1));
+    for (let g = touched; g < setTo; g++) {
       const group = groups[g]!;
       if (group.snapshot) continue;
       for (const c of group.commits) byCommit[c] = undefined;
       const skip = group.commits.length - group.rows.length;
       for (const [k, r] of group.rows.entries()) byCommit[group.commits[skip + k]!] = r;
     }
+    this.setTo = setTo;
+    return end === rows.length;
   }
 }
 

@@ -52,14 +52,16 @@ export const ACTIVITY_PAGE = { default: 50, max: 200 } as const;
 /**
  * A page of database `id`'s history as what was done, newest first: each commit history holds,
  * as the call (or restore) that made it, or as made outside agentdb. agentdb's own upkeep
- * commits are left out. `before`: an entry's id, the page starts after it.
- * @throws AgentDbError INVALID_ARGUMENTS for a `before` that names no commit of this history.
+ * commits are left out. `before`: an entry's id, the page starts after it. `onRead` hears how
+ * many commits and activity rows the page read afresh (what it is charged for, beyond a lookup).
+ * @throws AgentDbError INVALID_ARGUMENTS for a `before` that names no commit of this history;
+ * RESOURCE_LIMIT for a history past `ACTIVITY_READ_LIMIT`.
  */
 export async function activityPage(
   dataDir: string,
   id: string,
   rows: ActivityRows,
-  opts: { limit?: number; before?: string } = {},
+  opts: PageOptions = {},
   now = Date.now(),
   cache?: ActivityCache,
 ): Promise<ActivityPage> {
@@ -67,9 +69,18 @@ export async function activityPage(
   return pageOf(new ActivityHistory(dataDir, id), id, rows, opts, now);
 }
 
-async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, opts: { limit?: number; before?: string }, now: number): Promise<ActivityPage> {
+/** A page's size and start, and who hears what it read. */
+export interface PageOptions {
+  limit?: number;
+  before?: string;
+  onRead?: (items: number) => void;
+}
+
+async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, opts: PageOptions, now: number): Promise<ActivityPage> {
   const limit = Math.min(Math.max(1, opts.limit ?? ACTIVITY_PAGE.default), ACTIVITY_PAGE.max);
+  const readBefore = history.reads.commits + history.reads.rows;
   await history.refresh(rows);
+  opts.onRead?.(history.reads.commits + history.reads.rows - readBefore);
   const { commits, order } = history;
   const match = history.matcher.byCommit;
   let from = commits.length - 1;

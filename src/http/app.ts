@@ -97,7 +97,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
   if (deps.history) {
     const keyed = deps.keyed;
-    const chargeLookup = keyed ? (workspace: string, member: string) => keyed.calls.chargeMemberLookup(workspace, member) : undefined;
+    const chargeLookup = keyed ? (workspace: string, member: string, points?: number) => keyed.calls.chargeMemberLookup(workspace, member, points) : undefined;
     app.register(historyRoutes({ members: deps.members, history: deps.history, ...(chargeLookup ? { chargeLookup } : {}) }));
   }
   const oauth = deps.oauth && deps.web && deps.keyed ? deps.oauth : undefined;

@@ -8,7 +8,7 @@ import type { HistoryClient } from '../shards/history-client.ts';
 import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
-import type { RateRefusal } from '../calls/call-rate-limits.ts';
+import { activityReadPoints, type RateRefusal } from '../calls/call-rate-limits.ts';
 
 /** What the history routes call: the members registry (auth) and the history client. */
 export interface HistoryRoutesDeps {
@@ -16,9 +16,10 @@ export interface HistoryRoutesDeps {
   history: HistoryClient;
   /**
    * Counts a page of activity against the member's lookup rate (a tenth of a call: a page reads
-   * history and the database's rows, and an admin could ask in a loop); absent, not counted.
+   * history and the database's rows, and an admin could ask in a loop), and then `points` more
+   * for what it read afresh (`activityReadPoints`); absent, not counted.
    */
-  chargeLookup?: (workspace: string, member: string) => Promise<RateRefusal | undefined>;
+  chargeLookup?: (workspace: string, member: string, points?: number) => Promise<RateRefusal | undefined>;
 }
 
 const dbParams = z.object({ db: z.string().min(1).max(200) });
@@ -94,7 +95,13 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
         const member = memberOf(request);
         const limited = await deps.chargeLookup?.(member.workspace, member.name);
         if (limited) return rateLimited(reply, limited);
-        return reply.send(await deps.history.activity(db, request.query, { member }));
+        let read = 0;
+        const page = await deps.history.activity(db, request.query, { member }, (n) => (read = n));
+        // Charged once the work is known: a page that read the whole history spends the budget
+        // its next pages are refused by (this one was read already).
+        const extra = activityReadPoints(read);
+        if (extra > 0) await deps.chargeLookup?.(member.workspace, member.name, extra);
+        return reply.send(page);
       } catch (err) {
         return refused(reply, err);
       }
@@ -136,7 +143,7 @@ function refused(reply: FastifyReply, err: unknown): FastifyReply {
 /** RATE_LIMITED (429) with Retry-After and `error.retryAfter`, naming the budget spent. */
 function rateLimited(reply: FastifyReply, r: RateRefusal): FastifyReply {
   const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
-  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a page of activity counts a tenth of one, as a lookup does); ask again in ${r.retryAfterS} s.`;
+  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a page of activity counts a tenth of one, as a lookup does, and a call more per 10,000 commits and rows it read afresh); ask again in ${r.retryAfterS} s.`;
   reply.log.info({ code: 'RATE_LIMITED', route: reply.request.routeOptions.url }, 'request refused');
   return reply
     .code(429)

@@ -93,13 +93,16 @@ export class HistoryClient {
   /**
    * What `agentdb activity DB` shows: a page of the database's history as the calls that made
    * each commit, newest first. The same rule as {@link history} (a workspace admin, or an operator).
-   * @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED.
+   * `onRead` hears how many commits and activity rows the worker read afresh for it (to charge).
+   * @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED, RESOURCE_LIMIT.
    */
-  async activity(db: string, page: { limit?: number; before?: string }, caller: HistoryCaller): Promise<ActivityPage> {
+  async activity(db: string, page: { limit?: number; before?: string }, caller: HistoryCaller, onRead?: (items: number) => void): Promise<ActivityPage> {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
     const args = { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(page.before !== undefined ? { before: page.before } : {}) };
-    return (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as ActivityPage;
+    const { read, ...answer } = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as ActivityPage & { read?: number };
+    onRead?.(read ?? 0);
+    return answer;
   }
 
   /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */

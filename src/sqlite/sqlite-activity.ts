@@ -164,10 +164,13 @@ export function readActivity(db: Database, seqs?: number[]): ActivityRow[] | Pic
  * The `seq`, `kind` and `at` of the rows after seq `after`, oldest first, and how many rows there
  * are up to it: a listing that read those before reads only these (fewer kept: rows were pruned).
  */
-export function activitySince(db: Database, after: number): { rows: Pick<ActivityRow, 'seq' | 'kind' | 'at'>[]; kept: number } {
+export function activitySince(db: Database, after: number, limit = -1): { rows: Pick<ActivityRow, 'seq' | 'kind' | 'at'>[]; kept: number } {
   if (!hasActivityTable(db)) return { rows: [], kept: 0 };
   return {
-    rows: trusted(db, `SELECT seq, kind, at FROM ${ACTIVITY_TABLE} WHERE seq > ? ORDER BY seq`).all(after) as Pick<ActivityRow, 'seq' | 'kind' | 'at'>[],
+    rows: trusted(db, `SELECT seq, kind, at FROM ${ACTIVITY_TABLE} WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, limit) as Pick<
+      ActivityRow,
+      'seq' | 'kind' | 'at'
+    >[],
     kept: trusted(db, `SELECT count(*) FROM ${ACTIVITY_TABLE} WHERE seq <= ?`).pluck().get(after) as number,
   };
 }

@@ -11,7 +11,10 @@ import { keysFor } from '../../src/redis/keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
-import { shardOf } from '../../src/contracts/database-id.ts';
+import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import { buildActivity } from '../helpers/activity-build.ts';
 import { pastMs } from '../helpers/history.ts';
 import { keyedApp } from '../helpers/keyed-app.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -350,6 +353,27 @@ describe('GET /v1/databases/:db/activity against the rate limits', () => {
       expect(res.statusCode).toBe(429);
       expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
       expect(res.json()).toMatchObject({ error: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } });
+    } finally {
+      await k.close();
+    }
+  });
+
+  // Issue 29: a first page reads the whole retained history; charged a tenth, a tenant could read
+  // a big history again and again for little. It costs a call more per 10,000 commits and rows.
+  it('charges a page that read the history afresh for what it read, and a kept one a tenth', async () => {
+    // Another workspace than the test before's, whose budget it spent for the window.
+    const id = 'other/big';
+    const file = databasePath(sb.config.dataDir, 'other', 'big', shardOf(id, sb.config.shardCount));
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    // 2,500 calls: 2,500 commits and 2,500 rows read afresh, half a call (5 tenths) beyond the page's tenth.
+    buildActivity(sb.config.dataDir, file, 2_500, id).close();
+    const k = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 1 }, history: new HistoryClient(ops, sb.config.shardCount) });
+    try {
+      const url = '/v1/databases/other%2Fbig/activity?limit=1';
+      const codes: number[] = [];
+      for (let i = 0; i < 6; i++) codes.push((await k.app.inject({ method: 'GET', url, headers: as('oz') })).statusCode);
+      // 10 tenths: the first page 6, the four kept after it one each, the sixth refused.
+      expect(codes).toEqual([200, 200, 200, 200, 200, 429]);
     } finally {
       await k.close();
     }

@@ -1,4 +1,5 @@
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
+import { activityReadPoints } from '../../calls/call-rate-limits.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -206,9 +207,13 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     if (limited)
       throw new AgentDbError(
         'RATE_LIMITED',
-        `the workspace's rate limit is spent for now (a history page counts a tenth of a call); reload in ${limited.retryAfterS} s`,
+        `the workspace's rate limit is spent for now (a history page counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); reload in ${limited.retryAfterS} s`,
       );
-    const [h, activity] = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller)]);
+    let read = 0;
+    const [h, activity] = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller, (n) => (read = n))]);
+    // What the page read afresh, charged once known (as the API's page is).
+    const extra = activityReadPoints(read);
+    if (extra > 0) await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name, extra);
     const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };

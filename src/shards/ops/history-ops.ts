@@ -129,18 +129,21 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     // The rows are read by the executor, the one process that opens database files (a connection
     // of this process closing last would checkpoint the WAL before capture copied it).
     const read = async (ask: { seqs?: number[]; after?: number }) => unwrap(await ctx.executor.run({ op: 'activity', db, ...ask }));
-    return activityPage(
+    // What the page read afresh goes back with it, for the caller to charge (issue 29).
+    let itemsRead = 0;
+    const page = await activityPage(
       ctx.config.dataDir,
       id,
       {
         all: async () => (await read({})) as RowOrder[],
         some: async (seqs) => (await read({ seqs })) as ActivityRow[],
-        since: async (after) => (await read({ after })) as { rows: RowOrder[]; kept: number },
+        since: async (after, limit) => (await read({ after, ...(limit !== undefined ? { limit } : {}) })) as { rows: RowOrder[]; kept: number },
       },
-      parsed.data,
+      { ...parsed.data, onRead: (n) => (itemsRead = n) },
       Date.now(),
       activityCache,
     );
+    return { ...page, read: itemsRead };
   };
 
   const snapshot: ShardOpHandler = async (data, ctx) => {
