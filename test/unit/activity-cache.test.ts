@@ -10,7 +10,7 @@ afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 describe('ActivityCache', () => {
   it('keeps at most its databases, the least recently listed out first', async () => {
-    const cache = new ActivityCache({ databases: 2, items: 1000 });
+    const cache = new ActivityCache({ databases: 2, items: 1000, perWorkspace: 2 });
     const seen: object[] = [];
     const use = (id: string) => cache.with(dataDir, id, async (h) => seen.push(h));
     await use('a');
@@ -23,6 +23,22 @@ describe('ActivityCache', () => {
     // a was kept (listed after b), b was not.
     expect(seen[4]).toBe(seen[0]);
     expect(seen[5]).not.toBe(seen[1]);
+  });
+
+  it("keeps a workspace to its share: one listing many databases evicts its own, never another's (review R29 M3)", async () => {
+    const cache = new ActivityCache({ databases: 32, items: 100_000, perWorkspace: 3 });
+    const seen = new Map<string, object[]>();
+    const use = (id: string) => cache.with(dataDir, id, async (h) => seen.set(id, [...(seen.get(id) ?? []), h]));
+    await use('acme/closer');
+    for (let i = 0; i < 70; i++) await use(`evil/a${i}`);
+    expect(cache.size).toBe(4);
+    await use('acme/closer');
+    // acme's history was kept through evil's seventy listings; evil kept only its last three.
+    expect(seen.get('acme/closer')![1]).toBe(seen.get('acme/closer')![0]);
+    await use('evil/a69');
+    expect(seen.get('evil/a69')![1]).toBe(seen.get('evil/a69')![0]);
+    await use('evil/a0');
+    expect(cache.size).toBe(4);
   });
 
   it('runs the pages of one database one after the other', async () => {
