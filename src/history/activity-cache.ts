@@ -23,7 +23,7 @@ export const ACTIVITY_CACHE = { databases: 32, items: 250_000, perWorkspace: 8 }
 export class ActivityCache {
   private readonly held = new Map<string, { history: ActivityHistory; turn: Promise<unknown>; workspace: string }>();
 
-  constructor(private readonly limits: { databases: number; items: number; perWorkspace: number } = ACTIVITY_CACHE) {}
+  constructor(private readonly limits: { databases: number; items: number; perWorkspace?: number } = ACTIVITY_CACHE) {}
 
   /** Runs `use` with database `id`'s history, after any page of it running. */
   async with<T>(dataDir: string, id: string, use: (history: ActivityHistory) => Promise<T>): Promise<T> {
@@ -52,7 +52,7 @@ export class ActivityCache {
   private trim(keep: string): void {
     const workspace = this.held.get(keep)?.workspace;
     const own = [...this.held].filter(([key, e]) => key !== keep && e.workspace === workspace);
-    for (const [key] of own.slice(0, Math.max(0, own.length + 1 - this.limits.perWorkspace))) this.held.delete(key);
+    for (const [key] of own.slice(0, Math.max(0, own.length + 1 - (this.limits.perWorkspace ?? ACTIVITY_CACHE.perWorkspace)))) this.held.delete(key);
     let items = 0;
     for (const { history } of this.held.values()) items += history.commits.length + history.order.length;
     for (const [key, { history }] of this.held) {
