@@ -230,6 +230,9 @@ export class AgentDbClient {
         return answer;
       },
       (why) => {
+        // Answered now: the work, still waiting on commands that ioredis keeps for a Redis that
+        // comes back, must not go on to enqueue a call this answer says cannot run.
+        sent.answered = true;
         // Its waits go: in a Redis that came back empty its completion never comes.
         this.waiters.drop(sent.completion, sent.parking);
         return unavailable(callId, tool, why, sent.enqueued);
@@ -304,6 +307,9 @@ export class AgentDbClient {
     const completion = (sent.completion = this.waiters.completion(key, opts.signal));
     const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key, opts.signal));
     const queue = this.queues.of(shard);
+    // Checked and marked in one turn, so the outage's answer says either "not sent" and it is
+    // not, or "may still run" (review R28: a call answered mayStillRun false ran once Redis was back).
+    if (sent.answered) return unavailable(callId, tool, 'answered UNAVAILABLE already', false);
     sent.enqueued = true;
     const joined = await addOrJoin(this.waiters, this.lookup, {
       queue,
@@ -477,6 +483,8 @@ function rateLimited(callId: string, tool: string, workspace: string, r: RateRef
 /** How far a call got, for its UNAVAILABLE answer: handed to Redis, and the waits it set. */
 interface Sent {
   enqueued: boolean;
+  /** The outage was answered: nothing more may be handed to Redis. */
+  answered?: boolean;
   completion?: Promise<Envelope>;
   parking?: Promise<Record<string, unknown>>;
 }
