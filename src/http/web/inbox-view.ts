@@ -1,7 +1,7 @@
 import type { Approval } from '../../approvals/approval.ts';
 import { targetTable } from '../../guard/target-table.ts';
 import { html, type Html } from './html.ts';
-import { isoTime, relative } from './layout.ts';
+import { ago, isoTime, relative } from './layout.ts';
 import { CARD_TEXT_BYTES, cutText, shorten, type Cut } from './cut-text.ts';
 import { highlightSql } from './sql-highlight.ts';
 import { effectView } from './effect-view.ts';
@@ -66,7 +66,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
     <strong id="h-${a.id}">${a.agent}</strong>
     <span>${a.tool}</span>
     <span class="tier ${a.tier}">${a.tier}</span>
-    <span class="muted" title="${isoTime(a.createdAt)}">asked ${relative(a.createdAt, now)}</span>
+    <span class="muted" title="${isoTime(a.createdAt)}">asked ${ago(a.createdAt, now)}</span>
     <span class="muted" title="${isoTime(a.expiresAt)}">expires ${relative(a.expiresAt, now)}</span>
     ${whole ? '' : html`<a class="own" href="${approvalHref(a)}">its own page</a>`}
     ${whole ? '' : html`<label class="pick"><input type="checkbox" name="ids" value="${a.id}" form="bulk" aria-label="select the call of ${a.agent} (${a.callId})"> select</label>`}
