@@ -76,7 +76,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
   ${effectView(a)}
   <dl class="facts">
     <dt>database</dt><dd>${a.database}</dd>
-    ${a.table ? html`<dt>drops</dt><dd>${a.object?.type ?? 'table'} ${a.table}${a.object?.rows !== undefined ? html` (${a.object.rows} rows)` : ''}</dd>` : ''}
+    ${a.table ? html`<dt>drops</dt><dd>${a.object?.type ?? 'table'} ${a.table}${a.object?.rows !== undefined ? html` (${a.object.rows} row${a.object.rows === 1 ? '' : 's'})` : ''}</dd>` : ''}
     ${shown.params ? html`<dt>params</dt><dd><code>${shown.params.text}</code>${cutNote(shown.params, a)}</dd>` : ''}
     ${a.rationale ? html`<dt>rationale</dt><dd>${a.rationale}</dd>` : ''}
     ${tableLink(a) ? html`<dt>touches</dt><dd>${tableLink(a)}</dd>` : ''}
