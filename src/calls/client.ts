@@ -11,7 +11,7 @@ import { shardOf } from '../contracts/database-id.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { planCall } from '../policy/call-plan.ts';
-import { connectRedis } from '../redis/connection.ts';
+import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { EventFeed } from '../redis/event-feed.ts';
 import { EventReader, latestEventId, type StreamedEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
@@ -157,6 +157,12 @@ export class AgentDbClient {
    * `await client.metrics.refusals.get()` or serves `await client.metrics.text()`.
    */
   readonly metrics: Metrics;
+  /**
+   * Where this client looks: its key prefix and its Redis URL with the password replaced. A
+   * message saying something is missing names it, since a prefix or URL other than the server's
+   * is the usual cause.
+   */
+  readonly where: { readonly prefix: string; readonly redisUrl: string };
 
   /** @throws AgentDbError INVALID_ARGUMENTS at once, naming each bad option (a URL that is not redis://, a prefix …). */
   constructor(opts: AgentDbClientOptions = {}) {
@@ -164,6 +170,7 @@ export class AgentDbClient {
     this.metrics = opts.metrics ?? new Metrics();
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
+    this.where = { prefix: opts.prefix ?? 'agentdb', redisUrl: shownUrl(this.redisUrl) };
     this.resultTtlS = opts.resultTtlS ?? 24 * 3600;
     this.approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
     this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;

@@ -1,5 +1,5 @@
 import type { ActivityEntry, ActivityPage } from '../shards/history-client.ts';
-import { ACTIVITY_PAGE } from '../history/activity-view.ts';
+import { ACTIVITY_PAGE, whoMade } from '../history/activity-view.ts';
 import { cell } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { checkedDbFlag, withClient } from './history.ts';
@@ -45,7 +45,7 @@ function table(page: ActivityPage): string {
     lines.push(
       [
         e.at,
-        e.by ?? (e.kind === 'outside' ? 'outside' : ''),
+        whoMade(e.by) ?? (e.kind === 'outside' ? 'outside' : ''),
         e.tool ?? '',
         e.rowsChanged ?? '',
         e.approvedBy ?? '',

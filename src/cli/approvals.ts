@@ -1,7 +1,7 @@
 import type { ApprovalState } from '../approvals/approval.ts';
 import { ApprovalService, withRefusal, type DecideResult } from '../approvals/approval-service.ts';
 import { MemberRegistry, NOT_A_MEMBER_KEY } from '../registry/members.ts';
-import { errorBody } from '../errors.ts';
+import { errorBody, type ErrorCode } from '../errors.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import { approvalsTable, effectText } from './approvals-table.ts';
@@ -60,6 +60,12 @@ export function reject(ctx: CommandContext, flags: DecisionFlags, id: string): P
   return decide(ctx, 'reject', id, flags);
 }
 
+/** The registry's UNAUTHENTICATED hint names HTTP's header; here the key comes from the environment or a file. */
+const DECISION_HINTS: Partial<Record<ErrorCode, string>> = {
+  UNAUTHENTICATED:
+    "Decide with your member key from `agentdb members add`: AGENTDB_MEMBER_KEY or --key-file PATH; a revoked key never works again. The CLI must use the server's REDIS_URL and AGENTDB_PREFIX, or it finds no members.",
+};
+
 /** Who decides: a member's key (their proof, as on HTTP), or an operator naming the member. */
 type Proof = { key: string } | { by: string };
 
@@ -93,7 +99,7 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
       else result = await service.decideAsOperator(approvalId, { ...input, by: proof.by });
     }
     if (!result.ok) {
-      ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail) })}\n`);
+      ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail, DECISION_HINTS) })}\n`);
       return 1;
     }
     ctx.stdout.write(`${JSON.stringify(result.approval)}\n`);

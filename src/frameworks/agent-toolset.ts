@@ -116,7 +116,7 @@ export class AgentToolset {
     if (!agent)
       throw new AgentDbError(
         'NOT_FOUND',
-        `Agent ${who} is not registered: run "agentdb agents set --workspace ${opts.workspace} --agent ${opts.agent}" first.`,
+        `Agent ${who} is not registered under prefix "${client.where.prefix}" at ${client.where.redisUrl}: the server's AGENTDB_PREFIX and REDIS_URL must match the client's; else run "agentdb agents set --workspace ${opts.workspace} --agent ${opts.agent}" first.`,
       );
     const surface = agent.surface;
     if (opts.surface && opts.surface !== surface.kind) {

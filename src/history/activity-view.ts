@@ -6,6 +6,17 @@ import { ActivityHistory, type ActivityRows } from './activity-history.ts';
 export type { ActivityRows, HistoryCommit } from './activity-history.ts';
 export { matchRows, type Group } from './activity-match.ts';
 
+/**
+ * Who made a commit, as the activity list shows it: `agent:<name>`, `member:<name>` or
+ * `operator:<name>`. A member's restore is recorded as `<workspace>/@<member>` (the form approvals
+ * and the audit log use); shown in the one `kind:name` form beside that member's own writes. The
+ * workspace adds nothing there: a member restores only their own workspace's databases.
+ */
+export function whoMade(by: string | undefined): string | undefined {
+  const member = by === undefined ? undefined : /^[^/]+\/@(.+)$/s.exec(by);
+  return member ? `member:${member[1]}` : by;
+}
+
 /** One commit of a database's history as the activity list shows it (the HTTP contract of `GET /v1/databases/:db/activity`). */
 export interface ActivityEntry {
   /** The commit's place in history: `<generation>.<segment>.<n>`; `before` this pages on. */

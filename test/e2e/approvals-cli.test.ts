@@ -220,6 +220,10 @@ describe('agentdb approvals', () => {
       expect(out.code, keys[i]![1]).toBe(1);
       expect(json(out.stdout)).toMatchObject({ error: { code: keys[i]![1] } });
     }
+    // The hint names where the CLI takes a key from, not HTTP's header.
+    const unauthenticated = json((await cli('approvals', 'approve', id, '--key', keyOf.cy!)).stdout) as { error: { hint: string } };
+    expect(unauthenticated.error.hint).toContain('AGENTDB_MEMBER_KEY or --key-file PATH');
+    expect(unauthenticated.error.hint).not.toContain('Authorization');
     const unknown = await cli('approvals', 'approve', 'ap_nope', '--key', keyOf.ada!);
     expect(unknown.code).toBe(1);
     expect(json(unknown.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });

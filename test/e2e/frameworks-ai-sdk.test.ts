@@ -1,6 +1,8 @@
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentDbClient } from '../../src/calls/client.ts';
+import type { AgentDbError } from '../../src/errors.ts';
 import { agentDbTools } from '../../src/frameworks/ai-sdk.ts';
 import { startFrameworkService, type FrameworkService } from '../helpers/framework-service.ts';
 
@@ -267,5 +269,19 @@ describe('agentdb/ai-sdk', () => {
       message: expect.stringContaining('scope "workspace"'),
     });
     await expect(agentDbTools(svc.client, { workspace: 'acme', agent: 'ghost' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it("an agent not found says where it was looked up (prefix and Redis URL) and never the URL's password", async () => {
+    // A client on the wrong prefix: what a user who left out `prefix` sees.
+    const other = new AgentDbClient({ redisUrl: 'redis://default:s3cret@127.0.0.1:6379', prefix: 'not-the-servers' });
+    try {
+      const err = (await agentDbTools(other, { workspace: 'acme', agent: 'scout' }).catch((e: unknown) => e)) as AgentDbError;
+      expect(err.code).toBe('NOT_FOUND');
+      expect(err.message).toContain('under prefix "not-the-servers" at redis://default:***@127.0.0.1:6379');
+      expect(err.message).toContain("the server's AGENTDB_PREFIX and REDIS_URL must match");
+      expect(err.message).not.toContain('s3cret');
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UNTRUSTED_NOTE } from '../../src/contracts/tool-output.ts';
+import { REFUSAL_NOTE, UNTRUSTED_NOTE } from '../../src/contracts/tool-output.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 
@@ -82,6 +82,8 @@ describe('outputSchema and structuredContent', () => {
     const c = await connect(key.scout!);
     expect([...c.schemas.keys()].sort()).toEqual(['DATA_DESCRIBE_SCHEMA', 'DATA_DROP_TABLE', 'DATA_QUERY_SQL', 'DATA_WRITE_SQL']);
     const marked = { untrusted: true, untrustedNote: UNTRUSTED_NOTE };
+    // A refusal's message is agentdb's own (it may quote stored data): marked, not called data read.
+    const refusal = { untrusted: true, untrustedNote: REFUSAL_NOTE };
 
     // Ran.
     expect(await checked(c, 'DATA_WRITE_SQL', { sql: 'CREATE TABLE notes (body TEXT)' })).toMatchObject({ isError: false });
@@ -94,11 +96,11 @@ describe('outputSchema and structuredContent', () => {
     // Refused, failed, malformed: isError results with the code, the message marked too (SQLite quotes stored values in it).
     expect(await checked(c, 'DATA_QUERY_SQL', { sql: 'DELETE FROM notes' })).toMatchObject({
       isError: true,
-      structuredContent: { error: { code: 'SQL_REFUSED' }, ...marked },
+      structuredContent: { error: { code: 'SQL_REFUSED' }, ...refusal },
     });
     expect(await checked(c, 'DATA_QUERY_SQL', { sql: 'SELECT * FROM nowhere' })).toMatchObject({
       isError: true,
-      structuredContent: { error: { code: 'SQL_ERROR' }, ...marked },
+      structuredContent: { error: { code: 'SQL_ERROR' }, ...refusal },
     });
     expect(await checked(c, 'DATA_QUERY_SQL', { sql: 1 })).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENTS' } } });
     expect(await checked(c, 'DATA_WRITE_SQL', { sql: 'CREATE TABLE x (y)', agent: 'careful' })).toMatchObject({

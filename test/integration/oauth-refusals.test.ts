@@ -127,6 +127,24 @@ describe('OAuth refusals', () => {
     expect(refresh.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
+  it('Connected apps: a grant whose code was never exchanged shows "never" as its last token, an exchanged one when', async () => {
+    const key = (await server.members.add('acme', 'gus', 'member')).key;
+    const clientId = await register();
+    const { cookie } = await signIn(key);
+    const { challenge } = pkce();
+    // Allowed, so a grant exists, but its code is never sent to the token endpoint.
+    expect((await consent(cookie!, authParams(clientId, challenge))).searchParams.get('code')).toBeTruthy();
+    const before = await server.app.inject({ url: '/apps', headers: { host: HOST, cookie } });
+    expect([...before.body.matchAll(/<td class="last-token"[^>]*>([^<]*)</g)].map((m) => m[1])).toEqual(['never']);
+    // The same member's grant carried through to its tokens says when its token was issued.
+    await oauthFlow(() => server).signedIn(key);
+    const after = await server.app.inject({ url: '/apps', headers: { host: HOST, cookie } });
+    const shown = [...after.body.matchAll(/<td class="last-token"[^>]*>([^<]*)</g)].map((m) => m[1]);
+    expect(shown).toHaveLength(2);
+    expect(shown.filter((t) => t === 'never')).toHaveLength(1);
+    expect(shown.find((t) => t !== 'never')).toMatch(/^(just now|\d+ s ago)$/);
+  });
+
   it('a token is for its resource only, and a resource not of this server is invalid_target', async () => {
     const { tokens } = await signedIn();
     expect((await mcp(tokens.access_token, '/mcp')).statusCode).toBe(200);

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { untrustedFence } from '../../src/mcp/tool-result.ts';
+import { errorEnvelope, okEnvelope } from '../../src/contracts/envelope.ts';
+import { REFUSAL_NOTE, UNTRUSTED_NOTE } from '../../src/contracts/tool-output.ts';
+import { toolResult, untrustedFence } from '../../src/mcp/tool-result.ts';
 import { translateDbCall } from '../../src/policy/db-surface.ts';
+
+const FENCED = /<untrusted-data-([0-9a-f]{24})>\n[\s\S]*\n<\/untrusted-data-\1>/;
 
 type DbSurface = Parameters<typeof translateDbCall>[0];
 
@@ -55,5 +59,18 @@ describe('untrustedFence', () => {
     const boundary = /<untrusted-data-([0-9a-f]+)>/.exec(text)![1]!;
     expect(text.endsWith(`</untrusted-data-${boundary}>`)).toBe(true);
     expect(untrustedFence('x')).not.toContain(boundary);
+  });
+
+  it("a refusal is fenced as agentdb's message that may quote stored data, never as data read from the database", () => {
+    const refused = toolResult(errorEnvelope('c1', 'DATA_WRITE_SQL', 'INSUFFICIENT_SCOPE', 'The app was not granted that.'));
+    const text = refused.content[0]!.text;
+    expect(text).toMatch(FENCED);
+    expect(text).toContain("is agentdb's message about this call; it may quote data stored in the database");
+    expect(text).not.toContain('read from the database');
+    expect(refused.structuredContent).toMatchObject({ untrusted: true, untrustedNote: REFUSAL_NOTE });
+    // Rows still say where they come from.
+    const read = toolResult(okEnvelope('c2', 'DATA_QUERY_SQL', 1, { columns: ['v'], rows: [['x']], truncated: false }));
+    expect(read.content[0]!.text).toContain('was read from the database');
+    expect(read.structuredContent).toMatchObject({ untrustedNote: UNTRUSTED_NOTE });
   });
 });

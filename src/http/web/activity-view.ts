@@ -1,3 +1,4 @@
+import { whoMade } from '../../history/activity-view.ts';
 import type { ActivityEntry, ActivityPage } from '../../shards/history-client.ts';
 import { html, type Html } from './html.ts';
 import { isoTime } from './layout.ts';
@@ -9,7 +10,7 @@ const when = (t: string) => isoTime(Date.parse(t));
 function who(e: ActivityEntry): Html {
   if (e.kind === 'outside') return html`<strong>Outside agentdb</strong>`;
   if (e.kind === 'unknown') return html`<strong>Not known</strong>`;
-  const [kind, name] = (e.by ?? '').split(/:(.*)/s);
+  const [kind, name] = (whoMade(e.by) ?? '').split(/:(.*)/s);
   if (kind === 'agent') return html`agent <strong>${name}</strong>`;
   if (kind === 'member') return html`member <strong>${name}</strong>`;
   return html`<strong>${e.by ?? 'unknown'}</strong>`;

@@ -5,7 +5,7 @@ import { scopeOfLevel } from '../../contracts/grant-scope.ts';
 import type { OAuthGrant } from '../../oauth/oauth-grants.ts';
 import type { OAuthDeps } from '../oauth/oauth-deps.ts';
 import { html } from './html.ts';
-import { isoTime, layout, relative } from './layout.ts';
+import { ago, isoTime, layout } from './layout.ts';
 import { memberOf, sessionOf } from './web-request.ts';
 
 const idParams = z.object({ id: z.string().min(1).max(64) });
@@ -16,8 +16,12 @@ function grantRow(g: OAuthGrant, csrf: string) {
 <td>${g.clientName}</td>
 <td><code>${g.resource}</code></td>
 <td class="grant-scope">${g.level ? scopeOfLevel(g.level) : 'as your role'}</td>
-<td title="${isoTime(g.createdAt)}">${relative(g.createdAt)}</td>
-<td title="${isoTime(g.refreshedAt)}">${relative(g.refreshedAt)}</td>
+<td title="${isoTime(g.createdAt)}">${ago(g.createdAt)}</td>
+${
+  // Listed before its code is exchanged (that code may still be, so it can be disconnected), but
+  // no token has been issued: refreshedAt is only when the person clicked Allow.
+  g.accessHash ? html`<td class="last-token" title="${isoTime(g.refreshedAt)}">${ago(g.refreshedAt)}</td>` : html`<td class="last-token">never</td>`
+}
 <td><form method="post" action="/apps/${g.id}/revoke"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit" class="danger">Disconnect</button></form></td>
 </tr>`;
 }

@@ -21,7 +21,7 @@ export function effectView(a: Approval): Html | '' {
       )}</ul>`
     : html`<p class="muted">It changes no rows.</p>`;
   const dropped = e.dropped
-    ? html`<p class="removed">Drops ${e.dropped.type} <strong>${e.dropped.name}</strong>${e.dropped.rows !== undefined ? ` with its ${e.dropped.rows} rows` : ''}:</p><pre class="sql removed"><code>${e.dropped.definition}</code></pre>`
+    ? html`<p class="removed">Drops ${e.dropped.type} <strong>${e.dropped.name}</strong>${e.dropped.rows !== undefined ? ` with its ${e.dropped.rows} row${e.dropped.rows === 1 ? '' : 's'}` : ''}:</p><pre class="sql removed"><code>${e.dropped.definition}</code></pre>`
     : '';
   const total = e.tables.reduce((n, t) => n + t.inserted + t.updated + t.deleted, 0);
   const fewer = e.rows.length < total && !e.dropped;

@@ -59,7 +59,7 @@ ${asOfView(q, page)}
 <div class="pager" aria-label="Pages">
   ${nav('First', page.hasPrev ? tableHref(q.db, q.table, { ...base, p: 1 }) : undefined)}
   ${nav('Previous', prevHref, 'prev')}
-  <span id="page-label">${p ? html`page ${p}` : 'page ?'}${pages ? html` of ${pages}` : ''}${q.total !== undefined ? html` · ${q.total} rows` : ''}</span>
+  <span id="page-label">${p ? html`page ${p}` : 'page ?'}${pages ? html` of ${pages}` : ''}${q.total !== undefined ? html` · ${q.total} row${q.total === 1 ? '' : 's'}` : ''}</span>
   ${nav('Next', nextHref, 'next')}
   <form method="get" action="/data/table">
     <input type="hidden" name="db" value="${q.db}"><input type="hidden" name="table" value="${q.table}">

@@ -1,7 +1,7 @@
 import type { Approval } from '../../approvals/approval.ts';
 import { targetTable } from '../../guard/target-table.ts';
 import { html, type Html } from './html.ts';
-import { isoTime, relative } from './layout.ts';
+import { ago, isoTime, relative } from './layout.ts';
 import { CARD_TEXT_BYTES, cutText, shorten, type Cut } from './cut-text.ts';
 import { highlightSql } from './sql-highlight.ts';
 import { effectView } from './effect-view.ts';
@@ -66,7 +66,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
     <strong id="h-${a.id}">${a.agent}</strong>
     <span>${a.tool}</span>
     <span class="tier ${a.tier}">${a.tier}</span>
-    <span class="muted" title="${isoTime(a.createdAt)}">asked ${relative(a.createdAt, now)}</span>
+    <span class="muted" title="${isoTime(a.createdAt)}">asked ${ago(a.createdAt, now)}</span>
     <span class="muted" title="${isoTime(a.expiresAt)}">expires ${relative(a.expiresAt, now)}</span>
     ${whole ? '' : html`<a class="own" href="${approvalHref(a)}">its own page</a>`}
     ${whole ? '' : html`<label class="pick"><input type="checkbox" name="ids" value="${a.id}" form="bulk" aria-label="select the call of ${a.agent} (${a.callId})"> select</label>`}
@@ -76,7 +76,7 @@ export function pendingCard(a: Approval, csrf: string, now = Date.now(), refusal
   ${effectView(a)}
   <dl class="facts">
     <dt>database</dt><dd>${a.database}</dd>
-    ${a.table ? html`<dt>drops</dt><dd>${a.object?.type ?? 'table'} ${a.table}${a.object?.rows !== undefined ? html` (${a.object.rows} rows)` : ''}</dd>` : ''}
+    ${a.table ? html`<dt>drops</dt><dd>${a.object?.type ?? 'table'} ${a.table}${a.object?.rows !== undefined ? html` (${a.object.rows} row${a.object.rows === 1 ? '' : 's'})` : ''}</dd>` : ''}
     ${shown.params ? html`<dt>params</dt><dd><code>${shown.params.text}</code>${cutNote(shown.params, a)}</dd>` : ''}
     ${a.rationale ? html`<dt>rationale</dt><dd>${a.rationale}</dd>` : ''}
     ${tableLink(a) ? html`<dt>touches</dt><dd>${tableLink(a)}</dd>` : ''}

@@ -55,12 +55,22 @@ ${content}
 </html>`;
 }
 
-/** A relative age such as `3 min ago` or `in 2 h`. */
+/** A relative age such as `3 min ago` or `in 2 h`; under half a second either way, `just now`. */
 export function relative(ms: number, now = Date.now()): string {
   const d = Math.round((ms - now) / 1000);
+  // Rounded to 0 s, the sign said nothing and read "in 0 s" for what had just happened.
+  if (d === 0) return 'just now';
   const a = Math.abs(d);
   const text = a < 60 ? `${a} s` : a < 3600 ? `${Math.round(a / 60)} min` : a < 86400 ? `${Math.round(a / 3600)} h` : `${Math.round(a / 86400)} d`;
   return d < 0 ? `${text} ago` : `in ${text}`;
+}
+
+/**
+ * When something happened, such as `3 min ago`: a time ahead of `now` (another process's clock a
+ * little ahead) reads `just now`, never `in 2 s` for what is already done.
+ */
+export function ago(ms: number, now = Date.now()): string {
+  return ms >= now ? 'just now' : relative(ms, now);
 }
 
 /** A timestamp as UTC ISO text, second precision. */

@@ -155,7 +155,9 @@ function exportWithProgress(button: HTMLButtonElement): void {
         }
         const rows = Math.max(0, lines - 1);
         if (Number.isFinite(total) && total > 0) bar.value = Math.min(1, rows / total);
-        label.textContent = Number.isFinite(total) ? `${rows.toLocaleString()} of ${total.toLocaleString()} rows` : `${rows.toLocaleString()} rows`;
+        label.textContent = Number.isFinite(total)
+          ? `${rows.toLocaleString()} of ${total.toLocaleString()} row${total === 1 ? '' : 's'}`
+          : `${rows.toLocaleString()} row${rows === 1 ? '' : 's'}`;
       }
       bar.value = 1;
       const url = URL.createObjectURL(new Blob(parts as BlobPart[], { type: 'text/csv' }));
@@ -166,7 +168,8 @@ function exportWithProgress(button: HTMLButtonElement): void {
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 60_000);
-      label.textContent = `done: ${Math.max(0, lines - 1).toLocaleString()} rows`;
+      const done = Math.max(0, lines - 1);
+      label.textContent = `done: ${done.toLocaleString()} row${done === 1 ? '' : 's'}`;
     } catch (err) {
       label.textContent = err instanceof Error ? err.message : 'the export failed';
     } finally {
