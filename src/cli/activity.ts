@@ -26,7 +26,7 @@ export async function activity(ctx: CommandContext, flags: { json?: boolean; lim
       { ...(limit !== undefined ? { limit } : {}), ...(flags.before !== undefined ? { before: flags.before } : {}) },
       'operator',
     );
-    ctx.stdout.write(flags.json ? `${JSON.stringify(page)}\n` : table(page));
+    ctx.stdout.write(flags.json ? `${JSON.stringify(page)}\n` : activityTable(page));
     return 0;
   });
 }
@@ -42,7 +42,8 @@ function what(e: ActivityEntry): string {
   return e.heldIn ? `${whole} [in gap ${e.heldIn}: restores only with it]` : whole;
 }
 
-function table(page: ActivityPage): string {
+/** A page as `agentdb activity` prints it: a note when history is behind, a line an entry, where the next page starts. */
+export function activityTable(page: ActivityPage): string {
   const lines = [
     `${page.database}: newest first`,
     ...(page.behind ? [`${page.behind.note}`] : []),

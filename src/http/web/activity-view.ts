@@ -42,11 +42,16 @@ function actions(db: string, e: ActivityEntry, csrf: string): Html {
 <p>Puts <strong>${db}</strong> back as it was just before this commit of ${when(e.at)}: this and every later commit are undone (an undo point keeps them); every commit before it stays, also those of the same millisecond.</p>
 <label>Type <code>${db}</code> to confirm <input name="confirm" autocomplete="off" required></label><button type="submit" class="danger">Restore</button></form>
 </details>
-<details class="entry-actions"><summary>Fork as of this…</summary>
+${
+  // A call held in a gap's snapshot has no state of its own just after it to fork.
+  e.heldIn
+    ? ''
+    : html`<details class="entry-actions"><summary>Fork as of this…</summary>
 <form method="post" action="/data/history/activity-fork" class="decide">${hidden}<input type="hidden" name="through" value="${e.id}">
 <p>Creates a new database of the workspace as <strong>${db}</strong> was just after this commit; ${db} stays as it is.</p>
 <label>Type the new database's name <input name="into" placeholder="${db.split('/')[1] ?? 'shared'}-before" autocomplete="off" required></label><button type="submit">Fork</button></form>
-</details>`;
+</details>`
+}`;
 }
 
 /** The activity list of the history page: each commit as the call that made it, newest first. */
