@@ -110,6 +110,7 @@ describe('the activity list after an outside write began a gap', () => {
     for (const limit of [1, 2, 200]) {
       const want = await pages((o) => wholeHistoryPage(sb.config.dataDir, 'gapws', fileRows('gapws'), o, now), limit);
       expect(want.flatMap((p) => p.entries)).toEqual(entries);
+      expect(want.filter((p) => p.behind)).toEqual([]);
       expect(await pages((o) => history.activity('gapws', o, 'operator'), limit)).toEqual(want);
       expect(await pages((o) => activityPage(sb.config.dataDir, 'gapws', fileRows('gapws'), o, now), limit)).toEqual(want);
     }
