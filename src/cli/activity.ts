@@ -26,7 +26,7 @@ export async function activity(ctx: CommandContext, flags: { json?: boolean; lim
       { ...(limit !== undefined ? { limit } : {}), ...(flags.before !== undefined ? { before: flags.before } : {}) },
       'operator',
     );
-    ctx.stdout.write(flags.json ? `${JSON.stringify(page)}\n` : table(page));
+    ctx.stdout.write(flags.json ? `${JSON.stringify(page)}\n` : activityTable(page));
     return 0;
   });
 }
@@ -34,18 +34,26 @@ export async function activity(ctx: CommandContext, flags: { json?: boolean; lim
 /** What the entry did, in one cell: the SQL cut (and by how much), a restore's target, or an outside write. */
 function what(e: ActivityEntry): string {
   if (e.kind === 'outside') return '(a commit made outside agentdb)';
+  if (e.kind === 'gap')
+    return `(a program outside agentdb wrote to the file: history took a snapshot, holding ${e.held ?? 0} call${e.held === 1 ? '' : 's'} listed above it too)`;
   if (e.kind === 'unknown') return '(older than the activity kept: not known)';
   const sql = cell(e.statement ?? '', SQL_WIDTH);
-  return e.statementCut ? `${sql} [+${e.statementCut} bytes]` : sql;
+  const whole = e.statementCut ? `${sql} [+${e.statementCut} bytes]` : sql;
+  return e.heldIn ? `${whole} [in gap ${e.heldIn}: restores only with it]` : whole;
 }
 
-function table(page: ActivityPage): string {
-  const lines = [`${page.database}: newest first`, ['time', 'by', 'tool', 'rows', 'approved by', 'what', 'rationale', 'restore before'].join('\t')];
+/** A page as `agentdb activity` prints it: a note when history is behind, a line an entry, where the next page starts. */
+export function activityTable(page: ActivityPage): string {
+  const lines = [
+    `${page.database}: newest first`,
+    ...(page.behind ? [`${page.behind.note}`] : []),
+    ['time', 'by', 'tool', 'rows', 'approved by', 'what', 'rationale', 'restore before'].join('\t'),
+  ];
   for (const e of page.entries)
     lines.push(
       [
         e.at,
-        whoMade(e.by) ?? (e.kind === 'outside' ? 'outside' : ''),
+        whoMade(e.by) ?? (e.kind === 'outside' || e.kind === 'gap' ? 'outside' : ''),
         e.tool ?? '',
         e.rowsChanged ?? '',
         e.approvedBy ?? '',

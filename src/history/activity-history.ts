@@ -249,7 +249,14 @@ export class ActivityHistory {
       // A snapshot holds the commits before it history did not keep apart (the first writes, a
       // gap's, a fork's source's): their rows go to it. Not a restore in place's: what it holds
       // was matched with the generations before, and its restore's row is its base commit's.
-      if (!snap.base || groups.length === 0) groups.push({ at: snap.at, commits: [], rows: [], snapshot: true });
+      if (!snap.base || groups.length === 0)
+        groups.push({
+          at: snap.at,
+          commits: [],
+          rows: [],
+          snapshot: true,
+          of: { generation: g.name, reason: snap.reason, ...(this.lastState ? { before: this.lastState } : {}) },
+        });
     }
     const segments = listSegments(g);
     const resumeFrom = Math.max(0, read.segments.length - 1);

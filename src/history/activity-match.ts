@@ -7,6 +7,12 @@ export interface Group {
   commits: number[];
   rows: number[];
   snapshot: boolean;
+  /**
+   * A snapshot's generation, why it was taken, and the history position of the state before it
+   * (the last commit of the generation before; absent for a history's first or a fork's): what
+   * the list shows of the commits a snapshot holds (a gap's: `gap` and `held` entries).
+   */
+  of?: { generation: string; reason: string; before?: string };
 }
 
 /**

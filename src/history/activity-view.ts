@@ -1,7 +1,9 @@
 import { AgentDbError } from '../errors.ts';
 import { ACTIVITY_RETENTION_MS } from '../sqlite/sqlite-activity.ts';
 import type { ActivityCache } from './activity-cache.ts';
+import { heldIndexOf, heldSlots, itemId, itemsFrom, type Item } from './activity-held.ts';
 import { ActivityHistory, type ActivityRows } from './activity-history.ts';
+import type { Group } from './activity-match.ts';
 
 export type { ActivityRows, HistoryCommit } from './activity-history.ts';
 export { matchRows, type Group } from './activity-match.ts';
@@ -26,9 +28,12 @@ export interface ActivityEntry {
   /**
    * `call`: an agent's or member's write or drop; `restore`: a restore (or its undo); `outside`:
    * a commit no agentdb call made (a program outside agentdb wrote to the file); `unknown`: a
-   * commit older than the activity rows kept (`ACTIVITY_RETENTION_MS`), made by whoever it was.
+   * commit older than the activity rows kept (`ACTIVITY_RETENTION_MS`), made by whoever it was;
+   * `gap`: a program outside agentdb wrote to the file and history began a new generation from a
+   * snapshot of it (its id is the generation), which also holds the calls committed with that
+   * write: they are listed just above it, each with `heldIn`.
    */
-  kind: 'call' | 'restore' | 'outside' | 'unknown';
+  kind: 'call' | 'restore' | 'outside' | 'unknown' | 'gap';
   /** `agent:<name>` or `member:<name>`; for a restore, who asked (`<workspace>/@<member>`, `operator:<name>`). */
   by?: string;
   tool?: string;
@@ -47,6 +52,15 @@ export interface ActivityEntry {
    * A position, not a time: commits captured in the same millisecond before this one are kept.
    */
   restoreBefore: string;
+  /**
+   * A call's commit held in a gap's snapshot (this generation's), with the outside write and any
+   * other calls there: history cannot undo it alone. Its `restoreBefore` is the state before the
+   * whole gap, and its id (`<generation>.held.<seq>`) pages but is no restore position (the
+   * snapshot's state is its generation's: the gap entry's id).
+   */
+  heldIn?: string;
+  /** A gap's: how many calls its snapshot holds (the entries with its `heldIn` just above it). */
+  held?: number;
 }
 
 /** A page of {@link ActivityEntry}, newest first. */
@@ -55,6 +69,12 @@ export interface ActivityPage {
   entries: ActivityEntry[];
   /** The `before` of the next page; absent on the last. */
   next?: string;
+  /**
+   * The writes (calls and restores) the database holds that history has not captured yet: they
+   * are not listed, and no restore or `as_of` reaches them, until capture catches up (it stops
+   * on a full disk, the commits kept in the WAL). Absent when history holds every one.
+   */
+  behind?: { writes: number; note: string };
 }
 
 /** Entries a page holds when the caller names no limit, and at most. */
@@ -94,13 +114,7 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
   opts.onRead?.(history.reads.commits + history.reads.rows - readBefore);
   const { commits, order } = history;
   const match = history.matcher.byCommit;
-  let from = commits.length - 1;
-  if (opts.before !== undefined) {
-    const at = history.indexOf(opts.before);
-    if (at < 0)
-      throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
-    from = at - 1;
-  }
+  const held = heldSlots(history.groups, commits.length, order);
   const kindOf = (i: number) => {
     const r = match[i];
     return r === undefined ? 'outside' : order[r]!.kind;
@@ -110,32 +124,53 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
     j >= 0 && j < commits.length && kindOf(i) === 'outside' && kindOf(j) === 'restore' && commits[i]!.at >= order[match[j]!]!.at;
   // Just before an entry is before its restore's own commit too, when it has one.
   const stateBefore = (c: number) => (c > 0 && restoresOwn(c - 1, c) ? commits[c - 1]!.prev : commits[c]!.prev);
-  const picked: number[] = [];
-  let i = from;
-  for (; i >= 0 && picked.length < limit; i--) {
+  const listed = (i: number) => {
     const kind = kindOf(i);
     // A restore's base commit is its generation's start; a fork's has no row of its own.
-    if (kind === 'upkeep' || (kind === 'outside' && commits[i]!.base)) continue;
+    if (kind === 'upkeep' || (kind === 'outside' && commits[i]!.base)) return false;
     // A restore within a generation is two commits (its pages, then its audit row), a rebuilt one's
     // outside write beside it is its own doing: the one commit of it with no row is the restore's.
-    if (kind === 'outside' && [i - 1, i + 1].some((j) => restoresOwn(i, j))) continue;
-    picked.push(i);
+    return !(kind === 'outside' && [i - 1, i + 1].some((j) => restoresOwn(i, j)));
+  };
+  let start: { commit: number; slotItem?: number } = { commit: commits.length - 1 };
+  if (opts.before !== undefined) {
+    const inGap = heldIndexOf(held, opts.before);
+    const at = inGap ? inGap.position : history.indexOf(opts.before);
+    if (at < 0)
+      throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
+    start = { commit: at - 1, ...(inGap ? { slotItem: inGap.item } : {}) };
   }
-  // More entries older than the page? (upkeep and a restore's second commit are not entries.)
+  const picked: Item[] = [];
+  const walk = itemsFrom(start, held, listed);
   let more = false;
-  for (let j = i; j >= 0 && !more; j--) more = kindOf(j) !== 'upkeep' && !(commits[j]!.base && kindOf(j) === 'outside');
-  const wanted = picked.flatMap((c) => (match[c] === undefined ? [] : [order[match[c]!]!.seq]));
+  for (const item of walk) {
+    if (picked.length === limit) {
+      more = true;
+      break;
+    }
+    picked.push(item);
+  }
+  const seqOf = (item: Item) => (typeof item === 'number' ? (match[item] === undefined ? undefined : order[match[item]!]!.seq) : item.seq);
+  const wanted = picked.flatMap((item) => seqOf(item) ?? []);
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
-  const entries = picked.map((c): ActivityEntry => {
-    const commit = commits[c]!;
-    const row = match[c] === undefined ? undefined : whole.get(order[match[c]!]!.seq);
-    const base: ActivityEntry = {
-      id: commit.id,
-      at: new Date(commit.at).toISOString(),
-      // Past the rows' retention, a commit without one may have had one, pruned since.
-      kind: row?.kind === 'restore' ? 'restore' : row ? 'call' : commit.at < now - ACTIVITY_RETENTION_MS ? 'unknown' : 'outside',
-      restoreBefore: stateBefore(c),
-    };
+  const entries = picked.map((item): ActivityEntry => {
+    const seq = seqOf(item);
+    const row = seq === undefined ? undefined : whole.get(seq);
+    let base: ActivityEntry;
+    if (typeof item === 'number') {
+      const commit = commits[item]!;
+      base = {
+        id: commit.id,
+        at: new Date(commit.at).toISOString(),
+        // Past the rows' retention, a commit without one may have had one, pruned since.
+        kind: row?.kind === 'restore' ? 'restore' : row ? 'call' : commit.at < now - ACTIVITY_RETENTION_MS ? 'unknown' : 'outside',
+        restoreBefore: stateBefore(item),
+      };
+    } else {
+      const at = new Date(item.slot.at).toISOString();
+      if (item.seq === undefined) return { id: item.slot.generation, at, kind: 'gap', restoreBefore: item.slot.before, held: item.slot.rows.length };
+      base = { id: itemId(item), at, kind: row?.kind === 'restore' ? 'restore' : 'call', restoreBefore: item.slot.before, heldIn: item.slot.generation };
+    }
     if (!row) return base;
     const cut = row.statement !== null && row.statementBytes !== null ? row.statementBytes - Buffer.byteLength(row.statement) : 0;
     return {
@@ -150,5 +185,32 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
       ...(row.changes !== null ? { rowsChanged: row.changes } : {}),
     };
   });
-  return { database: id, entries, ...(more && picked.length ? { next: commits[picked.at(-1)!]!.id } : {}) };
+  const last = picked.at(-1);
+  const nextId = last === undefined ? undefined : typeof last === 'number' ? commits[last]!.id : itemId(last);
+  const writes = uncaptured(history.groups, order);
+  return {
+    database: id,
+    entries,
+    ...(more && nextId !== undefined ? { next: nextId } : {}),
+    ...(writes ? { behind: { writes, note: behindNote(writes) } } : {}),
+  };
+}
+
+/**
+ * The activity rows no commit of history took: the match is a forward pass, so they are the
+ * rows after the last one a group took (a row commits before its capture, which the executor's
+ * next request waits for: the rows a page reads were captured unless capture failed). agentdb's
+ * upkeep rows are not counted.
+ */
+function uncaptured(groups: Group[], order: { kind: string }[]): number {
+  let last = -1;
+  for (let g = groups.length - 1; g >= 0 && last < 0; g--) last = groups[g]!.rows.at(-1) ?? -1;
+  let writes = 0;
+  for (let r = last + 1; r < order.length; r++) if (order[r]!.kind !== 'upkeep') writes++;
+  return writes;
+}
+
+/** What a page says when history is behind the database. */
+export function behindNote(writes: number): string {
+  return `history is behind: ${writes} write${writes === 1 ? '' : 's'} not yet captured (disk full?); they are not listed, and no restore or as_of reaches them, until capture catches up`;
 }

@@ -4,6 +4,7 @@ import { AgentDbError } from '../../src/errors.ts';
 import { ACTIVITY_RETENTION_MS, type ActivityRow } from '../../src/sqlite/sqlite-activity.ts';
 import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { readIndex } from '../../src/history/segment-index.ts';
+import { behindNote } from '../../src/history/activity-view.ts';
 
 /** One commit of a database's history as the activity list shows it (the HTTP contract of `GET /v1/databases/:db/activity`). */
 export interface ActivityEntry {
@@ -16,7 +17,7 @@ export interface ActivityEntry {
    * a commit no agentdb call made (a program outside agentdb wrote to the file); `unknown`: a
    * commit older than the activity rows kept (`ACTIVITY_RETENTION_MS`), made by whoever it was.
    */
-  kind: 'call' | 'restore' | 'outside' | 'unknown';
+  kind: 'call' | 'restore' | 'outside' | 'unknown' | 'gap';
   /** `agent:<name>` or `member:<name>`; for a restore, who asked (`<workspace>/@<member>`, `operator:<name>`). */
   by?: string;
   tool?: string;
@@ -35,6 +36,8 @@ export interface ActivityEntry {
    * A position, not a time: commits captured in the same millisecond before this one are kept.
    */
   restoreBefore: string;
+  heldIn?: string;
+  held?: number;
 }
 
 /** A page of {@link ActivityEntry}, newest first. */
@@ -43,6 +46,7 @@ export interface ActivityPage {
   entries: ActivityEntry[];
   /** The `before` of the next page; absent on the last. */
   next?: string;
+  behind?: { writes: number; note: string };
 }
 
 /** Entries a page holds when the caller names no limit, and at most. */
@@ -65,6 +69,7 @@ export interface Group {
   commits: number[];
   rows: number[];
   snapshot: boolean;
+  of?: { generation: string; reason: string; before?: string };
 }
 
 /** Every commit history holds for `id` (the base commits of restores included), oldest first, with the groups to match rows with. */
@@ -83,7 +88,14 @@ function historyCommits(dataDir: string, id: string): { commits: HistoryCommit[]
     // A snapshot holds the commits before it history did not keep apart (the first writes, a
     // gap's, a fork's source's): their rows go to it. Not a restore in place's: what it holds
     // was matched with the generations before, and its restore's row is its base commit's.
-    if (!snap.base || groups.length === 0) groups.push({ at: snap.at, commits: [], rows: [], snapshot: true });
+    if (!snap.base || groups.length === 0)
+      groups.push({
+        at: snap.at,
+        commits: [],
+        rows: [],
+        snapshot: true,
+        of: { generation: g.name, reason: snap.reason, ...(lastState ? { before: lastState } : {}) },
+      });
     for (const seg of listSegments(g)) {
       const records = readIndex(seg.indexPath).commits;
       records.forEach((c, n) => {
@@ -154,13 +166,6 @@ export async function wholeHistoryPage(
   const { commits, groups } = historyCommits(dataDir, id);
   const order = await rows.all();
   const match = matchRows(groups, order, commits.length);
-  let from = commits.length - 1;
-  if (opts.before !== undefined) {
-    const at = commits.findIndex((c) => c.id === opts.before);
-    if (at < 0)
-      throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
-    from = at - 1;
-  }
   const kindOf = (i: number) => {
     const r = match[i];
     return r === undefined ? 'outside' : order[r]!.kind;
@@ -170,31 +175,68 @@ export async function wholeHistoryPage(
     j >= 0 && j < commits.length && kindOf(i) === 'outside' && kindOf(j) === 'restore' && commits[i]!.at >= order[match[j]!]!.at;
   // Just before an entry is before its restore's own commit too, when it has one.
   const stateBefore = (c: number) => (c > 0 && restoresOwn(c - 1, c) ? commits[c - 1]!.prev : commits[c]!.prev);
-  const picked: number[] = [];
-  let i = from;
-  for (; i >= 0 && picked.length < limit; i--) {
-    const kind = kindOf(i);
-    // A restore's base commit is its generation's start; a fork's has no row of its own.
-    if (kind === 'upkeep' || (kind === 'outside' && commits[i]!.base)) continue;
-    // A restore within a generation is two commits (its pages, then its audit row), a rebuilt one's
-    // outside write beside it is its own doing: the one commit of it with no row is the restore's.
-    if (kind === 'outside' && [i - 1, i + 1].some((j) => restoresOwn(i, j))) continue;
-    picked.push(i);
+  // Every entry, newest first (review R29 M1: a gap's snapshot is an entry, and the calls it holds
+  // just above it), then the page: the entries after `before`.
+  type Item = number | { gen: string; at: number; before: string; seq?: number; held: number };
+  const all: Item[] = [];
+  // An item's place: commit c at 2c + 1, a snapshot just before commit p at 2p.
+  const keys: number[] = [];
+  let seen = 0;
+  for (const g of groups) {
+    if (g.snapshot) {
+      if (g.of?.reason !== 'gap' || g.of.before === undefined) continue;
+      const seqs = g.rows.filter((r) => order[r]!.kind !== 'upkeep').map((r) => order[r]!.seq);
+      const slot = { gen: g.of.generation, at: g.at, before: g.of.before, held: seqs.length };
+      for (const item of [slot, ...seqs.map((seq) => ({ ...slot, seq }))]) {
+        all.push(item);
+        keys.push(2 * seen);
+      }
+      continue;
+    }
+    seen += g.commits.length;
+    for (const c of g.commits) {
+      const kind = kindOf(c);
+      if (kind === 'upkeep' || (kind === 'outside' && commits[c]!.base)) continue;
+      if (kind === 'outside' && [c - 1, c + 1].some((j) => restoresOwn(c, j))) continue;
+      all.push(c);
+      keys.push(2 * c + 1);
+    }
   }
-  // More entries older than the page? (upkeep and a restore's second commit are not entries.)
-  const more = i >= 0 && commits.slice(0, i + 1).some((c, j) => kindOf(j) !== 'upkeep' && !(c.base && kindOf(j) === 'outside'));
-  const wanted = picked.flatMap((c) => (match[c] === undefined ? [] : [order[match[c]!]!.seq]));
+  all.reverse();
+  keys.reverse();
+  const idOf = (item: Item) => (typeof item === 'number' ? commits[item]!.id : item.seq === undefined ? item.gen : `${item.gen}.held.${item.seq}`);
+  let first = 0;
+  if (opts.before !== undefined) {
+    const at = all.findIndex((item) => idOf(item) === opts.before);
+    const commit = at < 0 ? commits.findIndex((c) => c.id === opts.before) : -1;
+    if (at < 0 && commit < 0)
+      throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
+    // A commit that is no entry (upkeep): the page starts at the first entry older than it.
+    first = at >= 0 ? at + 1 : keys.findIndex((k) => k < 2 * commit + 1);
+    if (first < 0) first = all.length;
+  }
+  const picked = all.slice(first, first + limit);
+  const more = first + limit < all.length;
+  const seqOf = (item: Item) => (typeof item === 'number' ? (match[item] === undefined ? undefined : order[match[item]!]!.seq) : item.seq);
+  const wanted = picked.flatMap((item) => seqOf(item) ?? []);
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
-  const entries = picked.map((c): ActivityEntry => {
-    const commit = commits[c]!;
-    const row = match[c] === undefined ? undefined : whole.get(order[match[c]!]!.seq);
-    const base: ActivityEntry = {
-      id: commit.id,
-      at: new Date(commit.at).toISOString(),
-      // Past the rows' retention, a commit without one may have had one, pruned since.
-      kind: row?.kind === 'restore' ? 'restore' : row ? 'call' : commit.at < now - ACTIVITY_RETENTION_MS ? 'unknown' : 'outside',
-      restoreBefore: stateBefore(c),
-    };
+  const entries = picked.map((item): ActivityEntry => {
+    const seq = seqOf(item);
+    const row = seq === undefined ? undefined : whole.get(seq);
+    let base: ActivityEntry;
+    if (typeof item === 'number') {
+      const commit = commits[item]!;
+      base = {
+        id: commit.id,
+        at: new Date(commit.at).toISOString(),
+        kind: row?.kind === 'restore' ? 'restore' : row ? 'call' : commit.at < now - ACTIVITY_RETENTION_MS ? 'unknown' : 'outside',
+        restoreBefore: stateBefore(item),
+      };
+    } else {
+      const at = new Date(item.at).toISOString();
+      if (item.seq === undefined) return { id: item.gen, at, kind: 'gap', restoreBefore: item.before, held: item.held };
+      base = { id: idOf(item), at, kind: row?.kind === 'restore' ? 'restore' : 'call', restoreBefore: item.before, heldIn: item.gen };
+    }
     if (!row) return base;
     const cut = row.statement !== null && row.statementBytes !== null ? row.statementBytes - Buffer.byteLength(row.statement) : 0;
     return {
@@ -209,5 +251,13 @@ export async function wholeHistoryPage(
       ...(row.changes !== null ? { rowsChanged: row.changes } : {}),
     };
   });
-  return { database: id, entries, ...(more && picked.length ? { next: commits[picked.at(-1)!]!.id } : {}) };
+  // Rows no group took: history has not captured them (review R29 M2).
+  const taken = new Set(groups.flatMap((g) => g.rows));
+  const writes = order.filter((r, ri) => !taken.has(ri) && r.kind !== 'upkeep').length;
+  return {
+    database: id,
+    entries,
+    ...(more && picked.length ? { next: idOf(picked.at(-1)!) } : {}),
+    ...(writes ? { behind: { writes, note: behindNote(writes) } } : {}),
+  };
 }

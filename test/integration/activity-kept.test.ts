@@ -79,6 +79,8 @@ async function same(id: string, cache = new ActivityCache()): Promise<number> {
   await settled(id);
   const now = Date.now();
   const want = await pages((o) => wholeHistoryPage(sb.config.dataDir, id, fileRows(id), o, now));
+  // History holds every answered write here: no page may say it is behind (review R29 M2's note).
+  expect(want.filter((p) => p.behind)).toEqual([]);
   expect(await pages((o) => history.activity(id, o, 'operator'))).toEqual(want);
   expect(await pages((o) => activityPage(sb.config.dataDir, id, fileRows(id), o, now, cache))).toEqual(want);
   return want.flatMap((p) => p.entries).length;

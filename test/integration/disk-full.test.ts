@@ -10,7 +10,7 @@ import { backupPrefix, readManifest } from '../../src/history/backup-manifest.ts
 import { openBlobStore } from '../../src/blobs/blob-stores.ts';
 import { runBackups } from '../../src/shards/backups.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
-import { HistoryClient, type HistoryView } from '../../src/shards/history-client.ts';
+import { HistoryClient, type ActivityPage, type HistoryView } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { pastMs } from '../helpers/history.ts';
@@ -68,6 +68,8 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
   const moments: Moment[] = [];
   let filler: string;
   let nextK = 0;
+  let behindPage: ActivityPage | undefined;
+  let behindMissing = 0;
 
   const text = (k: number) => `${k}:`.padEnd(1500, String.fromCharCode(97 + (k % 26)));
 
@@ -154,6 +156,9 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
     let restarted = false;
     for (let i = 0; i < 120; i++) {
       if (!restarted && i >= 40 && historyCommits() < base + acked.length) {
+        // Review R29 M2: the activity list answered as if complete; it must say history is behind.
+        behindPage = await history.activity(DB, { limit: 3 }, 'operator');
+        behindMissing = base + acked.length - historyCommits();
         // The service restarts while history is behind the WAL: closing its handles must not
         // checkpoint frames history lacks into the file (that made a gap that lost 47-68 rows).
         await pool.stop();
@@ -204,6 +209,13 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
   it('holds every acknowledged write exactly once, and no write answered as failed', async () => {
     const live = await liveKeys();
     expect(live).toEqual(acked);
+  });
+
+  it('lists activity saying history is behind while capture cannot copy, and not once it caught up', async () => {
+    expect(behindMissing, 'history caught up before the page: the scenario did not happen').toBeGreaterThan(0);
+    expect(behindPage?.behind?.writes, JSON.stringify(behindPage?.behind)).toBeGreaterThan(0);
+    expect(behindPage?.behind?.note).toMatch(/history is behind: \d+ writes? not yet captured/);
+    expect((await history.activity(DB, { limit: 3 }, 'operator')).behind).toBeUndefined();
   });
 
   it('history says nothing is lost or damaged', async () => {
