@@ -198,6 +198,8 @@ console.log(JSON.stringify(out));\n`,
     expect(snippets.filter((s) => s.page === 'README.md').length).toBeGreaterThanOrEqual(1);
     expect(snippets.filter((s) => s.page === 'docs/approvals.md').length).toBeGreaterThanOrEqual(1);
     // A fence read wrong (```ts twice, say) yields an empty snippet, which type-checks trivially.
+    // (```ts is for agentdb's own snippets; other programs' code, such as another MCP client's
+    // configuration in docs/mcp-http.md, is fenced ```typescript and not checked here.)
     for (const { page, i, code } of snippets) expect(code, `${page} snippet ${i + 1}`).toContain("from 'agentdb'");
     const files = snippets.map(({ page, i, code }) => {
       const file = `${path.basename(page, '.md').toLowerCase()}-${i + 1}.mts`;
