@@ -195,6 +195,22 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
 }
 
 /**
+ * Whether closing `db` now leaves its file exactly as it is, so history has nothing to copy nor
+ * seal: its WAL is empty, and the write lock, taken without waiting, is kept for the close so no
+ * commit can land in between (closing rolls it back). Then even as the last connection, the close
+ * checkpoints nothing. False otherwise (the lock released): the caller captures as ever. For a
+ * handle that was only queried, whose copy on open was never run (`HandleCache`'s `query`): a
+ * miss with many databases paid a copy on open and one before close for nothing (issue 31).
+ */
+export function closesUnchanged(db: Database, dbPath: string): boolean {
+  const lock = beginCapture(db, false);
+  if (!lock) return false;
+  if (lock === 'began' && (fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0) return true;
+  endCapture(db, lock);
+  return false;
+}
+
+/**
  * After the handle of {@link captureBeforeClose} closed: when its close was the last (the WAL is
  * gone, so it checkpointed every frame, all of them captured), the file now is exactly the
  * history's last commit, and the generation is sealed so the next WAL's new salts continue it.
