@@ -5,6 +5,7 @@ import {
   capture,
   captureBeforeClose,
   closesUnchanged,
+  sealedAsKnown,
   finishCapture,
   lockForCapture,
   sealAfterClose,
@@ -105,14 +106,15 @@ export class HistoryCapture {
   /**
    * The handle cache's hooks: copy on open (a crash left frames); copy before close (closing
    * checkpoints) and, when the close was the last, seal the generation. A handle opened to query
-   * a database whose WAL is empty has nothing to copy on open, and puts it off until it is opened
-   * for anything else; closed before that, with its WAL still empty, it copies and seals nothing
-   * either (`closesUnchanged`): the close leaves the file as it was (issue 31).
+   * a database whose WAL is empty and whose file is still as history sealed it (`sealedAsKnown`)
+   * has nothing to copy on open, and puts it off until it is opened for anything else; closed
+   * before that, with its WAL still empty, it copies and seals nothing either
+   * (`closesUnchanged`): the close leaves the file as it was (issue 31).
    */
   hooks(): Pick<HandleCacheOptions, 'onOpened' | 'beforeClose' | 'afterClose' | 'walAutocheckpoint'> {
     return {
       onOpened: (db, target, intent) => {
-        if (intent === 'query' && walEmpty(target.path)) return false;
+        if (intent === 'query' && walEmpty(target.path) && sealedAsKnown(target.path)) return false;
         this.run(db, target);
         return true;
       },
