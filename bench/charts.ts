@@ -38,15 +38,17 @@ export function charts(many: readonly ManyDatabasesPoint[] | undefined, query: (
         { name: 'in all', points: many.map((p) => [p.databases, p.totalRssMb]) },
       ],
     };
+    const backedUp = many.filter((p) => p.backup);
+    const sampled = backedUp.some((p) => p.backup?.sampled);
     out['startup-backup-by-databases.svg'] = {
-      title: 'Worker start-up and backup of every database',
+      title: `Worker start-up and backup of every database${sampled ? ' (backup: a sample, extrapolated)' : ''}`,
       xLabel: 'databases',
       yLabel: 'seconds',
       logX: true,
       series: [
         { name: 'start-up', points: many.map((p) => [p.databases, p.startupMs / 1000]) },
-        { name: 'first backup', points: many.map((p) => [p.databases, p.backup.seconds]) },
-        { name: 'next backup', points: many.map((p) => [p.databases, p.backup.againSeconds]) },
+        { name: 'first backup', points: backedUp.map((p) => [p.databases, p.backup!.seconds]) },
+        { name: 'next backup', points: backedUp.map((p) => [p.databases, p.backup!.againSeconds]) },
       ],
     };
   }

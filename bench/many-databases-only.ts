@@ -1,16 +1,25 @@
 // `npm run bench:scale`: the many-databases scenario alone, up to 100,000 databases (a few
 // minutes each past 10,000). BENCH_SCALE_COUNTS (comma-separated, default 10,1000,10000,100000),
-// BENCH_SCALE_READS (sequential reads per count, default 2000). Writes
+// BENCH_SCALE_READS (sequential reads per count, default 2000), BENCH_SCALE_BACKUP (all, off,
+// or a number of databases to sample and extrapolate from; default all), BENCH_SCALE_WARMUP
+// (unmeasured reads first, default 500). Writes
 // bench/results/many-databases-latest.json, from which `bench/charts.ts` draws docs/charts/.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { benchManyDatabases, printManyDatabases } from './many-databases.ts';
+import { backupScope, benchManyDatabases, printManyDatabases } from './many-databases.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const counts = (process.env.BENCH_SCALE_COUNTS ?? '10,1000,10000,100000').split(',').map(Number);
 const reads = Number(process.env.BENCH_SCALE_READS ?? 2000);
-const points = await benchManyDatabases(REDIS_URL, counts, { reads, log: (m) => process.stderr.write(`[bench:scale ${new Date().toISOString()}] ${m}\n`) });
+const backup = backupScope(process.env.BENCH_SCALE_BACKUP);
+const warmup = process.env.BENCH_SCALE_WARMUP === undefined ? undefined : Number(process.env.BENCH_SCALE_WARMUP);
+const points = await benchManyDatabases(REDIS_URL, counts, {
+  reads,
+  ...(warmup === undefined ? {} : { warmup }),
+  backup,
+  log: (m) => process.stderr.write(`[bench:scale ${new Date().toISOString()}] ${m}\n`),
+});
 printManyDatabases(points);
 const dir = new URL('./results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
-const results = { at: new Date().toISOString(), reads, manyDatabases: points };
+const results = { at: new Date().toISOString(), reads, backup, manyDatabases: points };
 writeFileSync(new URL('many-databases-latest.json', dir), `${JSON.stringify(results, null, 2)}\n`);

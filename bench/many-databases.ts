@@ -32,7 +32,23 @@ export interface ManyDatabasesPoint {
    * The backup op over every database, to a folder blob store: the first (every file uploaded
    * and verified), then again with nothing written since (`againSeconds`).
    */
-  backup: { seconds: number; databases: number; failed: number; againSeconds: number };
+  backup: { seconds: number; databases: number; failed: number; againSeconds: number; sampled?: number } | undefined;
+}
+
+/**
+ * How much of the backup to run: every database (`all`, what a night costs), none (`off`), or a
+ * sample of that many databases, one at a time, whose time per database is multiplied by the
+ * count (`sampled` in the point says so): the first backup of 100,000 would take hours.
+ */
+export type BackupScope = 'all' | 'off' | number;
+
+/** BENCH_SCALE_BACKUP's value: `all`, `off`, or a sample size. */
+export function backupScope(value: string | undefined): BackupScope {
+  if (value === undefined || value === 'all') return 'all';
+  if (value === 'off') return 'off';
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_SCALE_BACKUP must be all, off or a positive integer, got ${value}`);
+  return n;
 }
 
 /** Database `i`'s names: `w<i/100>/d<i%100>`. */
@@ -48,7 +64,7 @@ const nameOf = (i: number) => ({ workspace: `w${Math.floor(i / PER_WORKSPACE)}`,
 export async function benchManyDatabases(
   redisUrl: string,
   counts: number[],
-  opts: { reads: number; log?: (msg: string) => void },
+  opts: { reads: number; warmup?: number; backup?: BackupScope; log?: (msg: string) => void },
 ): Promise<ManyDatabasesPoint[]> {
   const points: ManyDatabasesPoint[] = [];
   for (const databases of counts) {
@@ -119,25 +135,18 @@ export async function benchManyDatabases(
           })
           .then(must);
       // Warm-up: JIT in every process, connections; at 10 databases every handle opens here.
-      await drive(Math.min(500, opts.reads), 1, read);
+      await drive(opts.warmup ?? Math.min(500, opts.reads), 1, read);
       const d = await drive(opts.reads, 1, read);
       const workerRssMb = rssMb(worker.pid);
       const executorRssMb = childPids(worker.pid).map(rssMb);
 
-      const ops = new ShardOpClient({ redisUrl, prefix: config.prefix });
-      const backupStarted = performance.now();
-      const run = await runBackups(ops, config.shardCount, { reason: 'manual' }).finally(() => ops.close());
-      const backup = {
-        seconds: round((performance.now() - backupStarted) / 1000, 1),
-        databases: run.databases.length,
-        failed: run.failed.length + run.databases.filter((r) => r.error || r.damaged).length,
-        againSeconds: 0,
-      };
-      // The next night's, nothing written since: what most nights of most databases cost.
-      const againStarted = performance.now();
-      const again = new ShardOpClient({ redisUrl, prefix: config.prefix });
-      await runBackups(again, config.shardCount, { reason: 'manual' }).finally(() => again.close());
-      backup.againSeconds = round((performance.now() - againStarted) / 1000, 1);
+      const scope = opts.backup ?? 'all';
+      const backup =
+        scope === 'off'
+          ? undefined
+          : scope === 'all'
+            ? await backupAll(redisUrl, config.prefix, config.shardCount)
+            : await backupSample(redisUrl, config.prefix, config.shardCount, databases, scope);
       await worker.stop();
       const point: ManyDatabasesPoint = {
         databases,
@@ -158,6 +167,62 @@ export async function benchManyDatabases(
   return points;
 }
 
+/** The backup op over every shard, twice (the second finds nothing new). */
+async function backupAll(redisUrl: string, prefix: string, shardCount: number): Promise<NonNullable<ManyDatabasesPoint['backup']>> {
+  const timed = async () => {
+    const ops = new ShardOpClient({ redisUrl, prefix });
+    const started = performance.now();
+    const run = await runBackups(ops, shardCount, { reason: 'manual' }).finally(() => ops.close());
+    return { run, seconds: round((performance.now() - started) / 1000, 1) };
+  };
+  const first = await timed();
+  // The next night's, nothing written since: what most nights of most databases cost.
+  const again = await timed();
+  return {
+    seconds: first.seconds,
+    databases: first.run.databases.length,
+    failed: first.run.failed.length + first.run.databases.filter((r) => r.error || r.damaged).length,
+    againSeconds: again.seconds,
+  };
+}
+
+/**
+ * The backup op of `sample` databases picked at random, one at a time, first and again; each
+ * total is the mean per database times `databases` (extrapolated: a night's run goes shard by
+ * shard, all shards at once, and also lists each shard's databases, which a sample does not).
+ */
+async function backupSample(
+  redisUrl: string,
+  prefix: string,
+  shardCount: number,
+  databases: number,
+  sample: number,
+): Promise<NonNullable<ManyDatabasesPoint['backup']>> {
+  const picked = new Set<number>();
+  while (picked.size < Math.min(sample, databases)) picked.add(Math.floor(Math.random() * databases));
+  const ids = [...picked].map((i) => {
+    const { workspace, agent } = nameOf(i);
+    return `${workspace}/${agent}`;
+  });
+  const ops = new ShardOpClient({ redisUrl, prefix });
+  try {
+    let failed = 0;
+    const pass = async () => {
+      const started = performance.now();
+      for (const db of ids) {
+        const run = await runBackups(ops, shardCount, { db, reason: 'manual' });
+        failed += run.databases.filter((r) => r.error || r.damaged).length;
+      }
+      return ((performance.now() - started) / 1000 / ids.length) * databases;
+    };
+    const first = await pass();
+    const again = await pass();
+    return { seconds: round(first, 1), databases: ids.length, failed, againSeconds: round(again, 1), sampled: ids.length };
+  } finally {
+    await ops.close();
+  }
+}
+
 /** Prints the table of {@link benchManyDatabases}, with p50 against the smallest count's. */
 export function printManyDatabases(points: ManyDatabasesPoint[]): void {
   const base = points[0]!;
@@ -165,9 +230,14 @@ export function printManyDatabases(points: ManyDatabasesPoint[]): void {
   console.log('databases   p50 ms (×)        p99 ms   worker MB  executors MB     start-up ms  backup s (again)');
   for (const p of points) {
     console.log(
-      `${String(p.databases).padStart(9)}   ${`${p.read.p50Ms} (×${round(p.read.p50Ms / base.read.p50Ms, 2)})`.padEnd(16)}  ${String(p.read.p99Ms).padStart(7)}  ${String(p.workerRssMb).padStart(9)}  ${p.executorRssMb.join('+').padEnd(14)}  ${String(p.startupMs).padStart(10)}  ${String(p.backup.seconds).padStart(8)} (${p.backup.againSeconds}; ${p.backup.databases} dbs)`,
+      `${String(p.databases).padStart(9)}   ${`${p.read.p50Ms} (×${round(p.read.p50Ms / base.read.p50Ms, 2)})`.padEnd(16)}  ${String(p.read.p99Ms).padStart(7)}  ${String(p.workerRssMb).padStart(9)}  ${p.executorRssMb.join('+').padEnd(14)}  ${String(p.startupMs).padStart(10)}  ${backupCell(p.backup)}`,
     );
   }
+}
+
+function backupCell(b: ManyDatabasesPoint['backup']): string {
+  if (!b) return '    (off)';
+  return `${String(b.seconds).padStart(8)} (${b.againSeconds}; ${b.sampled ? `${b.sampled} sampled, extrapolated` : `${b.databases} dbs`})`;
 }
 
 /** The template's last generation and its seal (written by the worker's last close), if any. */

@@ -41,27 +41,27 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     switch (req.op) {
       case 'describe':
         if (req.asOf) return readAsOf(handles, history, opts.dataDir, req.db, req.asOf, (db) => describe(db, budget));
-        return { ok: true, result: describe(handles.open(req.db, 'read'), budget) };
+        return { ok: true, result: describe(handles.open(req.db, 'query'), budget) };
       case 'figures': {
-        const db = handles.open(req.db, 'read');
+        const db = handles.open(req.db, 'query');
         return { ok: true, result: databaseFigures(db, req.db.path, handles.isPlaceholder(db)) };
       }
       case 'query': {
         const spill = req.offload ? spillOpener(opts.dataDir, opts.maxOffloadBytes) : undefined;
         const read = (db: Parameters<typeof query>[0]) => query(db, req.sql, req.params, req.maxRows, budget, req.mode, spill);
         if (req.asOf) return readAsOf(handles, history, opts.dataDir, req.db, req.asOf, read);
-        return { ok: true, result: read(handles.open(req.db, 'read')) };
+        return { ok: true, result: read(handles.open(req.db, 'query')) };
       }
       case 'browse':
         if (req.asOf) return readAsOf(handles, history, opts.dataDir, req.db, req.asOf, (db) => browsePage(db, req.args));
-        return { ok: true, result: browsePage(handles.open(req.db, 'read'), req.args) };
+        return { ok: true, result: browsePage(handles.open(req.db, 'query'), req.args) };
       case 'activity': {
-        const db = handles.open(req.db, 'read');
+        const db = handles.open(req.db, 'query');
         if (req.after !== undefined) return { ok: true, result: handles.isPlaceholder(db) ? { rows: [], kept: 0 } : activitySince(db, req.after, req.limit) };
         return { ok: true, result: handles.isPlaceholder(db) ? [] : readActivity(db, req.seqs) };
       }
       case 'csv':
-        return { ok: true, result: csvChunk(handles.open(req.db, 'read'), req.args) };
+        return { ok: true, result: csvChunk(handles.open(req.db, 'query'), req.args) };
       case 'audit': {
         const db = handles.open(req.db, 'write');
         recordAudit(db, req.entry);
@@ -69,7 +69,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         return { ok: true, result: { recorded: true } };
       }
       case 'check':
-        checkedStatement(handles.open(req.db, 'read'), req.sql, req.mode);
+        checkedStatement(handles.open(req.db, 'query'), req.sql, req.mode);
         return { ok: true, result: { admitted: true } };
       case 'write': {
         const db = handles.open(req.db, 'write');

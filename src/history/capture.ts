@@ -195,6 +195,36 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
 }
 
 /**
+ * Whether `dbPath`'s file is, as far as this process knows, exactly history's last commit: the
+ * position it last captured to is sealed, and the seal holds for the file (no program changed or
+ * replaced it since, no restore is leaving the generation). With its WAL empty as well, a capture
+ * would copy nothing and begin nothing, so a handle opened only to query may put it off (issue
+ * 31). False when this process has not captured the database yet, or the seal is another
+ * position's (another child captured since): the caller captures.
+ */
+export function sealedAsKnown(dbPath: string): boolean {
+  const st = states.get(dbPath);
+  if (!st || restoreLeaving(st.genDir)) return false;
+  return sealHolds(st.genDir, dbPath, st.seg?.name ?? '', st.seg?.frames ?? 0);
+}
+
+/**
+ * Whether closing `db` now leaves its file exactly as it is, so history has nothing to copy nor
+ * seal: its WAL is empty, and the write lock, taken without waiting, is kept for the close so no
+ * commit can land in between (closing rolls it back). Then even as the last connection, the close
+ * checkpoints nothing. False otherwise (the lock released): the caller captures as ever. For a
+ * handle that was only queried, whose copy on open was never run (`HandleCache`'s `query`): a
+ * miss with many databases paid a copy on open and one before close for nothing (issue 31).
+ */
+export function closesUnchanged(db: Database, dbPath: string): boolean {
+  const lock = beginCapture(db, false);
+  if (!lock) return false;
+  if (lock === 'began' && (fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0) return true;
+  endCapture(db, lock);
+  return false;
+}
+
+/**
  * After the handle of {@link captureBeforeClose} closed: when its close was the last (the WAL is
  * gone, so it checkpointed every frame, all of them captured), the file now is exactly the
  * history's last commit, and the generation is sealed so the next WAL's new salts continue it.

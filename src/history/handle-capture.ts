@@ -4,6 +4,8 @@ import { AgentDbError } from '../errors.ts';
 import {
   capture,
   captureBeforeClose,
+  closesUnchanged,
+  sealedAsKnown,
   finishCapture,
   lockForCapture,
   sealAfterClose,
@@ -105,14 +107,23 @@ export class HistoryCapture {
 
   /**
    * The handle cache's hooks: copy on open (a crash left frames); copy before close (closing
-   * checkpoints) and, when the close was the last, seal the generation.
+   * checkpoints) and, when the close was the last, seal the generation. A handle opened to query
+   * a database whose WAL is empty and whose file is still as history sealed it (`sealedAsKnown`)
+   * has nothing to copy on open, and puts it off until it is opened for anything else; closed
+   * before that, with its WAL still empty, it copies and seals nothing either
+   * (`closesUnchanged`): the close leaves the file as it was (issue 31).
    */
   hooks(): Pick<HandleCacheOptions, 'onOpened' | 'beforeClose' | 'afterClose' | 'walAutocheckpoint'> {
     return {
-      onOpened: (db, target) => void this.run(db, target),
+      onOpened: (db, target, intent) => {
+        if (intent === 'query' && walEmpty(target.path) && sealedAsKnown(target.path)) return false;
+        this.run(db, target);
+        return true;
+      },
       // Not guarded: a copy that fails keeps the handle open (see `HandleCache`), since closing
       // would checkpoint frames history lacks into the file, lost to every restore.
-      beforeClose: (db, target) => this.tracked(target, () => captureBeforeClose(db, target.path, this.captureOptions(target))),
+      beforeClose: (db, target, opened) =>
+        opened || !closesUnchanged(db, target.path) ? this.tracked(target, () => captureBeforeClose(db, target.path, this.captureOptions(target))) : undefined,
       afterClose: (target, token) => this.guarded(target, () => sealAfterClose(target.path, token as PendingSeal | undefined)),
       walAutocheckpoint: 0,
     };
@@ -211,6 +222,11 @@ export class HistoryCapture {
   catchUp(db: Database, target: HandleTarget): void {
     if (this.behind.has(target.path)) this.run(db, target);
   }
+}
+
+/** Whether the database's WAL holds nothing (or is not there): a capture would find no frame. */
+function walEmpty(dbPath: string): boolean {
+  return (fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0;
 }
 
 interface Place {

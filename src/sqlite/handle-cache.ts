@@ -22,14 +22,19 @@ export interface HandleCacheOptions {
   pageCacheKiB?: number;
   /** SQLite's `wal_autocheckpoint` for every handle (0 with history capture); SQLite's default when absent. */
   walAutocheckpoint?: number;
-  /** Runs on each handle opened (history capture copies what the WAL still holds). */
-  onOpened?: (db: Database.Database, target: HandleTarget) => void;
+  /**
+   * Runs on each handle opened (history capture copies what the WAL still holds). For a handle
+   * opened to `query` it may decline, returning false; it is then asked again when the handle is
+   * next opened for anything else (see {@link OpenIntent}).
+   */
+  onOpened?: (db: Database.Database, target: HandleTarget, intent: OpenIntent) => boolean | undefined;
   /**
    * Runs before a handle closes (closing the last connection checkpoints the WAL); what it
    * returns is handed to `afterClose` once the handle is closed. When it throws (history could
    * not copy the WAL: a full disk), the handle is not closed: see {@link HandleCache}.
+   * `opened` says whether `onOpened` ran for this handle (it did not decline).
    */
-  beforeClose?: (db: Database.Database, target: HandleTarget) => unknown;
+  beforeClose?: (db: Database.Database, target: HandleTarget, opened: boolean) => unknown;
   /** Runs once a handle is closed, with what `beforeClose` returned. */
   afterClose?: (target: HandleTarget, token: unknown) => void;
 }
@@ -39,14 +44,19 @@ const HELD_RETRY_MS = 1000;
 
 /**
  * Why a handle is wanted. Only writes and drops create a database; a read of one that does not
- * exist must leave no file behind.
+ * exist must leave no file behind. `query` is a read through SQL that changes nothing and needs
+ * nothing of history: `onOpened` may put itself off until the handle is opened for anything
+ * else (a write, or a read of history), so a database opened only to be queried — most handle
+ * cache misses with many databases — need not pay history's copy on open (issue 31).
  */
-export type OpenIntent = 'read' | 'write';
+export type OpenIntent = 'query' | 'read' | 'write';
 
 interface Entry {
   db: Database.Database;
   shard: number;
   target: HandleTarget;
+  /** `onOpened` ran for it, not declining (see {@link OpenIntent}). */
+  opened: boolean;
 }
 
 /**
@@ -100,14 +110,16 @@ export class HandleCache {
       // Re-insert so the Map's order stays least-recently-used first.
       this.entries.delete(target.path);
       this.entries.set(target.path, hit);
+      if (!hit.opened && intent !== 'query') hit.opened = this.opts.onOpened?.(hit.db, hit.target, intent) !== false;
       return hit.db;
     }
     const db = intent === 'write' ? this.openForWrite(target.path) : this.openExisting(target.path);
     if (!db) return this.emptyDatabase();
     this.configure(db, target.path);
     while (this.entries.size >= this.opts.size) this.closeOne(this.entries.keys().next().value!);
-    this.entries.set(target.path, { db, shard: target.shard, target });
-    this.opts.onOpened?.(db, target);
+    const entry: Entry = { db, shard: target.shard, target, opened: true };
+    this.entries.set(target.path, entry);
+    entry.opened = this.opts.onOpened?.(db, target, intent) !== false;
     return db;
   }
 
@@ -235,7 +247,7 @@ export class HandleCache {
     forgetStatements(entry.db);
     let token: unknown;
     try {
-      token = this.opts.beforeClose?.(entry.db, entry.target);
+      token = this.opts.beforeClose?.(entry.db, entry.target, entry.opened);
     } catch (err) {
       if (onFailure === 'throw') {
         this.entries.set(key, entry);
