@@ -32,10 +32,18 @@ export class StaleMarkers {
   async around<T>(shard: number, keys: MarkerKeys, work: () => Promise<T>): Promise<T> {
     const n = (this.inHand.get(shard) ?? 0) + 1;
     this.inHand.set(shard, n);
+    let done: Promise<T>;
+    try {
+      // Its synchronous part first: a call's statement is written to its child before the
+      // check is written to Redis, which is then sent while the child runs, off the call's path.
+      done = work();
+    } catch (err) {
+      done = Promise.reject(err);
+    }
     // A failure leaves the marker, which costs only the fetch it always cost.
     if (n === 1) this.redis.agentdbClearStaleMarker(keys.marker, keys.wait, keys.prioritized, keys.delayed).catch(() => undefined);
     try {
-      return await work();
+      return await done;
     } finally {
       const left = this.inHand.get(shard)! - 1;
       if (left === 0) this.inHand.delete(shard);
