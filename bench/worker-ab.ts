@@ -3,8 +3,11 @@
 // runs its own `agentdb worker` on its own prefix; rounds of CALLS reads alternate A B B A …, so
 // the machine's load falls on both alike, and the medians of the rounds are compared. B is this
 // checkout's dist/ unless given. The caller is this process for both (the same client code).
-// To keep a baseline: `cp -r dist .ab-base` before a change (inside the checkout, so that its
-// imports find node_modules). ROUNDS (default 8), CALLS (default 1000).
+// A baseline: `cp -r dist .ab-base` before a change (inside the checkout, so that its imports
+// find node_modules), or another commit built outside it with a node_modules link (not a whole
+// tree inside: biome takes its biome.jsonc for a second root). Sides run in both orders give
+// the truest figure: under load the second side's wall time ran slower for identical builds.
+// ROUNDS (default 8), CALLS (default 1000).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
