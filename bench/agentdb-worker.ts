@@ -17,8 +17,8 @@ export interface BenchSite {
   config: Config;
   env: Record<string, string>;
   client: AgentDbClient;
-  /** Starts `agentdb worker` with extra settings; resolves once it is ready. */
-  worker(settings?: Record<string, string>): Promise<{ pid: number; stop(signal?: NodeJS.Signals): Promise<void> }>;
+  /** Starts `agentdb worker` with extra settings (from another build's `bin/agentdb.js` when given); resolves once it is ready. */
+  worker(settings?: Record<string, string>, bin?: string): Promise<{ pid: number; stop(signal?: NodeJS.Signals): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -33,8 +33,8 @@ export function benchSite(redisUrl: string, name: string, settings: Record<strin
     config,
     env,
     client,
-    async worker(extra = {}) {
-      const { child } = await startProcess(process.execPath, [BIN, 'worker'], { ...env, LOG_LEVEL: 'info', ...extra }, /"msg":"worker ready"/);
+    async worker(extra = {}, bin = BIN) {
+      const { child } = await startProcess(process.execPath, [bin, 'worker'], { ...env, LOG_LEVEL: 'info', ...extra }, /"msg":"worker ready"/);
       const stop = (signal: NodeJS.Signals = 'SIGTERM') =>
         new Promise<void>((resolve) => {
           running.delete(stop);

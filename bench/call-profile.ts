@@ -60,7 +60,8 @@ function summarise(name: string, p: Profile, calls: number): void {
   console.log(`\n== ${name}: ${(total / calls).toFixed(0)} µs sampled per call\n-- by function (self)\n${line(byFn)}\n-- by file or package\n${line(byFile)}`);
 }
 
-const profDir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-prof-'));
+// PROFILE_DIR keeps the worker's profile there (for a closer look), else it goes with the run.
+const profDir = process.env.PROFILE_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'agentdb-prof-'));
 const site = benchSite(REDIS_URL, 'profile', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
 const worker = await site.worker({ NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}` });
 const who = { workspace: 'bench', agent: 'profiler', settings: { database: 'agent' as const } };
@@ -115,5 +116,5 @@ try {
   for (const f of readdirSync(profDir)) summarise(`worker process ${f}`, JSON.parse(readFileSync(path.join(profDir, f), 'utf8')) as Profile, CALLS + 500);
 } finally {
   await site.close();
-  rmSync(profDir, { recursive: true, force: true });
+  if (!process.env.PROFILE_DIR) rmSync(profDir, { recursive: true, force: true });
 }

@@ -62,6 +62,20 @@ const encoder = new TextEncoder();
 export function shardOf(id: string, shardCount: number): number {
   if (!Number.isInteger(shardCount) || shardCount < 1) throw new RangeError(`shardCount must be a positive integer, got ${shardCount}`);
   let hash = 0x811c9dc5;
+  // An ASCII id is its own UTF-8 bytes: read them off the string. Encoding made a buffer per
+  // call, and both the client and the worker route every call through here (issue 31).
+  for (let i = 0; i < id.length; i++) {
+    const code = id.charCodeAt(i);
+    if (code >= 0x80) return fnvOfUtf8(id, shardCount);
+    hash ^= code;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % shardCount;
+}
+
+/** {@link shardOf} of an id with non-ASCII characters, hashed over its UTF-8 encoding. */
+function fnvOfUtf8(id: string, shardCount: number): number {
+  let hash = 0x811c9dc5;
   for (const byte of encoder.encode(id)) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193) >>> 0;

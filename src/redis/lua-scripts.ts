@@ -68,6 +68,8 @@ export interface LuaCommands {
   agentdbReleaseDeadOwnerJobs(active: string, stalled: string, stalledCheck: string, prefix: string): Promise<number>;
   /** A queue's active jobs and their locks, flattened: id, lock ('' for none), … */
   agentdbActiveLocks(active: string, prefix: string): Promise<string[]>;
+  /** clear-stale-marker.lua: 1 when the queue's base marker was removed (no job could be taken). */
+  agentdbClearStaleMarker(marker: string, wait: string, prioritized: string, delayed: string): Promise<number>;
   /** 1 when the lease is ours now; else the holder's token. */
   agentdbLeaseAcquire(lease: string, token: string, ttlMs: string): Promise<1 | string>;
   agentdbLeaseTakeFrom(lease: string, token: string, ttlMs: string, holder: string): Promise<number>;
@@ -107,6 +109,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbBudgetNote: { file: 'budget-note.lua' },
   agentdbReleaseDeadOwnerJobs: { file: 'release-dead-owner-jobs.lua', keys: 3 },
   agentdbActiveLocks: { file: 'active-locks.lua', keys: 1 },
+  agentdbClearStaleMarker: { file: 'clear-stale-marker.lua', keys: 4 },
   agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },
   agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },

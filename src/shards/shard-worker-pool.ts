@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Worker, type Job } from 'bullmq';
+import { QueueKeys, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
@@ -25,6 +25,7 @@ import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
+import { StaleMarkers } from './stale-markers.ts';
 import { UnheldJobs } from './unheld-jobs.ts';
 import { queueTelemetry, tracerIf } from '../tracing.ts';
 import type { Tracer } from '@opentelemetry/api';
@@ -63,6 +64,7 @@ export class ShardWorkerPool {
   private readonly blobs: BlobStore;
   private readonly workers = new Map<number, Worker>();
   private readonly unheld: UnheldJobs;
+  private readonly markers: StaleMarkers;
   private readonly ops: Record<string, ShardOpHandler> = shardOpHandlers();
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
@@ -126,6 +128,7 @@ export class ShardWorkerPool {
       ...(this.tracer ? { tracer: this.tracer } : {}),
     });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
+    this.markers = new StaleMarkers(this.redis);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
     // active with nobody running it (see UnheldJobs).
     let connected = false;
@@ -261,11 +264,15 @@ export class ShardWorkerPool {
       logger.warn({ shard, err: String(err) }, "could not take over the previous owner's jobs");
     }
     if (this.stopped) return;
+    const keys = new QueueKeys(this.keys.bullPrefix).getKeys(this.keys.queueName(shard));
+    const markerKeys = { marker: keys.marker!, wait: keys.wait!, prioritized: keys.prioritized!, delayed: keys.delayed! };
     const processor = (job: Job, token?: string) =>
-      this.unheld.hold<unknown>(token!, job.id!, () =>
-        job.name.startsWith(SHARD_OP_PREFIX)
-          ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota })
-          : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
+      this.markers.around(shard, markerKeys, () =>
+        this.unheld.hold<unknown>(token!, job.id!, () =>
+          job.name.startsWith(SHARD_OP_PREFIX)
+            ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota })
+            : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
+        ),
       );
     const worker = new Worker(this.keys.queueName(shard), processor, {
       connection: this.redis,

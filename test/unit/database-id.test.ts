@@ -35,6 +35,11 @@ describe('shardOf', () => {
     expect(shardOf('acme/research', 4096)).toBe(2293);
   });
 
+  it('hashes the UTF-8 bytes of any id, ASCII or not', () => {
+    const fnv = (id: string) => Buffer.from(id, 'utf8').reduce((h, b) => Math.imul(h ^ b, 0x01000193) >>> 0, 0x811c9dc5);
+    for (const id of ['acme/research', 'é', 'acme/ré', 'ws\u007f/a', '日本/agent', 'a😀b']) expect(shardOf(id, 2 ** 32 - 1)).toBe(fnv(id) % (2 ** 32 - 1));
+  });
+
   it('stays within the shard count', () => {
     for (let i = 0; i < 1000; i++) {
       const s = shardOf(`ws${i}/agent${i}`, 7);

@@ -20,6 +20,12 @@ describe('statementKey', () => {
 
   it('keeps a bounded record whatever the SQL text', () => {
     expect(statementKey('w', query(`SELECT '${'x'.repeat(100_000)}'`))!.length).toBeLessThan(40);
+    // Short texts key as they are, long ones by digest: neither stands for another statement.
+    const long = (end: string) => query(`SELECT '${'x'.repeat(200)}${end}'`);
+    expect(statementKey('w', long('a'))).not.toBe(statementKey('w', long('b')));
+    const digest = statementKey('w', long('a'))!.split('\0')[2]!;
+    expect(statementKey('w', query(digest.slice(1)))).not.toBe(statementKey('w', long('a')));
+    expect(statementKey('w', query('x'.repeat(100)))).not.toBe(statementKey('w', query('x'.repeat(101))));
   });
 
   it('leaves out work whose cost the text does not tell', () => {

@@ -1,0 +1,97 @@
+// `npm run build && node --import tsx bench/worker-ab.ts <a/bin/agentdb.js> [b/bin/agentdb.js]`:
+// the CPU a worker spends per sequential PK read, two builds side by side (issue 31). Each build
+// runs its own `agentdb worker` on its own prefix; rounds of CALLS reads alternate A B B A …, so
+// the machine's load falls on both alike, and the medians of the rounds are compared. B is this
+// checkout's dist/ unless given. The caller is this process for both (the same client code).
+// A baseline: `cp -r dist .ab-base` before a change (inside the checkout, so that its imports
+// find node_modules), or another commit built outside it with a node_modules link (not a whole
+// tree inside: biome takes its biome.jsonc for a second root). Sides run in both orders give
+// the truest figure: under load the second side's wall time ran slower for identical builds.
+// ROUNDS (default 8), CALLS (default 1000).
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { benchSite, type BenchSite } from './agentdb-worker.ts';
+import { childPids, cpuSeconds } from './cpu.ts';
+import { drive, quantile, round } from './stats.ts';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ROUNDS = Number(process.env.ROUNDS ?? 8);
+const CALLS = Number(process.env.CALLS ?? 1000);
+const bins = [process.argv[2], process.argv[3] ?? fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url))].map((b) => {
+  if (!b) throw new Error('usage: worker-ab.ts <a/bin/agentdb.js> [b/bin/agentdb.js]');
+  return path.resolve(b);
+});
+
+interface Side {
+  name: string;
+  site: BenchSite;
+  pid: number;
+  query(i: number): Promise<void>;
+  worker: number[];
+  children: number[];
+  msPerCall: number[];
+}
+
+const sides: Side[] = [];
+try {
+  for (const [i, bin] of bins.entries()) {
+    const name = i === 0 ? 'A' : 'B';
+    const site = benchSite(REDIS_URL, `ab-${name}`, { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
+    const { pid } = await site.worker({}, bin);
+    const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
+    const must = async (p: Promise<{ ok: boolean }>) => {
+      const env = await p;
+      if (!env.ok) throw new Error(`bench call failed: ${JSON.stringify(env)}`);
+    };
+    await must(site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } }));
+    await must(
+      site.client.call({
+        ...who,
+        tool: 'DATA_WRITE_SQL',
+        arguments: {
+          sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)",
+          params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))],
+        },
+      }),
+    );
+    const query = (i: number) =>
+      must(site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+    sides.push({ name, site, pid, query: async (i) => query(i), worker: [], children: [], msPerCall: [] });
+    await drive(500, 1, query);
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    // A B, then B A: neither build always runs first after the other's round.
+    for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
+      const kids = childPids(side.pid);
+      const before = { worker: cpuSeconds(side.pid), children: kids.reduce((s, p) => s + cpuSeconds(p), 0) };
+      const d = await drive(CALLS, 1, side.query);
+      side.worker.push(((cpuSeconds(side.pid) - before.worker) * 1000) / CALLS);
+      side.children.push(((kids.reduce((s, p) => s + cpuSeconds(p), 0) - before.children) * 1000) / CALLS);
+      side.msPerCall.push((d.seconds * 1000) / CALLS);
+    }
+  }
+  const med = (xs: number[]) =>
+    round(
+      quantile(
+        [...xs].sort((a, b) => a - b),
+        0.5,
+      ),
+    );
+  for (const s of sides) {
+    console.log(
+      JSON.stringify({
+        side: s.name,
+        bin: path.relative(process.cwd(), bins[sides.indexOf(s)]!),
+        workerMsPerCall: med(s.worker),
+        childMsPerCall: med(s.children),
+        msPerCall: med(s.msPerCall),
+        rounds: s.worker.map((w) => round(w, 2)),
+      }),
+    );
+  }
+  const [a, b] = sides;
+  const pairs = a!.worker.map((w, i) => b!.worker[i]! / w);
+  console.log(JSON.stringify({ workerBoverA: med(pairs), msBoverA: med(a!.msPerCall.map((m, i) => b!.msPerCall[i]! / m)) }));
+} finally {
+  for (const s of sides) await s.site.close();
+}

@@ -1,0 +1,53 @@
+import type { Redis } from 'ioredis';
+import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
+
+/** The BullMQ keys of a shard's queue the marker's check reads. */
+export interface MarkerKeys {
+  marker: string;
+  wait: string;
+  prioritized: string;
+  delayed: string;
+}
+
+/**
+ * Clears the wake-up BullMQ leaves behind when its worker takes a job, when the job is the only
+ * one its shard's worker has in hand and no other waits (issue 31). BullMQ's `moveToActive`
+ * marks the queue as having work each time it hands a job over; nothing waits then in the
+ * sequential case, so once the job finished the worker's blocking fetch returned at once, asked
+ * for a job that was not there and blocked again: one BZPOPMIN and one `moveToActive` per call
+ * for nothing, most of what a read cost our worker beyond raw BullMQ's. The check and the
+ * removal are one script (`clear-stale-marker.lua`), so a job added meanwhile keeps its marker.
+ * Only with one job in hand: with more, the worker's fetch loop is busy anyway and a marker
+ * usually stands for a job that does wait.
+ */
+export class StaleMarkers {
+  private readonly redis: ScriptedRedis;
+  private readonly inHand = new Map<number, number>();
+
+  constructor(redis: Redis) {
+    this.redis = withScripts(redis);
+  }
+
+  /** Runs `work`, a job of `shard`'s worker; the first job in hand sends the check, not awaited. */
+  async around<T>(shard: number, keys: MarkerKeys, work: () => Promise<T>): Promise<T> {
+    const n = (this.inHand.get(shard) ?? 0) + 1;
+    this.inHand.set(shard, n);
+    let done: Promise<T>;
+    try {
+      // Its synchronous part first: a call's statement is written to its child before the
+      // check is written to Redis, which is then sent while the child runs, off the call's path.
+      done = work();
+    } catch (err) {
+      done = Promise.reject(err);
+    }
+    // A failure leaves the marker, which costs only the fetch it always cost.
+    if (n === 1) this.redis.agentdbClearStaleMarker(keys.marker, keys.wait, keys.prioritized, keys.delayed).catch(() => undefined);
+    try {
+      return await done;
+    } finally {
+      const left = this.inHand.get(shard)! - 1;
+      if (left === 0) this.inHand.delete(shard);
+      else this.inHand.set(shard, left);
+    }
+  }
+}
