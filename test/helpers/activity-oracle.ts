@@ -4,53 +4,8 @@ import { AgentDbError } from '../../src/errors.ts';
 import { ACTIVITY_RETENTION_MS, type ActivityRow } from '../../src/sqlite/sqlite-activity.ts';
 import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { readIndex } from '../../src/history/segment-index.ts';
-import { behindNote } from '../../src/history/activity-view.ts';
-
-/** One commit of a database's history as the activity list shows it (the HTTP contract of `GET /v1/databases/:db/activity`). */
-export interface ActivityEntry {
-  /** The commit's place in history: `<generation>.<segment>.<n>`; `before` this pages on. */
-  id: string;
-  /** When history captured the commit (ISO). */
-  at: string;
-  /**
-   * `call`: an agent's or member's write or drop; `restore`: a restore (or its undo); `outside`:
-   * a commit no agentdb call made (a program outside agentdb wrote to the file); `unknown`: a
-   * commit older than the activity rows kept (`ACTIVITY_RETENTION_MS`), made by whoever it was.
-   */
-  kind: 'call' | 'restore' | 'outside' | 'unknown' | 'gap';
-  /** `agent:<name>` or `member:<name>`; for a restore, who asked (`<workspace>/@<member>`, `operator:<name>`). */
-  by?: string;
-  tool?: string;
-  callId?: string;
-  /** The SQL of a write, the table of a drop, or what a restore went back to; cut (see `statementCut`). */
-  statement?: string;
-  /** Bytes of the statement left out; absent when it is whole. */
-  statementCut?: number;
-  rationale?: string;
-  approvedBy?: string;
-  /** Rows the write changed (a drop: the rows of the table, when known). */
-  rowsChanged?: number;
-  /**
-   * The history position of the state just before this commit, for a restore `through` it: the
-   * id of the commit before (`<generation>.<segment>.<n>`) or a generation (its first state).
-   * A position, not a time: commits captured in the same millisecond before this one are kept.
-   */
-  restoreBefore: string;
-  heldIn?: string;
-  held?: number;
-}
-
-/** A page of {@link ActivityEntry}, newest first. */
-export interface ActivityPage {
-  database: string;
-  entries: ActivityEntry[];
-  /** The `before` of the next page; absent on the last. */
-  next?: string;
-  behind?: { writes: number; note: string };
-}
-
-/** Entries a page holds when the caller names no limit, and at most. */
-export const ACTIVITY_PAGE = { default: 50, max: 200 } as const;
+// The contract (entries, pages, their limits) is the service's; what is kept verbatim is how a page was made.
+import { ACTIVITY_PAGE, type ActivityEntry, type ActivityPage, behindNote } from '../../src/history/activity-view.ts';
 
 /** A commit as the listing reads it from history's indexes, oldest first. */
 export interface HistoryCommit {

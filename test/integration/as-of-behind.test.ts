@@ -3,12 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callKey } from '../../src/contracts/call-identity.ts';
-import { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { AsOfTarget } from '../../src/executor/executor-protocol.ts';
 import { historyDir } from '../../src/history/history-files.ts';
-import { builtExecutorChild } from '../helpers/built-child.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { growTmpfs, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // Review 29 M2: on a full disk history stops capturing (the frames wait in the WAL) while writes
 // are still acknowledged. `as_of` by the id of such a write answered AS_OF_CALL_UNKNOWN ("not in
@@ -33,18 +33,7 @@ describe.runIf(!refused)('as_of by the id of a write history has not captured ye
 
   beforeAll(async () => {
     // One child: the read runs where the failed copies were seen, and its message says why.
-    pool = new ExecutorPool({
-      size: 1,
-      workspaceShare: 1,
-      dataDir,
-      statementTimeoutMs: 30_000,
-      heapLimitMb: 256,
-      handleCacheSize: 4,
-      maxResultBytes: 1024 * 1024,
-      history: { checkpointBytes: 64 * 1024, retentionDays: 30 },
-      child: builtExecutorChild,
-    });
-    await pool.start();
+    pool = await oneChildPool(dataDir);
     const made = await pool.run({ op: 'write', db, sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)', params: [], callKey: key('create') });
     expect(made.ok, JSON.stringify(made)).toBe(true);
   });

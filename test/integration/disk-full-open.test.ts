@@ -8,12 +8,12 @@ import { historyView } from '../../src/history/history-view.ts';
 import { localSource } from '../../src/history/history-files.ts';
 import { planRestore } from '../../src/history/restore-plan.ts';
 import { buildRestore } from '../../src/history/restore-rebuild.ts';
-import { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
-import { builtExecutorChild } from '../helpers/built-child.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
 import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // Opening a database on a full disk (a tmpfs of 8 MB mounted here): a database whose handles
 // were closed (a restart, an idle close) needs room for its -shm and -wal files to open, and
@@ -43,18 +43,7 @@ describe.runIf(!refused)('opening a database on a full disk', () => {
   };
 
   beforeAll(async () => {
-    pool = new ExecutorPool({
-      size: 1,
-      workspaceShare: 1,
-      dataDir: mnt,
-      statementTimeoutMs: 30_000,
-      heapLimitMb: 256,
-      handleCacheSize: 4,
-      maxResultBytes: 1024 * 1024,
-      history: { checkpointBytes: 64 * 1024, retentionDays: 30 },
-      child: builtExecutorChild,
-    });
-    await pool.start();
+    pool = await oneChildPool(mnt);
     db = historyTarget(mnt, 'full/a');
     fresh = historyTarget(mnt, 'full/new');
     ok(await write(db, 'CREATE TABLE t(a)'));

@@ -7,12 +7,12 @@ import { historyDir, localSource } from '../../src/history/history-files.ts';
 import { planRestore } from '../../src/history/restore-plan.ts';
 import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { loadConfig } from '../../src/config.ts';
-import { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { ExecRequest } from '../../src/executor/executor-protocol.ts';
-import { builtExecutorChild } from '../helpers/built-child.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
 import { mountTmpfs, growTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // A database whose history copies keep failing while its own disk has room (history on another,
 // full volume here: a 1 MB tmpfs mounted on its history folder): the write is answered ok while
@@ -47,18 +47,7 @@ describe.runIf(!refused)('a history that falls behind its WAL', () => {
   };
 
   beforeAll(async () => {
-    pool = new ExecutorPool({
-      size: 1,
-      workspaceShare: 1,
-      dataDir,
-      statementTimeoutMs: 30_000,
-      heapLimitMb: 256,
-      handleCacheSize: 4,
-      maxResultBytes: 1024 * 1024,
-      history: { checkpointBytes: 64 * 1024, retentionDays: 30, maxBehindBytes: BOUND },
-      child: builtExecutorChild,
-    });
-    await pool.start();
+    pool = await oneChildPool(dataDir, { maxBehindBytes: BOUND });
     const made = await pool.run({
       op: 'write',
       db,

@@ -6,10 +6,9 @@ import type { AgentDbClient } from '../../src/calls/client.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { readUsage } from '../../src/calls/usage.ts';
-import { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
-import { builtExecutorChild } from '../helpers/built-child.ts';
+import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // The hostile review's flood, scaled down: whole-table updates of blobs against a 256 KiB quota.
 const QUOTA = 256 * 1024;
@@ -69,18 +68,7 @@ describe('a database whose history passes HISTORY_MAX_BYTES_PER_DB', () => {
 describe('the history quota and a write already committed', () => {
   it('a write run again under its call key after the quota was passed answers what it did (replayed), not HISTORY_QUOTA', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-quota-replay-'));
-    const pool = new ExecutorPool({
-      size: 1,
-      workspaceShare: 1,
-      dataDir,
-      statementTimeoutMs: 30_000,
-      heapLimitMb: 256,
-      handleCacheSize: 4,
-      maxResultBytes: 1024 * 1024,
-      history: { checkpointBytes: 64 * 1024, retentionDays: 30, maxBytesPerDb: QUOTA },
-      child: builtExecutorChild,
-    });
-    await pool.start();
+    const pool = await oneChildPool(dataDir, { maxBytesPerDb: QUOTA });
     try {
       const db = historyTarget(dataDir, 'acme/replay');
       const write = (sql: string, callKey: string) => pool.run({ op: 'write', db, sql, params: [], callKey });

@@ -3,13 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import { FULL_DISK_NOTE } from '../../src/history/dry-run-disk.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
-import { builtExecutorChild } from '../helpers/built-child.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
 import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // `agentdb restore --dry-run` on a full disk (a tmpfs of 8 MB mounted here) answered STORAGE_FULL:
 // its reader marker, and opening a closed database (its -shm and -wal), wanted room it does not
@@ -49,18 +49,7 @@ describe.runIf(!refused)('a restore dry run on a full disk', () => {
   };
 
   beforeAll(async () => {
-    pool = new ExecutorPool({
-      size: 1,
-      workspaceShare: 1,
-      dataDir: mnt,
-      statementTimeoutMs: 30_000,
-      heapLimitMb: 256,
-      handleCacheSize: 4,
-      maxResultBytes: 1024 * 1024,
-      history: { checkpointBytes: 64 * 1024, retentionDays: 30 },
-      child: builtExecutorChild,
-    });
-    await pool.start();
+    pool = await oneChildPool(mnt);
     db = historyTarget(mnt, 'full/a');
     into = historyTarget(mnt, 'full/b');
     ok(await write('CREATE TABLE t(a)'));
