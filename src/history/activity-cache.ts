@@ -10,15 +10,15 @@ export const ACTIVITY_CACHE = { databases: 32, items: 250_000, perWorkspace: 8 }
 
 /**
  * The {@link ActivityHistory} of the databases whose activity was listed lately, so that the next
- * page reads only what changed since (one per shard worker: its databases). Bounded, least
- * recently listed out first, by databases and by commits and rows held. The one listed last
- * stays however large the bound (its next page would read all of it again: 4 s at 200,000
- * commits), up to `ACTIVITY_READ_LIMIT`, past which no history is read (issue 29): at most
- * about 95 MB. Listing another database drops it first; its next page reads it all again and
- * is charged for it. Pages of one database wait for each other: a page reads its history while
- * the next reads it on. A workspace keeps at most `perWorkspace` of the databases: past that its
- * own least recently listed go first, so a tenant listing many databases evicts only its own and
- * never sends another's pages back to the whole read (review R29 M3).
+ * page reads only what changed since (one per shard worker: its databases). Pages of one
+ * database wait for each other: a page reads its history while the next reads it on. Bounded:
+ * - a workspace keeps at most `perWorkspace` of the databases, its own least recently listed out
+ *   first, so a tenant listing many databases evicts only its own (review R29 M3);
+ * - past `databases` or the bound of commits and rows, the workspace holding the most gives up a
+ *   history first, its least recently listed, the one just listed last (see `victim`);
+ * - the one history left stays however large (its next page would read all of it again: 4 s at
+ *   200,000 commits), up to `ACTIVITY_READ_LIMIT`, past which no history is read (issue 29): at
+ *   most about 95 MB. A history dropped is read again whole by its next page, charged to it.
  */
 export class ActivityCache {
   private readonly held = new Map<string, { history: ActivityHistory; turn: Promise<unknown>; workspace: string }>();
@@ -53,13 +53,37 @@ export class ActivityCache {
     const workspace = this.held.get(keep)?.workspace;
     const own = [...this.held].filter(([key, e]) => key !== keep && e.workspace === workspace);
     for (const [key] of own.slice(0, Math.max(0, own.length + 1 - (this.limits.perWorkspace ?? ACTIVITY_CACHE.perWorkspace)))) this.held.delete(key);
-    let items = 0;
-    for (const { history } of this.held.values()) items += history.commits.length + history.order.length;
-    for (const [key, { history }] of this.held) {
-      if (this.held.size <= this.limits.databases && items <= this.limits.items) break;
-      if (key === keep) continue;
-      this.held.delete(key);
-      items -= history.commits.length + history.order.length;
+    // The last one left stays however large (its bound is ACTIVITY_READ_LIMIT).
+    while (this.held.size > 1) {
+      let items = 0;
+      for (const { history } of this.held.values()) items += itemsOf(history);
+      const overCount = this.held.size > this.limits.databases;
+      if (!overCount && items <= this.limits.items) return;
+      this.held.delete(this.victim(keep, overCount));
     }
   }
+
+  /**
+   * Which history goes: the heaviest workspace's (by what it holds, or by its databases when
+   * those are too many), its least recently listed first and the one just listed last. The
+   * workspace that fills the cache pays with its own re-reads, charged to it, rather than sending
+   * another's pages back to the whole read (review R29b M1: two big histories of one workspace
+   * evicted every other workspace's, whose re-reads were then charged to them).
+   */
+  private victim(keep: string, byCount: boolean): string {
+    const by = new Map<string, { items: number; keys: string[] }>();
+    for (const [key, e] of this.held) {
+      const w = by.get(e.workspace) ?? { items: 0, keys: [] };
+      w.items += itemsOf(e.history);
+      w.keys.push(key);
+      by.set(e.workspace, w);
+    }
+    const heaviest = [...by.values()].reduce((a, b) => ((byCount ? b.keys.length > a.keys.length : b.items > a.items) ? b : a));
+    return heaviest.keys.find((k) => k !== keep) ?? keep;
+  }
+}
+
+/** What a kept history holds, as the bound counts it: its commits and rows. */
+function itemsOf(history: ActivityHistory): number {
+  return history.commits.length + history.order.length;
 }

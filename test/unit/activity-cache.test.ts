@@ -41,6 +41,33 @@ describe('ActivityCache', () => {
     expect(cache.size).toBe(4);
   });
 
+  it('past the bound of commits and rows, the workspace holding the most gives up its histories, not another (review R29b M1)', async () => {
+    const cache = new ActivityCache({ databases: 32, items: 1000, perWorkspace: 8 });
+    const seen = new Map<string, object[]>();
+    // A listed history holding `items` commits, as a page that read them leaves it.
+    const use = (id: string, items: number) =>
+      cache.with(dataDir, id, async (h) => {
+        seen.set(id, [...(seen.get(id) ?? []), h]);
+        if (h.commits.length < items) h.commits.push(...Array.from({ length: items - h.commits.length }, () => h.commits[0]!));
+      });
+    await use('acme/small', 100);
+    await use('evil/small', 100);
+    await use('zed/b1', 600);
+    await use('zed/b2', 600);
+    // zed's first big history went; acme's and evil's stayed.
+    await use('acme/small', 100);
+    await use('evil/small', 100);
+    expect(seen.get('acme/small')![1]).toBe(seen.get('acme/small')![0]);
+    expect(seen.get('evil/small')![1]).toBe(seen.get('evil/small')![0]);
+    expect(cache.size).toBe(3);
+    // Listed again and bigger, zed's histories are the heaviest: its other goes, then (still past
+    // the bound) the one just listed, rather than another workspace's.
+    await use('zed/b1', 900);
+    expect(cache.size).toBe(2);
+    await use('acme/small', 100);
+    expect(seen.get('acme/small')![2]).toBe(seen.get('acme/small')![0]);
+  });
+
   it('runs the pages of one database one after the other', async () => {
     const cache = new ActivityCache();
     const order: string[] = [];
