@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, codeOf } from '../errors.ts';
 import type { ActivityRow } from '../sqlite/sqlite-activity.ts';
 import { RowMatcher, type Group } from './activity-match.ts';
 import { listGenerations, listSegments, localSource, type GenerationInfo, type SegmentInfo } from './history-files.ts';
@@ -14,6 +14,9 @@ import { TurnClock } from './turn-clock.ts';
  * let one tenant's history grow the worker without bound (issue 29).
  */
 export const ACTIVITY_READ_LIMIT = 500_000;
+
+/** How long a history refused for its size is refused without being read again. */
+const REFUSAL_KEPT_MS = 10 * 60_000;
 
 /** Rows asked of the executor at once, and rows matched or commits read between looks at the clock. */
 const PIECE = 5_000;
@@ -117,6 +120,7 @@ export class ActivityHistory {
   private prevEnd: number | undefined;
   private lastState: string | undefined;
   private clock = new TurnClock();
+  private refused?: { error: AgentDbError; until: number };
 
   /** `bounds`: a turn's length and the read's limit (tests make them small). */
   constructor(
@@ -127,10 +131,16 @@ export class ActivityHistory {
 
   /** Reads on what was added to history and to the rows since the last call, and matches it. */
   async refresh(rows: ActivityRows): Promise<void> {
+    // A history refused for its size is refused again at once for a while, without reading it
+    // again: it only grows until a prune, and each read up to the limit costs the worker seconds
+    // (review R29b M2).
+    if (this.refused && Date.now() < this.refused.until) throw this.refused.error;
+    this.refused = undefined;
     this.clock = new TurnClock(this.bounds.turnMs);
     try {
       await this.readOn(rows);
     } catch (err) {
+      if (codeOf(err) === 'RESOURCE_LIMIT') this.refused = { error: err as AgentDbError, until: Date.now() + REFUSAL_KEPT_MS };
       // Read halfway (an index unreadable, the executor's answer an error): the match no longer
       // follows what was read. The next page reads everything again.
       this.reset();

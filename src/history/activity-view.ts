@@ -110,8 +110,12 @@ export interface PageOptions {
 async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, opts: PageOptions, now: number): Promise<ActivityPage> {
   const limit = Math.min(Math.max(1, opts.limit ?? ACTIVITY_PAGE.default), ACTIVITY_PAGE.max);
   const readBefore = history.reads.commits + history.reads.rows;
-  await history.refresh(rows);
-  opts.onRead?.(history.reads.commits + history.reads.rows - readBefore);
+  try {
+    await history.refresh(rows);
+  } finally {
+    // Heard whether the page is made or refused: a read up to the limit is charged too.
+    opts.onRead?.(history.reads.commits + history.reads.rows - readBefore);
+  }
   const { commits, order } = history;
   const match = history.matcher.byCommit;
   const held = heldSlots(history.groups, commits.length, order);

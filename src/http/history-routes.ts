@@ -96,12 +96,14 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
         const limited = await deps.chargeLookup?.(member.workspace, member.name);
         if (limited) return rateLimited(reply, limited);
         let read = 0;
-        const page = await deps.history.activity(db, request.query, { member }, (n) => (read = n));
-        // Charged once the work is known: a page that read the whole history spends the budget
-        // its next pages are refused by (this one was read already).
-        const extra = activityReadPoints(read);
-        if (extra > 0) await deps.chargeLookup?.(member.workspace, member.name, extra);
-        return reply.send(page);
+        try {
+          return reply.send(await deps.history.activity(db, request.query, { member }, (n) => (read = n)));
+        } finally {
+          // Charged once the work is known, the page made or refused for its size: a page that
+          // read the whole history spends the budget its next pages are refused by.
+          const extra = activityReadPoints(read);
+          if (extra > 0) await deps.chargeLookup?.(member.workspace, member.name, extra);
+        }
       } catch (err) {
         return refused(reply, err);
       }

@@ -100,8 +100,12 @@ export class HistoryClient {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
     const args = { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(page.before !== undefined ? { before: page.before } : {}) };
-    const { read, ...answer } = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as ActivityPage & { read?: number };
+    const { read, refused, ...answer } = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as ActivityPage & {
+      read?: number;
+      refused?: { code: 'RESOURCE_LIMIT'; detail: string };
+    };
     onRead?.(read ?? 0);
+    if (refused) throw new AgentDbError(refused.code, refused.detail);
     return answer;
   }
 

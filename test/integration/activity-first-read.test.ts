@@ -60,6 +60,11 @@ describe('a first activity page of a long history', () => {
     const history = new ActivityHistory(dataDir, ID, { readLimit: 1_000 });
     await expect(history.refresh(rows())).rejects.toMatchObject({ code: 'RESOURCE_LIMIT' });
     expect(history.commits.length).toBe(0);
+    // Asked again, it refuses at once without reading the history again (review R29b M2: each
+    // refused page read up to the limit anew, seconds of the worker's time for a tenth of a call).
+    const before = { ...history.reads };
+    await expect(history.refresh(rows())).rejects.toMatchObject({ code: 'RESOURCE_LIMIT' });
+    expect(history.reads).toEqual(before);
   });
 
   it('keeps a history larger than the cache holds only while no other database is listed', async () => {

@@ -210,10 +210,15 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         `the workspace's rate limit is spent for now (a history page counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); reload in ${limited.retryAfterS} s`,
       );
     let read = 0;
-    const [h, activity] = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller, (n) => (read = n))]);
-    // What the page read afresh, charged once known (as the API's page is).
-    const extra = activityReadPoints(read);
-    if (extra > 0) await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name, extra);
+    let both: [HistoryView, ActivityPage];
+    try {
+      both = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller, (n) => (read = n))]);
+    } finally {
+      // What the page read afresh, charged once known, made or refused (as the API's page is).
+      const extra = activityReadPoints(read);
+      if (extra > 0) await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name, extra);
+    }
+    const [h, activity] = both;
     const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { AgentDbError } from '../../errors.ts';
+import { AgentDbError, codeOf } from '../../errors.ts';
 import { dirNames } from '../../history/dir-names.ts';
 import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
@@ -131,7 +131,7 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     const read = async (ask: { seqs?: number[]; after?: number }) => unwrap(await ctx.executor.run({ op: 'activity', db, ...ask }));
     // What the page read afresh goes back with it, for the caller to charge (issue 29).
     let itemsRead = 0;
-    const page = await activityPage(
+    const page = activityPage(
       ctx.config.dataDir,
       id,
       {
@@ -143,7 +143,14 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
       Date.now(),
       activityCache,
     );
-    return { ...page, read: itemsRead };
+    try {
+      return { ...(await page), read: itemsRead };
+    } catch (err) {
+      // Refused for its size after reading up to the limit: the refusal goes back as an answer
+      // with what was read, so that the caller charges the read (an error would drop the count).
+      if (codeOf(err) === 'RESOURCE_LIMIT') return { refused: { code: 'RESOURCE_LIMIT', detail: (err as AgentDbError).detail }, read: itemsRead };
+      throw err;
+    }
   };
 
   const snapshot: ShardOpHandler = async (data, ctx) => {
