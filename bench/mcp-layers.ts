@@ -49,7 +49,7 @@ async function one(i: number): Promise<void> {
 /** The same call down `/mcp`'s fast path (src/http/mcp-fast-call.ts): no SDK Server, no exchange. */
 async function fast(i: number): Promise<void> {
   const call = fastToolCall({ headers, body: body(i) });
-  if (!call) throw new Error('not taken by the fast path');
+  if (!call || 'invalid' in call) throw new Error('not taken by the fast path');
   const run = mcpToolCall({ kind: 'workspace' }, { calls, approvalWaitMs: 1000 }, async () => principal);
   const answer = await answerFastToolCall(call, run, new AbortController().signal);
   if (answer.status !== 200) throw new Error(JSON.stringify(answer));

@@ -24,7 +24,7 @@ export interface FastToolCall {
  * the SDK's way, so its answer stays the SDK's own; test/integration/mcp-fast-path.test.ts holds
  * the two paths to the same bytes.
  */
-export function fastToolCall(post: McpHttpPost): FastToolCall | undefined {
+export function fastToolCall(post: McpHttpPost, fast = true): FastToolCall | { invalid: McpHttpAnswer } | undefined {
   let checked: ReturnType<typeof checkedPost>;
   try {
     checked = checkedPost(post);
@@ -34,10 +34,12 @@ export function fastToolCall(post: McpHttpPost): FastToolCall | undefined {
   if ('refusal' in checked) return undefined;
   const m = checked.message;
   if (!('method' in m) || m.method !== 'tools/call' || !('id' in m)) return undefined;
-  // A task-augmented call: the SDK checks the server's task capability and keeps a task.
-  if (m.params && 'task' in m.params) return undefined;
   const parsed = CallToolRequestSchema.safeParse(m);
-  if (!parsed.success) return undefined;
+  // The SDK answers a tools/call whose params its schema refuses -32603 with zod's issues as
+  // JSON; JSON-RPC's code for bad params is -32602 (review R28), on either path.
+  if (!parsed.success) return { invalid: invalidParams(m.id, parsed.error.issues) };
+  // A task-augmented call: the SDK checks the server's task capability and keeps a task.
+  if (!fast || (m.params && 'task' in m.params)) return undefined;
   return { id: m.id, request: parsed.data };
 }
 
@@ -63,4 +65,10 @@ export async function answerFastToolCall(call: FastToolCall, run: McpToolCall, s
       body: { jsonrpc: '2.0', id: call.id, error: { code, message: e.message ?? 'Internal error', ...(e.data !== undefined && { data: e.data }) } },
     };
   }
+}
+
+/** JSON-RPC's Invalid params, naming each refused field in a line a person can read. */
+function invalidParams(id: RequestId, issues: readonly { path: PropertyKey[]; message: string }[]): McpHttpAnswer {
+  const what = issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : 'params'}: ${i.message}`).join('; ');
+  return { status: 200, body: { jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${what}` } } };
 }

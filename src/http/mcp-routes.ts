@@ -97,7 +97,8 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         const send = (answer: McpHttpAnswer) =>
           answer.body === undefined ? reply.code(answer.status).send() : reply.code(answer.status).header('content-type', 'application/json').send(answer.body);
         // A plain tools/call skips the SDK Server (why: mcp-fast-call.ts), answering the same.
-        const fast = deps.fastPath === false ? undefined : fastToolCall(post);
+        const fast = fastToolCall(post, deps.fastPath !== false);
+        if (fast && 'invalid' in fast) return send(fast.invalid);
         if (fast) {
           const gone = new AbortController();
           reply.raw.on('close', () => {

@@ -114,7 +114,8 @@ const masked = (a: Answer): Answer => ({
 
 /** Posts the same request down both paths (fast first) and answers both, after checking which path the fast route took. */
 async function both(bearer: string, body: unknown, o: { headers?: Record<string, string>; at?: string; fast: boolean }): Promise<[Answer, Answer]> {
-  expect(fastToolCall({ headers: { ...HEADERS, ...o.headers }, body }) !== undefined, 'whether the fast path takes it').toBe(o.fast);
+  const taken = fastToolCall({ headers: { ...HEADERS, ...o.headers }, body });
+  expect(taken !== undefined && !('invalid' in taken), 'whether the fast path takes it').toBe(o.fast);
   const fast = await post('fast', bearer, body, o.headers, o.at);
   const sdk = await post('sdk', bearer, body, o.headers, o.at);
   return [fast, sdk];
@@ -206,8 +207,12 @@ describe("/mcp's fast path answers tools/call as the SDK path does", () => {
     await same(key.reader!, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }, { fast: false });
     await same(key.reader!, { jsonrpc: '2.0', method: 'notifications/initialized' }, { fast: false });
     await same(key.reader!, toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }, { task: { ttl: 60_000 } }), { fast: false });
-    await same(key.reader!, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { arguments: {} } }, { fast: false });
-    await same(key.reader!, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 5 } }, { fast: false });
+    // Params the tools/call schema refuses: JSON-RPC's Invalid params on both paths, not the SDK's
+    // -32603 with zod's issues as JSON (review R28).
+    for (const params of [{ arguments: {} }, { name: 5 }, { name: 'DATA_QUERY_SQL', arguments: [] }, { name: 'DATA_QUERY_SQL', arguments: 'x' }]) {
+      const answer = await same(key.reader!, { jsonrpc: '2.0', id: 1, method: 'tools/call', params }, { fast: false });
+      expect(JSON.parse(answer.text)).toMatchObject({ id: 1, error: { code: -32602, message: expect.stringMatching(/^Invalid params: \S/) } });
+    }
     await same(key.reader!, [read], { fast: false });
     await same(key.reader!, { ...read, jsonrpc: '1.0' }, { fast: false });
     await same(key.reader!, read, { headers: { 'mcp-protocol-version': '1999-01-01' }, fast: false });
