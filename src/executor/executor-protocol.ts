@@ -66,8 +66,10 @@ export type ExecRequest = (
    * The database's activity rows (`sqlite-activity.ts`): every row's order and time, with `seqs`
    * those rows whole, with `after` the order and time of the rows after it (`activitySince`),
    * at most `limit` of them (a page reads them in pieces: one message of every row stalled the worker).
+   * With `catchUp`, none: history copies what its failed copies left in the WAL (a full disk
+   * since freed), so a page of an idle database is not `behind` until its next write.
    */
-  | { op: 'activity'; db: DbTarget; seqs?: number[]; after?: number; limit?: number }
+  | { op: 'activity'; db: DbTarget; seqs?: number[]; after?: number; limit?: number; catchUp?: true }
   /** Both guard layers, nothing runs: asked before a call is parked for a person's approval. */
   | { op: 'check'; db: DbTarget; sql: string; mode: 'read' | 'write' }
   /** What a drop of `table` would remove (a `DropObject`), or NOT_FOUND; nothing runs. Asked before parking. */

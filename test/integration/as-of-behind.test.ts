@@ -59,8 +59,12 @@ describe.runIf(!refused)('as_of by the id of a write history has not captured ye
     expect(behind.error.detail).toContain('has not captured');
     expect(behind.error.detail).toContain('disk');
 
-    // Room again: the next write copies the backlog, and the moment reads (every write before it).
+    // Room again: an activity page catches history up with no write (review R29b L1: an idle
+    // database stayed behind until its next write), and the moment reads (every write before it).
     growTmpfs(mnt, '64m');
+    expect(pool.captureLagSeconds()).toBeGreaterThan(0);
+    expect(await pool.run({ op: 'activity', db, catchUp: true })).toMatchObject({ ok: true });
+    expect(pool.captureLagSeconds()).toBe(0);
     expect((await write('after')).ok).toBe(true);
     const back = await read('late');
     expect(back.ok, JSON.stringify(back)).toBe(true);

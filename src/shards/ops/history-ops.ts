@@ -128,7 +128,10 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     }
     // The rows are read by the executor, the one process that opens database files (a connection
     // of this process closing last would checkpoint the WAL before capture copied it).
-    const read = async (ask: { seqs?: number[]; after?: number }) => unwrap(await ctx.executor.run({ op: 'activity', db, ...ask }));
+    const read = async (ask: { seqs?: number[]; after?: number; catchUp?: true }) => unwrap(await ctx.executor.run({ op: 'activity', db, ...ask }));
+    // History copies first what failed copies left behind, if it now can: a page of an idle
+    // database whose disk was freed is then not `behind` (review R29b L1).
+    await read({ catchUp: true });
     // What the page read afresh goes back with it, for the caller to charge (issue 29).
     let itemsRead = 0;
     const page = activityPage(
