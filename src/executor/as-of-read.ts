@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { AgentDbError, codeOf } from '../errors.ts';
 import { hardenConnection } from '../guard/engine-check.ts';
 import { momentBytes, momentFile, sweepMoments } from '../history/as-of-cache.ts';
-import { planAsOf } from '../history/as-of-moment.ts';
+import { planAsOf, recordedAt } from '../history/as-of-moment.ts';
 import type { RestorePlan } from '../history/restore-plan.ts';
 import type { HistoryCapture } from '../history/handle-capture.ts';
 import { localSource } from '../history/history-files.ts';
@@ -49,6 +49,13 @@ export function readAsOf(
   closeDropped();
   const key = `${db.id}\n${'at' in asOf.target ? asOf.target.at : asOf.target.callKeys.join('\n')}`;
   let plan = reusablePlan(key, now);
+  // A call id's moment is found through the live database's record of the call, which a restore
+  // or its undo changes: a kept plan is used only while the record is the one it was planned
+  // from (review R29b L2: after a restore, ids asked a moment ago answered from the old line).
+  if (plan && !('at' in asOf.target) && recordOf(handles, db, asOf.target.callKeys) !== plans.get(key)?.ran) {
+    plans.delete(key);
+    plan = undefined;
+  }
   if (!plan) {
     // History first holds every write answered before (another child may still be copying the
     // last one): the moment is planned from history, as a fork's is.
@@ -63,7 +70,8 @@ export function readAsOf(
       throw cause ? new AgentDbError('HISTORY_BEHIND', `${(err as AgentDbError).detail} (${cause})`) : err;
     }
     // A time after this read began may still gain commits answered after it: planned again.
-    if (!('at' in asOf.target) || asOf.target.at < now) keepPlan(key, plan, now);
+    if (!('at' in asOf.target) || asOf.target.at < now)
+      keepPlan(key, plan, now, 'at' in asOf.target || !live ? undefined : recordedAt(live, asOf.target.callKeys)?.at);
   }
   const kept = momentFile(dataDir, db.id, plan, asOf.build === true);
   if (!kept) return { ok: true, result: null, asOf: { needsRoom: momentBytes(plan) } };
@@ -77,9 +85,15 @@ export function readAsOf(
  * until history is pruned or a call's record expires, so a read of it within {@link PLAN_REUSE_MS}
  * skips waiting for capture and reading the history's indexes (most of a kept moment's read).
  */
-const plans = new Map<string, { plan: RestorePlan; at: number }>();
+const plans = new Map<string, { plan: RestorePlan; at: number; ran?: number }>();
 const PLAN_REUSE_MS = 60_000;
 const MAX_PLANS = 256;
+
+/** When the live database's record of the call says it ran, or undefined (no record, no file). */
+function recordOf(handles: HandleCache, db: DbTarget, callKeys: readonly string[]): number | undefined {
+  const live = handles.open(db, 'query');
+  return handles.isPlaceholder(live) ? undefined : recordedAt(live, callKeys)?.at;
+}
 
 function reusablePlan(key: string, now: number): RestorePlan | undefined {
   const hit = plans.get(key);
@@ -89,9 +103,9 @@ function reusablePlan(key: string, now: number): RestorePlan | undefined {
   return undefined;
 }
 
-function keepPlan(key: string, plan: RestorePlan, now: number): void {
+function keepPlan(key: string, plan: RestorePlan, now: number, ran: number | undefined): void {
   plans.delete(key);
-  plans.set(key, { plan, at: now });
+  plans.set(key, { plan, at: now, ...(ran !== undefined ? { ran } : {}) });
   if (plans.size > MAX_PLANS) plans.delete(plans.keys().next().value!);
 }
 

@@ -85,7 +85,7 @@ function foldedRefusal(callId: string, folded: Folded): AgentDbError {
 }
 
 /** The key a call's record is under, and when it ran (its transaction's time), or undefined. */
-function recordedAt(db: Database, keys: readonly string[]): { key: string; at: number } | undefined {
+export function recordedAt(db: Database, keys: readonly string[]): { key: string; at: number } | undefined {
   if (keys.length === 0) return undefined;
   if (trusted(db, `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '${CALLS_TABLE}'`).get() === undefined) return undefined;
   for (const key of keys) {
