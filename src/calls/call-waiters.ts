@@ -159,7 +159,14 @@ export class CallWaiters {
   }
 
   private add<T>(kind: 'completed' | 'parked', key: string, signal?: AbortSignal): Promise<T> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) {
+      // Marked handled as the others below are: a waiter that gave up before it got here may
+      // never await it (an MCP client gone while its call was being enqueued left ten unhandled
+      // rejections in the abandoned-waits test).
+      const gone = Promise.reject(signal.reason) as Promise<T>;
+      gone.catch(() => undefined);
+      return gone;
+    }
     let remove!: () => void;
     const wait = new Promise<T>((resolve, reject) => {
       let watch = this.watches.get(key);

@@ -35,6 +35,27 @@ describe('CallWaiters', () => {
     expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
   });
 
+  it('leaves no unhandled rejection for a wait refused at once that its waiter never awaits', async () => {
+    // A call's enqueue asks for its waits before it adds the job; a client gone by then may never
+    // await them (ten unhandled rejections failed a CI run).
+    const unhandled: unknown[] = [];
+    const note = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', note);
+    try {
+      const w = new CallWaiters();
+      const a = new AbortController();
+      a.abort(new Error('gone before the wait'));
+      w.completion('k3', a.signal);
+      w.parking('k3', a.signal);
+      // Unhandled rejections are reported after the microtasks of the turn: two turns on.
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', note);
+    }
+  });
+
   it('keeps the watch while a parking wait remains, without its look', () => {
     const w = new CallWaiters();
     const a = new AbortController();
