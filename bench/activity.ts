@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { AgentDbClient } from '../src/calls/client.ts';
@@ -26,6 +26,7 @@ import type { ActivityRows } from '../src/history/activity-history.ts';
 import { activityPage, type ActivityPage } from '../src/history/activity-view.ts';
 import { activitySince, readActivity, recordCallActivity, type ActivityRow } from '../src/sqlite/sqlite-activity.ts';
 import { wholeHistoryPage } from '../test/helpers/activity-oracle.ts';
+import { buildActivity } from '../test/helpers/activity-build.ts';
 
 const COMMITS = Number(process.env.ACTIVITY_BENCH_COMMITS ?? 40_000);
 const ROUNDS = Number(process.env.ACTIVITY_BENCH_ROUNDS ?? 5);
@@ -35,26 +36,6 @@ const ID = 'bench/activity';
 
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/** A database of `commits` calls, each its activity row in its commit, captured as the executor captures. */
-function build(dataDir: string, file: string, commits: number, id = ID): Database.Database {
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('wal_autocheckpoint = 0');
-  const opts = { source: localSource(dataDir, id), checkpointBytes: 4 * MB };
-  capture(db, file, opts);
-  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
-  const call = db.transaction((i: number) => {
-    insert.run(`row ${i}`);
-    recordCallActivity(db, { tool: 'DATA_WRITE_SQL', by: 'agent:bench', callId: `c${i}`, statement: 'INSERT INTO t (v) VALUES (?)' }, 1);
-  });
-  for (let i = 0; i < commits; i++) {
-    call(i);
-    capture(db, file, opts);
-  }
-  return db;
-}
 
 function rowsOf(db: Database.Database): ActivityRows {
   return {
@@ -79,7 +60,7 @@ async function main(): Promise<void> {
   try {
     const file = path.join(dataDir, 'activity.sqlite');
     const made = performance.now();
-    const db = build(dataDir, file, COMMITS);
+    const db = buildActivity(dataDir, file, COMMITS, ID);
     console.log(`${COMMITS} commits made in ${round((performance.now() - made) / 1000, 1)} s`);
     const rows = rowsOf(db);
     // Page 50's cursor, and that both listings agree on it.
@@ -134,7 +115,7 @@ async function served(): Promise<void> {
   const id = 'bench/activity';
   const file = databasePath(dataDir, 'bench', 'activity', shardOf(id, 4));
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const made = build(dataDir, file, COMMITS, id);
+  const made = buildActivity(dataDir, file, COMMITS, id);
   made.close();
   // A history quota past the bench's (200,000 commits take 2 GB of history).
   const config = loadConfig({
