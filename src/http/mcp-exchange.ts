@@ -104,11 +104,54 @@ export class McpExchange implements Transport {
 }
 
 /** Why a POST is refused before any message reaches the server: its status, JSON-RPC code and message. */
-interface PostRefusal {
+export interface PostRefusal {
   status: number;
   code: number;
   message: string;
 }
+
+/**
+ * A body that is not JSON, in the SDK transport's words: whether Fastify refused its content
+ * type (no parser for it, mcp-routes.ts) or took it and {@link checkedPost} did (text/plain),
+ * a client is told the same (review R28).
+ */
+export const UNSUPPORTED_MEDIA_TYPE: PostRefusal = { status: 415, code: -32000, message: 'Unsupported Media Type: Content-Type must be application/json' };
+
+/**
+ * The media types an Accept header names with a weight above zero, lowercased, parameters
+ * dropped. Parsed rather than searched (review R28): `application/json;q=0` declines JSON
+ * (RFC 9110, 12.5.1), and `text/event-stream-x` or `application/jsonx` are other types. A
+ * wildcard range stays as written: it names neither type, as the SDK's check has it (the
+ * transport must be told both). A weight that is not a number leaves its range out.
+ */
+function acceptedTypes(header: string | undefined): Set<string> {
+  const types = new Set<string>();
+  if (!header) return types;
+  for (const range of header.split(',')) {
+    const [type = '', ...params] = range.split(';');
+    let weight = 1;
+    for (const param of params) {
+      const eq = param.indexOf('=');
+      if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== 'q') continue;
+      const q = param.slice(eq + 1).trim();
+      weight = /^(0(\.\d{0,3})?|1(\.0{0,3})?)$/.test(q) ? Number(q) : 0;
+    }
+    const name = type.trim().toLowerCase();
+    if (weight > 0 && name) types.add(name);
+  }
+  return types;
+}
+
+/** Whether an Accept header names both types the transport answers in (see {@link acceptedTypes}). */
+function acceptsJsonAndEvents(header: string | undefined): boolean {
+  // A client sends the same Accept on every POST: the last one's answer is kept.
+  if (header !== lastAccept.header) {
+    const types = acceptedTypes(header);
+    lastAccept = { header, both: types.has('application/json') && types.has('text/event-stream') };
+  }
+  return lastAccept.both;
+}
+let lastAccept: { header: string | undefined; both: boolean } = { header: undefined, both: false };
 
 /**
  * The HTTP-level checks of one POST, in the SDK transport's order (see {@link McpExchange}): the
@@ -117,11 +160,10 @@ interface PostRefusal {
  */
 export function checkedPost(post: McpHttpPost, closed = false): { message: JSONRPCMessage } | { refusal: PostRefusal } {
   const refuse = (status: number, code: number, message: string) => ({ refusal: { status, code, message } });
-  const accept = post.headers.accept;
-  if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
+  if (!acceptsJsonAndEvents(post.headers.accept)) {
     return refuse(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
   }
-  if (!isJsonContentType(post.headers['content-type'])) return refuse(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+  if (!isJsonContentType(post.headers['content-type'])) return { refusal: UNSUPPORTED_MEDIA_TYPE };
   const raw = post.body;
   // JSON-RPC batches left MCP in 2025-06-18; no client of a later version sends one.
   if (Array.isArray(raw))

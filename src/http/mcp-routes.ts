@@ -6,7 +6,7 @@ import { mcpToolCall } from '../mcp/tool-call.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
-import { McpExchange, type McpHttpAnswer } from './mcp-exchange.ts';
+import { McpExchange, type McpHttpAnswer, UNSUPPORTED_MEDIA_TYPE } from './mcp-exchange.ts';
 import { answerFastToolCall, fastToolCall } from './mcp-fast-call.ts';
 import { McpBearer } from './oauth/mcp-bearer.ts';
 import type { OAuthDeps } from './oauth/oauth-deps.ts';
@@ -57,7 +57,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
     app.setErrorHandler((err: FastifyError, request, reply) => {
       const status = err.statusCode ?? 500;
       if (status === 413) return rpcError(reply, 413, RPC.invalidRequest, `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
-      if (status === 415) return rpcError(reply, 415, RPC.invalidRequest, 'Send the JSON-RPC message as application/json.');
+      if (status === 415) return rpcError(reply, 415, UNSUPPORTED_MEDIA_TYPE.code, UNSUPPORTED_MEDIA_TYPE.message);
       if (status >= 400 && status < 500) return rpcError(reply, 400, RPC.parseError, 'The request body is not valid JSON.');
       request.log.error({ err, route: request.routeOptions.url }, 'mcp request failed');
       return rpcError(reply, 500, RPC.internal, 'Internal error.');

@@ -62,10 +62,46 @@ describe('POST /mcp over HTTP', () => {
     }
   });
 
-  it('refuses a body that is not application/json with 415', async () => {
-    const r = await post(JSON.stringify(ping(1)), { 'content-type': 'text/plain' });
-    expect(r.status).toBe(415);
-    expect(r.json).toMatchObject({ jsonrpc: '2.0', error: { code: expect.any(Number) }, id: null });
+  it('parses Accept rather than searching it: a type declined with q=0, or a longer name, is not accepted', async () => {
+    for (const accept of [
+      'application/json;q=0, text/event-stream',
+      'application/json, text/event-stream; q=0.000',
+      'application/json, text/event-stream-x',
+      'application/jsonx, text/event-stream',
+      'text/plain; a="application/json", text/event-stream',
+      'application/json;q=high, text/event-stream',
+    ]) {
+      const r = await post(ping(1), { accept });
+      expect(r.status, accept).toBe(406);
+      expect(r.json).toMatchObject({ error: { code: -32000, message: expect.stringMatching(/^Not Acceptable/) }, id: null });
+    }
+    for (const accept of [
+      'Application/JSON; charset=utf-8, text/event-stream;q=0.5',
+      'text/event-stream ,application/json;q=1.0',
+      'application/json;q=0, application/json, text/event-stream',
+    ]) {
+      expect((await post(ping(1), { accept })).status, accept).toBe(200);
+    }
+  });
+
+  it('refuses a body that is not application/json with 415, in the same words whichever layer refuses it', async () => {
+    // text/plain has a Fastify parser and reaches the transport's check; application/xml and a
+    // body with no content type are refused by Fastify before the route (review R28: they differed).
+    const answers = [];
+    for (const type of ['text/plain', 'application/xml', 'application/x-www-form-urlencoded']) {
+      const r = await post(JSON.stringify(ping(1)), { 'content-type': type });
+      expect(r.status, type).toBe(415);
+      answers.push(r.json);
+    }
+    const bare = await fetch(new URL('/mcp', base), {
+      method: 'POST',
+      headers: { accept: JSON_AND_SSE, ...auth },
+      body: new Uint8Array(Buffer.from(JSON.stringify(ping(1)))),
+    });
+    expect(bare.status).toBe(415);
+    answers.push(await bare.json());
+    expect(answers[0]).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: 'Unsupported Media Type: Content-Type must be application/json' }, id: null });
+    for (const a of answers) expect(a).toEqual(answers[0]);
   });
 
   it('refuses an unsupported MCP-Protocol-Version with 400, and takes every supported one', async () => {
