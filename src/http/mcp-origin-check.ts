@@ -41,10 +41,17 @@ export function mcpOriginRefusal(request: FastifyRequest, policy: McpOriginPolic
 
 /** The host name of a Host header (lower case, IPv6 in brackets), or undefined when it is none. */
 function hostnameOf(host: string | undefined): string | undefined {
-  if (!host || !URL.canParse(`http://${host}`)) return undefined;
-  const url = new URL(`http://${host}`);
+  // A client names the same Host on every request: the last answer is kept, so a call parses
+  // no URL (two parses, a few microseconds, on every /mcp request).
+  if (host !== lastHost.host) lastHost = { host, hostname: parsedHostname(host) };
+  return lastHost.hostname;
+}
+let lastHost: { host: string | undefined; hostname: string | undefined } = { host: undefined, hostname: undefined };
+
+function parsedHostname(host: string | undefined): string | undefined {
+  const url = host ? URL.parse(`http://${host}`) : null;
   // Anything besides host[:port] (a path, credentials) is not a Host header.
-  if (url.username || url.password || url.pathname !== '/' || url.search || url.hash) return undefined;
+  if (!url || url.username || url.password || url.pathname !== '/' || url.search || url.hash) return undefined;
   return url.hostname;
 }
 
