@@ -11,7 +11,8 @@
 // Fastify route, key check, MCP exchange and result fence. Measured here with the real route
 // (dist's mcpRoutes) in a process of its own, its key check and keyed calls answered from
 // memory, so the figure is that floor and nothing else; beside it, a bare node:http echo of the
-// same answer driven by plain fetch, the least any HTTP hop from Node's fetch can cost.
+// same answer driven by plain fetch, the least any HTTP hop from Node's fetch can cost; and
+// `POST /v1/calls` on the whole app as `agentdb start` builds it, the same stubs behind it.
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -35,10 +36,22 @@ const ENVELOPE = {
 const PRINCIPAL = { kind: 'agent', workspace: 'floor', agent: 'reader', keyId: 'k', settings: { database: 'agent' }, surface: { kind: 'data' } };
 const KEY = `adb_${'f'.repeat(43)}`;
 
-/** The server side, in a child process: `mcp` (Fastify + dist's mcpRoutes) or `http` (node:http). */
+/**
+ * The server side, in a child process: `mcp` (Fastify + dist's mcpRoutes), `v1` (dist's whole
+ * app, for `POST /v1/calls`) or `http` (node:http).
+ */
 async function serve(kind: string): Promise<void> {
   let port: number;
-  if (kind === 'mcp') {
+  if (kind === 'v1') {
+    // The whole app as `agentdb start` builds it (its Fastify set-up, every keyed route), the
+    // key check and keyed calls answered from memory, as for /mcp above.
+    const { buildApp } = await import(new URL(`${process.env.FLOOR_DIST ?? '../dist'}/src/http/app.js`, import.meta.url).href);
+    const auth = { authenticate: async (token: string) => (token === KEY ? structuredClone(PRINCIPAL) : undefined) };
+    const calls = { call: async () => structuredClone(ENVELOPE) };
+    const app = buildApp({ redis: {}, shardCount: 1, members: {}, approvals: {}, keyed: { auth, calls, waitMs: 1000, approvalWaitMs: 1000 } });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    port = (app.server.address() as { port: number }).port;
+  } else if (kind === 'mcp') {
     const { default: Fastify } = await import('fastify');
     const { mcpRoutes } = await import(new URL(`${process.env.FLOOR_DIST ?? '../dist'}/src/http/mcp-routes.js`, import.meta.url).href);
     const app = Fastify();
@@ -66,13 +79,13 @@ async function serve(kind: string): Promise<void> {
   process.send!({ port });
 }
 
-async function measure(kind: 'mcp' | 'http') {
+async function measure(kind: 'mcp' | 'http' | 'v1') {
   const child = fork(SELF, ['serve', kind], {
     execArgv: ['--import', 'tsx', ...(process.env.FLOOR_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLOOR_PROF}`] : [])],
   });
   try {
     const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (m) => resolve(m as { port: number })));
-    const url = `http://127.0.0.1:${port}/mcp`;
+    const url = `http://127.0.0.1:${port}/${kind === 'v1' ? 'v1/calls' : 'mcp'}`;
     const args = (i: number) => ({ sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] });
     let one: (i: number) => Promise<void>;
     let close = async () => {};
@@ -86,6 +99,16 @@ async function measure(kind: 'mcp' | 'http') {
         if (r.isError !== false) throw new Error(`mcp floor: ${JSON.stringify(r)}`);
       };
       close = () => mcp.close();
+    } else if (kind === 'v1') {
+      one = async (i) => {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ tool: 'DATA_QUERY_SQL', arguments: args(i) }),
+        });
+        const env = (await res.json()) as { ok?: boolean };
+        if (env.ok !== true) throw new Error(`v1 floor: ${JSON.stringify(env)}`);
+      };
     } else {
       one = async (i) => {
         const res = await fetch(url, {
@@ -136,7 +159,8 @@ if (process.argv[2] === 'serve') {
   await serve(process.argv[3]!);
 } else {
   const mcp = await measure('mcp');
+  const v1 = await measure('v1');
   const bare = await measure('http');
-  console.log(JSON.stringify({ calls: CALLS, rounds: ROUNDS, mcpFloor: mcp, bareHttp: bare }));
-  console.log(`/mcp with no queue behind it: p50 ${mcp.p50Ms} ms; bare node:http + fetch: p50 ${bare.p50Ms} ms`);
+  console.log(JSON.stringify({ calls: CALLS, rounds: ROUNDS, mcpFloor: mcp, v1Floor: v1, bareHttp: bare }));
+  console.log(`with no queue behind them: /mcp p50 ${mcp.p50Ms} ms, /v1/calls p50 ${v1.p50Ms} ms; bare node:http + fetch: p50 ${bare.p50Ms} ms`);
 }

@@ -1,5 +1,6 @@
 // PK reads through POST /mcp (official SDK client, Streamable HTTP) against the client library.
 import { mkdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,8 +17,11 @@ import { ownSignalFetch } from './own-signal-fetch.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
-/** The built CLI, as deployed (`npm run bench` builds it first). */
-const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
+/**
+ * The built CLI, as deployed (`npm run bench` builds it first); `BENCH_DIST` names another
+ * build's `dist` (absolute, or relative to bench/), to run the build before a change beside it.
+ */
+const BIN = fileURLToPath(new URL(`${process.env.BENCH_DIST ?? '../dist'}/bin/agentdb.js`, import.meta.url));
 
 /**
  * The same primary-key read, one at a time, through the client library and through `/mcp`, in
@@ -120,16 +124,40 @@ async function measure(config: Config, prefix: string, url: string, key: string,
     const env = (await res.json()) as { ok: boolean };
     must(env.ok, env);
   };
-  for (const warm of [viaLibrary, viaMcp, viaV1]) await drive(Math.min(500, opts.calls), 1, warm);
+  // The same POST from node:http (a kept-alive agent) rather than fetch: Node's fetch (undici)
+  // costs its caller ~0.25 ms of CPU more per call, a hop of the caller's choosing, not the
+  // server's (docs/benchmarks.md, session 21). The two sides tell one from the other.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const viaV1Http = (i: number) =>
+    new Promise<void>((resolve, reject) => {
+      const body = JSON.stringify({ tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
+      const req = http.request(
+        v1Url,
+        { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const env = JSON.parse(Buffer.concat(chunks).toString()) as { ok: boolean };
+            must(env.ok, env);
+            resolve();
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  for (const warm of [viaLibrary, viaMcp, viaV1, viaV1Http]) await drive(Math.min(500, opts.calls), 1, warm);
   await library.close();
 
   const lib: RunStats[] = [];
   const over: RunStats[] = [];
   const v1: RunStats[] = [];
+  const v1h: RunStats[] = [];
   // CPU per call of the caller (this process) and of the server process (HTTP and workers; not
   // its executor child, whose share is the same query on every side): on a shared machine it
   // moves far less than latency does, and it is what the layers cost.
-  const cpu = { library: { caller: 0, server: 0 }, mcp: { caller: 0, server: 0 }, v1: { caller: 0, server: 0 } };
+  const cpu = { library: { caller: 0, server: 0 }, mcp: { caller: 0, server: 0 }, v1: { caller: 0, server: 0 }, v1h: { caller: 0, server: 0 } };
   const measured = async (side: keyof typeof cpu, fn: (i: number) => Promise<void>) => {
     const before = process.cpuUsage();
     const serverBefore = cpuSeconds(serverPid);
@@ -146,6 +174,7 @@ async function measure(config: Config, prefix: string, url: string, key: string,
     await library.close();
     over.push(await measured('mcp', viaMcp));
     v1.push(await measured('v1', viaV1));
+    v1h.push(await measured('v1h', viaV1Http));
   }
   // The SDK client's fetch keeps its connection alive: the server's sockets are counted
   // (a closed one stays listed for a minute), so a run that opened one per request (and
@@ -168,9 +197,10 @@ async function measure(config: Config, prefix: string, url: string, key: string,
     mcpP50Ms,
     mcpP99Ms: round(median(over.map((s) => s.p99Ms))),
     v1CallsP50Ms: round(median(v1.map((s) => s.p50Ms))),
+    v1HttpP50Ms: round(median(v1h.map((s) => s.p50Ms))),
     p50Ratio: round(mcpP50Ms / clientLibraryP50Ms),
     httpConnections: connections,
-    cpuMsPerCall: { library: per(cpu.library), mcp: per(cpu.mcp), v1Calls: per(cpu.v1) },
+    cpuMsPerCall: { library: per(cpu.library), mcp: per(cpu.mcp), v1Calls: per(cpu.v1), v1Http: per(cpu.v1h) },
   };
 }
 

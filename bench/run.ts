@@ -148,7 +148,7 @@ async function only(name: string) {
     const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
     console.log(JSON.stringify(mcp));
     console.log(
-      `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms; ${mcp.httpConnections} HTTP connection(s)`,
+      `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms (from node:http ${mcp.v1HttpP50Ms} ms); ${mcp.httpConnections} HTTP connection(s)`,
     );
   } finally {
     await deleteKeys(prefix);
