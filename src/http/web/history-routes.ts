@@ -1,5 +1,5 @@
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
-import { activityReadPoints } from '../../calls/call-rate-limits.ts';
+import { chargedActivityRead } from '../../calls/activity-charge.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -202,23 +202,17 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
   ) => {
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
     const caller = { member: memberOf(request) };
-    // The page lists a page of activity: counted as a lookup of the member's, as the API's is.
-    const limited = await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name);
-    if (limited)
+    // The page lists a page of activity: charged as the API's page is (a lookup, and what it read afresh).
+    const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
+    const out = await chargedActivityRead(charge, caller.member, (onRead) =>
+      Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller, onRead)]),
+    );
+    if ('limited' in out)
       throw new AgentDbError(
         'RATE_LIMITED',
-        `the workspace's rate limit is spent for now (a history page counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); reload in ${limited.retryAfterS} s`,
+        `the workspace's rate limit is spent for now (a history page counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); reload in ${out.limited.retryAfterS} s`,
       );
-    let read = 0;
-    let both: [HistoryView, ActivityPage];
-    try {
-      both = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller, (n) => (read = n))]);
-    } finally {
-      // What the page read afresh, charged once known, made or refused (as the API's page is).
-      const extra = activityReadPoints(read);
-      if (extra > 0) await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name, extra);
-    }
-    const [h, activity] = both;
+    const [h, activity] = out.page;
     const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };
