@@ -2,10 +2,12 @@ import { AgentDbError } from '../errors.ts';
 import { ACTIVITY_RETENTION_MS } from '../sqlite/sqlite-activity.ts';
 import type { ActivityCache } from './activity-cache.ts';
 import { heldIndexOf, heldSlots, itemId, itemsFrom, type Item } from './activity-held.ts';
-import { ActivityHistory, type ActivityRows } from './activity-history.ts';
+import { ActivityHistory } from './activity-history.ts';
+import type { ActivityRows } from './activity-rows.ts';
 import type { Group } from './activity-match.ts';
 
-export type { ActivityRows, HistoryCommit } from './activity-history.ts';
+export type { HistoryCommit } from './activity-history.ts';
+export type { ActivityRows } from './activity-rows.ts';
 export { matchRows, type Group } from './activity-match.ts';
 
 /**

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { databasePath, parseDatabaseId, shardOf } from '../../src/contracts/database-id.ts';
-import type { ActivityRows } from '../../src/history/activity-history.ts';
+import type { ActivityRows } from '../../src/history/activity-rows.ts';
 import { activityPage, type ActivityEntry, type ActivityPage } from '../../src/history/activity-view.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { activitySince, readActivity, type ActivityRow } from '../../src/sqlite/sqlite-activity.ts';

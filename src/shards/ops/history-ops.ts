@@ -8,7 +8,7 @@ import { checkForkTarget } from '../../history/fork-target.ts';
 import { historyView } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';
-import type { RowOrder } from '../../history/activity-history.ts';
+import type { RowOrder } from '../../history/activity-rows.ts';
 import type { ActivityRow } from '../../sqlite/sqlite-activity.ts';
 import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sharedNote } from '../../contracts/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../executor/executor-protocol.ts';
