@@ -344,6 +344,7 @@ Examples:
       .option('--operator', "decide on a member's behalf without their key (an operator holding the deployment's Redis); needs --by")
       .option('--by <member>', 'with --operator: the member on whose behalf you decide')
       .option('--reason <text>', 'why; kept with the decision')
+      .option('--json', 'print the decided approval record as JSON instead of a line')
       .action(run(async () => (await import('./approvals.ts'))[decision]));
   }
   return program;
