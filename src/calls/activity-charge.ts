@@ -7,13 +7,14 @@ import { activityReadPoints, type RateRefusal } from './call-rate-limits.ts';
 export type ChargeMemberLookup = (workspace: string, member: string, points?: number) => Promise<RateRefusal | undefined>;
 
 /**
- * Runs `read`, a page of a database's activity (alone or beside its history), charged as every
- * adapter charges it: a lookup first, refused past the member's or workspace's rate with nothing
- * read; then, once the work is known, a call per 10,000 commits and rows it read afresh
- * (`activityReadPoints`), whether the page was made or refused for its size, so a page that read
- * the whole history spends the budget its next pages are refused by (issue 29). One function,
- * so the API's page and the web page cannot charge differently (they did the same in two copies).
- * `charge` absent (a server without rate limits): not counted.
+ * Runs `read`, a page of a database's activity (or a history's last commits, read from it),
+ * charged as every adapter charges it: a lookup first, refused past the member's or workspace's
+ * rate with nothing read; then, once the work is known, a call per 10,000 commits and rows read
+ * afresh (`activityReadPoints`; what each `onRead` heard, summed), whether the page was made or
+ * refused for its size, so a page that read the whole history spends the budget its next pages
+ * are refused by (issue 29). One function, so the API's page and the web page cannot charge
+ * differently (they did the same in two copies). `charge` absent (a server without rate limits):
+ * not counted.
  * @returns `{ limited }` when the lookup was refused, else `{ page }`; `read`'s errors propagate.
  */
 export async function chargedActivityRead<T>(
@@ -25,7 +26,7 @@ export async function chargedActivityRead<T>(
   if (limited) return { limited };
   let items = 0;
   try {
-    return { page: await read((n) => (items = n)) };
+    return { page: await read((n) => (items += n)) };
   } finally {
     const extra = activityReadPoints(items);
     if (extra > 0) await charge?.(member.workspace, member.name, extra);

@@ -262,9 +262,12 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
   program
     .command('history')
     .summary("a database's restorable history")
-    .description("a database's restorable range, its generations (a snapshot and the commits after it) and its undo points")
+    .description(
+      "a database's restorable range, its generations (a snapshot and the commits after it), its undo points and its users' last 20 commits (agentdb's own upkeep left out)",
+    )
     .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
     .option('--json', 'print JSON')
+    .option('--all-commits', "list agentdb's own upkeep commits (exactly-once records' housekeeping, decisions' audit rows) among the last commits too")
     .action(run(async () => (await import('./history.ts')).history));
   program
     .command('activity')

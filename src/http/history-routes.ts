@@ -82,7 +82,10 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
       try {
-        return reply.send(await deps.history.history(db, { member: memberOf(request) }));
+        // Its last commits are read from the activity list: charged as a page of it is.
+        const member = memberOf(request);
+        const out = await chargedActivityRead(deps.chargeLookup, member, (onRead) => deps.history.history(db, { member }, { onRead }));
+        return 'limited' in out ? rateLimited(reply, out.limited) : reply.send(out.page);
       } catch (err) {
         return refused(reply, err);
       }

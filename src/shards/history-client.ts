@@ -1,6 +1,6 @@
 import { AgentDbError, codeOf } from '../errors.ts';
 import { checkForkTarget } from '../history/fork-target.ts';
-import type { HistoryView } from '../history/history-view.ts';
+import type { HistoryView, RecentKind } from '../history/history-view.ts';
 import type { ActivityEntry, ActivityPage } from '../history/activity-view.ts';
 import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
@@ -83,11 +83,20 @@ export class HistoryClient {
     private readonly pickup?: PickupWatch,
   ) {}
 
-  /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED. */
-  async history(db: string, caller: HistoryCaller): Promise<HistoryView> {
+  /**
+   * What `agentdb history DB` shows. Its last commits are the users' (`commits`: `user`, the
+   * default), read from the activity list: `onRead` hears how many commits and activity rows the
+   * worker read afresh for them (to charge, as for a page of activity); `all` lists every commit,
+   * agentdb's upkeep too, and `none` none (a caller that shows no commits reads no activity).
+   * @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED.
+   */
+  async history(db: string, caller: HistoryCaller, opts: { commits?: RecentKind; onRead?: (items: number) => void } = {}): Promise<HistoryView> {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
-    return (await this.answer(shardOf(id, this.shardCount), 'historyList', {}, id, 60_000)) as HistoryView;
+    const args = opts.commits !== undefined ? { commits: opts.commits } : {};
+    const { read, ...view } = (await this.answer(shardOf(id, this.shardCount), 'historyList', args, id, 60_000)) as HistoryView & { read?: number };
+    opts.onRead?.(read ?? 0);
+    return view;
   }
 
   /**

@@ -115,6 +115,22 @@ describe('agentdb activity: history as what was done', () => {
     for (let i = 1; i < entries.length; i++) expect(Date.parse(entries[i - 1]!.at)).toBeGreaterThanOrEqual(Date.parse(entries[i]!.at));
   });
 
+  it("lists in the history the users' last commits, not agentdb's upkeep (a decision's audit row); all of them when asked", async () => {
+    const entries = await everything();
+    let read = -1;
+    const view = await history.history('acme', 'operator', { onRead: (n) => (read = n) });
+    // Oldest first, each with the position a restore --through it takes.
+    expect(view.recentCommits.map((c) => c.position)).toEqual(entries.map((e) => e.id).reverse());
+    expect(view.recentCommits.map((c) => c.at)).toEqual(entries.map((e) => e.at).reverse());
+    expect(view.recentCommits.at(-1)).toMatchObject({ at: view.latest, generation: 'g0000000001' });
+    expect(read).toBeGreaterThanOrEqual(0);
+    // The approved call's audit row was committed on its own: agentdb's bookkeeping, listed only with every commit.
+    const all = await history.history('acme', 'operator', { commits: 'all' });
+    expect(all.recentCommits.length).toBeGreaterThan(view.recentCommits.length);
+    expect(all.recentCommits.map((c) => c.position)).toEqual(expect.arrayContaining(view.recentCommits.map((c) => c.position)));
+    expect((await history.history('acme', 'operator', { commits: 'none' })).recentCommits).toEqual([]);
+  });
+
   it('pages with a cursor, each entry once', async () => {
     const all = await everything();
     const seen: string[] = [];

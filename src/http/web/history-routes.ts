@@ -48,7 +48,7 @@ export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
       // The history client's rule (policy/history-admin.ts), said plainly rather than as a refusal.
       if (!isHistoryAdmin(member)) return html`<p class="muted" id="history-line">History and restore are for workspace admins.</p>`;
       try {
-        const h = await access.history(db, { member });
+        const h = await access.history(db, { member }, { commits: 'none' });
         const lost = h.lost?.length ?? 0;
         const damaged = h.generations.filter((g) => g.damaged).length;
         const trouble = [lost ? `${lost} lost stretch${lost === 1 ? '' : 'es'}` : '', damaged ? `${damaged} damaged generation${damaged === 1 ? '' : 's'}` : '']
@@ -205,7 +205,7 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     // The page lists a page of activity: charged as the API's page is (a lookup, and what it read afresh).
     const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
     const out = await chargedActivityRead(charge, caller.member, (onRead) =>
-      Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller, onRead)]),
+      Promise.all([access.history(db, caller, { commits: 'none' }), access.activity(db, before ? { before } : {}, caller, onRead)]),
     );
     if ('limited' in out)
       throw new AgentDbError(
