@@ -4,6 +4,7 @@ import { lostStretches } from './restore-plan.ts';
 import { readIndex } from './segment-index.ts';
 import { frameOffset } from './wal-format.ts';
 import type { ActivityEntry } from './activity-view.ts';
+import { positionToken } from './position-token.ts';
 
 /** One generation as `agentdb history` and `GET /v1/databases/:db/history` show it. */
 export interface GenerationView {
@@ -95,7 +96,7 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
       const base = g.snapshot!.base?.segment === seg.name ? 1 : 0;
       commits += c.length - base;
       for (let n = Math.max(base, c.length - RECENT_COMMITS); n < c.length; n++)
-        recent.push({ at: c[n]!.at, generation: g.name, position: `${g.name}.${seg.name}.${n}` });
+        recent.push({ at: c[n]!.at, generation: g.name, position: positionToken(id, `${g.name}.${seg.name}.${n}`) });
       recent.splice(0, Math.max(0, recent.length - RECENT_COMMITS));
       if (c.length) last = Math.max(last, c.at(-1)!.at);
     }
@@ -134,9 +135,12 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
  * at `floor`. A gap, and the calls its snapshot holds, are no commit of their own.
  */
 export function userRecentCommits(entries: readonly Pick<ActivityEntry, 'id' | 'at' | 'kind' | 'heldIn'>[], floor: number): RecentCommit[] {
-  return entries
-    .filter((e) => e.kind !== 'gap' && e.heldIn === undefined && Date.parse(e.at) >= floor)
-    .slice(0, RECENT_COMMITS)
-    .map((e) => ({ at: e.at, generation: e.id.split('.')[0]!, position: e.id }))
-    .reverse();
+  return (
+    entries
+      .filter((e) => e.kind !== 'gap' && e.heldIn === undefined && Date.parse(e.at) >= floor)
+      .slice(0, RECENT_COMMITS)
+      // An entry's id is its position, marked with its database already.
+      .map((e) => ({ at: e.at, generation: e.id.split('.')[0]!, position: e.id }))
+      .reverse()
+  );
 }

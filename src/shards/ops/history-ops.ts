@@ -5,6 +5,7 @@ import { AgentDbError, codeOf } from '../../errors.ts';
 import { dirNames } from '../../history/dir-names.ts';
 import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
+import { positionIn } from '../../history/position-token.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';
@@ -62,8 +63,9 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
   const restore: ShardOpHandler = async (data, ctx) => {
     const parsed = restoreArgs.safeParse(data.args);
     if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
-    const args = parsed.data;
     const source = checkedId(data.db);
+    // A position is of the database restored from (a fork's too): one marked as another's is refused here, for every adapter.
+    const args = { ...parsed.data, ...(parsed.data.through !== undefined ? { through: positionIn(source, parsed.data.through) } : {}) };
     const writes = args.into === undefined ? source : checkedId(args.into);
     // The client checks these too, but the op is reachable by whoever can queue it: a fork
     // never leaves its workspace, nor lands on the database it is taken from or the shared one.
