@@ -10,6 +10,7 @@ import { pickupWatch } from './op-pickup.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { nameFlag } from './name-flag.ts';
 import { restoreAll } from './restore-all.ts';
+import { dryRunText } from './dry-run-text.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
@@ -104,7 +105,8 @@ export async function restore(
       },
       'operator',
     );
-    ctx.stdout.write(`${JSON.stringify(result)}\n`);
+    // A dry run is read by a person first (what it would take away); --json gives the plan to scripts.
+    ctx.stdout.write(result.dryRun && !flags.json ? dryRunText(result) : `${JSON.stringify(result)}\n`);
     if (result.undoId) ctx.stderr.write(`undo with: agentdb restore ${db} --undo ${result.undoId}\n`);
     return 0;
   });

@@ -6,6 +6,7 @@ import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
 import type { RestoreResult } from '../history/restore-requests.ts';
+import { RESTORE_PREVIEW_ENTRIES, entriesAfter } from '../history/restore-preview.ts';
 import { checkHistoryAdmin, type HistoryCaller } from '../policy/history-admin.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './ops/history-ops.ts';
@@ -146,7 +147,24 @@ export class HistoryClient {
       by: req.by,
     };
     const out = (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
-    return refused ? { ...out, into: checkedId(req.into!), refused } : out;
+    const previewed = out.dryRun && out.keeps !== undefined ? { ...out, after: await this.takenAway(id, out.keeps) } : out;
+    return refused ? { ...previewed, into: checkedId(req.into!), refused } : previewed;
+  }
+
+  /**
+   * What a restore of `id` to history position `state` takes away (or a fork leaves out): the
+   * activity list's entries after it, newest first (review low: a dry run gave only counts of
+   * frames and commits). One page of the list, on the shard of the database restored from (a
+   * fork's plan runs on the new database's); past it, `more`.
+   */
+  private async takenAway(id: string, state: string): Promise<NonNullable<RestoreResult['after']>> {
+    const args = { limit: RESTORE_PREVIEW_ENTRIES + 1 };
+    const page = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as Partial<ActivityPage> & {
+      refused?: { detail: string };
+    };
+    if (!page.entries) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
+    const { after, done } = entriesAfter(page.entries, state);
+    return { entries: after.slice(0, RESTORE_PREVIEW_ENTRIES), more: after.length > RESTORE_PREVIEW_ENTRIES || (!done && page.next !== undefined) };
   }
 
   /**

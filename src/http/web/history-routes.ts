@@ -8,6 +8,7 @@ import { isHistoryAdmin } from '../../policy/history-admin.ts';
 import { AgentDbError } from '../../errors.ts';
 import type { ActivityPage, HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
 import { activityView } from './activity-view.ts';
+import { whoMade } from '../../history/activity-view.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';
@@ -113,6 +114,7 @@ ${
 <dl class="facts"><dt>to</dt><dd>${when(outcome.restoredTo)}</dd><dt>snapshot</dt><dd>${outcome.snapshot.id} at ${when(outcome.snapshot.at)}</dd>
 <dt>frames</dt><dd>${outcome.frames}</dd><dt>commits</dt><dd>${outcome.commits}</dd>${outcome.undoId ? html`<dt>undo point</dt><dd>${outcome.undoId}</dd>` : ''}</dl>
 ${outcome.note ? html`<p>${outcome.note}</p>` : ''}
+${outcome.after ? takenAwayView(outcome.after) : ''}
 ${outcome.dryRun && admin ? restoreForm(db, csrf, at ?? '') : ''}
 </section>`
     : ''
@@ -148,6 +150,15 @@ ${h.generations.map(
     : html`<p class="empty">No history yet.</p>`
 }
 </details>`;
+}
+
+/** A dry run's list of what the restore would take away: the activity entries after its moment, newest first. */
+function takenAwayView(after: NonNullable<RestoreOutcome['after']>): Html {
+  if (after.note) return html`<p class="muted">${after.note}</p>`;
+  if (!after.entries.length) return html`<p id="taken-away">It takes nothing away: no entry of the list below is after that moment.</p>`;
+  return html`<p>It would take away ${after.more ? 'at least ' : ''}${after.entries.length} entr${after.entries.length === 1 && !after.more ? 'y' : 'ies'}, newest first:</p>
+<ul id="taken-away">${after.entries.map((e) => html`<li><time datetime="${e.at}">${when(e.at)}</time> ${whoMade(e.by) ?? (e.kind === 'outside' || e.kind === 'gap' ? 'outside agentdb' : '')} ${e.kind === 'call' ? html`<code>${e.statement ?? ''}</code>` : e.kind}</li>`)}</ul>
+${after.more ? html`<p class="muted">And more: the list below has them all.</p>` : ''}`;
 }
 
 /**

@@ -5,7 +5,8 @@ import { AgentDbError, codeOf } from '../../errors.ts';
 import { dirNames } from '../../history/dir-names.ts';
 import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
-import { positionIn } from '../../history/position-token.ts';
+import { positionIn, positionToken } from '../../history/position-token.ts';
+import type { RestoreResult } from '../../history/restore-requests.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';
@@ -108,7 +109,9 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
             };
       const outcome = await ctx.executor.run(req);
       ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
-      return unwrap(outcome);
+      const planned = unwrap(outcome) as RestoreResult;
+      // A dry run's state, as positions are given out: marked with the database restored from.
+      return planned.keeps !== undefined ? { ...planned, keeps: positionToken(source, planned.keeps) } : planned;
     } finally {
       running.delete(key);
     }
