@@ -159,9 +159,14 @@ export class HistoryClient {
    */
   private async takenAway(id: string, state: string): Promise<NonNullable<RestoreResult['after']>> {
     const args = { limit: RESTORE_PREVIEW_ENTRIES + 1 };
-    const page = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as Partial<ActivityPage> & {
-      refused?: { detail: string };
-    };
+    let page: Partial<ActivityPage> & { refused?: { detail: string } };
+    try {
+      page = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as typeof page;
+    } catch (err) {
+      // The plan stands without its list (a full disk, say, where a dry run still plans): say why.
+      if (!codeOf(err)) throw err;
+      return { entries: [], more: true, note: `not listed: ${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}` };
+    }
     if (!page.entries) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
     const { after, done } = entriesAfter(page.entries, state);
     return { entries: after.slice(0, RESTORE_PREVIEW_ENTRIES), more: after.length > RESTORE_PREVIEW_ENTRIES || (!done && page.next !== undefined) };
