@@ -169,15 +169,26 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     // Which commits are agentdb's own upkeep (an exactly-once record's housekeeping, a decision's
     // audit row) only the activity rows tell: the users' last commits are the activity list's
     // (review low: `agentdb history` listed agentdb's bookkeeping as the last commits).
-    const activity = await activityOf(ctx, id, { limit: RECENT_COMMITS * 2 });
+    // A history too large for the activity list, or whose rows cannot be read (a full disk where
+    // the database must open to read them), still lists, as it did before it read them: without
+    // its users' last commits, saying why.
+    let page: ActivityPage | undefined;
+    let why: string | undefined;
+    let read = 0;
+    try {
+      const activity = await activityOf(ctx, id, { limit: RECENT_COMMITS * 2 });
+      ({ page, read } = activity);
+      why = activity.refused?.detail;
+    } catch (err) {
+      if (!codeOf(err)) throw err;
+      why = `${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}`;
+    }
     const floor = Date.now() - ctx.config.historyRetentionDays * 24 * 3600 * 1000;
-    // A history too large for the activity list still lists: without its users' last commits, saying why.
-    const recentNote = activity.refused ? `the last commits are not listed: ${activity.refused.detail}` : undefined;
     return {
       ...view,
-      recentCommits: activity.page ? userRecentCommits(activity.page.entries, floor) : [],
-      ...(recentNote ? { recentNote } : {}),
-      read: activity.read,
+      recentCommits: page ? userRecentCommits(page.entries, floor) : [],
+      ...(why !== undefined ? { recentNote: `the last commits are not listed: ${why}` } : {}),
+      read,
     };
   };
 
