@@ -165,7 +165,7 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
   const seqOf = (item: Item) => (typeof item === 'number' ? (match[item] === undefined ? undefined : order[match[item]!]!.seq) : item.seq);
   const wanted = picked.flatMap((item) => seqOf(item) ?? []);
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
-  const entries = picked.map((item): ActivityEntry => marked(id, entryOf(item)));
+  // An item as an entry, with its positions plain: `marked` marks them with the database.
   function entryOf(item: Item): ActivityEntry {
     const seq = seqOf(item);
     const row = seq === undefined ? undefined : whole.get(seq);
@@ -198,6 +198,7 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
       ...(row.changes !== null ? { rowsChanged: row.changes } : {}),
     };
   }
+  const entries = picked.map((item): ActivityEntry => marked(id, entryOf(item)));
   const last = picked.at(-1);
   const nextId = last === undefined ? undefined : typeof last === 'number' ? commits[last]!.id : itemId(last);
   const writes = uncaptured(history.groups, order);
