@@ -22,7 +22,7 @@ import { deleteKeys } from '../test/helpers/harness.ts';
 import { capture } from '../src/history/capture.ts';
 import { localSource } from '../src/history/history-files.ts';
 import { ActivityCache } from '../src/history/activity-cache.ts';
-import type { ActivityRows } from '../src/history/activity-history.ts';
+import type { ActivityRows } from '../src/history/activity-rows.ts';
 import { activityPage, type ActivityPage } from '../src/history/activity-view.ts';
 import { activitySince, readActivity, recordCallActivity, type ActivityRow } from '../src/sqlite/sqlite-activity.ts';
 import { wholeHistoryPage } from '../test/helpers/activity-oracle.ts';

@@ -145,6 +145,12 @@ export const ERRORS = {
     retryable: false,
     status: 400,
   },
+  HISTORY_POSITION_FOREIGN: {
+    message: "The history position given was given out by another database's history, not this database's; nothing was changed.",
+    hint: "Take the position from this database's own activity list (`agentdb activity DB`: an entry's id or its restore-before) or `agentdb history DB`; positions of the same number name different states in different databases.",
+    retryable: false,
+    status: 400,
+  },
   HISTORY_CORRUPT: {
     message:
       "A file of the database's history failed its check (a segment's checksum, a snapshot's sha256, or the rebuilt database's structure check, PRAGMA quick_check); nothing was changed.",

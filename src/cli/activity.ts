@@ -1,10 +1,10 @@
-import type { ActivityEntry, ActivityPage } from '../shards/history-client.ts';
+import type { ActivityPage } from '../shards/history-client.ts';
 import { ACTIVITY_PAGE, whoMade } from '../history/activity-view.ts';
 import { cell } from './approvals-table.ts';
+import { entryWhat } from './activity-entry-text.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { checkedDbFlag, withClient } from './history.ts';
 
-const SQL_WIDTH = 60;
 const RATIONALE_WIDTH = 40;
 
 /**
@@ -31,17 +31,6 @@ export async function activity(ctx: CommandContext, flags: { json?: boolean; lim
   });
 }
 
-/** What the entry did, in one cell: the SQL cut (and by how much), a restore's target, or an outside write. */
-function what(e: ActivityEntry): string {
-  if (e.kind === 'outside') return '(a commit made outside agentdb)';
-  if (e.kind === 'gap')
-    return `(a program outside agentdb wrote to the file: history took a snapshot, holding ${e.held ?? 0} call${e.held === 1 ? '' : 's'} listed above it too)`;
-  if (e.kind === 'unknown') return '(older than the activity kept: not known)';
-  const sql = cell(e.statement ?? '', SQL_WIDTH);
-  const whole = e.statementCut ? `${sql} [+${e.statementCut} bytes]` : sql;
-  return e.heldIn ? `${whole} [in gap ${e.heldIn}: restores only with it]` : whole;
-}
-
 /** A page as `agentdb activity` prints it: a note when history is behind, a line an entry, where the next page starts. */
 export function activityTable(page: ActivityPage): string {
   const lines = [
@@ -57,7 +46,7 @@ export function activityTable(page: ActivityPage): string {
         e.tool ?? '',
         e.rowsChanged ?? '',
         e.approvedBy ?? '',
-        what(e),
+        entryWhat(e),
         e.rationale ? cell(e.rationale, RATIONALE_WIDTH) : '',
         e.restoreBefore,
       ].join('\t'),

@@ -1,10 +1,10 @@
-import type { ApprovalState } from '../approvals/approval.ts';
+import type { Approval, ApprovalState } from '../approvals/approval.ts';
 import { ApprovalService, withRefusal, type DecideResult } from '../approvals/approval-service.ts';
 import { MemberRegistry, NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import { errorBody, type ErrorCode } from '../errors.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
-import { approvalsTable, effectText } from './approvals-table.ts';
+import { approvalsTable, cell, effectText } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 import { keyFrom, type KeyFlags } from './key-source.ts';
@@ -12,8 +12,8 @@ import { keyFrom, type KeyFlags } from './key-source.ts';
 // `agentdb approvals list|approve|reject`. A decision is made with the member's own key, as on
 // HTTP; deciding as a named member without it takes `--operator` (someone holding the
 // deployment's Redis), and the approval records which it was. Both go through the same core
-// path as HTTP and the client library. A decision prints the approval as JSON and exits 0, or
-// prints `{ error }` and exits 1 when refused.
+// path as HTTP and the client library. A decision prints a line saying what was decided (with
+// --json, the approval record) and exits 0, or prints `{ error }` and exits 1 when refused.
 
 /** `agentdb approvals list`: newest first, as a table or (whole) as JSON. */
 export async function list(ctx: CommandContext, flags: { workspace?: string; state: ApprovalState | 'all'; limit: number; json?: boolean }): Promise<number> {
@@ -48,14 +48,14 @@ export async function show(ctx: CommandContext, flags: { json?: boolean }, id: s
   });
 }
 
-type DecisionFlags = KeyFlags & { operator?: boolean; by?: string; reason?: string };
+type DecisionFlags = KeyFlags & { operator?: boolean; by?: string; reason?: string; json?: boolean };
 
-/** `agentdb approvals approve ID [--key-file PATH] [--reason R]`: the parked call runs now. */
+/** `agentdb approvals approve ID [--key-file PATH] [--reason R] [--json]`: the parked call runs now. */
 export function approve(ctx: CommandContext, flags: DecisionFlags, id: string): Promise<number> {
   return decide(ctx, 'approve', id, flags);
 }
 
-/** `agentdb approvals reject ID [--key-file PATH] [--reason R]`: the call finishes with APPROVAL_REJECTED. */
+/** `agentdb approvals reject ID [--key-file PATH] [--reason R] [--json]`: the call finishes with APPROVAL_REJECTED. */
 export function reject(ctx: CommandContext, flags: DecisionFlags, id: string): Promise<number> {
   return decide(ctx, 'reject', id, flags);
 }
@@ -102,13 +102,25 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
       ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail, DECISION_HINTS) })}\n`);
       return 1;
     }
-    ctx.stdout.write(`${JSON.stringify(result.approval)}\n`);
-    // The record above is for scripts; a person reads what happened here.
-    const a = result.approval;
-    const next = decision === 'approve' ? 'it runs now' : 'it will not run; the agent gets the reason';
-    ctx.stderr.write(`agentdb approvals: ${a.state} ${a.id} (call ${a.callId} of ${a.workspace}/${a.agent}) as ${a.decidedBy}: ${next}\n`);
+    ctx.stdout.write(flags.json ? `${JSON.stringify(result.approval)}\n` : `${decidedLine(result.approval)}\n`);
     return 0;
   });
+}
+
+/**
+ * What a person reads of a decision: what was decided, by whom, the approval and its call, and
+ * what happens to the call (how it ran, when that is already known).
+ */
+export function decidedLine(a: Approval): string {
+  // The reason and a failure's words are whoever wrote them: one line, what a terminal acts on escaped.
+  const words = (text: string | undefined) => (text === undefined ? '' : ` (${cell(text, 200)})`);
+  let next: string;
+  if (a.ran) next = a.ran.ok ? 'it ran: ok' : `it ran: failed${a.ran.code ? ` ${a.ran.code}` : ''}${words(a.ran.detail ?? a.ran.message)}`;
+  else if (a.state === 'approved') next = 'it runs now';
+  else if (a.state === 'rejected') next = 'it will not run; the agent gets APPROVAL_REJECTED and the reason';
+  else next = a.state;
+  const reason = a.reason === undefined ? '' : `; reason: ${cell(a.reason, 200)}`;
+  return `${a.state} ${a.id} (call ${a.callId} of ${a.workspace}/${a.agent}) by ${a.decidedBy}: ${next}${reason}`;
 }
 
 async function withService(ctx: CommandContext, fn: (service: ApprovalService, members: MemberRegistry) => Promise<number>): Promise<number> {

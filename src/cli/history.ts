@@ -10,17 +10,21 @@ import { pickupWatch } from './op-pickup.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { nameFlag } from './name-flag.ts';
 import { restoreAll } from './restore-all.ts';
+import { dryRunText } from './dry-run-text.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
 // An answer prints as JSON (history: a table without --json) and exits 0; a refusal prints
 // `{ error }` and exits 1.
 
-/** `agentdb history DB [--json]`: the restorable range, the generations, the undo points. */
-export async function history(ctx: CommandContext, flags: { json?: boolean }, db: string): Promise<number> {
+/**
+ * `agentdb history DB [--json] [--all-commits]`: the restorable range, the generations, the undo
+ * points, the users' last commits (`--all-commits`: agentdb's own upkeep commits too).
+ */
+export async function history(ctx: CommandContext, flags: { json?: boolean; allCommits?: boolean }, db: string): Promise<number> {
   checkedDbFlag(db);
   return withClient(ctx, 'history', async (client) => {
-    const view = await client.history(db, 'operator');
+    const view = await client.history(db, 'operator', { commits: flags.allCommits ? 'all' : 'user' });
     ctx.stdout.write(flags.json ? `${JSON.stringify(view)}\n` : table(view));
     return 0;
   });
@@ -101,7 +105,8 @@ export async function restore(
       },
       'operator',
     );
-    ctx.stdout.write(`${JSON.stringify(result)}\n`);
+    // A dry run is read by a person first (what it would take away); --json gives the plan to scripts.
+    ctx.stdout.write(result.dryRun && !flags.json ? dryRunText(result) : `${JSON.stringify(result)}\n`);
     if (result.undoId) ctx.stderr.write(`undo with: agentdb restore ${db} --undo ${result.undoId}\n`);
     return 0;
   });
@@ -144,9 +149,14 @@ function table(view: HistoryView): string {
   }
   if (view.recentCommits?.length) {
     // The moments an undo of the last writes goes to: --at one of them keeps it and all before.
-    lines.push('', `last ${view.recentCommits.length} commits (restore --at one keeps it and every commit before)`, ['committed at', 'generation'].join('\t'));
-    for (const c of view.recentCommits) lines.push([c.at, c.generation].join('\t'));
+    lines.push(
+      '',
+      `last ${view.recentCommits.length} commits (restore --at one, or --through its position, keeps it and every commit before)`,
+      ['committed at', 'generation', 'position'].join('\t'),
+    );
+    for (const c of view.recentCommits) lines.push([c.at, c.generation, c.position].join('\t'));
   }
+  if (view.recentNote) lines.push('', view.recentNote);
   return `${lines.join('\n')}\n`;
 }
 

@@ -262,9 +262,12 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
   program
     .command('history')
     .summary("a database's restorable history")
-    .description("a database's restorable range, its generations (a snapshot and the commits after it) and its undo points")
+    .description(
+      "a database's restorable range, its generations (a snapshot and the commits after it), its undo points and its users' last 20 commits (agentdb's own upkeep left out)",
+    )
     .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
     .option('--json', 'print JSON')
+    .option('--all-commits', "list agentdb's own upkeep commits (exactly-once records' housekeeping, decisions' audit rows) among the last commits too")
     .action(run(async () => (await import('./history.ts')).history));
   program
     .command('activity')
@@ -293,11 +296,11 @@ Examples:
     .option('--at <time>', 'the moment: ISO time (2026-12-01T02:00:00Z) or unix seconds')
     .option('--all', 'with --from-blob: every database the blob store holds that is missing here (a line each, then a total)')
     .option('--workspace <name>', 'with --from-blob: every database of this workspace the blob store holds that is missing here')
-    .option('--json', 'with --all or --workspace: a JSON line per database, then the total')
+    .option('--json', 'with --all or --workspace: a JSON line per database, then the total; with --dry-run: the plan as JSON')
     .option('--through <position>', "instead of --at: the state just after this commit (an activity entry's id, or its restore-before position)")
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
     .option('--into <db>', 'with --at or --from-blob: create this new database of the same workspace instead of restoring in place')
-    .option('--dry-run', 'say which snapshot and how many frames it would apply; change nothing')
+    .option('--dry-run', 'say where it would go and what it would take away (the activity entries after that moment, newest first); change nothing')
     .option('--by <name>', "who restores, for the database's audit (default: your user name)")
     .option(
       '--from-blob',
@@ -344,6 +347,7 @@ Examples:
       .option('--operator', "decide on a member's behalf without their key (an operator holding the deployment's Redis); needs --by")
       .option('--by <member>', 'with --operator: the member on whose behalf you decide')
       .option('--reason <text>', 'why; kept with the decision')
+      .option('--json', 'print the decided approval record as JSON instead of a line')
       .action(run(async () => (await import('./approvals.ts'))[decision]));
   }
   return program;

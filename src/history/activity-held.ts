@@ -1,5 +1,5 @@
 import type { Group } from './activity-match.ts';
-import type { RowOrder } from './activity-history.ts';
+import type { RowOrder } from './activity-rows.ts';
 
 /** What a held entry's id puts between its snapshot's generation and its row's seq: `g0000000002.held.65`. */
 export const HELD = '.held.';

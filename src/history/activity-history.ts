@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import { AgentDbError, codeOf } from '../errors.ts';
-import type { ActivityRow } from '../sqlite/sqlite-activity.ts';
 import { RowMatcher, type Group } from './activity-match.ts';
+import { PIECE, readRowsOn, type ActivityRows, type RowOrder } from './activity-rows.ts';
 import { listGenerations, listSegments, localSource, type GenerationInfo, type SegmentInfo } from './history-files.ts';
 import { parseIndex } from './segment-index.ts';
 import { TurnClock } from './turn-clock.ts';
@@ -18,9 +18,6 @@ export const ACTIVITY_READ_LIMIT = 500_000;
 /** How long a history refused for its size is refused without being read again. */
 const REFUSAL_KEPT_MS = 10 * 60_000;
 
-/** Rows asked of the executor at once, and rows matched or commits read between looks at the clock. */
-const PIECE = 5_000;
-
 /** A commit as the listing reads it from history's indexes, oldest first. */
 export interface HistoryCommit {
   id: string;
@@ -29,19 +26,6 @@ export interface HistoryCommit {
   at: number;
   /** The first commit of a restore's generation: the restore itself. */
   base: boolean;
-}
-
-/** A row's order and time: what matching needs of it. */
-export type RowOrder = Pick<ActivityRow, 'seq' | 'kind' | 'at'>;
-
-/** How the listing reads a database's activity rows (through the executor, which opens database files). */
-export interface ActivityRows {
-  /** Every row's order and time, oldest first. */
-  all(): Promise<RowOrder[]>;
-  /** The whole rows of these seqs. */
-  some(seqs: number[]): Promise<ActivityRow[]>;
-  /** The rows after seq `after`, oldest first, at most `limit`, and how many rows there are up to it (fewer than read before: rows were pruned). */
-  since?(after: number, limit?: number): Promise<{ rows: RowOrder[]; kept: number }>;
 }
 
 /** What was read of one segment's index: its file as it was (to tell it unchanged), the bytes of the lines read and their CRC-32, the commits taken. */
@@ -178,10 +162,10 @@ export class ActivityHistory {
     }
   }
 
-  /** Refuses a history past {@link ACTIVITY_READ_LIMIT} before more of it is held. */
-  private bounded(): void {
+  /** Refuses a history past {@link ACTIVITY_READ_LIMIT} before more of it is held (`rowsHeld`: the rows being read, when read again). */
+  private bounded(rowsHeld = this.order.length): void {
     const limit = this.bounds.readLimit ?? ACTIVITY_READ_LIMIT;
-    if (this.commits.length + this.order.length > limit)
+    if (this.commits.length + rowsHeld > limit)
       throw new AgentDbError(
         'RESOURCE_LIMIT',
         `the activity list reads at most ${limit} commits and activity rows of a database's history, and ${this.id}'s retained history holds more`,
@@ -319,37 +303,14 @@ export class ActivityHistory {
 
   /** Reads the rows added since; true when they were all read again (the first time, or rows were pruned). */
   private async readRows(rows: ActivityRows): Promise<boolean> {
-    if (!rows.since) {
-      this.order = await rows.all();
-      this.reads.rows += this.order.length;
-      this.bounded();
-      return true;
-    }
-    const after = this.order.at(-1)?.seq ?? 0;
-    if (await this.readRowsOn(rows, after)) return after === 0;
-    // Rows were pruned since (or while they were read): all again, once more at most.
-    for (let again = 0; again < 2; again++) {
-      this.order = [];
-      if (await this.readRowsOn(rows, 0)) return true;
-    }
-    throw new AgentDbError('RETRY_LATER', `${this.id}'s activity rows were pruned while they were read`);
-  }
-
-  /**
-   * Appends the rows after seq `after` in pieces of {@link PIECE} (one message of every row
-   * parsed in one turn of the worker's thread); false when rows up to a piece's start were
-   * pruned meanwhile (fewer than read).
-   */
-  private async readRowsOn(rows: ActivityRows, after: number): Promise<boolean> {
-    for (;;) {
-      const got = await rows.since!(after, PIECE);
-      if (got.kept !== this.order.length) return false;
-      for (const r of got.rows) this.order.push(r);
-      this.reads.rows += got.rows.length;
-      this.bounded();
-      if (got.rows.length < PIECE) return true;
-      after = got.rows.at(-1)!.seq;
-      await this.clock.tick();
-    }
+    const read = await readRowsOn(rows, this.order, this.id, {
+      counted: (n, held) => {
+        this.reads.rows += n;
+        this.bounded(held);
+      },
+      tick: () => this.clock.tick(),
+    });
+    this.order = read.order;
+    return read.fresh;
   }
 }

@@ -2,10 +2,13 @@ import { AgentDbError } from '../errors.ts';
 import { ACTIVITY_RETENTION_MS } from '../sqlite/sqlite-activity.ts';
 import type { ActivityCache } from './activity-cache.ts';
 import { heldIndexOf, heldSlots, itemId, itemsFrom, type Item } from './activity-held.ts';
-import { ActivityHistory, type ActivityRows } from './activity-history.ts';
+import { ActivityHistory } from './activity-history.ts';
+import type { ActivityRows } from './activity-rows.ts';
 import type { Group } from './activity-match.ts';
+import { positionIn, positionToken } from './position-token.ts';
 
-export type { ActivityRows, HistoryCommit } from './activity-history.ts';
+export type { HistoryCommit } from './activity-history.ts';
+export type { ActivityRows } from './activity-rows.ts';
 export { matchRows, type Group } from './activity-match.ts';
 
 /**
@@ -21,7 +24,10 @@ export function whoMade(by: string | undefined): string | undefined {
 
 /** One commit of a database's history as the activity list shows it (the HTTP contract of `GET /v1/databases/:db/activity`). */
 export interface ActivityEntry {
-  /** The commit's place in history: `<generation>.<segment>.<n>`; `before` this pages on. */
+  /**
+   * The commit's place in history, `<generation>.<segment>.<n>`, marked with its database
+   * (`~` and 8 hex digits: `position-token.ts`); `before` this pages on.
+   */
   id: string;
   /** When history captured the commit (ISO). */
   at: string;
@@ -86,6 +92,7 @@ export const ACTIVITY_PAGE = { default: 50, max: 200 } as const;
  * commits are left out. `before`: an entry's id, the page starts after it. `onRead` hears how
  * many commits and activity rows the page read afresh (what it is charged for, beyond a lookup).
  * @throws AgentDbError INVALID_ARGUMENTS for a `before` that names no commit of this history;
+ * HISTORY_POSITION_FOREIGN for one marked as another database's;
  * RESOURCE_LIMIT for a history past `ACTIVITY_READ_LIMIT`.
  */
 export async function activityPage(
@@ -138,8 +145,9 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
   };
   let start: { commit: number; slotItem?: number } = { commit: commits.length - 1 };
   if (opts.before !== undefined) {
-    const inGap = heldIndexOf(held, opts.before);
-    const at = inGap ? inGap.position : history.indexOf(opts.before);
+    const before = positionIn(id, opts.before);
+    const inGap = heldIndexOf(held, before);
+    const at = inGap ? inGap.position : history.indexOf(before);
     if (at < 0)
       throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
     start = { commit: at - 1, ...(inGap ? { slotItem: inGap.item } : {}) };
@@ -157,7 +165,8 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
   const seqOf = (item: Item) => (typeof item === 'number' ? (match[item] === undefined ? undefined : order[match[item]!]!.seq) : item.seq);
   const wanted = picked.flatMap((item) => seqOf(item) ?? []);
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
-  const entries = picked.map((item): ActivityEntry => {
+  // An item as an entry, with its positions plain: `marked` marks them with the database.
+  function entryOf(item: Item): ActivityEntry {
     const seq = seqOf(item);
     const row = seq === undefined ? undefined : whole.get(seq);
     let base: ActivityEntry;
@@ -188,16 +197,22 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
       ...(row.approvedBy !== null ? { approvedBy: row.approvedBy } : {}),
       ...(row.changes !== null ? { rowsChanged: row.changes } : {}),
     };
-  });
+  }
+  const entries = picked.map((item): ActivityEntry => marked(id, entryOf(item)));
   const last = picked.at(-1);
   const nextId = last === undefined ? undefined : typeof last === 'number' ? commits[last]!.id : itemId(last);
   const writes = uncaptured(history.groups, order);
   return {
     database: id,
     entries,
-    ...(more && nextId !== undefined ? { next: nextId } : {}),
+    ...(more && nextId !== undefined ? { next: positionToken(id, nextId) } : {}),
     ...(writes ? { behind: { writes, note: behindNote(writes) } } : {}),
   };
+}
+
+/** An entry as given out: its positions (its id, the state before it) marked with database `id` (`position-token.ts`). */
+function marked(id: string, entry: ActivityEntry): ActivityEntry {
+  return { ...entry, id: positionToken(id, entry.id), restoreBefore: positionToken(id, entry.restoreBefore) };
 }
 
 /**

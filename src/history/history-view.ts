@@ -3,6 +3,8 @@ import { historyDir, listGenerations, listSegments, listUndoPoints, localSource 
 import { lostStretches } from './restore-plan.ts';
 import { readIndex } from './segment-index.ts';
 import { frameOffset } from './wal-format.ts';
+import type { ActivityEntry } from './activity-view.ts';
+import { positionToken } from './position-token.ts';
 
 /** One generation as `agentdb history` and `GET /v1/databases/:db/history` show it. */
 export interface GenerationView {
@@ -38,14 +40,29 @@ export interface HistoryView {
   generations: GenerationView[];
   undoPoints: { id: string; createdAt: string; restoredTo: string }[];
   /**
-   * The last {@link RECENT_COMMITS} commits' times (oldest first) and generations: the moments
-   * to restore to when undoing an agent's last writes (`--at` a time keeps every commit at or
-   * before it), rather than guessing with dry runs.
+   * The last {@link RECENT_COMMITS} commits of the database's users (calls, restores, writes from
+   * outside agentdb; not agentdb's own upkeep), oldest first, with their times, generations and
+   * history positions: the moments to restore to when undoing an agent's last writes (`--at` a
+   * time keeps every commit at or before it, `--through` a position every commit up to it),
+   * rather than guessing with dry runs. Every commit, upkeep too, when asked for all.
    */
-  recentCommits: { at: string; generation: string }[];
+  recentCommits: RecentCommit[];
+  /** Why `recentCommits` is empty when the history holds commits: its activity is past the list's read limit. */
+  recentNote?: string;
   /** Stretches no restore can reach: their commits never reached history. Empty when none. */
   lost: LostView[];
 }
+
+/** A commit of {@link HistoryView.recentCommits}. */
+export interface RecentCommit {
+  at: string;
+  generation: string;
+  /** Its history position, for a restore `--through` it (the state just after it). */
+  position: string;
+}
+
+/** Which commits {@link HistoryView.recentCommits} lists: the users' (`user`), every one (`all`), or none (not asked). */
+export type RecentKind = 'user' | 'all' | 'none';
 
 /** Commits {@link HistoryView.recentCommits} lists. */
 export const RECENT_COMMITS = 20;
@@ -60,7 +77,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function historyView(dataDir: string, id: string, retentionDays: number, now = Date.now()): HistoryView {
   const gens = listGenerations(localSource(dataDir, id)).filter((g) => g.snapshot);
   let latest: number | undefined;
-  const recent: { at: number; generation: string }[] = [];
+  const recent: { at: number; generation: string; position: string }[] = [];
   const lastAt = new Map<string, number>();
   const generations = gens.map((g) => {
     let commits = 0;
@@ -78,7 +95,8 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
       // The base commit of a restore's generation is its starting state, not a commit.
       const base = g.snapshot!.base?.segment === seg.name ? 1 : 0;
       commits += c.length - base;
-      for (const r of c.slice(Math.max(base, c.length - RECENT_COMMITS))) recent.push({ at: r.at, generation: g.name });
+      for (let n = Math.max(base, c.length - RECENT_COMMITS); n < c.length; n++)
+        recent.push({ at: c[n]!.at, generation: g.name, position: positionToken(id, `${g.name}.${seg.name}.${n}`) });
       recent.splice(0, Math.max(0, recent.length - RECENT_COMMITS));
       if (c.length) last = Math.max(last, c.at(-1)!.at);
     }
@@ -102,11 +120,27 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
     latest: latest === undefined ? null : iso(latest),
     generations,
     undoPoints: listUndoPoints(historyDir(dataDir, id)).map((u) => ({ id: u.id, createdAt: iso(u.createdAt), restoredTo: iso(u.restoredTo) })),
-    recentCommits: recent.filter((r) => r.at >= floor).map((r) => ({ at: iso(r.at), generation: r.generation })),
+    recentCommits: recent.filter((r) => r.at >= floor).map((r) => ({ at: iso(r.at), generation: r.generation, position: r.position })),
     lost: lostStretches(gens, (g) => lastAt.get(g.name) ?? g.snapshot!.at).map((l) => ({
       after: iso(l.after),
       before: iso(l.before),
       generation: l.generation,
     })),
   };
+}
+
+/**
+ * The users' last commits, from a page of the activity list (newest first, agentdb's upkeep left
+ * out): those of {@link HistoryView.recentCommits}, oldest first, inside the window that starts
+ * at `floor`. A gap, and the calls its snapshot holds, are no commit of their own.
+ */
+export function userRecentCommits(entries: readonly Pick<ActivityEntry, 'id' | 'at' | 'kind' | 'heldIn'>[], floor: number): RecentCommit[] {
+  return (
+    entries
+      .filter((e) => e.kind !== 'gap' && e.heldIn === undefined && Date.parse(e.at) >= floor)
+      .slice(0, RECENT_COMMITS)
+      // An entry's id is its position, marked with its database already.
+      .map((e) => ({ at: e.at, generation: e.id.split('.')[0]!, position: e.id }))
+      .reverse()
+  );
 }

@@ -28,6 +28,8 @@ export interface RestorePlan {
   restoredTo: number;
   /** The database's size in pages then (the last commit's, or the snapshot's). */
   dbPages: number;
+  /** The history position of the state restored: the last commit applied (`<generation>.<segment>.<n>`), or the generation's first. */
+  state: string;
 }
 
 /** The restorable range of a history: from the oldest snapshot to the last commit. */
@@ -76,6 +78,7 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
     commits: 0,
     restoredTo: gen.snapshot!.at,
     dbPages: gen.snapshot!.pages,
+    state: gen.name,
   };
   for (const seg of listSegments(gen)) {
     const commits = readCommits(seg.indexPath, seg.closed);
@@ -107,6 +110,7 @@ export function planRestore(source: HistorySource, target: RestoreTarget): Resto
       plan.commits += n - (gen.snapshot!.base?.segment === seg.name ? 1 : 0);
       plan.restoredTo = take.at;
       plan.dbPages = take.dbPages;
+      plan.state = `${gen.name}.${seg.name}.${n - 1}`;
     }
     // A segment not taken whole ends the plan: later ones come after the moment.
     if (!take || take !== commits.at(-1)) {

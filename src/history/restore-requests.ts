@@ -1,3 +1,4 @@
+import type { ActivityEntry } from './activity-view.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
@@ -53,6 +54,14 @@ export interface RestoreResult {
   refused?: string;
   /** A dry run on a full disk: planned from the history copied so far, writing nothing (`FULL_DISK_NOTE`). */
   note?: string;
+  /** A dry run: the history position of the state it would restore (`RestorePlan.state`). */
+  keeps?: string;
+  /**
+   * A dry run: the activity list's entries after that state, newest first — what the restore takes
+   * away in place (those an earlier restore undid are gone already), or leaves out of a new
+   * database — at most `RESTORE_PREVIEW_ENTRIES`, `more` when there are others.
+   */
+  after?: { entries: ActivityEntry[]; more: boolean; note?: string };
 }
 
 // The executor's requests this module serves (members of its `ExecRequest`), defined here, below
@@ -296,6 +305,7 @@ export function result(database: string, plan: RestorePlan, restoredTo: number, 
     snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
     frames: plan.frames,
     commits: plan.commits,
+    ...(dryRun ? { keeps: plan.state } : {}),
     ...extra,
   };
 }

@@ -8,7 +8,8 @@ import type { HistoryClient } from '../shards/history-client.ts';
 import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
-import { activityReadPoints, type RateRefusal } from '../calls/call-rate-limits.ts';
+import type { RateRefusal } from '../calls/call-rate-limits.ts';
+import { chargedActivityRead, type ChargeMemberLookup } from '../calls/activity-charge.ts';
 
 /** What the history routes call: the members registry (auth) and the history client. */
 export interface HistoryRoutesDeps {
@@ -16,10 +17,10 @@ export interface HistoryRoutesDeps {
   history: HistoryClient;
   /**
    * Counts a page of activity against the member's lookup rate (a tenth of a call: a page reads
-   * history and the database's rows, and an admin could ask in a loop), and then `points` more
-   * for what it read afresh (`activityReadPoints`); absent, not counted.
+   * history and the database's rows, and an admin could ask in a loop), and more for what it read
+   * afresh, by `chargedActivityRead`; absent, not counted.
    */
-  chargeLookup?: (workspace: string, member: string, points?: number) => Promise<RateRefusal | undefined>;
+  chargeLookup?: ChargeMemberLookup;
 }
 
 const dbParams = z.object({ db: z.string().min(1).max(200) });
@@ -81,7 +82,10 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const db = allowed(request, reply);
       if (db === undefined) return reply;
       try {
-        return reply.send(await deps.history.history(db, { member: memberOf(request) }));
+        // Its last commits are read from the activity list: charged as a page of it is.
+        const member = memberOf(request);
+        const out = await chargedActivityRead(deps.chargeLookup, member, (onRead) => deps.history.history(db, { member }, { onRead }));
+        return 'limited' in out ? rateLimited(reply, out.limited) : reply.send(out.page);
       } catch (err) {
         return refused(reply, err);
       }
@@ -93,17 +97,8 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       if (request.validationError) return invalid(reply, request.validationError);
       try {
         const member = memberOf(request);
-        const limited = await deps.chargeLookup?.(member.workspace, member.name);
-        if (limited) return rateLimited(reply, limited);
-        let read = 0;
-        try {
-          return reply.send(await deps.history.activity(db, request.query, { member }, (n) => (read = n)));
-        } finally {
-          // Charged once the work is known, the page made or refused for its size: a page that
-          // read the whole history spends the budget its next pages are refused by.
-          const extra = activityReadPoints(read);
-          if (extra > 0) await deps.chargeLookup?.(member.workspace, member.name, extra);
-        }
+        const out = await chargedActivityRead(deps.chargeLookup, member, (onRead) => deps.history.activity(db, request.query, { member }, onRead));
+        return 'limited' in out ? rateLimited(reply, out.limited) : reply.send(out.page);
       } catch (err) {
         return refused(reply, err);
       }

@@ -1,11 +1,12 @@
 import { AgentDbError, codeOf } from '../errors.ts';
 import { checkForkTarget } from '../history/fork-target.ts';
-import type { HistoryView } from '../history/history-view.ts';
+import type { HistoryView, RecentKind } from '../history/history-view.ts';
 import type { ActivityEntry, ActivityPage } from '../history/activity-view.ts';
 import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
 import type { RestoreResult } from '../history/restore-requests.ts';
+import { RESTORE_PREVIEW_ENTRIES, entriesAfter } from '../history/restore-preview.ts';
 import { checkHistoryAdmin, type HistoryCaller } from '../policy/history-admin.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './ops/history-ops.ts';
@@ -83,11 +84,20 @@ export class HistoryClient {
     private readonly pickup?: PickupWatch,
   ) {}
 
-  /** What `agentdb history DB` shows. @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED. */
-  async history(db: string, caller: HistoryCaller): Promise<HistoryView> {
+  /**
+   * What `agentdb history DB` shows. Its last commits are the users' (`commits`: `user`, the
+   * default), read from the activity list: `onRead` hears how many commits and activity rows the
+   * worker read afresh for them (to charge, as for a page of activity); `all` lists every commit,
+   * agentdb's upkeep too, and `none` none (a caller that shows no commits reads no activity).
+   * @throws AgentDbError NOT_FOUND, INVALID_ARGUMENTS, NOT_PERMITTED.
+   */
+  async history(db: string, caller: HistoryCaller, opts: { commits?: RecentKind; onRead?: (items: number) => void } = {}): Promise<HistoryView> {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
-    return (await this.answer(shardOf(id, this.shardCount), 'historyList', {}, id, 60_000)) as HistoryView;
+    const args = opts.commits !== undefined ? { commits: opts.commits } : {};
+    const { read, ...view } = (await this.answer(shardOf(id, this.shardCount), 'historyList', args, id, 60_000)) as HistoryView & { read?: number };
+    opts.onRead?.(read ?? 0);
+    return view;
   }
 
   /**
@@ -137,7 +147,29 @@ export class HistoryClient {
       by: req.by,
     };
     const out = (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
-    return refused ? { ...out, into: checkedId(req.into!), refused } : out;
+    const previewed = out.dryRun && out.keeps !== undefined ? { ...out, after: await this.takenAway(id, out.keeps) } : out;
+    return refused ? { ...previewed, into: checkedId(req.into!), refused } : previewed;
+  }
+
+  /**
+   * What a restore of `id` to history position `state` takes away (or a fork leaves out): the
+   * activity list's entries after it, newest first (review low: a dry run gave only counts of
+   * frames and commits). One page of the list, on the shard of the database restored from (a
+   * fork's plan runs on the new database's); past it, `more`.
+   */
+  private async takenAway(id: string, state: string): Promise<NonNullable<RestoreResult['after']>> {
+    const args = { limit: RESTORE_PREVIEW_ENTRIES + 1 };
+    let page: Partial<ActivityPage> & { refused?: { detail: string } };
+    try {
+      page = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as typeof page;
+    } catch (err) {
+      // The plan stands without its list (a full disk, say, where a dry run still plans): say why.
+      if (!codeOf(err)) throw err;
+      return { entries: [], more: true, note: `not listed: ${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}` };
+    }
+    if (!page.entries) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
+    const { after, done } = entriesAfter(page.entries, state);
+    return { entries: after.slice(0, RESTORE_PREVIEW_ENTRIES), more: after.length > RESTORE_PREVIEW_ENTRIES || (!done && page.next !== undefined) };
   }
 
   /**

@@ -114,8 +114,9 @@ describe('agentdb approvals', () => {
     writeFileSync(keyFile, `${keyOf.bob!}\n`, { mode: 0o600 });
     const approved = await cli('approvals', 'approve', id, '--key-file', keyFile, '--reason', 'fine by me');
     expect(approved.code).toBe(0);
-    expect(json(approved.stdout)).toMatchObject({ id, state: 'approved', decidedBy: 'bob', decidedVia: 'key', reason: 'fine by me' });
-    expect(approved.stderr).toBe(`agentdb approvals: approved ${id} (call ${callId} of acme/scout) as bob: it runs now\n`);
+    // A person reads a line of what was decided, not the record (that is --json's).
+    expect(approved.stdout).toBe(`approved ${id} (call ${callId} of acme/scout) by bob: it runs now; reason: fine by me\n`);
+    expect(approved.stderr).toBe('');
     expect(await waiting).toMatchObject({ ok: true, callId, tool: 'DATA_WRITE_SQL' });
 
     const q = await cli(
@@ -181,8 +182,9 @@ describe('agentdb approvals', () => {
     const waiting = client.result(callId, { workspace: 'acme', agent: 'scout', wait: true });
     const rejected = await cli('approvals', 'reject', id, '--operator', '--by', 'ada', '--reason', 'no new tables today');
     expect(rejected.code).toBe(0);
-    expect(json(rejected.stdout)).toMatchObject({ id, state: 'rejected', decidedBy: 'ada', decidedVia: 'operator' });
-    expect(rejected.stderr).toBe(`agentdb approvals: rejected ${id} (call ${callId} of acme/scout) as ada: it will not run; the agent gets the reason\n`);
+    expect(rejected.stdout).toBe(
+      `rejected ${id} (call ${callId} of acme/scout) by ada: it will not run; the agent gets APPROVAL_REJECTED and the reason; reason: no new tables today\n`,
+    );
     const env = await waiting;
     expect(env).toMatchObject({ ok: false, callId, error: { code: 'APPROVAL_REJECTED' } });
     expect(JSON.stringify(env)).toContain('no new tables today');
@@ -316,10 +318,11 @@ describe('agentdb approvals', () => {
   it('decides by the call id as well as the approval id, and says what to pass when neither is known', async () => {
     const { callId, id } = await parkWrite('CREATE TABLE by_call_id (x)');
     // The key on stdin (`--key-file -`).
-    const approved = await runCli(['approvals', 'approve', callId, '--key-file', '-'], sb.env, `${keyOf.bob!}\n`);
+    const approved = await runCli(['approvals', 'approve', callId, '--key-file', '-', '--json'], sb.env, `${keyOf.bob!}\n`);
     expect(approved.code, approved.stderr).toBe(0);
-    expect(approved.stderr).not.toContain('warning');
-    expect(json(approved.stdout)).toMatchObject({ id, callId, state: 'approved', decidedBy: 'bob' });
+    expect(approved.stderr).toBe('');
+    // --json: the decided record, for scripts.
+    expect(json(approved.stdout)).toMatchObject({ id, callId, state: 'approved', decidedBy: 'bob', decidedVia: 'key' });
     const again = await cli('approvals', 'reject', callId, '--operator', '--by', 'ada');
     expect(again.code).toBe(1);
     expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });

@@ -48,7 +48,7 @@ describe('agentdb history', () => {
     // The last commits' times, the newest the latest restorable moment: where an undo of the
     // last writes goes, without guessing with dry runs.
     expect(view.recentCommits.length).toBeGreaterThanOrEqual(3);
-    expect(view.recentCommits.at(-1)).toEqual({ at: view.latest, generation: 'g0000000001' });
+    expect(view.recentCommits.at(-1)).toMatchObject({ at: view.latest, generation: 'g0000000001', position: expect.stringMatching(/^g0000000001\./) });
     expect(table.stdout).toContain(`last ${view.recentCommits.length} commits`);
     expect(table.stdout).toContain(`${view.latest}\tg0000000001`);
   });
@@ -100,10 +100,26 @@ describe('agentdb activity', () => {
 });
 
 describe('agentdb restore', () => {
-  it('--dry-run names the snapshot and the frames, changing nothing', async () => {
+  it('--dry-run says where it goes and lists what it would take away, changing nothing; --json the plan', async () => {
     const out = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--dry-run');
-    expect(out.code).toBe(0);
-    expect(json(out.stdout)).toMatchObject({ dryRun: true, snapshot: { id: 'g0000000001' }, frames: expect.any(Number) });
+    expect(out.code, out.stderr).toBe(0);
+    // For a person: the moment, the snapshot, and the entries after the moment (the agent's DELETE).
+    expect(out.stdout).toMatch(
+      /^dry run, nothing changed: acme\/scout would be restored as of \S+ \(the last commit kept\), position g0000000001\.\d{8}\.\d+~[0-9a-f]{8}\n/,
+    );
+    expect(out.stdout).toContain('from snapshot g0000000001');
+    expect(out.stdout).toMatch(
+      /\nit would take away 1 entry, newest first:\ntime\tby\ttool\trows\twhat\tid\n\S+\tagent:scout\tDATA_WRITE_SQL\t3\tDELETE FROM leads\t\S+\n$/,
+    );
+    const plan = json((await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--dry-run', '--json')).stdout);
+    expect(plan).toMatchObject({ dryRun: true, snapshot: { id: 'g0000000001' }, frames: expect.any(Number), keeps: expect.stringMatching(/~[0-9a-f]{8}$/) });
+    expect(plan.after).toMatchObject({ more: false, entries: [{ kind: 'call', statement: 'DELETE FROM leads', rowsChanged: 3 }] });
+    // Through the state before the first insert: the three inserts and the DELETE, newest first.
+    const entries = json((await cli('activity', 'acme/scout', '--json')).stdout).entries;
+    const create = entries.at(-1);
+    const through = json((await cli('restore', 'acme/scout', '--through', create.id, '--dry-run', '--json')).stdout);
+    expect(through.keeps).toBe(create.id);
+    expect(through.after.entries.map((e: { id: string }) => e.id)).toEqual(entries.slice(0, -1).map((e: { id: string }) => e.id));
     expect(await count()).toBe(0);
   });
 
@@ -147,8 +163,8 @@ describe('agentdb restore', () => {
     expect(json(stranger.stdout)).toMatchObject({ error: { code: 'UNDO_NOT_FOUND' } });
     // One after another: two restores of acme/scout at once are refused (RESTORE_RUNNING), dry runs too.
     const exists = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000)), '--into', 'acme/scout-copy');
-    const preview = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme/scout-copy', '--dry-run');
-    const previewShared = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme', '--dry-run');
+    const preview = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme/scout-copy', '--dry-run', '--json');
+    const previewShared = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme', '--dry-run', '--json');
     expect(json(exists.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
     // Its dry run plans the moment anyway and says why the restore itself is refused, as
     // `--from-blob --dry-run` does (exit 0).

@@ -1,6 +1,7 @@
 // The activity list as it was built before it was kept per database (review H29-4): every page
 // from the whole history and every row. Kept here verbatim as the oracle the kept listing must equal.
 import { AgentDbError } from '../../src/errors.ts';
+import { positionIn, positionToken } from '../../src/history/position-token.ts';
 import { ACTIVITY_RETENTION_MS, type ActivityRow } from '../../src/sqlite/sqlite-activity.ts';
 import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { readIndex } from '../../src/history/segment-index.ts';
@@ -110,7 +111,7 @@ export interface ActivityRows {
  * commits are left out. `before`: an entry's id, the page starts after it.
  * @throws AgentDbError INVALID_ARGUMENTS for a `before` that names no commit of this history.
  */
-export async function wholeHistoryPage(
+async function plainPage(
   dataDir: string,
   id: string,
   rows: ActivityRows,
@@ -214,5 +215,21 @@ export async function wholeHistoryPage(
     entries,
     ...(more && picked.length ? { next: idOf(picked.at(-1)!) } : {}),
     ...(writes ? { behind: { writes, note: behindNote(writes) } } : {}),
+  };
+}
+
+/** {@link plainPage} with its positions marked with their database, as the list gives them out (and takes them back). */
+export async function wholeHistoryPage(
+  dataDir: string,
+  id: string,
+  rows: ActivityRows,
+  opts: { limit?: number; before?: string } = {},
+  now = Date.now(),
+): Promise<ActivityPage> {
+  const page = await plainPage(dataDir, id, rows, { ...opts, ...(opts.before !== undefined ? { before: positionIn(id, opts.before) } : {}) }, now);
+  return {
+    ...page,
+    entries: page.entries.map((e) => ({ ...e, id: positionToken(id, e.id), restoreBefore: positionToken(id, e.restoreBefore) })),
+    ...(page.next !== undefined ? { next: positionToken(id, page.next) } : {}),
   };
 }

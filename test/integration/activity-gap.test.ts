@@ -2,12 +2,13 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { databasePath, parseDatabaseId, shardOf } from '../../src/contracts/database-id.ts';
-import type { ActivityRows } from '../../src/history/activity-history.ts';
+import type { ActivityRows } from '../../src/history/activity-rows.ts';
 import { activityPage, type ActivityEntry, type ActivityPage } from '../../src/history/activity-view.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { activitySince, readActivity, type ActivityRow } from '../../src/sqlite/sqlite-activity.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import { positionToken } from '../../src/history/position-token.ts';
 import { wholeHistoryPage } from '../helpers/activity-oracle.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
@@ -95,13 +96,15 @@ describe('the activity list after an outside write began a gap', () => {
     // Every acknowledged call is listed, the one the snapshot took too.
     for (const v of ['a', 'b', 'c', 'd', 'e']) expect(listed(v), v).toBeDefined();
     const gap = entries.find((e) => e.kind === 'gap')!;
-    expect(gap).toMatchObject({ id: gapGen!.name, restoreBefore: before.id, held: 1 });
+    // Positions as given out: marked with their database.
+    const mark = (position: string) => positionToken('gapws', position);
+    expect(gap).toMatchObject({ id: mark(gapGen!.name), restoreBefore: before.id, held: 1 });
     // The call the snapshot holds: just above the gap, restorable only to before the whole gap.
     const c = listed('c')!;
     expect(c).toMatchObject({ kind: 'call', heldIn: gapGen!.name, restoreBefore: before.id, by: 'agent:one' });
     expect(entries.indexOf(c)).toBe(entries.indexOf(gap) - 1);
     // The next call is the generation's first commit: before it is the snapshot's state.
-    expect(listed('d')).toMatchObject({ restoreBefore: gapGen!.name });
+    expect(listed('d')).toMatchObject({ restoreBefore: mark(gapGen!.name) });
     expect(listed('d')!.heldIn).toBeUndefined();
     expect(entries.every((e: ActivityEntry) => e.kind !== 'outside')).toBe(true);
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { databasePath, parseDatabaseId, shardOf } from '../../src/contracts/database-id.ts';
 import { ActivityCache } from '../../src/history/activity-cache.ts';
-import type { ActivityRows } from '../../src/history/activity-history.ts';
+import type { ActivityRows } from '../../src/history/activity-rows.ts';
 import { activityPage, type ActivityPage } from '../../src/history/activity-view.ts';
 import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { commitLine, readIndex } from '../../src/history/segment-index.ts';

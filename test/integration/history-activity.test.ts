@@ -110,9 +110,55 @@ describe('agentdb activity: history as what was done', () => {
     expect(create).toMatchObject({ statement: 'CREATE TABLE leads (id INTEGER PRIMARY KEY, email TEXT)', rationale: 'a table for leads', rowsChanged: 0 });
     // Newest first, each a moment to restore to just before it.
     // Each a history position (the state just before it), not a time: never the entry itself.
-    for (const e of entries) expect(e.restoreBefore).toMatch(/^g\d{10}(\.\d{8}\.\d+)?$/);
+    // Marked with their database (`~` and 8 hex digits), so that no other database takes them.
+    for (const e of entries) expect(e.restoreBefore).toMatch(/^g\d{10}(\.\d{8}\.\d+)?~[0-9a-f]{8}$/);
     for (const e of entries) expect(e.restoreBefore).not.toBe(e.id);
     for (let i = 1; i < entries.length; i++) expect(Date.parse(entries[i - 1]!.at)).toBeGreaterThanOrEqual(Date.parse(entries[i]!.at));
+  });
+
+  it("lists in the history the users' last commits, not agentdb's upkeep (a decision's audit row); all of them when asked", async () => {
+    const entries = await everything();
+    let read = -1;
+    const view = await history.history('acme', 'operator', { onRead: (n) => (read = n) });
+    // Oldest first, each with the position a restore --through it takes.
+    expect(view.recentCommits.map((c) => c.position)).toEqual(entries.map((e) => e.id).reverse());
+    expect(view.recentCommits.map((c) => c.at)).toEqual(entries.map((e) => e.at).reverse());
+    expect(view.recentCommits.at(-1)).toMatchObject({ at: view.latest, generation: 'g0000000001' });
+    expect(read).toBeGreaterThanOrEqual(0);
+    // The approved call's audit row was committed on its own: agentdb's bookkeeping, listed only with every commit.
+    const all = await history.history('acme', 'operator', { commits: 'all' });
+    expect(all.recentCommits.length).toBeGreaterThan(view.recentCommits.length);
+    expect(all.recentCommits.map((c) => c.position)).toEqual(expect.arrayContaining(view.recentCommits.map((c) => c.position)));
+    expect((await history.history('acme', 'operator', { commits: 'none' })).recentCommits).toEqual([]);
+  });
+
+  it("refuses a position copied from another database's list (HISTORY_POSITION_FOREIGN), and still reads a plain one as its own", async () => {
+    // Another database, whose history numbers its commits as acme's does: the same plain positions exist in both.
+    const own = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
+    for (const sql of ['CREATE TABLE t (v)', 'INSERT INTO t VALUES (1)', 'INSERT INTO t VALUES (2)'])
+      expect(await client.call({ ...own, tool: 'DATA_WRITE_SQL', arguments: { sql } } as never)).toMatchObject({ ok: true });
+    const theirs = (await history.activity('acme/scout', {}, 'operator')).entries;
+    const ours = await everything();
+    const copied = theirs[0]!;
+    const plain = (token: string) => token.split('~')[0]!;
+    // The same number names a state of acme too: only the mark tells them apart.
+    expect(ours.map((e) => plain(e.id))).toContain(plain(copied.id));
+    const by = { who: 'operator:test', via: 'operator' as const };
+    for (const position of [copied.id, copied.restoreBefore]) {
+      await expect(history.activity('acme', { before: position }, 'operator')).rejects.toMatchObject({ code: 'HISTORY_POSITION_FOREIGN' });
+      await expect(history.restore('acme', { through: position, dryRun: true, by }, 'operator')).rejects.toMatchObject({ code: 'HISTORY_POSITION_FOREIGN' });
+      await expect(history.restore('acme', { through: position, into: 'acme/copy', dryRun: true, by }, 'operator')).rejects.toMatchObject({
+        code: 'HISTORY_POSITION_FOREIGN',
+      });
+    }
+    // Its own positions, marked or plain (the form given out before marks), are taken.
+    const entry = ours.find((e) => plain(e.id) === plain(copied.id))!;
+    for (const position of [entry.id, plain(entry.id)]) {
+      expect((await history.activity('acme', { before: position, limit: 1 }, 'operator')).entries.map((e) => e.id)).toEqual(
+        [ours[ours.indexOf(entry) + 1]?.id].filter(Boolean),
+      );
+      expect(await history.restore('acme', { through: position, dryRun: true, by }, 'operator')).toMatchObject({ dryRun: true });
+    }
   });
 
   it('pages with a cursor, each entry once', async () => {
@@ -233,8 +279,8 @@ describe('commits of the same millisecond', () => {
     const listed = (await history.activity('pairs', {}, 'operator')).entries;
     const [c, b, a] = listed;
     expect([c, b, a].map((e) => e?.by)).toEqual(['agent:one', 'agent:two', 'agent:one']);
-    const [gen, seg, nA] = a!.id.split('.');
-    const [genB, segB, nB] = b!.id.split('.');
+    const [gen, seg, nA] = a!.id.split('~')[0]!.split('.');
+    const [genB, segB, nB] = b!.id.split('~')[0]!.split('.');
     expect([genB, segB]).toEqual([gen, seg]);
     const source = localSource(sb.config.dataDir, 'pairs');
     const segment = listSegments(listGenerations(source).find((g) => g.name === gen)!).find((s) => s.name === seg)!;

@@ -1,5 +1,5 @@
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
-import { activityReadPoints } from '../../calls/call-rate-limits.ts';
+import { chargedActivityRead } from '../../calls/activity-charge.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,6 +8,7 @@ import { isHistoryAdmin } from '../../policy/history-admin.ts';
 import { AgentDbError } from '../../errors.ts';
 import type { ActivityPage, HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
 import { activityView } from './activity-view.ts';
+import { whoMade } from '../../history/activity-view.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { html, type Html } from './html.ts';
@@ -48,7 +49,7 @@ export function historyPanel(access: HistoryAccess | undefined): HistoryPanel {
       // The history client's rule (policy/history-admin.ts), said plainly rather than as a refusal.
       if (!isHistoryAdmin(member)) return html`<p class="muted" id="history-line">History and restore are for workspace admins.</p>`;
       try {
-        const h = await access.history(db, { member });
+        const h = await access.history(db, { member }, { commits: 'none' });
         const lost = h.lost?.length ?? 0;
         const damaged = h.generations.filter((g) => g.damaged).length;
         const trouble = [lost ? `${lost} lost stretch${lost === 1 ? '' : 'es'}` : '', damaged ? `${damaged} damaged generation${damaged === 1 ? '' : 's'}` : '']
@@ -113,6 +114,7 @@ ${
 <dl class="facts"><dt>to</dt><dd>${when(outcome.restoredTo)}</dd><dt>snapshot</dt><dd>${outcome.snapshot.id} at ${when(outcome.snapshot.at)}</dd>
 <dt>frames</dt><dd>${outcome.frames}</dd><dt>commits</dt><dd>${outcome.commits}</dd>${outcome.undoId ? html`<dt>undo point</dt><dd>${outcome.undoId}</dd>` : ''}</dl>
 ${outcome.note ? html`<p>${outcome.note}</p>` : ''}
+${outcome.after ? takenAwayView(outcome.after) : ''}
 ${outcome.dryRun && admin ? restoreForm(db, csrf, at ?? '') : ''}
 </section>`
     : ''
@@ -148,6 +150,15 @@ ${h.generations.map(
     : html`<p class="empty">No history yet.</p>`
 }
 </details>`;
+}
+
+/** A dry run's list of what the restore would take away: the activity entries after its moment, newest first. */
+function takenAwayView(after: NonNullable<RestoreOutcome['after']>): Html {
+  if (after.note) return html`<p class="muted">${after.note}</p>`;
+  if (!after.entries.length) return html`<p id="taken-away">It takes nothing away: no entry of the list below is after that moment.</p>`;
+  return html`<p>It would take away ${after.more ? 'at least ' : ''}${after.entries.length} entr${after.entries.length === 1 && !after.more ? 'y' : 'ies'}, newest first:</p>
+<ul id="taken-away">${after.entries.map((e) => html`<li><time datetime="${e.at}">${when(e.at)}</time> ${whoMade(e.by) ?? (e.kind === 'outside' || e.kind === 'gap' ? 'outside agentdb' : '')} ${e.kind === 'call' ? html`<code>${e.statement ?? ''}</code>` : e.kind}</li>`)}</ul>
+${after.more ? html`<p class="muted">And more: the list below has them all.</p>` : ''}`;
 }
 
 /**
@@ -202,23 +213,17 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
   ) => {
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
     const caller = { member: memberOf(request) };
-    // The page lists a page of activity: counted as a lookup of the member's, as the API's is.
-    const limited = await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name);
-    if (limited)
+    // The page lists a page of activity: charged as the API's page is (a lookup, and what it read afresh).
+    const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
+    const out = await chargedActivityRead(charge, caller.member, (onRead) =>
+      Promise.all([access.history(db, caller, { commits: 'none' }), access.activity(db, before ? { before } : {}, caller, onRead)]),
+    );
+    if ('limited' in out)
       throw new AgentDbError(
         'RATE_LIMITED',
-        `the workspace's rate limit is spent for now (a history page counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); reload in ${limited.retryAfterS} s`,
+        `the workspace's rate limit is spent for now (a history page counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); reload in ${out.limited.retryAfterS} s`,
       );
-    let read = 0;
-    let both: [HistoryView, ActivityPage];
-    try {
-      both = await Promise.all([access.history(db, caller), access.activity(db, before ? { before } : {}, caller, (n) => (read = n))]);
-    } finally {
-      // What the page read afresh, charged once known, made or refused (as the API's page is).
-      const extra = activityReadPoints(read);
-      if (extra > 0) await calls?.chargeMemberLookup(caller.member.workspace, caller.member.name, extra);
-    }
-    const [h, activity] = both;
+    const [h, activity] = out.page;
     const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };

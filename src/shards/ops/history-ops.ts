@@ -5,10 +5,12 @@ import { AgentDbError, codeOf } from '../../errors.ts';
 import { dirNames } from '../../history/dir-names.ts';
 import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
-import { historyView } from '../../history/history-view.ts';
-import { ACTIVITY_PAGE, activityPage } from '../../history/activity-view.ts';
+import { positionIn, positionToken } from '../../history/position-token.ts';
+import type { RestoreResult } from '../../history/restore-requests.ts';
+import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
+import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';
-import type { RowOrder } from '../../history/activity-history.ts';
+import type { RowOrder } from '../../history/activity-rows.ts';
 import type { ActivityRow } from '../../sqlite/sqlite-activity.ts';
 import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sharedNote } from '../../contracts/database-id.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../executor/executor-protocol.ts';
@@ -44,6 +46,9 @@ export const activityArgs = z
   .object({ limit: z.number().int().min(1).max(ACTIVITY_PAGE.max).optional(), before: z.string().min(1).max(200).optional() })
   .strict();
 
+/** Arguments of the `historyList` shard op: which of the last commits it lists (`RecentKind`; default `user`). */
+export const listArgs = z.object({ commits: z.enum(['user', 'all', 'none']).optional() }).strict();
+
 /**
  * The history shard ops: `historyRestore` (in place, undo, or into a new database; it runs on
  * the shard of the database it writes), `historyList` (what `agentdb history` shows) and
@@ -59,8 +64,9 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
   const restore: ShardOpHandler = async (data, ctx) => {
     const parsed = restoreArgs.safeParse(data.args);
     if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
-    const args = parsed.data;
     const source = checkedId(data.db);
+    // A position is of the database restored from (a fork's too): one marked as another's is refused here, for every adapter.
+    const args = { ...parsed.data, ...(parsed.data.through !== undefined ? { through: positionIn(source, parsed.data.through) } : {}) };
     const writes = args.into === undefined ? source : checkedId(args.into);
     // The client checks these too, but the op is reachable by whoever can queue it: a fork
     // never leaves its workspace, nor lands on the database it is taken from or the shared one.
@@ -103,57 +109,99 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
             };
       const outcome = await ctx.executor.run(req);
       ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
-      return unwrap(outcome);
+      const planned = unwrap(outcome) as RestoreResult;
+      // A dry run's state, as positions are given out: marked with the database restored from.
+      return planned.keeps !== undefined ? { ...planned, keeps: positionToken(source, planned.keeps) } : planned;
     } finally {
       running.delete(key);
     }
   };
 
-  const list: ShardOpHandler = async (data, ctx) => {
-    const id = checkedId(data.db);
-    const view = historyView(ctx.config.dataDir, id, ctx.config.historyRetentionDays);
-    if (view.generations.length === 0 && !fs.existsSync(target(ctx, id).path)) {
-      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)${sharedNote(id)}`);
-    }
-    return view;
-  };
-
-  const activity: ShardOpHandler = async (data, ctx) => {
-    const parsed = activityArgs.safeParse(data.args ?? {});
-    if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
-    const id = checkedId(data.db);
+  /**
+   * A page of database `id`'s activity through the kept histories, and how many commits and rows
+   * it read afresh (`read`, for the caller to charge: issue 29); refused for its size after
+   * reading up to the limit, `refused` with what was read (an error would drop the count).
+   */
+  const activityOf = async (
+    ctx: ShardOpContext,
+    id: string,
+    page: z.infer<typeof activityArgs>,
+  ): Promise<{ page?: ActivityPage; refused?: { code: 'RESOURCE_LIMIT'; detail: string }; read: number }> => {
     const db = target(ctx, id);
-    if (!fs.existsSync(db.path) && !fs.existsSync(historyDir(ctx.config.dataDir, id))) {
-      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)${sharedNote(id)}`);
-    }
     // The rows are read by the executor, the one process that opens database files (a connection
     // of this process closing last would checkpoint the WAL before capture copied it).
     const read = async (ask: { seqs?: number[]; after?: number; catchUp?: true }) => unwrap(await ctx.executor.run({ op: 'activity', db, ...ask }));
     // History copies first what failed copies left behind, if it now can: a page of an idle
     // database whose disk was freed is then not `behind` (review R29b L1).
     await read({ catchUp: true });
-    // What the page read afresh goes back with it, for the caller to charge (issue 29).
     let itemsRead = 0;
-    const page = activityPage(
-      ctx.config.dataDir,
-      id,
-      {
-        all: async () => (await read({})) as RowOrder[],
-        some: async (seqs) => (await read({ seqs })) as ActivityRow[],
-        since: async (after, limit) => (await read({ after, ...(limit !== undefined ? { limit } : {}) })) as { rows: RowOrder[]; kept: number },
-      },
-      { ...parsed.data, onRead: (n) => (itemsRead = n) },
-      Date.now(),
-      activityCache,
-    );
     try {
-      return { ...(await page), read: itemsRead };
+      const made = await activityPage(
+        ctx.config.dataDir,
+        id,
+        {
+          all: async () => (await read({})) as RowOrder[],
+          some: async (seqs) => (await read({ seqs })) as ActivityRow[],
+          since: async (after, limit) => (await read({ after, ...(limit !== undefined ? { limit } : {}) })) as { rows: RowOrder[]; kept: number },
+        },
+        { ...page, onRead: (n) => (itemsRead = n) },
+        Date.now(),
+        activityCache,
+      );
+      return { page: made, read: itemsRead };
     } catch (err) {
-      // Refused for its size after reading up to the limit: the refusal goes back as an answer
-      // with what was read, so that the caller charges the read (an error would drop the count).
-      if (codeOf(err) === 'RESOURCE_LIMIT') return { refused: { code: 'RESOURCE_LIMIT', detail: (err as AgentDbError).detail }, read: itemsRead };
+      if (codeOf(err) === 'RESOURCE_LIMIT') return { refused: { code: 'RESOURCE_LIMIT', detail: (err as AgentDbError).detail ?? '' }, read: itemsRead };
       throw err;
     }
+  };
+
+  const list: ShardOpHandler = async (data, ctx) => {
+    const parsed = listArgs.safeParse(data.args ?? {});
+    if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
+    const recent = parsed.data.commits ?? 'user';
+    const id = checkedId(data.db);
+    const view = historyView(ctx.config.dataDir, id, ctx.config.historyRetentionDays);
+    if (view.generations.length === 0 && !fs.existsSync(target(ctx, id).path)) {
+      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)${sharedNote(id)}`);
+    }
+    if (recent === 'all') return view;
+    if (recent === 'none' || view.generations.length === 0) return { ...view, recentCommits: [] };
+    // Which commits are agentdb's own upkeep (an exactly-once record's housekeeping, a decision's
+    // audit row) only the activity rows tell: the users' last commits are the activity list's
+    // (review low: `agentdb history` listed agentdb's bookkeeping as the last commits).
+    // A history too large for the activity list, or whose rows cannot be read (a full disk where
+    // the database must open to read them), still lists, as it did before it read them: without
+    // its users' last commits, saying why.
+    let page: ActivityPage | undefined;
+    let why: string | undefined;
+    let read = 0;
+    try {
+      const activity = await activityOf(ctx, id, { limit: RECENT_COMMITS * 2 });
+      ({ page, read } = activity);
+      why = activity.refused?.detail;
+    } catch (err) {
+      if (!codeOf(err)) throw err;
+      why = `${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}`;
+    }
+    const floor = Date.now() - ctx.config.historyRetentionDays * 24 * 3600 * 1000;
+    return {
+      ...view,
+      recentCommits: page ? userRecentCommits(page.entries, floor) : [],
+      ...(why !== undefined ? { recentNote: `the last commits are not listed: ${why}` } : {}),
+      read,
+    };
+  };
+
+  const activity: ShardOpHandler = async (data, ctx) => {
+    const parsed = activityArgs.safeParse(data.args ?? {});
+    if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
+    const id = checkedId(data.db);
+    if (!fs.existsSync(target(ctx, id).path) && !fs.existsSync(historyDir(ctx.config.dataDir, id))) {
+      throw new AgentDbError('NOT_FOUND', `database ${id} does not exist (it was never written)${sharedNote(id)}`);
+    }
+    const { page, refused, read } = await activityOf(ctx, id, parsed.data);
+    // What the page read afresh goes back with it, for the caller to charge (issue 29).
+    return refused ? { refused, read } : { ...page, read };
   };
 
   const snapshot: ShardOpHandler = async (data, ctx) => {

@@ -1,0 +1,34 @@
+import { activityReadPoints, type RateRefusal } from './call-rate-limits.ts';
+
+/**
+ * Counts `points` of a member's lookups (a lookup's tenth of a call when absent) against their
+ * and their workspace's rate limits; answers the refusal past one (`KeyedCalls.chargeMemberLookup`).
+ */
+export type ChargeMemberLookup = (workspace: string, member: string, points?: number) => Promise<RateRefusal | undefined>;
+
+/**
+ * Runs `read`, a page of a database's activity (or a history's last commits, read from it),
+ * charged as every adapter charges it: a lookup first, refused past the member's or workspace's
+ * rate with nothing read; then, once the work is known, a call per 10,000 commits and rows read
+ * afresh (`activityReadPoints`; what each `onRead` heard, summed), whether the page was made or
+ * refused for its size, so a page that read the whole history spends the budget its next pages
+ * are refused by (issue 29). One function, so the API's page and the web page cannot charge
+ * differently (they did the same in two copies). `charge` absent (a server without rate limits):
+ * not counted.
+ * @returns `{ limited }` when the lookup was refused, else `{ page }`; `read`'s errors propagate.
+ */
+export async function chargedActivityRead<T>(
+  charge: ChargeMemberLookup | undefined,
+  member: { workspace: string; name: string },
+  read: (onRead: (items: number) => void) => Promise<T>,
+): Promise<{ limited: RateRefusal } | { page: T }> {
+  const limited = await charge?.(member.workspace, member.name);
+  if (limited) return { limited };
+  let items = 0;
+  try {
+    return { page: await read((n) => (items += n)) };
+  } finally {
+    const extra = activityReadPoints(items);
+    if (extra > 0) await charge?.(member.workspace, member.name, extra);
+  }
+}
