@@ -46,9 +46,6 @@ end)()
 return admitted
 `;
 
-/** How many keys BullMQ's add takes, ahead of the budget's in {@link ADMITTED_ADD_LUA}. */
-export const ADD_KEYS = ADD.keys;
-
 /**
  * The keys and arguments `queue.add(name, data, opts)` would send, built by BullMQ's own `Job`
  * (its encoding of the data and options, its key names) with nothing sent: BullMQ builds them
