@@ -85,7 +85,8 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   return undefined;
 }
 
-function callJobOptions(key: string, resultTtlS: number): JobsOptions {
+/** The options of a call's job: its id the call key, retries after a fault, kept `resultTtlS` once finished. */
+export function callJobOptions(key: string, resultTtlS: number): JobsOptions & { jobId: string } {
   return {
     jobId: key,
     // Retries only ever follow a fault (a dead worker, a lost Redis): agent errors complete.

@@ -1,6 +1,6 @@
 // One file past 300 lines on purpose: AgentDbClient is the package's public API (its options and
 // the enqueue that admits a call: plan, headroom, rates and budget (one script), call-id claim,
-// add or join, in that order). Each step it calls lives in its own file in calls/; what is left here is the order.
+// add or join, in that order; a generated id's rates, budget and add in one script). Each step it calls lives in its own file in calls/; what is left here is the order.
 import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
@@ -25,7 +25,8 @@ import { claimCallId, claimTtlS, type ClaimPlace } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
 import { checkClientOptions } from './client-options.ts';
 import { ClientShardCount } from './client-shard-count.ts';
-import { addOrJoin } from './call-resend.ts';
+import { addOrJoin, callJobOptions } from './call-resend.ts';
+import { jobAdd, type JobAdd } from './admitted-add.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
@@ -34,7 +35,7 @@ import { CALL_POINTS, CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type R
 import type { RateLimitSettings } from '../config.ts';
 import { Metrics } from '../metrics.ts';
 import { queueTelemetry, toolCallSpan, tracerIf, traceparentContext } from '../tracing.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes, WorkspaceRedisBudget, type Admission } from './workspace-redis-budget.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {
@@ -293,19 +294,29 @@ export class AgentDbClient {
     // The worker moves it nearer when the call completes, and gives back the room reserved for
     // its envelope (which it counts as written instead).
     const until = data.enqueuedAt + timeoutMs + this.approvalTtlMs + this.resultTtlS * 1000;
-    const refusal = await this.budget.admitCall(
-      data.workspace,
-      data.plan ?? UNREGISTERED_PLAN,
-      [
-        { callKey: key, kind: 'args', bytes: jsonBytes(data) + CALL_OVERHEAD_BYTES, until },
-        { callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until },
-      ],
-      counters,
-    );
-    if (refusal && 'rate' in refusal)
-      return this.refused('rate', rateLimited(callId, tool, request.workspace, this.rates!.refused(refusal.rate, refusal.msLeft)));
-    if (refusal) return this.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', refusal.over));
+    const entries = (argsBytes: number) => [
+      { callKey: key, kind: 'args' as const, bytes: argsBytes + CALL_OVERHEAD_BYTES, until },
+      { callKey: key, kind: 'reserve' as const, bytes: ENVELOPE_RESERVE_BYTES, until },
+    ];
+    const refusal = (r: Admission) =>
+      'rate' in r
+        ? this.refused('rate', rateLimited(callId, tool, request.workspace, this.rates!.refused(r.rate, r.msLeft)))
+        : this.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over));
     const ownId = input.callId !== undefined;
+    const queue = this.queues.of(shard);
+    // A generated id is new by nature, so nothing needs asking between the admission and the add:
+    // the job is added by the admission's own script, one round trip (issue 31). A caller's own id
+    // is claimed in between, and BullMQ's traced add carries its span: those take the two steps.
+    const admitting = !ownId && !this.tracer;
+    let add: JobAdd | undefined;
+    if (admitting) {
+      // Ready first, as BullMQ's own add is: the queue's settings go before its first job.
+      await queue.waitUntilReady();
+      add = jobAdd(queue, 'call', data, callJobOptions(key, this.resultTtlS));
+    } else {
+      const refused = await this.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, entries(jsonBytes(data)), counters);
+      if (refused) return refusal(refused);
+    }
     if (ownId) {
       const conflict = await claimCallId({ ...this.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
       if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
@@ -313,21 +324,37 @@ export class AgentDbClient {
     await this.ensureReader();
     const completion = (sent.completion = this.waiters.completion(key, opts.signal));
     const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key, opts.signal));
-    const queue = this.queues.of(shard);
     // Checked and marked in one turn, so the outage's answer says either "not sent" and it is
     // not, or "may still run" (review R28: a call answered mayStillRun false ran once Redis was back).
     if (sent.answered) return unavailable(callId, tool, 'answered UNAVAILABLE already', false);
     sent.enqueued = true;
-    const joined = await addOrJoin(this.waiters, this.lookup, {
-      queue,
-      key,
-      data,
-      resultTtlS: this.resultTtlS,
-      ownId,
-      wait,
-      completion,
-      ...(parking ? { parking } : {}),
-    });
+    if (add) {
+      const refused = await this.budget.admitCall(
+        data.workspace,
+        data.plan ?? UNREGISTERED_PLAN,
+        entries(jsonTextBytes(add.dataJson)),
+        counters,
+        Date.now(),
+        add,
+      );
+      if (refused) {
+        sent.enqueued = false;
+        this.waiters.drop(completion, parking);
+        return refusal(refused);
+      }
+    }
+    const joined = add
+      ? undefined
+      : await addOrJoin(this.waiters, this.lookup, {
+          queue,
+          key,
+          data,
+          resultTtlS: this.resultTtlS,
+          ownId,
+          wait,
+          completion,
+          ...(parking ? { parking } : {}),
+        });
     if (joined) return joined;
     if (wait) {
       const onStatus = opts.onStatus;

@@ -4,6 +4,15 @@ import type { RateCounter } from './call-rate-limits.ts';
 import { PLAN_REDIS_BYTES } from '../policy/plan-limits.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
+import { ADMITTED_ADD_LUA, type JobAdd } from './admitted-add.ts';
+
+/** A connection that also runs {@link ADMITTED_ADD_LUA}: the number of keys first, then keys and arguments. */
+type AddingRedis = ScriptedRedis & {
+  agentdbAdmittedAdd(
+    numKeys: number,
+    ...keysThenArgs: (string | Buffer)[]
+  ): Promise<[held: string, first: string, verdict: number, rateMsLeft: number, jobId?: string]>;
+};
 
 /**
  * What a call costs Redis beside its JSON: BullMQ's job hash and its fields, the queue and
@@ -129,7 +138,8 @@ export class WorkspaceRedisBudget {
    * Counts a new call against its rate `counters` (see `CallRateLimits.counters`) and then, when
    * none is spent, its `entries` against the workspace's budget, in one script: undefined when
    * both counted; else the counter that refused it (with the ms left of its window), or why the
-   * budget did. A call refused by a rate counts nothing against the budget.
+   * budget did. A call refused by a rate counts nothing against the budget. With `add` (see
+   * `jobAdd`), the same script adds the call's job once it is admitted, and only then.
    */
   async admitCall(
     workspace: string,
@@ -137,15 +147,23 @@ export class WorkspaceRedisBudget {
     entries: readonly BudgetEntry[],
     counters: readonly RateCounter[],
     now = Date.now(),
+    add?: JobAdd,
   ): Promise<Admission | undefined> {
     const cap = this.capOf(plan);
-    const { held, freesAt, verdict, rateMsLeft } = await this.run(workspace, cap, entries, now, counters);
+    const { held, freesAt, verdict, rateMsLeft } = await this.run(workspace, cap, entries, now, counters, add);
     if (verdict === 1) return undefined;
     if (verdict > 1) return { rate: counters[verdict - 2]!, msLeft: rateMsLeft };
     const when = freesAt === undefined ? '' : `; room comes back from ${new Date(freesAt).toISOString()}, when its oldest kept call expires`;
     return {
       over: `workspace ${workspace} holds ${held} bytes in Redis, its budget (${this.override > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : `plan ${plan}`}: ${cap} bytes) is used up${when}. Calls are kept RESULT_TTL_HOURS after they finish, parked ones until decided and their approval records for APPROVAL_RETENTION_DAYS`,
     };
+  }
+
+  /** The connection with {@link ADMITTED_ADD_LUA} defined on it (on first use: only a caller adds jobs). */
+  private adding(): AddingRedis {
+    const redis = this.redis as AddingRedis;
+    if (typeof redis.agentdbAdmittedAdd !== 'function') redis.defineCommand('agentdbAdmittedAdd', { lua: ADMITTED_ADD_LUA() });
+    return redis;
   }
 
   /** Counts a lookup against its rate `counters` alone (in the same slot as the budget): the counter that refused it, or undefined. */
@@ -169,19 +187,15 @@ export class WorkspaceRedisBudget {
     entries: readonly BudgetEntry[],
     now: number,
     counters: readonly RateCounter[] = [],
+    add?: JobAdd,
   ): Promise<BudgetHeld & { verdict: number; rateMsLeft: number; freesAt?: number }> {
     const { ledger, held } = this.keys.redisBudget(workspace);
     const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
-    const [sum, first, verdict, rateMsLeft] = await this.redis.agentdbBudgetNote(
-      2 + counters.length,
-      ledger,
-      held,
-      ...counters.map((c) => c.key),
-      String(now),
-      String(cap),
-      ...rateArgs(counters),
-      ...args,
-    );
+    const keys = [ledger, held, ...counters.map((c) => c.key)];
+    const argv = [String(now), String(cap), ...rateArgs(counters), ...args];
+    const [sum, first, verdict, rateMsLeft] = add
+      ? await this.adding().agentdbAdmittedAdd(add.keys.length + keys.length, ...add.keys, ...keys, ...add.args, ...argv)
+      : await this.redis.agentdbBudgetNote(keys.length, ...keys, ...argv);
     if (verdict > 1) return { held: 0, verdict, rateMsLeft: Number(rateMsLeft) };
     this.index(workspace, Number(sum), now);
     return { held: Number(sum), verdict, rateMsLeft: 0, ...(first ? { freesAt: Number(first) } : {}) };

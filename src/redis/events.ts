@@ -63,7 +63,11 @@ export function parseEntry([id, fields]: [string, string[]]): StreamedEvent | un
   const i = fields.indexOf('data');
   if (i < 0) return undefined;
   try {
-    return { ...(JSON.parse(fields[i + 1]!) as AgentDbEvent), id };
+    // The parsed event takes the id itself: no copy of each event (every client's reader parses
+    // every event). One that is not an object throws here, and is skipped.
+    const event = JSON.parse(fields[i + 1]!) as StreamedEvent;
+    event.id = id;
+    return event;
   } catch {
     return undefined;
   }

@@ -2,7 +2,9 @@
  * Names of queues and Redis keys. Each shard's queue and lease share one hash tag
  * (`{shard-N}`); the event stream and the usage meters share `{calls}`, because one script
  * updates them together when a call completes. So on Redis Cluster every multi-key script
- * touches one slot, while shards still spread over the cluster.
+ * touches one slot, while shards still spread over the cluster — but one: the client's admission
+ * of a call with a generated id, which adds its job in the same script (`ADMITTED_ADD_LUA`), spans
+ * the workspace's `{budget-…}` and the shard's `{shard-N}` (one Redis is what agentdb runs on).
  */
 export interface Keys {
   /** The BullMQ `prefix` option. */

@@ -122,7 +122,8 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
 /** The scripts' text, read once per process on first use. */
 let sources: Map<string, string> | undefined;
 
-function source(file: string): string {
+/** The text of one of agentdb's scripts (`file` in {@link LUA_SCRIPTS_DIR}), read once per process. */
+export function luaSource(file: string): string {
   sources ??= new Map();
   let lua = sources.get(file);
   if (lua === undefined) {
@@ -142,7 +143,7 @@ export function withScripts(redis: Redis): ScriptedRedis {
   const scripted = redis as ScriptedRedis;
   for (const [name, { file, keys }] of Object.entries(SCRIPTS) as [keyof LuaCommands, { file: string; keys?: number }][]) {
     if (typeof scripted[name] === 'function') continue;
-    redis.defineCommand(name, keys === undefined ? { lua: source(file) } : { lua: source(file), numberOfKeys: keys });
+    redis.defineCommand(name, keys === undefined ? { lua: luaSource(file) } : { lua: luaSource(file), numberOfKeys: keys });
   }
   return scripted;
 }
