@@ -85,6 +85,8 @@ export class ExecutorProcess {
   private sent: { id: number; item: Queued }[] = [];
   private headSince = 0;
   private timer?: NodeJS.Timeout;
+  /** When {@link timer} fires (ms since the epoch). */
+  private timerAt = 0;
   /** A deadline passed; what the channel holds is read before the child is killed. */
   private checking = false;
   private retry?: NodeJS.Timeout;
@@ -177,8 +179,16 @@ export class ExecutorProcess {
    */
   send(items: Queued[], reopen = false): void {
     const child = this.child!;
-    if (this.sent.length === 0) this.headSince = Date.now();
-    if (!this.timer && !this.checking) this.timer = setTimeout(() => this.onDeadline(), this.deadlineMs(this.sent[0]?.item.req ?? items[0]!.req));
+    const now = Date.now();
+    if (this.sent.length === 0) this.headSince = now;
+    if (!this.checking) {
+      // The timer armed for an earlier statement is kept across idle spells (see `onOutcomes`):
+      // firing before this one's deadline, it arms itself again for what is left of it. A new
+      // one only when there is none, or it would fire too late for a shorter limit.
+      const due = now + this.deadlineMs(this.sent[0]?.item.req ?? items[0]!.req);
+      if (!this.timer || this.timerAt > due) this.arm(due - now);
+      else this.timer.ref();
+    }
     const message: ChildRequest[] = [];
     for (const item of items) {
       const id = this.nextId++;
@@ -242,8 +252,10 @@ export class ExecutorProcess {
     }
     if (this.sent.length) this.headSince = Date.now();
     else {
-      clearTimeout(this.timer);
-      this.timer = undefined;
+      // Left armed, not holding the process up: clearing it and arming another for the next
+      // statement cost two timer-list updates per call, on the call's path (issue 31). Firing
+      // with nothing sent, it only goes.
+      this.timer?.unref();
       this.idleSince = Date.now();
       child.channel?.unref();
       for (const resolve of this.whenIdle.splice(0)) resolve();
@@ -261,6 +273,13 @@ export class ExecutorProcess {
     this.hooks.returned(this, items);
   }
 
+  /** Arms the deadline's timer to fire in `ms`, replacing the one armed. */
+  private arm(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.onDeadline(), ms);
+    this.timerAt = Date.now() + ms;
+  }
+
   private onDeadline(read = false): void {
     this.timer = undefined;
     this.checking = false;
@@ -271,7 +290,7 @@ export class ExecutorProcess {
     const left = this.headSince + ms - Date.now();
     if (left > 0) {
       // The head changed since the timer was armed: wait out the current one's deadline.
-      this.timer = setTimeout(() => this.onDeadline(), left);
+      this.arm(left);
       return;
     }
     const marked = this.marks!.sort(this.sent);
@@ -280,7 +299,7 @@ export class ExecutorProcess {
       // answer is written out over several turns of the child's loop): that one's deadline counts.
       const rest = this.marks!.startedAt + this.deadlineMs(marked.running.item.req) - Date.now();
       if (rest > 0) {
-        this.timer = setTimeout(() => this.onDeadline(), rest);
+        this.arm(rest);
         return;
       }
     }

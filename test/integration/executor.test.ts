@@ -96,6 +96,32 @@ describe('an executor child', () => {
     expect(await read(executor, a, 'SELECT count(*) FROM t', calm)).toMatchObject({ ok: true, result: { rows: [[2]] } });
   });
 
+  it("holds a statement to its own shorter deadline after an idle spell under another's longer one", async () => {
+    // The deadline timer armed for the first read is left armed once the child is idle: the
+    // runaway must not wait out those ten minutes.
+    const executor = await started({ statementTimeoutMs: 600_000 });
+    const a = db('timeouts', 'idle');
+    expect(code(await read(executor, a, 'SELECT 1'))).toBe('ok');
+    expect(await read(executor, a, FOREVER, { timeoutMs: 300 })).toEqual({ ok: false, error: { code: 'STATEMENT_TIMEOUT', detail: 'its limit is 300 ms' } });
+    expect(code(await read(executor, a, 'SELECT 1'))).toBe('ok');
+  });
+
+  it('lets a statement run to its own longer deadline after an idle spell under a shorter one', async () => {
+    const executor = await started({ statementTimeoutMs: 300 });
+    const a = db('timeouts', 'idle-long');
+    expect(code(await read(executor, a, 'SELECT 1', calm))).toBe('ok');
+    expect(code(await read(executor, a, 'SELECT 1'))).toBe('ok');
+    // Armed for 300 ms above and left armed: firing during this statement, it waits out the rest
+    // of this one's deadline instead of killing it.
+    const counted = await read(
+      executor,
+      a,
+      'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 5000000) SELECT count(*) AS n FROM c',
+      calm,
+    );
+    expect(counted).toMatchObject({ ok: true, result: { rows: [[5000000]] } });
+  });
+
   it('answers RESOURCE_LIMIT when the child is killed from outside mid-statement, and goes on', async () => {
     const executor = await started();
     const target = db('crashes', 'a');
