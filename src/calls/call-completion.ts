@@ -32,6 +32,7 @@ interface Pending {
  */
 export class CallCompletion {
   private readonly redis: ScriptedRedis;
+  private readonly connection: Redis;
   private pending: Pending[] = [];
   /** The UTC day last metered under, and its bounds: formatting a date on every call shows up. */
   private day = { from: 0, to: 0, name: '' };
@@ -42,6 +43,7 @@ export class CallCompletion {
     /** Sends what must reach Redis before a batch of completions (the calls' budget notes). */
     private readonly beforeEach: () => void = () => undefined,
   ) {
+    this.connection = redis;
     this.redis = withScripts(redis);
   }
 
@@ -62,6 +64,19 @@ export class CallCompletion {
   }
 
   private flush(): void {
+    // The notes and the completions leave in one write: each write to Redis is a system call
+    // that wakes it, and on a busy host the writer is often descheduled inside it (issue 31).
+    // Only while connected: otherwise ioredis holds the commands in its own queue.
+    const socket = this.connection.status === 'ready' ? this.connection.stream : undefined;
+    socket?.cork();
+    try {
+      this.send();
+    } finally {
+      socket?.uncork();
+    }
+  }
+
+  private send(): void {
     this.beforeEach();
     while (this.pending.length) {
       const batch = this.pending.splice(0, MAX_BATCH);

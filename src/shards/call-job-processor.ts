@@ -93,16 +93,22 @@ export class CallJobProcessor {
       ...(this.opts.quota ? { quota: this.opts.quota } : {}),
     };
     const { data } = job;
-    // Measured as the client counted it: a call refused at parking has its arguments dropped.
-    const argsBytes = jsonBytes(data) + CALL_OVERHEAD_BYTES;
+    // Measured as the client counted it (a call refused at parking has its arguments dropped).
+    const measure = () => jsonBytes(data) + CALL_OVERHEAD_BYTES;
+    let argsBytes: number;
     let outcome: RunOutcome;
     let parked = false;
     if (job.id !== callKeyOf(data)) {
       // Clients name a job after its caller's key; a job that names another call was not
       // enqueued by one, and must not stand in for that call's result or approval.
+      argsBytes = measure();
       outcome = { envelope: errorEnvelope(String(data.callId), String(data.tool), 'INTERNAL', 'The job id does not name its call.'), meter: undefined };
     } else {
-      const result = await runCall(data, shard, deps);
+      const running = runCall(data, shard, deps);
+      // Once the statement is on its way to the executor (sent in runCall's synchronous part),
+      // not before: serialising the job's data no longer delays it (issue 31).
+      argsBytes = measure();
+      const result = await running;
       parked = 'park' in result;
       outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
     }
@@ -126,7 +132,6 @@ export class CallJobProcessor {
     const event = completedEvent(envelope, data.workspace, data.agent);
     // Only parking changes a job's data (a call refused there has its arguments dropped): any
     // other call keeps what was measured above, not serialised again to be measured again.
-    this.count(job, argsBytes, parked ? jsonBytes(job.data) + CALL_OVERHEAD_BYTES : argsBytes, jsonTextBytes(event.envelopeJson), log);
     const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
     if (event.inline) {
       // Not awaited: the event and BullMQ's own completion go out back to back on this one
@@ -140,6 +145,10 @@ export class CallJobProcessor {
       // first, a caller found the job unfinished and waited for its safety-net check: ~30 s.)
       this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
     }
+    // After the announce is queued, in this same turn: the completion's flush, the first to run,
+    // sends this note first and then the event, in one write (`CallCompletion`); noted before
+    // the announce, the note went out alone in a microtask of its own, one more write to Redis.
+    this.count(job, argsBytes, parked ? jsonBytes(job.data) + CALL_OVERHEAD_BYTES : argsBytes, jsonTextBytes(event.envelopeJson), log);
     this.countMetrics(envelope, started);
     if (this.opts.logger.isLevelEnabled('debug')) {
       log().debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
