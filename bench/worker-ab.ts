@@ -7,7 +7,7 @@
 // find node_modules), or another commit built outside it with a node_modules link (not a whole
 // tree inside: biome takes its biome.jsonc for a second root). Sides run in both orders give
 // the truest figure: under load the second side's wall time ran slower for identical builds.
-// ROUNDS (default 8), CALLS (default 1000).
+// ROUNDS (default 8), CALLS (default 1000), CONC (calls in flight, default 1).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
@@ -17,6 +17,7 @@ import { drive, quantile, round } from './stats.ts';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const CALLS = Number(process.env.CALLS ?? 1000);
+const CONC = Number(process.env.CONC ?? 1);
 const bins = [process.argv[2], process.argv[3] ?? fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url))].map((b) => {
   if (!b) throw new Error('usage: worker-ab.ts <a/bin/agentdb.js> [b/bin/agentdb.js]');
   return path.resolve(b);
@@ -64,7 +65,7 @@ try {
     for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
       const kids = childPids(side.pid);
       const before = { worker: cpuSeconds(side.pid), children: kids.reduce((s, p) => s + cpuSeconds(p), 0) };
-      const d = await drive(CALLS, 1, side.query);
+      const d = await drive(CALLS, CONC, side.query);
       side.worker.push(((cpuSeconds(side.pid) - before.worker) * 1000) / CALLS);
       side.children.push(((kids.reduce((s, p) => s + cpuSeconds(p), 0) - before.children) * 1000) / CALLS);
       side.msPerCall.push((d.seconds * 1000) / CALLS);

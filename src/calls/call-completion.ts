@@ -68,11 +68,17 @@ export class CallCompletion {
     // that wakes it, and on a busy host the writer is often descheduled inside it (issue 31).
     // Only while connected: otherwise ioredis holds the commands in its own queue.
     const socket = this.connection.status === 'ready' ? this.connection.stream : undefined;
+    // Several calls finished in this turn (a busy worker, its child answering a batch): BullMQ's
+    // completion of each job follows in this same turn, each its own write; held until the
+    // turn's I/O is done, they leave with these as one. A lone call's event leaves at once: its
+    // caller waits for it, and would wait behind BullMQ's completion in Redis too.
+    const batched = this.pending.length > 1;
     socket?.cork();
     try {
       this.send();
     } finally {
-      socket?.uncork();
+      if (socket && batched) setImmediate(() => socket.uncork());
+      else socket?.uncork();
     }
   }
 
