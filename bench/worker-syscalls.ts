@@ -1,0 +1,40 @@
+// `npm run build && node --import tsx bench/worker-syscalls.ts [bin/agentdb.js]`: the system calls
+// an `agentdb worker` makes per PK read (`strace -c` attached to it after a warm-up; needs strace),
+// of this checkout's build or the one given (issue 31). Unlike its CPU or wall time, the count
+// holds on a loaded machine: each write to Redis or the child is a system call that wakes it.
+// CALLS (default 1000), CONC (calls in flight, default 1).
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { benchSite } from './agentdb-worker.ts';
+import { drive } from './stats.ts';
+const bin = path.resolve(process.argv[2] ?? 'dist/bin/agentdb.js');
+const CALLS = Number(process.env.CALLS ?? 1000);
+const site = benchSite('redis://127.0.0.1:6379', 'sys', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
+const w = await site.worker({}, bin);
+try {
+  const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
+  await site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } });
+  await site.client.call({
+    ...who,
+    tool: 'DATA_WRITE_SQL',
+    arguments: { sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] },
+  });
+  const q = async (i: number) => {
+    const env = await site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
+    if (!env.ok) throw new Error(JSON.stringify(env));
+  };
+  await drive(500, 1, q);
+  const st = spawn('strace', ['-c', '-q', '-p', String(w.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let out = '';
+  st.stderr.on('data', (d) => (out += d));
+  await new Promise((r) => setTimeout(r, 500));
+  await drive(CALLS, Number(process.env.CONC ?? 1), q);
+  st.kill('SIGINT');
+  await new Promise((r) => st.once('exit', r));
+  for (const line of out.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 5 && /^\d/.test(f[0]!) && Number(f[3]) > 0) console.log(`${f[f.length - 1]!.padEnd(16)} ${(Number(f[3]) / CALLS).toFixed(2)} per read`);
+  }
+} finally {
+  await site.close();
+}
