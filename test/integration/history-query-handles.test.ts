@@ -98,6 +98,18 @@ describe('handles opened only to query', () => {
     expect(opened()).toBe(true);
     expect(generations()).toBe(2);
     expect(opened()).toBe(false);
+    // An index whose last line a crash cut short: a capture under the lock mends it first.
+    write('INSERT INTO t VALUES (7)');
+    cache.closeAll();
+    const segments = path.join(listGenerations(localSource(dataDir, target.id)).at(-1)!.dir, 'segments');
+    const index = fs
+      .readdirSync(segments)
+      .filter((f) => f.endsWith('.idx'))
+      .sort()
+      .at(-1)!;
+    fs.appendFileSync(path.join(segments, index), '{"torn');
+    expect(opened()).toBe(true);
+    expect(opened()).toBe(false);
     // A restore that crashed after marking the generation it leaves: captured on open.
     markRestoreLeaving(listGenerations(localSource(dataDir, target.id)).at(-1)!.dir);
     expect(opened()).toBe(true);
