@@ -33,7 +33,16 @@ export interface ManyDatabasesPoint {
    * and verified), then again with nothing written since (`againSeconds`).
    */
   backup: { seconds: number; databases: number; failed: number; againSeconds: number; sampled?: number } | undefined;
+  /**
+   * The same start-up, reads and memory from another build's worker (BENCH_SCALE_BASELINE_BIN),
+   * on the same databases, run just before or after this build's (in turn by count), so a
+   * change is measured under the same load.
+   */
+  baseline?: WorkerFigures;
 }
+
+/** What one worker's run at a count measured. */
+type WorkerFigures = Pick<ManyDatabasesPoint, 'startupMs' | 'read' | 'workerRssMb' | 'executorRssMb' | 'totalRssMb'>;
 
 /**
  * How much of the backup to run: every database (`all`, what a night costs), none (`off`), or a
@@ -64,10 +73,10 @@ const nameOf = (i: number) => ({ workspace: `w${Math.floor(i / PER_WORKSPACE)}`,
 export async function benchManyDatabases(
   redisUrl: string,
   counts: number[],
-  opts: { reads: number; warmup?: number; backup?: BackupScope; log?: (msg: string) => void },
+  opts: { reads: number; warmup?: number; backup?: BackupScope; bin?: string; baselineBin?: string; log?: (msg: string) => void },
 ): Promise<ManyDatabasesPoint[]> {
   const points: ManyDatabasesPoint[] = [];
-  for (const databases of counts) {
+  for (const [nth, databases] of counts.entries()) {
     const site = benchSite(redisUrl, `many-${databases}`, { WORKSPACE_MAX_DATABASES: String(Math.max(1000, PER_WORKSPACE * 2)) });
     try {
       const { client, config } = site;
@@ -121,10 +130,6 @@ export async function benchManyDatabases(
       const createSeconds = round((performance.now() - created) / 1000, 1);
       opts.log?.(`${databases} databases created in ${createSeconds} s`);
 
-      const spawned = performance.now();
-      const worker = await site.worker();
-      const startupMs = round(performance.now() - spawned, 0);
-
       const read = (i: number) =>
         client
           .call({
@@ -134,11 +139,34 @@ export async function benchManyDatabases(
             arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % ROWS] },
           })
           .then(must);
-      // Warm-up: JIT in every process, connections; at 10 databases every handle opens here.
-      await drive(opts.warmup ?? Math.min(500, opts.reads), 1, read);
-      const d = await drive(opts.reads, 1, read);
-      const workerRssMb = rssMb(worker.pid);
-      const executorRssMb = childPids(worker.pid).map(rssMb);
+      const run = async (bin?: string) => {
+        const spawned = performance.now();
+        const worker = await site.worker({}, bin);
+        const startupMs = round(performance.now() - spawned, 0);
+        // Warm-up: JIT in every process, connections; at 10 databases every handle opens here.
+        await drive(opts.warmup ?? Math.min(500, opts.reads), 1, read);
+        const d = await drive(opts.reads, 1, read);
+        const workerRssMb = rssMb(worker.pid);
+        const executorRssMb = childPids(worker.pid).map(rssMb);
+        const figures: WorkerFigures = {
+          startupMs,
+          read: summarise(d.latencies, d.seconds),
+          workerRssMb,
+          executorRssMb,
+          totalRssMb: round(workerRssMb + executorRssMb.reduce((a, b) => a + b, 0), 1),
+        };
+        return { worker, figures };
+      };
+      // The baseline first at every other count, so neither build always meets the colder files.
+      const baselineFirst = opts.baselineBin !== undefined && nth % 2 === 0;
+      const baselineRun = async () => {
+        if (opts.baselineBin === undefined) return undefined;
+        const b = await run(opts.baselineBin);
+        await b.worker.stop();
+        return b.figures;
+      };
+      const before = baselineFirst ? await baselineRun() : undefined;
+      const { worker, figures } = await run(opts.bin);
 
       const scope = opts.backup ?? 'all';
       const backup =
@@ -148,16 +176,8 @@ export async function benchManyDatabases(
             ? await backupAll(redisUrl, config.prefix, config.shardCount)
             : await backupSample(redisUrl, config.prefix, config.shardCount, databases, scope);
       await worker.stop();
-      const point: ManyDatabasesPoint = {
-        databases,
-        createSeconds,
-        startupMs,
-        read: summarise(d.latencies, d.seconds),
-        workerRssMb,
-        executorRssMb,
-        totalRssMb: round(workerRssMb + executorRssMb.reduce((a, b) => a + b, 0), 1),
-        backup,
-      };
+      const baseline = baselineFirst ? before : await baselineRun();
+      const point: ManyDatabasesPoint = { databases, createSeconds, ...figures, backup, ...(baseline ? { baseline } : {}) };
       opts.log?.(JSON.stringify(point));
       points.push(point);
     } finally {
@@ -231,6 +251,17 @@ export function printManyDatabases(points: ManyDatabasesPoint[]): void {
   for (const p of points) {
     console.log(
       `${String(p.databases).padStart(9)}   ${`${p.read.p50Ms} (×${round(p.read.p50Ms / base.read.p50Ms, 2)})`.padEnd(16)}  ${String(p.read.p99Ms).padStart(7)}  ${String(p.workerRssMb).padStart(9)}  ${p.executorRssMb.join('+').padEnd(14)}  ${String(p.startupMs).padStart(10)}  ${backupCell(p.backup)}`,
+    );
+  }
+  const first = base.baseline;
+  if (!first) return;
+  console.log('\nThe same from the baseline build (BENCH_SCALE_BASELINE_BIN), run in turn on the same databases');
+  console.log('databases   p50 ms (×)        p99 ms   worker MB  executors MB     start-up ms');
+  for (const p of points) {
+    const b = p.baseline;
+    if (!b) continue;
+    console.log(
+      `${String(p.databases).padStart(9)}   ${`${b.read.p50Ms} (×${round(b.read.p50Ms / first.read.p50Ms, 2)})`.padEnd(16)}  ${String(b.read.p99Ms).padStart(7)}  ${String(b.workerRssMb).padStart(9)}  ${b.executorRssMb.join('+').padEnd(14)}  ${String(b.startupMs).padStart(10)}`,
     );
   }
 }

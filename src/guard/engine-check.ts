@@ -10,8 +10,11 @@ export type CheckMode = 'read' | 'write' | 'introspect';
 
 /** The second layer's answer: a prepared statement, or a refusal with a registry code. */
 export type CheckedStatement =
-  /** `programLength`: instructions in its compiled program, a measure of the memory it holds. */
-  | { ok: true; stmt: Statement; programLength: number }
+  /**
+   * `programLength`: instructions in its compiled program, a measure of the memory it holds;
+   * `start`: where in the SQL the prepared statement begins (past leading comments and `;`).
+   */
+  | { ok: true; stmt: Statement; programLength: number; start: number }
   | { ok: false; code: 'SQL_SYNTAX' | 'SQL_MULTIPLE_STATEMENTS' | 'SQL_REFUSED' | 'SQL_ERROR'; reason: string };
 
 type Refused = Extract<CheckedStatement, { ok: false }>;
@@ -45,7 +48,8 @@ export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: St
   // From the first token on: what precedes it is whitespace, comments or empty statements, and
   // EXPLAIN must be prepended to the statement itself.
   const parsed = parseStatement(sql);
-  const text = 'ok' in parsed ? sql : sql.slice(parsed.tokens[0]!.offset);
+  const start = 'ok' in parsed ? 0 : parsed.tokens[0]!.offset;
+  const text = sql.slice(start);
 
   let stmt: Statement;
   let ops: Op[];
@@ -68,7 +72,7 @@ export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: St
       allowedVtabs: ops.some((op) => op.opcode === 'VOpen') ? jsonVtabs(db) : new Set(),
     }) ?? (kind === 'create_view' && !('ok' in parsed) ? viewRefusal(db, sql, parsed.tokens) : undefined);
   if (refusal) return { ok: false, code: 'SQL_REFUSED', reason: refusal };
-  return { ok: true, stmt, programLength: ops.length };
+  return { ok: true, stmt, programLength: ops.length, start };
 }
 
 /**

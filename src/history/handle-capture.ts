@@ -116,7 +116,7 @@ export class HistoryCapture {
   hooks(): Pick<HandleCacheOptions, 'onOpened' | 'beforeClose' | 'afterClose' | 'walAutocheckpoint'> {
     return {
       onOpened: (db, target, intent) => {
-        if (intent === 'query' && walEmpty(target.path) && sealedAsKnown(target.path)) return false;
+        if (intent === 'query' && walEmpty(target.path) && sealedAsKnown(target.path, this.placeOf(target).source)) return false;
         this.run(db, target);
         return true;
       },

@@ -1,8 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { prepareChecked, type CheckMode } from '../guard/engine-check.ts';
+import type { CheckMode } from '../guard/engine-check.ts';
 import { AgentDbError } from '../errors.ts';
-import { schemaVersion } from './sqlite-schema.ts';
-import { trusted } from './sqlite-trusted.ts';
+import { schemaIdentity, SharedVerdicts } from './shared-verdicts.ts';
 
 /** STATEMENT_CACHE_BYTES' default: what a child's cached statements may take, as estimated. */
 export const DEFAULT_STATEMENT_CACHE_BYTES = 32 * 1024 * 1024;
@@ -73,7 +72,7 @@ export class StatementCache {
   private readonly entries = new Map<string, Entry>();
   private readonly keysOf = new WeakMap<Database, Set<string>>();
   private readonly ids = new WeakMap<Database, number>();
-  private readonly schemaSizes = new WeakMap<Database, { version: string; bytes: number }>();
+  private readonly verdicts = new SharedVerdicts();
   private nextId = 1;
   private bytes = 0;
 
@@ -105,7 +104,7 @@ export class StatementCache {
       this.entries.set(key, hit);
       return hit.stmt;
     }
-    const verdict = prepareChecked(db, sql, mode);
+    const verdict = this.verdicts.check(db, sql, mode);
     if (!verdict.ok) throw new AgentDbError(verdict.code, verdict.reason);
     const stmt = verdict.stmt;
     const columns = stmt.reader ? stmt.columns() : [];
@@ -116,7 +115,7 @@ export class StatementCache {
     // cost 4 MB that SQL, program length and columns did not show. So a statement costs at
     // least its database's schema text, measured once per schema version.
     const estimated = statementCost({ sqlBytes: Buffer.byteLength(sql), programLength: verdict.programLength, columns: columns.length, nameBytes });
-    const cost = Math.max(estimated, this.schemaBytes(db));
+    const cost = Math.max(estimated, schemaIdentity(db).bytes);
     if (cost > this.budget / LARGEST_SHARE) return stmt;
     this.entries.set(key, { db, stmt, cost });
     let keys = this.keysOf.get(db);
@@ -141,15 +140,6 @@ export class StatementCache {
   /** What the cache holds now. */
   stats(): StatementCacheStats {
     return { count: this.entries.size, bytes: this.bytes, budget: this.budget };
-  }
-
-  private schemaBytes(db: Database): number {
-    const version = schemaVersion(db);
-    const known = this.schemaSizes.get(db);
-    if (known?.version === version) return known.bytes;
-    const bytes = trusted(db, 'SELECT coalesce(sum(length(CAST(sql AS BLOB))), 0) FROM sqlite_schema').pluck().get() as number;
-    this.schemaSizes.set(db, { version, bytes });
-    return bytes;
   }
 
   private idOf(db: Database): number {

@@ -4,8 +4,11 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { databasePath } from '../../src/contracts/database-id.ts';
+import { forgetCapture } from '../../src/history/capture.ts';
+import { loadState, states } from '../../src/history/capture-state.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyDir, listGenerations, localSource } from '../../src/history/history-files.ts';
+import { markRestoreLeaving } from '../../src/history/seal.ts';
 import { planRestore } from '../../src/history/restore-plan.ts';
 import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { HandleCache, type HandleTarget } from '../../src/sqlite/handle-cache.ts';
@@ -73,6 +76,50 @@ describe('handles opened only to query', () => {
     const at = Date.now();
     pastMs(at);
     expect(restoredRows(at)).toEqual([1, 2]);
+  });
+
+  it('puts the copy off in a process that never captured the database, as its history files show it sealed', () => {
+    // A fresh child knows nothing of the database: what it knows comes from the files.
+    const onOpened = history.hooks().onOpened!;
+    const opened = () => {
+      forgetCapture(target.path);
+      const db = new Database(target.path);
+      try {
+        return onOpened(db, target, 'query');
+      } finally {
+        db.close();
+      }
+    };
+    expect(opened()).toBe(false);
+    // Written behind history's back (the file changed, its WAL checkpointed away): captured on open.
+    const other = new Database(target.path);
+    other.prepare('INSERT INTO t VALUES (6)').run();
+    other.close();
+    expect(opened()).toBe(true);
+    expect(generations()).toBe(2);
+    expect(opened()).toBe(false);
+    // An index whose last line a crash cut short: a capture under the lock mends it first.
+    write('INSERT INTO t VALUES (7)');
+    cache.closeAll();
+    const segments = path.join(listGenerations(localSource(dataDir, target.id)).at(-1)!.dir, 'segments');
+    const index = fs
+      .readdirSync(segments)
+      .filter((f) => f.endsWith('.idx'))
+      .sort()
+      .at(-1)!;
+    fs.appendFileSync(path.join(segments, index), '{"torn');
+    expect(opened()).toBe(true);
+    expect(opened()).toBe(false);
+    // A restore that crashed after marking the generation it leaves: captured on open.
+    markRestoreLeaving(listGenerations(localSource(dataDir, target.id)).at(-1)!.dir);
+    expect(opened()).toBe(true);
+  });
+
+  it('keeps what it knows of a bounded number of databases, not of every one it opened', () => {
+    const source = localSource(dataDir, target.id);
+    for (let i = 0; i < 5000; i++) loadState(path.join(dataDir, `not-open-${i}.sqlite`), source, false);
+    expect(states.size).toBeLessThanOrEqual(4096);
+    for (let i = 0; i < 5000; i++) states.delete(path.join(dataDir, `not-open-${i}.sqlite`));
   });
 
   it('copies what another program left in the WAL before its close checkpoints it', () => {

@@ -1,0 +1,70 @@
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { hardenConnection } from '../../src/guard/engine-check.ts';
+import { schemaIdentity, SharedVerdicts } from '../../src/sqlite/shared-verdicts.ts';
+
+const open: Database.Database[] = [];
+
+/** A hardened handle on a fresh database, its schema made by `schema` (trusted SQL). */
+function database(schema: string): Database.Database {
+  const db = new Database(':memory:');
+  db.exec(schema);
+  hardenConnection(db);
+  open.push(db);
+  return db;
+}
+
+afterEach(() => {
+  for (const db of open.splice(0)) db.close();
+});
+
+describe('SharedVerdicts', () => {
+  it('admits a read on a second handle of the same schema from the first one’s verdict, prepared on its own handle', () => {
+    const verdicts = new SharedVerdicts();
+    const a = database("CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a')");
+    const b = database("CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'b')");
+    const sql = '-- a comment first\n SELECT v FROM kv WHERE id = ?';
+    const first = verdicts.check(a, sql, 'read');
+    expect(first).toMatchObject({ ok: true });
+    expect(verdicts.size).toBe(1);
+    const second = verdicts.check(b, sql, 'read');
+    expect(second).toMatchObject({ ok: true, programLength: first.ok ? first.programLength : -1 });
+    expect(verdicts.size).toBe(1);
+    if (!second.ok) throw new Error('refused');
+    expect(second.stmt.database).toBe(b);
+    expect(second.stmt.pluck().get(1)).toBe('b');
+  });
+
+  it('judges afresh on a schema that differs in anything: the same SQL admitted on one is refused on the other', () => {
+    const verdicts = new SharedVerdicts();
+    const table = database('CREATE TABLE t (a)');
+    // As if a program outside agentdb had made it: a view over the engine's own table.
+    const view = database('CREATE VIEW t AS SELECT name AS a FROM sqlite_master');
+    expect(verdicts.check(table, 'SELECT a FROM t', 'read')).toMatchObject({ ok: true });
+    expect(verdicts.check(view, 'SELECT a FROM t', 'read')).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
+    // Only the root page differs (a table made before it): a verdict is not carried over either.
+    const moved = database('CREATE TABLE first (x); CREATE TABLE t (a)');
+    expect(schemaIdentity(moved).digest).not.toBe(schemaIdentity(table).digest);
+    expect(verdicts.check(moved, 'SELECT a FROM t', 'read')).toMatchObject({ ok: true });
+    expect(verdicts.size).toBe(2);
+  });
+
+  it('takes a schema change on the same handle into account', () => {
+    const verdicts = new SharedVerdicts();
+    const db = database('CREATE TABLE t (a)');
+    expect(verdicts.check(db, 'SELECT a FROM t', 'read')).toMatchObject({ ok: true });
+    const before = schemaIdentity(db).digest;
+    db.exec('DROP TABLE t; CREATE VIEW t AS SELECT name AS a FROM sqlite_master');
+    expect(schemaIdentity(db).digest).not.toBe(before);
+    expect(verdicts.check(db, 'SELECT a FROM t', 'read')).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
+  });
+
+  it('keeps neither refusals nor any verdict but a read’s', () => {
+    const verdicts = new SharedVerdicts();
+    const db = database('CREATE TABLE t (a)');
+    expect(verdicts.check(db, 'SELECT * FROM sqlite_master', 'read')).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
+    expect(verdicts.check(db, 'SELECT a FROM nope', 'read')).toMatchObject({ ok: false, code: 'SQL_ERROR' });
+    expect(verdicts.check(db, 'INSERT INTO t VALUES (1)', 'write')).toMatchObject({ ok: true });
+    expect(verdicts.size).toBe(0);
+  });
+});
