@@ -26,12 +26,21 @@ export function positionToken(db: string, position: string): string {
  * The position `token` names in database `db`'s history. A position without a mark (the form
  * given out before marks, which scripts may have kept; documented in docs/history.md) is read as
  * this database's, as it always was.
- * @throws AgentDbError HISTORY_POSITION_FOREIGN for a position marked as another database's.
+ * @throws AgentDbError HISTORY_POSITION_FOREIGN for a position marked as another database's;
+ *   INVALID_ARGUMENTS for a mark agentdb never gives out.
  */
 export function positionIn(db: string, token: string): string {
   const at = token.lastIndexOf(MARK);
   if (at < 0) return token;
-  if (token.slice(at + 1) !== markOf(db))
+  const mark = token.slice(at + 1);
+  // A mark agentdb never gives out (empty, upper case, cut) names no database: a mistyped
+  // position, not another database's, which HISTORY_POSITION_FOREIGN would tell the person.
+  if (!/^[0-9a-f]{8}$/.test(mark))
+    throw new AgentDbError(
+      'INVALID_ARGUMENTS',
+      `${JSON.stringify(token)} is no history position: its mark after ~ is not 8 hex digits (as agentdb gives them out)`,
+    );
+  if (mark !== markOf(db))
     throw new AgentDbError(
       'HISTORY_POSITION_FOREIGN',
       `${JSON.stringify(token)} is a position of another database's history, not of ${db}'s: take one from ${db}'s own activity list`,

@@ -110,9 +110,14 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       if (request.validationError) return invalid(reply, request.validationError);
       const member = memberOf(request);
       const { workspace, name } = member;
+      const req = { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' as const } };
       // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.
       try {
-        return reply.send(await deps.history.restore(db, { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' } }, { member }));
+        if (req.dryRun !== true) return reply.send(await deps.history.restore(db, req, { member }));
+        // A dry run lists what it would take away from a page of the activity list: charged as
+        // that page is, or a loop of dry runs read the list the activity route refuses past the rate.
+        const out = await chargedActivityRead(deps.chargeLookup, member, (onRead) => deps.history.restore(db, req, { member }, onRead));
+        return 'limited' in out ? rateLimited(reply, out.limited) : reply.send(out.page);
       } catch (err) {
         return refused(reply, err);
       }

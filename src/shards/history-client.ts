@@ -119,8 +119,13 @@ export class HistoryClient {
     return answer;
   }
 
-  /** Runs a restore and answers what it did. @throws AgentDbError with the registry code of any refusal. */
-  async restore(db: string, req: RestoreRequest, caller: HistoryCaller): Promise<RestoreResult> {
+  /**
+   * Runs a restore and answers what it did. A dry run lists what it would take away from a page of
+   * the activity list: `onRead` hears how many commits and activity rows the worker read afresh for
+   * it (to charge, as for a page of activity: the page is the same read).
+   * @throws AgentDbError with the registry code of any refusal.
+   */
+  async restore(db: string, req: RestoreRequest, caller: HistoryCaller, onRead?: (items: number) => void): Promise<RestoreResult> {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
     if ([req.at, req.through, req.undo].filter((v) => v !== undefined).length !== 1)
@@ -147,7 +152,7 @@ export class HistoryClient {
       by: req.by,
     };
     const out = (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
-    const previewed = out.dryRun && out.keeps !== undefined ? { ...out, after: await this.takenAway(id, out.keeps) } : out;
+    const previewed = out.dryRun && out.keeps !== undefined ? { ...out, after: await this.takenAway(id, out.keeps, onRead) } : out;
     return refused ? { ...previewed, into: checkedId(req.into!), refused } : previewed;
   }
 
@@ -157,9 +162,9 @@ export class HistoryClient {
    * frames and commits). One page of the list, on the shard of the database restored from (a
    * fork's plan runs on the new database's); past it, `more`.
    */
-  private async takenAway(id: string, state: string): Promise<NonNullable<RestoreResult['after']>> {
+  private async takenAway(id: string, state: string, onRead?: (items: number) => void): Promise<NonNullable<RestoreResult['after']>> {
     const args = { limit: RESTORE_PREVIEW_ENTRIES + 1 };
-    let page: Partial<ActivityPage> & { refused?: { detail: string } };
+    let page: Partial<ActivityPage> & { refused?: { detail: string }; read?: number };
     try {
       page = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as typeof page;
     } catch (err) {
@@ -167,6 +172,7 @@ export class HistoryClient {
       if (!codeOf(err)) throw err;
       return { entries: [], more: true, note: `not listed: ${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}` };
     }
+    onRead?.(page.read ?? 0);
     if (!page.entries) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
     const { after, done } = entriesAfter(page.entries, state);
     return { entries: after.slice(0, RESTORE_PREVIEW_ENTRIES), more: after.length > RESTORE_PREVIEW_ENTRIES || (!done && page.next !== undefined) };

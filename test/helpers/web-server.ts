@@ -9,6 +9,7 @@ import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
+import type { AgentDbClientOptions } from '../../src/calls/client.ts';
 import type { Sandbox } from './harness.ts';
 
 /** The HTTP app with its web page, listening on a free port of 127.0.0.1, over a sandbox. */
@@ -21,16 +22,19 @@ export interface WebServer {
 }
 
 /** Starts the app as `agentdb start` builds it (workers come from `box.pool()`). */
-export async function startWebServer(box: Sandbox, opts: { heartbeatMs?: number; trustProxy?: boolean } = {}): Promise<WebServer> {
+export async function startWebServer(
+  box: Sandbox,
+  opts: { heartbeatMs?: number; trustProxy?: boolean; rateLimits?: AgentDbClientOptions['rateLimits'] } = {},
+): Promise<WebServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);
   const members = new MemberRegistry(redis, keysFor(config.prefix));
   const approvals = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
-  const calls = new KeyedCalls(box.client());
+  const calls = new KeyedCalls(box.client(opts.rateLimits !== undefined ? { rateLimits: opts.rateLimits } : {}));
   const historyOps = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const history = new HistoryClient(historyOps, config.shardCount, new AgentRegistry(redis, keysFor(config.prefix)));
   const web = createWebDeps(config, { redis, members, approvals, calls, history });
-  const { trustProxy, ...webOpts } = opts;
+  const { trustProxy, rateLimits: _, ...webOpts } = opts;
   const app = buildApp({
     redis,
     shardCount: config.shardCount,

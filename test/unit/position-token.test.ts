@@ -13,6 +13,20 @@ describe('history positions marked with their database', () => {
     expect(positionIn('acme', positionToken('acme', 'g0000000002'))).toBe('g0000000002');
   });
 
+  it('refuses a mark agentdb never gives out as a malformed position, not as another database’s (review R1)', () => {
+    const token = positionToken('acme/scout', 'g0000000001.00000001.3');
+    const position = token.slice(0, token.indexOf('~'));
+    const mark = token.slice(token.indexOf('~') + 1);
+    for (const bad of [
+      `${position}~`,
+      `${position}~${mark.toUpperCase()}`,
+      `${position}~${mark.slice(0, 7)}`,
+      `${position}~${mark}\u0000`,
+      `${position}~${mark}0`,
+    ])
+      expect(() => positionIn('acme/scout', bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENTS' }));
+  });
+
   it('reads a plain position (the form given out before marks) as the database’s own', () => {
     expect(positionIn('acme/scout', 'g0000000001.00000001.3')).toBe('g0000000001.00000001.3');
   });

@@ -202,6 +202,7 @@ function atOf(value: string | undefined): string | undefined {
 /** `/data/history` and its dry run, restore and undo, all through the history core; `calls` counts each view against the member's lookup rate. */
 export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined, calls?: Pick<KeyedCalls, 'chargeMemberLookup'>): void {
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
+  const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
   const render = async (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -214,7 +215,6 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
     const caller = { member: memberOf(request) };
     // The page lists a page of activity: charged as the API's page is (a lookup, and what it read afresh).
-    const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
     const out = await chargedActivityRead(charge, caller.member, (onRead) =>
       Promise.all([access.history(db, caller, { commits: 'none' }), access.activity(db, before ? { before } : {}, caller, onRead)]),
     );
@@ -257,11 +257,19 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         // Undoing a restore is the way back and is not asked again; a restore to a time is.
         if (!dryRun && at) requireTyped(body.confirm, db, `type the database name (${db}) exactly to confirm the restore in place; nothing was restored`);
         // As the /v1 restore route names its caller: the member, with their key (via the session).
-        const outcome = await access.restore(
-          db,
-          { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' } },
-          { member },
-        );
+        const req = { ...(undo ? { undo } : { at }), dryRun, by: { who: `${member.workspace}/@${member.name}`, via: 'key' as const } };
+        // A dry run lists what it would take away from a page of activity: charged before it runs,
+        // as the API's dry run is, not only by the page shown after it (which a spent budget refused
+        // once the dry run had read the list anyway).
+        const planned = dryRun
+          ? await chargedActivityRead(charge, member, (onRead) => access.restore(db, req, { member }, onRead))
+          : { page: await access.restore(db, req, { member }) };
+        if ('limited' in planned)
+          throw new AgentDbError(
+            'RATE_LIMITED',
+            `the workspace's rate limit is spent for now (a dry run counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); try again in ${planned.limited.retryAfterS} s`,
+          );
+        const outcome = planned.page;
         // A restore changed the database: answer with a redirect to a plain page (POST, redirect,
         // GET), so reloading the answer or going back to it cannot send the restore again — it
         // did, and restored (or undid) a second time. A dry run changes nothing and is shown here.

@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+
+// The history page's dry run lists what a restore would take away from a page of the activity
+// list, then shows the history page (another page of it). Only the page shown was charged, after
+// the dry run had run: a member whose budget was spent still had the worker plan the restore and
+// read the list on every submit, shown an error page after (review R1). The dry run is charged
+// before it runs, as the API's is: a dry run spends two tenths of a call, and past the budget it
+// is refused without running.
+
+let box: Sandbox;
+let web: WebServer;
+let cookie: string;
+// A moment after the writes, within the history (the form takes an ISO time with its Z as it is).
+let moment = '';
+
+beforeAll(async () => {
+  box = sandbox();
+  await box.pool();
+  const client = box.client();
+  for (const sql of ['CREATE TABLE leads (email TEXT)', "INSERT INTO leads VALUES ('a@x')", "INSERT INTO leads VALUES ('b@x')"])
+    expect(await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } })).toMatchObject(
+      { ok: true },
+    );
+  moment = new Date().toISOString();
+  // One call a window for the workspace: ten tenths, ten pages of activity.
+  web = await startWebServer(box, { rateLimits: { windowS: 600, workspaceCalls: 1 } });
+  const { key } = await web.members.add('acme', 'ada', 'admin');
+  const r = await fetch(`${web.url}/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
+    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
+  });
+  expect(r.status).toBe(303);
+  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+}, 60_000);
+
+afterAll(async () => {
+  await web?.close();
+  await box?.cleanup();
+});
+
+it('charges a dry run of the history page before it runs, and refuses it past the budget', async () => {
+  // The history page itself: a tenth.
+  const first = await fetch(`${web.url}/data/history?db=acme%2Fscout`, { headers: { cookie, accept: 'text/html' } });
+  expect(first.status).toBe(200);
+  const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(await first.text())![1]!;
+  const dryRun = async () => {
+    const r = await fetch(`${web.url}/data/history/dry-run`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, origin: web.url, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: csrf, db: 'acme/scout', at: moment }).toString(),
+    });
+    const page = await r.text();
+    return r.status === 200 && page.includes('Dry run') ? 'shown' : page.includes('RATE_LIMITED') ? 'refused' : `${r.status}`;
+  };
+  const outcomes: string[] = [];
+  for (let i = 0; i < 6; i++) outcomes.push(await dryRun());
+  // Nine tenths left: four dry runs of two tenths each are shown; the fifth is refused before it
+  // runs, by its own charge (a tenth left), not by the page after it.
+  expect(outcomes).toEqual(['shown', 'shown', 'shown', 'shown', 'refused', 'refused']);
+});
