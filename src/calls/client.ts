@@ -307,7 +307,9 @@ export class AgentDbClient {
     // A generated id is new by nature, so nothing needs asking between the admission and the add:
     // the job is added by the admission's own script, one round trip (issue 31). A caller's own id
     // is claimed in between, and BullMQ's traced add carries its span: those take the two steps.
-    const admitting = !ownId && !this.tracer;
+    // So does a call of a workspace this client last saw holding its budget: the note alone
+    // first, so that Redis is not sent the arguments of a call it will likely refuse.
+    const admitting = !ownId && !this.tracer && !this.budget.likelyFull(data.workspace, data.plan ?? UNREGISTERED_PLAN);
     let add: JobAdd | undefined;
     if (admitting) {
       // Ready first, as BullMQ's own add is: the queue's settings go before its first job.

@@ -66,6 +66,8 @@ export interface BudgetHeld {
 const INDEX_EVERY_MS = 1000;
 /** Workspaces whose last index write a process remembers (forgotten all at once past it). */
 const INDEXED_MAX = 10_000;
+/** How long what a workspace held, as a count here last answered, stands for {@link WorkspaceRedisBudget.likelyFull}. */
+const HELD_FRESH_MS = 5000;
 
 export class WorkspaceRedisBudget {
   private readonly redis: ScriptedRedis;
@@ -73,6 +75,8 @@ export class WorkspaceRedisBudget {
   private readonly soon = new Map<string, { entries: BudgetEntry[]; onError: ((err: unknown) => void)[] }>();
   /** When this process last wrote each workspace's figure to the index, and whether it was 0. */
   private readonly indexed = new Map<string, { at: number; empty: boolean }>();
+  /** What each workspace held when a count in this process last answered, and when (see {@link likelyFull}). */
+  private readonly seen = new Map<string, { held: number; at: number }>();
 
   constructor(
     redis: Redis,
@@ -159,6 +163,20 @@ export class WorkspaceRedisBudget {
     };
   }
 
+  /**
+   * Whether `workspace` held its budget when a count in this process last answered, a few
+   * seconds ago at most: its next call is then refused unless room came back since (the script
+   * refuses a call once the workspace holds its cap, whatever the call's size). A caller sends
+   * such a call's budget note alone first, not inside the script that adds its job: a call
+   * carries up to MAX_CALL_BYTES of arguments, which Redis would receive and parse only to
+   * refuse them, call after call, for a tenant already over its budget (review R3). Wrong either
+   * way, it costs a round trip, never a verdict: the note alone admits as the script does.
+   */
+  likelyFull(workspace: string, plan: Plan, now = Date.now()): boolean {
+    const seen = this.seen.get(workspace);
+    return seen !== undefined && now - seen.at < HELD_FRESH_MS && seen.held >= this.capOf(plan);
+  }
+
   /** The connection with {@link ADMITTED_ADD_LUA} defined on it (on first use: only a caller adds jobs). */
   private adding(): AddingRedis {
     const redis = this.redis as AddingRedis;
@@ -206,9 +224,12 @@ export class WorkspaceRedisBudget {
    * (its key is in no workspace's hash slot), not awaited, and at most once a second per
    * workspace unless it empties or fills again, since a figure a second old does no harm there.
    * Written on every count it was one more command, and one more write to the socket, per call
-   * in the client and again in the worker: 3 % of a sequential read's client CPU.
+   * in the client and again in the worker: 3 % of a sequential read's client CPU. The figure is
+   * kept here on every count, for {@link likelyFull}.
    */
   private index(workspace: string, held: number, now: number): void {
+    if (this.seen.size >= INDEXED_MAX && !this.seen.has(workspace)) this.seen.clear();
+    this.seen.set(workspace, { held, at: now });
     const last = this.indexed.get(workspace);
     const empty = held <= 0;
     if (last && last.empty === empty && now - last.at < INDEX_EVERY_MS) return;

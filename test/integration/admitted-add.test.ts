@@ -10,6 +10,7 @@ import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { OwnRedis } from '../helpers/own-redis.ts';
 
 // Issue 31: a call with a generated id is admitted (rates, Redis budget) and added to its queue
 // by one script. What the two steps guaranteed must hold: BullMQ's job as BullMQ's own add
@@ -109,6 +110,64 @@ describe('a call admitted and added in one script', () => {
     const queue = queueOf('waits');
     expect(await queue.getJob(callKeyOf({ workspace: 'waits', agent: 'scout', callId: refused.callId }))).toBeUndefined();
     expect(await queue.getJob(callKeyOf({ workspace: 'waits', agent: 'scout', callId: queued.callId }))).toBeDefined();
+    await queue.close();
+  });
+});
+
+// Review R3: the script carries the call's arguments (up to MAX_CALL_BYTES), so a tenant over its
+// budget made Redis receive and parse them for every call it refused. Once the client has seen
+// the workspace full, its calls' notes go alone first. A Redis of the test's own: its count of
+// bytes received is this test's alone.
+describe('a call of a workspace seen holding its budget', () => {
+  let own: OwnRedis;
+  let admin: ReturnType<typeof connectRedis>;
+  let sbOwn: Sandbox;
+  beforeAll(async () => {
+    own = await OwnRedis.start();
+    admin = connectRedis(own.url);
+    sbOwn = sandbox({ REDIS_URL: own.url });
+  });
+  afterAll(async () => {
+    await sbOwn.cleanup();
+    admin.disconnect();
+    await own.remove();
+  });
+  const received = async () => Number(/total_net_input_bytes:(\d+)/.exec(await admin.info('stats'))![1]);
+
+  it('sends Redis no arguments to refuse', async () => {
+    const cap = 64 * 1024;
+    const client = sbOwn.client({ redisBytesPerWorkspace: cap });
+    await new WorkspaceRedisBudget(admin, keysFor(sbOwn.config.prefix), cap).note('over', entry('earlier', cap));
+    const big = 'x'.repeat(256 * 1024);
+    const input = {
+      workspace: 'over',
+      agent: 'scout',
+      settings: { database: 'agent' as const },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT ?', params: [big] },
+    };
+    // Warmed up by another workspace's small call: the queue's setup and the event reader.
+    expect(await client.call({ ...input, workspace: 'other', arguments: { sql: 'SELECT 1' } }, { wait: false, timeoutMs: 50 })).toMatchObject({
+      status: 'queued',
+    });
+    const sentFor = async () => {
+      const before = await received();
+      expect(await client.call(input)).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+      return (await received()) - before;
+    };
+    // Not yet seen full: the arguments go inside the one script.
+    expect(await sentFor()).toBeGreaterThan(big.length);
+    // Seen full now: the note alone, a few hundred bytes with the commands around it.
+    expect(await sentFor()).toBeLessThan(16 * 1024);
+    expect(await sentFor()).toBeLessThan(16 * 1024);
+    // Room back (its entries gone): admitted by the note alone, and its job added after it.
+    await admin.del(keysFor(sbOwn.config.prefix).redisBudget('over').ledger, keysFor(sbOwn.config.prefix).redisBudget('over').held);
+    expect(await client.call(input, { wait: false, timeoutMs: 50 })).toMatchObject({ status: 'queued' });
+    const queue = new Queue(keysFor(sbOwn.config.prefix).queueName(shardOf(databaseId('over', 'scout'), sbOwn.config.shardCount)), {
+      connection: admin,
+      prefix: keysFor(sbOwn.config.prefix).bullPrefix,
+    });
+    expect(await queue.getWaitingCount()).toBe(1);
     await queue.close();
   });
 });
