@@ -112,10 +112,10 @@ export const states = new Map<string, State>();
 
 /**
  * States kept at most before those of databases with no segment open (no handle capturing into
- * it) are let go, oldest first: about a kilobyte each, kept for every database a child ever
- * opened, they made a child's memory grow with the databases it served, not its handles (issue
- * 31: 100,000 databases, 110 MB a child). The files are the truth; a state let go is read from
- * them again when next needed.
+ * it) are let go, least recently used first: about a kilobyte each, kept for every database a
+ * child ever opened, they made a child's memory grow with the databases it served, not its
+ * handles (issue 31: 100,000 databases, 110 MB a child). The files are the truth; a state let go
+ * is read from them again when next needed.
  */
 const MAX_STATES = 4096;
 
@@ -126,7 +126,24 @@ function keepState(dbPath: string, st: State): void {
       if (!kept.seg?.fds) states.delete(key);
     }
   }
+  usedNow(dbPath, st);
+}
+
+/**
+ * Moves `st` to the end of {@link states}, which a Map keeps in the order its keys were first
+ * set: let go in that order, one tenant cycling through databases pushed out another's states in
+ * use (review R3), each then read from its files again.
+ */
+function usedNow(dbPath: string, st: State): State {
+  states.delete(dbPath);
   states.set(dbPath, st);
+  return st;
+}
+
+/** What this process knows of `dbPath`'s capture, if anything, counted as used now (see {@link keepState}). */
+export function stateOf(dbPath: string): State | undefined {
+  const st = states.get(dbPath);
+  return st && usedNow(dbPath, st);
 }
 
 export function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<State['seg']> {
@@ -208,11 +225,11 @@ export function loadState(dbPath: string, source: HistorySource, quick: boolean,
   // which `historyBytes` looks after.
   if (quick && cached?.seg?.fds && indexIs(cached.seg.fds.index, stampedIndexBytes(cached.stamp))) {
     cached.checkedAt = Date.now();
-    return cached;
+    return usedNow(dbPath, cached);
   }
   if (cached && cached.stamp === stampOf(cached.genDir, cached.seg?.seq ?? 0, cached.seg?.indexPath)) {
     cached.checkedAt = Date.now();
-    return cached;
+    return usedNow(dbPath, cached);
   }
   closeSegment(cached?.seg);
   const genNames = readNames(source.generationsDir).filter((n) => n.startsWith('g') && nameSeq(n) !== undefined);

@@ -4,7 +4,7 @@ import type { Database } from 'better-sqlite3';
 import { noteAnswered, readAnswered, type Answered } from './answered-commits.ts';
 import { beginCapture, closeWal, endCapture, finished, lastCapture, othersQuiet } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
-import { closeSegment, dropState, loadState, states } from './capture-state.ts';
+import { closeSegment, dropState, loadState, stateOf, states } from './capture-state.ts';
 import { readIndex } from './segment-index.ts';
 import { copyNew, type Found } from './copy-new.ts';
 import { nameSeq, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SEGMENTS_DIR, type HistoryPosition, type HistorySource, type SnapshotMeta } from './history-files.ts';
@@ -213,7 +213,7 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
  * that no longer holds for the new file: either refuses here.
  */
 export function sealedAsKnown(dbPath: string, source: HistorySource): boolean {
-  const st = states.get(dbPath);
+  const st = stateOf(dbPath);
   const end = st ? { genDir: st.genDir, segment: st.seg?.name ?? '', frames: st.seg?.frames ?? 0 } : endOnDisk(source);
   if (!end || restoreLeaving(end.genDir)) return false;
   return sealHolds(end.genDir, dbPath, end.segment, end.frames);

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadState, states } from './capture-state.ts';
+import { loadState, stateOf } from './capture-state.ts';
 import type { HistorySource } from './history-files.ts';
 
 /**
@@ -12,7 +12,7 @@ export function historyBytes(dbPath: string, source: HistorySource, historyRoot:
   // A quota check before each write: the state the last capture (after the previous write)
   // checked is recent enough, and looking at the files again (four system calls) cost as much as
   // the rest of the check. A prune or another child's capture shows at the next capture's look.
-  const cached = states.get(dbPath);
+  const cached = stateOf(dbPath);
   // Past that, the files in full: the one-fstat look (`loadState`) holds only for a capture about
   // to read the WAL's salts, and another child may have captured into a new segment meanwhile.
   const st = cached?.bytes !== undefined && Date.now() - cached.checkedAt < BYTES_FRESH_MS ? cached : loadState(dbPath, source, false);

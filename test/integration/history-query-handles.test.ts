@@ -122,6 +122,24 @@ describe('handles opened only to query', () => {
     for (let i = 0; i < 5000; i++) states.delete(path.join(dataDir, `not-open-${i}.sqlite`));
   });
 
+  it('lets go of the states used least recently first, not the ones loaded first', () => {
+    // Review R3: let go in the order first loaded, one tenant cycling through databases pushed
+    // out another's states in use. Loaded first, used again after 3,000 others, then 2,000 more:
+    // past the bound, the sweep lets the 3,000 go before it.
+    const source = localSource(dataDir, target.id);
+    const others = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => path.join(dataDir, `other-${from + i}.sqlite`));
+    const hot = path.join(dataDir, 'hot.sqlite');
+    const st = loadState(hot, source, false);
+    expect(st).toBeDefined();
+    for (const p of others(0, 3000)) loadState(p, source, false);
+    expect(loadState(hot, source, false)).toBe(st);
+    for (const p of others(3000, 5000)) loadState(p, source, false);
+    expect(states.size).toBeLessThanOrEqual(4096);
+    expect(states.has(path.join(dataDir, 'other-0.sqlite'))).toBe(false);
+    expect(states.get(hot)).toBe(st);
+    for (const p of [hot, ...others(0, 5000)]) states.delete(p);
+  });
+
   it('copies what another program left in the WAL before its close checkpoints it', () => {
     const other = new Database(target.path);
     other.pragma('wal_autocheckpoint = 0');
