@@ -4,14 +4,27 @@ import { prepareChecked, type CheckedStatement, type CheckMode } from '../guard/
 import { schemaVersion } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
 
-/** What a handle's schema is, at one schema version: its text's bytes and a digest of all of it. */
+/** What a handle's schema is, at one schema version: its text's bytes and, when small enough to hash, a digest of all of it. */
 export interface SchemaIdentity {
   version: string;
   /** UTF-8 bytes of the schema's SQL text (what a cached statement costs at least). */
   bytes: number;
-  /** SHA-256 of every object of the main and temp schemas: type, names, root page and SQL. */
-  digest: string;
+  /**
+   * SHA-256 of every object of the main and temp schemas: type, names, root page and SQL.
+   * Undefined past {@link MAX_SHARED_SCHEMA_BYTES}: such a schema's reads are judged in full.
+   */
+  digest?: string;
 }
+
+/**
+ * The largest schema (bytes of its SQL text) whose reads share verdicts. Its identity is read
+ * into JavaScript and hashed on a handle's first miss and after every schema change, writes
+ * included: a tenant's 40 MB of DEFAULTs (ALTER TABLE ADD COLUMN, 1 MB each, 40 times) took
+ * 250 ms and 80 MB of a shared child there (review R3). Past this, only the size is read, summed
+ * in SQL as before the shared verdicts, and the schema's reads take the full check: an agent's
+ * schema is a few kilobytes, and one this large pays its reads' EXPLAIN, not everyone's child.
+ */
+export const MAX_SHARED_SCHEMA_BYTES = 64 * 1024;
 
 const identities = new WeakMap<Database, SchemaIdentity>();
 
@@ -20,21 +33,26 @@ export function schemaIdentity(db: Database): SchemaIdentity {
   const version = schemaVersion(db);
   const known = identities.get(db);
   if (known?.version === version) return known;
-  const rows = trusted(
+  const bytes = trusted(
     db,
-    `SELECT 'main', type, name, tbl_name, rootpage, sql FROM main.sqlite_schema
-     UNION ALL SELECT 'temp', type, name, tbl_name, rootpage, sql FROM temp.sqlite_schema`,
+    `SELECT coalesce(sum(length(CAST(sql AS BLOB))), 0)
+     FROM (SELECT sql FROM main.sqlite_schema UNION ALL SELECT sql FROM temp.sqlite_schema)`,
   )
-    .raw()
-    .all() as unknown[][];
-  const hash = createHash('sha256');
-  let bytes = 0;
-  for (const row of rows) {
-    const sql = row[5];
-    if (typeof sql === 'string') bytes += Buffer.byteLength(sql);
-    hash.update(JSON.stringify(row));
+    .pluck()
+    .get() as number;
+  const identity: SchemaIdentity = { version, bytes };
+  if (bytes <= MAX_SHARED_SCHEMA_BYTES) {
+    const rows = trusted(
+      db,
+      `SELECT 'main', type, name, tbl_name, rootpage, sql FROM main.sqlite_schema
+       UNION ALL SELECT 'temp', type, name, tbl_name, rootpage, sql FROM temp.sqlite_schema`,
+    )
+      .raw()
+      .all() as unknown[][];
+    const hash = createHash('sha256');
+    for (const row of rows) hash.update(JSON.stringify(row));
+    identity.digest = hash.digest('hex');
   }
-  const identity = { version, bytes, digest: hash.digest('hex') };
   identities.set(db, identity);
   return identity;
 }
@@ -59,9 +77,10 @@ interface Admitted {
  * databases than handles, nearly every read was new to its handle, and the PK read on a new
  * handle took 0.17 ms of a 0.81 ms miss in a child with the check, 0.12 ms without.
  *
- * Only reads, only admissions: a refusal or an error is judged afresh each time. The statement
- * itself is still prepared on its own handle, and must still be read-only and return rows, as
- * SQLite says; anything else goes through both layers in full.
+ * Only reads, only admissions, only schemas up to {@link MAX_SHARED_SCHEMA_BYTES}: a refusal or
+ * an error is judged afresh each time. The statement itself is still prepared on its own handle,
+ * and must still be read-only and return rows, as SQLite says; anything else goes through both
+ * layers in full.
  */
 export class SharedVerdicts {
   private readonly admitted = new Map<string, Admitted>();
@@ -69,7 +88,9 @@ export class SharedVerdicts {
   /** {@link prepareChecked}, taking a read's admission from another handle of the same schema. */
   check(db: Database, sql: string, mode: CheckMode): CheckedStatement {
     if (mode !== 'read') return prepareChecked(db, sql, mode);
-    const key = createHash('sha256').update(schemaIdentity(db).digest).update('\u0000').update(sql).digest('hex');
+    const { digest } = schemaIdentity(db);
+    if (digest === undefined) return prepareChecked(db, sql, mode);
+    const key = createHash('sha256').update(digest).update('\u0000').update(sql).digest('hex');
     const known = this.admitted.get(key);
     if (known) {
       const stmt = preparedRead(db, sql.slice(known.start));

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hardenConnection } from '../../src/guard/engine-check.ts';
-import { schemaIdentity, SharedVerdicts } from '../../src/sqlite/shared-verdicts.ts';
+import { MAX_SHARED_SCHEMA_BYTES, schemaIdentity, SharedVerdicts } from '../../src/sqlite/shared-verdicts.ts';
 
 const open: Database.Database[] = [];
 
@@ -57,6 +57,34 @@ describe('SharedVerdicts', () => {
     db.exec('DROP TABLE t; CREATE VIEW t AS SELECT name AS a FROM sqlite_master');
     expect(schemaIdentity(db).digest).not.toBe(before);
     expect(verdicts.check(db, 'SELECT a FROM t', 'read')).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
+  });
+
+  it('judges in full, sharing nothing, the reads of a schema too large to hash; shares those of one under the cap', () => {
+    // Review R3: a tenant's schema grown by large DEFAULTs was read into JavaScript and hashed
+    // on every handle's first miss and after every schema change, writes included.
+    const defaults = (n: number) => `CREATE TABLE t (a, b DEFAULT '${'x'.repeat(n)}')`;
+    const verdicts = new SharedVerdicts();
+    const bigA = database(defaults(MAX_SHARED_SCHEMA_BYTES));
+    const bigB = database(defaults(MAX_SHARED_SCHEMA_BYTES));
+    expect(schemaIdentity(bigA).digest).toBeUndefined();
+    expect(schemaIdentity(bigA).bytes).toBeGreaterThan(MAX_SHARED_SCHEMA_BYTES);
+    bigB.exec('INSERT INTO t (a) VALUES (1)');
+    for (const db of [bigA, bigB]) {
+      const read = verdicts.check(db, 'SELECT a FROM t', 'read');
+      expect(read).toMatchObject({ ok: true });
+      if (read.ok) expect(read.stmt.database).toBe(db);
+      expect(verdicts.check(db, 'SELECT * FROM sqlite_master', 'read')).toMatchObject({ ok: false, code: 'SQL_REFUSED' });
+    }
+    expect(verdicts.size).toBe(0);
+    expect((verdicts.check(bigB, 'SELECT a FROM t', 'read') as { stmt: Database.Statement }).stmt.pluck().all()).toEqual([1]);
+
+    const small = defaults(MAX_SHARED_SCHEMA_BYTES - 100);
+    const smallA = database(small);
+    const smallB = database(small);
+    expect(schemaIdentity(smallA).digest).toBe(schemaIdentity(smallB).digest);
+    expect(schemaIdentity(smallA).digest).toMatch(/^[0-9a-f]{64}$/);
+    for (const db of [smallA, smallB]) expect(verdicts.check(db, 'SELECT a FROM t', 'read')).toMatchObject({ ok: true });
+    expect(verdicts.size).toBe(1);
   });
 
   it('keeps neither refusals nor any verdict but a read’s', () => {
