@@ -10,12 +10,12 @@ import { pickupWatch } from './op-pickup.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { nameFlag } from './name-flag.ts';
 import { restoreAll } from './restore-all.ts';
-import { dryRunText } from './dry-run-text.ts';
+import { dryRunText, restoredText } from './restore-text.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
-// An answer prints as JSON (history: a table without --json) and exits 0; a refusal prints
-// `{ error }` and exits 1.
+// An answer prints for a person (a table, a restore's lines; --json: the answer as JSON, and
+// always for --from-blob of one database) and exits 0; a refusal prints `{ error }` and exits 1.
 
 /**
  * `agentdb history DB [--json] [--all-commits]`: the restorable range, the generations, the undo
@@ -30,7 +30,7 @@ export async function history(ctx: CommandContext, flags: { json?: boolean; allC
   });
 }
 
-/** `agentdb restore DB --at T [--into NEW] [--dry-run]` or `agentdb restore DB --undo ID`. */
+/** `agentdb restore DB --at T | --through POSITION [--into NEW] [--dry-run] [--json]` or `agentdb restore DB --undo ID`. */
 export async function restore(
   ctx: CommandContext,
   flags: {
@@ -105,8 +105,13 @@ export async function restore(
       },
       'operator',
     );
-    // A dry run is read by a person first (what it would take away); --json gives the plan to scripts.
-    ctx.stdout.write(result.dryRun && !flags.json ? dryRunText(result) : `${JSON.stringify(result)}\n`);
+    // Read by a person (a dry run: what it would take away; a restore: where it went and its
+    // undo); --json gives the answer to scripts, the undo command beside it on stderr.
+    if (!flags.json) {
+      ctx.stdout.write(result.dryRun ? dryRunText(result) : restoredText(result, flags));
+      return 0;
+    }
+    ctx.stdout.write(`${JSON.stringify(result)}\n`);
     if (result.undoId) ctx.stderr.write(`undo with: agentdb restore ${db} --undo ${result.undoId}\n`);
     return 0;
   });
@@ -151,7 +156,7 @@ function table(view: HistoryView): string {
     // The moments an undo of the last writes goes to: --at one of them keeps it and all before.
     lines.push(
       '',
-      `last ${view.recentCommits.length} commits (restore --at one, or --through its position, keeps it and every commit before)`,
+      `last ${view.recentCommits.length} commits, newest first (restore --at one, or --through its position, keeps it and every commit before)`,
       ['committed at', 'generation', 'position'].join('\t'),
     );
     for (const c of view.recentCommits) lines.push([c.at, c.generation, c.position].join('\t'));

@@ -263,7 +263,7 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .command('history')
     .summary("a database's restorable history")
     .description(
-      "a database's restorable range, its generations (a snapshot and the commits after it), its undo points and its users' last 20 commits (agentdb's own upkeep left out)",
+      "a database's restorable range, its generations (a snapshot and the commits after it), its undo points and its users' last 20 commits, newest first (agentdb's own upkeep left out)",
     )
     .argument('<db>', 'the database: <workspace> (shared) or <workspace>/<agent>')
     .option('--json', 'print JSON')
@@ -296,11 +296,20 @@ Examples:
     .option('--at <time>', 'the moment: ISO time (2026-12-01T02:00:00Z) or unix seconds')
     .option('--all', 'with --from-blob: every database the blob store holds that is missing here (a line each, then a total)')
     .option('--workspace <name>', 'with --from-blob: every database of this workspace the blob store holds that is missing here')
-    .option('--json', 'with --all or --workspace: a JSON line per database, then the total; with --dry-run: the plan as JSON')
-    .option('--through <position>', "instead of --at: the state just after this commit (an activity entry's id, or its restore-before position)")
+    .option(
+      '--json',
+      'print the answer as JSON (the undo command on stderr) instead of lines for a person; with --dry-run: the plan; with --all or --workspace: a JSON line per database, then the total (one database --from-blob prints JSON either way)',
+    )
+    .option(
+      '--through <position>',
+      "instead of --at, a history position: an activity entry's id (the state just after its commit) or its restore-before (the state just before it)",
+    )
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
-    .option('--into <db>', 'with --at or --from-blob: create this new database of the same workspace instead of restoring in place')
-    .option('--dry-run', 'say where it would go and what it would take away (the activity entries after that moment, newest first); change nothing')
+    .option('--into <db>', 'with --at, --through or --from-blob: create this new database of the same workspace instead of restoring in place')
+    .option(
+      '--dry-run',
+      'say where it would go and what it would take away (the activity entries after that moment, newest first; with --into, what the new database leaves out; with --from-blob, the moment and commits alone); change nothing',
+    )
     .option('--by <name>', "who restores, for the database's audit (default: your user name)")
     .option(
       '--from-blob',
@@ -312,7 +321,8 @@ Examples:
 Examples:
   agentdb history acme/scout
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --dry-run
-  agentdb restore acme/scout --at 1796090340          # prints an undo id
+  agentdb restore acme/scout --at 1796090340          # in place; prints an undo id and the command to undo
+  agentdb restore acme/scout --through <activity id> --into acme/scout-fork   # a fork just after that commit
   agentdb restore acme/scout --undo u…
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before
   agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore

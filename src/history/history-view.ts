@@ -41,7 +41,8 @@ export interface HistoryView {
   undoPoints: { id: string; createdAt: string; restoredTo: string }[];
   /**
    * The last {@link RECENT_COMMITS} commits of the database's users (calls, restores, writes from
-   * outside agentdb; not agentdb's own upkeep), oldest first, with their times, generations and
+   * outside agentdb; not agentdb's own upkeep), newest first as the activity list (review R1
+   * low: oldest first, it read backwards beside it), with their times, generations and
    * history positions: the moments to restore to when undoing an agent's last writes (`--at` a
    * time keeps every commit at or before it, `--through` a position every commit up to it),
    * rather than guessing with dry runs. Every commit, upkeep too, when asked for all.
@@ -120,7 +121,10 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
     latest: latest === undefined ? null : iso(latest),
     generations,
     undoPoints: listUndoPoints(historyDir(dataDir, id)).map((u) => ({ id: u.id, createdAt: iso(u.createdAt), restoredTo: iso(u.restoredTo) })),
-    recentCommits: recent.filter((r) => r.at >= floor).map((r) => ({ at: iso(r.at), generation: r.generation, position: r.position })),
+    recentCommits: recent
+      .filter((r) => r.at >= floor)
+      .map((r) => ({ at: iso(r.at), generation: r.generation, position: r.position }))
+      .reverse(),
     lost: lostStretches(gens, (g) => lastAt.get(g.name) ?? g.snapshot!.at).map((l) => ({
       after: iso(l.after),
       before: iso(l.before),
@@ -131,7 +135,7 @@ export function historyView(dataDir: string, id: string, retentionDays: number, 
 
 /**
  * The users' last commits, from a page of the activity list (newest first, agentdb's upkeep left
- * out): those of {@link HistoryView.recentCommits}, oldest first, inside the window that starts
+ * out): those of {@link HistoryView.recentCommits}, newest first, inside the window that starts
  * at `floor`. A gap, and the calls its snapshot holds, are no commit of their own.
  */
 export function userRecentCommits(entries: readonly Pick<ActivityEntry, 'id' | 'at' | 'kind' | 'heldIn'>[], floor: number): RecentCommit[] {
@@ -141,6 +145,5 @@ export function userRecentCommits(entries: readonly Pick<ActivityEntry, 'id' | '
       .slice(0, RECENT_COMMITS)
       // An entry's id is its position, marked with its database already.
       .map((e) => ({ at: e.at, generation: e.id.split('.')[0]!, position: e.id }))
-      .reverse()
   );
 }

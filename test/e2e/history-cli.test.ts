@@ -46,11 +46,13 @@ describe('agentdb history', () => {
     const view = json(out.stdout);
     expect(view).toMatchObject({ database: 'acme/scout', generations: [{ id: 'g0000000001', endedAt: null }] });
     // The last commits' times, the newest the latest restorable moment: where an undo of the
-    // last writes goes, without guessing with dry runs.
+    // last writes goes, without guessing with dry runs. Newest first, as the activity list.
     expect(view.recentCommits.length).toBeGreaterThanOrEqual(3);
-    expect(view.recentCommits.at(-1)).toMatchObject({ at: view.latest, generation: 'g0000000001', position: expect.stringMatching(/^g0000000001\./) });
-    expect(table.stdout).toContain(`last ${view.recentCommits.length} commits`);
-    expect(table.stdout).toContain(`${view.latest}\tg0000000001`);
+    expect(view.recentCommits[0]).toMatchObject({ at: view.latest, generation: 'g0000000001', position: expect.stringMatching(/^g0000000001\./) });
+    const times = view.recentCommits.map((c: { at: string }) => c.at);
+    expect(times).toEqual([...times].sort().reverse());
+    expect(table.stdout).toContain(`last ${view.recentCommits.length} commits, newest first`);
+    expect(table.stdout).toContain(`committed at\tgeneration\tposition\n${view.latest}\tg0000000001\t${view.recentCommits[0].position}\n`);
   });
 
   it('says so for a database that does not exist (exit 1, coded JSON)', async () => {
@@ -107,7 +109,9 @@ describe('agentdb restore', () => {
     expect(out.stdout).toMatch(
       /^dry run, nothing changed: acme\/scout would be restored as of \S+ \(the last commit kept\), position g0000000001\.\d{8}\.\d+~[0-9a-f]{8}\n/,
     );
-    expect(out.stdout).toContain('from snapshot g0000000001');
+    // Commits a person counts, not the WAL frames they wrote.
+    expect(out.stdout).toMatch(/\nbuilt from snapshot g0000000001 \(taken \S+\) and the \d+ commits? after it\n/);
+    expect(out.stdout).not.toContain('frames');
     expect(out.stdout).toMatch(
       /\nit would take away 1 entry, newest first:\ntime\tby\ttool\trows\twhat\tid\n\S+\tagent:scout\tDATA_WRITE_SQL\t3\tDELETE FROM leads\t\S+\n$/,
     );
@@ -123,22 +127,40 @@ describe('agentdb restore', () => {
     expect(await count()).toBe(0);
   });
 
-  it('restores in place to unix seconds, prints the undo id, and --undo goes back', async () => {
+  it('restores in place to unix seconds, says what it did with the undo id (--json: the answer), and --undo goes back', async () => {
     const out = await cli('restore', 'acme/scout', '--at', String(Math.floor(moment / 1000) + 1));
     expect(out.code, out.stderr).toBe(0);
-    const result = json(out.stdout);
-    expect(result).toMatchObject({ database: 'acme/scout', undoId: expect.stringMatching(/^u/) });
-    expect(out.stderr).toContain(`agentdb restore acme/scout --undo ${result.undoId}`);
+    // For a person, as its dry run (review R1 low: it printed raw JSON): where it went, and its undo.
+    const said = out.stdout.match(
+      /^restored acme\/scout as of (\S+) \(the last commit kept\)\nundo id (u[0-9a-z]+): agentdb restore acme\/scout --undo \2 puts back what was there before\n$/,
+    );
+    expect(said, out.stdout).not.toBeNull();
+    expect(Date.parse(said![1]!)).toBeLessThanOrEqual(moment + 1000);
     expect(await count()).toBe(3);
-    const undo = await cli('restore', 'acme/scout', '--undo', result.undoId);
+    const undo = await cli('restore', 'acme/scout', '--undo', said![2]!, '--json');
     expect(undo.code, undo.stderr).toBe(0);
+    const result = json(undo.stdout);
+    expect(result).toMatchObject({ database: 'acme/scout', dryRun: false, undoId: expect.stringMatching(/^u/) });
+    expect(undo.stderr).toContain(`agentdb restore acme/scout --undo ${result.undoId}`);
+    expect(await count()).toBe(0);
+    // An undo said for a person: which restore it undid, and its own undo.
+    const again = await cli('restore', 'acme/scout', '--undo', result.undoId);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      new RegExp(
+        `^undid restore ${result.undoId}: acme/scout is back as it was before that restore, as of \\S+ \\(the last commit kept\\)\nundo id (u[0-9a-z]+): agentdb restore acme/scout --undo \\1 `,
+      ),
+    );
+    expect(await count()).toBe(3);
+    const back = json((await cli('restore', 'acme/scout', '--undo', again.stdout.match(/undo id (u[0-9a-z]+)/)![1]!, '--json')).stdout);
+    expect(back).toMatchObject({ undoId: expect.any(String) });
     expect(await count()).toBe(0);
   });
 
   it('--into forks at an ISO time into a new database of the workspace', async () => {
     const out = await cli('restore', 'acme/scout', '--at', new Date(moment).toISOString(), '--into', 'acme/scout-copy');
     expect(out.code, out.stderr).toBe(0);
-    expect(json(out.stdout)).toMatchObject({ into: 'acme/scout-copy' });
+    expect(out.stdout).toMatch(/^made acme\/scout-copy from acme\/scout as of \S+ \(the last commit kept\)\n$/);
     const copy = await client.call({
       workspace: 'acme',
       agent: 'scout-copy',
@@ -147,6 +169,19 @@ describe('agentdb restore', () => {
       arguments: { sql: 'SELECT count(*) FROM leads' },
     });
     expect((copy as any).result.rows[0][0]).toBe(3);
+    // --through a position forks too (its help said --into went only with --at), and says the position.
+    const create = json((await cli('activity', 'acme/scout', '--json')).stdout).entries.at(-1);
+    const fork = await cli('restore', 'acme/scout', '--through', create.id, '--into', 'acme/scout-first');
+    expect(fork.code, fork.stdout + fork.stderr).toBe(0);
+    expect(fork.stdout).toBe(`made acme/scout-first from acme/scout as of ${create.at} (the last commit kept), position ${create.id}\n`);
+    const first = await client.call({
+      workspace: 'acme',
+      agent: 'scout-first',
+      settings,
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT count(*) FROM leads' },
+    });
+    expect((first as any).result.rows[0][0]).toBe(0);
   });
 
   it('refuses bad input with a coded error (exit 1) or, for what cannot be read, a usage error (exit 2), changing nothing', async () => {

@@ -120,14 +120,18 @@ describe('agentdb activity: history as what was done', () => {
     const entries = await everything();
     let read = -1;
     const view = await history.history('acme', 'operator', { onRead: (n) => (read = n) });
-    // Oldest first, each with the position a restore --through it takes.
-    expect(view.recentCommits.map((c) => c.position)).toEqual(entries.map((e) => e.id).reverse());
-    expect(view.recentCommits.map((c) => c.at)).toEqual(entries.map((e) => e.at).reverse());
-    expect(view.recentCommits.at(-1)).toMatchObject({ at: view.latest, generation: 'g0000000001' });
+    // Newest first, as the activity list (review R1 low: oldest first, it read backwards beside
+    // it), each with the position a restore --through it takes.
+    expect(view.recentCommits.map((c) => c.position)).toEqual(entries.map((e) => e.id));
+    expect(view.recentCommits.map((c) => c.at)).toEqual(entries.map((e) => e.at));
+    expect(view.recentCommits[0]).toMatchObject({ at: view.latest, generation: 'g0000000001' });
     expect(read).toBeGreaterThanOrEqual(0);
     // The approved call's audit row was committed on its own: agentdb's bookkeeping, listed only with every commit.
     const all = await history.history('acme', 'operator', { commits: 'all' });
     expect(all.recentCommits.length).toBeGreaterThan(view.recentCommits.length);
+    expect(all.recentCommits[0]!.at).toBe(all.latest);
+    const times = all.recentCommits.map((c) => c.at);
+    expect(times).toEqual([...times].sort().reverse());
     expect(all.recentCommits.map((c) => c.position)).toEqual(expect.arrayContaining(view.recentCommits.map((c) => c.position)));
     expect((await history.history('acme', 'operator', { commits: 'none' })).recentCommits).toEqual([]);
   });

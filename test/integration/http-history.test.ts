@@ -81,7 +81,11 @@ describe('GET /v1/databases/:db/history', () => {
   it("refuses a member who is not an admin (403), and another workspace's key as if there were no database (404)", async () => {
     const member = await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('bob') });
     expect(member.statusCode).toBe(403);
-    expect(member.json()).toMatchObject({ error: { code: 'NOT_PERMITTED' } });
+    // The hint is the history rule's (who may read history and restore), not the tool calls' one
+    // about agents' tables and drops (review R1 low).
+    expect(member.json()).toMatchObject({ error: { code: 'NOT_PERMITTED', hint: HISTORY_HINTS.NOT_PERMITTED } });
+    expect(member.json().error.hint).toMatch(/history.*admins of its workspace/);
+    expect(member.json().error.hint).not.toContain('tables');
     const stranger = await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('oz') });
     const nothing = await app.inject({ method: 'GET', url: '/v1/databases/other%2Fnobody/history', headers: as('oz') });
     expect(stranger.statusCode).toBe(404);
@@ -111,7 +115,7 @@ describe('GET /v1/databases/:db/activity', () => {
   });
 
   it("refuses a member who is not an admin (403), another workspace's key as if there were no database (404), and bad paging (400)", async () => {
-    expect((await get('', 'bob')).json()).toMatchObject({ error: { code: 'NOT_PERMITTED' } });
+    expect((await get('', 'bob')).json()).toMatchObject({ error: { code: 'NOT_PERMITTED', hint: HISTORY_HINTS.NOT_PERMITTED } });
     const stranger = await get('', 'oz');
     expect(stranger.statusCode).toBe(404);
     expect(stranger.json().error.code).toBe('NOT_FOUND');

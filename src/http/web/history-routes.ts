@@ -112,7 +112,7 @@ ${
   outcome
     ? html`<section class="card" id="restore-outcome" role="status"><h2>${outcome.dryRun ? 'Dry run' : 'Restored'}</h2>
 <dl class="facts"><dt>to</dt><dd>${when(outcome.restoredTo)}</dd><dt>snapshot</dt><dd>${outcome.snapshot.id} at ${when(outcome.snapshot.at)}</dd>
-<dt>frames</dt><dd>${outcome.frames}</dd><dt>commits</dt><dd>${outcome.commits}</dd>${outcome.undoId ? html`<dt>undo point</dt><dd>${outcome.undoId}</dd>` : ''}</dl>
+<dt>commits</dt><dd>${outcome.commits}</dd>${outcome.undoId ? html`<dt>undo point</dt><dd>${outcome.undoId}</dd>` : ''}</dl>
 ${outcome.note ? html`<p>${outcome.note}</p>` : ''}
 ${outcome.after ? takenAwayView(outcome.after) : ''}
 ${outcome.dryRun && admin ? restoreForm(db, csrf, at ?? '') : ''}

@@ -2,16 +2,40 @@ import { whoMade } from '../history/activity-view.ts';
 import type { RestoreResult } from '../shards/history-client.ts';
 import { entryWhat } from './activity-entry-text.ts';
 
+// What `agentdb restore` prints for a person, a restore done or a dry run; `--json` prints the
+// answer itself, for scripts.
+
+/**
+ * What a restore did, as `agentdb restore` prints it (review R1 low: a restore printed raw JSON
+ * where its dry run printed text): what was restored, to which moment (and position, when one
+ * was given), and the undo id with the command that goes back.
+ * @param through the history position the restore was asked for (`--through`), if one was.
+ */
+export function restoredText(r: RestoreResult, req: { through?: string; undo?: string }): string {
+  const kept = `as of ${r.restoredTo} (the last commit kept)${req.through !== undefined ? `, position ${req.through}` : ''}`;
+  const lines = [
+    r.into
+      ? `made ${r.into} from ${r.database} ${kept}`
+      : req.undo !== undefined
+        ? `undid restore ${req.undo}: ${r.database} is back as it was before that restore, ${kept}`
+        : `restored ${r.database} ${kept}`,
+  ];
+  if (r.discardsCommits) lines.push(`it discarded the ${r.discardsCommits} commit${r.discardsCommits === 1 ? '' : 's'} made since the restore it undid`);
+  if (r.undoId) lines.push(`undo id ${r.undoId}: agentdb restore ${r.database} --undo ${r.undoId} puts back what was there before`);
+  return `${lines.join('\n')}\n`;
+}
+
 /**
  * A restore's dry run as `agentdb restore --dry-run` prints it for a person: the moment and
- * position it goes to, the snapshot and what it applies, then what it would take away (or a fork
- * leave out), an activity entry a line, newest first. `--json` prints the plan itself.
+ * position it goes to, the snapshot and the commits it applies, then what it would take away (or
+ * a fork leave out), an activity entry a line, newest first.
  */
 export function dryRunText(r: RestoreResult): string {
   const where = r.into ? `${r.into} would be made from ${r.database}` : `${r.database} would be restored`;
   const lines = [
     `dry run, nothing changed: ${where} as of ${r.restoredTo} (the last commit kept)${r.keeps ? `, position ${r.keeps}` : ''}`,
-    `from snapshot ${r.snapshot.id} (${r.snapshot.at}), then ${r.commits} commit${r.commits === 1 ? '' : 's'} (${r.frames} frames)`,
+    // Commits, not WAL frames: a person counts what was done, not the pages it wrote (review R1 low).
+    `built from snapshot ${r.snapshot.id} (taken ${r.snapshot.at})${r.commits ? ` and the ${r.commits} commit${r.commits === 1 ? '' : 's'} after it` : ' alone'}`,
   ];
   if (r.refused) lines.push(`the restore itself would be refused: ${r.refused}`);
   if (r.note) lines.push(r.note);
