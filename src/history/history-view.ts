@@ -48,7 +48,10 @@ export interface HistoryView {
    * rather than guessing with dry runs. Every commit, upkeep too, when asked for all.
    */
   recentCommits: RecentCommit[];
-  /** Why `recentCommits` is empty when the history holds commits: its activity is past the list's read limit. */
+  /**
+   * Why `recentCommits` is empty when the history holds commits (its activity past the list's read
+   * limit, or unreadable), or that writes answered ok are not yet in history (history is behind).
+   */
   recentNote?: string;
   /** Stretches no restore can reach: their commits never reached history. Empty when none. */
   lost: LostView[];

@@ -184,10 +184,13 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
       why = `${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}`;
     }
     const floor = Date.now() - ctx.config.historyRetentionDays * 24 * 3600 * 1000;
+    // Writes answered ok whose frames still wait in the WAL (history's disk full) are in no
+    // commit listed here: say so, as `agentdb activity` does, or the list reads as complete.
+    const notes = [...(why !== undefined ? [`the last commits are not listed: ${why}`] : []), ...(page?.behind ? [page.behind.note] : [])];
     return {
       ...view,
       recentCommits: page ? userRecentCommits(page.entries, floor) : [],
-      ...(why !== undefined ? { recentNote: `the last commits are not listed: ${why}` } : {}),
+      ...(notes.length ? { recentNote: notes.join('; ') } : {}),
       read,
     };
   };
