@@ -250,8 +250,13 @@ export class ExecutorProcess {
       }
       head.item.resolve(outcome);
     }
-    if (this.sent.length) this.headSince = Date.now();
-    else {
+    if (this.sent.length) {
+      this.headSince = Date.now();
+      // The timer was armed for the statement before (a snapshot's or a restore's 30 minutes,
+      // say): one sent behind it with a shorter limit would run unchecked until then (review R2).
+      const due = this.headSince + this.deadlineMs(this.sent[0]!.item.req);
+      if (!this.checking && (!this.timer || this.timerAt > due)) this.arm(due - this.headSince);
+    } else {
       // Left armed, not holding the process up: clearing it and arming another for the next
       // statement cost two timer-list updates per call, on the call's path (issue 31). Firing
       // with nothing sent, it only goes.
