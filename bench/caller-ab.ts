@@ -10,6 +10,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
+import { pkReadTable } from './pk-read.ts';
 import { drive, quantile, round, summarise } from './stats.ts';
 import type { AgentDbClient } from '../src/calls/client.ts';
 
@@ -41,23 +42,7 @@ try {
     await site.worker();
     const { AgentDbClient: Client } = (await import(mod)) as { AgentDbClient: typeof AgentDbClient };
     const client = new Client({ redisUrl: REDIS_URL, prefix: site.config.prefix, shardCount: site.config.shardCount, rateLimits: false });
-    const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
-    const must = async (p: Promise<{ ok: boolean }>) => {
-      const env = await p;
-      if (!env.ok) throw new Error(`bench call failed: ${JSON.stringify(env)}`);
-    };
-    await must(client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } }));
-    await must(
-      client.call({
-        ...who,
-        tool: 'DATA_WRITE_SQL',
-        arguments: {
-          sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)",
-          params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))],
-        },
-      }),
-    );
-    const query = (i: number) => must(client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+    const query = await pkReadTable(client);
     sides.push({ name, site, client, query, cpu: [], p50: [], msPerCall: [], conc: { cpu: [], p50: [], perSec: [] } });
     await drive(500, 1, query);
     await drive(500, 16, query);

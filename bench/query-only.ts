@@ -4,6 +4,7 @@
 // say where a ratio moved). BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
 import { writeFileSync } from 'node:fs';
 import { benchSite } from './agentdb-worker.ts';
+import { pkReadTable } from './pk-read.ts';
 import { cpuSeconds, childPids } from './cpu.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
@@ -17,24 +18,7 @@ const site = benchSite(REDIS_URL, 'query', { WORKER_CONCURRENCY: '32', LOG_LEVEL
 const worker = await site.worker();
 const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
 try {
-  const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
-  const must = async (p: Promise<{ ok: boolean }>) => {
-    const env = await p;
-    if (!env.ok) throw new Error(`bench call failed: ${JSON.stringify(env)}`);
-  };
-  await must(site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } }));
-  await must(
-    site.client.call({
-      ...who,
-      tool: 'DATA_WRITE_SQL',
-      arguments: {
-        sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)",
-        params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))],
-      },
-    }),
-  );
-  const query = (i: number) =>
-    must(site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+  const query = await pkReadTable(site.client);
   for (const warm of [query, (i: number) => raw.call(i)]) {
     await drive(1000, 1, warm);
     await drive(1000, 16, warm);

@@ -11,6 +11,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
+import { pkReadTable } from './pk-read.ts';
 import { childPids, cpuSeconds } from './cpu.ts';
 import { drive, quantile, round } from './stats.ts';
 
@@ -39,24 +40,7 @@ try {
     const name = i === 0 ? 'A' : 'B';
     const site = benchSite(REDIS_URL, `ab-${name}`, { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
     const { pid } = await site.worker({}, bin);
-    const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
-    const must = async (p: Promise<{ ok: boolean }>) => {
-      const env = await p;
-      if (!env.ok) throw new Error(`bench call failed: ${JSON.stringify(env)}`);
-    };
-    await must(site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } }));
-    await must(
-      site.client.call({
-        ...who,
-        tool: 'DATA_WRITE_SQL',
-        arguments: {
-          sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)",
-          params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))],
-        },
-      }),
-    );
-    const query = (i: number) =>
-      must(site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+    const query = await pkReadTable(site.client);
     sides.push({ name, site, pid, query: async (i) => query(i), worker: [], children: [], msPerCall: [] });
     await drive(500, 1, query);
   }

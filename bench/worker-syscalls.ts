@@ -6,23 +6,14 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { benchSite } from './agentdb-worker.ts';
+import { pkReadTable } from './pk-read.ts';
 import { drive } from './stats.ts';
 const bin = path.resolve(process.argv[2] ?? 'dist/bin/agentdb.js');
 const CALLS = Number(process.env.CALLS ?? 1000);
 const site = benchSite('redis://127.0.0.1:6379', 'sys', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
 const w = await site.worker({}, bin);
 try {
-  const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
-  await site.client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } });
-  await site.client.call({
-    ...who,
-    tool: 'DATA_WRITE_SQL',
-    arguments: { sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [JSON.stringify(Array.from({ length: 1000 }, (_, i) => i))] },
-  });
-  const q = async (i: number) => {
-    const env = await site.client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
-    if (!env.ok) throw new Error(JSON.stringify(env));
-  };
+  const q = await pkReadTable(site.client);
   await drive(500, 1, q);
   const st = spawn('strace', ['-c', '-q', '-p', String(w.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
