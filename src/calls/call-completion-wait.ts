@@ -3,7 +3,8 @@ import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { within } from './call-answers.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
-import { unavailable } from './outage-answers.ts';
+import { REDIS_ANSWER_MS, unavailable } from './outage-answers.ts';
+import { TIMED_OUT, within as bounded } from '../redis/bounded-wait.ts';
 
 /** One wait for a call's end: the call, its queue, the completion it listens for. */
 export interface CompletionWait {
@@ -38,40 +39,68 @@ export async function awaitCompletion(waiters: CallWaiters, lookup: CallLookup, 
 
 /**
  * The call's own first wait: withdraws it when no worker has taken it by `timeoutMs`; once one
- * has, it only waits for the completion (or the shared look) like every other wait.
+ * has, it only waits for the completion (or the shared look) like every other wait. A look that
+ * Redis does not answer within {@link REDIS_ANSWER_MS} (connected but answering nothing: a
+ * SIGSTOP, a frozen VM) answers UNAVAILABLE, the call perhaps still to run, instead of waiting
+ * for Redis to wake (review R2: still unanswered 20 s into a 20 s SIGSTOP, with timeoutMs 5 s).
  */
-async function untilPickedUp(waiters: CallWaiters, lookup: CallLookup, { key, callId, tool, queue, completion, timeoutMs }: CompletionWait): Promise<Envelope> {
+async function untilPickedUp(waiters: CallWaiters, lookup: CallLookup, w: CompletionWait): Promise<Envelope> {
+  const { callId, tool, completion, timeoutMs } = w;
   for (;;) {
     const first = await within(completion, timeoutMs);
     if (first !== undefined) return first;
-    const state = await queue.getJobState(key);
-    if (state === 'completed' || state === 'failed') {
-      const env = await lookup.finished(key);
-      if (env) {
-        waiters.complete(key, env);
-        return env;
-      }
+    const looked = await bounded(REDIS_ANSWER_MS, lookAtJob(waiters, lookup, w));
+    if (looked === TIMED_OUT) {
+      waiters.drop(completion);
+      return unavailable(
+        callId,
+        tool,
+        `Redis did not answer within ${REDIS_ANSWER_MS / 1000} s when call ${callId} was looked at after its ${timeoutMs} ms: it is connected but answers nothing. The call may still run: send it again under the same call id for its outcome.`,
+        true,
+      );
     }
-    if (state === 'unknown') {
-      // The job was enqueued and is gone without a completion: Redis lost it (it came back
-      // empty). A worker may have run it first — a write committed there — or be running it
-      // still, so "did not run" (NO_WORKER) would answer a committed write as failed, and a
-      // caller that believed it and sent it under a new id would write it twice (issue 25).
-      const env = jobLost(callId, tool);
-      waiters.complete(key, env);
-      return env;
-    }
-    if (state !== 'waiting' && state !== 'prioritized') return completion;
-    // A worker that has started the call and put it back (its agent was over its share of
-    // the shard) did take it: waiting again for a moment is no sign of a missing worker.
-    if (((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) return completion;
-    const removed = await queue.remove(key);
-    if (removed === 1) {
-      const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
+    if (looked === 'wait') return completion;
+    if (looked !== 'again') return looked;
+  }
+}
+
+/**
+ * One look at a call's job once `timeoutMs` has passed: its envelope (finished, lost, or
+ * withdrawn: NO_WORKER), `wait` for its completion (a worker took it), or `again`.
+ */
+async function lookAtJob(
+  waiters: CallWaiters,
+  lookup: CallLookup,
+  { key, callId, tool, queue, timeoutMs }: CompletionWait,
+): Promise<Envelope | 'wait' | 'again'> {
+  const state = await queue.getJobState(key);
+  if (state === 'completed' || state === 'failed') {
+    const env = await lookup.finished(key);
+    if (env) {
       waiters.complete(key, env);
       return env;
     }
   }
+  if (state === 'unknown') {
+    // The job was enqueued and is gone without a completion: Redis lost it (it came back
+    // empty). A worker may have run it first — a write committed there — or be running it
+    // still, so "did not run" (NO_WORKER) would answer a committed write as failed, and a
+    // caller that believed it and sent it under a new id would write it twice (issue 25).
+    const env = jobLost(callId, tool);
+    waiters.complete(key, env);
+    return env;
+  }
+  if (state !== 'waiting' && state !== 'prioritized') return 'wait';
+  // A worker that has started the call and put it back (its agent was over its share of
+  // the shard) did take it: waiting again for a moment is no sign of a missing worker.
+  if (((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) return 'wait';
+  const removed = await queue.remove(key);
+  if (removed === 1) {
+    const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
+    waiters.complete(key, env);
+    return env;
+  }
+  return 'again';
 }
 
 /** The answer for a call whose job is gone from Redis while it was waited for: it may have run. */

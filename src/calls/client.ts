@@ -30,7 +30,8 @@ import { jobAdd, type JobAdd } from './admitted-add.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
-import { OutageAnswers, unavailable } from './outage-answers.ts';
+import { enqueueUnanswered, OutageAnswers, REDIS_ANSWER_MS, unavailable, Unanswered } from './outage-answers.ts';
+import { TIMED_OUT, within as bounded } from '../redis/bounded-wait.ts';
 import { CALL_POINTS, CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
 import { Metrics } from '../metrics.ts';
@@ -229,24 +230,31 @@ export class AgentDbClient {
       return errorEnvelope(callId, f.tool, f.code, f.detail);
     }
     const { tool } = planned.plan;
-    const sent: Sent = { enqueued: false };
-    return this.outage.answerOrUnavailable(
-      async () => {
-        const answer = await this.enqueue(input, keyId, callId, planned.plan, opts, sent);
-        // Nobody took it: perhaps the service now runs another SHARD_COUNT; read it again.
-        if (!answer.ok && 'error' in answer && answer.error.code === 'NO_WORKER') this.shards.forget();
-        return answer;
-      },
-      (why) => {
-        // Answered now: the work, still waiting on commands that ioredis keeps for a Redis that
-        // comes back, must not go on to enqueue a call this answer says cannot run.
-        sent.answered = true;
-        // Its waits go: in a Redis that came back empty its completion never comes.
-        this.waiters.drop(sent.completion, sent.parking);
-        return unavailable(callId, tool, why, sent.enqueued);
-      },
-      opts.signal,
-    );
+    const sent: Sent = { enqueued: false, stall: new Unanswered(REDIS_ANSWER_MS, enqueueUnanswered(this.redisUrl)) };
+    const giveUp = (why: string, mayStillRun: boolean) => {
+      // Answered now: the work, still waiting on commands that ioredis keeps for a Redis that
+      // comes back, must not go on to enqueue a call this answer says cannot run.
+      sent.answered = true;
+      // Its waits go: in a Redis that came back empty its completion never comes.
+      this.waiters.drop(sent.completion, sent.parking);
+      return unavailable(callId, tool, why, mayStillRun);
+    };
+    try {
+      return await this.outage.answerOrUnavailable(
+        async () => {
+          // A Redis that is connected but answers nothing: the commands already sent may still
+          // run when it wakes, so the call may still be queued then.
+          const answer = await Promise.race([this.enqueue(input, keyId, callId, planned.plan, opts, sent), sent.stall.passed.then((why) => giveUp(why, true))]);
+          // Nobody took it: perhaps the service now runs another SHARD_COUNT; read it again.
+          if (!answer.ok && 'error' in answer && answer.error.code === 'NO_WORKER') this.shards.forget();
+          return answer;
+        },
+        (why) => giveUp(why, sent.enqueued),
+        opts.signal,
+      );
+    } finally {
+      sent.stall.disarm();
+    }
   }
 
   private async enqueue(
@@ -259,6 +267,8 @@ export class AgentDbClient {
   ): Promise<CallAnswer> {
     const down = await this.outage.redisDown();
     if (down) return unavailable(callId, tool, down, false);
+    // Armed once Redis is known up: one that is down has answered above, within its own bound.
+    sent.stall.arm();
     const shards = await this.shards.resolve();
     if (!shards.ok) return errorEnvelope(callId, tool, 'CONFIG_MISMATCH', shards.detail);
     const shard = shardOf(databaseId, shards.count);
@@ -357,6 +367,8 @@ export class AgentDbClient {
           completion,
           ...(parking ? { parking } : {}),
         });
+    // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
+    sent.stall.disarm();
     if (joined) return joined;
     if (wait) {
       const onStatus = opts.onStatus;
@@ -367,12 +379,18 @@ export class AgentDbClient {
           () => undefined,
         );
       }
-      return awaitCompletion(this.waiters, this.lookup, { key, callId, tool, queue, completion, timeoutMs, withdraw: true });
+      const answer = await awaitCompletion(this.waiters, this.lookup, { key, callId, tool, queue, completion, timeoutMs, withdraw: true });
+      // Its wait is over, however it ended (answered without Redis, the call perhaps never parked).
+      this.waiters.drop(parking);
+      return answer;
     }
 
     const first = await within(Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]), timeoutMs);
     this.waiters.drop(completion, parking);
-    return first ?? (await this.lookup.standing(key, queue)) ?? { ok: false, callId, tool, status: 'queued' };
+    if (first) return first;
+    // A Redis that does not answer leaves the call where it was last seen: queued.
+    const where = await bounded(REDIS_ANSWER_MS, this.lookup.standing(key, queue));
+    return (where !== TIMED_OUT && where) || { ok: false, callId, tool, status: 'queued' };
   }
 
   /**
@@ -519,6 +537,8 @@ function rateLimited(callId: string, tool: string, workspace: string, r: RateRef
 /** How far a call got, for its UNAVAILABLE answer: handed to Redis, and the waits it set. */
 interface Sent {
   enqueued: boolean;
+  /** The bound on the enqueue, armed once Redis is known up and disarmed once the call is handed to it. */
+  stall: Unanswered;
   /** The outage was answered: nothing more may be handed to Redis. */
   answered?: boolean;
   completion?: Promise<Envelope>;

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { errorEnvelope, type ErrorEnvelope } from '../contracts/envelope.ts';
-import { redisAnswers } from '../redis/connection.ts';
+import { FIRST_ANSWER_MS, redisAnswers, shownUrl } from '../redis/connection.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
 import { WaitEnded } from './call-waiters.ts';
 
@@ -89,4 +89,44 @@ export function unavailable(callId: string, tool: string, why: string, mayStillR
 
 function isReady(redis: Redis): boolean {
   return redis.status === 'ready';
+}
+
+/**
+ * How long a call waits on a Redis that is connected but answers nothing (stopped with SIGSTOP, a
+ * frozen VM) before answering UNAVAILABLE: its enqueue, or the look at its job once its timeoutMs
+ * has passed. Such a connection never closes, so {@link RedisOutage} never hears of it, and
+ * ioredis has no command timeout: a call made during a 20 s SIGSTOP was still unanswered at 20 s
+ * (review R2). Twice {@link FIRST_ANSWER_MS}, so that a Redis that is down answers first, as it
+ * did (mayStillRun false: nothing was sent).
+ */
+export const REDIS_ANSWER_MS = 2 * FIRST_ANSWER_MS;
+
+/**
+ * A bound on a stretch of work that waits on Redis: {@link passed} resolves with why, once
+ * {@link arm}ed for `ms` without {@link disarm}; it never settles otherwise.
+ */
+export class Unanswered {
+  readonly passed: Promise<string>;
+  private settle!: (why: string) => void;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly ms: number,
+    private readonly why: string,
+  ) {
+    this.passed = new Promise((resolve) => (this.settle = resolve));
+  }
+
+  arm(): void {
+    this.timer ??= setTimeout(() => this.settle(this.why), this.ms).unref();
+  }
+
+  disarm(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/** Why a call's enqueue was given up: Redis is connected but answers nothing. */
+export function enqueueUnanswered(redisUrl: string): string {
+  return `Redis at ${shownUrl(redisUrl)} is connected but did not answer the call's enqueue within ${REDIS_ANSWER_MS / 1000} s. The call may still be queued when Redis answers again: send it again under the same call id for its outcome.`;
 }
