@@ -230,7 +230,7 @@ export class AgentDbClient {
       return errorEnvelope(callId, f.tool, f.code, f.detail);
     }
     const { tool } = planned.plan;
-    const sent: Sent = { enqueued: false, stall: new Unanswered(REDIS_ANSWER_MS, enqueueUnanswered(this.redisUrl)) };
+    const sent: Sent = { enqueued: false, stall: new Unanswered(REDIS_ANSWER_MS, () => enqueueUnanswered(this.redisUrl)) };
     const giveUp = (why: string, mayStillRun: boolean) => {
       // Answered now: the work, still waiting on commands that ioredis keeps for a Redis that
       // comes back, must not go on to enqueue a call this answer says cannot run.

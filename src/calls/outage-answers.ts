@@ -112,13 +112,14 @@ export class Unanswered {
 
   constructor(
     private readonly ms: number,
-    private readonly why: string,
+    /** Made only if the bound passes: a call's hot path builds no message it does not send. */
+    private readonly why: () => string,
   ) {
     this.passed = new Promise((resolve) => (this.settle = resolve));
   }
 
   arm(): void {
-    this.timer ??= setTimeout(() => this.settle(this.why), this.ms).unref();
+    this.timer ??= setTimeout(() => this.settle(this.why()), this.ms).unref();
   }
 
   disarm(): void {
