@@ -28,6 +28,10 @@ export interface ResultSources {
   lookup: CallLookup;
   /** Starts the client's event reader (once), so a wait can hear the call's completion. */
   ensureReader: () => Promise<unknown>;
+  /** Told when the look is done and the wait for the call's end begins (bounded by its timeoutMs). */
+  waiting?: () => void;
+  /** Settles if the caller gives the look up (Redis answers nothing): the wait set for it goes. */
+  gaveUp?: Promise<unknown>;
 }
 
 /**
@@ -35,13 +39,15 @@ export interface ResultSources {
  * when it finishes, and without, where it stands. Another caller's call of the same id, like an
  * unknown (or long expired) one, answers NOT_FOUND.
  */
-export async function callResult({ waiters, lookup, ensureReader }: ResultSources, callId: string, opts: ResultQuery): Promise<CallAnswer> {
+export async function callResult({ waiters, lookup, ensureReader, waiting, gaveUp }: ResultSources, callId: string, opts: ResultQuery): Promise<CallAnswer> {
   const key = callKey(opts.workspace, opts.agent, callId);
   // Listen before looking, so a completion between the look and the wait is not missed.
   let completion: Promise<Envelope> | undefined;
   if (opts.wait) {
     await ensureReader();
-    completion = waiters.completion(key, opts.signal);
+    const listened = waiters.completion(key, opts.signal);
+    completion = listened;
+    void gaveUp?.then(() => waiters.drop(listened));
   }
   const found = await lookup.find(key);
   if (!found) {
@@ -56,5 +62,6 @@ export async function callResult({ waiters, lookup, ensureReader }: ResultSource
     return env;
   }
   if (!completion) return (await lookup.standing(key, queue, job)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
+  waiting?.();
   return awaitCompletion(waiters, lookup, { key, callId, tool: job.data.tool, queue, completion, timeoutMs: opts.timeoutMs ?? 30_000, withdraw: false });
 }

@@ -30,7 +30,7 @@ import { jobAdd, type JobAdd } from './admitted-add.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
-import { enqueueUnanswered, OutageAnswers, REDIS_ANSWER_MS, unavailable, Unanswered } from './outage-answers.ts';
+import { decideUnanswered, enqueueUnanswered, OutageAnswers, REDIS_ANSWER_MS, resultUnanswered, unavailable, Unanswered } from './outage-answers.ts';
 import { TIMED_OUT, within as bounded } from '../redis/bounded-wait.ts';
 import { CALL_POINTS, CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
 import type { RateLimitSettings } from '../config.ts';
@@ -407,21 +407,39 @@ export class AgentDbClient {
   result(callId: string, opts: ResultQuery & { wait: true }): Promise<FinishedAnswer>;
   result(callId: string, opts: ResultQuery): Promise<CallAnswer>;
   async result(callId: string, opts: ResultQuery): Promise<CallAnswer> {
-    return this.outage.answerOrUnavailable(
-      async () => {
-        const down = await this.outage.redisDown();
-        if (down) return unavailable(callId, '', down, true);
-        const shards = await this.shards.resolve();
-        if (!shards.ok) return errorEnvelope(callId, '', 'CONFIG_MISMATCH', shards.detail);
-        if (!opts.followUp) {
-          const limited = await this.chargeLookup(opts);
-          if (limited) return this.refused('rate', rateLimited(callId, '', opts.workspace, limited));
-        }
-        return callResult({ waiters: this.waiters, lookup: this.lookup, ensureReader: () => this.ensureReader() }, callId, opts);
-      },
-      (why) => unavailable(callId, '', why, true),
-      opts.signal,
-    );
+    // A Redis that is connected but answers nothing: bounded up to the wait, which its own
+    // timeoutMs (and the bounded look after it) ends.
+    const stall = new Unanswered(REDIS_ANSWER_MS, () => resultUnanswered(this.redisUrl, callId));
+    try {
+      return await this.outage.answerOrUnavailable(
+        async () => {
+          const down = await this.outage.redisDown();
+          if (down) return unavailable(callId, '', down, true);
+          stall.arm();
+          const looked = async (): Promise<CallAnswer> => {
+            const shards = await this.shards.resolve();
+            if (!shards.ok) return errorEnvelope(callId, '', 'CONFIG_MISMATCH', shards.detail);
+            if (!opts.followUp) {
+              const limited = await this.chargeLookup(opts);
+              if (limited) return this.refused('rate', rateLimited(callId, '', opts.workspace, limited));
+            }
+            const sources = {
+              waiters: this.waiters,
+              lookup: this.lookup,
+              ensureReader: () => this.ensureReader(),
+              waiting: () => stall.disarm(),
+              gaveUp: stall.passed,
+            };
+            return callResult(sources, callId, opts);
+          };
+          return Promise.race([looked(), stall.passed.then((why) => unavailable(callId, '', why, true))]);
+        },
+        (why) => unavailable(callId, '', why, true),
+        opts.signal,
+      );
+    } finally {
+      stall.disarm();
+    }
   }
 
   /**
@@ -460,16 +478,26 @@ export class AgentDbClient {
    * approval records which of the two it was.
    */
   async decide(approvalId: string, d: Decision): Promise<DecideResult> {
-    return this.outage.answerOrUnavailable(
-      async () => {
-        const down = await this.outage.redisDown();
-        if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
-        const shards = await this.shards.resolve();
-        if (!shards.ok) return { ok: false, code: 'CONFIG_MISMATCH', detail: shards.detail };
-        return this.approvals.decide(approvalId, d);
-      },
-      (detail) => ({ ok: false, code: 'UNAVAILABLE', detail }),
-    );
+    // A Redis that is connected but answers nothing may have recorded the decision before it stopped.
+    const stall = new Unanswered(REDIS_ANSWER_MS, () => decideUnanswered(this.redisUrl, approvalId));
+    try {
+      return await this.outage.answerOrUnavailable(
+        async () => {
+          const down = await this.outage.redisDown();
+          if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
+          stall.arm();
+          const decided = async (): Promise<DecideResult> => {
+            const shards = await this.shards.resolve();
+            if (!shards.ok) return { ok: false, code: 'CONFIG_MISMATCH', detail: shards.detail };
+            return this.approvals.decide(approvalId, d);
+          };
+          return Promise.race([decided(), stall.passed.then((detail): DecideResult => ({ ok: false, code: 'UNAVAILABLE', detail }))]);
+        },
+        (detail) => ({ ok: false, code: 'UNAVAILABLE', detail }),
+      );
+    } finally {
+      stall.disarm();
+    }
   }
 
   /**

@@ -131,3 +131,13 @@ export class Unanswered {
 export function enqueueUnanswered(redisUrl: string): string {
   return `Redis at ${shownUrl(redisUrl)} is connected but did not answer the call's enqueue within ${REDIS_ANSWER_MS / 1000} s. The call may still be queued when Redis answers again: send it again under the same call id for its outcome.`;
 }
+
+/** Why a look at a call's result was given up: Redis is connected but answers nothing. */
+export function resultUnanswered(redisUrl: string, callId: string): string {
+  return `Redis at ${shownUrl(redisUrl)} is connected but did not answer the look at call ${JSON.stringify(callId)} within ${REDIS_ANSWER_MS / 1000} s. The call may still be queued or running: ask for its result again once Redis answers.`;
+}
+
+/** Why a decision was given up: Redis is connected but answers nothing, perhaps after recording it. */
+export function decideUnanswered(redisUrl: string, approvalId: string): string {
+  return `Redis at ${shownUrl(redisUrl)} is connected but did not answer the decision on approval ${approvalId} within ${REDIS_ANSWER_MS / 1000} s: it may or may not have been recorded. Deciding again is safe once Redis answers: an approval is decided once, so a second decision records it if the first was not, or answers APPROVAL_CONFLICT naming the one recorded.`;
+}

@@ -46,4 +46,27 @@ describe('a Redis that answers nothing (SIGSTOP)', () => {
       status: 'queued',
     });
   });
+
+  it('answers a result asked for, and a decision made, while it is stopped UNAVAILABLE', { timeout: 60_000 }, async () => {
+    // Connected first: a Redis that is stopped before the client ever heard it answers as one that is down.
+    expect(await client.call(write('looked'), { wait: false, timeoutMs: 50 })).toMatchObject({ status: 'queued' });
+    // What waits now stays, no more: the result's wait set while Redis answers nothing goes with its answer.
+    const before = client.waitCounts();
+    own.signal('SIGSTOP');
+    try {
+      const [looked, waited, decided] = await Promise.all([
+        client.result('looked', { ...who }),
+        client.result('looked', { ...who, wait: true, timeoutMs: 5000 }),
+        client.decide('ap_stopped', { decision: 'approve', by: 'ops', operator: true }),
+      ]);
+      expect(looked).toMatchObject({ ok: false, callId: 'looked', error: { code: 'UNAVAILABLE' }, mayStillRun: true });
+      expect(waited).toMatchObject({ ok: false, callId: 'looked', error: { code: 'UNAVAILABLE' }, mayStillRun: true });
+      expect(decided).toMatchObject({ ok: false, code: 'UNAVAILABLE' });
+      expect(!decided.ok && decided.detail).toMatch(/ap_stopped.*may or may not have been recorded.*Deciding again is safe/);
+      expect(client.waitCounts()).toEqual(before);
+    } finally {
+      own.signal('SIGCONT');
+    }
+    expect(await client.result('looked', { ...who })).toMatchObject({ callId: 'looked', status: 'queued' });
+  });
 });
