@@ -248,7 +248,9 @@ Exit 0 when every call succeeded (or, with --no-wait, is on its way or waits for
     .action(run(async () => (await import('./doctor.ts')).doctor));
   program
     .command('executors')
-    .description('what each executor child of each worker runs now, for how long, and how many more statements of that database it was sent (behind)')
+    .description(
+      'what each executor child of each worker runs, for how long, and how many more statements of that database it was sent (behind), as published once a second: a call that just ended may show as running for up to ~1 s more, so check a pid before signalling it',
+    )
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./executors.ts')).executors));
   program
