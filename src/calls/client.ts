@@ -338,7 +338,12 @@ export class AgentDbClient {
     const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key, opts.signal));
     // Checked and marked in one turn, so the outage's answer says either "not sent" and it is
     // not, or "may still run" (review R28: a call answered mayStillRun false ran once Redis was back).
-    if (sent.answered) return unavailable(callId, tool, 'answered UNAVAILABLE already', false);
+    if (sent.answered) {
+      // The answer came while this work waited on Redis, before these waits were set: it dropped
+      // none of them, so they go here (a stopped Redis woken left one behind for good).
+      this.waiters.drop(completion, parking);
+      return unavailable(callId, tool, 'answered UNAVAILABLE already', false);
+    }
     sent.enqueued = true;
     if (add) {
       const refused = await this.budget.admitCall(

@@ -45,6 +45,9 @@ describe('a Redis that answers nothing (SIGSTOP)', () => {
     expect(await client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } }, { wait: false, timeoutMs: 50 })).toMatchObject({
       status: 'queued',
     });
+    // The work of the call made while it was stopped went on once it woke (its commands answered
+    // before this last call's): it set its waits then, after its answer, and must not keep them.
+    expect(client.waitCounts()).toEqual({ calls: 0, waits: 0, looks: 0 });
   });
 
   it('answers a result asked for, and a decision made, while it is stopped UNAVAILABLE', { timeout: 60_000 }, async () => {
