@@ -32,3 +32,19 @@ export async function chargedActivityRead<T>(
     if (extra > 0) await charge?.(member.workspace, member.name, extra);
   }
 }
+
+/**
+ * Runs `restore`, charged as its adapters must charge it: a dry run lists what it would take away
+ * from a page of the activity list, so it is charged as that page is ({@link chargedActivityRead}:
+ * a loop of dry runs read the list past the rate the activity route refuses at); a restore itself
+ * is an admin's write, bounded by one running at a time, and not charged. One rule for the API's
+ * route and the web page.
+ */
+export async function chargedRestore<T>(
+  charge: ChargeMemberLookup | undefined,
+  member: { workspace: string; name: string },
+  dryRun: boolean,
+  restore: (onRead?: (items: number) => void) => Promise<T>,
+): Promise<{ limited: RateRefusal } | { page: T }> {
+  return dryRun ? chargedActivityRead(charge, member, restore) : { page: await restore() };
+}

@@ -9,7 +9,7 @@ import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError } from './error-reply.ts';
 import type { RateRefusal } from '../calls/call-rate-limits.ts';
-import { chargedActivityRead, type ChargeMemberLookup } from '../calls/activity-charge.ts';
+import { chargedActivityRead, chargedRestore, type ChargeMemberLookup } from '../calls/activity-charge.ts';
 
 /** What the history routes call: the members registry (auth) and the history client. */
 export interface HistoryRoutesDeps {
@@ -113,10 +113,7 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const req = { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' as const } };
       // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.
       try {
-        if (req.dryRun !== true) return reply.send(await deps.history.restore(db, req, { member }));
-        // A dry run lists what it would take away from a page of the activity list: charged as
-        // that page is, or a loop of dry runs read the list the activity route refuses past the rate.
-        const out = await chargedActivityRead(deps.chargeLookup, member, (onRead) => deps.history.restore(db, req, { member }, onRead));
+        const out = await chargedRestore(deps.chargeLookup, member, req.dryRun === true, (onRead) => deps.history.restore(db, req, { member }, onRead));
         return 'limited' in out ? rateLimited(reply, out.limited) : reply.send(out.page);
       } catch (err) {
         return refused(reply, err);

@@ -1,5 +1,5 @@
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
-import { chargedActivityRead } from '../../calls/activity-charge.ts';
+import { chargedActivityRead, chargedRestore } from '../../calls/activity-charge.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -261,9 +261,7 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         // A dry run lists what it would take away from a page of activity: charged before it runs,
         // as the API's dry run is, not only by the page shown after it (which a spent budget refused
         // once the dry run had read the list anyway).
-        const planned = dryRun
-          ? await chargedActivityRead(charge, member, (onRead) => access.restore(db, req, { member }, onRead))
-          : { page: await access.restore(db, req, { member }) };
+        const planned = await chargedRestore(charge, member, dryRun, (onRead) => access.restore(db, req, { member }, onRead));
         if ('limited' in planned)
           throw new AgentDbError(
             'RATE_LIMITED',
