@@ -232,17 +232,13 @@ export function loadState(dbPath: string, source: HistorySource, quick: boolean,
     return usedNow(dbPath, cached);
   }
   closeSegment(cached?.seg);
-  const genNames = readNames(source.generationsDir).filter((n) => n.startsWith('g') && nameSeq(n) !== undefined);
-  const genName = genNames.at(-1);
+  const genName = newestGeneration(source.generationsDir);
   if (!genName) return undefined;
   const genDir = path.join(source.generationsDir, genName);
   const snap = readJson<SnapshotMeta>(path.join(genDir, SNAPSHOT_META));
   if (!snap) return undefined;
   const st: State = { genDir, genName, dbPages: snap.pages, stamp: '', checkedAt: Date.now() };
-  const segName = readNames(path.join(genDir, SEGMENTS_DIR))
-    .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
-    .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
-    .at(-1);
+  const segName = newestSegment(genDir);
   if (segName) {
     const dataPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_DATA_EXT);
     const indexPath = path.join(genDir, SEGMENTS_DIR, segName + SEGMENT_INDEX_EXT);
@@ -309,6 +305,21 @@ function previousDbPages(genDir: string, segName: string): number | undefined {
     if (last) return last.dbPages;
   }
   return undefined;
+}
+
+/** The newest generation in `generationsDir`, as history's files show it (undefined: no history). */
+export function newestGeneration(generationsDir: string): string | undefined {
+  return readNames(generationsDir)
+    .filter((n) => n.startsWith('g') && nameSeq(n) !== undefined)
+    .at(-1);
+}
+
+/** The newest segment of the generation at `genDir` (its name, without extension), if it has one. */
+export function newestSegment(genDir: string): string | undefined {
+  return readNames(path.join(genDir, SEGMENTS_DIR))
+    .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
+    .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
+    .at(-1);
 }
 
 function readNames(dir: string): string[] {

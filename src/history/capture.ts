@@ -4,10 +4,10 @@ import type { Database } from 'better-sqlite3';
 import { noteAnswered, readAnswered, type Answered } from './answered-commits.ts';
 import { beginCapture, closeWal, endCapture, finished, lastCapture, othersQuiet } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
-import { closeSegment, dropState, loadState, stateOf, states } from './capture-state.ts';
+import { closeSegment, dropState, loadState, newestGeneration, newestSegment, stateOf, states } from './capture-state.ts';
 import { readIndex } from './segment-index.ts';
 import { copyNew, type Found } from './copy-new.ts';
-import { nameSeq, SEGMENT_DATA_EXT, SEGMENT_INDEX_EXT, SEGMENTS_DIR, type HistoryPosition, type HistorySource, type SnapshotMeta } from './history-files.ts';
+import { SEGMENT_INDEX_EXT, SEGMENTS_DIR, type HistoryPosition, type HistorySource, type SnapshotMeta } from './history-files.ts';
 import { lateAnswers, noteLate } from './late-answers.ts';
 import { markRestoreLeaving, restoreLeaving, sealHolds, unmarkRestoreLeaving, writeSeal } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
@@ -231,28 +231,14 @@ export function sealedAsKnown(dbPath: string, source: HistorySource): boolean {
  * or damage): a capture must look.
  */
 function endOnDisk(source: HistorySource): { genDir: string; segment: string; frames: number } | undefined {
-  const genName = namesIn(source.generationsDir)
-    .filter((n) => n.startsWith('g') && nameSeq(n) !== undefined)
-    .at(-1);
+  const genName = newestGeneration(source.generationsDir);
   if (!genName) return undefined;
   const genDir = path.join(source.generationsDir, genName);
-  const segments = path.join(genDir, SEGMENTS_DIR);
-  const segment = namesIn(segments)
-    .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
-    .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
-    .at(-1);
+  const segment = newestSegment(genDir);
   if (!segment) return { genDir, segment: '', frames: 0 };
-  const index = readIndex(path.join(segments, segment + SEGMENT_INDEX_EXT));
+  const index = readIndex(path.join(genDir, SEGMENTS_DIR, segment + SEGMENT_INDEX_EXT));
   if (index.damaged !== undefined || index.tail !== 'none' || index.goodBytes < index.bytes) return undefined;
   return { genDir, segment, frames: index.commits.at(-1)?.frames ?? 0 };
-}
-
-function namesIn(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir).sort();
-  } catch {
-    return [];
-  }
 }
 
 /**
