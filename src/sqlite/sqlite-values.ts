@@ -1,6 +1,7 @@
 import { positionalBindings } from '../guard/engine-check.ts';
 import type { Statement } from 'better-sqlite3';
-import { jsonBytes, shortened } from './result-budget.ts';
+import { jsonBytes } from './result-budget.ts';
+import { readShape } from './read-shape.ts';
 import type { ResultSpill, SpilledResult } from './result-spill.ts';
 
 /** A value an agent may bind: booleans bind as 1 and 0. */
@@ -102,10 +103,10 @@ function readRowsInto(
   maxBytes: number,
   startSpill?: (columns: string[], rows: EncodedValue[][]) => ResultSpill,
 ): ReadRows {
-  stmt.safeIntegers(true);
-  stmt.raw(true);
-  const columns = stmt.columns().map((c) => shortened(c.name));
-  const columnBytes = jsonBytes(columns);
+  const shape = readShape(stmt);
+  // Shared by every read of this statement (and frozen): a result only carries it.
+  const columns = shape.columns as string[];
+  const columnBytes = shape.columnBytes;
   if (columnBytes > maxBytes / 2) return withoutRows(stmt, bindings, columns, maxBytes / 2);
   maxBytes -= columnBytes;
   const rows: EncodedValue[][] = [];

@@ -75,6 +75,8 @@ export class StatementCache {
   private readonly verdicts = new SharedVerdicts();
   private nextId = 1;
   private bytes = 0;
+  /** The key set last in `entries` (its last in order), unless it has gone since. */
+  private newest?: string;
 
   constructor(private budget: number = DEFAULT_STATEMENT_CACHE_BYTES) {
     StatementCache.checkBudget(budget);
@@ -99,9 +101,13 @@ export class StatementCache {
     const key = `${this.idOf(db)}\u0000${mode}\u0000${sql}`;
     const hit = this.entries.get(key);
     if (hit) {
-      // Re-insert so the Map's order is least-recently-used first.
-      this.entries.delete(key);
-      this.entries.set(key, hit);
+      // Re-insert so the Map's order is least-recently-used first; the newest is last already
+      // (a statement repeated, the common case, costs one lookup).
+      if (key !== this.newest) {
+        this.entries.delete(key);
+        this.entries.set(key, hit);
+        this.newest = key;
+      }
       return hit.stmt;
     }
     const verdict = this.verdicts.check(db, sql, mode);
@@ -118,6 +124,7 @@ export class StatementCache {
     const cost = Math.max(estimated, schemaIdentity(db).bytes);
     if (cost > this.budget / LARGEST_SHARE) return stmt;
     this.entries.set(key, { db, stmt, cost });
+    this.newest = key;
     let keys = this.keysOf.get(db);
     if (!keys) this.keysOf.set(db, (keys = new Set()));
     keys.add(key);

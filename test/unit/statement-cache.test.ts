@@ -84,6 +84,28 @@ describe('StatementCache', () => {
     expect(cache.stats().count).toBe(16);
   });
 
+  it('keeps least-recently-used order when a used statement was the newest before a miss', () => {
+    // A repeat of the newest is not moved (it is last already): a statement prepared since, or
+    // one forgotten and prepared again, is the newest then, and a use of the former one moves it.
+    const a = database();
+    const b = database();
+    const sql = (n: number) => `SELECT x FROM t WHERE x = ${n}`; // 10 to 99: all the same size
+    const probe = new StatementCache(1 << 30);
+    probe.checked(a, sql(10), 'read');
+    const cache = new StatementCache(16 * probe.stats().bytes);
+    const ten = cache.checked(a, sql(10), 'read');
+    for (let n = 11; n < 26; n++) cache.checked(a, sql(n), 'read');
+    expect(cache.checked(a, sql(10), 'read')).toBe(ten); // the newest
+    cache.checked(b, sql(26), 'read'); // prepared: the newest now (pushes out `x = 11`)
+    cache.forget(b);
+    cache.checked(b, sql(26), 'read'); // and again
+    expect(cache.checked(a, sql(10), 'read')).toBe(ten); // used: after b's `x = 26`
+    for (let n = 27; n < 41; n++) cache.checked(a, sql(n), 'read'); // push out 12 to 25
+    cache.checked(a, sql(41), 'read'); // pushes out b's `x = 26`, the least recently used
+    expect(cache.stats().count).toBe(16);
+    expect(cache.checked(a, sql(10), 'read')).toBe(ten);
+  });
+
   it('does not keep a statement estimated past a sixteenth of the budget', () => {
     const cache = new StatementCache(1024 * 1024);
     const db = database();
