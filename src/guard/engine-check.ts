@@ -3,6 +3,7 @@ import { programRefusal, type Op, type SchemaObject } from './bytecode.ts';
 import type { StatementKind } from './classifier.ts';
 import { guardIntrospection, guardQuery, guardWrite, parseStatement } from './guard.ts';
 import { viewBodyStart } from './rules.ts';
+import { singleRow } from './single-row.ts';
 import { tokenize, type Token } from './tokenizer.ts';
 
 /** How a statement will be used: DATA_QUERY_SQL, DATA_WRITE_SQL, or db_query's PRAGMA list. */
@@ -12,9 +13,10 @@ export type CheckMode = 'read' | 'write' | 'introspect';
 export type CheckedStatement =
   /**
    * `programLength`: instructions in its compiled program, a measure of the memory it holds;
-   * `start`: where in the SQL the prepared statement begins (past leading comments and `;`).
+   * `start`: where in the SQL the prepared statement begins (past leading comments and `;`);
+   * `singleRow`: it returns at most one row, whatever its parameters (see `singleRow`).
    */
-  | { ok: true; stmt: Statement; programLength: number; start: number }
+  | { ok: true; stmt: Statement; programLength: number; start: number; singleRow: boolean }
   | { ok: false; code: 'SQL_SYNTAX' | 'SQL_MULTIPLE_STATEMENTS' | 'SQL_REFUSED' | 'SQL_ERROR'; reason: string };
 
 type Refused = Extract<CheckedStatement, { ok: false }>;
@@ -72,7 +74,7 @@ export function engineCheck(db: Database, sql: string, mode: CheckMode, kind: St
       allowedVtabs: ops.some((op) => op.opcode === 'VOpen') ? jsonVtabs(db) : new Set(),
     }) ?? (kind === 'create_view' && !('ok' in parsed) ? viewRefusal(db, sql, parsed.tokens) : undefined);
   if (refusal) return { ok: false, code: 'SQL_REFUSED', reason: refusal };
-  return { ok: true, stmt, programLength: ops.length, start };
+  return { ok: true, stmt, programLength: ops.length, start, singleRow: singleRow(ops) };
 }
 
 /**

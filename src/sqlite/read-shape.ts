@@ -7,9 +7,22 @@ export interface ReadShape {
   readonly columns: readonly string[];
   /** Their size as JSON. */
   readonly columnBytes: number;
+  /** It returns at most one row (see {@link noteSingleRow}). */
+  readonly singleRow: boolean;
 }
 
 const shapes = new WeakMap<Statement, ReadShape>();
+const singleRows = new WeakSet<Statement>();
+
+/**
+ * Says that `stmt` returns at most one row, whatever its parameters, as the guard read its
+ * program (`singleRow`): such a statement is read with one `all()`, which holds no more than
+ * the one row `iterate()` would, and costs a third less than an iterator (4.8 against 10.4 µs
+ * for a PK read, most of the rest being better-sqlite3's iterator object). Before its first read.
+ */
+export function noteSingleRow(stmt: Statement): void {
+  singleRows.add(stmt);
+}
 
 /**
  * `stmt` set to read rows as results encode them (INTEGERs as bigint, rows as arrays), and its
@@ -26,7 +39,7 @@ export function readShape(stmt: Statement): ReadShape {
     stmt.safeIntegers(true);
     stmt.raw(true);
     const columns = Object.freeze(stmt.columns().map((c) => shortened(c.name)));
-    shape = { columns, columnBytes: jsonBytes(columns) };
+    shape = { columns, columnBytes: jsonBytes(columns), singleRow: singleRows.has(stmt) };
     shapes.set(stmt, shape);
   }
   return shape;

@@ -57,13 +57,14 @@ export function schemaIdentity(db: Database): SchemaIdentity {
   return identity;
 }
 
-/** Reads admitted at most, remembered: a key and two numbers each, well under a megabyte. */
+/** Reads admitted at most, remembered: a key, two numbers and a flag each, well under a megabyte. */
 const MAX_ADMITTED = 4096;
 
 /** What preparing an admitted read again on another handle needs. */
 interface Admitted {
   start: number;
   programLength: number;
+  singleRow: boolean;
 }
 
 /**
@@ -98,12 +99,12 @@ export class SharedVerdicts {
         // Re-insert so the Map's order stays least-recently-used first.
         this.admitted.delete(key);
         this.admitted.set(key, known);
-        return { ok: true, stmt, programLength: known.programLength, start: known.start };
+        return { ok: true, stmt, programLength: known.programLength, start: known.start, singleRow: known.singleRow };
       }
     }
     const verdict = prepareChecked(db, sql, mode);
     if (verdict.ok) {
-      this.admitted.set(key, { start: verdict.start, programLength: verdict.programLength });
+      this.admitted.set(key, { start: verdict.start, programLength: verdict.programLength, singleRow: verdict.singleRow });
       if (this.admitted.size > MAX_ADMITTED) this.admitted.delete(this.admitted.keys().next().value!);
     }
     return verdict;

@@ -62,7 +62,7 @@ export type SpillOpener = (columns: string[]) => ResultSpill;
 
 /**
  * Reads at most `maxRows` rows of a statement that returns data, plus one more to learn whether
- * more existed; never `.all()`, so a huge result is never held. Column names and rows together
+ * more existed; never `.all()` (but for a statement of one row at most), so a huge result is never held. Column names and rows together
  * are kept within `maxBytes` of JSON: names are shortened past `MAX_NAME_BYTES`, and when they
  * still take more than half of `maxBytes` (2,000 columns of long names do), they are cut to
  * what fits and no row is returned, since rows without their columns would be misread. Rows are
@@ -117,7 +117,9 @@ function readRowsInto(
   let oversize = false;
   let spilling: ResultSpill | undefined;
   let count = 0;
-  for (const raw of stmt.iterate(...bindings) as Iterable<unknown[]>) {
+  // A statement of one row at most is read whole: the same row, without an iterator's cost.
+  const source = shape.singleRow ? (stmt.all(...bindings) as unknown[][]) : (stmt.iterate(...bindings) as Iterable<unknown[]>);
+  for (const raw of source) {
     if (count >= maxRows) {
       truncated = true;
       break;

@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { CheckMode } from '../guard/engine-check.ts';
 import { AgentDbError } from '../errors.ts';
+import { noteSingleRow } from './read-shape.ts';
 import { schemaIdentity, SharedVerdicts } from './shared-verdicts.ts';
 
 /** STATEMENT_CACHE_BYTES' default: what a child's cached statements may take, as estimated. */
@@ -113,6 +114,7 @@ export class StatementCache {
     const verdict = this.verdicts.check(db, sql, mode);
     if (!verdict.ok) throw new AgentDbError(verdict.code, verdict.reason);
     const stmt = verdict.stmt;
+    if (verdict.singleRow) noteSingleRow(stmt);
     const columns = stmt.reader ? stmt.columns() : [];
     let nameBytes = 0;
     for (const c of columns) nameBytes += Buffer.byteLength(c.name);
