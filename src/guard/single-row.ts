@@ -97,6 +97,9 @@ export function singleRow(ops: readonly Op[]): boolean {
   if (ops.length < 2 || init?.opcode !== 'Init') return false;
   const trailer = init.p2;
   const last = ops.length - 1;
+  // The body must end in Halt: falling through into the trailer would run its Goto back to the
+  // start, and the body again, as often as it fell through.
+  if (trailer < 2 || trailer > last || ops[trailer - 1]?.opcode !== 'Halt') return false;
   let rows = 0;
   for (let addr = 1; addr < ops.length; addr++) {
     const op = ops[addr]!;

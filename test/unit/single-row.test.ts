@@ -70,5 +70,7 @@ describe('singleRow', () => {
     expect(singleRow(ops.slice(1))).toBe(false);
     expect(singleRow(ops.map((op) => (op.opcode === 'Column' ? { ...op, opcode: 'Next' } : op)))).toBe(false);
     expect(singleRow(ops.map((op) => (op.opcode === 'SeekRowid' ? { ...op, p2: 1 } : op)))).toBe(false);
+    // A body that does not end in Halt would fall into the trailer and start again.
+    expect(singleRow(ops.map((op) => (op.opcode === 'Halt' ? { ...op, opcode: 'Noop' } : op)))).toBe(false);
   });
 });
