@@ -66,9 +66,11 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
     // Before the key is looked at: a page rebound to this address learns nothing, not even
     // whether a key it guessed works.
     const origins = deps.origins ?? { hosts: [], origins: [] };
-    app.addHook('onRequest', async (request, reply) => {
+    // Not async: a promise and a turn of the microtask queue per request for a check that never waits.
+    app.addHook('onRequest', (request, reply, done) => {
       const refusal = mcpOriginRefusal(request, origins);
-      if (refusal) return rpcError(reply, 403, RPC.dnsRebinding, `Forbidden: ${refusal}`);
+      if (refusal) rpcError(reply, 403, RPC.dnsRebinding, `Forbidden: ${refusal}`);
+      else done();
     });
 
     const handle =

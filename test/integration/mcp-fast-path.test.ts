@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
+import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fastToolCall } from '../../src/http/mcp-fast-call.ts';
 import { mcpRoutes, type McpRoutesDeps } from '../../src/http/mcp-routes.ts';
@@ -200,6 +201,35 @@ describe("/mcp's fast path answers tools/call as the SDK path does", () => {
     // Unmasked but for the fence: the same call and the same approval.
     expect(unfenced(sdk)).toEqual(unfenced(fast));
     expect(await pendingApprovals('gated')).toHaveLength(1);
+  });
+
+  it('a call told plain by looking at it is the request the schemas give; one they must decide is parsed', async () => {
+    // The fast path takes a plain call without JSONRPCMessageSchema's and CallToolRequestSchema's
+    // parses (mcp-fast-call.ts): what it hands the handler must be what the parse gives.
+    const plainOnes = [
+      toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1', params: [null] }),
+      { ...toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }), id: 'an-id' },
+      toolCall('DATA_QUERY_SQL', undefined, { _meta: { 'agentdb/callId': crypto.randomUUID(), traceparent: 'x' } }),
+    ];
+    const parsedOnes = [
+      toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }, { _meta: { progressToken: 5 } }),
+      toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }, { extra: 1 }),
+    ];
+    for (const body of [...plainOnes, ...parsedOnes]) {
+      const taken = fastToolCall({ headers: HEADERS, body });
+      expect(taken && 'request' in taken ? taken : undefined).toEqual({ id: body.id, request: CallToolRequestSchema.parse(body) });
+      await same(key.reader!, body);
+    }
+    // Neither looks nor schemas take these: the SDK's answer on both paths.
+    for (const body of [
+      { ...toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }), more: 1 },
+      { ...toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }), id: 1.5 },
+      { ...toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }), id: 2 ** 53 },
+      toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }, { _meta: { progressToken: 1.5 } }),
+      toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' }, { _meta: [] }),
+    ]) {
+      expect((await same(key.reader!, body, { fast: false })).status).toBe(400);
+    }
   });
 
   it('what the fast path leaves to the SDK: other methods, tasks, bad requests, batches, checks of the POST', async () => {
