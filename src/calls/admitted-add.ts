@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Job, type JobsOptions, type Queue } from 'bullmq';
+import { Backoffs, Job, type JobJson, type JobsOptions, type Queue } from 'bullmq';
 import type { CallJobData } from '../contracts/call.ts';
 import { luaSource } from '../redis/lua-scripts.ts';
 
@@ -47,28 +47,63 @@ return admitted
 `;
 
 /**
- * The keys and arguments `queue.add(name, data, opts)` would send, built by BullMQ's own `Job`
- * (its encoding of the data and options, its key names) with nothing sent: BullMQ builds them
- * and hands them to its client's `runCommand` in the same turn, which this captures.
- * @throws Error when BullMQ no longer builds a standard add that way (a version not pinned).
+ * Options a job of this add may carry: those BullMQ's standard add encodes as they are. Any other
+ * (a delay, a priority, a parent, deduplication, a repeat, a size limit) takes BullMQ's own `Job`.
+ */
+const PLAIN_OPTIONS = new Set(['jobId', 'attempts', 'backoff', 'removeOnComplete', 'removeOnFail']);
+
+/**
+ * The keys and arguments `queue.add(name, data, opts)` would send, built by BullMQ with nothing
+ * sent: its `Scripts.addJob` (the packing of the arguments and options, the key names) hands
+ * them to its client's `runCommand` in the same turn, which this captures. The job it is given
+ * is the JSON a `Job` would make of itself, made here: a `Job` built per call only to be turned
+ * into that JSON took half the caller's BullMQ time per read (issue 31: its constructor,
+ * `asJSON` serialising its empty result, error and stack, and `validateOptions`). Options other
+ * than the plain ones a call's job has still go through a `Job` ({@link jobAddByJob}).
+ * @throws Error when BullMQ no longer builds a standard add that way (a version not pinned), or
+ * for a job id BullMQ refuses (an integer, or one holding `:`), as `queue.add` does.
  */
 export function jobAdd(queue: Queue, name: string, data: CallJobData, opts: JobsOptions & { jobId: string }): JobAdd {
+  // As Queue.addJob merges them: the queue's defaults under the call's own options; then as the
+  // Job's constructor leaves them: attempts 0 unless given, the backoff normalised.
+  const merged: JobsOptions = { attempts: 0, ...queue.defaultJobOptions, ...opts };
+  for (const option in merged) if (!PLAIN_OPTIONS.has(option)) return jobAddByJob(queue, name, data, opts);
+  const { jobId } = opts;
+  // Job.validateOptions' checks of an id, the only ones plain options can fail.
+  if (`${parseInt(jobId, 10)}` === jobId) throw new Error('Custom Id cannot be integers');
+  if (jobId.includes(':') && jobId.split(':').length !== 3) throw new Error('Custom Id cannot contain :');
+  if (merged.backoff !== undefined) merged.backoff = Backoffs.normalize(merged.backoff);
+  const job = { name, timestamp: Date.now(), data: JSON.stringify(data) } as JobJson;
+  return captured(jobId, (client) => queue.scripts.addJob(client as never, job, Job.optsAsJSON(merged), jobId, { parentDependenciesKey: '' }));
+}
+
+/**
+ * {@link jobAdd} by BullMQ's own `Job` (its constructor, `asJSON`, `validateOptions`): for options
+ * the plain path does not take, and for a test to hold the two alike.
+ */
+export function jobAddByJob(queue: Queue, name: string, data: CallJobData, opts: JobsOptions & { jobId: string }): JobAdd {
   // As Queue.addJob merges them: the queue's defaults under the call's own options.
   const job = new Job(queue, name, data, { ...queue.defaultJobOptions, ...opts }, opts.jobId);
-  let captured: { command: string; list: (Buffer | string)[] } | undefined;
+  return captured(opts.jobId, (client) => job.addJob(client as never, { parentDependenciesKey: '' }));
+}
+
+/** The standard add `send` makes BullMQ send, captured in this turn instead of sent. */
+function captured(jobId: string, send: (client: { runCommand: (command: string, list: (Buffer | string)[]) => Promise<string> }) => Promise<unknown>): JobAdd {
+  let got: { command: string; list: (Buffer | string)[] } | undefined;
   const capture = {
     runCommand: (command: string, list: (Buffer | string)[]) => {
-      captured = { command, list };
-      return Promise.resolve(opts.jobId);
+      got = { command, list };
+      return Promise.resolve(jobId);
     },
   };
-  void job.addJob(capture as never, { parentDependenciesKey: '' }).catch(() => undefined);
+  // BullMQ's own checks (validateOptions) throw from `send` itself, before any promise.
+  void send(capture).catch(() => undefined);
   // Set by the capture above, in this turn (the compiler cannot see it run).
-  const got = captured as typeof captured;
-  if (!got?.command.startsWith(`${ADD.name}:`) || got.list.length !== ADD.keys + 3) {
-    throw new Error(`BullMQ ${got?.command ?? '(nothing)'} is not the standard add this client embeds (${ADD.name}, ${ADD.keys} keys)`);
+  const add = got as typeof got;
+  if (!add?.command.startsWith(`${ADD.name}:`) || add.list.length !== ADD.keys + 3) {
+    throw new Error(`BullMQ ${add?.command ?? '(nothing)'} is not the standard add this client embeds (${ADD.name}, ${ADD.keys} keys)`);
   }
-  const { list } = got;
+  const { list } = add;
   const args = list.slice(ADD.keys) as JobAdd['args'];
   return { keys: list.slice(0, ADD.keys) as string[], args, dataJson: args[1] };
 }

@@ -2,12 +2,57 @@ import type { Envelope } from '../contracts/envelope.ts';
 import type { StreamedEvent } from '../redis/events.ts';
 import { callKey } from '../contracts/call-identity.ts';
 
-/** One wait: how to settle it, and how to stop listening to its signal once it is settled. */
-interface Listener<T> {
-  resolve: (value: T) => void;
-  reject: (err: unknown) => void;
+/**
+ * One wait on a call: how to settle it, and how to stop listening to its signal once it is
+ * settled. A class, not an object of closures: a call's wait is made for every call, and its
+ * closures (five, with their context) were a share of what the caller spends per read (issue 31).
+ */
+class Listener<T> {
+  resolve!: (value: T) => void;
+  reject!: (err: unknown) => void;
+  /** Set with a signal: its abort handler, to remove once the wait is settled. */
+  private onAbort?: () => void;
+
+  constructor(
+    private readonly waiters: CallWaiters,
+    private readonly key: string,
+    private readonly watch: Watch,
+    private readonly set: Set<Listener<T>>,
+    private readonly signal?: AbortSignal,
+  ) {}
+
+  /** Listens to the signal: an abort drops this wait and rejects it with the signal's reason. */
+  listen(): void {
+    const signal = this.signal;
+    if (!signal) return;
+    this.onAbort = () => {
+      this.remove();
+      this.reject(signal.reason);
+    };
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  settle(value: T): void {
+    this.detach();
+    this.resolve(value);
+  }
+
+  fail(err: unknown): void {
+    this.detach();
+    this.reject(err);
+  }
+
   /** Stops listening to the signal, for a wait left pending (a parked wait of a call that ended). */
-  detach: () => void;
+  detach(): void {
+    if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort);
+    this.onAbort = undefined;
+  }
+
+  /** Drops this wait alone; the watch goes with its last one. */
+  remove(): void {
+    this.detach();
+    this.waiters.removed(this.key, this.watch, this.set, this);
+  }
 }
 
 /** Everyone in one client waiting on one call, and the one look at its job they share. */
@@ -50,8 +95,6 @@ export class WaitEnded extends Error {
  */
 export class CallWaiters {
   private readonly watches = new Map<string, Watch>();
-  /** Each pending wait's own removal, so it can be dropped alone. */
-  private readonly own = new WeakMap<Promise<unknown>, () => void>();
 
   /**
    * Resolves with the call's envelope when it completes. With `signal`, rejects with its reason
@@ -73,8 +116,9 @@ export class CallWaiters {
   drop(...waits: (Promise<unknown> | undefined)[]): void {
     for (const wait of waits) {
       if (!wait) continue;
-      this.own.get(wait)?.();
-      this.own.delete(wait);
+      const own = wait as Owned;
+      own[LISTENER]?.remove();
+      own[LISTENER] = undefined;
     }
   }
 
@@ -111,7 +155,7 @@ export class CallWaiters {
     const watch = this.watches.get(callId);
     if (!watch) return;
     this.release(callId, watch);
-    for (const l of watch.completed) l.resolve(envelope);
+    for (const l of watch.completed) l.settle(envelope);
     // A call that ended is never parked: those waits stay pending, their callers moved on.
     for (const l of watch.parked) l.detach();
   }
@@ -125,7 +169,7 @@ export class CallWaiters {
       const parked = [...watch.parked];
       watch.parked.clear();
       this.releaseIfIdle(callKey(workspace, agent, event.callId), watch);
-      for (const l of parked) l.resolve(event.approval);
+      for (const l of parked) l.settle(event.approval);
       return;
     }
     if (event.type !== 'call.completed') return;
@@ -154,7 +198,7 @@ export class CallWaiters {
     const all = [...this.watches.entries()];
     for (const [key, watch] of all) {
       this.release(key, watch);
-      for (const l of [...watch.completed, ...watch.parked]) l.reject(reason);
+      for (const l of [...watch.completed, ...watch.parked]) l.fail(reason);
     }
   }
 
@@ -167,44 +211,30 @@ export class CallWaiters {
       gone.catch(() => undefined);
       return gone;
     }
-    let remove!: () => void;
+    let watch = this.watches.get(key);
+    if (!watch) {
+      watch = { completed: new Set(), parked: new Set() };
+      this.watches.set(key, watch);
+    }
+    const set = watch[kind] as Set<Listener<T>>;
+    const listener = new Listener<T>(this, key, watch, set, signal);
     const wait = new Promise<T>((resolve, reject) => {
-      let watch = this.watches.get(key);
-      if (!watch) {
-        watch = { completed: new Set(), parked: new Set() };
-        this.watches.set(key, watch);
-      }
-      const set = watch[kind] as Set<Listener<T>>;
-      const onAbort = () => {
-        remove();
-        reject(signal!.reason);
-      };
-      const detach = () => signal?.removeEventListener('abort', onAbort);
-      const listener: Listener<T> = {
-        resolve: (value) => {
-          detach();
-          resolve(value);
-        },
-        reject: (err) => {
-          detach();
-          reject(err);
-        },
-        detach,
-      };
-      const w = watch;
-      remove = () => {
-        detach();
-        if (this.watches.get(key) !== w || !set.delete(listener)) return;
-        this.releaseIfIdle(key, w);
-      };
-      set.add(listener);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      listener.resolve = resolve;
+      listener.reject = reject;
     });
+    set.add(listener);
+    listener.listen();
     // Marked handled: an abort may reject it before its waiter awaits it (between two awaits on
     // Redis); whoever awaits it still sees the rejection.
-    wait.catch(() => undefined);
-    this.own.set(wait, remove);
+    wait.catch(ignore);
+    (wait as Owned)[LISTENER] = listener as Listener<never>;
     return wait;
+  }
+
+  /** A wait's listener `listener` is gone: forgets it, and its watch once nobody waits on it. */
+  removed<T>(key: string, watch: Watch, set: Set<Listener<T>>, listener: Listener<T>): void {
+    if (this.watches.get(key) !== watch || !set.delete(listener)) return;
+    this.releaseIfIdle(key, watch);
   }
 
   /** Forgets the watch, and its look, once nobody waits on it any more. */
@@ -222,3 +252,13 @@ export class CallWaiters {
     if (this.watches.get(key) === watch) this.watches.delete(key);
   }
 }
+
+function ignore(): void {}
+
+/**
+ * Where a wait's promise keeps its listener, so that {@link CallWaiters.drop} finds it: a
+ * property of the promise, not an entry of a WeakMap, whose insert for every call cost more
+ * than the rest of the wait (issue 31).
+ */
+const LISTENER = Symbol('listener');
+type Owned = Promise<unknown> & { [LISTENER]?: Listener<never> };

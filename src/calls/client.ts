@@ -6,7 +6,7 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
-import { callKeyOf } from '../contracts/call-identity.ts';
+import { callKey, callKeyOf } from '../contracts/call-identity.ts';
 import { shardOf } from '../contracts/database-id.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
@@ -546,7 +546,14 @@ export class AgentDbClient {
       // enqueueing a call and the reader's first read.
       const from = await latestEventId(this.redis, this.keys.events);
       const conn = connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-events' });
-      const reader = new EventReader(conn, this.keys.events, from, (e) => this.waiters.onEvent(e, (id) => this.lookup.finished(id)));
+      // A completion of a call nobody here waits on (another client's) is skipped unparsed.
+      const reader = new EventReader(
+        conn,
+        this.keys.events,
+        from,
+        (e) => this.waiters.onEvent(e, (id) => this.lookup.finished(id)),
+        (c) => this.waiters.awaitsCompletion(callKey(c.workspace, c.agent, c.callId)),
+      );
       reader.start();
       return reader;
     })();

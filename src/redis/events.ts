@@ -73,6 +73,42 @@ export function parseEntry([id, fields]: [string, string[]]): StreamedEvent | un
   }
 }
 
+/** Whose call a `call.completed` event is: what names it (`callKey`), and all a reader routes it by. */
+export interface CompletedCaller {
+  callId: string;
+  workspace: string;
+  agent: string;
+}
+
+const COMPLETED_HEAD = '{"type":"call.completed","callId":"';
+
+/**
+ * Whose call a `call.completed` entry is, read off the head of its JSON as {@link completedEvent}
+ * writes it, without parsing the envelope behind it: a reader parses whole only the events a
+ * caller of its own waits on, not every client's (issue 31). Undefined for any other entry, or
+ * one whose head is not written that way (a name with an escape in it): parse it whole then.
+ */
+export function completedCaller(fields: string[]): CompletedCaller | undefined {
+  const i = fields.indexOf('data');
+  const json = i < 0 ? undefined : fields[i + 1];
+  if (!json?.startsWith(COMPLETED_HEAD)) return undefined;
+  const callId = plainString(json, COMPLETED_HEAD.length, '","workspace":"');
+  const workspace = callId && plainString(json, callId.next, '","agent":"');
+  const agent = workspace && plainString(json, workspace.next, '",');
+  return agent && { callId: callId.value, workspace: workspace.value, agent: agent.value };
+}
+
+/**
+ * The JSON string from `from` to the closing quote that `then` starts, when nothing in it is
+ * escaped (then its text is its value), and where what follows `then` begins.
+ */
+function plainString(json: string, from: number, then: string): { value: string; next: number } | undefined {
+  const end = json.indexOf('"', from);
+  if (end < 0 || !json.startsWith(then, end)) return undefined;
+  const value = json.slice(from, end);
+  return value.includes('\\') ? undefined : { value, next: end + then.length };
+}
+
 /** The id of the newest event, or `0-0` when there is none: where a new reader starts. */
 export async function latestEventId(redis: Redis, streamKey: string): Promise<string> {
   const last = (await redis.xrevrange(streamKey, '+', '-', 'COUNT', 1)) as [string, string[]][];
@@ -82,7 +118,8 @@ export async function latestEventId(redis: Redis, streamKey: string): Promise<st
 /**
  * Follows the event stream on its own blocking connection from `from` onwards, handing each
  * event to `onEvent`. One reader serves every call a client waits on. Survives reconnects:
- * it resumes from the last id it saw, so no event is skipped.
+ * it resumes from the last id it saw, so no event is skipped. With `wanted`, a `call.completed`
+ * event whose caller it declines (a call nobody here waits on) is skipped unparsed.
  */
 export class EventReader {
   private lastId: string;
@@ -99,6 +136,7 @@ export class EventReader {
     private readonly streamKey: string,
     from: string,
     private readonly onEvent: (event: StreamedEvent) => void,
+    private readonly wanted?: (caller: CompletedCaller) => boolean,
   ) {
     this.lastId = from;
   }
@@ -135,6 +173,10 @@ export class EventReader {
       for (const [, entries] of reply ?? []) {
         for (const entry of entries) {
           this.lastId = entry[0];
+          if (this.wanted) {
+            const caller = completedCaller(entry[1]);
+            if (caller && !this.wanted(caller)) continue;
+          }
           const event = parseEntry(entry);
           if (event) this.onEvent(event);
         }

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobAdd } from '../../src/calls/admitted-add.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { jobAdd, jobAddByJob } from '../../src/calls/admitted-add.ts';
 import type { RateCounter } from '../../src/calls/call-rate-limits.ts';
 import { callJobOptions } from '../../src/calls/call-resend.ts';
 import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
@@ -63,6 +63,27 @@ describe('a call admitted and added in one script', () => {
     const held = await redis.zrange(keys().redisBudget('same').ledger, 0, -1);
     expect(held).toEqual([`${oursKey}|args:100`]);
     await queue.close();
+  });
+
+  it("builds BullMQ's arguments byte for byte as BullMQ's own Job does, without one", async () => {
+    const queue = queueOf('alike');
+    const data = callData('alike', 'alike');
+    const opts = callJobOptions(callKeyOf(data), 3600);
+    const now = vi.spyOn(Date, 'now').mockReturnValue(1_700_000_000_123);
+    try {
+      const fast = jobAdd(queue, 'call', data, opts);
+      expect(fast).toEqual(jobAddByJob(queue, 'call', data, opts));
+      // Options beyond a call's plain ones go through the Job: a priority is not a standard add.
+      expect(() => jobAdd(queue, 'call', data, { ...opts, priority: 3 })).toThrow(/not the standard add/);
+      // The ids BullMQ refuses, refused alike.
+      for (const jobId of ['42', 'a:b']) {
+        expect(() => jobAddByJob(queue, 'call', data, { ...opts, jobId })).toThrow(/Custom Id/);
+        expect(() => jobAdd(queue, 'call', data, { ...opts, jobId })).toThrow(/Custom Id/);
+      }
+    } finally {
+      now.mockRestore();
+      await queue.close();
+    }
   });
 
   it('adds nothing when the budget refuses the call, nor when a rate counter does', async () => {

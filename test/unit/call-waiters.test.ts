@@ -77,6 +77,38 @@ describe('CallWaiters', () => {
     expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
   });
 
+  it('drops the waits it is given alone, stops listening to their signals, and ignores one settled or dropped before', async () => {
+    const w = new CallWaiters();
+    const a = new AbortController();
+    const dropped = w.completion('k7', a.signal);
+    const kept = w.completion('k7');
+    const parked = w.parking('k7');
+    expect(w.counts()).toEqual({ calls: 1, waits: 3, looks: 0 });
+    w.drop(dropped, undefined, parked);
+    expect(w.counts()).toEqual({ calls: 1, waits: 1, looks: 0 });
+    // Its signal no longer reaches it: aborted now, it neither rejects nor touches the others.
+    a.abort(new Error('late'));
+    w.drop(dropped);
+    expect(w.counts()).toEqual({ calls: 1, waits: 1, looks: 0 });
+    w.complete('k7', env('c7'));
+    expect(await kept).toMatchObject({ callId: 'c7' });
+    w.drop(kept);
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+    // A new wait on the key is not dropped by an old promise dropped again.
+    const fresh = w.completion('k7');
+    w.drop(kept, dropped);
+    expect(w.counts()).toEqual({ calls: 1, waits: 1, looks: 0 });
+    w.complete('k7', env('c8'));
+    expect(await fresh).toMatchObject({ callId: 'c8' });
+    let settled = false;
+    void dropped.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(false);
+  });
+
   it('ends every wait when the client closes', async () => {
     const w = new CallWaiters();
     const waits = [w.completion('k5'), w.parking('k6')];

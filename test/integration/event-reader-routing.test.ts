@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { okEnvelope } from '../../src/contracts/envelope.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { completedCaller, completedEvent, EventReader, publishEvent, type CompletedCaller, type StreamedEvent } from '../../src/redis/events.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+// Issue 31: a client's event reader sees every client's completions; it parses whole only those
+// of calls someone in it waits on, routing the rest by the head of their JSON.
+let sb: Sandbox;
+beforeAll(() => {
+  sb = sandbox();
+});
+afterAll(async () => {
+  await sb.cleanup();
+});
+
+const fieldsOf = (json: string) => ['type', 'call.completed', 'data', json];
+
+describe('completedCaller', () => {
+  it("reads whose call a completion is off its head, as the whole event's parse does", () => {
+    const env = okEnvelope('step-1', 'DATA_QUERY_SQL', 1, { rows: [{ v: 'a "quoted" \\ value' }] });
+    const event = completedEvent(env, 'acme', '@ana');
+    expect(completedCaller(fieldsOf(event.json))).toEqual({ callId: 'step-1', workspace: 'acme', agent: '@ana' });
+    const parsed = JSON.parse(event.json) as CompletedCaller;
+    expect(completedCaller(fieldsOf(event.json))).toEqual({ callId: parsed.callId, workspace: parsed.workspace, agent: parsed.agent });
+  });
+
+  it('leaves to the whole parse any other event, and a head with an escape or written otherwise', () => {
+    const approval = JSON.stringify({ type: 'approval.requested', callId: 'c', approval: {}, at: 1 });
+    expect(completedCaller(['type', 'approval.requested', 'data', approval])).toBeUndefined();
+    expect(completedCaller(fieldsOf('{"type":"call.completed","callId":"c","workspace":"a\\"b","agent":"x","ok":true,"at":1}'))).toBeUndefined();
+    expect(completedCaller(fieldsOf('{"type":"call.completed","workspace":"w","callId":"c","agent":"x","ok":true,"at":1}'))).toBeUndefined();
+    expect(completedCaller(fieldsOf('{"type":"call.completed","callId":"c","workspace":"w"'))).toBeUndefined();
+    expect(completedCaller(['type', 'call.completed'])).toBeUndefined();
+  });
+});
+
+describe('EventReader with wanted', () => {
+  it("hands on the completions of calls it is asked for and every other event, and skips other callers' completions", async () => {
+    const redis = connectRedis(sb.config.redisUrl);
+    const stream = keysFor(sb.config.prefix).events;
+    const seen: StreamedEvent[] = [];
+    let done!: () => void;
+    const last = new Promise<void>((resolve) => (done = resolve));
+    const reader = new EventReader(
+      connectRedis(sb.config.redisUrl, { blocking: true }),
+      stream,
+      '0-0',
+      (e) => {
+        seen.push(e);
+        if (e.callId === 'end') done();
+      },
+      (c) => c.workspace === 'mine',
+    );
+    const complete = (workspace: string, callId: string) =>
+      redis.xadd(stream, '*', 'type', 'call.completed', 'data', completedEvent(okEnvelope(callId, 'DATA_QUERY_SQL', 1, {}), workspace, 'scout').json);
+    await complete('theirs', 'skipped');
+    await complete('mine', 'kept');
+    await publishEvent(redis, stream, { type: 'approval.requested', callId: 'parked', approval: { workspace: 'theirs', agent: 'scout' }, at: 1 });
+    // Written otherwise (by hand, its fields in another order): parsed whole, so handed on.
+    await publishEvent(redis, stream, { type: 'call.completed', workspace: 'theirs', callId: 'other-order', agent: 'scout', ok: true, at: 1 });
+    await complete('mine', 'end');
+    reader.start();
+    await last;
+    await reader.stop();
+    redis.disconnect();
+    expect(seen.map((e) => e.callId)).toEqual(['kept', 'parked', 'other-order', 'end']);
+    expect(seen[0]).toMatchObject({ type: 'call.completed', workspace: 'mine', envelope: { ok: true, callId: 'kept' } });
+  });
+});
