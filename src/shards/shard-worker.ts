@@ -65,18 +65,24 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
    * drained, as the fetch for nothing that BullMQ would send next does.
    */
   protected override async moveToActive(client: RedisClient, token: string, name?: string): Promise<Job<Data, Result>> {
+    let ran = false;
     let last = false;
-    const taking = {
-      runCommand: (command: string, args: (string | number | Buffer)[]) => {
-        if (!command.startsWith(`${MOVE.name}:`)) return client.runCommand(command, args);
-        return client.runCommand(TAKE_JOB, args).then((answer: unknown[]) => {
-          last = answer[4] === 1;
-          return answer.slice(0, 4);
-        });
+    // BullMQ's client in all but the one command (what else BullMQ reads of it is the client's).
+    const taking = Object.create(client, {
+      runCommand: {
+        value: (command: string, args: (string | number | Buffer)[]) => {
+          if (!command.startsWith(`${MOVE.name}:`)) return client.runCommand(command, args);
+          return client.runCommand(TAKE_JOB, args).then((answer: unknown[]) => {
+            ran = true;
+            last = answer[4] === 1;
+            return answer.slice(0, 4);
+          });
+        },
       },
-    } as unknown as RedisClient;
+    }) as RedisClient;
     const job = await super.moveToActive(taking, token, name);
-    if (job) {
+    // Only when the script ran: a BullMQ that took the job another way left its marker as it was.
+    if (job && ran) {
       this.checked.add(job);
       const self = this as unknown as { drained?: boolean };
       if (last && typeof self.drained === 'boolean') self.drained = true;
