@@ -3,7 +3,9 @@ import type { Envelope } from '../contracts/envelope.ts';
 import { STREAM_MAX_LEN, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
+import { NOTED_COMPLETE_LUA } from './noted-completion.ts';
 import { meterDay } from './usage.ts';
+import type { HeldNote } from './workspace-redis-budget.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -16,6 +18,17 @@ export interface Metering {
   agent: string;
   credits: number;
   at: number;
+}
+
+/** A connection that also runs {@link NOTED_COMPLETE_LUA}: the number of keys first, then keys and arguments. */
+type NotingRedis = ScriptedRedis & {
+  agentdbNotedComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<[n: number, held: string, err: string]>;
+};
+
+/** Where the budget notes that must reach Redis before a batch of completions come from (`WorkspaceRedisBudget`). */
+export interface NotesBefore {
+  /** Sends every held note but one workspace's, and hands that one over to go with the batch. */
+  takeSoon(): HeldNote | undefined;
 }
 
 interface Pending {
@@ -31,7 +44,7 @@ interface Pending {
  * system call and a wake-up; a lone completion still leaves at once.
  */
 export class CallCompletion {
-  private readonly redis: ScriptedRedis;
+  private readonly redis: NotingRedis;
   private readonly connection: Redis;
   private pending: Pending[] = [];
   /** The UTC day last metered under, and its bounds: formatting a date on every call shows up. */
@@ -40,11 +53,12 @@ export class CallCompletion {
   constructor(
     redis: Redis,
     private readonly keys: Keys,
-    /** Sends what must reach Redis before a batch of completions (the calls' budget notes). */
-    private readonly beforeEach: () => void = () => undefined,
+    /** The calls' budget notes, which reach Redis before their completions (in the same script). */
+    private readonly notes?: NotesBefore,
   ) {
     this.connection = redis;
-    this.redis = withScripts(redis);
+    this.redis = withScripts(redis) as NotingRedis;
+    if (notes && typeof this.redis.agentdbNotedComplete !== 'function') this.redis.defineCommand('agentdbNotedComplete', { lua: NOTED_COMPLETE_LUA() });
   }
 
   /** Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. */
@@ -83,16 +97,27 @@ export class CallCompletion {
   }
 
   private send(): void {
-    this.beforeEach();
+    // One workspace's notes go in the first batch's script, ahead of its completions: the one
+    // workspace of a sequential caller's calls, one script per call where there were two.
+    let note = this.notes?.takeSoon();
     while (this.pending.length) {
       const batch = this.pending.splice(0, MAX_BATCH);
       const keys = [this.keys.events, this.keys.usageIndex, ...batch.map((p) => p.usageKey)];
+      const args = [STREAM_MAX_LEN, ...batch.flatMap((p) => p.args)];
+      const noted = note;
+      note = undefined;
       const fail = (err: Error) => {
+        noted?.settle(err);
         for (const p of batch) p.settle(err);
       };
       try {
         // complete-calls.lua: one XADD per completion, and the usage counters of the metered ones.
-        this.redis.agentdbComplete(keys.length, ...keys, STREAM_MAX_LEN, ...batch.flatMap((p) => p.args)).then(() => {
+        const sent = noted
+          ? this.redis
+              .agentdbNotedComplete(noted.keys.length + keys.length, ...noted.keys, ...keys, noted.keys.length, noted.args.length, ...noted.args, ...args)
+              .then(([, held, err]) => noted.settle(err ? new Error(err) : Number(held)))
+          : this.redis.agentdbComplete(keys.length, ...keys, ...args);
+        sent.then(() => {
           for (const p of batch) p.settle();
         }, fail);
       } catch (err) {

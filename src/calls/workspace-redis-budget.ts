@@ -45,6 +45,15 @@ export interface BudgetEntry {
   until: number;
 }
 
+/** A budget note taken from {@link WorkspaceRedisBudget.takeSoon}, to be sent inside another script. */
+export interface HeldNote {
+  /** budget-note.lua's keys and arguments. */
+  keys: string[];
+  args: string[];
+  /** Hands back what the workspace holds once the note ran, or why it failed. */
+  settle(held: number | Error): void;
+}
+
 /** What a workspace holds, in bytes. */
 export interface BudgetHeld {
   held: number;
@@ -199,6 +208,41 @@ export class WorkspaceRedisBudget {
     return verdict > 1 ? { rate: counters[verdict - 2]!, msLeft: Number(msLeft) } : undefined;
   }
 
+  /**
+   * The notes {@link noteSoon} holds for one workspace, taken out to be sent inside the script
+   * of the completions they precede (`NOTED_COMPLETE_LUA`): budget-note.lua's keys and arguments,
+   * and where its reply goes. The other workspaces' notes are sent now, as {@link flush} sends
+   * them, so they too reach Redis before those completions. Undefined when none is held.
+   */
+  takeSoon(): HeldNote | undefined {
+    const first = this.soon.entries().next();
+    if (first.done) return undefined;
+    const [workspace, { entries, onError }] = first.value;
+    this.soon.delete(workspace);
+    this.flush();
+    const now = Date.now();
+    return {
+      ...this.noteCommand(workspace, 0, entries, now),
+      settle: (held) => {
+        if (typeof held === 'number') this.index(workspace, held, now);
+        else for (const report of onError) report(held);
+      },
+    };
+  }
+
+  /** budget-note.lua's keys and arguments for `entries` of `workspace` (see {@link run}). */
+  private noteCommand(
+    workspace: string,
+    cap: number,
+    entries: readonly BudgetEntry[],
+    now: number,
+    counters: readonly RateCounter[] = [],
+  ): { keys: string[]; args: string[] } {
+    const { ledger, held } = this.keys.redisBudget(workspace);
+    const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
+    return { keys: [ledger, held, ...counters.map((c) => c.key)], args: [String(now), String(cap), ...rateArgs(counters), ...args] };
+  }
+
   private async run(
     workspace: string,
     cap: number,
@@ -207,10 +251,7 @@ export class WorkspaceRedisBudget {
     counters: readonly RateCounter[] = [],
     add?: JobAdd,
   ): Promise<BudgetHeld & { verdict: number; rateMsLeft: number; freesAt?: number }> {
-    const { ledger, held } = this.keys.redisBudget(workspace);
-    const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
-    const keys = [ledger, held, ...counters.map((c) => c.key)];
-    const argv = [String(now), String(cap), ...rateArgs(counters), ...args];
+    const { keys, args: argv } = this.noteCommand(workspace, cap, entries, now, counters);
     const [sum, first, verdict, rateMsLeft] = add
       ? await this.adding().agentdbAdmittedAdd(add.keys.length + keys.length, ...add.keys, ...keys, ...add.args, ...argv)
       : await this.redis.agentdbBudgetNote(keys.length, ...keys, ...argv);

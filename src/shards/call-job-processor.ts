@@ -61,7 +61,7 @@ export class CallJobProcessor {
     const { config, redis, keys, tracer } = opts;
     this.executor = tracer ? { run: (req) => executorSpan(tracer, req.op, () => opts.executor.run(req)) } : opts.executor;
     this.budget = new WorkspaceRedisBudget(redis, keys);
-    this.completion = new CallCompletion(redis, keys, () => this.budget.flush());
+    this.completion = new CallCompletion(redis, keys, this.budget);
     this.parking = new CallParking({
       store: new ApprovalStore(redis, keys),
       redis,
@@ -146,8 +146,8 @@ export class CallJobProcessor {
       this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
     }
     // After the announce is queued, in this same turn: the completion's flush, the first to run,
-    // sends this note first and then the event, in one write (`CallCompletion`); noted before
-    // the announce, the note went out alone in a microtask of its own, one more write to Redis.
+    // sends this note and then the event in one script (`NOTED_COMPLETE_LUA`); noted before the
+    // announce, the note went out alone in a microtask of its own, one more script in Redis.
     this.count(job, argsBytes, parked ? jsonBytes(job.data) + CALL_OVERHEAD_BYTES : argsBytes, jsonTextBytes(event.envelopeJson), log);
     this.countMetrics(envelope, started);
     if (this.opts.logger.isLevelEnabled('debug')) {
@@ -192,9 +192,9 @@ export class CallJobProcessor {
   /**
    * Counts the envelope BullMQ is about to keep against the workspace's Redis budget, and moves
    * its arguments' count (made by the client, for as long as the job could live) to when the
-   * job goes. Not awaited: sent on this connection ahead of the completion (with the other notes
-   * of its workspace finished in the same turn), so whoever hears of the call hears of it after
-   * the count.
+   * job goes. Not awaited: sent on this connection ahead of the completion, in its script (with
+   * the other notes of its workspace finished in the same turn), so whoever hears of the call
+   * hears of it after the count.
    */
   private count(job: Job<CallJobData>, argsBytes: number, kept: number, envelopeBytes: number, log: () => Logger): void {
     const now = Date.now();

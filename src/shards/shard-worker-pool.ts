@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { QueueKeys, Worker, type Job } from 'bullmq';
+import { QueueKeys, type Job, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
@@ -25,6 +25,7 @@ import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
+import { ShardWorker } from './shard-worker.ts';
 import { StaleMarkers } from './stale-markers.ts';
 import { UnheldJobs } from './unheld-jobs.ts';
 import { queueTelemetry, tracerIf } from '../tracing.ts';
@@ -266,15 +267,17 @@ export class ShardWorkerPool {
     if (this.stopped) return;
     const keys = new QueueKeys(this.keys.bullPrefix).getKeys(this.keys.queueName(shard));
     const markerKeys = { marker: keys.marker!, wait: keys.wait!, prioritized: keys.prioritized!, delayed: keys.delayed! };
+    // Set below, before BullMQ hands it its first job.
+    let worker: ShardWorker | undefined;
     const processor = (job: Job, token?: string) =>
-      this.markers.around(shard, markerKeys, () =>
+      this.markers.around(shard, markerKeys, worker?.markerChecked(job) ?? false, () =>
         this.unheld.hold<unknown>(token!, job.id!, () =>
           job.name.startsWith(SHARD_OP_PREFIX)
             ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota })
             : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
         ),
       );
-    const worker = new Worker(this.keys.queueName(shard), processor, {
+    worker = new ShardWorker(this.keys.queueName(shard), processor, {
       connection: this.redis,
       prefix: this.keys.bullPrefix,
       concurrency: config.workerConcurrency,

@@ -30,8 +30,11 @@ export class StaleMarkers {
     this.redis = withScripts(redis);
   }
 
-  /** Runs `work`, a job of `shard`'s worker; the first job in hand sends the check, not awaited. */
-  async around<T>(shard: number, keys: MarkerKeys, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work`, a job of `shard`'s worker; the first job in hand sends the check, not awaited,
+   * unless `checked`: the fetch that took the job saw to the marker itself (`ShardWorker`).
+   */
+  async around<T>(shard: number, keys: MarkerKeys, checked: boolean, work: () => Promise<T>): Promise<T> {
     const n = (this.inHand.get(shard) ?? 0) + 1;
     this.inHand.set(shard, n);
     let done: Promise<T>;
@@ -42,7 +45,7 @@ export class StaleMarkers {
     } catch (err) {
       done = Promise.reject(err);
     }
-    if (n === 1) {
+    if (n === 1 && !checked) {
       // Held until this turn's work is done: BullMQ's fetch loop asks for its next job in the
       // same turn (on this connection), and both leave in one write, one system call and one
       // wake-up of Redis fewer per call (issue 31). The check still precedes that fetch, and

@@ -114,7 +114,7 @@ describe("a workspace's Redis budget", () => {
     expect(Number(await redis.get(held))).toBe(sum);
   });
 
-  it('sends the notes of one turn as one script per workspace, ahead of the completions of that turn', async () => {
+  it("sends the notes of one turn as one script per workspace, ahead of the completions of that turn, one workspace's in their script", async () => {
     const keys = keysFor(sb.config.prefix);
     const conn = withScripts(connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'));
     // What goes out on the connection, in order: each script call as it is sent.
@@ -125,7 +125,10 @@ describe("a workspace's Redis budget", () => {
     conn.agentdbComplete = (...args) => (sent.push('completion'), complete(...args));
     try {
       const budget = new WorkspaceRedisBudget(conn, keys);
-      const completion = new CallCompletion(conn, keys, () => budget.flush());
+      const completion = new CallCompletion(conn, keys, budget);
+      const scripted = conn as typeof conn & { agentdbNotedComplete: (...args: unknown[]) => Promise<unknown> };
+      const noted = scripted.agentdbNotedComplete.bind(conn);
+      scripted.agentdbNotedComplete = (...args) => (sent.push(`completion noting ${String(args[1])}`), noted(...args));
       const until = Date.now() + 60_000;
       const done: Promise<void>[] = [];
       const failed: unknown[] = [];
@@ -134,15 +137,42 @@ describe("a workspace's Redis budget", () => {
         ['turn-b', 'b1'],
         ['turn-a', 'a2'],
       ] as const) {
-        budget.noteSoon(ws, [{ callKey: call, kind: 'envelope', bytes: 100, until }], (err) => failed.push(err));
+        // As the worker does: the completion queued first, its note right after, in the same turn.
         const envelope = okEnvelope(call, 'DATA_QUERY_SQL', 1, {});
         done.push(completion.complete(envelope, completedEvent(envelope, ws, 'scout')));
+        budget.noteSoon(ws, [{ callKey: call, kind: 'envelope', bytes: 100, until }], (err) => failed.push(err));
       }
       await Promise.all(done);
-      expect(sent).toEqual([keys.redisBudget('turn-a').ledger, keys.redisBudget('turn-b').ledger, 'completion']);
+      // The first workspace's notes ride in the completions' script; the other's go just before it.
+      expect(sent).toEqual([keys.redisBudget('turn-b').ledger, `completion noting ${keys.redisBudget('turn-a').ledger}`]);
       expect(await redis.zrange(keys.redisBudget('turn-a').ledger, 0, -1)).toEqual(['a1|envelope:100', 'a2|envelope:100']);
+      expect(await redis.zrange(keys.redisBudget('turn-b').ledger, 0, -1)).toEqual(['b1|envelope:100']);
+      expect(Number(await redis.get(keys.redisBudget('turn-a').held))).toBe(200);
       expect(failed).toEqual([]);
     } finally {
+      conn.disconnect();
+    }
+  });
+
+  it('announces the completions a failing note rides with, and reports the note as failed', async () => {
+    const keys = keysFor(sb.config.prefix);
+    const conn = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    try {
+      // A ledger of the wrong type: budget-note.lua fails on it, inside the completions' script.
+      await redis.set(keys.redisBudget('broken').ledger, 'not a sorted set');
+      const budget = new WorkspaceRedisBudget(conn, keys);
+      const completion = new CallCompletion(conn, keys, budget);
+      const failed: unknown[] = [];
+      const envelope = okEnvelope('x1', 'DATA_QUERY_SQL', 1, {});
+      const done = completion.complete(envelope, completedEvent(envelope, 'broken', 'scout'));
+      budget.noteSoon('broken', [{ callKey: 'x1', kind: 'envelope', bytes: 100, until: Date.now() + 60_000 }], (err) => failed.push(err));
+      await done;
+      const events = (await redis.xrevrange(keys.events, '+', '-', 'COUNT', 50)) as [string, string[]][];
+      expect(events.some(([, fields]) => fields.some((f) => f.includes('"callId":"x1"') && f.includes('"workspace":"broken"')))).toBe(true);
+      expect(failed).toHaveLength(1);
+      expect(String(failed[0])).toMatch(/WRONGTYPE/);
+    } finally {
+      await redis.del(keys.redisBudget('broken').ledger);
       conn.disconnect();
     }
   });

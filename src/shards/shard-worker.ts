@@ -1,0 +1,92 @@
+import { createRequire } from 'node:module';
+import { Worker, type Job, type Processor, type RedisClient, type WorkerOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+
+/** The BullMQ the worker takes jobs with (package.json pins it): its script is the one this build embeds. */
+const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/moveToActive-11.js') as {
+  moveToActive: { name: string; content: string; keys: number };
+};
+const MOVE = bullmqScripts.moveToActive;
+
+/**
+ * BullMQ's `moveToActive`, and then, when it took a job and no other can be taken (none waits,
+ * none is prioritized, no delayed one is due), the removal of the queue's base marker (member
+ * "0") that it has just left: BullMQ marks the queue as having work each time it hands a job
+ * over, so the worker's next blocking fetch returned at once and asked for a job that was not
+ * there (issue 31; was `clear-stale-marker.lua`, a script of its own per call). A fifth element,
+ * 1, says the job was the last one. Same keys and arguments as BullMQ's (KEYS: its 11, the wait
+ * list first, prioritized third, delayed seventh, the marker eleventh; ARGV[2] is now, ms).
+ */
+export const TAKE_JOB_LUA = (): string => `local taken = (function()
+${MOVE.content}
+end)()
+if type(taken[2]) == 'string' and redis.call('LLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 then
+  local first = redis.call('ZRANGE', KEYS[7], 0, 0, 'WITHSCORES')
+  -- BullMQ scores a delayed job by its due time (ms) times 0x1000, plus a counter.
+  if not first[2] or tonumber(first[2]) / 0x1000 > tonumber(ARGV[2]) then
+    redis.call('ZREM', KEYS[11], '0')
+    taken[5] = 1
+  end
+end
+return taken
+`;
+
+/** The command {@link TAKE_JOB_LUA} is defined as on the worker's connection. */
+const TAKE_JOB = 'agentdbTakeJob';
+
+/**
+ * A shard's BullMQ worker, whose fetch of a job also clears the queue's marker when it takes the
+ * last job ({@link TAKE_JOB_LUA}) and then goes straight to its blocking wait. BullMQ's fetch loop
+ * asks for another job after each it takes, until one fetch finds none: with nothing left that
+ * was a `moveToActive` for nothing per sequential call, and the call waited for its answer
+ * before it started (issue 31). A job added meanwhile adds its own marker, which wakes that wait
+ * at once, as it would have found the job.
+ */
+export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, Result> {
+  /** Jobs taken by {@link moveToActive}: the marker they left is already seen to. */
+  private readonly checked = new WeakSet<Job>();
+
+  constructor(name: string, processor: Processor<Data, Result>, opts: WorkerOptions & { connection: Redis }) {
+    super(name, processor, opts);
+    const redis = opts.connection;
+    if (typeof (redis as unknown as Record<string, unknown>)[TAKE_JOB] !== 'function') {
+      redis.defineCommand(TAKE_JOB, { lua: TAKE_JOB_LUA(), numberOfKeys: MOVE.keys });
+    }
+  }
+
+  /** Whether `job` was taken by this worker's own fetch, which saw to the marker it left. */
+  markerChecked(job: Job): boolean {
+    return this.checked.has(job);
+  }
+
+  /**
+   * BullMQ's `moveToActive`, its script run as {@link TAKE_JOB_LUA}: BullMQ builds the keys and
+   * arguments and reads the answer as always; a job that was the last one marks the worker
+   * drained, as the fetch for nothing that BullMQ would send next does.
+   */
+  protected override async moveToActive(client: RedisClient, token: string, name?: string): Promise<Job<Data, Result>> {
+    let ran = false;
+    let last = false;
+    // BullMQ's client in all but the one command (what else BullMQ reads of it is the client's).
+    const taking = Object.create(client, {
+      runCommand: {
+        value: (command: string, args: (string | number | Buffer)[]) => {
+          if (!command.startsWith(`${MOVE.name}:`)) return client.runCommand(command, args);
+          return client.runCommand(TAKE_JOB, args).then((answer: unknown[]) => {
+            ran = true;
+            last = answer[4] === 1;
+            return answer.slice(0, 4);
+          });
+        },
+      },
+    }) as RedisClient;
+    const job = await super.moveToActive(taking, token, name);
+    // Only when the script ran: a BullMQ that took the job another way left its marker as it was.
+    if (job && ran) {
+      this.checked.add(job);
+      const self = this as unknown as { drained?: boolean };
+      if (last && typeof self.drained === 'boolean') self.drained = true;
+    }
+    return job;
+  }
+}
