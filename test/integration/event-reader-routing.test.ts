@@ -34,6 +34,25 @@ describe('completedCaller', () => {
     expect(completedCaller(fieldsOf('{"type":"call.completed","callId":"c","workspace":"w"'))).toBeUndefined();
     expect(completedCaller(['type', 'call.completed'])).toBeUndefined();
   });
+
+  it('never names another caller than the whole parse does, whatever the names and the data hold (review R2)', () => {
+    // Pieces that could pass for the head's own text once JSON-encoded, mixed by a fixed-seed
+    // generator: the head either says what JSON.parse says or leaves it to the whole parse.
+    const pieces = ['a', '"', '\\', ',', ':', '}', '","workspace":"', '","agent":"', '",', '"ok":true,', '\u2028', '\ud800', '\u0000', 'é'];
+    let seed = 31;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    const text = () => Array.from({ length: next() % 5 }, () => pieces[next() % pieces.length]).join('');
+    let routed = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const event = completedEvent(okEnvelope(text(), 'DATA_QUERY_SQL', 1, { rows: [[text()]] }), text(), text());
+      const head = completedCaller(fieldsOf(event.json));
+      if (!head) continue;
+      routed++;
+      const whole = JSON.parse(event.json) as CompletedCaller;
+      expect(head).toEqual({ callId: whole.callId, workspace: whole.workspace, agent: whole.agent });
+    }
+    expect(routed).toBeGreaterThan(500);
+  });
 });
 
 describe('EventReader with wanted', () => {

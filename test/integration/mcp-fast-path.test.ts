@@ -232,6 +232,38 @@ describe("/mcp's fast path answers tools/call as the SDK path does", () => {
     }
   });
 
+  it('bodies only raw JSON can carry (prototype keys, repeated members, odd ids, huge numbers, a notification): the same answer both ways', async () => {
+    // JSON.parse keeps `__proto__` as a member of its own and the last of repeated members;
+    // the schemas' parse copies objects and drops `__proto__`. Neither may let one path run
+    // what the other refuses, nor answer otherwise (Fastify refuses prototype keys first).
+    const call = (params: string, id = '7') => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":${params}}`;
+    const q = '"name":"DATA_QUERY_SQL"';
+    for (const raw of [
+      call(`{${q},"arguments":{"__proto__":{"sql":"SELECT 1"}}}`),
+      call(`{${q},"arguments":{"sql":"SELECT 1"},"_meta":{"__proto__":{"progressToken":5}}}`),
+      call(`{${q},"arguments":{"sql":"SELECT 1","constructor":{"prototype":{"x":1}}}}`),
+      call(`{"name":"DATA_WRITE_SQL",${q},"arguments":{"sql":"CREATE TABLE dup (x)","sql":"SELECT 4 AS n"}}`),
+      call(`{${q},"arguments":{"sql":"SELECT ? AS n","params":[1e400]}}`),
+      call(`{${q},"arguments":{"sql":"SELECT ? AS n","params":[123456789012345678901234567890]}}`),
+      call(`{${q},"arguments":{"sql":"SELECT 1"}}`, '-0'),
+      call(`{${q},"arguments":{"sql":"SELECT 1"}}`, '1e3'),
+      call(`{${q},"arguments":{"sql":"SELECT 1"}}`, '9007199254740991'),
+      call(`{${q},"arguments":{"sql":"SELECT 1"}}`, '""'),
+      call(`{${q},"arguments":{"sql":"SELECT 1"}}`, 'null'),
+      call(`{${q},"arguments":{"sql":"SELECT 1"}}`, '{"a":1}'),
+      `{"jsonrpc":"2.0","method":"tools/call","params":{${q},"arguments":{"sql":"SELECT 1"}}}`,
+      `{"jsonrpc":"2.0","id":1,"id":"x","method":"tools/list","method":"tools/call","params":{${q},"arguments":{"sql":"SELECT 5 AS n"}}}`,
+    ]) {
+      const [fast, sdk] = await Promise.all(
+        (['fast', 'sdk'] as const).map((path) =>
+          app.inject({ method: 'POST', url: `/${path}/mcp`, headers: { ...HEADERS, authorization: `Bearer ${key.reader}` }, payload: raw }),
+        ),
+      );
+      expect(fast!.statusCode, raw).toBeLessThan(500);
+      expect(masked({ status: fast!.statusCode, type: null, text: fast!.body }), raw).toEqual(masked({ status: sdk!.statusCode, type: null, text: sdk!.body }));
+    }
+  });
+
   it('what the fast path leaves to the SDK: other methods, tasks, bad requests, batches, checks of the POST', async () => {
     const read = toolCall('DATA_QUERY_SQL', { sql: 'SELECT 1' });
     await same(key.reader!, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }, { fast: false });

@@ -49,6 +49,33 @@ describe('SharedVerdicts', () => {
     expect(verdicts.size).toBe(2);
   });
 
+  it('carries one row at most only to a schema the same to the byte, never to one where the key may repeat (review R2)', () => {
+    const verdicts = new SharedVerdicts();
+    const unique = 'CREATE TABLE t (id INTEGER PRIMARY KEY, k UNIQUE); INSERT INTO t VALUES (1, 7), (2, 8)';
+    const repeated = 'CREATE TABLE t (id INTEGER PRIMARY KEY, k); CREATE INDEX t_k ON t (k); INSERT INTO t VALUES (1, 7), (2, 7)';
+    const sql = 'SELECT id FROM t WHERE k = ?';
+    const verdict = (db: Database.Database) => {
+      const v = verdicts.check(db, sql, 'read');
+      if (!v.ok) throw new Error(v.reason);
+      return v;
+    };
+    const a = database(unique);
+    expect(verdict(a).singleRow).toBe(true);
+    // The same schema on another handle: the verdict shared, one row still at most.
+    const b = database(unique);
+    expect(verdict(b).singleRow).toBe(true);
+    expect(verdicts.size).toBe(1);
+    // The same SQL and table name, the key not unique: judged afresh, and two rows it returns.
+    const c = verdict(database(repeated));
+    expect(c.singleRow).toBe(false);
+    expect(c.stmt.all(7)).toHaveLength(2);
+    // The unique table dropped and made again without UNIQUE on a handle that judged it before.
+    a.exec('DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, k); CREATE INDEX t_k ON t (k); INSERT INTO t VALUES (1, 7), (2, 7)');
+    const again = verdict(a);
+    expect(again.singleRow).toBe(false);
+    expect(again.stmt.all(7)).toHaveLength(2);
+  });
+
   it('takes a schema change on the same handle into account', () => {
     const verdicts = new SharedVerdicts();
     const db = database('CREATE TABLE t (a)');
