@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
-import { drive, quantile, round, summarise } from './stats.ts';
+import { drive, median, round, summarise } from './stats.ts';
 import type { AgentDbClient } from '../src/calls/client.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -68,14 +68,7 @@ try {
       side.conc.perSec.push(s.callsPerSec);
     }
   }
-  const med = (xs: number[]) =>
-    round(
-      quantile(
-        [...xs].sort((a, b) => a - b),
-        0.5,
-      ),
-      3,
-    );
+  const med = (xs: number[]) => round(median(xs));
   for (const s of sides) {
     console.log(
       JSON.stringify({

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cpuSeconds } from './cpu.ts';
-import { quantile, round } from './stats.ts';
+import { median, quantile, round } from './stats.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const CALLS = Number(process.env.CALLS ?? 3000);
@@ -130,11 +130,7 @@ try {
       );
     }
   }
-  const med = (xs: number[]) =>
-    quantile(
-      [...xs].sort((a, b) => a - b),
-      0.5,
-    );
+  const med = median;
   for (const s of sides) {
     console.log(
       JSON.stringify({

@@ -13,6 +13,14 @@ export function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
+/** The median of numbers in any order (the input is left as it is). */
+export function median(xs: readonly number[]): number {
+  return quantile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
+}
+
 /** Summarises per-call latencies (ms) over a run that took `seconds`. */
 export function summarise(latencies: number[], seconds: number): RunStats {
   const sorted = [...latencies].sort((a, b) => a - b);

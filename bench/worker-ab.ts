@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
 import { childPids, cpuSeconds } from './cpu.ts';
-import { drive, quantile, round } from './stats.ts';
+import { drive, median, round } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
@@ -55,13 +55,7 @@ try {
       side.msPerCall.push((d.seconds * 1000) / CALLS);
     }
   }
-  const med = (xs: number[]) =>
-    round(
-      quantile(
-        [...xs].sort((a, b) => a - b),
-        0.5,
-      ),
-    );
+  const med = (xs: number[]) => round(median(xs));
   for (const s of sides) {
     console.log(
       JSON.stringify({
