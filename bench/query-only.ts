@@ -1,12 +1,15 @@
 // The PK-read scenario of `npm run bench` alone (`npm run build && node --import tsx bench/query-only.ts`):
 // sequential and 64-in-flight DATA_QUERY_SQL by primary key against raw BullMQ, interleaved
 // rounds, plus the CPU each process spends per 1,000 sequential calls, ours and raw BullMQ's (to
-// say where a ratio moved). BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
+// say where a ratio moved). In the same rounds, a small insert with history capture on (issue 31
+// part 2's goal: ≥ 0.8× raw BullMQ's sequential throughput), with its CPU per call too.
+// BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
 import { writeFileSync } from 'node:fs';
 import { benchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
 import { cpuSeconds, childPids } from './cpu.ts';
 import { rawBullmq } from './raw-bullmq.ts';
+import { smallInsert } from './small-insert.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -19,15 +22,28 @@ const worker = await site.worker();
 const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
 try {
   const query = await pkReadTable(site.client);
-  for (const warm of [query, (i: number) => raw.call(i)]) {
+  const insert = await smallInsert(site.client);
+  for (const warm of [query, insert, (i: number) => raw.call(i)]) {
     await drive(1000, 1, warm);
     await drive(1000, 16, warm);
   }
-  const runs: Record<string, RunStats[]> = { rawSeq: [], agentSeq: [], rawConc: [], agentConc: [] };
+  const runs: Record<string, RunStats[]> = { rawSeq: [], agentSeq: [], insertSeq: [], rawConc: [], agentConc: [] };
   const cpu: Record<string, number[]> = { bench: [], worker: [], children: [] };
+  const insertCpu: Record<string, number[]> = { bench: [], worker: [], children: [] };
   // Raw BullMQ's caller (this process) and worker over its sequential round, to set beside ours.
   const rawCpu: Record<string, number[]> = { bench: [], worker: [] };
   const procs = () => ({ bench: process.cpuUsage(), worker: cpuSeconds(worker.pid), children: childPids(worker.pid).reduce((n, p) => n + cpuSeconds(p), 0) });
+  // One sequential round of `call`, its stats into runs[key] and each process's CPU into into.
+  const measured = async (key: string, call: (i: number) => Promise<void>, into: Record<string, number[]>) => {
+    const before = procs();
+    const done = await drive(SEQ, 1, call);
+    const after = procs();
+    runs[key]!.push(summarise(done.latencies, done.seconds));
+    const benchCpu = process.cpuUsage(before.bench);
+    into.bench!.push(((benchCpu.user + benchCpu.system) / 1e6 / SEQ) * 1000);
+    into.worker!.push(((after.worker - before.worker) / SEQ) * 1000);
+    into.children!.push(((after.children - before.children) / SEQ) * 1000);
+  };
   for (let r = 0; r < ROUNDS; r++) {
     const rawBefore = { bench: process.cpuUsage(), worker: raw.pid ? cpuSeconds(raw.pid) : 0 };
     let d = await drive(SEQ, 1, (i) => raw.call(i));
@@ -35,14 +51,8 @@ try {
     const rawBench = process.cpuUsage(rawBefore.bench);
     rawCpu.bench!.push(((rawBench.user + rawBench.system) / 1e6 / SEQ) * 1000);
     rawCpu.worker!.push((((raw.pid ? cpuSeconds(raw.pid) : 0) - rawBefore.worker) / SEQ) * 1000);
-    const before = procs();
-    d = await drive(SEQ, 1, query);
-    const after = procs();
-    runs.agentSeq!.push(summarise(d.latencies, d.seconds));
-    const benchCpu = process.cpuUsage(before.bench);
-    cpu.bench!.push(((benchCpu.user + benchCpu.system) / 1e6 / SEQ) * 1000);
-    cpu.worker!.push(((after.worker - before.worker) / SEQ) * 1000);
-    cpu.children!.push(((after.children - before.children) / SEQ) * 1000);
+    await measured('agentSeq', query, cpu);
+    await measured('insertSeq', insert, insertCpu);
     d = await drive(CONC, 64, (i) => raw.call(i));
     runs.rawConc!.push(summarise(d.latencies, d.seconds));
     d = await drive(CONC, 64, query);
@@ -53,6 +63,7 @@ try {
       [...xs].sort((a, b) => a - b),
       0.5,
     );
+  const perProcess = (by: Record<string, number[]>) => Object.fromEntries(Object.entries(by).map(([k, v]) => [k, round(med(v), 3)]));
   const m = (k: string, f: keyof RunStats) => med(runs[k]!.map((s) => s[f] as number));
   const stats = (k: string): RunStats => ({
     calls: runs[k]![0]!.calls,
@@ -65,6 +76,7 @@ try {
   const figures = {
     sequential: { rawBullmq: stats('rawSeq'), agentdb: stats('agentSeq') },
     inFlight64: { rawBullmq: stats('rawConc'), agentdb: stats('agentConc') },
+    smallInsertSequential: { rawBullmq: stats('rawSeq'), agentdb: stats('insertSeq') },
   };
   writeFileSync(
     new URL('./results/query-only-latest.json', import.meta.url),
@@ -81,8 +93,17 @@ try {
         inFlight64Throughput: round(m('agentConc', 'callsPerSec') / m('rawConc', 'callsPerSec')),
         inFlight64P50: round(m('agentConc', 'p50Ms') / m('rawConc', 'p50Ms')),
       },
-      cpuSecondsPer1000SequentialCalls: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(med(v), 3)])),
-      rawBullmqCpuSecondsPer1000SequentialCalls: Object.fromEntries(Object.entries(rawCpu).map(([k, v]) => [k, round(med(v), 3)])),
+      cpuSecondsPer1000SequentialCalls: perProcess(cpu),
+      smallInsert: {
+        p50Ms: m('insertSeq', 'p50Ms'),
+        ratios: {
+          sequentialThroughput: round(m('insertSeq', 'callsPerSec') / m('rawSeq', 'callsPerSec')),
+          sequentialP50: round(m('insertSeq', 'p50Ms') / m('rawSeq', 'p50Ms')),
+        },
+        goal: { sequentialThroughputAtLeast: 0.8 },
+        cpuSecondsPer1000SequentialCalls: perProcess(insertCpu),
+      },
+      rawBullmqCpuSecondsPer1000SequentialCalls: perProcess(rawCpu),
     }),
   );
 } finally {

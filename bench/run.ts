@@ -25,6 +25,7 @@ import { benchIsolation } from './isolation.ts';
 import { benchScaling } from './scaling.ts';
 import { benchManyDatabases, printManyDatabases } from './many-databases.ts';
 import { rawBullmq } from './raw-bullmq.ts';
+import { smallInsert } from './small-insert.ts';
 import { benchStartup } from './startup.ts';
 import { benchRedisFill, printRedisFill } from './redis-fill.ts';
 import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
@@ -240,11 +241,13 @@ async function main() {
     }),
   );
   const query = (i: number) => must(client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
+  // Issue 31 part 2: a small insert (one new row), history capture on, against the same raw rounds.
+  const insert = await smallInsert(client);
 
   // Warm every path (JIT in each process, connections, statement caches) before measuring, one
   // call at a time as well as many: a short warm-up left the first round compiling code, which
   // cost agentdb (three processes of code to compile: client, worker, executor) the most.
-  for (const warm of [query, (i: number) => raw.call(i), (i: number) => rawChild.call(i)]) {
+  for (const warm of [query, insert, (i: number) => raw.call(i), (i: number) => rawChild.call(i)]) {
     await drive(1000, 1, warm);
     await drive(1000, 16, warm);
   }
@@ -252,6 +255,7 @@ async function main() {
   const runs = {
     rawSeq: [] as RunStats[],
     agentSeq: [] as RunStats[],
+    insertSeq: [] as RunStats[],
     childSeq: [] as RunStats[],
     rawConc: [] as RunStats[],
     agentConc: [] as RunStats[],
@@ -263,6 +267,8 @@ async function main() {
     runs.rawSeq.push(summarise(d.latencies, d.seconds));
     d = await drive(SEQ_CALLS, 1, query);
     runs.agentSeq.push(summarise(d.latencies, d.seconds));
+    d = await drive(SEQ_CALLS, 1, insert);
+    runs.insertSeq.push(summarise(d.latencies, d.seconds));
     d = await drive(SEQ_CALLS, 1, (i) => rawChild.call(i));
     runs.childSeq.push(summarise(d.latencies, d.seconds));
     d = await drive(CONC_CALLS, IN_FLIGHT, (i) => raw.call(i));
@@ -275,6 +281,7 @@ async function main() {
   const rawSeq = medianStats(runs.rawSeq);
   const agentSeq = medianStats(runs.agentSeq);
   const childSeq = medianStats(runs.childSeq);
+  const insertSeq = medianStats(runs.insertSeq);
   const rawConc = medianStats(runs.rawConc);
   const agentConc = medianStats(runs.agentConc);
   const childConc = medianStats(runs.childConc);
@@ -283,6 +290,7 @@ async function main() {
     sequentialP50: round(agentSeq.p50Ms / rawSeq.p50Ms),
     inFlight64Throughput: round(agentConc.callsPerSec / rawConc.callsPerSec),
     inFlight64P50: round(agentConc.p50Ms / rawConc.p50Ms),
+    smallInsertSequentialThroughput: round(insertSeq.callsPerSec / rawSeq.callsPerSec),
   });
 
   const guardUs = guardCostUs();
@@ -363,6 +371,15 @@ async function main() {
         inFlight64P50: round(agentConc.p50Ms / rawConc.p50Ms),
       },
       goals: { throughputAtLeast: 0.7, p50AtMost: 1.5 },
+      smallInsert: {
+        about: 'one new row per call (INSERT INTO log (v) VALUES (?), an INTEGER PRIMARY KEY), history capture on, sequential',
+        sequential: insertSeq,
+        ratios: {
+          sequentialThroughput: round(insertSeq.callsPerSec / rawSeq.callsPerSec),
+          sequentialP50: round(insertSeq.p50Ms / rawSeq.p50Ms),
+        },
+        goals: { throughputAtLeast: 0.8 },
+      },
       reference: {
         about: 'raw BullMQ whose processor asks a child process for the row (the executor rule of DESIGN.md, nothing else of agentdb)',
         sequential: childSeq,
@@ -402,12 +419,14 @@ async function main() {
   console.log(`${'run'.padEnd(28)} ${'calls/s'.padStart(10)} ${'p50 ms'.padStart(9)} ${'p99 ms'.padStart(9)}`);
   console.log(row('raw BullMQ, sequential', rawSeq));
   console.log(row('agentdb, sequential', agentSeq));
+  console.log(row('agentdb insert, sequential', insertSeq));
   console.log(row('raw BullMQ, 64 in flight', rawConc));
   console.log(row('agentdb, 64 in flight', agentConc));
   console.log(row('  reference: + child, seq.', childSeq));
   console.log(row('  reference: + child, 64', childConc));
   console.log(`ratios: ${JSON.stringify(results.query.ratios)} (goal: throughput >= 0.7, p50 <= 1.5)`);
   console.log(`reference ratios (raw BullMQ + a child round trip, no goal): ${JSON.stringify(results.query.reference.ratios)}`);
+  console.log(`small insert, history on: ${JSON.stringify(results.query.smallInsert.ratios)} (goal: sequential throughput >= 0.8)`);
   console.log(`guard: median ${guardUs} µs per statement`);
   console.log(
     `approvals: decision → result p50 ${approvals.decisionToResult.p50Ms} ms, p99 ${approvals.decisionToResult.p99Ms} ms (raw BullMQ round trip p50 ${rawSeq.p50Ms} ms)`,
