@@ -28,7 +28,7 @@ import { rawBullmq } from './raw-bullmq.ts';
 import { smallInsert } from './small-insert.ts';
 import { benchStartup } from './startup.ts';
 import { benchRedisFill, printRedisFill } from './redis-fill.ts';
-import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
+import { drive, median, round, summarise, type RunStats } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SEQ_CALLS = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
@@ -70,11 +70,6 @@ const REDIS_FILL = { budgetBytes: Number(process.env.BENCH_REDIS_BUDGET ?? 32 * 
 /** The built CLI, as deployed (`npm run bench` builds it first). */
 const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
 
-const median = (xs: number[]) =>
-  quantile(
-    [...xs].sort((a, b) => a - b),
-    0.5,
-  );
 function medianStats(runs: RunStats[]): RunStats {
   return {
     calls: runs[0]!.calls,
