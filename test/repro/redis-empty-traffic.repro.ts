@@ -1,13 +1,12 @@
 // REPRO (review R1, session 22), not in the suite (*.repro.ts): copy it to
 // test/integration/<name>.test.ts and run it with -t empty. Eight sequential writers on one shard,
-// Redis SIGKILLed and restarted EMPTY mid-traffic. On main (57fdc76) callers hang for good a few
-// seconds after the restart (6 of 6 runs): their jobs completed, the completion events are in the
-// stream, the client's reader is past them, their waits are gone from CallWaiters, and the
-// client's connection has no command pending; STUCK lines below say which. On 36d7375 (2 of 2
-// runs) and on main with call-completion.ts, workspace-redis-budget.ts and
-// call-job-processor.ts as of 36d7375 (the noted completion, 16fad75, undone) every call is
-// answered. A few calls in flight at the kill also wait (timeoutMs here is 600 s): their jobs went
-// with the wipe (the look at timeoutMs answers them), which 36d7375 did not show either.
+// Redis SIGKILLed and restarted EMPTY mid-traffic: callers hang for good a few seconds after the
+// restart. Their jobs completed, the completion events are in the stream, the client's reader is
+// past them, their waits are gone from CallWaiters, the client's connection has no command
+// pending; the STUCK lines say which. Not this session's: 36d7375 hangs too (1 of 4 runs; main
+// 7 of 7, and with the head routing, the waits' rewrite, the admitted add or the noted completion
+// undone, each alone). A few calls in flight at the kill also wait (timeoutMs is 600 s here):
+// their jobs went with the wipe, and the look at timeoutMs answers them, by design.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -71,7 +70,7 @@ async function traffic(fault: () => Promise<void>) {
           r.lastId,
           r.running,
           'watches',
-          JSON.stringify([...w.entries()].map(([k, v]) => [k, v.completed.size, !!v.look])),
+          JSON.stringify(w ? [...w.keys()] : 'n/a'),
         ),
       );
     }
