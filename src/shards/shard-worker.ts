@@ -14,7 +14,9 @@ const MOVE = bullmqScripts.moveToActive;
  * "0") that it has just left: BullMQ marks the queue as having work each time it hands a job
  * over, so the worker's next blocking fetch returned at once and asked for a job that was not
  * there (issue 31; was `clear-stale-marker.lua`, a script of its own per call). A fifth element,
- * 1, says the job was the last one. Same keys and arguments as BullMQ's (KEYS: its 11, the wait
+ * 1, says the job was the last one; a delayed job then left has its due time (ms) in the fourth,
+ * BullMQ's `delayUntil`, which its fetch for nothing would have returned: the worker's blocking
+ * wait ends then (a retry's backoff, a call put back), not after `drainDelay`. Same keys and arguments as BullMQ's (KEYS: its 11, the wait
  * list first, prioritized third, delayed seventh, the marker eleventh; ARGV[2] is now, ms).
  */
 export const TAKE_JOB_LUA = (): string => `local taken = (function()
@@ -26,6 +28,8 @@ if type(taken[2]) == 'string' and redis.call('LLEN', KEYS[1]) == 0 and redis.cal
   if not first[2] or tonumber(first[2]) / 0x1000 > tonumber(ARGV[2]) then
     redis.call('ZREM', KEYS[11], '0')
     taken[5] = 1
+    -- The next one's due time, as BullMQ's empty fetch would have said (its blocking wait ends then).
+    if first[2] then taken[4] = math.floor(tonumber(first[2]) / 0x1000) end
   end
 end
 return taken
