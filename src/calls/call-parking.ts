@@ -33,7 +33,8 @@ import type { Keys } from '../redis/keys.ts';
 import { standingRefusal } from '../policy/standing-refusal.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
-import { jsonBytes, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+import { jsonBytes } from './redis-bytes.ts';
+import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /**
  * What an approval record costs Redis beside its JSON: its entries in the service-wide pending and

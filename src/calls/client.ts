@@ -36,7 +36,8 @@ import { CALL_POINTS, CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type R
 import type { RateLimitSettings } from '../config.ts';
 import { Metrics } from '../metrics.ts';
 import { queueTelemetry, toolCallSpan, tracerIf, traceparentContext } from '../tracing.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes, WorkspaceRedisBudget, type Admission } from './workspace-redis-budget.ts';
+import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes } from './redis-bytes.ts';
+import { WorkspaceRedisBudget, type Admission } from './workspace-redis-budget.ts';
 
 /** Options of an {@link AgentDbClient}. */
 export interface AgentDbClientOptions {

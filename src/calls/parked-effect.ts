@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Effect, EffectLimits } from '../contracts/effect.ts';
 import { AgentDbError } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
-import { jsonBytes } from './workspace-redis-budget.ts';
+import { jsonBytes } from './redis-bytes.ts';
 
 /**
  * What a parked write would change now, computed on the database's own process in a transaction

@@ -14,24 +14,6 @@ type AddingRedis = ScriptedRedis & {
   ): Promise<[held: string, first: string, verdict: number, rateMsLeft: number, jobId?: string]>;
 };
 
-/**
- * What a call costs Redis beside its JSON: BullMQ's job hash and its fields, the queue and
- * events entries, the call-id claim and this ledger's own entry. Measured at about 1.6 KB for a
- * small call (2.6 KB in all, with ~1 KB of arguments and envelope; issue 27).
- */
-export const CALL_OVERHEAD_BYTES = 1536;
-
-/**
- * Room a call holds in its workspace's budget from its enqueue to its completion, for the
- * envelope it will leave: two copies (the job and BullMQ's event stream) of a 64 KiB envelope,
- * the default MAX_RESULT_BYTES. Counting only a queued call's arguments let calls queued behind a
- * slow statement all pass the check and then each leave an envelope: the hostile review had 298
- * calls admitted under a 4 MiB budget hold 39 MB once they ran (9.4 times the budget). So a
- * workspace has at most its budget / 128 KiB calls queued, running or parked at once (about 1,000
- * on pro), and passes its budget by at most what a call over the check adds.
- */
-export const ENVELOPE_RESERVE_BYTES = 2 * 64 * 1024;
-
 /** One thing a workspace keeps in Redis, and until when (ms). */
 export interface BudgetEntry {
   /** The call's key (`callKey`), so that a call counted twice counts once. */
@@ -59,6 +41,13 @@ export interface BudgetHeld {
   held: number;
 }
 
+/** How often one process writes a workspace's figure to the index of top workspaces. */
+const INDEX_EVERY_MS = 1000;
+/** Workspaces whose last index write a process remembers (forgotten all at once past it). */
+const INDEXED_MAX = 10_000;
+/** How long what a workspace held, as a count here last answered, stands for {@link WorkspaceRedisBudget.likelyFull}. */
+const HELD_FRESH_MS = 5000;
+
 /**
  * A workspace's Redis budget (issue 27: one agent took Redis from 3 to 634 MB in 19 s with 300
  * calls of a 1 MB query, and another workspace's INSERT then answered INTERNAL). Bytes are
@@ -71,13 +60,6 @@ export interface BudgetHeld {
  * The ledger is a sorted set and a running sum (`budget-note.lua`): each step drops what has
  * gone and adds what is new, in O(log n), however many calls a workspace keeps.
  */
-/** How often one process writes a workspace's figure to the index of top workspaces. */
-const INDEX_EVERY_MS = 1000;
-/** Workspaces whose last index write a process remembers (forgotten all at once past it). */
-const INDEXED_MAX = 10_000;
-/** How long what a workspace held, as a count here last answered, stands for {@link WorkspaceRedisBudget.likelyFull}. */
-const HELD_FRESH_MS = 5000;
-
 export class WorkspaceRedisBudget {
   private readonly redis: ScriptedRedis;
   /** Notes waiting for the end of this turn, by workspace (see {@link noteSoon}). */
@@ -308,20 +290,4 @@ export type Admission = { rate: RateCounter; msLeft: number } | { over: string }
 /** The rate counters' arguments of `budget-note.lua`: points, limit and window per counter. */
 function rateArgs(counters: readonly RateCounter[]): string[] {
   return counters.flatMap((c) => [String(c.points), String(c.limit), String(c.windowS)]);
-}
-
-/**
- * The bytes `value` takes in Redis as JSON: its length rounded up to the allocator's size class
- * (jemalloc has four classes per doubling), as `MEMORY USAGE` counts it.
- */
-export function jsonBytes(value: unknown): number {
-  return jsonTextBytes(JSON.stringify(value) ?? '');
-}
-
-/** {@link jsonBytes} of JSON already made, so a value written anyway is not serialised a second time to be counted. */
-export function jsonTextBytes(json: string): number {
-  const n = Buffer.byteLength(json);
-  if (n <= 16) return 16;
-  const step = 2 ** Math.max(Math.floor(Math.log2(n - 1)) - 2, 3);
-  return Math.ceil(n / step) * step;
 }

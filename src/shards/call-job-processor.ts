@@ -8,7 +8,8 @@ import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts'
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { runCall, type RunDeps, type RunOutcome } from '../calls/call-runner.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes } from '../calls/redis-bytes.ts';
+import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';

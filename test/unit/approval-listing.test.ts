@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, listedApproval } from '../../src/approvals/approval-listing.ts';
 import type { Approval } from '../../src/approvals/approval.ts';
-import { jsonBytes } from '../../src/calls/workspace-redis-budget.ts';
+import { jsonBytes } from '../../src/calls/redis-bytes.ts';
 import { infoField } from '../../src/redis/memory-headroom.ts';
 
 const base: Approval = {
