@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { CallJobData } from './call.ts';
 
 /**
@@ -32,9 +32,12 @@ export function canonicalJson(value: unknown): string {
   );
 }
 
-/** sha256 hex of the canonical JSON of `value`. */
+/**
+ * sha256 hex of the canonical JSON of `value`. One-shot `hash`, not a `Hash` object: every write
+ * computes one in the child, and building the object was most of it (issue 31).
+ */
 export function digestOf(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+  return hash('sha256', canonicalJson(value), 'hex');
 }
 
 /**
