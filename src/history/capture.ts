@@ -114,7 +114,8 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
     const foreign = quiet ? undefined : last.capturedTo;
     // A copy of this connection's own commit, just answered, stamps it with its own time; any
     // other may find a commit answered by a child killed before its copy (`noteAnswered`).
-    found = copyNew(db, dbPath, opts, { now, recover: !locked.answering, answered: locked.prior }, quiet && last.finished, foreign);
+    const stamp = { now, recover: !locked.answering, answered: locked.prior, ...(locked.noted ? { lastFrame: locked.noted.frame } : {}) };
+    found = copyNew(db, dbPath, opts, stamp, quiet && last.finished, foreign);
     finished(db, found.state, locked.change ?? readWalIndex(db, dbPath)?.change);
   } catch (err) {
     if (locked.noted) noteLate(dbPath, locked.noted);
