@@ -20,6 +20,12 @@ export interface Stamp {
   emptyOnly?: boolean;
   /** Commits answered whose copy failed, by commit frame (see `lateAnswers` in late-answers.ts). */
   late?: Map<number, Answered>;
+  /**
+   * The WAL's last committed frame as its index said under the write lock (`noteAnswered`): a
+   * commit's copy reads up to it and one frame more at once, where a guess from the last commit's
+   * size took a second read whenever commits differed in size (issue 31).
+   */
+  lastFrame?: number;
 }
 
 /**
@@ -45,7 +51,7 @@ export interface Copied {
   uncommitted: boolean;
 }
 
-export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, stamp: Stamp): Copied {
+export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg: NonNullable<State['seg']>, stamp: Stamp, firstFrames?: number): Copied {
   const fb = frameBytes(hdr.pageSize);
   let c1 = seg.c1;
   let c2 = seg.c2;
@@ -56,7 +62,7 @@ export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg
   let out: number | undefined;
   try {
     for (
-      let want = seg.lastCommitFrames ? Math.min(seg.lastCommitFrames + 1, MAX_CHUNK_FRAMES) : FIRST_CHUNK_FRAMES;
+      let want = Math.min(firstFrames ?? (seg.lastCommitFrames ? seg.lastCommitFrames + 1 : FIRST_CHUNK_FRAMES), MAX_CHUNK_FRAMES);
       ;
       want = Math.min(want * 2, MAX_CHUNK_FRAMES)
     ) {

@@ -75,7 +75,9 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
     // a checkpoint (it starts the WAL over): those must know no newer WAL's frames wait behind.
     const seg0 = st.seg;
     if (fast && seg0 && wal.c1 === seg0.header.c1 && wal.c2 === seg0.header.c2 && wal.salt1 === seg0.header.salt1 && wal.salt2 === seg0.header.salt2) {
-      const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, stamp);
+      // The same WAL: its frames are numbered as the segment's, so the index's last frame says how many follow.
+      const ahead = stamp.lastFrame !== undefined && stamp.lastFrame > seg0.frames ? stamp.lastFrame - seg0.frames + 1 : undefined;
+      const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, stamp, ahead);
       if (copied.lines.length > 0) {
         const found = recordCopied(st, seg0, copied, report, dbPath, opts);
         if (!found.checkpoint) return found;
