@@ -72,6 +72,8 @@ afterEach(() => {
 describe('a program outside agentdb, while agentdb has the database open', () => {
   it('commits and checkpoints it (TRUNCATE), then agentdb closes it: history starts again from the file, and every later moment restores what the file was', () => {
     const mineAt = readIndexCommits().at(-1)!.at;
+    // A moment after that commit: beforeEach may have made it within this same millisecond.
+    pastMs(mineAt);
     const before = Date.now();
     pastMs(before);
     outside((d) => {

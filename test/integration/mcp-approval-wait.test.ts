@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolResultSchema, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
@@ -13,7 +14,7 @@ import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 // their timeout, and sending the same write again joins the waiting call.
 
 let sb: Sandbox;
-/** The instance a client talks to, with the default wait (MCP_APPROVAL_WAIT_MS). */
+/** The instance a client talks to, with the sandbox's wait (MCP_APPROVAL_WAIT_MS, set below). */
 let k: KeyedApp;
 /** Another instance over the same Redis. */
 let other: KeyedApp;
@@ -23,7 +24,10 @@ const key: Record<string, string> = {};
 const clients: Client[] = [];
 
 beforeAll(async () => {
-  sb = sandbox();
+  // Shorter than the default 25 s (checked against the SDK's timeout below), which the first
+  // test would spend in full waiting for the pending answer; long enough that a resend is still
+  // waiting when the test decides.
+  sb = sandbox({ MCP_APPROVAL_WAIT_MS: '5000' });
   await sb.pool();
   k = keyedApp(sb, { approvalWaitMs: sb.config.mcpApprovalWaitMs });
   other = keyedApp(sb);
@@ -89,7 +93,8 @@ async function decide(id: string, decision: 'approve' | 'reject'): Promise<void>
 
 describe('a write that waits for a person, over MCP', () => {
   it('reaches a client without tasks as a pending answer within its request timeout, naming the approval and how to get the outcome', async () => {
-    expect(sb.config.mcpApprovalWaitMs).toBeLessThan(DEFAULT_REQUEST_TIMEOUT_MSEC / 2);
+    // The default wait well inside the SDK client's own default timeout.
+    expect(loadConfig({}).mcpApprovalWaitMs).toBeLessThan(DEFAULT_REQUEST_TIMEOUT_MSEC / 2);
     const c = await connect(key.careful!);
     // The SDK client's own default timeout: a -32001 would reject here.
     const pending = await call(c, 'DATA_WRITE_SQL', { sql: 'INSERT INTO j VALUES (1)' });
