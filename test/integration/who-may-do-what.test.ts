@@ -57,7 +57,9 @@ beforeAll(async () => {
   sb = sandbox();
   await sb.pool();
   // A parked MCP call answers "pending" at once rather than waiting for a person.
-  k = keyedApp(sb, { approvalWaitMs: 100 });
+  // Long enough for a call to run or park under load: a wait that ends first answers the call's
+  // status (queued, running), which would leave a cell unjudged. Each parked /mcp cell waits it out.
+  k = keyedApp(sb, { approvalWaitMs: 1500 });
   for (const c of callers) {
     keys[c.name] = c.role ? await k.memberKey(WS, c.name, c.role) : await k.agentKey(WS, c.name, { displayName: c.name, settings: c.settings! });
   }
@@ -114,7 +116,9 @@ const cells = callers.flatMap((c) =>
 type McpResult = { structuredContent?: { status?: string; error?: { code: string; message: string } }; content: { text: string }[]; isError?: boolean };
 
 function mcpOutcome(r: McpResult): string {
-  if (r.structuredContent?.status === 'awaiting_approval') return 'parked';
+  // A call still queued or running is no outcome: it answers its status, never 'ok' unrun.
+  const status = r.structuredContent?.status;
+  if (status !== undefined) return status === 'awaiting_approval' ? 'parked' : status;
   if (!r.isError) return 'ok';
   const code = r.structuredContent!.error!.code;
   if (code === NP) {
