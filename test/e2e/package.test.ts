@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,13 @@ const sb = sandbox();
 let worker: ChildProcess | undefined;
 
 beforeAll(async () => {
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 });
+  // Packed from a copy of the checkout: `prepare` rebuilds dist/ file by file, and the other test
+  // files running at the same time start the CLI and the executor child from the checkout's.
+  const source = path.join(tmp, 'source');
+  const skip = new Set(['node_modules', '.git', 'dist', '.ab-base'].map((d) => path.join(REPO, d)));
+  cpSync(REPO, source, { recursive: true, filter: (from) => !skip.has(from.replace(/\/$/, '')) });
+  symlinkSync(path.join(REPO, 'node_modules'), path.join(source, 'node_modules'), 'dir');
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: source, maxBuffer: 64 * 1024 * 1024 });
   const tarball = (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename;
   installOffline(tarball);
   // better-sqlite3 13 ships its native binaries (prebuilds/), so skipping install scripts skips
