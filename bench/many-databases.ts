@@ -73,7 +73,16 @@ const nameOf = (i: number) => ({ workspace: `w${Math.floor(i / PER_WORKSPACE)}`,
 export async function benchManyDatabases(
   redisUrl: string,
   counts: number[],
-  opts: { reads: number; warmup?: number; backup?: BackupScope; bin?: string; baselineBin?: string; log?: (msg: string) => void },
+  opts: {
+    reads: number;
+    warmup?: number;
+    backup?: BackupScope;
+    bin?: string;
+    baselineBin?: string;
+    /** Reads go to the first this many databases only (all when absent): the handle cache's share, apart from the count on disk. */
+    workingSet?: number;
+    log?: (msg: string) => void;
+  },
 ): Promise<ManyDatabasesPoint[]> {
   const points: ManyDatabasesPoint[] = [];
   for (const [nth, databases] of counts.entries()) {
@@ -133,7 +142,7 @@ export async function benchManyDatabases(
       const read = (i: number) =>
         client
           .call({
-            ...nameOf(Math.floor(Math.random() * databases)),
+            ...nameOf(Math.floor(Math.random() * Math.min(databases, opts.workingSet ?? databases))),
             settings: { database: 'agent' },
             tool: 'DATA_QUERY_SQL',
             arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % ROWS] },
