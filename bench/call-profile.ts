@@ -63,7 +63,9 @@ function summarise(name: string, p: Profile, calls: number): void {
 // PROFILE_DIR keeps the worker's profile there (for a closer look), else it goes with the run.
 const profDir = process.env.PROFILE_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'agentdb-prof-'));
 const site = benchSite(REDIS_URL, 'profile', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
-const worker = await site.worker({ NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}` });
+// PROF_INTERVAL (µs, default V8's 1000) samples the worker and its children finer.
+const interval = process.env.PROF_INTERVAL ? ` --cpu-prof-interval=${Number(process.env.PROF_INTERVAL)}` : '';
+const worker = await site.worker({ NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}${interval}` });
 const who = { workspace: 'bench', agent: 'profiler', settings: { database: 'agent' as const } };
 const must = async (p: Promise<{ ok: boolean }>) => {
   const env = await p;

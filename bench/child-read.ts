@@ -5,7 +5,8 @@
 // worker starts it) is driven from this process, so what moves is the child's own cost and the
 // pool's round trip. Rounds alternate A B raw, raw B A …; medians of the rounds are compared.
 // ROUNDS (default 8), CALLS (default 3000). CPU_PROF=<dir>: the children write V8 CPU profiles
-// there (--cpu-prof) when they exit.
+// there (--cpu-prof) when they exit. KIND=insert: bench/small-insert.ts's write instead (one new
+// row per call, history on, its commit's activity row as the worker sends it; no raw side).
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,6 +18,7 @@ import { median, quantile, round } from './stats.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const CALLS = Number(process.env.CALLS ?? 3000);
+const INSERT = process.env.KIND === 'insert';
 const PROF = process.env.CPU_PROF ? path.resolve(process.env.CPU_PROF) : undefined;
 const dists = [process.argv[2], process.argv[3] ?? fileURLToPath(new URL('../dist', import.meta.url))].map((d) => {
   if (!d) throw new Error('usage: child-read.ts <a/dist> [b/dist]');
@@ -34,7 +36,9 @@ interface Side {
 }
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-child-read-'));
-const profArgs = (name: string) => (PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(PROF, name)}`] : []);
+// PROF_INTERVAL (µs, default V8's 1000) samples finer.
+const interval = process.env.PROF_INTERVAL ? [`--cpu-prof-interval=${Number(process.env.PROF_INTERVAL)}`] : [];
+const profArgs = (name: string) => (PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(PROF, name)}`, ...interval] : []);
 
 async function agentSide(name: string, dist: string): Promise<Side> {
   const { ExecutorPool } = await import(pathToFileURL(path.join(dist, 'src/executor/executor-pool.js')).href);
@@ -61,10 +65,21 @@ async function agentSide(name: string, dist: string): Promise<Side> {
   await must(pool.run({ op: 'write', db, sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)', params: [], callKey: 'k1' }));
   const ids = JSON.stringify(Array.from({ length: 1000 }, (_, i) => i));
   await must(pool.run({ op: 'write', db, sql: "INSERT INTO kv SELECT value, 'value-' || value FROM json_each(?)", params: [ids], callKey: 'k2' }));
+  await must(pool.run({ op: 'write', db, sql: 'CREATE TABLE log (id INTEGER PRIMARY KEY, v TEXT)', params: [], callKey: 'k3' }));
+  let n = 0;
+  // As the worker sends bench/small-insert.ts's call (`execRequest`): a call key, and the commit's activity row.
+  const insert = () => {
+    const callId = `call-${n++}`;
+    const sql = 'INSERT INTO log (v) VALUES (?)';
+    const activity = { tool: 'DATA_WRITE_SQL', by: 'agent:reader', callId, statement: sql };
+    return must(pool.run({ op: 'write', db, sql, params: [`row ${n}`], callKey: `bench:reader:${callId}`, callId, activity }));
+  };
   return {
     name,
     pid: () => pool.pids[0],
-    read: (i) => must(pool.run({ op: 'query', db, sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000], maxRows: 1000, callId: `call-${i}` })),
+    read: INSERT
+      ? insert
+      : (i) => must(pool.run({ op: 'query', db, sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000], maxRows: 1000, callId: `call-${i}` })),
     stop: () => pool.stop(),
     cpu: [],
     wall: [],
@@ -107,7 +122,8 @@ async function rawSide(): Promise<Side> {
 
 const sides: Side[] = [];
 try {
-  sides.push(await agentSide('A', dists[0]!), await agentSide('B', dists[1]!), await rawSide());
+  sides.push(await agentSide('A', dists[0]!), await agentSide('B', dists[1]!));
+  if (!INSERT) sides.push(await rawSide());
   for (const s of sides) for (let i = 0; i < 1000; i++) await s.read(i);
   for (let r = 0; r < ROUNDS; r++) {
     for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {

@@ -3,7 +3,8 @@
 // rounds, plus the CPU each process spends per 1,000 sequential calls, ours and raw BullMQ's (to
 // say where a ratio moved). In the same rounds, a small insert with history capture on (issue 31
 // part 2's goal: ≥ 0.8× raw BullMQ's sequential throughput), with its CPU per call too.
-// BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000).
+// BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000). WORKER_BIN: another build's
+// bin/agentdb.js for the worker (an A/B of the worker and its children; the caller stays this checkout's).
 import { writeFileSync } from 'node:fs';
 import { benchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
@@ -18,7 +19,7 @@ const SEQ = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
 const CONC = Number(process.env.BENCH_CONC_CALLS ?? 5000);
 
 const site = benchSite(REDIS_URL, 'query', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
-const worker = await site.worker();
+const worker = await site.worker({}, process.env.WORKER_BIN);
 const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
 try {
   const query = await pkReadTable(site.client);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { CallJobData } from './call.ts';
 
 /**
@@ -20,21 +20,35 @@ export function callKeyOf(data: Pick<CallJobData, 'workspace' | 'agent' | 'callI
   return callKey(data.workspace, data.agent, data.callId);
 }
 
-/**
- * JSON with object keys sorted, so two equal payloads serialise alike whatever order a runtime
- * built them in.
- */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
+/** Sorts an object's keys as it is serialised; arrays and scalars as they are. */
+const sortedKeys = (_key: string, v: unknown): unknown =>
+  v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : v;
+
+/** Whether `value` holds an object other than an array, at any depth (only those have keys to sort). */
+function holdsObject(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (!Array.isArray(value)) return true;
+  for (const v of value) if (holdsObject(v)) return true;
+  return false;
 }
 
-/** sha256 hex of the canonical JSON of `value`. */
+/**
+ * JSON with object keys sorted, so two equal payloads serialise alike whatever order a runtime
+ * built them in. Without an object inside (a write's digest: its SQL and scalar params) that is
+ * plain `JSON.stringify`, without a replacer called for every value (issue 31).
+ */
+export function canonicalJson(value: unknown): string {
+  return holdsObject(value) ? JSON.stringify(value, sortedKeys) : JSON.stringify(value);
+}
+
+/**
+ * sha256 hex of the canonical JSON of `value`. One-shot `hash`, not a `Hash` object: every write
+ * computes one in the child, and building the object was most of it (issue 31).
+ */
 export function digestOf(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+  return hash('sha256', canonicalJson(value), 'hex');
 }
 
 /**

@@ -41,7 +41,9 @@ function main(): void {
   probe.close();
 
   const history = opts.history ? new HistoryCapture(opts.dataDir, opts.history) : undefined;
-  const handles = new HandleCache({ size: opts.handleCacheSize, ...history?.hooks() });
+  // A miss's close of the least recently used handle waits until the answer is sent (`settle`
+  // below): the worker has the answer meanwhile.
+  const handles = new HandleCache({ size: opts.handleCacheSize, settleLater: true, ...history?.hooks() });
   if (opts.statementCacheBytes !== undefined) statementCache.setBudget(opts.statementCacheBytes);
 
   // Requests come pipelined, several to a message. Outcomes go back together too, except that
@@ -63,6 +65,7 @@ function main(): void {
       // A write's commit is copied into history once its answer is sent, when that is now (see
       // `afterCommit`), and at the latest before the next request runs.
       history?.finishCommitted();
+      handles.settle();
       markStarted(id);
       if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') {
         try {
@@ -84,6 +87,7 @@ function main(): void {
     reply(send, done, history?.oldestBehind());
     if (message.length) markFinished(message[message.length - 1]!.id);
     history?.finishCommitted();
+    handles.settle();
   });
   // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life
   // belongs to the worker, which finishes the statement in hand and then disconnects. Dying

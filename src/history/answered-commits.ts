@@ -37,8 +37,12 @@ export interface Answered {
   n?: number;
 }
 
-/** The record file {@link noteAnswered} keeps open per connection, and the number of its next record. */
-const open = new WeakMap<Database, { record: string; fd: number; next: number }>();
+/**
+ * The record file {@link noteAnswered} keeps open per connection, the generations folder it is
+ * beside, the number of its next record, and whether it has all its slots (a file never shrinks
+ * once it has: the fstat that asked was a system call per write, issue 31).
+ */
+const open = new WeakMap<Database, { gens: string; fd: number; next: number; ring: boolean }>();
 
 function fileOf(source: HistorySource): string {
   return path.join(path.dirname(source.generationsDir), ANSWERED_FILE);
@@ -49,28 +53,34 @@ function fileOf(source: HistorySource): string {
  * ends from the WAL index (`readWalIndex`). Called right after this connection's commit, under
  * the write lock, so that commit is this connection's. Answers the WAL's size in bytes, or
  * undefined when nothing could be noted (then a copy after a kill takes its own time, as it did
- * before answers went first), with the record noted. Never throws.
+ * before answers went first), with the record noted and the WAL index's change counter read for
+ * it (under the write lock it stays so until the copy is done). Never throws.
  */
-export function noteAnswered(db: Database, dbPath: string, source: HistorySource, at: number): { walBytes: number; noted: Answered } | undefined {
+export function noteAnswered(
+  db: Database,
+  dbPath: string,
+  source: HistorySource,
+  at: number,
+): { walBytes: number; noted: Answered; change: number } | undefined {
   try {
     const wal = readWalIndex(db, dbPath);
     if (!wal || wal.lastFrame === 0) return undefined;
-    const record = fileOf(source);
     let kept = open.get(db);
-    if (kept?.record !== record) {
+    if (kept?.gens !== source.generationsDir) {
       closeAnswered(db);
       // Not truncated on open: records are always written whole, in place.
-      const fd = fs.openSync(record, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+      const fd = fs.openSync(fileOf(source), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
       const records = readRecords(fd);
-      kept = { record, fd, next: Math.max(-1, ...records.map((r) => r.n ?? 0)) + 1 };
+      kept = { gens: source.generationsDir, fd, next: Math.max(-1, ...records.map((r) => r.n ?? 0)) + 1, ring: false };
       open.set(db, kept);
       allocate(fd);
     }
     const noted: Answered = { salt1: wal.salt1, salt2: wal.salt2, frame: wal.lastFrame, c1: wal.c1, c2: wal.c2, at, n: kept.next };
-    const slot = kept.next % (fs.fstatSync(kept.fd).size >= RING * RECORD_BYTES ? RING : 1);
+    kept.ring ||= fs.fstatSync(kept.fd).size >= RING * RECORD_BYTES;
+    const slot = kept.next % (kept.ring ? RING : 1);
     fs.writeSync(kept.fd, JSON.stringify(noted).padEnd(RECORD_BYTES - 1) + '\n', slot * RECORD_BYTES);
     kept.next++;
-    return { walBytes: 32 + wal.lastFrame * (wal.pageSize + 24), noted };
+    return { walBytes: 32 + wal.lastFrame * (wal.pageSize + 24), noted, change: wal.change };
   } catch {
     closeAnswered(db);
     return undefined;

@@ -64,6 +64,11 @@ export interface LockedCapture {
   prior?: Answered;
   /** The record {@link noteAnswered} wrote for this commit: kept should the copy fail (see {@link lateAnswers}). */
   noted?: Answered;
+  /**
+   * The WAL index's count of commits as {@link noteAnswered} read it: under the lock it is still
+   * the count once the copy is done, which read it again (a system call per write, issue 31).
+   */
+  change?: number;
 }
 
 /**
@@ -94,7 +99,7 @@ export function lockForCapture(db: Database, dbPath: string, opts: CaptureOption
     quiet,
     answering,
     prior,
-    ...(answered ? { noted: answered.noted } : {}),
+    ...(answered ? { noted: answered.noted, change: answered.change } : {}),
     due: walBytes === undefined || walBytes >= opts.checkpointBytes,
   };
 }
@@ -110,7 +115,7 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
     // A copy of this connection's own commit, just answered, stamps it with its own time; any
     // other may find a commit answered by a child killed before its copy (`noteAnswered`).
     found = copyNew(db, dbPath, opts, { now, recover: !locked.answering, answered: locked.prior }, quiet && last.finished, foreign);
-    finished(db, found.state, readWalIndex(db, dbPath)?.change);
+    finished(db, found.state, locked.change ?? readWalIndex(db, dbPath)?.change);
   } catch (err) {
     if (locked.noted) noteLate(dbPath, locked.noted);
     throw err;

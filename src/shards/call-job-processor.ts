@@ -57,10 +57,19 @@ export class CallJobProcessor {
 
   /** The executor the calls run on: the pool, each request in a span when tracing is on. */
   private readonly executor: RunDeps['executor'];
+  /** What every call runs with: the same for each, so made once, not per call. */
+  private readonly deps: RunDeps;
 
   constructor(private readonly opts: CallJobProcessorOptions) {
     const { config, redis, keys, tracer } = opts;
     this.executor = tracer ? { run: (req) => executorSpan(tracer, req.op, () => opts.executor.run(req)) } : opts.executor;
+    this.deps = {
+      config,
+      executor: this.executor,
+      results: opts.results,
+      ...(opts.callIds ? { callIds: opts.callIds } : {}),
+      ...(opts.quota ? { quota: opts.quota } : {}),
+    };
     this.budget = new WorkspaceRedisBudget(redis, keys);
     this.completion = new CallCompletion(redis, keys, this.budget);
     this.parking = new CallParking({
@@ -86,13 +95,7 @@ export class CallJobProcessor {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
-    const deps = {
-      config: this.opts.config,
-      executor: this.executor,
-      results: this.opts.results,
-      ...(this.opts.callIds ? { callIds: this.opts.callIds } : {}),
-      ...(this.opts.quota ? { quota: this.opts.quota } : {}),
-    };
+    const { deps } = this;
     const { data } = job;
     // Measured as the client counted it (a call refused at parking has its arguments dropped).
     const measure = () => jsonBytes(data) + CALL_OVERHEAD_BYTES;

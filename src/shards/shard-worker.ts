@@ -35,6 +35,9 @@ end
 return taken
 `;
 
+/** Jobs noted as taken at most, far above any worker's concurrency (see `ShardWorker.taken`). */
+const MAX_TAKEN = 4096;
+
 /** The command {@link TAKE_JOB_LUA} is defined as on the worker's connection. */
 const TAKE_JOB = 'agentdbTakeJob';
 
@@ -49,6 +52,23 @@ const TAKE_JOB = 'agentdbTakeJob';
 export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, Result> {
   /** Jobs taken by {@link moveToActive}: the marker they left is already seen to. */
   private readonly checked = new WeakSet<Job>();
+  /**
+   * Jobs {@link TAKE_JOB_LUA} has just handed over and not yet returned from `moveToActive`, by
+   * id: whether each was the last one. Per job, not per worker: fetches overlap (BullMQ keeps
+   * up to its concurrency of them in flight), and their answers can be read in one turn.
+   */
+  private readonly taken = new Map<string, boolean>();
+  /** BullMQ's client wrapped by {@link takingClient}, and the client it wraps. */
+  private taking: { client: RedisClient; wrapped: RedisClient } | undefined;
+  /** Reads {@link TAKE_JOB_LUA}'s answer: notes the job it took, and gives BullMQ its own four elements. */
+  private readonly noteTaken = (answer: unknown[]): unknown[] => {
+    if (typeof answer[1] !== 'string' || !answer[0]) return answer;
+    // Bounded: a fetch that failed past its answer leaves its entry. Forgetting one is safe (the
+    // job's marker is then checked by `StaleMarkers`, and the worker fetches once more).
+    if (this.taken.size >= MAX_TAKEN) this.taken.clear();
+    this.taken.set(answer[1], answer[4] === 1);
+    return answer;
+  };
 
   constructor(name: string, processor: Processor<Data, Result>, opts: WorkerOptions & { connection: Redis }) {
     super(name, processor, opts);
@@ -64,33 +84,39 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
   }
 
   /**
+   * BullMQ's client in all but the one command (what else BullMQ reads of it is the client's),
+   * made once per client rather than per fetch (issue 31: a wrapper and two closures a call).
+   */
+  private takingClient(client: RedisClient): RedisClient {
+    if (this.taking?.client === client) return this.taking.wrapped;
+    const wrapped = Object.create(client, {
+      runCommand: {
+        value: (command: string, args: (string | number | Buffer)[]) => {
+          if (!command.startsWith(`${MOVE.name}:`)) return client.runCommand(command, args);
+          // BullMQ reads the first four elements (raw2NextJobData); the fifth is ours.
+          return client.runCommand(TAKE_JOB, args).then(this.noteTaken);
+        },
+      },
+    }) as RedisClient;
+    this.taking = { client, wrapped };
+    return wrapped;
+  }
+
+  /**
    * BullMQ's `moveToActive`, its script run as {@link TAKE_JOB_LUA}: BullMQ builds the keys and
    * arguments and reads the answer as always; a job that was the last one marks the worker
    * drained, as the fetch for nothing that BullMQ would send next does.
    */
   protected override async moveToActive(client: RedisClient, token: string, name?: string): Promise<Job<Data, Result>> {
-    let ran = false;
-    let last = false;
-    // BullMQ's client in all but the one command (what else BullMQ reads of it is the client's).
-    const taking = Object.create(client, {
-      runCommand: {
-        value: (command: string, args: (string | number | Buffer)[]) => {
-          if (!command.startsWith(`${MOVE.name}:`)) return client.runCommand(command, args);
-          return client.runCommand(TAKE_JOB, args).then((answer: unknown[]) => {
-            ran = true;
-            last = answer[4] === 1;
-            return answer.slice(0, 4);
-          });
-        },
-      },
-    }) as RedisClient;
-    const job = await super.moveToActive(taking, token, name);
+    const job = await super.moveToActive(this.takingClient(client), token, name);
+    if (!job?.id) return job;
+    const last = this.taken.get(job.id);
     // Only when the script ran: a BullMQ that took the job another way left its marker as it was.
-    if (job && ran) {
-      this.checked.add(job);
-      const self = this as unknown as { drained?: boolean };
-      if (last && typeof self.drained === 'boolean') self.drained = true;
-    }
+    if (last === undefined) return job;
+    this.taken.delete(job.id);
+    this.checked.add(job);
+    const self = this as unknown as { drained?: boolean };
+    if (last && typeof self.drained === 'boolean') self.drained = true;
     return job;
   }
 }

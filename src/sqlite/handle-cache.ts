@@ -37,6 +37,14 @@ export interface HandleCacheOptions {
   beforeClose?: (db: Database.Database, target: HandleTarget, opened: boolean) => unknown;
   /** Runs once a handle is closed, with what `beforeClose` returned. */
   afterClose?: (target: HandleTarget, token: unknown) => void;
+  /**
+   * A miss leaves the close of the least recently used handle to {@link HandleCache.settle},
+   * which the executor child runs once its answer is sent: with many more databases than
+   * handles, nearly every read is a miss, and need not wait for another database's close (issue
+   * 31). Until then the cache holds one handle more than `size`. History's look at the new
+   * handle (`onOpened`) is not put off: what it copies or begins is stamped before the answer.
+   */
+  settleLater?: boolean;
 }
 
 /** How often held handles (see {@link HandleCache}) are tried again, at most. */
@@ -98,6 +106,7 @@ export class HandleCache {
    * left exactly as it was).
    */
   open(target: HandleTarget, intent: OpenIntent): Database.Database {
+    this.settle();
     const kept = this.held.get(target.path);
     if (kept) {
       // Back in use: its uncopied frames are the next capture's.
@@ -116,11 +125,24 @@ export class HandleCache {
     const db = intent === 'write' ? this.openForWrite(target.path) : this.openExisting(target.path);
     if (!db) return this.emptyDatabase();
     this.configure(db, target.path);
-    while (this.entries.size >= this.opts.size) this.closeOne(this.entries.keys().next().value!);
+    if (!this.opts.settleLater) this.trim(this.opts.size - 1);
     const entry: Entry = { db, shard: target.shard, target, opened: true };
     this.entries.set(target.path, entry);
     entry.opened = this.opts.onOpened?.(db, target, intent) !== false;
     return db;
+  }
+
+  /**
+   * Closes the least recently used handles past `size`: what {@link open} left for later
+   * (`settleLater`). Never throws: it runs once the answer is sent, with no request to fail.
+   */
+  settle(): void {
+    try {
+      this.trim(this.opts.size);
+    } catch {
+      // A close that threw (a copy that fails holds its handle instead, without throwing) left
+      // the cache as one in `open` did, where it failed that request.
+    }
   }
 
   /** Whether the database at `dbPath` has a handle open now. */
@@ -236,6 +258,11 @@ export class HandleCache {
       this.entries.set(key, entry);
       this.closeOne(key);
     }
+  }
+
+  /** Closes the least recently used handles until at most `size` are open. */
+  private trim(size: number): void {
+    while (this.entries.size > size) this.closeOne(this.entries.keys().next().value!);
   }
 
   /** Closes one handle; false when `beforeClose` failed and the handle is held open instead. */

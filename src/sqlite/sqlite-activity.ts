@@ -72,6 +72,20 @@ export function hasActivityTable(db: Database): boolean {
   return trusted(db, `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '${ACTIVITY_TABLE}'`).get() !== undefined;
 }
 
+/**
+ * {@link nextSeq}, the table made first when it is missing: read first, and looked for only when
+ * that fails, since every write records a row and the look was a scan of the schema per write
+ * (issue 31). Any failure takes the way it always took, whose own failure is the one thrown.
+ */
+function seqEnsured(db: Database): number {
+  try {
+    return nextSeq(db);
+  } catch {
+    ensureActivityTable(db);
+    return nextSeq(db);
+  }
+}
+
 function nextSeq(db: Database): number {
   return trusted(db, `SELECT coalesce(max(seq), 0) + 1 FROM ${ACTIVITY_TABLE}`).pluck().get() as number;
 }
@@ -87,9 +101,10 @@ function cut(text: string, max: number): string {
 
 /** Records a call's row; must run inside the transaction of the commit it explains. */
 export function recordCallActivity(db: Database, note: ActivityNote, changes: number | null, at = Date.now()): void {
-  ensureActivityTable(db);
+  // The row's number first: preparing the insert needs the table.
+  const seq = seqEnsured(db);
   trusted(db, `INSERT INTO ${ACTIVITY_TABLE} (${COLUMNS}) VALUES (?, 'call', ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-    nextSeq(db),
+    seq,
     at,
     note.callId,
     note.tool,

@@ -81,16 +81,19 @@ export function write(
   const bindings = agentBindings(sql, params);
   // DDL runs with run(): an ALTER … ADD COLUMN with a CHECK reports itself a reader (SQLite
   // checks existing rows with a query of its own), and its "rows" are no RETURNING.
-  const verdict = guardWrite(sql);
-  const ddl = verdict.ok && verdict.ddl;
-  const kind = verdict.ok ? verdict.kind : undefined;
+  const { ddl, kind } = writeShape(sql);
+  // A handle's first write sets the limit before the calls table's upkeep writes; every later
+  // one runs under the limit its previous write set (the connection keeps it).
+  if (!pageSizes.has(db)) applySizeLimit(db, limits.maxBytes);
   ensureCallsTable(db);
-  applySizeLimit(db, limits.maxBytes);
   const call: RecordedCall = { key: callKey, digest: effectDigest(['write', sql, params]) };
   let schemaMoved = false;
   let recorder: EffectRecorder | undefined;
   try {
     return inWriteTransaction(db, () => {
+      // Set again in the write's own transaction, before anything of it runs: outside one, the
+      // PRAGMA began and ended a read transaction of its own, two more locks per write (issue 31).
+      applySizeLimit(db, limits.maxBytes);
       const recorded = recordedResult(db, call) as WriteResult | undefined;
       if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
       // Refusals that depend on the database's state (its history quota) come after the replay:
@@ -130,6 +133,34 @@ export function write(
     // Cached statements were judged and compiled against the old schema; prepare them again.
     if (schemaMoved) forgetStatements(db);
   }
+}
+
+/** What {@link write} reads of a statement's guard verdict. */
+interface WriteShape {
+  ddl: boolean;
+  kind: StatementKind | undefined;
+}
+
+/**
+ * Verdicts' shapes by SQL text: the verdict is the text's alone, and agents send the same few
+ * statements with new params, so tokenizing each write again was a sixth of a small insert's
+ * time in the child (issue 31). Bounded in count and in the length of a text kept; cleared when full.
+ */
+const shapes = new Map<string, WriteShape>();
+const MAX_SHAPES = 512;
+const MAX_SHAPE_SQL = 2048;
+
+function writeShape(sql: string): WriteShape {
+  let shape = shapes.get(sql);
+  if (shape) return shape;
+  // The refusal itself is the statement cache's to give (`checkedStatement` runs the guard again).
+  const verdict = guardWrite(sql);
+  shape = { ddl: verdict.ok && verdict.ddl, kind: verdict.ok ? verdict.kind : undefined };
+  if (sql.length <= MAX_SHAPE_SQL) {
+    if (shapes.size >= MAX_SHAPES) shapes.clear();
+    shapes.set(sql, shape);
+  }
+  return shape;
 }
 
 /** Runs a checked write statement; its changes (RETURNING rows cut) as DATA_WRITE_SQL answers them. */

@@ -218,8 +218,9 @@ describe('an executor child', () => {
       expect(outcomes.filter((o) => !o.ok)).toEqual([]);
       most = Math.max(most, openFiles());
     }
-    // A WAL database holds three descriptors (file, -wal, -shm).
-    expect(most - baseline).toBeLessThanOrEqual(16 * 3);
+    // A WAL database holds three descriptors (file, -wal, -shm); 16 handles, and one more from
+    // a miss's answer until the child closes the least recently used (`HandleCache.settle`).
+    expect(most - baseline).toBeLessThanOrEqual((16 + 1) * 3);
     expect(await executor.run({ op: 'describe', db: db('w7', 'a307', 307 % 16) })).toMatchObject({
       ok: true,
       result: { tables: [{ name: 't', rowCount: 0 }] },
