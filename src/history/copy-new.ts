@@ -53,8 +53,13 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
   if (stamp.recover) {
     // Commits answered by a process that went away before it could copy them (a restart while
     // the disk was full): their times are in the answered file, in place.
+    // Oldest first, and a later record of the same frame number written over an earlier one:
+    // each WAL restarts its frames from 1, so the earlier is an older WAL's, already copied.
+    // Kept first, it hid the one this WAL's commit needs (copied with a later time, issue 31).
+    // This process's own (`lateAnswers`) are all of the WAL in hand: they stay.
+    const own = new Set(late?.keys());
     for (const a of readAllAnswered(opts.source)) {
-      if (late?.get(a.frame)) continue;
+      if (own.has(a.frame)) continue;
       (late ??= new Map()).set(a.frame, a);
     }
   }
