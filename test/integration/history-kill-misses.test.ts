@@ -92,7 +92,6 @@ async function scenario(dataDir: string, disk: (round: number) => Disk): Promise
       } else {
         s.failed = out.error.code;
         if (s.failed === 'STORAGE_FULL') counts.full++;
-        else counts.killed++;
       }
     };
     let filler: number | undefined;
@@ -113,7 +112,8 @@ async function scenario(dataDir: string, disk: (round: number) => Disk): Promise
         filler = undefined;
       }
       const batch: Sent[] = Array.from({ length: IN_FLIGHT }, (_, i) => ({ db: Math.floor(random() * DATABASES), key: `r${round}w${i}`, sentAt: 0 }));
-      const killAfter = Math.floor(random() * IN_FLIGHT);
+      // Within the first half: the other half is still in flight.
+      const killAfter = 1 + Math.floor(random() * (IN_FLIGHT / 2));
       let answered = 0;
       await Promise.all(
         batch.map((s) => {
@@ -122,9 +122,9 @@ async function scenario(dataDir: string, disk: (round: number) => Disk): Promise
             // The kill lands when some of the batch has answered: the rest are in flight.
             if (++answered !== killAfter) return;
             moments.push(Date.now());
-            const pids = pool.pids;
-            const pid = pids[Math.floor(random() * pids.length)];
-            if (pid !== undefined) process.kill(pid, 'SIGKILL');
+            // Every child: the one a request waits on is among them.
+            for (const pid of pool.pids) process.kill(pid, 'SIGKILL');
+            counts.killed++;
           });
         }),
       );
@@ -176,7 +176,8 @@ describe('children killed while writes miss the handle cache', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-kill-misses-'));
     try {
       const counts = await scenario(dataDir, () => 'room');
-      expect(counts.killed, 'writes a kill failed (else no kill landed mid-flight)').toBeGreaterThan(0);
+      // Each round's kill came with half its writes or more still unanswered.
+      expect(counts.killed).toBe(ROUNDS);
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
@@ -205,6 +206,7 @@ describe('children killed while writes miss the handle cache', () => {
     'and on a disk (tmpfs of 20 MB) that fills meanwhile, misreport no write either',
     async () => {
       const counts = await scenario(mnt, (round) => (round >= 4 && round < 8 ? 'full' : round >= 8 ? 'freed' : 'room'));
+      expect(counts.killed).toBe(ROUNDS);
       expect(counts.full, 'writes the full disk refused (else it was never full)').toBeGreaterThan(0);
     },
     300_000,
