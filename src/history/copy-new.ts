@@ -53,8 +53,15 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
   if (stamp.recover) {
     // Commits answered by a process that went away before it could copy them (a restart while
     // the disk was full): their times are in the answered file, in place.
+    // Of the records of one frame number, this process's (`lateAnswers`) among them, the latest
+    // answered counts: each WAL restarts its frames from 1, and one starts over only once every
+    // commit of the last was answered and copied (perhaps by another child), so an earlier
+    // record is an older WAL's. Kept instead, it hid the one this WAL's commit needs (copied
+    // with a later time, issue 31). By time, not by the file's order: two children writing one
+    // database number their records each on its own.
     for (const a of readAllAnswered(opts.source)) {
-      if (late?.get(a.frame)) continue;
+      const kept = late?.get(a.frame);
+      if (kept && kept.at > a.at) continue;
       (late ??= new Map()).set(a.frame, a);
     }
   }

@@ -357,6 +357,37 @@ describe('write', () => {
     run(t, 'DELETE FROM big WHERE rowid IN (SELECT rowid FROM big LIMIT 2)');
     expect(run(t, 'INSERT INTO big VALUES (randomblob(20000))')).toMatchObject({ changes: 1 });
   });
+
+  // The limit is set once before a handle's first write and then inside each write's own
+  // transaction (issue 31): a handle's first call, and a limit that shrank since the last write,
+  // are where a write could run under no limit or an old one.
+  it('refuses past the size limit from the first write of a handle on', () => {
+    const small = { maxTables: 50, maxBytes: 256 * 1024 };
+    const send = (t: DbTarget, sql: string) => dispatch(handles, opts, { op: 'write', db: t, sql, params: [], callKey: call() });
+    // A new database whose very first write would pass the limit.
+    expectFailed(send(target(small), 'CREATE TABLE big AS SELECT randomblob(400000) AS b'), 'LIMIT_EXCEEDED');
+    // A database filled to its limit, then its handle closed: the new handle's first write.
+    const t = target(small);
+    expect(send(t, 'CREATE TABLE big (b BLOB)').ok).toBe(true);
+    let full = false;
+    for (let i = 0; i < 100 && !full; i++) full = !send(t, 'INSERT INTO big VALUES (randomblob(20000))').ok;
+    expect(full).toBe(true);
+    const rows = () => query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows;
+    const before = rows();
+    handles.closeAll();
+    expectFailed(send(t, 'INSERT INTO big VALUES (randomblob(20000))'), 'LIMIT_EXCEEDED');
+    expect(rows()).toEqual(before);
+    expect(fs.statSync(t.path).size).toBeLessThanOrEqual(256 * 1024);
+  });
+
+  it('refuses under the limit of the write at hand when it shrank since the handle last wrote', () => {
+    const t = target({ maxTables: 50, maxBytes: PLAN_LIMITS.pro.maxBytes });
+    const send = (limits: PlanLimits, sql: string) => dispatch(handles, opts, { op: 'write', db: { ...t, limits }, sql, params: [], callKey: call() });
+    expect(send(t.limits, 'CREATE TABLE big (b BLOB)').ok).toBe(true);
+    expect(send(t.limits, 'INSERT INTO big VALUES (randomblob(20000))').ok).toBe(true);
+    expectFailed(send({ maxTables: 50, maxBytes: 64 * 1024 }, 'INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
+    expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[1]]);
+  });
 });
 
 describe('the schema check behind the guard', () => {
