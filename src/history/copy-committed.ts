@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { Answered } from './answered-commits.ts';
 import { closeSegment, segmentFds, type State } from './capture-state.ts';
 import type { CommitRecord, SegmentHeader } from './history-files.ts';
+import { lateKey } from './late-answers.ts';
 import { checkFrame, frameBytes } from './wal-format.ts';
 
 // Capture's copy of committed frames from the live WAL into the current segment's data file,
@@ -18,8 +19,8 @@ export interface Stamp {
   answered?: Answered;
   /** Before a close: another connection's commits mean a gap only with the WAL empty (see `copyBeforeClose`). */
   emptyOnly?: boolean;
-  /** Commits answered whose copy failed, by commit frame (see `lateAnswers` in late-answers.ts). */
-  late?: Map<number, Answered>;
+  /** Commits answered whose copy failed, by WAL and commit frame (`lateKey`, late-answers.ts). */
+  late?: Map<string, Answered>;
   /**
    * The WAL's last committed frame as its index said under the write lock (`noteAnswered`): a
    * commit's copy reads up to it and one frame more at once, where a guess from the last commit's
@@ -86,8 +87,8 @@ export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg
             for (const line of lines) line.at = Math.min(line.at, ans.at);
             stamp.answered = undefined;
           }
-          const late = stamp.late?.get(seg.frames + frames);
-          if (late && late.c1 === c1 && late.c2 === c2 && late.salt1 === hdr.salt1 && late.salt2 === hdr.salt2) {
+          const late = stamp.late?.get(lateKey(hdr.salt1, hdr.salt2, seg.frames + frames));
+          if (late && late.c1 === c1 && late.c2 === c2) {
             for (const line of lines) line.at = Math.min(line.at, late.at);
           }
         }

@@ -6,7 +6,7 @@ import { closeWal, committedSince, walOf } from './capture-connection.ts';
 import { bumpStamp, closeSegment, dropState, loadState, newSegment, positionKey, segmentFds, stampOf, type Segment, type State } from './capture-state.ts';
 import { copyCommitted, type Copied, type Stamp } from './copy-committed.ts';
 import type { HistorySource, SegmentHeader } from './history-files.ts';
-import { lateAnswers } from './late-answers.ts';
+import { lateAnswers, lateKey } from './late-answers.ts';
 import { commitLine, readIndex } from './segment-index.ts';
 import { allInNewWal } from './new-wal-commits.ts';
 import { restoreLeaving, sealBroken, sealHolds } from './seal.ts';
@@ -53,16 +53,11 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
   if (stamp.recover) {
     // Commits answered by a process that went away before it could copy them (a restart while
     // the disk was full): their times are in the answered file, in place.
-    // Of the records of one frame number, this process's (`lateAnswers`) among them, the latest
-    // answered counts: each WAL restarts its frames from 1, and one starts over only once every
-    // commit of the last was answered and copied (perhaps by another child), so an earlier
-    // record is an older WAL's. Kept instead, it hid the one this WAL's commit needs (copied
-    // with a later time, issue 31). By time, not by the file's order: two children writing one
-    // database number their records each on its own.
+    // Keyed by WAL and frame (`lateKey`): records of older WALs, already copied, name other
+    // keys. Two records of one commit (this process's and the file's) carry the same time.
     for (const a of readAllAnswered(opts.source)) {
-      const kept = late?.get(a.frame);
-      if (kept && kept.at > a.at) continue;
-      (late ??= new Map()).set(a.frame, a);
+      const key = lateKey(a.salt1, a.salt2, a.frame);
+      if (!late?.has(key)) (late ??= new Map()).set(key, a);
     }
   }
   if (late) stamp.late = late;
@@ -173,7 +168,7 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
  * (it started over behind capture's back), and those commits with it. The answered file and this
  * process's late answers say so; they are the evidence a gap needs to be marked lost.
  */
-function answeredPast(seg: Segment | undefined, late: Map<number, Answered> | undefined, source: HistorySource): boolean {
+function answeredPast(seg: Segment | undefined, late: Map<string, Answered> | undefined, source: HistorySource): boolean {
   if (!seg) return false;
   const past = (a: Answered) => a.salt1 === seg.header.salt1 && a.salt2 === seg.header.salt2 && a.frame > seg.frames;
   return [...(late?.values() ?? [])].some(past) || readAllAnswered(source).some(past);

@@ -7,13 +7,23 @@ import type { Answered } from './answered-commits.ts';
  * (issue 25). The answered record on disk keeps only the last; this process keeps each, up to
  * {@link MAX_LATE_ANSWERS} per database (past that, the oldest take the time of a later one).
  */
-export const lateAnswers = new Map<string, Map<number, Answered>>();
+export const lateAnswers = new Map<string, Map<string, Answered>>();
 const MAX_LATE_ANSWERS = 100_000;
 
-/** Keeps a commit answered whose copy failed, by its commit frame. */
+/**
+ * The key of a commit among late answers: its WAL's salts and its commit frame. Each WAL numbers
+ * its frames from 1 again, so a frame number alone names a commit of every WAL the database had:
+ * keyed by it, an older WAL's record, already copied, hid the one the WAL in hand needed, and a
+ * commit answered before a kill took the later copy's time (review R1, session 23).
+ */
+export function lateKey(salt1: number, salt2: number, frame: number): string {
+  return `${salt1}:${salt2}:${frame}`;
+}
+
+/** Keeps a commit answered whose copy failed, by its WAL and commit frame ({@link lateKey}). */
 export function noteLate(dbPath: string, noted: Answered): void {
-  let byFrame = lateAnswers.get(dbPath);
-  if (!byFrame) lateAnswers.set(dbPath, (byFrame = new Map()));
-  byFrame.set(noted.frame, noted);
-  if (byFrame.size > MAX_LATE_ANSWERS) byFrame.delete(byFrame.keys().next().value!);
+  let byCommit = lateAnswers.get(dbPath);
+  if (!byCommit) lateAnswers.set(dbPath, (byCommit = new Map()));
+  byCommit.set(lateKey(noted.salt1, noted.salt2, noted.frame), noted);
+  if (byCommit.size > MAX_LATE_ANSWERS) byCommit.delete(byCommit.keys().next().value!);
 }
