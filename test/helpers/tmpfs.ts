@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 
 /**
  * Mounts a tmpfs of `size` (mount(8)'s form: `8m`) on `dir`, for the tests of a full disk.
@@ -26,4 +27,26 @@ export function unmountTmpfs(dir: string): void {
   } catch {
     execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
   }
+}
+
+/**
+ * Fills the file system of `file` to its last byte, in ever smaller writes to `file`.
+ * @returns its descriptor and size, to give some room back later (ftruncate) and to close.
+ */
+export function fillDisk(file: string): { fd: number; size: number } {
+  const fd = fs.openSync(file, 'w');
+  const chunk = Buffer.alloc(256 * 1024, 1);
+  let size = 0;
+  for (const step of [chunk.length, 4096, 512]) {
+    for (;;) {
+      try {
+        const n = fs.writeSync(fd, chunk, 0, step, size);
+        size += n;
+        if (n < step) break;
+      } catch {
+        break;
+      }
+    }
+  }
+  return { fd, size };
 }

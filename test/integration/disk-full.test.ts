@@ -14,6 +14,7 @@ import { HistoryClient, type ActivityPage, type HistoryView } from '../../src/sh
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { pastMs } from '../helpers/history.ts';
+import { fillDisk } from '../helpers/tmpfs.ts';
 
 // Issue 25, the full-disk scenario: the data folder on a small tmpfs mounted here, a record of
 // every acknowledged write, the disk filled while writes go on (with a few pages freed now and
@@ -137,20 +138,9 @@ describe.runIf(!refused)('a full disk (tmpfs of 32 MB) never loses history or mi
     const base = historyCommits() - acked.length;
 
     // Fill the disk to the last byte.
-    const fd = fs.openSync(filler, 'w');
-    const chunk = Buffer.alloc(256 * 1024, 1);
-    let size = 0;
-    for (const step of [chunk.length, 4096, 512]) {
-      for (;;) {
-        try {
-          const n = fs.writeSync(fd, chunk, 0, step, size);
-          size += n;
-          if (n < step) break;
-        } catch {
-          break;
-        }
-      }
-    }
+    const filled = fillDisk(filler);
+    const fd = filled.fd;
+    let size = filled.size;
     // Keep writing; now and then a few pages come free (another tenant's file deleted), so some
     // commits land in the WAL while history's copy of them runs out of room.
     let restarted = false;

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { historyDir } from '../../src/history/history-files.ts';
 import { integrity, pastMs, prng } from '../helpers/history.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
+import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
 // Issue 31's cuts under faults: executor children SIGKILLed while many writes to more databases
 // than handles are in flight, so nearly every request is a handle miss whose close of another
@@ -46,25 +46,6 @@ function keysIn(file: string): Set<string> {
   }
 }
 
-/** Fills the file system of `file` to its last byte (its descriptor, to free some later). */
-function fill(file: string): number {
-  const fd = fs.openSync(file, 'w');
-  const chunk = Buffer.alloc(256 * 1024, 1);
-  let size = 0;
-  for (const step of [chunk.length, 4096, 512]) {
-    for (;;) {
-      try {
-        const n = fs.writeSync(fd, chunk, 0, step, size);
-        size += n;
-        if (n < step) break;
-      } catch {
-        break;
-      }
-    }
-  }
-  return fd;
-}
-
 /**
  * Writes rounds of IN_FLIGHT inserts over DATABASES databases and kills a child inside each;
  * `disk` says each round's disk. Then restores every database at moments of every round and
@@ -100,7 +81,7 @@ async function scenario(dataDir: string, disk: (round: number) => Disk): Promise
     for (let round = 0; round < ROUNDS; round++) {
       const now = disk(round);
       if (now === 'full' && filler === undefined) {
-        filler = fill(fillerPath);
+        filler = fillDisk(fillerPath).fd;
         fillerSize = fs.fstatSync(filler).size;
       } else if (now === 'full' && filler !== undefined) {
         // A few pages come free now and then: some commits land while history's copies fail.
@@ -184,21 +165,10 @@ describe('children killed while writes miss the handle cache', () => {
   }, 300_000);
 
   const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-kill-misses-full-'));
-  let refused: string | undefined;
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=20m', 'tmpfs', mnt], { stdio: 'pipe' });
-  } catch (err) {
-    refused = String((err as { stderr?: Buffer }).stderr ?? err).trim() || String(err);
-    console.warn(`history-kill-misses.test.ts: the full-disk case skipped, no tmpfs mount here (${refused}); it needs root and mount(2)`);
-  }
+  const refused = mountTmpfs(mnt, '20m');
+  if (refused) console.warn(`history-kill-misses.test.ts: the full-disk case skipped, no tmpfs mount here (${refused}); it needs root and mount(2)`);
   afterAll(() => {
-    if (!refused) {
-      try {
-        execFileSync('umount', [mnt], { stdio: 'pipe' });
-      } catch {
-        execFileSync('umount', ['-l', mnt], { stdio: 'pipe' });
-      }
-    }
+    if (!refused) unmountTmpfs(mnt);
     fs.rmSync(mnt, { recursive: true, force: true });
   });
 
