@@ -108,10 +108,21 @@ async function trafficUntilOutage(from: number, before: number, kill: () => Prom
   return t;
 }
 
+/**
+ * Whether this process's client reaches Redis again. The server's readiness says only that the
+ * server's connections are back: each connection retries on its own timer (ioredis waits up to
+ * 2 s between attempts), and until this one's next attempt its calls answer UNAVAILABLE at once.
+ */
+async function clientBack(): Promise<boolean> {
+  const env = await client.call({ ...who('lane1'), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } });
+  return env.ok || env.error.code !== 'UNAVAILABLE';
+}
+
 /** Sends each call left in doubt again under its id, then reads every lane's rows back. */
 async function settle(t: Traffic): Promise<void> {
+  await expect.poll(clientBack, { timeout: 15_000 }).toBe(true);
   const resent = await Promise.all(t.inDoubt.map(({ agent, v }) => client.call(write(agent, v))));
-  for (const env of resent) expect(env).toMatchObject({ ok: true });
+  for (const env of resent) expect(env, JSON.stringify(env)).toMatchObject({ ok: true });
   const expected = new Map([...t.acked].map(([agent, vs]) => [agent, new Set(vs)]));
   for (const { agent, v } of t.inDoubt) expected.get(agent)!.add(v);
   for (const agent of lanes()) {
