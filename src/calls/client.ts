@@ -95,6 +95,17 @@ export class AgentDbClient {
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.shards = new ClientShardCount(this.redis, this.keys, opts.shardCount);
     this.outage = new OutageAnswers(this.redis, this.redisUrl);
+    // Back after a drop: every waited call's job is looked at now, so one that Redis lost while
+    // down (it came back empty) answers at once, not at its next look, `timeoutMs` later.
+    let dropped = false;
+    this.redis.on('close', () => {
+      dropped = true;
+    });
+    this.redis.on('ready', () => {
+      if (!dropped) return;
+      dropped = false;
+      this.waiters.lookNow();
+    });
     this.approvals = new ClientApprovals(this.redis, this.keys, () => this.shards.current);
     this.lookup = new CallLookup(this.redis, this.keys, this.queues, () => this.shards.current, this.approvals);
     // A parked call may wait `approvalTtlMs` for a person: with `resultTtlS`, how long a caller's
