@@ -28,7 +28,7 @@ import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
 import { checkClientOptions, type AgentDbClientOptions, type CallOptions } from './client-options.ts';
 import { ClientShardCount } from './client-shard-count.ts';
-import { decideUnanswered, OutageAnswers, REDIS_ANSWER_MS, resultUnanswered, unavailable, Unanswered } from './outage-answers.ts';
+import { OutageAnswers, REDIS_ANSWER_MS, resultUnanswered, unavailable, Unanswered } from './outage-answers.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /**
@@ -106,7 +106,7 @@ export class AgentDbClient {
       dropped = false;
       this.waiters.lookNow();
     });
-    this.approvals = new ClientApprovals(this.redis, this.keys, () => this.shards.current);
+    this.approvals = new ClientApprovals(this.redis, this.keys, this.shards, this.outage, this.redisUrl);
     this.lookup = new CallLookup(this.redis, this.keys, this.queues, () => this.shards.current, this.approvals);
     // A parked call may wait `approvalTtlMs` for a person: with `resultTtlS`, how long a caller's
     // own call id stays taken.
@@ -242,26 +242,7 @@ export class AgentDbClient {
    * approval records which of the two it was.
    */
   async decide(approvalId: string, d: Decision): Promise<DecideResult> {
-    // A Redis that is connected but answers nothing may have recorded the decision before it stopped.
-    const stall = new Unanswered(REDIS_ANSWER_MS, () => decideUnanswered(this.redisUrl, approvalId));
-    try {
-      return await this.outage.answerOrUnavailable(
-        async () => {
-          const down = await this.outage.redisDown();
-          if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
-          stall.arm();
-          const decided = async (): Promise<DecideResult> => {
-            const shards = await this.shards.resolve();
-            if (!shards.ok) return { ok: false, code: 'CONFIG_MISMATCH', detail: shards.detail };
-            return this.approvals.decide(approvalId, d);
-          };
-          return Promise.race([decided(), stall.passed.then((detail): DecideResult => ({ ok: false, code: 'UNAVAILABLE', detail }))]);
-        },
-        (detail) => ({ ok: false, code: 'UNAVAILABLE', detail }),
-      );
-    } finally {
-      stall.disarm();
-    }
+    return this.approvals.decide(approvalId, d);
   }
 
   /**
