@@ -26,15 +26,24 @@ export interface CompletionWait {
  * long it takes — or until the wait's signal (given to `completion`) aborts.
  */
 export async function awaitCompletion(waiters: CallWaiters, lookup: CallLookup, w: CompletionWait): Promise<Envelope> {
-  const { key, queue, completion, timeoutMs } = w;
-  waiters.lookEvery(key, timeoutMs, async () => {
+  watchJob(waiters, lookup, w, w.timeoutMs);
+  return w.withdraw ? untilPickedUp(waiters, lookup, w) : w.completion;
+}
+
+/**
+ * Looks at the call's job every `everyMs` while anyone waits for its end, once for all of them,
+ * and at once when the client's connection is back after a drop (`CallWaiters.lookNow`): the
+ * envelope found (finished, or lost) completes every wait on the call.
+ */
+export function watchJob(waiters: CallWaiters, lookup: CallLookup, w: Pick<CompletionWait, 'key' | 'callId' | 'tool' | 'queue'>, everyMs: number): void {
+  const { key, queue } = w;
+  waiters.lookEvery(key, everyMs, async () => {
     const state = await queue.getJobState(key);
     // Gone while waited for (taken by a worker, then Redis came back empty within the outage
     // window): no completion will ever come, and every look found 'unknown' for ever.
     if (state === 'unknown') return jobLost(w.callId, w.tool);
     return state === 'completed' || state === 'failed' ? lookup.finished(key) : undefined;
   });
-  return w.withdraw ? untilPickedUp(waiters, lookup, w) : completion;
 }
 
 /**

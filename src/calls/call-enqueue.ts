@@ -10,7 +10,7 @@ import type { ShardQueues } from '../redis/shard-queues.ts';
 import type { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { jobAdd, type JobAdd } from './admitted-add.ts';
 import { awaiting, within, type CallAnswer } from './call-answers.ts';
-import { awaitCompletion } from './call-completion-wait.ts';
+import { awaitCompletion, watchJob } from './call-completion-wait.ts';
 import { claimCallId, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
@@ -228,6 +228,10 @@ export class CallEnqueue {
       return answer;
     }
 
+    // Looked at when the connection is back after a drop, as a waited call is: a job Redis lost
+    // answers at once that it may have run, not "queued" at timeoutMs (HTTP_WAIT_MS for POST
+    // /v1/calls and MCP), which the request's own lookup then answered NOT_FOUND.
+    watchJob(this.deps.waiters, this.deps.lookup, { key, callId, tool, queue }, timeoutMs);
     const first = await within(Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]), timeoutMs);
     this.deps.waiters.drop(completion, parking);
     if (first) return first;

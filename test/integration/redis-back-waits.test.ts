@@ -38,6 +38,25 @@ describe('a waited call when Redis comes back', () => {
     expect(client.waitCounts()).toEqual({ calls: 0, waits: 0, looks: 0 });
   }, 30_000);
 
+  it('answers at once that its job is gone for a call sent without wait (the HTTP and MCP wait), not at its timeoutMs', async () => {
+    const client = sb.client();
+    // POST /v1/calls and MCP tools/call send with wait false and HTTP_WAIT_MS as timeoutMs: their
+    // first wait (until it ends or is parked) waited out its whole bound, then found no job and
+    // answered "queued", which the request's lookup turned into NOT_FOUND for a call that may have run.
+    const answer = client.call({ ...write, callId: 'w-2' }, { wait: false, timeoutMs: 300_000 });
+    await vi.waitFor(() => expect(client.waitCounts().looks).toBe(1), { timeout: 10_000 });
+    await own.kill();
+    own.wipe();
+    await own.start();
+    expect(await answer).toMatchObject({
+      ok: false,
+      callId: 'w-2',
+      mayStillRun: true,
+      error: { code: 'UNAVAILABLE', message: expect.stringContaining('job is gone from Redis') },
+    });
+    expect(client.waitCounts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  }, 30_000);
+
   it('goes on waiting when Redis came back with the job (AOF), and answers its outcome once a worker runs it', async () => {
     const client = sb.client();
     const answer = client.call(write, { timeoutMs: 300_000 });
