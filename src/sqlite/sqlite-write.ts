@@ -139,8 +139,11 @@ export function write(
 interface WriteShape {
   ddl: boolean;
   kind: StatementKind | undefined;
-  /** An INSERT or REPLACE with `ON CONFLICT … DO UPDATE`: only its answer needs the rowid held before it ran. */
-  upsert: boolean;
+  /**
+   * An INSERT or REPLACE with `ON CONFLICT … DO UPDATE`: only its answer needs the rowid held
+   * before it ran. Undefined for a text too long to keep: then looked for only where it matters.
+   */
+  upsert: boolean | undefined;
 }
 
 /**
@@ -158,8 +161,11 @@ function writeShape(sql: string): WriteShape {
   // The refusal itself is the statement cache's to give (`checkedStatement` runs the guard again).
   const verdict = guardWrite(sql);
   const kind = verdict.ok ? verdict.kind : undefined;
-  shape = { ddl: verdict.ok && verdict.ddl, kind, upsert: (kind === 'insert' || kind === 'replace') && isUpsert(sql) };
-  if (sql.length <= MAX_SHAPE_SQL) {
+  // Tokenized again for an insert: once per text kept, never per write of one that is not.
+  const kept = sql.length <= MAX_SHAPE_SQL;
+  const upsert = kind !== 'insert' && kind !== 'replace' ? false : kept ? isUpsert(sql) : undefined;
+  shape = { ddl: verdict.ok && verdict.ddl, kind, upsert };
+  if (kept) {
     if (shapes.size >= MAX_SHAPES) shapes.clear();
     shapes.set(sql, shape);
   }
@@ -175,18 +181,18 @@ export function runWrite(
   ddl: boolean,
   kind: StatementKind | undefined,
   sql: string,
-  upsert = (kind === 'insert' || kind === 'replace') && isUpsert(sql),
+  upsert?: boolean,
 ): WriteResult {
   stmt.safeIntegers(true);
   // last_insert_rowid() belongs to the connection and outlives statements (an agent's next
   // statement may read it), so after a CREATE TABLE it still holds an earlier insert's id. Only
   // an upsert's answer compares with it (see `insertedRowid`): read for it alone, a statement
   // step less per insert (issue 31).
-  const before = upsert ? lastRowid(db) : undefined;
+  const before = upsert === false ? undefined : lastRowid(db);
   if (!stmt.reader || ddl) {
     const info = stmt.run(...bindings);
     const changes = Number(info.changes);
-    const inserted = insertedRowid(kind, changes, before, info.lastInsertRowid as bigint);
+    const inserted = insertedRowid(kind, changes, before, info.lastInsertRowid as bigint, sql, upsert);
     return { changes, lastInsertRowid: inserted, columns: [], rows: [], truncated: false };
   }
   // RETURNING: SQLite makes every change on the first step, so stopping after the rows we keep
@@ -194,7 +200,7 @@ export function runWrite(
   const read = readRows(stmt, bindings, MAX_RETURNING_ROWS, maxResultBytes);
   const info = trusted(db, 'SELECT changes(), last_insert_rowid()').raw(true).safeIntegers(true).get() as [bigint, bigint];
   const changes = Number(info[0]);
-  return { changes, lastInsertRowid: insertedRowid(kind, changes, before, info[1]), ...read };
+  return { changes, lastInsertRowid: insertedRowid(kind, changes, before, info[1], sql, upsert), ...read };
 }
 
 function lastRowid(db: Database): bigint {
@@ -203,15 +209,21 @@ function lastRowid(db: Database): bigint {
 
 /**
  * The id of the row the statement inserted, or null when it inserted none. Only an INSERT or
- * REPLACE inserts (no triggers run); it did when it changed rows, unless it is an upsert
- * (`before`: the rowid the connection held before it ran), whose changes may all be updates:
- * then only a moved last_insert_rowid() shows an insert. (An upsert whose insert got the very
- * rowid the connection held before reads as none: a rare miss, where reporting the old id would
- * be a wrong answer.)
+ * REPLACE inserts (no triggers run); it did when it changed rows, unless it is an upsert, whose
+ * changes may all be updates: then only a moved last_insert_rowid() shows an insert (`before`,
+ * read unless `upsert` is false). (An upsert whose insert got the very rowid the connection held
+ * before reads as none: a rare miss, where reporting the old id would be a wrong answer.)
  */
-function insertedRowid(kind: StatementKind | undefined, changes: number, before: bigint | undefined, after: bigint): EncodedValue {
+function insertedRowid(
+  kind: StatementKind | undefined,
+  changes: number,
+  before: bigint | undefined,
+  after: bigint,
+  sql: string,
+  upsert: boolean | undefined,
+): EncodedValue {
   if ((kind !== 'insert' && kind !== 'replace') || changes === 0) return null;
-  if (before === undefined || after !== before) return encodeValue(after);
+  if (before === undefined || after !== before || !(upsert ?? isUpsert(sql))) return encodeValue(after);
   return null;
 }
 
