@@ -10,6 +10,15 @@ import { passes, type ApprovalFacets, type ApprovalFilter, type ListCursor } fro
 /** Service-wide index entries the one-time backfill reads per step. */
 const BACKFILL_BATCH = 1000;
 
+/** Which page of one workspace's approvals a scan asks for (see {@link ApprovalPages.scan}). */
+export interface ApprovalScan {
+  workspace: string;
+  state: ApprovalState | 'all';
+  limit: number;
+  cursor?: ListCursor;
+  filter?: ApprovalFilter;
+}
+
 /**
  * The reads of many approvals at once, for {@link ApprovalStore}: lists, cursor pages and the
  * inbox's pages, each from a workspace's own index where it has one, reading whole only the
@@ -72,13 +81,7 @@ export class ApprovalPages {
    * whole only the records it returns: narrowed to a decided state or by a filter, past that many
    * of its own approvals that do not match, it comes back short (even empty) with `next`.
    */
-  async scan(filter: {
-    workspace: string;
-    state: ApprovalState | 'all';
-    limit: number;
-    cursor?: ListCursor;
-    filter?: ApprovalFilter;
-  }): Promise<{ approvals: Approval[]; next?: ListCursor }> {
+  async scan(filter: ApprovalScan): Promise<{ approvals: Approval[]; next?: ListCursor }> {
     await this.ensureIndexed();
     const pending = filter.state === 'pending';
     const index = pending ? this.keys.approvalsExpiringOf(filter.workspace) : this.keys.approvalsAllOf(filter.workspace);

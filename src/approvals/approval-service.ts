@@ -5,9 +5,9 @@ import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
-import { listedApproval, MAX_LIST_PAGE, type ApprovalFilter, type ListCursor, type ListedApproval } from './approval-listing.ts';
+import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
 import { ApprovalStore } from './approval-store.ts';
-import type { ApprovalPages } from './approval-pages.ts';
+import type { ApprovalPages, ApprovalScan } from './approval-pages.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { standingRefusal } from '../policy/standing-refusal.ts';
@@ -85,13 +85,7 @@ export class ApprovalService {
   }
 
   /** A list page of a workspace's approvals after `cursor` (see `ApprovalPages.scan`), big fields cut (see `listedApproval`). */
-  async scan(filter: {
-    workspace: string;
-    state: ApprovalState | 'all';
-    limit: number;
-    cursor?: ListCursor;
-    filter?: ApprovalFilter;
-  }): Promise<{ approvals: (ListedApproval & { refusedIfApproved?: string })[]; next?: ListCursor }> {
+  async scan(filter: ApprovalScan): Promise<{ approvals: (ListedApproval & { refusedIfApproved?: string })[]; next?: ListCursor }> {
     const { approvals, next } = await this.store.pages.scan({ ...filter, limit: Math.min(filter.limit, MAX_LIST_PAGE) });
     const refusals = await this.standings(approvals);
     return { approvals: approvals.map((a) => listedApproval(withRefusal(a, refusals))), ...(next ? { next } : {}) };
