@@ -238,22 +238,14 @@ function isUpsert(sql: string): boolean {
 const pageSizes = new WeakMap<Database, number>();
 
 /**
- * The page count each handle's limit was last set to, when SQLite took it as asked: the
- * connection keeps it (its pager's own maximum) until it is set again.
- */
-const pageLimits = new WeakMap<Database, number>();
-
-/**
- * Caps the file at `maxBytes` through `max_page_count` (set on every write: it is not stored in
- * the file). SQLite never lowers it below the current size, so a database already over a
- * smaller plan's limit stays readable and only refuses to grow.
- *
- * A handle whose limit is already that page count, as SQLite answered when it was set, is not
- * set again: the statement was a tenth of a small insert's SQLite work (issue 31). SQLite raises
- * a connection's maximum by itself only to a size the file already has (another connection grew
- * it past the limit), past which this handle's writes still cannot grow it; a limit SQLite raised
- * to the file's size when it was set (a database over its plan's limit) is set on every write, as
- * before, so it follows the file should it shrink.
+ * Caps the file at `maxBytes` through `max_page_count`, set on every write: it is not stored in
+ * the file, and the connection's own maximum is not to be trusted from one write to the next.
+ * SQLite never lowers it below the current size, so a database already over a smaller plan's
+ * limit stays readable and only refuses to grow; and it raises a connection's maximum by itself
+ * to the file's size whenever it sees the file larger (another program grew it past the limit).
+ * A handle that kept the limit it had set as asked (issue 31) therefore grew the file past its
+ * plan's limit once the other program had shrunk it again (review R1: a 64 KB database took a
+ * 100 KB row); the statement costs ~2 us of CPU per write inside its transaction (load 2-4).
  */
 export function applySizeLimit(db: Database, maxBytes: number): void {
   let pageSize = pageSizes.get(db);
@@ -262,10 +254,7 @@ export function applySizeLimit(db: Database, maxBytes: number): void {
     pageSizes.set(db, pageSize);
   }
   const pages = Math.max(1, Math.floor(maxBytes / pageSize));
-  if (pageLimits.get(db) === pages) return;
-  const set = trusted(db, `PRAGMA max_page_count = ${pages}`).pluck().get() as number;
-  if (set === pages) pageLimits.set(db, pages);
-  else pageLimits.delete(db);
+  trusted(db, `PRAGMA max_page_count = ${pages}`).run();
 }
 
 /**

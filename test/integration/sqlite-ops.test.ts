@@ -411,6 +411,23 @@ describe('write', () => {
     expectFailed(send(small, 'INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
     expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[1]]);
   });
+
+  // Review R1: SQLite raises an open handle's maximum by itself when it sees the file larger
+  // than it (another program grew it), after the limit was set as asked; a handle that then kept
+  // its limit unset grew the file back past the limit once it had shrunk.
+  it('holds a database to its limit after another program grew it past the limit and shrank it again', () => {
+    const t = target({ maxTables: 50, maxBytes: 64 * 1024 });
+    const send = (sql: string) => dispatch(handles, opts, { op: 'write', db: t, sql, params: [], callKey: call() });
+    expect(send('CREATE TABLE big (b BLOB)').ok).toBe(true);
+    const other = new Database(t.path);
+    for (let i = 0; i < 8; i++) other.prepare('INSERT INTO big VALUES (randomblob(20000))').run();
+    // This handle reads the grown file: SQLite raises its maximum to the file's size.
+    expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[8]]);
+    other.exec('DELETE FROM big; VACUUM');
+    other.close();
+    expectFailed(send('INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
+    expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[0]]);
+  });
 });
 
 describe('the schema check behind the guard', () => {
