@@ -5,7 +5,8 @@
 // awaiting waitUntilFinished), the baseline of `bench/query-only.ts`. Beside the counts: the
 // CPU Redis spent per call (INFO cpu), the microseconds by command (commandstats; a script's
 // EVALSHA includes its inner commands, also counted under their own names) and, with MONITOR=1 (slower; counts only), the commands each connection sent
-// itself per call — its round trips, where it awaited each answer.
+// itself per call — its round trips, where it awaited each answer. KIND=insert counts the small insert of
+// `bench/small-insert.ts` (one new row per call, history on) instead of the read.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -24,6 +25,7 @@ const CALLS = Number(process.env.CALLS ?? 500);
 const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 1);
 const RAW = process.env.RAW === '1';
 const MONITOR = process.env.MONITOR === '1';
+const INSERT = process.env.KIND === 'insert';
 
 interface Stat {
   calls: number;
@@ -105,7 +107,10 @@ if (RAW) {
   const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
   await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } });
   await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO kv VALUES (1, 'one')" } });
-  call = () => client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [1] } });
+  let n = 0;
+  call = INSERT
+    ? () => client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO kv (v) VALUES (?)', params: [`row ${n++}`] } })
+    : () => client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [1] } });
   close = async () => {
     await client.close();
     await pool.stop();
@@ -132,7 +137,7 @@ try {
   const r = (x: number) => Math.round(x * 100) / 100;
   console.log(
     JSON.stringify({
-      mode: RAW ? 'raw BullMQ' : 'agentdb',
+      mode: RAW ? 'raw BullMQ' : INSERT ? 'agentdb insert' : 'agentdb',
       calls: CALLS,
       inFlight: IN_FLIGHT,
       msPerCall: ms / CALLS,

@@ -7,11 +7,13 @@
 // find node_modules), or another commit built outside it with a node_modules link (not a whole
 // tree inside: biome takes its biome.jsonc for a second root). Sides run in both orders give
 // the truest figure: under load the second side's wall time ran slower for identical builds.
-// ROUNDS (default 8), CALLS (default 1000), CONC (calls in flight, default 1).
+// ROUNDS (default 8), CALLS (default 1000), CONC (calls in flight, default 1). KIND=insert: the
+// small insert of bench/small-insert.ts (one new row per call, history on) instead of the read.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
+import { smallInsert } from './small-insert.ts';
 import { childPids, cpuSeconds } from './cpu.ts';
 import { drive, median, round } from './stats.ts';
 
@@ -19,6 +21,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const CALLS = Number(process.env.CALLS ?? 1000);
 const CONC = Number(process.env.CONC ?? 1);
+const INSERT = process.env.KIND === 'insert';
 const bins = [process.argv[2], process.argv[3] ?? fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url))].map((b) => {
   if (!b) throw new Error('usage: worker-ab.ts <a/bin/agentdb.js> [b/bin/agentdb.js]');
   return path.resolve(b);
@@ -40,7 +43,7 @@ try {
     const name = i === 0 ? 'A' : 'B';
     const site = benchSite(REDIS_URL, `ab-${name}`, { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
     const { pid } = await site.worker({}, bin);
-    const query = await pkReadTable(site.client);
+    const query = INSERT ? await smallInsert(site.client) : await pkReadTable(site.client);
     sides.push({ name, site, pid, query: async (i) => query(i), worker: [], children: [], msPerCall: [] });
     await drive(500, 1, query);
   }

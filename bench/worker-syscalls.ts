@@ -2,18 +2,20 @@
 // an `agentdb worker` makes per PK read (`strace -c` attached to it after a warm-up; needs strace),
 // of this checkout's build or the one given (issue 31). Unlike its CPU or wall time, the count
 // holds on a loaded machine: each write to Redis or the child is a system call that wakes it.
-// CALLS (default 1000), CONC (calls in flight, default 1).
+// CALLS (default 1000), CONC (calls in flight, default 1). KIND=insert: bench/small-insert.ts's
+// insert instead of the read.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { benchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
+import { smallInsert } from './small-insert.ts';
 import { drive } from './stats.ts';
 const bin = path.resolve(process.argv[2] ?? 'dist/bin/agentdb.js');
 const CALLS = Number(process.env.CALLS ?? 1000);
 const site = benchSite('redis://127.0.0.1:6379', 'sys', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
 const w = await site.worker({}, bin);
 try {
-  const q = await pkReadTable(site.client);
+  const q = process.env.KIND === 'insert' ? await smallInsert(site.client) : await pkReadTable(site.client);
   await drive(500, 1, q);
   const st = spawn('strace', ['-c', '-q', '-p', String(w.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';

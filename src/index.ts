@@ -4,15 +4,14 @@
  */
 export {
   AgentDbClient,
-  type AgentDbClientOptions,
   type AwaitingAnswer,
   type CallAnswer,
-  type CallOptions,
   type Decision,
   type FinishedAnswer,
   type PendingAnswer,
   type WaitCounts,
 } from './calls/client.ts';
+export type { AgentDbClientOptions, CallOptions } from './calls/client-options.ts';
 export type { CallInput } from './contracts/call.ts';
 export type { Envelope, OkEnvelope, ErrorEnvelope } from './contracts/envelope.ts';
 export type { AgentSettingsInput as AgentSettings } from './contracts/settings.ts';

@@ -3,8 +3,8 @@ import type { ScriptedRedis } from '../redis/lua-scripts.ts';
 
 /**
  * Puts every approval in the service-wide indexes into its workspace's: pending or decided (see
- * `ApprovalStore.page`), and its share of the index of all and of the pending one by expiry (see
- * `ApprovalStore.scan`), `batch` entries a step: ZSCAN, so entries the prune removes meanwhile
+ * `ApprovalPages.page`), and its share of the index of all and of the pending one by expiry (see
+ * `ApprovalPages.scan`), `batch` entries a step: ZSCAN, so entries the prune removes meanwhile
  * make it skip none. Each record is indexed by approval-index-backfill.lua as it stands when the
  * script runs, so one decided or pruned meanwhile is not listed where it no longer belongs.
  * Idempotent; sets `keys.approvalsIndexed` when done.

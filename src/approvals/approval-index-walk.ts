@@ -9,7 +9,7 @@ const SCAN_PER_PAGE = 5000;
 const SCAN_BATCH = 500;
 
 /**
- * One list page's walk down a workspace's index (see `ApprovalStore.scan`), newest first from
+ * One list page's walk down a workspace's index (see `ApprovalPages.scan`), newest first from
  * `cursor`: the entries of up to `limit` of its approvals in `state` that pass `filter`, chosen
  * from their small fields, and where the next page starts (none once the index is walked to its
  * end). It looks at no more than SCAN_PER_PAGE entries; a page that met that many not matching

@@ -5,8 +5,9 @@ import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
-import { listedApproval, MAX_LIST_PAGE, type ApprovalFilter, type ListCursor, type ListedApproval } from './approval-listing.ts';
+import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
 import { ApprovalStore } from './approval-store.ts';
+import type { ApprovalPages, ApprovalScan } from './approval-pages.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { standingRefusal } from '../policy/standing-refusal.ts';
@@ -80,30 +81,24 @@ export class ApprovalService {
 
   /** Approvals, newest first; pending ones unless `state` says otherwise. */
   list(filter: { workspace?: string; state?: ApprovalState | 'all'; limit?: number } = {}): Promise<Approval[]> {
-    return this.store.list(filter);
+    return this.store.pages.list(filter);
   }
 
-  /** A list page of a workspace's approvals after `cursor` (see `ApprovalStore.scan`), big fields cut (see `listedApproval`). */
-  async scan(filter: {
-    workspace: string;
-    state: ApprovalState | 'all';
-    limit: number;
-    cursor?: ListCursor;
-    filter?: ApprovalFilter;
-  }): Promise<{ approvals: (ListedApproval & { refusedIfApproved?: string })[]; next?: ListCursor }> {
-    const { approvals, next } = await this.store.scan({ ...filter, limit: Math.min(filter.limit, MAX_LIST_PAGE) });
+  /** A list page of a workspace's approvals after `cursor` (see `ApprovalPages.scan`), big fields cut (see `listedApproval`). */
+  async scan(filter: ApprovalScan): Promise<{ approvals: (ListedApproval & { refusedIfApproved?: string })[]; next?: ListCursor }> {
+    const { approvals, next } = await this.store.pages.scan({ ...filter, limit: Math.min(filter.limit, MAX_LIST_PAGE) });
     const refusals = await this.standings(approvals);
     return { approvals: approvals.map((a) => listedApproval(withRefusal(a, refusals))), ...(next ? { next } : {}) };
   }
 
-  /** One page of a workspace's pending or decided approvals, newest first, narrowed by `filter` (see `ApprovalStore.page`). */
-  page(filter: Parameters<ApprovalStore['page']>[0]): ReturnType<ApprovalStore['page']> {
-    return this.store.page(filter);
+  /** One page of a workspace's pending or decided approvals, newest first, narrowed by `filter` (see `ApprovalPages.page`). */
+  page(filter: Parameters<ApprovalPages['page']>[0]): ReturnType<ApprovalPages['page']> {
+    return this.store.pages.page(filter);
   }
 
   /** How many of a workspace's approvals wait for a decision, by database (the Data page's figure). */
   pendingByDatabase(workspace: string): Promise<Map<string, number>> {
-    return this.store.pendingByDatabase(workspace);
+    return this.store.pages.pendingByDatabase(workspace);
   }
 
   /**
@@ -223,7 +218,7 @@ export class ApprovalService {
     const byId = await this.store.get(id);
     const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId.id : undefined;
     for (const state of ['pending', 'all'] as const) {
-      const found = (await this.store.list({ state, ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
+      const found = (await this.store.pages.list({ state, ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
       // A call id may look like an approval id (an agent picks it): one that names both is never
       // resolved by guessing, or an agent could point a person's decision at another call.
       const candidates = [...new Set([...found.map((a) => a.id), ...(asApproval ? [asApproval] : [])])];

@@ -1,38 +1,37 @@
-// Past 300 lines on purpose: parking a call, resuming it once a person decided and parking it
-// again when its effect changed (a superseded approval) are one job's life around one switch on
-// its approval's state (firstPark writes the approval with its digests, resume reads it back and
-// checks the job against it), and they share the job's sleep and audit; what an effect is and how
-// it is previewed live in parked-effect.ts and sqlite/sqlite-effect.ts.
+// Parking a call, resuming it once a person decided and parking it again when its effect changed
+// (a superseded approval) are one job's life around one switch on its approval's state, sharing
+// the job's sleep. The first park's checks and record are in first-park.ts, the decision's audit
+// row in decision-audit.ts; what an effect is and how it is previewed live in parked-effect.ts
+// and sqlite/sqlite-effect.ts.
+import type { Tracer } from '@opentelemetry/api';
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { CallJobData } from '../contracts/call.ts';
-import { errorEnvelope } from '../contracts/envelope.ts';
-import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
-import { TOOL_TIERS } from '../contracts/tools.ts';
+import { summary } from '../approvals/approval-service.ts';
 import type { ApprovalStore } from '../approvals/approval-store.ts';
 import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
 import { effectChangeNote } from '../approvals/effect-change.ts';
-import type { Effect } from '../contracts/effect.ts';
-import { dropEffect, NO_ROWS_EFFECT } from '../sqlite/sqlite-effect.ts';
-import { approvedArgs, effectLimits, previewParked } from './parked-effect.ts';
-import { callKeyOf } from '../contracts/call-identity.ts';
-import type { DropObject } from '../contracts/drop-object.ts';
-import { AgentDbError, type ErrorCode } from '../errors.ts';
-import { summary } from '../approvals/approval-service.ts';
-import type { CallPlan } from '../policy/call-plan.ts';
-import { dbTarget, type Approved, type ParkOutcome, type RunOutcome } from './call-runner.ts';
 import type { Config } from '../config.ts';
-import { CALL_RECORD_RETENTION_MS } from '../sqlite/call-record.ts';
-import type { Logger } from '../logger.ts';
-import { recordApprovalWait } from '../tracing.ts';
-import type { Tracer } from '@opentelemetry/api';
+import type { CallJobData } from '../contracts/call.ts';
+import { callKeyOf } from '../contracts/call-identity.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
+import type { DropObject } from '../contracts/drop-object.ts';
+import type { Effect } from '../contracts/effect.ts';
+import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
+import type { ErrorCode } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
+import type { Logger } from '../logger.ts';
+import { standingRefusal } from '../policy/standing-refusal.ts';
 import { publishEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
-import { standingRefusal } from '../policy/standing-refusal.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
+import { CALL_RECORD_RETENTION_MS } from '../sqlite/call-record.ts';
+import { dropEffect, NO_ROWS_EFFECT } from '../sqlite/sqlite-effect.ts';
+import { recordApprovalWait } from '../tracing.ts';
+import { dbTarget, failedRun, type Approved, type ParkOutcome, type RunOutcome } from './call-runner.ts';
+import { auditDecision } from './decision-audit.ts';
+import { approvalFields, firstPark, oversizeRefusal } from './first-park.ts';
+import { approvedArgs, effectLimits } from './parked-effect.ts';
 import { jsonBytes } from './redis-bytes.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
@@ -93,13 +92,13 @@ export class CallParking {
     const digest = approvalDigest(fields);
     let approval = await this.deps.store.current(key);
     if (!approval) {
-      const oversize = this.oversize(plan);
+      const oversize = oversizeRefusal(this.deps.config, plan);
       if (oversize) {
         // Its job stays RESULT_TTL_HOURS for its answer: without the arguments nobody may run.
         await job.updateData({ ...job.data, arguments: {} });
         return oversize;
       }
-      const first = await this.firstPark(key, digest, fields, plan, request);
+      const first = await firstPark(this.deps, key, digest, fields, plan, request);
       if ('envelope' in first) return first;
       approval = first.approval;
       if (first.created) {
@@ -117,7 +116,7 @@ export class CallParking {
       }
     }
     if (approval.callKey !== key || approval.digest !== digest) {
-      return failed(
+      return failedRun(
         job.data,
         'IDEMPOTENCY_CONFLICT',
         `call ${JSON.stringify(job.data.callId)} was already parked for approval with another statement; this one did not run.`,
@@ -125,70 +124,6 @@ export class CallParking {
     }
     if (this.deps.tracer && approval.state !== 'pending') recordApprovalWait(this.deps.tracer, { ...approval, tool: plan.tool, callId: job.data.callId });
     return this.resume(job, token, approval, run);
-  }
-
-  /**
-   * Checks that a call would run (a person is only asked about such calls), then records its
-   * approval. `created` is false when a retried park finds the record it made before.
-   */
-  private async firstPark(
-    key: string,
-    digest: string,
-    fields: ReturnType<typeof approvalFields>,
-    plan: CallPlan,
-    request: ExecRequest,
-  ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
-    const data = { callId: plan.request.callId ?? '', tool: plan.tool };
-    let object: DropObject | undefined;
-    let effect: { effect: Effect | null; effectNote?: string } | undefined;
-    // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE
-    // may make it before this runs), but a drop of nothing is answered NOT_FOUND now: nobody
-    // should have to approve it. A drop records what it would remove, as the person sees it.
-    if (request.op === 'write') {
-      const check = await this.deps.executor.run({ op: 'check', db: request.db, sql: request.sql, mode: 'write' });
-      if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
-      if (!check.ok && check.error.code !== 'SQL_ERROR') return failed(data, check.error.code, check.error.detail);
-      effect = await previewParked(this.deps.executor, this.deps.config, request, plan.args);
-    } else if (request.op === 'drop') {
-      const check = await this.deps.executor.run({ op: 'checkDrop', db: request.db, table: request.table });
-      // No verdict (no database process could start): a fault, so the job runs again.
-      if (!check.ok && check.unsettled) throw new AgentDbError(check.error.code, check.error.detail);
-      if (!check.ok) return failed(data, check.error.code, check.error.detail);
-      object = check.result as DropObject;
-      effect = { effect: dropEffect(object) };
-    }
-    const now = Date.now();
-    return this.deps.store.create({
-      ...fields,
-      id: approvalIdFor(key, 1, await this.deps.store.epoch()),
-      callId: data.callId,
-      callKey: key,
-      digest,
-      shard: plan.shard,
-      shared: plan.target.agent === undefined,
-      ...(typeof plan.args.rationale === 'string' ? { rationale: plan.args.rationale } : {}),
-      ...(object ? { object } : {}),
-      ...effect,
-      requester: plan.request.agent,
-      createdAt: now,
-      expiresAt: now + this.deps.approvalTtlMs,
-    });
-  }
-
-  /**
-   * LIMIT_EXCEEDED when a call that would wait for a person carries more than
-   * MAX_PARKED_CALL_BYTES: its job would wait in Redis, and its approval record stay a month,
-   * both with the SQL and params (issue 27: 40 parked writes of a 1 MB param put 86 MB there).
-   */
-  private oversize(plan: CallPlan): RunOutcome | undefined {
-    const bytes = jsonBytes(plan.args);
-    const max = this.deps.config.maxParkedCallBytes;
-    if (bytes <= max) return undefined;
-    return failed(
-      { callId: plan.request.callId ?? '', tool: plan.tool },
-      'LIMIT_EXCEEDED',
-      `this call needs a person's approval, and a call that waits for one may carry at most ${max} bytes of arguments as JSON (MAX_PARKED_CALL_BYTES); it has ${bytes}. Nothing ran: send fewer rows or smaller values per call`,
-    );
   }
 
   /** Runs, finishes or re-parks a woken call by its approval's state. */
@@ -200,7 +135,7 @@ export class CallParking {
   ): Promise<RunOutcome> {
     const { store } = this.deps;
     const { id } = approval;
-    const finish = (code: 'APPROVAL_EXPIRED' | 'APPROVAL_REJECTED', detail: string) => failed(job.data, code, detail);
+    const finish = (code: 'APPROVAL_EXPIRED' | 'APPROVAL_REJECTED', detail: string) => failedRun(job.data, code, detail);
     switch (approval.state) {
       case 'pending': {
         if (Date.now() < approval.expiresAt) return this.sleep(job, token, approval);
@@ -218,12 +153,12 @@ export class CallParking {
           approval: summary(expired),
           at: Date.now(),
         });
-        await this.audit(expired, job.data);
+        await auditDecision(this.deps, expired, job.data);
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       }
       case 'superseded':
         // `current` follows a superseded approval to the next; one whose next is gone ran nothing.
-        return failed(
+        return failedRun(
           job.data,
           'APPROVAL_STALE',
           `Approval ${id} was superseded by ${approval.supersededBy ?? 'another'}, which is gone; nothing ran. Send the call again.`,
@@ -231,7 +166,7 @@ export class CallParking {
       case 'expired':
         return finish('APPROVAL_EXPIRED', `Nobody decided by ${new Date(approval.expiresAt).toISOString()}.`);
       case 'rejected':
-        await this.audit(approval, job.data);
+        await auditDecision(this.deps, approval, job.data);
         return finish(
           'APPROVAL_REJECTED',
           // The registry's message already says it did not run.
@@ -242,22 +177,22 @@ export class CallParking {
         // record while the database keeps it; past that, running it again would be a second
         // effect nobody approved (the approval outlives the job and the record).
         if (approval.ran && Date.now() - approval.ran.at > REPLAYABLE_MS) {
-          return failed(
+          return failedRun(
             job.data,
             'APPROVAL_EXPIRED',
             `Approval ${id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`,
           );
         }
         // Refused at release once: the approval is spent, whatever the registry says now.
-        if (approval.ran?.detail !== undefined) return failed(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);
+        if (approval.ran?.detail !== undefined) return failedRun(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);
         const refusal = await standingRefusal(this.keyRing, this.deps.config, job.data, approval.database);
         if (refusal) {
           const detail = `Approved by ${approval.decidedBy ?? 'a member'}, but it did not run: since it was parked, ${refusal}`;
           const ran = { ok: false, code: 'NOT_PERMITTED', detail };
           await store.recordRun(id, { ...ran, at: Date.now() });
-          await this.audit(approval, job.data, ran);
+          await auditDecision(this.deps, approval, job.data, ran);
           this.deps.logger.child({ callId: job.id }).warn({ approvalId: id }, 'approved call refused at release: its key or agent changed');
-          return failed(job.data, 'NOT_PERMITTED', detail);
+          return failedRun(job.data, 'NOT_PERMITTED', detail);
         }
         const outcome = await run({
           ...(approval.decidedBy ? { by: approval.decidedBy } : {}),
@@ -269,7 +204,7 @@ export class CallParking {
             ? { effect: { digest: (approval.effect ?? NO_ROWS_EFFECT).digest, limits: effectLimits(this.deps.config, approvedArgs(approval)) } }
             : {}),
         });
-        if ('park' in outcome) return failed(job.data, 'INTERNAL', 'An approved call asked for approval again.');
+        if ('park' in outcome) return failedRun(job.data, 'INTERNAL', 'An approved call asked for approval again.');
         if (outcome.effectChanged) return this.supersede(job, token, approval, { effect: outcome.effectChanged });
         if (!outcome.envelope.ok && outcome.envelope.error.code === 'APPROVAL_STALE' && approval.object && approval.round !== MAX_APPROVAL_ROUNDS) {
           // A drop whose table changed since: asked again about the table as it is now, if any.
@@ -288,7 +223,7 @@ export class CallParking {
         // The message goes on the record only: the audit row keeps the code, as it always has.
         const message = envelope.ok ? undefined : envelope.error.message.slice(0, 1024);
         await store.recordRun(id, { ...ran, ...(message ? { message } : {}), at: Date.now() });
-        await this.audit(approval, job.data, ran);
+        await auditDecision(this.deps, approval, job.data, ran);
         return outcome;
       }
     }
@@ -304,7 +239,7 @@ export class CallParking {
     const round = (old.round ?? 1) + 1;
     const note = effectChangeNote(old.id, old.effect, now.effect);
     if (round > MAX_APPROVAL_ROUNDS)
-      return failed(job.data, 'APPROVAL_STALE', `${note} It was approved ${MAX_APPROVAL_ROUNDS} times and changed each time; send it again.`);
+      return failedRun(job.data, 'APPROVAL_STALE', `${note} It was approved ${MAX_APPROVAL_ROUNDS} times and changed each time; send it again.`);
     const at = Date.now();
     const { approval, created } = await store.create({
       ...requestOf(old),
@@ -319,7 +254,7 @@ export class CallParking {
     });
     await store.recordRun(old.id, { ok: false, code: 'APPROVAL_STALE', message: note, at });
     await store.supersede(old.id, approval.id);
-    await this.audit(old, job.data, { ok: false, code: 'APPROVAL_STALE' });
+    await auditDecision(this.deps, old, job.data, { ok: false, code: 'APPROVAL_STALE' });
     if (created) {
       const until = approval.expiresAt + config.approvalRetentionDays * 24 * 3600 * 1000;
       await this.budget.note(approval.workspace, [
@@ -333,36 +268,6 @@ export class CallParking {
       await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.requested', callId: job.data.callId, approval: summary(approval), at });
     }
     return this.sleep(job, token, approval);
-  }
-
-  /**
-   * Keeps the decision in the database's own audit table, which backups and history carry.
-   * The Redis record keeps it whatever happens here; a failure (a full disk) is logged loudly.
-   */
-  private async audit(approval: Approval, job: CallJobData, ran?: { ok: boolean; code?: string; detail?: string }): Promise<void> {
-    const target = parseDatabaseId(approval.database);
-    const outcome = await this.deps.executor.run({
-      op: 'audit',
-      db: dbTarget(this.deps.config, approval.database, target, approval.shard, job.plan ?? UNREGISTERED_PLAN),
-      entry: {
-        approvalId: approval.id,
-        callId: approval.callKey,
-        tool: approval.tool,
-        tier: approval.tier,
-        statement: approval.sql ?? approval.table ?? '',
-        params: approval.params,
-        requester: approval.requester,
-        decision: approval.state as 'approved' | 'rejected' | 'expired',
-        decidedBy: approval.decidedBy,
-        decidedVia: approval.decidedVia,
-        decidedAt: approval.decidedAt,
-        reason: approval.reason,
-        ranOk: ran?.ok,
-        ranCode: ran?.code,
-        at: Date.now(),
-      },
-    });
-    if (!outcome.ok) this.deps.logger.error({ callId: approval.callId, code: outcome.error.code }, 'could not write the decision audit');
   }
 
   /**
@@ -384,22 +289,4 @@ export class CallParking {
 function requestOf(a: Approval): ApprovalRequest {
   const { state: _s, decidedBy: _b, decidedAt: _a, decidedVia: _v, reason: _r, supersededBy: _n, ran: _x, ...request } = a;
   return request;
-}
-
-/** What an approval records of the call it is asked about, and binds with its digest. */
-function approvalFields(plan: CallPlan) {
-  return {
-    workspace: plan.request.workspace,
-    agent: plan.request.agent,
-    database: plan.databaseId,
-    tool: plan.tool,
-    tier: TOOL_TIERS[plan.tool] as 'write' | 'destructive',
-    ...(typeof plan.args.sql === 'string' ? { sql: plan.args.sql } : {}),
-    ...(Array.isArray(plan.args.params) ? { params: plan.args.params as unknown[] } : {}),
-    ...(typeof plan.args.table === 'string' ? { table: plan.args.table } : {}),
-  };
-}
-
-function failed(data: Pick<CallJobData, 'callId' | 'tool'>, code: ErrorCode, detail: string): RunOutcome {
-  return { envelope: errorEnvelope(data.callId, data.tool, code, detail), meter: undefined };
 }

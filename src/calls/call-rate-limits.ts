@@ -1,4 +1,5 @@
 import type { RateLimitSettings } from '../config.ts';
+import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import type { Plan } from '../contracts/settings.ts';
 import { planCallRates } from '../policy/plan-limits.ts';
 import type { Keys } from '../redis/keys.ts';
@@ -112,4 +113,12 @@ export class CallRateLimits {
     const calls = override ?? Math.max(1, Math.round((planCallRates(s.plan)[of] * windowS) / 60));
     return { of, key: this.keys.callRate(s.workspace, of, subject), points, limit: calls * CALL_POINTS, windowS };
   }
+}
+
+/** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */
+export function rateLimited(callId: string, tool: string, workspace: string, r: RateRefusal): Envelope {
+  const whose = r.of === 'workspace' ? `Workspace ${workspace}` : 'This key';
+  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a lookup of a call counts a tenth of one); send it again in ${r.retryAfterS} s.`;
+  const env = errorEnvelope(callId, tool, 'RATE_LIMITED', detail);
+  return { ...env, error: { ...env.error, retryAfter: r.retryAfterS } };
 }

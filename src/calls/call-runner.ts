@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { AgentDbError, codeOf } from '../errors.ts';
+import { AgentDbError, codeOf, type ErrorCode } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
@@ -290,4 +290,9 @@ function activityNote(plan: CallPlan, callId: string, statement: string, approve
     ...(typeof rationale === 'string' && rationale ? { rationale } : {}),
     ...(approved?.by ? { approvedBy: approved.by } : {}),
   };
+}
+
+/** A call that ran nothing and answers `code`: no metering (a refusal, a failed approval). */
+export function failedRun(data: Pick<CallJobData, 'callId' | 'tool'>, code: ErrorCode, detail: string): RunOutcome {
+  return { envelope: errorEnvelope(data.callId, data.tool, code, detail), meter: undefined };
 }

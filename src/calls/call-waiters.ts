@@ -61,6 +61,8 @@ interface Watch {
   parked: Set<Listener<Record<string, unknown>>>;
   /** The shared safety-net look at the job (see {@link CallWaiters.lookEvery}), while anyone waits for its end. */
   look?: NodeJS.Timeout;
+  /** Runs that look at once, or right after the one under way (see {@link CallWaiters.lookNow}); set with {@link look}. */
+  lookAtOnce?: () => void;
 }
 
 /** What a client holds for waits now: calls watched, waits on them, safety-net looks scheduled. */
@@ -135,19 +137,45 @@ export class CallWaiters {
   lookEvery(callId: string, everyMs: number, look: () => Promise<Envelope | undefined>): void {
     const watch = this.watches.get(callId);
     if (!watch || watch.completed.size === 0 || watch.look) return;
+    let underWay = false;
+    let again = false;
+    const looking = () => {
+      underWay = true;
+      const then = (env?: Envelope) => {
+        underWay = false;
+        if (env) return this.complete(callId, env);
+        // `look` stays set while a look runs (a fired timer is still truthy): what release clears.
+        if (!watch.look || this.watches.get(callId) !== watch) return;
+        if (again) {
+          again = false;
+          looking();
+        } else next();
+      };
+      // Redis away: the waits' outage answer is their caller's; look again next time.
+      look().then(then, () => then());
+    };
     const next = () => {
-      watch.look = setTimeout(() => {
-        look().then(
-          (env) => {
-            if (env) return this.complete(callId, env);
-            if (watch.look && this.watches.get(callId) === watch) next();
-          },
-          // Redis away: the waits' outage answer is their caller's; look again next time.
-          () => watch.look && this.watches.get(callId) === watch && next(),
-        );
-      }, everyMs).unref();
+      watch.look = setTimeout(looking, everyMs).unref();
+    };
+    watch.lookAtOnce = () => {
+      // A look sent before Redis came back may fail with the old connection: one more after it.
+      if (underWay) {
+        again = true;
+        return;
+      }
+      clearTimeout(watch.look);
+      looking();
     };
     next();
+  }
+
+  /**
+   * Runs every scheduled look now rather than at its time: once Redis is back after the
+   * connection dropped, a job it lost while down (it came back empty) is answered at once
+   * instead of at the next look, `timeoutMs` later (30 s by default).
+   */
+  lookNow(): void {
+    for (const watch of [...this.watches.values()]) if (watch.look) watch.lookAtOnce?.();
   }
 
   /** Hands the envelope to everyone waiting for the call, once. */

@@ -1,16 +1,14 @@
-// One file past 300 lines on purpose: AgentDbClient is the package's public API (its options and
-// the enqueue that admits a call: plan, headroom, rates and budget (one script), call-id claim,
-// add or join, in that order; a generated id's rates, budget and add in one script). Each step it calls lives in its own file in calls/; what is left here is the order.
+// AgentDbClient is the package's public API: its options are in client-options.ts, the enqueue
+// that admits a call in call-enqueue.ts, and each step either calls lives in its own file in
+// calls/; what is left here is the client's parts and their wiring.
 import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
-import { DEFAULT_MAX_CALL_BYTES, type CallInput, type CallJobData } from '../contracts/call.ts';
-import { callKey, callKeyOf } from '../contracts/call-identity.ts';
-import { shardOf } from '../contracts/database-id.ts';
-import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
-import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
-import { planCall } from '../policy/call-plan.ts';
+import { DEFAULT_MAX_CALL_BYTES, type CallInput } from '../contracts/call.ts';
+import { callKey } from '../contracts/call-identity.ts';
+import { errorEnvelope } from '../contracts/envelope.ts';
+import { Metrics } from '../metrics.ts';
 import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { EventFeed } from '../redis/event-feed.ts';
 import { EventReader, latestEventId, type StreamedEvent } from '../redis/events.ts';
@@ -19,104 +17,19 @@ import { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
 import { AgentRegistry, type RegisteredAgent } from '../registry/agents.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
-import { awaiting, within, type AwaitingAnswer, type CallAnswer, type Decision, type FinishedAnswer, type PendingAnswer } from './call-answers.ts';
-import { awaitCompletion } from './call-completion-wait.ts';
-import { claimCallId, claimTtlS, type ClaimPlace } from './call-id-claim.ts';
+import { queueTelemetry, toolCallSpan, tracerIf, traceparentContext } from '../tracing.ts';
+import type { CallAnswer, Decision, FinishedAnswer } from './call-answers.ts';
+import { CallEnqueue, type RefusedQuota } from './call-enqueue.ts';
+import { claimTtlS } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
-import { checkClientOptions } from './client-options.ts';
-import { ClientShardCount } from './client-shard-count.ts';
-import { addOrJoin, callJobOptions } from './call-resend.ts';
-import { jobAdd, type JobAdd } from './admitted-add.ts';
+import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, rateLimited, type RateRefusal } from './call-rate-limits.ts';
 import { callResult, type ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
-import { decideUnanswered, enqueueUnanswered, OutageAnswers, REDIS_ANSWER_MS, resultUnanswered, unavailable, Unanswered } from './outage-answers.ts';
-import { TIMED_OUT, within as bounded } from '../redis/bounded-wait.ts';
-import { CALL_POINTS, CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
-import type { RateLimitSettings } from '../config.ts';
-import { Metrics } from '../metrics.ts';
-import { queueTelemetry, toolCallSpan, tracerIf, traceparentContext } from '../tracing.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes } from './redis-bytes.ts';
-import { WorkspaceRedisBudget, type Admission } from './workspace-redis-budget.ts';
-
-/** Options of an {@link AgentDbClient}. */
-export interface AgentDbClientOptions {
-  /** Default `redis://127.0.0.1:6379`. */
-  redisUrl?: string;
-  /** The deployment's key prefix (`AGENTDB_PREFIX`), default `agentdb`. */
-  prefix?: string;
-  /**
-   * The workers' `SHARD_COUNT`. Left out, the client reads the count the workers publish under
-   * the prefix when they start (on its first call), or assumes 16 while none has started; given
-   * one that differs from the published one, each call answers CONFIG_MISMATCH and sends nothing.
-   */
-  shardCount?: number;
-  /** How long finished calls keep their result in Redis, in seconds (RESULT_TTL_HOURS; default 24 h). */
-  resultTtlS?: number;
-  /**
-   * How long a parked call may wait for a person (`APPROVAL_TTL_MS`, default 24 h): with
-   * `resultTtlS`, how long a caller's own call id stays taken (see {@link claimCallId}).
-   */
-  approvalTtlMs?: number;
-  /**
-   * The most a call's arguments may take as JSON (`MAX_CALL_BYTES`, default 1 MB); a larger
-   * call answers CALL_TOO_LARGE and nothing is enqueued. Workers check it again.
-   */
-  maxCallBytes?: number;
-  /**
-   * Call rates per workspace and per key (RATE_LIMITS, RATE_LIMIT_*): by default the plans' rates
-   * per minute (docs/operations.md "Rate limits"); `false` lets every call through. A call past
-   * a budget answers RATE_LIMITED with `error.retryAfter` and enqueues nothing.
-   */
-  rateLimits?: RateLimitSettings | false;
-  /** REDIS_BYTES_PER_WORKSPACE: what one workspace may hold in Redis; 0 (default): its plan's budget. */
-  redisBytesPerWorkspace?: number;
-  /** REDIS_MEMORY_HEADROOM_PERCENT (default 20): new calls are refused this close to Redis's maxmemory. */
-  redisMemoryHeadroomPercent?: number;
-  /**
-   * Where the client counts the calls and lookups it refuses for a tenant bound
-   * (`agentdb_quota_refusals_total{quota}`: `rate`, `redis`, `headroom`): a service's own
-   * registry (`agentdb start` serves it at /metrics). Without it the client counts on one of its
-   * own, {@link AgentDbClient.metrics}, which a runtime reads or serves as it likes.
-   */
-  metrics?: Metrics;
-  /**
-   * OpenTelemetry spans of each call (`execute_tool <tool>`, and BullMQ's `add` with the trace
-   * carried in the job to the workers) on the tracer provider the process registered; default
-   * off. Workers trace their side with TRACING=on.
-   */
-  tracing?: boolean;
-}
-
-/** Options of one call. */
-export interface CallOptions {
-  /**
-   * `true` (default): resolve when the call has finished — run, rejected or expired — however
-   * long a person takes. `false`: answer as soon as it has run or been parked for a person.
-   */
-  wait?: boolean;
-  /** How long a worker may take to pick the call up before it is withdrawn (default 30 s). */
-  timeoutMs?: number;
-  /**
-   * Told, for a waited call, each step it takes short of finishing, so a caller can say what
-   * it waits for: `queued` once it is enqueued (with its call id), `awaiting_approval` (with the
-   * approval) when it is parked for a person. The call goes on waiting either way.
-   */
-  onStatus?: (status: PendingAnswer | AwaitingAnswer) => void;
-  /**
-   * Gives the wait up when it aborts: the call stops being listened for at once (the last wait
-   * on a call takes its look at the job with it), and the promise rejects with the signal's
-   * reason, as `fetch` does. The call itself goes on.
-   */
-  signal?: AbortSignal;
-  /**
-   * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`): with tracing on, the
-   * call's spans continue that trace. Without it they continue the active span, if any.
-   */
-  traceparent?: string;
-  /** The W3C `tracestate` going with {@link CallOptions.traceparent}. */
-  tracestate?: string;
-}
+import { checkClientOptions, type AgentDbClientOptions, type CallOptions } from './client-options.ts';
+import { ClientShardCount } from './client-shard-count.ts';
+import { OutageAnswers, REDIS_ANSWER_MS, resultUnanswered, unavailable, Unanswered } from './outage-answers.ts';
+import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /**
  * The agent runtime's way into agentdb: enqueues tool calls straight onto the shard queues,
@@ -132,8 +45,6 @@ export interface CallOptions {
 export class AgentDbClient {
   private readonly keys: Keys;
   private readonly shards: ClientShardCount;
-  private readonly resultTtlS: number;
-  private readonly maxCallBytes: number;
   private readonly redis: Redis;
   private readonly redisUrl: string;
   private readonly queues: ShardQueues;
@@ -144,11 +55,9 @@ export class AgentDbClient {
   private readonly outage: OutageAnswers;
   private readonly approvals: ClientApprovals;
   private readonly lookup: CallLookup;
-  private readonly claims: Omit<ClaimPlace, 'shardCount'>;
   private readonly rates?: CallRateLimits;
-  private readonly approvalTtlMs: number;
+  private readonly enqueue: CallEnqueue;
   private readonly budget: WorkspaceRedisBudget;
-  private readonly headroom: RedisMemoryHeadroom;
   private closed = false;
   /** agentdb's tracer when {@link AgentDbClientOptions.tracing} is on; adapters open their spans on it. */
   readonly tracer?: Tracer;
@@ -174,9 +83,8 @@ export class AgentDbClient {
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
     this.where = { prefix: opts.prefix ?? 'agentdb', redisUrl: shownUrl(this.redisUrl) };
-    this.resultTtlS = opts.resultTtlS ?? 24 * 3600;
-    this.approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
-    this.maxCallBytes = opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES;
+    const resultTtlS = opts.resultTtlS ?? 24 * 3600;
+    const approvalTtlMs = opts.approvalTtlMs ?? 24 * 3600 * 1000;
     this.redis = connectRedis(this.redisUrl, { name: 'agentdb-client' });
     // Every shard queue shares this one connection, each adding its own listeners. Infinity, not
     // 0: BullMQ adds 3 to a connection's limit for each queue on it, which turned 0 ("none")
@@ -187,16 +95,44 @@ export class AgentDbClient {
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.shards = new ClientShardCount(this.redis, this.keys, opts.shardCount);
     this.outage = new OutageAnswers(this.redis, this.redisUrl);
-    this.approvals = new ClientApprovals(this.redis, this.keys, () => this.shards.current);
+    // Back after a drop: every waited call's job is looked at now, so one that Redis lost while
+    // down (it came back empty) answers at once, not at its next look, `timeoutMs` later.
+    let dropped = false;
+    this.redis.on('close', () => {
+      dropped = true;
+    });
+    this.redis.on('ready', () => {
+      if (!dropped) return;
+      dropped = false;
+      this.waiters.lookNow();
+    });
+    this.approvals = new ClientApprovals(this.redis, this.keys, this.shards, this.outage, this.redisUrl);
     this.lookup = new CallLookup(this.redis, this.keys, this.queues, () => this.shards.current, this.approvals);
     // A parked call may wait `approvalTtlMs` for a person: with `resultTtlS`, how long a caller's
     // own call id stays taken.
-    const ttlS = claimTtlS(this.resultTtlS, this.approvalTtlMs);
+    const ttlS = claimTtlS(resultTtlS, approvalTtlMs);
     this.budget = new WorkspaceRedisBudget(this.redis, this.keys, opts.redisBytesPerWorkspace ?? 0);
-    this.headroom = new RedisMemoryHeadroom(this.redis, opts.redisMemoryHeadroomPercent ?? 20);
-    this.claims = { redis: this.redis, keys: this.keys, queues: this.queues, ttlS };
     const rates = opts.rateLimits ?? DEFAULT_RATE_LIMITS;
     if (rates) this.rates = new CallRateLimits(this.keys, rates);
+    this.enqueue = new CallEnqueue({
+      redisUrl: this.redisUrl,
+      maxCallBytes: opts.maxCallBytes ?? DEFAULT_MAX_CALL_BYTES,
+      resultTtlS,
+      approvalTtlMs,
+      traced: this.tracer !== undefined,
+      outage: this.outage,
+      shards: this.shards,
+      workspaces: this.workspaces,
+      ...(this.rates ? { rates: this.rates } : {}),
+      headroom: new RedisMemoryHeadroom(this.redis, opts.redisMemoryHeadroomPercent ?? 20),
+      queues: this.queues,
+      budget: this.budget,
+      claims: { redis: this.redis, keys: this.keys, queues: this.queues, ttlS },
+      waiters: this.waiters,
+      lookup: this.lookup,
+      ensureReader: () => this.ensureReader(),
+      refused: (quota, answer) => this.refused(quota, answer),
+    });
   }
 
   /**
@@ -216,187 +152,9 @@ export class AgentDbClient {
   call(input: CallInput, opts: CallOptions): Promise<CallAnswer>;
   async call(input: CallInput, opts: CallOptions = {}): Promise<CallAnswer> {
     const callId = input.callId ?? randomUUID();
-    if (!this.tracer) return this.callAs(callId, input, opts);
+    if (!this.tracer) return this.enqueue.call(callId, input, opts);
     const parent = traceparentContext(opts.traceparent, opts.tracestate);
-    return toolCallSpan(this.tracer, { tool: String(input.tool), callId }, parent, () => this.callAs(callId, input, opts));
-  }
-
-  private async callAs(callId: string, input: CallInput, opts: CallOptions): Promise<CallAnswer> {
-    const { keyId, ...call } = input;
-    // Planned now so bad input answers without Redis; its shard is taken again once the
-    // service's count is known (enqueue).
-    const planned = planCall({ ...call, callId }, this.shards.current, this.maxCallBytes);
-    if (!planned.ok) {
-      const f = planned.failure;
-      return errorEnvelope(callId, f.tool, f.code, f.detail);
-    }
-    const { tool } = planned.plan;
-    const sent: Sent = { enqueued: false, stall: new Unanswered(REDIS_ANSWER_MS, () => enqueueUnanswered(this.redisUrl)) };
-    const giveUp = (why: string, mayStillRun: boolean) => {
-      // Answered now: the work, still waiting on commands that ioredis keeps for a Redis that
-      // comes back, must not go on to enqueue a call this answer says cannot run.
-      sent.answered = true;
-      // Its waits go: in a Redis that came back empty its completion never comes.
-      this.waiters.drop(sent.completion, sent.parking);
-      return unavailable(callId, tool, why, mayStillRun);
-    };
-    try {
-      return await this.outage.answerOrUnavailable(
-        async () => {
-          // A Redis that is connected but answers nothing: the commands already sent may still
-          // run when it wakes, so the call may still be queued then.
-          const answer = await Promise.race([this.enqueue(input, keyId, callId, planned.plan, opts, sent), sent.stall.passed.then((why) => giveUp(why, true))]);
-          // Nobody took it: perhaps the service now runs another SHARD_COUNT; read it again.
-          if (!answer.ok && 'error' in answer && answer.error.code === 'NO_WORKER') this.shards.forget();
-          return answer;
-        },
-        (why) => giveUp(why, sent.enqueued),
-        opts.signal,
-      );
-    } finally {
-      sent.stall.disarm();
-    }
-  }
-
-  private async enqueue(
-    input: CallInput,
-    keyId: unknown,
-    callId: string,
-    { request, tool, databaseId }: Extract<ReturnType<typeof planCall>, { ok: true }>['plan'],
-    opts: CallOptions,
-    sent: Sent,
-  ): Promise<CallAnswer> {
-    const down = await this.outage.redisDown();
-    if (down) return unavailable(callId, tool, down, false);
-    // Armed once Redis is known up: one that is down has answered above, within its own bound.
-    sent.stall.arm();
-    const shards = await this.shards.resolve();
-    if (!shards.ok) return errorEnvelope(callId, tool, 'CONFIG_MISMATCH', shards.detail);
-    const shard = shardOf(databaseId, shards.count);
-    // The workspace's registered plan sets the limits; a caller cannot name one.
-    const plan = await this.workspaces.planOf(request.workspace);
-    const ownKey = typeof keyId === 'string' && !request.member ? keyId : undefined;
-    // Counted before anything is claimed or enqueued (with the budget below, in one script): a
-    // refused call leaves nothing behind. A counter known spent refuses without asking Redis.
-    const counters = this.rates
-      ? this.rates.counters({ plan, workspace: request.workspace, agent: request.agent, ...(ownKey ? { keyId: ownKey } : {}) }, CALL_POINTS)
-      : [];
-    if (!Array.isArray(counters)) return this.refused('rate', rateLimited(callId, tool, request.workspace, counters));
-    const data: CallJobData = {
-      callId,
-      workspace: request.workspace,
-      agent: request.agent,
-      settings: request.settings,
-      ...(request.member ? { member: request.member } : {}),
-      ...(request.introspect ? { introspect: true as const } : {}),
-      ...(ownKey ? { keyId: ownKey } : {}),
-      plan,
-      tool,
-      arguments: request.arguments ?? {},
-      enqueuedAt: Date.now(),
-      ...(input.callId !== undefined ? { ownId: true as const } : {}),
-    };
-    const key = callKeyOf(data);
-    const full = await this.headroom.refusal();
-    if (full) return this.refused('headroom', errorEnvelope(callId, tool, 'UNAVAILABLE', full));
-    const wait = opts.wait ?? true;
-    const timeoutMs = opts.timeoutMs ?? 30_000;
-    // Counted now, for as long as the job may live: taken, parked and kept after it finishes.
-    // The worker moves it nearer when the call completes, and gives back the room reserved for
-    // its envelope (which it counts as written instead).
-    const until = data.enqueuedAt + timeoutMs + this.approvalTtlMs + this.resultTtlS * 1000;
-    const entries = (argsBytes: number) => [
-      { callKey: key, kind: 'args' as const, bytes: argsBytes + CALL_OVERHEAD_BYTES, until },
-      { callKey: key, kind: 'reserve' as const, bytes: ENVELOPE_RESERVE_BYTES, until },
-    ];
-    const refusal = (r: Admission) =>
-      'rate' in r
-        ? this.refused('rate', rateLimited(callId, tool, request.workspace, this.rates!.refused(r.rate, r.msLeft)))
-        : this.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over));
-    const ownId = input.callId !== undefined;
-    const queue = this.queues.of(shard);
-    // A generated id is new by nature, so nothing needs asking between the admission and the add:
-    // the job is added by the admission's own script, one round trip (issue 31). A caller's own id
-    // is claimed in between, and BullMQ's traced add carries its span: those take the two steps.
-    // So does a call of a workspace this client last saw holding its budget: the note alone
-    // first, so that Redis is not sent the arguments of a call it will likely refuse.
-    const admitting = !ownId && !this.tracer && !this.budget.likelyFull(data.workspace, data.plan ?? UNREGISTERED_PLAN);
-    let add: JobAdd | undefined;
-    if (admitting) {
-      // Ready first, as BullMQ's own add is: the queue's settings go before its first job.
-      await queue.waitUntilReady();
-      add = jobAdd(queue, 'call', data, callJobOptions(key, this.resultTtlS));
-    } else {
-      const refused = await this.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, entries(jsonBytes(data)), counters);
-      if (refused) return refusal(refused);
-    }
-    if (ownId) {
-      const conflict = await claimCallId({ ...this.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
-      if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
-    }
-    await this.ensureReader();
-    const completion = (sent.completion = this.waiters.completion(key, opts.signal));
-    const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.waiters.parking(key, opts.signal));
-    // Checked and marked in one turn, so the outage's answer says either "not sent" and it is
-    // not, or "may still run" (review R28: a call answered mayStillRun false ran once Redis was back).
-    if (sent.answered) {
-      // The answer came while this work waited on Redis, before these waits were set: it dropped
-      // none of them, so they go here (a stopped Redis woken left one behind for good).
-      this.waiters.drop(completion, parking);
-      return unavailable(callId, tool, 'answered UNAVAILABLE already', false);
-    }
-    sent.enqueued = true;
-    if (add) {
-      const refused = await this.budget.admitCall(
-        data.workspace,
-        data.plan ?? UNREGISTERED_PLAN,
-        entries(jsonTextBytes(add.dataJson)),
-        counters,
-        Date.now(),
-        add,
-      );
-      if (refused) {
-        sent.enqueued = false;
-        this.waiters.drop(completion, parking);
-        return refusal(refused);
-      }
-    }
-    const joined = add
-      ? undefined
-      : await addOrJoin(this.waiters, this.lookup, {
-          queue,
-          key,
-          data,
-          resultTtlS: this.resultTtlS,
-          ownId,
-          wait,
-          completion,
-          ...(parking ? { parking } : {}),
-        });
-    // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
-    sent.stall.disarm();
-    if (joined) return joined;
-    if (wait) {
-      const onStatus = opts.onStatus;
-      if (onStatus) {
-        onStatus({ ok: false, callId, tool, status: 'queued' });
-        parking!.then(
-          (approval) => onStatus(awaiting(callId, tool, approval)),
-          () => undefined,
-        );
-      }
-      const answer = await awaitCompletion(this.waiters, this.lookup, { key, callId, tool, queue, completion, timeoutMs, withdraw: true });
-      // Its wait is over, however it ended (answered without Redis, the call perhaps never parked).
-      this.waiters.drop(parking);
-      return answer;
-    }
-
-    const first = await within(Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]), timeoutMs);
-    this.waiters.drop(completion, parking);
-    if (first) return first;
-    // A Redis that does not answer leaves the call where it was last seen: queued.
-    const where = await bounded(REDIS_ANSWER_MS, this.lookup.standing(key, queue));
-    return (where !== TIMED_OUT && where) || { ok: false, callId, tool, status: 'queued' };
+    return toolCallSpan(this.tracer, { tool: String(input.tool), callId }, parent, () => this.enqueue.call(callId, input, opts));
   }
 
   /**
@@ -484,26 +242,7 @@ export class AgentDbClient {
    * approval records which of the two it was.
    */
   async decide(approvalId: string, d: Decision): Promise<DecideResult> {
-    // A Redis that is connected but answers nothing may have recorded the decision before it stopped.
-    const stall = new Unanswered(REDIS_ANSWER_MS, () => decideUnanswered(this.redisUrl, approvalId));
-    try {
-      return await this.outage.answerOrUnavailable(
-        async () => {
-          const down = await this.outage.redisDown();
-          if (down) return { ok: false, code: 'UNAVAILABLE', detail: down };
-          stall.arm();
-          const decided = async (): Promise<DecideResult> => {
-            const shards = await this.shards.resolve();
-            if (!shards.ok) return { ok: false, code: 'CONFIG_MISMATCH', detail: shards.detail };
-            return this.approvals.decide(approvalId, d);
-          };
-          return Promise.race([decided(), stall.passed.then((detail): DecideResult => ({ ok: false, code: 'UNAVAILABLE', detail }))]);
-        },
-        (detail) => ({ ok: false, code: 'UNAVAILABLE', detail }),
-      );
-    } finally {
-      stall.disarm();
-    }
+    return this.approvals.decide(approvalId, d);
   }
 
   /**
@@ -536,7 +275,7 @@ export class AgentDbClient {
   }
 
   /** Counts a refusal for `quota` and answers `answer`. */
-  private refused<T>(quota: 'rate' | 'redis' | 'headroom', answer: T): T {
+  private refused<T>(quota: RefusedQuota, answer: T): T {
     this.metrics.refusals.inc({ quota });
     return answer;
   }
@@ -566,22 +305,3 @@ export class AgentDbClient {
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';
 export type { WaitCounts } from './call-waiters.ts';
-
-/** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */
-function rateLimited(callId: string, tool: string, workspace: string, r: RateRefusal): Envelope {
-  const whose = r.of === 'workspace' ? `Workspace ${workspace}` : 'This key';
-  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a lookup of a call counts a tenth of one); send it again in ${r.retryAfterS} s.`;
-  const env = errorEnvelope(callId, tool, 'RATE_LIMITED', detail);
-  return { ...env, error: { ...env.error, retryAfter: r.retryAfterS } };
-}
-
-/** How far a call got, for its UNAVAILABLE answer: handed to Redis, and the waits it set. */
-interface Sent {
-  enqueued: boolean;
-  /** The bound on the enqueue, armed once Redis is known up and disarmed once the call is handed to it. */
-  stall: Unanswered;
-  /** The outage was answered: nothing more may be handed to Redis. */
-  answered?: boolean;
-  completion?: Promise<Envelope>;
-  parking?: Promise<Record<string, unknown>>;
-}

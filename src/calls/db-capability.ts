@@ -11,7 +11,8 @@ import { AgentDbError } from '../errors.ts';
 import { dbToolSpan, traceparentContext } from '../tracing.ts';
 import { applyDbPolicy, DB_POLICY_DECISIONS, translateDbCall, type DbPolicyDecision } from '../policy/db-surface.ts';
 import type { CallAnswer } from './call-answers.ts';
-import { AgentDbClient, type CallOptions } from './client.ts';
+import { AgentDbClient } from './client.ts';
+import type { CallOptions } from './client-options.ts';
 import { dbAnswer, type ApprovalRequiredAnswer } from './db-answers.ts';
 
 /** What db_exec's policy function is told of one call (db-capability.md). */

@@ -1,6 +1,7 @@
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
-import type { AgentDbClient, CallAnswer, CallOptions } from '../calls/client.ts';
+import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
+import type { CallOptions } from '../calls/client-options.ts';
 
 /**
  * A call whose answer is an envelope even when Redis fails part way: the command's output

@@ -1,7 +1,8 @@
 import { CommanderError, type Command } from 'commander';
 import { EXIT, UsageError, type CommandContext, type Output } from './context.ts';
 import { packageVersion } from './package-version.ts';
-import { buildProgram, type Dispatch } from './program.ts';
+import type { Dispatch } from './command-run.ts';
+import { buildProgram } from './program.ts';
 
 /**
  * The `agentdb` entry point: parses the command line, loads the configuration once (for the

@@ -6,17 +6,11 @@ import { historyDir, localSource } from './history-files.ts';
 import { withReader } from './reader-markers.ts';
 import { discardGeneration, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
 import { planRestore } from './restore-plan.ts';
-import { rebuild } from './restore-rebuild.ts';
-import {
-  checkAndSync,
-  NEXT_SUFFIX,
-  removeLeftovers,
-  restoreTarget,
-  result,
-  type RestoreHooks,
-  type RestoreIntoRequest as IntoReq,
-  type RestoreResult,
-} from './restore-requests.ts';
+import { checkAndSync, rebuild } from './restore-rebuild.ts';
+import { NEXT_SUFFIX, removeLeftovers } from './restore-leftovers.ts';
+import type { RestoreHooks, RestoreIntoRequest as IntoReq } from './restore-requests.ts';
+import { result, type RestoreResult } from './restore-result.ts';
+import { restoreTarget } from './restore-target.ts';
 import { syncDir } from './snapshot.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import { syncBehind, type SyncBehind } from './sync-behind.ts';
 import { frameBatches } from './frame-scan.ts';
-import { copyWithSha256 } from './snapshot.ts';
+import { copyWithSha256, syncFile } from './snapshot.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, checkChunks, copyPrefixChecked, readSnapshotCrc, sameSums } from './snapshot-crc.ts';
 import { FRAME_HEADER_BYTES } from './wal-format.ts';
@@ -159,3 +159,12 @@ function applySegment(
 
 /** Pages written by one call of {@link applySegment} at most (the system's limit on buffers per write is 1024). */
 const MAX_RUN = 512;
+
+/**
+ * The restored file checked (`PRAGMA quick_check`, removed when it fails) and synced before
+ * anything takes it for a database; not checked when `sound` (see `Rebuilt.sound`).
+ */
+export function checkAndSync(file: string, sound: boolean): void {
+  if (!sound) verifyIntegrity(file);
+  syncFile(file);
+}

@@ -1,68 +1,31 @@
-import type { ActivityEntry } from './activity-view.ts';
 import fs from 'node:fs';
 import path from 'node:path';
-import { AgentDbError } from '../errors.ts';
-import { FULL_DISK_NOTE, skippedOnFullDisk } from './dry-run-disk.ts';
-import { capturedPosition, forgetCapture } from './capture.ts';
-import { commitPosition } from './commit-position.ts';
-import {
-  historyDir,
-  listGenerations,
-  listSegments,
-  localSource,
-  readJson,
-  undoPath,
-  writeJsonAtomic,
-  type HistorySource,
-  type UndoPoint,
-} from './history-files.ts';
-import { readCommits } from './segment-index.ts';
-import { withReader } from './reader-markers.ts';
-import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
-import { planRestore, type RestorePlan, type RestoreTarget } from './restore-plan.ts';
-import { rebuild } from './restore-rebuild.ts';
-import { verifyIntegrity } from './integrity.ts';
-import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
-import { syncDir, syncFile } from './snapshot.ts';
 import { sharedNote } from '../contracts/database-id.ts';
+import { AgentDbError } from '../errors.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
-import type { HistoryCapture } from './handle-capture.ts';
 import { allActivity } from '../sqlite/sqlite-activity.ts';
+import { capturedPosition, forgetCapture } from './capture.ts';
+import { FULL_DISK_NOTE, skippedOnFullDisk } from './dry-run-disk.ts';
+import type { HistoryCapture } from './handle-capture.ts';
+import { historyDir, localSource, readJson, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
+import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
+import { withReader } from './reader-markers.ts';
 import { auditInto, closedEverywhere, newUndoId, type RestoreActor } from './restore-audit.ts';
+import { NEXT_SUFFIX, removeLeftovers } from './restore-leftovers.ts';
+import { planRestore, type RestoreTarget } from './restore-plan.ts';
+import { checkAndSync, rebuild } from './restore-rebuild.ts';
+import { result, type RestoreResult } from './restore-result.ts';
+import { restoreTarget } from './restore-target.ts';
 import { throughSqlite } from './restore-through-sqlite.ts';
-import { restoreWithinGeneration, settleInterrupted, withoutPending } from './restore-within-generation.ts';
+import { commitsAfterRestore, finishedUnder } from './restore-undo.ts';
+import { restoreWithinGeneration, settleInterrupted } from './restore-within-generation.ts';
+import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
+import { syncDir } from './snapshot.ts';
 
-const DAY_MS = 24 * 3600 * 1000;
-
-/** What a restore answers (the HTTP contract of `POST /v1/databases/:db/restore`). */
-export interface RestoreResult {
-  database: string;
-  restoredTo: string;
-  dryRun: boolean;
-  snapshot: { id: string; at: string };
-  frames: number;
-  commits: number;
-  undoId?: string;
-  into?: string;
-  /**
-   * An undo only: the commits made after the restore it undoes, which the undo discards (the
-   * undo goes back to exactly the state before that restore). Said by the dry run too.
-   */
-  discardsCommits?: number;
-  /** A dry run `into` a name the restore itself would refuse: why (`DATABASE_EXISTS: …`). */
-  refused?: string;
-  /** A dry run on a full disk: planned from the history copied so far, writing nothing (`FULL_DISK_NOTE`). */
-  note?: string;
-  /** A dry run: the history position of the state it would restore (`RestorePlan.state`). */
-  keeps?: string;
-  /**
-   * A dry run: the activity list's entries after that state, newest first — what the restore takes
-   * away in place (those an earlier restore undid are gone already), or leaves out of a new
-   * database — at most `RESTORE_PREVIEW_ENTRIES`, `more` when there are others.
-   */
-  after?: { entries: ActivityEntry[]; more: boolean; note?: string };
-}
+// The executor's restore and snapshot requests, and the restore in place; a restore into a new
+// database is restore-into.ts. What a restore answers is restore-result.ts, where it goes
+// restore-target.ts, what a crashed one left restore-leftovers.ts.
 
 // The executor's requests this module serves (members of its `ExecRequest`), defined here, below
 // the executor, which imports them.
@@ -245,88 +208,4 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       fs.rmSync(next, { force: true });
     }
   });
-}
-
-/** An interrupted restore asked again and finished under its undo id: its undo point is no longer pending. */
-function finishedUnder(hdir: string, undoId: string): void {
-  const point = readJson<UndoPoint>(undoPath(hdir, undoId));
-  if (point) writeJsonAtomic(undoPath(hdir, undoId), withoutPending(point));
-}
-
-/** The name of the restored copy beside the live file, before it is renamed over it: `<db>.restore-<pid>.tmp`. */
-export const NEXT_SUFFIX = '.restore-';
-
-/** Removes what a restore of this database that crashed left: its rebuilt file and its copy. */
-export function removeLeftovers(hdir: string, dbPath: string): void {
-  const rm = (dir: string, match: (name: string) => boolean) => {
-    let names: string[] = [];
-    try {
-      names = fs.readdirSync(dir);
-    } catch {
-      return;
-    }
-    for (const name of names) if (match(name)) fs.rmSync(path.join(dir, name), { force: true });
-  };
-  rm(hdir, (n) => /^restore-\d+-\d+\.sqlite(-wal|-shm)?$/.test(n));
-  const base = path.basename(dbPath) + NEXT_SUFFIX;
-  rm(path.dirname(dbPath), (n) => n.startsWith(base) && /\.tmp(-wal|-shm)?$/.test(n));
-}
-
-/**
- * The restored file checked (`PRAGMA quick_check`, removed when it fails) and synced before
- * anything takes it for a database; not checked when `sound` (see `Rebuilt.sound`).
- */
-export function checkAndSync(file: string, sound: boolean): void {
-  if (!sound) verifyIntegrity(file);
-  syncFile(file);
-}
-
-/** The moment asked for, checked against the window: not in the future, not past the retention. */
-/** Where a restore to a moment or `through` a position goes (one of the two is set; an undo is handled apart). */
-export function restoreTarget(source: HistorySource, req: { at?: number; through?: string }, retentionDays: number): RestoreTarget {
-  return req.through !== undefined ? { position: commitPosition(source, req.through) } : { at: checkedMoment(req.at, retentionDays) };
-}
-
-export function checkedMoment(at: number | undefined, retentionDays: number): number {
-  if (at === undefined || !Number.isFinite(at)) throw new AgentDbError('INVALID_ARGUMENTS', 'a restore needs a time (--at) or an undo id (--undo)');
-  const now = Date.now();
-  if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
-  if (at < now - retentionDays * DAY_MS) {
-    throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is older than the ${retentionDays} days of history kept`);
-  }
-  return at;
-}
-
-export function result(database: string, plan: RestorePlan, restoredTo: number, dryRun: boolean, extra: Partial<RestoreResult>): RestoreResult {
-  return {
-    database,
-    restoredTo: new Date(restoredTo).toISOString(),
-    dryRun,
-    snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
-    frames: plan.frames,
-    commits: plan.commits,
-    ...(dryRun ? { keeps: plan.state } : {}),
-    ...extra,
-  };
-}
-
-/**
- * The commits made after the in-place restore `point` undoes: an undo of it discards them; it
- * says how many so nobody loses acknowledged writes unawares. A restore within the generation
- * recorded where its own commits ended (`restoreEnd`); one that copied a file in began a
- * generation, so the commits of the generations begun at or after it are the ones.
- */
-function commitsAfterRestore(source: ReturnType<typeof localSource>, point: UndoPoint): number {
-  const end = point.restoreEnd;
-  let n = 0;
-  for (const gen of listGenerations(source)) {
-    if (end ? gen.name < end.generation : !gen.snapshot || gen.snapshot.at < point.createdAt) continue;
-    for (const seg of listSegments(gen)) {
-      // A generation's base commit is the restore that began it, not a commit made after one.
-      const commits = readCommits(seg.indexPath, seg.closed).slice(gen.snapshot?.base?.segment === seg.name ? 1 : 0);
-      if (!end || gen.name > end.generation || seg.name > end.segment) n += commits.length;
-      else if (seg.name === end.segment) n += commits.filter((c) => c.frames > end.frames).length;
-    }
-  }
-  return n;
 }

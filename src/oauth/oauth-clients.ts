@@ -1,5 +1,4 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { isIPv6 } from 'node:net';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { InvalidClientError, InvalidClientMetadataError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
@@ -8,6 +7,8 @@ import type { Keys } from '../redis/keys.ts';
 import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
 import { hashKey } from '../registry/secret-key.ts';
 import { type FetchDocument, isDocumentClientId, readDocument, safeFetch } from './client-metadata-document.ts';
+import { rateSource, rateSource48 } from './oauth-rate-source.ts';
+import { redirectUriAllowed } from './redirect-uri.ts';
 
 /**
  * Registration refused because the service keeps its most unconsented clients (429
@@ -69,57 +70,11 @@ export const DOCUMENT_READS_PER_HOUR = 30;
 const DOCUMENT_CACHE_S = 3600;
 /** Bounds what one registration may store: a client with more is not one a person uses. */
 const MAX_REDIRECT_URIS = 10;
-const MAX_URI_LENGTH = 2000;
 /**
  * The most a client's record may take in Redis (its JSON), registered or read from a document:
  * the name and redirect URIs of real clients come to a few hundred bytes.
  */
 export const MAX_CLIENT_BYTES = 4096;
-
-/**
- * Who a rate limit counts: an IPv4 address, or an IPv6 address's /64 (one subscriber is given a
- * whole /64, so counting each address would count nothing).
- */
-export function rateSource(ip: string): string {
-  if (!isIPv6(ip)) return ip;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return mapped[1]!;
-  const [head = '', tail = ''] = ip.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => Number.parseInt(g, 16).toString(16))
-    .join(':')}::/64`;
-}
-
-/** An IPv6 address's /48 (`2001:db8:5::/48`), or undefined for an IPv4 (or IPv4-mapped) one. */
-export function rateSource48(ip: string): string | undefined {
-  const of64 = rateSource(ip);
-  if (!of64.endsWith('::/64')) return undefined;
-  return `${of64.slice(0, -'::/64'.length).split(':').slice(0, 3).join(':')}::/48`;
-}
-
-/**
- * A redirect URI a client may register (OAuth 2.1 §2.3.1, MCP authorization "Communication
- * Security"): https anywhere, http only to a loopback host (a desktop client's own listener),
- * or a private-use scheme such as `cursor://` or `vscode://`; never a fragment.
- */
-export function redirectUriAllowed(uri: string): boolean {
-  if (uri.length > MAX_URI_LENGTH) return false;
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return false;
-  }
-  if (url.hash || url.username || url.password) return false;
-  if (url.protocol === 'https:') return true;
-  if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  // Private-use schemes: a reverse domain or an app name, never one a browser runs as script.
-  return /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) && !['javascript:', 'data:', 'file:', 'blob:', 'about:', 'vbscript:'].includes(url.protocol);
-}
 
 /** OAUTH_UNCONSENTED_CLIENTS_MAX's default. */
 export const UNCONSENTED_CLIENTS_MAX = 10_000;

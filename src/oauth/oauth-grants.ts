@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { InvalidGrantError, InvalidRequestError, InvalidTargetError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -9,49 +9,8 @@ import type { Member, MemberRegistry } from '../registry/members.ts';
 import type { Principal } from '../registry/principal.ts';
 import { hashKey } from '../registry/secret-key.ts';
 import type { OAuthClient } from './oauth-clients.ts';
-
-/**
- * What a person granted a client: to act as them (with their role, read from the registry on
- * every request) at one MCP endpoint, the resource (RFC 8707). A grant lives while its refresh
- * tokens do; revoking it ends every token of it at once.
- */
-export interface OAuthGrant {
-  id: string;
-  workspace: string;
-  member: string;
-  /** The member record's creation: a member removed and added again does not inherit grants. */
-  memberSince: number;
-  clientId: string;
-  clientName: string;
-  /** The MCP endpoint URL the tokens are for. */
-  resource: string;
-  /**
-   * How far the person let the client reach (the consent page's choice, within their role);
-   * absent on grants made before scopes, which reach as far as the role.
-   */
-  level?: GrantLevel;
-  createdAt: number;
-  /** When a token of it was last issued. */
-  refreshedAt: number;
-  /** sha256 of its access token: a refresh replaces it, so a grant holds one at a time. */
-  accessHash?: string;
-}
-
-/** A code waiting for its token request (single use, {@link GrantOptions.codeTtlS}). */
-interface CodeRecord {
-  grantId: string;
-  clientId: string;
-  redirectUri: string;
-  /** The authorization request named redirectUri, so the token request must as well. */
-  redirectUriGiven?: boolean;
-  challenge: string;
-  resource: string;
-}
-
-interface AccessRecord {
-  grantId: string;
-  expiresAt: number;
-}
+import type { AccessRecord, CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
+import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, mintToken, PKCE_VERIFIER, REFRESH_TOKEN_PREFIX, s256, TOKEN_SHAPE } from './oauth-token-format.ts';
 
 /** Token lifetimes (OAUTH_ACCESS_TOKEN_TTL_S, OAUTH_REFRESH_TOKEN_TTL_S) and a clock tests may set. */
 export interface GrantOptions {
@@ -62,10 +21,6 @@ export interface GrantOptions {
   now?: () => number;
 }
 
-/** Access tokens start so: /mcp tells them from member and agent keys (`adb_`) before any lookup. */
-export const ACCESS_TOKEN_PREFIX = 'adbat_';
-const REFRESH_TOKEN_PREFIX = 'adbrt_';
-const TOKEN_SHAPE = /^adb(at|rt|ac)_[A-Za-z0-9_-]{43}$/;
 /**
  * What a spent code or refresh token's record becomes, until its own TTL: presented again, it
  * shows the code or token was copied, and the grant is revoked (OAuth 2.1 §4.1.3, §4.3.1).
@@ -73,16 +28,6 @@ const TOKEN_SHAPE = /^adb(at|rt|ac)_[A-Za-z0-9_-]{43}$/;
 const SPENT = 'spent:';
 /** A member's grants past this end, oldest first: a client signing in in a loop cannot fill Redis. */
 export const MAX_GRANTS_PER_MEMBER = 50;
-
-const mint = (prefix: string) => prefix + randomBytes(32).toString('base64url');
-
-/** base64url(sha256(verifier)): PKCE's S256 (RFC 7636 §4.6), the only method accepted. */
-export function s256(verifier: string): string {
-  return createHash('sha256').update(verifier).digest('base64url');
-}
-
-/** RFC 7636 §4.1: 43 to 128 unreserved characters. */
-const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
 /**
  * Authorization codes, grants, and the tokens issued under them, in Redis. Codes and tokens are
@@ -129,7 +74,7 @@ export class OAuthGrants {
       createdAt: now,
       refreshedAt: now,
     };
-    const code = mint('adbac_');
+    const code = mintToken(CODE_PREFIX);
     const record: CodeRecord = {
       grantId: grant.id,
       clientId: client.clientId,
@@ -171,7 +116,7 @@ export class OAuthGrants {
       throw new InvalidRequestError('redirect_uri is required: the authorization request named one (OAuth 2.1 §4.1.3).');
     if (p.redirectUri !== undefined && p.redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request.');
     if (p.resource !== undefined && p.resource !== code.resource) throw new InvalidTargetError('resource differs from the authorization request.');
-    if (!VERIFIER.test(p.verifier) || s256(p.verifier) !== code.challenge) {
+    if (!PKCE_VERIFIER.test(p.verifier) || s256(p.verifier) !== code.challenge) {
       await this.dropGrant(code.grantId);
       throw new InvalidGrantError('code_verifier does not match the code_challenge.');
     }
@@ -285,8 +230,8 @@ export class OAuthGrants {
       await this.revoke(grant.workspace, grant.member, grant.id);
       throw new InvalidGrantError('The member who granted this is no longer in the workspace: sign in again.');
     }
-    const access = mint(ACCESS_TOKEN_PREFIX);
-    const refresh = mint(REFRESH_TOKEN_PREFIX);
+    const access = mintToken(ACCESS_TOKEN_PREFIX);
+    const refresh = mintToken(REFRESH_TOKEN_PREFIX);
     const now = this.now();
     const { accessTtlS, refreshTtlS } = this.opts;
     const next: OAuthGrant = { ...grant, refreshedAt: now, accessHash: hashKey(access) };

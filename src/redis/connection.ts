@@ -27,6 +27,10 @@ export function connectRedis(url: string, opts: { blocking?: boolean; name?: str
     // exited at ~5 s (redis/ioredis#1247). `disconnect()` drops pending replies by contract,
     // and a wanted close goes through `quit()`, so nothing waits for that grace.
     disconnectTimeout: 0,
+    // ioredis's default waits up to 2 s between attempts, so for up to 2 s after Redis came back
+    // a connection that had not yet tried again answered UNAVAILABLE (seen in the redis-fault
+    // test). Half a second apart costs a Redis that is down two connects a second per connection.
+    retryStrategy: reconnectDelayMs,
   };
   const redis = new Redis(url, options);
   // Connection errors also fail the commands that wait on them, which is where callers see
@@ -34,6 +38,14 @@ export function connectRedis(url: string, opts: { blocking?: boolean; name?: str
   redis.on('error', () => undefined);
   return redis;
 }
+
+/** How long a dropped connection waits before its `attempt`-th try to connect again (from 1). */
+export function reconnectDelayMs(attempt: number): number {
+  return Math.min(attempt * 50, RECONNECT_MAX_MS);
+}
+
+/** The longest wait between two tries to reconnect: how long a client can lag a Redis that is back. */
+export const RECONNECT_MAX_MS = 500;
 
 /**
  * Resolves once `redis` answers a PING; rejects as soon as connecting fails (a refused

@@ -5,7 +5,7 @@ import type { ActivityEntry, ActivityPage } from '../history/activity-view.ts';
 import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
-import type { RestoreResult } from '../history/restore-requests.ts';
+import type { RestoreResult } from '../history/restore-result.ts';
 import { RESTORE_PREVIEW_ENTRIES, entriesAfter } from '../history/restore-preview.ts';
 import { checkHistoryAdmin, type HistoryCaller } from '../policy/history-admin.ts';
 import type { AgentRegistry } from '../registry/agents.ts';

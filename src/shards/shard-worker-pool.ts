@@ -11,7 +11,7 @@ import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ChildModule } from '../executor/child-module.ts';
-import { ExecutorPool } from '../executor/executor-pool.ts';
+import type { ExecutorPool } from '../executor/executor-pool.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { closeWorker } from '../redis/close-worker.ts';
@@ -28,6 +28,8 @@ import { leaseToken, ShardLease } from './shard-lease.ts';
 import { ShardWorker } from './shard-worker.ts';
 import { StaleMarkers } from './stale-markers.ts';
 import { UnheldJobs } from './unheld-jobs.ts';
+import { workerExecutorPool } from './worker-executor-pool.ts';
+import { registerWorkerGauges } from './worker-gauges.ts';
 import { queueTelemetry, tracerIf } from '../tracing.ts';
 import type { Tracer } from '@opentelemetry/api';
 
@@ -80,23 +82,7 @@ export class ShardWorkerPool {
     this.tracer = tracerIf(config.tracing);
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
-    this.executor = new ExecutorPool({
-      size: config.executorPoolSize,
-      workspaceShare: config.executorWorkspaceShare,
-      overflow: config.executorOverflow,
-      longMs: config.executorLongMs,
-      dataDir: config.dataDir,
-      statementTimeoutMs: config.statementTimeoutMs,
-      heapLimitMb: config.executorHeapLimitMb,
-      handleCacheSize: config.handleCacheSize,
-      maxResultBytes: config.maxResultBytes,
-      maxOffloadBytes: config.maxOffloadBytes,
-      statementCacheBytes: config.statementCacheBytes,
-      ...(config.history ? { history: config.history } : {}),
-      ...(opts.executorChild ? { child: opts.executorChild } : {}),
-      ...(opts.metrics ? { metrics: opts.metrics } : {}),
-      logger: opts.logger,
-    });
+    this.executor = workerExecutorPool(opts);
     this.blobs = openBlobStore(config);
     const { quota, offloaded: offloadQuota } = serviceWorkspaceQuota({
       config,
@@ -137,7 +123,7 @@ export class ShardWorkerPool {
       if (connected) this.unheld.reconnected();
       connected = true;
     });
-    if (opts.metrics) this.registerGauges(opts.metrics);
+    if (opts.metrics) registerWorkerGauges(opts.metrics, this.executor, () => this.workers.size);
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
     this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
     this.status = new ExecutorStatusPublisher(this.redis, this.keys, () => ({
@@ -146,25 +132,6 @@ export class ShardWorkerPool {
       shards: this.ownedShards(),
       pool: this.executor.status(),
     }));
-  }
-
-  /** Adds this worker's gauges to `metrics`: its executor children by state, statements waiting for one, shards owned, capture lag. */
-  private registerGauges(metrics: Metrics): void {
-    metrics.gauge('agentdb_executor_children', "This worker's executor children, by state (idle, running, starting, down).", ['state'], () => {
-      const byState = new Map<string, number>();
-      for (const c of this.executor.status().children) byState.set(c.state, (byState.get(c.state) ?? 0) + 1);
-      return [...byState].map(([state, value]) => ({ labels: { state }, value }));
-    });
-    metrics.gauge('agentdb_executor_waiting_statements', 'Statements waiting for an executor child of this worker (queueing).', [], () => [
-      { value: this.executor.status().waiting },
-    ]);
-    metrics.gauge('agentdb_owned_shards', 'Shards this worker holds the lease of.', [], () => [{ value: this.workers.size }]);
-    metrics.gauge(
-      'agentdb_history_capture_lag_seconds',
-      "Seconds the oldest commit that history lacks has waited in its WAL, over the databases this worker's executor children have open (copies failing, e.g. a full history volume); 0 when history holds every commit.",
-      [],
-      () => [{ value: this.executor.captureLagSeconds() }],
-    );
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */

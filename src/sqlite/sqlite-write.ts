@@ -81,7 +81,7 @@ export function write(
   const bindings = agentBindings(sql, params);
   // DDL runs with run(): an ALTER … ADD COLUMN with a CHECK reports itself a reader (SQLite
   // checks existing rows with a query of its own), and its "rows" are no RETURNING.
-  const { ddl, kind } = writeShape(sql);
+  const { ddl, kind, upsert } = writeShape(sql);
   // A handle's first write sets the limit before the calls table's upkeep writes; every later
   // one runs under the limit its previous write set (the connection keeps it).
   if (!pageSizes.has(db)) applySizeLimit(db, limits.maxBytes);
@@ -106,7 +106,7 @@ export function write(
       if (bound && !ddl) recorder = new EffectRecorder(db, sql);
       const version = schemaVersion(db);
       const before = schemaStateAt(db, version);
-      const result = runWrite(db, stmt, bindings, maxResultBytes, ddl, kind, sql);
+      const result = runWrite(db, stmt, bindings, maxResultBytes, ddl, kind, sql, upsert);
       if (schemaVersion(db) !== version) {
         // DDL. Even a change the check allows (ALTER TABLE … ADD COLUMN) makes cached
         // statements stale: their column lists are read before SQLite re-prepares them.
@@ -139,6 +139,11 @@ export function write(
 interface WriteShape {
   ddl: boolean;
   kind: StatementKind | undefined;
+  /**
+   * An INSERT or REPLACE with `ON CONFLICT … DO UPDATE`: only its answer needs the rowid held
+   * before it ran. Undefined for a text too long to keep: then looked for only where it matters.
+   */
+  upsert: boolean | undefined;
 }
 
 /**
@@ -155,8 +160,12 @@ function writeShape(sql: string): WriteShape {
   if (shape) return shape;
   // The refusal itself is the statement cache's to give (`checkedStatement` runs the guard again).
   const verdict = guardWrite(sql);
-  shape = { ddl: verdict.ok && verdict.ddl, kind: verdict.ok ? verdict.kind : undefined };
-  if (sql.length <= MAX_SHAPE_SQL) {
+  const kind = verdict.ok ? verdict.kind : undefined;
+  // Tokenized again for an insert: once per text kept, never per write of one that is not.
+  const kept = sql.length <= MAX_SHAPE_SQL;
+  const upsert = kind !== 'insert' && kind !== 'replace' ? false : kept ? isUpsert(sql) : undefined;
+  shape = { ddl: verdict.ok && verdict.ddl, kind, upsert };
+  if (kept) {
     if (shapes.size >= MAX_SHAPES) shapes.clear();
     shapes.set(sql, shape);
   }
@@ -172,15 +181,18 @@ export function runWrite(
   ddl: boolean,
   kind: StatementKind | undefined,
   sql: string,
+  upsert?: boolean,
 ): WriteResult {
   stmt.safeIntegers(true);
   // last_insert_rowid() belongs to the connection and outlives statements (an agent's next
-  // statement may read it), so after a CREATE TABLE it still holds an earlier insert's id.
-  const before = lastRowid(db);
+  // statement may read it), so after a CREATE TABLE it still holds an earlier insert's id. Only
+  // an upsert's answer compares with it (see `insertedRowid`): read for it alone, a statement
+  // step less per insert (issue 31).
+  const before = upsert === false ? undefined : lastRowid(db);
   if (!stmt.reader || ddl) {
     const info = stmt.run(...bindings);
     const changes = Number(info.changes);
-    const inserted = insertedRowid(kind, changes, before, info.lastInsertRowid as bigint, sql);
+    const inserted = insertedRowid(kind, changes, before, info.lastInsertRowid as bigint, sql, upsert);
     return { changes, lastInsertRowid: inserted, columns: [], rows: [], truncated: false };
   }
   // RETURNING: SQLite makes every change on the first step, so stopping after the rows we keep
@@ -188,7 +200,7 @@ export function runWrite(
   const read = readRows(stmt, bindings, MAX_RETURNING_ROWS, maxResultBytes);
   const info = trusted(db, 'SELECT changes(), last_insert_rowid()').raw(true).safeIntegers(true).get() as [bigint, bigint];
   const changes = Number(info[0]);
-  return { changes, lastInsertRowid: insertedRowid(kind, changes, before, info[1], sql), ...read };
+  return { changes, lastInsertRowid: insertedRowid(kind, changes, before, info[1], sql, upsert), ...read };
 }
 
 function lastRowid(db: Database): bigint {
@@ -198,13 +210,20 @@ function lastRowid(db: Database): bigint {
 /**
  * The id of the row the statement inserted, or null when it inserted none. Only an INSERT or
  * REPLACE inserts (no triggers run); it did when it changed rows, unless it is an upsert, whose
- * changes may all be updates: then only a moved last_insert_rowid() shows an insert. (An upsert
- * whose insert got the very rowid the connection held before reads as none: a rare miss, where
- * reporting the old id would be a wrong answer.)
+ * changes may all be updates: then only a moved last_insert_rowid() shows an insert (`before`,
+ * read unless `upsert` is false). (An upsert whose insert got the very rowid the connection held
+ * before reads as none: a rare miss, where reporting the old id would be a wrong answer.)
  */
-function insertedRowid(kind: StatementKind | undefined, changes: number, before: bigint, after: bigint, sql: string): EncodedValue {
+function insertedRowid(
+  kind: StatementKind | undefined,
+  changes: number,
+  before: bigint | undefined,
+  after: bigint,
+  sql: string,
+  upsert: boolean | undefined,
+): EncodedValue {
   if ((kind !== 'insert' && kind !== 'replace') || changes === 0) return null;
-  if (after !== before || !isUpsert(sql)) return encodeValue(after);
+  if (before === undefined || after !== before || !(upsert ?? isUpsert(sql))) return encodeValue(after);
   return null;
 }
 
@@ -219,9 +238,22 @@ function isUpsert(sql: string): boolean {
 const pageSizes = new WeakMap<Database, number>();
 
 /**
+ * The page count each handle's limit was last set to, when SQLite took it as asked: the
+ * connection keeps it (its pager's own maximum) until it is set again.
+ */
+const pageLimits = new WeakMap<Database, number>();
+
+/**
  * Caps the file at `maxBytes` through `max_page_count` (set on every write: it is not stored in
  * the file). SQLite never lowers it below the current size, so a database already over a
  * smaller plan's limit stays readable and only refuses to grow.
+ *
+ * A handle whose limit is already that page count, as SQLite answered when it was set, is not
+ * set again: the statement was a tenth of a small insert's SQLite work (issue 31). SQLite raises
+ * a connection's maximum by itself only to a size the file already has (another connection grew
+ * it past the limit), past which this handle's writes still cannot grow it; a limit SQLite raised
+ * to the file's size when it was set (a database over its plan's limit) is set on every write, as
+ * before, so it follows the file should it shrink.
  */
 export function applySizeLimit(db: Database, maxBytes: number): void {
   let pageSize = pageSizes.get(db);
@@ -230,7 +262,10 @@ export function applySizeLimit(db: Database, maxBytes: number): void {
     pageSizes.set(db, pageSize);
   }
   const pages = Math.max(1, Math.floor(maxBytes / pageSize));
-  trusted(db, `PRAGMA max_page_count = ${pages}`).run();
+  if (pageLimits.get(db) === pages) return;
+  const set = trusted(db, `PRAGMA max_page_count = ${pages}`).pluck().get() as number;
+  if (set === pages) pageLimits.set(db, pages);
+  else pageLimits.delete(db);
 }
 
 /**

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { AgentDbClient, type AgentDbClientOptions } from '../../src/calls/client.ts';
+import { AgentDbClient } from '../../src/calls/client.ts';
+import type { AgentDbClientOptions } from '../../src/calls/client-options.ts';
 import { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
 import { builtExecutorChild } from './built-child.ts';
 

@@ -9,7 +9,7 @@ import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
-import type { AgentDbClientOptions } from '../../src/calls/client.ts';
+import type { AgentDbClientOptions } from '../../src/calls/client-options.ts';
 import type { Sandbox } from './harness.ts';
 
 /** The HTTP app with its web page, listening on a free port of 127.0.0.1, over a sandbox. */

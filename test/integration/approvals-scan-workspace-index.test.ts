@@ -8,7 +8,7 @@ import { withScripts } from '../../src/redis/lua-scripts.ts';
 import { pruneRedis } from '../../src/schedule/redis-maintenance.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
-// `GET /v1/approvals` (ApprovalStore.scan) reads only the workspace's own indexes: before, it
+// `GET /v1/approvals` (ApprovalPages.scan) reads only the workspace's own indexes: before, it
 // walked the service-wide ones, 5,000 entries a page, so a workspace whose approvals sat behind
 // another's thousands got short or empty pages (issue 27's hostile review).
 
@@ -57,7 +57,7 @@ async function pages(store: ApprovalStore, workspace: string, state: ApprovalSta
   const out: Approval[][] = [];
   let cursor: ListCursor | undefined;
   do {
-    const page = await store.scan({ workspace, state, limit, ...(cursor ? { cursor } : {}) });
+    const page = await store.pages.scan({ workspace, state, limit, ...(cursor ? { cursor } : {}) });
     out.push(page.approvals);
     cursor = page.next;
     expect(out.length, 'pages').toBeLessThan(50);
@@ -85,7 +85,7 @@ beforeAll(async () => {
   store = new ApprovalStore(redis, keys);
   // As on a service upgraded earlier: the one-time backfill has run, so what follows is indexed
   // by approval-create.lua and approval-transition.lua alone.
-  await store.scan({ workspace: 'b', state: 'pending', limit: 1 });
+  await store.pages.scan({ workspace: 'b', state: 'pending', limit: 1 });
   expect(await redis.exists(keys.approvalsIndexed)).toBe(1);
   // Workspace b: 13 pending, 9 approved, 6 rejected, 3 expired; some made in the same
   // millisecond and some pending ones expiring in the same one, so the id breaks ties.
@@ -109,7 +109,7 @@ afterAll(async () => {
 describe("a workspace's list beside another's 5,000 pending approvals", () => {
   it("answers b's first page full, pending and all", async () => {
     for (const state of ['pending', 'all'] as const) {
-      const page = await store.scan({ workspace: 'b', state, limit: 5 });
+      const page = await store.pages.scan({ workspace: 'b', state, limit: 5 });
       expect(page.approvals.map((a) => a.id)).toEqual(expected(made, state).slice(0, 5));
       expect(page.next).toBeDefined();
     }
@@ -141,12 +141,12 @@ describe("a workspace's list beside another's 5,000 pending approvals", () => {
     }) as Redis['sendCommand'];
     try {
       const fresh = new ApprovalStore(counting, keys);
-      const page = await fresh.scan({ workspace: 'b', state: 'all', limit: 200 });
+      const page = await fresh.pages.scan({ workspace: 'b', state: 'all', limit: 200 });
       expect(page.approvals.map((a) => a.id)).toEqual(expected(made, 'all'));
       // The backfill marker, b's index, its entries' small fields (pipelined: one command each), its records.
       expect(sent).toBeLessThan(3 * made.length + 10);
       const before = sent;
-      const listed = await fresh.list({ workspace: 'b', state: 'all' });
+      const listed = await fresh.pages.list({ workspace: 'b', state: 'all' });
       expect(listed.map((a) => a.id)).toEqual(expected(made, 'all'));
       expect(sent - before).toBeLessThan(made.length + 10);
       // Pending: in the order the CLI lists them, by creation.
@@ -154,14 +154,14 @@ describe("a workspace's list beside another's 5,000 pending approvals", () => {
         .filter((m) => m.state === 'pending')
         .sort((x, y) => y.createdAt - x.createdAt)
         .map((m) => m.createdAt);
-      expect((await fresh.list({ workspace: 'b' })).map((a) => a.createdAt)).toEqual(pendingCreated);
+      expect((await fresh.pages.list({ workspace: 'b' })).map((a) => a.createdAt)).toEqual(pendingCreated);
     } finally {
       counting.disconnect();
     }
   });
 
   it("keeps a's own list whole", async () => {
-    const first = await store.scan({ workspace: 'a', state: 'pending', limit: 200 });
+    const first = await store.pages.scan({ workspace: 'a', state: 'pending', limit: 200 });
     expect(first.approvals.map((a) => a.id)).toEqual(Array.from({ length: 200 }, (_, k) => `ap_a${4999 - k}`));
   });
 
@@ -185,7 +185,7 @@ describe("a workspace's list beside another's 5,000 pending approvals", () => {
 
   it('drops an entry listed as pending by a decision that did not know the index (an older process)', async () => {
     await redis.zadd(keys.approvalsExpiringOf('b'), T0 + 30 * DAY_MS, 'ap_ba0');
-    expect((await store.scan({ workspace: 'b', state: 'pending', limit: 200 })).approvals.map((a) => a.id)).toEqual(expected(made, 'pending'));
+    expect((await store.pages.scan({ workspace: 'b', state: 'pending', limit: 200 })).approvals.map((a) => a.id)).toEqual(expected(made, 'pending'));
     expect(await redis.zscore(keys.approvalsExpiringOf('b'), 'ap_ba0')).toBeNull();
   });
 
@@ -198,7 +198,7 @@ describe("a workspace's list beside another's 5,000 pending approvals", () => {
     expect((await redis.zrange(keys.approvalsExpiringOf('b'), 0, -1)).sort()).toEqual(expected(made, 'pending').sort());
     expect(await redis.zcard(keys.approvalsExpiringOf('a'))).toBe(5000);
     expect((await pages(store, 'b', 'pending', 5)).flat().map((a) => a.id)).toEqual(expected(made, 'pending'));
-    expect(await store.scan({ workspace: 'b', state: 'approved', limit: 5 })).toEqual({ approvals: [] });
+    expect(await store.pages.scan({ workspace: 'b', state: 'approved', limit: 5 })).toEqual({ approvals: [] });
   });
 });
 
@@ -244,17 +244,17 @@ describe('approvals recorded before the per-workspace list indexes', () => {
     await redis.set(`${old.config.prefix}:{approvals}:ws-indexed`, '1');
     expect(await redis.exists(oldKeys.approvalsIndexed)).toBe(0);
     const oldStore = new ApprovalStore(redis, oldKeys);
-    expect((await oldStore.scan({ workspace: 'b', state: 'pending', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o2', 'ap_o5', 'ap_o3']);
+    expect((await oldStore.pages.scan({ workspace: 'b', state: 'pending', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o2', 'ap_o5', 'ap_o3']);
     expect(await redis.exists(oldKeys.approvalsIndexed)).toBe(1);
-    expect((await oldStore.scan({ workspace: 'b', state: 'all', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o3', 'ap_o2', 'ap_o1']);
-    expect((await oldStore.scan({ workspace: 'c', state: 'all', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o4']);
+    expect((await oldStore.pages.scan({ workspace: 'b', state: 'all', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o3', 'ap_o2', 'ap_o1']);
+    expect((await oldStore.pages.scan({ workspace: 'c', state: 'all', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o4']);
     // The inbox's indexes as they were, not doubled.
     expect(await redis.zrange(oldKeys.approvalsPendingOf('b'), 0, -1)).toEqual(['ap_o5', 'ap_o2', 'ap_o3']);
     expect(await redis.zrange(oldKeys.approvalsDecidedOf('b'), 0, -1)).toEqual(['ap_o1']);
     // Decided after the upgrade: it leaves the pending list like any other.
     expect(await oldStore.transition('ap_o2', 'rejected', 'b/ada')).toBe('OK');
-    expect((await oldStore.scan({ workspace: 'b', state: 'pending', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o5', 'ap_o3']);
-    expect((await oldStore.scan({ workspace: 'b', state: 'rejected', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o2']);
+    expect((await oldStore.pages.scan({ workspace: 'b', state: 'pending', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o5', 'ap_o3']);
+    expect((await oldStore.pages.scan({ workspace: 'b', state: 'rejected', limit: 10 })).approvals.map((a) => a.id)).toEqual(['ap_o2']);
   });
 
   it('indexes a record as it stands when the script runs: a decided one as decided, a gone one nowhere', async () => {

@@ -64,9 +64,9 @@ async function flood(from: number, n: number): Promise<void> {
 async function quietPagesCost(): Promise<{ commands: number; decided: string[]; pending: string[]; byDb: [string, number][] }> {
   const quietStore = new ApprovalStore(counting.redis, keys);
   const before = counting.sent();
-  const decided = await quietStore.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 25 });
-  const pending = await quietStore.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 });
-  const byDb = await quietStore.pendingByDatabase('quiet');
+  const decided = await quietStore.pages.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 25 });
+  const pending = await quietStore.pages.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 });
+  const byDb = await quietStore.pages.pendingByDatabase('quiet');
   return {
     commands: counting.sent() - before,
     decided: decided.approvals.map((a) => a.id),
@@ -81,7 +81,7 @@ beforeAll(async () => {
   redis = new Redis(REDIS_URL);
   store = new ApprovalStore(redis, keys);
   // As on a service upgraded earlier: the one-time backfill (tested below) has run.
-  await store.pendingByDatabase('quiet');
+  await store.pages.pendingByDatabase('quiet');
   // Created in the opposite order to that in which they are decided below.
   await store.create(request('ap_qc', 'quiet', 'miner', T0 - 3000));
   await store.create(request('ap_qb', 'quiet', 'miner', T0 - 2000));
@@ -116,23 +116,23 @@ describe('a workspace inbox beside another with thousands of approvals', () => {
   }, 120_000);
 
   it('filters, counts, offers its own choices and pages', async () => {
-    const filtered = await store.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25, filter: { agent: 'miner' } });
+    const filtered = await store.pages.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25, filter: { agent: 'miner' } });
     expect(filtered.approvals.map((a) => a.id)).toEqual(['ap_qp3', 'ap_qp1']);
     expect(filtered.total).toBe(2);
     expect(filtered.choices).toEqual({ agent: ['miner', 'scout'], database: ['quiet/miner', 'quiet/scout'], tool: ['DATA_DROP_TABLE', 'DATA_WRITE_SQL'] });
-    const second = await store.page({ workspace: 'quiet', state: 'decided', offset: 1, limit: 1 });
+    const second = await store.pages.page({ workspace: 'quiet', state: 'decided', offset: 1, limit: 1 });
     expect(second.approvals.map((a) => a.id)).toEqual(['ap_qb']);
     expect(second.total).toBe(3);
-    const evil = await store.page({ workspace: 'evil', state: 'decided', offset: 0, limit: 2 });
+    const evil = await store.pages.page({ workspace: 'evil', state: 'decided', offset: 0, limit: 2 });
     expect(evil.total).toBe(4000);
     expect(evil.approvals.every((a) => a.workspace === 'evil' && a.state === 'rejected')).toBe(true);
   });
 
   it('moves an approval from the pending list to the decided one when it is decided', async () => {
     expect(await store.transition('ap_qp1', 'rejected', 'quiet/ada')).toBe('OK');
-    expect((await store.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 })).approvals.map((a) => a.id)).toEqual(['ap_qp3', 'ap_qp2']);
-    expect((await store.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 1 })).approvals.map((a) => a.id)).toEqual(['ap_qp1']);
-    expect((await store.pendingByDatabase('quiet')).get('quiet/miner')).toBe(1);
+    expect((await store.pages.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 })).approvals.map((a) => a.id)).toEqual(['ap_qp3', 'ap_qp2']);
+    expect((await store.pages.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 1 })).approvals.map((a) => a.id)).toEqual(['ap_qp1']);
+    expect((await store.pages.pendingByDatabase('quiet')).get('quiet/miner')).toBe(1);
   });
 
   it('lets the retention prune take decided approvals out of their workspace index, keeping pending ones', async () => {
@@ -140,7 +140,7 @@ describe('a workspace inbox beside another with thousands of approvals', () => {
     expect(await redis.zcard(keys.approvalsDecidedOf('quiet'))).toBe(0);
     expect(await redis.zcard(keys.approvalsDecidedOf('evil'))).toBe(0);
     expect(await redis.zrange(keys.approvalsPendingOf('quiet'), 0, -1)).toEqual(['ap_qp2', 'ap_qp3']);
-    expect((await store.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 })).total).toBe(2);
+    expect((await store.pages.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 })).total).toBe(2);
   });
 });
 
@@ -178,21 +178,21 @@ describe('approvals recorded before the per-workspace indexes', () => {
     await redis.zrem(oldKeys.approvalsAll, 'ap_o5');
     const oldStore = new ApprovalStore(redis, oldKeys);
     expect(await redis.exists(oldKeys.approvalsIndexed)).toBe(0);
-    const decided = await oldStore.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 25 });
+    const decided = await oldStore.pages.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 25 });
     expect(decided.approvals.map((a) => a.id)).toEqual(['ap_o1', 'ap_o2']);
     expect(await redis.exists(oldKeys.approvalsIndexed)).toBe(1);
-    const pending = await oldStore.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 });
+    const pending = await oldStore.pages.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 });
     expect(pending.approvals.map((a) => a.id)).toEqual(['ap_o3', 'ap_o5']);
     expect(pending.choices.tool).toEqual(['DATA_WRITE_SQL']);
-    expect([...(await oldStore.pendingByDatabase('other'))]).toEqual([['other/scout', 1]]);
+    expect([...(await oldStore.pages.pendingByDatabase('other'))]).toEqual([['other/scout', 1]]);
     // Decided after the upgrade: it moves lists like any other.
     expect(await oldStore.transition('ap_o3', 'rejected', 'quiet/ada')).toBe('OK');
-    expect((await oldStore.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 1 })).approvals.map((a) => a.id)).toEqual(['ap_o3']);
+    expect((await oldStore.pages.page({ workspace: 'quiet', state: 'decided', offset: 0, limit: 1 })).approvals.map((a) => a.id)).toEqual(['ap_o3']);
   });
 
   it('drops an entry the backfill listed as pending while it was being decided', async () => {
     await redis.zadd(oldKeys.approvalsPendingOf('quiet'), T0 - 800, 'ap_o2');
-    const page = await new ApprovalStore(redis, oldKeys).page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 });
+    const page = await new ApprovalStore(redis, oldKeys).pages.page({ workspace: 'quiet', state: 'pending', offset: 0, limit: 25 });
     expect(page.approvals.map((a) => a.id)).toEqual(['ap_o5']);
     expect(await redis.zscore(oldKeys.approvalsPendingOf('quiet'), 'ap_o2')).toBeNull();
   });

@@ -409,5 +409,5 @@ describe('random interleavings of calls that share ids', () => {
 });
 
 async function pendingOf(workspace: string) {
-  return new ApprovalStore(redis, keysFor(sb.config.prefix)).list({ workspace, state: 'pending' });
+  return new ApprovalStore(redis, keysFor(sb.config.prefix)).pages.list({ workspace, state: 'pending' });
 }

@@ -159,8 +159,8 @@ describe('the scheduler', () => {
     expect((await readUsage(redis, keys, 'acme')).map((r) => r.day)).toEqual([day(9), day(0)]);
     expect(await store.get('ap_old-done')).toBeUndefined();
     expect(await store.get('ap_old-pending')).toMatchObject({ state: 'pending' });
-    expect((await store.list({ state: 'pending' })).map((a) => a.id)).toEqual(['ap_old-pending']);
-    expect((await store.list({ state: 'all' })).map((a) => a.id)).toEqual(['ap_new-done']);
+    expect((await store.pages.list({ state: 'pending' })).map((a) => a.id)).toEqual(['ap_old-pending']);
+    expect((await store.pages.list({ state: 'all' })).map((a) => a.id)).toEqual(['ap_new-done']);
     await s.stop();
     redis.disconnect();
   });

@@ -73,4 +73,18 @@ describe('lastInsertRowid', () => {
       ]),
     ).toEqual([null, 1, 2, null, null, 3]);
   });
+
+  // Texts past what the write's shape cache keeps (2,048 characters) are looked at per write.
+  it('tells them apart in statements too long to remember', () => {
+    const long = `'${'x'.repeat(3000)}'`;
+    expect(
+      rowids([
+        ['CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)'],
+        [`INSERT INTO kv VALUES ('a', ${long}) ON CONFLICT (k) DO UPDATE SET v = excluded.v`],
+        [`INSERT INTO kv VALUES ('a', ${long}) ON CONFLICT (k) DO UPDATE SET v = excluded.v`], // updates only
+        [`INSERT INTO kv VALUES ('b', ${long})`],
+        [`UPDATE kv SET v = ${long}`],
+      ]),
+    ).toEqual([null, 1, null, 2, null]);
+  });
 });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CallWaiters, WaitEnded } from '../../src/calls/call-waiters.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
 
@@ -74,6 +74,40 @@ describe('CallWaiters', () => {
     w.lookEvery('k4', 1, async () => (++looks === 2 ? env('c4') : undefined));
     expect(await Promise.all(waits)).toEqual([env('c4'), env('c4')]);
     expect(looks).toBe(2);
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  });
+
+  it('looks now, for every watched call, when told Redis is back, and keeps one look scheduled', async () => {
+    const w = new CallWaiters();
+    const looked: string[] = [];
+    const a = w.completion('ka');
+    const b = w.completion('kb');
+    w.lookEvery('ka', 60_000, async () => (looked.push('ka'), env('ca')));
+    w.lookEvery('kb', 60_000, async () => (looked.push('kb'), undefined));
+    w.lookNow();
+    expect(await a).toEqual(env('ca'));
+    await Promise.resolve();
+    expect(looked).toEqual(['ka', 'kb']);
+    expect(w.counts()).toEqual({ calls: 1, waits: 1, looks: 1 });
+    w.drop(b);
+    expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  });
+
+  it('looks once more right after a look that was under way when Redis came back, not in parallel with it', async () => {
+    const w = new CallWaiters();
+    const answers: ((e: Envelope | undefined) => void)[] = [];
+    const wait = w.completion('kc');
+    w.lookEvery('kc', 1, () => new Promise((resolve) => answers.push(resolve)));
+    await vi.waitFor(() => expect(answers).toHaveLength(1));
+    w.lookNow();
+    w.lookNow();
+    expect(answers).toHaveLength(1);
+    // The look sent on the old connection fails; the one asked for follows at once.
+    answers[0]!(undefined);
+    await Promise.resolve();
+    expect(answers).toHaveLength(2);
+    answers[1]!(env('cc'));
+    expect(await wait).toEqual(env('cc'));
     expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
   });
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { ACCESS_TOKEN_PREFIX } from '../../oauth/oauth-grants.ts';
+import { ACCESS_TOKEN_PREFIX } from '../../oauth/oauth-token-format.ts';
 import type { KeyAuthenticator, Principal } from '../../registry/principal.ts';
 import { bearerOf } from '../key-auth.ts';
 import { type OAuthDeps, resourceMetadataUrl, resourceOf } from './oauth-deps.ts';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { scopeOfLevel } from '../../contracts/grant-scope.ts';
-import type { OAuthGrant } from '../../oauth/oauth-grants.ts';
+import type { OAuthGrant } from '../../oauth/oauth-grant-records.ts';
 import type { OAuthDeps } from '../oauth/oauth-deps.ts';
 import { html } from './html.ts';
 import { ago, isoTime, layout } from './layout.ts';

@@ -6,7 +6,7 @@ import { dirNames } from '../../history/dir-names.ts';
 import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { positionIn, positionToken } from '../../history/position-token.ts';
-import type { RestoreResult } from '../../history/restore-requests.ts';
+import type { RestoreResult } from '../../history/restore-result.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';

@@ -1,0 +1,45 @@
+import type { ActivityEntry } from './activity-view.ts';
+import type { RestorePlan } from './restore-plan.ts';
+
+/** What a restore answers (the HTTP contract of `POST /v1/databases/:db/restore`). */
+export interface RestoreResult {
+  database: string;
+  restoredTo: string;
+  dryRun: boolean;
+  snapshot: { id: string; at: string };
+  frames: number;
+  commits: number;
+  undoId?: string;
+  into?: string;
+  /**
+   * An undo only: the commits made after the restore it undoes, which the undo discards (the
+   * undo goes back to exactly the state before that restore). Said by the dry run too.
+   */
+  discardsCommits?: number;
+  /** A dry run `into` a name the restore itself would refuse: why (`DATABASE_EXISTS: …`). */
+  refused?: string;
+  /** A dry run on a full disk: planned from the history copied so far, writing nothing (`FULL_DISK_NOTE`). */
+  note?: string;
+  /** A dry run: the history position of the state it would restore (`RestorePlan.state`). */
+  keeps?: string;
+  /**
+   * A dry run: the activity list's entries after that state, newest first — what the restore takes
+   * away in place (those an earlier restore undid are gone already), or leaves out of a new
+   * database — at most `RESTORE_PREVIEW_ENTRIES`, `more` when there are others.
+   */
+  after?: { entries: ActivityEntry[]; more: boolean; note?: string };
+}
+
+/** A restore's answer from its plan: where it went, and `extra` (its undo id, a dry run's preview …). */
+export function result(database: string, plan: RestorePlan, restoredTo: number, dryRun: boolean, extra: Partial<RestoreResult>): RestoreResult {
+  return {
+    database,
+    restoredTo: new Date(restoredTo).toISOString(),
+    dryRun,
+    snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
+    frames: plan.frames,
+    commits: plan.commits,
+    ...(dryRun ? { keeps: plan.state } : {}),
+    ...extra,
+  };
+}
