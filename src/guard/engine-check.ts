@@ -245,9 +245,9 @@ function fromSqlite(err: unknown): Refused {
  */
 export function hardenConnection(db: Database): void {
   db.unsafeMode(false);
-  db.pragma('trusted_schema = OFF');
+  // Set in one exec, each read back on its own: on every handle cache miss (issue 31).
+  db.exec('PRAGMA trusted_schema = OFF; PRAGMA temp_store = MEMORY');
   if (db.pragma('trusted_schema', { simple: true }) !== 0) throw new Error('could not turn trusted_schema off');
-  db.pragma('temp_store = MEMORY');
   if (db.pragma('temp_store', { simple: true }) !== 2) throw new Error('could not keep temporary data in memory');
 }
 

@@ -1,4 +1,5 @@
 import { argumentBytes, callRequest, DEFAULT_MAX_CALL_BYTES, type CallRequest } from '../contracts/call.ts';
+import { plainCallRequest, plainQueryArguments } from '../contracts/call-request-fast.ts';
 import { describeIssues } from '../contracts/describe-issues.ts';
 import { isToolName, toolInputs, type ToolName } from '../contracts/tools.ts';
 import type { ErrorCode } from '../errors.ts';
@@ -38,9 +39,13 @@ export function planCall(
   const rawTool = typeof (input as { tool?: unknown } | null)?.tool === 'string' ? (input as { tool: string }).tool : '';
   const fail = (code: ErrorCode, detail: string) => ({ ok: false as const, failure: { code, detail, tool: rawTool } });
 
-  const parsed = callRequest.safeParse(input);
-  if (!parsed.success) return fail('INVALID_ARGUMENTS', describeIssues(parsed.error.issues));
-  const request = parsed.data;
+  // The plain shape of an agent's call without zod (the same output); anything else, zod's verdict.
+  let request = plainCallRequest(input);
+  if (!request) {
+    const parsed = callRequest.safeParse(input);
+    if (!parsed.success) return fail('INVALID_ARGUMENTS', describeIssues(parsed.error.issues));
+    request = parsed.data;
+  }
   // Before anything reads the arguments: a call too large is refused whole, whatever else it holds.
   const size = argumentBytes(request.arguments);
   if (size === undefined) return fail('INVALID_ARGUMENTS', 'arguments must be JSON (no BigInt, no cycles)');
@@ -49,9 +54,13 @@ export function planCall(
   }
   if (!isToolName(request.tool)) return fail('UNKNOWN_TOOL', `"${request.tool}" is not a tool.`);
 
-  const argsParsed = toolInputs[request.tool].safeParse(request.arguments ?? {});
-  if (!argsParsed.success) return fail('INVALID_ARGUMENTS', describeIssues(argsParsed.error.issues));
-  const args = argsParsed.data as Record<string, unknown> & { scope?: 'agent' | 'workspace'; agent?: string };
+  type Args = Record<string, unknown> & { scope?: 'agent' | 'workspace'; agent?: string };
+  let args = (request.tool === 'DATA_QUERY_SQL' ? plainQueryArguments(request.arguments ?? {}) : undefined) as Args | undefined;
+  if (!args) {
+    const argsParsed = toolInputs[request.tool].safeParse(request.arguments ?? {});
+    if (!argsParsed.success) return fail('INVALID_ARGUMENTS', describeIssues(argsParsed.error.issues));
+    args = argsParsed.data as Args;
+  }
 
   const caller: Caller = request.member
     ? {

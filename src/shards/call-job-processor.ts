@@ -153,7 +153,10 @@ export class CallJobProcessor {
     // sends this note and then the event in one script (`NOTED_COMPLETE_LUA`); noted before the
     // announce, the note went out alone in a microtask of its own, one more script in Redis.
     this.count(job, argsBytes, parked ? jsonBytes(job.data) + CALL_OVERHEAD_BYTES : argsBytes, jsonTextBytes(event.envelopeJson), log);
-    this.countMetrics(envelope, started);
+    // Counted once the completion has gone: its flush is the first microtask of this turn (queued
+    // by the announce above), and this the next one, still before BullMQ hears of the answer.
+    const seconds = (Date.now() - started) / 1000;
+    queueMicrotask(() => this.countMetrics(envelope, seconds));
     if (this.opts.logger.isLevelEnabled('debug')) {
       log().debug({ tool: envelope.tool, ok: envelope.ok, code: envelope.ok ? undefined : envelope.error.code, ms: Date.now() - started }, 'call done');
     }
@@ -161,14 +164,14 @@ export class CallJobProcessor {
   }
 
   /** Counts a finished call for `/metrics`: its tool, outcome and time. */
-  private countMetrics(envelope: Envelope, started: number): void {
+  private countMetrics(envelope: Envelope, seconds: number): void {
     const { metrics } = this.opts;
     if (!metrics) return;
     // A job's tool is whatever its data says: a name outside the contract is one label, not one each.
     const tool = Object.hasOwn(TOOL_TIERS, envelope.tool) ? envelope.tool : 'other';
     const outcome = envelope.ok ? 'ok' : envelope.error.code;
     metrics.calls.inc({ tool, outcome });
-    metrics.callSeconds.observe({ tool }, (Date.now() - started) / 1000);
+    metrics.callSeconds.observe({ tool }, seconds);
     if (outcome === 'STORAGE_FULL' || outcome === 'HISTORY_QUOTA') metrics.captureFailures.inc({ code: outcome });
   }
 

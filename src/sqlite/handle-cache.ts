@@ -228,10 +228,11 @@ export class HandleCache {
       // SQLITE_NOTADB, before anything could be written to it.
       const mode = db.pragma('journal_mode = WAL', { simple: true });
       if (mode !== 'wal') throw new Error(`could not switch ${file} to WAL (journal_mode is ${String(mode)})`);
-      db.pragma('synchronous = NORMAL');
-      // With history capture on, only capture checkpoints, once it has copied the frames.
-      if (this.opts.walAutocheckpoint !== undefined) db.pragma(`wal_autocheckpoint = ${this.opts.walAutocheckpoint}`);
-      db.pragma(`cache_size = -${this.opts.pageCacheKiB ?? 1024}`);
+      // The connection's own settings, in one exec: a statement object each took 0.06 ms more of
+      // a miss's open with hardenConnection's (issue 31). With history capture on, only capture
+      // checkpoints, once it has copied the frames.
+      const checkpoint = this.opts.walAutocheckpoint === undefined ? '' : `PRAGMA wal_autocheckpoint = ${Number(this.opts.walAutocheckpoint)}; `;
+      db.exec(`PRAGMA synchronous = NORMAL; ${checkpoint}PRAGMA cache_size = -${Number(this.opts.pageCacheKiB ?? 1024)}`);
     } catch (err) {
       db.close();
       const code = (err as { code?: string }).code ?? '';

@@ -38,6 +38,9 @@ describe('agentdb worker with WORKER_METRICS_PORT', () => {
     const text = await res.text();
     expect(text).toContain('agentdb_calls_total{tool="DATA_WRITE_SQL",outcome="ok"} 1');
     expect(text).toContain('agentdb_calls_total{tool="DATA_QUERY_SQL",outcome="SQL_ERROR"} 1');
+    // Timed too, counted once its completion has gone out (call-job-processor.ts).
+    expect(text).toContain('agentdb_call_duration_seconds_count{tool="DATA_WRITE_SQL"} 1');
+    expect(text).toContain('agentdb_call_duration_seconds_count{tool="DATA_QUERY_SQL"} 1');
     expect(text).toMatch(/^agentdb_owned_shards 4$/m);
     expect(text).toMatch(/^agentdb_executor_children\{state="idle"\} \d+$/m);
     expect(text).toMatch(/^agentdb_history_capture_lag_seconds 0$/m);

@@ -1,0 +1,72 @@
+// The executor design's floor beside ours (`npm run build && node --import tsx bench/floor.ts`):
+// raw BullMQ (no-op worker), raw BullMQ whose worker asks a forked child for the row
+// (bench/raw-child-worker.ts) and agentdb's PK read, in interleaved rounds, sequential and
+// 64 in flight, with each process's CPU per call (caller, worker, the worker's children).
+// BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (2000), BENCH_CONC_CALLS (5000), WORKER_BIN as query-only.ts.
+import path from 'node:path';
+import { benchSite } from './agentdb-worker.ts';
+import { childPids, cpuSeconds } from './cpu.ts';
+import { pkReadTable } from './pk-read.ts';
+import { rawBullmq } from './raw-bullmq.ts';
+import { drive, quantile, round } from './stats.ts';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SEQ = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
+const CONC = Number(process.env.BENCH_CONC_CALLS ?? 5000);
+
+const site = benchSite(REDIS_URL, 'floor', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
+const worker = await site.worker({}, process.env.WORKER_BIN);
+const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
+const rawChild = await rawBullmq(REDIS_URL, `${site.config.prefix}-rawc`, 32, true, {
+  file: './raw-child-worker.ts',
+  args: [path.join(site.config.dataDir, 'raw-child.db')],
+});
+try {
+  const ours = await pkReadTable(site.client);
+  const sides = {
+    raw: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! },
+    rawChild: { call: (i: number) => rawChild.call(i).then(() => undefined), pid: rawChild.pid! },
+    ours: { call: ours, pid: worker.pid },
+  };
+  for (const s of Object.values(sides)) {
+    await drive(1000, 1, s.call);
+    await drive(1000, 16, s.call);
+  }
+  type Row = { p50: number; perSec: number; caller: number; worker: number; children: number };
+  const rows: Record<string, Row[]> = {};
+  const measure = async (key: string, s: { call: (i: number) => Promise<void>; pid: number }, n: number, conc: number) => {
+    const kids = () => childPids(s.pid).reduce((t, p) => t + cpuSeconds(p), 0);
+    const c0 = process.cpuUsage();
+    const w0 = cpuSeconds(s.pid);
+    const k0 = kids();
+    const d = await drive(n, conc, s.call);
+    const c = process.cpuUsage(c0);
+    const sorted = [...d.latencies].sort((a, b) => a - b);
+    (rows[key] ??= []).push({
+      p50: quantile(sorted, 0.5),
+      perSec: n / d.seconds,
+      caller: ((c.user + c.system) / 1e6 / n) * 1000,
+      worker: ((cpuSeconds(s.pid) - w0) / n) * 1000,
+      children: ((kids() - k0) / n) * 1000,
+    });
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [k, s] of Object.entries(sides)) await measure(`${k}Seq`, s, SEQ, 1);
+    for (const [k, s] of Object.entries(sides)) await measure(`${k}64`, s, CONC, 64);
+  }
+  const med = (xs: number[]) =>
+    quantile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    );
+  const out: Record<string, Record<string, number>> = {};
+  for (const [k, rs] of Object.entries(rows)) {
+    out[k] = Object.fromEntries((['p50', 'perSec', 'caller', 'worker', 'children'] as const).map((f) => [f, round(med(rs.map((x) => x[f])), 3)]));
+  }
+  console.log(JSON.stringify({ rounds: ROUNDS, note: 'p50 ms; CPU s per 1,000 calls', ...out }, null, 1));
+} finally {
+  await rawChild.close();
+  await raw.close();
+  await site.close();
+}

@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { callRequest } from '../../src/contracts/call.ts';
+import { plainCallRequest } from '../../src/contracts/call-request-fast.ts';
+import { planCall } from '../../src/policy/call-plan.ts';
+
+const base = { workspace: 'acme', agent: 'reader', tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } };
+const settingsCases: unknown[] = [
+  undefined,
+  {},
+  { database: 'agent' },
+  { database: 'workspace', approval: 'write', sandbox: true, sharedData: true },
+  { sandbox: false },
+  { database: 'nope' },
+  { approval: 'always' },
+  { sandbox: 'yes' },
+  { sharedData: 1 },
+  { database: 'agent', extra: 1 },
+  { database: undefined },
+  null,
+  [],
+  'agent',
+];
+const envelopeCases: Record<string, unknown>[] = [
+  base,
+  { ...base, callId: 'call-1_A' },
+  { ...base, callId: 'a'.repeat(128) },
+  { ...base, callId: 'a'.repeat(129) },
+  { ...base, callId: '12345' },
+  { ...base, callId: 'has space' },
+  { ...base, callId: 7 },
+  { ...base, callId: undefined },
+  { ...base, introspect: true },
+  { ...base, introspect: false },
+  { ...base, workspace: 'Acme' },
+  { ...base, workspace: '' },
+  { ...base, workspace: 'a'.repeat(63) },
+  { ...base, workspace: 'a'.repeat(64) },
+  { ...base, agent: '@alice' },
+  { ...base, agent: '-x' },
+  { ...base, agent: 3 },
+  { ...base, tool: '' },
+  { ...base, tool: 'T'.repeat(64) },
+  { ...base, tool: 'T'.repeat(65) },
+  { ...base, tool: 'NOT_A_TOOL' },
+  { ...base, arguments: undefined },
+  { workspace: 'acme', agent: 'reader', tool: 'DATA_QUERY_SQL' },
+  { ...base, arguments: 'text' },
+  { ...base, unknown: 1 },
+  { ...base, member: { name: 'alice', role: 'admin' }, agent: '@alice' },
+  { ...base, workspace: undefined },
+  { agent: 'reader', tool: 'DATA_QUERY_SQL' },
+];
+
+/** Every envelope case with every settings case (absent, when undefined). */
+const cases = envelopeCases.flatMap((e) => settingsCases.map((s) => (s === undefined ? { ...e } : { ...e, settings: s })));
+
+describe('plainCallRequest', () => {
+  it("gives zod's own output, key order and defaults included, or leaves the call to zod", () => {
+    let fast = 0;
+    for (const input of cases) {
+      const mine = plainCallRequest(input);
+      const zod = callRequest.safeParse(input);
+      if (mine === undefined) continue;
+      fast++;
+      expect(zod.success, JSON.stringify(input)).toBe(true);
+      expect(JSON.stringify(mine)).toBe(JSON.stringify(zod.data));
+      expect(Object.keys(mine)).toEqual(Object.keys(zod.data!));
+      expect(mine.arguments).toBe((input as { arguments?: unknown }).arguments);
+    }
+    // The plain shapes above do take the fast path.
+    expect(fast).toBeGreaterThan(40);
+  });
+
+  it('leaves objects other than plain ones, and members, to zod', () => {
+    expect(plainCallRequest(null)).toBeUndefined();
+    expect(plainCallRequest([base])).toBeUndefined();
+    expect(plainCallRequest(Object.assign(Object.create({ inherited: 1 }), base))).toBeUndefined();
+    expect(plainCallRequest({ ...base, member: { name: 'alice', role: 'admin' } })).toBeUndefined();
+  });
+
+  it("plans every case as zod's path alone does", () => {
+    let ok = 0;
+    for (const input of cases) {
+      // A null-prototype copy is left to zod, which takes it as it takes the plain object.
+      const byZod = planCall(Object.assign(Object.create(null), input), 16);
+      const planned = planCall(input, 16);
+      expect(JSON.stringify(planned), JSON.stringify(input)).toBe(JSON.stringify(byZod));
+      if (planned.ok) ok++;
+    }
+    expect(ok).toBeGreaterThan(10);
+  });
+});
+
+describe('plainQueryArguments', () => {
+  const sqls: unknown[] = ['SELECT 1', '', 7, 'x'.repeat(100 * 1024), 'x'.repeat(100 * 1024 + 1), 'é'.repeat(40 * 1024), 'é'.repeat(60 * 1024)];
+  const others: Record<string, unknown>[] = [
+    {},
+    { params: [] },
+    { params: [1, 'a', true, null, 2.5] },
+    { params: [Number.NaN] },
+    { params: [Number.POSITIVE_INFINITY] },
+    { params: [{}] },
+    { params: [[1]] },
+    { params: [undefined] },
+    // biome-ignore lint/suspicious/noSparseArray: a hole is zod's to judge
+    { params: [1, , 2] },
+    { params: Array.from({ length: 100 }, (_, i) => i) },
+    { params: Array.from({ length: 101 }, (_, i) => i) },
+    { params: 'a' },
+    { max_rows: 1 },
+    { max_rows: 1000 },
+    { max_rows: 1001 },
+    { max_rows: 0 },
+    { max_rows: 2.5 },
+    { max_rows: '5' },
+    { scope: 'workspace' },
+    { scope: 'agent', agent: 'other' },
+    { scope: 'all' },
+    { agent: 'Other' },
+    { agent: 5 },
+    { as_of: '2026-12-01T02:00:00Z' },
+    { extra: 1 },
+    { max_rows: undefined },
+  ];
+  it("plans each query as zod's path alone does", () => {
+    let ok = 0;
+    for (const sql of sqls) {
+      for (const o of others) {
+        const input = { ...base, settings: { database: 'agent', sharedData: true }, arguments: { sql, ...o } };
+        // A null-prototype copy of the arguments is left to zod, which takes it as a plain object.
+        const byZod = planCall({ ...input, arguments: Object.assign(Object.create(null), input.arguments) }, 16);
+        const planned = planCall(input, 16);
+        expect(JSON.stringify(planned), JSON.stringify(o)).toBe(JSON.stringify(byZod));
+        if (planned.ok) {
+          ok++;
+          expect(Object.keys(planned.plan.args)).toEqual(Object.keys(byZod.ok ? byZod.plan.args : {}));
+        }
+      }
+    }
+    expect(ok).toBeGreaterThan(20);
+  });
+});
