@@ -19,7 +19,8 @@ const APPROVAL = new Set(['never', 'write']);
 export function plainCallRequest(input: unknown): CallRequest | undefined {
   if (typeof input !== 'object' || input === null || Object.getPrototypeOf(input) !== Object.prototype) return undefined;
   const r = input as Record<string, unknown>;
-  for (const key of Object.keys(r)) if (!KEYS.has(key) || r[key] === undefined) return undefined;
+  // Own keys whatever their enumerability (zod reads its keys so): a hidden member is zod's to judge.
+  for (const key of Object.getOwnPropertyNames(r)) if (!KEYS.has(key) || r[key] === undefined) return undefined;
   const { callId, workspace, agent, introspect, tool } = r;
   if (callId !== undefined && (typeof callId !== 'string' || !CALL_ID.test(callId) || PLAIN_INTEGER.test(callId))) return undefined;
   if (typeof workspace !== 'string' || !NAME_PATTERN.test(workspace)) return undefined;
@@ -68,17 +69,21 @@ const QUERY_KEYS = new Set(['sql', 'params', 'max_rows', 'scope', 'agent']);
 export function plainQueryArguments(input: unknown): Record<string, unknown> | undefined {
   if (typeof input !== 'object' || input === null || Object.getPrototypeOf(input) !== Object.prototype) return undefined;
   const a = input as Record<string, unknown>;
-  for (const key of Object.keys(a)) if (!QUERY_KEYS.has(key) || a[key] === undefined) return undefined;
+  for (const key of Object.getOwnPropertyNames(a)) if (!QUERY_KEYS.has(key) || a[key] === undefined) return undefined;
   const { sql, params, max_rows = DEFAULT_MAX_ROWS, scope, agent } = a;
   if (typeof sql !== 'string' || sql.length < 1 || sql.length > MAX_SQL_BYTES) return undefined;
   // Each character is at most 3 bytes of UTF-8: only a long text is measured.
   if (sql.length * 3 > MAX_SQL_BYTES && Buffer.byteLength(sql, 'utf8') > MAX_SQL_BYTES) return undefined;
+  // The values checked are the values kept: each read once (an element may be a getter).
+  let kept: unknown[] | undefined;
   if (params !== undefined) {
     if (!Array.isArray(params) || Object.getPrototypeOf(params) !== Array.prototype || params.length > MAX_PARAMS) return undefined;
-    for (let i = 0; i < params.length; i++) {
+    kept = new Array(params.length);
+    for (let i = 0; i < kept.length; i++) {
       if (!(i in params)) return undefined;
       const p = params[i];
       if (p !== null && typeof p !== 'string' && typeof p !== 'boolean' && !(typeof p === 'number' && Number.isFinite(p))) return undefined;
+      kept[i] = p;
     }
   }
   if (typeof max_rows !== 'number' || !Number.isInteger(max_rows) || max_rows < 1 || max_rows > MAX_ROWS) return undefined;
@@ -86,7 +91,7 @@ export function plainQueryArguments(input: unknown): Record<string, unknown> | u
   if (agent !== undefined && (typeof agent !== 'string' || !NAME_PATTERN.test(agent))) return undefined;
   return {
     sql,
-    ...(params !== undefined ? { params: (params as unknown[]).slice() } : {}),
+    ...(kept !== undefined ? { params: kept } : {}),
     max_rows,
     ...(scope !== undefined ? { scope } : {}),
     ...(agent !== undefined ? { agent } : {}),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { callRequest } from '../../src/contracts/call.ts';
-import { plainCallRequest } from '../../src/contracts/call-request-fast.ts';
+import { plainCallRequest, plainQueryArguments } from '../../src/contracts/call-request-fast.ts';
+import { toolInputs } from '../../src/contracts/tools.ts';
 import { planCall } from '../../src/policy/call-plan.ts';
 
 const base = { workspace: 'acme', agent: 'reader', tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } };
@@ -138,5 +139,30 @@ describe('plainQueryArguments', () => {
       }
     }
     expect(ok).toBeGreaterThan(20);
+  });
+});
+
+// Review R1: a library caller's object is not JSON. zod reads each key it knows whatever its
+// enumerability, and each value once; the fast path read keys by Object.keys (a hidden member
+// or as_of went unseen) and a param twice (checked, then copied: a getter's second value kept).
+describe('objects that are not plain JSON', () => {
+  it('leaves a hidden (non-enumerable) member or as_of to zod', () => {
+    const call = { ...base };
+    Object.defineProperty(call, 'member', { value: { name: 'boss', role: 'admin' }, enumerable: false });
+    expect(plainCallRequest(call)).toBeUndefined();
+    expect(callRequest.safeParse(call).success).toBe(false);
+    const args = { sql: 'SELECT 1' };
+    Object.defineProperty(args, 'as_of', { value: '2026-12-01T02:00:00Z', enumerable: false });
+    expect(plainQueryArguments(args)).toBeUndefined();
+    expect(toolInputs.DATA_QUERY_SQL.parse(args)).toHaveProperty('as_of');
+  });
+
+  it('keeps the param it checked, read once', () => {
+    let reads = 0;
+    const params: unknown[] = [];
+    Object.defineProperty(params, 0, { get: () => (reads++ === 0 ? 'ok' : { not: 'a param' }), enumerable: true });
+    const args = { sql: 'SELECT ?', params };
+    expect(plainQueryArguments(args)).toEqual({ sql: 'SELECT ?', params: ['ok'], max_rows: 100 });
+    expect(reads).toBe(1);
   });
 });
