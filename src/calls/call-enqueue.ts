@@ -230,8 +230,9 @@ export class CallEnqueue {
 
     // Looked at when the connection is back after a drop, as a waited call is: a job Redis lost
     // answers at once that it may have run, not "queued" at timeoutMs (HTTP_WAIT_MS for POST
-    // /v1/calls and MCP), which the request's own lookup then answered NOT_FOUND.
-    watchJob(this.deps.waiters, this.deps.lookup, { key, callId, tool, queue }, timeoutMs);
+    // /v1/calls and MCP), which the request's own lookup then answered NOT_FOUND. Its own
+    // timed look comes after this wait's end, which looks anyway: never a second command then.
+    watchJob(this.deps.waiters, this.deps.lookup, { key, callId, tool, queue }, timeoutMs + REDIS_ANSWER_MS);
     const first = await within(Promise.race([completion, parking!.then((approval) => awaiting(callId, tool, approval))]), timeoutMs);
     this.deps.waiters.drop(completion, parking);
     if (first) return first;
