@@ -18,7 +18,7 @@ import { addOrJoin, callJobOptions } from './call-resend.ts';
 import type { CallWaiters } from './call-waiters.ts';
 import type { CallOptions } from './client-options.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
-import { enqueueUnanswered, REDIS_ANSWER_MS, unavailable, Unanswered, type OutageAnswers } from './outage-answers.ts';
+import { enqueueUnanswered, REDIS_ANSWER_MS, unavailable, type OutageAnswers, type Unanswered } from './outage-answers.ts';
 import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes } from './redis-bytes.ts';
 import type { Admission, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
@@ -68,7 +68,7 @@ export class CallEnqueue {
       return errorEnvelope(callId, f.tool, f.code, f.detail);
     }
     const { tool } = planned.plan;
-    const sent: Sent = { enqueued: false, stall: new Unanswered(REDIS_ANSWER_MS, () => enqueueUnanswered(this.deps.redisUrl)) };
+    const sent: Sent = { enqueued: false, stall: this.deps.outage.unanswered(() => enqueueUnanswered(this.deps.redisUrl)) };
     const giveUp = (why: string, mayStillRun: boolean) => {
       // Answered now: the work, still waiting on commands that ioredis keeps for a Redis that
       // comes back, must not go on to enqueue a call this answer says cannot run.

@@ -4,7 +4,7 @@ import { MemberRegistry } from '../registry/members.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { Decision } from './call-answers.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
-import { decideUnanswered, REDIS_ANSWER_MS, Unanswered, type OutageAnswers } from './outage-answers.ts';
+import { decideUnanswered, type OutageAnswers } from './outage-answers.ts';
 
 /**
  * The client's side of approvals: deciding one (as a member by key, or as the operator), bounded
@@ -31,7 +31,7 @@ export class ClientApprovals {
    */
   async decide(approvalId: string, d: Decision): Promise<DecideResult> {
     // A Redis that is connected but answers nothing may have recorded the decision before it stopped.
-    const stall = new Unanswered(REDIS_ANSWER_MS, () => decideUnanswered(this.redisUrl, approvalId));
+    const stall = this.outage.unanswered(() => decideUnanswered(this.redisUrl, approvalId));
     try {
       return await this.outage.answerOrUnavailable(
         async () => {

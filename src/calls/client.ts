@@ -28,7 +28,7 @@ import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
 import { checkClientOptions, type AgentDbClientOptions, type CallOptions } from './client-options.ts';
 import { ClientShardCount } from './client-shard-count.ts';
-import { OutageAnswers, REDIS_ANSWER_MS, resultUnanswered, unavailable, Unanswered } from './outage-answers.ts';
+import { OutageAnswers, resultUnanswered, unavailable } from './outage-answers.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /**
@@ -173,7 +173,7 @@ export class AgentDbClient {
   async result(callId: string, opts: ResultQuery): Promise<CallAnswer> {
     // A Redis that is connected but answers nothing: bounded up to the wait, which its own
     // timeoutMs (and the bounded look after it) ends.
-    const stall = new Unanswered(REDIS_ANSWER_MS, () => resultUnanswered(this.redisUrl, callId));
+    const stall = this.outage.unanswered(() => resultUnanswered(this.redisUrl, callId));
     try {
       return await this.outage.answerOrUnavailable(
         async () => {
