@@ -133,24 +133,29 @@ export class JobAddTemplate {
   static of(queue: Queue, name: string, opts: JobsOptions): JobAddTemplate | undefined {
     const merged: JobsOptions = { attempts: 0, ...queue.defaultJobOptions, ...opts };
     for (const option in merged) if (!PLAIN_OPTIONS.has(option) && option !== 'jobId') return undefined;
-    const at0 = Date.now();
-    const probe = (jobId: string) => jobAdd(queue, name, {} as CallJobData, { ...opts, jobId }, at0);
-    const marker = 'agentdb-template-marker';
-    const made = probe(marker);
-    const packedArgs = made.args[0] as Buffer;
-    const idAt = packedArgs.length > 1 ? 1 + msgpackStrLength(packedArgs, 1) : -1;
-    const id = idAt > 0 ? packedArgs.subarray(idAt, idAt + msgpackStrLength(packedArgs, idAt)) : undefined;
-    const packedOpts = made.args[2] as Buffer;
-    const at = id ? packedOpts.indexOf(id) : -1;
-    if (!id || !Buffer.isBuffer(packedOpts) || at < 0 || packedOpts.indexOf(id, at + 1) >= 0) return undefined;
-    const template = new JobAddTemplate(queue, name, packedOpts.subarray(0, at), packedOpts.subarray(at + id.length), idAt);
-    // Checked against BullMQ's own add, for ids of each msgpack string header.
-    for (const jobId of ['a:b:c', 'x'.repeat(40), 'y'.repeat(300)]) {
-      const want = probe(jobId);
-      const got = template.add({} as CallJobData, jobId, at0);
-      if (!sameAdd(want, got)) return undefined;
+    try {
+      const at0 = Date.now();
+      const probe = (jobId: string) => jobAdd(queue, name, {} as CallJobData, { ...opts, jobId }, at0);
+      const marker = 'agentdb-template-marker';
+      const made = probe(marker);
+      const packedArgs = made.args[0] as Buffer;
+      const idAt = packedArgs.length > 1 ? 1 + msgpackStrLength(packedArgs, 1) : -1;
+      const id = idAt > 0 ? packedArgs.subarray(idAt, idAt + msgpackStrLength(packedArgs, idAt)) : undefined;
+      const packedOpts = made.args[2] as Buffer;
+      const at = id ? packedOpts.indexOf(id) : -1;
+      if (!id || !Buffer.isBuffer(packedOpts) || at < 0 || packedOpts.indexOf(id, at + 1) >= 0) return undefined;
+      const template = new JobAddTemplate(queue, name, packedOpts.subarray(0, at), packedOpts.subarray(at + id.length), idAt);
+      // Checked against BullMQ's own add, for ids of each msgpack string header.
+      for (const jobId of ['a:b:c', 'x'.repeat(40), 'y'.repeat(300)]) {
+        const want = probe(jobId);
+        const got = template.add({} as CallJobData, jobId, at0);
+        if (!sameAdd(want, got)) return undefined;
+      }
+      return template;
+    } catch {
+      // Not built the way this template reads it (another BullMQ): `jobAdd` then, which says why.
+      return undefined;
     }
-    return template;
   }
 
   /** The add of the job `jobId` of `data`, enqueued at `now`. @throws Error for an id BullMQ refuses, as {@link jobAdd}. */
