@@ -7,8 +7,9 @@ import { planCall } from '../policy/call-plan.ts';
 import { TIMED_OUT, within as bounded } from '../redis/bounded-wait.ts';
 import type { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
+import type { Queue } from 'bullmq';
 import type { WorkspaceRegistry } from '../registry/workspaces.ts';
-import { jobAdd, type JobAdd } from './admitted-add.ts';
+import { jobAdd, JobAddTemplate, type JobAdd } from './admitted-add.ts';
 import { awaiting, within, type CallAnswer } from './call-answers.ts';
 import { awaitCompletion, watchJob } from './call-completion-wait.ts';
 import { claimCallId, type ClaimPlace } from './call-id-claim.ts';
@@ -43,7 +44,8 @@ export interface EnqueueParts {
   claims: Omit<ClaimPlace, 'shardCount'>;
   waiters: CallWaiters;
   lookup: CallLookup;
-  ensureReader: () => Promise<unknown>;
+  /** Starts the client's events reader: undefined once it runs, else a promise of its start. */
+  ensureReader: () => Promise<unknown> | undefined;
   /** Counts a refusal for `quota` and answers `answer`. */
   refused: <T>(quota: RefusedQuota, answer: T) => T;
 }
@@ -55,6 +57,9 @@ export interface EnqueueParts {
  * whether the call may still run).
  */
 export class CallEnqueue {
+  /** Each queue's template of a call's add (null: its options take BullMQ's own path). */
+  private readonly templates = new WeakMap<Queue, JobAddTemplate | null>();
+
   constructor(private readonly deps: EnqueueParts) {}
 
   /** Admits and enqueues the call `callId` and answers per {@link CallOptions.wait}; never rejects but for `signal`. */
@@ -103,15 +108,19 @@ export class CallEnqueue {
     opts: CallOptions,
     sent: Sent,
   ): Promise<CallAnswer> {
-    const down = await this.deps.outage.redisDown();
+    // Warm (Redis up, the shard count read, the plan and headroom fresh, the queue and reader
+    // ready), every step below is a check of what is kept, with no await before the script: each
+    // await of a settled promise still cost the caller a turn (issue 31). Cold, each asks Redis.
+    const { outage, shards: count, workspaces, headroom } = this.deps;
+    const down = outage.up ? undefined : await outage.redisDown();
     if (down) return unavailable(callId, tool, down, false);
     // Armed once Redis is known up: one that is down has answered above, within its own bound.
     sent.stall.arm();
-    const shards = await this.deps.shards.resolve();
+    const shards = count.known() ?? (await count.resolve());
     if (!shards.ok) return errorEnvelope(callId, tool, 'CONFIG_MISMATCH', shards.detail);
     const shard = shardOf(databaseId, shards.count);
     // The workspace's registered plan sets the limits; a caller cannot name one.
-    const plan = await this.deps.workspaces.planOf(request.workspace);
+    const plan = workspaces.planKnown(request.workspace) ?? (await workspaces.planOf(request.workspace));
     const ownKey = typeof keyId === 'string' && !request.member ? keyId : undefined;
     // Counted before anything is claimed or enqueued (with the budget below, in one script): a
     // refused call leaves nothing behind. A counter known spent refuses without asking Redis.
@@ -134,7 +143,7 @@ export class CallEnqueue {
       ...(input.callId !== undefined ? { ownId: true as const } : {}),
     };
     const key = callKeyOf(data);
-    const full = await this.deps.headroom.refusal();
+    const full = (headroom.known() ?? { refusal: await headroom.refusal() }).refusal;
     if (full) return this.deps.refused('headroom', errorEnvelope(callId, tool, 'UNAVAILABLE', full));
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
@@ -161,8 +170,10 @@ export class CallEnqueue {
     let add: JobAdd | undefined;
     if (admitting) {
       // Ready first, as BullMQ's own add is: the queue's settings go before its first job.
-      await queue.waitUntilReady();
-      add = jobAdd(queue, 'call', data, callJobOptions(key, this.deps.resultTtlS));
+      if (!this.deps.queues.ready(shard)) await queue.waitUntilReady();
+      let template = this.templates.get(queue);
+      if (template === undefined) this.templates.set(queue, (template = JobAddTemplate.of(queue, 'call', callJobOptions('', this.deps.resultTtlS)) ?? null));
+      add = template ? template.add(data, key) : jobAdd(queue, 'call', data, callJobOptions(key, this.deps.resultTtlS));
     } else {
       const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, entries(jsonBytes(data)), counters);
       if (refused) return refusal(refused);
@@ -171,7 +182,8 @@ export class CallEnqueue {
       const conflict = await claimCallId({ ...this.deps.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
       if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
     }
-    await this.deps.ensureReader();
+    const starting = this.deps.ensureReader();
+    if (starting) await starting;
     const completion = (sent.completion = this.deps.waiters.completion(key, opts.signal));
     const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.deps.waiters.parking(key, opts.signal));
     // Checked and marked in one turn, so the outage's answer says either "not sent" and it is

@@ -18,6 +18,8 @@ export type ShardCountAnswer = { ok: true; count: number } | { ok: false; detail
 export class ClientShardCount {
   private published?: Promise<number | undefined>;
   private found?: number;
+  /** The published count of the current reading, once it answered (see {@link known}). */
+  private kept?: number;
 
   constructor(
     private readonly redis: Redis,
@@ -33,16 +35,33 @@ export class ClientShardCount {
     return this.given ?? this.found ?? DEFAULT_SHARD_COUNT;
   }
 
+  /**
+   * {@link resolve}'s answer when it needs no await: the published count already read and kept
+   * (it is, until {@link forget}). Undefined: call {@link resolve}.
+   */
+  known(): ShardCountAnswer | undefined {
+    return this.kept === undefined ? undefined : this.answer(this.kept);
+  }
+
   /** The count to use now, reading the published one the first time. Rejects when Redis does not answer. */
   async resolve(): Promise<ShardCountAnswer> {
-    this.published ??= publishedShardCount(this.redis, this.keys);
-    const published = await this.published.catch((err: unknown) => {
-      this.published = undefined;
+    const reading = (this.published ??= publishedShardCount(this.redis, this.keys));
+    const published = await reading.catch((err: unknown) => {
+      if (this.published === reading) this.published = undefined;
       throw err;
     });
     // Not published yet: asked again by the next call, not kept as "none".
-    if (published === undefined) this.published = undefined;
-    else this.found = published;
+    if (published === undefined) {
+      if (this.published === reading) this.published = undefined;
+    } else {
+      this.found = published;
+      // Kept for known() only while this reading is the current one (not forgotten meanwhile).
+      if (this.published === reading) this.kept = published;
+    }
+    return this.answer(published);
+  }
+
+  private answer(published: number | undefined): ShardCountAnswer {
     if (published !== undefined && this.given !== undefined && published !== this.given) {
       return {
         ok: false,
@@ -58,5 +77,6 @@ export class ClientShardCount {
    */
   forget(): void {
     this.published = undefined;
+    this.kept = undefined;
   }
 }

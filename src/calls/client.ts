@@ -51,6 +51,8 @@ export class AgentDbClient {
   private readonly waiters = new CallWaiters();
   private readonly feeds = new Set<EventFeed>();
   private reader?: Promise<EventReader>;
+  /** The reader once {@link reader} has started it: a warm call need not await it. */
+  private started?: EventReader;
   private readonly workspaces: WorkspaceRegistry;
   private readonly outage: OutageAnswers;
   private readonly approvals: ClientApprovals;
@@ -130,7 +132,7 @@ export class AgentDbClient {
       claims: { redis: this.redis, keys: this.keys, queues: this.queues, ttlS },
       waiters: this.waiters,
       lookup: this.lookup,
-      ensureReader: () => this.ensureReader(),
+      ensureReader: () => this.readerStarting(),
       refused: (quota, answer) => this.refused(quota, answer),
     });
   }
@@ -295,11 +297,17 @@ export class AgentDbClient {
         (c) => this.waiters.awaitsCompletion(callKey(c.workspace, c.agent, c.callId)),
       );
       reader.start();
+      this.started = reader;
       return reader;
     })();
     // A reader that could not start (Redis down) is tried again by the next call.
     this.reader.catch(() => (this.reader = undefined));
     return this.reader;
+  }
+
+  /** Undefined once the events reader is running (nothing to wait for); else {@link ensureReader}'s start. */
+  private readerStarting(): Promise<EventReader> | undefined {
+    return this.started ? undefined : this.ensureReader();
   }
 }
 

@@ -72,6 +72,11 @@ export class OutageAnswers {
     }
   }
 
+  /** The connection is up now: {@link redisDown} would answer undefined without waiting. */
+  get up(): boolean {
+    return isReady(this.redis);
+  }
+
   /**
    * Undefined when Redis answers; otherwise what is wrong, for an UNAVAILABLE answer. A
    * connection to a Redis that is down retries forever and BullMQ waits for it without a word,

@@ -3,6 +3,8 @@ import type { Redis } from 'ioredis';
 /** How long one reading of INFO memory stands: new calls ask it, and must not each ask Redis. */
 const READING_MS = 500;
 
+const NO_REFUSAL = Object.freeze({ refusal: undefined });
+
 /**
  * Whether Redis still has room for new calls (REDIS_MEMORY_HEADROOM_PERCENT). With `maxmemory`
  * and `noeviction`, a full Redis refuses every write: in issue 27 another workspace's INSERT
@@ -22,10 +24,20 @@ export class RedisMemoryHeadroom {
 
   /** Why no new call may be enqueued now, or undefined when Redis has room (or no maxmemory). */
   async refusal(now = Date.now()): Promise<string | undefined> {
-    if (this.percent <= 0) return undefined;
-    if (this.reading && now - this.reading.at < READING_MS) return this.reading.refusal;
+    const known = this.known(now);
+    if (known) return known.refusal;
     this.pending ??= this.read().finally(() => (this.pending = undefined));
     return this.pending;
+  }
+
+  /**
+   * {@link refusal} when it needs no reading of Redis (none kept, or the last one fresh): a
+   * caller's warm path checks it without an await. Undefined: ask {@link refusal}.
+   */
+  known(now = Date.now()): { refusal: string | undefined } | undefined {
+    if (this.percent <= 0) return NO_REFUSAL;
+    if (this.reading && now - this.reading.at < READING_MS) return this.reading;
+    return undefined;
   }
 
   private async read(): Promise<string | undefined> {

@@ -21,6 +21,8 @@ export const SHARD_QUEUE_EVENTS_MAX_LEN = 1000;
  */
 export class ShardQueues {
   private readonly queues = new Map<number, Queue>();
+  /** Shards whose queue's connection is up and whose settings (meta) BullMQ has sent. */
+  private readonly readied = new Set<number>();
 
   constructor(
     private readonly redis: Redis,
@@ -41,14 +43,27 @@ export class ShardQueues {
       });
       handleErrorEvents(queue);
       this.queues.set(shard, queue);
+      // Settled after BullMQ's own then on the same promise, which sends the queue's meta: once
+      // marked, a job added without awaiting it still goes after the settings.
+      const opened = queue;
+      opened.waitUntilReady().then(
+        () => this.queues.get(shard) === opened && this.readied.add(shard),
+        () => undefined,
+      );
     }
     return queue;
+  }
+
+  /** Whether the queue of `shard` is ready ({@link of} it, then `waitUntilReady`), known without an await. */
+  ready(shard: number): boolean {
+    return this.readied.has(shard);
   }
 
   /** Closes every queue opened so far (not the connection they share). */
   async close(): Promise<void> {
     const open = [...this.queues.values()];
     this.queues.clear();
+    this.readied.clear();
     await Promise.all(open.map((q) => q.close()));
   }
 }

@@ -77,10 +77,16 @@ export class WorkspaceRegistry {
    * The plan a call in `workspace` runs on: the registered one, or {@link UNREGISTERED_PLAN}.
    * Remembered for a second, so a plan change reaches every caller within that.
    */
+  /** The plan {@link planOf} would answer from what it read within the last second, or undefined: it must ask Redis. */
+  planKnown(workspace: string, now = Date.now()): Plan | undefined {
+    const hit = this.planCache.get(workspace);
+    return hit && hit.until > now ? hit.plan : undefined;
+  }
+
   async planOf(workspace: string): Promise<Plan> {
     const now = Date.now();
-    const hit = this.planCache.get(workspace);
-    if (hit && hit.until > now) return hit.plan;
+    const hit = this.planKnown(workspace, now);
+    if (hit) return hit;
     const plan = (await this.get(workspace))?.plan ?? UNREGISTERED_PLAN;
     if (this.planCache.size > 10_000) this.planCache.clear();
     this.planCache.set(workspace, { plan, until: now + PLAN_CACHE_MS });

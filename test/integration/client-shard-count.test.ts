@@ -55,4 +55,26 @@ describe("the client follows the service's SHARD_COUNT", () => {
       await redis.del(keys.shardCount);
     }
   });
+
+  it('keeps the count it read for a warm call (known, no await) until forgotten, and sees a new one then', async () => {
+    const keys = keysFor(`t-sc-${randomUUID().slice(0, 12)}`);
+    try {
+      const given = new ClientShardCount(redis, keys, 8);
+      // Nothing published: nothing kept, each call asks Redis.
+      expect(await given.resolve()).toEqual({ ok: true, count: 8 });
+      expect(given.known()).toBeUndefined();
+      await publishShardCount(redis, keys, 8);
+      expect(await given.resolve()).toEqual({ ok: true, count: 8 });
+      expect(given.known()).toEqual({ ok: true, count: 8 });
+      // The service restarted with another count: kept as before until a call no worker took.
+      await publishShardCount(redis, keys, 4);
+      expect(given.known()).toEqual({ ok: true, count: 8 });
+      given.forget();
+      expect(given.known()).toBeUndefined();
+      expect(await given.resolve()).toMatchObject({ ok: false, detail: expect.stringContaining('runs 4 shards') });
+      expect(given.known()).toMatchObject({ ok: false, detail: expect.stringContaining('runs 4 shards') });
+    } finally {
+      await redis.del(keys.shardCount);
+    }
+  });
 });
