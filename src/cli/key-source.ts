@@ -64,8 +64,20 @@ async function readKeyFile(file: string, out: Pick<Output, 'stderr'>): Promise<s
     }
     return await readFile(file, 'utf8');
   } catch (err) {
-    throw new UsageError(`--key-file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new UsageError(`cannot read --key-file ${file}: ${unreadable(err)}`);
   }
+}
+
+/** Why a key file could not be read, in words, with the errno code kept for scripts. */
+function unreadable(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why: Record<string, string> = {
+    ENOENT: 'no such file (`members add` and `keys mint` write one with --save-key PATH)',
+    EACCES: 'permission denied',
+    EISDIR: 'it is a folder, not a file',
+  };
+  if (code === undefined) return String(err);
+  return `${why[code] ?? (err as Error).message} (${code})`;
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
