@@ -105,7 +105,14 @@ async function lookAtJob(
   if (((await Job.fromId(queue, key))?.attemptsStarted ?? 0) > 0) return 'wait';
   const removed = await queue.remove(key);
   if (removed === 1) {
-    const env = errorEnvelope(callId, tool, 'NO_WORKER', `No worker took call ${callId} within ${timeoutMs} ms.`);
+    // Name the prefix: a CLI or client under another AGENTDB_PREFIX than the server's is the
+    // usual cause, and the caller cannot see which one it used.
+    const env = errorEnvelope(
+      callId,
+      tool,
+      'NO_WORKER',
+      `No worker took call ${callId} within ${timeoutMs} ms on AGENTDB_PREFIX "${queue.opts.prefix}": is a worker running under that prefix and REDIS_URL?`,
+    );
     waiters.complete(key, env);
     return env;
   }

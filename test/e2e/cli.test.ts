@@ -93,6 +93,8 @@ describe('agentdb call', () => {
     });
     expect(nobody.code).toBe(1);
     expect(lines(nobody.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NO_WORKER' } });
+    // The prefix it looked under, since a mismatch with the server's is the usual cause.
+    expect(lines(nobody.stdout)[0].error.message).toContain(`AGENTDB_PREFIX "${sb.env.AGENTDB_PREFIX}-none"`);
   });
 
   it('--call-id: the same id with another scope exits 1 with IDEMPOTENCY_CONFLICT and runs nothing, and the id keeps answering the first call', async () => {
