@@ -12,8 +12,8 @@ import { WaitEnded } from './call-waiters.ts';
 export class OutageAnswers {
   private readonly outage: RedisOutage;
   private answering?: Promise<void>;
-  /** Reads from Redis on this connection so far: see {@link Unanswered}. */
-  readonly replies = { count: 0 };
+  /** When Redis last sent anything on this connection (Date.now()): see {@link Unanswered}. */
+  readonly replies = { at: 0 };
 
   constructor(
     private readonly redis: Redis,
@@ -23,13 +23,13 @@ export class OutageAnswers {
     // The next outage is asked about afresh: a verdict kept from the last one would answer a
     // call during a blip UNAVAILABLE at once, with a stale reason.
     this.redis.on('ready', () => (this.answering = undefined));
-    // Each socket of the connection (a new one per reconnect) counts what Redis sends on it.
+    // Each socket of the connection (a new one per reconnect) marks when Redis last sent on it.
     const counted = new WeakSet<object>();
     const count = () => {
       const stream = (this.redis as unknown as { stream?: NodeJS.ReadableStream }).stream;
       if (!stream || counted.has(stream)) return;
       counted.add(stream);
-      stream.on('data', () => this.replies.count++);
+      stream.on('data', () => (this.replies.at = Date.now()));
     };
     this.redis.on('connect', count);
     count();
@@ -131,40 +131,46 @@ export const MAX_BUSY_BOUNDS = 10;
 
 /**
  * A bound on a stretch of work that waits on Redis: {@link passed} resolves with why, once
- * {@link arm}ed for `ms` without {@link disarm}; it never settles otherwise. With `replies` (the
- * count of reads on the connection the work waits on), `ms` in which Redis sent something on it
- * do not count: Redis is busy, not stopped, and answers each command in its turn. A burst of
- * 4,000 calls from one client (~32 commands each) answered 3,142 of them UNAVAILABLE "connected
- * but did not answer" while Redis was answering all along (review R1); a stopped Redis sends
- * nothing, and still passes the bound in `ms`. At most {@link MAX_BUSY_BOUNDS} bounds in all.
+ * {@link arm}ed for `ms` without {@link disarm}; it never settles otherwise. With `replies` (when
+ * Redis last sent anything on the connection the work waits on), it passes only once Redis has
+ * sent nothing on it for `ms`: one still sending is busy, not stopped, and answers each command
+ * in its turn. A burst of 4,000 calls from one client (~32 commands each) answered 3,142 of them
+ * UNAVAILABLE "connected but did not answer" while Redis was answering all along (review R1); a
+ * stopped Redis sends nothing, and passes the bound `ms` after the last thing it sent. At most
+ * {@link MAX_BUSY_BOUNDS} bounds in all.
  */
 export class Unanswered {
   readonly passed: Promise<string>;
   private settle!: (why: string) => void;
   private timer?: NodeJS.Timeout;
-  private seen = 0;
-  private bounds = 0;
+  private armedAt = 0;
 
   constructor(
     private readonly ms: number,
     /** Made only if the bound passes: a call's hot path builds no message it does not send. */
     private readonly why: () => string,
-    private readonly replies?: { readonly count: number },
+    private readonly replies?: { readonly at: number },
   ) {
     this.passed = new Promise((resolve) => (this.settle = resolve));
   }
 
   arm(): void {
     if (this.timer) return;
-    this.seen = this.replies?.count ?? 0;
+    this.armedAt = Date.now();
     this.timer = setTimeout(() => this.lapsed(), this.ms).unref();
   }
 
+  /**
+   * Passes once Redis has sent nothing for `ms`, counted from the last thing it sent, not from
+   * the end of the window that saw it: sampled only at each window's end, a Redis stopped just
+   * after sending passed the bound a whole window late (up to 2 x `ms` after the stop; review R2).
+   */
   private lapsed(): void {
-    const now = this.replies?.count ?? 0;
-    if (now !== this.seen && ++this.bounds < MAX_BUSY_BOUNDS) {
-      this.seen = now;
-      this.timer = setTimeout(() => this.lapsed(), this.ms).unref();
+    const now = Date.now();
+    const last = Math.max(this.armedAt, this.replies?.at ?? 0);
+    const end = Math.min(last + this.ms, this.armedAt + MAX_BUSY_BOUNDS * this.ms);
+    if (end > now) {
+      this.timer = setTimeout(() => this.lapsed(), end - now).unref();
       return;
     }
     this.settle(this.why());
