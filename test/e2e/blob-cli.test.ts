@@ -80,7 +80,10 @@ describe('agentdb backup now and restore --from-blob', () => {
     // The snapshot it began says it was asked for, not a nightly one.
     expect(listGenerations(localSource(sb.config.dataDir, 'acme/scout')).at(-1)!.snapshot!.reason).toBe('manual');
     const again = await runCli(['backup', 'now', '--db', 'acme/scout'], sb.env);
-    expect(again.stderr).toMatch(/acme\/scout: unchanged/);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ databases: [expect.objectContaining({ database: 'acme/scout', unchanged: true })], failed: [] });
+    // A line for the database even when its op ended before its progress event was read.
+    expect(again.stderr).toMatch(/^shard \d+ 1\/1 acme\/scout: unchanged$/m);
     // What restoring the backup beside the live database would do, changing nothing.
     const dry = await runCli(['restore', 'acme/scout', '--from-blob', '--into', 'acme/scout-copy', '--dry-run'], sb.env);
     expect(dry.code, dry.stderr).toBe(0);
