@@ -61,6 +61,12 @@ export async function callResult({ waiters, lookup, ensureReader, waiting, gaveU
     if (completion) waiters.complete(key, env);
     return env;
   }
+  // Announced but not yet marked finished by BullMQ (see `CallWaiters.justAnnounced`).
+  const announced = waiters.justAnnounced(key);
+  if (announced) {
+    if (completion) waiters.complete(key, announced);
+    return announced;
+  }
   if (!completion) return (await lookup.standing(key, queue, job)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
   waiting?.();
   return awaitCompletion(waiters, lookup, { key, callId, tool: job.data.tool, queue, completion, timeoutMs: opts.timeoutMs ?? 30_000, withdraw: false });

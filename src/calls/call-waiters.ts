@@ -97,6 +97,13 @@ export class WaitEnded extends Error {
  */
 export class CallWaiters {
   private readonly watches = new Map<string, Watch>();
+  /**
+   * Outcomes the workers announced for calls waited on here, for a few seconds: the announcement
+   * leaves before BullMQ marks the job finished (a round trip sooner for the caller), so a
+   * `result()` asked at once after `call()` answered found the job unfinished and said `queued`
+   * (seen once in CI). Bounded in count and time: it only bridges that gap.
+   */
+  private readonly announced = new Map<string, { envelope: Envelope; at: number }>();
 
   /**
    * Resolves with the call's envelope when it completes. With `signal`, rejects with its reason
@@ -203,11 +210,29 @@ export class CallWaiters {
     if (event.type !== 'call.completed') return;
     const key = callKey(event.workspace, event.agent, event.callId);
     if (!this.awaitsCompletion(key)) return;
-    if (event.envelope) return this.complete(key, event.envelope);
+    if (event.envelope) {
+      this.remember(key, event.envelope);
+      return this.complete(key, event.envelope);
+    }
     void fetch(key).then(
       (env) => env && this.complete(key, env),
       () => undefined,
     );
+  }
+
+  /** The outcome a worker announced for the call within the last {@link ANNOUNCED_MS}, if any (see `announced`). */
+  justAnnounced(key: string): Envelope | undefined {
+    const got = this.announced.get(key);
+    if (!got) return undefined;
+    if (Date.now() - got.at <= ANNOUNCED_MS) return got.envelope;
+    this.announced.delete(key);
+    return undefined;
+  }
+
+  private remember(key: string, envelope: Envelope): void {
+    this.announced.delete(key);
+    if (this.announced.size >= ANNOUNCED_MAX) this.announced.delete(this.announced.keys().next().value!);
+    this.announced.set(key, { envelope, at: Date.now() });
   }
 
   /** How many calls, waits and looks this client holds now (for tests and metrics). */
@@ -282,6 +307,10 @@ export class CallWaiters {
 }
 
 function ignore(): void {}
+
+/** How long, and for how many calls, an announced outcome is kept for `result()` (see `CallWaiters.announced`). */
+const ANNOUNCED_MS = 5000;
+const ANNOUNCED_MAX = 1024;
 
 /**
  * Where a wait's promise keeps its listener, so that {@link CallWaiters.drop} finds it: a

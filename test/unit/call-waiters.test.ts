@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { CallWaiters, WaitEnded } from '../../src/calls/call-waiters.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
+import { callKey } from '../../src/contracts/call-identity.ts';
 
 // One watch per call, shared by its waits, with one look at the job; it goes with its last wait.
 
@@ -109,6 +110,26 @@ describe('CallWaiters', () => {
     answers[1]!(env('cc'));
     expect(await wait).toEqual(env('cc'));
     expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+  });
+
+  it('keeps a worker-announced outcome of a waited call for a few seconds, for a result asked before BullMQ marks the job finished', async () => {
+    vi.useFakeTimers();
+    try {
+      const w = new CallWaiters();
+      const key = callKey('acme', 'scout', 'c9');
+      const wait = w.completion(key);
+      const event = { id: '1-0', type: 'call.completed' as const, callId: 'c9', workspace: 'acme', agent: 'scout', ok: true, envelope: env('c9'), at: 0 };
+      w.onEvent(event, async () => undefined);
+      expect(await wait).toEqual(env('c9'));
+      expect(w.justAnnounced(key)).toEqual(env('c9'));
+      // Nobody waited on this one: nothing kept.
+      w.onEvent({ ...event, callId: 'c10', envelope: env('c10') }, async () => undefined);
+      expect(w.justAnnounced(callKey('acme', 'scout', 'c10'))).toBeUndefined();
+      vi.advanceTimersByTime(5001);
+      expect(w.justAnnounced(key)).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('drops the waits it is given alone, stops listening to their signals, and ignores one settled or dropped before', async () => {
