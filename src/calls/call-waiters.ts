@@ -1,6 +1,7 @@
 import type { Envelope } from '../contracts/envelope.ts';
 import type { StreamedEvent } from '../redis/events.ts';
 import { callKey } from '../contracts/call-identity.ts';
+import { AnnouncedOutcomes } from './announced-outcomes.ts';
 
 /**
  * One wait on a call: how to settle it, and how to stop listening to its signal once it is
@@ -97,13 +98,8 @@ export class WaitEnded extends Error {
  */
 export class CallWaiters {
   private readonly watches = new Map<string, Watch>();
-  /**
-   * Outcomes the workers announced for calls waited on here, for a few seconds: the announcement
-   * leaves before BullMQ marks the job finished (a round trip sooner for the caller), so a
-   * `result()` asked at once after `call()` answered found the job unfinished and said `queued`
-   * (seen once in CI). Bounded in count and time: it only bridges that gap.
-   */
-  private readonly announced = new Map<string, { envelope: Envelope; at: number }>();
+  /** Outcomes the workers announced for calls waited on here, for a few seconds (see {@link AnnouncedOutcomes}). */
+  private readonly announced = new AnnouncedOutcomes();
 
   /**
    * Resolves with the call's envelope when it completes. With `signal`, rejects with its reason
@@ -211,7 +207,7 @@ export class CallWaiters {
     const key = callKey(event.workspace, event.agent, event.callId);
     if (!this.awaitsCompletion(key)) return;
     if (event.envelope) {
-      this.remember(key, event.envelope);
+      this.announced.remember(key, event.envelope);
       return this.complete(key, event.envelope);
     }
     void fetch(key).then(
@@ -220,19 +216,9 @@ export class CallWaiters {
     );
   }
 
-  /** The outcome a worker announced for the call within the last {@link ANNOUNCED_MS}, if any (see `announced`). */
+  /** The outcome a worker announced for the call within the last few seconds, if any (see {@link AnnouncedOutcomes}). */
   justAnnounced(key: string): Envelope | undefined {
-    const got = this.announced.get(key);
-    if (!got) return undefined;
-    if (Date.now() - got.at <= ANNOUNCED_MS) return got.envelope;
-    this.announced.delete(key);
-    return undefined;
-  }
-
-  private remember(key: string, envelope: Envelope): void {
-    this.announced.delete(key);
-    if (this.announced.size >= ANNOUNCED_MAX) this.announced.delete(this.announced.keys().next().value!);
-    this.announced.set(key, { envelope, at: Date.now() });
+    return this.announced.get(key);
   }
 
   /** How many calls, waits and looks this client holds now (for tests and metrics). */
@@ -307,10 +293,6 @@ export class CallWaiters {
 }
 
 function ignore(): void {}
-
-/** How long, and for how many calls, an announced outcome is kept for `result()` (see `CallWaiters.announced`). */
-const ANNOUNCED_MS = 5000;
-const ANNOUNCED_MAX = 1024;
 
 /**
  * Where a wait's promise keeps its listener, so that {@link CallWaiters.drop} finds it: a

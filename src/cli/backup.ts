@@ -4,8 +4,8 @@ import { checkRedis, connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import { BackupLog } from '../shards/backup-log.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
-import { parseDatabaseId, shardOf } from '../contracts/database-id.ts';
-import type { BackupReport } from '../history/backup.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
+import type { BackupProgress } from '../shards/ops/backup-op.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { pickupWatch } from './op-pickup.ts';
 
@@ -36,10 +36,7 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
       noted = true;
     },
   };
-  const told = new Set<string>();
-  let ended = false;
-  const say = (shard: number, done: number, total: number, r: BackupReport) => {
-    told.add(r.database);
+  const say = ({ shard, done, total, report: r }: BackupProgress) => {
     const what = r.error
       ? `FAILED ${r.error.code}: ${r.error.detail}`
       : r.unchanged
@@ -54,20 +51,9 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
       reason: 'manual',
       pickup,
       log: new BackupLog(redis, keysFor(ctx.config.prefix)),
-      onProgress: ({ shard, done, total, report }) => {
-        if (!ended) say(shard, done, total, report);
-      },
+      // runBackups tells of every database once, its event missed or not.
+      onProgress: say,
     });
-    // A shard's progress comes as events beside its outcome, and an op done at once (a database
-    // with nothing new) could end before its event was read: each database not yet told of is
-    // told from the outcome, so there is a line for every one (seen missing once in CI).
-    ended = true;
-    const untold = run.databases.filter((r) => !told.has(r.database));
-    for (const r of untold) {
-      const shard = shardOf(r.database, ctx.config.shardCount);
-      const ofShard = run.databases.filter((d) => shardOf(d.database, ctx.config.shardCount) === shard);
-      say(shard, ofShard.indexOf(r) + 1, ofShard.length, r);
-    }
     // A database's refusal as every other coded error reads: its message and hint beside the code.
     const databases = run.databases.map((d) => (d.error ? { ...d, error: errorBody(d.error.code, d.error.detail, HISTORY_HINTS) } : d));
     const failed = run.failed.map((f) => ({ shard: f.shard, ...errorBody(f.code, f.detail, HISTORY_HINTS) }));

@@ -1,4 +1,6 @@
 import type { CallInput } from '../contracts/call.ts';
+import { describeIssues } from '../contracts/describe-issues.ts';
+import { agentSettings } from '../contracts/settings.ts';
 import type { AgentDbClient, AwaitingAnswer, CallAnswer, PendingAnswer } from '../calls/client.ts';
 import { clientOf } from './client-of.ts';
 import { callOrUnavailable, succeeded } from './call-answer.ts';
@@ -46,7 +48,7 @@ export async function call(ctx: CommandContext, flags: CallFlags, tool?: string,
   const input = {
     workspace: nameFlag('--workspace', flags.workspace),
     agent: nameFlag('--agent', flags.agent),
-    ...(flags.settings === undefined ? {} : { settings: jsonFlag(flags.settings, '--settings', `'{"database":"agent"}'`) }),
+    ...(flags.settings === undefined ? {} : { settings: settingsFlag(flags.settings) }),
     ...(flags.callId === undefined ? {} : { callId: flags.callId }),
     tool,
     arguments: jsonFlag(argsJson ?? '{}', 'ARGS_JSON', `'{"sql":"SELECT 1"}'`),
@@ -115,4 +117,21 @@ function jsonFlag(text: string, what: string, example: string): unknown {
   } catch (err) {
     throw new UsageError(`${what} is not valid JSON (${(err as Error).message}); quote it for the shell, e.g. ${example}`);
   }
+}
+
+/**
+ * `--settings`, checked here against the settings' schema: a bad value is a bad command line
+ * (exit 2, as the README says), not a failed call (exit 1, INVALID_ARGUMENTS from the client).
+ * In the words the call's refusal would have used. The value goes on as given: the client
+ * applies the defaults.
+ * @throws UsageError when it is not JSON or not settings.
+ */
+function settingsFlag(text: string): unknown {
+  const settings = jsonFlag(text, '--settings', `'{"database":"agent"}'`);
+  const checked = agentSettings.safeParse(settings);
+  if (!checked.success) {
+    const issues = checked.error.issues.map((i) => ({ path: ['settings', ...i.path], message: i.message }));
+    throw new UsageError(`--settings is not valid: ${describeIssues(issues)}`);
+  }
+  return settings;
 }

@@ -42,7 +42,7 @@ Examples:
     .option('--workspace <name>', 'with --from-blob: every database of this workspace the blob store holds that is missing here')
     .option(
       '--json',
-      'print the answer as JSON (the undo command on stderr) instead of lines for a person; with --dry-run: the plan; with --all or --workspace: a JSON line per database, then the total (one database --from-blob prints JSON either way)',
+      'print the answer as JSON (the undo command on stderr) instead of lines for a person; with --dry-run: the plan; with --all or --workspace: a JSON line per database, then the total',
     )
     .option(
       '--through <position>',

@@ -3,6 +3,7 @@ import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
 import { checkRedis, connectRedis } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
+import type { BlobRestoreResult } from '../history/blob-restore.ts';
 import { HistoryClient, parseMoment, type HistoryView } from '../shards/history-client.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { UsageError, type CommandContext } from './context.ts';
@@ -10,12 +11,12 @@ import { pickupWatch } from './op-pickup.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { nameFlag } from './name-flag.ts';
 import { restoreAll } from './restore-all.ts';
-import { dryRunText, restoredText } from './restore-text.ts';
+import { blobRestoredText, dryRunText, restoredText } from './restore-text.ts';
 
 // `agentdb history DB` and `agentdb restore DB …`: operator commands (whoever holds the
 // deployment's Redis, as `approvals --operator`); both go through the same shard ops as HTTP.
-// An answer prints for a person (a table, a restore's lines; --json: the answer as JSON, and
-// always for --from-blob of one database) and exits 0; a refusal prints `{ error }` and exits 1.
+// An answer prints for a person (a table, a restore's lines; --json: the answer as JSON) and
+// exits 0; a refusal prints `{ error }` and exits 1.
 
 /**
  * `agentdb history DB [--json] [--all-commits]`: the restorable range, the generations, the undo
@@ -72,7 +73,7 @@ export async function restore(
     throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
   }
   if (flags.fromBlob) {
-    if (flags.undo !== undefined || flags.through !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run and --by');
+    if (flags.undo !== undefined || flags.through !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run, --by and --json');
     return withClient(ctx, 'restore', async (client) => {
       const result = await client.restoreFromBlob(
         db,
@@ -84,7 +85,8 @@ export async function restore(
         },
         'operator',
       );
-      ctx.stdout.write(`${JSON.stringify(result)}\n`);
+      // As the other restores: lines for a person, the answer itself with --json.
+      ctx.stdout.write(flags.json ? `${JSON.stringify(result)}\n` : blobRestoredText(result as BlobRestoreResult));
       return 0;
     });
   }

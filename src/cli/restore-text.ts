@@ -1,4 +1,5 @@
 import { whoMade } from '../history/activity-view.ts';
+import type { BlobRestoreResult } from '../history/blob-restore.ts';
 import type { RestoreResult } from '../shards/history-client.ts';
 import { entryWhat } from './activity-entry-text.ts';
 
@@ -23,6 +24,24 @@ export function restoredText(r: RestoreResult, req: { through?: string; undo?: s
   if (r.discardsCommits) lines.push(`it discarded the ${r.discardsCommits} commit${r.discardsCommits === 1 ? '' : 's'} made since the restore it undid`);
   if (r.undoId) lines.push(`undo id ${r.undoId}: agentdb restore ${r.database} --undo ${r.undoId} puts back what was there before`);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * What a restore from the blob store of one database did (or, a dry run, would do), as `agentdb
+ * restore DB --from-blob` prints it: it printed JSON alone where the other restores print lines
+ * for a person. The moment, the backup it is built from, what was downloaded; `--json` gives the answer.
+ */
+export function blobRestoredText(r: BlobRestoreResult): string {
+  const kept = `as of ${r.restoredTo} (the last commit kept)`;
+  const from = `built from snapshot ${r.snapshot.id} (taken ${r.snapshot.at})${r.commits ? ` and the ${r.commits} commit${r.commits === 1 ? '' : 's'} after it` : ' alone'}`;
+  if (r.dryRun) {
+    const where = r.into ? `${r.into} would be made from ${r.database}'s backup` : `${r.database} would be restored from its backup`;
+    const lines = [`dry run, nothing changed: ${where} in the blob store ${kept}`, from];
+    if (r.refused) lines.push(`the restore itself would be refused: ${r.refused}`);
+    return `${lines.join('\n')}\n`;
+  }
+  const what = r.into ? `made ${r.into} from ${r.database}'s backup` : `restored ${r.database} from its backup`;
+  return `${what} in the blob store ${kept}\n${from}; ${r.downloaded} bytes downloaded and verified\n`;
 }
 
 /**

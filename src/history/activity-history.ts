@@ -3,7 +3,9 @@ import zlib from 'node:zlib';
 import { AgentDbError, codeOf } from '../errors.ts';
 import { RowMatcher, type Group } from './activity-match.ts';
 import { PIECE, readRowsOn, type ActivityRows, type RowOrder } from './activity-rows.ts';
-import { listGenerations, listSegments, localSource, type GenerationInfo, type SegmentInfo } from './history-files.ts';
+import { type GenerationRead, sameStamp, stampOf, unchanged } from './activity-reads.ts';
+import { compareKeys, idKey } from './commit-ids.ts';
+import { listGenerations, listSegments, localSource, type GenerationInfo } from './history-files.ts';
 import { parseIndex } from './segment-index.ts';
 import { TurnClock } from './turn-clock.ts';
 
@@ -26,57 +28,6 @@ export interface HistoryCommit {
   at: number;
   /** The first commit of a restore's generation: the restore itself. */
   base: boolean;
-}
-
-/** What was read of one segment's index: its file as it was (to tell it unchanged), the bytes of the lines read and their CRC-32, the commits taken. */
-interface SegmentRead {
-  name: string;
-  size: number;
-  mtimeMs: number;
-  goodBytes: number;
-  crc: number;
-  commits: number;
-}
-
-function stampOf(indexPath: string): { size: number; mtimeMs: number } {
-  const st = fs.statSync(indexPath, { throwIfNoEntry: false });
-  return { size: st?.size ?? -1, mtimeMs: st?.mtimeMs ?? -1 };
-}
-
-function sameStamp(seen: SegmentRead, indexPath: string): boolean {
-  const now = stampOf(indexPath);
-  return now.size === seen.size && now.mtimeMs === seen.mtimeMs;
-}
-
-/** Whether the segments read are as they were (same names, same index files) and, with `all`, the only ones. */
-function unchanged(read: SegmentRead[], segments: SegmentInfo[], all = false): boolean {
-  if (all && segments.length !== read.length) return false;
-  return read.every((seen, s) => segments[s]?.name === seen.name && sameStamp(seen, segments[s]!.indexPath));
-}
-
-type IdKey = [string, string, number];
-
-function idKey(id: string): IdKey | undefined {
-  const [gen, seg, n, ...rest] = id.split('.');
-  if (gen === undefined || seg === undefined || n === undefined || rest.length || String(Number(n)) !== n) return undefined;
-  return [gen, seg, Number(n)];
-}
-
-function compareKeys(a: IdKey, b: IdKey): number {
-  if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
-  if (a[1] !== b[1]) return a[1] < b[1] ? -1 : 1;
-  return a[2] - b[2];
-}
-
-/** What was read of one generation: enough to tell it unchanged, and to go on reading it. */
-interface GenerationRead {
-  name: string;
-  sha?: string;
-  endedAt?: number;
-  /** Its segments read so far. */
-  segments: SegmentRead[];
-  /** The state its last commit read left (its first state before any). */
-  state?: string;
 }
 
 /**

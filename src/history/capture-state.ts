@@ -1,18 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  GENERATION_END,
   SEGMENTS_DIR,
   SEGMENT_DATA_EXT,
   SEGMENT_INDEX_EXT,
   nameSeq,
   readJson,
   SNAPSHOT_META,
-  segmentName,
   type HistorySource,
   type SegmentHeader,
   type SnapshotMeta,
 } from './history-files.ts';
+import { closeSegment, type Segment } from './capture-segment.ts';
+import { indexIs, stampOf, stampedIndexBytes } from './capture-stamp.ts';
+import { newestGeneration, newestSegment, readNames } from './newest-history.ts';
 import { readIndex } from './segment-index.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
 
@@ -59,48 +60,6 @@ export interface State {
   damaged?: string;
 }
 
-/** The segment capture appends to, with its files kept open while the database's handle is. */
-export interface Segment {
-  name: string;
-  seq: number;
-  header: SegmentHeader;
-  dataPath: string;
-  indexPath: string;
-  frames: number;
-  c1: number;
-  c2: number;
-  /** Frames the last commit copied took: how many the next capture reads first. */
-  lastCommitFrames?: number;
-  /**
-   * Open descriptors of its data and index files: each commit's copy would otherwise open and
-   * close both (four system calls, a third of a capture's). Closed when the database's handle
-   * closes (`captureBeforeClose`), when the segment or the state is replaced, and by `forgetCapture`.
-   */
-  fds?: { data: number; index: number };
-}
-
-export function segmentFds(seg: Segment): { data: number; index: number } {
-  if (!seg.fds) {
-    const data = fs.openSync(seg.dataPath, 'r+');
-    try {
-      // Appended to, and read at its end to tell whether another child appended (`loadState`).
-      seg.fds = { data, index: fs.openSync(seg.indexPath, 'a+') };
-    } catch (err) {
-      fs.closeSync(data);
-      throw err;
-    }
-  }
-  return seg.fds;
-}
-
-export function closeSegment(seg: Segment | undefined): void {
-  if (!seg?.fds) return;
-  const { data, index } = seg.fds;
-  seg.fds = undefined;
-  fs.closeSync(data);
-  fs.closeSync(index);
-}
-
 /** Drops what this process knew of a database's capture, closing its open segment. */
 export function dropState(dbPath: string): void {
   closeSegment(states.get(dbPath)?.seg);
@@ -144,71 +103,6 @@ function usedNow(dbPath: string, st: State): State {
 export function stateOf(dbPath: string): State | undefined {
   const st = states.get(dbPath);
   return st && usedNow(dbPath, st);
-}
-
-export function newSegment(st: State, head: Buffer, hdr: SegmentHeader): NonNullable<State['seg']> {
-  const seq = (st.seg?.seq ?? 0) + 1;
-  const dir = path.join(st.genDir, SEGMENTS_DIR);
-  fs.mkdirSync(dir, { recursive: true });
-  const name = segmentName(seq);
-  const dataPath = path.join(dir, name + SEGMENT_DATA_EXT);
-  const indexPath = path.join(dir, name + SEGMENT_INDEX_EXT);
-  // The data file first, and only if new: it is what names the segment (a crash may leave an
-  // index without one), and finding it already there means another capture began it.
-  try {
-    fs.writeFileSync(dataPath, head, { flag: 'wx' });
-  } catch (err) {
-    // Created here and then not written (a full disk): removed, or it would stand in the way.
-    if ((err as { code?: string }).code !== 'EEXIST') fs.rmSync(dataPath, { force: true });
-    throw err;
-  }
-  try {
-    fs.writeFileSync(indexPath, '');
-    // A header cut short (a full disk) would leave a segment no capture can read or begin again.
-    if (fs.statSync(dataPath).size !== head.length)
-      throw Object.assign(new Error(`history segment ${dataPath}: its header was not written whole (disk full?)`), { code: 'ENOSPC' });
-  } catch (err) {
-    fs.rmSync(indexPath, { force: true });
-    fs.rmSync(dataPath, { force: true });
-    throw err;
-  }
-  return { name, seq, header: hdr, dataPath, indexPath, frames: 0, c1: hdr.c1, c2: hdr.c2 };
-}
-
-/**
- * What must not have changed for a cached state to hold: no later generation (it would have
- * marked this one ended), no next segment, the index's size (it only grows), and the folder of
- * generations (a prune, for the byte count). Another child may have captured this database
- * since: existence and sizes say so exactly, where folder mtimes tick too coarsely (a segment
- * begun in the same tick once went unseen, and was begun again over the other's).
- */
-export function stampOf(genDir: string, seq: number, indexPath: string | undefined): string {
-  const gens = fs.statSync(path.dirname(genDir), { throwIfNoEntry: false });
-  const ended = fs.existsSync(path.join(genDir, GENERATION_END));
-  const next = fs.existsSync(path.join(genDir, SEGMENTS_DIR, segmentName(seq + 1) + SEGMENT_DATA_EXT));
-  const idx = indexPath ? fs.statSync(indexPath, { throwIfNoEntry: false }) : undefined;
-  return `${gens?.mtimeMs}|${ended}|${next}|${idx?.size}`;
-}
-
-const probe = Buffer.alloc(2);
-
-/**
- * Whether the index open at `fd` is exactly `bytes` long: one read at its end (nothing past it,
- * its last byte there), where an fstat also built a Stats object of four dates on every commit.
- */
-function indexIs(fd: number, bytes: number): boolean {
-  return bytes === 0 ? fs.readSync(fd, probe, 0, 1, 0) === 0 : fs.readSync(fd, probe, 0, 2, bytes - 1) === 1;
-}
-
-/** The index's size a stamp holds (its last field). */
-function stampedIndexBytes(stamp: string): number {
-  return Number(stamp.slice(stamp.lastIndexOf('|') + 1));
-}
-
-export function bumpStamp(stamp: string, grew: number): string {
-  if (grew === 0) return stamp;
-  const cut = stamp.lastIndexOf('|');
-  return `${stamp.slice(0, cut)}|${Number(stamp.slice(cut + 1)) + grew}`;
 }
 
 /**
@@ -305,29 +199,6 @@ function previousDbPages(genDir: string, segName: string): number | undefined {
     if (last) return last.dbPages;
   }
   return undefined;
-}
-
-/** The newest generation in `generationsDir`, as history's files show it (undefined: no history). */
-export function newestGeneration(generationsDir: string): string | undefined {
-  return readNames(generationsDir)
-    .filter((n) => n.startsWith('g') && nameSeq(n) !== undefined)
-    .at(-1);
-}
-
-/** The newest segment of the generation at `genDir` (its name, without extension), if it has one. */
-export function newestSegment(genDir: string): string | undefined {
-  return readNames(path.join(genDir, SEGMENTS_DIR))
-    .filter((n) => n.endsWith(SEGMENT_DATA_EXT))
-    .map((n) => n.slice(0, -SEGMENT_DATA_EXT.length))
-    .at(-1);
-}
-
-function readNames(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir).sort();
-  } catch {
-    return [];
-  }
 }
 
 /** Where a state's history ends, as a string to compare: a capture by any connection moves it. */

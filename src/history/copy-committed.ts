@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Answered } from './answered-commits.ts';
-import { closeSegment, segmentFds, type State } from './capture-state.ts';
+import { closeSegment, segmentFds } from './capture-segment.ts';
+import type { State } from './capture-state.ts';
 import type { CommitRecord, SegmentHeader } from './history-files.ts';
 import { lateKey } from './late-answers.ts';
 import { checkFrame, frameBytes } from './wal-format.ts';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { commitsSinceCapture } from './capture-connection.ts';
-import type { Segment } from './capture-state.ts';
+import type { Segment } from './capture-segment.ts';
 import type { SegmentHeader } from './history-files.ts';
 import { FRAME_HEADER_BYTES, checkFrame, frameBytes, frameOffset } from './wal-format.ts';
 import { readWalIndex } from './wal-index.ts';

@@ -85,12 +85,12 @@ describe('agentdb backup now and restore --from-blob', () => {
     // A line for the database even when its op ended before its progress event was read.
     expect(again.stderr).toMatch(/^shard \d+ 1\/1 acme\/scout: unchanged$/m);
     // What restoring the backup beside the live database would do, changing nothing.
-    const dry = await runCli(['restore', 'acme/scout', '--from-blob', '--into', 'acme/scout-copy', '--dry-run'], sb.env);
+    const dry = await runCli(['restore', 'acme/scout', '--from-blob', '--into', 'acme/scout-copy', '--dry-run', '--json'], sb.env);
     expect(dry.code, dry.stderr).toBe(0);
     expect(JSON.parse(dry.stdout)).toMatchObject({ database: 'acme/scout', into: 'acme/scout-copy', dryRun: true, commits: expect.any(Number) });
     expect(existsSync(databasePath(sb.config.dataDir, 'acme', 'scout-copy', shardOf('acme/scout-copy', sb.config.shardCount)))).toBe(false);
     // Previewed where the database still is: the plan, and why the restore itself is refused.
-    const here = await runCli(['restore', 'acme/scout', '--from-blob', '--dry-run'], sb.env);
+    const here = await runCli(['restore', 'acme/scout', '--from-blob', '--dry-run', '--json'], sb.env);
     expect(here.code, here.stdout).toBe(0);
     expect(JSON.parse(here.stdout)).toMatchObject({
       database: 'acme/scout',
@@ -98,6 +98,17 @@ describe('agentdb backup now and restore --from-blob', () => {
       commits: expect.any(Number),
       refused: expect.stringMatching(/^DATABASE_EXISTS: .*--into NEW/),
     });
+    // Without --json, lines for a person, as the other restores print (it printed JSON alone).
+    const hereText = await runCli(['restore', 'acme/scout', '--from-blob', '--dry-run'], sb.env);
+    expect(hereText.code, hereText.stdout).toBe(0);
+    expect(hereText.stdout).toMatch(
+      /^dry run, nothing changed: acme\/scout would be restored from its backup in the blob store as of \S+ \(the last commit kept\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone)\nthe restore itself would be refused: DATABASE_EXISTS: .*--into NEW.*\n$/,
+    );
+    const copy = await runCli(['restore', 'acme/scout', '--from-blob', '--into', 'acme/scout-backup'], sb.env);
+    expect(copy.code, copy.stdout + copy.stderr).toBe(0);
+    expect(copy.stdout).toMatch(
+      /^made acme\/scout-backup from acme\/scout's backup in the blob store as of \S+ \(the last commit kept\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone); \d+ bytes downloaded and verified\n$/,
+    );
     const refused = await runCli(['restore', 'acme/scout', '--from-blob'], sb.env);
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });

@@ -75,6 +75,15 @@ describe('agentdb call with a command line it cannot run', () => {
         ['call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{database:agent}', 'DATA_QUERY_SQL', '{}'],
         /^agentdb call: --settings is not valid JSON/,
       ],
+      // Settings the schema refuses: a bad command line too, in the words the call's refusal used.
+      [
+        ['call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"nope"}', 'DATA_QUERY_SQL', '{}'],
+        /^agentdb call: --settings is not valid: settings\.database: Invalid option: expected one of "off"\|"agent"\|"workspace"\n/,
+      ],
+      [
+        ['call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"databse":"agent"}', 'DATA_QUERY_SQL', '{}'],
+        /^agentdb call: --settings is not valid: settings: Unrecognized key: "databse"\n/,
+      ],
       [['call', ...who], /^agentdb call: give TOOL and ARGS_JSON, or --batch FILE\|-/],
       [['call', ...who, '--colour', 'DATA_QUERY_SQL', '{}'], /^agentdb call: unknown option '--colour'/],
       [
