@@ -3,10 +3,13 @@ import { approvalIdFor, type Approval } from '../approvals/approval.ts';
 import type { Config } from '../config.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { Effect } from '../contracts/effect.ts';
+import { okEnvelope } from '../contracts/envelope.ts';
 import { TOOL_TIERS } from '../contracts/tools.ts';
 import { AgentDbError } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
 import type { CallPlan } from '../policy/call-plan.ts';
+import { CREDITS } from '../policy/credits.ts';
+import type { RecordedEffect, RecordedOutcome } from '../sqlite/call-record.ts';
 import { dropEffect } from '../sqlite/sqlite-effect.ts';
 import { failedRun, type RunOutcome } from './call-runner.ts';
 import { previewParked } from './parked-effect.ts';
@@ -54,6 +57,20 @@ export async function firstPark(
   request: ExecRequest,
 ): Promise<{ approval: Approval; created: boolean } | RunOutcome> {
   const data = { callId: plan.request.callId ?? '', tool: plan.tool };
+  if (request.op === 'write' || request.op === 'drop') {
+    // Already committed under this key: its record answers, and nobody is asked again. Redis lost
+    // the call's job and approval after it ran (it came back empty), and the caller sent it again
+    // under its id (review R2: it was parked again, and a rejection would have answered
+    // APPROVAL_REJECTED for a write that was in the database).
+    const recorded: RecordedEffect = request.op === 'write' ? ['write', request.sql, request.params] : ['drop', request.table];
+    const found = await deps.executor.run({ op: 'recorded', db: request.db, callKey: key, effect: recorded });
+    if (found.ok && (found.result as RecordedOutcome).committed) {
+      return {
+        envelope: okEnvelope(data.callId, plan.tool, CREDITS[plan.tool], (found.result as RecordedOutcome).result as Record<string, unknown>),
+        meter: undefined,
+      };
+    }
+  }
   let object: DropObject | undefined;
   let effect: { effect: Effect | null; effectNote?: string } | undefined;
   // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE

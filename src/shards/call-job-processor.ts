@@ -137,16 +137,19 @@ export class CallJobProcessor {
     // Only parking changes a job's data (a call refused there has its arguments dropped): any
     // other call keeps what was measured above, not serialised again to be measured again.
     const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
-    if (event.inline) {
+    if (event.inline && envelope.ok) {
       // Not awaited: the event and BullMQ's own completion go out back to back on this one
       // connection, so the caller hears of the result a round trip sooner. Nothing is less
       // safe for it: the event carries the envelope, and a Redis failure here fails the job's
-      // completion as well, so the call is retried (and replayed).
+      // completion as well, so the call is retried (and replayed: the same ok).
       this.announce(envelope, event, metering, log);
     } else {
       // An event without its envelope sends the caller to the job for it, so it may only leave
       // once BullMQ has stored the result: announced from the worker's `completed` event. (Sent
       // first, a caller found the job unfinished and waited for its safety-net check: ~30 s.)
+      // A failure waits for it too: BullMQ stores it only while this run holds the job's lock.
+      // A run whose lock had lapsed (a child stopped past its deadline on a loaded host, review
+      // R2) announced STATEMENT_TIMEOUT while the job's second run committed the write.
       this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
     }
     // After the announce is queued, in this same turn: the completion's flush, the first to run,
