@@ -129,6 +129,28 @@ describe('query', () => {
     expect(db.inTransaction).toBe(false);
   });
 
+  it('reads a single-row statement judged before on its own, each time at the latest commit, leaving no transaction', () => {
+    const t = target();
+    run(t, 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)');
+    run(t, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')");
+    const db = writeDb(t);
+    // The first read is judged in a rolled-back transaction; the second is a hit read without one.
+    expect(query(db, 'SELECT v FROM kv WHERE id = ?', [1], 10, 1e6).rows).toEqual([['a']]);
+    const other = new Database(t.path);
+    try {
+      other.prepare("UPDATE kv SET v = 'c' WHERE id = 1").run();
+      expect(query(db, 'SELECT v FROM kv WHERE id = ?', [1], 10, 1e6)).toEqual({ columns: ['v'], rows: [['c']], truncated: false });
+      expect(db.inTransaction).toBe(false);
+      // Written from outside while this handle has read: still a plain read, answered in full.
+      other.prepare("INSERT INTO kv VALUES (3, 'd')").run();
+      expect(query(db, 'SELECT v FROM kv WHERE id = ?', [3], 10, 1e6).rows).toEqual([['d']]);
+      expect(query(db, 'SELECT v FROM kv WHERE id = ?', [4], 10, 1e6).rows).toEqual([]);
+      expect(db.inTransaction).toBe(false);
+    } finally {
+      other.close();
+    }
+  });
+
   it('returns exact integers as numbers, larger ones as strings, and blobs as base64', () => {
     const t = target();
     const db = writeDb(t);
