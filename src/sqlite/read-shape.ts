@@ -24,11 +24,6 @@ export function noteSingleRow(stmt: Statement): void {
   singleRows.add(stmt);
 }
 
-/** Whether the guard found that `stmt` returns at most one row (see {@link noteSingleRow}). */
-export function isSingleRow(stmt: Statement): boolean {
-  return singleRows.has(stmt);
-}
-
 /**
  * `stmt` set to read rows as results encode them (INTEGERs as bigint, rows as arrays), and its
  * columns, worked out once per statement object. A PK read repeats one cached statement, and
