@@ -100,17 +100,8 @@ export class StatementCache {
    */
   checked(db: Database, sql: string, mode: CheckMode): Statement {
     const key = `${this.idOf(db)}\u0000${mode}\u0000${sql}`;
-    const hit = this.entries.get(key);
-    if (hit) {
-      // Re-insert so the Map's order is least-recently-used first; the newest is last already
-      // (a statement repeated, the common case, costs one lookup).
-      if (key !== this.newest) {
-        this.entries.delete(key);
-        this.entries.set(key, hit);
-        this.newest = key;
-      }
-      return hit.stmt;
-    }
+    const hit = this.hitOn(key);
+    if (hit) return hit;
     const verdict = this.verdicts.check(db, sql, mode);
     if (!verdict.ok) throw new AgentDbError(verdict.code, verdict.reason);
     const stmt = verdict.stmt;
@@ -133,6 +124,27 @@ export class StatementCache {
     this.bytes += cost;
     this.evictOverBudget();
     return stmt;
+  }
+
+  /**
+   * The statement {@link checked} would hand out without judging or preparing anything: one
+   * cached with its verdict for this mode, or undefined (a miss, which `checked` then judges).
+   */
+  cached(db: Database, sql: string, mode: CheckMode): Statement | undefined {
+    return this.hitOn(`${this.idOf(db)}\u0000${mode}\u0000${sql}`);
+  }
+
+  private hitOn(key: string): Statement | undefined {
+    const hit = this.entries.get(key);
+    if (!hit) return undefined;
+    // Re-insert so the Map's order is least-recently-used first; the newest is last already
+    // (a statement repeated, the common case, costs one lookup).
+    if (key !== this.newest) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      this.newest = key;
+    }
+    return hit.stmt;
   }
 
   /**
@@ -187,6 +199,11 @@ export const statementCache = new StatementCache();
 /** {@link StatementCache.checked} on the child's cache. */
 export function checkedStatement(db: Database, sql: string, mode: CheckMode): Statement {
   return statementCache.checked(db, sql, mode);
+}
+
+/** {@link StatementCache.cached} on the child's cache. */
+export function cachedStatement(db: Database, sql: string, mode: CheckMode): Statement | undefined {
+  return statementCache.cached(db, sql, mode);
 }
 
 /** {@link StatementCache.forget} on the child's cache. */

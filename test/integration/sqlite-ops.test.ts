@@ -129,6 +129,33 @@ describe('query', () => {
     expect(db.inTransaction).toBe(false);
   });
 
+  it('reads a statement judged before on its own, each time at the latest commit, cut as any read, leaving no transaction', () => {
+    const t = target();
+    run(t, 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)');
+    run(t, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')");
+    const db = writeDb(t);
+    // The first read is judged in a rolled-back transaction; later ones are hits, read without one.
+    expect(query(db, 'SELECT v FROM kv WHERE id = ?', [1], 10, 1e6).rows).toEqual([['a']]);
+    const other = new Database(t.path);
+    try {
+      other.prepare("UPDATE kv SET v = 'c' WHERE id = 1").run();
+      expect(query(db, 'SELECT v FROM kv WHERE id = ?', [1], 10, 1e6)).toEqual({ columns: ['v'], rows: [['c']], truncated: false });
+      expect(db.inTransaction).toBe(false);
+      // Written from outside while this handle has read: still a plain read, answered in full.
+      other.prepare("INSERT INTO kv VALUES (3, 'd')").run();
+      expect(query(db, 'SELECT v FROM kv WHERE id = ?', [3], 10, 1e6).rows).toEqual([['d']]);
+      expect(query(db, 'SELECT v FROM kv WHERE id = ?', [4], 10, 1e6).rows).toEqual([]);
+      // Rows past max_rows are cut on a hit as on the first read, and the read leaves no lock behind.
+      expect(query(db, 'SELECT v FROM kv ORDER BY id', [], 2, 1e6)).toEqual({ columns: ['v'], rows: [['c'], ['b']], truncated: true });
+      expect(query(db, 'SELECT v FROM kv ORDER BY id', [], 2, 1e6)).toEqual({ columns: ['v'], rows: [['c'], ['b']], truncated: true });
+      other.prepare('DELETE FROM kv WHERE id = 2').run();
+      expect(query(db, 'SELECT v FROM kv ORDER BY id', [], 2, 1e6)).toEqual({ columns: ['v'], rows: [['c'], ['d']], truncated: false });
+      expect(db.inTransaction).toBe(false);
+    } finally {
+      other.close();
+    }
+  });
+
   it('returns exact integers as numbers, larger ones as strings, and blobs as base64', () => {
     const t = target();
     const db = writeDb(t);

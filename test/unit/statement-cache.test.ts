@@ -142,6 +142,22 @@ describe('StatementCache', () => {
     expect(cache.stats()).toMatchObject({ count: 0, bytes: 0 });
   });
 
+  it('hands out without judging only a statement it admitted, for that mode and database, until forgotten', () => {
+    const cache = new StatementCache(1 << 30);
+    const a = database();
+    const b = database();
+    expect(cache.cached(a, 'SELECT x FROM t', 'read')).toBeUndefined();
+    const stmt = cache.checked(a, 'SELECT x FROM t', 'read');
+    expect(cache.cached(a, 'SELECT x FROM t', 'read')).toBe(stmt);
+    expect(cache.cached(a, 'SELECT x FROM t', 'write')).toBeUndefined();
+    expect(cache.cached(b, 'SELECT x FROM t', 'read')).toBeUndefined();
+    // A refusal is never kept, so never handed out.
+    expect(() => cache.checked(a, 'DELETE FROM t', 'read')).toThrow();
+    expect(cache.cached(a, 'DELETE FROM t', 'read')).toBeUndefined();
+    cache.forget(a);
+    expect(cache.cached(a, 'SELECT x FROM t', 'read')).toBeUndefined();
+  });
+
   it('shrinks to a lowered budget at once', () => {
     const cache = new StatementCache(1 << 30);
     const db = database();
