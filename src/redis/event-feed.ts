@@ -11,9 +11,10 @@ export class EventFeed implements AsyncIterableIterator<StreamedEvent> {
   private readonly buffer: StreamedEvent[] = [];
   private closed = false;
   // A read pending during a Redis outage is never settled by `disconnect()` (see EventReader):
-  // each read races this, so a feed closed then ends instead of hanging its `for await`.
-  private wake!: () => void;
-  private readonly closing = new Promise<null>((resolve) => (this.wake = () => resolve(null)));
+  // `close` ends each wait under way by these, so a feed closed then ends instead of hanging its
+  // `for await`. Not a race against one promise of the feed's life, which kept a reaction, and
+  // the reply it held, for every read until the feed closed (see EventReader).
+  private readonly wakes = new Set<() => void>();
 
   constructor(
     private readonly conn: Redis,
@@ -35,9 +36,9 @@ export class EventFeed implements AsyncIterableIterator<StreamedEvent> {
       if (this.closed) return { value: undefined, done: true };
       let reply: [string, [string, string[]][]][] | null;
       try {
-        const from = await Promise.race([this.lastId, this.closing]);
+        const from = await this.unlessClosed(this.lastId);
         if (from === null) return { value: undefined, done: true };
-        reply = (await Promise.race([this.conn.xread('COUNT', 100, 'BLOCK', 5000, 'STREAMS', this.streamKey, from), this.closing])) as typeof reply;
+        reply = (await this.unlessClosed(this.conn.xread('COUNT', 100, 'BLOCK', 5000, 'STREAMS', this.streamKey, from))) as typeof reply;
         if (this.closed) return { value: undefined, done: true };
       } catch {
         if (this.closed) return { value: undefined, done: true };
@@ -60,11 +61,22 @@ export class EventFeed implements AsyncIterableIterator<StreamedEvent> {
     return { value: undefined, done: true };
   }
 
+  /** `work`'s value, or null once the feed is closed (at once when it is already). */
+  private unlessClosed<T>(work: Promise<T>): Promise<T | null> {
+    if (this.closed) return Promise.resolve(null);
+    return new Promise<T | null>((resolve, reject) => {
+      const wake = () => resolve(null);
+      this.wakes.add(wake);
+      work.then(resolve, reject).finally(() => this.wakes.delete(wake));
+    });
+  }
+
   /** Stops the feed and closes its connection. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.wake();
+    for (const wake of this.wakes) wake();
+    this.wakes.clear();
     this.conn.disconnect();
     this.onClose();
   }

@@ -127,9 +127,11 @@ export class EventReader {
   private loop?: Promise<void>;
   // A read pending on a connection that is reconnecting is never settled by `disconnect()`
   // (ioredis flushes its queue only when a live socket closes): a client closed during a Redis
-  // outage waited for it for good. The loop races each read against this instead.
-  private stopped!: () => void;
-  private readonly stopping = new Promise<null>((resolve) => (this.stopped = () => resolve(null)));
+  // outage waited for it for good. `stop` ends the read under way itself instead, by this.
+  // Not a race against one promise of the reader's life: each `Promise.race` leaves a reaction
+  // on a promise that never settles, holding that read's reply, and the reader makes one per
+  // call (~1.1 KB a call kept until the client closed; docs/benchmarks.md, session 25).
+  private endRead?: () => void;
 
   constructor(
     private readonly redis: Redis,
@@ -151,7 +153,7 @@ export class EventReader {
   /** Stops following and closes the connection. */
   async stop(): Promise<void> {
     this.running = false;
-    this.stopped();
+    this.endRead?.();
     this.redis.disconnect();
     await this.loop;
   }
@@ -160,9 +162,7 @@ export class EventReader {
     while (this.running) {
       let reply: [string, [string, string[]][]][] | null;
       try {
-        reply = (await Promise.race([this.redis.xread('COUNT', 1000, 'BLOCK', 5000, 'STREAMS', this.streamKey, this.lastId), this.stopping])) as
-          | [string, [string, string[]][]][]
-          | null;
+        reply = await this.read();
         if (!this.running) return;
       } catch {
         if (!this.running) return;
@@ -186,5 +186,14 @@ export class EventReader {
       // meanwhile: the read resumes from `lastId`.
       if (reply) await new Promise((resolve) => setImmediate(resolve));
     }
+  }
+
+  /** The next XREAD's reply; null once {@link stop} has ended it, whether or not Redis answers. */
+  private read(): Promise<[string, [string, string[]][]][] | null> {
+    const reading = this.redis.xread('COUNT', 1000, 'BLOCK', 5000, 'STREAMS', this.streamKey, this.lastId) as Promise<[string, [string, string[]][]][] | null>;
+    return new Promise((resolve, reject) => {
+      this.endRead = () => resolve(null);
+      reading.then(resolve, reject);
+    });
   }
 }

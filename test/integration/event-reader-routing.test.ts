@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { okEnvelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
@@ -86,5 +88,35 @@ describe('EventReader with wanted', () => {
     redis.disconnect();
     expect(seen.map((e) => e.callId)).toEqual(['kept', 'parked', 'other-order', 'end']);
     expect(seen[0]).toMatchObject({ type: 'call.completed', workspace: 'mine', envelope: { ok: true, callId: 'kept' } });
+  });
+});
+
+describe('EventReader over many reads', () => {
+  it('keeps nothing of the reads it has handed on (each read once left its reply held until the reader stopped)', async () => {
+    // A collection on demand, as `--expose-gc` gives it, without starting the fork with it.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const redis = connectRedis(sb.config.redisUrl);
+    const stream = `${keysFor(sb.config.prefix).events}:many`;
+    let handed!: () => void;
+    const reader = new EventReader(connectRedis(sb.config.redisUrl, { blocking: true }), stream, '0-0', () => handed());
+    reader.start();
+    // One event per read, each ~20 KB: a reply kept per read is ~8 MB over 400 reads.
+    const padding = 'x'.repeat(20_000);
+    const one = async (i: number) => {
+      const seen = new Promise<void>((resolve) => (handed = resolve));
+      await publishEvent(redis, stream, { type: 'approval.requested', callId: `c${i}`, approval: { padding }, at: i });
+      await seen;
+    };
+    for (let i = 0; i < 50; i++) await one(i);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 50; i < 450; i++) await one(i);
+    gc();
+    const kept = process.memoryUsage().heapUsed - before;
+    await reader.stop();
+    await redis.del(stream);
+    redis.disconnect();
+    expect(kept).toBeLessThan(2_000_000);
   });
 });
