@@ -27,10 +27,12 @@ export async function restoreAll(
     (line) => ctx.stdout.write(flags.json ? `${JSON.stringify(asJson(line))}\n` : `${text(line, flags.dryRun === true)}\n`),
   );
   const scope = flags.workspace !== undefined ? `of workspace ${flags.workspace} ` : '';
+  // "1 database", not "1 databases": the total is read by a person.
+  const databases = `${summary.databases} ${summary.databases === 1 ? 'database' : 'databases'}`;
   ctx.stdout.write(
     flags.json
       ? `${JSON.stringify({ total: summary })}\n`
-      : `total: ${summary.databases} databases ${scope}with a backup in the blob store (${summary.store}): ${summary.restored} ${flags.dryRun ? 'would be restored' : 'restored'}, ${summary.skipped} skipped (they exist here), ${summary.failed} failed\n`,
+      : `total: ${databases} ${scope}with a backup in the blob store (${summary.store}): ${summary.restored} ${flags.dryRun ? 'would be restored' : 'restored'}, ${summary.skipped} skipped (they exist here), ${summary.failed} failed\n`,
   );
   return summary.failed > 0 ? EXIT.failed : EXIT.ok;
 }

@@ -32,7 +32,9 @@ export function restoredText(r: RestoreResult, req: { through?: string; undo?: s
  * for a person. The moment, the backup it is built from, what was downloaded; `--json` gives the answer.
  */
 export function blobRestoredText(r: BlobRestoreResult): string {
-  const kept = `as of ${r.restoredTo} (the last commit kept)`;
+  // Built from a snapshot alone, the moment is the snapshot's, not a commit's: a nightly
+  // backup's snapshot is taken after the last commit, which the old words then misdated.
+  const kept = `as of ${r.restoredTo} (${r.commits ? 'the last commit kept' : 'when its snapshot was taken'})`;
   const from = `built from snapshot ${r.snapshot.id} (taken ${r.snapshot.at})${r.commits ? ` and the ${r.commits} commit${r.commits === 1 ? '' : 's'} after it` : ' alone'}`;
   if (r.dryRun) {
     const where = r.into ? `${r.into} would be made from ${r.database}'s backup` : `${r.database} would be restored from its backup`;

@@ -102,12 +102,12 @@ describe('agentdb backup now and restore --from-blob', () => {
     const hereText = await runCli(['restore', 'acme/scout', '--from-blob', '--dry-run'], sb.env);
     expect(hereText.code, hereText.stdout).toBe(0);
     expect(hereText.stdout).toMatch(
-      /^dry run, nothing changed: acme\/scout would be restored from its backup in the blob store as of \S+ \(the last commit kept\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone)\nthe restore itself would be refused: DATABASE_EXISTS: .*--into NEW.*\n$/,
+      /^dry run, nothing changed: acme\/scout would be restored from its backup in the blob store as of \S+ \((the last commit kept|when its snapshot was taken)\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone)\nthe restore itself would be refused: DATABASE_EXISTS: .*--into NEW.*\n$/,
     );
     const copy = await runCli(['restore', 'acme/scout', '--from-blob', '--into', 'acme/scout-backup'], sb.env);
     expect(copy.code, copy.stdout + copy.stderr).toBe(0);
     expect(copy.stdout).toMatch(
-      /^made acme\/scout-backup from acme\/scout's backup in the blob store as of \S+ \(the last commit kept\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone); \d+ bytes downloaded and verified\n$/,
+      /^made acme\/scout-backup from acme\/scout's backup in the blob store as of \S+ \((the last commit kept|when its snapshot was taken)\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone); \d+ bytes downloaded and verified\n$/,
     );
     const refused = await runCli(['restore', 'acme/scout', '--from-blob'], sb.env);
     expect(refused.code).toBe(1);

@@ -111,7 +111,7 @@ describe('agentdb restore --from-blob --all', () => {
     expect(one.code, one.stderr).toBe(0);
     expect(one.stdout).toMatch(/^other\/x: restored to \S+ \(\d+ commits, \d+ bytes downloaded\)$/m);
     expect(one.stdout).toMatch(
-      /^total: 1 databases of workspace other with a backup in the blob store \(folder:.+\): 1 restored, 0 skipped \(they exist here\), 0 failed$/m,
+      /^total: 1 database of workspace other with a backup in the blob store \(folder:.+\): 1 restored, 0 skipped \(they exist here\), 0 failed$/m,
     );
 
     const all = await cli('restore', '--from-blob', '--all');
