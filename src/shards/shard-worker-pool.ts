@@ -24,6 +24,7 @@ import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
+import { spillLarge } from './op-result-spill.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
 import { ShardWorker } from './shard-worker.ts';
 import { StaleMarkers } from './stale-markers.ts';
@@ -240,7 +241,9 @@ export class ShardWorkerPool {
       this.markers.around(shard, markerKeys, worker?.markerChecked(job) ?? false, () =>
         this.unheld.hold<unknown>(token!, job.id!, () =>
           job.name.startsWith(SHARD_OP_PREFIX)
-            ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota })
+            ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota }).then((outcome) =>
+                spillLarge(this.redis, this.keys.opResult(shard, job.id!), outcome),
+              )
             : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
         ),
       );
