@@ -7,8 +7,7 @@ import { AgentDbError } from '../errors.ts';
  * event stream (as an events-stream envelope past 16 KiB travels by reference). Both keep what
  * they carry long after anyone reads it: the job 5 minutes, the stream its last ~1,000 events.
  * In the hostile review one member's 30 CSV exports on the web page (2 MiB chunks, unmetered)
- * left 587 MB in one shard's event stream, counted in no workspace's budget, and another
- * workspace's one-row reads on that shard went from 24 ms to 6.6 s.
+ * left 587 MB in one shard's event stream, counted in no workspace's budget.
  */
 export const OP_INLINE_BYTES = 16 * 1024;
 
