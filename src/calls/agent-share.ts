@@ -57,11 +57,11 @@ export class AgentShare {
   }
 
   /**
-   * Runs `work` once the job's agent is under its share on `shard`; or puts the job back
-   * (throws DelayedError, which BullMQ takes as "moved, not failed").
+   * Runs `work` once the job's agent (or `who`: a workspace's shard ops) is under its share on
+   * `shard`; or puts the job back (throws DelayedError, which BullMQ takes as "moved, not failed").
    */
-  async run<T>(job: Job<CallJobData>, token: string, shard: number, work: () => Promise<T>): Promise<T> {
-    const key = `${shard}\u0000${job.data.workspace}/${job.data.agent}`;
+  async run<T>(job: Job<CallJobData>, token: string, shard: number, work: () => Promise<T>, who = `${job.data.workspace}/${job.data.agent}`): Promise<T> {
+    const key = `${shard}\u0000${who}`;
     const agent = this.agentFor(key);
     agent.deferred.delete(job.id!);
     const mine: Turn = { since: Date.now() };

@@ -23,6 +23,7 @@ import type { Metrics } from '../metrics.ts';
 import { webRoutes, type WebDeps } from './web/web-routes.ts';
 import type { OAuthDeps } from './oauth/oauth-deps.ts';
 import { oauthRoutes } from './oauth/oauth-routes.ts';
+import { bodyDeadline, type ConnectionLimits, DEFAULT_CONNECTION_LIMITS, limitConnections } from './connection-limits.ts';
 
 /** What the HTTP app reads; the processes it reports on are passed in, never created here. */
 export interface AppDeps {
@@ -53,6 +54,8 @@ export interface AppDeps {
    * page): only with `web` and `keyed`, which it signs in to and serves.
    */
   oauth?: OAuthDeps;
+  /** Slow and piled-up connections (see connection-limits.ts); tests lower them. */
+  connections?: Partial<ConnectionLimits>;
 }
 
 /** What the key-authenticated routes need. */
@@ -80,10 +83,22 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Request logging is off: an access log adds nothing the error log lacks, and it would be
   // one more place an Authorization header could leak from if a serializer ever changed.
   const logger = (deps.logger ?? createLogger('silent', 'agentdb-http')) as FastifyBaseLogger;
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...deps.connections };
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: (deps.trustProxy ?? false) as boolean,
+    requestTimeout: limits.requestTimeoutMs,
+    http: { connectionsCheckingInterval: limits.checkEveryMs },
+  });
+  limitConnections(app.server, limits, Boolean(deps.trustProxy));
+  bodyDeadline(app, limits.requestTimeoutMs);
+  // An answer sent before its request's body has arrived (a 401 from the key check, a 404) closes
+  // the connection: Node would otherwise keep reading the rest of the body, as slowly as the
+  // sender likes, past the request timeout (which ends once the answer is sent).
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!request.raw.complete) reply.header('connection', 'close');
+    return payload;
   });
   // (Fastify takes a hop count too, as proxy-addr does; the cast only picks its HTTP/1 overload.)
   // Route input is zod, checked by Fastify before each handler; a failure reaches the error

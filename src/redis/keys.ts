@@ -11,6 +11,8 @@ export interface Keys {
   readonly bullPrefix: string;
   queueName(shard: number): string;
   lease(shard: number): string;
+  /** A shard op's large result, between the owner's answer and its caller's read (op-result-spill.ts). */
+  opResult(shard: number, jobId: string): string;
   /** The stream of call and approval events. */
   readonly events: string;
   usage(workspace: string, day: string): string;
@@ -118,6 +120,7 @@ export function keysFor(prefix: string): Keys {
     bullPrefix: prefix,
     queueName: (shard) => `{shard-${shard}}`,
     lease: (shard) => `${prefix}:{shard-${shard}}:lease`,
+    opResult: (shard, jobId) => `${prefix}:{shard-${shard}}:op-result:${jobId}`,
     events: `${prefix}:{calls}:events`,
     usage: (workspace, day) => `${prefix}:{calls}:usage:${workspace}:${day}`,
     usageIndex: `${prefix}:{calls}:usage-index`,

@@ -9,6 +9,7 @@ import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
 import { SHARD_QUEUE_EVENTS_MAX_LEN } from '../redis/shard-queues.ts';
+import { unspill, type WireOutcome } from './op-result-spill.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
 const POLL_MS = 1000;
@@ -86,7 +87,8 @@ export class ShardOpClient {
     // The rejection is read by whichever race is on when it comes; none may be left unheard.
     lost.catch(() => undefined);
     try {
-      return await Promise.race([this.enqueueAndWait(shard, data, jobId, sent, lost, opts), lost]);
+      // A large result comes by reference (op-result-spill.ts): read once, and gone from Redis.
+      return await unspill(this.redis, (await Promise.race([this.enqueueAndWait(shard, data, jobId, sent, lost, opts), lost])) as WireOutcome);
     } finally {
       stopListening();
     }

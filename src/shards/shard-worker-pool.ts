@@ -9,6 +9,7 @@ import { claimTtlS } from '../calls/call-id-claim.ts';
 import { CallIdLedger } from '../calls/call-id-ledger.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ChildModule } from '../executor/child-module.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
@@ -24,6 +25,7 @@ import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
+import { spillLarge } from './op-result-spill.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
 import { ShardWorker } from './shard-worker.ts';
 import { StaleMarkers } from './stale-markers.ts';
@@ -240,7 +242,7 @@ export class ShardWorkerPool {
       this.markers.around(shard, markerKeys, worker?.markerChecked(job) ?? false, () =>
         this.unheld.hold<unknown>(token!, job.id!, () =>
           job.name.startsWith(SHARD_OP_PREFIX)
-            ? runShardOp(this.ops, job as Job<ShardOpJobData>, { shard, executor: this.executor, config, logger, quota: this.quota })
+            ? this.runOp(job as Job<ShardOpJobData>, token!, shard)
             : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
         ),
       );
@@ -267,6 +269,22 @@ export class ShardWorkerPool {
     logger.info({ shard }, 'shard owned');
   }
 
+  /**
+   * A shard op, its large result spilled (op-result-spill.ts). An op on a workspace's database
+   * (the web page's grid and CSV export, history, restores) takes that workspace's share of the
+   * shard as one agent's calls do: in the hostile review one member's 30 CSV exports held all 32
+   * slots of a shard, waiting behind their one database, and another workspace's one-row reads
+   * there went from 24 ms to 6.6 s.
+   */
+  private runOp(job: Job<ShardOpJobData>, token: string, shard: number): Promise<unknown> {
+    const run = () =>
+      runShardOp(this.ops, job, { shard, executor: this.executor, config: this.opts.config, logger: this.opts.logger, quota: this.quota }).then((outcome) =>
+        spillLarge(this.redis, this.keys.opResult(shard, job.id!), outcome),
+      );
+    const workspace = opWorkspace(job.data);
+    return workspace === undefined ? run() : this.agentShare.run(job as unknown as Job<CallJobData>, token, shard, run, `${workspace}\u0000ops`);
+  }
+
   private async letGo(shard: number, graceful: boolean): Promise<void> {
     const worker = this.workers.get(shard);
     this.workers.delete(shard);
@@ -277,5 +295,15 @@ export class ShardWorkerPool {
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');
+  }
+}
+
+/** The workspace whose database a shard op works on; undefined for an op on none (a backup) or a malformed id. */
+function opWorkspace(data: ShardOpJobData): string | undefined {
+  if (typeof data.db !== 'string') return undefined;
+  try {
+    return parseDatabaseId(data.db).workspace;
+  } catch {
+    return undefined;
   }
 }

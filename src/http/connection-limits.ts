@@ -1,0 +1,105 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * How long a request may take to arrive whole, headers and body. Fastify's default is none: in
+ * the hostile review 3,000 connections that sent a POST's headers and then one byte of body
+ * every 5 s were all still open after a minute, with no key, each a file descriptor of the
+ * process that also runs the shard workers, their Redis connections and the blob store. The
+ * largest body agentdb takes (a call, MAX_CALL_BYTES) arrives in well under this on any link
+ * a person or agent uses. It bounds receiving the request only: a long poll, an SSE stream or
+ * an MCP call waiting for a decision has long been received and is not cut.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+/** How often Node looks for requests past {@link REQUEST_TIMEOUT_MS} (its default is 30 s). */
+const CHECK_EVERY_MS = 5_000;
+
+/**
+ * Connections one address may hold open at once. A person's browser keeps a handful (the page,
+ * its event stream), an MCP client or agent a few, a runtime's long polls one per call waited on;
+ * an address past this is someone holding sockets, not using them. Behind a proxy (TRUST_PROXY)
+ * every connection comes from the proxy, which bounds its own clients: only the total applies.
+ */
+export const MAX_CONNECTIONS_PER_ADDRESS = 256;
+
+/**
+ * Connections the server holds at once, whoever opens them: well under the process's file
+ * descriptors (Node raises its soft limit to the hard one; 1,024 is a common hard limit only on
+ * old systems), so that a flood of connections from many addresses is turned away at the door
+ * and SQLite files, Redis connections and the blob store keep theirs.
+ */
+export const MAX_CONNECTIONS = 8_192;
+
+export interface ConnectionLimits {
+  requestTimeoutMs: number;
+  perAddress: number;
+  total: number;
+  /** How often Node checks {@link requestTimeoutMs}; tests lower it. */
+  checkEveryMs: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  perAddress: MAX_CONNECTIONS_PER_ADDRESS,
+  total: MAX_CONNECTIONS,
+  checkEveryMs: CHECK_EVERY_MS,
+};
+
+const deadlines = new WeakMap<FastifyRequest, NodeJS.Timeout>();
+
+/**
+ * Ends the connection of a request whose body has not arrived whole within `ms` of its headers.
+ * Node's own `requestTimeout` does not: once Fastify has taken the request, a body dripping a
+ * byte at a time kept its connection open past it for as long as the sender liked. The deadline
+ * ends when Fastify has read the body (`preValidation`) or answered.
+ */
+export function bodyDeadline(app: FastifyInstance, ms: number): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.complete) return;
+    const timer = setTimeout(() => {
+      if (request.raw.complete) return;
+      const socket = request.raw.socket;
+      if (socket.writable && socket.bytesWritten === 0) {
+        const body = '{"error":{"code":"INVALID_ARGUMENTS","message":"The request did not arrive whole in time."}}';
+        socket.write(`HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      }
+      socket.destroySoon();
+    }, ms);
+    timer.unref();
+    deadlines.set(request, timer);
+  });
+  const done = async (request: FastifyRequest) => {
+    clearTimeout(deadlines.get(request));
+    deadlines.delete(request);
+  };
+  app.addHook('preValidation', done);
+  app.addHook('onResponse', done);
+}
+
+/**
+ * Applies `limits` to `server`: the total through Node's `maxConnections` (a connection past it is
+ * closed as it opens), and, unless `behindProxy`, the per-address count, closing a connection past
+ * it before it is read. (The request timeout is Fastify's `requestTimeout`, set where the server
+ * is made.)
+ */
+export function limitConnections(server: Server, limits: ConnectionLimits, behindProxy: boolean): void {
+  server.maxConnections = limits.total;
+  if (behindProxy) return;
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const n = (open.get(address) ?? 0) + 1;
+    if (n > limits.perAddress) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, n);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
+}
