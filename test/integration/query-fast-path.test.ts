@@ -199,6 +199,28 @@ describe('a read judged before, run without BEGIN/ROLLBACK', () => {
     expect(cachedStatement(db, sql, 'read')).toBeUndefined();
   });
 
+  it('runs a miss in the rolled-back transaction and only a cached read-only hit without it', () => {
+    const { t, db } = seeded();
+    run(t, `INSERT INTO kv (v) VALUES ('${'x'.repeat(200)}')`);
+    // The spill opener runs while the rows are read: it sees whether a transaction is open then.
+    const seen: boolean[] = [];
+    const spy = () => {
+      seen.push(db.inTransaction);
+      throw new Error('spill refused');
+    };
+    const sql = 'SELECT v FROM kv ORDER BY id';
+    for (let i = 0; i < 2; i++) {
+      expect(() => query(db, sql, [], 100, 120, 'read', spy)).toThrow('spill refused');
+      expect(db.inTransaction).toBe(false);
+      expect(cachedStatement(db, sql, 'read')!.busy).toBe(false);
+    }
+    expect(seen).toEqual([true, false]);
+    // A write evicts the statement: its next run is judged again, in the transaction.
+    run(t, 'CREATE INDEX kv_v ON kv (v)');
+    expect(() => query(db, sql, [], 100, 120, 'read', spy)).toThrow('spill refused');
+    expect(seen).toEqual([true, false, true]);
+  });
+
   it('a read that fails part way, or is cut, leaves no read open behind it', () => {
     const { t, db } = seeded();
     const before = state(db);
