@@ -221,6 +221,21 @@ describe('a read judged before, run without BEGIN/ROLLBACK', () => {
     expect(seen).toEqual([true, false, true]);
   });
 
+  it('on the empty database every absent database shares, leaves nothing another agent would see', () => {
+    const a = target();
+    const b = target();
+    const shared = handles.open(a, 'query');
+    expect(handles.open(b, 'query')).toBe(shared);
+    const before = state(shared);
+    for (const sql of [...READS, ...REFUSED]) {
+      for (const mode of ['read', 'introspect'] as const) {
+        for (let i = 0; i < 2; i++) outcome(() => query(handles.open(a, 'query'), sql, [], 100, 1e6, mode));
+        expect(state(handles.open(b, 'query')), `${mode}: ${sql}`).toEqual(before);
+      }
+    }
+    expect(fs.existsSync(a.path)).toBe(false);
+  });
+
   it('a read that fails part way, or is cut, leaves no read open behind it', () => {
     const { t, db } = seeded();
     const before = state(db);
