@@ -80,7 +80,14 @@ export interface Approved {
  * → guard → executor. Every agent-caused failure comes back as an `ok: false` envelope;
  * only faults (bugs, a dead Redis) throw.
  */
-export async function runCall(data: CallJobData, shard: number, deps: RunDeps, approved?: Approved): Promise<RunOutcome | ParkOutcome> {
+export async function runCall(
+  data: CallJobData,
+  shard: number,
+  deps: RunDeps,
+  approved?: Approved,
+  /** The UTF-8 bytes of the JSON text `data` was read from, when known (see `planCall`). */
+  dataBytes?: number,
+): Promise<RunOutcome | ParkOutcome> {
   const { callId } = data;
   const planned = planCall(
     {
@@ -95,6 +102,7 @@ export async function runCall(data: CallJobData, shard: number, deps: RunDeps, a
     },
     deps.config.shardCount,
     deps.config.maxCallBytes,
+    dataBytes,
   );
   if (!planned.ok) {
     const f = planned.failure;

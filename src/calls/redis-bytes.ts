@@ -28,7 +28,11 @@ export function jsonBytes(value: unknown): number {
 
 /** {@link jsonBytes} of JSON already made, so a value written anyway is not serialised a second time to be counted. */
 export function jsonTextBytes(json: string): number {
-  const n = Buffer.byteLength(json);
+  return sizeClassBytes(Buffer.byteLength(json));
+}
+
+/** {@link jsonTextBytes} of JSON whose UTF-8 length `n` is already known. */
+export function sizeClassBytes(n: number): number {
   if (n <= 16) return 16;
   const step = 2 ** Math.max(Math.floor(Math.log2(n - 1)) - 2, 3);
   return Math.ceil(n / step) * step;

@@ -35,6 +35,12 @@ export function planCall(
   input: unknown,
   shardCount: number,
   maxCallBytes: number = DEFAULT_MAX_CALL_BYTES,
+  /**
+   * The UTF-8 bytes of JSON text `input` was parsed from, when known (a job's data, in the
+   * worker): its own arguments take fewer, so at or under `maxCallBytes` they are not
+   * serialised again to be measured (issue 31).
+   */
+  parsedFromBytes?: number,
 ): { ok: true; plan: CallPlan } | { ok: false; failure: PlanFailure } {
   const rawTool = typeof (input as { tool?: unknown } | null)?.tool === 'string' ? (input as { tool: string }).tool : '';
   const fail = (code: ErrorCode, detail: string) => ({ ok: false as const, failure: { code, detail, tool: rawTool } });
@@ -47,7 +53,8 @@ export function planCall(
     request = parsed.data;
   }
   // Before anything reads the arguments: a call too large is refused whole, whatever else it holds.
-  const size = argumentBytes(request.arguments);
+  const within = parsedFromBytes !== undefined && parsedFromBytes <= maxCallBytes && request.arguments === (input as { arguments?: unknown }).arguments;
+  const size = within ? parsedFromBytes : argumentBytes(request.arguments);
   if (size === undefined) return fail('INVALID_ARGUMENTS', 'arguments must be JSON (no BigInt, no cycles)');
   if (size > maxCallBytes) {
     return fail('CALL_TOO_LARGE', `the arguments take ${size} bytes as JSON; a call may take at most ${maxCallBytes}`);

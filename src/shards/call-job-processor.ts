@@ -8,7 +8,7 @@ import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts'
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { runCall, type RunDeps, type RunOutcome } from '../calls/call-runner.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes } from '../calls/redis-bytes.ts';
+import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes, sizeClassBytes } from '../calls/redis-bytes.ts';
 import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
@@ -23,6 +23,7 @@ import { TOOL_TIERS } from '../contracts/tools.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { executorSpan, runCallSpan } from '../tracing.ts';
+import { dataJsonOf } from './shard-worker.ts';
 import type { Tracer } from '@opentelemetry/api';
 
 /** What a {@link CallJobProcessor} runs calls with: its worker's Redis, executor pool and stores. */
@@ -97,8 +98,12 @@ export class CallJobProcessor {
     const started = Date.now();
     const { deps } = this;
     const { data } = job;
+    // The text the job's data was read from: the client's `JSON.stringify` of it (`dataJsonOf`),
+    // so neither its size nor its arguments' is measured by serialising the data again.
+    const text = dataJsonOf(job);
+    const textBytes = text === undefined ? undefined : Buffer.byteLength(text);
     // Measured as the client counted it (a call refused at parking has its arguments dropped).
-    const measure = () => jsonBytes(data) + CALL_OVERHEAD_BYTES;
+    const measure = () => (textBytes === undefined ? jsonBytes(data) : sizeClassBytes(textBytes)) + CALL_OVERHEAD_BYTES;
     let argsBytes: number;
     let outcome: RunOutcome;
     let parked = false;
@@ -108,7 +113,7 @@ export class CallJobProcessor {
       argsBytes = measure();
       outcome = { envelope: errorEnvelope(String(data.callId), String(data.tool), 'INTERNAL', 'The job id does not name its call.'), meter: undefined };
     } else {
-      const running = runCall(data, shard, deps);
+      const running = runCall(data, shard, deps, undefined, textBytes);
       // Once the statement is on its way to the executor (sent in runCall's synchronous part),
       // not before: serialising the job's data no longer delays it (issue 31).
       argsBytes = measure();

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Worker, type Job, type Processor, type RedisClient, type WorkerOptions } from 'bullmq';
+import { Worker, type Job, type JobJsonRaw, type Processor, type RedisClient, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 
 /** The BullMQ the worker takes jobs with (package.json pins it): its script is the one this build embeds. */
@@ -34,6 +34,21 @@ if type(taken[2]) == 'string' and redis.call('LLEN', KEYS[1]) == 0 and redis.cal
 end
 return taken
 `;
+
+/** The `moveToActive` of this BullMQ, as its client's `runCommand` names it (its name, then its key count). */
+const MOVE_COMMAND_PREFIX = `${MOVE.name}:`;
+
+/** Each job's data as Redis held it, by the job {@link ShardWorker} made of it (see {@link dataJsonOf}). */
+const dataJson = new WeakMap<Job, string>();
+
+/**
+ * The JSON text a job's data was read from, when a {@link ShardWorker} took it: what a caller's
+ * `JSON.stringify` of the data wrote, byte for byte, so what its size is measured on without
+ * serialising the parsed data again (issue 31). Undefined for a job made elsewhere.
+ */
+export function dataJsonOf(job: Job): string | undefined {
+  return dataJson.get(job);
+}
 
 /** Jobs noted as taken at most, far above any worker's concurrency (see `ShardWorker.taken`). */
 const MAX_TAKEN = 4096;
@@ -78,6 +93,13 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
     }
   }
 
+  /** BullMQ's job, its data's text kept beside it (see {@link dataJsonOf}). */
+  protected override createJob(data: JobJsonRaw, jobId: string): Job<Data, Result> {
+    const job = super.createJob(data, jobId);
+    if (typeof data.data === 'string') dataJson.set(job, data.data);
+    return job;
+  }
+
   /** Whether `job` was taken by this worker's own fetch, which saw to the marker it left. */
   markerChecked(job: Job): boolean {
     return this.checked.has(job);
@@ -92,7 +114,7 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
     const wrapped = Object.create(client, {
       runCommand: {
         value: (command: string, args: (string | number | Buffer)[]) => {
-          if (!command.startsWith(`${MOVE.name}:`)) return client.runCommand(command, args);
+          if (!command.startsWith(MOVE_COMMAND_PREFIX)) return client.runCommand(command, args);
           // BullMQ reads the first four elements (raw2NextJobData); the fifth is ours.
           return client.runCommand(TAKE_JOB, args).then(this.noteTaken);
         },

@@ -90,6 +90,21 @@ describe('plainCallRequest', () => {
     }
     expect(ok).toBeGreaterThan(10);
   });
+
+  it('plans a call read from JSON text of known size as it plans the call alone, up to MAX_CALL_BYTES', () => {
+    // The worker passes the bytes of the job's data text: arguments within it are not measured
+    // again while it is within the limit; past it, or when zod's copy of them is planned, they are.
+    for (const input of cases) {
+      const text = JSON.stringify(input);
+      const parsed = JSON.parse(text) as unknown;
+      const bytes = Buffer.byteLength(text);
+      for (const max of [bytes, bytes - 1, 64]) {
+        expect(JSON.stringify(planCall(parsed, 16, max, bytes)), text).toBe(JSON.stringify(planCall(parsed, 16, max)));
+        const byZod = Object.assign(Object.create(null), parsed);
+        expect(JSON.stringify(planCall(byZod, 16, max, bytes)), text).toBe(JSON.stringify(planCall(byZod, 16, max)));
+      }
+    }
+  });
 });
 
 describe('plainQueryArguments', () => {
