@@ -17,9 +17,9 @@ const cookies: Record<string, string> = {};
 const open: http.IncomingMessage[] = [];
 
 /** One export's answer, its body unread (paused): the download stays under way until read or dropped. */
-function startExport(who: string): Promise<http.IncomingMessage> {
+function startExport(who: string, table = 'big'): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = http.get(`${web.url}/data/export.csv?db=acme%2Fscout&table=big`, { headers: { cookie: cookies[who]!, accept: 'text/html' } }, (res) => {
+    const req = http.get(`${web.url}/data/export.csv?db=acme%2Fscout&table=${table}`, { headers: { cookie: cookies[who]!, accept: 'text/html' } }, (res) => {
       res.pause();
       open.push(res);
       resolve(res);
@@ -71,6 +71,14 @@ afterAll(async () => {
 });
 
 describe('CSV exports at once', () => {
+  it('gives the slot back when the export fails on its owner (no such table)', async () => {
+    for (let i = 0; i < 3; i++) {
+      const missing = await startExport('ada', 'missing');
+      expect(missing.statusCode).toBe(404);
+      expect(await text(missing)).toContain('NOT_FOUND');
+    }
+  });
+
   it('refuses one past the member’s and the workspace’s bound, and takes new ones once earlier ones end', async () => {
     const [first, second] = [await startExport('ada'), await startExport('ada')];
     expect([first.statusCode, second.statusCode]).toEqual([200, 200]);
