@@ -216,6 +216,26 @@ const envSchema = z.object({
   /** How long one HTTP request (`POST /v1/calls`, `GET …?wait=true`) waits before answering where the call stands. */
   HTTP_WAIT_MS: int(100, 600_000, 30_000),
   /**
+   * How long a request may take to arrive whole, headers and body, before 408 and a closed
+   * connection (see src/http/connection-limits.ts); a long poll or SSE stream once received is not cut.
+   */
+  HTTP_REQUEST_TIMEOUT_MS: int(1_000, 600_000, 30_000),
+  /**
+   * Connections one address may hold open at once (unset behind TRUST_PROXY, where every
+   * connection is the proxy's). A large office behind one NAT, reached without a proxy, may need more.
+   */
+  HTTP_CONNECTIONS_PER_ADDRESS: int(1, 1_000_000, 256),
+  /** Connections the HTTP server holds at once, whoever opens them: well under the process's file descriptors. */
+  HTTP_MAX_CONNECTIONS: int(1, 1_000_000, 8_192),
+  /**
+   * Web-page CSV exports under way at once per member, per workspace, and in the process: each
+   * holds up to three chunks of up to 2 MiB in the HTTP process while it downloads (see
+   * src/shards/export-slots.ts). Past one, the export is refused with RATE_LIMITED (429).
+   */
+  EXPORTS_PER_MEMBER: int(1, 10_000, 4),
+  EXPORTS_PER_WORKSPACE: int(1, 10_000, 8),
+  EXPORTS_MAX: int(1, 100_000, 64),
+  /**
    * How long an MCP tool call (one that asked for no task) waits for a person's decision before
    * answering that it is pending. Below 60 s, the MCP SDK clients' default request timeout: at
    * 60 s the SDK client, LangChain and OpenAI Agents gave up with -32001 first and never learned
@@ -415,6 +435,10 @@ export interface Config {
   /** AGENTDB_KEY, for `agentdb mcp --stdio`. A secret: never logged. */
   readonly mcpKey?: string;
   readonly httpWaitMs: number;
+  /** HTTP_REQUEST_TIMEOUT_MS, HTTP_CONNECTIONS_PER_ADDRESS, HTTP_MAX_CONNECTIONS (src/http/connection-limits.ts). */
+  readonly httpConnections: { readonly requestTimeoutMs: number; readonly perAddress: number; readonly total: number };
+  /** EXPORTS_PER_MEMBER, EXPORTS_PER_WORKSPACE, EXPORTS_MAX (src/shards/export-slots.ts). */
+  readonly exportBounds: { readonly perMember: number; readonly perWorkspace: number; readonly total: number };
   readonly mcpApprovalWaitMs: number;
   /** MCP_ALLOWED_ORIGINS, each an origin (`https://app.example.com`). */
   readonly mcpAllowedOrigins: readonly string[];
@@ -548,6 +572,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     historyPruneCron: e.HISTORY_PRUNE_CRON,
     logLevel: e.LOG_LEVEL,
     httpWaitMs: e.HTTP_WAIT_MS,
+    httpConnections: Object.freeze({
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      perAddress: e.HTTP_CONNECTIONS_PER_ADDRESS,
+      total: e.HTTP_MAX_CONNECTIONS,
+    }),
+    exportBounds: Object.freeze({ perMember: e.EXPORTS_PER_MEMBER, perWorkspace: e.EXPORTS_PER_WORKSPACE, total: e.EXPORTS_MAX }),
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
     mcpAllowedOrigins: Object.freeze(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS === '*' ? '*' : Object.freeze(e.MCP_ALLOWED_HOSTS),

@@ -89,6 +89,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     web: web.web,
     ...(oauth ? { oauth } : {}),
     trustProxy: config.trustProxy,
+    connections: config.httpConnections,
     metrics: { metrics, ...(config.metricsToken ? { token: config.metricsToken } : {}) },
   });
   // What this process opened besides the server and the workers, closed the same way whichever

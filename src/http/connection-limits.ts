@@ -9,7 +9,8 @@ import type { Socket } from 'node:net';
  * process that also runs the shard workers, their Redis connections and the blob store. The
  * largest body agentdb takes (a call, MAX_CALL_BYTES) arrives in well under this on any link
  * a person or agent uses. It bounds receiving the request only: a long poll, an SSE stream or
- * an MCP call waiting for a decision has long been received and is not cut.
+ * an MCP call waiting for a decision has long been received and is not cut. The default of
+ * HTTP_REQUEST_TIMEOUT_MS (src/config.ts), which `agentdb start` passes in.
  */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -21,6 +22,7 @@ const CHECK_EVERY_MS = 5_000;
  * its event stream), an MCP client or agent a few, a runtime's long polls one per call waited on;
  * an address past this is someone holding sockets, not using them. Behind a proxy (TRUST_PROXY)
  * every connection comes from the proxy, which bounds its own clients: only the total applies.
+ * The default of HTTP_CONNECTIONS_PER_ADDRESS: a large office behind one NAT may need more.
  */
 export const MAX_CONNECTIONS_PER_ADDRESS = 256;
 
@@ -28,7 +30,7 @@ export const MAX_CONNECTIONS_PER_ADDRESS = 256;
  * Connections the server holds at once, whoever opens them: well under the process's file
  * descriptors (Node raises its soft limit to the hard one; 1,024 is a common hard limit only on
  * old systems), so that a flood of connections from many addresses is turned away at the door
- * and SQLite files, Redis connections and the blob store keep theirs.
+ * and SQLite files, Redis connections and the blob store keep theirs. The default of HTTP_MAX_CONNECTIONS.
  */
 export const MAX_CONNECTIONS = 8_192;
 

@@ -5,6 +5,7 @@ import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.t
 import type { DescribeResult } from '../sqlite/sqlite-describe.ts';
 import type { DatabaseFigures } from '../sqlite/sqlite-figures.ts';
 import type { ShardOpClient } from './shard-op-client.ts';
+import { ExportSlots } from './export-slots.ts';
 
 /** Where one chunk of an export starts and ends (see `csvChunk`). */
 interface CsvRange {
@@ -52,6 +53,8 @@ export interface DataBrowserOptions {
    * queue's round trip less often, and smaller ones hold less in memory.
    */
   csvChunkChars?: number;
+  /** Exports under way at once (see export-slots.ts); default: a process's own, at the default bounds. */
+  exports?: ExportSlots;
 }
 
 /**
@@ -63,7 +66,11 @@ export class DataBrowser {
   /** Figures by database, as the promise of their count (one count for reloads at once), and when it began. */
   private readonly figuresKept = new Map<string, { at: number; figures: Promise<DatabaseFigures> }>();
 
-  constructor(private readonly opts: DataBrowserOptions) {}
+  private readonly exports: ExportSlots;
+
+  constructor(private readonly opts: DataBrowserOptions) {
+    this.exports = opts.exports ?? new ExportSlots();
+  }
 
   /**
    * The shared database and each agent's: the registered agents, and the agents with a file on
@@ -122,9 +129,12 @@ export class DataBrowser {
    * through the queue, and exports ran at 0.45 of better-sqlite3 writing the CSV directly). A
    * range that does not fit in one chunk is continued before the ones after it. At most two
    * chunks wait in memory besides the one being sent, never the table. `onTotal` hears the row
-   * count with the first chunk.
+   * count with the first chunk. The export holds one of `by`'s slots (export-slots.ts) from its
+   * first chunk asked for until it ends in any way: done, failed, or stopped by its consumer.
+   * @throws ExportsBusyError (RATE_LIMITED) from the first `next()` when `by` has no slot left.
    */
-  async *csv(db: string, table: string, onTotal?: (rows: number) => void): AsyncGenerator<string> {
+  async *csv(db: string, table: string, by: { workspace: string; member: string }, onTotal?: (rows: number) => void): AsyncGenerator<string> {
+    const release = this.exports.take(by.workspace, by.member);
     const size = this.opts.csvChunkChars ? { maxChars: this.opts.csvChunkChars } : {};
     const fetch = (range: CsvRange) => this.run(db, 'browse.csv', { table, ...range, ...size }) as Promise<CsvChunk>;
     // In output order: chunks asked for, then ranges not asked for yet. The last range is open
@@ -158,6 +168,7 @@ export class DataBrowser {
     } finally {
       // A consumer that stopped early (a closed download) leaves no rejection unhandled.
       for (const a of asked) a.chunk.catch(() => undefined);
+      release();
     }
   }
 

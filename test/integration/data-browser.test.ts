@@ -12,6 +12,8 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 const WS = 'acme';
 const DB = `${WS}/scout`;
+/** Who exports, for the export bounds (export-slots.ts). */
+const BY = { workspace: WS, member: 'ada' };
 let box: Sandbox;
 let ops: ShardOpClient;
 let redis: Redis;
@@ -117,7 +119,7 @@ describe('the data browser', () => {
     expect(tables.tables.map((t) => t.name).sort()).toEqual(['kv', 'odd', 't', 'we"ird; drop']);
     for (const hidden of ['sqlite_schema', '_agentdb_calls', 'sqlite_master']) {
       await expect(browser.page(DB, { table: hidden })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-      await expect(browser.csv(DB, hidden).next()).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(browser.csv(DB, hidden, BY).next()).rejects.toMatchObject({ code: 'NOT_FOUND' });
     }
     await expect(browser.page(DB, { table: 't', sort: 'nope' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
   });
@@ -125,7 +127,7 @@ describe('the data browser', () => {
   it('exports in chunks that join to one CSV, with the header once', async () => {
     let total = -1;
     const chunks: string[] = [];
-    for await (const c of browser.csv(DB, 't', (n) => (total = n))) chunks.push(c);
+    for await (const c of browser.csv(DB, 't', BY, (n) => (total = n))) chunks.push(c);
     const csv = chunks.join('');
     expect(total).toBe(237);
     const lines = csv.split('\r\n');
@@ -147,7 +149,7 @@ describe('the data browser', () => {
     expect(await query('SELECT count(*), sum(length(v)) FROM grow')).toEqual([[400, 59 + (400 * 401) / 2 - (59 * 60) / 2]]);
     const expected = ['id,v', ...rows, ''].join('\r\n');
     const chunks: string[] = [];
-    for await (const c of browser.csv(DB, 'grow')) chunks.push(c);
+    for await (const c of browser.csv(DB, 'grow', BY)) chunks.push(c);
     expect(chunks.join('')).toBe(expected);
     expect(chunks.length).toBeGreaterThan(20);
   });
@@ -158,7 +160,7 @@ describe('the data browser', () => {
       INSERT INTO busy SELECT i * 10, printf('%040d', i) FROM s`);
     const ids: number[] = [];
     let n = 0;
-    for await (const c of browser.csv(DB, 'busy')) {
+    for await (const c of browser.csv(DB, 'busy', BY)) {
       ids.push(
         ...c
           .split('\r\n')
@@ -185,7 +187,7 @@ describe('the data browser', () => {
     await write(`CREATE TABLE wide(id INTEGER PRIMARY KEY, ${names.map((n) => `"${n}"`).join(', ')})`);
     await write(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30) INSERT INTO wide(id) SELECT i FROM s`);
     const chunks: string[] = [];
-    for await (const c of browser.csv(DB, 'wide')) chunks.push(c);
+    for await (const c of browser.csv(DB, 'wide', BY)) chunks.push(c);
     const ids = chunks
       .join('')
       .split('\r\n')
@@ -203,7 +205,7 @@ describe('the data browser', () => {
     let n = 0;
     let failed: unknown;
     try {
-      for await (const c of browser.csv(DB, 'shifty')) {
+      for await (const c of browser.csv(DB, 'shifty', BY)) {
         ids.push(
           ...c
             .split('\r\n')

@@ -23,6 +23,25 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ MCP_APPROVAL_WAIT_MS: '60000' })).toThrow(/MCP_APPROVAL_WAIT_MS/);
   });
 
+  it('bounds HTTP connections and web-page CSV exports by settings, with the reviewed values as defaults', () => {
+    const c = loadConfig({});
+    expect(c.httpConnections).toEqual({ requestTimeoutMs: 30_000, perAddress: 256, total: 8_192 });
+    expect(c.exportBounds).toEqual({ perMember: 4, perWorkspace: 8, total: 64 });
+    const set = loadConfig({
+      HTTP_REQUEST_TIMEOUT_MS: '60000',
+      HTTP_CONNECTIONS_PER_ADDRESS: '2048',
+      HTTP_MAX_CONNECTIONS: '20000',
+      EXPORTS_PER_MEMBER: '2',
+      EXPORTS_PER_WORKSPACE: '16',
+      EXPORTS_MAX: '100',
+    });
+    expect(set.httpConnections).toEqual({ requestTimeoutMs: 60_000, perAddress: 2048, total: 20_000 });
+    expect(set.exportBounds).toEqual({ perMember: 2, perWorkspace: 16, total: 100 });
+    expect(() => loadConfig({ EXPORTS_PER_MEMBER: '0' })).toThrow(/EXPORTS_PER_MEMBER/);
+    expect(() => loadConfig({ HTTP_CONNECTIONS_PER_ADDRESS: 'many' })).toThrow(/HTTP_CONNECTIONS_PER_ADDRESS/);
+    expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '10' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS/);
+  });
+
   it('reads and coerces values', () => {
     const c = loadConfig({ SHARD_COUNT: '4', PORT: '8080', AGENTDB_PREFIX: 'test-1', STATEMENT_TIMEOUT_MS: '' });
     expect([c.shardCount, c.port, c.prefix, c.statementTimeoutMs]).toEqual([4, 8080, 'test-1', 10_000]);

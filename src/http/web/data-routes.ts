@@ -180,8 +180,11 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     let total: number | undefined;
     try {
       if (request.validationError) throw request.validationError;
-      const db = ownDatabase(memberOf(request), request.query.db);
-      chunks = deps.browser.csv(db, request.query.table, (n) => (total = n));
+      const member = memberOf(request);
+      const db = ownDatabase(member, request.query.db);
+      // Past the member's, the workspace's or the process's bound of exports at once, the first
+      // `next()` refuses (RATE_LIMITED, 429 with Retry-After) and the page says so.
+      chunks = deps.browser.csv(db, request.query.table, { workspace: member.workspace, member: member.name }, (n) => (total = n));
       // The first chunk before any header: a missing table is still an error page, not a
       // broken download, and the row count can go in a header for the progress bar.
       first = await chunks.next();

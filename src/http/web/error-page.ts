@@ -8,6 +8,9 @@ export function errorPage(reply: FastifyReply, frame: PageFrame, err: unknown): 
   if (!(err instanceof AgentDbError)) throw err;
   const code: ErrorCode = err.code;
   const status = ERRORS[code].status;
+  // A refusal that knows when to ask again (RATE_LIMITED) says it the way any HTTP client reads.
+  const retryAfterS = (err as { retryAfterS?: unknown }).retryAfterS;
+  if (typeof retryAfterS === 'number') reply.header('retry-after', String(retryAfterS));
   const page = layout(
     { ...frame, flash: { kind: 'error', text: `${code}: ${err.detail ?? ERRORS[code].message}` } },
     html`<p><a href="/data">← all databases</a></p>`,

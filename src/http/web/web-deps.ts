@@ -7,6 +7,7 @@ import { DataBrowser } from '../../shards/data-browser.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { keysFor } from '../../redis/keys.ts';
 import { ShardOpClient } from '../../shards/shard-op-client.ts';
+import { ExportSlots } from '../../shards/export-slots.ts';
 import { AgentRegistry } from '../../registry/agents.ts';
 import type { HistoryAccess } from './history-routes.ts';
 import { LiveEvents } from './live-events.ts';
@@ -29,7 +30,12 @@ export function createWebDeps(
     approvals: shared.approvals,
     calls: shared.calls,
     sessions: new WebSessions(shared.redis, keys, config.webSessionTtlS),
-    browser: new DataBrowser({ ops, agents: new AgentRegistry(shared.redis, keys), shardCount: config.shardCount }),
+    browser: new DataBrowser({
+      ops,
+      agents: new AgentRegistry(shared.redis, keys),
+      shardCount: config.shardCount,
+      exports: new ExportSlots(config.exportBounds),
+    }),
     events,
     ...(shared.history ? { history: shared.history } : {}),
   };

@@ -127,6 +127,13 @@ function syncPending(mine: HTMLElement, theirs: HTMLElement | null, takeNew: boo
  * arrive (a line feed outside quotes ends one: RFC 4180 quoting), and the file is handed to the
  * browser once complete. The plain "Download CSV" link streams straight to disk instead.
  */
+/** The error page's flash text of a refused answer, or its status when it has none. */
+async function refusal(res: Response): Promise<string> {
+  const doc = new DOMParser().parseFromString(await res.text().catch(() => ''), 'text/html');
+  const said = doc.querySelector('.flash.error')?.textContent?.trim();
+  return said ? `the export was refused: ${said}` : `the export failed (HTTP ${res.status})`;
+}
+
 function exportWithProgress(button: HTMLButtonElement): void {
   const box = document.getElementById('export-status');
   const bar = box?.querySelector('progress');
@@ -138,7 +145,9 @@ function exportWithProgress(button: HTMLButtonElement): void {
     label.textContent = 'starting…';
     try {
       const res = await fetch(button.dataset.url!, { credentials: 'same-origin' });
-      if (!res.ok || !res.body) throw new Error(`the export failed (HTTP ${res.status})`);
+      // A refusal is an error page (too many downloads under way, a missing table): its words,
+      // not only the status, so the person knows to wait for a download to finish.
+      if (!res.ok || !res.body) throw new Error(await refusal(res));
       const total = Number(res.headers.get('x-total-rows') ?? 'NaN');
       const reader = res.body.getReader();
       const parts: Uint8Array[] = [];
