@@ -49,10 +49,10 @@ export class ExportSlots {
     const mine = this.byMember.get(memberKey) ?? 0;
     const ours = this.byWorkspace.get(workspace) ?? 0;
     const wait = `try again in ${EXPORT_RETRY_AFTER_S} s, once one of them has finished`;
-    if (mine >= this.bounds.perMember) throw new ExportsBusyError(`you already have ${mine} CSV downloads under way, the most one person may; ${wait}`);
+    if (mine >= this.bounds.perMember) throw new ExportsBusyError(`you already have ${downloads(mine)} under way, the most one person may; ${wait}`);
     if (ours >= this.bounds.perWorkspace)
-      throw new ExportsBusyError(`your workspace already has ${ours} CSV downloads under way, the most one workspace may; ${wait}`);
-    if (this.all >= this.bounds.total) throw new ExportsBusyError(`the server has ${this.all} CSV downloads under way, the most it runs at once; ${wait}`);
+      throw new ExportsBusyError(`your workspace already has ${downloads(ours)} under way, the most one workspace may; ${wait}`);
+    if (this.all >= this.bounds.total) throw new ExportsBusyError(`the server has ${downloads(this.all)} under way, the most it runs at once; ${wait}`);
     this.byMember.set(memberKey, mine + 1);
     this.byWorkspace.set(workspace, ours + 1);
     this.all += 1;
@@ -76,4 +76,8 @@ function down(counts: Map<string, number>, key: string): void {
   const left = (counts.get(key) ?? 1) - 1;
   if (left > 0) counts.set(key, left);
   else counts.delete(key);
+}
+
+function downloads(n: number): string {
+  return n === 1 ? '1 CSV download' : `${n} CSV downloads`;
 }
