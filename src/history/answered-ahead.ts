@@ -31,8 +31,8 @@ export function answeredAhead(st: State, source: HistorySource, late: Map<string
   if (written === undefined && !late?.size) return false;
   const endAt = endOfHistory(st);
   if ([...(late?.values() ?? [])].some((a) => past(a, endAt))) return true;
-  // Written before history's last moment, the file holds no record past it: not read (40 KB), as
-  // on most opens of a database whose last close left no WAL.
+  // Last written well before history's last moment (a generation begun since the last answer),
+  // the file holds no record past it: not read (40 KB).
   if (written === undefined || written + COARSE_CLOCK_MS < endAt) return false;
   return readAllAnswered(source).some((a) => past(a, endAt));
 }
@@ -41,15 +41,15 @@ export function answeredAhead(st: State, source: HistorySource, late: Map<string
 function endOfHistory(st: State): number {
   let end = readJson<SnapshotMeta>(path.join(st.genDir, SNAPSHOT_META))?.at ?? 0;
   const dir = path.join(st.genDir, SEGMENTS_DIR);
-  // The newest segment with a commit: one begun for a WAL that started over may hold none yet.
+  // The newest segment with a commit (one begun for a WAL that started over may hold none yet),
+  // by its latest line: a line may take an earlier answer's time than the copy's (`copyCommitted`).
   for (const name of readNames(dir)
     .filter((n) => n.endsWith(SEGMENT_INDEX_EXT))
     .reverse()) {
-    const last = readIndex(path.join(dir, name)).commits.at(-1);
-    if (last) {
-      end = Math.max(end, last.at);
-      break;
-    }
+    const commits = readIndex(path.join(dir, name)).commits;
+    if (commits.length === 0) continue;
+    for (const c of commits) end = Math.max(end, c.at);
+    break;
   }
   return end;
 }

@@ -12,7 +12,7 @@ import type { HistorySource, SegmentHeader } from './history-files.ts';
 import { lateAnswers, lateKey } from './late-answers.ts';
 import { commitLine, readIndex } from './segment-index.ts';
 import { allInNewWal } from './new-wal-commits.ts';
-import { restoreLeaving, sealBroken, sealHolds } from './seal.ts';
+import { restoreLeaving, sealAt, sealHolds } from './seal.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
 
 // What capture copies under the write lock: the live WAL's committed frames beyond what history
@@ -212,11 +212,13 @@ function unsure(
   // Sealed where history ends, and written since with no WAL left to show it: another program
   // committed and its last close folded the commit into the file. History cannot go on from
   // what it has (a moment now would restore without that program's writes): a gap.
-  if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
-  // A commit answered after history's last moment, and no WAL holds it: a close folded it into
-  // the file uncopied (a child whose worker was killed, on a full disk). Sealed over, restores
-  // after its answer would leave it out silently (review R3): the gap is marked lost instead.
-  if (answeredAhead(full, opts.source, late)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
+  const seal = sealAt(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0);
+  if (seal === 'broken') return { report, state: full, next: 'gap', lost: true, checkpoint: false };
+  // Unsealed here, and a commit answered after history's last moment that no WAL holds: a close
+  // folded it into the file uncopied (a child left by its killed worker, on a full disk). Sealed
+  // over, restores after its answer would leave it out silently (review R3): the gap is lost.
+  // Not looked for under a seal that holds: the file is history's end, untouched since.
+  if (seal === 'none' && answeredAhead(full, opts.source, late)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
   return { report, state: full, checkpoint: false };
 }
 
