@@ -94,7 +94,11 @@ function main(): void {
   // here first would fail that statement as a crash.
   process.on('SIGINT', () => undefined);
   process.on('SIGTERM', () => undefined);
-  // The worker went away (it exited or crashed): close cleanly, checkpointing each WAL.
+  // The worker went away (it exited or crashed): close cleanly, checkpointing each WAL. A handle
+  // whose WAL history could not copy stays open (`HandleCache`), and `process.exit` leaves it so:
+  // SQLite's close would checkpoint those frames away from history for good. Only an exit that
+  // tears Node's environment down (the event loop running dry) has better-sqlite3 close every
+  // handle still open, checkpointing as the last connection: this child never ends that way.
   process.on('disconnect', () => {
     history?.finishCommitted();
     handles.closeAll();

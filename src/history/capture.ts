@@ -164,8 +164,12 @@ export interface PendingSeal {
  * Capture before a handle closes, for whichever child closes it: copies what the WAL holds
  * beyond the history and keeps the write lock, so closing (which rolls back and, as the last
  * connection, checkpoints) lets no commit in between. The caller closes the handle, then calls
- * {@link sealAfterClose}. Does not wait: when another connection holds the write lock, the
- * database is in use elsewhere, and that connection's child captures it; nothing is sealed.
+ * {@link sealAfterClose}. Waits for the lock as long as the connection's busy timeout, and throws
+ * when it cannot have it (the handle then stays open, see `HandleCache`): closing without the
+ * copy was safe only while the connection holding the lock stayed open, and a child whose worker
+ * was killed closed so just as its sibling, holding the lock to copy, exited with the copy failed
+ * (a full disk): the close was the last, and checkpointed away frames history never had (review
+ * R3). The holder is another child's write or capture, a few milliseconds.
  */
 export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
   try {
@@ -179,8 +183,7 @@ export function captureBeforeClose(db: Database, dbPath: string, opts: CaptureOp
 
 function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): PendingSeal | undefined {
   const last = lastCapture(db);
-  const lock = beginCapture(db, false);
-  if (!lock) return undefined;
+  const lock = beginCapture(db, true)!;
   const now = (opts.now ?? Date.now)();
   let found: Found;
   try {

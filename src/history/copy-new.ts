@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { readAllAnswered, readAnswered, type Answered } from './answered-commits.ts';
+import { answeredAhead } from './answered-ahead.ts';
 import type { CaptureOptions, CaptureReport } from './capture.ts';
 import { closeWal, committedSince, walOf } from './capture-connection.ts';
 import { closeSegment, newSegment, segmentFds, type Segment } from './capture-segment.ts';
@@ -11,7 +12,7 @@ import type { HistorySource, SegmentHeader } from './history-files.ts';
 import { lateAnswers, lateKey } from './late-answers.ts';
 import { commitLine, readIndex } from './segment-index.ts';
 import { allInNewWal } from './new-wal-commits.ts';
-import { restoreLeaving, sealBroken, sealHolds } from './seal.ts';
+import { restoreLeaving, sealAt, sealHolds } from './seal.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
 
 // What capture copies under the write lock: the live WAL's committed frames beyond what history
@@ -64,7 +65,7 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
   }
   if (late) stamp.late = late;
   const wal = walOf(db, dbPath);
-  if (wal === undefined) return unsure(db, dbPath, opts, report, foreign);
+  if (wal === undefined) return unsure(db, dbPath, opts, report, foreign, stamp.late);
   const fd = wal.fd;
   try {
     // The WAL's header changes only when the WAL starts over, and then every frame after it has
@@ -88,9 +89,9 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
       }
     }
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure(db, dbPath, opts, report, foreign);
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return unsure(db, dbPath, opts, report, foreign, stamp.late);
     const hdr = parseWalHeader(head);
-    if (!hdr) return unsure(db, dbPath, opts, report, foreign);
+    if (!hdr) return unsure(db, dbPath, opts, report, foreign, stamp.late);
     wal.salt1 = hdr.salt1;
     wal.salt2 = hdr.salt2;
     wal.c1 = hdr.c1;
@@ -186,7 +187,14 @@ function indexUnsound(indexPath: string): boolean {
  * No WAL to go by (none, or emptied by another child's snapshot, which began a generation
  * without this child's segment changing): the salts cannot tell, so the files are looked at in full.
  */
-function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: CaptureReport, foreign: string | undefined): Found {
+function unsure(
+  db: Database,
+  dbPath: string,
+  opts: CaptureOptions,
+  report: CaptureReport,
+  foreign: string | undefined,
+  late: Map<string, Answered> | undefined,
+): Found {
   const full = loadState(dbPath, opts.source, false, true);
   if (!full) return { report, next: 'first', checkpoint: false };
   if (full.damaged) return { report, state: full, next: 'gap', checkpoint: false };
@@ -204,7 +212,13 @@ function unsure(db: Database, dbPath: string, opts: CaptureOptions, report: Capt
   // Sealed where history ends, and written since with no WAL left to show it: another program
   // committed and its last close folded the commit into the file. History cannot go on from
   // what it has (a moment now would restore without that program's writes): a gap.
-  if (sealBroken(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
+  const seal = sealAt(full.genDir, dbPath, full.seg?.name ?? '', full.seg?.frames ?? 0);
+  if (seal === 'broken') return { report, state: full, next: 'gap', lost: true, checkpoint: false };
+  // Unsealed here, and a commit answered after history's last moment that no WAL holds: a close
+  // folded it into the file uncopied (a child left by its killed worker, on a full disk). Sealed
+  // over, restores after its answer would leave it out silently (review R3): the gap is lost.
+  // Not looked for under a seal that holds: the file is history's end, untouched since.
+  if (seal === 'none' && answeredAhead(full, opts.source, late)) return { report, state: full, next: 'gap', lost: true, checkpoint: false };
   return { report, state: full, checkpoint: false };
 }
 

@@ -67,15 +67,12 @@ export function sealHolds(genDir: string, dbPath: string, segment: string, frame
 }
 
 /**
- * Whether generation `genDir` was sealed at (`segment`, `frames`) and `dbPath` was written since:
- * history is there, the WAL gone, and the file is no longer what it was (another program wrote
- * it, and its last close checkpointed and removed the WAL).
+ * How `dbPath` stands to generation `genDir`'s seal at (`segment`, `frames`): `holds` (untouched
+ * since), `broken` (written since: history is there, the WAL gone, and the file is no longer what
+ * it was, another program wrote it and its last close checkpointed and removed the WAL) or `none`
+ * (no seal at that position).
  */
-export function sealBroken(genDir: string, dbPath: string, segment: string, frames: number): boolean {
-  return sealAt(genDir, dbPath, segment, frames) === 'broken';
-}
-
-function sealAt(genDir: string, dbPath: string, segment: string, frames: number): 'holds' | 'broken' | 'none' {
+export function sealAt(genDir: string, dbPath: string, segment: string, frames: number): 'holds' | 'broken' | 'none' {
   let seal: Seal;
   try {
     seal = JSON.parse(fs.readFileSync(path.join(genDir, SEAL_FILE), 'utf8')) as Seal;

@@ -79,9 +79,12 @@ interface Entry {
  * checkpoints the WAL into the file, and frames history had not copied yet would be gone from
  * it for good, so restores to those moments would answer without acknowledged writes (issue
  * 25: a full disk, then a restart). Held handles are tried again at most once a second, on the
- * way into {@link open}, and a process that exits with one held leaves its WAL for whoever opens
- * the database next, as a crash does. {@link evict}, which a restore needs to be final, throws
- * instead.
+ * way into {@link open}, and a process that exits with one held (`process.exit`, as the executor
+ * child does) leaves its WAL for whoever opens the database next, as a crash does; a Node process
+ * that ends by its event loop running dry has better-sqlite3 close every handle still open,
+ * checkpointing. {@link evict}, which a restore needs to be final, throws instead. A close whose
+ * copy cannot have the write lock (another connection holds it past the busy timeout) fails the
+ * same way: see `captureBeforeClose`.
  */
 export class HandleCache {
   private readonly entries = new Map<string, Entry>();
