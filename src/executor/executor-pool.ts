@@ -2,7 +2,8 @@
 // on which child, when a line gives its child up, each workspace's share, a database closed in
 // every child before a restore), and every method reads and changes the same lines and slots.
 // What stands apart already has a file: database-lines.ts, workspace-usage.ts, spare-child.ts,
-// executor-status.ts (issue 26), overflow-lane.ts (which statements the lane takes, issue 27).
+// executor-status.ts (issue 26), overflow-lane.ts (which statements the lane takes, issue 27),
+// every-child.ts (an evict, close or stats sent to every child and added up).
 
 import type { ErrorCode } from '../errors.ts';
 import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
@@ -10,6 +11,7 @@ import { DatabaseLines, type Line } from './database-lines.ts';
 import type { ExecutorPoolOptions } from './executor-options.ts';
 import { ExecutorProcess, MAX_PIPELINE, START_ATTEMPTS, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
+import { closeEverywhere, evictEverywhere, statsEverywhere } from './every-child.ts';
 import { laneOpens, OverflowLane } from './overflow-lane.ts';
 import { SpareChild } from './spare-child.ts';
 import { fairest, tier, WorkspaceUsage, type Aging } from './workspace-usage.ts';
@@ -138,8 +140,8 @@ export class ExecutorPool {
   run(req: ExecRequest): Promise<ExecOutcome> {
     if (this.stopped) return Promise.resolve(failure('UNAVAILABLE', 'the executor is stopped'));
     if (req.op === 'evict') return this.evict(req.shards);
-    if (req.op === 'stats') return this.stats();
-    if (req.op === 'close') return this.closeEverywhere(req.path);
+    if (req.op === 'stats') return statsEverywhere(this.slots);
+    if (req.op === 'close') return closeEverywhere(this.slots, req.path);
     if (this.slots.every((s) => s.broken)) return Promise.resolve(this.cannotStart());
     return new Promise((resolve) => {
       const line = this.lines.get(req.db);
@@ -432,13 +434,7 @@ export class ExecutorPool {
    */
   private async evict(shards: number[]): Promise<ExecOutcome> {
     if (this.lines.busyIn(shards)) await new Promise<void>((done) => this.evicting.push({ shards, done }));
-    for (const slot of this.slots) slot.recent.forgetShards(shards);
-    const outcomes = await Promise.all(
-      this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'evict', shards }, resolve }]))),
-    );
-    let closed = 0;
-    for (const o of outcomes) if (o.ok) closed += (o.result as { closed: number }).closed;
-    return { ok: true, result: { closed } };
+    return evictEverywhere(this.slots, shards);
   }
 
   /**
@@ -451,41 +447,12 @@ export class ExecutorPool {
   private closeFor(line: Line, item: Queued): void {
     if (line.closing) return;
     line.closing = true;
-    void this.closeEverywhere(line.path).then(() => {
+    void closeEverywhere(this.slots, line.path).then(() => {
       line.closing = false;
       line.closedFor = item;
       if (line.slot) this.feed(line);
       else this.dispatch();
     });
-  }
-
-  /** Closes one database's handle in every running child. */
-  private async closeEverywhere(dbPath: string): Promise<ExecOutcome> {
-    const outcomes = await Promise.all(
-      this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'close', path: dbPath }, resolve }]))),
-    );
-    let closed = 0;
-    for (const o of outcomes) if (o.ok) closed += (o.result as { closed: number }).closed;
-    return { ok: true, result: { closed } };
-  }
-
-  /** What every running child holds, added up (handles, cached statements, RSS). */
-  private async stats(): Promise<ExecOutcome> {
-    const outcomes = await Promise.all(
-      this.slots.filter((s) => s.ready).map((s) => new Promise<ExecOutcome>((resolve) => s.send([{ req: { op: 'stats' }, resolve }]))),
-    );
-    type Stats = { handles: number; statements: { count: number; bytes: number; budget: number }; rss: number };
-    const total: Stats = { handles: 0, statements: { count: 0, bytes: 0, budget: 0 }, rss: 0 };
-    for (const o of outcomes) {
-      if (!o.ok) return o;
-      const r = o.result as Stats;
-      total.handles += r.handles;
-      total.statements.count += r.statements.count;
-      total.statements.bytes += r.statements.bytes;
-      total.statements.budget += r.statements.budget;
-      total.rss += r.rss;
-    }
-    return { ok: true, result: total };
   }
 
   private checkEvictions(): void {

@@ -1,12 +1,11 @@
 // One file on purpose, past 300 lines: ExecutorProcess is one slot's life (send, deadline, kill,
-// death, a write answered by its record, respawn), each step reading and changing the same
-// private state (sent, took, timer, child). What stands apart already has a file:
-// executor-spawn.ts, executor-status.ts, handle-mirror.ts (issue 26).
+// death, respawn), each step reading and changing the same private state (sent, timer, child).
+// What stands apart already has a file: executor-spawn.ts, executor-status.ts, handle-mirror.ts
+// (issue 26), death-answers.ts (what answers the requests a dead child had in hand).
 
 import type { ChildProcess } from 'node:child_process';
-import type { ErrorCode } from '../errors.ts';
-import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest, RecordedOutcome } from './executor-protocol.ts';
-import type { RecordedEffect } from '../sqlite/call-record.ts';
+import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import { answerAfterDeath, failure, lostAnswers } from './death-answers.ts';
 import { endExecutorChild, startExecutorChild } from './executor-spawn.ts';
 import type { ExecutorProcessOptions } from './executor-options.ts';
 import { HandleMirror } from './handle-mirror.ts';
@@ -18,9 +17,6 @@ export interface Queued {
   req: ExecRequest;
   resolve: (outcome: ExecOutcome) => void;
 }
-
-/** A request reading the record of a write whose child died; `attempt` counts lookups sent. */
-type Lookup = Queued & { attempt?: number };
 
 /** What a child tells its pool. */
 export interface ProcessHooks {
@@ -46,17 +42,7 @@ const RESPAWN_BACKOFF_MS = 1000;
  */
 export const START_ATTEMPTS = 5;
 const startBackoffMs = (failures: number): number => Math.min(RESPAWN_BACKOFF_MS, 100 * 2 ** (failures - 1));
-/**
- * Children a record lookup may see die before the write it asks about answers "unknown": the
- * lookup is one primary-key read, so only something killing children from outside gets here.
- */
-const LOOKUP_ATTEMPTS = 3;
-
 let serial = 0;
-
-type Failure = Extract<ExecOutcome, { ok: false }>;
-
-const failure = (code: ErrorCode, detail: string): Failure => ({ ok: false, error: { code, detail } });
 
 /**
  * One place in a worker's executor pool, and the child process that fills it: it writes
@@ -335,8 +321,8 @@ export class ExecutorProcess {
     this.opts.metrics?.executorKills.inc({ reason: 'timeout' });
     this.replace(child, 'statement timeout');
     // A write may have committed at its very deadline, its answer not yet written.
-    const lookup = this.answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`));
-    this.handBack([...this.lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
+    const lookup = answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`), this.opts.logger, this.index);
+    this.handBack([...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
   }
 
   /**
@@ -363,72 +349,14 @@ export class ExecutorProcess {
         'RESOURCE_LIMIT',
         `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`,
       );
-      lookup = this.answerAfterDeath(running.item, died);
+      lookup = answerAfterDeath(running.item, died, this.opts.logger, this.index);
     } else
       this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
     // (A child killed at its deadline was replaced first: its death returned above, counted as a timeout.)
     this.opts.metrics?.executorKills.inc({ reason: running ? 'resource' : 'exited' });
     // One that dies while idle, soon after it started, is not replaced in a loop.
     this.replace(child, 'it died', !running && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
-    this.handBack([...this.lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
-  }
-
-  /**
-   * Requests a dead child had finished, whose answers died with it (the answer of one was still
-   * being written, or waited for the batch's end, when a later statement killed the child): they
-   * run again on the next child, and are answered and metered once, as if nothing happened. A
-   * write or drop finds its exactly-once record there and answers what it committed (without
-   * `replayed`: its caller never had an answer, and a replay is not metered), or runs if it did
-   * not commit. A restore or snapshot is not done twice: it answers that its answer was lost.
-   */
-  private lostAnswers(finished: { item: Queued }[]): Queued[] {
-    const again: Queued[] = [];
-    for (const { item } of finished) {
-      const req = item.req;
-      if (req.op === 'restore' || req.op === 'restoreInto' || req.op === 'snapshot') {
-        item.resolve(
-          failure('UNAVAILABLE', `the ${req.op} finished, but the database process died before its answer was sent; agentdb history shows what it did`),
-        );
-      } else if (req.op === 'write' || req.op === 'drop') {
-        again.push({ req, resolve: (outcome) => item.resolve(outcome.ok && outcome.replayed ? { ok: true, result: outcome.result } : outcome) });
-      } else again.push(item);
-    }
-    return again;
-  }
-
-  /**
-   * Answers `item`, whose child died under it, with `failure`, unless it is a write or drop:
-   * then returns the request that reads its record on another child (first in its line), and
-   * the record answers it. A lookup whose own child dies is sent again, a few times.
-   */
-  private answerAfterDeath(item: Queued, died: Failure): Queued | undefined {
-    const req = item.req;
-    if (req.op === 'recorded') {
-      const attempt = (item as Lookup).attempt ?? 1;
-      if (attempt < LOOKUP_ATTEMPTS) return { ...item, attempt: attempt + 1 } as Lookup;
-      item.resolve(died);
-      return undefined;
-    }
-    if (req.op !== 'write' && req.op !== 'drop') {
-      item.resolve(died);
-      return undefined;
-    }
-    const effect: RecordedEffect = req.op === 'write' ? ['write', req.sql, req.params] : ['drop', req.table];
-    const lookup: Lookup = {
-      req: { op: 'recorded', db: req.db, callKey: req.callKey, effect, ...(req.callId ? { callId: req.callId } : {}) },
-      resolve: (outcome) => {
-        if (!outcome.ok) {
-          // The record answered for the key (it ran another statement), or could not be read.
-          if (outcome.error.code === 'IDEMPOTENCY_CONFLICT') return item.resolve(outcome);
-          const why = `the database process died during the ${req.op} (${died.error.code}) and whether it committed could not be read: ${outcome.error.detail}`;
-          return item.resolve({ ...failure('UNAVAILABLE', why), unsettled: true });
-        }
-        const recorded = outcome.result as RecordedOutcome;
-        this.opts.logger?.warn({ ...about(req), child: this.index, committed: recorded.committed }, 'read the record of a write whose child died');
-        item.resolve(recorded.committed ? { ok: true, result: recorded.result } : died);
-      },
-    };
-    return lookup;
+    this.handBack([...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
   }
 
   /** Stops using `child` (killing it if it lives) and starts the next one, at once or after the backoff. */
