@@ -115,8 +115,14 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
     // capture: a program outside agentdb (or a capture that failed). See `copyNew`.
     const foreign = quiet ? undefined : last.capturedTo;
     // A copy of this connection's own commit, just answered, stamps it with its own time; any
-    // other may find a commit answered by a child killed before its copy (`noteAnswered`).
-    const stamp = { now, recover: !locked.answering, answered: locked.prior, ...(locked.noted ? { lastFrame: locked.noted.frame } : {}) };
+    // other may find a commit answered by a child killed before its copy (`noteAnswered`). So
+    // may a commit's copy when this connection's last copy failed or another connection committed
+    // since: the frames past history may be a killed child's answered commits, their times in the
+    // answered file alone (`prior` is only its last record). Stamped with this copy's time, a
+    // restore to a moment in between left them out, silently (review R4: the next owner's copy on
+    // open failed on a full disk, room came back, and its next write's copy took them along).
+    const recover = !locked.answering || !quiet || !last.finished;
+    const stamp = { now, recover, answered: locked.prior, ...(locked.noted ? { lastFrame: locked.noted.frame } : {}) };
     found = copyNew(db, dbPath, opts, stamp, quiet && last.finished, foreign);
     finished(db, found.state, locked.change ?? readWalIndex(db, dbPath)?.change);
   } catch (err) {
