@@ -141,7 +141,14 @@ export class DataBrowser {
     // (no `until`) and asks for more bounds.
     const asked: { range: CsvRange; chunk: Promise<CsvChunk> }[] = [];
     const ranges: CsvRange[] = [{ bounds: BOUNDS }];
-    const ask = (range: CsvRange) => ({ range, chunk: fetch(range) });
+    // A chunk asked ahead may fail while the download is slow to take the one before it (a shard op's
+    // timeout, Redis closing): it is heard at once, or its rejection would be unhandled until then
+    // and end the process; the loop still reads the failure when it comes to that chunk.
+    const ask = (range: CsvRange) => {
+      const chunk = fetch(range);
+      chunk.catch(() => undefined);
+      return { range, chunk };
+    };
     try {
       for (;;) {
         while (asked.length < IN_FLIGHT && ranges.length) asked.push(ask(ranges.shift()!));
