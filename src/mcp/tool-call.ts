@@ -4,6 +4,7 @@ import { absentNulls } from '../contracts/strict-schema.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import { isTransient } from '../calls/call-answers.ts';
+import { MAY_PARK } from '../calls/pending-call-joins.ts';
 import type { KeyedCall, Principal } from '../registry/principal.ts';
 import { mcpToolCallSpan, traceparentContext } from '../tracing.ts';
 import type { McpServerDeps } from './server.ts';
@@ -82,6 +83,16 @@ export function mcpToolCall(
     // client checks the name it sent, not a result.
     const tool = toolsFor(principal, endpoint).find((t) => t.name === name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    // Only a tool that may wait for a person is listed with `execution.taskSupport`; one listed
+    // without it may not be called as a task, and the spec (2025-11-25, tasks) has the server
+    // answer -32601. A task for a read was only a record kept 48 h in the workspace's Redis budget
+    // for an answer the request already had.
+    if (asTask && !MAY_PARK.has(name)) {
+      throw new McpError(
+        ErrorCode.MethodNotFound,
+        `${name} is not offered as a task (tools/list gives it no execution.taskSupport): call it without params.task.`,
+      );
+    }
     // Null for an optional argument is its absence, as the strict schemas give it.
     const call: KeyedCall = { tool: name, arguments: absentNulls(args ?? {}, tool.inputSchema), ...(callId !== undefined ? { callId } : {}) };
     try {

@@ -83,7 +83,7 @@ afterAll(async () => {
 async function signInAs(
   key: string,
   opts: { scope?: string; choose?: string } = {},
-): Promise<{ client: Client; provider: MemoryProvider; consentText: string; offered: string[] }> {
+): Promise<{ client: Client; provider: MemoryProvider; consentText: string; offered: string[]; choices: { radio: number; gap: number }[] }> {
   const mcpUrl = new URL(`${server.url}/mcp`);
   const provider = new MemoryProvider();
   const first = new Client({ name: 'oauth-e2e', version: '1' });
@@ -114,6 +114,14 @@ async function signInAs(
   const offered = await page
     .locator('input[name="access"]')
     .evaluateAll((els) => els.map((e) => `${(e as HTMLInputElement).value}${(e as HTMLInputElement).checked ? '*' : ''}`));
+  // Each choice as drawn: the radio's width and the room between it and its own text.
+  const choices = await page.locator('input[name="access"]').evaluateAll((els) =>
+    els.map((e) => {
+      const radio = e.getBoundingClientRect();
+      const text = e.parentElement!.querySelector('strong')!.getBoundingClientRect();
+      return { radio: radio.width, gap: text.left - radio.right };
+    }),
+  );
   if (opts.choose) await page.getByLabel(opts.choose).check();
   await page.getByRole('button', { name: 'Allow' }).click();
   await page.waitForURL(`${CALLBACK}**`);
@@ -127,7 +135,7 @@ async function signInAs(
   expect(provider.saved?.access_token).toMatch(/^adbat_/);
   const client = new Client({ name: 'oauth-e2e', version: '1' });
   await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
-  return { client, provider, consentText, offered };
+  return { client, provider, consentText, offered, choices };
 }
 
 it('an SDK client signs in by URL, the person consents in the browser, and the token calls the tools as that member', { timeout: 90_000 }, async () => {
@@ -138,6 +146,13 @@ it('an SDK client signs in by URL, the person consents in the browser, and the t
   expect(consentText).toContain('DATA_DROP_TABLE');
   // All the role allows is offered, and preselected; the token says what was granted.
   expect(admin.offered).toEqual(['read', 'write', 'drop*']);
+  // A radio sits right beside its text: the sign-in form's full-width inputs once stretched each
+  // radio into a wide column of its own, the text squeezed beside it (seen by a new user, session 26).
+  for (const c of admin.choices) {
+    expect(c.radio).toBeLessThan(30);
+    expect(c.gap).toBeGreaterThanOrEqual(0);
+    expect(c.gap).toBeLessThan(16);
+  }
   expect(admin.provider.saved?.scope).toBe('read write drop');
 
   expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE notes (body TEXT)' } })).toMatchObject({ isError: false });

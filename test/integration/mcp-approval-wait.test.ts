@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolResultSchema, type Task } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { keysFor } from '../../src/redis/keys.ts';
@@ -240,6 +240,23 @@ describe('a write that waits for a person, over MCP', () => {
       kinds.push(m.type === 'taskCreated' || m.type === 'taskStatus' ? `${m.type}:${m.task.status}` : m.type);
     }
     expect(kinds).toEqual(['taskCreated:completed', 'taskStatus:completed', 'result']);
+  });
+
+  it('a tool listed without taskSupport, called as a task, is refused with -32601 and keeps no task', async () => {
+    const c = await connect(key.nosy!, { tasks: true });
+    await c.listTools();
+    const before = (await c.experimental.tasks.listTasks()).tasks.length;
+    // The SDK asks for a task only for a tool marked taskSupport: a client that asks anyway.
+    for (const [name, args] of [
+      ['DATA_QUERY_SQL', { sql: 'SELECT 1 AS one' }],
+      ['DATA_DESCRIBE_SCHEMA', {}],
+    ] as const) {
+      const asked = c.request({ method: 'tools/call', params: { name, arguments: args, task: {} } }, CreateTaskResultSchema);
+      await expect(asked, name).rejects.toMatchObject({ code: ErrorCode.MethodNotFound });
+    }
+    expect((await c.experimental.tasks.listTasks()).tasks.length).toBe(before);
+    // Without params.task the same read answers as ever.
+    expect(await call(c, 'DATA_QUERY_SQL', { sql: 'SELECT 1 AS one' })).toMatchObject({ isError: false, structuredContent: { rows: [[1]] } });
   });
 
   it('a task sent again while its call waits joins it: one approval, and both tasks end with the one run', async () => {

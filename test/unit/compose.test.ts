@@ -60,6 +60,20 @@ describe('docker-compose.yml', () => {
     expect(app).toMatch(/healthcheck:[\s\S]*\/ready/);
   });
 
+  it("sets only settings agentdb reads, and publishes and health-checks the app's PORT", async () => {
+    const { ENV_NAMES, loadConfig } = await import('../../src/config.ts');
+    const app = service('agentdb');
+    const env = /\n {4}environment:\n((?: {6}\S[^\n]*\n)+)/.exec(app)?.[1] ?? '';
+    const set = Object.fromEntries([...env.matchAll(/^ {6}(\w+):\s*"?([^"\n]*)"?$/gm)].map((m) => [m[1]!, m[2]!]));
+    expect(Object.keys(set).length).toBeGreaterThan(0);
+    for (const name of Object.keys(set)) expect(ENV_NAMES, name).toContain(name);
+    // The values pass the config schema as the container gets them.
+    const port = loadConfig(set).port;
+    expect(app).toContain(`- "127.0.0.1:${port}:${port}"`);
+    // Whatever PORT says, not a copy of it that a changed PORT would leave behind.
+    expect(app).toMatch(/healthcheck:\n {6}test: [^\n]*process\.env\.PORT[^\n]*\/ready/);
+  });
+
   it("bounds Redis's memory with noeviction, as agentdb doctor asks", () => {
     const redis = service('redis');
     expect(redis).toMatch(/"--maxmemory", "\d+[kmg]b"/);

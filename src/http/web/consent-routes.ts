@@ -88,7 +88,7 @@ ${r.client.documentHost ? html`<p class="muted">This app is described by ${r.cli
   <legend>It may:</legend>
   ${levels.map(
     (l) =>
-      html`<label><input type="radio" name="access" value="${l}"${l === top ? ' checked' : ''}> <strong>${LEVEL_TEXT[l].label}</strong>: ${LEVEL_TEXT[l].detail}</label>`,
+      html`<label><input type="radio" name="access" value="${l}"${l === top ? ' checked' : ''}> <span><strong>${LEVEL_TEXT[l].label}</strong>: ${LEVEL_TEXT[l].detail}</span></label>`,
   )}
   </fieldset>
   <p class="muted">You can disconnect it at any time under Connected apps. Allowing sends you back to ${where}.</p>

@@ -46,6 +46,8 @@ td.null { color: var(--muted); font-style: italic; }
 .pager form { display: flex; gap: 6px; align-items: center; margin: 0; }
 .progress { margin-top: 6px; }
 .signin { max-width: 420px; margin: 40px auto; } .signin form { display: grid; gap: 10px; } .signin input { width: 100%; }
+/* The consent page's choices: a radio beside its text (.signin's full-width inputs would stretch it into a column of its own). */
+.grant-level { display: grid; gap: 8px; } .grant-level label { display: flex; align-items: baseline; gap: 8px; } .signin .grant-level input { width: auto; flex: none; }
 .unverified { background: #fff6dd; border-radius: 6px; padding: 8px 12px; }
 .danger-zone { border: 1px solid #f3b7b3; border-radius: 8px; padding: 12px; margin-top: 24px; }
 .bad { color: var(--bad); } tr.damaged td { background: #fdecea; }
