@@ -46,6 +46,18 @@ async function redisCpu(admin: Redis): Promise<number> {
   return (f('used_cpu_sys') + f('used_cpu_user')) * 1e6;
 }
 
+/** Redis's socket work so far (INFO stats): reads and writes it handled, bytes in and out. */
+async function netStats(admin: Redis): Promise<Record<string, number>> {
+  const info = await admin.info('stats');
+  const f = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  return {
+    reads: f('total_reads_processed'),
+    writes: f('total_writes_processed'),
+    bytesIn: f('total_net_input_bytes'),
+    bytesOut: f('total_net_output_bytes'),
+  };
+}
+
 /**
  * Top-level commands (not those a script runs) by connection, named by CLIENT SETNAME where set:
  * read from `redis-cli monitor` (ioredis's own monitor mode lost track of replies here).
@@ -121,6 +133,7 @@ try {
   const connections = MONITOR ? await watchConnections(own.port, admin) : undefined;
   const before = await commandStats(admin);
   const cpu0 = await redisCpu(admin);
+  const net0 = await netStats(admin);
   const t0 = Date.now();
   let next = 0;
   const lane = async () => {
@@ -129,6 +142,7 @@ try {
   await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
   const ms = Date.now() - t0;
   const after = await commandStats(admin);
+  const net1 = await netStats(admin);
   const per = [...after]
     .map(([n, s]) => [n, (s.calls - (before.get(n)?.calls ?? 0)) / CALLS, (s.usec - (before.get(n)?.usec ?? 0)) / CALLS] as const)
     .filter(([n, c]) => c > 0.01 && n !== 'info' && n !== 'client' && n !== 'monitor');
@@ -144,6 +158,8 @@ try {
       commandsPerCall: r(total),
       // Redis's own CPU (INFO cpu: its process, socket reads and writes included) per call.
       redisCpuUsPerCall: Math.round(((await redisCpu(admin)) - cpu0) / CALLS),
+      // Its socket reads and writes (each a system call, and a wake-up) and bytes, per call.
+      netPerCall: Object.fromEntries(Object.entries(net1).map(([k, v]) => [k, r((v - net0[k]!) / CALLS)])),
       byName: Object.fromEntries(per.map(([n, c]) => [n, r(c)])),
       usecByName: Object.fromEntries(per.map(([n, , u]) => [n, r(u)])),
       ...(connections ? { topLevelByConnection: await connections() } : {}),

@@ -3,7 +3,10 @@
 // (bench/raw-child-worker.ts) and agentdb's PK read, in interleaved rounds, sequential and
 // 64 in flight, with each process's CPU per call (caller, worker, the worker's children).
 // BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (2000), BENCH_CONC_CALLS (5000), WORKER_BIN as query-only.ts.
+// Redis's own CPU too (INFO cpu): µs per call and the share of its one core it kept busy; only
+// meaningful with REDIS_URL pointing at a Redis of the run's own (others' load would count).
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { benchSite } from './agentdb-worker.ts';
 import { childPids, cpuSeconds } from './cpu.ts';
 import { pkReadTable } from './pk-read.ts';
@@ -22,6 +25,13 @@ const rawChild = await rawBullmq(REDIS_URL, `${site.config.prefix}-rawc`, 32, tr
   file: './raw-child-worker.ts',
   args: [path.join(site.config.dataDir, 'raw-child.db')],
 });
+const admin = new Redis(REDIS_URL);
+/** Redis's CPU so far, user and system, in seconds. */
+const redisCpu = async () => {
+  const info = await admin.info('cpu');
+  const f = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return f('used_cpu_sys') + f('used_cpu_user');
+};
 try {
   const ours = await pkReadTable(site.client);
   const sides = {
@@ -33,15 +43,17 @@ try {
     await drive(1000, 1, s.call);
     await drive(1000, 16, s.call);
   }
-  type Row = { p50: number; perSec: number; caller: number; worker: number; children: number };
+  type Row = { p50: number; perSec: number; caller: number; worker: number; children: number; redisUs: number; redisBusy: number };
   const rows: Record<string, Row[]> = {};
   const measure = async (key: string, s: { call: (i: number) => Promise<void>; pid: number }, n: number, conc: number) => {
     const kids = () => childPids(s.pid).reduce((t, p) => t + cpuSeconds(p), 0);
     const c0 = process.cpuUsage();
     const w0 = cpuSeconds(s.pid);
     const k0 = kids();
+    const r0 = await redisCpu();
     const d = await drive(n, conc, s.call);
     const c = process.cpuUsage(c0);
+    const redisSeconds = (await redisCpu()) - r0;
     const sorted = [...d.latencies].sort((a, b) => a - b);
     (rows[key] ??= []).push({
       p50: quantile(sorted, 0.5),
@@ -49,6 +61,8 @@ try {
       caller: ((c.user + c.system) / 1e6 / n) * 1000,
       worker: ((cpuSeconds(s.pid) - w0) / n) * 1000,
       children: ((kids() - k0) / n) * 1000,
+      redisUs: (redisSeconds / n) * 1e6,
+      redisBusy: redisSeconds / d.seconds,
     });
   };
   for (let r = 0; r < ROUNDS; r++) {
@@ -62,10 +76,13 @@ try {
     );
   const out: Record<string, Record<string, number>> = {};
   for (const [k, rs] of Object.entries(rows)) {
-    out[k] = Object.fromEntries((['p50', 'perSec', 'caller', 'worker', 'children'] as const).map((f) => [f, round(med(rs.map((x) => x[f])), 3)]));
+    out[k] = Object.fromEntries(
+      (['p50', 'perSec', 'caller', 'worker', 'children', 'redisUs', 'redisBusy'] as const).map((f) => [f, round(med(rs.map((x) => x[f])), 3)]),
+    );
   }
-  console.log(JSON.stringify({ rounds: ROUNDS, note: 'p50 ms; CPU s per 1,000 calls', ...out }, null, 1));
+  console.log(JSON.stringify({ rounds: ROUNDS, note: 'p50 ms; CPU s per 1,000 calls; Redis µs per call, busy share of a core', ...out }, null, 1));
 } finally {
+  admin.disconnect();
   await rawChild.close();
   await raw.close();
   await site.close();

@@ -9,7 +9,9 @@
 // the truest figure: under load the second side's wall time ran slower for identical builds.
 // ROUNDS (default 8), CALLS (default 1000), CONC (calls in flight, default 1). KIND=insert: the
 // small insert of bench/small-insert.ts (one new row per call, history on) instead of the read.
+// Redis's CPU per call too (INFO cpu, µs): only meaningful on a Redis of the run's own (REDIS_URL).
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
@@ -35,7 +37,16 @@ interface Side {
   worker: number[];
   children: number[];
   msPerCall: number[];
+  redisUs: number[];
 }
+
+const admin = new Redis(REDIS_URL);
+/** Redis's CPU so far, user and system, in µs. */
+const redisCpu = async () => {
+  const info = await admin.info('cpu');
+  const f = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return (f('used_cpu_sys') + f('used_cpu_user')) * 1e6;
+};
 
 const sides: Side[] = [];
 try {
@@ -44,7 +55,7 @@ try {
     const site = benchSite(REDIS_URL, `ab-${name}`, { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
     const { pid } = await site.worker({}, bin);
     const query = INSERT ? await smallInsert(site.client) : await pkReadTable(site.client);
-    sides.push({ name, site, pid, query: async (i) => query(i), worker: [], children: [], msPerCall: [] });
+    sides.push({ name, site, pid, query: async (i) => query(i), worker: [], children: [], msPerCall: [], redisUs: [] });
     await drive(500, 1, query);
   }
   for (let r = 0; r < ROUNDS; r++) {
@@ -52,7 +63,9 @@ try {
     for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
       const kids = childPids(side.pid);
       const before = { worker: cpuSeconds(side.pid), children: kids.reduce((s, p) => s + cpuSeconds(p), 0) };
+      const r0 = await redisCpu();
       const d = await drive(CALLS, CONC, side.query);
+      side.redisUs.push(((await redisCpu()) - r0) / CALLS);
       side.worker.push(((cpuSeconds(side.pid) - before.worker) * 1000) / CALLS);
       side.children.push(((kids.reduce((s, p) => s + cpuSeconds(p), 0) - before.children) * 1000) / CALLS);
       side.msPerCall.push((d.seconds * 1000) / CALLS);
@@ -67,13 +80,21 @@ try {
         workerMsPerCall: med(s.worker),
         childMsPerCall: med(s.children),
         msPerCall: med(s.msPerCall),
+        redisUsPerCall: med(s.redisUs),
         rounds: s.worker.map((w) => round(w, 2)),
       }),
     );
   }
   const [a, b] = sides;
   const pairs = a!.worker.map((w, i) => b!.worker[i]! / w);
-  console.log(JSON.stringify({ workerBoverA: med(pairs), msBoverA: med(a!.msPerCall.map((m, i) => b!.msPerCall[i]! / m)) }));
+  console.log(
+    JSON.stringify({
+      workerBoverA: med(pairs),
+      msBoverA: med(a!.msPerCall.map((m, i) => b!.msPerCall[i]! / m)),
+      redisBoverA: med(a!.redisUs.map((u, i) => b!.redisUs[i]! / u)),
+    }),
+  );
 } finally {
+  admin.disconnect();
   for (const s of sides) await s.site.close();
 }

@@ -32,9 +32,29 @@ export interface NotesBefore {
 }
 
 interface Pending {
-  usageKey: string;
-  args: [data: string, field: string, credits: number, member: string];
+  data: string;
+  /** Where the call is metered (none for a replay, metered the first time). */
+  meter?: { usageKey: string; field: string; credits: number; member: string };
   settle: (err?: Error) => void;
+}
+
+/** complete-calls.lua's keys and arguments for `batch`: its events, and its metering summed per usage field. */
+function completeCommand(keys: Keys, batch: readonly Pending[]): { keys: string[]; args: (string | number)[] } {
+  const groups = new Map<string, { usageKey: string; field: string; credits: number; calls: number; member: string }>();
+  for (const { meter } of batch) {
+    if (!meter) continue;
+    const id = `${meter.usageKey}\n${meter.field}`;
+    const group = groups.get(id);
+    if (group) {
+      group.credits += meter.credits;
+      group.calls += 1;
+    } else groups.set(id, { ...meter, calls: 1 });
+  }
+  const metered = [...groups.values()];
+  return {
+    keys: [keys.events, keys.usageIndex, ...metered.map((m) => m.usageKey)],
+    args: [STREAM_MAX_LEN, batch.length, ...batch.map((p) => p.data), ...metered.flatMap((m) => [m.field, m.credits, m.calls, m.member])],
+  };
 }
 
 /**
@@ -67,8 +87,17 @@ export class CallCompletion {
     const day = meter ? this.dayOf(meter.at) : '';
     return new Promise((resolve, reject) => {
       this.pending.push({
-        usageKey: meter ? this.keys.usage(meter.workspace, day) : this.keys.usage('-', '-'),
-        args: [data, meter ? `${meter.agent}|${envelope.tool}` : '', meter?.credits ?? 0, meter ? `${meter.workspace}|${day}` : ''],
+        data,
+        ...(meter
+          ? {
+              meter: {
+                usageKey: this.keys.usage(meter.workspace, day),
+                field: `${meter.agent}|${envelope.tool}`,
+                credits: meter.credits,
+                member: `${meter.workspace}|${day}`,
+              },
+            }
+          : {}),
         settle: (err) => (err ? reject(err) : resolve()),
       });
       // Sent once the calls finishing in this same turn have joined: a microtask, so a lone
@@ -102,8 +131,7 @@ export class CallCompletion {
     let note = this.notes?.takeSoon();
     while (this.pending.length) {
       const batch = this.pending.splice(0, MAX_BATCH);
-      const keys = [this.keys.events, this.keys.usageIndex, ...batch.map((p) => p.usageKey)];
-      const args = [STREAM_MAX_LEN, ...batch.flatMap((p) => p.args)];
+      const { keys, args } = completeCommand(this.keys, batch);
       const noted = note;
       note = undefined;
       const fail = (err: Error) => {

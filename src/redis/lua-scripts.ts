@@ -9,7 +9,7 @@ export const LUA_SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
  * {@link withScripts}). What each script's KEYS and ARGV are is written at the top of its file.
  */
 export interface LuaCommands {
-  /** complete-calls.lua: keys are counted by the first argument (one usage hash per completion). */
+  /** complete-calls.lua: keys are counted by the first argument (one usage hash per metered agent and tool). */
   agentdbComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   agentdbApprovalCreate(
     key: string,

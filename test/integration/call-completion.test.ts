@@ -2,6 +2,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorEnvelope, okEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
 import { CallCompletion, type Metering } from '../../src/calls/call-completion.ts';
+import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { completedEvent, parseEntry } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
@@ -64,6 +65,76 @@ describe('call completions', () => {
     expect(await readUsage(redis, keys, 'other')).toEqual([{ day, agent: 'a', tool: 'DATA_QUERY_SQL', calls: 1, credits: 1 }]);
     // Five completions in one script, then the lone one in another.
     expect(commands).toBe(2);
+    redis.disconnect();
+  });
+
+  it("writes a turn's metering once per agent and tool, and its budget notes' sum once, to the same totals", async () => {
+    // A Redis of its own: its command counts (INFO commandstats) are this test's alone.
+    own = await OwnRedis.start();
+    sb = sandbox({ REDIS_URL: own.url });
+    const redis = connectRedis(own.url);
+    const keys = keysFor(sb.config.prefix);
+    const budget = new WorkspaceRedisBudget(redis, keys);
+    const completion = new CallCompletion(redis, keys, budget);
+    const now = Date.now();
+    const later = now + 3_600_000;
+    const calls = ['c1', 'c2', 'c3', 'c4', 'c5'];
+    // As callers count them: each call's arguments, and room reserved for its envelope.
+    await budget.note(
+      'acme',
+      calls.flatMap((callKey) => [
+        { callKey, kind: 'args' as const, bytes: 100, until: later },
+        { callKey, kind: 'reserve' as const, bytes: 1000, until: later },
+      ]),
+      now,
+    );
+    await redis.config('RESETSTAT');
+
+    // As a busy worker finishes them, in one turn: each completion, then its note (the reserve
+    // goes, the arguments stay, the envelope is counted).
+    const at = Date.now();
+    const failed: unknown[] = [];
+    const done = calls.map((callKey, i) => {
+      const tool = i === 4 ? 'DATA_WRITE_SQL' : 'DATA_QUERY_SQL';
+      const envelope = okEnvelope(callKey, tool, i === 4 ? 2 : 1, { rows: [] });
+      const sent = completion.complete(envelope, completedEvent(envelope, 'acme', 'scout'), {
+        workspace: 'acme',
+        agent: 'scout',
+        credits: i === 4 ? 2 : 1,
+        at,
+      });
+      budget.noteSoon(
+        'acme',
+        [
+          { callKey, kind: 'reserve', bytes: 1000, until: at },
+          { callKey, kind: 'args', bytes: 100, until: later },
+          { callKey, kind: 'envelope', bytes: 50, until: later },
+        ],
+        (err) => failed.push(err),
+      );
+      return sent;
+    });
+    await Promise.all(done);
+    expect(failed).toEqual([]);
+
+    const counts = new Map<string, number>();
+    for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(m[1]!, Number(m[2]));
+    // Two usage fields per agent and tool, one index entry per workspace and day, one write of
+    // the sum: they were two, one and two per call.
+    expect(counts.get('hincrby')).toBe(4);
+    expect(counts.get('sadd')).toBe(2);
+    expect((counts.get('incrby') ?? 0) + (counts.get('decrby') ?? 0)).toBe(1);
+
+    expect(await readUsage(redis, keys, 'acme')).toEqual([
+      { day: meterDay(at), agent: 'scout', tool: 'DATA_QUERY_SQL', calls: 4, credits: 4 },
+      { day: meterDay(at), agent: 'scout', tool: 'DATA_WRITE_SQL', calls: 1, credits: 2 },
+    ]);
+    const { ledger, held } = keys.redisBudget('acme');
+    const entries = await redis.zrange(ledger, 0, -1);
+    expect(entries).toHaveLength(10);
+    expect(Number(await redis.get(held))).toBe(entries.reduce((n, m) => n + Number(m.split(':').pop()), 0));
+    expect(Number(await redis.get(held))).toBe(5 * 150);
+    expect(await redis.xlen(keys.events)).toBe(5);
     redis.disconnect();
   });
 

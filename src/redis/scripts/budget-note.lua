@@ -46,15 +46,18 @@ if cap > 0 then
 end
 -- An entry whose time has already come (a call's reserve once the worker counts its envelope)
 -- goes now: added, it waited for the next call's sweep, which paid for it (ZREM and DECRBY)
--- on that call's way to the queue.
+-- on that call's way to the queue. What the entries add and free is summed here and written
+-- once: a worker's note of a turn's calls held an INCRBY or DECRBY per entry (issue 31).
 local now = tonumber(ARGV[1])
+local delta = 0
 for a = 3 + rates * 3, #ARGV, 3 do
   if tonumber(ARGV[a + 2]) <= now then
-    if redis.call('ZREM', KEYS[1], ARGV[a]) == 1 then held = redis.call('DECRBY', KEYS[2], ARGV[a + 1]) end
+    if redis.call('ZREM', KEYS[1], ARGV[a]) == 1 then delta = delta - tonumber(ARGV[a + 1]) end
   elseif redis.call('ZADD', KEYS[1], ARGV[a + 2], ARGV[a]) == 1 then
-    held = redis.call('INCRBY', KEYS[2], ARGV[a + 1])
+    delta = delta + tonumber(ARGV[a + 1])
   end
 end
+if delta ~= 0 then held = redis.call('INCRBY', KEYS[2], delta) end
 held = held or tonumber(redis.call('GET', KEYS[2]) or '0')
 -- Both keys go with their last entry: a workspace that stops calling leaves nothing behind.
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
