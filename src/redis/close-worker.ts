@@ -1,6 +1,6 @@
 import type { Worker } from 'bullmq';
-import type { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
+import { quietLateInitErrors } from './late-init-errors.ts';
 
 /**
  * Closes a BullMQ worker (`force` as `Worker.close`), in a way that also finishes when its
@@ -33,20 +33,4 @@ function endIfSocketless(client: Redis): void {
   // waiting commands failed, 'end' emitted); between reconnect attempts it is in the same case.
   (client as unknown as { status: string }).status = 'wait';
   client.disconnect();
-}
-
-/**
- * A worker closed while one of its connections still asks Redis its version (a shard owned and
- * let go within moments) has that `INFO` fail with "Connection is closed" after the close took
- * every listener away; BullMQ 5 then emits 'error' to nobody, which throws, and the process sees
- * an unhandled rejection (one in ~10 runs of health-ready.test.ts failed CI). BullMQ 6 emits
- * only to a listener; this does the same for 5, whose API we keep.
- */
-function quietLateInitErrors(worker: Worker): void {
-  const inner = worker as unknown as { connection?: EventEmitter; blockingConnection?: EventEmitter };
-  for (const conn of [inner.connection, inner.blockingConnection]) {
-    if (!conn) continue;
-    const emit = conn.emit.bind(conn);
-    conn.emit = (event: string | symbol, ...args: unknown[]) => (event === 'error' && conn.listenerCount('error') === 0 ? false : emit(event, ...args));
-  }
 }

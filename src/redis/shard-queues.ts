@@ -2,6 +2,7 @@ import { Queue, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { handleErrorEvents } from './error-events.ts';
 import type { Keys } from './keys.ts';
+import { quietLateInitErrors } from './late-init-errors.ts';
 
 /**
  * How many events BullMQ keeps in a shard queue's event stream (trimmed, about, at each add;
@@ -64,6 +65,9 @@ export class ShardQueues {
     const open = [...this.queues.values()];
     this.queues.clear();
     this.readied.clear();
+    // A queue still opening (asking Redis its version) must not end the process when that question
+    // fails after the close: the caller's next step is often to drop the connection.
+    for (const q of open) quietLateInitErrors(q);
     await Promise.all(open.map((q) => q.close()));
   }
 }

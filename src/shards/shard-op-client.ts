@@ -7,6 +7,7 @@ import { AgentDbError } from '../errors.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
+import { quietLateInitErrors } from '../redis/late-init-errors.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
 import { SHARD_QUEUE_EVENTS_MAX_LEN } from '../redis/shard-queues.ts';
 import { unspill, type WireOutcome } from './op-result-spill.ts';
@@ -203,6 +204,8 @@ export class ShardOpClient {
    */
   async close(): Promise<void> {
     const all = [...this.queues.values()];
+    // One still opening when Redis is dropped below must not end the process (see quietLateInitErrors).
+    for (const q of all) for (const closing of [q.queue, q.events]) if (closing) quietLateInitErrors(closing);
     const graceful = async () => {
       await Promise.all(all.map((q) => q.ready.catch(() => undefined)));
       await Promise.all(all.flatMap((q) => [q.queue.close(), q.events?.close()]));

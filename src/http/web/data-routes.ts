@@ -206,6 +206,12 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       // fails mid-way aborts the response, so a partial file never looks complete.
       yield* chunks;
     }
+    // However the answer ends (read to its end, or its client gone, before this point too), the
+    // export ends with it and gives its slot back: a stream stopped before it reached `chunks` (not
+    // started, or at the first chunk) does not stop them, and the slot was held until a restart.
+    const end = () => void chunks.return(undefined).catch(() => undefined);
+    if (reply.raw.destroyed) end();
+    else reply.raw.once('close', end);
     return reply.send(Readable.from(all(), { objectMode: false }));
   });
 
