@@ -1,5 +1,5 @@
 // What answers the requests a dead (or killed) child had in hand: moved out of
-// executor-process.ts, which keeps the child's life and calls these only when a child dies.
+// executor-process.ts, which keeps what the child was sent and calls these only when it dies.
 
 import type { ErrorCode } from '../errors.ts';
 import type { RecordedEffect } from '../sqlite/call-record.ts';

@@ -43,3 +43,16 @@ export interface ExecutorPoolOptions extends ExecutorProcessOptions {
   /** What counts as a long statement for the lane, in ms (EXECUTOR_LONG_MS). Default 250. */
   longMs?: number;
 }
+
+/**
+ * Checks what ends up in a shell command line and a setTimeout; config validated them, this
+ * keeps any other caller of `ExecutorPool` honest. `overflow` and `longMs` as defaulted.
+ * @throws RangeError naming the option out of range.
+ */
+export function checkPoolOptions(opts: ExecutorPoolOptions, overflow: number, longMs: number): void {
+  for (const key of ['statementTimeoutMs', 'heapLimitMb', 'handleCacheSize', 'maxResultBytes', 'size', 'workspaceShare'] as const) {
+    if (!Number.isSafeInteger(opts[key]) || opts[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${opts[key]}`);
+  }
+  if (!Number.isSafeInteger(overflow) || overflow < 0) throw new RangeError(`overflow must be a non-negative integer, got ${overflow}`);
+  if (!Number.isSafeInteger(longMs) || longMs < 1) throw new RangeError(`longMs must be a positive integer, got ${longMs}`);
+}

@@ -1,14 +1,16 @@
-// One file on purpose, past 300 lines: ExecutorProcess is one slot's life (send, deadline, kill,
-// death, respawn), each step reading and changing the same private state (sent, timer, child).
-// What stands apart already has a file: executor-spawn.ts, executor-status.ts, handle-mirror.ts
-// (issue 26), death-answers.ts (what answers the requests a dead child had in hand).
+// ExecutorProcess is what one place sends its child and what becomes of it (send, answers, kill,
+// death), each step reading and changing the same private state (sent). What stands apart has
+// a file: child-succession.ts (the child in place: start, replace, end), head-deadline.ts (when
+// the running statement is past its limit), executor-spawn.ts, executor-status.ts,
+// handle-mirror.ts (issue 26), death-answers.ts (what answers the requests a dead child had).
 
 import type { ChildProcess } from 'node:child_process';
 import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import { ChildSuccession } from './child-succession.ts';
 import { answerAfterDeath, failure, lostAnswers } from './death-answers.ts';
-import { endExecutorChild, startExecutorChild } from './executor-spawn.ts';
 import type { ExecutorProcessOptions } from './executor-options.ts';
 import { HandleMirror } from './handle-mirror.ts';
+import { HeadDeadline, type Timed } from './head-deadline.ts';
 import { about, type ChildStatus } from './executor-status.ts';
 import { StatementMarks } from './statement-marks.ts';
 
@@ -32,17 +34,6 @@ export interface ProcessHooks {
 
 /** Requests written to a child ahead of their turn; bounds what one kill sends back. */
 export const MAX_PIPELINE = 64;
-/** A child that cannot start (or dies at once) is tried again after this, not in a loop. */
-const RESPAWN_BACKOFF_MS = 1000;
-/**
- * Starts that may fail in a row before a place counts as unable to start (`broken`). One failed
- * start is no sign of that: children killed while they start (an OOM killer, an operator's
- * `kill`) made a pool answer every call "could not start" at once, though the next child
- * started fine (issue 25). Tried again after 100, 200, 400, 800 ms: a few seconds in all.
- */
-export const START_ATTEMPTS = 5;
-const startBackoffMs = (failures: number): number => Math.min(RESPAWN_BACKOFF_MS, 100 * 2 ** (failures - 1));
-let serial = 0;
 
 /**
  * One place in a worker's executor pool, and the child process that fills it: it writes
@@ -64,30 +55,14 @@ let serial = 0;
  * with it) runs again there, as if nothing had happened to either.
  */
 export class ExecutorProcess {
-  /** Unique per child started (in this process): tells a pool whether a handle may be stale. */
-  childId = 0;
-  private child?: ChildProcess;
-  private state: 'starting' | 'ready' | 'down' | 'stopped' = 'down';
+  /** The child in place, and those that replace it. */
+  private readonly children: ChildSuccession;
   private sent: { id: number; item: Queued }[] = [];
   private headSince = 0;
-  private timer?: NodeJS.Timeout;
-  /** When {@link timer} fires (ms since the epoch). */
-  private timerAt = 0;
-  /** A deadline passed; what the channel holds is read before the child is killed. */
-  private checking = false;
-  private retry?: NodeJS.Timeout;
+  private readonly deadline: HeadDeadline;
   private nextId = 1;
   /** Which request the child started last, and whether it finished (its marks file). */
   private marks?: StatementMarks;
-  private spawnedAt = 0;
-  private starting?: Promise<void>;
-  /** Starts failed in a row; reset by a child that starts. */
-  private startFailures = 0;
-  /** `start()` callers, told once a child is ready or the place is `broken`. */
-  private startWaiters: { resolve: () => void; reject: (err: Error) => void }[] = [];
-  private stopping = false;
-  /** The pid of the child this one replaces, for the respawn's log line. */
-  private replacedPid?: number;
   private readonly whenIdle: (() => void)[] = [];
   /** Databases this child ran lately: what its handle cache probably holds. */
   readonly recent: HandleMirror;
@@ -101,8 +76,6 @@ export class ExecutorProcess {
   statements = 0;
   /** Since when it has had nothing to do; the pool gives new work to the longest idle. */
   idleSince = 0;
-  /** Why it could not start, while down. */
-  lastError = '';
   /**
    * Since when (ms) the oldest commit its child's history capture lacks has waited, as the
    * child last said with its outcomes; undefined when none, or when the child was replaced (the
@@ -116,37 +89,53 @@ export class ExecutorProcess {
     private readonly hooks: ProcessHooks,
   ) {
     this.recent = new HandleMirror(opts.handleCacheSize);
+    this.children = new ChildSuccession(index, opts, {
+      adopted: (child, now) => this.adopted(child, now),
+      released: () => this.released(),
+      progress: () => hooks.progress(this),
+      spare: () => hooks.spare(),
+    });
+    this.deadline = new HeadDeadline(opts.statementTimeoutMs, {
+      head: () => this.timedHead(),
+      runningBehind: () => this.runningBehind(),
+      expired: () => this.expired(),
+    });
   }
 
   /**
    * Starts the child; resolves once one listens, trying again after a failed start.
-   * @throws Error when {@link START_ATTEMPTS} starts in a row fail.
+   * @throws Error when `START_ATTEMPTS` starts in a row fail.
    */
   start(): Promise<void> {
-    const started = new Promise<void>((resolve, reject) => this.startWaiters.push({ resolve, reject }));
-    void this.spawn().catch(() => undefined);
-    return started;
+    return this.children.start();
+  }
+
+  /** Unique per child started (in this process): tells a pool whether a handle may be stale. */
+  get childId(): number {
+    return this.children.childId;
   }
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.children.child?.pid;
   }
 
   /** Ready, with nothing in hand: may be given a database. */
   get available(): boolean {
-    return this.state === 'ready' && this.sent.length === 0;
+    return this.children.state === 'ready' && this.sent.length === 0;
   }
 
   get ready(): boolean {
-    return this.state === 'ready';
+    return this.children.state === 'ready';
   }
 
-  /**
-   * Its last {@link START_ATTEMPTS} children could not start (it goes on trying, every second):
-   * until one does, what waits for it is answered rather than held.
-   */
+  /** No child could start lately (see `ChildSuccession.broken`): what waits for it is answered rather than held. */
   get broken(): boolean {
-    return this.state !== 'ready' && this.startFailures >= START_ATTEMPTS;
+    return this.children.broken;
+  }
+
+  /** Why it could not start, while down. */
+  get lastError(): string {
+    return this.children.lastError;
   }
 
   /** Requests written and not yet answered. */
@@ -164,17 +153,10 @@ export class ExecutorProcess {
    * one's database. Only while ready.
    */
   send(items: Queued[], reopen = false): void {
-    const child = this.child!;
+    const child = this.children.child!;
     const now = Date.now();
     if (this.sent.length === 0) this.headSince = now;
-    if (!this.checking) {
-      // The timer armed for an earlier statement is kept across idle spells (see `onOutcomes`):
-      // firing before this one's deadline, it arms itself again for what is left of it. A new
-      // one only when there is none, or it would fire too late for a shorter limit.
-      const due = now + this.deadlineMs(this.sent[0]?.item.req ?? items[0]!.req);
-      if (!this.timer || this.timerAt > due) this.arm(due - now);
-      else this.timer.ref();
-    }
+    this.deadline.sent(this.sent[0]?.item.req ?? items[0]!.req, now);
     const message: ChildRequest[] = [];
     for (const item of items) {
       const id = this.nextId++;
@@ -185,18 +167,18 @@ export class ExecutorProcess {
     }
     child.channel?.ref();
     child.send(message, (err) => {
-      if (!err || this.child !== child) return;
+      if (!err || this.children.child !== child) return;
       // The channel broke: the child is useless. What it did not answer goes to another child
       // (a write that did run is replayed from its recorded call id, not run twice).
       const unanswered = this.sent.splice(0).map((s) => s.item);
-      this.replace(child, 'could not send to the child');
+      this.children.replace(child, 'could not send to the child');
       this.handBack(unanswered);
     });
   }
 
   /** What it is doing now. */
   status(now = Date.now()): ChildStatus {
-    const state = this.state === 'ready' ? (this.sent.length ? 'running' : 'idle') : this.state;
+    const state = this.children.state === 'ready' ? (this.sent.length ? 'running' : 'idle') : this.children.state;
     const head = this.sent[0]?.item.req;
     if (!head) return { child: this.index, pid: this.pid, state };
     return {
@@ -210,19 +192,13 @@ export class ExecutorProcess {
   }
 
   /** Lets what was sent finish, then ends the child (it closes its handles, checkpointing). */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    if (this.sent.length) await new Promise<void>((resolve) => this.whenIdle.push(resolve));
-    await this.starting;
-    this.state = 'stopped';
-    clearTimeout(this.retry);
-    const child = this.child;
-    this.child = undefined;
-    if (child) await endExecutorChild(child);
+  stop(): Promise<void> {
+    const drained = this.sent.length ? new Promise<void>((resolve) => this.whenIdle.push(resolve)) : undefined;
+    return this.children.stop(drained);
   }
 
   private onOutcomes(child: ChildProcess, message: ChildMessage): void {
-    if (child !== this.child || message.type !== 'outcomes') return;
+    if (child !== this.children.child || message.type !== 'outcomes') return;
     this.captureBehindSince = message.captureBehindSince;
     for (const { id, outcome, cpuUs } of message.outcomes) {
       const head = this.sent[0];
@@ -238,24 +214,14 @@ export class ExecutorProcess {
     }
     if (this.sent.length) {
       this.headSince = Date.now();
-      // The timer was armed for the statement before (a snapshot's or a restore's 30 minutes,
-      // say): one sent behind it with a shorter limit would run unchecked until then (review R2).
-      const due = this.headSince + this.deadlineMs(this.sent[0]!.item.req);
-      if (!this.checking && (!this.timer || this.timerAt > due)) this.arm(due - this.headSince);
+      this.deadline.next(this.sent[0]!.item.req, this.headSince);
     } else {
-      // Left armed, not holding the process up: clearing it and arming another for the next
-      // statement cost two timer-list updates per call, on the call's path (issue 31). Firing
-      // with nothing sent, it only goes.
-      this.timer?.unref();
+      this.deadline.idle();
       this.idleSince = Date.now();
       child.channel?.unref();
       for (const resolve of this.whenIdle.splice(0)) resolve();
     }
     this.hooks.progress(this);
-  }
-
-  private deadlineMs(req: ExecRequest): number {
-    return req.timeoutMs ?? this.opts.statementTimeoutMs;
   }
 
   /** After a kill or crash: the rest go back to the pool, and a stop() waiting for them goes on. */
@@ -264,45 +230,22 @@ export class ExecutorProcess {
     this.hooks.returned(this, items);
   }
 
-  /** Arms the deadline's timer to fire in `ms`, replacing the one armed. */
-  private arm(ms: number): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.onDeadline(), ms);
-    this.timerAt = Date.now() + ms;
+  /** The head of what the child was sent, for its deadline; none while no child is in place. */
+  private timedHead(): Timed | undefined {
+    const head = this.sent[0];
+    return head && this.children.child ? { req: head.item.req, since: this.headSince } : undefined;
   }
 
-  private onDeadline(read = false): void {
-    this.timer = undefined;
-    this.checking = false;
-    const head = this.sent[0];
-    const child = this.child;
-    if (!head || !child) return;
-    const ms = this.deadlineMs(head.item.req);
-    const left = this.headSince + ms - Date.now();
-    if (left > 0) {
-      // The head changed since the timer was armed: wait out the current one's deadline.
-      this.arm(left);
-      return;
-    }
-    const marked = this.marks!.sort(this.sent);
-    if (marked.running && marked.running !== head) {
-      // The head finished, its answer held in the child behind the request running now (a big
-      // answer is written out over several turns of the child's loop): that one's deadline counts.
-      const rest = this.marks!.startedAt + this.deadlineMs(marked.running.item.req) - Date.now();
-      if (rest > 0) {
-        this.arm(rest);
-        return;
-      }
-    }
-    if (!read) {
-      // Timers run before I/O in each turn of the event loop: after the worker's loop stalled
-      // (a long synchronous task, a GC pause), an answer that came within the deadline can sit
-      // unread in the channel when the timer fires. setImmediate runs after this turn's I/O,
-      // so the child is killed only if its answer is truly not there.
-      this.checking = true;
-      setImmediate(() => this.onDeadline(true));
-      return;
-    }
+  /** The request the child's marks say it runs, when that is not the head (see `DeadlineHolder`). */
+  private runningBehind(): Timed | undefined {
+    const { running } = this.marks!.sort(this.sent);
+    return running && running !== this.sent[0] ? { req: running.item.req, since: this.marks!.startedAt } : undefined;
+  }
+
+  /** The running statement's deadline passed, its answer not in the channel: the child is killed. */
+  private expired(): void {
+    const head = this.sent[0]!;
+    const child = this.children.child!;
     let { finished, running, unread } = this.marks!.sort(this.sent.splice(0));
     if (!running) {
       // Nothing marked running: the head answers for the deadline, as before marks existed.
@@ -310,7 +253,7 @@ export class ExecutorProcess {
       finished = finished.filter((s) => s !== head);
       unread = unread.filter((s) => s !== head);
     }
-    const limit = this.deadlineMs(running.item.req);
+    const limit = this.deadline.limitOf(running.item.req);
     this.spentMs += limit;
     this.statements++;
     this.hooks.ran?.(this, running.item.req, limit);
@@ -319,7 +262,7 @@ export class ExecutorProcess {
       'statement timed out; killing its executor child',
     );
     this.opts.metrics?.executorKills.inc({ reason: 'timeout' });
-    this.replace(child, 'statement timeout');
+    this.children.replace(child, 'statement timeout');
     // A write may have committed at its very deadline, its answer not yet written.
     const lookup = answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`), this.opts.logger, this.index);
     this.handBack([...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
@@ -331,7 +274,7 @@ export class ExecutorProcess {
    * finished lost their answers with it and run again; those it never started run elsewhere.
    */
   private onDeath(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    if (child !== this.child) return;
+    if (child !== this.children.child) return;
     const { finished, running, unread } = this.marks!.sort(this.sent.splice(0));
     let lookup: Queued | undefined;
     if (running) {
@@ -355,80 +298,19 @@ export class ExecutorProcess {
     // (A child killed at its deadline was replaced first: its death returned above, counted as a timeout.)
     this.opts.metrics?.executorKills.inc({ reason: running ? 'resource' : 'exited' });
     // One that dies while idle, soon after it started, is not replaced in a loop.
-    this.replace(child, 'it died', !running && Date.now() - this.spawnedAt < RESPAWN_BACKOFF_MS);
+    this.children.replace(child, 'it died', !running && this.children.justStarted);
     this.handBack([...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
   }
 
-  /** Stops using `child` (killing it if it lives) and starts the next one, at once or after the backoff. */
-  private replace(child: ChildProcess, why: string, backoff = false): void {
-    if (this.child !== child) return;
-    this.child = undefined;
+  /** The child in place was let go (see `ChildSuccession.replace`): what it said is stale, its deadline moot. */
+  private released(): void {
     this.captureBehindSince = undefined;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    if (this.stopping || this.state === 'stopped') {
-      this.state = 'stopped';
-      return;
-    }
-    this.state = 'down';
-    this.replacedPid = child.pid;
-    const spare = backoff ? undefined : this.hooks.spare();
-    this.opts.logger?.info(
-      { child: this.index, childPid: child.pid, why, by: spare ? 'the spare' : `a new child in ${backoff ? RESPAWN_BACKOFF_MS : 0} ms` },
-      'replacing executor child',
-    );
-    // Adopted here, before the caller hands the waiting statements back to the pool: they find
-    // this child ready.
-    if (spare) this.adopt(spare, false);
-    else this.respawnAfter(backoff ? RESPAWN_BACKOFF_MS : 0);
+    this.deadline.clear();
   }
 
-  private respawnAfter(ms: number): void {
-    clearTimeout(this.retry);
-    this.retry = setTimeout(() => {
-      if (this.state === 'down' && !this.stopping) void this.spawn().catch(() => undefined);
-    }, ms);
-    this.retry.unref();
-  }
-
-  private spawn(): Promise<void> {
-    this.state = 'starting';
-    const { dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history, child } = this.opts;
-    const starting = startExecutorChild({ dataDir, heapLimitMb, handleCacheSize, maxResultBytes, maxOffloadBytes, statementCacheBytes, history }, child).then(
-      (child) => this.adopt(child),
-      (err: Error) => {
-        this.lastError = err.message;
-        this.startFailures++;
-        this.opts.logger?.error({ child: this.index, err: err.message, failures: this.startFailures }, 'executor child failed to start');
-        if (this.broken || this.stopping) for (const waiter of this.startWaiters.splice(0)) waiter.reject(err);
-        if (!this.stopping) {
-          this.state = 'down';
-          this.respawnAfter(startBackoffMs(this.startFailures));
-          this.hooks.progress(this);
-        }
-        throw err;
-      },
-    );
-    this.starting = starting.catch(() => undefined);
-    return starting;
-  }
-
-  /** Makes a ready child (with no listeners) this slot's own; `notify` tells the pool. */
-  private adopt(child: ChildProcess, notify = true): void {
-    if (this.stopping) {
-      this.state = 'stopped';
-      void endExecutorChild(child);
-      for (const waiter of this.startWaiters.splice(0)) waiter.resolve();
-      return;
-    }
-    this.child = child;
-    this.childId = ++serial;
-    this.state = 'ready';
-    this.lastError = '';
-    this.startFailures = 0;
-    for (const waiter of this.startWaiters.splice(0)) waiter.resolve();
-    this.spawnedAt = this.idleSince = Date.now();
+  /** `child` is this place's own (see `ChildSuccession.adopt`): heard from now on. */
+  private adopted(child: ChildProcess, now: number): void {
+    this.idleSince = now;
     this.recent.clear();
     this.marks = new StatementMarks(child);
     child.on('message', (message: ChildMessage) => this.onOutcomes(child, message));
@@ -437,10 +319,5 @@ export class ExecutorProcess {
     // 'close', not 'exit': it comes after the channel's last message, so an answer written just
     // before the child died is read first (and its request is not run again).
     child.on('close', (code, signal) => this.onDeath(child, code, signal));
-    if (this.replacedPid !== undefined) this.opts.metrics?.executorRestarts.inc();
-    if (this.replacedPid !== undefined)
-      this.opts.logger?.info({ child: this.index, childPid: child.pid, replacedPid: this.replacedPid }, 'executor child respawned');
-    this.replacedPid = undefined;
-    if (notify) this.hooks.progress(this);
   }
 }

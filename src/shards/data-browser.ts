@@ -143,7 +143,8 @@ export class DataBrowser {
     const ranges: CsvRange[] = [{ bounds: BOUNDS }];
     // A chunk asked ahead may fail while the download is slow to take the one before it (a shard op's
     // timeout, Redis closing): it is heard at once, or its rejection would be unhandled until then
-    // and end the process; the loop still reads the failure when it comes to that chunk.
+    // and end the process; the loop still reads the failure when it comes to that chunk. So a
+    // consumer that stops early (a closed download) leaves none unhandled either.
     const ask = (range: CsvRange) => {
       const chunk = fetch(range);
       chunk.catch(() => undefined);
@@ -173,8 +174,6 @@ export class DataBrowser {
         yield chunk.csv;
       }
     } finally {
-      // A consumer that stopped early (a closed download) leaves no rejection unhandled.
-      for (const a of asked) a.chunk.catch(() => undefined);
       release();
     }
   }

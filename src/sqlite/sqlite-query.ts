@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import { cachedStatement, checkedStatement } from './statement-cache.ts';
+import { cachedStatement, checkedStatement, statementKey } from './statement-cache.ts';
 import { agentBindings, readRows, type Param, type ReadRows, type SpillOpener } from './sqlite-values.ts';
 import { inRolledBackRead } from './sqlite-trusted.ts';
 
@@ -29,10 +29,11 @@ export function query(
   // snapshot and leaves nothing behind on its own: it runs without the transaction around it,
   // whose BEGIN and ROLLBACK cost a PK read about as much as the read did (issue 31). A miss is
   // judged and run in the transaction, so the verdict's EXPLAIN and the read see one snapshot.
-  const cached = cachedStatement(db, sql, mode);
+  const key = statementKey(db, sql, mode);
+  const cached = cachedStatement(db, sql, mode, key);
   if (cached?.reader && cached.readonly) return readRows(cached, bindings, maxRows, maxResultBytes, spill);
   return inRolledBackRead(db, () => {
-    const stmt = cached ?? checkedStatement(db, sql, mode);
+    const stmt = cached ?? checkedStatement(db, sql, mode, key);
     // The guard admits only statements that return rows for a read; this keeps `readRows`
     // from ever meeting one that does not.
     if (!stmt.reader) throw new AgentDbError('SQL_REFUSED', 'a query must return rows');

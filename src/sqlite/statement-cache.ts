@@ -96,10 +96,10 @@ export class StatementCache {
    * A statement is cached only together with the verdict that let it through, under a key that
    * holds the mode: a statement admitted for 'write' is never handed out for 'read'. Refusals
    * and errors are not cached, since an error such as `no such table` changes with the schema.
+   * `key` is {@link keyOf}'s for these three, given by a caller that looked it up before.
    * @throws AgentDbError with the guard's code and reason when the statement is refused.
    */
-  checked(db: Database, sql: string, mode: CheckMode): Statement {
-    const key = `${this.idOf(db)}\u0000${mode}\u0000${sql}`;
+  checked(db: Database, sql: string, mode: CheckMode, key = this.keyOf(db, sql, mode)): Statement {
     const hit = this.hitOn(key);
     if (hit) return hit;
     const verdict = this.verdicts.check(db, sql, mode);
@@ -129,9 +129,18 @@ export class StatementCache {
   /**
    * The statement {@link checked} would hand out without judging or preparing anything: one
    * cached with its verdict for this mode, or undefined (a miss, which `checked` then judges).
+   * `key` is {@link keyOf}'s for these three.
    */
-  cached(db: Database, sql: string, mode: CheckMode): Statement | undefined {
-    return this.hitOn(`${this.idOf(db)}\u0000${mode}\u0000${sql}`);
+  cached(db: Database, sql: string, mode: CheckMode, key = this.keyOf(db, sql, mode)): Statement | undefined {
+    return this.hitOn(key);
+  }
+
+  /**
+   * Where a statement of `db` is kept for `mode`. A read that misses asks {@link cached}, then
+   * {@link checked}: it builds this once and gives it to both.
+   */
+  keyOf(db: Database, sql: string, mode: CheckMode): string {
+    return `${this.idOf(db)}\u0000${mode}\u0000${sql}`;
   }
 
   private hitOn(key: string): Statement | undefined {
@@ -197,13 +206,18 @@ export class StatementCache {
 export const statementCache = new StatementCache();
 
 /** {@link StatementCache.checked} on the child's cache. */
-export function checkedStatement(db: Database, sql: string, mode: CheckMode): Statement {
-  return statementCache.checked(db, sql, mode);
+export function checkedStatement(db: Database, sql: string, mode: CheckMode, key?: string): Statement {
+  return statementCache.checked(db, sql, mode, key);
 }
 
 /** {@link StatementCache.cached} on the child's cache. */
-export function cachedStatement(db: Database, sql: string, mode: CheckMode): Statement | undefined {
-  return statementCache.cached(db, sql, mode);
+export function cachedStatement(db: Database, sql: string, mode: CheckMode, key?: string): Statement | undefined {
+  return statementCache.cached(db, sql, mode, key);
+}
+
+/** {@link StatementCache.keyOf} on the child's cache. */
+export function statementKey(db: Database, sql: string, mode: CheckMode): string {
+  return statementCache.keyOf(db, sql, mode);
 }
 
 /** {@link StatementCache.forget} on the child's cache. */

@@ -158,6 +158,18 @@ describe('StatementCache', () => {
     expect(cache.cached(a, 'SELECT x FROM t', 'read')).toBeUndefined();
   });
 
+  it('keeps a miss judged under the key its caller built once where a lookup without the key finds it', () => {
+    const cache = new StatementCache(1 << 30);
+    const a = database();
+    const key = cache.keyOf(a, 'SELECT x FROM t', 'read');
+    expect(cache.cached(a, 'SELECT x FROM t', 'read', key)).toBeUndefined();
+    const stmt = cache.checked(a, 'SELECT x FROM t', 'read', key);
+    expect(cache.cached(a, 'SELECT x FROM t', 'read')).toBe(stmt);
+    expect(cache.checked(a, 'SELECT x FROM t', 'read')).toBe(stmt);
+    expect(cache.keyOf(a, 'SELECT x FROM t', 'write')).not.toBe(key);
+    expect(cache.keyOf(database(), 'SELECT x FROM t', 'read')).not.toBe(key);
+  });
+
   it('shrinks to a lowered budget at once', () => {
     const cache = new StatementCache(1 << 30);
     const db = database();
