@@ -158,7 +158,7 @@ export class OAuthGrants {
     if (!member || member.createdAt !== grant.memberSince) return undefined;
     // The role as it is now, narrowed by what the person granted (an admin made a member since loses drop).
     const granted = narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role));
-    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role, granted } };
+    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role, granted }, since: member.createdAt };
   }
 
   /**
