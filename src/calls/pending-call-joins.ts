@@ -59,8 +59,10 @@ export class PendingCallJoins {
    * or a new one, claimed under `key` before the call is enqueued (SET NX), so that sends at the
    * same moment all take the first one's id and the client's call-id machinery makes one call of
    * them (one approval). `joined` says the id was another send's. A claimed id whose call ends
-   * at once (ran, or was refused) is let go with {@link forget}; one whose call never got
-   * enqueued (RATE_LIMITED, UNAVAILABLE) may stay: a resend under it simply sends the call.
+   * at once (ran, or was refused) is let go with {@link forget}, and so is one refused
+   * RATE_LIMITED that this send claimed itself (else anyone past their rate could have Redis keep
+   * one uncounted entry per distinct write for the approval's life); one whose call met
+   * UNAVAILABLE may stay: a resend under it simply sends the call.
    */
   async claim(key: string): Promise<{ callId: string; joined: boolean }> {
     const mine = randomUUID();

@@ -33,7 +33,7 @@ function indexEntry(createdAt: number, taskId: string): string {
 
 /** One task as Redis keeps it under `keys.mcpTask`. */
 interface TaskRecord {
-  /** `<workspace>.<caller>`: only that principal sees the task. */
+  /** `<workspace>.<caller>` (`@<since>` after a member's): only that principal sees the task. */
   owner: string;
   /** The call the task stands for; its outcome is the task's result. */
   callId: string;
@@ -83,7 +83,10 @@ export class RedisTaskStore implements TaskStore {
     private readonly deps: McpTaskDeps,
     private readonly principal: Principal,
   ) {
-    this.owner = `${principal.workspace}.${callerOf(principal)}`;
+    // A member's tasks are the member record's: one revoked and added again under the same name
+    // (someone else, as for OAuth grants) read the first one's tasks and results (hostile review T1).
+    const since = principal.kind === 'member' && principal.since !== undefined ? `@${principal.since}` : '';
+    this.owner = `${principal.workspace}.${callerOf(principal)}${since}`;
   }
 
   /** Makes the task of one call (see {@link TaskStart}) and answers it. */

@@ -120,6 +120,10 @@ export function mcpToolCall(
       // The outcome is out: the window in which the same write joins this call ends. A refusal
       // for the moment (RATE_LIMITED, UNAVAILABLE) is no outcome: the call may still wait.
       if (joinKey && held && !pending && !isTransient(answer)) await deps.joins!.forget(joinKey, held);
+      // Refused RATE_LIMITED, the call was never counted nor enqueued: an id this send claimed
+      // itself joins nothing, and kept for the approval's life it was Redis an agent past its
+      // rate could fill with one uncounted entry per distinct write (hostile review T1).
+      else if (joinKey && held && !claim.joined && rateLimited(answer)) await deps.joins!.forget(joinKey, held);
       if (asTask && pending) {
         const task = await tasks.start({ callId: answer.callId, statusMessage: waitingFor(answer), ...(joinKey ? { joinKey } : {}) });
         return { task };
@@ -145,6 +149,11 @@ export function mcpToolCall(
     const parent = traceparentContext(str(meta?.traceparent), str(meta?.tracestate));
     return mcpToolCallSpan(tracer, { tool: request.params.name, requestId: extra.requestId }, parent, () => callTool(request, extra));
   };
+}
+
+/** RATE_LIMITED: refused before it was counted or enqueued. */
+function rateLimited(answer: CallAnswer | ApprovalRequiredAnswer): boolean {
+  return !answer.ok && 'error' in answer && answer.error.code === 'RATE_LIMITED';
 }
 
 /** The refusals of a call that was never taken: no outcome to keep a task for. */

@@ -66,6 +66,13 @@ export const REGISTRATIONS_PER_48_PER_HOUR = 100;
  * cache is free). The token endpoint reads one for anyone who names its URL, signed in or not.
  */
 export const DOCUMENT_READS_PER_HOUR = 30;
+/**
+ * Documents read an hour for one IPv6 /48, besides each /64's {@link DOCUMENT_READS_PER_HOUR}:
+ * counted by /64 alone, one /48 (65,536 /64s) could have agentdb fetch two million URLs of its
+ * choosing an hour and keep each document read (up to {@link MAX_CLIENT_BYTES}) for an hour,
+ * about 8 GB of Redis, without signing in (hostile review T1, as H29 was for registrations).
+ */
+export const DOCUMENT_READS_PER_48_PER_HOUR = 100;
 /** How long a client id metadata document read is used before it is read again. */
 const DOCUMENT_CACHE_S = 3600;
 /** Bounds what one registration may store: a client with more is not one a person uses. */
@@ -90,6 +97,7 @@ export class OAuthClients {
   private readonly limiter: RateLimiterRedis;
   private readonly limiter48: RateLimiterRedis;
   private readonly documentReads: RateLimiterRedis;
+  private readonly documentReads48: RateLimiterRedis;
   private readonly scripted: ScriptedRedis;
 
   /**
@@ -123,6 +131,13 @@ export class OAuthClients {
       points: DOCUMENT_READS_PER_HOUR,
       duration: 3600,
       inMemoryBlockOnConsumed: DOCUMENT_READS_PER_HOUR + 1,
+    });
+    this.documentReads48 = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: keys.oauth('rate', 'document48'),
+      points: DOCUMENT_READS_PER_48_PER_HOUR,
+      duration: 3600,
+      inMemoryBlockOnConsumed: DOCUMENT_READS_PER_48_PER_HOUR + 1,
     });
   }
 
@@ -211,7 +226,7 @@ export class OAuthClients {
    * document; undefined when unknown, lapsed, or its document cannot be read or is refused.
    * @param source the address asking: a document not in the cache is read only within its
    *   {@link DOCUMENT_READS_PER_HOUR}.
-   * @throws TooManyRequestsError past the address's document reads this hour.
+   * @throws TooManyRequestsError past the address's (or its IPv6 /48's) document reads this hour.
    */
   async get(clientId: string, source: string): Promise<OAuthClient | undefined> {
     if (isDocumentClientId(clientId)) return this.fromDocument(clientId, source);
@@ -236,6 +251,9 @@ export class OAuthClients {
     const cached = await this.redis.get(key);
     if (cached) return JSON.parse(cached) as OAuthClient;
     await this.spend(this.documentReads, source, `At most ${DOCUMENT_READS_PER_HOUR} client metadata documents read an hour for one address`);
+    const of48 = rateSource48(source);
+    if (of48)
+      await this.spend(this.documentReads48, of48, `At most ${DOCUMENT_READS_PER_48_PER_HOUR} client metadata documents read an hour for one IPv6 /48`, false);
     let doc: unknown;
     try {
       doc = await this.fetchDocument(clientId);

@@ -158,7 +158,7 @@ export class OAuthGrants {
     if (!member || member.createdAt !== grant.memberSince) return undefined;
     // The role as it is now, narrowed by what the person granted (an admin made a member since loses drop).
     const granted = narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role));
-    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role, granted } };
+    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role, granted }, since: member.createdAt };
   }
 
   /**
@@ -236,13 +236,21 @@ export class OAuthGrants {
     const { accessTtlS, refreshTtlS } = this.opts;
     const next: OAuthGrant = { ...grant, refreshedAt: now, accessHash: hashKey(access) };
     const record: AccessRecord = { grantId: grant.id, expiresAt: now + accessTtlS * 1000 };
-    const tx = this.redis.multi();
-    if (grant.accessHash) tx.del(this.keys.oauth('access', grant.accessHash));
-    await tx
-      .set(this.keys.oauth('grant', grant.id), JSON.stringify(next), 'EX', refreshTtlS)
-      .set(this.keys.oauth('access', hashKey(access)), JSON.stringify(record), 'EX', accessTtlS)
-      .set(this.keys.oauth('refresh', hashKey(refresh)), grant.id, 'EX', refreshTtlS)
-      .exec();
+    // Only while the grant is still there: revoked since it was read (a person's revoke landing
+    // mid-request), writing it back would bring it back, out of the member's list.
+    const grantKey = this.keys.oauth('grant', grant.id);
+    const issued = await this.redis.agentdbOauthIssue(
+      grantKey,
+      this.keys.oauth('access', hashKey(access)),
+      this.keys.oauth('refresh', hashKey(refresh)),
+      grant.accessHash ? this.keys.oauth('access', grant.accessHash) : grantKey,
+      JSON.stringify(next),
+      JSON.stringify(record),
+      grant.id,
+      String(accessTtlS),
+      String(refreshTtlS),
+    );
+    if (issued !== 1) throw new InvalidGrantError('The grant was revoked.');
     const scope = scopeOfLevel(narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role)));
     return { access_token: access, token_type: 'Bearer', expires_in: accessTtlS, refresh_token: refresh, scope };
   }

@@ -84,6 +84,18 @@ export interface LuaCommands {
   agentdbApprovalFacets(key: string, agent: string, tool: string, database: string): Promise<number>;
   /** The record as it was (null when unknown); a record not yet spent is marked `spent` with its TTL. */
   agentdbOauthSpend(key: string, spentMark: string): Promise<string | null>;
+  /** oauth-issue.lua: 1 when the grant's new tokens were written, 0 when the grant is gone (revoked meanwhile). */
+  agentdbOauthIssue(
+    grant: string,
+    access: string,
+    refresh: string,
+    oldAccess: string,
+    grantRecord: string,
+    accessRecord: string,
+    grantId: string,
+    accessTtlS: string,
+    refreshTtlS: string,
+  ): Promise<number>;
   /** oauth-client-slot.lua: a place among unconsented clients within the cap, or the time the first one lapses (ms). */
   agentdbOauthClientSlot(
     unconsented: string,
@@ -116,6 +128,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
   agentdbCallFind: { file: 'call-find.lua' },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
+  agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 4 },
   agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },
 };
 

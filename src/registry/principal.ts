@@ -17,7 +17,16 @@ import { hashKey, isKeyShaped } from './secret-key.ts';
  */
 export type Principal =
   | { kind: 'agent'; workspace: string; agent: string; keyId: string; settings: AgentSettings; surface: Surface }
-  | { kind: 'member'; workspace: string; member: MemberOfCall };
+  | {
+      kind: 'member';
+      workspace: string;
+      member: MemberOfCall;
+      /**
+       * The member record's creation (`Member.createdAt`): a member revoked and added again under
+       * the same name is someone else, and what the first one kept (MCP tasks) is not theirs.
+       */
+      since?: number;
+    };
 
 /**
  * Resolves bearer keys of either kind. Agent and member keys share one shape (`adb_…`), so a
@@ -60,7 +69,7 @@ export class KeyAuthenticator {
 
   private async find(token: string): Promise<Principal | undefined> {
     const [member, agent] = await Promise.all([this.members.authenticate(token), this.agentKeys.authenticate(token)]);
-    if (member) return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role } };
+    if (member) return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role }, since: member.createdAt };
     if (agent) {
       return {
         kind: 'agent',

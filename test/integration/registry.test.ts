@@ -94,7 +94,7 @@ describe('the registry', () => {
   it('member keys keep working and resolve to the member', async () => {
     const members = new MemberRegistry(redis, keysFor(sb.config.prefix));
     const { key } = await members.add('kw', 'ada', 'admin');
-    expect(await auth.authenticate(key)).toEqual({ kind: 'member', workspace: 'kw', member: { name: 'ada', role: 'admin' } });
+    expect(await auth.authenticate(key)).toEqual({ kind: 'member', workspace: 'kw', member: { name: 'ada', role: 'admin' }, since: expect.any(Number) });
     expect(await auth.authenticate('adb_' + 'x'.repeat(43))).toBeUndefined();
     expect(await auth.authenticate('nope')).toBeUndefined();
   });

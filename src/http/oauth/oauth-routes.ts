@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { InvalidClientError, InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { GRANT_SCOPES } from '../../contracts/grant-scope.ts';
 import { AUTH_METHODS, RegistrationsFullError } from '../../oauth/oauth-clients.ts';
@@ -44,13 +44,33 @@ function oauthError(reply: FastifyReply, err: OAuthError): FastifyReply {
   return reply.code(status).header('cache-control', 'no-store').send(err.toResponseObject());
 }
 
+/**
+ * A token or revocation request's fields, each text: a form's always are, but a JSON body's may
+ * be anything, and a number or array taken as text threw in the handler (500, and a stack trace
+ * logged for each request of someone who holds nothing: hostile review T1).
+ * @throws InvalidRequestError for a body that is not an object of text fields.
+ */
+function textBody(body: unknown): Record<string, string> {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new InvalidRequestError('Send the request as application/x-www-form-urlencoded.');
+  for (const [k, v] of Object.entries(body))
+    if (typeof v !== 'string') throw new InvalidRequestError(`${k.slice(0, 40)} must be text (send the request as application/x-www-form-urlencoded).`);
+  return body as Record<string, string>;
+}
+
 /** The client's id and secret, from HTTP Basic (RFC 6749 §2.3.1) or the body. */
 function clientCredentials(request: FastifyRequest, body: Record<string, string>): { id?: string; secret?: string } {
   const basic = /^Basic\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
   if (basic) {
     const text = Buffer.from(basic, 'base64').toString('utf8');
     const colon = text.indexOf(':');
-    if (colon > 0) return { id: decodeURIComponent(text.slice(0, colon)), secret: decodeURIComponent(text.slice(colon + 1)) };
+    if (colon > 0) {
+      try {
+        return { id: decodeURIComponent(text.slice(0, colon)), secret: decodeURIComponent(text.slice(colon + 1)) };
+      } catch {
+        throw new InvalidClientError('The Basic credentials are not percent-encoded (RFC 6749 §2.3.1).');
+      }
+    }
   }
   return { ...(body.client_id ? { id: body.client_id } : {}), ...(body.client_secret ? { secret: body.client_secret } : {}) };
 }
@@ -114,9 +134,8 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
     });
 
     app.post(OAUTH_PATHS.token, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
-      const body = (request.body ?? {}) as Record<string, string>;
       try {
-        if (typeof body !== 'object') throw new InvalidRequestError('Send the token request as application/x-www-form-urlencoded.');
+        const body = textBody(request.body);
         const creds = clientCredentials(request, body);
         const client = await deps.clients.authenticate(creds.id, creds.secret, request.ip);
         const tokens =
@@ -134,8 +153,8 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
     });
 
     app.post(OAUTH_PATHS.revoke, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
-      const body = (request.body ?? {}) as Record<string, string>;
       try {
+        const body = textBody(request.body);
         const creds = clientCredentials(request, body);
         const client = await deps.clients.authenticate(creds.id, creds.secret, request.ip);
         if (!body.token) throw new InvalidRequestError('token is required.');
