@@ -40,7 +40,8 @@ async function rpc(key: string, method: string, params: Record<string, unknown>)
 
 it("a member added again under the same name does not see the first one's tasks", async () => {
   const first = await k.memberKey('acme', 'bob', 'member');
-  const made = await rpc(first, 'tools/call', { name: 'DATA_QUERY_SQL', arguments: { sql: "SELECT 'first bob' AS who" }, task: { ttl: 60_000 } });
+  // A write: a read is not a task's to run (it answers at once; -32601 as a task).
+  const made = await rpc(first, 'tools/call', { name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE first_bob (who TEXT)' }, task: { ttl: 60_000 } });
   const taskId = (made.result!.task as { taskId: string }).taskId;
   expect(await rpc(first, 'tasks/list', {})).toMatchObject({ result: { tasks: [{ taskId }] } });
 
