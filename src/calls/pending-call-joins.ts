@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { digestOf } from '../contracts/call-identity.ts';
+import { callKey, digestOf } from '../contracts/call-identity.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { callerOf, type KeyedCall, type Principal } from '../registry/principal.ts';
@@ -87,6 +87,19 @@ export class PendingCallJoins {
    */
   async forget(key: string, callId: string): Promise<void> {
     await this.redis.agentdbDeleteIfEqual(key, callId);
+  }
+
+  /**
+   * Lets go of `callId`, which this send claimed under `key` (not joined) and whose call was
+   * refused before it was taken (RATE_LIMITED): kept, it was an uncounted entry for the
+   * approval's life. Unless a send that joined the id was taken meanwhile (the call id's claim,
+   * set when a call under it is admitted, exists): that send noted the same id again, and it is
+   * a waiting call's now. Checked and deleted in one script, so the joiner's admission lands
+   * either after the delete (its note saves the id again) or before the check (kept).
+   */
+  async letGoUnsent(principal: Principal, key: string, callId: string): Promise<void> {
+    const claim = this.keys.callIdClaim(callKey(principal.workspace, callerOf(principal), callId));
+    await this.redis.agentdbJoinLetGoUnsent(key, claim, callId);
   }
 }
 

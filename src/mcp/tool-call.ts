@@ -123,7 +123,8 @@ export function mcpToolCall(
       // Refused RATE_LIMITED, the call was never counted nor enqueued: an id this send claimed
       // itself joins nothing, and kept for the approval's life it was Redis an agent past its
       // rate could fill with one uncounted entry per distinct write (hostile review T1).
-      else if (joinKey && held && !claim.joined && rateLimited(answer)) await deps.joins!.forget(joinKey, held);
+      // Only while no send that joined it was taken under the id meanwhile (letGoUnsent).
+      else if (joinKey && held && !claim.joined && rateLimited(answer)) await deps.joins!.letGoUnsent(principal, joinKey, held);
       if (asTask && pending) {
         const task = await tasks.start({ callId: answer.callId, statusMessage: waitingFor(answer), ...(joinKey ? { joinKey } : {}) });
         return { task };

@@ -76,6 +76,8 @@ export interface LuaCommands {
   agentdbLeaseRelease(lease: string, token: string): Promise<number>;
   /** delete-if-equal.lua: 1 when the key held the value and is gone, else 0. */
   agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
+  /** join-let-go-unsent.lua: 1 when the join entry held the call id, no call was taken under it, and it is gone; else 0. */
+  agentdbJoinLetGoUnsent(joinKey: string, claimKey: string, callId: string): Promise<number>;
   /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
   agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
   /** approval-index-backfill.lua: 1 when the approval exists and is now in its workspace's indexes, 0 when gone. */
@@ -126,6 +128,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },
   agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
+  agentdbJoinLetGoUnsent: { file: 'join-let-go-unsent.lua', keys: 2 },
   agentdbCallFind: { file: 'call-find.lua' },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
   agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 4 },

@@ -33,6 +33,11 @@ interface KeyRecord {
   keyHash: string;
   grants: KeyGrants;
   createdAt: number;
+  /**
+   * The agent record's creation (`RegisteredAgent.createdAt`) when the key was minted: the key
+   * is that agent's, not its name's. Absent from keys minted before it was kept (see {@link ofAgent}).
+   */
+  agentSince?: number;
   revoked: boolean;
   revokedAt?: number;
 }
@@ -75,6 +80,7 @@ export class AgentKeyRing {
       keyHash: hashKey(key),
       grants: { database: registered.settings.database, sharedData: registered.settings.sharedData },
       createdAt: Date.now(),
+      agentSince: registered.createdAt,
       revoked: false,
     };
     await this.redis
@@ -128,7 +134,8 @@ export class AgentKeyRing {
     if (!workspaceExists) return { ok: false, reason: `workspace "${workspace}" was removed` };
     if (!registered) return { ok: false, reason: `agent "${agent}" was removed` };
     const record = raw ? (JSON.parse(raw) as KeyRecord) : undefined;
-    if (!record || record.agent !== agent) return { ok: false, reason: `the agent key ${id} it was made with no longer exists` };
+    if (!record || record.agent !== agent || !ofAgent(record, registered))
+      return { ok: false, reason: `the agent key ${id} it was made with no longer exists` };
     if (record.revoked) return { ok: false, reason: `the agent key ${id} it was made with was revoked` };
     return { ok: true, settings: settingsUnderGrants(registered.settings, record.grants) };
   }
@@ -151,9 +158,20 @@ export class AgentKeyRing {
     // The record is the authority: an index entry left behind must not grant access.
     if (record.revoked || record.keyHash !== keyHash || !agentName.safeParse(record.agent).success) return undefined;
     const [agent, registered] = await Promise.all([this.agents.get(workspace, record.agent), this.redis.hexists(this.keys.workspaces, workspace)]);
-    if (!agent || !registered) return undefined;
+    if (!agent || !registered || !ofAgent(record, agent)) return undefined;
     return { key: info(workspace, id, record), settings: settingsUnderGrants(agent.settings, record.grants), agent };
   }
+}
+
+/**
+ * Whether a key is the agent's now registered under its name, not an earlier agent's: removing an
+ * agent said its keys no longer work, yet registering the name again (for another purpose, or
+ * after a key leaked) brought every key of the removed agent back, and the parked calls made with
+ * them ran when released (hostile review T2). A key minted before its agent kept `agentSince`
+ * is the agent's when minted after the agent's registration began.
+ */
+function ofAgent(record: KeyRecord, agent: RegisteredAgent): boolean {
+  return record.agentSince !== undefined ? record.agentSince === agent.createdAt : record.createdAt >= agent.createdAt;
 }
 
 /** Where a key stands now: the settings it reaches, or why it no longer reaches any. */
