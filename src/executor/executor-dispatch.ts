@@ -91,7 +91,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           budget,
           history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))),
           req.effect,
-          req.activity,
+          req.activity && { ...req.activity, statement: req.activity.statement ?? req.sql },
         );
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
