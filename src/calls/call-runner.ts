@@ -276,25 +276,25 @@ function execRequest(
         ...(asOf ? { asOf } : {}),
       };
     case 'DATA_WRITE_SQL': {
-      const activity = activityNote(plan, callId, plan.args.sql as string, approved);
+      // The row's statement is the write's SQL, which the child has already (`WriteActivityNote`).
+      const activity = activityNote(plan, callId, approved);
       return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId, ...(approved?.effect ? { effect: approved.effect } : {}), activity };
     }
     case 'DATA_DROP_TABLE': {
-      const activity = activityNote(plan, callId, plan.args.table as string, approved);
+      const activity = { ...activityNote(plan, callId, approved), statement: plan.args.table as string };
       return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(approved?.expect ? { expect: approved.expect } : {}), activity };
     }
   }
 }
 
-/** What a write's or drop's commit records of its call (see `sqlite-activity.ts`). */
-function activityNote(plan: CallPlan, callId: string, statement: string, approved: Approved | undefined): ActivityNote {
+/** What a write's or drop's commit records of its call (see `sqlite-activity.ts`), but its statement: a write's is its SQL, a drop's its table. */
+function activityNote(plan: CallPlan, callId: string, approved: Approved | undefined): Omit<ActivityNote, 'statement'> {
   const { caller } = plan;
   const rationale = plan.args.rationale;
   return {
     tool: plan.tool,
     by: caller.kind === 'agent' ? `agent:${caller.agent}` : `member:${caller.member}`,
     callId,
-    statement,
     ...(typeof rationale === 'string' && rationale ? { rationale } : {}),
     ...(approved?.by ? { approvedBy: approved.by } : {}),
   };

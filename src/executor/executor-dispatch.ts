@@ -2,7 +2,7 @@ import { AgentDbError } from '../errors.ts';
 import { isInside } from '../contracts/database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
-import { checkDropName, describe, drop, dropObject, dropTarget, query, toOpError, write } from '../sqlite/sqlite-ops.ts';
+import { checkDropName, describe, drop, dropObject, dropTarget, query, replayedWrite, toOpError, write } from '../sqlite/sqlite-ops.ts';
 import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
 import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
@@ -91,7 +91,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           budget,
           history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))),
           req.effect,
-          req.activity,
+          req.activity && { ...req.activity, statement: req.activity.statement ?? req.sql },
         );
         if (!replayed) history?.afterCommit(db, req.db);
         return replayed ? { ok: true, result: replayedFit(result, budget), replayed: true } : { ok: true, result };
@@ -122,7 +122,9 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'recorded': {
         // Opening the handle also copies into history the frames the dead child committed.
         const db = handles.open(req.db, 'read');
-        return { ok: true, result: committedCall(db, { key: req.callKey, digest: effectDigest(req.effect) }) };
+        const found = committedCall(db, { key: req.callKey, digest: effectDigest(req.effect) });
+        // A write's record leaves out what its answer says of no RETURNING rows: the answer has it back.
+        return { ok: true, result: found.committed && req.effect[0] === 'write' ? { ...found, result: replayedWrite(found.result) } : found };
       }
       case 'restore':
         return { ok: true, result: restoreInPlace(handles, needHistory(history), opts.dataDir, req) };

@@ -30,6 +30,9 @@ export interface AsOfRead {
   buildOnly?: true;
 }
 
+/** A write's {@link ActivityNote}, whose statement is the write's own SQL unless it says otherwise. */
+export type WriteActivityNote = Omit<ActivityNote, 'statement'> & { statement?: string };
+
 /**
  * What the worker asks an executor child to do; one request is one statement at most. `callId`
  * names the call a request serves, so a kill or a status line can say whose statement it was.
@@ -55,8 +58,12 @@ export type ExecRequest = (
       params: Param[];
       callKey: string;
       effect?: { digest: string; limits: EffectLimits };
-      /** What the commit's activity row says of it (see `sqlite-activity.ts`). */
-      activity?: ActivityNote;
+      /**
+       * What the commit's activity row says of it (see `sqlite-activity.ts`). Its statement is
+       * `sql` when left out, as the worker leaves it: sent in both, a write's SQL crossed to the
+       * child twice, in the worker's serialisation and the child's parse (issue 31).
+       */
+      activity?: WriteActivityNote;
     }
   /** What a write would change now (an `Effect`), in a transaction always rolled back. Asked before parking. */
   | { op: 'effect'; db: DbTarget; sql: string; params: Param[]; limits: EffectLimits }

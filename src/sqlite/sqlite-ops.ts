@@ -4,7 +4,7 @@
  */
 export { describe, type ColumnInfo, type DescribeResult, type ForeignKeyInfo, type IndexInfo, type TableInfo, type TableStub } from './sqlite-describe.ts';
 export { query, type QueryResult } from './sqlite-query.ts';
-export { write, DEFAULT_MAX_RESULT_BYTES, MAX_RETURNING_ROWS, type Replayable, type WriteResult } from './sqlite-write.ts';
+export { write, replayedWrite, DEFAULT_MAX_RESULT_BYTES, MAX_RETURNING_ROWS, type Replayable, type WriteResult } from './sqlite-write.ts';
 export { checkDropName, drop, dropObject, dropTarget, type DropResult } from './sqlite-drop.ts';
 export { toOpError, type OpError } from './sqlite-errors.ts';
 export { encodeValue, bindParams, type EncodedBlob, type EncodedValue, type Param } from './sqlite-values.ts';

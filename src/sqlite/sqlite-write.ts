@@ -86,8 +86,8 @@ export function write(
       // Set again in the write's own transaction, before anything of it runs: outside one, the
       // PRAGMA began and ended a read transaction of its own, two more locks per write (issue 31).
       applySizeLimit(db, limits.maxBytes);
-      const recorded = recordedResult(db, call) as WriteResult | undefined;
-      if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
+      const recorded = recordedResult(db, call) as RecordedWrite | undefined;
+      if (recorded !== undefined) return { value: { ...replayedWrite(recorded), replayed: true as const }, commit: false };
       // Refusals that depend on the database's state (its history quota) come after the replay:
       // a write already committed answers what it did, whatever it costs to write again.
       admit?.();
@@ -116,7 +116,7 @@ export function write(
         if (effect.digest !== bound.digest) throw new EffectChanged(effect);
         recorder?.remove();
       }
-      recordResult(db, call, result);
+      recordResult(db, call, recordedWrite(result));
       if (activity) recordCallActivity(db, activity, result.changes);
       return { value: result, commit: true };
     });
@@ -125,6 +125,31 @@ export function write(
     // Cached statements were judged and compiled against the old schema; prepare them again.
     if (schemaMoved) forgetStatements(db);
   }
+}
+
+/**
+ * A write's result as its exactly-once record keeps it: without RETURNING (most writes), only
+ * `changes` and `lastInsertRowid`. The empty `columns` and `rows` and `truncated: false` were a
+ * fifth of each record, in the calls table's b-tree, whose leaves fill and split as records come:
+ * 5.95 WAL frames a small insert's commit against 5.77 without them (issue 31), each frame written,
+ * copied into history and checkpointed. Records written before keep them, and replay as they are.
+ */
+type RecordedWrite = Partial<Pick<WriteResult, 'columns' | 'rows' | 'truncated'>> & Omit<WriteResult, 'columns' | 'rows' | 'truncated'>;
+
+function recordedWrite(result: WriteResult): RecordedWrite {
+  if (result.rows.length > 0 || result.columns.length > 0 || result.truncated || result.oversize || result.note !== undefined) return result;
+  const { columns: _c, rows: _r, truncated: _t, ...kept } = result;
+  return kept;
+}
+
+/**
+ * A recorded write as it was answered: what {@link recordedWrite} left out put back, in its place.
+ * For a replay, and for the `recorded` op that answers a write whose child died after its commit.
+ */
+export function replayedWrite(recorded: unknown): WriteResult {
+  if (Array.isArray((recorded as RecordedWrite).rows)) return recorded as WriteResult;
+  const { changes, lastInsertRowid, ...rest } = recorded as RecordedWrite;
+  return { changes, lastInsertRowid, columns: [], rows: [], truncated: false, ...rest };
 }
 
 /** What {@link write} reads of a statement's guard verdict. */

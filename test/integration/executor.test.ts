@@ -236,6 +236,26 @@ describe('an executor child', () => {
     expect(await executor.run({ op: 'evict', shards: [3, 9] })).toEqual({ ok: true, result: { closed: 1 } });
   });
 
+  it("records a write's activity row with its own SQL when the note leaves the statement out, as the worker sends it", async () => {
+    const executor = await started();
+    const target = db('noted', 'a');
+    const sql = "INSERT INTO t VALUES ('x')";
+    expect(code(await write(executor, target, 'CREATE TABLE t (x)'))).toBe('ok');
+    const activity = { tool: 'DATA_WRITE_SQL', by: 'agent:a', callId: 'w1' };
+    expect(code(await executor.run({ op: 'write', db: target, sql, params: [], callKey: 'noted.a.w1', activity }))).toBe('ok');
+    // A note that names its statement keeps it (a caller other than the worker's call runner).
+    const named = { ...activity, callId: 'w2', statement: 'named' };
+    expect(code(await executor.run({ op: 'write', db: target, sql, params: [], callKey: 'noted.a.w2', activity: named }))).toBe('ok');
+    const listed = await executor.run({ op: 'activity', db: target });
+    const seqs = (listed as { result: { seq: number; kind: string }[] }).result.filter((r) => r.kind === 'call').map((r) => r.seq);
+    const rows = await executor.run({ op: 'activity', db: target, seqs });
+    const calls = (rows as { result: { callId: string | null; statement: string | null; statementBytes: number | null }[] }).result.filter((r) => r.callId);
+    expect(calls.map((r) => [r.callId, r.statement, r.statementBytes])).toEqual([
+      ['w1', sql, sql.length],
+      ['w2', 'named', 5],
+    ]);
+  });
+
   it('stops: answers what waits, refuses what comes, and the child exits', async () => {
     const executor = await started();
     const pid = executor.pids[0]!;

@@ -294,6 +294,33 @@ describe('write', () => {
     expect(query(writeDb(t), 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
   });
 
+  it('records a write without RETURNING rows as its changes and rowid alone, and answers it again as it was answered', () => {
+    const t = target();
+    run(t, 'CREATE TABLE events (id INTEGER PRIMARY KEY, what TEXT)');
+    const db = writeDb(t);
+    const id = call();
+    const sql = 'INSERT INTO events (what) VALUES (?)';
+    const first = write(db, sql, ['signed up'], id, t.limits);
+    expect(first).toEqual({ changes: 1, lastInsertRowid: 1, columns: [], rows: [], truncated: false });
+    // A fifth of each record was the empty columns and rows (issue 31: the calls table's frames).
+    const record = db.prepare('SELECT result FROM _agentdb_calls WHERE call_id = ?').pluck().get(id);
+    expect(record).toBe('{"changes":1,"lastInsertRowid":1}');
+    const again = write(db, sql, ['signed up'], id, t.limits);
+    expect(JSON.stringify(again)).toBe(JSON.stringify({ ...first, replayed: true }));
+    // As the worker reads it for a write whose child died after the commit.
+    const found = dispatch(handles, opts, { op: 'recorded', db: t, callKey: id, effect: ['write', sql, ['signed up']] });
+    expect(found).toEqual({ ok: true, result: { committed: true, result: first } });
+    // A record written whole (before this) replays as it is.
+    const old = call();
+    db.prepare('INSERT INTO _agentdb_calls (call_id, result, at, digest) VALUES (?, ?, ?, NULL)').run(
+      old,
+      JSON.stringify({ ...first, lastInsertRowid: 7 }),
+      Date.now(),
+    );
+    expect(write(db, sql, ['x'], old, t.limits)).toEqual({ ...first, lastInsertRowid: 7, replayed: true });
+    expect(query(db, 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
+  });
+
   it('records nothing for a failed write, so its retry runs', () => {
     const t = target();
     run(t, 'CREATE TABLE u (email TEXT UNIQUE)');
