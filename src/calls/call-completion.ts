@@ -12,12 +12,18 @@ const DAY_MS = 24 * 3600 * 1000;
 /** Completions sent in one script at most, so that no script holds Redis for long. */
 const MAX_BATCH = 100;
 
-/** What one completed call meters: nothing for a replay, which was metered the first time. */
+/** What one completed call meters. */
 export interface Metering {
   workspace: string;
   agent: string;
   credits: number;
   at: number;
+  /**
+   * The call's BullMQ job hash, for a call metered once whichever of its job's runs announces
+   * it (a write's: `RunOutcome.meterOnce`): complete-calls.lua marks the job and meters only a
+   * first mark.
+   */
+  once?: string;
 }
 
 /** A connection that also runs {@link NOTED_COMPLETE_LUA}: the number of keys first, then keys and arguments. */
@@ -33,27 +39,43 @@ export interface NotesBefore {
 
 interface Pending {
   data: string;
-  /** Where the call is metered (none for a replay, metered the first time). */
-  meter?: { usageKey: string; field: string; credits: number; member: string };
+  /** Where the call is metered, and the job whose first mark it waits for (`Metering.once`). */
+  meter?: { usageKey: string; field: string; credits: number; member: string; once?: string };
   settle: (err?: Error) => void;
 }
 
-/** complete-calls.lua's keys and arguments for `batch`: its events, and its metering summed per usage field. */
+/**
+ * complete-calls.lua's keys and arguments for `batch`: its events, its metering summed per usage
+ * field, and the jobs whose calls are metered once (each with its group and credits, taken back
+ * out of the sum when its job was already marked).
+ */
 function completeCommand(keys: Keys, batch: readonly Pending[]): { keys: string[]; args: (string | number)[] } {
-  const groups = new Map<string, { usageKey: string; field: string; credits: number; calls: number; member: string }>();
+  const groups = new Map<string, { usageKey: string; field: string; credits: number; calls: number; member: string; index: number }>();
+  const marks: { job: string; group: number; credits: number }[] = [];
   for (const { meter } of batch) {
     if (!meter) continue;
     const id = `${meter.usageKey}\n${meter.field}`;
-    const group = groups.get(id);
+    let group = groups.get(id);
     if (group) {
       group.credits += meter.credits;
       group.calls += 1;
-    } else groups.set(id, { ...meter, calls: 1 });
+    } else {
+      group = { ...meter, calls: 1, index: groups.size + 1 };
+      groups.set(id, group);
+    }
+    if (meter.once) marks.push({ job: meter.once, group: group.index, credits: meter.credits });
   }
   const metered = [...groups.values()];
   return {
-    keys: [keys.events, keys.usageIndex, ...metered.map((m) => m.usageKey)],
-    args: [STREAM_MAX_LEN, batch.length, ...batch.map((p) => p.data), ...metered.flatMap((m) => [m.field, m.credits, m.calls, m.member])],
+    keys: [keys.events, keys.usageIndex, ...metered.map((m) => m.usageKey), ...marks.map((m) => m.job)],
+    args: [
+      STREAM_MAX_LEN,
+      batch.length,
+      ...batch.map((p) => p.data),
+      metered.length,
+      ...metered.flatMap((m) => [m.field, m.credits, m.calls, m.member]),
+      ...marks.flatMap((m) => [m.group, m.credits]),
+    ],
   };
 }
 
@@ -95,6 +117,7 @@ export class CallCompletion {
                 field: `${meter.agent}|${envelope.tool}`,
                 credits: meter.credits,
                 member: `${meter.workspace}|${day}`,
+                ...(meter.once ? { once: meter.once } : {}),
               },
             }
           : {}),

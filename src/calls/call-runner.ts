@@ -36,12 +36,19 @@ export interface RunDeps {
 }
 
 /**
- * A finished call: its envelope, and the credits to meter (none for a replayed write, nor for a
- * failure other than {@link METERED_FAILURES}).
+ * A finished call: its envelope, and the credits to meter (none for a failure other than
+ * {@link METERED_FAILURES}).
  */
 export interface RunOutcome {
   envelope: Envelope;
   meter: number | undefined;
+  /**
+   * A write's or drop's ok: metered once for its job, by whichever run announces it first. The
+   * run that committed it may have died before it metered (a SIGKILLed worker), and the job's
+   * next run answers from the exactly-once record (a replay): metering replays never left such a
+   * write unmetered, metering every run charged twice a write whose first run did meter (review F1).
+   */
+  meterOnce?: true;
   /**
    * The database's exactly-once record holds the call's key for another statement: this call
    * ran nothing (IDEMPOTENCY_CONFLICT), and the id is that recorded call's, in this database
@@ -162,7 +169,8 @@ export async function runCall(
   if (result.spill && deps.results) result = await offload(result, deps.results, { workspace: data.workspace, agent: data.agent, callId });
   return {
     envelope: okEnvelope(callId, plan.tool, credits, result),
-    meter: outcome.replayed ? undefined : credits,
+    meter: credits,
+    ...(request.op === 'write' || request.op === 'drop' ? { meterOnce: true as const } : {}),
     ...(outcome.asOf ? { asOf: outcome.asOf.materialised ? ('restored' as const) : ('kept' as const) } : {}),
   };
 }

@@ -141,7 +141,8 @@ export class CallJobProcessor {
     const event = completedEvent(envelope, data.workspace, data.agent);
     // Only parking changes a job's data (a call refused there has its arguments dropped): any
     // other call keeps what was measured above, not serialised again to be measured again.
-    const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started };
+    const once = outcome.meterOnce ? `${job.queueQualifiedName}:${job.id}` : undefined;
+    const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started, ...(once ? { once } : {}) };
     if (event.inline && envelope.ok) {
       // Not awaited: the event and BullMQ's own completion go out back to back on this one
       // connection, so the caller hears of the result a round trip sooner. Nothing is less
