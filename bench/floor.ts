@@ -5,11 +5,13 @@
 // BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (2000), BENCH_CONC_CALLS (5000), WORKER_BIN as query-only.ts.
 // Redis's own CPU too (INFO cpu): µs per call and the share of its one core it kept busy; only
 // meaningful with REDIS_URL pointing at a Redis of the run's own (others' load would count).
+// CALLER_BASE: another build's dist/src/index.js, whose client reads too (`oursBase`, the same
+// worker), before this checkout's in odd rounds and after it in even ones: an A/B of the caller.
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { benchSite } from './agentdb-worker.ts';
+import { baseCaller, benchSite } from './agentdb-worker.ts';
 import { childPids, cpuSeconds } from './cpu.ts';
-import { pkReadTable } from './pk-read.ts';
+import { pkRead, pkReadTable } from './pk-read.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { drive, quantile, round } from './stats.ts';
 
@@ -18,7 +20,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SEQ = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
 const CONC = Number(process.env.BENCH_CONC_CALLS ?? 5000);
 
-const site = benchSite(REDIS_URL, 'floor', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
+// A budget no run fills: at 5,000 calls a side a round, a plan's 128 MB is used up in a few rounds.
+const site = benchSite(REDIS_URL, 'floor', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent', REDIS_BYTES_PER_WORKSPACE: String(2 ** 40) });
 const worker = await site.worker({}, process.env.WORKER_BIN);
 const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
 const rawChild = await rawBullmq(REDIS_URL, `${site.config.prefix}-rawc`, 32, true, {
@@ -26,6 +29,7 @@ const rawChild = await rawBullmq(REDIS_URL, `${site.config.prefix}-rawc`, 32, tr
   args: [path.join(site.config.dataDir, 'raw-child.db')],
 });
 const admin = new Redis(REDIS_URL);
+const base = await baseCaller(site);
 /** Redis's CPU so far, user and system, in seconds. */
 const redisCpu = async () => {
   const info = await admin.info('cpu');
@@ -38,6 +42,7 @@ try {
     raw: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! },
     rawChild: { call: (i: number) => rawChild.call(i).then(() => undefined), pid: rawChild.pid! },
     ours: { call: ours, pid: worker.pid },
+    ...(base ? { oursBase: { call: pkRead(base), pid: worker.pid } } : {}),
   };
   for (const s of Object.values(sides)) {
     await drive(1000, 1, s.call);
@@ -66,8 +71,11 @@ try {
     });
   };
   for (let r = 0; r < ROUNDS; r++) {
-    for (const [k, s] of Object.entries(sides)) await measure(`${k}Seq`, s, SEQ, 1);
-    for (const [k, s] of Object.entries(sides)) await measure(`${k}64`, s, CONC, 64);
+    // The caller's A and B take turns at going first.
+    const order = Object.entries(sides);
+    if (base && r % 2 === 1) order.splice(2, 2, order[3]!, order[2]!);
+    for (const [k, s] of order) await measure(`${k}Seq`, s, SEQ, 1);
+    for (const [k, s] of order) await measure(`${k}64`, s, CONC, 64);
   }
   const med = (xs: number[]) =>
     quantile(
@@ -82,6 +90,7 @@ try {
   }
   console.log(JSON.stringify({ rounds: ROUNDS, note: 'p50 ms; CPU s per 1,000 calls; Redis µs per call, busy share of a core', ...out }, null, 1));
 } finally {
+  await base?.close();
   admin.disconnect();
   await rawChild.close();
   await raw.close();
