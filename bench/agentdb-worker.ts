@@ -26,10 +26,12 @@ export interface BenchSite {
 /**
  * CALLER_BASE: another build's `dist/src/index.js`, whose `AgentDbClient` calls the same site
  * beside this checkout's (an A/B of the caller; the worker is the same for both). Undefined
- * when unset. Closed by the caller of this.
+ * when unset. Closed by the caller of this. `setting` names another variable holding such a path
+ * (CALLER_THIS: a build of this checkout, so that both sides run built code alike: run by tsx,
+ * this checkout's caller spent ~20% more CPU a call at 64 in flight than the same code built).
  */
-export async function baseCaller(site: BenchSite): Promise<(CallingClient & { close(): Promise<void> }) | undefined> {
-  const from = process.env.CALLER_BASE;
+export async function baseCaller(site: BenchSite, setting = 'CALLER_BASE'): Promise<(CallingClient & { close(): Promise<void> }) | undefined> {
+  const from = process.env[setting];
   if (!from) return undefined;
   const { AgentDbClient: Base } = (await import(pathToFileURL(path.resolve(from)).href)) as { AgentDbClient: typeof AgentDbClient };
   return new Base({ redisUrl: site.env.REDIS_URL!, ...clientSettings(site.config) });

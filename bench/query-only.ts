@@ -25,8 +25,11 @@ const site = benchSite(REDIS_URL, 'query', { WORKER_CONCURRENCY: '32', LOG_LEVEL
 const worker = await site.worker({}, process.env.WORKER_BIN);
 const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
 const base = await baseCaller(site);
+// CALLER_THIS: this checkout's build for the PK reads measured, so that both sides run built code.
+const self = await baseCaller(site, 'CALLER_THIS');
 try {
-  const query = await pkReadTable(site.client);
+  const made = await pkReadTable(site.client);
+  const query = self ? pkRead(self) : made;
   const insert = await smallInsert(site.client);
   const baseQuery = base ? pkRead(base) : undefined;
   for (const warm of [query, insert, (i: number) => raw.call(i), ...(baseQuery ? [baseQuery] : [])]) {
@@ -144,6 +147,7 @@ try {
   );
 } finally {
   await base?.close();
+  await self?.close();
   await raw.close();
   await site.close();
 }
