@@ -3,11 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadConfig, type Config } from '../src/config.ts';
 import { AgentDbClient } from '../src/calls/client.ts';
 import { deleteKeys } from '../test/helpers/harness.ts';
 import { childPids } from './cpu.ts';
+import type { CallingClient } from './pk-read.ts';
 import { startProcess } from './process.ts';
 
 const BIN = fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url));
@@ -22,12 +23,31 @@ export interface BenchSite {
   close(): Promise<void>;
 }
 
+/**
+ * CALLER_BASE: another build's `dist/src/index.js`, whose `AgentDbClient` calls the same site
+ * beside this checkout's (an A/B of the caller; the worker is the same for both). Undefined
+ * when unset. Closed by the caller of this. `setting` names another variable holding such a path
+ * (CALLER_THIS: a build of this checkout, so that both sides run built code alike: run by tsx,
+ * this checkout's caller spent ~20% more CPU a call at 64 in flight than the same code built).
+ */
+export async function baseCaller(site: BenchSite, setting = 'CALLER_BASE'): Promise<(CallingClient & { close(): Promise<void> }) | undefined> {
+  const from = process.env[setting];
+  if (!from) return undefined;
+  const { AgentDbClient: Base } = (await import(pathToFileURL(path.resolve(from)).href)) as { AgentDbClient: typeof AgentDbClient };
+  return new Base({ redisUrl: site.env.REDIS_URL!, ...clientSettings(site.config) });
+}
+
+/** A bench client's settings: no rate limits, and the site's REDIS_BYTES_PER_WORKSPACE (a long run's calls fill a plan's). */
+function clientSettings(config: Config) {
+  return { prefix: config.prefix, shardCount: config.shardCount, rateLimits: false as const, redisBytesPerWorkspace: config.redisBytesPerWorkspace };
+}
+
 /** Makes a site; `close()` stops its workers and removes its keys and files. */
 export function benchSite(redisUrl: string, name: string, settings: Record<string, string> = {}): BenchSite {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `agentdb-bench-${name}-`));
   const env = { REDIS_URL: redisUrl, AGENTDB_PREFIX: `bench-${name}-${randomUUID().slice(0, 8)}`, AGENTDB_DATA_DIR: dataDir, ...settings };
   const config = loadConfig(env);
-  const client = new AgentDbClient({ redisUrl, prefix: config.prefix, shardCount: config.shardCount, rateLimits: false });
+  const client = new AgentDbClient({ redisUrl, ...clientSettings(config) });
   const running = new Set<(signal?: NodeJS.Signals) => Promise<void>>();
   return {
     config,

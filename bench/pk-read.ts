@@ -37,5 +37,10 @@ export async function pkReadTable(client: CallingClient): Promise<(i: number) =>
       },
     }),
   );
+  return pkRead(client);
+}
+
+/** The read of call `i` through `client`, of the table {@link pkReadTable} made (by any client). */
+export function pkRead(client: CallingClient): (i: number) => Promise<void> {
   return (i) => must(client.call({ ...WHO, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } }));
 }

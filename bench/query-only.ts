@@ -5,9 +5,11 @@
 // part 2's goal: ≥ 0.8× raw BullMQ's sequential throughput), with its CPU per call too.
 // BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000). WORKER_BIN: another build's
 // bin/agentdb.js for the worker (an A/B of the worker and its children; the caller stays this checkout's).
+// CALLER_BASE: another build's dist/src/index.js, whose client's PK reads are measured too
+// (`callerBase`, the same worker), taking turns with this checkout's at going first: an A/B of the caller.
 import { writeFileSync } from 'node:fs';
-import { benchSite } from './agentdb-worker.ts';
-import { pkReadTable } from './pk-read.ts';
+import { baseCaller, benchSite } from './agentdb-worker.ts';
+import { pkRead, pkReadTable } from './pk-read.ts';
 import { cpuSeconds, childPids } from './cpu.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { smallInsert } from './small-insert.ts';
@@ -18,17 +20,24 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SEQ = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
 const CONC = Number(process.env.BENCH_CONC_CALLS ?? 5000);
 
-const site = benchSite(REDIS_URL, 'query', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
+// A budget no run fills: at 5,000 calls a side a round, a plan's 128 MB is used up in a few rounds.
+const site = benchSite(REDIS_URL, 'query', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent', REDIS_BYTES_PER_WORKSPACE: String(2 ** 40) });
 const worker = await site.worker({}, process.env.WORKER_BIN);
 const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-raw`, 32, true);
+const base = await baseCaller(site);
+// CALLER_THIS: this checkout's build for the PK reads measured, so that both sides run built code.
+const self = await baseCaller(site, 'CALLER_THIS');
 try {
-  const query = await pkReadTable(site.client);
+  const made = await pkReadTable(site.client);
+  const query = self ? pkRead(self) : made;
   const insert = await smallInsert(site.client);
-  for (const warm of [query, insert, (i: number) => raw.call(i)]) {
+  const baseQuery = base ? pkRead(base) : undefined;
+  for (const warm of [query, insert, (i: number) => raw.call(i), ...(baseQuery ? [baseQuery] : [])]) {
     await drive(1000, 1, warm);
     await drive(1000, 16, warm);
   }
-  const runs: Record<string, RunStats[]> = { rawSeq: [], agentSeq: [], insertSeq: [], rawConc: [], agentConc: [] };
+  const runs: Record<string, RunStats[]> = { rawSeq: [], agentSeq: [], insertSeq: [], rawConc: [], agentConc: [], baseSeq: [], baseConc: [] };
+  const baseCpu: Record<string, number[]> = { bench: [], worker: [], children: [] };
   const cpu: Record<string, number[]> = { bench: [], worker: [], children: [] };
   const insertCpu: Record<string, number[]> = { bench: [], worker: [], children: [] };
   // Raw BullMQ's caller (this process) and worker over its sequential round, to set beside ours.
@@ -52,12 +61,24 @@ try {
     const rawBench = process.cpuUsage(rawBefore.bench);
     rawCpu.bench!.push(((rawBench.user + rawBench.system) / 1e6 / SEQ) * 1000);
     rawCpu.worker!.push((((raw.pid ? cpuSeconds(raw.pid) : 0) - rawBefore.worker) / SEQ) * 1000);
+    // The caller's A (CALLER_BASE) and B take turns at going first.
+    const baseFirst = r % 2 === 1;
+    if (baseQuery && baseFirst) await measured('baseSeq', baseQuery, baseCpu);
     await measured('agentSeq', query, cpu);
+    if (baseQuery && !baseFirst) await measured('baseSeq', baseQuery, baseCpu);
     await measured('insertSeq', insert, insertCpu);
     d = await drive(CONC, 64, (i) => raw.call(i));
     runs.rawConc!.push(summarise(d.latencies, d.seconds));
+    if (baseQuery && baseFirst) {
+      d = await drive(CONC, 64, baseQuery);
+      runs.baseConc!.push(summarise(d.latencies, d.seconds));
+    }
     d = await drive(CONC, 64, query);
     runs.agentConc!.push(summarise(d.latencies, d.seconds));
+    if (baseQuery && !baseFirst) {
+      d = await drive(CONC, 64, baseQuery);
+      runs.baseConc!.push(summarise(d.latencies, d.seconds));
+    }
   }
   const med = (xs: number[]) =>
     quantile(
@@ -105,9 +126,28 @@ try {
         cpuSecondsPer1000SequentialCalls: perProcess(insertCpu),
       },
       rawBullmqCpuSecondsPer1000SequentialCalls: perProcess(rawCpu),
+      ...(baseQuery
+        ? {
+            callerBase: {
+              seqCallsPerSec: round(m('baseSeq', 'callsPerSec')),
+              seqP50Ms: m('baseSeq', 'p50Ms'),
+              inFlight64CallsPerSec: round(m('baseConc', 'callsPerSec')),
+              inFlight64P50Ms: m('baseConc', 'p50Ms'),
+              cpuSecondsPer1000SequentialCalls: perProcess(baseCpu),
+            },
+            callerThis: {
+              seqCallsPerSec: round(m('agentSeq', 'callsPerSec')),
+              seqP50Ms: m('agentSeq', 'p50Ms'),
+              inFlight64CallsPerSec: round(m('agentConc', 'callsPerSec')),
+              inFlight64P50Ms: m('agentConc', 'p50Ms'),
+            },
+          }
+        : {}),
     }),
   );
 } finally {
+  await base?.close();
+  await self?.close();
   await raw.close();
   await site.close();
 }

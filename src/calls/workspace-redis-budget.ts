@@ -4,15 +4,8 @@ import type { RateCounter } from './call-rate-limits.ts';
 import { PLAN_REDIS_BYTES } from '../policy/plan-limits.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
-import { ADMITTED_ADD_LUA, type JobAdd } from './admitted-add.ts';
-
-/** A connection that also runs {@link ADMITTED_ADD_LUA}: the number of keys first, then keys and arguments. */
-type AddingRedis = ScriptedRedis & {
-  agentdbAdmittedAdd(
-    numKeys: number,
-    ...keysThenArgs: (string | Buffer)[]
-  ): Promise<[held: string, first: string, verdict: number, rateMsLeft: number, jobId?: string]>;
-};
+import { AdmittedAddBatch } from './admitted-add-batch.ts';
+import type { JobAdd } from './admitted-add.ts';
 
 /** One thing a workspace keeps in Redis, and until when (ms). */
 export interface BudgetEntry {
@@ -62,6 +55,8 @@ const HELD_FRESH_MS = 5000;
  */
 export class WorkspaceRedisBudget {
   private readonly redis: ScriptedRedis;
+  /** The admitted adds of a turn, sent in one script (see {@link AdmittedAddBatch}). */
+  private readonly adds: AdmittedAddBatch;
   /** Notes waiting for the end of this turn, by workspace (see {@link noteSoon}). */
   private readonly soon = new Map<string, { entries: BudgetEntry[]; onError: ((err: unknown) => void)[] }>();
   /** When this process last wrote each workspace's figure to the index, and whether it was 0. */
@@ -76,6 +71,7 @@ export class WorkspaceRedisBudget {
     private readonly override = 0,
   ) {
     this.redis = withScripts(redis);
+    this.adds = new AdmittedAddBatch(redis);
   }
 
   /** The budget of a workspace on `plan`. */
@@ -134,7 +130,8 @@ export class WorkspaceRedisBudget {
    * none is spent, its `entries` against the workspace's budget, in one script: undefined when
    * both counted; else the counter that refused it (with the ms left of its window), or why the
    * budget did. A call refused by a rate counts nothing against the budget. With `add` (see
-   * `jobAdd`), the same script adds the call's job once it is admitted, and only then.
+   * `jobAdd`), the same script adds the call's job once it is admitted, and only then; the
+   * adds of one turn leave in one script ({@link AdmittedAddBatch}).
    */
   async admitCall(
     workspace: string,
@@ -166,13 +163,6 @@ export class WorkspaceRedisBudget {
   likelyFull(workspace: string, plan: Plan, now = Date.now()): boolean {
     const seen = this.seen.get(workspace);
     return seen !== undefined && now - seen.at < HELD_FRESH_MS && seen.held >= this.capOf(plan);
-  }
-
-  /** The connection with {@link ADMITTED_ADD_LUA} defined on it (on first use: only a caller adds jobs). */
-  private adding(): AddingRedis {
-    const redis = this.redis as AddingRedis;
-    if (typeof redis.agentdbAdmittedAdd !== 'function') redis.defineCommand('agentdbAdmittedAdd', { lua: ADMITTED_ADD_LUA() });
-    return redis;
   }
 
   /** Counts a lookup against its rate `counters` alone (in the same slot as the budget): the counter that refused it, or undefined. */
@@ -235,7 +225,7 @@ export class WorkspaceRedisBudget {
   ): Promise<BudgetHeld & { verdict: number; rateMsLeft: number; freesAt?: number }> {
     const { keys, args: argv } = this.noteCommand(workspace, cap, entries, now, counters);
     const [sum, first, verdict, rateMsLeft] = add
-      ? await this.adding().agentdbAdmittedAdd(add.keys.length + keys.length, ...add.keys, ...keys, ...add.args, ...argv)
+      ? await this.adds.send({ keys: [...add.keys, ...keys], args: [...add.args, ...argv] })
       : await this.redis.agentdbBudgetNote(keys.length, ...keys, ...argv);
     if (verdict > 1) return { held: 0, verdict, rateMsLeft: Number(rateMsLeft) };
     this.index(workspace, Number(sum), now);

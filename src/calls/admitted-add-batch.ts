@@ -1,0 +1,119 @@
+import type { Redis } from 'ioredis';
+import { ADMITTED_ADD_LUA } from './admitted-add.ts';
+
+/** One call's admitted add: its keys and arguments as {@link ADMITTED_ADD_LUA} takes them. */
+export interface AdmittedAddCommand {
+  /** BullMQ's 9 keys, then budget-note's. */
+  keys: (string | Buffer)[];
+  /** BullMQ's 3 arguments, then budget-note's. */
+  args: (string | Buffer)[];
+}
+
+/** budget-note's reply, with the job's id fifth when admitted. */
+export type AdmittedAddReply = [held: string, first: string, verdict: number, rateMsLeft: number, jobId?: string];
+
+/** A connection that runs the one call's script and the batch's. */
+type BatchingRedis = Redis & {
+  agentdbAdmittedAdd(numKeys: number, ...keysThenArgs: (string | Buffer)[]): Promise<AdmittedAddReply>;
+  agentdbAdmittedAdds(numKeys: number, ...keysThenArgs: (string | Buffer)[]): Promise<(AdmittedAddReply | Error)[]>;
+};
+
+/**
+ * The most calls one script carries: its keys and arguments stay bounded (a call has ~12 keys
+ * and ~12 arguments, one up to MAX_CALL_BYTES), and Redis, which runs a script through to its
+ * end, is held by one batch no longer than by 64 calls' admissions.
+ */
+export const ADDS_PER_SCRIPT = 64;
+
+/**
+ * {@link ADMITTED_ADD_LUA} for several calls in one script: each call's admission and add as
+ * one call's script runs them, one after the other. KEYS: each call's keys in turn; ARGV: the
+ * number of calls, each call's number of keys and of arguments, then each call's arguments in
+ * turn. Answers one reply per call, in order: the one call's script's reply, or an error reply
+ * for a call whose part failed (`pcall`), which fails no other call. As a failed script of one
+ * call does, a call whose part failed keeps what it wrote before the failure.
+ */
+export const ADMITTED_ADDS_LUA = (): string => `local function admittedAdd(KEYS, ARGV)
+${ADMITTED_ADD_LUA()}
+end
+local n = tonumber(ARGV[1])
+local k, a = 1, 2 + 2 * n
+local replies = {}
+for c = 1, n do
+  local keys, argv = {}, {}
+  for i = 1, tonumber(ARGV[2 * c]) do keys[i] = KEYS[k]; k = k + 1 end
+  for i = 1, tonumber(ARGV[2 * c + 1]) do argv[i] = ARGV[a]; a = a + 1 end
+  local ok, reply = pcall(admittedAdd, keys, argv)
+  if ok then
+    replies[c] = reply
+  else
+    replies[c] = { err = type(reply) == 'table' and reply.err or tostring(reply) }
+  end
+end
+return replies
+`;
+
+interface Pending extends AdmittedAddCommand {
+  resolve(reply: AdmittedAddReply): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The admitted adds of one turn of the caller's event loop in one script (issue 31: at 64 calls
+ * in flight the caller's one script per call was ~1 of the ~2.2 scripts a call cost Redis, and
+ * one write to its socket per call). Sent when the turn's microtasks have all run (a microtask
+ * that queues a `nextTick`: whatever the calls answered by one socket read start in its
+ * microtasks, they all go), never after a timer: a call alone leaves in the turn it was made, as
+ * {@link ADMITTED_ADD_LUA}'s own script, as before. A Redis error fails each call of the batch
+ * with that error, as it would have failed each one's own script.
+ */
+export class AdmittedAddBatch {
+  private pending: Pending[] = [];
+
+  constructor(private readonly redis: Redis) {}
+
+  /** Admits and adds one call, with the others of this turn. */
+  send(command: AdmittedAddCommand): Promise<AdmittedAddReply> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ ...command, resolve, reject });
+      if (this.pending.length === 1) queueMicrotask(() => process.nextTick(() => this.flush()));
+    });
+  }
+
+  private flush(): void {
+    const all = this.pending;
+    this.pending = [];
+    const redis = this.scripted();
+    for (let at = 0; at < all.length; at += ADDS_PER_SCRIPT) {
+      const batch = all.slice(at, at + ADDS_PER_SCRIPT);
+      if (batch.length === 1) {
+        const [one] = batch as [Pending];
+        redis.agentdbAdmittedAdd(one.keys.length, ...one.keys, ...one.args).then(one.resolve, one.reject);
+        continue;
+      }
+      const keys = batch.flatMap((c) => c.keys);
+      const counts = batch.flatMap((c) => [String(c.keys.length), String(c.args.length)]);
+      const args = batch.flatMap((c) => c.args);
+      redis.agentdbAdmittedAdds(keys.length, ...keys, String(batch.length), ...counts, ...args).then(
+        (replies) =>
+          batch.forEach((c, i) => {
+            const reply = replies[i];
+            if (reply instanceof Error) c.reject(reply);
+            else if (reply) c.resolve(reply);
+            else c.reject(new Error(`the batch's script answered ${replies.length} replies for ${batch.length} calls`));
+          }),
+        (err: unknown) => {
+          for (const c of batch) c.reject(err);
+        },
+      );
+    }
+  }
+
+  /** The connection with both scripts defined on it (on first use: only a caller adds jobs). */
+  private scripted(): BatchingRedis {
+    const redis = this.redis as BatchingRedis;
+    if (typeof redis.agentdbAdmittedAdd !== 'function') redis.defineCommand('agentdbAdmittedAdd', { lua: ADMITTED_ADD_LUA() });
+    if (typeof redis.agentdbAdmittedAdds !== 'function') redis.defineCommand('agentdbAdmittedAdds', { lua: ADMITTED_ADDS_LUA() });
+    return redis;
+  }
+}

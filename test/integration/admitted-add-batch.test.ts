@@ -1,0 +1,111 @@
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobAdd } from '../../src/calls/admitted-add.ts';
+import { callJobOptions } from '../../src/calls/call-resend.ts';
+import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
+import type { CallJobData } from '../../src/contracts/call.ts';
+import { callKeyOf } from '../../src/contracts/call-identity.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { OwnRedis } from '../helpers/own-redis.ts';
+
+// Issue 31: the calls a caller enqueues in one turn are admitted and added by one script, each
+// with its own verdict. A Redis of the test's own: its command counts are this test's alone.
+let own: OwnRedis;
+let admin: ReturnType<typeof connectRedis>;
+let sb: Sandbox;
+beforeAll(async () => {
+  own = await OwnRedis.start();
+  admin = connectRedis(own.url);
+  sb = sandbox({ REDIS_URL: own.url });
+});
+afterAll(async () => {
+  await sb.cleanup();
+  admin.disconnect();
+  await own.remove();
+});
+
+const keys = () => keysFor(sb.config.prefix);
+const queueOf = (workspace: string) =>
+  new Queue(keys().queueName(shardOf(databaseId(workspace, 'scout'), sb.config.shardCount)), { connection: admin, prefix: keys().bullPrefix });
+/**
+ * Scripts Redis ran since its counts were reset: by their SHA, or by their text the first time
+ * (ioredis sends the text after Redis answered NOSCRIPT, which fails the EVALSHA uncounted).
+ */
+const scripts = async () => {
+  const stats = await admin.info('commandstats');
+  const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  return calls('evalsha') + calls('eval');
+};
+
+describe("a turn's admitted adds", () => {
+  it('go in one script, each call with its own verdict', async () => {
+    const client = sb.client({ rateLimits: { windowS: 600, workspaceCalls: 4 } });
+    const input = (i: number) => ({
+      workspace: 'turn',
+      agent: 'scout',
+      settings: { database: 'agent' as const },
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: `SELECT ${i}` },
+    });
+    // Warmed up (the plan, the shard count, the queue, the event reader), and the first of 4.
+    // No worker runs: a queued call answers where it stands once its short wait is up.
+    expect(await client.call(input(0), { wait: false, timeoutMs: 50 })).toMatchObject({ status: 'queued' });
+    await admin.config('RESETSTAT');
+
+    const answers = await Promise.all([
+      ...[1, 2, 3, 4, 5, 6].map((i) => client.call(input(i), { wait: false, timeoutMs: 50 })),
+      client.call({ ...input(7), arguments: { sql: 42 } }, { wait: false, timeoutMs: 50 }),
+    ]);
+    // In order of arrival: 3 more within the rate, 3 refused by it, and the bad one without Redis.
+    expect(answers.slice(0, 3).map((a) => ('status' in a ? a.status : a))).toEqual(['queued', 'queued', 'queued']);
+    for (const a of answers.slice(3, 6)) expect(a).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED' } });
+    expect(answers[6]).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENTS' } });
+    // One script for the six admissions, then each queued call's look at its job's state
+    // (BullMQ's getState, a script) once its wait was up. One script per call: 6 + 3.
+    expect(await scripts()).toBe(1 + 3);
+
+    const queue = queueOf('turn');
+    for (const [i, a] of answers.entries()) {
+      const job = await queue.getJob(callKeyOf({ workspace: 'turn', agent: 'scout', callId: a.callId }));
+      expect(job !== undefined, `call ${i + 1}`).toBe(i < 3);
+    }
+    expect(await queue.getWaitingCount()).toBe(4);
+    expect(client.waitCounts()).toEqual({ calls: 0, waits: 0, looks: 0 });
+    await queue.close();
+  });
+
+  it('fails one call whose part of the script fails, and none of the others', async () => {
+    const queue = queueOf('part');
+    await queue.waitUntilReady();
+    const budget = new WorkspaceRedisBudget(admin, keys(), 1024 * 1024);
+    const data = (callId: string): CallJobData => ({
+      callId,
+      workspace: 'part',
+      agent: 'scout',
+      settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false },
+      plan: 'pro',
+      tool: 'DATA_QUERY_SQL',
+      arguments: { sql: 'SELECT 1' },
+      enqueuedAt: Date.now(),
+    });
+    const admit = (callId: string, broken = false) => {
+      const d = data(callId);
+      const key = callKeyOf(d);
+      const add = jobAdd(queue, 'call', d, callJobOptions(key, 3600));
+      // BullMQ's packed arguments, unreadable: its script fails on them, after the admission.
+      if (broken) add.args[0] = 'not msgpack';
+      return budget.admitCall('part', 'pro', [{ callKey: key, kind: 'args', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
+    };
+    await admin.config('RESETSTAT');
+    const settled = await Promise.allSettled([admit('a'), admit('b', true), admit('c')]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(settled[0]).toMatchObject({ value: undefined });
+    expect(await scripts()).toBe(1);
+    const jobs = await Promise.all(['a', 'b', 'c'].map((id) => queue.getJob(callKeyOf(data(id)))));
+    expect(jobs.map((j) => j !== undefined)).toEqual([true, false, true]);
+    await queue.close();
+  });
+});
