@@ -46,12 +46,15 @@ async function parkWrite(sql: string, args: { params?: unknown[]; rationale?: st
 
 describe('agentdb members', () => {
   it('adds members and prints each key once, with a warning that it will not be shown again', async () => {
-    const added = await cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'admin');
+    // Two members apart: added at once, not one after another.
+    const [added, bob] = await Promise.all([
+      cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'admin'),
+      cli('members', 'add', '--workspace', 'acme', '--name', 'bob', '--role', 'member', '--json'),
+    ]);
     expect(added.code).toBe(0);
     expect(added.stdout).toMatch(/key: adb_[A-Za-z0-9_-]{32,}\n/);
     expect(added.stdout).toMatch(/will not be shown again/);
     keyOf.ada = /key: (adb_\S+)/.exec(added.stdout)![1]!;
-    const bob = await cli('members', 'add', '--workspace', 'acme', '--name', 'bob', '--role', 'member', '--json');
     expect(bob.code).toBe(0);
     expect(json(bob.stdout)).toMatchObject({ member: { workspace: 'acme', name: 'bob', role: 'member' }, key: expect.stringMatching(/^adb_/) });
     expect(bob.stderr).toMatch(/will not be shown again/);
@@ -59,18 +62,22 @@ describe('agentdb members', () => {
   });
 
   it('refuses an active name again (exit 1, coded JSON) and bad flags (exit 2, usage)', async () => {
-    const again = await cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'member');
-    expect(again.code).toBe(1);
-    expect(json(again.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS' } });
-    for (const args of [
+    const cases = [
       ['members', 'add', '--workspace', 'acme', '--name', 'x', '--role', 'owner'],
       ['members', 'add', '--name', 'x'],
       ['members', 'add', '--workspace', 'acme', '--name', 'Not OK'],
       ['members', 'rename', '--workspace', 'acme'],
       ['members', 'list', '--workspace', 'acme', '--colour'],
-    ]) {
-      const out = await cli(...args);
-      expect(out.code, args.join(' ')).toBe(2);
+    ];
+    // Each is refused without adding anyone: run at once, not one after another.
+    const [again, ...outs] = await Promise.all([
+      cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'member'),
+      ...cases.map((args) => cli(...args)),
+    ]);
+    expect(again.code).toBe(1);
+    expect(json(again.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS' } });
+    for (const [i, out] of outs.entries()) {
+      expect(out.code, cases[i]!.join(' ')).toBe(2);
       expect(out.stderr).toMatch(/^agentdb members( \w+)?: .+\n(\(Did you mean \w+\?\)\n)?Run 'agentdb members( \w+)? --help' for its usage\.\n$/);
     }
   });
@@ -82,13 +89,12 @@ describe('agentdb members', () => {
     const twice = await cli('members', 'revoke', '--workspace', 'acme', '--name', 'cy');
     expect(twice.code).toBe(1);
     expect(json(twice.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
-    const list = await cli('members', 'list', '--workspace', 'acme', '--json');
+    const [list, table] = await Promise.all([cli('members', 'list', '--workspace', 'acme', '--json'), cli('members', 'list', '--workspace', 'acme')]);
     expect(json(list.stdout).map((m: { name: string; role: string; revoked: boolean }) => [m.name, m.role, m.revoked])).toEqual([
       ['ada', 'admin', false],
       ['bob', 'member', false],
       ['cy', 'member', true],
     ]);
-    const table = await cli('members', 'list', '--workspace', 'acme');
     expect(table.stdout).toMatch(/^name\s+role\s+state\s+added\n/);
     expect(table.stdout).toMatch(/\ncy\s+member\s+revoked\s/);
     expect(table.stdout).not.toContain('adb_');
@@ -98,12 +104,11 @@ describe('agentdb members', () => {
 describe('agentdb approvals', () => {
   it('lists a parked call, and an approval with a member key makes the waiting call finish', async () => {
     const { callId, id } = await parkWrite('CREATE TABLE notes (body TEXT)');
-    const listed = await cli('approvals', 'list', '--workspace', 'acme', '--json');
+    const [listed, table] = await Promise.all([cli('approvals', 'list', '--workspace', 'acme', '--json'), cli('approvals', 'list')]);
     expect(listed.code).toBe(0);
     expect(json(listed.stdout)).toContainEqual(
       expect.objectContaining({ id, callId, state: 'pending', agent: 'scout', tool: 'DATA_WRITE_SQL', sql: 'CREATE TABLE notes (body TEXT)' }),
     );
-    const table = await cli('approvals', 'list');
     expect(table.stdout).toMatch(/^id\s+state\s+workspace\/agent\s+tool\s+sql or table\s+params\s+rationale\s+requester\s+created\s+expires\s+decided\s+ran\n/);
     expect(table.stdout).toContain(id);
     expect(table.stdout).toContain('acme/scout');
@@ -119,20 +124,11 @@ describe('agentdb approvals', () => {
     expect(approved.stderr).toBe('');
     expect(await waiting).toMatchObject({ ok: true, callId, tool: 'DATA_WRITE_SQL' });
 
-    const q = await cli(
-      'call',
-      '--workspace',
-      'acme',
-      '--agent',
-      'scout',
-      '--settings',
-      '{"database":"agent"}',
-      'DATA_QUERY_SQL',
-      '{"sql":"SELECT count(*) FROM notes"}',
-    );
+    const [q, again] = await Promise.all([
+      cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT count(*) FROM notes"}'),
+      runCli(['approvals', 'reject', id], { ...sb.env, AGENTDB_MEMBER_KEY: keyOf.ada! }),
+    ]);
     expect(json(q.stdout)).toMatchObject({ ok: true });
-
-    const again = await runCli(['approvals', 'reject', id], { ...sb.env, AGENTDB_MEMBER_KEY: keyOf.ada! });
     expect(again.code).toBe(1);
     expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });
   });
@@ -156,7 +152,11 @@ describe('agentdb approvals', () => {
       }),
     ).toMatchObject({ ok: true });
     const { id } = await parkWrite("UPDATE shown SET body = 'new' WHERE id = 1");
-    const shown = await cli('approvals', 'show', id, '--json');
+    const [shown, text, missing] = await Promise.all([
+      cli('approvals', 'show', id, '--json'),
+      cli('approvals', 'show', id),
+      cli('approvals', 'show', 'ap_nothing_here'),
+    ]);
     expect(shown.code).toBe(0);
     expect(json(shown.stdout)).toMatchObject({
       id,
@@ -168,11 +168,9 @@ describe('agentdb approvals', () => {
         digest: expect.stringMatching(/^[0-9a-f]{64}$/),
       },
     });
-    const text = await cli('approvals', 'show', id);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain('shown: 0 inserted, 1 updated, 0 deleted');
     expect(text.stdout).toContain('update shown {"rowid":1} body: "old" → "new"');
-    const missing = await cli('approvals', 'show', 'ap_nothing_here');
     expect(missing.code).toBe(1);
     expect(json(missing.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
   });
@@ -203,14 +201,13 @@ describe('agentdb approvals', () => {
   });
 
   it('refuses unknown, revoked and other-workspace members and keys, and unknown ids; the call stays pending', async () => {
-    const eve = json((await cli('members', 'add', '--workspace', 'elsewhere', '--name', 'eve', '--role', 'admin', '--json')).stdout).key as string;
-    const { id } = await parkWrite('CREATE TABLE pending_one (x)');
+    const [added, { id }] = await Promise.all([
+      cli('members', 'add', '--workspace', 'elsewhere', '--name', 'eve', '--role', 'admin', '--json'),
+      parkWrite('CREATE TABLE pending_one (x)'),
+    ]);
+    const eve = json(added.stdout).key as string;
     // Each is refused without deciding anything: run at once, not one after another.
     const byName = ['nobody', 'cy', 'eve'];
-    for (const [i, out] of (await Promise.all(byName.map((by) => cli('approvals', 'approve', id, '--operator', '--by', by)))).entries()) {
-      expect(out.code, byName[i]).toBe(1);
-      expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_PERMITTED', message: expect.any(String), hint: expect.any(String) } });
-    }
     // A key proves who decides: an unknown or revoked one is nobody; another workspace's member
     // does not even learn that the approval exists.
     const keys = [
@@ -218,15 +215,23 @@ describe('agentdb approvals', () => {
       [keyOf.cy!, 'UNAUTHENTICATED'],
       [eve, 'NOT_FOUND'],
     ] as const;
-    for (const [i, out] of (await Promise.all(keys.map(([key]) => cli('approvals', 'approve', id, '--key', key)))).entries()) {
+    const [byNameOuts, keyOuts, unknown] = await Promise.all([
+      Promise.all(byName.map((by) => cli('approvals', 'approve', id, '--operator', '--by', by))),
+      Promise.all(keys.map(([key]) => cli('approvals', 'approve', id, '--key', key))),
+      cli('approvals', 'approve', 'ap_nope', '--key', keyOf.ada!),
+    ]);
+    for (const [i, out] of byNameOuts.entries()) {
+      expect(out.code, byName[i]).toBe(1);
+      expect(json(out.stdout)).toMatchObject({ error: { code: 'NOT_PERMITTED', message: expect.any(String), hint: expect.any(String) } });
+    }
+    for (const [i, out] of keyOuts.entries()) {
       expect(out.code, keys[i]![1]).toBe(1);
       expect(json(out.stdout)).toMatchObject({ error: { code: keys[i]![1] } });
     }
-    // The hint names where the CLI takes a key from, not HTTP's header.
-    const unauthenticated = json((await cli('approvals', 'approve', id, '--key', keyOf.cy!)).stdout) as { error: { hint: string } };
+    // The hint names where the CLI takes a key from, not HTTP's header (the revoked key's answer).
+    const unauthenticated = json(keyOuts[1]!.stdout) as { error: { hint: string } };
     expect(unauthenticated.error.hint).toContain('AGENTDB_MEMBER_KEY or --key-file PATH');
     expect(unauthenticated.error.hint).not.toContain('Authorization');
-    const unknown = await cli('approvals', 'approve', 'ap_nope', '--key', keyOf.ada!);
     expect(unknown.code).toBe(1);
     expect(json(unknown.stdout)).toMatchObject({ error: { code: 'NOT_FOUND' } });
     const pending = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout);
@@ -251,18 +256,20 @@ describe('agentdb approvals', () => {
     expect(readFileSync(saved, 'utf8')).toMatch(/^adb_[A-Za-z0-9_-]{32,}\n$/);
     expect(statSync(saved).mode & 0o777).toBe(0o600);
     // Never over a file that exists: it may hold another key.
-    const again = await cli('members', 'add', '--workspace', 'acme', '--name', 'eve', '--save-key', saved);
+    const [again, { id }, fay] = await Promise.all([
+      cli('members', 'add', '--workspace', 'acme', '--name', 'eve', '--save-key', saved),
+      parkWrite('CREATE TABLE saved_key (x)'),
+      cli('members', 'add', '--workspace', 'acme', '--name', 'fay'),
+    ]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('the file exists; not overwritten');
-    const { id } = await parkWrite('CREATE TABLE saved_key (x)');
-    const approved = await cli('approvals', 'approve', id, '--key-file', saved);
+    // What `members add > words.key` leaves: refused as a usage error naming the way, not sent.
+    const words = path.join(sb.dataDir, 'words.key');
+    writeFileSync(words, fay.stdout, { mode: 0o600 });
+    const [approved, refused] = await Promise.all([cli('approvals', 'approve', id, '--key-file', saved), cli('approvals', 'reject', id, '--key-file', words)]);
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stderr).not.toContain('warning');
 
-    // What `members add > words.key` leaves: refused as a usage error naming the way, not sent.
-    const words = path.join(sb.dataDir, 'words.key');
-    writeFileSync(words, (await cli('members', 'add', '--workspace', 'acme', '--name', 'fay')).stdout, { mode: 0o600 });
-    const refused = await cli('approvals', 'reject', id, '--key-file', words);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(`--key-file ${words} holds more than a key`);
     expect(refused.stderr).toContain('--save-key PATH');
@@ -305,13 +312,17 @@ describe('agentdb approvals', () => {
     const rationale = `Keeps the lead the research agent found, so that outreach can write to them tomorrow. ${'More context. '.repeat(10)}`;
     const params = ['ada@northwind.io', 'Ada Lovelace', 'Northwind Traders Ltd, 1 Long Street, Somewhere'];
     const { id } = await parkWrite('INSERT INTO notes (body) VALUES (? || ? || ?)', { params, rationale });
-    const table = (await cli('approvals', 'list', '--workspace', 'acme')).stdout;
+    const [tableOut, listedOut] = await Promise.all([
+      cli('approvals', 'list', '--workspace', 'acme'),
+      cli('approvals', 'list', '--workspace', 'acme', '--json'),
+    ]);
+    const table = tableOut.stdout;
     const row = table.split('\n').find((l) => l.startsWith(id))!;
     expect(row).toContain('["ada@northwind.io","Ada Lovelace",');
     expect(row).toContain('Keeps the lead the research agent found');
     expect(row).toContain('…');
     expect(row).not.toContain('Somewhere');
-    const listed = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout) as { id: string }[];
+    const listed = json(listedOut.stdout) as { id: string }[];
     expect(listed.find((a) => a.id === id)).toMatchObject({ params, rationale });
   });
 
@@ -323,10 +334,12 @@ describe('agentdb approvals', () => {
     expect(approved.stderr).toBe('');
     // --json: the decided record, for scripts.
     expect(json(approved.stdout)).toMatchObject({ id, callId, state: 'approved', decidedBy: 'bob', decidedVia: 'key' });
-    const again = await cli('approvals', 'reject', callId, '--operator', '--by', 'ada');
+    const [again, unknown] = await Promise.all([
+      cli('approvals', 'reject', callId, '--operator', '--by', 'ada'),
+      cli('approvals', 'approve', 'no-such-call', '--key', keyOf.ada!),
+    ]);
     expect(again.code).toBe(1);
     expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });
-    const unknown = await cli('approvals', 'approve', 'no-such-call', '--key', keyOf.ada!);
     expect(unknown.code).toBe(1);
     expect(json(unknown.stdout).error.message).toMatch(/ap_… id that `agentdb approvals list` shows, or the callId of the parked call/);
   });
@@ -357,7 +370,11 @@ describe('agentdb approvals', () => {
   });
 
   it('keeps the audit: --state all shows who decided, when, why and what ran', async () => {
-    const all = json((await cli('approvals', 'list', '--workspace', 'acme', '--state', 'all', '--json')).stdout) as {
+    const [allOut, tableOut] = await Promise.all([
+      cli('approvals', 'list', '--workspace', 'acme', '--state', 'all', '--json'),
+      cli('approvals', 'list', '--workspace', 'acme', '--state', 'all'),
+    ]);
+    const all = json(allOut.stdout) as {
       sql: string;
       state: string;
       decidedBy?: string;
@@ -372,7 +389,7 @@ describe('agentdb approvals', () => {
     });
     expect(all.find((a) => a.sql === 'CREATE TABLE never_made (x)')).toMatchObject({ state: 'rejected', decidedBy: 'ada' });
     expect(all.find((a) => a.sql === 'CREATE TABLE never_made (x)')?.ran).toBeUndefined();
-    const table = (await cli('approvals', 'list', '--workspace', 'acme', '--state', 'all')).stdout;
+    const table = tableOut.stdout;
     expect(table).toMatch(/approved .*bob \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ "fine by me"\s+ok \d{4}/);
     expect(table).toMatch(/rejected .*ada .*"no new tables today"/);
   });

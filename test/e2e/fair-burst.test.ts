@@ -9,7 +9,11 @@ import { startCli, stop } from '../helpers/processes.ts';
 
 const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
 const settings = { database: 'agent' as const };
-const BURST = 20;
+/**
+ * The issue's burst was 20; 10 tells the same apart in half the wait (each two runaways hold the
+ * pool for a deadline): oldest-first still answers the read after the 8 waiting ahead of it.
+ */
+const BURST = 10;
 const WARMED = 8;
 
 let sb: Sandbox | undefined;
@@ -63,11 +67,12 @@ async function quietSite() {
 
 describe('a burst of fresh workspaces (issue 27)', () => {
   it("answers a quiet workspace's read before any of the burst's runaways ends", async () => {
-    // The issue's setting, shortened: a pool of 2 and a short deadline. Twenty workspaces the
-    // executor has never seen each start one runaway; a workspace that has read before reads.
-    // Oldest-first, or least-recent-time-first (fresh workspaces have none), answered the read
-    // after the 18 runaways waiting ahead of it (100 s with a 10 s deadline); turns with cheap
-    // workspaces first, after the two runaways holding the children when it came.
+    // The issue's setting, shortened: a pool of 2 and a short deadline. Workspaces the executor
+    // has never seen (the issue's 20, BURST here) each start one runaway; a workspace that has
+    // read before reads. Oldest-first, or least-recent-time-first (fresh workspaces have none),
+    // answered the read after all the runaways waiting ahead of it (18 in the issue: 100 s with
+    // a 10 s deadline); turns with cheap workspaces first, after the two runaways holding the
+    // children when it came.
     const { burstThenRead } = await quietSite();
     await burstThenRead(Array.from({ length: BURST }, (_, i) => `fresh${i}`));
   }, 180_000);

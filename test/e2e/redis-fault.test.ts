@@ -29,7 +29,7 @@ beforeAll(async () => {
     LOCK_DURATION_MS: '30000',
     STALLED_INTERVAL_MS: '1000',
     LEASE_TTL_MS: '3000',
-    DRAIN_GRACE_MS: '3000',
+    DRAIN_GRACE_MS: '1000',
     EXECUTOR_POOL_SIZE: '2',
   });
   service = await startService();

@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { readExecutors } from '../../src/shards/executor-status-publisher.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 
@@ -58,7 +60,7 @@ describe("a workspace's shard ops on a busy database", () => {
     }
     // The op client's queue is ready, so the pages below are queued before victim's read.
     expect(await ops.run(0, 'browse.page', { table: 't' }, { db: 'evil/mal' })).toMatchObject({ ok: true });
-    // evil's database is busy with a statement that runs until its deadline.
+    // evil's database is busy with a statement that runs until its deadline, or until the test ends it.
     let runawayEnded = false;
     const runaway = client.call({ ...evil, tool: 'DATA_QUERY_SQL', arguments: { sql: FOREVER }, callId: 'runaway' }).finally(() => {
       runawayEnded = true;
@@ -77,7 +79,12 @@ describe("a workspace's shard ops on a busy database", () => {
     const read = await client.call({ ...victim, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } });
     expect(read).toMatchObject({ ok: true, result: { rows: [[0]] } });
     expect(runawayEnded).toBe(false);
-    // Once the statement ends, evil's pages (put back meanwhile) are answered too.
+    // Once the statement ends, evil's pages (put back meanwhile) are answered too. It is ended by
+    // killing its child, rather than by waiting out its deadline (set far past what the test needs).
+    const runawayChild = async () =>
+      (await readExecutors(redis, keysFor(sb.config.prefix))).flatMap((w) => w.pool.children).find((c) => c.callId === 'runaway');
+    await expect.poll(runawayChild, { interval: 50, timeout: 30_000 }).toMatchObject({ state: 'running', pid: expect.any(Number) });
+    process.kill((await runawayChild())!.pid!, 'SIGKILL');
     await runaway;
     expect(await Promise.all(pages)).toEqual(Array.from({ length: 8 }, () => expect.objectContaining({ ok: true })));
   }, 90_000);
