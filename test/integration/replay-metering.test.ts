@@ -59,8 +59,9 @@ it('a write committed by a worker killed before it metered is metered by the run
   expect(await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (id TEXT, n INTEGER)' } })).toMatchObject({ ok: true });
   const file = databasePath(sb.dataDir, who.workspace, who.agent, shardOf(`${who.workspace}/${who.agent}`, sb.config.shardCount));
   const id = 'w-killed-before-meter';
-  // Long enough (a few seconds) to be seen running in the worker's published status.
-  const sql = 'INSERT INTO t SELECT ?, max(x) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT x FROM c)';
+  // Long enough to be seen running in the worker's status, published once a second
+  // (PUBLISH_EVERY_MS): 3,000,000 steps took ~1.1 s on a quiet machine and could end unseen.
+  const sql = 'INSERT INTO t SELECT ?, max(x) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 15000000) SELECT x FROM c)';
   const answer = client.call({ ...who, tool: 'DATA_WRITE_SQL', callId: id, arguments: { sql, params: [id] } }, { timeoutMs: 60_000 });
   // The statement is in its executor child: the worker stops there, the child commits, and the
   // worker dies without having heard of it (SIGSTOP, then SIGKILL once the row is on disk).
