@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { callKey, digestOf } from '../contracts/call-identity.ts';
+import { isTransient } from './call-answers.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { callerOf, type KeyedCall, type Principal } from '../registry/principal.ts';
@@ -100,6 +101,25 @@ export class PendingCallJoins {
   async letGoUnsent(principal: Principal, key: string, callId: string): Promise<void> {
     const claim = this.keys.callIdClaim(callKey(principal.workspace, callerOf(principal), callId));
     await this.redis.agentdbJoinLetGoUnsent(key, claim, callId);
+  }
+
+  /**
+   * What a send's answer makes of the join id it claimed or joined under `key`: an outcome ends
+   * the window ({@link forget}); a refusal for the moment (RATE_LIMITED, UNAVAILABLE) is no
+   * outcome, and the call may still wait, but a RATE_LIMITED refusal of an id this send claimed
+   * itself was never counted nor enqueued and joins nothing: kept for the approval's life, an
+   * agent past its rate could fill Redis with one uncounted entry per distinct write (hostile
+   * review T1), so it is let go ({@link letGoUnsent}).
+   */
+  async settle(
+    principal: Principal,
+    key: string,
+    claim: { callId: string; joined: boolean },
+    answer: { ok: boolean; error?: { code: string } },
+    pending: boolean,
+  ): Promise<void> {
+    if (!pending && !isTransient(answer)) await this.forget(key, claim.callId);
+    else if (!claim.joined && !answer.ok && answer.error?.code === 'RATE_LIMITED') await this.letGoUnsent(principal, key, claim.callId);
   }
 }
 

@@ -3,7 +3,6 @@ import { errorEnvelope } from '../contracts/envelope.ts';
 import { absentNulls } from '../contracts/strict-schema.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
 import type { CallAnswer } from '../calls/client.ts';
-import { isTransient } from '../calls/call-answers.ts';
 import { MAY_PARK } from '../calls/pending-call-joins.ts';
 import type { KeyedCall, Principal } from '../registry/principal.ts';
 import { mcpToolCallSpan, traceparentContext } from '../tracing.ts';
@@ -117,14 +116,8 @@ export function mcpToolCall(
         answer = await deps.calls.result(principal, answer.callId, { ...opts, wait: true, maxWaitMs: Math.max(0, deadline - Date.now()), followUp: true });
       }
       const pending = isPending(answer);
-      // The outcome is out: the window in which the same write joins this call ends. A refusal
-      // for the moment (RATE_LIMITED, UNAVAILABLE) is no outcome: the call may still wait.
-      if (joinKey && held && !pending && !isTransient(answer)) await deps.joins!.forget(joinKey, held);
-      // Refused RATE_LIMITED, the call was never counted nor enqueued: an id this send claimed
-      // itself joins nothing, and kept for the approval's life it was Redis an agent past its
-      // rate could fill with one uncounted entry per distinct write (hostile review T1).
-      // Only while no send that joined it was taken under the id meanwhile (letGoUnsent).
-      else if (joinKey && held && !claim.joined && rateLimited(answer)) await deps.joins!.letGoUnsent(principal, joinKey, held);
+      // The outcome ends the window in which the same write joins this call (PendingCallJoins.settle).
+      if (joinKey && claim) await deps.joins!.settle(principal, joinKey, claim, answer, pending);
       if (asTask && pending) {
         const task = await tasks.start({ callId: answer.callId, statusMessage: waitingFor(answer), ...(joinKey ? { joinKey } : {}) });
         return { task };
@@ -150,11 +143,6 @@ export function mcpToolCall(
     const parent = traceparentContext(str(meta?.traceparent), str(meta?.tracestate));
     return mcpToolCallSpan(tracer, { tool: request.params.name, requestId: extra.requestId }, parent, () => callTool(request, extra));
   };
-}
-
-/** RATE_LIMITED: refused before it was counted or enqueued. */
-function rateLimited(answer: CallAnswer | ApprovalRequiredAnswer): boolean {
-  return !answer.ok && 'error' in answer && answer.error.code === 'RATE_LIMITED';
 }
 
 /** The refusals of a call that was never taken: no outcome to keep a task for. */
