@@ -1,7 +1,7 @@
 // Requests that reach every running child of a pool (an evict, a close, stats), each answered
 // once all have answered: moved out of executor-pool.ts, which decides when they may go.
 
-import type { ExecutorProcess } from './executor-process.ts';
+import type { ExecutorProcess, Queued } from './executor-process.ts';
 import type { ExecOutcome } from './executor-protocol.ts';
 
 /** Closes the handles of these shards in every running child, once the pool lets it (see `ExecutorPool.run`). */
@@ -42,4 +42,19 @@ export async function statsEverywhere(slots: ExecutorProcess[]): Promise<ExecOut
     total.rss += r.rss;
   }
   return { ok: true, result: total };
+}
+
+/**
+ * Answers the requests for every child among `items`, handed back by a child killed or dead
+ * before it answered them, as that child's share; returns the rest (a line's statements).
+ */
+export function answerForDead(items: Queued[]): Queued[] {
+  const statements: Queued[] = [];
+  for (const item of items) {
+    // Its handles died with it: nothing left there to evict.
+    if (item.req.op === 'evict' || item.req.op === 'close') item.resolve({ ok: true, result: { closed: 0 } });
+    else if (item.req.op === 'stats') item.resolve({ ok: true, result: { handles: 0, statements: { count: 0, bytes: 0, budget: 0 }, rss: 0 } });
+    else statements.push(item);
+  }
+  return statements;
 }

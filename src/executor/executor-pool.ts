@@ -2,7 +2,8 @@
 // gives its child up, a database closed in every child before a restore). What stands apart
 // has a file: line-turns.ts (which waiting line an idle child takes), pool-places.ts (the
 // children and the spare), shard-evictions.ts, database-lines.ts, executor-status.ts (issue
-// 26), overflow-lane.ts (which statements the lane takes, issue 27), every-child.ts.
+// 26), overflow-lane.ts (which statements the lane takes, issue 27), lane-dispatch.ts (when the
+// lane's children are given out), every-child.ts.
 
 import type { ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import { DatabaseLines, type Line } from './database-lines.ts';
@@ -10,8 +11,9 @@ import { failure } from './death-answers.ts';
 import { checkPoolOptions, type ExecutorPoolOptions } from './executor-options.ts';
 import { MAX_PIPELINE, type ExecutorProcess, type Queued } from './executor-process.ts';
 import { about, type PoolStatus } from './executor-status.ts';
-import { closeEverywhere, evictEverywhere, statsEverywhere } from './every-child.ts';
-import { laneOpens, OverflowLane } from './overflow-lane.ts';
+import { answerForDead, closeEverywhere, evictEverywhere, statsEverywhere } from './every-child.ts';
+import { LaneDispatch } from './lane-dispatch.ts';
+import { OverflowLane } from './overflow-lane.ts';
 import { LineTurns } from './line-turns.ts';
 import { PoolPlaces } from './pool-places.ts';
 import { ShardEvictions } from './shard-evictions.ts';
@@ -50,9 +52,7 @@ export class ExecutorPool {
   /** The pooled children, then the overflow lane's, and the spare. */
   private readonly places: PoolPlaces;
   private readonly lane: OverflowLane;
-  private readonly longMs: number;
-  /** Armed while lines wait and the lane would open once the pooled children's statements pass `longMs`. */
-  private laneTimer?: NodeJS.Timeout;
+  private readonly laneDispatch: LaneDispatch;
   private readonly bound: (Line | undefined)[];
   private readonly lines: DatabaseLines;
   /** The lines waiting for a child, and whose turn it is. */
@@ -64,8 +64,8 @@ export class ExecutorPool {
   /** @throws RangeError when an option is out of range (see `checkPoolOptions`). */
   constructor(private readonly opts: ExecutorPoolOptions) {
     const overflow = opts.overflow ?? 0;
-    this.longMs = opts.longMs ?? LONG_MS;
-    checkPoolOptions(opts, overflow, this.longMs);
+    const longMs = opts.longMs ?? LONG_MS;
+    checkPoolOptions(opts, overflow, longMs);
     const hooks = {
       progress: (p: ExecutorProcess) => this.onProgress(p),
       returned: (p: ExecutorProcess, items: Queued[]) => this.onReturned(p, items),
@@ -75,9 +75,10 @@ export class ExecutorPool {
       },
     };
     this.turns = new LineTurns(opts);
-    this.lane = new OverflowLane(this.longMs);
+    this.lane = new OverflowLane(longMs);
     this.places = new PoolPlaces(opts, overflow, hooks);
     this.bound = this.places.all.map(() => undefined);
+    this.laneDispatch = new LaneDispatch(this.places, this.turns, this.lane, longMs, this.bound, (line, slot) => this.bind(line, slot, true));
     // Every handle open anywhere fits, twice over.
     this.lines = new DatabaseLines(opts.size * opts.handleCacheSize * 2);
     this.evictions = new ShardEvictions(this.lines);
@@ -153,7 +154,7 @@ export class ExecutorPool {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.laneTimer);
+    this.laneDispatch.stop();
     for (const item of this.lines.takeWaiting()) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));
     this.turns.clear();
     await this.places.stop();
@@ -167,32 +168,7 @@ export class ExecutorPool {
       if (!line) break;
       this.bind(line, slot, true);
     }
-    if (this.places.lane.length) this.dispatchLane();
-  }
-
-  /**
-   * Gives the lane's idle children to waiting lines it admits, while every pooled child runs a
-   * long statement; otherwise arms a timer for when they all will have, if lines still wait.
-   */
-  private dispatchLane(): void {
-    clearTimeout(this.laneTimer);
-    this.laneTimer = undefined;
-    if (this.turns.size === 0) return;
-    const now = Date.now();
-    const state = laneOpens(
-      this.places.pooled.map((s) => (s.ready ? s.headRunningMs(now) : 'down')),
-      this.longMs,
-    );
-    if (!state.open) {
-      if (state.inMs !== undefined) this.laneTimer = setTimeout(() => this.dispatchLane(), state.inMs).unref();
-      return;
-    }
-    for (const slot of this.places.lane) {
-      if (!slot.available || this.bound[slot.index]) continue;
-      const line = this.turns.nextForLane(this.lane, now);
-      if (!line) return;
-      this.bind(line, slot, true);
-    }
+    if (this.places.lane.length) this.laneDispatch.dispatch();
   }
 
   private bind(line: Line, slot: ExecutorProcess, waited: boolean): void {
@@ -273,13 +249,7 @@ export class ExecutorPool {
    */
   private onReturned(slot: ExecutorProcess, items: Queued[]): void {
     const line = this.bound[slot.index];
-    const statements: Queued[] = [];
-    for (const item of items) {
-      // Its handles died with it: nothing left there to evict.
-      if (item.req.op === 'evict' || item.req.op === 'close') item.resolve({ ok: true, result: { closed: 0 } });
-      else if (item.req.op === 'stats') item.resolve({ ok: true, result: { handles: 0, statements: { count: 0, bytes: 0, budget: 0 }, rss: 0 } });
-      else statements.push(item);
-    }
+    const statements = answerForDead(items);
     if (line) {
       line.queue.unshift(...statements);
       if (this.stopped) for (const item of line.queue.splice(0)) item.resolve(failure('UNAVAILABLE', 'the executor stopped'));

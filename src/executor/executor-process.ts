@@ -2,12 +2,13 @@
 // death), each step reading and changing the same private state (sent). What stands apart has
 // a file: child-succession.ts (the child in place: start, replace, end), head-deadline.ts (when
 // the running statement is past its limit), executor-spawn.ts, executor-status.ts,
-// handle-mirror.ts (issue 26), death-answers.ts (what answers the requests a dead child had).
+// handle-mirror.ts (issue 26), death-answers.ts (what answers the requests a dead child had),
+// child-loss.ts (what the kill at a deadline and a death share).
 
 import type { ChildProcess } from 'node:child_process';
 import type { ChildMessage, ChildRequest, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import { ChildSuccession } from './child-succession.ts';
-import { answerAfterDeath, failure, lostAnswers } from './death-answers.ts';
+import { diedOnItsOwn, killedAtDeadline, type LossLog } from './child-loss.ts';
 import type { ExecutorProcessOptions } from './executor-options.ts';
 import { HandleMirror } from './handle-mirror.ts';
 import { HeadDeadline, type Timed } from './head-deadline.ts';
@@ -204,12 +205,9 @@ export class ExecutorProcess {
       const head = this.sent[0];
       if (!head || head.id !== id) continue;
       this.sent.shift();
-      this.spentMs += (cpuUs ?? 0) / 1000;
       // Evicts, closes and stats reach every child between lines' statements: not a line's cost.
-      if ('db' in head.item.req) {
-        this.statements++;
-        this.hooks.ran?.(this, head.item.req, (cpuUs ?? 0) / 1000);
-      }
+      if ('db' in head.item.req) this.charge(head.item.req, (cpuUs ?? 0) / 1000);
+      else this.spentMs += (cpuUs ?? 0) / 1000;
       head.item.resolve(outcome);
     }
     if (this.sent.length) {
@@ -242,64 +240,37 @@ export class ExecutorProcess {
     return running && running !== this.sent[0] ? { req: running.item.req, since: this.marks!.startedAt } : undefined;
   }
 
+  /** A statement of a line's ended after `ms` of executor time: its place's, and the pool is told. */
+  private charge(req: ExecRequest, ms: number): void {
+    this.spentMs += ms;
+    this.statements++;
+    this.hooks.ran?.(this, req, ms);
+  }
+
   /** The running statement's deadline passed, its answer not in the channel: the child is killed. */
   private expired(): void {
     const head = this.sent[0]!;
     const child = this.children.child!;
-    let { finished, running, unread } = this.marks!.sort(this.sent.splice(0));
-    if (!running) {
-      // Nothing marked running: the head answers for the deadline, as before marks existed.
-      running = head;
-      finished = finished.filter((s) => s !== head);
-      unread = unread.filter((s) => s !== head);
-    }
-    const limit = this.deadline.limitOf(running.item.req);
-    this.spentMs += limit;
-    this.statements++;
-    this.hooks.ran?.(this, running.item.req, limit);
-    this.opts.logger?.warn(
-      { ...about(running.item.req), child: this.index, childPid: child.pid, ms: limit, rerun: finished.length },
-      'statement timed out; killing its executor child',
-    );
-    this.opts.metrics?.executorKills.inc({ reason: 'timeout' });
+    const loss = killedAtDeadline(this.marks!.sort(this.sent.splice(0)), head, (req) => this.deadline.limitOf(req), this.lossLog(child));
+    this.charge(loss.running.req, loss.ms);
     this.children.replace(child, 'statement timeout');
-    // A write may have committed at its very deadline, its answer not yet written.
-    const lookup = answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`), this.opts.logger, this.index);
-    this.handBack([...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
+    this.handBack(loss.back);
   }
 
-  /**
-   * The child is gone, and every mark it wrote is in its marks file: only the request it was
-   * running answers for the death. Those it had
-   * finished lost their answers with it and run again; those it never started run elsewhere.
-   */
+  /** The child is gone (see `diedOnItsOwn`). */
   private onDeath(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    // A child killed at its deadline was replaced first: its death returns here, counted as a timeout.
     if (child !== this.children.child) return;
-    const { finished, running, unread } = this.marks!.sort(this.sent.splice(0));
-    let lookup: Queued | undefined;
-    if (running) {
-      const ms = Date.now() - Math.max(this.headSince, this.marks!.startedAt);
-      this.spentMs += ms;
-      this.statements++;
-      this.hooks.ran?.(this, running.item.req, ms);
-      // It died on its own in the middle of a statement: memory is the usual cause. Answer
-      // with a code that is not retried, so the same statement cannot crash the next child.
-      this.opts.logger?.error(
-        { ...about(running.item.req), child: this.index, childPid: child.pid, code, signal, rerun: finished.length },
-        'executor child died during a statement',
-      );
-      const died = failure(
-        'RESOURCE_LIMIT',
-        `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`,
-      );
-      lookup = answerAfterDeath(running.item, died, this.opts.logger, this.index);
-    } else
-      this.opts.logger?.warn({ child: this.index, childPid: child.pid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
-    // (A child killed at its deadline was replaced first: its death returned above, counted as a timeout.)
-    this.opts.metrics?.executorKills.inc({ reason: running ? 'resource' : 'exited' });
+    const sorted = this.marks!.sort(this.sent.splice(0));
+    const loss = diedOnItsOwn(sorted, Date.now() - Math.max(this.headSince, this.marks!.startedAt), code, signal, this.lossLog(child));
+    if (loss.running) this.charge(loss.running.req, loss.ms);
     // One that dies while idle, soon after it started, is not replaced in a loop.
-    this.children.replace(child, 'it died', !running && this.children.justStarted);
-    this.handBack([...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)]);
+    this.children.replace(child, 'it died', !loss.running && this.children.justStarted);
+    this.handBack(loss.back);
+  }
+
+  private lossLog(child: ChildProcess): LossLog {
+    return { opts: this.opts, child: this.index, childPid: child.pid };
   }
 
   /** The child in place was let go (see `ChildSuccession.replace`): what it said is stale, its deadline moot. */

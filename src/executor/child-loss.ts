@@ -1,0 +1,88 @@
+// What the kill of a child at a deadline and its death on its own share: which request answers
+// for the loss and what it cost, the log line and the count, and what goes back to the pool.
+// Moved out of executor-process.ts, which keeps what the child was sent, charges the cost,
+// replaces the child and hands back what is left.
+
+import type { ExecutorProcessOptions } from './executor-options.ts';
+import type { Queued } from './executor-process.ts';
+import type { ExecRequest } from './executor-protocol.ts';
+import { answerAfterDeath, failure, lostAnswers } from './death-answers.ts';
+import { about } from './executor-status.ts';
+import type { Unanswered } from './statement-marks.ts';
+
+/** A lost child's requests as its marks sorted them (see `StatementMarks.sort`). */
+type Sorted = Unanswered<{ item: Queued }>;
+
+/** What a loss leaves to its place. */
+export interface Loss {
+  /** The request the child was running, which answers for the loss; none when it was idle. */
+  running?: Queued;
+  /** The executor time `running` is charged. */
+  ms: number;
+  /**
+   * What goes back to the pool, in order: those it had finished (their answers lost, run
+   * again), the record lookup of a write that answers for it, those it never started.
+   */
+  back: Queued[];
+}
+
+/** Where a loss is told: the place's logger and metrics, its index, the child's pid. */
+export interface LossLog {
+  opts: Pick<ExecutorProcessOptions, 'logger' | 'metrics'>;
+  child: number;
+  childPid: number | undefined;
+}
+
+/**
+ * The running statement passed its limit (`limitOf`), its answer not in the channel: its child
+ * is killed, and it answers STATEMENT_TIMEOUT, or by its record if a write. `head` is the head of
+ * what the child was sent, which answers when the marks name none running.
+ */
+export function killedAtDeadline(sorted: Sorted, head: { item: Queued }, limitOf: (req: ExecRequest) => number, log: LossLog): Loss & { running: Queued } {
+  let { finished, running, unread } = sorted;
+  if (!running) {
+    // Nothing marked running: the head answers for the deadline, as before marks existed.
+    running = head;
+    finished = finished.filter((s) => s !== head);
+    unread = unread.filter((s) => s !== head);
+  }
+  const limit = limitOf(running.item.req);
+  log.opts.logger?.warn(
+    { ...about(running.item.req), child: log.child, childPid: log.childPid, ms: limit, rerun: finished.length },
+    'statement timed out; killing its executor child',
+  );
+  log.opts.metrics?.executorKills.inc({ reason: 'timeout' });
+  // A write may have committed at its very deadline, its answer not yet written.
+  const lookup = answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`), log.opts.logger, log.child);
+  return { running: running.item, ms: limit, back: [...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)] };
+}
+
+/**
+ * The child is gone, and every mark it wrote is in its marks file: only the request it was
+ * running answers for the death (after `ms` of it). Those it had finished lost their answers
+ * with it and run again; those it never started run elsewhere.
+ */
+export function diedOnItsOwn(sorted: Sorted, ms: number, code: number | null, signal: NodeJS.Signals | null, log: LossLog): Loss {
+  const { finished, running, unread } = sorted;
+  const { logger, metrics } = log.opts;
+  let lookup: Queued | undefined;
+  if (running) {
+    // It died on its own in the middle of a statement: memory is the usual cause. Answer
+    // with a code that is not retried, so the same statement cannot crash the next child.
+    logger?.error(
+      { ...about(running.item.req), child: log.child, childPid: log.childPid, code, signal, rerun: finished.length },
+      'executor child died during a statement',
+    );
+    const died = failure(
+      'RESOURCE_LIMIT',
+      `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`,
+    );
+    lookup = answerAfterDeath(running.item, died, logger, log.child);
+  } else logger?.warn({ child: log.child, childPid: log.childPid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
+  metrics?.executorKills.inc({ reason: running ? 'resource' : 'exited' });
+  return {
+    ...(running ? { running: running.item } : {}),
+    ms,
+    back: [...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)],
+  };
+}
