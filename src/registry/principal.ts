@@ -112,5 +112,11 @@ export function callInputFor(p: Principal, call: KeyedCall): CallInput {
     arguments: call.arguments ?? {},
     ...(call.callId !== undefined ? { callId: call.callId } : {}),
   };
-  return p.kind === 'agent' ? { ...base, settings: p.settings, keyId: p.keyId } : { ...base, member: p.member };
+  if (p.kind === 'agent') return { ...base, settings: p.settings, keyId: p.keyId };
+  return { ...base, member: p.since === undefined ? p.member : { ...p.member, since: p.since } };
+}
+
+/** The member record's creation a principal's calls are bound to (see `callKey`); undefined for an agent. */
+export function memberSinceOf(p: Principal): number | undefined {
+  return p.kind === 'member' ? p.since : undefined;
 }
