@@ -14,6 +14,13 @@ export interface ResultQuery {
    * `callKey`), so a call of an earlier member of the name answers NOT_FOUND.
    */
   memberSince?: number;
+  /**
+   * Calls enqueued before this are not the caller's: an agent's key asks with its agent's
+   * registration (an agent removed and registered again under the name is another, whose key
+   * read the earlier one's results). Its calls share their keys with the runtime's, which calls
+   * by name without a key, so they are not keyed by it.
+   */
+  madeSince?: number;
   wait?: boolean;
   timeoutMs?: number;
   /** Gives the wait up when it aborts (see `CallOptions.signal`). */
@@ -71,7 +78,8 @@ async function resultOf(
     completion = listened;
     void gaveUp?.then(() => waiters.drop(listened));
   }
-  const found = await lookup.find(key);
+  const looked = await lookup.find(key);
+  const found = looked && (opts.madeSince === undefined || (looked.job.data.enqueuedAt ?? looked.job.timestamp) >= opts.madeSince) ? looked : undefined;
   if (!found) {
     // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
     waiters.drop(completion);

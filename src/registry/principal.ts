@@ -16,7 +16,20 @@ import { hashKey, isKeyShaped } from './secret-key.ts';
  * tool surface) or a member of a workspace (a person's client, fenced by role).
  */
 export type Principal =
-  | { kind: 'agent'; workspace: string; agent: string; keyId: string; settings: AgentSettings; surface: Surface }
+  | {
+      kind: 'agent';
+      workspace: string;
+      agent: string;
+      keyId: string;
+      settings: AgentSettings;
+      surface: Surface;
+      /**
+       * When the agent's registration began (`RegisteredAgent.createdAt`): an agent removed and
+       * registered again under the name is another, and its key does not read the calls made
+       * before (see `ResultQuery.madeSince`).
+       */
+      since?: number;
+    }
   | {
       kind: 'member';
       workspace: string;
@@ -78,6 +91,7 @@ export class KeyAuthenticator {
         keyId: agent.key.id,
         settings: agent.settings,
         surface: agent.agent.surface,
+        since: agent.agent.createdAt,
       };
     }
     return undefined;
