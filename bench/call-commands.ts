@@ -26,6 +26,8 @@ const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 1);
 const RAW = process.env.RAW === '1';
 const MONITOR = process.env.MONITOR === '1';
 const INSERT = process.env.KIND === 'insert';
+const MEMBER = process.env.MEMBER === '1';
+const OWN_ID = process.env.OWN_ID === '1';
 
 interface Stat {
   calls: number;
@@ -116,12 +118,19 @@ if (RAW) {
   const pool = new ShardWorkerPool({ config, shards: [0, 1, 2, 3], logger: pino({ level: 'silent' }) });
   await pool.start();
   const client = new AgentDbClient({ redisUrl: own.url, prefix: config.prefix, shardCount: config.shardCount, rateLimits: config.rateLimits });
-  const who = { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
+  // MEMBER=1: a person's client calls (`@reader`, the shared database), bound to its member
+  // record's creation with SINCE=<ms> (as an HTTP server since session 27 sends it).
+  const since = process.env.SINCE ? { since: Number(process.env.SINCE) } : {};
+  const who = MEMBER
+    ? { workspace: 'bench', agent: '@reader', member: { name: 'reader', role: 'member' as const, ...since } }
+    : { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
   await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } });
   await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO kv VALUES (1, 'one')" } });
   let n = 0;
+  // OWN_ID=1: each call under a call id of the caller's own (claimed, and taken in the ledger).
+  const id = () => (OWN_ID ? { callId: `c-${n}` } : {});
   call = INSERT
-    ? () => client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO kv (v) VALUES (?)', params: [`row ${n++}`] } })
+    ? () => client.call({ ...who, ...id(), tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO kv (v) VALUES (?)', params: [`row ${n++}`] } })
     : () => client.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [1] } });
   close = async () => {
     await client.close();

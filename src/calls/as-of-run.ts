@@ -16,10 +16,11 @@ const MOMENT_BUILD_MS = 10 * 60_000;
  * agent's database, that agent's (`callKey`). Keys of another workspace never match: a
  * database holds only its own workspace's. @throws AgentDbError INVALID_ARGUMENTS.
  */
-export function asOfTarget(asOf: string, workspace: string, caller: string, owner: string | undefined): AsOfTarget {
+export function asOfTarget(asOf: string, workspace: string, caller: string, owner: string | undefined, memberSince?: number): AsOfTarget {
   const parsed = parseAsOf(asOf);
   if ('at' in parsed) return parsed;
-  const keys = [callKey(workspace, caller, parsed.callId)];
+  // A member's own calls by their member record (`callKey`): an earlier member's of the name are not theirs.
+  const keys = [callKey(workspace, caller, parsed.callId, memberSince)];
   if (owner !== undefined && owner !== caller) keys.push(callKey(workspace, owner, parsed.callId));
   return { callId: parsed.callId, callKeys: keys };
 }

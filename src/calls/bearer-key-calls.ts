@@ -4,7 +4,7 @@ import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
-import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
+import { callerOf, callInputFor, memberSinceOf, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
 import type { RateRefusal } from './call-rate-limits.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
@@ -141,9 +141,12 @@ export class KeyedCalls {
   }
 
   private async lookUp(principal: Principal, callId: string, opts: KeyedWait & { followUp?: true }): Promise<CallAnswer> {
+    const memberSince = memberSinceOf(principal);
     const who = {
       workspace: principal.workspace,
       agent: callerOf(principal),
+      ...(memberSince !== undefined ? { memberSince } : {}),
+      ...(principal.kind === 'agent' && principal.since !== undefined ? { madeSince: principal.since } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(principal.kind === 'agent' ? { keyId: principal.keyId } : {}),
       ...(opts.followUp ? { followUp: true as const } : {}),

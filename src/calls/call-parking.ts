@@ -110,6 +110,7 @@ export class CallParking {
           type: 'approval.requested',
           callId: job.data.callId,
           approval: summary(approval),
+          ...(job.data.member?.since !== undefined ? { memberSince: job.data.member.since } : {}),
           at: approval.createdAt,
         });
         return this.sleep(job, token, approval);
@@ -265,7 +266,13 @@ export class CallParking {
         .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
       const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
       await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
-      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.requested', callId: job.data.callId, approval: summary(approval), at });
+      await publishEvent(this.deps.redis, this.deps.keys.events, {
+        type: 'approval.requested',
+        callId: job.data.callId,
+        approval: summary(approval),
+        ...(job.data.member?.since !== undefined ? { memberSince: job.data.member.since } : {}),
+        at,
+      });
     }
     return this.sleep(job, token, approval);
   }

@@ -1,4 +1,4 @@
-import { callKey } from '../contracts/call-identity.ts';
+import { callKey, unboundCallIsMine } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
 import { awaitCompletion } from './call-completion-wait.ts';
@@ -9,6 +9,18 @@ import type { CallWaiters } from './call-waiters.ts';
 export interface ResultQuery {
   workspace: string;
   agent: string;
+  /**
+   * A member's record's creation (`Member.createdAt`): the member's calls are keyed by it (see
+   * `callKey`), so a call of an earlier member of the name answers NOT_FOUND.
+   */
+  memberSince?: number;
+  /**
+   * Calls enqueued before this are not the caller's: an agent's key asks with its agent's
+   * registration (an agent removed and registered again under the name is another, whose key
+   * read the earlier one's results). Its calls share their keys with the runtime's, which calls
+   * by name without a key, so they are not keyed by it.
+   */
+  madeSince?: number;
   wait?: boolean;
   timeoutMs?: number;
   /** Gives the wait up when it aborts (see `CallOptions.signal`). */
@@ -39,8 +51,25 @@ export interface ResultSources {
  * when it finishes, and without, where it stands. Another caller's call of the same id, like an
  * unknown (or long expired) one, answers NOT_FOUND.
  */
-export async function callResult({ waiters, lookup, ensureReader, waiting, gaveUp }: ResultSources, callId: string, opts: ResultQuery): Promise<CallAnswer> {
-  const key = callKey(opts.workspace, opts.agent, callId);
+export async function callResult(sources: ResultSources, callId: string, opts: ResultQuery): Promise<CallAnswer> {
+  const key = callKey(opts.workspace, opts.agent, callId, opts.memberSince);
+  const answer = await resultOf(sources, key, callId, opts);
+  if (opts.memberSince === undefined || answer.ok || !('error' in answer) || answer.error.code !== 'NOT_FOUND') return answer;
+  // A call the member made before calls were bound to the member record: theirs only if made
+  // since their record was (`unboundCallIsMine`). Looked for only when the bound key is unknown.
+  const unbound = callKey(opts.workspace, opts.agent, callId);
+  const found = await sources.lookup.find(unbound);
+  const data = found?.job.data;
+  if (!data || data.member?.since !== undefined || !unboundCallIsMine(data.enqueuedAt ?? found.job.timestamp, opts.memberSince)) return answer;
+  return resultOf(sources, unbound, callId, opts);
+}
+
+async function resultOf(
+  { waiters, lookup, ensureReader, waiting, gaveUp }: ResultSources,
+  key: string,
+  callId: string,
+  opts: ResultQuery,
+): Promise<CallAnswer> {
   // Listen before looking, so a completion between the look and the wait is not missed.
   let completion: Promise<Envelope> | undefined;
   if (opts.wait) {
@@ -49,7 +78,8 @@ export async function callResult({ waiters, lookup, ensureReader, waiting, gaveU
     completion = listened;
     void gaveUp?.then(() => waiters.drop(listened));
   }
-  const found = await lookup.find(key);
+  const looked = await lookup.find(key);
+  const found = looked && (opts.madeSince === undefined || (looked.job.data.enqueuedAt ?? looked.job.timestamp) >= opts.madeSince) ? looked : undefined;
   if (!found) {
     // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
     waiters.drop(completion);

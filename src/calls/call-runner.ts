@@ -131,7 +131,10 @@ export async function runCall(
 
   const gate = gateFor(plan.caller, TOOL_TIERS[plan.tool]);
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
-  const asOf = typeof plan.args.as_of === 'string' ? { target: asOfTarget(plan.args.as_of, data.workspace, data.agent, plan.target.agent) } : undefined;
+  const asOf =
+    typeof plan.args.as_of === 'string'
+      ? { target: asOfTarget(plan.args.as_of, data.workspace, data.agent, plan.target.agent, data.member?.since) }
+      : undefined;
   const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved, deps.results !== undefined, asOf);
   if (gate.kind === 'approval' && !approved) {
     const verdict = guardFirstLayer(plan);

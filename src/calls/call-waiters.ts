@@ -195,16 +195,17 @@ export class CallWaiters {
   onEvent(event: StreamedEvent, fetch: (key: string) => Promise<Envelope | undefined>): void {
     if (event.type === 'approval.requested') {
       const { workspace, agent } = event.approval as { workspace: string; agent: string };
-      const watch = this.watches.get(callKey(workspace, agent, event.callId));
+      const key = callKey(workspace, agent, event.callId, event.memberSince);
+      const watch = this.watches.get(key);
       if (!watch || watch.parked.size === 0) return;
       const parked = [...watch.parked];
       watch.parked.clear();
-      this.releaseIfIdle(callKey(workspace, agent, event.callId), watch);
+      this.releaseIfIdle(key, watch);
       for (const l of parked) l.settle(event.approval);
       return;
     }
     if (event.type !== 'call.completed') return;
-    const key = callKey(event.workspace, event.agent, event.callId);
+    const key = callKey(event.workspace, event.agent, event.callId, event.memberSince);
     if (!this.awaitsCompletion(key)) return;
     if (event.envelope) {
       this.announced.remember(key, event.envelope);

@@ -294,7 +294,7 @@ export class AgentDbClient {
         this.keys.events,
         from,
         (e) => this.waiters.onEvent(e, (id) => this.lookup.finished(id)),
-        (c) => this.waiters.awaitsCompletion(callKey(c.workspace, c.agent, c.callId)),
+        (c) => this.waiters.awaitsCompletion(callKey(c.workspace, c.agent, c.callId, c.memberSince)),
       );
       reader.start();
       this.started = reader;

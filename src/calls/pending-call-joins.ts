@@ -4,7 +4,7 @@ import { callKey, digestOf } from '../contracts/call-identity.ts';
 import { isTransient } from './call-answers.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
-import { callerOf, type KeyedCall, type Principal } from '../registry/principal.ts';
+import { callerOf, memberSinceOf, type KeyedCall, type Principal } from '../registry/principal.ts';
 
 /**
  * The tools whose calls can wait for a person (a write under `approval: "write"`, any drop, db_exec
@@ -99,7 +99,7 @@ export class PendingCallJoins {
    * either after the delete (its note saves the id again) or before the check (kept).
    */
   async letGoUnsent(principal: Principal, key: string, callId: string): Promise<void> {
-    const claim = this.keys.callIdClaim(callKey(principal.workspace, callerOf(principal), callId));
+    const claim = this.keys.callIdClaim(callKey(principal.workspace, callerOf(principal), callId, memberSinceOf(principal)));
     await this.redis.agentdbJoinLetGoUnsent(key, claim, callId);
   }
 

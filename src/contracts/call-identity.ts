@@ -11,13 +11,50 @@ import type { CallJobData } from './call.ts';
  * `.` separates the parts: names are `[a-z0-9_-]` and call ids `[A-Za-z0-9_-]`, so the key is
  * unambiguous, and it stays readable in Redis for operators (`acme.scout.step-1`).
  */
-export function callKey(workspace: string, agent: string, callId: string): string {
-  return `${workspace}.${agent}.${callId}`;
+export function callKey(workspace: string, agent: string, callId: string, memberSince?: number): string {
+  return `${workspace}.${boundCaller(agent, memberSince)}.${callId}`;
 }
 
-/** The key of a call's job data. */
-export function callKeyOf(data: Pick<CallJobData, 'workspace' | 'agent' | 'callId'>): string {
-  return callKey(data.workspace, data.agent, data.callId);
+/**
+ * A member's caller bound to their member record: `@<name>~<createdAt>`. A member revoked and
+ * added again under the same name is another person, who read the first one's results and met
+ * their call ids (IDEMPOTENCY_CONFLICT said their SQL differed) while both were keyed `@<name>`
+ * (hostile review T2). `~` is in neither alphabet, nor is it ':' (BullMQ job ids hold none).
+ * Calls made before members' calls were bound carry no `since`, and keep the bare `@<name>`:
+ * {@link unboundCallIsMine} says whose they are.
+ */
+function boundCaller(agent: string, memberSince: number | undefined): string {
+  return memberSince === undefined ? agent : `${agent}~${memberSince}`;
+}
+
+/** The key of a call's job data: a member's call by its member record's creation, when it carries it. */
+export function callKeyOf(data: Pick<CallJobData, 'workspace' | 'agent' | 'callId' | 'member'>): string {
+  return callKey(data.workspace, data.agent, data.callId, data.member?.since);
+}
+
+/**
+ * The key a member's call bound to its member record (`<workspace>.@<name>~<since>.<call id>`)
+ * had before calls were bound (`<workspace>.@<name>.<call id>`), and the record's creation; or
+ * undefined for any other key (an agent's, or an unbound one). Where only the key travels (a
+ * write's exactly-once record), this is how a call made before the binding is still found.
+ */
+export function unboundKeyOf(key: string): { key: string; since: number } | undefined {
+  // Every agent's write asks: most keys have no `~`, and need no pattern run over them.
+  const m = key.includes('~') ? BOUND_KEY.exec(key) : null;
+  return m ? { key: `${m[1]}.${m[2]}.${m[4]}`, since: Number(m[3]) } : undefined;
+}
+
+const BOUND_KEY = /^([^.]+)\.(@[^.~]+)~(\d+)\.([^.]+)$/;
+
+/**
+ * Whether a member call made before calls were bound to the member record (keyed by the bare
+ * `@<name>`, see {@link boundCaller}) is the current member's, whose record was created at
+ * `memberSince`: only if it was made at or after that. Whoever held the name before was revoked
+ * before this record was created, so a call made since is this person's; an earlier one is not
+ * (as `agentSince` rules agent keys minted before it was recorded).
+ */
+export function unboundCallIsMine(madeAt: number, memberSince: number): boolean {
+  return madeAt >= memberSince;
 }
 
 /** Sorts an object's keys as it is serialised; arrays and scalars as they are. */

@@ -33,9 +33,15 @@ export function argumentBytes(args: unknown): number | undefined {
 /**
  * A person's client as the caller of a call: the member and the role their key carries, and,
  * for a client signed in with OAuth, how far the person's grant reaches (`granted`; absent: as
- * far as the role).
+ * far as the role). `since`: the member record's creation (`Member.createdAt`), which binds the
+ * call to this person, not to the name (see `callKey`); absent on calls made before it was.
  */
-export const memberOfCall = z.strictObject({ name: agentName, role: z.enum(['member', 'admin']), granted: grantLevel.optional() });
+export const memberOfCall = z.strictObject({
+  name: agentName,
+  role: z.enum(['member', 'admin']),
+  granted: grantLevel.optional(),
+  since: z.number().int().nonnegative().optional(),
+});
 export type MemberOfCall = z.output<typeof memberOfCall>;
 
 /**

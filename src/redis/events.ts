@@ -9,12 +9,14 @@ export type AgentDbEvent =
       callId: string;
       workspace: string;
       agent: string;
+      /** A member's call: their member record's creation, with `agent` (`@<name>`) what names the call (`callKey`). */
+      memberSince?: number;
       ok: boolean;
       /** The envelope itself when small; otherwise fetch it with `client.result()`. */
       envelope?: Envelope;
       at: number;
     }
-  | { type: 'approval.requested'; callId: string; approval: Record<string, unknown>; at: number }
+  | { type: 'approval.requested'; callId: string; approval: Record<string, unknown>; memberSince?: number; at: number }
   | { type: 'approval.decided'; callId: string; approval: Record<string, unknown>; at: number };
 
 /** An event with its stream position, so a reader can resume from it. */
@@ -42,10 +44,11 @@ export interface CompletedEvent {
  * carries. Written out by hand so the envelope is serialised once, not once to measure it and
  * again inside the event: the output is exactly `JSON.stringify` of the event.
  */
-export function completedEvent(envelope: Envelope, workspace: string, agent: string): CompletedEvent {
+export function completedEvent(envelope: Envelope, workspace: string, agent: string, memberSince?: number): CompletedEvent {
   const json = JSON.stringify(envelope);
   const inline = json.length <= INLINE_ENVELOPE_BYTES;
-  const names = `"workspace":${JSON.stringify(workspace)},"agent":${JSON.stringify(agent)}`;
+  const since = memberSince === undefined ? '' : `,"memberSince":${memberSince}`;
+  const names = `"workspace":${JSON.stringify(workspace)},"agent":${JSON.stringify(agent)}${since}`;
   return {
     json: `{"type":"call.completed","callId":${JSON.stringify(envelope.callId)},${names},"ok":${envelope.ok}${inline ? `,"envelope":${json}` : ''},"at":${Date.now()}}`,
     inline,
@@ -78,6 +81,7 @@ export interface CompletedCaller {
   callId: string;
   workspace: string;
   agent: string;
+  memberSince?: number;
 }
 
 const COMPLETED_HEAD = '{"type":"call.completed","callId":"';
@@ -95,8 +99,15 @@ export function completedCaller(fields: string[]): CompletedCaller | undefined {
   const callId = plainString(json, COMPLETED_HEAD.length, '","workspace":"');
   const workspace = callId && plainString(json, callId.next, '","agent":"');
   const agent = workspace && plainString(json, workspace.next, '",');
-  return agent && { callId: callId.value, workspace: workspace.value, agent: agent.value };
+  if (!agent) return undefined;
+  const caller: CompletedCaller = { callId: callId.value, workspace: workspace.value, agent: agent.value };
+  const since = SINCE_FIELD.exec(json.slice(agent.next - 1, agent.next + 40));
+  if (since) caller.memberSince = Number(since[1]);
+  return caller;
 }
+
+/** A member's `memberSince` right after the agent's name, as {@link completedEvent} writes it. */
+const SINCE_FIELD = /^,"memberSince":(\d+)[,}]/;
 
 /**
  * The JSON string from `from` to the closing quote that `then` starts, when nothing in it is

@@ -16,7 +16,20 @@ import { hashKey, isKeyShaped } from './secret-key.ts';
  * tool surface) or a member of a workspace (a person's client, fenced by role).
  */
 export type Principal =
-  | { kind: 'agent'; workspace: string; agent: string; keyId: string; settings: AgentSettings; surface: Surface }
+  | {
+      kind: 'agent';
+      workspace: string;
+      agent: string;
+      keyId: string;
+      settings: AgentSettings;
+      surface: Surface;
+      /**
+       * When the agent's registration began (`RegisteredAgent.createdAt`): an agent removed and
+       * registered again under the name is another, and its key does not read the calls made
+       * before (see `ResultQuery.madeSince`).
+       */
+      since?: number;
+    }
   | {
       kind: 'member';
       workspace: string;
@@ -78,6 +91,7 @@ export class KeyAuthenticator {
         keyId: agent.key.id,
         settings: agent.settings,
         surface: agent.agent.surface,
+        since: agent.agent.createdAt,
       };
     }
     return undefined;
@@ -112,5 +126,11 @@ export function callInputFor(p: Principal, call: KeyedCall): CallInput {
     arguments: call.arguments ?? {},
     ...(call.callId !== undefined ? { callId: call.callId } : {}),
   };
-  return p.kind === 'agent' ? { ...base, settings: p.settings, keyId: p.keyId } : { ...base, member: p.member };
+  if (p.kind === 'agent') return { ...base, settings: p.settings, keyId: p.keyId };
+  return { ...base, member: p.since === undefined ? p.member : { ...p.member, since: p.since } };
+}
+
+/** The member record's creation a principal's calls are bound to (see `callKey`); undefined for an agent. */
+export function memberSinceOf(p: Principal): number | undefined {
+  return p.kind === 'member' ? p.since : undefined;
 }

@@ -138,7 +138,7 @@ export class CallJobProcessor {
       const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
       await yieldToRecord(this.opts.redis, this.opts.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
     }
-    const event = completedEvent(envelope, data.workspace, data.agent);
+    const event = completedEvent(envelope, data.workspace, data.agent, data.member?.since);
     // Only parking changes a job's data (a call refused there has its arguments dropped): any
     // other call keeps what was measured above, not serialised again to be measured again.
     const once = outcome.meterOnce ? `${job.queueQualifiedName}:${job.id}` : undefined;
@@ -201,7 +201,7 @@ export class CallJobProcessor {
     const { logger } = this.opts;
     logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
     const envelope = failedCallEnvelope(job.data, err.message);
-    const event = completedEvent(envelope, job.data.workspace, job.data.agent);
+    const event = completedEvent(envelope, job.data.workspace, job.data.agent, job.data.member?.since);
     void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
   }
 

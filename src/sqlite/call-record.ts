@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { digestOf } from '../contracts/call-identity.ts';
+import { digestOf, unboundCallIsMine, unboundKeyOf } from '../contracts/call-identity.ts';
 import { AgentDbError } from '../errors.ts';
 import { trusted } from './sqlite-trusted.ts';
 import type { Param } from './sqlite-values.ts';
@@ -125,7 +125,7 @@ export function committedCall(db: Database, call: RecordedCall): RecordedOutcome
  * @throws AgentDbError IDEMPOTENCY_CONFLICT when the key ran something else.
  */
 export function recordedResult(db: Database, call: RecordedCall): unknown {
-  const row = trusted(db, `SELECT result, digest FROM ${CALLS_TABLE} WHERE call_id = ?`).get(call.key) as { result: string; digest: string | null } | undefined;
+  const row = recordOf(db, call.key) ?? unboundRecordOf(db, call.key);
   if (row === undefined) return undefined;
   if (row.digest !== null && row.digest !== call.digest) {
     // The key's last part is the caller's own call id (see `callKey`).
@@ -133,6 +133,30 @@ export function recordedResult(db: Database, call: RecordedCall): unknown {
     throw new AgentDbError('IDEMPOTENCY_CONFLICT', `call ${JSON.stringify(callId)} already ran another statement in this database.`);
   }
   return replayedResult(JSON.parse(row.result));
+}
+
+interface RecordRow {
+  result: string;
+  digest: string | null;
+  at: number;
+}
+
+function recordOf(db: Database, key: string): RecordRow | undefined {
+  return trusted(db, `SELECT result, digest, at FROM ${CALLS_TABLE} WHERE call_id = ?`).get(key) as RecordRow | undefined;
+}
+
+/**
+ * A member's call recorded before calls were bound to the member record (under the bare
+ * `@<name>`, see `unboundKeyOf`): the member's own only if committed since their record was
+ * created (`unboundCallIsMine`), so their resend across the upgrade replays it, and a later
+ * member of the name neither replays it nor is refused by it. Read only when the bound key has no
+ * record: a member's first write pays one more lookup on the primary key; an agent's, nothing.
+ */
+function unboundRecordOf(db: Database, key: string): RecordRow | undefined {
+  const unbound = unboundKeyOf(key);
+  if (!unbound) return undefined;
+  const row = recordOf(db, unbound.key);
+  return row && unboundCallIsMine(row.at, unbound.since) ? row : undefined;
 }
 
 /** Records `result` for `call`; must run inside the transaction of the effect it records. */
