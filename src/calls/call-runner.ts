@@ -31,8 +31,8 @@ export interface RunDeps {
   results?: OffloadedResults;
   /** Where a caller's own call ids are taken on disk too; without it, only their Redis claims hold them. */
   callIds?: CallIdLedger;
-  /** A workspace's disk quotas: a write that would create a database is checked first. */
-  quota?: Pick<WorkspaceQuota, 'check' | 'hold'>;
+  /** A workspace's disk quotas: a write that would create a database is checked first, any other against its bytes. */
+  quota?: Pick<WorkspaceQuota, 'check' | 'hold' | 'writesRefusal'>;
 }
 
 /**
@@ -153,6 +153,10 @@ export async function runCall(
       return fail('QUOTA_EXCEEDED', (err as AgentDbError).detail ?? 'the workspace is past its disk quota');
     }
   }
+  // A workspace past its bytes writes no more (drops still free room); the child refuses it after
+  // the replay, so a write already committed answers what it did.
+  const overQuota = request.op === 'write' && deps.quota ? await deps.quota.writesRefusal(parseDatabaseId(plan.databaseId).workspace) : undefined;
+  if (overQuota !== undefined && request.op === 'write') request.overQuota = overQuota;
   const outcome =
     (request.op === 'query' || request.op === 'describe') && request.asOf
       ? await runAsOf({ ...request, asOf: request.asOf }, deps.executor, deps.quota, parseDatabaseId(plan.databaseId).workspace)

@@ -82,6 +82,15 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       case 'write': {
         const db = handles.open(req.db, 'write');
         history?.catchUp(db, req.db);
+        const over = req.overQuota;
+        const admit =
+          over === undefined && !history
+            ? undefined
+            : () => {
+                if (over !== undefined) throw new AgentDbError('QUOTA_EXCEEDED', over);
+                history?.checkQuota(req.db);
+                history?.checkBacklog(req.db);
+              };
         const { replayed, ...result } = write(
           db,
           req.sql,
@@ -89,7 +98,7 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
           req.callKey,
           req.db.limits,
           budget,
-          history && (() => (history.checkQuota(req.db), history.checkBacklog(req.db))),
+          admit,
           req.effect,
           req.activity && { ...req.activity, statement: req.activity.statement ?? req.sql },
         );

@@ -64,6 +64,12 @@ export type ExecRequest = (
        * child twice, in the worker's serialisation and the child's parse (issue 31).
        */
       activity?: WriteActivityNote;
+      /**
+       * Why the workspace's disk quota refuses the write (its bytes are past it): refused with
+       * QUOTA_EXCEEDED in the write's transaction, after the replay, so a write already committed
+       * still answers what it did.
+       */
+      overQuota?: string;
     }
   /** What a write would change now (an `Effect`), in a transaction always rolled back. Asked before parking. */
   | { op: 'effect'; db: DbTarget; sql: string; params: Param[]; limits: EffectLimits }

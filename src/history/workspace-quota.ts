@@ -8,6 +8,17 @@ import { checkDiskQuota } from '../policy/disk-quota.ts';
 import { workspaceLimits, type WorkspaceLimits } from '../policy/plan-limits.ts';
 import { workspaceDiskUse } from './workspace-disk.ts';
 import { dropMoments } from './as-of-cache.ts';
+import { codeOf } from '../errors.ts';
+
+/**
+ * How long a workspace's verdict for writes ({@link WorkspaceQuota.writesRefusal}) is used before
+ * its folder is walked again: the walk costs a stat per file of its databases and history, too
+ * much per write, and a workspace past its bytes passes them by at most what it writes meanwhile.
+ */
+export const WRITES_VERDICT_KEEP_MS = 5_000;
+
+/** Workspaces whose verdict for writes is kept at most; past it all are forgotten at once. */
+const WRITES_VERDICTS_MAX = 10_000;
 
 /** What `agentdb usage` shows of a workspace's disk, against its plan. */
 export interface WorkspaceUsage {
@@ -36,6 +47,8 @@ export interface WorkspaceQuotaDeps {
   offloadedBytes?(workspace: string, now: number): Promise<number>;
   /** Told of each refusal (the `/metrics` counter of quota refusals). */
   onRefused?(workspace: string, quota: 'disk'): void;
+  /** How long a verdict for writes is used (default {@link WRITES_VERDICT_KEEP_MS}). */
+  writesVerdictKeepMs?: number;
 }
 
 /**
@@ -49,8 +62,9 @@ export function serviceWorkspaceQuota(deps: {
   redis: Redis;
   keys: Keys;
   onRefused?: WorkspaceQuotaDeps['onRefused'];
+  writesVerdictKeepMs?: number;
 }): { quota: WorkspaceQuota; offloaded: RedisOffloadQuota } {
-  const { config, redis, keys, onRefused } = deps;
+  const { config, redis, keys, onRefused, writesVerdictKeepMs } = deps;
   const offloaded = new RedisOffloadQuota(redis, keys, config.maxOffloadedBytesPerWorkspace);
   const workspaces = new WorkspaceRegistry(redis, keys);
   const quota = new WorkspaceQuota({
@@ -59,6 +73,7 @@ export function serviceWorkspaceQuota(deps: {
     planOf: (ws) => workspaces.planOf(ws),
     offloadedBytes: (ws, now) => offloaded.held(ws, now),
     ...(onRefused ? { onRefused } : {}),
+    ...(writesVerdictKeepMs !== undefined ? { writesVerdictKeepMs } : {}),
   });
   return { quota, offloaded };
 }
@@ -71,8 +86,36 @@ export function serviceWorkspaceQuota(deps: {
 export class WorkspaceQuota {
   /** Bytes steps of each workspace hold while they build (see {@link hold}), in the order they asked: counted as used, not yet on disk. */
   private readonly held = new Map<string, Map<symbol, number>>();
+  /** Each workspace's verdict for writes, as the promise of its walk (one walk for writes at once), and when it began. */
+  private readonly writesVerdicts = new Map<string, { at: number; refusal: Promise<string | undefined> }>();
 
   constructor(private readonly deps: WorkspaceQuotaDeps) {}
+
+  /**
+   * Why a write to an existing database of `workspace` is refused (its bytes are past its quota),
+   * or undefined: as walked in the last {@link WRITES_VERDICT_KEEP_MS}. Checked only before steps
+   * that create a database, the byte quota held nothing back: a workspace made its databases
+   * while small, then grew each to its plan's size and ten times that in history (hostile review
+   * T3: 5.5× a 30 MB quota in six writes, and on pro up to 1,000 × 1.1 GB against 5 GiB).
+   */
+  writesRefusal(workspace: string, now = Date.now()): Promise<string | undefined> {
+    const kept = this.writesVerdicts.get(workspace);
+    if (kept && now - kept.at < (this.deps.writesVerdictKeepMs ?? WRITES_VERDICT_KEEP_MS)) return kept.refusal;
+    if (this.writesVerdicts.size >= WRITES_VERDICTS_MAX) this.writesVerdicts.clear();
+    const refusal = this.check(workspace, { databases: 0, bytes: 0 }, 'writes').then(
+      () => undefined,
+      (err: unknown) => {
+        if (codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+        return (err as { detail?: string }).detail ?? `writes refused: workspace ${workspace} is past its disk quota`;
+      },
+    );
+    this.writesVerdicts.set(workspace, { at: now, refusal });
+    // A walk that failed (a folder gone under it) is not kept: the next write walks again.
+    refusal.catch(() => {
+      if (this.writesVerdicts.get(workspace)?.refusal === refusal) this.writesVerdicts.delete(workspace);
+    });
+    return refusal;
+  }
 
   /**
    * {@link check}s a step that adds `adding.bytes`, counting the bytes steps of the workspace

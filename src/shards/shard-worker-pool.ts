@@ -45,6 +45,8 @@ export interface ShardWorkerPoolOptions {
   executorChild?: ChildModule;
   /** Where calls, executor kills and quota refusals are counted, and the pool's gauges read (`/metrics`). */
   metrics?: Metrics;
+  /** How long a workspace's disk verdict for writes is used (`WorkspaceQuota.writesRefusal`); tests set 0. */
+  writesVerdictKeepMs?: number;
 }
 
 /**
@@ -91,6 +93,7 @@ export class ShardWorkerPool {
       redis: this.redis,
       keys: this.keys,
       ...(opts.metrics ? { onRefused: (_ws: string, kind: string) => opts.metrics!.refusals.inc({ quota: kind }) } : {}),
+      ...(opts.writesVerdictKeepMs !== undefined ? { writesVerdictKeepMs: opts.writesVerdictKeepMs } : {}),
     });
     this.quota = quota;
     const results = new OffloadedResults(this.blobs, {

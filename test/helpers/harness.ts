@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { AgentDbClient } from '../../src/calls/client.ts';
 import type { AgentDbClientOptions } from '../../src/calls/client-options.ts';
-import { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
+import { ShardWorkerPool, type ShardWorkerPoolOptions } from '../../src/shards/shard-worker-pool.ts';
 import { builtExecutorChild } from './built-child.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -19,7 +19,8 @@ export interface Sandbox {
   env: Record<string, string>;
   /** A client of the sandbox; `opts` adds to (or replaces) its options, e.g. `rateLimits`. */
   client(opts?: AgentDbClientOptions): AgentDbClient;
-  pool(shards?: number[], overrides?: Record<string, string>): Promise<ShardWorkerPool>;
+  /** A started worker pool; `opts` adds the pool's own options that are no setting (`writesVerdictKeepMs`). */
+  pool(shards?: number[], overrides?: Record<string, string>, opts?: Pick<ShardWorkerPoolOptions, 'writesVerdictKeepMs'>): Promise<ShardWorkerPool>;
   cleanup(): Promise<void>;
 }
 
@@ -64,13 +65,14 @@ export function sandbox(env: Record<string, string> = {}): Sandbox {
       clients.push(c);
       return c;
     },
-    async pool(shards, overrides = {}) {
+    async pool(shards, overrides = {}, opts = {}) {
       const cfg = loadConfig({ ...fullEnv, ...overrides });
       const p = new ShardWorkerPool({
         config: cfg,
         shards: shards ?? Array.from({ length: cfg.shardCount }, (_, i) => i),
         logger: pino({ level: 'silent' }),
         executorChild: builtExecutorChild,
+        ...opts,
       });
       pools.push(p);
       await p.start();

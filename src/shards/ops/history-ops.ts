@@ -72,11 +72,16 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     // never leaves its workspace, nor lands on the database it is taken from or the shared one.
     if (args.into !== undefined) checkForkTarget(source, writes);
     const db = target(ctx, writes);
-    if (args.into !== undefined && args.dryRun !== true && ctx.quota) {
+    if (args.dryRun !== true && ctx.quota) {
       // Before anything is copied: a fork is a full copy of its source with its own history (the
-      // review's ten forks of a 20 MB database took 385 MB).
+      // review's ten forks of a 20 MB database took 385 MB). A restore in place or its undo adds
+      // about the database's size to its history each time (its frames or a generation's
+      // snapshot), and history's own quota lets restores through: unchecked, one admin's loop of
+      // restores of a 20 MB database grew history 20.7 MB a restore past the workspace's quota
+      // (hostile review T3).
       const sourceBytes = fs.statSync(fileOf(ctx, source).path, { throwIfNoEntry: false })?.size ?? 0;
-      await ctx.quota.check(parseDatabaseId(writes).workspace, { databases: 1, bytes: sourceBytes }, `restore of ${source} into ${writes}`);
+      const what = args.into === undefined ? `restore of ${source} in place` : `restore of ${source} into ${writes}`;
+      await ctx.quota.check(parseDatabaseId(writes).workspace, { databases: args.into === undefined ? 0 : 1, bytes: sourceBytes }, what);
     }
     const key = path.resolve(ctx.config.dataDir, source);
     if (running.has(key) || (args.into && running.has(path.resolve(ctx.config.dataDir, args.into)))) {
