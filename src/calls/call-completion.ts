@@ -38,7 +38,8 @@ export interface NotesBefore {
 }
 
 interface Pending {
-  data: string;
+  /** The `call.completed` event, or none: metered ahead of its announce (`CallCompletion.meter`). */
+  data?: string;
   /** Where the call is metered, and the job whose first mark it waits for (`Metering.once`). */
   meter?: { usageKey: string; field: string; credits: number; member: string; once?: string };
   settle: (err?: Error) => void;
@@ -66,12 +67,13 @@ function completeCommand(keys: Keys, batch: readonly Pending[]): { keys: string[
     if (meter.once) marks.push({ job: meter.once, group: group.index, credits: meter.credits });
   }
   const metered = [...groups.values()];
+  const events = batch.flatMap((p) => (p.data === undefined ? [] : [p.data]));
   return {
     keys: [keys.events, keys.usageIndex, ...metered.map((m) => m.usageKey), ...marks.map((m) => m.job)],
     args: [
       STREAM_MAX_LEN,
-      batch.length,
-      ...batch.map((p) => p.data),
+      events.length,
+      ...events,
       metered.length,
       ...metered.flatMap((m) => [m.field, m.credits, m.calls, m.member]),
       ...marks.flatMap((m) => [m.group, m.credits]),
@@ -105,16 +107,29 @@ export class CallCompletion {
 
   /** Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. */
   complete(envelope: Envelope, event: CompletedEvent, meter?: Metering): Promise<void> {
-    const data = event.json;
+    return this.queue(envelope.tool, event.json, meter);
+  }
+
+  /**
+   * Meters a call of `tool` whose announce waits for BullMQ to store its outcome: sent now, ahead
+   * of that store on the same connection, so a worker that dies between the store and the
+   * announce has metered it all the same (review F2). `meter.once` must name its job: a run whose
+   * store then fails (its lock lapsed) has marked the job, and the run that answers meters nothing.
+   */
+  meter(tool: string, meter: Metering & { once: string }): Promise<void> {
+    return this.queue(tool, undefined, meter);
+  }
+
+  private queue(tool: string, data: string | undefined, meter?: Metering): Promise<void> {
     const day = meter ? this.dayOf(meter.at) : '';
     return new Promise((resolve, reject) => {
       this.pending.push({
-        data,
+        ...(data === undefined ? {} : { data }),
         ...(meter
           ? {
               meter: {
                 usageKey: this.keys.usage(meter.workspace, day),
-                field: `${meter.agent}|${envelope.tool}`,
+                field: `${meter.agent}|${tool}`,
                 credits: meter.credits,
                 member: `${meter.workspace}|${day}`,
                 ...(meter.once ? { once: meter.once } : {}),

@@ -12,7 +12,8 @@ import { pickupWatch } from './op-pickup.ts';
 /**
  * `agentdb backup now [--db DB]`: backs up every database (or DB) at once, on each shard's
  * owner, as the nightly job does. A line per database on stderr as each is done; the run's
- * report as JSON on stdout. Exit 1 when any shard failed.
+ * report as JSON on stdout. Exit 1 when any shard failed, or any database's backup is short of now
+ * (failed, damaged segments left out, or no fresh snapshot taken).
  */
 export async function backupNow(ctx: CommandContext, flags: { db?: string }): Promise<number> {
   if (flags.db !== undefined) {
@@ -43,7 +44,10 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
         ? 'unchanged'
         : `${r.files} files, ${(r.bytes / 1024 / 1024).toFixed(1)} MB uploaded and verified`;
     const left = r.damaged ? `; DAMAGED, not uploaded (nor the rest of their generation): ${r.damaged.join(', ')}` : '';
-    ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}${left}\n`);
+    const behind = r.snapshot
+      ? `; NO FRESH SNAPSHOT (${r.snapshot.code}: ${r.snapshot.detail}): the commits since its last closed segment are in no backup yet`
+      : '';
+    ctx.stderr.write(`shard ${shard} ${done}/${total} ${r.database}: ${what}${left}${behind}\n`);
   };
   try {
     const run = await runBackups(ops, ctx.config.shardCount, {
@@ -55,10 +59,14 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
       onProgress: say,
     });
     // A database's refusal as every other coded error reads: its message and hint beside the code.
-    const databases = run.databases.map((d) => (d.error ? { ...d, error: errorBody(d.error.code, d.error.detail, HISTORY_HINTS) } : d));
+    const databases = run.databases.map((d) => ({
+      ...d,
+      ...(d.error ? { error: errorBody(d.error.code, d.error.detail, HISTORY_HINTS) } : {}),
+      ...(d.snapshot ? { snapshot: errorBody(d.snapshot.code, d.snapshot.detail, HISTORY_HINTS) } : {}),
+    }));
     const failed = run.failed.map((f) => ({ shard: f.shard, ...errorBody(f.code, f.detail, HISTORY_HINTS) }));
     ctx.stdout.write(`${JSON.stringify({ ...run, databases, failed, ms: Date.now() - started })}\n`);
-    return run.failed.length || run.databases.some((d) => d.error || d.damaged) ? EXIT.failed : EXIT.ok;
+    return run.failed.length || run.databases.some((d) => d.error || d.damaged || d.snapshot) ? EXIT.failed : EXIT.ok;
   } catch (err) {
     const code = codeOf(err);
     if (!code || code === 'INTERNAL') throw err;

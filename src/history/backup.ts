@@ -21,6 +21,13 @@ export interface BackupReport {
    * reach past them anyway; every other generation is backed up.
    */
   damaged?: string[];
+  /**
+   * Why the fresh snapshot a backup begins with was not taken (a full disk, a restore reading the
+   * history): the closed segments went up, but not the commits since the last one closed, which
+   * only that snapshot would have closed. Reported, not silent: a backup on a full data disk
+   * answered `unchanged` and exited 0 while its last stretch of commits was in no backup (review F2).
+   */
+  snapshot?: { code: ErrorCode; detail: string };
 }
 
 /**

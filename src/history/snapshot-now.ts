@@ -11,7 +11,10 @@ import type { HistoryCapture } from './handle-capture.ts';
 export function snapshotNow(handles: HandleCache, history: HistoryCapture, dataDir: string, req: SnapshotReq): { snapshot?: string } {
   const db = handles.open(req.db, 'read');
   if (handles.isPlaceholder(db)) return {};
-  history.run(db, req.db);
+  // A copy that fails (a full disk) fails the snapshot here: history's position would then say
+  // nothing was committed since the last snapshot while the WAL holds commits it lacks, and the
+  // snapshot answered ok having taken nothing, so `backup now` said `unchanged` (review F2).
+  history.copy(db, req.db);
   const source = localSource(dataDir, req.db.id);
   const pos = capturedPosition(req.db.path, source);
   // Nothing committed since the generation's snapshot: no segment yet, or only an empty first one.

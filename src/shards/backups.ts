@@ -95,7 +95,7 @@ export async function runBackups(
             endedAt: Date.now(),
             reason: opts.reason ?? 'nightly',
             databases: reports.length,
-            failedDatabases: reports.filter((r) => r.error || r.damaged).length,
+            failedDatabases: reports.filter((r) => r.error || r.damaged || r.snapshot).length,
             bytes: reports.reduce((n, r) => n + r.bytes, 0),
             ...(error ? { error } : {}),
           })

@@ -141,9 +141,13 @@ export class CallJobProcessor {
     const event = completedEvent(envelope, data.workspace, data.agent, data.member?.since);
     // Only parking changes a job's data (a call refused there has its arguments dropped): any
     // other call keeps what was measured above, not serialised again to be measured again.
-    const once = outcome.meterOnce ? `${job.queueQualifiedName}:${job.id}` : undefined;
+    // Metered once per job, whichever run meters first, when a run may meter what another run of
+    // the same job meters too: a write's replay (see `RunOutcome.meterOnce`), a call metered ahead
+    // of its store (below), and any run after the job's first, which may have metered so.
+    const announcedFirst = event.inline && envelope.ok;
+    const once = outcome.meterOnce || !announcedFirst || job.attemptsStarted > 1 ? `${job.queueQualifiedName}:${job.id}` : undefined;
     const metering = meter === undefined ? undefined : { workspace: data.workspace, agent: data.agent, credits: meter, at: started, ...(once ? { once } : {}) };
-    if (event.inline && envelope.ok) {
+    if (announcedFirst) {
       // Not awaited: the event and BullMQ's own completion go out back to back on this one
       // connection, so the caller hears of the result a round trip sooner. Nothing is less
       // safe for it: the event carries the envelope, and a Redis failure here fails the job's
@@ -156,7 +160,13 @@ export class CallJobProcessor {
       // A failure waits for it too: BullMQ stores it only while this run holds the job's lock.
       // A run whose lock had lapsed (a child stopped past its deadline on a loaded host, review
       // R2) announced STATEMENT_TIMEOUT while the job's second run committed the write.
-      this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, metering, log));
+      // Its metering goes now, ahead of BullMQ's store on this connection: metered only in the
+      // announce, a failure (STATEMENT_TIMEOUT, RESOURCE_LIMIT) or a large result whose worker
+      // died between the store and the announce went free, and nothing ran its job again (review
+      // F2). Marked on the job (`once`), so a later run of a job whose store failed meters nothing.
+      if (metering && once)
+        this.completion.meter(envelope.tool, { ...metering, once }).catch((err) => log().error({ err: String(err) }, 'could not meter a call'));
+      this.announceOnceFinished.set(job.id!, () => this.announce(envelope, event, undefined, log));
     }
     // After the announce is queued, in this same turn: the completion's flush, the first to run,
     // sends this note and then the event in one script (`NOTED_COMPLETE_LUA`); noted before the

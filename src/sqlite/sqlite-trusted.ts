@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { AgentDbError } from '../errors.ts';
 
 // agentdb's own SQL, prepared once per handle. Keyed by the Database object so a closed
 // handle's statements go with it.
@@ -38,7 +39,20 @@ export function inWriteTransaction<T>(db: Database, fn: () => { value: T; commit
   trusted(db, 'BEGIN IMMEDIATE').run();
   try {
     const { value, commit } = fn();
-    trusted(db, commit ? 'COMMIT' : 'ROLLBACK').run();
+    if (!commit) {
+      trusted(db, 'ROLLBACK').run();
+      return value;
+    }
+    try {
+      trusted(db, 'COMMIT').run();
+    } catch (err) {
+      // The disk's, whatever it holds by the time the answer is made: a COMMIT only writes pages
+      // the statement already allocated under max_page_count. Told apart later by free space, a
+      // disk freed in between blamed the plan's size limit (LIMIT_EXCEEDED, not retryable) for a
+      // database of a few hundred rows (review F2).
+      if ((err as { code?: unknown }).code === 'SQLITE_FULL') throw new AgentDbError('STORAGE_FULL', (err as Error).message);
+      throw err;
+    }
     return value;
   } catch (err) {
     // After some errors (SQLITE_FULL, SQLITE_NOMEM) SQLite may already have rolled back.

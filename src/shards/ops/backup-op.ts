@@ -62,6 +62,7 @@ export const backupOp: ShardOpHandler = async (data, ctx) => {
         logger.error({ database: id, code, detail }, 'backup of a database failed');
         report = { database: id, files: 0, bytes: 0, unchanged: false, error: { code, detail } };
       }
+      if (!snap.ok && !report.error) report.snapshot = { code: snap.error.code, detail: snap.error.detail };
       if (report.damaged) logger.error({ database: id, damaged: report.damaged }, 'backup: damaged segments left out (not uploaded)');
       result.databases.push(report);
       await job.updateProgress({ shard, done: result.databases.length, total: ids.length, report } satisfies BackupProgress);
