@@ -104,7 +104,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         }
         if (!principal) {
           reply.header('www-authenticate', bearer.challenge(request));
-          return rpcError(reply, 401, RPC.unauthorized, 'Unauthorized: send Authorization: Bearer <an active agent or member key>.');
+          return rpcError(reply, 401, RPC.unauthorized, bearer.refusal(request));
         }
         // The same answer whether or not the named workspace exists.
         if (workspaceOf && workspaceOf(request) !== principal.workspace)

@@ -48,6 +48,26 @@ describe('OAuth discovery', () => {
     expect(as).toMatchObject({ issuer: BASE, code_challenge_methods_supported: ['S256'], registration_endpoint: `${BASE}/oauth/register` });
   });
 
+  // Session 27 (G1, 4): the body told a client whose token had expired to send a key.
+  it('a 401 from /mcp says what was wrong with what was sent: nothing, a token no longer good, a key not active', async () => {
+    const message = (r: { json(): unknown }) => (r.json() as { error: { message: string } }).error.message;
+    const nothing = await mcp(undefined);
+    expect(message(nothing)).toBe('Unauthorized: send Authorization: Bearer <an active agent or member key, or an access token from signing in>.');
+    const { tokens } = await signedIn();
+    server.advance(tokens.expires_in * 1000 + 1000);
+    const expired = await mcp(tokens.access_token);
+    expect(expired.statusCode).toBe(401);
+    expect(message(expired)).toBe('Unauthorized: the access token is expired, revoked or for another endpoint: refresh it, or sign in again.');
+    const badKey = await mcp(`${adminKey.slice(0, -4)}xxxx`);
+    expect(message(badKey)).toBe('Unauthorized: the key sent is not an active agent or member key.');
+    for (const r of [nothing, expired, badKey]) {
+      expect(r.statusCode).toBe(401);
+      expect(r.headers['www-authenticate']).toContain(`resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`);
+    }
+    expect(expired.headers['www-authenticate']).toContain('error="invalid_token"');
+    expect(badKey.headers['www-authenticate']).toContain('error="invalid_token"');
+  });
+
   it('member and agent keys keep working at /mcp beside tokens', async () => {
     expect((await mcp(adminKey)).statusCode).toBe(200);
     expect((await mcp(agentKey)).statusCode).toBe(200);
