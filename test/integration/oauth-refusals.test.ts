@@ -185,6 +185,25 @@ describe('OAuth refusals', () => {
     expect(to.searchParams.get('state')).toBe('s1');
   });
 
+  // Session 27 (G1, 3): a team endpoint lists no tools, yet a grant could name it: a token good for nothing.
+  it('a team endpoint is no grant’s target: invalid_target at authorization, and a refresh of a grant made for one before', async () => {
+    const clientId = await register();
+    const { cookie } = await signIn(adminKey);
+    const team = await authorizePage(cookie, authParams(clientId, pkce().challenge, { resource: `${BASE}/mcp/t/sales` }));
+    expect(team.statusCode).toBe(400);
+    expect(linkBack(team.body).searchParams.get('error')).toBe('invalid_target');
+
+    const made = await signedIn();
+    const keys = keysFor(box.config.prefix);
+    const grantId = (await server.redis.zrevrange(keys.oauth('grants', 'acme/ada'), 0, 0))[0]!;
+    const grant = JSON.parse((await server.redis.get(keys.oauth('grant', grantId)))!) as { resource: string };
+    // As a grant consented to before this fix would be.
+    await server.redis.set(keys.oauth('grant', grantId), JSON.stringify({ ...grant, resource: `${BASE}/mcp/t/sales` }), 'KEEPTTL');
+    const refresh = await token({ grant_type: 'refresh_token', client_id: made.clientId, refresh_token: made.tokens.refresh_token });
+    expect(refresh.statusCode).toBe(400);
+    expect(refresh.json()).toMatchObject({ error: 'invalid_target' });
+  });
+
   it('a redirect URI the client did not register is shown to the person, never redirected to', async () => {
     const clientId = await register();
     const { cookie } = await signIn(adminKey);

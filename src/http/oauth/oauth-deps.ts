@@ -1,7 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../config.ts';
-import { NAME_PATTERN } from '../../contracts/names.ts';
 import type { FetchDocument } from '../../oauth/client-metadata-document.ts';
 import { OAuthClients } from '../../oauth/oauth-clients.ts';
 import { type GrantOptions, OAuthGrants } from '../../oauth/oauth-grants.ts';
@@ -30,13 +29,13 @@ export function resourceOf(request: FastifyRequest, deps: OAuthDeps): string {
 }
 
 /**
- * True when `resource` is one of this server's MCP endpoints that `workspace`'s member may use:
- * `/mcp`, `/mcp/w/<their workspace>`, or a team endpoint `/mcp/t/<team>`.
+ * True when `resource` is one of this server's MCP endpoints that `workspace`'s member may use
+ * and that serves tools: `/mcp` or `/mcp/w/<their workspace>`. Not a team endpoint
+ * (`/mcp/t/<team>`): it lists no tools, so a grant for it was a token good for nothing, and
+ * RFC 8707 §2 has a resource the server will not issue tokens for refused with invalid_target.
  */
 export function ownResource(base: string, resource: string, workspace: string): boolean {
-  if (resource === `${base}/mcp` || resource === `${base}/mcp/w/${workspace}`) return true;
-  const team = resource.startsWith(`${base}/mcp/t/`) ? resource.slice(`${base}/mcp/t/`.length) : undefined;
-  return team !== undefined && NAME_PATTERN.test(team);
+  return resource === `${base}/mcp` || resource === `${base}/mcp/w/${workspace}`;
 }
 
 /** Where an endpoint's protected resource metadata is (RFC 9728 §3.1: the path after the well-known name). */
