@@ -4,6 +4,7 @@ import type { Config } from '../../config.ts';
 import type { FetchDocument } from '../../oauth/client-metadata-document.ts';
 import { OAuthClients } from '../../oauth/oauth-clients.ts';
 import { type GrantOptions, OAuthGrants } from '../../oauth/oauth-grants.ts';
+import { OAuthTokenRequests } from '../../oauth/oauth-token-requests.ts';
 import { keysFor } from '../../redis/keys.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 
@@ -11,6 +12,8 @@ import type { MemberRegistry } from '../../registry/members.ts';
 export interface OAuthDeps {
   clients: OAuthClients;
   grants: OAuthGrants;
+  /** The token and revocation endpoints' requests, counted by address. */
+  tokenRequests: OAuthTokenRequests;
   /**
    * PUBLIC_URL: the URL people and clients reach agentdb at, which names the issuer and the
    * resources. Absent, each request's own origin (Host, or X-Forwarded-* under TRUST_PROXY).
@@ -59,6 +62,7 @@ export function createOAuthDeps(
   return {
     clients: new OAuthClients(shared.redis, keys, fetchDocument, config.oauth.unconsentedClientsMax),
     grants: new OAuthGrants(shared.redis, keys, shared.members, { ...config.oauth, ...grantOpts }),
+    tokenRequests: new OAuthTokenRequests(shared.redis, keys, config.oauth.tokenRequestsPerMinute),
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   };
 }
