@@ -28,9 +28,9 @@ export const MAY_PARK: ReadonlySet<string> = new Set(['DATA_WRITE_SQL', 'DATA_DR
  * same write sent after it is a new write and runs again. A call never resent leaves its entry
  * until the call itself is gone from Redis (its approval's life and its kept result).
  *
- * Only this record is new; the id it holds is an ordinary generated call id, claimed before the
- * call is enqueued so that sends at the same moment join (one SET NX per call, one DEL when its
- * outcome is out at once).
+ * Only this record (and its count of sends not yet taken) is new; the id it holds is an ordinary
+ * generated call id, claimed before the call is enqueued so that sends at the same moment join
+ * (one script per send, one more when its outcome is out at once).
  */
 export class PendingCallJoins {
   private readonly redis: ScriptedRedis;
@@ -57,24 +57,18 @@ export class PendingCallJoins {
 
   /**
    * The call id to send a call kept under `key` with: the id of the one already waiting there,
-   * or a new one, claimed under `key` before the call is enqueued (SET NX), so that sends at the
-   * same moment all take the first one's id and the client's call-id machinery makes one call of
-   * them (one approval). `joined` says the id was another send's. A claimed id whose call ends
-   * at once (ran, or was refused) is let go with {@link forget}, and so is one refused
-   * RATE_LIMITED that this send claimed itself (else anyone past their rate could have Redis keep
-   * one uncounted entry per distinct write for the approval's life); one whose call met
-   * UNAVAILABLE may stay: a resend under it simply sends the call.
+   * or a new one, claimed under `key` before the call is enqueued, so that sends at the same
+   * moment all take the first one's id and the client's call-id machinery makes one call of them
+   * (one approval). `joined` says the id was another send's. Each send under the id is counted
+   * until one is taken (see {@link letGoUnsent}). A claimed id whose call ends at once (ran, or
+   * was refused) is let go with {@link forget}; a send refused RATE_LIMITED lets go with
+   * {@link letGoUnsent} (else anyone past their rate could have Redis keep one uncounted entry per
+   * distinct write for the approval's life); one whose call met UNAVAILABLE may stay: a resend
+   * under it simply sends the call.
    */
   async claim(key: string): Promise<{ callId: string; joined: boolean }> {
-    const mine = randomUUID();
-    // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7); an entry gone in
-    // between (its outcome given back) is claimed anew.
-    for (let tries = 0; tries < 2; tries++) {
-      if ((await this.redis.set(key, mine, 'EX', this.ttlS, 'NX')) === 'OK') return { callId: mine, joined: false };
-      const held = await this.redis.get(key);
-      if (held !== null) return { callId: held, joined: true };
-    }
-    return { callId: mine, joined: false };
+    const [callId, joined] = await this.redis.agentdbJoinClaim(key, this.keys.mcpPendingSends(key), randomUUID(), String(this.ttlS));
+    return { callId, joined: joined === 1 };
   }
 
   /** Notes that `callId`, the call kept under `key`, still waits: a resend joins it (the window renewed). */
@@ -87,29 +81,30 @@ export class PendingCallJoins {
    * a new one. Only while the entry still names `callId`: one taken since by a new call is kept.
    */
   async forget(key: string, callId: string): Promise<void> {
-    await this.redis.agentdbDeleteIfEqual(key, callId);
+    await this.redis.agentdbJoinForget(key, this.keys.mcpPendingSends(key), callId);
   }
 
   /**
-   * Lets go of `callId`, which this send claimed under `key` (not joined) and whose call was
-   * refused before it was taken (RATE_LIMITED): kept, it was an uncounted entry for the
-   * approval's life. Unless a send that joined the id was taken meanwhile (the call id's claim,
-   * set when a call under it is admitted, exists): that send noted the same id again, and it is
-   * a waiting call's now. Checked and deleted in one script, so the joiner's admission lands
-   * either after the delete (its note saves the id again) or before the check (kept).
+   * Lets go of `callId`, the id this send claimed or joined under `key`, whose call was refused
+   * before it was taken (RATE_LIMITED): kept, it was an uncounted entry for the approval's life.
+   * Only as the last send under the id not taken: another may still be admitted under it (an
+   * identical send that joined the id and is on its way), and an entry gone before then let a
+   * third identical send claim a new id and make a second call with a second approval. Nor once
+   * a send under the id was taken (the call id's claim, set when a call under it is admitted,
+   * exists): the id is a waiting call's. Checked, counted and deleted in one script.
    */
   async letGoUnsent(principal: Principal, key: string, callId: string): Promise<void> {
     const claim = this.keys.callIdClaim(callKey(principal.workspace, callerOf(principal), callId, memberSinceOf(principal)));
-    await this.redis.agentdbJoinLetGoUnsent(key, claim, callId);
+    await this.redis.agentdbJoinLetGoUnsent(key, this.keys.mcpPendingSends(key), claim, callId);
   }
 
   /**
    * What a send's answer makes of the join id it claimed or joined under `key`: an outcome ends
    * the window ({@link forget}); a refusal for the moment (RATE_LIMITED, UNAVAILABLE) is no
-   * outcome, and the call may still wait, but a RATE_LIMITED refusal of an id this send claimed
-   * itself was never counted nor enqueued and joins nothing: kept for the approval's life, an
-   * agent past its rate could fill Redis with one uncounted entry per distinct write (hostile
-   * review T1), so it is let go ({@link letGoUnsent}).
+   * outcome, and the call may still wait, but a RATE_LIMITED refusal was never counted nor
+   * enqueued: kept for the approval's life, an agent past its rate could fill Redis with one
+   * uncounted entry per distinct write (hostile review T1), so the send lets go of it
+   * ({@link letGoUnsent}, which keeps it while another send under the id may still be taken).
    */
   async settle(
     principal: Principal,
@@ -119,7 +114,7 @@ export class PendingCallJoins {
     pending: boolean,
   ): Promise<void> {
     if (!pending && !isTransient(answer)) await this.forget(key, claim.callId);
-    else if (!claim.joined && !answer.ok && answer.error?.code === 'RATE_LIMITED') await this.letGoUnsent(principal, key, claim.callId);
+    else if (!answer.ok && answer.error?.code === 'RATE_LIMITED') await this.letGoUnsent(principal, key, claim.callId);
   }
 }
 

@@ -88,6 +88,11 @@ const httpSchema = z.object({
    */
   OAUTH_UNCONSENTED_CLIENTS_MAX: int(1, 10_000_000, 10_000),
   /**
+   * Requests to /oauth/token and /oauth/revoke one address (an IPv6 /64) may make a minute;
+   * past it they answer 429 too_many_requests with Retry-After.
+   */
+  OAUTH_TOKEN_REQUESTS_PER_MINUTE: int(1, 1_000_000, 60),
+  /**
    * The URL people and MCP clients reach agentdb at (https://agentdb.example.com), which names the
    * OAuth issuer and resources. Unset: each request's own origin (under TRUST_PROXY, the proxy's).
    */
@@ -138,7 +143,12 @@ export interface HttpConfig {
   readonly mcpAllowedHosts: readonly string[] | '*';
   readonly webSessionTtlS: number;
   /** OAuth sign-in (OAUTH, OAUTH_*_TTL_S); undefined with OAUTH=off. */
-  readonly oauth?: { readonly accessTtlS: number; readonly refreshTtlS: number; readonly unconsentedClientsMax: number };
+  readonly oauth?: {
+    readonly accessTtlS: number;
+    readonly refreshTtlS: number;
+    readonly unconsentedClientsMax: number;
+    readonly tokenRequestsPerMinute: number;
+  };
   /** PUBLIC_URL, without a trailing slash. */
   readonly publicUrl?: string;
   readonly keyCacheTtlMs: number;
@@ -166,6 +176,7 @@ export function httpConfig(e: z.infer<typeof httpSchema>): HttpConfig {
             accessTtlS: e.OAUTH_ACCESS_TOKEN_TTL_S,
             refreshTtlS: e.OAUTH_REFRESH_TOKEN_TTL_S,
             unconsentedClientsMax: e.OAUTH_UNCONSENTED_CLIENTS_MAX,
+            tokenRequestsPerMinute: e.OAUTH_TOKEN_REQUESTS_PER_MINUTE,
           }),
         }
       : {}),

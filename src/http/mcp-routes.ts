@@ -6,6 +6,7 @@ import { mcpToolCall } from '../mcp/tool-call.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
+import { clientGone } from './client-gone.ts';
 import { McpExchange, type McpHttpAnswer, UNSUPPORTED_MEDIA_TYPE } from './mcp-exchange.ts';
 import { answerFastToolCall, fastToolCall } from './mcp-fast-call.ts';
 import { McpBearer } from './oauth/mcp-bearer.ts';
@@ -93,6 +94,8 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
     const handle =
       (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
       async (request: FastifyRequest, reply: FastifyReply) => {
+        // Before the key's lookup (an await): a client gone during it stops what follows at once.
+        const gone = clientGone(reply);
         let principal: Awaited<ReturnType<typeof bearer.principal>>;
         try {
           principal = await bearer.principal(request);
@@ -104,7 +107,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         }
         if (!principal) {
           reply.header('www-authenticate', bearer.challenge(request));
-          return rpcError(reply, 401, RPC.unauthorized, 'Unauthorized: send Authorization: Bearer <an active agent or member key>.');
+          return rpcError(reply, 401, RPC.unauthorized, bearer.refusal(request));
         }
         // The same answer whether or not the named workspace exists.
         if (workspaceOf && workspaceOf(request) !== principal.workspace)
@@ -118,12 +121,8 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         const fast = fastToolCall(post, deps.fastPath !== false);
         if (fast && 'invalid' in fast) return send(fast.invalid);
         if (fast) {
-          const gone = new AbortController();
-          reply.raw.on('close', () => {
-            if (!reply.raw.writableFinished) gone.abort();
-          });
           const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins, onFault }, async () => principal);
-          return send(await answerFastToolCall(fast, run, gone.signal));
+          return send(await answerFastToolCall(fast, run, gone));
         }
         const server = mcpServer(principal, at, {
           calls: deps.calls,
@@ -134,12 +133,12 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           onFault,
         });
         const exchange = new McpExchange();
+        // Gone already (during the key's lookup): no exchange to start for nobody.
+        if (gone.aborted) return reply.code(499).send();
         // A client gone before its answer: stop the server (it aborts the handlers' signals).
-        // After the answer nothing of the exchange is left to stop, and closing would only
-        // build the SDK's ConnectionClosed error, stack and all, on every request.
-        reply.raw.on('close', () => {
-          if (!reply.raw.writableFinished) void server.close();
-        });
+        // After the answer nothing of the exchange is left to stop (`clientGone` does not fire),
+        // and closing would only build the SDK's ConnectionClosed error, stack and all.
+        gone.addEventListener('abort', () => void server.close(), { once: true });
         await server.connect(exchange);
         return send(await exchange.handle(post));
       };

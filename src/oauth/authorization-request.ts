@@ -119,7 +119,10 @@ export async function checkAuthorization(
     return back('invalid_request', 'code_challenge must be an S256 challenge (43 base64url characters).');
   const resource = q.resource ?? defaultResource;
   if (!ownResource(resource))
-    return back('invalid_target', "resource is not one of this agentdb's MCP endpoints open to you: /mcp, /mcp/w/<your workspace> or /mcp/t/<team>.");
+    return back(
+      'invalid_target',
+      "resource is not one of this agentdb's MCP endpoints with tools open to you: /mcp or /mcp/w/<your workspace> (a team endpoint lists no tools).",
+    );
   const asked = levelOfScope(q.scope);
   return {
     ok: true,

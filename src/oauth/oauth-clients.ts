@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { InvalidClientError, InvalidClientMetadataError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { InvalidClientError, InvalidClientMetadataError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { OAuthClientMetadataSchema, type OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Keys } from '../redis/keys.ts';
 import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
@@ -9,20 +9,13 @@ import { hashKey } from '../registry/secret-key.ts';
 import { type FetchDocument, isDocumentClientId, readDocument, safeFetch } from './client-metadata-document.ts';
 import { rateSource, rateSource48 } from './oauth-rate-source.ts';
 import { redirectUriAllowed } from './redirect-uri.ts';
+import { RetryLaterError, spendOne } from './oauth-token-requests.ts';
 
 /**
  * Registration refused because the service keeps its most unconsented clients (429
  * `too_many_requests`, as the per-address limit, with when to try again).
  */
-export class RegistrationsFullError extends TooManyRequestsError {
-  constructor(
-    message: string,
-    /** Seconds until the first unconsented client lapses (the answer's Retry-After). */
-    readonly retryAfterS: number,
-  ) {
-    super(message);
-  }
-}
+export class RegistrationsFullError extends RetryLaterError {}
 
 /** A client as registered (RFC 7591): what the consent page names and the token endpoint checks. */
 export interface OAuthClient {
@@ -213,12 +206,7 @@ export class OAuthClients {
 
   /** Counts one against `limiter` for `source`'s {@link rateSource} (`bySource` false: `source` itself), or throws 429's error. */
   private async spend(limiter: RateLimiterRedis, source: string, what: string, bySource = true): Promise<void> {
-    try {
-      await limiter.consume(bySource ? rateSource(source) : source);
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      throw new TooManyRequestsError(`${what}: try again in ${Math.ceil(err.msBeforeNext / 1000)} s.`);
-    }
+    await spendOne(limiter, bySource ? rateSource(source) : source, what);
   }
 
   /**

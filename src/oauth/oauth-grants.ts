@@ -26,6 +26,8 @@ export interface GrantOptions {
  * shows the code or token was copied, and the grant is revoked (OAuth 2.1 §4.1.3, §4.3.1).
  */
 const SPENT = 'spent:';
+/** A team endpoint's path (`/mcp/t/<team>`). */
+const TEAM_ENDPOINT = /^\/mcp\/t\/[^/]+$/;
 /** A member's grants past this end, oldest first: a client signing in in a loop cannot fill Redis. */
 export const MAX_GRANTS_PER_MEMBER = 50;
 
@@ -137,6 +139,9 @@ export class OAuthGrants {
     if (!grant) throw new InvalidGrantError('The refresh token is unknown, already used, expired or revoked: sign in again.');
     if (grant.clientId !== client.clientId) throw new InvalidGrantError('The refresh token was issued to another client.');
     if (p.resource !== undefined && p.resource !== grant.resource) throw new InvalidTargetError('resource differs from the grant.');
+    // A grant made for a team endpoint before consent refused them (it lists no tools): no more tokens for nothing.
+    if (TEAM_ENDPOINT.test(new URL(grant.resource).pathname))
+      throw new InvalidTargetError('A team endpoint lists no tools, so no token is issued for it: sign in again for /mcp.');
     return this.issue(grant);
   }
 

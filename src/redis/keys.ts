@@ -77,6 +77,11 @@ export interface Keys {
    * joins it (`PendingCallJoins`).
    */
   mcpPendingCall(joinKey: string): string;
+  /**
+   * How many sends took the call id of the join entry `entry` (an `mcpPendingCall` key) and may
+   * not have been taken yet (a count, beside the entry and with its TTL).
+   */
+  mcpPendingSends(entry: string): string;
   /** One MCP task (JSON: its owner, call id, task and result), by task id. */
   mcpTask(taskId: string): string;
   /** The mark of a task its client cancelled (`tasks/cancel`), beside the task: cancelled stays cancelled. */
@@ -148,6 +153,7 @@ export function keysFor(prefix: string): Keys {
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
     mcpPendingCall: (joinKey) => `${prefix}:mcp-join:${joinKey}`,
+    mcpPendingSends: (entry) => `${entry}:sends`,
     mcpTask: (taskId) => `${prefix}:mcp-task:${taskId}`,
     mcpTaskCancelled: (taskId) => `${prefix}:mcp-task-cancelled:${taskId}`,
     mcpTasksOf: (owner) => `${prefix}:mcp-tasks:${owner}`,

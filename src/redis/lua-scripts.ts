@@ -74,10 +74,15 @@ export interface LuaCommands {
   agentdbLeaseAcquire(lease: string, token: string, ttlMs: string): Promise<1 | string>;
   agentdbLeaseTakeFrom(lease: string, token: string, ttlMs: string, holder: string): Promise<number>;
   agentdbLeaseRelease(lease: string, token: string): Promise<number>;
-  /** delete-if-equal.lua: 1 when the key held the value and is gone, else 0. */
-  agentdbDeleteIfEqual(key: string, value: string): Promise<number>;
-  /** join-let-go-unsent.lua: 1 when the join entry held the call id, no call was taken under it, and it is gone; else 0. */
-  agentdbJoinLetGoUnsent(joinKey: string, claimKey: string, callId: string): Promise<number>;
+  /** join-claim.lua: the call id to send under, and 1 when it was another send's (joined), 0 when claimed now. */
+  agentdbJoinClaim(joinKey: string, sendsKey: string, callId: string, ttlS: string): Promise<[callId: string, joined: number]>;
+  /** join-forget.lua: 1 when the join entry held the call id and is gone with its count of sends, else 0. */
+  agentdbJoinForget(joinKey: string, sendsKey: string, callId: string): Promise<number>;
+  /**
+   * join-let-go-unsent.lua: 1 when the join entry held the call id, no call was taken under it,
+   * no other send under it is on its way, and it is gone; else 0.
+   */
+  agentdbJoinLetGoUnsent(joinKey: string, sendsKey: string, claimKey: string, callId: string): Promise<number>;
   /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
   agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
   /** approval-index-backfill.lua: 1 when the approval exists and is now in its workspace's indexes, 0 when gone. */
@@ -127,8 +132,9 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbLeaseAcquire: { file: 'lease-acquire.lua', keys: 1 },
   agentdbLeaseTakeFrom: { file: 'lease-take-from.lua', keys: 1 },
   agentdbLeaseRelease: { file: 'lease-release.lua', keys: 1 },
-  agentdbDeleteIfEqual: { file: 'delete-if-equal.lua', keys: 1 },
-  agentdbJoinLetGoUnsent: { file: 'join-let-go-unsent.lua', keys: 2 },
+  agentdbJoinClaim: { file: 'join-claim.lua', keys: 2 },
+  agentdbJoinForget: { file: 'join-forget.lua', keys: 2 },
+  agentdbJoinLetGoUnsent: { file: 'join-let-go-unsent.lua', keys: 3 },
   agentdbCallFind: { file: 'call-find.lua' },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
   agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 4 },

@@ -6,6 +6,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { createOAuthDeps } from '../../src/http/oauth/oauth-deps.ts';
 import { createWebDeps } from '../../src/http/web/web-deps.ts';
 import { UNCONSENTED_CLIENTS_MAX } from '../../src/oauth/oauth-clients.ts';
+import { TOKEN_REQUESTS_PER_MINUTE } from '../../src/oauth/oauth-token-requests.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
@@ -27,9 +28,10 @@ export interface OAuthServer {
 
 /**
  * Starts it over `box` (workers come from `box.pool()`), with workspace `acme` registered;
- * `unconsentedClientsMax`: OAUTH_UNCONSENTED_CLIENTS_MAX (default its own).
+ * `unconsentedClientsMax`: OAUTH_UNCONSENTED_CLIENTS_MAX, `tokenRequestsPerMinute`:
+ * OAUTH_TOKEN_REQUESTS_PER_MINUTE (defaults their own).
  */
-export async function startOAuthServer(box: Sandbox, opts: { unconsentedClientsMax?: number } = {}): Promise<OAuthServer> {
+export async function startOAuthServer(box: Sandbox, opts: { unconsentedClientsMax?: number; tokenRequestsPerMinute?: number } = {}): Promise<OAuthServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);
   const keys = keysFor(config.prefix);
@@ -45,7 +47,15 @@ export async function startOAuthServer(box: Sandbox, opts: { unconsentedClientsM
     return documents.get(url);
   };
   const oauth = createOAuthDeps(
-    { ...config, oauth: { accessTtlS: 600, refreshTtlS: 3600, unconsentedClientsMax: opts.unconsentedClientsMax ?? UNCONSENTED_CLIENTS_MAX } },
+    {
+      ...config,
+      oauth: {
+        accessTtlS: 600,
+        refreshTtlS: 3600,
+        unconsentedClientsMax: opts.unconsentedClientsMax ?? UNCONSENTED_CLIENTS_MAX,
+        tokenRequestsPerMinute: opts.tokenRequestsPerMinute ?? TOKEN_REQUESTS_PER_MINUTE,
+      },
+    },
     { redis, members },
     { now: () => Date.now() + skew, fetchDocument },
   );

@@ -59,14 +59,34 @@ it('a refused send no one joined lets go of its id', async () => {
   expect(await redis.exists(key)).toBe(0);
 });
 
-it('a refused send letting go before the joining send is taken: the joiner notes the id again', async () => {
+// Session 27 (G1, 1): the refused send let go of the id while the joining send was still on its
+// way; a third identical send landing in between claimed a new id, and the joiner and the third
+// each made a call, two approvals for one write. The let-go now waits for the last send under
+// the id that was not taken.
+it('a third identical send between a refused send’s let-go and the joiner’s admission joins the same call', async () => {
   const other: KeyedCall = { ...write, arguments: { sql: 'INSERT INTO t VALUES (3)' } };
   const key = joins.keyFor(agent, other)!;
   const first = await joins.claim(key);
   const second = await joins.claim(key);
+  // The first was refused RATE_LIMITED and lets go, the second not yet taken.
   await joins.letGoUnsent(agent, key, first.callId);
-  expect(await redis.exists(key)).toBe(0);
-  await k.calls.call(agent, { ...other, callId: second.callId }, { wait: false, maxWaitMs: 10_000 });
+  const third = await joins.claim(key);
+  expect(third).toEqual({ callId: first.callId, joined: true });
+  const taken = await k.calls.call(agent, { ...other, callId: second.callId }, { wait: false, maxWaitMs: 10_000 });
   await joins.remember(key, second.callId);
-  expect(await joins.claim(key)).toEqual({ callId: first.callId, joined: true });
+  const again = await k.calls.call(agent, { ...other, callId: third.callId }, { wait: false, maxWaitMs: 10_000 });
+  expect(taken).toMatchObject({ ok: false, status: 'awaiting_approval' });
+  expect(again).toMatchObject({ ok: false, status: 'awaiting_approval', callId: taken.callId });
+  expect((again as { approval: { id: string } }).approval.id).toBe((taken as { approval: { id: string } }).approval.id);
+});
+
+it('sends under one id all refused: the last to let go leaves nothing behind', async () => {
+  const other: KeyedCall = { ...write, arguments: { sql: 'INSERT INTO t VALUES (4)' } };
+  const key = joins.keyFor(agent, other)!;
+  const first = await joins.claim(key);
+  const second = await joins.claim(key);
+  await joins.letGoUnsent(agent, key, first.callId);
+  expect(await redis.get(key)).toBe(first.callId);
+  await joins.letGoUnsent(agent, key, second.callId);
+  expect(await redis.exists(key, keysFor(sb.config.prefix).mcpPendingSends(key))).toBe(0);
 });

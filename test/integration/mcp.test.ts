@@ -163,16 +163,16 @@ describe('POST /mcp refusals', () => {
       body,
     });
 
-  it('answers missing, malformed, unknown and revoked keys with one 401, and another workspace’s key with 403', async () => {
+  it('answers unknown and revoked keys with one 401, missing ones with another, and another workspace’s key with 403', async () => {
     const revoked = await k.agentKey('acme', 'gone', { displayName: 'Gone', settings: { database: 'agent' } });
     await k.redis.del(`${sb.config.prefix}:{members}:agents:acme`); // unregistering every agent of acme kills their keys
     const bodies = await Promise.all(
       (
         [
-          {},
           { authorization: 'Bearer nope' },
           { authorization: `Bearer adb_${'Z'.repeat(43)}` },
           { authorization: `Bearer ${revoked}` },
+          {},
           { authorization: 'Basic x' },
         ] as Record<string, string>[]
       ).map(async (h) => {
@@ -181,8 +181,14 @@ describe('POST /mcp refusals', () => {
         return r.text();
       }),
     );
-    expect(new Set(bodies).size).toBe(1);
-    expect(JSON.parse(bodies[0]!)).toMatchObject({ jsonrpc: '2.0', error: { code: -32001 } });
+    // A key sent reads alike whatever is wrong with it (no hint of which keys exist); nothing sent is told to send one.
+    expect(new Set(bodies.slice(0, 3)).size).toBe(1);
+    expect(new Set(bodies.slice(3)).size).toBe(1);
+    expect(JSON.parse(bodies[0]!)).toMatchObject({
+      jsonrpc: '2.0',
+      error: { code: -32001, message: expect.stringContaining('not an active agent or member key') },
+    });
+    expect(JSON.parse(bodies[3]!)).toMatchObject({ jsonrpc: '2.0', error: { code: -32001, message: expect.stringContaining('send Authorization: Bearer') } });
     const other = await raw(JSON.stringify(init), { authorization: `Bearer ${key.oz}` }, '/mcp/w/acme');
     const ghost = await raw(JSON.stringify(init), { authorization: `Bearer ${key.oz}` }, '/mcp/w/no-such-ws');
     expect([other.status, ghost.status]).toEqual([403, 403]);

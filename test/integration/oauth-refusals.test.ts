@@ -48,6 +48,26 @@ describe('OAuth discovery', () => {
     expect(as).toMatchObject({ issuer: BASE, code_challenge_methods_supported: ['S256'], registration_endpoint: `${BASE}/oauth/register` });
   });
 
+  // Session 27 (G1, 4): the body told a client whose token had expired to send a key.
+  it('a 401 from /mcp says what was wrong with what was sent: nothing, a token no longer good, a key not active', async () => {
+    const message = (r: { json(): unknown }) => (r.json() as { error: { message: string } }).error.message;
+    const nothing = await mcp(undefined);
+    expect(message(nothing)).toBe('Unauthorized: send Authorization: Bearer <an active agent or member key, or an access token from signing in>.');
+    const { tokens } = await signedIn();
+    server.advance(tokens.expires_in * 1000 + 1000);
+    const expired = await mcp(tokens.access_token);
+    expect(expired.statusCode).toBe(401);
+    expect(message(expired)).toBe('Unauthorized: the access token is expired, revoked or for another endpoint: refresh it, or sign in again.');
+    const badKey = await mcp(`${adminKey.slice(0, -4)}xxxx`);
+    expect(message(badKey)).toBe('Unauthorized: the key sent is not an active agent or member key.');
+    for (const r of [nothing, expired, badKey]) {
+      expect(r.statusCode).toBe(401);
+      expect(r.headers['www-authenticate']).toContain(`resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`);
+    }
+    expect(expired.headers['www-authenticate']).toContain('error="invalid_token"');
+    expect(badKey.headers['www-authenticate']).toContain('error="invalid_token"');
+  });
+
   it('member and agent keys keep working at /mcp beside tokens', async () => {
     expect((await mcp(adminKey)).statusCode).toBe(200);
     expect((await mcp(agentKey)).statusCode).toBe(200);
@@ -163,6 +183,25 @@ describe('OAuth refusals', () => {
     expect(to.origin + to.pathname).toBe(CALLBACK);
     expect(to.searchParams.get('error')).toBe('invalid_target');
     expect(to.searchParams.get('state')).toBe('s1');
+  });
+
+  // Session 27 (G1, 3): a team endpoint lists no tools, yet a grant could name it: a token good for nothing.
+  it('a team endpoint is no grant’s target: invalid_target at authorization, and a refresh of a grant made for one before', async () => {
+    const clientId = await register();
+    const { cookie } = await signIn(adminKey);
+    const team = await authorizePage(cookie, authParams(clientId, pkce().challenge, { resource: `${BASE}/mcp/t/sales` }));
+    expect(team.statusCode).toBe(400);
+    expect(linkBack(team.body).searchParams.get('error')).toBe('invalid_target');
+
+    const made = await signedIn();
+    const keys = keysFor(box.config.prefix);
+    const grantId = (await server.redis.zrevrange(keys.oauth('grants', 'acme/ada'), 0, 0))[0]!;
+    const grant = JSON.parse((await server.redis.get(keys.oauth('grant', grantId)))!) as { resource: string };
+    // As a grant consented to before this fix would be.
+    await server.redis.set(keys.oauth('grant', grantId), JSON.stringify({ ...grant, resource: `${BASE}/mcp/t/sales` }), 'KEEPTTL');
+    const refresh = await token({ grant_type: 'refresh_token', client_id: made.clientId, refresh_token: made.tokens.refresh_token });
+    expect(refresh.statusCode).toBe(400);
+    expect(refresh.json()).toMatchObject({ error: 'invalid_target' });
   });
 
   it('a redirect URI the client did not register is shown to the person, never redirected to', async () => {

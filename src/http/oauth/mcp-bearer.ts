@@ -24,6 +24,23 @@ export class McpBearer {
     return this.keys.authenticate(token);
   }
 
+  /**
+   * What a 401 from this endpoint says went wrong, by what the request sent: nothing (or no
+   * Bearer), an access token that is no longer good here, or a key that is not an active one.
+   * Told apart by the header alone, so it says nothing of which keys or tokens exist; the key's
+   * words sent to a client holding a token only sent its person looking for a key.
+   */
+  refusal(request: FastifyRequest): string {
+    const token = bearerOf(request.headers.authorization);
+    if (!token)
+      return this.oauth
+        ? 'Unauthorized: send Authorization: Bearer <an active agent or member key, or an access token from signing in>.'
+        : 'Unauthorized: send Authorization: Bearer <an active agent or member key>.';
+    if (this.oauth && token.startsWith(ACCESS_TOKEN_PREFIX))
+      return 'Unauthorized: the access token is expired, revoked or for another endpoint: refresh it, or sign in again.';
+    return 'Unauthorized: the key sent is not an active agent or member key.';
+  }
+
   /** The `WWW-Authenticate` value of a 401 from this endpoint. */
   challenge(request: FastifyRequest): string {
     if (!this.oauth) return 'Bearer realm="agentdb"';

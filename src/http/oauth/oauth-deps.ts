@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../config.ts';
-import { NAME_PATTERN } from '../../contracts/names.ts';
 import type { FetchDocument } from '../../oauth/client-metadata-document.ts';
 import { OAuthClients } from '../../oauth/oauth-clients.ts';
 import { type GrantOptions, OAuthGrants } from '../../oauth/oauth-grants.ts';
+import { OAuthTokenRequests } from '../../oauth/oauth-token-requests.ts';
 import { keysFor } from '../../redis/keys.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 
@@ -12,6 +12,8 @@ import type { MemberRegistry } from '../../registry/members.ts';
 export interface OAuthDeps {
   clients: OAuthClients;
   grants: OAuthGrants;
+  /** The token and revocation endpoints' requests, counted by address. */
+  tokenRequests: OAuthTokenRequests;
   /**
    * PUBLIC_URL: the URL people and clients reach agentdb at, which names the issuer and the
    * resources. Absent, each request's own origin (Host, or X-Forwarded-* under TRUST_PROXY).
@@ -30,13 +32,13 @@ export function resourceOf(request: FastifyRequest, deps: OAuthDeps): string {
 }
 
 /**
- * True when `resource` is one of this server's MCP endpoints that `workspace`'s member may use:
- * `/mcp`, `/mcp/w/<their workspace>`, or a team endpoint `/mcp/t/<team>`.
+ * True when `resource` is one of this server's MCP endpoints that `workspace`'s member may use
+ * and that serves tools: `/mcp` or `/mcp/w/<their workspace>`. Not a team endpoint
+ * (`/mcp/t/<team>`): it lists no tools, so a grant for it was a token good for nothing, and
+ * RFC 8707 §2 has a resource the server will not issue tokens for refused with invalid_target.
  */
 export function ownResource(base: string, resource: string, workspace: string): boolean {
-  if (resource === `${base}/mcp` || resource === `${base}/mcp/w/${workspace}`) return true;
-  const team = resource.startsWith(`${base}/mcp/t/`) ? resource.slice(`${base}/mcp/t/`.length) : undefined;
-  return team !== undefined && NAME_PATTERN.test(team);
+  return resource === `${base}/mcp` || resource === `${base}/mcp/w/${workspace}`;
 }
 
 /** Where an endpoint's protected resource metadata is (RFC 9728 §3.1: the path after the well-known name). */
@@ -60,6 +62,7 @@ export function createOAuthDeps(
   return {
     clients: new OAuthClients(shared.redis, keys, fetchDocument, config.oauth.unconsentedClientsMax),
     grants: new OAuthGrants(shared.redis, keys, shared.members, { ...config.oauth, ...grantOpts }),
+    tokenRequests: new OAuthTokenRequests(shared.redis, keys, config.oauth.tokenRequestsPerMinute),
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   };
 }

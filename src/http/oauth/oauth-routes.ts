@@ -2,7 +2,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidClientError, InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { GRANT_SCOPES } from '../../contracts/grant-scope.ts';
-import { AUTH_METHODS, RegistrationsFullError } from '../../oauth/oauth-clients.ts';
+import { AUTH_METHODS } from '../../oauth/oauth-clients.ts';
+import { RetryLaterError } from '../../oauth/oauth-token-requests.ts';
 import { type OAuthDeps, publicBase } from './oauth-deps.ts';
 
 /**
@@ -40,6 +41,8 @@ export function authorizationServerMetadata(base: string): OAuthMetadata {
 }
 
 function oauthError(reply: FastifyReply, err: OAuthError): FastifyReply {
+  // A limit that knows when it lets go says it as any HTTP client reads it.
+  if (err instanceof RetryLaterError) reply.header('retry-after', String(err.retryAfterS));
   const status = { invalid_client: 401, server_error: 500, too_many_requests: 429 }[err.errorCode] ?? 400;
   return reply.code(status).header('cache-control', 'no-store').send(err.toResponseObject());
 }
@@ -127,7 +130,6 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
         const info = await deps.clients.register(request.body, request.ip);
         return reply.code(201).header('cache-control', 'no-store').send(info);
       } catch (err) {
-        if (err instanceof RegistrationsFullError) reply.header('retry-after', String(err.retryAfterS));
         if (err instanceof OAuthError) return oauthError(reply, err);
         throw err;
       }
@@ -135,6 +137,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
 
     app.post(OAUTH_PATHS.token, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
       try {
+        await deps.tokenRequests.spend(request.ip);
         const body = textBody(request.body);
         const creds = clientCredentials(request, body);
         const client = await deps.clients.authenticate(creds.id, creds.secret, request.ip);
@@ -154,6 +157,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
 
     app.post(OAUTH_PATHS.revoke, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
       try {
+        await deps.tokenRequests.spend(request.ip);
         const body = textBody(request.body);
         const creds = clientCredentials(request, body);
         const client = await deps.clients.authenticate(creds.id, creds.secret, request.ip);
