@@ -45,3 +45,14 @@ export function machineCpu(): { busy: number; total: number } {
   const idle = n[3]! + n[4]!; // idle + iowait
   return { busy: (total - idle) / HZ, total: total / HZ };
 }
+
+/** Read and write system calls a live process has made (/proc/<pid>/io: syscr, syscw); 0 once it is gone. */
+export function syscalls(pid: number): { reads: number; writes: number } {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const f = (name: string) => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(io)?.[1] ?? 0);
+    return { reads: f('syscr'), writes: f('syscw') };
+  } catch {
+    return { reads: 0, writes: 0 };
+  }
+}

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
 import { smallInsert } from './small-insert.ts';
-import { childPids, cpuSeconds } from './cpu.ts';
+import { childPids, cpuSeconds, syscalls } from './cpu.ts';
 import { drive, median, round } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -38,6 +38,11 @@ interface Side {
   children: number[];
   msPerCall: number[];
   redisUs: number[];
+  /** Socket reads Redis did per call (INFO stats): each is a write of the caller's or the worker's that woke it. */
+  redisReads: number[];
+  /** Write system calls per call (/proc io syscw): the worker's, and its children's together. */
+  workerWrites: number[];
+  childWrites: number[];
 }
 
 const admin = new Redis(REDIS_URL);
@@ -47,15 +52,30 @@ const redisCpu = async () => {
   const f = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
   return (f('used_cpu_sys') + f('used_cpu_user')) * 1e6;
 };
+/** Socket reads Redis did so far. */
+const redisReadsSoFar = async () => Number(/^total_reads_processed:(\d+)/m.exec(await admin.info('stats'))?.[1] ?? 0);
 
 const sides: Side[] = [];
 try {
   for (const [i, bin] of bins.entries()) {
     const name = i === 0 ? 'A' : 'B';
-    const site = benchSite(REDIS_URL, `ab-${name}`, { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
+    // A budget no run fills: rounds of thousands of calls at 64 in flight use up a plan's 128 MB.
+    const site = benchSite(REDIS_URL, `ab-${name}`, { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent', REDIS_BYTES_PER_WORKSPACE: String(2 ** 40) });
     const { pid } = await site.worker({}, bin);
     const query = INSERT ? await smallInsert(site.client) : await pkReadTable(site.client);
-    sides.push({ name, site, pid, query: async (i) => query(i), worker: [], children: [], msPerCall: [], redisUs: [] });
+    sides.push({
+      name,
+      site,
+      pid,
+      query: async (i) => query(i),
+      worker: [],
+      children: [],
+      msPerCall: [],
+      redisUs: [],
+      redisReads: [],
+      workerWrites: [],
+      childWrites: [],
+    });
     await drive(500, 1, query);
   }
   for (let r = 0; r < ROUNDS; r++) {
@@ -64,8 +84,15 @@ try {
       const kids = childPids(side.pid);
       const before = { worker: cpuSeconds(side.pid), children: kids.reduce((s, p) => s + cpuSeconds(p), 0) };
       const r0 = await redisCpu();
+      const n0 = await redisReadsSoFar();
+      const kidWrites = () => kids.reduce((t, p) => t + syscalls(p).writes, 0);
+      const ww0 = syscalls(side.pid).writes;
+      const cw0 = kidWrites();
       const d = await drive(CALLS, CONC, side.query);
       side.redisUs.push(((await redisCpu()) - r0) / CALLS);
+      side.redisReads.push(((await redisReadsSoFar()) - n0) / CALLS);
+      side.workerWrites.push((syscalls(side.pid).writes - ww0) / CALLS);
+      side.childWrites.push((kidWrites() - cw0) / CALLS);
       side.worker.push(((cpuSeconds(side.pid) - before.worker) * 1000) / CALLS);
       side.children.push(((kids.reduce((s, p) => s + cpuSeconds(p), 0) - before.children) * 1000) / CALLS);
       side.msPerCall.push((d.seconds * 1000) / CALLS);
@@ -81,6 +108,9 @@ try {
         childMsPerCall: med(s.children),
         msPerCall: med(s.msPerCall),
         redisUsPerCall: med(s.redisUs),
+        redisReadsPerCall: med(s.redisReads),
+        workerWritesPerCall: med(s.workerWrites),
+        childWritesPerCall: med(s.childWrites),
         rounds: s.worker.map((w) => round(w, 2)),
       }),
     );
@@ -92,6 +122,7 @@ try {
       workerBoverA: med(pairs),
       msBoverA: med(a!.msPerCall.map((m, i) => b!.msPerCall[i]! / m)),
       redisBoverA: med(a!.redisUs.map((u, i) => b!.redisUs[i]! / u)),
+      childrenBoverA: med(a!.children.map((c, i) => b!.children[i]! / c)),
     }),
   );
 } finally {

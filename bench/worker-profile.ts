@@ -4,7 +4,7 @@
 // only the samples taken while CALLS reads were measured count (V8 stamps them on the monotonic
 // clock, as `process.hrtime` does), so start-up and warm-up are left out. Prints each worker's CPU
 // per read (/proc) and its functions by self time, in µs per read, the floor's beside ours.
-// CALLS (default 3000), TOP (default 40), PROF_INTERVAL (µs, default 50), WORKER_BIN as floor.ts.
+// CALLS (default 3000), CONC (default 1), TOP (default 40), PROF_INTERVAL (µs, default 50), WORKER_BIN as floor.ts.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,8 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CALLS = Number(process.env.CALLS ?? 3000);
 const TOP = Number(process.env.TOP ?? 40);
 const INTERVAL = Number(process.env.PROF_INTERVAL ?? 50);
+// CONC: calls in flight (default 1, sequential); at 64 the worker takes many jobs a turn.
+const CONC = Number(process.env.CONC ?? 1);
 
 interface Profile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
@@ -93,11 +95,11 @@ const windows: Record<string, { from: number; to: number; cpuMs: number }> = {};
 try {
   const ours = await pkReadTable(site.client);
   const sides = { floor: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! }, ours: { call: ours, pid: worker.pid } };
-  for (const s of Object.values(sides)) await drive(1000, 1, s.call);
+  for (const s of Object.values(sides)) await drive(1000, CONC, s.call);
   for (const [k, s] of Object.entries(sides)) {
     const c0 = cpuSeconds(s.pid);
     const from = Number(process.hrtime.bigint() / 1000n);
-    await drive(CALLS, 1, s.call);
+    await drive(CALLS, CONC, s.call);
     const to = Number(process.hrtime.bigint() / 1000n);
     windows[k] = { from, to, cpuMs: ((cpuSeconds(s.pid) - c0) * 1000) / CALLS };
   }

@@ -29,6 +29,14 @@ interface AgentCalls {
   running: Turn[];
   /** Calls over its share waiting in the worker: each is handed a turn (true) or sent away (false). */
   waiting: { turn: Turn; settle: (got: boolean) => void }[];
+  /**
+   * When the waiting calls are sent away unless its oldest running call has ended by then: one
+   * timer for all of them, not one each. At 64 reads in flight from one agent (a share of 8 of
+   * the worker's 32) three in four of its calls wait here, and each armed and cleared a timer of
+   * its own (issue 31). Every waiter asks the same question (is the oldest running call still
+   * young?), so one answer serves them all.
+   */
+  timer?: NodeJS.Timeout;
   /** Calls put back, oldest first: the next is woken when a call ends and nobody waits. */
   deferred: Map<string, Job>;
 }
@@ -85,26 +93,29 @@ export class AgentShare {
    * giver put `mine` among the running), false when the agent's calls are not young.
    */
   private turn(agent: AgentCalls, mine: Turn): Promise<boolean> {
+    const left = (agent.running[0]?.since ?? 0) + YOUNG_MS - Date.now();
+    if (left <= 0) return Promise.resolve(false);
     return new Promise((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
-      const waiter = {
-        turn: mine,
-        settle: (got: boolean) => {
-          clearTimeout(timer);
-          resolve(got);
-        },
-      };
-      const check = () => {
-        const left = (agent.running[0]?.since ?? 0) + YOUNG_MS - Date.now();
-        if (left > 0) timer = setTimeout(check, left);
-        else {
-          agent.waiting.splice(agent.waiting.indexOf(waiter), 1);
-          resolve(false);
-        }
-      };
-      agent.waiting.push(waiter);
-      check();
+      agent.waiting.push({ turn: mine, settle: resolve });
+      // The oldest running call only gets younger as calls end, so a timer already set is due
+      // no later than this waiter's own would be; when it fires it looks again.
+      agent.timer ??= setTimeout(() => this.check(agent), left);
     });
+  }
+
+  /**
+   * Sends every waiting call away once the agent's oldest running call is no longer young; until
+   * then, looks again when it will be. A timer that finds nobody waiting stops there.
+   */
+  private check(agent: AgentCalls): void {
+    agent.timer = undefined;
+    if (agent.waiting.length === 0) return;
+    const left = (agent.running[0]?.since ?? 0) + YOUNG_MS - Date.now();
+    if (left > 0) {
+      agent.timer = setTimeout(() => this.check(agent), left);
+      return;
+    }
+    for (const waiter of agent.waiting.splice(0)) waiter.settle(false);
   }
 
   /** A call ended: the oldest waiting call takes its turn, or else the oldest put back is woken. */
