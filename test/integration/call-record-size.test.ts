@@ -10,6 +10,7 @@ import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { CALL_RECORD_RETENTION_MS, CALLS_TABLE, ensureCallsTable, MAX_RECORD_BYTES, PRUNE_EVERY_MS } from '../../src/sqlite/call-record.ts';
 import { toOpError, write } from '../../src/sqlite/sqlite-ops.ts';
 import { AgentDbError } from '../../src/errors.ts';
+import { ACTIVITY_RETENTION_MS, ACTIVITY_TABLE } from '../../src/sqlite/sqlite-activity.ts';
 
 // Review 16b: exactly-once records kept each write's whole result for a week, inside the
 // database file and its plan's size limit, where no agent sees or deletes them. 116 writes
@@ -143,5 +144,26 @@ describe("a write's exactly-once record", () => {
     expect(count()).toBe(1);
     // The index that makes a prune read only what it deletes.
     expect(db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?`).pluck().all(CALLS_TABLE)).toContain(`${CALLS_TABLE}_at`);
+  });
+  it('prunes activity rows past their retention, oldest first, and keeps every newer one', () => {
+    const t = target();
+    const db = handles.open(t, 'write');
+    expect(tryWrite(db, t, 'CREATE TABLE leads (email TEXT)', 'k-create').ok).toBe(true);
+    const now = Date.now();
+    const add = db.prepare(`INSERT INTO ${ACTIVITY_TABLE} (seq, kind, at) VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM ${ACTIVITY_TABLE}), 'call', ?)`);
+    // 40 rows past retention, then 10 within it, as a database's writes leave them (numbered in time order).
+    db.prepare(`DELETE FROM ${ACTIVITY_TABLE}`).run();
+    for (let i = 40; i > 0; i--) add.run(now - ACTIVITY_RETENTION_MS - i * 1000);
+    for (let i = 10; i > 0; i--) add.run(now - i * 1000);
+    const ats = () => db.prepare(`SELECT at FROM ${ACTIVITY_TABLE} ORDER BY seq`).pluck().all() as number[];
+    ensureCallsTable(db, now + PRUNE_EVERY_MS + 1000);
+    // The prune's own row (it deleted rows) comes last.
+    const left = ats();
+    expect(left.slice(0, 10)).toEqual(Array.from({ length: 10 }, (_, i) => now - (10 - i) * 1000));
+    expect(left.length).toBe(11);
+    expect(left.every((at) => at >= now - ACTIVITY_RETENTION_MS)).toBe(true);
+    // All of them past retention: every one goes.
+    ensureCallsTable(db, now + ACTIVITY_RETENTION_MS + 2 * PRUNE_EVERY_MS + 10_000);
+    expect(ats().filter((at) => at < now + 2 * PRUNE_EVERY_MS)).toEqual([]);
   });
 });
