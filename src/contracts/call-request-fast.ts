@@ -1,6 +1,6 @@
 import type { CallRequest } from './call.ts';
 import { NAME_PATTERN } from './names.ts';
-import { DEFAULT_MAX_ROWS, MAX_PARAMS, MAX_ROWS, MAX_SQL_BYTES } from './tools.ts';
+import { DEFAULT_MAX_ROWS, MAX_PARAMS, MAX_RATIONALE_CHARS, MAX_ROWS, MAX_SQL_BYTES } from './tools.ts';
 
 const CALL_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const PLAIN_INTEGER = /^\d+$/;
@@ -60,6 +60,7 @@ function plainSettings(input: unknown): CallRequest['settings'] | undefined {
 }
 
 const QUERY_KEYS = new Set(['sql', 'params', 'max_rows', 'scope', 'agent']);
+const WRITE_KEYS = new Set(['sql', 'params', 'rationale', 'scope', 'agent']);
 
 /**
  * `toolInputs.DATA_QUERY_SQL`'s output (`max_rows` defaulted, the schema's key order) for
@@ -67,28 +68,12 @@ const QUERY_KEYS = new Set(['sql', 'params', 'max_rows', 'scope', 'agent']);
  * included), which zod then judges.
  */
 export function plainQueryArguments(input: unknown): Record<string, unknown> | undefined {
-  if (typeof input !== 'object' || input === null || Object.getPrototypeOf(input) !== Object.prototype) return undefined;
-  const a = input as Record<string, unknown>;
-  for (const key of Object.getOwnPropertyNames(a)) if (!QUERY_KEYS.has(key) || a[key] === undefined) return undefined;
+  const a = plainObject(input, QUERY_KEYS);
+  if (!a) return undefined;
   const { sql, params, max_rows = DEFAULT_MAX_ROWS, scope, agent } = a;
-  if (typeof sql !== 'string' || sql.length < 1 || sql.length > MAX_SQL_BYTES) return undefined;
-  // Each character is at most 3 bytes of UTF-8: only a long text is measured.
-  if (sql.length * 3 > MAX_SQL_BYTES && Buffer.byteLength(sql, 'utf8') > MAX_SQL_BYTES) return undefined;
-  // The values checked are the values kept: each read once (an element may be a getter).
-  let kept: unknown[] | undefined;
-  if (params !== undefined) {
-    if (!Array.isArray(params) || Object.getPrototypeOf(params) !== Array.prototype || params.length > MAX_PARAMS) return undefined;
-    kept = new Array(params.length);
-    for (let i = 0; i < kept.length; i++) {
-      if (!(i in params)) return undefined;
-      const p = params[i];
-      if (p !== null && typeof p !== 'string' && typeof p !== 'boolean' && !(typeof p === 'number' && Number.isFinite(p))) return undefined;
-      kept[i] = p;
-    }
-  }
+  const kept = plainParams(params);
+  if (!plainSql(sql) || kept === false || !plainTarget(scope, agent)) return undefined;
   if (typeof max_rows !== 'number' || !Number.isInteger(max_rows) || max_rows < 1 || max_rows > MAX_ROWS) return undefined;
-  if (scope !== undefined && scope !== 'agent' && scope !== 'workspace') return undefined;
-  if (agent !== undefined && (typeof agent !== 'string' || !NAME_PATTERN.test(agent))) return undefined;
   return {
     sql,
     ...(kept !== undefined ? { params: kept } : {}),
@@ -96,4 +81,61 @@ export function plainQueryArguments(input: unknown): Record<string, unknown> | u
     ...(scope !== undefined ? { scope } : {}),
     ...(agent !== undefined ? { agent } : {}),
   };
+}
+
+/**
+ * `toolInputs.DATA_WRITE_SQL`'s output (the schema's key order) for arguments of the plain
+ * shape, built without zod; undefined for anything else, which zod then judges. A write is
+ * planned by its client and again by the worker, as a read is: zod's parse of its arguments
+ * was the one step of a small insert's plan that a read no longer paid (issue 31).
+ */
+export function plainWriteArguments(input: unknown): Record<string, unknown> | undefined {
+  const a = plainObject(input, WRITE_KEYS);
+  if (!a) return undefined;
+  const { sql, params, rationale, scope, agent } = a;
+  const kept = plainParams(params);
+  if (!plainSql(sql) || kept === false || !plainTarget(scope, agent)) return undefined;
+  if (rationale !== undefined && (typeof rationale !== 'string' || rationale.length > MAX_RATIONALE_CHARS)) return undefined;
+  return {
+    sql,
+    ...(kept !== undefined ? { params: kept } : {}),
+    ...(rationale !== undefined ? { rationale } : {}),
+    ...(scope !== undefined ? { scope } : {}),
+    ...(agent !== undefined ? { agent } : {}),
+  };
+}
+
+/** `input` as a plain object with only `keys`, none set to undefined; undefined otherwise. */
+function plainObject(input: unknown, keys: ReadonlySet<string>): Record<string, unknown> | undefined {
+  if (typeof input !== 'object' || input === null || Object.getPrototypeOf(input) !== Object.prototype) return undefined;
+  const a = input as Record<string, unknown>;
+  // Own keys whatever their enumerability (zod reads its keys so): a hidden `as_of` is zod's to judge.
+  for (const key of Object.getOwnPropertyNames(a)) if (!keys.has(key) || a[key] === undefined) return undefined;
+  return a;
+}
+
+function plainSql(sql: unknown): sql is string {
+  if (typeof sql !== 'string' || sql.length < 1 || sql.length > MAX_SQL_BYTES) return false;
+  // Each character is at most 3 bytes of UTF-8: only a long text is measured.
+  return !(sql.length * 3 > MAX_SQL_BYTES && Buffer.byteLength(sql, 'utf8') > MAX_SQL_BYTES);
+}
+
+/** The params as kept (undefined when absent), or false for zod to judge. */
+function plainParams(params: unknown): unknown[] | undefined | false {
+  if (params === undefined) return undefined;
+  if (!Array.isArray(params) || Object.getPrototypeOf(params) !== Array.prototype || params.length > MAX_PARAMS) return false;
+  // The values checked are the values kept: each read once (an element may be a getter).
+  const kept = new Array(params.length);
+  for (let i = 0; i < kept.length; i++) {
+    if (!(i in params)) return false;
+    const p = params[i];
+    if (p !== null && typeof p !== 'string' && typeof p !== 'boolean' && !(typeof p === 'number' && Number.isFinite(p))) return false;
+    kept[i] = p;
+  }
+  return kept;
+}
+
+function plainTarget(scope: unknown, agent: unknown): boolean {
+  if (scope !== undefined && scope !== 'agent' && scope !== 'workspace') return false;
+  return agent === undefined || (typeof agent === 'string' && NAME_PATTERN.test(agent));
 }

@@ -7,6 +7,8 @@ export const MAX_SQL_BYTES = 100 * 1024;
 export const MAX_PARAMS = 100;
 export const DEFAULT_MAX_ROWS = 100;
 export const MAX_ROWS = 1000;
+/** A write's or drop's rationale, in characters (UTF-16 code units, as zod counts). */
+export const MAX_RATIONALE_CHARS = 2000;
 
 /** One bound value: SQLite gets strings, finite numbers, booleans (as 1/0) and null only. */
 export const param = z.union([z.string(), z.number().finite(), z.boolean(), z.null()], {
@@ -35,7 +37,7 @@ const target = {
   agent: agentName.optional().describe("Another agent's name, to read its tables (read-only, needs the shared-data grant)."),
 };
 
-const rationale = z.string().max(2000).optional().describe('Why this change is needed; shown to the person who approves it.');
+const rationale = z.string().max(MAX_RATIONALE_CHARS).optional().describe('Why this change is needed; shown to the person who approves it.');
 
 /** Input schemas of the four DATA_* tools, keyed by tool name. */
 export const toolInputs = {

@@ -1,5 +1,5 @@
 import { argumentBytes, callRequest, DEFAULT_MAX_CALL_BYTES, type CallRequest } from '../contracts/call.ts';
-import { plainCallRequest, plainQueryArguments } from '../contracts/call-request-fast.ts';
+import { plainCallRequest, plainQueryArguments, plainWriteArguments } from '../contracts/call-request-fast.ts';
 import { describeIssues } from '../contracts/describe-issues.ts';
 import { isToolName, toolInputs, type ToolName } from '../contracts/tools.ts';
 import type { ErrorCode } from '../errors.ts';
@@ -62,7 +62,8 @@ export function planCall(
   if (!isToolName(request.tool)) return fail('UNKNOWN_TOOL', `"${request.tool}" is not a tool.`);
 
   type Args = Record<string, unknown> & { scope?: 'agent' | 'workspace'; agent?: string };
-  let args = (request.tool === 'DATA_QUERY_SQL' ? plainQueryArguments(request.arguments ?? {}) : undefined) as Args | undefined;
+  const plain = request.tool === 'DATA_QUERY_SQL' ? plainQueryArguments : request.tool === 'DATA_WRITE_SQL' ? plainWriteArguments : undefined;
+  let args = plain?.(request.arguments ?? {}) as Args | undefined;
   if (!args) {
     const argsParsed = toolInputs[request.tool].safeParse(request.arguments ?? {});
     if (!argsParsed.success) return fail('INVALID_ARGUMENTS', describeIssues(argsParsed.error.issues));

@@ -130,10 +130,20 @@ export function recordOwnActivity(db: Database, kind: 'restore' | 'upkeep', what
   );
 }
 
-/** Deletes rows past {@link ACTIVITY_RETENTION_MS}; answers how many. */
+/**
+ * Deletes rows past {@link ACTIVITY_RETENTION_MS}; answers how many. Rows are numbered as they
+ * are recorded, so the old ones come first: the cut is the first row still kept, found in `seq`
+ * order, and only the rows before it are read. A `DELETE … WHERE at < ?` read the whole table,
+ * 35 days of a database's writes, on a write once a minute: 27 ms of the child's CPU at 300,000
+ * rows (40 MB) against 0.6 ms (issue 31). A row recorded under a clock set back, behind a newer
+ * one, goes once the rows before it have.
+ */
 export function pruneActivity(db: Database, now = Date.now()): number {
   if (!hasActivityTable(db)) return 0;
-  return trusted(db, `DELETE FROM ${ACTIVITY_TABLE} WHERE at < ?`).run(now - ACTIVITY_RETENTION_MS).changes;
+  const cutoff = now - ACTIVITY_RETENTION_MS;
+  const kept = trusted(db, `SELECT seq FROM ${ACTIVITY_TABLE} WHERE at >= ? ORDER BY seq LIMIT 1`).pluck().get(cutoff) as number | undefined;
+  if (kept === undefined) return trusted(db, `DELETE FROM ${ACTIVITY_TABLE} WHERE at < ?`).run(cutoff).changes;
+  return trusted(db, `DELETE FROM ${ACTIVITY_TABLE} WHERE seq < ?`).run(kept).changes;
 }
 
 type RawRow = {

@@ -7,9 +7,19 @@ import { databasePath } from '../../src/contracts/database-id.ts';
 import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
-import { CALL_RECORD_RETENTION_MS, CALLS_TABLE, ensureCallsTable, MAX_RECORD_BYTES, PRUNE_EVERY_MS } from '../../src/sqlite/call-record.ts';
+import {
+  CALL_PRUNE_EVERY_MS,
+  CALL_RECORD_RETENTION_MS,
+  CALLS_TABLE,
+  effectDigest,
+  ensureCallsTable,
+  MAX_RECORD_BYTES,
+  PRUNE_EVERY_MS,
+} from '../../src/sqlite/call-record.ts';
+import BetterSqlite3 from 'better-sqlite3';
 import { toOpError, write } from '../../src/sqlite/sqlite-ops.ts';
 import { AgentDbError } from '../../src/errors.ts';
+import { ACTIVITY_RETENTION_MS, ACTIVITY_TABLE } from '../../src/sqlite/sqlite-activity.ts';
 
 // Review 16b: exactly-once records kept each write's whole result for a week, inside the
 // database file and its plan's size limit, where no agent sees or deletes them. 116 writes
@@ -140,8 +150,60 @@ describe("a write's exactly-once record", () => {
     ensureCallsTable(db, now + 1000);
     expect(count()).toBe(51);
     ensureCallsTable(db, now + PRUNE_EVERY_MS + 1000);
-    expect(count()).toBe(1);
-    // The index that makes a prune read only what it deletes.
-    expect(db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?`).pluck().all(CALLS_TABLE)).toContain(`${CALLS_TABLE}_at`);
+    expect(count()).toBe(51);
+    // Records are read whole to be pruned (no index on `at`): once a day, by the process, not the handle.
+    handles.closeAll();
+    const reopened = handles.open(t, 'write');
+    const counted = () => reopened.prepare(`SELECT count(*) FROM ${CALLS_TABLE}`).pluck().get();
+    ensureCallsTable(reopened, now + 2 * PRUNE_EVERY_MS);
+    expect(counted()).toBe(51);
+    ensureCallsTable(reopened, now + CALL_PRUNE_EVERY_MS + 1000);
+    expect(counted()).toBe(1);
+    const left = reopened;
+    expect(left.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?`).pluck().all(CALLS_TABLE)).toEqual([]);
+  });
+
+  it('drops the index on `at` from a file written before, which replays its records as they were', () => {
+    const t = target();
+    fs.mkdirSync(path.dirname(t.path), { recursive: true });
+    // The calls table as the code before made it, with a write it recorded.
+    const sql = 'INSERT INTO leads (email) VALUES (?)';
+    const before = new BetterSqlite3(t.path);
+    before.pragma('journal_mode = WAL');
+    before.exec(`CREATE TABLE ${CALLS_TABLE} (call_id TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL, digest TEXT) WITHOUT ROWID;
+      CREATE INDEX ${CALLS_TABLE}_at ON ${CALLS_TABLE} (at);
+      CREATE TABLE leads (email TEXT); INSERT INTO leads VALUES ('a@x');`);
+    before
+      .prepare(`INSERT INTO ${CALLS_TABLE} VALUES (?, ?, ?, ?)`)
+      .run('k-old', JSON.stringify({ changes: 1, lastInsertRowid: 1 }), Date.now(), effectDigest(['write', sql, ['a@x']]));
+    before.close();
+    const db = handles.open(t, 'write');
+    expect(write(db, sql, ['a@x'], 'k-old', t.limits)).toEqual({ changes: 1, lastInsertRowid: 1, columns: [], rows: [], truncated: false, replayed: true });
+    const indexes = () => db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?`).pluck().all(CALLS_TABLE);
+    expect(indexes()).not.toContain(`${CALLS_TABLE}_at`);
+    expect(write(db, sql, ['b@x'], 'k-new', t.limits)).toMatchObject({ changes: 1, lastInsertRowid: 2 });
+    expect(db.prepare('SELECT email FROM leads ORDER BY rowid').pluck().all()).toEqual(['a@x', 'b@x']);
+    expect(db.prepare(`SELECT call_id FROM ${CALLS_TABLE} ORDER BY call_id`).pluck().all()).toEqual(['k-new', 'k-old']);
+  });
+  it('prunes activity rows past their retention, oldest first, and keeps every newer one', () => {
+    const t = target();
+    const db = handles.open(t, 'write');
+    expect(tryWrite(db, t, 'CREATE TABLE leads (email TEXT)', 'k-create').ok).toBe(true);
+    const now = Date.now();
+    const add = db.prepare(`INSERT INTO ${ACTIVITY_TABLE} (seq, kind, at) VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM ${ACTIVITY_TABLE}), 'call', ?)`);
+    // 40 rows past retention, then 10 within it, as a database's writes leave them (numbered in time order).
+    db.prepare(`DELETE FROM ${ACTIVITY_TABLE}`).run();
+    for (let i = 40; i > 0; i--) add.run(now - ACTIVITY_RETENTION_MS - i * 1000);
+    for (let i = 10; i > 0; i--) add.run(now - i * 1000);
+    const ats = () => db.prepare(`SELECT at FROM ${ACTIVITY_TABLE} ORDER BY seq`).pluck().all() as number[];
+    ensureCallsTable(db, now + PRUNE_EVERY_MS + 1000);
+    // The prune's own row (it deleted rows) comes last.
+    const left = ats();
+    expect(left.slice(0, 10)).toEqual(Array.from({ length: 10 }, (_, i) => now - (10 - i) * 1000));
+    expect(left.length).toBe(11);
+    expect(left.every((at) => at >= now - ACTIVITY_RETENTION_MS)).toBe(true);
+    // All of them past retention: every one goes.
+    ensureCallsTable(db, now + ACTIVITY_RETENTION_MS + 2 * PRUNE_EVERY_MS + 10_000);
+    expect(ats().filter((at) => at < now + 2 * PRUNE_EVERY_MS)).toEqual([]);
   });
 });

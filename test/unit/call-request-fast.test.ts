@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { callRequest } from '../../src/contracts/call.ts';
-import { plainCallRequest, plainQueryArguments } from '../../src/contracts/call-request-fast.ts';
+import { plainCallRequest, plainQueryArguments, plainWriteArguments } from '../../src/contracts/call-request-fast.ts';
 import { toolInputs } from '../../src/contracts/tools.ts';
 import { planCall } from '../../src/policy/call-plan.ts';
 
@@ -154,6 +154,63 @@ describe('plainQueryArguments', () => {
       }
     }
     expect(ok).toBeGreaterThan(20);
+  });
+});
+
+describe('plainWriteArguments', () => {
+  const write = { ...base, tool: 'DATA_WRITE_SQL', settings: { database: 'agent', sharedData: true } };
+  const sqls: unknown[] = ['INSERT INTO t (v) VALUES (?)', '', 7, 'x'.repeat(100 * 1024), 'x'.repeat(100 * 1024 + 1), 'é'.repeat(60 * 1024)];
+  const others: Record<string, unknown>[] = [
+    {},
+    { params: [1, 'a', true, null, 2.5] },
+    { params: [Number.NaN] },
+    { params: [{}] },
+    // biome-ignore lint/suspicious/noSparseArray: a hole is zod's to judge
+    { params: [1, , 2] },
+    { params: Array.from({ length: 101 }, (_, i) => i) },
+    { params: 'a' },
+    { rationale: 'why' },
+    { rationale: '' },
+    { rationale: 'r'.repeat(2000) },
+    { rationale: 'r'.repeat(2001) },
+    { rationale: 'é'.repeat(2000) },
+    { rationale: 5 },
+    { rationale: 'why', params: ['x'], scope: 'workspace' },
+    { scope: 'agent', agent: 'other' },
+    { scope: 'all' },
+    { agent: 'Other' },
+    { max_rows: 5 },
+    { as_of: '2026-12-01T02:00:00Z' },
+    { rationale: undefined },
+  ];
+  it("plans each write as zod's path alone does", () => {
+    let ok = 0;
+    for (const sql of sqls) {
+      for (const o of others) {
+        const input = { ...write, arguments: { sql, ...o } };
+        const byZod = planCall({ ...input, arguments: Object.assign(Object.create(null), input.arguments) }, 16);
+        const planned = planCall(input, 16);
+        expect(JSON.stringify(planned), JSON.stringify(o)).toBe(JSON.stringify(byZod));
+        if (planned.ok) {
+          ok++;
+          expect(Object.keys(planned.plan.args)).toEqual(Object.keys(byZod.ok ? byZod.plan.args : {}));
+        }
+      }
+    }
+    expect(ok).toBeGreaterThan(10);
+  });
+
+  it('plans a small insert without parsing its arguments with zod', () => {
+    // A write is planned twice, by its client and by the worker, on a small insert's path.
+    const parse = vi.spyOn(toolInputs.DATA_WRITE_SQL, 'safeParse');
+    try {
+      const planned = planCall({ ...write, arguments: { sql: 'INSERT INTO log (v) VALUES (?)', params: ['row 1'], rationale: 'log it' } }, 16);
+      expect(planned.ok && planned.plan.args).toEqual({ sql: 'INSERT INTO log (v) VALUES (?)', params: ['row 1'], rationale: 'log it' });
+      expect(parse).not.toHaveBeenCalled();
+      expect(plainWriteArguments({ sql: 'DELETE FROM log', extra: 1 })).toBeUndefined();
+    } finally {
+      parse.mockRestore();
+    }
   });
 });
 
