@@ -5,6 +5,8 @@
 // build (tools listed first, as clients do) in this process; each server a process of its own,
 // its CPU read from /proc. DISTS (default `../.ab-base/dist,../dist`, relative to bench/), N calls
 // per round (default 2000), R rounds (default 10); PROF=<dir> writes a --cpu-prof of each server.
+// FLOOR_KIND=v1: the route inside the whole app (`buildApp`, as `agentdb start` serves it, with
+// its app-wide hooks) rather than alone on a bare Fastify.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -32,7 +34,10 @@ interface Side {
 const sides: Side[] = [];
 for (const dist of DISTS) {
   const prof = process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`] : [];
-  const child = fork(FLOOR, ['serve', 'mcp'], { execArgv: ['--import', 'tsx', ...prof], env: { ...process.env, FLOOR_DIST: dist } });
+  const child = fork(FLOOR, ['serve', process.env.FLOOR_KIND === 'v1' ? 'v1' : 'mcp'], {
+    execArgv: ['--import', 'tsx', ...prof],
+    env: { ...process.env, FLOOR_DIST: dist },
+  });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (m) => resolve(m as { port: number })));
   const mcp = new Client({ name: 'ab', version: '1' });
   await mcp.connect(

@@ -33,11 +33,13 @@ export function untrustedFence(body: string, kind: 'data' | 'refusal' = 'data'):
   ].join('\n');
 }
 
-/** Bytes of a boundary: 96 random bits. */
-const BOUNDARY_BYTES = 12;
+/** Hex digits of a boundary: 96 random bits. */
+const BOUNDARY_DIGITS = 24;
 /** Random bytes for the next boundaries, filled from the CSPRNG 256 boundaries at a time. */
-const pool = Buffer.alloc(BOUNDARY_BYTES * 256);
-let used = pool.length;
+const pool = Buffer.alloc((BOUNDARY_DIGITS / 2) * 256);
+/** The pool in hex, turned once per refill (one encoding of 256 boundaries, not one each). */
+let digits = '';
+let used = 0;
 
 /**
  * A fresh boundary (24 hex digits). Drawn from a pool because `randomBytes(12)` runs a crypto
@@ -46,12 +48,13 @@ let used = pool.length;
  * as before (the same CSPRNG, never reused).
  */
 function randomBoundary(): string {
-  if (used === pool.length) {
+  if (used === digits.length) {
     randomFillSync(pool);
+    digits = pool.toString('hex');
     used = 0;
   }
-  const hex = pool.toString('hex', used, used + BOUNDARY_BYTES);
-  used += BOUNDARY_BYTES;
+  const hex = digits.slice(used, used + BOUNDARY_DIGITS);
+  used += BOUNDARY_DIGITS;
   return hex;
 }
 
