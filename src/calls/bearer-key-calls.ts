@@ -8,7 +8,7 @@ import { callerOf, callInputFor, memberSinceOf, type KeyedCall, type Principal }
 import { databaseId } from '../contracts/database-id.ts';
 import type { RateRefusal } from './call-rate-limits.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
-import { dbAnswer, type ApprovalRequiredAnswer } from './db-answers.ts';
+import { dbAnswer, type ApprovalRequiredAnswer, type TranslatedDbCall } from './db-answers.ts';
 
 /** The bound each tenant refusal of the client stands for. */
 const REFUSAL_QUOTA: Partial<Record<string, 'rate' | 'redis'>> = { RATE_LIMITED: 'rate', QUOTA_EXCEEDED: 'redis' };
@@ -55,6 +55,8 @@ export class KeyedCalls {
    * `tasks/result`, which waits until its call ends) answers instead.
    */
   stopped = false;
+  /** The db_* answers made of the client's refusals (see {@link untaken}): new objects, noted here. */
+  private readonly untakenDb = new WeakSet<object>();
 
   constructor(
     private readonly client: AgentDbClient,
@@ -114,6 +116,14 @@ export class KeyedCalls {
   /** Requests waiting now, each holding one bound timer (for tests and metrics). */
   waiting(): number {
     return this.waits.size;
+  }
+
+  /**
+   * Whether `answer` (of {@link call}) refused the call before it was taken (a rate, the Redis
+   * budget, Redis near full): no call ran under its id (see `AgentDbClient.refusedUntaken`).
+   */
+  untaken(answer: object): boolean {
+    return this.client.refusedUntaken(answer) || this.untakenDb.has(answer);
   }
 
   /** Enqueues `call` as `principal` and answers per `opts`. */
@@ -203,8 +213,15 @@ export class KeyedCalls {
       // require-approval answers at once (db-capability.md); the parked call runs once approved.
       input.settings = { ...principal.settings, approval: 'write' };
       const first = await this.client.call(input, { wait: false, timeoutMs: opts.maxWaitMs, ...(opts.signal ? { signal: opts.signal } : {}), ...opts.trace });
-      return dbAnswer(first, t, db, statement);
+      return this.asDb(first, t, db, statement);
     }
-    return dbAnswer(await this.enqueue(input, principal, opts), t, db, statement);
+    return this.asDb(await this.enqueue(input, principal, opts), t, db, statement);
+  }
+
+  /** {@link dbAnswer}, still known as a refusal before taking where `answer` was one. */
+  private asDb(answer: CallAnswer, t: TranslatedDbCall, db: string, statement: unknown): CallAnswer | ApprovalRequiredAnswer {
+    const out = dbAnswer(answer, t, db, statement);
+    if (this.client.refusedUntaken(answer)) this.untakenDb.add(out);
+    return out;
   }
 }

@@ -50,6 +50,8 @@ export class AgentDbClient {
   private readonly queues: ShardQueues;
   private readonly waiters = new CallWaiters();
   private readonly feeds = new Set<EventFeed>();
+  /** This client's refusals of calls before they were taken (see {@link refusedUntaken}). */
+  private readonly untaken = new WeakSet<object>();
   private reader?: Promise<EventReader>;
   /** The reader once {@link reader} has started it: a warm call need not await it. */
   private started?: EventReader;
@@ -276,9 +278,20 @@ export class AgentDbClient {
     this.redis.disconnect();
   }
 
-  /** Counts a refusal for `quota` and answers `answer`. */
+  /**
+   * Whether `answer` is this client's refusal of a call before it was taken (a rate, the Redis
+   * budget, Redis near full): nothing ran under its id, whatever its code. A QUOTA_EXCEEDED may
+   * also be the outcome of a call that ran (a disk quota), and a resend's join window treats the
+   * two differently (`PendingCallJoins.settle`).
+   */
+  refusedUntaken(answer: object): boolean {
+    return this.untaken.has(answer);
+  }
+
+  /** Counts a refusal for `quota` and answers `answer`, noted as refused before it was taken. */
   private refused<T>(quota: RefusedQuota, answer: T): T {
     this.metrics.refusals.inc({ quota });
+    if (typeof answer === 'object' && answer !== null) this.untaken.add(answer);
     return answer;
   }
 

@@ -86,7 +86,8 @@ export class PendingCallJoins {
 
   /**
    * Lets go of `callId`, the id this send claimed or joined under `key`, whose call was refused
-   * before it was taken (RATE_LIMITED): kept, it was an uncounted entry for the approval's life.
+   * before it was taken (RATE_LIMITED, or QUOTA_EXCEEDED by the Redis budget): kept, it was an
+   * uncounted entry for the approval's life.
    * Only as the last send under the id not taken: another may still be admitted under it (an
    * identical send that joined the id and is on its way), and an entry gone before then let a
    * third identical send claim a new id and make a second call with a second approval. Nor once
@@ -105,6 +106,10 @@ export class PendingCallJoins {
    * enqueued: kept for the approval's life, an agent past its rate could fill Redis with one
    * uncounted entry per distinct write (hostile review T1), so the send lets go of it
    * ({@link letGoUnsent}, which keeps it while another send under the id may still be taken).
+   * So does a QUOTA_EXCEEDED refused before it was taken (`untaken`: the Redis budget, counted
+   * before a send joins): ended as an outcome, it let the next identical send take a new id and,
+   * once the budget had room, make a second call with a second approval while the first waited
+   * (session 27, O1). A QUOTA_EXCEEDED of a call that ran (a disk quota) is its outcome.
    */
   async settle(
     principal: Principal,
@@ -112,9 +117,11 @@ export class PendingCallJoins {
     claim: { callId: string; joined: boolean },
     answer: { ok: boolean; error?: { code: string } },
     pending: boolean,
+    untaken = false,
   ): Promise<void> {
-    if (!pending && !isTransient(answer)) await this.forget(key, claim.callId);
-    else if (!answer.ok && answer.error?.code === 'RATE_LIMITED') await this.letGoUnsent(principal, key, claim.callId);
+    const code = answer.ok ? undefined : answer.error?.code;
+    if (code === 'RATE_LIMITED' || (untaken && code === 'QUOTA_EXCEEDED')) await this.letGoUnsent(principal, key, claim.callId);
+    else if (!pending && !isTransient(answer)) await this.forget(key, claim.callId);
   }
 }
 

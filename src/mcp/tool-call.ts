@@ -117,7 +117,7 @@ export function mcpToolCall(
       }
       const pending = isPending(answer);
       // The outcome ends the window in which the same write joins this call (PendingCallJoins.settle).
-      if (joinKey && claim) await deps.joins!.settle(principal, joinKey, claim, answer, pending);
+      if (joinKey && claim) await deps.joins!.settle(principal, joinKey, claim, answer, pending, deps.calls.untaken(answer));
       if (asTask && pending) {
         const task = await tasks.start({ callId: answer.callId, statusMessage: waitingFor(answer), ...(joinKey ? { joinKey } : {}) });
         return { task };

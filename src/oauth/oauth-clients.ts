@@ -35,11 +35,13 @@ export type AuthMethod = 'none' | 'client_secret_post' | 'client_secret_basic';
 export const AUTH_METHODS: readonly AuthMethod[] = ['none', 'client_secret_post', 'client_secret_basic'];
 
 /**
- * How long a registration is kept. Registration is open to anyone (that is what DCR is for), so
- * one nobody signs in through goes after a day; each consent keeps it {@link CLIENT_TTL_S} more.
+ * How long a registration is kept while no grant holds it. Registration is open to anyone (that
+ * is what DCR is for), so one nobody signs in through goes after a day; a grant keeps its client
+ * as long as the grant's refresh token, and a client whose last grant is dropped goes back to
+ * this (OAuthGrants): a fixed 90 days at consent kept every client a member ever consented to,
+ * past the 50 grants a member keeps (hostile review T3).
  */
 export const CLIENT_UNUSED_TTL_S = 24 * 3600;
-export const CLIENT_TTL_S = 90 * 24 * 3600;
 /**
  * Registrations one address may make per hour. A client registers once per install (or per
  * sign-in when it forgets); together with {@link CLIENT_UNUSED_TTL_S} this bounds what anyone
@@ -223,10 +225,13 @@ export class OAuthClients {
     return raw ? (JSON.parse(raw) as OAuthClient) : undefined;
   }
 
-  /** Keeps a client that people sign in through (see {@link CLIENT_TTL_S}); it no longer counts as unconsented. */
-  async renew(clientId: string): Promise<void> {
+  /**
+   * A person consented to the client: it no longer counts against the unconsented cap. How long it
+   * is kept is its grants' to say (OAuthGrants holds it while one may issue tokens).
+   */
+  async consented(clientId: string): Promise<void> {
     if (isDocumentClientId(clientId)) return;
-    await this.redis.multi().expire(this.keys.oauth('client', clientId), CLIENT_TTL_S).zrem(this.unconsented(), clientId).exec();
+    await this.redis.zrem(this.unconsented(), clientId);
   }
 
   /** The service's registered clients nobody has signed in through yet, by when each lapses. */

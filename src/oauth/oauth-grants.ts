@@ -8,7 +8,7 @@ import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
 import type { Member, MemberRegistry } from '../registry/members.ts';
 import type { Principal } from '../registry/principal.ts';
 import { hashKey } from '../registry/secret-key.ts';
-import type { OAuthClient } from './oauth-clients.ts';
+import { CLIENT_UNUSED_TTL_S, type OAuthClient } from './oauth-clients.ts';
 import type { AccessRecord, CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
 import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, mintToken, PKCE_VERIFIER, REFRESH_TOKEN_PREFIX, s256, TOKEN_SHAPE } from './oauth-token-format.ts';
 
@@ -96,6 +96,8 @@ export class OAuthGrants {
       .zrange(index, 0, -(MAX_GRANTS_PER_MEMBER + 1))
       .exec();
     const ended = (res?.[4]?.[1] as string[] | undefined) ?? [];
+    // Held before the oldest are ended, so ending one of the same client never lets it go.
+    await this.holdClient(client.clientId, grant.id, Math.max(CLIENT_UNUSED_TTL_S, this.codeTtlS));
     for (const id of ended) await this.revoke(member.workspace, member.name, id);
     return code;
   }
@@ -119,7 +121,7 @@ export class OAuthGrants {
     if (p.redirectUri !== undefined && p.redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request.');
     if (p.resource !== undefined && p.resource !== code.resource) throw new InvalidTargetError('resource differs from the authorization request.');
     if (!PKCE_VERIFIER.test(p.verifier) || s256(p.verifier) !== code.challenge) {
-      await this.dropGrant(code.grantId);
+      await this.dropGrant(code.grantId, code.clientId);
       throw new InvalidGrantError('code_verifier does not match the code_challenge.');
     }
     const grant = await this.grant(code.grantId);
@@ -206,7 +208,7 @@ export class OAuthGrants {
     const grant = await this.grant(grantId);
     await this.redis.zrem(this.keys.oauth('grants', `${workspace}/${member}`), grantId);
     if (!grant || grant.workspace !== workspace || grant.member !== member) return false;
-    await this.dropGrant(grantId);
+    await this.dropGrant(grantId, grant.clientId);
     return true;
   }
 
@@ -256,6 +258,8 @@ export class OAuthGrants {
       String(refreshTtlS),
     );
     if (issued !== 1) throw new InvalidGrantError('The grant was revoked.');
+    // Each refresh keeps the client as long as this refresh token: a client outlives its grants by no more.
+    await this.holdClient(grant.clientId, grant.id, refreshTtlS);
     const scope = scopeOfLevel(narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role)));
     return { access_token: access, token_type: 'Bearer', expires_in: accessTtlS, refresh_token: refresh, scope };
   }
@@ -282,8 +286,24 @@ export class OAuthGrants {
     return raw ? (JSON.parse(raw) as OAuthGrant) : undefined;
   }
 
-  /** The grant's record goes; tokens left behind find no grant and lapse by their own TTL. */
-  private async dropGrant(id: string): Promise<void> {
+  /**
+   * The grant's record goes; tokens left behind find no grant and lapse by their own TTL. Its
+   * client, held by no other live grant, goes back to an unconsented client's lifetime.
+   */
+  private async dropGrant(id: string, clientId: string): Promise<void> {
     await this.redis.del(this.keys.oauth('grant', id));
+    await this.redis.agentdbOauthClientRelease(
+      this.keys.oauth('client', clientId),
+      this.keys.oauth('holders', clientId),
+      id,
+      this.keys.oauth('grant', ''),
+      String(CLIENT_UNUSED_TTL_S),
+    );
+  }
+
+  /** Keeps `clientId`'s record (a registered client's) at least `ttlS` more, held by grant `id`. */
+  private async holdClient(clientId: string, id: string, ttlS: number): Promise<void> {
+    const [client, holders] = [this.keys.oauth('client', clientId), this.keys.oauth('holders', clientId)];
+    await this.redis.agentdbOauthClientHold(client, holders, this.keys.oauth('grant', id), id, String(ttlS));
   }
 }

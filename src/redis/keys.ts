@@ -109,9 +109,10 @@ export interface Keys {
    * OAuth sign-in (src/oauth/): a registered client, a code, a grant, an access or refresh token
    * (by its sha256), a member's grants (`grants`, id `<workspace>/<member>`), and the
    * registration rate's counters (`rate`, id `register`), and the registered clients nobody
-   * has signed in through yet (`clients`, id `unconsented`). One hash tag.
+   * has signed in through yet (`clients`, id `unconsented`), and the grants holding a registered
+   * client (`holders`, id the client's). One hash tag.
    */
-  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate' | 'clients', id: string): string;
+  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate' | 'clients' | 'holders', id: string): string;
   /**
    * The deployment's SHARD_COUNT, as its workers last published it at start (a decimal string):
    * a client given no `shardCount` reads it, one given another answers CONFIG_MISMATCH.

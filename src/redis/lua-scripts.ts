@@ -111,6 +111,10 @@ export interface LuaCommands {
     lapsesAt: string,
     cap: string,
   ): Promise<[taken: number, count: number, first: string]>;
+  /** oauth-client-hold.lua: 1 when the client is now held by the grant and kept at least `ttlS`, 0 for no such client or grant. */
+  agentdbOauthClientHold(client: string, holders: string, grant: string, grantId: string, ttlS: string): Promise<number>;
+  /** oauth-client-release.lua: how many live grants still hold the client (0: it is back to the unconsented lifetime). */
+  agentdbOauthClientRelease(client: string, holders: string, grantId: string, grantPrefix: string, unusedTtlS: string): Promise<number>;
 }
 
 /** A connection with agentdb's scripts defined on it. */
@@ -139,6 +143,8 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
   agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 4 },
   agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },
+  agentdbOauthClientHold: { file: 'oauth-client-hold.lua', keys: 3 },
+  agentdbOauthClientRelease: { file: 'oauth-client-release.lua', keys: 2 },
 };
 
 /** The scripts' text, read once per process on first use. */

@@ -29,9 +29,13 @@ export interface OAuthServer {
 /**
  * Starts it over `box` (workers come from `box.pool()`), with workspace `acme` registered;
  * `unconsentedClientsMax`: OAUTH_UNCONSENTED_CLIENTS_MAX, `tokenRequestsPerMinute`:
- * OAUTH_TOKEN_REQUESTS_PER_MINUTE (defaults their own).
+ * OAUTH_TOKEN_REQUESTS_PER_MINUTE (defaults their own), `refreshTtlS`: OAUTH_REFRESH_TOKEN_TTL_S
+ * (an hour unless given).
  */
-export async function startOAuthServer(box: Sandbox, opts: { unconsentedClientsMax?: number; tokenRequestsPerMinute?: number } = {}): Promise<OAuthServer> {
+export async function startOAuthServer(
+  box: Sandbox,
+  opts: { unconsentedClientsMax?: number; tokenRequestsPerMinute?: number; refreshTtlS?: number } = {},
+): Promise<OAuthServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);
   const keys = keysFor(config.prefix);
@@ -51,7 +55,7 @@ export async function startOAuthServer(box: Sandbox, opts: { unconsentedClientsM
       ...config,
       oauth: {
         accessTtlS: 600,
-        refreshTtlS: 3600,
+        refreshTtlS: opts.refreshTtlS ?? 3600,
         unconsentedClientsMax: opts.unconsentedClientsMax ?? UNCONSENTED_CLIENTS_MAX,
         tokenRequestsPerMinute: opts.tokenRequestsPerMinute ?? TOKEN_REQUESTS_PER_MINUTE,
       },

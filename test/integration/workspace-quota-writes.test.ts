@@ -71,3 +71,15 @@ describe('a write already committed, asked again once its workspace is past the 
     }
   });
 });
+
+describe('a write that waits for a person, its workspace past its byte quota', () => {
+  it('is refused QUOTA_EXCEEDED before it parks: no person is asked to approve a write that cannot run', async () => {
+    const parked = as('parked');
+    expect((await parked('DATA_WRITE_SQL', { sql: 'CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)' })).ok).toBe(true);
+    expect((await parked('DATA_WRITE_SQL', { sql: fill })).ok).toBe(true);
+    const gated = { workspace: 'parked', agent: 'scout', settings: { database: 'agent' as const, approval: 'write' as const } };
+    const answer = await client.call({ ...gated, tool: 'DATA_WRITE_SQL', arguments: { sql: 'DELETE FROM big WHERE id = 1' } }, { wait: false });
+    expect(answer).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+    expect(answer).not.toHaveProperty('approval');
+  });
+});

@@ -160,7 +160,7 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
       resource: r.resource,
       level: chosen.data,
     });
-    await oauth.clients.renew(r.client.clientId);
+    await oauth.clients.consented(r.client.clientId);
     return answer(reply, request, r.redirectUri, { code, state: r.state });
   });
 }
