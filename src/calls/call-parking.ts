@@ -14,6 +14,7 @@ import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
+import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { Effect } from '../contracts/effect.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
@@ -53,6 +54,8 @@ export interface ParkingDeps {
   /** The shard's executor, which writes the decision into the database's own audit table. */
   executor: { run(req: ExecRequest): Promise<ExecOutcome> };
   config: Config;
+  /** A workspace's byte quota, asked before a write parks (see `firstPark`). */
+  quota?: Pick<WorkspaceQuota, 'writesRefusal'>;
   logger: Logger;
   /** With tracing on: each decided approval's wait becomes a span of its call's trace. */
   tracer?: Tracer;

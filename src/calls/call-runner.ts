@@ -139,9 +139,6 @@ export async function runCall(
   if (gate.kind === 'approval' && !approved) {
     const verdict = guardFirstLayer(plan);
     if (!verdict.ok) return fail(verdict.code, verdict.reason);
-    // No person is asked for a write its workspace's bytes refuse: it was refused only once approved.
-    const overQuota = request.op === 'write' && deps.quota ? await deps.quota.writesRefusal(parseDatabaseId(plan.databaseId).workspace) : undefined;
-    if (overQuota !== undefined) return fail('QUOTA_EXCEEDED', overQuota);
     return { park: plan, request };
   }
 

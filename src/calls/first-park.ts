@@ -11,6 +11,8 @@ import type { CallPlan } from '../policy/call-plan.ts';
 import { CREDITS } from '../policy/credits.ts';
 import type { RecordedEffect, RecordedOutcome } from '../sqlite/call-record.ts';
 import { dropEffect } from '../sqlite/sqlite-effect.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
+import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import { failedRun, type RunOutcome } from './call-runner.ts';
 import { previewParked } from './parked-effect.ts';
 import { jsonBytes } from './redis-bytes.ts';
@@ -25,6 +27,8 @@ export interface FirstParkDeps {
   approvalTtlMs: number;
   executor: { run(req: ExecRequest): Promise<ExecOutcome> };
   config: Config;
+  /** A workspace's byte quota: no person is asked about a write it would refuse once approved. */
+  quota?: Pick<WorkspaceQuota, 'writesRefusal'>;
 }
 
 /** What an approval records of its call, bound by its digest ({@link approvalFields}). */
@@ -71,6 +75,9 @@ export async function firstPark(
       };
     }
   }
+  // After the record: a committed write sent again answers what it did, never QUOTA_EXCEEDED.
+  const overQuota = request.op === 'write' && deps.quota ? await deps.quota.writesRefusal(parseDatabaseId(plan.databaseId).workspace) : undefined;
+  if (overQuota !== undefined) return failedRun(data, 'QUOTA_EXCEEDED', overQuota);
   let object: DropObject | undefined;
   let effect: { effect: Effect | null; effectNote?: string } | undefined;
   // SQLite's own verdict too. A write's missing table is no refusal (an earlier parked CREATE

@@ -80,6 +80,7 @@ export class CallJobProcessor {
       approvalTtlMs: config.approvalTtlMs,
       executor: this.executor,
       config,
+      ...(opts.quota ? { quota: opts.quota } : {}),
       logger: opts.logger,
       ...(tracer ? { tracer } : {}),
     });
