@@ -121,7 +121,11 @@ const BATCH_NOTE_LUA = `local function note(KEYS, ARGV)
   if tonumber(ARGV[2]) < 0 then return {'', '', 1, 0} end
   local w = ledgers[KEYS[1]]
   if w == nil then
-    w = { ledger = KEYS[1], sum = KEYS[2], held = tonumber(redis.call('GET', KEYS[2]) or '0'), delta = 0 }
+    local held = tonumber(redis.call('GET', KEYS[2]) or '0')
+    -- A sum INCRBY would refuse fails this call now, before its add, as one call's script
+    -- fails there: at the batch's end it would fail every call, their jobs added.
+    if held == nil or held % 1 ~= 0 then return redis.error_reply('ERR the budget sum ' .. KEYS[2] .. ' is not an integer') end
+    w = { ledger = KEYS[1], sum = KEYS[2], held = held, delta = 0 }
     ledgers[KEYS[1]] = w
     order[#order + 1] = w
   end

@@ -211,5 +211,32 @@ describe("a turn's admitted adds", () => {
         expect(await admin.exists(keys().redisBudget(ws).ledger, keys().redisBudget(ws).held)).toBe(0);
       }
     });
+
+    it("fails a workspace whose sum INCRBY would refuse before its calls' adds, and no other workspace's", async () => {
+      const queue = queueOf('sum-bad');
+      await queue.waitUntilReady();
+      const budget = new WorkspaceRedisBudget(admin, keys(), 1024 * 1024);
+      await admin.set(keys().redisBudget('sum-bad').held, '1.5');
+      const admit = (workspace: string, callId: string) => {
+        const d: CallJobData = {
+          callId,
+          workspace,
+          agent: 'scout',
+          settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false },
+          plan: 'pro',
+          tool: 'DATA_QUERY_SQL',
+          arguments: { sql: 'SELECT 1' },
+          enqueuedAt: Date.now(),
+        };
+        const add = jobAdd(queue, 'call', d, callJobOptions(callKeyOf(d), 3600));
+        return budget.admitCall(workspace, 'pro', [{ callKey: callId, kind: 'args', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
+      };
+      const settled = await Promise.allSettled([admit('sum-bad', 'x1'), admit('sum-good', 'y1'), admit('sum-bad', 'x2')]);
+      expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled', 'rejected']);
+      const ids = [callKeyOf({ workspace: 'sum-bad', agent: 'scout', callId: 'x1' }), callKeyOf({ workspace: 'sum-good', agent: 'scout', callId: 'y1' })];
+      expect((await Promise.all(ids.map((id) => queue.getJob(id)))).map((j) => j !== undefined)).toEqual([false, true]);
+      expect(await admin.get(keys().redisBudget('sum-good').held)).toBe('100');
+      await queue.close();
+    });
   });
 });
