@@ -21,6 +21,9 @@ const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/ad
   addStandardJob: { name: string; content: string; keys: number };
 };
 const ADD = bullmqScripts.addStandardJob;
+/** How many keys BullMQ's standard add takes, and its script's text (for the batch's script). */
+export const ADD_KEYS = ADD.keys;
+export const ADD_LUA = ADD.content;
 
 /**
  * The caller's admission and its job's add in one script (issue 31): `budget-note.lua` counts the

@@ -108,4 +108,135 @@ describe("a turn's admitted adds", () => {
     expect(jobs.map((j) => j !== undefined)).toEqual([true, false, true]);
     await queue.close();
   });
+
+  // The batch's budget note sums what it can per workspace: what it counts must stay what one
+  // call's script at a time counts, call by call, and what a later sweep takes back.
+  describe('budget note', () => {
+    const BYTES = 300;
+    const calls = [
+      ['a', 'a1'],
+      ['b', 'b1'],
+      ['a', 'a2'],
+      ['a', 'a3'],
+      ['a', 'a4'],
+      ['b', 'b2'],
+      ['a', 'a5'],
+      ['a', 'a6'],
+    ] as const;
+    /** Admits `calls` into workspaces `<run>-a` and `<run>-b` (cap 1000 bytes, `a` 5 calls a window), in one turn or one at a time. */
+    const run = async (name: string, together: boolean, now: number) => {
+      const queue = queueOf(`${name}-a`);
+      await queue.waitUntilReady();
+      const budget = new WorkspaceRedisBudget(admin, keys(), 1000);
+      const until = now + 60_000;
+      // One entry of `a` gone by `now`: the batch's sweep takes it back.
+      await budget.note(`${name}-a`, [{ callKey: 'old', kind: 'args', bytes: 700, until: now - 10 }], now - 20);
+      const admit = ([ws, id]: readonly [string, string], i: number) => {
+        const workspace = `${name}-${ws}`;
+        const d: CallJobData = {
+          callId: id,
+          workspace,
+          agent: 'scout',
+          settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false },
+          plan: 'pro',
+          tool: 'DATA_QUERY_SQL',
+          arguments: { sql: 'SELECT 1' },
+          enqueuedAt: now,
+        };
+        const key = callKeyOf(d);
+        const counters = ws === 'a' ? [{ of: 'workspace' as const, key: `${sb.config.prefix}:rate:${workspace}`, points: 1, limit: 5, windowS: 600 }] : [];
+        // `b`'s second call a millisecond later: its workspace swept again.
+        const at = ws === 'b' && i > 1 ? now + 1 : now;
+        return budget.admitCall(
+          workspace,
+          'pro',
+          [{ callKey: id, kind: 'args', bytes: BYTES, until: until + i }],
+          counters,
+          at,
+          jobAdd(queue, 'call', d, callJobOptions(key, 3600)),
+        );
+      };
+      await admin.config('RESETSTAT');
+      let verdicts: Awaited<ReturnType<typeof admit>>[] = [];
+      if (together) verdicts = await Promise.all(calls.map(admit));
+      else for (const [i, c] of calls.entries()) verdicts.push(await admit(c, i));
+      const stats = await admin.info('commandstats');
+      const count = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      const ledger = async (ws: string) => {
+        const { ledger, held } = keys().redisBudget(`${name}-${ws}`);
+        return {
+          entries: await admin.zrange(ledger, 0, -1, 'WITHSCORES'),
+          held: await admin.get(held),
+          expires: [await admin.pexpiretime(ledger), await admin.pexpiretime(held)],
+        };
+      };
+      const state = {
+        verdicts: verdicts.map((v) =>
+          v === undefined
+            ? 'admitted'
+            : 'rate' in v
+              ? `rate ${v.rate.key.split(':').pop()?.replace(`${name}-`, '')}`
+              : v.over.replace(`${name}-`, '').replace(/room .*$/, ''),
+        ),
+        a: await ledger('a'),
+        b: await ledger('b'),
+        rate: await admin.get(`${sb.config.prefix}:rate:${name}-a`),
+      };
+      await queue.close();
+      return { state, budget, now, count };
+    };
+
+    it('counts a batch as one call at a time does, with its sum and expiry written once a workspace', async () => {
+      const now = Date.now();
+      const alone = await run('alone', false, now);
+      const batch = await run('batch', true, now);
+      expect(batch.state).toEqual(alone.state);
+      // a1..a4 and b1, b2 in, a5 over the budget (the old entry swept first), a6 over the rate.
+      expect(batch.state.verdicts.filter((v) => v === 'admitted')).toHaveLength(6);
+      expect(batch.state.verdicts[7]).toBe('rate a');
+      expect(batch.state.a.held).toBe(String(4 * BYTES));
+      expect(batch.state.b.held).toBe(String(2 * BYTES));
+      // Once a call at a time, per call: two PEXPIREAT and an INCRBY for the sum (and one for
+      // the rate) each; the batch's: once per workspace (and counter), a sweep per moment.
+      expect({ pexpireat: alone.count('pexpireat'), zrangebyscore: alone.count('zrangebyscore') }).toEqual({ pexpireat: 12, zrangebyscore: 7 });
+      expect({ pexpireat: batch.count('pexpireat'), zrangebyscore: batch.count('zrangebyscore'), incrby: batch.count('incrby') }).toEqual({
+        pexpireat: 4,
+        zrangebyscore: 3,
+        incrby: 4,
+      });
+      // All of it comes back once the calls' entries have gone.
+      const later = batch.now + 120_000;
+      for (const ws of ['batch-a', 'batch-b']) {
+        expect(await batch.budget.note(ws, [], later)).toEqual({ held: 0 });
+        expect(await admin.exists(keys().redisBudget(ws).ledger, keys().redisBudget(ws).held)).toBe(0);
+      }
+    });
+
+    it("fails a workspace whose sum INCRBY would refuse before its calls' adds, and no other workspace's", async () => {
+      const queue = queueOf('sum-bad');
+      await queue.waitUntilReady();
+      const budget = new WorkspaceRedisBudget(admin, keys(), 1024 * 1024);
+      await admin.set(keys().redisBudget('sum-bad').held, '1.5');
+      const admit = (workspace: string, callId: string) => {
+        const d: CallJobData = {
+          callId,
+          workspace,
+          agent: 'scout',
+          settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false },
+          plan: 'pro',
+          tool: 'DATA_QUERY_SQL',
+          arguments: { sql: 'SELECT 1' },
+          enqueuedAt: Date.now(),
+        };
+        const add = jobAdd(queue, 'call', d, callJobOptions(callKeyOf(d), 3600));
+        return budget.admitCall(workspace, 'pro', [{ callKey: callId, kind: 'args', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
+      };
+      const settled = await Promise.allSettled([admit('sum-bad', 'x1'), admit('sum-good', 'y1'), admit('sum-bad', 'x2')]);
+      expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled', 'rejected']);
+      const ids = [callKeyOf({ workspace: 'sum-bad', agent: 'scout', callId: 'x1' }), callKeyOf({ workspace: 'sum-good', agent: 'scout', callId: 'y1' })];
+      expect((await Promise.all(ids.map((id) => queue.getJob(id)))).map((j) => j !== undefined)).toEqual([false, true]);
+      expect(await admin.get(keys().redisBudget('sum-good').held)).toBe('100');
+      await queue.close();
+    });
+  });
 });
