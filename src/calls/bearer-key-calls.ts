@@ -7,6 +7,7 @@ import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, memberSinceOf, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
 import type { RateRefusal } from './call-rate-limits.ts';
+import { jobLost } from './call-completion-wait.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
 import { dbAnswer, type ApprovalRequiredAnswer, type TranslatedDbCall } from './db-answers.ts';
 
@@ -191,8 +192,15 @@ export class KeyedCalls {
     if (!opts.wait || !('status' in first)) return first;
     const left = deadline - Date.now();
     // The call's own wait going on, counted as the call: not a lookup.
-    if (left <= 0) return this.lookUp(principal, first.callId, { wait: false, maxWaitMs: 0, followUp: true });
-    return this.lookUp(principal, first.callId, { ...opts, maxWaitMs: left, followUp: true });
+    const answer =
+      left <= 0
+        ? await this.lookUp(principal, first.callId, { wait: false, maxWaitMs: 0, followUp: true })
+        : await this.lookUp(principal, first.callId, { ...opts, maxWaitMs: left, followUp: true });
+    // This request handed the call to Redis: no job under its id now is a Redis that came back
+    // empty, and the call may have run (review K1: a member's MCP write answered NOT_FOUND, "no
+    // such call", had committed).
+    if (!answer.ok && 'error' in answer && answer.error.code === 'NOT_FOUND') return jobLost(first.callId, first.tool);
+    return answer;
   }
 
   private async dbCall(

@@ -120,7 +120,7 @@ async function lookAtJob(
 }
 
 /** The answer for a call whose job is gone from Redis while it was waited for: it may have run. */
-function jobLost(callId: string, tool: string): Envelope {
+export function jobLost(callId: string, tool: string): Envelope {
   return unavailable(
     callId,
     tool,
