@@ -50,7 +50,13 @@ export class PendingCallJoins {
    */
   keyFor(principal: Principal, call: KeyedCall): string | undefined {
     if (!mayPark(principal, call.tool)) return undefined;
-    const who = principal.kind === 'agent' ? { settings: principal.settings } : { member: principal.member };
+    // An agent's registration too (`since`): one removed and registered again under its name,
+    // with the same settings, is another, and its identical write took the earlier one's waiting
+    // id, answered NOT_FOUND, a refusal saying nothing ran, for a write never sent (hostile review T4).
+    const who =
+      principal.kind === 'agent'
+        ? { settings: principal.settings, ...(principal.since !== undefined ? { since: principal.since } : {}) }
+        : { member: principal.member };
     const what = digestOf({ tool: call.tool, arguments: call.arguments ?? {}, ...who });
     return this.keys.mcpPendingCall(`${principal.workspace}.${callerOf(principal)}.${what}`);
   }
