@@ -205,6 +205,10 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       if (request.validationError) throw request.validationError;
       const member = memberOf(request);
       const db = ownDatabase(member, request.query.db);
+      // An export reads the whole table on the database's owner, chunk by chunk: bounded in how
+      // many run at once, it was free, so one member starting them back to back kept an executor
+      // busy at no cost (hostile review T4). Each is charged a grid page's lookup as it starts.
+      await chargeView(deps, member, 'an export');
       // Past the member's, the workspace's or the process's bound of exports at once, the first
       // `next()` refuses (RATE_LIMITED, 429 with Retry-After) and the page says so.
       chunks = deps.browser.csv(db, request.query.table, { workspace: member.workspace, member: member.name }, (n) => (total = n));
