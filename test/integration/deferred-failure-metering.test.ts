@@ -25,7 +25,14 @@ let proxy: RedisProxy | undefined;
 /** SIGKILLs a worker and its executor children, which would otherwise outlive it. */
 async function kill(worker: ChildProcess): Promise<void> {
   if (worker.exitCode !== null || worker.signalCode !== null) return;
-  for (const pid of childPids(worker.pid!)) process.kill(pid, 'SIGKILL');
+  for (const pid of childPids(worker.pid!)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (err) {
+      // Listed, then gone by itself before the kill: nothing left to stop.
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  }
   await stop(worker, 'SIGKILL');
 }
 
