@@ -117,7 +117,7 @@ export const ERRORS = {
   QUOTA_EXCEEDED: {
     message:
       'The workspace holds what its plan allows of a resource the service shares (Redis bytes, databases, disk bytes); nothing was stored, created or run.',
-    hint: 'The detail names the bound, the figures and what brings room back: kept results expiring (it says when), or a person dropping databases or forks the workspace no longer needs (`agentdb usage --workspace W` shows them all); or a larger plan. Other workspaces are not affected.',
+    hint: 'The detail names the bound, the figures and what brings room back: kept results expiring (it says when), history pruned past HISTORY_RETENTION_DAYS (dropping tables or deleting rows frees no disk bytes, and no command removes a database), or a larger plan or quota setting from an operator (`agentdb usage --workspace W` shows the figures). Other workspaces are not affected.',
     retryable: true,
     status: 429,
   },

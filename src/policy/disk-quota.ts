@@ -18,13 +18,13 @@ export function checkDiskQuota(workspace: string, held: DiskHeld, adding: DiskHe
   if (adding.databases > 0 && held.databases + adding.databases > limits.maxDatabases) {
     throw new AgentDbError(
       'QUOTA_EXCEEDED',
-      `${what} refused: workspace ${workspace} holds ${held.databases} databases, its quota is ${limits.maxDatabases} (WORKSPACE_MAX_DATABASES or its plan); drop a database or fork it no longer needs`,
+      `${what} refused: workspace ${workspace} holds ${held.databases} databases, its quota is ${limits.maxDatabases} (WORKSPACE_MAX_DATABASES or its plan); no command removes a database, so room comes from a larger plan (agentdb workspaces set --plan) or WORKSPACE_MAX_DATABASES`,
     );
   }
   if (held.bytes + adding.bytes > limits.maxBytes) {
     throw new AgentDbError(
       'QUOTA_EXCEEDED',
-      `${what} refused: workspace ${workspace} holds ${held.bytes} bytes on disk${adding.bytes > 0 ? ` and this would add about ${adding.bytes}` : ''}, its quota is ${limits.maxBytes} (WORKSPACE_MAX_BYTES or its plan); drop databases or forks it no longer needs`,
+      `${what} refused: workspace ${workspace} holds ${held.bytes} bytes on disk${adding.bytes > 0 ? ` and this would add about ${adding.bytes}` : ''}, its quota is ${limits.maxBytes} (WORKSPACE_MAX_BYTES or its plan); dropping tables or deleting rows frees none of it (the file keeps its pages, history its commits): room comes back as history older than HISTORY_RETENTION_DAYS is pruned, or with a larger plan (agentdb workspaces set --plan) or WORKSPACE_MAX_BYTES`,
     );
   }
 }

@@ -63,9 +63,10 @@ describe('disk quotas by plan', () => {
     expect(disk.historyBytes).toBeGreaterThan(0);
     expect(disk.bytes).toBe(disk.databaseBytes + disk.historyBytes);
     const text = await runCli(['usage', '--workspace', 'acme'], sb.env);
-    expect(text.stdout).toContain('databases: 5 of 5 (100%)');
+    // Each limit says where it comes from: a quota set only for the workers would show as the plan's.
+    expect(text.stdout).toContain('databases: 5 of 5 (100%, WORKSPACE_MAX_DATABASES)');
     expect(text.stdout).toMatch(
-      /^disk bytes: \d+ of 5368709120 \(\d+%\): files \d+, history \d+, call-id ledger \d+, offloaded results 0, past moments kept for as_of 0$/m,
+      /^disk bytes: \d+ of 5368709120 \(\d+%, plan pro; WORKSPACE_MAX_BYTES not set for this command\): files \d+, history \d+, call-id ledger \d+, offloaded results 0, past moments kept for as_of 0$/m,
     );
   });
 });

@@ -75,7 +75,7 @@ describe("a workspace's disk use", () => {
     const err = await quota.check('acme', { databases: 1, bytes: 5_000 }, 'restore of acme/scout into acme/fork2').catch((e: unknown) => e);
     expect(codeOf(err)).toBe('QUOTA_EXCEEDED');
     expect((err as { detail: string }).detail).toBe(
-      'restore of acme/scout into acme/fork2 refused: workspace acme holds 69736 bytes on disk and this would add about 5000, its quota is 73000 (WORKSPACE_MAX_BYTES or its plan); drop databases or forks it no longer needs',
+      'restore of acme/scout into acme/fork2 refused: workspace acme holds 69736 bytes on disk and this would add about 5000, its quota is 73000 (WORKSPACE_MAX_BYTES or its plan); dropping tables or deleting rows frees none of it (the file keeps its pages, history its commits): room comes back as history older than HISTORY_RETENTION_DAYS is pruned, or with a larger plan (agentdb workspaces set --plan) or WORKSPACE_MAX_BYTES',
     );
     expect(refused).toEqual(['acme']);
   });

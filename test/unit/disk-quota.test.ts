@@ -21,7 +21,7 @@ describe('the disk-quota rule', () => {
 
   it('refuses a database past the count, naming the figures and the step', () => {
     expect(refusal(() => checkDiskQuota('acme', { databases: 3, bytes: 0 }, { databases: 1, bytes: 0 }, limits, 'a fork'))).toBe(
-      'a fork refused: workspace acme holds 3 databases, its quota is 3 (WORKSPACE_MAX_DATABASES or its plan); drop a database or fork it no longer needs',
+      'a fork refused: workspace acme holds 3 databases, its quota is 3 (WORKSPACE_MAX_DATABASES or its plan); no command removes a database, so room comes from a larger plan (agentdb workspaces set --plan) or WORKSPACE_MAX_DATABASES',
     );
   });
 
@@ -33,6 +33,15 @@ describe('the disk-quota rule', () => {
     expect(refusal(() => checkDiskQuota('acme', { databases: 1, bytes: 1001 }, { databases: 1, bytes: 0 }, limits, 'creating database acme/x'))).toMatch(
       /^creating database acme\/x refused: workspace acme holds 1001 bytes on disk, its quota/,
     );
+  });
+
+  it('tells a workspace past its bytes what brings room back, not a drop that frees nothing', () => {
+    // Live (session 27, N3): the refusal said to drop databases or forks, which no command does, and
+    // DATA_DROP_TABLE left the workspace as far past its quota (the file keeps its pages, history its commits).
+    const detail = refusal(() => checkDiskQuota('acme', { databases: 1, bytes: 1001 }, { databases: 0, bytes: 0 }, limits, 'writes'));
+    expect(detail).not.toMatch(/drop databases|forks it no longer needs/);
+    expect(detail).toMatch(/dropping tables or deleting rows frees none of it/);
+    expect(detail).toMatch(/HISTORY_RETENTION_DAYS is pruned, or with a larger plan \(agentdb workspaces set --plan\) or WORKSPACE_MAX_BYTES$/);
   });
 
   it("takes the plan's limits, where an operator's settings override them", () => {
