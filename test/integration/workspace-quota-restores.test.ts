@@ -51,5 +51,14 @@ describe('restores in place of a workspace near its byte quota (WORKSPACE_MAX_BY
     const u = workspaceDiskUse(sb.config.dataDir, 'acme');
     // Stopped before passing it by more than one restore's worth (the database's size).
     expect(u.databaseBytes + u.historyBytes + u.ledgerBytes).toBeLessThan(QUOTA + 256 * 1024);
+
+    // A dry run then still previews the moment, and says the restore itself would be refused
+    // (review N3: it answered as if the restore would go through).
+    const dry = await history.restore('acme/scout', { at, dryRun: true, by }, 'operator');
+    expect(dry).toMatchObject({
+      dryRun: true,
+      refused: expect.stringMatching(/^QUOTA_EXCEEDED: restore of acme\/scout in place refused: workspace acme holds/),
+    });
+    expect(workspaceDiskUse(sb.config.dataDir, 'acme').historyBytes).toBe(u.historyBytes);
   });
 });

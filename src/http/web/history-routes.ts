@@ -114,6 +114,7 @@ ${
 <dl class="facts"><dt>to</dt><dd>${when(outcome.restoredTo)}</dd><dt>snapshot</dt><dd>${outcome.snapshot.id} at ${when(outcome.snapshot.at)}</dd>
 <dt>commits</dt><dd>${outcome.commits}</dd>${outcome.undoId ? html`<dt>undo point</dt><dd>${outcome.undoId}</dd>` : ''}</dl>
 ${outcome.note ? html`<p>${outcome.note}</p>` : ''}
+${outcome.refused ? html`<p><strong>The restore itself would be refused:</strong> ${outcome.refused}</p>` : ''}
 ${outcome.after ? takenAwayView(outcome.after) : ''}
 ${outcome.dryRun && admin ? restoreForm(db, csrf, at ?? '') : ''}
 </section>`

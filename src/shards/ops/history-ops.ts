@@ -72,16 +72,23 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     // never leaves its workspace, nor lands on the database it is taken from or the shared one.
     if (args.into !== undefined) checkForkTarget(source, writes);
     const db = target(ctx, writes);
-    if (args.dryRun !== true && ctx.quota) {
+    let overQuota: string | undefined;
+    if (ctx.quota) {
       // Before anything is copied: a fork is a full copy of its source with its own history (the
       // review's ten forks of a 20 MB database took 385 MB). A restore in place or its undo adds
       // about the database's size to its history each time (its frames or a generation's
       // snapshot), and history's own quota lets restores through: unchecked, one admin's loop of
       // restores of a 20 MB database grew history 20.7 MB a restore past the workspace's quota
-      // (hostile review T3).
+      // (hostile review T3). A dry run copies nothing: it previews and says the restore itself
+      // would be refused, as it does for a fork's target that exists (review N3: it did not).
       const sourceBytes = fs.statSync(fileOf(ctx, source).path, { throwIfNoEntry: false })?.size ?? 0;
       const what = args.into === undefined ? `restore of ${source} in place` : `restore of ${source} into ${writes}`;
-      await ctx.quota.check(parseDatabaseId(writes).workspace, { databases: args.into === undefined ? 0 : 1, bytes: sourceBytes }, what);
+      try {
+        await ctx.quota.check(parseDatabaseId(writes).workspace, { databases: args.into === undefined ? 0 : 1, bytes: sourceBytes }, what);
+      } catch (err) {
+        if (args.dryRun !== true || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+        overQuota = `QUOTA_EXCEEDED: ${(err as AgentDbError).detail}`;
+      }
     }
     const key = path.resolve(ctx.config.dataDir, source);
     if (running.has(key) || (args.into && running.has(path.resolve(ctx.config.dataDir, args.into)))) {
@@ -116,7 +123,8 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
       ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
       const planned = unwrap(outcome) as RestoreResult;
       // A dry run's state, as positions are given out: marked with the database restored from.
-      return planned.keeps !== undefined ? { ...planned, keeps: positionToken(source, planned.keeps) } : planned;
+      const marked = planned.keeps !== undefined ? { ...planned, keeps: positionToken(source, planned.keeps) } : planned;
+      return overQuota !== undefined ? { ...marked, refused: overQuota } : marked;
     } finally {
       running.delete(key);
     }
