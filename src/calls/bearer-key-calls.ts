@@ -135,7 +135,9 @@ export class KeyedCalls {
         : await this.enqueue(callInputFor(principal, call), principal, opts);
     if (this.onRefused && !answer.ok && 'error' in answer) {
       const quota = REFUSAL_QUOTA[answer.error.code];
-      if (quota) this.onRefused(quota);
+      // A QUOTA_EXCEEDED the worker answered is the disk quota's, which the worker counts as
+      // such: only the client's own refusal before it took the call is the Redis budget's.
+      if (quota === 'rate' || (quota === 'redis' && this.untaken(answer))) this.onRefused(quota);
     }
     return answer;
   }
