@@ -1,7 +1,4 @@
-import { MemberRegistry } from '../registry/members.ts';
-import { connectAnswering } from '../redis/connection.ts';
-import { keysFor } from '../redis/keys.ts';
-import type { Config } from '../config.ts';
+import { activeMemberSince } from '../registry/members.ts';
 import { clientOf } from './client-of.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
@@ -19,25 +16,11 @@ export async function result(ctx: CommandContext, flags: { workspace: string; ag
   const { config } = ctx;
   const client = clientOf(config);
   try {
-    const memberSince = agent.startsWith('@') ? await memberSinceOf(config, workspace, agent.slice(1)) : undefined;
+    const memberSince = agent.startsWith('@') ? await activeMemberSince(config.redisUrl, config.prefix, workspace, agent.slice(1)) : undefined;
     const answer = await client.result(callId, { workspace, agent, ...(memberSince !== undefined ? { memberSince } : {}), wait: flags.wait ?? false });
     ctx.stdout.write(`${JSON.stringify(answer)}\n`);
     return answer.ok || answer.status !== undefined ? 0 : 1;
   } finally {
     await client.close();
-  }
-}
-
-/**
- * The creation of the active member `name`'s record: their calls are keyed by it (`callKey`), so
- * `--agent @name` finds this person's calls, not an earlier member's of the name. Undefined when
- * no member of the name is active: then only calls made before calls were bound are found.
- */
-async function memberSinceOf(config: Config, workspace: string, name: string): Promise<number | undefined> {
-  const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-cli' });
-  try {
-    return (await new MemberRegistry(redis, keysFor(config.prefix)).get(workspace, name))?.createdAt;
-  } finally {
-    redis.disconnect();
   }
 }
