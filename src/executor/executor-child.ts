@@ -13,6 +13,7 @@ import { HistoryCapture } from '../history/handle-capture.ts';
 import { dieWithParent } from './parent-watch.ts';
 import { checkMarksFile, markFinished, markStarted } from './statement-marks.ts';
 import { statementCache } from '../sqlite/statement-cache.ts';
+import { KeptTargets } from './target-refs.ts';
 
 const FLUSH_AFTER_MS = 5;
 
@@ -45,6 +46,8 @@ function main(): void {
   // below): the worker has the answer meanwhile.
   const handles = new HandleCache({ size: opts.handleCacheSize, settleLater: true, ...history?.hooks() });
   if (opts.statementCacheBytes !== undefined) statementCache.setBudget(opts.statementCacheBytes);
+  // The databases' targets the worker sent whole, which its later requests name by number.
+  const targets = new KeptTargets();
 
   // Requests come pipelined, several to a message. Outcomes go back together too, except that
   // whatever is done is sent before a request starts once FLUSH_AFTER_MS have passed: the
@@ -56,7 +59,8 @@ function main(): void {
   process.on('message', (message: ChildRequest[]) => {
     let done: Outcome[] = [];
     let since = performance.now();
-    for (const { id, req, reopen } of message) {
+    for (const sent of message) {
+      const { id, reopen } = sent;
       if (done.length && performance.now() - since > FLUSH_AFTER_MS) {
         reply(send, done, history?.oldestBehind());
         done = [];
@@ -67,6 +71,11 @@ function main(): void {
       history?.finishCommitted();
       handles.settle();
       markStarted(id);
+      const req = targets.resolve(sent);
+      if (!req) {
+        done.push({ id, outcome: { ok: false, error: { code: 'INTERNAL', detail: 'the request names a database this child was never sent' } }, cpuUs: 0 });
+        continue;
+      }
       if (reopen && req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') {
         try {
           handles.evict(req.db.path);

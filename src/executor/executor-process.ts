@@ -14,6 +14,7 @@ import { HandleMirror } from './handle-mirror.ts';
 import { HeadDeadline, type Timed } from './head-deadline.ts';
 import { about, type ChildStatus } from './executor-status.ts';
 import { StatementMarks } from './statement-marks.ts';
+import { SentTargets } from './target-refs.ts';
 
 /** A request on its way through the pool, until it is answered. */
 export interface Queued {
@@ -67,6 +68,8 @@ export class ExecutorProcess {
   private readonly whenIdle: (() => void)[] = [];
   /** Databases this child ran lately: what its handle cache probably holds. */
   readonly recent: HandleMirror;
+  /** The databases' targets the child in place was sent whole, and the numbers it keeps them under. */
+  private readonly targets = new SentTargets();
   /**
    * Executor time its children spent, in ms: the CPU each statement took, as the child reports
    * it, and the whole deadline for one killed or dead mid-statement. The pool charges a
@@ -163,7 +166,7 @@ export class ExecutorProcess {
       const id = this.nextId++;
       this.sent.push({ id, item });
       const req = item.req;
-      message.push(reopen && message.length === 0 ? { id, req, reopen } : { id, req });
+      message.push(this.targets.message(id, req, reopen && message.length === 0));
       if (req.op !== 'evict' && req.op !== 'stats' && req.op !== 'close') this.recent.touch(req.db.path, req.db.shard);
     }
     child.channel?.ref();
@@ -283,6 +286,7 @@ export class ExecutorProcess {
   private adopted(child: ChildProcess, now: number): void {
     this.idleSince = now;
     this.recent.clear();
+    this.targets.clear();
     this.marks = new StatementMarks(child);
     child.on('message', (message: ChildMessage) => this.onOutcomes(child, message));
     // Channel errors; the worker must never crash on them, and an exit follows.

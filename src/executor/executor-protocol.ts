@@ -151,9 +151,19 @@ export type ExecOutcome =
  */
 export interface ChildRequest {
   id: number;
-  req: ExecRequest;
+  req: WireRequest;
   reopen?: true;
+  /** `req.db` is sent whole, and the child keeps it under this number (see `target-refs.ts`). */
+  ref?: number;
 }
+
+/**
+ * A request as it crosses to the child: its target whole, or as the number the child keeps it
+ * under once sent whole (see `target-refs.ts`).
+ */
+export type WireRequest = ExecRequest | (DistributiveOmit<Extract<ExecRequest, { db: DbTarget }>, 'db'> & { db: number });
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /**
  * What a child sends on its IPC channel: `ready` once it listens (so no request is sent into a
