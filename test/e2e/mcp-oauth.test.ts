@@ -161,6 +161,15 @@ it('an SDK client signs in by URL, the person consents in the browser, and the t
     isError: false,
     structuredContent: { rows: [['hi']] },
   });
+  // The token acts as the member, whose calls no one approves: the drop runs at once, and the
+  // consent page said so (it once promised "a drop always waits for a person": seen by a new user, session 28).
+  expect(consentText).toContain('no one is asked to approve');
+  expect(consentText).not.toContain('waits for a person');
+  expect(await client.callTool({ name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE scratch (x)' } })).toMatchObject({ isError: false });
+  expect(await client.callTool({ name: 'DATA_DROP_TABLE', arguments: { table: 'scratch' } })).toMatchObject({
+    isError: false,
+    structuredContent: { dropped: 'scratch' },
+  });
   // Past the access token's life the SDK client refreshes on the 401 (the refresh token rotates) and goes on.
   const { provider } = admin;
   const before = provider.saved!;

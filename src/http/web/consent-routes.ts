@@ -21,14 +21,19 @@ function fieldsOf(input: unknown): AuthorizationQuery {
   return q;
 }
 
-/** What each level lets a client do, in the words of the tools; each includes the ones before it. */
+/**
+ * What each level lets a client do, in the words of the tools; each includes the ones before it.
+ * A token acts as the member, and a member's calls are never parked for approval (gateFor in
+ * policy/approval-rule.ts: only agents' are), so the page says writes and drops run at once:
+ * it once said they wait for a person, and a person granting drop on that word got none.
+ */
 const LEVEL_TEXT: Record<GrantLevel, { label: string; detail: string }> = {
   read: {
     label: 'Read only',
     detail: 'read the workspace’s shared tables and, read only, its agents’ tables (DATA_DESCRIBE_SCHEMA, DATA_QUERY_SQL)',
   },
-  write: { label: 'Read and write', detail: 'also write the shared tables (DATA_WRITE_SQL); a write that needs approval still waits for a person' },
-  drop: { label: 'Read, write and drop', detail: 'also drop shared tables (DATA_DROP_TABLE), as you are an admin; a drop always waits for a person' },
+  write: { label: 'Read and write', detail: 'also write the shared tables (DATA_WRITE_SQL), at once: as you, no one is asked to approve' },
+  drop: { label: 'Read, write and drop', detail: 'also drop shared tables (DATA_DROP_TABLE), as you are an admin, at once: no one is asked to approve' },
 };
 
 /**

@@ -11,8 +11,12 @@ import { html, type Html } from './html.ts';
 export function effectView(a: Approval): Html | '' {
   if (a.effect === undefined) return '';
   const note = a.effectNote ? html`<p class="flash ${a.supersedes ? 'error' : ''} effect-note" role="note">${a.effectNote}</p>` : '';
+  // Not computed (no database yet, a table an earlier parked call makes, the time limit): the
+  // worker commits such a call only if it changes no rows, and parks it again with its effect if
+  // it would (docs/approvals.md). The card once said approving "runs it on the data as it is
+  // then", and a person who approved saw it come back instead.
   if (a.effect === null)
-    return html`<section class="effect" aria-label="effect">${note}<p class="muted">Its effect is not known: approving runs it on the data as it is then.</p></section>`;
+    return html`<section class="effect" aria-label="effect">${note}<p class="muted">Its effect is not known yet. Approved, it commits only if it changes no rows (a CREATE TABLE, say); if it would change rows, nothing commits and it comes back here with its effect, to be approved again.</p></section>`;
   const e = a.effect;
   const counts = e.tables.length
     ? html`<ul class="effect-counts">${e.tables.map(
