@@ -137,7 +137,9 @@ export class WorkspaceQuota {
       }
       return sum;
     };
-    holds.set(token, adding.bytes);
+    // A step that frees bytes (a restore to a smaller moment) frees them only once done: it gives
+    // no room to the steps after it meanwhile.
+    holds.set(token, Math.max(0, adding.bytes));
     this.held.set(workspace, holds);
     const release = () => {
       holds.delete(token);
