@@ -117,8 +117,10 @@ export const ERRORS = {
   QUOTA_EXCEEDED: {
     message:
       'The workspace holds what its plan allows of a resource the service shares (Redis bytes, databases, disk bytes); nothing was stored, created or run.',
-    hint: 'The detail names the bound, the figures and what brings room back: kept results expiring (it says when), history pruned past HISTORY_RETENTION_DAYS (dropping tables or deleting rows frees no disk bytes, and no command removes a database), or a larger plan or quota setting from an operator (`agentdb usage --workspace W` shows the figures). Other workspaces are not affected.',
-    retryable: true,
+    hint: 'The detail names the bound, the figures and what brings room back. With `error.retryAfter` (the Redis budget), send it again after that many seconds, when its oldest kept call expires. Without it (the disk quota), do not send it again as it is: room comes back only in days, as history older than HISTORY_RETENTION_DAYS is pruned (dropping tables or deleting rows frees no disk bytes, and no command removes a database), or at once with a larger plan or quota setting from an operator (`agentdb usage --workspace W` shows the figures). Other workspaces are not affected.',
+    // Not as it is (review L2): the disk quota's refusal passes only in days, and a caller looping
+    // on it wasted its calls; the Redis budget's says when it passes (`retryAfter`).
+    retryable: false,
     status: 429,
   },
   STORAGE_FULL: {
@@ -303,7 +305,7 @@ export interface ErrorBody {
   code: ErrorCode;
   message: string;
   hint: string;
-  /** On RATE_LIMITED: seconds until the call may be sent again. */
+  /** On RATE_LIMITED, and QUOTA_EXCEEDED by the Redis budget: seconds until the call may be sent again. */
   retryAfter?: number;
 }
 

@@ -1,7 +1,7 @@
 import type { CallInput, CallJobData } from '../contracts/call.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import { shardOf } from '../contracts/database-id.ts';
-import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { errorEnvelope, type Envelope, type ErrorEnvelope } from '../contracts/envelope.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { planCall } from '../policy/call-plan.ts';
 import { TIMED_OUT, within as bounded } from '../redis/bounded-wait.ts';
@@ -158,7 +158,7 @@ export class CallEnqueue {
     const refusal = (r: Admission) =>
       'rate' in r
         ? this.deps.refused('rate', rateLimited(callId, tool, request.workspace, this.deps.rates!.refused(r.rate, r.msLeft)))
-        : this.deps.refused('redis', errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over));
+        : this.deps.refused('redis', budgetRefusal(errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over), r.retryAfterS));
     const ownId = input.callId !== undefined;
     const queue = this.deps.queues.of(shard);
     // A generated id is new by nature, so nothing needs asking between the admission and the add:
@@ -263,4 +263,14 @@ interface Sent {
   answered?: boolean;
   completion?: Promise<Envelope>;
   parking?: Promise<Record<string, unknown>>;
+}
+
+/**
+ * The Redis budget's QUOTA_EXCEEDED with `error.retryAfter`, the seconds until its oldest kept
+ * call expires: the one answer of that code worth sending again, and when (the disk quota's,
+ * from a worker, carries none: its room comes back in days, as history ages out; review L2).
+ */
+function budgetRefusal(env: ErrorEnvelope, retryAfterS: number | undefined): ErrorEnvelope {
+  if (retryAfterS === undefined) return env;
+  return { ...env, error: { ...env.error, retryAfter: retryAfterS } };
 }

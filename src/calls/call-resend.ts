@@ -102,10 +102,14 @@ function isFailed(job: Job<CallJobData, Envelope>): boolean {
   return job.returnvalue == null && !!job.failedReason;
 }
 
-/** A job that completed with a refusal whose code is retryable: nothing ran that a rerun could double. */
+/**
+ * A job that completed with a refusal whose code is retryable, or the disk quota's (nothing is
+ * written past it, and its room may have come back since: not worth a loop of resends, but the
+ * one sent once room is back runs): nothing ran that a rerun could double.
+ */
 function endedRetryable(job: Job<CallJobData, Envelope>): boolean {
   const env = job.returnvalue as Envelope | null | undefined;
-  return !!env && env.ok === false && 'error' in env && isRetryable(env.error.code);
+  return !!env && env.ok === false && 'error' in env && (isRetryable(env.error.code) || env.error.code === 'QUOTA_EXCEEDED');
 }
 
 /** Puts a finished job back to run, with its retries anew. */

@@ -147,6 +147,9 @@ export class WorkspaceRedisBudget {
     if (verdict > 1) return { rate: counters[verdict - 2]!, msLeft: rateMsLeft };
     const when = freesAt === undefined ? '' : `; room comes back from ${new Date(freesAt).toISOString()}, when its oldest kept call expires`;
     return {
+      // When room comes back, for a caller to wait for (the answer's `error.retryAfter`): the
+      // budget's refusal passes in minutes or hours, where the disk quota's takes days.
+      ...(freesAt !== undefined ? { retryAfterS: Math.max(1, Math.ceil((freesAt - now) / 1000)) } : {}),
       over: `workspace ${workspace} holds ${held} bytes in Redis, its budget (${this.override > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : `plan ${plan}`}: ${cap} bytes) is used up${when}. Calls are kept RESULT_TTL_HOURS after they finish, parked ones until decided and their approval records for APPROVAL_RETENTION_DAYS`,
     };
   }
@@ -274,8 +277,8 @@ export class WorkspaceRedisBudget {
   }
 }
 
-/** Why a call was not admitted: a rate counter spent (and the ms left of its window), or the Redis budget. */
-export type Admission = { rate: RateCounter; msLeft: number } | { over: string };
+/** Why a call was not admitted: a rate counter spent (and the ms left of its window), or the Redis budget (and the seconds until its oldest entry expires). */
+export type Admission = { rate: RateCounter; msLeft: number } | { over: string; retryAfterS?: number };
 
 /** The rate counters' arguments of `budget-note.lua`: points, limit and window per counter. */
 function rateArgs(counters: readonly RateCounter[]): string[] {

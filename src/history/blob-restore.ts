@@ -19,7 +19,7 @@ import {
   type HistorySource,
 } from './history-files.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
-import { planRestore } from './restore-plan.ts';
+import { planRestore, type RestorePlan } from './restore-plan.ts';
 import { rebuild } from './restore-rebuild.ts';
 import { verifyIntegrity } from './integrity.ts';
 import { syncDir, syncFile } from './snapshot.ts';
@@ -79,6 +79,12 @@ export async function restoreFromBlob(
      * Without it, the first capture snapshots the whole file.
      */
     history?: HistorySource;
+    /**
+     * Asked, once the restore is planned and before anything is rebuilt or placed, with the bytes
+     * it adds to the data disk (`blobRestoreAdds`): throws to refuse it, or for a dry run answers
+     * why the restore itself would be refused (the workspace's byte quota, for a fork).
+     */
+    room?: (bytes: number, dryRun: boolean) => Promise<string | undefined>;
   },
 ): Promise<BlobRestoreResult> {
   const { id, dbPath } = opts;
@@ -136,6 +142,7 @@ export async function restoreFromBlob(
       writeJsonAtomic(path.join(work, 'generations', next.name, SNAPSHOT_META), next.snapshot);
     }
     const plan = planRestore({ generationsDir: path.join(work, 'generations') }, { at });
+    const roomRefusal = await opts.room?.(blobRestoreAdds(plan), dry);
     const answer: BlobRestoreResult = {
       database: id,
       restoredTo: new Date(plan.restoredTo).toISOString(),
@@ -145,7 +152,7 @@ export async function restoreFromBlob(
       downloaded,
       ...(opts.into !== undefined ? { into: opts.into } : {}),
       dryRun: dry,
-      ...(dry && exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}),
+      ...(dry && (exists || roomRefusal) ? { refused: exists ? `DATABASE_EXISTS: ${exists}` : roomRefusal } : {}),
     };
     if (dry) return answer;
     const built = path.join(work, 'restored.sqlite');
@@ -201,4 +208,14 @@ async function download(store: BlobStore, f: ManifestFile, to: string): Promise<
     );
   }
   return measure.bytes;
+}
+
+/**
+ * What a restore from the blob store adds to the data disk: the database's file (the moment's
+ * size), its history's snapshot (the downloaded one, linked in) and its base commit (at most the
+ * moment's size again). Weighed before the rebuild: a fork from the blob store was checked only
+ * for the databases it adds and a workspace already past its bytes (review L2).
+ */
+export function blobRestoreAdds(plan: Pick<RestorePlan, 'dbPages' | 'snapshot'>): number {
+  return 2 * plan.dbPages * plan.snapshot.pageSize + plan.snapshot.pages * plan.snapshot.pageSize;
 }

@@ -123,7 +123,13 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       target = restoreTarget(source, req, history.opts.retentionDays);
     }
     const plan = planRestore(source, target);
-    const summary = (extra: Partial<RestoreResult>): RestoreResult => result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, ...extra });
+    // Its pages now, as the byte quota weighs the restore (`restore-room.ts`): the file's own size
+    // leaves out what still waits in the WAL for its checkpoint.
+    const bytesBefore = live
+      ? Number(live.pragma('page_count', { simple: true })) * Number(live.pragma('page_size', { simple: true }))
+      : (fs.statSync(req.db.path, { throwIfNoEntry: false })?.size ?? 0);
+    const summary = (extra: Partial<RestoreResult>): RestoreResult =>
+      result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, bytesBefore, ...extra });
     if (req.dryRun) return summary(unopened || !marked ? { note: FULL_DISK_NOTE } : {});
 
     // Only one restore of a database runs at a time (the reader marker): any file of the kinds

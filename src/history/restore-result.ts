@@ -9,6 +9,14 @@ export interface RestoreResult {
   snapshot: { id: string; at: string };
   frames: number;
   commits: number;
+  /**
+   * The database's size in bytes at the moment restored to (its pages then): what a restore in
+   * place makes the file, or a new database's file; the byte quota is checked with it
+   * (`restore-room.ts`).
+   */
+  restoredBytes: number;
+  /** In place: the database's size in bytes before it (its pages now, checkpointed or not). */
+  bytesBefore?: number;
   undoId?: string;
   into?: string;
   /**
@@ -39,6 +47,7 @@ export function result(database: string, plan: RestorePlan, restoredTo: number, 
     snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
     frames: plan.frames,
     commits: plan.commits,
+    restoredBytes: plan.dbPages * plan.snapshot.pageSize,
     ...(dryRun ? { keeps: plan.state } : {}),
     ...extra,
   };

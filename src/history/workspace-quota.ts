@@ -6,7 +6,7 @@ import type { Keys } from '../redis/keys.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { checkDiskQuota } from '../policy/disk-quota.ts';
 import { workspaceLimits, type WorkspaceLimits } from '../policy/plan-limits.ts';
-import { workspaceDiskUse } from './workspace-disk.ts';
+import { workspaceDiskUsePaced } from './workspace-disk.ts';
 import { dropMoments } from './as-of-cache.ts';
 import { codeOf } from '../errors.ts';
 
@@ -137,7 +137,9 @@ export class WorkspaceQuota {
       }
       return sum;
     };
-    holds.set(token, adding.bytes);
+    // A step that frees bytes (a restore to a smaller moment) frees them only once done: it gives
+    // no room to the steps after it meanwhile.
+    holds.set(token, Math.max(0, adding.bytes));
     this.held.set(workspace, holds);
     const release = () => {
       holds.delete(token);
@@ -155,7 +157,8 @@ export class WorkspaceQuota {
   /** What `workspace` holds now, with its plan and limits. */
   async usage(workspace: string): Promise<WorkspaceUsage> {
     const plan = await this.deps.planOf(workspace);
-    const disk = workspaceDiskUse(this.deps.dataDir, workspace);
+    // Paced: the worker's event loop turns during the walk of a workspace of many files.
+    const disk = await workspaceDiskUsePaced(this.deps.dataDir, workspace);
     const offloadedBytes = (await this.deps.offloadedBytes?.(workspace, Date.now())) ?? 0;
     return {
       workspace,

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { AgentDbError } from '../../errors.ts';
+import { AgentDbError, codeOf } from '../../errors.ts';
 import { openBlobStore } from '../../blobs/blob-stores.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { restoreFromBlob } from '../../history/blob-restore.ts';
@@ -30,10 +30,20 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   if (args.source !== undefined && typeof args.source !== 'string') throw new AgentDbError('INVALID_ARGUMENTS', 'source must be a database id');
   const source = (args.source as string | undefined) ?? data.db;
   if (source !== data.db) checkForkTarget(source, data.db);
+  const what = `restore from the blob store of ${source} into ${data.db}`;
   // A fork from the blob store counts against the workspace's quotas as any fork does; a disaster
   // restore in place brings back a database the workspace had, and is not refused for room.
-  if (source !== data.db && args.dryRun !== true && ctx.quota)
-    await ctx.quota.check(workspace, { databases: 1, bytes: 0 }, `restore from the blob store of ${source} into ${data.db}`);
+  if (source !== data.db && args.dryRun !== true && ctx.quota) await ctx.quota.check(workspace, { databases: 1, bytes: 0 }, what);
+  // Weighed again once planned, with the bytes it adds (see `blobRestoreAdds`); a dry run says so.
+  const room = async (bytes: number, dryRun: boolean): Promise<string | undefined> => {
+    try {
+      await ctx.quota?.check(workspace, { databases: 1, bytes }, what);
+      return undefined;
+    } catch (err) {
+      if (!dryRun || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+      return `QUOTA_EXCEEDED: ${(err as AgentDbError).detail}`;
+    }
+  };
   const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
   const store = openBlobStore(config);
   try {
@@ -41,6 +51,7 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
       id: source,
       ...(source !== data.db ? { into: data.db } : {}),
       ...(args.dryRun === true ? { dryRun: true } : {}),
+      ...(source !== data.db && ctx.quota ? { room } : {}),
       dbPath: databasePath(config.dataDir, workspace, agent, shard),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),

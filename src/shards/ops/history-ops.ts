@@ -7,6 +7,7 @@ import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { positionIn, positionToken } from '../../history/position-token.ts';
 import type { RestoreResult } from '../../history/restore-result.ts';
+import { restoreAdds } from '../../history/restore-room.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';
@@ -72,29 +73,12 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     // never leaves its workspace, nor lands on the database it is taken from or the shared one.
     if (args.into !== undefined) checkForkTarget(source, writes);
     const db = target(ctx, writes);
-    let overQuota: string | undefined;
-    if (ctx.quota) {
-      // Before anything is copied: a fork is a full copy of its source with its own history (the
-      // review's ten forks of a 20 MB database took 385 MB). A restore in place or its undo adds
-      // about the database's size to its history each time (its frames or a generation's
-      // snapshot), and history's own quota lets restores through: unchecked, one admin's loop of
-      // restores of a 20 MB database grew history 20.7 MB a restore past the workspace's quota
-      // (hostile review T3). A dry run copies nothing: it previews and says the restore itself
-      // would be refused, as it does for a fork's target that exists (review N3: it did not).
-      const sourceBytes = fs.statSync(fileOf(ctx, source).path, { throwIfNoEntry: false })?.size ?? 0;
-      const what = args.into === undefined ? `restore of ${source} in place` : `restore of ${source} into ${writes}`;
-      try {
-        await ctx.quota.check(parseDatabaseId(writes).workspace, { databases: args.into === undefined ? 0 : 1, bytes: sourceBytes }, what);
-      } catch (err) {
-        if (args.dryRun !== true || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
-        overQuota = `QUOTA_EXCEEDED: ${(err as AgentDbError).detail}`;
-      }
-    }
     const key = path.resolve(ctx.config.dataDir, source);
     if (running.has(key) || (args.into && running.has(path.resolve(ctx.config.dataDir, args.into)))) {
       throw new AgentDbError('RESTORE_RUNNING', `a restore of ${source} is already running`);
     }
     running.add(key);
+    let release: (() => void) | undefined;
     try {
       const req: ExecRequest =
         args.into === undefined
@@ -119,13 +103,37 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
               by: args.by,
               timeoutMs: RESTORE_TIMEOUT_MS,
             };
-      const outcome = await ctx.executor.run(req);
-      ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
-      const planned = unwrap(outcome) as RestoreResult;
+      let planned: RestoreResult | undefined;
+      let overQuota: string | undefined;
+      if (ctx.quota) {
+        // Before anything is copied, checked with what the workspace will hold after it: the
+        // moment's size, which only the plan knows, so the child plans it first (a dry run: the
+        // history brought up to date and read, nothing written). A fork is a full copy of its
+        // source with its own history (the review's ten forks of a 20 MB database took 385 MB);
+        // a restore in place adds about the moment's size to history each time, and history's
+        // own quota lets restores through (hostile review T3). Held while it runs, so restores
+        // of the workspace's other databases at once count it. A dry run answers what the
+        // restore itself would: the same plan and check, `refused` instead of thrown (review N3).
+        planned = unwrap(await ctx.executor.run({ ...req, dryRun: true })) as RestoreResult;
+        const adding = restoreAdds({ into: args.into !== undefined, restoredBytes: planned.restoredBytes, currentBytes: planned.bytesBefore ?? 0 });
+        const what = args.into === undefined ? `restore of ${source} in place` : `restore of ${source} into ${writes}`;
+        try {
+          release = await ctx.quota.hold(parseDatabaseId(writes).workspace, { databases: args.into === undefined ? 0 : 1, bytes: adding }, what);
+        } catch (err) {
+          if (args.dryRun !== true || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+          overQuota = `QUOTA_EXCEEDED: ${(err as AgentDbError).detail}`;
+        }
+      }
+      if (args.dryRun !== true || !planned) {
+        const outcome = await ctx.executor.run(req);
+        ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
+        planned = unwrap(outcome) as RestoreResult;
+      }
       // A dry run's state, as positions are given out: marked with the database restored from.
       const marked = planned.keeps !== undefined ? { ...planned, keeps: positionToken(source, planned.keeps) } : planned;
       return overQuota !== undefined ? { ...marked, refused: overQuota } : marked;
     } finally {
+      release?.();
       running.delete(key);
     }
   };
