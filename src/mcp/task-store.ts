@@ -85,7 +85,7 @@ export class RedisTaskStore implements TaskStore {
   ) {
     // A member's tasks are the member record's: one revoked and added again under the same name
     // (someone else, as for OAuth grants) read the first one's tasks and results (hostile review T1).
-    const since = principal.kind === 'member' && principal.since !== undefined ? `@${principal.since}` : '';
+    const since = principal.since !== undefined ? `@${principal.since}` : '';
     this.owner = `${principal.workspace}.${callerOf(principal)}${since}`;
   }
 
