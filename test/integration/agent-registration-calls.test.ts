@@ -141,3 +141,19 @@ it("an agent registered again under its name does not see the earlier registrati
   expect((await rpc(again, 'tasks/get', { taskId })).error?.message).toMatch(/not found/i);
   expect((await rpc(again, 'tasks/result', { taskId })).error?.message).toMatch(/not found/i);
 });
+
+it("an agent key's MCP task filed before tasks were bound to the registration is found by its id, by this registration only", async () => {
+  const profile = { displayName: 'Older', settings: { database: 'agent' as const, approval: 'write' as const } };
+  const key = await k.agentKey(WS, 'older', profile);
+  const made = await rpc(key, 'tools/call', { name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE o (v TEXT)' }, task: { ttl: 60_000 } });
+  const taskId = (made.result!.task as { taskId: string }).taskId;
+  // As the server before the upgrade filed it: under the bare `<workspace>.<agent>`.
+  const recordKey = keysFor(sb.config.prefix).mcpTask(taskId);
+  const record = JSON.parse((await k.redis.get(recordKey))!) as { owner: string };
+  expect(record.owner).toMatch(/^acme\.older@\d+$/);
+  await k.redis.set(recordKey, JSON.stringify({ ...record, owner: 'acme.older' }), 'KEEPTTL');
+  expect(await rpc(key, 'tasks/get', { taskId })).toMatchObject({ result: { taskId } });
+
+  const again = await registeredAgain('older', profile);
+  expect((await rpc(again, 'tasks/get', { taskId })).error?.message).toMatch(/not found/i);
+});
