@@ -121,9 +121,12 @@ if (RAW) {
   // MEMBER=1: a person's client calls (`@reader`, the shared database), bound to its member
   // record's creation with SINCE=<ms> (as an HTTP server since session 27 sends it).
   const since = process.env.SINCE ? { since: Number(process.env.SINCE) } : {};
+  // KEY=1: an agent key's call (`keyId`), bound to its agent's registration with AGENT_SINCE=<ms>
+  // (as an HTTP server since session 28 sends it); the key's own checks are the server's, not here.
+  const keyed = process.env.KEY === '1' ? { keyId: 'bench-key', ...(process.env.AGENT_SINCE ? { agentSince: Number(process.env.AGENT_SINCE) } : {}) } : {};
   const who = MEMBER
     ? { workspace: 'bench', agent: '@reader', member: { name: 'reader', role: 'member' as const, ...since } }
-    : { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const } };
+    : { workspace: 'bench', agent: 'reader', settings: { database: 'agent' as const }, ...keyed };
   await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE kv (id INTEGER PRIMARY KEY, v TEXT)' } });
   await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: "INSERT INTO kv VALUES (1, 'one')" } });
   let n = 0;

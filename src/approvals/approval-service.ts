@@ -198,14 +198,21 @@ export class ApprovalService {
       return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
     }
     const decided = (await this.store.get(id))!;
-    // Announced before the call is woken: a runtime following the events hears the decision
-    // before the `call.completed` it causes. Woken first, a quick call completed before its
-    // decision was published. The mark tells a worker that finds the decision while it is still
-    // parking the call (`CallParking.sleep`) that it may wake the call itself.
-    await publishEvent(this.redis, this.keys.events, { type: 'approval.decided', callId: decided.callId, approval: summary(decided), at: Date.now() });
-    await this.store.markAnnounced(id);
-    await this.release(decided);
+    await this.announce(decided);
     return { ok: true, approval: decided };
+  }
+
+  /**
+   * Announces a decision just made and wakes its parked call. Announced before the call is woken:
+   * a runtime following the events hears the decision before the `call.completed` it causes.
+   * Woken first, a quick call completed before its decision was published. The mark tells a
+   * worker that finds the decision while it is still parking the call (`CallParking.sleep`) that
+   * it may wake the call itself.
+   */
+  async announce(decided: Approval): Promise<void> {
+    await publishEvent(this.redis, this.keys.events, { type: 'approval.decided', callId: decided.callId, approval: summary(decided), at: Date.now() });
+    await this.store.markAnnounced(decided.id);
+    await this.release(decided);
   }
 
   /**

@@ -64,7 +64,8 @@ export class CallEnqueue {
 
   /** Admits and enqueues the call `callId` and answers per {@link CallOptions.wait}; never rejects but for `signal`. */
   async call(callId: string, input: CallInput, opts: CallOptions): Promise<CallAnswer> {
-    const { keyId, ...call } = input;
+    // The key and its registration say who calls, not what: the request's schema has neither.
+    const { keyId, agentSince: _since, ...call } = input;
     // Planned now so bad input answers without Redis; its shard is taken again once the
     // service's count is known (enqueue).
     const planned = planCall({ ...call, callId }, this.deps.shards.current, this.deps.maxCallBytes);
@@ -136,6 +137,7 @@ export class CallEnqueue {
       ...(request.member ? { member: request.member } : {}),
       ...(request.introspect ? { introspect: true as const } : {}),
       ...(ownKey ? { keyId: ownKey } : {}),
+      ...(ownKey && typeof input.agentSince === 'number' ? { agentSince: input.agentSince } : {}),
       plan,
       tool,
       arguments: request.arguments ?? {},

@@ -45,8 +45,10 @@ export class CallLookup {
 
   /** The shards of the databases a call key's caller reaches by default: its own, its workspace's. */
   private likelyShards(key: string): number[] {
-    // A call key is `<workspace>.<agent>.<call id>`, none of which holds a dot.
-    const [workspace, agent] = key.split('.');
+    // A call key is `<workspace>.<agent>.<call id>`, none of which holds a dot; the agent bound to
+    // its registration is `<agent>~<since>` (`callKey`): its database is the bare name's.
+    const [workspace, caller] = key.split('.');
+    const agent = caller?.split('~')[0];
     if (!workspace || !agent) return [];
     try {
       const shared = shardOf(databaseId(workspace), this.shardCount());

@@ -12,7 +12,7 @@ import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type
 import { effectChangeNote } from '../approvals/effect-change.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
-import { callKeyOf } from '../contracts/call-identity.ts';
+import { callerSinceOf, callKeyOf } from '../contracts/call-identity.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
@@ -113,7 +113,7 @@ export class CallParking {
           type: 'approval.requested',
           callId: job.data.callId,
           approval: summary(approval),
-          ...(job.data.member?.since !== undefined ? { memberSince: job.data.member.since } : {}),
+          ...(callerSinceOf(job.data) !== undefined ? { memberSince: callerSinceOf(job.data) } : {}),
           at: approval.createdAt,
         });
         return this.sleep(job, token, approval);
@@ -273,7 +273,7 @@ export class CallParking {
         type: 'approval.requested',
         callId: job.data.callId,
         approval: summary(approval),
-        ...(job.data.member?.since !== undefined ? { memberSince: job.data.member.since } : {}),
+        ...(callerSinceOf(job.data) !== undefined ? { memberSince: callerSinceOf(job.data) } : {}),
         at,
       });
     }

@@ -1,4 +1,4 @@
-import { callKey, unboundCallIsMine } from '../contracts/call-identity.ts';
+import { callerSinceOf, callKey, unboundCallIsMine } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
 import { awaitCompletion } from './call-completion-wait.ts';
@@ -10,15 +10,15 @@ export interface ResultQuery {
   workspace: string;
   agent: string;
   /**
-   * A member's record's creation (`Member.createdAt`): the member's calls are keyed by it (see
-   * `callKey`), so a call of an earlier member of the name answers NOT_FOUND.
+   * A member's record's creation (`Member.createdAt`), or an agent key's registration's
+   * (`RegisteredAgent.createdAt`): their calls are keyed by it (see `callKey`), so a call of an
+   * earlier member or agent of the name answers NOT_FOUND.
    */
   memberSince?: number;
   /**
    * Calls enqueued before this are not the caller's: an agent's key asks with its agent's
    * registration (an agent removed and registered again under the name is another, whose key
-   * read the earlier one's results). Its calls share their keys with the runtime's, which calls
-   * by name without a key, so they are not keyed by it.
+   * read the earlier one's results), for the calls keyed by the bare name it also finds.
    */
   madeSince?: number;
   wait?: boolean;
@@ -44,6 +44,8 @@ export interface ResultSources {
   waiting?: () => void;
   /** Settles if the caller gives the look up (Redis answers nothing): the wait set for it goes. */
   gaveUp?: Promise<unknown>;
+  /** The registered agent's registration (`RegisteredAgent.createdAt`), undefined when it is not registered. */
+  registeredSince?: (workspace: string, agent: string) => Promise<number | undefined>;
 }
 
 /**
@@ -54,13 +56,22 @@ export interface ResultSources {
 export async function callResult(sources: ResultSources, callId: string, opts: ResultQuery): Promise<CallAnswer> {
   const key = callKey(opts.workspace, opts.agent, callId, opts.memberSince);
   const answer = await resultOf(sources, key, callId, opts);
-  if (opts.memberSince === undefined || answer.ok || !('error' in answer) || answer.error.code !== 'NOT_FOUND') return answer;
-  // A call the member made before calls were bound to the member record: theirs only if made
-  // since their record was (`unboundCallIsMine`). Looked for only when the bound key is unknown.
+  if (answer.ok || !('error' in answer) || answer.error.code !== 'NOT_FOUND') return answer;
+  if (opts.memberSince === undefined) {
+    // A runtime's (or the CLI's) lookup by the agent's name, without its key: the call may be one
+    // made with the registered agent's key, keyed by its registration (`callKey`). Asked only
+    // when the name's own key is unknown, so a runtime's own calls cost nothing more.
+    if (opts.agent.startsWith('@') || !sources.registeredSince) return answer;
+    const since = await sources.registeredSince(opts.workspace, opts.agent);
+    return since === undefined ? answer : resultOf(sources, callKey(opts.workspace, opts.agent, callId, since), callId, opts);
+  }
+  // A call keyed by the bare name (made before calls were bound, or an agent's runtime's without
+  // a key): the caller's only if made since its record was (`unboundCallIsMine`). Looked for only
+  // when the bound key is unknown.
   const unbound = callKey(opts.workspace, opts.agent, callId);
   const found = await sources.lookup.find(unbound);
   const data = found?.job.data;
-  if (!data || data.member?.since !== undefined || !unboundCallIsMine(data.enqueuedAt ?? found.job.timestamp, opts.memberSince)) return answer;
+  if (!data || callerSinceOf(data) !== undefined || !unboundCallIsMine(data.enqueuedAt ?? found.job.timestamp, opts.memberSince)) return answer;
   return resultOf(sources, unbound, callId, opts);
 }
 

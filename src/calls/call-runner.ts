@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { AgentDbError, codeOf, type ErrorCode } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
-import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
+import { callerSinceOf, callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { Effect, EffectLimits } from '../contracts/effect.ts';
 import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
@@ -133,7 +133,7 @@ export async function runCall(
   if (gate.kind === 'refuse') return fail(gate.code, gate.detail);
   const asOf =
     typeof plan.args.as_of === 'string'
-      ? { target: asOfTarget(plan.args.as_of, data.workspace, data.agent, plan.target.agent, data.member?.since) }
+      ? { target: asOfTarget(plan.args.as_of, data.workspace, data.agent, plan.target.agent, callerSinceOf(data)) }
       : undefined;
   const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved, deps.results !== undefined, asOf);
   if (gate.kind === 'approval' && !approved) {

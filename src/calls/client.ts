@@ -197,6 +197,7 @@ export class AgentDbClient {
               ensureReader: () => this.ensureReader(),
               waiting: () => stall.disarm(),
               gaveUp: stall.passed,
+              registeredSince: async (workspace: string, agent: string) => (await this.registeredAgent(workspace, agent))?.createdAt,
             };
             return callResult(sources, callId, opts);
           };

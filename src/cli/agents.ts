@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { AgentProfileInput } from '../contracts/agent-profile.ts';
+import { removeAgent } from '../approvals/agent-removal.ts';
 import { AgentDbError } from '../errors.ts';
 import { AgentRegistry } from '../registry/agents.ts';
 import { databasePath, shardOf } from '../contracts/database-id.ts';
@@ -69,9 +70,11 @@ export function set(ctx: CommandContext, v: SetFlags): Promise<number> {
 export function remove(ctx: CommandContext, flags: { workspace: string; agent: string }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const slug = nameFlag('--agent', flags.agent);
-  return withRegistry(ctx, async (redis, keys) => {
-    if (!(await new AgentRegistry(redis, keys).remove(workspace, slug))) throw new AgentDbError('NOT_FOUND', `${workspace}/${slug} is not registered.`);
-    ctx.stdout.write(`removed ${workspace}/${slug}: its keys no longer work; its database is kept\n`);
+  return withRegistry(ctx, async (redis) => {
+    const { removed, withdrawn } = await removeAgent(redis, ctx.config, workspace, slug);
+    if (!removed) throw new AgentDbError('NOT_FOUND', `${workspace}/${slug} is not registered.`);
+    const parked = withdrawn ? `; its ${withdrawn} parked call(s) rejected` : '';
+    ctx.stdout.write(`removed ${workspace}/${slug}: its keys no longer work${parked}; its database is kept\n`);
     return 0;
   });
 }

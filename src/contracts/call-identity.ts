@@ -20,38 +20,54 @@ export function callKey(workspace: string, agent: string, callId: string, member
  * added again under the same name is another person, who read the first one's results and met
  * their call ids (IDEMPOTENCY_CONFLICT said their SQL differed) while both were keyed `@<name>`
  * (hostile review T2). `~` is in neither alphabet, nor is it ':' (BullMQ job ids hold none).
- * Calls made before members' calls were bound carry no `since`, and keep the bare `@<name>`:
- * {@link unboundCallIsMine} says whose they are.
+ * An agent key's caller is bound the same way to its agent's registration, `<agent>~<createdAt>`:
+ * an agent removed and registered again under its name found the earlier registration's call ids
+ * taken, and a write under one could be answered from the earlier write's exactly-once record
+ * (session 28, L1). Calls made before either was bound carry no `since`, and keep the bare name,
+ * as a runtime's calls by the agent's name without a key still do: {@link unboundCallIsMine}
+ * says whose they are.
  */
 function boundCaller(agent: string, memberSince: number | undefined): string {
   return memberSince === undefined ? agent : `${agent}~${memberSince}`;
 }
 
-/** The key of a call's job data: a member's call by its member record's creation, when it carries it. */
-export function callKeyOf(data: Pick<CallJobData, 'workspace' | 'agent' | 'callId' | 'member'>): string {
-  return callKey(data.workspace, data.agent, data.callId, data.member?.since);
+/**
+ * The key of a call's job data: a member's call by its member record's creation, an agent key's
+ * call by its agent's registration, when it carries them.
+ */
+export function callKeyOf(data: Pick<CallJobData, 'workspace' | 'agent' | 'callId' | 'member' | 'agentSince'>): string {
+  return callKey(data.workspace, data.agent, data.callId, callerSinceOf(data));
 }
 
 /**
- * The key a member's call bound to its member record (`<workspace>.@<name>~<since>.<call id>`)
- * had before calls were bound (`<workspace>.@<name>.<call id>`), and the record's creation; or
- * undefined for any other key (an agent's, or an unbound one). Where only the key travels (a
+ * What a call's caller is bound to (see {@link boundCaller}): the member record's creation of a
+ * person's call, the registration's of a call made with an agent key; undefined for a runtime's
+ * call by the agent's name (no key) and for calls made before either was bound.
+ */
+export function callerSinceOf(data: Pick<CallJobData, 'member' | 'agentSince'>): number | undefined {
+  return data.member?.since ?? data.agentSince;
+}
+
+/**
+ * The key a call bound to its member record or agent registration (`<workspace>.<caller>~<since>.<call id>`)
+ * had before calls were bound (`<workspace>.<caller>.<call id>`), and the record's creation; or
+ * undefined for an unbound key. Where only the key travels (a
  * write's exactly-once record), this is how a call made before the binding is still found.
  */
 export function unboundKeyOf(key: string): { key: string; since: number } | undefined {
-  // Every agent's write asks: most keys have no `~`, and need no pattern run over them.
+  // Every write asks: a runtime's keys have no `~`, and need no pattern run over them.
   const m = key.includes('~') ? BOUND_KEY.exec(key) : null;
   return m ? { key: `${m[1]}.${m[2]}.${m[4]}`, since: Number(m[3]) } : undefined;
 }
 
-const BOUND_KEY = /^([^.]+)\.(@[^.~]+)~(\d+)\.([^.]+)$/;
+const BOUND_KEY = /^([^.]+)\.([^.~]+)~(\d+)\.([^.]+)$/;
 
 /**
- * Whether a member call made before calls were bound to the member record (keyed by the bare
- * `@<name>`, see {@link boundCaller}) is the current member's, whose record was created at
- * `memberSince`: only if it was made at or after that. Whoever held the name before was revoked
- * before this record was created, so a call made since is this person's; an earlier one is not
- * (as `agentSince` rules agent keys minted before it was recorded).
+ * Whether a call keyed by the bare name (made before calls were bound, see {@link boundCaller},
+ * or an agent's runtime's without a key) is the current member's or agent registration's, created
+ * at `memberSince`: only if it was made at or after that. Whoever held the name before was revoked
+ * or removed before this record was created, so a call made since is this one's; an earlier one
+ * is not (as `agentSince` rules agent keys minted before it was recorded).
  */
 export function unboundCallIsMine(madeAt: number, memberSince: number): boolean {
   return madeAt >= memberSince;

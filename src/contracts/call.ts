@@ -81,6 +81,12 @@ export interface CallInput {
    * again against the key and the agent's registered settings when it is released.
    */
   keyId?: string;
+  /**
+   * With `keyId`: the key's agent registration's creation (`RegisteredAgent.createdAt`), which the
+   * call is keyed by (see `callKey`): an agent removed and registered again under its name is
+   * another, who starts with no call ids taken.
+   */
+  agentSince?: number;
   tool: string;
   arguments?: unknown;
 }
@@ -98,6 +104,8 @@ export interface CallJobData {
   introspect?: true;
   /** The agent key the call was made with, if any (see {@link CallInput.keyId}). */
   keyId?: string;
+  /** The key's agent registration, which the call is keyed by (see {@link CallInput.agentSince}). */
+  agentSince?: number;
   /**
    * The workspace's plan, resolved from the registry when the call was enqueued (absent on jobs
    * of older clients: the unregistered plan). Never taken from the caller's settings.

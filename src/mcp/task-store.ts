@@ -7,6 +7,7 @@ import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
 import { isTransient } from '../calls/call-answers.ts';
 import { jsonBytes } from '../calls/redis-bytes.ts';
 import type { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import { unboundCallIsMine } from '../contracts/call-identity.ts';
 import type { Keys } from '../redis/keys.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
@@ -33,7 +34,7 @@ function indexEntry(createdAt: number, taskId: string): string {
 
 /** One task as Redis keeps it under `keys.mcpTask`. */
 interface TaskRecord {
-  /** `<workspace>.<caller>` (`@<since>` after a member's): only that principal sees the task. */
+  /** `<workspace>.<caller>` (`@<since>` after a member's or agent key's): only that principal sees the task. */
   owner: string;
   /** The call the task stands for; its outcome is the task's result. */
   callId: string;
@@ -85,7 +86,7 @@ export class RedisTaskStore implements TaskStore {
   ) {
     // A member's tasks are the member record's: one revoked and added again under the same name
     // (someone else, as for OAuth grants) read the first one's tasks and results (hostile review T1).
-    const since = principal.kind === 'member' && principal.since !== undefined ? `@${principal.since}` : '';
+    const since = principal.since !== undefined ? `@${principal.since}` : '';
     this.owner = `${principal.workspace}.${callerOf(principal)}${since}`;
   }
 
@@ -239,13 +240,24 @@ export class RedisTaskStore implements TaskStore {
     return settled;
   }
 
+  /**
+   * An agent key's task filed before its tasks were bound to the registration (session 28), under
+   * the bare `<workspace>.<agent>`: its own only if made since the registration began
+   * (`unboundCallIsMine`), so a task that waits across the upgrade is still found by its id.
+   */
+  private unboundMine(record: TaskRecord): boolean {
+    const p = this.principal;
+    if (p.kind !== 'agent' || p.since === undefined || record.owner !== `${p.workspace}.${p.agent}`) return false;
+    return unboundCallIsMine(Date.parse(record.task.createdAt), p.since);
+  }
+
   private async read(taskId: string): Promise<TaskRecord | undefined> {
     const res = await this.deps.redis.pipeline().get(this.deps.keys.mcpTask(taskId)).get(this.deps.keys.mcpTaskCancelled(taskId)).exec();
     const text = res?.[0]?.[1] as string | null | undefined;
     if (!text) return undefined;
     const record = JSON.parse(text) as TaskRecord;
     // Another principal's task answers as no task at all, so ids cannot be probed.
-    if (record.owner !== this.owner) return undefined;
+    if (record.owner !== this.owner && !this.unboundMine(record)) return undefined;
     const cancelled = res?.[1]?.[1] as string | null | undefined;
     if (!cancelled) return record;
     // Cancelled stays cancelled, whatever its call did since (the spec's tasks/cancel).

@@ -9,7 +9,11 @@ export type AgentDbEvent =
       callId: string;
       workspace: string;
       agent: string;
-      /** A member's call: their member record's creation, with `agent` (`@<name>`) what names the call (`callKey`). */
+      /**
+       * A member's call: their member record's creation; an agent key's: its registration's (the
+       * field keeps its name, which readers of either already know). With `agent` (`@<name>` or the
+       * agent's slug) what names the call (`callKey`).
+       */
       memberSince?: number;
       ok: boolean;
       /** The envelope itself when small; otherwise fetch it with `client.result()`. */
@@ -106,7 +110,7 @@ export function completedCaller(fields: string[]): CompletedCaller | undefined {
   return caller;
 }
 
-/** A member's `memberSince` right after the agent's name, as {@link completedEvent} writes it. */
+/** A member's or agent key's `memberSince` right after the agent's name, as {@link completedEvent} writes it. */
 const SINCE_FIELD = /^,"memberSince":(\d+)[,}]/;
 
 /**

@@ -126,11 +126,14 @@ export function callInputFor(p: Principal, call: KeyedCall): CallInput {
     arguments: call.arguments ?? {},
     ...(call.callId !== undefined ? { callId: call.callId } : {}),
   };
-  if (p.kind === 'agent') return { ...base, settings: p.settings, keyId: p.keyId };
+  if (p.kind === 'agent') return { ...base, settings: p.settings, keyId: p.keyId, ...(p.since !== undefined ? { agentSince: p.since } : {}) };
   return { ...base, member: p.since === undefined ? p.member : { ...p.member, since: p.since } };
 }
 
-/** The member record's creation a principal's calls are bound to (see `callKey`); undefined for an agent. */
-export function memberSinceOf(p: Principal): number | undefined {
-  return p.kind === 'member' ? p.since : undefined;
+/**
+ * What a principal's calls are keyed by beside its name (see `callKey`): the member record's
+ * creation, or the agent's registration's for an agent key.
+ */
+export function sinceOf(p: Principal): number | undefined {
+  return p.since;
 }

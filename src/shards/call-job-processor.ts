@@ -12,7 +12,7 @@ import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes, 
 import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
-import { callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
+import { callerSinceOf, callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { SHARD_OP_PREFIX } from '../contracts/shard-op.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
@@ -139,7 +139,7 @@ export class CallJobProcessor {
       const fingerprint = callFingerprint({ ...data, database: outcome.heldByRecord.database });
       await yieldToRecord(this.opts.redis, this.opts.keys, job.id!, fingerprint, outcome.heldByRecord, claimTtlS(config.resultTtlS, config.approvalTtlMs));
     }
-    const event = completedEvent(envelope, data.workspace, data.agent, data.member?.since);
+    const event = completedEvent(envelope, data.workspace, data.agent, callerSinceOf(data));
     // Only parking changes a job's data (a call refused there has its arguments dropped): any
     // other call keeps what was measured above, not serialised again to be measured again.
     // Metered once per job, whichever run meters first, when a run may meter what another run of
@@ -212,7 +212,7 @@ export class CallJobProcessor {
     const { logger } = this.opts;
     logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
     const envelope = failedCallEnvelope(job.data, err.message);
-    const event = completedEvent(envelope, job.data.workspace, job.data.agent, job.data.member?.since);
+    const event = completedEvent(envelope, job.data.workspace, job.data.agent, callerSinceOf(job.data));
     void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
   }
 

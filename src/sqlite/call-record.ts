@@ -179,11 +179,12 @@ function recordOf(db: Database, key: string): RecordRow | undefined {
 }
 
 /**
- * A member's call recorded before calls were bound to the member record (under the bare
- * `@<name>`, see `unboundKeyOf`): the member's own only if committed since their record was
- * created (`unboundCallIsMine`), so their resend across the upgrade replays it, and a later
- * member of the name neither replays it nor is refused by it. Read only when the bound key has no
- * record: a member's first write pays one more lookup on the primary key; an agent's, nothing.
+ * A member's or agent key's call recorded under the bare name (before calls were bound to the
+ * member record or agent registration, or an agent's runtime's without a key, see `unboundKeyOf`):
+ * the caller's own only if committed since its record was created (`unboundCallIsMine`), so a
+ * resend across the upgrade replays it, and a later member or registration of the name neither
+ * replays it nor is refused by it. Read only when the bound key has no record: a bound caller's
+ * first write pays one more lookup on the primary key; a runtime's, nothing.
  */
 function unboundRecordOf(db: Database, key: string): RecordRow | undefined {
   const unbound = unboundKeyOf(key);

@@ -45,18 +45,22 @@ const post = (bearer: string, payload: unknown) =>
   k.app.inject({ method: 'POST', url: '/v1/calls?wait=false', headers: { authorization: `Bearer ${bearer}` }, payload: payload as object });
 
 /** Parks `INSERT INTO shared_notes` as `slug` (a fresh key), answering the key, call id and approval id. */
-async function park(slug: string, body: string): Promise<{ key: string; callId: string; approvalId: string }> {
+async function park(slug: string, body: string): Promise<{ key: string; callId: string; approvalId: string; since: number }> {
   const key = await k.agentKey(WS, slug, granted);
+  const since = (await agents.get(WS, slug))!.createdAt;
   const r = await post(key, { tool: 'DATA_WRITE_SQL', arguments: { scope: 'workspace', sql: 'INSERT INTO shared_notes (body) VALUES (?)', params: [body] } });
   const answer = r.json() as { status?: string; callId: string; approval?: { id: string } };
   expect(answer).toMatchObject({ status: 'awaiting_approval' });
-  return { key, callId: answer.callId, approvalId: answer.approval!.id };
+  return { key, callId: answer.callId, approvalId: answer.approval!.id, since };
 }
 
-/** Approves and waits for the call's final envelope. */
-async function approveAndFinish(slug: string, p: { callId: string; approvalId: string }) {
+/**
+ * Approves and waits for the call's final envelope, a keyed call's looked up under its agent's
+ * registration (which it is keyed by, `callKey`), read before a test removes the agent.
+ */
+async function approveAndFinish(slug: string, p: { callId: string; approvalId: string; since?: number }) {
   expect(await k.client.decide(p.approvalId, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: true });
-  return k.client.result(p.callId, { workspace: WS, agent: slug, wait: true, timeoutMs: 20_000 });
+  return k.client.result(p.callId, { workspace: WS, agent: slug, ...(p.since !== undefined ? { memberSince: p.since } : {}), wait: true, timeoutMs: 20_000 });
 }
 
 async function rowsWith(body: string): Promise<number> {
