@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,34 @@ const require = createRequire(import.meta.url);
 const SOURCES = ['src', 'bin', 'workers', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
 /** Written last by the build: present and newer than every source, the build is current. */
 const STAMP = path.join(ROOT, 'dist/src/contracts/tool-contracts.json');
+/** statfs(2)'s f_type of a tmpfs. */
+const TMPFS_MAGIC = 0x01021994;
+/**
+ * Room a tmpfs must have free for the suite's temp folders (a few hundred MB at most at once),
+ * and well past what `agentdb doctor` warns of (2 GiB, 10%), which its test expects to pass.
+ */
+const TMPFS_ROOM = 4 * 1024 ** 3;
+
+/**
+ * A temp folder on /dev/shm when it is a tmpfs with room, for TMPDIR: every data folder, own
+ * Redis (AOF with fsync always) and history the tests make goes under os.tmpdir(), and on the
+ * shared disk each snapshot, generation and AOF write waits for its fsync (4-7 ms each on this
+ * machine's virtual disk with other work on it, under 0.1-1.4 ms on tmpfs; the executor test
+ * that creates 400 databases took 38-49 s on the disk, 23-26 s here, loaded). What the tests
+ * prove does not rest on the disk: a killed process loses nothing the kernel was given either
+ * way, and the full-disk tests mount a tmpfs of their own. Undefined where there is none or it
+ * is small (a container's 64 MB /dev/shm), or when TMPDIR was set: the tests use os.tmpdir().
+ */
+function tmpfsTempDir(): string | undefined {
+  if (process.env.TMPDIR) return undefined;
+  try {
+    const st = statfsSync('/dev/shm');
+    if (st.type !== TMPFS_MAGIC || st.bavail * st.bsize < TMPFS_ROOM || st.bavail < st.blocks / 2) return undefined;
+    return mkdtempSync('/dev/shm/agentdb-tests-');
+  } catch {
+    return undefined;
+  }
+}
 
 /** The newest modification time of a file, or of a folder and anything under it. */
 function newest(p: string): number {
@@ -26,15 +54,20 @@ function newest(p: string): number {
  * CPU, which on two cores made the CLI suites most of their run time. Building here, rather
  * than trusting whatever dist/ holds, is what keeps a test from ever running a stale build.
  */
-export default function setup(): void {
+export default function setup(): (() => void) | undefined {
   // Node's compile cache for every process the suite starts: set here, before the test forks
   // start, it reaches them and all they spawn (the CLI, workers, executor children), which then
   // load the V8 code of bullmq, ioredis, fastify, zod and dist/ compiled once instead of
   // compiling it at each of their hundreds of starts. Keyed by each file's contents, so a
   // rebuilt dist/ is never served old code.
   process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), 'agentdb-test-compile-cache');
+  // Set before the forks start too, so it reaches them and every process they spawn.
+  const tmp = tmpfsTempDir();
+  if (tmp) process.env.TMPDIR = tmp;
+  // Each test removes its own folders; this takes what a killed process left behind.
+  const teardown = tmp ? () => rmSync(tmp, { recursive: true, force: true, maxRetries: 3 }) : undefined;
   const built = existsSync(STAMP) ? statSync(STAMP).mtimeMs : 0;
-  if (SOURCES.every((s) => !existsSync(path.join(ROOT, s)) || newest(path.join(ROOT, s)) <= built)) return;
+  if (SOURCES.every((s) => !existsSync(path.join(ROOT, s)) || newest(path.join(ROOT, s)) <= built)) return teardown;
   // `npm run build`'s two steps, apart: tsc emits in spite of type errors, which are `npm run
   // typecheck`'s to report, not a reason to run no test (nor to leave the contracts unwritten).
   try {
@@ -45,4 +78,5 @@ export default function setup(): void {
   // The Lua scripts first: the contracts file is the stamp, so it is written last.
   execFileSync(process.execPath, ['dist/scripts/copy-lua-scripts.js'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync(process.execPath, ['dist/scripts/write-tool-contracts.js'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  return teardown;
 }
