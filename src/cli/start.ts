@@ -66,7 +66,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   // Not awaited: until it has subscribed the cache is simply unused.
   void principals.start();
   // OAuth sign-in for people's MCP clients, consenting on the web page (OAUTH=off: keys only).
-  const oauth = createOAuthDeps(config, { redis, members });
+  const oauth = createOAuthDeps(config, { redis, members }, { principals });
   const closeGauges = addServiceGauges(metrics, { redis, keys, config, backups: new BackupLog(redis, keys) });
   const app = buildApp({
     redis,

@@ -7,6 +7,7 @@ import type { Keys } from '../redis/keys.ts';
 import { type ScriptedRedis, withScripts } from '../redis/lua-scripts.ts';
 import type { Member, MemberRegistry } from '../registry/members.ts';
 import type { Principal } from '../registry/principal.ts';
+import type { PrincipalCache } from '../registry/principal-cache.ts';
 import { hashKey } from '../registry/secret-key.ts';
 import { CLIENT_UNUSED_TTL_S, type OAuthClient } from './oauth-clients.ts';
 import type { AccessRecord, CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
@@ -19,6 +20,8 @@ export interface GrantOptions {
   /** OAuth 2.1 §4.1.2 recommends at most 10 minutes; a client exchanges it at once. */
   codeTtlS?: number;
   now?: () => number;
+  /** The server's cache of keys (KEY_CACHE_TTL_MS), for access tokens too: else each MCP request made three Redis lookups in turn. */
+  principals?: PrincipalCache;
 }
 
 /**
@@ -155,7 +158,13 @@ export class OAuthGrants {
    */
   async authenticate(token: string, resource: string): Promise<Principal | undefined> {
     if (!TOKEN_SHAPE.test(token)) return undefined;
-    const raw = await this.redis.get(this.keys.oauth('access', hashKey(token)));
+    const hash = hashKey(token);
+    // By the resource too: the same token sent to another endpoint is no token there.
+    const [cache, cacheKey] = [this.opts.principals, `oauth ${hash} ${resource}`];
+    const cached = cache?.get(cacheKey, this.now());
+    if (cached) return cached;
+    const mark = cache?.mark();
+    const raw = await this.redis.get(this.keys.oauth('access', hash));
     if (!raw) return undefined;
     const access = JSON.parse(raw) as AccessRecord;
     if (access.expiresAt <= this.now()) return undefined;
@@ -165,7 +174,14 @@ export class OAuthGrants {
     if (!member || member.createdAt !== grant.memberSince) return undefined;
     // The role as it is now, narrowed by what the person granted (an admin made a member since loses drop).
     const granted = narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role));
-    return { kind: 'member', workspace: member.workspace, member: { name: member.name, role: member.role, granted }, since: member.createdAt };
+    const principal: Principal = {
+      kind: 'member',
+      workspace: member.workspace,
+      member: { name: member.name, role: member.role, granted },
+      since: member.createdAt,
+    };
+    if (mark !== undefined) cache?.put(cacheKey, principal, mark, access.expiresAt);
+    return principal;
   }
 
   /**
@@ -227,7 +243,7 @@ export class OAuthGrants {
     }
     const raw = await this.redis.get(this.keys.oauth('access', h));
     const grant = raw ? await this.grant((JSON.parse(raw) as AccessRecord).grantId) : undefined;
-    if (grant && grant.clientId === client.clientId) await this.redis.del(this.keys.oauth('access', h));
+    if (grant?.clientId === client.clientId) await this.redis.multi().del(this.keys.oauth('access', h)).publish(this.keys.registryChanges, 'revoked').exec();
   }
 
   /** New tokens for `grant`, while its member is the one who consented (not revoked, not re-added); else the grant ends. */
@@ -256,6 +272,8 @@ export class OAuthGrants {
       grant.id,
       String(accessTtlS),
       String(refreshTtlS),
+      // The access token it replaces ends: announced, for the servers that cached it.
+      this.keys.registryChanges,
     );
     if (issued !== 1) throw new InvalidGrantError('The grant was revoked.');
     // Each refresh keeps the client as long as this refresh token: a client outlives its grants by no more.
@@ -291,7 +309,8 @@ export class OAuthGrants {
    * client, held by no other live grant, goes back to an unconsented client's lifetime.
    */
   private async dropGrant(id: string, clientId: string): Promise<void> {
-    await this.redis.del(this.keys.oauth('grant', id));
+    // Announced with the deletion: a server that cached one of its tokens forgets it at once.
+    await this.redis.multi().del(this.keys.oauth('grant', id)).publish(this.keys.registryChanges, 'oauth grant ended').exec();
     await this.redis.agentdbOauthClientRelease(
       this.keys.oauth('client', clientId),
       this.keys.oauth('holders', clientId),

@@ -102,6 +102,7 @@ export interface LuaCommands {
     grantId: string,
     accessTtlS: string,
     refreshTtlS: string,
+    registryChanges: string,
   ): Promise<number>;
   /** oauth-client-slot.lua: a place among unconsented clients within the cap, or the time the first one lapses (ms). */
   agentdbOauthClientSlot(

@@ -4,10 +4,12 @@ import type { Principal } from './principal.ts';
 /**
  * Who recently seen keys are, by the key's sha256, so that a request with a known key skips the
  * four or five Redis lookups of the registry (each a socket write and a wait: together they
- * cost more than the rest of an MCP request's Redis traffic).
+ * cost more than the rest of an MCP request's Redis traffic); OAuth access tokens too, by
+ * theirs and the resource they were sent to (src/oauth/oauth-grants.ts: three lookups each).
  *
  * A cached answer must never outlive the key: every registry change (a revoked key or member,
- * an agent's narrowed settings, a removed workspace) is published on `keys.registryChanges` in
+ * an agent's narrowed settings, a removed workspace, an ended OAuth grant or access token, an
+ * access token replaced by a refresh) is published on `keys.registryChanges` in
  * the same transaction as the change, and any message drops the whole cache. The cache is used
  * only while its subscription is live: when the connection drops, messages may be lost, so the
  * cache empties and stays unused until it has subscribed again. A revoked key therefore stops
@@ -19,7 +21,7 @@ import type { Principal } from './principal.ts';
  * ago works at once.
  */
 export class PrincipalCache {
-  private readonly entries = new Map<string, { principal: Principal; until: number }>();
+  private readonly entries = new Map<string, { principal: Principal; until: number; lapses?: number }>();
   /** Bumped by every drop, so a lookup begun before a change cannot refill the cache after it. */
   private epoch = 0;
   private live = false;
@@ -64,12 +66,15 @@ export class PrincipalCache {
     await this.subscribe();
   }
 
-  /** The cached principal of `keyHash`, when the cache is live and the entry fresh. */
-  get(keyHash: string): Principal | undefined {
+  /**
+   * The cached principal of `keyHash`, when the cache is live and the entry fresh; `now`: the
+   * time on the clock an entry's `lapses` was given in (see {@link put}).
+   */
+  get(keyHash: string, now?: number): Principal | undefined {
     if (!this.live) return undefined;
     const hit = this.entries.get(keyHash);
     if (!hit) return undefined;
-    if (hit.until <= Date.now()) {
+    if (hit.until <= Date.now() || (hit.lapses !== undefined && hit.lapses <= (now ?? Date.now()))) {
       this.entries.delete(keyHash);
       return undefined;
     }
@@ -83,11 +88,15 @@ export class PrincipalCache {
     return this.epoch;
   }
 
-  /** Remembers `principal` for `keyHash`, unless the registry changed since `mark`. */
-  put(keyHash: string, principal: Principal, mark: number): void {
+  /**
+   * Remembers `principal` for `keyHash`, unless the registry changed since `mark`. `lapses`: when
+   * a credential that ends by itself does (an OAuth access token's expiry, ms), on the clock its
+   * owner passes to {@link get}.
+   */
+  put(keyHash: string, principal: Principal, mark: number, lapses?: number): void {
     if (!this.live || mark !== this.epoch) return;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(keyHash, { principal: frozenCopy(principal), until: Date.now() + this.ttlMs });
+    this.entries.set(keyHash, { principal: frozenCopy(principal), until: Date.now() + this.ttlMs, ...(lapses !== undefined ? { lapses } : {}) });
   }
 
   /** Stops listening and closes the subscriber connection. */

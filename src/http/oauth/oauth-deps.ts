@@ -48,13 +48,14 @@ export function resourceMetadataUrl(request: FastifyRequest, deps: OAuthDeps): s
 
 /**
  * OAuth sign-in from the config, for an entry point (`agentdb start`, tests); undefined with
- * OAUTH=off. `now` lets a test move the clock past a token's expiry, `fetchDocument` serve client
- * id metadata documents from hosts of its own.
+ * OAUTH=off. `principals`: the server's cache of keys, which access tokens then share; `now`
+ * lets a test move the clock past a token's expiry, `fetchDocument` serve client id metadata
+ * documents from hosts of its own.
  */
 export function createOAuthDeps(
   config: Config,
   shared: { redis: Redis; members: MemberRegistry },
-  opts: Pick<GrantOptions, 'now'> & { fetchDocument?: FetchDocument } = {},
+  opts: Pick<GrantOptions, 'now' | 'principals'> & { fetchDocument?: FetchDocument } = {},
 ): OAuthDeps | undefined {
   if (!config.oauth) return undefined;
   const keys = keysFor(config.prefix);
