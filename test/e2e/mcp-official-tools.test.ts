@@ -1,7 +1,6 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandbox } from '../helpers/harness.ts';
 import { freePort } from '../helpers/own-redis.ts';
+import { startKeyProxy } from '../helpers/conformance/key-proxy.ts';
 import { CLI, runCli, startCli, stop } from '../helpers/processes.ts';
 
 // The official MCP tools against real agentdb processes: the conformance suite's server
@@ -44,20 +44,8 @@ beforeAll(async () => {
   port = await freePort();
   app = await startCli(['start'], { ...sb.env, PORT: String(port) });
   // The conformance CLI has no way to send a header, and /mcp takes no call without a key:
-  // a pass-through proxy adds the bearer key and changes nothing else.
-  proxy = http.createServer((req, res) => {
-    const upstream = http.request(
-      { host: '127.0.0.1', port, path: req.url, method: req.method, headers: { ...req.headers, authorization: `Bearer ${agentKey}` } },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/mcp`;
+  // a pass-through proxy adds the bearer key and changes nothing else (also run by hand, docs/mcp-http.md).
+  ({ server: proxy, url: proxyUrl } = await startKeyProxy(port, agentKey));
 });
 afterAll(async () => {
   await new Promise((resolve) => proxy?.close(resolve));
