@@ -21,13 +21,16 @@ export interface RemovalPlace {
 
 /**
  * Unregisters agent `slug` of `workspace` (its keys stop working) and rejects its parked calls
- * ({@link withdrawParked}). @returns false when it was not registered (nothing withdrawn then).
+ * ({@link withdrawParked}), registered or not: a removal killed between its two steps left the
+ * agent unregistered and its calls pending, and run again it found nothing to remove and
+ * rejected none, so a person's approval of a runtime's call by the name still ran it (hostile
+ * review T5). @returns `removed` false when it was not registered.
  */
 export async function removeAgent(redis: Redis, place: RemovalPlace, workspace: string, slug: string): Promise<{ removed: boolean; withdrawn: number }> {
   const keys = keysFor(place.prefix);
-  if (!(await new AgentRegistry(redis, keys).remove(workspace, slug))) return { removed: false, withdrawn: 0 };
+  const removed = await new AgentRegistry(redis, keys).remove(workspace, slug);
   const reason = `agent ${slug} was removed from ${workspace} (agentdb agents remove): nothing it parked runs`;
-  return { removed: true, withdrawn: await withService(redis, place, (s) => withdrawParked(s, workspace, slug, reason)) };
+  return { removed, withdrawn: await withService(redis, place, (s) => withdrawParked(s, workspace, slug, reason)) };
 }
 
 async function withService<T>(redis: Redis, place: RemovalPlace, fn: (service: ApprovalService) => Promise<T>): Promise<T> {

@@ -72,9 +72,11 @@ export function remove(ctx: CommandContext, flags: { workspace: string; agent: s
   const slug = nameFlag('--agent', flags.agent);
   return withRegistry(ctx, async (redis) => {
     const { removed, withdrawn } = await removeAgent(redis, ctx.config, workspace, slug);
-    if (!removed) throw new AgentDbError('NOT_FOUND', `${workspace}/${slug} is not registered.`);
+    if (!removed && !withdrawn) throw new AgentDbError('NOT_FOUND', `${workspace}/${slug} is not registered.`);
     const parked = withdrawn ? `; its ${withdrawn} parked call(s) rejected` : '';
-    ctx.stdout.write(`removed ${workspace}/${slug}: its keys no longer work${parked}; its database is kept\n`);
+    // Run again after a removal cut short (killed before its rejections): it finishes them.
+    const what = removed ? `removed ${workspace}/${slug}: its keys no longer work` : `${workspace}/${slug} was not registered`;
+    ctx.stdout.write(`${what}${parked}; its database is kept\n`);
     return 0;
   });
 }

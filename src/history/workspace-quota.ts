@@ -128,13 +128,19 @@ export class WorkspaceQuota {
   async hold(workspace: string, adding: { databases: number; bytes: number }, what: string): Promise<() => void> {
     const token = Symbol(what);
     const holds = this.held.get(workspace) ?? new Map<symbol, number>();
+    // The steps held as this one asks count even once they let go during its walk: the walk is
+    // paced, and one that wrote its bytes behind the walk and then released was counted by
+    // neither (hostile review T5: two restores at once passed the quota by the first's size).
+    // One that failed instead still counts for this check: a refusal too many, never a pass.
+    const before = new Map(holds);
     // Held before the first await, in order: a step asking after this one counts it.
     const earlier = () => {
       let sum = 0;
       for (const [t, bytes] of holds) {
         if (t === token) break;
-        sum += bytes;
+        if (!before.has(t)) sum += bytes;
       }
+      for (const bytes of before.values()) sum += bytes;
       return sum;
     };
     // A step that frees bytes (a restore to a smaller moment) frees them only once done: it gives

@@ -95,4 +95,30 @@ describe('an agent removed with parked calls', () => {
     expect(JSON.stringify(tables)).toContain('base');
     expect(JSON.stringify(tables)).not.toMatch(/keyed_t|runtime_t/);
   });
+
+  it('rejects them when run again after a removal cut short between unregistering and its rejections (the command killed)', async () => {
+    await k.agentKey(WS, 'cutshort', profile);
+    const byName = await k.client.call(
+      {
+        workspace: WS,
+        agent: 'cutshort',
+        callId: 'by-name',
+        settings: profile.settings,
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'CREATE TABLE cut_t (v TEXT)' },
+      },
+      { wait: false },
+    );
+    const id = (byName as unknown as { approval: { id: string } }).approval.id;
+    // What a removal killed after its first step leaves: the agent unregistered, its call parked.
+    expect(await agents.remove(WS, 'cutshort')).toBe(true);
+    expect(await store.get(id)).toMatchObject({ state: 'pending' });
+    expect(await removeWithCli('cutshort')).toMatch(/was not registered.*its 1 parked call\(s\) rejected/);
+    expect(await store.get(id)).toMatchObject({ state: 'rejected', decidedBy: '(operator)' });
+    expect(await k.client.decide(id, { decision: 'approve', by: 'alice', operator: true })).toMatchObject({ ok: false, code: 'APPROVAL_CONFLICT' });
+    expect(await k.client.result('by-name', { workspace: WS, agent: 'cutshort', wait: true, timeoutMs: 20_000 })).toMatchObject({
+      ok: false,
+      error: { code: 'APPROVAL_REJECTED' },
+    });
+  });
 });

@@ -100,6 +100,21 @@ describe('the registry', () => {
   });
 });
 
+describe('an agent removed and registered again at once', () => {
+  // Hostile review T5: a registration's calls are keyed by its `createdAt` (session 28, L1); one
+  // registered, removed and registered again within a millisecond got the earlier one's, and with
+  // it its call ids (77 of 200 such cycles in one process did on main).
+  it('is always a registration of another millisecond', async () => {
+    await workspaces.put('cycle', 'pro');
+    const seen = new Set<number>();
+    for (let i = 0; i < 200; i++) {
+      seen.add((await agents.put('cycle', 'scout', { displayName: 'S', settings: { database: 'agent' } })).createdAt);
+      expect(await agents.remove('cycle', 'scout')).toBe(true);
+    }
+    expect(seen.size).toBe(200);
+  });
+});
+
 describe('limits follow the registered plan', () => {
   const settings = { database: 'agent' } as const;
   const create = (ws: string, n: number) =>

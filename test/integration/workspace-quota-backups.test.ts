@@ -8,6 +8,7 @@ import { runBackups } from '../../src/shards/backups.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { codeOf } from '../../src/errors.ts';
+import { shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 // Review L2: `agentdb backup now` on a workspace past its byte quota adds a snapshot. Backups
@@ -84,5 +85,28 @@ describe('backups of a workspace past its byte quota (WORKSPACE_MAX_BYTES)', () 
     );
     expect(codeOf(real)).toBe('QUOTA_EXCEEDED');
     expect(workspaceDiskUse(sb.config.dataDir, 'slim').databases).toEqual(['slim/scout']);
+  });
+
+  it('two forks from the blob store at once that fit only one by one: one is refused (each holds its room until done)', async () => {
+    const twin = (sql: string) =>
+      client.call({ workspace: 'twin', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
+    expect((await twin('CREATE TABLE t (b BLOB)')).ok).toBe(true);
+    expect((await twin('INSERT INTO t SELECT randomblob(32000)')).ok).toBe(true);
+    expect((await runBackups(ops, sb.config.shardCount, { db: 'twin/scout', reason: 'manual' })).failed).toEqual([]);
+    const history = new HistoryClient(ops, sb.config.shardCount);
+    const by = { who: 'operator:test', via: 'operator' as const };
+    // Targets on two shards, so on two of the pool's workers, which share its quota.
+    const targets = ['twin/a', 'twin/b', 'twin/c', 'twin/d', 'twin/e', 'twin/f'];
+    const [one, two] = targets.filter((t, i) => targets.findIndex((o) => shardOf(o, sb.config.shardCount) === shardOf(t, sb.config.shardCount)) === i);
+    for (const into of [one!, two!]) {
+      const dry = (await history.restoreFromBlob('twin/scout', { into, dryRun: true, by }, 'operator')) as { refused?: string };
+      expect(dry.refused).toBeUndefined();
+    }
+    const both = await Promise.allSettled([one!, two!].map((into) => history.restoreFromBlob('twin/scout', { into, by }, 'operator')));
+    const u = workspaceDiskUse(sb.config.dataDir, 'twin');
+    console.log(
+      `two blob forks at once: ${both.map((r) => r.status).join(', ')}; the workspace holds ${u.databaseBytes + u.historyBytes + u.ledgerBytes} bytes of 400000`,
+    );
+    expect(both.map((r) => (r.status === 'rejected' ? codeOf(r.reason) : 'ok')).sort()).toEqual(['QUOTA_EXCEEDED', 'ok']);
   });
 });

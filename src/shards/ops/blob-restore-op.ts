@@ -35,9 +35,12 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   // restore in place brings back a database the workspace had, and is not refused for room.
   if (source !== data.db && args.dryRun !== true && ctx.quota) await ctx.quota.check(workspace, { databases: 1, bytes: 0 }, what);
   // Weighed again once planned, with the bytes it adds (see `blobRestoreAdds`); a dry run says so.
+  // Held until it is done, as a restore's are: checked alone, two forks at once that fit only one
+  // by one both passed, and neither counted a restore's room held meanwhile (hostile review T5).
+  let release: (() => void) | undefined;
   const room = async (bytes: number, dryRun: boolean): Promise<string | undefined> => {
     try {
-      await ctx.quota?.check(workspace, { databases: 1, bytes }, what);
+      if (ctx.quota) release = await ctx.quota.hold(workspace, { databases: 1, bytes }, what);
       return undefined;
     } catch (err) {
       if (!dryRun || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
@@ -66,6 +69,7 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
       history: localSource(config.dataDir, data.db),
     });
   } finally {
+    release?.();
     await store.close();
   }
 };
