@@ -6,7 +6,6 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput } from '../contracts/call.ts';
-import { errorEnvelope } from '../contracts/envelope.ts';
 import { Metrics } from '../metrics.ts';
 import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { EventFeed } from '../redis/event-feed.ts';
@@ -21,14 +20,15 @@ import type { CallAnswer, Decision, FinishedAnswer } from './call-answers.ts';
 import { CallEnqueue } from './call-enqueue.ts';
 import { claimTtlS } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
-import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, rateLimited, type RateRefusal } from './call-rate-limits.ts';
-import { callResult, type ResultQuery } from './call-result.ts';
+import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
+import type { ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
 import { ClientCallEvents } from './client-call-events.ts';
+import { clientResult, type ClientResultParts } from './client-result.ts';
 import { checkClientOptions, type AgentDbClientOptions, type CallOptions } from './client-options.ts';
 import { ClientShardCount } from './client-shard-count.ts';
-import { OutageAnswers, resultUnanswered, unavailable } from './outage-answers.ts';
+import { OutageAnswers } from './outage-answers.ts';
 import { UntakenRefusals } from './untaken-refusals.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
@@ -61,6 +61,8 @@ export class AgentDbClient {
   private readonly rates?: CallRateLimits;
   private readonly enqueue: CallEnqueue;
   private readonly budget: WorkspaceRedisBudget;
+  /** What {@link result} asks with (client-result.ts). */
+  private readonly resultParts: ClientResultParts;
   private closed = false;
   /** agentdb's tracer when {@link AgentDbClientOptions.tracing} is on; adapters open their spans on it. */
   readonly tracer?: Tracer;
@@ -127,6 +129,17 @@ export class AgentDbClient {
       ensureReader: () => this.callEvents.starting(),
       refused: (quota, answer) => this.untaken.refused(quota, answer),
     });
+    this.resultParts = {
+      redisUrl: this.redisUrl,
+      outage: this.outage,
+      shards: this.shards,
+      waiters: this.waiters,
+      lookup: this.lookup,
+      ensureReader: () => this.callEvents.ensure(),
+      chargeLookup: (who) => this.chargeLookup(who),
+      refused: (quota, answer) => this.untaken.refused(quota, answer),
+      registeredSince: async (workspace, agent) => (await this.registeredAgent(workspace, agent))?.createdAt,
+    };
   }
 
   /**
@@ -165,40 +178,7 @@ export class AgentDbClient {
   result(callId: string, opts: ResultQuery & { wait: true }): Promise<FinishedAnswer>;
   result(callId: string, opts: ResultQuery): Promise<CallAnswer>;
   async result(callId: string, opts: ResultQuery): Promise<CallAnswer> {
-    // A Redis that is connected but answers nothing: bounded up to the wait, which its own
-    // timeoutMs (and the bounded look after it) ends.
-    const stall = this.outage.unanswered(() => resultUnanswered(this.redisUrl, callId));
-    try {
-      return await this.outage.answerOrUnavailable(
-        async () => {
-          const down = await this.outage.redisDown();
-          if (down) return unavailable(callId, '', down, true);
-          stall.arm();
-          const looked = async (): Promise<CallAnswer> => {
-            const shards = await this.shards.resolve();
-            if (!shards.ok) return errorEnvelope(callId, '', 'CONFIG_MISMATCH', shards.detail);
-            if (!opts.followUp) {
-              const limited = await this.chargeLookup(opts);
-              if (limited) return this.untaken.refused('rate', rateLimited(callId, '', opts.workspace, limited));
-            }
-            const sources = {
-              waiters: this.waiters,
-              lookup: this.lookup,
-              ensureReader: () => this.callEvents.ensure(),
-              waiting: () => stall.disarm(),
-              gaveUp: stall.passed,
-              registeredSince: async (workspace: string, agent: string) => (await this.registeredAgent(workspace, agent))?.createdAt,
-            };
-            return callResult(sources, callId, opts);
-          };
-          return Promise.race([looked(), stall.passed.then((why) => unavailable(callId, '', why, true))]);
-        },
-        (why) => unavailable(callId, '', why, true),
-        opts.signal,
-      );
-    } finally {
-      stall.disarm();
-    }
+    return clientResult(this.resultParts, callId, opts);
   }
 
   /**
