@@ -2,26 +2,23 @@ import fs from 'node:fs';
 import { AgentDbError, codeOf, type ErrorCode } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callerSinceOf, callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
-import type { DropObject } from '../contracts/drop-object.ts';
-import type { Effect, EffectLimits } from '../contracts/effect.ts';
+import type { Effect } from '../contracts/effect.ts';
 import { errorEnvelope, okEnvelope, type Envelope } from '../contracts/envelope.ts';
-import { TOOL_TIERS, type Param } from '../contracts/tools.ts';
+import { TOOL_TIERS } from '../contracts/tools.ts';
 import type { Config } from '../config.ts';
 import { guardTableName, guardWrite, type GuardVerdict } from '../guard/guard.ts';
-import { UNREGISTERED_PLAN, type Plan } from '../contracts/settings.ts';
-import type { Target } from '../policy/access.ts';
+import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { gateFor } from '../policy/approval-rule.ts';
 import { CREDITS, METERED_FAILURES } from '../policy/credits.ts';
-import { databasePath, parseDatabaseId } from '../contracts/database-id.ts';
-import type { AsOfRead, DbTarget, ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
-import { planLimits } from '../policy/plan-limits.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
+import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { SpilledResult } from '../sqlite/result-spill.ts';
-import type { ActivityNote } from '../sqlite/sqlite-activity.ts';
 import { planCall, type CallPlan } from '../policy/call-plan.ts';
 import type { CallIdLedger, LedgerClaim } from './call-id-ledger.ts';
 import { asOfTarget, runAsOf } from './as-of-run.ts';
+import { type Approved, execRequest } from './exec-request.ts';
 
 /** What running a call needs: the shard's executor and the configuration. */
 export interface RunDeps {
@@ -70,16 +67,6 @@ export interface RunOutcome {
 export interface ParkOutcome {
   park: CallPlan;
   request: ExecRequest;
-}
-
-/** A person's approval, as the run of the approved call needs it. */
-export interface Approved {
-  /** For a drop: the object the person approved dropping. */
-  expect?: DropObject;
-  /** For a write: the digest of the effect the person approved, and how much of another to keep. */
-  effect?: { digest: string; limits: EffectLimits };
-  /** Who approved it, for the commit's activity row. */
-  by?: string;
 }
 
 /**
@@ -240,79 +227,6 @@ function guardFirstLayer(plan: CallPlan): GuardVerdict | { ok: true } {
     case 'DATA_DESCRIBE_SCHEMA':
       return { ok: true };
   }
-}
-
-/** File paths already built, by shard, names and data folder; bounded by clearing when full. */
-const paths = new Map<string, string>();
-const MAX_PATHS = 4096;
-
-/**
- * The executor's view of one database: its file (built by `databasePath`, remembered: building
- * a path checks both names and resolves four paths, a cost every call paid although agents call
- * the same few databases over and over) and its plan's limits.
- */
-export function dbTarget(config: Config, id: string, target: Target, shard: number, plan: Plan): DbTarget {
-  const { workspace, agent } = target;
-  const key = `${shard}/${workspace}/${agent ?? ''}/${config.dataDir}`;
-  let file = paths.get(key);
-  if (file === undefined) {
-    file = databasePath(config.dataDir, workspace, agent, shard);
-    if (paths.size >= MAX_PATHS) paths.clear();
-    paths.set(key, file);
-  }
-  return { id, path: file, shard, limits: planLimits(plan) };
-}
-
-function execRequest(
-  plan: CallPlan,
-  callKey: string,
-  callId: string,
-  config: Config,
-  limits: Plan,
-  approved: Approved | undefined,
-  offload: boolean,
-  asOf?: AsOfRead,
-): ExecRequest {
-  const db = dbTarget(config, plan.databaseId, plan.target, plan.shard, limits);
-  const params = (plan.args.params as Param[] | undefined) ?? [];
-  switch (plan.tool) {
-    case 'DATA_DESCRIBE_SCHEMA':
-      return { op: 'describe', db, callId, ...(asOf ? { asOf } : {}) };
-    case 'DATA_QUERY_SQL':
-      return {
-        op: 'query',
-        db,
-        sql: plan.args.sql as string,
-        params,
-        maxRows: plan.args.max_rows as number,
-        callId,
-        ...(plan.request.introspect ? { mode: 'introspect' as const } : {}),
-        ...(offload ? { offload: true as const } : {}),
-        ...(asOf ? { asOf } : {}),
-      };
-    case 'DATA_WRITE_SQL': {
-      // The row's statement is the write's SQL, which the child has already (`WriteActivityNote`).
-      const activity = activityNote(plan, callId, approved);
-      return { op: 'write', db, sql: plan.args.sql as string, params, callKey, callId, ...(approved?.effect ? { effect: approved.effect } : {}), activity };
-    }
-    case 'DATA_DROP_TABLE': {
-      const activity = { ...activityNote(plan, callId, approved), statement: plan.args.table as string };
-      return { op: 'drop', db, table: plan.args.table as string, callKey, callId, ...(approved?.expect ? { expect: approved.expect } : {}), activity };
-    }
-  }
-}
-
-/** What a write's or drop's commit records of its call (see `sqlite-activity.ts`), but its statement: a write's is its SQL, a drop's its table. */
-function activityNote(plan: CallPlan, callId: string, approved: Approved | undefined): Omit<ActivityNote, 'statement'> {
-  const { caller } = plan;
-  const rationale = plan.args.rationale;
-  return {
-    tool: plan.tool,
-    by: caller.kind === 'agent' ? `agent:${caller.agent}` : `member:${caller.member}`,
-    callId,
-    ...(typeof rationale === 'string' && rationale ? { rationale } : {}),
-    ...(approved?.by ? { approvedBy: approved.by } : {}),
-  };
 }
 
 /** A call that ran nothing and answers `code`: no metering (a refusal, a failed approval). */

@@ -6,12 +6,10 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type { DecideResult } from '../approvals/approval-service.ts';
 import { DEFAULT_MAX_CALL_BYTES, type CallInput } from '../contracts/call.ts';
-import { callKey } from '../contracts/call-identity.ts';
-import { errorEnvelope } from '../contracts/envelope.ts';
 import { Metrics } from '../metrics.ts';
 import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { EventFeed } from '../redis/event-feed.ts';
-import { EventReader, latestEventId, type StreamedEvent } from '../redis/events.ts';
+import type { StreamedEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
@@ -19,16 +17,19 @@ import { AgentRegistry, type RegisteredAgent } from '../registry/agents.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { queueTelemetry, toolCallSpan, tracerIf, traceparentContext } from '../tracing.ts';
 import type { CallAnswer, Decision, FinishedAnswer } from './call-answers.ts';
-import { CallEnqueue, type RefusedQuota } from './call-enqueue.ts';
+import { CallEnqueue } from './call-enqueue.ts';
 import { claimTtlS } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
-import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, rateLimited, type RateRefusal } from './call-rate-limits.ts';
-import { callResult, type ResultQuery } from './call-result.ts';
+import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
+import type { ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
+import { ClientCallEvents } from './client-call-events.ts';
+import { clientResult, type ClientResultParts } from './client-result.ts';
 import { checkClientOptions, type AgentDbClientOptions, type CallOptions } from './client-options.ts';
 import { ClientShardCount } from './client-shard-count.ts';
-import { OutageAnswers, resultUnanswered, unavailable } from './outage-answers.ts';
+import { OutageAnswers } from './outage-answers.ts';
+import { UntakenRefusals } from './untaken-refusals.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /**
@@ -51,10 +52,8 @@ export class AgentDbClient {
   private readonly waiters = new CallWaiters();
   private readonly feeds = new Set<EventFeed>();
   /** This client's refusals of calls before they were taken (see {@link refusedUntaken}). */
-  private readonly untaken = new WeakSet<object>();
-  private reader?: Promise<EventReader>;
-  /** The reader once {@link reader} has started it: a warm call need not await it. */
-  private started?: EventReader;
+  private readonly untaken: UntakenRefusals;
+  private readonly callEvents: ClientCallEvents;
   private readonly workspaces: WorkspaceRegistry;
   private readonly outage: OutageAnswers;
   private readonly approvals: ClientApprovals;
@@ -62,6 +61,8 @@ export class AgentDbClient {
   private readonly rates?: CallRateLimits;
   private readonly enqueue: CallEnqueue;
   private readonly budget: WorkspaceRedisBudget;
+  /** What {@link result} asks with (client-result.ts). */
+  private readonly resultParts: ClientResultParts;
   private closed = false;
   /** agentdb's tracer when {@link AgentDbClientOptions.tracing} is on; adapters open their spans on it. */
   readonly tracer?: Tracer;
@@ -84,6 +85,7 @@ export class AgentDbClient {
   constructor(opts: AgentDbClientOptions = {}) {
     checkClientOptions(opts);
     this.metrics = opts.metrics ?? new Metrics();
+    this.untaken = new UntakenRefusals(this.metrics);
     this.redisUrl = opts.redisUrl ?? 'redis://127.0.0.1:6379';
     this.keys = keysFor(opts.prefix ?? 'agentdb');
     this.where = { prefix: opts.prefix ?? 'agentdb', redisUrl: shownUrl(this.redisUrl) };
@@ -99,19 +101,9 @@ export class AgentDbClient {
     this.workspaces = new WorkspaceRegistry(this.redis, this.keys);
     this.shards = new ClientShardCount(this.redis, this.keys, opts.shardCount);
     this.outage = new OutageAnswers(this.redis, this.redisUrl);
-    // Back after a drop: every waited call's job is looked at now, so one that Redis lost while
-    // down (it came back empty) answers at once, not at its next look, `timeoutMs` later.
-    let dropped = false;
-    this.redis.on('close', () => {
-      dropped = true;
-    });
-    this.redis.on('ready', () => {
-      if (!dropped) return;
-      dropped = false;
-      this.waiters.lookNow();
-    });
     this.approvals = new ClientApprovals(this.redis, this.keys, this.shards, this.outage, this.redisUrl);
     this.lookup = new CallLookup(this.redis, this.keys, this.queues, () => this.shards.current, this.approvals);
+    this.callEvents = new ClientCallEvents(this.redis, this.redisUrl, this.keys, this.waiters, this.lookup);
     // A parked call may wait `approvalTtlMs` for a person: with `resultTtlS`, how long a caller's
     // own call id stays taken.
     const ttlS = claimTtlS(resultTtlS, approvalTtlMs);
@@ -134,9 +126,20 @@ export class AgentDbClient {
       claims: { redis: this.redis, keys: this.keys, queues: this.queues, ttlS },
       waiters: this.waiters,
       lookup: this.lookup,
-      ensureReader: () => this.readerStarting(),
-      refused: (quota, answer) => this.refused(quota, answer),
+      ensureReader: () => this.callEvents.starting(),
+      refused: (quota, answer) => this.untaken.refused(quota, answer),
     });
+    this.resultParts = {
+      redisUrl: this.redisUrl,
+      outage: this.outage,
+      shards: this.shards,
+      waiters: this.waiters,
+      lookup: this.lookup,
+      ensureReader: () => this.callEvents.ensure(),
+      chargeLookup: (who) => this.chargeLookup(who),
+      refused: (quota, answer) => this.untaken.refused(quota, answer),
+      registeredSince: async (workspace, agent) => (await this.registeredAgent(workspace, agent))?.createdAt,
+    };
   }
 
   /**
@@ -175,40 +178,7 @@ export class AgentDbClient {
   result(callId: string, opts: ResultQuery & { wait: true }): Promise<FinishedAnswer>;
   result(callId: string, opts: ResultQuery): Promise<CallAnswer>;
   async result(callId: string, opts: ResultQuery): Promise<CallAnswer> {
-    // A Redis that is connected but answers nothing: bounded up to the wait, which its own
-    // timeoutMs (and the bounded look after it) ends.
-    const stall = this.outage.unanswered(() => resultUnanswered(this.redisUrl, callId));
-    try {
-      return await this.outage.answerOrUnavailable(
-        async () => {
-          const down = await this.outage.redisDown();
-          if (down) return unavailable(callId, '', down, true);
-          stall.arm();
-          const looked = async (): Promise<CallAnswer> => {
-            const shards = await this.shards.resolve();
-            if (!shards.ok) return errorEnvelope(callId, '', 'CONFIG_MISMATCH', shards.detail);
-            if (!opts.followUp) {
-              const limited = await this.chargeLookup(opts);
-              if (limited) return this.refused('rate', rateLimited(callId, '', opts.workspace, limited));
-            }
-            const sources = {
-              waiters: this.waiters,
-              lookup: this.lookup,
-              ensureReader: () => this.ensureReader(),
-              waiting: () => stall.disarm(),
-              gaveUp: stall.passed,
-              registeredSince: async (workspace: string, agent: string) => (await this.registeredAgent(workspace, agent))?.createdAt,
-            };
-            return callResult(sources, callId, opts);
-          };
-          return Promise.race([looked(), stall.passed.then((why) => unavailable(callId, '', why, true))]);
-        },
-        (why) => unavailable(callId, '', why, true),
-        opts.signal,
-      );
-    } finally {
-      stall.disarm();
-    }
+    return clientResult(this.resultParts, callId, opts);
   }
 
   /**
@@ -275,7 +245,7 @@ export class AgentDbClient {
     await Promise.all([...this.feeds].map((f) => f.close()));
     await this.approvals.close();
     await this.queues.close();
-    if (this.reader) await (await this.reader.catch(() => undefined))?.stop();
+    await this.callEvents.stop();
     this.redis.disconnect();
   }
 
@@ -287,41 +257,6 @@ export class AgentDbClient {
    */
   refusedUntaken(answer: object): boolean {
     return this.untaken.has(answer);
-  }
-
-  /** Counts a refusal for `quota` and answers `answer`, noted as refused before it was taken. */
-  private refused<T>(quota: RefusedQuota, answer: T): T {
-    this.metrics.refusals.inc({ quota });
-    if (typeof answer === 'object' && answer !== null) this.untaken.add(answer);
-    return answer;
-  }
-
-  private ensureReader(): Promise<EventReader> {
-    this.reader ??= (async () => {
-      // Start from the newest event that exists now, so no completion can slip between
-      // enqueueing a call and the reader's first read.
-      const from = await latestEventId(this.redis, this.keys.events);
-      const conn = connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-events' });
-      // A completion of a call nobody here waits on (another client's) is skipped unparsed.
-      const reader = new EventReader(
-        conn,
-        this.keys.events,
-        from,
-        (e) => this.waiters.onEvent(e, (id) => this.lookup.finished(id)),
-        (c) => this.waiters.awaitsCompletion(callKey(c.workspace, c.agent, c.callId, c.memberSince)),
-      );
-      reader.start();
-      this.started = reader;
-      return reader;
-    })();
-    // A reader that could not start (Redis down) is tried again by the next call.
-    this.reader.catch(() => (this.reader = undefined));
-    return this.reader;
-  }
-
-  /** Undefined once the events reader is running (nothing to wait for); else {@link ensureReader}'s start. */
-  private readerStarting(): Promise<EventReader> | undefined {
-    return this.started ? undefined : this.ensureReader();
   }
 }
 

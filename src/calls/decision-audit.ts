@@ -5,7 +5,7 @@ import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
 import type { Logger } from '../logger.ts';
-import { dbTarget } from './call-runner.ts';
+import { dbTarget } from './exec-request.ts';
 
 /** What writing a decision's audit row needs from the worker (a part of `ParkingDeps`). */
 export interface AuditDeps {

@@ -1,19 +1,8 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
-import {
-  capture,
-  captureBeforeClose,
-  closesUnchanged,
-  sealedAsKnown,
-  finishCapture,
-  lockForCapture,
-  sealAfterClose,
-  type CaptureOptions,
-  type CaptureReport,
-  type LockedCapture,
-  type PendingSeal,
-} from './capture.ts';
+import { capture, finishCapture, lockForCapture, type CaptureOptions, type CaptureReport, type LockedCapture } from './capture.ts';
+import { captureBeforeClose, closesUnchanged, sealedAsKnown, sealAfterClose, type PendingSeal } from './capture-on-close.ts';
 import { historyBytes } from './history-bytes.ts';
 import { historyDir, localSource, type HistorySource } from './history-files.ts';
 import type { PlanLimits } from '../policy/plan-limits.ts';

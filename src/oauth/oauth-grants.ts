@@ -11,6 +11,7 @@ import type { PrincipalCache } from '../registry/principal-cache.ts';
 import { hashKey } from '../registry/secret-key.ts';
 import { CLIENT_UNUSED_TTL_S, type OAuthClient } from './oauth-clients.ts';
 import type { AccessRecord, CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
+import { OAuthGrantStore } from './oauth-grant-store.ts';
 import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, mintToken, PKCE_VERIFIER, REFRESH_TOKEN_PREFIX, s256, TOKEN_SHAPE } from './oauth-token-format.ts';
 
 /** Token lifetimes (OAUTH_ACCESS_TOKEN_TTL_S, OAUTH_REFRESH_TOKEN_TTL_S) and a clock tests may set. */
@@ -24,11 +25,6 @@ export interface GrantOptions {
   principals?: PrincipalCache;
 }
 
-/**
- * What a spent code or refresh token's record becomes, until its own TTL: presented again, it
- * shows the code or token was copied, and the grant is revoked (OAuth 2.1 §4.1.3, §4.3.1).
- */
-const SPENT = 'spent:';
 /** A team endpoint's path (`/mcp/t/<team>`). */
 const TEAM_ENDPOINT = /^\/mcp\/t\/[^/]+$/;
 /** A member's grants past this end, oldest first: a client signing in in a loop cannot fill Redis. */
@@ -44,6 +40,7 @@ export class OAuthGrants {
   private readonly now: () => number;
   private readonly codeTtlS: number;
   private readonly redis: ScriptedRedis;
+  private readonly store: OAuthGrantStore;
 
   constructor(
     redis: Redis,
@@ -54,6 +51,7 @@ export class OAuthGrants {
     this.redis = withScripts(redis);
     this.now = opts.now ?? Date.now;
     this.codeTtlS = opts.codeTtlS ?? 120;
+    this.store = new OAuthGrantStore(this.redis, keys, members);
   }
 
   /**
@@ -100,8 +98,8 @@ export class OAuthGrants {
       .exec();
     const ended = (res?.[4]?.[1] as string[] | undefined) ?? [];
     // Held before the oldest are ended, so ending one of the same client never lets it go.
-    await this.holdClient(client.clientId, grant.id, Math.max(CLIENT_UNUSED_TTL_S, this.codeTtlS));
-    for (const id of ended) await this.revoke(member.workspace, member.name, id);
+    await this.store.holdClient(client.clientId, grant.id, Math.max(CLIENT_UNUSED_TTL_S, this.codeTtlS));
+    for (const id of ended) await this.store.revoke(member.workspace, member.name, id);
     return code;
   }
 
@@ -115,7 +113,7 @@ export class OAuthGrants {
     if (!p.code) throw new InvalidRequestError('code is required.');
     if (!p.verifier) throw new InvalidRequestError('code_verifier is required (PKCE S256).');
     // A code is spent by its first exchange, right or wrong, so a guessed verifier has one try.
-    const raw = TOKEN_SHAPE.test(p.code) ? await this.spend(this.keys.oauth('code', hashKey(p.code))) : undefined;
+    const raw = TOKEN_SHAPE.test(p.code) ? await this.store.spend(this.keys.oauth('code', hashKey(p.code))) : undefined;
     if (!raw) throw new InvalidGrantError('The code is unknown, already used or expired: sign in again.');
     const code = JSON.parse(raw) as CodeRecord;
     if (code.clientId !== client.clientId) throw new InvalidGrantError('The code was issued to another client.');
@@ -124,10 +122,10 @@ export class OAuthGrants {
     if (p.redirectUri !== undefined && p.redirectUri !== code.redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request.');
     if (p.resource !== undefined && p.resource !== code.resource) throw new InvalidTargetError('resource differs from the authorization request.');
     if (!PKCE_VERIFIER.test(p.verifier) || s256(p.verifier) !== code.challenge) {
-      await this.dropGrant(code.grantId, code.clientId);
+      await this.store.dropGrant(code.grantId, code.clientId);
       throw new InvalidGrantError('code_verifier does not match the code_challenge.');
     }
-    const grant = await this.grant(code.grantId);
+    const grant = await this.store.grant(code.grantId);
     if (!grant) throw new InvalidGrantError('The grant was revoked.');
     return this.issue(grant);
   }
@@ -139,8 +137,8 @@ export class OAuthGrants {
    */
   async refresh(client: OAuthClient, p: { refreshToken?: string; resource?: string }): Promise<OAuthTokens> {
     if (!p.refreshToken) throw new InvalidRequestError('refresh_token is required.');
-    const grantId = TOKEN_SHAPE.test(p.refreshToken) ? await this.spend(this.keys.oauth('refresh', hashKey(p.refreshToken))) : undefined;
-    const grant = grantId ? await this.grant(grantId) : undefined;
+    const grantId = TOKEN_SHAPE.test(p.refreshToken) ? await this.store.spend(this.keys.oauth('refresh', hashKey(p.refreshToken))) : undefined;
+    const grant = grantId ? await this.store.grant(grantId) : undefined;
     if (!grant) throw new InvalidGrantError('The refresh token is unknown, already used, expired or revoked: sign in again.');
     if (grant.clientId !== client.clientId) throw new InvalidGrantError('The refresh token was issued to another client.');
     if (p.resource !== undefined && p.resource !== grant.resource) throw new InvalidTargetError('resource differs from the grant.');
@@ -168,7 +166,7 @@ export class OAuthGrants {
     if (!raw) return undefined;
     const access = JSON.parse(raw) as AccessRecord;
     if (access.expiresAt <= this.now()) return undefined;
-    const grant = await this.grant(access.grantId);
+    const grant = await this.store.grant(access.grantId);
     if (!grant || grant.resource !== resource) return undefined;
     const member = await this.members.get(grant.workspace, grant.member);
     if (!member || member.createdAt !== grant.memberSince) return undefined;
@@ -185,47 +183,21 @@ export class OAuthGrants {
   }
 
   /**
-   * A member's grants, newest first (the web page's Connected apps). Grants of an earlier member
-   * of the same name (revoked, then added again) are not theirs: they are ended here.
+   * A member's grants, newest first (the web page's Connected apps); an earlier member's of the
+   * same name are ended ({@link OAuthGrantStore.list}).
    */
-  async list(workspace: string, member: string): Promise<OAuthGrant[]> {
-    const ids = await this.redis.zrevrange(this.keys.oauth('grants', `${workspace}/${member}`), 0, -1);
-    const found = await Promise.all(ids.map((id) => this.grant(id)));
-    const current = await this.members.get(workspace, member);
-    const mine: OAuthGrant[] = [];
-    for (const g of found) {
-      if (!g || g.workspace !== workspace || g.member !== member) continue;
-      if (current?.createdAt === g.memberSince) mine.push(g);
-      else await this.revoke(workspace, member, g.id);
-    }
-    return mine;
+  list(workspace: string, member: string): Promise<OAuthGrant[]> {
+    return this.store.list(workspace, member);
   }
 
-  /**
-   * Ends every grant of `workspace`'s member `member` at once, tokens and refresh tokens alike:
-   * what `members revoke` and removal from the workspace do.
-   * @returns how many grants ended.
-   */
-  async revokeMember(workspace: string, member: string): Promise<number> {
-    const index = this.keys.oauth('grants', `${workspace}/${member}`);
-    const ids = await this.redis.zrange(index, 0, -1);
-    let ended = 0;
-    for (const id of ids) if (await this.revoke(workspace, member, id)) ended++;
-    await this.redis.del(index);
-    return ended;
+  /** Ends every grant of a member, tokens and refresh tokens alike ({@link OAuthGrantStore.revokeMember}). */
+  revokeMember(workspace: string, member: string): Promise<number> {
+    return this.store.revokeMember(workspace, member);
   }
 
-  /**
-   * Revokes a member's grant: its access and refresh tokens stop working at the next request
-   * (each is checked against the grant). Only the member's own grants.
-   * @returns false when the member has no such grant.
-   */
-  async revoke(workspace: string, member: string, grantId: string): Promise<boolean> {
-    const grant = await this.grant(grantId);
-    await this.redis.zrem(this.keys.oauth('grants', `${workspace}/${member}`), grantId);
-    if (!grant || grant.workspace !== workspace || grant.member !== member) return false;
-    await this.dropGrant(grantId, grant.clientId);
-    return true;
+  /** Revokes a member's own grant ({@link OAuthGrantStore.revoke}); false when they have no such grant. */
+  revoke(workspace: string, member: string, grantId: string): Promise<boolean> {
+    return this.store.revoke(workspace, member, grantId);
   }
 
   /**
@@ -237,12 +209,12 @@ export class OAuthGrants {
     const h = hashKey(token);
     if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
       const grantId = await this.redis.get(this.keys.oauth('refresh', h));
-      const grant = grantId ? await this.grant(grantId) : undefined;
-      if (grant && grant.clientId === client.clientId) await this.revoke(grant.workspace, grant.member, grant.id);
+      const grant = grantId ? await this.store.grant(grantId) : undefined;
+      if (grant && grant.clientId === client.clientId) await this.store.revoke(grant.workspace, grant.member, grant.id);
       return;
     }
     const raw = await this.redis.get(this.keys.oauth('access', h));
-    const grant = raw ? await this.grant((JSON.parse(raw) as AccessRecord).grantId) : undefined;
+    const grant = raw ? await this.store.grant((JSON.parse(raw) as AccessRecord).grantId) : undefined;
     if (grant?.clientId === client.clientId) await this.redis.multi().del(this.keys.oauth('access', h)).publish(this.keys.registryChanges, 'revoked').exec();
   }
 
@@ -250,7 +222,7 @@ export class OAuthGrants {
   private async issue(grant: OAuthGrant): Promise<OAuthTokens> {
     const member = await this.members.get(grant.workspace, grant.member);
     if (!member || member.createdAt !== grant.memberSince) {
-      await this.revoke(grant.workspace, grant.member, grant.id);
+      await this.store.revoke(grant.workspace, grant.member, grant.id);
       throw new InvalidGrantError('The member who granted this is no longer in the workspace: sign in again.');
     }
     const access = mintToken(ACCESS_TOKEN_PREFIX);
@@ -277,52 +249,8 @@ export class OAuthGrants {
     );
     if (issued !== 1) throw new InvalidGrantError('The grant was revoked.');
     // Each refresh keeps the client as long as this refresh token: a client outlives its grants by no more.
-    await this.holdClient(grant.clientId, grant.id, refreshTtlS);
+    await this.store.holdClient(grant.clientId, grant.id, refreshTtlS);
     const scope = scopeOfLevel(narrowerLevel(grant.level ?? roleLevel(member.role), roleLevel(member.role)));
     return { access_token: access, token_type: 'Bearer', expires_in: accessTtlS, refresh_token: refresh, scope };
-  }
-
-  /**
-   * Takes a code's or refresh token's record once: it is marked spent in the same command that
-   * reads it, so two requests racing with one token cannot both have it. A spent one presented
-   * again revokes its grant (the code or token was copied: whoever holds the grant's newer
-   * tokens may be the thief), and reads as unknown.
-   */
-  private async spend(key: string): Promise<string | undefined> {
-    const raw = await this.redis.agentdbOauthSpend(key, SPENT);
-    if (typeof raw !== 'string') return undefined;
-    if (!raw.startsWith(SPENT)) return raw;
-    const spentFor = raw.slice(SPENT.length);
-    const grantId = spentFor.startsWith('{') ? (JSON.parse(spentFor) as CodeRecord).grantId : spentFor;
-    const grant = await this.grant(grantId);
-    if (grant) await this.revoke(grant.workspace, grant.member, grant.id);
-    return undefined;
-  }
-
-  private async grant(id: string): Promise<OAuthGrant | undefined> {
-    const raw = await this.redis.get(this.keys.oauth('grant', id));
-    return raw ? (JSON.parse(raw) as OAuthGrant) : undefined;
-  }
-
-  /**
-   * The grant's record goes; tokens left behind find no grant and lapse by their own TTL. Its
-   * client, held by no other live grant, goes back to an unconsented client's lifetime.
-   */
-  private async dropGrant(id: string, clientId: string): Promise<void> {
-    // Announced with the deletion: a server that cached one of its tokens forgets it at once.
-    await this.redis.multi().del(this.keys.oauth('grant', id)).publish(this.keys.registryChanges, 'oauth grant ended').exec();
-    await this.redis.agentdbOauthClientRelease(
-      this.keys.oauth('client', clientId),
-      this.keys.oauth('holders', clientId),
-      id,
-      this.keys.oauth('grant', ''),
-      String(CLIENT_UNUSED_TTL_S),
-    );
-  }
-
-  /** Keeps `clientId`'s record (a registered client's) at least `ttlS` more, held by grant `id`. */
-  private async holdClient(clientId: string, id: string, ttlS: number): Promise<void> {
-    const [client, holders] = [this.keys.oauth('client', clientId), this.keys.oauth('holders', clientId)];
-    await this.redis.agentdbOauthClientHold(client, holders, this.keys.oauth('grant', id), id, String(ttlS));
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { QueueKeys, type Job, type Worker } from 'bullmq';
+import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
@@ -8,31 +8,26 @@ import { AgentShare } from '../calls/agent-share.ts';
 import { claimTtlS } from '../calls/call-id-claim.ts';
 import { CallIdLedger } from '../calls/call-id-ledger.ts';
 import type { Config } from '../config.ts';
-import type { CallJobData } from '../contracts/call.ts';
-import { parseDatabaseId } from '../contracts/database-id.ts';
-import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ChildModule } from '../executor/child-module.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { closeWorker } from '../redis/close-worker.ts';
 import { connectRedis } from '../redis/connection.ts';
-import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { publishShardCount } from '../redis/service-shard-count.ts';
-import { serviceWorkspaceQuota, type WorkspaceQuota } from '../history/workspace-quota.ts';
+import { serviceWorkspaceQuota } from '../history/workspace-quota.ts';
 import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
-import { runShardOp, shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
-import { spillLarge } from './op-result-spill.ts';
+import { shardOpHandlers } from './ops/shard-ops.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
-import { ShardWorker } from './shard-worker.ts';
+import { type ShardWorkerDeps, startShardWorker } from './shard-worker-start.ts';
 import { StaleMarkers } from './stale-markers.ts';
 import { UnheldJobs } from './unheld-jobs.ts';
 import { workerExecutorPool } from './worker-executor-pool.ts';
 import { registerWorkerGauges } from './worker-gauges.ts';
-import { queueTelemetry, tracerIf } from '../tracing.ts';
+import { tracerIf } from '../tracing.ts';
 import type { Tracer } from '@opentelemetry/api';
 
 /** Options of a {@link ShardWorkerPool}. */
@@ -67,12 +62,11 @@ export class ShardWorkerPool {
   readonly id = leaseToken(randomUUID());
   private readonly calls: CallJobProcessor;
   private readonly callIds: CallIdLedger;
-  private readonly quota: WorkspaceQuota;
   private readonly blobs: BlobStore;
   private readonly workers = new Map<number, Worker>();
   private readonly unheld: UnheldJobs;
-  private readonly markers: StaleMarkers;
-  private readonly ops: Record<string, ShardOpHandler> = shardOpHandlers();
+  /** What each shard's worker runs its jobs with (shard-worker-start.ts). */
+  private readonly shardDeps: ShardWorkerDeps;
   private timer?: NodeJS.Timeout;
   private ticking?: Promise<void>;
   private stopped = false;
@@ -95,7 +89,6 @@ export class ShardWorkerPool {
       ...(opts.metrics ? { onRefused: (_ws: string, kind: string) => opts.metrics!.refusals.inc({ quota: kind }) } : {}),
       ...(opts.writesVerdictKeepMs !== undefined ? { writesVerdictKeepMs: opts.writesVerdictKeepMs } : {}),
     });
-    this.quota = quota;
     const results = new OffloadedResults(this.blobs, {
       dataDir: config.dataDir,
       ttlS: config.resultTtlS,
@@ -115,12 +108,11 @@ export class ShardWorkerPool {
       executor: this.executor,
       results,
       callIds: this.callIds,
-      quota: this.quota,
+      quota,
       ...(opts.metrics ? { metrics: opts.metrics } : {}),
       ...(this.tracer ? { tracer: this.tracer } : {}),
     });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
-    this.markers = new StaleMarkers(this.redis);
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
     // active with nobody running it (see UnheldJobs).
     let connected = false;
@@ -137,6 +129,21 @@ export class ShardWorkerPool {
       shards: this.ownedShards(),
       pool: this.executor.status(),
     }));
+    const { redis, keys, executor, calls, agentShare, unheld } = this;
+    this.shardDeps = {
+      config,
+      logger: opts.logger,
+      redis,
+      keys,
+      executor,
+      quota,
+      calls,
+      agentShare,
+      unheld,
+      markers: new StaleMarkers(redis),
+      ops: shardOpHandlers(),
+      ...(this.tracer ? { tracer: this.tracer } : {}),
+    };
   }
 
   /** Starts the executors and takes every free shard; renews and takes over on a timer. */
@@ -228,7 +235,7 @@ export class ShardWorkerPool {
   }
 
   private async own(shard: number): Promise<void> {
-    const { config, logger } = this.opts;
+    const { logger } = this.opts;
     try {
       const released = await releaseDeadOwnerJobs(this.redis, this.keys.bullPrefix, this.keys.queueName(shard));
       if (released) logger.info({ shard, jobs: released }, "took over the previous owner's jobs in hand");
@@ -237,55 +244,8 @@ export class ShardWorkerPool {
       logger.warn({ shard, err: String(err) }, "could not take over the previous owner's jobs");
     }
     if (this.stopped) return;
-    const keys = new QueueKeys(this.keys.bullPrefix).getKeys(this.keys.queueName(shard));
-    const markerKeys = { marker: keys.marker!, wait: keys.wait!, prioritized: keys.prioritized!, delayed: keys.delayed! };
-    // Set below, before BullMQ hands it its first job.
-    let worker: ShardWorker | undefined;
-    const processor = (job: Job, token?: string) =>
-      this.markers.around(shard, markerKeys, worker?.markerChecked(job) ?? false, () =>
-        this.unheld.hold<unknown>(token!, job.id!, () =>
-          job.name.startsWith(SHARD_OP_PREFIX)
-            ? this.runOp(job as Job<ShardOpJobData>, token!, shard)
-            : this.agentShare.run(job as Job<CallJobData>, token!, shard, () => this.calls.process(job as Job<CallJobData>, token!, shard)),
-        ),
-      );
-    worker = new ShardWorker(this.keys.queueName(shard), processor, {
-      connection: this.redis,
-      prefix: this.keys.bullPrefix,
-      concurrency: config.workerConcurrency,
-      lockDuration: config.lockDurationMs,
-      stalledInterval: config.stalledIntervalMs,
-      autorun: true,
-      // With tracing on, BullMQ's `process` span continues the trace its job carries from the caller.
-      ...(this.tracer ? { telemetry: queueTelemetry() } : {}),
-    });
-    handleErrorEvents(worker, logger, 'shard worker error', { shard });
-    worker.on('completed', (job) => {
-      this.unheld.ended(job.token, job.id);
-      this.calls.completed(job.id!);
-    });
-    worker.on('failed', (job, err) => {
-      this.unheld.ended(job?.token, job?.id);
-      this.calls.failed(job, err, shard);
-    });
-    this.workers.set(shard, worker);
+    this.workers.set(shard, startShardWorker(shard, this.shardDeps));
     logger.info({ shard }, 'shard owned');
-  }
-
-  /**
-   * A shard op, its large result spilled (op-result-spill.ts). An op on a workspace's database
-   * (the web page's grid and CSV export, history, restores) takes that workspace's share of the
-   * shard as one agent's calls do: in the hostile review one member's 30 CSV exports held all 32
-   * slots of a shard, waiting behind their one database, and another workspace's one-row reads
-   * there went from 24 ms to 6.6 s.
-   */
-  private runOp(job: Job<ShardOpJobData>, token: string, shard: number): Promise<unknown> {
-    const run = () =>
-      runShardOp(this.ops, job, { shard, executor: this.executor, config: this.opts.config, logger: this.opts.logger, quota: this.quota }).then((outcome) =>
-        spillLarge(this.redis, this.keys.opResult(shard, job.id!), outcome),
-      );
-    const workspace = opWorkspace(job.data);
-    return workspace === undefined ? run() : this.agentShare.run(job as unknown as Job<CallJobData>, token, shard, run, `${workspace}\u0000ops`);
   }
 
   private async letGo(shard: number, graceful: boolean): Promise<void> {
@@ -298,15 +258,5 @@ export class ShardWorkerPool {
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');
-  }
-}
-
-/** The workspace whose database a shard op works on; undefined for an op on none (a backup) or a malformed id. */
-function opWorkspace(data: ShardOpJobData): string | undefined {
-  if (typeof data.db !== 'string') return undefined;
-  try {
-    return parseDatabaseId(data.db).workspace;
-  } catch {
-    return undefined;
   }
 }

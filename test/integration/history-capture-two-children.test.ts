@@ -12,11 +12,17 @@ import { dumpOf, dumpHash, pastMs, prng } from '../helpers/history.ts';
 // Hostile review of capture keeping a segment's files open while a handle is: two executor
 // children are two copies of the capture module (each its own cached state), each with its own
 // handle of one database. One keeps an idle handle while the other snapshots the database.
-type Capture = typeof import('../../src/history/capture.ts') & typeof import('../../src/history/history-bytes.ts');
+type Capture = typeof import('../../src/history/capture.ts') &
+  typeof import('../../src/history/capture-on-close.ts') &
+  typeof import('../../src/history/history-bytes.ts');
 async function child(): Promise<Capture> {
   vi.resetModules();
   // Imported after one reset, the two share the child's own capture state.
-  return { ...(await import('../../src/history/capture.ts')), ...(await import('../../src/history/history-bytes.ts')) };
+  return {
+    ...(await import('../../src/history/capture.ts')),
+    ...(await import('../../src/history/capture-on-close.ts')),
+    ...(await import('../../src/history/history-bytes.ts')),
+  };
 }
 
 let dir: string;

@@ -8,7 +8,7 @@ import { UNREGISTERED_PLAN } from '../../contracts/settings.ts';
 import { AgentDbError } from '../../errors.ts';
 import { databaseId, parseDatabaseId, shardOf, WORKSPACE_FILE } from '../../contracts/database-id.ts';
 import type { DbTarget } from '../../executor/executor-protocol.ts';
-import { dbTarget } from '../../calls/call-runner.ts';
+import { dbTarget } from '../../calls/exec-request.ts';
 import { runAsOf } from '../../calls/as-of-run.ts';
 import type { ShardOpContext, ShardOpHandler } from './shard-ops.ts';
 

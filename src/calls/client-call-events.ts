@@ -1,0 +1,71 @@
+import type { Redis } from 'ioredis';
+import { callKey } from '../contracts/call-identity.ts';
+import { connectRedis } from '../redis/connection.ts';
+import { EventReader, latestEventId } from '../redis/events.ts';
+import type { Keys } from '../redis/keys.ts';
+import type { CallLookup } from './call-lookup.ts';
+import type { CallWaiters } from './call-waiters.ts';
+
+/**
+ * How a client hears that the calls it waits on ended: one event reader for all of them,
+ * started by the first wait (and again by the next after a start that failed), and, when the
+ * client's connection comes back after a drop, a look at every waited call's job.
+ */
+export class ClientCallEvents {
+  private reader?: Promise<EventReader>;
+  /** The reader once {@link ensure} has started it: a warm call need not await it. */
+  private started?: EventReader;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly redisUrl: string,
+    private readonly keys: Keys,
+    private readonly waiters: CallWaiters,
+    private readonly lookup: CallLookup,
+  ) {
+    // Back after a drop: every waited call's job is looked at now, so one that Redis lost while
+    // down (it came back empty) answers at once, not at its next look, `timeoutMs` later.
+    let dropped = false;
+    this.redis.on('close', () => {
+      dropped = true;
+    });
+    this.redis.on('ready', () => {
+      if (!dropped) return;
+      dropped = false;
+      this.waiters.lookNow();
+    });
+  }
+
+  ensure(): Promise<EventReader> {
+    this.reader ??= (async () => {
+      // Start from the newest event that exists now, so no completion can slip between
+      // enqueueing a call and the reader's first read.
+      const from = await latestEventId(this.redis, this.keys.events);
+      const conn = connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-events' });
+      // A completion of a call nobody here waits on (another client's) is skipped unparsed.
+      const reader = new EventReader(
+        conn,
+        this.keys.events,
+        from,
+        (e) => this.waiters.onEvent(e, (id) => this.lookup.finished(id)),
+        (c) => this.waiters.awaitsCompletion(callKey(c.workspace, c.agent, c.callId, c.memberSince)),
+      );
+      reader.start();
+      this.started = reader;
+      return reader;
+    })();
+    // A reader that could not start (Redis down) is tried again by the next call.
+    this.reader.catch(() => (this.reader = undefined));
+    return this.reader;
+  }
+
+  /** Undefined once the events reader is running (nothing to wait for); else {@link ensure}'s start. */
+  starting(): Promise<EventReader> | undefined {
+    return this.started ? undefined : this.ensure();
+  }
+
+  /** Stops the reader, if one started (the client is closing). */
+  async stop(): Promise<void> {
+    if (this.reader) await (await this.reader.catch(() => undefined))?.stop();
+  }
+}

@@ -1,0 +1,25 @@
+import type { Metrics } from '../metrics.ts';
+import type { RefusedQuota } from './call-enqueue.ts';
+
+/**
+ * A client's refusals of calls before they were taken (a rate, the Redis budget, Redis near
+ * full), counted by quota and remembered by answer: nothing ran under their ids, whatever their
+ * code (see `AgentDbClient.refusedUntaken`).
+ */
+export class UntakenRefusals {
+  private readonly untaken = new WeakSet<object>();
+
+  constructor(private readonly metrics: Metrics) {}
+
+  /** Counts a refusal for `quota` and answers `answer`, noted as refused before it was taken. */
+  refused<T>(quota: RefusedQuota, answer: T): T {
+    this.metrics.refusals.inc({ quota });
+    if (typeof answer === 'object' && answer !== null) this.untaken.add(answer);
+    return answer;
+  }
+
+  /** Whether `answer` is one of these refusals. */
+  has(answer: object): boolean {
+    return this.untaken.has(answer);
+  }
+}

@@ -1,0 +1,103 @@
+import type { Tracer } from '@opentelemetry/api';
+import { QueueKeys, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AgentShare } from '../calls/agent-share.ts';
+import type { Config } from '../config.ts';
+import type { CallJobData } from '../contracts/call.ts';
+import { parseDatabaseId } from '../contracts/database-id.ts';
+import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
+import type { ExecutorPool } from '../executor/executor-pool.ts';
+import type { WorkspaceQuota } from '../history/workspace-quota.ts';
+import type { Logger } from '../logger.ts';
+import { handleErrorEvents } from '../redis/error-events.ts';
+import type { Keys } from '../redis/keys.ts';
+import { queueTelemetry } from '../tracing.ts';
+import type { CallJobProcessor } from './call-job-processor.ts';
+import { spillLarge } from './op-result-spill.ts';
+import { runShardOp, type ShardOpHandler } from './ops/shard-ops.ts';
+import { ShardWorker } from './shard-worker.ts';
+import type { StaleMarkers } from './stale-markers.ts';
+import type { UnheldJobs } from './unheld-jobs.ts';
+
+/** What a shard's BullMQ worker runs its jobs with: the pool's, shared by every shard it owns. */
+export interface ShardWorkerDeps {
+  config: Config;
+  logger: Logger;
+  redis: Redis;
+  keys: Keys;
+  executor: ExecutorPool;
+  quota: WorkspaceQuota;
+  calls: CallJobProcessor;
+  agentShare: AgentShare;
+  markers: StaleMarkers;
+  unheld: UnheldJobs;
+  ops: Record<string, ShardOpHandler>;
+  tracer?: Tracer;
+}
+
+/**
+ * The worker of a shard just owned ({@link ShardWorkerPool}'s `own`): a call job runs in its
+ * agent's share of the shard, a shard op by its handler, each held (UnheldJobs) and with the
+ * queue's marker checked (StaleMarkers); its ends are told to the call processor.
+ */
+export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker {
+  const { config, logger } = d;
+  const keys = new QueueKeys(d.keys.bullPrefix).getKeys(d.keys.queueName(shard));
+  const markerKeys = { marker: keys.marker!, wait: keys.wait!, prioritized: keys.prioritized!, delayed: keys.delayed! };
+  // Set below, before BullMQ hands it its first job.
+  let worker: ShardWorker | undefined;
+  const processor = (job: Job, token?: string) =>
+    d.markers.around(shard, markerKeys, worker?.markerChecked(job) ?? false, () =>
+      d.unheld.hold<unknown>(token!, job.id!, () =>
+        job.name.startsWith(SHARD_OP_PREFIX)
+          ? runOp(d, job as Job<ShardOpJobData>, token!, shard)
+          : d.agentShare.run(job as Job<CallJobData>, token!, shard, () => d.calls.process(job as Job<CallJobData>, token!, shard)),
+      ),
+    );
+  worker = new ShardWorker(d.keys.queueName(shard), processor, {
+    connection: d.redis,
+    prefix: d.keys.bullPrefix,
+    concurrency: config.workerConcurrency,
+    lockDuration: config.lockDurationMs,
+    stalledInterval: config.stalledIntervalMs,
+    autorun: true,
+    // With tracing on, BullMQ's `process` span continues the trace its job carries from the caller.
+    ...(d.tracer ? { telemetry: queueTelemetry() } : {}),
+  });
+  handleErrorEvents(worker, logger, 'shard worker error', { shard });
+  worker.on('completed', (job) => {
+    d.unheld.ended(job.token, job.id);
+    d.calls.completed(job.id!);
+  });
+  worker.on('failed', (job, err) => {
+    d.unheld.ended(job?.token, job?.id);
+    d.calls.failed(job, err, shard);
+  });
+  return worker;
+}
+
+/**
+ * A shard op, its large result spilled (op-result-spill.ts). An op on a workspace's database
+ * (the web page's grid and CSV export, history, restores) takes that workspace's share of the
+ * shard as one agent's calls do: in the hostile review one member's 30 CSV exports held all 32
+ * slots of a shard, waiting behind their one database, and another workspace's one-row reads
+ * there went from 24 ms to 6.6 s.
+ */
+function runOp(d: ShardWorkerDeps, job: Job<ShardOpJobData>, token: string, shard: number): Promise<unknown> {
+  const run = () =>
+    runShardOp(d.ops, job, { shard, executor: d.executor, config: d.config, logger: d.logger, quota: d.quota }).then((outcome) =>
+      spillLarge(d.redis, d.keys.opResult(shard, job.id!), outcome),
+    );
+  const workspace = opWorkspace(job.data);
+  return workspace === undefined ? run() : d.agentShare.run(job as unknown as Job<CallJobData>, token, shard, run, `${workspace}\u0000ops`);
+}
+
+/** The workspace whose database a shard op works on; undefined for an op on none (a backup) or a malformed id. */
+function opWorkspace(data: ShardOpJobData): string | undefined {
+  if (typeof data.db !== 'string') return undefined;
+  try {
+    return parseDatabaseId(data.db).workspace;
+  } catch {
+    return undefined;
+  }
+}
