@@ -6,12 +6,12 @@ import { describe, expect, it } from 'vitest';
 // DESIGN.md "Layout": one concept per file, named after it; a file past ~300 lines holds more
 // than one and wants splitting. Kept by this check, not by review: a file of the shipped code
 // (src/, workers/, bin/) past LIMIT lines fails CI. The limit sits a little above 300 because
-// files others were changing when it was set stood at 301 to 318 lines, and more with their
-// work merged (calls/call-runner.ts, calls/client.ts, shards/shard-worker-pool.ts, ...): lower
-// it as the largest are split.
+// a few files stand at 300 to 303 lines (calls/call-parking.ts, guard/tokenizer.ts,
+// sqlite/sqlite-effect.ts); it was 330 until the six files at 304-329 were split (session 28):
+// lower it as the largest are split.
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const ROOTS = ['src', 'workers', 'bin'];
-const LIMIT = 330;
+const LIMIT = 310;
 
 /** Files allowed past LIMIT, each with the most it may have and why it is one file. */
 const EXCEPTIONS: Record<string, { max: number; why: string }> = {
