@@ -17,13 +17,18 @@ import type { HistoryCapture } from './handle-capture.ts';
 import { audit } from './restore-audit.ts';
 import { FULL_DISK_NOTE, skippedOnFullDisk } from './dry-run-disk.ts';
 
+/** Why a restore into `db` is refused for its name (DATABASE_EXISTS's detail), or undefined when the name is free. */
+export function intoTaken(db: { id: string; path: string }): string | undefined {
+  return fs.existsSync(db.path) ? `database ${db.id} already exists; restore into a new name` : undefined;
+}
+
 /**
  * Creates a new database from another one's history (`agentdb restore DB --at T --into NEW`).
  * Runs on the new database's line; reads the source's history files, which capture only
  * appends to.
  */
 export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
-  const exists = fs.existsSync(req.db.path) ? `database ${req.db.id} already exists; restore into a new name` : undefined;
+  const exists = intoTaken(req.db);
   // A dry run previews the moment anyway and says the restore itself would be refused, as
   // `--from-blob --dry-run` does.
   if (exists && !req.dryRun) throw new AgentDbError('DATABASE_EXISTS', exists);

@@ -201,6 +201,9 @@ describe('agentdb restore', () => {
     const preview = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme/scout-copy', '--dry-run', '--json');
     const previewShared = await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--into', 'acme', '--dry-run', '--json');
     expect(json(exists.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
+    // The name first, whatever the moment: one before history begins is not what is wrong here.
+    const existsEarly = await cli('restore', 'acme/scout', '--at', '1', '--into', 'acme/scout-copy');
+    expect(json(existsEarly.stdout)).toMatchObject({ error: { code: 'DATABASE_EXISTS' } });
     // Its dry run plans the moment anyway and says why the restore itself is refused, as
     // `--from-blob --dry-run` does (exit 0).
     expect(preview.code, preview.stdout + preview.stderr).toBe(0);

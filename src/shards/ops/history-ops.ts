@@ -8,6 +8,7 @@ import { checkForkTarget } from '../../history/fork-target.ts';
 import { positionIn, positionToken } from '../../history/position-token.ts';
 import type { RestoreResult } from '../../history/restore-result.ts';
 import { restoreAdds } from '../../history/restore-room.ts';
+import { intoTaken } from '../../history/restore-into.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';
@@ -105,6 +106,11 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
             };
       let planned: RestoreResult | undefined;
       let overQuota: string | undefined;
+      // A name already taken is refused before the quota's plan below reads the moment, as the
+      // restore itself refuses it first: planned first, a moment out of history's range answered
+      // HISTORY_OUT_OF_RANGE for a restore into a database that exists (the child checks again).
+      const taken = args.into !== undefined && args.dryRun !== true ? intoTaken(db) : undefined;
+      if (taken !== undefined) throw new AgentDbError('DATABASE_EXISTS', taken);
       if (ctx.quota) {
         // Before anything is copied, checked with what the workspace will hold after it: the
         // moment's size, which only the plan knows, so the child plans it first (a dry run: the
