@@ -47,14 +47,17 @@ export function folderBytes(dir: string, seen = new Set<string>()): number {
   for (const e of entries) {
     const p = path.join(dir, e.name);
     if (e.isDirectory()) total += folderBytes(p, seen);
-    else if (e.isFile()) {
-      const st = fs.statSync(p, { throwIfNoEntry: false });
-      if (!st) continue;
-      const id = `${st.dev}:${st.ino}`;
-      if (st.nlink > 1 && seen.has(id)) continue;
-      seen.add(id);
-      total += st.size;
-    }
+    else if (e.isFile()) total += fileBytesOnce(p, seen);
   }
   return total;
+}
+
+/** A file's bytes, or 0 when gone or already counted through another of its links (`seen`: device:inode). */
+export function fileBytesOnce(file: string, seen: Set<string>): number {
+  const st = fs.statSync(file, { throwIfNoEntry: false });
+  if (!st) return 0;
+  const id = `${st.dev}:${st.ino}`;
+  if (st.nlink > 1 && seen.has(id)) return 0;
+  seen.add(id);
+  return st.size;
 }

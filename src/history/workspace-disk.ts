@@ -4,6 +4,7 @@ import { CALL_ID_LEDGER_DIR, WORKSPACE_FILE } from '../contracts/database-id.ts'
 import { dirNames } from './dir-names.ts';
 import { HISTORY_ROOT } from './history-files.ts';
 import { workspaceMoments } from './as-of-cache.ts';
+import { fileBytesOnce } from './history-bytes.ts';
 
 /** What one workspace's databases take in the data folder. */
 export interface WorkspaceDiskUse {
@@ -100,14 +101,7 @@ function* folderBytesPaced(dir: string, seen: Set<string>, pace: { left: number 
       }
       const p = path.join(dir, e.name);
       if (e.isDirectory()) total += yield* folderBytesPaced(p, seen, pace);
-      else if (e.isFile()) {
-        const st = fs.statSync(p, { throwIfNoEntry: false });
-        if (!st) continue;
-        const id = `${st.dev}:${st.ino}`;
-        if (st.nlink > 1 && seen.has(id)) continue;
-        seen.add(id);
-        total += st.size;
-      }
+      else if (e.isFile()) total += fileBytesOnce(p, seen);
     }
   } catch {
     // The folder went away under the walk (a prune, a dropped moment): what was counted stands.
