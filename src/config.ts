@@ -11,7 +11,6 @@ import { type LimitsConfig, limitsConfig, limitsEnv } from './config/limits.ts';
 import { type WorkersConfig, workersConfig, workersEnv } from './config/workers.ts';
 
 export { PREFIX_PATTERN, REDIS_URL_PATTERN } from './config/deployment.ts';
-export type { BlobConfig } from './config/history-backups.ts';
 export type { RateLimitSettings } from './config/limits.ts';
 
 /**

@@ -11,7 +11,7 @@ import { ApprovalService } from './approval-service.ts';
 const STEP = 100;
 
 /** Who decides a withdrawn call's approval: no member, so no member name (those are `[a-z0-9_-]`) can be it. */
-export const WITHDRAWN_BY = '(operator)';
+const WITHDRAWN_BY = '(operator)';
 
 /** Where the registries and approvals live. */
 export interface RemovalPlace {
@@ -53,7 +53,7 @@ async function withService<T>(redis: Redis, place: RemovalPlace, fn: (service: A
  * removal) is refused when released (`standingRefusal`: the key's agent is gone).
  * @returns how many were rejected.
  */
-export async function withdrawParked(service: ApprovalService, workspace: string, caller: string, reason: string): Promise<number> {
+async function withdrawParked(service: ApprovalService, workspace: string, caller: string, reason: string): Promise<number> {
   let rejected = 0;
   for (;;) {
     const { approvals } = await service.page({ workspace, state: 'pending', offset: 0, limit: STEP, filter: { agent: caller } });

@@ -4,7 +4,7 @@ import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
-import { callerOf, callInputFor, sinceOf, type KeyedCall, type Principal } from '../registry/principal.ts';
+import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
 import type { RateRefusal } from './call-rate-limits.ts';
 import { jobLost } from './call-completion-wait.ts';
@@ -154,7 +154,7 @@ export class KeyedCalls {
   }
 
   private async lookUp(principal: Principal, callId: string, opts: KeyedWait & { followUp?: true }): Promise<CallAnswer> {
-    const memberSince = sinceOf(principal);
+    const memberSince = principal.since;
     const who = {
       workspace: principal.workspace,
       agent: callerOf(principal),

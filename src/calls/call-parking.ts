@@ -110,11 +110,12 @@ export class CallParking {
         const until = approval.expiresAt + this.deps.config.approvalRetentionDays * 24 * 3600 * 1000;
         await this.budget.note(approval.workspace, [{ callKey: key, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until }]);
         this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
+        const since = callerSinceOf(job.data);
         await publishEvent(this.deps.redis, this.deps.keys.events, {
           type: 'approval.requested',
           callId: job.data.callId,
           approval: summary(approval),
-          ...(callerSinceOf(job.data) !== undefined ? { memberSince: callerSinceOf(job.data) } : {}),
+          ...(since !== undefined ? { memberSince: since } : {}),
           at: approval.createdAt,
         });
         return this.sleep(job, token, approval);
@@ -270,11 +271,12 @@ export class CallParking {
         .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
       const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
       await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
+      const since = callerSinceOf(job.data);
       await publishEvent(this.deps.redis, this.deps.keys.events, {
         type: 'approval.requested',
         callId: job.data.callId,
         approval: summary(approval),
-        ...(callerSinceOf(job.data) !== undefined ? { memberSince: callerSinceOf(job.data) } : {}),
+        ...(since !== undefined ? { memberSince: since } : {}),
         at,
       });
     }

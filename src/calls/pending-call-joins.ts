@@ -4,7 +4,7 @@ import { callKey, digestOf } from '../contracts/call-identity.ts';
 import { isTransient } from './call-answers.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
-import { callerOf, sinceOf, type KeyedCall, type Principal } from '../registry/principal.ts';
+import { callerOf, type KeyedCall, type Principal } from '../registry/principal.ts';
 
 /**
  * The tools whose calls can wait for a person (a write under `approval: "write"`, any drop, db_exec
@@ -101,7 +101,7 @@ export class PendingCallJoins {
    * exists): the id is a waiting call's. Checked, counted and deleted in one script.
    */
   async letGoUnsent(principal: Principal, key: string, callId: string): Promise<void> {
-    const claim = this.keys.callIdClaim(callKey(principal.workspace, callerOf(principal), callId, sinceOf(principal)));
+    const claim = this.keys.callIdClaim(callKey(principal.workspace, callerOf(principal), callId, principal.since));
     await this.redis.agentdbJoinLetGoUnsent(key, this.keys.mcpPendingSends(key), claim, callId);
   }
 

@@ -54,7 +54,7 @@ export function killedAtDeadline(sorted: Sorted, head: { item: Queued }, limitOf
   log.opts.metrics?.executorKills.inc({ reason: 'timeout' });
   // A write may have committed at its very deadline, its answer not yet written.
   const lookup = answerAfterDeath(running.item, failure('STATEMENT_TIMEOUT', `its limit is ${limit} ms`), log.opts.logger, log.child);
-  return { running: running.item, ms: limit, back: [...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)] };
+  return { running: running.item, ms: limit, back: handedBack(finished, lookup, unread) };
 }
 
 /**
@@ -83,6 +83,14 @@ export function diedOnItsOwn(sorted: Sorted, ms: number, code: number | null, si
   return {
     ...(running ? { running: running.item } : {}),
     ms,
-    back: [...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)],
+    back: handedBack(finished, lookup, unread),
   };
+}
+
+/**
+ * What goes to another child after a loss, in order: the finished requests whose answers were
+ * lost, the lookup of what the running one did (when it may have committed), the unread ones.
+ */
+function handedBack(finished: Sorted['finished'], lookup: Queued | undefined, unread: Sorted['unread']): Queued[] {
+  return [...lostAnswers(finished), ...(lookup ? [lookup] : []), ...unread.map((s) => s.item)];
 }

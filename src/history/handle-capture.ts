@@ -52,6 +52,11 @@ export class HistoryCapture {
     return this.guarded(target, () => capture(db, target.path, this.captureOptions(target)));
   }
 
+  /** As {@link run}, but a copy that fails throws (logged as every failed copy is). */
+  copy(db: Database, target: HandleTarget): CaptureReport {
+    return this.tracked(target, () => capture(db, target.path, this.captureOptions(target)));
+  }
+
   /**
    * After a commit whose answer goes out before its frames are copied: takes the write lock and
    * the commit's time now, and leaves the copy to {@link finishCommitted}, which must run before
@@ -60,11 +65,6 @@ export class HistoryCapture {
    * to a kill (then whoever opens the database next copies the frames). The copy was a third of a
    * write's time in the child, waited for by the worker with nothing else to do.
    */
-  /** As {@link run}, but a copy that fails throws (logged as every failed copy is). */
-  copy(db: Database, target: HandleTarget): CaptureReport {
-    return this.tracked(target, () => capture(db, target.path, this.captureOptions(target)));
-  }
-
   afterCommit(db: Database, target: HandleTarget): void {
     this.finishCommitted();
     const locked = this.guarded(target, () => lockForCapture(db, target.path, this.captureOptions(target), true));

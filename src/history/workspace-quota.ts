@@ -125,6 +125,25 @@ export class WorkspaceQuota {
    * 19, H29). Held in this process: steps on other workers' shards are not seen.
    * @throws AgentDbError QUOTA_EXCEEDED.
    */
+  /**
+   * As {@link hold}, for a step that may be a dry run: a dry run past the quota holds nothing and
+   * answers why the step itself would be refused (`refused`, `QUOTA_EXCEEDED: <detail>`), as its
+   * preview says; any other refusal, or a real step's, is thrown.
+   */
+  async holdOrRefusal(
+    workspace: string,
+    adding: { databases: number; bytes: number },
+    what: string,
+    dryRun: boolean,
+  ): Promise<{ release?: () => void; refused?: string }> {
+    try {
+      return { release: await this.hold(workspace, adding, what) };
+    } catch (err) {
+      if (!dryRun || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
+      return { refused: `QUOTA_EXCEEDED: ${(err as { detail?: string }).detail}` };
+    }
+  }
+
   async hold(workspace: string, adding: { databases: number; bytes: number }, what: string): Promise<() => void> {
     const token = Symbol(what);
     const holds = this.held.get(workspace) ?? new Map<symbol, number>();

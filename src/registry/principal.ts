@@ -129,11 +129,3 @@ export function callInputFor(p: Principal, call: KeyedCall): CallInput {
   if (p.kind === 'agent') return { ...base, settings: p.settings, keyId: p.keyId, ...(p.since !== undefined ? { agentSince: p.since } : {}) };
   return { ...base, member: p.since === undefined ? p.member : { ...p.member, since: p.since } };
 }
-
-/**
- * What a principal's calls are keyed by beside its name (see `callKey`): the member record's
- * creation, or the agent's registration's for an agent key.
- */
-export function sinceOf(p: Principal): number | undefined {
-  return p.since;
-}

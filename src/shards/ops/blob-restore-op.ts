@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { AgentDbError, codeOf } from '../../errors.ts';
+import { AgentDbError } from '../../errors.ts';
 import { openBlobStore } from '../../blobs/blob-stores.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { restoreFromBlob } from '../../history/blob-restore.ts';
@@ -39,13 +39,10 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
   // by one both passed, and neither counted a restore's room held meanwhile (hostile review T5).
   let release: (() => void) | undefined;
   const room = async (bytes: number, dryRun: boolean): Promise<string | undefined> => {
-    try {
-      if (ctx.quota) release = await ctx.quota.hold(workspace, { databases: 1, bytes }, what);
-      return undefined;
-    } catch (err) {
-      if (!dryRun || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
-      return `QUOTA_EXCEEDED: ${(err as AgentDbError).detail}`;
-    }
+    if (!ctx.quota) return undefined;
+    const held = await ctx.quota.holdOrRefusal(workspace, { databases: 1, bytes }, what, dryRun);
+    release = held.release;
+    return held.refused;
   };
   const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
   const store = openBlobStore(config);

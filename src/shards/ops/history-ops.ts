@@ -123,12 +123,8 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
         planned = unwrap(await ctx.executor.run({ ...req, dryRun: true })) as RestoreResult;
         const adding = restoreAdds({ into: args.into !== undefined, restoredBytes: planned.restoredBytes, currentBytes: planned.bytesBefore ?? 0 });
         const what = args.into === undefined ? `restore of ${source} in place` : `restore of ${source} into ${writes}`;
-        try {
-          release = await ctx.quota.hold(parseDatabaseId(writes).workspace, { databases: args.into === undefined ? 0 : 1, bytes: adding }, what);
-        } catch (err) {
-          if (args.dryRun !== true || codeOf(err) !== 'QUOTA_EXCEEDED') throw err;
-          overQuota = `QUOTA_EXCEEDED: ${(err as AgentDbError).detail}`;
-        }
+        const adds = { databases: args.into === undefined ? 0 : 1, bytes: adding };
+        ({ release, refused: overQuota } = await ctx.quota.holdOrRefusal(parseDatabaseId(writes).workspace, adds, what, args.dryRun === true));
       }
       if (args.dryRun !== true || !planned) {
         const outcome = await ctx.executor.run(req);
