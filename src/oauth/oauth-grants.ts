@@ -158,10 +158,13 @@ export class OAuthGrants {
     if (!TOKEN_SHAPE.test(token)) return undefined;
     const hash = hashKey(token);
     // By the resource too: the same token sent to another endpoint is no token there.
-    const [cache, cacheKey] = [this.opts.principals, `oauth ${hash} ${resource}`];
-    const cached = cache?.get(cacheKey, this.now());
-    if (cached) return cached;
-    const mark = cache?.mark();
+    const cache = this.opts.principals;
+    if (!cache) return (await this.lookup(hash, resource))?.principal;
+    return cache.through(`oauth ${hash} ${resource}`, () => this.lookup(hash, resource), this.now());
+  }
+
+  /** Who access token `hash` acts for at `resource`, and when it lapses: read from Redis ({@link authenticate}). */
+  private async lookup(hash: string, resource: string): Promise<{ principal: Principal; lapses: number } | undefined> {
     const raw = await this.redis.get(this.keys.oauth('access', hash));
     if (!raw) return undefined;
     const access = JSON.parse(raw) as AccessRecord;
@@ -178,8 +181,7 @@ export class OAuthGrants {
       member: { name: member.name, role: member.role, granted },
       since: member.createdAt,
     };
-    if (mark !== undefined) cache?.put(cacheKey, principal, mark, access.expiresAt);
-    return principal;
+    return { principal, lapses: access.expiresAt };
   }
 
   /**

@@ -99,6 +99,19 @@ export class PrincipalCache {
     this.entries.set(keyHash, { principal: frozenCopy(principal), until: Date.now() + this.ttlMs, ...(lapses !== undefined ? { lapses } : {}) });
   }
 
+  /**
+   * The cached principal of `keyHash`, else what `lookup` finds, remembered (with the `lapses` it
+   * gives, see {@link put}) unless the registry changed while it looked. `now` as for {@link get}.
+   */
+  async through(keyHash: string, lookup: () => Promise<{ principal: Principal; lapses?: number } | undefined>, now?: number): Promise<Principal | undefined> {
+    const cached = this.get(keyHash, now);
+    if (cached) return cached;
+    const mark = this.mark();
+    const found = await lookup();
+    if (found) this.put(keyHash, found.principal, mark, found.lapses);
+    return found?.principal;
+  }
+
   /** Stops listening and closes the subscriber connection. */
   close(): void {
     this.closed = true;

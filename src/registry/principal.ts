@@ -62,13 +62,10 @@ export class KeyAuthenticator {
   /** The principal of `token`; undefined for anything that is not an active key. */
   async authenticate(token: string): Promise<Principal | undefined> {
     if (!this.cache || !isKeyShaped(token)) return this.lookup(token);
-    const keyHash = hashKey(token);
-    const cached = this.cache.get(keyHash);
-    if (cached) return cached;
-    const mark = this.cache.mark();
-    const principal = await this.lookup(token);
-    if (principal) this.cache.put(keyHash, principal, mark);
-    return principal;
+    return this.cache.through(hashKey(token), async () => {
+      const principal = await this.lookup(token);
+      return principal && { principal };
+    });
   }
 
   /**
