@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import { serviceWorkspaceQuota, type WorkspaceUsage } from '../history/workspace-quota.ts';
+import { workspaceLimitSources, type WorkspaceLimits, type WorkspaceLimitSource } from '../policy/plan-limits.ts';
 import type { Keys } from '../redis/keys.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
@@ -44,6 +45,8 @@ export async function readUsage(redis: Redis, keys: Keys, workspace: string): Pr
 export interface WorkspaceReport {
   credits: UsageRow[];
   disk: WorkspaceUsage;
+  /** Where each disk limit comes from: this process's WORKSPACE_MAX_* where set, else the plan (see `workspaceLimitSources`). */
+  diskFrom: Record<keyof WorkspaceLimits, WorkspaceLimitSource>;
   /** Bytes it holds in Redis now, against its budget and where the budget comes from. */
   redis: { held: number; cap: number; from: 'REDIS_BYTES_PER_WORKSPACE' | 'plan' };
 }
@@ -64,5 +67,5 @@ export async function readWorkspaceReport(
   const budget = new WorkspaceRedisBudget(redis, keys, config.redisBytesPerWorkspace);
   const { held } = await budget.note(workspace, []);
   const from = config.redisBytesPerWorkspace > 0 ? 'REDIS_BYTES_PER_WORKSPACE' : 'plan';
-  return { credits, disk, redis: { held, cap: budget.capOf(disk.plan), from } };
+  return { credits, disk, diskFrom: workspaceLimitSources(config.workspaceQuota), redis: { held, cap: budget.capOf(disk.plan), from } };
 }

@@ -1,6 +1,5 @@
-import { readWorkspaceReport } from '../calls/usage.ts';
-import type { Config } from '../config.ts';
-import type { WorkspaceUsage } from '../history/workspace-quota.ts';
+import { readWorkspaceReport, type WorkspaceReport } from '../calls/usage.ts';
+import type { WorkspaceLimitSource } from '../policy/plan-limits.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import type { CommandContext } from './context.ts';
@@ -25,7 +24,7 @@ export async function usage(ctx: CommandContext, flags: { workspace: string; jso
     for (const r of report.credits) ctx.stdout.write(`${[r.day, r.agent, r.tool, r.calls, r.credits].join('\t')}\n`);
     const total = report.credits.reduce((n, r) => n + r.credits, 0);
     ctx.stdout.write(`total credits: ${total}\n`);
-    ctx.stdout.write(diskLines(report.disk, ctx.config.workspaceQuota));
+    ctx.stdout.write(diskLines(report));
     const { held, cap, from } = report.redis;
     ctx.stdout.write(`redis: ${held} of ${cap} bytes (${from === 'plan' ? `plan ${report.disk.plan}` : from})\n`);
     return 0;
@@ -34,15 +33,13 @@ export async function usage(ctx: CommandContext, flags: { workspace: string; jso
   }
 }
 
-// The limits are this command's environment's: a quota set only for the workers (WORKSPACE_MAX_*)
-// showed as the plan's, 0 % of it, while every write was refused past the workers' (session 27, N3).
-function diskLines(d: WorkspaceUsage, set: Config['workspaceQuota']): string {
+function diskLines({ disk: d, diskFrom }: WorkspaceReport): string {
   const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
-  const from = (name: string, isSet: boolean) => (isSet ? name : `plan ${d.plan}; ${name} not set for this command`);
+  const from = ({ setting, from }: WorkspaceLimitSource) => (from === 'setting' ? setting : `plan ${d.plan}; ${setting} not set for this command`);
   return [
     `plan: ${d.plan}`,
-    `databases: ${d.databases.length} of ${d.limits.maxDatabases} (${pct(d.databases.length, d.limits.maxDatabases)}, ${from('WORKSPACE_MAX_DATABASES', set.maxDatabases !== undefined)})`,
-    `disk bytes: ${d.bytes} of ${d.limits.maxBytes} (${pct(d.bytes, d.limits.maxBytes)}, ${from('WORKSPACE_MAX_BYTES', set.maxBytes !== undefined)}): files ${d.databaseBytes}, history ${d.historyBytes}, call-id ledger ${d.ledgerBytes}, offloaded results ${d.offloadedBytes}, past moments kept for as_of ${d.momentBytes}`,
+    `databases: ${d.databases.length} of ${d.limits.maxDatabases} (${pct(d.databases.length, d.limits.maxDatabases)}, ${from(diskFrom.maxDatabases)})`,
+    `disk bytes: ${d.bytes} of ${d.limits.maxBytes} (${pct(d.bytes, d.limits.maxBytes)}, ${from(diskFrom.maxBytes)}): files ${d.databaseBytes}, history ${d.historyBytes}, call-id ledger ${d.ledgerBytes}, offloaded results ${d.offloadedBytes}, past moments kept for as_of ${d.momentBytes}`,
     '',
   ].join('\n');
 }

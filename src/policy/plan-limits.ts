@@ -51,6 +51,29 @@ export function workspaceLimits(plan: Plan, overrides: Partial<WorkspaceLimits> 
   return { ...WORKSPACE_LIMITS[plan], ...overrides };
 }
 
+/** The operator's setting that overrides each of a workspace's disk limits (Config.workspaceQuota). */
+export const WORKSPACE_LIMIT_SETTINGS = { maxDatabases: 'WORKSPACE_MAX_DATABASES', maxBytes: 'WORKSPACE_MAX_BYTES' } as const;
+
+/** Where one of a workspace's disk limits comes from: the operator's setting, or else the plan's. */
+export interface WorkspaceLimitSource {
+  readonly setting: (typeof WORKSPACE_LIMIT_SETTINGS)[keyof WorkspaceLimits];
+  readonly from: 'setting' | 'plan';
+}
+
+/**
+ * Where each of the limits {@link workspaceLimits} gives comes from, for the same `overrides`:
+ * the limits are the settings of the process that reads them, so a report must say which it
+ * shows (a quota set only for the workers showed as the plan's while every write was refused
+ * past the workers', session 27, N3).
+ */
+export function workspaceLimitSources(overrides: Partial<WorkspaceLimits> = {}): Record<keyof WorkspaceLimits, WorkspaceLimitSource> {
+  const of = (limit: keyof WorkspaceLimits): WorkspaceLimitSource => ({
+    setting: WORKSPACE_LIMIT_SETTINGS[limit],
+    from: overrides[limit] !== undefined ? 'setting' : 'plan',
+  });
+  return { maxDatabases: of('maxDatabases'), maxBytes: of('maxBytes') };
+}
+
 /** The limits for `plan`. */
 export function planLimits(plan: Plan): PlanLimits {
   return PLAN_LIMITS[plan];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { codeOf } from '../../src/errors.ts';
 import { checkDiskQuota } from '../../src/policy/disk-quota.ts';
-import { workspaceLimits, WORKSPACE_LIMITS } from '../../src/policy/plan-limits.ts';
+import { workspaceLimits, workspaceLimitSources, WORKSPACE_LIMITS } from '../../src/policy/plan-limits.ts';
 
 const limits = { maxDatabases: 3, maxBytes: 1000 };
 const refusal = (f: () => void): string => {
@@ -47,5 +47,16 @@ describe('the disk-quota rule', () => {
   it("takes the plan's limits, where an operator's settings override them", () => {
     expect(workspaceLimits('pro')).toEqual(WORKSPACE_LIMITS.pro);
     expect(workspaceLimits('enterprise', { maxDatabases: 7 })).toEqual({ maxDatabases: 7, maxBytes: WORKSPACE_LIMITS.enterprise.maxBytes });
+  });
+
+  it('says where each limit comes from, the setting that would override it named either way', () => {
+    expect(workspaceLimitSources({ maxDatabases: 7 })).toEqual({
+      maxDatabases: { setting: 'WORKSPACE_MAX_DATABASES', from: 'setting' },
+      maxBytes: { setting: 'WORKSPACE_MAX_BYTES', from: 'plan' },
+    });
+    expect(workspaceLimitSources()).toEqual({
+      maxDatabases: { setting: 'WORKSPACE_MAX_DATABASES', from: 'plan' },
+      maxBytes: { setting: 'WORKSPACE_MAX_BYTES', from: 'plan' },
+    });
   });
 });
