@@ -1,5 +1,6 @@
 import { TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { type GrantLevel, levelOfScope } from '../contracts/grant-scope.ts';
+import { servesTools } from './mcp-resource.ts';
 import type { OAuthClient, OAuthClients } from './oauth-clients.ts';
 
 /** The query of an authorization request (OAuth 2.1 §4.1.1, RFC 8707's `resource`), as text. */
@@ -86,14 +87,14 @@ const CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 /**
  * Checks an authorization request before anyone is asked: the client is registered, the
  * redirect URI is one of its own (exactly), the response type is `code`, PKCE is S256 (plain is
- * refused), and the resource is one of this server's MCP endpoints (`ownResource`), `/mcp` when
- * the client names none.
+ * refused), and the resource is one of this server's MCP endpoints that serves tools to a member
+ * of `to.workspace` (`servesTools`, below `to.base`: PUBLIC_URL or the request's origin),
+ * `<base>/mcp` when the client names none.
  */
 export async function checkAuthorization(
   clients: OAuthClients,
   q: AuthorizationQuery,
-  ownResource: (resource: string) => boolean,
-  defaultResource: string,
+  to: { base: string; workspace: string },
   source: string,
 ): Promise<AuthorizationCheck> {
   let client: OAuthClient | undefined;
@@ -117,8 +118,8 @@ export async function checkAuthorization(
   if (q.code_challenge_method !== 'S256') return back('invalid_request', 'PKCE is required with code_challenge_method=S256 (plain is refused).');
   if (!q.code_challenge || !CHALLENGE.test(q.code_challenge))
     return back('invalid_request', 'code_challenge must be an S256 challenge (43 base64url characters).');
-  const resource = q.resource ?? defaultResource;
-  if (!ownResource(resource))
+  const resource = q.resource ?? `${to.base}/mcp`;
+  if (!servesTools(resource, to.workspace, to.base))
     return back(
       'invalid_target',
       "resource is not one of this agentdb's MCP endpoints with tools open to you: /mcp or /mcp/w/<your workspace> (a team endpoint lists no tools).",

@@ -9,6 +9,7 @@ import type { Member, MemberRegistry } from '../registry/members.ts';
 import type { Principal } from '../registry/principal.ts';
 import type { PrincipalCache } from '../registry/principal-cache.ts';
 import { hashKey } from '../registry/secret-key.ts';
+import { servesTools } from './mcp-resource.ts';
 import { CLIENT_UNUSED_TTL_S, type OAuthClient } from './oauth-clients.ts';
 import type { AccessRecord, CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
 import { OAuthGrantStore } from './oauth-grant-store.ts';
@@ -25,8 +26,6 @@ export interface GrantOptions {
   principals?: PrincipalCache;
 }
 
-/** A team endpoint's path (`/mcp/t/<team>`). */
-const TEAM_ENDPOINT = /^\/mcp\/t\/[^/]+$/;
 /** A member's grants past this end, oldest first: a client signing in in a loop cannot fill Redis. */
 export const MAX_GRANTS_PER_MEMBER = 50;
 
@@ -143,7 +142,7 @@ export class OAuthGrants {
     if (grant.clientId !== client.clientId) throw new InvalidGrantError('The refresh token was issued to another client.');
     if (p.resource !== undefined && p.resource !== grant.resource) throw new InvalidTargetError('resource differs from the grant.');
     // A grant made for a team endpoint before consent refused them (it lists no tools): no more tokens for nothing.
-    if (TEAM_ENDPOINT.test(new URL(grant.resource).pathname))
+    if (!servesTools(grant.resource, grant.workspace))
       throw new InvalidTargetError('A team endpoint lists no tools, so no token is issued for it: sign in again for /mcp.');
     return this.issue(grant);
   }

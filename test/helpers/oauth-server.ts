@@ -30,11 +30,11 @@ export interface OAuthServer {
  * Starts it over `box` (workers come from `box.pool()`), with workspace `acme` registered;
  * `unconsentedClientsMax`: OAUTH_UNCONSENTED_CLIENTS_MAX, `tokenRequestsPerMinute`:
  * OAUTH_TOKEN_REQUESTS_PER_MINUTE (defaults their own), `refreshTtlS`: OAUTH_REFRESH_TOKEN_TTL_S
- * (an hour unless given).
+ * (an hour unless given), `publicUrl`: PUBLIC_URL (none unless given: each request's origin).
  */
 export async function startOAuthServer(
   box: Sandbox,
-  opts: { unconsentedClientsMax?: number; tokenRequestsPerMinute?: number; refreshTtlS?: number } = {},
+  opts: { unconsentedClientsMax?: number; tokenRequestsPerMinute?: number; refreshTtlS?: number; publicUrl?: string } = {},
 ): Promise<OAuthServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);
@@ -53,6 +53,7 @@ export async function startOAuthServer(
   const oauth = createOAuthDeps(
     {
       ...config,
+      ...(opts.publicUrl ? { publicUrl: opts.publicUrl } : {}),
       oauth: {
         accessTtlS: 600,
         refreshTtlS: opts.refreshTtlS ?? 3600,

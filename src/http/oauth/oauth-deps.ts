@@ -31,16 +31,6 @@ export function resourceOf(request: FastifyRequest, deps: OAuthDeps): string {
   return publicBase(request, deps) + request.url.split('?')[0]!;
 }
 
-/**
- * True when `resource` is one of this server's MCP endpoints that `workspace`'s member may use
- * and that serves tools: `/mcp` or `/mcp/w/<their workspace>`. Not a team endpoint
- * (`/mcp/t/<team>`): it lists no tools, so a grant for it was a token good for nothing, and
- * RFC 8707 §2 has a resource the server will not issue tokens for refused with invalid_target.
- */
-export function ownResource(base: string, resource: string, workspace: string): boolean {
-  return resource === `${base}/mcp` || resource === `${base}/mcp/w/${workspace}`;
-}
-
 /** Where an endpoint's protected resource metadata is (RFC 9728 §3.1: the path after the well-known name). */
 export function resourceMetadataUrl(request: FastifyRequest, deps: OAuthDeps): string {
   return `${publicBase(request, deps)}/.well-known/oauth-protected-resource${request.url.split('?')[0]}`;

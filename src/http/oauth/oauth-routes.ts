@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidClientError, InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { GRANT_SCOPES } from '../../contracts/grant-scope.ts';
+import { isMcpEndpointPath } from '../../oauth/mcp-resource.ts';
 import { AUTH_METHODS } from '../../oauth/oauth-clients.ts';
 import { RetryLaterError } from '../../oauth/oauth-token-requests.ts';
 import { type OAuthDeps, publicBase } from './oauth-deps.ts';
@@ -108,8 +109,7 @@ export function oauthRoutes(deps: OAuthDeps): FastifyPluginAsync {
     for (const url of Object.values(OAUTH_PATHS).filter((p) => p !== OAUTH_PATHS.authorize)) app.route({ ...cors, url });
 
     const resourceMetadata = (request: FastifyRequest, reply: FastifyReply, path: string) => {
-      if (!/^\/mcp(\/[wt]\/[a-z0-9][a-z0-9_-]{0,62})?$/.test(path))
-        return reply.code(404).send({ error: 'not_found', error_description: 'No MCP endpoint there.' });
+      if (!isMcpEndpointPath(path)) return reply.code(404).send({ error: 'not_found', error_description: 'No MCP endpoint there.' });
       const base = publicBase(request, deps);
       const body: OAuthProtectedResourceMetadata = {
         resource: base + path,

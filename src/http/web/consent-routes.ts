@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GRANT_SCOPES, type GrantLevel, grantLevel, narrowerLevel, roleLevel } from '../../contracts/grant-scope.ts';
 import type { Member } from '../../registry/members.ts';
 import { type AuthorizationQuery, type AuthorizationRequest, checkAuthorization, redirectWith } from '../../oauth/authorization-request.ts';
-import { type OAuthDeps, ownResource, publicBase } from '../oauth/oauth-deps.ts';
+import { type OAuthDeps, publicBase } from '../oauth/oauth-deps.ts';
 import { OAUTH_PATHS } from '../oauth/oauth-routes.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
@@ -116,7 +116,7 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
   const check = (request: FastifyRequest, q: AuthorizationQuery) => {
     const base = publicBase(request, oauth);
     const member = memberOf(request);
-    return checkAuthorization(oauth.clients, q, (r) => ownResource(base, r, member.workspace), `${base}/mcp`, request.ip);
+    return checkAuthorization(oauth.clients, q, { base, workspace: member.workspace }, request.ip);
   };
   const answerUrl = (request: FastifyRequest, redirectUri: string, params: Record<string, string | undefined>) =>
     redirectWith(redirectUri, { ...params, iss: publicBase(request, oauth) });
