@@ -159,7 +159,6 @@ export class KeyedCalls {
       workspace: principal.workspace,
       agent: callerOf(principal),
       ...(memberSince !== undefined ? { memberSince } : {}),
-      ...(principal.kind === 'agent' && principal.since !== undefined ? { madeSince: principal.since } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(principal.kind === 'agent' ? { keyId: principal.keyId } : {}),
       ...(opts.followUp ? { followUp: true as const } : {}),

@@ -12,15 +12,10 @@ export interface ResultQuery {
   /**
    * A member's record's creation (`Member.createdAt`), or an agent key's registration's
    * (`RegisteredAgent.createdAt`): their calls are keyed by it (see `callKey`), so a call of an
-   * earlier member or agent of the name answers NOT_FOUND.
+   * earlier member or agent of the name answers NOT_FOUND, and one keyed by the bare name is
+   * theirs only if made since (`unboundCallIsMine`).
    */
   memberSince?: number;
-  /**
-   * Calls enqueued before this are not the caller's: an agent's key asks with its agent's
-   * registration (an agent removed and registered again under the name is another, whose key
-   * read the earlier one's results), for the calls keyed by the bare name it also finds.
-   */
-  madeSince?: number;
   wait?: boolean;
   timeoutMs?: number;
   /** Gives the wait up when it aborts (see `CallOptions.signal`). */
@@ -89,8 +84,7 @@ async function resultOf(
     completion = listened;
     void gaveUp?.then(() => waiters.drop(listened));
   }
-  const looked = await lookup.find(key);
-  const found = looked && (opts.madeSince === undefined || (looked.job.data.enqueuedAt ?? looked.job.timestamp) >= opts.madeSince) ? looked : undefined;
+  const found = await lookup.find(key);
   if (!found) {
     // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
     waiters.drop(completion);

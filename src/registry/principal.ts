@@ -26,7 +26,7 @@ export type Principal =
       /**
        * When the agent's registration began (`RegisteredAgent.createdAt`): an agent removed and
        * registered again under the name is another, and its key does not read the calls made
-       * before (see `ResultQuery.madeSince`).
+       * before (see `ResultQuery.memberSince`).
        */
       since?: number;
     }
