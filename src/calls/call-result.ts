@@ -13,7 +13,8 @@ export interface ResultQuery {
    * A member's record's creation (`Member.createdAt`), or an agent key's registration's
    * (`RegisteredAgent.createdAt`): their calls are keyed by it (see `callKey`), so a call of an
    * earlier member or agent of the name answers NOT_FOUND, and one keyed by the bare name is
-   * theirs only if made since (`unboundCallIsMine`).
+   * theirs only if made since (`unboundCallIsMine`). Left out for a member `@name`: the active
+   * member's, looked up.
    */
   memberSince?: number;
   wait?: boolean;
@@ -41,6 +42,8 @@ export interface ResultSources {
   gaveUp?: Promise<unknown>;
   /** The registered agent's registration (`RegisteredAgent.createdAt`), undefined when it is not registered. */
   registeredSince?: (workspace: string, agent: string) => Promise<number | undefined>;
+  /** The active member `name`'s record's creation (`Member.createdAt`), undefined when none of the name is active. */
+  activeMemberSince?: (workspace: string, name: string) => Promise<number | undefined>;
 }
 
 /**
@@ -48,7 +51,8 @@ export interface ResultSources {
  * when it finishes, and without, where it stands. Another caller's call of the same id, like an
  * unknown (or long expired) one, answers NOT_FOUND.
  */
-export async function callResult(sources: ResultSources, callId: string, opts: ResultQuery): Promise<CallAnswer> {
+export async function callResult(sources: ResultSources, callId: string, query: ResultQuery): Promise<CallAnswer> {
+  const opts = await withActiveMember(sources, query);
   const key = callKey(opts.workspace, opts.agent, callId, opts.memberSince);
   const answer = await resultOf(sources, key, callId, opts);
   if (answer.ok || !('error' in answer) || answer.error.code !== 'NOT_FOUND') return answer;
@@ -68,6 +72,17 @@ export async function callResult(sources: ResultSources, callId: string, opts: R
   const data = found?.job.data;
   if (!data || callerSinceOf(data) !== undefined || !unboundCallIsMine(data.enqueuedAt ?? found.job.timestamp, opts.memberSince)) return answer;
   return resultOf(sources, unbound, callId, opts);
+}
+
+/**
+ * A member's calls asked for by the name alone (`agentdb result --agent @name`, a runtime's
+ * client): the active member's, keyed by their record (`callKey`), so an earlier member's of the
+ * name answer NOT_FOUND. With none of the name active, only calls made before calls were bound.
+ */
+async function withActiveMember(sources: ResultSources, opts: ResultQuery): Promise<ResultQuery> {
+  if (opts.memberSince !== undefined || !opts.agent.startsWith('@') || !sources.activeMemberSince) return opts;
+  const memberSince = await sources.activeMemberSince(opts.workspace, opts.agent.slice(1));
+  return memberSince === undefined ? opts : { ...opts, memberSince };
 }
 
 async function resultOf(

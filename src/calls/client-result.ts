@@ -23,6 +23,8 @@ export interface ClientResultParts {
   refused: <T>(quota: RefusedQuota, answer: T) => T;
   /** The registered agent's registration (`RegisteredAgent.createdAt`), undefined when it is not registered. */
   registeredSince: (workspace: string, agent: string) => Promise<number | undefined>;
+  /** The active member's record's creation (`Member.createdAt`), undefined when none of the name is active. */
+  activeMemberSince: (workspace: string, name: string) => Promise<number | undefined>;
 }
 
 /**
@@ -54,6 +56,7 @@ export async function clientResult(c: ClientResultParts, callId: string, opts: R
             waiting: () => stall.disarm(),
             gaveUp: stall.passed,
             registeredSince: c.registeredSince,
+            activeMemberSince: c.activeMemberSince,
           };
           return callResult(sources, callId, opts);
         };

@@ -14,6 +14,7 @@ import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
 import { AgentRegistry, type RegisteredAgent } from '../registry/agents.ts';
+import { MemberRegistry } from '../registry/members.ts';
 import { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { queueTelemetry, toolCallSpan, tracerIf, traceparentContext } from '../tracing.ts';
 import type { CallAnswer, Decision, FinishedAnswer } from './call-answers.ts';
@@ -139,6 +140,7 @@ export class AgentDbClient {
       chargeLookup: (who) => this.chargeLookup(who),
       refused: (quota, answer) => this.untaken.refused(quota, answer),
       registeredSince: async (workspace, agent) => (await this.registeredAgent(workspace, agent))?.createdAt,
+      activeMemberSince: async (workspace, name) => (await new MemberRegistry(this.redis, this.keys).get(workspace, name))?.createdAt,
     };
   }
 

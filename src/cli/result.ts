@@ -1,4 +1,3 @@
-import { activeMemberSince } from '../registry/members.ts';
 import { clientOf } from './client-of.ts';
 import type { CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
@@ -16,8 +15,7 @@ export async function result(ctx: CommandContext, flags: { workspace: string; ag
   const { config } = ctx;
   const client = clientOf(config);
   try {
-    const memberSince = agent.startsWith('@') ? await activeMemberSince(config.redisUrl, config.prefix, workspace, agent.slice(1)) : undefined;
-    const answer = await client.result(callId, { workspace, agent, ...(memberSince !== undefined ? { memberSince } : {}), wait: flags.wait ?? false });
+    const answer = await client.result(callId, { workspace, agent, wait: flags.wait ?? false });
     ctx.stdout.write(`${JSON.stringify(answer)}\n`);
     return answer.ok || answer.status !== undefined ? 0 : 1;
   } finally {

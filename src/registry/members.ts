@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
-import { connectAnswering, whileRedisAnswers } from '../redis/connection.ts';
-import { keysFor, type Keys } from '../redis/keys.ts';
+import { whileRedisAnswers } from '../redis/connection.ts';
+import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { hashKey, isKeyShaped, mintKey } from './secret-key.ts';
 
@@ -173,21 +173,5 @@ export class MemberRegistry {
       this.keys.registryChanges,
     );
     return done === 1;
-  }
-}
-
-/**
- * The creation of the active member `name`'s record in `workspace`, on its own connection to
- * Redis (refused at once when Redis does not answer): a member's calls are keyed by it
- * (`callKey`), so a lookup of `@name`'s calls finds this person's, not an earlier member's of
- * the name. Undefined when no member of the name is active: then only calls made before calls
- * were bound are found.
- */
-export async function activeMemberSince(redisUrl: string, prefix: string, workspace: string, name: string): Promise<number | undefined> {
-  const redis = await connectAnswering(redisUrl, { name: 'agentdb-cli' });
-  try {
-    return (await new MemberRegistry(redis, keysFor(prefix)).get(workspace, name))?.createdAt;
-  } finally {
-    redis.disconnect();
   }
 }

@@ -20,6 +20,7 @@ describe('every command with REDIS_URL pointing at nothing', () => {
       ['members', 'add', '--workspace', 'acme', '--name', 'ada'],
       ['usage', '--workspace', 'acme'],
       ['result', 'some-call', '--workspace', 'acme', '--agent', 'scout'],
+      ['result', 'some-call', '--workspace', 'acme', '--agent', '@ada'],
       ['scheduler', '--prune-now'],
       ['worker'],
       ['call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],
@@ -34,6 +35,8 @@ describe('every command with REDIS_URL pointing at nothing', () => {
     // A call still answers with its envelope: UNAVAILABLE, which a caller may retry.
     const call = runs.find((r) => r.args[0] === 'call')!;
     expect(JSON.parse(call.stdout)).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
-    expect(JSON.parse(runs.find((r) => r.args[0] === 'result')!.stdout)).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
+    // A member's `@name` too: the lookup of the active member is the client's, on its connection.
+    for (const result of runs.filter((r) => r.args[0] === 'result'))
+      expect(JSON.parse(result.stdout)).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
   });
 });
