@@ -56,8 +56,6 @@ export class KeyedCalls {
    * `tasks/result`, which waits until its call ends) answers instead.
    */
   stopped = false;
-  /** The db_* answers made of the client's refusals (see {@link untaken}): new objects, noted here. */
-  private readonly untakenDb = new WeakSet<object>();
 
   constructor(
     private readonly client: AgentDbClient,
@@ -124,7 +122,7 @@ export class KeyedCalls {
    * budget, Redis near full): no call ran under its id (see `AgentDbClient.refusedUntaken`).
    */
   untaken(answer: object): boolean {
-    return this.client.refusedUntaken(answer) || this.untakenDb.has(answer);
+    return this.client.refusedUntaken(answer);
   }
 
   /** Enqueues `call` as `principal` and answers per `opts`. */
@@ -230,7 +228,7 @@ export class KeyedCalls {
   /** {@link dbAnswer}, still known as a refusal before taking where `answer` was one. */
   private asDb(answer: CallAnswer, t: TranslatedDbCall, db: string, statement: unknown): CallAnswer | ApprovalRequiredAnswer {
     const out = dbAnswer(answer, t, db, statement);
-    if (this.client.refusedUntaken(answer)) this.untakenDb.add(out);
+    this.client.carryUntaken(answer, out);
     return out;
   }
 }

@@ -260,6 +260,11 @@ export class AgentDbClient {
   refusedUntaken(answer: object): boolean {
     return this.untaken.has(answer);
   }
+
+  /** `derived`, an answer an adapter made of this client's `answer`, is a refusal before taking where `answer` was one (see {@link refusedUntaken}). */
+  carryUntaken(answer: object, derived: object): void {
+    this.untaken.carry(answer, derived);
+  }
 }
 
 export type { AwaitingAnswer, CallAnswer, Decision, FinishedAnswer, PendingAnswer } from './call-answers.ts';

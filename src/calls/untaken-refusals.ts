@@ -18,6 +18,14 @@ export class UntakenRefusals {
     return answer;
   }
 
+  /**
+   * Notes `derived`, an answer made of `answer` (the db_* surface's, `dbAnswer`), as a refusal
+   * where `answer` was one: the same refusal, not counted again.
+   */
+  carry(answer: object, derived: object): void {
+    if (this.untaken.has(answer)) this.untaken.add(derived);
+  }
+
   /** Whether `answer` is one of these refusals. */
   has(answer: object): boolean {
     return this.untaken.has(answer);
