@@ -110,14 +110,7 @@ export class CallParking {
         const until = approval.expiresAt + this.deps.config.approvalRetentionDays * 24 * 3600 * 1000;
         await this.budget.note(approval.workspace, [{ callKey: key, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until }]);
         this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
-        const since = callerSinceOf(job.data);
-        await publishEvent(this.deps.redis, this.deps.keys.events, {
-          type: 'approval.requested',
-          callId: job.data.callId,
-          approval: summary(approval),
-          ...(since !== undefined ? { memberSince: since } : {}),
-          at: approval.createdAt,
-        });
+        await this.requested(job, approval, approval.createdAt);
         return this.sleep(job, token, approval);
       }
     }
@@ -271,16 +264,24 @@ export class CallParking {
         .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
       const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
       await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
-      const since = callerSinceOf(job.data);
-      await publishEvent(this.deps.redis, this.deps.keys.events, {
-        type: 'approval.requested',
-        callId: job.data.callId,
-        approval: summary(approval),
-        ...(since !== undefined ? { memberSince: since } : {}),
-        at,
-      });
+      await this.requested(job, approval, at);
     }
     return this.sleep(job, token, approval);
+  }
+
+  /**
+   * Announces `approval` of `job`'s call (`approval.requested`), with what its caller is bound to:
+   * a client's wait listens by the call's key, which holds it (`callKey`).
+   */
+  private requested(job: Job<CallJobData>, approval: Approval, at: number): Promise<void> {
+    const since = callerSinceOf(job.data);
+    return publishEvent(this.deps.redis, this.deps.keys.events, {
+      type: 'approval.requested',
+      callId: job.data.callId,
+      approval: summary(approval),
+      ...(since !== undefined ? { memberSince: since } : {}),
+      at,
+    });
   }
 
   /**
