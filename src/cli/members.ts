@@ -2,11 +2,11 @@ import type { Redis } from 'ioredis';
 import { MemberRegistry, type Role } from '../registry/members.ts';
 import { AgentDbError } from '../errors.ts';
 import { OAuthGrants } from '../oauth/oauth-grants.ts';
-import { connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import type { CommandContext } from './context.ts';
 import { keyFileToSave } from './key-file-save.ts';
 import { nameFlag } from './name-flag.ts';
+import { printTable, withRegistry } from './registry-command.ts';
 
 // `agentdb members add|revoke|list`: the people who may decide a workspace's approvals. The
 // operator running this is trusted. Exit 0 on success, 1 when the registry refuses (a name
@@ -17,7 +17,7 @@ export async function add(ctx: CommandContext, flags: { workspace: string; name:
   const workspace = nameFlag('--workspace', flags.workspace);
   const name = nameFlag('--name', flags.name);
   const saving = flags.saveKey !== undefined ? await keyFileToSave(flags.saveKey) : undefined;
-  return withRegistry(ctx, async (registry) => {
+  return withMembers(ctx, async (registry) => {
     const { member, key } = await registry.add(workspace, name, flags.role);
     if (saving) {
       await saving.write(key);
@@ -40,7 +40,7 @@ export async function add(ctx: CommandContext, flags: { workspace: string; name:
 export async function revoke(ctx: CommandContext, flags: { workspace: string; name: string }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
   const name = nameFlag('--name', flags.name);
-  return withRegistry(ctx, async (registry, redis) => {
+  return withMembers(ctx, async (registry, redis) => {
     if (!(await registry.revoke(workspace, name))) {
       throw new AgentDbError('NOT_FOUND', `${name} is not an active member of ${workspace}.`);
     }
@@ -55,7 +55,7 @@ export async function revoke(ctx: CommandContext, flags: { workspace: string; na
 /** `agentdb members list`: a table, or JSON; never a key. */
 export async function list(ctx: CommandContext, flags: { workspace: string; json?: boolean }): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
-  return withRegistry(ctx, async (registry) => {
+  return withMembers(ctx, async (registry) => {
     const rows = await registry.list(workspace);
     if (flags.json) {
       ctx.stdout.write(`${JSON.stringify(rows)}\n`);
@@ -65,30 +65,15 @@ export async function list(ctx: CommandContext, flags: { workspace: string; json
       ctx.stdout.write(`(no members in ${workspace})\n`);
       return 0;
     }
-    const table = [['name', 'role', 'state', 'added']];
-    for (const m of rows) table.push([m.name, m.role, m.revoked ? 'revoked' : 'active', new Date(m.createdAt).toISOString()]);
-    const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
-    for (const r of table)
-      ctx.stdout.write(
-        `${r
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd()}\n`,
-      );
+    printTable(ctx, [
+      ['name', 'role', 'state', 'added'],
+      ...rows.map((m) => [m.name, m.role, m.revoked ? 'revoked' : 'active', new Date(m.createdAt).toISOString()]),
+    ]);
     return 0;
   });
 }
 
-/** Runs `fn` against the registry; a refusal of the registry's is printed as JSON and exits 1. */
-async function withRegistry(ctx: CommandContext, fn: (registry: MemberRegistry, redis: Redis) => Promise<number>): Promise<number> {
-  const redis = await connectAnswering(ctx.config.redisUrl, { name: 'agentdb-cli' });
-  try {
-    return await fn(new MemberRegistry(redis, keysFor(ctx.config.prefix)), redis);
-  } catch (err) {
-    if (!(err instanceof AgentDbError) || err.code === 'UNAVAILABLE') throw err;
-    ctx.stdout.write(`${JSON.stringify({ error: err.toBody() })}\n`);
-    return 1;
-  } finally {
-    redis.disconnect();
-  }
+/** {@link withRegistry} with the member registry. */
+function withMembers(ctx: CommandContext, fn: (registry: MemberRegistry, redis: Redis) => Promise<number>): Promise<number> {
+  return withRegistry(ctx, (redis, keys) => fn(new MemberRegistry(redis, keys), redis));
 }

@@ -5,8 +5,10 @@ import { keysFor, type Keys } from '../redis/keys.ts';
 import type { CommandContext, Output } from './context.ts';
 
 /**
- * Runs one registry subcommand (`workspaces`, `agents`, `keys`) with a Redis connection: exit 0
- * on success, 1 when the registry refuses (the error as JSON on stdout), as `members` does.
+ * Runs one registry subcommand (`workspaces`, `agents`, `keys`, `members`) with a Redis
+ * connection: exit 0 on success, 1 when the registry refuses (the error as JSON on stdout). A
+ * Redis that stops answering (UNAVAILABLE) is the service's fault, not a refusal: main says it in
+ * one line on stderr, as it does one that never answered.
  * @param hints replace the registry's hint for these codes: its own are written for an agent's
  * tool calls (NOT_FOUND points at DATA_DESCRIBE_SCHEMA), not for the command that was run.
  */
@@ -19,7 +21,7 @@ export async function withRegistry(
   try {
     return await run(redis, keysFor(ctx.config.prefix));
   } catch (err) {
-    if (!(err instanceof AgentDbError)) throw err;
+    if (!(err instanceof AgentDbError) || err.code === 'UNAVAILABLE') throw err;
     ctx.stdout.write(`${JSON.stringify({ error: errorBody(err.code, err.detail, hints) })}\n`);
     return 1;
   } finally {
