@@ -12,3 +12,11 @@ export function nameFlag(flag: string, value: string): string {
   }
   return value;
 }
+
+/**
+ * `--agent` of a lookup: an agent's name, or a member's `@<name>` (their own calls are keyed
+ * under it, see docs/mcp-http.md, "Over HTTP with a key"), each name held to {@link nameFlag}.
+ */
+export function callerFlag(value: string): string {
+  return value.startsWith('@') ? `@${nameFlag('--agent', value.slice(1))}` : nameFlag('--agent', value);
+}

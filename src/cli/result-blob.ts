@@ -6,7 +6,7 @@ import { codeOf, type AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
-import { nameFlag } from './name-flag.ts';
+import { callerFlag, nameFlag } from './name-flag.ts';
 
 /**
  * `agentdb result-blob ID --workspace W [--agent A] [--out FILE]`: an offloaded query result
@@ -15,8 +15,7 @@ import { nameFlag } from './name-flag.ts';
  */
 export async function resultBlob(ctx: CommandContext, flags: { workspace: string; agent?: string; out?: string }, id: string): Promise<number> {
   const workspace = nameFlag('--workspace', flags.workspace);
-  const agent =
-    flags.agent === undefined ? undefined : flags.agent.startsWith('@') ? `@${nameFlag('--agent', flags.agent.slice(1))}` : nameFlag('--agent', flags.agent);
+  const agent = flags.agent === undefined ? undefined : callerFlag(flags.agent);
   if (flags.out !== undefined) writableFile(flags.out);
   const store = openBlobStore(ctx.config);
   try {

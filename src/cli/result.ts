@@ -1,6 +1,6 @@
 import { clientOf } from './client-of.ts';
 import type { CommandContext } from './context.ts';
-import { nameFlag } from './name-flag.ts';
+import { callerFlag, nameFlag } from './name-flag.ts';
 
 /**
  * `agentdb result CALL_ID --workspace W --agent A [--wait]`: the envelope of a finished call, or where it stands
@@ -10,8 +10,7 @@ import { nameFlag } from './name-flag.ts';
 export async function result(ctx: CommandContext, flags: { workspace: string; agent: string; wait?: boolean }, callId: string): Promise<number> {
   // A call id belongs to its caller: the same id of another workspace or agent is another call.
   const workspace = nameFlag('--workspace', flags.workspace);
-  // A member's own calls are keyed under `@<member>` (see docs/mcp-http.md, "Over HTTP with a key").
-  const agent = flags.agent.startsWith('@') ? `@${nameFlag('--agent', flags.agent.slice(1))}` : nameFlag('--agent', flags.agent);
+  const agent = callerFlag(flags.agent);
   const { config } = ctx;
   const client = clientOf(config);
   try {
