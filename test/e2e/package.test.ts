@@ -9,9 +9,9 @@ import { toolContracts } from '../../src/contracts/tools.ts';
 import { sandbox } from '../helpers/harness.ts';
 import { stop } from '../helpers/processes.ts';
 
-// The package as a user gets it: `npm pack` (which builds dist/ afresh through `prepare`, so
-// this is where the built binary, the built worker and its executor child are tested),
-// installed into an empty project, then imported from plain Node and type-checked with tsc.
+// The package as a user gets it: `npm pack` of the build (the binary, the worker and its
+// executor child as the other end-to-end tests run them), installed into an empty project, then
+// imported from plain Node and type-checked with tsc.
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const TSC = path.join(REPO, 'node_modules/typescript/bin/tsc');
@@ -21,13 +21,14 @@ const sb = sandbox();
 let worker: ChildProcess | undefined;
 
 beforeAll(async () => {
-  // Packed from a copy of the checkout: `prepare` rebuilds dist/ file by file, and the other test
-  // files running at the same time start the CLI and the executor child from the checkout's.
+  // Packed from a copy of the checkout with its dist/, which test/global-setup.ts has just made
+  // current by `npm run build`'s steps; without `prepare` (--ignore-scripts), which would build
+  // it all again (15 s of CPU in tsc) and which the install of the checkout runs anyway.
   const source = path.join(tmp, 'source');
-  const skip = new Set(['node_modules', '.git', 'dist', '.ab-base'].map((d) => path.join(REPO, d)));
+  const skip = new Set(['node_modules', '.git', '.ab-base'].map((d) => path.join(REPO, d)));
   cpSync(REPO, source, { recursive: true, filter: (from) => !skip.has(from.replace(/\/$/, '')) });
   symlinkSync(path.join(REPO, 'node_modules'), path.join(source, 'node_modules'), 'dir');
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: source, maxBuffer: 64 * 1024 * 1024 });
+  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], { cwd: source, maxBuffer: 64 * 1024 * 1024 });
   const tarball = (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename;
   installOffline(tarball);
   // better-sqlite3 13 ships its native binaries (prebuilds/), so skipping install scripts skips

@@ -23,7 +23,7 @@ import { restoreInto } from '../../src/history/restore-into.ts';
 import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts';
 import { dumpHash, integrity, pastMs } from '../helpers/history.ts';
 
-const CHILD = fileURLToPath(new URL('../helpers/answer-first-child.ts', import.meta.url));
+const CHILD = fileURLToPath(new URL('../helpers/answer-first-child.mjs', import.meta.url));
 const by = { who: 'operator:test', via: 'operator' as const };
 
 let dataDir: string;
@@ -90,7 +90,7 @@ function killedAfterWalRestart() {
   live.prepare("INSERT INTO t(v) VALUES ('x')").run();
   history.run(live, db);
   const gens = listGenerations(localSource(dataDir, db.id)).length;
-  const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
   expect(run.signal, run.stderr).toBe('SIGKILL');
   const at = answeredAt();
   pastMs(at + 20);
@@ -100,7 +100,7 @@ function killedAfterWalRestart() {
 describe('a write answered before its copy', () => {
   it('killed between the answer and the copy: the next open copies the commit, with the time it was answered at', () => {
     const gens = listGenerations(localSource(dataDir, db.id)).length;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
     expect(run.signal, run.stderr).toBe('SIGKILL');
     expect(run.stdout).toBe('answered\n');
     const at = answeredAt();
@@ -118,7 +118,7 @@ describe('a write answered before its copy', () => {
   it("killed before the copy of a database's first write (its generation has no segment yet): copied with the time it was answered at", () => {
     db = historyTarget(dataDir, 'af/fresh');
     const sql = "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t(v) VALUES ('answered first')";
-    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill', sql })], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir, db, then: 'kill', sql })], { encoding: 'utf8' });
     expect(run.signal, run.stderr).toBe('SIGKILL');
     const at = answeredAt();
     pastMs(at + 20);
@@ -128,11 +128,9 @@ describe('a write answered before its copy', () => {
   });
 
   it('killed before the copy, with an earlier commit nothing copied: both are copied with the time the later was answered at', () => {
-    const run = spawnSync(
-      process.execPath,
-      ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill', uncopied: "INSERT INTO t(v) VALUES ('uncopied')" })],
-      { encoding: 'utf8' },
-    );
+    const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir, db, then: 'kill', uncopied: "INSERT INTO t(v) VALUES ('uncopied')" })], {
+      encoding: 'utf8',
+    });
     expect(run.signal, run.stderr).toBe('SIGKILL');
     const at = answeredAt();
     pastMs(at + 20);
@@ -153,7 +151,7 @@ describe('a write answered before its copy', () => {
     // connection's commit is a gap to a child that did not copy it: see docs/history.md).
     live.prepare("INSERT INTO t(v) VALUES ('mine')").run();
     other.history.run(live, db);
-    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir, db, then: 'kill' })], { encoding: 'utf8' });
     expect(run.signal, run.stderr).toBe('SIGKILL');
     const at = answeredAt();
     pastMs(at + 20);
@@ -217,7 +215,7 @@ describe('a write answered before its copy', () => {
   });
 
   it('held between the answer and the copy: nothing commits, and a fork taken then waits for the copy', async () => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 500 })], {
+    const proc = spawn(process.execPath, [CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 500 })], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
@@ -253,7 +251,7 @@ describe('a write answered before its copy', () => {
   });
 
   it('an outside checkpoint that would start the WAL over waits for the copy: the answered commit is in history, at its time', async () => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 300 })], {
+    const proc = spawn(process.execPath, [CHILD, JSON.stringify({ dataDir, db, then: 'hold', holdMs: 300 })], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));

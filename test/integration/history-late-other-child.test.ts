@@ -26,7 +26,7 @@ import { historyTarget } from '../helpers/history-pool.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
 import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
-const CHILD = fileURLToPath(new URL('../helpers/answer-first-child.ts', import.meta.url));
+const CHILD = fileURLToPath(new URL('../helpers/answer-first-child.mjs', import.meta.url));
 
 const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-late-other-'));
 const refused = mountTmpfs(mnt, '8m');
@@ -87,7 +87,7 @@ describe.runIf(!refused)('a commit answered by a killed child, copied by the nex
 
   it('keeps the time the killed child answered it at: a restore to that moment has it', () => {
     // The owning child answers a write and is killed before its copy: its time is in the answered file only.
-    const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir: mnt, db, then: 'kill' })], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir: mnt, db, then: 'kill' })], { encoding: 'utf8' });
     expect(run.signal, run.stderr).toBe('SIGKILL');
     const at = readAnswered(localSource(mnt, db.id))!.at;
     // The disk is full: the next owner opens the database, and its copy on open and its catch-up fail.

@@ -16,7 +16,7 @@ import { historyPool, historyTarget, mustRun } from '../helpers/history-pool.ts'
 // crash at any step must leave the database as it was (up to the commit or the rename) or
 // restored (from it), whole, with a history that still restores every moment — the crash's own
 // included — and, once the database is the restored one, the undo point that leads back.
-const CHILD = fileURLToPath(new URL('../helpers/restore-crash-child.ts', import.meta.url));
+const CHILD = fileURLToPath(new URL('../helpers/restore-crash-child.mjs', import.meta.url));
 const WAYS: { way: string; olderGeneration: boolean; steps: { step: RestoreStep; restored: boolean }[] }[] = [
   {
     way: 'by one commit of the pages changed since',
@@ -87,7 +87,7 @@ describe.each(WAYS)('a crash during a restore in place $way', ({ olderGeneration
       const before = dumpHash(db.path, { withoutAudit: true });
       // Nothing in the pool may have the file open while another process restores it.
       await ok({ op: 'close', path: db.path });
-      const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, at, step })], { encoding: 'utf8' });
+      const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir, db, at, step })], { encoding: 'utf8' });
       expect(run.signal, run.stderr).toBe('SIGKILL');
 
       expect(integrity(db.path)).toBe('ok');
@@ -166,7 +166,7 @@ describe('a crash during a restore into a new database', () => {
       const at = await rows(db, 10, 'a');
       const atState = dumpHash(db.path, { withoutAudit: true });
       const into = historyTarget(dataDir, `crash/into-${step}`);
-      const run = spawnSync(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ dataDir, db, at, step, into })], { encoding: 'utf8' });
+      const run = spawnSync(process.execPath, [CHILD, JSON.stringify({ dataDir, db, at, step, into })], { encoding: 'utf8' });
       expect(run.signal, run.stderr).toBe('SIGKILL');
       if (step === 'copied') {
         expect(fs.existsSync(into.path)).toBe(false);
