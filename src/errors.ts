@@ -121,7 +121,10 @@ export const ERRORS = {
     // Not as it is (review L2): the disk quota's refusal passes only in days, and a caller looping
     // on it wasted its calls; the Redis budget's says when it passes (`retryAfter`).
     retryable: false,
-    status: 429,
+    // The disk quota's: a 4xx no HTTP client or proxy sends again (a 429 tells every one of them
+    // to, a 5xx many, and pages operators for what the tenant did). The Redis budget's carries
+    // `retryAfter` and is answered 429 with Retry-After instead (`httpStatusOf`; session 29, L3).
+    status: 403,
   },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
@@ -309,6 +312,16 @@ export interface ErrorBody {
   retryAfter?: number;
 }
 
+/**
+ * The HTTP status of a refusal: 429 for one that says when it may be sent again (`retryAfter`:
+ * RATE_LIMITED, and QUOTA_EXCEEDED by the Redis budget, which passes in minutes), else the
+ * registry's (QUOTA_EXCEEDED by the disk quota, which passes in days: 403). The one place the
+ * two meanings of QUOTA_EXCEEDED part over HTTP; every route answers through it.
+ */
+export function httpStatusOf(error: Pick<ErrorBody, 'code' | 'retryAfter'>): number {
+  return error.retryAfter !== undefined ? 429 : ERRORS[error.code].status;
+}
+
 /** True when the registry says a call answered `code` may be sent again as it is (a fault that passes). */
 export function isRetryable(code: unknown): boolean {
   return isErrorCode(code) && ERRORS[code].retryable;
@@ -378,17 +391,21 @@ function cappedDetail(detail: string): string {
 export class AgentDbError extends Error {
   readonly code: ErrorCode;
   readonly detail?: string;
+  /** Seconds until it may be asked again (RATE_LIMITED): `error.retryAfter`, and over HTTP a 429 with Retry-After. */
+  readonly retryAfter?: number;
 
-  constructor(code: ErrorCode, detail?: string) {
+  constructor(code: ErrorCode, detail?: string, opts: { retryAfter?: number } = {}) {
     super(detail ? `${code}: ${detail}` : code);
     this.name = 'AgentDbError';
     this.code = code;
     this.detail = detail;
+    if (opts.retryAfter !== undefined) this.retryAfter = opts.retryAfter;
   }
 
   /** The body a result envelope carries. */
   toBody(): ErrorBody {
-    return errorBody(this.code, this.detail);
+    const body = errorBody(this.code, this.detail);
+    return this.retryAfter !== undefined ? { ...body, retryAfter: this.retryAfter } : body;
   }
 }
 

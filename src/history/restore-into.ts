@@ -9,8 +9,9 @@ import { planRestore } from './restore-plan.ts';
 import { checkAndSync, rebuild } from './restore-rebuild.ts';
 import { NEXT_SUFFIX, removeLeftovers } from './restore-leftovers.ts';
 import type { RestoreHooks, RestoreIntoRequest as IntoReq } from './restore-requests.ts';
-import { result, type RestoreResult } from './restore-result.ts';
+import { result } from './restore-result.ts';
 import { restoreTarget } from './restore-target.ts';
+import { weighedPlan, type WeighingResult } from './restore-weighed.ts';
 import { syncDir } from './snapshot.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
@@ -27,7 +28,7 @@ export function intoTaken(db: { id: string; path: string }): string | undefined 
  * Runs on the new database's line; reads the source's history files, which capture only
  * appends to.
  */
-export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): RestoreResult {
+export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): WeighingResult {
   const exists = intoTaken(req.db);
   // A dry run previews the moment anyway and says the restore itself would be refused, as
   // `--from-blob --dry-run` does.
@@ -39,10 +40,13 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
   // Opening a closed source needs room for its -shm and -wal; a dry run goes on without.
   const unsettled = from ? skippedOnFullDisk(req.dryRun, from.path, () => settle(handles, history, from)) : false;
   return withReader(historyDir(dataDir, req.source), `into ${req.db.id}`, { unmarkedOnFullDisk: req.dryRun === true }, (marked) => {
-    const plan = planRestore(source, restoreTarget(source, req, history.opts.retentionDays));
+    // The plan the quota weighed, when it was (`restore-weighed.ts`): a fork adds the same whatever its source's size now.
+    const planned = () => planRestore(source, restoreTarget(source, req, history.opts.retentionDays));
+    const plan = req.weighed ? weighedPlan(req.weighed, undefined, `restore of ${req.source} into ${req.db.id}`, planned) : planned();
     if (req.dryRun) {
       const note = unsettled || !marked ? { note: FULL_DISK_NOTE } : {};
-      return result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}), ...note });
+      const dry = result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}), ...note });
+      return req.weighing ? { ...dry, weighed: { plan, bytesBefore: 0, ...(dry.note ? { partial: true as const } : {}) } } : dry;
     }
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);

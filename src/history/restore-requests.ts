@@ -19,6 +19,7 @@ import { result, type RestoreResult } from './restore-result.ts';
 import { restoreTarget } from './restore-target.ts';
 import { throughSqlite } from './restore-through-sqlite.ts';
 import { commitsAfterRestore, finishedUnder } from './restore-undo.ts';
+import { weighedPlan, type WeighedPlan, type WeighingResult } from './restore-weighed.ts';
 import { restoreWithinGeneration, settleInterrupted } from './restore-within-generation.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { syncDir } from './snapshot.ts';
@@ -41,6 +42,10 @@ export interface RestoreInPlaceRequest {
   through?: string;
   undo?: string;
   dryRun?: boolean;
+  /** A dry run for the quota: answers the plan it weighs too (`WeighingResult.weighed`). */
+  weighing?: boolean;
+  /** The plan the quota weighed (`restore-weighed.ts`): run instead of planning again. */
+  weighed?: WeighedPlan;
   by: RestoreActor;
 }
 /**
@@ -56,6 +61,10 @@ export interface RestoreIntoRequest {
   /** A history position instead of a time (see `commit-position.ts`). */
   through?: string;
   dryRun?: boolean;
+  /** As {@link RestoreInPlaceRequest.weighing}. */
+  weighing?: boolean;
+  /** As {@link RestoreInPlaceRequest.weighed}. */
+  weighed?: WeighedPlan;
   by: RestoreActor;
 }
 /** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
@@ -97,7 +106,7 @@ export interface RestoreHooks {
  * rebuilt pages are copied in through SQLite's backup API instead, which is safe beside other
  * connections.
  */
-export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq, hooks: RestoreHooks = {}): RestoreResult {
+export function restoreInPlace(handles: HandleCache, history: HistoryCapture, dataDir: string, req: RestoreReq, hooks: RestoreHooks = {}): WeighingResult {
   let live: ReturnType<HandleCache['open']> | undefined;
   // A closed database needs room for its -shm and -wal to open; a dry run goes on without.
   const unopened = skippedOnFullDisk(req.dryRun, req.db.path, () => (live = handles.open(req.db, 'read')));
@@ -108,7 +117,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
   const source = localSource(dataDir, req.db.id);
   const what = req.undo ? `undo ${req.undo}` : req.through !== undefined ? `through ${req.through}` : `to ${new Date(req.at ?? 0).toISOString()}`;
   return withReader(hdir, what, { unmarkedOnFullDisk: req.dryRun === true }, (marked) => {
-    let target: RestoreTarget;
+    let target: RestoreTarget | undefined;
     // An undo answers, like any restore, the last commit it keeps (`restoredTo`); its audit row
     // names the restore it undoes.
     let undone: UndoPoint | undefined;
@@ -119,18 +128,22 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       target = { position: point.position };
       undone = point;
       discards = { discardsCommits: commitsAfterRestore(source, point) };
-    } else {
+    } else if (!req.weighed) {
       target = restoreTarget(source, req, history.opts.retentionDays);
     }
-    const plan = planRestore(source, target);
     // Its pages now, as the byte quota weighs the restore (`restore-room.ts`): the file's own size
     // leaves out what still waits in the WAL for its checkpoint.
     const bytesBefore = live
       ? Number(live.pragma('page_count', { simple: true })) * Number(live.pragma('page_size', { simple: true }))
       : (fs.statSync(req.db.path, { throwIfNoEntry: false })?.size ?? 0);
+    const planned = () => planRestore(source, target ?? restoreTarget(source, req, history.opts.retentionDays));
+    const plan = req.weighed ? weighedPlan(req.weighed, bytesBefore, `restore of ${req.db.id} in place`, planned) : planned();
     const summary = (extra: Partial<RestoreResult>): RestoreResult =>
       result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, bytesBefore, ...extra });
-    if (req.dryRun) return summary(unopened || !marked ? { note: FULL_DISK_NOTE } : {});
+    if (req.dryRun) {
+      const dry = summary(unopened || !marked ? { note: FULL_DISK_NOTE } : {});
+      return req.weighing ? { ...dry, weighed: { plan, bytesBefore, ...(dry.note ? { partial: true as const } : {}) } } : dry;
+    }
 
     // Only one restore of a database runs at a time (the reader marker): any file of the kinds
     // below is a crashed restore's.

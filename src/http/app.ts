@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Redis } from 'ioredis';
 import type { ApprovalService } from '../approvals/approval-service.ts';
 import type { MemberRegistry } from '../registry/members.ts';
-import { AgentDbError, ERRORS } from '../errors.ts';
+import { AgentDbError, httpStatusOf } from '../errors.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import { isConnectionFault } from '../redis/connection.ts';
@@ -15,7 +15,7 @@ import type { McpOriginPolicy } from './mcp-origin-check.ts';
 import { mcpRoutes, type McpRoutesDeps } from './mcp-routes.ts';
 import { resultsRoutes } from './results-routes.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
-import { sendError } from './error-reply.ts';
+import { sendError, sendRefusal } from './error-reply.ts';
 import { validateWithZod } from './route-validation.ts';
 import { healthRoutes, type ReadinessDeps } from './health-routes.ts';
 import { metricsRoute } from './metrics-route.ts';
@@ -142,11 +142,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof AgentDbError && ERRORS[err.code].status < 500) return sendError(reply, err.code, err.detail);
+    if (err instanceof AgentDbError && httpStatusOf(err) < 500) return sendRefusal(reply, err);
     // A registry error the core answered (HISTORY_CORRUPT): its own code and status, not a fault of this route.
     if (err instanceof AgentDbError && err.code !== 'INTERNAL') {
       request.log.warn({ code: err.code, route: request.routeOptions.url }, 'request refused');
-      return sendError(reply, err.code, err.detail);
+      return sendRefusal(reply, err);
     }
     // A command that died with its Redis connection is the service being away, not a fault of
     // agentdb's: a retryable 503, as the calls routes answer.

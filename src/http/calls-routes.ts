@@ -2,11 +2,11 @@ import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
-import { ERRORS } from '../errors.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import type { KeyedCalls, TraceContext } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { clientGone } from './client-gone.ts';
+import { refusalHead } from './error-reply.ts';
 import { principalOf, requireKey } from './key-auth.ts';
 
 /** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
@@ -41,7 +41,8 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  *   caller's call id answers NOT_FOUND like an unknown one.
  * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error:
  * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), a rate limit reached
- * (RATE_LIMITED, 429 with Retry-After), or Redis gone (UNAVAILABLE, 503), each with the envelope.
+ * (RATE_LIMITED, 429 with Retry-After), the workspace's Redis budget used up (QUOTA_EXCEEDED with
+ * `retryAfter`, 429 with Retry-After), or Redis gone (UNAVAILABLE, 503), each with the envelope.
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -85,21 +86,21 @@ async function untilGone<T>(signal: AbortSignal, answer: Promise<T>): Promise<T 
 function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   if ('status' in answer) return reply.code(202).send(answer);
   if (!answer.ok && answer.error.code === 'NOT_FOUND' && answer.tool === '') return reply.code(404).send(answer);
-  // Not the tool refusing: the request's call id names another call, as an Idempotency-Key reused
-  // with another body does elsewhere (409, the registry's status).
-  if (!answer.ok && answer.error.code === 'IDEMPOTENCY_CONFLICT') return reply.code(ERRORS.IDEMPOTENCY_CONFLICT.status).send(answer);
-  // Redis gone: the request failed, not the tool, so a proxy or retrying client sees a 503; the
-  // body is still the envelope, with `mayStillRun` for a re-send under the same call id.
-  if (!answer.ok && answer.error.code === 'UNAVAILABLE') return reply.code(503).send(answer);
-  // Over a rate limit: nothing was enqueued; 429 and Retry-After, so any HTTP client backs off.
-  if (!answer.ok && answer.error.code === 'RATE_LIMITED') {
-    return reply
-      .code(ERRORS.RATE_LIMITED.status)
-      .header('retry-after', String(answer.error.retryAfter ?? 1))
-      .send(answer);
-  }
+  // Not the tool refusing but the request failing, each with the envelope as its body and the
+  // status `refusalHead` gives every route. A refusal that says when to send again was not taken
+  // (a rate limit, or the workspace's Redis budget: QUOTA_EXCEEDED with `retryAfter`, a 200 until
+  // session 29): 429 and Retry-After, so any HTTP client backs off. The disk quota's
+  // QUOTA_EXCEEDED is the outcome of a call that ran, an envelope like the tool's other refusals.
+  if (!answer.ok && (answer.error.retryAfter !== undefined || REQUEST_REFUSALS.has(answer.error.code))) return refusalHead(reply, answer.error).send(answer);
   return reply.code(200).send(answer);
 }
+
+/**
+ * Refusals of the request rather than the tool: its call id names another call, as an
+ * Idempotency-Key reused with another body does elsewhere (409); Redis gone (503, the body's
+ * `mayStillRun` for a re-send under the same call id); a rate limit reached (429).
+ */
+const REQUEST_REFUSALS: ReadonlySet<string> = new Set(['IDEMPOTENCY_CONFLICT', 'UNAVAILABLE', 'RATE_LIMITED']);
 
 /** The caller's W3C trace context from its request headers (only the first of a repeated one). */
 function traceOf(headers: Record<string, string | string[] | undefined>): TraceContext | undefined {

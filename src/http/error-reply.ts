@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { ERRORS, errorBody, type ErrorCode } from '../errors.ts';
+import { errorBody, httpStatusOf, type AgentDbError, type ErrorBody, type ErrorCode } from '../errors.ts';
 
 /**
  * Answers with the registry's status for `code` and the body every agentdb error has over
@@ -8,9 +8,32 @@ import { ERRORS, errorBody, type ErrorCode } from '../errors.ts';
  * @param hints replace the registry's hint for these codes (see `HISTORY_HINTS`).
  */
 export function sendError(reply: FastifyReply, code: ErrorCode, detail?: string, status?: number, hints?: Partial<Record<ErrorCode, string>>): FastifyReply {
-  const answer = status ?? ERRORS[code].status;
+  return sent(reply, errorBody(code, detail, hints), status);
+}
+
+/** As {@link sendError}, for a refusal thrown by the core: its `retryAfter` too (a 429 with Retry-After). */
+export function sendRefusal(reply: FastifyReply, err: AgentDbError, hints?: Partial<Record<ErrorCode, string>>): FastifyReply {
+  const body = errorBody(err.code, err.detail, hints);
+  return sent(reply, err.retryAfter !== undefined ? { ...body, retryAfter: err.retryAfter } : body);
+}
+
+/**
+ * Sets the status and Retry-After of an answer refusing with `error` (an error body, an envelope's
+ * error, an AgentDbError), by `httpStatusOf`: the one place a route's refusal gets its status, so
+ * QUOTA_EXCEEDED by the Redis budget is a 429 that says when wherever it is answered, and by the
+ * disk quota a 403 that no client sends again. A 429 always says when (RATE_LIMITED without its
+ * seconds: 1).
+ */
+export function refusalHead(reply: FastifyReply, error: Pick<ErrorBody, 'code' | 'retryAfter'>, status?: number): FastifyReply {
+  const answer = status ?? httpStatusOf(error);
+  if (answer === 429) reply.header('retry-after', String(error.retryAfter ?? 1));
+  return reply.code(answer);
+}
+
+function sent(reply: FastifyReply, body: ErrorBody, status?: number): FastifyReply {
+  refusalHead(reply, body, status);
   // The caller's mistakes log at info; server faults are logged by whoever caught them, with the
   // error. Only the code and route: never headers (keys) or bodies (SQL, params).
-  if (answer < 500) reply.log.info({ code, status: answer, route: reply.request.routeOptions.url }, 'request refused');
-  return reply.code(answer).send({ error: errorBody(code, detail, hints) });
+  if (reply.statusCode < 500) reply.log.info({ code: body.code, status: reply.statusCode, route: reply.request.routeOptions.url }, 'request refused');
+  return reply.send({ error: body });
 }

@@ -1,13 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AgentDbError, HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
+import { AgentDbError, HISTORY_HINTS, codeOf } from '../errors.ts';
 import { ACTIVITY_PAGE } from '../history/activity-view.ts';
 import type { MemberRegistry } from '../registry/members.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
-import { sendError } from './error-reply.ts';
+import { sendError, sendRefusal } from './error-reply.ts';
 import type { RateRefusal } from '../calls/call-rate-limits.ts';
 import { chargedActivityRead, chargedRestore, type ChargeMemberLookup } from '../calls/activity-charge.ts';
 
@@ -131,7 +131,8 @@ function invalid(reply: FastifyReply, err: Error): FastifyReply {
 /**
  * The history client's refusals with the history commands' hints: NOT_FOUND and
  * INVALID_ARGUMENTS here are about database ids and times, not an agent's tables. The rest
- * (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler as before.
+ * (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING, QUOTA_EXCEEDED by the disk quota: 403 …) reach the
+ * app's error handler, which answers the status `httpStatusOf` gives.
  */
 function refused(reply: FastifyReply, err: unknown): FastifyReply {
   const code = codeOf(err);
@@ -143,9 +144,5 @@ function refused(reply: FastifyReply, err: unknown): FastifyReply {
 function rateLimited(reply: FastifyReply, r: RateRefusal): FastifyReply {
   const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
   const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a page of activity counts a tenth of one, as a lookup does, and a call more per 10,000 commits and rows it read afresh); ask again in ${r.retryAfterS} s.`;
-  reply.log.info({ code: 'RATE_LIMITED', route: reply.request.routeOptions.url }, 'request refused');
-  return reply
-    .code(429)
-    .header('retry-after', String(r.retryAfterS))
-    .send({ error: { ...errorBody('RATE_LIMITED', detail), retryAfter: r.retryAfterS } });
+  return sendRefusal(reply, new AgentDbError('RATE_LIMITED', detail, { retryAfter: r.retryAfterS }));
 }

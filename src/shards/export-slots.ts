@@ -25,9 +25,8 @@ export const EXPORT_RETRY_AFTER_S = 5;
 
 /** RATE_LIMITED for an export past a bound, with the seconds to wait (HTTP's Retry-After). */
 export class ExportsBusyError extends AgentDbError {
-  readonly retryAfterS = EXPORT_RETRY_AFTER_S;
   constructor(detail: string) {
-    super('RATE_LIMITED', detail);
+    super('RATE_LIMITED', detail, { retryAfter: EXPORT_RETRY_AFTER_S });
   }
 }
 

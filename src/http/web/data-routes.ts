@@ -93,15 +93,14 @@ function dropForm(member: Member, db: string, table: string, csrf: string): Html
 /**
  * Counts a view that reads on a database's owner as a lookup (a tenth of a call) against the
  * member's and workspace's rates.
- * @throws AgentDbError RATE_LIMITED (with `retryAfterS`) past them.
+ * @throws AgentDbError RATE_LIMITED (with `retryAfter`) past them.
  */
 async function chargeView(deps: DataRoutesDeps, member: Pick<Member, 'workspace' | 'name'>, what: string): Promise<void> {
   const limited = await deps.calls.chargeMemberLookup(member.workspace, member.name);
   if (!limited) return;
-  throw Object.assign(
-    new AgentDbError('RATE_LIMITED', `the workspace's rate limit is spent for now (${what} counts a tenth of a call); reload in ${limited.retryAfterS} s`),
-    { retryAfterS: limited.retryAfterS },
-  );
+  throw new AgentDbError('RATE_LIMITED', `the workspace's rate limit is spent for now (${what} counts a tenth of a call); reload in ${limited.retryAfterS} s`, {
+    retryAfter: limited.retryAfterS,
+  });
 }
 
 /** `/data` (databases), `/data/db` (tables), `/data/table` (grid), `/data/export.csv`, and the admin drop. */

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
+import { refusalHead } from '../error-reply.ts';
 import { html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 
@@ -7,13 +8,12 @@ import { layout, type PageFrame } from './layout.ts';
 export function errorPage(reply: FastifyReply, frame: PageFrame, err: unknown): FastifyReply {
   if (!(err instanceof AgentDbError)) throw err;
   const code: ErrorCode = err.code;
-  const status = ERRORS[code].status;
-  // A refusal that knows when to ask again (RATE_LIMITED) says it the way any HTTP client reads.
-  const retryAfterS = (err as { retryAfterS?: unknown }).retryAfterS;
-  if (typeof retryAfterS === 'number') reply.header('retry-after', String(retryAfterS));
+  // The status the API answers (`refusalHead`): a refusal that knows when to ask again
+  // (`retryAfter`) says it the way any HTTP client reads, as a 429 with Retry-After.
+  refusalHead(reply, err);
   const page = layout(
     { ...frame, flash: { kind: 'error', text: `${code}: ${err.detail ?? ERRORS[code].message}` } },
     html`<p><a href="/data">← all databases</a></p>`,
   );
-  return reply.code(status).type('text/html; charset=utf-8').send(page.value);
+  return reply.type('text/html; charset=utf-8').send(page.value);
 }

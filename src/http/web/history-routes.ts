@@ -219,10 +219,12 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     const out = await chargedActivityRead(charge, caller.member, (onRead) =>
       Promise.all([access.history(db, caller, { commits: 'none' }), access.activity(db, before ? { before } : {}, caller, onRead)]),
     );
+    // With its seconds, as the data pages' refusals: a 429 with Retry-After (errorPage).
     if ('limited' in out)
       throw new AgentDbError(
         'RATE_LIMITED',
         `the workspace's rate limit is spent for now (a history page counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); reload in ${out.limited.retryAfterS} s`,
+        { retryAfter: out.limited.retryAfterS },
       );
     const [h, activity] = out.page;
     const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
@@ -267,6 +269,7 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
           throw new AgentDbError(
             'RATE_LIMITED',
             `the workspace's rate limit is spent for now (a dry run counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); try again in ${planned.limited.retryAfterS} s`,
+            { retryAfter: planned.limited.retryAfterS },
           );
         const outcome = planned.page;
         // A restore changed the database: answer with a redirect to a plain page (POST, redirect,

@@ -8,6 +8,7 @@ import { checkForkTarget } from '../../history/fork-target.ts';
 import { positionIn, positionToken } from '../../history/position-token.ts';
 import type { RestoreResult } from '../../history/restore-result.ts';
 import { restoreAdds } from '../../history/restore-room.ts';
+import type { WeighedPlan, WeighingResult } from '../../history/restore-weighed.ts';
 import { intoTaken } from '../../history/restore-into.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
 import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
@@ -105,6 +106,7 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
               timeoutMs: RESTORE_TIMEOUT_MS,
             };
       let planned: RestoreResult | undefined;
+      let weighed: WeighedPlan | undefined;
       let overQuota: string | undefined;
       // A name already taken is refused before the quota's plan below reads the moment, as the
       // restore itself refuses it first: planned first, a moment out of history's range answered
@@ -120,14 +122,17 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
         // own quota lets restores through (hostile review T3). Held while it runs, so restores
         // of the workspace's other databases at once count it. A dry run answers what the
         // restore itself would: the same plan and check, `refused` instead of thrown (review N3).
-        planned = unwrap(await ctx.executor.run({ ...req, dryRun: true })) as RestoreResult;
-        const adding = restoreAdds({ into: args.into !== undefined, restoredBytes: planned.restoredBytes, currentBytes: planned.bytesBefore ?? 0 });
+        // The restore then runs the plan weighed (`weighed`), not one of its own made after it.
+        const { weighed: plan, ...dry } = unwrap(await ctx.executor.run({ ...req, dryRun: true, weighing: true })) as WeighingResult;
+        planned = dry;
+        weighed = plan;
+        const adding = restoreAdds({ into: args.into !== undefined, restoredBytes: dry.restoredBytes, currentBytes: dry.bytesBefore ?? 0 });
         const what = args.into === undefined ? `restore of ${source} in place` : `restore of ${source} into ${writes}`;
         const adds = { databases: args.into === undefined ? 0 : 1, bytes: adding };
         ({ release, refused: overQuota } = await ctx.quota.holdOrRefusal(parseDatabaseId(writes).workspace, adds, what, args.dryRun === true));
       }
       if (args.dryRun !== true || !planned) {
-        const outcome = await ctx.executor.run(req);
+        const outcome = await ctx.executor.run(weighed ? { ...req, weighed } : req);
         ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
         planned = unwrap(outcome) as RestoreResult;
       }
