@@ -97,7 +97,7 @@ describe("a turn's admitted adds", () => {
       const add = jobAdd(queue, 'call', d, callJobOptions(key, 3600));
       // BullMQ's packed arguments, unreadable: its script fails on them, after the admission.
       if (broken) add.args[0] = 'not msgpack';
-      return budget.admitCall('part', 'pro', [{ callKey: key, kind: 'args', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
+      return budget.admitCall('part', 'pro', [{ callKey: key, kind: 'call', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
     };
     await admin.config('RESETSTAT');
     const settled = await Promise.allSettled([admit('a'), admit('b', true), admit('c')]);
@@ -130,7 +130,7 @@ describe("a turn's admitted adds", () => {
       const budget = new WorkspaceRedisBudget(admin, keys(), 1000);
       const until = now + 60_000;
       // One entry of `a` gone by `now`: the batch's sweep takes it back.
-      await budget.note(`${name}-a`, [{ callKey: 'old', kind: 'args', bytes: 700, until: now - 10 }], now - 20);
+      await budget.note(`${name}-a`, [{ callKey: 'old', kind: 'call', bytes: 700, until: now - 10 }], now - 20);
       const admit = ([ws, id]: readonly [string, string], i: number) => {
         const workspace = `${name}-${ws}`;
         const d: CallJobData = {
@@ -150,7 +150,7 @@ describe("a turn's admitted adds", () => {
         return budget.admitCall(
           workspace,
           'pro',
-          [{ callKey: id, kind: 'args', bytes: BYTES, until: until + i }],
+          [{ callKey: id, kind: 'call', bytes: BYTES, until: until + i }],
           counters,
           at,
           jobAdd(queue, 'call', d, callJobOptions(key, 3600)),
@@ -229,7 +229,7 @@ describe("a turn's admitted adds", () => {
           enqueuedAt: Date.now(),
         };
         const add = jobAdd(queue, 'call', d, callJobOptions(callKeyOf(d), 3600));
-        return budget.admitCall(workspace, 'pro', [{ callKey: callId, kind: 'args', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
+        return budget.admitCall(workspace, 'pro', [{ callKey: callId, kind: 'call', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
       };
       const settled = await Promise.allSettled([admit('sum-bad', 'x1'), admit('sum-good', 'y1'), admit('sum-bad', 'x2')]);
       expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled', 'rejected']);
