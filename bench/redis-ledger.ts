@@ -16,7 +16,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { ADMITTED_ADD_LUA } from '../src/calls/admitted-add.ts';
 import { ADMITTED_ADDS_LUA } from '../src/calls/admitted-add-batch.ts';
 import { NOTED_COMPLETE_LUA } from '../src/calls/noted-completion.ts';
 import { LUA_SCRIPTS_DIR, luaSource } from '../src/redis/lua-scripts.ts';
@@ -37,7 +36,6 @@ function scriptNames(): Map<string, string> {
   const names = new Map<string, string>();
   const sha = (lua: string) => createHash('sha1').update(lua).digest('hex');
   for (const file of readdirSync(LUA_SCRIPTS_DIR)) if (file.endsWith('.lua')) names.set(sha(luaSource(file)), file);
-  names.set(sha(ADMITTED_ADD_LUA()), 'ADMITTED_ADD_LUA');
   names.set(sha(ADMITTED_ADDS_LUA()), 'ADMITTED_ADDS_LUA');
   names.set(sha(NOTED_COMPLETE_LUA()), 'NOTED_COMPLETE_LUA');
   const require = createRequire(import.meta.url);
