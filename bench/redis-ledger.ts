@@ -8,6 +8,7 @@
 //    commandstats, a script's inner commands each counted), bytes Redis read and wrote (INFO
 //    stats), and redis-server's own CPU (utime + stime, /proc/<pid>/stat), all per call.
 // RATE_LIMITS=plan counts the call's two rate counters too (the bench's client runs without).
+// SIDE=agentdb or SIDE=raw measures that side alone (to profile redis-server under one of them).
 import { createHash } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
@@ -163,7 +164,9 @@ const worker = await site.worker({}, process.env.WORKER_BIN);
 const raw = await rawBullmq(url, `${site.config.prefix}-raw`, 32, true);
 try {
   const ours = await pkReadTable(site.client);
-  const sides = { agentdb: { call: ours, pid: worker.pid }, raw: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! } };
+  const both = { agentdb: { call: ours, pid: worker.pid }, raw: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! } };
+  const only = process.env.SIDE as keyof typeof both | undefined;
+  const sides: Partial<typeof both> = only ? { [only]: both[only] } : both;
   for (const { call } of Object.values(sides)) await drive(1000, IN_FLIGHT, call);
   const names = scriptNames();
   const ledgers: Record<string, ReturnType<typeof ledger>> = {};
@@ -177,9 +180,11 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? (['agentdb', 'raw'] as const) : (['raw', 'agentdb'] as const);
     for (const side of order) {
+      const one = sides[side];
+      if (!one) continue;
       const c = (cost[side] ??= { commands: [], bytesIn: [], bytesOut: [], socketReads: [], redisCpuUs: [] });
       const [n0, b0, cpu0] = [await commandCount(admin), await netBytes(admin), cpuSeconds(redisPid)];
-      await drive(CALLS, IN_FLIGHT, sides[side].call);
+      await drive(CALLS, IN_FLIGHT, one.call);
       const [n1, b1, cpu1] = [await commandCount(admin), await netBytes(admin), cpuSeconds(redisPid)];
       c.commands.push(round((n1 - n0) / CALLS, 2));
       c.bytesIn.push(Math.round((b1.in - b0.in) / CALLS));
