@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { luaSource } from '../redis/lua-scripts.ts';
-import { ADD_KEYS, ADD_LUA, ADMITTED_ADD_LUA } from './admitted-add.ts';
+import { ADD_KEYS, ADD_LUA } from './admitted-add.ts';
 
-/** One call's admitted add: its keys and arguments as {@link ADMITTED_ADD_LUA} takes them. */
+/** One call's admitted add: its keys and arguments as one call's part of {@link ADMITTED_ADDS_LUA} takes them. */
 export interface AdmittedAddCommand {
   /** BullMQ's 9 keys, then budget-note's. */
   keys: (string | Buffer)[];
@@ -13,9 +13,8 @@ export interface AdmittedAddCommand {
 /** budget-note's reply, with the job's id fifth when admitted. */
 export type AdmittedAddReply = [held: string, first: string, verdict: number, rateMsLeft: number, jobId?: string];
 
-/** A connection that runs the one call's script and the batch's. */
+/** A connection that runs the admission's script. */
 type BatchingRedis = Redis & {
-  agentdbAdmittedAdd(numKeys: number, ...keysThenArgs: (string | Buffer)[]): Promise<AdmittedAddReply>;
   agentdbAdmittedAdds(numKeys: number, ...keysThenArgs: (string | Buffer)[]): Promise<(AdmittedAddReply | Error)[]>;
 };
 
@@ -27,21 +26,32 @@ type BatchingRedis = Redis & {
 export const ADDS_PER_SCRIPT = 64;
 
 /**
- * {@link ADMITTED_ADD_LUA} for several calls in one script: each call's admission and add as
- * one call's script runs them, one after the other. KEYS: each call's keys in turn; ARGV: the
- * number of calls, each call's number of keys and of arguments, then each call's arguments in
- * turn. Answers one reply per call, in order: the one call's script's reply, or an error reply
- * for a call whose part failed (`pcall`), which fails no other call. As a failed script of one
- * call does, a call whose part failed keeps what it wrote before the failure.
+ * The caller's admission and its job's add in one script (issue 31), for the calls of one turn
+ * (one or more): for each call in turn, `budget-note-batch.lua` counts its rates and Redis budget
+ * and, only when it admits the call, BullMQ's own `addStandardJob` adds the job. Sent one after
+ * the other they were two round trips before every call reached its queue; in one script a
+ * refused call still adds nothing, in the same atomic step.
  *
- * The budget note is budget-note.lua's, its verdicts and replies the same, but what can be summed
- * is written once per workspace (and rate counter) per batch, at its end (issue 31: run once per
- * call, the note was ~8 of a call's inner commands at 64 in flight): the ledger's sum (one GET,
- * one INCRBY), the sweep of what has gone (again only when a call's `now` is later, or the last
- * sweep hit its limit), the keys' expiry (one ZRANGE, two PEXPIREAT), and each rate counter (one
- * SET NX and one INCRBY). The ledger keeps an entry per call, each released on its own by the
- * sweep or the worker's note, as before. Redis's clock stands still through a script, so a
- * counter read once cannot expire before the batch's end.
+ * KEYS: each set of keys once (a call's are BullMQ's 9, then budget-note's: the calls of one
+ * workspace on one shard share theirs, which were sent again for each, 11 keys and ~450 bytes a
+ * call at 64 in flight). ARGV: the number of calls and of key sets, each set's number of keys,
+ * each call's set and number of arguments, then each call's arguments in turn (BullMQ's 3, then
+ * budget-note's). Answers one reply per call, in order: budget-note's reply, with the job's id
+ * fifth when admitted, or an error reply for a call whose part failed (`pcall`), which fails no
+ * other call. As a failed script of one call does, a call whose part failed keeps what it wrote
+ * before the failure.
+ *
+ * The budget note's verdicts and replies are budget-note.lua's, but what can be summed is written
+ * once per workspace (and rate counter) per script, at its end (issue 31: run once per call, the
+ * note was ~8 of a call's inner commands at 64 in flight): the ledger's sum (one GET, one INCRBY),
+ * the sweep of what has gone (again only when a call's `now` is later, or the last sweep hit its
+ * limit), the keys' expiry (one ZRANGE, two PEXPIREAT), and each rate counter (one SET NX and one
+ * INCRBY). The ledger keeps an entry per call, each released on its own by the sweep or the
+ * worker's note, as before. Redis's clock stands still through a script, so a counter read once
+ * cannot expire before the script's end.
+ *
+ * The keys are in two hash tags (`{shard-N}` and `{budget-<workspace>}`): fine on one Redis,
+ * which is what agentdb runs on; a Redis Cluster would need the two-step path.
  */
 export const ADMITTED_ADDS_LUA = (): string => `local ledgers, order, counters = {}, {}, {}
 ${luaSource('budget-note-batch.lua')}
@@ -56,13 +66,18 @@ ${ADD_LUA}
   end)()
   return admitted
 end
-local n = tonumber(ARGV[1])
-local k, a = 1, 2 + 2 * n
+local n, s = tonumber(ARGV[1]), tonumber(ARGV[2])
+local sets, k = {}, 1
+for i = 1, s do
+  local keys = {}
+  for j = 1, tonumber(ARGV[2 + i]) do keys[j] = KEYS[k]; k = k + 1 end
+  sets[i] = keys
+end
+local a = 3 + s + 2 * n
 local replies = {}
 for c = 1, n do
-  local keys, argv = {}, {}
-  for i = 1, tonumber(ARGV[2 * c]) do keys[i] = KEYS[k]; k = k + 1 end
-  for i = 1, tonumber(ARGV[2 * c + 1]) do argv[i] = ARGV[a]; a = a + 1 end
+  local keys, argv = sets[tonumber(ARGV[1 + s + 2 * c])], {}
+  for i = 1, tonumber(ARGV[2 + s + 2 * c]) do argv[i] = ARGV[a]; a = a + 1 end
   local ok, reply = pcall(admittedAdd, keys, argv)
   if ok then
     replies[c] = reply
@@ -98,9 +113,9 @@ interface Pending extends AdmittedAddCommand {
  * in flight the caller's one script per call was ~1 of the ~2.2 scripts a call cost Redis, and
  * one write to its socket per call). Sent when the turn's microtasks have all run (a microtask
  * that queues a `nextTick`: whatever the calls answered by one socket read start in its
- * microtasks, they all go), never after a timer: a call alone leaves in the turn it was made, as
- * {@link ADMITTED_ADD_LUA}'s own script, as before. A Redis error fails each call of the batch
- * with that error, as it would have failed each one's own script.
+ * microtasks, they all go), never after a timer: a call alone leaves in the turn it was made, in a
+ * script of its own (the same script: one text for one call and many). A Redis error fails each
+ * call of the batch with that error, as it would have failed each one's own script.
  */
 export class AdmittedAddBatch {
   private pending: Pending[] = [];
@@ -121,15 +136,23 @@ export class AdmittedAddBatch {
     const redis = this.scripted();
     for (let at = 0; at < all.length; at += ADDS_PER_SCRIPT) {
       const batch = all.slice(at, at + ADDS_PER_SCRIPT);
-      if (batch.length === 1) {
-        const [one] = batch as [Pending];
-        redis.agentdbAdmittedAdd(one.keys.length, ...one.keys, ...one.args).then(one.resolve, one.reject);
-        continue;
+      // Each call's keys as a set sent once: calls of one workspace and shard name the same.
+      const sets = new Map<string, number>();
+      const keys: (string | Buffer)[] = [];
+      const setSizes: string[] = [];
+      const perCall: string[] = [];
+      for (const c of batch) {
+        const id = c.keys.join('\n');
+        let set = sets.get(id);
+        if (set === undefined) {
+          sets.set(id, (set = sets.size + 1));
+          keys.push(...c.keys);
+          setSizes.push(String(c.keys.length));
+        }
+        perCall.push(String(set), String(c.args.length));
       }
-      const keys = batch.flatMap((c) => c.keys);
-      const counts = batch.flatMap((c) => [String(c.keys.length), String(c.args.length)]);
       const args = batch.flatMap((c) => c.args);
-      redis.agentdbAdmittedAdds(keys.length, ...keys, String(batch.length), ...counts, ...args).then(
+      redis.agentdbAdmittedAdds(keys.length, ...keys, String(batch.length), String(sets.size), ...setSizes, ...perCall, ...args).then(
         (replies) =>
           batch.forEach((c, i) => {
             const reply = replies[i];
@@ -144,10 +167,9 @@ export class AdmittedAddBatch {
     }
   }
 
-  /** The connection with both scripts defined on it (on first use: only a caller adds jobs). */
+  /** The connection with the script defined on it (on first use: only a caller adds jobs). */
   private scripted(): BatchingRedis {
     const redis = this.redis as BatchingRedis;
-    if (typeof redis.agentdbAdmittedAdd !== 'function') redis.defineCommand('agentdbAdmittedAdd', { lua: ADMITTED_ADD_LUA() });
     if (typeof redis.agentdbAdmittedAdds !== 'function') redis.defineCommand('agentdbAdmittedAdds', { lua: ADMITTED_ADDS_LUA() });
     return redis;
   }

@@ -1,12 +1,11 @@
 import { createRequire } from 'node:module';
 import { Backoffs, Job, type JobJson, type JobsOptions, type Queue } from 'bullmq';
 import type { CallJobData } from '../contracts/call.ts';
-import { luaSource } from '../redis/lua-scripts.ts';
 
 /**
  * BullMQ's add of one job, as the keys and arguments of its `addStandardJob` script: what
  * `Queue.add` would send, built by BullMQ itself, to be sent inside the caller's admission
- * ({@link ADMITTED_ADD_LUA}) instead of after it.
+ * (`ADMITTED_ADDS_LUA`) instead of after it.
  */
 export interface JobAdd {
   keys: string[];
@@ -21,33 +20,9 @@ const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/ad
   addStandardJob: { name: string; content: string; keys: number };
 };
 const ADD = bullmqScripts.addStandardJob;
-/** How many keys BullMQ's standard add takes, and its script's text (for the batch's script). */
+/** How many keys BullMQ's standard add takes, and its script's text (for the admission's script, `ADMITTED_ADDS_LUA`). */
 export const ADD_KEYS = ADD.keys;
 export const ADD_LUA = ADD.content;
-
-/**
- * The caller's admission and its job's add in one script (issue 31): `budget-note.lua` counts the
- * call's rates and Redis budget and, only when it admits the call, BullMQ's own `addStandardJob`
- * adds the job. Sent one after the other they were two round trips before every call reached
- * its queue; one script is one, and a refused call still adds nothing, now in the same atomic
- * step. KEYS: BullMQ's 9, then budget-note's; ARGV: BullMQ's 3, then budget-note's. Answers
- * budget-note's reply, with the job's id fifth when admitted.
- *
- * The keys are in two hash tags (`{shard-N}` and `{budget-<workspace>}`): fine on one Redis,
- * which is what agentdb runs on; a Redis Cluster would need the two-step path.
- */
-export const ADMITTED_ADD_LUA = (): string => `local budgetKeys, budgetArgs = {}, {}
-for i = ${ADD.keys + 1}, #KEYS do budgetKeys[#budgetKeys + 1] = KEYS[i] end
-for i = 4, #ARGV do budgetArgs[#budgetArgs + 1] = ARGV[i] end
-local admitted = (function(KEYS, ARGV)
-${luaSource('budget-note.lua')}
-end)(budgetKeys, budgetArgs)
-if admitted[3] ~= 1 then return admitted end
-admitted[5] = (function()
-${ADD.content}
-end)()
-return admitted
-`;
 
 /**
  * Options a job of this add may carry: those BullMQ's standard add encodes as they are. Any other

@@ -150,13 +150,12 @@ export class CallEnqueue {
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     // Counted now, for as long as the job may live: taken, parked and kept after it finishes.
-    // The worker moves it nearer when the call completes, and gives back the room reserved for
-    // its envelope (which it counts as written instead).
+    // The worker swaps it, when the call completes, for the call's `done` entry (its arguments and
+    // the envelope as written, until nearer) and so gives back the room reserved for the envelope.
     const until = data.enqueuedAt + timeoutMs + this.deps.approvalTtlMs + this.deps.resultTtlS * 1000;
-    const entries = (argsBytes: number) => [
-      { callKey: key, kind: 'args' as const, bytes: argsBytes + CALL_OVERHEAD_BYTES, until },
-      { callKey: key, kind: 'reserve' as const, bytes: ENVELOPE_RESERVE_BYTES, until },
-    ];
+    // One entry for the arguments and the reserved room: as two, each side of the call paid Redis a
+    // ZADD or ZREM more, and both sides sent one more member (issue 31); the sum is the same.
+    const entries = (argsBytes: number) => [{ callKey: key, kind: 'call' as const, bytes: argsBytes + CALL_OVERHEAD_BYTES + ENVELOPE_RESERVE_BYTES, until }];
     const refusal = (r: Admission) =>
       'rate' in r
         ? this.deps.refused('rate', rateLimited(callId, tool, request.workspace, this.deps.rates!.refused(r.rate, r.msLeft)))

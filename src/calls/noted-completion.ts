@@ -12,7 +12,7 @@ import { luaSource } from '../redis/lua-scripts.ts';
  * Returns {completions announced, budget-note's held sum (or ''), the note's error (or '')}.
  *
  * The keys are in two hash tags (`{budget-<workspace>}` and `{calls}`): fine on one Redis, which
- * is what agentdb runs on, as the caller's `ADMITTED_ADD_LUA`; a Redis Cluster would need the
+ * is what agentdb runs on, as the caller's `ADMITTED_ADDS_LUA`; a Redis Cluster would need the
  * two scripts.
  */
 export const NOTED_COMPLETE_LUA = (): string => `local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])

@@ -12,10 +12,11 @@ export interface BudgetEntry {
   /** The call's key (`callKey`), so that a call counted twice counts once. */
   callKey: string;
   /**
-   * `args` (the job's data), `envelope` (its result), `approval` (its record), `reserve` (room for
-   * its envelope until it has one), `task` (an MCP task standing for it, with its result).
+   * `call` (a call's job from its enqueue to its completion: its data, and room for its envelope
+   * until it has one), `done` (the finished job: its data and its result), `approval` (its
+   * record), `task` (an MCP task standing for it, with its result).
    */
-  kind: 'args' | 'envelope' | 'approval' | 'reserve' | 'task';
+  kind: 'call' | 'done' | 'approval' | 'task';
   bytes: number;
   until: number;
 }

@@ -3,7 +3,7 @@
  * (`{shard-N}`); the event stream and the usage meters share `{calls}`, because one script
  * updates them together when a call completes. So on Redis Cluster every multi-key script
  * touches one slot, while shards still spread over the cluster — but one: the client's admission
- * of a call with a generated id, which adds its job in the same script (`ADMITTED_ADD_LUA`), spans
+ * of a call with a generated id, which adds its job in the same script (`ADMITTED_ADDS_LUA`), spans
  * the workspace's `{budget-…}` and the shard's `{shard-N}` (one Redis is what agentdb runs on).
  */
 export interface Keys {

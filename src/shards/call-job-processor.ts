@@ -217,11 +217,12 @@ export class CallJobProcessor {
   }
 
   /**
-   * Counts the envelope BullMQ is about to keep against the workspace's Redis budget, and moves
-   * its arguments' count (made by the client, for as long as the job could live) to when the
-   * job goes. Not awaited: sent on this connection ahead of the completion, in its script (with
-   * the other notes of its workspace finished in the same turn), so whoever hears of the call
-   * hears of it after the count.
+   * Counts the envelope BullMQ is about to keep against the workspace's Redis budget, with the
+   * call's arguments, until the job goes; the client's `call` entry (the arguments, counted for as
+   * long as the job could live, and the room reserved for this envelope) goes in the same note.
+   * Not awaited: sent on this connection ahead of the completion, in its script (with the other
+   * notes of its workspace finished in the same turn), so whoever hears of the call hears of it
+   * after the count.
    */
   private count(job: Job<CallJobData>, argsBytes: number, kept: number, envelopeBytes: number, log: () => Logger): void {
     const now = Date.now();
@@ -229,19 +230,17 @@ export class CallJobProcessor {
     const { resultTtlS, resultTrimEveryS } = this.opts.config;
     const until = now + (resultTtlS + resultTrimEveryS) * 1000;
     const callKey = job.id!;
-    // A call refused at parking had its arguments dropped: what was counted for them goes now.
-    const dropped = kept < argsBytes ? [{ callKey, kind: 'args' as const, bytes: argsBytes, until: now }] : [];
     this.budget.noteSoon(
       job.data.workspace,
       [
-        ...dropped,
-        // The room the client reserved for this envelope goes: the envelope is counted below.
-        { callKey, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: now },
-        { callKey, kind: 'args', bytes: kept, until },
-        // Twice: BullMQ keeps it in the job and again in its queue's event stream (`completed`,
+        // The client's entry, as it counted it: gone now (its time has come), its bytes given back.
+        { callKey, kind: 'call', bytes: argsBytes + ENVELOPE_RESERVE_BYTES, until: now },
+        // The arguments as kept (a call refused at parking had them dropped) and the envelope,
+        // twice: BullMQ keeps it in the job and again in its queue's event stream (`completed`,
         // trimmed at 1,000 events, and by `pruneFinishedJobs` at the same age as the job): the
-        // bench measured 128 KB of Redis per 64 KB envelope.
-        { callKey, kind: 'envelope', bytes: 2 * envelopeBytes, until },
+        // bench measured 128 KB of Redis per 64 KB envelope. A second run's note of the same
+        // call finds both as the first left them, and counts nothing twice.
+        { callKey, kind: 'done', bytes: kept + 2 * envelopeBytes, until },
       ],
       (err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"),
     );

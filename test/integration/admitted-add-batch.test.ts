@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobAdd } from '../../src/calls/admitted-add.ts';
+import { ADD_KEYS, jobAdd } from '../../src/calls/admitted-add.ts';
+import { ADMITTED_ADDS_LUA } from '../../src/calls/admitted-add-batch.ts';
 import { callJobOptions } from '../../src/calls/call-resend.ts';
 import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
 import type { CallJobData } from '../../src/contracts/call.ts';
@@ -97,7 +98,7 @@ describe("a turn's admitted adds", () => {
       const add = jobAdd(queue, 'call', d, callJobOptions(key, 3600));
       // BullMQ's packed arguments, unreadable: its script fails on them, after the admission.
       if (broken) add.args[0] = 'not msgpack';
-      return budget.admitCall('part', 'pro', [{ callKey: key, kind: 'args', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
+      return budget.admitCall('part', 'pro', [{ callKey: key, kind: 'call', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
     };
     await admin.config('RESETSTAT');
     const settled = await Promise.allSettled([admit('a'), admit('b', true), admit('c')]);
@@ -107,6 +108,51 @@ describe("a turn's admitted adds", () => {
     const jobs = await Promise.all(['a', 'b', 'c'].map((id) => queue.getJob(callKeyOf(data(id)))));
     expect(jobs.map((j) => j !== undefined)).toEqual([true, false, true]);
     await queue.close();
+  });
+
+  it('sends each set of keys once: the calls of one workspace on one shard share theirs', async () => {
+    const conn = connectRedis(own.url);
+    try {
+      // The script as the batch defines it, its keys counted as they are sent.
+      conn.defineCommand('agentdbAdmittedAdds', { lua: ADMITTED_ADDS_LUA() });
+      const scripted = conn as typeof conn & { agentdbAdmittedAdds(numKeys: number, ...rest: (string | Buffer)[]): Promise<unknown> };
+      const run = scripted.agentdbAdmittedAdds.bind(conn);
+      const sent: number[] = [];
+      scripted.agentdbAdmittedAdds = (numKeys, ...rest) => (sent.push(numKeys), run(numKeys, ...rest));
+      const budget = new WorkspaceRedisBudget(conn, keys(), 1024 * 1024);
+      const queues = new Map<string, Queue>();
+      const admit = async (workspace: string, callId: string) => {
+        let queue = queues.get(workspace);
+        if (!queue) queues.set(workspace, (queue = queueOf(workspace)));
+        await queue.waitUntilReady();
+        const d: CallJobData = {
+          callId,
+          workspace,
+          agent: 'scout',
+          settings: { database: 'agent', approval: 'never', sandbox: false, sharedData: false },
+          plan: 'pro',
+          tool: 'DATA_QUERY_SQL',
+          arguments: { sql: 'SELECT 1' },
+          enqueuedAt: Date.now(),
+        };
+        const add = jobAdd(queue, 'call', d, callJobOptions(callKeyOf(d), 3600));
+        return { workspace, key: callKeyOf(d), add };
+      };
+      const calls = await Promise.all([...['k1', 'k2', 'k3', 'k4', 'k5'].map((id) => admit('sets', id)), admit('sets-other', 'o1')]);
+      const verdicts = await Promise.all(
+        calls.map(({ workspace, key, add }) =>
+          budget.admitCall(workspace, 'pro', [{ callKey: key, kind: 'call', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add),
+        ),
+      );
+      expect(verdicts).toEqual(calls.map(() => undefined));
+      // One script, two sets of BullMQ's keys and the budget's two: each call's 11 were sent again.
+      expect(sent).toEqual([2 * (ADD_KEYS + 2)]);
+      for (const { workspace, key } of calls) expect(await queues.get(workspace)!.getJob(key), key).toBeDefined();
+      expect(await conn.get(keys().redisBudget('sets').held)).toBe('500');
+      for (const queue of queues.values()) await queue.close();
+    } finally {
+      conn.disconnect();
+    }
   });
 
   // The batch's budget note sums what it can per workspace: what it counts must stay what one
@@ -123,14 +169,18 @@ describe("a turn's admitted adds", () => {
       ['a', 'a5'],
       ['a', 'a6'],
     ] as const;
-    /** Admits `calls` into workspaces `<run>-a` and `<run>-b` (cap 1000 bytes, `a` 5 calls a window), in one turn or one at a time. */
-    const run = async (name: string, together: boolean, now: number) => {
+    /**
+     * Admits `calls` into workspaces `<run>-a` and `<run>-b` (cap 1000 bytes, `a` 5 calls a
+     * window): in one turn, one at a time, or one at a time by budget-note.lua alone (`note`: no
+     * job added), the script budget-note-batch.lua copies.
+     */
+    const run = async (name: string, how: 'together' | 'alone' | 'note', now: number) => {
       const queue = queueOf(`${name}-a`);
       await queue.waitUntilReady();
       const budget = new WorkspaceRedisBudget(admin, keys(), 1000);
       const until = now + 60_000;
       // One entry of `a` gone by `now`: the batch's sweep takes it back.
-      await budget.note(`${name}-a`, [{ callKey: 'old', kind: 'args', bytes: 700, until: now - 10 }], now - 20);
+      await budget.note(`${name}-a`, [{ callKey: 'old', kind: 'call', bytes: 700, until: now - 10 }], now - 20);
       const admit = ([ws, id]: readonly [string, string], i: number) => {
         const workspace = `${name}-${ws}`;
         const d: CallJobData = {
@@ -150,15 +200,15 @@ describe("a turn's admitted adds", () => {
         return budget.admitCall(
           workspace,
           'pro',
-          [{ callKey: id, kind: 'args', bytes: BYTES, until: until + i }],
+          [{ callKey: id, kind: 'call', bytes: BYTES, until: until + i }],
           counters,
           at,
-          jobAdd(queue, 'call', d, callJobOptions(key, 3600)),
+          how === 'note' ? undefined : jobAdd(queue, 'call', d, callJobOptions(key, 3600)),
         );
       };
       await admin.config('RESETSTAT');
       let verdicts: Awaited<ReturnType<typeof admit>>[] = [];
-      if (together) verdicts = await Promise.all(calls.map(admit));
+      if (how === 'together') verdicts = await Promise.all(calls.map(admit));
       else for (const [i, c] of calls.entries()) verdicts.push(await admit(c, i));
       const stats = await admin.info('commandstats');
       const count = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
@@ -188,8 +238,10 @@ describe("a turn's admitted adds", () => {
 
     it('counts a batch as one call at a time does, with its sum and expiry written once a workspace', async () => {
       const now = Date.now();
-      const alone = await run('alone', false, now);
-      const batch = await run('batch', true, now);
+      const note = await run('note', 'note', now);
+      const alone = await run('alone', 'alone', now);
+      const batch = await run('batch', 'together', now);
+      expect(alone.state).toEqual(note.state);
       expect(batch.state).toEqual(alone.state);
       // a1..a4 and b1, b2 in, a5 over the budget (the old entry swept first), a6 over the rate.
       expect(batch.state.verdicts.filter((v) => v === 'admitted')).toHaveLength(6);
@@ -198,7 +250,8 @@ describe("a turn's admitted adds", () => {
       expect(batch.state.b.held).toBe(String(2 * BYTES));
       // Once a call at a time, per call: two PEXPIREAT and an INCRBY for the sum (and one for
       // the rate) each; the batch's: once per workspace (and counter), a sweep per moment.
-      expect({ pexpireat: alone.count('pexpireat'), zrangebyscore: alone.count('zrangebyscore') }).toEqual({ pexpireat: 12, zrangebyscore: 7 });
+      for (const one of [note, alone])
+        expect({ pexpireat: one.count('pexpireat'), zrangebyscore: one.count('zrangebyscore') }).toEqual({ pexpireat: 12, zrangebyscore: 7 });
       expect({ pexpireat: batch.count('pexpireat'), zrangebyscore: batch.count('zrangebyscore'), incrby: batch.count('incrby') }).toEqual({
         pexpireat: 4,
         zrangebyscore: 3,
@@ -229,7 +282,7 @@ describe("a turn's admitted adds", () => {
           enqueuedAt: Date.now(),
         };
         const add = jobAdd(queue, 'call', d, callJobOptions(callKeyOf(d), 3600));
-        return budget.admitCall(workspace, 'pro', [{ callKey: callId, kind: 'args', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
+        return budget.admitCall(workspace, 'pro', [{ callKey: callId, kind: 'call', bytes: 100, until: Date.now() + 60_000 }], [], Date.now(), add);
       };
       const settled = await Promise.allSettled([admit('sum-bad', 'x1'), admit('sum-good', 'y1'), admit('sum-bad', 'x2')]);
       expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled', 'rejected']);

@@ -39,7 +39,7 @@ const callData = (workspace: string, callId: string): CallJobData => ({
 });
 const queueOf = (workspace: string) =>
   new Queue(keys().queueName(shardOf(databaseId(workspace, 'scout'), sb.config.shardCount)), { connection: redis, prefix: keys().bullPrefix });
-const entry = (callKey: string, bytes: number) => [{ callKey, kind: 'args' as const, bytes, until: Date.now() + 60_000 }];
+const entry = (callKey: string, bytes: number) => [{ callKey, kind: 'call' as const, bytes, until: Date.now() + 60_000 }];
 
 describe('a call admitted and added in one script', () => {
   it("stores the job as BullMQ's own add does, and counts it against the budget", async () => {
@@ -61,7 +61,7 @@ describe('a call admitted and added in one script', () => {
     expect(a!.name).toBe(b!.name);
     expect(await a!.getState()).toBe('waiting');
     const held = await redis.zrange(keys().redisBudget('same').ledger, 0, -1);
-    expect(held).toEqual([`${oursKey}|args:100`]);
+    expect(held).toEqual([`${oursKey}|call:100`]);
     await queue.close();
   });
 

@@ -79,19 +79,16 @@ describe('call completions', () => {
     const now = Date.now();
     const later = now + 3_600_000;
     const calls = ['c1', 'c2', 'c3', 'c4', 'c5'];
-    // As callers count them: each call's arguments, and room reserved for its envelope.
+    // As callers count them: each call's arguments and room reserved for its envelope.
     await budget.note(
       'acme',
-      calls.flatMap((callKey) => [
-        { callKey, kind: 'args' as const, bytes: 100, until: later },
-        { callKey, kind: 'reserve' as const, bytes: 1000, until: later },
-      ]),
+      calls.map((callKey) => ({ callKey, kind: 'call' as const, bytes: 1100, until: later })),
       now,
     );
     await redis.config('RESETSTAT');
 
-    // As a busy worker finishes them, in one turn: each completion, then its note (the reserve
-    // goes, the arguments stay, the envelope is counted).
+    // As a busy worker finishes them, in one turn: each completion, then its note (the caller's
+    // entry goes, the arguments and the envelope are counted).
     const at = Date.now();
     const failed: unknown[] = [];
     const done = calls.map((callKey, i) => {
@@ -106,9 +103,8 @@ describe('call completions', () => {
       budget.noteSoon(
         'acme',
         [
-          { callKey, kind: 'reserve', bytes: 1000, until: at },
-          { callKey, kind: 'args', bytes: 100, until: later },
-          { callKey, kind: 'envelope', bytes: 50, until: later },
+          { callKey, kind: 'call', bytes: 1100, until: at },
+          { callKey, kind: 'done', bytes: 150, until: later },
         ],
         (err) => failed.push(err),
       );
@@ -131,7 +127,7 @@ describe('call completions', () => {
     ]);
     const { ledger, held } = keys.redisBudget('acme');
     const entries = await redis.zrange(ledger, 0, -1);
-    expect(entries).toHaveLength(10);
+    expect(entries).toHaveLength(5);
     expect(Number(await redis.get(held))).toBe(entries.reduce((n, m) => n + Number(m.split(':').pop()), 0));
     expect(Number(await redis.get(held))).toBe(5 * 150);
     expect(await redis.xlen(keys.events)).toBe(5);

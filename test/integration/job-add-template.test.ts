@@ -60,7 +60,7 @@ describe("a call's add from its queue's template", () => {
     const budget = new WorkspaceRedisBudget(redis, keys(), 1024 * 1024);
     const id = 'tpl:scout:same-job';
     const now = Date.now();
-    const entry = [{ callKey: id, kind: 'args' as const, bytes: 100, until: now + 60_000 }];
+    const entry = [{ callKey: id, kind: 'call' as const, bytes: 100, until: now + 60_000 }];
     expect(await budget.admitCall('tpl', 'pro', entry, [], now, jobAdd(a, 'call', data(id), callJobOptions(id, 3600), now))).toBeUndefined();
     const template = JobAddTemplate.of(b, 'call', callJobOptions('', 3600))!;
     expect(await budget.admitCall('tpl2', 'pro', entry, [], now, template.add(data(id), id, now))).toBeUndefined();

@@ -86,6 +86,13 @@ describe("a workspace's Redis budget", () => {
       // 256 KiB holds two reservations of 128 KiB (with the arguments, the second reaches it).
       expect(queued).toBeLessThanOrEqual(2);
       expect(queued + refused).toBe(20);
+      // One entry per queued call, its arguments and its reserved room together, and the sum theirs.
+      const { ledger, held } = keysFor(prefix).redisBudget('backlog');
+      const entries = await redis.zrange(ledger, 0, -1);
+      expect(entries).toHaveLength(queued);
+      const sum = entries.reduce((n, m) => n + Number(m.split(':').pop()), 0);
+      expect(sum).toBeGreaterThan(queued * 131072);
+      expect(Number(await redis.get(held))).toBe(sum);
     } finally {
       await idle.close();
       const doomed = await redis.keys(`${prefix}:*`);
@@ -99,17 +106,19 @@ describe("a workspace's Redis budget", () => {
     const later = Date.now() + sb.config.resultTtlS * 1000 + sb.config.approvalTtlMs + 60_000;
     expect(await budget.note('hog', [], later)).toEqual({ held: 0 });
     expect(await redis.exists(keys.redisBudget('hog').ledger, keys.redisBudget('hog').held)).toBe(0);
-    expect(await budget.admit('hog', 'pro', [{ callKey: 'k', kind: 'args', bytes: 10, until: later + 1000 }], later)).toBeUndefined();
+    expect(await budget.admit('hog', 'pro', [{ callKey: 'k', kind: 'call', bytes: 10, until: later + 1000 }], later)).toBeUndefined();
   });
 
-  it("drops a finished call's reserved room at once: its ledger holds its arguments and envelope, and the sum is theirs", async () => {
+  it("drops a finished call's reserved room at once: its ledger holds one entry, its arguments and envelope, and the sum is theirs", async () => {
     const keys = keysFor(sb.config.prefix);
     const env = await client.call({ ...who('tidy'), tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1 AS one' } });
     expect(env).toMatchObject({ ok: true });
     const { ledger, held } = keys.redisBudget('tidy');
     // The worker's note goes ahead of the completion on its connection: counted before it is heard.
     const entries = await redis.zrange(ledger, 0, -1);
-    expect(entries.map((m) => m.split('|')[1]!.split(':')[0]).sort()).toEqual(['args', 'envelope']);
+    // One entry a call, queued or finished: two (arguments and reserved room, then arguments and
+    // envelope) cost each side a ZADD or ZREM more per call, for the same sum.
+    expect(entries.map((m) => m.split('|')[1]!.split(':')[0])).toEqual(['done']);
     const sum = entries.reduce((n, m) => n + Number(m.split(':').pop()), 0);
     expect(Number(await redis.get(held))).toBe(sum);
   });
@@ -140,13 +149,13 @@ describe("a workspace's Redis budget", () => {
         // As the worker does: the completion queued first, its note right after, in the same turn.
         const envelope = okEnvelope(call, 'DATA_QUERY_SQL', 1, {});
         done.push(completion.complete(envelope, completedEvent(envelope, ws, 'scout')));
-        budget.noteSoon(ws, [{ callKey: call, kind: 'envelope', bytes: 100, until }], (err) => failed.push(err));
+        budget.noteSoon(ws, [{ callKey: call, kind: 'done', bytes: 100, until }], (err) => failed.push(err));
       }
       await Promise.all(done);
       // The first workspace's notes ride in the completions' script; the other's go just before it.
       expect(sent).toEqual([keys.redisBudget('turn-b').ledger, `completion noting ${keys.redisBudget('turn-a').ledger}`]);
-      expect(await redis.zrange(keys.redisBudget('turn-a').ledger, 0, -1)).toEqual(['a1|envelope:100', 'a2|envelope:100']);
-      expect(await redis.zrange(keys.redisBudget('turn-b').ledger, 0, -1)).toEqual(['b1|envelope:100']);
+      expect(await redis.zrange(keys.redisBudget('turn-a').ledger, 0, -1)).toEqual(['a1|done:100', 'a2|done:100']);
+      expect(await redis.zrange(keys.redisBudget('turn-b').ledger, 0, -1)).toEqual(['b1|done:100']);
       expect(Number(await redis.get(keys.redisBudget('turn-a').held))).toBe(200);
       expect(failed).toEqual([]);
     } finally {
@@ -165,7 +174,7 @@ describe("a workspace's Redis budget", () => {
       const failed: unknown[] = [];
       const envelope = okEnvelope('x1', 'DATA_QUERY_SQL', 1, {});
       const done = completion.complete(envelope, completedEvent(envelope, 'broken', 'scout'));
-      budget.noteSoon('broken', [{ callKey: 'x1', kind: 'envelope', bytes: 100, until: Date.now() + 60_000 }], (err) => failed.push(err));
+      budget.noteSoon('broken', [{ callKey: 'x1', kind: 'done', bytes: 100, until: Date.now() + 60_000 }], (err) => failed.push(err));
       await done;
       const events = (await redis.xrevrange(keys.events, '+', '-', 'COUNT', 50)) as [string, string[]][];
       expect(events.some(([, fields]) => fields.some((f) => f.includes('"callId":"x1"') && f.includes('"workspace":"broken"')))).toBe(true);
@@ -203,7 +212,10 @@ describe("a workspace's Redis budget", () => {
     // The refused call's arguments and the room reserved for its envelope are gone; the parked
     // call keeps room for the envelope it will leave once decided.
     await expect.poll(async () => (await largeEntries()).filter((m) => m.startsWith(refusedKey))).toEqual([]);
-    expect(await largeEntries()).toEqual([`${parkedKey}|reserve:131072`]);
+    const [parked, ...others] = await largeEntries();
+    expect(others).toEqual([]);
+    expect(parked).toMatch(new RegExp(`^${parkedKey}\\|call:(\\d+)$`));
+    expect(Number(parked!.split(':').pop())).toBeGreaterThan(131072);
     expect((await budget.note('acme', [])).held).toBeGreaterThan(0);
   });
 });

@@ -35,7 +35,7 @@ describe('agentdb_redis_workspace_bytes', () => {
   it('shows the top METRICS_TOP_WORKSPACES workspaces by the bytes their budget counts, and drops one that holds nothing', async () => {
     const budget = new WorkspaceRedisBudget(redis, keysFor(sb.config.prefix));
     const until = Date.now() + 3600_000;
-    const hold = (workspace: string, bytes: number) => budget.note(workspace, [{ callKey: `${workspace}.a.c1`, kind: 'args', bytes, until }]);
+    const hold = (workspace: string, bytes: number) => budget.note(workspace, [{ callKey: `${workspace}.a.c1`, kind: 'call', bytes, until }]);
     await hold('small', 1000);
     await hold('big', 3000);
     await hold('middle', 2000);
