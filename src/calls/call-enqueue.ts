@@ -15,7 +15,7 @@ import { awaitCompletion, watchJob } from './call-completion-wait.ts';
 import { claimCallId, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
-import { addOrJoin, callJobOptions } from './call-resend.ts';
+import { addOrJoin, callJobOptions, finishedOutcome } from './call-resend.ts';
 import type { CallWaiters } from './call-waiters.ts';
 import type { CallOptions } from './client-options.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
@@ -178,7 +178,7 @@ export class CallEnqueue {
       add = template ? template.add(data, key) : jobAdd(queue, 'call', data, callJobOptions(key, this.deps.resultTtlS));
     } else {
       const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, entries(jsonBytes(data)), counters);
-      if (refused) return refusal(refused);
+      if (refused) return (ownId && 'over' in refused && (await finishedOutcome(queue, key, data))) || refusal(refused);
     }
     if (ownId) {
       const conflict = await claimCallId({ ...this.deps.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
@@ -223,6 +223,11 @@ export class CallEnqueue {
           wait,
           completion,
           ...(parking ? { parking } : {}),
+          finishedBefore: () =>
+            this.deps.budget.note(data.workspace, [{ callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: 0 }]).then(
+              () => undefined,
+              () => undefined,
+            ),
         });
     // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
     sent.stall.disarm();
