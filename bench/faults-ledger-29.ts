@@ -24,10 +24,12 @@
 // says failed for a write that is there; the ok answers of one id agree; sent again under its id
 // (every acknowledged write, after the run), each answers its first outcome and doubles nothing;
 // each restore that answered ok holds every write acknowledged by its moment and none sent after;
-// a `--from-blob` restore of each database at the end, by its restoredTo.
+// a `--from-blob` restore of each database at the end, by its restoredTo; after the run, a restore
+// to the second after each fault's end.
 //
 // Root only (mount). `npm run build`, then
-//   RUN_S=120 FAULT_ROUNDS=2 node --import tsx bench/faults-ledger-29.ts
+//   RUN_S=120 FAULT_ROUNDS=2 [FAULT_STREAMS=2] node --import tsx bench/faults-ledger-29.ts
+// FAULT_STREAMS=2 runs the plan twice at once, in two orders, so faults overlap (one per resource at a time).
 // Prints a JSON report; $OUT (a temp folder) keeps it, the answers and the processes' logs.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,6 +51,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../test/helpers/tmpfs.ts';
 
 const RUN_MS = Number(process.env.RUN_S ?? 120) * 1000;
 const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 2);
+const STREAMS = Number(process.env.FAULT_STREAMS ?? 1);
 const KINDS = (process.env.FAULTS ?? 'worker,child,full,empty,aof').split(',').filter(Boolean);
 const WS = 'f4';
 const LANES = ['lib', 'slow', 'v1', 'mcp', 'member'] as const;
@@ -279,7 +282,15 @@ async function main(): Promise<void> {
     }
   };
 
-  const faults: { fault: string; at: string; detail?: string }[] = [];
+  const faults: { fault: string; at: string; ms: number; detail?: string }[] = [];
+  // Faults of two streams may overlap (a worker killed while the disk is full), but one thing is
+  // broken by one fault at a time: each takes its resource's turn.
+  const turns: Record<string, Promise<unknown>> = {};
+  const inTurn = <T>(resource: string, fn: () => Promise<T>): Promise<T> => {
+    const next = (turns[resource] ?? Promise.resolve()).then(fn);
+    turns[resource] = next.catch(() => undefined);
+    return next;
+  };
   const kill = async (which: 'start' | 'worker') => {
     const p = procs[which]!;
     const gone = new Promise((res) => p.once('exit', res));
@@ -292,21 +303,24 @@ async function main(): Promise<void> {
       .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
   let workerKills = 0;
   const inject = async (f: string) => {
+    const t0 = Date.now();
     const at = new Date().toISOString();
     let detail = '';
-    if (f === 'worker') {
-      const which = workerKills++ % 2 ? 'worker' : 'start';
-      await kill(which);
-      await sleep(rand(200, 1500));
-      await startProc(which);
-      detail = which;
-    } else if (f === 'child') {
-      const which = Math.random() < 0.5 ? 'worker' : 'start';
-      const kids = childrenOf(procs[which]!.pid!);
-      for (const k of kids) process.kill(k, 'SIGKILL');
-      detail = `${which}: ${kids.length}`;
+    if (f === 'worker' || f === 'child') {
+      const which = f === 'worker' ? (workerKills++ % 2 ? 'worker' : 'start') : Math.random() < 0.5 ? 'worker' : 'start';
+      detail = await inTurn(which, async () => {
+        if (f === 'child') {
+          const kids = childrenOf(procs[which]!.pid!);
+          for (const k of kids) process.kill(k, 'SIGKILL');
+          return `${which}: ${kids.length}`;
+        }
+        await kill(which);
+        await sleep(rand(200, 1500));
+        await startProc(which);
+        return which;
+      });
     } else if (f === 'full') {
-      const file = path.join(dataDir, '.fill');
+      const file = path.join(dataDir, `.fill-${t0}`);
       const filled = fillDisk(file);
       const hold = rand(3000, 8000);
       await sleep(hold);
@@ -315,25 +329,31 @@ async function main(): Promise<void> {
       fs.rmSync(file);
       detail = `${Math.round(hold)} ms`;
     } else if (f === 'aof' || f === 'empty') {
-      await redis.kill();
-      if (f === 'empty') redis.wipe();
-      await sleep(rand(300, 2000));
-      await redis.start();
-      if (f === 'empty') for (const [k, v] of registry) await r.restore(k, 0, v, 'REPLACE');
+      await inTurn('redis', async () => {
+        await redis.kill();
+        if (f === 'empty') redis.wipe();
+        await sleep(rand(300, 2000));
+        await redis.start();
+        if (f === 'empty') for (const [k, v] of registry) await r.restore(k, 0, v, 'REPLACE');
+      });
     }
-    faults.push({ fault: f, at, detail });
+    faults.push({ fault: f, at, ms: Date.now() - t0, detail });
     console.error(`${at} ${f} ${detail}`);
   };
   const plan = Array.from({ length: ROUNDS }, () => KINDS)
     .flat()
     .sort(() => Math.random() - 0.5);
-  const faulting = (async () => {
-    const gap = RUN_MS / (plan.length + 1);
-    for (const f of plan) {
-      await sleep(rand(0.5 * gap, 1.5 * gap));
-      await inject(f);
-    }
-  })();
+  // STREAMS fault loops, each through the whole plan in its own order.
+  const faulting = Promise.all(
+    Array.from({ length: STREAMS }, async (_, i) => {
+      const mine = i === 0 ? plan : [...plan].sort(() => Math.random() - 0.5);
+      const gap = RUN_MS / (mine.length + 1);
+      for (const f of mine) {
+        await sleep(rand(0.5 * gap, 1.5 * gap));
+        await inject(f);
+      }
+    }),
+  );
 
   const running = [...LANES.map(lane), ...LANES.map(lane), operator()];
   const progress = setInterval(
@@ -348,6 +368,9 @@ async function main(): Promise<void> {
   await cli('backup end', ['backup', 'now']);
   const end = Date.now();
   for (const l of LANES) await restoreInto(l, end, true);
+  // Each fault's end, to the next whole second, restored (lanes in turn): what was acknowledged
+  // across it must be there.
+  for (const [i, f] of faults.entries()) await restoreInto(LANES[i % LANES.length]!, Math.ceil((Date.parse(f.at) + f.ms) / 1000) * 1000);
 
   const rowsOf = (db: string | undefined) => {
     const id = db ? `${WS}/${db}` : WS;

@@ -162,6 +162,13 @@ export class CallEnqueue {
         ? this.deps.refused('rate', rateLimited(callId, tool, request.workspace, this.deps.rates!.refused(r.rate, r.msLeft)))
         : this.deps.refused('redis', budgetRefusal(errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over), r.retryAfterS));
     const ownId = input.callId !== undefined;
+    // A call under an id whose first call has finished (a resend, or another call refused) is
+    // never completed, so nothing else lets its reserved room go: it held it for days (F4).
+    const letGoReserve = () =>
+      this.deps.budget.note(data.workspace, [{ callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: 0 }]).then(
+        () => undefined,
+        () => undefined,
+      );
     const queue = this.deps.queues.of(shard);
     // A generated id is new by nature, so nothing needs asking between the admission and the add:
     // the job is added by the admission's own script, one round trip (issue 31). A caller's own id
@@ -182,7 +189,8 @@ export class CallEnqueue {
     }
     if (ownId) {
       const conflict = await claimCallId({ ...this.deps.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
-      if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
+      if (conflict && !conflict.firstUnderWay) await letGoReserve();
+      if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict.why);
     }
     const starting = this.deps.ensureReader();
     if (starting) await starting;
@@ -223,11 +231,7 @@ export class CallEnqueue {
           wait,
           completion,
           ...(parking ? { parking } : {}),
-          finishedBefore: () =>
-            this.deps.budget.note(data.workspace, [{ callKey: key, kind: 'reserve', bytes: ENVELOPE_RESERVE_BYTES, until: 0 }]).then(
-              () => undefined,
-              () => undefined,
-            ),
+          finishedBefore: letGoReserve,
         });
     // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
     sent.stall.disarm();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
@@ -40,6 +41,22 @@ describe('a finished call sent again under its id', () => {
     for (let i = 0; i < 5; i++) expect(await client.call(write('resent', `w${i}`, `INSERT INTO t VALUES (${i})`))).toMatchObject({ ok: true });
     expect(await reserved()).toBe(0);
     expect(Number(await redis.get(keysFor(sb.config.prefix).redisBudget('resent').held))).toBeLessThanOrEqual(held);
+  });
+
+  it('refused IDEMPOTENCY_CONFLICT for another database, leaves no room reserved either', async () => {
+    // The shared database and the agent's own on different shards: the id's claim refuses it.
+    const ws = ['w0', 'w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7'].find((w) => shardOf(databaseId(w), 4) !== shardOf(databaseId(w, 'scout'), 4))!;
+    const ledger = keysFor(sb.config.prefix).redisBudget(ws).ledger;
+    const reserved = async () => (await redis.zrange(ledger, 0, -1)).filter((m) => m.includes('|reserve:')).length;
+    const as = (scope?: 'workspace') => ({
+      ...write(ws, 'x1', 'CREATE TABLE t (x)'),
+      settings: { database: 'workspace', sharedData: true } as const,
+      arguments: { sql: 'CREATE TABLE t (x)', ...(scope ? { scope } : {}) },
+    });
+    expect(await client.call(as())).toMatchObject({ ok: true });
+    expect(await reserved()).toBe(0);
+    for (let i = 0; i < 2; i++) expect(await client.call(as('workspace'))).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    expect(await reserved()).toBe(0);
   });
 });
 
