@@ -20,7 +20,8 @@
 //   empty   Redis SIGKILLed, started again empty, the registry put back (an operator's copy)
 //   aof     Redis SIGKILLed, started again from its AOF
 // Checked at the end: every write answered ok is in its database once, with its row id; no write
-// whose last answer is a refusal without mayStillRun is there; no answer without mayStillRun
+// whose last answer is a refusal without mayStillRun is there (counted apart, notSentAfterMayRun:
+// an UNAVAILABLE "not sent" after an earlier send of the id was answered may still run or queued); no answer without mayStillRun
 // says failed for a write that is there; the ok answers of one id agree; sent again under its id
 // (every acknowledged write, after the run), each answers its first outcome and doubles nothing;
 // each restore that answered ok holds every write acknowledged by its moment and none sent after;
@@ -104,7 +105,7 @@ function mount(dir: string, size: string): void {
 }
 
 async function main(): Promise<void> {
-  mount(dataDir, process.env.DATA_SIZE ?? '192m');
+  mount(dataDir, process.env.DATA_SIZE ?? '512m');
   mount(blobDir, '512m');
   const redis = await OwnRedis.start();
   ownRedis = redis;
@@ -372,15 +373,22 @@ async function main(): Promise<void> {
   // across it must be there.
   for (const [i, f] of faults.entries()) await restoreInto(LANES[i % LANES.length]!, Math.ceil((Date.parse(f.at) + f.ms) / 1000) * 1000);
 
+  fs.writeFileSync(path.join(out, 'writes.json'), JSON.stringify(writes));
+  const unreadable: string[] = [];
   const rowsOf = (db: string | undefined) => {
     const id = db ? `${WS}/${db}` : WS;
     const file = databasePath(dataDir, WS, db, shardOf(id, config.shardCount));
     if (!fs.existsSync(file)) return undefined;
-    const d = new Database(file, { readonly: true });
     try {
-      return d.prepare('SELECT id, cid FROM t').all() as { id: number; cid: string }[];
-    } finally {
-      d.close();
+      const d = new Database(file, { readonly: true });
+      try {
+        return d.prepare('SELECT id, cid FROM t').all() as { id: number; cid: string }[];
+      } finally {
+        d.close();
+      }
+    } catch (err) {
+      unreadable.push(`${id}: ${String(err)}`);
+      return undefined;
     }
   };
   const idsIn = (db: string | undefined) => {
@@ -394,10 +402,15 @@ async function main(): Promise<void> {
     wrongRowid: [] as string[],
     refusedPresent: [] as string[],
     failedAnswerButPresent: [] as string[],
+    /** Refused UNAVAILABLE "not sent" after an earlier send of the id answered that it may run, and there: see the header. */
+    notSentAfterMayRun: [] as string[],
     disagree: [] as string[],
     noOutcome: [] as string[],
     resendDiffers: [] as string[],
   };
+  // The last answer says this send never reached Redis (UNAVAILABLE, mayStillRun false), but an
+  // earlier send of the id was answered may still run, queued, or not at all: that one may have run.
+  const notSentAfterMayRun = (w: Write) => w.answers.at(-1)?.code === 'UNAVAILABLE' && w.answers.slice(0, -1).some((a) => a.mayStillRun || a.status || a.error);
   const live = () => Object.fromEntries(LANES.map((l) => [l, idsIn(agentOf[l])]));
   const check = (ids: Record<string, Map<string, number[]>>) => {
     for (const w of writes) {
@@ -411,6 +424,10 @@ async function main(): Promise<void> {
       if (new Set(oks.map((a) => a.rowid)).size > 1) holes.disagree.push(w.cid);
       if (w.outcome === 'ok' && got.length === 0) holes.missing.push(w.cid);
       if (w.outcome === 'ok' && got.length === 1 && got[0] !== oks.at(-1)!.rowid) holes.wrongRowid.push(w.cid);
+      if (w.outcome === 'failed' && got.length && notSentAfterMayRun(w)) {
+        holes.notSentAfterMayRun.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
+        continue;
+      }
       if (w.outcome === 'failed' && got.length) holes.refusedPresent.push(`${w.cid} ${w.answers.at(-1)!.code}`);
       // A failure without mayStillRun says the write had not happened: a write found there later must have an ok after it.
       let lastFail = -1;
@@ -454,7 +471,7 @@ async function main(): Promise<void> {
         .map((w) => w.cid)
         .slice(0, 10),
       refusedPresent: mine
-        .filter((w) => w.outcome === 'failed' && ids.has(w.cid))
+        .filter((w) => w.outcome === 'failed' && ids.has(w.cid) && !notSentAfterMayRun(w))
         .map((w) => w.cid)
         .slice(0, 10),
       doubled: [...ids].filter(([, v]) => v.length > 1).length,
@@ -488,6 +505,7 @@ async function main(): Promise<void> {
     answersNotOk: codes,
     holes: Object.fromEntries(Object.entries(holes).map(([k, v]) => [k, { count: v.length, some: v.slice(0, 8) }])),
     resentAtEnd: resent,
+    unreadable,
     doubledAfterResend,
     restores: {
       ok: restoreChecks.filter((x) => x.exit === 0).length,
