@@ -15,7 +15,7 @@ import { awaitCompletion, watchJob } from './call-completion-wait.ts';
 import { claimCallId, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
-import { addOrJoin, callJobOptions } from './call-resend.ts';
+import { addOrJoin, callJobOptions, finishedOutcome } from './call-resend.ts';
 import type { CallWaiters } from './call-waiters.ts';
 import type { CallOptions } from './client-options.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
@@ -161,6 +161,21 @@ export class CallEnqueue {
         ? this.deps.refused('rate', rateLimited(callId, tool, request.workspace, this.deps.rates!.refused(r.rate, r.msLeft)))
         : this.deps.refused('redis', budgetRefusal(errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over), r.retryAfterS));
     const ownId = input.callId !== undefined;
+    // A call under an id whose first call has finished (a resend, or another call refused) is
+    // never completed, so nothing else lets its entry go: its reserved room held for days (F4).
+    // It stores nothing of its own (the first call's job and `done` entry are what Redis keeps),
+    // so the whole entry goes. While the first call is under way the two share one entry (same
+    // key, kind and bytes: counted once), which its worker swaps, so nothing is let go then.
+    const letGoReserve = () =>
+      this.deps.budget
+        .note(
+          data.workspace,
+          entries(jsonBytes(data)).map((e) => ({ ...e, until: 0 })),
+        )
+        .then(
+          () => undefined,
+          () => undefined,
+        );
     const queue = this.deps.queues.of(shard);
     // A generated id is new by nature, so nothing needs asking between the admission and the add:
     // the job is added by the admission's own script, one round trip (issue 31). A caller's own id
@@ -177,11 +192,12 @@ export class CallEnqueue {
       add = template ? template.add(data, key) : jobAdd(queue, 'call', data, callJobOptions(key, this.deps.resultTtlS));
     } else {
       const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, entries(jsonBytes(data)), counters);
-      if (refused) return refusal(refused);
+      if (refused) return (ownId && 'over' in refused && (await finishedOutcome(queue, key, data))) || refusal(refused);
     }
     if (ownId) {
       const conflict = await claimCallId({ ...this.deps.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
-      if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict);
+      if (conflict && !conflict.firstUnderWay) await letGoReserve();
+      if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict.why);
     }
     const starting = this.deps.ensureReader();
     if (starting) await starting;
@@ -222,6 +238,7 @@ export class CallEnqueue {
           wait,
           completion,
           ...(parking ? { parking } : {}),
+          finishedBefore: letGoReserve,
         });
     // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
     sent.stall.disarm();

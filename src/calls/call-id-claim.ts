@@ -95,6 +95,16 @@ export async function yieldClaim(redis: Redis, keys: Keys, callKey: string, from
   return (await redis.eval(YIELD, 1, keys.callIdClaim(callKey), from, JSON.stringify(claim), ttlS)) === 1;
 }
 
+/**
+ * Why a call may not take its id, and whether the id's first call is still under way: if not,
+ * nothing will let go of the room the refused call's admission reserved for its envelope under
+ * the same call key (the first call's worker lets it go as it completes).
+ */
+export interface ClaimRefusal {
+  why: string;
+  firstUnderWay: boolean;
+}
+
 /** Where a client claims call ids: its Redis and shard queues, and how long a claim lives ({@link claimTtlS}). */
 export interface ClaimPlace {
   redis: Redis;
@@ -117,7 +127,7 @@ export async function claimCallId(
   { redis, keys, queues, shardCount, ttlS }: ClaimPlace,
   key: string,
   mine: { shard: number; database: string; data: CallJobData },
-): Promise<string | undefined> {
+): Promise<ClaimRefusal | undefined> {
   const fingerprint = callFingerprint({ ...mine.data, database: mine.database });
   const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint };
   const at = keys.callIdClaim(key);
@@ -133,7 +143,10 @@ export async function claimCallId(
     if (held.recorded && held.database === mine.database && RECORDED_TOOLS.has(mine.data.tool)) return undefined;
     const callId = JSON.stringify(mine.data.callId);
     if (held.recorded) {
-      return `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`;
+      return {
+        why: `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`,
+        firstUnderWay: false,
+      };
     }
     const differs: string[] = [];
     if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
@@ -142,9 +155,10 @@ export async function claimCallId(
     // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
     // has no outcome left to point at.
     const first = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
-    return differs.length
+    const why = differs.length
       ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
       : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
+    return { why, firstUnderWay: !!earlier && !earlier.finishedOn };
   }
   return undefined;
 }

@@ -19,6 +19,12 @@ export interface CallToAdd {
   wait: boolean;
   completion: Promise<Envelope>;
   parking?: Promise<Record<string, unknown>>;
+  /**
+   * Called when the id's call had finished before this one came: the room this one's admission
+   * reserved for an envelope is nobody's to let go (only a worker completing a call does), and
+   * held it for days (fault review F4: 4,507 resends filled a pro workspace's budget).
+   */
+  finishedBefore(): Promise<void>;
 }
 
 /**
@@ -53,6 +59,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   const differs = payloadDifferences(earlier.data, data);
   if (differs.length) {
     waiters.drop(completion, parking);
+    if (earlier.finishedOn) await c.finishedBefore();
     return errorEnvelope(
       callId,
       tool,
@@ -70,6 +77,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   else if (earlier.finishedOn && endedRetryable(earlier)) await runAgain(earlier, 'completed');
   else if (earlier.finishedOn) {
     const env = finishedEnvelope(earlier);
+    await c.finishedBefore();
     waiters.complete(key, env);
     return env;
   }
@@ -83,6 +91,18 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
     }
   }
   return undefined;
+}
+
+/**
+ * The outcome of the same call finished under `key`, when it is one a resend answers as it is
+ * (not a fault's end or a "try again", which run again): what a resend refused by its
+ * workspace's Redis budget answers instead, since it stores nothing more. Refused, a committed
+ * write was answered QUOTA_EXCEEDED, "nothing was stored, created or run" (fault review F4).
+ */
+export async function finishedOutcome(queue: Queue, key: string, data: CallJobData): Promise<Envelope | undefined> {
+  const earlier = await Job.fromId<CallJobData, Envelope>(queue, key);
+  if (!earlier?.finishedOn || isFailed(earlier) || endedRetryable(earlier) || payloadDifferences(earlier.data, data).length) return undefined;
+  return finishedEnvelope(earlier);
 }
 
 /** The options of a call's job: its id the call key, retries after a fault, kept `resultTtlS` once finished. */

@@ -177,6 +177,10 @@ export class ShardOpClient {
               }
               return;
             }
+            // Gone before it finished (a finished op's job is kept 5 minutes): a Redis back empty
+            // within the outage's few seconds, unnoticed by it. `backup now` waited its 6 hours
+            // for it (fault review F4, session 29).
+            if (!j) reject(new AgentDbError('UNAVAILABLE', gone(op, shard, data.db)));
             if (!j?.finishedOn) return;
             if (j.returnvalue !== undefined && j.returnvalue !== null) resolve(j.returnvalue as ShardOpOutcome);
             else if (j.failedReason && j.attemptsMade >= (j.opts.attempts ?? 1)) reject(new Error(j.failedReason));
@@ -279,6 +283,11 @@ async function quitWithin(redis: Redis, ms: number): Promise<void> {
     clearTimeout(timer);
     redis.disconnect();
   }
+}
+
+/** The UNAVAILABLE answer of an op whose job Redis lost while it waited. */
+function gone(op: string, shard: number, db: string | undefined): string {
+  return `Shard op ${op} (shard ${shard}${db ? `, ${db}` : ''}): its job is gone from Redis (Redis came back without its data); it may have run part or all of the way, and will not run now. Look before sending it again${op.includes('restore') ? " (agentdb history shows a restore's undo point)" : ''}.`;
 }
 
 /** What an op cut off by a Redis outage leaves behind, for its UNAVAILABLE answer. */

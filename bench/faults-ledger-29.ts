@@ -1,0 +1,554 @@
+// Faults with a ledger of every acknowledged and every refused write (session 29, F4).
+//
+// The real processes of this checkout's build: `agentdb start` (HTTP, shard workers, scheduler)
+// and one `agentdb worker`, on a redis-server of the driver's own (AOF, fsync always), the data
+// folder (history inside it) on a tmpfs the driver mounts, the blob store on another. Five lanes
+// write all along, each into its own database, each write under a call id of its own:
+//   lib     the client library (a registered agent, as a trusted caller)
+//   slow    the client library, a write that computes for ~50-150 ms (so kills land mid-statement)
+//   v1      an agent key over POST /v1/calls
+//   mcp     an agent key over /mcp tools/call (`_meta` agentdb/callId)
+//   member  a member key over POST /v1/calls, into the shared database
+// Every answer is kept. A status, `mayStillRun`, a transport error or `UNAUTHENTICATED` (the
+// instant between an empty Redis and the registry put back) is sent again under the same id;
+// a retryable refusal (`STORAGE_FULL`, `UNAVAILABLE`, ...) is sent again half the time, else
+// it stays refused. Meanwhile a loop runs `agentdb restore DB --at <a whole second> --into` and
+// `agentdb backup now`, and faults land at random moments, in a shuffled order, FAULT_ROUNDS each:
+//   worker  SIGKILL of `agentdb start` or `agentdb worker` (in turn), started again
+//   child   SIGKILL of one process's executor children
+//   full    the data tmpfs filled for 3-8 s, then freed
+//   empty   Redis SIGKILLed, started again empty, the registry put back (an operator's copy)
+//   aof     Redis SIGKILLed, started again from its AOF
+// Checked at the end: every write answered ok is in its database once, with its row id; no write
+// whose last answer is a refusal without mayStillRun is there (counted apart, notSentAfterMayRun:
+// an UNAVAILABLE "not sent" after an earlier send of the id was answered may still run or queued); no answer without mayStillRun
+// says failed for a write that is there; the ok answers of one id agree; sent again under its id
+// (every acknowledged write, after the run), each answers its first outcome and doubles nothing;
+// each restore that answered ok holds every write acknowledged by its moment and none sent after;
+// a `--from-blob` restore of each database at the end, by its restoredTo; after the run, a restore
+// to the second after each fault's end.
+//
+// Root only (mount). `npm run build`, then
+//   RUN_S=120 FAULT_ROUNDS=2 [FAULT_STREAMS=2] node --import tsx bench/faults-ledger-29.ts
+// FAULT_STREAMS=2 runs the plan twice at once, in two orders, so faults overlap (one per resource at a time).
+// Prints a JSON report; $OUT (a temp folder) keeps it, the answers and the processes' logs.
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { Redis } from 'ioredis';
+import { AgentDbClient } from '../src/calls/client.ts';
+import { loadConfig } from '../src/config.ts';
+import { databasePath, shardOf } from '../src/contracts/database-id.ts';
+import { keysFor } from '../src/redis/keys.ts';
+import { AgentKeyRing } from '../src/registry/agent-keys.ts';
+import { AgentRegistry } from '../src/registry/agents.ts';
+import { MemberRegistry } from '../src/registry/members.ts';
+import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
+import { freePort, OwnRedis } from '../test/helpers/own-redis.ts';
+import { runCli, startCli } from '../test/helpers/processes.ts';
+import { fillDisk, mountTmpfs, unmountTmpfs } from '../test/helpers/tmpfs.ts';
+
+const RUN_MS = Number(process.env.RUN_S ?? 120) * 1000;
+const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 2);
+const STREAMS = Number(process.env.FAULT_STREAMS ?? 1);
+const KINDS = (process.env.FAULTS ?? 'worker,child,full,empty,aof').split(',').filter(Boolean);
+const WS = 'f4';
+const LANES = ['lib', 'slow', 'v1', 'mcp', 'member'] as const;
+type Lane = (typeof LANES)[number];
+const agentOf: Record<Lane, string | undefined> = { lib: 'alib', slow: 'aslow', v1: 'av1', mcp: 'amcp', member: undefined };
+const RETRYABLE = new Set(['STORAGE_FULL', 'UNAVAILABLE', 'RETRY_LATER', 'RESTORE_RUNNING', 'RESOURCE_LIMIT', 'INTERNAL']);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const rand = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
+
+interface Answer {
+  at: number;
+  ok?: boolean;
+  code?: string;
+  mayStillRun?: boolean;
+  status?: string;
+  rowid?: number;
+  error?: string;
+  message?: string;
+}
+interface Write {
+  lane: Lane;
+  cid: string;
+  sent: number;
+  answers: Answer[];
+  outcome?: 'ok' | 'failed';
+  /** When the answer that settled it came. */
+  settled?: number;
+}
+interface Envelope {
+  ok?: boolean;
+  status?: string;
+  mayStillRun?: boolean;
+  error?: { code: string; message?: string };
+  result?: { lastInsertRowid?: number };
+}
+
+const out = process.env.OUT ?? fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-f4-'));
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-f4-mnt-'));
+const dataDir = path.join(root, 'data');
+const blobDir = path.join(root, 'blobs');
+const mounts: string[] = [];
+const procs: Record<'start' | 'worker', ChildProcess | undefined> = { start: undefined, worker: undefined };
+let ownRedis: OwnRedis | undefined;
+
+function mount(dir: string, size: string): void {
+  fs.mkdirSync(dir, { recursive: true });
+  const refused = mountTmpfs(dir, size);
+  if (refused) throw new Error(`cannot mount a tmpfs on ${dir}: ${refused}`);
+  mounts.push(dir);
+}
+
+async function main(): Promise<void> {
+  mount(dataDir, process.env.DATA_SIZE ?? '512m');
+  mount(blobDir, '512m');
+  const redis = await OwnRedis.start();
+  ownRedis = redis;
+  const port = await freePort();
+  const env: Record<string, string> = {
+    REDIS_URL: redis.url,
+    AGENTDB_PREFIX: WS,
+    AGENTDB_DATA_DIR: dataDir,
+    BLOB_DIR: blobDir,
+    SHARD_COUNT: '4',
+    EXECUTOR_POOL_SIZE: '2',
+    RATE_LIMITS: 'off',
+    LEASE_TTL_MS: '2000',
+    LOCK_DURATION_MS: '2000',
+    STALLED_INTERVAL_MS: '2000',
+    HTTP_WAIT_MS: '3000',
+    PORT: String(port),
+  };
+  const config = loadConfig(env);
+  const keys = keysFor(config.prefix);
+  const r = new Redis(redis.url, { maxRetriesPerRequest: null });
+  r.on('error', () => undefined);
+  await new WorkspaceRegistry(r, keys).put(WS, 'pro');
+  const members = new MemberRegistry(r, keys);
+  const agents = new AgentRegistry(r, keys);
+  const key: Record<string, string> = { member: (await members.add(WS, 'ada', 'admin')).key };
+  for (const lane of LANES) {
+    const agent = agentOf[lane];
+    if (!agent) continue;
+    await agents.put(WS, agent, { displayName: agent, settings: { database: 'agent' } });
+    key[lane] = (await new AgentKeyRing(r, keys, agents).mint(WS, agent)).key;
+  }
+  // The registry as an operator keeps it: put back after Redis comes back empty.
+  const registry: [string, Buffer][] = [];
+  for (const k of await r.keys(`${config.prefix}:*`)) registry.push([k, (await r.dumpBuffer(k))!]);
+
+  const logs = fs.createWriteStream(path.join(out, 'processes.log'));
+  const startProc = async (which: 'start' | 'worker') => {
+    const p = await startCli([which], env);
+    p.stdout!.pipe(logs, { end: false });
+    p.stderr!.pipe(logs, { end: false });
+    p.removeAllListeners('exit');
+    procs[which] = p;
+  };
+  await startProc('start');
+  await startProc('worker');
+  const base = `http://127.0.0.1:${port}`;
+  const client = new AgentDbClient({ redisUrl: redis.url, prefix: config.prefix, shardCount: config.shardCount, rateLimits: false });
+  const headers = (lane: Lane) => ({
+    authorization: `Bearer ${key[lane]}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  });
+  const sqlOf = (lane: Lane) =>
+    lane === 'slow'
+      ? 'INSERT INTO t (cid, pad) SELECT ?, (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 150000) SELECT max(x) FROM c)'
+      : 'INSERT INTO t (cid, pad) VALUES (?, ?)';
+  const paramsOf = (lane: Lane, cid: string) => (lane === 'slow' ? [cid] : [cid, 'x'.repeat(300)]);
+
+  /** One send of a write by its lane's surface, as an envelope. */
+  const send = async (lane: Lane, cid: string, sql: string, params: unknown[]): Promise<Envelope> => {
+    const args = { sql, params };
+    if (lane === 'lib' || lane === 'slow')
+      return (await client.call(
+        { workspace: WS, agent: agentOf[lane]!, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', callId: cid, arguments: args },
+        { timeoutMs: 8000 },
+      )) as Envelope;
+    if (lane === 'mcp') {
+      const res = await fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: headers(lane),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'DATA_WRITE_SQL', arguments: args, _meta: { 'agentdb/callId': cid } },
+        }),
+      });
+      const text = await res.text();
+      const json = text.startsWith('{')
+        ? JSON.parse(text)
+        : JSON.parse(
+            text
+              .split('\n')
+              .find((l) => l.startsWith('data:'))!
+              .slice(5),
+          );
+      if (!json.result) return { ok: false, error: { code: `JSONRPC ${JSON.stringify(json.error ?? json).slice(0, 80)}` } };
+      const sc = json.result.structuredContent ?? {};
+      if (sc.status) return sc;
+      if (json.result.isError) return { ok: false, error: sc.error, ...(sc.mayStillRun ? { mayStillRun: true } : {}) };
+      return { ok: true, result: sc };
+    }
+    const res = await fetch(`${base}/v1/calls`, {
+      method: 'POST',
+      headers: headers(lane),
+      body: JSON.stringify({ tool: 'DATA_WRITE_SQL', callId: cid, arguments: args }),
+    });
+    return (await res.json()) as Envelope;
+  };
+  const answerOf = (env: Envelope): Answer => {
+    const a: Answer = { at: Date.now() };
+    if (env.status) a.status = env.status;
+    else {
+      a.ok = env.ok;
+      if (env.ok) a.rowid = Number(env.result?.lastInsertRowid);
+      else {
+        a.code = env.error?.code;
+        if (a.code === 'QUOTA_EXCEEDED' || a.code === 'INTERNAL' || a.code === 'IDEMPOTENCY_CONFLICT') a.message = env.error?.message?.slice(0, 300);
+      }
+      if (env.mayStillRun) a.mayStillRun = true;
+    }
+    return a;
+  };
+
+  for (const lane of LANES) {
+    for (;;) {
+      const made = await send(lane, `setup-${lane}`, 'CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, cid TEXT NOT NULL, pad TEXT)', []);
+      if (made.ok) break;
+      await sleep(200);
+    }
+  }
+
+  const writes: Write[] = [];
+  let stop = false;
+  let seq = 0;
+  const lane = async (l: Lane) => {
+    while (!stop) {
+      const w: Write = { lane: l, cid: `${l}-${++seq}`, sent: Date.now(), answers: [] };
+      writes.push(w);
+      for (let tries = 0; ; tries++) {
+        let a: Answer;
+        try {
+          a = answerOf(await send(l, w.cid, sqlOf(l), paramsOf(l, w.cid)));
+        } catch (err) {
+          a = { at: Date.now(), error: String((err as Error).message).slice(0, 120) };
+        }
+        w.answers.push(a);
+        const resend = a.status || a.error || a.mayStillRun || a.code === 'UNAUTHENTICATED' || a.code?.startsWith('JSONRPC');
+        if (!resend && !(a.ok === false && RETRYABLE.has(a.code!) && Math.random() < 0.5)) {
+          w.outcome = a.ok ? 'ok' : 'failed';
+          w.settled = a.at;
+          break;
+        }
+        if (stop && tries > 300) break;
+        await sleep(a.ok === false || a.error ? 150 : 20);
+      }
+    }
+  };
+
+  const cliRuns: { label: string; at: number; ms: number; code: number | null; out: string }[] = [];
+  const cli = async (label: string, args: string[]) => {
+    const t = Date.now();
+    const res = await runCli(args, { ...env, LOG_LEVEL: 'silent' });
+    const run = { label, at: t, ms: Date.now() - t, code: res.code, out: (res.stdout.trim() || res.stderr.trim()).slice(0, 1500) };
+    cliRuns.push(run);
+    return run;
+  };
+  const restores: { lane: Lane; into: string; at: number; fromBlob?: boolean; code: number | null; out: string }[] = [];
+  let forks = 0;
+  const restoreInto = async (l: Lane, at: number, fromBlob = false) => {
+    const into = `r${++forks}`;
+    const db = agentOf[l] ? `${WS}/${agentOf[l]}` : WS;
+    const args = ['restore', db, '--at', new Date(at).toISOString(), '--into', `${WS}/${into}`, '--json'];
+    if (fromBlob) args.splice(2, 0, '--from-blob');
+    const run = await cli(`restore ${l}→${into}`, args);
+    restores.push({ lane: l, into, at, fromBlob, code: run.code, out: run.out });
+  };
+  const operator = async () => {
+    for (let n = 0; !stop; n++) {
+      await sleep(rand(1500, 4000));
+      if (n % 3 === 2) await cli('backup', ['backup', 'now']);
+      // A whole second, one or two behind now: the restore's moment is that second's start.
+      else await restoreInto(LANES[n % LANES.length]!, Math.floor(Date.now() / 1000) * 1000 - 1000 * Math.ceil(rand(0, 2)));
+    }
+  };
+
+  const faults: { fault: string; at: string; ms: number; detail?: string }[] = [];
+  // Faults of two streams may overlap (a worker killed while the disk is full), but one thing is
+  // broken by one fault at a time: each takes its resource's turn.
+  const turns: Record<string, Promise<unknown>> = {};
+  const inTurn = <T>(resource: string, fn: () => Promise<T>): Promise<T> => {
+    const next = (turns[resource] ?? Promise.resolve()).then(fn);
+    turns[resource] = next.catch(() => undefined);
+    return next;
+  };
+  const kill = async (which: 'start' | 'worker') => {
+    const p = procs[which]!;
+    const gone = new Promise((res) => p.once('exit', res));
+    p.kill('SIGKILL');
+    await gone;
+  };
+  const childrenOf = (pid: number) =>
+    fs
+      .readdirSync(`/proc/${pid}/task`)
+      .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  let workerKills = 0;
+  const inject = async (f: string) => {
+    const t0 = Date.now();
+    const at = new Date().toISOString();
+    let detail = '';
+    if (f === 'worker' || f === 'child') {
+      const which = f === 'worker' ? (workerKills++ % 2 ? 'worker' : 'start') : Math.random() < 0.5 ? 'worker' : 'start';
+      detail = await inTurn(which, async () => {
+        if (f === 'child') {
+          const kids = childrenOf(procs[which]!.pid!);
+          for (const k of kids) process.kill(k, 'SIGKILL');
+          return `${which}: ${kids.length}`;
+        }
+        await kill(which);
+        await sleep(rand(200, 1500));
+        await startProc(which);
+        return which;
+      });
+    } else if (f === 'full') {
+      const file = path.join(dataDir, `.fill-${t0}`);
+      const filled = fillDisk(file);
+      const hold = rand(3000, 8000);
+      await sleep(hold);
+      fs.ftruncateSync(filled.fd, 0);
+      fs.closeSync(filled.fd);
+      fs.rmSync(file);
+      detail = `${Math.round(hold)} ms`;
+    } else if (f === 'aof' || f === 'empty') {
+      await inTurn('redis', async () => {
+        await redis.kill();
+        if (f === 'empty') redis.wipe();
+        await sleep(rand(300, 2000));
+        await redis.start();
+        if (f === 'empty') for (const [k, v] of registry) await r.restore(k, 0, v, 'REPLACE');
+      });
+    }
+    faults.push({ fault: f, at, ms: Date.now() - t0, detail });
+    console.error(`${at} ${f} ${detail}`);
+  };
+  const plan = Array.from({ length: ROUNDS }, () => KINDS)
+    .flat()
+    .sort(() => Math.random() - 0.5);
+  // STREAMS fault loops, each through the whole plan in its own order.
+  const faulting = Promise.all(
+    Array.from({ length: STREAMS }, async (_, i) => {
+      const mine = i === 0 ? plan : [...plan].sort(() => Math.random() - 0.5);
+      const gap = RUN_MS / (mine.length + 1);
+      for (const f of mine) {
+        await sleep(rand(0.5 * gap, 1.5 * gap));
+        await inject(f);
+      }
+    }),
+  );
+
+  const running = [...LANES.map(lane), ...LANES.map(lane), operator()];
+  const progress = setInterval(
+    () => console.error(`${new Date().toISOString()} writes ${writes.length}, open ${writes.filter((w) => !w.outcome).length}`),
+    10_000,
+  );
+  await faulting;
+  await sleep(RUN_MS / (plan.length + 1));
+  stop = true;
+  await Promise.all(running);
+  clearInterval(progress);
+  await cli('backup end', ['backup', 'now']);
+  const end = Date.now();
+  for (const l of LANES) await restoreInto(l, end, true);
+  // Each fault's end, to the next whole second, restored (lanes in turn): what was acknowledged
+  // across it must be there.
+  for (const [i, f] of faults.entries()) await restoreInto(LANES[i % LANES.length]!, Math.ceil((Date.parse(f.at) + f.ms) / 1000) * 1000);
+
+  fs.writeFileSync(path.join(out, 'writes.json'), JSON.stringify(writes));
+  const unreadable: string[] = [];
+  const rowsOf = (db: string | undefined) => {
+    const id = db ? `${WS}/${db}` : WS;
+    const file = databasePath(dataDir, WS, db, shardOf(id, config.shardCount));
+    if (!fs.existsSync(file)) return undefined;
+    try {
+      const d = new Database(file, { readonly: true });
+      try {
+        return d.prepare('SELECT id, cid FROM t').all() as { id: number; cid: string }[];
+      } finally {
+        d.close();
+      }
+    } catch (err) {
+      unreadable.push(`${id}: ${String(err)}`);
+      return undefined;
+    }
+  };
+  const idsIn = (db: string | undefined) => {
+    const m = new Map<string, number[]>();
+    for (const row of rowsOf(db) ?? []) m.set(row.cid, [...(m.get(row.cid) ?? []), row.id]);
+    return m;
+  };
+  const holes = {
+    missing: [] as string[],
+    doubled: [] as string[],
+    wrongRowid: [] as string[],
+    refusedPresent: [] as string[],
+    failedAnswerButPresent: [] as string[],
+    /** Refused UNAVAILABLE "not sent" after an earlier send of the id answered that it may run, and there: see the header. */
+    notSentAfterMayRun: [] as string[],
+    disagree: [] as string[],
+    noOutcome: [] as string[],
+    resendDiffers: [] as string[],
+  };
+  // The last answer says this send never reached Redis (UNAVAILABLE, mayStillRun false), but an
+  // earlier send of the id was answered may still run, queued, or not at all: that one may have run.
+  const notSentAfterMayRun = (w: Write) => w.answers.at(-1)?.code === 'UNAVAILABLE' && w.answers.slice(0, -1).some((a) => a.mayStillRun || a.status || a.error);
+  const live = () => Object.fromEntries(LANES.map((l) => [l, idsIn(agentOf[l])]));
+  const check = (ids: Record<string, Map<string, number[]>>) => {
+    for (const w of writes) {
+      const got = ids[w.lane]!.get(w.cid) ?? [];
+      if (got.length > 1) holes.doubled.push(w.cid);
+      if (!w.outcome) {
+        holes.noOutcome.push(`${w.cid} ${JSON.stringify(w.answers.at(-1))}`);
+        continue;
+      }
+      const oks = w.answers.filter((a) => a.ok === true);
+      if (new Set(oks.map((a) => a.rowid)).size > 1) holes.disagree.push(w.cid);
+      if (w.outcome === 'ok' && got.length === 0) holes.missing.push(w.cid);
+      if (w.outcome === 'ok' && got.length === 1 && got[0] !== oks.at(-1)!.rowid) holes.wrongRowid.push(w.cid);
+      if (w.outcome === 'failed' && got.length && notSentAfterMayRun(w)) {
+        holes.notSentAfterMayRun.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
+        continue;
+      }
+      if (w.outcome === 'failed' && got.length) holes.refusedPresent.push(`${w.cid} ${w.answers.at(-1)!.code}`);
+      // A failure without mayStillRun says the write had not happened: a write found there later must have an ok after it.
+      let lastFail = -1;
+      w.answers.forEach((a, i) => {
+        if (a.ok === false && !a.mayStillRun && a.code !== 'UNAUTHENTICATED') lastFail = i;
+      });
+      if (got.length && lastFail >= 0 && !w.answers.slice(lastFail).some((a) => a.ok))
+        holes.failedAnswerButPresent.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
+    }
+  };
+  check(live());
+  // Every acknowledged write sent again under its id: its first outcome, nothing run again.
+  const acked = writes.filter((w) => w.outcome === 'ok');
+  let resent = 0;
+  const resends: unknown[] = [];
+  for (const w of acked) {
+    const a = answerOf(await send(w.lane, w.cid, sqlOf(w.lane), paramsOf(w.lane, w.cid)).catch((e) => ({ ok: false, error: { code: String(e) } })));
+    resent++;
+    resends.push({ cid: w.cid, ...a });
+    const first = w.answers.find((x) => x.ok)!;
+    if (a.ok !== true || a.rowid !== first.rowid) holes.resendDiffers.push(`${w.cid} ${JSON.stringify(a)} first ${first.rowid}`);
+  }
+  const after = live();
+  const doubledAfterResend = writes.filter((w) => (after[w.lane]!.get(w.cid)?.length ?? 0) > 1).map((w) => w.cid);
+
+  const restoreChecks = restores.map((rs): Record<string, unknown> => {
+    const row: Record<string, unknown> = { lane: rs.lane, into: rs.into, at: new Date(rs.at).toISOString(), fromBlob: rs.fromBlob, exit: rs.code };
+    if (rs.code !== 0) return { ...row, answered: rs.out.slice(0, 200) };
+    const ids = idsIn(rs.into);
+    const moment = rs.fromBlob ? Date.parse((JSON.parse(rs.out) as { restoredTo: string }).restoredTo) : rs.at;
+    const mine = writes.filter((w) => w.lane === rs.lane);
+    const missing = mine.filter((w) => w.outcome === 'ok' && w.answers.find((a) => a.ok)!.at <= moment && !ids.has(w.cid));
+    return {
+      ...row,
+      ...(rs.fromBlob ? { restoredTo: new Date(moment).toISOString() } : {}),
+      rows: ids.size,
+      ackedByMoment: mine.filter((w) => w.outcome === 'ok' && w.answers.find((a) => a.ok)!.at <= moment).length,
+      missing: missing.map((w) => w.cid).slice(0, 10),
+      sentAfterPresent: mine
+        .filter((w) => w.sent > moment && ids.has(w.cid))
+        .map((w) => w.cid)
+        .slice(0, 10),
+      refusedPresent: mine
+        .filter((w) => w.outcome === 'failed' && ids.has(w.cid) && !notSentAfterMayRun(w))
+        .map((w) => w.cid)
+        .slice(0, 10),
+      doubled: [...ids].filter(([, v]) => v.length > 1).length,
+    };
+  });
+  const codes: Record<string, number> = {};
+  for (const w of writes)
+    for (const a of w.answers)
+      if (!a.ok) {
+        const k = `${w.lane} ${a.code ?? a.status ?? 'transport'}${a.mayStillRun ? ' mayStillRun' : ''}`;
+        codes[k] = (codes[k] ?? 0) + 1;
+      }
+  const report = {
+    out,
+    faults,
+    writes: writes.length,
+    byLane: Object.fromEntries(
+      LANES.map((l) => {
+        const mine = writes.filter((w) => w.lane === l);
+        return [
+          l,
+          {
+            writes: mine.length,
+            ok: mine.filter((w) => w.outcome === 'ok').length,
+            refused: mine.filter((w) => w.outcome === 'failed').length,
+            resent: mine.filter((w) => w.answers.length > 1).length,
+          },
+        ];
+      }),
+    ),
+    answersNotOk: codes,
+    holes: Object.fromEntries(Object.entries(holes).map(([k, v]) => [k, { count: v.length, some: v.slice(0, 8) }])),
+    resentAtEnd: resent,
+    unreadable,
+    doubledAfterResend,
+    restores: {
+      ok: restoreChecks.filter((x) => x.exit === 0).length,
+      refused: restoreChecks.filter((x) => x.exit !== 0).map((x) => `${x.at} ${String(x.answered).slice(0, 100)}`),
+      withHoles: restoreChecks.filter(
+        (x) => (x.exit === 0 && [x.missing, x.sentAfterPresent, x.refusedPresent].some((v) => (v as string[]).length)) || Number(x.doubled) > 0,
+      ),
+      acksChecked: restoreChecks.reduce((n, x) => n + Number(x.ackedByMoment ?? 0), 0),
+    },
+    backups: cliRuns.filter((c) => c.label.startsWith('backup')).map((c) => `${new Date(c.at).toISOString()} exit ${c.code} ${c.out.slice(0, 80)}`),
+  };
+  fs.writeFileSync(path.join(out, 'writes.json'), JSON.stringify(writes));
+  fs.writeFileSync(path.join(out, 'resends.json'), JSON.stringify(resends));
+  fs.writeFileSync(path.join(out, 'restores.json'), JSON.stringify(restoreChecks, null, 1));
+  fs.writeFileSync(path.join(out, 'report.json'), JSON.stringify(report, null, 1));
+  console.log(JSON.stringify(report, null, 1));
+  await client.close();
+  r.disconnect();
+}
+
+async function cleanup(): Promise<void> {
+  for (const p of Object.values(procs))
+    if (p && p.exitCode === null && p.signalCode === null) {
+      const gone = new Promise((res) => p.once('exit', res));
+      p.kill('SIGTERM');
+      await Promise.race([gone, sleep(10_000)]);
+      p.kill('SIGKILL');
+    }
+  await ownRedis?.remove();
+  for (const dir of mounts.reverse()) {
+    try {
+      unmountTmpfs(dir);
+    } catch (err) {
+      console.error(`could not unmount ${dir}: ${String(err)}`);
+    }
+  }
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
+main()
+  .catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(cleanup)
+  .finally(() => process.exit());

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
+import type { Envelope } from '../../src/contracts/envelope.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+// Session 29 (F4): a call sent again under its id after it finished is counted against its
+// workspace's Redis budget before it finds the first call's outcome. The fault ledger's resend of
+// every acknowledged write (4,507 of them) was answered QUOTA_EXCEEDED, "nothing was stored,
+// created or run", from the 1,889th on, for writes that had committed: (1) each resend put back
+// the 128 KiB the client reserves for a call's envelope, which only the worker completing the
+// call lets go (since P4, inside the call's one `call` entry), and a finished call is never
+// completed again, so it stayed for days; (2) with the
+// budget used up, the replay of a finished call, which stores nothing, was refused before it
+// looked.
+
+const redis = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const who = (workspace: string) => ({ workspace, agent: 'scout', settings: { database: 'agent' as const } });
+const write = (workspace: string, callId: string, sql: string) => ({ ...who(workspace), tool: 'DATA_WRITE_SQL' as const, callId, arguments: { sql } });
+afterAll(() => redis.disconnect());
+
+describe('a finished call sent again under its id', () => {
+  let sb: Sandbox;
+  let client: AgentDbClient;
+  beforeAll(async () => {
+    sb = sandbox();
+    await sb.pool();
+    client = sb.client();
+  });
+  afterAll(async () => await sb.cleanup());
+
+  it("leaves no room reserved for an envelope in its workspace's budget", async () => {
+    const ledger = keysFor(sb.config.prefix).redisBudget('resent').ledger;
+    const reserved = async () => (await redis.zrange(ledger, 0, -1)).filter((m) => m.includes('|call:')).length;
+    expect(await client.call(write('resent', 'mk', 'CREATE TABLE t (x)'))).toMatchObject({ ok: true });
+    for (let i = 0; i < 5; i++) expect(await client.call(write('resent', `w${i}`, `INSERT INTO t VALUES (${i})`))).toMatchObject({ ok: true });
+    // The worker swapped each call's entry (arguments and reserved room) for its `done` entry as it
+    // completed it, before its answer: no `call` entry is left.
+    expect(await reserved()).toBe(0);
+    const held = Number(await redis.get(keysFor(sb.config.prefix).redisBudget('resent').held));
+    for (let i = 0; i < 5; i++) expect(await client.call(write('resent', `w${i}`, `INSERT INTO t VALUES (${i})`))).toMatchObject({ ok: true });
+    expect(await reserved()).toBe(0);
+    expect(Number(await redis.get(keysFor(sb.config.prefix).redisBudget('resent').held))).toBeLessThanOrEqual(held);
+  });
+
+  it('refused IDEMPOTENCY_CONFLICT for another database, leaves no room reserved either', async () => {
+    // The shared database and the agent's own on different shards: the id's claim refuses it.
+    const ws = ['w0', 'w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7'].find((w) => shardOf(databaseId(w), 4) !== shardOf(databaseId(w, 'scout'), 4))!;
+    const ledger = keysFor(sb.config.prefix).redisBudget(ws).ledger;
+    const reserved = async () => (await redis.zrange(ledger, 0, -1)).filter((m) => m.includes('|call:')).length;
+    const as = (scope?: 'workspace') => ({
+      ...write(ws, 'x1', 'CREATE TABLE t (x)'),
+      settings: { database: 'workspace', sharedData: true } as const,
+      arguments: { sql: 'CREATE TABLE t (x)', ...(scope ? { scope } : {}) },
+    });
+    expect(await client.call(as())).toMatchObject({ ok: true });
+    expect(await reserved()).toBe(0);
+    for (let i = 0; i < 2; i++) expect(await client.call(as('workspace'))).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    expect(await reserved()).toBe(0);
+  });
+});
+
+describe('a finished write sent again under its id while its workspace holds its Redis budget', () => {
+  let sb: Sandbox;
+  let client: AgentDbClient;
+  beforeAll(async () => {
+    sb = sandbox({ REDIS_BYTES_PER_WORKSPACE: String(256 * 1024) });
+    await sb.pool();
+    client = sb.client();
+  });
+  afterAll(async () => await sb.cleanup());
+
+  it('answers the write it committed, not QUOTA_EXCEEDED', async () => {
+    expect(await client.call(write('held', 'mk', 'CREATE TABLE t (x)'))).toMatchObject({ ok: true });
+    const first = (await client.call(write('held', 'w1', 'INSERT INTO t VALUES (1)'))) as Envelope;
+    expect(first).toMatchObject({ ok: true, result: { lastInsertRowid: 1 } });
+    // Reads of ~40 KB results (kept twice) until the budget refuses a new call.
+    const big = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<40) SELECT i, printf('%.1000c','x') AS s FROM c";
+    let refused: Envelope | undefined;
+    for (let i = 0; i < 20 && !refused; i++) {
+      const env = (await client.call({ ...who('held'), tool: 'DATA_QUERY_SQL', arguments: { sql: big, max_rows: 100 } })) as Envelope;
+      if (!env.ok) refused = env;
+    }
+    expect(refused).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+    // A new write is refused; the one that committed answers its outcome, as often as it is sent.
+    expect(await client.call(write('held', 'w2', 'INSERT INTO t VALUES (2)'))).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+    for (let i = 0; i < 2; i++) expect(await client.call(write('held', 'w1', 'INSERT INTO t VALUES (1)'))).toEqual(first);
+  });
+});
