@@ -93,7 +93,11 @@ export class CallEnqueue {
           if (!answer.ok && 'error' in answer && answer.error.code === 'NO_WORKER') this.deps.shards.forget();
           return answer;
         },
-        (why) => giveUp(why, sent.enqueued),
+        // A caller's own id may have been sent before, by this client or another, and that send
+        // may have reached Redis and run: "not sent" is true of this send only, never of the id
+        // (review F4: 12 writes answered so, and given up, had committed). So an own id's
+        // answer always says it may still run, and the resend under it learns which.
+        (why) => giveUp(why, sent.enqueued || input.callId !== undefined),
         opts.signal,
       );
     } finally {
@@ -114,7 +118,8 @@ export class CallEnqueue {
     // await of a settled promise still cost the caller a turn (issue 31). Cold, each asks Redis.
     const { outage, shards: count, workspaces, headroom } = this.deps;
     const down = outage.up ? undefined : await outage.redisDown();
-    if (down) return unavailable(callId, tool, down, false);
+    // Not sent; under a caller's own id an earlier send may have run all the same (see call()).
+    if (down) return unavailable(callId, tool, down, input.callId !== undefined);
     // Armed once Redis is known up: one that is down has answered above, within its own bound.
     sent.stall.arm();
     const shards = count.known() ?? (await count.resolve());
@@ -146,7 +151,8 @@ export class CallEnqueue {
     };
     const key = callKeyOf(data);
     const full = (headroom.known() ?? { refusal: await headroom.refusal() }).refusal;
-    if (full) return this.deps.refused('headroom', errorEnvelope(callId, tool, 'UNAVAILABLE', full));
+    // Refused before it is sent; a caller's own id may have run before all the same (see call()).
+    if (full) return this.deps.refused('headroom', ownIdAnswer(errorEnvelope(callId, tool, 'UNAVAILABLE', full), input.callId !== undefined));
     const wait = opts.wait ?? true;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     // Counted now, for as long as the job may live: taken, parked and kept after it finishes.
@@ -291,4 +297,13 @@ interface Sent {
 function budgetRefusal(env: ErrorEnvelope, retryAfterS: number | undefined): ErrorEnvelope {
   if (retryAfterS === undefined) return env;
   return { ...env, error: { ...env.error, retryAfter: retryAfterS } };
+}
+
+/**
+ * UNAVAILABLE for a call refused before it was sent: under a caller's own id it says the call
+ * may still run (`mayStillRun: true`), since an earlier send of the id may have reached Redis and
+ * run (review F4, see `call`); under an id made for this call alone, nothing else can have run it.
+ */
+function ownIdAnswer(env: ErrorEnvelope, ownId: boolean): ErrorEnvelope {
+  return ownId ? { ...env, mayStillRun: true } : env;
 }

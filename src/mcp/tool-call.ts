@@ -61,9 +61,12 @@ export function mcpToolCall(
       return new McpError(ErrorCode.InternalError, `${answer.error.code}: ${answer.error.message}`);
     };
     // Redis away: no task can be kept either, so a task request is answered with the error itself.
+    // Under the client's own call id the call may still run: this send or an earlier one may
+    // have reached Redis (review F4), and a resend under the id learns its outcome.
     const unavailable = (id: string): CallToolResult => {
       if (asTask) throw new McpError(ErrorCode.InternalError, 'UNAVAILABLE: agentdb could not take the call; try again shortly.');
-      return toolResult(errorEnvelope(id, name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.'));
+      const env = errorEnvelope(id, name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.');
+      return toolResult(id !== '' ? { ...env, mayStillRun: true } : env, { ownCallId: id !== '' });
     };
     const callId = meta?.[CALL_ID_META];
     if (callId !== undefined && typeof callId !== 'string') {
@@ -76,7 +79,7 @@ export function mcpToolCall(
     } catch (err) {
       if (err instanceof McpError) throw err;
       deps.onFault?.(err);
-      return unavailable('');
+      return unavailable(callId ?? '');
     }
     // A protocol error, as the spec (2025-06-18 and later, tools) has it: no tool ran, and a
     // client checks the name it sent, not a result.
