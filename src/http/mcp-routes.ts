@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { NAME_PATTERN } from '../contracts/names.ts';
+import { NAME_PATTERN } from '../contracts/name-pattern.ts';
 import { AgentDbError } from '../errors.ts';
 import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import { mcpToolCall } from '../mcp/tool-call.ts';

@@ -1,4 +1,4 @@
-import { NAME_PATTERN } from '../contracts/names.ts';
+import { NAME_PATTERN } from '../contracts/name-pattern.ts';
 
 /**
  * An MCP endpoint's URL, a grant's resource (RFC 8707): the base it is served under, then `/mcp`,
