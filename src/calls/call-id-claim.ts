@@ -5,6 +5,7 @@ import { callFingerprint, payloadDifferences } from '../contracts/call-identity.
 import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
+import { entryIsOwn } from './call-budget-entry.ts';
 
 /**
  * What a caller's own call id was first used for, kept in Redis under its call key
@@ -24,6 +25,8 @@ export interface CallIdClaim {
   database: string;
   fingerprint: string;
   recorded?: true;
+  /** The bytes of the first call's budget entry (`callEntry`), so a call refused the id knows whether it shares it. */
+  entryBytes?: number;
 }
 
 /**
@@ -49,7 +52,13 @@ export function parseClaim(text: string | null): CallIdClaim | undefined {
   try {
     const c = JSON.parse(text) as Partial<CallIdClaim>;
     if (typeof c.shard !== 'number' || typeof c.database !== 'string' || typeof c.fingerprint !== 'string') return undefined;
-    return { shard: c.shard, database: c.database, fingerprint: c.fingerprint, ...(c.recorded === true ? { recorded: true as const } : {}) };
+    return {
+      shard: c.shard,
+      database: c.database,
+      fingerprint: c.fingerprint,
+      ...(c.recorded === true ? { recorded: true as const } : {}),
+      ...(typeof c.entryBytes === 'number' ? { entryBytes: c.entryBytes } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -96,13 +105,12 @@ export async function yieldClaim(redis: Redis, keys: Keys, callKey: string, from
 }
 
 /**
- * Why a call may not take its id, and whether the id's first call is still under way: if not,
- * nothing will let go of the room the refused call's admission reserved for its envelope under
- * the same call key (the first call's worker lets it go as it completes).
+ * Why a call may not take its id, and whether the budget entry its admission added is its own
+ * alone ({@link entryIsOwn}), to be let go: nothing else would let it go.
  */
 export interface ClaimRefusal {
   why: string;
-  firstUnderWay: boolean;
+  entryIsOwn: boolean;
 }
 
 /** Where a client claims call ids: its Redis and shard queues, and how long a claim lives ({@link claimTtlS}). */
@@ -126,10 +134,10 @@ export interface ClaimPlace {
 export async function claimCallId(
   { redis, keys, queues, shardCount, ttlS }: ClaimPlace,
   key: string,
-  mine: { shard: number; database: string; data: CallJobData },
+  mine: { shard: number; database: string; data: CallJobData; entryBytes: number },
 ): Promise<ClaimRefusal | undefined> {
   const fingerprint = callFingerprint({ ...mine.data, database: mine.database });
-  const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint };
+  const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint, entryBytes: mine.entryBytes };
   const at = keys.callIdClaim(key);
   // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7): the second round
   // trip is paid only by a call id sent again. A claim gone in between (expired) is taken anew.
@@ -145,7 +153,8 @@ export async function claimCallId(
     if (held.recorded) {
       return {
         why: `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`,
-        firstUnderWay: false,
+        // The recorded call's own resend may be under way with an entry of the same bytes.
+        entryIsOwn: entryIsOwn(mine.entryBytes, { finished: false }),
       };
     }
     const differs: string[] = [];
@@ -158,7 +167,7 @@ export async function claimCallId(
     const why = differs.length
       ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
       : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
-    return { why, firstUnderWay: !!earlier && !earlier.finishedOn };
+    return { why, entryIsOwn: entryIsOwn(mine.entryBytes, { bytes: held.entryBytes, finished: earlier?.finishedOn !== undefined }) };
   }
   return undefined;
 }

@@ -6,6 +6,8 @@ import { isRetryable } from '../errors.ts';
 import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
+import { callEntry, entryIsOwn } from './call-budget-entry.ts';
+import { jsonBytes } from './redis-bytes.ts';
 
 /** A call being added to its shard queue, with the waits already listening for it. */
 export interface CallToAdd {
@@ -19,12 +21,14 @@ export interface CallToAdd {
   wait: boolean;
   completion: Promise<Envelope>;
   parking?: Promise<Record<string, unknown>>;
+  /** The bytes of this call's budget entry (`callEntry`). */
+  entryBytes: number;
   /**
-   * Called when the id's call had finished before this one came: the room this one's admission
-   * reserved for an envelope is nobody's to let go (only a worker completing a call does), and
-   * held it for days (fault review F4: 4,507 resends filled a pro workspace's budget).
+   * Lets go of this call's budget entry, when it stores nothing of its own and the entry is its
+   * alone (`entryIsOwn`): nothing else would (only a worker completing a call does), and it held
+   * its room for days (fault review F4: 4,507 resends filled a pro workspace's budget).
    */
-  finishedBefore(): Promise<void>;
+  letGo(): Promise<void>;
 }
 
 /**
@@ -59,7 +63,8 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   const differs = payloadDifferences(earlier.data, data);
   if (differs.length) {
     waiters.drop(completion, parking);
-    if (earlier.finishedOn) await c.finishedBefore();
+    const first = { bytes: callEntry('', jsonBytes(earlier.data), 0).bytes, finished: earlier.finishedOn !== undefined };
+    if (entryIsOwn(c.entryBytes, first)) await c.letGo();
     return errorEnvelope(
       callId,
       tool,
@@ -77,7 +82,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   else if (earlier.finishedOn && endedRetryable(earlier)) await runAgain(earlier, 'completed');
   else if (earlier.finishedOn) {
     const env = finishedEnvelope(earlier);
-    await c.finishedBefore();
+    await c.letGo();
     waiters.complete(key, env);
     return env;
   }

@@ -112,6 +112,15 @@ export function unavailable(callId: string, tool: string, why: string, mayStillR
   return { ...errorEnvelope(callId, tool, 'UNAVAILABLE', why), mayStillRun };
 }
 
+/**
+ * UNAVAILABLE for a call refused before it was sent: under a caller's own id it says the call
+ * may still run (`mayStillRun: true`), since an earlier send of the id may have reached Redis and
+ * run (review F4); under an id made for this call alone, nothing else can have run it.
+ */
+export function ownIdAnswer(env: ErrorEnvelope, ownId: boolean): ErrorEnvelope {
+  return ownId ? { ...env, mayStillRun: true } : env;
+}
+
 function isReady(redis: Redis): boolean {
   return redis.status === 'ready';
 }
