@@ -171,7 +171,8 @@ export class CallEnqueue {
     // never completed, so nothing else lets its entry go: its reserved room held for days (F4).
     // It stores nothing of its own (the first call's job and `done` entry are what Redis keeps),
     // so the whole entry goes. While the first call is under way the two share one entry (same
-    // key, kind and bytes: counted once), which its worker swaps, so nothing is let go then.
+    // key, kind and bytes: counted once), which its worker swaps, so nothing is let go then, nor
+    // while its job is not found: it may be on its way (claimed, not yet added; review T6).
     const letGoReserve = () =>
       this.deps.budget
         .note(

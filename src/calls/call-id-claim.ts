@@ -96,12 +96,18 @@ export async function yieldClaim(redis: Redis, keys: Keys, callKey: string, from
 }
 
 /**
- * Why a call may not take its id, and whether the id's first call is still under way: if not,
- * nothing will let go of the room the refused call's admission reserved for its envelope under
- * the same call key (the first call's worker lets it go as it completes).
+ * Why a call may not take its id, and whether the id's first call may still be under way: if
+ * not, nothing will let go of the room the refused call's admission reserved for its envelope
+ * under the same call key (the first call's worker lets it go as it completes).
  */
 export interface ClaimRefusal {
   why: string;
+  /**
+   * False only when the job under the id is found finished. A job not found may be one whose
+   * call took the id and has not added it yet: the refused call's entry is then the same member
+   * as that call's (same key, kind and bytes, counted once), and letting it go left the call
+   * uncounted in flight (hostile review T6: two sends at once, 17 of 50 queued calls uncounted).
+   */
   firstUnderWay: boolean;
 }
 
@@ -142,15 +148,17 @@ export async function claimCallId(
     // drop into that database goes on, and its worker replays it or refuses it by the record.
     if (held.recorded && held.database === mine.database && RECORDED_TOOLS.has(mine.data.tool)) return undefined;
     const callId = JSON.stringify(mine.data.callId);
+    // A recorded claim lets a write into its database through, which may be under way now.
+    const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
+    const firstUnderWay = !earlier?.finishedOn;
     if (held.recorded) {
       return {
         why: `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`,
-        firstUnderWay: false,
+        firstUnderWay,
       };
     }
     const differs: string[] = [];
     if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
-    const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
     if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
     // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
     // has no outcome left to point at.
@@ -158,7 +166,7 @@ export async function claimCallId(
     const why = differs.length
       ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
       : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
-    return { why, firstUnderWay: !!earlier && !earlier.finishedOn };
+    return { why, firstUnderWay };
   }
   return undefined;
 }

@@ -1,0 +1,50 @@
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
+import { connectRedis } from '../../src/redis/connection.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+// Session 29 (hostile review T6): a call refused IDEMPOTENCY_CONFLICT lets its budget entry go
+// when the id's first call is not under way (F4). The entry is the member `<key>|call:<bytes>`,
+// so a refused call of the same size as the first (`SELECT 2` against `SELECT 1`) names the
+// first call's own entry. The first call was taken as not under way when its job was not found,
+// which is also the moment between its claim of the id and its add: two sends at once under one
+// id left the one that was queued uncounted (17 of 50 pairs, docs/benchmarks.md), so a tenant held Redis past its
+// budget with every call it sent twice. No worker runs here: a call sent without waiting stays
+// queued, under way, for the whole test.
+
+const redis = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const who = (workspace: string) => ({ workspace, agent: 'scout', settings: { database: 'agent' as const } });
+const query = (workspace: string, callId: string, sql: string) => ({ ...who(workspace), tool: 'DATA_QUERY_SQL' as const, callId, arguments: { sql } });
+const queued = { wait: false, timeoutMs: 100 };
+afterAll(() => redis.disconnect());
+
+describe('a call refused IDEMPOTENCY_CONFLICT while the first call under its id is on its way', () => {
+  let sb: Sandbox;
+  let clients: AgentDbClient[];
+  beforeAll(() => {
+    sb = sandbox();
+    clients = [sb.client(), sb.client()];
+  });
+  afterAll(async () => await sb.cleanup());
+  const entries = async (workspace: string) =>
+    (await redis.zrange(keysFor(sb.config.prefix).redisBudget(workspace).ledger, 0, -1)).filter((m) => m.includes('|call:')).length;
+
+  it('leaves the first call counted between its claim of the id and its add', async () => {
+    const keys = keysFor(sb.config.prefix);
+    const queue = new Queue(keys.queueName(shardOf(databaseId('staged', 'scout'), sb.config.shardCount)), { connection: redis, prefix: keys.bullPrefix });
+    try {
+      expect(await clients[0]!.call(query('staged', 'c1', 'SELECT 1'), queued)).toMatchObject({ status: 'queued' });
+      expect(await entries('staged')).toBe(1);
+      // Its job taken out again: the id claimed and its entry counted, no job yet, as a first
+      // call is just before its add.
+      await queue.remove('staged.scout.c1');
+      expect(await clients[1]!.call(query('staged', 'c1', 'SELECT 2'), queued)).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
+      expect(await entries('staged')).toBe(1);
+    } finally {
+      await queue.close();
+    }
+  });
+});
