@@ -5,6 +5,7 @@ import { callFingerprint, payloadDifferences } from '../contracts/call-identity.
 import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
+import { runsAgainWhenSent } from './call-resend.ts';
 
 /**
  * What a caller's own call id was first used for, kept in Redis under its call key
@@ -103,10 +104,13 @@ export async function yieldClaim(redis: Redis, keys: Keys, callKey: string, from
 export interface ClaimRefusal {
   why: string;
   /**
-   * False only when the job under the id is found finished. A job not found may be one whose
-   * call took the id and has not added it yet: the refused call's entry is then the same member
-   * as that call's (same key, kind and bytes, counted once), and letting it go left the call
-   * uncounted in flight (hostile review T6: two sends at once, 17 of 50 queued calls uncounted).
+   * False only when the job under the id is found finished for good. A job not found may be one
+   * whose call took the id and has not added it yet: the refused call's entry is then the same
+   * member as that call's (same key, kind and bytes, counted once), and letting it go left the
+   * call uncounted in flight (hostile review T6: two sends at once, 17 of 50 queued calls
+   * uncounted). So may a job that failed or ended with a "try again", which the first call sent
+   * again puts back to run. Kept, the refused call's entry is counted until it expires: a
+   * caller's own id misused costs its own workspace, never another call's count.
    */
   firstUnderWay: boolean;
 }
@@ -150,7 +154,7 @@ export async function claimCallId(
     const callId = JSON.stringify(mine.data.callId);
     // A recorded claim lets a write into its database through, which may be under way now.
     const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
-    const firstUnderWay = !earlier?.finishedOn;
+    const firstUnderWay = !earlier?.finishedOn || runsAgainWhenSent(earlier);
     if (held.recorded) {
       return {
         why: `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`,

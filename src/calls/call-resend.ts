@@ -117,6 +117,14 @@ export function callJobOptions(key: string, resultTtlS: number): JobsOptions & {
   };
 }
 
+/**
+ * A finished job that the same call sent again puts back to run (see {@link addOrJoin}): it
+ * failed, or ended with a "try again". Such a call may be under way again at any moment.
+ */
+export function runsAgainWhenSent(job: Job<CallJobData, Envelope>): boolean {
+  return !!job.finishedOn && (isFailed(job) || endedRetryable(job));
+}
+
 /** A job that failed (threw after its retries) rather than completed with an envelope. */
 function isFailed(job: Job<CallJobData, Envelope>): boolean {
   return job.returnvalue == null && !!job.failedReason;

@@ -48,3 +48,35 @@ describe('a call refused IDEMPOTENCY_CONFLICT while the first call under its id 
     }
   });
 });
+
+describe('a call refused IDEMPOTENCY_CONFLICT under an id whose call ended with a "try again"', () => {
+  let sb: Sandbox;
+  let client: AgentDbClient;
+  beforeAll(async () => {
+    sb = sandbox({ WORKSPACE_MAX_BYTES: String(256 * 1024) });
+    // Its verdict on the disk quota not kept: the resend below is weighed again.
+    await sb.pool(undefined, {}, { writesVerdictKeepMs: 0 });
+    client = sb.client();
+  });
+  afterAll(async () => await sb.cleanup());
+
+  it('leaves the entry a resend of that call puts back to run shares, which its worker then lets go', async () => {
+    const ledger = keysFor(sb.config.prefix).redisBudget('full').ledger;
+    const entries = async () => (await redis.zrange(ledger, 0, -1)).filter((m) => m.includes('|call:')).length;
+    const fill = 'CREATE TABLE big AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<40) SELECT randomblob(10000) AS b FROM c';
+    // Another agent of the workspace takes it past its byte quota.
+    const filler = { ...who('full'), agent: 'filler' };
+    expect(await client.call({ ...filler, tool: 'DATA_WRITE_SQL', arguments: { sql: fill } })).toMatchObject({ ok: true });
+    const write = (sql: string) => ({ ...who('full'), tool: 'DATA_WRITE_SQL' as const, callId: 'q1', arguments: { sql } });
+    // Past the disk quota: an outcome the same write sent again runs again, once room is back.
+    expect(await client.call(write('CREATE TABLE t1 (x)'))).toMatchObject({ error: { code: 'QUOTA_EXCEEDED' } });
+    expect(await entries()).toBe(0);
+    // Of the same size, so its entry is the member that write's resend counts: sent at once, the
+    // resend puts the job back to run after this call found it finished, and this call's let-go
+    // took the resend's count away while it ran.
+    expect(await client.call(write('CREATE TABLE t2 (x)'))).toMatchObject({ error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    expect(await entries()).toBe(1);
+    expect(await client.call(write('CREATE TABLE t1 (x)'))).toMatchObject({ error: { code: 'QUOTA_EXCEEDED' } });
+    expect(await entries()).toBe(0);
+  });
+});
