@@ -12,7 +12,7 @@ import type { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { jobAdd, JobAddTemplate, type JobAdd } from './admitted-add.ts';
 import { awaiting, within, type CallAnswer } from './call-answers.ts';
 import { awaitCompletion, watchJob } from './call-completion-wait.ts';
-import { claimCallId, type ClaimPlace } from './call-id-claim.ts';
+import { claimCallId, claimEntry, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
 import { addOrJoin, callJobOptions, finishedOutcome } from './call-resend.ts';
@@ -21,7 +21,7 @@ import type { CallOptions } from './client-options.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
 import { enqueueUnanswered, REDIS_ANSWER_MS, unavailable, type OutageAnswers, type Unanswered } from './outage-answers.ts';
 import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes } from './redis-bytes.ts';
-import type { Admission, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+import type { Admission, BudgetEntry, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** A tenant bound a refusal is counted under (`agentdb_quota_refusals_total{quota}`). */
 export type RefusedQuota = 'rate' | 'redis' | 'headroom';
@@ -161,7 +161,12 @@ export class CallEnqueue {
     const until = data.enqueuedAt + timeoutMs + this.deps.approvalTtlMs + this.deps.resultTtlS * 1000;
     // One entry for the arguments and the reserved room: as two, each side of the call paid Redis a
     // ZADD or ZREM more, and both sides sent one more member (issue 31); the sum is the same.
-    const entries = (argsBytes: number) => [{ callKey: key, kind: 'call' as const, bytes: argsBytes + CALL_OVERHEAD_BYTES + ENVELOPE_RESERVE_BYTES, until }];
+    // A caller's own id's claim outlives the call's entries (see claimEntry): counted as long.
+    const claim = input.callId !== undefined ? [claimEntry(key, this.deps.claims.ttlS, data.enqueuedAt)] : [];
+    const entries = (argsBytes: number): BudgetEntry[] => [
+      { callKey: key, kind: 'call', bytes: argsBytes + CALL_OVERHEAD_BYTES + ENVELOPE_RESERVE_BYTES, until },
+      ...claim,
+    ];
     const refusal = (r: Admission) =>
       'rate' in r
         ? this.deps.refused('rate', rateLimited(callId, tool, request.workspace, this.deps.rates!.refused(r.rate, r.msLeft)))
@@ -173,16 +178,7 @@ export class CallEnqueue {
     // so the whole entry goes. While the first call is under way the two share one entry (same
     // key, kind and bytes: counted once), which its worker swaps, so nothing is let go then, nor
     // while its job is not found: it may be on its way (claimed, not yet added; review T6).
-    const letGoReserve = () =>
-      this.deps.budget
-        .note(
-          data.workspace,
-          entries(jsonBytes(data)).map((e) => ({ ...e, until: 0 })),
-        )
-        .then(
-          () => undefined,
-          () => undefined,
-        );
+    const letGoReserve = () => this.deps.budget.letGo(data.workspace, entries(jsonBytes(data)));
     const queue = this.deps.queues.of(shard);
     // A generated id is new by nature, so nothing needs asking between the admission and the add:
     // the job is added by the admission's own script, one round trip (issue 31). A caller's own id

@@ -6,6 +6,7 @@ import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { runsAgainWhenSent } from './call-resend.ts';
+import type { BudgetEntry } from './workspace-redis-budget.ts';
 
 /**
  * What a caller's own call id was first used for, kept in Redis under its call key
@@ -42,6 +43,22 @@ export const RECORDED_TOOLS: ReadonlySet<string> = new Set(['DATA_WRITE_SQL', 'D
  */
 export function claimTtlS(resultTtlS: number, approvalTtlMs: number): number {
   return resultTtlS + Math.ceil(approvalTtlMs / 1000) + 24 * 3600;
+}
+
+/** What one claim holds in Redis: MEMORY USAGE measured 216 bytes, rounded up. */
+export const CLAIM_BYTES = 256;
+
+/**
+ * A caller's own call id's claim as its workspace's Redis budget counts it, from the call's
+ * admission until the claim expires ({@link claimTtlS}, a minute later, since the claim is set
+ * after the count). The call's own entries go RESULT_TTL_HOURS after it finishes, with the job;
+ * the claim stays APPROVAL_TTL_MS and a day longer, and was counted by none (hostile review T6:
+ * 216 bytes for 48 h after a small call's 2,112-byte `done` entry went, ~20 % past the budget at
+ * the defaults, ~3 times it at APPROVAL_TTL_MS's 30 days). A resend, or another call under the
+ * id, names the same member: counted once, and never let go with the call's entry.
+ */
+export function claimEntry(key: string, ttlS: number, now: number): BudgetEntry {
+  return { callKey: key, kind: 'claim', bytes: CLAIM_BYTES, until: now + (ttlS + 60) * 1000 };
 }
 
 /** A claim as Redis holds it, or undefined when absent or not one. */

@@ -32,6 +32,17 @@ describe('a call refused IDEMPOTENCY_CONFLICT while the first call under its id 
   const entries = async (workspace: string) =>
     (await redis.zrange(keysFor(sb.config.prefix).redisBudget(workspace).ledger, 0, -1)).filter((m) => m.includes('|call:')).length;
 
+  it("counts a caller's own id's claim for as long as the claim lives", async () => {
+    // The claim stays RESULT_TTL_HOURS + APPROVAL_TTL_MS + a day; the call's `done` entry goes
+    // RESULT_TTL_HOURS after it finished: 216 bytes a call past its budget for two days.
+    const keys = keysFor(sb.config.prefix);
+    expect(await clients[0]!.call(query('claims', 'k1', 'SELECT 1'), queued)).toMatchObject({ status: 'queued' });
+    const ledger = await redis.zrange(keys.redisBudget('claims').ledger, 0, -1, 'WITHSCORES');
+    const at = ledger.findIndex((m) => m.includes('|claim:'));
+    expect(at).toBeGreaterThanOrEqual(0);
+    expect(Number(ledger[at + 1])).toBeGreaterThanOrEqual(Date.now() + (await redis.pttl(keys.callIdClaim('claims.scout.k1'))));
+  });
+
   it('leaves the first call counted between its claim of the id and its add', async () => {
     const keys = keysFor(sb.config.prefix);
     const queue = new Queue(keys.queueName(shardOf(databaseId('staged', 'scout'), sb.config.shardCount)), { connection: redis, prefix: keys.bullPrefix });
@@ -43,6 +54,8 @@ describe('a call refused IDEMPOTENCY_CONFLICT while the first call under its id 
       await queue.remove('staged.scout.c1');
       expect(await clients[1]!.call(query('staged', 'c1', 'SELECT 2'), queued)).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
       expect(await entries('staged')).toBe(1);
+      // Nor the id's claim, which the refused call's admission named too.
+      expect((await redis.zrange(keys.redisBudget('staged').ledger, 0, -1)).filter((m) => m.includes('|claim:'))).toHaveLength(1);
     } finally {
       await queue.close();
     }
