@@ -12,7 +12,7 @@ import type { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { jobAdd, JobAddTemplate, type JobAdd } from './admitted-add.ts';
 import { awaiting, within, type CallAnswer } from './call-answers.ts';
 import { awaitCompletion, watchJob } from './call-completion-wait.ts';
-import { claimCallId, type ClaimPlace } from './call-id-claim.ts';
+import { claimCallId, claimEntry, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
 import { addOrJoin, callJobOptions, finishedOutcome } from './call-resend.ts';
@@ -162,18 +162,17 @@ export class CallEnqueue {
     const until = data.enqueuedAt + timeoutMs + this.deps.approvalTtlMs + this.deps.resultTtlS * 1000;
     // Measured where it is sent: the admitting path has the job's JSON made already (below).
     const entryOf = (dataBytes: number) => callEntry(key, dataBytes, until);
+    // A caller's own id's claim outlives the call's entries (see claimEntry): counted as long.
+    const claim = input.callId !== undefined ? [claimEntry(key, this.deps.claims.ttlS, data.enqueuedAt)] : [];
     const refusal = (r: Admission) =>
       'rate' in r
         ? this.deps.refused('rate', rateLimited(callId, tool, request.workspace, this.deps.rates!.refused(r.rate, r.msLeft)))
         : this.deps.refused('redis', budgetRefusal(errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over), r.retryAfterS));
     const ownId = input.callId !== undefined;
     // A call that stores nothing of its own (see entryIsOwn): its whole entry goes, at once.
-    const letGo = (entry: BudgetEntry) => () =>
-      this.deps.budget.note(data.workspace, [{ ...entry, until: 0 }]).then(
-        () => undefined,
-        // One that fails leaves the entry to its expiry: counted too long, the safe side.
-        () => undefined,
-      );
+    // Never the id's claim, which the first call under the id holds; one that fails leaves the
+    // entry to its expiry: counted too long, the safe side.
+    const letGo = (entry: BudgetEntry) => () => this.deps.budget.letGo(data.workspace, [entry]);
     const queue = this.deps.queues.of(shard);
     // A generated id is new by nature, so nothing needs asking between the admission and the add:
     // the job is added by the admission's own script, one round trip (issue 31). A caller's own id
@@ -192,7 +191,7 @@ export class CallEnqueue {
       add = template ? template.add(data, key) : jobAdd(queue, 'call', data, callJobOptions(key, this.deps.resultTtlS));
     } else {
       entry = entryOf(jsonBytes(data));
-      const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, [entry], counters);
+      const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, [entry, ...claim], counters);
       if (refused) return (ownId && 'over' in refused && (await finishedOutcome(queue, key, data))) || refusal(refused);
     }
     if (ownId) {

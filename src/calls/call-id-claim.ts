@@ -6,6 +6,8 @@ import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { entryIsOwn } from './call-budget-entry.ts';
+import { runsAgainWhenSent } from './call-resend.ts';
+import type { BudgetEntry } from './workspace-redis-budget.ts';
 
 /**
  * What a caller's own call id was first used for, kept in Redis under its call key
@@ -44,6 +46,25 @@ export const RECORDED_TOOLS: ReadonlySet<string> = new Set(['DATA_WRITE_SQL', 'D
  */
 export function claimTtlS(resultTtlS: number, approvalTtlMs: number): number {
   return resultTtlS + Math.ceil(approvalTtlMs / 1000) + 24 * 3600;
+}
+
+/**
+ * What one claim holds in Redis, with its entry in the budget's ledger, which lives as long:
+ * MEMORY USAGE measured 216 bytes for the claim and 150 a ledger member (2,000 of them), rounded up.
+ */
+export const CLAIM_BYTES = 384;
+
+/**
+ * A caller's own call id's claim as its workspace's Redis budget counts it, from the call's
+ * admission until the claim expires ({@link claimTtlS}, a minute later, since the claim is set
+ * after the count). The call's own entries go RESULT_TTL_HOURS after it finishes, with the job;
+ * the claim stays APPROVAL_TTL_MS and a day longer, and was counted by none (hostile review T6:
+ * 216 bytes for 48 h after a small call's 2,112-byte `done` entry went, ~20 % past the budget at
+ * the defaults, ~3 times it at APPROVAL_TTL_MS's 30 days). A resend, or another call under the
+ * id, names the same member: counted once, and never let go with the call's entry.
+ */
+export function claimEntry(key: string, ttlS: number, now: number): BudgetEntry {
+  return { callKey: key, kind: 'claim', bytes: CLAIM_BYTES, until: now + (ttlS + 60) * 1000 };
 }
 
 /** A claim as Redis holds it, or undefined when absent or not one. */
@@ -150,24 +171,26 @@ export async function claimCallId(
     // drop into that database goes on, and its worker replays it or refuses it by the record.
     if (held.recorded && held.database === mine.database && RECORDED_TOOLS.has(mine.data.tool)) return undefined;
     const callId = JSON.stringify(mine.data.callId);
+    // A recorded claim lets a write into its database through, which may be under way now.
+    const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
+    // Finished for good: not a job the first call sent again puts back to run (review T6).
+    const first = { bytes: held.entryBytes, finished: !!earlier?.finishedOn && !runsAgainWhenSent(earlier) };
     if (held.recorded) {
       return {
         why: `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`,
-        // The recorded call's own resend may be under way with an entry of the same bytes.
-        entryIsOwn: entryIsOwn(mine.entryBytes, { finished: false }),
+        entryIsOwn: entryIsOwn(mine.entryBytes, first),
       };
     }
     const differs: string[] = [];
     if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
-    const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
     if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
     // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
     // has no outcome left to point at.
-    const first = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
+    const firstAnswer = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
     const why = differs.length
-      ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
-      : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
-    return { why, entryIsOwn: entryIsOwn(mine.entryBytes, { bytes: held.entryBytes, finished: earlier?.finishedOn !== undefined }) };
+      ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${firstAnswer}.`
+      : `Call id ${callId} was already used for another call; nothing ran, and ${firstAnswer}.`;
+    return { why, entryIsOwn: entryIsOwn(mine.entryBytes, first) };
   }
   return undefined;
 }

@@ -63,7 +63,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   const differs = payloadDifferences(earlier.data, data);
   if (differs.length) {
     waiters.drop(completion, parking);
-    const first = { bytes: callEntry('', jsonBytes(earlier.data), 0).bytes, finished: earlier.finishedOn !== undefined };
+    const first = { bytes: callEntry('', jsonBytes(earlier.data), 0).bytes, finished: !!earlier.finishedOn && !runsAgainWhenSent(earlier) };
     if (entryIsOwn(c.entryBytes, first)) await c.letGo();
     return errorEnvelope(
       callId,
@@ -120,6 +120,14 @@ export function callJobOptions(key: string, resultTtlS: number): JobsOptions & {
     removeOnComplete: { age: resultTtlS },
     removeOnFail: { age: resultTtlS },
   };
+}
+
+/**
+ * A finished job that the same call sent again puts back to run (see {@link addOrJoin}): it
+ * failed, or ended with a "try again". Such a call may be under way again at any moment.
+ */
+export function runsAgainWhenSent(job: Job<CallJobData, Envelope>): boolean {
+  return !!job.finishedOn && (isFailed(job) || endedRetryable(job));
 }
 
 /** A job that failed (threw after its retries) rather than completed with an envelope. */
