@@ -15,7 +15,7 @@ import { awaitCompletion, watchJob } from './call-completion-wait.ts';
 import { claimCallId, claimEntry, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
-import { addOrJoin, callJobOptions, finishedOutcome } from './call-resend.ts';
+import { addOrJoin, callJobOptions, resentOutcome } from './call-resend.ts';
 import type { CallWaiters } from './call-waiters.ts';
 import type { CallOptions } from './client-options.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
@@ -192,7 +192,7 @@ export class CallEnqueue {
     } else {
       entry = entryOf(jsonBytes(data));
       const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, [entry, ...claim], counters);
-      if (refused) return (ownId && 'over' in refused && (await finishedOutcome(queue, key, data))) || refusal(refused);
+      if (refused) return (ownId && 'over' in refused && (await resentOutcome(this.deps.lookup, queue, key, data))) || refusal(refused);
     }
     if (ownId) {
       const conflict = await claimCallId({ ...this.deps.claims, shardCount: shards.count }, key, {

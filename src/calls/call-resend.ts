@@ -99,14 +99,17 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
 }
 
 /**
- * The outcome of the same call finished under `key`, when it is one a resend answers as it is
- * (not a fault's end or a "try again", which run again): what a resend refused by its
- * workspace's Redis budget answers instead, since it stores nothing more. Refused, a committed
- * write was answered QUOTA_EXCEEDED, "nothing was stored, created or run" (fault review F4).
+ * What a resend refused by its workspace's Redis budget answers instead, since it stores nothing
+ * more: the same call's outcome when it finished under `key` (not a fault's end or a "try again",
+ * which run again), or where it stands while it is under way (queued, running, waiting for a
+ * person). Refused, a committed write was answered QUOTA_EXCEEDED, "nothing was stored, created
+ * or run" (fault review F4), and so was a call still under way (review R1).
  */
-export async function finishedOutcome(queue: Queue, key: string, data: CallJobData): Promise<Envelope | undefined> {
+export async function resentOutcome(lookup: CallLookup, queue: Queue, key: string, data: CallJobData): Promise<CallAnswer | undefined> {
   const earlier = await Job.fromId<CallJobData, Envelope>(queue, key);
-  if (!earlier?.finishedOn || isFailed(earlier) || endedRetryable(earlier) || payloadDifferences(earlier.data, data).length) return undefined;
+  if (!earlier || payloadDifferences(earlier.data, data).length) return undefined;
+  if (!earlier.finishedOn) return lookup.standing(key, queue, earlier);
+  if (isFailed(earlier) || endedRetryable(earlier)) return undefined;
   return finishedEnvelope(earlier);
 }
 

@@ -137,4 +137,20 @@ describe('a finished write sent again under its id while its workspace holds its
     expect(await client.call(write('held', 'w2', 'INSERT INTO t VALUES (2)'))).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
     for (let i = 0; i < 2; i++) expect(await client.call(write('held', 'w1', 'INSERT INTO t VALUES (1)'))).toEqual(first);
   });
+
+  it('answers where a call still waiting for a person stands, not QUOTA_EXCEEDED', async () => {
+    const gated = { workspace: 'held-parked', agent: 'scout', settings: { database: 'agent' as const, approval: 'write' as const } };
+    const parked = { ...gated, tool: 'DATA_WRITE_SQL' as const, callId: 'p1', arguments: { sql: 'CREATE TABLE t (x)' } };
+    expect(await client.call(parked, { wait: false })).toMatchObject({ status: 'awaiting_approval' });
+    const big = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<40) SELECT i, printf('%.1000c','x') AS s FROM c";
+    let refused: Envelope | undefined;
+    for (let i = 0; i < 20 && !refused; i++) {
+      const env = (await client.call({ ...gated, tool: 'DATA_QUERY_SQL', arguments: { sql: big, max_rows: 100 } })) as Envelope;
+      if (!env.ok) refused = env;
+    }
+    expect(refused).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+    // On the code before: QUOTA_EXCEEDED, "nothing was stored, created or run", for a call that
+    // waits for a person and runs once approved (review R1).
+    expect(await client.call(parked, { wait: false })).toMatchObject({ callId: 'p1', status: 'awaiting_approval' });
+  });
 });
