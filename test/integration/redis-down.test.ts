@@ -83,7 +83,7 @@ describe('the client library when Redis does not answer', () => {
     }
   });
 
-  it('/v1/calls answers the call envelope, mayStillRun by whose id it is, when the key cannot be looked up either', async () => {
+  it('/v1/calls answers the call envelope, mayStillRun by whose id it is, when the key cannot be looked up either; /mcp a tool result', async () => {
     // One Redis for keys and queue, as `agentdb start` has: down, the key lookup fails first. It
     // answered a bare { error } (no callId, no mayStillRun) to a resend under the caller's own id.
     const url = `redis://127.0.0.1:${await freePort()}`;
@@ -109,6 +109,19 @@ describe('the client library when Redis does not answer', () => {
       const look = await app.inject({ method: 'GET', url: '/v1/calls/c-2', headers });
       expect(look.statusCode).toBe(503);
       expect(look.json()).toMatchObject({ ...down, callId: 'c-2', mayStillRun: true });
+      // /mcp: a tools/call is the tool's UNAVAILABLE, its mayStillRun as the call's own answer has it.
+      const mcp = await app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { ...headers, accept: 'application/json, text/event-stream' },
+        payload: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' }, _meta: { 'agentdb/callId': 'm-1' } },
+        },
+      });
+      expect(mcp.json()).toMatchObject({ result: { isError: true, structuredContent: { callId: 'm-1', mayStillRun: true, error: { code: 'UNAVAILABLE' } } } });
     } finally {
       await app.close();
       await approvals.close();
