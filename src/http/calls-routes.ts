@@ -3,11 +3,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
 import type { CallAnswer } from '../calls/client.ts';
+import { unsentUnavailable } from '../calls/outage-answers.ts';
 import type { KeyedCalls, TraceContext } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { clientGone } from './client-gone.ts';
 import { refusalHead } from './error-reply.ts';
-import { principalOf, requireKey } from './key-auth.ts';
+import { principalOf, requireKeyOrOutage } from './key-auth.ts';
 
 /** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
 export interface CallsRoutesDeps {
@@ -46,9 +47,10 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.addHook('onRequest', requireKey(deps.auth));
+    app.addHook('onRequest', requireKeyOrOutage(deps.auth));
 
     app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
+      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.body.callId, request.body.tool, request.keyOutage));
       const signal = clientGone(reply);
       const answer = await untilGone(
         signal,
@@ -58,6 +60,7 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
     });
 
     app.get('/v1/calls/:id', { schema: { params: idParams, querystring: waitQuery(false) } }, async (request, reply) => {
+      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.params.id, '', request.keyOutage));
       const signal = clientGone(reply);
       const answer = await untilGone(
         signal,

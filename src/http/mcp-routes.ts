@@ -100,10 +100,18 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         try {
           principal = await bearer.principal(request);
         } catch (err) {
-          // Redis away while the key is looked up: the service is unavailable, in words (503).
-          if (err instanceof AgentDbError && err.code === 'UNAVAILABLE')
-            return rpcError(reply, 503, RPC.internal, `Unavailable: ${err.detail} Try again shortly.`);
-          throw err;
+          if (!(err instanceof AgentDbError) || err.code !== 'UNAVAILABLE') throw err;
+          // Redis away while the key is looked up. A plain tools/call is answered as the tool's
+          // own UNAVAILABLE, whose mayStillRun says that an earlier send under the client's call
+          // id may have run (tool-call.ts, review F4); anything else in words (503).
+          const at = endpoint(request);
+          const fast = at && fastToolCall({ headers: request.headers, body: request.body }, deps.fastPath !== false);
+          if (!at || !fast || 'invalid' in fast) return rpcError(reply, 503, RPC.internal, `Unavailable: ${err.detail} Try again shortly.`);
+          const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins }, async () => {
+            throw err;
+          });
+          const answer = await answerFastToolCall(fast, run, gone);
+          return answer.body === undefined ? reply.code(answer.status).send() : sendJson(reply, answer.status, answer.body);
         }
         if (!principal) {
           reply.header('www-authenticate', bearer.challenge(request));
