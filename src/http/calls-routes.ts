@@ -7,7 +7,15 @@ import type { KeyedCalls, TraceContext } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { clientGone } from './client-gone.ts';
 import { refusalHead } from './error-reply.ts';
+import { isConnectionFault } from '../redis/connection.ts';
 import { principalOf, requireKey } from './key-auth.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Why Redis did not answer when this request's key was checked (see `callsRoutes`). */
+    keyUnchecked?: string;
+  }
+}
 
 /** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
 export interface CallsRoutesDeps {
@@ -46,7 +54,24 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.addHook('onRequest', requireKey(deps.auth));
+    const authenticate = requireKey(deps.auth);
+    app.addHook('onRequest', async (request, reply) => {
+      try {
+        return await authenticate(request, reply);
+      } catch (err) {
+        // A POST whose key Redis failed to check: its answer needs the body's call id (an own id
+        // may have run by an earlier send), so it is given once the body is read, below. The bare
+        // 503 without mayStillRun said nothing ran (review F5).
+        if (request.method !== 'POST' || !redisAway(err)) throw err;
+        request.keyUnchecked = (err as Error).message;
+        return undefined;
+      }
+    });
+    app.addHook('preHandler', async (request, reply) => {
+      if (request.keyUnchecked === undefined) return undefined;
+      const answer = deps.calls.keyUnchecked(request.body as z.infer<typeof callBody>, request.keyUnchecked);
+      return refusalHead(reply, answer.error).send(answer);
+    });
 
     app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
       const signal = clientGone(reply);
@@ -66,6 +91,14 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
       return answer ? answerWith(reply, answer) : gone(reply);
     });
   };
+}
+
+/**
+ * Redis did not answer: a command that died with its connection, or the core's UNAVAILABLE for a
+ * Redis it knows is down (the same 503 the app's error handler gives either).
+ */
+function redisAway(err: unknown): boolean {
+  return isConnectionFault(err) || (err as { code?: unknown } | undefined)?.code === 'UNAVAILABLE';
 }
 
 /** Ends a request whose client went away (nginx's 499, "client closed request"): written to nobody. */

@@ -83,6 +83,49 @@ describe('the client library when Redis does not answer', () => {
     }
   });
 
+  it('POST /v1/calls answers the envelope, mayStillRun under an own id, when Redis fails while the key is checked', async () => {
+    // A key not yet cached, checked against a Redis that is gone: the request failed before
+    // its body was read, and answered a bare 503 UNAVAILABLE without mayStillRun, which says
+    // nothing ran, for an id whose earlier send may have (review F5).
+    const sb = sandbox();
+    const live = new Redis(REDIS_URL);
+    const keys = keysFor(sb.config.prefix);
+    const agents = new AgentRegistry(live, keys);
+    await new WorkspaceRegistry(live, keys).put('acme', 'pro');
+    await agents.put('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
+    const { key } = await new AgentKeyRing(live, keys, agents).mint('acme', 'scout');
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const gone = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    gone.on('error', () => undefined);
+    const calls = new AgentDbClient({ redisUrl: url, prefix: sb.config.prefix, shardCount: sb.config.shardCount });
+    clients.push(calls);
+    const members = new MemberRegistry(gone, keys);
+    const approvals = new ApprovalService({ redis: gone, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
+    const app = buildApp({
+      redis: gone,
+      shardCount: sb.config.shardCount,
+      members,
+      approvals,
+      keyed: { auth: new KeyAuthenticator(gone, keys), calls: new KeyedCalls(calls), waitMs: 5000, approvalWaitMs: 5000 },
+    });
+    const post = (payload: object) => app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${key}` }, payload });
+    try {
+      const own = await post({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' }, callId: 'w-1' });
+      expect(own.statusCode).toBe(503);
+      expect(own.json()).toMatchObject({ ok: false, callId: 'w-1', tool: 'DATA_WRITE_SQL', mayStillRun: true, error: { code: 'UNAVAILABLE' } });
+      // Without an id of its own nothing of it reached Redis, and nothing else can run it.
+      const none = await post({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' } });
+      expect(none.statusCode).toBe(503);
+      expect(none.json()).toMatchObject({ ok: false, mayStillRun: false, error: { code: 'UNAVAILABLE' } });
+    } finally {
+      await app.close();
+      await approvals.close();
+      gone.disconnect();
+      live.disconnect();
+      await sb.cleanup();
+    }
+  });
+
   it('checkRedis rejects with the URL, its password hidden', async () => {
     const port = await freePort();
     await expect(checkRedis(`redis://:s3cret@127.0.0.1:${port}`)).rejects.toMatchObject({
