@@ -26,6 +26,8 @@
 //   stopr   SIGSTOP of Redis for 10 s, then SIGCONT
 //   misconf Redis's own --dir (a tmpfs of REDIS_DIR_SIZE) filled for 3-8 s, then freed; a Redis
 //           that exited on it (AOF write error under appendfsync always) started again from its AOF
+//   misconfe the same under appendfsync everysec (set for the fault): Redis answers MISCONF to
+//           writes until a write of its AOF works again
 // and checks: no write answered ok is later answered a refusal without mayStillRun (okThenNotRun),
 // and the workspace's budget sum (`held`) equals the sum of its ledger's members after the run.
 // Checked at the end: every write answered ok is in its database once, with its row id; no write
@@ -62,7 +64,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../test/helpers/tmpfs.ts';
 const RUN_MS = Number(process.env.RUN_S ?? 120) * 1000;
 const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 2);
 const STREAMS = Number(process.env.FAULT_STREAMS ?? 1);
-const KINDS = (process.env.FAULTS ?? 'worker,child,full,empty,aof,idle,stopw,stopr,misconf').split(',').filter(Boolean);
+const KINDS = (process.env.FAULTS ?? 'worker,child,full,empty,aof,idle,stopw,stopr,misconf,misconfe').split(',').filter(Boolean);
 const WS = 'f4';
 const LANES = ['lib', 'slow', 'v1', 'mcp', 'member'] as const;
 type Lane = (typeof LANES)[number];
@@ -389,8 +391,10 @@ async function main(): Promise<void> {
         await sleep(10_000);
         redis.signal('SIGCONT');
       });
-    } else if (f === 'misconf') {
+    } else if (f === 'misconf' || f === 'misconfe') {
       detail = await inTurn('redis', async () => {
+        // misconfe: under appendfsync everysec Redis refuses writes (MISCONF) instead of exiting.
+        if (f === 'misconfe') await r.config('SET', 'appendfsync', 'everysec');
         const file = path.join(redis.dir, `.fill-${t0}`);
         const filled = fillDisk(file);
         const hold = rand(3000, 8000);
@@ -401,6 +405,15 @@ async function main(): Promise<void> {
         const p = redisProc();
         const exited = !p || p.exitCode !== null || p.signalCode !== null;
         if (exited) await redis.start();
+        else if (f === 'misconfe') {
+          // Redis takes writes again once a write of its AOF works (it retries each second).
+          for (let i = 0; i < 100; i++) {
+            const info = await r.info('persistence').catch(() => '');
+            if (/aof_last_write_status:ok/.test(info)) break;
+            await sleep(100);
+          }
+          await r.config('SET', 'appendfsync', 'always').catch(() => undefined);
+        }
         return `${Math.round(hold)} ms${exited ? `, Redis exited (${p?.exitCode ?? p?.signalCode}), started from its AOF` : ''}`;
       });
     } else if (f === 'aof' || f === 'empty') {
