@@ -117,6 +117,19 @@ describe('the client library when Redis does not answer', () => {
       const none = await post({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' } });
       expect(none.statusCode).toBe(503);
       expect(none.json()).toMatchObject({ ok: false, mayStillRun: false, error: { code: 'UNAVAILABLE' } });
+      // /mcp answered a JSON-RPC error, without mayStillRun: a tool error with it under an own id.
+      const mcp = await app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { authorization: `Bearer ${key}`, accept: 'application/json, text/event-stream' },
+        payload: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' }, _meta: { 'agentdb/callId': 'w-2' } },
+        },
+      });
+      expect(mcp.json()).toMatchObject({ result: { isError: true, structuredContent: { mayStillRun: true, error: { code: 'UNAVAILABLE' } } } });
     } finally {
       await app.close();
       await approvals.close();
