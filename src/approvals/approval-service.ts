@@ -1,9 +1,8 @@
-import { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { ErrorCode } from '../errors.ts';
 import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
-import { ShardQueues } from '../redis/shard-queues.ts';
+import type { ShardQueues } from '../redis/shard-queues.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
 import { ApprovalStore } from './approval-store.ts';
@@ -59,14 +58,14 @@ export class ApprovalService {
   readonly store: ApprovalStore;
   private readonly keys: Keys;
   private readonly redis: Redis;
-  private readonly queues: ShardQueues;
+  /** Opened on the first decision: BullMQ (144 modules, ~0.1 s of CPU to load) only wakes a parked job. */
+  private queues?: Promise<ShardQueues>;
   private keyRing?: AgentKeyRing;
 
   constructor(private readonly opts: { redis: Redis; prefix: string; shardCount: number; members: MemberLookup }) {
     this.redis = opts.redis;
     this.keys = keysFor(opts.prefix);
     this.store = new ApprovalStore(opts.redis, this.keys);
-    this.queues = new ShardQueues(opts.redis, this.keys);
   }
 
   /** One approval, or undefined. */
@@ -137,10 +136,17 @@ export class ApprovalService {
       approvals
         .filter((a) => a.state === 'pending')
         .map(async (a) => {
-          const job = await Job.fromId<CallJobData>(this.queues.of(a.shard), a.callKey);
-          if (!job) return;
+          // The parked job's data, read from its hash as BullMQ keeps it: loading BullMQ for a
+          // listing cost `approvals list` more than all the rest of its start.
+          const data = await this.redis.hget(this.keys.job(a.shard, a.callKey), 'data');
+          if (data === null) return;
           // The call was admitted with its size checked; only where it may go is judged again.
-          const why = await standingRefusal(ring, { shardCount: this.opts.shardCount, maxCallBytes: Number.MAX_SAFE_INTEGER }, job.data, a.database);
+          const why = await standingRefusal(
+            ring,
+            { shardCount: this.opts.shardCount, maxCallBytes: Number.MAX_SAFE_INTEGER },
+            JSON.parse(data) as CallJobData,
+            a.database,
+          );
           if (why) out.set(a.id, why);
         }),
     );
@@ -248,7 +254,7 @@ export class ApprovalService {
 
   /** Closes the queues it opened (not the Redis connection it was given). */
   async close(): Promise<void> {
-    await this.queues.close();
+    await (await this.queues)?.close();
   }
 
   /**
@@ -257,7 +263,9 @@ export class ApprovalService {
    * once the job is delayed, promotes it itself: no interleaving loses a decision.
    */
   private async release(approval: Approval): Promise<void> {
-    const job = await Job.fromId(this.queues.of(approval.shard), approval.callKey);
+    this.queues ??= import('../redis/shard-queues.ts').then(({ ShardQueues }) => new ShardQueues(this.redis, this.keys));
+    const [{ Job }, queues] = await Promise.all([import('bullmq'), this.queues]);
+    const job = await Job.fromId(queues.of(approval.shard), approval.callKey);
     await job?.promote().catch(() => undefined);
   }
 }

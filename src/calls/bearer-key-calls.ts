@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
-import { errorEnvelope, type ErrorEnvelope } from '../contracts/envelope.ts';
+import { errorEnvelope } from '../contracts/envelope.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
@@ -10,7 +10,6 @@ import type { RateRefusal } from './call-rate-limits.ts';
 import { jobLost } from './call-completion-wait.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
 import { dbAnswer, type ApprovalRequiredAnswer, type TranslatedDbCall } from './db-answers.ts';
-import { unavailable } from './outage-answers.ts';
 
 /** The bound each tenant refusal of the client stands for. */
 const REFUSAL_QUOTA: Partial<Record<string, 'rate' | 'redis'>> = { RATE_LIMITED: 'rate', QUOTA_EXCEEDED: 'redis' };
@@ -124,16 +123,6 @@ export class KeyedCalls {
    */
   untaken(answer: object): boolean {
     return this.client.refusedUntaken(answer);
-  }
-
-  /**
-   * The answer to `call` when its key could not be checked because Redis did not answer: nothing
-   * of this send reached Redis, but under the caller's own id an earlier send may have and run
-   * (`mayStillRun: true`, as the client answers an own id it could not send; review F5); under no
-   * id of its own, nothing else can run it.
-   */
-  keyUnchecked(call: Pick<KeyedCall, 'tool' | 'callId'>, why: string): ErrorEnvelope {
-    return unavailable(call.callId ?? '', call.tool, `Redis did not answer when the key was checked: ${why}`, call.callId !== undefined);
   }
 
   /** Enqueues `call` as `principal` and answers per `opts`. */

@@ -1,7 +1,7 @@
 import type { CallInput, CallJobData } from '../contracts/call.ts';
 import { callKeyOf } from '../contracts/call-identity.ts';
 import { shardOf } from '../contracts/database-id.ts';
-import { errorEnvelope, type Envelope, type ErrorEnvelope } from '../contracts/envelope.ts';
+import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import { planCall } from '../policy/call-plan.ts';
 import { TIMED_OUT, within as bounded } from '../redis/bounded-wait.ts';
@@ -12,16 +12,17 @@ import type { WorkspaceRegistry } from '../registry/workspaces.ts';
 import { jobAdd, JobAddTemplate, type JobAdd } from './admitted-add.ts';
 import { awaiting, within, type CallAnswer } from './call-answers.ts';
 import { awaitCompletion, watchJob } from './call-completion-wait.ts';
-import { claimCallId, type ClaimPlace } from './call-id-claim.ts';
+import { claimCallId, claimEntry, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
-import { addOrJoin, callJobOptions, finishedOutcome } from './call-resend.ts';
+import { addOrJoin, callJobOptions, resentOutcome } from './call-resend.ts';
 import type { CallWaiters } from './call-waiters.ts';
 import type { CallOptions } from './client-options.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
-import { enqueueUnanswered, REDIS_ANSWER_MS, unavailable, type OutageAnswers, type Unanswered } from './outage-answers.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes } from './redis-bytes.ts';
-import type { Admission, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+import { enqueueUnanswered, REDIS_ANSWER_MS, ownIdAnswer, unavailable, type OutageAnswers, type Unanswered } from './outage-answers.ts';
+import { jsonBytes, jsonTextBytes } from './redis-bytes.ts';
+import { budgetRefusal, callEntry } from './call-budget-entry.ts';
+import type { Admission, BudgetEntry, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** A tenant bound a refusal is counted under (`agentdb_quota_refusals_total{quota}`). */
 export type RefusedQuota = 'rate' | 'redis' | 'headroom';
@@ -159,29 +160,19 @@ export class CallEnqueue {
     // The worker swaps it, when the call completes, for the call's `done` entry (its arguments and
     // the envelope as written, until nearer) and so gives back the room reserved for the envelope.
     const until = data.enqueuedAt + timeoutMs + this.deps.approvalTtlMs + this.deps.resultTtlS * 1000;
-    // One entry for the arguments and the reserved room: as two, each side of the call paid Redis a
-    // ZADD or ZREM more, and both sides sent one more member (issue 31); the sum is the same.
-    const entries = (argsBytes: number) => [{ callKey: key, kind: 'call' as const, bytes: argsBytes + CALL_OVERHEAD_BYTES + ENVELOPE_RESERVE_BYTES, until }];
+    // Measured where it is sent: the admitting path has the job's JSON made already (below).
+    const entryOf = (dataBytes: number) => callEntry(key, dataBytes, until);
+    // A caller's own id's claim outlives the call's entries (see claimEntry): counted as long.
+    const claim = input.callId !== undefined ? [claimEntry(key, this.deps.claims.ttlS, data.enqueuedAt)] : [];
     const refusal = (r: Admission) =>
       'rate' in r
         ? this.deps.refused('rate', rateLimited(callId, tool, request.workspace, this.deps.rates!.refused(r.rate, r.msLeft)))
         : this.deps.refused('redis', budgetRefusal(errorEnvelope(callId, tool, 'QUOTA_EXCEEDED', r.over), r.retryAfterS));
     const ownId = input.callId !== undefined;
-    // A call under an id whose first call has finished (a resend, or another call refused) is
-    // never completed, so nothing else lets its entry go: its reserved room held for days (F4).
-    // It stores nothing of its own (the first call's job and `done` entry are what Redis keeps),
-    // so the whole entry goes. While the first call is under way the two share one entry (same
-    // key, kind and bytes: counted once), which its worker swaps, so nothing is let go then.
-    const letGoReserve = () =>
-      this.deps.budget
-        .note(
-          data.workspace,
-          entries(jsonBytes(data)).map((e) => ({ ...e, until: 0 })),
-        )
-        .then(
-          () => undefined,
-          () => undefined,
-        );
+    // A call that stores nothing of its own (see entryIsOwn): its whole entry goes, at once.
+    // Never the id's claim, which the first call under the id holds; one that fails leaves the
+    // entry to its expiry: counted too long, the safe side.
+    const letGo = (entry: BudgetEntry) => () => this.deps.budget.letGo(data.workspace, [entry]);
     const queue = this.deps.queues.of(shard);
     // A generated id is new by nature, so nothing needs asking between the admission and the add:
     // the job is added by the admission's own script, one round trip (issue 31). A caller's own id
@@ -190,6 +181,8 @@ export class CallEnqueue {
     // first, so that Redis is not sent the arguments of a call it will likely refuse.
     const admitting = !ownId && !this.deps.traced && !this.deps.budget.likelyFull(data.workspace, data.plan ?? UNREGISTERED_PLAN);
     let add: JobAdd | undefined;
+    // The own-id path's entry, which its claim and a resend compare with the id's first call's.
+    let entry: BudgetEntry | undefined;
     if (admitting) {
       // Ready first, as BullMQ's own add is: the queue's settings go before its first job.
       if (!this.deps.queues.ready(shard)) await queue.waitUntilReady();
@@ -197,12 +190,18 @@ export class CallEnqueue {
       if (template === undefined) this.templates.set(queue, (template = JobAddTemplate.of(queue, 'call', callJobOptions('', this.deps.resultTtlS)) ?? null));
       add = template ? template.add(data, key) : jobAdd(queue, 'call', data, callJobOptions(key, this.deps.resultTtlS));
     } else {
-      const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, entries(jsonBytes(data)), counters);
-      if (refused) return (ownId && 'over' in refused && (await finishedOutcome(queue, key, data))) || refusal(refused);
+      entry = entryOf(jsonBytes(data));
+      const refused = await this.deps.budget.admitCall(data.workspace, data.plan ?? UNREGISTERED_PLAN, [entry, ...claim], counters);
+      if (refused) return (ownId && 'over' in refused && (await resentOutcome(this.deps.lookup, queue, key, data))) || refusal(refused);
     }
     if (ownId) {
-      const conflict = await claimCallId({ ...this.deps.claims, shardCount: shards.count }, key, { shard, database: databaseId, data });
-      if (conflict && !conflict.firstUnderWay) await letGoReserve();
+      const conflict = await claimCallId({ ...this.deps.claims, shardCount: shards.count }, key, {
+        shard,
+        database: databaseId,
+        data,
+        entryBytes: entry!.bytes,
+      });
+      if (conflict?.entryIsOwn) await letGo(entry!)();
       if (conflict) return errorEnvelope(callId, tool, 'IDEMPOTENCY_CONFLICT', conflict.why);
     }
     const starting = this.deps.ensureReader();
@@ -222,7 +221,7 @@ export class CallEnqueue {
       const refused = await this.deps.budget.admitCall(
         data.workspace,
         data.plan ?? UNREGISTERED_PLAN,
-        entries(jsonTextBytes(add.dataJson)),
+        [entryOf(jsonTextBytes(add.dataJson))],
         counters,
         Date.now(),
         add,
@@ -244,7 +243,9 @@ export class CallEnqueue {
           wait,
           completion,
           ...(parking ? { parking } : {}),
-          finishedBefore: letGoReserve,
+          // Set on this path (no admitted add): the entry was counted on its own first.
+          entryBytes: entry!.bytes,
+          letGo: letGo(entry!),
         });
     // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
     sent.stall.disarm();
@@ -287,23 +288,4 @@ interface Sent {
   answered?: boolean;
   completion?: Promise<Envelope>;
   parking?: Promise<Record<string, unknown>>;
-}
-
-/**
- * The Redis budget's QUOTA_EXCEEDED with `error.retryAfter`, the seconds until its oldest kept
- * call expires: the one answer of that code worth sending again, and when (the disk quota's,
- * from a worker, carries none: its room comes back in days, as history ages out; review L2).
- */
-function budgetRefusal(env: ErrorEnvelope, retryAfterS: number | undefined): ErrorEnvelope {
-  if (retryAfterS === undefined) return env;
-  return { ...env, error: { ...env.error, retryAfter: retryAfterS } };
-}
-
-/**
- * UNAVAILABLE for a call refused before it was sent: under a caller's own id it says the call
- * may still run (`mayStillRun: true`), since an earlier send of the id may have reached Redis and
- * run (review F4, see `call`); under an id made for this call alone, nothing else can have run it.
- */
-function ownIdAnswer(env: ErrorEnvelope, ownId: boolean): ErrorEnvelope {
-  return ownId ? { ...env, mayStillRun: true } : env;
 }

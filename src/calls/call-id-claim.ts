@@ -5,6 +5,9 @@ import { callFingerprint, payloadDifferences } from '../contracts/call-identity.
 import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
+import { entryIsOwn } from './call-budget-entry.ts';
+import { runsAgainWhenSent } from './call-resend.ts';
+import type { BudgetEntry } from './workspace-redis-budget.ts';
 
 /**
  * What a caller's own call id was first used for, kept in Redis under its call key
@@ -24,6 +27,8 @@ export interface CallIdClaim {
   database: string;
   fingerprint: string;
   recorded?: true;
+  /** The bytes of the first call's budget entry (`callEntry`), so a call refused the id knows whether it shares it. */
+  entryBytes?: number;
 }
 
 /**
@@ -43,13 +48,38 @@ export function claimTtlS(resultTtlS: number, approvalTtlMs: number): number {
   return resultTtlS + Math.ceil(approvalTtlMs / 1000) + 24 * 3600;
 }
 
+/**
+ * What one claim holds in Redis, with its entry in the budget's ledger, which lives as long:
+ * MEMORY USAGE measured 216 bytes for the claim and 150 a ledger member (2,000 of them), rounded up.
+ */
+export const CLAIM_BYTES = 384;
+
+/**
+ * A caller's own call id's claim as its workspace's Redis budget counts it, from the call's
+ * admission until the claim expires ({@link claimTtlS}, a minute later, since the claim is set
+ * after the count). The call's own entries go RESULT_TTL_HOURS after it finishes, with the job;
+ * the claim stays APPROVAL_TTL_MS and a day longer, and was counted by none (hostile review T6:
+ * 216 bytes for 48 h after a small call's 2,112-byte `done` entry went, ~20 % past the budget at
+ * the defaults, ~3 times it at APPROVAL_TTL_MS's 30 days). A resend, or another call under the
+ * id, names the same member: counted once, and never let go with the call's entry.
+ */
+export function claimEntry(key: string, ttlS: number, now: number): BudgetEntry {
+  return { callKey: key, kind: 'claim', bytes: CLAIM_BYTES, until: now + (ttlS + 60) * 1000 };
+}
+
 /** A claim as Redis holds it, or undefined when absent or not one. */
 export function parseClaim(text: string | null): CallIdClaim | undefined {
   if (text === null) return undefined;
   try {
     const c = JSON.parse(text) as Partial<CallIdClaim>;
     if (typeof c.shard !== 'number' || typeof c.database !== 'string' || typeof c.fingerprint !== 'string') return undefined;
-    return { shard: c.shard, database: c.database, fingerprint: c.fingerprint, ...(c.recorded === true ? { recorded: true as const } : {}) };
+    return {
+      shard: c.shard,
+      database: c.database,
+      fingerprint: c.fingerprint,
+      ...(c.recorded === true ? { recorded: true as const } : {}),
+      ...(typeof c.entryBytes === 'number' ? { entryBytes: c.entryBytes } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -96,13 +126,12 @@ export async function yieldClaim(redis: Redis, keys: Keys, callKey: string, from
 }
 
 /**
- * Why a call may not take its id, and whether the id's first call is still under way: if not,
- * nothing will let go of the room the refused call's admission reserved for its envelope under
- * the same call key (the first call's worker lets it go as it completes).
+ * Why a call may not take its id, and whether the budget entry its admission added is its own
+ * alone ({@link entryIsOwn}), to be let go: nothing else would let it go.
  */
 export interface ClaimRefusal {
   why: string;
-  firstUnderWay: boolean;
+  entryIsOwn: boolean;
 }
 
 /** Where a client claims call ids: its Redis and shard queues, and how long a claim lives ({@link claimTtlS}). */
@@ -126,10 +155,10 @@ export interface ClaimPlace {
 export async function claimCallId(
   { redis, keys, queues, shardCount, ttlS }: ClaimPlace,
   key: string,
-  mine: { shard: number; database: string; data: CallJobData },
+  mine: { shard: number; database: string; data: CallJobData; entryBytes: number },
 ): Promise<ClaimRefusal | undefined> {
   const fingerprint = callFingerprint({ ...mine.data, database: mine.database });
-  const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint };
+  const claim: CallIdClaim = { shard: mine.shard, database: mine.database, fingerprint, entryBytes: mine.entryBytes };
   const at = keys.callIdClaim(key);
   // SET NX, then GET when it was taken (not SET NX GET, which needs Redis 7): the second round
   // trip is paid only by a call id sent again. A claim gone in between (expired) is taken anew.
@@ -142,23 +171,26 @@ export async function claimCallId(
     // drop into that database goes on, and its worker replays it or refuses it by the record.
     if (held.recorded && held.database === mine.database && RECORDED_TOOLS.has(mine.data.tool)) return undefined;
     const callId = JSON.stringify(mine.data.callId);
+    // A recorded claim lets a write into its database through, which may be under way now.
+    const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
+    // Finished for good: not a job the first call sent again puts back to run (review T6).
+    const first = { bytes: held.entryBytes, finished: !!earlier?.finishedOn && !runsAgainWhenSent(earlier) };
     if (held.recorded) {
       return {
         why: `Call id ${callId} already ran a write or drop in database ${held.database} (its exactly-once record there holds it); nothing ran. Send that call again under the id for its outcome.`,
-        firstUnderWay: false,
+        entryIsOwn: entryIsOwn(mine.entryBytes, first),
       };
     }
     const differs: string[] = [];
     if (held.database !== mine.database) differs.push(`the database (${held.database}, now ${mine.database})`);
-    const earlier = held.shard < shardCount ? await Job.fromId<CallJobData, Envelope>(queues.of(held.shard), key) : undefined;
     if (earlier) differs.push(...payloadDifferences(earlier.data, mine.data));
     // A first call withdrawn (NO_WORKER) or past its result's expiry keeps its id taken, but
     // has no outcome left to point at.
-    const first = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
+    const firstAnswer = earlier ? 'the id answers the first call' : 'the first call under it has no outcome kept';
     const why = differs.length
-      ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${first}.`
-      : `Call id ${callId} was already used for another call; nothing ran, and ${first}.`;
-    return { why, firstUnderWay: !!earlier && !earlier.finishedOn };
+      ? `Call id ${callId} was already used for another call (it differs in ${differs.join(', ')}); nothing ran, and ${firstAnswer}.`
+      : `Call id ${callId} was already used for another call; nothing ran, and ${firstAnswer}.`;
+    return { why, entryIsOwn: entryIsOwn(mine.entryBytes, first) };
   }
   return undefined;
 }

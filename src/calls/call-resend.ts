@@ -6,6 +6,8 @@ import { isRetryable } from '../errors.ts';
 import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
+import { callEntry, entryIsOwn } from './call-budget-entry.ts';
+import { jsonBytes } from './redis-bytes.ts';
 
 /** A call being added to its shard queue, with the waits already listening for it. */
 export interface CallToAdd {
@@ -19,12 +21,14 @@ export interface CallToAdd {
   wait: boolean;
   completion: Promise<Envelope>;
   parking?: Promise<Record<string, unknown>>;
+  /** The bytes of this call's budget entry (`callEntry`). */
+  entryBytes: number;
   /**
-   * Called when the id's call had finished before this one came: the room this one's admission
-   * reserved for an envelope is nobody's to let go (only a worker completing a call does), and
-   * held it for days (fault review F4: 4,507 resends filled a pro workspace's budget).
+   * Lets go of this call's budget entry, when it stores nothing of its own and the entry is its
+   * alone (`entryIsOwn`): nothing else would (only a worker completing a call does), and it held
+   * its room for days (fault review F4: 4,507 resends filled a pro workspace's budget).
    */
-  finishedBefore(): Promise<void>;
+  letGo(): Promise<void>;
 }
 
 /**
@@ -59,7 +63,8 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   const differs = payloadDifferences(earlier.data, data);
   if (differs.length) {
     waiters.drop(completion, parking);
-    if (earlier.finishedOn) await c.finishedBefore();
+    const first = { bytes: callEntry('', jsonBytes(earlier.data), 0).bytes, finished: !!earlier.finishedOn && !runsAgainWhenSent(earlier) };
+    if (entryIsOwn(c.entryBytes, first)) await c.letGo();
     return errorEnvelope(
       callId,
       tool,
@@ -77,7 +82,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   else if (earlier.finishedOn && endedRetryable(earlier)) await runAgain(earlier, 'completed');
   else if (earlier.finishedOn) {
     const env = finishedEnvelope(earlier);
-    await c.finishedBefore();
+    await c.letGo();
     waiters.complete(key, env);
     return env;
   }
@@ -94,14 +99,17 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
 }
 
 /**
- * The outcome of the same call finished under `key`, when it is one a resend answers as it is
- * (not a fault's end or a "try again", which run again): what a resend refused by its
- * workspace's Redis budget answers instead, since it stores nothing more. Refused, a committed
- * write was answered QUOTA_EXCEEDED, "nothing was stored, created or run" (fault review F4).
+ * What a resend refused by its workspace's Redis budget answers instead, since it stores nothing
+ * more: the same call's outcome when it finished under `key` (not a fault's end or a "try again",
+ * which run again), or where it stands while it is under way (queued, running, waiting for a
+ * person). Refused, a committed write was answered QUOTA_EXCEEDED, "nothing was stored, created
+ * or run" (fault review F4), and so was a call still under way (review R1).
  */
-export async function finishedOutcome(queue: Queue, key: string, data: CallJobData): Promise<Envelope | undefined> {
+export async function resentOutcome(lookup: CallLookup, queue: Queue, key: string, data: CallJobData): Promise<CallAnswer | undefined> {
   const earlier = await Job.fromId<CallJobData, Envelope>(queue, key);
-  if (!earlier?.finishedOn || isFailed(earlier) || endedRetryable(earlier) || payloadDifferences(earlier.data, data).length) return undefined;
+  if (!earlier || payloadDifferences(earlier.data, data).length) return undefined;
+  if (!earlier.finishedOn) return lookup.standing(key, queue, earlier);
+  if (isFailed(earlier) || endedRetryable(earlier)) return undefined;
   return finishedEnvelope(earlier);
 }
 
@@ -115,6 +123,14 @@ export function callJobOptions(key: string, resultTtlS: number): JobsOptions & {
     removeOnComplete: { age: resultTtlS },
     removeOnFail: { age: resultTtlS },
   };
+}
+
+/**
+ * A finished job that the same call sent again puts back to run (see {@link addOrJoin}): it
+ * failed, or ended with a "try again". Such a call may be under way again at any moment.
+ */
+export function runsAgainWhenSent(job: Job<CallJobData, Envelope>): boolean {
+  return !!job.finishedOn && (isFailed(job) || endedRetryable(job));
 }
 
 /** A job that failed (threw after its retries) rather than completed with an envelope. */

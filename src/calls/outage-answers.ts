@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { errorEnvelope, type ErrorEnvelope } from '../contracts/envelope.ts';
 import { FIRST_ANSWER_MS, redisAnswers, shownUrl } from '../redis/connection.ts';
@@ -110,6 +111,25 @@ export class OutageAnswers {
  */
 export function unavailable(callId: string, tool: string, why: string, mayStillRun: boolean): ErrorEnvelope {
   return { ...errorEnvelope(callId, tool, 'UNAVAILABLE', why), mayStillRun };
+}
+
+/**
+ * UNAVAILABLE for a call refused before it was sent: under a caller's own id it says the call
+ * may still run (`mayStillRun: true`), since an earlier send of the id may have reached Redis and
+ * run (review F4); under an id made for this call alone, nothing else can have run it.
+ */
+export function ownIdAnswer(env: ErrorEnvelope, ownId: boolean): ErrorEnvelope {
+  return ownId ? { ...env, mayStillRun: true } : env;
+}
+
+/**
+ * UNAVAILABLE for a call, or a look at one, that never got as far as its queue: Redis away while
+ * the caller's key was looked up (`POST` and `GET /v1/calls`). Nothing of this send reached
+ * Redis, but under the caller's own id an earlier send may have, and run (review F4), as `call`
+ * answers; a look at a call says it may still run, as `result` does in an outage.
+ */
+export function unsentUnavailable(callId: string | undefined, tool: string, why: string): ErrorEnvelope {
+  return unavailable(callId ?? randomUUID(), tool, why, callId !== undefined);
 }
 
 function isReady(redis: Redis): boolean {

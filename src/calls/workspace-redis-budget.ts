@@ -14,9 +14,10 @@ export interface BudgetEntry {
   /**
    * `call` (a call's job from its enqueue to its completion: its data, and room for its envelope
    * until it has one), `done` (the finished job: its data and its result), `approval` (its
-   * record), `task` (an MCP task standing for it, with its result).
+   * record), `task` (an MCP task standing for it, with its result), `claim` (a caller's own call
+   * id's claim, which outlives the job: `claimEntry`).
    */
-  kind: 'call' | 'done' | 'approval' | 'task';
+  kind: 'call' | 'done' | 'approval' | 'task' | 'claim';
   bytes: number;
   until: number;
 }
@@ -114,6 +115,16 @@ export class WorkspaceRedisBudget {
   async note(workspace: string, entries: readonly BudgetEntry[], now = Date.now()): Promise<BudgetHeld> {
     const { held } = await this.run(workspace, 0, entries, now);
     return { held };
+  }
+
+  /**
+   * Lets a call's own entries go now (a resend of a finished call, a call refused for its id: see
+   * `CallEnqueue`), never its id's claim, which the first call under the id holds; never rejects
+   * (what is not let go expires at its time).
+   */
+  async letGo(workspace: string, entries: readonly BudgetEntry[]): Promise<void> {
+    const own = entries.filter((e) => e.kind !== 'claim').map((e) => ({ ...e, until: 0 }));
+    await this.note(workspace, own).catch(() => undefined);
   }
 
   /**

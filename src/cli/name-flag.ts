@@ -1,4 +1,4 @@
-import { NAME_PATTERN } from '../contracts/names.ts';
+import { NAME_PATTERN } from '../contracts/name-pattern.ts';
 import { UsageError } from './context.ts';
 
 /**

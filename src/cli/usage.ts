@@ -25,8 +25,11 @@ export async function usage(ctx: CommandContext, flags: { workspace: string; jso
     const total = report.credits.reduce((n, r) => n + r.credits, 0);
     ctx.stdout.write(`total credits: ${total}\n`);
     ctx.stdout.write(diskLines(report));
+    // The budget binds where a call is enqueued, by that process's setting (the server's for HTTP
+    // and MCP, a runtime's client its own): like the disk lines, say when this command lacks it.
     const { held, cap, from } = report.redis;
-    ctx.stdout.write(`redis: ${held} of ${cap} bytes (${from === 'plan' ? `plan ${report.disk.plan}` : from})\n`);
+    const source = from === 'plan' ? `plan ${report.disk.plan}; REDIS_BYTES_PER_WORKSPACE not set for this command` : from;
+    ctx.stdout.write(`redis: ${held} of ${cap} bytes (${source})\n`);
     return 0;
   } finally {
     redis.disconnect();

@@ -4,18 +4,12 @@
 
 import path from 'node:path';
 import { z } from 'zod';
-import { int, cronError } from './env-checks.ts';
+import { cronSetting, int, timeZoneSetting } from './env-checks.ts';
 
 const historyBackupsSchema = z.object({
   /** When the maintenance job runs (cron, in SCHEDULE_TZ). */
-  MAINTENANCE_CRON: z
-    .string()
-    .default('17 3 * * *')
-    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
-  SCHEDULE_TZ: z
-    .string()
-    .default('UTC')
-    .refine((tz) => cronError('0 0 * * *', tz) === undefined, 'not a time zone (an IANA name such as UTC or Europe/Paris)'),
+  MAINTENANCE_CRON: cronSetting('17 3 * * *'),
+  SCHEDULE_TZ: timeZoneSetting(),
   /** Where backups and offloaded results go: `folder` (BLOB_DIR) or `s3` (the S3_* keys). */
   BLOB_STORE: z.enum(['folder', 's3']).default('folder'),
   /** The folder store's root. Default: `<AGENTDB_DATA_DIR>/blobs`. */
@@ -31,14 +25,8 @@ const historyBackupsSchema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: z.stringbool().default(false),
   /** When the nightly backup runs (cron, in BACKUP_TZ). */
-  BACKUP_CRON: z
-    .string()
-    .default('0 2 * * *')
-    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
-  BACKUP_TZ: z
-    .string()
-    .default('UTC')
-    .refine((tz) => cronError('0 0 * * *', tz) === undefined, 'not a time zone (an IANA name such as UTC or Europe/Paris)'),
+  BACKUP_CRON: cronSetting('0 2 * * *'),
+  BACKUP_TZ: timeZoneSetting(),
   /** Point-in-time history of every database (`off` only to measure what it costs). */
   HISTORY_CAPTURE: z.enum(['on', 'off']).default('on'),
   /** Days of history kept: restores reach this far back, and the prune deletes what is older. */
@@ -55,15 +43,9 @@ const historyBackupsSchema = z.object({
   /** How long a moment a read's `as_of` restored is kept unused before it is dropped (minutes). */
   AS_OF_KEEP_MINUTES: int(1, 7 * 24 * 60, 15),
   /** When each database with commits since its last snapshot gets a new one (cron, in SCHEDULE_TZ). */
-  HISTORY_SNAPSHOT_CRON: z
-    .string()
-    .default('30 1 * * *')
-    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
+  HISTORY_SNAPSHOT_CRON: cronSetting('30 1 * * *'),
   /** When history past HISTORY_RETENTION_DAYS is deleted (cron, in SCHEDULE_TZ). */
-  HISTORY_PRUNE_CRON: z
-    .string()
-    .default('47 3 * * *')
-    .refine((cron) => cronError(cron, 'UTC') === undefined, { error: (i) => `not a cron pattern: ${cronError(String(i.input), 'UTC')}` }),
+  HISTORY_PRUNE_CRON: cronSetting('47 3 * * *'),
 });
 
 /** This part's entries of the environment's schema, which `loadConfig` joins. */

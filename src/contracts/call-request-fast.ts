@@ -1,5 +1,5 @@
 import type { CallRequest } from './call.ts';
-import { NAME_PATTERN } from './names.ts';
+import { NAME_PATTERN } from './name-pattern.ts';
 import { DEFAULT_MAX_ROWS, MAX_PARAMS, MAX_RATIONALE_CHARS, MAX_ROWS, MAX_SQL_BYTES } from './tools.ts';
 
 const CALL_ID = /^[A-Za-z0-9_-]{1,128}$/;

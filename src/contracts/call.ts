@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { grantLevel } from './grant-scope.ts';
-import { agentName, callerName, memberCaller, workspaceName } from './names.ts';
+import { memberCaller } from './name-pattern.ts';
+import { agentName, callerName, workspaceName } from './names.ts';
 import { agentSettings, type AgentSettingsInput, type Plan } from './settings.ts';
 
 /**

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { NAME_PATTERN } from './names.ts';
+import { NAME_PATTERN } from './name-pattern.ts';
 import { AgentDbError } from '../errors.ts';
 
 /**

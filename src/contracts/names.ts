@@ -1,10 +1,7 @@
 import { z } from 'zod';
+import { NAME_PATTERN } from './name-pattern.ts';
 
-/**
- * Workspace and agent names become folder and file names, so they are held to a narrow
- * alphabet: no dots, slashes or upper case (which would collide on case-insensitive disks).
- */
-export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+// The schemas of names; the pattern itself, and memberCaller, are in name-pattern.ts.
 
 const nameSchema = (what: string) =>
   z
@@ -15,15 +12,6 @@ const nameSchema = (what: string) =>
 export const workspaceName = nameSchema('workspace');
 /** An agent name (slug), e.g. `outreach`. */
 export const agentName = nameSchema('agent');
-
-/**
- * The caller name under which a person's client calls (`@<member>`). Calls are keyed by
- * workspace, caller and call id; `@` is outside the agent alphabet, so a member's calls can
- * never share a key (results, idempotency, approvals) with an agent's of the same name.
- */
-export function memberCaller(member: string): string {
-  return `@${member}`;
-}
 
 /** An agent name, or a member's caller name (`@<member>`). */
 export const callerName = z

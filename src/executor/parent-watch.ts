@@ -27,11 +27,13 @@ const timer = setInterval(() => {
  * child is re-parented, so its ppid changes) it gives the main thread GRACE_MS to end cleanly,
  * then SIGKILLs the process (WAL makes that safe). Linux has PR_SET_PDEATHSIG for this, which
  * Node does not expose. The thread is unref'd: it never keeps the process alive.
+ * @param ppid the parent's pid as the child read it at its start: the watch may start later
+ *   (with the first request), when the parent could already be gone.
  */
-export function dieWithParent(): void {
+export function dieWithParent(ppid: number): void {
   const watcher = new Worker(WATCHER, {
     eval: true,
-    workerData: { ppid: process.ppid, checkMs: CHECK_MS, graceMs: GRACE_MS },
+    workerData: { ppid, checkMs: CHECK_MS, graceMs: GRACE_MS },
     // codeRangeSizeMb: Node 22+ reserves each isolate's code range writable (512 MiB by default),
     // inside the child's data-segment limit.
     resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1, codeRangeSizeMb: 16 },

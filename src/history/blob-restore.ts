@@ -93,7 +93,7 @@ export async function restoreFromBlob(
   // A dry run plans anyway, and says the restore would be refused: previewing a backup is
   // most often done where the database still is.
   const exists = fs.existsSync(dbPath)
-    ? `${made} already exists here (${dbPath}); a restore from the blob store only creates a database (give --into NEW)`
+    ? `${made} already exists here (${dbPath}); a restore from the blob store only creates a database (give --into ${made.split('/')[0]}/NEW)`
     : undefined;
   if (exists && opts.dryRun !== true) throw new AgentDbError('DATABASE_EXISTS', exists);
   const prefix = backupPrefix(id);

@@ -3,19 +3,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
 import type { CallAnswer } from '../calls/client.ts';
+import { unsentUnavailable } from '../calls/outage-answers.ts';
 import type { KeyedCalls, TraceContext } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { clientGone } from './client-gone.ts';
 import { refusalHead } from './error-reply.ts';
-import { isConnectionFault } from '../redis/connection.ts';
-import { principalOf, requireKey } from './key-auth.ts';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Why Redis did not answer when this request's key was checked (see `callsRoutes`). */
-    keyUnchecked?: string;
-  }
-}
+import { principalOf, requireKeyOrOutage } from './key-auth.ts';
 
 /** What the calls routes need: key resolution, the keyed-call core and the wait bound. */
 export interface CallsRoutesDeps {
@@ -54,26 +47,10 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
-    const authenticate = requireKey(deps.auth);
-    app.addHook('onRequest', async (request, reply) => {
-      try {
-        return await authenticate(request, reply);
-      } catch (err) {
-        // A POST whose key Redis failed to check: its answer needs the body's call id (an own id
-        // may have run by an earlier send), so it is given once the body is read, below. The bare
-        // 503 without mayStillRun said nothing ran (review F5).
-        if (request.method !== 'POST' || !redisAway(err)) throw err;
-        request.keyUnchecked = (err as Error).message;
-        return undefined;
-      }
-    });
-    app.addHook('preHandler', async (request, reply) => {
-      if (request.keyUnchecked === undefined) return undefined;
-      const answer = deps.calls.keyUnchecked(request.body as z.infer<typeof callBody>, request.keyUnchecked);
-      return refusalHead(reply, answer.error).send(answer);
-    });
+    app.addHook('onRequest', requireKeyOrOutage(deps.auth));
 
     app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
+      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.body.callId, request.body.tool, request.keyOutage));
       const signal = clientGone(reply);
       const answer = await untilGone(
         signal,
@@ -83,6 +60,7 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
     });
 
     app.get('/v1/calls/:id', { schema: { params: idParams, querystring: waitQuery(false) } }, async (request, reply) => {
+      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.params.id, '', request.keyOutage));
       const signal = clientGone(reply);
       const answer = await untilGone(
         signal,
@@ -91,14 +69,6 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
       return answer ? answerWith(reply, answer) : gone(reply);
     });
   };
-}
-
-/**
- * Redis did not answer: a command that died with its connection, or the core's UNAVAILABLE for a
- * Redis it knows is down (the same 503 the app's error handler gives either).
- */
-function redisAway(err: unknown): boolean {
-  return isConnectionFault(err) || (err as { code?: unknown } | undefined)?.code === 'UNAVAILABLE';
 }
 
 /** Ends a request whose client went away (nginx's 499, "client closed request"): written to nobody. */

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AgentDbError } from '../errors.ts';
 import type { KeyAuthenticator, Principal } from '../registry/principal.ts';
 import { sendError } from './error-reply.ts';
 
@@ -6,6 +7,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Who the bearer key speaks for; set by {@link requireKey}. */
     principal?: Principal;
+    /** Why the key could not be looked up (Redis away); set by {@link requireKeyOrOutage}. */
+    keyOutage?: string;
   }
 }
 
@@ -35,6 +38,25 @@ export function requireKey(auth: KeyAuthenticator) {
     }
     request.principal = principal;
     return undefined;
+  };
+}
+
+/**
+ * As {@link requireKey}, but a key that cannot be looked up because Redis is away is left to the
+ * route (`request.keyOutage`): `/v1/calls` answers it as the call's own envelope, with
+ * `mayStillRun`, where a bare `{ error }` left a client that resent under its own id no way to
+ * tell whether an earlier send may have run.
+ */
+export function requireKeyOrOutage(auth: KeyAuthenticator) {
+  const check = requireKey(auth);
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    try {
+      return await check(request, reply);
+    } catch (err) {
+      if (!(err instanceof AgentDbError) || err.code !== 'UNAVAILABLE') throw err;
+      request.keyOutage = err.detail ?? err.message;
+      return undefined;
+    }
   };
 }
 

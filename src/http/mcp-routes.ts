@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { NAME_PATTERN } from '../contracts/names.ts';
-import { isConnectionFault } from '../redis/connection.ts';
+import { NAME_PATTERN } from '../contracts/name-pattern.ts';
+import { AgentDbError } from '../errors.ts';
 import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import { mcpToolCall } from '../mcp/tool-call.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
@@ -100,21 +100,18 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         try {
           principal = await bearer.principal(request);
         } catch (err) {
-          if ((err as { code?: unknown }).code !== 'UNAVAILABLE' && !isConnectionFault(err)) throw err;
-          // Redis away while the key is looked up. A tools/call is answered as one whose caller
-          // could not be known: a tool error UNAVAILABLE, mayStillRun under its own call id (an
-          // earlier send of it may have run). The JSON-RPC error it got (id null, no mayStillRun)
-          // left a client to read "not run" (F5, session 29).
+          if (!(err instanceof AgentDbError) || err.code !== 'UNAVAILABLE') throw err;
+          // Redis away while the key is looked up. A plain tools/call is answered as the tool's
+          // own UNAVAILABLE, whose mayStillRun says that an earlier send under the client's call
+          // id may have run (tool-call.ts, review F4); anything else in words (503).
           const at = endpoint(request);
-          const fast = at && fastToolCall({ headers: request.headers, body: request.body }, true);
-          if (at && fast && !('invalid' in fast)) {
-            const onFault = () => request.log.warn({ err: String(err) }, 'redis unavailable: the key of an mcp tool call could not be checked');
-            const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, onFault }, () => Promise.reject(err));
-            const answer = await answerFastToolCall(fast, run, gone);
-            return answer.body === undefined ? reply.code(answer.status).send() : sendJson(reply, answer.status, answer.body);
-          }
-          // Anything else: the service is unavailable, in words (503).
-          return rpcError(reply, 503, RPC.internal, `Unavailable: ${(err as { detail?: string }).detail ?? (err as Error).message} Try again shortly.`);
+          const fast = at && fastToolCall({ headers: request.headers, body: request.body }, deps.fastPath !== false);
+          if (!at || !fast || 'invalid' in fast) return rpcError(reply, 503, RPC.internal, `Unavailable: ${err.detail} Try again shortly.`);
+          const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins }, async () => {
+            throw err;
+          });
+          const answer = await answerFastToolCall(fast, run, gone);
+          return answer.body === undefined ? reply.code(answer.status).send() : sendJson(reply, answer.status, answer.body);
         }
         if (!principal) {
           reply.header('www-authenticate', bearer.challenge(request));

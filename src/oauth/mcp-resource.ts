@@ -1,12 +1,32 @@
-import { NAME_PATTERN } from '../contracts/names.ts';
+import { NAME_PATTERN } from '../contracts/name-pattern.ts';
 
 /**
  * An MCP endpoint's URL, a grant's resource (RFC 8707): the base it is served under, then `/mcp`,
  * `/mcp/w/<workspace>` or `/mcp/t/<team>`. The base is PUBLIC_URL, whose path may hold a prefix
- * (`https://x.example/agentdb`, a proxy serving agentdb under a path), or the request's origin;
- * split at the last `/mcp` that leaves an endpoint, as a prefix may hold `/mcp` too.
+ * (`https://x.example/agentdb`, a proxy serving agentdb under a path), or the request's origin.
+ * A scoped endpoint is tried first: one pattern with an optional scope read `/mcp/w/mcp` (the
+ * workspace `mcp`) as a base `/mcp/w` and the bare `/mcp` (review R1).
  */
-const ENDPOINT = /^(.*)\/mcp(?:\/([wt])\/([^/]+))?$/;
+const SCOPED = /^(.*)\/mcp\/([wt])\/([^/]+)$/;
+const BARE = /^(.*)\/mcp$/;
+
+interface Endpoint {
+  base: string;
+  scope?: { kind: 'w' | 't'; name: string };
+}
+
+/** `url` read as an endpoint under `base`, when given (the rest after it), else under any base. */
+function endpointOf(url: string, base?: string): Endpoint | undefined {
+  if (base !== undefined) {
+    if (!url.startsWith(base)) return undefined;
+    const rest = endpointOf(url.slice(base.length));
+    return rest?.base === '' ? { ...rest, base } : undefined;
+  }
+  const m = SCOPED.exec(url);
+  if (m) return { base: m[1]!, scope: { kind: m[2] as 'w' | 't', name: m[3]! } };
+  const b = BARE.exec(url);
+  return b ? { base: b[1]! } : undefined;
+}
 
 /**
  * Whether a token may be issued for `resource` to a member of `workspace`: one of this server's
@@ -19,9 +39,9 @@ const ENDPOINT = /^(.*)\/mcp(?:\/([wt])\/([^/]+))?$/;
  * PUBLIC_URL with a path a team endpoint's grant was refreshed).
  */
 export function servesTools(resource: string, workspace: string, base?: string): boolean {
-  const m = ENDPOINT.exec(resource);
-  if (!m || (base !== undefined && m[1] !== base)) return false;
-  return m[2] === undefined || (m[2] === 'w' && m[3] === workspace);
+  const e = endpointOf(resource, base);
+  if (!e) return false;
+  return e.scope === undefined || (e.scope.kind === 'w' && e.scope.name === workspace);
 }
 
 /**
@@ -30,6 +50,6 @@ export function servesTools(resource: string, workspace: string, base?: string):
  * metadata is served for these alone).
  */
 export function isMcpEndpointPath(path: string): boolean {
-  const m = ENDPOINT.exec(path);
-  return m !== null && m[1] === '' && (m[3] === undefined || NAME_PATTERN.test(m[3]));
+  const e = endpointOf(path, '');
+  return e !== undefined && (e.scope === undefined || NAME_PATTERN.test(e.scope.name));
 }

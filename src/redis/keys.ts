@@ -10,6 +10,11 @@ export interface Keys {
   /** The BullMQ `prefix` option. */
   readonly bullPrefix: string;
   queueName(shard: number): string;
+  /**
+   * A job's hash in a shard's queue, in BullMQ's own layout (`<prefix>:<queue>:<id>`, as the
+   * Lua scripts read it too): read directly where only its data is wanted, without BullMQ.
+   */
+  job(shard: number, jobId: string): string;
   lease(shard: number): string;
   /** A shard op's large result, between the owner's answer and its caller's read (op-result-spill.ts). */
   opResult(shard: number, jobId: string): string;
@@ -125,6 +130,7 @@ export function keysFor(prefix: string): Keys {
   return {
     bullPrefix: prefix,
     queueName: (shard) => `{shard-${shard}}`,
+    job: (shard, jobId) => `${prefix}:{shard-${shard}}:${jobId}`,
     lease: (shard) => `${prefix}:{shard-${shard}}:lease`,
     opResult: (shard, jobId) => `${prefix}:{shard-${shard}}:op-result:${jobId}`,
     events: `${prefix}:{calls}:events`,

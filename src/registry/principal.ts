@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput, MemberOfCall } from '../contracts/call.ts';
-import { memberCaller } from '../contracts/names.ts';
+import { memberCaller } from '../contracts/name-pattern.ts';
 import type { AgentSettings } from '../contracts/settings.ts';
 import { MemberRegistry } from './members.ts';
 import type { Keys } from '../redis/keys.ts';

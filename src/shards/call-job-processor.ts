@@ -8,7 +8,8 @@ import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts'
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
 import { runCall, type RunDeps, type RunOutcome } from '../calls/call-runner.ts';
-import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES, jsonBytes, jsonTextBytes, sizeClassBytes } from '../calls/redis-bytes.ts';
+import { callEntry } from '../calls/call-budget-entry.ts';
+import { CALL_OVERHEAD_BYTES, jsonBytes, jsonTextBytes, sizeClassBytes } from '../calls/redis-bytes.ts';
 import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
@@ -233,13 +234,15 @@ export class CallJobProcessor {
     this.budget.noteSoon(
       job.data.workspace,
       [
-        // The client's entry, as it counted it: gone now (its time has come), its bytes given back.
-        { callKey, kind: 'call', bytes: argsBytes + ENVELOPE_RESERVE_BYTES, until: now },
+        // The client's entry, as it counted it (`callEntry`, from the data's bytes: `argsBytes`
+        // less the job's overhead): gone now (its time has come), its bytes given back.
+        callEntry(callKey, argsBytes - CALL_OVERHEAD_BYTES, now),
         // The arguments as kept (a call refused at parking had them dropped) and the envelope,
         // twice: BullMQ keeps it in the job and again in its queue's event stream (`completed`,
         // trimmed at 1,000 events, and by `pruneFinishedJobs` at the same age as the job): the
         // bench measured 128 KB of Redis per 64 KB envelope. A second run's note of the same
-        // call finds both as the first left them, and counts nothing twice.
+        // call finds `call` gone (nothing given back twice) and `done` as the first left it when
+        // its envelope is of the same bytes; of other bytes, both are counted until they expire.
         { callKey, kind: 'done', bytes: kept + 2 * envelopeBytes, until },
       ],
       (err) => log().error({ err: String(err) }, "could not count a call against its workspace's Redis budget"),

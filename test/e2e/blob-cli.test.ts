@@ -96,13 +96,13 @@ describe('agentdb backup now and restore --from-blob', () => {
       database: 'acme/scout',
       dryRun: true,
       commits: expect.any(Number),
-      refused: expect.stringMatching(/^DATABASE_EXISTS: .*--into NEW/),
+      refused: expect.stringMatching(/^DATABASE_EXISTS: .*--into acme\/NEW\b/),
     });
     // Without --json, lines for a person, as the other restores print (it printed JSON alone).
     const hereText = await runCli(['restore', 'acme/scout', '--from-blob', '--dry-run'], sb.env);
     expect(hereText.code, hereText.stdout).toBe(0);
     expect(hereText.stdout).toMatch(
-      /^dry run, nothing changed: acme\/scout would be restored from its backup in the blob store as of \S+ \((the last commit kept|when its snapshot was taken)\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone)\nthe restore itself would be refused: DATABASE_EXISTS: .*--into NEW.*\n$/,
+      /^dry run, nothing changed: acme\/scout would be restored from its backup in the blob store as of \S+ \((the last commit kept|when its snapshot was taken)\)\nbuilt from snapshot \S+ \(taken \S+\)( and the \d+ commits? after it| alone)\nthe restore itself would be refused: DATABASE_EXISTS: .*--into acme\/NEW\b.*\n$/,
     );
     const copy = await runCli(['restore', 'acme/scout', '--from-blob', '--into', 'acme/scout-backup'], sb.env);
     expect(copy.code, copy.stdout + copy.stderr).toBe(0);

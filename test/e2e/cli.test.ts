@@ -139,7 +139,7 @@ describe('agentdb tools and usage', () => {
     expect(rows.find((r) => r.agent === 'scout' && r.tool === 'DATA_WRITE_SQL')?.credits).toBe(2);
     // As text, also what the workspace holds in Redis against its plan's budget.
     const text = await runCli(['usage', '--workspace', 'acme'], sb.env);
-    expect(text.stdout).toMatch(/\nredis: [1-9]\d* of 134217728 bytes \(plan pro\)\n$/);
+    expect(text.stdout).toMatch(/\nredis: [1-9]\d* of 134217728 bytes \(plan pro; REDIS_BYTES_PER_WORKSPACE not set for this command\)\n$/);
   });
 
   it('answers a flag or argument it does not know with one line and exit 2, before doing anything', async () => {

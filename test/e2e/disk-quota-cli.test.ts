@@ -68,5 +68,8 @@ describe('disk quotas by plan', () => {
     expect(text.stdout).toMatch(
       /^disk bytes: \d+ of 5368709120 \(\d+%, plan pro; WORKSPACE_MAX_BYTES not set for this command\): files \d+, history \d+, call-id ledger \d+, offloaded results 0, past moments kept for as_of 0$/m,
     );
+    // The Redis budget binds where calls are enqueued (the server's, each client's own): its line says
+    // so the same way, or a budget set only for the server reads as the plan's here.
+    expect(text.stdout).toMatch(/^redis: \d+ of 134217728 bytes \(plan pro; REDIS_BYTES_PER_WORKSPACE not set for this command\)$/m);
   });
 });

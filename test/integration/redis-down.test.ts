@@ -4,7 +4,7 @@ import { MemberRegistry } from '../../src/registry/members.ts';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { AgentDbClient } from '../../src/calls/client.ts';
-import { checkRedis } from '../../src/redis/connection.ts';
+import { checkRedis, connectRedis } from '../../src/redis/connection.ts';
 import { KeyedCalls } from '../../src/calls/bearer-key-calls.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
@@ -83,59 +83,49 @@ describe('the client library when Redis does not answer', () => {
     }
   });
 
-  it('POST /v1/calls answers the envelope, mayStillRun under an own id, when Redis fails while the key is checked', async () => {
-    // A key not yet cached, checked against a Redis that is gone: the request failed before
-    // its body was read, and answered a bare 503 UNAVAILABLE without mayStillRun, which says
-    // nothing ran, for an id whose earlier send may have (review F5).
-    const sb = sandbox();
-    const live = new Redis(REDIS_URL);
-    const keys = keysFor(sb.config.prefix);
-    const agents = new AgentRegistry(live, keys);
-    await new WorkspaceRegistry(live, keys).put('acme', 'pro');
-    await agents.put('acme', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
-    const { key } = await new AgentKeyRing(live, keys, agents).mint('acme', 'scout');
+  it('/v1/calls answers the call envelope, mayStillRun by whose id it is, when the key cannot be looked up either; /mcp a tool result', async () => {
+    // One Redis for keys and queue, as `agentdb start` has: down, the key lookup fails first. It
+    // answered a bare { error } (no callId, no mayStillRun) to a resend under the caller's own id.
     const url = `redis://127.0.0.1:${await freePort()}`;
-    const gone = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
-    gone.on('error', () => undefined);
-    const calls = new AgentDbClient({ redisUrl: url, prefix: sb.config.prefix, shardCount: sb.config.shardCount });
+    const redis = connectRedis(url, { name: 'redis-down-test' });
+    redis.on('error', () => undefined);
+    const keys = keysFor('rdk');
+    const calls = new AgentDbClient({ redisUrl: url, prefix: 'rdk' });
     clients.push(calls);
-    const members = new MemberRegistry(gone, keys);
-    const approvals = new ApprovalService({ redis: gone, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-    const app = buildApp({
-      redis: gone,
-      shardCount: sb.config.shardCount,
-      members,
-      approvals,
-      keyed: { auth: new KeyAuthenticator(gone, keys), calls: new KeyedCalls(calls), waitMs: 5000, approvalWaitMs: 5000 },
-    });
-    const post = (payload: object) => app.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${key}` }, payload });
+    const members = new MemberRegistry(redis, keys);
+    const approvals = new ApprovalService({ redis, prefix: 'rdk', shardCount: 4, members });
+    const keyed = { auth: new KeyAuthenticator(redis, keys), calls: new KeyedCalls(calls), waitMs: 5000, approvalWaitMs: 5000 };
+    const app = buildApp({ redis, shardCount: 4, members, approvals, keyed });
+    const headers = { authorization: `Bearer adb_${'a'.repeat(43)}` };
+    const post = (payload: object) => app.inject({ method: 'POST', url: '/v1/calls', headers, payload });
+    const down = { ok: false, error: { code: 'UNAVAILABLE', message: expect.stringContaining(`Redis at ${url}`) } };
     try {
-      const own = await post({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' }, callId: 'w-1' });
+      const own = await post({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' }, callId: 'c-2' });
       expect(own.statusCode).toBe(503);
-      expect(own.json()).toMatchObject({ ok: false, callId: 'w-1', tool: 'DATA_WRITE_SQL', mayStillRun: true, error: { code: 'UNAVAILABLE' } });
-      // Without an id of its own nothing of it reached Redis, and nothing else can run it.
-      const none = await post({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' } });
-      expect(none.statusCode).toBe(503);
-      expect(none.json()).toMatchObject({ ok: false, mayStillRun: false, error: { code: 'UNAVAILABLE' } });
-      // /mcp answered a JSON-RPC error, without mayStillRun: a tool error with it under an own id.
+      expect(own.json()).toMatchObject({ ...down, callId: 'c-2', tool: 'DATA_WRITE_SQL', mayStillRun: true });
+      const made = await post({ tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } });
+      expect(made.statusCode).toBe(503);
+      expect(made.json()).toMatchObject({ ...down, callId: expect.any(String), tool: 'DATA_QUERY_SQL', mayStillRun: false });
+      const look = await app.inject({ method: 'GET', url: '/v1/calls/c-2', headers });
+      expect(look.statusCode).toBe(503);
+      expect(look.json()).toMatchObject({ ...down, callId: 'c-2', mayStillRun: true });
+      // /mcp: a tools/call is the tool's UNAVAILABLE, its mayStillRun as the call's own answer has it.
       const mcp = await app.inject({
         method: 'POST',
         url: '/mcp',
-        headers: { authorization: `Bearer ${key}`, accept: 'application/json, text/event-stream' },
+        headers: { ...headers, accept: 'application/json, text/event-stream' },
         payload: {
           jsonrpc: '2.0',
           id: 1,
           method: 'tools/call',
-          params: { name: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (1)' }, _meta: { 'agentdb/callId': 'w-2' } },
+          params: { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' }, _meta: { 'agentdb/callId': 'm-1' } },
         },
       });
-      expect(mcp.json()).toMatchObject({ result: { isError: true, structuredContent: { mayStillRun: true, error: { code: 'UNAVAILABLE' } } } });
+      expect(mcp.json()).toMatchObject({ result: { isError: true, structuredContent: { callId: 'm-1', mayStillRun: true, error: { code: 'UNAVAILABLE' } } } });
     } finally {
       await app.close();
       await approvals.close();
-      gone.disconnect();
-      live.disconnect();
-      await sb.cleanup();
+      redis.disconnect();
     }
   });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { callKeyOf } from '../../src/contracts/call-identity.ts';
 import { databaseId, shardOf } from '../../src/contracts/database-id.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
@@ -62,6 +63,54 @@ describe('a finished call sent again under its id', () => {
   });
 });
 
+describe('another call under the id of a call still waiting for a person', () => {
+  let sb: Sandbox;
+  let client: AgentDbClient;
+  beforeAll(async () => {
+    sb = sandbox();
+    await sb.pool();
+    client = sb.client();
+  });
+  afterAll(async () => await sb.cleanup());
+
+  // Review R1 (session 29): since a call's budget entry is one member (`<key>|call:<bytes>`,
+  // arguments and envelope room together), two calls under one id share it only when their data
+  // come to the same bytes. The let-go decided by whether the first call was known under way.
+  const gated = (workspace: string) => ({ workspace, agent: 'scout', settings: { database: 'agent' as const, approval: 'write' as const } });
+  const entries = async (workspace: string) =>
+    (await redis.zrange(keysFor(sb.config.prefix).redisBudget(workspace).ledger, 0, -1)).filter((m) => m.includes('|call:'));
+
+  it("refused IDEMPOTENCY_CONFLICT with data of other bytes, leaves only the waiting call's entry", async () => {
+    const first = await client.call({ ...gated('parked'), tool: 'DATA_WRITE_SQL', callId: 'p1', arguments: { sql: 'CREATE TABLE t (x)' } }, { wait: false });
+    expect(first).toMatchObject({ status: 'awaiting_approval' });
+    expect(await entries('parked')).toHaveLength(1);
+    const other = `CREATE TABLE t (x, ${'y'.repeat(400)})`;
+    for (let i = 0; i < 3; i++) {
+      const env = await client.call({ ...gated('parked'), tool: 'DATA_WRITE_SQL', callId: 'p1', arguments: { sql: other } }, { wait: false });
+      expect(env).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    }
+    // On the code before: 2 (the refused call's 128 KiB and more held for days, as the first waits).
+    expect(await entries('parked')).toHaveLength(1);
+  });
+
+  it("refused while the first call's job is not to be found (sent at the same moment), keeps the entry the two share", async () => {
+    const first = await client.call({ ...gated('shared'), tool: 'DATA_WRITE_SQL', callId: 's1', arguments: { sql: 'CREATE TABLE t (x)' } }, { wait: false });
+    expect(first).toMatchObject({ status: 'awaiting_approval' });
+    const [entry] = await entries('shared');
+    expect(entry).toBeDefined();
+    // As a call sent at the same moment finds it: the id claimed, its job not added yet. The
+    // claim is made to point at no queue, so the first call's job is not found.
+    const claimKey = keysFor(sb.config.prefix).callIdClaim(callKeyOf({ workspace: 'shared', agent: 'scout', callId: 's1' }));
+    const claim = JSON.parse((await redis.get(claimKey))!);
+    await redis.set(claimKey, JSON.stringify({ ...claim, shard: 10_000 }), 'KEEPTTL');
+    // Other SQL of the same length: the same bytes, so the same member.
+    const env = await client.call({ ...gated('shared'), tool: 'DATA_WRITE_SQL', callId: 's1', arguments: { sql: 'CREATE TABLE u (x)' } }, { wait: false });
+    expect(env).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
+    // On the code before: gone, and the waiting call counted for nothing.
+    expect(await entries('shared')).toEqual([entry]);
+  });
+});
+
 describe('a finished write sent again under its id while its workspace holds its Redis budget', () => {
   let sb: Sandbox;
   let client: AgentDbClient;
@@ -87,5 +136,21 @@ describe('a finished write sent again under its id while its workspace holds its
     // A new write is refused; the one that committed answers its outcome, as often as it is sent.
     expect(await client.call(write('held', 'w2', 'INSERT INTO t VALUES (2)'))).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
     for (let i = 0; i < 2; i++) expect(await client.call(write('held', 'w1', 'INSERT INTO t VALUES (1)'))).toEqual(first);
+  });
+
+  it('answers where a call still waiting for a person stands, not QUOTA_EXCEEDED', async () => {
+    const gated = { workspace: 'held-parked', agent: 'scout', settings: { database: 'agent' as const, approval: 'write' as const } };
+    const parked = { ...gated, tool: 'DATA_WRITE_SQL' as const, callId: 'p1', arguments: { sql: 'CREATE TABLE t (x)' } };
+    expect(await client.call(parked, { wait: false })).toMatchObject({ status: 'awaiting_approval' });
+    const big = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i<40) SELECT i, printf('%.1000c','x') AS s FROM c";
+    let refused: Envelope | undefined;
+    for (let i = 0; i < 20 && !refused; i++) {
+      const env = (await client.call({ ...gated, tool: 'DATA_QUERY_SQL', arguments: { sql: big, max_rows: 100 } })) as Envelope;
+      if (!env.ok) refused = env;
+    }
+    expect(refused).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+    // On the code before: QUOTA_EXCEEDED, "nothing was stored, created or run", for a call that
+    // waits for a person and runs once approved (review R1).
+    expect(await client.call(parked, { wait: false })).toMatchObject({ callId: 'p1', status: 'awaiting_approval' });
   });
 });

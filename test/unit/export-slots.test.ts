@@ -18,7 +18,7 @@ describe('ExportSlots', () => {
     slots.take('acme', 'ada');
     const mine = thrown(() => slots.take('acme', 'ada'));
     expect(codeOf(mine)).toBe('RATE_LIMITED');
-    expect(mine).toMatchObject({ retryAfterS: 5, detail: expect.stringContaining('you already have 1 CSV download') });
+    expect(mine).toMatchObject({ retryAfter: 5, detail: expect.stringContaining('you already have 1 CSV download') });
     slots.take('acme', 'bob');
     expect(thrown(() => slots.take('acme', 'cy'))).toMatchObject({ detail: expect.stringContaining('your workspace already has 2') });
     slots.take('globex', 'dee');

@@ -6,8 +6,9 @@
 -- limit and window (s) per rate counter, then member, bytes, goes-at per entry.
 -- A rate counter is a fixed window, as rate-limiter-flexible kept it: made at the first call
 -- with the window's TTL, spent even past its limit; past it, nothing else is counted. An entry
--- already counted only moves its time (a call's arguments are counted when enqueued and again,
--- with a nearer time, when it completes); one whose time has come goes at once. With a cap
+-- already counted only moves its time (the same call sent again while it is under way: one
+-- member for both); one whose time has come goes at once (a call's `call` entry when its worker
+-- swaps it for its `done` one). With a cap
 -- (ARGV[2] > 0), nothing is counted when the workspace already holds it: a call is refused
 -- before it is enqueued.
 -- Returns {held, when its oldest entry goes (on a refusal by the budget; else ''), verdict, ms
@@ -44,7 +45,7 @@ if cap > 0 then
     return {tostring(held), oldest[2] or '', 0, 0}
   end
 end
--- An entry whose time has already come (a call's reserve once the worker counts its envelope)
+-- An entry whose time has already come (a call's `call` entry once the worker counts its envelope)
 -- goes now: added, it waited for the next call's sweep, which paid for it (ZREM and DECRBY)
 -- on that call's way to the queue. What the entries add and free is summed here and written
 -- once: a worker's note of a turn's calls held an INCRBY or DECRBY per entry (issue 31).
