@@ -159,9 +159,21 @@ async function main(): Promise<void> {
   const registry: [string, Buffer][] = [];
   for (const k of await r.keys(`${config.prefix}:*`)) registry.push([k, (await r.dumpBuffer(k))!]);
 
+  const restartsRefused: string[] = [];
   const logs = fs.createWriteStream(path.join(out, 'processes.log'));
   const startProc = async (which: 'start' | 'worker') => {
-    const p = await startCli([which], env);
+    // A process started while Redis is stopped or down exits at once (it checks Redis first):
+    // started again, as a supervisor would.
+    let p: Awaited<ReturnType<typeof startCli>> | undefined;
+    for (let tries = 1; !p; tries++) {
+      try {
+        p = await startCli([which], env);
+      } catch (err) {
+        if (tries >= 60) throw err;
+        restartsRefused.push(`${new Date().toISOString()} ${which}: ${String((err as Error).message).slice(0, 160)}`);
+        await sleep(1000);
+      }
+    }
     p.stdout!.pipe(logs, { end: false });
     p.stderr!.pipe(logs, { end: false });
     p.removeAllListeners('exit');
@@ -615,6 +627,7 @@ async function main(): Promise<void> {
     resentAtEnd: resent,
     budget,
     childrenLeft,
+    restartsRefused,
     unreadable,
     doubledAfterResend,
     restores: {
