@@ -19,6 +19,17 @@
 //   full    the data tmpfs filled for 3-8 s, then freed
 //   empty   Redis SIGKILLed, started again empty, the registry put back (an operator's copy)
 //   aof     Redis SIGKILLed, started again from its AOF
+// Session 29, F5 added (FAULTS=...,idle,stopw,stopr,misconf):
+//   idle    SIGKILL of `agentdb worker`, its children listed first: each must exit by itself
+//           (counted: childrenLeft); also once before the lanes start, every child idle
+//   stopw   SIGSTOP of `agentdb start` or `agentdb worker` (in turn) for 10 s, then SIGCONT
+//   stopr   SIGSTOP of Redis for 10 s, then SIGCONT
+//   misconf Redis's own --dir (a tmpfs of REDIS_DIR_SIZE) filled for 3-8 s, then freed; a Redis
+//           that exited on it (AOF write error under appendfsync always) started again from its AOF
+//   misconfe the same under appendfsync everysec (set for the fault): Redis answers MISCONF to
+//           writes until a write of its AOF works again
+// and checks: no write answered ok is later answered a refusal without mayStillRun (okThenNotRun),
+// and the workspace's budget sum (`held`) equals the sum of its ledger's members after the run.
 // Checked at the end: every write answered ok is in its database once, with its row id; no write
 // whose last answer is a refusal without mayStillRun is there (counted apart, notSentAfterMayRun:
 // an UNAVAILABLE "not sent" after an earlier send of the id was answered may still run or queued); no answer without mayStillRun
@@ -53,7 +64,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../test/helpers/tmpfs.ts';
 const RUN_MS = Number(process.env.RUN_S ?? 120) * 1000;
 const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 2);
 const STREAMS = Number(process.env.FAULT_STREAMS ?? 1);
-const KINDS = (process.env.FAULTS ?? 'worker,child,full,empty,aof').split(',').filter(Boolean);
+const KINDS = (process.env.FAULTS ?? 'worker,child,full,empty,aof,idle,stopw,stopr,misconf,misconfe').split(',').filter(Boolean);
 const WS = 'f4';
 const LANES = ['lib', 'slow', 'v1', 'mcp', 'member'] as const;
 type Lane = (typeof LANES)[number];
@@ -109,6 +120,12 @@ async function main(): Promise<void> {
   mount(blobDir, '512m');
   const redis = await OwnRedis.start();
   ownRedis = redis;
+  // Redis's own folder on a tmpfs of its own (the misconf fault fills it): started again there.
+  await redis.stop();
+  redis.wipe();
+  mount(redis.dir, process.env.REDIS_DIR_SIZE ?? '1g');
+  await redis.start();
+  const redisProc = () => (redis as unknown as { proc?: ChildProcess }).proc;
   const port = await freePort();
   const env: Record<string, string> = {
     REDIS_URL: redis.url,
@@ -142,9 +159,21 @@ async function main(): Promise<void> {
   const registry: [string, Buffer][] = [];
   for (const k of await r.keys(`${config.prefix}:*`)) registry.push([k, (await r.dumpBuffer(k))!]);
 
+  const restartsRefused: string[] = [];
   const logs = fs.createWriteStream(path.join(out, 'processes.log'));
   const startProc = async (which: 'start' | 'worker') => {
-    const p = await startCli([which], env);
+    // A process started while Redis is stopped or down exits at once (it checks Redis first):
+    // started again, as a supervisor would.
+    let p: Awaited<ReturnType<typeof startCli>> | undefined;
+    for (let tries = 1; !p; tries++) {
+      try {
+        p = await startCli([which], env);
+      } catch (err) {
+        if (tries >= 60) throw err;
+        restartsRefused.push(`${new Date().toISOString()} ${which}: ${String((err as Error).message).slice(0, 160)}`);
+        await sleep(1000);
+      }
+    }
     p.stdout!.pipe(logs, { end: false });
     p.stderr!.pipe(logs, { end: false });
     p.removeAllListeners('exit');
@@ -229,6 +258,42 @@ async function main(): Promise<void> {
     }
   }
 
+  const kill = async (which: 'start' | 'worker') => {
+    const p = procs[which]!;
+    const gone = new Promise((res) => p.once('exit', res));
+    p.kill('SIGKILL');
+    await gone;
+  };
+  const childrenOf = (pid: number) =>
+    fs
+      .readdirSync(`/proc/${pid}/task`)
+      .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  const alive = (pid: number) => {
+    try {
+      return !/^\S+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  const childrenLeft: { when: string; children: number; left: number[] }[] = [];
+  const idleKill = async (when: string) => {
+    const p = procs.worker!;
+    const kids = childrenOf(p.pid!);
+    await kill('worker');
+    // Each child hears its parent go (its channel closes; a child that served a request also
+    // has its parent watch): none may outlive it by more than a few seconds.
+    let left = kids;
+    for (let i = 0; i < 50 && left.length; i++) {
+      await sleep(100);
+      left = left.filter(alive);
+    }
+    childrenLeft.push({ when, children: kids.length, left });
+    for (const k of left) process.kill(k, 'SIGKILL');
+    await startProc('worker');
+  };
+  await sleep(1500);
+  await idleKill('before the lanes (every child idle)');
+
   const writes: Write[] = [];
   let stop = false;
   let seq = 0;
@@ -292,17 +357,8 @@ async function main(): Promise<void> {
     turns[resource] = next.catch(() => undefined);
     return next;
   };
-  const kill = async (which: 'start' | 'worker') => {
-    const p = procs[which]!;
-    const gone = new Promise((res) => p.once('exit', res));
-    p.kill('SIGKILL');
-    await gone;
-  };
-  const childrenOf = (pid: number) =>
-    fs
-      .readdirSync(`/proc/${pid}/task`)
-      .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
   let workerKills = 0;
+  let workerStops = 0;
   const inject = async (f: string) => {
     const t0 = Date.now();
     const at = new Date().toISOString();
@@ -329,6 +385,49 @@ async function main(): Promise<void> {
       fs.closeSync(filled.fd);
       fs.rmSync(file);
       detail = `${Math.round(hold)} ms`;
+    } else if (f === 'idle') {
+      await inTurn('worker', () => idleKill(at));
+      const last = childrenLeft.at(-1)!;
+      detail = `children ${last.children}, left ${last.left.length}`;
+    } else if (f === 'stopw') {
+      const which = workerStops++ % 2 ? 'worker' : 'start';
+      await inTurn(which, async () => {
+        procs[which]!.kill('SIGSTOP');
+        await sleep(10_000);
+        procs[which]!.kill('SIGCONT');
+      });
+      detail = which;
+    } else if (f === 'stopr') {
+      await inTurn('redis', async () => {
+        redis.signal('SIGSTOP');
+        await sleep(10_000);
+        redis.signal('SIGCONT');
+      });
+    } else if (f === 'misconf' || f === 'misconfe') {
+      detail = await inTurn('redis', async () => {
+        // misconfe: under appendfsync everysec Redis refuses writes (MISCONF) instead of exiting.
+        if (f === 'misconfe') await r.config('SET', 'appendfsync', 'everysec');
+        const file = path.join(redis.dir, `.fill-${t0}`);
+        const filled = fillDisk(file);
+        const hold = rand(3000, 8000);
+        await sleep(hold);
+        fs.ftruncateSync(filled.fd, 0);
+        fs.closeSync(filled.fd);
+        fs.rmSync(file);
+        const p = redisProc();
+        const exited = !p || p.exitCode !== null || p.signalCode !== null;
+        if (exited) await redis.start();
+        else if (f === 'misconfe') {
+          // Redis takes writes again once a write of its AOF works (it retries each second).
+          for (let i = 0; i < 100; i++) {
+            const info = await r.info('persistence').catch(() => '');
+            if (/aof_last_write_status:ok/.test(info)) break;
+            await sleep(100);
+          }
+          await r.config('SET', 'appendfsync', 'always').catch(() => undefined);
+        }
+        return `${Math.round(hold)} ms${exited ? `, Redis exited (${p?.exitCode ?? p?.signalCode}), started from its AOF` : ''}`;
+      });
     } else if (f === 'aof' || f === 'empty') {
       await inTurn('redis', async () => {
         await redis.kill();
@@ -404,6 +503,8 @@ async function main(): Promise<void> {
     failedAnswerButPresent: [] as string[],
     /** Refused UNAVAILABLE "not sent" after an earlier send of the id answered that it may run, and there: see the header. */
     notSentAfterMayRun: [] as string[],
+    /** An ok answer, then (in the run or at the end's resend) a refusal without mayStillRun: "nothing ran". */
+    okThenNotRun: [] as string[],
     disagree: [] as string[],
     noOutcome: [] as string[],
     resendDiffers: [] as string[],
@@ -421,6 +522,9 @@ async function main(): Promise<void> {
         continue;
       }
       const oks = w.answers.filter((a) => a.ok === true);
+      const firstOk = w.answers.findIndex((a) => a.ok === true);
+      if (firstOk >= 0 && w.answers.slice(firstOk).some((a) => a.ok === false && !a.mayStillRun))
+        holes.okThenNotRun.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
       if (new Set(oks.map((a) => a.rowid)).size > 1) holes.disagree.push(w.cid);
       if (w.outcome === 'ok' && got.length === 0) holes.missing.push(w.cid);
       if (w.outcome === 'ok' && got.length === 1 && got[0] !== oks.at(-1)!.rowid) holes.wrongRowid.push(w.cid);
@@ -448,9 +552,25 @@ async function main(): Promise<void> {
     resent++;
     resends.push({ cid: w.cid, ...a });
     const first = w.answers.find((x) => x.ok)!;
+    if (a.ok === false && !a.mayStillRun) holes.okThenNotRun.push(`${w.cid} at the end: ${a.code}`);
     if (a.ok !== true || a.rowid !== first.rowid) holes.resendDiffers.push(`${w.cid} ${JSON.stringify(a)} first ${first.rowid}`);
   }
   const after = live();
+  // The budget's sum against its ledger: a let-go that drifted shows as a difference.
+  const budgetKeys = keys.redisBudget(WS);
+  const ledger = await r.zrange(budgetKeys.ledger, 0, -1, 'WITHSCORES');
+  let ledgerSum = 0;
+  const byKind: Record<string, { entries: number; bytes: number; pastNow: number }> = {};
+  for (let i = 0; i < ledger.length; i += 2) {
+    const m = /\|([^|:]+):(\d+)$/.exec(ledger[i]!);
+    const bytes = Number(m?.[2] ?? 0);
+    ledgerSum += bytes;
+    const k = (byKind[m?.[1] ?? '?'] ??= { entries: 0, bytes: 0, pastNow: 0 });
+    k.entries++;
+    k.bytes += bytes;
+    if (Number(ledger[i + 1]) <= Date.now()) k.pastNow++;
+  }
+  const budget = { held: Number((await r.get(budgetKeys.held)) ?? 0), ledgerSum, byKind };
   const doubledAfterResend = writes.filter((w) => (after[w.lane]!.get(w.cid)?.length ?? 0) > 1).map((w) => w.cid);
 
   const restoreChecks = restores.map((rs): Record<string, unknown> => {
@@ -505,6 +625,9 @@ async function main(): Promise<void> {
     answersNotOk: codes,
     holes: Object.fromEntries(Object.entries(holes).map(([k, v]) => [k, { count: v.length, some: v.slice(0, 8) }])),
     resentAtEnd: resent,
+    budget,
+    childrenLeft,
+    restartsRefused,
     unreadable,
     doubledAfterResend,
     restores: {
@@ -534,7 +657,8 @@ async function cleanup(): Promise<void> {
       await Promise.race([gone, sleep(10_000)]);
       p.kill('SIGKILL');
     }
-  await ownRedis?.remove();
+  // Its folder is a mount point: stopped, unmounted below, then removed.
+  await ownRedis?.stop();
   for (const dir of mounts.reverse()) {
     try {
       unmountTmpfs(dir);
@@ -543,6 +667,7 @@ async function cleanup(): Promise<void> {
     }
   }
   fs.rmSync(root, { recursive: true, force: true });
+  if (ownRedis) fs.rmSync(ownRedis.dir, { recursive: true, force: true });
 }
 
 main()

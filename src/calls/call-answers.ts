@@ -84,6 +84,9 @@ export function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
   return job.returnvalue ?? failedCallEnvelope(job.data, job.failedReason);
 }
 
+/** BullMQ's failedReason for a job failed by its stalled check (`maxStalledCount` passed). */
+const STALLED = /^job stalled more than allowable limit$/;
+
 /**
  * The answer of a call whose job failed: it threw after its retries, a fault rather than an
  * outcome. A fault that is retryable by its code (an `AgentDbError`'s message starts with it:
@@ -91,6 +94,19 @@ export function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
  * again (under the same id: a failed call runs again); anything else is INTERNAL.
  */
 export function failedCallEnvelope(data: Pick<CallJobData, 'callId' | 'tool'>, reason: string | undefined): Envelope {
+  // BullMQ fails a job that stalled past its limit: its workers lost it twice while it ran (a
+  // process killed or stopped), so it may have run. Said as such: INTERNAL "failed" for writes
+  // that had committed (F5's fault ledger, a worker SIGSTOPped 10 s, then the next SIGKILLed).
+  if (reason && STALLED.test(reason))
+    return {
+      ...errorEnvelope(
+        data.callId,
+        data.tool,
+        'UNAVAILABLE',
+        `Call ${data.callId}'s workers stopped answering while it ran (${reason}): it may have run. Send it again under the same call id for its outcome: a write that committed answers it, one that did not runs.`,
+      ),
+      mayStillRun: true,
+    };
   const code = reason ? /^([A-Z_]+): /.exec(reason)?.[1] : undefined;
   if (isErrorCode(code) && ERRORS[code].retryable) return errorEnvelope(data.callId, data.tool, code, reason!.slice(code.length + 2));
   return errorEnvelope(data.callId, data.tool, 'INTERNAL', reason ? `The call failed: ${reason}` : 'The call failed.');

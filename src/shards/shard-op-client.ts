@@ -180,7 +180,14 @@ export class ShardOpClient {
             // Gone before it finished (a finished op's job is kept 5 minutes): a Redis back empty
             // within the outage's few seconds, unnoticed by it. `backup now` waited its 6 hours
             // for it (fault review F4, session 29).
-            if (!j) reject(new AgentDbError('UNAVAILABLE', gone(op, shard, data.db)));
+            if (!j) {
+              reject(new AgentDbError('UNAVAILABLE', gone(op, shard, data.db)));
+              // Settles BullMQ's wait as the withdrawal above does: its timer held the CLI that had
+              // printed this answer open for the op's whole timeout (F5: a `restore` still
+              // running 6 minutes after it answered UNAVAILABLE).
+              (q.events as unknown as EventEmitter).emit(`failed:${jobId}`, { failedReason: 'its job is gone from Redis' });
+              return;
+            }
             if (!j?.finishedOn) return;
             if (j.returnvalue !== undefined && j.returnvalue !== null) resolve(j.returnvalue as ShardOpOutcome);
             else if (j.failedReason && j.attemptsMade >= (j.opts.attempts ?? 1)) reject(new Error(j.failedReason));

@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
@@ -40,4 +41,13 @@ it('an op whose job an empty Redis lost answers UNAVAILABLE, saying it may have 
   const err = await answered;
   expect(err?.code).toBe('UNAVAILABLE');
   expect(err?.message).toMatch(/job is gone from Redis .* may have run/);
+  // And BullMQ's wait for the job is settled: its timer (the op's timeout) held a CLI that had
+  // printed this answer open until it ran out (F5: a restore, 6 minutes after answering).
+  const { queues } = ops as unknown as { queues: Map<number, { events: EventEmitter }> };
+  expect(
+    queues
+      .get(0)!
+      .events.eventNames()
+      .filter((e) => String(e).startsWith('failed:')),
+  ).toEqual([]);
 }, 30_000);

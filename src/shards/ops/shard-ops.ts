@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { Config } from '../../config.ts';
 import type { ShardOpJobData, ShardOpOutcome } from '../../contracts/shard-op.ts';
 import { codeOf } from '../../errors.ts';
+import { isDiskFull } from '../../sqlite/sqlite-errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { ExecutorPool } from '../../executor/executor-pool.ts';
 import type { WorkspaceQuota } from '../../history/workspace-quota.ts';
@@ -72,7 +73,10 @@ export async function runShardOp(
     });
     return { ok: true, result };
   } catch (err) {
-    const code = codeOf(err);
+    // A full disk is an answer too (STORAGE_FULL, retryable once there is room), as a call's is:
+    // thrown on, BullMQ ran the op twice more and its caller got a raw ENOSPC (F5's ledger: five
+    // `restore --from-blob` printed BullMQ's stack trace on a full data disk).
+    const code = codeOf(err) ?? (isDiskFull(err) ? 'STORAGE_FULL' : undefined);
     if (!code) throw err;
     return { ok: false, error: { code, detail: (err as { detail?: string }).detail ?? String(err) } };
   }

@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { failedCallEnvelope } from '../../src/calls/call-answers.ts';
+
+// Session 29, F5: the fault ledger's writes answered INTERNAL "The call failed: job stalled more
+// than allowable limit" had committed, each once. BullMQ fails a job that stalled twice (its
+// process SIGSTOPped 10 s while it ran, then the worker that took it over SIGKILLed): the call
+// was running, so it may have run, and a resend under its id answers its outcome (a failed call
+// runs again; a write that committed is replayed by its record).
+describe('failedCallEnvelope', () => {
+  it('answers a job failed for stalling UNAVAILABLE, mayStillRun: it was running', () => {
+    const env = failedCallEnvelope({ callId: 'w-1', tool: 'DATA_WRITE_SQL' }, 'job stalled more than allowable limit');
+    expect(env).toMatchObject({ ok: false, callId: 'w-1', error: { code: 'UNAVAILABLE' }, mayStillRun: true });
+    expect((env as { error: { message: string } }).error.message).toMatch(/may have run.*same call id/);
+  });
+
+  it('keeps INTERNAL for a fault of its own, and a retryable code for one that says it', () => {
+    expect(failedCallEnvelope({ callId: 'c', tool: 'T' }, 'boom')).toMatchObject({ error: { code: 'INTERNAL' } });
+    expect(failedCallEnvelope({ callId: 'c', tool: 'T' }, 'UNAVAILABLE: no database process could start')).toMatchObject({
+      error: { code: 'UNAVAILABLE', message: expect.stringContaining('no database process') },
+    });
+  });
+});
