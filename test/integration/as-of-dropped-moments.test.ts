@@ -5,6 +5,7 @@ import { runAsOf } from '../../src/calls/as-of-run.ts';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import { AS_OF_ROOT, momentsBytes } from '../../src/history/as-of-cache.ts';
 import { WorkspaceQuota } from '../../src/history/workspace-quota.ts';
+import { pastMs } from '../helpers/history.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
 
 // Review 19 (H29): a kept moment's file dropped for room (the quota's `dropMoments`, run in the
@@ -48,6 +49,9 @@ describe('as_of: a moment dropped for room gives its disk back', () => {
         'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) INSERT INTO t (a, b) SELECT hex(randomblob(300)), i FROM n',
       );
       const at = Date.now();
+      // The DELETE's commit later than the moment read: in the same millisecond it is in it (a
+      // quiet proof run read 0 rows).
+      pastMs(at);
       await calls.write(db, 'DELETE FROM t');
       const request = { op: 'query' as const, db, sql: 'SELECT count(*) FROM t', params: [], maxRows: 1, asOf: { target: { at } } };
       const roomy = new WorkspaceQuota({ dataDir, overrides: { maxBytes: 1e12 }, planOf: async () => 'pro' });
