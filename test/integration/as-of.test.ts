@@ -16,6 +16,7 @@ import { historyRange } from '../../src/history/restore-plan.ts';
 import { workspaceDiskUse } from '../../src/history/workspace-disk.ts';
 import { WorkspaceQuota } from '../../src/history/workspace-quota.ts';
 import { historyCalls, historyTarget, withHistoryPool } from '../helpers/history-pool.ts';
+import { pastMs } from '../helpers/history.ts';
 
 // Reading the past in place (issue 29 part 4): a read's `as_of` must see exactly what a fork
 // restored at the same moment holds, name the moment just before a call's write by its id,
@@ -230,6 +231,8 @@ describe('as_of: reading the past in place', () => {
       'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO t (a, b) SELECT hex(randomblob(200)), i FROM n',
     );
     const at = Date.now();
+    // Later than the moment read, as in as-of-dropped-moments (same millisecond: in it).
+    pastMs(at);
     await calls.write(db, 'DELETE FROM t');
     const request = { op: 'query' as const, db, sql: SELECT, params: [], maxRows: 1, asOf: { target: { at } } };
 
