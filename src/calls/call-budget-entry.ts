@@ -11,7 +11,12 @@ import type { BudgetEntry } from './workspace-redis-budget.ts';
  * more and sent one more member (issue 31); the sum is the same.
  */
 export function callEntry(callKey: string, dataBytes: number, until: number): BudgetEntry {
-  return { callKey, kind: 'call', bytes: dataBytes + CALL_OVERHEAD_BYTES + ENVELOPE_RESERVE_BYTES, until };
+  return { callKey, kind: 'call', bytes: callEntryBytes(dataBytes), until };
+}
+
+/** The bytes of {@link callEntry} for data of `dataBytes`: what a resend compares with its first call's. */
+export function callEntryBytes(dataBytes: number): number {
+  return dataBytes + CALL_OVERHEAD_BYTES + ENVELOPE_RESERVE_BYTES;
 }
 
 /**

@@ -6,7 +6,7 @@ import { isRetryable } from '../errors.ts';
 import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
-import { callEntry, entryIsOwn } from './call-budget-entry.ts';
+import { callEntryBytes, entryIsOwn } from './call-budget-entry.ts';
 import { jsonBytes } from './redis-bytes.ts';
 
 /** A call being added to its shard queue, with the waits already listening for it. */
@@ -63,7 +63,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   const differs = payloadDifferences(earlier.data, data);
   if (differs.length) {
     waiters.drop(completion, parking);
-    const first = { bytes: callEntry('', jsonBytes(earlier.data), 0).bytes, finished: !!earlier.finishedOn && !runsAgainWhenSent(earlier) };
+    const first = { bytes: callEntryBytes(jsonBytes(earlier.data)), finished: !!earlier.finishedOn && !runsAgainWhenSent(earlier) };
     if (entryIsOwn(c.entryBytes, first)) await c.letGo();
     return errorEnvelope(
       callId,
