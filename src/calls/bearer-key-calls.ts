@@ -119,7 +119,7 @@ export class KeyedCalls {
 
   /**
    * Whether `answer` (of {@link call}) refused the call before it was taken (a rate, the Redis
-   * budget, Redis near full): no call ran under its id (see `AgentDbClient.refusedUntaken`).
+   * budget, Redis near full; its plan): no call ran under its id (see `AgentDbClient.refusedUntaken`).
    */
   untaken(answer: object): boolean {
     return this.client.refusedUntaken(answer);
@@ -209,7 +209,7 @@ export class KeyedCalls {
     opts: KeyedWait,
   ): Promise<CallAnswer | ApprovalRequiredAnswer> {
     const t = translateDbCall(surface, call.tool, call.arguments);
-    if (!t.ok) return errorEnvelope(call.callId ?? randomUUID(), call.tool, t.code, t.detail);
+    if (!t.ok) return this.client.refuseUnplanned(errorEnvelope(call.callId ?? randomUUID(), call.tool, t.code, t.detail));
     const input: CallInput = {
       ...callInputFor(principal, { tool: t.tool, arguments: t.arguments, ...(call.callId !== undefined ? { callId: call.callId } : {}) }),
       ...(t.introspect ? { introspect: true } : {}),

@@ -49,6 +49,8 @@ export interface EnqueueParts {
   ensureReader: () => Promise<unknown> | undefined;
   /** Counts a refusal for `quota` and answers `answer`. */
   refused: <T>(quota: RefusedQuota, answer: T) => T;
+  /** Notes a refusal by the call's plan as one before taking, and answers it (`UntakenRefusals.unplanned`). */
+  unplanned: <T>(answer: T) => T;
 }
 
 /**
@@ -72,7 +74,7 @@ export class CallEnqueue {
     const planned = planCall({ ...call, callId }, this.deps.shards.current, this.deps.maxCallBytes);
     if (!planned.ok) {
       const f = planned.failure;
-      return errorEnvelope(callId, f.tool, f.code, f.detail);
+      return this.deps.unplanned(errorEnvelope(callId, f.tool, f.code, f.detail));
     }
     const { tool } = planned.plan;
     const sent: Sent = { enqueued: false, stall: this.deps.outage.unanswered(() => enqueueUnanswered(this.deps.redisUrl)) };

@@ -129,6 +129,7 @@ export class AgentDbClient {
       lookup: this.lookup,
       ensureReader: () => this.callEvents.starting(),
       refused: (quota, answer) => this.untaken.refused(quota, answer),
+      unplanned: (answer) => this.untaken.unplanned(answer),
     });
     this.resultParts = {
       redisUrl: this.redisUrl,
@@ -253,12 +254,18 @@ export class AgentDbClient {
 
   /**
    * Whether `answer` is this client's refusal of a call before it was taken (a rate, the Redis
-   * budget, Redis near full): nothing ran under its id, whatever its code. A QUOTA_EXCEEDED may
+   * budget, Redis near full; its plan, or its surface's rules: {@link refuseUnplanned}): nothing
+   * ran under its id, whatever its code. A QUOTA_EXCEEDED may
    * also be the outcome of a call that ran (a disk quota), and a resend's join window treats the
    * two differently (`PendingCallJoins.settle`).
    */
   refusedUntaken(answer: object): boolean {
     return this.untaken.has(answer);
+  }
+
+  /** Notes `answer`, a surface's refusal of a call before it reached this client (the db_* rules), as a refusal before taking. */
+  refuseUnplanned<T extends object>(answer: T): T {
+    return this.untaken.unplanned(answer);
   }
 
   /** `derived`, an answer an adapter made of this client's `answer`, is a refusal before taking where `answer` was one (see {@link refusedUntaken}). */

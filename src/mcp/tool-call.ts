@@ -55,10 +55,15 @@ export function mcpToolCall(
     // A call refused before it was taken (a bound: QUOTA_EXCEEDED, RATE_LIMITED; or UNAVAILABLE)
     // gets no task: each would be kept 48 h outside the budget that refused the call, and a
     // flood of them took a workspace to almost four times its budget (hostile review 18h, 3).
-    // The SDK's client takes nothing but a task for a task request, so it is a protocol error.
+    // Nor does one its plan refused (its arguments, its access), which asked no rate nor budget
+    // at all: a task each, as fast as the server answered (session 30, T7: 2,000 in 95 s, 7.4 MB
+    // kept 48 h against a budget of 1,000 bytes). The SDK's client takes nothing but a task for a
+    // task request, so it is a protocol error.
     const untaken = (answer: CallAnswer | ApprovalRequiredAnswer): McpError | undefined => {
-      if (!asTask || answer.ok || !('error' in answer) || !NOT_TAKEN.has(answer.error.code)) return undefined;
-      return new McpError(ErrorCode.InternalError, `${answer.error.code}: ${answer.error.message}`);
+      if (!asTask || answer.ok || !('error' in answer)) return undefined;
+      const { code, message } = answer.error;
+      if (NOT_TAKEN.has(code)) return new McpError(ErrorCode.InternalError, `${code}: ${message}`);
+      return deps.calls.untaken(answer) ? new McpError(ErrorCode.InvalidParams, `${code}: ${message}`) : undefined;
     };
     // Redis away: no task can be kept either, so a task request is answered with the error itself.
     // Under the client's own call id the call may still run: this send or an earlier one may
@@ -70,8 +75,10 @@ export function mcpToolCall(
     };
     const callId = meta?.[CALL_ID_META];
     if (callId !== undefined && typeof callId !== 'string') {
-      const refusal = errorEnvelope('', name, 'INVALID_ARGUMENTS', `_meta["${CALL_ID_META}"] must be a string (the call id), got ${JSON.stringify(callId)}.`);
-      return reply(toolResult(refusal), '', false);
+      const detail = `_meta["${CALL_ID_META}"] must be a string (the call id), got ${JSON.stringify(callId)}.`;
+      // No call was made: a task request gets no task for it (see `untaken`).
+      if (asTask) throw new McpError(ErrorCode.InvalidParams, `INVALID_ARGUMENTS: ${detail}`);
+      return toolResult(errorEnvelope('', name, 'INVALID_ARGUMENTS', detail));
     }
     let principal: Principal;
     try {

@@ -57,3 +57,32 @@ it('calls refused for the budget get no task: task calls keep the workspace with
   expect(await held()).toBeLessThanOrEqual(after);
   expect(await k.redis.keys(`${sb.config.prefix}:mcp-task:*`)).toHaveLength(1);
 });
+
+it('calls refused before they were taken (no rate, no budget asked) get no task: a flood of them stores nothing', async () => {
+  const tasksBefore = (await k.redis.keys(`${sb.config.prefix}:mcp-task:*`)).length;
+  const before = await held();
+  // Session 30, T7: arguments the call's plan refuses (another agent's tables to write), or a
+  // call id that is not a string, are refused before any rate or budget is asked; as a task each
+  // was kept 48 h, counted past the budget, as fast as the HTTP server answered (20 sends, 20 tasks).
+  const refused = async (args: Record<string, unknown>, meta?: Record<string, unknown>) => {
+    const out = [];
+    const stream = client.experimental.tasks.callToolStream(
+      { name: 'DATA_WRITE_SQL', arguments: args, ...(meta ? { _meta: meta } : {}) },
+      CallToolResultSchema,
+    );
+    for await (const m of stream) out.push({ type: m.type, ...(m.type === 'error' ? { text: m.error.message } : {}) });
+    return out;
+  };
+  for (let i = 0; i < 10; i++) {
+    expect(await refused({ sql: `INSERT INTO t VALUES (${i})`, scope: 'workspace' })).toEqual([
+      { type: 'error', text: expect.stringContaining('NOT_PERMITTED') },
+    ]);
+  }
+  for (let i = 0; i < 10; i++) {
+    expect(await refused({ sql: 'INSERT INTO t VALUES (1)' }, { 'agentdb/callId': { n: i } })).toEqual([
+      { type: 'error', text: expect.stringContaining('INVALID_ARGUMENTS') },
+    ]);
+  }
+  expect(await k.redis.keys(`${sb.config.prefix}:mcp-task:*`)).toHaveLength(tasksBefore);
+  expect(await held()).toBeLessThanOrEqual(before);
+});
