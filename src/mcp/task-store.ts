@@ -6,10 +6,12 @@ import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
 import { isTransient } from '../calls/call-answers.ts';
 import { jsonBytes } from '../calls/redis-bytes.ts';
-import type { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import type { BudgetEntry, WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import { unboundCallIsMine } from '../contracts/call-identity.ts';
 import type { Keys } from '../redis/keys.ts';
+import { withScripts } from '../redis/lua-scripts.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
+import { cancelledError, cancelledMessage, follows, INDEX_ENTRY, indexEntry, type TaskRecord, type TaskStart } from './task-record.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
 
 /**
@@ -21,31 +23,11 @@ export const TASK_POLL_MS = 1000;
 /** Tasks per `tasks/list` page. */
 export const TASK_LIST_PAGE = 20;
 
-/** A `tasks/list` cursor, and the index's member it stands for: `<created ms, 15 digits>:<task id>`. */
-const INDEX_ENTRY = /^\d{15}:[0-9a-f-]{36}$/;
-
-/** Bytes a task holds beside its record: its index entry and, once cancelled, its mark. */
-const TASK_EXTRA_BYTES = 160;
-
-/** The index entry of a task made at `createdAt`: sorts as it was made. */
-function indexEntry(createdAt: number, taskId: string): string {
-  return `${String(createdAt).padStart(15, '0')}:${taskId}`;
-}
-
-/** One task as Redis keeps it under `keys.mcpTask`. */
-interface TaskRecord {
-  /** `<workspace>.<caller>` (`@<since>` after a member's or agent key's): only that principal sees the task. */
-  owner: string;
-  /** The call the task stands for; its outcome is the task's result. */
-  callId: string;
-  /** Where a resend of the call joins it (`PendingCallJoins`), let go once the outcome is out. */
-  joinKey?: string;
-  task: Task;
-  result?: McpToolResult;
-}
-
-/** What a task is made for: a call that answered before its outcome, or a finished call's result. */
-export type TaskStart = { callId: string; joinKey?: string; statusMessage: string } | { callId: string; result: McpToolResult; ok: boolean };
+/**
+ * Bytes a task holds beside its record: its index entry and, once cancelled, its mark (160), and
+ * its call's link to it (184 by `MEMORY USAGE` with a member's owner and a UUID call id).
+ */
+const TASK_EXTRA_BYTES = 160 + 192;
 
 /** What every principal's task store shares: Redis, the calls, and how long a task lives. */
 export interface McpTaskDeps {
@@ -90,10 +72,38 @@ export class RedisTaskStore implements TaskStore {
     this.owner = `${principal.workspace}.${callerOf(principal)}${since}`;
   }
 
-  /** Makes the task of one call (see {@link TaskStart}) and answers it. */
+  /**
+   * The task of one call (see {@link TaskStart}): the one its principal already has for the call
+   * when it still follows it and agrees with `start`, else a new one that takes its place (the one
+   * before, cancelled or of an outcome since run again, goes). A call has one task however often
+   * it is sent as one: a task for each send, each kept 48 h and counted but never refused by the
+   * budget, let one write sent again past its budget grow Redis by its result a send (session 30, T7).
+   */
   async start(start: TaskStart): Promise<Task> {
-    const at = Date.now();
-    const now = new Date(at).toISOString();
+    const link = this.deps.keys.mcpTaskOfCall(this.owner, start.callId);
+    let linked = (await this.deps.redis.get(link)) ?? '';
+    for (let tries = 0; tries < 3; tries++) {
+      const before = linked ? await this.read(linked) : undefined;
+      if (before && follows(before, start)) return { ...(before.task.status === 'working' ? await this.settle(before) : before).task };
+      const record = this.record(start);
+      await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), JSON.stringify(record), 'PX', this.deps.ttlMs);
+      const took = await withScripts(this.deps.redis).agentdbMcpTaskLink(link, linked, record.task.taskId, String(this.deps.ttlMs));
+      if (took === 1) {
+        await this.count(record);
+        await this.index(record.task);
+        if (linked) await this.retire(linked);
+        return { ...record.task };
+      }
+      // Another send of the call linked its task first: that one answers (looked at again).
+      await this.deps.redis.del(this.deps.keys.mcpTask(record.task.taskId));
+      linked = took;
+    }
+    throw new McpError(ErrorCode.InternalError, `Sends of call ${start.callId} kept replacing its task; ask again.`);
+  }
+
+  /** A new task's record for {@link start}. */
+  private record(start: TaskStart): TaskRecord {
+    const now = new Date().toISOString();
     const finished = 'result' in start;
     const task: Task = {
       taskId: randomUUID(),
@@ -104,13 +114,12 @@ export class RedisTaskStore implements TaskStore {
       pollInterval: TASK_POLL_MS,
       ...(finished ? {} : { statusMessage: start.statusMessage }),
     };
-    await this.write({
-      owner: this.owner,
-      callId: start.callId,
-      task,
-      ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}),
-    });
-    // Listed from now until the task itself lapses; older entries (their tasks gone) go first.
+    return { owner: this.owner, callId: start.callId, task, ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}) };
+  }
+
+  /** Lists `task` from now until it lapses; older entries (their tasks gone) go first. */
+  private async index(task: Task): Promise<void> {
+    const at = Date.parse(task.createdAt);
     const index = this.deps.keys.mcpTasksOf(this.owner);
     await this.deps.redis
       .multi()
@@ -118,7 +127,19 @@ export class RedisTaskStore implements TaskStore {
       .zadd(index, 0, indexEntry(at, task.taskId))
       .pexpire(index, this.deps.ttlMs)
       .exec();
-    return { ...task };
+  }
+
+  /**
+   * A task another took the place of (see {@link start}): its record, cancel mark and list entry
+   * go, and its bytes leave the budget. Its id then answers as no task.
+   */
+  private async retire(taskId: string): Promise<void> {
+    const text = await this.deps.redis.get(this.deps.keys.mcpTask(taskId));
+    const record = text ? (JSON.parse(text) as TaskRecord) : undefined;
+    await this.deps.redis.del(this.deps.keys.mcpTask(taskId), this.deps.keys.mcpTaskCancelled(taskId));
+    if (!record || record.owner !== this.owner) return;
+    await this.deps.redis.zrem(this.deps.keys.mcpTasksOf(this.owner), indexEntry(Date.parse(record.task.createdAt), taskId));
+    await this.deps.budget.note(this.principal.workspace, [{ ...this.entry(record), until: 0 }]);
   }
 
   /** The SDK's way in; agentdb's tools/call handler uses {@link start}, with the call id in `context`. */
@@ -267,27 +288,23 @@ export class RedisTaskStore implements TaskStore {
     return { ...rest, task };
   }
 
-  /**
-   * Writes a task for its whole life from now, counted in its workspace's Redis budget. Only a
-   * call the budget admitted gets a task (mcpServer refuses the others), so tasks add to what the
-   * workspace's admitted calls hold, never to a workspace that has used its budget up.
-   */
+  /** Writes a task for its whole life from now, counted in its workspace's Redis budget ({@link count}). */
   private async write(record: TaskRecord): Promise<void> {
-    const json = JSON.stringify(record);
-    await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
-    const until = Date.now() + this.deps.ttlMs;
-    await this.deps.budget.note(this.principal.workspace, [
-      { callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record) + TASK_EXTRA_BYTES, until },
-    ]);
+    await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), JSON.stringify(record), 'PX', this.deps.ttlMs);
+    await this.count(record);
   }
-}
 
-/** A cancelled task's status message: what it stopped following, and how to follow the call again. */
-function cancelledMessage(callId: string, waited: string): string {
-  return `Cancelled by the client: this task no longer follows call ${callId}. The call itself is not withdrawn: ${waited ? `when cancelled: ${waited} ` : ''}A person may still approve or reject it; send the same call again to follow it to its outcome (it joins the call, no second approval).`;
-}
+  /**
+   * Counts a task's record in its workspace's Redis budget. Only a call the budget admitted gets
+   * a task (mcpServer refuses the others), and one task (see {@link start}), so tasks add to what
+   * the workspace's admitted calls hold, never to a workspace that has used its budget up.
+   */
+  private async count(record: TaskRecord): Promise<void> {
+    await this.deps.budget.note(this.principal.workspace, [this.entry(record)]);
+  }
 
-/** What `tasks/result` answers for a cancelled task: it has no result of its own. */
-function cancelledError(record: TaskRecord): McpError {
-  return new McpError(ErrorCode.InvalidParams, `Task ${record.task.taskId} was cancelled. ${record.task.statusMessage ?? ''}`.trim());
+  /** A task record's budget entry, for its whole life from now. */
+  private entry(record: TaskRecord): BudgetEntry {
+    return { callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record) + TASK_EXTRA_BYTES, until: Date.now() + this.deps.ttlMs };
+  }
 }

@@ -91,6 +91,11 @@ export interface Keys {
   mcpTask(taskId: string): string;
   /** The mark of a task its client cancelled (`tasks/cancel`), beside the task: cancelled stays cancelled. */
   mcpTaskCancelled(taskId: string): string;
+  /**
+   * The task of one principal's (`<workspace>.<caller>`) call `callId`: its task id. The same
+   * call sent again as a task answers that task, so a call has one task however often it is sent.
+   */
+  mcpTaskOfCall(owner: string, callId: string): string;
   /** One principal's tasks (`<workspace>.<caller>`), for `tasks/list`: a sorted set of `<created ms>:<task id>`. */
   mcpTasksOf(owner: string): string;
   /**
@@ -164,6 +169,7 @@ export function keysFor(prefix: string): Keys {
     mcpTask: (taskId) => `${prefix}:mcp-task:${taskId}`,
     mcpTaskCancelled: (taskId) => `${prefix}:mcp-task-cancelled:${taskId}`,
     mcpTasksOf: (owner) => `${prefix}:mcp-tasks:${owner}`,
+    mcpTaskOfCall: (owner, callId) => `${prefix}:mcp-task-of:${owner}:${callId}`,
     callRate: (workspace, of, subject) => `${prefix}:{budget-${workspace}}:call-rate:${of}${subject === undefined ? '' : `:${subject}`}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),

@@ -83,6 +83,8 @@ export interface LuaCommands {
    * no other send under it is on its way, and it is gone; else 0.
    */
   agentdbJoinLetGoUnsent(joinKey: string, sendsKey: string, claimKey: string, callId: string): Promise<number>;
+  /** mcp-task-link.lua: 1 when the call's task link now names the new task; else the task id it names ('' for none). */
+  agentdbMcpTaskLink(link: string, expected: string, taskId: string, ttlMs: string): Promise<1 | string>;
   /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
   agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
   /** approval-index-backfill.lua: 1 when the approval exists and is now in its workspace's indexes, 0 when gone. */
@@ -141,6 +143,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbJoinForget: { file: 'join-forget.lua', keys: 2 },
   agentdbJoinLetGoUnsent: { file: 'join-let-go-unsent.lua', keys: 3 },
   agentdbCallFind: { file: 'call-find.lua' },
+  agentdbMcpTaskLink: { file: 'mcp-task-link.lua', keys: 1 },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
   agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 4 },
   agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },

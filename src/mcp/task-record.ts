@@ -1,0 +1,54 @@
+import { ErrorCode, McpError, type Task } from '@modelcontextprotocol/sdk/types.js';
+import type { McpToolResult } from './tool-result.ts';
+
+// An MCP task's record as Redis keeps it, and what the task store reads off one (task-store.ts).
+
+/** A `tasks/list` cursor, and the index's member it stands for: `<created ms, 15 digits>:<task id>`. */
+export const INDEX_ENTRY = /^\d{15}:[0-9a-f-]{36}$/;
+
+/** The index entry of a task made at `createdAt`: sorts as it was made. */
+export function indexEntry(createdAt: number, taskId: string): string {
+  return `${String(createdAt).padStart(15, '0')}:${taskId}`;
+}
+
+/** One task as Redis keeps it under `keys.mcpTask`. */
+export interface TaskRecord {
+  /** `<workspace>.<caller>` (`@<since>` after a member's or agent key's): only that principal sees the task. */
+  owner: string;
+  /** The call the task stands for; its outcome is the task's result. */
+  callId: string;
+  /** Where a resend of the call joins it (`PendingCallJoins`), let go once the outcome is out. */
+  joinKey?: string;
+  task: Task;
+  result?: McpToolResult;
+}
+
+/** What a task is made for: a call that answered before its outcome, or a finished call's result. */
+export type TaskStart = { callId: string; joinKey?: string; statusMessage: string } | { callId: string; result: McpToolResult; ok: boolean };
+
+/**
+ * Whether `record`, a live task of `start`'s call, still follows it as `start` has it: not
+ * cancelled, and working (looked at now) or ended with the same outcome (ok, or the same error
+ * code). A call's outcomes differ only when it ran again (a fault's end or a "try again", sent again).
+ */
+export function follows(record: TaskRecord, start: TaskStart): boolean {
+  if (record.task.status === 'cancelled') return false;
+  if (record.task.status === 'working') return true;
+  return 'result' in start && record.result !== undefined && outcomeOf(record.result) === outcomeOf(start.result);
+}
+
+/** A task result's outcome: `ok`, or its error's code. */
+function outcomeOf(result: McpToolResult): string {
+  const error = result.structuredContent?.error as { code?: unknown } | undefined;
+  return result.isError ? String(error?.code) : 'ok';
+}
+
+/** A cancelled task's status message: what it stopped following, and how to follow the call again. */
+export function cancelledMessage(callId: string, waited: string): string {
+  return `Cancelled by the client: this task no longer follows call ${callId}. The call itself is not withdrawn: ${waited ? `when cancelled: ${waited} ` : ''}A person may still approve or reject it; send the same call again to follow it to its outcome (it joins the call, no second approval).`;
+}
+
+/** What `tasks/result` answers for a cancelled task: it has no result of its own. */
+export function cancelledError(record: TaskRecord): McpError {
+  return new McpError(ErrorCode.InvalidParams, `Task ${record.task.taskId} was cancelled. ${record.task.statusMessage ?? ''}`.trim());
+}
