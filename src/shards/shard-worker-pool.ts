@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
-import { AgentShare } from '../calls/agent-share.ts';
+import { AgentShare, workspaceShardLimit } from '../calls/agent-share.ts';
 import { claimTtlS } from '../calls/call-id-claim.ts';
 import { CallIdLedger } from '../calls/call-id-ledger.ts';
 import type { Config } from '../config.ts';
@@ -57,6 +57,7 @@ export class ShardWorkerPool {
   private readonly lease: ShardLease;
   private readonly executor: ExecutorPool;
   private readonly agentShare: AgentShare;
+  private readonly workspaceShare: AgentShare;
   private readonly status: ExecutorStatusPublisher;
   /** This process among workers: its lease token, and the key of its published status. */
   readonly id = leaseToken(randomUUID());
@@ -123,13 +124,14 @@ export class ShardWorkerPool {
     if (opts.metrics) registerWorkerGauges(opts.metrics, this.executor, () => this.workers.size);
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
     this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
+    this.workspaceShare = new AgentShare(workspaceShardLimit(config.workerConcurrency, config.agentShardConcurrency), opts.logger, 'workspace');
     this.status = new ExecutorStatusPublisher(this.redis, this.keys, () => ({
       worker: this.id,
       pid: process.pid,
       shards: this.ownedShards(),
       pool: this.executor.status(),
     }));
-    const { redis, keys, executor, calls, agentShare, unheld } = this;
+    const { redis, keys, executor, calls, agentShare, workspaceShare, unheld } = this;
     this.shardDeps = {
       config,
       logger: opts.logger,
@@ -139,6 +141,7 @@ export class ShardWorkerPool {
       quota,
       calls,
       agentShare,
+      workspaceShare,
       unheld,
       markers: new StaleMarkers(redis),
       ops: shardOpHandlers(),
@@ -255,6 +258,7 @@ export class ShardWorkerPool {
     // retried by the new owner, and exactly-once keeps writes single).
     if (worker) await closeWorker(worker, !graceful);
     this.agentShare.forgetShard(shard);
+    this.workspaceShare.forgetShard(shard);
     await this.executor.run({ op: 'evict', shards: [shard] });
     if (graceful) await this.lease.release(shard).catch(() => undefined);
     this.opts.logger.info({ shard }, 'shard released');

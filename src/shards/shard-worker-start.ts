@@ -29,6 +29,8 @@ export interface ShardWorkerDeps {
   quota: WorkspaceQuota;
   calls: CallJobProcessor;
   agentShare: AgentShare;
+  /** The workspace's share of a shard, taken before its agent's (`workspaceShardLimit`). */
+  workspaceShare: AgentShare;
   markers: StaleMarkers;
   unheld: UnheldJobs;
   ops: Record<string, ShardOpHandler>;
@@ -51,7 +53,7 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
       d.unheld.hold<unknown>(token!, job.id!, () =>
         job.name.startsWith(SHARD_OP_PREFIX)
           ? runOp(d, job as Job<ShardOpJobData>, token!, shard)
-          : d.agentShare.run(job as Job<CallJobData>, token!, shard, () => d.calls.process(job as Job<CallJobData>, token!, shard)),
+          : shared(d, job as Job<CallJobData>, token!, shard, job.data.workspace, () => d.calls.process(job as Job<CallJobData>, token!, shard)),
       ),
     );
   worker = new ShardWorker(d.keys.queueName(shard), processor, {
@@ -89,7 +91,20 @@ function runOp(d: ShardWorkerDeps, job: Job<ShardOpJobData>, token: string, shar
       spillLarge(d.redis, d.keys.opResult(shard, job.id!), outcome),
     );
   const workspace = opWorkspace(job.data);
-  return workspace === undefined ? run() : d.agentShare.run(job as unknown as Job<CallJobData>, token, shard, run, `${workspace}\u0000ops`);
+  return workspace === undefined ? run() : shared(d, job as unknown as Job<CallJobData>, token, shard, workspace, run, `${workspace}\u0000ops`);
+}
+
+/** Runs `work` within the workspace's share of the shard, then its agent's (`who`: its shard ops'), or puts the job back. */
+function shared<T>(
+  d: ShardWorkerDeps,
+  job: Job<CallJobData>,
+  token: string,
+  shard: number,
+  workspace: string,
+  work: () => Promise<T>,
+  who?: string,
+): Promise<T> {
+  return d.workspaceShare.run(job, token, shard, () => d.agentShare.run(job, token, shard, work, who), workspace);
 }
 
 /** The workspace whose database a shard op works on; undefined for an op on none (a backup) or a malformed id. */
