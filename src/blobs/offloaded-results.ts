@@ -6,6 +6,8 @@ import { AgentDbError } from '../errors.ts';
 import { isInside } from '../contracts/database-id.ts';
 import { spillDir, type SpilledResult } from '../sqlite/result-spill.ts';
 import { readSmall, type BlobStore } from './blob-store.ts';
+import type { ConcurrentSlots } from '../policy/concurrent-slots.ts';
+import { downloadSlots } from './download-slots.ts';
 
 /** What an envelope carries for a result moved to the blob store. */
 export interface OffloadedRef {
@@ -25,8 +27,8 @@ export interface ResultOwner {
   callId: string;
 }
 
-/** Who asks to read an offloaded result. */
-export type ResultReader = { kind: 'member'; workspace: string } | { kind: 'agent'; workspace: string; agent: string };
+/** Who asks to read an offloaded result (`member`: the member's name, for their share of downloads). */
+export type ResultReader = { kind: 'member'; workspace: string; member?: string } | { kind: 'agent'; workspace: string; agent: string };
 
 interface ResultMeta extends ResultOwner {
   bytes: number;
@@ -62,8 +64,21 @@ const PREFIX = 'results/';
 export class OffloadedResults {
   constructor(
     private readonly store: BlobStore,
-    private readonly opts: { dataDir: string; ttlS: number; now?: () => number; logger?: { error(obj: object, msg: string): void }; quota?: OffloadQuota },
-  ) {}
+    private readonly opts: {
+      dataDir: string;
+      ttlS: number;
+      now?: () => number;
+      logger?: { error(obj: object, msg: string): void };
+      quota?: OffloadQuota;
+      /** Downloads under way (default: this instance's own, `downloadSlots`). */
+      downloads?: ConcurrentSlots;
+    },
+  ) {
+    this.downloads = opts.downloads ?? downloadSlots();
+  }
+
+  /** Downloads under way, per caller, workspace and process (see {@link open}, `download-slots.ts`). */
+  private readonly downloads: ConcurrentSlots;
 
   /**
    * Moves a spilled result file into the store and deletes the file (also when the upload
@@ -126,11 +141,18 @@ export class OffloadedResults {
     const meta = await this.meta(reader.workspace, id);
     if (!meta || meta.workspace !== reader.workspace || (reader.kind === 'agent' && meta.agent !== reader.agent)) throw missing;
     if (Date.parse(meta.expiresAt) <= this.now()) throw new AgentDbError('RESULT_EXPIRED', `result ${id} expired at ${meta.expiresAt}`);
+    // Held from here until the stream ends, fails or is dropped: a client that reads nothing holds
+    // its connection to the store for as long as it stays (see `download-slots.ts`).
+    const release = this.downloads.take(reader.workspace, reader.kind === 'agent' ? reader.agent : `@${reader.member ?? ''}`);
     const body = await this.store.get(dataKey(reader.workspace, id)).catch((err) => {
+      release();
       // Pruned between the two reads.
       if ((err as AgentDbError).code === 'NOT_FOUND') throw new AgentDbError('RESULT_EXPIRED', `result ${id} expired at ${meta.expiresAt}`);
       throw err;
     });
+    body.once('close', release);
+    body.once('end', release);
+    body.once('error', release);
     return { ref: { id, bytes: meta.bytes, rows: meta.rows, expiresAt: meta.expiresAt }, body };
   }
 

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { codeOf } from '../errors.ts';
+import { AgentDbError, codeOf } from '../errors.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
-import { sendError } from './error-reply.ts';
+import { sendError, sendRefusal } from './error-reply.ts';
 import { principalOf, requireKey } from './key-auth.ts';
 
 /** What the results route needs: key resolution and the offloaded results. */
@@ -27,7 +27,9 @@ export function resultsRoutes(deps: ResultsRoutesDeps): FastifyPluginAsyncZod {
     app.get('/v1/results/:id', { schema: { params: idParams } }, async (request, reply) => {
       const p = principalOf(request);
       const reader =
-        p.kind === 'member' ? { kind: 'member' as const, workspace: p.workspace } : { kind: 'agent' as const, workspace: p.workspace, agent: p.agent };
+        p.kind === 'member'
+          ? { kind: 'member' as const, workspace: p.workspace, member: p.member.name }
+          : { kind: 'agent' as const, workspace: p.workspace, agent: p.agent };
       try {
         const { ref, body } = await deps.results.open(request.params.id, reader);
         return reply
@@ -37,6 +39,8 @@ export function resultsRoutes(deps: ResultsRoutesDeps): FastifyPluginAsyncZod {
           .header('x-agentdb-expires-at', ref.expiresAt)
           .send(body);
       } catch (err) {
+        // RATE_LIMITED (too many downloads under way) goes with its Retry-After.
+        if (err instanceof AgentDbError && err.code !== 'INTERNAL') return sendRefusal(reply, err);
         const code = codeOf(err);
         if (code && code !== 'INTERNAL') return sendError(reply, code, (err as { detail?: string }).detail);
         throw err;

@@ -1,4 +1,5 @@
 import { AgentDbError } from '../errors.ts';
+import { ConcurrentSlots } from '../policy/concurrent-slots.ts';
 
 /**
  * CSV exports under way at once, per member, per workspace and in the process. Each export holds
@@ -32,11 +33,16 @@ export class ExportsBusyError extends AgentDbError {
 
 /** Counts exports under way; {@link take} gives a slot or refuses. One per process. */
 export class ExportSlots {
-  private readonly byMember = new Map<string, number>();
-  private readonly byWorkspace = new Map<string, number>();
-  private all = 0;
+  private readonly slots: ConcurrentSlots;
 
-  constructor(private readonly bounds: ExportBounds = DEFAULT_EXPORT_BOUNDS) {}
+  constructor(bounds: ExportBounds = DEFAULT_EXPORT_BOUNDS) {
+    const wait = `try again in ${EXPORT_RETRY_AFTER_S} s, once one of them has finished`;
+    this.slots = new ConcurrentSlots({ perCaller: bounds.perMember, perWorkspace: bounds.perWorkspace, total: bounds.total }, ({ of, underWay }) => {
+      if (of === 'caller') return new ExportsBusyError(`you already have ${downloads(underWay)} under way, the most one person may; ${wait}`);
+      if (of === 'workspace') return new ExportsBusyError(`your workspace already has ${downloads(underWay)} under way, the most one workspace may; ${wait}`);
+      return new ExportsBusyError(`the server has ${downloads(underWay)} under way, the most it runs at once; ${wait}`);
+    });
+  }
 
   /**
    * A slot for one export by `member` of `workspace`; the function returned gives it back (once,
@@ -44,37 +50,13 @@ export class ExportSlots {
    * @throws ExportsBusyError (RATE_LIMITED) past a bound, saying which.
    */
   take(workspace: string, member: string): () => void {
-    const memberKey = `${workspace}\n${member}`;
-    const mine = this.byMember.get(memberKey) ?? 0;
-    const ours = this.byWorkspace.get(workspace) ?? 0;
-    const wait = `try again in ${EXPORT_RETRY_AFTER_S} s, once one of them has finished`;
-    if (mine >= this.bounds.perMember) throw new ExportsBusyError(`you already have ${downloads(mine)} under way, the most one person may; ${wait}`);
-    if (ours >= this.bounds.perWorkspace)
-      throw new ExportsBusyError(`your workspace already has ${downloads(ours)} under way, the most one workspace may; ${wait}`);
-    if (this.all >= this.bounds.total) throw new ExportsBusyError(`the server has ${downloads(this.all)} under way, the most it runs at once; ${wait}`);
-    this.byMember.set(memberKey, mine + 1);
-    this.byWorkspace.set(workspace, ours + 1);
-    this.all += 1;
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      this.all -= 1;
-      down(this.byMember, memberKey);
-      down(this.byWorkspace, workspace);
-    };
+    return this.slots.take(workspace, member);
   }
 
   /** Exports under way in the process (tests, figures). */
   get size(): number {
-    return this.all;
+    return this.slots.size;
   }
-}
-
-function down(counts: Map<string, number>, key: string): void {
-  const left = (counts.get(key) ?? 1) - 1;
-  if (left > 0) counts.set(key, left);
-  else counts.delete(key);
 }
 
 function downloads(n: number): string {
