@@ -16,12 +16,14 @@ let k: KeyedApp;
 let base: string;
 let bearer: string;
 let careful: string;
+let burst: string;
 
 beforeAll(async () => {
   sb = sandbox({ REDIS_BYTES_PER_WORKSPACE: String(CAP) });
   await sb.pool();
   k = keyedApp(sb, { approvalWaitMs: 1000 });
   bearer = await k.agentKey('tiny', 'flood', { displayName: 'Flood', settings: { database: 'agent' } });
+  burst = await k.agentKey('burst', 'many', { displayName: 'Many', settings: { database: 'agent' } });
   careful = await k.agentKey('waits', 'careful', { displayName: 'Careful', settings: { database: 'agent', approval: 'write' } });
   base = await k.app.listen({ port: 0, host: '127.0.0.1' });
 });
@@ -88,4 +90,17 @@ it("a task cancelled and its call sent again leaves one task: the new one takes 
   }
   expect(await k.redis.keys(`${sb.config.prefix}:mcp-task:*`)).toHaveLength(2);
   expect(await held('waits')).toBeLessThanOrEqual(after);
+});
+
+it('ten sends of one call as a task at the same moment make one task', async () => {
+  const before = (await k.redis.keys(`${sb.config.prefix}:mcp-task:*`)).length;
+  // Sent once without a task: it runs, and its workspace holds its budget from then on.
+  const plain = await rpc(burst, 'tools/call', { name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' }, _meta: { 'agentdb/callId': 'own-2' } });
+  expect(plain.error).toBeUndefined();
+  // Ten resends as tasks at once, each answered the call's outcome: the first to link its task wins.
+  const sends = await Promise.all(Array.from({ length: 10 }, () => sendAsTask('CREATE TABLE t (x)', 'own-2', burst)));
+  const ids = new Set(sends.map((s) => s.result?.task?.taskId));
+  expect(ids.size).toBe(1);
+  expect([...ids][0]).toEqual(expect.any(String));
+  expect(await k.redis.keys(`${sb.config.prefix}:mcp-task:*`)).toHaveLength(before + 1);
 });
