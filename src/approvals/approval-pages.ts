@@ -110,11 +110,14 @@ export class ApprovalPages {
     offset: number;
     limit: number;
     filter?: ApprovalFilter;
+    /** Hears how many entries of the index were read (each a record's small fields), to charge the page by. */
+    onRead?: (entries: number) => void;
   }): Promise<{ approvals: Approval[]; total: number; choices: Required<{ [K in keyof ApprovalFilter]: string[] }> }> {
     await this.ensureIndexed();
     const pending = filter.state === 'pending';
     const index = pending ? this.keys.approvalsPendingOf(filter.workspace) : this.keys.approvalsDecidedOf(filter.workspace);
     const ids = await this.redis.zrevrange(index, 0, -1);
+    filter.onRead?.(ids.length);
     const matches: { id: string; at: number }[] = [];
     const choices = { agent: new Set<string>(), database: new Set<string>(), tool: new Set<string>() };
     for (let i = 0; i < ids.length; i += 1000) {

@@ -1,4 +1,4 @@
-import { activityReadPoints, type RateRefusal } from './call-rate-limits.ts';
+import { activityReadPoints, approvalPagePoints, type RateRefusal } from './call-rate-limits.ts';
 
 /**
  * Counts `points` of a member's lookups (a lookup's tenth of a call when absent) against their
@@ -21,6 +21,7 @@ export async function chargedActivityRead<T>(
   charge: ChargeMemberLookup | undefined,
   member: { workspace: string; name: string },
   read: (onRead: (items: number) => void) => Promise<T>,
+  points: (items: number) => number = activityReadPoints,
 ): Promise<{ limited: RateRefusal } | { page: T }> {
   const limited = await charge?.(member.workspace, member.name);
   if (limited) return { limited };
@@ -28,9 +29,22 @@ export async function chargedActivityRead<T>(
   try {
     return { page: await read((n) => (items += n)) };
   } finally {
-    const extra = activityReadPoints(items);
+    const extra = points(items);
     if (extra > 0) await charge?.(member.workspace, member.name, extra);
   }
+}
+
+/**
+ * Runs `read`, a page of a workspace's approvals (the inbox: its pending and decided lists), charged
+ * as {@link chargedActivityRead} charges a page of activity: a lookup first, then a call per 1,000
+ * entries of the workspace's indexes read (`approvalPagePoints`).
+ */
+export function chargedApprovalPage<T>(
+  charge: ChargeMemberLookup | undefined,
+  member: { workspace: string; name: string },
+  read: (onRead: (entries: number) => void) => Promise<T>,
+): Promise<{ limited: RateRefusal } | { page: T }> {
+  return chargedActivityRead(charge, member, read, approvalPagePoints);
 }
 
 /**

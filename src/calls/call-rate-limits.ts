@@ -34,6 +34,17 @@ export function activityReadPoints(read: number): number {
   return Math.floor((read * CALL_POINTS) / 10_000);
 }
 
+/**
+ * What a page of a workspace's approvals (the inbox) costs beyond its lookup, in points: a call per
+ * 1,000 entries of the workspace's index it read. A page reads every entry's small fields to
+ * filter, count and offer its choices: 148 ms of Redis's CPU a page at 60,000 decided approvals
+ * (what pro's Redis budget holds), so 7 reloads a second of one member's inbox took Redis's one
+ * thread from every other workspace (session 30, T7). Pages of a few hundred cost nothing more.
+ */
+export function approvalPagePoints(read: number): number {
+  return Math.floor((read * CALL_POINTS) / 1_000);
+}
+
 /** A refusal: which budget was spent, what it is, and the seconds until its window ends. */
 export interface RateRefusal {
   of: 'workspace' | 'key';

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
+import { chargedApprovalPage } from '../../calls/activity-charge.ts';
+import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import type { ApprovalFilter } from '../../approvals/approval-listing.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
@@ -79,13 +81,20 @@ function pageNumber(text: string | undefined): number {
  * One page of pending or decided approvals; a page past the last (calls decided since the link
  * was made) shows the last page instead of an empty list.
  */
-async function pageOf(approvals: ApprovalService, workspace: string, state: 'pending' | 'decided', wanted: number, filter: ApprovalFilter) {
+async function pageOf(
+  approvals: ApprovalService,
+  workspace: string,
+  state: 'pending' | 'decided',
+  wanted: number,
+  filter: ApprovalFilter,
+  onRead: (entries: number) => void,
+) {
   let page = wanted;
-  let found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter });
+  let found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter, onRead });
   const last = Math.max(1, Math.ceil(found.total / PAGE_SIZE));
   if (page > last) {
     page = last;
-    found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter });
+    found = await approvals.page({ workspace, state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, filter, onRead });
   }
   return { ...found, page };
 }
@@ -98,8 +107,16 @@ async function pageOf(approvals: ApprovalService, workspace: string, state: 'pen
  */
 export function inboxRoutes(
   app: FastifyInstance,
-  deps: { approvals: ApprovalService; members: MemberRegistry; events: LiveEvents; heartbeatMs?: number },
+  deps: {
+    approvals: ApprovalService;
+    members: MemberRegistry;
+    events: LiveEvents;
+    heartbeatMs?: number;
+    /** Counts each page against the member's rates (`chargedApprovalPage`); absent, not counted. */
+    calls?: Pick<KeyedCalls, 'chargeMemberLookup'>;
+  },
 ): void {
+  const charge = deps.calls ? (workspace: string, member: string, points?: number) => deps.calls!.chargeMemberLookup(workspace, member, points) : undefined;
   app.get('/', async (_request, reply) => reply.redirect('/inbox', 303));
 
   const zod = app.withTypeProvider<ZodTypeProvider>();
@@ -108,10 +125,20 @@ export function inboxRoutes(
     const { csrf } = sessionOf(request);
     const query = request.query;
     const filter = inboxFilter(query);
-    const [pending, decided] = await Promise.all([
-      pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p), filter),
-      pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp), filter),
-    ]);
+    // Each list reads every entry of its workspace index: charged by what it read (a reload loop
+    // of a big inbox took Redis's one thread from every workspace).
+    const read = await chargedApprovalPage(charge, member, (onRead) =>
+      Promise.all([
+        pageOf(deps.approvals, member.workspace, 'pending', pageNumber(query.p), filter, onRead),
+        pageOf(deps.approvals, member.workspace, 'decided', pageNumber(query.dp), filter, onRead),
+      ]),
+    );
+    if ('limited' in read) {
+      const wait = read.limited.retryAfterS;
+      const why = `the workspace's rate limit is spent for now (an inbox page counts a tenth of a call, and a call more per 1,000 approvals it read); reload in ${wait} s`;
+      return errorPage(reply, { title: 'Approvals', member, csrf, nav: 'inbox' }, new AgentDbError('RATE_LIMITED', why, { retryAfter: wait }));
+    }
+    const [pending, decided] = read.page;
     const refusals = await deps.approvals.standings(pending.approvals);
     const flash = flashOf(query);
     const keep = { ...filterParams(filter), p: pending.page, dp: decided.page };
