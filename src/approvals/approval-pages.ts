@@ -146,11 +146,12 @@ export class ApprovalPages {
     return { approvals, total: matches.length, choices: { agent: sorted(choices.agent), database: sorted(choices.database), tool: sorted(choices.tool) } };
   }
 
-  /** How many approvals of a workspace wait for a decision, by database. */
-  async pendingByDatabase(workspace: string): Promise<Map<string, number>> {
+  /** How many approvals of a workspace wait for a decision, by database; `onRead` hears how many entries it read. */
+  async pendingByDatabase(workspace: string, onRead?: (entries: number) => void): Promise<Map<string, number>> {
     await this.ensureIndexed();
     const index = this.keys.approvalsPendingOf(workspace);
     const ids = await this.redis.zrange(index, 0, -1);
+    onRead?.(ids.length);
     const out = new Map<string, number>();
     for (let i = 0; i < ids.length; i += 1000) {
       for (const row of await this.indexed(index, ids.slice(i, i + 1000), true)) {

@@ -96,8 +96,8 @@ export class ApprovalService {
   }
 
   /** How many of a workspace's approvals wait for a decision, by database (the Data page's figure). */
-  pendingByDatabase(workspace: string): Promise<Map<string, number>> {
-    return this.store.pages.pendingByDatabase(workspace);
+  pendingByDatabase(workspace: string, onRead?: (entries: number) => void): Promise<Map<string, number>> {
+    return this.store.pages.pendingByDatabase(workspace, onRead);
   }
 
   /**

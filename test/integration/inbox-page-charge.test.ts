@@ -38,6 +38,8 @@ function request(id: string, createdAt: number): ApprovalRequest {
 
 beforeAll(async () => {
   box = sandbox();
+  // The Data page lists the workspace's databases through their shards' owners.
+  await box.pool();
   // 20 calls a key in the window: 200 points, of which a page of 5,000 decided approvals takes 51.
   web = await startWebServer(box, { rateLimits: { windowS: 600, keyCalls: 20 } });
   const store = new ApprovalStore(web.redis, keysFor(box.config.prefix));
@@ -79,4 +81,22 @@ it("reloading a big inbox spends the member's rate: past it the page is refused,
   expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
   expect(statuses.slice(4)).toEqual([429, 429, 429, 429]);
   expect(refusal).toMatch(/^\d+ .*RATE_LIMITED/s);
+}, 60_000);
+
+it("the Data page's count of pending approvals by database is charged the same way", async () => {
+  const store = new ApprovalStore(web.redis, keysFor(box.config.prefix));
+  for (let i = 0; i < 5000; i += 500) {
+    const ids = Array.from({ length: 500 }, (_, k) => `ap_p${i + k}`);
+    await Promise.all(ids.map((id, k) => store.create(request(id, T0 - 1000 + i + k))));
+  }
+  const { key } = await web.members.add('evil', 'bob', 'member');
+  const cookie = await signIn(key);
+  const statuses: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    const r = await fetch(`${web.url}/data`, { headers: { cookie } });
+    statuses.push(r.status);
+    await r.text();
+  }
+  expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+  expect(statuses.slice(4)).toEqual([429, 429, 429, 429]);
 }, 60_000);

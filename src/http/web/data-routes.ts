@@ -9,6 +9,7 @@ import { AgentDbError, type ErrorCode } from '../../errors.ts';
 import type { DataBrowser } from '../../shards/data-browser.ts';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
 import type { DatabaseFigures } from '../../sqlite/sqlite-figures.ts';
+import { chargedApprovalPage } from '../../calls/activity-charge.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { parseDatabaseId } from '../../contracts/database-id.ts';
 import { parseAsOf } from '../../contracts/as-of.ts';
@@ -107,7 +108,18 @@ async function chargeView(deps: DataRoutesDeps, member: Pick<Member, 'workspace'
 export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
   app.get('/data', async (request, reply) => {
     const member = memberOf(request);
-    const [dbs, pending] = await Promise.all([deps.browser.databases(member.workspace), deps.approvals.pendingByDatabase(member.workspace)]);
+    // The list counts its workspace's pending approvals by database, reading every one's small
+    // fields: charged as an inbox page is (session 30, T7), a lookup and a call per 1,000 read.
+    const read = await chargedApprovalPage(
+      (workspace, name, points) => deps.calls.chargeMemberLookup(workspace, name, points),
+      member,
+      (onRead) => Promise.all([deps.browser.databases(member.workspace), deps.approvals.pendingByDatabase(member.workspace, onRead)]),
+    );
+    if ('limited' in read) {
+      const why = `the workspace's rate limit is spent for now (the list of databases counts a tenth of a call, and a call more per 1,000 pending approvals it counted); reload in ${read.limited.retryAfterS} s`;
+      return errorPage(reply, frameOf(request, 'Data'), new AgentDbError('RATE_LIMITED', why, { retryAfter: read.limited.retryAfterS }));
+    }
+    const [dbs, pending] = read.page;
     // Each database's figures are one shard op on its owner, a few at a time; one whose owner
     // does not answer shows dashes, not an error page for the whole list.
     const figures = new Map<string, DatabaseFigures>();
