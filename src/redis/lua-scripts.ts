@@ -121,8 +121,11 @@ export interface LuaCommands {
 /** A connection with agentdb's scripts defined on it. */
 export type ScriptedRedis = Redis & LuaCommands;
 
-/** Each command's file, and how many of its arguments are keys (absent: its first argument says). */
-const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
+/**
+ * Each command's file, and how many of its arguments are keys (absent: its first argument says);
+ * `lua`, the script made of its file, when the file is a fragment that other scripts run too.
+ */
+const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: () => string }> = {
   agentdbComplete: { file: 'complete-calls.lua' },
   agentdbApprovalCreate: { file: 'approval-create.lua', keys: 6 },
   agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 5 },
@@ -130,7 +133,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },
-  agentdbBudgetNote: { file: 'budget-note.lua' },
+  agentdbBudgetNote: { file: 'budget-note.lua', lua: () => budgetNoteLua() },
   agentdbReleaseDeadOwnerJobs: { file: 'release-dead-owner-jobs.lua', keys: 3 },
   agentdbActiveLocks: { file: 'active-locks.lua', keys: 1 },
   agentdbClearStaleMarker: { file: 'clear-stale-marker.lua', keys: 4 },
@@ -163,6 +166,18 @@ export function luaSource(file: string): string {
 }
 
 /**
+ * One call's budget note, written at once: budget-note.lua, the fragment that a batch of admitted
+ * adds (src/calls/admitted-add-batch.ts) and a worker's noted completions run too, for a batch of
+ * one. Answers `note`'s reply, or its error reply.
+ */
+export function budgetNoteLua(): string {
+  return `${luaSource('budget-note.lua')}
+local reply = note(KEYS, ARGV)
+writeNotes()
+return reply`;
+}
+
+/**
  * Defines every agentdb script on `redis` (once: a connection that has them is returned as it
  * is) and returns it typed with them. ioredis then runs each by EVALSHA, sending the text again
  * only when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH). Whatever takes a
@@ -170,9 +185,10 @@ export function luaSource(file: string): string {
  */
 export function withScripts(redis: Redis): ScriptedRedis {
   const scripted = redis as ScriptedRedis;
-  for (const [name, { file, keys }] of Object.entries(SCRIPTS) as [keyof LuaCommands, { file: string; keys?: number }][]) {
+  for (const [name, { file, keys, lua: made }] of Object.entries(SCRIPTS) as [keyof LuaCommands, (typeof SCRIPTS)[keyof LuaCommands]][]) {
     if (typeof scripted[name] === 'function') continue;
-    redis.defineCommand(name, keys === undefined ? { lua: luaSource(file) } : { lua: luaSource(file), numberOfKeys: keys });
+    const lua = made ? made() : luaSource(file);
+    redis.defineCommand(name, keys === undefined ? { lua } : { lua, numberOfKeys: keys });
   }
   return scripted;
 }
