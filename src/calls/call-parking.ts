@@ -7,17 +7,12 @@ import type { Tracer } from '@opentelemetry/api';
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { summary } from '../approvals/approval-summary.ts';
-import type { ApprovalStore } from '../approvals/approval-store.ts';
 import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
 import { effectChangeNote } from '../approvals/effect-change.ts';
-import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callerSinceOf, callKeyOf } from '../contracts/call-identity.ts';
-import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { Effect } from '../contracts/effect.ts';
-import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
-import type { Logger } from '../logger.ts';
 import { publishEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
@@ -26,8 +21,8 @@ import { recordApprovalWait } from '../tracing.ts';
 import { failedRun, type ParkOutcome, type RunOutcome } from './call-runner.ts';
 import type { Approved } from './exec-request.ts';
 import { auditDecision } from './decision-audit.ts';
-import { approvalFields, firstPark, oversizeRefusal } from './first-park.ts';
-import { releaseApproved } from './approved-release.ts';
+import { approvalFields, type FirstParkDeps, firstPark, oversizeRefusal } from './first-park.ts';
+import { type ReleaseDeps, releaseApproved } from './approved-release.ts';
 import { jsonBytes } from './redis-bytes.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
@@ -37,18 +32,14 @@ import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
  */
 const APPROVAL_OVERHEAD_BYTES = 768;
 
-/** What parking needs from the worker. */
-export interface ParkingDeps {
-  store: ApprovalStore;
+/**
+ * What parking needs from the worker: the first park's (the approval store, its TTL, the shard's
+ * executor, which also writes the decision into the database's own audit table, the config and
+ * the byte quota), the release's (a logger), and the events' connection.
+ */
+export interface ParkingDeps extends FirstParkDeps, ReleaseDeps {
   redis: Redis;
   keys: Keys;
-  approvalTtlMs: number;
-  /** The shard's executor, which writes the decision into the database's own audit table. */
-  executor: { run(req: ExecRequest): Promise<ExecOutcome> };
-  config: Config;
-  /** A workspace's byte quota, asked before a write parks (see `firstPark`). */
-  quota?: Pick<WorkspaceQuota, 'writesRefusal'>;
-  logger: Logger;
   /** With tracing on: each decided approval's wait becomes a span of its call's trace. */
   tracer?: Tracer;
 }
