@@ -2,7 +2,7 @@
 -- dropping those whose time has passed: a call is admitted in one round trip (issue 31). A
 -- fragment, the one text of the budget note: it defines `note`, which counts one call, and
 -- `writeNotes`, which writes what the notes before it left to write. Run alone (`agentdbBudgetNote`,
--- src/redis/lua-scripts.ts), inside a worker's completions (src/calls/noted-completion.ts), and
+-- src/redis/lua-scripts.ts), inside a worker's completions (NOTED_COMPLETE_LUA), and
 -- for each call of a batch of admitted adds (src/calls/admitted-add-batch.ts), where what can be
 -- summed is written once per workspace and rate counter at the batch's end: a rate counter's
 -- count, the ledger's sum and both keys' expiry wait in `counters` and `ledgers` until then.
