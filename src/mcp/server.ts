@@ -45,14 +45,7 @@ const keyGone = () => new McpError(-32001, 'Unauthorized: the key is no longer a
  */
 export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: McpServerDeps): Server {
   const tasks = deps.tasks ? new RedisTaskStore(deps.tasks, principal) : undefined;
-  const server = new Server(
-    { name: 'agentdb', version: '0.1.0' },
-    {
-      capabilities: { tools: {}, ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}) },
-      jsonSchemaValidator: sharedValidator(),
-      ...(tasks ? { taskStore: tasks } : {}),
-    },
-  );
+  const server = newServer(deps, tasks);
   // tasks/result waits for the call itself, as tools/call does: the SDK's own handler polls the
   // store each pollInterval and never lets go, which held a stopping server's close until its
   // drain grace ran out.
@@ -80,6 +73,27 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   // garbage to every /mcp call (an /mcp request allocates about 46 KB with a stub call behind it).
   Protocol.prototype.setRequestHandler.call(server, CallToolRequestSchema, mcpToolCall(endpoint, deps, current, tasks));
   return server;
+}
+
+/**
+ * The server's identity and capabilities, the same whoever asks, answering `initialize` and
+ * `ping` (the SDK's own handlers) and nothing else: what `/mcp` answers those with while the
+ * bearer's key cannot be checked (Redis does not answer). Neither says anything of a key or its data.
+ */
+export function mcpInfoServer(deps: Pick<McpServerDeps, 'tasks'>): Server {
+  return newServer(deps);
+}
+
+/** An SDK server with agentdb's name and capabilities: tasks when `deps.tasks` is given (kept in `store`, when one is). */
+function newServer(deps: Pick<McpServerDeps, 'tasks'>, store?: RedisTaskStore): Server {
+  return new Server(
+    { name: 'agentdb', version: '0.1.0' },
+    {
+      capabilities: { tools: {}, ...(deps.tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}) },
+      jsonSchemaValidator: sharedValidator(),
+      ...(store ? { taskStore: store } : {}),
+    },
+  );
 }
 
 /**
