@@ -51,6 +51,12 @@ const RPC = {
   unavailable: -32000,
 } as const;
 
+/**
+ * What a request the key of which cannot be checked is told: without the outage's detail, whose
+ * advice to the operator (start Redis, REDIS_URL) no MCP client can follow.
+ */
+const KEY_UNCHECKED = 'Service unavailable: agentdb cannot check the key now (its Redis does not answer); nothing was run. Retry in a few seconds.';
+
 /** A JSON-RPC error response: under the request's id when it is known, else null. */
 function rpcBody(code: number, message: string, id: RequestId | null = null, data?: unknown): unknown {
   return { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id };
@@ -156,8 +162,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         return serve(mcpInfoServer(deps.waiting ?? {}), post, gone);
       const known = method === 'tools/list' ? bearer.lastKnown(request) : undefined;
       if (known) return serve(mcpServer(known, at, serverDeps(request)), post, gone);
-      const text = `Service unavailable: agentdb cannot check the key now (${err.detail ?? 'Redis does not answer'}); nothing was run. Retry in a few seconds.`;
-      return { status: 503, body: rpcBody(RPC.unavailable, text, message.id, { code: 'UNAVAILABLE', retryable: true }) };
+      return { status: 503, body: rpcBody(RPC.unavailable, KEY_UNCHECKED, message.id, { code: 'UNAVAILABLE', retryable: true }) };
     };
 
     const handle =
@@ -172,7 +177,7 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         } catch (err) {
           if (!(err instanceof AgentDbError) || err.code !== 'UNAVAILABLE') throw err;
           const at = endpoint(request);
-          if (!at) return rpcError(reply, 503, RPC.unavailable, `Service unavailable: ${err.detail} Retry in a few seconds.`);
+          if (!at) return rpcError(reply, 503, RPC.unavailable, KEY_UNCHECKED);
           return send(await whileKeyUnchecked(request, at, err, gone));
         }
         if (!principal) {
