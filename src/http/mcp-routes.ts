@@ -112,13 +112,15 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
       else done();
     });
 
-    const serverDeps = (request: FastifyRequest) => ({
+    const faultLog = (request: FastifyRequest) => (err: unknown) => request.log.error({ err: String(err) }, 'mcp tool call failed');
+    /** What a request's SDK server needs (not built for a plain tools/call, which needs none). */
+    const serverDeps = (request: FastifyRequest): McpServerDeps => ({
       calls: deps.calls,
       approvalWaitMs: deps.approvalWaitMs,
       ...deps.waiting,
       // `?schemas=strict`: input schemas OpenAI strict function calling accepts.
-      schemas: (request.query as { schemas?: unknown } | undefined)?.schemas === 'strict' ? ('strict' as const) : ('own' as const),
-      onFault: (err: unknown) => request.log.error({ err: String(err) }, 'mcp tool call failed'),
+      schemas: (request.query as { schemas?: unknown } | undefined)?.schemas === 'strict' ? 'strict' : 'own',
+      onFault: faultLog(request),
     });
 
     /** One POST answered by an SDK server of its own (stateless: one per request), or 499 for a client gone. */
@@ -190,19 +192,15 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         const at = endpoint(request);
         if (!at) return rpcError(reply, 404, RPC.invalidRequest, 'No such endpoint.');
         const post = { headers: request.headers, body: request.body };
-        const server = serverDeps(request);
         // A plain tools/call skips the SDK Server (why: mcp-fast-call.ts), answering the same.
         const fast = fastToolCall(post, deps.fastPath !== false);
         if (fast && 'invalid' in fast) return send(fast.invalid);
         if (fast) {
-          const run = mcpToolCall(
-            at,
-            { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins, onFault: server.onFault },
-            async () => principal,
-          );
+          const onFault = faultLog(request);
+          const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins, onFault }, async () => principal);
           return send(await answerFastToolCall(fast, run, gone));
         }
-        return send(await serve(mcpServer(principal, at, server), post, gone));
+        return send(await serve(mcpServer(principal, at, serverDeps(request)), post, gone));
       };
 
     const workspace = () => ({ kind: 'workspace' }) as const;
