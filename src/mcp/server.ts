@@ -4,6 +4,7 @@ import { CallToolRequestSchema, GetTaskPayloadRequestSchema, ListToolsRequestSch
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import { MAY_PARK, type PendingCallJoins } from '../calls/pending-call-joins.ts';
+import { codeOf } from '../errors.ts';
 import type { Principal } from '../registry/principal.ts';
 import { RedisTaskStore, type McpTaskDeps } from './task-store.ts';
 import { mcpToolCall } from './tool-call.ts';
@@ -31,6 +32,12 @@ export interface McpServerDeps {
    * request).
    */
   principalNow?: () => Promise<Principal | undefined>;
+  /**
+   * Who the key was last found to be (`PrincipalCache.lastKnown`), for `tools/list` alone when
+   * `principalNow` cannot ask Redis (UNAVAILABLE): a listing runs nothing and shows no data, and
+   * a client that cannot list shows the server as broken (review N6, session 30).
+   */
+  principalKnown?: () => Principal | undefined;
   /** Which input schemas `tools/list` gives (default agentdb's own). */
   schemas?: SchemaVariant;
 }
@@ -58,8 +65,18 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     return now;
   };
 
+  const listing = async (): Promise<Principal> => {
+    try {
+      return await current();
+    } catch (err) {
+      const known = codeOf(err) === 'UNAVAILABLE' ? deps.principalKnown?.() : undefined;
+      if (!known) throw err;
+      return known;
+    }
+  };
+
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const tools = toolsFor(await current(), endpoint, deps.schemas);
+    const tools = toolsFor(await listing(), endpoint, deps.schemas);
     // A tool whose calls can wait for a person may be called as a task; the others answer at once.
     return { tools: tasks ? tools.map((t) => (MAY_PARK.has(t.name) ? { ...t, execution: { taskSupport: 'optional' as const } } : t)) : [...tools] };
   });
