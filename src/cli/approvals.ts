@@ -1,5 +1,6 @@
 import type { Approval, ApprovalState } from '../approvals/approval.ts';
-import { ApprovalService, withRefusal, type DecideResult } from '../approvals/approval-service.ts';
+import { ApprovalService, type DecideResult } from '../approvals/approval-service.ts';
+import { withRefusal } from '../approvals/approval-standings.ts';
 import { MemberRegistry, NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import { errorBody, type ErrorCode } from '../errors.ts';
 import type { Redis } from 'ioredis';

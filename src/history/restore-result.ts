@@ -1,5 +1,6 @@
 import type { ActivityEntry } from './activity-view.ts';
 import type { RestorePlan } from './restore-plan.ts';
+import { restoredBytes } from './restore-room.ts';
 
 /** What a restore answers (the HTTP contract of `POST /v1/databases/:db/restore`). */
 export interface RestoreResult {
@@ -57,7 +58,7 @@ export function result(database: string, plan: RestorePlan, restoredTo: number, 
     snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
     frames: plan.frames,
     commits: plan.commits,
-    restoredBytes: plan.dbPages * plan.snapshot.pageSize,
+    restoredBytes: restoredBytes(plan),
     ...(dryRun ? { keeps: plan.state } : {}),
     ...extra,
   };
