@@ -36,7 +36,17 @@ export interface RestoreResult {
    * away in place (those an earlier restore undid are gone already), or leaves out of a new
    * database — at most `RESTORE_PREVIEW_ENTRIES`, `more` when there are others.
    */
-  after?: { entries: ActivityEntry[]; more: boolean; note?: string };
+  after?: {
+    entries: ActivityEntry[];
+    more: boolean;
+    note?: string;
+    /**
+     * The newest entry the restore keeps, when the page reached it. Its id short of `keeps` means
+     * the state restored is agentdb's own upkeep after it (a decision's audit row), which
+     * `agentdb history` leaves out (review N5: a dry run named a moment no listed commit had).
+     */
+    kept?: ActivityEntry;
+  };
 }
 
 /** A restore's answer from its plan: where it went, and `extra` (its undo id, a dry run's preview …). */
