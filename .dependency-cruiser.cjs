@@ -39,10 +39,51 @@ const layerRules = LAYERS.slice(0, -1).map((layer, i) => ({
   to: { path: LAYERS.slice(i + 1).map((l) => `(${l.path})`).join('|') },
 }));
 
+/** Every layer's path at once: a module of src/ that none of them matches is in no layer. */
+const IN_A_LAYER = LAYERS.map((l) => `(${l.path})`).join('|');
+
+/**
+ * The adapters (DESIGN.md "Layout": parse, call the core, format). One uses another only to serve
+ * or start it, in these files: HTTP serves MCP (mcp-routes.ts, and its fast path), the CLI starts
+ * the HTTP server and a worker's metrics (start.ts, worker.ts) and serves MCP over stdio (mcp.ts),
+ * and the framework tools answer a model as MCP does (agent-toolset.ts). Anywhere else an adapter
+ * borrowing another's parsing or wording is a rule that belongs below both.
+ */
+const ADAPTERS = ['mcp', 'frameworks', 'http', 'cli'];
+const COMPOSING = '^src/(http/mcp-(routes|fast-call)|cli/(start|worker|mcp)|frameworks/agent-toolset)\\.ts$';
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
     ...layerRules,
+    {
+      name: 'in-a-layer',
+      comment: 'Every module of src/ is in a layer of LAYERS: a new folder (or root file) gets its place in the order first.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: IN_A_LAYER },
+      to: {},
+    },
+    {
+      name: 'to-a-layer',
+      comment: 'Nothing imports a module of src/ that is in no layer (one without imports of its own escapes in-a-layer).',
+      severity: 'error',
+      from: {},
+      to: { path: '^src/', pathNot: IN_A_LAYER },
+    },
+    ...ADAPTERS.map((adapter) => ({
+      name: `adapter-${adapter}-alone`,
+      comment: `${adapter} uses no other adapter (${ADAPTERS.filter((a) => a !== adapter).join(', ')}), but to serve or start it (COMPOSING)`,
+      severity: 'error',
+      from: { path: `^src/${adapter}/`, pathNot: COMPOSING },
+      to: { path: `^src/(${ADAPTERS.filter((a) => a !== adapter).join('|')})/` },
+    })),
+    {
+      name: 'entry-points-only',
+      comment: 'workers/ and bin/ are process entry points only: each calls src/cli/main.ts and nothing else of src/.',
+      severity: 'error',
+      from: { path: '^(workers|bin)/' },
+      to: { path: '^src/', pathNot: '^src/cli/main\\.ts$' },
+    },
     {
       name: 'no-circular',
       // Between folders the layer rules already forbid any cycle. Within a folder, a cycle that

@@ -8,10 +8,12 @@
 // write, the lock and the answered note) and after it (the copy) are read apart. Each dist given
 // (default: this checkout's) runs every variant; two dists compare builds. ROUNDS (default 6),
 // CALLS (default 3000), VARIANTS (default all: insert, insert-noact, insert-nohist,
-// insert-nohist-noact, read, read-nohist), CHECKPOINT_BYTES (default 4 MiB, HISTORY_CHECKPOINT_BYTES's default).
+// insert-nohist-noact, read, read-nohist), CHECKPOINT_BYTES (default 4 MiB, HISTORY_CHECKPOINT_BYTES's default),
+// IDS (default `seq`: call ids counting up, each record appended; `uuid`: random ones, as clients send them).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { median, round } from './stats.ts';
 
@@ -24,6 +26,8 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-insert-parts-'));
 
 interface Side {
   name: string;
+  dataDir: string;
+  calls: number;
   one(i: number): void;
   /** CPU µs per call, per round: in all, and (history on) before the answer and the copy after it. */
   cpu: number[];
@@ -51,7 +55,7 @@ async function side(dist: string, build: string, variant: string): Promise<Side>
   const opts = { dataDir, heapLimitMb: 256, handleCacheSize: 64, maxResultBytes: 1024 * 1024, statementTimeoutMs: 30_000 };
   const db = { id: 'bench/reader', path: path.join(dataDir, 'shards', '0', 'bench', 'reader.sqlite'), shard: 0, limits: PLAN_LIMITS.enterprise };
   fs.mkdirSync(path.dirname(db.path), { recursive: true });
-  const s: Side = { name: `${build} ${variant}`, one: () => undefined, cpu: [], before: [], after: [] };
+  const s: Side = { name: `${build} ${variant}`, dataDir, calls: 0, one: () => undefined, cpu: [], before: [], after: [] };
   let beforeUs = 0;
   let afterUs = 0;
   const run = (req: object, split = false) => {
@@ -78,12 +82,14 @@ async function side(dist: string, build: string, variant: string): Promise<Side>
   s.one = variant.startsWith('read')
     ? (i) => run({ op: 'query', db, sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000], maxRows: 1000, callId: `call-${i}` })
     : () => {
-        const callId = `call-${n++}`;
+        const callId = process.env.IDS === 'uuid' ? randomUUID() : `call-${n}`;
+        n++;
         const note = activity ? { activity: { tool: 'DATA_WRITE_SQL', by: 'agent:reader', callId } } : {};
         run({ op: 'write', db, sql, params: [`row ${n}`], callKey: `bench:reader:${callId}`, callId, ...note }, split);
       };
   const inner = s.one;
   s.one = (i) => {
+    s.calls++;
     beforeUs = 0;
     afterUs = 0;
     inner(i);
@@ -94,6 +100,12 @@ async function side(dist: string, build: string, variant: string): Promise<Side>
 }
 
 const sides: Side[] = [];
+// History's bytes per call of each side: its segments' frames (a WAL frame is a page and 24 bytes).
+const historyBytes = new Map<Side, number>();
+const sizeOf = (dir: string): number =>
+  fs
+    .readdirSync(dir, { withFileTypes: true })
+    .reduce((n, e) => n + (e.isDirectory() ? sizeOf(path.join(dir, e.name)) : fs.statSync(path.join(dir, e.name)).size), 0);
 try {
   for (const [i, dist] of dists.entries()) for (const v of VARIANTS) sides.push(await side(dist, dists.length > 1 ? 'AB'[i]! : 'this', v));
   for (const s of sides) for (let i = 0; i < 1000; i++) s.one(i);
@@ -112,10 +124,15 @@ try {
       s.after.push(after / CALLS);
     }
   }
+  for (const s of sides) {
+    const history = path.join(s.dataDir, 'history');
+    if (fs.existsSync(history)) historyBytes.set(s, sizeOf(history) / s.calls);
+  }
 } finally {
   fs.rmSync(root, { recursive: true, force: true });
 }
 for (const s of sides) {
   const split = s.name.endsWith(' insert') ? { beforeAnswerUs: round(median(s.before), 1), copyAfterUs: round(median(s.after), 1) } : {};
-  console.log(JSON.stringify({ side: s.name, cpuUsPerCall: round(median(s.cpu), 1), ...split, rounds: s.cpu.map((x) => round(x, 0)) }));
+  const bytes = historyBytes.has(s) ? { historyBytesPerCall: Math.round(historyBytes.get(s)!) } : {};
+  console.log(JSON.stringify({ side: s.name, cpuUsPerCall: round(median(s.cpu), 1), ...split, ...bytes, rounds: s.cpu.map((x) => round(x, 0)) }));
 }

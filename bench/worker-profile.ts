@@ -5,6 +5,8 @@
 // clock, as `process.hrtime` does), so start-up and warm-up are left out. Prints each worker's CPU
 // per read (/proc) and its functions by self time, in µs per read, the floor's beside ours.
 // CALLS (default 3000), CONC (default 1), TOP (default 40), PROF_INTERVAL (µs, default 50), WORKER_BIN as floor.ts.
+// KIND=insert: our worker's small insert (bench/small-insert.ts) in the first column instead of
+// the floor's read, both from our worker's one profile: what a write costs the worker over a read.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,11 +15,13 @@ import { cpuSeconds } from './cpu.ts';
 import { pkReadTable } from './pk-read.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { drive } from './stats.ts';
+import { smallInsert } from './small-insert.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CALLS = Number(process.env.CALLS ?? 3000);
 const TOP = Number(process.env.TOP ?? 40);
 const INTERVAL = Number(process.env.PROF_INTERVAL ?? 50);
+const INSERT = process.env.KIND === 'insert';
 // CONC: calls in flight (default 1, sequential); at 64 the worker takes many jobs a turn.
 const CONC = Number(process.env.CONC ?? 1);
 
@@ -28,8 +32,8 @@ interface Profile {
   timeDeltas: number[];
 }
 
-/** Self time (µs) by function of the samples of `p` stamped within [from, to] (µs, monotonic). */
-function selfTimes(p: Profile, from: number, to: number): Map<string, number> {
+/** Self time (µs) by function of the samples of `p` stamped within one of `spans` [from, to] (µs, monotonic). */
+function selfTimes(p: Profile, spans: { from: number; to: number }[]): Map<string, number> {
   const fnOf = new Map<number, string>();
   for (const n of p.nodes) {
     const file = n.callFrame.url
@@ -63,7 +67,7 @@ function selfTimes(p: Profile, from: number, to: number): Map<string, number> {
   for (let i = 0; i < p.samples.length; i++) {
     t += p.timeDeltas[i] ?? 0;
     const next = t + (p.timeDeltas[i + 1] ?? 0);
-    if (t < from || t > to) continue;
+    if (!spans.some((w) => t >= w.from && t <= w.to)) continue;
     let fn = fnOf.get(p.samples[i]!)!;
     if (fn.startsWith('(idle)')) continue;
     if (inclusive) {
@@ -91,17 +95,24 @@ const raw = await rawBullmq(REDIS_URL, `${site.config.prefix}-rawc`, 32, true, {
 });
 if (saved === undefined) delete process.env.NODE_OPTIONS;
 else process.env.NODE_OPTIONS = saved;
-const windows: Record<string, { from: number; to: number; cpuMs: number }> = {};
+// ROUNDS (default 1): the two sides take turns, CALLS / ROUNDS calls a turn, each going first in turn.
+const ROUNDS = Number(process.env.ROUNDS ?? 1);
+const windows: Record<string, { spans: { from: number; to: number }[]; cpuMs: number }> = { floor: { spans: [], cpuMs: 0 }, ours: { spans: [], cpuMs: 0 } };
 try {
   const ours = await pkReadTable(site.client);
-  const sides = { floor: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! }, ours: { call: ours, pid: worker.pid } };
+  const floor = INSERT ? { call: await smallInsert(site.client), pid: worker.pid } : { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! };
+  const sides = { floor, ours: { call: ours, pid: worker.pid } };
   for (const s of Object.values(sides)) await drive(1000, CONC, s.call);
-  for (const [k, s] of Object.entries(sides)) {
-    const c0 = cpuSeconds(s.pid);
-    const from = Number(process.hrtime.bigint() / 1000n);
-    await drive(CALLS, CONC, s.call);
-    const to = Number(process.hrtime.bigint() / 1000n);
-    windows[k] = { from, to, cpuMs: ((cpuSeconds(s.pid) - c0) * 1000) / CALLS };
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? Object.entries(sides) : Object.entries(sides).reverse();
+    for (const [k, s] of order) {
+      const c0 = cpuSeconds(s.pid);
+      const from = Number(process.hrtime.bigint() / 1000n);
+      await drive(Math.round(CALLS / ROUNDS), CONC, s.call);
+      const to = Number(process.hrtime.bigint() / 1000n);
+      windows[k]!.spans.push({ from, to });
+      windows[k]!.cpuMs += ((cpuSeconds(s.pid) - c0) * 1000) / CALLS;
+    }
   }
 } finally {
   await raw.close();
@@ -110,15 +121,16 @@ try {
 }
 const times: Record<string, Map<string, number>> = {};
 for (const [k, dir] of Object.entries(dirs)) {
-  const pid = k === 'ours' ? worker.pid : undefined;
+  const pid = k === 'ours' || INSERT ? worker.pid : undefined;
   // The worker's profile: ours by its pid; the floor's is the largest (its child's is smaller).
-  const files = readdirSync(dir)
+  const from = INSERT ? dirs.ours : dir;
+  const files = readdirSync(from)
     .filter((f) => pid === undefined || f.includes(`.${pid}.`))
-    .map((f) => path.join(dir, f));
+    .map((f) => path.join(from, f));
   const p = files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as Profile).sort((a, b) => b.samples.length - a.samples.length)[0]!;
-  times[k] = selfTimes(p, windows[k]!.from, windows[k]!.to);
-  rmSync(dir, { recursive: true, force: true });
+  times[k] = selfTimes(p, windows[k]!.spans);
 }
+for (const dir of Object.values(dirs)) rmSync(dir, { recursive: true, force: true });
 const perRead = (m: Map<string, number>, fn: string) => (m.get(fn) ?? 0) / CALLS;
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0) / CALLS;
 console.log(

@@ -20,6 +20,17 @@ export interface ErrorSpec {
   readonly retryable: boolean;
   /** The HTTP status an adapter answers with. */
   readonly status: number;
+  /**
+   * The request failing, not the tool refusing: HTTP answers it with its status, never a 200
+   * envelope (`refusesTheRequest`), as any refusal with `retryAfter`.
+   */
+  readonly ofTheRequest?: true;
+  /**
+   * May refuse a call before it is taken (a bound, or Redis away): no outcome is kept for it, not
+   * even an MCP task, which would be kept 48 h outside the budget that refused the call (a flood of
+   * them took a workspace to four times its budget: hostile review 18h, 3). `keepsNothingFor`.
+   */
+  readonly keepsNothing?: true;
 }
 
 export const ERRORS = {
@@ -125,6 +136,7 @@ export const ERRORS = {
     // to, a 5xx many, and pages operators for what the tenant did). The Redis budget's carries
     // `retryAfter` and is answered 429 with Retry-After instead (`httpStatusOf`; session 29, L3).
     status: 403,
+    keepsNothing: true,
   },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
@@ -248,6 +260,7 @@ export const ERRORS = {
     hint: 'A call id is an idempotency key: send the same call again to get its outcome, or a new call under a new id.',
     retryable: false,
     status: 409,
+    ofTheRequest: true,
   },
   UNAUTHENTICATED: {
     message: 'The request carries no valid key.',
@@ -278,12 +291,16 @@ export const ERRORS = {
     hint: 'Send it again after `error.retryAfter` seconds (HTTP: the Retry-After header); spread calls out, or move to a larger plan.',
     retryable: true,
     status: 429,
+    ofTheRequest: true,
+    keepsNothing: true,
   },
   UNAVAILABLE: {
     message: 'A service agentdb needs did not answer.',
     hint: 'Try again shortly.',
     retryable: true,
     status: 503,
+    ofTheRequest: true,
+    keepsNothing: true,
   },
   UNSUPPORTED_FRAMEWORK: {
     message:
@@ -320,6 +337,21 @@ export interface ErrorBody {
  */
 export function httpStatusOf(error: Pick<ErrorBody, 'code' | 'retryAfter'>): number {
   return error.retryAfter !== undefined ? 429 : ERRORS[error.code].status;
+}
+
+/**
+ * Whether `error` refuses the request rather than answering its call: the call id names another
+ * call (409), Redis is away (503), or it says when to send again (`retryAfter`: a rate, the Redis
+ * budget; 429). `/v1/calls` answers these with `httpStatusOf`, and a tool's refusals (a call
+ * taken and answered `ok: false`, the disk quota's QUOTA_EXCEEDED among them) as 200 envelopes.
+ */
+export function refusesTheRequest(error: Pick<ErrorBody, 'code' | 'retryAfter'>): boolean {
+  return error.retryAfter !== undefined || (ERRORS[error.code] as ErrorSpec).ofTheRequest === true;
+}
+
+/** Whether nothing may be kept for a call answered `code`, not even an MCP task (`ErrorSpec.keepsNothing`). */
+export function keepsNothingFor(code: unknown): boolean {
+  return isErrorCode(code) && (ERRORS[code] as ErrorSpec).keepsNothing === true;
 }
 
 /** True when the registry says a call answered `code` may be sent again as it is (a fault that passes). */

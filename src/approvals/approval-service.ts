@@ -3,15 +3,13 @@ import type { ErrorCode } from '../errors.ts';
 import { publishEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
+import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
+import { ApprovalStandings, withRefusal } from './approval-standings.ts';
+import { summary } from './approval-summary.ts';
 import { ApprovalStore } from './approval-store.ts';
 import type { ApprovalPages, ApprovalScan } from './approval-pages.ts';
-import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
-import type { CallJobData } from '../contracts/call.ts';
-import { standingRefusal } from '../policy/standing-refusal.ts';
-import { AgentKeyRing } from '../registry/agent-keys.ts';
-import { AgentRegistry } from '../registry/agents.ts';
 
 /** A person deciding: a member of a workspace, with a role. */
 export interface Decider {
@@ -60,7 +58,7 @@ export class ApprovalService {
   private readonly redis: Redis;
   /** Opened on the first decision: BullMQ (144 modules, ~0.1 s of CPU to load) only wakes a parked job. */
   private queues?: Promise<ShardQueues>;
-  private keyRing?: AgentKeyRing;
+  private standing?: ApprovalStandings;
 
   constructor(private readonly opts: { redis: Redis; prefix: string; shardCount: number; members: MemberLookup }) {
     this.redis = opts.redis;
@@ -124,33 +122,12 @@ export class ApprovalService {
   }
 
   /**
-   * For each pending approval whose call would be refused if approved now (its agent key
-   * revoked, its agent removed or narrowed since it was parked), why: the inbox and `approvals
-   * list` show it before anyone decides. The same judgement the worker makes at release.
+   * For each pending approval whose call would be refused if approved now, why (see
+   * `ApprovalStandings.of`): the inbox and `approvals list` show it before anyone decides.
    */
-  async standings(approvals: Approval[]): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
-    this.keyRing ??= new AgentKeyRing(this.redis, this.keys, new AgentRegistry(this.redis, this.keys));
-    const ring = this.keyRing;
-    await Promise.all(
-      approvals
-        .filter((a) => a.state === 'pending')
-        .map(async (a) => {
-          // The parked job's data, read from its hash as BullMQ keeps it: loading BullMQ for a
-          // listing cost `approvals list` more than all the rest of its start.
-          const data = await this.redis.hget(this.keys.job(a.shard, a.callKey), 'data');
-          if (data === null) return;
-          // The call was admitted with its size checked; only where it may go is judged again.
-          const why = await standingRefusal(
-            ring,
-            { shardCount: this.opts.shardCount, maxCallBytes: Number.MAX_SAFE_INTEGER },
-            JSON.parse(data) as CallJobData,
-            a.database,
-          );
-          if (why) out.set(a.id, why);
-        }),
-    );
-    return out;
+  standings(approvals: Approval[]): Promise<Map<string, string>> {
+    this.standing ??= new ApprovalStandings(this.redis, this.keys, this.opts.shardCount);
+    return this.standing.of(approvals);
   }
 
   /**
@@ -268,37 +245,4 @@ export class ApprovalService {
     const job = await Job.fromId(queues.of(approval.shard), approval.callKey);
     await job?.promote().catch(() => undefined);
   }
-}
-
-/**
- * An approval as listed (CLI `--json`, `GET /v1/approvals`), with `refusedIfApproved` when its
- * call would be refused if approved now (see {@link ApprovalService.standings}).
- */
-export function withRefusal(a: Approval, refusals: ReadonlyMap<string, string>): Approval & { refusedIfApproved?: string } {
-  const why = refusals.get(a.id);
-  return why ? { ...a, refusedIfApproved: why } : a;
-}
-
-/** What events and parked answers say of an approval. */
-export function summary(a: Approval): Record<string, unknown> {
-  return {
-    id: a.id,
-    callId: a.callId,
-    state: a.state,
-    tier: a.tier,
-    workspace: a.workspace,
-    agent: a.agent,
-    tool: a.tool,
-    database: a.database,
-    expiresAt: new Date(a.expiresAt).toISOString(),
-    ...(a.object ? { object: { type: a.object.type, name: a.object.name, definition: a.object.definition, rows: a.object.rows } } : {}),
-    ...(a.decidedBy ? { decidedBy: a.decidedBy, decidedAt: new Date(a.decidedAt!).toISOString() } : {}),
-    ...(a.decidedVia ? { decidedVia: a.decidedVia } : {}),
-    ...(a.reason ? { reason: a.reason } : {}),
-    // What the call would change: the person's reason to approve, and what the caller is told it waits on.
-    ...(a.effect !== undefined ? { effect: a.effect } : {}),
-    ...(a.effectNote ? { effectNote: a.effectNote } : {}),
-    ...(a.supersedes ? { supersedes: a.supersedes } : {}),
-    ...(a.supersededBy ? { supersededBy: a.supersededBy } : {}),
-  };
 }

@@ -27,7 +27,7 @@ export const ADDS_PER_SCRIPT = 64;
 
 /**
  * The caller's admission and its job's add in one script (issue 31), for the calls of one turn
- * (one or more): for each call in turn, `budget-note-batch.lua` counts its rates and Redis budget
+ * (one or more): for each call in turn, `budget-note.lua` counts its rates and Redis budget
  * and, only when it admits the call, BullMQ's own `addStandardJob` adds the job. Sent one after
  * the other they were two round trips before every call reached its queue; in one script a
  * refused call still adds nothing, in the same atomic step.
@@ -41,20 +41,17 @@ export const ADDS_PER_SCRIPT = 64;
  * other call. As a failed script of one call does, a call whose part failed keeps what it wrote
  * before the failure.
  *
- * The budget note's verdicts and replies are budget-note.lua's, but what can be summed is written
- * once per workspace (and rate counter) per script, at its end (issue 31: run once per call, the
- * note was ~8 of a call's inner commands at 64 in flight): the ledger's sum (one GET, one INCRBY),
- * the sweep of what has gone (again only when a call's `now` is later, or the last sweep hit its
- * limit), the keys' expiry (one ZRANGE, two PEXPIREAT), and each rate counter (one SET NX and one
- * INCRBY). The ledger keeps an entry per call, each released on its own by the sweep or the
- * worker's note, as before. Redis's clock stands still through a script, so a counter read once
- * cannot expire before the script's end.
+ * What the budget note can sum is written once per workspace (and rate counter) per script, at
+ * its end (`writeNotes`; issue 31: run once per call, the note was ~8 of a call's inner commands
+ * at 64 in flight): the ledger's sum (one GET, one INCRBY), the sweep of what has gone (again only
+ * when a call's `now` is later, or the last sweep hit its limit), the keys' expiry (one ZRANGE,
+ * two PEXPIREAT), and each rate counter (one SET NX and one INCRBY). The ledger keeps an entry per
+ * call, each released on its own by the sweep or the worker's note, as before.
  *
  * The keys are in two hash tags (`{shard-N}` and `{budget-<workspace>}`): fine on one Redis,
  * which is what agentdb runs on; a Redis Cluster would need the two-step path.
  */
-export const ADMITTED_ADDS_LUA = (): string => `local ledgers, order, counters = {}, {}, {}
-${luaSource('budget-note-batch.lua')}
+export const ADMITTED_ADDS_LUA = (): string => `${luaSource('budget-note.lua')}
 local function admittedAdd(KEYS, ARGV)
   local budgetKeys, budgetArgs = {}, {}
   for i = ${ADD_KEYS + 1}, #KEYS do budgetKeys[#budgetKeys + 1] = KEYS[i] end
@@ -85,21 +82,7 @@ for c = 1, n do
     replies[c] = { err = type(reply) == 'table' and reply.err or tostring(reply) }
   end
 end
-for key, c in pairs(counters) do
-  if c.pending ~= 0 then redis.call('INCRBY', key, c.pending) end
-end
-for _, w in ipairs(order) do
-  if w.delta ~= 0 then redis.call('INCRBY', w.sum, w.delta) end
-  if w.changed then
-    local last = redis.call('ZRANGE', w.ledger, -1, -1, 'WITHSCORES')
-    if #last == 0 then
-      redis.call('DEL', w.ledger, w.sum)
-    else
-      redis.call('PEXPIREAT', w.ledger, last[2])
-      redis.call('PEXPIREAT', w.sum, last[2])
-    end
-  end
-end
+writeNotes()
 return replies
 `;
 

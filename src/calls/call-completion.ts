@@ -3,7 +3,6 @@ import type { Envelope } from '../contracts/envelope.ts';
 import { STREAM_MAX_LEN, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
-import { NOTED_COMPLETE_LUA } from './noted-completion.ts';
 import { meterDay } from './usage.ts';
 import type { HeldNote } from './workspace-redis-budget.ts';
 
@@ -25,11 +24,6 @@ export interface Metering {
    */
   once?: string;
 }
-
-/** A connection that also runs {@link NOTED_COMPLETE_LUA}: the number of keys first, then keys and arguments. */
-type NotingRedis = ScriptedRedis & {
-  agentdbNotedComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<[n: number, held: string, err: string]>;
-};
 
 /** Where the budget notes that must reach Redis before a batch of completions come from (`WorkspaceRedisBudget`). */
 export interface NotesBefore {
@@ -88,7 +82,7 @@ function completeCommand(keys: Keys, batch: readonly Pending[]): { keys: string[
  * system call and a wake-up; a lone completion still leaves at once.
  */
 export class CallCompletion {
-  private readonly redis: NotingRedis;
+  private readonly redis: ScriptedRedis;
   private readonly connection: Redis;
   private pending: Pending[] = [];
   /** The UTC day last metered under, and its bounds: formatting a date on every call shows up. */
@@ -101,8 +95,7 @@ export class CallCompletion {
     private readonly notes?: NotesBefore,
   ) {
     this.connection = redis;
-    this.redis = withScripts(redis) as NotingRedis;
-    if (notes && typeof this.redis.agentdbNotedComplete !== 'function') this.redis.defineCommand('agentdbNotedComplete', { lua: NOTED_COMPLETE_LUA() });
+    this.redis = withScripts(redis);
   }
 
   /** Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. */

@@ -4,6 +4,7 @@ import type { CallJobData } from '../contracts/call.ts';
 import { callFingerprint, payloadDifferences } from '../contracts/call-identity.ts';
 import type { Envelope } from '../contracts/envelope.ts';
 import type { Keys } from '../redis/keys.ts';
+import { withScripts } from '../redis/lua-scripts.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { entryIsOwn } from './call-budget-entry.ts';
 import { runsAgainWhenSent } from './call-resend.ts';
@@ -85,18 +86,6 @@ export function parseClaim(text: string | null): CallIdClaim | undefined {
   }
 }
 
-// KEYS: the claim; ARGV: the fingerprint of the call giving the id up, the new claim, its TTL (s).
-// Only a claim that is that call's (or none: Redis lost it again) is replaced: a claim another
-// call took meanwhile is its own.
-const YIELD = `
-local held = redis.call('GET', KEYS[1])
-if held then
-  local ok, claim = pcall(cjson.decode, held)
-  if not ok or type(claim) ~= 'table' or claim.fingerprint ~= ARGV[1] then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-return 1`;
-
 /**
  * Gives a call id up to the call its database's exactly-once record holds under it: the call
  * whose fingerprint is `from` found that record (it ran nothing, and answers
@@ -122,7 +111,7 @@ export async function yieldToRecord(
  * @returns whether the claim was replaced.
  */
 export async function yieldClaim(redis: Redis, keys: Keys, callKey: string, from: string, claim: CallIdClaim, ttlS: number): Promise<boolean> {
-  return (await redis.eval(YIELD, 1, keys.callIdClaim(callKey), from, JSON.stringify(claim), ttlS)) === 1;
+  return (await withScripts(redis).agentdbCallIdYield(keys.callIdClaim(callKey), from, JSON.stringify(claim), String(ttlS))) === 1;
 }
 
 /**

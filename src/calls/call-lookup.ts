@@ -1,6 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { summary } from '../approvals/approval-service.ts';
+import { summary } from '../approvals/approval-summary.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { databaseId, shardOf } from '../contracts/database-id.ts';
 import type { Envelope } from '../contracts/envelope.ts';

@@ -1,39 +1,28 @@
 // Parking a call, resuming it once a person decided and parking it again when its effect changed
 // (a superseded approval) are one job's life around one switch on its approval's state, sharing
-// the job's sleep. The first park's checks and record are in first-park.ts, the decision's audit
-// row in decision-audit.ts; what an effect is and how it is previewed live in parked-effect.ts
+// the job's sleep. The first park's checks and record are in first-park.ts, an approved call's
+// run in approved-release.ts, the decision's audit row in decision-audit.ts; what an effect is and how it is previewed live in parked-effect.ts
 // and sqlite/sqlite-effect.ts.
 import type { Tracer } from '@opentelemetry/api';
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { summary } from '../approvals/approval-service.ts';
-import type { ApprovalStore } from '../approvals/approval-store.ts';
+import { summary } from '../approvals/approval-summary.ts';
 import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
 import { effectChangeNote } from '../approvals/effect-change.ts';
-import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callerSinceOf, callKeyOf } from '../contracts/call-identity.ts';
-import { parseDatabaseId } from '../contracts/database-id.ts';
-import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { Effect } from '../contracts/effect.ts';
-import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
-import type { ErrorCode } from '../errors.ts';
-import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts';
-import type { Logger } from '../logger.ts';
-import { standingRefusal } from '../policy/standing-refusal.ts';
 import { publishEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
-import { CALL_RECORD_RETENTION_MS } from '../sqlite/call-record.ts';
-import { dropEffect, NO_ROWS_EFFECT } from '../sqlite/sqlite-effect.ts';
 import { recordApprovalWait } from '../tracing.ts';
 import { failedRun, type ParkOutcome, type RunOutcome } from './call-runner.ts';
-import { type Approved, dbTarget } from './exec-request.ts';
+import type { Approved } from './exec-request.ts';
 import { auditDecision } from './decision-audit.ts';
-import { approvalFields, firstPark, oversizeRefusal } from './first-park.ts';
-import { approvedArgs, effectLimits } from './parked-effect.ts';
+import { approvalFields, type FirstParkDeps, firstPark, oversizeRefusal } from './first-park.ts';
+import { type ReleaseDeps, releaseApproved } from './approved-release.ts';
 import { jsonBytes } from './redis-bytes.ts';
 import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
@@ -43,21 +32,14 @@ import { WorkspaceRedisBudget } from './workspace-redis-budget.ts';
  */
 const APPROVAL_OVERHEAD_BYTES = 768;
 
-/** How long after an approved call ran a resend may replay it: well inside the record's retention. */
-const REPLAYABLE_MS = CALL_RECORD_RETENTION_MS - 24 * 3600 * 1000;
-
-/** What parking needs from the worker. */
-export interface ParkingDeps {
-  store: ApprovalStore;
+/**
+ * What parking needs from the worker: the first park's (the approval store, its TTL, the shard's
+ * executor, which also writes the decision into the database's own audit table, the config and
+ * the byte quota), the release's (a logger), and the events' connection.
+ */
+export interface ParkingDeps extends FirstParkDeps, ReleaseDeps {
   redis: Redis;
   keys: Keys;
-  approvalTtlMs: number;
-  /** The shard's executor, which writes the decision into the database's own audit table. */
-  executor: { run(req: ExecRequest): Promise<ExecOutcome> };
-  config: Config;
-  /** A workspace's byte quota, asked before a write parks (see `firstPark`). */
-  quota?: Pick<WorkspaceQuota, 'writesRefusal'>;
-  logger: Logger;
   /** With tracing on: each decided approval's wait becomes a span of its call's trace. */
   tracer?: Tracer;
 }
@@ -106,9 +88,7 @@ export class CallParking {
       if ('envelope' in first) return first;
       approval = first.approval;
       if (first.created) {
-        // The record outlives the job: kept APPROVAL_RETENTION_DAYS after it expires.
-        const until = approval.expiresAt + this.deps.config.approvalRetentionDays * 24 * 3600 * 1000;
-        await this.budget.note(approval.workspace, [{ callKey: key, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until }]);
+        await this.noteApproval(approval, key);
         this.deps.logger.child({ callId: job.id }).info({ tool: plan.tool, approvalId: approval.id }, 'call parked for approval');
         await this.requested(job, approval, approval.createdAt);
         return this.sleep(job, token, approval);
@@ -172,58 +152,8 @@ export class CallParking {
           `Rejected by ${approval.decidedBy}${approval.reason ? `: ${approval.reason}` : ' (no reason given).'}`,
         );
       case 'approved': {
-        // An approval lets its call run once. A resend after it ran replays the exactly-once
-        // record while the database keeps it; past that, running it again would be a second
-        // effect nobody approved (the approval outlives the job and the record).
-        if (approval.ran && Date.now() - approval.ran.at > REPLAYABLE_MS) {
-          return failedRun(
-            job.data,
-            'APPROVAL_EXPIRED',
-            `Approval ${id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`,
-          );
-        }
-        // Refused at release once: the approval is spent, whatever the registry says now.
-        if (approval.ran?.detail !== undefined) return failedRun(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);
-        const refusal = await standingRefusal(this.keyRing, this.deps.config, job.data, approval.database);
-        if (refusal) {
-          const detail = `Approved by ${approval.decidedBy ?? 'a member'}, but it did not run: since it was parked, ${refusal}`;
-          const ran = { ok: false, code: 'NOT_PERMITTED', detail };
-          await store.recordRun(id, { ...ran, at: Date.now() });
-          await auditDecision(this.deps, approval, job.data, ran);
-          this.deps.logger.child({ callId: job.id }).warn({ approvalId: id }, 'approved call refused at release: its key or agent changed');
-          return failedRun(job.data, 'NOT_PERMITTED', detail);
-        }
-        const outcome = await run({
-          ...(approval.decidedBy ? { by: approval.decidedBy } : {}),
-          ...(approval.object ? { expect: approval.object } : {}),
-          // A write approved without an effect (`effect: null`: its preview failed or ran out of
-          // time) is bound to changing no rows: if it would change any, nothing commits and it
-          // parks again with the effect it has, so nobody approves a change unseen.
-          ...(approval.sql !== undefined && approval.effect !== undefined
-            ? { effect: { digest: (approval.effect ?? NO_ROWS_EFFECT).digest, limits: effectLimits(this.deps.config, approvedArgs(approval)) } }
-            : {}),
-        });
-        if ('park' in outcome) return failedRun(job.data, 'INTERNAL', 'An approved call asked for approval again.');
-        if (outcome.effectChanged) return this.supersede(job, token, approval, { effect: outcome.effectChanged });
-        if (!outcome.envelope.ok && outcome.envelope.error.code === 'APPROVAL_STALE' && approval.object && approval.round !== MAX_APPROVAL_ROUNDS) {
-          // A drop whose table changed since: asked again about the table as it is now, if any.
-          const check = await this.deps.executor.run({
-            op: 'checkDrop',
-            db: dbTarget(this.deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
-            table: approval.table ?? '',
-          });
-          if (check.ok) {
-            const object = check.result as DropObject;
-            return this.supersede(job, token, approval, { effect: dropEffect(object), object });
-          }
-        }
-        const { envelope } = outcome;
-        const ran = { ok: envelope.ok, ...(envelope.ok ? {} : { code: envelope.error.code }) };
-        // The message goes on the record only: the audit row keeps the code, as it always has.
-        const message = envelope.ok ? undefined : envelope.error.message.slice(0, 1024);
-        await store.recordRun(id, { ...ran, ...(message ? { message } : {}), at: Date.now() });
-        await auditDecision(this.deps, approval, job.data, ran);
-        return outcome;
+        const released = await releaseApproved(this.deps, this.keyRing, job, approval, run);
+        return 'reparkWith' in released ? this.supersede(job, token, approval, released.reparkWith) : released;
       }
     }
   }
@@ -234,7 +164,7 @@ export class CallParking {
    * with the effect it has now and a note of what changed. A person approves exactly what commits.
    */
   private async supersede(job: Job<CallJobData>, token: string, old: Approval, now: { effect: Effect; object?: DropObject }): Promise<RunOutcome> {
-    const { store, config } = this.deps;
+    const { store } = this.deps;
     const round = (old.round ?? 1) + 1;
     const note = effectChangeNote(old.id, old.effect, now.effect);
     if (round > MAX_APPROVAL_ROUNDS)
@@ -255,10 +185,7 @@ export class CallParking {
     await store.supersede(old.id, approval.id);
     await auditDecision(this.deps, old, job.data, { ok: false, code: 'APPROVAL_STALE' });
     if (created) {
-      const until = approval.expiresAt + config.approvalRetentionDays * 24 * 3600 * 1000;
-      await this.budget.note(approval.workspace, [
-        { callKey: `${old.callKey}\n${round}`, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until },
-      ]);
+      await this.noteApproval(approval, `${old.callKey}\n${round}`);
       this.deps.logger
         .child({ callId: job.id })
         .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
@@ -267,6 +194,15 @@ export class CallParking {
       await this.requested(job, approval, at);
     }
     return this.sleep(job, token, approval);
+  }
+
+  /**
+   * Counts a new approval record in its workspace's Redis budget, under `entry` (the call's key, or
+   * one per later round). The record outlives the job: kept APPROVAL_RETENTION_DAYS after it expires.
+   */
+  private async noteApproval(approval: Approval, entry: string): Promise<void> {
+    const until = approval.expiresAt + this.deps.config.approvalRetentionDays * 24 * 3600 * 1000;
+    await this.budget.note(approval.workspace, [{ callKey: entry, kind: 'approval', bytes: jsonBytes(approval) + APPROVAL_OVERHEAD_BYTES, until }]);
   }
 
   /**

@@ -1,8 +1,12 @@
 import type { Approval, ApprovalState } from '../approvals/approval.ts';
-import { ApprovalService, withRefusal, type DecideResult } from '../approvals/approval-service.ts';
+import { ApprovalService, type DecideResult } from '../approvals/approval-service.ts';
+import { withRefusal } from '../approvals/approval-standings.ts';
 import { MemberRegistry, NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import { errorBody, type ErrorCode } from '../errors.ts';
-import { connectAnswering } from '../redis/connection.ts';
+import type { Redis } from 'ioredis';
+import { type ApprovedOutcome, approvedOutcome } from '../approvals/approved-outcome.ts';
+import { connectAnswering, connectRedis } from '../redis/connection.ts';
+import { latestEventId } from '../redis/events.ts';
 import { keysFor } from '../redis/keys.ts';
 import { approvalsTable, cell, effectText } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
@@ -84,10 +88,20 @@ async function proofOf(ctx: CommandContext, flags: DecisionFlags): Promise<Proof
   return { key };
 }
 
+/**
+ * How long `approve` follows the call it let run for what became of it: a statement runs in
+ * milliseconds once a worker takes it; past this (no worker running, a long statement) the line
+ * says it runs now, as before.
+ */
+const FOLLOW_MS = 5000;
+
 async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: string, flags: DecisionFlags): Promise<number> {
   const proof = await proofOf(ctx, flags);
   const input = { decision, ...(flags.reason !== undefined ? { reason: flags.reason } : {}) };
-  return withService(ctx, async (service, members) => {
+  return withService(ctx, async (service, members, redis) => {
+    const events = keysFor(ctx.config.prefix).events;
+    // Before the decision: the events of its run come after it.
+    const from = decision === 'approve' && !flags.json ? await latestEventId(redis, events) : undefined;
     let result: DecideResult;
     // A member sees only their own workspace's approvals, also when naming one by its call id.
     const member = 'key' in proof ? await members.authenticate(proof.key) : undefined;
@@ -102,7 +116,15 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
       ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail, DECISION_HINTS) })}\n`);
       return 1;
     }
-    ctx.stdout.write(flags.json ? `${JSON.stringify(result.approval)}\n` : `${decidedLine(result.approval)}\n`);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(result.approval)}\n`);
+    else {
+      const a = result.approval;
+      const followed =
+        from !== undefined && a.state === 'approved' && !a.ran
+          ? await approvedOutcome(connectRedis(ctx.config.redisUrl, { name: 'agentdb-cli-events' }), events, from, a, FOLLOW_MS)
+          : undefined;
+      ctx.stdout.write(`${decidedLine(a, followed)}\n`);
+    }
     return 0;
   });
 }
@@ -111,11 +133,15 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
  * What a person reads of a decision: what was decided, by whom, the approval and its call, and
  * what happens to the call (how it ran, when that is already known).
  */
-export function decidedLine(a: Approval): string {
+export function decidedLine(a: Approval, followed?: ApprovedOutcome): string {
   // The reason and a failure's words are whoever wrote them: one line, what a terminal acts on escaped.
   const words = (text: string | undefined) => (text === undefined ? '' : ` (${cell(text, 200)})`);
+  const ran: { ok: boolean; code?: string; detail?: string; message?: string } | undefined =
+    a.ran ?? (followed && 'ran' in followed ? followed.ran : undefined);
   let next: string;
-  if (a.ran) next = a.ran.ok ? 'it ran: ok' : `it ran: failed${a.ran.code ? ` ${a.ran.code}` : ''}${words(a.ran.detail ?? a.ran.message)}`;
+  if (ran) next = ran.ok ? 'it ran: ok' : `it ran: failed${ran.code ? ` ${ran.code}` : ''}${words(ran.detail ?? ran.message)}`;
+  else if (followed && 'askedAgain' in followed)
+    next = `it did not run: its data changed since the approval was asked, so nothing was committed and it is asked again as ${followed.askedAgain} (agentdb approvals show ${followed.askedAgain})`;
   else if (a.state === 'approved') next = 'it runs now';
   else if (a.state === 'rejected') next = 'it will not run; the agent gets APPROVAL_REJECTED and the reason';
   else next = a.state;
@@ -123,13 +149,13 @@ export function decidedLine(a: Approval): string {
   return `${a.state} ${a.id} (call ${a.callId} of ${a.workspace}/${a.agent}) by ${a.decidedBy}: ${next}${reason}`;
 }
 
-async function withService(ctx: CommandContext, fn: (service: ApprovalService, members: MemberRegistry) => Promise<number>): Promise<number> {
+async function withService(ctx: CommandContext, fn: (service: ApprovalService, members: MemberRegistry, redis: Redis) => Promise<number>): Promise<number> {
   const { config } = ctx;
   const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-cli' });
   const members = new MemberRegistry(redis, keysFor(config.prefix));
   const service = new ApprovalService({ redis, prefix: config.prefix, shardCount: config.shardCount, members });
   try {
-    return await fn(service, members);
+    return await fn(service, members, redis);
   } finally {
     await service.close();
     redis.disconnect();

@@ -4,12 +4,12 @@ import { EXIT, type CommandContext } from './context.ts';
 const LABEL = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' } as const;
 
 /**
- * `agentdb doctor [--json]`: checks what agentdb needs of the machine and of its Redis, each
- * with what to change. Exit 1 when a check fails (warnings alone exit 0), so a deployment
- * script can stop on it.
+ * `agentdb doctor [--json] [--dev]`: checks what agentdb needs of the machine and of its Redis,
+ * each with what to change. Exit 1 when a check fails (warnings alone exit 0), so a deployment
+ * script can stop on it; `--dev` judges a development machine (a Redis without persistence warns).
  */
-export async function doctor(ctx: CommandContext, flags: { json?: boolean }): Promise<number> {
-  const checks = await runDoctor(ctx.config);
+export async function doctor(ctx: CommandContext, flags: { json?: boolean; dev?: boolean }): Promise<number> {
+  const checks = await runDoctor(ctx.config, { dev: flags.dev === true });
   const failed = checks.some((c) => c.status === 'fail');
   if (flags.json) ctx.stdout.write(`${JSON.stringify({ ok: !failed, checks })}\n`);
   else ctx.stdout.write(table(checks));

@@ -26,7 +26,7 @@ export async function history(ctx: CommandContext, flags: { json?: boolean; allC
   checkedDbFlag(db);
   return withClient(ctx, 'history', async (client) => {
     const view = await client.history(db, 'operator', { commits: flags.allCommits ? 'all' : 'user' });
-    ctx.stdout.write(flags.json ? `${JSON.stringify(view)}\n` : table(view));
+    ctx.stdout.write(flags.json ? `${JSON.stringify(view)}\n` : table(view, flags.allCommits === true));
     return 0;
   });
 }
@@ -138,7 +138,8 @@ export async function withClient(ctx: CommandContext, command: string, fn: (clie
   }
 }
 
-function table(view: HistoryView): string {
+/** `agentdb history`'s text; `all`: the last commits listed include agentdb's own upkeep. */
+function table(view: HistoryView, all: boolean): string {
   const lines = [
     `${view.database}: restorable from ${view.earliest ?? '-'} to ${view.latest ?? '-'}`,
     ['generation', 'started', 'ended', 'commits', 'why'].join('\t'),
@@ -158,7 +159,7 @@ function table(view: HistoryView): string {
     // The moments an undo of the last writes goes to: --at one of them keeps it and all before.
     lines.push(
       '',
-      `last ${view.recentCommits.length} commits, newest first (restore --at one, or --through its position, keeps it and every commit before)`,
+      `last ${view.recentCommits.length} commits, newest first (restore --at one, or --through its position, keeps it and every commit before)${all ? '' : "; agentdb's own upkeep commits left out: --all-commits lists them"}`,
       ['committed at', 'generation', 'position'].join('\t'),
     );
     for (const c of view.recentCommits) lines.push([c.at, c.generation, c.position].join('\t'));

@@ -53,6 +53,7 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean } & KeyF
       ...mcpWaiting({ redis, keys, calls, approvalTtlMs: config.approvalTtlMs, resultTtlS: config.resultTtlS }),
       onFault: (err) => ctx.stderr.write(`agentdb mcp: ${String(err)}\n`),
       principalNow: () => auth.authenticate(key),
+      principalKnown: () => auth.lastKnown(key),
     },
   );
   const transport = new StdioServerTransport();

@@ -10,7 +10,8 @@ import type { CommandContext, Output } from './context.ts';
  * Redis that stops answering (UNAVAILABLE) is the service's fault, not a refusal: main says it in
  * one line on stderr, as it does one that never answered.
  * @param hints replace the registry's hint for these codes: its own are written for an agent's
- * tool calls (NOT_FOUND points at DATA_DESCRIBE_SCHEMA), not for the command that was run.
+ * tool calls (NOT_FOUND points at DATA_DESCRIBE_SCHEMA), not for the command that was run. A
+ * NOT_FOUND given none gets {@link REGISTRY_NOT_FOUND_HINT}.
  */
 export async function withRegistry(
   ctx: CommandContext,
@@ -22,12 +23,21 @@ export async function withRegistry(
     return await run(redis, keysFor(ctx.config.prefix));
   } catch (err) {
     if (!(err instanceof AgentDbError) || err.code === 'UNAVAILABLE') throw err;
-    ctx.stdout.write(`${JSON.stringify({ error: errorBody(err.code, err.detail, hints) })}\n`);
+    ctx.stdout.write(`${JSON.stringify({ error: errorBody(err.code, err.detail, { NOT_FOUND: REGISTRY_NOT_FOUND_HINT, ...hints }) })}\n`);
     return 1;
   } finally {
     redis.disconnect();
   }
 }
+
+/**
+ * What a registry command's NOT_FOUND tells a person to do. Review N6 (session 30): `agents set`
+ * in a workspace not registered yet, or `keys revoke` of an unknown id, gave the hint of an
+ * agent's tool calls ("DATA_DESCRIBE_SCHEMA lists tables and views, `agentdb approvals list`
+ * approvals"), which has nothing to do with what was run.
+ */
+export const REGISTRY_NOT_FOUND_HINT =
+  "The message names what is not registered. `agentdb workspaces list`, `agentdb agents list --workspace W`, `agentdb members list --workspace W` and `agentdb keys list --workspace W` show what is; run them, and this command, with the server's REDIS_URL and AGENTDB_PREFIX, or they look in another registry.";
 
 /** Prints rows as aligned columns, the first row being the header. */
 export function printTable(ctx: Output, table: string[][]): void {

@@ -53,8 +53,17 @@ export function blobRestoredText(r: BlobRestoreResult): string {
  */
 export function dryRunText(r: RestoreResult): string {
   const where = r.into ? `${r.into} would be made from ${r.database}` : `${r.database} would be restored`;
+  // A state past the newest entry kept is agentdb's own upkeep after it, a commit `agentdb
+  // history` leaves out: name the entry too (review N5: the moment named was in no list).
+  const kept = r.after?.kept;
+  const upkeep = kept !== undefined && r.keeps !== undefined && kept.id !== r.keeps;
   const lines = [
-    `dry run, nothing changed: ${where} as of ${r.restoredTo} (the last commit kept)${r.keeps ? `, position ${r.keeps}` : ''}`,
+    `dry run, nothing changed: ${where} as of ${r.restoredTo} (the last commit kept${upkeep ? ": agentdb's own upkeep, listed by agentdb history --all-commits" : ''})${r.keeps ? `, position ${r.keeps}` : ''}`,
+    ...(upkeep
+      ? [
+          `the last activity entry it keeps: ${[kept.at, whoMade(kept.by) ?? kept.kind, kept.tool, entryWhat(kept)].filter((v) => v).join(' ')}, position ${kept.id}`,
+        ]
+      : []),
     // Commits, not WAL frames: a person counts what was done, not the pages it wrote (review R1 low).
     `built from snapshot ${r.snapshot.id} (taken ${r.snapshot.at})${r.commits ? ` and the ${r.commits} commit${r.commits === 1 ? '' : 's'} after it` : ' alone'}`,
   ];

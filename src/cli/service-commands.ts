@@ -31,6 +31,7 @@ export function addHostCommands(program: Command, run: Run): void {
       "check what agentdb needs: Redis persistence (AOF), maxmemory with noeviction and headroom under it, the clock against Redis's, free disk and ownership of the data folder, the blob store (write, read back, delete), the Node version; each with what to change",
     )
     .option('--json', 'print JSON')
+    .option('--dev', 'a development machine: a Redis without persistence (durability) is a warning, not a failure')
     .addHelpText('after', '\nExit 1 when a check fails; warnings alone exit 0.')
     .action(run(async () => (await import('./doctor.ts')).doctor));
   program

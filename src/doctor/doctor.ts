@@ -11,14 +11,15 @@ export type { CheckResult, CheckStatus } from './check.ts';
 /**
  * Every check of `agentdb doctor`, in the order it prints them: what agentdb needs of its
  * Redis, its data folder and disk, its blob store, Node and the clock. A Redis that does not
- * answer fails its checks and the others still run.
+ * answer fails its checks and the others still run. `dev`: a development machine, whose Redis
+ * may lose everything (no persistence is a warning, not a failure).
  */
-export async function runDoctor(config: Config): Promise<CheckResult[]> {
+export async function runDoctor(config: Config, opts: { dev?: boolean } = {}): Promise<CheckResult[]> {
   const out: CheckResult[] = [];
   try {
     const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-doctor' });
     try {
-      out.push(...(await redisChecks(redis)));
+      out.push(...(await redisChecks(redis, opts)));
     } finally {
       redis.disconnect();
     }

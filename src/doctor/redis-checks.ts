@@ -42,11 +42,11 @@ function bytes(n: number): string {
  * What agentdb needs of its Redis, read from `INFO` and `CONFIG GET`: persistence (parked
  * approvals, queued calls, schedules and leases live only there), a memory bound that refuses
  * writes rather than evicting keys, room under that bound, and a clock that agrees with this
- * machine's.
+ * machine's. `dev`: a Redis without persistence is a warning, not a failure (see `persistence`).
  */
-export async function redisChecks(redis: Redis): Promise<CheckResult[]> {
+export async function redisChecks(redis: Redis, opts: { dev?: boolean } = {}): Promise<CheckResult[]> {
   const info = parseInfo(await redis.info());
-  return [await persistence(redis, info), ...memory(info), await clock(redis)];
+  return [await persistence(redis, info, opts.dev === true), ...memory(info), await clock(redis)];
 }
 
 /** Every Redis check, failed because Redis does not answer. */
@@ -55,7 +55,15 @@ export function redisUnreachable(why: string): CheckResult[] {
   return ['redis-persistence', 'redis-maxmemory', 'redis-eviction-policy', 'redis-memory-headroom', 'clock'].map((check) => result(check, 'fail', why, fix));
 }
 
-async function persistence(redis: Redis, info: Map<string, string>): Promise<CheckResult> {
+/**
+ * Durability: whether what agentdb keeps only in Redis (queued calls, parked approvals,
+ * schedules, shard leases, and the registered workspaces, agents, members and keys) outlives a
+ * Redis restart. No persistence at all fails a deployment; on a development machine whose Redis
+ * may be wiped it is what one expects, so `dev` (`agentdb doctor --dev`) makes it a warning.
+ * Review N5 (session 29): a new user's dev Redis met a bare FAIL that did not say it was about
+ * durability, nor that it was fine for development.
+ */
+async function persistence(redis: Redis, info: Map<string, string>, dev: boolean): Promise<CheckResult> {
   const check = 'redis-persistence';
   if (info.get('aof_enabled') === '1') {
     const fsync = await configGet(redis, 'appendfsync');
@@ -63,28 +71,32 @@ async function persistence(redis: Redis, info: Map<string, string>): Promise<Che
       return result(
         check,
         'warn',
-        'AOF is on, but appendfsync is "no": the OS decides when it reaches the disk, and a host crash can lose the last ~30 s of calls and decisions.',
+        'Durability: AOF is on, but appendfsync is "no": the OS decides when it reaches the disk, and a host crash can lose the last ~30 s of calls and decisions.',
         'Set appendfsync everysec (CONFIG SET appendfsync everysec, then CONFIG REWRITE; or --appendfsync everysec).',
       );
     }
     return result(check, 'ok', `AOF is on${fsync ? ` (appendfsync ${fsync})` : ''}: parked approvals and queued calls survive a Redis restart.`);
   }
-  const fix = 'Turn AOF on: redis-server --appendonly yes --appendfsync everysec (or CONFIG SET appendonly yes, then CONFIG REWRITE). docker-compose.yml does.';
+  const fix =
+    'Turn AOF on: redis-server --appendonly yes --appendfsync everysec (or CONFIG SET appendonly yes, then CONFIG REWRITE). docker-compose.yml does, and so does the redis-server `agentdb start` starts when none answers.';
   const save = await configGet(redis, 'save');
   if (save) {
     return result(
       check,
       'warn',
-      `AOF is off; only RDB snapshots (save "${save}"): what changed since the last snapshot (parked approvals, queued calls, decisions) is lost when Redis restarts.`,
+      `Durability: AOF is off; only RDB snapshots (save "${save}"): what changed since the last snapshot (parked approvals, queued calls, decisions, keys minted) is lost when Redis restarts.`,
       fix,
     );
   }
-  return result(
-    check,
-    'fail',
-    `AOF is off${save === undefined ? ' (and CONFIG is not available to read the RDB schedule)' : ' and so are RDB snapshots'}: a Redis restart loses every queued call, parked approval, schedule and shard lease.`,
-    fix,
-  );
+  const lost = `Durability: AOF is off${save === undefined ? ' (and CONFIG is not available to read the RDB schedule)' : ' and so are RDB snapshots'}: a Redis restart loses every queued call, parked approval, schedule and shard lease, and every registered workspace, agent, member and key. agentdb works until then.`;
+  return dev
+    ? result(check, 'warn', `${lost} A warning with --dev: expected of a development Redis; a failure for a deployment.`, fix)
+    : result(
+        check,
+        'fail',
+        `${lost} A failure for a deployment; on a development machine whose Redis may be wiped it is expected: agentdb doctor --dev counts it as a warning.`,
+        fix,
+      );
 }
 
 function memory(info: Map<string, string>): CheckResult[] {

@@ -11,7 +11,7 @@ import { NEXT_SUFFIX, removeLeftovers } from './restore-leftovers.ts';
 import type { RestoreHooks, RestoreIntoRequest as IntoReq } from './restore-requests.ts';
 import { result } from './restore-result.ts';
 import { restoreTarget } from './restore-target.ts';
-import { weighedPlan, type WeighingResult } from './restore-weighed.ts';
+import { weighedPlan, weighing, type WeighingResult } from './restore-weighed.ts';
 import { syncDir } from './snapshot.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
@@ -46,7 +46,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     if (req.dryRun) {
       const note = unsettled || !marked ? { note: FULL_DISK_NOTE } : {};
       const dry = result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}), ...note });
-      return req.weighing ? { ...dry, weighed: { plan, bytesBefore: 0, ...(dry.note ? { partial: true as const } : {}) } } : dry;
+      return req.weighing ? { ...dry, weighed: weighing(plan, undefined, dry.note !== undefined) } : dry;
     }
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);

@@ -24,10 +24,12 @@ function isAfter(a: Place, b: Place): boolean {
  * Of a page of the activity list (newest first), the entries after history position `state` (a
  * restore plan's, `RestorePlan.state`): the calls, restores and outside writes a restore to that
  * state takes away. The list is in history's order, so they are its first entries; `done` says
- * whether an entry at or before the state was reached (else the next page may hold more).
+ * whether an entry at or before the state was reached (else the next page may hold more), and
+ * `kept` is that entry: the newest the restore keeps. A state later than `kept`'s own position is
+ * agentdb's upkeep after it (a decision's audit row, say), which only `history --all-commits` lists.
  */
-export function entriesAfter(entries: readonly ActivityEntry[], state: string): { after: ActivityEntry[]; done: boolean } {
-  const kept = placeOf(state);
-  const end = entries.findIndex((e) => !isAfter(placeOf(e.id), kept));
-  return end < 0 ? { after: [...entries], done: false } : { after: entries.slice(0, end), done: true };
+export function entriesAfter(entries: readonly ActivityEntry[], state: string): { after: ActivityEntry[]; done: boolean; kept?: ActivityEntry } {
+  const place = placeOf(state);
+  const end = entries.findIndex((e) => !isAfter(placeOf(e.id), place));
+  return end < 0 ? { after: [...entries], done: false } : { after: entries.slice(0, end), done: true, kept: entries[end]! };
 }

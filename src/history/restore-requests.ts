@@ -19,7 +19,7 @@ import { result, type RestoreResult } from './restore-result.ts';
 import { restoreTarget } from './restore-target.ts';
 import { throughSqlite } from './restore-through-sqlite.ts';
 import { commitsAfterRestore, finishedUnder } from './restore-undo.ts';
-import { weighedPlan, type WeighedPlan, type WeighingResult } from './restore-weighed.ts';
+import { weighedPlan, weighing, type WeighedPlan, type WeighingResult } from './restore-weighed.ts';
 import { restoreWithinGeneration, settleInterrupted } from './restore-within-generation.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { syncDir } from './snapshot.ts';
@@ -142,7 +142,7 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       result(req.db.id, plan, plan.restoredTo, req.dryRun === true, { ...discards, bytesBefore, ...extra });
     if (req.dryRun) {
       const dry = summary(unopened || !marked ? { note: FULL_DISK_NOTE } : {});
-      return req.weighing ? { ...dry, weighed: { plan, bytesBefore, ...(dry.note ? { partial: true as const } : {}) } } : dry;
+      return req.weighing ? { ...dry, weighed: weighing(plan, bytesBefore, dry.note !== undefined) } : dry;
     }
 
     // Only one restore of a database runs at a time (the reader marker): any file of the kinds

@@ -1,5 +1,6 @@
 import type { ActivityEntry } from './activity-view.ts';
 import type { RestorePlan } from './restore-plan.ts';
+import { restoredBytes } from './restore-room.ts';
 
 /** What a restore answers (the HTTP contract of `POST /v1/databases/:db/restore`). */
 export interface RestoreResult {
@@ -35,7 +36,17 @@ export interface RestoreResult {
    * away in place (those an earlier restore undid are gone already), or leaves out of a new
    * database — at most `RESTORE_PREVIEW_ENTRIES`, `more` when there are others.
    */
-  after?: { entries: ActivityEntry[]; more: boolean; note?: string };
+  after?: {
+    entries: ActivityEntry[];
+    more: boolean;
+    note?: string;
+    /**
+     * The newest entry the restore keeps, when the page reached it. Its id short of `keeps` means
+     * the state restored is agentdb's own upkeep after it (a decision's audit row), which
+     * `agentdb history` leaves out (review N5: a dry run named a moment no listed commit had).
+     */
+    kept?: ActivityEntry;
+  };
 }
 
 /** A restore's answer from its plan: where it went, and `extra` (its undo id, a dry run's preview …). */
@@ -47,7 +58,7 @@ export function result(database: string, plan: RestorePlan, restoredTo: number, 
     snapshot: { id: plan.snapshot.id, at: new Date(plan.snapshot.at).toISOString() },
     frames: plan.frames,
     commits: plan.commits,
-    restoredBytes: plan.dbPages * plan.snapshot.pageSize,
+    restoredBytes: restoredBytes(plan),
     ...(dryRun ? { keeps: plan.state } : {}),
     ...extra,
   };

@@ -1,3 +1,5 @@
+import type { RestorePlan } from './restore-plan.ts';
+
 /**
  * What a restore adds to its workspace's disk, for the byte quota (`WorkspaceQuota`), from what
  * its plan knows before anything is written: the size of the moment it restores to
@@ -17,7 +19,14 @@
  * moment, beside the live file until it replaces it) holds the moment's size only while the
  * restore runs. Checked with the database's size now (the T3 check) a restore could pass the
  * quota by up to the moment's size, and one that shrinks the file was refused (review L2).
+ * @param bytesNow in place, the database's pages now in bytes; undefined for a restore into a new database.
  */
-export function restoreAdds(step: { into: boolean; restoredBytes: number; currentBytes: number }): number {
-  return step.into ? 2 * step.restoredBytes : 2 * step.restoredBytes - step.currentBytes;
+export function restoreAdds(plan: Pick<RestorePlan, 'dbPages' | 'snapshot'>, bytesNow: number | undefined): number {
+  const restored = restoredBytes(plan);
+  return bytesNow === undefined ? 2 * restored : 2 * restored - bytesNow;
+}
+
+/** The size of the moment a plan restores to: its pages, in bytes (`RestoreResult.restoredBytes`). */
+export function restoredBytes(plan: Pick<RestorePlan, 'dbPages' | 'snapshot'>): number {
+  return plan.dbPages * plan.snapshot.pageSize;
 }

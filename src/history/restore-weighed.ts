@@ -15,12 +15,24 @@ import { restoreAdds } from './restore-room.ts';
 export interface WeighedPlan {
   plan: RestorePlan;
   bytesBefore: number;
+  /** What it adds to the workspace's disk (`restoreAdds`): the room the worker holds, and the most the restore may add. */
+  adds: number;
   /** Planned from the history copied so far (a dry run on a full disk, its `note`): the restore plans again once it copied the rest. */
   partial?: true;
 }
 
 /** A dry run's answer to the worker, with the plan it weighs (`weighing`); the worker keeps `weighed` to itself. */
 export type WeighingResult = RestoreResult & { weighed?: WeighedPlan };
+
+/**
+ * A dry run's plan, weighed: what it adds, computed here once, for the worker to hold and the
+ * restore to run by.
+ * @param bytesBefore in place, the database's pages now in bytes; undefined for a restore into a new database.
+ * @param partial planned from the history copied so far (the dry run's `note`).
+ */
+export function weighing(plan: RestorePlan, bytesBefore: number | undefined, partial: boolean): WeighedPlan {
+  return { plan, bytesBefore: bytesBefore ?? 0, adds: restoreAdds(plan, bytesBefore), ...(partial ? { partial: true as const } : {}) };
+}
 
 /**
  * The weighed plan, for the restore to run, once it still holds (a partial one planned again,
@@ -42,10 +54,8 @@ export function weighedPlan(weighed: WeighedPlan, bytesNow: number | undefined, 
       `generation ${plan.generation} left the history (pruned) after the ${what} was planned; nothing was restored`,
     );
   }
-  const into = bytesNow === undefined;
-  const addsOf = (p: RestorePlan, currentBytes: number) => restoreAdds({ into, restoredBytes: p.dbPages * p.snapshot.pageSize, currentBytes });
-  const adds = addsOf(plan, bytesNow ?? 0);
-  const weighedAdds = addsOf(weighed.plan, weighed.bytesBefore);
+  const adds = restoreAdds(plan, bytesNow);
+  const weighedAdds = weighed.adds;
   // One that still frees bytes passes any quota.
   if (adds > weighedAdds && adds > 0) {
     const why =

@@ -92,16 +92,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     http: { connectionsCheckingInterval: limits.checkEveryMs },
   });
   limitConnections(app.server, limits, Boolean(deps.trustProxy));
-  bodyDeadline(app, limits.requestTimeoutMs);
-  // An answer sent before its request's body has arrived (a 401 from the key check, a 404) closes
-  // the connection: Node would otherwise keep reading the rest of the body, as slowly as the
-  // sender likes, past the request timeout (which ends once the answer is sent).
-  // Not async: a promise and a turn of the microtask queue on every answer of every route, and
-  // the answer's write put off by that turn.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (!request.raw.complete) reply.header('connection', 'close');
-    done(null, payload);
-  });
+  // A request's body within its timeout, and an answer sent before its body closes the connection.
+  bodyDeadline(app, limits.requestTimeoutMs, limits.checkEveryMs);
   // (Fastify takes a hop count too, as proxy-addr does; the cast only picks its HTTP/1 overload.)
   // Route input is zod, checked by Fastify before each handler; a failure reaches the error
   // handler below as INVALID_ARGUMENTS.

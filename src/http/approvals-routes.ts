@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { MemberRegistry } from '../registry/members.ts';
-import { MAX_BULK_DECISIONS, withRefusal, type ApprovalService } from '../approvals/approval-service.ts';
+import { MAX_BULK_DECISIONS, type ApprovalService } from '../approvals/approval-service.ts';
+import { withRefusal } from '../approvals/approval-standings.ts';
 import { decodeCursor, encodeCursor, MAX_LIST_PAGE } from '../approvals/approval-listing.ts';
 import { APPROVAL_STATES } from '../approvals/approval.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';

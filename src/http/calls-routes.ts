@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
+import { refusesTheRequest } from '../errors.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import { unsentUnavailable } from '../calls/outage-answers.ts';
 import type { KeyedCalls, TraceContext } from '../calls/bearer-key-calls.ts';
@@ -89,21 +90,11 @@ async function untilGone<T>(signal: AbortSignal, answer: Promise<T>): Promise<T 
 function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
   if ('status' in answer) return reply.code(202).send(answer);
   if (!answer.ok && answer.error.code === 'NOT_FOUND' && answer.tool === '') return reply.code(404).send(answer);
-  // Not the tool refusing but the request failing, each with the envelope as its body and the
-  // status `refusalHead` gives every route. A refusal that says when to send again was not taken
-  // (a rate limit, or the workspace's Redis budget: QUOTA_EXCEEDED with `retryAfter`, a 200 until
-  // session 29): 429 and Retry-After, so any HTTP client backs off. The disk quota's
-  // QUOTA_EXCEEDED is the outcome of a call that ran, an envelope like the tool's other refusals.
-  if (!answer.ok && (answer.error.retryAfter !== undefined || REQUEST_REFUSALS.has(answer.error.code))) return refusalHead(reply, answer.error).send(answer);
+  // Not the tool refusing but the request failing (the registry's rule), with the envelope as
+  // its body and the status `refusalHead` gives every route.
+  if (!answer.ok && refusesTheRequest(answer.error)) return refusalHead(reply, answer.error).send(answer);
   return reply.code(200).send(answer);
 }
-
-/**
- * Refusals of the request rather than the tool: its call id names another call, as an
- * Idempotency-Key reused with another body does elsewhere (409); Redis gone (503, the body's
- * `mayStillRun` for a re-send under the same call id); a rate limit reached (429).
- */
-const REQUEST_REFUSALS: ReadonlySet<string> = new Set(['IDEMPOTENCY_CONFLICT', 'UNAVAILABLE', 'RATE_LIMITED']);
 
 /** The caller's W3C trace context from its request headers (only the first of a repeated one). */
 function traceOf(headers: Record<string, string | string[] | undefined>): TraceContext | undefined {

@@ -1,13 +1,15 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NAME_PATTERN } from '../contracts/name-pattern.ts';
 import { AgentDbError } from '../errors.ts';
-import { mcpServer, type McpServerDeps } from '../mcp/server.ts';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { mcpInfoServer, mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import { mcpToolCall } from '../mcp/tool-call.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { clientGone } from './client-gone.ts';
-import { McpExchange, type McpHttpAnswer, UNSUPPORTED_MEDIA_TYPE } from './mcp-exchange.ts';
+import { checkedPost, McpExchange, type McpHttpAnswer, type McpHttpPost, UNSUPPORTED_MEDIA_TYPE } from './mcp-exchange.ts';
 import { answerFastToolCall, fastToolCall } from './mcp-fast-call.ts';
 import { McpBearer } from './oauth/mcp-bearer.ts';
 import type { OAuthDeps } from './oauth/oauth-deps.ts';
@@ -39,10 +41,29 @@ export interface McpRoutesDeps {
 const MAX_BODY_BYTES = 512 * 1024;
 
 /** JSON-RPC error codes the endpoint answers with (the SDK's own for the rest). */
-const RPC = { parseError: -32700, invalidRequest: -32600, unauthorized: -32001, forbidden: -32003, internal: -32603, dnsRebinding: -32000 } as const;
+const RPC = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  unauthorized: -32001,
+  forbidden: -32003,
+  internal: -32603,
+  dnsRebinding: -32000,
+  unavailable: -32000,
+} as const;
+
+/**
+ * What a request the key of which cannot be checked is told: without the outage's detail, whose
+ * advice to the operator (start Redis, REDIS_URL) no MCP client can follow.
+ */
+const KEY_UNCHECKED = 'Service unavailable: agentdb cannot check the key now (its Redis does not answer); nothing was run. Retry in a few seconds.';
+
+/** A JSON-RPC error response: under the request's id when it is known, else null. */
+function rpcBody(code: number, message: string, id: RequestId | null = null, data?: unknown): unknown {
+  return { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id };
+}
 
 function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
-  return sendJson(reply, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+  return sendJson(reply, status, rpcBody(code, message));
 }
 
 /**
@@ -91,27 +112,75 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
       else done();
     });
 
+    const faultLog = (request: FastifyRequest) => (err: unknown) => request.log.error({ err: String(err) }, 'mcp tool call failed');
+    /** What a request's SDK server needs (not built for a plain tools/call, which needs none). */
+    const serverDeps = (request: FastifyRequest): McpServerDeps => ({
+      calls: deps.calls,
+      approvalWaitMs: deps.approvalWaitMs,
+      ...deps.waiting,
+      // `?schemas=strict`: input schemas OpenAI strict function calling accepts.
+      schemas: (request.query as { schemas?: unknown } | undefined)?.schemas === 'strict' ? 'strict' : 'own',
+      onFault: faultLog(request),
+    });
+
+    /** One POST answered by an SDK server of its own (stateless: one per request), or 499 for a client gone. */
+    const serve = async (server: Server, post: McpHttpPost, gone: AbortSignal): Promise<McpHttpAnswer> => {
+      const exchange = new McpExchange();
+      // Gone already (during the key's lookup): no exchange to start for nobody.
+      if (gone.aborted) return { status: 499 };
+      // A client gone before its answer: stop the server (it aborts the handlers' signals).
+      // After the answer nothing of the exchange is left to stop (`clientGone` does not fire),
+      // and closing would only build the SDK's ConnectionClosed error, stack and all.
+      gone.addEventListener('abort', () => void server.close(), { once: true });
+      await server.connect(exchange);
+      return exchange.handle(post);
+    };
+
+    /**
+     * A POST whose key could not be checked: Redis does not answer (`err`). A client refused
+     * `initialize`, `tools/list` or `ping` shows the server as broken and may not try again by
+     * itself, where a tool call's UNAVAILABLE is a result its model reads and retries. So a plain
+     * `tools/call` answers the tool's UNAVAILABLE (its `mayStillRun` says whether an earlier send
+     * under the client's call id may have run: tool-call.ts, review F4); `initialize`, `ping` and
+     * notifications, which say nothing of a key or its data, are answered; `tools/list` lists the
+     * tools of what the key was last found to be, when this process saw it lately
+     * (`PrincipalCache.lastKnown`). Anything else: 503, a JSON-RPC error under the request's id
+     * saying the service is unavailable, nothing ran, and to retry (`data.code` UNAVAILABLE).
+     */
+    const whileKeyUnchecked = async (request: FastifyRequest, at: McpEndpoint, err: AgentDbError, gone: AbortSignal): Promise<McpHttpAnswer> => {
+      const post = { headers: request.headers, body: request.body };
+      const fast = fastToolCall(post, deps.fastPath !== false);
+      if (fast && !('invalid' in fast)) {
+        const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins }, async () => {
+          throw err;
+        });
+        return answerFastToolCall(fast, run, gone);
+      }
+      const checked = checkedPost(post);
+      if ('refusal' in checked) return { status: checked.refusal.status, body: rpcBody(checked.refusal.code, checked.refusal.message) };
+      const message = checked.message;
+      const method = 'method' in message ? message.method : undefined;
+      if (method === undefined || !('id' in message) || method === 'initialize' || method === 'ping')
+        return serve(mcpInfoServer(deps.waiting ?? {}), post, gone);
+      const known = method === 'tools/list' ? bearer.lastKnown(request) : undefined;
+      if (known) return serve(mcpServer(known, at, serverDeps(request)), post, gone);
+      return { status: 503, body: rpcBody(RPC.unavailable, KEY_UNCHECKED, message.id, { code: 'UNAVAILABLE', retryable: true }) };
+    };
+
     const handle =
       (endpoint: (req: FastifyRequest) => McpEndpoint | undefined, workspaceOf?: (req: FastifyRequest) => string) =>
       async (request: FastifyRequest, reply: FastifyReply) => {
         // Before the key's lookup (an await): a client gone during it stops what follows at once.
         const gone = clientGone(reply);
+        const send = (answer: McpHttpAnswer) => (answer.body === undefined ? reply.code(answer.status).send() : sendJson(reply, answer.status, answer.body));
         let principal: Awaited<ReturnType<typeof bearer.principal>>;
         try {
           principal = await bearer.principal(request);
         } catch (err) {
           if (!(err instanceof AgentDbError) || err.code !== 'UNAVAILABLE') throw err;
-          // Redis away while the key is looked up. A plain tools/call is answered as the tool's
-          // own UNAVAILABLE, whose mayStillRun says that an earlier send under the client's call
-          // id may have run (tool-call.ts, review F4); anything else in words (503).
           const at = endpoint(request);
-          const fast = at && fastToolCall({ headers: request.headers, body: request.body }, deps.fastPath !== false);
-          if (!at || !fast || 'invalid' in fast) return rpcError(reply, 503, RPC.internal, `Unavailable: ${err.detail} Try again shortly.`);
-          const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins }, async () => {
-            throw err;
-          });
-          const answer = await answerFastToolCall(fast, run, gone);
-          return answer.body === undefined ? reply.code(answer.status).send() : sendJson(reply, answer.status, answer.body);
+          if (!at) return rpcError(reply, 503, RPC.unavailable, KEY_UNCHECKED);
+          return send(await whileKeyUnchecked(request, at, err, gone));
         }
         if (!principal) {
           reply.header('www-authenticate', bearer.challenge(request));
@@ -123,32 +192,15 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
         const at = endpoint(request);
         if (!at) return rpcError(reply, 404, RPC.invalidRequest, 'No such endpoint.');
         const post = { headers: request.headers, body: request.body };
-        const onFault = (err: unknown) => request.log.error({ err: String(err) }, 'mcp tool call failed');
-        const send = (answer: McpHttpAnswer) => (answer.body === undefined ? reply.code(answer.status).send() : sendJson(reply, answer.status, answer.body));
         // A plain tools/call skips the SDK Server (why: mcp-fast-call.ts), answering the same.
         const fast = fastToolCall(post, deps.fastPath !== false);
         if (fast && 'invalid' in fast) return send(fast.invalid);
         if (fast) {
+          const onFault = faultLog(request);
           const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins, onFault }, async () => principal);
           return send(await answerFastToolCall(fast, run, gone));
         }
-        const server = mcpServer(principal, at, {
-          calls: deps.calls,
-          approvalWaitMs: deps.approvalWaitMs,
-          ...deps.waiting,
-          // `?schemas=strict`: input schemas OpenAI strict function calling accepts.
-          schemas: (request.query as { schemas?: unknown } | undefined)?.schemas === 'strict' ? 'strict' : 'own',
-          onFault,
-        });
-        const exchange = new McpExchange();
-        // Gone already (during the key's lookup): no exchange to start for nobody.
-        if (gone.aborted) return reply.code(499).send();
-        // A client gone before its answer: stop the server (it aborts the handlers' signals).
-        // After the answer nothing of the exchange is left to stop (`clientGone` does not fire),
-        // and closing would only build the SDK's ConnectionClosed error, stack and all.
-        gone.addEventListener('abort', () => void server.close(), { once: true });
-        await server.connect(exchange);
-        return send(await exchange.handle(post));
+        return send(await serve(mcpServer(principal, at, serverDeps(request)), post, gone));
       };
 
     const workspace = () => ({ kind: 'workspace' }) as const;

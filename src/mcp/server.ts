@@ -4,6 +4,7 @@ import { CallToolRequestSchema, GetTaskPayloadRequestSchema, ListToolsRequestSch
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import { MAY_PARK, type PendingCallJoins } from '../calls/pending-call-joins.ts';
+import { codeOf } from '../errors.ts';
 import type { Principal } from '../registry/principal.ts';
 import { RedisTaskStore, type McpTaskDeps } from './task-store.ts';
 import { mcpToolCall } from './tool-call.ts';
@@ -31,6 +32,12 @@ export interface McpServerDeps {
    * request).
    */
   principalNow?: () => Promise<Principal | undefined>;
+  /**
+   * Who the key was last found to be (`PrincipalCache.lastKnown`), for `tools/list` alone when
+   * `principalNow` cannot ask Redis (UNAVAILABLE): a listing runs nothing and shows no data, and
+   * a client that cannot list shows the server as broken (review N6, session 30).
+   */
+  principalKnown?: () => Principal | undefined;
   /** Which input schemas `tools/list` gives (default agentdb's own). */
   schemas?: SchemaVariant;
 }
@@ -45,14 +52,7 @@ const keyGone = () => new McpError(-32001, 'Unauthorized: the key is no longer a
  */
 export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: McpServerDeps): Server {
   const tasks = deps.tasks ? new RedisTaskStore(deps.tasks, principal) : undefined;
-  const server = new Server(
-    { name: 'agentdb', version: '0.1.0' },
-    {
-      capabilities: { tools: {}, ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}) },
-      jsonSchemaValidator: sharedValidator(),
-      ...(tasks ? { taskStore: tasks } : {}),
-    },
-  );
+  const server = newServer(deps, tasks);
   // tasks/result waits for the call itself, as tools/call does: the SDK's own handler polls the
   // store each pollInterval and never lets go, which held a stopping server's close until its
   // drain grace ran out.
@@ -65,8 +65,18 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
     return now;
   };
 
+  const listing = async (): Promise<Principal> => {
+    try {
+      return await current();
+    } catch (err) {
+      const known = codeOf(err) === 'UNAVAILABLE' ? deps.principalKnown?.() : undefined;
+      if (!known) throw err;
+      return known;
+    }
+  };
+
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const tools = toolsFor(await current(), endpoint, deps.schemas);
+    const tools = toolsFor(await listing(), endpoint, deps.schemas);
     // A tool whose calls can wait for a person may be called as a task; the others answer at once.
     return { tools: tasks ? tools.map((t) => (MAY_PARK.has(t.name) ? { ...t, execution: { taskSupport: 'optional' as const } } : t)) : [...tools] };
   });
@@ -80,6 +90,27 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   // garbage to every /mcp call (an /mcp request allocates about 46 KB with a stub call behind it).
   Protocol.prototype.setRequestHandler.call(server, CallToolRequestSchema, mcpToolCall(endpoint, deps, current, tasks));
   return server;
+}
+
+/**
+ * The server's identity and capabilities, the same whoever asks, answering `initialize` and
+ * `ping` (the SDK's own handlers) and nothing else: what `/mcp` answers those with while the
+ * bearer's key cannot be checked (Redis does not answer). Neither says anything of a key or its data.
+ */
+export function mcpInfoServer(deps: Pick<McpServerDeps, 'tasks'>): Server {
+  return newServer(deps);
+}
+
+/** An SDK server with agentdb's name and capabilities: tasks when `deps.tasks` is given (kept in `store`, when one is). */
+function newServer(deps: Pick<McpServerDeps, 'tasks'>, store?: RedisTaskStore): Server {
+  return new Server(
+    { name: 'agentdb', version: '0.1.0' },
+    {
+      capabilities: { tools: {}, ...(deps.tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}) },
+      jsonSchemaValidator: sharedValidator(),
+      ...(store ? { taskStore: store } : {}),
+    },
+  );
 }
 
 /**

@@ -1,7 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError, type Task } from '@modelcontextprotocol/sdk/types.js';
 import type { McpToolResult } from './tool-result.ts';
 
 // An MCP task's record as Redis keeps it, and what the task store reads off one (task-store.ts).
+
+/**
+ * How often a client is told to ask again (ms). Each `tasks/get` of a waiting task costs two
+ * Redis reads (the task, then the call's job); a person decides in seconds at best.
+ */
+export const TASK_POLL_MS = 1000;
 
 /** A `tasks/list` cursor, and the index's member it stands for: `<created ms, 15 digits>:<task id>`. */
 export const INDEX_ENTRY = /^\d{15}:[0-9a-f-]{36}$/;
@@ -51,4 +58,20 @@ export function cancelledMessage(callId: string, waited: string): string {
 /** What `tasks/result` answers for a cancelled task: it has no result of its own. */
 export function cancelledError(record: TaskRecord): McpError {
   return new McpError(ErrorCode.InvalidParams, `Task ${record.task.taskId} was cancelled. ${record.task.statusMessage ?? ''}`.trim());
+}
+
+/** A new task's record, `owner`'s, for `start`, living `ttlMs` (`RedisTaskStore.start`). */
+export function newRecord(owner: string, start: TaskStart, ttlMs: number): TaskRecord {
+  const now = new Date().toISOString();
+  const finished = 'result' in start;
+  const task: Task = {
+    taskId: randomUUID(),
+    status: finished ? (start.ok ? 'completed' : 'failed') : 'working',
+    ttl: ttlMs,
+    createdAt: now,
+    lastUpdatedAt: now,
+    pollInterval: TASK_POLL_MS,
+    ...(finished ? {} : { statusMessage: start.statusMessage }),
+  };
+  return { owner, callId: start.callId, task, ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}) };
 }

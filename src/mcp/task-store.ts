@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { ErrorCode, McpError, RELATED_TASK_META_KEY, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Redis } from 'ioredis';
@@ -11,14 +10,10 @@ import { unboundCallIsMine } from '../contracts/call-identity.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts } from '../redis/lua-scripts.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
-import { cancelledError, cancelledMessage, follows, INDEX_ENTRY, indexEntry, type TaskRecord, type TaskStart } from './task-record.ts';
+import { cancelledError, cancelledMessage, follows, INDEX_ENTRY, indexEntry, newRecord, type TaskRecord, type TaskStart } from './task-record.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
 
-/**
- * How often a client is told to ask again (ms). Each `tasks/get` of a waiting task costs two
- * Redis reads (the task, then the call's job); a person decides in seconds at best.
- */
-export const TASK_POLL_MS = 1000;
+export { TASK_POLL_MS } from './task-record.ts';
 
 /** Tasks per `tasks/list` page. */
 export const TASK_LIST_PAGE = 20;
@@ -85,7 +80,7 @@ export class RedisTaskStore implements TaskStore {
     for (let tries = 0; tries < 3; tries++) {
       const before = linked ? await this.read(linked) : undefined;
       if (before && follows(before, start)) return { ...(before.task.status === 'working' ? await this.settle(before) : before).task };
-      const record = this.record(start);
+      const record = newRecord(this.owner, start, this.deps.ttlMs);
       await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), JSON.stringify(record), 'PX', this.deps.ttlMs);
       const took = await withScripts(this.deps.redis).agentdbMcpTaskLink(link, linked, record.task.taskId, String(this.deps.ttlMs));
       if (took === 1) {
@@ -99,22 +94,6 @@ export class RedisTaskStore implements TaskStore {
       linked = took;
     }
     throw new McpError(ErrorCode.InternalError, `Sends of call ${start.callId} kept replacing its task; ask again.`);
-  }
-
-  /** A new task's record for {@link start}. */
-  private record(start: TaskStart): TaskRecord {
-    const now = new Date().toISOString();
-    const finished = 'result' in start;
-    const task: Task = {
-      taskId: randomUUID(),
-      status: finished ? (start.ok ? 'completed' : 'failed') : 'working',
-      ttl: this.deps.ttlMs,
-      createdAt: now,
-      lastUpdatedAt: now,
-      pollInterval: TASK_POLL_MS,
-      ...(finished ? {} : { statusMessage: start.statusMessage }),
-    };
-    return { owner: this.owner, callId: start.callId, task, ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}) };
   }
 
   /** Lists `task` from now until it lapses; older entries (their tasks gone) go first. */

@@ -1,6 +1,7 @@
 import { type CallToolRequest, type CallToolResult, type CreateTaskResult, ErrorCode, McpError, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { absentNulls } from '../contracts/strict-schema.ts';
+import { keepsNothingFor } from '../errors.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import { MAY_PARK } from '../calls/pending-call-joins.ts';
@@ -52,17 +53,15 @@ export function mcpToolCall(
     const asTask = request.params.task !== undefined && tasks !== undefined;
     const reply = async (result: McpToolResult, callId: string, ok: boolean): Promise<CallToolResult | CreateTaskResult> =>
       asTask ? { task: await tasks.start({ callId, result, ok }) } : result;
-    // A call refused before it was taken (a bound: QUOTA_EXCEEDED, RATE_LIMITED; or UNAVAILABLE)
-    // gets no task: each would be kept 48 h outside the budget that refused the call, and a
-    // flood of them took a workspace to almost four times its budget (hostile review 18h, 3).
-    // Nor does one its plan refused (its arguments, its access), which asked no rate nor budget
+    // A call refused before it was taken gets no task (the registry's rule, `keepsNothingFor`);
+    // nor does one its plan refused (its arguments, its access), which asked no rate nor budget
     // at all: a task each, as fast as the server answered (session 30, T7: 2,000 in 95 s, 7.4 MB
     // kept 48 h against a budget of 1,000 bytes). The SDK's client takes nothing but a task for a
     // task request, so it is a protocol error.
     const untaken = (answer: CallAnswer | ApprovalRequiredAnswer): McpError | undefined => {
       if (!asTask || answer.ok || !('error' in answer)) return undefined;
       const { code, message } = answer.error;
-      if (NOT_TAKEN.has(code)) return new McpError(ErrorCode.InternalError, `${code}: ${message}`);
+      if (keepsNothingFor(code)) return new McpError(ErrorCode.InternalError, `${code}: ${message}`);
       return deps.calls.untaken(answer) ? new McpError(ErrorCode.InvalidParams, `${code}: ${message}`) : undefined;
     };
     // Redis away: no task can be kept either, so a task request is answered with the error itself.
@@ -154,9 +153,6 @@ export function mcpToolCall(
     return mcpToolCallSpan(tracer, { tool: request.params.name, requestId: extra.requestId }, parent, () => callTool(request, extra));
   };
 }
-
-/** The refusals of a call that was never taken: no outcome to keep a task for. */
-const NOT_TAKEN: ReadonlySet<string> = new Set(['QUOTA_EXCEEDED', 'RATE_LIMITED', 'UNAVAILABLE']);
 
 /** An answer given before the call's outcome: it still waits (for a person, or its turn). */
 function isPending(answer: CallAnswer | ApprovalRequiredAnswer): boolean {

@@ -162,6 +162,12 @@ export class OAuthGrants {
     return cache.through(`oauth ${hash} ${resource}`, () => this.lookup(hash, resource), this.now());
   }
 
+  /** Who `token` was last found to act for at `resource` while Redis does not answer (`PrincipalCache.lastKnown`). */
+  lastKnown(token: string, resource: string): Principal | undefined {
+    if (!TOKEN_SHAPE.test(token)) return undefined;
+    return this.opts.principals?.lastKnown(`oauth ${hashKey(token)} ${resource}`, this.now());
+  }
+
   /** Who access token `hash` acts for at `resource`, and when it lapses: read from Redis ({@link authenticate}). */
   private async lookup(hash: string, resource: string): Promise<{ principal: Principal; lapses: number } | undefined> {
     const raw = await this.redis.get(this.keys.oauth('access', hash));

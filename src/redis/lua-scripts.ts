@@ -11,6 +11,8 @@ export const LUA_SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
 export interface LuaCommands {
   /** complete-calls.lua: keys are counted by the first argument (one usage hash per metered agent and tool). */
   agentdbComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  /** {@link NOTED_COMPLETE_LUA}: the number of keys first, then the note's and the completions' keys and arguments. */
+  agentdbNotedComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<[n: number, held: string, err: string]>;
   agentdbApprovalCreate(
     key: string,
     pending: string,
@@ -85,6 +87,8 @@ export interface LuaCommands {
   agentdbJoinLetGoUnsent(joinKey: string, sendsKey: string, claimKey: string, callId: string): Promise<number>;
   /** mcp-task-link.lua: 1 when the call's task link now names the new task; else the task id it names ('' for none). */
   agentdbMcpTaskLink(link: string, expected: string, taskId: string, ttlMs: string): Promise<1 | string>;
+  /** call-id-yield.lua: 1 when the claim was `from`'s (or none) and is now `claim`, for `ttlS`; else 0. */
+  agentdbCallIdYield(claimKey: string, from: string, claim: string, ttlS: string): Promise<number>;
   /** call-find.lua: the claim key, then one job hash key per shard, then shards to ask first; answers the shard and the job's hash, or [-1]. */
   agentdbCallFind(numKeys: number, ...keysThenShards: (string | number)[]): Promise<[shard: number, hash?: string[]]>;
   /** approval-index-backfill.lua: 1 when the approval exists and is now in its workspace's indexes, 0 when gone. */
@@ -123,16 +127,20 @@ export interface LuaCommands {
 /** A connection with agentdb's scripts defined on it. */
 export type ScriptedRedis = Redis & LuaCommands;
 
-/** Each command's file, and how many of its arguments are keys (absent: its first argument says). */
-const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
+/**
+ * Each command's file, and how many of its arguments are keys (absent: its first argument says);
+ * `lua`, the script made of its file, when the file is a fragment that other scripts run too.
+ */
+const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: () => string }> = {
   agentdbComplete: { file: 'complete-calls.lua' },
+  agentdbNotedComplete: { file: 'complete-calls.lua', lua: () => NOTED_COMPLETE_LUA() },
   agentdbApprovalCreate: { file: 'approval-create.lua', keys: 6 },
   agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 5 },
   agentdbApprovalIndexBackfill: { file: 'approval-index-backfill.lua', keys: 6 },
   agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },
   agentdbOffloadReserve: { file: 'offload-reserve.lua', keys: 1 },
-  agentdbBudgetNote: { file: 'budget-note.lua' },
+  agentdbBudgetNote: { file: 'budget-note.lua', lua: () => budgetNoteLua() },
   agentdbReleaseDeadOwnerJobs: { file: 'release-dead-owner-jobs.lua', keys: 3 },
   agentdbActiveLocks: { file: 'active-locks.lua', keys: 1 },
   agentdbClearStaleMarker: { file: 'clear-stale-marker.lua', keys: 4 },
@@ -144,6 +152,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number }> = {
   agentdbJoinLetGoUnsent: { file: 'join-let-go-unsent.lua', keys: 3 },
   agentdbCallFind: { file: 'call-find.lua' },
   agentdbMcpTaskLink: { file: 'mcp-task-link.lua', keys: 1 },
+  agentdbCallIdYield: { file: 'call-id-yield.lua', keys: 1 },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
   agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 4 },
   agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },
@@ -166,6 +175,54 @@ export function luaSource(file: string): string {
 }
 
 /**
+ * One call's budget note, written at once: budget-note.lua, the fragment that a batch of admitted
+ * adds (src/calls/admitted-add-batch.ts) and a worker's noted completions run too, for a batch of
+ * one. Answers `note`'s reply, or its error reply.
+ */
+export function budgetNoteLua(): string {
+  return `${luaSource('budget-note.lua')}
+local reply = note(KEYS, ARGV)
+writeNotes()
+return reply`;
+}
+
+/**
+ * A workspace's budget note and a batch of completions in one script (issue 31): `budget-note.lua`
+ * (`budgetNoteLua`) with the note's keys and arguments, then `complete-calls.lua` with the
+ * completions'. Sent one after the other they were two scripts per call on the worker's
+ * connection, each an EVALSHA Redis parses and runs; the note still goes first, so whoever hears
+ * of a call hears of it after its count. The note runs in `pcall`: a note that fails (a budget key
+ * of the wrong type, a sum that is not an integer) is reported to the budget as it was alone, and
+ * the completions still go out.
+ * KEYS: the note's, then the completions'. ARGV: how many of the keys are the note's, how many
+ * of the arguments after these two are the note's, the note's arguments, then the completions'.
+ * Returns {completions announced, budget-note's held sum (or ''), the note's error (or '')}.
+ *
+ * The keys are in two hash tags (`{budget-<workspace>}` and `{calls}`): fine on one Redis, which
+ * is what agentdb runs on, as the caller's `ADMITTED_ADDS_LUA`; a Redis Cluster would need the
+ * two scripts.
+ */
+export const NOTED_COMPLETE_LUA = (): string => `local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
+local noteKeys, noteArgs, doneKeys, doneArgs = {}, {}, {}, {}
+for i = 1, #KEYS do
+  if i <= nk then noteKeys[#noteKeys + 1] = KEYS[i] else doneKeys[#doneKeys + 1] = KEYS[i] end
+end
+for i = 3, #ARGV do
+  if i <= 2 + na then noteArgs[#noteArgs + 1] = ARGV[i] else doneArgs[#doneArgs + 1] = ARGV[i] end
+end
+local ok, noted = pcall(function(KEYS, ARGV)
+${budgetNoteLua()}
+end, noteKeys, noteArgs)
+local n = (function(KEYS, ARGV)
+${luaSource('complete-calls.lua')}
+end)(doneKeys, doneArgs)
+if not ok or noted.err then
+  return {n, '', type(noted) == 'table' and tostring(noted.err) or tostring(noted)}
+end
+return {n, noted[1], ''}
+`;
+
+/**
  * Defines every agentdb script on `redis` (once: a connection that has them is returned as it
  * is) and returns it typed with them. ioredis then runs each by EVALSHA, sending the text again
  * only when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH). Whatever takes a
@@ -173,9 +230,10 @@ export function luaSource(file: string): string {
  */
 export function withScripts(redis: Redis): ScriptedRedis {
   const scripted = redis as ScriptedRedis;
-  for (const [name, { file, keys }] of Object.entries(SCRIPTS) as [keyof LuaCommands, { file: string; keys?: number }][]) {
+  for (const [name, { file, keys, lua: made }] of Object.entries(SCRIPTS) as [keyof LuaCommands, (typeof SCRIPTS)[keyof LuaCommands]][]) {
     if (typeof scripted[name] === 'function') continue;
-    redis.defineCommand(name, keys === undefined ? { lua: luaSource(file) } : { lua: luaSource(file), numberOfKeys: keys });
+    const lua = made ? made() : luaSource(file);
+    redis.defineCommand(name, keys === undefined ? { lua } : { lua, numberOfKeys: keys });
   }
   return scripted;
 }

@@ -19,9 +19,15 @@ import type { Principal } from './principal.ts';
  *
  * Only active keys are cached: an unknown key is looked up every time, so a key minted a moment
  * ago works at once.
+ *
+ * Apart from the cache, what each key was last found to be is kept through a lost connection
+ * ({@link lastKnown}): while Redis does not answer, `/mcp` lists the tools of a key it saw
+ * active rather than refusing the client's `tools/list` (no call runs on it: a call needs Redis).
  */
 export class PrincipalCache {
   private readonly entries = new Map<string, { principal: Principal; until: number; lapses?: number }>();
+  /** What each key was last found to be, and when: see {@link lastKnown}. Forgotten on a change heard, not on a lost connection. */
+  private readonly known = new Map<string, { principal: Principal; seen: number; lapses?: number }>();
   /** Bumped by every drop, so a lookup begun before a change cannot refill the cache after it. */
   private epoch = 0;
   private live = false;
@@ -54,13 +60,13 @@ export class PrincipalCache {
   private async begin(): Promise<void> {
     if (this.ttlMs === 0) return;
     this.subscriber.on('message', (channel: string) => {
-      if (channel === this.channel) this.drop();
+      if (channel === this.channel) this.drop(true);
     });
     // Anything may have changed while the connection was down: forget, and wait for the
     // subscription before trusting the cache again.
     this.subscriber.on('close', () => {
       this.live = false;
-      this.drop();
+      this.drop(false);
     });
     this.subscriber.on('ready', () => void this.subscribe());
     await this.subscribe();
@@ -96,7 +102,25 @@ export class PrincipalCache {
   put(keyHash: string, principal: Principal, mark: number, lapses?: number): void {
     if (!this.live || mark !== this.epoch) return;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(keyHash, { principal: frozenCopy(principal), until: Date.now() + this.ttlMs, ...(lapses !== undefined ? { lapses } : {}) });
+    if (this.known.size >= this.maxEntries) this.known.clear();
+    const frozen = frozenCopy(principal);
+    const now = Date.now();
+    this.entries.set(keyHash, { principal: frozen, until: now + this.ttlMs, ...(lapses !== undefined ? { lapses } : {}) });
+    this.known.set(keyHash, { principal: frozen, seen: now, ...(lapses !== undefined ? { lapses } : {}) });
+  }
+
+  /**
+   * What `keyHash` was last found to be, while the cache is not live (its connection lost): a
+   * key seen active within {@link KNOWN_FOR_MS} and no registry change heard since. Only for
+   * answers that show nothing of the data and run nothing (`/mcp`'s `tools/list` while Redis
+   * does not answer): a change made while the connection was down is not heard, and a call
+   * needs Redis anyway. `now` as for {@link get}.
+   */
+  lastKnown(keyHash: string, now?: number): Principal | undefined {
+    if (this.live) return undefined;
+    const hit = this.known.get(keyHash);
+    if (!hit || hit.seen + KNOWN_FOR_MS <= Date.now() || (hit.lapses !== undefined && hit.lapses <= (now ?? Date.now()))) return undefined;
+    return hit.principal;
   }
 
   /**
@@ -116,13 +140,15 @@ export class PrincipalCache {
   close(): void {
     this.closed = true;
     this.live = false;
-    this.drop();
+    this.drop(true);
     this.subscriber.disconnect();
   }
 
-  private drop(): void {
+  /** Forgets every cached entry; `changed`: a change was (or may have been) missed, so {@link lastKnown}'s too. */
+  private drop(changed = true): void {
     this.epoch++;
     this.entries.clear();
+    if (changed) this.known.clear();
     const waiting = this.waiting;
     this.waiting = [];
     for (const resolve of waiting) resolve();
@@ -140,6 +166,13 @@ export class PrincipalCache {
     }
   }
 }
+
+/**
+ * How long {@link PrincipalCache.lastKnown} vouches for a key after it was last found active: an
+ * MCP client keeps its key for hours, but a key unused for this long may have been revoked by
+ * now through another Redis connection this process did not hear from.
+ */
+export const KNOWN_FOR_MS = 15 * 60_000;
 
 /** A deep copy of `principal`, frozen: what every request with its key is given while it is cached. */
 function frozenCopy(principal: Principal): Principal {

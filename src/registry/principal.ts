@@ -68,6 +68,11 @@ export class KeyAuthenticator {
     });
   }
 
+  /** Who `token` was last found to be, while Redis does not answer (`PrincipalCache.lastKnown`); undefined otherwise. */
+  lastKnown(token: string): Principal | undefined {
+    return this.cache && isKeyShaped(token) ? this.cache.lastKnown(hashKey(token)) : undefined;
+  }
+
   /**
    * @throws AgentDbError UNAVAILABLE, in words and within about 3 s, when Redis does not answer:
    * the lookups would otherwise wait out ioredis's 20 retries per command (10 s and more, or no

@@ -174,12 +174,13 @@ export class HistoryClient {
     }
     onRead?.(page.read ?? 0);
     if (!page.entries) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
-    const { after, done } = entriesAfter(page.entries, state);
+    const { after, done, kept } = entriesAfter(page.entries, state);
     // Writes still waiting for their copy to history are not in the list: say so, or it reads as complete.
     return {
       entries: after.slice(0, RESTORE_PREVIEW_ENTRIES),
       more: after.length > RESTORE_PREVIEW_ENTRIES || (!done && page.next !== undefined),
       ...(page.behind ? { note: page.behind.note } : {}),
+      ...(kept ? { kept } : {}),
     };
   }
 

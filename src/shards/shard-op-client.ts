@@ -8,12 +8,16 @@ import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { quietLateInitErrors } from '../redis/late-init-errors.ts';
+import { quitWithin } from '../redis/quit-within.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
 import { SHARD_QUEUE_EVENTS_MAX_LEN } from '../redis/shard-queues.ts';
 import { unspill, type WireOutcome } from './op-result-spill.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
 const POLL_MS = 1000;
+
+/** How long close() lets the replies still due on the ops connection come back before dropping it. */
+const QUIT_WAIT_MS = 1000;
 
 /** While no worker has taken an op (see `run`'s `pickup`). */
 export interface PickupWatch {
@@ -266,29 +270,6 @@ export class ShardOpClient {
       this.queues.set(shard, q);
     }
     return q;
-  }
-}
-
-/** How long close() lets the replies still due on the ops connection come back before dropping it. */
-const QUIT_WAIT_MS = 1000;
-
-/** QUIT after the commands in flight, or a plain disconnect once `ms` passed without its answer. */
-async function quitWithin(redis: Redis, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  try {
-    await Promise.race([
-      redis.quit().then(
-        () => undefined,
-        () => undefined,
-      ),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
-    redis.disconnect();
   }
 }
 

@@ -120,7 +120,8 @@ describe('agentdb approvals', () => {
     const approved = await cli('approvals', 'approve', id, '--key-file', keyFile, '--reason', 'fine by me');
     expect(approved.code).toBe(0);
     // A person reads a line of what was decided, not the record (that is --json's).
-    expect(approved.stdout).toBe(`approved ${id} (call ${callId} of acme/scout) by bob: it runs now; reason: fine by me\n`);
+    // It follows the call it let run for a few seconds: with a worker running, how it ran.
+    expect(approved.stdout).toBe(`approved ${id} (call ${callId} of acme/scout) by bob: it ran: ok; reason: fine by me\n`);
     expect(approved.stderr).toBe('');
     expect(await waiting).toMatchObject({ ok: true, callId, tool: 'DATA_WRITE_SQL' });
 
@@ -131,6 +132,27 @@ describe('agentdb approvals', () => {
     expect(json(q.stdout)).toMatchObject({ ok: true });
     expect(again.code).toBe(1);
     expect(json(again.stdout)).toMatchObject({ error: { code: 'APPROVAL_CONFLICT' } });
+  });
+
+  it('approving a write whose data changed since it was asked says it did not run and is asked again, naming the new approval', async () => {
+    // Review N6 (session 30): the line said "it runs now" of a call that then committed nothing
+    // and waited for a person again under a new approval, which nobody was told.
+    const now = (sql: string) =>
+      cli('call', '--workspace', 'acme', '--agent', 'scout', '--settings', '{"database":"agent"}', 'DATA_WRITE_SQL', JSON.stringify({ sql }));
+    expect((await now('CREATE TABLE jots (body TEXT)')).code).toBe(0);
+    expect((await now("INSERT INTO jots VALUES ('a')")).code).toBe(0);
+    const { callId, id } = await parkWrite('DELETE FROM jots');
+    // The data changes after the approval was asked: the DELETE would now remove two rows, not one.
+    expect((await now("INSERT INTO jots VALUES ('b')")).code).toBe(0);
+    const approved = await runCli(['approvals', 'approve', id], { ...sb.env, AGENTDB_MEMBER_KEY: keyOf.ada! });
+    expect(approved.code).toBe(0);
+    const next = /asked again as (ap_\S+) /.exec(approved.stdout)?.[1];
+    expect(approved.stdout).toBe(
+      `approved ${id} (call ${callId} of acme/scout) by ada: it did not run: its data changed since the approval was asked, so nothing was committed and it is asked again as ${next} (agentdb approvals show ${next})\n`,
+    );
+    expect(json((await cli('approvals', 'show', next!, '--json')).stdout)).toMatchObject({ state: 'pending', callId, supersedes: id });
+    // Left decided, as the other tests leave theirs.
+    expect((await runCli(['approvals', 'reject', next!, '--reason', 'not now'], { ...sb.env, AGENTDB_MEMBER_KEY: keyOf.ada! })).code).toBe(0);
   });
 
   it('shows one approval whole with its effect: --json has the rows before and after, the text a diff', async () => {

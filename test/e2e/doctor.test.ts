@@ -67,6 +67,37 @@ describe('agentdb doctor', () => {
     expect(report.ok).toBe(code === 0);
   });
 
+  it('a Redis without persistence: a durability failure that says so, and --dev makes it a warning (exit 0)', async () => {
+    // Review N5 (session 29): a new user's dev Redis met a bare FAIL, not said to be about
+    // durability nor to be expected on a development machine, and no way to pass the check there.
+    await admin.config('SET', 'maxmemory', '256mb');
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'appendonly', 'no');
+    await admin.config('SET', 'save', '');
+    try {
+      const strict = await doctor({ REDIS_URL: own.url });
+      const failed = strict.report.checks.find((c) => c.check === 'redis-persistence')!;
+      expect(failed.status).toBe('fail');
+      expect(failed.detail).toMatch(
+        /^Durability: AOF is off and so are RDB snapshots: a Redis restart loses .*every registered workspace, agent, member and key/,
+      );
+      expect(failed.detail).toMatch(/A failure for a deployment; on a development machine .* agentdb doctor --dev counts it as a warning\.$/);
+      expect(failed.fix).toMatch(/appendonly yes/);
+      expect(strict.code).toBe(1);
+      const dev = await runCli(['doctor', '--json', '--dev'], { ...sb.env, REDIS_URL: own.url });
+      const report = JSON.parse(dev.stdout) as Report;
+      expect(report.checks.find((c) => c.check === 'redis-persistence')).toMatchObject({
+        status: 'warn',
+        detail: expect.stringMatching(/^Durability: .* A warning with --dev: expected of a development Redis; a failure for a deployment\.$/),
+        fix: expect.stringMatching(/appendonly yes/),
+      });
+      expect(report.ok).toBe(true);
+      expect(dev.code).toBe(0);
+    } finally {
+      await admin.config('SET', 'appendonly', 'yes');
+    }
+  });
+
   it('fails an evicting policy and a Redis nearly full, and prints a table by default', async () => {
     await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
     const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);

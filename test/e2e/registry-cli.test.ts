@@ -64,9 +64,18 @@ describe('agentdb workspaces | agents | keys', () => {
     expect(error.hint).toContain('agentdb agents set --workspace acme --agent unregistered --database agent');
     // Not the registry's hint for an agent's tool calls (tables, approvals).
     expect(error.hint).not.toContain('DATA_DESCRIBE_SCHEMA');
-    // Other registry commands keep the registry's own hint.
-    const revoke = JSON.parse((await cli('keys', 'revoke', '--workspace', 'acme', '--id', 'k_none')).stdout) as { error: { hint: string } };
-    expect(revoke.error.hint).toContain('DATA_DESCRIBE_SCHEMA');
+    // Other registry commands name the commands that list what is registered, not an agent's
+    // tools (review N6: `agents set` in a workspace not registered pointed at DATA_DESCRIBE_SCHEMA).
+    for (const args of [
+      ['keys', 'revoke', '--workspace', 'acme', '--id', 'k_none'],
+      ['agents', 'set', '--workspace', 'ghost', '--agent', 'a'],
+      ['agents', 'remove', '--workspace', 'acme', '--agent', 'nobody'],
+    ]) {
+      const { error: refused } = JSON.parse((await cli(...args)).stdout) as { error: { code: string; hint: string } };
+      expect(refused.code).toBe('NOT_FOUND');
+      expect(refused.hint).not.toContain('DATA_DESCRIBE_SCHEMA');
+      expect(refused.hint).toContain('`agentdb workspaces list`, `agentdb agents list --workspace W`');
+    }
   });
 
   it('registers a db-surface agent and prints the db_* contract', async () => {

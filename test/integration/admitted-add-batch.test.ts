@@ -171,8 +171,8 @@ describe("a turn's admitted adds", () => {
     ] as const;
     /**
      * Admits `calls` into workspaces `<run>-a` and `<run>-b` (cap 1000 bytes, `a` 5 calls a
-     * window): in one turn, one at a time, or one at a time by budget-note.lua alone (`note`: no
-     * job added), the script budget-note-batch.lua copies.
+     * window): in one turn, one at a time, or one at a time by the budget note alone (`note`: no
+     * job added; budget-note.lua's text for a batch of one).
      */
     const run = async (name: string, how: 'together' | 'alone' | 'note', now: number) => {
       const queue = queueOf(`${name}-a`);

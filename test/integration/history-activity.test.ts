@@ -15,6 +15,7 @@ import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { pastMs } from '../helpers/history.ts';
 import { whoOf } from '../helpers/who.ts';
+import { dryRunText } from '../../src/cli/restore-text.ts';
 
 // The activity list (issue 29 part 3) through the real queue, workers, executor and history:
 // each commit as the call that made it, a restore, and a write from outside agentdb.
@@ -134,6 +135,27 @@ describe('agentdb activity: history as what was done', () => {
     expect(times).toEqual([...times].sort().reverse());
     expect(all.recentCommits.map((c) => c.position)).toEqual(expect.arrayContaining(view.recentCommits.map((c) => c.position)));
     expect((await history.history('acme', 'operator', { commits: 'none' })).recentCommits).toEqual([]);
+  });
+
+  it('a dry run to an upkeep commit, which the history leaves out, names the last activity entry it keeps too', async () => {
+    // Review N5 (session 29): a dry run just after an approved write kept "the last commit" at a
+    // time and position `agentdb history` listed nowhere: the decision's audit row, committed after it.
+    const users = new Set((await history.history('acme', 'operator')).recentCommits.map((c) => c.position));
+    const upkeep = (await history.history('acme', 'operator', { commits: 'all' })).recentCommits.find((c) => !users.has(c.position))!;
+    expect(upkeep).toBeDefined();
+    const dry = await history.restore('acme', { through: upkeep.position, dryRun: true, by: { who: 'operator:test', via: 'operator' } }, 'operator');
+    expect(dry.keeps).toBe(upkeep.position);
+    // The entry just before the upkeep commit: the approved UPDATE whose decision it records.
+    const approved = (await everything()).find((e) => e.by === 'agent:careful')!;
+    expect(dry.after?.kept).toMatchObject({ id: approved.id, at: approved.at, by: 'agent:careful' });
+    const text = dryRunText(dry);
+    expect(text.split('\n').slice(0, 2)).toEqual([
+      `dry run, nothing changed: acme would be restored as of ${dry.restoredTo} (the last commit kept: agentdb's own upkeep, listed by agentdb history --all-commits), position ${upkeep.position}`,
+      `the last activity entry it keeps: ${approved.at} agent:careful DATA_WRITE_SQL UPDATE leads SET email = 'c@x' WHERE id = 1, position ${approved.id}`,
+    ]);
+    // A dry run to a listed commit reads as before.
+    const plain = await history.restore('acme', { through: approved.id, dryRun: true, by: { who: 'operator:test', via: 'operator' } }, 'operator');
+    expect(dryRunText(plain)).toMatch(/^dry run, nothing changed: acme would be restored as of \S+ \(the last commit kept\), position \S+\nbuilt from/);
   });
 
   it("refuses a position copied from another database's list (HISTORY_POSITION_FOREIGN), and still reads a plain one as its own", async () => {

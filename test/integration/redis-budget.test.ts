@@ -135,9 +135,8 @@ describe("a workspace's Redis budget", () => {
     try {
       const budget = new WorkspaceRedisBudget(conn, keys);
       const completion = new CallCompletion(conn, keys, budget);
-      const scripted = conn as typeof conn & { agentdbNotedComplete: (...args: unknown[]) => Promise<unknown> };
-      const noted = scripted.agentdbNotedComplete.bind(conn);
-      scripted.agentdbNotedComplete = (...args) => (sent.push(`completion noting ${String(args[1])}`), noted(...args));
+      const noted = conn.agentdbNotedComplete.bind(conn);
+      conn.agentdbNotedComplete = (...args) => (sent.push(`completion noting ${String(args[1])}`), noted(...args));
       const until = Date.now() + 60_000;
       const done: Promise<void>[] = [];
       const failed: unknown[] = [];

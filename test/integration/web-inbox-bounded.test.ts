@@ -138,6 +138,9 @@ describe('the approvals inbox stays a bounded size', { timeout: 120_000 }, () =>
     expect((await get(`/inbox/${id}?whole=needed`, sam.cookie)).text).toContain('read it whole here before approving it');
     const seen = await post({ whole: '1' });
     expect(seen.headers.get('location')).toBe('/inbox?decided=approved');
+    // Its notice does not promise a run: a call whose data changed since it was asked is asked again.
+    const notice = (await get('/inbox?decided=approved', sam.cookie)).text;
+    expect(notice).toContain('Approved: the call runs, unless its data changed since it was asked; then it is asked again as a new card.');
     const decided = await get(`/inbox/${id}`, sam.cookie);
     expect(decided.text).toContain('<dt>decided by</dt><dd>sam</dd>');
   });

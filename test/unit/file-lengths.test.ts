@@ -5,18 +5,19 @@ import { describe, expect, it } from 'vitest';
 
 // DESIGN.md "Layout": one concept per file, named after it; a file past ~300 lines holds more
 // than one and wants splitting. Kept by this check, not by review: a file of the shipped code
-// (src/, workers/, bin/) past LIMIT lines fails CI. The limit sits a little above 300 because
-// a few files stand at 300 to 303 lines (calls/call-parking.ts, guard/tokenizer.ts,
-// sqlite/sqlite-effect.ts); it was 330 until the six files at 304-329 were split (session 28):
+// (src/, workers/, bin/) past LIMIT lines fails CI. The limit sits just above 300 because two
+// files stand at 300 and 301 lines (sqlite/sqlite-effect.ts, guard/tokenizer.ts); it was 330
+// until the six files at 304-329 were split (session 28), 310 until the three at 304-306 were
+// (session 30: approvals/approval-service.ts, calls/call-parking.ts, shards/shard-op-client.ts):
 // lower it as the largest are split.
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const ROOTS = ['src', 'workers', 'bin'];
-const LIMIT = 310;
+const LIMIT = 302;
 
 /** Files allowed past LIMIT, each with the most it may have and why it is one file. */
 const EXCEPTIONS: Record<string, { max: number; why: string }> = {
   'src/errors.ts': {
-    max: 420,
+    max: 450,
     why:
       'the one registry of error codes: two thirds of it is the ERRORS table (one entry per code, which docs/errors.md follows), ' +
       'the rest the few functions every layer reads it with; apart, the table and its readers would only import each other',

@@ -35,7 +35,7 @@ describe('entriesAfter: what a restore to a history position takes away', () => 
   });
 
   it('takes nothing away at the last commit; says when the page ended before the state', () => {
-    expect(entriesAfter(page, 'g0000000002.00000001.1')).toEqual({ after: [], done: true });
+    expect(entriesAfter(page, 'g0000000002.00000001.1')).toEqual({ after: [], done: true, kept: page[0] });
     expect(entriesAfter(page.slice(0, 2), 'g0000000001.00000001.3')).toMatchObject({ done: false });
   });
 });

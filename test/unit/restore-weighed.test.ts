@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RestorePlan } from '../../src/history/restore-plan.ts';
-import { weighedPlan } from '../../src/history/restore-weighed.ts';
+import { weighedPlan, weighing } from '../../src/history/restore-weighed.ts';
 
 // The plan a restore's quota weighed is the one it runs, or it is refused (session 29, L3).
 let dir: string;
@@ -29,32 +29,39 @@ const never = (): RestorePlan => {
   throw new Error('planned again');
 };
 
+describe('weighing', () => {
+  it('weighs what a restore adds: twice the moment into a new database; in place, less the file it replaces', () => {
+    expect(weighing(planOf(100), undefined, false)).toMatchObject({ adds: 200 * 4096, bytesBefore: 0 });
+    expect(weighing(planOf(100), 150 * 4096, true)).toMatchObject({ adds: 50 * 4096, bytesBefore: 150 * 4096, partial: true });
+  });
+});
+
 describe('weighedPlan', () => {
   it('answers the plan weighed without planning again, for a file as large as weighed or larger', () => {
     const plan = planOf(100);
-    expect(weighedPlan({ plan, bytesBefore: 50 * 4096 }, 80 * 4096, 'restore of a/b in place', never)).toBe(plan);
-    expect(weighedPlan({ plan, bytesBefore: 0 }, undefined, 'restore of a/b into a/c', never)).toBe(plan);
+    expect(weighedPlan(weighing(plan, 50 * 4096, false), 80 * 4096, 'restore of a/b in place', never)).toBe(plan);
+    expect(weighedPlan(weighing(plan, undefined, false), undefined, 'restore of a/b into a/c', never)).toBe(plan);
   });
 
   it('refuses a restore in place whose file shrank since it was weighed, unless it still frees bytes', () => {
-    expect(() => weighedPlan({ plan: planOf(100), bytesBefore: 150 * 4096 }, 10 * 4096, 'restore of a/b in place', never)).toThrow(
+    expect(() => weighedPlan(weighing(planOf(100), 150 * 4096, false), 10 * 4096, 'restore of a/b in place', never)).toThrow(
       expect.objectContaining({ code: 'QUOTA_EXCEEDED', detail: expect.stringContaining('the database shrank from 614400 to 40960 bytes') }),
     );
     // Back to 10 pages from 150, then 30: it frees bytes either way, which no quota refuses.
-    expect(weighedPlan({ plan: planOf(10), bytesBefore: 150 * 4096 }, 30 * 4096, 'restore of a/b in place', never).dbPages).toBe(10);
+    expect(weighedPlan(weighing(planOf(10), 150 * 4096, false), 30 * 4096, 'restore of a/b in place', never).dbPages).toBe(10);
   });
 
   it('plans a partial plan (a full disk) again, and refuses it once it would add more than weighed', () => {
     const grown = planOf(200);
-    expect(() => weighedPlan({ plan: planOf(100), bytesBefore: 0, partial: true }, undefined, 'restore of a/b into a/c', () => grown)).toThrow(
+    expect(() => weighedPlan(weighing(planOf(100), undefined, true), undefined, 'restore of a/b into a/c', () => grown)).toThrow(
       expect.objectContaining({ code: 'QUOTA_EXCEEDED', detail: expect.stringContaining('planned on a full disk') }),
     );
     const same = planOf(100);
-    expect(weighedPlan({ plan: planOf(100), bytesBefore: 0, partial: true }, undefined, 'restore of a/b into a/c', () => same)).toBe(same);
+    expect(weighedPlan(weighing(planOf(100), undefined, true), undefined, 'restore of a/b into a/c', () => same)).toBe(same);
   });
 
   it('refuses a plan whose history was pruned since it was weighed', () => {
-    expect(() => weighedPlan({ plan: planOf(1, path.join(dir, 'gone')), bytesBefore: 0 }, 0, 'restore of a/b in place', never)).toThrow(
+    expect(() => weighedPlan(weighing(planOf(1, path.join(dir, 'gone')), 0, false), 0, 'restore of a/b in place', never)).toThrow(
       expect.objectContaining({ code: 'HISTORY_OUT_OF_RANGE' }),
     );
   });

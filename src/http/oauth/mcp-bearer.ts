@@ -25,6 +25,17 @@ export class McpBearer {
   }
 
   /**
+   * Who the request's key or token was last found to be, for a request made while Redis does not
+   * answer (`PrincipalCache.lastKnown`): only for answers that run nothing and show no data.
+   */
+  lastKnown(request: FastifyRequest): Principal | undefined {
+    const token = bearerOf(request.headers.authorization);
+    if (!token) return undefined;
+    if (this.oauth && token.startsWith(ACCESS_TOKEN_PREFIX)) return this.oauth.grants.lastKnown(token, resourceOf(request, this.oauth));
+    return this.keys.lastKnown(token);
+  }
+
+  /**
    * What a 401 from this endpoint says went wrong, by what the request sent: nothing (or no
    * Bearer), an access token that is no longer good here, or a key that is not an active one.
    * Told apart by the header alone, so it says nothing of which keys or tokens exist; the key's

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { AgentDbError } from '../../errors.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
-import { historyHref, type HistoryAccess } from './history-routes.ts';
+import { historyAvailable, historyHref, type HistoryAccess } from './history-routes.ts';
 import type { PageFrame } from './layout.ts';
 import { databaseField, formBody, requireTyped } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
@@ -34,9 +34,9 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       if (request.validationError) throw request.validationError;
       const member = memberOf(request);
       const db = ownDatabase(member, request.body.db);
-      if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
+      const history = historyAvailable(access);
       requireTyped((request.body.confirm ?? '').trim(), db, `type the database's name, ${db}, to confirm the restore; nothing was restored`);
-      const outcome = await access.restore(db, { through: request.body.through, by: by(request) }, { member });
+      const outcome = await history.restore(db, { through: request.body.through, by: by(request) }, { member });
       // POST, redirect, GET: reloading the answer cannot restore a second time.
       return reply.redirect(`${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`, 303);
     } catch (err) {
@@ -49,12 +49,12 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       if (request.validationError) throw request.validationError;
       const member = memberOf(request);
       const db = ownDatabase(member, request.body.db);
-      if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
+      const history = historyAvailable(access);
       const typed = (request.body.into ?? '').trim();
       if (!typed) throw new AgentDbError('INVALID_ARGUMENTS', 'type the name of the new database to fork into; nothing was created');
       // A bare name is a database of the same workspace, the only place a fork may go.
       const into = typed.includes('/') ? typed : `${member.workspace}/${typed}`;
-      await access.restore(db, { through: request.body.through, into, by: by(request) }, { member });
+      await history.restore(db, { through: request.body.through, into, by: by(request) }, { member });
       return reply.redirect(dbHref(into), 303);
     } catch (err) {
       return errorPage(reply, frameOf(request), err);

@@ -29,6 +29,12 @@ const restoreBody = formBody({ db: databaseField, at: z.string().optional(), und
  * `/restore` routes call. Absent (a server without history), the page says so.
  */
 export type HistoryAccess = Pick<HistoryClient, 'history' | 'restore' | 'activity'>;
+
+/** `access`, or UNAVAILABLE where this server has no history (the page's error, for every history route alike). */
+export function historyAvailable(access: HistoryAccess | undefined): HistoryAccess {
+  if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
+  return access;
+}
 type DatabaseHistory = HistoryView;
 type RestoreOutcome = RestoreResult;
 
@@ -213,11 +219,11 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
     restored?: string,
     before?: string,
   ) => {
-    if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
+    const history = historyAvailable(access);
     const caller = { member: memberOf(request) };
     // The page lists a page of activity: charged as the API's page is (a lookup, and what it read afresh).
     const out = await chargedActivityRead(charge, caller.member, (onRead) =>
-      Promise.all([access.history(db, caller, { commits: 'none' }), access.activity(db, before ? { before } : {}, caller, onRead)]),
+      Promise.all([history.history(db, caller, { commits: 'none' }), history.activity(db, before ? { before } : {}, caller, onRead)]),
     );
     // With its seconds, as the data pages' refusals: a 429 with Retry-After (errorPage).
     if ('limited' in out)
@@ -253,7 +259,7 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         if (request.validationError) throw request.validationError;
         const body = request.body;
         const db = ownDatabase(member, body.db);
-        if (!access) throw new AgentDbError('UNAVAILABLE', 'history is not available on this server');
+        const history = historyAvailable(access);
         const at = atOf(body.at);
         const undo = body.undo || undefined;
         if (!at && !undo) throw new AgentDbError('INVALID_ARGUMENTS', 'pick a time to restore to');
@@ -264,7 +270,7 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         // A dry run lists what it would take away from a page of activity: charged before it runs,
         // as the API's dry run is, not only by the page shown after it (which a spent budget refused
         // once the dry run had read the list anyway).
-        const planned = await chargedRestore(charge, member, dryRun, (onRead) => access.restore(db, req, { member }, onRead));
+        const planned = await chargedRestore(charge, member, dryRun, (onRead) => history.restore(db, req, { member }, onRead));
         if ('limited' in planned)
           throw new AgentDbError(
             'RATE_LIMITED',

@@ -61,7 +61,10 @@ function flashOf(query: {
 }): PageFrame['flash'] {
   const bulk = bulkFlash(query);
   if (bulk) return bulk;
-  if (query.decided === 'approved') return { kind: 'ok', text: 'Approved: the call runs now.' };
+  // Not "the call runs now": a call whose data changed since it was asked runs nothing and is
+  // asked again, as a new card (review N6, session 30: the CLI said so of such calls too).
+  if (query.decided === 'approved')
+    return { kind: 'ok', text: 'Approved: the call runs, unless its data changed since it was asked; then it is asked again as a new card.' };
   if (query.decided === 'rejected') return { kind: 'ok', text: 'Rejected: the agent is told, with your reason.' };
   if (query.whole === 'needed') return { kind: 'error', text: 'Too long to show on its card: read it whole here before approving it.' };
   if (query.error && Object.hasOwn(ERRORS, query.error)) return { kind: 'error', text: `${query.error}: ${ERRORS[query.error as ErrorCode].message}` };

@@ -7,7 +7,6 @@ import { historyDir } from '../../history/history-files.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { positionIn, positionToken } from '../../history/position-token.ts';
 import type { RestoreResult } from '../../history/restore-result.ts';
-import { restoreAdds } from '../../history/restore-room.ts';
 import type { WeighedPlan, WeighingResult } from '../../history/restore-weighed.ts';
 import { intoTaken } from '../../history/restore-into.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
@@ -123,12 +122,15 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
         // of the workspace's other databases at once count it. A dry run answers what the
         // restore itself would: the same plan and check, `refused` instead of thrown (review N3).
         // The restore then runs the plan weighed (`weighed`), not one of its own made after it.
-        const { weighed: plan, ...dry } = unwrap(await ctx.executor.run({ ...req, dryRun: true, weighing: true })) as WeighingResult;
+        // The child answers the plan with what it adds (`weighing`), which the restore then runs by.
+        const { weighed: plan, ...dry } = unwrap(await ctx.executor.run({ ...req, dryRun: true, weighing: true })) as Required<
+          Pick<WeighingResult, 'weighed'>
+        > &
+          RestoreResult;
         planned = dry;
         weighed = plan;
-        const adding = restoreAdds({ into: args.into !== undefined, restoredBytes: dry.restoredBytes, currentBytes: dry.bytesBefore ?? 0 });
         const what = args.into === undefined ? `restore of ${source} in place` : `restore of ${source} into ${writes}`;
-        const adds = { databases: args.into === undefined ? 0 : 1, bytes: adding };
+        const adds = { databases: args.into === undefined ? 0 : 1, bytes: plan.adds };
         ({ release, refused: overQuota } = await ctx.quota.holdOrRefusal(parseDatabaseId(writes).workspace, adds, what, args.dryRun === true));
       }
       if (args.dryRun !== true || !planned) {
