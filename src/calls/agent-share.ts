@@ -42,18 +42,6 @@ interface AgentCalls {
 }
 
 /**
- * The slots of a shard's worker (WORKER_CONCURRENCY) one workspace's calls and shard ops may hold
- * at once: half, and never fewer than one agent's share. One agent's share alone left a workspace
- * of four agents (or members) free to hold every slot, each call but one waiting for the
- * workspace's share of the executor, and another workspace's one-row read on the shard waited
- * for one of their runaway statements to reach its deadline (session 30, T7). A workspace's calls
- * over it wait or go back to the queue as an agent's over its own share do.
- */
-export function workspaceShardLimit(workerConcurrency: number, agentShardConcurrency: number): number {
-  return Math.max(agentShardConcurrency, Math.ceil(workerConcurrency / 2));
-}
-
-/**
  * At most `limit` calls of one agent run at once on one shard of this worker process. Without
  * it, one agent with 32 calls in flight held every BullMQ slot of its shard and other agents'
  * calls were withdrawn (NO_WORKER).
@@ -72,7 +60,7 @@ export class AgentShare {
   constructor(
     private readonly limit: number,
     private readonly logger: Logger,
-    /** Whose share this is, for the log: `agent` (its calls), or `workspace` (see {@link workspaceShardLimit}). */
+    /** Whose share this is, for the log: `agent` (its calls), or `workspace` (WORKSPACE_SHARD_CONCURRENCY). */
     private readonly of: 'agent' | 'workspace' = 'agent',
   ) {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);

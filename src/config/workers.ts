@@ -15,6 +15,13 @@ const workersSchema = z.object({
    * (delayed, not refused) until one ends. Default: a quarter of WORKER_CONCURRENCY, at least 1.
    */
   AGENT_SHARD_CONCURRENCY: z.coerce.number().int().min(1).max(1000).optional(),
+  /**
+   * Calls and shard ops of one workspace a shard's worker runs at once, its agents' together;
+   * more go back to the queue as an agent's do. Default: half of WORKER_CONCURRENCY, and never
+   * fewer than AGENT_SHARD_CONCURRENCY. A deployment of one workspace may raise it to
+   * WORKER_CONCURRENCY: the bound is there so one workspace cannot hold every slot from another.
+   */
+  WORKSPACE_SHARD_CONCURRENCY: z.coerce.number().int().min(1).max(1000).optional(),
   /** Executor children per worker process. Default: the CPUs this process may use, at least 2. */
   EXECUTOR_POOL_SIZE: z.coerce.number().int().min(1).max(1024).optional(),
   /** Children one workspace may hold at once. Default: half the pool, rounded up. */
@@ -61,6 +68,8 @@ export interface WorkersConfig {
   readonly statementTimeoutMs: number;
   readonly workerConcurrency: number;
   readonly agentShardConcurrency: number;
+  /** WORKSPACE_SHARD_CONCURRENCY, at least `agentShardConcurrency` (one agent holds no more than its workspace). */
+  readonly workspaceShardConcurrency: number;
   readonly executorPoolSize: number;
   readonly executorWorkspaceShare: number;
   /** Overflow-lane children beyond the pool (EXECUTOR_OVERFLOW). */
@@ -82,10 +91,12 @@ export interface WorkersConfig {
 /** This part's fields of `Config`, from its variables as validated. */
 export function workersConfig(e: z.infer<typeof workersSchema>): WorkersConfig {
   const executorPoolSize = e.EXECUTOR_POOL_SIZE ?? Math.max(2, os.availableParallelism());
+  const agentShardConcurrency = e.AGENT_SHARD_CONCURRENCY ?? Math.max(1, Math.floor(e.WORKER_CONCURRENCY / 4));
   return {
     statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
     workerConcurrency: e.WORKER_CONCURRENCY,
-    agentShardConcurrency: e.AGENT_SHARD_CONCURRENCY ?? Math.max(1, Math.floor(e.WORKER_CONCURRENCY / 4)),
+    agentShardConcurrency,
+    workspaceShardConcurrency: Math.max(agentShardConcurrency, e.WORKSPACE_SHARD_CONCURRENCY ?? Math.ceil(e.WORKER_CONCURRENCY / 2)),
     executorPoolSize,
     // More than the pool would mean no limit at all; say what is enforced.
     executorWorkspaceShare: Math.min(executorPoolSize, e.EXECUTOR_WORKSPACE_SHARE ?? Math.ceil(executorPoolSize / 2)),

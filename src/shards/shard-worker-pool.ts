@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
-import { AgentShare, workspaceShardLimit } from '../calls/agent-share.ts';
+import { AgentShare } from '../calls/agent-share.ts';
 import { claimTtlS } from '../calls/call-id-claim.ts';
 import { CallIdLedger } from '../calls/call-id-ledger.ts';
 import type { Config } from '../config.ts';
@@ -124,7 +124,10 @@ export class ShardWorkerPool {
     if (opts.metrics) registerWorkerGauges(opts.metrics, this.executor, () => this.workers.size);
     this.lease = new ShardLease(this.redis, this.keys, this.id, config.leaseTtlMs);
     this.agentShare = new AgentShare(config.agentShardConcurrency, opts.logger);
-    this.workspaceShare = new AgentShare(workspaceShardLimit(config.workerConcurrency, config.agentShardConcurrency), opts.logger, 'workspace');
+    // A workspace of four agents (or members) with runaway statements held every slot on their
+    // agent shares alone, and another workspace's one-row read waited for a runaway's deadline
+    // (session 30, T7): the workspace's share bounds them together, taken before its agent's.
+    this.workspaceShare = new AgentShare(config.workspaceShardConcurrency, opts.logger, 'workspace');
     this.status = new ExecutorStatusPublisher(this.redis, this.keys, () => ({
       worker: this.id,
       pid: process.pid,

@@ -29,7 +29,7 @@ export interface ShardWorkerDeps {
   quota: WorkspaceQuota;
   calls: CallJobProcessor;
   agentShare: AgentShare;
-  /** The workspace's share of a shard, taken before its agent's (`workspaceShardLimit`). */
+  /** The workspace's share of a shard, taken before its agent's (WORKSPACE_SHARD_CONCURRENCY). */
   workspaceShare: AgentShare;
   markers: StaleMarkers;
   unheld: UnheldJobs;

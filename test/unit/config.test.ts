@@ -58,6 +58,14 @@ describe('loadConfig', () => {
     expect([set.executorPoolSize, set.executorWorkspaceShare, set.agentShardConcurrency]).toEqual([4, 4, 2]);
   });
 
+  it("bounds a workspace's calls on a shard at half the worker's slots, or as set, never under one agent's share", () => {
+    expect(loadConfig({}).workspaceShardConcurrency).toBe(16);
+    expect(loadConfig({ WORKER_CONCURRENCY: '5' }).workspaceShardConcurrency).toBe(3);
+    // A deployment of one workspace gives it every slot.
+    expect(loadConfig({ WORKSPACE_SHARD_CONCURRENCY: '32' }).workspaceShardConcurrency).toBe(32);
+    expect(loadConfig({ WORKSPACE_SHARD_CONCURRENCY: '2', AGENT_SHARD_CONCURRENCY: '6' }).workspaceShardConcurrency).toBe(6);
+  });
+
   it('keeps one overflow-lane child and a 250 ms threshold unless told otherwise; 0 turns the lane off', () => {
     expect([loadConfig({}).executorOverflow, loadConfig({}).executorLongMs]).toEqual([1, 250]);
     const off = loadConfig({ EXECUTOR_OVERFLOW: '0', EXECUTOR_LONG_MS: '50' });
@@ -70,6 +78,7 @@ describe('loadConfig', () => {
     ['EXECUTOR_LONG_MS', '0'],
     ['EXECUTOR_WORKSPACE_SHARE', 'half'],
     ['AGENT_SHARD_CONCURRENCY', '0'],
+    ['WORKSPACE_SHARD_CONCURRENCY', '0'],
     ['SHARD_COUNT', 'many'],
     ['SHARD_COUNT', '0'],
     ['PORT', '70000'],
