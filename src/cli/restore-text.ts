@@ -13,7 +13,9 @@ import { entryWhat } from './activity-entry-text.ts';
  * @param through the history position the restore was asked for (`--through`), if one was.
  */
 export function restoredText(r: RestoreResult, req: { through?: string; undo?: string }): string {
-  const kept = `as of ${r.restoredTo} (the last commit kept)${req.through !== undefined ? `, position ${req.through}` : ''}`;
+  // A state built from a snapshot alone (an undo's: the snapshot taken before the restore it
+  // undoes) is dated by the snapshot, not by a commit (review N6, session 30).
+  const kept = `as of ${r.restoredTo} (${r.commits ? 'the last commit kept' : 'when its snapshot was taken'})${req.through !== undefined ? `, position ${req.through}` : ''}`;
   const lines = [
     r.into
       ? `made ${r.into} from ${r.database} ${kept}`
