@@ -398,6 +398,8 @@ async function main(): Promise<void> {
   const inject = async (f: string) => {
     const t0 = Date.now();
     const at = new Date().toISOString();
+    // Its start too: a fault that never ends (run 6 of session 30 stopped its streams) shows which.
+    console.error(`${at} ${f} begins`);
     let detail = '';
     if (f === 'worker' || f === 'child') {
       const which = f === 'worker' ? (workerKills++ % 2 ? 'worker' : 'start') : Math.random() < 0.5 ? 'worker' : 'start';
