@@ -30,6 +30,11 @@
 //           writes until a write of its AOF works again
 // and checks: no write answered ok is later answered a refusal without mayStillRun (okThenNotRun),
 // and the workspace's budget sum (`held`) equals the sum of its ledger's members after the run.
+// Session 30, F6 added: each `full` runs a restore --into while the disk is full, every restore
+// keeps its span, and the report counts the restores that overlapped a full disk apart
+// (restores.duringFull: answered ok, each checked like the others, or refused, and how);
+// the data tmpfs grows (END_DATA_SIZE) once the lanes stop, so the end's restores and the
+// driver's reads of them are not refused by the disk the run's restores filled (F5's (e)).
 // Checked at the end: every write answered ok is in its database once, with its row id; no write
 // whose last answer is a refusal without mayStillRun is there (counted apart, notSentAfterMayRun:
 // an UNAVAILABLE "not sent" after an earlier send of the id was answered may still run or queued); no answer without mayStillRun
@@ -59,7 +64,7 @@ import { MemberRegistry } from '../src/registry/members.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
 import { freePort, OwnRedis } from '../test/helpers/own-redis.ts';
 import { runCli, startCli } from '../test/helpers/processes.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../test/helpers/tmpfs.ts';
+import { fillDisk, growTmpfs, mountTmpfs, unmountTmpfs } from '../test/helpers/tmpfs.ts';
 
 const RUN_MS = Number(process.env.RUN_S ?? 120) * 1000;
 const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 2);
@@ -160,6 +165,17 @@ async function main(): Promise<void> {
   for (const k of await r.keys(`${config.prefix}:*`)) registry.push([k, (await r.dumpBuffer(k))!]);
 
   const restartsRefused: string[] = [];
+  const unexpectedExits: { which: string; at: string; code: number | null; signal: string | null; tail: string }[] = [];
+  const killing = new Set<ChildProcess>();
+  let stopping = false;
+  // Faults of two streams may overlap (a worker killed while the disk is full), but one thing is
+  // broken by one fault at a time: each takes its resource's turn.
+  const turns: Record<string, Promise<unknown>> = {};
+  const inTurn = <T>(resource: string, fn: () => Promise<T>): Promise<T> => {
+    const next = (turns[resource] ?? Promise.resolve()).then(fn);
+    turns[resource] = next.catch(() => undefined);
+    return next;
+  };
   const logs = fs.createWriteStream(path.join(out, 'processes.log'));
   const startProc = async (which: 'start' | 'worker') => {
     // A process started while Redis is stopped or down exits at once (it checks Redis first):
@@ -176,8 +192,25 @@ async function main(): Promise<void> {
     }
     p.stdout!.pipe(logs, { end: false });
     p.stderr!.pipe(logs, { end: false });
+    // The last of what it printed, for an exit nobody asked for.
+    let tail = p.readyLog.slice(-2000);
+    const keep = (d: Buffer) => {
+      tail = (tail + String(d)).slice(-4000);
+    };
+    p.stdout!.on('data', keep);
+    p.stderr!.on('data', keep);
     p.removeAllListeners('exit');
     procs[which] = p;
+    // A process that ends by itself is counted (a finding) and started again, as a supervisor would.
+    p.once('exit', (code, signal) => {
+      if (killing.has(p) || stopping) return;
+      unexpectedExits.push({ which, at: new Date().toISOString(), code, signal, tail: tail.slice(-1500) });
+      console.error(`${new Date().toISOString()} ${which} exited by itself (${code ?? signal})`);
+      void inTurn(which, async () => {
+        // Unless a fault in its turn started it again meanwhile.
+        if (procs[which] === p) await startProc(which);
+      });
+    });
   };
   await startProc('start');
   await startProc('worker');
@@ -260,14 +293,23 @@ async function main(): Promise<void> {
 
   const kill = async (which: 'start' | 'worker') => {
     const p = procs[which]!;
+    // Already gone by itself: its exit was counted, and its restart waits for this turn.
+    if (p.exitCode !== null || p.signalCode !== null) return;
+    killing.add(p);
     const gone = new Promise((res) => p.once('exit', res));
     p.kill('SIGKILL');
     await gone;
   };
-  const childrenOf = (pid: number) =>
-    fs
-      .readdirSync(`/proc/${pid}/task`)
-      .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  const childrenOf = (pid: number): number[] => {
+    try {
+      return fs
+        .readdirSync(`/proc/${pid}/task`)
+        .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    } catch {
+      // Gone by itself (counted in unexpectedExits).
+      return [];
+    }
+  };
   const alive = (pid: number) => {
     try {
       return !/^\S+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
@@ -329,7 +371,7 @@ async function main(): Promise<void> {
     cliRuns.push(run);
     return run;
   };
-  const restores: { lane: Lane; into: string; at: number; fromBlob?: boolean; code: number | null; out: string }[] = [];
+  const restores: { lane: Lane; into: string; at: number; fromBlob?: boolean; code: number | null; out: string; started: number; ended: number }[] = [];
   let forks = 0;
   const restoreInto = async (l: Lane, at: number, fromBlob = false) => {
     const into = `r${++forks}`;
@@ -337,7 +379,7 @@ async function main(): Promise<void> {
     const args = ['restore', db, '--at', new Date(at).toISOString(), '--into', `${WS}/${into}`, '--json'];
     if (fromBlob) args.splice(2, 0, '--from-blob');
     const run = await cli(`restore ${l}→${into}`, args);
-    restores.push({ lane: l, into, at, fromBlob, code: run.code, out: run.out });
+    restores.push({ lane: l, into, at, fromBlob, code: run.code, out: run.out, started: run.at, ended: run.at + run.ms });
   };
   const operator = async () => {
     for (let n = 0; !stop; n++) {
@@ -349,19 +391,15 @@ async function main(): Promise<void> {
   };
 
   const faults: { fault: string; at: string; ms: number; detail?: string }[] = [];
-  // Faults of two streams may overlap (a worker killed while the disk is full), but one thing is
-  // broken by one fault at a time: each takes its resource's turn.
-  const turns: Record<string, Promise<unknown>> = {};
-  const inTurn = <T>(resource: string, fn: () => Promise<T>): Promise<T> => {
-    const next = (turns[resource] ?? Promise.resolve()).then(fn);
-    turns[resource] = next.catch(() => undefined);
-    return next;
-  };
+  /** When the data tmpfs was full (fill to free). */
+  const fullSpans: [number, number][] = [];
   let workerKills = 0;
   let workerStops = 0;
   const inject = async (f: string) => {
     const t0 = Date.now();
     const at = new Date().toISOString();
+    // Its start too: a fault that never ends (run 6 of session 30 stopped its streams) shows which.
+    console.error(`${at} ${f} begins`);
     let detail = '';
     if (f === 'worker' || f === 'child') {
       const which = f === 'worker' ? (workerKills++ % 2 ? 'worker' : 'start') : Math.random() < 0.5 ? 'worker' : 'start';
@@ -380,10 +418,14 @@ async function main(): Promise<void> {
       const file = path.join(dataDir, `.fill-${t0}`);
       const filled = fillDisk(file);
       const hold = rand(3000, 8000);
+      // A restore while the disk is full: refused STORAGE_FULL, or (room found) every acknowledged row.
+      const during = restoreInto(LANES[Math.floor(rand(0, LANES.length))]!, Math.floor(Date.now() / 1000) * 1000 - 1000);
       await sleep(hold);
       fs.ftruncateSync(filled.fd, 0);
       fs.closeSync(filled.fd);
       fs.rmSync(file);
+      fullSpans.push([t0, Date.now()]);
+      await during;
       detail = `${Math.round(hold)} ms`;
     } else if (f === 'idle') {
       await inTurn('worker', () => idleKill(at));
@@ -465,6 +507,9 @@ async function main(): Promise<void> {
   stop = true;
   await Promise.all(running);
   clearInterval(progress);
+  stopping = true;
+  // The run's restores may have filled the data tmpfs: room for the end's restores and reads.
+  growTmpfs(dataDir, process.env.END_DATA_SIZE ?? '3g');
   await cli('backup end', ['backup', 'now']);
   const end = Date.now();
   for (const l of LANES) await restoreInto(l, end, true);
@@ -574,7 +619,8 @@ async function main(): Promise<void> {
   const doubledAfterResend = writes.filter((w) => (after[w.lane]!.get(w.cid)?.length ?? 0) > 1).map((w) => w.cid);
 
   const restoreChecks = restores.map((rs): Record<string, unknown> => {
-    const row: Record<string, unknown> = { lane: rs.lane, into: rs.into, at: new Date(rs.at).toISOString(), fromBlob: rs.fromBlob, exit: rs.code };
+    const duringFull = fullSpans.some(([a, b]) => rs.started < b && rs.ended > a);
+    const row: Record<string, unknown> = { lane: rs.lane, into: rs.into, at: new Date(rs.at).toISOString(), fromBlob: rs.fromBlob, exit: rs.code, duringFull };
     if (rs.code !== 0) return { ...row, answered: rs.out.slice(0, 200) };
     const ids = idsIn(rs.into);
     const moment = rs.fromBlob ? Date.parse((JSON.parse(rs.out) as { restoredTo: string }).restoredTo) : rs.at;
@@ -628,6 +674,7 @@ async function main(): Promise<void> {
     budget,
     childrenLeft,
     restartsRefused,
+    unexpectedExits,
     unreadable,
     doubledAfterResend,
     restores: {
@@ -637,7 +684,21 @@ async function main(): Promise<void> {
         (x) => (x.exit === 0 && [x.missing, x.sentAfterPresent, x.refusedPresent].some((v) => (v as string[]).length)) || Number(x.doubled) > 0,
       ),
       acksChecked: restoreChecks.reduce((n, x) => n + Number(x.ackedByMoment ?? 0), 0),
+      duringFull: {
+        ok: restoreChecks.filter((x) => x.duringFull && x.exit === 0).length,
+        acksChecked: restoreChecks.filter((x) => x.duringFull).reduce((n, x) => n + Number(x.ackedByMoment ?? 0), 0),
+        refused: restoreChecks.filter((x) => x.duringFull && x.exit !== 0).map((x) => `exit ${x.exit} ${String(x.answered).slice(0, 160)}`),
+      },
     },
+    cliRefusals: Object.entries(
+      cliRuns
+        .filter((c) => c.code !== 0)
+        .reduce<Record<string, number>>((m, c) => {
+          const k = `${c.label.split(' ')[0]} exit ${c.code}: ${c.out.split('\n')[0]!.slice(0, 140)}`;
+          m[k] = (m[k] ?? 0) + 1;
+          return m;
+        }, {}),
+    ),
     backups: cliRuns.filter((c) => c.label.startsWith('backup')).map((c) => `${new Date(c.at).toISOString()} exit ${c.code} ${c.out.slice(0, 80)}`),
   };
   fs.writeFileSync(path.join(out, 'writes.json'), JSON.stringify(writes));

@@ -294,6 +294,12 @@ export const ERRORS = {
     ofTheRequest: true,
     keepsNothing: true,
   },
+  REDIS_REFUSES_WRITES: {
+    message: 'Redis answers, but refuses writes: it could not write to its own disk (MISCONF); nothing was changed.',
+    hint: "Operators: free space on the disk of Redis's folder (its AOF and RDB files), or fix what Redis's log names; Redis takes writes again by itself once a write to its disk works. Then try again.",
+    retryable: true,
+    status: 503,
+  },
   UNAVAILABLE: {
     message: 'A service agentdb needs did not answer.',
     hint: 'Try again shortly.',

@@ -62,7 +62,7 @@ async function loadConfigOrSay(io: Output) {
 
 /**
  * The exit code for what a command threw, once said in one line: a bad command line (2), or a
- * service that did not answer (1). Anything else is a fault of agentdb's own, and keeps its
+ * service that did not answer or refused (1). Anything else is a fault of agentdb's own, and keeps its
  * stack trace for the report.
  */
 function explain(err: unknown, command: Command, io: Output): number {
@@ -70,9 +70,21 @@ function explain(err: unknown, command: Command, io: Output): number {
     io.stderr.write(`${name(command)}: ${err.message}\n${seeHelp(command)}`);
     return EXIT.usage;
   }
-  const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
+  const { code, detail, message } = (err ?? {}) as { code?: unknown; detail?: unknown; message?: unknown };
   if (code === 'UNAVAILABLE' && typeof detail === 'string') {
     io.stderr.write(`${name(command)}: ${detail}\n`);
+    return EXIT.failed;
+  }
+  // Redis answers but refuses writes (its own disk): said with its code, whether its first PING
+  // heard it (redis/connection.ts, writesRefused) or a command past it did (a bare MISCONF reply).
+  if (code === 'REDIS_REFUSES_WRITES' && typeof detail === 'string') {
+    io.stderr.write(`${name(command)}: REDIS_REFUSES_WRITES: ${detail}\n`);
+    return EXIT.failed;
+  }
+  if (typeof message === 'string' && message.startsWith('MISCONF')) {
+    io.stderr.write(
+      `${name(command)}: REDIS_REFUSES_WRITES: Redis answers, but refuses writes: it could not write to its own disk (${message}). Free space on the disk of Redis's folder (its AOF and RDB files), or fix what Redis's log names; it takes writes again by itself once a write to its disk works. What the command had done before it is kept.\n`,
+    );
     return EXIT.failed;
   }
   throw err;

@@ -24,7 +24,8 @@ export async function runDoctor(config: Config, opts: { dev?: boolean } = {}): P
       redis.disconnect();
     }
   } catch (err) {
-    out.push(...redisUnreachable((err as { detail?: string }).detail ?? (err as Error).message));
+    const { code, detail } = err as { code?: string; detail?: string };
+    out.push(...redisUnreachable(detail ?? (err as Error).message, code === 'REDIS_REFUSES_WRITES'));
   }
   out.push(dataFolderCheck(config.dataDir), diskCheck(config.dataDir));
   const store = openBlobStore(config);

@@ -49,9 +49,11 @@ export async function redisChecks(redis: Redis, opts: { dev?: boolean } = {}): P
   return [await persistence(redis, info, opts.dev === true), ...memory(info), await clock(redis)];
 }
 
-/** Every Redis check, failed because Redis does not answer. */
-export function redisUnreachable(why: string): CheckResult[] {
-  const fix = 'Start Redis, or point REDIS_URL at one that runs; then run agentdb doctor again.';
+/** Every Redis check, failed because Redis does not answer, or (`refusesWrites`) refuses writes: its own disk. */
+export function redisUnreachable(why: string, refusesWrites = false): CheckResult[] {
+  const fix = refusesWrites
+    ? "Free space on the disk of Redis's folder (its AOF and RDB files), or fix what Redis's log names; then run agentdb doctor again."
+    : 'Start Redis, or point REDIS_URL at one that runs; then run agentdb doctor again.';
   return ['redis-persistence', 'redis-maxmemory', 'redis-eviction-policy', 'redis-memory-headroom', 'clock'].map((check) => result(check, 'fail', why, fix));
 }
 

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { walPages } from './wal-format.ts';
-import { recordAudit } from '../sqlite/sqlite-audit.ts';
+import { AUDIT_TABLE, recordAudit } from '../sqlite/sqlite-audit.ts';
+import { trusted } from '../sqlite/sqlite-trusted.ts';
 import { carryActivity, type allActivity } from '../sqlite/sqlite-activity.ts';
 
 /** The activity rows of the file a restore replaces, to carry into the restored one (see `carryActivity`). */
@@ -23,6 +24,16 @@ export function audit(db: Parameters<typeof recordAudit>[0], by: RestoreActor, i
     carryActivity(db, carried);
     auditRow(db, by, id, statement, at);
   })();
+}
+
+/**
+ * Whether the restore `id`'s audit row is in. The database may have no audit table: the moment
+ * restored to can be older than the first row (asking it then failed every later restore of the
+ * database with "no such table", the point pending for ever).
+ */
+export function audited(db: Parameters<typeof recordAudit>[0], id: string): boolean {
+  if (!trusted(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(AUDIT_TABLE)) return false;
+  return trusted(db, `SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${id}`) !== undefined;
 }
 
 function auditRow(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {

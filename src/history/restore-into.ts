@@ -15,7 +15,7 @@ import { weighedPlan, weighing, type WeighingResult } from './restore-weighed.ts
 import { syncDir } from './snapshot.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
-import { audit } from './restore-audit.ts';
+import { audit, audited } from './restore-audit.ts';
 import { FULL_DISK_NOTE, skippedOnFullDisk } from './dry-run-disk.ts';
 
 /** Why a restore into `db` is refused for its name (DATABASE_EXISTS's detail), or undefined when the name is free. */
@@ -30,9 +30,15 @@ export function intoTaken(db: { id: string; path: string }): string | undefined 
  */
 export function restoreInto(handles: HandleCache, history: HistoryCapture, dataDir: string, req: IntoReq, hooks: RestoreHooks = {}): WeighingResult {
   const exists = intoTaken(req.db);
+  const auditId = `${req.db.id}:${req.opId ?? Date.now()}`;
+  // This op made it, and runs again: its lock was lost after it had run (Redis restarted under
+  // it), and BullMQ runs the job again. Its restore is done: answered again, not DATABASE_EXISTS
+  // "nothing was changed" (session 30, F6: the fault ledger's `restore --into` so answered, its
+  // database whole).
+  const done = exists !== undefined && !req.dryRun && req.opId !== undefined && audited(handles.open(req.db, 'read'), auditId);
   // A dry run previews the moment anyway and says the restore itself would be refused, as
   // `--from-blob --dry-run` does.
-  if (exists && !req.dryRun) throw new AgentDbError('DATABASE_EXISTS', exists);
+  if (exists && !req.dryRun && !done) throw new AgentDbError('DATABASE_EXISTS', exists);
   const source = localSource(dataDir, req.source);
   if (!fs.existsSync(source.generationsDir))
     throw new AgentDbError('NOT_FOUND', `database ${req.source} has no history (it does not exist, or was never written)`);
@@ -48,6 +54,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       const dry = result(req.source, plan, plan.restoredTo, true, { into: req.db.id, ...(exists ? { refused: `DATABASE_EXISTS: ${exists}` } : {}), ...note });
       return req.weighing ? { ...dry, weighed: weighing(plan, undefined, dry.note !== undefined) } : dry;
     }
+    if (done) return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);
     removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
@@ -87,7 +94,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     }
     // Opening it finds its history begun (sealed for this file): the audit row is its first commit.
     const db = handles.open(req.db, 'write');
-    audit(db, req.by, `${req.db.id}:${Date.now()}`, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
+    audit(db, req.by, auditId, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
     history.run(db, req.db);
     return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
   });

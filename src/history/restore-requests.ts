@@ -66,6 +66,12 @@ export interface RestoreIntoRequest {
   /** As {@link RestoreInPlaceRequest.weighed}. */
   weighed?: WeighedPlan;
   by: RestoreActor;
+  /**
+   * The shard op's job id: the new database's audit row is keyed by it, so a run of the same op
+   * again (BullMQ runs a job again whose lock was lost after it had run) finds the database it
+   * made and answers its restore, not DATABASE_EXISTS.
+   */
+  opId?: string;
 }
 /** Starts a new history generation from a fresh snapshot, if anything was committed since the last. */
 export interface SnapshotRequest {

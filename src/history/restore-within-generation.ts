@@ -24,9 +24,7 @@ import { sealHolds } from './seal.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
-import { audit, closedEverywhere, type CarriedActivity, type RestoreActor } from './restore-audit.ts';
-import { AUDIT_TABLE } from '../sqlite/sqlite-audit.ts';
-import { trusted } from '../sqlite/sqlite-trusted.ts';
+import { audit, audited, closedEverywhere, type CarriedActivity, type RestoreActor } from './restore-audit.ts';
 
 /** A delta restore writes at most this share of the database's pages; past it copying the rebuilt file in is cheaper. */
 const MAX_SHARE = 0.5;
@@ -196,16 +194,6 @@ function commitsSince(source: HistorySource, pos: HistoryPosition): number {
     }
   }
   return n;
-}
-
-/**
- * Whether the restore `id`'s audit row is in. The database may have no audit table: the moment
- * restored to can be older than the first row (asking it then failed every later restore of the
- * database with "no such table", the point pending for ever).
- */
-function audited(db: ReturnType<HandleCache['open']>, id: string): boolean {
-  if (!trusted(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(AUDIT_TABLE)) return false;
-  return trusted(db, `SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${id}`) !== undefined;
 }
 
 /** The undo point as it stays once its restore is done. */

@@ -50,7 +50,8 @@ export const RECONNECT_MAX_MS = 500;
 /**
  * Resolves once `redis` answers a PING; rejects as soon as connecting fails (a refused
  * connection, a wrong password) or after `deadlineMs` without an answer.
- * @throws AgentDbError UNAVAILABLE saying that Redis at the URL (its password hidden) does not answer, and why.
+ * @throws AgentDbError UNAVAILABLE saying that Redis at the URL (its password hidden) does not answer, and why;
+ * REDIS_REFUSES_WRITES when it answers `MISCONF` (see {@link refusesWrites}).
  */
 export async function redisAnswers(redis: Redis, url: string, deadlineMs = FIRST_ANSWER_MS): Promise<void> {
   if (redis.status === 'ready') return;
@@ -65,13 +66,32 @@ export async function redisAnswers(redis: Redis, url: string, deadlineMs = FIRST
       redis.once('error', onError);
       redis.ping().then(
         () => resolve(),
-        (err: Error) => fail(err.message),
+        (err: Error) => (refusesWrites(err) ? reject(writesRefused(url, err.message)) : fail(err.message)),
       );
     });
   } finally {
     clearTimeout(timer);
     if (onError) redis.off('error', onError);
   }
+}
+
+/**
+ * Whether `err` is Redis refusing a command because it could not write to its own disk: an AOF
+ * write or an RDB snapshot failed (its disk full, a folder gone), and until one works again it
+ * answers every write, PING included, `MISCONF …`. It answers; it is not down (session 29, F5:
+ * the CLI said "does not answer").
+ */
+export function refusesWrites(err: unknown): boolean {
+  const message = (err as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' && message.startsWith('MISCONF');
+}
+
+/** REDIS_REFUSES_WRITES for a `MISCONF` reply (`why`) of Redis at `url`, in words an operator acts on. */
+export function writesRefused(url: string, why: string): AgentDbError {
+  return new AgentDbError(
+    'REDIS_REFUSES_WRITES',
+    `Redis at ${shownUrl(url)} answers, but refuses writes: it could not write to its own disk (${why}). Free space on the disk of Redis's folder (its AOF and RDB files), or fix what Redis's log names; it takes writes again by itself once a write to its disk works. Nothing was changed.`,
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
+import { fullCause } from './sqlite-errors.ts';
 
 // agentdb's own SQL, prepared once per handle. Keyed by the Database object so a closed
 // handle's statements go with it.
@@ -33,7 +34,8 @@ export function inRolledBackRead<T>(db: Database, fn: () => T): T {
 /**
  * Runs `fn` in a `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so the
  * exactly-once lookup and the write see the same state). It commits when `fn` says so and rolls
- * back on anything thrown, including a failed COMMIT, so a failure leaves no trace.
+ * back on anything thrown, including a failed COMMIT, so a failure leaves no trace. A SQLITE_FULL
+ * the disk caused is STORAGE_FULL, decided where it happened (see {@link diskFull}).
  */
 export function inWriteTransaction<T>(db: Database, fn: () => { value: T; commit: boolean }): T {
   trusted(db, 'BEGIN IMMEDIATE').run();
@@ -55,10 +57,27 @@ export function inWriteTransaction<T>(db: Database, fn: () => { value: T; commit
     }
     return value;
   } catch (err) {
+    const full = diskFull(db, err);
     // After some errors (SQLITE_FULL, SQLITE_NOMEM) SQLite may already have rolled back.
     if (db.inTransaction) trusted(db, 'ROLLBACK').run();
-    throw err;
+    throw full ?? err;
   }
+}
+
+/**
+ * STORAGE_FULL for a statement's SQLITE_FULL that the disk caused, told apart from the plan's
+ * size limit (`max_page_count`, which SQLite reports alike) by the disk's free space the moment
+ * it failed. A statement larger than the page cache spills pages to the WAL before its COMMIT,
+ * and on a full disk that spill fails inside the statement; told apart later, when the executor
+ * answered, a disk freed in between (a large file deleted, an ftruncate freeing its pages as it
+ * goes) had more room than the plan still allowed the database, and the write was answered
+ * LIMIT_EXCEEDED, "drop data", for a fault that had passed (session 30, F6; F2's leftover).
+ * Undefined for anything else: a SQLITE_FULL at the plan's limit goes on to the executor's
+ * answer as SQLite's own error.
+ */
+function diskFull(db: Database, err: unknown): AgentDbError | undefined {
+  if ((err as { code?: unknown }).code !== 'SQLITE_FULL') return undefined;
+  return fullCause(db, db.name) === 'STORAGE_FULL' ? new AgentDbError('STORAGE_FULL', (err as Error).message) : undefined;
 }
 
 /** Quotes an identifier for agentdb's own SQL: double quotes, inner quotes doubled. */

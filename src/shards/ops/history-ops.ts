@@ -102,6 +102,7 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
               ...(args.through !== undefined ? { through: args.through } : {}),
               dryRun: args.dryRun === true,
               by: args.by,
+              ...(ctx.job.id !== undefined ? { opId: ctx.job.id } : {}),
               timeoutMs: RESTORE_TIMEOUT_MS,
             };
       let planned: RestoreResult | undefined;
@@ -110,7 +111,10 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
       // A name already taken is refused before the quota's plan below reads the moment, as the
       // restore itself refuses it first: planned first, a moment out of history's range answered
       // HISTORY_OUT_OF_RANGE for a restore into a database that exists (the child checks again).
-      const taken = args.into !== undefined && args.dryRun !== true ? intoTaken(db) : undefined;
+      // Not on a run of the job again: the name may be taken by this op's own first run, which the
+      // restore itself tells (its audit row, `opId`).
+      const again = (ctx.job.attemptsStarted ?? 0) > 1;
+      const taken = args.into !== undefined && args.dryRun !== true && !again ? intoTaken(db) : undefined;
       if (taken !== undefined) throw new AgentDbError('DATABASE_EXISTS', taken);
       if (ctx.quota) {
         // Before anything is copied, checked with what the workspace will hold after it: the
