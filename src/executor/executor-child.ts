@@ -101,10 +101,17 @@ function main(): void {
       const used = process.cpuUsage(cpu);
       done.push({ id, outcome, cpuUs: used.user + used.system });
     }
-    if (message.length) finishedOnceSent(send, done, history?.oldestBehind(), message[message.length - 1]!.id);
-    else reply(send, done, history?.oldestBehind());
-    history?.finishCommitted();
-    handles.settle();
+    // The commit's copy into history and a miss's close, once the answer is sent and any end mark
+    // written: a child that dies in them has marked what it finished, as before the mark waited.
+    const settle = () => {
+      history?.finishCommitted();
+      handles.settle();
+    };
+    if (message.length) finishedOnceSent(send, done, history?.oldestBehind(), message[message.length - 1]!.id, settle);
+    else {
+      reply(send, done, history?.oldestBehind());
+      settle();
+    }
   });
   // Ctrl-C and `kill -TERM` reach the whole process group, this child included; its life
   // belongs to the worker, which finishes the statement in hand and then disconnects. Dying
@@ -130,11 +137,18 @@ function main(): void {
  * any death of this child (its 'close'), so the mark would say nothing it does not learn anyway
  * (test/integration/child-end-mark.test.ts holds both cases). Node calls a send's callback once
  * its write is done: on the next tick for one done at once, before the look queued after it, and
- * only later for one still being written (a large answer; a worker slow to read), which is
- * marked then as before. One system call fewer per message for nearly every answer (issue 31:
- * the end mark was a third of a PK read's writes in the child).
+ * only later for one still being written (a large answer; a worker slow to read), which the look
+ * then marks, ahead of the history copy that follows as before. One system call fewer per message
+ * for nearly every answer (issue 31: the end mark was a third of a PK read's writes in the child).
  */
-function finishedOnceSent(send: NonNullable<typeof process.send>, outcomes: Outcome[], captureBehindSince: number | undefined, last: number): void {
+function finishedOnceSent(
+  send: NonNullable<typeof process.send>,
+  outcomes: Outcome[],
+  captureBehindSince: number | undefined,
+  last: number,
+  /** What follows the answer, run after the mark (or its absence) is settled. */
+  then: () => void,
+): void {
   let written = false;
   reply(send, outcomes, captureBehindSince, (err) => {
     // An error: the channel closed (the worker is gone, and 'disconnect' ends this child).
@@ -142,6 +156,7 @@ function finishedOnceSent(send: NonNullable<typeof process.send>, outcomes: Outc
   });
   process.nextTick(() => {
     if (!written) markFinished(last);
+    then();
   });
 }
 
