@@ -5,16 +5,18 @@
 // CALLS (default 1000), CONC (calls in flight, default 1). KIND=insert: bench/small-insert.ts's
 // insert instead of the read. RAW=1: the executor floor's worker instead (raw BullMQ whose worker
 // asks a forked child for the row, bench/raw-child-worker.ts), for what ours does beyond it.
+// CHILD=1: the worker's executor children's system calls instead of the worker's. REDIS_URL: a Redis of the run's own.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { benchSite } from './agentdb-worker.ts';
+import { childPids } from './cpu.ts';
 import { pkReadTable } from './pk-read.ts';
 import { rawBullmq } from './raw-bullmq.ts';
 import { smallInsert } from './small-insert.ts';
 import { drive } from './stats.ts';
 const bin = path.resolve(process.argv[2] ?? 'dist/bin/agentdb.js');
 const CALLS = Number(process.env.CALLS ?? 1000);
-const REDIS_URL = 'redis://127.0.0.1:6379';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const site = benchSite(REDIS_URL, 'sys', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent' });
 const raw = process.env.RAW === '1';
 const rawChild = raw
@@ -31,7 +33,9 @@ try {
       ? await smallInsert(site.client)
       : await pkReadTable(site.client);
   await drive(500, 1, q);
-  const st = spawn('strace', ['-c', '-q', '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // CHILD=1: the worker's executor children instead (all of them, counted together).
+  const traced = process.env.CHILD === '1' ? childPids(pid) : [pid];
+  const st = spawn('strace', ['-c', '-q', ...traced.flatMap((p) => ['-p', String(p)])], { stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
   st.stderr.on('data', (d) => (out += d));
   await new Promise((r) => setTimeout(r, 500));

@@ -45,9 +45,15 @@ interface Pending {
  * out of the sum when its job was already marked).
  */
 function completeCommand(keys: Keys, batch: readonly Pending[]): { keys: string[]; args: (string | number)[] } {
-  const groups = new Map<string, { usageKey: string; field: string; credits: number; calls: number; member: string; index: number }>();
-  const marks: { job: string; group: number; credits: number }[] = [];
-  for (const { meter } of batch) {
+  // Plain loops into the two arrays (no per-call arrays spread or flattened): it runs on every
+  // completion, a lone call's too, between the child's answer and the caller's event (issue 31).
+  const groups = new Map<string, { field: string; credits: number; calls: number; member: string; index: number }>();
+  const usageKeys: string[] = [];
+  const marks: (string | number)[] = [];
+  const jobs: string[] = [];
+  const events: string[] = [];
+  for (const { data, meter } of batch) {
+    if (data !== undefined) events.push(data);
     if (!meter) continue;
     const id = `${meter.usageKey}\n${meter.field}`;
     let group = groups.get(id);
@@ -55,24 +61,24 @@ function completeCommand(keys: Keys, batch: readonly Pending[]): { keys: string[
       group.credits += meter.credits;
       group.calls += 1;
     } else {
-      group = { ...meter, calls: 1, index: groups.size + 1 };
+      group = { field: meter.field, credits: meter.credits, calls: 1, member: meter.member, index: groups.size + 1 };
       groups.set(id, group);
+      usageKeys.push(meter.usageKey);
     }
-    if (meter.once) marks.push({ job: meter.once, group: group.index, credits: meter.credits });
+    if (meter.once) {
+      jobs.push(meter.once);
+      marks.push(group.index, meter.credits);
+    }
   }
-  const metered = [...groups.values()];
-  const events = batch.flatMap((p) => (p.data === undefined ? [] : [p.data]));
-  return {
-    keys: [keys.events, keys.usageIndex, ...metered.map((m) => m.usageKey), ...marks.map((m) => m.job)],
-    args: [
-      STREAM_MAX_LEN,
-      events.length,
-      ...events,
-      metered.length,
-      ...metered.flatMap((m) => [m.field, m.credits, m.calls, m.member]),
-      ...marks.flatMap((m) => [m.group, m.credits]),
-    ],
-  };
+  const args: (string | number)[] = [STREAM_MAX_LEN, events.length];
+  for (const event of events) args.push(event);
+  args.push(groups.size);
+  for (const g of groups.values()) args.push(g.field, g.credits, g.calls, g.member);
+  for (const m of marks) args.push(m);
+  const commandKeys = [keys.events, keys.usageIndex];
+  for (const k of usageKeys) commandKeys.push(k);
+  for (const j of jobs) commandKeys.push(j);
+  return { keys: commandKeys, args };
 }
 
 /**

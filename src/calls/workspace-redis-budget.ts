@@ -208,8 +208,10 @@ export class WorkspaceRedisBudget {
     this.soon.delete(workspace);
     this.flush();
     const now = Date.now();
+    const { keys, args } = this.noteCommand(workspace, 0, entries, now);
     return {
-      ...this.noteCommand(workspace, 0, entries, now),
+      keys,
+      args,
       settle: (held) => {
         if (typeof held === 'number') this.index(workspace, held, now);
         else for (const report of onError) report(held);
@@ -226,8 +228,18 @@ export class WorkspaceRedisBudget {
     counters: readonly RateCounter[] = [],
   ): { keys: string[]; args: string[] } {
     const { ledger, held } = this.keys.redisBudget(workspace);
-    const args = entries.flatMap((e) => [`${e.callKey}|${e.kind}:${Math.ceil(e.bytes)}`, String(Math.ceil(e.bytes)), String(Math.ceil(e.until))]);
-    return { keys: [ledger, held, ...counters.map((c) => c.key)], args: [String(now), String(cap), ...rateArgs(counters), ...args] };
+    // Plain loops into the two arrays: every completion's note is built here (issue 31).
+    const keys = [ledger, held];
+    const args = [String(now), String(cap)];
+    for (const c of counters) {
+      keys.push(c.key);
+      args.push(String(c.points), String(c.limit), String(c.windowS));
+    }
+    for (const e of entries) {
+      const bytes = String(Math.ceil(e.bytes));
+      args.push(`${e.callKey}|${e.kind}:${bytes}`, bytes, String(Math.ceil(e.until)));
+    }
+    return { keys, args };
   }
 
   private async run(

@@ -78,6 +78,12 @@ async function killedWhileUnread(req: ExecRequest): Promise<{ answer: ExecOutcom
   return { answer: await answer, pid };
 }
 
+/** The child's marks (`StatementMarks`): the request started last, when, and the last one marked finished. */
+function marksOf(pid: number): number[] {
+  // The file is unlinked at once; the child's descriptor (MARKS_FD) still opens it.
+  return [...new Float64Array(new Uint8Array(fs.readFileSync(`/proc/${pid}/fd/4`)).buffer, 0, 3)];
+}
+
 /** The child's state letter and its user and system CPU ticks, from /proc. */
 function childState(pid: number): [string, string] {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -96,6 +102,20 @@ describe('a child killed from outside after its read, before the worker read the
       callKey: 'acme.@ada.c0',
     });
     expect(code(made)).toBe('ok');
+  });
+
+  it('marks no end for small answers, written whole at once', async () => {
+    // The end mark is written only when the answer did not reach the socket whole at once (the
+    // big read below): a PK read costs the child one system call fewer (issue 31). The child
+    // ends each message (its end mark, when written) before it reads the next, so once the last
+    // answer is in, every earlier read of the old code had marked its end.
+    await expect.poll(() => pool.pids[0], { timeout: 10_000 }).toBeDefined();
+    const pid = pool.pids[0]!;
+    for (let i = 0; i < 20; i++) expect(code(await pool.run(read('SELECT i FROM leads WHERE i = 1', `w${i}`)))).toBe('ok');
+    const [started, , finished] = marksOf(pid);
+    expect(started).toBeGreaterThan(20);
+    expect(finished).toBeLessThan(started - 1);
+    expect(pool.pids[0]).toBe(pid);
   });
 
   it('answers a small read from the channel, naming no statement', async () => {
