@@ -1,6 +1,20 @@
 import type { ErrorEnvelope } from '../contracts/envelope.ts';
 import { CALL_OVERHEAD_BYTES, ENVELOPE_RESERVE_BYTES } from './redis-bytes.ts';
-import type { BudgetEntry } from './workspace-redis-budget.ts';
+
+/** One thing a workspace keeps in Redis, and until when (ms). */
+export interface BudgetEntry {
+  /** The call's key (`callKey`), so that a call counted twice counts once. */
+  callKey: string;
+  /**
+   * `call` (a call's job from its enqueue to its completion: its data, and room for its envelope
+   * until it has one), `done` (the finished job: its data and its result), `approval` (its
+   * record), `task` (an MCP task standing for it, with its result), `claim` (a caller's own call
+   * id's claim, which outlives the job: `claimEntry`).
+   */
+  kind: 'call' | 'done' | 'approval' | 'task' | 'claim';
+  bytes: number;
+  until: number;
+}
 
 /**
  * A call's entry in its workspace's Redis budget from its enqueue to its completion: its data

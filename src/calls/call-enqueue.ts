@@ -22,7 +22,8 @@ import type { ClientShardCount } from './client-shard-count.ts';
 import { enqueueUnanswered, REDIS_ANSWER_MS, ownIdAnswer, unavailable, type OutageAnswers, type Unanswered } from './outage-answers.ts';
 import { jsonBytes, jsonTextBytes } from './redis-bytes.ts';
 import { budgetRefusal, callEntry } from './call-budget-entry.ts';
-import type { Admission, BudgetEntry, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+import type { BudgetEntry } from './call-budget-entry.ts';
+import type { Admission, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
 
 /** A tenant bound a refusal is counted under (`agentdb_quota_refusals_total{quota}`). */
 export type RefusedQuota = 'rate' | 'redis' | 'headroom';

@@ -8,7 +8,7 @@ import { withScripts } from '../redis/lua-scripts.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { entryIsOwn } from './call-budget-entry.ts';
 import { runsAgainWhenSent } from './call-resend.ts';
-import type { BudgetEntry } from './workspace-redis-budget.ts';
+import type { BudgetEntry } from './call-budget-entry.ts';
 
 /**
  * What a caller's own call id was first used for, kept in Redis under its call key

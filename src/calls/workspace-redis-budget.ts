@@ -6,21 +6,7 @@ import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { AdmittedAddBatch } from './admitted-add-batch.ts';
 import type { JobAdd } from './admitted-add.ts';
-
-/** One thing a workspace keeps in Redis, and until when (ms). */
-export interface BudgetEntry {
-  /** The call's key (`callKey`), so that a call counted twice counts once. */
-  callKey: string;
-  /**
-   * `call` (a call's job from its enqueue to its completion: its data, and room for its envelope
-   * until it has one), `done` (the finished job: its data and its result), `approval` (its
-   * record), `task` (an MCP task standing for it, with its result), `claim` (a caller's own call
-   * id's claim, which outlives the job: `claimEntry`).
-   */
-  kind: 'call' | 'done' | 'approval' | 'task' | 'claim';
-  bytes: number;
-  until: number;
-}
+import type { BudgetEntry } from './call-budget-entry.ts';
 
 /** A budget note taken from {@link WorkspaceRedisBudget.takeSoon}, to be sent inside another script. */
 export interface HeldNote {
