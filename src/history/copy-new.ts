@@ -14,6 +14,7 @@ import { commitLine, readIndex } from './segment-index.ts';
 import { allInNewWal } from './new-wal-commits.ts';
 import { restoreLeaving, sealAt, sealHolds } from './seal.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
+import { readWalIndex } from './wal-index.ts';
 
 // What capture copies under the write lock: the live WAL's committed frames beyond what history
 // holds, or, where the WAL started over behind capture's back, the gap that begins a generation.
@@ -64,6 +65,7 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
     }
   }
   if (late) stamp.late = late;
+  stamp.committed ??= committedEnd(db, dbPath);
   const wal = walOf(db, dbPath);
   if (wal === undefined) return unsure(db, dbPath, opts, report, foreign, stamp.late);
   const fd = wal.fd;
@@ -164,6 +166,12 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
     closeWal(db);
     throw err;
   }
+}
+
+/** Where the WAL index says the WAL's committed frames end (`Stamp.committed`), when it can be read. */
+function committedEnd(db: Database, dbPath: string): Stamp['committed'] {
+  const idx = readWalIndex(db, dbPath);
+  return idx && { salt1: idx.salt1, salt2: idx.salt2, lastFrame: idx.lastFrame };
 }
 
 /**
