@@ -122,7 +122,7 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
       now,
       recover,
       answered: locked.prior,
-      ...(noted ? { lastFrame: noted.frame, committed: { salt1: noted.salt1, salt2: noted.salt2, lastFrame: noted.frame } } : {}),
+      ...(noted ? { lastFrame: noted.frame, committed: { salt1: noted.salt1, salt2: noted.salt2, lastFrame: noted.frame, c1: noted.c1, c2: noted.c2 } } : {}),
     };
     found = copyNew(db, dbPath, opts, stamp, quiet && last.finished, foreign);
     finished(db, found.state, locked.change ?? readWalIndex(db, dbPath)?.change);

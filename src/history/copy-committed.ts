@@ -38,7 +38,7 @@ export interface Stamp {
    * failed the chain: copies found nothing, silently, and a checkpoint folded them into the file
    * uncopied (session 30, G7: restores answered ok without acknowledged rows, then malformed).
    */
-  committed?: { salt1: number; salt2: number; lastFrame: number };
+  committed?: { salt1: number; salt2: number; lastFrame: number; c1: number; c2: number };
 }
 
 /**
