@@ -88,7 +88,7 @@ describe.runIf(!refused)('a commit frame SQLite rolled back, on a full disk', ()
       if (out.ok) acked.push({ v: 'near the edge', at: Date.now() });
       else failed = out;
     }
-    expect(failed, 'a write failed on the full disk').toBeDefined();
+    expect(failed, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
     // Room back; a capture before the next write (a restore's, a backup's, a failed copy's retry).
     fs.closeSync(fill.fd);
     fs.rmSync(filler);
