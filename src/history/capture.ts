@@ -117,7 +117,13 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
     // restore to a moment in between left them out, silently (review R4: the next owner's copy on
     // open failed on a full disk, room came back, and its next write's copy took them along).
     const recover = !locked.answering || !quiet || !last.finished;
-    const stamp = { now, recover, answered: locked.prior, ...(locked.noted ? { lastFrame: locked.noted.frame } : {}) };
+    const noted = locked.noted;
+    const stamp = {
+      now,
+      recover,
+      answered: locked.prior,
+      ...(noted ? { lastFrame: noted.frame, committed: { salt1: noted.salt1, salt2: noted.salt2, lastFrame: noted.frame, c1: noted.c1, c2: noted.c2 } } : {}),
+    };
     found = copyNew(db, dbPath, opts, stamp, quiet && last.finished, foreign);
     finished(db, found.state, locked.change ?? readWalIndex(db, dbPath)?.change);
   } catch (err) {

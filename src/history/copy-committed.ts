@@ -28,6 +28,17 @@ export interface Stamp {
    * size took a second read whenever commits differed in size (issue 31).
    */
   lastFrame?: number;
+  /**
+   * Where SQLite's WAL index (read under the write lock) says the WAL's committed frames end, and
+   * under which salts: a frame past it is no commit, whatever its header says. A transaction whose
+   * frames were all written, its commit frame included, and which then failed to enter them in
+   * the WAL index (on a full disk the -shm cannot grow: SQLITE_IOERR_SHMSIZE) leaves a commit
+   * frame that chains and checks like any, yet SQLite rolled it back and writes the next
+   * transaction over it. Copied, history held a commit that never was, and every commit after it
+   * failed the chain: copies found nothing, silently, and a checkpoint folded them into the file
+   * uncopied (session 30, G7: restores answered ok without acknowledged rows, then malformed).
+   */
+  committed?: { salt1: number; salt2: number; lastFrame: number; c1: number; c2: number };
 }
 
 /**
@@ -62,6 +73,9 @@ export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg
   let committedFrames = 0;
   let pos = start;
   let out: number | undefined;
+  const c = stamp.committed;
+  // Frames numbered as the WAL numbers them (the segment copies it from frame 1).
+  const limit = c && c.salt1 === hdr.salt1 && c.salt2 === hdr.salt2 ? c.lastFrame : undefined;
   try {
     for (
       let want = Math.min(firstFrames ?? (seg.lastCommitFrames ? seg.lastCommitFrames + 1 : FIRST_CHUNK_FRAMES), MAX_CHUNK_FRAMES);
@@ -77,7 +91,8 @@ export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg
         valid++;
         frames++;
         [c1, c2] = ok.c;
-        if (ok.frame.commit > 0) {
+        // Past what the WAL index counts committed: frames of a transaction SQLite rolled back (see `Stamp.committed`).
+        if (ok.frame.commit > 0 && (limit === undefined || seg.frames + frames <= limit)) {
           seg.lastCommitFrames = frames - committedFrames;
           committedFrames = frames;
           lines.push({ at: stamp.now, frames: seg.frames + frames, dbPages: ok.frame.commit, c1, c2 });

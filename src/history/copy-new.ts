@@ -14,6 +14,7 @@ import { commitLine, readIndex } from './segment-index.ts';
 import { allInNewWal } from './new-wal-commits.ts';
 import { restoreLeaving, sealAt, sealHolds } from './seal.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
+import { readWalIndex } from './wal-index.ts';
 
 // What capture copies under the write lock: the live WAL's committed frames beyond what history
 // holds, or, where the WAL started over behind capture's back, the gap that begins a generation.
@@ -64,6 +65,7 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
     }
   }
   if (late) stamp.late = late;
+  stamp.committed ??= committedEnd(db, dbPath);
   const wal = walOf(db, dbPath);
   if (wal === undefined) return unsure(db, dbPath, opts, report, foreign, stamp.late);
   const fd = wal.fd;
@@ -85,7 +87,7 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
       const copied = copyCommitted(fd, frameOffset(seg0.header.pageSize, seg0.frames + 1), seg0.header, seg0, stamp, ahead);
       if (copied.lines.length > 0) {
         const found = recordCopied(st, seg0, copied, report, dbPath, opts);
-        if (!found.checkpoint) return found;
+        if (!found.checkpoint) return followsWal(found, stamp);
       }
     }
     const head = Buffer.alloc(WAL_HEADER_BYTES);
@@ -141,7 +143,7 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
       if (seg && seg.frames === 0 && !leaving && seg.header.pageSize === hdr.pageSize) {
         adoptHeader(seg, head, hdr);
         const copied = copyCommitted(fd, frameOffset(hdr.pageSize, 1), hdr, seg, stamp);
-        return recordCopied(st, seg, copied, report, dbPath, opts);
+        return followsWal(recordCopied(st, seg, copied, report, dbPath, opts), stamp);
       }
       // A WAL that started over. After a checkpoint SQLite adds one to salt-1. After the last
       // connection closed (checkpointing, deleting the WAL) the salts are new, and the file
@@ -159,11 +161,34 @@ export function copyNew(db: Database, dbPath: string, opts: CaptureOptions, stam
       seg = newSegment(st, head, hdr);
     }
     const copied = copyCommitted(fd, frameOffset(hdr.pageSize, seg.frames + 1), hdr, seg, stamp);
-    return recordCopied(st, seg, copied, report, dbPath, opts);
+    return followsWal(recordCopied(st, seg, copied, report, dbPath, opts), stamp);
   } catch (err) {
     closeWal(db);
     throw err;
   }
+}
+
+/** Where the WAL index says the WAL's committed frames end (`Stamp.committed`), when it can be read. */
+function committedEnd(db: Database, dbPath: string): Stamp['committed'] {
+  const idx = readWalIndex(db, dbPath);
+  return idx && { salt1: idx.salt1, salt2: idx.salt2, lastFrame: idx.lastFrame, c1: idx.c1, c2: idx.c2 };
+}
+
+/**
+ * What a copy found, unless history's end is not where the WAL index says the WAL it copies
+ * commits to (the same salts, another frame or checksum): then history cannot follow that WAL.
+ * A commit SQLite rolled back that a build before this check copied (see `Stamp.committed`), or
+ * anything else that put history off the WAL's chain, left every copy after it finding nothing,
+ * and a checkpoint folded the commits it missed into the file: restores went on answering the
+ * state without them. A gap instead, marked lost: restores between history's end and its
+ * snapshot refuse (HISTORY_LOST), and history goes on from the file.
+ */
+function followsWal(found: Found, stamp: Stamp): Found {
+  const seg = found.state?.seg;
+  const c = stamp.committed;
+  if (found.next || !seg || !c || c.salt1 !== seg.header.salt1 || c.salt2 !== seg.header.salt2) return found;
+  if (c.lastFrame === seg.frames && (c.lastFrame === 0 || (c.c1 === seg.c1 && c.c2 === seg.c2))) return found;
+  return { report: found.report, state: found.state, next: 'gap', lost: true, checkpoint: false };
 }
 
 /**
