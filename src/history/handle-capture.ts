@@ -5,6 +5,7 @@ import { capture, finishCapture, lockForCapture, type CaptureOptions, type Captu
 import { captureBeforeClose, closesUnchanged, sealedAsKnown, sealAfterClose, type PendingSeal } from './capture-on-close.ts';
 import { historyBytes } from './history-bytes.ts';
 import { historyDir, localSource, type HistorySource } from './history-files.ts';
+import { sweepWalIndexes } from './wal-index.ts';
 import type { PlanLimits } from '../policy/plan-limits.ts';
 import type { HandleCacheOptions, HandleTarget } from '../sqlite/handle-cache.ts';
 
@@ -118,7 +119,11 @@ export class HistoryCapture {
       // would checkpoint frames history lacks into the file, lost to every restore.
       beforeClose: (db, target, opened) =>
         opened || !closesUnchanged(db, target.path) ? this.tracked(target, () => captureBeforeClose(db, target.path, this.captureOptions(target))) : undefined,
-      afterClose: (target, token) => this.guarded(target, () => sealAfterClose(target.path, token as PendingSeal | undefined)),
+      afterClose: (target, token) => {
+        // The handle's -shm descriptor, kept open while it was (see wal-index.ts), goes now.
+        sweepWalIndexes();
+        return this.guarded(target, () => sealAfterClose(target.path, token as PendingSeal | undefined));
+      },
       walAutocheckpoint: 0,
     };
   }

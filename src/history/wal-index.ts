@@ -21,26 +21,40 @@ export interface WalIndexHeader {
   salt2: number;
 }
 
-const fds = new WeakMap<Database, { path: string; fd: number }>();
+/**
+ * The -shm descriptors this process reads WAL index headers through, by database path, with the
+ * connections that read through each. One is closed only once every one of those connections is
+ * closed ({@link sweepWalIndexes}), never while one is open: closing any descriptor of a file lets
+ * go every POSIX lock the process holds on it, SQLite's own among them (sqlite.org/howtocorrupt.html,
+ * 2.2). A child that closed its -shm descriptor after a failed copy (a full disk), and the database
+ * file's after copying it into a snapshot, held no lock on either: another process's connection
+ * closing then took itself for the last, checkpointed and deleted the WAL and -shm under the
+ * child's open connection, whose next commits went into the deleted WAL, seen by no other process,
+ * copied into history by nothing, and acknowledged all the same (F6's and G8's restores that
+ * answered ok without acknowledged rows, session 30).
+ */
+const shms = new Map<string, { fd: number; users: Set<Database> }>();
 const head = Buffer.alloc(40);
 const le = os.endianness() === 'LE';
 
 /**
- * The WAL index header of `dbPath` as connection `db` sees it, its -shm kept open with the handle
- * (SQLite keeps the file while any connection has the database open); undefined when there is
- * none to read. Read through the file, not SQLite's mapping: both are the same pages.
+ * The WAL index header of `dbPath` as connection `db` sees it, read through a descriptor of its
+ * -shm kept open while any connection of this process that read it is open (see {@link shms});
+ * undefined when there is none to read. Read through the file, not SQLite's mapping: both are the
+ * same pages.
  */
 export function readWalIndex(db: Database, dbPath: string): WalIndexHeader | undefined {
-  let open = fds.get(db);
-  if (open?.path !== dbPath) {
-    closeWalIndex(db);
+  let open = shms.get(dbPath);
+  if (!open) {
+    sweepWalIndexes();
     try {
-      open = { path: dbPath, fd: fs.openSync(`${dbPath}-shm`, 'r') };
+      open = { fd: fs.openSync(`${dbPath}-shm`, 'r'), users: new Set() };
     } catch {
       return undefined;
     }
-    fds.set(db, open);
+    shms.set(dbPath, open);
   }
+  open.users.add(db);
   if (fs.readSync(open.fd, head, 0, head.length, 0) < head.length || head[12] !== 1) return undefined;
   const u32 = (at: number) => (le ? head.readUInt32LE(at) : head.readUInt32BE(at));
   const size = le ? head.readUInt16LE(14) : head.readUInt16BE(14);
@@ -55,14 +69,27 @@ export function readWalIndex(db: Database, dbPath: string): WalIndexHeader | und
   };
 }
 
-/** Closes the -shm {@link readWalIndex} keeps open for a connection (its handle closes). */
-export function closeWalIndex(db: Database): void {
-  const open = fds.get(db);
-  if (!open) return;
-  fds.delete(db);
-  try {
-    fs.closeSync(open.fd);
-  } catch {
-    // Already closed with the process's descriptors.
+/**
+ * A connection's handle is closing: its -shm descriptor goes once no connection of this process
+ * that read through it is open, which its close may not have made so yet (see {@link sweepWalIndexes}).
+ */
+export function closeWalIndex(_db: Database): void {
+  sweepWalIndexes();
+}
+
+/**
+ * Closes the -shm descriptors whose every reader's connection is closed: after a handle is
+ * closed (`HistoryCapture`'s `afterClose`), and before another is opened.
+ */
+export function sweepWalIndexes(): void {
+  for (const [path, open] of shms) {
+    for (const db of open.users) if (!db.open) open.users.delete(db);
+    if (open.users.size > 0) continue;
+    shms.delete(path);
+    try {
+      fs.closeSync(open.fd);
+    } catch {
+      // Already closed with the process's descriptors.
+    }
   }
 }
