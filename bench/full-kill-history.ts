@@ -11,7 +11,7 @@
 // each: restores after the full disk answer ok with the rows of a `gap` generation's snapshot, nothing after it). Before
 // its restores it prints what the worker's processes hold open of a-d's files (a -wal or -shm "(deleted)": capture
 // reading a WAL no longer the database's), and the rows a new connection sees; KEEP=dir keeps the data folder.
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -95,17 +95,27 @@ async function main(): Promise<void> {
 
   let a = await start();
   for (const agent of AGENTS) await write('CREATE TABLE t (id INTEGER PRIMARY KEY, tag TEXT, pad TEXT)', [], agent);
+  // Session 30, G8: STRACE=prefix traces the worker's executor children's opens and closes (paths shown) into prefix.<pid>.
+  if (process.env.STRACE) {
+    const kids = fs.readFileSync(`/proc/${a.pid}/task/${a.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    for (const kid of kids) {
+      const tracer = spawn('strace', ['-f', '-tt', '-y', '-e', 'trace=openat,close', '-o', `${process.env.STRACE}.${kid}`, '-p', kid], { stdio: 'ignore' });
+      procs.push(tracer);
+    }
+    await sleep(500);
+  }
   console.error('before', await busy(Number(process.env.BEFORE_MS ?? 8000), 'b'));
   await mark('before the fill');
   const file = path.join(root, 'fill');
-  const filled = fillDisk(file);
+  // NOFILL=1: the same run with the disk never filled (restores --into during the writes all the same).
+  const filled = process.env.NOFILL === '1' ? { fd: fs.openSync(file, 'w'), size: 0 } : fillDisk(file);
   const marking = setInterval(() => void mark('tick'), 700);
   // Restores --into of each database while the disk is full, the writes going on (run 3's r26, r27).
   const during = (async () => {
     await sleep(1500);
     // A little room comes back (others' files cut back, a process gone): the restores take it.
     const room = Number(process.env.ROOM_KB ?? 0) * 1024;
-    if (room) fs.ftruncateSync(filled.fd, filled.size - room);
+    if (room && filled.size) fs.ftruncateSync(filled.fd, filled.size - room);
     const out: string[] = [];
     for (const agent of AGENTS) {
       const run = await runCli(['restore', `w/${agent}`, '--at', new Date(Date.now() - 1000).toISOString(), '--into', `w/during${agent}`, '--json'], {
