@@ -94,7 +94,6 @@ async function main(): Promise<void> {
   };
 
   let a = await start();
-  for (const agent of AGENTS) await write('CREATE TABLE t (id INTEGER PRIMARY KEY, tag TEXT, pad TEXT)', [], agent);
   // Session 30, G8: STRACE=prefix traces the worker's executor children's opens and closes (paths shown) into prefix.<pid>.
   if (process.env.STRACE) {
     const kids = fs.readFileSync(`/proc/${a.pid}/task/${a.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
@@ -104,6 +103,7 @@ async function main(): Promise<void> {
     }
     await sleep(500);
   }
+  for (const agent of AGENTS) await write('CREATE TABLE t (id INTEGER PRIMARY KEY, tag TEXT, pad TEXT)', [], agent);
   console.error('before', await busy(Number(process.env.BEFORE_MS ?? 8000), 'b'));
   await mark('before the fill');
   const file = path.join(root, 'fill');
