@@ -394,15 +394,17 @@ async function main(): Promise<void> {
   /** When the data tmpfs was full (fill to free). */
   const fullSpans: [number, number][] = [];
   let workerKills = 0;
+  let filling: { fd: number } | undefined;
   let workerStops = 0;
-  const inject = async (f: string) => {
+  const inject = async (f: string, arg?: string) => {
     const t0 = Date.now();
     const at = new Date().toISOString();
     // Its start too: a fault that never ends (run 6 of session 30 stopped its streams) shows which.
     console.error(`${at} ${f} begins`);
     let detail = '';
     if (f === 'worker' || f === 'child') {
-      const which = f === 'worker' ? (workerKills++ % 2 ? 'worker' : 'start') : Math.random() < 0.5 ? 'worker' : 'start';
+      const which =
+        arg === 'worker' || arg === 'start' ? arg : f === 'worker' ? (workerKills++ % 2 ? 'worker' : 'start') : Math.random() < 0.5 ? 'worker' : 'start';
       detail = await inTurn(which, async () => {
         if (f === 'child') {
           const kids = childrenOf(procs[which]!.pid!);
@@ -417,22 +419,28 @@ async function main(): Promise<void> {
     } else if (f === 'full') {
       const file = path.join(dataDir, `.fill-${t0}`);
       const filled = fillDisk(file);
-      const hold = rand(3000, 8000);
+      filling = filled;
+      const hold = arg ? Number(arg) : rand(3000, 8000);
       // A restore while the disk is full: refused STORAGE_FULL, or (room found) every acknowledged row.
       const during = restoreInto(LANES[Math.floor(rand(0, LANES.length))]!, Math.floor(Date.now() / 1000) * 1000 - 1000);
       await sleep(hold);
+      filling = undefined;
       fs.ftruncateSync(filled.fd, 0);
       fs.closeSync(filled.fd);
       fs.rmSync(file);
       fullSpans.push([t0, Date.now()]);
       await during;
       detail = `${Math.round(hold)} ms`;
+    } else if (f === 'room') {
+      // Session 30, G8: during a full disk, arg KiB given back (a process gone frees its files), as run 3's kill of `start` did.
+      if (filling) fs.ftruncateSync(filling.fd, Math.max(0, fs.fstatSync(filling.fd).size - Number(arg ?? 4096) * 1024));
+      detail = filling ? `${arg ?? 4096} KiB` : 'no full disk';
     } else if (f === 'idle') {
       await inTurn('worker', () => idleKill(at));
       const last = childrenLeft.at(-1)!;
       detail = `children ${last.children}, left ${last.left.length}`;
     } else if (f === 'stopw') {
-      const which = workerStops++ % 2 ? 'worker' : 'start';
+      const which = arg === 'worker' || arg === 'start' ? arg : workerStops++ % 2 ? 'worker' : 'start';
       await inTurn(which, async () => {
         procs[which]!.kill('SIGSTOP');
         await sleep(10_000);
@@ -451,7 +459,7 @@ async function main(): Promise<void> {
         if (f === 'misconfe') await r.config('SET', 'appendfsync', 'everysec');
         const file = path.join(redis.dir, `.fill-${t0}`);
         const filled = fillDisk(file);
-        const hold = rand(3000, 8000);
+        const hold = arg ? Number(arg) : rand(3000, 8000);
         await sleep(hold);
         fs.ftruncateSync(filled.fd, 0);
         fs.closeSync(filled.fd);
@@ -485,17 +493,33 @@ async function main(): Promise<void> {
   const plan = Array.from({ length: ROUNDS }, () => KINDS)
     .flat()
     .sort(() => Math.random() - 0.5);
-  // STREAMS fault loops, each through the whole plan in its own order.
-  const faulting = Promise.all(
-    Array.from({ length: STREAMS }, async (_, i) => {
-      const mine = i === 0 ? plan : [...plan].sort(() => Math.random() - 0.5);
-      const gap = RUN_MS / (mine.length + 1);
-      for (const f of mine) {
-        await sleep(rand(0.5 * gap, 1.5 * gap));
-        await inject(f);
-      }
-    }),
-  );
+  // Session 30, G8: PLAN="ms:kind[:arg],..." runs those faults at those offsets from the lanes'
+  // start, each in its own turn (arg: `worker`/`start` for worker, child, stopw; the hold in ms
+  // for full, misconf, misconfe), instead of the shuffled rounds; DENSE=lane restores that lane
+  // at the end to every whole second from the first fault to the last one's end.
+  const scripted = (process.env.PLAN ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((x) => x.split(':'))
+    .map(([ms, kind, arg]) => ({ ms: Number(ms), kind: kind!, arg }));
+  const lanesFrom = Date.now();
+  const faulting = scripted.length
+    ? Promise.all(
+        scripted.map(async ({ ms, kind, arg }) => {
+          await sleep(Math.max(0, lanesFrom + ms - Date.now()));
+          await inject(kind, arg);
+        }),
+      )
+    : Promise.all(
+        Array.from({ length: STREAMS }, async (_, i) => {
+          const mine = i === 0 ? plan : [...plan].sort(() => Math.random() - 0.5);
+          const gap = RUN_MS / (mine.length + 1);
+          for (const f of mine) {
+            await sleep(rand(0.5 * gap, 1.5 * gap));
+            await inject(f);
+          }
+        }),
+      );
 
   const running = [...LANES.map(lane), ...LANES.map(lane), operator()];
   const progress = setInterval(
@@ -503,7 +527,7 @@ async function main(): Promise<void> {
     10_000,
   );
   await faulting;
-  await sleep(RUN_MS / (plan.length + 1));
+  await sleep(scripted.length ? 5000 : RUN_MS / (plan.length + 1));
   stop = true;
   await Promise.all(running);
   clearInterval(progress);
@@ -516,6 +540,12 @@ async function main(): Promise<void> {
   // Each fault's end, to the next whole second, restored (lanes in turn): what was acknowledged
   // across it must be there.
   for (const [i, f] of faults.entries()) await restoreInto(LANES[i % LANES.length]!, Math.ceil((Date.parse(f.at) + f.ms) / 1000) * 1000);
+  const dense = process.env.DENSE as Lane | undefined;
+  if (dense && faults.length) {
+    const from = Math.floor(Math.min(...faults.map((f) => Date.parse(f.at))) / 1000) * 1000;
+    const to = Math.max(...faults.map((f) => Date.parse(f.at) + f.ms)) + 3000;
+    for (let t = from; t <= to; t += 1000) await restoreInto(dense, t);
+  }
 
   fs.writeFileSync(path.join(out, 'writes.json'), JSON.stringify(writes));
   const unreadable: string[] = [];
