@@ -45,6 +45,13 @@ const le = os.endianness() === 'LE';
  */
 export function readWalIndex(db: Database, dbPath: string): WalIndexHeader | undefined {
   let open = shms.get(dbPath);
+  // A connection new to a descriptor whose readers are all closed (a handle closed outside the
+  // cache, not swept yet): the -shm it names may be one the last of them deleted at its close.
+  if (open && !open.users.has(db) && ![...open.users].some((user) => user.open)) {
+    shms.delete(dbPath);
+    closeQuietly(open.fd);
+    open = undefined;
+  }
   if (!open) {
     sweepWalIndexes();
     try {
@@ -86,10 +93,14 @@ export function sweepWalIndexes(): void {
     for (const db of open.users) if (!db.open) open.users.delete(db);
     if (open.users.size > 0) continue;
     shms.delete(path);
-    try {
-      fs.closeSync(open.fd);
-    } catch {
-      // Already closed with the process's descriptors.
-    }
+    closeQuietly(open.fd);
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // Already closed with the process's descriptors.
   }
 }

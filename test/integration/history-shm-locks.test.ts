@@ -51,3 +51,22 @@ it("keeps SQLite's locks through a failed copy's close and a snapshot's copy: an
   db.prepare('INSERT INTO t VALUES (2)').run();
   expect(rowsSeenElsewhere(file)).toBe(2);
 });
+
+it('reads the WAL index of a database opened again through its new -shm, not the one its last connection deleted', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-shm-locks-'));
+  dirs.push(dir);
+  const file = path.join(dir, 'b.sqlite');
+  const first = new Database(file);
+  first.pragma('journal_mode = WAL');
+  first.exec('CREATE TABLE t (x)');
+  expect(readWalIndex(first, file)?.lastFrame).toBeGreaterThan(0);
+  // Closed outside any handle cache (no sweep): the last connection deletes the WAL and -shm.
+  first.close();
+  expect(fs.existsSync(`${file}-shm`)).toBe(false);
+  const again = new Database(file);
+  open.push(again);
+  again.pragma('wal_autocheckpoint = 0');
+  for (let i = 0; i < 3; i++) again.prepare('INSERT INTO t VALUES (?)').run(i);
+  // Three commits of a page each, in a WAL begun afresh: its index says so.
+  expect(readWalIndex(again, file)?.lastFrame).toBe(3);
+});
