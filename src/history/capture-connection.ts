@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
 import { closeAnswered } from './answered-commits.ts';
 import { positionKey, type State } from './capture-state.ts';
-import { closeWalIndex, readWalIndex } from './wal-index.ts';
+import { readWalIndex, sweepWalIndexes } from './wal-index.ts';
 
 // What capture keeps per SQLite connection: its WAL held open, the statements of its write lock,
 // and how its last capture ended.
@@ -40,7 +40,8 @@ export function walOf(db: Database, dbPath: string): OpenWal | undefined {
 
 export function closeWal(db: Database): void {
   closeAnswered(db);
-  closeWalIndex(db);
+  // Its -shm descriptor stays while a connection that read through it is open (wal-index.ts).
+  sweepWalIndexes();
   const known = wals.get(db);
   if (!known) return;
   wals.delete(db);

@@ -77,14 +77,6 @@ export function readWalIndex(db: Database, dbPath: string): WalIndexHeader | und
 }
 
 /**
- * A connection's handle is closing: its -shm descriptor goes once no connection of this process
- * that read through it is open, which its close may not have made so yet (see {@link sweepWalIndexes}).
- */
-export function closeWalIndex(_db: Database): void {
-  sweepWalIndexes();
-}
-
-/**
  * Closes the -shm descriptors whose every reader's connection is closed: after a handle is
  * closed (`HistoryCapture`'s `afterClose`), and before another is opened.
  */
