@@ -60,6 +60,12 @@ export function settingsUnderGrants(settings: AgentSettings, grants: KeyGrants):
  * key id is what a request is looked up by, and revoking removes the hash from it at once.
  */
 export class AgentKeyRing {
+  /**
+   * When this ring last minted: two keys minted within one millisecond would otherwise share a
+   * `createdAt`, and `list`, whose hash comes back in no order, could show them either way round.
+   */
+  private lastMintedAt = 0;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
@@ -75,11 +81,12 @@ export class AgentKeyRing {
     if (!registered) throw new AgentDbError('NOT_FOUND', `${workspace}/${agent} is not a registered agent.`);
     const key = mintKey();
     const id = `k_${randomBytes(6).toString('hex')}`;
+    this.lastMintedAt = Math.max(Date.now(), this.lastMintedAt + 1);
     const record: KeyRecord = {
       agent,
       keyHash: hashKey(key),
       grants: { database: registered.settings.database, sharedData: registered.settings.sharedData },
-      createdAt: Date.now(),
+      createdAt: this.lastMintedAt,
       agentSince: registered.createdAt,
       revoked: false,
     };
@@ -111,14 +118,14 @@ export class AgentKeyRing {
     return true;
   }
 
-  /** Every key of `workspace` (of one agent, when given), revoked ones included. */
+  /** Every key of `workspace` (of one agent, when given), revoked ones included, oldest first. */
   async list(workspace: string, agent?: string): Promise<AgentKey[]> {
     if (!workspaceName.safeParse(workspace).success) return [];
     const all = await this.redis.hgetall(this.keys.agentKeys(workspace));
     return Object.entries(all)
       .map(([id, raw]) => info(workspace, id, JSON.parse(raw) as KeyRecord))
       .filter((k) => agent === undefined || k.agent === agent)
-      .sort((a, b) => a.createdAt - b.createdAt);
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /**

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { EventEmitter } from 'node:events';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
@@ -11,6 +10,7 @@ import { quietLateInitErrors } from '../redis/late-init-errors.ts';
 import { quitWithin } from '../redis/quit-within.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
 import { SHARD_QUEUE_EVENTS_MAX_LEN } from '../redis/shard-queues.ts';
+import { finishedEvent } from './op-finished-event.ts';
 import { unspill, type WireOutcome } from './op-result-spill.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
@@ -44,7 +44,7 @@ export interface ShardOpClientOptions {
 
 /**
  * Runs shard ops (see `ShardOpJobData`) on a shard's queue and waits for their outcome, with
- * BullMQ's own `QueueEvents` and `waitUntilFinished`: ops are few and not on the calls' hot
+ * BullMQ's own `QueueEvents` (see {@link finishedEvent}): ops are few and not on the calls' hot
  * path, so they need none of the client's event stream machinery.
  */
 export class ShardOpClient {
@@ -52,6 +52,8 @@ export class ShardOpClient {
   private readonly redis: Redis;
   private readonly queues = new Map<number, { queue: Queue; events: QueueEvents; conn: Redis; ready: Promise<unknown> }>();
   private readonly outage: RedisOutage;
+  /** Aborted by `close`: an op still waiting then is answered at once, not at its timeout. */
+  private readonly closed = new AbortController();
 
   constructor(private readonly opts: ShardOpClientOptions) {
     this.keys = keysFor(opts.prefix);
@@ -175,9 +177,6 @@ export class ShardOpClient {
                 reject(
                   new AgentDbError('NO_WORKER', `no worker took ${op} (shard ${shard}${data.db ? `, ${data.db}` : ''}) within ${pickup.timeoutMs / 1000} s`),
                 );
-                // Settles BullMQ's waitUntilFinished, whose timer would otherwise hold a CLI process
-                // open for the op's whole timeout (BullMQ's Queue.close does not end it).
-                (q.events as unknown as EventEmitter).emit(`failed:${jobId}`, { failedReason: 'withdrawn: no worker took it' });
               }
               return;
             }
@@ -186,10 +185,6 @@ export class ShardOpClient {
             // for it (fault review F4, session 29).
             if (!j) {
               reject(new AgentDbError('UNAVAILABLE', gone(op, shard, data.db)));
-              // Settles BullMQ's wait as the withdrawal above does: its timer held the CLI that had
-              // printed this answer open for the op's whole timeout (F5: a `restore` still
-              // running 6 minutes after it answered UNAVAILABLE).
-              (q.events as unknown as EventEmitter).emit(`failed:${jobId}`, { failedReason: 'its job is gone from Redis' });
               return;
             }
             if (!j?.finishedOn) return;
@@ -200,15 +195,12 @@ export class ShardOpClient {
         );
       }, POLL_MS);
     });
-    const waited = job.waitUntilFinished(q.events, timeoutMs ?? 60_000) as Promise<ShardOpOutcome>;
-    // Once Redis is lost, BullMQ's wait is settled too: its timer would hold a CLI process open
-    // for the op's whole timeout.
-    lost.catch(() => (q.events as unknown as EventEmitter).emit(`failed:${jobId}`, { failedReason: 'Redis was lost' }));
+    const outcome = finishedEvent(q.events, jobId, timeoutMs ?? 60_000, this.closed.signal);
     try {
-      return await Promise.race([waited, polled, lost]);
+      return await Promise.race([outcome.finished, polled, lost]);
     } finally {
       clearInterval(timer);
-      waited.catch(() => undefined);
+      outcome.stop();
     }
   }
 
@@ -218,6 +210,7 @@ export class ShardOpClient {
    * a CLI process open after it had answered UNAVAILABLE).
    */
   async close(): Promise<void> {
+    this.closed.abort();
     const all = [...this.queues.values()];
     // One still opening when Redis is dropped below must not end the process (see quietLateInitErrors).
     for (const q of all) for (const closing of [q.queue, q.events]) if (closing) quietLateInitErrors(closing);

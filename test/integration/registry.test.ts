@@ -91,6 +91,16 @@ describe('the registry', () => {
     expect(await auth.authenticate(narrow.key)).toBeUndefined();
   });
 
+  // CI on 0c7e6ee: two keys minted within one millisecond shared a creation time, and the list
+  // (a hash, which Redis gives back in no order) showed them either way round.
+  it('lists an agent’s keys in the order they were minted, however quickly', async () => {
+    await workspaces.put('kq', 'pro');
+    await agents.put('kq', 'quick', { displayName: 'Quick', settings: { database: 'agent' } });
+    const minted: string[] = [];
+    for (let i = 0; i < 12; i++) minted.push((await ring.mint('kq', 'quick')).info.id);
+    expect((await ring.list('kq', 'quick')).map((k) => k.id)).toEqual(minted);
+  });
+
   it('member keys keep working and resolve to the member', async () => {
     const members = new MemberRegistry(redis, keysFor(sb.config.prefix));
     const { key } = await members.add('kw', 'ada', 'admin');

@@ -71,3 +71,40 @@ it('closes after an op answered by its event without leaving a rejection nobody 
     workerConn.disconnect();
   }
 }, 60_000);
+
+// CI on 0c7e6ee: two unhandled 'Connection is closed.' while web-export-bounds stopped its web
+// server with CSV exports under way. An op whose add was still on its way back when the client
+// closed went on into BullMQ's waitUntilFinished, whose look at the job then met the closed
+// connection inside BullMQ, where nobody hears it. Here the add's reply is 40 ms away through the
+// proxy when close() begins; no worker takes the op, so only the close ends its wait, at once
+// (before, the op waited out its whole timeout: a closed queue tells no waiter).
+it('closes with an op whose add is still on its way back, leaving no rejection nobody hears', async () => {
+  const unheard: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unheard.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    for (let i = 0; i < 5; i++) {
+      const ops = new ShardOpClient({ redisUrl: proxyUrl, prefix });
+      // Ready first, so the op's add is the next thing the proxy carries.
+      await ops.run(6, 'warm-up', {}, { timeoutMs: 1 }).catch(() => undefined);
+      const before = await redis.llen(`${keys.bullPrefix}:${keys.queueName(6)}:wait`);
+      const answer = ops.run(6, 'noop', {}, { timeoutMs: 600_000 }).then(
+        () => 'answered',
+        () => 'refused',
+      );
+      // The add has reached Redis; its reply is still in the proxy.
+      for (;;) {
+        const waiting = await redis.llen(`${keys.bullPrefix}:${keys.queueName(6)}:wait`);
+        if (waiting > before) break;
+        await new Promise((r) => setImmediate(r));
+      }
+      await ops.close();
+      // Answered by the close: its timeout is past the test's.
+      expect(await answer).toBe('refused');
+      await new Promise((r) => setTimeout(r, 4 * LATENCY_MS));
+    }
+    expect(unheard.map(String)).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+}, 60_000);
