@@ -92,13 +92,19 @@ export class KeyedCalls {
    * limits, for a read that is not of one call (an MCP `tasks/list` page); the refusal past one.
    */
   chargeLookup(principal: Principal): Promise<RateRefusal | undefined> {
-    return this.counted(
-      this.client.chargeLookup({
-        workspace: principal.workspace,
-        agent: callerOf(principal),
-        ...(principal.kind === 'agent' ? { keyId: principal.keyId } : {}),
-      }),
-    );
+    return this.counted(this.client.chargeLookup(this.rateSubject(principal)));
+  }
+
+  /**
+   * Counts one MCP task follow-up by `principal` (`tasks/get`, `tasks/result`, `tasks/cancel`) in
+   * its own bucket, apart from its calls and lookups; the refusal past it.
+   */
+  chargeTaskPoll(principal: Principal): Promise<RateRefusal | undefined> {
+    return this.counted(this.client.chargeTaskPoll(this.rateSubject(principal)));
+  }
+
+  private rateSubject(principal: Principal): { workspace: string; agent: string; keyId?: string } {
+    return { workspace: principal.workspace, agent: callerOf(principal), ...(principal.kind === 'agent' ? { keyId: principal.keyId } : {}) };
   }
 
   private async counted(refusal: Promise<RateRefusal | undefined>): Promise<RateRefusal | undefined> {

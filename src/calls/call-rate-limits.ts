@@ -45,10 +45,23 @@ export function approvalPagePoints(read: number): number {
   return Math.floor((read * CALL_POINTS) / 1_000);
 }
 
+/**
+ * MCP task follow-ups (`tasks/get`, `tasks/result`, `tasks/cancel`) a principal may make per
+ * minute, in a bucket of their own: a client polling at the tasks' `pollInterval` (1 s) follows
+ * ten tasks at once within it. Each costs Redis two to three reads; uncounted, one client asking
+ * in a loop cost Redis about as much as a full call rate without spending any of it (session 30,
+ * T7). Not the lookups' bucket: spent by others' lookups, a waiting task could not be followed
+ * (a waiting task stays working while others spend the lookup rate limit, mcp-approval-wait).
+ */
+export const TASK_POLLS_PER_MINUTE = 600;
+
+/** Which budget a refusal spent: a call rate's, or a principal's task follow-ups ({@link TASK_POLLS_PER_MINUTE}). */
+export type RateBudget = 'workspace' | 'key' | 'task-polls';
+
 /** A refusal: which budget was spent, what it is, and the seconds until its window ends. */
 export interface RateRefusal {
-  of: 'workspace' | 'key';
-  /** The budget, in calls (a lookup counts {@link LOOKUP_POINTS}/{@link CALL_POINTS} of one). */
+  of: RateBudget;
+  /** The budget, in calls (a lookup counts {@link LOOKUP_POINTS}/{@link CALL_POINTS} of one); for `task-polls`, in follow-ups. */
   calls: number;
   windowS: number;
   retryAfterS: number;
@@ -59,7 +72,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = Object.freeze({ windowS: 6
 
 /** One rate counter a call spends: its Redis key, what the call costs it, the most its window holds (points) and the window (s). */
 export interface RateCounter {
-  of: 'workspace' | 'key';
+  of: RateBudget;
   key: string;
   points: number;
   limit: number;
@@ -107,6 +120,22 @@ export class CallRateLimits {
     return counters;
   }
 
+  /**
+   * The counter one MCP task follow-up of `s` spends, its principal's own (key, or agent, or
+   * member), apart from its call rates; or the refusal while it is known spent. Its limit is in
+   * follow-ups, each one point.
+   */
+  taskPollCounter(s: RateSubject, now = Date.now()): RateCounter[] | RateRefusal {
+    const subject = s.keyId !== undefined ? `k:${s.workspace}:${s.keyId}` : `a:${s.workspace}:${s.agent}`;
+    const { windowS } = this.settings;
+    const limit = this.settings.taskPolls ?? Math.max(1, Math.round((TASK_POLLS_PER_MINUTE * windowS) / 60));
+    const c: RateCounter = { of: 'task-polls', key: this.keys.callRate(s.workspace, 'key', `task-polls:${subject}`), points: 1, limit, windowS };
+    const until = this.blocked.get(c.key);
+    if (until !== undefined && until > now) return this.refusal(c, until - now);
+    if (until !== undefined) this.blocked.delete(c.key);
+    return [c];
+  }
+
   /** The refusal of a call by counter `c`, spent with `msLeft` of its window to go (remembered until then). */
   refused(c: RateCounter, msLeft: number, now = Date.now()): RateRefusal {
     if (this.blocked.size >= MAX_BLOCKED) this.blocked.clear();
@@ -115,7 +144,12 @@ export class CallRateLimits {
   }
 
   private refusal(c: RateCounter, msLeft: number): RateRefusal {
-    return { of: c.of, calls: c.limit / CALL_POINTS, windowS: this.settings.windowS, retryAfterS: Math.max(1, Math.ceil(msLeft / 1000)) };
+    return {
+      of: c.of,
+      calls: c.of === 'task-polls' ? c.limit : c.limit / CALL_POINTS,
+      windowS: this.settings.windowS,
+      retryAfterS: Math.max(1, Math.ceil(msLeft / 1000)),
+    };
   }
 
   private counter(s: RateSubject, of: 'workspace' | 'key', subject: string | undefined, points: number): RateCounter {

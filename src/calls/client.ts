@@ -201,6 +201,20 @@ export class AgentDbClient {
   }
 
   /**
+   * Counts one MCP task follow-up (`tasks/get`, `tasks/result`, `tasks/cancel`) of the caller's
+   * key (`keyId`; else its agent, or `@<member>`) in a bucket of its own,
+   * `CallRateLimits.taskPollCounter`: the refusal when spent, else undefined.
+   */
+  async chargeTaskPoll(who: { workspace: string; agent: string; keyId?: string }): Promise<RateRefusal | undefined> {
+    if (!this.rates) return undefined;
+    const plan = await this.workspaces.planOf(who.workspace);
+    const counters = this.rates.taskPollCounter({ plan, workspace: who.workspace, agent: who.agent, ...(who.keyId ? { keyId: who.keyId } : {}) });
+    if (!Array.isArray(counters)) return counters;
+    const spent = await this.budget.countRates(who.workspace, counters);
+    return spent ? this.rates.refused(spent.rate, spent.msLeft) : undefined;
+  }
+
+  /**
    * The registered agent `agent` of `workspace` (`agentdb agents set`): its settings and tool
    * surface, or undefined when it is not registered. The framework adapters build their tools
    * from it, so a runtime offers a model exactly what the registration allows.

@@ -115,6 +115,8 @@ export interface RateLimitSettings {
   readonly windowS: number;
   readonly workspaceCalls?: number;
   readonly keyCalls?: number;
+  /** MCP `tasks/get`, `tasks/result` and `tasks/cancel` requests a principal may make per window (default `TASK_POLLS_PER_MINUTE`, scaled). */
+  readonly taskPolls?: number;
 }
 
 /** This part's fields of `Config`, from its variables as validated. */

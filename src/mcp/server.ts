@@ -1,6 +1,13 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolRequestSchema, GetTaskPayloadRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import { MAY_PARK, type PendingCallJoins } from '../calls/pending-call-joins.ts';
@@ -56,8 +63,17 @@ export function mcpServer(principal: Principal, endpoint: McpEndpoint, deps: Mcp
   // tasks/result waits for the call itself, as tools/call does: the SDK's own handler polls the
   // store each pollInterval and never lets go, which held a stopping server's close until its
   // drain grace ran out.
-  if (tasks)
+  if (tasks) {
     server.setRequestHandler(GetTaskPayloadRequestSchema, (request, extra) => tasks.awaitResult(request.params.taskId, deps.approvalWaitMs, extra.signal));
+    // The SDK's own tasks/get, counted first (RedisTaskStore.polled): the SDK's cancel asks
+    // getTask too, and is counted once, by the store's updateTaskStatus.
+    server.setRequestHandler(GetTaskRequestSchema, async (request) => {
+      await tasks.polled();
+      const task = await tasks.getTask(request.params.taskId);
+      if (!task) throw new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
+      return { ...task };
+    });
+  }
   const current = async (): Promise<Principal> => {
     if (!deps.principalNow) return principal;
     const now = await deps.principalNow();

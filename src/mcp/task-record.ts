@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError, type Task } from '@modelcontextprotocol/sdk/types.js';
+import type { RateRefusal } from '../calls/call-rate-limits.ts';
+import { unboundCallIsMine } from '../contracts/call-identity.ts';
+import type { Principal } from '../registry/principal.ts';
 import type { McpToolResult } from './tool-result.ts';
 
 // An MCP task's record as Redis keeps it, and what the task store reads off one (task-store.ts).
@@ -74,4 +77,26 @@ export function newRecord(owner: string, start: TaskStart, ttlMs: number): TaskR
     ...(finished ? {} : { statusMessage: start.statusMessage }),
   };
   return { owner, callId: start.callId, task, ...(finished ? { result: start.result } : start.joinKey ? { joinKey: start.joinKey } : {}) };
+}
+
+/**
+ * The protocol error past a rate bound for a task request (`what`): -32600 with RATE_LIMITED and
+ * the seconds to wait in its message and data, as the SDK answers a store's error.
+ */
+export function rateLimitedError(limited: RateRefusal, workspace: string, what: string): McpError {
+  const message =
+    limited.of === 'task-polls'
+      ? `RATE_LIMITED: this key may follow its tasks ${limited.calls} times per ${limited.windowS} s (tasks/get, tasks/result and tasks/cancel; a client polling at each task's pollInterval stays well inside it); ask again in ${limited.retryAfterS} s.`
+      : `RATE_LIMITED: ${limited.of === 'workspace' ? `Workspace ${workspace}` : 'This key'} may make ${limited.calls} calls per ${limited.windowS} s (${what} counts a tenth of one); ask again in ${limited.retryAfterS} s.`;
+  return new McpError(ErrorCode.InvalidRequest, message, { code: 'RATE_LIMITED', retryAfter: limited.retryAfterS });
+}
+
+/**
+ * Whether `record`, an agent key's task filed before its tasks were bound to the registration
+ * (session 28) under the bare `<workspace>.<agent>`, is `p`'s: only if made since the registration
+ * began (`unboundCallIsMine`), so a task that waits across the upgrade is still found by its id.
+ */
+export function unboundMine(record: TaskRecord, p: Principal): boolean {
+  if (p.kind !== 'agent' || p.since === undefined || record.owner !== `${p.workspace}.${p.agent}`) return false;
+  return unboundCallIsMine(Date.parse(record.task.createdAt), p.since);
 }

@@ -7,11 +7,21 @@ import { isTransient } from '../calls/call-answers.ts';
 import { jsonBytes } from '../calls/redis-bytes.ts';
 import type { BudgetEntry } from '../calls/call-budget-entry.ts';
 import type { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
-import { unboundCallIsMine } from '../contracts/call-identity.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts } from '../redis/lua-scripts.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
-import { cancelledError, cancelledMessage, follows, INDEX_ENTRY, indexEntry, newRecord, type TaskRecord, type TaskStart } from './task-record.ts';
+import {
+  cancelledError,
+  cancelledMessage,
+  follows,
+  INDEX_ENTRY,
+  indexEntry,
+  newRecord,
+  rateLimitedError,
+  unboundMine,
+  type TaskRecord,
+  type TaskStart,
+} from './task-record.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
 
 export { TASK_POLL_MS } from './task-record.ts';
@@ -129,6 +139,17 @@ export class RedisTaskStore implements TaskStore {
     return this.start({ callId, statusMessage: String(params.context?.statusMessage ?? 'The call has not finished yet.') });
   }
 
+  /**
+   * Counts one follow-up of the principal's tasks (`tasks/get`, `tasks/result`, `tasks/cancel`)
+   * in its bucket of its own (`TASK_POLLS_PER_MINUTE`); past it throws RATE_LIMITED with the
+   * seconds to wait. Before this, follow-ups were counted nowhere: one client asking in a loop
+   * cost Redis as much as calls do (session 30, T7).
+   */
+  async polled(): Promise<void> {
+    const limited = await this.deps.calls.chargeTaskPoll(this.principal);
+    if (limited) throw rateLimitedError(limited, this.principal.workspace, 'a task request');
+  }
+
   async getTask(taskId: string): Promise<Task | null> {
     const record = await this.read(taskId);
     if (!record) return null;
@@ -149,6 +170,7 @@ export class RedisTaskStore implements TaskStore {
    * the client asks again, of another instance).
    */
   async awaitResult(taskId: string, waitMs: number, signal: AbortSignal): Promise<Result> {
+    await this.polled();
     for (;;) {
       let record = await this.read(taskId);
       if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
@@ -177,6 +199,7 @@ export class RedisTaskStore implements TaskStore {
   async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
     // agentdb's own code ends tasks with settle or storeTaskResult; a client only cancels.
     if (status !== 'cancelled') throw new Error(`Task ${taskId} stands for a call; only tasks/cancel changes its status.`);
+    await this.polled();
     const record = await this.read(taskId);
     if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
     if (record.task.status !== 'working') throw new McpError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${record.task.status}`);
@@ -197,14 +220,7 @@ export class RedisTaskStore implements TaskStore {
     // A page looks at each working task's call: counted as one lookup (a tenth of a call) of the
     // principal's, unlike tasks/get and tasks/result, which read one task's own call.
     const limited = await this.deps.calls.chargeLookup(this.principal);
-    if (limited) {
-      const whose = limited.of === 'workspace' ? `Workspace ${this.principal.workspace}` : 'This key';
-      throw new McpError(
-        ErrorCode.InvalidRequest,
-        `RATE_LIMITED: ${whose} may make ${limited.calls} calls per ${limited.windowS} s (a tasks/list page counts a tenth of one); ask again in ${limited.retryAfterS} s.`,
-        { code: 'RATE_LIMITED', retryAfter: limited.retryAfterS },
-      );
-    }
+    if (limited) throw rateLimitedError(limited, this.principal.workspace, 'a tasks/list page');
     const index = this.deps.keys.mcpTasksOf(this.owner);
     const entries = await this.deps.redis.zrevrangebylex(index, cursor ? `(${cursor}` : '+', '-', 'LIMIT', 0, TASK_LIST_PAGE);
     const tasks: Task[] = [];
@@ -241,24 +257,13 @@ export class RedisTaskStore implements TaskStore {
     return settled;
   }
 
-  /**
-   * An agent key's task filed before its tasks were bound to the registration (session 28), under
-   * the bare `<workspace>.<agent>`: its own only if made since the registration began
-   * (`unboundCallIsMine`), so a task that waits across the upgrade is still found by its id.
-   */
-  private unboundMine(record: TaskRecord): boolean {
-    const p = this.principal;
-    if (p.kind !== 'agent' || p.since === undefined || record.owner !== `${p.workspace}.${p.agent}`) return false;
-    return unboundCallIsMine(Date.parse(record.task.createdAt), p.since);
-  }
-
   private async read(taskId: string): Promise<TaskRecord | undefined> {
     const res = await this.deps.redis.pipeline().get(this.deps.keys.mcpTask(taskId)).get(this.deps.keys.mcpTaskCancelled(taskId)).exec();
     const text = res?.[0]?.[1] as string | null | undefined;
     if (!text) return undefined;
     const record = JSON.parse(text) as TaskRecord;
     // Another principal's task answers as no task at all, so ids cannot be probed.
-    if (record.owner !== this.owner && !this.unboundMine(record)) return undefined;
+    if (record.owner !== this.owner && !unboundMine(record, this.principal)) return undefined;
     const cancelled = res?.[1]?.[1] as string | null | undefined;
     if (!cancelled) return record;
     // Cancelled stays cancelled, whatever its call did since (the spec's tasks/cancel).
