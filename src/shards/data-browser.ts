@@ -4,6 +4,7 @@ import type { AgentRegistry } from '../registry/agents.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { DescribeResult } from '../sqlite/sqlite-describe.ts';
 import type { DatabaseFigures } from '../sqlite/sqlite-figures.ts';
+import { LOOKUP_POINTS, type RateRefusal } from '../calls/call-rate-limits.ts';
 import type { ShardOpClient } from './shard-op-client.ts';
 import { ExportSlots } from './export-slots.ts';
 
@@ -29,6 +30,9 @@ export const FIGURES_KEEP_MS = 30_000;
 
 /** Databases whose figures are kept at most; past it all are forgotten at once. */
 const FIGURES_KEPT_MAX = 10_000;
+
+/** Databases whose figures {@link DataBrowser.figuresOf} asks their owners for at once. */
+const FIGURES_AT_ONCE = 8;
 
 /** One database a workspace's members may browse. */
 export interface BrowsableDatabase {
@@ -114,6 +118,35 @@ export class DataBrowser {
       if (this.figuresKept.get(db)?.figures === figures) this.figuresKept.delete(db);
     });
     return figures;
+  }
+
+  /**
+   * The figures of `dbs` (the Data page's list), each counted on its owner as a tables view counts
+   * rows there: `charge` is asked first for a lookup's points (a tenth of a call) per database not
+   * counted in the last `figuresKeepMs`, and refused, only the kept ones are given, with the
+   * refusal. Uncharged, one list view of a workspace of a thousand databases ran a thousand shard
+   * ops every 30 s for a tenth of a call (session 30, T7). A database whose owner does not answer
+   * is left out (the page shows dashes), not an error for the whole list.
+   */
+  async figuresOf(
+    dbs: readonly string[],
+    charge: (points: number) => Promise<RateRefusal | undefined>,
+    now = Date.now(),
+  ): Promise<{ figures: Map<string, DatabaseFigures>; limited?: RateRefusal }> {
+    const keepMs = this.opts.figuresKeepMs ?? FIGURES_KEEP_MS;
+    const asks = dbs.filter((db) => !(now - (this.figuresKept.get(db)?.at ?? -Infinity) < keepMs)).length;
+    const limited = asks > 0 ? await charge(asks * LOOKUP_POINTS) : undefined;
+    const wanted = limited ? dbs.filter((db) => now - (this.figuresKept.get(db)?.at ?? -Infinity) < keepMs) : dbs;
+    const figures = new Map<string, DatabaseFigures>();
+    for (let i = 0; i < wanted.length; i += FIGURES_AT_ONCE) {
+      await Promise.all(
+        wanted.slice(i, i + FIGURES_AT_ONCE).map(async (db) => {
+          const f = await this.figures(db, now).catch(() => undefined);
+          if (f) figures.set(db, f);
+        }),
+      );
+    }
+    return limited ? { figures, limited } : { figures };
   }
 
   /** One grid page (see `browsePage`). */

@@ -8,7 +8,6 @@ import type { PageArgs } from '../../contracts/browse.ts';
 import { AgentDbError, type ErrorCode } from '../../errors.ts';
 import type { DataBrowser } from '../../shards/data-browser.ts';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
-import type { DatabaseFigures } from '../../sqlite/sqlite-figures.ts';
 import { chargedApprovalPage } from '../../calls/activity-charge.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { parseDatabaseId } from '../../contracts/database-id.ts';
@@ -23,9 +22,6 @@ import { errorPage } from './error-page.ts';
 import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
 import { databaseField, formBody, requireTyped } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
-
-/** Databases whose figures the Data page asks their owners for at once. */
-const FIGURES_AT_ONCE = 8;
 
 /** What the data pages call. */
 export interface DataRoutesDeps {
@@ -120,18 +116,19 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       return errorPage(reply, frameOf(request, 'Data'), new AgentDbError('RATE_LIMITED', why, { retryAfter: read.limited.retryAfterS }));
     }
     const [dbs, pending] = read.page;
-    // Each database's figures are one shard op on its owner, a few at a time; one whose owner
-    // does not answer shows dashes, not an error page for the whole list.
-    const figures = new Map<string, DatabaseFigures>();
-    for (let i = 0; i < dbs.length; i += FIGURES_AT_ONCE) {
-      await Promise.all(
-        dbs.slice(i, i + FIGURES_AT_ONCE).map(async (d) => {
-          const f = await deps.browser.figures(d.id).catch(() => undefined);
-          if (f) figures.set(d.id, f);
-        }),
-      );
-    }
-    return reply.type('text/html; charset=utf-8').send(layout(frameOf(request, 'Data'), databasesView(member, dbs, figures, pending)).value);
+    const { figures, limited } = await deps.browser.figuresOf(
+      dbs.map((d) => d.id),
+      (points) => deps.calls.chargeMemberLookup(member.workspace, member.name, points),
+    );
+    const frame = frameOf(request, 'Data');
+    // Past the rate, the list still shows, its figures not counted anew: dashes, and why.
+    const flash = limited
+      ? {
+          kind: 'error' as const,
+          text: `RATE_LIMITED: the workspace's rate limit is spent for now (each database's figures count a tenth of a call); reload in ${limited.retryAfterS} s for them.`,
+        }
+      : undefined;
+    return reply.type('text/html; charset=utf-8').send(layout({ ...frame, ...(flash ? { flash } : {}) }, databasesView(member, dbs, figures, pending)).value);
   });
 
   // `attachValidation` here and below: a bad query or form is an error page like any other refusal, not the API's JSON.
