@@ -129,18 +129,23 @@ export class OffloadedResults {
 
   /**
    * The result `id` as a stream of its JSON (`{"columns":[…],"rows":[…]}`), for `reader`.
+   * `charge` (an API download's rate, `KeyedCalls.chargeDownload`) is asked with 0 before the
+   * store is, then with the result's bytes before it is sent, and throws its refusal.
    * @throws AgentDbError NOT_FOUND for an unknown id, or one of another workspace or agent
-   *   (alike, so ids cannot be probed); RESULT_EXPIRED past its expiry.
+   *   (alike, so ids cannot be probed); RESULT_EXPIRED past its expiry; what `charge` throws.
    */
-  async open(id: string, reader: ResultReader): Promise<{ ref: OffloadedRef; body: Readable }> {
+  async open(id: string, reader: ResultReader, charge?: (bytes: number) => Promise<void>): Promise<{ ref: OffloadedRef; body: Readable }> {
     const missing = new AgentDbError(
       'NOT_FOUND',
       `no offloaded result ${JSON.stringify(String(id).slice(0, 64))} in ${reader.kind === 'agent' ? `${reader.workspace}/${reader.agent}` : `workspace ${reader.workspace}`}: an id is read in the workspace (and, with an agent key, by the agent) whose call offloaded it — check the workspace, agent and id`,
     );
     if (typeof id !== 'string' || !ID.test(id)) throw missing;
+    // Charged as a lookup before the store is asked, then by the bytes it will send (see `charge`).
+    await charge?.(0);
     const meta = await this.meta(reader.workspace, id);
     if (!meta || meta.workspace !== reader.workspace || (reader.kind === 'agent' && meta.agent !== reader.agent)) throw missing;
     if (Date.parse(meta.expiresAt) <= this.now()) throw new AgentDbError('RESULT_EXPIRED', `result ${id} expired at ${meta.expiresAt}`);
+    await charge?.(meta.bytes);
     // Held from here until the stream ends, fails or is dropped: a client that reads nothing holds
     // its connection to the store for as long as it stays (see `download-slots.ts`).
     const release = this.downloads.take(reader.workspace, reader.kind === 'agent' ? reader.agent : `@${reader.member ?? ''}`);

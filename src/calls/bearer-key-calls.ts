@@ -3,10 +3,11 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
+import { AgentDbError } from '../errors.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
-import type { RateRefusal } from './call-rate-limits.ts';
+import { downloadPoints, type RateRefusal } from './call-rate-limits.ts';
 import { jobLost } from './call-completion-wait.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
 import { dbAnswer, type ApprovalRequiredAnswer, type TranslatedDbCall } from './db-answers.ts';
@@ -101,6 +102,25 @@ export class KeyedCalls {
    */
   chargeTaskPoll(principal: Principal): Promise<RateRefusal | undefined> {
     return this.counted(this.client.chargeTaskPoll(this.rateSubject(principal)));
+  }
+
+  /**
+   * Counts a download of an offloaded result by `principal` against its key's and workspace's
+   * rates (`downloadPoints`: a lookup for `bytes` 0, else a call per MiB).
+   * @throws AgentDbError RATE_LIMITED, with `retryAfter`, past one.
+   */
+  async chargeDownload(principal: Principal, bytes: number): Promise<void> {
+    const limited = await this.counted(this.client.chargeLookup(this.rateSubject(principal), downloadPoints(bytes)));
+    if (!limited) return;
+    const whose = limited.of === 'workspace' ? `Workspace ${principal.workspace}` : 'This key';
+    const what = bytes === 0 ? 'a download counts a tenth of one' : `a download counts a call per MiB: this one ${Math.floor(bytes / (1024 * 1024))}`;
+    throw new AgentDbError(
+      'RATE_LIMITED',
+      `${whose} may make ${limited.calls} calls per ${limited.windowS} s (${what}); try again in ${limited.retryAfterS} s`,
+      {
+        retryAfter: limited.retryAfterS,
+      },
+    );
   }
 
   private rateSubject(principal: Principal): { workspace: string; agent: string; keyId?: string } {

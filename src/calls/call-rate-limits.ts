@@ -58,6 +58,18 @@ export const TASK_POLLS_PER_MINUTE = 600;
 /** Which budget a refusal spent: a call rate's, or a principal's task follow-ups ({@link TASK_POLLS_PER_MINUTE}). */
 export type RateBudget = 'workspace' | 'key' | 'task-polls';
 
+/**
+ * What a download of an offloaded result (`GET /v1/results/:id`) costs against the rate limits, in
+ * points, by the bytes it sends: a lookup, and a call per MiB. In flight a download holds only its
+ * stream's buffers (its client's reading paces it: 8 held unread, of 16 or 256 MB each, added 4-5 MB
+ * to the HTTP process, bench/download-rss.ts), but bounded in number only, one key pulled 4 of the
+ * largest results again and again, the blob store's and the process's bandwidth for nothing
+ * (session 30, T7). 0 bytes: the lookup before the store is asked (an unknown id costs a read of it).
+ */
+export function downloadPoints(bytes: number): number {
+  return bytes === 0 ? LOOKUP_POINTS : Math.floor((bytes * CALL_POINTS) / (1024 * 1024));
+}
+
 /** A refusal: which budget was spent, what it is, and the seconds until its window ends. */
 export interface RateRefusal {
   of: RateBudget;

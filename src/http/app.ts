@@ -123,7 +123,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         ...(oauth ? { oauth } : {}),
       }),
     );
-    if (deps.keyed.results) app.register(resultsRoutes({ auth: deps.keyed.auth, results: deps.keyed.results }));
+    if (deps.keyed.results) app.register(resultsRoutes({ auth: deps.keyed.auth, results: deps.keyed.results, calls: deps.keyed.calls }));
   }
 
   if (deps.web) app.register(webRoutes({ ...deps.web, ...(oauth ? { oauth } : {}) }));
