@@ -31,6 +31,10 @@ export interface TaskRecord {
   joinKey?: string;
   task: Task;
   result?: McpToolResult;
+  /** The task ids this one answers for too, their tasks replaced by it (replaced-tasks.ts). */
+  formerly?: string[];
+  /** Set on a replaced task's stub: the task that took its place. Such an id follows its call's task of now. */
+  followedBy?: string;
 }
 
 /** What a task is made for: a call that answered before its outcome, or a finished call's result. */

@@ -4,8 +4,6 @@ import type { Redis } from 'ioredis';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
 import { isTransient } from '../calls/call-answers.ts';
-import { jsonBytes } from '../calls/redis-bytes.ts';
-import type { BudgetEntry } from '../calls/call-budget-entry.ts';
 import type { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts } from '../redis/lua-scripts.ts';
@@ -22,18 +20,13 @@ import {
   type TaskRecord,
   type TaskStart,
 } from './task-record.ts';
+import { answering, formerIds, retire, taskEntry } from './replaced-tasks.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
 
 export { TASK_POLL_MS } from './task-record.ts';
 
 /** Tasks per `tasks/list` page. */
 export const TASK_LIST_PAGE = 20;
-
-/**
- * Bytes a task holds beside its record: its index entry and, once cancelled, its mark (160), and
- * its call's link to it (184 by `MEMORY USAGE` with a member's owner and a UUID call id).
- */
-const TASK_EXTRA_BYTES = 160 + 192;
 
 /** What every principal's task store shares: Redis, the calls, and how long a task lives. */
 export interface McpTaskDeps {
@@ -92,12 +85,14 @@ export class RedisTaskStore implements TaskStore {
       const before = linked ? await this.read(linked) : undefined;
       if (before && follows(before, start)) return { ...(before.task.status === 'working' ? await this.settle(before) : before).task };
       const record = newRecord(this.owner, start, this.deps.ttlMs);
+      const former = linked ? formerIds(linked, before) : undefined;
+      if (former) record.formerly = former.kept;
       await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), JSON.stringify(record), 'PX', this.deps.ttlMs);
       const took = await withScripts(this.deps.redis).agentdbMcpTaskLink(link, linked, record.task.taskId, String(this.deps.ttlMs));
       if (took === 1) {
         await this.count(record);
         await this.index(record.task);
-        if (linked) await this.retire(linked);
+        if (linked && before) await retire(this.deps, this.principal.workspace, before, record.task.taskId, former?.dropped ?? []);
         return { ...record.task };
       }
       // Another send of the call linked its task first: that one answers (looked at again).
@@ -119,19 +114,6 @@ export class RedisTaskStore implements TaskStore {
       .exec();
   }
 
-  /**
-   * A task another took the place of (see {@link start}): its record, cancel mark and list entry
-   * go, and its bytes leave the budget. Its id then answers as no task.
-   */
-  private async retire(taskId: string): Promise<void> {
-    const text = await this.deps.redis.get(this.deps.keys.mcpTask(taskId));
-    const record = text ? (JSON.parse(text) as TaskRecord) : undefined;
-    await this.deps.redis.del(this.deps.keys.mcpTask(taskId), this.deps.keys.mcpTaskCancelled(taskId));
-    if (!record || record.owner !== this.owner) return;
-    await this.deps.redis.zrem(this.deps.keys.mcpTasksOf(this.owner), indexEntry(Date.parse(record.task.createdAt), taskId));
-    await this.deps.budget.note(this.principal.workspace, [{ ...this.entry(record), until: 0 }]);
-  }
-
   /** The SDK's way in; agentdb's tools/call handler uses {@link start}, with the call id in `context`. */
   async createTask(params: CreateTaskOptions, _requestId: RequestId, _request: Request): Promise<Task> {
     const callId = params.context?.callId;
@@ -151,13 +133,20 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async getTask(taskId: string): Promise<Task | null> {
-    const record = await this.read(taskId);
+    const record = await this.current(taskId);
     if (!record) return null;
-    return { ...(record.task.status === 'working' ? await this.settle(record) : record).task };
+    // A replaced id answers its call's task of now, under the id asked for.
+    return { ...(record.task.status === 'working' ? await this.settle(record) : record).task, taskId };
+  }
+
+  /** The record that answers for `taskId`: its own, or for a replaced one its call's task of now (replaced-tasks.ts). */
+  private async current(taskId: string): Promise<TaskRecord | undefined> {
+    const record = await this.read(taskId);
+    return record && answering(this.deps, record, (id) => this.read(id));
   }
 
   async getTaskResult(taskId: string): Promise<Result> {
-    const record = await this.read(taskId);
+    const record = await this.current(taskId);
     if (record?.task.status === 'cancelled') throw cancelledError(record);
     if (!record?.result) throw new Error(`Task ${taskId} has no result yet`);
     return record.result;
@@ -172,7 +161,7 @@ export class RedisTaskStore implements TaskStore {
   async awaitResult(taskId: string, waitMs: number, signal: AbortSignal): Promise<Result> {
     await this.polled();
     for (;;) {
-      let record = await this.read(taskId);
+      let record = await this.current(taskId);
       if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       if (record.task.status === 'cancelled') throw cancelledError(record);
       if (record.task.status === 'working') record = await this.settle(record);
@@ -200,7 +189,7 @@ export class RedisTaskStore implements TaskStore {
     // agentdb's own code ends tasks with settle or storeTaskResult; a client only cancels.
     if (status !== 'cancelled') throw new Error(`Task ${taskId} stands for a call; only tasks/cancel changes its status.`);
     await this.polled();
-    const record = await this.read(taskId);
+    const record = await this.current(taskId);
     if (!record) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
     if (record.task.status !== 'working') throw new McpError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${record.task.status}`);
     const mark = { at: new Date().toISOString(), waited: record.task.statusMessage ?? '' };
@@ -285,11 +274,6 @@ export class RedisTaskStore implements TaskStore {
    * the workspace's admitted calls hold, never to a workspace that has used its budget up.
    */
   private async count(record: TaskRecord): Promise<void> {
-    await this.deps.budget.note(this.principal.workspace, [this.entry(record)]);
-  }
-
-  /** A task record's budget entry, for its whole life from now. */
-  private entry(record: TaskRecord): BudgetEntry {
-    return { callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record) + TASK_EXTRA_BYTES, until: Date.now() + this.deps.ttlMs };
+    await this.deps.budget.note(this.principal.workspace, [taskEntry(record, this.deps.ttlMs)]);
   }
 }
