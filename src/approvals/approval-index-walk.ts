@@ -19,7 +19,16 @@ export async function walkIndex(
   redis: ScriptedRedis,
   keys: Keys,
   index: string,
-  opts: { workspace: string; state: ApprovalState | 'all'; limit: number; cursor?: ListCursor; filter?: ApprovalFilter; pending: boolean },
+  opts: {
+    workspace: string;
+    state: ApprovalState | 'all';
+    limit: number;
+    cursor?: ListCursor;
+    filter?: ApprovalFilter;
+    pending: boolean;
+    /** Hears how many entries the walk looked at (at most SCAN_PER_PAGE and a batch). */
+    onRead?: (entries: number) => void;
+  },
 ): Promise<{ chosen: ListCursor[]; next?: ListCursor }> {
   const chosen: ListCursor[] = [];
   // Where the walk is: entries at its score with ids at or above its id are behind it. Each read
@@ -60,6 +69,7 @@ export async function walkIndex(
     passed = now ? batch.filter((e) => e.score === now.score && e.id >= now.id).length : 0;
     if (ended) break;
   }
+  opts.onRead?.(read);
   const next = chosen.length >= opts.limit ? chosen.at(-1) : ended ? undefined : at;
   return { chosen, ...(next ? { next } : {}) };
 }

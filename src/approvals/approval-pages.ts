@@ -17,6 +17,8 @@ export interface ApprovalScan {
   limit: number;
   cursor?: ListCursor;
   filter?: ApprovalFilter;
+  /** Hears how many entries of the index the page looked at, to charge it by (`GET /v1/approvals`). */
+  onRead?: (entries: number) => void;
 }
 
 /**

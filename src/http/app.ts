@@ -103,10 +103,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   if (deps.metrics) app.register(metricsRoute(deps.metrics));
 
-  app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals }));
+  const keyed = deps.keyed;
+  const chargeLookup = keyed ? (workspace: string, member: string, points?: number) => keyed.calls.chargeMemberLookup(workspace, member, points) : undefined;
+  app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals, ...(chargeLookup ? { chargeLookup } : {}) }));
   if (deps.history) {
-    const keyed = deps.keyed;
-    const chargeLookup = keyed ? (workspace: string, member: string, points?: number) => keyed.calls.chargeMemberLookup(workspace, member, points) : undefined;
     app.register(historyRoutes({ members: deps.members, history: deps.history, ...(chargeLookup ? { chargeLookup } : {}) }));
   }
   const oauth = deps.oauth && deps.web && deps.keyed ? deps.oauth : undefined;

@@ -5,14 +5,18 @@ import { MAX_BULK_DECISIONS, type ApprovalService } from '../approvals/approval-
 import { withRefusal } from '../approvals/approval-standings.ts';
 import { decodeCursor, encodeCursor, MAX_LIST_PAGE } from '../approvals/approval-listing.ts';
 import { APPROVAL_STATES } from '../approvals/approval.ts';
+import { chargedApprovalPage, type ChargeMemberLookup } from '../calls/activity-charge.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';
+import { AgentDbError } from '../errors.ts';
 import { memberOf, requireMember } from './auth.ts';
-import { sendError } from './error-reply.ts';
+import { sendError, sendRefusal } from './error-reply.ts';
 
 /** What the approvals routes call: the members registry (auth) and the approval core. */
 export interface ApprovalsRoutesDeps {
   members: MemberRegistry;
   approvals: ApprovalService;
+  /** Where a list page is charged (`KeyedCalls.chargeMemberLookup`); absent: not counted. */
+  chargeLookup?: ChargeMemberLookup;
 }
 
 // Strict objects: a misspelt field (`?status=`, `"decison"`) is an error, not silently ignored.
@@ -71,7 +75,18 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
         ...(query.database ? { database: query.database } : {}),
         ...(query.tool ? { tool: query.tool } : {}),
       };
-      const page = await deps.approvals.scan({ workspace, state: query.state, limit: query.limit, filter, ...(cursor ? { cursor } : {}) });
+      // A page walks up to 5,000 entries of the index to fill itself (a filter naming nothing there
+      // walks them all): charged as an inbox page is, a lookup and a call per 1,000 looked at.
+      const out = await chargedApprovalPage(deps.chargeLookup, member, (onRead) =>
+        deps.approvals.scan({ workspace, state: query.state, limit: query.limit, filter, onRead, ...(cursor ? { cursor } : {}) }),
+      );
+      if ('limited' in out) {
+        const r = out.limited;
+        const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
+        const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a page of approvals counts a tenth of one, and a call more per 1,000 approvals it looked at); ask again in ${r.retryAfterS} s.`;
+        return sendRefusal(reply, new AgentDbError('RATE_LIMITED', detail, { retryAfter: r.retryAfterS }));
+      }
+      const page = out.page;
       return reply.send({ approvals: page.approvals, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) });
     });
 

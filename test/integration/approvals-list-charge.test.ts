@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { ApprovalRequest } from '../../src/approvals/approval.ts';
+import { ApprovalStore } from '../../src/approvals/approval-store.ts';
+import { keysFor } from '../../src/redis/keys.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+
+// Session 31, T8 (a hostile tenant): `GET /v1/approvals` walks up to 5,000 entries of its
+// workspace's index to fill a page (a filter that names nothing there walks them all), and was not
+// charged at all, where the inbox's page of the same entries is (session 30, T7): a member asking in
+// a loop took Redis's one thread from every workspace for free. A page now costs a lookup and a
+// call per 1,000 entries it looked at, as the inbox's does; past the rate 429 with Retry-After.
+
+const T0 = Date.now();
+const DAY_MS = 24 * 3600 * 1000;
+let sb: Sandbox;
+let k: KeyedApp;
+let base: string;
+
+function request(id: string, createdAt: number): ApprovalRequest {
+  return {
+    id,
+    callId: id,
+    callKey: `evil\nspam\n${id}`,
+    digest: 'd',
+    shard: 0,
+    workspace: 'evil',
+    agent: 'spam',
+    tool: 'DATA_WRITE_SQL',
+    tier: 'write',
+    database: 'evil/spam',
+    shared: false,
+    sql: 'INSERT INTO t VALUES (1)',
+    requester: 'spam',
+    createdAt,
+    expiresAt: T0 + 30 * DAY_MS,
+  };
+}
+
+beforeAll(async () => {
+  sb = sandbox();
+  // 20 calls a key in the window: 200 points, of which a page that walked 2,000 entries takes 21.
+  k = keyedApp(sb, { rateLimits: { windowS: 600, keyCalls: 20 } });
+  const store = new ApprovalStore(k.redis, keysFor(sb.config.prefix));
+  await store.pages.pendingByDatabase('evil');
+  for (let i = 0; i < 2000; i += 500) {
+    const ids = Array.from({ length: 500 }, (_, j) => `ap_l${i + j}`);
+    await Promise.all(ids.map((id, j) => store.create(request(id, T0 - DAY_MS + i + j))));
+    await Promise.all(ids.map((id) => store.transition(id, 'rejected', 'evil/admin')));
+  }
+  base = await k.app.listen({ port: 0, host: '127.0.0.1' });
+}, 120_000);
+afterAll(async () => {
+  await k.close();
+  await sb.cleanup();
+});
+
+it("a list page is charged by the entries it walked: a member's loop of empty pages is refused with Retry-After", async () => {
+  const key = await k.memberKey('evil', 'ada', 'member');
+  const statuses: number[] = [];
+  let refusal = '';
+  for (let i = 0; i < 12; i++) {
+    const r = await fetch(`${base}/v1/approvals?state=all&agent=nobody`, { headers: { authorization: `Bearer ${key}` } });
+    statuses.push(r.status);
+    const body = (await r.json()) as { approvals?: unknown[]; error?: { code: string } };
+    if (r.status === 200) expect(body.approvals).toEqual([]);
+    else refusal = `${r.headers.get('retry-after')} ${body.error?.code}`;
+  }
+  expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+  expect(statuses.slice(-2)).toEqual([429, 429]);
+  expect(refusal).toMatch(/^\d+ RATE_LIMITED$/);
+}, 60_000);
