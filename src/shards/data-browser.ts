@@ -70,6 +70,9 @@ export class DataBrowser {
   /** Figures by database, as the promise of their count (one count for reloads at once), and when it began. */
   private readonly figuresKept = new Map<string, { at: number; figures: Promise<DatabaseFigures> }>();
 
+  /** The agents with a database file, by workspace, and when they were asked for ({@link agentsOnDisk}). */
+  private readonly filesKept = new Map<string, { at: number; agents: string[] }>();
+
   private readonly exports: ExportSlots;
 
   constructor(private readonly opts: DataBrowserOptions) {
@@ -81,21 +84,35 @@ export class DataBrowser {
    * disk (agents called by a runtime with settings of their own are in no registry). A shard
    * without a live owner is skipped, not waited for.
    */
-  async databases(workspace: string): Promise<BrowsableDatabase[]> {
+  async databases(workspace: string, now = Date.now()): Promise<BrowsableDatabase[]> {
     databaseId(workspace);
     const registered = await this.opts.agents.list(workspace).catch(() => []);
-    const shards = Array.from({ length: this.opts.shardCount }, (_, i) => i);
-    const onDisk = await Promise.all(shards.map((s) => this.opts.ops.run(s, 'browse.files', { workspace }, { timeoutMs: 5000 }).catch(() => undefined)));
     const agents = new Map<string, boolean>(registered.map((a) => [a.slug, true]));
-    for (const out of onDisk) {
-      if (!out?.ok) continue;
-      for (const a of (out.result as { agents: string[] }).agents) if (!agents.has(a)) agents.set(a, false);
-    }
+    for (const a of await this.agentsOnDisk(workspace, now)) if (!agents.has(a)) agents.set(a, false);
     const list: BrowsableDatabase[] = [{ id: workspace, registered: true }];
     for (const [agent, reg] of [...agents].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
       list.push({ id: databaseId(workspace, agent), agent, registered: reg });
     }
     return list;
+  }
+
+  /**
+   * The agents of `workspace` with a database file, asked of every shard's owner (one shard op
+   * each) and kept `figuresKeepMs` (30 s) as the figures are: asked anew on each view, one member
+   * reloading the Data page sent SHARD_COUNT (16) shard ops a view for a lookup's tenth of a call
+   * (session 31, T8). A shard that does not answer is left out, and the list not kept then.
+   */
+  private async agentsOnDisk(workspace: string, now: number): Promise<string[]> {
+    const kept = this.filesKept.get(workspace);
+    if (kept && now - kept.at < (this.opts.figuresKeepMs ?? FIGURES_KEEP_MS)) return kept.agents;
+    const shards = Array.from({ length: this.opts.shardCount }, (_, i) => i);
+    const onDisk = await Promise.all(shards.map((s) => this.opts.ops.run(s, 'browse.files', { workspace }, { timeoutMs: 5000 }).catch(() => undefined)));
+    const agents = onDisk.flatMap((out) => (out?.ok ? (out.result as { agents: string[] }).agents : []));
+    if (onDisk.every((out) => out?.ok)) {
+      if (this.filesKept.size >= FIGURES_KEPT_MAX) this.filesKept.clear();
+      this.filesKept.set(workspace, { at: now, agents });
+    }
+    return agents;
   }
 
   /** Tables and views of `db` with columns and row counts. */
