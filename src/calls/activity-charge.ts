@@ -62,3 +62,22 @@ export async function chargedRestore<T>(
 ): Promise<{ limited: RateRefusal } | { page: T }> {
   return dryRun ? chargedActivityRead(charge, member, restore) : { page: await restore() };
 }
+
+/**
+ * Runs `read`, one approval read whole (`GET /v1/approvals/:id`, the inbox's approval page: its
+ * record, up to ~1 MB of SQL and params, and its standing), charged a lookup first, as a lookup of
+ * a call is; refused past the member's or workspace's rate with nothing read. Uncharged, a member
+ * read a big record in a loop for free (session 31, T8).
+ */
+export function chargedApprovalRead<T>(
+  charge: ChargeMemberLookup | undefined,
+  member: { workspace: string; name: string },
+  read: () => Promise<T>,
+): Promise<{ limited: RateRefusal } | { page: T }> {
+  return chargedActivityRead(
+    charge,
+    member,
+    () => read(),
+    () => 0,
+  );
+}

@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { MemberRegistry } from '../registry/members.ts';
@@ -5,7 +6,8 @@ import { MAX_BULK_DECISIONS, type ApprovalService } from '../approvals/approval-
 import { withRefusal } from '../approvals/approval-standings.ts';
 import { decodeCursor, encodeCursor, MAX_LIST_PAGE } from '../approvals/approval-listing.ts';
 import { APPROVAL_STATES } from '../approvals/approval.ts';
-import { chargedApprovalPage, type ChargeMemberLookup } from '../calls/activity-charge.ts';
+import { chargedApprovalPage, chargedApprovalRead, type ChargeMemberLookup } from '../calls/activity-charge.ts';
+import type { RateRefusal } from '../calls/call-rate-limits.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
 import { memberOf, requireMember } from './auth.ts';
@@ -80,12 +82,8 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
       const out = await chargedApprovalPage(deps.chargeLookup, member, (onRead) =>
         deps.approvals.scan({ workspace, state: query.state, limit: query.limit, filter, onRead, ...(cursor ? { cursor } : {}) }),
       );
-      if ('limited' in out) {
-        const r = out.limited;
-        const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
-        const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a page of approvals counts a tenth of one, and a call more per 1,000 approvals it looked at); ask again in ${r.retryAfterS} s.`;
-        return sendRefusal(reply, new AgentDbError('RATE_LIMITED', detail, { retryAfter: r.retryAfterS }));
-      }
+      if ('limited' in out)
+        return rateLimited(reply, out.limited, 'a page of approvals counts a tenth of one, and a call more per 1,000 approvals it looked at');
       const page = out.page;
       return reply.send({ approvals: page.approvals, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) });
     });
@@ -93,7 +91,9 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
     // One approval whole: a list cuts SQL and params (`cut: true`).
     app.get('/v1/approvals/:id', { schema: { params: idParams } }, async (request, reply) => {
       const member = memberOf(request);
-      const approval = await deps.approvals.get(request.params.id);
+      const read = await chargedApprovalRead(deps.chargeLookup, member, () => deps.approvals.get(request.params.id));
+      if ('limited' in read) return rateLimited(reply, read.limited, 'a read of an approval counts a tenth of one');
+      const approval = read.page;
       // Another workspace's approval answers as an unknown one: ids are not probed.
       if (!approval || approval.workspace !== member.workspace) {
         return sendError(reply, 'NOT_FOUND', `no approval ${JSON.stringify(request.params.id)} in workspace ${member.workspace}`);
@@ -124,4 +124,15 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
       return reply.send({ results: result.results });
     });
   };
+}
+
+/** RATE_LIMITED (429) with Retry-After and `error.retryAfter`, naming the budget spent and what the request counted (`what`). */
+function rateLimited(reply: FastifyReply, r: RateRefusal, what: string): FastifyReply {
+  const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
+  return sendRefusal(
+    reply,
+    new AgentDbError('RATE_LIMITED', `${whose} may make ${r.calls} calls per ${r.windowS} s (${what}); ask again in ${r.retryAfterS} s.`, {
+      retryAfter: r.retryAfterS,
+    }),
+  );
 }

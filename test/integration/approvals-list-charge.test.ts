@@ -10,6 +10,7 @@ import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 // charged at all, where the inbox's page of the same entries is (session 30, T7): a member asking in
 // a loop took Redis's one thread from every workspace for free. A page now costs a lookup and a
 // call per 1,000 entries it looked at, as the inbox's does; past the rate 429 with Retry-After.
+// Reading one approval whole (up to ~1 MB of SQL and params) was free too: now a lookup.
 
 const T0 = Date.now();
 const DAY_MS = 24 * 3600 * 1000;
@@ -69,4 +70,17 @@ it("a list page is charged by the entries it walked: a member's loop of empty pa
   expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
   expect(statuses.slice(-2)).toEqual([429, 429]);
   expect(refusal).toMatch(/^\d+ RATE_LIMITED$/);
+}, 60_000);
+
+it('reading one approval whole counts a lookup: past the rate 429 with Retry-After', async () => {
+  const key = await k.memberKey('evil', 'bob', 'member');
+  const statuses: number[] = [];
+  // 200 points: 200 reads of a tenth of a call each, then refused.
+  for (let i = 0; i < 203; i++) {
+    const r = await fetch(`${base}/v1/approvals/ap_l7`, { headers: { authorization: `Bearer ${key}` } });
+    statuses.push(r.status);
+    await r.arrayBuffer();
+  }
+  expect(new Set(statuses.slice(0, 200))).toEqual(new Set([200]));
+  expect(statuses.slice(200)).toEqual([429, 429, 429]);
 }, 60_000);

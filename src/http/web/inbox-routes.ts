@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
-import { chargedApprovalPage } from '../../calls/activity-charge.ts';
+import { chargedApprovalPage, chargedApprovalRead } from '../../calls/activity-charge.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import type { ApprovalFilter } from '../../approvals/approval-listing.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
@@ -169,8 +169,13 @@ ${decidedTable(decided.approvals)}</div>`,
     const member = memberOf(request);
     const { csrf } = sessionOf(request);
     const { id } = request.params;
-    const approval = id.length <= 200 ? await deps.approvals.get(id) : undefined;
     const frame = { title: 'Approval', member, csrf, nav: 'inbox' as const };
+    const read = await chargedApprovalRead(charge, member, async () => (id.length <= 200 ? await deps.approvals.get(id) : undefined));
+    if ('limited' in read) {
+      const why = `the workspace's rate limit is spent for now (reading an approval counts a tenth of a call); reload in ${read.limited.retryAfterS} s`;
+      return errorPage(reply, frame, new AgentDbError('RATE_LIMITED', why, { retryAfter: read.limited.retryAfterS }));
+    }
+    const approval = read.page;
     if (!approval || approval.workspace !== member.workspace) {
       return errorPage(reply, frame, new AgentDbError('NOT_FOUND', `There is no approval ${JSON.stringify(id)} in ${member.workspace}.`));
     }
