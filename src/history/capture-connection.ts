@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
 import { closeAnswered } from './answered-commits.ts';
 import { positionKey, type State } from './capture-state.ts';
-import { readWalIndex, sweepWalIndexes } from './wal-index.ts';
+import { readWalIndex } from './wal-index.ts';
+import { sweepKeptDescriptors } from './kept-descriptors.ts';
 
 // What capture keeps per SQLite connection: its WAL held open, the statements of its write lock,
 // and how its last capture ended.
@@ -40,8 +41,9 @@ export function walOf(db: Database, dbPath: string): OpenWal | undefined {
 
 export function closeWal(db: Database): void {
   closeAnswered(db);
-  // Its -shm descriptor stays while a connection that read through it is open (wal-index.ts).
-  sweepWalIndexes();
+  // Its -shm and database file descriptors stay while a connection that read through them is
+  // open (kept-descriptors.ts). The -wal's goes now: SQLite takes no lock on the -wal.
+  sweepKeptDescriptors();
   const known = wals.get(db);
   if (!known) return;
   wals.delete(db);
