@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
-import { capture } from '../../src/history/capture.ts';
+import { capture, capturedPosition } from '../../src/history/capture.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { sweepKeptDescriptors } from '../../src/history/kept-descriptors.ts';
@@ -130,5 +130,53 @@ it('keeps it through a restore in place within the generation, which compares th
     expect(rowsElsewhere(target.path)).toBe('2');
   } finally {
     handles.closeAll();
+  }
+});
+
+it('says so when the WAL was deleted under its connection: the copy fails loudly, keeps the commit, and folds nothing into the file', () => {
+  const { dir, file, db } = liveDatabase('gone');
+  const source = localSource(dir, 'w/gone');
+  // Checkpointed after every copy, as far as capture is concerned.
+  const opts = { source, checkpointBytes: 1 };
+  db.prepare('INSERT INTO t VALUES (1)').run();
+  capture(db, file, opts);
+  db.prepare('INSERT INTO t VALUES (2)').run();
+  capture(db, file, opts);
+  const before = capturedPosition(file, source)!;
+  const fileBytes = fs.statSync(file).size;
+  // What another process's close did when it took itself for the last connection.
+  fs.rmSync(`${file}-wal`);
+  db.prepare('INSERT INTO t VALUES (3)').run();
+  expect(() => capture(db, file, opts)).toThrow(/WAL of .* was deleted while this connection had it open/);
+  // History holds the commit no other process can see; the file was not checkpointed into.
+  const after = capturedPosition(file, source)!;
+  expect(after.generation).toBe(before.generation);
+  expect(after).not.toEqual(before);
+  expect(fs.statSync(file).size).toBe(fileBytes);
+});
+
+it('holds the handle of a connection whose WAL was deleted under it open at its close: the close would fold that WAL into the file', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-db-locks-'));
+  dirs.push(dataDir);
+  const history = new HistoryCapture(dataDir, { checkpointBytes: 1 << 20, retentionDays: 30 });
+  const handles = new HandleCache({ size: 4, ...history.hooks() });
+  const target = historyTarget(dataDir, 'w/held');
+  const db = handles.open(target, 'write');
+  try {
+    db.exec('CREATE TABLE t (x)');
+    history.run(db, target);
+    db.exec('INSERT INTO t VALUES (1)');
+    history.run(db, target);
+    expect(history.behindCause(target.path)).toBeUndefined();
+    fs.rmSync(`${target.path}-wal`);
+    db.exec('INSERT INTO t VALUES (2)');
+    history.run(db, target);
+    // Logged as a failed copy, the database counted behind (the capture-lag gauge), and not closed.
+    expect(history.behindCause(target.path)).toMatch(/failed since/);
+    handles.closeAll();
+    expect(handles.heldOpen).toBe(1);
+    expect(db.open).toBe(true);
+  } finally {
+    db.close();
   }
 });
