@@ -57,7 +57,7 @@ export function copyWithSha256(from: string, to: string, live?: Database): { sha
   }
 }
 
-/** Copies everything readable through `src` to a new file `to`, synced, hashing it into `hash` when given; returns the bytes. */
+/** Copies everything readable through `src` to a new file `to`, hashing it into `hash` and syncing `to` when given one; returns the bytes. */
 function copyFrom(src: number, to: string, hash: Hash | undefined): number {
   const buf = Buffer.allocUnsafe(CHUNK);
   const dst = fs.openSync(to, 'w');
