@@ -5,6 +5,7 @@ import { isRetryable, refusesTheRequest } from '../errors.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import { MAY_PARK } from '../calls/pending-call-joins.ts';
+import { unsentUnavailable } from '../calls/outage-answers.ts';
 import type { KeyedCall, Principal } from '../registry/principal.ts';
 import { mcpToolCallSpan, traceparentContext } from '../tracing.ts';
 import type { McpServerDeps } from './server.ts';
@@ -70,10 +71,11 @@ export function mcpToolCall(
     // Redis away: no task can be kept either, so a task request is answered with the error itself.
     // Under the client's own call id the call may still run: this send or an earlier one may
     // have reached Redis (review F4), and a resend under the id learns its outcome.
-    const unavailable = (id: string): CallToolResult => {
+    // A call without an id of its own gets one, as /v1/calls answers it (`unsentUnavailable`),
+    // never an empty one (session 31, H6).
+    const unavailable = (id: string | undefined): CallToolResult => {
       if (asTask) throw new McpError(ErrorCode.InternalError, 'UNAVAILABLE: agentdb could not take the call; try again shortly.');
-      const env = errorEnvelope(id, name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.');
-      return toolResult(id !== '' ? { ...env, mayStillRun: true } : env, { ownCallId: id !== '' });
+      return toolResult(unsentUnavailable(id, name, 'agentdb could not take the call; try again shortly.'), { ownCallId: id !== undefined });
     };
     const callId = meta?.[CALL_ID_META];
     if (callId !== undefined && typeof callId !== 'string') {
@@ -88,7 +90,7 @@ export function mcpToolCall(
     } catch (err) {
       if (err instanceof McpError) throw err;
       deps.onFault?.(err);
-      return unavailable(callId ?? '');
+      return unavailable(callId);
     }
     // A protocol error, as the spec (2025-06-18 and later, tools) has it: no tool ran, and a
     // client checks the name it sent, not a result.
@@ -142,7 +144,7 @@ export function mcpToolCall(
       if (extra.signal.aborted || err instanceof McpError) throw err;
       // A fault (Redis down): the client gets a coded error, the log gets the cause.
       deps.onFault?.(err);
-      return unavailable(callId ?? '');
+      return unavailable(callId);
     }
   };
   const tracer = deps.calls.tracer;
