@@ -161,7 +161,10 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       // an executor at no cost, ~8 ms of CPU for 20 MB of tables (hostile review T4).
       await chargeView(deps, member, 'a page of its tables');
       const flash = droppedTable(request.query, sessionOf(request).csrf, db);
-      const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, member)]);
+      const [described, history] = await Promise.all([
+        deps.browser.tables(db, { workspace: member.workspace, member: member.name }),
+        deps.history.summary(db, member),
+      ]);
       const page = layout(
         { ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(db, flash) } } : {}) },
         tablesView(db, described, history),
@@ -199,7 +202,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
         ...(asOf !== undefined ? { asOf } : {}),
       };
       const started = performance.now();
-      const page = await deps.browser.page(db, args);
+      const page = await deps.browser.page(db, args, { workspace: member.workspace, member: member.name });
       const serverMs = performance.now() - started;
       const grid: GridQuery = {
         db,
