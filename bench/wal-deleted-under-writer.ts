@@ -6,7 +6,10 @@
 // it believes it is the last connection, checkpoints, and DELETES the -wal and -shm. The writer goes on committing into
 // the deleted WAL: no other connection sees those commits (reads, restores, history's copies), and they die with the
 // writer if it is killed. Prints "DELETED ... sees 100" with the -shm close, "there ... sees 200" without (noshm).
-//   node --import tsx bench/wal-deleted-under-writer.ts [noshm]
+// Session 31, F7: `excl` closes no -shm descriptor, and the other process takes the file whole (locking_mode =
+// EXCLUSIVE, as an operator's sqlite3 shell may): SQLite's guard looks at the -shm, which that connection does not
+// use, so the database file's close alone is enough: "DELETED ... sees SQLITE_IOERR_SHORT_READ".
+//   node --import tsx bench/wal-deleted-under-writer.ts [noshm|excl]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,11 +30,15 @@ try {
   fs.closeSync(fs.openSync(file, 'r')); // the first generation's snapshot, read with Node's fs
   const insert = x.prepare('INSERT INTO t VALUES (?)');
   for (let i = 0; i < 100; i++) insert.run(i);
-  if (process.argv[2] !== 'noshm') fs.closeSync(fs.openSync(`${file}-shm`, 'r')); // capture's -shm descriptor closed
-  other(`const d = new D(${JSON.stringify(file)}); d.prepare('SELECT count(*) FROM t').get(); d.close();`);
+  const excl = process.argv[2] === 'excl';
+  if (process.argv[2] !== 'noshm' && !excl) fs.closeSync(fs.openSync(`${file}-shm`, 'r')); // capture's -shm descriptor closed
+  const whole = excl ? "d.pragma('locking_mode = EXCLUSIVE'); " : '';
+  other(`const d = new D(${JSON.stringify(file)}); ${whole}d.prepare('SELECT count(*) FROM t').get(); d.close();`);
   const walThere = fs.existsSync(`${file}-wal`);
   for (let i = 100; i < 200; i++) insert.run(i);
-  const seen = other(`const d = new D(${JSON.stringify(file)}, { readonly: true }); console.log(d.prepare('SELECT count(*) c FROM t').get().c);`);
+  const seen = other(
+    `const d = new D(${JSON.stringify(file)}, { readonly: true }); try { console.log(d.prepare('SELECT count(*) c FROM t').get().c); } catch (e) { console.log(e.code); }`,
+  );
   const held = fs
     .readdirSync(`/proc/${process.pid}/fd`)
     .map((fd) => {

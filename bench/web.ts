@@ -102,7 +102,7 @@ export async function benchWeb(redisUrl: string) {
       const out = await client.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql } }, { timeoutMs: 300_000 });
       if (!out.ok) throw new Error(`bench setup failed: ${JSON.stringify(out)}`);
     }
-    const page = (args: Omit<PageArgs, 'table'>) => browser.page(db, { table: 'big', limit: PAGE, ...args });
+    const page = (args: Omit<PageArgs, 'table'>) => browser.page(db, { table: 'big', limit: PAGE, ...args }, { workspace: who.workspace, member: 'bench' });
     // Warm the path (JIT, connections, page cache) before measuring.
     await timed(20, () => page({}));
     await timed(5, () => page({ offset: 499_900 }));

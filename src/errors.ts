@@ -21,16 +21,10 @@ export interface ErrorSpec {
   /** The HTTP status an adapter answers with. */
   readonly status: number;
   /**
-   * The request failing, not the tool refusing: HTTP answers it with its status, never a 200
-   * envelope (`refusesTheRequest`), as any refusal with `retryAfter`.
+   * The request failing, not the tool refusing: answered at once, and nothing is kept for it
+   * (`refusesTheRequest`), as any refusal with `retryAfter`.
    */
   readonly ofTheRequest?: true;
-  /**
-   * May refuse a call before it is taken (a bound, or Redis away): no outcome is kept for it, not
-   * even an MCP task, which would be kept 48 h outside the budget that refused the call (a flood of
-   * them took a workspace to four times its budget: hostile review 18h, 3). `keepsNothingFor`.
-   */
-  readonly keepsNothing?: true;
 }
 
 export const ERRORS = {
@@ -136,7 +130,6 @@ export const ERRORS = {
     // to, a 5xx many, and pages operators for what the tenant did). The Redis budget's carries
     // `retryAfter` and is answered 429 with Retry-After instead (`httpStatusOf`; session 29, L3).
     status: 403,
-    keepsNothing: true,
   },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
@@ -292,7 +285,6 @@ export const ERRORS = {
     retryable: true,
     status: 429,
     ofTheRequest: true,
-    keepsNothing: true,
   },
   REDIS_REFUSES_WRITES: {
     message: 'Redis answers, but refuses writes: it could not write to its own disk (MISCONF); nothing was changed.',
@@ -306,7 +298,6 @@ export const ERRORS = {
     retryable: true,
     status: 503,
     ofTheRequest: true,
-    keepsNothing: true,
   },
   UNSUPPORTED_FRAMEWORK: {
     message:
@@ -348,16 +339,15 @@ export function httpStatusOf(error: Pick<ErrorBody, 'code' | 'retryAfter'>): num
 /**
  * Whether `error` refuses the request rather than answering its call: the call id names another
  * call (409), Redis is away (503), or it says when to send again (`retryAfter`: a rate, the Redis
- * budget; 429). `/v1/calls` answers these with `httpStatusOf`, and a tool's refusals (a call
- * taken and answered `ok: false`, the disk quota's QUOTA_EXCEEDED among them) as 200 envelopes.
+ * budget; 429). The one rule of every surface: such a refusal is answered at once and keeps
+ * nothing — `/v1/calls` with `httpStatusOf`, `/mcp` asked for a task with a JSON-RPC error, never
+ * a task (a task kept 48 h outside the budget that refused its call: hostile review 18h, 3; and
+ * one for a call id naming another call took the place of that call's own task: session 31, H6).
+ * A tool's refusals (a call taken and answered `ok: false`, the disk quota's QUOTA_EXCEEDED among
+ * them) are its outcome: a 200 envelope, and a task like any other outcome.
  */
 export function refusesTheRequest(error: Pick<ErrorBody, 'code' | 'retryAfter'>): boolean {
   return error.retryAfter !== undefined || (ERRORS[error.code] as ErrorSpec).ofTheRequest === true;
-}
-
-/** Whether nothing may be kept for a call answered `code`, not even an MCP task (`ErrorSpec.keepsNothing`). */
-export function keepsNothingFor(code: unknown): boolean {
-  return isErrorCode(code) && (ERRORS[code] as ErrorSpec).keepsNothing === true;
 }
 
 /** True when the registry says a call answered `code` may be sent again as it is (a fault that passes). */
@@ -379,13 +369,27 @@ export function isErrorCode(code: unknown): code is ErrorCode {
 export const MAX_DETAIL_BYTES = 1024;
 
 /**
- * The error body for `code`; `detail` (what exactly went wrong) is appended to the registry's
- * message so the agent sees both the category and the specifics. A detail past
- * {@link MAX_DETAIL_BYTES} is cut.
+ * The error body for `code`; `detail` (what exactly went wrong) follows the registry's message
+ * as a sentence of its own ({@link asSentence}), so the agent sees both the category and the
+ * specifics. A detail past {@link MAX_DETAIL_BYTES} is cut.
  */
 export function errorBody(code: ErrorCode, detail?: string, hints: Partial<Record<ErrorCode, string>> = {}): ErrorBody {
   const spec = ERRORS[code];
-  return { code, message: detail ? `${spec.message} ${cappedDetail(detail)}` : spec.message, hint: hints[code] ?? spec.hint };
+  return { code, message: detail ? `${spec.message} ${asSentence(cappedDetail(detail))}` : spec.message, hint: hints[code] ?? spec.hint };
+}
+
+/**
+ * `detail` as a sentence to follow the registry's message: its first word capitalised and a
+ * full stop at its end. Details are written as phrases ("writes refused: …", SQLite's "no such
+ * table: t"), and joined as they were they read "… not allowed here. no such table: t" (session
+ * 31, H6). A detail that opens with a name keeps it as written: a quote, a figure, or a word
+ * that goes on with `.`, `_`, `:` or the like (a field path, `max_rows: …`, `as_of …`).
+ */
+export function asSentence(detail: string): string {
+  const text = detail.trim();
+  if (text === '') return text;
+  const opened = /^[a-z][a-z]*(?=[\s,;]|$)/.test(text) ? `${text[0]!.toUpperCase()}${text.slice(1)}` : text;
+  return /[.!?]$/.test(opened) ? opened : `${opened}.`;
 }
 
 /**

@@ -124,9 +124,10 @@ export function ownIdAnswer(env: ErrorEnvelope, ownId: boolean): ErrorEnvelope {
 
 /**
  * UNAVAILABLE for a call, or a look at one, that never got as far as its queue: Redis away while
- * the caller's key was looked up (`POST` and `GET /v1/calls`). Nothing of this send reached
- * Redis, but under the caller's own id an earlier send may have, and run (review F4), as `call`
- * answers; a look at a call says it may still run, as `result` does in an outage.
+ * the caller's key was looked up (`POST` and `GET /v1/calls`, `/mcp`'s `tools/call`). Nothing of
+ * this send reached Redis, but under the caller's own id an earlier send may have, and run (review
+ * F4), as `call` answers; a look at a call says it may still run, as `result` does in an outage.
+ * A call without an id of its own is answered under one made for it, never an empty one.
  */
 export function unsentUnavailable(callId: string | undefined, tool: string, why: string): ErrorEnvelope {
   return unavailable(callId ?? randomUUID(), tool, why, callId !== undefined);

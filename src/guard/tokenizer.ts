@@ -1,6 +1,7 @@
-// One file on purpose, past 300 lines: one state machine following tokenize.c's sqlite3GetToken
-// branch by branch; its scanners and character classes are its states, and reading them side by
-// side with tokenize.c is how it is checked (issue 26).
+// One state machine following tokenize.c's sqlite3GetToken branch by branch: its scanners are its
+// states, and reading them side by side with tokenize.c is how it is checked (issue 26). The
+// character classes its branches test are tokenize.c's and global.c's, in sqlite-chars.ts.
+import { code, DIGIT_SEPARATOR, isDigit, isHex, isIdChar, isSpace, startsSpace, startsWord } from './sqlite-chars.ts';
 
 /**
  * A SQLite tokenizer that splits SQL exactly where SQLite's own `sqlite3GetToken`
@@ -49,44 +50,6 @@ export function isTrivia(token: Token): boolean {
 export function asciiLower(text: string): string {
   return text.replace(/[A-Z]+/g, (s) => s.toLowerCase());
 }
-
-function code(sql: string, i: number): number {
-  return i < sql.length ? sql.charCodeAt(i) : 0;
-}
-
-/** Characters that may start whitespace (tokenize.c's CC_SPACE class). */
-function startsSpace(c: number): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d;
-}
-
-/** `sqlite3Isspace`: what may continue whitespace, which adds the vertical tab. */
-function isSpace(c: number): boolean {
-  return c === 0x20 || (c >= 0x09 && c <= 0x0d);
-}
-
-function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39;
-}
-
-function isHex(c: number): boolean {
-  return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-}
-
-function isAlpha(c: number): boolean {
-  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
-}
-
-/** SQLite's `IdChar`: letters, digits, `_`, `$` and every non-ASCII character. */
-export function isIdChar(c: number): boolean {
-  return isAlpha(c) || isDigit(c) || c === 0x5f || c === 0x24 || c >= 0x80;
-}
-
-/** Characters that start a bare identifier or keyword. */
-function startsWord(c: number): boolean {
-  return isAlpha(c) || c === 0x5f || (c >= 0x80 && c !== 0xfeff);
-}
-
-const DIGIT_SEPARATOR = 0x5f; // '_', SQLITE_DIGIT_SEPARATOR
 
 // With the u flag a well-formed pair is one code point above U+FFFF: only halves alone match.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { hashOnThread, type PendingHash } from './hash-worker.ts';
+import { keptDescriptor } from './kept-descriptors.ts';
 
 /**
  * A restore in place's rebuilt file, offered as the next generation's snapshot, with its
@@ -36,7 +37,7 @@ const HEADER_BYTES = 100;
  * {@link adoptRebuilt} compares page 1 whole.
  */
 export function foreseeHeader(live: Database, liveFile: string, rebuilt: string): Foreseen {
-  const head = readHeader(liveFile);
+  const head = readHeaderFd(liveDescriptor(live, liveFile));
   const [major, minor, patch] = (live.prepare('SELECT sqlite_version()').pluck().get() as string).split('.').map(Number);
   const fd = fs.openSync(rebuilt, 'r+');
   try {
@@ -54,26 +55,28 @@ export function foreseeHeader(live: Database, liveFile: string, rebuilt: string)
 }
 
 /**
- * Makes `rebuilt` (the file a restore copied into the live database `live` with the backup API,
+ * Makes `rebuilt` (the file a restore copied into the live database `live` (open through the
+ * connection `db`) with the backup API,
  * the live WAL since checkpointed) the snapshot at `to`, instead of copying the live file again:
  * the backup copies every page as it is except page 1's header (schema cookie, change counter,
  * size, version), so page 1 is taken from the live file, once the rest of page 1 and the size
  * are found the same. False, with nothing moved, when they are not (the caller copies then).
  * The caller holds the live database's write lock with its WAL empty.
  */
-export function adoptRebuilt({ file: rebuilt, foreseen }: Rebuilt, live: string, to: string): Adopted {
+export function adoptRebuilt({ file: rebuilt, foreseen }: Rebuilt, db: Database, live: string, to: string): Adopted {
   const size = fs.statSync(live).size;
   if (fs.statSync(rebuilt, { throwIfNoEntry: false })?.size !== size) return false;
-  const pageSize = pageSizeOf(readHeader(live));
+  // The live file is read through the process's kept descriptor, never closed here.
+  const liveFd = liveDescriptor(db, live);
+  const pageSize = pageSizeOf(readHeaderFd(liveFd));
   if (pageSizeOf(readHeader(rebuilt)) !== pageSize || size < pageSize) return false;
-  const page = (file: string, flags: string) => {
-    const fd = fs.openSync(file, flags);
+  const page = (fd: number) => {
     const b = Buffer.alloc(pageSize);
     fs.readSync(fd, b, 0, pageSize, 0);
     return { fd, b };
   };
-  const a = page(live, 'r');
-  const r = page(rebuilt, 'r+');
+  const a = page(liveFd);
+  const r = page(fs.openSync(rebuilt, 'r+'));
   // 'exact' only for the bytes the thread hashed: foreseen, and not written since.
   let how: Adopted = foreseen && foreseen.stamp === stampOf(rebuilt) ? 'exact' : 'patched';
   try {
@@ -84,11 +87,20 @@ export function adoptRebuilt({ file: rebuilt, foreseen }: Rebuilt, live: string,
       how = 'patched';
     }
   } finally {
-    fs.closeSync(a.fd);
     fs.closeSync(r.fd);
   }
   fs.renameSync(rebuilt, to);
   return how;
+}
+
+/**
+ * The process's kept descriptor of the live database `file` that `db` has open: closing one of
+ * its own would let go SQLite's lock on the file (see `kept-descriptors.ts`).
+ */
+function liveDescriptor(db: Database, file: string): number {
+  const fd = keptDescriptor(db, file, true);
+  if (fd === undefined) throw new Error(`${file} is gone`);
+  return fd;
 }
 
 function readHeader(file: string): Buffer {

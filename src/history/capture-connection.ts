@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
 import { closeAnswered } from './answered-commits.ts';
 import { positionKey, type State } from './capture-state.ts';
-import { readWalIndex, sweepWalIndexes } from './wal-index.ts';
+import { readWalIndex } from './wal-index.ts';
+import { sweepKeptDescriptors } from './kept-descriptors.ts';
 
 // What capture keeps per SQLite connection: its WAL held open, the statements of its write lock,
 // and how its last capture ended.
@@ -38,10 +39,41 @@ export function walOf(db: Database, dbPath: string): OpenWal | undefined {
   }
 }
 
+/** Connections whose WAL was found deleted under them: remembered past their WAL's descriptor. */
+const deadWals = new WeakSet<Database>();
+
+/**
+ * Whether the WAL `db` writes was deleted under it, as this connection's capture holds it open:
+ * another connection took itself for the database's last (this process's locks were gone, see
+ * `kept-descriptors.ts`, or a program ignores them) and deleted it at its close. SQLite goes on
+ * committing into the deleted file, which no other process sees (session 30: answered writes
+ * missing from every other connection and every restore). One fstat.
+ */
+export function walDeleted(db: Database): boolean {
+  if (deadWals.has(db)) return true;
+  const known = wals.get(db);
+  if (known === undefined || fs.fstatSync(known.fd).nlink !== 0) return false;
+  deadWals.add(db);
+  return true;
+}
+
+/**
+ * The failure a capture of a connection whose WAL was deleted under it ends with, once it copied
+ * its frames: folding them into the file (a checkpoint, a generation's snapshot, the close) would
+ * write pages of a dead WAL under other connections' newer ones, so none of those runs; the
+ * failure is logged at every commit and the handle is held open (see `HandleCache`).
+ */
+export function walDeletedError(dbPath: string): Error {
+  return new Error(
+    `the WAL of ${dbPath} was deleted while this connection had it open (another connection took itself for its last): what it commits is seen by no other process, only by history; it is neither checkpointed nor closed`,
+  );
+}
+
 export function closeWal(db: Database): void {
   closeAnswered(db);
-  // Its -shm descriptor stays while a connection that read through it is open (wal-index.ts).
-  sweepWalIndexes();
+  // Its -shm and database file descriptors stay while a connection that read through them is
+  // open (kept-descriptors.ts). The -wal's goes now: SQLite takes no lock on the -wal.
+  sweepKeptDescriptors();
   const known = wals.get(db);
   if (!known) return;
   wals.delete(db);

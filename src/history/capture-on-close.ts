@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Database } from 'better-sqlite3';
 import { type CaptureOptions, newGeneration } from './capture.ts';
-import { beginCapture, closeWal, endCapture, lastCapture, othersQuiet } from './capture-connection.ts';
+import { beginCapture, closeWal, endCapture, lastCapture, othersQuiet, walDeleted, walDeletedError } from './capture-connection.ts';
 import { closeSegment } from './capture-segment.ts';
 import { stateOf, states } from './capture-state.ts';
 import { copyNew, type Found } from './copy-new.ts';
@@ -54,6 +54,8 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
     // killed before its copy, may have started it; its frames are all there to copy).
     const foreign = othersQuiet(db) ? undefined : last.capturedTo;
     found = copyNew(db, dbPath, opts, { now, recover: true, emptyOnly: true }, false, foreign);
+    // The close would fold a WAL deleted under it into the file: the handle stays open instead.
+    if (walDeleted(db)) throw walDeletedError(dbPath);
   } catch (err) {
     endCapture(db, lock);
     throw err;

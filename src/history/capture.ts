@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { noteAnswered, readAnswered, type Answered } from './answered-commits.ts';
-import { beginCapture, endCapture, finished, lastCapture, othersQuiet } from './capture-connection.ts';
+import { beginCapture, endCapture, finished, lastCapture, othersQuiet, walDeleted, walDeletedError } from './capture-connection.ts';
 import { readWalIndex } from './wal-index.ts';
 import { dropState, loadState } from './capture-state.ts';
 import { copyNew, type Found } from './copy-new.ts';
@@ -134,6 +134,10 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
   }
   // Copied up to the WAL's last commit (or a generation begins): nothing answered is waiting.
   lateAnswers.delete(dbPath);
+  if (walDeleted(db)) {
+    if (found.next && locked.noted) noteLate(dbPath, locked.noted);
+    throw walDeletedError(dbPath);
+  }
   if (found.next) return newGeneration(db, dbPath, opts, found.next, now, found.lost);
   const report = found.report;
   if (found.checkpoint) {

@@ -5,7 +5,7 @@ import { capture, finishCapture, lockForCapture, type CaptureOptions, type Captu
 import { captureBeforeClose, closesUnchanged, sealedAsKnown, sealAfterClose, type PendingSeal } from './capture-on-close.ts';
 import { historyBytes } from './history-bytes.ts';
 import { historyDir, localSource, type HistorySource } from './history-files.ts';
-import { sweepWalIndexes } from './wal-index.ts';
+import { sweepKeptDescriptors } from './kept-descriptors.ts';
 import type { PlanLimits } from '../policy/plan-limits.ts';
 import type { HandleCacheOptions, HandleTarget } from '../sqlite/handle-cache.ts';
 
@@ -120,8 +120,9 @@ export class HistoryCapture {
       beforeClose: (db, target, opened) =>
         opened || !closesUnchanged(db, target.path) ? this.tracked(target, () => captureBeforeClose(db, target.path, this.captureOptions(target))) : undefined,
       afterClose: (target, token) => {
-        // The handle's -shm descriptor, kept open while it was (see wal-index.ts), goes now.
-        sweepWalIndexes();
+        // The handle's -shm and database file descriptors, kept open while it was (see
+        // kept-descriptors.ts), go now.
+        sweepKeptDescriptors();
         return this.guarded(target, () => sealAfterClose(target.path, token as PendingSeal | undefined));
       },
       walAutocheckpoint: 0,

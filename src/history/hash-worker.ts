@@ -12,14 +12,16 @@ const { createHash } = require('node:crypto');
 const fs = require('node:fs');
 const zlib = require('node:zlib');
 const { parentPort } = require('node:worker_threads');
-parentPort.on('message', ({ file, port, flag, sync, crcChunk }) => {
+parentPort.on('message', ({ file, fd: kept, port, flag, sync, crcChunk }) => {
   let out;
   try {
     // crcChunk: the CRC-32 of each chunk of that many bytes instead of the sha256.
     const hash = crcChunk ? undefined : createHash('sha256');
     const sums = [];
     const buf = Buffer.allocUnsafe(1024 * 1024);
-    const fd = fs.openSync(file, sync ? 'r+' : 'r');
+    // kept: the process's descriptor of a live database file, read and never closed here (a
+    // thread's close lets go the process's locks on the file: see kept-descriptors.ts).
+    const fd = kept === undefined ? fs.openSync(file, sync ? 'r+' : 'r') : kept;
     let bytes = 0;
     try {
       for (;;) {
@@ -31,7 +33,7 @@ parentPort.on('message', ({ file, port, flag, sync, crcChunk }) => {
       }
       if (sync) fs.fsyncSync(fd);
     } finally {
-      fs.closeSync(fd);
+      if (kept === undefined) fs.closeSync(fd);
     }
     out = hash ? { sha256: hash.digest('hex'), bytes } : { sums, bytes };
   } catch (err) {
@@ -51,10 +53,11 @@ const hashThread = keptThread(SOURCE);
 /**
  * Hashes (sha256) and, with `sync`, fsyncs `file` on a worker thread, so it runs on the
  * machine's other core while this thread copies the file (a snapshot) or SQLite copies it into
- * the live database (a restore in place); the file must not change meanwhile.
+ * the live database (a restore in place); the file must not change meanwhile. `fd`: read it
+ * through this descriptor, which the thread leaves open (a live database's, `keptDescriptor`).
  */
-export function hashOnThread(file: string, sync: boolean): PendingHash {
-  const wait = hashThread.task({ file, sync }, file);
+export function hashOnThread(file: string, sync: boolean, fd?: number): PendingHash {
+  const wait = hashThread.task({ file, sync, fd }, file);
   let answer: { sha256: string; bytes: number } | undefined;
   return {
     result() {
@@ -69,9 +72,10 @@ export function hashOnThread(file: string, sync: boolean): PendingHash {
 /**
  * The CRC-32 of each `chunk` bytes of `file`, computed on a worker thread while this one copies
  * it (see `snapshot-crc.ts`); `result()` blocks until then and throws when no thread could.
+ * `fd`: read it through this descriptor, left open (as {@link hashOnThread}).
  */
-export function chunkSumsOnThread(file: string, chunk: number): { result(): number[] } {
-  const wait = hashThread.task({ file, sync: false, crcChunk: chunk }, file);
+export function chunkSumsOnThread(file: string, chunk: number, fd?: number): { result(): number[] } {
+  const wait = hashThread.task({ file, sync: false, crcChunk: chunk, fd }, file);
   return { result: () => (wait('check') as { sums: number[] }).sums };
 }
 

@@ -12,10 +12,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Database } from 'better-sqlite3';
 import type { Delta } from './delta-restore.ts';
 import { checkSnapshot } from './delta-restore.ts';
 import type { PageRef } from './frame-scan.ts';
 import { chunkSumsOnThread } from './hash-worker.ts';
+import { keptDescriptor } from './kept-descriptors.ts';
 import { ReadOnlyFiles } from './read-only-files.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, readSnapshotCrc } from './snapshot-crc.ts';
 
@@ -26,12 +28,12 @@ import { CRC_CHUNK, SNAPSHOT_CRC, readSnapshotCrc } from './snapshot-crc.ts';
 const MAX_WRITTEN_SHARE = 1 / 16;
 
 /**
- * True when `dbPath` (closed everywhere) is exactly history's state at `delta.end`; false when
- * any byte differs, too much was written since the snapshot to compare, or the plan's snapshot
+ * True when `dbPath` (closed everywhere but by `live`, this process's connection) is exactly
+ * history's state at `delta.end`; false when any byte differs, too much was written since the snapshot to compare, or the plan's snapshot
  * has no chunk checksums.
  * @throws AgentDbError HISTORY_CORRUPT when the snapshot's pages read fail their checksums.
  */
-export function liveIsHistory(dbPath: string, delta: Delta): boolean {
+export function liveIsHistory(live: Database, dbPath: string, delta: Delta): boolean {
   const { pageSize: ps, pagesNow } = delta;
   const { atT, now, snapshot: gen } = delta.history;
   const snap = gen.snapshot!;
@@ -47,21 +49,25 @@ export function liveIsHistory(dbPath: string, delta: Delta): boolean {
   const byPage = new Set<number>();
   for (const p of written.keys()) byPage.add(Math.floor((p - 1) / perChunk));
   for (let c = 0; c < chunks; c++) if ((c + 1) * perChunk > Math.min(pagesNow, snap.pages)) byPage.add(c);
-  const summing = chunkSumsOnThread(dbPath, CRC_CHUNK);
-  if (!samePages(dbPath, [...byPage], perChunk, pagesNow, written, delta)) return false;
-  let live: number[];
+  // Read through the process's kept descriptor, on both threads: `live` has the file open, and
+  // closing a descriptor of it would let go SQLite's lock (see `kept-descriptors.ts`).
+  const fd = keptDescriptor(live, dbPath, true);
+  if (fd === undefined) return false;
+  const summing = chunkSumsOnThread(dbPath, CRC_CHUNK, fd);
+  if (!samePages(fd, [...byPage], perChunk, pagesNow, written, delta)) return false;
+  let liveSums: number[];
   try {
-    live = summing.result();
+    liveSums = summing.result();
   } catch {
     return false;
   }
-  if (live.length !== chunks) return false;
-  for (let c = 0; c < chunks; c++) if (!byPage.has(c) && live[c] !== sums.readUInt32BE(c * 4)) return false;
+  if (liveSums.length !== chunks) return false;
+  for (let c = 0; c < chunks; c++) if (!byPage.has(c) && liveSums[c] !== sums.readUInt32BE(c * 4)) return false;
   return true;
 }
 
 /** Every page of `chunks` in the live file equals its image: the last frame's, or the snapshot's. */
-function samePages(dbPath: string, chunks: number[], perChunk: number, pagesNow: number, written: Map<number, PageRef>, delta: Delta): boolean {
+function samePages(liveFd: number, chunks: number[], perChunk: number, pagesNow: number, written: Map<number, PageRef>, delta: Delta): boolean {
   const ps = delta.pageSize;
   const gen = delta.history.snapshot;
   const files = new ReadOnlyFiles();
@@ -80,7 +86,7 @@ function samePages(dbPath: string, chunks: number[], perChunk: number, pagesNow:
           snapshotChecked = true;
           ref = { file: gen.snapshotPath, offset: (p - 1) * ps };
         }
-        if (fs.readSync(files.fd(dbPath), page, 0, ps, (p - 1) * ps) !== ps) return false;
+        if (fs.readSync(liveFd, page, 0, ps, (p - 1) * ps) !== ps) return false;
         if (fs.readSync(files.fd(ref.file), image, 0, ps, ref.offset) !== ps) return false;
         if (!page.equals(image)) return false;
       }

@@ -109,7 +109,7 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   // history, from a snapshot that passed the structure check as it was made: the result is a
   // database SQLite committed, and is not checked again (see `live-history.ts`). Compared now,
   // not before the write: damage made in between passed a comparison made before (hostile review).
-  const vouched = soundFrom(chain[0]!) && liveIsHistory(db.path, delta);
+  const vouched = soundFrom(chain[0]!) && liveIsHistory(live, db.path, delta);
   // Otherwise every page not written comes from the live file as found, which nothing but this
   // check vouches for: the seal is written by the close inside this restore, so damage made
   // while the database was open (a disk, a program outside agentdb) passes it (hostile review).

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Database } from 'better-sqlite3';
@@ -17,6 +17,7 @@ import {
 import { adoptRebuilt, type Adopted, type Rebuilt } from './adopt-rebuilt.ts';
 import { chunkSumsOnThread, hashOnThread, hashedOrUndefined } from './hash-worker.ts';
 import { integrityProblem } from './integrity.ts';
+import { keptDescriptor } from './kept-descriptors.ts';
 import { alive } from './reader-markers.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, writeSnapshotCrc, writeSums } from './snapshot-crc.ts';
 import { writeSeal } from './seal.ts';
@@ -29,36 +30,51 @@ const THREAD_BYTES = 16 * 1024 * 1024;
  * Copies `from` to `to` in chunks, returning the sha256 and size of what was copied (one read
  * of the file, never all of it in memory). Synchronous: it runs in the executor child between
  * two statements, which is exactly when nothing else may touch the file.
+ *
+ * `live`: `from` is the database this connection of the process has open, read through the
+ * process's kept descriptor of it (`keptDescriptor`), never one opened and closed here: that
+ * close would let go SQLite's lock on the file (see `kept-descriptors.ts`).
  */
-export function copyWithSha256(from: string, to: string): { sha256: string; bytes: number } {
-  // A large file is hashed on the other core while the kernel copies it: hashing alone costs
-  // about twice the copy. Both read the same file, which nothing writes meanwhile.
+export function copyWithSha256(from: string, to: string, live?: Database): { sha256: string; bytes: number } {
+  const kept = live ? keptDescriptor(live, from, true) : undefined;
+  if (live && kept === undefined) throw new Error(`${from} is gone: nothing to snapshot`);
+  // A large file is hashed on the other core while this one (or the kernel) copies it: hashing
+  // alone costs about twice the copy. Both read the same file, which nothing writes meanwhile.
   if ((fs.statSync(from, { throwIfNoEntry: false })?.size ?? 0) >= THREAD_BYTES) {
-    const hashing = hashOnThread(from, false);
-    fs.copyFileSync(from, to);
+    const hashing = hashOnThread(from, false, kept);
+    if (kept === undefined) fs.copyFileSync(from, to);
+    else copyFrom(kept, to, undefined);
     syncFile(to);
     const hashed = hashedOrUndefined(hashing);
     if (hashed && hashed.bytes === fs.statSync(to).size) return hashed;
   }
   const hash = createHash('sha256');
+  const src = kept ?? fs.openSync(from, 'r');
+  try {
+    return { bytes: copyFrom(src, to, hash), sha256: hash.digest('hex') };
+  } finally {
+    if (kept === undefined) fs.closeSync(src);
+  }
+}
+
+/** Copies everything readable through `src` to a new file `to`, hashing it into `hash` and syncing `to` when given one; returns the bytes. */
+function copyFrom(src: number, to: string, hash: Hash | undefined): number {
   const buf = Buffer.allocUnsafe(CHUNK);
-  const src = fs.openSync(from, 'r');
   const dst = fs.openSync(to, 'w');
   let bytes = 0;
   try {
     for (;;) {
       const n = fs.readSync(src, buf, 0, CHUNK, bytes);
       if (n === 0) break;
-      hash.update(buf.subarray(0, n));
+      hash?.update(buf.subarray(0, n));
       fs.writeSync(dst, buf, 0, n, bytes);
       bytes += n;
     }
-    fs.fsyncSync(dst);
+    if (hash) fs.fsyncSync(dst);
   } finally {
-    fs.closeSync(src);
     fs.closeSync(dst);
   }
-  return { sha256: hash.digest('hex'), bytes };
+  return bytes;
 }
 
 /**
@@ -170,8 +186,8 @@ export function startGeneration(
       exact = follows && dataVersion(db) === follows.dataVersion ? follows.position : undefined;
       const wal = fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false });
       if (wal && wal.size > 0) throw new Error(`${dbPath} committed between checkpoint and snapshot`);
-      adopted = rebuilt ? adoptRebuilt(rebuilt, dbPath, path.join(tmp, SNAPSHOT_FILE)) : false;
-      copied = adopted ? undefined : copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE));
+      adopted = rebuilt ? adoptRebuilt(rebuilt, db, dbPath, path.join(tmp, SNAPSHOT_FILE)) : false;
+      copied = adopted ? undefined : copyWithSha256(dbPath, path.join(tmp, SNAPSHOT_FILE), db);
       // Still under the write lock, with the WAL empty: the file is the snapshot, so a WAL that
       // next starts with new salts (every connection closed meanwhile) continues this generation.
       writeSeal(tmp, dbPath, '', 0);

@@ -1,10 +1,11 @@
 import { type CallToolRequest, type CallToolResult, type CreateTaskResult, ErrorCode, McpError, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { absentNulls } from '../contracts/strict-schema.ts';
-import { keepsNothingFor } from '../errors.ts';
+import { isRetryable, refusesTheRequest } from '../errors.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import { MAY_PARK } from '../calls/pending-call-joins.ts';
+import { unsentUnavailable } from '../calls/outage-answers.ts';
 import type { KeyedCall, Principal } from '../registry/principal.ts';
 import { mcpToolCallSpan, traceparentContext } from '../tracing.ts';
 import type { McpServerDeps } from './server.ts';
@@ -53,24 +54,28 @@ export function mcpToolCall(
     const asTask = request.params.task !== undefined && tasks !== undefined;
     const reply = async (result: McpToolResult, callId: string, ok: boolean): Promise<CallToolResult | CreateTaskResult> =>
       asTask ? { task: await tasks.start({ callId, result, ok }) } : result;
-    // A call refused before it was taken gets no task (the registry's rule, `keepsNothingFor`);
-    // nor does one its plan refused (its arguments, its access), which asked no rate nor budget
-    // at all: a task each, as fast as the server answered (session 30, T7: 2,000 in 95 s, 7.4 MB
-    // kept 48 h against a budget of 1,000 bytes). The SDK's client takes nothing but a task for a
-    // task request, so it is a protocol error.
+    // A refusal of the request gets no task (the registry's rule, `refusesTheRequest`: /v1/calls
+    // answers it with its status, not a 200 envelope); nor does a call refused before it was taken
+    // (its plan: its arguments, its access; the Redis budget), which asked no rate nor budget or
+    // was refused by it: a task each, as fast as the server answered (session 30, T7: 2,000 in
+    // 95 s, 7.4 MB kept 48 h against a budget of 1,000 bytes). The SDK's client takes nothing but a
+    // task for a task request, so it is a protocol error: -32603 for one worth sending again later
+    // (retryable, or `retryAfter`), -32602 for one that is not, as it is.
     const untaken = (answer: CallAnswer | ApprovalRequiredAnswer): McpError | undefined => {
       if (!asTask || answer.ok || !('error' in answer)) return undefined;
-      const { code, message } = answer.error;
-      if (keepsNothingFor(code)) return new McpError(ErrorCode.InternalError, `${code}: ${message}`);
-      return deps.calls.untaken(answer) ? new McpError(ErrorCode.InvalidParams, `${code}: ${message}`) : undefined;
+      const { code, message, retryAfter } = answer.error;
+      if (!refusesTheRequest(answer.error) && !deps.calls.untaken(answer)) return undefined;
+      const later = retryAfter !== undefined || isRetryable(code);
+      return new McpError(later ? ErrorCode.InternalError : ErrorCode.InvalidParams, `${code}: ${message}`);
     };
     // Redis away: no task can be kept either, so a task request is answered with the error itself.
     // Under the client's own call id the call may still run: this send or an earlier one may
     // have reached Redis (review F4), and a resend under the id learns its outcome.
-    const unavailable = (id: string): CallToolResult => {
+    // A call without an id of its own gets one, as /v1/calls answers it (`unsentUnavailable`),
+    // never an empty one (session 31, H6).
+    const unavailable = (id: string | undefined): CallToolResult => {
       if (asTask) throw new McpError(ErrorCode.InternalError, 'UNAVAILABLE: agentdb could not take the call; try again shortly.');
-      const env = errorEnvelope(id, name, 'UNAVAILABLE', 'agentdb could not take the call; try again shortly.');
-      return toolResult(id !== '' ? { ...env, mayStillRun: true } : env, { ownCallId: id !== '' });
+      return toolResult(unsentUnavailable(id, name, 'agentdb could not take the call; try again shortly.'), { ownCallId: id !== undefined });
     };
     const callId = meta?.[CALL_ID_META];
     if (callId !== undefined && typeof callId !== 'string') {
@@ -85,7 +90,7 @@ export function mcpToolCall(
     } catch (err) {
       if (err instanceof McpError) throw err;
       deps.onFault?.(err);
-      return unavailable(callId ?? '');
+      return unavailable(callId);
     }
     // A protocol error, as the spec (2025-06-18 and later, tools) has it: no tool ran, and a
     // client checks the name it sent, not a result.
@@ -139,7 +144,7 @@ export function mcpToolCall(
       if (extra.signal.aborted || err instanceof McpError) throw err;
       // A fault (Redis down): the client gets a coded error, the log gets the cause.
       deps.onFault?.(err);
-      return unavailable(callId ?? '');
+      return unavailable(callId);
     }
   };
   const tracer = deps.calls.tracer;

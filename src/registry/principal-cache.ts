@@ -64,11 +64,22 @@ export class PrincipalCache {
     });
     // Anything may have changed while the connection was down: forget, and wait for the
     // subscription before trusting the cache again.
+    let lost = false;
     this.subscriber.on('close', () => {
+      lost = true;
       this.live = false;
       this.drop(false);
     });
-    this.subscriber.on('ready', () => void this.subscribe());
+    // Only a 'ready' after a lost connection subscribes again. The first 'ready' of a connection
+    // still connecting at start comes after the subscription below was sent (ioredis emits it on
+    // the next tick, its offline queue already flushed): subscribing again then answered after
+    // start() had resolved, and its drop forgot the keys seen in between, which /mcp then could
+    // not list while Redis was away (a loaded CI run: 3 of 4; session 31, H6).
+    this.subscriber.on('ready', () => {
+      if (!lost) return;
+      lost = false;
+      void this.subscribe();
+    });
     await this.subscribe();
   }
 

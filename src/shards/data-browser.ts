@@ -1,6 +1,7 @@
 import type { CsvChunk, GridPage, PageArgs, PageCursor } from '../contracts/browse.ts';
 import { AgentDbError } from '../errors.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
+import { checkMemberDatabase, type DataReader } from '../policy/member-databases.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { DescribeResult } from '../sqlite/sqlite-describe.ts';
 import type { DatabaseFigures } from '../sqlite/sqlite-figures.ts';
@@ -115,8 +116,9 @@ export class DataBrowser {
     return agents;
   }
 
-  /** Tables and views of `db` with columns and row counts. */
-  async tables(db: string): Promise<DescribeResult> {
+  /** Tables and views of `db` with columns and row counts. @throws AgentDbError NOT_PERMITTED for a database not of `by`'s workspace. */
+  async tables(db: string, by: DataReader): Promise<DescribeResult> {
+    checkMemberDatabase(by, db);
     return (await this.run(db, 'browse.tables', {})) as DescribeResult;
   }
 
@@ -166,8 +168,9 @@ export class DataBrowser {
     return limited ? { figures, limited } : { figures };
   }
 
-  /** One grid page (see `browsePage`). */
-  async page(db: string, args: PageArgs): Promise<GridPage> {
+  /** One grid page (see `browsePage`). @throws AgentDbError NOT_PERMITTED for a database not of `by`'s workspace. */
+  async page(db: string, args: PageArgs, by: DataReader): Promise<GridPage> {
+    checkMemberDatabase(by, db);
     return (await this.run(db, 'browse.page', args)) as GridPage;
   }
 
@@ -181,9 +184,11 @@ export class DataBrowser {
    * chunks wait in memory besides the one being sent, never the table. `onTotal` hears the row
    * count with the first chunk. The export holds one of `by`'s slots (export-slots.ts) from its
    * first chunk asked for until it ends in any way: done, failed, or stopped by its consumer.
-   * @throws ExportsBusyError (RATE_LIMITED) from the first `next()` when `by` has no slot left.
+   * @throws ExportsBusyError (RATE_LIMITED) from the first `next()` when `by` has no slot left;
+   * AgentDbError NOT_PERMITTED, before that, for a database not of `by`'s workspace.
    */
-  async *csv(db: string, table: string, by: { workspace: string; member: string }, onTotal?: (rows: number) => void): AsyncGenerator<string> {
+  async *csv(db: string, table: string, by: DataReader, onTotal?: (rows: number) => void): AsyncGenerator<string> {
+    checkMemberDatabase(by, db);
     const release = this.exports.take(by.workspace, by.member);
     const size = this.opts.csvChunkChars ? { maxChars: this.opts.csvChunkChars } : {};
     const fetch = (range: CsvRange) => this.run(db, 'browse.csv', { table, ...range, ...size }) as Promise<CsvChunk>;

@@ -136,7 +136,7 @@ export class ShardOpClient {
   ): Promise<ShardOpOutcome> {
     // Set before the reply: a job whose add was written when Redis died may be in its AOF.
     sent.toRedis = true;
-    const job = await q.queue.add(`${SHARD_OP_PREFIX}${op}`, data, {
+    await q.queue.add(`${SHARD_OP_PREFIX}${op}`, data, {
       jobId,
       attempts: 3,
       backoff: { type: 'exponential', delay: 500 },

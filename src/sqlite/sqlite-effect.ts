@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
-import { MAX_EFFECT_VALUE_BYTES, type Effect, type EffectLimits, type EffectRow, type EffectTable, type EffectValue } from '../contracts/effect.ts';
+import type { Effect, EffectLimits, EffectRow, EffectTable, EffectValue } from '../contracts/effect.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
+import { shorten } from './effect-cut.ts';
 import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
@@ -262,39 +263,4 @@ function named(names: string[], values: EffectValue[]): Record<string, EffectVal
     out[n] = values[i] ?? null;
   });
   return out;
-}
-
-/** A row with each value past MAX_EFFECT_VALUE_BYTES replaced by its start (`{ $cut, bytes }`). */
-function shorten(row: EffectRow): { row: EffectRow; cut: boolean } {
-  let cut = false;
-  const each = (values: Record<string, EffectValue> | null) => {
-    if (!values) return null;
-    const out: Record<string, EffectValue> = {};
-    for (const [k, v] of Object.entries(values)) {
-      const short = shortValue(v);
-      if (short !== v) cut = true;
-      out[k] = short;
-    }
-    return out;
-  };
-  const shown = { ...row, key: each(row.key)!, before: each(row.before), after: each(row.after) };
-  return { row: shown, cut };
-}
-
-function shortValue(v: EffectValue): EffectValue {
-  if (typeof v === 'string') {
-    const bytes = Buffer.byteLength(v);
-    if (bytes <= MAX_EFFECT_VALUE_BYTES) return v;
-    const head = Buffer.from(v)
-      .subarray(0, MAX_EFFECT_VALUE_BYTES)
-      .toString('utf8')
-      .replace(/\uFFFD$/, '');
-    return { $cut: head, bytes };
-  }
-  if (v !== null && typeof v === 'object' && '$blob' in v) {
-    const bytes = Buffer.from(v.$blob, 'base64').length;
-    if (bytes <= MAX_EFFECT_VALUE_BYTES) return v;
-    return { $cut: Buffer.from(v.$blob, 'base64').subarray(0, MAX_EFFECT_VALUE_BYTES).toString('base64'), bytes };
-  }
-  return v;
 }

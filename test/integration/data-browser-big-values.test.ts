@@ -15,6 +15,8 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 const WS = 'acme';
 const DB = `${WS}/scout`;
+/** Who reads: a member of the workspace. */
+const BY = { workspace: WS, member: 'ada' };
 const BIG = 12_000_000;
 let box: Sandbox;
 let ops: ShardOpClient;
@@ -47,7 +49,7 @@ afterAll(async () => {
 
 describe('a grid page of huge values', () => {
   it('cuts text and sizes blobs without reading the page whole', async () => {
-    const page = await browser.page(DB, { table: 'huge', limit: 100 });
+    const page = await browser.page(DB, { table: 'huge', limit: 100 }, BY);
     expect(page.rows).toHaveLength(100);
     expect(page.hasNext).toBe(true);
     const [i, v, b] = page.rows[0]!;
@@ -57,7 +59,7 @@ describe('a grid page of huge values', () => {
   });
 
   it('shows text past a NUL character, and says how long the whole value is', async () => {
-    const page = await browser.page(DB, { table: 'hidden', limit: 10 });
+    const page = await browser.page(DB, { table: 'hidden', limit: 10 }, BY);
     const whole = `fine\u0000the rest, ${'z'.repeat(1000)}`;
     expect(page.rows[0]![0]).toEqual({ cut: whole.slice(0, 500), length: Buffer.byteLength(whole) });
   });

@@ -15,6 +15,8 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 const WS = 'acme';
 const DB = `${WS}/scout`;
+/** Who reads: a member of the workspace. */
+const BY = { workspace: WS, member: 'ada' };
 let box: Sandbox;
 let ops: ShardOpClient;
 let redis: Redis;
@@ -57,11 +59,11 @@ describe('paging sorted by a column of long text', () => {
       (await call('DATA_QUERY_SQL', `SELECT rowid FROM longs ORDER BY t ${dir}, rowid ${dir}`)) as unknown as { result: { rows: number[][] } }
     ).result.rows.map((r) => r[0]);
     const args = { table: 'longs', sort: 't', dir, limit: 25 };
-    const pages: GridPage[] = [await browser.page(DB, args)];
+    const pages: GridPage[] = [await browser.page(DB, args, BY)];
     while (pages.at(-1)!.hasNext) {
       const last = pages.at(-1)!.last!;
       expect(JSON.stringify(last).length).toBeLessThan(1024);
-      pages.push(await browser.page(DB, { ...args, after: last }));
+      pages.push(await browser.page(DB, { ...args, after: last }, BY));
     }
     const seen = pages.flatMap((p) => p.rows.map((r) => (r[0] === null ? null : (r[0] as { cut: string }).cut.slice(0, 2))));
     const want = (
@@ -74,7 +76,7 @@ describe('paging sorted by a column of long text', () => {
     const back = [...page.rows];
     while (page.hasPrev) {
       expect(JSON.stringify(page.first).length).toBeLessThan(1024);
-      page = await browser.page(DB, { ...args, before: page.first! });
+      page = await browser.page(DB, { ...args, before: page.first! }, BY);
       back.unshift(...page.rows);
     }
     expect(back.map((r) => (r[0] === null ? null : (r[0] as { cut: string }).cut.slice(0, 2)))).toEqual(want);

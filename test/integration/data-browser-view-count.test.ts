@@ -16,6 +16,8 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 const WS = 'acme';
 const DB = `${WS}/scout`;
+/** Who reads: a member of the workspace. */
+const BY = { workspace: WS, member: 'ada' };
 let box: Sandbox;
 let ops: ShardOpClient;
 let redis: Redis;
@@ -42,7 +44,7 @@ afterAll(async () => {
 
 describe('views are not counted', () => {
   it('shows the first page of an endless view, without a total', async () => {
-    const page = await browser.page(DB, { table: 'endless', limit: 25, count: true });
+    const page = await browser.page(DB, { table: 'endless', limit: 25, count: true }, BY);
     expect(page.rows.map((r) => r[0])).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
     expect(page.hasNext).toBe(true);
     expect(page.total).toBeUndefined();

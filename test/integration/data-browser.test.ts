@@ -32,10 +32,10 @@ async function query(sql: string): Promise<unknown[][]> {
 /** Every page from the first, following `last` cursors (or offsets without a key). */
 async function walk(args: PageArgs): Promise<GridPage[]> {
   const pages: GridPage[] = [];
-  let page = await browser.page(DB, args);
+  let page = await browser.page(DB, args, BY);
   pages.push(page);
   while (page.hasNext) {
-    page = await browser.page(DB, page.keyset ? { ...args, after: page.last! } : { ...args, offset: pages.length * (args.limit ?? 100) });
+    page = await browser.page(DB, page.keyset ? { ...args, after: page.last! } : { ...args, offset: pages.length * (args.limit ?? 100) }, BY);
     pages.push(page);
   }
   return pages;
@@ -83,17 +83,17 @@ describe('the data browser', () => {
     let page = pages.at(-1)!;
     back.unshift(...page.rows.map((r) => r[0]));
     while (page.hasPrev) {
-      page = await browser.page(DB, { table: 't', sort, dir, limit: 20, before: page.first! });
+      page = await browser.page(DB, { table: 't', sort, dir, limit: 20, before: page.first! }, BY);
       back.unshift(...page.rows.map((r) => r[0]));
     }
     expect(back).toEqual(expected);
   });
 
   it('jumps to a page by offset, counts rows when asked, and says where it is', async () => {
-    const page = await browser.page(DB, { table: 't', limit: 20, offset: 200, count: true });
+    const page = await browser.page(DB, { table: 't', limit: 20, offset: 200, count: true }, BY);
     expect(page.rows.map((r) => r[0])).toEqual(Array.from({ length: 20 }, (_, i) => 201 + i));
     expect(page).toMatchObject({ total: 237, offset: 200, hasPrev: true, hasNext: true });
-    const next = await browser.page(DB, { table: 't', limit: 20, after: page.last! });
+    const next = await browser.page(DB, { table: 't', limit: 20, after: page.last! }, BY);
     expect(next.rows.map((r) => r[0])).toEqual(Array.from({ length: 17 }, (_, i) => 221 + i));
     expect(next.hasNext).toBe(false);
   });
@@ -108,20 +108,20 @@ describe('the data browser', () => {
   });
 
   it('quotes names properly and pages past a column that shadows rowid', async () => {
-    const page = await browser.page(DB, { table: 'we"ird; drop', sort: 'a"b' });
+    const page = await browser.page(DB, { table: 'we"ird; drop', sort: 'a"b' }, BY);
     expect(page.columns.map((c) => c.name)).toEqual(['a"b', 'rowid']);
     expect(page.rows).toEqual([['x', 'not the rowid']]);
     expect(page.keyset).toBe(true);
   });
 
   it('hides the engine and agentdb tables, as DATA_DESCRIBE_SCHEMA does', async () => {
-    const tables = await browser.tables(DB);
+    const tables = await browser.tables(DB, BY);
     expect(tables.tables.map((t) => t.name).sort()).toEqual(['kv', 'odd', 't', 'we"ird; drop']);
     for (const hidden of ['sqlite_schema', '_agentdb_calls', 'sqlite_master']) {
-      await expect(browser.page(DB, { table: hidden })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(browser.page(DB, { table: hidden }, BY)).rejects.toMatchObject({ code: 'NOT_FOUND' });
       await expect(browser.csv(DB, hidden, BY).next()).rejects.toMatchObject({ code: 'NOT_FOUND' });
     }
-    await expect(browser.page(DB, { table: 't', sort: 'nope' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    await expect(browser.page(DB, { table: 't', sort: 'nope' }, BY)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
   });
 
   it('exports in chunks that join to one CSV, with the header once', async () => {
@@ -233,7 +233,15 @@ describe('the data browser', () => {
     const dbs = await browser.databases(WS);
     expect(dbs.map((d) => d.id)).toEqual([WS, `${WS}/helper`, DB]);
     const ghost = `${WS}/ghost`;
-    await expect(browser.page(ghost, { table: 't' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(browser.page(ghost, { table: 't' }, BY)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(existsSync(databasePath(box.dataDir, WS, 'ghost', shardOf(ghost, box.config.shardCount)))).toBe(false);
+  });
+
+  it('refuses a member of another workspace its tables, pages and CSV, whatever adapter asks (session 31, H6: only the web page checked)', async () => {
+    const stranger = { workspace: 'globex', member: 'eve' };
+    const refused = { code: 'NOT_PERMITTED', detail: 'eve is a member of globex, not of acme.' };
+    await expect(browser.tables(DB, stranger)).rejects.toMatchObject(refused);
+    await expect(browser.page(DB, { table: 't' }, stranger)).rejects.toMatchObject(refused);
+    await expect(browser.csv(DB, 't', stranger).next()).rejects.toMatchObject(refused);
   });
 });

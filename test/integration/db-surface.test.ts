@@ -23,7 +23,10 @@ const surfaces = {
 beforeAll(async () => {
   sb = sandbox();
   await sb.pool();
-  k = keyedApp(sb, { approvalWaitMs: 200 });
+  // Long enough for a call to be parked before the wait ends on a loaded machine (at 200 ms a CI
+  // run at load 20 answered the require-approval call 'running', still on its way to the gate);
+  // only the DROP left waiting for a person waits it out.
+  k = keyedApp(sb, { approvalWaitMs: 3000 });
   for (const [slug, surface] of Object.entries(surfaces)) {
     key[slug] = await k.agentKey('dbw', slug, { displayName: slug, settings: { database: 'agent' }, surface });
   }

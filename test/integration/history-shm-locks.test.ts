@@ -6,7 +6,8 @@ import Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
 import { closeWal } from '../../src/history/capture-connection.ts';
 import { copyWithSha256 } from '../../src/history/snapshot.ts';
-import { readWalIndex, sweepWalIndexes } from '../../src/history/wal-index.ts';
+import { readWalIndex } from '../../src/history/wal-index.ts';
+import { sweepKeptDescriptors } from '../../src/history/kept-descriptors.ts';
 
 // Session 30 (F6's and G8's fault ledgers: restores that answered ok without acknowledged rows
 // after a full disk). Closing any descriptor of a file lets go every POSIX lock the process holds
@@ -19,7 +20,7 @@ const dirs: string[] = [];
 const open: Database.Database[] = [];
 afterEach(() => {
   for (const db of open.splice(0)) db.close();
-  sweepWalIndexes();
+  sweepKeptDescriptors();
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 

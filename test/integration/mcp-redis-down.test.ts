@@ -38,10 +38,6 @@ beforeAll(async () => {
   unseen = (await ring.mint('acme', 'scout')).key;
   const subscriber = connectRedis(own.url, { name: 'mcp-redis-down-changes' });
   subscriber.on('error', () => undefined);
-  // Connected before the cache starts: a 'ready' after its first subscription subscribes again
-  // and starts empty (a change may have been missed), forgetting the key seen below (a loaded
-  // CI run: 503 for the seen key in 3 of 4).
-  if (subscriber.status !== 'ready') await new Promise((resolve) => subscriber.once('ready', resolve));
   principals = new PrincipalCache(subscriber, keys.registryChanges, 60_000);
   await principals.start();
   const calls = new AgentDbClient({ redisUrl: own.url, prefix: 'mrd', shardCount: 4 });
@@ -77,6 +73,9 @@ afterAll(async () => {
 });
 
 const initialize = { method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } };
+/** The call id of a tools/call answer's result. */
+const callIdOf = (body: Record<string, unknown> | undefined) =>
+  (body?.result as { structuredContent?: { callId?: string } } | undefined)?.structuredContent?.callId;
 const toolNames = (body: Record<string, unknown> | undefined) => (body?.result as { tools?: { name: string }[] } | undefined)?.tools?.map((t) => t.name);
 
 it('answers initialize, ping and a seen key’s tools/list with Redis down; anything else a 503 under the request’s id saying to retry', async () => {
@@ -106,5 +105,14 @@ it('answers initialize, ping and a seen key’s tools/list with Redis down; anyt
   expect(message).toBe('Service unavailable: agentdb cannot check the key now (its Redis does not answer); nothing was run. Retry in a few seconds.');
   // A tool call still needs Redis: the tool's own UNAVAILABLE, as before.
   const call = await post(seen, { id: 6, method: 'tools/call', params: { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } } });
-  expect(call.body).toMatchObject({ id: 6, result: { isError: true, structuredContent: { error: { code: 'UNAVAILABLE' } } } });
+  expect(call.body).toMatchObject({ id: 6, result: { isError: true, structuredContent: { error: { code: 'UNAVAILABLE' }, mayStillRun: false } } });
+  // Under an id made for it, as /v1/calls answers (session 31, H6: it was "", an id of no call).
+  const made = callIdOf(call.body);
+  expect(made).toMatch(/^[0-9a-f-]{36}$/);
+  const again = await post(seen, { id: 7, method: 'tools/call', params: { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } } });
+  expect(callIdOf(again.body)).not.toBe(made);
+  // Under the client's own id, that id, and it may still run (an earlier send may have reached Redis).
+  const ownId = { name: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' }, _meta: { 'agentdb/callId': 'mrd-1' } };
+  const ownCall = await post(seen, { id: 8, method: 'tools/call', params: ownId });
+  expect(ownCall.body).toMatchObject({ id: 8, result: { isError: true, structuredContent: { callId: 'mrd-1', mayStillRun: true } } });
 }, 60_000);

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ERRORS, type ErrorCode, keepsNothingFor, refusesTheRequest } from '../../src/errors.ts';
+import { ERRORS, type ErrorCode, refusesTheRequest } from '../../src/errors.ts';
 
-// Which refusals are the request's rather than the tool's, and which keep nothing for their call,
-// are the registry's rules: /v1/calls and /mcp read them there (review, session 29).
+// Which refusals are the request's rather than the tool's (answered at once, nothing kept: no
+// 200 envelope on /v1/calls, no MCP task) is the registry's rule: /v1/calls and /mcp read it there
+// (review, session 29; one rule for both since session 31, H6).
 const codes = Object.keys(ERRORS) as ErrorCode[];
 
 describe('refusals of the request, not the tool', () => {
@@ -16,16 +17,5 @@ describe('refusals of the request, not the tool', () => {
 
   it('each answer with an error status over HTTP', () => {
     for (const code of codes.filter((c) => refusesTheRequest({ code: c }))) expect(ERRORS[code].status, code).toBeGreaterThanOrEqual(400);
-  });
-});
-
-describe('refusals that keep nothing for their call (no MCP task)', () => {
-  it('are those that may come before the call is taken: a bound, or Redis away', () => {
-    expect(codes.filter((code) => keepsNothingFor(code))).toEqual(['QUOTA_EXCEEDED', 'RATE_LIMITED', 'UNAVAILABLE']);
-  });
-
-  it('is false for anything not a registry code', () => {
-    expect(keepsNothingFor('RATE_LIMITED ')).toBe(false);
-    expect(keepsNothingFor(undefined)).toBe(false);
   });
 });

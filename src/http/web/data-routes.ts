@@ -11,6 +11,7 @@ import type { ApprovalService } from '../../approvals/approval-service.ts';
 import { chargedApprovalPage } from '../../calls/activity-charge.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { parseDatabaseId } from '../../contracts/database-id.ts';
+import { resolveAccess, RULE } from '../../policy/access.ts';
 import { parseAsOf } from '../../contracts/as-of.ts';
 import { databasesView, dbHref, droppedNote, tablesView } from './data-views.ts';
 import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
@@ -72,12 +73,25 @@ function pastMoment(text: string): number {
 
 const frameOf = (request: FastifyRequest, title: string): PageFrame => ({ title, member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
 
-/** Who may drop here, said plainly; the form only for an admin on the shared database. */
+/** The page's own words for a drop the access rules refuse a member, by the rule that refuses it. */
+const DROP_DENIED: [rule: string, words: string][] = [
+  [RULE.ownTables, "An agent's tables are dropped only by that agent."],
+  [RULE.clientDropTakesAdmin, 'Only a workspace admin can drop a shared table.'],
+];
+
+/**
+ * Who may drop here, said plainly; the form only where the drop would be allowed. The rules'
+ * (src/policy/access.ts, `resolveAccess`), asked as the drop itself asks them: the page held a
+ * copy of them (session 31, H6).
+ */
 function dropForm(member: Member, db: string, table: string, csrf: string): Html {
-  const shared = parseDatabaseId(db).agent === undefined;
-  if (!shared) return html`<section class="danger-zone"><h2>Drop</h2><p class="muted">An agent's tables are dropped only by that agent.</p></section>`;
-  if (member.role !== 'admin')
-    return html`<section class="danger-zone"><h2>Drop</h2><p class="muted" id="drop-denied">Only a workspace admin can drop a shared table.</p></section>`;
+  const { agent } = parseDatabaseId(db);
+  const caller = { kind: 'member', workspace: member.workspace, member: member.name, role: member.role } as const;
+  const verdict = resolveAccess(caller, 'DATA_DROP_TABLE', agent === undefined ? { scope: 'workspace' } : { agent });
+  if (!verdict.ok) {
+    const words = DROP_DENIED.find(([rule]) => verdict.detail.startsWith(rule))?.[1] ?? verdict.detail;
+    return html`<section class="danger-zone"><h2>Drop</h2><p class="muted" id="drop-denied">${words}</p></section>`;
+  }
   return html`<section class="danger-zone"><h2>Drop this table</h2>
 <p>Dropping removes the table and its rows for every agent of the workspace. It is recorded like any other drop, as yours.</p>
 <form method="post" action="/data/drop" id="drop-form">
@@ -144,7 +158,10 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       // an executor at no cost, ~8 ms of CPU for 20 MB of tables (hostile review T4).
       await chargeView(deps, member, 'a page of its tables');
       const flash = droppedTable(request.query, sessionOf(request).csrf, db);
-      const [described, history] = await Promise.all([deps.browser.tables(db), deps.history.summary(db, member)]);
+      const [described, history] = await Promise.all([
+        deps.browser.tables(db, { workspace: member.workspace, member: member.name }),
+        deps.history.summary(db, member),
+      ]);
       const page = layout(
         { ...frame, title: db, ...(flash ? { flash: { kind: 'ok' as const, text: droppedNote(db, flash) } } : {}) },
         tablesView(db, described, history),
@@ -182,7 +199,7 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
         ...(asOf !== undefined ? { asOf } : {}),
       };
       const started = performance.now();
-      const page = await deps.browser.page(db, args);
+      const page = await deps.browser.page(db, args, { workspace: member.workspace, member: member.name });
       const serverMs = performance.now() - started;
       const grid: GridQuery = {
         db,

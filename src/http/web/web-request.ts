@@ -1,7 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Member } from '../../registry/members.ts';
-import { AgentDbError } from '../../errors.ts';
-import { parseDatabaseId } from '../../contracts/database-id.ts';
+import { checkMemberDatabase } from '../../policy/member-databases.ts';
 import type { WebSession } from '../../registry/web-sessions.ts';
 
 /** The signed-in member of a web route (every route but the public ones requires one). */
@@ -18,7 +17,5 @@ export function sessionOf(request: FastifyRequest): WebSession & { id: string } 
 
 /** The database a request names (text, by its route's schema), if it is one of the member's workspace. */
 export function ownDatabase(member: Member, db: string): string {
-  const { workspace } = parseDatabaseId(db);
-  if (workspace !== member.workspace) throw new AgentDbError('NOT_PERMITTED', `${member.name} is a member of ${member.workspace}, not of ${workspace}.`);
-  return db;
+  return checkMemberDatabase({ workspace: member.workspace, member: member.name }, db);
 }

@@ -1,0 +1,41 @@
+import { MAX_EFFECT_VALUE_BYTES, type EffectRow, type EffectValue } from '../contracts/effect.ts';
+
+// A recorded row as a person is shown it and its effect is kept: each value past
+// MAX_EFFECT_VALUE_BYTES cut to its start, so that one huge value cannot fill the approval
+// record (the digest, taken before, still covers it whole). Used by EffectRecorder (sqlite-effect.ts).
+
+/** A row with each value past MAX_EFFECT_VALUE_BYTES replaced by its start (`{ $cut, bytes }`). */
+export function shorten(row: EffectRow): { row: EffectRow; cut: boolean } {
+  let cut = false;
+  const each = (values: Record<string, EffectValue> | null) => {
+    if (!values) return null;
+    const out: Record<string, EffectValue> = {};
+    for (const [k, v] of Object.entries(values)) {
+      const short = shortValue(v);
+      if (short !== v) cut = true;
+      out[k] = short;
+    }
+    return out;
+  };
+  const shown = { ...row, key: each(row.key)!, before: each(row.before), after: each(row.after) };
+  return { row: shown, cut };
+}
+
+/** `v`, or its start when past MAX_EFFECT_VALUE_BYTES: text cut on a character, a blob on a byte. */
+function shortValue(v: EffectValue): EffectValue {
+  if (typeof v === 'string') {
+    const bytes = Buffer.byteLength(v);
+    if (bytes <= MAX_EFFECT_VALUE_BYTES) return v;
+    const head = Buffer.from(v)
+      .subarray(0, MAX_EFFECT_VALUE_BYTES)
+      .toString('utf8')
+      .replace(/\uFFFD$/, '');
+    return { $cut: head, bytes };
+  }
+  if (v !== null && typeof v === 'object' && '$blob' in v) {
+    const bytes = Buffer.from(v.$blob, 'base64').length;
+    if (bytes <= MAX_EFFECT_VALUE_BYTES) return v;
+    return { $cut: Buffer.from(v.$blob, 'base64').subarray(0, MAX_EFFECT_VALUE_BYTES).toString('base64'), bytes };
+  }
+  return v;
+}
