@@ -10,6 +10,7 @@
 // ROUNDS (default 8), CALLS (default 1000), CONC (calls in flight, default 1). KIND=insert: the
 // small insert of bench/small-insert.ts (one new row per call, history on) instead of the read.
 // Redis's CPU per call too (INFO cpu, µs): only meaningful on a Redis of the run's own (REDIS_URL).
+// NODE_OPTIONS_A, NODE_OPTIONS_B: Node options of one side's worker (the same build both sides: a flag's A/B).
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
@@ -61,7 +62,9 @@ try {
     const name = i === 0 ? 'A' : 'B';
     // A budget no run fills: rounds of thousands of calls at 64 in flight use up a plan's 128 MB.
     const site = benchSite(REDIS_URL, `ab-${name}`, { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent', REDIS_BYTES_PER_WORKSPACE: String(2 ** 40) });
-    const { pid } = await site.worker({}, bin);
+    // NODE_OPTIONS_A / NODE_OPTIONS_B: the side's worker runs with these Node options (a V8 flag A/B on one build).
+    const nodeOptions = process.env[`NODE_OPTIONS_${name}`];
+    const { pid } = await site.worker(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}, bin);
     const query = INSERT ? await smallInsert(site.client) : await pkReadTable(site.client);
     sides.push({
       name,

@@ -130,7 +130,8 @@ for (const [k, dir] of Object.entries(dirs)) {
   const p = files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as Profile).sort((a, b) => b.samples.length - a.samples.length)[0]!;
   times[k] = selfTimes(p, windows[k]!.spans);
 }
-for (const dir of Object.values(dirs)) rmSync(dir, { recursive: true, force: true });
+if (process.env.KEEP) console.log(JSON.stringify({ kept: dirs }));
+else for (const dir of Object.values(dirs)) rmSync(dir, { recursive: true, force: true });
 const perRead = (m: Map<string, number>, fn: string) => (m.get(fn) ?? 0) / CALLS;
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0) / CALLS;
 console.log(

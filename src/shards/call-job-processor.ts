@@ -198,6 +198,9 @@ export class CallJobProcessor {
 
   /** BullMQ has stored a job's result: a completion held for it may go out now. */
   completed(jobId: string): void {
+    // Held only for a call whose event waits for its store (a large result, a failure): most
+    // calls announce at once, and this runs for every job BullMQ completes.
+    if (this.announceOnceFinished.size === 0) return;
     const announce = this.announceOnceFinished.get(jobId);
     this.announceOnceFinished.delete(jobId);
     announce?.();

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Worker, type Job, type JobJsonRaw, type Processor, type RedisClient, type WorkerOptions } from 'bullmq';
+import { Job, Worker, type JobJsonRaw, type Processor, type RedisClient, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 
 /** The BullMQ the worker takes jobs with (package.json pins it): its script is the one this build embeds. */
@@ -38,8 +38,18 @@ return taken
 /** The `moveToActive` of this BullMQ, as its client's `runCommand` names it (its name, then its key count). */
 const MOVE_COMMAND_PREFIX = `${MOVE.name}:`;
 
-/** Each job's data as Redis held it, by the job {@link ShardWorker} made of it (see {@link dataJsonOf}). */
-const dataJson = new WeakMap<Job, string>();
+/**
+ * A job a {@link ShardWorker} made: BullMQ's, with what the worker knows of it beside, on the job
+ * itself. They were a WeakMap and a WeakSet keyed by the job: an entry set and looked up in each
+ * per call, and an ephemeron the young GC traces per job (issue 31, session 31: ~0.5 % of the
+ * worker's CPU at 64 reads in flight, `bench/worker-perf.ts`).
+ */
+class TakenJob<Data = unknown, Result = unknown, Name extends string = string> extends Job<Data, Result, Name> {
+  /** The JSON text its data was read from (see {@link dataJsonOf}); undefined until `createJob` sets it. */
+  dataText: string | undefined = undefined;
+  /** Taken by the worker's own fetch, which saw to the marker it left (see `ShardWorker.markerChecked`). */
+  markerSeen = false;
+}
 
 /**
  * The JSON text a job's data was read from, when a {@link ShardWorker} took it: what a caller's
@@ -47,7 +57,7 @@ const dataJson = new WeakMap<Job, string>();
  * serialising the parsed data again (issue 31). Undefined for a job made elsewhere.
  */
 export function dataJsonOf(job: Job): string | undefined {
-  return dataJson.get(job);
+  return job instanceof TakenJob ? job.dataText : undefined;
 }
 
 /** Jobs noted as taken at most, far above any worker's concurrency (see `ShardWorker.taken`). */
@@ -65,8 +75,6 @@ const TAKE_JOB = 'agentdbTakeJob';
  * at once, as it would have found the job.
  */
 export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, Result> {
-  /** Jobs taken by {@link moveToActive}: the marker they left is already seen to. */
-  private readonly checked = new WeakSet<Job>();
   /**
    * Jobs {@link TAKE_JOB_LUA} has just handed over and not yet returned from `moveToActive`, by
    * id: whether each was the last one. Per job, not per worker: fetches overlap (BullMQ keeps
@@ -93,16 +101,21 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
     }
   }
 
-  /** BullMQ's job, its data's text kept beside it (see {@link dataJsonOf}). */
+  /** The class of the jobs it makes: BullMQ's, with the worker's notes on them (see {@link TakenJob}). */
+  protected override get Job(): typeof Job {
+    return TakenJob;
+  }
+
+  /** BullMQ's job, its data's text kept on it (see {@link dataJsonOf}). */
   protected override createJob(data: JobJsonRaw, jobId: string): Job<Data, Result> {
     const job = super.createJob(data, jobId);
-    if (typeof data.data === 'string') dataJson.set(job, data.data);
+    if (typeof data.data === 'string' && job instanceof TakenJob) job.dataText = data.data;
     return job;
   }
 
   /** Whether `job` was taken by this worker's own fetch, which saw to the marker it left. */
   markerChecked(job: Job): boolean {
-    return this.checked.has(job);
+    return job instanceof TakenJob && job.markerSeen;
   }
 
   /**
@@ -136,7 +149,7 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
     // Only when the script ran: a BullMQ that took the job another way left its marker as it was.
     if (last === undefined) return job;
     this.taken.delete(job.id);
-    this.checked.add(job);
+    if (job instanceof TakenJob) job.markerSeen = true;
     const self = this as unknown as { drained?: boolean };
     if (last && typeof self.drained === 'boolean') self.drained = true;
     return job;
