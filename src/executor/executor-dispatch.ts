@@ -16,6 +16,7 @@ import { ResultSpill, spillDir } from '../sqlite/result-spill.ts';
 import type { HistoryCapture } from '../history/handle-capture.ts';
 import { restoreInPlace } from '../history/restore-requests.ts';
 import { restoreInto } from '../history/restore-into.ts';
+import { auditedStatement } from '../history/restore-audit.ts';
 import { snapshotNow } from '../history/snapshot-now.ts';
 import { previewEffect } from '../sqlite/sqlite-effect-preview.ts';
 import { EffectChanged } from '../sqlite/sqlite-effect.ts';
@@ -76,6 +77,8 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         history?.run(db, req.db);
         return { ok: true, result: { recorded: true } };
       }
+      case 'restoreAudited':
+        return { ok: true, result: { statement: auditedStatement(handles.open(req.db, 'read'), req.id) ?? null } };
       case 'check':
         checkedStatement(handles.open(req.db, 'query'), req.sql, req.mode);
         return { ok: true, result: { admitted: true } };
