@@ -9,6 +9,7 @@ import { recordAudit } from '../sqlite/sqlite-audit.ts';
 import { activitySince, readActivity } from '../sqlite/sqlite-activity.ts';
 import { committedCall, effectDigest, type RecordedOutcome } from '../sqlite/call-record.ts';
 import { committedInClosedFile } from '../sqlite/closed-file-record.ts';
+import { cutUncommittedTail } from './uncommitted-tail.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
 import { databaseFigures } from '../sqlite/sqlite-figures.ts';
@@ -171,6 +172,14 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     // A write or drop on a full disk may fail before it finds its own exactly-once record (opening
     // a database whose handles closed, history's copy at open): one an earlier run committed (its
     // worker SIGKILLed before the answer) answers what it did, not STORAGE_FULL "nothing was written".
+    // A commit SQLite wrote whole but could not enter in the WAL index must not come back later.
+    if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop' || req.op === 'audit') && handles.isOpen(req.db.path)) {
+      try {
+        cutUncommittedTail(handles.open(req.db, 'read'), req.db.path);
+      } catch {
+        // The handle could not be had again: the failure is answered as it is.
+      }
+    }
     if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop')) {
       const found = recordedBeforeFailure(handles, req);
       if (found?.committed) return { ok: true, result: req.op === 'write' ? replayedFit(replayedWrite(found.result), budget) : found.result, replayed: true };
