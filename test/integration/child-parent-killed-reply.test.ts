@@ -54,3 +54,16 @@ it('exits quietly when it answers after its parent was SIGKILLed', async () => {
   expect(rows.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 1 });
   rows.close();
 });
+
+it('exits quietly when its parent was SIGKILLed before it said it was ready', async () => {
+  const db: DbTarget = { id: 'w/b', path: databasePath(dataDir, 'w', 'b', 0), shard: 0, limits: PLAN_LIMITS.pro };
+  const parent = spawn(process.execPath, [PARENT, JSON.stringify({ dataDir, db, dies: true })], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  parent.stderr.on('data', (d: Buffer) => {
+    stderr += String(d);
+  });
+  // Open until the child, which holds the parent's stderr, exits.
+  await new Promise<void>((resolve) => parent.stderr.once('close', () => resolve()));
+  // Session 31, F8's ledger on main: 3 such deaths in 6 runs, each `send({ type: 'ready' })` EPIPE.
+  expect(stderr).toBe('');
+});
