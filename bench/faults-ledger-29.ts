@@ -43,6 +43,12 @@
 // each restore that answered ok holds every write acknowledged by its moment and none sent after;
 // a `--from-blob` restore of each database at the end, by its restoredTo; after the run, a restore
 // to the second after each fault's end.
+// Session 31, F8 added a sixth lane, `place` (the client library, its own database), restored in
+// place during each full disk (beside the restore --into), and half the time (ROOM_P) 2-8 MB given
+// back a second into the full disk so those restores get under way on a nearly full disk. A
+// restore in place that answered ok may take back the writes acknowledged after its moment and
+// before its answer (counted: inPlace.undoneWrites); every other acknowledged write of `place` is
+// checked as the others' are, live and in each restore --into by its moment.
 //
 // Root only (mount). `npm run build`, then
 //   RUN_S=120 FAULT_ROUNDS=2 [FAULT_STREAMS=2] node --import tsx bench/faults-ledger-29.ts
@@ -71,9 +77,9 @@ const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 2);
 const STREAMS = Number(process.env.FAULT_STREAMS ?? 1);
 const KINDS = (process.env.FAULTS ?? 'worker,child,full,empty,aof,idle,stopw,stopr,misconf,misconfe').split(',').filter(Boolean);
 const WS = 'f4';
-const LANES = ['lib', 'slow', 'v1', 'mcp', 'member'] as const;
+const LANES = ['lib', 'slow', 'v1', 'mcp', 'member', 'place'] as const;
 type Lane = (typeof LANES)[number];
-const agentOf: Record<Lane, string | undefined> = { lib: 'alib', slow: 'aslow', v1: 'av1', mcp: 'amcp', member: undefined };
+const agentOf: Record<Lane, string | undefined> = { lib: 'alib', slow: 'aslow', v1: 'av1', mcp: 'amcp', member: undefined, place: 'aplace' };
 const RETRYABLE = new Set(['STORAGE_FULL', 'UNAVAILABLE', 'RETRY_LATER', 'RESTORE_RUNNING', 'RESOURCE_LIMIT', 'INTERNAL']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rand = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
@@ -230,7 +236,7 @@ async function main(): Promise<void> {
   /** One send of a write by its lane's surface, as an envelope. */
   const send = async (lane: Lane, cid: string, sql: string, params: unknown[]): Promise<Envelope> => {
     const args = { sql, params };
-    if (lane === 'lib' || lane === 'slow')
+    if (lane === 'lib' || lane === 'slow' || lane === 'place')
       return (await client.call(
         { workspace: WS, agent: agentOf[lane]!, settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', callId: cid, arguments: args },
         { timeoutMs: 8000 },
@@ -381,6 +387,17 @@ async function main(): Promise<void> {
     const run = await cli(`restore ${l}→${into}`, args);
     restores.push({ lane: l, into, at, fromBlob, code: run.code, out: run.out, started: run.at, ended: run.at + run.ms });
   };
+  // Session 31, F8: restores in place of lane `place`'s database (during each full disk). One that
+  // answered ok takes its database back to its moment: the writes acknowledged after the moment
+  // and before its answer may be undone (its undo window); every other acknowledged write is kept.
+  const inPlace: { at: number; code: number | null; out: string; started: number; ended: number; duringFull?: boolean }[] = [];
+  const restoreInPlace = async (at: number) => {
+    const run = await cli('restore in place', ['restore', `${WS}/${agentOf.place}`, '--at', new Date(at).toISOString(), '--json']);
+    inPlace.push({ at, code: run.code, out: run.out, started: run.at, ended: run.at + run.ms });
+  };
+  /** Whether `w` (lane place) may be undone by an in-place restore that began by `by`. */
+  const undoneBy = (w: Write, by: number) =>
+    w.lane === 'place' && inPlace.some((p) => p.code === 0 && p.started <= by && w.answers.some((a) => a.ok && a.at > p.at && a.at <= p.ended));
   const operator = async () => {
     for (let n = 0; !stop; n++) {
       await sleep(rand(1500, 4000));
@@ -423,6 +440,16 @@ async function main(): Promise<void> {
       const hold = arg ? Number(arg) : rand(3000, 8000);
       // A restore while the disk is full: refused STORAGE_FULL, or (room found) every acknowledged row.
       const during = restoreInto(LANES[Math.floor(rand(0, LANES.length))]!, Math.floor(Date.now() / 1000) * 1000 - 1000);
+      // Session 31, F8: and one in place; and (ROOM_P of the time, 0.5 by default) a little room
+      // given back after a second, as a process gone frees its files, so restores get under way.
+      const inPlaceDuring = restoreInPlace(Math.floor(Date.now() / 1000) * 1000 - 1000);
+      let room = '';
+      if (Math.random() < Number(process.env.ROOM_P ?? 0.5)) {
+        await sleep(1000);
+        const kb = Math.round(rand(2000, 8000));
+        fs.ftruncateSync(filled.fd, Math.max(0, fs.fstatSync(filled.fd).size - kb * 1024));
+        room = `, ${kb} KiB given back`;
+      }
       await sleep(hold);
       filling = undefined;
       fs.ftruncateSync(filled.fd, 0);
@@ -430,7 +457,8 @@ async function main(): Promise<void> {
       fs.rmSync(file);
       fullSpans.push([t0, Date.now()]);
       await during;
-      detail = `${Math.round(hold)} ms`;
+      await inPlaceDuring;
+      detail = `${Math.round(hold)} ms${room}`;
     } else if (f === 'room') {
       // Session 30, G8: during a full disk, arg KiB given back (a process gone frees its files), as run 3's kill of `start` did.
       if (filling) fs.ftruncateSync(filling.fd, Math.max(0, fs.fstatSync(filling.fd).size - Number(arg ?? 4096) * 1024));
@@ -587,6 +615,7 @@ async function main(): Promise<void> {
   // The last answer says this send never reached Redis (UNAVAILABLE, mayStillRun false), but an
   // earlier send of the id was answered may still run, queued, or not at all: that one may have run.
   const notSentAfterMayRun = (w: Write) => w.answers.at(-1)?.code === 'UNAVAILABLE' && w.answers.slice(0, -1).some((a) => a.mayStillRun || a.status || a.error);
+  const undone: string[] = [];
   const live = () => Object.fromEntries(LANES.map((l) => [l, idsIn(agentOf[l])]));
   const check = (ids: Record<string, Map<string, number[]>>) => {
     for (const w of writes) {
@@ -601,7 +630,10 @@ async function main(): Promise<void> {
       if (firstOk >= 0 && w.answers.slice(firstOk).some((a) => a.ok === false && !a.mayStillRun))
         holes.okThenNotRun.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
       if (new Set(oks.map((a) => a.rowid)).size > 1) holes.disagree.push(w.cid);
-      if (w.outcome === 'ok' && got.length === 0) holes.missing.push(w.cid);
+      if (w.outcome === 'ok' && got.length === 0) {
+        if (undoneBy(w, Number.POSITIVE_INFINITY)) undone.push(w.cid);
+        else holes.missing.push(w.cid);
+      }
       if (w.outcome === 'ok' && got.length === 1 && got[0] !== oks.at(-1)!.rowid) holes.wrongRowid.push(w.cid);
       if (w.outcome === 'failed' && got.length && notSentAfterMayRun(w)) {
         holes.notSentAfterMayRun.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
@@ -623,6 +655,8 @@ async function main(): Promise<void> {
   let resent = 0;
   const resends: unknown[] = [];
   for (const w of acked) {
+    // Taken back by a restore in place: sent again, it runs again (nothing of it is left).
+    if (undoneBy(w, Number.POSITIVE_INFINITY)) continue;
     const a = answerOf(await send(w.lane, w.cid, sqlOf(w.lane), paramsOf(w.lane, w.cid)).catch((e) => ({ ok: false, error: { code: String(e) } })));
     resent++;
     resends.push({ cid: w.cid, ...a });
@@ -655,7 +689,7 @@ async function main(): Promise<void> {
     const ids = idsIn(rs.into);
     const moment = rs.fromBlob ? Date.parse((JSON.parse(rs.out) as { restoredTo: string }).restoredTo) : rs.at;
     const mine = writes.filter((w) => w.lane === rs.lane);
-    const missing = mine.filter((w) => w.outcome === 'ok' && w.answers.find((a) => a.ok)!.at <= moment && !ids.has(w.cid));
+    const missing = mine.filter((w) => w.outcome === 'ok' && w.answers.find((a) => a.ok)!.at <= moment && !ids.has(w.cid) && !undoneBy(w, moment));
     return {
       ...row,
       ...(rs.fromBlob ? { restoredTo: new Date(moment).toISOString() } : {}),
@@ -701,6 +735,12 @@ async function main(): Promise<void> {
     answersNotOk: codes,
     holes: Object.fromEntries(Object.entries(holes).map(([k, v]) => [k, { count: v.length, some: v.slice(0, 8) }])),
     resentAtEnd: resent,
+    inPlace: {
+      ok: inPlace.filter((p) => p.code === 0).length,
+      duringFullOk: inPlace.filter((p) => p.code === 0 && fullSpans.some(([a, b]) => p.started < b && p.ended > a)).length,
+      refused: inPlace.filter((p) => p.code !== 0).map((p) => `exit ${p.code} ${p.out.slice(0, 160)}`),
+      undoneWrites: undone.length,
+    },
     budget,
     childrenLeft,
     restartsRefused,
@@ -734,6 +774,7 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(out, 'writes.json'), JSON.stringify(writes));
   fs.writeFileSync(path.join(out, 'resends.json'), JSON.stringify(resends));
   fs.writeFileSync(path.join(out, 'restores.json'), JSON.stringify(restoreChecks, null, 1));
+  fs.writeFileSync(path.join(out, 'in-place.json'), JSON.stringify(inPlace, null, 1));
   fs.writeFileSync(path.join(out, 'report.json'), JSON.stringify(report, null, 1));
   console.log(JSON.stringify(report, null, 1));
   await client.close();

@@ -16,6 +16,8 @@ import { statementCache } from '../sqlite/statement-cache.ts';
 import { KeptTargets } from './target-refs.ts';
 
 const FLUSH_AFTER_MS = 5;
+/** How a send fails once the worker's end of the channel is closed. */
+const CHANNEL_GONE = new Set(['EPIPE', 'ECONNRESET', 'ERR_IPC_CHANNEL_CLOSED']);
 
 type Outcome = { id: number; outcome: ExecOutcome; cpuUs: number };
 
@@ -123,10 +125,19 @@ function main(): void {
   // SQLite's close would checkpoint those frames away from history for good. Only an exit that
   // tears Node's environment down (the event loop running dry) has better-sqlite3 close every
   // handle still open, checkpointing as the last connection: this child never ends that way.
-  process.on('disconnect', () => {
+  const parentGone = () => {
     history?.finishCommitted();
     handles.closeAll();
     process.exit(0);
+  };
+  process.on('disconnect', parentGone);
+  // An answer sent without a callback (a flush before the message's next request) into a channel
+  // whose worker was SIGKILLed while this child ran a statement fails with EPIPE, which Node
+  // emits on process: unheard, the child died of it with a stack trace in the worker's log
+  // (session 30, F6's ledger), before 'disconnect' could say the same. The parent is gone either way.
+  process.on('error', (err: NodeJS.ErrnoException) => {
+    if (!CHANNEL_GONE.has(err.code ?? '')) process.stderr.write(`executor-child: the channel to the worker failed: ${String(err)}\n`);
+    parentGone();
   });
   send({ type: 'ready' } satisfies ChildMessage);
 }

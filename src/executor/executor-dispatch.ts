@@ -7,7 +7,9 @@ import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
 import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
 import { activitySince, readActivity } from '../sqlite/sqlite-activity.ts';
-import { committedCall, effectDigest } from '../sqlite/call-record.ts';
+import { committedCall, effectDigest, type RecordedOutcome } from '../sqlite/call-record.ts';
+import { committedInClosedFile } from '../sqlite/closed-file-record.ts';
+import { cutUncommittedTail } from './uncommitted-tail.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
 import { databaseFigures } from '../sqlite/sqlite-figures.ts';
@@ -16,6 +18,7 @@ import { ResultSpill, spillDir } from '../sqlite/result-spill.ts';
 import type { HistoryCapture } from '../history/handle-capture.ts';
 import { restoreInPlace } from '../history/restore-requests.ts';
 import { restoreInto } from '../history/restore-into.ts';
+import { auditedStatement } from '../history/restore-audit.ts';
 import { snapshotNow } from '../history/snapshot-now.ts';
 import { previewEffect } from '../sqlite/sqlite-effect-preview.ts';
 import { EffectChanged } from '../sqlite/sqlite-effect.ts';
@@ -76,6 +79,8 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         history?.run(db, req.db);
         return { ok: true, result: { recorded: true } };
       }
+      case 'restoreAudited':
+        return { ok: true, result: { statement: auditedStatement(handles.open(req.db, 'read'), req.id) ?? null } };
       case 'check':
         checkedStatement(handles.open(req.db, 'query'), req.sql, req.mode);
         return { ok: true, result: { admitted: true } };
@@ -164,7 +169,36 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         // History could not copy its WAL first: the handle stays open (see `HandleCache`).
       }
     }
+    // A write or drop on a full disk may fail before it finds its own exactly-once record (opening
+    // a database whose handles closed, history's copy at open): one an earlier run committed (its
+    // worker SIGKILLed before the answer) answers what it did, not STORAGE_FULL "nothing was written".
+    // A commit SQLite wrote whole but could not enter in the WAL index must not come back later.
+    if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop' || req.op === 'audit') && handles.isOpen(req.db.path)) {
+      try {
+        cutUncommittedTail(handles.open(req.db, 'read'), req.db.path);
+      } catch {
+        // The handle could not be had again: the failure is answered as it is.
+      }
+    }
+    if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop')) {
+      const found = recordedBeforeFailure(handles, req);
+      if (found?.committed) return { ok: true, result: req.op === 'write' ? replayedFit(replayedWrite(found.result), budget) : found.result, replayed: true };
+    }
     return { ok: false, error, ...(err instanceof EffectChanged ? { effect: err.effect } : {}) };
+  }
+}
+
+/**
+ * The record of a write or drop that failed on a full disk: read on its handle when the open got
+ * that far (a hit runs none of history's hooks again), else from the closed file itself.
+ */
+function recordedBeforeFailure(handles: HandleCache, req: Extract<ExecRequest, { op: 'write' | 'drop' }>): RecordedOutcome | undefined {
+  const call = { key: req.callKey, digest: effectDigest(req.op === 'write' ? ['write', req.sql, req.params] : ['drop', req.table]) };
+  if (!handles.isOpen(req.db.path)) return committedInClosedFile(req.db.path, call);
+  try {
+    return committedCall(handles.open(req.db, 'read'), call);
+  } catch {
+    return undefined;
   }
 }
 

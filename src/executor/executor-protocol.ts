@@ -89,6 +89,11 @@ export type ExecRequest = (
   | { op: 'checkDrop'; db: DbTarget; table: string }
   /** Keep a decision on a parked call in the database's own audit table. */
   | { op: 'audit'; db: DbTarget; entry: AuditEntry }
+  /**
+   * The statement of restore `id`'s row in the database's audit table (`{ statement }`, null when
+   * it has none): a restore from the blob store run again asks whether its first run made the database.
+   */
+  | { op: 'restoreAudited'; db: DbTarget; id: string }
   /** A grid page of one table or view for a person (a trusted read, see sqlite-browse.ts). */
   | { op: 'browse'; db: DbTarget; args: Required<Pick<PageArgs, 'dir' | 'limit'>> & PageArgs; asOf?: AsOfRead }
   /** One chunk of a table as CSV text for a person's export (see sqlite-browse.ts). */

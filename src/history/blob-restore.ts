@@ -85,6 +85,13 @@ export async function restoreFromBlob(
      * why the restore itself would be refused (the workspace's byte quota, for a fork).
      */
     room?: (bytes: number, dryRun: boolean) => Promise<string | undefined>;
+    /**
+     * Asked when a database is at `dbPath` already: the moment it holds, when it is this very
+     * restore's, made by an earlier run of its op whose answer was lost (the worker killed, or
+     * Redis restarted, after the database was placed: BullMQ runs the op again); undefined when
+     * it is another's. The restore is then answered, planned again at that moment, not refused.
+     */
+    madeBefore?: () => Promise<number | undefined>;
   },
 ): Promise<BlobRestoreResult> {
   const { id, dbPath } = opts;
@@ -95,7 +102,8 @@ export async function restoreFromBlob(
   const exists = fs.existsSync(dbPath)
     ? `${made} already exists here (${dbPath}); a restore from the blob store only creates a database (give --into ${made.split('/')[0]}/NEW)`
     : undefined;
-  if (exists && opts.dryRun !== true) throw new AgentDbError('DATABASE_EXISTS', exists);
+  const again = exists && opts.dryRun !== true ? await opts.madeBefore?.() : undefined;
+  if (exists && opts.dryRun !== true && again === undefined) throw new AgentDbError('DATABASE_EXISTS', exists);
   const prefix = backupPrefix(id);
   const marker = `${prefix}readers/${randomUUID()}.json`;
   await store.put(marker, Readable.from([Buffer.from(JSON.stringify({ at: now, pid: process.pid }))]));
@@ -109,7 +117,7 @@ export async function restoreFromBlob(
       );
     }
     const range = manifestRange(manifest);
-    const at = opts.at ?? range.latest!;
+    const at = again ?? opts.at ?? range.latest!;
     if (at > now) throw new AgentDbError('HISTORY_OUT_OF_RANGE', `${new Date(at).toISOString()} is in the future`);
     const gen = manifest.generations.filter((g) => g.snapshot.at <= at).at(-1);
     if (!gen) {
@@ -121,7 +129,8 @@ export async function restoreFromBlob(
     // The generation in the layout the restore engine reads (see history-files.ts).
     const genDir = path.join(work, 'generations', gen.name);
     fs.mkdirSync(path.join(genDir, SEGMENTS_DIR), { recursive: true });
-    const dry = opts.dryRun === true;
+    // Made already (`madeBefore`): planned as a dry run, to answer what was restored.
+    const dry = opts.dryRun === true || again !== undefined;
     let downloaded = dry ? 0 : await download(store, gen.snapshotFile, path.join(genDir, SNAPSHOT_FILE));
     writeJsonAtomic(path.join(genDir, SNAPSHOT_META), gen.snapshot);
     if (gen.end) writeJsonAtomic(path.join(genDir, GENERATION_END), gen.end);
@@ -142,7 +151,7 @@ export async function restoreFromBlob(
       writeJsonAtomic(path.join(work, 'generations', next.name, SNAPSHOT_META), next.snapshot);
     }
     const plan = planRestore({ generationsDir: path.join(work, 'generations') }, { at });
-    const roomRefusal = await opts.room?.(blobRestoreAdds(plan), dry);
+    const roomRefusal = again === undefined ? await opts.room?.(blobRestoreAdds(plan), dry) : undefined;
     const answer: BlobRestoreResult = {
       database: id,
       restoredTo: new Date(plan.restoredTo).toISOString(),
@@ -151,8 +160,8 @@ export async function restoreFromBlob(
       commits: plan.commits,
       downloaded,
       ...(opts.into !== undefined ? { into: opts.into } : {}),
-      dryRun: dry,
-      ...(dry && (exists || roomRefusal) ? { refused: exists ? `DATABASE_EXISTS: ${exists}` : roomRefusal } : {}),
+      dryRun: opts.dryRun === true,
+      ...(opts.dryRun === true && (exists || roomRefusal) ? { refused: exists ? `DATABASE_EXISTS: ${exists}` : roomRefusal } : {}),
     };
     if (dry) return answer;
     const built = path.join(work, 'restored.sqlite');

@@ -36,6 +36,12 @@ export function audited(db: Parameters<typeof recordAudit>[0], id: string): bool
   return trusted(db, `SELECT 1 FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(`restore:${id}`) !== undefined;
 }
 
+/** The statement of restore `id`'s audit row (what it restored, as of when), or undefined when the row is not in. */
+export function auditedStatement(db: Parameters<typeof recordAudit>[0], id: string): string | undefined {
+  if (!audited(db, id)) return undefined;
+  return trusted(db, `SELECT statement FROM ${AUDIT_TABLE} WHERE approval_id = ?`).pluck().get(`restore:${id}`) as string;
+}
+
 function auditRow(db: Parameters<typeof recordAudit>[0], by: RestoreActor, id: string, statement: string, at: number): void {
   recordAudit(db, {
     approvalId: `restore:${id}`,

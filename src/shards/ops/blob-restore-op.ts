@@ -7,7 +7,17 @@ import { localSource } from '../../history/history-files.ts';
 import { databaseId, databasePath, parseDatabaseId, shardOf } from '../../contracts/database-id.ts';
 import type { RestoreActor } from '../../executor/executor-protocol.ts';
 import { auditInto } from '../../history/restore-audit.ts';
+import { PLAN_LIMITS } from '../../policy/plan-limits.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
+
+/** Where the moment begins in the restore's audit statement. */
+const AS_OF = ' as of ';
+
+/** The moment a blob restore's audit statement names (its last words), or undefined. */
+function restoredAsOf(statement: string): number | undefined {
+  const at = Date.parse(statement.slice(statement.lastIndexOf(AS_OF) + AS_OF.length));
+  return Number.isFinite(at) ? at : undefined;
+}
 
 /**
  * Shard op `restoreFromBlob` (db: the database to create, args `{ at?: number` epoch ms,
@@ -45,6 +55,20 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
     return held.refused;
   };
   const by: RestoreActor = { who: typeof args.by?.who === 'string' ? args.by.who : 'operator', via: 'operator' };
+  const dbPath = databasePath(config.dataDir, workspace, agent, shard);
+  // The restore's audit row is keyed by its op's job: a run of the job again (BullMQ, once the
+  // first run's lock was lost: its worker SIGKILLed, Redis restarted) finds the database its first
+  // run placed and answers that restore, where it answered DATABASE_EXISTS "nothing was changed"
+  // (as F6 found for a restore --into); a database made by another op is still refused.
+  const auditId = `${data.db}:${ctx.job.id ?? Date.now()}`;
+  const again = args.dryRun !== true && ctx.job.id !== undefined && (ctx.job.attemptsStarted ?? 0) > 1;
+  const madeBefore = async (): Promise<number | undefined> => {
+    const target = { id: data.db as string, path: dbPath, shard, limits: PLAN_LIMITS.enterprise };
+    const outcome = await ctx.executor.run({ op: 'restoreAudited', db: target, id: auditId });
+    if (!outcome.ok) throw new AgentDbError(outcome.error.code, outcome.error.detail);
+    const { statement } = outcome.result as { statement: string | null };
+    return statement === null ? undefined : restoredAsOf(statement);
+  };
   const store = openBlobStore(config);
   try {
     return await restoreFromBlob(store, {
@@ -52,17 +76,12 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
       ...(source !== data.db ? { into: data.db } : {}),
       ...(args.dryRun === true ? { dryRun: true } : {}),
       ...(source !== data.db && ctx.quota ? { room } : {}),
-      dbPath: databasePath(config.dataDir, workspace, agent, shard),
+      dbPath,
+      ...(again ? { madeBefore } : {}),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),
       beforePlace: (file, restoredTo) =>
-        auditInto(
-          file,
-          by,
-          `${data.db}:${Date.now()}`,
-          `restored from the backup of ${source} in ${store.name} as of ${new Date(restoredTo).toISOString()}`,
-          Date.now(),
-        ),
+        auditInto(file, by, auditId, `restored from the backup of ${source} in ${store.name}${AS_OF}${new Date(restoredTo).toISOString()}`, Date.now()),
       history: localSource(config.dataDir, data.db),
     });
   } finally {
