@@ -10,12 +10,16 @@ import { startFrameworkService, type FrameworkService } from '../helpers/framewo
 // running agentdb: what the model is sent back is what a real model would read.
 
 let svc: FrameworkService;
+// Kept so that a start that outlives its hook's timeout is still stopped: a CI run at load 20
+// left this file's worker and its children running after the suite.
+let starting: Promise<FrameworkService> | undefined;
 
 beforeAll(async () => {
-  svc = await startFrameworkService();
-});
+  starting = startFrameworkService();
+  svc = await starting;
+}, 120_000);
 afterAll(async () => {
-  await svc?.close();
+  await (await starting?.catch(() => undefined))?.close();
 });
 
 type Prompt = { role: string; content: unknown }[];

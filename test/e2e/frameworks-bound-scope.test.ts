@@ -6,9 +6,13 @@ import { startFrameworkService, type FrameworkService } from '../helpers/framewo
 // schemas: a model that sends `agent` anyway must not reach another agent's tables with it.
 
 let svc: FrameworkService;
+// Kept so that a start that outlives its hook's timeout is still stopped: a CI run at load 20
+// left this file's worker and its children running after the suite.
+let starting: Promise<FrameworkService> | undefined;
 
 beforeAll(async () => {
-  svc = await startFrameworkService();
+  starting = startFrameworkService();
+  svc = await starting;
   const out = await svc.cli('agents', 'set', '--workspace', 'acme', '--agent', 'lead', '--database', 'workspace', '--shared-data');
   expect(out.code, out.stderr).toBe(0);
   for (const sql of ['CREATE TABLE payroll (who TEXT, salary INTEGER)', "INSERT INTO payroll VALUES ('ada', 123456)"]) {
@@ -16,9 +20,9 @@ beforeAll(async () => {
       await svc.client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } }),
     ).toMatchObject({ ok: true });
   }
-});
+}, 120_000);
 afterAll(async () => {
-  await svc?.close();
+  await (await starting?.catch(() => undefined))?.close();
 });
 
 describe('an adapter bound to a scope', () => {

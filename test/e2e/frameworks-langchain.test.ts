@@ -11,13 +11,17 @@ import { seedNotes, startFrameworkService, type FrameworkService } from '../help
 // a scripted chat model (no network) against a running agentdb.
 
 let svc: FrameworkService;
+// Kept so that a start that outlives its hook's timeout is still stopped: a CI run at load 20
+// left this file's worker and its children running after the suite.
+let starting: Promise<FrameworkService> | undefined;
 
 beforeAll(async () => {
-  svc = await startFrameworkService();
+  starting = startFrameworkService();
+  svc = await starting;
   await seedNotes(svc);
-});
+}, 120_000);
 afterAll(async () => {
-  await svc?.close();
+  await (await starting?.catch(() => undefined))?.close();
 });
 
 type Step = (messages: BaseMessage[]) => AIMessage;

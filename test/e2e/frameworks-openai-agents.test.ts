@@ -7,14 +7,18 @@ import { seedNotes, startFrameworkService, type FrameworkService } from '../help
 // network) against a running agentdb.
 
 let svc: FrameworkService;
+// Kept so that a start that outlives its hook's timeout is still stopped: a CI run at load 20
+// left this file's worker and its children running after the suite.
+let starting: Promise<FrameworkService> | undefined;
 const runner = new Runner({ tracingDisabled: true });
 
 beforeAll(async () => {
-  svc = await startFrameworkService();
+  starting = startFrameworkService();
+  svc = await starting;
   await seedNotes(svc);
-});
+}, 120_000);
 afterAll(async () => {
-  await svc?.close();
+  await (await starting?.catch(() => undefined))?.close();
 });
 
 type Item = Record<string, unknown>;
