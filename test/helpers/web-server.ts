@@ -24,7 +24,12 @@ export interface WebServer {
 /** Starts the app as `agentdb start` builds it (workers come from `box.pool()`). */
 export async function startWebServer(
   box: Sandbox,
-  opts: { heartbeatMs?: number; trustProxy?: boolean; rateLimits?: AgentDbClientOptions['rateLimits'] } = {},
+  opts: {
+    heartbeatMs?: number;
+    trustProxy?: boolean;
+    rateLimits?: AgentDbClientOptions['rateLimits'];
+    inboxStreamBounds?: { perCaller: number; perWorkspace: number; total: number };
+  } = {},
 ): Promise<WebServer> {
   const { config } = box;
   const redis = new Redis(config.redisUrl);

@@ -8,6 +8,8 @@ import type { ApprovalFilter } from '../../approvals/approval-listing.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
 import { approvalPage } from './approval-page.ts';
+import { inboxStreamSlots } from '../../approvals/inbox-stream-slots.ts';
+import { refusalHead } from '../error-reply.ts';
 import { errorPage } from './error-page.ts';
 import { html } from './html.ts';
 import { approvalHref, bulkForm, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
@@ -115,12 +117,14 @@ export function inboxRoutes(
     members: MemberRegistry;
     events: LiveEvents;
     heartbeatMs?: number;
+    inboxStreamBounds?: { perCaller: number; perWorkspace: number; total: number };
     /** Counts each page against the member's rates (`chargedApprovalPage`); absent, not counted. */
     calls?: Pick<KeyedCalls, 'chargeMemberLookup'>;
   },
 ): void {
   const charge = deps.calls ? (workspace: string, member: string, points?: number) => deps.calls!.chargeMemberLookup(workspace, member, points) : undefined;
   app.get('/', async (_request, reply) => reply.redirect('/inbox', 303));
+  const streams = inboxStreamSlots(deps.inboxStreamBounds);
 
   const zod = app.withTypeProvider<ZodTypeProvider>();
   zod.get('/inbox', { schema: { querystring: inboxQuery } }, async (request, reply) => {
@@ -210,6 +214,17 @@ ${decidedTable(decided.approvals)}</div>`,
   app.get('/inbox/events', async (request, reply) => {
     const member = memberOf(request);
     const session = sessionOf(request);
+    let release: () => void;
+    try {
+      release = streams.take(member.workspace, member.name);
+    } catch (err) {
+      if (!(err instanceof AgentDbError)) throw err;
+      // Not a stream: the page's EventSource stops at an answer other than 200, and the inbox
+      // still shows new approvals on a reload.
+      return refusalHead(reply, err.toBody())
+        .type('text/plain; charset=utf-8')
+        .send(`${err.code}: ${err.detail ?? ERRORS[err.code].message}`);
+    }
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -223,6 +238,7 @@ ${decidedTable(decided.approvals)}</div>`,
     const close = () => {
       if (closed) return;
       closed = true;
+      release();
       clearInterval(ping);
       unsubscribe?.();
       res.end();

@@ -38,6 +38,8 @@ export interface WebDeps {
   history?: HistoryAccess;
   /** How often an open `/inbox/events` stream pings and checks its member again (15 s). */
   heartbeatMs?: number;
+  /** Live inbox streams open at once (`INBOX_STREAM_BOUNDS` when absent; tests set smaller ones). */
+  inboxStreamBounds?: { perCaller: number; perWorkspace: number; total: number };
   /** OAuth sign-in: the consent page and Connected apps (set by buildApp from its own `oauth`). */
   oauth?: OAuthDeps;
 }
