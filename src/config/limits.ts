@@ -34,6 +34,8 @@ const limitsSchema = z.object({
   RATE_LIMIT_WORKSPACE_CALLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
   /** Calls one key (or a keyless runtime's agent) may make per window, whatever the plan. */
   RATE_LIMIT_KEY_CALLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
+  /** MCP `tasks/get`, `tasks/result` and `tasks/cancel` one key may send per window (600 a minute, scaled, when unset). */
+  RATE_LIMIT_TASK_POLLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
   /**
    * How long a finished call keeps its envelope in Redis (for `agentdb result`, a resent call id,
    * a late waiter) and an offloaded result in the blob store, in hours; then both are trimmed.
@@ -93,7 +95,7 @@ export interface LimitsConfig {
   readonly resultTtlS: number;
   /** RESULT_TRIM_EVERY_S. */
   readonly resultTrimEveryS: number;
-  /** Call rates (RATE_LIMITS and RATE_LIMIT_*); false with RATE_LIMITS=off. */
+  /** Call rates and task follow-ups (RATE_LIMITS and RATE_LIMIT_*); false with RATE_LIMITS=off. */
   readonly rateLimits: RateLimitSettings | false;
   /** MAX_PARKED_CALL_BYTES. */
   readonly maxParkedCallBytes: number;
@@ -138,6 +140,7 @@ export function limitsConfig(e: z.infer<typeof limitsSchema>): LimitsConfig {
             windowS: e.RATE_LIMIT_WINDOW_S,
             ...(e.RATE_LIMIT_WORKSPACE_CALLS ? { workspaceCalls: e.RATE_LIMIT_WORKSPACE_CALLS } : {}),
             ...(e.RATE_LIMIT_KEY_CALLS ? { keyCalls: e.RATE_LIMIT_KEY_CALLS } : {}),
+            ...(e.RATE_LIMIT_TASK_POLLS ? { taskPolls: e.RATE_LIMIT_TASK_POLLS } : {}),
           }),
     resultTtlS: e.RESULT_TTL_HOURS * 3600,
     resultTrimEveryS: e.RESULT_TRIM_EVERY_S,

@@ -162,6 +162,8 @@ describe('rate limits', () => {
   it('counts nothing with rateLimits: false (RATE_LIMITS=off)', async () => {
     expect(loadConfig({ RATE_LIMITS: 'off' }).rateLimits).toBe(false);
     expect(loadConfig({ RATE_LIMIT_KEY_CALLS: '2' }).rateLimits).toEqual({ windowS: 60, keyCalls: 2 });
+    // An MCP client's task follow-ups have a budget of their own, set apart from the calls'.
+    expect(loadConfig({ RATE_LIMIT_TASK_POLLS: '5' }).rateLimits).toEqual({ windowS: 60, taskPolls: 5 });
     const client = sb.client({ rateLimits: false });
     for (let i = 0; i < 3; i++) {
       expect(
