@@ -369,13 +369,28 @@ export function isErrorCode(code: unknown): code is ErrorCode {
 export const MAX_DETAIL_BYTES = 1024;
 
 /**
- * The error body for `code`; `detail` (what exactly went wrong) is appended to the registry's
- * message so the agent sees both the category and the specifics. A detail past
- * {@link MAX_DETAIL_BYTES} is cut.
+ * The error body for `code`; `detail` (what exactly went wrong) follows the registry's message
+ * as a sentence of its own ({@link asSentence}), so the agent sees both the category and the
+ * specifics. A detail past {@link MAX_DETAIL_BYTES} is cut.
  */
 export function errorBody(code: ErrorCode, detail?: string, hints: Partial<Record<ErrorCode, string>> = {}): ErrorBody {
   const spec = ERRORS[code];
-  return { code, message: detail ? `${spec.message} ${cappedDetail(detail)}` : spec.message, hint: hints[code] ?? spec.hint };
+  return { code, message: detail ? `${spec.message} ${asSentence(cappedDetail(detail))}` : spec.message, hint: hints[code] ?? spec.hint };
+}
+
+/**
+ * `detail` as a sentence to follow the registry's message: its first word capitalised and a
+ * full stop at its end. Details are written as phrases ("writes refused: …", SQLite's "no such
+ * table: t"), and joined as they were they read "… not allowed here. no such table: t" (session
+ * 31, H6). A detail that opens with a name keeps it as written: a quote, a figure, or a word
+ * that goes on with `.`, `_`, `:` or the like (a field path, `max_rows: …`, `as_of …`). A
+ * detail cut at its bound ends with the cut's mark (`[… bytes cut]`), not a stop after it.
+ */
+export function asSentence(detail: string): string {
+  const text = detail.trim();
+  if (text === '') return text;
+  const opened = /^[a-z][a-z]*(?=[\s,;]|$)/.test(text) ? `${text[0]!.toUpperCase()}${text.slice(1)}` : text;
+  return /[.!?\]]$/.test(opened) ? opened : `${opened}.`;
 }
 
 /**

@@ -128,7 +128,7 @@ describe('agentdb/ai-sdk', () => {
     // Bad arguments reach agentdb: its code and the field named, not the SDK's own check.
     expect(seen.shift()).toMatch(/^INVALID_ARGUMENTS\n[\s\S]*sql[\s\S]*\nHint: /);
     expect(seen[0]).toMatch(/^SQL_ERROR\n/);
-    expect(seen[0]).toContain('no such table: note');
+    expect(seen[0]).toContain('No such table: note.');
     expect(seen[0]).toMatch(/\nHint: .+DATA_DESCRIBE_SCHEMA/);
     expect(seen[1]).toContain('[[1]]');
   });

@@ -106,7 +106,7 @@ describe('agentdb/langchain', () => {
     // Bad input reaches agentdb, not LangChain's own schema check: the code and the field named.
     expect(seen.shift()).toMatch(/^INVALID_ARGUMENTS\n[\s\S]*sql[\s\S]*\nHint: /);
     expect(seen[0]).toMatch(/^SQL_ERROR\n/);
-    expect(seen[0]).toContain('no such table: note');
+    expect(seen[0]).toContain('No such table: note.');
     expect(seen[0]).toMatch(/\nHint: .+DATA_DESCRIBE_SCHEMA/);
     expect(seen[1]).toContain('[[1]]');
   });

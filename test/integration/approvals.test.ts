@@ -72,7 +72,7 @@ describe('parking', () => {
     expect(await client.decide(parked.approval.id, { decision: 'reject', by: 'bob', operator: true, reason: 'not today' })).toMatchObject({ ok: true });
     const env = await waiting;
     expect(env).toMatchObject({ ok: false, error: { code: 'APPROVAL_REJECTED' } });
-    expect((env as { error: { message: string } }).error.message).toBe('A person rejected this call; it did not run. Rejected by bob: not today');
+    expect((env as { error: { message: string } }).error.message).toBe('A person rejected this call; it did not run. Rejected by bob: not today.');
     expect(await run('ap2', 'SELECT count(*) FROM t')).toEqual([[0]]);
   });
 

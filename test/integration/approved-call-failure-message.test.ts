@@ -35,14 +35,14 @@ it("keeps the failure's message on the approval record and shows it in the decid
   expect(parked).toMatchObject({ status: 'awaiting_approval' });
   const waiting = client.result(parked.callId, { ...whoOf(parked), wait: true });
   await client.decide(parked.approval.id, { decision: 'approve', by: 'ada', operator: true });
-  expect(await waiting).toMatchObject({ ok: false, error: { code: 'SQL_ERROR', message: expect.stringContaining('no such table: leads') } });
+  expect(await waiting).toMatchObject({ ok: false, error: { code: 'SQL_ERROR', message: expect.stringContaining('No such table: leads') } });
 
   const store = new ApprovalStore(redis, keysFor(sb.config.prefix));
   await expect
     .poll(async () => (await store.get(parked.approval.id))?.ran)
-    .toMatchObject({ ok: false, code: 'SQL_ERROR', message: expect.stringContaining('no such table: leads') });
+    .toMatchObject({ ok: false, code: 'SQL_ERROR', message: expect.stringContaining('No such table: leads') });
   const record = (await store.get(parked.approval.id))!;
   // Not a refusal at release: that is what `detail` marks, and a resend would be answered from it.
   expect(record.ran?.detail).toBeUndefined();
-  expect(decidedTable([record]).value).toContain('no such table: leads');
+  expect(decidedTable([record]).value).toContain('No such table: leads');
 });

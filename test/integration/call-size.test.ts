@@ -73,7 +73,7 @@ describe('MAX_CALL_BYTES', () => {
       arguments: { sql: 'INSERT INTO t VALUES (?)', params: ['x'.repeat(30 * MB)] },
     })) as Envelope;
     expect(env).toMatchObject({ ok: false, callId, tool: 'DATA_WRITE_SQL', error: { code: 'CALL_TOO_LARGE' } });
-    expect(!env.ok && env.error.message).toMatch(/the arguments take 3145\d{4} bytes as JSON; a call may take at most 1048576/);
+    expect(!env.ok && env.error.message).toMatch(/The arguments take 3145\d{4} bytes as JSON; a call may take at most 1048576/);
     expect(await jobKeyExists(callId)).toBe(false);
     expect(await jobsEverywhere()).toBe(before);
   });
@@ -85,7 +85,7 @@ describe('MAX_CALL_BYTES', () => {
     const before = await jobsEverywhere();
     const callId = `over-${randomUUID()}`;
     const over = (await client.call({ ...who, callId, tool: 'DATA_QUERY_SQL', arguments: argsOf(MB + 1) })) as Envelope;
-    expect(over).toMatchObject({ ok: false, error: { code: 'CALL_TOO_LARGE', message: expect.stringContaining('the arguments take 1048577 bytes') } });
+    expect(over).toMatchObject({ ok: false, error: { code: 'CALL_TOO_LARGE', message: expect.stringContaining('The arguments take 1048577 bytes') } });
     expect(await jobKeyExists(callId)).toBe(false);
     expect(await jobsEverywhere()).toBe(before);
   });

@@ -285,7 +285,7 @@ describe("the history routes' input", () => {
   it('takes no body as an empty one, which the core then asks to name a time', async () => {
     const none = await restore('ada', 'acme%2Fscout');
     expect(none.statusCode).toBe(400);
-    expect(none.json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('give exactly one of a time') });
+    expect(none.json().error).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining('Give exactly one of a time') });
   });
 
   it('refuses an empty database id before anything reads it, with the history hint', async () => {

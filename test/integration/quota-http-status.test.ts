@@ -94,7 +94,7 @@ describe('QUOTA_EXCEEDED over HTTP, by the quota that answered it', () => {
       headers: { authorization: `Bearer ${admin}` },
       payload: { at, into: 'fat/copy' },
     });
-    expect(res.json()).toMatchObject({ error: { code: 'QUOTA_EXCEEDED', message: expect.stringMatching(/restore of fat\/scout into fat\/copy refused/) } });
+    expect(res.json()).toMatchObject({ error: { code: 'QUOTA_EXCEEDED', message: expect.stringMatching(/Restore of fat\/scout into fat\/copy refused/) } });
     expect(res.json().error.retryAfter).toBeUndefined();
     expect(res.statusCode).toBe(403);
     expect(res.headers['retry-after']).toBeUndefined();

@@ -49,7 +49,7 @@ describe('QUOTA_EXCEEDED, by the quota that answered it', () => {
     expect((await write('INSERT INTO t SELECT randomblob(300000)')).ok).toBe(true);
     const disk = refusalOf(await write('INSERT INTO t VALUES (1)'));
     expect(disk.code).toBe('QUOTA_EXCEEDED');
-    expect(disk.message).toMatch(/writes refused: workspace fat holds \d+ bytes on disk/);
+    expect(disk.message).toMatch(/Writes refused: workspace fat holds \d+ bytes on disk/);
     expect(disk.retryAfter).toBeUndefined();
     expect(disk.hint).toMatch(/Without it \(the disk quota\), do not send it again as it is: room comes back only in days/);
   });

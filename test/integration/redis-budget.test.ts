@@ -50,7 +50,7 @@ describe("a workspace's Redis budget", () => {
     expect(refused).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
     if (refused.ok) throw new Error('unreachable');
     expect(refused.error.message).toMatch(
-      /workspace hog holds \d+ bytes in Redis, its budget \(REDIS_BYTES_PER_WORKSPACE: 262144 bytes\) is used up; room comes back from \S+Z/,
+      /Workspace hog holds \d+ bytes in Redis, its budget \(REDIS_BYTES_PER_WORKSPACE: 262144 bytes\) is used up; room comes back from \S+Z/,
     );
 
     // What is counted covers what Redis keeps of each call: its job (arguments and envelope).

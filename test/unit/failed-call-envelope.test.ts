@@ -16,7 +16,7 @@ describe('failedCallEnvelope', () => {
   it('keeps INTERNAL for a fault of its own, and a retryable code for one that says it', () => {
     expect(failedCallEnvelope({ callId: 'c', tool: 'T' }, 'boom')).toMatchObject({ error: { code: 'INTERNAL' } });
     expect(failedCallEnvelope({ callId: 'c', tool: 'T' }, 'UNAVAILABLE: no database process could start')).toMatchObject({
-      error: { code: 'UNAVAILABLE', message: expect.stringContaining('no database process') },
+      error: { code: 'UNAVAILABLE', message: expect.stringContaining('No database process') },
     });
   });
 });

@@ -30,13 +30,14 @@ describe('shortened', () => {
 describe('error details', () => {
   it('are cut past MAX_DETAIL_BYTES, saying how much was cut', () => {
     const body = errorBody('SQL_SYNTAX', `near "'${'s'.repeat(100_000)}'": syntax error`);
-    expect(body.message).toMatch(/^The SQL could not be parsed\. near "'s+… \[\d+ bytes cut\]$/);
+    expect(body.message).toMatch(/^The SQL could not be parsed\. Near "'s+… \[\d+ bytes cut\]$/);
     expect(Buffer.byteLength(body.message)).toBeLessThan(MAX_DETAIL_BYTES + 100);
   });
 
   it('are kept whole up to the cap', () => {
+    // Whole, as a sentence (its first word capitalised, a full stop at its end).
     const detail = 'x'.repeat(MAX_DETAIL_BYTES);
-    expect(errorBody('SQL_ERROR', detail).message).toBe(`SQLite refused the statement. ${detail}`);
+    expect(errorBody('SQL_ERROR', detail).message).toBe(`SQLite refused the statement. X${detail.slice(1)}.`);
   });
 
   it('fit any allowed MAX_RESULT_BYTES in their envelope, whatever the caller sent as call id and tool', () => {
