@@ -30,11 +30,19 @@ export async function startFrameworkService(): Promise<FrameworkService> {
     expect(out.code, `${args.join(' ')}: ${out.stdout}${out.stderr}`).toBe(0);
     return out.stdout;
   };
-  await ok('workspaces', 'set', '--workspace', 'acme', '--plan', 'pro');
-  await ok('agents', 'set', '--workspace', 'acme', '--agent', 'scout', '--database', 'agent');
-  await ok('agents', 'set', '--workspace', 'acme', '--agent', 'clerk', '--database', 'agent', '--approval', 'write');
-  await ok('agents', 'set', '--workspace', 'acme', '--agent', 'legacy', '--surface', 'db', '--mode', 'write', '--policy', 'require-approval');
-  const key = (JSON.parse(await ok('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'admin', '--json')) as { key: string }).key;
+  let key: string;
+  try {
+    await ok('workspaces', 'set', '--workspace', 'acme', '--plan', 'pro');
+    await ok('agents', 'set', '--workspace', 'acme', '--agent', 'scout', '--database', 'agent');
+    await ok('agents', 'set', '--workspace', 'acme', '--agent', 'clerk', '--database', 'agent', '--approval', 'write');
+    await ok('agents', 'set', '--workspace', 'acme', '--agent', 'legacy', '--surface', 'db', '--mode', 'write', '--policy', 'require-approval');
+    key = (JSON.parse(await ok('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'admin', '--json')) as { key: string }).key;
+  } catch (err) {
+    // A start that fails half way stops what it started: the test's afterAll has nothing to close.
+    await stop(worker);
+    await sb.cleanup();
+    throw err;
+  }
   return {
     sb,
     client: sb.client(),
