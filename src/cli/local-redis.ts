@@ -32,8 +32,12 @@ export async function ensureRedis(url: string, dataDir: string): Promise<ChildPr
   }
   const dir = path.join(dataDir, 'redis');
   mkdirSync(dir, { recursive: true });
+  // A process group of its own: a terminal's Ctrl-C signals the whole foreground group, and in
+  // ours Redis stopped at the same moment as agentdb, whose shutdown then ran against a Redis
+  // already gone (exit 1, "Redis does not answer" as its last words). `start` stops it last.
   const child = spawn('redis-server', ['--port', port || '6379', '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''], {
     stdio: 'ignore',
+    detached: true,
   });
   const failed = new Promise<never>((_, reject) =>
     child.once('error', () =>

@@ -1,10 +1,11 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandbox } from '../helpers/harness.ts';
 import { freePort } from '../helpers/own-redis.ts';
-import { runCli, startCli, stop } from '../helpers/processes.ts';
+import { CLI, runCli, startCli, stop } from '../helpers/processes.ts';
 
 const sb = sandbox();
 afterAll(() => sb.cleanup());
@@ -54,6 +55,33 @@ describe('agentdb start on a machine with no Redis running', () => {
     // The redis-server it started goes with it.
     await expect.poll(() => accepts(redisPort), { timeout: 10_000 }).toBe(false);
   });
+});
+
+describe('Ctrl-C in the terminal that ran agentdb start', () => {
+  // A terminal's Ctrl-C signals its whole foreground process group. The redis-server agentdb
+  // started was in it, so it stopped at the same moment as agentdb, whose shutdown (requests
+  // still waiting, the queue clients) then ran against a Redis already gone, and the last line a
+  // new user saw was "Redis does not answer; retrying until it does" (session 31, N7).
+  it('stops agentdb first, then the redis-server it started', async () => {
+    const redisPort = await freePort();
+    const port = await freePort();
+    const env = { ...process.env, ...sb.env, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(port), LOG_LEVEL: 'info' };
+    // Its own process group, as a shell gives a foreground job.
+    const app = spawn(process.execPath, [...CLI, 'start'], { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    let log = '';
+    app.stderr!.on('data', (d: Buffer) => (log += d));
+    const exited = new Promise<number | null>((resolve) => app.once('exit', (code) => resolve(code)));
+    try {
+      await expect.poll(() => /"msg":"agentdb ready"/.test(log), { timeout: 60_000 }).toBe(true);
+      process.kill(-app.pid!, 'SIGINT');
+      expect(await exited).toBe(0);
+      expect(log).toMatch(/"signal":"SIGINT".*"msg":"stopping"/);
+      expect(log).not.toContain('Redis does not answer');
+    } finally {
+      if (app.exitCode === null) process.kill(-app.pid!, 'SIGKILL');
+    }
+    await expect.poll(() => accepts(redisPort), { timeout: 10_000 }).toBe(false);
+  }, 90_000);
 });
 
 describe('a second agentdb start on the same port', () => {
