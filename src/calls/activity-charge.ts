@@ -74,10 +74,5 @@ export function chargedApprovalRead<T>(
   member: { workspace: string; name: string },
   read: () => Promise<T>,
 ): Promise<{ limited: RateRefusal } | { page: T }> {
-  return chargedActivityRead(
-    charge,
-    member,
-    () => read(),
-    () => 0,
-  );
+  return chargedActivityRead(charge, member, read, () => 0);
 }

@@ -7,7 +7,7 @@ import { AgentDbError } from '../errors.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
-import { downloadPoints, type RateRefusal } from './call-rate-limits.ts';
+import { downloadPoints, rateRefusalDetail, type RateRefusal } from './call-rate-limits.ts';
 import { jobLost } from './call-completion-wait.ts';
 import type { AgentDbClient, CallAnswer } from './client.ts';
 import { dbAnswer, type ApprovalRequiredAnswer, type TranslatedDbCall } from './db-answers.ts';
@@ -114,13 +114,7 @@ export class KeyedCalls {
     if (!limited) return;
     const whose = limited.of === 'workspace' ? `Workspace ${principal.workspace}` : 'This key';
     const what = bytes === 0 ? 'a download counts a tenth of one' : `a download counts a call per MiB: this one ${Math.floor(bytes / (1024 * 1024))}`;
-    throw new AgentDbError(
-      'RATE_LIMITED',
-      `${whose} may make ${limited.calls} calls per ${limited.windowS} s (${what}); try again in ${limited.retryAfterS} s`,
-      {
-        retryAfter: limited.retryAfterS,
-      },
-    );
+    throw new AgentDbError('RATE_LIMITED', rateRefusalDetail(limited, whose, what, 'try again'), { retryAfter: limited.retryAfterS });
   }
 
   private rateSubject(principal: Principal): { workspace: string; agent: string; keyId?: string } {

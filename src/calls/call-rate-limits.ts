@@ -172,10 +172,19 @@ export class CallRateLimits {
   }
 }
 
+/**
+ * What a RATE_LIMITED answer says of refusal `r`, the same on every surface: whose budget was spent
+ * (`whose`, "Workspace w", "This key"), its calls per window, what the request counted (`what`) and
+ * when to `again` ("ask again", "send it again").
+ */
+export function rateRefusalDetail(r: RateRefusal, whose: string, what: string, again = 'ask again'): string {
+  return `${whose} may make ${r.calls} calls per ${r.windowS} s (${what}); ${again} in ${r.retryAfterS} s.`;
+}
+
 /** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */
 export function rateLimited(callId: string, tool: string, workspace: string, r: RateRefusal): Envelope {
   const whose = r.of === 'workspace' ? `Workspace ${workspace}` : 'This key';
-  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a lookup of a call counts a tenth of one); send it again in ${r.retryAfterS} s.`;
+  const detail = rateRefusalDetail(r, whose, 'a lookup of a call counts a tenth of one', 'send it again');
   const env = errorEnvelope(callId, tool, 'RATE_LIMITED', detail);
   return { ...env, error: { ...env.error, retryAfter: r.retryAfterS } };
 }

@@ -7,7 +7,7 @@ import { withRefusal } from '../approvals/approval-standings.ts';
 import { decodeCursor, encodeCursor, MAX_LIST_PAGE } from '../approvals/approval-listing.ts';
 import { APPROVAL_STATES } from '../approvals/approval.ts';
 import { chargedApprovalPage, chargedApprovalRead, type ChargeMemberLookup } from '../calls/activity-charge.ts';
-import type { RateRefusal } from '../calls/call-rate-limits.ts';
+import { rateRefusalDetail, type RateRefusal } from '../calls/call-rate-limits.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';
 import { AgentDbError } from '../errors.ts';
 import { memberOf, requireMember } from './auth.ts';
@@ -129,10 +129,5 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
 /** RATE_LIMITED (429) with Retry-After and `error.retryAfter`, naming the budget spent and what the request counted (`what`). */
 function rateLimited(reply: FastifyReply, r: RateRefusal, what: string): FastifyReply {
   const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
-  return sendRefusal(
-    reply,
-    new AgentDbError('RATE_LIMITED', `${whose} may make ${r.calls} calls per ${r.windowS} s (${what}); ask again in ${r.retryAfterS} s.`, {
-      retryAfter: r.retryAfterS,
-    }),
-  );
+  return sendRefusal(reply, new AgentDbError('RATE_LIMITED', rateRefusalDetail(r, whose, what), { retryAfter: r.retryAfterS }));
 }

@@ -8,7 +8,7 @@ import type { HistoryClient } from '../shards/history-client.ts';
 import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError, sendRefusal } from './error-reply.ts';
-import type { RateRefusal } from '../calls/call-rate-limits.ts';
+import { rateRefusalDetail, type RateRefusal } from '../calls/call-rate-limits.ts';
 import { chargedActivityRead, chargedRestore, type ChargeMemberLookup } from '../calls/activity-charge.ts';
 
 /** What the history routes call: the members registry (auth) and the history client. */
@@ -143,6 +143,10 @@ function refused(reply: FastifyReply, err: unknown): FastifyReply {
 /** RATE_LIMITED (429) with Retry-After and `error.retryAfter`, naming the budget spent. */
 function rateLimited(reply: FastifyReply, r: RateRefusal): FastifyReply {
   const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
-  const detail = `${whose} may make ${r.calls} calls per ${r.windowS} s (a page of activity counts a tenth of one, as a lookup does, and a call more per 10,000 commits and rows it read afresh); ask again in ${r.retryAfterS} s.`;
+  const detail = rateRefusalDetail(
+    r,
+    whose,
+    'a page of activity counts a tenth of one, as a lookup does, and a call more per 10,000 commits and rows it read afresh',
+  );
   return sendRefusal(reply, new AgentDbError('RATE_LIMITED', detail, { retryAfter: r.retryAfterS }));
 }

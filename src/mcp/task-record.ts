@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError, type Task } from '@modelcontextprotocol/sdk/types.js';
-import type { RateRefusal } from '../calls/call-rate-limits.ts';
+import { rateRefusalDetail, type RateRefusal } from '../calls/call-rate-limits.ts';
 import { unboundCallIsMine } from '../contracts/call-identity.ts';
 import type { Principal } from '../registry/principal.ts';
 import type { McpToolResult } from './tool-result.ts';
@@ -91,7 +91,7 @@ export function rateLimitedError(limited: RateRefusal, workspace: string, what: 
   const message =
     limited.of === 'task-polls'
       ? `RATE_LIMITED: this key may follow its tasks ${limited.calls} times per ${limited.windowS} s (tasks/get, tasks/result and tasks/cancel; a client polling at each task's pollInterval stays well inside it); ask again in ${limited.retryAfterS} s.`
-      : `RATE_LIMITED: ${limited.of === 'workspace' ? `Workspace ${workspace}` : 'This key'} may make ${limited.calls} calls per ${limited.windowS} s (${what} counts a tenth of one); ask again in ${limited.retryAfterS} s.`;
+      : `RATE_LIMITED: ${rateRefusalDetail(limited, limited.of === 'workspace' ? `Workspace ${workspace}` : 'This key', `${what} counts a tenth of one`)}`;
   return new McpError(ErrorCode.InvalidRequest, message, { code: 'RATE_LIMITED', retryAfter: limited.retryAfterS });
 }
 
