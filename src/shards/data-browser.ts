@@ -105,7 +105,7 @@ export class DataBrowser {
    */
   private async agentsOnDisk(workspace: string, now: number): Promise<string[]> {
     const kept = this.filesKept.get(workspace);
-    if (kept && now - kept.at < (this.opts.figuresKeepMs ?? FIGURES_KEEP_MS)) return kept.agents;
+    if (kept && this.fresh(kept.at, now)) return kept.agents;
     const shards = Array.from({ length: this.opts.shardCount }, (_, i) => i);
     const onDisk = await Promise.all(shards.map((s) => this.opts.ops.run(s, 'browse.files', { workspace }, { timeoutMs: 5000 }).catch(() => undefined)));
     const agents = onDisk.flatMap((out) => (out?.ok ? (out.result as { agents: string[] }).agents : []));
@@ -128,7 +128,7 @@ export class DataBrowser {
    */
   async figures(db: string, now = Date.now()): Promise<DatabaseFigures> {
     const kept = this.figuresKept.get(db);
-    if (kept && now - kept.at < (this.opts.figuresKeepMs ?? FIGURES_KEEP_MS)) return kept.figures;
+    if (kept && this.fresh(kept.at, now)) return kept.figures;
     if (this.figuresKept.size >= FIGURES_KEPT_MAX) this.figuresKept.clear();
     const figures = this.run(db, 'browse.figures', {}, 5000) as Promise<DatabaseFigures>;
     this.figuresKept.set(db, { at: now, figures });
@@ -152,10 +152,10 @@ export class DataBrowser {
     charge: (points: number) => Promise<RateRefusal | undefined>,
     now = Date.now(),
   ): Promise<{ figures: Map<string, DatabaseFigures>; limited?: RateRefusal }> {
-    const keepMs = this.opts.figuresKeepMs ?? FIGURES_KEEP_MS;
-    const asks = dbs.filter((db) => !(now - (this.figuresKept.get(db)?.at ?? -Infinity) < keepMs)).length;
+    const kept = (db: string) => this.fresh(this.figuresKept.get(db)?.at ?? -Infinity, now);
+    const asks = dbs.filter((db) => !kept(db)).length;
     const limited = asks > 0 ? await charge(asks * LOOKUP_POINTS) : undefined;
-    const wanted = limited ? dbs.filter((db) => now - (this.figuresKept.get(db)?.at ?? -Infinity) < keepMs) : dbs;
+    const wanted = limited ? dbs.filter(kept) : dbs;
     const figures = new Map<string, DatabaseFigures>();
     for (let i = 0; i < wanted.length; i += FIGURES_AT_ONCE) {
       await Promise.all(
@@ -231,6 +231,11 @@ export class DataBrowser {
     } finally {
       release();
     }
+  }
+
+  /** Whether what was counted at `at` is kept still at `now` (`figuresKeepMs`, 30 s). */
+  private fresh(at: number, now: number): boolean {
+    return now - at < (this.opts.figuresKeepMs ?? FIGURES_KEEP_MS);
   }
 
   private async run(db: string, op: string, args: unknown, timeoutMs = this.opts.timeoutMs ?? 30_000): Promise<unknown> {
