@@ -57,7 +57,7 @@ export const TASK_POLLS_PER_MINUTE = 600;
 
 /**
  * MCP requests that run no call (`initialize`, `ping`, `tools/list`, notifications, and any other
- * method but `tools/call` and `tasks/*`) a principal may send per minute, in a bucket of its own.
+ * method but `tools/call` and the served `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`) a principal may send per minute, in a bucket of its own.
  * A client sends a handful as it connects (initialize, its notification, tools/list) and a ping
  * now and then; uncounted, one key sent 233 `tools/list` a second (1.4 ms of the server's CPU
  * each, a core) or 1,049 pings, charged to nobody (session 32, T9). Not the calls' buckets: a

@@ -56,6 +56,8 @@ it('counts initialize, tools/list, ping, notifications and unserved methods per 
     [5, 'tools/list'],
     [6, 'ping'],
     [7, 'initialize'],
+    // A task method not served is no task request.
+    [10, 'tasks/nope'],
   ] as const) {
     const refused = await post(spinner, method === 'initialize' ? { id, ...initialize } : { id, method });
     expect(refused.status).toBe(200);
