@@ -71,7 +71,7 @@ const post = (action: string, fields: URLSearchParams) =>
 
 const restores = async () => (await history.activity(DB, {}, 'operator')).entries.filter((e) => e.kind === 'restore');
 
-it('restores once for the same activity form sent twice at once and again after, each answered with its redirect', { timeout: 60_000 }, async () => {
+it('restores once for the same activity form sent again after it ran, answered with its redirect', { timeout: 60_000 }, async () => {
   // The newest entry (the insert of 2): restore to just before it.
   const form = (await formsOf('/data/history/activity-restore'))[0]!;
   form.set('confirm', DB);
@@ -81,17 +81,19 @@ it('restores once for the same activity form sent twice at once and again after,
   expect((await post('/data/history/activity-restore', typo)).status).toBe(400);
   expect(await restores()).toHaveLength(0);
 
-  const [a, b] = await Promise.all([post('/data/history/activity-restore', form), post('/data/history/activity-restore', form)]);
+  // Sent, then sent again once it is done (back and submit, a browser resending the POST).
+  const a = await post('/data/history/activity-restore', form);
   const again = await post('/data/history/activity-restore', form);
-  for (const r of [a, b, again]) expect(r.status).toBe(303);
+  expect(a.status).toBe(303);
   expect(a.headers.get('location')).toMatch(/restored=u/);
-  expect(b.headers.get('location')).toBe(a.headers.get('location'));
+  expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(1);
+  expect(again.status).toBe(303);
   expect(again.headers.get('location')).toBe(a.headers.get('location'));
   expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(1);
   expect(await restores()).toHaveLength(1);
 });
 
-it('undoes once for the same undo form sent twice; the page shown again restores anew', { timeout: 60_000 }, async () => {
+it('undoes once for the same undo form sent twice at once (a double click); the page shown again restores anew', { timeout: 60_000 }, async () => {
   const undo = (await formsOf('/data/history/restore')).find((f) => f.has('undo'))!;
   expect(undo).toBeDefined();
   const [a, b] = await Promise.all([post('/data/history/restore', undo), post('/data/history/restore', undo)]);
