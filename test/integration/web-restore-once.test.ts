@@ -71,7 +71,9 @@ const post = (action: string, fields: URLSearchParams) =>
 
 const restores = async () => (await history.activity(DB, {}, 'operator')).entries.filter((e) => e.kind === 'restore');
 
-it('restores once for the same activity form sent again after it ran, answered with its redirect', { timeout: 60_000 }, async () => {
+it('restores once for the same activity form sent again, or sent from the page shown again while nothing changed; anew once something did', {
+  timeout: 60_000,
+}, async () => {
   // The newest entry (the insert of 2): restore to just before it.
   const form = (await formsOf('/data/history/activity-restore'))[0]!;
   form.set('confirm', DB);
@@ -81,7 +83,7 @@ it('restores once for the same activity form sent again after it ran, answered w
   expect((await post('/data/history/activity-restore', typo)).status).toBe(400);
   expect(await restores()).toHaveLength(0);
 
-  // Sent, then sent again once it is done (back and submit, a browser resending the POST).
+  // Sent, then sent again once it is done (a browser resending the POST).
   const a = await post('/data/history/activity-restore', form);
   const again = await post('/data/history/activity-restore', form);
   expect(a.status).toBe(303);
@@ -89,23 +91,37 @@ it('restores once for the same activity form sent again after it ran, answered w
   expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(1);
   expect(again.status).toBe(303);
   expect(again.headers.get('location')).toBe(a.headers.get('location'));
+
+  // Back, and the same entry's form submitted again: the page is shown anew (a new token).
+  const sameEntry = async () => {
+    const f = (await formsOf('/data/history/activity-restore')).find((x) => x.get('before') === form.get('before'))!;
+    expect(f.get('once')).not.toBe(form.get('once'));
+    f.set('confirm', DB);
+    return f;
+  };
+  const back = await post('/data/history/activity-restore', await sameEntry());
+  expect(back.headers.get('location')).toBe(a.headers.get('location'));
   expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(1);
   expect(await restores()).toHaveLength(1);
+
+  // Once an agent wrote since, the same request restores anew: it now takes that write away too.
+  expect(
+    await box
+      .client()
+      .call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'INSERT INTO t VALUES (3)' } }),
+  ).toMatchObject({ ok: true });
+  const anew = await post('/data/history/activity-restore', await sameEntry());
+  expect(anew.status).toBe(303);
+  expect(anew.headers.get('location')).not.toBe(a.headers.get('location'));
+  expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(2);
 });
 
-it('undoes once for the same undo form sent twice at once (a double click); the page shown again restores anew', { timeout: 60_000 }, async () => {
+it('undoes once for the same undo form sent twice at once (a double click)', { timeout: 60_000 }, async () => {
   const undo = (await formsOf('/data/history/restore')).find((f) => f.has('undo'))!;
   expect(undo).toBeDefined();
   const [a, b] = await Promise.all([post('/data/history/restore', undo), post('/data/history/restore', undo)]);
   expect(a.status).toBe(303);
   expect(b.headers.get('location')).toBe(a.headers.get('location'));
-  expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(2);
-  expect(await restores()).toHaveLength(2);
-
-  // The same entry restored again from the page shown again is a new request: it runs.
-  const form = (await formsOf('/data/history/activity-restore'))[0]!;
-  form.set('confirm', DB);
-  const r = await post('/data/history/activity-restore', form);
-  expect(r.status).toBe(303);
   expect((await history.history(DB, 'operator')).undoPoints).toHaveLength(3);
+  expect(await restores()).toHaveLength(3);
 });

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AgentDbError } from '../../errors.ts';
-import type { RestoreOnce } from '../../shards/restore-once.ts';
+import { historyState, type RestoreOnce } from '../../shards/restore-once.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { historyAvailable, historyHref, type HistoryAccess } from './history-routes.ts';
@@ -59,6 +59,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
           return `${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`;
         },
         () => historyHref(db),
+        historyState(history, db, { member }),
       );
       return reply.redirect(to, 303);
     } catch (err) {
@@ -84,6 +85,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
           return dbHref(into);
         },
         () => dbHref(into),
+        historyState(history, db, { member }),
       );
       return reply.redirect(to, 303);
     } catch (err) {

@@ -9,7 +9,7 @@ import { AgentDbError } from '../../errors.ts';
 import type { ActivityPage, HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
 import { activityView, type FormTokens } from './activity-view.ts';
 import { troubleView } from './history-trouble-view.ts';
-import { newOnceToken, type RestoreOnce } from '../../shards/restore-once.ts';
+import { historyState, newOnceToken, type RestoreOnce } from '../../shards/restore-once.ts';
 import { whoMade } from '../../history/activity-view.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
@@ -277,6 +277,7 @@ export function historyRoutes(
           JSON.stringify([member.workspace, member.name, 'restore', db, undo ? null : (at ?? null), undo ?? null]),
           async () => `${historyHref(db)}&restored=${encodeURIComponent((await run()).undoId ?? '')}`,
           () => historyHref(db),
+          historyState(history, db, { member }),
         );
         return reply.redirect(to, 303);
       } catch (err) {
