@@ -84,7 +84,7 @@ export function dryRunText(r: RestoreResult): string {
       lines.push(
         '',
         `${r.into ? `${r.into} would leave out` : 'it would take away'} ${after.more ? `at least ${after.entries.length}` : after.entries.length} entr${after.entries.length === 1 && !after.more ? 'y' : 'ies'}, newest first:`,
-        ['time', 'by', 'tool', 'rows', 'what', 'id'].join('\t'),
+        ['time', 'by', 'tool', 'rows', 'what', 'position'].join('\t'),
       );
       for (const e of after.entries)
         lines.push(
