@@ -77,6 +77,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     approvals,
     logger,
     history,
+    restoreOnce: web.web.restoreOnce,
     keyed: {
       auth: new KeyAuthenticator(redis, keys, principals),
       calls,

@@ -9,6 +9,7 @@ import { isConnectionFault } from '../redis/connection.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
 import { approvalsRoutes } from './approvals-routes.ts';
 import { historyRoutes } from './history-routes.ts';
+import type { RestoreOnce } from '../shards/restore-once.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import { callsRoutes } from './calls-routes.ts';
 import type { McpOriginPolicy } from './mcp-origin-check.ts';
@@ -41,6 +42,8 @@ export interface AppDeps {
   logger?: Logger;
   /** Point-in-time history (`/v1/databases/:db/history`, `…/restore`); those routes exist only when given. */
   history?: HistoryClient;
+  /** Restores sent with an `Idempotency-Key` (`POST /v1/databases/:db/restore`) answered once; absent, the header is ignored. */
+  restoreOnce?: RestoreOnce;
   /** Tool calls with bearer keys (`/v1/calls`, `/mcp`); those routes exist only when given. */
   keyed?: KeyedDeps;
   /** The web page at `/` (inbox, data, export, history); absent, only the API is served. */
@@ -107,7 +110,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const chargeLookup = keyed ? (workspace: string, member: string, points?: number) => keyed.calls.chargeMemberLookup(workspace, member, points) : undefined;
   app.register(approvalsRoutes({ members: deps.members, approvals: deps.approvals, ...(chargeLookup ? { chargeLookup } : {}) }));
   if (deps.history) {
-    app.register(historyRoutes({ members: deps.members, history: deps.history, ...(chargeLookup ? { chargeLookup } : {}) }));
+    app.register(
+      historyRoutes({
+        members: deps.members,
+        history: deps.history,
+        ...(chargeLookup ? { chargeLookup } : {}),
+        ...(deps.restoreOnce ? { restoreOnce: deps.restoreOnce } : {}),
+      }),
+    );
   }
   const oauth = deps.oauth && deps.web && deps.keyed ? deps.oauth : undefined;
   if (oauth) app.register(oauthRoutes(oauth));

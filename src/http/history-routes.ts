@@ -5,6 +5,7 @@ import { AgentDbError, HISTORY_HINTS, codeOf } from '../errors.ts';
 import { ACTIVITY_PAGE } from '../history/activity-view.ts';
 import type { MemberRegistry } from '../registry/members.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
+import type { RestoreOnce } from '../shards/restore-once.ts';
 import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError, sendRefusal } from './error-reply.ts';
@@ -21,7 +22,12 @@ export interface HistoryRoutesDeps {
    * afresh, by `chargedActivityRead`; absent, not counted.
    */
   chargeLookup?: ChargeMemberLookup;
+  /** Remembers restores sent with an `Idempotency-Key`, so a client's retry answers the first; absent, the header is ignored. */
+  restoreOnce?: RestoreOnce;
 }
+
+/** An `Idempotency-Key` as the IETF draft has it: an opaque string, here up to 200 characters. */
+const idempotencyKey = z.string().min(1).max(200);
 
 const dbParams = z.object({ db: z.string().min(1).max(200) });
 
@@ -112,11 +118,31 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const member = memberOf(request);
       const { workspace, name } = member;
       const req = { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' as const } };
+      const restore = async () => {
+        const out = await chargedRestore(deps.chargeLookup, member, req.dryRun === true, (onRead) => deps.history.restore(db, req, { member }, onRead));
+        // Thrown, so a restore sent again with the same key after the wait runs (nothing is remembered of a refusal).
+        if ('limited' in out) throw limitedError(out.limited);
+        return out.page;
+      };
       // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.
       try {
-        const out = await chargedRestore(deps.chargeLookup, member, req.dryRun === true, (onRead) => deps.history.restore(db, req, { member }, onRead));
-        return 'limited' in out ? rateLimited(reply, out.limited) : reply.send(out.page);
+        const sentKey = idempotencyKey.safeParse(request.headers['idempotency-key']);
+        if (!sentKey.success || req.dryRun === true || !deps.restoreOnce) return reply.send(await restore());
+        // A client that lost the answer (a timeout, a dropped connection) and sends the restore
+        // again with its key gets the first one's answer: one restore, one undo point. The key
+        // counts with the member, the database and the body: the same key on another request is another restore.
+        const submission = `v1\n${workspace}/@${name}\n${db}\n${JSON.stringify(request.body ?? {})}`;
+        const answer = await deps.restoreOnce.run(
+          sentKey.data,
+          submission,
+          async () => JSON.stringify(await restore()),
+          () => STILL_RUNNING,
+        );
+        if (answer === STILL_RUNNING)
+          throw new AgentDbError('RESTORE_RUNNING', 'A restore sent with this Idempotency-Key is still running; ask again with the same key for its answer.');
+        return reply.type('application/json').send(answer);
       } catch (err) {
+        if (codeOf(err) === 'RATE_LIMITED') return sendRefusal(reply, err as AgentDbError);
         return refused(reply, err);
       }
     });
@@ -141,13 +167,20 @@ function refused(reply: FastifyReply, err: unknown): FastifyReply {
   throw err;
 }
 
+/** What a restore sent again with its key answers while the first still runs past the wait. */
+const STILL_RUNNING = '"running"';
+
 /** RATE_LIMITED (429) with Retry-After and `error.retryAfter`, naming the budget spent. */
 function rateLimited(reply: FastifyReply, r: RateRefusal): FastifyReply {
+  return sendRefusal(reply, limitedError(r));
+}
+
+function limitedError(r: RateRefusal): AgentDbError {
   const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
   const detail = rateRefusalDetail(
     r,
     whose,
     'a page of activity counts a tenth of one, as a lookup does, and a call more per 10,000 commits and rows it read afresh',
   );
-  return sendRefusal(reply, new AgentDbError('RATE_LIMITED', detail, { retryAfter: r.retryAfterS }));
+  return new AgentDbError('RATE_LIMITED', detail, { retryAfter: r.retryAfterS });
 }

@@ -57,26 +57,29 @@ export class RestoreOnce {
    * @param submission who sent it and what it asks (member, action, fields), as one string.
    * @param act the restore; answers where the page goes next.
    * @param stillRunning the outcome a second submission answers when the first outlives its wait.
-   * @param state the database's state as a string (its history's commits), read before and after a restore.
+   * @param state the database's state as a string (its history's commits), read before and after a restore;
+   *   absent, only the token tells a submission seen before (an API's idempotency key: a new key is a new restore).
    */
   async run(
     token: string | undefined,
     submission: string,
     act: () => Promise<string>,
     stillRunning: () => string,
-    state: () => Promise<string>,
+    state?: () => Promise<string>,
   ): Promise<string> {
     const windowS = this.opts.windowS ?? RESTORE_ONCE_WINDOW_S;
     const hash = (text: string) => createHash('sha256').update(text).digest('hex');
     const same = this.keys.restoreOnce(hash(`request\n${submission}`));
     const done = async (): Promise<string> => {
       const outcome = await act();
+      if (!state) return outcome;
       // What the page shown again would send asks for this state: remembered with it.
       const after = await state().catch(() => undefined);
       if (after !== undefined) await this.redis.set(same, JSON.stringify({ outcome, state: after }), 'EX', windowS);
       return outcome;
     };
     const ranAlready = async (): Promise<string | undefined> => {
+      if (!state) return undefined;
       const held = await this.redis.get(same);
       if (held === null) return undefined;
       const seen = JSON.parse(held) as { outcome: string; state: string };

@@ -11,6 +11,7 @@ import { keysFor } from '../../src/redis/keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import { RestoreOnce } from '../../src/shards/restore-once.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,7 +45,14 @@ beforeAll(async () => {
   approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
   ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
   const agents = new AgentRegistry(redis, keysFor(sb.config.prefix));
-  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals, history: new HistoryClient(ops, sb.config.shardCount, agents) });
+  app = buildApp({
+    redis,
+    shardCount: sb.config.shardCount,
+    members,
+    approvals,
+    history: new HistoryClient(ops, sb.config.shardCount, agents),
+    restoreOnce: new RestoreOnce(redis, keysFor(sb.config.prefix)),
+  });
   await new WorkspaceRegistry(redis, keysFor(sb.config.prefix)).put('acme', 'pro');
   await agents.put('acme', 'fresh', { displayName: 'Fresh', settings: { database: 'agent' } } as never);
   for (const [ws, name, role] of [
@@ -176,6 +184,38 @@ describe('POST /v1/databases/:db/restore', () => {
     expect((forked as any).result.rows[0][0]).toBe(5);
     const history = (await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('ada') })).json();
     expect(history.undoPoints.map((u: { id: string }) => u.id)).toContain(body.undoId);
+  });
+
+  it('restores once for a restore sent again with its Idempotency-Key (a client that lost the answer), and anew with another key', async () => {
+    const undoPoints = async () =>
+      ((await app.inject({ method: 'GET', url: '/v1/databases/acme%2Fscout/history', headers: as('ada') })).json().undoPoints as { id: string }[]).map(
+        (u) => u.id,
+      );
+    const before = await undoPoints();
+    const send = (key: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/databases/acme%2Fscout/restore',
+        headers: { ...as('ada'), 'idempotency-key': key },
+        payload: { at: moment / 1000 },
+      });
+    const first = await send('retry-1');
+    expect(first.statusCode).toBe(200);
+    const undoId = first.json().undoId;
+    expect(await rows()).toBe(5);
+    // The agent deletes again; the client, not knowing its restore ran, sends it again.
+    expect(await write('DELETE FROM leads')).toMatchObject({ ok: true });
+    const again = await send('retry-1');
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual(first.json());
+    expect(await rows()).toBe(0);
+    expect(await undoPoints()).toEqual([...before, undoId]);
+    // Another key is another restore.
+    const other = await send('retry-2');
+    expect(other.statusCode).toBe(200);
+    expect(other.json().undoId).not.toBe(undoId);
+    expect(await rows()).toBe(5);
+    expect(await write('DELETE FROM leads')).toMatchObject({ ok: true });
   });
 
   it('answers bad input with its registry code, changing nothing', async () => {
