@@ -128,7 +128,8 @@ export const ERRORS = {
     retryable: false,
     // The disk quota's: a 4xx no HTTP client or proxy sends again (a 429 tells every one of them
     // to, a 5xx many, and pages operators for what the tenant did). The Redis budget's carries
-    // `retryAfter` and is answered 429 with Retry-After instead (`httpStatusOf`; session 29, L3).
+    // `retryAfter` and is answered 429 with Retry-After instead (`httpStatusOf`; session 29, L3);
+    // without it (nothing kept expires first) it is this 403 too (session 32, A3).
     status: 403,
   },
   STORAGE_FULL: {

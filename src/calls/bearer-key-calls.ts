@@ -3,7 +3,7 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Surface } from '../contracts/agent-profile.ts';
 import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
-import { AgentDbError } from '../errors.ts';
+import { AgentDbError, refusesTheRequest } from '../errors.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
 import { callerOf, callInputFor, type KeyedCall, type Principal } from '../registry/principal.ts';
 import { databaseId } from '../contracts/database-id.ts';
@@ -152,6 +152,21 @@ export class KeyedCalls {
    */
   untaken(answer: object): boolean {
     return this.client.refusedUntaken(answer);
+  }
+
+  /**
+   * Whether `answer` (of {@link call} or {@link result}) refuses the request rather than answering
+   * its call: the registry's rule (`refusesTheRequest`: a call id naming another call, Redis away,
+   * any refusal that says when to send again), or the workspace's Redis budget refusing the call
+   * before it was taken when it cannot say when room comes back (no `retryAfter`: nothing of the
+   * workspace's is kept to expire first). That one was a 200 envelope on `/v1/calls`, a call's
+   * outcome, where MCP gave it no task and every other bound's refusal was an HTTP error (session
+   * 32, A3). It is answered as the registry has QUOTA_EXCEEDED: a 403, not sent again as it is.
+   * The disk quota's QUOTA_EXCEEDED is the outcome of a call that ran: not this.
+   */
+  refusesTheRequest(answer: CallAnswer | ApprovalRequiredAnswer): boolean {
+    if (answer.ok || !('error' in answer)) return false;
+    return refusesTheRequest(answer.error) || (answer.error.code === 'QUOTA_EXCEEDED' && this.untaken(answer));
   }
 
   /** Enqueues `call` as `principal` and answers per `opts`. */

@@ -2,7 +2,6 @@ import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
-import { refusesTheRequest } from '../errors.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import { unsentUnavailable } from '../calls/outage-answers.ts';
 import type { KeyedCalls, TraceContext } from '../calls/bearer-key-calls.ts';
@@ -44,30 +43,31 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
  * Tool refusals are envelopes (`ok: false`, 200): only the request itself failing is an HTTP error:
  * a call id already used for another call (IDEMPOTENCY_CONFLICT, 409), a rate limit reached
  * (RATE_LIMITED, 429 with Retry-After), the workspace's Redis budget used up (QUOTA_EXCEEDED with
- * `retryAfter`, 429 with Retry-After), or Redis gone (UNAVAILABLE, 503), each with the envelope.
+ * `retryAfter`, 429 with Retry-After; without it, when nothing kept expires first, 403), or Redis
+ * gone (UNAVAILABLE, 503), each with the envelope.
  */
 export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireKeyOrOutage(deps.auth));
 
     app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
-      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.body.callId, request.body.tool, request.keyOutage));
+      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.body.callId, request.body.tool, request.keyOutage), deps.calls);
       const signal = clientGone(reply);
       const answer = await untilGone(
         signal,
         deps.calls.call(principalOf(request), request.body, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal, trace: traceOf(request.headers) }),
       );
-      return answer ? answerWith(reply, answer) : gone(reply);
+      return answer ? answerWith(reply, answer, deps.calls) : gone(reply);
     });
 
     app.get('/v1/calls/:id', { schema: { params: idParams, querystring: waitQuery(false) } }, async (request, reply) => {
-      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.params.id, '', request.keyOutage));
+      if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.params.id, '', request.keyOutage), deps.calls);
       const signal = clientGone(reply);
       const answer = await untilGone(
         signal,
         deps.calls.result(principalOf(request), request.params.id, { wait: request.query.wait, maxWaitMs: deps.waitMs, signal }),
       );
-      return answer ? answerWith(reply, answer) : gone(reply);
+      return answer ? answerWith(reply, answer, deps.calls) : gone(reply);
     });
   };
 }
@@ -87,12 +87,12 @@ async function untilGone<T>(signal: AbortSignal, answer: Promise<T>): Promise<T 
   }
 }
 
-function answerWith(reply: FastifyReply, answer: CallAnswer): FastifyReply {
+function answerWith(reply: FastifyReply, answer: CallAnswer, calls: KeyedCalls): FastifyReply {
   if ('status' in answer) return reply.code(202).send(answer);
   if (!answer.ok && answer.error.code === 'NOT_FOUND' && answer.tool === '') return reply.code(404).send(answer);
-  // Not the tool refusing but the request failing (the registry's rule), with the envelope as
-  // its body and the status `refusalHead` gives every route.
-  if (!answer.ok && refusesTheRequest(answer.error)) return refusalHead(reply, answer.error).send(answer);
+  // Not the tool refusing but the request failing (the core's rule, `KeyedCalls.refusesTheRequest`),
+  // with the envelope as its body and the status `refusalHead` gives every route.
+  if (!answer.ok && calls.refusesTheRequest(answer)) return refusalHead(reply, answer.error).send(answer);
   return reply.code(200).send(answer);
 }
 

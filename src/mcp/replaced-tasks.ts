@@ -1,5 +1,4 @@
-import type { BudgetEntry } from '../calls/call-budget-entry.ts';
-import { jsonBytes } from '../calls/redis-bytes.ts';
+import type { KeptTask } from '../calls/task-budget.ts';
 import type { McpTaskDeps } from './task-store.ts';
 import { indexEntry, type TaskRecord } from './task-record.ts';
 
@@ -13,17 +12,6 @@ import { indexEntry, type TaskRecord } from './task-record.ts';
  * again in a loop holds a bounded few.
  */
 export const FORMER_TASKS = 3;
-
-/**
- * Bytes a task holds beside its record: its index entry and, once cancelled, its mark (160), and
- * its call's link to it (184 by `MEMORY USAGE` with a member's owner and a UUID call id).
- */
-const TASK_EXTRA_BYTES = 160 + 192;
-
-/** A task record's entry in its workspace's Redis budget, for its whole life from now (`ttlMs`). */
-export function taskEntry(record: TaskRecord, ttlMs: number, now = Date.now()): BudgetEntry {
-  return { callKey: `mcp-task:${record.task.taskId}`, kind: 'task', bytes: jsonBytes(record) + TASK_EXTRA_BYTES, until: now + ttlMs };
-}
 
 /**
  * The ids `next`, the task taking `before`'s place, answers for: `before`'s and those it answered
@@ -40,21 +28,37 @@ export function formerIds(beforeId: string, before: TaskRecord | undefined): { k
  * bytes in the budget those of the stub; the former ids beyond {@link FORMER_TASKS} (`dropped`)
  * go for good. Before this, a replaced id answered "no such task" to a client still following it.
  */
-export async function retire(deps: McpTaskDeps, workspace: string, record: TaskRecord, nextId: string, dropped: readonly string[]): Promise<void> {
+export async function retire(
+  deps: Pick<McpTaskDeps, 'redis' | 'keys' | 'budget' | 'ttlMs'>,
+  workspace: string,
+  record: TaskRecord,
+  nextId: string,
+  dropped: readonly string[],
+): Promise<void> {
   const stub: TaskRecord = { owner: record.owner, callId: record.callId, task: { ...record.task }, followedBy: nextId };
-  // The budget let go of the record as it was written (`record` was read with its cancel mark on).
-  const written = await deps.redis.get(deps.keys.mcpTask(record.task.taskId));
-  await deps.redis.set(deps.keys.mcpTask(record.task.taskId), JSON.stringify(stub), 'PX', deps.ttlMs);
-  await deps.redis.zrem(deps.keys.mcpTasksOf(record.owner), indexEntry(Date.parse(record.task.createdAt), record.task.taskId));
-  const entries: BudgetEntry[] = [taskEntry(stub, deps.ttlMs)];
-  if (written) entries.push({ ...taskEntry(JSON.parse(written) as TaskRecord, deps.ttlMs), until: 0 });
-  for (const id of dropped) {
-    const text = await deps.redis.get(deps.keys.mcpTask(id));
-    await deps.redis.del(deps.keys.mcpTask(id), deps.keys.mcpTaskCancelled(id));
-    const gone = text ? (JSON.parse(text) as TaskRecord) : undefined;
-    if (gone?.owner === record.owner) entries.push({ ...taskEntry(gone, deps.ttlMs), until: 0 });
-  }
-  await deps.budget.note(workspace, entries);
+  const json = JSON.stringify(stub);
+  const key = deps.keys.mcpTask(record.task.taskId);
+  // One transaction, one round trip (it took 3 and 2 a dropped id, one after another): each record
+  // read as it was written, for the budget to let go of (`record` was read with its cancel mark
+  // on), in the same step as it is replaced or removed, so no write comes between.
+  const tx = deps.redis
+    .multi()
+    .get(key)
+    .set(key, json, 'PX', deps.ttlMs)
+    .zrem(deps.keys.mcpTasksOf(record.owner), indexEntry(Date.parse(record.task.createdAt), record.task.taskId));
+  for (const id of dropped) tx.get(deps.keys.mcpTask(id)).del(deps.keys.mcpTask(id), deps.keys.mcpTaskCancelled(id));
+  const replies = (await tx.exec()) ?? [];
+  const failed = replies.find(([err]) => err);
+  if (failed) throw failed[0];
+  const textAt = (i: number) => (replies[i]?.[1] as string | null | undefined) ?? undefined;
+  const gone: KeptTask[] = [];
+  const written = textAt(0);
+  if (written) gone.push({ taskId: record.task.taskId, json: written });
+  dropped.forEach((id, i) => {
+    const text = textAt(3 + 2 * i);
+    if (text && (JSON.parse(text) as TaskRecord).owner === record.owner) gone.push({ taskId: id, json: text });
+  });
+  await deps.budget.replaced(workspace, { taskId: record.task.taskId, json }, gone);
 }
 
 /**

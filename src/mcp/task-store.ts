@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { PendingCallJoins } from '../calls/pending-call-joins.ts';
 import { isTransient } from '../calls/call-answers.ts';
-import type { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import type { TaskBudget } from '../calls/task-budget.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts } from '../redis/lua-scripts.ts';
 import { callerOf, type Principal } from '../registry/principal.ts';
@@ -20,7 +20,7 @@ import {
   type TaskRecord,
   type TaskStart,
 } from './task-record.ts';
-import { answering, formerIds, retire, taskEntry } from './replaced-tasks.ts';
+import { answering, formerIds, retire } from './replaced-tasks.ts';
 import { toolResult, type McpToolResult } from './tool-result.ts';
 
 export { TASK_POLL_MS } from './task-record.ts';
@@ -34,8 +34,8 @@ export interface McpTaskDeps {
   keys: Keys;
   calls: KeyedCalls;
   joins?: PendingCallJoins;
-  /** The workspaces' Redis budgets, where each task's bytes are counted. */
-  budget: WorkspaceRedisBudget;
+  /** Where each task's bytes are counted: the core's rule, for `ttlMs`. */
+  budget: TaskBudget;
   /** How long a task is kept (ms): as long as its call can wait and then keep its result. */
   ttlMs: number;
 }
@@ -87,10 +87,11 @@ export class RedisTaskStore implements TaskStore {
       const record = newRecord(this.owner, start, this.deps.ttlMs);
       const former = linked ? formerIds(linked, before) : undefined;
       if (former) record.formerly = former.kept;
-      await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), JSON.stringify(record), 'PX', this.deps.ttlMs);
+      const json = JSON.stringify(record);
+      await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
       const took = await withScripts(this.deps.redis).agentdbMcpTaskLink(link, linked, record.task.taskId, String(this.deps.ttlMs));
       if (took === 1) {
-        await this.count(record);
+        await this.deps.budget.written(this.principal.workspace, { taskId: record.task.taskId, json });
         await this.index(record.task);
         if (linked && before) await retire(this.deps, this.principal.workspace, before, record.task.taskId, former?.dropped ?? []);
         return { ...record.task };
@@ -262,18 +263,10 @@ export class RedisTaskStore implements TaskStore {
     return { ...rest, task };
   }
 
-  /** Writes a task for its whole life from now, counted in its workspace's Redis budget ({@link count}). */
+  /** Writes a task for its whole life from now, counted in its workspace's Redis budget (`TaskBudget`, the core's rule). */
   private async write(record: TaskRecord): Promise<void> {
-    await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), JSON.stringify(record), 'PX', this.deps.ttlMs);
-    await this.count(record);
-  }
-
-  /**
-   * Counts a task's record in its workspace's Redis budget. Only a call the budget admitted gets
-   * a task (mcpServer refuses the others), and one task (see {@link start}), so tasks add to what
-   * the workspace's admitted calls hold, never to a workspace that has used its budget up.
-   */
-  private async count(record: TaskRecord): Promise<void> {
-    await this.deps.budget.note(this.principal.workspace, [taskEntry(record, this.deps.ttlMs)]);
+    const json = JSON.stringify(record);
+    await this.deps.redis.set(this.deps.keys.mcpTask(record.task.taskId), json, 'PX', this.deps.ttlMs);
+    await this.deps.budget.written(this.principal.workspace, { taskId: record.task.taskId, json });
   }
 }

@@ -1,7 +1,7 @@
 import { type CallToolRequest, type CallToolResult, type CreateTaskResult, ErrorCode, McpError, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import { absentNulls } from '../contracts/strict-schema.ts';
-import { isRetryable, refusesTheRequest } from '../errors.ts';
+import { isRetryable } from '../errors.ts';
 import type { ApprovalRequiredAnswer } from '../calls/bearer-key-calls.ts';
 import type { CallAnswer } from '../calls/client.ts';
 import { MAY_PARK } from '../calls/pending-call-joins.ts';
@@ -54,8 +54,8 @@ export function mcpToolCall(
     const asTask = request.params.task !== undefined && tasks !== undefined;
     const reply = async (result: McpToolResult, callId: string, ok: boolean): Promise<CallToolResult | CreateTaskResult> =>
       asTask ? { task: await tasks.start({ callId, result, ok }) } : result;
-    // A refusal of the request gets no task (the registry's rule, `refusesTheRequest`: /v1/calls
-    // answers it with its status, not a 200 envelope); nor does a call refused before it was taken
+    // A refusal of the request gets no task (the core's rule, `KeyedCalls.refusesTheRequest`:
+    // /v1/calls answers it with its status, not a 200 envelope); nor does a call refused before it was taken
     // (its plan: its arguments, its access; the Redis budget), which asked no rate nor budget or
     // was refused by it: a task each, as fast as the server answered (session 30, T7: 2,000 in
     // 95 s, 7.4 MB kept 48 h against a budget of 1,000 bytes). The SDK's client takes nothing but a
@@ -64,7 +64,7 @@ export function mcpToolCall(
     const untaken = (answer: CallAnswer | ApprovalRequiredAnswer): McpError | undefined => {
       if (!asTask || answer.ok || !('error' in answer)) return undefined;
       const { code, message, retryAfter } = answer.error;
-      if (!refusesTheRequest(answer.error) && !deps.calls.untaken(answer)) return undefined;
+      if (!deps.calls.refusesTheRequest(answer) && !deps.calls.untaken(answer)) return undefined;
       const later = retryAfter !== undefined || isRetryable(code);
       return new McpError(later ? ErrorCode.InternalError : ErrorCode.InvalidParams, `${code}: ${message}`);
     };

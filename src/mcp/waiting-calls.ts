@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import { PendingCallJoins } from '../calls/pending-call-joins.ts';
+import { TaskBudget } from '../calls/task-budget.ts';
 import { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { McpServerDeps } from './server.ts';
@@ -21,5 +22,8 @@ export function mcpWaiting(o: {
 }): Required<Pick<McpServerDeps, 'tasks' | 'joins'>> {
   const ttlMs = o.approvalTtlMs + o.resultTtlS * 1000;
   const joins = new PendingCallJoins(o.redis, o.keys, Math.ceil(ttlMs / 1000));
-  return { joins, tasks: { redis: o.redis, keys: o.keys, calls: o.calls, joins, budget: new WorkspaceRedisBudget(o.redis, o.keys), ttlMs } };
+  return {
+    joins,
+    tasks: { redis: o.redis, keys: o.keys, calls: o.calls, joins, budget: new TaskBudget(new WorkspaceRedisBudget(o.redis, o.keys), ttlMs), ttlMs },
+  };
 }

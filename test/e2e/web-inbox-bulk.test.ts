@@ -100,7 +100,7 @@ it('filters by agent, approves the ticked calls with one reason, each on its own
   const url = new URL(page.url());
   expect(Object.fromEntries(url.searchParams)).toEqual({ agent: 'scout', bulk: 'approved', done: '2', skipped: '1', why: 'APPROVAL_CONFLICT' });
   expect(await page.locator('main .flash').textContent()).toContain(
-    'Approved 2 calls; 1 call not decided (APPROVAL_CONFLICT: This approval was already decided; the first decision stands.)',
+    'Approved 2 calls; 1 call not decided (This approval was already decided; the first decision stands. APPROVAL_CONFLICT).',
   );
 
   for (const id of [scout[0]!, scout[2]!]) {

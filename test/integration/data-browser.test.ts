@@ -239,7 +239,7 @@ describe('the data browser', () => {
 
   it('refuses a member of another workspace its tables, pages and CSV, whatever adapter asks (session 31, H6: only the web page checked)', async () => {
     const stranger = { workspace: 'globex', member: 'eve' };
-    const refused = { code: 'NOT_PERMITTED', detail: 'eve is a member of globex, not of acme.' };
+    const refused = { code: 'NOT_FOUND', detail: 'there is no database acme/scout in workspace globex: a key reads the databases of its own workspace only' };
     await expect(browser.tables(DB, stranger)).rejects.toMatchObject(refused);
     await expect(browser.page(DB, { table: 't' }, stranger)).rejects.toMatchObject(refused);
     await expect(browser.csv(DB, 't', stranger).next()).rejects.toMatchObject(refused);

@@ -54,7 +54,7 @@ it("charges each database's figures: past the member's rate the list shows witho
   // The list itself (a tenth of a call) is shown; its 31 databases' figures would cost 31 tenths of 20.
   expect(page.status).toBe(200);
   expect(page.sizes).toHaveLength(31);
-  expect(page.text).toMatch(/RATE_LIMITED: .*reload in \d+ s/);
+  expect(page.text).toMatch(/reload in \d+ s for them\. <small class="code">RATE_LIMITED<\/small>/);
   expect(page.sizes.every((s) => s.includes('—'))).toBe(true);
 });
 

@@ -375,7 +375,10 @@ describe('the history client, called directly with no adapter in front', () => {
     ]) {
       await expect(attempt()).rejects.toMatchObject({ code: 'NOT_PERMITTED', detail: expect.stringContaining('takes an admin of acme; bob is a member') });
     }
-    await expect(history.history('acme/scout', oz)).rejects.toMatchObject({ code: 'NOT_FOUND', detail: 'there is no database acme/scout' });
+    await expect(history.history('acme/scout', oz)).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      detail: expect.stringMatching(/^there is no database acme\/scout in workspace /),
+    });
     await expect(history.restore('acme/scout', { at, by }, oz)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(await rows()).toBe(before);
     // The same client answers an admin of the workspace, and the operator at the CLI.

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { TaskBudget } from '../../src/calls/task-budget.ts';
 import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
 import { FORMER_TASKS } from '../../src/mcp/replaced-tasks.ts';
 import { RedisTaskStore } from '../../src/mcp/task-store.ts';
@@ -33,7 +34,7 @@ beforeAll(async () => {
   k = keyedApp(sb);
   redis = new Redis(REDIS_URL);
   const keys = keysFor(sb.config.prefix);
-  store = new RedisTaskStore({ redis, keys, calls: k.calls, budget: new WorkspaceRedisBudget(redis, keys), ttlMs: 60_000 }, principal);
+  store = new RedisTaskStore({ redis, keys, calls: k.calls, budget: new TaskBudget(new WorkspaceRedisBudget(redis, keys), 60_000), ttlMs: 60_000 }, principal);
 });
 afterAll(async () => {
   redis.disconnect();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { keysFor } from '../../src/redis/keys.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -83,6 +84,33 @@ describe('QUOTA_EXCEEDED over HTTP, by the quota that answered it', () => {
     });
     expect(mcp.statusCode).toBe(200);
     expect(mcp.json().result).toMatchObject({ isError: true, structuredContent: { error: { code: 'QUOTA_EXCEEDED', retryAfter: expect.any(Number) } } });
+  });
+
+  it('POST /v1/calls refused by the Redis budget with nothing kept to expire (no retryAfter) answers 403, as MCP refuses it a task', async () => {
+    // Session 32, A3: the workspace's budget sum stands past its cap with no entry in its ledger
+    // (nothing expires first, so the refusal cannot say when): a 200 envelope on main, a call's
+    // outcome, where every other bound's refusal before taking is an HTTP error and MCP gives it no task.
+    const key = await k.agentKey('swollen', 'scout', { displayName: 'Scout', settings: { database: 'agent' } });
+    await k.redis.set(keysFor(sb.config.prefix).redisBudget('swollen').held, String(10 * 1024 * 1024), 'PX', 120_000);
+    const res = await k.app.inject({
+      method: 'POST',
+      url: '/v1/calls',
+      headers: { authorization: `Bearer ${key}` },
+      payload: { tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } },
+    });
+    expect(res.json()).toMatchObject({ ok: false, error: { code: 'QUOTA_EXCEEDED' } });
+    expect(res.json().error.retryAfter).toBeUndefined();
+    expect(res.statusCode).toBe(403);
+    expect(res.headers['retry-after']).toBeUndefined();
+
+    // The same refusal over MCP as a task: no task, a protocol error not to send again as it is.
+    const mcp = await k.app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' }, task: {} } },
+    });
+    expect(mcp.json().error).toMatchObject({ code: -32602, message: expect.stringContaining('QUOTA_EXCEEDED') });
   });
 
   it("a restore refused by the workspace's disk quota answers 403 without Retry-After, over the API and on the web page", async () => {

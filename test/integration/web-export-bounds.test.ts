@@ -88,14 +88,14 @@ describe('CSV exports at once', () => {
     expect(mine.headers['retry-after']).toBe('5');
     const page = await text(mine);
     expect(page).toContain('RATE_LIMITED');
-    expect(page).toContain('you already have 2 CSV downloads under way');
+    expect(page).toContain('You already have 2 CSV downloads under way');
 
     // Another member has room of their own, up to the workspace's bound.
     const bobs = await startExport('bob');
     expect(bobs.statusCode).toBe(200);
     const ours = await startExport('bob');
     expect(ours.statusCode).toBe(429);
-    expect(await text(ours)).toContain('your workspace already has 3 CSV downloads under way');
+    expect(await text(ours)).toContain('Your workspace already has 3 CSV downloads under way');
 
     // A client that goes away mid-download gives its slot back.
     first.destroy();

@@ -54,7 +54,7 @@ it('sign-in without a key is the sign-in page again, 401, asking for the key and
   expect(r.status).toBe(401);
   expect(r.headers.get('set-cookie')).toBeNull();
   const page = await htmlOf(r);
-  expect(page).toContain('INVALID_ARGUMENTS: key: paste your member key');
+  expect(page).toContain('key: paste your member key. <small class="code">INVALID_ARGUMENTS</small>');
   expect(page).toContain('name="next" value="/data"');
 });
 
@@ -63,25 +63,25 @@ it('a decision that is neither approve nor reject goes back to the inbox with th
   expect(r.status).toBe(303);
   expect(r.headers.get('location')).toBe('/inbox?error=INVALID_ARGUMENTS');
   const page = await htmlOf(await fetch(`${web.url}/inbox?error=INVALID_ARGUMENTS`, { headers: { cookie, accept: 'text/html' } }));
-  expect(page).toContain('INVALID_ARGUMENTS: The request or its arguments are not valid.');
+  expect(page).toContain('The request or its arguments are not valid. <small class="code">INVALID_ARGUMENTS</small>');
 });
 
 it('a drop form without its table is an error page naming the field, and drops nothing', async () => {
   const r = await fetch(`${web.url}/data/drop`, form({ _csrf: csrf, db: 'acme', confirm: 'leads' }));
   expect(r.status).toBe(400);
-  expect(await htmlOf(r)).toContain('INVALID_ARGUMENTS: table: name the table to drop');
+  expect(await htmlOf(r)).toContain('table: name the table to drop. <small class="code">INVALID_ARGUMENTS</small>');
 });
 
 it('a restore form without its database is an error page naming the field', async () => {
   const r = await fetch(`${web.url}/data/history/restore`, form({ _csrf: csrf, at: '2026-01-01T00:00:00' }));
   expect(r.status).toBe(400);
-  expect(await htmlOf(r)).toContain('INVALID_ARGUMENTS: db: name a database');
+  expect(await htmlOf(r)).toContain('db: name a database (');
 });
 
 it('a database page naming two databases is an error page naming the field', async () => {
   const r = await fetch(`${web.url}/data/db?db=acme&db=acme%2Fscout`, { headers: { cookie, accept: 'text/html' }, redirect: 'manual' });
   expect(r.status).toBe(400);
-  expect(await htmlOf(r)).toContain('INVALID_ARGUMENTS: db: name a database');
+  expect(await htmlOf(r)).toContain('db: name a database (');
 });
 
 it('a well-formed form keeps its token through the schema and reaches the handler', async () => {
@@ -89,7 +89,7 @@ it('a well-formed form keeps its token through the schema and reaches the handle
   // `_csrf` would refuse every form as stale.
   const r = await fetch(`${web.url}/data/drop`, form({ _csrf: csrf, db: 'acme', table: 'leads', confirm: 'lead' }));
   expect(r.status).toBe(400);
-  expect(await htmlOf(r)).toContain('INVALID_ARGUMENTS: type the table name exactly to confirm the drop; nothing was dropped');
+  expect(await htmlOf(r)).toContain('Type the table name exactly to confirm the drop; nothing was dropped. <small class="code">INVALID_ARGUMENTS</small>');
 });
 
 it('a well-formed form with a stale token is still refused before anything runs', async () => {
@@ -102,7 +102,9 @@ it('a restore in place to a time without the database name typed is refused befo
   for (const confirm of [undefined, 'acm', 'ACME']) {
     const r = await fetch(`${web.url}/data/history/restore`, form({ _csrf: csrf, db: 'acme', at: '2026-01-01T00:00:00', ...(confirm ? { confirm } : {}) }));
     expect(r.status).toBe(400);
-    expect(await htmlOf(r)).toContain('INVALID_ARGUMENTS: type the database name (acme) exactly to confirm the restore in place; nothing was restored');
+    expect(await htmlOf(r)).toContain(
+      'Type the database name (acme) exactly to confirm the restore in place; nothing was restored. <small class="code">INVALID_ARGUMENTS</small>',
+    );
   }
 });
 
@@ -130,6 +132,8 @@ it('a bulk decision reads ticked ids as a list, one id as a list of one, and non
   const page = await htmlOf(
     await fetch(`${web.url}/inbox?bulk=rejected&done=0&skipped=2&why=NOT_FOUND,nonsense`, { headers: { cookie, accept: 'text/html' } }),
   );
-  expect(page).toContain('Rejected 0 calls; 2 calls not decided (NOT_FOUND: No such table');
+  expect(page).toContain(
+    'Rejected 0 calls; 2 calls not decided (No such table, view, call, approval, member or database exists. <small class="code">NOT_FOUND</small>)',
+  );
   expect(page).not.toContain('nonsense');
 });

@@ -33,7 +33,7 @@ it('answers a bad grid query with an error page naming each bad field', async ()
   expect(r.status).toBe(400);
   expect(r.headers.get('content-type')).toMatch(/^text\/html/);
   const page = await r.text();
-  expect(page).toContain('INVALID_ARGUMENTS: size: not an offered page size');
+  expect(page).toContain('size: not an offered page size');
   expect(page).toMatch(/dir: Invalid option/);
 });
 
@@ -49,7 +49,7 @@ it('answers a damaged page link as such, not as a field of the query', async () 
     redirect: 'manual',
   });
   expect(r.status).toBe(400);
-  expect(await r.text()).toContain('INVALID_ARGUMENTS: the page link is damaged; start from the first page');
+  expect(await r.text()).toContain('The page link is damaged; start from the first page. <small class="code">INVALID_ARGUMENTS</small>');
 });
 
 it('shows a table as of a past moment, from history, read-only, and keeps the moment in its links', async () => {
@@ -78,7 +78,7 @@ it('shows a table as of a past moment, from history, read-only, and keeps the mo
   // Out of range: the page's own error, naming the earliest moment kept.
   const early = await page('as_of=2001-01-01T00:00');
   expect(early.status).toBe(400);
-  expect(await early.text()).toMatch(/HISTORY_OUT_OF_RANGE: .*before the earliest moment kept, \d{4}-/);
+  expect(await early.text()).toMatch(/before the earliest moment kept, \d{4}-.*<small class="code">HISTORY_OUT_OF_RANGE<\/small>/);
   const bad = await page('as_of=tuesday');
   expect(bad.status).toBe(400);
   expect(await bad.text()).toContain('INVALID_ARGUMENTS');

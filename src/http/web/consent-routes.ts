@@ -4,6 +4,7 @@ import type { Member } from '../../registry/members.ts';
 import { type AuthorizationQuery, type AuthorizationRequest, checkAuthorization, redirectWith } from '../../oauth/authorization-request.ts';
 import { type OAuthDeps, publicBase } from '../oauth/oauth-deps.ts';
 import { OAUTH_PATHS } from '../oauth/oauth-routes.ts';
+import { codedFlash } from './error-page.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
 import { rawText } from './web-form.ts';
@@ -67,7 +68,7 @@ function hostOf(redirectUri: string): string {
 /** The error, to the person; `back` (the client's registered redirect URI with the error) is a link they may follow. */
 function problemPage(reply: FastifyReply, request: FastifyRequest, text: string, back?: string): FastifyReply {
   const page = layout(
-    { title: 'Cannot connect the app', member: memberOf(request), csrf: sessionOf(request).csrf, flash: { kind: 'error', text } },
+    { title: 'Cannot connect the app', member: memberOf(request), csrf: sessionOf(request).csrf, flash: codedFlash(text) },
     html`${back ? html`<p><a href="${back}" rel="noreferrer">Tell the app (go to ${hostOf(back)})</a></p>` : ''}<p><a href="/apps">Connected apps</a></p>`,
   );
   return reply.code(400).type('text/html; charset=utf-8').send(page.value);

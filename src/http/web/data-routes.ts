@@ -19,7 +19,7 @@ import { html, type Html } from './html.ts';
 import { layout, type PageFrame } from './layout.ts';
 import type { HistoryPanel } from './history-routes.ts';
 import { decodeCursor } from './cursor-param.ts';
-import { errorPage } from './error-page.ts';
+import { errorPage, refusalFlash } from './error-page.ts';
 import { droppedTable, dropNoticeQuery } from './drop-notice.ts';
 import { databaseField, formBody, requireTyped } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
@@ -137,10 +137,10 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     const frame = frameOf(request, 'Data');
     // Past the rate, the list still shows, its figures not counted anew: dashes, and why.
     const flash = limited
-      ? {
-          kind: 'error' as const,
-          text: `RATE_LIMITED: the workspace's rate limit is spent for now (each database's figures count a tenth of a call); reload in ${limited.retryAfterS} s for them.`,
-        }
+      ? refusalFlash(
+          'RATE_LIMITED',
+          `the workspace's rate limit is spent for now (each database's figures count a tenth of a call); reload in ${limited.retryAfterS} s for them`,
+        )
       : undefined;
     return reply.type('text/html; charset=utf-8').send(layout({ ...frame, ...(flash ? { flash } : {}) }, databasesView(member, dbs, figures, pending)).value);
   });

@@ -3,6 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { MAX_BULK_DECISIONS, type ApprovalService } from '../../approvals/approval-service.ts';
 import { ERRORS, type ErrorCode } from '../../errors.ts';
+import { refusalText } from './error-page.ts';
+import { html } from './html.ts';
 import { inboxFilter, inboxHref } from './inbox-filters.ts';
 import { cutOnCard } from './inbox-view.ts';
 import type { PageFrame } from './layout.ts';
@@ -31,16 +33,18 @@ export function bulkFlash(query: { bulk?: string; done?: string; skipped?: strin
   const skipped = count(query.skipped);
   const verb = query.bulk === 'approved' ? 'Approved' : 'Rejected';
   if (!skipped) return { kind: 'ok', text: `${verb} ${calls(done)}, each on its own.` };
+  // Each code as every web refusal words it (refusalText): its sentence, the code a small reference.
   const why = (query.why ?? '')
     .split(',')
     .flatMap((w) =>
       w === WHOLE
-        ? ['too long to approve from its card: read it whole on its own page']
+        ? [html`too long to approve from its card: read it whole on its own page`]
         : Object.hasOwn(ERRORS, w)
-          ? [`${w}: ${ERRORS[w as ErrorCode].message}`]
+          ? [refusalText(ERRORS[w as ErrorCode].message, w)]
           : [],
     );
-  return { kind: 'error', text: `${verb} ${calls(done)}; ${calls(skipped)} not decided${why.length ? ` (${why.join('; ')})` : ''}.` };
+  const reasons = why.map((r, i) => (i === 0 ? r : html`; ${r}`));
+  return { kind: 'error', text: html`${verb} ${calls(done)}; ${calls(skipped)} not decided${why.length ? html` (${reasons})` : ''}.` };
 }
 
 /**

@@ -10,7 +10,7 @@ import { AgentDbError, ERRORS, type ErrorCode } from '../../errors.ts';
 import { approvalPage } from './approval-page.ts';
 import { inboxStreamSlots } from '../../approvals/inbox-stream-slots.ts';
 import { refusalHead } from '../error-reply.ts';
-import { errorPage } from './error-page.ts';
+import { errorPage, refusalFlash } from './error-page.ts';
 import { html } from './html.ts';
 import { approvalHref, bulkForm, cutOnCard, decidedTable, pager, pendingList } from './inbox-view.ts';
 import { filterForm, filterParams, inboxFilter, type FilterChoices } from './inbox-filters.ts';
@@ -69,7 +69,7 @@ function flashOf(query: {
     return { kind: 'ok', text: 'Approved: the call runs, unless its data changed since it was asked; then it is asked again as a new card.' };
   if (query.decided === 'rejected') return { kind: 'ok', text: 'Rejected: the agent is told, with your reason.' };
   if (query.whole === 'needed') return { kind: 'error', text: 'Too long to show on its card: read it whole here before approving it.' };
-  if (query.error && Object.hasOwn(ERRORS, query.error)) return { kind: 'error', text: `${query.error}: ${ERRORS[query.error as ErrorCode].message}` };
+  if (query.error && Object.hasOwn(ERRORS, query.error)) return refusalFlash(query.error as ErrorCode);
   return undefined;
 }
 

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NOT_A_MEMBER_KEY, type MemberRegistry } from '../../registry/members.ts';
 import { hashKey } from '../../registry/secret-key.ts';
+import { codedFlash } from './error-page.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
 import { safeNext } from './safe-next.ts';
@@ -16,7 +17,7 @@ const signInQuery = z.object({ next: z.string().optional(), 'signed-out': z.stri
 const signInBody = formBody({ key: z.string({ error: 'paste your member key' }).trim().min(1, 'paste your member key'), next: z.string().optional() });
 
 function signInPage(next: string, error?: string, notice?: string) {
-  const flash = error ? { kind: 'error' as const, text: error } : notice ? { kind: 'ok' as const, text: notice } : undefined;
+  const flash = error ? codedFlash(error) : notice ? { kind: 'ok' as const, text: notice } : undefined;
   return layout(
     { title: 'Sign in', ...(flash ? { flash } : {}) },
     html`<section class="signin">

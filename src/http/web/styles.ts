@@ -26,6 +26,7 @@ button:disabled { opacity: .5; cursor: not-allowed; }
 input, select, textarea { font: inherit; padding: 5px 8px; border: 1px solid var(--line); border-radius: 6px; max-width: 100%; }
 label { display: inline-flex; gap: 6px; align-items: center; }
 .flash { padding: 8px 12px; border-radius: 6px; } .flash.ok { background: #e6f4ea; color: var(--ok); } .flash.error { background: #fdecea; color: var(--bad); }
+.flash small.code { font-family: ui-monospace, monospace; font-size: 0.8em; opacity: 0.75; margin-left: 4px; }
 .muted { color: var(--muted); } .empty { color: var(--muted); padding: 16px; border: 1px dashed var(--line); border-radius: 6px; }
 .card { border: 1px solid var(--line); border-radius: 8px; padding: 12px; margin: 0 0 12px; }
 .card header { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: baseline; margin-bottom: 8px; }

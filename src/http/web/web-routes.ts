@@ -1,6 +1,7 @@
 import cookie from '@fastify/cookie';
 import helmet from '@fastify/helmet';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyError, FastifyPluginAsync } from 'fastify';
+import { AgentDbError, httpStatusOf } from '../../errors.ts';
 import type { ApprovalService } from '../../approvals/approval-service.ts';
 import type { MemberRegistry } from '../../registry/members.ts';
 import type { DataBrowser } from '../../shards/data-browser.ts';
@@ -12,6 +13,7 @@ import { connectedAppsRoutes } from './connected-apps-routes.ts';
 import { consentRoutes } from './consent-routes.ts';
 import { dataRoutes } from './data-routes.ts';
 import type { RestoreOnce } from '../../shards/restore-once.ts';
+import { errorPage } from './error-page.ts';
 import { historyPanel, historyRoutes, type HistoryAccess } from './history-routes.ts';
 import { inboxRoutes } from './inbox-routes.ts';
 import type { LiveEvents } from './live-events.ts';
@@ -107,6 +109,22 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
       if (!sameOrigin(request) || !csrfMatches(request)) {
         return reply.code(403).type('text/plain; charset=utf-8').send('This form is stale or was not sent from this site: reload the page and try again.');
       }
+    });
+
+    // A page's refusal or a bad query on a route that did not word its own (the connected apps, the
+    // inbox's filters, a decision's form): the error page a person reads, not the API's JSON it
+    // was (session 32, A3). Anyone who takes no HTML, and any fault of agentdb's own, is answered
+    // by the app's handler, as the API answers it.
+    app.setErrorHandler((err: FastifyError, request, reply) => {
+      if (!(request.headers.accept ?? '').includes('text/html')) throw err;
+      const refusal = err instanceof AgentDbError ? err : err.validation ? new AgentDbError('INVALID_ARGUMENTS', err.message) : undefined;
+      if (!refusal || httpStatusOf(refusal) >= 500) throw err;
+      const frame = {
+        title: 'Not done',
+        ...(request.webMember ? { member: request.webMember } : {}),
+        ...(request.webSession ? { csrf: request.webSession.csrf } : {}),
+      };
+      return errorPage(reply, frame, refusal);
     });
 
     registerAssets(app);
