@@ -761,3 +761,28 @@ describe('red team: parameters bound as SQLite numbers them', () => {
     expect(positionalBindings("SELECT 'unterminated", [1])).toEqual([1]);
   });
 });
+
+describe("red team: db_query's introspection PRAGMAs", () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture();
+  });
+  afterEach(() => close(f));
+
+  // Session 32, R5: `PRAGMA table_list` with no argument listed every table of every schema,
+  // agentdb's `_agentdb_calls` and `_agentdb_activity` and the engine's own among them, though
+  // the guard refuses each of those names as an argument and DATA_DESCRIBE_SCHEMA hides them.
+  it('PRAGMA table_list lists the agent tables only, however it is written, also when asked again', () => {
+    for (const sql of ['PRAGMA table_list', 'pragma MAIN.Table_List;', '/* x */ PRAGMA "table_list"', 'PRAGMA main."table_list"']) {
+      for (let i = 0; i < 2; i++) {
+        const r = query(f.db, sql, [], 100, 1 << 20, 'introspect');
+        const names = r.rows.map((row) => String(row[r.columns.indexOf('name')]));
+        expect(r.columns, sql).toEqual(['schema', 'name', 'type', 'ncol', 'wr', 'strict']);
+        expect(names.sort(), sql).toEqual(['c', 'p', 't', 'tv', 'u']);
+        expect(json(r).toUpperCase(), sql).not.toContain('AGENTDB');
+        expect(json(r).toUpperCase(), sql).not.toContain('SQLITE_');
+      }
+    }
+    expect(f.db.inTransaction).toBe(false);
+  });
+});
