@@ -17,7 +17,8 @@ import { guardQuery, guardTableName, guardWrite } from '../../src/guard/guard.ts
 import { tokenize } from '../../src/guard/tokenizer.ts';
 import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
 import { ACTIVITY_TABLE } from '../../src/sqlite/sqlite-activity.ts';
-import { drop, query, write } from '../../src/sqlite/sqlite-ops.ts';
+import { dropObject, dropTarget } from '../../src/sqlite/sqlite-drop.ts';
+import { drop, query, tryDropAlone, write } from '../../src/sqlite/sqlite-ops.ts';
 import type { Param } from '../../src/sqlite/sqlite-values.ts';
 
 const SECRET = 'S3CR3T';
@@ -784,5 +785,45 @@ describe("red team: db_query's introspection PRAGMAs", () => {
       }
     }
     expect(f.db.inTransaction).toBe(false);
+  });
+});
+
+describe('red team: a drop changes nothing but the object dropped', () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture("CREATE TABLE s (pid REFERENCES p(id) ON DELETE SET NULL, note); INSERT INTO s VALUES (1, 'kept');");
+  });
+  afterEach(() => close(f));
+
+  const rowsOf = (table: string) => f.db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all();
+
+  // Session 32, R5: with foreign keys on (better-sqlite3's default), DROP TABLE first deletes the
+  // table's rows, and ON DELETE CASCADE / SET NULL changed rows of other tables: DATA_DROP_TABLE p,
+  // approved as "table p, 2 rows", emptied c and nulled s.pid, which no person was shown.
+  it('refuses a drop whose foreign keys would delete or change rows of other tables, and changes nothing', () => {
+    const before = { c: rowsOf('c'), s: rowsOf('s'), p: rowsOf('p') };
+    const approved = dropObject(f.db, dropTarget(f.db, 'p'));
+    // The check before a person is asked (executor's checkDrop) refuses it too.
+    expect(() => tryDropAlone(f.db, dropTarget(f.db, 'p'))).toThrow(/would also delete or change 3 row/);
+    expect(f.db.inTransaction).toBe(false);
+    for (const expect_ of [undefined, approved]) {
+      const out = (() => {
+        try {
+          return drop(f.db, 'p', `rt-${callNo++}`, expect_);
+        } catch (err) {
+          return err as { code?: string; message: string };
+        }
+      })();
+      expect(out, json(out)).toMatchObject({ code: 'SQL_REFUSED', message: expect.stringMatching(/\bc\b.*\bs\b|foreign key/) });
+      expect({ c: rowsOf('c'), s: rowsOf('s'), p: rowsOf('p') }).toEqual(before);
+      expect(f.db.inTransaction).toBe(false);
+    }
+  });
+
+  it('drops the table once no row of another table refers to it', () => {
+    f.db.exec('DELETE FROM c; UPDATE s SET pid = NULL');
+    expect(drop(f.db, 'p', `rt-${callNo++}`)).toMatchObject({ dropped: 'p' });
+    expect(rowsOf('s')).toEqual([{ pid: null, note: 'kept' }]);
+    expect(drop(f.db, 'u', `rt-${callNo++}`)).toMatchObject({ dropped: 'u' });
   });
 });
