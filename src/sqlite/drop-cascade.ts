@@ -13,12 +13,19 @@ import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
 const REFERRERS = `SELECT DISTINCT s.name FROM main.sqlite_schema AS s, pragma_foreign_key_list(s.name, 'main') AS f
   WHERE s.type = 'table' AND s.name <> ? AND f."table" = ? COLLATE NOCASE AND f.on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT')`;
 
+/** Prefix of the temporary triggers that stop a drop reaching other tables (agents make no temp objects). */
+const STOP_PREFIX = '_agentdb_drop_stop_';
+/** The RAISE message those triggers abort with, told apart from any other failure of the DROP. */
+const STOPPED = 'agentdb: the drop would change rows of another table';
+
 /**
- * Runs `dropIt` (the DROP TABLE of `table`) and throws SQL_REFUSED when it changed a row of
- * another table, for the caller's transaction to roll back. SQLite counts what it did: the
- * implicit DELETE's own rows and every row a foreign-key action changed (total_changes());
- * anything past the table's own rows is another table's. Only when some table refers to it with
- * an action: otherwise nothing else can change, and the table is not counted.
+ * Runs `dropIt` (the DROP TABLE of `table`) and throws SQL_REFUSED, the DROP undone, when a
+ * foreign-key action would delete or change a row of another table. SQLite itself tells: for the
+ * DROP's duration, each table that refers to `table` with an action carries temporary AFTER
+ * DELETE and AFTER UPDATE triggers (foreign-key actions fire triggers) that abort the statement
+ * at the first such row. Rows of `table` itself (a self-reference) are its own to lose. Made on
+ * the trusted side inside the caller's transaction and dropped before it ends; nothing is made
+ * when no table refers to `table` with an action.
  */
 export function dropChangingNothingElse(db: Database, table: string, dropIt: () => void): void {
   const referrers = trusted(db, REFERRERS).pluck().all(table, table) as string[];
@@ -26,25 +33,30 @@ export function dropChangingNothingElse(db: Database, table: string, dropIt: () 
     dropIt();
     return;
   }
-  const own = Number(
-    trusted(db, `SELECT count(*) FROM main.${quoteIdentifier(table)}`)
-      .pluck()
-      .get(),
-  );
-  const before = totalChanges(db);
-  dropIt();
-  const others = totalChanges(db) - before - own;
-  if (others > 0) {
-    const names = referrers.map((n) => JSON.stringify(n)).join(', ');
-    throw new AgentDbError(
-      'SQL_REFUSED',
-      `dropping ${JSON.stringify(table)} would also delete or change ${others} row(s) of ${names} through their foreign keys (ON DELETE CASCADE, SET NULL or SET DEFAULT), which a drop does not show nor ask about; delete or update those rows with DATA_WRITE_SQL first (or drop those tables), then drop ${JSON.stringify(table)}. Nothing was dropped.`,
-    );
+  const made: string[] = [];
+  try {
+    referrers.forEach((referrer, i) => {
+      for (const op of ['DELETE', 'UPDATE']) {
+        const name = `${STOP_PREFIX}${i}_${op.toLowerCase()}`;
+        db.prepare(
+          `CREATE TEMP TRIGGER ${quoteIdentifier(name)} AFTER ${op} ON main.${quoteIdentifier(referrer)} BEGIN SELECT RAISE(ABORT, '${STOPPED}'); END`,
+        ).run();
+        made.push(name);
+      }
+    });
+    try {
+      dropIt();
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.includes(STOPPED)) throw err;
+      const names = referrers.map((n) => JSON.stringify(n)).join(', ');
+      throw new AgentDbError(
+        'SQL_REFUSED',
+        `dropping ${JSON.stringify(table)} would also delete or change rows of ${names} through their foreign keys (ON DELETE CASCADE, SET NULL or SET DEFAULT), which a drop does not show nor ask about; delete or update those rows with DATA_WRITE_SQL first (or drop those tables), then drop ${JSON.stringify(table)}. Nothing was dropped.`,
+      );
+    }
+  } finally {
+    for (const name of made) db.prepare(`DROP TRIGGER IF EXISTS temp.${quoteIdentifier(name)}`).run();
   }
-}
-
-function totalChanges(db: Database): number {
-  return Number(trusted(db, 'SELECT total_changes()').pluck().get());
 }
 
 /**

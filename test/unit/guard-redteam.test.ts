@@ -804,7 +804,7 @@ describe('red team: a drop changes nothing but the object dropped', () => {
     const before = { c: rowsOf('c'), s: rowsOf('s'), p: rowsOf('p') };
     const approved = dropObject(f.db, dropTarget(f.db, 'p'));
     // The check before a person is asked (executor's checkDrop) refuses it too.
-    expect(() => tryDropAlone(f.db, dropTarget(f.db, 'p'))).toThrow(/would also delete or change 3 row/);
+    expect(() => tryDropAlone(f.db, dropTarget(f.db, 'p'))).toThrow(/would also delete or change rows of "c", "s"/);
     expect(f.db.inTransaction).toBe(false);
     for (const expect_ of [undefined, approved]) {
       const out = (() => {
@@ -825,5 +825,12 @@ describe('red team: a drop changes nothing but the object dropped', () => {
     expect(drop(f.db, 'p', `rt-${callNo++}`)).toMatchObject({ dropped: 'p' });
     expect(rowsOf('s')).toEqual([{ pid: null, note: 'kept' }]);
     expect(drop(f.db, 'u', `rt-${callNo++}`)).toMatchObject({ dropped: 'u' });
+    // A table referring to itself loses only its own rows, while another table refers to it too.
+    f.db.exec(`CREATE TABLE tree (id INTEGER PRIMARY KEY, up REFERENCES tree(id) ON DELETE SET NULL);
+      INSERT INTO tree VALUES (1, NULL), (2, 1), (3, 2);
+      CREATE TABLE leaf (tid REFERENCES tree(id) ON DELETE CASCADE); INSERT INTO leaf VALUES (NULL);`);
+    expect(drop(f.db, 'tree', `rt-${callNo++}`)).toMatchObject({ dropped: 'tree' });
+    expect(rowsOf('leaf')).toEqual([{ tid: null }]);
+    expect(f.db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
   });
 });
