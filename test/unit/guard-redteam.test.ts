@@ -18,6 +18,8 @@ import { tokenize } from '../../src/guard/tokenizer.ts';
 import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
 import { ACTIVITY_TABLE } from '../../src/sqlite/sqlite-activity.ts';
 import { dropObject, dropTarget } from '../../src/sqlite/sqlite-drop.ts';
+import { NO_ROWS_EFFECT } from '../../src/sqlite/sqlite-effect.ts';
+import { previewEffect } from '../../src/sqlite/sqlite-effect-preview.ts';
 import { drop, query, tryDropAlone, write } from '../../src/sqlite/sqlite-ops.ts';
 import type { Param } from '../../src/sqlite/sqlite-values.ts';
 
@@ -832,5 +834,47 @@ describe('red team: a drop changes nothing but the object dropped', () => {
     expect(drop(f.db, 'tree', `rt-${callNo++}`)).toMatchObject({ dropped: 'tree' });
     expect(rowsOf('leaf')).toEqual([{ tid: null }]);
     expect(f.db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
+  });
+});
+
+describe('red team: an approved CREATE TABLE … AS SELECT makes the rows approved', () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture();
+  });
+  afterEach(() => close(f));
+
+  const FX = { maxRows: 100, maxBytes: 100_000 };
+  const approvedRun = (sql: string, digest: string) => {
+    try {
+      return write(f.db, sql, [], `rt-${callNo++}`, LIMITS, undefined, undefined, { digest, limits: FX });
+    } catch (err) {
+      return err as { code?: string };
+    }
+  };
+
+  // Session 32, R5: DDL's effect was empty, so a CTAS was approved with no rows shown and copied
+  // whatever its SELECT read at the run: here t's row changed after the approval and went along.
+  it('asks again when the rows it would copy changed after the approval, and copies nothing', () => {
+    const sql = 'CREATE TABLE snap AS SELECT a, b FROM t';
+    const fx = previewEffect(f.db, sql, [], LIMITS, FX);
+    expect(fx.tables).toEqual([{ table: 'snap', inserted: 2, updated: 0, deleted: 0 }]);
+    expect(fx.rows.map((r) => r.after)).toEqual([
+      { a: 1, b: 'one' },
+      { a: 2, b: 'two' },
+    ]);
+    f.db.exec("UPDATE t SET b = 'changed after approval' WHERE a = 1");
+    expect(approvedRun(sql, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
+    expect(f.db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'snap'").pluck().get()).toBe(0);
+  });
+
+  it('runs when nothing changed, a clock column included; a CREATE TABLE without rows keeps the empty effect', () => {
+    const sql = "CREATE TABLE snap AS SELECT a, b, datetime('now') AS at FROM t";
+    const fx = previewEffect(f.db, sql, [], LIMITS, FX);
+    expect(approvedRun(sql, fx.digest)).toMatchObject({ changes: 0 });
+    expect(f.db.prepare('SELECT count(*) FROM snap').pluck().get()).toBe(2);
+    const empty = previewEffect(f.db, 'CREATE TABLE e (x)', [], LIMITS, FX);
+    expect(empty.digest).toBe(NO_ROWS_EFFECT.digest);
+    expect(approvedRun('CREATE TABLE e (x)', NO_ROWS_EFFECT.digest)).toMatchObject({ changes: 0 });
   });
 });
