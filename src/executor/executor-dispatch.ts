@@ -2,7 +2,7 @@ import { AgentDbError } from '../errors.ts';
 import { isInside } from '../contracts/database-id.ts';
 import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
-import { checkDropName, describe, drop, dropObject, dropTarget, query, replayedWrite, toOpError, write } from '../sqlite/sqlite-ops.ts';
+import { checkDropName, describe, drop, dropObject, dropTarget, query, tryDropAlone, replayedWrite, toOpError, write } from '../sqlite/sqlite-ops.ts';
 import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
 import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
@@ -120,7 +120,9 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
         checkDropName(req.table);
         // The stand-in for a database never written has no tables, so this answers NOT_FOUND.
         const db = handles.open(req.db, 'read');
-        return { ok: true, result: dropObject(db, dropTarget(db, req.table)) };
+        const found = dropTarget(db, req.table);
+        tryDropAlone(db, found);
+        return { ok: true, result: dropObject(db, found) };
       }
       case 'drop': {
         const db = handles.open(req.db, 'read');

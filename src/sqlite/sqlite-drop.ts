@@ -8,6 +8,7 @@ import { MAX_SHOWN_DEFINITION_BYTES, type DropObject } from '../contracts/drop-o
 import { AgentDbError } from '../errors.ts';
 import { guardTableName } from '../guard/guard.ts';
 import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './call-record.ts';
+import { dropChangingNothingElse } from './drop-cascade.ts';
 import { recordCallActivity, type ActivityNote } from './sqlite-activity.ts';
 import { INTERNAL_PREFIX } from './sqlite-schema.ts';
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
@@ -43,7 +44,9 @@ export function drop(db: Database, table: string, callKey: string, expect?: Drop
         if (stale)
           throw new AgentDbError('APPROVAL_STALE', `${found.type} ${JSON.stringify(found.name)} is not the one approved: ${stale}. Nothing was dropped.`);
       }
-      db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
+      const dropIt = () => db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
+      if (found.type === 'view') dropIt();
+      else dropChangingNothingElse(db, found.name, dropIt);
       dropped = true;
       const result: DropResult = { dropped: found.name, type: found.type };
       recordResult(db, call, result);

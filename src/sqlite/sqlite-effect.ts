@@ -45,8 +45,8 @@ const VOLATILE = { $volatile: true };
  * before and after. `recursive_triggers` is on while recording, so that rows an `INSERT OR
  * REPLACE` deletes are recorded too (SQLite fires delete triggers for them only then).
  *
- * Limits: a table the statement itself creates (CREATE TABLE … AS SELECT) has no trigger, and
- * its rows are not listed; virtual tables take no triggers.
+ * Limits: a table the statement itself creates (CREATE TABLE … AS SELECT) has no trigger: its
+ * rows are read once it ran, by `CreatedRows` (created-rows.ts); virtual tables take no triggers.
  */
 export class EffectRecorder {
   private readonly watched: Watched[] = [];

@@ -1,8 +1,9 @@
-import type { Database } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import { AgentDbError } from '../errors.ts';
 import { cachedStatement, checkedStatement, statementKey } from './statement-cache.ts';
 import { agentBindings, readRows, type Param, type ReadRows, type SpillOpener } from './sqlite-values.ts';
 import { inRolledBackRead } from './sqlite-trusted.ts';
+import { agentTableList } from './agent-table-list.ts';
 
 /** What DATA_QUERY_SQL answers: rows cut at `maxRows` and at the result size. */
 export type QueryResult = ReadRows;
@@ -31,12 +32,15 @@ export function query(
   // judged and run in the transaction, so the verdict's EXPLAIN and the read see one snapshot.
   const key = statementKey(db, sql, mode);
   const cached = cachedStatement(db, sql, mode, key);
-  if (cached?.reader && cached.readonly) return readRows(cached, bindings, maxRows, maxResultBytes, spill);
+  // What runs once the guard has judged `sql`: itself, but for a bare `PRAGMA table_list`,
+  // which would list agentdb's and the engine's tables (see agent-table-list.ts).
+  const run = (stmt: Statement) => (mode === 'introspect' && /table_list/i.test(sql) ? (agentTableList(db, sql) ?? stmt) : stmt);
+  if (cached?.reader && cached.readonly) return readRows(run(cached), bindings, maxRows, maxResultBytes, spill);
   return inRolledBackRead(db, () => {
     const stmt = cached ?? checkedStatement(db, sql, mode, key);
     // The guard admits only statements that return rows for a read; this keeps `readRows`
     // from ever meeting one that does not.
     if (!stmt.reader) throw new AgentDbError('SQL_REFUSED', 'a query must return rows');
-    return readRows(stmt, bindings, maxRows, maxResultBytes, spill);
+    return readRows(run(stmt), bindings, maxRows, maxResultBytes, spill);
   });
 }

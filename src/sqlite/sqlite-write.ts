@@ -9,6 +9,7 @@ import { inWriteTransaction, trusted } from './sqlite-trusted.ts';
 import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
 import { checkedStatement, forgetStatements } from './statement-cache.ts';
 import { EffectChanged, EffectRecorder, NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { CreatedRows } from './created-rows.ts';
 import type { EffectLimits } from '../contracts/effect.ts';
 import { recordCallActivity, type ActivityNote } from './sqlite-activity.ts';
 
@@ -96,6 +97,7 @@ export function write(
       // After the guard judged the statement, before the schema is read: the recorder's temporary
       // objects are there both before and after, so the schema check sees only the statement's.
       if (bound && !ddl) recorder = new EffectRecorder(db, sql);
+      const created = bound && kind === 'create_table' ? new CreatedRows(db) : undefined;
       const version = schemaVersion(db);
       const before = schemaStateAt(db, version);
       const result = runWrite(db, stmt, bindings, maxResultBytes, ddl, kind, sql, upsert);
@@ -112,7 +114,7 @@ export function write(
         }
       }
       if (bound) {
-        const effect = recorder ? recorder.read(bound.limits) : NO_ROWS_EFFECT;
+        const effect = recorder ? recorder.read(bound.limits) : created ? created.read(bound.limits) : NO_ROWS_EFFECT;
         if (effect.digest !== bound.digest) throw new EffectChanged(effect);
         recorder?.remove();
       }

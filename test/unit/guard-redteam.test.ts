@@ -17,7 +17,10 @@ import { guardQuery, guardTableName, guardWrite } from '../../src/guard/guard.ts
 import { tokenize } from '../../src/guard/tokenizer.ts';
 import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
 import { ACTIVITY_TABLE } from '../../src/sqlite/sqlite-activity.ts';
-import { drop, query, write } from '../../src/sqlite/sqlite-ops.ts';
+import { dropObject, dropTarget } from '../../src/sqlite/sqlite-drop.ts';
+import { NO_ROWS_EFFECT } from '../../src/sqlite/sqlite-effect.ts';
+import { previewEffect } from '../../src/sqlite/sqlite-effect-preview.ts';
+import { drop, query, tryDropAlone, write } from '../../src/sqlite/sqlite-ops.ts';
 import type { Param } from '../../src/sqlite/sqlite-values.ts';
 
 const SECRET = 'S3CR3T';
@@ -759,5 +762,119 @@ describe('red team: parameters bound as SQLite numbers them', () => {
     expect(positionalBindings('SELECT ?1, ?2', [1])).toEqual([1]);
     expect(positionalBindings('SELECT ?', [1, 2])).toEqual([1, 2]);
     expect(positionalBindings("SELECT 'unterminated", [1])).toEqual([1]);
+  });
+});
+
+describe("red team: db_query's introspection PRAGMAs", () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture();
+  });
+  afterEach(() => close(f));
+
+  // Session 32, R5: `PRAGMA table_list` with no argument listed every table of every schema,
+  // agentdb's `_agentdb_calls` and `_agentdb_activity` and the engine's own among them, though
+  // the guard refuses each of those names as an argument and DATA_DESCRIBE_SCHEMA hides them.
+  it('PRAGMA table_list lists the agent tables only, however it is written, also when asked again', () => {
+    for (const sql of ['PRAGMA table_list', 'pragma MAIN.Table_List;', '/* x */ PRAGMA "table_list"', 'PRAGMA main."table_list"']) {
+      for (let i = 0; i < 2; i++) {
+        const r = query(f.db, sql, [], 100, 1 << 20, 'introspect');
+        const names = r.rows.map((row) => String(row[r.columns.indexOf('name')]));
+        expect(r.columns, sql).toEqual(['schema', 'name', 'type', 'ncol', 'wr', 'strict']);
+        expect(names.sort(), sql).toEqual(['c', 'p', 't', 'tv', 'u']);
+        expect(json(r).toUpperCase(), sql).not.toContain('AGENTDB');
+        expect(json(r).toUpperCase(), sql).not.toContain('SQLITE_');
+      }
+    }
+    expect(f.db.inTransaction).toBe(false);
+  });
+});
+
+describe('red team: a drop changes nothing but the object dropped', () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture("CREATE TABLE s (pid REFERENCES p(id) ON DELETE SET NULL, note); INSERT INTO s VALUES (1, 'kept');");
+  });
+  afterEach(() => close(f));
+
+  const rowsOf = (table: string) => f.db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all();
+
+  // Session 32, R5: with foreign keys on (better-sqlite3's default), DROP TABLE first deletes the
+  // table's rows, and ON DELETE CASCADE / SET NULL changed rows of other tables: DATA_DROP_TABLE p,
+  // approved as "table p, 2 rows", emptied c and nulled s.pid, which no person was shown.
+  it('refuses a drop whose foreign keys would delete or change rows of other tables, and changes nothing', () => {
+    const before = { c: rowsOf('c'), s: rowsOf('s'), p: rowsOf('p') };
+    const approved = dropObject(f.db, dropTarget(f.db, 'p'));
+    // The check before a person is asked (executor's checkDrop) refuses it too.
+    expect(() => tryDropAlone(f.db, dropTarget(f.db, 'p'))).toThrow(/would also delete or change rows of "c", "s"/);
+    expect(f.db.inTransaction).toBe(false);
+    for (const expect_ of [undefined, approved]) {
+      const out = (() => {
+        try {
+          return drop(f.db, 'p', `rt-${callNo++}`, expect_);
+        } catch (err) {
+          return err as { code?: string; message: string };
+        }
+      })();
+      expect(out, json(out)).toMatchObject({ code: 'SQL_REFUSED', message: expect.stringMatching(/\bc\b.*\bs\b|foreign key/) });
+      expect({ c: rowsOf('c'), s: rowsOf('s'), p: rowsOf('p') }).toEqual(before);
+      expect(f.db.inTransaction).toBe(false);
+    }
+  });
+
+  it('drops the table once no row of another table refers to it', () => {
+    f.db.exec('DELETE FROM c; UPDATE s SET pid = NULL');
+    expect(drop(f.db, 'p', `rt-${callNo++}`)).toMatchObject({ dropped: 'p' });
+    expect(rowsOf('s')).toEqual([{ pid: null, note: 'kept' }]);
+    expect(drop(f.db, 'u', `rt-${callNo++}`)).toMatchObject({ dropped: 'u' });
+    // A table referring to itself loses only its own rows, while another table refers to it too.
+    f.db.exec(`CREATE TABLE tree (id INTEGER PRIMARY KEY, up REFERENCES tree(id) ON DELETE SET NULL);
+      INSERT INTO tree VALUES (1, NULL), (2, 1), (3, 2);
+      CREATE TABLE leaf (tid REFERENCES tree(id) ON DELETE CASCADE); INSERT INTO leaf VALUES (NULL);`);
+    expect(drop(f.db, 'tree', `rt-${callNo++}`)).toMatchObject({ dropped: 'tree' });
+    expect(rowsOf('leaf')).toEqual([{ tid: null }]);
+    expect(f.db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
+  });
+});
+
+describe('red team: an approved CREATE TABLE … AS SELECT makes the rows approved', () => {
+  let f: Fixture;
+  beforeEach(() => {
+    f = fixture();
+  });
+  afterEach(() => close(f));
+
+  const FX = { maxRows: 100, maxBytes: 100_000 };
+  const approvedRun = (sql: string, digest: string) => {
+    try {
+      return write(f.db, sql, [], `rt-${callNo++}`, LIMITS, undefined, undefined, { digest, limits: FX });
+    } catch (err) {
+      return err as { code?: string };
+    }
+  };
+
+  // Session 32, R5: DDL's effect was empty, so a CTAS was approved with no rows shown and copied
+  // whatever its SELECT read at the run: here t's row changed after the approval and went along.
+  it('asks again when the rows it would copy changed after the approval, and copies nothing', () => {
+    const sql = 'CREATE TABLE snap AS SELECT a, b FROM t';
+    const fx = previewEffect(f.db, sql, [], LIMITS, FX);
+    expect(fx.tables).toEqual([{ table: 'snap', inserted: 2, updated: 0, deleted: 0 }]);
+    expect(fx.rows.map((r) => r.after)).toEqual([
+      { a: 1, b: 'one' },
+      { a: 2, b: 'two' },
+    ]);
+    f.db.exec("UPDATE t SET b = 'changed after approval' WHERE a = 1");
+    expect(approvedRun(sql, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
+    expect(f.db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'snap'").pluck().get()).toBe(0);
+  });
+
+  it('runs when nothing changed, a clock column included; a CREATE TABLE without rows keeps the empty effect', () => {
+    const sql = "CREATE TABLE snap AS SELECT a, b, datetime('now') AS at FROM t";
+    const fx = previewEffect(f.db, sql, [], LIMITS, FX);
+    expect(approvedRun(sql, fx.digest)).toMatchObject({ changes: 0 });
+    expect(f.db.prepare('SELECT count(*) FROM snap').pluck().get()).toBe(2);
+    const empty = previewEffect(f.db, 'CREATE TABLE e (x)', [], LIMITS, FX);
+    expect(empty.digest).toBe(NO_ROWS_EFFECT.digest);
+    expect(approvedRun('CREATE TABLE e (x)', NO_ROWS_EFFECT.digest)).toMatchObject({ changes: 0 });
   });
 });

@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto';
+import type { Database } from 'better-sqlite3';
+import type { Effect, EffectLimits, EffectRow, EffectValue } from '../contracts/effect.ts';
+import { shorten } from './effect-cut.ts';
+import { clockValue } from './effect-volatile.ts';
+import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { AGENT_OBJECTS } from './sqlite-schema.ts';
+import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
+import { encodeValue } from './sqlite-values.ts';
+
+// The effect of a CREATE TABLE … AS SELECT: the rows the new table is made with. DDL changes no
+// existing row, so its effect was empty (NO_ROWS_EFFECT) and an approved CTAS copied whatever
+// its SELECT read at the run, data changed since the approval included (session 32, R5). The
+// EffectRecorder's triggers cannot watch a table that does not exist yet; this reads the tables
+// that appeared, after the statement ran, in the same transaction. A CREATE TABLE with no rows
+// keeps the empty effect and its digest, so approvals parked before stay valid.
+
+/** A value the digest leaves out: the rowid SQLite assigned, or a time of the recording's clock. */
+const VOLATILE = { $volatile: true };
+
+const AGENT_TABLES = `SELECT name FROM main.sqlite_schema WHERE type = 'table' AND ${AGENT_OBJECTS}`;
+
+/** The agent tables that exist when made; {@link read} gives the rows of those made since. */
+export class CreatedRows {
+  private readonly before: Set<string>;
+  private readonly started = Date.now();
+
+  constructor(private readonly db: Database) {
+    this.before = new Set(trusted(db, AGENT_TABLES).pluck().all() as string[]);
+  }
+
+  /** Every row of every table made since, as inserts (digest over all of them, rows as `limits` keep). */
+  read(limits: EffectLimits): Effect {
+    const clock = { start: this.started, end: Date.now() };
+    const made = (trusted(this.db, AGENT_TABLES).pluck().all() as string[]).filter((n) => !this.before.has(n)).sort();
+    const hash = createHash('sha256');
+    const tables: Effect['tables'] = [];
+    const rows: EffectRow[] = [];
+    let bytes = 2;
+    let cut = false;
+    let full = false;
+    for (const table of made) {
+      const columns = (
+        trusted(this.db, `SELECT name FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(table) as { name: string }[]
+      ).map((c) => c.name);
+      const n = Number(
+        this.db
+          .prepare(`SELECT count(*) FROM main.${quoteIdentifier(table)}`)
+          .pluck()
+          .get(),
+      );
+      if (n === 0) continue;
+      tables.push({ table, inserted: n, updated: 0, deleted: 0 });
+      hash.update(JSON.stringify(['table', table, columns, n, 0, 0]));
+      const list = columns.map(quoteIdentifier).join(', ');
+      const stmt = this.db
+        .prepare(`SELECT rowid, ${list} FROM main.${quoteIdentifier(table)} ORDER BY rowid`)
+        .raw(true)
+        .safeIntegers(true);
+      for (const raw of stmt.iterate() as Iterable<unknown[]>) {
+        const values = raw.map(encodeValue);
+        const after = values.slice(1);
+        hash.update(JSON.stringify(['insert', [VOLATILE], null, after.map((v) => (v !== null && clockValue(v, clock) ? VOLATILE : v))]));
+        if (full) continue;
+        const shown = shorten({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after) });
+        const size = Buffer.byteLength(JSON.stringify(shown.row)) + 1;
+        if (rows.length >= limits.maxRows || bytes + size > limits.maxBytes) {
+          full = cut = true;
+          continue;
+        }
+        bytes += size;
+        if (shown.cut) cut = true;
+        rows.push(shown.row);
+      }
+    }
+    if (tables.length === 0) return NO_ROWS_EFFECT;
+    return { tables, rows, cut, digest: hash.digest('hex') };
+  }
+}
+
+function named(names: string[], values: EffectValue[]): Record<string, EffectValue> {
+  const out: Record<string, EffectValue> = {};
+  names.forEach((n, i) => {
+    out[n] = values[i] ?? null;
+  });
+  return out;
+}
