@@ -1,6 +1,6 @@
 import { AgentDbError } from '../errors.ts';
 import { isInside } from '../contracts/database-id.ts';
-import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import type { ChildOptions, DbTarget, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import { checkDropName, describe, drop, dropObject, dropTarget, query, replayedWrite, toOpError, write } from '../sqlite/sqlite-ops.ts';
 import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
@@ -10,6 +10,7 @@ import { activitySince, readActivity } from '../sqlite/sqlite-activity.ts';
 import { committedCall, effectDigest, type RecordedOutcome } from '../sqlite/call-record.ts';
 import { committedInClosedFile } from '../sqlite/closed-file-record.ts';
 import { cutUncommittedTail } from './uncommitted-tail.ts';
+import { cutUnenteredTail } from '../sqlite/unentered-tail.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
 import { databaseFigures } from '../sqlite/sqlite-figures.ts';
@@ -172,19 +173,33 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     // A write or drop on a full disk may fail before it finds its own exactly-once record (opening
     // a database whose handles closed, history's copy at open): one an earlier run committed (its
     // worker SIGKILLed before the answer) answers what it did, not STORAGE_FULL "nothing was written".
-    // A commit SQLite wrote whole but could not enter in the WAL index must not come back later.
-    if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop' || req.op === 'audit') && handles.isOpen(req.db.path)) {
-      try {
-        cutUncommittedTail(handles.open(req.db, 'read'), req.db.path);
-      } catch {
-        // The handle could not be had again: the failure is answered as it is.
-      }
-    }
+    // A commit SQLite wrote whole but could not enter in the WAL index must not come back later:
+    // a write's, and a restore in place's or a snapshot's own (their audit rows, the restored pages).
+    if (error.code === 'STORAGE_FULL' && 'db' in req && commits(req.op)) cutFailedCommit(handles, req.db);
     if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop')) {
       const found = recordedBeforeFailure(handles, req);
       if (found?.committed) return { ok: true, result: req.op === 'write' ? replayedFit(replayedWrite(found.result), budget) : found.result, replayed: true };
     }
     return { ok: false, error, ...(err instanceof EffectChanged ? { effect: err.effect } : {}) };
+  }
+}
+
+/** Requests that commit in their database (a restore into another database commits in its fork, removed when it fails). */
+function commits(op: ExecRequest['op']): boolean {
+  return op === 'write' || op === 'drop' || op === 'audit' || op === 'restore' || op === 'snapshot';
+}
+
+/**
+ * Cuts what a commit that failed on a full disk left past the WAL index's end: on this child's
+ * handle, under its write lock; with none open (a restore evicted it), from the file as the next
+ * open would (`cutUnenteredTail`, which cuts nothing while any connection has the database open).
+ */
+function cutFailedCommit(handles: HandleCache, db: DbTarget): void {
+  try {
+    if (handles.isOpen(db.path)) cutUncommittedTail(handles.open(db, 'read'), db.path);
+    else cutUnenteredTail(db.path);
+  } catch {
+    // The handle could not be had again: the failure is answered as it is, and the next open cuts.
   }
 }
 

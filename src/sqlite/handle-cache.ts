@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { hardenConnection } from '../guard/engine-check.ts';
 import { AgentDbError } from '../errors.ts';
 import { forgetStatements } from './statement-cache.ts';
+import { cutUnenteredTail } from './unentered-tail.ts';
 
 /** What the cache needs to know about a database to open it. */
 export interface HandleTarget {
@@ -125,6 +126,10 @@ export class HandleCache {
       if (!hit.opened && intent !== 'query') hit.opened = this.opts.onOpened?.(hit.db, hit.target, intent) !== false;
       return hit.db;
     }
+    // No connection of this process has it open (the executor child opens live databases only
+    // here): a dead process's commit its WAL index never entered must not come back as one when
+    // this open rebuilds the index (`unentered-tail.ts`).
+    cutUnenteredTail(target.path);
     const db = intent === 'write' ? this.openForWrite(target.path) : this.openExisting(target.path);
     if (!db) return this.emptyDatabase();
     this.configure(db, target.path);
