@@ -8,7 +8,7 @@ import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
 import { activitySince, readActivity } from '../sqlite/sqlite-activity.ts';
 import { committedCall, effectDigest, type RecordedOutcome } from '../sqlite/call-record.ts';
-import { committedInClosedFile } from '../sqlite/closed-file-record.ts';
+import { committedInClosedFile } from '../history/closed-file-record.ts';
 import { cutUncommittedTail } from './uncommitted-tail.ts';
 import { cutUnenteredTail } from '../sqlite/unentered-tail.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
@@ -178,6 +178,9 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     if (error.code === 'STORAGE_FULL' && 'db' in req && commits(req.op)) cutFailedCommit(handles, req.db);
     if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop')) {
       const found = recordedBeforeFailure(handles, req);
+      // Not "nothing was written" when that is not known: the call runs again (BullMQ's retry),
+      // and, its retries spent, is answered that it may have committed (`failedCallEnvelope`).
+      if (found === 'unknown') return { ok: false, error: { code: 'UNAVAILABLE', detail: undecidedOnFullDisk(req.op) }, unsettled: true };
       if (found?.committed) return { ok: true, result: req.op === 'write' ? replayedFit(replayedWrite(found.result), budget) : found.result, replayed: true };
     }
     return { ok: false, error, ...(err instanceof EffectChanged ? { effect: err.effect } : {}) };
@@ -207,14 +210,19 @@ function cutFailedCommit(handles: HandleCache, db: DbTarget): void {
  * The record of a write or drop that failed on a full disk: read on its handle when the open got
  * that far (a hit runs none of history's hooks again), else from the closed file itself.
  */
-function recordedBeforeFailure(handles: HandleCache, req: Extract<ExecRequest, { op: 'write' | 'drop' }>): RecordedOutcome | undefined {
+function recordedBeforeFailure(handles: HandleCache, req: Extract<ExecRequest, { op: 'write' | 'drop' }>): RecordedOutcome | 'unknown' | undefined {
   const call = { key: req.callKey, digest: effectDigest(req.op === 'write' ? ['write', req.sql, req.params] : ['drop', req.table]) };
-  if (!handles.isOpen(req.db.path)) return committedInClosedFile(req.db.path, call);
+  if (!handles.isOpen(req.db.path)) return committedInClosedFile(req.db.path, call) ?? 'unknown';
   try {
     return committedCall(handles.open(req.db, 'read'), call);
   } catch {
     return undefined;
   }
+}
+
+/** Why a write or drop whose database could neither be opened nor read on a full disk is run again. */
+function undecidedOnFullDisk(op: 'write' | 'drop'): string {
+  return `the disk is full and the database cannot be opened, and whether it committed in an earlier run of this ${op} (its worker gone before answering) could not be read from its files (past 128 MiB, or unreadable): it runs again, and its call id answers its outcome once the disk has room`;
 }
 
 function needHistory(history: HistoryCapture | undefined): HistoryCapture {
