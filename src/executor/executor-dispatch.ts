@@ -11,6 +11,7 @@ import { committedCall, effectDigest, type RecordedOutcome } from '../sqlite/cal
 import { committedInClosedFile } from '../history/closed-file-record.ts';
 import { cutUncommittedTail } from './uncommitted-tail.ts';
 import { cutUnenteredTail } from '../sqlite/unentered-tail.ts';
+import { putBackDeadWal } from './dead-wal.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
 import { databaseFigures } from '../sqlite/sqlite-figures.ts';
@@ -34,6 +35,8 @@ import { readAsOf } from './as-of-read.ts';
 export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest, history?: HistoryCapture): ExecOutcome {
   const budget = resultBudget(opts.maxResultBytes);
   try {
+    // Not answered ok into a WAL no other process reads (`dead-wal.ts`).
+    if (history && (req.op === 'write' || req.op === 'drop' || req.op === 'audit')) putBackDeadWal(handles, req.db.path);
     if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
     if (req.op === 'close') return { ok: true, result: { closed: handles.isOpen(req.path) ? (handles.evict(req.path), 1) : 0 } };
     if (req.op === 'stats') return { ok: true, result: { handles: handles.size, statements: statementCache.stats(), rss: process.memoryUsage().rss } };

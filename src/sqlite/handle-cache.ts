@@ -158,6 +158,26 @@ export class HandleCache {
     return this.entries.has(dbPath) || this.held.has(dbPath);
   }
 
+  /** The handle open for `dbPath`, if any, without using it (it stays where it is in the order). */
+  peek(dbPath: string): Database.Database | undefined {
+    return (this.entries.get(dbPath) ?? this.held.get(dbPath))?.db;
+  }
+
+  /**
+   * Closes the handle of `dbPath` without `beforeClose` (history's copy before a close): for a
+   * handle whose WAL was deleted under it, once what it committed is put back in the file (see
+   * `dead-wal.ts`); a copy would fail on it, and the handle would be held for good.
+   */
+  discard(dbPath: string): void {
+    const entry = this.entries.get(dbPath) ?? this.held.get(dbPath);
+    if (!entry) return;
+    this.entries.delete(dbPath);
+    this.held.delete(dbPath);
+    forgetStatements(entry.db);
+    entry.db.close();
+    this.opts.afterClose?.(entry.target, undefined);
+  }
+
   /** Handles kept open because history could not copy their WAL before closing. */
   get heldOpen(): number {
     return this.held.size;

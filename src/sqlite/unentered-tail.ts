@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
+import { lockHolders } from './lock-holders.ts';
 
 // SQLite's WAL index header, as the -shm file holds it on disk (sqlite.org/walformat.html, "The
 // WAL-Index Header"): two copies of 48 bytes, in the machine's byte order but for the salts, which
@@ -102,20 +103,12 @@ function tailOf(wal: string, end: EnteredEnd, entered: number): boolean {
 
 /**
  * Whether any process (this one included) holds a POSIX lock on the database's -shm: every open
- * connection in WAL mode holds one (its DMS byte), and its index is live, not rebuilt. Read from
- * /proc/locks (Linux); where that cannot be read, taken as connected, and nothing is cut.
+ * connection in WAL mode holds one (its DMS byte), and its index is live, not rebuilt. Where that
+ * cannot be read, taken as connected, and nothing is cut.
  */
 function connected(dbPath: string): boolean {
-  const ino = fs.statSync(`${dbPath}-shm`).ino;
-  let locks: string;
-  try {
-    locks = fs.readFileSync('/proc/locks', 'latin1');
-  } catch {
-    return true;
-  }
-  const tail = `:${ino} `;
-  for (const line of locks.split('\n')) if (line.includes(tail)) return true;
-  return false;
+  const holders = lockHolders(`${dbPath}-shm`);
+  return holders === undefined || holders.size > 0;
 }
 
 /**
