@@ -50,6 +50,10 @@
 // before its answer (counted: inPlace.undoneWrites); every other acknowledged write of `place` is
 // checked as the others' are, live and in each restore --into by its moment.
 //
+// Session 32, F9 added CUT_KILL=1: `agentdb worker`'s executor children SIGKILL themselves between
+// SQLite's failed commit on a full disk and their cut of its frames (`uncommitted-tail.ts`), each
+// time, so the next open must cut them (`unentered-tail.ts`).
+//
 // Root only (mount). `npm run build`, then
 //   RUN_S=120 FAULT_ROUNDS=2 [FAULT_STREAMS=2] node --import tsx bench/faults-ledger-29.ts
 // FAULT_STREAMS=2 runs the plan twice at once, in two orders, so faults overlap (one per resource at a time).
@@ -189,7 +193,7 @@ async function main(): Promise<void> {
     let p: Awaited<ReturnType<typeof startCli>> | undefined;
     for (let tries = 1; !p; tries++) {
       try {
-        p = await startCli([which], env);
+        p = await startCli([which], which === 'worker' && process.env.CUT_KILL === '1' ? { ...env, AGENTDB_TEST_KILL_BEFORE_TAIL_CUT: '1' } : env);
       } catch (err) {
         if (tries >= 60) throw err;
         restartsRefused.push(`${new Date().toISOString()} ${which}: ${String((err as Error).message).slice(0, 160)}`);

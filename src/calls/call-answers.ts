@@ -88,6 +88,13 @@ export function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
 const STALLED = /^job stalled more than allowable limit$/;
 
 /**
+ * A fault whose call may have committed (a write whose database process died, or whose database
+ * could not be opened on a full disk, and whose record could not be read: `death-answers.ts`,
+ * `executor-dispatch.ts`): its retries spent, it is not answered as if nothing ran.
+ */
+const MAY_HAVE_COMMITTED = /whether it committed\b.*\bcould not be read/;
+
+/**
  * The answer of a call whose job failed: it threw after its retries, a fault rather than an
  * outcome. A fault that is retryable by its code (an `AgentDbError`'s message starts with it:
  * UNAVAILABLE when no database process could start) answers with that code, so the caller tries
@@ -108,6 +115,9 @@ export function failedCallEnvelope(data: Pick<CallJobData, 'callId' | 'tool'>, r
       mayStillRun: true,
     };
   const code = reason ? /^([A-Z_]+): /.exec(reason)?.[1] : undefined;
-  if (isErrorCode(code) && ERRORS[code].retryable) return errorEnvelope(data.callId, data.tool, code, reason!.slice(code.length + 2));
+  if (isErrorCode(code) && ERRORS[code].retryable) {
+    const envelope = errorEnvelope(data.callId, data.tool, code, reason!.slice(code.length + 2));
+    return MAY_HAVE_COMMITTED.test(reason!) ? { ...envelope, mayStillRun: true } : envelope;
+  }
   return errorEnvelope(data.callId, data.tool, 'INTERNAL', reason ? `The call failed: ${reason}` : 'The call failed.');
 }

@@ -1,6 +1,6 @@
 import { AgentDbError } from '../errors.ts';
 import { isInside } from '../contracts/database-id.ts';
-import type { ChildOptions, ExecOutcome, ExecRequest } from './executor-protocol.ts';
+import type { ChildOptions, DbTarget, ExecOutcome, ExecRequest } from './executor-protocol.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import { checkDropName, describe, drop, dropObject, dropTarget, query, tryDropAlone, replayedWrite, toOpError, write } from '../sqlite/sqlite-ops.ts';
 import { diskIsFull, fullCause } from '../sqlite/sqlite-errors.ts';
@@ -8,8 +8,10 @@ import { checkedStatement, statementCache } from '../sqlite/statement-cache.ts';
 import { recordAudit } from '../sqlite/sqlite-audit.ts';
 import { activitySince, readActivity } from '../sqlite/sqlite-activity.ts';
 import { committedCall, effectDigest, type RecordedOutcome } from '../sqlite/call-record.ts';
-import { committedInClosedFile } from '../sqlite/closed-file-record.ts';
+import { committedInClosedFile } from '../history/closed-file-record.ts';
 import { cutUncommittedTail } from './uncommitted-tail.ts';
+import { cutUnenteredTail } from '../sqlite/unentered-tail.ts';
+import { putBackDeadWal } from './dead-wal.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';
 import { browsePage } from '../sqlite/sqlite-browse.ts';
 import { databaseFigures } from '../sqlite/sqlite-figures.ts';
@@ -33,6 +35,8 @@ import { readAsOf } from './as-of-read.ts';
 export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequest, history?: HistoryCapture): ExecOutcome {
   const budget = resultBudget(opts.maxResultBytes);
   try {
+    // Not answered ok into a WAL no other process reads (`dead-wal.ts`).
+    if (history && (req.op === 'write' || req.op === 'drop' || req.op === 'audit')) putBackDeadWal(handles, req.db.path);
     if (req.op === 'evict') return { ok: true, result: { closed: handles.evictShards(req.shards) } };
     if (req.op === 'close') return { ok: true, result: { closed: handles.isOpen(req.path) ? (handles.evict(req.path), 1) : 0 } };
     if (req.op === 'stats') return { ok: true, result: { handles: handles.size, statements: statementCache.stats(), rss: process.memoryUsage().rss } };
@@ -174,19 +178,36 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
     // A write or drop on a full disk may fail before it finds its own exactly-once record (opening
     // a database whose handles closed, history's copy at open): one an earlier run committed (its
     // worker SIGKILLed before the answer) answers what it did, not STORAGE_FULL "nothing was written".
-    // A commit SQLite wrote whole but could not enter in the WAL index must not come back later.
-    if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop' || req.op === 'audit') && handles.isOpen(req.db.path)) {
-      try {
-        cutUncommittedTail(handles.open(req.db, 'read'), req.db.path);
-      } catch {
-        // The handle could not be had again: the failure is answered as it is.
-      }
-    }
+    // A commit SQLite wrote whole but could not enter in the WAL index must not come back later:
+    // a write's, and a restore in place's or a snapshot's own (their audit rows, the restored pages).
+    if (error.code === 'STORAGE_FULL' && 'db' in req && commits(req.op)) cutFailedCommit(handles, req.db);
     if (error.code === 'STORAGE_FULL' && (req.op === 'write' || req.op === 'drop')) {
       const found = recordedBeforeFailure(handles, req);
+      // Not "nothing was written" when that is not known: the call runs again (BullMQ's retry),
+      // and, its retries spent, is answered that it may have committed (`failedCallEnvelope`).
+      if (found === 'unknown') return { ok: false, error: { code: 'UNAVAILABLE', detail: undecidedOnFullDisk(req.op) }, unsettled: true };
       if (found?.committed) return { ok: true, result: req.op === 'write' ? replayedFit(replayedWrite(found.result), budget) : found.result, replayed: true };
     }
     return { ok: false, error, ...(err instanceof EffectChanged ? { effect: err.effect } : {}) };
+  }
+}
+
+/** Requests that commit in their database (a restore into another database commits in its fork, removed when it fails). */
+function commits(op: ExecRequest['op']): boolean {
+  return op === 'write' || op === 'drop' || op === 'audit' || op === 'restore' || op === 'snapshot';
+}
+
+/**
+ * Cuts what a commit that failed on a full disk left past the WAL index's end: on this child's
+ * handle, under its write lock; with none open (a restore evicted it), from the file as the next
+ * open would (`cutUnenteredTail`, which cuts nothing while any connection has the database open).
+ */
+function cutFailedCommit(handles: HandleCache, db: DbTarget): void {
+  try {
+    if (handles.isOpen(db.path)) cutUncommittedTail(handles.open(db, 'read'), db.path);
+    else cutUnenteredTail(db.path);
+  } catch {
+    // The handle could not be had again: the failure is answered as it is, and the next open cuts.
   }
 }
 
@@ -194,14 +215,19 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
  * The record of a write or drop that failed on a full disk: read on its handle when the open got
  * that far (a hit runs none of history's hooks again), else from the closed file itself.
  */
-function recordedBeforeFailure(handles: HandleCache, req: Extract<ExecRequest, { op: 'write' | 'drop' }>): RecordedOutcome | undefined {
+function recordedBeforeFailure(handles: HandleCache, req: Extract<ExecRequest, { op: 'write' | 'drop' }>): RecordedOutcome | 'unknown' | undefined {
   const call = { key: req.callKey, digest: effectDigest(req.op === 'write' ? ['write', req.sql, req.params] : ['drop', req.table]) };
-  if (!handles.isOpen(req.db.path)) return committedInClosedFile(req.db.path, call);
+  if (!handles.isOpen(req.db.path)) return committedInClosedFile(req.db.path, call) ?? 'unknown';
   try {
     return committedCall(handles.open(req.db, 'read'), call);
   } catch {
     return undefined;
   }
+}
+
+/** Why a write or drop whose database could neither be opened nor read on a full disk is run again. */
+function undecidedOnFullDisk(op: 'write' | 'drop'): string {
+  return `the disk is full and the database cannot be opened, and whether it committed in an earlier run of this ${op} (its worker gone before answering) could not be read from its files (past 128 MiB, or unreadable): it runs again, and its call id answers its outcome once the disk has room`;
 }
 
 function needHistory(history: HistoryCapture | undefined): HistoryCapture {

@@ -19,6 +19,13 @@ const FRAME_HEADER = 24;
  * failure is answered either way.
  */
 export function cutUncommittedTail(db: Database, dbPath: string): void {
+  // Tests only: the child dies between SQLite's failed commit and this cut, as a SIGKILL from
+  // outside may have it (the next open cuts then: `unentered-tail.ts`). Unset in production.
+  if (process.env.AGENTDB_TEST_KILL_BEFORE_TAIL_CUT === '1') {
+    // Counted by the fault ledger (it reads the worker's log, which this child's stderr is).
+    process.stderr.write(`agentdb test hook: SIGKILL before the tail cut of ${dbPath}\n`);
+    process.kill(process.pid, 'SIGKILL');
+  }
   if (db.inTransaction) return;
   try {
     db.exec('BEGIN IMMEDIATE');

@@ -1,8 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import Database from 'better-sqlite3';
 import { hardenConnection } from '../guard/engine-check.ts';
-import { AgentDbError } from '../errors.ts';
+import { openHandle } from './handle-open.ts';
 import { forgetStatements } from './statement-cache.ts';
 
 /** What the cache needs to know about a database to open it. */
@@ -125,9 +123,8 @@ export class HandleCache {
       if (!hit.opened && intent !== 'query') hit.opened = this.opts.onOpened?.(hit.db, hit.target, intent) !== false;
       return hit.db;
     }
-    const db = intent === 'write' ? this.openForWrite(target.path) : this.openExisting(target.path);
+    const db = openHandle(target.path, intent === 'write', this.opts);
     if (!db) return this.emptyDatabase();
-    this.configure(db, target.path);
     if (!this.opts.settleLater) this.trim(this.opts.size - 1);
     const entry: Entry = { db, shard: target.shard, target, opened: true };
     this.entries.set(target.path, entry);
@@ -151,6 +148,26 @@ export class HandleCache {
   /** Whether the database at `dbPath` has a handle open now. */
   isOpen(dbPath: string): boolean {
     return this.entries.has(dbPath) || this.held.has(dbPath);
+  }
+
+  /** The handle open for `dbPath`, if any, without using it (it stays where it is in the order). */
+  peek(dbPath: string): Database.Database | undefined {
+    return (this.entries.get(dbPath) ?? this.held.get(dbPath))?.db;
+  }
+
+  /**
+   * Closes the handle of `dbPath` without `beforeClose` (history's copy before a close): for a
+   * handle whose WAL was deleted under it, once what it committed is put back in the file (see
+   * `dead-wal.ts`); a copy would fail on it, and the handle would be held for good.
+   */
+  discard(dbPath: string): void {
+    const entry = this.entries.get(dbPath) ?? this.held.get(dbPath);
+    if (!entry) return;
+    this.entries.delete(dbPath);
+    this.held.delete(dbPath);
+    forgetStatements(entry.db);
+    entry.db.close();
+    this.opts.afterClose?.(entry.target, undefined);
   }
 
   /** Handles kept open because history could not copy their WAL before closing. */
@@ -204,46 +221,6 @@ export class HandleCache {
     if (this.empty) forgetStatements(this.empty);
     this.empty?.close();
     this.empty = undefined;
-  }
-
-  private openForWrite(file: string): Database.Database {
-    // Only on a miss, and only for writes: the folder of a database that was never written
-    // does not exist.
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    return new Database(file, { timeout: this.opts.busyTimeoutMs ?? 5000 });
-  }
-
-  private openExisting(file: string): Database.Database | undefined {
-    try {
-      return new Database(file, { fileMustExist: true, timeout: this.opts.busyTimeoutMs ?? 5000 });
-    } catch (err) {
-      // better-sqlite3 says so with SQLITE_CANTOPEN, or a TypeError when the folder is missing;
-      // either also covers a file that exists but cannot be opened, and only absence is empty.
-      if (!fs.existsSync(file)) return undefined;
-      throw err;
-    }
-  }
-
-  private configure(db: Database.Database, file: string): void {
-    try {
-      hardenConnection(db);
-      // The first statement that reads the header: a file that is not SQLite fails here with
-      // SQLITE_NOTADB, before anything could be written to it.
-      const mode = db.pragma('journal_mode = WAL', { simple: true });
-      if (mode !== 'wal') throw new Error(`could not switch ${file} to WAL (journal_mode is ${String(mode)})`);
-      // The connection's own settings, in one exec: a statement object each took 0.06 ms more of
-      // a miss's open with hardenConnection's (issue 31). With history capture on, only capture
-      // checkpoints, once it has copied the frames.
-      const checkpoint = this.opts.walAutocheckpoint === undefined ? '' : `PRAGMA wal_autocheckpoint = ${Number(this.opts.walAutocheckpoint)}; `;
-      db.exec(`PRAGMA synchronous = NORMAL; ${checkpoint}PRAGMA cache_size = -${Number(this.opts.pageCacheKiB ?? 1024)}`);
-    } catch (err) {
-      db.close();
-      const code = (err as { code?: string }).code ?? '';
-      if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
-        throw new AgentDbError('DATABASE_CORRUPT', `${(err as Error).message} (database file left untouched)`);
-      }
-      throw err;
-    }
   }
 
   private emptyDatabase(): Database.Database {

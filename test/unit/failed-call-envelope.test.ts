@@ -13,6 +13,18 @@ describe('failedCallEnvelope', () => {
     expect((env as { error: { message: string } }).error.message).toMatch(/may have run.*same call id/);
   });
 
+  // Session 32, F9: a write run again on a full disk whose database could be neither opened nor
+  // read, or whose child died and whose record could not be read, runs again; its retries spent,
+  // it may have committed, and is not answered as if nothing ran.
+  it('says mayStillRun for a write whose record could not be read', () => {
+    const reason =
+      'UNAVAILABLE: the disk is full and the database cannot be opened, and whether it committed in an earlier run of this write (its worker gone before answering) could not be read from its files';
+    expect(failedCallEnvelope({ callId: 'w-2', tool: 'DATA_WRITE_SQL' }, reason)).toMatchObject({ error: { code: 'UNAVAILABLE' }, mayStillRun: true });
+    const died = 'UNAVAILABLE: the database process died during the write (EXECUTOR_CRASHED) and whether it committed could not be read: gone';
+    expect(failedCallEnvelope({ callId: 'w-3', tool: 'DATA_WRITE_SQL' }, died)).toMatchObject({ mayStillRun: true });
+    expect(failedCallEnvelope({ callId: 'c', tool: 'T' }, 'UNAVAILABLE: no database process could start')).not.toHaveProperty('mayStillRun');
+  });
+
   it('keeps INTERNAL for a fault of its own, and a retryable code for one that says it', () => {
     expect(failedCallEnvelope({ callId: 'c', tool: 'T' }, 'boom')).toMatchObject({ error: { code: 'INTERNAL' } });
     expect(failedCallEnvelope({ callId: 'c', tool: 'T' }, 'UNAVAILABLE: no database process could start')).toMatchObject({

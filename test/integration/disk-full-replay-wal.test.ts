@@ -1,0 +1,99 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
+import { historyTarget } from '../helpers/history-pool.ts';
+import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { oneChildPool } from '../helpers/one-child-pool.ts';
+
+// Session 32, F9 (F8's leftover): a write that had committed, run again on a full disk (its
+// worker SIGKILLed before the answer, the job taken over), was answered STORAGE_FULL "nothing was
+// written" when its database's child had died holding it: its WAL still held the commit, the
+// database could not be opened (its -shm needs room), and the closed file was read only when its
+// WAL was empty. Now the WAL's committed frames are read over the file, in memory. (On main
+// this file's first test fails: STORAGE_FULL.)
+
+const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-replay-wal-'));
+const refused = mountTmpfs(mnt, '8m');
+if (refused) {
+  fs.rmSync(mnt, { recursive: true, force: true });
+  console.warn(`disk-full-replay-wal.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
+}
+
+/** Whether process `pid` runs still (neither gone nor a zombie awaiting its reaper). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) [ZX]/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+describe.runIf(!refused)('a write or drop run again on a full disk, its child killed holding the WAL', () => {
+  let pool: ExecutorPool;
+  let db: DbTarget;
+  const filler = path.join(mnt, 'filler');
+  const insert = { op: 'write' as const, sql: 'INSERT INTO t VALUES (?)', params: [7], callKey: 'fw/a.k-once' };
+  const drop = { op: 'drop' as const, table: 'gone', callKey: 'fw/a.k-drop' };
+  let first: ExecOutcome;
+
+  beforeAll(async () => {
+    // No checkpoint by history: the commits stay in the WAL.
+    pool = await oneChildPool(mnt, { checkpointBytes: 64 * 1024 * 1024 });
+    db = historyTarget(mnt, 'fw/a');
+    for (const [i, sql] of ['CREATE TABLE t(a)', 'CREATE TABLE gone(a)'].entries())
+      expect((await pool.run({ op: 'write', db, sql, params: [], callKey: `fw/a.k${i}` })).ok).toBe(true);
+    first = await pool.run({ ...insert, db });
+    const dropped = await pool.run({ ...drop, db });
+    expect(first.ok && dropped.ok, JSON.stringify([first, dropped])).toBe(true);
+  });
+
+  afterAll(async () => {
+    await pool?.stop();
+    if (!refused) {
+      unmountTmpfs(mnt);
+      fs.rmSync(mnt, { recursive: true, force: true });
+    }
+  });
+
+  it('answers the write and the drop from their records in the WAL, and a new write STORAGE_FULL', async () => {
+    // The child dies holding the database (its worker SIGKILLed): the WAL keeps the commits.
+    const child = pool.pids[0]!;
+    process.kill(child, 'SIGKILL');
+    await expect.poll(() => running(child), { timeout: 10_000 }).toBe(false);
+    // Its replacement up, and what the pool clears after a death cleared, before the disk fills.
+    const other = historyTarget(mnt, 'fw/b');
+    expect((await pool.run({ op: 'query', db: other, sql: 'SELECT 1', params: [], maxRows: 1 })).ok).toBe(true);
+    expect(fs.statSync(`${db.path}-wal`).size).toBeGreaterThan(32);
+    // The first connection to open it truncates the -shm and grows it again: on a full disk,
+    // whatever takes its pages meanwhile leaves the open without them (SQLITE_IOERR_SHMSIZE).
+    // Here its pages go to the filler before the open.
+    fs.rmSync(`${db.path}-shm`);
+    try {
+      execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=64k'], { stdio: 'pipe' });
+    } catch {
+      // dd stops with ENOSPC: that is the point.
+    }
+    expect(fs.statfsSync(mnt).bavail).toBe(0);
+    const again = await pool.run({ ...insert, db });
+    expect(again, JSON.stringify(again)).toMatchObject({ ok: true, replayed: true, result: { changes: 1 } });
+    expect((again as { result: unknown }).result).toMatchObject({ lastInsertRowid: (first as { result: { lastInsertRowid: number } }).result.lastInsertRowid });
+    const dropAgain = await pool.run({ ...drop, db });
+    expect(dropAgain, JSON.stringify(dropAgain)).toMatchObject({ ok: true, replayed: true });
+    const fresh = await pool.run({ ...insert, db, callKey: 'fw/a.k-new' });
+    expect(fresh, JSON.stringify(fresh)).toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+  });
+
+  it('wrote each once', async () => {
+    fs.rmSync(filler);
+    expect((await pool.run({ op: 'evict', shards: [0] })).ok).toBe(true);
+    const rows = new Database(db.path, { readonly: true });
+    expect(rows.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 1 });
+    expect(rows.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name = 'gone'").get()).toEqual({ n: 0 });
+    rows.close();
+  });
+});
