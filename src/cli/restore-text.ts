@@ -20,12 +20,22 @@ export function restoredText(r: RestoreResult, req: { through?: string; before?:
     r.into
       ? `made ${r.into} from ${r.database} ${kept}`
       : req.undo !== undefined
-        ? `undid restore ${req.undo}: ${r.database} is back as it was before that restore, ${kept}`
+        ? `undid restore ${req.undo}: ${r.database} is back as it was before that restore, ${undoneTo(r, kept)}`
         : `restored ${r.database} ${kept}`,
   ];
   if (r.discardsCommits) lines.push(`it discarded the ${r.discardsCommits} commit${r.discardsCommits === 1 ? '' : 's'} made since the restore it undid`);
   if (r.undoId) lines.push(`undo id ${r.undoId}: agentdb restore ${r.database} --undo ${r.undoId} puts back what was there before`);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Where an undo went, dated. Built from its snapshot alone, the state is the one just before the
+ * restore it undid, which no commit changed since that snapshot; the snapshot may be hours older
+ * (a backup's, taken and not written since), and "as of" its time read as hours lost (review N8,
+ * session 32).
+ */
+function undoneTo(r: RestoreResult, kept: string): string {
+  return r.commits ? kept : `unchanged since its snapshot of ${r.restoredTo}`;
 }
 
 /**

@@ -45,10 +45,11 @@ describe('restoredText: what `agentdb restore` prints after a restore or an undo
   });
 
   // Review N6 (session 30): an undo goes back to the snapshot taken before the restore it undoes,
-  // and said "(the last commit kept)" of that snapshot's time.
-  it('dates an undo built from a snapshot alone by the snapshot, not by a commit', () => {
+  // and said "(the last commit kept)" of that snapshot's time; then (N8, session 32) "as of" a
+  // snapshot hours older than the restore, which read as hours lost: nothing was written since it.
+  it('dates an undo built from a snapshot alone by the snapshot, as the state nothing changed since', () => {
     expect(restoredText(done(), { undo: 'u0' })).toBe(
-      'undid restore u0: acme/scout is back as it was before that restore, as of 2026-12-06T07:06:36.195Z (when its snapshot was taken)\n' +
+      'undid restore u0: acme/scout is back as it was before that restore, unchanged since its snapshot of 2026-12-06T07:06:36.195Z\n' +
         'undo id u1: agentdb restore acme/scout --undo u1 puts back what was there before\n',
     );
   });
