@@ -18,7 +18,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { ADMITTED_ADDS_LUA } from '../src/calls/admitted-add-batch.ts';
-import { budgetNoteLua, LUA_SCRIPTS_DIR, luaSource, NOTED_COMPLETE_LUA } from '../src/redis/lua-scripts.ts';
+import { budgetNoteLua, FINISH_WITH_LUA, LUA_SCRIPTS_DIR, luaSource, NOTED_COMPLETE_LUA } from '../src/redis/lua-scripts.ts';
 import { TAKE_JOB_LUA } from '../src/shards/shard-worker.ts';
 import { freePort } from '../test/helpers/own-redis.ts';
 import { benchSite } from './agentdb-worker.ts';
@@ -39,6 +39,7 @@ function scriptNames(): Map<string, string> {
   for (const file of readdirSync(LUA_SCRIPTS_DIR)) if (file.endsWith('.lua')) names.set(sha(luaSource(file)), file);
   names.set(sha(ADMITTED_ADDS_LUA()), 'ADMITTED_ADDS_LUA');
   names.set(sha(NOTED_COMPLETE_LUA()), 'NOTED_COMPLETE_LUA');
+  names.set(sha(FINISH_WITH_LUA()), 'FINISH_WITH_LUA (completion + bullmq moveToFinished)');
   names.set(sha(budgetNoteLua()), 'budget-note.lua (alone)');
   names.set(sha(TAKE_JOB_LUA()), 'TAKE_JOB_LUA (bullmq moveToActive)');
   const require = createRequire(import.meta.url);
