@@ -15,7 +15,7 @@ export interface LuaCommands {
   /** {@link NOTED_COMPLETE_LUA}: the number of keys first, then the note's and the completions' keys and arguments. */
   agentdbNotedComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<[n: number, held: string, err: string]>;
   /** {@link FINISH_WITH_LUA}: the number of keys first, then a lone completion's and BullMQ's `moveToFinished`'s keys and arguments. */
-  agentdbFinishWith(numKeys: number, ...keysThenArgs: unknown[]): Promise<[rode: unknown, finished: unknown]>;
+  agentdbFinishWith(numKeys: number, ...keysThenArgs: unknown[]): Promise<[rodeOk: number, rode: unknown, finishedOk: number, finished: unknown]>;
   agentdbApprovalCreate(
     key: string,
     pending: string,
@@ -242,7 +242,8 @@ export const FINISH_KEYS = 14;
  * first, and the job is stored finished before the caller can hear of it.
  * KEYS: the completion's, then BullMQ's 14. ARGV: how many keys are the completion's, how many
  * arguments are its, '1' when it carries a note, its arguments, then BullMQ's (last: BullMQ's
- * last may be missing). Returns {the completion's answer, BullMQ's}.
+ * last may be missing). Returns {1, the completion's answer (or 0, its error), 1, BullMQ's (or 0,
+its error)}.
  */
 export const FINISH_WITH_LUA = (): string => `local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rk, ra, bk, ba = {}, {}, {}, {}
@@ -252,20 +253,23 @@ end
 for i = 4, #ARGV do
   if i <= 3 + na then ra[#ra + 1] = ARGV[i] else ba[#ba + 1] = ARGV[i] end
 end
-local rode
-if ARGV[3] == '1' then
-  rode = (function(KEYS, ARGV)
+-- Each part in pcall: one failing does not stop the other, as when they were two scripts.
+local function why(e) return type(e) == 'table' and e.err or tostring(e) end
+local noted = ARGV[3] == '1'
+local rok, rode = pcall(function(KEYS, ARGV)
+  if noted then
+    return (function()
 ${NOTED_COMPLETE_LUA()}
-end)(rk, ra)
-else
-  rode = (function(KEYS, ARGV)
+    end)()
+  end
+  return (function()
 ${luaSource('complete-calls.lua')}
-end)(rk, ra)
-end
-local finished = (function(KEYS, ARGV)
+  end)()
+end, rk, ra)
+local fok, finished = pcall(function(KEYS, ARGV)
 ${bullmqFinish().content}
-end)(bk, ba)
-return {rode, finished}
+end, bk, ba)
+return {rok and 1 or 0, rok and rode or why(rode), fok and 1 or 0, fok and finished or why(finished)}
 `;
 
 /**

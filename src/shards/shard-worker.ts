@@ -136,11 +136,19 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
           ...rider.args,
           ...args.slice(FINISH_KEYS),
         )
-        .then(([rode, done]) => {
-          rider.settle(rode);
-          return done;
-        });
-      finished.catch(rider.fail);
+        .then(
+          ([rodeOk, rode, doneOk, done]) => {
+            // Each part's failure is its own, as when they were two scripts.
+            if (rodeOk === 1) rider.settle(rode);
+            else rider.fail(new Error(String(rode)));
+            if (doneOk !== 1) throw new Error(String(done));
+            return done;
+          },
+          (err: Error) => {
+            rider.fail(err);
+            throw err;
+          },
+        );
       return finished;
     };
   }
