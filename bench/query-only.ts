@@ -7,6 +7,8 @@
 // bin/agentdb.js for the worker (an A/B of the worker and its children; the caller stays this checkout's).
 // CALLER_BASE: another build's dist/src/index.js, whose client's PK reads are measured too
 // (`callerBase`, the same worker), taking turns with this checkout's at going first: an A/B of the caller.
+// HISTORY_CAPTURE=off in the environment (the worker inherits it): its children capture no history, so an
+// on/off pair says what history costs the whole insert call, not just the child's loop.
 import { writeFileSync } from 'node:fs';
 import { baseCaller, benchSite } from './agentdb-worker.ts';
 import { pkRead, pkReadTable } from './pk-read.ts';

@@ -101,7 +101,16 @@ export class KeyedCalls {
    * its own bucket, apart from its calls and lookups; the refusal past it.
    */
   chargeTaskPoll(principal: Principal): Promise<RateRefusal | undefined> {
-    return this.counted(this.client.chargeTaskPoll(this.rateSubject(principal)));
+    return this.counted(this.client.chargeOwn(this.rateSubject(principal), 'task-polls'));
+  }
+
+  /**
+   * Counts one MCP request by `principal` that runs no call (`initialize`, `ping`, `tools/list`,
+   * a notification: src/mcp/request-charge.ts) in its own bucket, apart from its calls, lookups
+   * and task follow-ups; the refusal past it.
+   */
+  chargeMcpRequest(principal: Principal): Promise<RateRefusal | undefined> {
+    return this.counted(this.client.chargeOwn(this.rateSubject(principal), 'mcp-requests'));
   }
 
   /**

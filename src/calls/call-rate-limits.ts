@@ -55,8 +55,25 @@ export function approvalPagePoints(read: number): number {
  */
 export const TASK_POLLS_PER_MINUTE = 600;
 
-/** Which budget a refusal spent: a call rate's, or a principal's task follow-ups ({@link TASK_POLLS_PER_MINUTE}). */
-export type RateBudget = 'workspace' | 'key' | 'task-polls';
+/**
+ * MCP requests that run no call (`initialize`, `ping`, `tools/list`, notifications, and any other
+ * method but `tools/call` and the served `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`) a principal may send per minute, in a bucket of its own.
+ * A client sends a handful as it connects (initialize, its notification, tools/list) and a ping
+ * now and then; uncounted, one key sent 233 `tools/list` a second (1.4 ms of the server's CPU
+ * each, a core) or 1,049 pings, charged to nobody (session 32, T9). Not the calls' buckets: a
+ * client reconnecting must not spend its workspace's calls, and a key spinning these spends only
+ * its own.
+ */
+export const MCP_REQUESTS_PER_MINUTE = 120;
+
+/**
+ * Which budget a refusal spent: a call rate's, a principal's task follow-ups
+ * ({@link TASK_POLLS_PER_MINUTE}) or its MCP requests that run no call ({@link MCP_REQUESTS_PER_MINUTE}).
+ */
+export type RateBudget = 'workspace' | 'key' | 'task-polls' | 'mcp-requests';
+
+/** The budgets of a principal's own, counted apart from its calls: one point a request, limits in requests. */
+export type OwnBudget = 'task-polls' | 'mcp-requests';
 
 /**
  * What a download of an offloaded result (`GET /v1/results/:id`) costs against the rate limits, in
@@ -73,7 +90,7 @@ export function downloadPoints(bytes: number): number {
 /** A refusal: which budget was spent, what it is, and the seconds until its window ends. */
 export interface RateRefusal {
   of: RateBudget;
-  /** The budget, in calls (a lookup counts {@link LOOKUP_POINTS}/{@link CALL_POINTS} of one); for `task-polls`, in follow-ups. */
+  /** The budget, in calls (a lookup counts {@link LOOKUP_POINTS}/{@link CALL_POINTS} of one); for an {@link OwnBudget}, in requests. */
   calls: number;
   windowS: number;
   retryAfterS: number;
@@ -133,15 +150,16 @@ export class CallRateLimits {
   }
 
   /**
-   * The counter one MCP task follow-up of `s` spends, its principal's own (key, or agent, or
-   * member), apart from its call rates; or the refusal while it is known spent. Its limit is in
-   * follow-ups, each one point.
+   * The counter one request of `s` spends in budget `of`, its principal's own (key, or agent, or
+   * member), apart from its call rates: an MCP task follow-up, or an MCP request that runs no call;
+   * or the refusal while it is known spent. Its limit is in requests, each one point.
    */
-  taskPollCounter(s: RateSubject, now = Date.now()): RateCounter[] | RateRefusal {
+  ownCounter(s: RateSubject, of: OwnBudget, now = Date.now()): RateCounter[] | RateRefusal {
     const subject = s.keyId !== undefined ? `k:${s.workspace}:${s.keyId}` : `a:${s.workspace}:${s.agent}`;
     const { windowS } = this.settings;
-    const limit = this.settings.taskPolls ?? Math.max(1, Math.round((TASK_POLLS_PER_MINUTE * windowS) / 60));
-    const c: RateCounter = { of: 'task-polls', key: this.keys.callRate(s.workspace, 'key', `task-polls:${subject}`), points: 1, limit, windowS };
+    const [set, perMinute] = of === 'task-polls' ? [this.settings.taskPolls, TASK_POLLS_PER_MINUTE] : [this.settings.mcpRequests, MCP_REQUESTS_PER_MINUTE];
+    const limit = set ?? Math.max(1, Math.round((perMinute * windowS) / 60));
+    const c: RateCounter = { of, key: this.keys.callRate(s.workspace, 'key', `${of}:${subject}`), points: 1, limit, windowS };
     const until = this.blocked.get(c.key);
     if (until !== undefined && until > now) return this.refusal(c, until - now);
     if (until !== undefined) this.blocked.delete(c.key);
@@ -158,7 +176,7 @@ export class CallRateLimits {
   private refusal(c: RateCounter, msLeft: number): RateRefusal {
     return {
       of: c.of,
-      calls: c.of === 'task-polls' ? c.limit : c.limit / CALL_POINTS,
+      calls: c.of === 'task-polls' || c.of === 'mcp-requests' ? c.limit : c.limit / CALL_POINTS,
       windowS: this.settings.windowS,
       retryAfterS: Math.max(1, Math.ceil(msLeft / 1000)),
     };

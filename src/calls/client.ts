@@ -21,7 +21,7 @@ import type { CallAnswer, Decision, FinishedAnswer } from './call-answers.ts';
 import { CallEnqueue } from './call-enqueue.ts';
 import { claimTtlS } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
-import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type RateRefusal } from './call-rate-limits.ts';
+import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type OwnBudget, type RateRefusal } from './call-rate-limits.ts';
 import type { ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
@@ -201,14 +201,15 @@ export class AgentDbClient {
   }
 
   /**
-   * Counts one MCP task follow-up (`tasks/get`, `tasks/result`, `tasks/cancel`) of the caller's
-   * key (`keyId`; else its agent, or `@<member>`) in a bucket of its own,
-   * `CallRateLimits.taskPollCounter`: the refusal when spent, else undefined.
+   * Counts one request of the caller's key (`keyId`; else its agent, or `@<member>`) in budget
+   * `of`, a bucket of its own apart from its calls (`CallRateLimits.ownCounter`): an MCP task
+   * follow-up (`tasks/get`, `tasks/result`, `tasks/cancel`) or an MCP request that runs no call
+   * (`initialize`, `ping`, `tools/list`…). The refusal when spent, else undefined.
    */
-  async chargeTaskPoll(who: { workspace: string; agent: string; keyId?: string }): Promise<RateRefusal | undefined> {
+  async chargeOwn(who: { workspace: string; agent: string; keyId?: string }, of: OwnBudget): Promise<RateRefusal | undefined> {
     if (!this.rates) return undefined;
     const plan = await this.workspaces.planOf(who.workspace);
-    const counters = this.rates.taskPollCounter({ plan, workspace: who.workspace, agent: who.agent, ...(who.keyId ? { keyId: who.keyId } : {}) });
+    const counters = this.rates.ownCounter({ plan, workspace: who.workspace, agent: who.agent, ...(who.keyId ? { keyId: who.keyId } : {}) }, of);
     if (!Array.isArray(counters)) return counters;
     const spent = await this.budget.countRates(who.workspace, counters);
     return spent ? this.rates.refused(spent.rate, spent.msLeft) : undefined;

@@ -36,7 +36,7 @@ export function activityTable(page: ActivityPage): string {
   const lines = [
     `${page.database}: newest first`,
     ...(page.behind ? [`${page.behind.note}`] : []),
-    ['time', 'by', 'tool', 'rows', 'approved by', 'what', 'rationale', 'restore before'].join('\t'),
+    ['time', 'by', 'tool', 'rows', 'approved by', 'what', 'rationale', 'position'].join('\t'),
   ];
   for (const e of page.entries)
     lines.push(
@@ -48,11 +48,17 @@ export function activityTable(page: ActivityPage): string {
         e.approvedBy ?? '',
         entryWhat(e),
         e.rationale ? cell(e.rationale, RATIONALE_WIDTH) : '',
-        e.restoreBefore,
+        e.id,
       ].join('\t'),
     );
   if (!page.entries.length) lines.push('(no commits in history)');
   if (page.next) lines.push('', `more: agentdb activity ${page.database} --before ${page.next}`);
-  if (page.entries.length) lines.push(`restore to just before an entry: agentdb restore ${page.database} --through <its restore before>`);
+  // One position per entry, the one `agentdb history` lists for the same commit; the flag says
+  // which side of it a restore lands on. The table gave the state before each entry, which
+  // --through then took with the opposite effect of history's position (session 32, N8).
+  if (page.entries.length)
+    lines.push(
+      `undo an entry and every later one: agentdb restore ${page.database} --before <its position>; keep it and undo the later ones: --through <its position>`,
+    );
   return `${lines.join('\n')}\n`;
 }

@@ -29,7 +29,8 @@ export function addHistoryCommands(program: Command, run: Run): void {
 Examples:
   agentdb activity acme/scout
   agentdb activity acme --json --limit 20
-  agentdb restore acme/scout --at <restore before>   # undo an entry and everything after it`,
+  agentdb restore acme/scout --before <position>     # undo an entry and everything after it
+  agentdb restore acme/scout --through <position>    # keep an entry, undo everything after it`,
     )
     .action(run(async () => (await import('./activity.ts')).activity));
   program
@@ -46,10 +47,14 @@ Examples:
     )
     .option(
       '--through <position>',
-      "instead of --at, a history position: an activity entry's id (the state just after its commit) or its restore-before (the state just before it)",
+      'instead of --at, a position `agentdb activity` or `agentdb history` lists: keeps that commit and every one before it (the state just after it)',
+    )
+    .option(
+      '--before <position>',
+      'instead of --at, a position `agentdb activity` or `agentdb history` lists: undoes that commit and every one after it (the state just before it)',
     )
     .option('--undo <id>', 'go back to the state before the restore that printed this undo id')
-    .option('--into <db>', 'with --at, --through or --from-blob: create this new database of the same workspace instead of restoring in place')
+    .option('--into <db>', 'with --at, --through, --before or --from-blob: create this new database of the same workspace instead of restoring in place')
     .option(
       '--dry-run',
       'say where it would go and what it would take away (the activity entries after that moment, newest first; with --into, what the new database leaves out; with --from-blob, the moment and commits alone); change nothing',
@@ -66,7 +71,8 @@ Examples:
   agentdb history acme/scout
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --dry-run
   agentdb restore acme/scout --at 1796090340          # in place; prints an undo id and the command to undo
-  agentdb restore acme/scout --through <activity id> --into acme/scout-fork   # a fork just after that commit
+  agentdb restore acme/scout --before <position>     # undo that commit and every later one (an undo point keeps them)
+  agentdb restore acme/scout --through <position> --into acme/scout-fork   # a fork just after that commit
   agentdb restore acme/scout --undo u…
   agentdb restore acme/scout --at 2026-12-01T01:59:00Z --into acme/scout-before
   agentdb restore acme/scout --from-blob --at 2026-12-01T01:59:00Z   # disaster restore

@@ -31,12 +31,13 @@ export async function history(ctx: CommandContext, flags: { json?: boolean; allC
   });
 }
 
-/** `agentdb restore DB --at T | --through POSITION [--into NEW] [--dry-run] [--json]` or `agentdb restore DB --undo ID`. */
+/** `agentdb restore DB --at T | --through POSITION | --before POSITION [--into NEW] [--dry-run] [--json]` or `agentdb restore DB --undo ID`. */
 export async function restore(
   ctx: CommandContext,
   flags: {
     at?: string;
     through?: string;
+    before?: string;
     undo?: string;
     into?: string;
     dryRun?: boolean;
@@ -73,7 +74,8 @@ export async function restore(
     throw new UsageError(`--at: ${(err as { detail?: string }).detail ?? String(err)}`);
   }
   if (flags.fromBlob) {
-    if (flags.undo !== undefined || flags.through !== undefined) throw new UsageError('--from-blob takes only --at, --into, --dry-run, --by and --json');
+    if (flags.undo !== undefined || flags.through !== undefined || flags.before !== undefined)
+      throw new UsageError('--from-blob takes only --at, --into, --dry-run, --by and --json');
     return withClient(ctx, 'restore', async (client) => {
       const result = await client.restoreFromBlob(
         db,
@@ -90,9 +92,12 @@ export async function restore(
       return 0;
     });
   }
-  const given = [flags.at, flags.through, flags.undo].filter((v) => v !== undefined).length;
-  if (given > 1) throw new UsageError('give one of --at TIME, --through POSITION or --undo ID, not several');
-  if (given === 0) throw new UsageError('give --at TIME (ISO time or unix seconds), --through POSITION (an activity entry) or --undo ID');
+  const given = [flags.at, flags.through, flags.before, flags.undo].filter((v) => v !== undefined).length;
+  if (given > 1) throw new UsageError('give one of --at TIME, --through POSITION, --before POSITION or --undo ID, not several');
+  if (given === 0)
+    throw new UsageError(
+      'give --at TIME (ISO time or unix seconds), --through POSITION (keeps that commit), --before POSITION (undoes that commit and every later one) or --undo ID; a POSITION is one `agentdb activity` or `agentdb history` lists',
+    );
   if (flags.undo !== undefined && flags.into !== undefined) throw new UsageError('--undo goes back in place; it takes no --into');
   return withClient(ctx, 'restore', async (client) => {
     const result = await client.restore(
@@ -100,6 +105,7 @@ export async function restore(
       {
         ...(flags.at !== undefined ? { at: flags.at } : {}),
         ...(flags.through !== undefined ? { through: flags.through } : {}),
+        ...(flags.before !== undefined ? { before: flags.before } : {}),
         ...(flags.undo !== undefined ? { undo: flags.undo } : {}),
         ...(flags.into !== undefined ? { into: flags.into } : {}),
         ...(flags.dryRun ? { dryRun: true } : {}),
@@ -159,7 +165,7 @@ function table(view: HistoryView, all: boolean): string {
     // The moments an undo of the last writes goes to: --at one of them keeps it and all before.
     lines.push(
       '',
-      `last ${view.recentCommits.length} commits, newest first (restore --at one, or --through its position, keeps it and every commit before)${all ? '' : "; agentdb's own upkeep commits left out: --all-commits lists them"}`,
+      `last ${view.recentCommits.length} commits, newest first (restore --at one, or --through its position, keeps it and every commit before; --before its position undoes it and every commit after)${all ? '' : "; agentdb's own upkeep commits left out: --all-commits lists them"}`,
       ['committed at', 'generation', 'position'].join('\t'),
     );
     for (const c of view.recentCommits) lines.push([c.at, c.generation, c.position].join('\t'));

@@ -10,12 +10,12 @@ import { entryWhat } from './activity-entry-text.ts';
  * What a restore did, as `agentdb restore` prints it (review R1 low: a restore printed raw JSON
  * where its dry run printed text): what was restored, to which moment (and position, when one
  * was given), and the undo id with the command that goes back.
- * @param through the history position the restore was asked for (`--through`), if one was.
+ * @param req the history position the restore was asked for (`--through`, `--before`), if one was.
  */
-export function restoredText(r: RestoreResult, req: { through?: string; undo?: string }): string {
+export function restoredText(r: RestoreResult, req: { through?: string; before?: string; undo?: string }): string {
   // A state built from a snapshot alone (an undo's: the snapshot taken before the restore it
   // undoes) is dated by the snapshot, not by a commit (review N6, session 30).
-  const kept = `as of ${r.restoredTo} (${r.commits ? 'the last commit kept' : 'when its snapshot was taken'})${req.through !== undefined ? `, position ${req.through}` : ''}`;
+  const kept = `as of ${r.restoredTo} (${r.commits ? 'the last commit kept' : 'when its snapshot was taken'})${req.through !== undefined ? `, position ${req.through}` : req.before !== undefined ? `, just before position ${req.before}` : ''}`;
   const lines = [
     r.into
       ? `made ${r.into} from ${r.database} ${kept}`
@@ -84,7 +84,7 @@ export function dryRunText(r: RestoreResult): string {
       lines.push(
         '',
         `${r.into ? `${r.into} would leave out` : 'it would take away'} ${after.more ? `at least ${after.entries.length}` : after.entries.length} entr${after.entries.length === 1 && !after.more ? 'y' : 'ies'}, newest first:`,
-        ['time', 'by', 'tool', 'rows', 'what', 'id'].join('\t'),
+        ['time', 'by', 'tool', 'rows', 'what', 'position'].join('\t'),
       );
       for (const e of after.entries)
         lines.push(

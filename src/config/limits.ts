@@ -36,6 +36,8 @@ const limitsSchema = z.object({
   RATE_LIMIT_KEY_CALLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
   /** MCP `tasks/get`, `tasks/result` and `tasks/cancel` one key may send per window (600 a minute, scaled, when unset). */
   RATE_LIMIT_TASK_POLLS: z.coerce.number().int().min(1).max(100_000_000).optional(),
+  /** MCP requests that run no call (initialize, ping, tools/list, notifications) one key may send per window (120 a minute, scaled, when unset). */
+  RATE_LIMIT_MCP_REQUESTS: z.coerce.number().int().min(1).max(100_000_000).optional(),
   /**
    * How long a finished call keeps its envelope in Redis (for `agentdb result`, a resent call id,
    * a late waiter) and an offloaded result in the blob store, in hours; then both are trimmed.
@@ -119,6 +121,8 @@ export interface RateLimitSettings {
   readonly keyCalls?: number;
   /** MCP `tasks/get`, `tasks/result` and `tasks/cancel` requests a principal may make per window (default `TASK_POLLS_PER_MINUTE`, scaled). */
   readonly taskPolls?: number;
+  /** MCP requests that run no call (`initialize`, `ping`, `tools/list`, notifications…) a principal may send per window (default `MCP_REQUESTS_PER_MINUTE`, scaled). */
+  readonly mcpRequests?: number;
 }
 
 /** This part's fields of `Config`, from its variables as validated. */
@@ -141,6 +145,7 @@ export function limitsConfig(e: z.infer<typeof limitsSchema>): LimitsConfig {
             ...(e.RATE_LIMIT_WORKSPACE_CALLS ? { workspaceCalls: e.RATE_LIMIT_WORKSPACE_CALLS } : {}),
             ...(e.RATE_LIMIT_KEY_CALLS ? { keyCalls: e.RATE_LIMIT_KEY_CALLS } : {}),
             ...(e.RATE_LIMIT_TASK_POLLS ? { taskPolls: e.RATE_LIMIT_TASK_POLLS } : {}),
+            ...(e.RATE_LIMIT_MCP_REQUESTS ? { mcpRequests: e.RATE_LIMIT_MCP_REQUESTS } : {}),
           }),
     resultTtlS: e.RESULT_TTL_HOURS * 3600,
     resultTrimEveryS: e.RESULT_TRIM_EVERY_S,

@@ -111,6 +111,8 @@ export async function activityPage(
 export interface PageOptions {
   limit?: number;
   before?: string;
+  /** An entry's id: the page starts with it (what a restore `--before` it reads its `restoreBefore` from). Not with `before`. */
+  at?: string;
   onRead?: (items: number) => void;
 }
 
@@ -151,6 +153,13 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
     if (at < 0)
       throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.before)} is no commit of ${id}'s history (pruned, or from another database)`);
     start = { commit: at - 1, ...(inGap ? { slotItem: inGap.item } : {}) };
+  } else if (opts.at !== undefined) {
+    const from = positionIn(id, opts.at);
+    const inGap = heldIndexOf(held, from);
+    const at = inGap ? inGap.position : history.indexOf(from);
+    if (at < 0) throw new AgentDbError('INVALID_ARGUMENTS', `${JSON.stringify(opts.at)} is no commit of ${id}'s history (pruned, or from another database)`);
+    // The entry itself first: in a gap, from its own item; a commit, with none of the gaps after it.
+    start = inGap ? { commit: at - 1, slotItem: inGap.item - 1 } : { commit: at, slotItem: Number.POSITIVE_INFINITY };
   }
   const picked: Item[] = [];
   const walk = itemsFrom(start, held, listed);

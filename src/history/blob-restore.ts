@@ -22,7 +22,7 @@ import { discardGeneration, everyPage, prepareGeneration, publishGeneration } fr
 import { planRestore, type RestorePlan } from './restore-plan.ts';
 import { rebuild } from './restore-rebuild.ts';
 import { verifyIntegrity } from './integrity.ts';
-import { syncDir, syncFile } from './snapshot.ts';
+import { syncDir, syncFile } from './file-sync.ts';
 
 /** What a disaster restore did. */
 export interface BlobRestoreResult {

@@ -11,6 +11,7 @@ import { lateAnswers } from './late-answers.ts';
 import { newestGeneration, newestSegment } from './newest-history.ts';
 import { restoreLeaving, sealHolds, writeSeal } from './seal.ts';
 import { readIndex } from './segment-index.ts';
+import { syncSegment } from './segment-sync.ts';
 
 // A handle's close, and the seal it leaves: the copy before it, whether it may be skipped, and
 // the seal after it, which lets the next WAL's new salts continue the generation.
@@ -56,6 +57,8 @@ function copyBeforeClose(db: Database, dbPath: string, opts: CaptureOptions): Pe
     found = copyNew(db, dbPath, opts, { now, recover: true, emptyOnly: true }, false, foreign);
     // The close would fold a WAL deleted under it into the file: the handle stays open instead.
     if (walDeleted(db)) throw walDeletedError(dbPath);
+    // The close, as the last connection, checkpoints: see `syncSegment`. A failed flush keeps the handle open.
+    if (!found.next) syncSegment(found.state?.seg);
   } catch (err) {
     endCapture(db, lock);
     throw err;

@@ -7,6 +7,7 @@ import { copyNew, type Found } from './copy-new.ts';
 import type { HistoryPosition, HistorySource, SnapshotMeta } from './history-files.ts';
 import { lateAnswers, noteLate } from './late-answers.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
+import { syncSegment } from './segment-sync.ts';
 import { startGeneration } from './snapshot.ts';
 
 /** What capture needs to know: where the database and its history are, and when to checkpoint. */
@@ -143,6 +144,7 @@ export function finishCapture(locked: LockedCapture): CaptureReport {
   if (found.checkpoint) {
     // Only when every committed frame is copied; the next commit starts the WAL over with
     // salt-1 + 1. RESTART, not TRUNCATE: the file is written over in place, never regrown.
+    syncSegment(found.state?.seg);
     const [res] = db.pragma('wal_checkpoint(RESTART)') as { busy: number; log: number }[];
     report.checkpointed = !res?.busy;
     // The checkpoint cannot run under the write lock: a commit from another connection (a

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { AgentDbError } from '../errors.ts';
 import type { Delta } from './delta-restore.ts';
 import type { PageRef } from './frame-scan.ts';
-import { syncDir } from './snapshot.ts';
+import { syncDir } from './file-sync.ts';
 import { writeWal } from './wal-writer.ts';
 
 // A delta restore's one commit, written as the database's -wal: whole and synced beside it, then

@@ -27,7 +27,8 @@ import {
 import { commitLine } from './segment-index.ts';
 import type { RestorePlan } from './restore-plan.ts';
 import { writeSeal } from './seal.ts';
-import { publish, removeDeadTemps, syncDir } from './snapshot.ts';
+import { syncDir } from './file-sync.ts';
+import { publish, removeDeadTemps } from './snapshot.ts';
 import { SNAPSHOT_CRC, readSnapshotCrc, writeSnapshotCrc } from './snapshot-crc.ts';
 import { writeWal, type WalWritten } from './wal-writer.ts';
 

@@ -12,7 +12,7 @@ import type { RestoreHooks, RestoreIntoRequest as IntoReq } from './restore-requ
 import { result } from './restore-result.ts';
 import { restoreTarget } from './restore-target.ts';
 import { weighedPlan, weighing, type WeighingResult } from './restore-weighed.ts';
-import { syncDir } from './snapshot.ts';
+import { syncDir } from './file-sync.ts';
 import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
 import { audit, audited } from './restore-audit.ts';

@@ -22,7 +22,7 @@ import { commitsAfterRestore, finishedUnder } from './restore-undo.ts';
 import { weighedPlan, weighing, type WeighedPlan, type WeighingResult } from './restore-weighed.ts';
 import { restoreWithinGeneration, settleInterrupted } from './restore-within-generation.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
-import { syncDir } from './snapshot.ts';
+import { syncDir } from './file-sync.ts';
 
 // The executor's restore and snapshot requests, and the restore in place; a restore into a new
 // database is restore-into.ts. What a restore answers is restore-result.ts, where it goes

@@ -20,7 +20,9 @@ import { integrityProblem } from './integrity.ts';
 import { keptDescriptor } from './kept-descriptors.ts';
 import { alive } from './reader-markers.ts';
 import { CRC_CHUNK, SNAPSHOT_CRC, writeSnapshotCrc, writeSums } from './snapshot-crc.ts';
+import { syncFile } from './file-sync.ts';
 import { writeSeal } from './seal.ts';
+import { syncNewestSegment } from './segment-sync.ts';
 
 const CHUNK = 1024 * 1024;
 /** From this size a copy's sha256 is computed on a worker thread (starting one costs milliseconds). */
@@ -85,25 +87,6 @@ export function hashAndSync(file: string): { sha256: string; bytes: number } {
   const sha256 = sha256File(file);
   syncFile(file);
   return { sha256, bytes: fs.statSync(file).size };
-}
-
-/** fsync of a folder: what makes a file created or renamed in it survive a power cut. */
-export function syncDir(dir: string): void {
-  fsyncOpened(dir, 'r');
-}
-
-/** fsync of one file by name. */
-export function syncFile(file: string): void {
-  fsyncOpened(file, 'r+');
-}
-
-function fsyncOpened(p: string, flags: 'r' | 'r+'): void {
-  const fd = fs.openSync(p, flags);
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /** The sha256 (hex) of a file, read in chunks. */
@@ -176,6 +159,8 @@ export function startGeneration(
   removeDeadTemps(source.generationsDir);
   fs.mkdirSync(tmp, { recursive: true });
   try {
+    // The checkpoint folds the last generation's WAL into the file: its segment first (`syncSegment`).
+    syncNewestSegment(source.generationsDir);
     const [res] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
     if (res?.busy) throw new Error(`could not checkpoint ${dbPath} to snapshot it: another connection is reading`);
     db.prepare('BEGIN IMMEDIATE').run();

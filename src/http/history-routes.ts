@@ -31,6 +31,7 @@ const restoreBody = z.preprocess(
   z.strictObject({
     at: z.union([z.string().min(1).max(100), z.number()]).optional(),
     through: z.string().min(1).max(100).optional(),
+    before: z.string().min(1).max(200).optional(),
     undo: z.string().min(1).max(100).optional(),
     into: z.string().min(1).max(200).optional(),
     dryRun: z.boolean().optional(),

@@ -5,6 +5,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { mcpInfoServer, mcpServer, type McpServerDeps } from '../mcp/server.ts';
 import { mcpToolCall } from '../mcp/tool-call.ts';
+import { chargeMcpRequest, rpcErrorOf } from '../mcp/request-charge.ts';
 import type { McpEndpoint } from '../mcp/toolkit.ts';
 import type { KeyedCalls } from '../calls/bearer-key-calls.ts';
 import type { KeyAuthenticator } from '../registry/principal.ts';
@@ -199,6 +200,15 @@ export function mcpRoutes(deps: McpRoutesDeps): FastifyPluginAsync {
           const onFault = faultLog(request);
           const run = mcpToolCall(at, { calls: deps.calls, approvalWaitMs: deps.approvalWaitMs, joins: deps.waiting?.joins, onFault }, async () => principal);
           return send(await answerFastToolCall(fast, run, gone));
+        }
+        // Counted in the principal's own bucket (request-charge.ts); a count Redis could not make
+        // lets the request through: it runs no call, and connecting must work in an outage.
+        const refused = await chargeMcpRequest(deps.calls, principal, request.body).catch(() => undefined);
+        if (refused) {
+          const body = rpcErrorOf(refused, request.body);
+          reply.header('retry-after', String((refused.data as { retryAfter: number }).retryAfter));
+          // A request's refusal is its response (as a task follow-up's is); a notification has none, so HTTP says it.
+          return sendJson(reply, body.id === null ? 429 : 200, body);
         }
         return send(await serve(mcpServer(principal, at, serverDeps(request)), post, gone));
       };

@@ -84,14 +84,16 @@ export function newRecord(owner: string, start: TaskStart, ttlMs: number): TaskR
 }
 
 /**
- * The protocol error past a rate bound for a task request (`what`): -32600 with RATE_LIMITED and
+ * The protocol error past a rate bound for a task request, or an MCP request that runs no call (`what`): -32600 with RATE_LIMITED and
  * the seconds to wait in its message and data, as the SDK answers a store's error.
  */
 export function rateLimitedError(limited: RateRefusal, workspace: string, what: string): McpError {
   const message =
     limited.of === 'task-polls'
       ? `RATE_LIMITED: this key may follow its tasks ${limited.calls} times per ${limited.windowS} s (tasks/get, tasks/result and tasks/cancel; a client polling at each task's pollInterval stays well inside it); ask again in ${limited.retryAfterS} s.`
-      : `RATE_LIMITED: ${rateRefusalDetail(limited, limited.of === 'workspace' ? `Workspace ${workspace}` : 'This key', `${what} counts a tenth of one`)}`;
+      : limited.of === 'mcp-requests'
+        ? `RATE_LIMITED: this key may send ${limited.calls} MCP requests that run no call per ${limited.windowS} s (initialize, ping, tools/list, notifications; a client connecting sends a few); ask again in ${limited.retryAfterS} s.`
+        : `RATE_LIMITED: ${rateRefusalDetail(limited, limited.of === 'workspace' ? `Workspace ${workspace}` : 'This key', `${what} counts a tenth of one`)}`;
   return new McpError(ErrorCode.InvalidRequest, message, { code: 'RATE_LIMITED', retryAfter: limited.retryAfterS });
 }
 

@@ -69,6 +69,8 @@ export interface Keys {
   webSession(idHash: string): string;
   /** A member's web sessions (the sha256 of each cookie), scored by when each began (ms). */
   webMemberSessions(workspace: string, member: string): string;
+  /** A restore form's submission, by the sha256 of who sent it, its one-time token and its fields: running, or where its outcome is (JSON, with a TTL). */
+  restoreOnce(hash: string): string;
   /** A workspace's offloaded results held in the blob store: `<id>:<bytes>`, scored by expiry (ms). */
   offloaded(workspace: string): string;
   /**
@@ -162,6 +164,7 @@ export function keysFor(prefix: string): Keys {
     executorStatus: (worker) => `${prefix}:{executors}:w:${worker}`,
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
     webMemberSessions: (workspace, member) => `${prefix}:{web}:member-sessions:${workspace}:${member}`,
+    restoreOnce: (hash) => `${prefix}:{web}:restore-once:${hash}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
     mcpPendingCall: (joinKey) => `${prefix}:mcp-join:${joinKey}`,

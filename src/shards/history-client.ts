@@ -18,8 +18,14 @@ export type { ActivityEntry, ActivityPage, HistoryCaller, HistoryView, RestoreRe
 export interface RestoreRequest {
   /** ISO time, or unix seconds (a number, or a string of digits). */
   at?: string | number;
-  /** A history position instead of a time: an activity entry's id (the state just after that commit) or its `restoreBefore`. */
+  /**
+   * A history position instead of a time, kept with every commit before it: an activity entry's
+   * id or a `history` commit's position (the state just after that commit), or an entry's
+   * `restoreBefore` (itself the position just before that entry).
+   */
   through?: string;
+  /** An activity entry's id (or a `history` commit's position): the state just before that commit, undoing it and every later one. */
+  before?: string;
   undo?: string;
   into?: string;
   dryRun?: boolean;
@@ -128,10 +134,10 @@ export class HistoryClient {
   async restore(db: string, req: RestoreRequest, caller: HistoryCaller, onRead?: (items: number) => void): Promise<RestoreResult> {
     const id = checkedId(db);
     checkHistoryAdmin(caller, db);
-    if ([req.at, req.through, req.undo].filter((v) => v !== undefined).length !== 1)
+    if ([req.at, req.through, req.before, req.undo].filter((v) => v !== undefined).length !== 1)
       throw new AgentDbError(
         'INVALID_ARGUMENTS',
-        'give exactly one of a time (`at`; --at in the CLI), a history position (`through`; --through) or an undo id (`undo`; --undo)',
+        'give exactly one of a time (`at`; --at in the CLI), a history position to keep (`through`; --through) or to go back to just before (`before`; --before), or an undo id (`undo`; --undo)',
       );
     let into: string | undefined;
     let refused: string | undefined;
@@ -146,6 +152,7 @@ export class HistoryClient {
     const args = {
       ...(req.at !== undefined ? { at: parseMoment(req.at) } : {}),
       ...(req.through !== undefined ? { through: req.through } : {}),
+      ...(req.before !== undefined ? { before: req.before } : {}),
       ...(req.undo !== undefined ? { undo: req.undo } : {}),
       ...(into !== undefined ? { into } : {}),
       ...(req.dryRun ? { dryRun: true } : {}),

@@ -113,7 +113,7 @@ describe('agentdb restore', () => {
     expect(out.stdout).toMatch(/\nbuilt from snapshot g0000000001 \(taken \S+\) and the \d+ commits? after it\n/);
     expect(out.stdout).not.toContain('frames');
     expect(out.stdout).toMatch(
-      /\nit would take away 1 entry, newest first:\ntime\tby\ttool\trows\twhat\tid\n\S+\tagent:scout\tDATA_WRITE_SQL\t3\tDELETE FROM leads\t\S+\n$/,
+      /\nit would take away 1 entry, newest first:\ntime\tby\ttool\trows\twhat\tposition\n\S+\tagent:scout\tDATA_WRITE_SQL\t3\tDELETE FROM leads\t\S+\n$/,
     );
     const plan = json((await cli('restore', 'acme/scout', '--at', String(moment / 1000), '--dry-run', '--json')).stdout);
     expect(plan).toMatchObject({ dryRun: true, snapshot: { id: 'g0000000001' }, frames: expect.any(Number), keeps: expect.stringMatching(/~[0-9a-f]{8}$/) });

@@ -164,6 +164,7 @@ describe('rate limits', () => {
     expect(loadConfig({ RATE_LIMIT_KEY_CALLS: '2' }).rateLimits).toEqual({ windowS: 60, keyCalls: 2 });
     // An MCP client's task follow-ups have a budget of their own, set apart from the calls'.
     expect(loadConfig({ RATE_LIMIT_TASK_POLLS: '5' }).rateLimits).toEqual({ windowS: 60, taskPolls: 5 });
+    expect(loadConfig({ RATE_LIMIT_MCP_REQUESTS: '7' }).rateLimits).toEqual({ windowS: 60, mcpRequests: 7 });
     const client = sb.client({ rateLimits: false });
     for (let i = 0; i < 3; i++) {
       expect(

@@ -39,7 +39,7 @@ describe('a gap and history behind, shown', () => {
   });
 
   it('the page shows the note and the gap, and offers no fork as of a held call', () => {
-    const out = activityView('acme/closer', page, true, 'tok', (b) => `?before=${b}`).value;
+    const out = activityView('acme/closer', page, true, { csrf: 'tok', once: 'o' }, (b) => `?before=${b}`).value;
     expect(out).toContain('id="behind">history is behind: 71 writes not yet captured');
     expect(out).toContain('a new snapshot of the file, which also holds the 1 call listed just above');
     expect(out).toContain('Held in the snapshot of gap g0000000002');
@@ -50,6 +50,6 @@ describe('a gap and history behind, shown', () => {
 
   it('says nothing of it when history holds every write', () => {
     expect(activityTable({ ...page, behind: undefined } as ActivityPage)).not.toContain('behind');
-    expect(activityView('acme/closer', { database: 'x', entries: [] }, true, 'tok', (b) => b).value).not.toContain('behind');
+    expect(activityView('acme/closer', { database: 'x', entries: [] }, true, { csrf: 'tok', once: 'o' }, (b) => b).value).not.toContain('behind');
   });
 });

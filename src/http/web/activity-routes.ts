@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AgentDbError } from '../../errors.ts';
+import { historyState, type RestoreOnce } from '../../shards/restore-once.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
 import { historyAvailable, historyHref, type HistoryAccess } from './history-routes.ts';
@@ -9,11 +10,20 @@ import type { PageFrame } from './layout.ts';
 import { databaseField, formBody, requireTyped } from './web-form.ts';
 import { memberOf, ownDatabase, sessionOf } from './web-request.ts';
 
-// The history position comes from the entry (its `restoreBefore`, or its own id for a fork): a
-// position, not a time, so commits of the same millisecond are told apart. What the person
-// typed is checked here, before anything runs.
-const restoreBody = formBody({ db: databaseField, through: z.string().min(1).max(100), confirm: z.string().max(300).optional() });
-const forkBody = formBody({ db: databaseField, through: z.string().min(1).max(100), into: z.string().max(300).optional() });
+// The history position is the entry's own id: the restore goes `before` it, the fork `through`
+// it, as the CLI's flags of those names (a page shown before this sends the restore's `through`:
+// the state before the entry, which it still means). A position, not a time, so commits of the
+// same millisecond are told apart. What the person typed is checked here, before anything runs.
+// `once`: the page's one-time token (`restore-once.ts`).
+const once = z.string().max(64).optional();
+const restoreBody = formBody({
+  db: databaseField,
+  before: z.string().min(1).max(200).optional(),
+  through: z.string().min(1).max(100).optional(),
+  confirm: z.string().max(300).optional(),
+  once,
+});
+const forkBody = formBody({ db: databaseField, through: z.string().min(1).max(100), into: z.string().max(300).optional(), once });
 
 /**
  * The activity list's two actions (see `activity-view.ts`), through the same history core as
@@ -21,7 +31,7 @@ const forkBody = formBody({ db: databaseField, through: z.string().min(1).max(10
  * to just before an entry once the database's name is typed, `/data/history/activity-fork`
  * creates the typed new database as of an entry.
  */
-export function activityRoutes(app: FastifyInstance, access: HistoryAccess | undefined): void {
+export function activityRoutes(app: FastifyInstance, access: HistoryAccess | undefined, restoreOnce: RestoreOnce): void {
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
   const by = (request: FastifyRequest) => {
     const member = memberOf(request);
@@ -36,9 +46,22 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       const db = ownDatabase(member, request.body.db);
       const history = historyAvailable(access);
       requireTyped((request.body.confirm ?? '').trim(), db, `type the database's name, ${db}, to confirm the restore; nothing was restored`);
-      const outcome = await history.restore(db, { through: request.body.through, by: by(request) }, { member });
-      // POST, redirect, GET: reloading the answer cannot restore a second time.
-      return reply.redirect(`${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`, 303);
+      const { before, through } = request.body;
+      const where = before !== undefined ? { before } : through !== undefined ? { through } : undefined;
+      if (!where) throw new AgentDbError('INVALID_ARGUMENTS', 'the form names no entry to restore to just before; nothing was restored');
+      // POST, redirect, GET: reloading the answer cannot restore a second time; the same form
+      // sent again (a double click, back and submit) answers the first restore's redirect.
+      const to = await restoreOnce.run(
+        request.body.once,
+        JSON.stringify([member.workspace, member.name, 'activity-restore', db, where]),
+        async () => {
+          const outcome = await history.restore(db, { ...where, by: by(request) }, { member });
+          return `${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`;
+        },
+        () => historyHref(db),
+        historyState(history, db, { member }),
+      );
+      return reply.redirect(to, 303);
     } catch (err) {
       return errorPage(reply, frameOf(request), err);
     }
@@ -54,8 +77,17 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       if (!typed) throw new AgentDbError('INVALID_ARGUMENTS', 'type the name of the new database to fork into; nothing was created');
       // A bare name is a database of the same workspace, the only place a fork may go.
       const into = typed.includes('/') ? typed : `${member.workspace}/${typed}`;
-      await history.restore(db, { through: request.body.through, into, by: by(request) }, { member });
-      return reply.redirect(dbHref(into), 303);
+      const to = await restoreOnce.run(
+        request.body.once,
+        JSON.stringify([member.workspace, member.name, 'activity-fork', db, request.body.through, into]),
+        async () => {
+          await history.restore(db, { through: request.body.through, into, by: by(request) }, { member });
+          return dbHref(into);
+        },
+        () => dbHref(into),
+        historyState(history, db, { member }),
+      );
+      return reply.redirect(to, 303);
     } catch (err) {
       return errorPage(reply, frameOf(request), err);
     }

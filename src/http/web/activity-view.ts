@@ -6,6 +6,12 @@ import { highlightSql } from './sql-highlight.ts';
 
 const when = (t: string) => isoTime(Date.parse(t));
 
+/** What every restoring form of a page carries: the session's CSRF token and the page's one-time token. */
+export interface FormTokens {
+  csrf: string;
+  once: string;
+}
+
 /** Who made the commit, in words. */
 function who(e: ActivityEntry): Html {
   if (e.kind === 'outside' || e.kind === 'gap') return html`<strong>Outside agentdb</strong>`;
@@ -35,11 +41,14 @@ function what(e: ActivityEntry): Html {
  * One entry's actions, for an admin: restore the database to just before it, or fork a new
  * database as of it, each behind a confirmation typed in place (the database's name; for a
  * fork, the new database's), sent to `/data/history/activity-restore` and `/activity-fork`.
+ * Both name the entry by its own position, as `agentdb activity` and `agentdb history` list it:
+ * the restore `before` it, the fork `through` it (the CLI's flags). `once`: the page's one-time
+ * token, so the same form sent twice restores once (`shards/restore-once.ts`).
  */
-function actions(db: string, e: ActivityEntry, csrf: string): Html {
-  const hidden = html`<input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">`;
+function actions(db: string, e: ActivityEntry, forms: FormTokens): Html {
+  const hidden = html`<input type="hidden" name="_csrf" value="${forms.csrf}"><input type="hidden" name="once" value="${forms.once}"><input type="hidden" name="db" value="${db}">`;
   return html`<details class="entry-actions"><summary>Restore to just before this…</summary>
-<form method="post" action="/data/history/activity-restore" class="decide">${hidden}<input type="hidden" name="through" value="${e.restoreBefore}">
+<form method="post" action="/data/history/activity-restore" class="decide">${hidden}<input type="hidden" name="before" value="${e.id}">
 <p>Puts <strong>${db}</strong> back as it was just before this commit of ${when(e.at)}: this and every later commit are undone (an undo point keeps them); every commit before it stays, also those of the same millisecond.</p>
 <label>Type <code>${db}</code> to confirm <input name="confirm" autocomplete="off" required></label><button type="submit" class="danger">Restore</button></form>
 </details>
@@ -56,7 +65,7 @@ ${
 }
 
 /** The activity list of the history page: each commit as the call that made it, newest first. */
-export function activityView(db: string, page: ActivityPage, admin: boolean, csrf: string, olderHref: (before: string) => string): Html {
+export function activityView(db: string, page: ActivityPage, admin: boolean, forms: FormTokens, olderHref: (before: string) => string): Html {
   const behind = page.behind ? html`<p class="bad" id="behind">${page.behind.note}</p>` : '';
   if (!page.entries.length) return html`${behind}<p class="empty" id="activity">No commits in history yet.</p>`;
   return html`${behind}<ol class="activity" id="activity">
@@ -67,7 +76,7 @@ ${page.entries.map(
     e.rowsChanged !== undefined ? html`<span>${e.rowsChanged} row${e.rowsChanged === 1 ? '' : 's'} changed</span>` : ''
   }${e.approvedBy ? html`<span>approved by <strong>${e.approvedBy}</strong></span>` : ''}</header>
 ${what(e)}${e.heldIn ? html`<p class="muted">Held in the snapshot of gap ${e.heldIn}, with an outside write: restoring to just before it undoes the whole gap.</p>` : ''}${e.rationale ? html`<p class="rationale"><span class="muted">Why:</span> ${e.rationale}</p>` : ''}
-${admin ? actions(db, e, csrf) : ''}</li>`,
+${admin ? actions(db, e, forms) : ''}</li>`,
 )}
 </ol>
 ${page.next ? html`<p class="pager"><a href="${olderHref(page.next)}" id="older">Older</a></p>` : ''}`;

@@ -7,7 +7,9 @@ import type { Member } from '../../registry/members.ts';
 import { isHistoryAdmin } from '../../policy/history-admin.ts';
 import { AgentDbError } from '../../errors.ts';
 import type { ActivityPage, HistoryClient, HistoryView, RestoreResult } from '../../shards/history-client.ts';
-import { activityView } from './activity-view.ts';
+import { activityView, type FormTokens } from './activity-view.ts';
+import { troubleView } from './history-trouble-view.ts';
+import { historyState, newOnceToken, type RestoreOnce } from '../../shards/restore-once.ts';
 import { whoMade } from '../../history/activity-view.ts';
 import { errorPage } from './error-page.ts';
 import { dbHref } from './data-views.ts';
@@ -22,7 +24,14 @@ const historyQuery = z.object({ db: databaseField, restored: z.string().optional
 // A time (`at`, from the dry run's datetime-local) or an undo point (`undo`); empty is absent,
 // as a form sends an empty field. Which of the two is required is the handler's rule.
 // `confirm`: the database's name typed, which a restore to a time asks for (checked by the handler).
-const restoreBody = formBody({ db: databaseField, at: z.string().optional(), undo: z.string().optional(), confirm: z.string().optional() });
+// `once`: the page's one-time token: the same form sent twice restores once (`restore-once.ts`).
+const restoreBody = formBody({
+  db: databaseField,
+  at: z.string().optional(),
+  undo: z.string().optional(),
+  confirm: z.string().optional(),
+  once: z.string().max(64).optional(),
+});
 
 /**
  * The history core the page calls: the same `HistoryClient` the `/v1/databases/:db/history` and
@@ -89,9 +98,9 @@ ${undoForm(u.id)}
  * Restoring in place replaces the live database for every agent of it: the person types its name
  * first (the page's script keeps the button disabled until it matches; the route checks it too).
  */
-function restoreForm(db: string, csrf: string, at: string): Html {
+function restoreForm(db: string, forms: FormTokens, at: string): Html {
   return html`<form method="post" action="/data/history/restore" id="restore-form" data-confirm="${db}">
-<input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}"><input type="hidden" name="at" value="${at}">
+<input type="hidden" name="_csrf" value="${forms.csrf}"><input type="hidden" name="once" value="${forms.once}"><input type="hidden" name="db" value="${db}"><input type="hidden" name="at" value="${at}">
 <p>This replaces <strong>${db}</strong> as it is now with the moment above, for every agent that uses it (an undo point is kept).</p>
 <label>Type <strong>${db}</strong> to confirm <input name="confirm" autocomplete="off" required></label>
 <button type="submit" class="danger">Restore in place now</button></form>`;
@@ -102,13 +111,13 @@ function historyView(
   h: DatabaseHistory,
   activity: ActivityPage,
   admin: boolean,
-  csrf: string,
+  forms: FormTokens,
   outcome?: RestoreOutcome,
   at?: string,
   restored?: string,
 ): Html {
   const form = (action: string, fields: Html, label: string, cls = '') =>
-    html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">${fields}<button type="submit" class="${cls}">${label}</button></form>`;
+    html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${forms.csrf}"><input type="hidden" name="once" value="${forms.once}"><input type="hidden" name="db" value="${db}">${fields}<button type="submit" class="${cls}">${label}</button></form>`;
   return html`<p><a href="${dbHref(db)}">← ${db}</a></p>
 <h1>History of ${db}</h1>
 <p>Restorable from <strong>${when(h.earliest)}</strong> to <strong>${when(h.latest)}</strong>.</p>
@@ -122,17 +131,17 @@ ${
 ${outcome.note ? html`<p>${outcome.note}</p>` : ''}
 ${outcome.refused ? html`<p><strong>The restore itself would be refused:</strong> ${outcome.refused}</p>` : ''}
 ${outcome.after ? takenAwayView(outcome.after) : ''}
-${outcome.dryRun && admin ? restoreForm(db, csrf, at ?? '') : ''}
+${outcome.dryRun && admin ? restoreForm(db, forms, at ?? '') : ''}
 </section>`
     : ''
 }
 <h2>What was done</h2>
 <p class="muted">Each commit as the call that made it, newest first.${admin ? ' Restoring to just before one undoes it and everything after, and keeps an undo point.' : ''}</p>
-${activityView(db, activity, admin, csrf, (before) => `${historyHref(db)}&before=${encodeURIComponent(before)}`)}
+${activityView(db, activity, admin, forms, (before) => `${historyHref(db)}&before=${encodeURIComponent(before)}`)}
 ${
   admin
     ? html`<h2>Restore to a time</h2>
-<form method="post" action="/data/history/dry-run" class="pager"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="db" value="${db}">
+<form method="post" action="/data/history/dry-run" class="pager"><input type="hidden" name="_csrf" value="${forms.csrf}"><input type="hidden" name="db" value="${db}">
 <label>Time (UTC) <input name="at" type="datetime-local" step="1" required value="${at ?? ''}"></label><button type="submit">Dry run</button></form>`
     : html`<p class="muted">Only a workspace admin can restore.</p>`
 }
@@ -168,36 +177,6 @@ function takenAwayView(after: NonNullable<RestoreOutcome['after']>): Html {
 ${after.more ? html`<p class="muted">And more: the list below has them all.</p>` : ''}`;
 }
 
-/**
- * What `agentdb history` marks, before anyone picks a moment: stretches no restore reaches
- * (their commits never reached history; restores there answer HISTORY_LOST) and generations
- * whose segments are damaged (restores that need them answer HISTORY_CORRUPT). The page said
- * nothing of either, so a person saw a whole range and met the refusal only on a dry run.
- */
-function troubleView(h: DatabaseHistory): Html {
-  const lost = h.lost ?? [];
-  const damaged = h.generations.filter((g) => g.damaged);
-  if (!lost.length && !damaged.length) return html``;
-  return html`<section class="card danger-zone" id="history-trouble" role="alert">
-${
-  lost.length
-    ? html`<h2>Lost stretches</h2>
-<p>No restore reaches these stretches: commits made in them never reached history. A restore or dry run to a moment inside one is refused (HISTORY_LOST); pick a moment outside.</p>
-<div class="scroll"><table class="list" id="lost"><thead><tr><th>after</th><th>before</th><th>gap generation</th></tr></thead><tbody>
-${lost.map((l) => html`<tr><td>${when(l.after)}</td><td>${when(l.before)}</td><td>${l.generation}</td></tr>`)}
-</tbody></table></div>`
-    : ''
-}
-${
-  damaged.length
-    ? html`<h2>Damaged history</h2>
-<p>These generations have a damaged segment: a restore that needs it is refused (HISTORY_CORRUPT), and backups leave it out.</p>
-<ul id="damaged">${damaged.map((g) => html`<li><strong>${g.id}</strong>: ${g.damaged}</li>`)}</ul>`
-    : ''
-}
-</section>`;
-}
-
 /** A `datetime-local` value (UTC by the label) as ISO text. */
 function atOf(value: string | undefined): string | undefined {
   if (!value) return undefined;
@@ -207,7 +186,12 @@ function atOf(value: string | undefined): string | undefined {
 }
 
 /** `/data/history` and its dry run, restore and undo, all through the history core; `calls` counts each view against the member's lookup rate. */
-export function historyRoutes(app: FastifyInstance, access: HistoryAccess | undefined, calls?: Pick<KeyedCalls, 'chargeMemberLookup'>): void {
+export function historyRoutes(
+  app: FastifyInstance,
+  access: HistoryAccess | undefined,
+  restoreOnce: RestoreOnce,
+  calls?: Pick<KeyedCalls, 'chargeMemberLookup'>,
+): void {
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
   const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
   const render = async (
@@ -233,7 +217,10 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         { retryAfter: out.limited.retryAfterS },
       );
     const [h, activity] = out.page;
-    const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), sessionOf(request).csrf, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
+    // A new one-time token each time the page is shown: its forms sent again restore once, the
+    // same restore asked again from a page shown again is a new request.
+    const forms = { csrf: sessionOf(request).csrf, once: newOnceToken() };
+    const body = historyView(db, h, activity, isHistoryAdmin(memberOf(request)), forms, outcome, at?.replace(/\.\d{3}Z$|Z$/, ''), restored);
     return reply.type('text/html; charset=utf-8').send(layout(frameOf(request), body).value);
   };
 
@@ -270,19 +257,29 @@ export function historyRoutes(app: FastifyInstance, access: HistoryAccess | unde
         // A dry run lists what it would take away from a page of activity: charged before it runs,
         // as the API's dry run is, not only by the page shown after it (which a spent budget refused
         // once the dry run had read the list anyway).
-        const planned = await chargedRestore(charge, member, dryRun, (onRead) => history.restore(db, req, { member }, onRead));
-        if ('limited' in planned)
-          throw new AgentDbError(
-            'RATE_LIMITED',
-            `the workspace's rate limit is spent for now (a dry run counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); try again in ${planned.limited.retryAfterS} s`,
-            { retryAfter: planned.limited.retryAfterS },
-          );
-        const outcome = planned.page;
+        const run = async () => {
+          const planned = await chargedRestore(charge, member, dryRun, (onRead) => history.restore(db, req, { member }, onRead));
+          if ('limited' in planned)
+            throw new AgentDbError(
+              'RATE_LIMITED',
+              `the workspace's rate limit is spent for now (a dry run counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); try again in ${planned.limited.retryAfterS} s`,
+              { retryAfter: planned.limited.retryAfterS },
+            );
+          return planned.page;
+        };
+        if (dryRun) return await render(request, reply, db, await run(), at);
         // A restore changed the database: answer with a redirect to a plain page (POST, redirect,
         // GET), so reloading the answer or going back to it cannot send the restore again — it
-        // did, and restored (or undid) a second time. A dry run changes nothing and is shown here.
-        if (!dryRun) return reply.redirect(`${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`, 303);
-        return await render(request, reply, db, outcome, at);
+        // did, and restored (or undid) a second time. The same form sent again (a double click,
+        // back and submit) answers the first one's redirect (`restore-once.ts`).
+        const to = await restoreOnce.run(
+          body.once,
+          JSON.stringify([member.workspace, member.name, 'restore', db, undo ? null : (at ?? null), undo ?? null]),
+          async () => `${historyHref(db)}&restored=${encodeURIComponent((await run()).undoId ?? '')}`,
+          () => historyHref(db),
+          historyState(history, db, { member }),
+        );
+        return reply.redirect(to, 303);
       } catch (err) {
         return errorPage(reply, frameOf(request), err);
       }

@@ -13,6 +13,7 @@ import type { HistoryAccess } from './history-routes.ts';
 import { LiveEvents } from './live-events.ts';
 import type { WebDeps } from './web-routes.ts';
 import { WebSessions } from '../../registry/web-sessions.ts';
+import { RestoreOnce } from '../../shards/restore-once.ts';
 
 /**
  * Everything the web page needs beyond what `/v1` has, made from the config by an entry point
@@ -37,6 +38,7 @@ export function createWebDeps(
       exports: new ExportSlots(config.exportBounds),
     }),
     events,
+    restoreOnce: new RestoreOnce(shared.redis, keys),
     ...(shared.history ? { history: shared.history } : {}),
   };
   return {

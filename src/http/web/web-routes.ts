@@ -11,6 +11,7 @@ import { activityRoutes } from './activity-routes.ts';
 import { connectedAppsRoutes } from './connected-apps-routes.ts';
 import { consentRoutes } from './consent-routes.ts';
 import { dataRoutes } from './data-routes.ts';
+import type { RestoreOnce } from '../../shards/restore-once.ts';
 import { historyPanel, historyRoutes, type HistoryAccess } from './history-routes.ts';
 import { inboxRoutes } from './inbox-routes.ts';
 import type { LiveEvents } from './live-events.ts';
@@ -36,6 +37,8 @@ export interface WebDeps {
   events: LiveEvents;
   /** The history core; the history page says "not available" without it. */
   history?: HistoryAccess;
+  /** The restore forms' one-time tokens: the same form sent twice restores once. */
+  restoreOnce: RestoreOnce;
   /** How often an open `/inbox/events` stream pings and checks its member again (15 s). */
   heartbeatMs?: number;
   /** Live inbox streams open at once (`INBOX_STREAM_BOUNDS` when absent; tests set smaller ones). */
@@ -110,8 +113,8 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
     signInRoutes(app, deps);
     inboxRoutes(app, deps);
     dataRoutes(app, { browser: deps.browser, approvals: deps.approvals, calls: deps.calls, history: historyPanel(deps.history) });
-    historyRoutes(app, deps.history, deps.calls);
-    activityRoutes(app, deps.history);
+    historyRoutes(app, deps.history, deps.restoreOnce, deps.calls);
+    activityRoutes(app, deps.history, deps.restoreOnce);
     if (deps.oauth) consentRoutes(app, deps.oauth);
     connectedAppsRoutes(app, deps.oauth);
   };

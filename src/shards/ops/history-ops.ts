@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { AgentDbError, codeOf } from '../../errors.ts';
 import { dirNames } from '../../history/dir-names.ts';
 import { historyDir } from '../../history/history-files.ts';
@@ -10,7 +10,7 @@ import type { RestoreResult } from '../../history/restore-result.ts';
 import type { WeighedPlan, WeighingResult } from '../../history/restore-weighed.ts';
 import { intoTaken } from '../../history/restore-into.ts';
 import { RECENT_COMMITS, historyView, userRecentCommits } from '../../history/history-view.ts';
-import { ACTIVITY_PAGE, activityPage, type ActivityPage } from '../../history/activity-view.ts';
+import { activityPage, type ActivityPage } from '../../history/activity-view.ts';
 import { ActivityCache } from '../../history/activity-cache.ts';
 import type { RowOrder } from '../../history/activity-rows.ts';
 import type { ActivityRow } from '../../sqlite/sqlite-activity.ts';
@@ -18,38 +18,10 @@ import { WORKSPACE_FILE, databaseId, databasePath, parseDatabaseId, shardOf, sha
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../executor/executor-protocol.ts';
 import { PLAN_LIMITS } from '../../policy/plan-limits.ts';
 import type { ShardOpContext, ShardOpHandler } from './shard-ops.ts';
+import { activityArgs, listArgs, restoreArgs } from './history-op-args.ts';
 
 /** A restore may take this long in its executor child (a 1 GB database is copied a few times). */
 export const RESTORE_TIMEOUT_MS = 30 * 60 * 1000;
-
-const actor = z.object({ who: z.string().min(1).max(200), via: z.enum(['key', 'operator']) }).strict();
-
-/** Arguments of the `historyRestore` shard op (times already parsed to epoch ms). */
-export const restoreArgs = z
-  .object({
-    at: z.number().finite().optional(),
-    through: z.string().min(1).max(100).optional(),
-    undo: z.string().min(1).max(100).optional(),
-    into: z.string().min(1).max(200).optional(),
-    dryRun: z.boolean().optional(),
-    by: actor,
-  })
-  .strict()
-  .refine(
-    (a) => [a.at, a.through, a.undo].filter((v) => v !== undefined).length === 1,
-    'give exactly one of a time (at), a history position (through) or an undo id (undo)',
-  )
-  .refine((a) => a.into === undefined || a.undo === undefined, 'an undo goes back in place; it takes no "into"');
-
-export type RestoreArgs = z.infer<typeof restoreArgs>;
-
-/** Arguments of the `historyActivity` shard op: a page's size and where it starts. */
-export const activityArgs = z
-  .object({ limit: z.number().int().min(1).max(ACTIVITY_PAGE.max).optional(), before: z.string().min(1).max(200).optional() })
-  .strict();
-
-/** Arguments of the `historyList` shard op: which of the last commits it lists (`RecentKind`; default `user`). */
-export const listArgs = z.object({ commits: z.enum(['user', 'all', 'none']).optional() }).strict();
 
 /**
  * The history shard ops: `historyRestore` (in place, undo, or into a new database; it runs on
@@ -67,8 +39,11 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
     const parsed = restoreArgs.safeParse(data.args);
     if (!parsed.success) throw new AgentDbError('INVALID_ARGUMENTS', parsed.error.issues.map((i) => i.message).join('; '));
     const source = checkedId(data.db);
+    const { before, ...asked } = parsed.data;
+    // `before` an entry is `through` the state just before it, which its activity entry names.
+    const through = before !== undefined ? await stateBefore(ctx, source, before) : asked.through;
     // A position is of the database restored from (a fork's too): one marked as another's is refused here, for every adapter.
-    const args = { ...parsed.data, ...(parsed.data.through !== undefined ? { through: positionIn(source, parsed.data.through) } : {}) };
+    const args = { ...asked, ...(through !== undefined ? { through: positionIn(source, through) } : {}) };
     const writes = args.into === undefined ? source : checkedId(args.into);
     // The client checks these too, but the op is reachable by whoever can queue it: a fork
     // never leaves its workspace, nor lands on the database it is taken from or the shared one.
@@ -187,6 +162,25 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
       if (codeOf(err) === 'RESOURCE_LIMIT') return { refused: { code: 'RESOURCE_LIMIT', detail: (err as AgentDbError).detail ?? '' }, read: itemsRead };
       throw err;
     }
+  };
+
+  /**
+   * The history position just before the activity entry `entry` of database `id` (its
+   * `restoreBefore`): where a restore `before` it goes. The entry's own position, given to
+   * `through`, keeps it instead (session 32, N8: the two lists gave values of opposite effect to
+   * the one flag).
+   * @throws AgentDbError INVALID_ARGUMENTS for a position that is no entry of the list (agentdb's upkeep).
+   */
+  const stateBefore = async (ctx: ShardOpContext, id: string, entry: string): Promise<string> => {
+    const { page, refused } = await activityOf(ctx, id, { at: entry, limit: 1 });
+    if (refused) throw new AgentDbError(refused.code, refused.detail);
+    const found = page?.entries[0];
+    if (!found || found.id !== positionToken(id, positionIn(id, entry)))
+      throw new AgentDbError(
+        'INVALID_ARGUMENTS',
+        `${JSON.stringify(entry)} is a commit of agentdb's own upkeep, not an entry of ${id}'s activity list: restore --before takes an entry's position (agentdb activity, agentdb history)`,
+      );
+    return found.restoreBefore;
   };
 
   const list: ShardOpHandler = async (data, ctx) => {
