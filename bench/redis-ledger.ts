@@ -8,7 +8,8 @@
 //    commandstats, a script's inner commands each counted), bytes Redis read and wrote (INFO
 //    stats), and redis-server's own CPU (utime + stime, /proc/<pid>/stat), all per call.
 // RATE_LIMITS=plan counts the call's two rate counters too (the bench's client runs without).
-// SIDE=agentdb or SIDE=raw measures that side alone (to profile redis-server under one of them).
+// The floor (raw BullMQ whose worker asks a forked child, bench/raw-child-worker.ts) is a third side.
+// SIDE=agentdb, SIDE=raw or SIDE=floor measures that side alone (to profile redis-server under one of them).
 import { createHash } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
@@ -18,7 +19,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { ADMITTED_ADDS_LUA } from '../src/calls/admitted-add-batch.ts';
-import { budgetNoteLua, LUA_SCRIPTS_DIR, luaSource, NOTED_COMPLETE_LUA } from '../src/redis/lua-scripts.ts';
+import { budgetNoteLua, FINISH_WITH_LUA, LUA_SCRIPTS_DIR, luaSource, NOTED_COMPLETE_LUA } from '../src/redis/lua-scripts.ts';
 import { TAKE_JOB_LUA } from '../src/shards/shard-worker.ts';
 import { freePort } from '../test/helpers/own-redis.ts';
 import { benchSite } from './agentdb-worker.ts';
@@ -39,6 +40,7 @@ function scriptNames(): Map<string, string> {
   for (const file of readdirSync(LUA_SCRIPTS_DIR)) if (file.endsWith('.lua')) names.set(sha(luaSource(file)), file);
   names.set(sha(ADMITTED_ADDS_LUA()), 'ADMITTED_ADDS_LUA');
   names.set(sha(NOTED_COMPLETE_LUA()), 'NOTED_COMPLETE_LUA');
+  names.set(sha(FINISH_WITH_LUA()), 'FINISH_WITH_LUA (completion + bullmq moveToFinished)');
   names.set(sha(budgetNoteLua()), 'budget-note.lua (alone)');
   names.set(sha(TAKE_JOB_LUA()), 'TAKE_JOB_LUA (bullmq moveToActive)');
   const require = createRequire(import.meta.url);
@@ -162,9 +164,18 @@ const site = benchSite(url, 'ledger', {
 });
 const worker = await site.worker({}, process.env.WORKER_BIN);
 const raw = await rawBullmq(url, `${site.config.prefix}-raw`, 32, true);
+// The floor: raw BullMQ whose worker asks a forked child for the row (bench/raw-child-worker.ts).
+const floor = await rawBullmq(url, `${site.config.prefix}-rawc`, 32, true, {
+  file: './raw-child-worker.ts',
+  args: [path.join(site.config.dataDir, 'raw-child.db')],
+});
 try {
   const ours = await pkReadTable(site.client);
-  const both = { agentdb: { call: ours, pid: worker.pid }, raw: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! } };
+  const both = {
+    agentdb: { call: ours, pid: worker.pid },
+    raw: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! },
+    floor: { call: (i: number) => floor.call(i).then(() => undefined), pid: floor.pid! },
+  };
   const only = process.env.SIDE as keyof typeof both | undefined;
   const sides: Partial<typeof both> = only ? { [only]: both[only] } : both;
   for (const { call } of Object.values(sides)) await drive(1000, IN_FLIGHT, call);
@@ -178,7 +189,7 @@ try {
   }
   const cost: Record<string, { commands: number[]; bytesIn: number[]; bytesOut: number[]; socketReads: number[]; redisCpuUs: number[] }> = {};
   for (let r = 0; r < ROUNDS; r++) {
-    const order = r % 2 === 0 ? (['agentdb', 'raw'] as const) : (['raw', 'agentdb'] as const);
+    const order = r % 2 === 0 ? (['agentdb', 'raw', 'floor'] as const) : (['floor', 'raw', 'agentdb'] as const);
     for (const side of order) {
       const one = sides[side];
       if (!one) continue;
@@ -202,6 +213,7 @@ try {
   );
 } finally {
   await raw.close();
+  await floor.close();
   await site.close();
   admin.disconnect();
   server.kill();

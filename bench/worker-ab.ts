@@ -18,7 +18,7 @@ import { benchSite, type BenchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
 import { smallInsert } from './small-insert.ts';
 import { childPids, cpuSeconds, syscalls } from './cpu.ts';
-import { drive, median, round } from './stats.ts';
+import { drive, median, quantile, round } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
@@ -44,6 +44,8 @@ interface Side {
   /** Write system calls per call (/proc io syscw): the worker's, and its children's together. */
   workerWrites: number[];
   childWrites: number[];
+  /** Every call's latency, ms. */
+  latencies: number[];
 }
 
 const admin = new Redis(REDIS_URL);
@@ -78,6 +80,7 @@ try {
       redisReads: [],
       workerWrites: [],
       childWrites: [],
+      latencies: [],
     });
     await drive(500, 1, query);
   }
@@ -99,6 +102,7 @@ try {
       side.worker.push(((cpuSeconds(side.pid) - before.worker) * 1000) / CALLS);
       side.children.push(((kids.reduce((s, p) => s + cpuSeconds(p), 0) - before.children) * 1000) / CALLS);
       side.msPerCall.push((d.seconds * 1000) / CALLS);
+      side.latencies.push(...d.latencies);
     }
   }
   const med = (xs: number[]) => round(median(xs));
@@ -115,6 +119,10 @@ try {
         workerWritesPerCall: med(s.workerWrites),
         childWritesPerCall: med(s.childWrites),
         rounds: s.worker.map((w) => round(w, 2)),
+        latencyMs: (() => {
+          const l = [...s.latencies].sort((x, y) => x - y);
+          return { p50: round(quantile(l, 0.5)), p90: round(quantile(l, 0.9)), p99: round(quantile(l, 0.99)), max: round(l.at(-1) ?? 0) };
+        })(),
       }),
     );
   }

@@ -31,9 +31,24 @@ export interface NotesBefore {
   takeSoon(): HeldNote | undefined;
 }
 
+/**
+ * A lone completion held to go in the script that completes its job in BullMQ (`FINISH_WITH_LUA`):
+ * its keys and arguments, whether a budget note leads them, and what reads the script's answer.
+ */
+export interface Rider {
+  noted: boolean;
+  keys: string[];
+  args: (string | number)[];
+  /** Reads the completion's part of the script's answer. */
+  settle(answer: unknown): void;
+  fail(err: Error): void;
+}
+
 interface Pending {
   /** The `call.completed` event, or none: metered ahead of its announce (`CallCompletion.meter`). */
   data?: string;
+  /** The BullMQ job whose completion it may go with (see {@link CallCompletion.takeRider}). */
+  job?: string;
   /** Where the call is metered, and the job whose first mark it waits for (`Metering.once`). */
   meter?: { usageKey: string; field: string; credits: number; member: string; once?: string };
   settle: (err?: Error) => void;
@@ -91,6 +106,10 @@ export class CallCompletion {
   private readonly redis: ScriptedRedis;
   private readonly connection: Redis;
   private pending: Pending[] = [];
+  /** Lone completions held for their jobs' completion in BullMQ, by job id (see {@link takeRider}). */
+  private readonly riders = new Map<string, Rider>();
+  /** Whether a worker takes riders: set by {@link carryRiders}; otherwise each completion goes at once. */
+  private carried = false;
   /** The UTC day last metered under, and its bounds: formatting a date on every call shows up. */
   private day = { from: 0, to: 0, name: '' };
 
@@ -104,9 +123,34 @@ export class CallCompletion {
     this.redis = withScripts(redis);
   }
 
-  /** Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. */
-  complete(envelope: Envelope, event: CompletedEvent, meter?: Metering): Promise<void> {
-    return this.queue(envelope.tool, event.json, meter);
+  /**
+   * Publishes `event` (see `completedEvent`) for `envelope`, metering `meter` when given. With
+   * `job`, the id of the BullMQ job about to be completed with this envelope, a completion alone
+   * in its turn waits to go in the same script as that completion (see {@link takeRider}).
+   */
+  complete(envelope: Envelope, event: CompletedEvent, meter?: Metering, job?: string): Promise<void> {
+    return this.queue(envelope.tool, event.json, meter, job);
+  }
+
+  /**
+   * Says that a worker completing jobs on this connection takes each job's rider ({@link takeRider})
+   * when it completes the job: until then completions are sent at once.
+   */
+  carryRiders(): void {
+    this.carried = true;
+  }
+
+  /**
+   * The completion held for job `id`, taken to go in BullMQ's completion of the job, or undefined.
+   * A sequential call's completion and its job's went as two scripts back to back (issue 31): each
+   * an EVALSHA Redis read and answered apart, and a reply the worker read. One not taken in the
+   * turn it was held in (BullMQ completes a job in the microtasks after its processor answers) is
+   * sent alone, as before.
+   */
+  takeRider(id: string): Rider | undefined {
+    const rider = this.riders.get(id);
+    if (rider) this.riders.delete(id);
+    return rider;
   }
 
   /**
@@ -119,11 +163,12 @@ export class CallCompletion {
     return this.queue(tool, undefined, meter);
   }
 
-  private queue(tool: string, data: string | undefined, meter?: Metering): Promise<void> {
+  private queue(tool: string, data: string | undefined, meter?: Metering, job?: string): Promise<void> {
     const day = meter ? this.dayOf(meter.at) : '';
     return new Promise((resolve, reject) => {
       this.pending.push({
         ...(data === undefined ? {} : { data }),
+        ...(job === undefined ? {} : { job }),
         ...(meter
           ? {
               meter: {
@@ -153,6 +198,8 @@ export class CallCompletion {
     // turn's I/O is done, they leave with these as one. A lone call's event leaves at once: its
     // caller waits for it, and would wait behind BullMQ's completion in Redis too.
     const batched = this.pending.length > 1;
+    const lone = this.pending[0];
+    if (!batched && this.carried && lone?.job !== undefined) return this.hold(lone.job);
     socket?.cork();
     try {
       this.send();
@@ -160,6 +207,41 @@ export class CallCompletion {
       if (socket && batched) setImmediate(() => socket.uncork());
       else socket?.uncork();
     }
+  }
+
+  /** Holds the lone pending completion (of job `id`) as a rider for its job's completion; sent alone if not taken this turn. */
+  private hold(id: string): void {
+    const batch = this.pending.splice(0);
+    const note = this.notes?.takeSoon();
+    const { keys, args } = completeCommand(this.keys, batch);
+    const settleAll = (err?: Error) => {
+      for (const p of batch) p.settle(err);
+    };
+    const rider: Rider = {
+      noted: note !== undefined,
+      keys: note ? [...note.keys, ...keys] : keys,
+      args: note ? [note.keys.length, note.args.length, ...note.args, ...args] : args,
+      settle: (answer) => {
+        if (note) {
+          const [, held, err] = answer as [number, string, string];
+          note.settle(err ? new Error(err) : Number(held));
+        }
+        settleAll();
+      },
+      fail: (err) => {
+        note?.settle(err);
+        settleAll(err);
+      },
+    };
+    this.riders.set(id, rider);
+    setImmediate(() => {
+      if (this.riders.get(id) !== rider) return;
+      this.riders.delete(id);
+      const sent = rider.noted
+        ? this.redis.agentdbNotedComplete(rider.keys.length, ...rider.keys, ...rider.args)
+        : this.redis.agentdbComplete(rider.keys.length, ...rider.keys, ...rider.args);
+      sent.then(rider.settle, rider.fail);
+    });
   }
 
   private send(): void {

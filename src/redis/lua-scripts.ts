@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 
 /** The folder of agentdb's Lua scripts, one `.lua` file each; `npm run build` copies it beside the built loader. */
@@ -13,6 +14,8 @@ export interface LuaCommands {
   agentdbComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   /** {@link NOTED_COMPLETE_LUA}: the number of keys first, then the note's and the completions' keys and arguments. */
   agentdbNotedComplete(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<[n: number, held: string, err: string]>;
+  /** {@link FINISH_WITH_LUA}: the number of keys first, then a lone completion's and BullMQ's `moveToFinished`'s keys and arguments. */
+  agentdbFinishWith(numKeys: number, ...keysThenArgs: unknown[]): Promise<[rodeOk: number, rode: unknown, finishedOk: number, finished: unknown]>;
   agentdbApprovalCreate(
     key: string,
     pending: string,
@@ -134,6 +137,7 @@ export type ScriptedRedis = Redis & LuaCommands;
 const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: () => string }> = {
   agentdbComplete: { file: 'complete-calls.lua' },
   agentdbNotedComplete: { file: 'complete-calls.lua', lua: () => NOTED_COMPLETE_LUA() },
+  agentdbFinishWith: { file: 'complete-calls.lua', lua: () => FINISH_WITH_LUA() },
   agentdbApprovalCreate: { file: 'approval-create.lua', keys: 6 },
   agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 5 },
   agentdbApprovalIndexBackfill: { file: 'approval-index-backfill.lua', keys: 6 },
@@ -220,6 +224,52 @@ if not ok or noted.err then
   return {n, '', type(noted) == 'table' and tostring(noted.err) or tostring(noted)}
 end
 return {n, noted[1], ''}
+`;
+
+/** The BullMQ the worker completes jobs with (package.json pins it): its script is the one this build embeds. */
+const bullmqFinish = (): { name: string; content: string; keys: number } =>
+  (createRequire(import.meta.url)('bullmq/dist/cjs/scripts/moveToFinished-14.js') as { moveToFinished: { name: string; content: string; keys: number } })
+    .moveToFinished;
+
+/** Keys of BullMQ's `moveToFinished`, the last of {@link FINISH_WITH_LUA}'s. */
+export const FINISH_KEYS = 14;
+
+/**
+ * A lone call's completion (complete-calls.lua, with its workspace's budget note first when
+ * ARGV[3] is '1': {@link NOTED_COMPLETE_LUA}), then BullMQ's `moveToFinished` of its job, in one
+ * script (issue 31, session 32). A sequential call's worker sent them back to back, two scripts
+ * Redis read, parsed and answered apart and two replies the worker read; the event still goes
+ * first, and the job is stored finished before the caller can hear of it.
+ * KEYS: the completion's, then BullMQ's 14. ARGV: how many keys are the completion's, how many
+ * arguments are its, '1' when it carries a note, its arguments, then BullMQ's (last: BullMQ's
+ * last may be missing). Returns {1, the completion's answer (or 0, its error), 1, BullMQ's (or 0,
+its error)}.
+ */
+export const FINISH_WITH_LUA = (): string => `local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
+local rk, ra, bk, ba = {}, {}, {}, {}
+for i = 1, #KEYS do
+  if i <= nk then rk[#rk + 1] = KEYS[i] else bk[#bk + 1] = KEYS[i] end
+end
+for i = 4, #ARGV do
+  if i <= 3 + na then ra[#ra + 1] = ARGV[i] else ba[#ba + 1] = ARGV[i] end
+end
+-- Each part in pcall: one failing does not stop the other, as when they were two scripts.
+local function why(e) return type(e) == 'table' and e.err or tostring(e) end
+local noted = ARGV[3] == '1'
+local rok, rode = pcall(function(KEYS, ARGV)
+  if noted then
+    return (function()
+${NOTED_COMPLETE_LUA()}
+    end)()
+  end
+  return (function()
+${luaSource('complete-calls.lua')}
+  end)()
+end, rk, ra)
+local fok, finished = pcall(function(KEYS, ARGV)
+${bullmqFinish().content}
+end, bk, ba)
+return {rok and 1 or 0, rok and rode or why(rode), fok and 1 or 0, fok and finished or why(finished)}
 `;
 
 /**

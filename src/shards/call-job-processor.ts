@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { failedCallEnvelope } from '../calls/call-answers.ts';
-import { CallCompletion, type Metering } from '../calls/call-completion.ts';
+import { CallCompletion, type Metering, type Rider } from '../calls/call-completion.ts';
 import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts';
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
 import { CallParking } from '../calls/call-parking.ts';
@@ -153,8 +153,9 @@ export class CallJobProcessor {
       // Not awaited: the event and BullMQ's own completion go out back to back on this one
       // connection, so the caller hears of the result a round trip sooner. Nothing is less
       // safe for it: the event carries the envelope, and a Redis failure here fails the job's
-      // completion as well, so the call is retried (and replayed: the same ok).
-      this.announce(envelope, event, metering, log);
+      // completion as well, so the call is retried (and replayed: the same ok). Alone in its
+      // turn (a sequential caller's), it goes in the very script of BullMQ's completion, first.
+      this.announce(envelope, event, metering, log, job.id);
     } else {
       // An event without its envelope sends the caller to the job for it, so it may only leave
       // once BullMQ has stored the result: announced from the worker's `completed` event. (Sent
@@ -252,7 +253,20 @@ export class CallJobProcessor {
     );
   }
 
-  private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger): void {
-    this.completion.complete(envelope, event, meter).catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
+  /**
+   * The announce of job `id`'s call, held to go in the script that completes the job (see
+   * `CallCompletion.takeRider`), taken by its worker; once a worker takes them ({@link carryRiders}).
+   */
+  riderFor(id: string): Rider | undefined {
+    return this.completion.takeRider(id);
+  }
+
+  /** Says that the worker running these jobs completes each with its rider ({@link riderFor}). */
+  carryRiders(): void {
+    this.completion.carryRiders();
+  }
+
+  private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger, job?: string): void {
+    this.completion.complete(envelope, event, meter, job).catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
   }
 }

@@ -63,9 +63,12 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
     lockDuration: config.lockDurationMs,
     stalledInterval: config.stalledIntervalMs,
     autorun: true,
+    // A lone call's announce goes in the script that completes its job (`CallCompletion.takeRider`).
+    riderFor: (id) => d.calls.riderFor(id),
     // With tracing on, BullMQ's `process` span continues the trace its job carries from the caller.
     ...(d.tracer ? { telemetry: queueTelemetry() } : {}),
   });
+  d.calls.carryRiders();
   handleErrorEvents(worker, logger, 'shard worker error', { shard });
   worker.on('completed', (job) => {
     d.unheld.ended(job.token, job.id);

@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import { Job, Worker, type JobJsonRaw, type Processor, type RedisClient, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { Rider } from '../calls/call-completion.ts';
+import { FINISH_KEYS, withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
 
 /** The BullMQ the worker takes jobs with (package.json pins it): its script is the one this build embeds. */
 const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/moveToActive-11.js') as {
@@ -93,12 +95,62 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
     return answer;
   };
 
-  constructor(name: string, processor: Processor<Data, Result>, opts: WorkerOptions & { connection: Redis }) {
+  constructor(
+    name: string,
+    processor: Processor<Data, Result>,
+    opts: WorkerOptions & {
+      connection: Redis;
+      /** A job's announce held to go with its completion (`CallJobProcessor.riderFor`), taken when BullMQ completes it. */
+      riderFor?: (id: string) => Rider | undefined;
+    },
+  ) {
     super(name, processor, opts);
     const redis = opts.connection;
     if (typeof (redis as unknown as Record<string, unknown>)[TAKE_JOB] !== 'function') {
       redis.defineCommand(TAKE_JOB, { lua: TAKE_JOB_LUA(), numberOfKeys: MOVE.keys });
     }
+    if (opts.riderFor) this.finishWithRiders(withScripts(redis), opts.riderFor);
+  }
+
+  /**
+   * BullMQ's `moveToFinished` of a job whose announce is held for it (a lone call's: see
+   * `CallCompletion.takeRider`) runs as `FINISH_WITH_LUA`, the announce first, in one script: BullMQ
+   * builds its keys and arguments and reads its part of the answer as always (issue 31).
+   */
+  private finishWithRiders(redis: ScriptedRedis, riderFor: (id: string) => Rider | undefined): void {
+    const scripts = (this as unknown as { scripts: { execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown> } }).scripts;
+    const exec = scripts.execCommand.bind(scripts);
+    scripts.execCommand = (client, command, args) => {
+      // BullMQ's arguments: its 14 keys, then the job's id first.
+      const rider = command === 'moveToFinished' ? riderFor(String(args[FINISH_KEYS])) : undefined;
+      if (!rider) return exec(client, command, args);
+      const keys = args.slice(0, FINISH_KEYS);
+      const finished = redis
+        .agentdbFinishWith(
+          rider.keys.length + FINISH_KEYS,
+          ...rider.keys,
+          ...keys,
+          rider.keys.length,
+          rider.args.length,
+          rider.noted ? '1' : '0',
+          ...rider.args,
+          ...args.slice(FINISH_KEYS),
+        )
+        .then(
+          ([rodeOk, rode, doneOk, done]) => {
+            // Each part's failure is its own, as when they were two scripts.
+            if (rodeOk === 1) rider.settle(rode);
+            else rider.fail(new Error(String(rode)));
+            if (doneOk !== 1) throw new Error(String(done));
+            return done;
+          },
+          (err: Error) => {
+            rider.fail(err);
+            throw err;
+          },
+        );
+      return finished;
+    };
   }
 
   /** The class of the jobs it makes: BullMQ's, with the worker's notes on them (see {@link TakenJob}). */
