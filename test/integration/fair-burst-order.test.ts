@@ -25,9 +25,9 @@ afterAll(async () => {
   await sb.cleanup();
 }, 60_000);
 
-/** Jobs waiting on shard 0: on the wait list and in the prioritized set. */
-async function queued(): Promise<number> {
-  const keys = keysFor(sb.config.prefix);
+/** Jobs waiting on shard 0 of `site`: on the wait list and in the prioritized set. */
+async function queued(site = sb): Promise<number> {
+  const keys = keysFor(site.config.prefix);
   const queue = `${keys.bullPrefix}:${keys.queueName(0)}`;
   return (await redis.llen(`${queue}:wait`)) + (await redis.zcard(`${queue}:prioritized`));
 }
@@ -48,4 +48,29 @@ it("a workspace with nothing queued is taken before another workspace's burst is
   const answers = await Promise.all([quiet, ...burst]);
   expect(answers.every((a) => a.ok)).toBe(true);
   expect(done.indexOf('quiet')).toBeLessThan(BURST / 2);
+}, 120_000);
+
+it('two bursting workspaces take turns: the second burst runs beside the first, not after it', async () => {
+  const site = sandbox({ SHARD_COUNT: '1', WORKER_CONCURRENCY: '4' });
+  try {
+    const c = site.client();
+    const done: string[] = [];
+    const read = (workspace: string, i: number) =>
+      c
+        .call({ workspace, agent: `${workspace}-${i % 4}`, settings, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } }, { timeoutMs: 120_000 })
+        .then((answer) => {
+          done.push(workspace);
+          return answer;
+        });
+    const first = Array.from({ length: 200 }, (_, i) => read('first', i));
+    await expect.poll(() => queued(site), { interval: 20, timeout: 30_000 }).toBe(200);
+    const second = Array.from({ length: 200 }, (_, i) => read('second', i));
+    await expect.poll(() => queued(site), { interval: 20, timeout: 30_000 }).toBe(400);
+    await site.pool();
+    expect((await Promise.all([...first, ...second])).every((a) => a.ok)).toBe(true);
+    // FIFO ran the first burst whole (200) before the second's first call.
+    expect(done.slice(0, 200).filter((w) => w === 'second').length).toBeGreaterThanOrEqual(50);
+  } finally {
+    await site.cleanup();
+  }
 }, 120_000);
