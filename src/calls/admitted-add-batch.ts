@@ -52,6 +52,7 @@ export const ADDS_PER_SCRIPT = 64;
  * which is what agentdb runs on; a Redis Cluster would need the two-step path.
  */
 export const ADMITTED_ADDS_LUA = (): string => `${luaSource('budget-note.lua')}
+${luaSource('fair-place.lua')}
 local function admittedAdd(KEYS, ARGV)
   local budgetKeys, budgetArgs = {}, {}
   for i = ${ADD_KEYS + 1}, #KEYS do budgetKeys[#budgetKeys + 1] = KEYS[i] end
@@ -61,6 +62,9 @@ local function admittedAdd(KEYS, ARGV)
   admitted[5] = (function()
 ${ADD_LUA}
   end)()
+  -- Its place only orders the queue: a failure there leaves the job where the add put it, and
+  -- the call admitted (its reply an error would say "not added" of a job that runs).
+  pcall(fairPlace, KEYS[1], admitted[5], budgetKeys[1])
   return admitted
 end
 local n, s = tonumber(ARGV[1]), tonumber(ARGV[2])
