@@ -64,6 +64,12 @@ export const ERRORS = {
     retryable: false,
     status: 403,
   },
+  DROP_CASCADES: {
+    message: 'Dropping this table would also delete or change rows of other tables through their foreign keys; nothing was dropped.',
+    hint: 'Delete those rows, or set their reference to NULL, with DATA_WRITE_SQL (or drop the referring tables) first, then drop this table again.',
+    retryable: false,
+    status: 409,
+  },
   SQL_ERROR: {
     message: 'SQLite refused the statement.',
     hint: 'Read the reason (a missing table, a constraint, a type); DATA_DESCRIBE_SCHEMA shows what exists.',

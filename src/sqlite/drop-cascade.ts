@@ -19,7 +19,7 @@ const STOP_PREFIX = '_agentdb_drop_stop_';
 const STOPPED = 'agentdb: the drop would change rows of another table';
 
 /**
- * Runs `dropIt` (the DROP TABLE of `table`) and throws SQL_REFUSED, the DROP undone, when a
+ * Runs `dropIt` (the DROP TABLE of `table`) and throws DROP_CASCADES, the DROP undone, when a
  * foreign-key action would delete or change a row of another table. SQLite itself tells: for the
  * DROP's duration, each table that refers to `table` with an action carries temporary AFTER
  * DELETE and AFTER UPDATE triggers (foreign-key actions fire triggers) that abort the statement
@@ -49,9 +49,11 @@ export function dropChangingNothingElse(db: Database, table: string, dropIt: () 
     } catch (err) {
       if (!(err instanceof Error) || !err.message.includes(STOPPED)) throw err;
       const names = referrers.map((n) => JSON.stringify(n)).join(', ');
+      // Its own code (was SQL_REFUSED, whose hint says "drops use DATA_DROP_TABLE", the tool the
+      // agent used): the statement is allowed, the rows referring to the table are in the way.
       throw new AgentDbError(
-        'SQL_REFUSED',
-        `dropping ${JSON.stringify(table)} would also delete or change rows of ${names} through their foreign keys (ON DELETE CASCADE, SET NULL or SET DEFAULT), which a drop does not show nor ask about; delete or update those rows with DATA_WRITE_SQL first (or drop those tables), then drop ${JSON.stringify(table)}. Nothing was dropped.`,
+        'DROP_CASCADES',
+        `dropping ${JSON.stringify(table)} would also delete or change rows of ${names} that refer to it through their foreign keys (ON DELETE CASCADE, SET NULL or SET DEFAULT), which a drop neither shows nor asks about. Delete those rows, or set their reference to NULL, with DATA_WRITE_SQL (or drop ${names}) first, then drop ${JSON.stringify(table)} again. Nothing was dropped.`,
       );
     }
   } finally {
