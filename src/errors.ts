@@ -64,8 +64,8 @@ export const ERRORS = {
     retryable: false,
     status: 403,
   },
-  DROP_CASCADES: {
-    message: 'Dropping this table would also delete or change rows of other tables through their foreign keys; nothing was dropped.',
+  DROP_REFERENCED: {
+    message: 'Rows of other tables refer to this table through their foreign keys.',
     hint: 'Delete those rows, or set their reference to NULL, with DATA_WRITE_SQL (or drop the referring tables) first, then drop this table again.',
     retryable: false,
     status: 409,

@@ -74,8 +74,8 @@ it('refuses a drop whose foreign keys would cascade before anyone is asked, sayi
   await write('drop1', 'INSERT INTO c VALUES (1)');
   const answer = await client.call({ ...gated('drop1'), tool: 'DATA_DROP_TABLE', arguments: { table: 'p' } }, { wait: false });
   // On main: SQL_REFUSED, whose hint told an agent that had used DATA_DROP_TABLE to use DATA_DROP_TABLE.
-  expect(answer).toMatchObject({ ok: false, error: { code: 'DROP_CASCADES', hint: expect.stringMatching(/first, then drop/) } });
-  expect((answer as { error: { message: string } }).error.message).toMatch(/rows of "c" that refer to it.*Delete those rows.*first/);
+  expect(answer).toMatchObject({ ok: false, error: { code: 'DROP_REFERENCED', hint: expect.stringMatching(/first, then drop/) } });
+  expect((answer as { error: { message: string } }).error.message).toMatch(/rows of "c" refer to "p" through their foreign keys.*Delete those rows.*first/i);
   const pending = await app.inject({ method: 'GET', url: '/v1/approvals?state=pending', headers: { authorization: `Bearer ${adaKey}` } });
   expect(pending.json().approvals.filter((a: { agent?: string }) => a.agent === 'drop1')).toEqual([]);
 });

@@ -49,7 +49,7 @@ it('answers each family of hostile statement with its code, and a cascading drop
     ['DATA_WRITE_SQL', { sql: 'CREATE TRIGGER tr AFTER INSERT ON p BEGIN DELETE FROM c; END' }, 'SQL_REFUSED'],
     ['DATA_WRITE_SQL', { sql: 'PRAGMA foreign_keys = OFF' }, 'SQL_REFUSED'],
     ['DATA_DROP_TABLE', { table: '_agentdb_calls' }, 'SQL_REFUSED'],
-    ['DATA_DROP_TABLE', { table: 'p' }, 'DROP_CASCADES'],
+    ['DATA_DROP_TABLE', { table: 'p' }, 'DROP_REFERENCED'],
   ];
   for (const [tool, args, code] of refused) {
     const r = await call(tool, args);
