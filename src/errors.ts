@@ -64,6 +64,12 @@ export const ERRORS = {
     retryable: false,
     status: 403,
   },
+  DROP_REFERENCED: {
+    message: 'Rows of other tables refer to this table through their foreign keys.',
+    hint: 'Delete those rows, or set their reference to NULL, with DATA_WRITE_SQL (or drop the referring tables) first, then drop this table again.',
+    retryable: false,
+    status: 409,
+  },
   SQL_ERROR: {
     message: 'SQLite refused the statement.',
     hint: 'Read the reason (a missing table, a constraint, a type); DATA_DESCRIBE_SCHEMA shows what exists.',

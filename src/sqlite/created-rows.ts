@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import type { Effect, EffectLimits, EffectRow, EffectValue } from '../contracts/effect.ts';
 import { shorten } from './effect-cut.ts';
-import { clockValue } from './effect-volatile.ts';
+import { clockValue, volatileResultColumns } from './effect-volatile.ts';
 import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
@@ -13,7 +13,10 @@ import { encodeValue } from './sqlite-values.ts';
 // its SELECT read at the run, data changed since the approval included (session 32, R5). The
 // EffectRecorder's triggers cannot watch a table that does not exist yet; this reads the tables
 // that appeared, after the statement ran, in the same transaction. A CREATE TABLE with no rows
-// keeps the empty effect and its digest, so approvals parked before stay valid.
+// keeps the empty effect and its digest, so approvals parked before stay valid. A result column
+// of only the clock and randomness (`random() AS r`) is left out of the digest as a write's SET
+// of them is: bound, a CTAS selecting random() made new rows at each run and was asked again
+// every time it was approved (session 32, R6).
 
 /** A value the digest leaves out: the rowid SQLite assigned, or a time of the recording's clock. */
 const VOLATILE = { $volatile: true };
@@ -24,8 +27,15 @@ const AGENT_TABLES = `SELECT name FROM main.sqlite_schema WHERE type = 'table' A
 export class CreatedRows {
   private readonly before: Set<string>;
   private readonly started = Date.now();
+  /** Positions of the result columns the statement makes of only the clock and randomness. */
+  private readonly volatile: Set<number>;
 
-  constructor(private readonly db: Database) {
+  /** `sql` is the CREATE TABLE about to run. */
+  constructor(
+    private readonly db: Database,
+    sql: string,
+  ) {
+    this.volatile = volatileResultColumns(sql);
     this.before = new Set(trusted(db, AGENT_TABLES).pluck().all() as string[]);
   }
 
@@ -60,7 +70,9 @@ export class CreatedRows {
       for (const raw of stmt.iterate() as Iterable<unknown[]>) {
         const values = raw.map(encodeValue);
         const after = values.slice(1);
-        hash.update(JSON.stringify(['insert', [VOLATILE], null, after.map((v) => (v !== null && clockValue(v, clock) ? VOLATILE : v))]));
+        hash.update(
+          JSON.stringify(['insert', [VOLATILE], null, after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : v))]),
+        );
         if (full) continue;
         const shown = shorten({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after) });
         const size = Buffer.byteLength(JSON.stringify(shown.row)) + 1;

@@ -27,7 +27,7 @@ export interface DropResult {
  * the name quoted, so no agent SQL runs at all. With `expect` (what a person approved), the
  * object must still be that one — same type, definition, root page and row count — or nothing
  * is dropped: checked in the drop's own transaction, so nothing can change in between.
- * @throws AgentDbError NOT_FOUND, SQL_REFUSED, APPROVAL_STALE; SQLite's errors (a foreign key) propagate.
+ * @throws AgentDbError NOT_FOUND, SQL_REFUSED, DROP_REFERENCED (rows of other tables refer to it), APPROVAL_STALE.
  */
 export function drop(db: Database, table: string, callKey: string, expect?: DropObject, activity?: ActivityNote): Replayable<DropResult> {
   checkDropName(table);

@@ -31,7 +31,7 @@ export function previewEffect(db: Database, sql: string, params: readonly Param[
   try {
     // A CREATE TABLE changes no row but makes its own (… AS SELECT): those are its effect.
     if (verdict.ok && verdict.ddl) {
-      const created = new CreatedRows(db);
+      const created = new CreatedRows(db, sql);
       runWrite(db, stmt, bindings, 1024, true, verdict.kind, sql);
       return created.read(limits);
     }

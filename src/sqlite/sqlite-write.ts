@@ -97,7 +97,7 @@ export function write(
       // After the guard judged the statement, before the schema is read: the recorder's temporary
       // objects are there both before and after, so the schema check sees only the statement's.
       if (bound && !ddl) recorder = new EffectRecorder(db, sql);
-      const created = bound && kind === 'create_table' ? new CreatedRows(db) : undefined;
+      const created = bound && kind === 'create_table' ? new CreatedRows(db, sql) : undefined;
       const version = schemaVersion(db);
       const before = schemaStateAt(db, version);
       const result = runWrite(db, stmt, bindings, maxResultBytes, ddl, kind, sql, upsert);

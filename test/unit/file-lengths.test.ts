@@ -17,7 +17,7 @@ const LIMIT = 302;
 /** Files allowed past LIMIT, each with the most it may have and why it is one file. */
 const EXCEPTIONS: Record<string, { max: number; why: string }> = {
   'src/errors.ts': {
-    max: 460,
+    max: 466,
     why:
       'the one registry of error codes: two thirds of it is the ERRORS table (one entry per code, which docs/errors.md follows), ' +
       'the rest the few functions every layer reads it with; apart, the table and its readers would only import each other',

@@ -806,7 +806,9 @@ describe('red team: a drop changes nothing but the object dropped', () => {
     const before = { c: rowsOf('c'), s: rowsOf('s'), p: rowsOf('p') };
     const approved = dropObject(f.db, dropTarget(f.db, 'p'));
     // The check before a person is asked (executor's checkDrop) refuses it too.
-    expect(() => tryDropAlone(f.db, dropTarget(f.db, 'p'))).toThrow(/would also delete or change rows of "c", "s"/);
+    expect(() => tryDropAlone(f.db, dropTarget(f.db, 'p'))).toThrow(
+      /rows of "c", "s" refer to "p" through their foreign keys: dropping it would also delete or change those rows/,
+    );
     expect(f.db.inTransaction).toBe(false);
     for (const expect_ of [undefined, approved]) {
       const out = (() => {
@@ -816,7 +818,7 @@ describe('red team: a drop changes nothing but the object dropped', () => {
           return err as { code?: string; message: string };
         }
       })();
-      expect(out, json(out)).toMatchObject({ code: 'SQL_REFUSED', message: expect.stringMatching(/\bc\b.*\bs\b|foreign key/) });
+      expect(out, json(out)).toMatchObject({ code: 'DROP_REFERENCED', message: expect.stringMatching(/\bc\b.*\bs\b|foreign key/) });
       expect({ c: rowsOf('c'), s: rowsOf('s'), p: rowsOf('p') }).toEqual(before);
       expect(f.db.inTransaction).toBe(false);
     }

@@ -1,0 +1,72 @@
+/**
+ * An approved CREATE TABLE … AS SELECT whose select list makes values of the clock or randomness
+ * (session 32, R6). R5 bound a CTAS to the rows it makes; `random()` makes new rows at every run,
+ * so such a CTAS was asked again each time it was approved and could never run. Its result
+ * columns of only the clock and randomness are left out of the digest as a write's SET of them is
+ * (effect-volatile.ts); what the SELECT reads stays bound.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hardenConnection } from '../../src/guard/engine-check.ts';
+import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
+import { previewEffect } from '../../src/sqlite/sqlite-effect-preview.ts';
+import { write } from '../../src/sqlite/sqlite-ops.ts';
+
+const LIMITS = { maxTables: 50, maxBytes: 100 * 1024 * 1024 };
+const FX = { maxRows: 100, maxBytes: 100_000 };
+
+describe('an approved CREATE TABLE … AS SELECT of random or clock columns', () => {
+  let dir: string;
+  let db: Database.Database;
+  let callNo = 0;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-ctas-volatile-'));
+    db = new Database(path.join(dir, 'db.sqlite'));
+    hardenConnection(db);
+    db.pragma('journal_mode = WAL');
+    ensureCallsTable(db);
+    db.exec(`CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT); INSERT INTO t VALUES (1, 'one'), (2, 'two');`);
+  });
+  afterEach(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const approvedRun = (sql: string, digest: string) => {
+    try {
+      return write(db, sql, [], `ctas-${callNo++}`, LIMITS, undefined, undefined, { digest, limits: FX });
+    } catch (err) {
+      return err as { code?: string };
+    }
+  };
+  const made = (name: string) => db.prepare('SELECT count(*) FROM sqlite_schema WHERE name = ?').pluck().get(name);
+
+  it('runs when only its random and clock columns differ from the preview', () => {
+    for (const sql of [
+      'CREATE TABLE tok AS SELECT a, b, lower(hex(randomblob(8))) AS token, random() r FROM t',
+      "CREATE TABLE mix AS SELECT b, random() AS r, CURRENT_TIMESTAMP FROM t UNION ALL SELECT 'extra', randomblob(4), datetime('now')",
+    ]) {
+      const fx = previewEffect(db, sql, [], LIMITS, FX);
+      expect(fx.rows.length).toBeGreaterThan(1);
+      expect(approvedRun(sql, fx.digest)).toMatchObject({ changes: 0 });
+    }
+    expect(db.prepare('SELECT count(*) FROM tok').pluck().get()).toBe(2);
+    expect(db.prepare('SELECT count(*) FROM mix').pluck().get()).toBe(3);
+  });
+
+  it('asks again when a row its SELECT reads changed, or when randomness chose what it copies', () => {
+    const sql = 'CREATE TABLE tok AS SELECT a, b, random() AS r FROM t';
+    const fx = previewEffect(db, sql, [], LIMITS, FX);
+    db.exec("UPDATE t SET b = 'changed after approval' WHERE a = 1");
+    expect(approvedRun(sql, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
+    expect(made('tok')).toBe(0);
+    // A column of data and randomness together is bound (only a bare clock or random expression is not).
+    const chosen = 'CREATE TABLE pick AS SELECT a, random() + a AS r FROM t';
+    const seen = previewEffect(db, chosen, [], LIMITS, FX);
+    expect(approvedRun(chosen, seen.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
+    expect(made('pick')).toBe(0);
+  });
+});

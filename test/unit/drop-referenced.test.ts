@@ -1,0 +1,71 @@
+/**
+ * A drop of a table that rows of another table refer to under NO ACTION or RESTRICT — a bare
+ * `REFERENCES p(id)` is NO ACTION — (session 32, R6). R5 refused drops whose foreign keys would
+ * cascade; these it let through the check taken before a person is asked, so the drop was
+ * parked, approved, and then failed with SQLite's "FOREIGN KEY constraint failed" (a deferred key
+ * only at COMMIT). Now the check refuses them as the run does, DROP_REFERENCED with the way out.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hardenConnection } from '../../src/guard/engine-check.ts';
+import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
+import { drop, dropTarget, tryDropAlone } from '../../src/sqlite/sqlite-ops.ts';
+
+const KEYS = ['', 'ON DELETE NO ACTION', 'ON DELETE RESTRICT', 'DEFERRABLE INITIALLY DEFERRED'];
+
+describe('a drop that rows of another table refer to without an ON DELETE action', () => {
+  let dir: string;
+  let db: Database.Database;
+  let callNo = 0;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-drop-referenced-'));
+    db = new Database(path.join(dir, 'db.sqlite'));
+    hardenConnection(db);
+    db.pragma('journal_mode = WAL');
+    ensureCallsTable(db);
+  });
+  afterEach(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const outcome = (run: () => unknown) => {
+    try {
+      return run();
+    } catch (err) {
+      return err as { code?: string; message: string };
+    }
+  };
+
+  it('is refused before anyone is asked, and when it runs, naming the table and what to do first', () => {
+    for (const [i, key] of KEYS.entries()) {
+      db.exec(`CREATE TABLE p${i} (id INTEGER PRIMARY KEY); CREATE TABLE c${i} (pid REFERENCES p${i}(id) ${key});
+        INSERT INTO p${i} VALUES (1), (2); INSERT INTO c${i} VALUES (1);`);
+      const refusal = { code: 'DROP_REFERENCED', message: expect.stringMatching(new RegExp(`rows of "c${i}" refer to "p${i}".*Delete those rows.*first`)) };
+      // On main the check passed: the drop was parked for a person.
+      expect(
+        outcome(() => tryDropAlone(db, dropTarget(db, `p${i}`))),
+        key,
+      ).toMatchObject(refusal);
+      expect(
+        outcome(() => drop(db, `p${i}`, `dr-${callNo++}`)),
+        key,
+      ).toMatchObject(refusal);
+      expect(db.prepare(`SELECT (SELECT count(*) FROM p${i}), (SELECT count(*) FROM c${i})`).raw().get(), key).toEqual([2, 1]);
+      expect(db.inTransaction).toBe(false);
+    }
+  });
+
+  it('drops once no row refers to it', () => {
+    for (const [i, key] of KEYS.entries()) {
+      db.exec(`CREATE TABLE p${i} (id INTEGER PRIMARY KEY); CREATE TABLE c${i} (pid REFERENCES p${i}(id) ${key});
+        INSERT INTO p${i} VALUES (1); INSERT INTO c${i} VALUES (NULL);`);
+      tryDropAlone(db, dropTarget(db, `p${i}`));
+      expect(drop(db, `p${i}`, `dr-${callNo++}`), key).toMatchObject({ dropped: `p${i}` });
+    }
+    expect(db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
+  });
+});
