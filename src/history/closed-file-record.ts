@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { committedCall, type RecordedCall, type RecordedOutcome } from '../sqlite/call-record.ts';
 import { enteredEnd } from '../sqlite/unentered-tail.ts';
-import { checkFrame, FRAME_HEADER_BYTES, frameBytes, parseWalHeader, WAL_HEADER_BYTES } from './wal-format.ts';
+import { type CommittedWalFrames, committedWalFrames, FRAME_HEADER_BYTES } from './wal-format.ts';
 
 /**
  * The largest database read into memory to look for a record: a child's memory is bounded
@@ -77,46 +77,13 @@ function committedImage(file: string, size: number): Buffer | undefined {
   return image;
 }
 
-/** The committed frames of the WAL at `wal`: the last frame of each page, and the database's size in pages after the last commit. */
-function committedFrames(wal: string): { pageSize: number; pages: number; latest: Map<number, number> } | undefined {
-  let fd: number;
-  try {
-    fd = fs.openSync(wal, 'r');
-  } catch {
-    return undefined;
-  }
-  try {
-    const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return undefined;
-    const hdr = parseWalHeader(head);
-    if (!hdr) return undefined;
-    const entered = enteredEnd(wal.slice(0, -'-wal'.length));
-    const limit = entered && entered.salt1 === hdr.salt1 && entered.salt2 === hdr.salt2 ? entered.lastFrame : Number.POSITIVE_INFINITY;
-    const fb = frameBytes(hdr.pageSize);
-    const buf = Buffer.alloc(fb);
-    const pgnos: number[] = [];
-    let committed = 0;
-    let pages = 0;
-    let s1 = hdr.c1;
-    let s2 = hdr.c2;
-    for (let at = WAL_HEADER_BYTES; pgnos.length < limit; at += fb) {
-      if (fs.readSync(fd, buf, 0, fb, at) < fb) break;
-      const checked = checkFrame(hdr, buf, 0, s1, s2);
-      if (!checked) break;
-      [s1, s2] = checked.c;
-      pgnos.push(checked.frame.pgno);
-      if (checked.frame.commit > 0) {
-        committed = pgnos.length;
-        pages = checked.frame.commit;
-      }
-    }
-    // Each page's last frame up to the last commit: later frames are no part of the database.
-    const latest = new Map<number, number>();
-    for (let n = 0; n < committed; n++) latest.set(pgnos[n]!, WAL_HEADER_BYTES + n * fb);
-    return pages === 0 ? undefined : { pageSize: hdr.pageSize, pages, latest };
-  } finally {
-    fs.closeSync(fd);
-  }
+/** The committed frames of the WAL at `wal`, not past the end a this-boot WAL index names for it; undefined with no commit. */
+function committedFrames(wal: string): CommittedWalFrames | undefined {
+  const entered = enteredEnd(wal.slice(0, -'-wal'.length));
+  const found = committedWalFrames(wal, (hdr) =>
+    entered && entered.salt1 === hdr.salt1 && entered.salt2 === hdr.salt2 ? entered.lastFrame : Number.POSITIVE_INFINITY,
+  );
+  return found && found.pages > 0 ? found : undefined;
 }
 
 /** The page size the database file's header names (offset 16, big-endian; 1 means 65536). */

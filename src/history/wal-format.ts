@@ -181,39 +181,57 @@ export function frameOffset(pageSize: number, n: number): number {
   return WAL_HEADER_BYTES + (n - 1) * frameBytes(pageSize);
 }
 
+/** What {@link committedWalFrames} found: each page's last committed frame, and the database's size after the last commit. */
+export interface CommittedWalFrames {
+  pageSize: number;
+  /** The database's size in pages after the last commit (0: no commit). */
+  pages: number;
+  /** Each page written by a committed frame, and the byte offset of its last such frame. */
+  latest: Map<number, number>;
+}
+
 /**
- * The pages written by the committed frames of the WAL file `file` (frames after the last
- * commit frame, or past the first that fails its checksum, are no part of the database).
- * Empty when there is no WAL.
+ * The committed frames of the WAL file `file`: frames after the last commit frame, or past the
+ * first that fails its checksum, are no part of the database. `limit` caps the frames read, given
+ * the WAL's header (a WAL index's committed end). Undefined when there is no WAL or no header.
  */
-export function walPages(file: string): Set<number> {
-  const pages = new Set<number>();
+export function committedWalFrames(file: string, limit?: (hdr: SegmentHeader) => number): CommittedWalFrames | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, 'r');
   } catch {
-    return pages;
+    return undefined;
   }
   try {
     const head = Buffer.alloc(WAL_HEADER_BYTES);
-    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return pages;
+    if (fs.readSync(fd, head, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return undefined;
     const hdr = parseWalHeader(head);
-    if (!hdr) return pages;
+    if (!hdr) return undefined;
+    const most = limit?.(hdr) ?? Number.POSITIVE_INFINITY;
     const buf = Buffer.alloc(frameBytes(hdr.pageSize));
+    const pgnos: number[] = [];
+    let committed = 0;
+    let pages = 0;
     let [c1, c2] = [hdr.c1, hdr.c2];
-    let pending: number[] = [];
-    for (let n = 1; fs.readSync(fd, buf, 0, buf.length, frameOffset(hdr.pageSize, n)) === buf.length; n++) {
+    for (let n = 1; n <= most && fs.readSync(fd, buf, 0, buf.length, frameOffset(hdr.pageSize, n)) === buf.length; n++) {
       const ok = checkFrame(hdr, buf, 0, c1, c2);
       if (!ok) break;
       [c1, c2] = ok.c;
-      pending.push(ok.frame.pgno);
+      pgnos.push(ok.frame.pgno);
       if (ok.frame.commit > 0) {
-        for (const p of pending) pages.add(p);
-        pending = [];
+        committed = n;
+        pages = ok.frame.commit;
       }
     }
-    return pages;
+    const latest = new Map<number, number>();
+    for (let n = 1; n <= committed; n++) latest.set(pgnos[n - 1]!, frameOffset(hdr.pageSize, n));
+    return { pageSize: hdr.pageSize, pages, latest };
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The pages written by the committed frames of the WAL file `file` (see {@link committedWalFrames}); empty when there is no WAL. */
+export function walPages(file: string): Set<number> {
+  return new Set(committedWalFrames(file)?.latest.keys());
 }
