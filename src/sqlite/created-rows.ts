@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
-import type { Effect, EffectLimits, EffectRow, EffectValue } from '../contracts/effect.ts';
-import { shorten } from './effect-cut.ts';
+import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
+import { ShownRows } from './effect-cut.ts';
 import { clockValue, volatileResultColumns } from './effect-volatile.ts';
 import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
@@ -45,10 +45,7 @@ export class CreatedRows {
     const made = (trusted(this.db, AGENT_TABLES).pluck().all() as string[]).filter((n) => !this.before.has(n)).sort();
     const hash = createHash('sha256');
     const tables: Effect['tables'] = [];
-    const rows: EffectRow[] = [];
-    let bytes = 2;
-    let cut = false;
-    let full = false;
+    const shown = new ShownRows(limits);
     for (const table of made) {
       const columns = (
         trusted(this.db, `SELECT name FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(table) as { name: string }[]
@@ -73,20 +70,12 @@ export class CreatedRows {
         hash.update(
           JSON.stringify(['insert', [VOLATILE], null, after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : v))]),
         );
-        if (full) continue;
-        const shown = shorten({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after) });
-        const size = Buffer.byteLength(JSON.stringify(shown.row)) + 1;
-        if (rows.length >= limits.maxRows || bytes + size > limits.maxBytes) {
-          full = cut = true;
-          continue;
-        }
-        bytes += size;
-        if (shown.cut) cut = true;
-        rows.push(shown.row);
+        if (shown.full) continue;
+        shown.add({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after) });
       }
     }
     if (tables.length === 0) return NO_ROWS_EFFECT;
-    return { tables, rows, cut, digest: hash.digest('hex') };
+    return { tables, rows: shown.rows, cut: shown.cut, digest: hash.digest('hex') };
   }
 }
 

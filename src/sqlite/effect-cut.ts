@@ -1,8 +1,34 @@
-import { MAX_EFFECT_VALUE_BYTES, type EffectRow, type EffectValue } from '../contracts/effect.ts';
+import { MAX_EFFECT_VALUE_BYTES, type EffectLimits, type EffectRow, type EffectValue } from '../contracts/effect.ts';
 
 // A recorded row as a person is shown it and its effect is kept: each value past
 // MAX_EFFECT_VALUE_BYTES cut to its start, so that one huge value cannot fill the approval
 // record (the digest, taken before, still covers it whole). Used by EffectRecorder (sqlite-effect.ts).
+
+/**
+ * The rows an effect shows, within its `limits`: each {@link shorten}ed; once one does not fit,
+ * no more are kept (`full`: the caller only hashes the rest) and the effect is marked cut.
+ */
+export class ShownRows {
+  readonly rows: EffectRow[] = [];
+  cut = false;
+  full = false;
+  // The JSON array's brackets.
+  private bytes = 2;
+
+  constructor(private readonly limits: EffectLimits) {}
+
+  add(row: EffectRow): void {
+    const shown = shorten(row);
+    const size = Buffer.byteLength(JSON.stringify(shown.row)) + 1;
+    if (this.rows.length >= this.limits.maxRows || this.bytes + size > this.limits.maxBytes) {
+      this.full = this.cut = true;
+      return;
+    }
+    this.bytes += size;
+    if (shown.cut) this.cut = true;
+    this.rows.push(shown.row);
+  }
+}
 
 /** A row with each value past MAX_EFFECT_VALUE_BYTES replaced by its start (`{ $cut, bytes }`). */
 export function shorten(row: EffectRow): { row: EffectRow; cut: boolean } {

@@ -4,7 +4,7 @@ import type { Effect, EffectLimits, EffectRow, EffectTable, EffectValue } from '
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
-import { shorten } from './effect-cut.ts';
+import { ShownRows } from './effect-cut.ts';
 import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
@@ -143,10 +143,7 @@ export class EffectRecorder {
     const clock: ClockWindow = { start: this.started, end: Date.now() };
     const hash = createHash('sha256');
     const tables: EffectTable[] = [];
-    const rows: EffectRow[] = [];
-    let bytes = 2;
-    let cut = false;
-    let full = false;
+    const shown = new ShownRows(limits);
     for (const w of this.watched) {
       const log = `temp.${quoteIdentifier(w.log)}`;
       const counts = { insert: 0, update: 0, delete: 0 };
@@ -181,7 +178,7 @@ export class EffectRecorder {
           );
         const boundKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues;
         hash.update(JSON.stringify([op, boundKey, before, after && made(after, w.madeOnInsert)]));
-        if (full) continue;
+        if (shown.full) continue;
         const row: EffectRow = {
           table: w.table,
           op,
@@ -189,18 +186,10 @@ export class EffectRecorder {
           before: before && named(w.columns, before),
           after: after && named(w.columns, after),
         };
-        const shown = shorten(row);
-        const size = Buffer.byteLength(JSON.stringify(shown.row)) + 1;
-        if (rows.length >= limits.maxRows || bytes + size > limits.maxBytes) {
-          full = cut = true;
-          continue;
-        }
-        bytes += size;
-        if (shown.cut) cut = true;
-        rows.push(shown.row);
+        shown.add(row);
       }
     }
-    return { tables, rows, cut, digest: hash.digest('hex') };
+    return { tables, rows: shown.rows, cut: shown.cut, digest: hash.digest('hex') };
   }
 
   /** Drops the triggers and logs, in the same transaction, before it commits. */
