@@ -9,61 +9,69 @@ import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
 // those other rows were never shown to the person, nor bound (session 32, R5). Rows referring
 // to it under NO ACTION or RESTRICT (a bare REFERENCES) make the DROP fail instead: such a drop
 // was parked, approved, and then answered "FOREIGN KEY constraint failed" (session 32, R6).
-// Used by `drop` (sqlite-drop.ts), inside its transaction.
+//
+// Both were told by trying the DROP (R5's temporary triggers, R6's trial before parking), and
+// that DELETE is slow: for each row of the dropped table SQLite looks for the rows of every
+// referring table that name it, and when the referring column's affinity is not the key's
+// (`pid REFERENCES p(id)` with no type, or TEXT against an INTEGER key) its index cannot serve
+// that lookup, so each row scans the whole referring table: 20,000 × 20,000 rows took 12-20 s,
+// an index on it or not (session 33, R7). So the rows are looked at directly instead, and the
+// DROP runs with foreign keys off: it then deletes no rows first, so no action can run at all.
+// Used by `drop` (sqlite-drop.ts) in its transaction and by the check before a person is asked.
 
-/** Other tables with a foreign key to `table` (`?` twice); `actions` keeps those with an ON DELETE action. */
-const referrers = (actions: boolean) => `SELECT DISTINCT s.name FROM main.sqlite_schema AS s, pragma_foreign_key_list(s.name, 'main') AS f
-  WHERE s.type = 'table' AND s.name <> ? AND f."table" = ? COLLATE NOCASE${actions ? ` AND f.on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT')` : ''}`;
-const REFERRERS = referrers(false);
-const ACTING_REFERRERS = referrers(true);
+/** Each foreign key of another table that refers to `table` (`?` twice): its table, columns and ON DELETE action. */
+const REFERRING_KEYS = `SELECT s.name AS referrer, f.id AS id, group_concat(f."from", char(0)) AS columns, f.on_delete AS onDelete
+  FROM main.sqlite_schema AS s, pragma_foreign_key_list(s.name, 'main') AS f
+  WHERE s.type = 'table' AND s.name <> ? AND f."table" = ? COLLATE NOCASE GROUP BY s.name, f.id ORDER BY s.name, f.id`;
 
-/** Prefix of the temporary triggers that stop a drop reaching other tables (agents make no temp objects). */
-const STOP_PREFIX = '_agentdb_drop_stop_';
-/** The RAISE message those triggers abort with, told apart from any other failure of the DROP. */
-const STOPPED = 'agentdb: the drop would change rows of another table';
+interface ReferringKey {
+  referrer: string;
+  id: number;
+  columns: string;
+  onDelete: string;
+}
+
+const ACTIONS = new Set(['CASCADE', 'SET NULL', 'SET DEFAULT']);
 
 /**
- * Runs `dropIt` (the DROP TABLE of `table`) and throws DROP_REFERENCED, the DROP undone, when a
- * row of another table refers to it: a foreign-key action would delete or change that row, or
- * (NO ACTION, RESTRICT) the DROP fails on it. SQLite itself tells: for the DROP's duration, each
- * table that refers to `table` with an action carries temporary AFTER DELETE and AFTER UPDATE
- * triggers (foreign-key actions fire triggers) that abort the statement at the first such row;
- * the others fail it as a foreign key constraint. Rows of `table` itself (a self-reference) are
- * its own to lose. Made on the trusted side inside the caller's transaction and dropped before
- * it ends; nothing is made when no table refers to `table` with an action.
+ * Refuses, DROP_REFERENCED, a drop of `table` while a row of another table refers to it: a row
+ * whose foreign key to it has no NULL column. SQLite's own rule, as `pragma_foreign_key_check`
+ * tells it once the table is gone: such a row either names a row of `table`, which the DROP
+ * would delete or change (an ON DELETE action) or fail on (NO ACTION, RESTRICT, or a deferred key
+ * at COMMIT), or names none, and would be left naming a table that no longer exists (which the
+ * DROP with foreign keys on also refused, since session 32). A self-reference is the table's own
+ * to lose. One scan of each referring table, stopping at its first such row: no DROP is tried.
+ * @throws AgentDbError DROP_REFERENCED naming the referring tables.
  */
-export function dropChangingNothingElse(db: Database, table: string, dropIt: () => void): void {
-  const all = trusted(db, REFERRERS).pluck().all(table, table) as string[];
-  if (all.length === 0) {
-    dropIt();
-    return;
-  }
-  const acting = trusted(db, ACTING_REFERRERS).pluck().all(table, table) as string[];
-  const made: string[] = [];
+export function refuseReferencedDrop(db: Database, table: string): void {
+  const keys = trusted(db, REFERRING_KEYS).all(table, table) as ReferringKey[];
+  const referring = keys.filter((k) => {
+    const notNull = k.columns
+      .split('\0')
+      .map((c) => `${quoteIdentifier(c)} IS NOT NULL`)
+      .join(' AND ');
+    return db.prepare(`SELECT 1 FROM main.${quoteIdentifier(k.referrer)} WHERE ${notNull} LIMIT 1`).get() !== undefined;
+  });
+  if (referring.length === 0) return;
+  const names = (ks: ReferringKey[]) => [...new Set(ks.map((k) => k.referrer))];
+  const acting = referring.filter((k) => ACTIONS.has(k.onDelete));
+  throw acting.length > 0 ? referenced(table, names(acting), 'change') : referenced(table, names(referring), 'break');
+}
+
+/**
+ * Runs `dropIt` (the DROP TABLE of `table`, in the caller's transaction, which `inTransaction`
+ * opens) with foreign keys off, after {@link refuseReferencedDrop}: the DROP then removes the
+ * table alone, without first deleting its rows one by one. `PRAGMA foreign_keys` is a no-op
+ * inside a transaction, so it is set around it; were it still on, the DROP would only be slower,
+ * as no row of another table refers to `table` by then.
+ */
+export function withoutForeignKeys<T>(db: Database, run: () => T): T {
+  const was = db.pragma('foreign_keys', { simple: true }) === 1;
+  if (was && !db.inTransaction) db.pragma('foreign_keys = OFF');
   try {
-    acting.forEach((referrer, i) => {
-      for (const op of ['DELETE', 'UPDATE']) {
-        const name = `${STOP_PREFIX}${i}_${op.toLowerCase()}`;
-        db.prepare(
-          `CREATE TEMP TRIGGER ${quoteIdentifier(name)} AFTER ${op} ON main.${quoteIdentifier(referrer)} BEGIN SELECT RAISE(ABORT, '${STOPPED}'); END`,
-        ).run();
-        made.push(name);
-      }
-    });
-    let broken: string[];
-    try {
-      dropIt();
-      // A DEFERRABLE INITIALLY DEFERRED key fails only at COMMIT, after the drop was answered
-      // for (and its check, rolled back, passed): its rows still naming the table tell now.
-      broken = all.filter((r) => trusted(db, `SELECT 1 FROM pragma_foreign_key_check(?, 'main') WHERE parent = ? COLLATE NOCASE LIMIT 1`).get(r, table));
-    } catch (err) {
-      if (err instanceof Error && err.message.includes(STOPPED)) throw referenced(table, acting, 'change');
-      if (foreignKeyFailed(err)) throw referenced(table, all, 'break');
-      throw err;
-    }
-    if (broken.length > 0) throw referenced(table, broken, 'break');
+    return run();
   } finally {
-    for (const name of made) db.prepare(`DROP TRIGGER IF EXISTS temp.${quoteIdentifier(name)}`).run();
+    if (was) db.pragma('foreign_keys = ON');
   }
 }
 
@@ -84,24 +92,11 @@ function referenced(table: string, referrers: string[], how: 'change' | 'break')
   );
 }
 
-/** SQLite's failure of an immediate foreign key: NO ACTION (…_FOREIGNKEY) or RESTRICT (…_TRIGGER). */
-function foreignKeyFailed(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return err instanceof Error && typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT') && err.message === 'FOREIGN KEY constraint failed';
-}
-
 /**
- * For the check a drop takes before it is parked for a person: the drop tried in a transaction
- * that is always rolled back, so that a drop that rows of other tables refer to is refused
- * before anyone is asked about it (and again when it runs, since rows may refer to it by then).
- * Nothing is tried when no table refers to `table`.
+ * For the check a drop takes before it is parked for a person: a drop that rows of other tables
+ * refer to is refused before anyone is asked about it (and again when it runs, since rows may
+ * refer to it by then). A read: nothing is tried.
  */
 export function tryDropAlone(db: Database, found: { type: 'table' | 'view'; name: string }): void {
-  if (found.type !== 'table' || (trusted(db, REFERRERS).pluck().all(found.name, found.name) as string[]).length === 0) return;
-  trusted(db, 'BEGIN IMMEDIATE').run();
-  try {
-    dropChangingNothingElse(db, found.name, () => db.prepare(`DROP TABLE main.${quoteIdentifier(found.name)}`).run());
-  } finally {
-    if (db.inTransaction) trusted(db, 'ROLLBACK').run();
-  }
+  if (found.type === 'table') refuseReferencedDrop(db, found.name);
 }

@@ -8,7 +8,7 @@ import { MAX_SHOWN_DEFINITION_BYTES, type DropObject } from '../contracts/drop-o
 import { AgentDbError } from '../errors.ts';
 import { guardTableName } from '../guard/guard.ts';
 import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './call-record.ts';
-import { dropChangingNothingElse } from './drop-cascade.ts';
+import { refuseReferencedDrop, withoutForeignKeys } from './drop-cascade.ts';
 import { recordCallActivity, type ActivityNote } from './sqlite-activity.ts';
 import { INTERNAL_PREFIX } from './sqlite-schema.ts';
 import { inWriteTransaction, quoteIdentifier, trusted } from './sqlite-trusted.ts';
@@ -35,24 +35,25 @@ export function drop(db: Database, table: string, callKey: string, expect?: Drop
   const call: RecordedCall = { key: callKey, digest: effectDigest(['drop', table]) };
   let dropped = false;
   try {
-    return inWriteTransaction(db, () => {
-      const recorded = recordedResult(db, call) as DropResult | undefined;
-      if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
-      const found = dropTarget(db, table);
-      if (expect) {
-        const stale = staleness(expect, dropObject(db, found));
-        if (stale)
-          throw new AgentDbError('APPROVAL_STALE', `${found.type} ${JSON.stringify(found.name)} is not the one approved: ${stale}. Nothing was dropped.`);
-      }
-      const dropIt = () => db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
-      if (found.type === 'view') dropIt();
-      else dropChangingNothingElse(db, found.name, dropIt);
-      dropped = true;
-      const result: DropResult = { dropped: found.name, type: found.type };
-      recordResult(db, call, result);
-      if (activity) recordCallActivity(db, activity, expect?.rows ?? null);
-      return { value: result, commit: true };
-    });
+    return withoutForeignKeys(db, () =>
+      inWriteTransaction(db, () => {
+        const recorded = recordedResult(db, call) as DropResult | undefined;
+        if (recorded !== undefined) return { value: { ...recorded, replayed: true as const }, commit: false };
+        const found = dropTarget(db, table);
+        if (expect) {
+          const stale = staleness(expect, dropObject(db, found));
+          if (stale)
+            throw new AgentDbError('APPROVAL_STALE', `${found.type} ${JSON.stringify(found.name)} is not the one approved: ${stale}. Nothing was dropped.`);
+        }
+        if (found.type === 'table') refuseReferencedDrop(db, found.name);
+        db.prepare(`DROP ${found.type === 'view' ? 'VIEW' : 'TABLE'} main.${quoteIdentifier(found.name)}`).run();
+        dropped = true;
+        const result: DropResult = { dropped: found.name, type: found.type };
+        recordResult(db, call, result);
+        if (activity) recordCallActivity(db, activity, expect?.rows ?? null);
+        return { value: result, commit: true };
+      }),
+    );
   } finally {
     if (dropped) forgetStatements(db);
   }

@@ -68,4 +68,47 @@ describe('a drop that rows of another table refer to without an ON DELETE action
     }
     expect(db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
   });
+
+  // Session 33, R7: the check tried the DROP in a rolled-back write transaction, and SQLite's DROP
+  // deletes the parent's rows one by one, scanning the child for each when the child key's index
+  // cannot serve (no declared type): 20,000 × 20,000 rows took 12-17 s, for the check and again
+  // for the run. Now the check looks at the child's rows; it is a read, so it answers on a
+  // read-only connection and beside another connection's write lock, which a DROP cannot.
+  it('checks by reading the referring rows: on a read-only connection, beside a writer', () => {
+    db.exec(`CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (pid REFERENCES p(id)); CREATE INDEX c_pid ON c(pid);
+      CREATE TABLE q (id INTEGER PRIMARY KEY); CREATE TABLE d (qid REFERENCES q(id));
+      INSERT INTO p VALUES (1), (2); INSERT INTO c VALUES (NULL), (NULL);
+      INSERT INTO q VALUES (1); INSERT INTO d VALUES (1);`);
+    const reader = new Database(db.name, { readonly: true });
+    const writer = new Database(db.name);
+    try {
+      hardenConnection(reader);
+      writer.exec('BEGIN IMMEDIATE');
+      expect(outcome(() => tryDropAlone(reader, dropTarget(reader, 'p')))).toBeUndefined();
+      expect(outcome(() => tryDropAlone(reader, dropTarget(reader, 'q')))).toMatchObject({ code: 'DROP_REFERENCED' });
+    } finally {
+      writer.close();
+      reader.close();
+    }
+  });
+
+  it('refuses while a row names the table by a key with no NULL column, a row naming none of its rows too', () => {
+    db.exec(`CREATE TABLE p (a INTEGER, b TEXT, PRIMARY KEY (a, b)); CREATE TABLE c (x, y, FOREIGN KEY (x, y) REFERENCES p(a, b));
+      INSERT INTO p VALUES (1, 'k'); INSERT INTO c VALUES (1, NULL), (NULL, 'k');`);
+    // Half a key refers to nothing: dropped below, once the row naming no row of p is gone.
+    db.pragma('foreign_keys = OFF');
+    db.exec(`INSERT INTO c VALUES (9, 'gone')`);
+    db.pragma('foreign_keys = ON');
+    for (const run of [() => tryDropAlone(db, dropTarget(db, 'p')), () => drop(db, 'p', `dr-${callNo++}`)]) {
+      expect(outcome(run)).toMatchObject({ code: 'DROP_REFERENCED', message: expect.stringContaining('rows of "c" refer to "p"') });
+    }
+    db.exec(`DELETE FROM c WHERE x = 9`);
+    expect(drop(db, 'p', `dr-${callNo++}`)).toMatchObject({ dropped: 'p' });
+    expect(db.prepare('SELECT x, y FROM c ORDER BY rowid').raw().all()).toEqual([
+      [1, null],
+      [null, 'k'],
+    ]);
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(db.inTransaction).toBe(false);
+  });
 });
