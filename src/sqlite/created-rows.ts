@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
 import { ShownRows } from './effect-cut.ts';
-import { clockValue, volatileResultColumns } from './effect-volatile.ts';
+import { clockValue } from './effect-volatile.ts';
+import { volatileCreatedColumns } from './select-volatile.ts';
 import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
@@ -16,7 +17,8 @@ import { encodeValue } from './sqlite-values.ts';
 // keeps the empty effect and its digest, so approvals parked before stay valid. A result column
 // of only the clock and randomness (`random() AS r`) is left out of the digest as a write's SET
 // of them is: bound, a CTAS selecting random() made new rows at each run and was asked again
-// every time it was approved (session 32, R6).
+// every time it was approved (session 32, R6); also when read through a CTE or a subquery
+// (select-volatile.ts, session 33, R7).
 
 /** A value the digest leaves out: the rowid SQLite assigned, or a time of the recording's clock. */
 const VOLATILE = { $volatile: true };
@@ -35,7 +37,7 @@ export class CreatedRows {
     private readonly db: Database,
     sql: string,
   ) {
-    this.volatile = volatileResultColumns(sql);
+    this.volatile = volatileCreatedColumns(db, sql);
     this.before = new Set(trusted(db, AGENT_TABLES).pluck().all() as string[]);
   }
 

@@ -184,46 +184,8 @@ export function volatileAssignments(sql: string): Set<string> {
   return pure;
 }
 
-/** Words that end a SELECT's result list, outside parentheses. */
-const AFTER_RESULTS = ['from', 'where', 'group', 'having', 'window', 'order', 'limit', 'union', 'intersect', 'except'];
-
-/**
- * The positions (0-based) of a CREATE TABLE … AS SELECT's result columns that are an expression
- * of nothing but literals, the clock and randomness (`random() AS r`, `CURRENT_TIMESTAMP`), in
- * every arm of a compound SELECT: the columns of the table it makes whose values no data chose.
- * The rule {@link volatileAssignments} applies to a write's SET and VALUES. A `*` ends the
- * positions known; a result read through a CTE or subquery is bound (none is a bare expression).
- */
-export function volatileResultColumns(sql: string): Set<number> {
-  const parsed = parseStatement(sql);
-  if ('ok' in parsed) return new Set();
-  const { tokens } = parsed;
-  const as = tokens.findIndex((t, i) => isWord(t, 'as') && i > 0);
-  if (as < 0) return new Set();
-  let arms = 0;
-  const pureIn = new Map<number, number>();
-  let depth = 0;
-  for (let i = as + 1; i < tokens.length; i++) {
-    if (isOp(tokens[i], '(')) depth++;
-    else if (isOp(tokens[i], ')')) depth--;
-    if (depth !== 0 || !isWord(tokens[i], 'select')) continue;
-    arms++;
-    let k = i + 1;
-    if (isWord(tokens[k], 'distinct', 'all')) k++;
-    for (let at = 0; k < tokens.length; at++) {
-      const end = exprEnd(tokens, k, AFTER_RESULTS);
-      const expr = withoutAlias(tokens.slice(k, end));
-      if (expr.some((t) => isOp(t, '*'))) break;
-      if (isPure(expr)) pureIn.set(at, (pureIn.get(at) ?? 0) + 1);
-      if (!isOp(tokens[end], ',')) break;
-      k = end + 1;
-    }
-  }
-  return new Set([...pureIn].filter(([, n]) => n === arms).map(([at]) => at));
-}
-
 /** A result column's expression without its alias (`expr AS name`, `expr name`). */
-function withoutAlias(expr: readonly Token[]): readonly Token[] {
+export function withoutAlias(expr: readonly Token[]): readonly Token[] {
   const n = expr.length;
   if (n >= 3 && isWord(expr[n - 2], 'as')) return expr.slice(0, n - 2);
   const last = expr[n - 1];
@@ -236,7 +198,7 @@ function withoutAlias(expr: readonly Token[]): readonly Token[] {
 }
 
 /** Index of the `,` or `)` (or a word of `stop`) that ends the expression starting at `i`, outside parentheses. */
-function exprEnd(tokens: readonly Token[], i: number, stop: string[]): number {
+export function exprEnd(tokens: readonly Token[], i: number, stop: string[]): number {
   let depth = 0;
   for (let j = i; j < tokens.length; j++) {
     const t = tokens[j];
@@ -248,7 +210,8 @@ function exprEnd(tokens: readonly Token[], i: number, stop: string[]): number {
   return tokens.length;
 }
 
-function isPure(expr: readonly Token[]): boolean {
+/** An expression of nothing but literals, the clock and randomness (no column, parameter, operator, CASE or subquery). */
+export function isPure(expr: readonly Token[]): boolean {
   return (
     expr.length > 0 &&
     expr.every(

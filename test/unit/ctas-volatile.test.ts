@@ -69,4 +69,40 @@ describe('an approved CREATE TABLE … AS SELECT of random or clock columns', ()
     expect(approvedRun(chosen, seen.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
     expect(made('pick')).toBe(0);
   });
+
+  // Session 33, R7: R6's rule read only the CTAS's own select list, so a random value read through
+  // a CTE or a subquery was bound, and such a CTAS was asked again at every approval.
+  it('runs when its random and clock values come through a CTE or a subquery', () => {
+    db.exec('CREATE TABLE r (x TEXT)');
+    const made: [string, number][] = [
+      ['CREATE TABLE c1 AS WITH r AS (SELECT random() x) SELECT x FROM r', 1],
+      ['CREATE TABLE c2 AS SELECT * FROM (SELECT randomblob(4))', 1],
+      ['CREATE TABLE c3 AS WITH r(y) AS (SELECT random()) SELECT a, b, y, CURRENT_TIMESTAMP AS at FROM t JOIN r ON 1', 2],
+      ['CREATE TABLE c4 AS WITH s AS (SELECT random() z), r AS (SELECT z AS y FROM s) SELECT q.*, y FROM (SELECT a, hex(randomblob(2)) AS k FROM t) q, r', 2],
+      ["CREATE TABLE c5 AS WITH r AS (SELECT random() x) SELECT x FROM r UNION ALL VALUES (randomblob(2)), (datetime('now'))", 3],
+    ];
+    for (const [sql, rows] of made) {
+      const fx = previewEffect(db, sql, [], LIMITS, FX);
+      expect(fx.tables[0]?.inserted, sql).toBe(rows);
+      expect(approvedRun(sql, fx.digest), sql).toMatchObject({ changes: 0 });
+    }
+  });
+
+  it('asks again when a VALUES arm copies data, or a name the CTE makes random is read from a table', () => {
+    db.exec(`CREATE TABLE r (x TEXT); INSERT INTO r VALUES ('seen')`);
+    for (const sql of [
+      // On main the VALUES arm was not counted as an arm: its copy of t.b was left out of the digest and committed.
+      'CREATE TABLE v1 AS SELECT random() UNION ALL VALUES ((SELECT b FROM t WHERE a = 1))',
+      'CREATE TABLE v2 AS VALUES ((SELECT b FROM t WHERE a = 1)) UNION ALL SELECT random()',
+      // main.r is the table, not the CTE; and a subquery aliased r hides the CTE.
+      'CREATE TABLE v3 AS WITH r AS (SELECT random() x) SELECT x FROM main.r UNION ALL SELECT b FROM t WHERE a = 1',
+      'CREATE TABLE v4 AS WITH r AS (SELECT random() x) SELECT x FROM (SELECT b AS x FROM t WHERE a = 1) AS r',
+    ]) {
+      const fx = previewEffect(db, sql, [], LIMITS, FX);
+      db.exec("UPDATE t SET b = 'changed after approval' WHERE a = 1");
+      expect(approvedRun(sql, fx.digest), sql).toMatchObject({ code: 'APPROVAL_STALE' });
+      expect(made(sql.split(' ')[2]!), sql).toBe(0);
+      db.exec("UPDATE t SET b = 'one' WHERE a = 1");
+    }
+  });
 });
