@@ -4,6 +4,7 @@ import { cell } from './approvals-table.ts';
 import { entryWhat } from './activity-entry-text.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { checkedDbFlag, withClient } from './history.ts';
+import { jsonLine } from './json-line.ts';
 
 const RATIONALE_WIDTH = 40;
 
@@ -26,7 +27,7 @@ export async function activity(ctx: CommandContext, flags: { json?: boolean; lim
       { ...(limit !== undefined ? { limit } : {}), ...(flags.before !== undefined ? { before: flags.before } : {}) },
       'operator',
     );
-    ctx.stdout.write(flags.json ? `${JSON.stringify(page)}\n` : activityTable(page));
+    ctx.stdout.write(flags.json ? jsonLine(page) : activityTable(page));
     return 0;
   });
 }

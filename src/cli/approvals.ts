@@ -12,6 +12,7 @@ import { approvalsTable, cell, effectText } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 import { keyFrom, type KeyFlags } from './key-source.ts';
+import { jsonLine } from './json-line.ts';
 
 // `agentdb approvals list|approve|reject`. A decision is made with the member's own key, as on
 // HTTP; deciding as a named member without it takes `--operator` (someone holding the
@@ -25,7 +26,7 @@ export async function list(ctx: CommandContext, flags: { workspace?: string; sta
   return withService(ctx, async (service) => {
     const rows = await service.list({ workspace, state: flags.state, limit: flags.limit });
     const refusals = await service.standings(rows);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(rows.map((a) => withRefusal(a, refusals)))}\n`);
+    if (flags.json) ctx.stdout.write(jsonLine(rows.map((a) => withRefusal(a, refusals))));
     else if (rows.length) ctx.stdout.write(approvalsTable(rows, refusals));
     else ctx.stdout.write(`(no ${flags.state === 'all' ? '' : `${flags.state} `}approvals)\n`);
     return 0;
@@ -46,7 +47,7 @@ export async function show(ctx: CommandContext, flags: { json?: boolean }, id: s
       return 1;
     }
     const refusals = await service.standings([approval]);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(withRefusal(approval, refusals))}\n`);
+    if (flags.json) ctx.stdout.write(jsonLine(withRefusal(approval, refusals)));
     else ctx.stdout.write(`${approvalsTable([approval], refusals)}${effectText(approval)}`);
     return 0;
   });
@@ -116,7 +117,7 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
       ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail, DECISION_HINTS) })}\n`);
       return 1;
     }
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(result.approval)}\n`);
+    if (flags.json) ctx.stdout.write(jsonLine(result.approval));
     else {
       const a = result.approval;
       const followed =

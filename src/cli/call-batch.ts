@@ -6,6 +6,7 @@ import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
 import { BatchOrder } from './batch-order.ts';
 import { callOrUnavailable, succeeded } from './call-answer.ts';
 import { EXIT, type CommandContext } from './context.ts';
+import { jsonLine } from './json-line.ts';
 
 /** Calls a batch keeps in flight at once. */
 const BATCH_WINDOW = 64;
@@ -34,7 +35,7 @@ export async function runBatch(ctx: CommandContext, client: AgentDbClient, sourc
   const flushOne = async () => {
     const answer = await inFlight.shift()!;
     allOk &&= 'line' in answer ? false : succeeded(answer);
-    ctx.stdout.write(`${JSON.stringify(answer)}\n`);
+    ctx.stdout.write(jsonLine(answer));
   };
   let n = 0;
   try {

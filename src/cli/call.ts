@@ -9,6 +9,7 @@ import { interruptedNote, parkedNote, queuedNote } from './call-notes.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
 import { nameFlag } from './name-flag.ts';
 import { interruption } from './signals.ts';
+import { jsonLine } from './json-line.ts';
 
 /** `agentdb call`'s flags, as commander parses them. */
 export interface CallFlags {
@@ -56,7 +57,7 @@ export async function call(ctx: CommandContext, flags: CallFlags, tool?: string,
   return withClient(ctx, async (client) => {
     const answer = opts.wait ? await waitedCall(ctx, client, input, opts.timeoutMs) : await callOrUnavailable(client, input, opts);
     if (answer === 'interrupted') return EXIT.interrupted;
-    ctx.stdout.write(`${JSON.stringify(answer)}\n`);
+    ctx.stdout.write(jsonLine(answer));
     return succeeded(answer) ? EXIT.ok : EXIT.failed;
   });
 }

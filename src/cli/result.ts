@@ -1,6 +1,7 @@
 import { clientOf } from './client-of.ts';
 import type { CommandContext } from './context.ts';
 import { callerFlag, nameFlag } from './name-flag.ts';
+import { jsonLine } from './json-line.ts';
 
 /**
  * `agentdb result CALL_ID --workspace W --agent A [--wait]`: the envelope of a finished call, or where it stands
@@ -15,7 +16,7 @@ export async function result(ctx: CommandContext, flags: { workspace: string; ag
   const client = clientOf(config);
   try {
     const answer = await client.result(callId, { workspace, agent, wait: flags.wait ?? false });
-    ctx.stdout.write(`${JSON.stringify(answer)}\n`);
+    ctx.stdout.write(jsonLine(answer));
     return answer.ok || answer.status !== undefined ? 0 : 1;
   } finally {
     await client.close();
