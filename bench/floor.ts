@@ -59,9 +59,12 @@ try {
     ours: { call: self ? pkRead(self) : ours, pid: worker.pid },
     ...(base ? { oursBase: { call: pkRead(base), pid: worker.pid } } : {}),
   };
+  // Each side warmed at 64 in flight too (BENCH_WARM_CONC_CALLS, as query-only.ts): V8 compiles a
+  // worker's hot paths for 20-40 s (session 31, P7).
   for (const s of Object.values(sides)) {
     await drive(1000, 1, s.call);
     await drive(1000, 16, s.call);
+    await drive(Number(process.env.BENCH_WARM_CONC_CALLS ?? 10000), 64, s.call);
   }
   type Row = { p50: number; perSec: number; caller: number; worker: number; children: number; redisUs: number; redisBusy: number; scripts: number };
   const rows: Record<string, Row[]> = {};

@@ -177,7 +177,11 @@ async function measure(config: Config, prefix: string, url: string, key: string,
       req.on('error', reject);
       req.end(body);
     });
-  for (const warm of [viaLibrary, viaMcp, viaMcpFetch, viaV1, viaV1Http]) await drive(Math.min(500, opts.calls), 1, warm);
+  // Every side warmed alike (BENCH_MCP_WARM_CALLS, default 3,000 each; 500 before session 33): the
+  // server process has the most code to compile (Fastify, the routes, the worker), and V8 goes on
+  // compiling hot paths for tens of seconds (session 31, P7); a service runs warm.
+  const warmCalls = Number(process.env.BENCH_MCP_WARM_CALLS ?? 3000);
+  for (const warm of [viaLibrary, viaMcp, viaMcpFetch, viaV1, viaV1Http]) await drive(warmCalls, 1, warm);
   await library.close();
 
   const lib: RunStats[] = [];

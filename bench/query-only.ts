@@ -3,7 +3,8 @@
 // rounds, plus the CPU each process spends per 1,000 sequential calls, ours and raw BullMQ's (to
 // say where a ratio moved). In the same rounds, a small insert with history capture on (issue 31
 // part 2's goal: ≥ 0.8× raw BullMQ's sequential throughput), with its CPU per call too.
-// BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000). WORKER_BIN: another build's
+// BENCH_ROUNDS (default 3), BENCH_SEQ_CALLS (default 2000), BENCH_WARM_CONC_CALLS (default 10,000: the
+// warm-up at 64 in flight, each side; 0 leaves it out, as runs before session 33 had it). WORKER_BIN: another build's
 // bin/agentdb.js for the worker (an A/B of the worker and its children; the caller stays this checkout's).
 // CALLER_BASE: another build's dist/src/index.js, whose client's PK reads are measured too
 // (`callerBase`, the same worker), taking turns with this checkout's at going first: an A/B of the caller.
@@ -21,6 +22,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SEQ = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
 const CONC = Number(process.env.BENCH_CONC_CALLS ?? 5000);
+const WARM_CONC = Number(process.env.BENCH_WARM_CONC_CALLS ?? 10000);
 
 // A budget no run fills: at 5,000 calls a side a round, a plan's 128 MB is used up in a few rounds.
 const site = benchSite(REDIS_URL, 'query', { WORKER_CONCURRENCY: '32', LOG_LEVEL: 'silent', REDIS_BYTES_PER_WORKSPACE: String(2 ** 40) });
@@ -34,9 +36,12 @@ try {
   const query = self ? pkRead(self) : made;
   const insert = await smallInsert(site.client);
   const baseQuery = base ? pkRead(base) : undefined;
+  // Each side warmed alike, at each concurrency it is measured at: V8 still compiles a worker's
+  // hot paths 20-40 s into a run (session 31, P7), and a service that runs for days is measured warm.
   for (const warm of [query, insert, (i: number) => raw.call(i), ...(baseQuery ? [baseQuery] : [])]) {
     await drive(1000, 1, warm);
     await drive(1000, 16, warm);
+    if (warm !== insert) await drive(WARM_CONC, 64, warm);
   }
   const runs: Record<string, RunStats[]> = { rawSeq: [], agentSeq: [], insertSeq: [], rawConc: [], agentConc: [], baseSeq: [], baseConc: [] };
   const baseCpu: Record<string, number[]> = { bench: [], worker: [], children: [] };

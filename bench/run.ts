@@ -34,6 +34,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SEQ_CALLS = Number(process.env.BENCH_SEQ_CALLS ?? 2000);
 const CONC_CALLS = Number(process.env.BENCH_CONC_CALLS ?? 10_000);
 const IN_FLIGHT = 64;
+const WARM_CONC_CALLS = Number(process.env.BENCH_WARM_CONC_CALLS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const DATABASES = Number(process.env.BENCH_DATABASES ?? 10_000);
 /**
@@ -242,9 +243,12 @@ async function main() {
   // Warm every path (JIT in each process, connections, statement caches) before measuring, one
   // call at a time as well as many: a short warm-up left the first round compiling code, which
   // cost agentdb (three processes of code to compile: client, worker, executor) the most.
+  // And at the in-flight count measured, each side alike (BENCH_WARM_CONC_CALLS, default 10,000; 0 as
+  // before session 33): V8 still compiles a worker's hot paths 20-40 s into a run (session 31, P7).
   for (const warm of [query, insert, (i: number) => raw.call(i), (i: number) => rawChild.call(i)]) {
     await drive(1000, 1, warm);
     await drive(1000, 16, warm);
+    if (warm !== insert) await drive(WARM_CONC_CALLS, IN_FLIGHT, warm);
   }
 
   const runs = {
