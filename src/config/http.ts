@@ -30,6 +30,13 @@ const httpSchema = z.object({
   EXPORTS_PER_WORKSPACE: int(1, 10_000, 8),
   EXPORTS_MAX: int(1, 100_000, 64),
   /**
+   * The most one CSV export sends, in bytes; past it the download is aborted (RESOURCE_LIMIT in the
+   * log, never a file that looks complete). A table's export is bounded by its database's size; a
+   * view's is not: an endless recursive view streamed 386 MB in 73 s and went on (session 33, R7).
+   * 2 GiB is about twice the CSV of the largest plan's database (1 GiB, enterprise).
+   */
+  EXPORT_MAX_BYTES: int(1024 * 1024, 2 ** 50, 2 * 1024 ** 3),
+  /**
    * How long an MCP tool call (one that asked for no task) waits for a person's decision before
    * answering that it is pending. Below 60 s, the MCP SDK clients' default request timeout: at
    * 60 s the SDK client, LangChain and OpenAI Agents gave up with -32001 first and never learned
@@ -136,6 +143,8 @@ export interface HttpConfig {
   readonly httpConnections: { readonly requestTimeoutMs: number; readonly perAddress: number; readonly total: number };
   /** EXPORTS_PER_MEMBER, EXPORTS_PER_WORKSPACE, EXPORTS_MAX (src/shards/export-slots.ts). */
   readonly exportBounds: { readonly perMember: number; readonly perWorkspace: number; readonly total: number };
+  /** EXPORT_MAX_BYTES: the most one CSV export sends (src/shards/data-browser.ts). */
+  readonly exportMaxBytes: number;
   readonly mcpApprovalWaitMs: number;
   /** MCP_ALLOWED_ORIGINS, each an origin (`https://app.example.com`). */
   readonly mcpAllowedOrigins: readonly string[];
@@ -166,6 +175,7 @@ export function httpConfig(e: z.infer<typeof httpSchema>): HttpConfig {
       total: e.HTTP_MAX_CONNECTIONS,
     }),
     exportBounds: Object.freeze({ perMember: e.EXPORTS_PER_MEMBER, perWorkspace: e.EXPORTS_PER_WORKSPACE, total: e.EXPORTS_MAX }),
+    exportMaxBytes: e.EXPORT_MAX_BYTES,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
     mcpAllowedOrigins: Object.freeze(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS === '*' ? '*' : Object.freeze(e.MCP_ALLOWED_HOSTS),

@@ -60,7 +60,12 @@ export interface DataBrowserOptions {
   csvChunkChars?: number;
   /** Exports under way at once (see export-slots.ts); default: a process's own, at the default bounds. */
   exports?: ExportSlots;
+  /** The most one export sends, in UTF-8 bytes (EXPORT_MAX_BYTES; default {@link EXPORT_MAX_BYTES}). */
+  exportMaxBytes?: number;
 }
+
+/** EXPORT_MAX_BYTES's default: 2 GiB, about twice the CSV of the largest plan's database. */
+export const EXPORT_MAX_BYTES = 2 * 1024 ** 3;
 
 /**
  * What a person browsing a workspace's data reads: its databases, their tables, a grid page, a
@@ -184,8 +189,12 @@ export class DataBrowser {
    * chunks wait in memory besides the one being sent, never the table. `onTotal` hears the row
    * count with the first chunk. The export holds one of `by`'s slots (export-slots.ts) from its
    * first chunk asked for until it ends in any way: done, failed, or stopped by its consumer.
+   * An export stops before a chunk that would take it past `exportMaxBytes`: a view's rows have no
+   * bound of their own (an endless recursive view streamed on at ~5 MB/s, holding the database's
+   * executor and filling the person's disk).
    * @throws ExportsBusyError (RATE_LIMITED) from the first `next()` when `by` has no slot left;
-   * AgentDbError NOT_PERMITTED, before that, for a database not of `by`'s workspace.
+   * AgentDbError NOT_PERMITTED, before that, for a database not of `by`'s workspace; AgentDbError
+   * RESOURCE_LIMIT past `exportMaxBytes`.
    */
   async *csv(db: string, table: string, by: DataReader, onTotal?: (rows: number) => void): AsyncGenerator<string> {
     checkMemberDatabase(by, db);
@@ -205,6 +214,8 @@ export class DataBrowser {
       chunk.catch(() => undefined);
       return { range, chunk };
     };
+    const maxBytes = this.exportMaxBytes;
+    let sent = 0;
     try {
       for (;;) {
         while (asked.length < IN_FLIGHT && ranges.length) asked.push(ask(ranges.shift()!));
@@ -226,11 +237,23 @@ export class DataBrowser {
         } else if (next) {
           ranges.push({ ...next, bounds: BOUNDS });
         }
+        sent += Buffer.byteLength(chunk.csv);
+        if (sent > maxBytes) {
+          throw new AgentDbError(
+            'RESOURCE_LIMIT',
+            `the export of ${JSON.stringify(table)} stopped before passing ${maxBytes} bytes, the most one export sends (EXPORT_MAX_BYTES); its download was cut off, not completed: export a narrower view or table, or ask the operator for a larger EXPORT_MAX_BYTES`,
+          );
+        }
         yield chunk.csv;
       }
     } finally {
       release();
     }
+  }
+
+  /** The most one export sends, in bytes (EXPORT_MAX_BYTES). */
+  get exportMaxBytes(): number {
+    return this.opts.exportMaxBytes ?? EXPORT_MAX_BYTES;
   }
 
   /** Whether what was counted at `at` is kept still at `now` (`figuresKeepMs`, 30 s). */

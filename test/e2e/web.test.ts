@@ -74,7 +74,8 @@ function expectedCsv(file: string, table: string): string {
 }
 
 beforeAll(async () => {
-  box = sandbox();
+  // A bound on one export's bytes above the table's CSV (~1 MB) and below what an endless view sends.
+  box = sandbox({ EXPORT_MAX_BYTES: String(5 * 1024 * 1024) });
   await box.pool();
   client = box.client();
   server = await startWebServer(box);
@@ -267,6 +268,24 @@ describe('the web page in Chromium', { timeout: 60_000 }, () => {
     await page.locator('#export-status span', { hasText: 'done' }).waitFor();
     expect(await page.locator('#export-status span').textContent()).toBe('done: 10,000 rows');
     expect(await page.locator('#export-status progress').evaluate((p) => (p as HTMLProgressElement).value)).toBe(1);
+    await context.close();
+  });
+
+  it("says a view's export was cut off at EXPORT_MAX_BYTES, and saves nothing", async () => {
+    const view = "CREATE VIEW forever AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i, printf('%.200c', 'x') AS pad FROM r";
+    expect(await write(view)).toMatchObject({ ok: true });
+    const context = await browser.newContext({ acceptDownloads: true });
+    const page = await signIn(context, memberKey);
+    const downloads: unknown[] = [];
+    page.on('download', (d) => downloads.push(d));
+    await page.goto(`${server.url}/data/table?db=${encodeURIComponent(DB)}&table=forever`);
+    await page.getByRole('button', { name: 'Export with progress' }).click();
+    const said = page.locator('#export-status span', { hasText: 'cut off' });
+    await said.waitFor();
+    expect(await said.textContent()).toMatch(
+      /^the download was cut off after [\d.]+ MB, nothing was saved: an export stops before 5\.0 MB \(EXPORT_MAX_BYTES\)/,
+    );
+    expect(downloads).toEqual([]);
     await context.close();
   });
 

@@ -251,6 +251,8 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       .header('content-disposition', `attachment; filename="${ascii}.csv"; filename*=UTF-8''${encodeURIComponent(table)}.csv`)
       .header('cache-control', 'no-store');
     if (total !== undefined) reply.header('x-total-rows', String(total));
+    // For the progress bar's words when a download is cut off at the bound (EXPORT_MAX_BYTES).
+    reply.header('x-export-max-bytes', String(deps.browser.exportMaxBytes));
     async function* all(): AsyncGenerator<string> {
       if (!first.done) yield first.value;
       // Readable.from asks for the next chunk only when the socket has taken the last one

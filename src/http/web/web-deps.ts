@@ -36,6 +36,7 @@ export function createWebDeps(
       agents: new AgentRegistry(shared.redis, keys),
       shardCount: config.shardCount,
       exports: new ExportSlots(config.exportBounds),
+      exportMaxBytes: config.exportMaxBytes,
     }),
     events,
     restoreOnce: new RestoreOnce(shared.redis, keys),

@@ -151,11 +151,23 @@ function exportWithProgress(button: HTMLButtonElement): void {
       const total = Number(res.headers.get('x-total-rows') ?? 'NaN');
       const reader = res.body.getReader();
       const parts: Uint8Array[] = [];
+      const maxBytes = Number(res.headers.get('x-export-max-bytes') ?? 'NaN');
       let lines = 0;
       let quoted = false;
+      let received = 0;
       for (;;) {
-        const { done, value } = await reader.read();
+        // A download the server cuts off (a chunk failed, or the export reached EXPORT_MAX_BYTES)
+        // breaks the stream: say so in words, and save nothing that would look complete.
+        const { done, value } = await reader.read().catch(() => {
+          const mb = (n: number) => `${(n / 1024 ** 2).toFixed(1)} MB`;
+          const why =
+            Number.isFinite(maxBytes) && received + 8 * 1024 ** 2 >= maxBytes
+              ? `an export stops before ${mb(maxBytes)} (EXPORT_MAX_BYTES); export a narrower view or table`
+              : 'the table changed or the server stopped it; try again';
+          throw new Error(`the download was cut off after ${mb(received)}, nothing was saved: ${why}`);
+        });
         if (done) break;
+        received += value.length;
         parts.push(value);
         for (let i = 0; i < value.length; i++) {
           const b = value[i];
