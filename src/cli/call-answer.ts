@@ -2,6 +2,9 @@ import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
 import type { CallOptions } from '../calls/client-options.ts';
+import type { ErrorCode } from '../errors.ts';
+import { EXIT } from './context.ts';
+import { exitFor } from './exit-status.ts';
 
 /**
  * A call whose answer is an envelope even when Redis fails part way: the command's output
@@ -17,7 +20,13 @@ export async function callOrUnavailable(client: AgentDbClient, input: CallInput,
   }
 }
 
-/** Ok, or (with --no-wait) on its way: queued, running or parked for a person. */
-export function succeeded(answer: CallAnswer): boolean {
-  return answer.ok || answer.status !== undefined;
+/** The code a call failed with; none when it is ok or (with --no-wait) on its way: queued, running or parked for a person. */
+export function failedWith(answer: CallAnswer): ErrorCode | undefined {
+  return answer.ok || answer.status !== undefined ? undefined : answer.error.code;
+}
+
+/** A call's exit status, whichever command prints its envelope (`call`, `result`). */
+export function callExit(answer: CallAnswer): number {
+  const code = failedWith(answer);
+  return code === undefined ? EXIT.ok : exitFor(code);
 }

@@ -1,0 +1,28 @@
+import { isRetryable, type ErrorCode } from '../errors.ts';
+import { EXIT } from './context.ts';
+
+/**
+ * The codes that say the input on the command line was not valid (a flag's value the core
+ * checks, a call's arguments, a tool's name): nothing was done, as with a usage error.
+ */
+const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['INVALID_ARGUMENTS', 'UNKNOWN_TOOL']);
+
+/**
+ * The exit status of a command that answered `code`, the same whichever command answers it, so
+ * that a script knows without reading the JSON whether to fix its command line (2), try again
+ * later (3: the registry's `retryable`, a service that did not answer among them) or give up (1).
+ */
+export function exitFor(code: ErrorCode): number {
+  if (USAGE_CODES.has(code)) return EXIT.usage;
+  return isRetryable(code) ? EXIT.unavailable : EXIT.failed;
+}
+
+/**
+ * The exit status of a command that answers for many (a `--batch`, `backup now`, `restore
+ * --all`), given the codes of those that failed: 0 for none; 3 when each failure may pass later,
+ * so the whole command may; otherwise 1, whatever else failed beside it.
+ */
+export function exitForAll(codes: readonly ErrorCode[]): number {
+  if (!codes.length) return EXIT.ok;
+  return codes.every((c) => exitFor(c) === EXIT.unavailable) ? EXIT.unavailable : EXIT.failed;
+}
