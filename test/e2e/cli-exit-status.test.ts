@@ -78,6 +78,9 @@ describe('agentdb exit status', () => {
       { code: 1, error: 'SQL_REFUSED' },
       { code: 1, error: 'DATABASE_OFF' },
     ]);
+    // A member's name is said as written, not capitalised as the sentence's first word ("Nobody is not…").
+    expect(JSON.parse(taken.stdout).error.message).toContain('Member ada is already active in acme');
+    expect(JSON.parse(refused[6]!.stdout).error.message).toContain('Member nobody is not active in acme');
   });
 
   it('is 3 in every command when Redis does not answer: try again later', { timeout: 60_000 }, async () => {
@@ -97,7 +100,13 @@ describe('agentdb exit status', () => {
       ['scheduler', '--prune-now'],
       ['worker'],
     ];
-    const runs = await Promise.all(commands.map((args) => runCli(args, down)));
+    // `start` starts a redis-server only for a local URL: for another host it stops at once.
+    const [start, ...runs] = await Promise.all([
+      runCli(['start'], { ...down, REDIS_URL: 'redis://127.0.0.2:1', PORT: '0' }),
+      ...commands.map((args) => runCli(args, down)),
+    ]);
+    expect(start.code, start.stderr).toBe(3);
+    expect(start.stderr).toMatch(/^agentdb start: No Redis answers at redis:\/\/127\.0\.0\.2:1/);
     expect(runs.map((r, i) => `${commands[i]!.slice(0, 2).join(' ')}: ${r.code}`)).toEqual(commands.map((c) => `${c.slice(0, 2).join(' ')}: 3`));
     // The call's and the lookup's envelopes carry the code; the others say it on stderr.
     expect([codeOf(runs[2]!), codeOf(runs[3]!)]).toEqual(['UNAVAILABLE', 'UNAVAILABLE']);
