@@ -2,10 +2,11 @@ import { isRetryable, type ErrorCode } from '../errors.ts';
 import { EXIT } from './context.ts';
 
 /**
- * The codes that say the input on the command line was not valid (a flag's value the core
- * checks, a call's arguments, a tool's name): nothing was done, as with a usage error.
+ * The codes that say the command cannot run as given: its input was not valid (a flag's value
+ * the core checks, a call's arguments, a tool's name), or its settings are not the service's
+ * (SHARD_COUNT: CONFIG_MISMATCH). Nothing was done, as with a usage error or a bad setting.
  */
-const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['INVALID_ARGUMENTS', 'UNKNOWN_TOOL']);
+const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['INVALID_ARGUMENTS', 'UNKNOWN_TOOL', 'CONFIG_MISMATCH']);
 
 /**
  * The exit status of a command that answered `code`, the same whichever command answers it, so

@@ -27,7 +27,7 @@ export function buildProgram(version: string, dispatch: Dispatch): Command {
       '\nExit status, the same for every command (docs/errors.md, "Exit status"):\n' +
         '  0    done (a call on its way or waiting for a person too)\n' +
         '  1    refused or failed: sent again as it is, it fails again (the JSON on stdout has its code)\n' +
-        '  2    bad command line or configuration (INVALID_ARGUMENTS, UNKNOWN_TOOL too): nothing was done\n' +
+        '  2    bad command line or configuration (INVALID_ARGUMENTS, UNKNOWN_TOOL, CONFIG_MISMATCH too): nothing was done\n' +
         '  3    not now: Redis or a worker did not answer, or the code is retryable: try again later\n' +
         '  130  stopped by Ctrl-C\n',
     );

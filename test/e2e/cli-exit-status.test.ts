@@ -38,7 +38,7 @@ afterAll(async () => {
 
 describe('agentdb exit status', () => {
   it('is 2 for a bad command line, whether the command or the core finds it, and 1 for what is not there or refused', async () => {
-    const [flag, moment, into, tool, args, config, taken, ...refused] = await Promise.all([
+    const [flag, moment, into, tool, args, config, taken, mismatch, ...refused] = await Promise.all([
       cli('history', 'acme/scout', '--nope'),
       cli('restore', 'acme/scout', '--at', 'yesterday'),
       // A new database's name without its workspace: refused by the history op, INVALID_ARGUMENTS.
@@ -48,6 +48,8 @@ describe('agentdb exit status', () => {
       runCli(['history', 'acme/scout'], { ...sb.env, REDIS_URL: 'http://nowhere' }),
       // A member's name already taken: the registry's INVALID_ARGUMENTS, as its 400 over HTTP.
       cli('members', 'add', '--workspace', 'acme', '--name', 'ada'),
+      // Settings not the service's: the workers publish SHARD_COUNT 4.
+      runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], { ...sb.env, SHARD_COUNT: '8' }),
       cli('history', 'acme/nobody'),
       cli('activity', 'acme/nobody'),
       cli('restore', 'acme/scout', '--undo', 'u-nothing'),
@@ -60,11 +62,12 @@ describe('agentdb exit status', () => {
       cli('call', '--workspace', 'acme', '--agent', 'scout', 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'),
     ]);
     expect([flag.code, moment.code, config.code]).toEqual([2, 2, 2]);
-    expect([into, tool, args, taken].map(said)).toEqual([
+    expect([into, tool, args, taken, mismatch].map(said)).toEqual([
       { code: 2, error: 'INVALID_ARGUMENTS' },
       { code: 2, error: 'UNKNOWN_TOOL' },
       { code: 2, error: 'INVALID_ARGUMENTS' },
       { code: 2, error: 'INVALID_ARGUMENTS' },
+      { code: 2, error: 'CONFIG_MISMATCH' },
     ]);
     expect(refused.map(said)).toEqual([
       { code: 1, error: 'NOT_FOUND' },
