@@ -73,7 +73,7 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
       ...run.failed.map((f) => f.code),
       ...run.databases.flatMap((d) => [d.error?.code, d.snapshot?.code, d.damaged ? ('HISTORY_CORRUPT' as const) : undefined]),
     ].filter((c): c is ErrorCode => c !== undefined);
-    return exitForAll(failures);
+    return exitForAll(failures.map((code) => ({ code })));
   } catch (err) {
     const code = codeOf(err);
     if (!code || code === 'INTERNAL') throw err;

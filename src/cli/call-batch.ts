@@ -1,12 +1,12 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { CallInput } from '../contracts/call.ts';
-import { errorBody, type ErrorBody, type ErrorCode } from '../errors.ts';
+import { errorBody, type ErrorBody } from '../errors.ts';
 import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
 import { BatchOrder } from './batch-order.ts';
 import { callOrUnavailable, failedWith } from './call-answer.ts';
 import { EXIT, type CommandContext } from './context.ts';
-import { exitForAll } from './exit-status.ts';
+import { exitForAll, type Failure } from './exit-status.ts';
 
 /** Calls a batch keeps in flight at once. */
 const BATCH_WINDOW = 64;
@@ -31,10 +31,10 @@ export async function runBatch(ctx: CommandContext, client: AgentDbClient, sourc
   const lines = createInterface({ input: source === '-' ? process.stdin : createReadStream(source), crlfDelay: Infinity });
   const inFlight: Promise<CallAnswer | BadLine>[] = [];
   const order = new BatchOrder();
-  const failures: ErrorCode[] = [];
+  const failures: Failure[] = [];
   const flushOne = async () => {
     const answer = await inFlight.shift()!;
-    const failed = 'line' in answer ? answer.error.code : failedWith(answer);
+    const failed = 'line' in answer ? answer.error : failedWith(answer);
     if (failed !== undefined) failures.push(failed);
     ctx.stdout.write(`${JSON.stringify(answer)}\n`);
   };

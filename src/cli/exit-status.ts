@@ -11,19 +11,26 @@ const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['INVALID_ARGUMEN
 /**
  * The exit status of a command that answered `code`, the same whichever command answers it, so
  * that a script knows without reading the JSON whether to fix its command line (2), try again
- * later (3: the registry's `retryable`, a service that did not answer among them) or give up (1).
+ * later (3: the registry's `retryable`, a service that did not answer among them, or an answer
+ * saying when it may be sent again, `retryAfter`, as HTTP's 429) or give up (1).
  */
-export function exitFor(code: ErrorCode): number {
+export function exitFor(code: ErrorCode, retryAfter?: number): number {
   if (USAGE_CODES.has(code)) return EXIT.usage;
-  return isRetryable(code) ? EXIT.unavailable : EXIT.failed;
+  return isRetryable(code) || retryAfter !== undefined ? EXIT.unavailable : EXIT.failed;
 }
 
 /**
  * The exit status of a command that answers for many (a `--batch`, `backup now`, `restore
- * --all`), given the codes of those that failed: 0 for none; 3 when each failure may pass later,
+ * --all`), given those that failed: 0 for none; 3 when each failure may pass later,
  * so the whole command may; otherwise 1, whatever else failed beside it.
  */
-export function exitForAll(codes: readonly ErrorCode[]): number {
-  if (!codes.length) return EXIT.ok;
-  return codes.every((c) => exitFor(c) === EXIT.unavailable) ? EXIT.unavailable : EXIT.failed;
+export function exitForAll(failures: readonly Failure[]): number {
+  if (!failures.length) return EXIT.ok;
+  return failures.every((f) => exitFor(f.code, f.retryAfter) === EXIT.unavailable) ? EXIT.unavailable : EXIT.failed;
+}
+
+/** What a failure's exit status is read from: its code, and when it may be sent again. */
+export interface Failure {
+  code: ErrorCode;
+  retryAfter?: number | undefined;
 }

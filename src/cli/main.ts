@@ -72,7 +72,7 @@ async function explain(err: unknown, command: Command, io: Output): Promise<numb
     io.stderr.write(`${name(command)}: ${err.message}\n${seeHelp(command)}`);
     return EXIT.usage;
   }
-  const { code, detail, message } = (err ?? {}) as { code?: unknown; detail?: unknown; message?: unknown };
+  const { code, detail, message, retryAfter } = (err ?? {}) as { code?: unknown; detail?: unknown; message?: unknown; retryAfter?: unknown };
   if (code === 'UNAVAILABLE' && typeof detail === 'string') {
     io.stderr.write(`${name(command)}: ${detail}\n`);
     return exitFor('UNAVAILABLE');
@@ -92,7 +92,7 @@ async function explain(err: unknown, command: Command, io: Output): Promise<numb
   // A coded error no command answered itself: said with its code, and its status as any command's.
   if (isErrorCode(code) && code !== 'INTERNAL' && typeof detail === 'string') {
     io.stderr.write(`${name(command)}: ${code}: ${detail}\n`);
-    return exitFor(code);
+    return exitFor(code, typeof retryAfter === 'number' ? retryAfter : undefined);
   }
   throw err;
 }

@@ -1,9 +1,9 @@
 import os from 'node:os';
-import { HISTORY_HINTS, errorBody, type ErrorCode } from '../errors.ts';
+import { HISTORY_HINTS, errorBody } from '../errors.ts';
 import { restoreAllFromBlob, type DisasterRestoreLine } from '../shards/disaster-restore.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import type { CommandContext } from './context.ts';
-import { exitForAll } from './exit-status.ts';
+import { exitForAll, type Failure } from './exit-status.ts';
 
 /**
  * `agentdb restore --from-blob --all | --workspace W [--at T] [--dry-run] [--json]`: the disaster
@@ -17,7 +17,7 @@ export async function restoreAll(
   flags: { workspace?: string; at?: string; dryRun?: boolean; by?: string; json?: boolean },
 ): Promise<number> {
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
-  const failures: ErrorCode[] = [];
+  const failures: Failure[] = [];
   const summary = await restoreAllFromBlob(
     client,
     {
@@ -27,7 +27,7 @@ export async function restoreAll(
       by,
     },
     (line) => {
-      if (line.outcome === 'failed') failures.push(line.error.code);
+      if (line.outcome === 'failed') failures.push(line.error);
       ctx.stdout.write(flags.json ? `${JSON.stringify(asJson(line))}\n` : `${text(line, flags.dryRun === true)}\n`);
     },
   );
