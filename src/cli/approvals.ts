@@ -10,6 +10,7 @@ import { latestEventId } from '../redis/events.ts';
 import { keysFor } from '../redis/keys.ts';
 import { approvalsTable, cell, effectText } from './approvals-table.ts';
 import { UsageError, type CommandContext } from './context.ts';
+import { exitFor } from './exit-status.ts';
 import { nameFlag } from './name-flag.ts';
 import { keyFrom, type KeyFlags } from './key-source.ts';
 import { jsonLine } from './json-line.ts';
@@ -18,7 +19,7 @@ import { jsonLine } from './json-line.ts';
 // HTTP; deciding as a named member without it takes `--operator` (someone holding the
 // deployment's Redis), and the approval records which it was. Both go through the same core
 // path as HTTP and the client library. A decision prints a line saying what was decided (with
-// --json, the approval record) and exits 0, or prints `{ error }` and exits 1 when refused.
+// --json, the approval record) and exits 0, or prints `{ error }` and exits by its code (`exitFor`) when refused.
 
 /** `agentdb approvals list`: newest first, as a table or (whole) as JSON. */
 export async function list(ctx: CommandContext, flags: { workspace?: string; state: ApprovalState | 'all'; limit: number; json?: boolean }): Promise<number> {
@@ -35,7 +36,7 @@ export async function list(ctx: CommandContext, flags: { workspace?: string; sta
 
 /**
  * `agentdb approvals show ID [--json]`: one approval whole, with the effect of its call (rows
- * before and after). Exits 1 when there is none. The text form escapes what a terminal would act on.
+ * before and after). Exits 1 (NOT_FOUND) when there is none. The text form escapes what a terminal would act on.
  */
 export async function show(ctx: CommandContext, flags: { json?: boolean }, id: string): Promise<number> {
   return withService(ctx, async (service) => {
@@ -43,8 +44,9 @@ export async function show(ctx: CommandContext, flags: { json?: boolean }, id: s
     const approval = typeof approvalId === 'string' ? await service.get(approvalId) : undefined;
     if (!approval) {
       const refused = typeof approvalId !== 'string' && !approvalId.ok ? approvalId : undefined;
-      ctx.stdout.write(`${JSON.stringify({ error: errorBody(refused?.code ?? 'NOT_FOUND', refused?.detail ?? `no approval ${JSON.stringify(id)}`) })}\n`);
-      return 1;
+      const code = refused?.code ?? 'NOT_FOUND';
+      ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, refused?.detail ?? `no approval ${JSON.stringify(id)}`) })}\n`);
+      return exitFor(code);
     }
     const refusals = await service.standings([approval]);
     if (flags.json) ctx.stdout.write(jsonLine(withRefusal(approval, refusals)));
@@ -115,7 +117,7 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
     }
     if (!result.ok) {
       ctx.stdout.write(`${JSON.stringify({ error: errorBody(result.code, result.detail, DECISION_HINTS) })}\n`);
-      return 1;
+      return exitFor(result.code);
     }
     if (flags.json) ctx.stdout.write(jsonLine(result.approval));
     else {

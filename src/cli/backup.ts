@@ -1,4 +1,4 @@
-import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
+import { HISTORY_HINTS, codeOf, errorBody, type ErrorCode } from '../errors.ts';
 import { runBackups } from '../shards/backups.ts';
 import { checkRedis, connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
@@ -6,14 +6,16 @@ import { BackupLog } from '../shards/backup-log.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import type { BackupProgress } from '../shards/ops/backup-op.ts';
-import { EXIT, UsageError, type CommandContext } from './context.ts';
+import { UsageError, type CommandContext } from './context.ts';
+import { exitFor, exitForAll } from './exit-status.ts';
 import { pickupWatch } from './op-pickup.ts';
 
 /**
  * `agentdb backup now [--db DB]`: backs up every database (or DB) at once, on each shard's
  * owner, as the nightly job does. A line per database on stderr as each is done; the run's
  * report as JSON on stdout. Exit 1 when any shard failed, or any database's backup is short of now
- * (failed, damaged segments left out, or no fresh snapshot taken).
+ * (failed, damaged segments left out, or no fresh snapshot taken); 3 instead when each of those
+ * failures may pass later (`exitForAll`: a full disk, a shard nobody took).
  */
 export async function backupNow(ctx: CommandContext, flags: { db?: string }): Promise<number> {
   if (flags.db !== undefined) {
@@ -66,13 +68,18 @@ export async function backupNow(ctx: CommandContext, flags: { db?: string }): Pr
     }));
     const failed = run.failed.map((f) => ({ shard: f.shard, ...errorBody(f.code, f.detail, HISTORY_HINTS) }));
     ctx.stdout.write(`${JSON.stringify({ ...run, databases, failed, ms: Date.now() - started })}\n`);
-    return run.failed.length || run.databases.some((d) => d.error || d.damaged || d.snapshot) ? EXIT.failed : EXIT.ok;
+    // Damaged segments are HISTORY_CORRUPT's: a backup run again leaves them out again.
+    const failures: ErrorCode[] = [
+      ...run.failed.map((f) => f.code),
+      ...run.databases.flatMap((d) => [d.error?.code, d.snapshot?.code, d.damaged ? ('HISTORY_CORRUPT' as const) : undefined]),
+    ].filter((c): c is ErrorCode => c !== undefined);
+    return exitForAll(failures.map((code) => ({ code })));
   } catch (err) {
     const code = codeOf(err);
     if (!code || code === 'INTERNAL') throw err;
     // As `restore` and `history` answer theirs: the coded error as JSON on stdout.
     ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail, HISTORY_HINTS) })}\n`);
-    return EXIT.failed;
+    return exitFor(code);
   } finally {
     await ops.close();
     redis.disconnect();

@@ -2,6 +2,8 @@ import type { CallInput } from '../contracts/call.ts';
 import { errorEnvelope } from '../contracts/envelope.ts';
 import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
 import type { CallOptions } from '../calls/client-options.ts';
+import { EXIT } from './context.ts';
+import { exitFor, type Failure } from './exit-status.ts';
 
 /**
  * A call whose answer is an envelope even when Redis fails part way: the command's output
@@ -17,7 +19,13 @@ export async function callOrUnavailable(client: AgentDbClient, input: CallInput,
   }
 }
 
-/** Ok, or (with --no-wait) on its way: queued, running or parked for a person. */
-export function succeeded(answer: CallAnswer): boolean {
-  return answer.ok || answer.status !== undefined;
+/** The error a call failed with; none when it is ok or (with --no-wait) on its way: queued, running or parked for a person. */
+export function failedWith(answer: CallAnswer): Failure | undefined {
+  return answer.ok || answer.status !== undefined ? undefined : answer.error;
+}
+
+/** A call's exit status, whichever command prints its envelope (`call`, `result`). */
+export function callExit(answer: CallAnswer): number {
+  const failed = failedWith(answer);
+  return failed === undefined ? EXIT.ok : exitFor(failed.code, failed.retryAfter);
 }

@@ -4,9 +4,10 @@ import type { CallInput } from '../contracts/call.ts';
 import { errorBody, type ErrorBody } from '../errors.ts';
 import type { AgentDbClient, CallAnswer } from '../calls/client.ts';
 import { BatchOrder } from './batch-order.ts';
-import { callOrUnavailable, succeeded } from './call-answer.ts';
+import { callOrUnavailable, failedWith } from './call-answer.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { jsonLine } from './json-line.ts';
+import { exitForAll, type Failure } from './exit-status.ts';
 
 /** Calls a batch keeps in flight at once. */
 const BATCH_WINDOW = 64;
@@ -24,17 +25,18 @@ interface BadLine {
  * file's order where it matters ({@link BatchOrder}): a write starts after the calls before it
  * answered, and a read after the writes before it. A line that is not a JSON object is
  * answered in its place (`{ ok: false, line, error }`) and named on stderr with its line
- * number; the other lines still run. Exit 0 when every call succeeded, 1 otherwise, 2 when
- * the file cannot be read.
+ * number; the other lines still run. Exit 0 when every call succeeded, 3 when each that failed
+ * may pass later (`exitForAll`), 1 otherwise, 2 when the file cannot be read.
  */
 export async function runBatch(ctx: CommandContext, client: AgentDbClient, source: string, opts: { wait: boolean; timeoutMs: number }): Promise<number> {
   const lines = createInterface({ input: source === '-' ? process.stdin : createReadStream(source), crlfDelay: Infinity });
   const inFlight: Promise<CallAnswer | BadLine>[] = [];
   const order = new BatchOrder();
-  let allOk = true;
+  const failures: Failure[] = [];
   const flushOne = async () => {
     const answer = await inFlight.shift()!;
-    allOk &&= 'line' in answer ? false : succeeded(answer);
+    const failed = 'line' in answer ? answer.error : failedWith(answer);
+    if (failed !== undefined) failures.push(failed);
     ctx.stdout.write(jsonLine(answer));
   };
   let n = 0;
@@ -57,7 +59,7 @@ export async function runBatch(ctx: CommandContext, client: AgentDbClient, sourc
     return EXIT.usage;
   }
   while (inFlight.length) await flushOne();
-  return allOk ? EXIT.ok : EXIT.failed;
+  return exitForAll(failures);
 }
 
 /** The call a line holds, or what is wrong with it. */

@@ -3,7 +3,7 @@ import { describeIssues } from '../contracts/describe-issues.ts';
 import { agentSettings } from '../contracts/settings.ts';
 import type { AgentDbClient, AwaitingAnswer, CallAnswer, PendingAnswer } from '../calls/client.ts';
 import { clientOf } from './client-of.ts';
-import { callOrUnavailable, succeeded } from './call-answer.ts';
+import { callExit, callOrUnavailable } from './call-answer.ts';
 import { runBatch } from './call-batch.ts';
 import { interruptedNote, parkedNote, queuedNote } from './call-notes.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
@@ -30,7 +30,8 @@ const QUEUED_NOTE_MS = 3000;
 /**
  * `agentdb call …`: one call (TOOL ARGS_JSON) or a batch of JSON lines; prints one envelope
  * line per call, in input order. Exit 0 when every call succeeded (or, with --no-wait, is on
- * its way or waits for a person), 1 otherwise, 2 for a command line that called nothing.
+ * its way or waits for a person), otherwise by the failures' codes (`exitFor`, `exitForAll`), 2
+ * for a command line that called nothing.
  */
 export async function call(ctx: CommandContext, flags: CallFlags, tool?: string, argsJson?: string): Promise<number> {
   const opts = { wait: flags.wait, timeoutMs: flags.timeout * 1000 };
@@ -58,7 +59,7 @@ export async function call(ctx: CommandContext, flags: CallFlags, tool?: string,
     const answer = opts.wait ? await waitedCall(ctx, client, input, opts.timeoutMs) : await callOrUnavailable(client, input, opts);
     if (answer === 'interrupted') return EXIT.interrupted;
     ctx.stdout.write(jsonLine(answer));
-    return succeeded(answer) ? EXIT.ok : EXIT.failed;
+    return callExit(answer);
   });
 }
 

@@ -14,13 +14,18 @@ export interface CommandContext extends Output {
   config: Config;
 }
 
-/** Exit codes every command keeps to, as the README and docs/calls.md promise them. */
+/**
+ * Exit codes every command keeps to, as docs/errors.md ("Exit status") lists them; a command
+ * answering an error code takes its status from `exitFor` (exit-status.ts), never a number of its own.
+ */
 export const EXIT = {
   ok: 0,
-  /** The call or the operation failed, or a service it needs did not answer. */
+  /** Refused or failed: sent again as it is, it fails again (the registry's `retryable: false`). */
   failed: 1,
-  /** The command line is wrong: nothing was done. */
+  /** The command line (or a call's input on it, INVALID_ARGUMENTS, UNKNOWN_TOOL) is wrong: nothing was done. */
   usage: 2,
+  /** Not now: a service it needs did not answer, or the code is `retryable`; the same command may pass later. */
+  unavailable: 3,
   /** Stopped by Ctrl-C (128 + SIGINT). */
   interrupted: 130,
 } as const;

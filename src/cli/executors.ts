@@ -2,6 +2,7 @@ import { connectAnswering } from '../redis/connection.ts';
 import { readExecutors } from '../shards/executor-status-publisher.ts';
 import { keysFor } from '../redis/keys.ts';
 import type { CommandContext } from './context.ts';
+import { exitFor } from './exit-status.ts';
 
 /**
  * `agentdb executors [--json]`: per child of each worker process, what it runs (database, call
@@ -38,7 +39,7 @@ export async function executors(ctx: CommandContext, flags: { json?: boolean }):
     return 0;
   } catch (err) {
     ctx.stderr.write(`agentdb executors: Redis did not answer: ${(err as Error).message}\n`);
-    return 1;
+    return exitFor('UNAVAILABLE');
   } finally {
     redis.disconnect();
   }

@@ -7,6 +7,7 @@ import type { BlobRestoreResult } from '../history/blob-restore.ts';
 import { HistoryClient, parseMoment, type HistoryView } from '../shards/history-client.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { UsageError, type CommandContext } from './context.ts';
+import { exitFor } from './exit-status.ts';
 import { pickupWatch } from './op-pickup.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { nameFlag } from './name-flag.ts';
@@ -125,7 +126,7 @@ export async function restore(
   });
 }
 
-/** Runs `fn` with a history client; a refusal prints `{ error }` (with the history hints) and exits 1. */
+/** Runs `fn` with a history client; a refusal prints `{ error }` (with the history hints) and exits by its code (`exitFor`). */
 export async function withClient(ctx: CommandContext, command: string, fn: (client: HistoryClient) => Promise<number>): Promise<number> {
   // BullMQ waits for a Redis that is down without a word; say so instead.
   await checkRedis(ctx.config.redisUrl);
@@ -137,7 +138,7 @@ export async function withClient(ctx: CommandContext, command: string, fn: (clie
     const code = codeOf(err);
     if (!code) throw err;
     ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, (err as { detail?: string }).detail, HISTORY_HINTS) })}\n`);
-    return 1;
+    return exitFor(code);
   } finally {
     await ops.close();
     redis.disconnect();

@@ -26,7 +26,7 @@ export async function main(argv: string[], io: Output = { stdout: process.stdout
     try {
       exitCode = await handler(ctx, command.opts(), ...args);
     } catch (err) {
-      exitCode = explain(err, command, io);
+      exitCode = await explain(err, command, io);
     }
   };
   const program = buildProgram(packageVersion(), dispatch);
@@ -61,31 +61,38 @@ async function loadConfigOrSay(io: Output) {
 }
 
 /**
- * The exit code for what a command threw, once said in one line: a bad command line (2), or a
- * service that did not answer or refused (1). Anything else is a fault of agentdb's own, and keeps its
- * stack trace for the report.
+ * The exit code for what a command threw, once said in one line: a bad command line (2), a
+ * service that did not answer or refuses writes for now (3), or another coded error (its status by
+ * `exitFor`). Anything else is a fault of agentdb's own, and keeps its stack trace for the report.
  */
-function explain(err: unknown, command: Command, io: Output): number {
+async function explain(err: unknown, command: Command, io: Output): Promise<number> {
+  // Loaded here, not at start: the command that threw has loaded the registry already.
+  const [{ isErrorCode }, { exitFor }] = await Promise.all([import('../errors.ts'), import('./exit-status.ts')]);
   if (err instanceof UsageError) {
     io.stderr.write(`${name(command)}: ${err.message}\n${seeHelp(command)}`);
     return EXIT.usage;
   }
-  const { code, detail, message } = (err ?? {}) as { code?: unknown; detail?: unknown; message?: unknown };
+  const { code, detail, message, retryAfter } = (err ?? {}) as { code?: unknown; detail?: unknown; message?: unknown; retryAfter?: unknown };
   if (code === 'UNAVAILABLE' && typeof detail === 'string') {
     io.stderr.write(`${name(command)}: ${detail}\n`);
-    return EXIT.failed;
+    return exitFor('UNAVAILABLE');
   }
   // Redis answers but refuses writes (its own disk): said with its code, whether its first PING
   // heard it (redis/connection.ts, writesRefused) or a command past it did (a bare MISCONF reply).
   if (code === 'REDIS_REFUSES_WRITES' && typeof detail === 'string') {
     io.stderr.write(`${name(command)}: REDIS_REFUSES_WRITES: ${detail}\n`);
-    return EXIT.failed;
+    return exitFor('REDIS_REFUSES_WRITES');
   }
   if (typeof message === 'string' && message.startsWith('MISCONF')) {
     io.stderr.write(
       `${name(command)}: REDIS_REFUSES_WRITES: Redis answers, but refuses writes: it could not write to its own disk (${message}). Free space on the disk of Redis's folder (its AOF and RDB files), or fix what Redis's log names; it takes writes again by itself once a write to its disk works. What the command had done before it is kept.\n`,
     );
-    return EXIT.failed;
+    return exitFor('REDIS_REFUSES_WRITES');
+  }
+  // A coded error no command answered itself: said with its code, and its status as any command's.
+  if (isErrorCode(code) && code !== 'INTERNAL' && typeof detail === 'string') {
+    io.stderr.write(`${name(command)}: ${code}: ${detail}\n`);
+    return exitFor(code, typeof retryAfter === 'number' ? retryAfter : undefined);
   }
   throw err;
 }

@@ -9,6 +9,7 @@ import { KeyAuthenticator } from '../registry/principal.ts';
 import { PrincipalCache } from '../registry/principal-cache.ts';
 import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { UsageError, type CommandContext } from './context.ts';
+import { exitFor } from './exit-status.ts';
 import { answered, type Answers } from './stdio-drain.ts';
 import { keyFrom, type KeyFlags } from './key-source.ts';
 
@@ -40,7 +41,7 @@ export async function mcp(ctx: CommandContext, flags: { stdio?: boolean } & KeyF
       `agentdb mcp: the key is not an active agent or member key\n` +
         `  (looked up in Redis at ${shownUrl(config.redisUrl)}, prefix ${JSON.stringify(config.prefix)}: a key works with the REDIS_URL and AGENTDB_PREFIX of the agentdb that minted it)\n`,
     );
-    return 1;
+    return exitFor('UNAUTHENTICATED');
   }
   const client = clientOf(config);
   const calls = new KeyedCalls(client);

@@ -42,7 +42,7 @@ export async function revoke(ctx: CommandContext, flags: { workspace: string; na
   const name = nameFlag('--name', flags.name);
   return withMembers(ctx, async (registry, redis) => {
     if (!(await registry.revoke(workspace, name))) {
-      throw new AgentDbError('NOT_FOUND', `${name} is not an active member of ${workspace}.`);
+      throw new AgentDbError('NOT_FOUND', `Member ${name} is not active in ${workspace}: never added, or revoked.`);
     }
     // Even with OAUTH=off now, grants made while it was on are ended (their lifetimes do not matter here).
     const grants = new OAuthGrants(redis, keysFor(ctx.config.prefix), registry, ctx.config.oauth ?? { accessTtlS: 1, refreshTtlS: 1 });

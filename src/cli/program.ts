@@ -20,7 +20,17 @@ export function buildProgram(version: string, dispatch: Dispatch): Command {
   const program = new Command('agentdb')
     .description('Every AI agent its own SQLite database, every workspace a shared one, through four queued tools.')
     .version(version, '-V, --version', 'print the version')
-    .helpOption('-h, --help', 'show help for a command');
+    .helpOption('-h, --help', 'show help for a command')
+    // The one mapping of cli/exit-status.ts, said where a person writing a script looks first.
+    .addHelpText(
+      'after',
+      '\nExit status, the same for every command (docs/errors.md, "Exit status"):\n' +
+        '  0    done (a call on its way or waiting for a person too)\n' +
+        '  1    refused or failed: sent again as it is, it fails again (the JSON on stdout has its code)\n' +
+        '  2    bad command line or configuration (INVALID_ARGUMENTS, UNKNOWN_TOOL, CONFIG_MISMATCH too): nothing was done\n' +
+        '  3    not now: Redis or a worker did not answer, or the code is retryable: try again later\n' +
+        '  130  stopped by Ctrl-C\n',
+    );
   const run: Run =
     (load: () => Promise<Handler>, needs = { config: true }) =>
     (...args: unknown[]) =>

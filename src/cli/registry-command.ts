@@ -3,10 +3,11 @@ import { AgentDbError, errorBody, type ErrorCode } from '../errors.ts';
 import { connectAnswering } from '../redis/connection.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import type { CommandContext, Output } from './context.ts';
+import { exitFor } from './exit-status.ts';
 
 /**
  * Runs one registry subcommand (`workspaces`, `agents`, `keys`, `members`) with a Redis
- * connection: exit 0 on success, 1 when the registry refuses (the error as JSON on stdout). A
+ * connection: exit 0 on success, `exitFor` its code when the registry refuses (the error as JSON on stdout). A
  * Redis that stops answering (UNAVAILABLE) is the service's fault, not a refusal: main says it in
  * one line on stderr, as it does one that never answered.
  * @param hints replace the registry's hint for these codes: its own are written for an agent's
@@ -24,7 +25,7 @@ export async function withRegistry(
   } catch (err) {
     if (!(err instanceof AgentDbError) || err.code === 'UNAVAILABLE') throw err;
     ctx.stdout.write(`${JSON.stringify({ error: errorBody(err.code, err.detail, { NOT_FOUND: REGISTRY_NOT_FOUND_HINT, ...hints }) })}\n`);
-    return 1;
+    return exitFor(err.code);
   } finally {
     redis.disconnect();
   }

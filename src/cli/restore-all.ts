@@ -2,13 +2,14 @@ import os from 'node:os';
 import { HISTORY_HINTS, errorBody } from '../errors.ts';
 import { restoreAllFromBlob, type DisasterRestoreLine } from '../shards/disaster-restore.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
-import { EXIT, type CommandContext } from './context.ts';
+import type { CommandContext } from './context.ts';
+import { exitForAll, type Failure } from './exit-status.ts';
 
 /**
  * `agentdb restore --from-blob --all | --workspace W [--at T] [--dry-run] [--json]`: the disaster
  * restore of every database the blob store holds (or W's) that is missing here. One line per
  * database as it ends and a total (`--json`: one JSON line each, then the summary); exit 1 when
- * any failed.
+ * any failed, 3 when each that failed may pass later (`exitForAll`).
  */
 export async function restoreAll(
   ctx: CommandContext,
@@ -16,6 +17,7 @@ export async function restoreAll(
   flags: { workspace?: string; at?: string; dryRun?: boolean; by?: string; json?: boolean },
 ): Promise<number> {
   const by = { who: `operator:${flags.by ?? os.userInfo().username}`, via: 'operator' as const };
+  const failures: Failure[] = [];
   const summary = await restoreAllFromBlob(
     client,
     {
@@ -24,7 +26,10 @@ export async function restoreAll(
       ...(flags.dryRun ? { dryRun: true } : {}),
       by,
     },
-    (line) => ctx.stdout.write(flags.json ? `${JSON.stringify(asJson(line))}\n` : `${text(line, flags.dryRun === true)}\n`),
+    (line) => {
+      if (line.outcome === 'failed') failures.push(line.error);
+      ctx.stdout.write(flags.json ? `${JSON.stringify(asJson(line))}\n` : `${text(line, flags.dryRun === true)}\n`);
+    },
   );
   const scope = flags.workspace !== undefined ? `of workspace ${flags.workspace} ` : '';
   // "1 database", not "1 databases": the total is read by a person.
@@ -34,7 +39,7 @@ export async function restoreAll(
       ? `${JSON.stringify({ total: summary })}\n`
       : `total: ${databases} ${scope}with a backup in the blob store (${summary.store}): ${summary.restored} ${flags.dryRun ? 'would be restored' : 'restored'}, ${summary.skipped} skipped (they exist here), ${summary.failed} failed\n`,
   );
-  return summary.failed > 0 ? EXIT.failed : EXIT.ok;
+  return exitForAll(failures);
 }
 
 function text(line: DisasterRestoreLine, dryRun: boolean): string {

@@ -6,6 +6,7 @@ import { codeOf, type AgentDbError } from '../errors.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
+import { exitFor } from './exit-status.ts';
 import { callerFlag, nameFlag } from './name-flag.ts';
 
 /**
@@ -31,7 +32,7 @@ export async function resultBlob(ctx: CommandContext, flags: { workspace: string
       // default store is under ./data) or beside a Docker deployment it looks in the wrong place.
       if (code === 'NOT_FOUND')
         ctx.stderr.write(`  (looked in ${store.name}: BLOB_STORE and BLOB_DIR, or AGENTDB_DATA_DIR, must be the deployment's; or GET /v1/results/:id)\n`);
-      return EXIT.failed;
+      return exitFor(code);
     }
     try {
       await pipeline(body, flags.out ? createWriteStream(flags.out) : ctx.stdout, { end: flags.out !== undefined });

@@ -24,6 +24,7 @@ import { HistoryClient } from '../shards/history-client.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { ShardWorkerPool } from '../shards/shard-worker-pool.ts';
 import { EXIT, type CommandContext } from './context.ts';
+import { exitFor } from './exit-status.ts';
 import { ensureRedis } from './local-redis.ts';
 import { untilSignal } from './signals.ts';
 import { drainWithin, exitAfterGrace } from './drain.ts';
@@ -39,7 +40,8 @@ export async function start(ctx: CommandContext): Promise<number> {
     redisServer = await ensureRedis(config.redisUrl, config.dataDir);
   } catch (err) {
     ctx.stderr.write(`agentdb start: ${(err as Error).message}\n`);
-    return EXIT.failed;
+    // No Redis, and none could be started: unavailable, as `agentdb worker` answers a Redis that does not answer.
+    return exitFor('UNAVAILABLE');
   }
   // `pid` is pino's own field (this process); the server's needs a name of its own.
   if (redisServer) logger.info({ redisPid: redisServer.pid }, 'started a local redis-server');

@@ -85,7 +85,10 @@ export class MemberRegistry {
       const raw = await this.redis.hget(this.keys.members(workspace), name);
       const current = parseRecord(raw);
       if (current && !current.revoked) {
-        throw new AgentDbError('INVALID_ARGUMENTS', `${name} is already a member of ${workspace}; revoke it first to mint a new key.`);
+        throw new AgentDbError(
+          'INVALID_ARGUMENTS',
+          `Member ${name} is already active in ${workspace}: pick another name, or revoke it first to mint a new key.`,
+        );
       }
       // A revoked record's hash left the index when it was revoked; drop it again in case.
       if (await this.cas(workspace, name, raw ?? '', record, current?.keyHash ?? '', keyHash)) {

@@ -61,7 +61,7 @@ describe('agentdb members', () => {
     keyOf.bob = json(bob.stdout).key;
   });
 
-  it('refuses an active name again (exit 1, coded JSON) and bad flags (exit 2, usage)', async () => {
+  it('refuses an active name again (coded JSON, INVALID_ARGUMENTS) and bad flags (usage), each exit 2', async () => {
     const cases = [
       ['members', 'add', '--workspace', 'acme', '--name', 'x', '--role', 'owner'],
       ['members', 'add', '--name', 'x'],
@@ -74,7 +74,7 @@ describe('agentdb members', () => {
       cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'member'),
       ...cases.map((args) => cli(...args)),
     ]);
-    expect(again.code).toBe(1);
+    expect(again.code).toBe(2);
     expect(json(again.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS' } });
     for (const [i, out] of outs.entries()) {
       expect(out.code, cases[i]!.join(' ')).toBe(2);
@@ -382,7 +382,8 @@ describe('agentdb approvals', () => {
     );
     expect(decoy).toMatchObject({ status: 'awaiting_approval' });
     const out = await cli('approvals', 'approve', id, '--key', keyOf.bob!);
-    expect(out.code).toBe(1);
+    // An id on the command line that names two: INVALID_ARGUMENTS, exit 2 (give the approval's own id).
+    expect(out.code).toBe(2);
     expect(json(out.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('names 2 approvals') } });
     const pending = json((await cli('approvals', 'list', '--workspace', 'acme', '--json')).stdout) as { id: string; state: string }[];
     expect(pending.filter((a) => a.id === id || a.id === (decoy as { approval: { id: string } }).approval.id).map((a) => a.state)).toEqual([

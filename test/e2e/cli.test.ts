@@ -34,9 +34,10 @@ describe('agentdb call', () => {
     expect(lines(q.stdout)[0]).toMatchObject({ ok: true, untrusted: true, result: { columns: ['n'], rows: [[0]] } });
   });
 
-  it('exits 1 with a coded envelope on unknown tools and refusals', async () => {
+  it('exits with a coded envelope: 2 for an unknown tool (a bad command line), 1 for a refusal', async () => {
     const unknown = await runCli(['call', ...who, 'DATA_NUKE', '{}'], sb.env);
     expect(lines(unknown.stdout)[0]).toMatchObject({ ok: false, tool: 'DATA_NUKE', error: { code: 'UNKNOWN_TOOL' } });
+    expect(unknown.code).toBe(2);
     const refused = await runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":"ATTACH \'x\' AS y"}'], sb.env);
     expect(refused.code).toBe(1);
     expect(lines(refused.stdout)[0]).toMatchObject({ ok: false, error: { code: 'SQL_REFUSED' } });
@@ -91,7 +92,7 @@ describe('agentdb call', () => {
       ...sb.env,
       AGENTDB_PREFIX: `${sb.env.AGENTDB_PREFIX}-none`,
     });
-    expect(nobody.code).toBe(1);
+    expect(nobody.code).toBe(3);
     expect(lines(nobody.stdout)[0]).toMatchObject({ ok: false, error: { code: 'NO_WORKER' } });
     // The prefix it looked under, since a mismatch with the server's is the usual cause.
     expect(lines(nobody.stdout)[0].error.message).toContain(`AGENTDB_PREFIX "${sb.env.AGENTDB_PREFIX}-none"`);

@@ -62,7 +62,7 @@ describe('a Redis outage while an operator command waits on its shard op', () =>
     await own.kill();
     for (const [i, cli] of clis.entries()) {
       const done = await cli.exited;
-      expect(done.code, commands[i]!.join(' ')).toBe(1);
+      expect(done.code, commands[i]!.join(' ')).toBe(3);
       expect(JSON.parse(done.stdout)).toMatchObject({
         error: {
           code: 'UNAVAILABLE',

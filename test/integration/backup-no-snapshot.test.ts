@@ -45,13 +45,13 @@ describe.runIf(!refused)('backup now while the history disk is full', () => {
     fs.rmSync(sb.dataDir, { recursive: true, force: true });
   });
 
-  it('says no fresh snapshot was taken and exits 1, then backs up to now once there is room', async () => {
+  it('says no fresh snapshot was taken and exits 3 (STORAGE_FULL: try again later), then backs up to now once there is room', async () => {
     expect(await backup()).toMatchObject({ code: 0, report: { database: DB } });
     const filled = fillDisk(`${mnt}/fill`);
     // Answered ok: its frames wait in the WAL until history has room again.
     await write("INSERT INTO t VALUES ('while full')");
     const full = await backup();
-    expect(full.code, full.stderr).toBe(1);
+    expect(full.code, full.stderr).toBe(3);
     expect(full.report).toMatchObject({ database: DB, snapshot: { code: 'STORAGE_FULL' } });
     expect(full.stderr).toContain('NO FRESH SNAPSHOT');
 

@@ -49,7 +49,7 @@ const count = (agent: string) =>
 const restore = (args: string[]) => runCli(['restore', 'acme/scout', ...args, '--json'], { ...sb.env, LOG_LEVEL: 'silent' });
 
 describe.runIf(!refused)('agentdb restore on a full data disk', () => {
-  it('answers STORAGE_FULL with exit 1, leaves nothing half-restored, and restores once there is room', { timeout: 120_000 }, async () => {
+  it('answers STORAGE_FULL with exit 3 (try again later), leaves nothing half-restored, and restores once there is room', { timeout: 120_000 }, async () => {
     expect(await write('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)')).toMatchObject({ ok: true });
     for (let i = 0; i < 40; i++) expect(await write('INSERT INTO t (v) VALUES (?)', ['x'.repeat(1000)])).toMatchObject({ ok: true });
     expect(await runCli(['backup', 'now'], { ...sb.env, LOG_LEVEL: 'silent' })).toMatchObject({ code: 0 });
@@ -63,7 +63,7 @@ describe.runIf(!refused)('agentdb restore on a full data disk', () => {
     try {
       for (const [kind, args] of Object.entries(kinds)) {
         const run = await restore(args);
-        expect(run.code, `${kind}: ${run.stdout}${run.stderr}`).toBe(1);
+        expect(run.code, `${kind}: ${run.stdout}${run.stderr}`).toBe(3);
         expect(JSON.parse(run.stdout), kind).toMatchObject({
           error: { code: 'STORAGE_FULL', hint: expect.stringMatching(/^A disk is full: free space on AGENTDB_DATA_DIR's disk/) },
         });
@@ -71,7 +71,7 @@ describe.runIf(!refused)('agentdb restore on a full data disk', () => {
       }
       // A backup's snapshot is taken on the same disk: refused so too, and it says so.
       const backup = await runCli(['backup', 'now'], { ...sb.env, LOG_LEVEL: 'silent' });
-      expect(backup.code).toBe(1);
+      expect(backup.code).toBe(3);
       expect(JSON.parse(backup.stdout)).toMatchObject({ databases: [{ database: 'acme/scout', snapshot: { code: 'STORAGE_FULL' } }] });
       expect(backup.stderr).toMatch(/NO FRESH SNAPSHOT \(STORAGE_FULL/);
     } finally {
