@@ -21,8 +21,8 @@ type Held = { state: 'running' } | { state: 'done'; outcome: string };
 
 /**
  * What one submission may keep in Redis, counted against its workspace's budget for the window:
- * its token's record and the request's (each a key of ~110 bytes and a redirect or a restore's
- * answer, ~250-600 bytes; the database's state kept as its sha256), with room to spare. Uncounted,
+ * its token's record and the request's (a web form's: 312 and 248 bytes by MEMORY USAGE; /v1's
+ * hold the restore's JSON answer; the database's state kept as its sha256), with room to spare. Uncounted,
  * a member sending restores under new keys grew them for an hour each, outside any budget.
  */
 export const RESTORE_ONCE_BYTES = 2048;
