@@ -267,11 +267,9 @@ export class OAuthClients {
     };
     const record = JSON.stringify(client);
     if (Buffer.byteLength(record) > MAX_CLIENT_BYTES) return undefined;
-    // A document read for a token or revocation request is read without a sign-in, so what its
-    // cache keeps is bounded as registrations are: a place among the apps nobody has signed in
-    // through, for as long as it is kept (before session 33 only per address: many addresses, each
-    // naming 30 URLs of their own an hour, kept 4 KB each an hour without end). Past the cap the
-    // document answers this request and is not kept: the next is read again, within its address's rate.
+    // Read for a token request without a sign-in, so kept only in a place among the apps nobody has
+    // signed in through, as registrations are (before session 33 only per address: many addresses
+    // filled Redis). Past the cap it answers this request and is not kept.
     const now = Date.now();
     const [taken] = await this.scripted.agentdbOauthClientSlot(
       this.unconsented(),

@@ -123,11 +123,8 @@ export interface LuaCommands {
   ): Promise<[taken: number, count: number, first: string]>;
   /** oauth-client-hold.lua: 1 when the client is now held by the grant and kept at least `ttlS`, 0 for no such client or grant. */
   agentdbOauthClientHold(client: string, holders: string, grant: string, grantId: string, ttlS: string): Promise<number>;
-  /**
-   * fair-place.lua for a job added by an earlier command (`fairPlaceAddedLua`): the shard queue's
-   * wait key, the job's id and its workspace's ledger key; 1 when the job moved to the prioritized set.
-   */
-  agentdbFairPlaceAdded(waitKey: string, jobId: string, workspace: string): Promise<number>;
+  /** fair-place.lua for a job `queue.add` added (`fairPlaceAddedLua`): the wait key, the job id, its workspace's ledger key; 1 when it moved. */
+  agentdbFairPlaceAdded(waitKey: string, jobId: string, workspaceTag: string): Promise<number>;
   /** oauth-client-release.lua: how many live grants still hold the client (0: it is back to the unconsented lifetime). */
   agentdbOauthClientRelease(client: string, holders: string, grantId: string, grantPrefix: string, unusedTtlS: string): Promise<number>;
 }
@@ -196,17 +193,9 @@ writeNotes()
 return reply`;
 }
 
-/**
- * fair-place.lua's placement of a job that BullMQ's own `queue.add` added (a caller's own call id
- * claimed between the admission and the add, a traced add carrying its span), sent right after
- * it: those calls stayed on the wait list, first come first taken, so a burst of them still held
- * another workspace's first call behind all of it (session 32, T10's leftover). KEYS: the wait
- * key. ARGV: the job id, the workspace's ledger key. Answers 1 when the job moved.
- */
-export function fairPlaceAddedLua(): string {
-  return `${luaSource('fair-place.lua')}
+/** fair-place.lua run on its own, for a job added by the command before it (`src/redis/fair-place-added.ts`). */
+export const fairPlaceAddedLua = (): string => `${luaSource('fair-place.lua')}
 return fairPlace(KEYS[1], ARGV[1], ARGV[2], true) and 1 or 0`;
-}
 
 /**
  * A workspace's budget note and a batch of completions in one script (issue 31): `budget-note.lua`
