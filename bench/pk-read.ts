@@ -10,6 +10,7 @@ export interface CallingClient {
     settings: { database: 'agent' };
     tool: string;
     arguments: { sql: string; params?: unknown[] };
+    callId?: string;
   }): Promise<{ ok: boolean }>;
 }
 

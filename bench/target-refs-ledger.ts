@@ -162,7 +162,7 @@ async function oneFault(n: number): Promise<void> {
     case 0: {
       const w = db.workspace;
       const was = limits[w]!;
-      limits[w] = { maxTables: was.maxTables === 50 ? 51 : 50, maxBytes: was.maxBytes + 4096 * (Math.random() < 0.5 ? 1 : -1) };
+      limits[w] = { ...PLAN_LIMITS.pro, maxTables: was.maxTables === 50 ? 51 : 50, maxBytes: was.maxBytes + 4096 * (Math.random() < 0.5 ? 1 : -1) };
       tally.limitChanges++;
       return;
     }

@@ -9,9 +9,10 @@ export interface BudgetEntry {
    * `call` (a call's job from its enqueue to its completion: its data, and room for its envelope
    * until it has one), `done` (the finished job: its data and its result), `approval` (its
    * record), `task` (an MCP task standing for it, with its result), `claim` (a caller's own call
-   * id's claim, which outlives the job: `claimEntry`).
+   * id's claim, which outlives the job: `claimEntry`), `restore` (a restore submission's records:
+   * `src/shards/restore-once.ts`).
    */
-  kind: 'call' | 'done' | 'approval' | 'task' | 'claim';
+  kind: 'call' | 'done' | 'approval' | 'task' | 'claim' | 'restore';
   bytes: number;
   until: number;
 }

@@ -24,6 +24,7 @@ import { jsonBytes, jsonTextBytes } from './redis-bytes.ts';
 import { budgetRefusal, callEntry } from './call-budget-entry.ts';
 import type { BudgetEntry } from './call-budget-entry.ts';
 import type { Admission, WorkspaceRedisBudget } from './workspace-redis-budget.ts';
+import { placeAdded } from '../redis/fair-place-added.ts';
 
 /** A tenant bound a refusal is counted under (`agentdb_quota_refusals_total{quota}`). */
 export type RefusedQuota = 'rate' | 'redis' | 'headroom';
@@ -249,6 +250,8 @@ export class CallEnqueue {
           // Set on this path (no admitted add): the entry was counted on its own first.
           entryBytes: entry!.bytes,
           letGo: letGo(entry!),
+          // In its workspace's turn once the queue is long, as the admitted add's jobs are.
+          place: () => placeAdded(queue, key, this.deps.claims.keys.redisBudget(data.workspace).ledger),
         });
     // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
     sent.stall.disarm();

@@ -29,6 +29,12 @@ export interface CallToAdd {
    * its room for days (fault review F4: 4,507 resends filled a pro workspace's budget).
    */
   letGo(): Promise<void>;
+  /**
+   * Places the job this call added in its workspace's turn (`placeAdded`), once the add is known
+   * to have made it (not a job of the id found there): the admitted add's script does it in the
+   * same step, this path in the command after.
+   */
+  place?(): Promise<unknown>;
 }
 
 /**
@@ -59,7 +65,10 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
     await queue.remove(key);
     [, earlier] = await Promise.all([queue.add('call', data, callJobOptions(key, c.resultTtlS)), Job.fromId<CallJobData, Envelope>(queue, key)]);
   }
-  if (!earlier || earlier.data.enqueuedAt === data.enqueuedAt) return undefined;
+  if (!earlier || earlier.data.enqueuedAt === data.enqueuedAt) {
+    await c.place?.();
+    return undefined;
+  }
   const differs = payloadDifferences(earlier.data, data);
   if (differs.length) {
     waiters.drop(completion, parking);

@@ -27,7 +27,7 @@ const MAX_PATHS = 4096;
 /**
  * The executor's view of one database: its file (built by `databasePath`, remembered: building
  * a path checks both names and resolves four paths, a cost every call paid although agents call
- * the same few databases over and over) and its plan's limits.
+ * the same few databases over and over) and its plan's limits, with the operator's overrides.
  */
 export function dbTarget(config: Config, id: string, target: Target, shard: number, plan: Plan): DbTarget {
   const { workspace, agent } = target;
@@ -38,7 +38,7 @@ export function dbTarget(config: Config, id: string, target: Target, shard: numb
     if (paths.size >= MAX_PATHS) paths.clear();
     paths.set(key, file);
   }
-  return { id, path: file, shard, limits: planLimits(plan) };
+  return { id, path: file, shard, limits: planLimits(plan, config.schemaLimits) };
 }
 
 /** What the executor runs for a call that passed its checks (parked, it is what the person approves). */

@@ -20,6 +20,13 @@ const limitsSchema = z.object({
   WORKSPACE_MAX_DATABASES: int(0, 1_000_000, 0),
   /** Bytes a workspace may hold on disk (files, history, offloaded results); 0: its plan's. */
   WORKSPACE_MAX_BYTES: int(0, Number.MAX_SAFE_INTEGER, 0),
+  /**
+   * Views one database may hold; 0: its plan's (500 pro and business, 2,000 enterprise). A DDL
+   * write that would pass it answers LIMIT_EXCEEDED, as one past the plan's tables does.
+   */
+  MAX_VIEWS_PER_DATABASE: int(0, 1_000_000, 0),
+  /** Indexes one database may hold (CREATE INDEX; a key's own are not counted); 0: its plan's (as views). */
+  MAX_INDEXES_PER_DATABASE: int(0, 1_000_000, 0),
   /** The most a call's arguments may take as JSON (params included); larger calls are refused whole. */
   MAX_CALL_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024),
   APPROVAL_TTL_MS: int(1000, 30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
@@ -91,6 +98,8 @@ export interface LimitsConfig {
   readonly maxOffloadedBytesPerWorkspace: number;
   /** Databases and bytes a workspace may hold, overriding its plan's where set (WORKSPACE_MAX_*). */
   readonly workspaceQuota: { readonly maxDatabases?: number; readonly maxBytes?: number };
+  /** Views and indexes one database may hold, overriding its plan's where set (MAX_VIEWS_PER_DATABASE, MAX_INDEXES_PER_DATABASE). */
+  readonly schemaLimits: { readonly maxViews?: number; readonly maxIndexes?: number };
   readonly maxCallBytes: number;
   readonly approvalTtlMs: number;
   /** RESULT_TTL_HOURS, in seconds. */
@@ -134,6 +143,10 @@ export function limitsConfig(e: z.infer<typeof limitsSchema>): LimitsConfig {
     workspaceQuota: Object.freeze({
       ...(e.WORKSPACE_MAX_DATABASES > 0 ? { maxDatabases: e.WORKSPACE_MAX_DATABASES } : {}),
       ...(e.WORKSPACE_MAX_BYTES > 0 ? { maxBytes: e.WORKSPACE_MAX_BYTES } : {}),
+    }),
+    schemaLimits: Object.freeze({
+      ...(e.MAX_VIEWS_PER_DATABASE > 0 ? { maxViews: e.MAX_VIEWS_PER_DATABASE } : {}),
+      ...(e.MAX_INDEXES_PER_DATABASE > 0 ? { maxIndexes: e.MAX_INDEXES_PER_DATABASE } : {}),
     }),
     maxCallBytes: e.MAX_CALL_BYTES,
     approvalTtlMs: e.APPROVAL_TTL_MS,

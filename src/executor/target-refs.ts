@@ -1,3 +1,4 @@
+import type { PlanLimits } from '../policy/plan-limits.ts';
 import type { ChildRequest, DbTarget, ExecRequest, WireRequest } from './executor-protocol.ts';
 
 /**
@@ -9,10 +10,14 @@ export const TARGET_SLOTS = 1024;
 
 /** Whether the child's copy `kept` still says what `now` says: the same file, shard and plan's limits. */
 function same(kept: DbTarget, now: DbTarget): boolean {
-  return (
-    kept === now ||
-    (kept.id === now.id && kept.shard === now.shard && kept.limits.maxBytes === now.limits.maxBytes && kept.limits.maxTables === now.limits.maxTables)
-  );
+  return kept === now || (kept.id === now.id && kept.shard === now.shard && sameLimits(kept.limits, now.limits));
+}
+
+/** Every limit alike (a new one added to `PlanLimits` is compared without a change here). */
+function sameLimits(a: PlanLimits, b: PlanLimits): boolean {
+  if (a === b) return true;
+  for (const k in a) if (a[k as keyof PlanLimits] !== b[k as keyof PlanLimits]) return false;
+  return true;
 }
 
 /**

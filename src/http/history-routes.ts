@@ -133,6 +133,7 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
         // counts with the member, the database and the body: the same key on another request is another restore.
         const submission = `v1\n${workspace}/@${name}\n${db}\n${JSON.stringify(request.body ?? {})}`;
         const answer = await deps.restoreOnce.run(
+          workspace,
           sentKey.data,
           submission,
           async () => JSON.stringify(await restore()),

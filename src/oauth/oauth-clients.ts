@@ -234,7 +234,7 @@ export class OAuthClients {
     await this.redis.zrem(this.unconsented(), clientId);
   }
 
-  /** The service's registered clients nobody has signed in through yet, by when each lapses. */
+  /** The service's registered clients nobody has signed in through yet, and the metadata documents kept, by when each lapses. */
   private unconsented(): string {
     return this.keys.oauth('clients', 'unconsented');
   }
@@ -267,7 +267,18 @@ export class OAuthClients {
     };
     const record = JSON.stringify(client);
     if (Buffer.byteLength(record) > MAX_CLIENT_BYTES) return undefined;
-    await this.redis.set(key, record, 'EX', DOCUMENT_CACHE_S);
+    // Read for a token request without a sign-in, so kept only in a place among the apps nobody has
+    // signed in through, as registrations are (before session 33 only per address: many addresses
+    // filled Redis). Past the cap it answers this request and is not kept.
+    const now = Date.now();
+    const [taken] = await this.scripted.agentdbOauthClientSlot(
+      this.unconsented(),
+      String(now),
+      `doc:${hashKey(clientId)}`,
+      String(now + DOCUMENT_CACHE_S * 1000),
+      String(this.unconsentedMax),
+    );
+    if (taken === 1) await this.redis.set(key, record, 'EX', DOCUMENT_CACHE_S);
     return client;
   }
 

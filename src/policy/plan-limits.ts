@@ -4,6 +4,15 @@ import type { Plan } from '../contracts/settings.ts';
 export interface PlanLimits {
   /** Tables an agent may create (views, indexes and agentdb's own tables do not count). */
   readonly maxTables: number;
+  /**
+   * Views an agent may create. Not bounded before session 33: SQLite reads every object's SQL at a
+   * handle's first prepare and each DDL's schema check reads them all, so 10,000 views made the
+   * database's open 206 ms and each DDL's check 107 ms, and creating them is quadratic in SQLite
+   * (1,000 in 1.1 s, 10,000 in 30 s; session 31, T8).
+   */
+  readonly maxViews: number;
+  /** Indexes an agent may create (CREATE INDEX; not those SQLite makes for a key), for the same reason as views. */
+  readonly maxIndexes: number;
   /** Size of the database file; enforced through SQLite's `max_page_count`. */
   readonly maxBytes: number;
 }
@@ -24,9 +33,9 @@ const MB = 1024 * 1024;
 
 /** The limits of each plan, as the product documents them (DESIGN.md "Limits"). */
 export const PLAN_LIMITS = {
-  pro: { maxTables: 50, maxBytes: 100 * MB },
-  business: { maxTables: 50, maxBytes: 100 * MB },
-  enterprise: { maxTables: 200, maxBytes: 1024 * MB },
+  pro: { maxTables: 50, maxViews: 500, maxIndexes: 500, maxBytes: 100 * MB },
+  business: { maxTables: 50, maxViews: 500, maxIndexes: 500, maxBytes: 100 * MB },
+  enterprise: { maxTables: 200, maxViews: 2000, maxIndexes: 2000, maxBytes: 1024 * MB },
 } as const satisfies Record<Plan, PlanLimits>;
 
 const GB = 1024 * MB;
@@ -74,9 +83,20 @@ export function workspaceLimitSources(overrides: Partial<WorkspaceLimits> = {}):
   return { maxDatabases: of('maxDatabases'), maxBytes: of('maxBytes') };
 }
 
-/** The limits for `plan`. */
-export function planLimits(plan: Plan): PlanLimits {
-  return PLAN_LIMITS[plan];
+/** The operator's overrides of a database's schema bounds (MAX_VIEWS_PER_DATABASE, MAX_INDEXES_PER_DATABASE; Config.schemaLimits). */
+export type SchemaLimitOverrides = Partial<Pick<PlanLimits, 'maxViews' | 'maxIndexes'>>;
+
+/** Limits made for each plan and set of overrides, so that every call of a plan shares one object. */
+const withOverrides = new WeakMap<SchemaLimitOverrides, Map<Plan, PlanLimits>>();
+
+/** The limits for `plan`, where the operator's `overrides` (views, indexes per database) replace the plan's. */
+export function planLimits(plan: Plan, overrides?: SchemaLimitOverrides): PlanLimits {
+  if (!overrides || (overrides.maxViews === undefined && overrides.maxIndexes === undefined)) return PLAN_LIMITS[plan];
+  let byPlan = withOverrides.get(overrides);
+  if (!byPlan) withOverrides.set(overrides, (byPlan = new Map()));
+  let limits = byPlan.get(plan);
+  if (!limits) byPlan.set(plan, (limits = Object.freeze({ ...PLAN_LIMITS[plan], ...overrides })));
+  return limits;
 }
 
 /** How many calls a plan lets be made per rate-limit window (RATE_LIMIT_WINDOW_S, default a minute). */

@@ -123,6 +123,8 @@ export interface LuaCommands {
   ): Promise<[taken: number, count: number, first: string]>;
   /** oauth-client-hold.lua: 1 when the client is now held by the grant and kept at least `ttlS`, 0 for no such client or grant. */
   agentdbOauthClientHold(client: string, holders: string, grant: string, grantId: string, ttlS: string): Promise<number>;
+  /** fair-place.lua for a job `queue.add` added (`fairPlaceAddedLua`): the wait key, the job id, its workspace's ledger key; 1 when it moved. */
+  agentdbFairPlaceAdded(waitKey: string, jobId: string, workspaceTag: string): Promise<number>;
   /** oauth-client-release.lua: how many live grants still hold the client (0: it is back to the unconsented lifetime). */
   agentdbOauthClientRelease(client: string, holders: string, grantId: string, grantPrefix: string, unusedTtlS: string): Promise<number>;
 }
@@ -162,6 +164,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: ()
   agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },
   agentdbOauthClientHold: { file: 'oauth-client-hold.lua', keys: 3 },
   agentdbOauthClientRelease: { file: 'oauth-client-release.lua', keys: 2 },
+  agentdbFairPlaceAdded: { file: 'fair-place.lua', keys: 1, lua: () => fairPlaceAddedLua() },
 };
 
 /** The scripts' text, read once per process on first use. */
@@ -189,6 +192,10 @@ local reply = note(KEYS, ARGV)
 writeNotes()
 return reply`;
 }
+
+/** fair-place.lua run on its own, for a job added by the command before it (`src/redis/fair-place-added.ts`). */
+export const fairPlaceAddedLua = (): string => `${luaSource('fair-place.lua')}
+return fairPlace(KEYS[1], ARGV[1], ARGV[2], true) and 1 or 0`;
 
 /**
  * A workspace's budget note and a batch of completions in one script (issue 31): `budget-note.lua`

@@ -1,5 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { BudgetEntry } from '../calls/call-budget-entry.ts';
+import type { WorkspaceRedisBudget } from '../calls/workspace-redis-budget.ts';
+import type { Plan } from '../contracts/settings.ts';
+import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { HistoryCaller, HistoryClient } from './history-client.ts';
 
@@ -14,6 +18,20 @@ const WAIT_MS = 120_000;
 const POLL_MS = 150;
 
 type Held = { state: 'running' } | { state: 'done'; outcome: string };
+
+/**
+ * What one submission may keep in Redis, counted against its workspace's budget for the window:
+ * its token's record and the request's (a web form's: 312 and 248 bytes by MEMORY USAGE; /v1's
+ * hold the restore's JSON answer; the database's state kept as its sha256), with room to spare. Uncounted,
+ * a member sending restores under new keys grew them for an hour each, outside any budget.
+ */
+export const RESTORE_ONCE_BYTES = 2048;
+
+/** The workspaces' Redis budgets, and the plan each is on, for {@link RestoreOnce}'s records. */
+export interface RestoreOnceBudget {
+  budget: WorkspaceRedisBudget;
+  planOf(workspace: string): Promise<Plan>;
+}
 
 /**
  * Database `db`'s state as {@link RestoreOnce.run} compares it: each generation of its history
@@ -48,11 +66,37 @@ export class RestoreOnce {
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
-    private readonly opts: { windowS?: number; waitMs?: number } = {},
+    private readonly opts: { windowS?: number; waitMs?: number; budget?: RestoreOnceBudget } = {},
   ) {}
 
   /**
+   * Counts a submission's records against `workspace`'s Redis budget for the window, or throws
+   * the budget's QUOTA_EXCEEDED (with its `retryAfter`) when the workspace holds it: nothing was
+   * restored. Answers the entry, to let go of should the submission be forgotten.
+   */
+  private async admit(workspace: string, record: string, windowS: number): Promise<BudgetEntry | undefined> {
+    const charge = this.opts.budget;
+    if (!charge) return undefined;
+    const now = Date.now();
+    const entry: BudgetEntry = { callKey: `restore-once:${record}`, kind: 'restore', bytes: RESTORE_ONCE_BYTES, until: now + windowS * 1000 + 60_000 };
+    const refused = await charge.budget.admitCall(workspace, await charge.planOf(workspace), [entry], [], now);
+    if (refused && 'over' in refused) {
+      throw new AgentDbError(
+        'QUOTA_EXCEEDED',
+        `${refused.over}; nothing was restored`,
+        refused.retryAfterS !== undefined ? { retryAfter: refused.retryAfterS } : {},
+      );
+    }
+    return entry;
+  }
+
+  private async forget(workspace: string, entry: BudgetEntry | undefined): Promise<void> {
+    if (entry) await this.opts.budget?.budget.letGo(workspace, [entry]);
+  }
+
+  /**
    * Runs `act` once for this submission and answers its outcome (where the page redirects to).
+   * @param workspace whose Redis budget the submission's records count against.
    * @param token the form's one-time token (absent on a page shown before tokens: only `state` tells).
    * @param submission who sent it and what it asks (member, action, fields), as one string.
    * @param act the restore; answers where the page goes next.
@@ -61,6 +105,7 @@ export class RestoreOnce {
    *   absent, only the token tells a submission seen before (an API's idempotency key: a new key is a new restore).
    */
   async run(
+    workspace: string,
     token: string | undefined,
     submission: string,
     act: () => Promise<string>,
@@ -74,8 +119,9 @@ export class RestoreOnce {
       const outcome = await act();
       if (!state) return outcome;
       // What the page shown again would send asks for this state: remembered with it.
+      // Kept as its hash: a database's state lists each generation of its history, and grows with them.
       const after = await state().catch(() => undefined);
-      if (after !== undefined) await this.redis.set(same, JSON.stringify({ outcome, state: after }), 'EX', windowS);
+      if (after !== undefined) await this.redis.set(same, JSON.stringify({ outcome, state: hash(after) }), 'EX', windowS);
       return outcome;
     };
     const ranAlready = async (): Promise<string | undefined> => {
@@ -84,19 +130,33 @@ export class RestoreOnce {
       if (held === null) return undefined;
       const seen = JSON.parse(held) as { outcome: string; state: string };
       const now = await state().catch(() => undefined);
-      return now === seen.state ? seen.outcome : undefined;
+      // A record from before session 33 holds the state itself.
+      return now !== undefined && (hash(now) === seen.state || now === seen.state) ? seen.outcome : undefined;
     };
-    if (!token) return (await ranAlready()) ?? done();
+    if (!token) {
+      const seen = await ranAlready();
+      if (seen !== undefined) return seen;
+      const entry = await this.admit(workspace, same, windowS);
+      try {
+        return await done();
+      } catch (err) {
+        await this.forget(workspace, entry);
+        throw err;
+      }
+    }
     const key = this.keys.restoreOnce(hash(`${token}\n${submission}`));
     const until = Date.now() + (this.opts.waitMs ?? WAIT_MS);
     for (;;) {
       const claimed = await this.redis.set(key, JSON.stringify({ state: 'running' } satisfies Held), 'EX', windowS, 'NX');
       if (claimed === 'OK') {
         let outcome: string;
+        let entry: BudgetEntry | undefined;
         try {
+          entry = await this.admit(workspace, key, windowS);
           outcome = (await ranAlready()) ?? (await done());
         } catch (err) {
           await this.redis.del(key);
+          await this.forget(workspace, entry);
           throw err;
         }
         await this.redis.set(key, JSON.stringify({ state: 'done', outcome } satisfies Held), 'EX', windowS);

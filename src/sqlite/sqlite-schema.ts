@@ -1,6 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { schemaFingerprint } from '../guard/engine-check.ts';
 import { MAX_NAME_BYTES } from '../guard/guard.ts';
+import type { PlanLimits } from '../policy/plan-limits.ts';
 import { trusted } from './sqlite-trusted.ts';
 
 /** Prefix of agentdb's own tables; agents never see or touch them. */
@@ -12,6 +13,31 @@ export const AGENT_OBJECTS = `name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NO
 /** Tables that count against the plan's table limit. */
 export function agentTableCount(db: Database): number {
   return trusted(db, `SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table' AND ${AGENT_OBJECTS}`).pluck().get() as number;
+}
+
+/**
+ * Why a write's DDL is refused for the views or indexes it leaves (`maxViews`, `maxIndexes`), or
+ * undefined. Only a change that adds to a count past its bound is refused: a database that holds
+ * more than a lowered bound keeps working, and may drop or alter, but grows no more of them.
+ */
+export function objectCountRefusal(before: SchemaState, after: SchemaState, limits: Pick<PlanLimits, 'maxViews' | 'maxIndexes'>): string | undefined {
+  for (const [type, max] of [
+    ['view', limits.maxViews],
+    ['index', limits.maxIndexes],
+  ] as const) {
+    const now = countOf(after, type);
+    if (now > max && now > countOf(before, type)) {
+      return `the database may hold ${max} ${type === 'view' ? 'views' : 'indexes'} and this would make ${now}`;
+    }
+  }
+  return undefined;
+}
+
+/** An agent's objects of `type` in `state` (an index SQLite made for a key is named `sqlite_autoindex_…`, not an agent's). */
+function countOf(state: SchemaState, type: 'view' | 'index'): number {
+  let n = 0;
+  for (const key of state.definitions.keys()) if (key.startsWith(`${type} `)) n++;
+  return n;
 }
 
 /** What a write is compared on, before and after it runs. */

@@ -4,7 +4,7 @@ import { guardWrite, parseStatement, type StatementKind } from '../guard/guard.t
 import { AgentDbError } from '../errors.ts';
 import type { PlanLimits } from '../policy/plan-limits.ts';
 import { effectDigest, ensureCallsTable, recordResult, recordedResult, type RecordedCall } from './call-record.ts';
-import { agentTableCount, longNameRefusal, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
+import { agentTableCount, longNameRefusal, objectCountRefusal, schemaChangeRefusal, schemaState, schemaStateAt, schemaVersion } from './sqlite-schema.ts';
 import { inWriteTransaction, trusted } from './sqlite-trusted.ts';
 import { agentBindings, encodeValue, readRows, type EncodedValue, type Param } from './sqlite-values.ts';
 import { checkedStatement, forgetStatements } from './statement-cache.ts';
@@ -112,6 +112,8 @@ export function write(
         if (tables > limits.maxTables) {
           throw new AgentDbError('LIMIT_EXCEEDED', `the database may hold ${limits.maxTables} tables and this would make ${tables}`);
         }
+        const past = objectCountRefusal(before, after, limits);
+        if (past) throw new AgentDbError('LIMIT_EXCEEDED', past);
       }
       if (bound) {
         const effect = recorder ? recorder.read(bound.limits) : created ? created.read(bound.limits) : NO_ROWS_EFFECT;

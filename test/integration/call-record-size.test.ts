@@ -39,7 +39,7 @@ afterEach(() => handles.closeAll());
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 /** A plan of 8 MB: whole records filled it in 9 writes. */
-const SMALL_PLAN = { maxTables: PLAN_LIMITS.pro.maxTables, maxBytes: 8 * 1024 * 1024 };
+const SMALL_PLAN = { ...PLAN_LIMITS.pro, maxTables: PLAN_LIMITS.pro.maxTables, maxBytes: 8 * 1024 * 1024 };
 
 function target(): DbTarget {
   const agent = `a${++n}`;

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fullCause, toOpError } from '../../src/sqlite/sqlite-errors.ts';
 import { write } from '../../src/sqlite/sqlite-write.ts';
 import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
 // Fault review F2 (session 27): a write that failed for want of room on a full disk, answered once
 // room was back, was answered LIMIT_EXCEEDED (the plan's size limit: drop data, don't retry) for a
@@ -25,7 +26,7 @@ if (refused) {
 }
 
 // A plan that lets the database grow by less than the 8 MB disk holds once freed.
-const limits = { maxTables: 50, maxBytes: 2 * 1024 * 1024 };
+const limits = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 2 * 1024 * 1024 };
 
 describe.runIf(!refused)('a write refused by a full disk whose room came back before its answer', () => {
   const file = path.join(mnt, 'db.sqlite');

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fullCause, toOpError } from '../../src/sqlite/sqlite-errors.ts';
 import { write } from '../../src/sqlite/sqlite-write.ts';
 import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
 // A leftover of review F2 (session 27), reproduced in session 30 (F6): a write too large for the
 // page cache spills pages to the WAL before its COMMIT. On a full disk that spill fails with
@@ -26,7 +27,7 @@ if (refused) {
 
 // A plan that lets the database grow by less than the 16 MB disk holds once freed; the write
 // (~3 MB) fits the plan, and is three times the page cache the worker's handles keep.
-const limits = { maxTables: 50, maxBytes: 5 * 1024 * 1024 };
+const limits = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 5 * 1024 * 1024 };
 const BIG = 'INSERT INTO t (k, v) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) SELECT x, randomblob(1000) FROM c';
 
 describe.runIf(!refused)('a write that spills to the WAL on a full disk, room back before its answer', () => {

@@ -373,7 +373,7 @@ describe('write', () => {
   });
 
   it('fails cleanly past the table limit and leaves the database as it was', () => {
-    const t = target({ maxTables: 2, maxBytes: PLAN_LIMITS.pro.maxBytes });
+    const t = target({ ...PLAN_LIMITS.pro, maxTables: 2, maxBytes: PLAN_LIMITS.pro.maxBytes });
     run(t, 'CREATE TABLE a (x)');
     run(t, 'CREATE TABLE b (x)');
     run(t, 'CREATE VIEW v AS SELECT * FROM a'); // views do not count
@@ -388,7 +388,7 @@ describe('write', () => {
   });
 
   it('fails cleanly past the size limit and leaves the database as it was', () => {
-    const t = target({ maxTables: 50, maxBytes: 256 * 1024 });
+    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 256 * 1024 });
     run(t, 'CREATE TABLE big (b BLOB)');
     const db = writeDb(t);
     const snapshot = () => query(db, 'SELECT count(*), sum(length(b)) FROM big', [], 1, 1e6).rows;
@@ -416,7 +416,7 @@ describe('write', () => {
   // transaction (issue 31): a handle's first call, and a limit that shrank since the last write,
   // are where a write could run under no limit or an old one.
   it('refuses past the size limit from the first write of a handle on', () => {
-    const small = { maxTables: 50, maxBytes: 256 * 1024 };
+    const small = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 256 * 1024 };
     const send = (t: DbTarget, sql: string) => dispatch(handles, opts, { op: 'write', db: t, sql, params: [], callKey: call() });
     // A new database whose very first write would pass the limit.
     expectFailed(send(target(small), 'CREATE TABLE big AS SELECT randomblob(400000) AS b'), 'LIMIT_EXCEEDED');
@@ -435,11 +435,11 @@ describe('write', () => {
   });
 
   it('refuses under the limit of the write at hand when it shrank since the handle last wrote', () => {
-    const t = target({ maxTables: 50, maxBytes: PLAN_LIMITS.pro.maxBytes });
+    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: PLAN_LIMITS.pro.maxBytes });
     const send = (limits: PlanLimits, sql: string) => dispatch(handles, opts, { op: 'write', db: { ...t, limits }, sql, params: [], callKey: call() });
     expect(send(t.limits, 'CREATE TABLE big (b BLOB)').ok).toBe(true);
     expect(send(t.limits, 'INSERT INTO big VALUES (randomblob(20000))').ok).toBe(true);
-    expectFailed(send({ maxTables: 50, maxBytes: 64 * 1024 }, 'INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
+    expectFailed(send({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 64 * 1024 }, 'INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
     expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[1]]);
   });
 
@@ -447,8 +447,8 @@ describe('write', () => {
   // raised to the file's size (a database over its limit) is set on every write, and follows
   // the file down when another program shrinks it.
   it('holds a database over its limit to its size, and to the limit once it shrank', () => {
-    const t = target({ maxTables: 50, maxBytes: PLAN_LIMITS.pro.maxBytes });
-    const small = { maxTables: 50, maxBytes: 64 * 1024 };
+    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: PLAN_LIMITS.pro.maxBytes });
+    const small = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 64 * 1024 };
     const send = (limits: PlanLimits, sql: string) => dispatch(handles, opts, { op: 'write', db: { ...t, limits }, sql, params: [], callKey: call() });
     expect(send(t.limits, 'CREATE TABLE big (b BLOB)').ok).toBe(true);
     for (let i = 0; i < 8; i++) expect(send(t.limits, 'INSERT INTO big VALUES (randomblob(20000))').ok).toBe(true);
@@ -470,7 +470,7 @@ describe('write', () => {
   // than it (another program grew it), after the limit was set as asked; a handle that then kept
   // its limit unset grew the file back past the limit once it had shrunk.
   it('holds a database to its limit after another program grew it past the limit and shrank it again', () => {
-    const t = target({ maxTables: 50, maxBytes: 64 * 1024 });
+    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 64 * 1024 });
     const send = (sql: string) => dispatch(handles, opts, { op: 'write', db: t, sql, params: [], callKey: call() });
     expect(send('CREATE TABLE big (b BLOB)').ok).toBe(true);
     const other = new Database(t.path);

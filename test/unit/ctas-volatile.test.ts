@@ -14,8 +14,9 @@ import { hardenConnection } from '../../src/guard/engine-check.ts';
 import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
 import { previewEffect } from '../../src/sqlite/sqlite-effect-preview.ts';
 import { write } from '../../src/sqlite/sqlite-ops.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
-const LIMITS = { maxTables: 50, maxBytes: 100 * 1024 * 1024 };
+const LIMITS = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 100 * 1024 * 1024 };
 const FX = { maxRows: 100, maxBytes: 100_000 };
 
 describe('an approved CREATE TABLE … AS SELECT of random or clock columns', () => {

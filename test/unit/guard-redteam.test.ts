@@ -22,9 +22,10 @@ import { NO_ROWS_EFFECT } from '../../src/sqlite/sqlite-effect.ts';
 import { previewEffect } from '../../src/sqlite/sqlite-effect-preview.ts';
 import { drop, query, tryDropAlone, write } from '../../src/sqlite/sqlite-ops.ts';
 import type { Param } from '../../src/sqlite/sqlite-values.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
 const SECRET = 'S3CR3T';
-const LIMITS = { maxTables: 50, maxBytes: 100 * 1024 * 1024 };
+const LIMITS = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 100 * 1024 * 1024 };
 
 /** What an agent could have made, plus agentdb's call record holding the secret. */
 const SCHEMA = `

@@ -52,6 +52,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       // POST, redirect, GET: reloading the answer cannot restore a second time; the same form
       // sent again (a double click, back and submit) answers the first restore's redirect.
       const to = await restoreOnce.run(
+        member.workspace,
         request.body.once,
         JSON.stringify([member.workspace, member.name, 'activity-restore', db, where]),
         async () => {
@@ -78,6 +79,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
       // A bare name is a database of the same workspace, the only place a fork may go.
       const into = typed.includes('/') ? typed : `${member.workspace}/${typed}`;
       const to = await restoreOnce.run(
+        member.workspace,
         request.body.once,
         JSON.stringify([member.workspace, member.name, 'activity-fork', db, request.body.through, into]),
         async () => {

@@ -273,6 +273,7 @@ export function historyRoutes(
         // did, and restored (or undid) a second time. The same form sent again (a double click,
         // back and submit) answers the first one's redirect (`restore-once.ts`).
         const to = await restoreOnce.run(
+          member.workspace,
           body.once,
           JSON.stringify([member.workspace, member.name, 'restore', db, undo ? null : (at ?? null), undo ?? null]),
           async () => `${historyHref(db)}&restored=${encodeURIComponent((await run()).undoId ?? '')}`,

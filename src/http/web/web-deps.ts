@@ -14,6 +14,8 @@ import { LiveEvents } from './live-events.ts';
 import type { WebDeps } from './web-routes.ts';
 import { WebSessions } from '../../registry/web-sessions.ts';
 import { RestoreOnce } from '../../shards/restore-once.ts';
+import { WorkspaceRedisBudget } from '../../calls/workspace-redis-budget.ts';
+import { WorkspaceRegistry } from '../../registry/workspaces.ts';
 
 /**
  * Everything the web page needs beyond what `/v1` has, made from the config by an entry point
@@ -24,6 +26,7 @@ export function createWebDeps(
   shared: { redis: Redis; members: MemberRegistry; approvals: ApprovalService; calls: KeyedCalls; history?: HistoryAccess },
 ): { web: WebDeps; close(): Promise<void> } {
   const keys = keysFor(config.prefix);
+  const workspaces = new WorkspaceRegistry(shared.redis, keys);
   const ops = new ShardOpClient({ redisUrl: config.redisUrl, prefix: config.prefix });
   const events = new LiveEvents(shared.redis, () => connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-web-events' }), keys.events);
   const web: WebDeps = {
@@ -39,7 +42,10 @@ export function createWebDeps(
       exportMaxBytes: config.exportMaxBytes,
     }),
     events,
-    restoreOnce: new RestoreOnce(shared.redis, keys),
+    // A restore submission's records count against its workspace's Redis budget (session 33, T11).
+    restoreOnce: new RestoreOnce(shared.redis, keys, {
+      budget: { budget: new WorkspaceRedisBudget(shared.redis, keys, config.redisBytesPerWorkspace), planOf: (w) => workspaces.planOf(w) },
+    }),
     ...(shared.history ? { history: shared.history } : {}),
   };
   return {

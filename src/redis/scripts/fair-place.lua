@@ -10,12 +10,16 @@
 -- left in the set, the job stays where BullMQ's standard add put it: a lone busy workspace pays
 -- an LLEN and a ZCARD. A workspace with jobs still in the set keeps adding there, so its own calls
 -- are never taken before its earlier ones. The tags start again from 1 once the set is empty.
--- Defines `fairPlace(waitKey, jobId, workspace)`: the standard add's wait key (its key prefix
--- followed by `wait`), the id it answered, and a name of the call's workspace (its ledger key).
+-- Defines `fairPlace(waitKey, jobId, workspace, added)`: the standard add's wait key (its key
+-- prefix followed by `wait`), the id it answered, and a name of the call's workspace (its ledger
+-- key). `added`: the job was added by an earlier command (a caller's own id, a traced call: BullMQ's
+-- `queue.add`, session 33), so other adds may have pushed jobs in front of it since; it is taken
+-- from wherever it waits on the list (LREM, from the head: it is among the newest), and not at all
+-- once a worker took it. Answers true when it moved the job.
 local FAIR_FROM = 64
 -- BullMQ's highest priority (2^21 - 1): past it tags stay equal, in arrival order.
 local TOP_TAG = 2097151
-local function fairPlace(waitKey, jobId, workspace)
+local function fairPlace(waitKey, jobId, workspace, added)
   if type(jobId) ~= 'string' then return end
   local prefix = string.sub(waitKey, 1, -5)
   local prioritized = prefix .. 'prioritized'
@@ -31,12 +35,17 @@ local function fairPlace(waitKey, jobId, workspace)
   end
   -- Only a job the add has just pushed on the wait list (not one a paused queue holds, nor a
   -- duplicate id's job elsewhere).
-  if redis.call('LINDEX', waitKey, 0) ~= jobId then return end
+  if added then
+    if redis.call('LREM', waitKey, 1, jobId) == 0 then return end
+  else
+    if redis.call('LINDEX', waitKey, 0) ~= jobId then return end
+    redis.call('LPOP', waitKey)
+  end
   if inSet == 0 then redis.call('DEL', tags) end
   local tag = math.min(math.max(next, last) + 1, TOP_TAG)
-  redis.call('LPOP', waitKey)
   redis.call('HSET', prefix .. jobId, 'priority', tag)
   local count = redis.call('INCR', prefix .. 'pc')
   redis.call('ZADD', prioritized, tag * 0x100000000 + count % 0x100000000, jobId)
   redis.call('HSET', tags, workspace, tag)
+  return true
 end
