@@ -5,7 +5,7 @@
 // `bench/async-ledger-hook.mjs` loaded in every process (NODE_OPTIONS), which counts them and
 // writes its counts on SIGUSR2; the run signals every process before and after CALLS reads and
 // prints the differences per read. STACKS=1: timers, immediates and ticks by where they were
-// made. WORKER_BIN as query-only.ts.
+// made. WORKER_BIN as query-only.ts. CONC: reads in flight (default 1).
 import { readFileSync, rmSync, existsSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,7 @@ import { drive, round } from './stats.ts';
 import { freePort } from '../test/helpers/own-redis.ts';
 
 const CALLS = Number(process.env.CALLS ?? 2000);
+const CONC = Number(process.env.CONC ?? 1);
 if (!process.env.ASYNC_LEDGER_DIR) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-async-ledger-'));
   const hook = fileURLToPath(new URL('./async-ledger-hook.mjs', import.meta.url));
@@ -77,14 +78,14 @@ try {
   const sides = { ours: { call: ours, pid: worker.pid }, floor: { call: (i: number) => floor.call(i).then(() => undefined), pid: floor.pid! } };
   const report: Record<string, Record<string, Counts>> = {};
   for (const [name, { call, pid }] of Object.entries(sides)) {
-    await drive(1000, 1, call);
+    await drive(1000, CONC, call);
     const pids = [process.pid, pid, ...childPids(pid)];
     const before = await snap(pids);
-    await drive(CALLS, 1, call);
+    await drive(CALLS, CONC, call);
     const after = await snap(pids);
     report[name] = Object.fromEntries(pids.map((p, i) => [i === 0 ? 'caller' : i === 1 ? 'worker' : `child ${p}`, perRead(before.get(p), after.get(p))]));
   }
-  console.log(JSON.stringify({ calls: CALLS, load: os.loadavg().map((l) => round(l, 2)), report }, null, 1));
+  console.log(JSON.stringify({ calls: CALLS, inFlight: CONC, load: os.loadavg().map((l) => round(l, 2)), report }, null, 1));
 } finally {
   await floor.close();
   await site.close();

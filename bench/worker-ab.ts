@@ -11,6 +11,9 @@
 // small insert of bench/small-insert.ts (one new row per call, history on) instead of the read.
 // Redis's CPU per call too (INFO cpu, µs): only meaningful on a Redis of the run's own (REDIS_URL).
 // NODE_OPTIONS_A, NODE_OPTIONS_B: Node options of one side's worker (the same build both sides: a flag's A/B).
+// WARM (default 0): rounds each side runs first, alternating, and are not counted: a worker is
+// still compiling its call path for its first ~40 s (session 31, P7: rounds at 64 in flight fell
+// from 0.13 to 0.05 ms a call over a run), so counted rounds from a cold start mostly compare warm-ups.
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +28,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const CALLS = Number(process.env.CALLS ?? 1000);
 const CONC = Number(process.env.CONC ?? 1);
 const INSERT = process.env.KIND === 'insert';
+const WARM = Number(process.env.WARM ?? 0);
 const bins = [process.argv[2], process.argv[3] ?? fileURLToPath(new URL('../dist/bin/agentdb.js', import.meta.url))].map((b) => {
   if (!b) throw new Error('usage: worker-ab.ts <a/bin/agentdb.js> [b/bin/agentdb.js]');
   return path.resolve(b);
@@ -84,6 +88,7 @@ try {
     });
     await drive(500, 1, query);
   }
+  for (let w = 0; w < WARM; w++) for (const side of w % 2 === 0 ? sides : [...sides].reverse()) await drive(CALLS, CONC, side.query);
   for (let r = 0; r < ROUNDS; r++) {
     // A B, then B A: neither build always runs first after the other's round.
     for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
@@ -118,7 +123,7 @@ try {
         redisReadsPerCall: med(s.redisReads),
         workerWritesPerCall: med(s.workerWrites),
         childWritesPerCall: med(s.childWrites),
-        rounds: s.worker.map((w) => round(w, 2)),
+        rounds: s.worker.map((w) => round(w, 4)),
         latencyMs: (() => {
           const l = [...s.latencies].sort((x, y) => x - y);
           return { p50: round(quantile(l, 0.5)), p90: round(quantile(l, 0.9)), p99: round(quantile(l, 0.99)), max: round(l.at(-1) ?? 0) };

@@ -1,6 +1,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { CallJobData } from '../contracts/call.ts';
 import type { Logger } from '../logger.ts';
+import { settled } from './settled.ts';
 
 /**
  * How long a call put back stays delayed unless a call of its agent ends first (which wakes the
@@ -19,12 +20,19 @@ export const DEFER_MS = 1000;
 export const YOUNG_MS = 100;
 
 /** A call of an agent holding one of its turns, since when. */
-interface Turn {
+export interface Turn {
   since: number;
 }
 
+/** A turn held: whose, and which (see `AgentShare.tryEnter`). */
+export interface HeldTurn {
+  readonly key: string;
+  readonly agent: AgentCalls;
+  readonly mine: Turn;
+}
+
 /** One agent's calls on one shard. */
-interface AgentCalls {
+export interface AgentCalls {
   /** Its running calls, oldest first. */
   running: Turn[];
   /** Calls over its share waiting in the worker: each is handed a turn (true) or sent away (false). */
@@ -68,21 +76,47 @@ export class AgentShare {
 
   /**
    * Runs `work` once the job's agent (or `who`: a workspace's shard ops) is under its share on
-   * `shard`; or puts the job back (throws DelayedError, which BullMQ takes as "moved, not failed").
+   * `shard`; or puts the job back (rejects with DelayedError, which BullMQ takes as "moved, not
+   * failed"). Not an async function: a turn taken at once costs one promise, `work`'s own and
+   * the one that gives the turn back (issue 31: at 64 reads in flight every call passes two
+   * shares, and each async layer cost a promise, an await and a microtask more).
    */
-  async run<T>(job: Job<CallJobData>, token: string, shard: number, work: () => Promise<T>, who = `${job.data.workspace}/${job.data.agent}`): Promise<T> {
+  run<T>(job: Job<CallJobData>, token: string, shard: number, work: () => Promise<T>, who = `${job.data.workspace}/${job.data.agent}`): Promise<T> {
     const key = `${shard}\u0000${who}`;
     const agent = this.agentFor(key);
     agent.deferred.delete(job.id!);
     const mine: Turn = { since: Date.now() };
-    if (agent.running.length < this.limit) agent.running.push(mine);
-    else if (!(await this.turn(agent, mine))) return this.putBack(job, token, key);
-    try {
-      return await work();
-    } finally {
-      agent.running.splice(agent.running.indexOf(mine), 1);
-      this.next(key, agent);
+    if (agent.running.length < this.limit) {
+      agent.running.push(mine);
+      return this.within({ key, agent, mine }, work);
     }
+    return this.turn(agent, mine).then((got) => (got ? this.within({ key, agent, mine }, work) : this.putBack(job, token, key)));
+  }
+
+  /**
+   * A turn taken now, if the job's agent (or `who`) is under its share on `shard`: given back by
+   * {@link leave}. Undefined when it is not: {@link run} then waits or puts the job back.
+   */
+  tryEnter(job: Job<CallJobData>, shard: number, who = `${job.data.workspace}/${job.data.agent}`): HeldTurn | undefined {
+    const key = `${shard}\u0000${who}`;
+    const agent = this.agentFor(key);
+    if (agent.running.length >= this.limit) return undefined;
+    agent.deferred.delete(job.id!);
+    const mine: Turn = { since: Date.now() };
+    agent.running.push(mine);
+    return { key, agent, mine };
+  }
+
+  /** Gives back a turn {@link tryEnter} took: the oldest waiting call takes it, or the oldest put back is woken. */
+  leave(held: HeldTurn): void {
+    const { key, agent, mine } = held;
+    agent.running.splice(agent.running.indexOf(mine), 1);
+    this.next(key, agent);
+  }
+
+  /** Runs `work` in a turn held, and gives the turn back as it settles. */
+  private within<T>(held: HeldTurn, work: () => Promise<T>): Promise<T> {
+    return settled(work, () => this.leave(held));
   }
 
   /** Forgets the calls put back on a shard this process let go (they stay delayed in Redis). */

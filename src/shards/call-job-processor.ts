@@ -87,8 +87,11 @@ export class CallJobProcessor {
     });
   }
 
-  /** Runs a call's job on `shard` and answers its envelope (BullMQ stores it as the job's result). */
-  async process(job: Job<CallJobData>, token: string, shard: number): Promise<Envelope> {
+  /**
+   * Runs a call's job on `shard` and answers its envelope (BullMQ stores it as the job's result).
+   * Not async: an async function returning `run`'s promise adopted it two microtasks later.
+   */
+  process(job: Job<CallJobData>, token: string, shard: number): Promise<Envelope> {
     const { tracer } = this.opts;
     if (!tracer) return this.run(job, token, shard);
     return runCallSpan(tracer, { tool: String(job.data.tool), callId: String(job.data.callId), shard }, () => this.run(job, token, shard));

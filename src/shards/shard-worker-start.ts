@@ -2,8 +2,10 @@ import type { Tracer } from '@opentelemetry/api';
 import { QueueKeys, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentShare } from '../calls/agent-share.ts';
+import { settled } from '../calls/settled.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
+import type { Envelope } from '../contracts/envelope.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
@@ -48,14 +50,33 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
   const markerKeys = { marker: keys.marker!, wait: keys.wait!, prioritized: keys.prioritized!, delayed: keys.delayed! };
   // Set below, before BullMQ hands it its first job.
   let worker: ShardWorker | undefined;
-  const processor = (job: Job, token?: string) =>
-    d.markers.around(shard, markerKeys, worker?.markerChecked(job) ?? false, () =>
-      d.unheld.hold<unknown>(token!, job.id!, () =>
-        job.name.startsWith(SHARD_OP_PREFIX)
-          ? runOp(d, job as Job<ShardOpJobData>, token!, shard)
-          : shared(d, job as Job<CallJobData>, token!, shard, job.data.workspace, () => d.calls.process(job as Job<CallJobData>, token!, shard)),
-      ),
+  // One synchronous step and one promise a job (issue 31): the marker's count, the hold, the two
+  // shares' turns when both are free, then the job's work, and one settlement that gives them
+  // back in the order they were nested (were ~5 async layers, a promise and a microtask each).
+  const processor = (job: Job, token?: string): Promise<unknown> => {
+    const id = job.id!;
+    const n = d.markers.enter(shard);
+    d.unheld.take(token!, id);
+    let done: Promise<unknown>;
+    try {
+      done = job.name.startsWith(SHARD_OP_PREFIX) ? runOp(d, job as Job<ShardOpJobData>, token!, shard) : runCallJob(d, job as Job<CallJobData>, token!, shard);
+    } catch (err) {
+      done = Promise.reject(err);
+    }
+    // After the work's synchronous part: the statement is on its way to the child first.
+    d.markers.started(markerKeys, n, worker?.markerChecked(job) ?? false);
+    return done.then(
+      (value) => {
+        d.markers.leave(shard);
+        return value;
+      },
+      (err: unknown) => {
+        d.unheld.thrown(token!, id, err);
+        d.markers.leave(shard);
+        throw err;
+      },
     );
+  };
   worker = new ShardWorker(d.keys.queueName(shard), processor, {
     connection: d.redis,
     prefix: d.keys.bullPrefix,
@@ -108,6 +129,22 @@ function shared<T>(
   who?: string,
 ): Promise<T> {
   return d.workspaceShare.run(job, token, shard, () => d.agentShare.run(job, token, shard, work, who), workspace);
+}
+
+/**
+ * A call's job in its workspace's share and its agent's: when both have a turn free now (nearly
+ * always, but for one agent's burst), taken at once and given back as the call settles, in one
+ * promise; otherwise as {@link shared} (waiting in the worker, or put back).
+ */
+function runCallJob(d: ShardWorkerDeps, job: Job<CallJobData>, token: string, shard: number): Promise<Envelope> {
+  const work = () => d.calls.process(job, token, shard);
+  const workspace = d.workspaceShare.tryEnter(job, shard, job.data.workspace);
+  if (!workspace) return shared(d, job, token, shard, job.data.workspace, work);
+  const agent = d.agentShare.tryEnter(job, shard);
+  return settled(agent ? work : () => d.agentShare.run(job, token, shard, work), () => {
+    if (agent) d.agentShare.leave(agent);
+    d.workspaceShare.leave(workspace);
+  });
 }
 
 /** The workspace whose database a shard op works on; undefined for an op on none (a backup) or a malformed id. */

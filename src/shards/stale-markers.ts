@@ -34,9 +34,8 @@ export class StaleMarkers {
    * Runs `work`, a job of `shard`'s worker; the first job in hand sends the check, not awaited,
    * unless `checked`: the fetch that took the job saw to the marker itself (`ShardWorker`).
    */
-  async around<T>(shard: number, keys: MarkerKeys, checked: boolean, work: () => Promise<T>): Promise<T> {
-    const n = (this.inHand.get(shard) ?? 0) + 1;
-    this.inHand.set(shard, n);
+  around<T>(shard: number, keys: MarkerKeys, checked: boolean, work: () => Promise<T>): Promise<T> {
+    const n = this.enter(shard);
     let done: Promise<T>;
     try {
       // Its synchronous part first: a call's statement is written to its child before the
@@ -45,25 +44,44 @@ export class StaleMarkers {
     } catch (err) {
       done = Promise.reject(err);
     }
-    if (n === 1 && !checked) {
-      // Held until this turn's work is done: BullMQ's fetch loop asks for its next job in the
-      // same turn (on this connection), and both leave in one write, one system call and one
-      // wake-up of Redis fewer per call (issue 31). The check still precedes that fetch, and
-      // so the blocking one that follows it.
-      const socket = this.connection.status === 'ready' ? this.connection.stream : undefined;
-      if (socket) {
-        socket.cork();
-        process.nextTick(() => socket.uncork());
-      }
-      // A failure leaves the marker, which costs only the fetch it always cost.
-      this.redis.agentdbClearStaleMarker(keys.marker, keys.wait, keys.prioritized, keys.delayed).catch(() => undefined);
+    this.started(keys, n, checked);
+    return done.finally(() => this.leave(shard));
+  }
+
+  /**
+   * A job of `shard`'s worker is in hand: how many are now (see {@link started}). Each is given
+   * back by {@link leave} once it ends. {@link around}'s steps, for a caller that joins them
+   * with its own in one step (the shard worker's processor, issue 31).
+   */
+  enter(shard: number): number {
+    const n = (this.inHand.get(shard) ?? 0) + 1;
+    this.inHand.set(shard, n);
+    return n;
+  }
+
+  /**
+   * The job {@link enter} counted as the `n`th in hand has started its synchronous part: the
+   * first sends the check, unless `checked`.
+   */
+  started(keys: MarkerKeys, n: number, checked: boolean): void {
+    if (n !== 1 || checked) return;
+    // Held until this turn's work is done: BullMQ's fetch loop asks for its next job in the
+    // same turn (on this connection), and both leave in one write, one system call and one
+    // wake-up of Redis fewer per call (issue 31). The check still precedes that fetch, and
+    // so the blocking one that follows it.
+    const socket = this.connection.status === 'ready' ? this.connection.stream : undefined;
+    if (socket) {
+      socket.cork();
+      process.nextTick(() => socket.uncork());
     }
-    try {
-      return await done;
-    } finally {
-      const left = this.inHand.get(shard)! - 1;
-      if (left === 0) this.inHand.delete(shard);
-      else this.inHand.set(shard, left);
-    }
+    // A failure leaves the marker, which costs only the fetch it always cost.
+    this.redis.agentdbClearStaleMarker(keys.marker, keys.wait, keys.prioritized, keys.delayed).catch(() => undefined);
+  }
+
+  /** A job {@link enter} counted has ended. */
+  leave(shard: number): void {
+    const left = this.inHand.get(shard)! - 1;
+    if (left === 0) this.inHand.delete(shard);
+    else this.inHand.set(shard, left);
   }
 }

@@ -44,18 +44,17 @@ export class UnheldJobs {
   ) {}
 
   /**
-   * Runs a processor's `work` for the job locked by `token`, counting the job as held until
-   * {@link ended}; a job the processor itself moved away (DelayedError: parked, put back) at once.
+   * A processor starts the job locked by `token`: held from now until {@link ended}, or until it
+   * throws, having moved the job away itself ({@link thrown}).
    */
-  async hold<T>(token: string, jobId: string, work: () => Promise<T>): Promise<T> {
+  take(token: string, jobId: string): void {
     this.forgetStale();
     this.held.set(heldKey(token, jobId), Date.now());
-    try {
-      return await work();
-    } catch (err) {
-      if ((err as Error | undefined)?.name === 'DelayedError') this.held.delete(heldKey(token, jobId));
-      throw err;
-    }
+  }
+
+  /** The processor of a job it {@link take}s threw `err`: a job it moved away itself is no longer held. */
+  thrown(token: string, jobId: string, err: unknown): void {
+    if ((err as Error | undefined)?.name === 'DelayedError') this.held.delete(heldKey(token, jobId));
   }
 
   /** BullMQ stored the end of job `jobId` locked by `token` (its worker's `completed` or `failed`). */

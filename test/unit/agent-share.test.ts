@@ -82,4 +82,32 @@ describe('AgentShare', () => {
     first.end();
     expect(await running).toBe('done');
   });
+  it('takes a turn at once under the share (tryEnter) and none at it, without waiting or putting back; a turn given back goes to the oldest call waiting in run', async () => {
+    // The shard worker's processor takes both shares' turns this way in its one synchronous step
+    // (issue 31), falling back to run only when a share is full.
+    const share = new AgentShare(2, pino({ level: 'silent' }));
+    const putBack: string[] = [];
+    const first = share.tryEnter(job('a', putBack), 0);
+    const second = share.tryEnter(job('b', putBack), 0);
+    expect(first).toBeDefined();
+    expect(second).toBeDefined();
+    expect(share.tryEnter(job('c', putBack), 0)).toBeUndefined();
+    // Another agent's share, or the same agent's on another shard, is its own.
+    expect(share.tryEnter({ ...job('d', putBack), data: { workspace: 'w', agent: 'other' } } as Job<CallJobData>, 0)).toBeDefined();
+    expect(share.tryEnter(job('e', putBack), 1)).toBeDefined();
+    const waiting = held();
+    const run = share.run(job('c', putBack), 't', 0, waiting.work);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(waiting.started).toBe(false);
+    share.leave(first!);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(waiting.started).toBe(true);
+    // The waiting call holds the turn given back: the share is still full.
+    expect(share.tryEnter(job('f', putBack), 0)).toBeUndefined();
+    share.leave(second!);
+    expect(share.tryEnter(job('f', putBack), 0)).toBeDefined();
+    waiting.end();
+    expect(await run).toBe('done');
+    expect(putBack).toEqual([]);
+  });
 });
