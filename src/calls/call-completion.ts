@@ -133,6 +133,16 @@ export class CallCompletion {
   }
 
   /**
+   * {@link complete} for a caller that only logs a failure: `failed` hears of it, and no promise
+   * is made (a worker announces every call this way: a promise and its `catch` a call, issue 31).
+   */
+  announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, job: string | undefined, failed: (err: Error) => void): void {
+    this.push(envelope.tool, event.json, meter, job, (err) => {
+      if (err) failed(err);
+    });
+  }
+
+  /**
    * Says that a worker completing jobs on this connection takes each job's rider ({@link takeRider})
    * when it completes the job: until then completions are sent at once.
    */
@@ -164,28 +174,30 @@ export class CallCompletion {
   }
 
   private queue(tool: string, data: string | undefined, meter?: Metering, job?: string): Promise<void> {
+    return new Promise((resolve, reject) => this.push(tool, data, meter, job, (err) => (err ? reject(err) : resolve())));
+  }
+
+  private push(tool: string, data: string | undefined, meter: Metering | undefined, job: string | undefined, settle: (err?: Error) => void): void {
     const day = meter ? this.dayOf(meter.at) : '';
-    return new Promise((resolve, reject) => {
-      this.pending.push({
-        ...(data === undefined ? {} : { data }),
-        ...(job === undefined ? {} : { job }),
-        ...(meter
-          ? {
-              meter: {
-                usageKey: this.keys.usage(meter.workspace, day),
-                field: `${meter.agent}|${tool}`,
-                credits: meter.credits,
-                member: `${meter.workspace}|${day}`,
-                ...(meter.once ? { once: meter.once } : {}),
-              },
-            }
-          : {}),
-        settle: (err) => (err ? reject(err) : resolve()),
-      });
-      // Sent once the calls finishing in this same turn have joined: a microtask, so a lone
-      // completion still goes out before BullMQ's own completion of the job.
-      if (this.pending.length === 1) queueMicrotask(() => this.flush());
+    this.pending.push({
+      ...(data === undefined ? {} : { data }),
+      ...(job === undefined ? {} : { job }),
+      ...(meter
+        ? {
+            meter: {
+              usageKey: this.keys.usage(meter.workspace, day),
+              field: `${meter.agent}|${tool}`,
+              credits: meter.credits,
+              member: `${meter.workspace}|${day}`,
+              ...(meter.once ? { once: meter.once } : {}),
+            },
+          }
+        : {}),
+      settle,
     });
+    // Sent once the calls finishing in this same turn have joined: a microtask, so a lone
+    // completion still goes out before BullMQ's own completion of the job.
+    if (this.pending.length === 1) queueMicrotask(() => this.flush());
   }
 
   private flush(): void {

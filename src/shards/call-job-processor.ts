@@ -270,6 +270,6 @@ export class CallJobProcessor {
   }
 
   private announce(envelope: Envelope, event: CompletedEvent, meter: Metering | undefined, log: () => Logger, job?: string): void {
-    this.completion.complete(envelope, event, meter, job).catch((err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
+    this.completion.announce(envelope, event, meter, job, (err) => log().error({ err: String(err) }, 'could not announce or meter a call'));
   }
 }

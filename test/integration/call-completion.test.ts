@@ -181,6 +181,39 @@ describe('call completions', () => {
     monitor.destroy();
     expect(order).toEqual([0, 1, 2, 3, 4].flatMap((i) => [`stored large-${i}`, `announced large-${i}`]));
   });
+  it("announces a worker's call without a promise: it joins its turn's batch, and a failure reaches the callback given", async () => {
+    sb = sandbox();
+    const redis = connectRedis(sb.config.redisUrl);
+    const keys = keysFor(sb.config.prefix);
+    const completion = new CallCompletion(redis, keys);
+    const scripted = redis as unknown as { agentdbComplete: (...args: unknown[]) => Promise<number> };
+    const invoke = scripted.agentdbComplete.bind(redis);
+    let commands = 0;
+    scripted.agentdbComplete = (...args) => (commands++, invoke(...args));
+    const failures: Error[] = [];
+    const at = Date.now();
+    const a = okEnvelope('a1', 'DATA_QUERY_SQL', 1, { rows: [] });
+    const b = okEnvelope('a2', 'DATA_QUERY_SQL', 1, { rows: [] });
+    // Nothing to await but the plain completion beside them: announce answers nothing (issue 31).
+    expect(
+      completion.announce(a, completedEvent(a, 'acme', 'scout'), { workspace: 'acme', agent: 'scout', credits: 1, at }, undefined, (err) => failures.push(err)),
+    ).toBeUndefined();
+    completion.announce(b, completedEvent(b, 'acme', 'scout'), undefined, undefined, (err) => failures.push(err));
+    const c = okEnvelope('a3', 'DATA_QUERY_SQL', 1, { rows: [] });
+    await completion.complete(c, completedEvent(c, 'acme', 'scout'));
+    expect(commands).toBe(1);
+    const events = ((await redis.xrange(keys.events, '-', '+')) as [string, string[]][]).map((e) => parseEntry(e)!);
+    expect(events.map((e) => e.callId)).toEqual(['a1', 'a2', 'a3']);
+    expect(await readUsage(redis, keys, 'acme')).toEqual([{ day: meterDay(at), agent: 'scout', tool: 'DATA_QUERY_SQL', calls: 1, credits: 1 }]);
+    expect(failures).toEqual([]);
+
+    // The stream's key of the wrong type: the script fails, and each announce hears of it once.
+    await redis.del(keys.events);
+    await redis.set(keys.events, 'not a stream');
+    const failed = new Promise<Error>((resolve) => completion.announce(a, completedEvent(a, 'acme', 'scout'), undefined, undefined, resolve));
+    expect(String(await failed)).toMatch(/WRONGTYPE/);
+    redis.disconnect();
+  });
 });
 
 function escapeRegExp(s: string): string {
