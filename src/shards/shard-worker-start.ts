@@ -1,11 +1,9 @@
 import type { Tracer } from '@opentelemetry/api';
 import { QueueKeys, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentShare } from '../calls/agent-share.ts';
-import { settled } from '../calls/settled.ts';
+import type { AgentShare, HeldTurn } from '../calls/agent-share.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
-import type { Envelope } from '../contracts/envelope.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
@@ -58,8 +56,15 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
     const n = d.markers.enter(shard);
     d.unheld.take(token!, id);
     let done: Promise<unknown>;
+    let turns: CallTurns | undefined;
     try {
-      done = job.name.startsWith(SHARD_OP_PREFIX) ? runOp(d, job as Job<ShardOpJobData>, token!, shard) : runCallJob(d, job as Job<CallJobData>, token!, shard);
+      if (job.name.startsWith(SHARD_OP_PREFIX)) done = runOp(d, job as Job<ShardOpJobData>, token!, shard);
+      else {
+        turns = callTurns(d, job as Job<CallJobData>, shard);
+        const work = () => d.calls.process(job as Job<CallJobData>, token!, shard);
+        if (!turns) done = shared(d, job as Job<CallJobData>, token!, shard, (job as Job<CallJobData>).data.workspace, work);
+        else done = turns.agent ? work() : d.agentShare.run(job as Job<CallJobData>, token!, shard, work);
+      }
     } catch (err) {
       done = Promise.reject(err);
     }
@@ -67,10 +72,12 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
     d.markers.started(markerKeys, n, worker?.markerChecked(job) ?? false);
     return done.then(
       (value) => {
+        if (turns) leaveTurns(d, turns);
         d.markers.leave(shard);
         return value;
       },
       (err: unknown) => {
+        if (turns) leaveTurns(d, turns);
         d.unheld.thrown(token!, id, err);
         d.markers.leave(shard);
         throw err;
@@ -131,20 +138,27 @@ function shared<T>(
   return d.workspaceShare.run(job, token, shard, () => d.agentShare.run(job, token, shard, work, who), workspace);
 }
 
+/** A call's turns taken in the processor's step: its workspace's, and its agent's when that one was free too. */
+interface CallTurns {
+  workspace: HeldTurn;
+  agent: HeldTurn | undefined;
+}
+
 /**
- * A call's job in its workspace's share and its agent's: when both have a turn free now (nearly
- * always, but for one agent's burst), taken at once and given back as the call settles, in one
- * promise; otherwise as {@link shared} (waiting in the worker, or put back).
+ * The turns a call's job takes at once in its workspace's share and its agent's (nearly always
+ * both, but for one agent's burst), given back by {@link leaveTurns} as the call settles; with
+ * only the workspace's, the agent's is waited for (`AgentShare.run`); undefined when the
+ * workspace's share is full: the job then goes as {@link shared} (waiting in the worker, or put back).
  */
-function runCallJob(d: ShardWorkerDeps, job: Job<CallJobData>, token: string, shard: number): Promise<Envelope> {
-  const work = () => d.calls.process(job, token, shard);
+function callTurns(d: ShardWorkerDeps, job: Job<CallJobData>, shard: number): CallTurns | undefined {
   const workspace = d.workspaceShare.tryEnter(job, shard, job.data.workspace);
-  if (!workspace) return shared(d, job, token, shard, job.data.workspace, work);
-  const agent = d.agentShare.tryEnter(job, shard);
-  return settled(agent ? work : () => d.agentShare.run(job, token, shard, work), () => {
-    if (agent) d.agentShare.leave(agent);
-    d.workspaceShare.leave(workspace);
-  });
+  return workspace && { workspace, agent: d.agentShare.tryEnter(job, shard) };
+}
+
+/** Gives back {@link callTurns}' turns, the agent's first, as the nested shares did. */
+function leaveTurns(d: ShardWorkerDeps, turns: CallTurns): void {
+  if (turns.agent) d.agentShare.leave(turns.agent);
+  d.workspaceShare.leave(turns.workspace);
 }
 
 /** The workspace whose database a shard op works on; undefined for an op on none (a backup) or a malformed id. */
