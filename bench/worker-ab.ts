@@ -133,9 +133,14 @@ try {
   }
   const [a, b] = sides;
   const pairs = a!.worker.map((w, i) => b!.worker[i]! / w);
+  const sum = (xs: number[]) => xs.reduce((t, x) => t + x, 0);
   console.log(
     JSON.stringify({
       workerBoverA: med(pairs),
+      // How many of the pairs B spent less in, and more: a median alone hid 18 of 29 one way.
+      workerPairsBLower: pairs.filter((p) => p < 1).length,
+      workerPairsBHigher: pairs.filter((p) => p > 1).length,
+      workerSumsBoverA: round(sum(b!.worker) / sum(a!.worker)),
       msBoverA: med(a!.msPerCall.map((m, i) => b!.msPerCall[i]! / m)),
       redisBoverA: med(a!.redisUs.map((u, i) => b!.redisUs[i]! / u)),
       childrenBoverA: med(a!.children.map((c, i) => b!.children[i]! / c)),
