@@ -101,7 +101,11 @@ describe('an executor child SIGKILLed from outside during a call', () => {
     // Before its commit: the record says it did not commit, and that is what it answers.
     const before = { callId: 'before-commit', tool: 'DATA_WRITE_SQL', arguments: { sql: INSERT, params: [BULK, 'before-commit'] } };
     const pending = call(before);
-    await killInStatement();
+    // Killed once its statement has spilled pages to the WAL (megabytes before its commit): by
+    // CPU alone, the previous commit's copy into history could pass for it under load.
+    const wal = `${file}-wal`;
+    await expect.poll(() => fs.statSync(wal, { throwIfNoEntry: false })?.size ?? 0, { interval: 5, timeout: 30_000 }).toBeGreaterThan(4 * 1024 * 1024);
+    process.kill(worker.executorPids[0]!, 'SIGKILL');
     const answer = await pending;
     expect(answer).toMatchObject({
       ok: false,
