@@ -112,6 +112,8 @@ function killedFromOutside(req: ExecRequest): Failure {
   if (req.op === 'audit' || req.op === 'restore' || req.op === 'restoreInto' || req.op === 'snapshot') {
     return failure('UNAVAILABLE', `${killed} during the ${req.op}; whether it finished is not known here: agentdb history shows what it did`);
   }
+  // The lookup of a write's record: its failure becomes that write's "could not be read" (`answerAfterDeath`).
+  if (req.op === 'recorded') return failure('UNAVAILABLE', `${killed} while it read the record`);
   return failure('UNAVAILABLE', `${killed} during the statement; nothing was changed: send it again`);
 }
 
