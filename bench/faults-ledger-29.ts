@@ -54,6 +54,9 @@
 // SQLite's failed commit on a full disk and their cut of its frames (`uncommitted-tail.ts`), each
 // time, so the next open must cut them (`unentered-tail.ts`).
 //
+// Session 33, F10 added FAULTS=...,emptyfull: Redis SIGKILLed and started again empty on its own
+// full disk (the registry put back once it has room).
+//
 // Root only (mount). `npm run build`, then
 //   RUN_S=120 FAULT_ROUNDS=2 [FAULT_STREAMS=2] node --import tsx bench/faults-ledger-29.ts
 // FAULT_STREAMS=2 runs the plan twice at once, in two orders, so faults overlap (one per resource at a time).
@@ -509,6 +512,28 @@ async function main(): Promise<void> {
           await r.config('SET', 'appendfsync', 'always').catch(() => undefined);
         }
         return `${Math.round(hold)} ms${exited ? `, Redis exited (${p?.exitCode ?? p?.signalCode}), started from its AOF` : ''}`;
+      });
+    } else if (f === 'emptyfull') {
+      // Session 33, F10: Redis SIGKILLed and started again EMPTY on its own full disk (its AOF
+      // cannot be written: under appendfsync always it exits at its first write), the disk freed
+      // after 3-8 s, Redis started again if it exited, and the registry put back then.
+      detail = await inTurn('redis', async () => {
+        await redis.kill();
+        redis.wipe();
+        const file = path.join(redis.dir, `.fill-${t0}`);
+        const filled = fillDisk(file);
+        // Its start waits until it answers: one that exits at once on the full disk never does.
+        const up = await Promise.race([redis.start().then(() => 'answered'), sleep(5000).then(() => 'did not answer')]);
+        const hold = arg ? Number(arg) : rand(3000, 8000);
+        await sleep(hold);
+        fs.ftruncateSync(filled.fd, 0);
+        fs.closeSync(filled.fd);
+        fs.rmSync(file);
+        const p = redisProc();
+        const exited = !p || p.exitCode !== null || p.signalCode !== null;
+        if (exited) await redis.start();
+        for (const [k, v] of registry) await r.restore(k, 0, v, 'REPLACE');
+        return `${Math.round(hold)} ms, empty on the full disk: ${up}${exited ? ', exited, started again' : ''}`;
       });
     } else if (f === 'aof' || f === 'empty') {
       await inTurn('redis', async () => {

@@ -35,10 +35,10 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /** Executor children killed or lost: `timeout` (past STATEMENT_TIMEOUT_MS), `resource` (died in a statement), `exited` (died idle). */
+  /** Executor children killed or lost: `timeout` (past STATEMENT_TIMEOUT_MS), `resource` (died in a statement), `killed` (SIGKILLed from outside in a statement), `exited` (died idle). */
   readonly executorKills = new Counter({
     name: 'agentdb_executor_kills_total',
-    help: 'Executor children killed at a statement deadline (timeout), dead during a statement (resource), or dead while idle (exited).',
+    help: 'Executor children killed at a statement deadline (timeout), dead during a statement (resource), SIGKILLed from outside during one (killed), or dead while idle (exited).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -6,7 +6,7 @@
 import type { ExecutorProcessOptions } from './executor-options.ts';
 import type { Queued } from './executor-process.ts';
 import type { ExecRequest } from './executor-protocol.ts';
-import { answerAfterDeath, failure, lostAnswers } from './death-answers.ts';
+import { answerAfterDeath, type Failure, failure, lostAnswers } from './death-answers.ts';
 import { about } from './executor-status.ts';
 import type { Unanswered } from './statement-marks.ts';
 
@@ -67,24 +67,54 @@ export function diedOnItsOwn(sorted: Sorted, ms: number, code: number | null, si
   const { logger, metrics } = log.opts;
   let lookup: Queued | undefined;
   if (running) {
-    // It died on its own in the middle of a statement: memory is the usual cause. Answer
-    // with a code that is not retried, so the same statement cannot crash the next child.
     logger?.error(
       { ...about(running.item.req), child: log.child, childPid: log.childPid, code, signal, rerun: finished.length },
       'executor child died during a statement',
     );
-    const died = failure(
-      'RESOURCE_LIMIT',
-      `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`,
-    );
+    const died = signal === 'SIGKILL' ? killedFromOutside(running.item.req) : diedOfItsStatement(code, signal);
     lookup = answerAfterDeath(running.item, died, logger, log.child);
   } else logger?.warn({ child: log.child, childPid: log.childPid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
-  metrics?.executorKills.inc({ reason: running ? 'resource' : 'exited' });
+  metrics?.executorKills.inc({ reason: !running ? 'exited' : signal === 'SIGKILL' ? 'killed' : 'resource' });
   return {
     ...(running ? { running: running.item } : {}),
     ms,
     back: handedBack(finished, lookup, unread),
   };
+}
+
+/**
+ * A child that dies on its own in the middle of a statement, by a signal other than SIGKILL or
+ * an exit code, was stopped by its statement: V8 aborts (SIGABRT) past the data-segment limit,
+ * as SQLite's failed malloc does. Answered with a code that is not retried, so the same
+ * statement cannot crash the next child.
+ */
+function diedOfItsStatement(code: number | null, signal: NodeJS.Signals | null): Failure {
+  return failure(
+    'RESOURCE_LIMIT',
+    `the statement stopped the database process (${signal ? `signal ${signal}` : `exit code ${code}`}); it used too much memory or resources`,
+  );
+}
+
+/**
+ * A SIGKILL the worker did not send (its own, at a deadline or a replacement, are heard as
+ * such): an operator's, or the kernel's OOM killer's, which picks a process by the host's
+ * memory, not by a statement's (the data-segment limit stops a statement first). Not the
+ * statement's doing, so not RESOURCE_LIMIT: UNAVAILABLE, retryable, not metered. A write or
+ * drop gets this only once its record says it did not commit (`answerAfterDeath`), so its
+ * "nothing of it was written" is read, not assumed; a restore's, snapshot's or audit's outcome
+ * is not known here.
+ */
+function killedFromOutside(req: ExecRequest): Failure {
+  const killed = 'the database process was killed from outside (signal SIGKILL: an operator, or the host out of memory)';
+  if (req.op === 'write' || req.op === 'drop') {
+    return failure('UNAVAILABLE', `${killed} during the ${req.op}, before it committed: nothing of it was written; send it again under its call id`);
+  }
+  if (req.op === 'audit' || req.op === 'restore' || req.op === 'restoreInto' || req.op === 'snapshot') {
+    return failure('UNAVAILABLE', `${killed} during the ${req.op}; whether it finished is not known here: agentdb history shows what it did`);
+  }
+  // The lookup of a write's record: its failure becomes that write's "could not be read" (`answerAfterDeath`).
+  if (req.op === 'recorded') return failure('UNAVAILABLE', `${killed} while it read the record`);
+  return failure('UNAVAILABLE', `${killed} during the statement; nothing was changed: send it again`);
 }
 
 /**

@@ -69,7 +69,7 @@ export function answerAfterDeath(item: Queued, died: Failure, logger: ExecutorLo
       if (!outcome.ok) {
         // The record answered for the key (it ran another statement), or could not be read.
         if (outcome.error.code === 'IDEMPOTENCY_CONFLICT') return item.resolve(outcome);
-        const why = `the database process died during the ${req.op} (${died.error.code}) and whether it committed could not be read: ${outcome.error.detail}`;
+        const why = `the database process died during the ${req.op} (${deathOf(died)}) and whether it committed could not be read: ${outcome.error.detail}`;
         return item.resolve({ ...failure('UNAVAILABLE', why), unsettled: true });
       }
       const recorded = outcome.result as RecordedOutcome;
@@ -78,4 +78,9 @@ export function answerAfterDeath(item: Queued, died: Failure, logger: ExecutorLo
     },
   };
   return lookup;
+}
+
+/** How the child died, for a lookup that could not tell: the failure's code, or a kill from outside. */
+function deathOf(died: Failure): string {
+  return died.error.code === 'UNAVAILABLE' ? 'killed from outside, SIGKILL' : died.error.code;
 }

@@ -9,7 +9,7 @@ import { recordAudit } from '../sqlite/sqlite-audit.ts';
 import { activitySince, readActivity } from '../sqlite/sqlite-activity.ts';
 import { committedCall, effectDigest, type RecordedOutcome } from '../sqlite/call-record.ts';
 import { committedInClosedFile } from '../history/closed-file-record.ts';
-import { cutUncommittedTail } from './uncommitted-tail.ts';
+import { cutUncommittedTail } from '../history/uncommitted-tail.ts';
 import { cutUnenteredTail } from '../sqlite/unentered-tail.ts';
 import { putBackDeadWal } from './dead-wal.ts';
 import { jsonBytes, resultBudget } from '../sqlite/result-budget.ts';

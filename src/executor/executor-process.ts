@@ -45,7 +45,8 @@ export const MAX_PIPELINE = 64;
  * Past `statementTimeoutMs` the child is SIGKILLed: the head answers STATEMENT_TIMEOUT, and the
  * requests behind it — which never started — go back to the pool, which gives them to another
  * child. WAL makes the kill safe. A child that dies on its own mid-statement (out of memory)
- * answers RESOURCE_LIMIT, which is not retried into another crash. Either way the pool's spare
+ * answers RESOURCE_LIMIT, which is not retried into another crash; one SIGKILLed from outside
+ * answers UNAVAILABLE (see `diedOnItsOwn`). Either way the pool's spare
  * takes its place at once (or a new child is started), and nothing else in the worker stops.
  *
  * A write or drop whose child died (or was killed at its deadline) before answering may still

@@ -5,6 +5,7 @@ import type { State } from './capture-state.ts';
 import type { CommitRecord, SegmentHeader } from './history-files.ts';
 import { lateKey } from './late-answers.ts';
 import { checkFrame, frameBytes } from './wal-format.ts';
+import { writeAll } from './write-all.ts';
 
 // Capture's copy of committed frames from the live WAL into the current segment's data file,
 // each commit stamped with its time: the loop every commit's capture runs (see `copyNew`).
@@ -129,19 +130,6 @@ export function copyCommitted(fd: number, start: number, hdr: SegmentHeader, seg
     throw err;
   }
   return { lines, bytes: committedFrames * fb, uncommitted: frames > committedFrames };
-}
-
-/**
- * Writes `bytes` of `buf` at `pos`, all of them or an error: `fs.writeSync` returns what one
- * write(2) took, which on a nearly full disk is less than asked, silently.
- */
-function writeAll(fd: number, buf: Buffer, bytes: number, pos: number): void {
-  let done = 0;
-  while (done < bytes) {
-    const n = fs.writeSync(fd, buf, done, bytes - done, pos + done);
-    if (n <= 0) throw Object.assign(new Error(`history segment: wrote ${done} of ${bytes} bytes (disk full?)`), { code: 'ENOSPC' });
-    done += n;
-  }
 }
 
 /**

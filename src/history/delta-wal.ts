@@ -5,6 +5,7 @@ import { AgentDbError } from '../errors.ts';
 import type { Delta } from './delta-restore.ts';
 import type { PageRef } from './frame-scan.ts';
 import { syncDir } from './file-sync.ts';
+import { lockHolders } from '../sqlite/lock-holders.ts';
 import { writeWal } from './wal-writer.ts';
 
 // A delta restore's one commit, written as the database's -wal: whole and synced beside it, then
@@ -62,6 +63,37 @@ export function writeDeltaWal(dbPath: string, delta: Delta, salts: Buffer = rand
     return 'written';
   } finally {
     fs.rmSync(tmp, { force: true });
+  }
+}
+
+/**
+ * Takes back the commit {@link writeDeltaWal} linked in as `<dbPath>-wal` (these `salts` in its
+ * header) while no connection has read it: none anywhere holds a lock on the -shm (every WAL-mode
+ * connection holds one while open). The first open over it failed (on a full disk SQLite's
+ * recovery could not grow the -shm), so the restore answers a failure; left there, the next open
+ * with room recovers the commit and the restore lands after all (session 33, F10). Returns
+ * whether the -wal is gone; never throws (the restore's own failure is answered either way).
+ */
+export function takeBackDeltaWal(dbPath: string, salts: Buffer): boolean {
+  const wal = `${dbPath}-wal`;
+  const shm = `${dbPath}-shm`;
+  try {
+    const head = Buffer.alloc(24);
+    const fd = fs.openSync(wal, 'r');
+    try {
+      if (fs.readSync(fd, head, 0, 24, 0) < 24 || !head.subarray(16, 24).equals(salts.subarray(0, 8))) return false;
+    } finally {
+      fs.closeSync(fd);
+    }
+    const holders = fs.existsSync(shm) ? lockHolders(shm) : new Set<number>();
+    if (holders === undefined || holders.size > 0) return false;
+    fs.rmSync(wal);
+    // The index SQLite began (its first bytes): no connection maps it, the next open starts afresh.
+    fs.rmSync(shm, { force: true });
+    syncDir(path.dirname(dbPath));
+    return true;
+  } catch {
+    return false;
   }
 }
 

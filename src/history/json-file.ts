@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { writeAll } from './write-all.ts';
 
 // JSON files written whole or not at all, and read forgivingly: history's metadata (snapshot.json,
 // ended.json, undo points, reader markers) and anything else kept that way.
@@ -14,7 +15,7 @@ export function writeJsonAtomic(file: string, data: unknown, opts: { sync?: bool
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w');
   try {
-    fs.writeSync(fd, JSON.stringify(data));
+    writeAll(fd, Buffer.from(JSON.stringify(data)));
     if (opts.sync !== false) fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);

@@ -183,7 +183,8 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       key,
       step,
     };
-    if (restoreWithinGeneration(within)) return summary({ undoId });
+    const inPlace = restoreWithinGeneration(within);
+    if (inPlace) return summary({ undoId, ...inPlace });
 
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
     let prepared: PreparedGeneration | undefined;

@@ -27,7 +27,11 @@ export interface RestoreResult {
   discardsCommits?: number;
   /** A dry run `into` a name the restore itself would refuse: why (`DATABASE_EXISTS: …`). */
   refused?: string;
-  /** A dry run on a full disk: planned from the history copied so far, writing nothing (`FULL_DISK_NOTE`). */
+  /**
+   * A dry run on a full disk: planned from the history copied so far, writing nothing
+   * (`FULL_DISK_NOTE`). A restore in place whose commit is in but whose audit row or copy into
+   * history failed (a full disk): what is left to the next restore (`restoreWithinGeneration`).
+   */
   note?: string;
   /** A dry run: the history position of the state it would restore (`RestorePlan.state`). */
   keeps?: string;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { AgentDbError } from '../errors.ts';
 import { capturedPosition } from './capture.ts';
 import { landedAt, liveMatches, planDelta, type Delta } from './delta-restore.ts';
-import { writeDeltaWal } from './delta-wal.ts';
+import { takeBackDeltaWal, writeDeltaWal } from './delta-wal.ts';
 import {
   listGenerations,
   listSegments,
@@ -21,6 +21,7 @@ import { readCommits } from './segment-index.ts';
 import { planRestore, type RestorePlan } from './restore-plan.ts';
 import { mapped, structureCheck } from './integrity.ts';
 import { sealHolds } from './seal.ts';
+import { cutUncommittedTail } from './uncommitted-tail.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
@@ -56,9 +57,11 @@ export interface WithinGeneration {
  * generation since continues exactly (nightly and manual snapshots taken with everything
  * captured), few enough pages changed since, and, once the database is closed everywhere, the
  * file is exactly what history says. Returns false, having changed nothing, when any of that does not hold: the caller then
- * copies the rebuilt file in. The database is closed when it returns either way.
+ * copies the rebuilt file in. The database is closed when it returns either way. Returns what
+ * to add to the answer once the commit is in, a `note` when its audit row or its copy into
+ * history failed after it (a full disk): the restore is in place, and the next one finishes it.
  */
-export function restoreWithinGeneration(a: WithinGeneration): boolean {
+export function restoreWithinGeneration(a: WithinGeneration): false | { note?: string } {
   const { handles, history, db, source } = a;
   const end = capturedPosition(db.path, source);
   if (!end) return false;
@@ -104,7 +107,18 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
   }
   a.step('written');
   // Opening recovers the commit from the WAL, and capture copies it like any other.
-  const live = handles.open(db, 'write');
+  let live: ReturnType<HandleCache['open']>;
+  try {
+    live = handles.open(db, 'write');
+  } catch (err) {
+    // This child's connection took the commit in, and its copy into history failed: in place.
+    if (handles.isOpen(db.path)) return unfinished(err);
+    // No connection took the commit in (on a full disk, the -shm could not grow for it): taken
+    // back, the restore's failure says the truth; left, the next open with room recovers it and
+    // a restore answered STORAGE_FULL is in place after all (session 33, F10).
+    if (takeBackDeltaWal(db.path, salts)) unpend(a, point);
+    throw err;
+  }
   // The file, as the restore leaves it (its commit is in the WAL beside it), compared whole with
   // history, from a snapshot that passed the structure check as it was made: the result is a
   // database SQLite committed, and is not checked again (see `live-history.ts`). Compared now,
@@ -122,15 +136,43 @@ export function restoreWithinGeneration(a: WithinGeneration): boolean {
     // from history alone, which never reads it.
     return false;
   }
-  audit(live, a.by, a.undoId, a.audited, a.now, a.carried);
-  history.run(live, db);
+  try {
+    audit(live, a.by, a.undoId, a.audited, a.now, a.carried);
+    history.run(live, db);
+  } catch (err) {
+    // The audit's own failed commit must not come back later (`cutUncommittedTail`); the
+    // restore's commit before it stays: every connection reads it now.
+    cutUncommittedTail(live, db.path);
+    return unfinished(err);
+  }
   a.step('audited');
   // Where its own commits end: its undo discards only those made after. Not synced: a crash
   // losing it leaves `pending`, which the next restore clears (the audit row is in).
   const after = capturedPosition(db.path, source);
   writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, ...(after ? { restoreEnd: after } : {}) }, { sync: false });
   a.step('unmarked');
-  return true;
+  return {};
+}
+
+/**
+ * A restore whose commit is in place but whose audit row or copy into history failed after it:
+ * answered as done, since it is (a failure here was a restore answered STORAGE_FULL that every
+ * reader saw: session 33, F10). Its undo point stays pending: the next restore of the database
+ * records its audit row (`settleInterrupted`), and capture copies its commit once there is room.
+ */
+function unfinished(err: unknown): { note: string } {
+  const why = err instanceof Error ? err.message : String(err);
+  return { note: `restored; its audit row or its copy into history could not be written (${why}): the next restore of this database records the row` };
+}
+
+/** The undo point of a restore that wrote nothing, as it was before (or none, when this run made it). */
+function unpend(a: WithinGeneration, point: UndoPoint): void {
+  try {
+    if (a.reuseUndo) writeJsonAtomic(undoPath(a.hdir, a.undoId), point);
+    else fs.rmSync(undoPath(a.hdir, a.undoId), { force: true });
+  } catch {
+    // Left pending: its commit never landed, so the next restore settles it (`settleInterrupted`).
+  }
 }
 
 /**

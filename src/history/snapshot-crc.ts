@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import { AgentDbError } from '../errors.ts';
+import { writeAll } from './write-all.ts';
 
 export const SNAPSHOT_CRC = 'snapshot.crc';
 /** Bytes a checksum covers; a multiple of every SQLite page size, so a page lies in one chunk. */
@@ -48,7 +49,7 @@ export function writeSums(out: string, sums: number[]): void {
   });
   const w = fs.openSync(out, 'w');
   try {
-    fs.writeSync(w, body);
+    writeAll(w, body);
     fs.fsyncSync(w);
   } finally {
     fs.closeSync(w);
@@ -142,7 +143,7 @@ export function copyPrefixChecked(from: string, to: string, bytes: number, sums:
             );
           }
         }
-        fs.writeSync(out, buf, 0, Math.min(n, bytes - pos), pos);
+        writeAll(out, buf, Math.min(n, bytes - pos), pos);
         pos += n;
       }
     } finally {

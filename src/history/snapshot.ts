@@ -23,6 +23,7 @@ import { CRC_CHUNK, SNAPSHOT_CRC, writeSnapshotCrc, writeSums } from './snapshot
 import { syncFile } from './file-sync.ts';
 import { writeSeal } from './seal.ts';
 import { syncNewestSegment } from './segment-sync.ts';
+import { writeAll } from './write-all.ts';
 
 const CHUNK = 1024 * 1024;
 /** From this size a copy's sha256 is computed on a worker thread (starting one costs milliseconds). */
@@ -69,7 +70,7 @@ function copyFrom(src: number, to: string, hash: Hash | undefined): number {
       const n = fs.readSync(src, buf, 0, CHUNK, bytes);
       if (n === 0) break;
       hash?.update(buf.subarray(0, n));
-      fs.writeSync(dst, buf, 0, n, bytes);
+      writeAll(dst, buf, n, bytes);
       bytes += n;
     }
     if (hash) fs.fsyncSync(dst);

@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import { FRAME_HEADER_BYTES, WAL_HEADER_BYTES, frameBytes, frameOffset, parseWalHeader, walChecksum } from './wal-format.ts';
 import type { SegmentHeader } from './history-files.ts';
+import { writeAll } from './write-all.ts';
 
 const BATCH_BYTES = 4 * 1024 * 1024;
 const HOST_BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
@@ -42,7 +42,7 @@ export function writeWal(
   const fb = frameBytes(pageSize);
   const perBatch = Math.max(1, Math.floor(BATCH_BYTES / fb));
   const buf = Buffer.alloc(Math.min(perBatch, Math.max(1, pages.length)) * fb);
-  fs.writeSync(fd, head, 0, WAL_HEADER_BYTES, 0);
+  writeAll(fd, head, WAL_HEADER_BYTES, 0);
   for (let i = 0; i < pages.length; i += perBatch) {
     const batch = pages.slice(i, i + perBatch);
     batch.forEach((p, k) => {
@@ -58,7 +58,7 @@ export function writeWal(
       buf.writeUInt32BE(c1, at + 16);
       buf.writeUInt32BE(c2, at + 20);
     });
-    fs.writeSync(fd, buf, 0, batch.length * fb, frameOffset(pageSize, i + 1));
+    writeAll(fd, buf, batch.length * fb, frameOffset(pageSize, i + 1));
   }
   return { header, frames: pages.length, c1, c2 };
 }

@@ -275,6 +275,9 @@ function gone(op: string, shard: number, db: string | undefined): string {
 function whetherItRuns(op: string, shard: number, db: string | undefined, toRedis: boolean): string {
   const what = `Shard op ${op} (shard ${shard}${db ? `, ${db}` : ''})`;
   return toRedis
-    ? `${what} had been handed to Redis: it may still run, if Redis comes back with its data (AOF) and a worker takes it; look before sending it again${op.includes('restore') ? " (agentdb history shows a restore's undo point)" : ''}.`
+    ? // A worker may have taken it and finished before Redis went: its answer was lost with it, and
+      // a restore in place had so run (taking back the writes after its moment) while its caller
+      // read "if Redis comes back with its data" and Redis came back empty (session 33, F10).
+      `${what} had been handed to Redis: it may still run, if Redis comes back with its data (AOF) and a worker takes it, and a worker may have run it already, whatever Redis comes back with; look before sending it again${op.includes('restore') ? " (agentdb history shows a restore's undo point)" : ''}.`
     : `${what} never reached Redis: it will not run.`;
 }

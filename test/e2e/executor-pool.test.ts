@@ -103,7 +103,7 @@ describe('a worker with a pool of executor children', () => {
     const running = (await children()).find((c) => c.callId === 'slow-a');
     expect(running).toMatchObject({ state: 'running', pid: expect.any(Number) });
     process.kill(running!.pid!, 'SIGKILL');
-    expect(await slow).toMatchObject({ ok: false, error: { code: 'RESOURCE_LIMIT' } });
+    expect(await slow).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
     expect(order.at(-1)).toBe('a');
   });
 
@@ -167,7 +167,7 @@ describe('a worker with a pool of executor children', () => {
 
     const failed = outcomes.filter((o) => !o.e.ok);
     expect(failed.length).toBeLessThanOrEqual(1);
-    for (const f of failed) expect(f.e).toMatchObject({ error: { code: 'RESOURCE_LIMIT' } });
+    for (const f of failed) expect(f.e).toMatchObject({ error: { code: 'UNAVAILABLE' } });
     for (let d = 0; d < dbs.length; d++) {
       const rows = await client.call({ ...dbs[d]!, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v, count(*) FROM t GROUP BY v', max_rows: 1000 } });
       const counts = new Map((rows as unknown as { result: { rows: [string, number][] } }).result.rows.map(([v, n]) => [v, n]));

@@ -185,7 +185,7 @@ describe('an executor pool', () => {
     const before = cpuTicks(pid);
     await expect.poll(() => cpuTicks(pid) - before, { interval: 5, timeout: 10_000 }).toBeGreaterThanOrEqual(5);
     process.kill(pid, 'SIGKILL');
-    expect(await doomed).toMatchObject({ ok: false, error: { code: 'RESOURCE_LIMIT' } });
+    expect(await doomed).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
     expect(await behind).toMatchObject({ ok: true, result: { rows: [[2]] } });
     unlock();
     expect(code(await running)).toBe('ok');

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
-import { readWalIndex } from '../history/wal-index.ts';
+import { readWalIndex } from './wal-index.ts';
 
 /** The WAL file's header, and each frame's header before its page (sqlite.org/walformat.html). */
 const WAL_HEADER = 32;
