@@ -64,3 +64,19 @@ export async function startWebServer(
     },
   };
 }
+
+/**
+ * A new member of `workspace` signed in through the sign-in form, as a browser does: the session
+ * cookie (`name=value`) to send with the page's requests.
+ */
+export async function signedInCookie(web: WebServer, workspace: string, name: string, role: 'member' | 'admin', next = '/data'): Promise<string> {
+  const { key } = await web.members.add(workspace, name, role);
+  const r = await fetch(`${web.url}/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
+    body: new URLSearchParams({ key, next }).toString(),
+  });
+  if (r.status !== 303) throw new Error(`sign-in of ${workspace}/${name} answered ${r.status}`);
+  return r.headers.get('set-cookie')!.split(';')[0]!;
+}

@@ -8,7 +8,7 @@ import { DataBrowser } from '../../src/shards/data-browser.ts';
 import { ExportSlots } from '../../src/shards/export-slots.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // A table's export is bounded by its database's size; a view's is not. An agent's endless
 // recursive view, exported from the web page, streamed 386 MB in 73 s and went on (session 33,
@@ -55,15 +55,7 @@ beforeAll(async () => {
   web = await startWebServer(box);
   ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
   redis = new Redis(box.config.redisUrl);
-  const { key } = await web.members.add(WS, 'ada', 'member');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, WS, 'ada', 'member');
   expect(
     await write("CREATE VIEW forever AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i, printf('%.200c', 'x') AS pad FROM r"),
   ).toMatchObject({ ok: true });

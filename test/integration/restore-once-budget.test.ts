@@ -8,7 +8,7 @@ import { HistoryClient } from '../../src/shards/history-client.ts';
 import { RESTORE_ONCE_BYTES, RestoreOnce } from '../../src/shards/restore-once.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // A restore form's and an Idempotency-Key's records (src/shards/restore-once.ts) were kept an
 // hour each in Redis, outside the workspace's Redis budget: a member sending restores under new
@@ -103,14 +103,7 @@ describe("the web page's restore form", () => {
     redis = new Redis(box.config.redisUrl);
     ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
     history = new HistoryClient(ops, box.config.shardCount, new AgentRegistry(redis, keysFor(box.config.prefix)));
-    const { key } = await web.members.add('acme', 'ada', 'admin');
-    const r = await fetch(`${web.url}/sign-in`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-      body: new URLSearchParams({ key, next: '/data' }).toString(),
-    });
-    cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+    cookie = await signedInCookie(web, 'acme', 'ada', 'admin');
     const client = box.client();
     for (const sql of ['CREATE TABLE t (a)', 'INSERT INTO t VALUES (1)', 'INSERT INTO t VALUES (2)'])
       expect(
