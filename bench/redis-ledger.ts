@@ -192,7 +192,7 @@ try {
   // a script's whole run, its inner commands with it; not the parsing or the socket), by script.
   const timed: Record<string, Record<string, { perCall: number; usEach: number; p50: number }>> = {};
   for (const [side, { call }] of Object.entries(sides)) {
-    await admin.config('SET', 'slowlog-max-len', String(LEDGER_CALLS * 40));
+    await admin.config('SET', 'slowlog-max-len', String(LEDGER_CALLS * 120));
     await admin.config('SET', 'slowlog-log-slower-than', '0');
     await admin.slowlog('RESET');
     await drive(LEDGER_CALLS, IN_FLIGHT, call);
