@@ -4,7 +4,8 @@
 // WORKER_BIN's; raw BullMQ's caller and its no-op worker process), on a redis-server of its own.
 // 1. The ledger (MONITOR, counts only): per call, each top-level command by who sent it (caller or
 //    worker) and, for a script, by script, with the commands it ran inside.
-// 2. The cost (no MONITOR; ROUNDS rounds of CALLS, the two sides alternating): commands (INFO
+// 2. Time in Redis (SLOWLOG at 0 µs): per call, each top-level command's or script's execution time.
+// 3. The cost (no MONITOR; ROUNDS rounds of CALLS, the two sides alternating): commands (INFO
 //    commandstats, a script's inner commands each counted), bytes Redis read and wrote (INFO
 //    stats), and redis-server's own CPU (utime + stime, /proc/<pid>/stat), all per call.
 // RATE_LIMITS=plan counts the call's two rate counters too (the bench's client runs without).
@@ -187,6 +188,37 @@ try {
     await drive(LEDGER_CALLS, IN_FLIGHT, call);
     ledgers[side] = ledger(await stop(), LEDGER_CALLS);
   }
+  // 2. Time in Redis per command (SLOWLOG at 0 µs keeps every command with its execution time:
+  // a script's whole run, its inner commands with it; not the parsing or the socket), by script.
+  const timed: Record<string, Record<string, { perCall: number; usEach: number; p50: number }>> = {};
+  for (const [side, { call }] of Object.entries(sides)) {
+    await admin.config('SET', 'slowlog-max-len', String(LEDGER_CALLS * 120));
+    await admin.config('SET', 'slowlog-log-slower-than', '0');
+    await admin.slowlog('RESET');
+    await drive(LEDGER_CALLS, IN_FLIGHT, call);
+    await admin.config('SET', 'slowlog-log-slower-than', '-1');
+    const entries = (await admin.slowlog('GET', -1)) as [number, number, number, string[]][];
+    const by = new Map<string, { n: number; us: number; all: number[] }>();
+    for (const [, , us, argv] of entries) {
+      const cmd = String(argv[0]).toLowerCase();
+      if (['info', 'config', 'slowlog', 'client', 'ping'].includes(cmd)) continue;
+      const what = cmd === 'evalsha' ? (names.get(String(argv[1])) ?? `script ${String(argv[1]).slice(0, 8)}`) : cmd;
+      const t = by.get(what) ?? { n: 0, us: 0, all: [] };
+      t.n++;
+      t.all.push(us);
+      t.us += us;
+      by.set(what, t);
+    }
+    let all = 0;
+    for (const t of by.values()) all += t.us;
+    const p50 = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1] ?? 0;
+    timed[side] = Object.fromEntries([
+      ['(all)', { perCall: round(all / LEDGER_CALLS, 2), usEach: 0, p50: 0 }] as const,
+      ...[...by]
+        .sort((a, b) => b[1].us - a[1].us)
+        .map(([w, t]) => [w, { perCall: round(t.us / LEDGER_CALLS, 2), usEach: round(t.us / t.n, 2), p50: p50(t.all) }] as const),
+    ]);
+  }
   const cost: Record<string, { commands: number[]; bytesIn: number[]; bytesOut: number[]; socketReads: number[]; redisCpuUs: number[] }> = {};
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? (['agentdb', 'raw', 'floor'] as const) : (['floor', 'raw', 'agentdb'] as const);
@@ -206,7 +238,7 @@ try {
   }
   console.log(
     JSON.stringify(
-      { inFlight: IN_FLIGHT, ledgerCalls: LEDGER_CALLS, calls: CALLS, rounds: ROUNDS, load: os.loadavg().map((l) => round(l, 2)), ledgers, cost },
+      { inFlight: IN_FLIGHT, ledgerCalls: LEDGER_CALLS, calls: CALLS, rounds: ROUNDS, load: os.loadavg().map((l) => round(l, 2)), ledgers, timed, cost },
       null,
       1,
     ),

@@ -134,6 +134,8 @@ try {
   const [a, b] = sides;
   const pairs = a!.worker.map((w, i) => b!.worker[i]! / w);
   const sum = (xs: number[]) => xs.reduce((t, x) => t + x, 0);
+  // Redis's CPU a call, B over A in each pair: a script's cut shows here, not in the worker's.
+  const redisPairs = a!.redisUs.map((u, i) => b!.redisUs[i]! / u);
   console.log(
     JSON.stringify({
       workerBoverA: med(pairs),
@@ -142,7 +144,10 @@ try {
       workerPairsBHigher: pairs.filter((p) => p > 1).length,
       workerSumsBoverA: round(sum(b!.worker) / sum(a!.worker)),
       msBoverA: med(a!.msPerCall.map((m, i) => b!.msPerCall[i]! / m)),
-      redisBoverA: med(a!.redisUs.map((u, i) => b!.redisUs[i]! / u)),
+      redisBoverA: med(redisPairs),
+      redisPairsBLower: redisPairs.filter((p) => p < 1).length,
+      redisPairsBHigher: redisPairs.filter((p) => p > 1).length,
+      redisSumsBoverA: round(sum(b!.redisUs) / sum(a!.redisUs)),
       childrenBoverA: med(a!.children.map((c, i) => b!.children[i]! / c)),
     }),
   );

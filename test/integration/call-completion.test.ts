@@ -7,6 +7,7 @@ import { connectRedis } from '../../src/redis/connection.ts';
 import { completedEvent, parseEntry } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { meterDay, readUsage } from '../../src/calls/usage.ts';
+import { pruneRedis } from '../../src/schedule/redis-maintenance.ts';
 import { INLINE_ENVELOPE_BYTES } from '../../src/redis/events.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OwnRedis } from '../helpers/own-redis.ts';
@@ -131,6 +132,45 @@ describe('call completions', () => {
     expect(Number(await redis.get(held))).toBe(entries.reduce((n, m) => n + Number(m.split(':').pop()), 0));
     expect(Number(await redis.get(held))).toBe(5 * 150);
     expect(await redis.xlen(keys.events)).toBe(5);
+    redis.disconnect();
+  });
+
+  it("names a workspace's usage day in the index once, with its first count, and again after pruning dropped the day", async () => {
+    // A Redis of its own: its command counts (INFO commandstats) are this test's alone.
+    own = await OwnRedis.start();
+    sb = sandbox({ REDIS_URL: own.url });
+    const redis = connectRedis(own.url);
+    const keys = keysFor(sb.config.prefix);
+    const completion = new CallCompletion(redis, keys);
+    const at = Date.now();
+    const day = meterDay(at);
+    const done = (callId: string, tool: string) => {
+      const envelope = okEnvelope(callId, tool, 1, { rows: [] });
+      return completion.complete(envelope, completedEvent(envelope, 'acme', 'scout'), { workspace: 'acme', agent: 'scout', credits: 1, at });
+    };
+    const sadds = async () => Number(/^cmdstat_sadd:calls=(\d+)/m.exec(await redis.info('commandstats'))?.[1] ?? 0);
+
+    // One after the other, as a sequential caller's: a script each.
+    for (let i = 0; i < 6; i++) await done(`c${i}`, 'DATA_QUERY_SQL');
+    expect(await sadds()).toBe(1);
+    // Another tool is a new count in the same day's hash: named again (SADD of a member it has).
+    await done('w1', 'DATA_WRITE_SQL');
+    await done('w2', 'DATA_WRITE_SQL');
+    expect(await sadds()).toBe(2);
+    expect(await redis.smembers(keys.usageIndex)).toEqual([`acme|${day}`]);
+    expect(await readUsage(redis, keys, 'acme')).toEqual([
+      { day, agent: 'scout', tool: 'DATA_QUERY_SQL', calls: 6, credits: 6 },
+      { day, agent: 'scout', tool: 'DATA_WRITE_SQL', calls: 2, credits: 2 },
+    ]);
+
+    // Pruning drops the day's hash and its name together; the next count names it again.
+    expect((await pruneRedis(redis, keys, { now: at + 400 * 24 * 3600 * 1000, usageDays: 1, approvalDays: 1000 })).usageDays).toBe(1);
+    expect(await redis.smembers(keys.usageIndex)).toEqual([]);
+    await done('c9', 'DATA_QUERY_SQL');
+    await done('c10', 'DATA_QUERY_SQL');
+    expect(await redis.smembers(keys.usageIndex)).toEqual([`acme|${day}`]);
+    expect(await readUsage(redis, keys, 'acme')).toEqual([{ day, agent: 'scout', tool: 'DATA_QUERY_SQL', calls: 2, credits: 2 }]);
+    expect(await sadds()).toBe(3);
     redis.disconnect();
   });
 
