@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // The inbox's live streams hold a connection each for as long as a page is open, and behind a
 // proxy only the process's total of connections bounds them: one member opening streams from a
@@ -32,15 +32,7 @@ function stream(who: string): Promise<{ res: http.IncomingMessage; body: string 
 }
 
 async function signIn(name: string): Promise<void> {
-  const { key } = await web.members.add('acme', name, 'member');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookies[name] = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookies[name] = await signedInCookie(web, 'acme', name, 'member', '/inbox');
 }
 
 beforeAll(async () => {

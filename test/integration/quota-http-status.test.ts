@@ -5,7 +5,7 @@ import { HistoryClient } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // Session 29, L3: QUOTA_EXCEEDED has two meanings since session 28, the workspace's Redis budget
 // (passes in minutes, `error.retryAfter`) and its disk quota (passes in days). Over HTTP the
@@ -42,15 +42,7 @@ afterAll(async () => {
 
 /** A signed-in web session of a new admin of `workspace`: its cookie, and the CSRF token of the history page of `db`. */
 async function webAdmin(workspace: string, db: string): Promise<{ cookie: string; csrf: string }> {
-  const { key } = await web.members.add(workspace, 'bea', 'admin');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/data' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  const cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  const cookie = await signedInCookie(web, workspace, 'bea', 'admin');
   const page = await fetch(`${web.url}/data/history?db=${encodeURIComponent(db)}`, { headers: { cookie, accept: 'text/html' } });
   expect(page.status).toBe(200);
   return { cookie, csrf: /<meta name="csrf-token" content="([^"]+)">/.exec(await page.text())![1]! };

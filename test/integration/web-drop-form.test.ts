@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // The table page offers the drop form only where the drop would be allowed: it asks the access
 // rules (policy/access.ts) the drop asks, where it held a copy of them (session 31, H6). No
@@ -18,15 +18,7 @@ beforeAll(async () => {
     ['ada', 'admin'],
     ['bob', 'member'],
   ] as const) {
-    const { key } = await web.members.add('acme', name, role);
-    const r = await fetch(`${web.url}/sign-in`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-      body: new URLSearchParams({ key, next: '/data' }).toString(),
-    });
-    expect(r.status).toBe(303);
-    cookies[name] = r.headers.get('set-cookie')!.split(';')[0]!;
+    cookies[name] = await signedInCookie(web, 'acme', name, role);
   }
   const client = box.client();
   const settings = { database: 'workspace' as const, sharedData: true };

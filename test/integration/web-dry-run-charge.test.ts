@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // The history page's dry run lists what a restore would take away from a page of the activity
 // list, then shows the history page (another page of it). Only the page shown was charged, after
@@ -26,15 +26,7 @@ beforeAll(async () => {
   moment = new Date().toISOString();
   // One call a window for the workspace: ten tenths, ten pages of activity.
   web = await startWebServer(box, { rateLimits: { windowS: 600, workspaceCalls: 1 } });
-  const { key } = await web.members.add('acme', 'ada', 'admin');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, 'acme', 'ada', 'admin', '/inbox');
 }, 60_000);
 
 afterAll(async () => {

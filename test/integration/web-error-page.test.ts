@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // Session 32, A3: the web page showed a refusal as `CODE: detail`, raw; and a route that did not
 // word its own refusal (a bad form or link) answered the API's JSON to the browser. Now every web
@@ -18,15 +18,7 @@ beforeAll(async () => {
       .call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (x)' } }),
   ).toMatchObject({ ok: true });
   web = await startWebServer(sb);
-  const { key } = await web.members.add('acme', 'bea', 'member');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/data' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, 'acme', 'bea', 'member');
 }, 60_000);
 afterAll(async () => {
   await web?.close();

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // Each web-page CSV export holds up to three chunks of up to 2 MiB in the HTTP process while it
 // downloads; in review R1 30 at once from one member took that process from 357 to 450 MB, and one
@@ -37,15 +37,7 @@ async function text(res: http.IncomingMessage): Promise<string> {
 }
 
 async function signIn(name: string): Promise<void> {
-  const { key } = await web.members.add('acme', name, 'member');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookies[name] = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookies[name] = await signedInCookie(web, 'acme', name, 'member', '/inbox');
 }
 
 beforeAll(async () => {

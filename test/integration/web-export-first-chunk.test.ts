@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // A CSV download holds one of its member's export slots until it ends in any way. One whose
 // client went away before its answer began (while its first chunk was made: a big first chunk, a
@@ -43,15 +43,7 @@ beforeAll(async () => {
   box = sandbox({ EXPORTS_PER_MEMBER: '1' });
   await box.pool();
   web = await startWebServer(box);
-  const { key } = await web.members.add('acme', 'ada', 'member');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, 'acme', 'ada', 'member', '/inbox');
   const client = box.client();
   const write = (sql: string) =>
     client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // Each web form's input is checked by its route's zod schema, like the API's, but a malformed
 // form still answers as the page always did (its status, HTML or its redirect), now saying which
@@ -26,15 +26,7 @@ async function htmlOf(r: Response): Promise<string> {
 beforeAll(async () => {
   box = sandbox();
   web = await startWebServer(box);
-  const { key } = await web.members.add('acme', 'ada', 'admin');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, 'acme', 'ada', 'admin', '/inbox');
   const inbox = await (await fetch(`${web.url}/inbox`, { headers: { cookie, accept: 'text/html' } })).text();
   csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(inbox)![1]!;
 }, 60_000);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // Hostile review T3: a page of the Data grid sorts and counts on the database's owner as a query
 // does, and was free: a member reloading sorted pages of an unindexed column held an executor at
@@ -22,15 +22,7 @@ beforeAll(async () => {
     );
   // One call a window for the workspace: ten tenths, ten pages.
   web = await startWebServer(box, { rateLimits: { windowS: 600, workspaceCalls: 1 } });
-  const { key } = await web.members.add('acme', 'ada', 'member');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/data' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, 'acme', 'ada', 'member');
 }, 60_000);
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // The grid's query is checked by its route schema like the API's input, but a person reading
 // the page gets the page's own error (HTML, the registry's status), not the API's JSON.
@@ -12,15 +12,7 @@ let cookie: string;
 beforeAll(async () => {
   box = sandbox();
   web = await startWebServer(box);
-  const { key } = await web.members.add('acme', 'ada', 'admin');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/data' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, 'acme', 'ada', 'admin');
 }, 60_000);
 
 afterAll(async () => {

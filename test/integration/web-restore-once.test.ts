@@ -5,7 +5,7 @@ import { AgentRegistry } from '../../src/registry/agents.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // A restore form sent twice (a double click, a browser resubmitting the POST, going back and
 // submitting it again) restored twice: two undo points and two RESTORE entries where the person
@@ -27,15 +27,7 @@ beforeAll(async () => {
   redis = new Redis(box.config.redisUrl);
   ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
   history = new HistoryClient(ops, box.config.shardCount, new AgentRegistry(redis, keysFor(box.config.prefix)));
-  const { key } = await web.members.add('acme', 'ada', 'admin');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/data' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  cookie = await signedInCookie(web, 'acme', 'ada', 'admin');
   const client = box.client();
   for (const sql of ['CREATE TABLE t (a)', 'INSERT INTO t VALUES (1)', 'INSERT INTO t VALUES (2)'])
     expect(await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } })).toMatchObject(
