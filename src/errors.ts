@@ -219,6 +219,12 @@ export const ERRORS = {
     retryable: false,
     status: 409,
   },
+  ALREADY_EXISTS: {
+    message: 'Something by that name already exists; nothing was changed.',
+    hint: 'Use the one that exists, or pick another name; the message says how to replace it.',
+    retryable: false,
+    status: 409,
+  },
   APPROVAL_REQUIRED: {
     message: 'This call needs a person to approve it.',
     hint: 'Wait for the decision; the call has not run.',

@@ -65,7 +65,8 @@ export class ClientShardCount {
     if (published !== undefined && this.given !== undefined && published !== this.given) {
       return {
         ok: false,
-        detail: `The service runs ${published} shards (SHARD_COUNT), this client was given shardCount ${this.given}; nothing was sent. Give it ${published}, or leave shardCount out and it reads the service's.`,
+        // The registry's message says nothing was sent and its hint what to do: the counts only.
+        detail: `The service runs ${published} shards (SHARD_COUNT); this client was given shardCount ${this.given}`,
       };
     }
     return { ok: true, count: this.current };

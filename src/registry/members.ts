@@ -67,7 +67,8 @@ export class MemberRegistry {
   /**
    * Registers `name` in `workspace` and mints its key, which is returned this once and never
    * stored. Re-adding a revoked name is allowed and mints a new key.
-   * @throws AgentDbError INVALID_ARGUMENTS for a bad name or role, or a name already active.
+   * @throws AgentDbError INVALID_ARGUMENTS for a bad name or role; ALREADY_EXISTS for a name
+   *   already active (its key cannot be shown again, so a second add is no success).
    */
   async add(workspace: string, name: string, role: Role): Promise<{ member: Member; key: string }> {
     const ws = workspaceName.safeParse(workspace);
@@ -85,10 +86,7 @@ export class MemberRegistry {
       const raw = await this.redis.hget(this.keys.members(workspace), name);
       const current = parseRecord(raw);
       if (current && !current.revoked) {
-        throw new AgentDbError(
-          'INVALID_ARGUMENTS',
-          `Member ${name} is already active in ${workspace}: pick another name, or revoke it first to mint a new key.`,
-        );
+        throw new AgentDbError('ALREADY_EXISTS', `Member ${name} is already active in ${workspace}: pick another name, or revoke it first to mint a new key.`);
       }
       // A revoked record's hash left the index when it was revoked; drop it again in case.
       if (await this.cas(workspace, name, raw ?? '', record, current?.keyHash ?? '', keyHash)) {

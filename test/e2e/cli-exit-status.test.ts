@@ -46,7 +46,8 @@ describe('agentdb exit status', () => {
       cli('call', ...who, 'DATA_NUKE', '{}'),
       cli('call', ...who, 'DATA_QUERY_SQL', '{"sqlx":"SELECT 1"}'),
       runCli(['history', 'acme/scout'], { ...sb.env, REDIS_URL: 'http://nowhere' }),
-      // A member's name already taken: the registry's INVALID_ARGUMENTS, as its 400 over HTTP.
+      // A member's name already taken: ALREADY_EXISTS, a refusal (1), not a bad command line
+      // (review N10: it was INVALID_ARGUMENTS, exit 2, as if the flags were wrong).
       cli('members', 'add', '--workspace', 'acme', '--name', 'ada'),
       // Settings not the service's: the workers publish SHARD_COUNT 4.
       runCli(['call', ...who, 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'], { ...sb.env, SHARD_COUNT: '8' }),
@@ -62,13 +63,15 @@ describe('agentdb exit status', () => {
       cli('call', '--workspace', 'acme', '--agent', 'scout', 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'),
     ]);
     expect([flag.code, moment.code, config.code]).toEqual([2, 2, 2]);
-    expect([into, tool, args, taken, mismatch].map(said)).toEqual([
+    expect([into, tool, args, mismatch].map(said)).toEqual([
       { code: 2, error: 'INVALID_ARGUMENTS' },
       { code: 2, error: 'UNKNOWN_TOOL' },
       { code: 2, error: 'INVALID_ARGUMENTS' },
-      { code: 2, error: 'INVALID_ARGUMENTS' },
       { code: 2, error: 'CONFIG_MISMATCH' },
     ]);
+    expect(said(taken)).toEqual({ code: 1, error: 'ALREADY_EXISTS' });
+    // The registry's sentence says nothing was sent; the detail names the counts, not that again.
+    expect(JSON.parse(mismatch.stdout).error.message.match(/nothing was sent/g)).toHaveLength(1);
     expect(refused.map(said)).toEqual([
       { code: 1, error: 'NOT_FOUND' },
       { code: 1, error: 'NOT_FOUND' },

@@ -36,6 +36,8 @@ describe("the client follows the service's SHARD_COUNT", () => {
     const callId = `mismatch-${randomUUID()}`;
     const env = await client.call({ ...select, callId }, { timeoutMs: 10_000 });
     expect(env).toMatchObject({ ok: false, error: { code: 'CONFIG_MISMATCH', message: expect.stringMatching(/runs 8 shards.*given shardCount 4/) } });
+    // Said once: the registry's sentence says it, the detail only names the counts (review N10).
+    expect(env.ok ? [] : env.error.message.match(/nothing was sent/g)).toHaveLength(1);
     const who = { workspace: 'acme', agent };
     expect(await client.result(callId, who)).toMatchObject({ ok: false, error: { code: 'CONFIG_MISMATCH' } });
     expect(await sb.client().result(callId, who)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });

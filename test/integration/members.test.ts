@@ -61,9 +61,11 @@ describe('MemberRegistry', () => {
   });
 
   it('refuses a name that is already active, and bad names or roles', async () => {
-    await members.add('dupes', 'lin', 'member');
-    await expect(members.add('dupes', 'lin', 'admin')).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    const { key } = await members.add('dupes', 'lin', 'member');
+    // Already there: a conflict, not a bad argument (review N10), and the first key still works.
+    await expect(members.add('dupes', 'lin', 'admin')).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
     expect((await members.get('dupes', 'lin'))?.role).toBe('member');
+    expect((await members.authenticate(key))?.name).toBe('lin');
     await expect(members.add('dupes', 'Bad Name', 'member')).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
     await expect(members.add('../x', 'lin', 'member')).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
     await expect(members.add('dupes', 'kai', 'owner' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS' });
