@@ -2,7 +2,7 @@ import fs, { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { codeOf, type AgentDbError } from '../errors.ts';
+import { codeOf, errorBody, type AgentDbError, type ErrorCode } from '../errors.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
 import { EXIT, UsageError, type CommandContext } from './context.ts';
@@ -27,11 +27,13 @@ export async function resultBlob(ctx: CommandContext, flags: { workspace: string
     } catch (err) {
       const code = codeOf(err);
       if (code !== 'NOT_FOUND' && code !== 'RESULT_EXPIRED') throw err;
-      ctx.stderr.write(`agentdb result-blob: ${code}: ${(err as AgentDbError).detail}\n`);
-      // This command reads the store itself, not through a worker: from another folder (the
-      // default store is under ./data) or beside a Docker deployment it looks in the wrong place.
-      if (code === 'NOT_FOUND')
-        ctx.stderr.write(`  (looked in ${store.name}: BLOB_STORE and BLOB_DIR, or AGENTDB_DATA_DIR, must be the deployment's; or GET /v1/results/:id)\n`);
+      // As every command answers a refusal: `{"error":…}` on stdout (nothing of the result was
+      // written there yet). This command reads the store itself, not through a worker: from
+      // another folder (the default store is under ./data) or beside a Docker deployment it
+      // looks in the wrong place, so the message says where it looked.
+      const detail = (err as AgentDbError).detail ?? '';
+      const where = code === 'NOT_FOUND' ? ` (looked in ${store.name})` : '';
+      ctx.stdout.write(`${JSON.stringify({ error: errorBody(code, `${detail.replace(/\.$/, '')}${where}`, RESULT_BLOB_HINTS) })}\n`);
       return exitFor(code);
     }
     try {
@@ -47,6 +49,12 @@ export async function resultBlob(ctx: CommandContext, flags: { workspace: string
     await store.close();
   }
 }
+
+/** The registry's NOT_FOUND hint is about tables; here the usual cause is another blob store. */
+const RESULT_BLOB_HINTS: Partial<Record<ErrorCode, string>> = {
+  NOT_FOUND:
+    "Check the id (`result.offloaded.id`) and the workspace and agent of the call that made it; run the command with the deployment's BLOB_STORE and BLOB_DIR (or its AGENTDB_DATA_DIR), or fetch it with GET /v1/results/:id.",
+};
 
 const FILE_ERRORS = new Set(['ENOENT', 'EISDIR', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC']);
 

@@ -63,10 +63,14 @@ describe('agentdb result-blob', () => {
     ]) {
       const none = await runCli(['result-blob', id, ...args], sb.env);
       expect(none.code).toBe(1);
-      expect(none.stderr).toContain('NOT_FOUND');
+      // `{"error":…}` on stdout as every command answers a refusal (review N10: it was text on
+      // stderr, so a script reading stdout got nothing to parse).
+      const { error } = JSON.parse(none.stdout) as { error: { code: string; message: string; hint: string } };
+      expect(error.code).toBe('NOT_FOUND');
       // Where it looked, since a store other than the deployment's is the other usual cause.
-      expect(none.stderr).toContain(`looked in folder:${path.join(sb.dataDir, 'blobs')}`);
-      expect(none.stdout).toBe('');
+      expect(error.message).toContain(`(looked in folder:${path.join(sb.dataDir, 'blobs')})`);
+      expect(error.hint).toContain('BLOB_DIR');
+      expect(none.stderr).toBe('');
     }
   });
 });
