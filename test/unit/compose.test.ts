@@ -74,6 +74,14 @@ describe('docker-compose.yml', () => {
     expect(app).toMatch(/healthcheck:\n {6}test: [^\n]*process\.env\.PORT[^\n]*\/ready/);
   });
 
+  it('restarts Redis as it restarts the app: the app alone, back after a reboot, answers only UNAVAILABLE', () => {
+    // Review N10: the app had `restart: unless-stopped` and Redis no policy, so a host's reboot
+    // (or Redis crashing) left an app that Docker restarted waiting on a Redis nobody started.
+    const policy = (name: string) => /\n {4}restart: (\S+)(?:\n|$)/.exec(service(name))?.[1];
+    expect(policy('agentdb')).toBe('unless-stopped');
+    expect(policy('redis')).toBe(policy('agentdb'));
+  });
+
   it("bounds Redis's memory with noeviction, as agentdb doctor asks", () => {
     const redis = service('redis');
     expect(redis).toMatch(/"--maxmemory", "\d+[kmg]b"/);
