@@ -96,7 +96,9 @@ export const ERRORS = {
     status: 403,
   },
   NOT_FOUND: {
-    message: 'No such table, view, call, approval, member or database exists.',
+    // Not a list of kinds: it named tables, views, calls, approvals, members and databases, and
+    // a key, an agent, a result or an undo point not found read "No such table … exists" (N10).
+    message: 'Nothing by that name or id exists.',
     hint: "Check the name or id: DATA_DESCRIBE_SCHEMA lists tables and views, `agentdb approvals list` approvals; a database exists once something was written to it (<workspace> for the shared one, <workspace>/<agent> for an agent's).",
     retryable: false,
     status: 404,

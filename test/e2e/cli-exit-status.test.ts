@@ -87,6 +87,9 @@ describe('agentdb exit status', () => {
     // A member's name is said as written, not capitalised as the sentence's first word ("Nobody is not…").
     expect(JSON.parse(taken.stdout).error.message).toContain('Member ada is already active in acme');
     expect(JSON.parse(refused[6]!.stdout).error.message).toContain('Member nobody is not active in acme');
+    // NOT_FOUND's own sentence names no kind of thing: an agent not registered read "No such
+    // table, view, call, approval, member or database exists." (review N10).
+    expect(JSON.parse(refused[7]!.stdout).error.message).toMatch(/^Nothing by that name or id exists\. .*nobody/);
   });
 
   it('is 3 in every command when Redis does not answer: try again later', { timeout: 60_000 }, async () => {

@@ -124,8 +124,6 @@ it('a bulk decision reads ticked ids as a list, one id as a list of one, and non
   const page = await htmlOf(
     await fetch(`${web.url}/inbox?bulk=rejected&done=0&skipped=2&why=NOT_FOUND,nonsense`, { headers: { cookie, accept: 'text/html' } }),
   );
-  expect(page).toContain(
-    'Rejected 0 calls; 2 calls not decided (No such table, view, call, approval, member or database exists. <small class="code">NOT_FOUND</small>)',
-  );
+  expect(page).toContain('Rejected 0 calls; 2 calls not decided (Nothing by that name or id exists. <small class="code">NOT_FOUND</small>)');
   expect(page).not.toContain('nonsense');
 });
