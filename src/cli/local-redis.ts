@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import type { Logger } from '../logger.ts';
 
 const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
@@ -18,6 +19,31 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
+/** The flags `ensureRedis` starts `redis-server` with, the ones a person restarting it by hand needs too. */
+function localRedisArgs(url: string, dataDir: string): string[] {
+  return ['--port', new URL(url).port || '6379', '--bind', '127.0.0.1', '--dir', path.join(dataDir, 'redis'), '--appendonly', 'yes', '--save', ''];
+}
+
+/**
+ * Logs, as an error, the redis-server `ensureRedis` started exiting while `agentdb start` still
+ * runs (not stopped by it: `stopping()` false): nothing starts it again, and all the log said
+ * was "Redis does not answer; retrying until it does", a wait with no end (review N10). The line
+ * says what to do: restart `agentdb start`, or start that Redis by hand with the same flags.
+ */
+export function watchLocalRedis(child: ChildProcess, url: string, dataDir: string, logger: Logger, stopping: () => boolean): void {
+  child.once('exit', (code, signal) => {
+    if (stopping()) return;
+    const how = signal ? `killed by ${signal}` : `exit code ${code}`;
+    const by = `redis-server ${localRedisArgs(url, dataDir)
+      .map((a) => (a === '' || /\s/.test(a) ? `'${a}'` : a))
+      .join(' ')}`;
+    logger.error(
+      { redisPid: child.pid, code, signal },
+      `the redis-server agentdb start started has stopped (${how}) and nothing starts it again: calls answer UNAVAILABLE until a Redis answers at ${url}. Restart agentdb start (it starts a new one on the same AOF files), or start it yourself: ${by}`,
+    );
+  });
+}
+
 /**
  * Makes sure a Redis answers at `url`. When none does and the URL is local, starts
  * `redis-server` from PATH with AOF persistence and its data under `dataDir/redis`, so a fresh
@@ -26,7 +52,7 @@ async function answers(url: string): Promise<boolean> {
  */
 export async function ensureRedis(url: string, dataDir: string): Promise<ChildProcess | undefined> {
   if (await answers(url)) return undefined;
-  const { hostname, port } = new URL(url);
+  const { hostname } = new URL(url);
   if (!LOCAL_HOSTS.has(hostname)) {
     throw new Error(`No Redis answers at ${url}. Start it, or point REDIS_URL at one that runs.`);
   }
@@ -35,7 +61,7 @@ export async function ensureRedis(url: string, dataDir: string): Promise<ChildPr
   // A process group of its own: a terminal's Ctrl-C signals the whole foreground group, and in
   // ours Redis stopped at the same moment as agentdb, whose shutdown then ran against a Redis
   // already gone (exit 1, "Redis does not answer" as its last words). `start` stops it last.
-  const child = spawn('redis-server', ['--port', port || '6379', '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''], {
+  const child = spawn('redis-server', localRedisArgs(url, dataDir), {
     stdio: 'ignore',
     detached: true,
   });

@@ -25,7 +25,7 @@ import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { ShardWorkerPool } from '../shards/shard-worker-pool.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { exitFor } from './exit-status.ts';
-import { ensureRedis } from './local-redis.ts';
+import { ensureRedis, watchLocalRedis } from './local-redis.ts';
 import { untilSignal } from './signals.ts';
 import { drainWithin, exitAfterGrace } from './drain.ts';
 import { allShards } from './worker.ts';
@@ -44,7 +44,12 @@ export async function start(ctx: CommandContext): Promise<number> {
     return exitFor('UNAVAILABLE');
   }
   // `pid` is pino's own field (this process); the server's needs a name of its own.
-  if (redisServer) logger.info({ redisPid: redisServer.pid }, 'started a local redis-server');
+  // Set when this process stops the redis-server it started: its exit is then no news.
+  let stoppingRedis = false;
+  if (redisServer) {
+    logger.info({ redisPid: redisServer.pid }, 'started a local redis-server');
+    watchLocalRedis(redisServer, config.redisUrl, config.dataDir, logger, () => stoppingRedis);
+  }
   const redis = connectRedis(config.redisUrl, { name: 'agentdb-http' });
   // One log line when Redis goes away and one when it is back, for the whole process.
   logRedisState(redis, config.redisUrl, logger);
@@ -114,6 +119,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   } catch (err) {
     await app.close();
     await closeClients();
+    stoppingRedis = true;
     redisServer?.kill();
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
@@ -136,6 +142,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     await Promise.all([app.close(), scheduler.stop(), pool!.stop()]);
     await closeClients();
   });
+  stoppingRedis = true;
   redisServer?.kill();
   if (!drained) exitAfterGrace(logger, config.drainGraceMs, EXIT.failed);
   return EXIT.ok;

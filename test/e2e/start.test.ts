@@ -84,6 +84,44 @@ describe('Ctrl-C in the terminal that ran agentdb start', () => {
   }, 90_000);
 });
 
+describe('the redis-server agentdb start started dies on its own', () => {
+  // Review N10: the log said only "Redis does not answer; retrying until it does", a wait nothing
+  // would end (nothing starts that redis-server again). Now an error line says so, and gives the
+  // command that brings it back; run as printed, calls go through again.
+  it('logs that nothing starts it again and how to start it, and that command brings calls back', async () => {
+    const redisPort = await freePort();
+    const port = await freePort();
+    const env = { ...sb.env, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(port) };
+    const app = await startCli(['start'], env);
+    let log = '';
+    app.stderr!.on('data', (d: Buffer) => (log += d));
+    let byHand: ReturnType<typeof spawn> | undefined;
+    try {
+      const pid = Number(/"redisPid":(\d+)/.exec(app.readyLog)![1]);
+      process.kill(pid, 'SIGKILL');
+      await expect.poll(() => /"level":50,.*has stopped \(killed by SIGKILL\)/.test(log), { timeout: 20_000 }).toBe(true);
+      const line = JSON.parse(log.split('\n').find((l) => l.includes('has stopped (killed by SIGKILL)'))!) as { msg: string; redisPid: number };
+      expect(line.redisPid).toBe(pid);
+      expect(line.msg).toContain('nothing starts it again: calls answer UNAVAILABLE');
+      expect(line.msg).toContain('Restart agentdb start');
+      const command = /start it yourself: (redis-server .*)$/.exec(line.msg)![1]!;
+      expect(command).toBe(`redis-server --port ${redisPort} --bind 127.0.0.1 --dir ${path.join(sb.dataDir, 'redis')} --appendonly yes --save ''`);
+      const [bin, ...args] = command.split(' ').map((a) => (a === "''" ? '' : a));
+      byHand = spawn(bin!, args, { stdio: 'ignore' });
+      await expect.poll(() => /"msg":"Redis answers again"/.test(log), { timeout: 20_000 }).toBe(true);
+      const out = await runCli(
+        ['call', '--workspace', 'acme', '--agent', 'back', '--settings', '{"database":"agent"}', 'DATA_QUERY_SQL', '{"sql":"SELECT 1"}'],
+        env,
+      );
+      expect(JSON.parse(out.stdout)).toMatchObject({ ok: true, result: { rows: [[1]] } });
+    } finally {
+      await stop(app);
+      byHand?.kill('SIGKILL');
+    }
+    await expect.poll(() => accepts(redisPort), { timeout: 10_000 }).toBe(false);
+  }, 90_000);
+});
+
 describe('a second agentdb start on the same port', () => {
   it('says which port is taken and exits 2, before starting workers of its own', async () => {
     const port = await freePort();
