@@ -32,6 +32,18 @@ async function configGet(redis: Redis, name: string): Promise<string | undefined
   }
 }
 
+/**
+ * How to change a Redis setting for good: `flags` where Redis is started, or `CONFIG SET …`,
+ * which lasts until Redis restarts, then `CONFIG REWRITE` into its config file. A Redis started
+ * with flags alone has none (`config_file` empty in INFO: the redis-server `agentdb start` starts
+ * when none answers is one), and CONFIG REWRITE answers "ERR The server is running without a
+ * config file": the fix said to run it anyway (review N10).
+ */
+export function settingFix(info: Map<string, string>, flags: string, set: string): string {
+  if (info.get('config_file')) return `${flags} where Redis is started, or ${set}, then CONFIG REWRITE`;
+  return `${flags} where Redis is started: this Redis has no config file (started with flags alone), so ${set} lasts only until it restarts (and CONFIG REWRITE refuses)`;
+}
+
 function bytes(n: number): string {
   if (n >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GiB`;
   if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
@@ -74,13 +86,12 @@ async function persistence(redis: Redis, info: Map<string, string>, dev: boolean
         check,
         'warn',
         'Durability: AOF is on, but appendfsync is "no": the OS decides when it reaches the disk, and a host crash can lose the last ~30 s of calls and decisions.',
-        'Set appendfsync everysec (CONFIG SET appendfsync everysec, then CONFIG REWRITE; or --appendfsync everysec).',
+        `Set appendfsync everysec: ${settingFix(info, '--appendfsync everysec', 'CONFIG SET appendfsync everysec')}.`,
       );
     }
     return result(check, 'ok', `AOF is on${fsync ? ` (appendfsync ${fsync})` : ''}: parked approvals and queued calls survive a Redis restart.`);
   }
-  const fix =
-    'Turn AOF on: redis-server --appendonly yes --appendfsync everysec (or CONFIG SET appendonly yes, then CONFIG REWRITE). docker-compose.yml does, and so does the redis-server `agentdb start` starts when none answers.';
+  const fix = `Turn AOF on: ${settingFix(info, '--appendonly yes --appendfsync everysec', 'CONFIG SET appendonly yes')}. docker-compose.yml turns it on, and so does the redis-server \`agentdb start\` starts when none answers.`;
   const save = await configGet(redis, 'save');
   if (save) {
     return result(
@@ -114,7 +125,7 @@ function memory(info: Map<string, string>): CheckResult[] {
           'redis-maxmemory',
           'warn',
           'maxmemory is not set: Redis grows until the host runs out of memory, and the kernel kills it (or whatever else runs there).',
-          'Set maxmemory to what the host can give Redis (e.g. --maxmemory 1gb, or CONFIG SET maxmemory 1gb, then CONFIG REWRITE), with maxmemory-policy noeviction.',
+          `Set maxmemory to what the host can give Redis, with maxmemory-policy noeviction: ${settingFix(info, '--maxmemory 1gb --maxmemory-policy noeviction', 'CONFIG SET maxmemory 1gb')}. The redis-server \`agentdb start\` starts when none answers sets none: for a Redis that lasts, run your own (docker-compose.yml's has 1gb).`,
         ),
   );
   out.push(
@@ -124,7 +135,7 @@ function memory(info: Map<string, string>): CheckResult[] {
           'redis-eviction-policy',
           'fail',
           `maxmemory-policy is ${policy}: a full Redis evicts keys, and queued calls, parked approvals and shard leases vanish without a word.`,
-          'Set maxmemory-policy noeviction (--maxmemory-policy noeviction, or CONFIG SET maxmemory-policy noeviction, then CONFIG REWRITE).',
+          `Set maxmemory-policy noeviction: ${settingFix(info, '--maxmemory-policy noeviction', 'CONFIG SET maxmemory-policy noeviction')}.`,
         ),
   );
   const [limit, of] = max > 0 ? [max, 'maxmemory'] : [system, "the host's memory"];

@@ -67,6 +67,24 @@ describe('agentdb doctor', () => {
     expect(report.ok).toBe(code === 0);
   });
 
+  it("on a Redis started with flags alone, as agentdb start's own: the fix gives flags, not a CONFIG REWRITE that refuses", async () => {
+    // Review N10: `npm start`'s redis-server has no config file, and the fix said "CONFIG SET
+    // maxmemory 1gb, then CONFIG REWRITE", which answers "ERR The server is running without a config file".
+    await expect(admin.config('REWRITE')).rejects.toThrow(/without a config file/);
+    await admin.config('SET', 'maxmemory', '0');
+    try {
+      const { report } = await doctor({ REDIS_URL: own.url });
+      const maxmemory = report.checks.find((c) => c.check === 'redis-maxmemory')!;
+      expect(maxmemory.status).toBe('warn');
+      expect(maxmemory.fix).toContain('--maxmemory 1gb --maxmemory-policy noeviction where Redis is started: this Redis has no config file');
+      expect(maxmemory.fix).toContain('The redis-server `agentdb start` starts when none answers sets none');
+      expect(maxmemory.fix).toContain('CONFIG REWRITE refuses');
+      expect(maxmemory.fix).not.toMatch(/then CONFIG REWRITE/);
+    } finally {
+      await admin.config('SET', 'maxmemory', '256mb');
+    }
+  });
+
   it('a Redis without persistence: a durability failure that says so, and --dev makes it a warning (exit 0)', async () => {
     // Review N5 (session 29): a new user's dev Redis met a bare FAIL, not said to be about
     // durability nor to be expected on a development machine, and no way to pass the check there.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { nodeCheck } from '../../src/doctor/host-checks.ts';
-import { parseInfo } from '../../src/doctor/redis-checks.ts';
+import { parseInfo, settingFix } from '../../src/doctor/redis-checks.ts';
 
 describe('doctor checks', () => {
   it('warns below Node 22, fails below 20, with what to change', () => {
@@ -12,5 +12,16 @@ describe('doctor checks', () => {
   it('reads INFO fields, skipping section headers', () => {
     const info = parseInfo('# Memory\r\nused_memory:1024\r\nmaxmemory_policy:noeviction\r\n\r\n# Persistence\r\naof_enabled:1\r\n');
     expect(Object.fromEntries(info)).toEqual({ used_memory: '1024', maxmemory_policy: 'noeviction', aof_enabled: '1' });
+  });
+
+  it('says CONFIG REWRITE only to a Redis with a config file to write (review N10)', () => {
+    const withFile = parseInfo('# Server\r\nconfig_file:/etc/redis/redis.conf\r\n');
+    expect(settingFix(withFile, '--maxmemory 1gb', 'CONFIG SET maxmemory 1gb')).toBe(
+      '--maxmemory 1gb where Redis is started, or CONFIG SET maxmemory 1gb, then CONFIG REWRITE',
+    );
+    const flagsOnly = parseInfo('# Server\r\nconfig_file:\r\n');
+    expect(settingFix(flagsOnly, '--maxmemory 1gb', 'CONFIG SET maxmemory 1gb')).toMatch(
+      /^--maxmemory 1gb where Redis is started: this Redis has no config file \(started with flags alone\), so CONFIG SET maxmemory 1gb lasts only until it restarts \(and CONFIG REWRITE refuses\)/,
+    );
   });
 });
