@@ -16,6 +16,7 @@ import type { OffloadedResults } from '../blobs/offloaded-results.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { SpilledResult } from '../sqlite/result-spill.ts';
 import { planCall, type CallPlan } from '../policy/call-plan.ts';
+import { missingTableNote } from '../policy/missing-table-note.ts';
 import type { CallIdLedger, LedgerClaim } from './call-id-ledger.ts';
 import { asOfTarget, runAsOf } from './as-of-run.ts';
 import { type Approved, execRequest } from './exec-request.ts';
@@ -157,7 +158,10 @@ export async function runCall(
     return { ...fail(outcome.error.code, outcome.error.detail), heldByRecord: { shard: plan.shard, database: plan.databaseId } };
   }
   if (!outcome.ok && outcome.effect) return { ...fail(outcome.error.code, outcome.error.detail), effectChanged: outcome.effect };
-  if (!outcome.ok) return fail(outcome.error.code, outcome.error.detail);
+  if (!outcome.ok) {
+    const note = outcome.error.code === 'SQL_ERROR' ? missingTableNote(plan.caller, plan.args, plan.target, outcome.error.detail) : undefined;
+    return fail(outcome.error.code, note === undefined ? outcome.error.detail : `${outcome.error.detail}. ${note}`);
+  }
   const credits = CREDITS[plan.tool];
   let result = outcome.result as Record<string, unknown>;
   if (result.spill && deps.results) result = await offload(result, deps.results, { workspace: data.workspace, agent: data.agent, callId });
