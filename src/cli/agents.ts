@@ -50,7 +50,9 @@ export function set(ctx: CommandContext, v: SetFlags): Promise<number> {
     const known = await registry.get(workspace, slug);
     const agent = await registry.put(workspace, slug, profile);
     ctx.stdout.write(
-      v.json ? `${JSON.stringify(agent)}\n` : `${agent.workspace}/${agent.slug}: ${JSON.stringify({ settings: agent.settings, surface: agent.surface })}\n`,
+      v.json
+        ? `${JSON.stringify(agent)}\n`
+        : `${agent.workspace}/${agent.slug}: ${JSON.stringify({ name: agent.displayName, settings: agent.settings, surface: agent.surface })}\n`,
     );
     // A restore refuses to fork into a registered agent's name (that agent would read it); the
     // other order, registering a name a fork, a removed agent or keyless calls (which need no

@@ -53,6 +53,8 @@ describe('agentdb workspaces | agents | keys', () => {
     expect(fresh.stderr).toContain('made by calls as acme/forked without a key (`agentdb call` or the client library');
     // Said once, when the name is first registered.
     expect(again.stderr).toBe('');
+    // The line a person reads names what --name set (review N10: it printed settings and surface only).
+    expect(again.stdout).toMatch(/^acme\/forked: \{"name":"Forked",/);
   });
 
   it('keys mint for an agent nobody registered keeps NOT_FOUND and says which command registers it', async () => {
