@@ -28,6 +28,8 @@ interface Watched {
   keyMadeOnInsert: boolean[];
   /** Per column: whether the statement sets it, in any row, to a value of only the clock and randomness. */
   madeByStatement: boolean[];
+  /** The columns left out of inserted rows for their volatile DEFAULT, each with that DEFAULT's text. */
+  madeByDefault: [string, string][];
 }
 
 /** A value the digest leaves out, in its place: made by the clock, or as the row was inserted. */
@@ -99,11 +101,13 @@ export class EffectRecorder {
       const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
       // Only the table the statement writes takes its assignments (a foreign-key action's rows are bound).
       const madeByStatement = cols.map((c) => name.toLowerCase() === target && assigned.has(c.name.toLowerCase()));
-      const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : volatileDefault(c.dflt_value) && !isNamed(c.name)));
+      const byDefault = cols.map((c, j) => !madeByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
+      const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
+      const madeByDefault = cols.filter((_, j) => byDefault[j]).map((c): [string, string] => [c.name, c.dflt_value!]);
       const keyMadeOnInsert = wr
         ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
         : [rowidAssigned || (alias !== undefined && madeByStatement[columns.indexOf(alias)]!)];
-      this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}`, madeOnInsert, keyMadeOnInsert, madeByStatement });
+      this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}`, madeOnInsert, keyMadeOnInsert, madeByStatement, madeByDefault });
     });
     db.prepare('PRAGMA recursive_triggers = ON').run();
     try {
@@ -153,6 +157,11 @@ export class EffectRecorder {
       const entry = { table: w.table, inserted: counts.insert, updated: counts.update, deleted: counts.delete };
       tables.push(entry);
       hash.update(JSON.stringify(['table', entry.table, w.columns, entry.inserted, entry.updated, entry.deleted]));
+      // A value left out for its DEFAULT is bound to that DEFAULT: the person saw what it made (a
+      // time), and a table made again between the approval and the run with the same columns but
+      // `DEFAULT (strftime('anything', 'now'))` would otherwise write text nobody was shown. Only
+      // where such a value is left out, so other digests (and approvals parked before) stay as they were.
+      if (entry.inserted > 0 && w.madeByDefault.length > 0) hash.update(JSON.stringify(['defaults', w.madeByDefault]));
       // Inserted rows whose key SQLite made are in the order it made them: their keys may differ.
       const order = ['fx_op', ...w.key.map((_, i) => (w.keyMadeOnInsert[i] ? `CASE fx_op WHEN 'insert' THEN NULL ELSE k${i} END` : `k${i}`)), 'fx_seq'].join(
         ', ',
