@@ -30,6 +30,10 @@ interface Watched {
   madeByStatement: boolean[];
   /** The columns left out of inserted rows for their volatile DEFAULT, each with that DEFAULT's text. */
   madeByDefault: [string, string][];
+  /** A rowid table: an update may move its rowid, which (but for an INTEGER PRIMARY KEY) no column shows. */
+  rowid: boolean;
+  /** Its rowid is a column of no name (no INTEGER PRIMARY KEY): a move is shown in `after` under the key's name. */
+  hiddenRowid: boolean;
 }
 
 /** A value the digest leaves out, in its place: made by the clock, or as the row was inserted. */
@@ -107,7 +111,18 @@ export class EffectRecorder {
       const keyMadeOnInsert = wr
         ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
         : [rowidAssigned || (alias !== undefined && madeByStatement[columns.indexOf(alias)]!)];
-      this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}`, madeOnInsert, keyMadeOnInsert, madeByStatement, madeByDefault });
+      this.watched.push({
+        table: name,
+        columns,
+        key,
+        log: `${FX_PREFIX}${i}`,
+        madeOnInsert,
+        keyMadeOnInsert,
+        madeByStatement,
+        madeByDefault,
+        rowid: !wr,
+        hiddenRowid: !wr && alias === undefined,
+      });
     });
     db.prepare('PRAGMA recursive_triggers = ON').run();
     try {
@@ -124,7 +139,10 @@ export class EffectRecorder {
     const on = `main.${quoteIdentifier(w.table)}`;
     const cols = (side: 'OLD' | 'NEW' | null) => w.columns.map((c) => (side ? `${side}.${quoteIdentifier(c)}` : 'NULL'));
     const key = (side: 'OLD' | 'NEW') => w.key.map((k) => `${side}.${quoteIdentifier(k)}`);
-    const slots = [...w.key.map((_, i) => `k${i}`), ...w.columns.map((_, i) => `o${i}`), ...w.columns.map((_, i) => `n${i}`)];
+    // A rowid table's log also keeps the rowid a row has after the change (`m`): an UPDATE that
+    // sets `rowid` changes no column, and its new rowid was neither shown nor bound (session 34, R8).
+    const moved = w.rowid ? ['m'] : [];
+    const slots = [...w.key.map((_, i) => `k${i}`), ...w.columns.map((_, i) => `o${i}`), ...w.columns.map((_, i) => `n${i}`), ...moved];
     this.db.prepare(`CREATE TEMP TABLE ${log}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')})`).run();
     const trigger = (op: 'insert' | 'update' | 'delete', values: string[]) =>
       this.db
@@ -133,9 +151,10 @@ export class EffectRecorder {
              INSERT INTO ${log}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${values.join(', ')}); END`,
         )
         .run();
-    trigger('insert', [...key('NEW'), ...cols(null), ...cols('NEW')]);
-    trigger('update', [...key('OLD'), ...cols('OLD'), ...cols('NEW')]);
-    trigger('delete', [...key('OLD'), ...cols('OLD'), ...cols(null)]);
+    const after = (side: 'NEW' | null) => (w.rowid ? [side ? `${side}.${quoteIdentifier(w.key[0]!)}` : 'NULL'] : []);
+    trigger('insert', [...key('NEW'), ...cols(null), ...cols('NEW'), ...after(null)]);
+    trigger('update', [...key('OLD'), ...cols('OLD'), ...cols('NEW'), ...after('NEW')]);
+    trigger('delete', [...key('OLD'), ...cols('OLD'), ...cols(null), ...after(null)]);
   }
 
   /**
@@ -174,7 +193,9 @@ export class EffectRecorder {
         const whole = raw.slice(2).map(encodeValue);
         const keyValues = whole.slice(0, nk);
         const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
-        const after = op === 'delete' ? null : whole.slice(nk + nc);
+        const after = op === 'delete' ? null : whole.slice(nk + nc, nk + 2 * nc);
+        // The rowid an update moved the row to, when it moved it: bound, and shown when no column holds it.
+        const movedTo = op === 'update' && w.rowid && !sameValue(whole[nk + 2 * nc]!, keyValues[0]!) ? whole[nk + 2 * nc]! : undefined;
         // What a change removes or overwrites is bound exactly; what it writes too, but for values
         // made as it runs (effect-volatile.ts), VOLATILE in the preview and the run alike. Never a
         // NULL (it may mean "not yet"); the clock's test only on a cell the row changed (one left
@@ -186,7 +207,9 @@ export class EffectRecorder {
               : v,
           );
         const boundKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues;
-        hash.update(JSON.stringify([op, boundKey, before, after && made(after, w.madeOnInsert)]));
+        const bound = [op, boundKey, before, after && made(after, w.madeOnInsert)];
+        // Only a row that moved adds its new rowid: every other row's digest is as it was.
+        hash.update(JSON.stringify(movedTo === undefined ? bound : [...bound, { movedTo }]));
         if (shown.full) continue;
         const row: EffectRow = {
           table: w.table,
@@ -195,6 +218,10 @@ export class EffectRecorder {
           before: before && named(w.columns, before),
           after: after && named(w.columns, after),
         };
+        if (movedTo !== undefined && w.hiddenRowid && row.before && row.after) {
+          row.before[w.key[0]!] = keyValues[0]!;
+          row.after[w.key[0]!] = movedTo;
+        }
         shown.add(row);
       }
     }
