@@ -5,9 +5,10 @@ import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
 import { ShownRows } from './effect-cut.ts';
+import { dropLog, type EffectLog, installLog, logCounts, logEntries } from './effect-log.ts';
 import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
-import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
+import { trusted } from './sqlite-trusted.ts';
 import { encodeValue } from './sqlite-values.ts';
 
 /** Prefix of the temporary tables and triggers that record an effect (agents make no temp objects). */
@@ -19,6 +20,8 @@ interface Watched {
   /** Key columns as read from OLD/NEW: a rowid alias, or a WITHOUT ROWID table's primary key. */
   key: string[];
   log: string;
+  /** The log's tables and triggers, once installed. */
+  installed?: EffectLog;
   /**
    * Per column, then per key column: whether an inserted row's value there is made as the row is
    * inserted and the statement does not name the column — a volatile DEFAULT (CURRENT_TIMESTAMP,
@@ -44,7 +47,7 @@ const VOLATILE = { $volatile: true };
  * database's agent tables, with the values before and after.
  *
  * How: temporary triggers (AFTER INSERT/UPDATE/DELETE on each agent table) that copy OLD and
- * NEW into a temporary log table per table. They are made here, on the trusted side, inside the
+ * NEW into a temporary log per table (effect-log.ts). They are made here, on the trusted side, inside the
  * statement's own transaction and gone with it; agents still may not create triggers (the guard
  * and the schema check refuse them). Not the session extension: better-sqlite3 does not expose
  * sqlite3session, and a changeset holds only a row's changed columns, not a person-readable
@@ -135,26 +138,9 @@ export class EffectRecorder {
   }
 
   private install(w: Watched): void {
-    const log = `temp.${quoteIdentifier(w.log)}`;
-    const on = `main.${quoteIdentifier(w.table)}`;
-    const cols = (side: 'OLD' | 'NEW' | null) => w.columns.map((c) => (side ? `${side}.${quoteIdentifier(c)}` : 'NULL'));
-    const key = (side: 'OLD' | 'NEW') => w.key.map((k) => `${side}.${quoteIdentifier(k)}`);
-    // A rowid table's log also keeps the rowid a row has after the change (`m`): an UPDATE that
-    // sets `rowid` changes no column, and its new rowid was neither shown nor bound (session 34, R8).
-    const moved = w.rowid ? ['m'] : [];
-    const slots = [...w.key.map((_, i) => `k${i}`), ...w.columns.map((_, i) => `o${i}`), ...w.columns.map((_, i) => `n${i}`), ...moved];
-    this.db.prepare(`CREATE TEMP TABLE ${log}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')})`).run();
-    const trigger = (op: 'insert' | 'update' | 'delete', values: string[]) =>
-      this.db
-        .prepare(
-          `CREATE TEMP TRIGGER ${quoteIdentifier(`${w.log}_${op}`)} AFTER ${op.toUpperCase()} ON ${on} BEGIN
-             INSERT INTO ${log}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${values.join(', ')}); END`,
-        )
-        .run();
-    const after = (side: 'NEW' | null) => (w.rowid ? [side ? `${side}.${quoteIdentifier(w.key[0]!)}` : 'NULL'] : []);
-    trigger('insert', [...key('NEW'), ...cols(null), ...cols('NEW'), ...after(null)]);
-    trigger('update', [...key('OLD'), ...cols('OLD'), ...cols('NEW'), ...after('NEW')]);
-    trigger('delete', [...key('OLD'), ...cols('OLD'), ...cols(null), ...after(null)]);
+    // A rowid table's log also keeps the rowid a row has after the change: an UPDATE that sets
+    // `rowid` changes no column, and its new rowid was neither shown nor bound (session 34, R8).
+    w.installed = installLog(this.db, w.log, w.table, w.key, w.columns, w.rowid);
   }
 
   /**
@@ -168,10 +154,7 @@ export class EffectRecorder {
     const tables: EffectTable[] = [];
     const shown = new ShownRows(limits);
     for (const w of this.watched) {
-      const log = `temp.${quoteIdentifier(w.log)}`;
-      const counts = { insert: 0, update: 0, delete: 0 };
-      for (const { fx_op, n } of this.db.prepare(`SELECT fx_op, count(*) AS n FROM ${log} GROUP BY fx_op`).all() as { fx_op: keyof typeof counts; n: number }[])
-        counts[fx_op] = n;
+      const counts = logCounts(this.db, w.installed!);
       if (counts.insert + counts.update + counts.delete === 0) continue;
       const entry = { table: w.table, inserted: counts.insert, updated: counts.update, deleted: counts.delete };
       tables.push(entry);
@@ -185,10 +168,9 @@ export class EffectRecorder {
       const order = ['fx_op', ...w.key.map((_, i) => (w.keyMadeOnInsert[i] ? `CASE fx_op WHEN 'insert' THEN NULL ELSE k${i} END` : `k${i}`)), 'fx_seq'].join(
         ', ',
       );
-      const stmt = this.db.prepare(`SELECT * FROM ${log} ORDER BY ${order}`).raw(true).safeIntegers(true);
       const nk = w.key.length;
       const nc = w.columns.length;
-      for (const raw of stmt.iterate() as Iterable<unknown[]>) {
+      for (const raw of logEntries(this.db, w.installed!, order)) {
         const op = raw[1] as EffectRow['op'];
         const whole = raw.slice(2).map(encodeValue);
         const keyValues = whole.slice(0, nk);
@@ -230,10 +212,7 @@ export class EffectRecorder {
 
   /** Drops the triggers and logs, in the same transaction, before it commits. */
   remove(): void {
-    for (const w of this.watched) {
-      for (const op of ['insert', 'update', 'delete']) this.db.prepare(`DROP TRIGGER temp.${quoteIdentifier(`${w.log}_${op}`)}`).run();
-      this.db.prepare(`DROP TABLE temp.${quoteIdentifier(w.log)}`).run();
-    }
+    for (const w of this.watched) if (w.installed) dropLog(this.db, w.installed);
   }
 
   /** Sets `recursive_triggers` back: a pragma outlives the transaction's rollback. */

@@ -1,0 +1,111 @@
+import type { Database } from 'better-sqlite3';
+import { quoteIdentifier } from './sqlite-trusted.ts';
+
+/**
+ * The temporary log of one table's changes that `EffectRecorder` (sqlite-effect.ts) reads: one
+ * entry per row inserted, updated or deleted, holding its key, every column before and after and,
+ * for a rowid table, the rowid after (`m`). Filled by temporary AFTER triggers on the table, made
+ * and dropped inside the statement's own transaction.
+ *
+ * One log table held an entry whole: 3 + keys + 2 × columns columns. SQLite allows a table at
+ * most 2,000 (SQLITE_MAX_COLUMN), so a table of 999 columns anywhere in the database made every
+ * recording fail, "too many columns on _agentdb_fx_1": no write to any of its tables could be
+ * previewed, and none approved could run (session 34, R8). So an entry's values are spread over
+ * as many log tables as they need, {@link MAX_LOG_VALUES} each, written by one trigger per
+ * operation (one row in each per change, so their `fx_seq` agree) and read back in step.
+ */
+
+/** Values (columns before and after, the rowid after) one log table holds besides `fx_seq`, `fx_op` and the key. */
+export const MAX_LOG_VALUES = 1000;
+
+/** What one table's log is: its tables and what it records. */
+export interface EffectLog {
+  /** The log tables, in order; the first is named `name`, the others `name_p1`, `name_p2`, …. */
+  parts: string[];
+  /** The triggers' names, one per operation. */
+  triggers: string[];
+  keys: number;
+}
+
+/**
+ * Makes the log of `table` (temporary tables and triggers named from `name`, which must be
+ * agentdb's own prefix) and its triggers. `key` is what OLD/NEW know the key by; with `rowid`,
+ * the rowid after each change is kept as the last value.
+ */
+export function installLog(db: Database, name: string, table: string, key: string[], columns: string[], rowid: boolean): EffectLog {
+  const width = columns.length * 2 + (rowid ? 1 : 0);
+  const count = Math.max(1, Math.ceil(width / MAX_LOG_VALUES));
+  const parts = Array.from({ length: count }, (_, p) => (p === 0 ? name : `${name}_p${p}`));
+  const keySlots = key.map((_, i) => `k${i}`);
+  const valueSlots = (p: number) => Array.from({ length: Math.min(MAX_LOG_VALUES, width - p * MAX_LOG_VALUES) }, (_, i) => `v${i}`);
+  for (const [p, part] of parts.entries()) {
+    const slots = [...keySlots, ...valueSlots(p)];
+    db.prepare(`CREATE TEMP TABLE temp.${quoteIdentifier(part)}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')})`).run();
+  }
+  const on = `main.${quoteIdentifier(table)}`;
+  const cols = (side: 'OLD' | 'NEW' | null) => columns.map((c) => (side ? `${side}.${quoteIdentifier(c)}` : 'NULL'));
+  const keyOf = (side: 'OLD' | 'NEW') => key.map((k) => `${side}.${quoteIdentifier(k)}`);
+  const after = (side: 'NEW' | null) => (rowid ? [side ? `${side}.${quoteIdentifier(key[0]!)}` : 'NULL'] : []);
+  const triggers: string[] = [];
+  const trigger = (op: 'insert' | 'update' | 'delete', keys: string[], values: string[]) => {
+    const inserts = parts.map((part, p) => {
+      const slots = [...keySlots, ...valueSlots(p)];
+      const chunk = values.slice(p * MAX_LOG_VALUES, (p + 1) * MAX_LOG_VALUES);
+      return `INSERT INTO temp.${quoteIdentifier(part)}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${[...keys, ...chunk].join(', ')});`;
+    });
+    const triggerName = `${name}_${op}`;
+    db.prepare(`CREATE TEMP TRIGGER ${quoteIdentifier(triggerName)} AFTER ${op.toUpperCase()} ON ${on} BEGIN ${inserts.join(' ')} END`).run();
+    triggers.push(triggerName);
+  };
+  trigger('insert', keyOf('NEW'), [...cols(null), ...cols('NEW'), ...after(null)]);
+  trigger('update', keyOf('OLD'), [...cols('OLD'), ...cols('NEW'), ...after('NEW')]);
+  trigger('delete', keyOf('OLD'), [...cols('OLD'), ...cols(null), ...after(null)]);
+  return { parts, triggers, keys: key.length };
+}
+
+/** Entries per operation. */
+export function logCounts(db: Database, log: EffectLog): { insert: number; update: number; delete: number } {
+  const counts = { insert: 0, update: 0, delete: 0 };
+  const rows = db.prepare(`SELECT fx_op, count(*) AS n FROM temp.${quoteIdentifier(log.parts[0]!)} GROUP BY fx_op`).all() as {
+    fx_op: keyof typeof counts;
+    n: number;
+  }[];
+  for (const { fx_op, n } of rows) counts[fx_op] = n;
+  return counts;
+}
+
+/**
+ * Every entry as `[fx_seq, fx_op, ...key, ...values]` (values: columns before, columns after, the
+ * rowid after), sorted by `order` (an ORDER BY over `fx_op`, `k<i>` and `fx_seq`). Each part is
+ * read in that order, which `fx_seq` makes total, so their rows line up.
+ */
+export function* logEntries(db: Database, log: EffectLog, order: string): Generator<unknown[]> {
+  const cursors = log.parts.map((part) =>
+    (
+      db
+        .prepare(`SELECT * FROM temp.${quoteIdentifier(part)} ORDER BY ${order}`)
+        .raw(true)
+        .safeIntegers(true)
+        .iterate() as IterableIterator<unknown[]>
+    )[Symbol.iterator](),
+  );
+  const skip = 2 + log.keys;
+  try {
+    for (;;) {
+      const first = cursors[0]!.next();
+      if (first.done) return;
+      const entry = [...first.value];
+      for (const cursor of cursors.slice(1)) entry.push(...(cursor.next().value as unknown[]).slice(skip));
+      yield entry;
+    }
+  } finally {
+    // An open cursor keeps the connection busy: close every one, however reading ended.
+    for (const cursor of cursors) cursor.return?.();
+  }
+}
+
+/** Drops the triggers and the log tables. */
+export function dropLog(db: Database, log: EffectLog): void {
+  for (const t of log.triggers) db.prepare(`DROP TRIGGER temp.${quoteIdentifier(t)}`).run();
+  for (const part of log.parts) db.prepare(`DROP TABLE temp.${quoteIdentifier(part)}`).run();
+}
