@@ -104,6 +104,20 @@ export function* logEntries(db: Database, log: EffectLog, order: string): Genera
   }
 }
 
+/**
+ * The bytes (hex) of value `at` of entry `fxSeq` (`at` counts the key first, then the values, as
+ * {@link logEntries} gives them): what a text that is not valid UTF-8 really holds.
+ */
+export function logHex(db: Database, log: EffectLog, fxSeq: unknown, at: number): string {
+  const value = at - log.keys;
+  const part = value < 0 ? 0 : Math.floor(value / MAX_LOG_VALUES);
+  const slot = value < 0 ? `k${at}` : `v${value % MAX_LOG_VALUES}`;
+  return db
+    .prepare(`SELECT hex(${slot}) FROM temp.${quoteIdentifier(log.parts[part]!)} WHERE fx_seq = ?`)
+    .pluck()
+    .get(fxSeq) as string;
+}
+
 /** Drops the triggers and the log tables. */
 export function dropLog(db: Database, log: EffectLog): void {
   for (const t of log.triggers) db.prepare(`DROP TRIGGER temp.${quoteIdentifier(t)}`).run();

@@ -5,7 +5,7 @@ import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
 import { ShownRows } from './effect-cut.ts';
-import { dropLog, type EffectLog, installLog, logCounts, logEntries } from './effect-log.ts';
+import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex } from './effect-log.ts';
 import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
@@ -188,8 +188,12 @@ export class EffectRecorder {
               ? VOLATILE
               : v,
           );
-        const boundKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues;
-        const bound = [op, boundKey, before, after && made(after, w.madeOnInsert)];
+        // Text SQLite holds as bytes that are not UTF-8 reads back with U+FFFD where they were, so
+        // two such texts read alike: bound by their bytes too (`exact`), only where U+FFFD is.
+        const exact = (values: unknown[], at: number) =>
+          values.map((v, i) => (typeof v === 'string' && v.includes('\uFFFD') ? { $text: v, hex: logHex(this.db, w.installed!, raw[0], at + i) } : v));
+        const boundKey = exact(op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues, 0);
+        const bound = [op, boundKey, before && exact(before, nk), after && exact(made(after, w.madeOnInsert), nk + nc)];
         // Only a row that moved adds its new rowid: every other row's digest is as it was.
         hash.update(JSON.stringify(movedTo === undefined ? bound : [...bound, { movedTo }]));
         if (shown.full) continue;
