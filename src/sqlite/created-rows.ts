@@ -69,8 +69,24 @@ export class CreatedRows {
       for (const raw of stmt.iterate() as Iterable<unknown[]>) {
         const values = raw.map(encodeValue);
         const after = values.slice(1);
+        // A text that is not UTF-8 reads back with U+FFFD where its bad bytes are: bound by its bytes (as in sqlite-effect.ts).
+        const exact = (v: EffectValue, i: number) =>
+          typeof v === 'string' && v.includes('\uFFFD')
+            ? {
+                $text: v,
+                hex: this.db
+                  .prepare(`SELECT hex(${quoteIdentifier(columns[i]!)}) FROM main.${quoteIdentifier(table)} WHERE rowid = ?`)
+                  .pluck()
+                  .get(raw[0]),
+              }
+            : v;
         hash.update(
-          JSON.stringify(['insert', [VOLATILE], null, after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : v))]),
+          JSON.stringify([
+            'insert',
+            [VOLATILE],
+            null,
+            after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : exact(v, i))),
+          ]),
         );
         if (shown.full) continue;
         shown.add({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after) });

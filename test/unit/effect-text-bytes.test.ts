@@ -47,7 +47,11 @@ describe('an approved write is bound to the bytes of the text it writes and over
   const hexes = () => db.prepare('SELECT hex(k), hex(a) FROM t ORDER BY k').raw().all();
 
   it('asks again when the bytes it would write, overwrite or key by changed, though they read alike', () => {
-    const statements = ["UPDATE t SET a = CAST((SELECT v FROM src) AS TEXT) WHERE k = 'x'", "INSERT INTO t SELECT CAST(v AS TEXT), 'new' FROM src"];
+    const statements = [
+      "UPDATE t SET a = CAST((SELECT v FROM src) AS TEXT) WHERE k = 'x'",
+      "INSERT INTO t SELECT CAST(v AS TEXT), 'new' FROM src",
+      'CREATE TABLE copied AS SELECT CAST(v AS TEXT) AS v FROM src',
+    ];
     for (const sql of statements) {
       db.exec("UPDATE src SET v = x'FF41'");
       const fx = previewEffect(db, sql, [], LIMITS, FX);
@@ -55,6 +59,7 @@ describe('an approved write is bound to the bytes of the text it writes and over
       db.exec("UPDATE src SET v = x'FE41'");
       expect(approvedRun(sql, fx.digest), sql).toMatchObject({ code: 'APPROVAL_STALE' });
       expect(hexes()).toEqual([['78', '706C61696E']]);
+      expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'copied'").pluck().get()).toBe(0);
     }
     db.exec("UPDATE t SET a = CAST(x'FF41' AS TEXT)");
     const overwrite = "UPDATE t SET a = 'clean' WHERE k = 'x'";
