@@ -11,12 +11,15 @@ import { quoteIdentifier } from './sqlite-trusted.ts';
  * most 2,000 (SQLITE_MAX_COLUMN), so a table of 999 columns anywhere in the database made every
  * recording fail, "too many columns on _agentdb_fx_1": no write to any of its tables could be
  * previewed, and none approved could run (session 34, R8). So an entry's values are spread over
- * as many log tables as they need, {@link MAX_LOG_VALUES} each, written by one trigger per
+ * as many log tables as they need, {@link MAX_LOG_VALUES} each (fewer beside a wide key), written by one trigger per
  * operation (one row in each per change, so their `fx_seq` agree) and read back in step.
  */
 
 /** Values (columns before and after, the rowid after) one log table holds besides `fx_seq`, `fx_op` and the key. */
 export const MAX_LOG_VALUES = 1000;
+
+/** SQLite's most columns a table may have (SQLITE_MAX_COLUMN of this build), less a margin. */
+const MAX_TABLE_COLUMNS = 1990;
 
 /** What one table's log is: its tables and what it records. */
 export interface EffectLog {
@@ -25,6 +28,8 @@ export interface EffectLog {
   /** The triggers' names, one per operation. */
   triggers: string[];
   keys: number;
+  /** Values each log table holds (the last holds the rest). */
+  perPart: number;
 }
 
 /**
@@ -34,10 +39,12 @@ export interface EffectLog {
  */
 export function installLog(db: Database, name: string, table: string, key: string[], columns: string[], rowid: boolean): EffectLog {
   const width = columns.length * 2 + (rowid ? 1 : 0);
-  const count = Math.max(1, Math.ceil(width / MAX_LOG_VALUES));
+  // A WITHOUT ROWID table's key may be wide too: every part holds it.
+  const perPart = Math.max(1, Math.min(MAX_LOG_VALUES, MAX_TABLE_COLUMNS - key.length));
+  const count = Math.max(1, Math.ceil(width / perPart));
   const parts = Array.from({ length: count }, (_, p) => (p === 0 ? name : `${name}_p${p}`));
   const keySlots = key.map((_, i) => `k${i}`);
-  const valueSlots = (p: number) => Array.from({ length: Math.min(MAX_LOG_VALUES, width - p * MAX_LOG_VALUES) }, (_, i) => `v${i}`);
+  const valueSlots = (p: number) => Array.from({ length: Math.min(perPart, width - p * perPart) }, (_, i) => `v${i}`);
   for (const [p, part] of parts.entries()) {
     const slots = [...keySlots, ...valueSlots(p)];
     db.prepare(`CREATE TEMP TABLE temp.${quoteIdentifier(part)}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')})`).run();
@@ -50,7 +57,7 @@ export function installLog(db: Database, name: string, table: string, key: strin
   const trigger = (op: 'insert' | 'update' | 'delete', keys: string[], values: string[]) => {
     const inserts = parts.map((part, p) => {
       const slots = [...keySlots, ...valueSlots(p)];
-      const chunk = values.slice(p * MAX_LOG_VALUES, (p + 1) * MAX_LOG_VALUES);
+      const chunk = values.slice(p * perPart, (p + 1) * perPart);
       return `INSERT INTO temp.${quoteIdentifier(part)}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${[...keys, ...chunk].join(', ')});`;
     });
     const triggerName = `${name}_${op}`;
@@ -60,7 +67,7 @@ export function installLog(db: Database, name: string, table: string, key: strin
   trigger('insert', keyOf('NEW'), [...cols(null), ...cols('NEW'), ...after(null)]);
   trigger('update', keyOf('OLD'), [...cols('OLD'), ...cols('NEW'), ...after('NEW')]);
   trigger('delete', keyOf('OLD'), [...cols('OLD'), ...cols(null), ...after(null)]);
-  return { parts, triggers, keys: key.length };
+  return { parts, triggers, keys: key.length, perPart };
 }
 
 /** Entries per operation. */
@@ -110,8 +117,8 @@ export function* logEntries(db: Database, log: EffectLog, order: string): Genera
  */
 export function logHex(db: Database, log: EffectLog, fxSeq: unknown, at: number): string {
   const value = at - log.keys;
-  const part = value < 0 ? 0 : Math.floor(value / MAX_LOG_VALUES);
-  const slot = value < 0 ? `k${at}` : `v${value % MAX_LOG_VALUES}`;
+  const part = value < 0 ? 0 : Math.floor(value / log.perPart);
+  const slot = value < 0 ? `k${at}` : `v${value % log.perPart}`;
   return db
     .prepare(`SELECT hex(${slot}) FROM temp.${quoteIdentifier(log.parts[part]!)} WHERE fx_seq = ?`)
     .pluck()

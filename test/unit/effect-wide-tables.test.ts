@@ -69,4 +69,15 @@ describe('an approved write in a database with a wide table', () => {
     expect(db.prepare('SELECT rowid, c0, c1998, c1999 FROM wide').raw().all()).toEqual([[40, 1, 'changed after the approval', 7]]);
     expect(db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
   });
+
+  it('records a WITHOUT ROWID table whose key is wide too', () => {
+    db.exec(`CREATE TABLE wk (${columns(1500)}, PRIMARY KEY (${columns(1200)})) WITHOUT ROWID;
+      INSERT INTO wk (${columns(1200)}) VALUES (${Array.from({ length: 1200 }, (_, i) => i).join(', ')})`);
+    const sql = 'UPDATE wk SET c1499 = 9, c0 = 5';
+    const fx = previewEffect(db, sql, [], LIMITS, FX);
+    expect(fx.rows[0]).toMatchObject({ op: 'update', key: { c0: 0, c1199: 1199 }, before: { c0: 0, c1499: null }, after: { c0: 5, c1499: 9 } });
+    db.exec("UPDATE wk SET c1300 = 'changed after the approval'");
+    expect(approvedRun(sql, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
+    expect(approvedRun(sql, previewEffect(db, sql, [], LIMITS, FX).digest)).toMatchObject({ changes: 1 });
+  });
 });
