@@ -45,9 +45,13 @@ export function installLog(db: Database, name: string, table: string, key: strin
   const parts = Array.from({ length: count }, (_, p) => (p === 0 ? name : `${name}_p${p}`));
   const keySlots = key.map((_, i) => `k${i}`);
   const valueSlots = (p: number) => Array.from({ length: Math.min(perPart, width - p * perPart) }, (_, i) => `v${i}`);
+  // One exec, no statement objects: each prepared one lives until V8 collects it, and SQLite
+  // visits every live statement of the connection at each schema change, so 200 tables' 800
+  // statements made each preview slower than the last.
+  const ddl: string[] = [];
   for (const [p, part] of parts.entries()) {
     const slots = [...keySlots, ...valueSlots(p)];
-    db.prepare(`CREATE TEMP TABLE temp.${quoteIdentifier(part)}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')})`).run();
+    ddl.push(`CREATE TEMP TABLE temp.${quoteIdentifier(part)}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')});`);
   }
   const on = `main.${quoteIdentifier(table)}`;
   const cols = (side: 'OLD' | 'NEW' | null) => columns.map((c) => (side ? `${side}.${quoteIdentifier(c)}` : 'NULL'));
@@ -61,12 +65,13 @@ export function installLog(db: Database, name: string, table: string, key: strin
       return `INSERT INTO temp.${quoteIdentifier(part)}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${[...keys, ...chunk].join(', ')});`;
     });
     const triggerName = `${name}_${op}`;
-    db.prepare(`CREATE TEMP TRIGGER ${quoteIdentifier(triggerName)} AFTER ${op.toUpperCase()} ON ${on} BEGIN ${inserts.join(' ')} END`).run();
+    ddl.push(`CREATE TEMP TRIGGER ${quoteIdentifier(triggerName)} AFTER ${op.toUpperCase()} ON ${on} BEGIN ${inserts.join(' ')} END;`);
     triggers.push(triggerName);
   };
   trigger('insert', keyOf('NEW'), [...cols(null), ...cols('NEW'), ...after(null)]);
   trigger('update', keyOf('OLD'), [...cols('OLD'), ...cols('NEW'), ...after('NEW')]);
   trigger('delete', keyOf('OLD'), [...cols('OLD'), ...cols(null), ...after(null)]);
+  db.exec(ddl.join('\n'));
   return { parts, triggers, keys: key.length, perPart };
 }
 
@@ -127,6 +132,7 @@ export function logHex(db: Database, log: EffectLog, fxSeq: unknown, at: number)
 
 /** Drops the triggers and the log tables. */
 export function dropLog(db: Database, log: EffectLog): void {
-  for (const t of log.triggers) db.prepare(`DROP TRIGGER temp.${quoteIdentifier(t)}`).run();
-  for (const part of log.parts) db.prepare(`DROP TABLE temp.${quoteIdentifier(part)}`).run();
+  db.exec(
+    [...log.triggers.map((t) => `DROP TRIGGER temp.${quoteIdentifier(t)};`), ...log.parts.map((p) => `DROP TABLE temp.${quoteIdentifier(p)};`)].join('\n'),
+  );
 }
