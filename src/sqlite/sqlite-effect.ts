@@ -188,10 +188,10 @@ export class EffectRecorder {
               ? VOLATILE
               : v,
           );
-        // Text SQLite holds as bytes that are not UTF-8 reads back with U+FFFD where they were, so
-        // two such texts read alike: bound by their bytes too (`exact`), only where U+FFFD is.
+        // Values that read alike but are not the same are bound as what they are (`exactValue`);
+        // a text's bad bytes are read from the log.
         const exact = (values: unknown[], at: number) =>
-          values.map((v, i) => (typeof v === 'string' && v.includes('\uFFFD') ? { $text: v, hex: logHex(this.db, w.installed!, raw[0], at + i) } : v));
+          values.map((v, i) => exactValue(v, raw[2 + at + i], () => logHex(this.db, w.installed!, raw[0], at + i)));
         const boundKey = exact(op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues, 0);
         const bound = [op, boundKey, before && exact(before, nk), after && exact(made(after, w.madeOnInsert), nk + nc)];
         // Only a row that moved adds its new rowid: every other row's digest is as it was.
@@ -259,6 +259,20 @@ export function dropEffect(object: DropObject): Effect {
 function rowidName(columns: string[]): string {
   const taken = new Set(columns.map((c) => c.toLowerCase()));
   return ['rowid', '_rowid_', 'oid'].find((n) => !taken.has(n)) ?? columns[0]!;
+}
+
+/**
+ * A value as the digest binds it, where its JSON reads like another's: text SQLite holds as bytes
+ * that are not UTF-8 reads back with U+FFFD where they were (`x'FF41'` and `x'FE41'` read alike),
+ * an INTEGER past 2^53 is written as the text of its digits, and a whole REAL (1.0) as the INTEGER
+ * (1). Each is bound as what it is; every other value as it was, so other digests stay the same.
+ * `raw` is the value as SQLite gave it (integers as bigint), `hex` reads a text's bytes.
+ */
+export function exactValue(encoded: unknown, raw: unknown, hex: () => unknown): unknown {
+  if (typeof encoded === 'string' && typeof raw === 'string' && raw.includes('\uFFFD')) return { $text: encoded, hex: hex() };
+  if (typeof encoded === 'string' && typeof raw === 'bigint') return { $integer: encoded };
+  if (typeof encoded === 'number' && typeof raw === 'number' && Number.isInteger(raw)) return { $real: raw };
+  return encoded;
 }
 
 function sameValue(a: EffectValue, b: EffectValue): boolean {

@@ -1,8 +1,9 @@
 /**
- * An approved write of text that is not valid UTF-8 (session 34, R8). SQLite keeps a text's bytes
- * as given (`CAST(x'FF41' AS TEXT)`); read back, each byte that is not UTF-8 becomes U+FFFD, so
- * the effect of writing bytes FF 41 and the one of writing FE 41 read alike, "�A", and had one
- * digest: approved with the first, the run committed the second.
+ * An approved write of values that read alike but are not the same (session 34, R8). SQLite keeps
+ * a text's bytes as given (`CAST(x'FF41' AS TEXT)`); read back, each byte that is not UTF-8
+ * becomes U+FFFD, so the effect of writing bytes FF 41 and the one of writing FE 41 read alike,
+ * "�A", and had one digest: approved with the first, the run committed the second. So did an
+ * INTEGER past 2^53 and the TEXT of its digits (both JSON strings), and REAL 1.0 and INTEGER 1.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -76,5 +77,22 @@ describe('an approved write is bound to the bytes of the text it writes and over
     const replacement = "UPDATE t SET a = 'a \uFFFD b' WHERE k = 'x'";
     const seen = previewEffect(db, replacement, [], LIMITS, FX);
     expect(approvedRun(replacement, seen.digest)).toMatchObject({ changes: 1 });
+  });
+
+  it('asks again when an INTEGER past 2^53 became the text of its digits, or an INTEGER a whole REAL', () => {
+    db.exec('CREATE TABLE n (v); INSERT INTO n VALUES (NULL); CREATE TABLE s2 (v); INSERT INTO s2 VALUES (9007199254740993)');
+    for (const [first, then] of [
+      ['9007199254740993', "'9007199254740993'"],
+      ['1', '1.0'],
+    ]) {
+      db.exec(`UPDATE s2 SET v = ${first}`);
+      const sql = 'UPDATE n SET v = (SELECT v FROM s2)';
+      const fx = previewEffect(db, sql, [], LIMITS, FX);
+      db.exec(`UPDATE s2 SET v = ${then}`);
+      expect(approvedRun(sql, fx.digest), then).toMatchObject({ code: 'APPROVAL_STALE' });
+      expect(db.prepare('SELECT typeof(v) FROM n').pluck().get()).toBe('null');
+      expect(approvedRun(sql, previewEffect(db, sql, [], LIMITS, FX).digest), then).toMatchObject({ changes: 1 });
+      db.exec('UPDATE n SET v = NULL');
+    }
   });
 });
