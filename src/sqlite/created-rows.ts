@@ -4,7 +4,7 @@ import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
 import { ShownRows } from './effect-cut.ts';
 import { clockValue } from './effect-volatile.ts';
 import { volatileCreatedColumns } from './select-volatile.ts';
-import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { exactValue, NO_ROWS_EFFECT } from './sqlite-effect.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
 import { encodeValue } from './sqlite-values.ts';
@@ -69,8 +69,21 @@ export class CreatedRows {
       for (const raw of stmt.iterate() as Iterable<unknown[]>) {
         const values = raw.map(encodeValue);
         const after = values.slice(1);
+        // Values that read alike but are not the same are bound as what they are (as in sqlite-effect.ts).
+        const exact = (v: EffectValue, i: number) =>
+          exactValue(v, raw[i + 1], () =>
+            this.db
+              .prepare(`SELECT hex(${quoteIdentifier(columns[i]!)}) FROM main.${quoteIdentifier(table)} WHERE rowid = ?`)
+              .pluck()
+              .get(raw[0]),
+          );
         hash.update(
-          JSON.stringify(['insert', [VOLATILE], null, after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : v))]),
+          JSON.stringify([
+            'insert',
+            [VOLATILE],
+            null,
+            after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : exact(v, i))),
+          ]),
         );
         if (shown.full) continue;
         shown.add({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after) });

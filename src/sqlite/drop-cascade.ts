@@ -45,17 +45,55 @@ const ACTIONS = new Set(['CASCADE', 'SET NULL', 'SET DEFAULT']);
  */
 export function refuseReferencedDrop(db: Database, table: string): void {
   const keys = trusted(db, REFERRING_KEYS).all(table, table) as ReferringKey[];
-  const referring = keys.filter((k) => {
-    const notNull = k.columns
-      .split('\0')
-      .map((c) => `${quoteIdentifier(c)} IS NOT NULL`)
-      .join(' AND ');
-    return db.prepare(`SELECT 1 FROM main.${quoteIdentifier(k.referrer)} WHERE ${notNull} LIMIT 1`).get() !== undefined;
-  });
+  const referring = keys.filter((k) => db.prepare(`SELECT 1 FROM main.${quoteIdentifier(k.referrer)} WHERE ${refers(k)} LIMIT 1`).get() !== undefined);
   if (referring.length === 0) return;
   const names = (ks: ReferringKey[]) => [...new Set(ks.map((k) => k.referrer))];
   const acting = referring.filter((k) => ACTIONS.has(k.onDelete));
-  throw acting.length > 0 ? referenced(table, names(acting), 'change') : referenced(table, names(referring), 'break');
+  const rows = referringRows(db, referring);
+  throw acting.length > 0 ? referenced(table, names(acting), 'change', rows) : referenced(table, names(referring), 'break', rows);
+}
+
+/** The rows of a key's table that refer through it: every column of the key set. */
+function refers(k: ReferringKey): string {
+  return k.columns
+    .split('\0')
+    .map((c) => `${quoteIdentifier(c)} IS NOT NULL`)
+    .join(' AND ');
+}
+
+/** Referring rows counted up to this, and rowids listed up to {@link SHOWN_ROWIDS}: the refusal shows how many are in the way. */
+const COUNTED = 1000;
+const SHOWN_ROWIDS = 5;
+
+/**
+ * Which rows are in the way, per referring table: how many (up to {@link COUNTED}), and the first
+ * rowids. Only integers are shown (a WITHOUT ROWID table, or a column named like the rowid,
+ * gives none), so the refusal carries no stored text. Read only once the drop is refused.
+ */
+function referringRows(db: Database, keys: ReferringKey[]): string {
+  const tables = [...new Set(keys.map((k) => k.referrer))];
+  return tables
+    .map((t) => {
+      const where = keys
+        .filter((k) => k.referrer === t)
+        .map((k) => `(${refers(k)})`)
+        .join(' OR ');
+      const from = `FROM main.${quoteIdentifier(t)} WHERE ${where}`;
+      const count = db.prepare(`SELECT count(*) FROM (SELECT 1 ${from} LIMIT ${COUNTED})`).pluck().get() as number;
+      let ids: unknown[] = [];
+      try {
+        ids = db
+          .prepare(`SELECT _rowid_ ${from} ORDER BY 1 LIMIT ${SHOWN_ROWIDS + 1}`)
+          .pluck()
+          .all();
+      } catch {
+        // WITHOUT ROWID: the count alone.
+      }
+      const listed = ids.every((id) => Number.isSafeInteger(id)) ? ids.slice(0, SHOWN_ROWIDS).join(', ') + (ids.length > SHOWN_ROWIDS ? ', …' : '') : '';
+      const many = count >= COUNTED ? `${COUNTED} or more rows` : `${count} ${count === 1 ? 'row' : 'rows'}`;
+      return `${JSON.stringify(t)}: ${many}${listed ? ` (rowid ${listed})` : ''}`;
+    })
+    .join('; ');
 }
 
 /**
@@ -80,7 +118,7 @@ export function withoutForeignKeys<T>(db: Database, run: () => T): T {
  * "drops use DATA_DROP_TABLE", the tool the agent used): the statement is allowed, the rows
  * referring to the table are in the way.
  */
-function referenced(table: string, referrers: string[], how: 'change' | 'break'): AgentDbError {
+function referenced(table: string, referrers: string[], how: 'change' | 'break', rows: string): AgentDbError {
   const names = referrers.map((n) => JSON.stringify(n)).join(', ');
   const would =
     how === 'change'
@@ -88,7 +126,7 @@ function referenced(table: string, referrers: string[], how: 'change' | 'break')
       : 'break them (ON DELETE NO ACTION or RESTRICT), which SQLite refuses';
   return new AgentDbError(
     'DROP_REFERENCED',
-    `rows of ${names} refer to ${JSON.stringify(table)} through their foreign keys: dropping it would ${would}. Delete those rows, or set their reference to NULL, with DATA_WRITE_SQL (or drop ${names}) first, then drop ${JSON.stringify(table)} again. Nothing was dropped.`,
+    `rows of ${names} refer to ${JSON.stringify(table)} through their foreign keys: dropping it would ${would}. Delete those rows, or set their reference to NULL, with DATA_WRITE_SQL (or drop ${names}) first, then drop ${JSON.stringify(table)} again. Nothing was dropped. Rows in the way now: ${rows}.`,
   );
 }
 

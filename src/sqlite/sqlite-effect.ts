@@ -5,9 +5,10 @@ import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
 import { ShownRows } from './effect-cut.ts';
+import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex } from './effect-log.ts';
 import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
-import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
+import { trusted } from './sqlite-trusted.ts';
 import { encodeValue } from './sqlite-values.ts';
 
 /** Prefix of the temporary tables and triggers that record an effect (agents make no temp objects). */
@@ -19,6 +20,8 @@ interface Watched {
   /** Key columns as read from OLD/NEW: a rowid alias, or a WITHOUT ROWID table's primary key. */
   key: string[];
   log: string;
+  /** The log's tables and triggers, once installed. */
+  installed?: EffectLog;
   /**
    * Per column, then per key column: whether an inserted row's value there is made as the row is
    * inserted and the statement does not name the column — a volatile DEFAULT (CURRENT_TIMESTAMP,
@@ -28,6 +31,12 @@ interface Watched {
   keyMadeOnInsert: boolean[];
   /** Per column: whether the statement sets it, in any row, to a value of only the clock and randomness. */
   madeByStatement: boolean[];
+  /** The columns left out of inserted rows for their volatile DEFAULT, each with that DEFAULT's text. */
+  madeByDefault: [string, string][];
+  /** A rowid table: an update may move its rowid, which (but for an INTEGER PRIMARY KEY) no column shows. */
+  rowid: boolean;
+  /** Its rowid is a column of no name (no INTEGER PRIMARY KEY): a move is shown in `after` under the key's name. */
+  hiddenRowid: boolean;
 }
 
 /** A value the digest leaves out, in its place: made by the clock, or as the row was inserted. */
@@ -38,7 +47,7 @@ const VOLATILE = { $volatile: true };
  * database's agent tables, with the values before and after.
  *
  * How: temporary triggers (AFTER INSERT/UPDATE/DELETE on each agent table) that copy OLD and
- * NEW into a temporary log table per table. They are made here, on the trusted side, inside the
+ * NEW into a temporary log per table (effect-log.ts). They are made here, on the trusted side, inside the
  * statement's own transaction and gone with it; agents still may not create triggers (the guard
  * and the schema check refuse them). Not the session extension: better-sqlite3 does not expose
  * sqlite3session, and a changeset holds only a row's changed columns, not a person-readable
@@ -99,11 +108,24 @@ export class EffectRecorder {
       const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
       // Only the table the statement writes takes its assignments (a foreign-key action's rows are bound).
       const madeByStatement = cols.map((c) => name.toLowerCase() === target && assigned.has(c.name.toLowerCase()));
-      const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : volatileDefault(c.dflt_value) && !isNamed(c.name)));
+      const byDefault = cols.map((c, j) => !madeByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
+      const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
+      const madeByDefault = cols.filter((_, j) => byDefault[j]).map((c): [string, string] => [c.name, c.dflt_value!]);
       const keyMadeOnInsert = wr
         ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
         : [rowidAssigned || (alias !== undefined && madeByStatement[columns.indexOf(alias)]!)];
-      this.watched.push({ table: name, columns, key, log: `${FX_PREFIX}${i}`, madeOnInsert, keyMadeOnInsert, madeByStatement });
+      this.watched.push({
+        table: name,
+        columns,
+        key,
+        log: `${FX_PREFIX}${i}`,
+        madeOnInsert,
+        keyMadeOnInsert,
+        madeByStatement,
+        madeByDefault,
+        rowid: !wr,
+        hiddenRowid: !wr && alias === undefined,
+      });
     });
     db.prepare('PRAGMA recursive_triggers = ON').run();
     try {
@@ -116,22 +138,9 @@ export class EffectRecorder {
   }
 
   private install(w: Watched): void {
-    const log = `temp.${quoteIdentifier(w.log)}`;
-    const on = `main.${quoteIdentifier(w.table)}`;
-    const cols = (side: 'OLD' | 'NEW' | null) => w.columns.map((c) => (side ? `${side}.${quoteIdentifier(c)}` : 'NULL'));
-    const key = (side: 'OLD' | 'NEW') => w.key.map((k) => `${side}.${quoteIdentifier(k)}`);
-    const slots = [...w.key.map((_, i) => `k${i}`), ...w.columns.map((_, i) => `o${i}`), ...w.columns.map((_, i) => `n${i}`)];
-    this.db.prepare(`CREATE TEMP TABLE ${log}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')})`).run();
-    const trigger = (op: 'insert' | 'update' | 'delete', values: string[]) =>
-      this.db
-        .prepare(
-          `CREATE TEMP TRIGGER ${quoteIdentifier(`${w.log}_${op}`)} AFTER ${op.toUpperCase()} ON ${on} BEGIN
-             INSERT INTO ${log}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${values.join(', ')}); END`,
-        )
-        .run();
-    trigger('insert', [...key('NEW'), ...cols(null), ...cols('NEW')]);
-    trigger('update', [...key('OLD'), ...cols('OLD'), ...cols('NEW')]);
-    trigger('delete', [...key('OLD'), ...cols('OLD'), ...cols(null)]);
+    // A rowid table's log also keeps the rowid a row has after the change: an UPDATE that sets
+    // `rowid` changes no column, and its new rowid was neither shown nor bound (session 34, R8).
+    w.installed = installLog(this.db, w.log, w.table, w.key, w.columns, w.rowid);
   }
 
   /**
@@ -145,27 +154,30 @@ export class EffectRecorder {
     const tables: EffectTable[] = [];
     const shown = new ShownRows(limits);
     for (const w of this.watched) {
-      const log = `temp.${quoteIdentifier(w.log)}`;
-      const counts = { insert: 0, update: 0, delete: 0 };
-      for (const { fx_op, n } of this.db.prepare(`SELECT fx_op, count(*) AS n FROM ${log} GROUP BY fx_op`).all() as { fx_op: keyof typeof counts; n: number }[])
-        counts[fx_op] = n;
+      const counts = logCounts(this.db, w.installed!);
       if (counts.insert + counts.update + counts.delete === 0) continue;
       const entry = { table: w.table, inserted: counts.insert, updated: counts.update, deleted: counts.delete };
       tables.push(entry);
       hash.update(JSON.stringify(['table', entry.table, w.columns, entry.inserted, entry.updated, entry.deleted]));
+      // A value left out for its DEFAULT is bound to that DEFAULT: the person saw what it made (a
+      // time), and a table made again between the approval and the run with the same columns but
+      // `DEFAULT (strftime('anything', 'now'))` would otherwise write text nobody was shown. Only
+      // where such a value is left out, so other digests (and approvals parked before) stay as they were.
+      if (entry.inserted > 0 && w.madeByDefault.length > 0) hash.update(JSON.stringify(['defaults', w.madeByDefault]));
       // Inserted rows whose key SQLite made are in the order it made them: their keys may differ.
       const order = ['fx_op', ...w.key.map((_, i) => (w.keyMadeOnInsert[i] ? `CASE fx_op WHEN 'insert' THEN NULL ELSE k${i} END` : `k${i}`)), 'fx_seq'].join(
         ', ',
       );
-      const stmt = this.db.prepare(`SELECT * FROM ${log} ORDER BY ${order}`).raw(true).safeIntegers(true);
       const nk = w.key.length;
       const nc = w.columns.length;
-      for (const raw of stmt.iterate() as Iterable<unknown[]>) {
+      for (const raw of logEntries(this.db, w.installed!, order)) {
         const op = raw[1] as EffectRow['op'];
         const whole = raw.slice(2).map(encodeValue);
         const keyValues = whole.slice(0, nk);
         const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
-        const after = op === 'delete' ? null : whole.slice(nk + nc);
+        const after = op === 'delete' ? null : whole.slice(nk + nc, nk + 2 * nc);
+        // The rowid an update moved the row to, when it moved it: bound, and shown when no column holds it.
+        const movedTo = op === 'update' && w.rowid && !sameValue(whole[nk + 2 * nc]!, keyValues[0]!) ? whole[nk + 2 * nc]! : undefined;
         // What a change removes or overwrites is bound exactly; what it writes too, but for values
         // made as it runs (effect-volatile.ts), VOLATILE in the preview and the run alike. Never a
         // NULL (it may mean "not yet"); the clock's test only on a cell the row changed (one left
@@ -176,8 +188,14 @@ export class EffectRecorder {
               ? VOLATILE
               : v,
           );
-        const boundKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues;
-        hash.update(JSON.stringify([op, boundKey, before, after && made(after, w.madeOnInsert)]));
+        // Values that read alike but are not the same are bound as what they are (`exactValue`);
+        // a text's bad bytes are read from the log.
+        const exact = (values: unknown[], at: number) =>
+          values.map((v, i) => exactValue(v, raw[2 + at + i], () => logHex(this.db, w.installed!, raw[0], at + i)));
+        const boundKey = exact(op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues, 0);
+        const bound = [op, boundKey, before && exact(before, nk), after && exact(made(after, w.madeOnInsert), nk + nc)];
+        // Only a row that moved adds its new rowid: every other row's digest is as it was.
+        hash.update(JSON.stringify(movedTo === undefined ? bound : [...bound, { movedTo }]));
         if (shown.full) continue;
         const row: EffectRow = {
           table: w.table,
@@ -186,6 +204,10 @@ export class EffectRecorder {
           before: before && named(w.columns, before),
           after: after && named(w.columns, after),
         };
+        if (movedTo !== undefined && w.hiddenRowid && row.before && row.after) {
+          row.before[w.key[0]!] = keyValues[0]!;
+          row.after[w.key[0]!] = movedTo;
+        }
         shown.add(row);
       }
     }
@@ -194,10 +216,7 @@ export class EffectRecorder {
 
   /** Drops the triggers and logs, in the same transaction, before it commits. */
   remove(): void {
-    for (const w of this.watched) {
-      for (const op of ['insert', 'update', 'delete']) this.db.prepare(`DROP TRIGGER temp.${quoteIdentifier(`${w.log}_${op}`)}`).run();
-      this.db.prepare(`DROP TABLE temp.${quoteIdentifier(w.log)}`).run();
-    }
+    for (const w of this.watched) if (w.installed) dropLog(this.db, w.installed);
   }
 
   /** Sets `recursive_triggers` back: a pragma outlives the transaction's rollback. */
@@ -240,6 +259,20 @@ export function dropEffect(object: DropObject): Effect {
 function rowidName(columns: string[]): string {
   const taken = new Set(columns.map((c) => c.toLowerCase()));
   return ['rowid', '_rowid_', 'oid'].find((n) => !taken.has(n)) ?? columns[0]!;
+}
+
+/**
+ * A value as the digest binds it, where its JSON reads like another's: text SQLite holds as bytes
+ * that are not UTF-8 reads back with U+FFFD where they were (`x'FF41'` and `x'FE41'` read alike),
+ * an INTEGER past 2^53 is written as the text of its digits, and a whole REAL (1.0) as the INTEGER
+ * (1). Each is bound as what it is; every other value as it was, so other digests stay the same.
+ * `raw` is the value as SQLite gave it (integers as bigint), `hex` reads a text's bytes.
+ */
+export function exactValue(encoded: unknown, raw: unknown, hex: () => unknown): unknown {
+  if (typeof encoded === 'string' && typeof raw === 'string' && raw.includes('\uFFFD')) return { $text: encoded, hex: hex() };
+  if (typeof encoded === 'string' && typeof raw === 'bigint') return { $integer: encoded };
+  if (typeof encoded === 'number' && typeof raw === 'number' && Number.isInteger(raw)) return { $real: raw };
+  return encoded;
 }
 
 function sameValue(a: EffectValue, b: EffectValue): boolean {
