@@ -1,15 +1,19 @@
 // The "raw BullMQ + child" reference: BullMQ's worker with nothing of agentdb but the executor
 // rule of DESIGN.md (SQLite runs in a child process, never in the process holding BullMQ locks).
 // Its processor asks a forked child for one row by primary key and returns it. The gap between
-// this and raw BullMQ is what the child's round trip alone costs on this machine.
+// this and raw BullMQ is what the child's round trip alone costs on this machine. A fifth
+// argument `insert`: the child adds a row per job instead (see raw-child.ts).
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'bullmq';
 
-const [redisUrl, prefix, concurrency, dbFile] = process.argv.slice(2) as [string, string, string, string];
+const [redisUrl, prefix, concurrency, dbFile, mode] = process.argv.slice(2) as [string, string, string, string, string?];
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-const child = fork(fileURLToPath(new URL('./raw-child.ts', import.meta.url)), [dbFile], { execArgv: ['--import', tsx], serialization: 'json' });
+const child = fork(fileURLToPath(new URL('./raw-child.ts', import.meta.url)), mode ? [dbFile, mode] : [dbFile], {
+  execArgv: ['--import', tsx],
+  serialization: 'json',
+});
 await new Promise((resolve) => child.once('message', resolve));
 
 const waiting = new Map<number, (rows: unknown) => void>();
@@ -25,7 +29,7 @@ const ask = (key: number) =>
     child.send({ id, key });
   });
 
-const worker = new Worker('raw', async (job) => ({ ok: true, rows: await ask(job.data.i % 1000) }), {
+const worker = new Worker('raw', async (job) => ({ ok: true, rows: await ask(mode ? job.data.i : job.data.i % 1000) }), {
   connection: { url: redisUrl },
   prefix,
   concurrency: Number(concurrency),

@@ -10,6 +10,7 @@
 //    stats), and redis-server's own CPU (utime + stime, /proc/<pid>/stat), all per call.
 // RATE_LIMITS=plan counts the call's two rate counters too (the bench's client runs without).
 // The floor (raw BullMQ whose worker asks a forked child, bench/raw-child-worker.ts) is a third side.
+// KIND=insert: ours is bench/small-insert.ts's insert (one new row, history on) instead of the read.
 // SIDE=agentdb, SIDE=raw or SIDE=floor measures that side alone (to profile redis-server under one of them).
 import { createHash } from 'node:crypto';
 import { spawn } from 'node:child_process';
@@ -27,6 +28,7 @@ import { benchSite } from './agentdb-worker.ts';
 import { cpuSeconds } from './cpu.ts';
 import { pkReadTable } from './pk-read.ts';
 import { rawBullmq } from './raw-bullmq.ts';
+import { smallInsert } from './small-insert.ts';
 import { drive, round } from './stats.ts';
 
 const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 64);
@@ -171,7 +173,7 @@ const floor = await rawBullmq(url, `${site.config.prefix}-rawc`, 32, true, {
   args: [path.join(site.config.dataDir, 'raw-child.db')],
 });
 try {
-  const ours = await pkReadTable(site.client);
+  const ours = process.env.KIND === 'insert' ? await smallInsert(site.client) : await pkReadTable(site.client);
   const both = {
     agentdb: { call: ours, pid: worker.pid },
     raw: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid! },

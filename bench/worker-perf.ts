@@ -14,9 +14,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { benchSite } from './agentdb-worker.ts';
-import { cpuSeconds } from './cpu.ts';
+import { childPids, cpuSeconds } from './cpu.ts';
 import { pkReadTable } from './pk-read.ts';
 import { rawBullmq } from './raw-bullmq.ts';
+import { smallInsert } from './small-insert.ts';
 import { drive } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -46,7 +47,7 @@ else process.env.NODE_OPTIONS = saved;
 
 /** Records `pid` on-CPU until the returned stop is called. */
 function record(pid: number, file: string): () => Promise<void> {
-  const p = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '4000', ...(INCLUSIVE || OWNER ? ['-g'] : []), '-p', String(pid), '-o', file], {
+  const p = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '4000', ...(INCLUSIVE || OWNER ? ['-g'] : []), '-p', traced(pid).join(','), '-o', file], {
     stdio: 'ignore',
   });
   return () =>
@@ -56,10 +57,19 @@ function record(pid: number, file: string): () => Promise<void> {
     });
 }
 
+// KIND=insert: our read in the first column and our small insert (bench/small-insert.ts, history on)
+// in the second, both through the one worker: what a write costs over a read. CHILD=1 (with
+// KIND=insert): the worker's executor children instead of the worker, their CPU summed.
+const insert = process.env.KIND === 'insert';
+const ourRead = await pkReadTable(site.client);
 const sides = {
-  floor: { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid!, cpuMs: 0, files: [] as { file: string; cpuMs: number }[] },
-  ours: { call: await pkReadTable(site.client), pid: worker.pid, cpuMs: 0, files: [] as { file: string; cpuMs: number }[] },
+  floor: insert
+    ? { call: ourRead, pid: worker.pid, cpuMs: 0, files: [] as { file: string; cpuMs: number }[] }
+    : { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid!, cpuMs: 0, files: [] as { file: string; cpuMs: number }[] },
+  ours: { call: insert ? await smallInsert(site.client) : ourRead, pid: worker.pid, cpuMs: 0, files: [] as { file: string; cpuMs: number }[] },
 };
+const traced = (pid: number) => (insert && process.env.CHILD === '1' ? childPids(pid) : [pid]);
+const cpuOf = (pid: number) => traced(pid).reduce((n, p) => n + cpuSeconds(p), 0);
 try {
   // Long enough that V8 has optimized what it will: its compiler's threads count in a process's CPU.
   for (const s of Object.values(sides)) await drive(Number(process.env.WARM ?? 6000), CONC, s.call);
@@ -69,10 +79,10 @@ try {
       const stop = record(s.pid, file);
       // perf needs a moment to attach; the samples are scaled to the CPU measured below anyway.
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const c0 = cpuSeconds(s.pid);
+      const c0 = cpuOf(s.pid);
       await drive(Math.round(CALLS / ROUNDS), CONC, s.call);
       // This round's CPU, as ms per read of the whole run: the rounds' add up to the run's.
-      const cpuMs = ((cpuSeconds(s.pid) - c0) * 1000) / CALLS;
+      const cpuMs = ((cpuOf(s.pid) - c0) * 1000) / CALLS;
       s.cpuMs += cpuMs;
       await stop();
       s.files.push({ file, cpuMs });

@@ -6,6 +6,7 @@
 // insert instead of the read. RAW=1: the executor floor's worker instead (raw BullMQ whose worker
 // asks a forked child for the row, bench/raw-child-worker.ts), for what ours does beyond it.
 // CHILD=1: the worker's executor children's system calls instead of the worker's. REDIS_URL: a Redis of the run's own.
+// STRACE_F=1: `strace -f`, every thread of the processes traced too (libuv's pool, a child's kept threads).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { benchSite } from './agentdb-worker.ts';
@@ -35,7 +36,9 @@ try {
   await drive(500, 1, q);
   // CHILD=1: the worker's executor children instead (all of them, counted together).
   const traced = process.env.CHILD === '1' ? childPids(pid) : [pid];
-  const st = spawn('strace', ['-c', '-q', ...traced.flatMap((p) => ['-p', String(p)])], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const st = spawn('strace', ['-c', '-q', ...(process.env.STRACE_F ? ['-f'] : []), ...traced.flatMap((p) => ['-p', String(p)])], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let out = '';
   st.stderr.on('data', (d) => (out += d));
   await new Promise((r) => setTimeout(r, 500));

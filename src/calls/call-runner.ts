@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import { AgentDbError, codeOf, type ErrorCode } from '../errors.ts';
 import type { CallJobData } from '../contracts/call.ts';
 import { callerSinceOf, callFingerprint, callKeyOf } from '../contracts/call-identity.ts';
@@ -20,6 +19,7 @@ import { missingTableNote } from '../policy/missing-table-note.ts';
 import type { CallIdLedger, LedgerClaim } from './call-id-ledger.ts';
 import { asOfTarget, runAsOf } from './as-of-run.ts';
 import { type Approved, execRequest } from './exec-request.ts';
+import { databaseMade } from './made-databases.ts';
 
 /** What running a call needs: the shard's executor and the configuration. */
 export interface RunDeps {
@@ -130,7 +130,7 @@ export async function runCall(
     return { park: plan, request };
   }
 
-  if (request.op === 'write' && deps.quota && !fs.existsSync(request.db.path)) {
+  if (request.op === 'write' && deps.quota && !databaseMade(request.db.path)) {
     // The first write creates the database: a new agent's, or the workspace's shared one. Two
     // first writes at once may both pass (each sees the other's database not yet made): the
     // quota is passed by at most the shard's concurrency, never without bound.
