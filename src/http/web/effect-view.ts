@@ -50,11 +50,14 @@ function diffTables(e: Effect): Html[] {
 const SIGN = { insert: '+', update: '~', delete: '−' } as const;
 
 function diffRow(r: EffectRow, columns: string[]): Html {
+  // A column only some rows carry is a key no column holds (a rowid table's rowid, shown where an
+  // update moved it): another row of the table has it in its key, unchanged, where NULL was shown.
+  const cell = (side: Record<string, EffectValue> | null, c: string) => (side && c in side ? side[c] : r.key[c]);
   const cells = columns.map((c) => {
-    if (r.op === 'insert') return html`<td class="added">${value(r.after?.[c])}</td>`;
-    if (r.op === 'delete') return html`<td class="removed">${value(r.before?.[c])}</td>`;
-    const before = r.before?.[c] ?? null;
-    const after = r.after?.[c] ?? null;
+    if (r.op === 'insert') return html`<td class="added">${value(cell(r.after, c))}</td>`;
+    if (r.op === 'delete') return html`<td class="removed">${value(cell(r.before, c))}</td>`;
+    const before = cell(r.before, c) ?? null;
+    const after = cell(r.after, c) ?? null;
     if (JSON.stringify(before) === JSON.stringify(after)) return html`<td>${value(after)}</td>`;
     return html`<td class="changed"><del>${value(before)}</del> → <ins>${value(after)}</ins></td>`;
   });
