@@ -21,6 +21,8 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const DBS = Number(process.env.BENCH_DBS ?? 4);
 const CHARGED = process.env.BENCH_CHARGED === '1';
+// BENCH_DRY=1: dry runs instead (what each costs the shard, against a restore).
+const DRY = process.env.BENCH_DRY === '1';
 const settings = { database: 'agent' as const };
 const site = benchSite(REDIS_URL, 'restore-loop', { SHARD_COUNT: '1', LOG_LEVEL: 'silent', REDIS_BYTES_PER_WORKSPACE: String(2 ** 40) });
 await site.worker({});
@@ -73,11 +75,11 @@ try {
   const loops = Array.from({ length: DBS }, async (_, d) => {
     while (performance.now() < end) {
       try {
-        const restore = () => history.restore(`loud/a${d}`, { at, by: { who: 'loud/@admin', via: 'key' } }, 'operator');
+        const restore = () => history.restore(`loud/a${d}`, { at, ...(DRY ? { dryRun: true } : {}), by: { who: 'loud/@admin', via: 'key' } }, 'operator');
         if (!CHARGED) await restore();
         else {
           const charge = (workspace: string, member: string, points?: number) => charging.chargeLookup({ workspace, agent: `@${member}` }, points);
-          const out = await chargedRestore(charge, { workspace: 'loud', name: 'admin' }, false, restore);
+          const out = await chargedRestore(charge, { workspace: 'loud', name: 'admin' }, DRY, restore);
           if ('limited' in out) {
             refused++;
             await new Promise((r) => setTimeout(r, 100));
@@ -96,6 +98,7 @@ try {
     JSON.stringify({
       dbs: DBS,
       charged: CHARGED,
+      dryRuns: DRY,
       seconds: SECONDS,
       restores,
       refused,

@@ -94,10 +94,20 @@ export function downloadPoints(bytes: number): number {
  * database in T11's loop (7.5 restores a second), against ~1 ms for a call. Uncharged, one admin
  * looping restores of 4 databases doubled another workspace's PK read on the same shard (p50 1.0
  * to 2.1 ms, session 33, T11). At pro's 1,200 calls a minute a workspace restores 24 times a
- * minute at most, a member's key 12. A dry run reads what an activity page reads, and costs what
- * that page costs (`activityReadPoints`).
+ * minute at most, a member's key 12. A dry run: {@link RESTORE_DRY_RUN_POINTS}.
  */
 export const RESTORE_POINTS = 50 * CALL_POINTS;
+
+/**
+ * What a dry run of a restore costs before it runs, in points: 15 calls, about a third of a
+ * restore, as it holds the shard about a third as long (it plans the restore in the child, reading
+ * the snapshot and the frames, and writes nothing): the same loop of 4 databases ran 21.6 dry runs
+ * a second against 7.9 restores (session 34, T12, `bench/restore-loop.ts`). Charged a tenth, as
+ * the page of activity it shows, a member's dry-run loop ran 26-41 a second unrefused and took
+ * another workspace's PK read on the shard from 2.5 to 11-12 ms (p50). Beyond it, the activity
+ * page it shows is charged as any such page (`activityReadPoints`).
+ */
+export const RESTORE_DRY_RUN_POINTS = 15 * CALL_POINTS;
 
 /**
  * What a restore costs once it ran, beyond {@link RESTORE_POINTS}, by the bytes of the moment it
