@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Approval } from '../approvals/approval.ts';
 import { parseApproval } from '../approvals/approval-hash.ts';
-import { summary } from '../approvals/approval-summary.ts';
+import { eventSummary } from '../approvals/approval-summary.ts';
 import type { FeedScope } from '../redis/event-feed.ts';
 import type { AgentDbEvent, StreamedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
@@ -48,12 +48,12 @@ export function workspaceFeedScope(redis: Redis, keys: Keys, workspace: string):
       const events: AgentDbEvent[] = [];
       for (const id of made!) {
         const a = records.get(id);
-        if (a) events.push({ type: 'approval.requested', callId: a.callId, approval: summary(a), at: a.createdAt });
+        if (a) events.push({ type: 'approval.requested', callId: a.callId, approval: eventSummary(a), at: a.createdAt });
       }
       for (const id of decided!) {
         const a = records.get(id);
         if (!a || a.decidedAt === undefined) continue;
-        events.push({ type: 'approval.decided', callId: a.callId, approval: summary(a), at: a.decidedAt });
+        events.push({ type: 'approval.decided', callId: a.callId, approval: eventSummary(a), at: a.decidedAt });
         if (a.ran && within(a.ran.at))
           events.push({ type: 'call.completed', callId: a.callId, workspace: a.workspace, agent: a.agent, ok: a.ran.ok, at: a.ran.at });
       }
