@@ -3,9 +3,13 @@
 // `loud` restores BENCH_DBS databases in place, each in a loop, for BENCH_SECONDS; workspace
 // `quiet` reads by primary key one after another meanwhile, on the same shard. Said: restores
 // done and their rate, the quiet read's p50/p99 alone and during, the data folder's growth.
-// `npm run build && node --import tsx bench/restore-loop.ts`.
+// BENCH_CHARGED=1 charges each restore as the API and the web page do since session 34 (T12:
+// `chargedRestore`, 50 calls before it runs, as member `loud/@admin`), a refused one retried
+// after 100 ms. `npm run build && node --import tsx bench/restore-loop.ts`.
 import { execSync } from 'node:child_process';
 import { Redis } from 'ioredis';
+import { chargedRestore } from '../src/calls/activity-charge.ts';
+import { AgentDbClient } from '../src/calls/client.ts';
 import { keysFor } from '../src/redis/keys.ts';
 import { AgentRegistry } from '../src/registry/agents.ts';
 import { HistoryClient } from '../src/shards/history-client.ts';
@@ -16,12 +20,17 @@ import { quantile, round } from './stats.ts';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const DBS = Number(process.env.BENCH_DBS ?? 4);
+const CHARGED = process.env.BENCH_CHARGED === '1';
+// BENCH_DRY=1: dry runs instead (what each costs the shard, against a restore).
+const DRY = process.env.BENCH_DRY === '1';
 const settings = { database: 'agent' as const };
 const site = benchSite(REDIS_URL, 'restore-loop', { SHARD_COUNT: '1', LOG_LEVEL: 'silent', REDIS_BYTES_PER_WORKSPACE: String(2 ** 40) });
 await site.worker({});
 const redis = new Redis(REDIS_URL);
 const ops = new ShardOpClient({ redisUrl: REDIS_URL, prefix: site.config.prefix });
 const history = new HistoryClient(ops, 1, new AgentRegistry(redis, keysFor(site.config.prefix)));
+// The site's client counts no rate (a bench's); the charge is counted at the plans' rates (pro, per minute).
+const charging = new AgentDbClient({ redisUrl: REDIS_URL, prefix: site.config.prefix, shardCount: 1, rateLimits: { windowS: 60 } });
 const must = async (p: Promise<{ ok: boolean }>) => {
   const a = await p;
   if (!a.ok) throw new Error(JSON.stringify(a));
@@ -66,7 +75,17 @@ try {
   const loops = Array.from({ length: DBS }, async (_, d) => {
     while (performance.now() < end) {
       try {
-        await history.restore(`loud/a${d}`, { at, by: { who: 'loud/@admin', via: 'key' } }, 'operator');
+        const restore = () => history.restore(`loud/a${d}`, { at, ...(DRY ? { dryRun: true } : {}), by: { who: 'loud/@admin', via: 'key' } }, 'operator');
+        if (!CHARGED) await restore();
+        else {
+          const charge = (workspace: string, member: string, points?: number) => charging.chargeLookup({ workspace, agent: `@${member}` }, points);
+          const out = await chargedRestore(charge, { workspace: 'loud', name: 'admin' }, DRY, restore);
+          if ('limited' in out) {
+            refused++;
+            await new Promise((r) => setTimeout(r, 100));
+            continue;
+          }
+        }
         restores++;
       } catch {
         refused++;
@@ -78,6 +97,8 @@ try {
   console.log(
     JSON.stringify({
       dbs: DBS,
+      charged: CHARGED,
+      dryRuns: DRY,
       seconds: SECONDS,
       restores,
       refused,
@@ -89,6 +110,7 @@ try {
     }),
   );
 } finally {
+  await charging.close();
   await ops.close();
   redis.disconnect();
   await site.close();

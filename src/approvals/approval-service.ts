@@ -7,7 +7,7 @@ import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
 import { ApprovalStandings, withRefusal } from './approval-standings.ts';
-import { summary } from './approval-summary.ts';
+import { eventSummary } from './approval-summary.ts';
 import { ApprovalStore } from './approval-store.ts';
 import type { ApprovalPages, ApprovalScan } from './approval-pages.ts';
 
@@ -193,7 +193,7 @@ export class ApprovalService {
    * it may wake the call itself.
    */
   async announce(decided: Approval): Promise<void> {
-    await publishEvent(this.redis, this.keys.events, { type: 'approval.decided', callId: decided.callId, approval: summary(decided), at: Date.now() });
+    await publishEvent(this.redis, this.keys.events, { type: 'approval.decided', callId: decided.callId, approval: eventSummary(decided), at: Date.now() });
     await this.store.markAnnounced(decided.id);
     await this.release(decided);
   }

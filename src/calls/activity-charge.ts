@@ -1,4 +1,14 @@
-import { activityReadPoints, approvalPagePoints, type RateRefusal } from './call-rate-limits.ts';
+import { AgentDbError } from '../errors.ts';
+import {
+  activityReadPoints,
+  approvalPagePoints,
+  CALL_POINTS,
+  RESTORE_DRY_RUN_POINTS,
+  RESTORE_POINTS,
+  rateRefusalDetail,
+  restoredPoints,
+  type RateRefusal,
+} from './call-rate-limits.ts';
 
 /**
  * Counts `points` of a member's lookups (a lookup's tenth of a call when absent) against their
@@ -8,7 +18,7 @@ export type ChargeMemberLookup = (workspace: string, member: string, points?: nu
 
 /**
  * Runs `read`, a page of a database's activity (or a history's last commits, read from it),
- * charged as every adapter charges it: a lookup first, refused past the member's or workspace's
+ * charged as every adapter charges it: a lookup first (or `first` points), refused past the member's or workspace's
  * rate with nothing read; then, once the work is known, a call per 10,000 commits and rows read
  * afresh (`activityReadPoints`; what each `onRead` heard, summed), whether the page was made or
  * refused for its size, so a page that read the whole history spends the budget its next pages
@@ -22,8 +32,9 @@ export async function chargedActivityRead<T>(
   member: { workspace: string; name: string },
   read: (onRead: (items: number) => void) => Promise<T>,
   points: (items: number) => number = activityReadPoints,
+  first?: number,
 ): Promise<{ limited: RateRefusal } | { page: T }> {
-  const limited = await charge?.(member.workspace, member.name);
+  const limited = await charge?.(member.workspace, member.name, first);
   if (limited) return { limited };
   let items = 0;
   try {
@@ -48,19 +59,39 @@ export function chargedApprovalPage<T>(
 }
 
 /**
- * Runs `restore`, charged as its adapters must charge it: a dry run lists what it would take away
- * from a page of the activity list, so it is charged as that page is ({@link chargedActivityRead}:
- * a loop of dry runs read the list past the rate the activity route refuses at); a restore itself
- * is an admin's write, bounded by one running at a time, and not charged. One rule for the API's
- * route and the web page.
+ * Runs `restore`, charged as its adapters must charge it, one rule for the API's route, the web
+ * page's restore forms and its activity list's restore and fork. A dry run plans the restore and
+ * lists what it would take away from a page of the activity list: charged {@link RESTORE_DRY_RUN_POINTS}
+ * before it runs, then as that page is ({@link chargedActivityRead}). A restore itself is charged {@link RESTORE_POINTS} before it runs, refused past the
+ * member's or workspace's rate with nothing restored, and once it ran a call more per MiB of the
+ * moment it wrote (`restoredPoints`): uncharged, one admin's restore loop doubled another
+ * workspace's reads on the shard (session 33, T11).
  */
-export async function chargedRestore<T>(
+export async function chargedRestore<T extends { restoredBytes?: number }>(
   charge: ChargeMemberLookup | undefined,
   member: { workspace: string; name: string },
   dryRun: boolean,
   restore: (onRead?: (items: number) => void) => Promise<T>,
 ): Promise<{ limited: RateRefusal } | { page: T }> {
-  return dryRun ? chargedActivityRead(charge, member, restore) : { page: await restore() };
+  if (dryRun) return chargedActivityRead(charge, member, restore, activityReadPoints, RESTORE_DRY_RUN_POINTS);
+  const limited = await charge?.(member.workspace, member.name, RESTORE_POINTS);
+  if (limited) return { limited };
+  const done = await restore();
+  const extra = restoredPoints(done.restoredBytes ?? 0);
+  if (extra > 0) await charge?.(member.workspace, member.name, extra);
+  return { page: done };
+}
+
+/**
+ * The RATE_LIMITED error of a restore (or its dry run) refused by {@link chargedRestore}: whose
+ * budget, what a restore counts, and when to try again (`retryAfter`: 429 and Retry-After).
+ */
+export function restoreRateLimited(r: RateRefusal, dryRun: boolean): AgentDbError {
+  const whose = r.of === 'workspace' ? 'The workspace' : 'This member';
+  const what = dryRun
+    ? `a dry run counts ${RESTORE_DRY_RUN_POINTS / CALL_POINTS} before it runs, and a call more per 10,000 commits and rows it read afresh; nothing was planned`
+    : `a restore counts ${RESTORE_POINTS / CALL_POINTS} before it runs, and a call more per MiB it restores; nothing was restored`;
+  return new AgentDbError('RATE_LIMITED', rateRefusalDetail(r, whose, what, 'try again'), { retryAfter: r.retryAfterS });
 }
 
 /**

@@ -6,7 +6,7 @@
 import type { Tracer } from '@opentelemetry/api';
 import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { summary } from '../approvals/approval-summary.ts';
+import { eventSummary } from '../approvals/approval-summary.ts';
 import { approvalDigest, approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest } from '../approvals/approval.ts';
 import { effectChangeNote } from '../approvals/effect-change.ts';
 import type { CallJobData } from '../contracts/call.ts';
@@ -129,7 +129,7 @@ export class CallParking {
         await publishEvent(this.deps.redis, this.deps.keys.events, {
           type: 'approval.decided',
           callId: job.data.callId,
-          approval: summary(expired),
+          approval: eventSummary(expired),
           at: Date.now(),
         });
         await auditDecision(this.deps, expired, job.data);
@@ -190,7 +190,7 @@ export class CallParking {
         .child({ callId: job.id })
         .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
       const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
-      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
+      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: eventSummary(superseded), at });
       await this.requested(job, approval, at);
     }
     return this.sleep(job, token, approval);
@@ -214,7 +214,7 @@ export class CallParking {
     return publishEvent(this.deps.redis, this.deps.keys.events, {
       type: 'approval.requested',
       callId: job.data.callId,
-      approval: summary(approval),
+      approval: eventSummary(approval),
       ...(since !== undefined ? { memberSince: since } : {}),
       at,
     });

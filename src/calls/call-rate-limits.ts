@@ -87,6 +87,38 @@ export function downloadPoints(bytes: number): number {
   return bytes === 0 ? LOOKUP_POINTS : Math.floor((bytes * CALL_POINTS) / (1024 * 1024));
 }
 
+/**
+ * What a restore (in place, an undo, or into a new database) costs against the rate limits before
+ * it runs, in points: 50 calls. It copies its moment out of history into a database file and keeps
+ * an undo point, work of a shard's worker and an executor child: 133 ms of one shard for a 20 KB
+ * database in T11's loop (7.5 restores a second), against ~1 ms for a call. Uncharged, one admin
+ * looping restores of 4 databases doubled another workspace's PK read on the same shard (p50 1.0
+ * to 2.1 ms, session 33, T11). At pro's 1,200 calls a minute a workspace restores 24 times a
+ * minute at most, a member's key 12. A dry run: {@link RESTORE_DRY_RUN_POINTS}.
+ */
+export const RESTORE_POINTS = 50 * CALL_POINTS;
+
+/**
+ * What a dry run of a restore costs before it runs, in points: 15 calls, about a third of a
+ * restore, as it holds the shard about a third as long (it plans the restore in the child, reading
+ * the snapshot and the frames, and writes nothing): the same loop of 4 databases ran 21.6 dry runs
+ * a second against 7.9 restores (session 34, T12, `bench/restore-loop.ts`). Charged a tenth, as
+ * the page of activity it shows, a member's dry-run loop ran 26-41 a second unrefused and took
+ * another workspace's PK read on the shard from 2.5 to 11-12 ms (p50). Beyond it, the activity
+ * page it shows is charged as any such page (`activityReadPoints`).
+ */
+export const RESTORE_DRY_RUN_POINTS = 15 * CALL_POINTS;
+
+/**
+ * What a restore costs once it ran, beyond {@link RESTORE_POINTS}, by the bytes of the moment it
+ * restored (`restoredBytes`, the file it wrote): a call per MiB, as a download is charged, so one
+ * restore of a 1 GB database spends about a window of pro's budget (its copy is seconds of a
+ * shard's disk).
+ */
+export function restoredPoints(bytes: number): number {
+  return Math.floor((bytes * CALL_POINTS) / (1024 * 1024));
+}
+
 /** A refusal: which budget was spent, what it is, and the seconds until its window ends. */
 export interface RateRefusal {
   of: RateBudget;
@@ -186,7 +218,10 @@ export class CallRateLimits {
     const override = of === 'workspace' ? this.settings.workspaceCalls : this.settings.keyCalls;
     const { windowS } = this.settings;
     const calls = override ?? Math.max(1, Math.round((planCallRates(s.plan)[of] * windowS) / 60));
-    return { of, key: this.keys.callRate(s.workspace, of, subject), points, limit: calls * CALL_POINTS, windowS };
+    const limit = calls * CALL_POINTS;
+    // A request worth more than the whole window (a restore under a small RATE_LIMIT_*) takes the
+    // whole window rather than being refused for ever.
+    return { of, key: this.keys.callRate(s.workspace, of, subject), points: Math.min(points, limit), limit, windowS };
   }
 }
 

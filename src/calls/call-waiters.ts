@@ -130,15 +130,28 @@ export class CallWaiters {
   }
 
   /** Dispatches one stream event; `fetch` loads an envelope that travelled by reference. */
-  onEvent(event: StreamedEvent, fetch: (key: string) => Promise<Envelope | undefined>): void {
+  onEvent(
+    event: StreamedEvent,
+    fetch: (key: string) => Promise<Envelope | undefined>,
+    fetchApproval?: (id: string) => Promise<Record<string, unknown> | undefined>,
+  ): void {
     if (event.type === 'approval.requested') {
-      const { workspace, agent } = event.approval as { workspace: string; agent: string };
+      const { workspace, agent, id, effectByReference } = event.approval as { workspace: string; agent: string; id: string; effectByReference?: true };
       const key = callKey(workspace, agent, event.callId, event.memberSince);
       const watch = this.watches.get(key);
       if (!watch || watch.parked.size === 0) return;
       const parked = [...watch.parked];
       watch.parked.clear();
       this.releaseIfIdle(key, watch);
+      // An effect too large for the stream travelled by reference (`eventSummary`): the caller is
+      // told what it waits on whole, read from the approval.
+      if (effectByReference && fetchApproval) {
+        void fetchApproval(id).then(
+          (whole) => parked.forEach((l) => l.settle(whole ?? event.approval)),
+          () => parked.forEach((l) => l.settle(event.approval)),
+        );
+        return;
+      }
       for (const l of parked) l.settle(event.approval);
       return;
     }

@@ -1,4 +1,6 @@
 import type { Redis } from 'ioredis';
+import { ApprovalStore } from '../approvals/approval-store.ts';
+import { summary } from '../approvals/approval-summary.ts';
 import { callKey } from '../contracts/call-identity.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { EventReader, latestEventId } from '../redis/events.ts';
@@ -15,6 +17,8 @@ export class ClientCallEvents {
   private reader?: Promise<EventReader>;
   /** The reader once {@link ensure} has started it: a warm call need not await it. */
   private started?: EventReader;
+  /** Reads an approval whose event carried its effect by reference: made on first use. */
+  private approvals?: ApprovalStore;
 
   constructor(
     private readonly redis: Redis,
@@ -47,7 +51,15 @@ export class ClientCallEvents {
         conn,
         this.keys.events,
         from,
-        (e) => this.waiters.onEvent(e, (id) => this.lookup.finished(id)),
+        (e) =>
+          this.waiters.onEvent(
+            e,
+            (id) => this.lookup.finished(id),
+            async (id) => {
+              const approval = await (this.approvals ??= new ApprovalStore(this.redis, this.keys)).get(id);
+              return approval && summary(approval);
+            },
+          ),
         (c) => this.waiters.awaitsCompletion(callKey(c.workspace, c.agent, c.callId, c.memberSince)),
       );
       reader.start();

@@ -9,7 +9,8 @@ import { DEFAULT_MAX_CALL_BYTES, type CallInput } from '../contracts/call.ts';
 import { Metrics } from '../metrics.ts';
 import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { EventFeed } from '../redis/event-feed.ts';
-import type { StreamedEvent } from '../redis/events.ts';
+import { workspaceFeedScope } from './event-gap-replay.ts';
+import type { FeedEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';
@@ -241,12 +242,14 @@ export class AgentDbClient {
   /**
    * Follows agentdb's events (`approval.requested`, `approval.decided`, `call.completed`) from
    * `from`: a stream id to resume after, `0` for the oldest kept, or (default) `$` for new ones.
-   * Each event carries its `id`, to resume from after a restart.
+   * Each event carries its `id`, to resume from. Events after `from` trimmed before the feed read
+   * them are said (`events.missed`); with `workspace`, only its events, and its approval events of
+   * that stretch given back first (`workspaceFeedScope`).
    */
-  events(opts: { from?: string } = {}): AsyncIterableIterator<StreamedEvent> & { close(): Promise<void> } {
-    const feed = new EventFeed(connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-feed' }), this.redis, this.keys.events, opts.from ?? '$', () =>
-      this.feeds.delete(feed),
-    );
+  events(opts: { from?: string; workspace?: string } = {}): AsyncIterableIterator<FeedEvent> & { close(): Promise<void> } {
+    const scope = opts.workspace !== undefined ? workspaceFeedScope(this.redis, this.keys, opts.workspace) : undefined;
+    const conn = connectRedis(this.redisUrl, { blocking: true, name: 'agentdb-feed' });
+    const feed = new EventFeed(conn, this.redis, this.keys.events, opts.from ?? '$', () => this.feeds.delete(feed), scope);
     this.feeds.add(feed);
     return feed;
   }

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../errors.ts';
+import { parseDatabaseId } from './database-id.ts';
 
 /**
  * Work other than a tool call that must run where a database's files are: a grid page, a CSV
@@ -21,3 +22,17 @@ export const SHARD_OP_PREFIX = 'op:';
 
 /** How a shard op ended: the handler's result, or a registry code with detail. */
 export type ShardOpOutcome = { ok: true; result: unknown } | { ok: false; error: { code: ErrorCode; detail: string } };
+
+/**
+ * The workspace whose database a shard op works on: its share of the shard when it runs, its turn
+ * in the queue when it waits (`ShardOpClient`); undefined for an op on none (a backup) or a
+ * malformed id.
+ */
+export function opWorkspace(data: Pick<ShardOpJobData, 'db'>): string | undefined {
+  if (typeof data.db !== 'string') return undefined;
+  try {
+    return parseDatabaseId(data.db).workspace;
+  } catch {
+    return undefined;
+  }
+}

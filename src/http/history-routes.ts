@@ -10,7 +10,7 @@ import { checkHistoryAdmin } from '../policy/history-admin.ts';
 import { memberOf, requireMember } from './auth.ts';
 import { sendError, sendRefusal } from './error-reply.ts';
 import { rateRefusalDetail, type RateRefusal } from '../calls/call-rate-limits.ts';
-import { chargedActivityRead, chargedRestore, type ChargeMemberLookup } from '../calls/activity-charge.ts';
+import { chargedActivityRead, chargedRestore, restoreRateLimited, type ChargeMemberLookup } from '../calls/activity-charge.ts';
 
 /** What the history routes call: the members registry (auth) and the history client. */
 export interface HistoryRoutesDeps {
@@ -121,7 +121,7 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const restore = async () => {
         const out = await chargedRestore(deps.chargeLookup, member, req.dryRun === true, (onRead) => deps.history.restore(db, req, { member }, onRead));
         // Thrown, so a restore sent again with the same key after the wait runs (nothing is remembered of a refusal).
-        if ('limited' in out) throw limitedError(out.limited);
+        if ('limited' in out) throw restoreRateLimited(out.limited, req.dryRun === true);
         return out.page;
       };
       // Registry errors (HISTORY_OUT_OF_RANGE, RESTORE_RUNNING …) reach the app's error handler, which answers their code.

@@ -23,8 +23,45 @@ export type AgentDbEvent =
   | { type: 'approval.requested'; callId: string; approval: Record<string, unknown>; memberSince?: number; at: number }
   | { type: 'approval.decided'; callId: string; approval: Record<string, unknown>; at: number };
 
-/** An event with its stream position, so a reader can resume from it. */
-export type StreamedEvent = AgentDbEvent & { id: string };
+/**
+ * Said by a feed (`client.events`) that found the events after its position trimmed from the
+ * stream before it read them: the stream is one for the service and keeps ~{@link STREAM_MAX_LEN}
+ * events, so a busy workspace turns it over in under a minute, under a runtime that stopped for
+ * longer (a deploy) or read slowly. Before it, a feed of one workspace hands back that workspace's
+ * approval events of the stretch again from the approvals' own records, and the completions of the
+ * approved calls that ran in it (each `replayed: true`, some perhaps seen already); what it cannot
+ * give back are other completions: ask `client.result()` for calls still waited on. Never on the
+ * stream itself.
+ */
+export interface EventsMissed {
+  type: 'events.missed';
+  /** Of no call: there so a reader's `event.callId` reads every event a feed gives. */
+  callId?: undefined;
+  /** The feed's position before the stretch (the last event it had read, or the `from` it was given). */
+  after: string;
+  /** The oldest event the stream still holds, read next. */
+  before: string;
+  /** How many events of the feed's workspace were given back from the approvals' records, just before this one. */
+  givenBack: number;
+  at: number;
+}
+
+/**
+ * An event with its stream position, so a reader can resume from it. `replayed`: given back by a
+ * feed after a stretch trimmed under it ({@link EventsMissed}), from the approvals' records rather
+ * than the stream; its `id` is the position before that stretch.
+ */
+export type StreamedEvent = AgentDbEvent & { id: string; replayed?: true };
+
+/** What a feed (`client.events`) gives: the stream's events, and its word of a stretch trimmed under it. */
+export type FeedEvent = StreamedEvent | (EventsMissed & { id: string });
+
+/** Whether stream id `a` comes before `b` (`<ms>-<seq>`; a bare `<ms>` is `<ms>-0`). */
+export function idBefore(a: string, b: string): boolean {
+  const [am = '0', as = '0'] = a.split('-');
+  const [bm = '0', bs = '0'] = b.split('-');
+  return BigInt(am) !== BigInt(bm) ? BigInt(am) < BigInt(bm) : BigInt(as) < BigInt(bs);
+}
 
 /**
  * Envelopes larger than this travel by reference: the stream must stay small. With

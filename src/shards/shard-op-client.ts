@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { SHARD_OP_PREFIX, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
+import { SHARD_OP_PREFIX, opWorkspace, type ShardOpJobData, type ShardOpOutcome } from '../contracts/shard-op.ts';
+import { placeAdded } from '../redis/fair-place-added.ts';
 import { AgentDbError } from '../errors.ts';
 import { connectRedis } from '../redis/connection.ts';
 import { handleErrorEvents } from '../redis/error-events.ts';
@@ -144,6 +145,11 @@ export class ShardOpClient {
       removeOnComplete: { age: 300 },
       removeOnFail: { age: 3600 },
     });
+    // In its workspace's turn once the shard's queue is long, as a call is (`fair-place.lua`): on
+    // the wait list, first come first taken, one workspace's restores, dry runs, grid pages and
+    // exports (a database each, as many as it has) went ahead of another's one read (T12).
+    const workspace = opWorkspace(data);
+    if (workspace !== undefined) await placeAdded(q.queue, jobId, this.keys.redisBudget(workspace).ledger);
     // The event is the fast path; a look at the job every second is the net under it: a new user
     // saw `agentdb backup now` wait forever for ops whose jobs had finished (an event reader
     // that started late). Whichever answers first wins.

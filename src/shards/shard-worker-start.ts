@@ -4,8 +4,7 @@ import type { Redis } from 'ioredis';
 import type { AgentShare, HeldTurn } from '../calls/agent-share.ts';
 import type { Config } from '../config.ts';
 import type { CallJobData } from '../contracts/call.ts';
-import { parseDatabaseId } from '../contracts/database-id.ts';
-import { SHARD_OP_PREFIX, type ShardOpJobData } from '../contracts/shard-op.ts';
+import { SHARD_OP_PREFIX, opWorkspace, type ShardOpJobData } from '../contracts/shard-op.ts';
 import type { ExecutorPool } from '../executor/executor-pool.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import type { Logger } from '../logger.ts';
@@ -159,14 +158,4 @@ function callTurns(d: ShardWorkerDeps, job: Job<CallJobData>, shard: number): Ca
 function leaveTurns(d: ShardWorkerDeps, turns: CallTurns): void {
   if (turns.agent) d.agentShare.leave(turns.agent);
   d.workspaceShare.leave(turns.workspace);
-}
-
-/** The workspace whose database a shard op works on; undefined for an op on none (a backup) or a malformed id. */
-function opWorkspace(data: ShardOpJobData): string | undefined {
-  if (typeof data.db !== 'string') return undefined;
-  try {
-    return parseDatabaseId(data.db).workspace;
-  } catch {
-    return undefined;
-  }
 }

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { chargedRestore, restoreRateLimited } from '../../calls/activity-charge.ts';
+import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { AgentDbError } from '../../errors.ts';
 import { historyState, type RestoreOnce } from '../../shards/restore-once.ts';
 import { errorPage } from './error-page.ts';
@@ -31,7 +33,19 @@ const forkBody = formBody({ db: databaseField, through: z.string().min(1).max(10
  * to just before an entry once the database's name is typed, `/data/history/activity-fork`
  * creates the typed new database as of an entry.
  */
-export function activityRoutes(app: FastifyInstance, access: HistoryAccess | undefined, restoreOnce: RestoreOnce): void {
+export function activityRoutes(
+  app: FastifyInstance,
+  access: HistoryAccess | undefined,
+  restoreOnce: RestoreOnce,
+  calls?: Pick<KeyedCalls, 'chargeMemberLookup'>,
+): void {
+  const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
+  // Charged as every restore is (`chargedRestore`): uncharged here, this form was a restore loop's way round the others' rate.
+  const charged = async <T extends { restoredBytes?: number }>(member: { workspace: string; name: string }, restore: () => Promise<T>): Promise<T> => {
+    const out = await chargedRestore(charge, member, false, restore);
+    if ('limited' in out) throw restoreRateLimited(out.limited, false);
+    return out.page;
+  };
   const frameOf = (request: FastifyRequest): PageFrame => ({ title: 'History', member: memberOf(request), csrf: sessionOf(request).csrf, nav: 'data' });
   const by = (request: FastifyRequest) => {
     const member = memberOf(request);
@@ -56,7 +70,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
         request.body.once,
         JSON.stringify([member.workspace, member.name, 'activity-restore', db, where]),
         async () => {
-          const outcome = await history.restore(db, { ...where, by: by(request) }, { member });
+          const outcome = await charged(member, () => history.restore(db, { ...where, by: by(request) }, { member }));
           return `${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`;
         },
         () => historyHref(db),
@@ -83,7 +97,7 @@ export function activityRoutes(app: FastifyInstance, access: HistoryAccess | und
         request.body.once,
         JSON.stringify([member.workspace, member.name, 'activity-fork', db, request.body.through, into]),
         async () => {
-          await history.restore(db, { through: request.body.through, into, by: by(request) }, { member });
+          await charged(member, () => history.restore(db, { through: request.body.through, into, by: by(request) }, { member }));
           return dbHref(into);
         },
         () => dbHref(into),

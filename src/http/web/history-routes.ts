@@ -1,5 +1,5 @@
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
-import { chargedActivityRead, chargedRestore } from '../../calls/activity-charge.ts';
+import { chargedActivityRead, chargedRestore, restoreRateLimited } from '../../calls/activity-charge.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -259,12 +259,7 @@ export function historyRoutes(
         // once the dry run had read the list anyway).
         const run = async () => {
           const planned = await chargedRestore(charge, member, dryRun, (onRead) => history.restore(db, req, { member }, onRead));
-          if ('limited' in planned)
-            throw new AgentDbError(
-              'RATE_LIMITED',
-              `the workspace's rate limit is spent for now (a dry run counts a tenth of a call, and a call more per 10,000 commits and rows it read afresh); try again in ${planned.limited.retryAfterS} s`,
-              { retryAfter: planned.limited.retryAfterS },
-            );
+          if ('limited' in planned) throw restoreRateLimited(planned.limited, dryRun);
           return planned.page;
         };
         if (dryRun) return await render(request, reply, db, await run(), at);

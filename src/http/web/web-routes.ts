@@ -132,7 +132,7 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
     inboxRoutes(app, deps);
     dataRoutes(app, { browser: deps.browser, approvals: deps.approvals, calls: deps.calls, history: historyPanel(deps.history) });
     historyRoutes(app, deps.history, deps.restoreOnce, deps.calls);
-    activityRoutes(app, deps.history, deps.restoreOnce);
+    activityRoutes(app, deps.history, deps.restoreOnce, deps.calls);
     if (deps.oauth) consentRoutes(app, deps.oauth);
     connectedAppsRoutes(app, deps.oauth);
   };
