@@ -147,8 +147,12 @@ export class CallWaiters {
       // told what it waits on whole, read from the approval.
       if (effectByReference && fetchApproval) {
         void fetchApproval(id).then(
-          (whole) => parked.forEach((l) => l.settle(whole ?? event.approval)),
-          () => parked.forEach((l) => l.settle(event.approval)),
+          (whole) => {
+            for (const l of parked) l.settle(whole ?? event.approval);
+          },
+          () => {
+            for (const l of parked) l.settle(event.approval);
+          },
         );
         return;
       }
