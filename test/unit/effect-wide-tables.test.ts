@@ -5,56 +5,31 @@
  * every approved run there fail with "too many columns on _agentdb_fx_1", so no write to any of
  * its tables could be shown to a person, and none approved could commit.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hardenConnection } from '../../src/guard/engine-check.ts';
-import { ensureCallsTable } from '../../src/sqlite/call-record.ts';
+import { describe, expect, it } from 'vitest';
+import { EFFECT_TEST_LIMITS as LIMITS, effectDatabase } from '../helpers/effect-database.ts';
 import { previewEffect } from '../../src/sqlite/sqlite-effect-preview.ts';
-import { write } from '../../src/sqlite/sqlite-ops.ts';
-import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
-const LIMITS = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 100 * 1024 * 1024 };
 const FX = { maxRows: 100, maxBytes: 1_000_000 };
 const columns = (n: number) => Array.from({ length: n }, (_, i) => `c${i}`).join(', ');
 
 describe('an approved write in a database with a wide table', () => {
-  let dir: string;
-  let db: Database.Database;
-  let callNo = 0;
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-effect-wide-'));
-    db = new Database(path.join(dir, 'db.sqlite'));
-    hardenConnection(db);
-    db.pragma('journal_mode = WAL');
-    ensureCallsTable(db);
-    db.exec(`CREATE TABLE wide (${columns(2000)}); INSERT INTO wide (c0, c1999) VALUES (1, 2); CREATE TABLE t (a TEXT)`);
-  });
-  afterEach(() => {
-    db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  const approvedRun = (sql: string, digest: string) => {
-    try {
-      return write(db, sql, [], `approved-${callNo++}`, LIMITS, undefined, undefined, { digest, limits: FX });
-    } catch (err) {
-      return err as { code?: string };
-    }
-  };
+  const t = effectDatabase(
+    'agentdb-effect-wide-',
+    `CREATE TABLE wide (${columns(2000)}); INSERT INTO wide (c0, c1999) VALUES (1, 2); CREATE TABLE t (a TEXT)`,
+    FX,
+  );
+  const { approvedRun } = t;
 
   it('previews and runs a write to another table', () => {
     const sql = "INSERT INTO t VALUES ('x')";
-    const fx = previewEffect(db, sql, [], LIMITS, FX);
+    const fx = previewEffect(t.db, sql, [], LIMITS, FX);
     expect(fx.rows).toEqual([{ table: 't', op: 'insert', key: { rowid: 1 }, before: null, after: { a: 'x' } }]);
     expect(approvedRun(sql, fx.digest)).toMatchObject({ changes: 1 });
   });
 
   it('shows and binds every column of the wide table, its first and last, and a moved rowid', () => {
     const sql = 'UPDATE wide SET c1999 = 7, rowid = 40';
-    const fx = previewEffect(db, sql, [], LIMITS, FX);
+    const fx = previewEffect(t.db, sql, [], LIMITS, FX);
     expect(fx.rows[0]).toMatchObject({
       op: 'update',
       key: { rowid: 1 },
@@ -62,22 +37,22 @@ describe('an approved write in a database with a wide table', () => {
       after: { c0: 1, c1999: 7, rowid: 40 },
     });
     expect(Object.keys(fx.rows[0]!.after!)).toHaveLength(2001);
-    db.exec("UPDATE wide SET c1998 = 'changed after the approval'");
+    t.db.exec("UPDATE wide SET c1998 = 'changed after the approval'");
     expect(approvedRun(sql, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
-    const again = previewEffect(db, sql, [], LIMITS, FX);
+    const again = previewEffect(t.db, sql, [], LIMITS, FX);
     expect(approvedRun(sql, again.digest)).toMatchObject({ changes: 1 });
-    expect(db.prepare('SELECT rowid, c0, c1998, c1999 FROM wide').raw().all()).toEqual([[40, 1, 'changed after the approval', 7]]);
-    expect(db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
+    expect(t.db.prepare('SELECT rowid, c0, c1998, c1999 FROM wide').raw().all()).toEqual([[40, 1, 'changed after the approval', 7]]);
+    expect(t.db.prepare('SELECT count(*) FROM temp.sqlite_schema').pluck().get()).toBe(0);
   });
 
   it('records a WITHOUT ROWID table whose key is wide too', () => {
-    db.exec(`CREATE TABLE wk (${columns(1500)}, PRIMARY KEY (${columns(1200)})) WITHOUT ROWID;
+    t.db.exec(`CREATE TABLE wk (${columns(1500)}, PRIMARY KEY (${columns(1200)})) WITHOUT ROWID;
       INSERT INTO wk (${columns(1200)}) VALUES (${Array.from({ length: 1200 }, (_, i) => i).join(', ')})`);
     const sql = 'UPDATE wk SET c1499 = 9, c0 = 5';
-    const fx = previewEffect(db, sql, [], LIMITS, FX);
+    const fx = previewEffect(t.db, sql, [], LIMITS, FX);
     expect(fx.rows[0]).toMatchObject({ op: 'update', key: { c0: 0, c1199: 1199 }, before: { c0: 0, c1499: null }, after: { c0: 5, c1499: 9 } });
-    db.exec("UPDATE wk SET c1300 = 'changed after the approval'");
+    t.db.exec("UPDATE wk SET c1300 = 'changed after the approval'");
     expect(approvedRun(sql, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
-    expect(approvedRun(sql, previewEffect(db, sql, [], LIMITS, FX).digest)).toMatchObject({ changes: 1 });
+    expect(approvedRun(sql, previewEffect(t.db, sql, [], LIMITS, FX).digest)).toMatchObject({ changes: 1 });
   });
 });
