@@ -61,7 +61,7 @@ describe('agentdb members', () => {
     keyOf.bob = json(bob.stdout).key;
   });
 
-  it('refuses an active name again (coded JSON, INVALID_ARGUMENTS) and bad flags (usage), each exit 2', async () => {
+  it('refuses an active name again (coded JSON, ALREADY_EXISTS, exit 1) and bad flags (usage, exit 2)', async () => {
     const cases = [
       ['members', 'add', '--workspace', 'acme', '--name', 'x', '--role', 'owner'],
       ['members', 'add', '--name', 'x'],
@@ -74,8 +74,9 @@ describe('agentdb members', () => {
       cli('members', 'add', '--workspace', 'acme', '--name', 'ada', '--role', 'member'),
       ...cases.map((args) => cli(...args)),
     ]);
-    expect(again.code).toBe(2);
-    expect(json(again.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENTS' } });
+    // The command line was right; the name is taken (session 34, N10).
+    expect(again.code).toBe(1);
+    expect(json(again.stdout)).toMatchObject({ error: { code: 'ALREADY_EXISTS' } });
     for (const [i, out] of outs.entries()) {
       expect(out.code, cases[i]!.join(' ')).toBe(2);
       expect(out.stderr).toMatch(/^agentdb members( \w+)?: .+\n(\(Did you mean \w+\?\)\n)?Run 'agentdb members( \w+)? --help' for its usage\.\n$/);
