@@ -181,18 +181,23 @@ export class CallParking {
       createdAt: at,
       expiresAt: at + this.deps.approvalTtlMs,
     });
-    await store.recordRun(old.id, { ok: false, code: 'APPROVAL_STALE', message: note, at });
-    await store.supersede(old.id, approval.id);
-    await auditDecision(this.deps, old, job.data, { ok: false, code: 'APPROVAL_STALE' });
+    // Noted and announced before the old approval is marked superseded, whether this run made the
+    // new record or found it: a run that made it and was SIGKILLed before the mark runs again and
+    // comes back here (`current` still stands on the old one), and skipping the announce when the
+    // record was found left the runtime never told the call was asked again (session 34, D1). Once
+    // marked, `current` leads past this step; a kill just before the mark announces twice.
+    await this.noteApproval(approval, `${old.callKey}\n${round}`);
     if (created) {
-      await this.noteApproval(approval, `${old.callKey}\n${round}`);
       this.deps.logger
         .child({ callId: job.id })
         .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
-      const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
-      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
-      await this.requested(job, approval, at);
     }
+    const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
+    await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: summary(superseded), at });
+    await this.requested(job, approval, approval.createdAt);
+    await store.recordRun(old.id, { ok: false, code: 'APPROVAL_STALE', message: note, at });
+    await store.supersede(old.id, approval.id);
+    await auditDecision(this.deps, old, job.data, { ok: false, code: 'APPROVAL_STALE' });
     return this.sleep(job, token, approval);
   }
 
