@@ -104,6 +104,16 @@ export class ApprovalStore {
     return this.redis.agentdbDecisionsClaim(this.keys.decisionsUndelivered, afterMs, holdMs, limit);
   }
 
+  /** Records that the approval's `approval.requested` event is on the stream (see `CallParking.requested`). */
+  async markRequested(id: string): Promise<void> {
+    await this.redis.hset(this.keys.approval(id), 'requested', '1');
+  }
+
+  /** Whether the approval's `approval.requested` event is on the stream (false too for one made before the mark existed). */
+  async requestedAnnounced(id: string): Promise<boolean> {
+    return (await this.redis.hexists(this.keys.approval(id), 'requested')) === 1;
+  }
+
   /** Whether the decision's `approval.decided` event is on the stream. */
   async announced(id: string): Promise<boolean> {
     return (await this.redis.hexists(this.keys.approval(id), 'announced')) === 1;
