@@ -142,7 +142,7 @@ export const ERRORS = {
   },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
-    hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a new call id: the same id answers this outcome again). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR.",
+    hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a write refused so ran nothing, and runs when sent again under the same call id). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR.",
     retryable: true,
     status: 507,
   },

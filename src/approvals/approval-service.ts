@@ -195,7 +195,16 @@ export class ApprovalService {
   async announce(decided: Approval): Promise<void> {
     await publishEvent(this.redis, this.keys.events, { type: 'approval.decided', callId: decided.callId, approval: eventSummary(decided), at: Date.now() });
     await this.store.markAnnounced(decided.id);
+    await this.wake(decided);
+  }
+
+  /**
+   * Wakes the decided call (see {@link release}), then clears the decision from those owed
+   * delivery: only then, so a decider that dies before leaves it to `deliverDecisions`.
+   */
+  async wake(decided: Approval): Promise<void> {
     await this.release(decided);
+    await this.store.delivered(decided.id);
   }
 
   /**

@@ -77,6 +77,7 @@ export class ApprovalStore {
       keys.approvalsPendingOf(workspace),
       keys.approvalsDecidedOf(workspace),
       keys.approvalsExpiringOf(workspace),
+      keys.decisionsUndelivered,
       state,
       by,
       reason,
@@ -88,6 +89,29 @@ export class ApprovalStore {
   /** Records that the decision's `approval.decided` event is on the stream (see `ApprovalService.decide`). */
   async markAnnounced(id: string): Promise<void> {
     await this.redis.hset(this.keys.approval(id), 'announced', '1');
+  }
+
+  /** Records that the decision is announced and its call woken: nothing of it is owed any more (see `undeliveredDecisions`). */
+  async delivered(id: string): Promise<void> {
+    await this.redis.zrem(this.keys.decisionsUndelivered, id);
+  }
+
+  /**
+   * Up to `limit` decisions recorded `afterMs` ago or more and not yet delivered, each held
+   * `holdMs` for this caller (decisions-claim.lua); one not delivered by then is claimable again.
+   */
+  claimUndelivered(afterMs: number, holdMs: number, limit: number): Promise<string[]> {
+    return this.redis.agentdbDecisionsClaim(this.keys.decisionsUndelivered, afterMs, holdMs, limit);
+  }
+
+  /** Records that the approval's `approval.requested` event is on the stream (see `CallParking.requested`). */
+  async markRequested(id: string): Promise<void> {
+    await this.redis.hset(this.keys.approval(id), 'requested', '1');
+  }
+
+  /** Whether the approval's `approval.requested` event is on the stream (false too for one made before the mark existed). */
+  async requestedAnnounced(id: string): Promise<boolean> {
+    return (await this.redis.hexists(this.keys.approval(id), 'requested')) === 1;
   }
 
   /** Whether the decision's `approval.decided` event is on the stream. */

@@ -9,7 +9,8 @@ import { UNREGISTERED_PLAN } from '../contracts/settings.ts';
 import type { ErrorCode } from '../errors.ts';
 import { standingRefusal } from '../policy/standing-refusal.ts';
 import type { AgentKeyRing } from '../registry/agent-keys.ts';
-import { CALL_RECORD_RETENTION_MS } from '../sqlite/call-record.ts';
+import { CALL_RECORD_RETENTION_MS, type RecordedEffect, type RecordedOutcome } from '../sqlite/call-record.ts';
+import type { Param } from '../sqlite/sqlite-values.ts';
 import { dropEffect, NO_ROWS_EFFECT } from '../sqlite/sqlite-effect.ts';
 import { failedRun, type ParkOutcome, type RunOutcome } from './call-runner.ts';
 import { type AuditDeps, auditDecision } from './decision-audit.ts';
@@ -51,6 +52,10 @@ export async function releaseApproved(
       'APPROVAL_EXPIRED',
       `Approval ${approval.id} was used when the call ran at ${new Date(approval.ran.at).toISOString()}; its result has expired. Send the call again under a new call id.`,
     );
+  }
+  if (approval.ran?.ok) {
+    const gone = await runUndone(deps, job, approval);
+    if (gone) return failedRun(job.data, 'APPROVAL_STALE', gone);
   }
   // Refused at release once: the approval is spent, whatever the registry says now.
   if (approval.ran?.detail !== undefined) return failedRun(job.data, (approval.ran.code ?? 'NOT_PERMITTED') as ErrorCode, approval.ran.detail);
@@ -94,4 +99,23 @@ export async function releaseApproved(
   await deps.store.recordRun(approval.id, { ...ran, ...(message ? { message } : {}), at: Date.now() });
   await auditDecision(deps, approval, job.data, ran);
   return outcome;
+}
+
+/**
+ * Why an approved call that committed once may not run again: its database no longer holds the
+ * run's exactly-once record (restored in place to before it, or removed), so running it would
+ * commit a second time what a person approved once (session 34, D1: a resend under its id after
+ * a restore and the result's expiry did). Undefined while the record is there (the run replays
+ * it) or cannot be read (the run itself then answers).
+ */
+async function runUndone(deps: ReleaseDeps, job: Job<CallJobData>, approval: Approval): Promise<string | undefined> {
+  const effect: RecordedEffect = approval.sql !== undefined ? ['write', approval.sql, (approval.params ?? []) as Param[]] : ['drop', approval.table ?? ''];
+  const found = await deps.executor.run({
+    op: 'recorded',
+    db: dbTarget(deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
+    callKey: approval.callKey,
+    effect,
+  });
+  if (!found.ok || (found.result as RecordedOutcome).committed) return undefined;
+  return `Approval ${approval.id} was used when the call ran at ${new Date(approval.ran!.at).toISOString()}, and its database no longer holds that run (restored to before it, or removed): it did not run again, since one approval runs its call once. Send the call again under a new call id to ask a person again.`;
 }

@@ -117,7 +117,16 @@ export class CallParking {
     const finish = (code: 'APPROVAL_EXPIRED' | 'APPROVAL_REJECTED', detail: string) => failedRun(job.data, code, detail);
     switch (approval.state) {
       case 'pending': {
-        if (Date.now() < approval.expiresAt) return this.sleep(job, token, approval);
+        if (Date.now() < approval.expiresAt) {
+          // A worker SIGKILLed after it made the approval and before it announced it leaves the
+          // record alone; the job's next run finds it here, and nobody following the events was
+          // ever asked (session 34, D1). Announced now (once more for one made before the mark).
+          if (!(await store.requestedAnnounced(id))) {
+            await this.noteApproval(approval, approval.round && approval.round > 1 ? `${approval.callKey}\n${approval.round}` : approval.callKey);
+            await this.requested(job, approval, approval.createdAt);
+          }
+          return this.sleep(job, token, approval);
+        }
         const result = await store.transition(id, 'expired');
         if (result === 'NOT_YET') return this.sleep(job, token, approval);
         const now = await store.get(id);
@@ -181,18 +190,23 @@ export class CallParking {
       createdAt: at,
       expiresAt: at + this.deps.approvalTtlMs,
     });
-    await store.recordRun(old.id, { ok: false, code: 'APPROVAL_STALE', message: note, at });
-    await store.supersede(old.id, approval.id);
-    await auditDecision(this.deps, old, job.data, { ok: false, code: 'APPROVAL_STALE' });
+    // Noted and announced before the old approval is marked superseded, whether this run made the
+    // new record or found it: a run that made it and was SIGKILLed before the mark runs again and
+    // comes back here (`current` still stands on the old one), and skipping the announce when the
+    // record was found left the runtime never told the call was asked again (session 34, D1). Once
+    // marked, `current` leads past this step; a kill just before the mark announces twice.
+    await this.noteApproval(approval, `${old.callKey}\n${round}`);
     if (created) {
-      await this.noteApproval(approval, `${old.callKey}\n${round}`);
       this.deps.logger
         .child({ callId: job.id })
         .info({ tool: approval.tool, approvalId: approval.id, supersedes: old.id }, 'approved call parked again: its effect changed');
-      const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
-      await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: eventSummary(superseded), at });
-      await this.requested(job, approval, at);
     }
+    const superseded = { ...old, state: 'superseded' as const, supersededBy: approval.id };
+    await publishEvent(this.deps.redis, this.deps.keys.events, { type: 'approval.decided', callId: job.data.callId, approval: eventSummary(superseded), at });
+    await this.requested(job, approval, approval.createdAt);
+    await store.recordRun(old.id, { ok: false, code: 'APPROVAL_STALE', message: note, at });
+    await store.supersede(old.id, approval.id);
+    await auditDecision(this.deps, old, job.data, { ok: false, code: 'APPROVAL_STALE' });
     return this.sleep(job, token, approval);
   }
 
@@ -207,17 +221,18 @@ export class CallParking {
 
   /**
    * Announces `approval` of `job`'s call (`approval.requested`), with what its caller is bound to:
-   * a client's wait listens by the call's key, which holds it (`callKey`).
+   * a client's wait listens by the call's key, which holds it (`callKey`); then marks it announced.
    */
-  private requested(job: Job<CallJobData>, approval: Approval, at: number): Promise<void> {
+  private async requested(job: Job<CallJobData>, approval: Approval, at: number): Promise<void> {
     const since = callerSinceOf(job.data);
-    return publishEvent(this.deps.redis, this.deps.keys.events, {
+    await publishEvent(this.deps.redis, this.deps.keys.events, {
       type: 'approval.requested',
       callId: job.data.callId,
       approval: eventSummary(approval),
       ...(since !== undefined ? { memberSince: since } : {}),
       at,
     });
+    await this.deps.store.markRequested(approval.id);
   }
 
   /**

@@ -40,6 +40,11 @@ const workersSchema = z.object({
   LOCK_DURATION_MS: int(500, 600_000, 30_000),
   STALLED_INTERVAL_MS: int(500, 600_000, 30_000),
   /**
+   * How long after a person's decision a worker announces it and wakes its call when its decider
+   * did not (it died, or lost Redis, in between): see src/approvals/undelivered-decisions.ts.
+   */
+  DECISION_WAKE_AFTER_MS: int(100, 600_000, 10_000),
+  /**
    * How long a stopping process (SIGTERM, SIGINT) lets the jobs in hand finish and its leases go
    * back before it exits anyway: a stop during a Redis outage otherwise waited for Redis.
    */
@@ -79,6 +84,8 @@ export interface WorkersConfig {
   readonly leaseTtlMs: number;
   readonly lockDurationMs: number;
   readonly stalledIntervalMs: number;
+  /** DECISION_WAKE_AFTER_MS. */
+  readonly decisionWakeAfterMs: number;
   /** DRAIN_GRACE_MS. */
   readonly drainGraceMs: number;
   /** SCHEDULER_CHECK_MS. */
@@ -105,6 +112,7 @@ export function workersConfig(e: z.infer<typeof workersSchema>): WorkersConfig {
     leaseTtlMs: e.LEASE_TTL_MS,
     lockDurationMs: e.LOCK_DURATION_MS,
     stalledIntervalMs: e.STALLED_INTERVAL_MS,
+    decisionWakeAfterMs: e.DECISION_WAKE_AFTER_MS,
     drainGraceMs: e.DRAIN_GRACE_MS,
     schedulerCheckMs: e.SCHEDULER_CHECK_MS,
     executorHeapLimitMb: e.EXECUTOR_HEAP_LIMIT_MB,

@@ -39,6 +39,11 @@ export interface Keys {
   /** A workspace's share of `approvalsPending`, scored by expiry (`GET /v1/approvals?state=pending`). */
   approvalsExpiringOf(workspace: string): string;
   /**
+   * People's decisions not yet announced and their calls not yet woken, scored by decision time
+   * (approval-transition.lua adds, `ApprovalService.announce` removes; see undelivered-decisions.ts).
+   */
+  readonly decisionsUndelivered: string;
+  /**
    * Set once every approval made before the per-workspace indexes is in all four of them (see
    * `ApprovalStore.backfill`). Named anew (`:2`) when an index is added, so a service the earlier
    * backfill marked walks once more.
@@ -151,6 +156,7 @@ export function keysFor(prefix: string): Keys {
     approvalsDecidedOf: (workspace) => `${prefix}:{approvals}:ws-decided:${workspace}`,
     approvalsAllOf: (workspace) => `${prefix}:{approvals}:ws-all:${workspace}`,
     approvalsExpiringOf: (workspace) => `${prefix}:{approvals}:ws-expiring:${workspace}`,
+    decisionsUndelivered: `${prefix}:{approvals}:undelivered`,
     approvalsIndexed: `${prefix}:{approvals}:ws-indexed:2`,
     members: (workspace) => `${prefix}:{members}:ws:${workspace}`,
     memberKeys: `${prefix}:{members}:keys`,

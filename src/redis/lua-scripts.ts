@@ -38,12 +38,15 @@ export interface LuaCommands {
     wsPending: string,
     wsDecided: string,
     wsExpiring: string,
+    undelivered: string,
     state: string,
     by: string,
     reason: string,
     id: string,
     via: string,
   ): Promise<'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET'>;
+  /** decisions-claim.lua: up to `limit` decisions recorded `afterMs` ago or more and still undelivered, each held `holdMs` for the caller. */
+  agentdbDecisionsClaim(undelivered: string, afterMs: number, holdMs: number, limit: number): Promise<string[]>;
   agentdbMemberCas(
     members: string,
     memberKeys: string,
@@ -141,7 +144,8 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: ()
   agentdbNotedComplete: { file: 'complete-calls.lua', lua: () => NOTED_COMPLETE_LUA() },
   agentdbFinishWith: { file: 'complete-calls.lua', lua: () => FINISH_WITH_LUA() },
   agentdbApprovalCreate: { file: 'approval-create.lua', keys: 6 },
-  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 5 },
+  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 6 },
+  agentdbDecisionsClaim: { file: 'decisions-claim.lua', keys: 1 },
   agentdbApprovalIndexBackfill: { file: 'approval-index-backfill.lua', keys: 6 },
   agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },
   agentdbMemberCas: { file: 'member-cas.lua', keys: 2 },

@@ -4,6 +4,8 @@ import type { Redis } from 'ioredis';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { openBlobStore } from '../blobs/blob-stores.ts';
 import { OffloadedResults } from '../blobs/offloaded-results.ts';
+import { ApprovalService } from '../approvals/approval-service.ts';
+import { deliverDecisions } from '../approvals/undelivered-decisions.ts';
 import { AgentShare } from '../calls/agent-share.ts';
 import { claimTtlS } from '../calls/call-id-claim.ts';
 import { CallIdLedger } from '../calls/call-id-ledger.ts';
@@ -17,6 +19,7 @@ import { connectRedis } from '../redis/connection.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { publishShardCount } from '../redis/service-shard-count.ts';
 import { serviceWorkspaceQuota } from '../history/workspace-quota.ts';
+import { MemberRegistry } from '../registry/members.ts';
 import { CallJobProcessor } from './call-job-processor.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
@@ -66,6 +69,8 @@ export class ShardWorkerPool {
   private readonly blobs: BlobStore;
   private readonly workers = new Map<number, Worker>();
   private readonly unheld: UnheldJobs;
+  /** Finishes decisions whose decider died before it woke their calls (`deliverDecisions`), on the tick. */
+  private readonly approvals: ApprovalService;
   /** What each shard's worker runs its jobs with (shard-worker-start.ts). */
   private readonly shardDeps: ShardWorkerDeps;
   private timer?: NodeJS.Timeout;
@@ -114,6 +119,12 @@ export class ShardWorkerPool {
       ...(this.tracer ? { tracer: this.tracer } : {}),
     });
     this.unheld = new UnheldJobs(this.redis, this.keys.bullPrefix, opts.logger);
+    this.approvals = new ApprovalService({
+      redis: this.redis,
+      prefix: config.prefix,
+      shardCount: config.shardCount,
+      members: new MemberRegistry(this.redis, this.keys),
+    });
     // A ready after a drop (not the first connect): a job handed over as Redis died may sit
     // active with nobody running it (see UnheldJobs).
     let connected = false;
@@ -210,6 +221,7 @@ export class ShardWorkerPool {
     await this.ticking;
     await letGo;
     this.status.stop();
+    await this.approvals.close();
     await this.executor.stop();
     this.callIds.close();
     await this.blobs.close();
@@ -238,6 +250,13 @@ export class ShardWorkerPool {
     }
     if (this.stopped) return;
     await this.unheld.check(this.workers).catch((err: unknown) => this.opts.logger.warn({ err: String(err) }, 'could not look for unheld jobs'));
+    if (this.stopped) return;
+    try {
+      const delivered = await deliverDecisions(this.approvals, this.opts.config.decisionWakeAfterMs);
+      if (delivered) this.opts.logger.warn({ decisions: delivered }, 'announced decisions and woke their calls: their deciders stopped before they did');
+    } catch (err) {
+      this.opts.logger.warn({ err: String(err) }, 'could not deliver undelivered decisions');
+    }
   }
 
   private async own(shard: number): Promise<void> {

@@ -1,7 +1,7 @@
 -- The first transition out of 'pending' wins, atomically, judged by Redis's own clock so that
 -- every host agrees on when an approval expired. A decision at or after the expiry is refused.
 -- KEYS: the approval, the pending index, the workspace's pending and decided indexes, its pending
--- index by expiry. ARGV: state, by, reason, id, via.
+-- index by expiry, the decisions not yet delivered. ARGV: state, by, reason, id, via.
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
 local state = redis.call('HGET', KEYS[1], 'state')
 local t = redis.call('TIME')
@@ -22,4 +22,8 @@ redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[4])
 redis.call('ZREM', KEYS[5], ARGV[4])
 redis.call('ZADD', KEYS[4], now, ARGV[4])
+-- A person's decision is owed its announce and its call's wake-up, which its decider does next;
+-- kept here, in the same step, until done (ApprovalService.announce), so a decider that dies in
+-- between leaves it for a worker to finish (undelivered-decisions.ts). An expiry is the worker's own.
+if ARGV[1] ~= 'expired' then redis.call('ZADD', KEYS[6], now, ARGV[4]) end
 return 'OK'
