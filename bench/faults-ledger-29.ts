@@ -415,6 +415,7 @@ async function main(): Promise<void> {
   };
 
   const faults: { fault: string; at: string; ms: number; detail?: string }[] = [];
+  const redisStray: { fault: string; at: string; held?: number; answering: number }[] = [];
   /** When the data tmpfs was full (fill to free). */
   const fullSpans: [number, number][] = [];
   let workerKills = 0;
@@ -426,6 +427,15 @@ async function main(): Promise<void> {
     // Its start too: a fault that never ends (run 6 of session 30 stopped its streams) shows which.
     console.error(`${at} ${f} begins`);
     let detail = '';
+    // Session 34, F11: at the end of each Redis fault, in its turn, whether the Redis answering
+    // is the one the driver holds (F11's run 2: one started during an emptyfull answered to the
+    // end while later faults killed and started processes that exited at once, the port taken).
+    let stray: { held?: number; answering: number } | undefined;
+    const checkRedis = async () => {
+      const held = redisProc()?.pid;
+      const answering = Number(/process_id:(\d+)/.exec(await r.info('server').catch(() => ''))?.[1] ?? 0);
+      if (answering !== held) stray = { held, answering };
+    };
     if (f === 'worker' || f === 'child') {
       const which =
         arg === 'worker' || arg === 'start' ? arg : f === 'worker' ? (workerKills++ % 2 ? 'worker' : 'start') : Math.random() < 0.5 ? 'worker' : 'start';
@@ -511,6 +521,7 @@ async function main(): Promise<void> {
           }
           await r.config('SET', 'appendfsync', 'always').catch(() => undefined);
         }
+        await checkRedis();
         return `${Math.round(hold)} ms${exited ? `, Redis exited (${p?.exitCode ?? p?.signalCode}), started from its AOF` : ''}`;
       });
     } else if (f === 'emptyfull') {
@@ -524,6 +535,7 @@ async function main(): Promise<void> {
         const filled = fillDisk(file);
         // Its start waits until it answers: one that exits at once on the full disk never does.
         const up = await Promise.race([redis.start().then(() => 'answered'), sleep(5000).then(() => 'did not answer')]);
+        const startedOnFull = redisProc()?.pid;
         const hold = arg ? Number(arg) : rand(3000, 8000);
         await sleep(hold);
         fs.ftruncateSync(filled.fd, 0);
@@ -531,9 +543,21 @@ async function main(): Promise<void> {
         fs.rmSync(file);
         const p = redisProc();
         const exited = !p || p.exitCode !== null || p.signalCode !== null;
+        const how = `pid ${p?.pid} ${exited ? `exited ${p?.exitCode ?? p?.signalCode}` : 'alive'} (started on the full disk: ${startedOnFull})`;
         if (exited) await redis.start();
-        for (const [k, v] of registry) await r.restore(k, 0, v, 'REPLACE');
-        return `${Math.round(hold)} ms, empty on the full disk: ${up}${exited ? ', exited, started again' : ''}`;
+        // A Redis whose AOF write failed answers MISCONF until a write works again: put back
+        // once it does (run 2 of F11's driver died of the MISCONF here).
+        for (const [k, v] of registry)
+          for (let tries = 0; ; tries++) {
+            const put = await r.restore(k, 0, v, 'REPLACE').then(
+              () => true,
+              (err) => (tries < 100 ? false : Promise.reject(err)),
+            );
+            if (put) break;
+            await sleep(100);
+          }
+        await checkRedis();
+        return `${Math.round(hold)} ms, empty on the full disk: ${up}${exited ? ', exited, started again' : ''}; ${how}, then pid ${redisProc()?.pid}`;
       });
     } else if (f === 'aof' || f === 'empty') {
       await inTurn('redis', async () => {
@@ -542,7 +566,12 @@ async function main(): Promise<void> {
         await sleep(rand(300, 2000));
         await redis.start();
         if (f === 'empty') for (const [k, v] of registry) await r.restore(k, 0, v, 'REPLACE');
+        await checkRedis();
       });
+    }
+    if (stray) {
+      redisStray.push({ fault: f, at, ...stray });
+      detail += ` (Redis answering is pid ${stray.answering}, the driver holds ${stray.held})`;
     }
     faults.push({ fault: f, at, ms: Date.now() - t0, detail });
     console.error(`${at} ${f} ${detail}`);
@@ -772,6 +801,7 @@ async function main(): Promise<void> {
     },
     budget,
     childrenLeft,
+    redisStray,
     restartsRefused,
     unexpectedExits,
     unreadable,

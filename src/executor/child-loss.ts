@@ -8,6 +8,7 @@ import type { Queued } from './executor-process.ts';
 import type { ExecRequest } from './executor-protocol.ts';
 import { answerAfterDeath, type Failure, failure, lostAnswers } from './death-answers.ts';
 import { about } from './executor-status.ts';
+import { killedAgain } from './outside-kills.ts';
 import type { Unanswered } from './statement-marks.ts';
 
 /** A lost child's requests as its marks sorted them (see `StatementMarks.sort`). */
@@ -71,7 +72,8 @@ export function diedOnItsOwn(sorted: Sorted, ms: number, code: number | null, si
       { ...about(running.item.req), child: log.child, childPid: log.childPid, code, signal, rerun: finished.length },
       'executor child died during a statement',
     );
-    const died = signal === 'SIGKILL' ? killedFromOutside(running.item.req) : diedOfItsStatement(code, signal);
+    // Killed from outside again during the same statement: its own memory (`outside-kills.ts`).
+    const died = signal === 'SIGKILL' ? (killedAgain(running.item.req) ?? killedFromOutside(running.item.req)) : diedOfItsStatement(code, signal);
     lookup = answerAfterDeath(running.item, died, logger, log.child);
   } else logger?.warn({ child: log.child, childPid: log.childPid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
   metrics?.executorKills.inc({ reason: !running ? 'exited' : signal === 'SIGKILL' ? 'killed' : 'resource' });

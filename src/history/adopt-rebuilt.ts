@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { Database } from 'better-sqlite3';
 import { hashOnThread, type PendingHash } from './hash-worker.ts';
 import { keptDescriptor } from './kept-descriptors.ts';
+import { writeAll } from './write-all.ts';
 
 /**
  * A restore in place's rebuilt file, offered as the next generation's snapshot, with its
@@ -47,7 +48,8 @@ export function foreseeHeader(live: Database, liveFile: string, rebuilt: string)
     out.writeUInt32BE(counter, VERSION_VALID_FOR);
     out.writeUInt32BE((head.readUInt32BE(SCHEMA_COOKIE) + 1) >>> 0, SCHEMA_COOKIE);
     out.writeUInt32BE(major! * 1_000_000 + minor! * 1000 + patch!, VERSION_NUMBER);
-    fs.writeSync(fd, out, 0, HEADER_BYTES, 0);
+    // Written over bytes the file has: short only on a copy-on-write disk, and then a throw.
+    writeAll(fd, out, HEADER_BYTES, 0);
   } finally {
     fs.closeSync(fd);
   }
@@ -83,7 +85,7 @@ export function adoptRebuilt({ file: rebuilt, foreseen }: Rebuilt, db: Database,
     // Past the 100-byte file header, page 1 is b-tree content the backup copies verbatim.
     if (!a.b.subarray(HEADER_BYTES).equals(r.b.subarray(HEADER_BYTES))) return false;
     if (!a.b.equals(r.b)) {
-      fs.writeSync(r.fd, a.b, 0, pageSize, 0);
+      writeAll(r.fd, a.b, pageSize, 0);
       how = 'patched';
     }
   } finally {

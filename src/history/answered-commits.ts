@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import type { Database } from 'better-sqlite3';
 import type { HistorySource } from './history-files.ts';
 import { readWalIndex } from './wal-index.ts';
+import { writeAll } from './write-all.ts';
 
 // A write is answered before its frames are copied into history (`lockForCapture`): the copy
 // waits under the write lock, where nothing can commit or start the WAL over. Only a kill in
@@ -78,7 +80,8 @@ export function noteAnswered(
     const noted: Answered = { salt1: wal.salt1, salt2: wal.salt2, frame: wal.lastFrame, c1: wal.c1, c2: wal.c2, at, n: kept.next };
     kept.ring ||= fs.fstatSync(kept.fd).size >= RING * RECORD_BYTES;
     const slot = kept.next % (kept.ring ? RING : 1);
-    fs.writeSync(kept.fd, JSON.stringify(noted).padEnd(RECORD_BYTES - 1) + '\n', slot * RECORD_BYTES);
+    // Whole or a throw (a write cut short leaves the slot torn, which its sum then refuses).
+    writeAll(kept.fd, Buffer.from(recordText(noted)), RECORD_BYTES, slot * RECORD_BYTES);
     kept.next++;
     return { walBytes: 32 + wal.lastFrame * (wal.pageSize + 24), noted, change: wal.change };
   } catch {
@@ -119,21 +122,52 @@ export function readAllAnswered(source: HistorySource): Answered[] {
   }
 }
 
+/**
+ * A record as its slot holds it: its sum `k` first, then the record. A slot is written over in
+ * place, and a 160-byte slot can straddle a page (slot 25 lies across 4,096): a crash, or a
+ * full copy-on-write disk taking part of the write, can leave it the new record's first bytes
+ * and the old one's last. With the fields of both of one length, that read as a record of
+ * neither (session 34, F11: the new one's frame, the old one's checksums, a time of digits of
+ * both): the sum, over every field, refuses it. First in the slot, so a new head over an old
+ * record brings its sum with it, and an old head over a new tail carries an old sum that does
+ * not match.
+ */
+function recordText(a: Answered): string {
+  return `${JSON.stringify({ k: recordSum(a), ...a })}`.padEnd(RECORD_BYTES - 1) + '\n';
+}
+
+function recordSum(a: Partial<Answered>): number {
+  return zlib.crc32(`${a.salt1},${a.salt2},${a.frame},${a.c1},${a.c2},${a.at},${a.n}`);
+}
+
+/**
+ * Records of the slots read, those torn refused. A record without a sum (written before sums
+ * were added) is read as before, only from a file no record with a sum is in yet: once one is,
+ * the file is being written over by this version, and a slot without a sum is one torn across
+ * an old record (`recordText`).
+ */
 function readRecords(fd: number): Answered[] {
   const buf = Buffer.alloc(RING * RECORD_BYTES);
   const got = fs.readSync(fd, buf, 0, buf.length, 0);
-  const out: Answered[] = [];
+  const summed: Answered[] = [];
+  const unsummed: Answered[] = [];
+  let sums = false;
   for (let at = 0; at + 1 < got; at += RECORD_BYTES) {
     const text = buf.toString('utf8', at, Math.min(got, at + RECORD_BYTES)).trim();
     if (!text) continue;
     try {
-      const record = JSON.parse(text) as Partial<Answered>;
-      if ([record.salt1, record.salt2, record.frame, record.c1, record.c2, record.at].every((n) => typeof n === 'number')) out.push(record as Answered);
+      const { k, ...record } = JSON.parse(text) as Partial<Answered> & { k?: unknown };
+      if (![record.salt1, record.salt2, record.frame, record.c1, record.c2, record.at].every((n) => typeof n === 'number')) continue;
+      if (k === undefined) unsummed.push(record as Answered);
+      else {
+        sums = true;
+        if (k === recordSum(record)) summed.push(record as Answered);
+      }
     } catch {
       // A slot cut short by a crash: that one record is lost, as the single one was before.
     }
   }
-  return out.sort((a, b) => (a.n ?? 0) - (b.n ?? 0));
+  return (sums ? summed : unsummed).sort((a, b) => (a.n ?? 0) - (b.n ?? 0));
 }
 
 /** Gives the file all its slots (blank), while there is room; without it, slot 0 alone is used. */
@@ -144,7 +178,8 @@ function allocate(fd: number): void {
   const blank = Buffer.alloc(RING * RECORD_BYTES - from, 0x20);
   for (let i = RECORD_BYTES - 1; i < blank.length; i += RECORD_BYTES) blank[i] = 0x0a;
   try {
-    fs.writeSync(fd, blank, 0, blank.length, from);
+    // A write cut short would leave the file part allocated and taken for slot 0's alone.
+    writeAll(fd, blank, blank.length, from);
   } catch {
     // A full disk: slot 0 goes on being written in place.
     fs.ftruncateSync(fd, Math.max(size, Math.min(from, RECORD_BYTES)));

@@ -19,6 +19,7 @@ import { WORKSPACE_HISTORY } from './history-files.ts';
 import { buildRestore } from './restore-rebuild.ts';
 import type { RestorePlan } from './restore-plan.ts';
 import { momentKey } from './as-of-moment.ts';
+import { writeAll } from './write-all.ts';
 
 /** The folder under AGENTDB_DATA_DIR that holds materialised moments. */
 export const AS_OF_ROOT = 'as-of';
@@ -75,7 +76,7 @@ export function momentFile(dataDir: string, id: string, plan: RestorePlan, build
     // a checkpoint and syncs: three quarters of a moment's first read.
     const fd = fs.openSync(tmp, 'r+');
     try {
-      fs.writeSync(fd, LEGACY_FORMAT, 0, 2, 18);
+      writeAll(fd, LEGACY_FORMAT, 2, 18);
     } finally {
       fs.closeSync(fd);
     }

@@ -15,6 +15,7 @@ import { allInNewWal } from './new-wal-commits.ts';
 import { restoreLeaving, sealAt, sealHolds } from './seal.ts';
 import { WAL_HEADER_BYTES, frameOffset, parseWalHeader } from './wal-format.ts';
 import { readWalIndex } from './wal-index.ts';
+import { writeAll } from './write-all.ts';
 
 // What capture copies under the write lock: the live WAL's committed frames beyond what history
 // holds, or, where the WAL started over behind capture's back, the gap that begins a generation.
@@ -249,7 +250,7 @@ function unsure(
 
 /** An empty segment takes the live WAL's header (`head`, parsed `hdr`): its frames chain from it. */
 function adoptHeader(seg: Segment, head: Buffer, hdr: SegmentHeader): void {
-  fs.writeSync(segmentFds(seg).data, head, 0, WAL_HEADER_BYTES, 0);
+  writeAll(segmentFds(seg).data, head, WAL_HEADER_BYTES, 0);
   seg.header = hdr;
   seg.c1 = hdr.c1;
   seg.c2 = hdr.c2;

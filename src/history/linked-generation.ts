@@ -31,6 +31,7 @@ import { syncDir } from './file-sync.ts';
 import { publish, removeDeadTemps } from './snapshot.ts';
 import { SNAPSHOT_CRC, readSnapshotCrc, writeSnapshotCrc } from './snapshot-crc.ts';
 import { writeWal, type WalWritten } from './wal-writer.ts';
+import { writeAll } from './write-all.ts';
 
 /**
  * A generation made ready beside the others (`g….<pid>.linked.tmp`: a name no snapshot's
@@ -109,7 +110,9 @@ export function publishGeneration(prepared: PreparedGeneration, dbPath: string, 
     const line: CommitRecord = { at: now, frames: base.frames, dbPages: base.dbPages, c1: base.c1, c2: base.c2 };
     const fd = fs.openSync(path.join(tmp, SEGMENTS_DIR, segment + SEGMENT_INDEX_EXT), 'w');
     try {
-      fs.writeSync(fd, commitLine(line));
+      // The index line is ASCII; a short count (read back as a torn tail, the base commit
+      // gone from a published generation) is a throw like ENOSPC, and nothing is published.
+      writeAll(fd, Buffer.from(commitLine(line)));
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);

@@ -22,6 +22,7 @@ import { planRestore, type RestorePlan } from './restore-plan.ts';
 import { mapped, structureCheck } from './integrity.ts';
 import { sealHolds } from './seal.ts';
 import { cutUncommittedTail } from './uncommitted-tail.ts';
+import { diskIsFull } from '../sqlite/sqlite-errors.ts';
 import type { DbTarget } from '../sqlite/db-target.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
@@ -116,7 +117,16 @@ export function restoreWithinGeneration(a: WithinGeneration): false | { note?: s
     // No connection took the commit in (on a full disk, the -shm could not grow for it): taken
     // back, the restore's failure says the truth; left, the next open with room recovers it and
     // a restore answered STORAGE_FULL is in place after all (session 33, F10).
+    // Whether the disk is full is asked first: the take-back frees the WAL's room, and SQLite's
+    // "disk I/O error" (SQLITE_IOERR_SHMSIZE) then answered INTERNAL (session 34, F11).
+    const full = diskIsFull(db.path);
     if (takeBackDeltaWal(db.path, salts)) unpend(a, point);
+    if (full && /^SQLITE_(IOERR|CANTOPEN)/.test(String((err as { code?: unknown }).code))) {
+      throw new AgentDbError(
+        'STORAGE_FULL',
+        `${(err as Error).message} opening the database over the restore's commit (the disk is full): nothing was restored`,
+      );
+    }
     throw err;
   }
   // The file, as the restore leaves it (its commit is in the WAL beside it), compared whole with
@@ -149,7 +159,15 @@ export function restoreWithinGeneration(a: WithinGeneration): false | { note?: s
   // Where its own commits end: its undo discards only those made after. Not synced: a crash
   // losing it leaves `pending`, which the next restore clears (the audit row is in).
   const after = capturedPosition(db.path, source);
-  writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, ...(after ? { restoreEnd: after } : {}) }, { sync: false });
+  try {
+    writeJsonAtomic(undoPath(a.hdir, a.undoId), { ...point, ...(after ? { restoreEnd: after } : {}) }, { sync: false });
+  } catch (err) {
+    // Restored and audited: this write failing on a full disk is the crash above (the next
+    // restore settles the pending point), not STORAGE_FULL "nothing was written" (session 34, F11).
+    return {
+      note: `restored; its undo point could not be finished (${err instanceof Error ? err.message : String(err)}): the next restore of this database does it`,
+    };
+  }
   a.step('unmarked');
   return {};
 }

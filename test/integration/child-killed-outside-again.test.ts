@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callKey } from '../../src/contracts/call-identity.ts';
+import type { CallInput } from '../../src/contracts/call.ts';
+import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
+import type { Envelope } from '../../src/contracts/envelope.ts';
+import type { AgentDbClient } from '../../src/calls/client.ts';
+import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+
+// A child SIGKILLed from outside during a statement answers UNAVAILABLE, retryable (session 33,
+// F10): an operator's kill, or the kernel's OOM killer's. But on a host with less memory than a
+// child's data-segment limit, the OOM killer kills the child of the statement that takes the
+// memory every time it runs: sent again as the answer invites, the same statement was killed
+// again, without end, each time UNAVAILABLE. The second kill of the same statement now answers
+// RESOURCE_LIMIT (not retryable: a resend under its id answers it again and runs nothing), and a
+// write is still answered by its record: committed, it answers ok, whatever killed it
+// (session 34, F11).
+
+/** Rows counted by a read long enough (a second or more of CPU) for a kill to land inside it. */
+const COUNT = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000) SELECT count(*) FROM c';
+/** A write that computes as long before it writes its one row. */
+const SLOW_INSERT = `INSERT INTO t (call, n) SELECT ?, n FROM (${COUNT.replace('count(*)', 'count(*) AS n')})`;
+const who = { workspace: 'outside2', agent: 'a', settings: { database: 'agent' as const } };
+
+let sb: Sandbox;
+let worker: ShardWorkerPool;
+let client: AgentDbClient;
+let file: string;
+
+beforeAll(async () => {
+  // One pooled child, no overflow lane: `executorPids[0]` is the child running the call. A
+  // checkpoint after each commit, before its answer leaves, which a reader held here makes wait.
+  sb = sandbox({ EXECUTOR_POOL_SIZE: '1', EXECUTOR_OVERFLOW: '0', HISTORY_CHECKPOINT_BYTES: '4096', STATEMENT_TIMEOUT_MS: '60000' });
+  worker = await sb.pool();
+  client = sb.client();
+  file = databasePath(sb.dataDir, who.workspace, who.agent, shardOf(`${who.workspace}/${who.agent}`, sb.config.shardCount));
+});
+afterAll(() => sb.cleanup());
+
+const call = async (input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>) => (await client.call({ ...who, ...input })) as Envelope;
+
+/** CPU time a process has used, in clock ticks (user + system, from /proc). */
+function cpuTicks(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** Kills the child once it burns CPU on the call in hand (killed before it read it, the call would rightly run on the next child). */
+async function killInStatement(): Promise<void> {
+  await expect.poll(() => worker.executorPids[0], { interval: 5, timeout: 10_000 }).toBeDefined();
+  const pid = worker.executorPids[0]!;
+  const before = cpuTicks(pid);
+  await expect.poll(() => cpuTicks(pid) - before, { interval: 5, timeout: 20_000 }).toBeGreaterThanOrEqual(5);
+  process.kill(pid, 'SIGKILL');
+}
+
+/** Sends `input` and kills its child in its statement: its answer. */
+async function killed(input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>): Promise<Envelope> {
+  const pending = call(input);
+  await killInStatement();
+  return pending;
+}
+
+function inFile(callId: string): { rows: number; recorded: boolean } {
+  const outside = new Database(file, { readonly: true });
+  try {
+    const rows = (outside.prepare('SELECT count(*) AS n FROM t WHERE call = ?').get(callId) as { n: number }).n;
+    const recorded = outside.prepare('SELECT 1 FROM _agentdb_calls WHERE call_id = ?').get(callKey(who.workspace, who.agent, callId)) !== undefined;
+    return { rows, recorded };
+  } finally {
+    outside.close();
+  }
+}
+
+describe('a statement whose child is SIGKILLed from outside each time it runs', () => {
+  it('a read: UNAVAILABLE the first time, RESOURCE_LIMIT the second, and that answer stays', async () => {
+    const input = { callId: 'read-oom', tool: 'DATA_QUERY_SQL', arguments: { sql: COUNT } };
+    expect(await killed(input)).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
+    const second = await killed(input);
+    expect(second).toMatchObject({
+      ok: false,
+      error: { code: 'RESOURCE_LIMIT', message: expect.stringMatching(/killed from outside \(signal SIGKILL\) 2 times .* not run again/) },
+    });
+    // Sent again under its id: the same answer, the statement not run a third time.
+    expect(await call(input)).toEqual(second);
+  });
+
+  it('a write: RESOURCE_LIMIT "nothing of it was written" the second time, and nothing is', async () => {
+    expect(await call({ tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE t (call TEXT, n INTEGER)' } })).toMatchObject({ ok: true });
+    const input = { callId: 'write-oom', tool: 'DATA_WRITE_SQL', arguments: { sql: SLOW_INSERT, params: ['write-oom'] } };
+    expect(await killed(input)).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
+    const second = await killed(input);
+    expect(second).toMatchObject({
+      ok: false,
+      error: { code: 'RESOURCE_LIMIT', message: expect.stringMatching(/2 times .*before it committed: nothing of it was written/) },
+    });
+    expect(inFile('write-oom')).toEqual({ rows: 0, recorded: false });
+    expect(await call(input)).toEqual(second);
+    expect(inFile('write-oom')).toEqual({ rows: 0, recorded: false });
+  });
+
+  it('a write killed the second time after its commit answers what it committed, not the limit', async () => {
+    const input = { callId: 'write-late', tool: 'DATA_WRITE_SQL', arguments: { sql: SLOW_INSERT, params: ['write-late'] } };
+    expect(await killed(input)).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' } });
+    // Held in the checkpoint after its commit by a reader here, then killed.
+    const reader = new Database(file, { readonly: true });
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM t').get();
+    const written = call(input);
+    await expect.poll(() => inFile('write-late').rows, { interval: 5, timeout: 30_000 }).toBe(1);
+    const pid = worker.executorPids[0]!;
+    process.kill(pid, 'SIGKILL');
+    await expect.poll(() => worker.executorPids[0], { interval: 5, timeout: 10_000 }).not.toBe(pid);
+    reader.exec('COMMIT');
+    reader.close();
+    const committed = await written;
+    expect(committed).toMatchObject({ ok: true, result: { changes: 1 } });
+    expect(await call(input)).toEqual(committed);
+    expect(inFile('write-late')).toEqual({ rows: 1, recorded: true });
+  });
+});
