@@ -1,4 +1,5 @@
-import { HISTORY_HINTS, codeOf, errorBody, type ErrorCode } from '../errors.ts';
+import { codeOf, errorBody, type ErrorCode } from '../errors.ts';
+import { HISTORY_HINTS } from '../history/history-hints.ts';
 import { runBackups } from '../shards/backups.ts';
 import { checkRedis, connectAnswering } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';

@@ -1,5 +1,6 @@
 import os from 'node:os';
-import { HISTORY_HINTS, codeOf, errorBody } from '../errors.ts';
+import { codeOf, errorBody } from '../errors.ts';
+import { HISTORY_HINTS } from '../history/history-hints.ts';
 import { checkRedis, connectRedis } from '../redis/connection.ts';
 import { keysFor } from '../redis/keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';

@@ -1,5 +1,6 @@
 import os from 'node:os';
-import { HISTORY_HINTS, errorBody } from '../errors.ts';
+import { errorBody } from '../errors.ts';
+import { HISTORY_HINTS } from '../history/history-hints.ts';
 import { restoreAllFromBlob, type DisasterRestoreLine } from '../shards/disaster-restore.ts';
 import type { HistoryClient } from '../shards/history-client.ts';
 import type { CommandContext } from './context.ts';

@@ -20,7 +20,8 @@ import { restoreTarget } from './restore-target.ts';
 import { throughSqlite } from './restore-through-sqlite.ts';
 import { commitsAfterRestore, finishedUnder } from './restore-undo.ts';
 import { weighedPlan, weighing, type WeighedPlan, type WeighingResult } from './restore-weighed.ts';
-import { restoreWithinGeneration, settleInterrupted } from './restore-within-generation.ts';
+import { settleInterrupted } from './interrupted-restores.ts';
+import { restoreWithinGeneration } from './restore-within-generation.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { syncDir } from './file-sync.ts';
 

@@ -1,5 +1,5 @@
 import { listGenerations, listSegments, readJson, undoPath, writeJsonAtomic, type localSource, type UndoPoint } from './history-files.ts';
-import { withoutPending } from './restore-within-generation.ts';
+import { withoutPending } from './interrupted-restores.ts';
 import { readCommits } from './segment-index.ts';
 
 // An in-place restore's undo point, seen from the restore: what undoing it would discard, and

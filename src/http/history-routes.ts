@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AgentDbError, HISTORY_HINTS, codeOf } from '../errors.ts';
+import { AgentDbError, codeOf } from '../errors.ts';
+import { HISTORY_HINTS } from '../history/history-hints.ts';
 import { ACTIVITY_PAGE } from '../history/activity-view.ts';
 import type { MemberRegistry } from '../registry/members.ts';
 import type { HistoryClient } from '../shards/history-client.ts';

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
-import { HISTORY_HINTS } from '../../src/errors.ts';
+import { HISTORY_HINTS } from '../../src/history/history-hints.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
