@@ -11,21 +11,24 @@ const ANNOUNCED_MAX = 1024;
  * `queued` (seen once in CI). Bounded in count and time: it only bridges that gap.
  */
 export class AnnouncedOutcomes {
-  private readonly announced = new Map<string, { envelope: Envelope; at: number }>();
+  private readonly announced = new Map<string, { envelope: Envelope; at: number; announcedAt: number }>();
 
-  /** The outcome announced for the call (by its `callKey`) within the last {@link ANNOUNCED_MS}, if any. */
-  get(key: string): Envelope | undefined {
+  /**
+   * The outcome announced for the call (by its `callKey`) within the last {@link ANNOUNCED_MS}, if
+   * any, with when its run announced it (`announcedAt`, the worker's clock: the event's `at`).
+   */
+  get(key: string): { envelope: Envelope; announcedAt: number } | undefined {
     const got = this.announced.get(key);
     if (!got) return undefined;
-    if (Date.now() - got.at <= ANNOUNCED_MS) return got.envelope;
+    if (Date.now() - got.at <= ANNOUNCED_MS) return got;
     this.announced.delete(key);
     return undefined;
   }
 
   /** Keeps the call's announced outcome, dropping the oldest past {@link ANNOUNCED_MAX}. */
-  remember(key: string, envelope: Envelope): void {
+  remember(key: string, envelope: Envelope, announcedAt: number): void {
     this.announced.delete(key);
     if (this.announced.size >= ANNOUNCED_MAX) this.announced.delete(this.announced.keys().next().value!);
-    this.announced.set(key, { envelope, at: Date.now() });
+    this.announced.set(key, { envelope, at: Date.now(), announcedAt });
   }
 }

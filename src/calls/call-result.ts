@@ -112,7 +112,7 @@ async function resultOf(
     return env;
   }
   // Announced but not yet marked finished by BullMQ (see `CallWaiters.justAnnounced`).
-  const announced = waiters.justAnnounced(key);
+  const announced = waiters.justAnnounced(key, job.processedOn);
   if (announced) {
     if (completion) waiters.complete(key, announced);
     return announced;

@@ -66,6 +66,8 @@ export interface Watch {
   look?: NodeJS.Timeout;
   /** Runs that look at once, or right after the one under way (see {@link CallWaiters.lookNow}); set with {@link look}. */
   lookAtOnce?: () => void;
+  /** A run of the call ended then (`finishedOn`) and was put back to run again: its announcement is not waited for (`CallWaiters.putBack`). */
+  endedBefore?: number;
 }
 
 /**

@@ -162,8 +162,12 @@ export class CallWaiters {
     if (event.type !== 'call.completed') return;
     const key = callKey(event.workspace, event.agent, event.callId, event.memberSince);
     if (!this.awaitsCompletion(key)) return;
+    // Announced by the run a resend put back to run again, read late (a reader catching up):
+    // not the outcome of the run the waits now wait for (see {@link putBack}).
+    const stale = this.watches.get(key)!.endedBefore;
+    if (stale !== undefined && event.at <= stale) return;
     if (event.envelope) {
-      this.announced.remember(key, event.envelope);
+      this.announced.remember(key, event.envelope, event.at);
       return this.complete(key, event.envelope);
     }
     void fetch(key).then(
@@ -172,9 +176,26 @@ export class CallWaiters {
     );
   }
 
-  /** The outcome a worker announced for the call within the last few seconds, if any (see {@link AnnouncedOutcomes}). */
-  justAnnounced(key: string): Envelope | undefined {
-    return this.announced.get(key);
+  /**
+   * The outcome a worker announced for the call within the last few seconds, if any (see
+   * {@link AnnouncedOutcomes}), and only if the run that announced it is the job's run now: taken
+   * at `takenAt` (its `processedOn`) or before it announced. A job put back to run again after a
+   * retryable refusal is not finished, and the refusal its run before announced said "nothing was
+   * written" of the run that then committed (session 34, F12: F11's refused-but-there).
+   */
+  justAnnounced(key: string, takenAt: number | undefined): Envelope | undefined {
+    const got = this.announced.get(key);
+    return got && takenAt !== undefined && got.announcedAt >= takenAt ? got.envelope : undefined;
+  }
+
+  /**
+   * The call's job, whose run ended at `endedAt` (its `finishedOn`, the worker's clock) with a
+   * retryable refusal, was put back to run again by a send now waiting on it: that run's
+   * announcement, if the reader brings it only now, is not the outcome waited for.
+   */
+  putBack(key: string, endedAt: number): void {
+    const watch = this.watches.get(key);
+    if (watch) watch.endedBefore = Math.max(watch.endedBefore ?? 0, endedAt);
   }
 
   /** How many calls, waits and looks this client holds now (for tests and metrics). */

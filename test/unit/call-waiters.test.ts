@@ -121,12 +121,15 @@ describe('CallWaiters', () => {
       const event = { id: '1-0', type: 'call.completed' as const, callId: 'c9', workspace: 'acme', agent: 'scout', ok: true, envelope: env('c9'), at: 0 };
       w.onEvent(event, async () => undefined);
       expect(await wait).toEqual(env('c9'));
-      expect(w.justAnnounced(key)).toEqual(env('c9'));
+      expect(w.justAnnounced(key, 0)).toEqual(env('c9'));
+      // Not of the job's run now: one taken after it announced (put back to run again), or none yet.
+      expect(w.justAnnounced(key, 1)).toBeUndefined();
+      expect(w.justAnnounced(key, undefined)).toBeUndefined();
       // Nobody waited on this one: nothing kept.
       w.onEvent({ ...event, callId: 'c10', envelope: env('c10') }, async () => undefined);
-      expect(w.justAnnounced(callKey('acme', 'scout', 'c10'))).toBeUndefined();
+      expect(w.justAnnounced(callKey('acme', 'scout', 'c10'), 0)).toBeUndefined();
       vi.advanceTimersByTime(5001);
-      expect(w.justAnnounced(key)).toBeUndefined();
+      expect(w.justAnnounced(key, 0)).toBeUndefined();
     } finally {
       vi.useRealTimers();
     }
