@@ -15,7 +15,7 @@ import { awaitCompletion, watchJob } from './call-completion-wait.ts';
 import { claimCallId, claimEntry, type ClaimPlace } from './call-id-claim.ts';
 import type { CallLookup } from './call-lookup.ts';
 import { CALL_POINTS, rateLimited, type CallRateLimits } from './call-rate-limits.ts';
-import { addOrJoin, callJobOptions, resentOutcome } from './call-resend.ts';
+import { addOrJoin, callJobOptions, resentOutcome, type CallToAdd } from './call-resend.ts';
 import type { CallWaiters } from './call-waiters.ts';
 import type { CallOptions } from './client-options.ts';
 import type { ClientShardCount } from './client-shard-count.ts';
@@ -210,7 +210,7 @@ export class CallEnqueue {
     }
     const starting = this.deps.ensureReader();
     if (starting) await starting;
-    const completion = (sent.completion = this.deps.waiters.completion(key, opts.signal));
+    let completion = (sent.completion = this.deps.waiters.completion(key, opts.signal));
     const parking = (sent.parking = wait && !opts.onStatus ? undefined : this.deps.waiters.parking(key, opts.signal));
     // Checked and marked in one turn, so the outage's answer says either "not sent" and it is
     // not, or "may still run" (review R28: a call answered mayStillRun false ran once Redis was back).
@@ -236,9 +236,9 @@ export class CallEnqueue {
         return refusal(refused);
       }
     }
-    const joined = add
+    const toAdd: CallToAdd | undefined = add
       ? undefined
-      : await addOrJoin(this.deps.waiters, this.deps.lookup, {
+      : {
           queue,
           key,
           data,
@@ -246,13 +246,17 @@ export class CallEnqueue {
           ownId,
           wait,
           completion,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          answered: () => sent.answered === true,
           ...(parking ? { parking } : {}),
           // Set on this path (no admitted add): the entry was counted on its own first.
           entryBytes: entry!.bytes,
           letGo: letGo(entry!),
           // In its workspace's turn once the queue is long, as the admitted add's jobs are.
           place: () => placeAdded(queue, key, this.deps.claims.keys.redisBudget(data.workspace).ledger),
-        });
+        };
+    const joined = toAdd && (await addOrJoin(this.deps.waiters, this.deps.lookup, toAdd));
+    if (toAdd) completion = sent.completion = toAdd.completion; // anew if it put the job back to run
     // Handed to Redis: what follows is the wait, bounded by timeoutMs (a call may run for long).
     sent.stall.disarm();
     if (joined) return joined;

@@ -19,7 +19,15 @@ export interface CallToAdd {
   /** The caller named the call id: it may have been used before. A generated id is new by nature. */
   ownId: boolean;
   wait: boolean;
+  /** The send's wait for the call's end: replaced by a new one when the send puts the job back to run. */
   completion: Promise<Envelope>;
+  /** The send's signal, for the wait that replaces {@link completion}. */
+  signal?: AbortSignal;
+  /**
+   * The send was answered already (UNAVAILABLE "may still run", Redis away), its work going on
+   * now that Redis is back: it puts nothing back to run (see {@link addOrJoin}).
+   */
+  answered?: () => boolean;
   parking?: Promise<Record<string, unknown>>;
   /** The bytes of this call's budget entry (`callEntry`). */
   entryBytes: number;
@@ -87,9 +95,22 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
   // runs again (a write that did commit is replayed by its record, not run twice).
   // So is an answer whose code says "try again" (STORAGE_FULL, RETRY_LATER …): a caller
   // retries under the same id, as it should, and must reach the fault's end, not its echo.
-  if (earlier.finishedOn && isFailed(earlier)) await runAgain(earlier, 'failed');
-  else if (earlier.finishedOn && endedRetryable(earlier)) await runAgain(earlier, 'completed');
-  else if (earlier.finishedOn) {
+  if (earlier.finishedOn && (isFailed(earlier) || endedRetryable(earlier))) {
+    // A send already answered "may still run" whose commands Redis ran once back puts nothing
+    // back: a later send of the id may have been answered that run's refusal since, and a run
+    // put back now would commit under that "nothing was written" (session 34, F12).
+    if (c.answered?.()) {
+      waiters.drop(completion, parking);
+      return finishedEnvelope(earlier);
+    }
+    // This send's wait, set before it looked, may already be settled by the run that ended
+    // (its announcement, a look, a lookup between the listening and the add): that refusal is
+    // not the outcome of the run put back. Listen anew first, the old run's news shut out.
+    waiters.drop(completion);
+    c.completion = waiters.completion(key, c.signal);
+    waiters.putBack(key, earlier.finishedOn);
+    await runAgain(earlier, isFailed(earlier) ? 'failed' : 'completed');
+  } else if (earlier.finishedOn) {
     const env = finishedEnvelope(earlier);
     await c.letGo();
     waiters.complete(key, env);
@@ -100,7 +121,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
     // like the first call, on waits of its own, which were listening before it looked.
     const where = await lookup.standing(key, queue);
     if (where && (!('status' in where) || where.status === 'awaiting_approval')) {
-      waiters.drop(completion, parking);
+      waiters.drop(c.completion, parking);
       return where;
     }
   }
