@@ -62,24 +62,40 @@ export function chargedApprovalPage<T>(
  * Runs `restore`, charged as its adapters must charge it, one rule for the API's route, the web
  * page's restore forms and its activity list's restore and fork. A dry run plans the restore and
  * lists what it would take away from a page of the activity list: charged {@link RESTORE_DRY_RUN_POINTS}
- * before it runs, then as that page is ({@link chargedActivityRead}). A restore itself is charged {@link RESTORE_POINTS} before it runs, refused past the
- * member's or workspace's rate with nothing restored, and once it ran a call more per MiB of the
- * moment it wrote (`restoredPoints`): uncharged, one admin's restore loop doubled another
- * workspace's reads on the shard (session 33, T11).
+ * before it runs, then as that page is ({@link chargedActivityRead}). A restore itself is charged
+ * {@link RESTORE_POINTS} before it runs, and a call per MiB of the moment it writes
+ * (`restoredPoints`) before it writes it too: `restore` is given the bytes paid for so far, and
+ * the worker, once its plan knows the moment's size, runs nothing bigger and answers `unpaid`
+ * (that size); the rest is charged, and the restore sent again with it paid. Refused past the
+ * member's or workspace's rate with nothing restored. Charged after the run, one restore of a
+ * large database admitted at a window's end spent the next window (session 34, T12's leftover).
+ * Uncharged, one admin's restore loop doubled another workspace's reads on the shard (session
+ * 33, T11). Each round pays at least a call more, so the rate ends the rounds of a moment that
+ * keeps growing; whatever a worker ran unasked (one without a quota plans no size first) is
+ * charged after, as before.
  */
-export async function chargedRestore<T extends { restoredBytes?: number }>(
+export async function chargedRestore<T extends { restoredBytes?: number; unpaid?: number }>(
   charge: ChargeMemberLookup | undefined,
   member: { workspace: string; name: string },
   dryRun: boolean,
-  restore: (onRead?: (items: number) => void) => Promise<T>,
+  restore: (onRead?: (items: number) => void, paidBytes?: number) => Promise<T>,
 ): Promise<{ limited: RateRefusal } | { page: T }> {
   if (dryRun) return chargedActivityRead(charge, member, restore, activityReadPoints, RESTORE_DRY_RUN_POINTS);
   const limited = await charge?.(member.workspace, member.name, RESTORE_POINTS);
   if (limited) return { limited };
-  const done = await restore();
-  const extra = restoredPoints(done.restoredBytes ?? 0);
-  if (extra > 0) await charge?.(member.workspace, member.name, extra);
-  return { page: done };
+  // No rate (a server without limits): nothing to pay, the worker is not asked.
+  let paid = charge ? 0 : undefined;
+  for (;;) {
+    const done = await restore(undefined, paid);
+    if (done.unpaid === undefined) {
+      const extra = restoredPoints(done.restoredBytes ?? 0) - restoredPoints(paid ?? 0);
+      if (extra > 0) await charge?.(member.workspace, member.name, extra);
+      return { page: done };
+    }
+    const more = await charge?.(member.workspace, member.name, restoredPoints(done.unpaid) - restoredPoints(paid ?? 0));
+    if (more) return { limited: more };
+    paid = done.unpaid;
+  }
 }
 
 /**

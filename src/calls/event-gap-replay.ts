@@ -18,6 +18,19 @@ export const REPLAY_SLACK_MS = 60_000;
 export const REPLAY_MAX = 5_000;
 
 /**
+ * What a replay reads of the approvals' records, at most, in bytes (their fields' lengths): past
+ * it, what is left of the stretch is only said missed (`events.missed`'s `givenBack` counts what
+ * was given). A record holds its SQL and params (up to ~1 MB) and its effect, so the 10,000
+ * records of {@link REPLAY_MAX} were up to gigabytes in one pipeline: one reply built whole in the
+ * shared Redis's output buffer (its memory, which other tenants' writes are refused by when near
+ * full) and held whole in the feed's process, for a tenant's many approvals in a stretch.
+ */
+export const REPLAY_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Records read per round trip of a replay: a reply of the shared Redis stays a few of them. */
+export const REPLAY_BATCH = 32;
+
+/**
  * The scope of a feed of one workspace's events (`client.events({ workspace })`): it keeps that
  * workspace's events, and gives back, for a stretch trimmed under it, the workspace's approval
  * events from the approvals' own records, read from the workspace's indexes by creation and by
@@ -27,7 +40,7 @@ export const REPLAY_MAX = 5_000;
  * that ran in it. Session 33, T11 found a quiet workspace's runtime resuming after a busy one
  * turned the stream over lost them without a word.
  */
-export function workspaceFeedScope(redis: Redis, keys: Keys, workspace: string): FeedScope {
+export function workspaceFeedScope(redis: Redis, keys: Keys, workspace: string, maxBytes = REPLAY_MAX_BYTES): FeedScope {
   return {
     keeps: (event) => workspaceOf(event) === workspace,
     replay: async (after, before) => {
@@ -37,12 +50,20 @@ export function workspaceFeedScope(redis: Redis, keys: Keys, workspace: string):
         [keys.approvalsAllOf(workspace), keys.approvalsDecidedOf(workspace)].map((index) => redis.zrangebyscore(index, from, to, 'LIMIT', 0, REPLAY_MAX)),
       );
       const ids = [...new Set([...made!, ...decided!])];
-      const pipeline = redis.pipeline();
-      for (const id of ids) pipeline.hgetall(keys.approval(id));
       const records = new Map<string, Approval>();
-      for (const [i, [, hash]] of ((await pipeline.exec()) ?? []).entries()) {
-        const a = parseApproval(hash as Record<string, string>);
-        if (a) records.set(ids[i]!, a);
+      let bytes = 0;
+      // In batches, oldest first, until the bound: never the stretch's records in one reply.
+      for (let i = 0; i < ids.length && bytes < maxBytes; i += REPLAY_BATCH) {
+        const batch = ids.slice(i, i + REPLAY_BATCH);
+        const pipeline = redis.pipeline();
+        for (const id of batch) pipeline.hgetall(keys.approval(id));
+        for (const [j, [, hash]] of ((await pipeline.exec()) ?? []).entries()) {
+          if (bytes >= maxBytes) break;
+          const fields = hash as Record<string, string>;
+          for (const [k, v] of Object.entries(fields)) bytes += k.length + v.length;
+          const a = parseApproval(fields);
+          if (a) records.set(batch[j]!, a);
+        }
       }
       const within = (at: number | undefined) => at !== undefined && at >= from && at <= to;
       const events: AgentDbEvent[] = [];

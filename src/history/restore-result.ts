@@ -28,6 +28,11 @@ export interface RestoreResult {
   /** A dry run `into` a name the restore itself would refuse: why (`DATABASE_EXISTS: …`). */
   refused?: string;
   /**
+   * A restore sent with `paidBytes` whose plan restores more whole MiB than were paid: nothing was
+   * restored, and this is the moment's size, for the caller to charge before it sends it again.
+   */
+  unpaid?: number;
+  /**
    * A dry run on a full disk: planned from the history copied so far, writing nothing
    * (`FULL_DISK_NOTE`). A restore in place whose commit is in but whose audit row or copy into
    * history failed (a full disk): what is left to the next restore (`restoreWithinGeneration`).

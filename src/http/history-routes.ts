@@ -120,7 +120,9 @@ export function historyRoutes(deps: HistoryRoutesDeps): FastifyPluginAsyncZod {
       const { workspace, name } = member;
       const req = { ...request.body, by: { who: `${workspace}/@${name}`, via: 'key' as const } };
       const restore = async () => {
-        const out = await chargedRestore(deps.chargeLookup, member, req.dryRun === true, (onRead) => deps.history.restore(db, req, { member }, onRead));
+        const out = await chargedRestore(deps.chargeLookup, member, req.dryRun === true, (onRead, paidBytes) =>
+          deps.history.restore(db, { ...req, paidBytes }, { member }, onRead),
+        );
         // Thrown, so a restore sent again with the same key after the wait runs (nothing is remembered of a refusal).
         if ('limited' in out) throw restoreRateLimited(out.limited, req.dryRun === true);
         return out.page;

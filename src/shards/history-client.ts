@@ -29,6 +29,11 @@ export interface RestoreRequest {
   undo?: string;
   into?: string;
   dryRun?: boolean;
+  /**
+   * The bytes of restore already charged to the rate (`chargedRestore`): a restore whose plan
+   * restores more whole MiB answers `unpaid` and runs nothing. Absent (the operator's): not asked.
+   */
+  paidBytes?: number;
   by: RestoreActor;
 }
 
@@ -156,6 +161,7 @@ export class HistoryClient {
       ...(req.undo !== undefined ? { undo: req.undo } : {}),
       ...(into !== undefined ? { into } : {}),
       ...(req.dryRun ? { dryRun: true } : {}),
+      ...(req.paidBytes !== undefined && !req.dryRun ? { paidBytes: req.paidBytes } : {}),
       by: req.by,
     };
     const out = (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { workspaceFeedScope } from '../../src/calls/event-gap-replay.ts';
 import { latestEventId, STREAM_MAX_LEN } from '../../src/redis/events.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
@@ -119,4 +120,24 @@ it('tells a feed of every workspace that events after its position were trimmed 
   } finally {
     await feed.return!();
   }
+}, 120_000);
+
+it("bounds what a replay reads of a tenant's approval records: a stretch of many large ones is read up to the bound, the rest said missed", async () => {
+  // Each record holds its arguments (up to 64 KiB parked) and effect: 5,000 of each index were read in one pipeline,
+  // gigabytes in one reply of the shared Redis for a tenant that parked many in a stretch.
+  const many = { ...quiet, workspace: 'many' };
+  const from = `${Date.now() - 1}-0`;
+  const PARKED = 20;
+  for (let i = 0; i < PARKED; i++) {
+    const sql = `INSERT INTO t VALUES ('${'x'.repeat(60_000)}', ${i})`;
+    const parked = await client.call({ ...many, tool: 'DATA_WRITE_SQL', arguments: { sql } }, { wait: false });
+    expect(parked, JSON.stringify(parked).slice(0, 400)).toMatchObject({ status: 'awaiting_approval' });
+  }
+  const replay = (maxBytes?: number) => workspaceFeedScope(redis, keys(), 'many', maxBytes).replay(from, `${Date.now() + 1}-0`);
+  const requested = (events: { type: string }[]) => events.filter((e) => e.type === 'approval.requested').length;
+  // Under the bound, every one of them; with a bound of ~5 records' bytes, those read up to it, oldest first.
+  expect(requested(await replay())).toBe(PARKED);
+  const bounded = await replay(5 * 60_000);
+  expect(requested(bounded)).toBeGreaterThan(0);
+  expect(requested(bounded)).toBeLessThanOrEqual(6);
 }, 120_000);

@@ -143,3 +143,52 @@ it("places shard ops in their workspace's turn: one workspace's burst of ops no 
     await pool.stop();
   }
 }, 120_000);
+
+/** A database of `workspace` whose moment returned is 20 MiB, then a row more. */
+async function seedBig(workspace: string): Promise<number> {
+  const pool = await sb.pool();
+  try {
+    const big = 'WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20) INSERT INTO t SELECT zeroblob(1048576) FROM n';
+    for (const sql of ['CREATE TABLE t (a)', big]) expect(await write(workspace, sql)).toMatchObject({ ok: true });
+    const moment = Date.now();
+    pastMs(moment);
+    expect(await write(workspace, 'INSERT INTO t VALUES (3)')).toMatchObject({ ok: true });
+    return moment;
+  } finally {
+    await pool.stop();
+  }
+}
+
+it('charges the MiB a restore writes before it runs, from its plan: one that does not fit the window is refused with nothing restored', async () => {
+  // A moment of 20 MiB: 50 calls and 20 more. Charged after the run (T12), the restore ran at
+  // 50 of 60 calls and spent its 20 MiB into the next window.
+  const moment = await seedBig('rbig');
+  const roomyMoment = await seedBig('rroomy');
+  const worker = await sb.pool();
+  const k = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 60 }, history });
+  const roomy = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 75 }, history });
+  const restore = async (app: typeof k, workspace: string, at: number) =>
+    app.app.inject({
+      method: 'POST',
+      url: `/v1/databases/${workspace}%2Fscout/restore`,
+      headers: { authorization: `Bearer ${await app.memberKey(workspace, 'ada', 'admin')}` },
+      payload: { at: at / 1000 },
+    });
+  try {
+    // The window's first request: its 50 calls fit, only the MiB its plan knows of can refuse it.
+    const refused = await restore(k, 'rbig', moment);
+    expect(refused.statusCode).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(refused.json()).toMatchObject({ error: { code: 'RATE_LIMITED', retryAfter: expect.any(Number), message: expect.stringContaining('per MiB') } });
+    expect(await restores('rbig/scout')).toBe(0);
+    // With room for both (70 calls of 75), it runs.
+    const ran = await restore(roomy, 'rroomy', roomyMoment);
+    expect(ran.statusCode).toBe(200);
+    expect(ran.json().restoredBytes).toBeGreaterThan(20 * 1024 * 1024);
+    expect(await restores('rroomy/scout')).toBe(1);
+  } finally {
+    await k.close();
+    await roomy.close();
+    await worker.stop();
+  }
+}, 120_000);

@@ -41,8 +41,11 @@ export function activityRoutes(
 ): void {
   const charge = calls ? (workspace: string, member: string, points?: number) => calls.chargeMemberLookup(workspace, member, points) : undefined;
   // Charged as every restore is (`chargedRestore`): uncharged here, this form was a restore loop's way round the others' rate.
-  const charged = async <T extends { restoredBytes?: number }>(member: { workspace: string; name: string }, restore: () => Promise<T>): Promise<T> => {
-    const out = await chargedRestore(charge, member, false, restore);
+  const charged = async <T extends { restoredBytes?: number; unpaid?: number }>(
+    member: { workspace: string; name: string },
+    restore: (paidBytes?: number) => Promise<T>,
+  ): Promise<T> => {
+    const out = await chargedRestore(charge, member, false, (_onRead, paidBytes) => restore(paidBytes));
     if ('limited' in out) throw restoreRateLimited(out.limited, false);
     return out.page;
   };
@@ -70,7 +73,7 @@ export function activityRoutes(
         request.body.once,
         JSON.stringify([member.workspace, member.name, 'activity-restore', db, where]),
         async () => {
-          const outcome = await charged(member, () => history.restore(db, { ...where, by: by(request) }, { member }));
+          const outcome = await charged(member, (paidBytes) => history.restore(db, { ...where, paidBytes, by: by(request) }, { member }));
           return `${historyHref(db)}&restored=${encodeURIComponent(outcome.undoId ?? '')}`;
         },
         () => historyHref(db),
@@ -97,7 +100,7 @@ export function activityRoutes(
         request.body.once,
         JSON.stringify([member.workspace, member.name, 'activity-fork', db, request.body.through, into]),
         async () => {
-          await charged(member, () => history.restore(db, { through: request.body.through, into, by: by(request) }, { member }));
+          await charged(member, (paidBytes) => history.restore(db, { through: request.body.through, into, paidBytes, by: by(request) }, { member }));
           return dbHref(into);
         },
         () => dbHref(into),

@@ -258,7 +258,7 @@ export function historyRoutes(
         // as the API's dry run is, not only by the page shown after it (which a spent budget refused
         // once the dry run had read the list anyway).
         const run = async () => {
-          const planned = await chargedRestore(charge, member, dryRun, (onRead) => history.restore(db, req, { member }, onRead));
+          const planned = await chargedRestore(charge, member, dryRun, (onRead, paidBytes) => history.restore(db, { ...req, paidBytes }, { member }, onRead));
           if ('limited' in planned) throw restoreRateLimited(planned.limited, dryRun);
           return planned.page;
         };

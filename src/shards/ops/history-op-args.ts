@@ -14,6 +14,8 @@ export const restoreArgs = z
     undo: z.string().min(1).max(100).optional(),
     into: z.string().min(1).max(200).optional(),
     dryRun: z.boolean().optional(),
+    // The bytes of restore its caller already charged (`chargedRestore`): the op runs no restore of more whole MiB.
+    paidBytes: z.number().int().min(0).optional(),
     by: actor,
   })
   .strict()

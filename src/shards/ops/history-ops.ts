@@ -112,6 +112,11 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
         const adds = { databases: args.into === undefined ? 0 : 1, bytes: plan.adds };
         ({ release, refused: overQuota } = await ctx.quota.holdOrRefusal(parseDatabaseId(writes).workspace, adds, what, args.dryRun === true));
       }
+      // Charged before it runs by what the plan knows of its size, not after (a restore admitted
+      // at a window's end spent the next window): more whole MiB than paid runs nothing.
+      const mib = (bytes: number) => Math.floor(bytes / (1024 * 1024));
+      if (planned && args.dryRun !== true && args.paidBytes !== undefined && mib(planned.restoredBytes) > mib(args.paidBytes))
+        return { ...planned, unpaid: planned.restoredBytes };
       if (args.dryRun !== true || !planned) {
         const outcome = await ctx.executor.run(weighed ? { ...req, weighed } : req);
         ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
