@@ -110,6 +110,8 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
     c.completion = waiters.completion(key, c.signal);
     waiters.putBack(key, earlier.finishedOn);
     await runAgain(earlier, isFailed(earlier) ? 'failed' : 'completed');
+    // A look begun while the job was being put back may have read the run before's end.
+    waiters.putBack(key, earlier.finishedOn);
   } else if (earlier.finishedOn) {
     const env = finishedEnvelope(earlier);
     await c.letGo();
