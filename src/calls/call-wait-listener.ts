@@ -70,6 +70,8 @@ export interface Watch {
   endedBefore?: number;
   /** Changed whenever the job is put back to run: a look begun under another stamp answers no wait here (`CallWaiters.complete`). */
   stamp: number;
+  /** Put-backs of the job under way (`CallWaiters.putBack`): no look answers the waits meanwhile. */
+  puttingBack?: number;
 }
 
 /**

@@ -38,7 +38,7 @@ export class CallWaiters {
   private readonly watches = new Map<string, Watch>();
   /** Outcomes the workers announced for calls waited on here, for a few seconds (see {@link AnnouncedOutcomes}). */
   private readonly announced = new AnnouncedOutcomes();
-  /** The last stamp given a watch (see {@link looking}): one counter for all, so a watch made anew never takes an old one's. */
+  /** The last stamp given a watch ({@link looking}): one counter, so a new watch never takes an old one's. */
   private stamps = 0;
 
   /**
@@ -141,7 +141,7 @@ export class CallWaiters {
   complete(callId: string, envelope: Envelope, lookedAt?: number): boolean {
     const watch = this.watches.get(callId);
     if (!watch) return true;
-    if (lookedAt !== undefined && watch.stamp !== lookedAt) return false;
+    if (lookedAt !== undefined && (watch.stamp !== lookedAt || watch.puttingBack)) return false;
     this.release(callId, watch);
     for (const l of watch.completed) l.settle(envelope);
     // A call that ended is never parked: those waits stay pending, their callers moved on.
@@ -211,16 +211,20 @@ export class CallWaiters {
 
   /**
    * The call's job, whose run ended at `endedAt` (its `finishedOn`, the worker's clock) with a
-   * retryable refusal, was put back to run again by a send now waiting on it: that run's
-   * announcement, if the reader brings it only now, is not the outcome waited for, nor is what a
-   * look begun before found ({@link complete}'s `lookedAt`). Called before the job is put back, and
-   * again once it is: a look begun between them may read the run before's end.
+   * retryable refusal, is being put back to run again by a send now waiting on it: that run's
+   * announcement, read only now, is not the outcome waited for, nor is what a look begun before
+   * or during the put-back found ({@link complete}'s `lookedAt`). Call what it returns once done.
    */
-  putBack(key: string, endedAt: number): void {
+  putBack(key: string, endedAt: number): () => void {
     const watch = this.watches.get(key);
-    if (!watch) return;
+    if (!watch) return ignore;
     watch.endedBefore = Math.max(watch.endedBefore ?? 0, endedAt);
     watch.stamp = ++this.stamps;
+    watch.puttingBack = (watch.puttingBack ?? 0) + 1;
+    return () => {
+      watch.puttingBack!--;
+      watch.stamp = ++this.stamps;
+    };
   }
 
   /** How many calls, waits and looks this client holds now (for tests and metrics). */

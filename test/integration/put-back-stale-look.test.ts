@@ -90,4 +90,42 @@ describe('a lookup that read a refused call finished before a send put it back',
     waiters.onEvent({ id: `${finished}-0`, type: 'call.completed', ...who, ok: true, envelope: ok, at: finished } as never, async () => undefined);
     expect(await send.completion).toEqual(ok);
   });
+
+  it('nor, read while the job was being put back, the wait of that send', async () => {
+    const who = { workspace: 'acme', agent: 'scout', callId: 'l2' };
+    const key = callKey(who.workspace, who.agent, who.callId);
+    const data = (enqueuedAt: number): CallJobData =>
+      ({
+        ...who,
+        settings: { database: 'agent' },
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'INSERT INTO t VALUES (2)' },
+        enqueuedAt,
+        ownId: true,
+      }) as CallJobData;
+    const refusal = errorEnvelope(who.callId, 'DATA_WRITE_SQL', 'STORAGE_FULL', 'the disk is full');
+    await queue.add('call', data(1), callJobOptions(key, 600));
+    await runOnce(refusal);
+    // What a read Redis answered before the send's put-back ran there: the run before's end.
+    const before = (await Job.fromId<CallJobData, Envelope>(queue, key))!;
+    const lookup = { find: async () => ({ job: before, queue }) } as unknown as CallLookup;
+    const waiters = new CallWaiters();
+    // The pause point: the lookup begins once the send has started to put the job back, and
+    // answers (all in this process's turn) before Redis has answered the put-back.
+    let byId: Promise<unknown> | undefined;
+    const putBack = waiters.putBack.bind(waiters);
+    waiters.putBack = (k: string, endedAt: number) => {
+      const done = putBack(k, endedAt);
+      byId ??= callResult({ waiters, lookup, ensureReader: async () => undefined }, who.callId, { ...who, wait: true });
+      return done;
+    };
+    const completion = waiters.completion(key);
+    const send = { queue, key, data: data(2), resultTtlS: 600, ownId: true, wait: true, completion, entryBytes: 0, letGo: async () => undefined };
+    expect(await addOrJoin(waiters, lookup, send)).toBeUndefined();
+    expect(await byId).toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    const answered = Promise.race([send.completion, new Promise((r) => setImmediate(() => r('pending')))]);
+    expect(await answered).toBe('pending');
+    expect(await queue.getJobState(key)).toBe('waiting');
+    waiters.drop(send.completion);
+  });
 });
