@@ -80,13 +80,15 @@ async function untilPickedUp(waiters: CallWaiters, lookup: CallLookup, w: Comple
 async function lookAtJob(
   waiters: CallWaiters,
   lookup: CallLookup,
-  { key, callId, tool, queue, timeoutMs }: CompletionWait,
+  { key, callId, tool, queue, timeoutMs, completion }: CompletionWait,
 ): Promise<Envelope | 'wait' | 'again'> {
+  // A send may put the job back to run while this looks: what it reads then answers only this wait.
+  const stamp = waiters.looking(key);
   const state = await queue.getJobState(key);
   if (state === 'completed' || state === 'failed') {
     const env = await lookup.finished(key);
     if (env) {
-      waiters.complete(key, env);
+      answerAll(waiters, key, env, stamp, completion);
       return env;
     }
   }
@@ -96,7 +98,7 @@ async function lookAtJob(
     // still, so "did not run" (NO_WORKER) would answer a committed write as failed, and a
     // caller that believed it and sent it under a new id would write it twice (issue 25).
     const env = jobLost(callId, tool);
-    waiters.complete(key, env);
+    answerAll(waiters, key, env, stamp, completion);
     return env;
   }
   if (state !== 'waiting' && state !== 'prioritized') return 'wait';
@@ -113,7 +115,7 @@ async function lookAtJob(
       'NO_WORKER',
       `No worker took call ${callId} within ${timeoutMs} ms on AGENTDB_PREFIX "${queue.opts.prefix}": is a worker running under that prefix and REDIS_URL?`,
     );
-    waiters.complete(key, env);
+    answerAll(waiters, key, env, stamp, completion);
     return env;
   }
   return 'again';
@@ -127,4 +129,10 @@ export function jobLost(callId: string, tool: string): Envelope {
     `Call ${callId}'s job is gone from Redis (it lost its data): the call may have run. Send it again under the same call id for its outcome.`,
     true,
   );
+}
+
+/** Hands what a look found to every wait on the call, unless the job was put back since (`CallWaiters.complete`); the look's own wait ends with its answer either way. */
+export function answerAll(waiters: CallWaiters, key: string, env: Envelope, stamp: number | undefined, own: Promise<Envelope>): void {
+  waiters.complete(key, env, stamp);
+  waiters.drop(own);
 }

@@ -108,8 +108,12 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
     // not the outcome of the run put back. Listen anew first, the old run's news shut out.
     waiters.drop(completion);
     c.completion = waiters.completion(key, c.signal);
-    waiters.putBack(key, earlier.finishedOn);
-    await runAgain(earlier, isFailed(earlier) ? 'failed' : 'completed');
+    const putBack = waiters.putBack(key, earlier.finishedOn);
+    try {
+      await runAgain(earlier, isFailed(earlier) ? 'failed' : 'completed');
+    } finally {
+      putBack();
+    }
   } else if (earlier.finishedOn) {
     const env = finishedEnvelope(earlier);
     await c.letGo();

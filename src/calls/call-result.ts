@@ -1,7 +1,7 @@
 import { callerSinceOf, callKey, unboundCallIsMine } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
-import { awaitCompletion } from './call-completion-wait.ts';
+import { answerAll, awaitCompletion } from './call-completion-wait.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
 
@@ -99,6 +99,8 @@ async function resultOf(
     completion = listened;
     void gaveUp?.then(() => waiters.drop(listened));
   }
+  // A send may put the job back to run while this looks: what it reads then answers only this wait.
+  const stamp = waiters.looking(key);
   const found = await lookup.find(key);
   if (!found) {
     // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
@@ -108,13 +110,13 @@ async function resultOf(
   const { job, queue } = found;
   if (job.finishedOn) {
     const env = finishedEnvelope(job);
-    if (completion) waiters.complete(key, env);
+    if (completion) answerAll(waiters, key, env, stamp, completion);
     return env;
   }
   // Announced but not yet marked finished by BullMQ (see `CallWaiters.justAnnounced`).
   const announced = waiters.justAnnounced(key, job.processedOn);
   if (announced) {
-    if (completion) waiters.complete(key, announced);
+    if (completion) answerAll(waiters, key, announced, stamp, completion);
     return announced;
   }
   if (!completion) return (await lookup.standing(key, queue, job)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };

@@ -68,6 +68,10 @@ export interface Watch {
   lookAtOnce?: () => void;
   /** A run of the call ended then (`finishedOn`) and was put back to run again: its announcement is not waited for (`CallWaiters.putBack`). */
   endedBefore?: number;
+  /** Changed whenever the job is put back to run: a look begun under another stamp answers no wait here (`CallWaiters.complete`). */
+  stamp: number;
+  /** Put-backs of the job under way (`CallWaiters.putBack`): no look answers the waits meanwhile. */
+  puttingBack?: number;
 }
 
 /**

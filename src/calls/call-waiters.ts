@@ -38,6 +38,8 @@ export class CallWaiters {
   private readonly watches = new Map<string, Watch>();
   /** Outcomes the workers announced for calls waited on here, for a few seconds (see {@link AnnouncedOutcomes}). */
   private readonly announced = new AnnouncedOutcomes();
+  /** The last stamp given a watch ({@link looking}): one counter, so a new watch never takes an old one's. */
+  private stamps = 0;
 
   /**
    * Resolves with the call's envelope when it completes. With `signal`, rejects with its reason
@@ -82,9 +84,11 @@ export class CallWaiters {
     let again = false;
     const looking = () => {
       underWay = true;
+      const stamp = watch.stamp;
       const then = (env?: Envelope) => {
         underWay = false;
-        if (env) return this.complete(callId, env);
+        // Found under a stamp since changed (the job put back to run): looked at again next time.
+        if (env && this.complete(callId, env, stamp)) return;
         // `look` stays set while a look runs (a fired timer is still truthy): what release clears.
         if (!watch.look || this.watches.get(callId) !== watch) return;
         if (again) {
@@ -119,14 +123,30 @@ export class CallWaiters {
     for (const watch of [...this.watches.values()]) if (watch.look) watch.lookAtOnce?.();
   }
 
-  /** Hands the envelope to everyone waiting for the call, once. */
-  complete(callId: string, envelope: Envelope): void {
+  /**
+   * The call's watch's stamp now, taken before a look at its job and handed to {@link complete}
+   * with what the look found: a job put back to run since ({@link putBack}) changes it.
+   */
+  looking(key: string): number | undefined {
+    return this.watches.get(key)?.stamp;
+  }
+
+  /**
+   * Hands the envelope to everyone waiting for the call, once. With `lookedAt` (a {@link looking}
+   * stamp), only if the job was not put back to run since the look began: a look that read the
+   * run before's refusal just before a send put the job back handed it to that send's new wait,
+   * "nothing was written" of the run it put back (session 34, F13). Its caller answers its own
+   * wait (and drops it); the others wait for the run put back. False when it answered no one for that.
+   */
+  complete(callId: string, envelope: Envelope, lookedAt?: number): boolean {
     const watch = this.watches.get(callId);
-    if (!watch) return;
+    if (!watch) return true;
+    if (lookedAt !== undefined && (watch.stamp !== lookedAt || watch.puttingBack)) return false;
     this.release(callId, watch);
     for (const l of watch.completed) l.settle(envelope);
     // A call that ended is never parked: those waits stay pending, their callers moved on.
     for (const l of watch.parked) l.detach();
+    return true;
   }
 
   /** Dispatches one stream event; `fetch` loads an envelope that travelled by reference. */
@@ -168,7 +188,8 @@ export class CallWaiters {
     if (stale !== undefined && event.at <= stale) return;
     if (event.envelope) {
       this.announced.remember(key, event.envelope, event.at);
-      return this.complete(key, event.envelope);
+      this.complete(key, event.envelope);
+      return;
     }
     void fetch(key).then(
       (env) => env && this.complete(key, env),
@@ -190,12 +211,20 @@ export class CallWaiters {
 
   /**
    * The call's job, whose run ended at `endedAt` (its `finishedOn`, the worker's clock) with a
-   * retryable refusal, was put back to run again by a send now waiting on it: that run's
-   * announcement, if the reader brings it only now, is not the outcome waited for.
+   * retryable refusal, is being put back to run again by a send now waiting on it: that run's
+   * announcement, read only now, is not the outcome waited for, nor is what a look begun before
+   * or during the put-back found ({@link complete}'s `lookedAt`). Call what it returns once done.
    */
-  putBack(key: string, endedAt: number): void {
+  putBack(key: string, endedAt: number): () => void {
     const watch = this.watches.get(key);
-    if (watch) watch.endedBefore = Math.max(watch.endedBefore ?? 0, endedAt);
+    if (!watch) return ignore;
+    watch.endedBefore = Math.max(watch.endedBefore ?? 0, endedAt);
+    watch.stamp = ++this.stamps;
+    watch.puttingBack = (watch.puttingBack ?? 0) + 1;
+    return () => {
+      watch.puttingBack!--;
+      watch.stamp = ++this.stamps;
+    };
   }
 
   /** How many calls, waits and looks this client holds now (for tests and metrics). */
@@ -229,7 +258,7 @@ export class CallWaiters {
     }
     let watch = this.watches.get(key);
     if (!watch) {
-      watch = { completed: new Set(), parked: new Set() };
+      watch = { completed: new Set(), parked: new Set(), stamp: ++this.stamps };
       this.watches.set(key, watch);
     }
     const set = watch[kind] as Set<Listener<T>>;

@@ -175,4 +175,27 @@ describe('CallWaiters', () => {
     for (const wait of waits) await expect(wait).rejects.toThrow('closed');
     expect(w.counts()).toEqual({ calls: 0, waits: 0, looks: 0 });
   });
+
+  it('answers no wait with what a look found if the job was put back to run while it looked, and looks again', async () => {
+    // Session 34, F13: the shared look read the run before's refusal just before a send put the
+    // job back; handed to the send's wait, it answered "nothing was written" of the run put back.
+    const w = new CallWaiters();
+    const sent = w.completion('k9');
+    let found!: (e: Envelope) => void;
+    let looks = 0;
+    w.lookEvery('k9', 60_000, () => {
+      looks++;
+      return new Promise<Envelope>((r) => (found = r));
+    });
+    w.lookNow();
+    expect(looks).toBe(1);
+    w.putBack('k9', 1);
+    found(env('c9'));
+    const answered = await Promise.race([sent, new Promise((r) => setImmediate(() => r('pending')))]);
+    expect(answered).toBe('pending');
+    // Its look goes on, for the run put back.
+    expect(w.counts()).toEqual({ calls: 1, waits: 1, looks: 1 });
+    w.complete('k9', env('c10'));
+    expect(await sent).toMatchObject({ callId: 'c10' });
+  });
 });

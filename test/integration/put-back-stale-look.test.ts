@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import { Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { callKey } from '../../src/contracts/call-identity.ts';
+import type { CallJobData } from '../../src/contracts/call.ts';
+import { errorEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
+import type { CallLookup } from '../../src/calls/call-lookup.ts';
+import { addOrJoin, callJobOptions } from '../../src/calls/call-resend.ts';
+import { callResult } from '../../src/calls/call-result.ts';
+import { CallWaiters } from '../../src/calls/call-waiters.ts';
+import { deleteKeys, REDIS_URL } from '../helpers/harness.ts';
+
+// Session 34, F13 (F12's open item). A lookup by id with `wait` reads the call's job finished with
+// a retryable refusal (STORAGE_FULL); before it answers, a send of the same call puts the job back
+// to run and waits anew. The lookup then handed that refusal to every wait on the call — the send's
+// new wait too, answered "nothing was written" of the run it put back, which then committed. The
+// lookup may answer what it read; the send must wait for the run it put back.
+
+const prefix = `t-${randomUUID().slice(0, 12)}`;
+const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+const queue = new Queue('calls-0', { connection, prefix });
+
+afterAll(async () => {
+  await queue.close();
+  connection.disconnect();
+  await deleteKeys(prefix);
+});
+
+/** Runs the queue's next job with `answer` as its envelope, as a worker does; resolves once it is marked finished. */
+async function runOnce(answer: Envelope): Promise<void> {
+  const own = connection.duplicate();
+  const worker = new Worker<CallJobData, Envelope>('calls-0', async () => answer, { connection: own, prefix });
+  await new Promise<void>((resolve) => worker.once('completed', () => resolve()));
+  await worker.close();
+  own.disconnect();
+}
+
+describe('a lookup that read a refused call finished before a send put it back', () => {
+  it('answers its own caller, not the wait of the send that put the job back', async () => {
+    const who = { workspace: 'acme', agent: 'scout', callId: 'l1' };
+    const key = callKey(who.workspace, who.agent, who.callId);
+    const data = (enqueuedAt: number): CallJobData =>
+      ({
+        ...who,
+        settings: { database: 'agent' },
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'INSERT INTO t VALUES (1)' },
+        enqueuedAt,
+        ownId: true,
+      }) as CallJobData;
+    const refusal = errorEnvelope(who.callId, 'DATA_WRITE_SQL', 'STORAGE_FULL', 'the disk is full');
+    const ok: Envelope = { ok: true, callId: who.callId, tool: 'DATA_WRITE_SQL', credits: 1, untrusted: true, result: { changes: 1 } };
+    await queue.add('call', data(1), callJobOptions(key, 600));
+    await runOnce(refusal);
+
+    // The pause point: the lookup's read of the job goes to Redis, and its answer is held here
+    // until the send has put the job back (one Redis round trip, made as wide as the test needs).
+    let read!: () => void;
+    const wasRead = new Promise<void>((r) => (read = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const lookup = {
+      async find(k: string) {
+        const job = await Job.fromId<CallJobData, Envelope>(queue, k);
+        read();
+        await released;
+        return job ? { job, queue } : undefined;
+      },
+    } as unknown as CallLookup;
+    const waiters = new CallWaiters();
+    const byId = callResult({ waiters, lookup, ensureReader: async () => undefined }, who.callId, { ...who, wait: true });
+    await wasRead;
+
+    const completion = waiters.completion(key);
+    const send = { queue, key, data: data(2), resultTtlS: 600, ownId: true, wait: true, completion, entryBytes: 0, letGo: async () => undefined };
+    expect(await addOrJoin(waiters, lookup, send)).toBeUndefined();
+    expect(await queue.getJobState(key)).toBe('waiting');
+
+    release();
+    // The lookup read the refusal before the job was put back: that is its answer.
+    expect(await byId).toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    const answered = Promise.race([send.completion, new Promise((r) => setImmediate(() => r('pending')))]);
+    expect(await answered).toBe('pending');
+    // The lookup's own wait is gone with its answer; the send's waits on.
+    expect(waiters.counts()).toMatchObject({ calls: 1, waits: 1 });
+
+    await runOnce(ok);
+    const finished = (await Job.fromId(queue, key))!.finishedOn!;
+    waiters.onEvent({ id: `${finished}-0`, type: 'call.completed', ...who, ok: true, envelope: ok, at: finished } as never, async () => undefined);
+    expect(await send.completion).toEqual(ok);
+  });
+
+  it('nor, read while the job was being put back, the wait of that send', async () => {
+    const who = { workspace: 'acme', agent: 'scout', callId: 'l2' };
+    const key = callKey(who.workspace, who.agent, who.callId);
+    const data = (enqueuedAt: number): CallJobData =>
+      ({
+        ...who,
+        settings: { database: 'agent' },
+        tool: 'DATA_WRITE_SQL',
+        arguments: { sql: 'INSERT INTO t VALUES (2)' },
+        enqueuedAt,
+        ownId: true,
+      }) as CallJobData;
+    const refusal = errorEnvelope(who.callId, 'DATA_WRITE_SQL', 'STORAGE_FULL', 'the disk is full');
+    await queue.add('call', data(1), callJobOptions(key, 600));
+    await runOnce(refusal);
+    // What a read Redis answered before the send's put-back ran there: the run before's end.
+    const before = (await Job.fromId<CallJobData, Envelope>(queue, key))!;
+    const lookup = { find: async () => ({ job: before, queue }) } as unknown as CallLookup;
+    const waiters = new CallWaiters();
+    // The pause point: the lookup begins once the send has started to put the job back, and
+    // answers (all in this process's turn) before Redis has answered the put-back.
+    let byId: Promise<unknown> | undefined;
+    const putBack = waiters.putBack.bind(waiters);
+    waiters.putBack = (k: string, endedAt: number) => {
+      const done = putBack(k, endedAt);
+      byId ??= callResult({ waiters, lookup, ensureReader: async () => undefined }, who.callId, { ...who, wait: true });
+      return done;
+    };
+    const completion = waiters.completion(key);
+    const send = { queue, key, data: data(2), resultTtlS: 600, ownId: true, wait: true, completion, entryBytes: 0, letGo: async () => undefined };
+    expect(await addOrJoin(waiters, lookup, send)).toBeUndefined();
+    expect(await byId).toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    const answered = Promise.race([send.completion, new Promise((r) => setImmediate(() => r('pending')))]);
+    expect(await answered).toBe('pending');
+    expect(await queue.getJobState(key)).toBe('waiting');
+    waiters.drop(send.completion);
+  });
+});
