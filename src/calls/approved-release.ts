@@ -119,3 +119,36 @@ async function runUndone(deps: ReleaseDeps, job: Job<CallJobData>, approval: App
   if (!found.ok || (found.result as RecordedOutcome).committed) return undefined;
   return `Approval ${approval.id} was used when the call ran at ${new Date(approval.ran!.at).toISOString()}, and its database no longer holds that run (restored to before it, or removed): it did not run again, since one approval runs its call once. Send the call again under a new call id to ask a person again.`;
 }
+
+/**
+ * Settles the approval of a call whose job BullMQ failed as stalled twice (its workers killed or
+ * stopped twice while it ran: session 34, D2), from the database's exactly-once record: the job's
+ * own answer is lost, and the approval would otherwise say `approved` with no outcome until the
+ * agent sent the call again. Committed: it ran ok. Not committed (as of now: a worker only
+ * stopped could still go on) or not readable: it says so, and that the same call id sends it
+ * again, which runs it (or replays the record), so the approval is not spent by this answer.
+ * An approval that already has its run (recorded before the stall) is left as it is.
+ */
+export async function settleLostRun(deps: ReleaseDeps, job: Job<CallJobData>): Promise<void> {
+  const approval = await deps.store.current(job.id!);
+  if (approval?.state !== 'approved' || approval.ran) return;
+  const effect: RecordedEffect = approval.sql !== undefined ? ['write', approval.sql, (approval.params ?? []) as Param[]] : ['drop', approval.table ?? ''];
+  const found = await deps.executor.run({
+    op: 'recorded',
+    db: dbTarget(deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
+    callKey: approval.callKey,
+    effect,
+  });
+  const lost = `its workers stopped answering while it ran (killed or stopped twice), so its own answer is lost`;
+  const resend = `Send the call again under the same call id (${job.data.callId}) for its outcome: it runs then, once.`;
+  const ran = !found.ok
+    ? {
+        ok: false,
+        code: 'UNAVAILABLE',
+        message: `It is not known whether it committed: ${lost}, and its database's record could not be read (${found.error.code}). ${resend}`,
+      }
+    : (found.result as RecordedOutcome).committed
+      ? { ok: true, message: `It committed (read from its database's exactly-once record): ${lost}. Sent again under its call id, it answers that outcome.` }
+      : { ok: false, code: 'UNAVAILABLE', message: `It had not committed when its database was read: ${lost}. ${resend}` };
+  await deps.store.recordRun(approval.id, { ...ran, at: Date.now() });
+}

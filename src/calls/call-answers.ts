@@ -87,6 +87,11 @@ export function finishedEnvelope(job: Job<CallJobData, Envelope>): Envelope {
 /** BullMQ's failedReason for a job failed by its stalled check (`maxStalledCount` passed). */
 const STALLED = /^job stalled more than allowable limit$/;
 
+/** Whether a failed job's reason is BullMQ's stalled check failing it (its workers lost it twice). */
+export function stalledTwice(reason: string | undefined): boolean {
+  return reason !== undefined && STALLED.test(reason);
+}
+
 /**
  * A fault whose call may have committed (a write whose database process died, or whose database
  * could not be opened on a full disk, and whose record could not be read: `death-answers.ts`,
@@ -104,7 +109,7 @@ export function failedCallEnvelope(data: Pick<CallJobData, 'callId' | 'tool'>, r
   // BullMQ fails a job that stalled past its limit: its workers lost it twice while it ran (a
   // process killed or stopped), so it may have run. Said as such: INTERNAL "failed" for writes
   // that had committed (F5's fault ledger, a worker SIGSTOPped 10 s, then the next SIGKILLed).
-  if (reason && STALLED.test(reason))
+  if (stalledTwice(reason))
     return {
       ...errorEnvelope(
         data.callId,

@@ -2,7 +2,8 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ApprovalStore } from '../approvals/approval-store.ts';
 import type { OffloadedResults } from '../blobs/offloaded-results.ts';
-import { failedCallEnvelope } from '../calls/call-answers.ts';
+import { failedCallEnvelope, stalledTwice } from '../calls/call-answers.ts';
+import { type ReleaseDeps, settleLostRun } from '../calls/approved-release.ts';
 import { CallCompletion, type Metering, type Rider } from '../calls/call-completion.ts';
 import { claimTtlS, yieldClaim, yieldToRecord } from '../calls/call-id-claim.ts';
 import type { CallIdLedger } from '../calls/call-id-ledger.ts';
@@ -57,6 +58,9 @@ export class CallJobProcessor {
   /** Completions of large results, held until BullMQ has stored them (see `process`). */
   private readonly announceOnceFinished = new Map<string, () => void>();
 
+  /** What settling an approved call's lost run needs (`settleLostRun`). */
+  private readonly releaseDeps: ReleaseDeps;
+
   /** The executor the calls run on: the pool, each request in a span when tracing is on. */
   private readonly executor: RunDeps['executor'];
   /** What every call runs with: the same for each, so made once, not per call. */
@@ -74,8 +78,9 @@ export class CallJobProcessor {
     };
     this.budget = new WorkspaceRedisBudget(redis, keys);
     this.completion = new CallCompletion(redis, keys, this.budget);
+    this.releaseDeps = { store: new ApprovalStore(redis, keys), executor: this.executor, config, logger: opts.logger };
     this.parking = new CallParking({
-      store: new ApprovalStore(redis, keys),
+      store: this.releaseDeps.store,
       redis,
       keys,
       approvalTtlMs: config.approvalTtlMs,
@@ -216,12 +221,22 @@ export class CallJobProcessor {
    */
   failed(job: Job | undefined, err: Error, shard: number): void {
     if (job) this.announceOnceFinished.delete(job.id!);
-    if (!job || job.attemptsMade < (job.opts.attempts ?? 1) || job.name.startsWith(SHARD_OP_PREFIX)) return;
+    // A job failed by its stalled check is failed for good (BullMQ's UnrecoverableError, whatever
+    // its attempts left): without this its call ended with no `call.completed` (session 34, D2).
+    const final = job && (job.attemptsMade >= (job.opts.attempts ?? 1) || stalledTwice(err.message));
+    if (!job || !final || job.name.startsWith(SHARD_OP_PREFIX)) return;
     const { logger } = this.opts;
     logger.error({ shard, callId: job.id, err: String(err) }, 'call failed after its retries');
     const envelope = failedCallEnvelope(job.data, err.message);
     const event = completedEvent(envelope, job.data.workspace, job.data.agent, callerSinceOf(job.data));
-    void this.completion.complete(envelope, event).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
+    // An approved call's approval is settled from its database before the event goes out, so a
+    // runtime or person reading it on `call.completed` sees whether it ran (session 34, D2).
+    const settled = stalledTwice(err.message)
+      ? settleLostRun(this.releaseDeps, job).catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not settle a lost approved run'))
+      : Promise.resolve();
+    void settled
+      .then(() => this.completion.complete(envelope, event))
+      .catch((e) => logger.error({ callId: job.id, err: String(e) }, 'could not announce a failed call'));
   }
 
   /**
