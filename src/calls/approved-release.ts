@@ -101,6 +101,17 @@ export async function releaseApproved(
   return outcome;
 }
 
+/** Asks the approved call's database for its exactly-once record: whether the approved effect committed under its key. */
+function recordOf(deps: ReleaseDeps, job: Job<CallJobData>, approval: Approval) {
+  const effect: RecordedEffect = approval.sql !== undefined ? ['write', approval.sql, (approval.params ?? []) as Param[]] : ['drop', approval.table ?? ''];
+  return deps.executor.run({
+    op: 'recorded',
+    db: dbTarget(deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
+    callKey: approval.callKey,
+    effect,
+  });
+}
+
 /**
  * Why an approved call that committed once may not run again: its database no longer holds the
  * run's exactly-once record (restored in place to before it, or removed), so running it would
@@ -109,13 +120,7 @@ export async function releaseApproved(
  * it) or cannot be read (the run itself then answers).
  */
 async function runUndone(deps: ReleaseDeps, job: Job<CallJobData>, approval: Approval): Promise<string | undefined> {
-  const effect: RecordedEffect = approval.sql !== undefined ? ['write', approval.sql, (approval.params ?? []) as Param[]] : ['drop', approval.table ?? ''];
-  const found = await deps.executor.run({
-    op: 'recorded',
-    db: dbTarget(deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
-    callKey: approval.callKey,
-    effect,
-  });
+  const found = await recordOf(deps, job, approval);
   if (!found.ok || (found.result as RecordedOutcome).committed) return undefined;
   return `Approval ${approval.id} was used when the call ran at ${new Date(approval.ran!.at).toISOString()}, and its database no longer holds that run (restored to before it, or removed): it did not run again, since one approval runs its call once. Send the call again under a new call id to ask a person again.`;
 }
@@ -132,13 +137,7 @@ async function runUndone(deps: ReleaseDeps, job: Job<CallJobData>, approval: App
 export async function settleLostRun(deps: ReleaseDeps, job: Job<CallJobData>): Promise<void> {
   const approval = await deps.store.current(job.id!);
   if (approval?.state !== 'approved' || approval.ran) return;
-  const effect: RecordedEffect = approval.sql !== undefined ? ['write', approval.sql, (approval.params ?? []) as Param[]] : ['drop', approval.table ?? ''];
-  const found = await deps.executor.run({
-    op: 'recorded',
-    db: dbTarget(deps.config, approval.database, parseDatabaseId(approval.database), approval.shard, job.data.plan ?? UNREGISTERED_PLAN),
-    callKey: approval.callKey,
-    effect,
-  });
+  const found = await recordOf(deps, job, approval);
   const lost = `its workers stopped answering while it ran (killed or stopped twice), so its own answer is lost`;
   const resend = `Send the call again under the same call id (${job.data.callId}) for its outcome: it runs then, once.`;
   const ran = !found.ok
