@@ -1,15 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { Job, Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import { callKey } from '../../src/contracts/call-identity.ts';
+import { Job } from 'bullmq';
+import { describe, expect, it } from 'vitest';
 import type { CallJobData } from '../../src/contracts/call.ts';
-import { errorEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
+import type { Envelope } from '../../src/contracts/envelope.ts';
 import type { CallLookup } from '../../src/calls/call-lookup.ts';
-import { addOrJoin, callJobOptions } from '../../src/calls/call-resend.ts';
+import { addOrJoin } from '../../src/calls/call-resend.ts';
 import { callResult } from '../../src/calls/call-result.ts';
 import { CallWaiters } from '../../src/calls/call-waiters.ts';
-import { deleteKeys, REDIS_URL } from '../helpers/harness.ts';
+import { refusedCallQueue } from '../helpers/refused-call.ts';
 
 // Session 34, F13 (F12's open item). A lookup by id with `wait` reads the call's job finished with
 // a retryable refusal (STORAGE_FULL); before it answers, a send of the same call puts the job back
@@ -17,42 +14,11 @@ import { deleteKeys, REDIS_URL } from '../helpers/harness.ts';
 // new wait too, answered "nothing was written" of the run it put back, which then committed. The
 // lookup may answer what it read; the send must wait for the run it put back.
 
-const prefix = `t-${randomUUID().slice(0, 12)}`;
-const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-const queue = new Queue('calls-0', { connection, prefix });
-
-afterAll(async () => {
-  await queue.close();
-  connection.disconnect();
-  await deleteKeys(prefix);
-});
-
-/** Runs the queue's next job with `answer` as its envelope, as a worker does; resolves once it is marked finished. */
-async function runOnce(answer: Envelope): Promise<void> {
-  const own = connection.duplicate();
-  const worker = new Worker<CallJobData, Envelope>('calls-0', async () => answer, { connection: own, prefix });
-  await new Promise<void>((resolve) => worker.once('completed', () => resolve()));
-  await worker.close();
-  own.disconnect();
-}
+const { queue, runOnce, refusedCall } = refusedCallQueue();
 
 describe('a lookup that read a refused call finished before a send put it back', () => {
   it('answers its own caller, not the wait of the send that put the job back', async () => {
-    const who = { workspace: 'acme', agent: 'scout', callId: 'l1' };
-    const key = callKey(who.workspace, who.agent, who.callId);
-    const data = (enqueuedAt: number): CallJobData =>
-      ({
-        ...who,
-        settings: { database: 'agent' },
-        tool: 'DATA_WRITE_SQL',
-        arguments: { sql: 'INSERT INTO t VALUES (1)' },
-        enqueuedAt,
-        ownId: true,
-      }) as CallJobData;
-    const refusal = errorEnvelope(who.callId, 'DATA_WRITE_SQL', 'STORAGE_FULL', 'the disk is full');
-    const ok: Envelope = { ok: true, callId: who.callId, tool: 'DATA_WRITE_SQL', credits: 1, untrusted: true, result: { changes: 1 } };
-    await queue.add('call', data(1), callJobOptions(key, 600));
-    await runOnce(refusal);
+    const { who, key, data, ok } = await refusedCall('l1');
 
     // The pause point: the lookup's read of the job goes to Redis, and its answer is held here
     // until the send has put the job back (one Redis round trip, made as wide as the test needs).
@@ -85,27 +51,14 @@ describe('a lookup that read a refused call finished before a send put it back',
     // The lookup's own wait is gone with its answer; the send's waits on.
     expect(waiters.counts()).toMatchObject({ calls: 1, waits: 1 });
 
-    await runOnce(ok);
+    await runOnce(() => ok);
     const finished = (await Job.fromId(queue, key))!.finishedOn!;
     waiters.onEvent({ id: `${finished}-0`, type: 'call.completed', ...who, ok: true, envelope: ok, at: finished } as never, async () => undefined);
     expect(await send.completion).toEqual(ok);
   });
 
   it('nor, read while the job was being put back, the wait of that send', async () => {
-    const who = { workspace: 'acme', agent: 'scout', callId: 'l2' };
-    const key = callKey(who.workspace, who.agent, who.callId);
-    const data = (enqueuedAt: number): CallJobData =>
-      ({
-        ...who,
-        settings: { database: 'agent' },
-        tool: 'DATA_WRITE_SQL',
-        arguments: { sql: 'INSERT INTO t VALUES (2)' },
-        enqueuedAt,
-        ownId: true,
-      }) as CallJobData;
-    const refusal = errorEnvelope(who.callId, 'DATA_WRITE_SQL', 'STORAGE_FULL', 'the disk is full');
-    await queue.add('call', data(1), callJobOptions(key, 600));
-    await runOnce(refusal);
+    const { who, key, data } = await refusedCall('l2', 2);
     // What a read Redis answered before the send's put-back ran there: the run before's end.
     const before = (await Job.fromId<CallJobData, Envelope>(queue, key))!;
     const lookup = { find: async () => ({ job: before, queue }) } as unknown as CallLookup;

@@ -1,14 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { Job, Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import { callKey } from '../../src/contracts/call-identity.ts';
-import type { CallJobData } from '../../src/contracts/call.ts';
-import { errorEnvelope, type Envelope } from '../../src/contracts/envelope.ts';
+import { Job } from 'bullmq';
+import { describe, expect, it } from 'vitest';
+import type { Envelope } from '../../src/contracts/envelope.ts';
 import type { CallLookup } from '../../src/calls/call-lookup.ts';
-import { addOrJoin, callJobOptions } from '../../src/calls/call-resend.ts';
+import { addOrJoin } from '../../src/calls/call-resend.ts';
 import { CallWaiters } from '../../src/calls/call-waiters.ts';
-import { deleteKeys, REDIS_URL } from '../helpers/harness.ts';
+import { refusedCallQueue } from '../helpers/refused-call.ts';
 
 // Session 34, F12. A send of a call whose job ended with a retryable refusal (STORAGE_FULL) puts
 // the job back to run. Its wait is set before it looks at the job (so no completion is missed),
@@ -17,43 +13,11 @@ import { deleteKeys, REDIS_URL } from '../helpers/harness.ts';
 // "nothing was written", while the run put back committed. The send must wait for the run it
 // put back; an announcement of the run before, read late, settles nothing.
 
-const prefix = `t-${randomUUID().slice(0, 12)}`;
-const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-const queue = new Queue('calls-0', { connection, prefix });
-
-afterAll(async () => {
-  await queue.close();
-  connection.disconnect();
-  await deleteKeys(prefix);
-});
-
-/** Runs the queue's next job with `answer` as its envelope, as a worker does; resolves once it is marked finished. */
-async function runOnce(answer: (job: Job<CallJobData>) => Envelope): Promise<void> {
-  const own = connection.duplicate();
-  const worker = new Worker<CallJobData, Envelope>('calls-0', async (job) => answer(job), { connection: own, prefix });
-  await new Promise<void>((resolve) => worker.once('completed', () => resolve()));
-  await worker.close();
-  own.disconnect();
-}
+const { queue, runOnce, refusedCall } = refusedCallQueue();
 
 describe('a send that puts a refused call back to run', () => {
   it('waits for the run it put back, not the refusal of the run before', async () => {
-    const who = { workspace: 'acme', agent: 'scout', callId: 'w1' };
-    const key = callKey(who.workspace, who.agent, who.callId);
-    const data = (enqueuedAt: number): CallJobData =>
-      ({
-        ...who,
-        settings: { database: 'agent' },
-        tool: 'DATA_WRITE_SQL',
-        arguments: { sql: 'INSERT INTO t VALUES (1)' },
-        enqueuedAt,
-        ownId: true,
-      }) as CallJobData;
-    const refusal = errorEnvelope(who.callId, 'DATA_WRITE_SQL', 'STORAGE_FULL', 'the disk is full');
-    const ok: Envelope = { ok: true, callId: who.callId, tool: 'DATA_WRITE_SQL', credits: 1, untrusted: true, result: { changes: 1 } };
-
-    await queue.add('call', data(1), callJobOptions(key, 600));
-    await runOnce(() => refusal);
+    const { who, key, data, refusal, ok } = await refusedCall('w1');
     const ended = (await Job.fromId(queue, key))!.finishedOn!;
     const announced = (at: number, envelope: Envelope) =>
       ({
@@ -84,19 +48,7 @@ describe('a send that puts a refused call back to run', () => {
   });
 
   it('puts nothing back for a send answered already ("may still run") whose commands ran once Redis was back', async () => {
-    const who = { workspace: 'acme', agent: 'scout', callId: 'w2' };
-    const key = callKey(who.workspace, who.agent, who.callId);
-    const data = (enqueuedAt: number): CallJobData =>
-      ({
-        ...who,
-        settings: { database: 'agent' },
-        tool: 'DATA_WRITE_SQL',
-        arguments: { sql: 'INSERT INTO t VALUES (2)' },
-        enqueuedAt,
-        ownId: true,
-      }) as CallJobData;
-    await queue.add('call', data(1), callJobOptions(key, 600));
-    await runOnce(() => errorEnvelope(who.callId, 'DATA_WRITE_SQL', 'STORAGE_FULL', 'the disk is full'));
+    const { key, data } = await refusedCall('w2', 2);
     // A later send of the id may have been answered this refusal since: a run put back now
     // would commit under its "nothing was written".
     const waiters = new CallWaiters();
