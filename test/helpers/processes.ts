@@ -26,6 +26,12 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    // A command that exits without reading its stdin (most do) closes the pipe: the input's write
+    // then fails EPIPE after the fact, under load, which is no fault of the run's (its code and
+    // output are what it answered). Any other error of the pipe is the test's.
+    child.stdin.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') reject(err);
+    });
     child.stdin.end(input ?? '');
   });
 }
