@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callKey } from '../../src/contracts/call-identity.ts';
@@ -8,6 +7,7 @@ import type { Envelope } from '../../src/contracts/envelope.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { killInStatement } from '../helpers/kill-in-statement.ts';
 
 // A child SIGKILLed from outside during a statement answers UNAVAILABLE, retryable (session 33,
 // F10): an operator's kill, or the kernel's OOM killer's. But on a host with less memory than a
@@ -41,26 +41,10 @@ afterAll(() => sb.cleanup());
 
 const call = async (input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>) => (await client.call({ ...who, ...input })) as Envelope;
 
-/** CPU time a process has used, in clock ticks (user + system, from /proc). */
-function cpuTicks(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
-/** Kills the child once it burns CPU on the call in hand (killed before it read it, the call would rightly run on the next child). */
-async function killInStatement(): Promise<void> {
-  await expect.poll(() => worker.executorPids[0], { interval: 5, timeout: 10_000 }).toBeDefined();
-  const pid = worker.executorPids[0]!;
-  const before = cpuTicks(pid);
-  await expect.poll(() => cpuTicks(pid) - before, { interval: 5, timeout: 20_000 }).toBeGreaterThanOrEqual(5);
-  process.kill(pid, 'SIGKILL');
-}
-
 /** Sends `input` and kills its child in its statement: its answer. */
 async function killed(input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>): Promise<Envelope> {
   const pending = call(input);
-  await killInStatement();
+  await killInStatement(worker, 20_000);
   return pending;
 }
 

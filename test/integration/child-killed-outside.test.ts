@@ -11,6 +11,7 @@ import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { killInStatement } from '../helpers/kill-in-statement.ts';
 
 // An executor child SIGKILLed from outside (an operator, the kernel's OOM killer) in the middle
 // of a call, through the queue as a caller sees it. Such a kill is not the statement's doing:
@@ -43,23 +44,6 @@ afterAll(() => sb.cleanup());
 
 const call = async (input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>) => (await client.call({ ...who, ...input })) as Envelope;
 
-/** CPU time a process has used, in clock ticks (user + system, from /proc). */
-function cpuTicks(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
-/** Kills the child once it burns CPU on the call in hand (killed before it read it, the call would rightly run on the next child). */
-async function killInStatement(): Promise<number> {
-  await expect.poll(() => worker.executorPids[0], { interval: 5, timeout: 10_000 }).toBeDefined();
-  const pid = worker.executorPids[0]!;
-  const before = cpuTicks(pid);
-  await expect.poll(() => cpuTicks(pid) - before, { interval: 5, timeout: 10_000 }).toBeGreaterThanOrEqual(5);
-  process.kill(pid, 'SIGKILL');
-  return pid;
-}
-
 function inFile(callId: string): { rows: number; recorded: boolean } {
   const outside = new Database(file, { readonly: true });
   try {
@@ -84,7 +68,7 @@ describe('an executor child SIGKILLed from outside during a call', () => {
   it('answers a read UNAVAILABLE, retryable and not metered, and runs it when sent again under its id', async () => {
     const input = { callId: 'read-1', tool: 'DATA_QUERY_SQL', arguments: { sql: COUNT } };
     const pending = call(input);
-    await killInStatement();
+    await killInStatement(worker);
     const answer = await pending;
     expect(answer).toMatchObject({
       ok: false,
