@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type LuaCommands, type ScriptedRedis } from '../redis/lua-scripts.ts';
 import { approvalIdFor, MAX_APPROVAL_ROUNDS, type Approval, type ApprovalRequest, type ApprovalState, type DecisionChannel } from './approval.ts';
@@ -104,9 +104,12 @@ export class ApprovalStore {
     return this.redis.agentdbDecisionsClaim(this.keys.decisionsUndelivered, afterMs, holdMs, limit);
   }
 
-  /** Records that the approval's `approval.requested` event is on the stream (see `CallParking.requested`). */
-  async markRequested(id: string): Promise<void> {
-    await this.redis.hset(this.keys.approval(id), 'requested', '1');
+  /**
+   * Queues on `multi` the mark that the approval's `approval.requested` event is on the stream,
+   * for the transaction that appends it (see `CallParking.requested`).
+   */
+  markRequested(multi: ChainableCommander, id: string): ChainableCommander {
+    return multi.hset(this.keys.approval(id), 'requested', '1');
   }
 
   /** Whether the approval's `approval.requested` event is on the stream (false too for one made before the mark existed). */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { Envelope } from '../contracts/envelope.ts';
 
 /** Events agentdb publishes on its stream, so a runtime can resume an agent without polling. */
@@ -100,6 +100,14 @@ export function completedEvent(envelope: Envelope, workspace: string, agent: str
 /** Appends an event to the stream. */
 export async function publishEvent(redis: Redis, streamKey: string, event: AgentDbEvent): Promise<void> {
   await redis.xadd(streamKey, 'MAXLEN', '~', STREAM_MAX_LEN, '*', 'type', event.type, 'data', JSON.stringify(event));
+}
+
+/**
+ * Queues the append of an event on `multi`, so it lands with the transaction's other writes or
+ * not at all: a reader that sees the event sees them too.
+ */
+export function appendEvent(multi: ChainableCommander, streamKey: string, event: AgentDbEvent): ChainableCommander {
+  return multi.xadd(streamKey, 'MAXLEN', '~', STREAM_MAX_LEN, '*', 'type', event.type, 'data', JSON.stringify(event));
 }
 
 /** Parses one XREAD/XRANGE entry. */
