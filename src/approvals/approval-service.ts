@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { ErrorCode } from '../errors.ts';
-import { publishEvent } from '../redis/events.ts';
+import { appendEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
@@ -193,8 +193,15 @@ export class ApprovalService {
    * it may wake the call itself.
    */
   async announce(decided: Approval): Promise<void> {
-    await publishEvent(this.redis, this.keys.events, { type: 'approval.decided', callId: decided.callId, approval: eventSummary(decided), at: Date.now() });
-    await this.store.markAnnounced(decided.id);
+    // One transaction: a reader that sees the event sees the mark, and a crash leaves neither or both.
+    const multi = appendEvent(this.redis.multi(), this.keys.events, {
+      type: 'approval.decided',
+      callId: decided.callId,
+      approval: eventSummary(decided),
+      at: Date.now(),
+    });
+    const failed = (await this.store.markAnnounced(multi, decided.id).exec())?.find(([err]) => err);
+    if (failed) throw failed[0];
     await this.wake(decided);
   }
 

@@ -86,9 +86,12 @@ export class ApprovalStore {
     );
   }
 
-  /** Records that the decision's `approval.decided` event is on the stream (see `ApprovalService.decide`). */
-  async markAnnounced(id: string): Promise<void> {
-    await this.redis.hset(this.keys.approval(id), 'announced', '1');
+  /**
+   * Queues on `multi` the mark that the decision's `approval.decided` event is on the stream, for
+   * the transaction that appends it (see `ApprovalService.announce`).
+   */
+  markAnnounced(multi: ChainableCommander, id: string): ChainableCommander {
+    return multi.hset(this.keys.approval(id), 'announced', '1');
   }
 
   /** Records that the decision is announced and its call woken: nothing of it is owed any more (see `undeliveredDecisions`). */
