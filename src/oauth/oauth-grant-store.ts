@@ -93,8 +93,14 @@ export class OAuthGrantStore {
    * client, held by no other live grant, goes back to an unconsented client's lifetime.
    */
   async dropGrant(id: string, clientId: string): Promise<void> {
-    // Announced with the deletion: a server that cached one of its tokens forgets it at once.
-    await this.redis.multi().del(this.keys.oauth('grant', id)).publish(this.keys.registryChanges, 'oauth grant ended').exec();
+    // With its access token and its codes' and refresh tokens' records, and announced: a server
+    // that cached one of its tokens forgets it at once.
+    await this.redis.agentdbOauthGrantDrop(
+      this.keys.oauth('grant', id),
+      this.keys.oauth('tokens', id),
+      this.keys.oauth('access', ''),
+      this.keys.registryChanges,
+    );
     await this.redis.agentdbOauthClientRelease(
       this.keys.oauth('client', clientId),
       this.keys.oauth('holders', clientId),
@@ -102,6 +108,20 @@ export class OAuthGrantStore {
       this.keys.oauth('grant', ''),
       String(CLIENT_UNUSED_TTL_S),
     );
+  }
+
+  /**
+   * Seconds before refresh token `key`'s grant may be refreshed again: 0 unless `max` of its
+   * records were issued within the last `lifeS` (an access token's life), and 0 for a token
+   * unknown or spent (the refresh itself answers those).
+   */
+  async refreshWait(key: string, now: number, lifeS: number, max: number): Promise<number> {
+    const grantId = await this.redis.get(key);
+    if (!grantId || grantId.startsWith(SPENT)) return 0;
+    const since = now - lifeS * 1000;
+    const recent = await this.redis.zrevrangebyscore(this.keys.oauth('tokens', grantId), '+inf', `(${since}`, 'WITHSCORES', 'LIMIT', max - 1, 1);
+    if (recent.length < 2) return 0;
+    return Math.max(1, Math.ceil((Number(recent[1]) - since) / 1000));
   }
 
   /** Keeps `clientId`'s record (a registered client's) at least `ttlS` more, held by grant `id`. */

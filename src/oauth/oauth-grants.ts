@@ -13,6 +13,7 @@ import { servesTools } from './mcp-resource.ts';
 import { CLIENT_UNUSED_TTL_S, type OAuthClient } from './oauth-clients.ts';
 import type { AccessRecord, CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
 import { OAuthGrantStore } from './oauth-grant-store.ts';
+import { RetryLaterError } from './oauth-token-requests.ts';
 import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, mintToken, PKCE_VERIFIER, REFRESH_TOKEN_PREFIX, s256, TOKEN_SHAPE } from './oauth-token-format.ts';
 
 /** Token lifetimes (OAUTH_ACCESS_TOKEN_TTL_S, OAUTH_REFRESH_TOKEN_TTL_S) and a clock tests may set. */
@@ -28,6 +29,17 @@ export interface GrantOptions {
 
 /** A member's grants past this end, oldest first: a client signing in in a loop cannot fill Redis. */
 export const MAX_GRANTS_PER_MEMBER = 50;
+
+/**
+ * The records a grant keeps of its code and refresh tokens, the live one and those spent (kept,
+ * marked, so a copy shown again ends the grant). Past it the oldest spent go: each was kept for
+ * the refresh lifetime (30 days), so a grant refreshed in a loop grew Redis by a key a refresh,
+ * bounded only by the token endpoint's rate per address (hostile review T14). A grant is also
+ * refreshed at most this many times an access token's life ({@link OAuthGrants.refresh}), so a
+ * spent token goes only once older than that life: the client it was stolen from, asking when its
+ * access token ends, still shows it in time to end the grant. A client refreshes once a life.
+ */
+export const MAX_TOKEN_RECORDS_PER_GRANT = 32;
 
 /**
  * Authorization codes, grants, and the tokens issued under them, in Redis. Codes and tokens are
@@ -86,16 +98,21 @@ export class OAuthGrants {
       resource: req.resource,
     };
     const index = this.keys.oauth('grants', `${member.workspace}/${member.name}`);
+    const codeKey = this.keys.oauth('code', hashKey(code));
+    const tokens = this.keys.oauth('tokens', grant.id);
     // The grant waits, unused, as long as its code; its first tokens give it their lifetime.
     const res = await this.redis
       .multi()
       .set(this.keys.oauth('grant', grant.id), JSON.stringify(grant), 'EX', this.codeTtlS)
-      .set(this.keys.oauth('code', hashKey(code)), JSON.stringify(record), 'EX', this.codeTtlS)
+      .set(codeKey, JSON.stringify(record), 'EX', this.codeTtlS)
+      // The code among the grant's records, so the grant ended takes it along (oauth-grant-drop.lua).
+      .zadd(tokens, now, codeKey)
+      .expire(tokens, this.codeTtlS)
       .zadd(index, now, grant.id)
       .expire(index, this.opts.refreshTtlS)
       .zrange(index, 0, -(MAX_GRANTS_PER_MEMBER + 1))
       .exec();
-    const ended = (res?.[4]?.[1] as string[] | undefined) ?? [];
+    const ended = (res?.[6]?.[1] as string[] | undefined) ?? [];
     // Held before the oldest are ended, so ending one of the same client never lets it go.
     await this.store.holdClient(client.clientId, grant.id, Math.max(CLIENT_UNUSED_TTL_S, this.codeTtlS));
     for (const id of ended) await this.store.revoke(member.workspace, member.name, id);
@@ -136,7 +153,16 @@ export class OAuthGrants {
    */
   async refresh(client: OAuthClient, p: { refreshToken?: string; resource?: string }): Promise<OAuthTokens> {
     if (!p.refreshToken) throw new InvalidRequestError('refresh_token is required.');
-    const grantId = TOKEN_SHAPE.test(p.refreshToken) ? await this.store.spend(this.keys.oauth('refresh', hashKey(p.refreshToken))) : undefined;
+    const key = this.keys.oauth('refresh', hashKey(p.refreshToken));
+    if (!TOKEN_SHAPE.test(p.refreshToken)) throw new InvalidGrantError('The refresh token is unknown, already used, expired or revoked: sign in again.');
+    // Refused before the token is spent, so the client refreshes with it once told to.
+    const waitS = await this.store.refreshWait(key, this.now(), this.opts.accessTtlS, MAX_TOKEN_RECORDS_PER_GRANT);
+    if (waitS > 0)
+      throw new RetryLaterError(
+        `This grant was refreshed ${MAX_TOKEN_RECORDS_PER_GRANT} times within an access token's life (${this.opts.accessTtlS} s): try again in ${waitS} s.`,
+        waitS,
+      );
+    const grantId = await this.store.spend(key);
     const grant = grantId ? await this.store.grant(grantId) : undefined;
     if (!grant) throw new InvalidGrantError('The refresh token is unknown, already used, expired or revoked: sign in again.');
     if (grant.clientId !== client.clientId) throw new InvalidGrantError('The refresh token was issued to another client.');
@@ -246,6 +272,7 @@ export class OAuthGrants {
       this.keys.oauth('access', hashKey(access)),
       this.keys.oauth('refresh', hashKey(refresh)),
       grant.accessHash ? this.keys.oauth('access', grant.accessHash) : grantKey,
+      this.keys.oauth('tokens', grant.id),
       JSON.stringify(next),
       JSON.stringify(record),
       grant.id,
@@ -253,6 +280,8 @@ export class OAuthGrants {
       String(refreshTtlS),
       // The access token it replaces ends: announced, for the servers that cached it.
       this.keys.registryChanges,
+      String(now),
+      String(MAX_TOKEN_RECORDS_PER_GRANT),
     );
     if (issued !== 1) throw new InvalidGrantError('The grant was revoked.');
     // Each refresh keeps the client as long as this refresh token: a client outlives its grants by no more.

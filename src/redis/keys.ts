@@ -127,9 +127,10 @@ export interface Keys {
    * (by its sha256), a member's grants (`grants`, id `<workspace>/<member>`), and the
    * registration rate's counters (`rate`, id `register`), and the registered clients nobody
    * has signed in through yet (`clients`, id `unconsented`), and the grants holding a registered
-   * client (`holders`, id the client's). One hash tag.
+   * client (`holders`, id the client's), and the code and refresh tokens' records of a grant by
+   * when each was issued (`tokens`, id the grant's). One hash tag.
    */
-  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate' | 'clients' | 'holders', id: string): string;
+  oauth(kind: 'client' | 'code' | 'grant' | 'access' | 'refresh' | 'grants' | 'rate' | 'clients' | 'holders' | 'tokens', id: string): string;
   /**
    * The deployment's SHARD_COUNT, as its workers last published it at start (a decimal string):
    * a client given no `shardCount` reads it, one given another answers CONFIG_MISMATCH.

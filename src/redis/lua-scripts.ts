@@ -105,17 +105,10 @@ export interface LuaCommands {
   agentdbOauthSpend(key: string, spentMark: string): Promise<string | null>;
   /** oauth-issue.lua: 1 when the grant's new tokens were written, 0 when the grant is gone (revoked meanwhile). */
   agentdbOauthIssue(
-    grant: string,
-    access: string,
-    refresh: string,
-    oldAccess: string,
-    grantRecord: string,
-    accessRecord: string,
-    grantId: string,
-    accessTtlS: string,
-    refreshTtlS: string,
-    registryChanges: string,
+    ...keysThenArgs: [...keys: OAuthIssueKeys, grantRecord: string, accessRecord: string, grantId: string, ...ttlsChannelNowKept: string[]]
   ): Promise<number>;
+  /** oauth-grant-drop.lua: 1 when the grant was there; it, its access token and its tokens' records are gone either way. */
+  agentdbOauthGrantDrop(grant: string, tokens: string, accessPrefix: string, registryChanges: string): Promise<number>;
   /** oauth-client-slot.lua: a place among unconsented clients within the cap, or the time the first one lapses (ms). */
   agentdbOauthClientSlot(
     unconsented: string,
@@ -131,6 +124,9 @@ export interface LuaCommands {
   /** oauth-client-release.lua: how many live grants still hold the client (0: it is back to the unconsented lifetime). */
   agentdbOauthClientRelease(client: string, holders: string, grantId: string, grantPrefix: string, unusedTtlS: string): Promise<number>;
 }
+
+/** oauth-issue.lua's keys: the grant, the new access and refresh tokens, the old access token, the grant's tokens' records. */
+type OAuthIssueKeys = [grant: string, access: string, refresh: string, oldAccess: string, tokens: string];
 
 /** A connection with agentdb's scripts defined on it. */
 export type ScriptedRedis = Redis & LuaCommands;
@@ -164,7 +160,8 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: ()
   agentdbMcpTaskLink: { file: 'mcp-task-link.lua', keys: 1 },
   agentdbCallIdYield: { file: 'call-id-yield.lua', keys: 1 },
   agentdbOauthSpend: { file: 'oauth-spend.lua', keys: 1 },
-  agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 4 },
+  agentdbOauthIssue: { file: 'oauth-issue.lua', keys: 5 },
+  agentdbOauthGrantDrop: { file: 'oauth-grant-drop.lua', keys: 2 },
   agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },
   agentdbOauthClientHold: { file: 'oauth-client-hold.lua', keys: 3 },
   agentdbOauthClientRelease: { file: 'oauth-client-release.lua', keys: 2 },

@@ -1,0 +1,20 @@
+-- Ends a grant with every record issued under it (src/oauth/oauth-grant-store.ts, OAuthGrantStore.dropGrant):
+-- its access token, its code and refresh tokens' records, spent or not. Left to lapse by their
+-- own TTL, a grant ended by its member's next sign-in past the bound left a refresh token's
+-- record for 30 days each time (hostile review T14). In one step with oauth-issue.lua's, which
+-- issues nothing for a grant gone, so no record is added after the drop.
+-- KEYS: the grant, its code and refresh tokens' records by when each was issued.
+-- ARGV: the access tokens' key prefix (a token's key is it and the token's hash), the
+-- registry-changes channel (src/registry/principal-cache.ts).
+-- Answers 1 when the grant was there.
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local ok, grant = pcall(cjson.decode, raw)
+  if ok and type(grant) == 'table' and type(grant.accessHash) == 'string' then redis.call('DEL', ARGV[1] .. grant.accessHash) end
+end
+for _, key in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do redis.call('DEL', key) end
+redis.call('DEL', KEYS[1], KEYS[2])
+-- Announced with the deletion: a server that cached one of its tokens forgets it at once.
+redis.call('PUBLISH', ARGV[2], 'oauth grant ended')
+if raw then return 1 end
+return 0
