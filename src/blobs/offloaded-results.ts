@@ -8,6 +8,7 @@ import { spillDir, type SpilledResult } from '../sqlite/result-spill.ts';
 import { readSmall, type BlobStore } from './blob-store.ts';
 import type { ConcurrentSlots } from '../policy/concurrent-slots.ts';
 import { downloadSlots } from './download-slots.ts';
+import { OffloadsFull } from './offloads-full.ts';
 
 /** What an envelope carries for a result moved to the blob store. */
 export interface OffloadedRef {
@@ -80,6 +81,17 @@ export class OffloadedResults {
   /** Downloads under way, per caller, workspace and process (see {@link open}, `download-slots.ts`). */
   private readonly downloads: ConcurrentSlots;
 
+  /** Workspaces lately refused room (`offloads-full.ts`). */
+  private readonly full = new OffloadsFull();
+
+  /**
+   * Why a query of `workspace` should not spill its result to a file now (its offloaded results
+   * were lately found at their quota: {@link OffloadsFull}), or undefined when it may.
+   */
+  refusal(workspace: string): string | undefined {
+    return this.full.refusal(workspace, this.now());
+  }
+
   /**
    * Moves a spilled result file into the store and deletes the file (also when the upload
    * fails: the call is then retried, and runs its query again).
@@ -104,10 +116,10 @@ export class OffloadedResults {
           const frees = answer.freesAt
             ? `; room comes back from ${new Date(answer.freesAt).toISOString()} (the oldest result's expiry, and a day for the nightly prune to delete it)`
             : '';
-          throw new AgentDbError(
-            'LIMIT_EXCEEDED',
-            `workspace ${owner.workspace}'s offloaded results hold ${answer.held} bytes, and this one (${bytes}) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE (${answer.cap})${frees}`,
-          );
+          const held = `workspace ${owner.workspace}'s offloaded results hold ${answer.held} bytes`;
+          const cap = `MAX_OFFLOADED_BYTES_PER_WORKSPACE (${answer.cap})${frees}`;
+          this.full.refused(owner.workspace, `${held}, at ${cap}`, answer.freesAt, now);
+          throw new AgentDbError('LIMIT_EXCEEDED', `${held}, and this one (${bytes}) would pass ${cap}`);
         }
         reserved = { id, bytes };
       }

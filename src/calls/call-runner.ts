@@ -123,7 +123,10 @@ export async function runCall(
     typeof plan.args.as_of === 'string'
       ? { target: asOfTarget(plan.args.as_of, data.workspace, data.agent, plan.target.agent, callerSinceOf(data)) }
       : undefined;
-  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved, deps.results !== undefined, asOf);
+  // A workspace whose offloaded results are at their quota writes no spill file only to delete it.
+  const offloadRefused = plan.tool === 'DATA_QUERY_SQL' ? deps.results?.refusal(data.workspace) : undefined;
+  const offload = deps.results !== undefined && offloadRefused === undefined;
+  const request = execRequest(plan, callKeyOf(data), callId, deps.config, data.plan ?? UNREGISTERED_PLAN, approved, offload, asOf);
   if (gate.kind === 'approval' && !approved) {
     const verdict = guardFirstLayer(plan);
     if (!verdict.ok) return fail(verdict.code, verdict.reason);
@@ -164,7 +167,8 @@ export async function runCall(
   }
   const credits = CREDITS[plan.tool];
   let result = outcome.result as Record<string, unknown>;
-  if (result.spill && deps.results) result = await offload(result, deps.results, { workspace: data.workspace, agent: data.agent, callId });
+  if (result.spill && deps.results) result = await offloaded(result, deps.results, { workspace: data.workspace, agent: data.agent, callId });
+  else if (offloadRefused !== undefined && result.oversize) result = { ...result, note: notOffloaded(offloadRefused) };
   return {
     envelope: okEnvelope(callId, plan.tool, credits, result),
     meter: credits,
@@ -184,7 +188,7 @@ function usedFor(callId: string, held: LedgerClaim): string {
  * fails, the call still answers with the preview, cut as before offloading existed, and says
  * so: re-running the whole query on a retry would cost more than the rows it could not keep.
  */
-async function offload(
+async function offloaded(
   result: Record<string, unknown>,
   results: OffloadedResults,
   owner: Parameters<OffloadedResults['keep']>[1],
@@ -202,12 +206,7 @@ async function offload(
     }
     return { ...rest, offloaded, note: 'the whole result is offloaded: GET /v1/results/<offloaded.id> or agentdb result-blob <id>' };
   } catch (err) {
-    if (codeOf(err) === 'LIMIT_EXCEEDED') {
-      return {
-        ...rest,
-        note: `the rows past the size limit were not offloaded: ${(err as { detail?: string }).detail}; select fewer rows (LIMIT/OFFSET), or read earlier offloaded results and run it again once they expire`,
-      };
-    }
+    if (codeOf(err) === 'LIMIT_EXCEEDED') return { ...rest, note: notOffloaded(String((err as { detail?: string }).detail)) };
     return {
       ...rest,
       note: `the rows past the size limit could not be offloaded (${String((err as Error).message).slice(0, 120)}); run the query again later for all of them`,
@@ -236,4 +235,9 @@ function guardFirstLayer(plan: CallPlan): GuardVerdict | { ok: true } {
 /** A call that ran nothing and answers `code`: no metering (a refusal, a failed approval). */
 export function failedRun(data: Pick<CallJobData, 'callId' | 'tool'>, code: ErrorCode, detail: string): RunOutcome {
   return { envelope: errorEnvelope(data.callId, data.tool, code, detail), meter: undefined };
+}
+
+/** The note of a result cut to its envelope because its workspace's offloaded results are at their quota (`why`). */
+function notOffloaded(why: string): string {
+  return `the rows past the size limit were not offloaded: ${why}; select fewer rows (LIMIT/OFFSET), or read earlier offloaded results and run it again once they expire`;
 }
