@@ -101,12 +101,16 @@ export class OAuthGrantStore {
       this.keys.oauth('access', ''),
       this.keys.registryChanges,
     );
+    // Held by no grant now, the client counts among those nobody signs in through again (the cap).
     await this.redis.agentdbOauthClientRelease(
       this.keys.oauth('client', clientId),
       this.keys.oauth('holders', clientId),
+      this.keys.oauth('clients', 'unconsented'),
       id,
       this.keys.oauth('grant', ''),
       String(CLIENT_UNUSED_TTL_S),
+      clientId,
+      String(Date.now()),
     );
   }
 

@@ -122,7 +122,7 @@ export interface LuaCommands {
   /** fair-place.lua for a job `queue.add` added (`fairPlaceAddedLua`): the wait key, the job id, its workspace's ledger key; 1 when it moved. */
   agentdbFairPlaceAdded(waitKey: string, jobId: string, workspaceTag: string): Promise<number>;
   /** oauth-client-release.lua: how many live grants still hold the client (0: it is back to the unconsented lifetime). */
-  agentdbOauthClientRelease(client: string, holders: string, grantId: string, grantPrefix: string, unusedTtlS: string): Promise<number>;
+  agentdbOauthClientRelease(...keysThenArgs: [client: string, holders: string, unconsented: string, ...grantIdPrefixTtlClientNow: string[]]): Promise<number>;
 }
 
 /** oauth-issue.lua's keys: the grant, the new access and refresh tokens, the old access token, the grant's tokens' records. */
@@ -164,7 +164,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: ()
   agentdbOauthGrantDrop: { file: 'oauth-grant-drop.lua', keys: 2 },
   agentdbOauthClientSlot: { file: 'oauth-client-slot.lua', keys: 1 },
   agentdbOauthClientHold: { file: 'oauth-client-hold.lua', keys: 3 },
-  agentdbOauthClientRelease: { file: 'oauth-client-release.lua', keys: 2 },
+  agentdbOauthClientRelease: { file: 'oauth-client-release.lua', keys: 3 },
   agentdbFairPlaceAdded: { file: 'fair-place.lua', keys: 1, lua: () => fairPlaceAddedLua() },
 };
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_UNUSED_TTL_S } from '../../src/oauth/oauth-clients.ts';
+import { OAuthGrants } from '../../src/oauth/oauth-grants.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { CALLBACK, HOST, oauthFlow } from '../helpers/oauth-flow.ts';
@@ -73,5 +74,28 @@ describe('the service-wide cap on unconsented OAuth clients', () => {
     await server.redis.zadd(unconsented(), Date.now() - 1, ids[1]!);
     expect((await registerFromAnywhere()).statusCode).toBe(201);
     expect(await server.redis.zscore(unconsented(), ids[1]!)).toBeNull();
+  });
+});
+
+describe('a consented client whose grants have all ended', () => {
+  // Hostile review T14 (session 35): a consent took the client out of the cap for good, and once
+  // its grants ended it was kept a day more outside it, so a member consenting to registrations
+  // from many addresses kept any number of them past OAUTH_UNCONSENTED_CLIENTS_MAX.
+  it('takes a place among the unconsented again, so the cap holds', async () => {
+    await server.redis.del(unconsented());
+    const res = await registerFromAnywhere();
+    expect(res.statusCode).toBe(201);
+    const id = res.json<{ client_id: string }>().client_id;
+    const { cookie } = await signIn(memberKey);
+    expect((await consent(cookie!, authParams(id, pkce().challenge))).searchParams.get('code')).toBeTruthy();
+    expect(await server.redis.zscore(unconsented(), id)).toBeNull();
+    // Its one grant ends (as Disconnect under Connected apps ends it).
+    const grants = new OAuthGrants(server.redis, keysFor(box.config.prefix), server.members, { accessTtlS: 3600, refreshTtlS: 3600 });
+    const grant = (await grants.list('acme', 'ada')).find((g) => g.clientId === id);
+    expect(await grants.revoke('acme', 'ada', grant!.id)).toBe(true);
+    // main: null, the client kept a day outside the cap.
+    expect(Number(await server.redis.zscore(unconsented(), id))).toBeGreaterThan(Date.now());
+    for (let i = 1; i < CAP; i++) expect((await registerFromAnywhere()).statusCode).toBe(201);
+    expect((await registerFromAnywhere()).statusCode).toBe(429);
   });
 });
