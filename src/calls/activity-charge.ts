@@ -123,3 +123,24 @@ export function chargedApprovalRead<T>(
 ): Promise<{ limited: RateRefusal } | { page: T }> {
   return chargedActivityRead(charge, member, read, () => 0);
 }
+
+/**
+ * What a person's consent to an OAuth app (the consent page's Allow) counts against their and
+ * their workspace's rates, in points: a call. It makes a grant and its code and ends the member's
+ * oldest grant past 50, about 16 Redis commands; uncharged, one signed-in member posted it 222
+ * times a second from one process (hostile review T14). A person consents once per app.
+ */
+export const CONSENT_POINTS = CALL_POINTS;
+
+/**
+ * Charges a consent ({@link CONSENT_POINTS}) to `member`; `charge` absent (no rate limits): not counted.
+ * @throws AgentDbError RATE_LIMITED (with `retryAfter`: 429 and Retry-After) past the member's or workspace's rate; no grant is made.
+ */
+export async function chargeConsent(charge: ChargeMemberLookup | undefined, member: { workspace: string; name: string }): Promise<void> {
+  const limited = await charge?.(member.workspace, member.name, CONSENT_POINTS);
+  if (!limited) return;
+  const whose = limited.of === 'workspace' ? 'The workspace' : 'This member';
+  throw new AgentDbError('RATE_LIMITED', rateRefusalDetail(limited, whose, 'connecting an app counts a call; nothing was granted', 'allow it again'), {
+    retryAfter: limited.retryAfterS,
+  });
+}

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { chargeConsent, type ChargeMemberLookup } from '../../calls/activity-charge.ts';
 import { GRANT_SCOPES, type GrantLevel, grantLevel, narrowerLevel, roleLevel } from '../../contracts/grant-scope.ts';
 import type { Member } from '../../registry/members.ts';
 import { type AuthorizationQuery, type AuthorizationRequest, checkAuthorization, redirectWith } from '../../oauth/authorization-request.ts';
@@ -113,7 +114,7 @@ ${r.client.documentHost ? html`<p class="muted">This app is described by ${r.cli
  * POST (the page's Origin and CSRF checks apply) sends the browser back to the app with a code,
  * or with `access_denied`.
  */
-export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
+export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps, charge?: ChargeMemberLookup): void {
   const check = (request: FastifyRequest, q: AuthorizationQuery) => {
     const base = publicBase(request, oauth);
     const member = memberOf(request);
@@ -159,6 +160,8 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps): void {
     if (!chosen.success || narrowerLevel(chosen.data, top) !== chosen.data) {
       return problemPage(reply, request, `invalid_scope: choose what the app may do, up to ${LEVEL_TEXT[top].label.toLowerCase()}.`);
     }
+    // Counted as a call (the core's rule): thrown RATE_LIMITED, shown by the page's error handler with 429.
+    await chargeConsent(charge, member);
     const code = await oauth.grants.consent(member, r.client, {
       redirectUri: r.redirectUri,
       redirectUriGiven: r.redirectUriGiven,

@@ -133,7 +133,7 @@ export function webRoutes(deps: WebDeps): FastifyPluginAsync {
     dataRoutes(app, { browser: deps.browser, approvals: deps.approvals, calls: deps.calls, history: historyPanel(deps.history) });
     historyRoutes(app, deps.history, deps.restoreOnce, deps.calls);
     activityRoutes(app, deps.history, deps.restoreOnce, deps.calls);
-    if (deps.oauth) consentRoutes(app, deps.oauth);
+    if (deps.oauth) consentRoutes(app, deps.oauth, (workspace, member, points) => deps.calls.chargeMemberLookup(workspace, member, points));
     connectedAppsRoutes(app, deps.oauth);
   };
 }

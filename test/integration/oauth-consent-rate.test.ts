@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { BASE, HOST, oauthFlow } from '../helpers/oauth-flow.ts';
+import { type OAuthServer, startOAuthServer } from '../helpers/oauth-server.ts';
+
+// Hostile review T14 (session 35): the consent page's Allow makes a grant and its code, and ends
+// the member's oldest grant past 50 (about 16 Redis commands), and was charged nothing: one
+// signed-in member posted it 222 times a second from one process, outside every rate. It now
+// counts a call against the member's and the workspace's rates, as a restore or a grid page does.
+
+let box: Sandbox;
+let server: OAuthServer;
+const { register, signIn, pkce, authParams, authorizePage } = oauthFlow(() => server);
+
+beforeAll(async () => {
+  // Three calls a window for the workspace: three consents.
+  box = sandbox({ RATE_LIMITS: 'plan', RATE_LIMIT_WINDOW_S: '600', RATE_LIMIT_WORKSPACE_CALLS: '3' });
+  await box.pool();
+  server = await startOAuthServer(box);
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await box?.cleanup();
+});
+
+it("a consent counts a call of the member's rates: past them 429 with Retry-After, and no grant is made", async () => {
+  const key = (await server.members.add('acme', 'ada', 'member')).key;
+  const id = await register();
+  const { cookie } = await signIn(key);
+  const params = authParams(id, pkce().challenge);
+  const page = await authorizePage(cookie!, params);
+  expect(page.statusCode).toBe(200);
+  const csrf = /name="csrf-token" content="([^"]+)"/.exec(page.body)![1]!;
+  const allow = () =>
+    server.app.inject({
+      method: 'POST',
+      url: '/oauth/authorize',
+      headers: { host: HOST, 'content-type': 'application/x-www-form-urlencoded', origin: BASE, cookie: cookie! },
+      payload: new URLSearchParams({ ...params, decision: 'allow', _csrf: csrf, access: 'write' }).toString(),
+    });
+  for (let i = 0; i < 3; i++) expect((await allow()).statusCode).toBe(303);
+  const grants = () => server.redis.zcard(`${box.config.prefix}:{oauth}:grants:acme/ada`);
+  expect(await grants()).toBe(3);
+  const refused = await allow();
+  // main: 303, a fourth grant made.
+  expect(refused.statusCode).toBe(429);
+  expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  expect(refused.body).toContain('RATE_LIMITED');
+  expect(await grants()).toBe(3);
+});
