@@ -4,10 +4,10 @@ import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
 import { ShownRows } from './effect-cut.ts';
 import { clockValue } from './effect-volatile.ts';
 import { volatileCreatedColumns } from './select-volatile.ts';
-import { exactValue, NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { effectValue, exactValue } from './effect-exact.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
-import { encodeValue } from './sqlite-values.ts';
 
 // The effect of a CREATE TABLE … AS SELECT: the rows the new table is made with. DDL changes no
 // existing row, so its effect was empty (NO_ROWS_EFFECT) and an approved CTAS copied whatever
@@ -67,7 +67,7 @@ export class CreatedRows {
         .raw(true)
         .safeIntegers(true);
       for (const raw of stmt.iterate() as Iterable<unknown[]>) {
-        const values = raw.map(encodeValue);
+        const values = raw.map(effectValue);
         const after = values.slice(1);
         // Values that read alike but are not the same are bound as what they are (as in sqlite-effect.ts).
         const exact = (v: EffectValue, i: number) =>

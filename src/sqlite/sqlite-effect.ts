@@ -4,12 +4,13 @@ import type { Effect, EffectLimits, EffectRow, EffectTable, EffectValue } from '
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
+import { asciiLower } from '../guard/tokenizer.ts';
 import { ShownRows } from './effect-cut.ts';
 import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex } from './effect-log.ts';
 import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
-import { encodeValue } from './sqlite-values.ts';
+import { effectValue, exactValue } from './effect-exact.ts';
 
 /** Prefix of the temporary tables and triggers that record an effect (agents make no temp objects). */
 const FX_PREFIX = '_agentdb_fx_';
@@ -71,7 +72,11 @@ export class EffectRecorder {
     sql: string,
   ) {
     const named = namedColumns(sql);
-    const target = targetTable(sql)?.toLowerCase();
+    // Names as SQLite folds them, ASCII only: JavaScript's toLowerCase folds the Kelvin sign to `k`,
+    // and a column "\u212A" set from another table's data took the `k = random()` beside it for
+    // its own, left out of the digest (session 35, R9).
+    const targetName = targetTable(sql);
+    const target = targetName === undefined ? undefined : asciiLower(targetName);
     const assigned = volatileAssignments(sql);
     const isNamed = (c: string) => named.all || named.spelled.has(c.toLowerCase());
     const rowidSpelled = ['rowid', '_rowid_', 'oid'].some((n) => named.spelled.has(n));
@@ -107,7 +112,7 @@ export class EffectRecorder {
       const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
       const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
       // Only the table the statement writes takes its assignments (a foreign-key action's rows are bound).
-      const madeByStatement = cols.map((c) => name.toLowerCase() === target && assigned.has(c.name.toLowerCase()));
+      const madeByStatement = cols.map((c) => asciiLower(name) === target && assigned.has(asciiLower(c.name)));
       const byDefault = cols.map((c, j) => !madeByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
       const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
       const madeByDefault = cols.filter((_, j) => byDefault[j]).map((c): [string, string] => [c.name, c.dflt_value!]);
@@ -172,7 +177,7 @@ export class EffectRecorder {
       const nc = w.columns.length;
       for (const raw of logEntries(this.db, w.installed!, order)) {
         const op = raw[1] as EffectRow['op'];
-        const whole = raw.slice(2).map(encodeValue);
+        const whole = raw.slice(2).map(effectValue);
         const keyValues = whole.slice(0, nk);
         const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
         const after = op === 'delete' ? null : whole.slice(nk + nc, nk + 2 * nc);
@@ -259,20 +264,6 @@ export function dropEffect(object: DropObject): Effect {
 function rowidName(columns: string[]): string {
   const taken = new Set(columns.map((c) => c.toLowerCase()));
   return ['rowid', '_rowid_', 'oid'].find((n) => !taken.has(n)) ?? columns[0]!;
-}
-
-/**
- * A value as the digest binds it, where its JSON reads like another's: text SQLite holds as bytes
- * that are not UTF-8 reads back with U+FFFD where they were (`x'FF41'` and `x'FE41'` read alike),
- * an INTEGER past 2^53 is written as the text of its digits, and a whole REAL (1.0) as the INTEGER
- * (1). Each is bound as what it is; every other value as it was, so other digests stay the same.
- * `raw` is the value as SQLite gave it (integers as bigint), `hex` reads a text's bytes.
- */
-export function exactValue(encoded: unknown, raw: unknown, hex: () => unknown): unknown {
-  if (typeof encoded === 'string' && typeof raw === 'string' && raw.includes('\uFFFD')) return { $text: encoded, hex: hex() };
-  if (typeof encoded === 'string' && typeof raw === 'bigint') return { $integer: encoded };
-  if (typeof encoded === 'number' && typeof raw === 'number' && Number.isInteger(raw)) return { $real: raw };
-  return encoded;
 }
 
 function sameValue(a: EffectValue, b: EffectValue): boolean {
