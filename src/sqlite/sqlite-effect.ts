@@ -83,10 +83,11 @@ export class EffectRecorder {
     this.recursive = trusted(db, 'PRAGMA recursive_triggers').pluck().get() as number;
     const tables = trusted(
       db,
-      `SELECT name, (SELECT l.wr FROM pragma_table_list AS l WHERE l.schema = 'main' AND l.name = s.name) AS wr FROM main.sqlite_schema AS s
+      `SELECT name, (SELECT l.wr FROM pragma_table_list AS l WHERE l.schema = 'main' AND l.name = s.name) AS wr,
+        (SELECT count(*) FROM pragma_index_list(s.name, 'main') AS x WHERE x.origin = 'pk') AS pkIndex FROM main.sqlite_schema AS s
         WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND ${AGENT_OBJECTS} ORDER BY name`,
-    ).all() as { name: string; wr: number }[];
-    tables.forEach(({ name, wr }, i) => {
+    ).all() as { name: string; wr: number; pkIndex: number }[];
+    tables.forEach(({ name, wr, pkIndex }, i) => {
       const cols = trusted(db, `SELECT name, pk, type, dflt_value, hidden FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(
         name,
       ) as {
@@ -106,7 +107,10 @@ export class EffectRecorder {
       // SQLite assigns the rowid (and its INTEGER PRIMARY KEY alias) of a row inserted without
       // one: another insert approved meanwhile moves it, and nobody chose it.
       const pks = cols.filter((c) => c.pk > 0);
-      const alias = !wr && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
+      // A rowid table's PRIMARY KEY that is no alias has an index of its own: `id INTEGER PRIMARY
+      // KEY DESC` (SQLite's documented quirk) is an ordinary column, which an insert not naming it
+      // gives its DEFAULT, chosen text that was left out as if SQLite had assigned it (session 35, R9).
+      const alias = !wr && pkIndex === 0 && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
       // An INSERT without a column list gives the alias a value by position: NULL is assigned.
       const aliasAt = cols.filter((c) => c.hidden === 0).findIndex((c) => c.name === alias);
       const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
