@@ -1,7 +1,9 @@
+import type { Database } from 'better-sqlite3';
 import type { EffectValue } from '../contracts/effect.ts';
 import { isOp, isWord, skipParens } from '../guard/classifier.ts';
 import { parseStatement } from '../guard/guard.ts';
-import { isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
+import { asciiLower, isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
+import { trusted } from './sqlite-trusted.ts';
 
 /**
  * Which values an effect's digest may leave out: those made by the clock or by randomness as the
@@ -50,27 +52,12 @@ export function namedColumns(sql: string): NamedColumns {
   const into = tokens.findIndex((t) => isWord(t, 'into'));
   const all = into >= 0 && !insertHasColumnList(tokens, into) && !tokens.some((t, i) => isWord(t, 'default') && isWord(tokens[i + 1], 'values'));
   const nullAt = new Set<number>();
-  const values = all ? tokens.findIndex((t, i) => i > into && isWord(t, 'values')) : -1;
-  if (values >= 0) {
-    const rows: (readonly Token[])[][] = [];
-    let j = values + 1;
-    while (isOp(tokens[j], '(')) {
-      const end = skipParens(tokens, j);
-      if (end < 0) break;
-      const row: (readonly Token[])[] = [];
-      for (let k = j + 1; k < end; ) {
-        const stop = Math.min(exprEnd(tokens, k, []), end - 1);
-        row.push(tokens.slice(k, stop));
-        k = stop + 1;
-      }
-      rows.push(row);
-      j = isOp(tokens[end], ',') ? end + 1 : tokens.length;
-    }
-    // Only when the VALUES list is the whole source (no upsert or RETURNING changes the reading).
-    if (rows.length > 0 && rows[0]!.length > 0) {
-      for (let at = 0; at < rows[0]!.length; at++) {
-        if (rows.every((r) => r[at]?.length === 1 && isWord(r[at]![0], 'null'))) nullAt.add(at);
-      }
+  // Only when a VALUES list is the whole source: `VALUES (NULL, …) UNION ALL SELECT 5, …` gives
+  // the key a value in its other arm, and a VALUES inside a subquery is not the source.
+  const rows = all ? valuesRows(tokens, sourceStart(tokens, into)) : undefined;
+  if (rows && rows[0]!.length > 0) {
+    for (let at = 0; at < rows[0]!.length; at++) {
+      if (rows.every((r) => r[at]?.length === 1 && isWord(r[at]![0], 'null'))) nullAt.add(at);
     }
   }
   return { spelled, all, nullAt };
@@ -78,10 +65,49 @@ export function namedColumns(sql: string): NamedColumns {
 
 /** `INTO [schema.]name [AS alias] (` — the column list follows the target's name. */
 function insertHasColumnList(tokens: readonly Token[], into: number): boolean {
+  return isOp(tokens[afterTarget(tokens, into)], '(');
+}
+
+/** Index of the token after `INTO [schema.]name [AS alias]`. */
+function afterTarget(tokens: readonly Token[], into: number): number {
   let i = into + 2;
   if (isOp(tokens[i], '.')) i += 2;
   if (isWord(tokens[i], 'as')) i += 2;
-  return isOp(tokens[i], '(');
+  return i;
+}
+
+/** Index of an INSERT's source (VALUES, SELECT, WITH or DEFAULT VALUES): past the target and its column list. */
+function sourceStart(tokens: readonly Token[], into: number): number {
+  const i = afterTarget(tokens, into);
+  return isOp(tokens[i], '(') ? skipParens(tokens, i) : i;
+}
+
+/**
+ * The rows of the VALUES list at `start`, each as its expressions' tokens, when that list is the
+ * whole source of the insert: followed by nothing, an upsert (ON) or RETURNING. Undefined
+ * otherwise — `VALUES (random()) UNION ALL SELECT v FROM src` takes its rows from data too.
+ */
+function valuesRows(tokens: readonly Token[], start: number): (readonly Token[])[][] | undefined {
+  if (start < 0 || !isWord(tokens[start], 'values')) return undefined;
+  const rows: (readonly Token[])[][] = [];
+  let j = start + 1;
+  for (;;) {
+    if (!isOp(tokens[j], '(')) return undefined;
+    const end = skipParens(tokens, j);
+    if (end < 0) return undefined;
+    const row: (readonly Token[])[] = [];
+    for (let k = j + 1; k < end; ) {
+      const stop = Math.min(exprEnd(tokens, k, []), end - 1);
+      row.push(tokens.slice(k, stop));
+      k = stop + 1;
+    }
+    rows.push(row);
+    if (!isOp(tokens[end], ',')) {
+      const next = tokens[end];
+      return next === undefined || isWord(next, 'on', 'returning') ? rows : undefined;
+    }
+    j = end + 1;
+  }
 }
 
 /**
@@ -125,21 +151,35 @@ const CLOCK_WORDS = new Set(['current_timestamp', 'current_date', 'current_time'
 /** Words that end an UPDATE's or an upsert's SET list. */
 const AFTER_SET = ['from', 'where', 'returning', 'on', 'order', 'limit'];
 
+/** The columns (ASCII lower-cased) a statement sets, everywhere, to only literals, the clock and randomness. */
+export interface VolatileAssignments {
+  /** In the rows it inserts: a column list whose VALUES give each such a value in every row. */
+  inserted: Set<string>;
+  /** In the rows it updates: an UPDATE's, or an upsert's DO UPDATE, SET. */
+  updated: Set<string>;
+}
+
 /**
  * The columns (ASCII lower-cased) the statement sets, everywhere it sets them, to an expression
  * of nothing but literals, the clock and randomness — `SET token = lower(hex(randomblob(16)))`,
  * `SET updated_at = datetime('now')`, `VALUES (…, CURRENT_TIMESTAMP)` under a column list. No
  * column, parameter, operator, CASE or subquery: a value the person could not be shown exactly
  * and that no data and no condition can choose.
+ *
+ * Inserted and updated rows apart: an upsert's `DO UPDATE SET a = random()` says nothing of the
+ * `a` its VALUES insert, which, without a column list or absent from it, is data or a DEFAULT; so
+ * is a compound source's other arm (`VALUES (random()) UNION ALL SELECT v FROM src`). Both were
+ * left out of the digest as random (session 35, R9).
  */
-export function volatileAssignments(sql: string): Set<string> {
+export function volatileAssignments(sql: string): VolatileAssignments {
+  const updated = new Set<string>();
+  const inserted = new Set<string>();
   const parsed = parseStatement(sql);
-  if ('ok' in parsed) return new Set();
+  if ('ok' in parsed) return { inserted, updated };
   const { tokens } = parsed;
-  const pure = new Set<string>();
   const impure = new Set<string>();
-  const assign = (column: Token | undefined, expr: readonly Token[]) => {
-    if (column?.kind === 'word' || column?.kind === 'quoted') (isPure(expr) ? pure : impure).add(column.value);
+  const assign = (into: Set<string>, column: Token | undefined, expr: readonly Token[]) => {
+    if (column?.kind === 'word' || column?.kind === 'quoted') (isPure(expr) ? into : impure).add(column.value);
   };
   tokens.forEach((t, i) => {
     if (!isWord(t, 'set')) return;
@@ -152,36 +192,40 @@ export function volatileAssignments(sql: string): Set<string> {
         j = close < 0 ? tokens.length : exprEnd(tokens, close, AFTER_SET);
       } else {
         const end = exprEnd(tokens, j + 2, AFTER_SET);
-        assign(tokens[j], tokens.slice(j + 2, end));
+        assign(updated, tokens[j], tokens.slice(j + 2, end));
         j = end;
       }
       if (!isOp(tokens[j], ',')) break;
       j++;
     }
   });
+  for (const c of impure) updated.delete(c);
+  impure.clear();
   const into = tokens.findIndex((t) => isWord(t, 'into'));
   if (into >= 0 && insertHasColumnList(tokens, into)) {
-    const open = tokens.findIndex((t, i) => i > into && isOp(t, '('));
+    const open = afterTarget(tokens, into);
     const close = skipParens(tokens, open);
     const columns = tokens.slice(open + 1, close - 1).filter((t) => !isOp(t, ','));
-    let j = close;
-    if (isWord(tokens[j], 'values')) {
-      j++;
-      while (isOp(tokens[j], '(')) {
-        const end = skipParens(tokens, j);
-        if (end < 0) break;
-        let k = j + 1;
-        for (const column of columns) {
-          const stop = exprEnd(tokens, k, []);
-          assign(column, tokens.slice(k, Math.min(stop, end - 1)));
-          k = stop + 1;
-        }
-        j = isOp(tokens[end], ',') ? end + 1 : tokens.length;
-      }
-    } else for (const c of columns) impure.add(c.value);
+    const rows = valuesRows(tokens, close);
+    if (rows) {
+      for (const row of rows) for (const [at, column] of columns.entries()) assign(inserted, column, row[at] ?? []);
+    }
+    // Without VALUES as the whole source, every listed column is bound.
+    else for (const c of columns) impure.add(c.value);
   }
-  for (const c of impure) pure.delete(c);
-  return pure;
+  for (const c of impure) inserted.delete(c);
+  return { inserted, updated };
+}
+
+/** Columns (ASCII lower-cased) of `table` that an ON UPDATE or ON DELETE action of its foreign keys writes. */
+export function actionColumns(db: Database, table: string): Set<string> {
+  const rows = trusted(
+    db,
+    `SELECT "from" FROM pragma_foreign_key_list(?, 'main') WHERE on_update IN ('CASCADE', 'SET NULL', 'SET DEFAULT') OR on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT')`,
+  )
+    .pluck()
+    .all(table) as string[];
+  return new Set(rows.map(asciiLower));
 }
 
 /** A result column's expression without its alias (`expr AS name`, `expr name`). */

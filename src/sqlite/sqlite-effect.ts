@@ -7,7 +7,7 @@ import { targetTable } from '../guard/target-table.ts';
 import { asciiLower } from '../guard/tokenizer.ts';
 import { ShownRows } from './effect-cut.ts';
 import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex } from './effect-log.ts';
-import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
+import { actionColumns, type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
 import { effectValue, exactValue } from './effect-exact.ts';
@@ -30,7 +30,7 @@ interface Watched {
    */
   madeOnInsert: boolean[];
   keyMadeOnInsert: boolean[];
-  /** Per column: whether the statement sets it, in any row, to a value of only the clock and randomness. */
+  /** Per column: whether the statement sets it, in every row it updates, to a value of only the clock and randomness. */
   madeByStatement: boolean[];
   /** The columns left out of inserted rows for their volatile DEFAULT, each with that DEFAULT's text. */
   madeByDefault: [string, string][];
@@ -115,14 +115,19 @@ export class EffectRecorder {
       const aliasAt = cols.filter((c) => c.hidden === 0).findIndex((c) => c.name === alias);
       const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
       const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
-      // Only the table the statement writes takes its assignments (a foreign-key action's rows are bound).
-      const madeByStatement = cols.map((c) => asciiLower(name) === target && assigned.has(asciiLower(c.name)));
-      const byDefault = cols.map((c, j) => !madeByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
-      const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
+      // Only the table the statement writes takes its assignments (a foreign-key action's rows are
+      // bound), its inserted rows those of its VALUES, its updated rows those of its SET, but for a
+      // column an action of its own foreign keys may write (its rows referring to rows it changes).
+      const isTarget = asciiLower(name) === target;
+      const actions = isTarget && assigned.updated.size > 0 ? actionColumns(db, name) : new Set<string>();
+      const insertedByStatement = cols.map((c) => isTarget && assigned.inserted.has(asciiLower(c.name)));
+      const madeByStatement = cols.map((c) => isTarget && assigned.updated.has(asciiLower(c.name)) && !actions.has(asciiLower(c.name)));
+      const byDefault = cols.map((c, j) => !insertedByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
+      const madeOnInsert = cols.map((c, j) => insertedByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
       const madeByDefault = cols.filter((_, j) => byDefault[j]).map((c): [string, string] => [c.name, c.dflt_value!]);
       const keyMadeOnInsert = wr
         ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
-        : [rowidAssigned || (alias !== undefined && madeByStatement[columns.indexOf(alias)]!)];
+        : [rowidAssigned || (alias !== undefined && insertedByStatement[columns.indexOf(alias)]!)];
       this.watched.push({
         table: name,
         columns,
