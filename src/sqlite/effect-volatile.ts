@@ -30,7 +30,20 @@ export function volatileDefault(dflt: string | null): boolean {
   if (dflt === null) return false;
   const lexed = tokenize(dflt);
   if (!lexed.ok || !isPure(lexed.tokens.filter((t) => !isTrivia(t)))) return false;
-  return /\bcurrent_(timestamp|date|time)\b|\brandom(blob)?\s*\(|'now'|\b(unixepoch|julianday|date|time|datetime)\s*\(\s*\)/i.test(dflt);
+  return CLOCK_OR_CHANCE.test(dflt);
+}
+
+/** The clock (`CURRENT_TIMESTAMP`, `'now'`, `datetime()`) or randomness (`random()`, `randomblob(…)`) in a pure expression's text. */
+const CLOCK_OR_CHANCE = /\bcurrent_(timestamp|date|time)\b|\brandom(blob)?\s*\(|'now'|\b(unixepoch|julianday|date|time|datetime)\s*\(\s*\)/i;
+
+/**
+ * An expression whose value is made as the statement runs: nothing but literals, the clock and
+ * randomness, and some clock or randomness. One of literals alone is a constant, bound like data:
+ * left out, `VALUES ('007')` into a table made again meanwhile with an INTEGER column stored 7
+ * where the person was shown '007' (session 35, R9).
+ */
+function madeAsItRuns(expr: readonly Token[]): boolean {
+  return isPure(expr) && CLOCK_OR_CHANCE.test(expr.map((t) => t.text).join(' '));
 }
 
 /** The columns a statement names, as {@link namedColumns} reads them. */
@@ -179,7 +192,7 @@ export function volatileAssignments(sql: string): VolatileAssignments {
   const { tokens } = parsed;
   const impure = new Set<string>();
   const assign = (into: Set<string>, column: Token | undefined, expr: readonly Token[]) => {
-    if (column?.kind === 'word' || column?.kind === 'quoted') (isPure(expr) ? into : impure).add(column.value);
+    if (column?.kind === 'word' || column?.kind === 'quoted') (madeAsItRuns(expr) ? into : impure).add(column.value);
   };
   tokens.forEach((t, i) => {
     if (!isWord(t, 'set')) return;

@@ -13,6 +13,10 @@
  *   rows t's own `ON UPDATE SET DEFAULT` action wrote: the DEFAULT, which a table made again
  *   meanwhile chose.
  *
+ * - `VALUES ('007')` under a column list was left out as if made as it ran: a constant, but what
+ *   it stores is the column's affinity's to decide, and a table made again meanwhile with an
+ *   INTEGER column stored 7.
+ *
  * Each committed another value than the one the person was shown.
  */
 import { describe, expect, it } from 'vitest';
@@ -75,5 +79,25 @@ describe("a column the statement sets is bound where its table's own foreign-key
     );
     expect(t.approvedRun(sql, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
     expect(t.db.prepare('SELECT parent FROM t WHERE id = 6').pluck().get()).toBe(5);
+  });
+});
+
+describe("a constant the statement writes is bound: what it stores is the column affinity's", () => {
+  const t = effectDatabase(
+    'agentdb-effect-constant-',
+    "CREATE TABLE z0 (id INTEGER PRIMARY KEY, code TEXT); CREATE TABLE z1 (id INTEGER PRIMARY KEY, code TEXT); INSERT INTO z1 (code) VALUES ('x');",
+  );
+
+  it('asks again when the column would store another type of it', () => {
+    for (const [i, sql] of ["INSERT INTO z0 (code) VALUES ('007')", "UPDATE z1 SET code = '1e3'"].entries()) {
+      const fx = previewEffect(t.db, sql, [], LIMITS, FX);
+      expect(fx.rows[0]!.after).toMatchObject({ code: i === 0 ? '007' : '1e3' });
+      t.meanwhile(
+        `ALTER TABLE z${i} RENAME TO z${i}_before`,
+        `CREATE TABLE z${i} (id INTEGER PRIMARY KEY, code INTEGER)`,
+        `INSERT INTO z${i} SELECT * FROM z${i}_before`,
+      );
+      expect(t.approvedRun(sql, fx.digest), sql).toMatchObject({ code: 'APPROVAL_STALE' });
+    }
   });
 });
