@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
 import { ShownRows } from './effect-cut.ts';
-import { clockValue } from './effect-volatile.ts';
+import { clockValue, clockWrites } from './effect-clock.ts';
 import { volatileCreatedColumns } from './select-volatile.ts';
 import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
 import { effectValue, exactValue } from './effect-exact.ts';
@@ -31,6 +31,8 @@ export class CreatedRows {
   private readonly started = Date.now();
   /** Positions of the result columns the statement makes of only the clock and randomness. */
   private readonly volatile: Set<number>;
+  /** Whether a value it writes can come from the clock (`clockWrites`): else no value is left out as a time. */
+  private readonly clock: boolean;
 
   /** `sql` is the CREATE TABLE about to run. */
   constructor(
@@ -38,6 +40,7 @@ export class CreatedRows {
     sql: string,
   ) {
     this.volatile = volatileCreatedColumns(db, sql);
+    this.clock = clockWrites(db, sql);
     this.before = new Set(trusted(db, AGENT_TABLES).pluck().all() as string[]);
   }
 
@@ -82,7 +85,7 @@ export class CreatedRows {
             'insert',
             [VOLATILE],
             null,
-            after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : exact(v, i))),
+            after.map((v, i) => (v !== null && (this.volatile.has(i) || (this.clock && clockValue(v, clock))) ? VOLATILE : exact(v, i))),
           ]),
         );
         if (shown.full) continue;

@@ -1,5 +1,4 @@
 import type { Database } from 'better-sqlite3';
-import type { EffectValue } from '../contracts/effect.ts';
 import { isOp, isWord, skipParens } from '../guard/classifier.ts';
 import { parseStatement } from '../guard/guard.ts';
 import { asciiLower, isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
@@ -11,15 +10,6 @@ import { trusted } from './sqlite-trusted.ts';
  * writes is bound (see `Effect.digest`), so a value read from another table or chosen by the
  * clock (`CASE WHEN unixepoch() < …`) that differs between the preview and the run supersedes.
  */
-
-/** Milliseconds of the clock a recording ran in: its start and its end, as Date.now(). */
-export interface ClockWindow {
-  start: number;
-  end: number;
-}
-
-/** Slack either side of a window: CURRENT_TIMESTAMP and unixepoch() truncate to the second. */
-const SLACK_MS = 1000;
 
 /**
  * A DEFAULT that SQLite computes anew for each row from nothing but the clock or randomness (an
@@ -121,41 +111,6 @@ function valuesRows(tokens: readonly Token[], start: number): (readonly Token[])
     }
     j = end + 1;
   }
-}
-
-/**
- * True when `v` is a time the clock gave during `w`: a UTC date-time, date or time of day as
- * SQLite's date functions write them (with or without `T`, fraction, `Z`), or a unix time in
- * seconds or milliseconds, or a Julian day number.
- */
-export function clockValue(v: EffectValue, w: ClockWindow): boolean {
-  const lo = w.start - SLACK_MS;
-  const hi = w.end + SLACK_MS;
-  const within = (ms: number) => ms >= lo && ms <= hi;
-  if (typeof v === 'number') {
-    if (Number.isInteger(v)) return within(v * 1000) || within(v);
-    return within(v * 1000) || within((v - 2440587.5) * 86400000);
-  }
-  if (typeof v !== 'string') return false;
-  const dateTime = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)Z?$/.exec(v);
-  if (dateTime) {
-    const ms = Date.parse(`${dateTime[1]}T${dateTime[2]}Z`);
-    // A value written to the second (or minute) stands for the whole of it.
-    const width = dateTime[2]!.length === 5 ? 60000 : dateTime[2]!.length === 8 ? 1000 : 1;
-    return !Number.isNaN(ms) && ms + width > lo && ms <= hi;
-  }
-  if (/^\d{4}-\d{2}-\d{2}$/.test(v)) {
-    const day = Date.parse(`${v}T00:00:00Z`);
-    return !Number.isNaN(day) && day + 86400000 > lo && day <= hi;
-  }
-  const time = /^(\d{2}):(\d{2}):(\d{2})$/.exec(v);
-  if (time) {
-    const second = Number(time[1]) * 3600 + Number(time[2]) * 60 + Number(time[3]);
-    const from = Math.floor(lo / 1000);
-    const span = Math.ceil(hi / 1000) - from;
-    return span >= 86400 || (((second - (from % 86400)) % 86400) + 86400) % 86400 <= span;
-  }
-  return false;
 }
 
 /** Functions whose result depends on nothing but their arguments, the clock and randomness. */

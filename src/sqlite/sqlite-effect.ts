@@ -7,7 +7,8 @@ import { targetTable } from '../guard/target-table.ts';
 import { asciiLower } from '../guard/tokenizer.ts';
 import { ShownRows } from './effect-cut.ts';
 import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex } from './effect-log.ts';
-import { actionColumns, type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
+import { type ClockWindow, clockValue, clockWrites } from './effect-clock.ts';
+import { actionColumns, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
 import { effectValue, exactValue } from './effect-exact.ts';
@@ -62,6 +63,8 @@ export class EffectRecorder {
   private readonly watched: Watched[] = [];
   private readonly recursive: number;
   private readonly started = Date.now();
+  /** Whether a value it writes can come from the clock (`clockWrites`): else no value is left out as a time. */
+  private readonly clock: boolean;
 
   /**
    * Installs the triggers; the caller's transaction must be open and must end after {@link remove}.
@@ -141,6 +144,8 @@ export class EffectRecorder {
         hiddenRowid: !wr && alias === undefined,
       });
     });
+    // Before the triggers exist: their programs are no part of the statement's.
+    this.clock = clockWrites(db, sql);
     db.prepare('PRAGMA recursive_triggers = ON').run();
     try {
       for (const w of this.watched) this.install(w);
@@ -198,7 +203,8 @@ export class EffectRecorder {
         // as it was is bound by its before value, and may be a time of one window, not the other).
         const made = (values: EffectValue[], onInsert: boolean[]) =>
           values.map((v, i) =>
-            v !== null && ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || ((op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
+            v !== null &&
+            ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || (this.clock && (op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
               ? VOLATILE
               : v,
           );

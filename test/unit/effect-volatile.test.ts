@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { clockValue, namedColumns, volatileAssignments, volatileDefault } from '../../src/sqlite/effect-volatile.ts';
+import { clockValue } from '../../src/sqlite/effect-clock.ts';
+import { namedColumns, volatileAssignments, volatileDefault } from '../../src/sqlite/effect-volatile.ts';
 
 describe('what an effect digest may leave out', () => {
   it('takes a column set to only literals, the clock and randomness, everywhere it is set', () => {
