@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
 import { ShownRows } from './effect-cut.ts';
-import { clockValue } from './effect-volatile.ts';
+import { clockValue, clockWrites } from './effect-clock.ts';
 import { volatileCreatedColumns } from './select-volatile.ts';
-import { exactValue, NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { effectValue, exactValue } from './effect-exact.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { quoteIdentifier, trusted } from './sqlite-trusted.ts';
-import { encodeValue } from './sqlite-values.ts';
 
 // The effect of a CREATE TABLE … AS SELECT: the rows the new table is made with. DDL changes no
 // existing row, so its effect was empty (NO_ROWS_EFFECT) and an approved CTAS copied whatever
@@ -31,6 +31,8 @@ export class CreatedRows {
   private readonly started = Date.now();
   /** Positions of the result columns the statement makes of only the clock and randomness. */
   private readonly volatile: Set<number>;
+  /** Whether a value it writes can come from the clock (`clockWrites`): else no value is left out as a time. */
+  private readonly clock: boolean;
 
   /** `sql` is the CREATE TABLE about to run. */
   constructor(
@@ -38,6 +40,7 @@ export class CreatedRows {
     sql: string,
   ) {
     this.volatile = volatileCreatedColumns(db, sql);
+    this.clock = clockWrites(db, sql);
     this.before = new Set(trusted(db, AGENT_TABLES).pluck().all() as string[]);
   }
 
@@ -67,7 +70,7 @@ export class CreatedRows {
         .raw(true)
         .safeIntegers(true);
       for (const raw of stmt.iterate() as Iterable<unknown[]>) {
-        const values = raw.map(encodeValue);
+        const values = raw.map(effectValue);
         const after = values.slice(1);
         // Values that read alike but are not the same are bound as what they are (as in sqlite-effect.ts).
         const exact = (v: EffectValue, i: number) =>
@@ -82,7 +85,7 @@ export class CreatedRows {
             'insert',
             [VOLATILE],
             null,
-            after.map((v, i) => (v !== null && (this.volatile.has(i) || clockValue(v, clock)) ? VOLATILE : exact(v, i))),
+            after.map((v, i) => (v !== null && (this.volatile.has(i) || (this.clock && clockValue(v, clock))) ? VOLATILE : exact(v, i))),
           ]),
         );
         if (shown.full) continue;

@@ -1,7 +1,8 @@
-import type { EffectValue } from '../contracts/effect.ts';
+import type { Database } from 'better-sqlite3';
 import { isOp, isWord, skipParens } from '../guard/classifier.ts';
 import { parseStatement } from '../guard/guard.ts';
-import { isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
+import { asciiLower, isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
+import { trusted } from './sqlite-trusted.ts';
 
 /**
  * Which values an effect's digest may leave out: those made by the clock or by randomness as the
@@ -9,15 +10,6 @@ import { isTrivia, type Token, tokenize } from '../guard/tokenizer.ts';
  * writes is bound (see `Effect.digest`), so a value read from another table or chosen by the
  * clock (`CASE WHEN unixepoch() < …`) that differs between the preview and the run supersedes.
  */
-
-/** Milliseconds of the clock a recording ran in: its start and its end, as Date.now(). */
-export interface ClockWindow {
-  start: number;
-  end: number;
-}
-
-/** Slack either side of a window: CURRENT_TIMESTAMP and unixepoch() truncate to the second. */
-const SLACK_MS = 1000;
 
 /**
  * A DEFAULT that SQLite computes anew for each row from nothing but the clock or randomness (an
@@ -28,7 +20,20 @@ export function volatileDefault(dflt: string | null): boolean {
   if (dflt === null) return false;
   const lexed = tokenize(dflt);
   if (!lexed.ok || !isPure(lexed.tokens.filter((t) => !isTrivia(t)))) return false;
-  return /\bcurrent_(timestamp|date|time)\b|\brandom(blob)?\s*\(|'now'|\b(unixepoch|julianday|date|time|datetime)\s*\(\s*\)/i.test(dflt);
+  return CLOCK_OR_CHANCE.test(dflt);
+}
+
+/** The clock (`CURRENT_TIMESTAMP`, `'now'`, `datetime()`) or randomness (`random()`, `randomblob(…)`) in a pure expression's text. */
+const CLOCK_OR_CHANCE = /\bcurrent_(timestamp|date|time)\b|\brandom(blob)?\s*\(|'now'|\b(unixepoch|julianday|date|time|datetime)\s*\(\s*\)/i;
+
+/**
+ * An expression whose value is made as the statement runs: nothing but literals, the clock and
+ * randomness, and some clock or randomness. One of literals alone is a constant, bound like data:
+ * left out, `VALUES ('007')` into a table made again meanwhile with an INTEGER column stored 7
+ * where the person was shown '007' (session 35, R9).
+ */
+function madeAsItRuns(expr: readonly Token[]): boolean {
+  return isPure(expr) && CLOCK_OR_CHANCE.test(expr.map((t) => t.text).join(' '));
 }
 
 /** The columns a statement names, as {@link namedColumns} reads them. */
@@ -50,27 +55,12 @@ export function namedColumns(sql: string): NamedColumns {
   const into = tokens.findIndex((t) => isWord(t, 'into'));
   const all = into >= 0 && !insertHasColumnList(tokens, into) && !tokens.some((t, i) => isWord(t, 'default') && isWord(tokens[i + 1], 'values'));
   const nullAt = new Set<number>();
-  const values = all ? tokens.findIndex((t, i) => i > into && isWord(t, 'values')) : -1;
-  if (values >= 0) {
-    const rows: (readonly Token[])[][] = [];
-    let j = values + 1;
-    while (isOp(tokens[j], '(')) {
-      const end = skipParens(tokens, j);
-      if (end < 0) break;
-      const row: (readonly Token[])[] = [];
-      for (let k = j + 1; k < end; ) {
-        const stop = Math.min(exprEnd(tokens, k, []), end - 1);
-        row.push(tokens.slice(k, stop));
-        k = stop + 1;
-      }
-      rows.push(row);
-      j = isOp(tokens[end], ',') ? end + 1 : tokens.length;
-    }
-    // Only when the VALUES list is the whole source (no upsert or RETURNING changes the reading).
-    if (rows.length > 0 && rows[0]!.length > 0) {
-      for (let at = 0; at < rows[0]!.length; at++) {
-        if (rows.every((r) => r[at]?.length === 1 && isWord(r[at]![0], 'null'))) nullAt.add(at);
-      }
+  // Only when a VALUES list is the whole source: `VALUES (NULL, …) UNION ALL SELECT 5, …` gives
+  // the key a value in its other arm, and a VALUES inside a subquery is not the source.
+  const rows = all ? valuesRows(tokens, sourceStart(tokens, into)) : undefined;
+  if (rows && rows[0]!.length > 0) {
+    for (let at = 0; at < rows[0]!.length; at++) {
+      if (rows.every((r) => r[at]?.length === 1 && isWord(r[at]![0], 'null'))) nullAt.add(at);
     }
   }
   return { spelled, all, nullAt };
@@ -78,45 +68,49 @@ export function namedColumns(sql: string): NamedColumns {
 
 /** `INTO [schema.]name [AS alias] (` — the column list follows the target's name. */
 function insertHasColumnList(tokens: readonly Token[], into: number): boolean {
+  return isOp(tokens[afterTarget(tokens, into)], '(');
+}
+
+/** Index of the token after `INTO [schema.]name [AS alias]`. */
+function afterTarget(tokens: readonly Token[], into: number): number {
   let i = into + 2;
   if (isOp(tokens[i], '.')) i += 2;
   if (isWord(tokens[i], 'as')) i += 2;
-  return isOp(tokens[i], '(');
+  return i;
+}
+
+/** Index of an INSERT's source (VALUES, SELECT, WITH or DEFAULT VALUES): past the target and its column list. */
+function sourceStart(tokens: readonly Token[], into: number): number {
+  const i = afterTarget(tokens, into);
+  return isOp(tokens[i], '(') ? skipParens(tokens, i) : i;
 }
 
 /**
- * True when `v` is a time the clock gave during `w`: a UTC date-time, date or time of day as
- * SQLite's date functions write them (with or without `T`, fraction, `Z`), or a unix time in
- * seconds or milliseconds, or a Julian day number.
+ * The rows of the VALUES list at `start`, each as its expressions' tokens, when that list is the
+ * whole source of the insert: followed by nothing, an upsert (ON) or RETURNING. Undefined
+ * otherwise — `VALUES (random()) UNION ALL SELECT v FROM src` takes its rows from data too.
  */
-export function clockValue(v: EffectValue, w: ClockWindow): boolean {
-  const lo = w.start - SLACK_MS;
-  const hi = w.end + SLACK_MS;
-  const within = (ms: number) => ms >= lo && ms <= hi;
-  if (typeof v === 'number') {
-    if (Number.isInteger(v)) return within(v * 1000) || within(v);
-    return within(v * 1000) || within((v - 2440587.5) * 86400000);
+function valuesRows(tokens: readonly Token[], start: number): (readonly Token[])[][] | undefined {
+  if (start < 0 || !isWord(tokens[start], 'values')) return undefined;
+  const rows: (readonly Token[])[][] = [];
+  let j = start + 1;
+  for (;;) {
+    if (!isOp(tokens[j], '(')) return undefined;
+    const end = skipParens(tokens, j);
+    if (end < 0) return undefined;
+    const row: (readonly Token[])[] = [];
+    for (let k = j + 1; k < end; ) {
+      const stop = Math.min(exprEnd(tokens, k, []), end - 1);
+      row.push(tokens.slice(k, stop));
+      k = stop + 1;
+    }
+    rows.push(row);
+    if (!isOp(tokens[end], ',')) {
+      const next = tokens[end];
+      return next === undefined || isWord(next, 'on', 'returning') ? rows : undefined;
+    }
+    j = end + 1;
   }
-  if (typeof v !== 'string') return false;
-  const dateTime = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)Z?$/.exec(v);
-  if (dateTime) {
-    const ms = Date.parse(`${dateTime[1]}T${dateTime[2]}Z`);
-    // A value written to the second (or minute) stands for the whole of it.
-    const width = dateTime[2]!.length === 5 ? 60000 : dateTime[2]!.length === 8 ? 1000 : 1;
-    return !Number.isNaN(ms) && ms + width > lo && ms <= hi;
-  }
-  if (/^\d{4}-\d{2}-\d{2}$/.test(v)) {
-    const day = Date.parse(`${v}T00:00:00Z`);
-    return !Number.isNaN(day) && day + 86400000 > lo && day <= hi;
-  }
-  const time = /^(\d{2}):(\d{2}):(\d{2})$/.exec(v);
-  if (time) {
-    const second = Number(time[1]) * 3600 + Number(time[2]) * 60 + Number(time[3]);
-    const from = Math.floor(lo / 1000);
-    const span = Math.ceil(hi / 1000) - from;
-    return span >= 86400 || (((second - (from % 86400)) % 86400) + 86400) % 86400 <= span;
-  }
-  return false;
 }
 
 /** Functions whose result depends on nothing but their arguments, the clock and randomness. */
@@ -125,21 +119,35 @@ const CLOCK_WORDS = new Set(['current_timestamp', 'current_date', 'current_time'
 /** Words that end an UPDATE's or an upsert's SET list. */
 const AFTER_SET = ['from', 'where', 'returning', 'on', 'order', 'limit'];
 
+/** The columns (ASCII lower-cased) a statement sets, everywhere, to only literals, the clock and randomness. */
+export interface VolatileAssignments {
+  /** In the rows it inserts: a column list whose VALUES give each such a value in every row. */
+  inserted: Set<string>;
+  /** In the rows it updates: an UPDATE's, or an upsert's DO UPDATE, SET. */
+  updated: Set<string>;
+}
+
 /**
  * The columns (ASCII lower-cased) the statement sets, everywhere it sets them, to an expression
  * of nothing but literals, the clock and randomness — `SET token = lower(hex(randomblob(16)))`,
  * `SET updated_at = datetime('now')`, `VALUES (…, CURRENT_TIMESTAMP)` under a column list. No
  * column, parameter, operator, CASE or subquery: a value the person could not be shown exactly
  * and that no data and no condition can choose.
+ *
+ * Inserted and updated rows apart: an upsert's `DO UPDATE SET a = random()` says nothing of the
+ * `a` its VALUES insert, which, without a column list or absent from it, is data or a DEFAULT; so
+ * is a compound source's other arm (`VALUES (random()) UNION ALL SELECT v FROM src`). Both were
+ * left out of the digest as random (session 35, R9).
  */
-export function volatileAssignments(sql: string): Set<string> {
+export function volatileAssignments(sql: string): VolatileAssignments {
+  const updated = new Set<string>();
+  const inserted = new Set<string>();
   const parsed = parseStatement(sql);
-  if ('ok' in parsed) return new Set();
+  if ('ok' in parsed) return { inserted, updated };
   const { tokens } = parsed;
-  const pure = new Set<string>();
   const impure = new Set<string>();
-  const assign = (column: Token | undefined, expr: readonly Token[]) => {
-    if (column?.kind === 'word' || column?.kind === 'quoted') (isPure(expr) ? pure : impure).add(column.value);
+  const assign = (into: Set<string>, column: Token | undefined, expr: readonly Token[]) => {
+    if (column?.kind === 'word' || column?.kind === 'quoted') (madeAsItRuns(expr) ? into : impure).add(column.value);
   };
   tokens.forEach((t, i) => {
     if (!isWord(t, 'set')) return;
@@ -152,36 +160,40 @@ export function volatileAssignments(sql: string): Set<string> {
         j = close < 0 ? tokens.length : exprEnd(tokens, close, AFTER_SET);
       } else {
         const end = exprEnd(tokens, j + 2, AFTER_SET);
-        assign(tokens[j], tokens.slice(j + 2, end));
+        assign(updated, tokens[j], tokens.slice(j + 2, end));
         j = end;
       }
       if (!isOp(tokens[j], ',')) break;
       j++;
     }
   });
+  for (const c of impure) updated.delete(c);
+  impure.clear();
   const into = tokens.findIndex((t) => isWord(t, 'into'));
   if (into >= 0 && insertHasColumnList(tokens, into)) {
-    const open = tokens.findIndex((t, i) => i > into && isOp(t, '('));
+    const open = afterTarget(tokens, into);
     const close = skipParens(tokens, open);
     const columns = tokens.slice(open + 1, close - 1).filter((t) => !isOp(t, ','));
-    let j = close;
-    if (isWord(tokens[j], 'values')) {
-      j++;
-      while (isOp(tokens[j], '(')) {
-        const end = skipParens(tokens, j);
-        if (end < 0) break;
-        let k = j + 1;
-        for (const column of columns) {
-          const stop = exprEnd(tokens, k, []);
-          assign(column, tokens.slice(k, Math.min(stop, end - 1)));
-          k = stop + 1;
-        }
-        j = isOp(tokens[end], ',') ? end + 1 : tokens.length;
-      }
-    } else for (const c of columns) impure.add(c.value);
+    const rows = valuesRows(tokens, close);
+    if (rows) {
+      for (const row of rows) for (const [at, column] of columns.entries()) assign(inserted, column, row[at] ?? []);
+    }
+    // Without VALUES as the whole source, every listed column is bound.
+    else for (const c of columns) impure.add(c.value);
   }
-  for (const c of impure) pure.delete(c);
-  return pure;
+  for (const c of impure) inserted.delete(c);
+  return { inserted, updated };
+}
+
+/** Columns (ASCII lower-cased) of `table` that an ON UPDATE or ON DELETE action of its foreign keys writes. */
+export function actionColumns(db: Database, table: string): Set<string> {
+  const rows = trusted(
+    db,
+    `SELECT "from" FROM pragma_foreign_key_list(?, 'main') WHERE on_update IN ('CASCADE', 'SET NULL', 'SET DEFAULT') OR on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT')`,
+  )
+    .pluck()
+    .all(table) as string[];
+  return new Set(rows.map(asciiLower));
 }
 
 /** A result column's expression without its alias (`expr AS name`, `expr name`). */

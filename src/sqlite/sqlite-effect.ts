@@ -4,12 +4,14 @@ import type { Effect, EffectLimits, EffectRow, EffectTable, EffectValue } from '
 import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
+import { asciiLower } from '../guard/tokenizer.ts';
 import { ShownRows } from './effect-cut.ts';
 import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex } from './effect-log.ts';
-import { type ClockWindow, clockValue, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
+import { type ClockWindow, clockValue, clockWrites } from './effect-clock.ts';
+import { actionColumns, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
-import { encodeValue } from './sqlite-values.ts';
+import { effectValue, exactValue } from './effect-exact.ts';
 
 /** Prefix of the temporary tables and triggers that record an effect (agents make no temp objects). */
 const FX_PREFIX = '_agentdb_fx_';
@@ -29,7 +31,7 @@ interface Watched {
    */
   madeOnInsert: boolean[];
   keyMadeOnInsert: boolean[];
-  /** Per column: whether the statement sets it, in any row, to a value of only the clock and randomness. */
+  /** Per column: whether the statement sets it, in every row it updates, to a value of only the clock and randomness. */
   madeByStatement: boolean[];
   /** The columns left out of inserted rows for their volatile DEFAULT, each with that DEFAULT's text. */
   madeByDefault: [string, string][];
@@ -61,6 +63,8 @@ export class EffectRecorder {
   private readonly watched: Watched[] = [];
   private readonly recursive: number;
   private readonly started = Date.now();
+  /** Whether a value it writes can come from the clock (`clockWrites`): else no value is left out as a time. */
+  private readonly clock: boolean;
 
   /**
    * Installs the triggers; the caller's transaction must be open and must end after {@link remove}.
@@ -71,17 +75,22 @@ export class EffectRecorder {
     sql: string,
   ) {
     const named = namedColumns(sql);
-    const target = targetTable(sql)?.toLowerCase();
+    // Names as SQLite folds them, ASCII only: JavaScript's toLowerCase folds the Kelvin sign to `k`,
+    // and a column "\u212A" set from another table's data took the `k = random()` beside it for
+    // its own, left out of the digest (session 35, R9).
+    const targetName = targetTable(sql);
+    const target = targetName === undefined ? undefined : asciiLower(targetName);
     const assigned = volatileAssignments(sql);
     const isNamed = (c: string) => named.all || named.spelled.has(c.toLowerCase());
     const rowidSpelled = ['rowid', '_rowid_', 'oid'].some((n) => named.spelled.has(n));
     this.recursive = trusted(db, 'PRAGMA recursive_triggers').pluck().get() as number;
     const tables = trusted(
       db,
-      `SELECT name, (SELECT l.wr FROM pragma_table_list AS l WHERE l.schema = 'main' AND l.name = s.name) AS wr FROM main.sqlite_schema AS s
+      `SELECT name, (SELECT l.wr FROM pragma_table_list AS l WHERE l.schema = 'main' AND l.name = s.name) AS wr,
+        (SELECT count(*) FROM pragma_index_list(s.name, 'main') AS x WHERE x.origin = 'pk') AS pkIndex FROM main.sqlite_schema AS s
         WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND ${AGENT_OBJECTS} ORDER BY name`,
-    ).all() as { name: string; wr: number }[];
-    tables.forEach(({ name, wr }, i) => {
+    ).all() as { name: string; wr: number; pkIndex: number }[];
+    tables.forEach(({ name, wr, pkIndex }, i) => {
       const cols = trusted(db, `SELECT name, pk, type, dflt_value, hidden FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(
         name,
       ) as {
@@ -101,19 +110,27 @@ export class EffectRecorder {
       // SQLite assigns the rowid (and its INTEGER PRIMARY KEY alias) of a row inserted without
       // one: another insert approved meanwhile moves it, and nobody chose it.
       const pks = cols.filter((c) => c.pk > 0);
-      const alias = !wr && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
+      // A rowid table's PRIMARY KEY that is no alias has an index of its own: `id INTEGER PRIMARY
+      // KEY DESC` (SQLite's documented quirk) is an ordinary column, which an insert not naming it
+      // gives its DEFAULT, chosen text that was left out as if SQLite had assigned it (session 35, R9).
+      const alias = !wr && pkIndex === 0 && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
       // An INSERT without a column list gives the alias a value by position: NULL is assigned.
       const aliasAt = cols.filter((c) => c.hidden === 0).findIndex((c) => c.name === alias);
       const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
       const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
-      // Only the table the statement writes takes its assignments (a foreign-key action's rows are bound).
-      const madeByStatement = cols.map((c) => name.toLowerCase() === target && assigned.has(c.name.toLowerCase()));
-      const byDefault = cols.map((c, j) => !madeByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
-      const madeOnInsert = cols.map((c, j) => madeByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
+      // Only the table the statement writes takes its assignments (a foreign-key action's rows are
+      // bound), its inserted rows those of its VALUES, its updated rows those of its SET, but for a
+      // column an action of its own foreign keys may write (its rows referring to rows it changes).
+      const isTarget = asciiLower(name) === target;
+      const actions = isTarget && assigned.updated.size > 0 ? actionColumns(db, name) : new Set<string>();
+      const insertedByStatement = cols.map((c) => isTarget && assigned.inserted.has(asciiLower(c.name)));
+      const madeByStatement = cols.map((c) => isTarget && assigned.updated.has(asciiLower(c.name)) && !actions.has(asciiLower(c.name)));
+      const byDefault = cols.map((c, j) => !insertedByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
+      const madeOnInsert = cols.map((c, j) => insertedByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
       const madeByDefault = cols.filter((_, j) => byDefault[j]).map((c): [string, string] => [c.name, c.dflt_value!]);
       const keyMadeOnInsert = wr
         ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
-        : [rowidAssigned || (alias !== undefined && madeByStatement[columns.indexOf(alias)]!)];
+        : [rowidAssigned || (alias !== undefined && insertedByStatement[columns.indexOf(alias)]!)];
       this.watched.push({
         table: name,
         columns,
@@ -127,6 +144,8 @@ export class EffectRecorder {
         hiddenRowid: !wr && alias === undefined,
       });
     });
+    // Before the triggers exist: their programs are no part of the statement's.
+    this.clock = clockWrites(db, sql);
     db.prepare('PRAGMA recursive_triggers = ON').run();
     try {
       for (const w of this.watched) this.install(w);
@@ -172,7 +191,7 @@ export class EffectRecorder {
       const nc = w.columns.length;
       for (const raw of logEntries(this.db, w.installed!, order)) {
         const op = raw[1] as EffectRow['op'];
-        const whole = raw.slice(2).map(encodeValue);
+        const whole = raw.slice(2).map(effectValue);
         const keyValues = whole.slice(0, nk);
         const before = op === 'insert' ? null : whole.slice(nk, nk + nc);
         const after = op === 'delete' ? null : whole.slice(nk + nc, nk + 2 * nc);
@@ -184,7 +203,8 @@ export class EffectRecorder {
         // as it was is bound by its before value, and may be a time of one window, not the other).
         const made = (values: EffectValue[], onInsert: boolean[]) =>
           values.map((v, i) =>
-            v !== null && ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || ((op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
+            v !== null &&
+            ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || (this.clock && (op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
               ? VOLATILE
               : v,
           );
@@ -259,20 +279,6 @@ export function dropEffect(object: DropObject): Effect {
 function rowidName(columns: string[]): string {
   const taken = new Set(columns.map((c) => c.toLowerCase()));
   return ['rowid', '_rowid_', 'oid'].find((n) => !taken.has(n)) ?? columns[0]!;
-}
-
-/**
- * A value as the digest binds it, where its JSON reads like another's: text SQLite holds as bytes
- * that are not UTF-8 reads back with U+FFFD where they were (`x'FF41'` and `x'FE41'` read alike),
- * an INTEGER past 2^53 is written as the text of its digits, and a whole REAL (1.0) as the INTEGER
- * (1). Each is bound as what it is; every other value as it was, so other digests stay the same.
- * `raw` is the value as SQLite gave it (integers as bigint), `hex` reads a text's bytes.
- */
-export function exactValue(encoded: unknown, raw: unknown, hex: () => unknown): unknown {
-  if (typeof encoded === 'string' && typeof raw === 'string' && raw.includes('\uFFFD')) return { $text: encoded, hex: hex() };
-  if (typeof encoded === 'string' && typeof raw === 'bigint') return { $integer: encoded };
-  if (typeof encoded === 'number' && typeof raw === 'number' && Number.isInteger(raw)) return { $real: raw };
-  return encoded;
 }
 
 function sameValue(a: EffectValue, b: EffectValue): boolean {

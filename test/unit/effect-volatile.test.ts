@@ -1,21 +1,50 @@
 import { describe, expect, it } from 'vitest';
-import { clockValue, namedColumns, volatileAssignments, volatileDefault } from '../../src/sqlite/effect-volatile.ts';
+import { clockValue } from '../../src/sqlite/effect-clock.ts';
+import { namedColumns, volatileAssignments, volatileDefault } from '../../src/sqlite/effect-volatile.ts';
 
 describe('what an effect digest may leave out', () => {
   it('takes a column set to only literals, the clock and randomness, everywhere it is set', () => {
+    const updated = (cols: string[]) => ({ inserted: new Set(), updated: new Set(cols) });
     expect(
       volatileAssignments(
         "UPDATE t SET a = random(), b = CASE WHEN random() > 0 THEN 'nice' ELSE 'evil' END, c = (SELECT 1), d = lower(hex(randomblob(16))), e = ?, f = CURRENT_TIMESTAMP WHERE id = 1",
       ),
-    ).toEqual(new Set(['a', 'd', 'f']));
-    expect(volatileAssignments("UPDATE t SET (a, b) = (random(), random()), c = datetime('now', '+1 day') WHERE id = 1")).toEqual(new Set(['c']));
+    ).toEqual(updated(['a', 'd', 'f']));
+    expect(volatileAssignments("UPDATE t SET (a, b) = (random(), random()), c = datetime('now', '+1 day') WHERE id = 1")).toEqual(updated(['c']));
     // Arithmetic on the clock can make a step (0 before a time, 1 after): bound.
-    expect(volatileAssignments('UPDATE t SET a = (unixepoch() - 1800000000 + 1000000000) / 1000000000, b = random() + 1')).toEqual(new Set());
-    expect(volatileAssignments("INSERT INTO t (id, v, at, n) VALUES (lower(hex(randomblob(16))), ?, CURRENT_TIMESTAMP, 1), (random(), 'x', v, 2)")).toEqual(
-      new Set(['id', 'n']),
-    );
-    expect(volatileAssignments('INSERT INTO t (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = random() WHERE n > 0')).toEqual(new Set());
-    expect(volatileAssignments('INSERT INTO t (k, n) SELECT random(), random() FROM s')).toEqual(new Set());
+    expect(volatileAssignments('UPDATE t SET a = (unixepoch() - 1800000000 + 1000000000) / 1000000000, b = random() + 1')).toEqual(updated([]));
+    expect(volatileAssignments("INSERT INTO t (id, v, at, n) VALUES (lower(hex(randomblob(16))), ?, CURRENT_TIMESTAMP, 1), (random(), 'x', v, 2)")).toEqual({
+      inserted: new Set(['id']),
+      updated: new Set(),
+    });
+    expect(volatileAssignments('INSERT INTO t (k, n) SELECT random(), random() FROM s')).toEqual(updated([]));
+    // Literals alone are a constant: bound (the column's affinity decides what is stored).
+    expect(volatileAssignments("UPDATE t SET a = 'x', b = lower('Y'), c = 1, d = datetime('2020-01-01'), e = date('NOW')")).toEqual(updated(['e']));
+  });
+
+  it('keeps what an upsert sets on conflict apart from what its rows insert (session 35, R9)', () => {
+    // The inserted n is a parameter; the updated n is random.
+    expect(volatileAssignments('INSERT INTO t (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = random() WHERE n > 0')).toEqual({
+      inserted: new Set(),
+      updated: new Set(['n']),
+    });
+    expect(volatileAssignments('INSERT INTO t (k, n) VALUES (random(), random()) ON CONFLICT (k) DO UPDATE SET n = excluded.n RETURNING k')).toEqual({
+      inserted: new Set(['k', 'n']),
+      updated: new Set(),
+    });
+    // Without a column list, or with n absent from it, nothing says what an inserted row's n is.
+    for (const sql of [
+      'INSERT INTO t VALUES (1, (SELECT v FROM s)) ON CONFLICT (k) DO UPDATE SET n = random()',
+      'INSERT INTO t (k) VALUES (1) ON CONFLICT DO UPDATE SET n = random()',
+    ])
+      expect(volatileAssignments(sql).inserted.has('n'), sql).toBe(false);
+    // VALUES that are not the whole source: another arm, or a subquery.
+    for (const sql of [
+      'INSERT INTO t (n) VALUES (random()) UNION ALL SELECT v FROM s',
+      'INSERT INTO t (n) VALUES (random()) ORDER BY 1',
+      'INSERT INTO t (n) SELECT * FROM (VALUES (random()))',
+    ])
+      expect(volatileAssignments(sql).inserted, sql).toEqual(new Set());
   });
 
   it('knows a volatile DEFAULT and the columns a statement names', () => {
@@ -24,6 +53,10 @@ describe('what an effect digest may leave out', () => {
       expect(volatileDefault(d)).toBe(false);
     expect(namedColumns('INSERT INTO t VALUES (1, NULL), (NULL, NULL)')).toMatchObject({ all: true, nullAt: new Set([1]) });
     expect(namedColumns('INSERT INTO t SELECT * FROM s')).toMatchObject({ all: true, nullAt: new Set() });
+    // A NULL key in VALUES that are not the whole source is no key SQLite assigns: the other arm gives one.
+    expect(namedColumns('INSERT INTO t VALUES (NULL, 1) UNION ALL SELECT k, v FROM s')).toMatchObject({ all: true, nullAt: new Set() });
+    expect(namedColumns('INSERT INTO t SELECT * FROM (VALUES (NULL, 1)) UNION ALL SELECT k, v FROM s')).toMatchObject({ all: true, nullAt: new Set() });
+    expect(namedColumns('INSERT INTO t VALUES (NULL, 1) ON CONFLICT DO NOTHING')).toMatchObject({ all: true, nullAt: new Set([0]) });
     expect(namedColumns('INSERT INTO t DEFAULT VALUES')).toMatchObject({ all: false });
     const listed = namedColumns('INSERT INTO main.t AS x ("A") VALUES (1)');
     expect(listed.all).toBe(false);
