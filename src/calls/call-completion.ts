@@ -246,10 +246,9 @@ export class CallCompletion {
       },
     };
     this.riders.set(id, rider);
-    // Looked at once this turn's microtasks have run, BullMQ's completion of the job among them
-    // (a tick queued from a microtask runs after the last of them): not at `setImmediate`, which
-    // made the worker's loop go round once more for every sequential call, an epoll_pwait and the
-    // immediates' phase (issue 31: 6.3 epoll_pwait a read against the floor's 4.9).
+    // Looked at once this turn's microtasks, BullMQ's completion of the job among them, have run (a
+    // tick queued from a microtask runs after the last of them): an Immediate and the check phase's
+    // entry into JS every sequential call were all `setImmediate` added (issue 31).
     process.nextTick(() => {
       if (this.riders.get(id) !== rider) return;
       this.riders.delete(id);
