@@ -23,7 +23,8 @@ type Outcome = { id: number; outcome: ExecOutcome; cpuUs: number };
 
 /**
  * The CPU a statement takes, read before and after it: the main thread's own (RUSAGE_THREAD),
- * where better-sqlite3 runs it whole. The process's (RUSAGE_SELF) sums every thread of the child
+ * where better-sqlite3 runs it whole (SQLite's sorter threads are off: DEFAULT_WORKER_THREADS=0,
+ * and an agent may not run `PRAGMA threads`). The process's (RUSAGE_SELF) sums every thread of the child
  * in the kernel, ~2.5 µs a read against ~1 (both taken twice a statement, issue 31), and counted
  * V8's helper threads' collection and compiling into the statement that happened to run beside
  * them. A Node without `threadCpuUsage` (added in 23.9, in 22.23 too) reads the process's.
