@@ -4,7 +4,7 @@
 // next. No Redis and no worker: each build's own ExecutorPool (one child, history on, as the
 // worker starts it) is driven from this process, so what moves is the child's own cost and the
 // pool's round trip. Rounds alternate A B raw, raw B A …; medians of the rounds are compared.
-// ROUNDS (default 8), CALLS (default 3000). CPU_PROF=<dir>: the children write V8 CPU profiles
+// ROUNDS (default 8), CALLS (default 3000). CPU: the scheduler's nanoseconds (`cpuSecondsFine`). CPU_PROF=<dir>: the children write V8 CPU profiles
 // there (--cpu-prof) when they exit. KIND=insert: bench/small-insert.ts's write instead (one new
 // row per call, history on, its commit's activity row as the worker sends it; no raw side).
 import { fork } from 'node:child_process';
@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { cpuSeconds } from './cpu.ts';
+import { cpuSecondsFine as cpuSeconds } from './cpu.ts';
 import { median, quantile, round } from './stats.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
@@ -151,16 +151,24 @@ try {
     console.log(
       JSON.stringify({
         side: s.name,
-        childMsPerRead: round(med(s.cpu), 3),
+        childMsPerRead: round(med(s.cpu), 4),
         msPerRead: round(med(s.wall), 3),
         p50Ms: round(med(s.p50), 3),
-        cpuRounds: s.cpu.map((c) => round(c, 3)),
+        cpuRounds: s.cpu.map((c) => round(c, 4)),
       }),
     );
   }
   const [a, b] = sides;
   const ratio = (f: (s: Side) => number[]) => round(med(f(a!).map((x, i) => f(b!)[i]! / x)), 3);
-  console.log(JSON.stringify({ childCpuBoverA: ratio((s) => s.cpu), p50BoverA: ratio((s) => s.p50) }));
+  const pairs = a!.cpu.map((x, i) => b!.cpu[i]! / x);
+  console.log(
+    JSON.stringify({
+      childCpuBoverA: ratio((s) => s.cpu),
+      childPairsBLower: pairs.filter((p) => p < 1).length,
+      childPairsBHigher: pairs.filter((p) => p > 1).length,
+      p50BoverA: ratio((s) => s.p50),
+    }),
+  );
 } finally {
   for (const s of sides) await s.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });

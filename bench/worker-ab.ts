@@ -10,6 +10,7 @@
 // ROUNDS (default 8), CALLS (default 1000), CONC (calls in flight, default 1). KIND=insert: the
 // small insert of bench/small-insert.ts (one new row per call, history on) instead of the read.
 // Redis's CPU per call too (INFO cpu, µs): only meaningful on a Redis of the run's own (REDIS_URL).
+// The worker's and its children's CPU are the scheduler's nanoseconds (`cpuSecondsFine`), not /proc's 10 ms ticks.
 // NODE_OPTIONS_A, NODE_OPTIONS_B: Node options of one side's worker (the same build both sides: a flag's A/B).
 // WARM (default 0): rounds each side runs first, alternating, and are not counted: a worker is
 // still compiling its call path for its first ~40 s (session 31, P7: rounds at 64 in flight fell
@@ -20,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { benchSite, type BenchSite } from './agentdb-worker.ts';
 import { pkReadTable } from './pk-read.ts';
 import { smallInsert } from './small-insert.ts';
-import { childPids, cpuSeconds, syscalls } from './cpu.ts';
+import { childPids, cpuSecondsFine as cpuSeconds, syscalls } from './cpu.ts';
 import { drive, median, quantile, round } from './stats.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -136,6 +137,8 @@ try {
   const sum = (xs: number[]) => xs.reduce((t, x) => t + x, 0);
   // Redis's CPU a call, B over A in each pair: a script's cut shows here, not in the worker's.
   const redisPairs = a!.redisUs.map((u, i) => b!.redisUs[i]! / u);
+  // The executor children's CPU a call, B over A in each pair: a cut in the child shows here.
+  const childPairs = a!.children.map((c, i) => b!.children[i]! / c);
   console.log(
     JSON.stringify({
       workerBoverA: med(pairs),
@@ -148,7 +151,10 @@ try {
       redisPairsBLower: redisPairs.filter((p) => p < 1).length,
       redisPairsBHigher: redisPairs.filter((p) => p > 1).length,
       redisSumsBoverA: round(sum(b!.redisUs) / sum(a!.redisUs)),
-      childrenBoverA: med(a!.children.map((c, i) => b!.children[i]! / c)),
+      childrenBoverA: med(childPairs),
+      childrenPairsBLower: childPairs.filter((p) => p < 1).length,
+      childrenPairsBHigher: childPairs.filter((p) => p > 1).length,
+      childrenSumsBoverA: round(sum(b!.children) / sum(a!.children)),
     }),
   );
 } finally {

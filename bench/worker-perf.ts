@@ -58,8 +58,8 @@ function record(pid: number, file: string): () => Promise<void> {
 }
 
 // KIND=insert: our read in the first column and our small insert (bench/small-insert.ts, history on)
-// in the second, both through the one worker: what a write costs over a read. CHILD=1 (with
-// KIND=insert): the worker's executor children instead of the worker, their CPU summed.
+// in the second, both through the one worker: what a write costs over a read. CHILD=1: the
+// executor children instead of the workers (the floor's forked child beside ours), their CPU summed.
 const insert = process.env.KIND === 'insert';
 const ourRead = await pkReadTable(site.client);
 const sides = {
@@ -68,7 +68,7 @@ const sides = {
     : { call: (i: number) => raw.call(i).then(() => undefined), pid: raw.pid!, cpuMs: 0, files: [] as { file: string; cpuMs: number }[] },
   ours: { call: insert ? await smallInsert(site.client) : ourRead, pid: worker.pid, cpuMs: 0, files: [] as { file: string; cpuMs: number }[] },
 };
-const traced = (pid: number) => (insert && process.env.CHILD === '1' ? childPids(pid) : [pid]);
+const traced = (pid: number) => (process.env.CHILD === '1' ? childPids(pid) : [pid]);
 const cpuOf = (pid: number) => traced(pid).reduce((n, p) => n + cpuSeconds(p), 0);
 try {
   // Long enough that V8 has optimized what it will: its compiler's threads count in a process's CPU.

@@ -246,7 +246,10 @@ export class CallCompletion {
       },
     };
     this.riders.set(id, rider);
-    setImmediate(() => {
+    // Looked at once this turn's microtasks, BullMQ's completion of the job among them, have run (a
+    // tick queued from a microtask runs after the last of them): an Immediate and the check phase's
+    // entry into JS every sequential call were all `setImmediate` added (issue 31).
+    process.nextTick(() => {
       if (this.riders.get(id) !== rider) return;
       this.riders.delete(id);
       const sent = rider.noted
