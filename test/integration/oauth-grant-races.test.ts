@@ -6,6 +6,7 @@ import { s256 } from '../../src/oauth/oauth-token-format.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { type Member, MemberRegistry } from '../../src/registry/members.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { OAUTH_RESOURCE, OAUTH_VERIFIER, signInTo } from '../helpers/oauth-sign-in.ts';
 
 // Hostile review T1 (session 26): a token request read the grant, then wrote it back with its
 // new tokens. A person's revoke (Connected apps) landing between the two was undone: the grant
@@ -30,8 +31,8 @@ let members: SteppedMembers;
 let grants: OAuthGrants;
 let member: Member;
 const client: OAuthClient = { clientId: 'adbc_racerracerracer', clientName: 'Racer', redirectUris: ['http://127.0.0.1/cb'], authMethod: 'none', createdAt: 0 };
-const verifier = 'v'.repeat(43);
-const resource = 'http://agentdb.test/mcp';
+const verifier = OAUTH_VERIFIER;
+const resource = OAUTH_RESOURCE;
 
 beforeAll(async () => {
   sb = sandbox();
@@ -47,14 +48,7 @@ afterAll(async () => {
 });
 
 async function signIn() {
-  const code = await grants.consent(member, client, {
-    redirectUri: client.redirectUris[0]!,
-    redirectUriGiven: true,
-    challenge: s256(verifier),
-    resource,
-    level: 'write',
-  });
-  return grants.exchangeCode(client, { code, verifier, redirectUri: client.redirectUris[0]! });
+  return signInTo(grants, member, client);
 }
 
 it('a grant revoked while a refresh of it is under way stays revoked: the refresh is refused, no token of it works', async () => {

@@ -2,10 +2,10 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { OAuthClient } from '../../src/oauth/oauth-clients.ts';
 import { MAX_GRANTS_PER_MEMBER, OAuthGrants } from '../../src/oauth/oauth-grants.ts';
-import { s256 } from '../../src/oauth/oauth-token-format.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { type Member, MemberRegistry } from '../../src/registry/members.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { OAUTH_RESOURCE, signInTo } from '../helpers/oauth-sign-in.ts';
 
 // Hostile review T14 (session 35): a refresh rotates its token and keeps the spent one's record,
 // marked, for the rest of the refresh lifetime (30 days), so that a copy shown again ends the
@@ -20,8 +20,7 @@ let grants: OAuthGrants;
 let member: Member;
 let prefix: string;
 const client: OAuthClient = { clientId: 'adbc_boundboundbound', clientName: 'Bound', redirectUris: ['http://127.0.0.1/cb'], authMethod: 'none', createdAt: 0 };
-const verifier = 'v'.repeat(43);
-const resource = 'http://agentdb.test/mcp';
+const resource = OAUTH_RESOURCE;
 let clock = 1_000_000;
 
 beforeAll(async () => {
@@ -42,14 +41,7 @@ afterAll(async () => {
 });
 
 async function signIn() {
-  const code = await grants.consent(member, client, {
-    redirectUri: client.redirectUris[0]!,
-    redirectUriGiven: true,
-    challenge: s256(verifier),
-    resource,
-    level: 'write',
-  });
-  return grants.exchangeCode(client, { code, verifier, redirectUri: client.redirectUris[0]! });
+  return signInTo(grants, member, client);
 }
 
 const count = async (kind: string) => (await redis.keys(`${prefix}:{oauth}:${kind}:*`)).length;

@@ -2,11 +2,11 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { OAuthClient } from '../../src/oauth/oauth-clients.ts';
 import { OAuthGrants } from '../../src/oauth/oauth-grants.ts';
-import { s256 } from '../../src/oauth/oauth-token-format.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { type Member, MemberRegistry } from '../../src/registry/members.ts';
 import { PrincipalCache } from '../../src/registry/principal-cache.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { OAUTH_RESOURCE, signInTo } from '../helpers/oauth-sign-in.ts';
 
 // A person's MCP client signed in with OAuth sends its access token with every request: who it
 // acts for took three Redis lookups in turn (the token, its grant, the member) on each, where a
@@ -30,8 +30,7 @@ const client: OAuthClient = {
   authMethod: 'none',
   createdAt: 0,
 };
-const verifier = 'v'.repeat(43);
-const resource = 'http://agentdb.test/mcp';
+const resource = OAUTH_RESOURCE;
 
 beforeAll(async () => {
   sb = sandbox();
@@ -55,14 +54,7 @@ afterAll(async () => {
 });
 
 async function signIn(who = member) {
-  const code = await grants.consent(who, client, {
-    redirectUri: client.redirectUris[0]!,
-    redirectUriGiven: true,
-    challenge: s256(verifier),
-    resource,
-    level: 'write',
-  });
-  return grants.exchangeCode(client, { code, verifier, redirectUri: client.redirectUris[0]! });
+  return signInTo(grants, who, client);
 }
 
 /** Runs `change` and waits until the cache has heard of it (an event, never a sleep). */
