@@ -159,7 +159,9 @@ export class OAuthGrants {
     const waitS = await this.store.refreshWait(key, this.now(), this.opts.accessTtlS, MAX_TOKEN_RECORDS_PER_GRANT);
     if (waitS > 0)
       throw new RetryLaterError(
-        `This grant was refreshed ${MAX_TOKEN_RECORDS_PER_GRANT} times within an access token's life (${this.opts.accessTtlS} s): try again in ${waitS} s.`,
+        // Counted by the grant's records, so a sign-in's code and first refresh token count: it
+        // said "refreshed 32 times" after 30 refreshes (session 35, N11).
+        `This grant was given ${MAX_TOKEN_RECORDS_PER_GRANT} tokens within an access token's life (${this.opts.accessTtlS} s), its sign-in's code and refresh tokens included: refresh again in ${waitS} s.`,
         waitS,
       );
     const grantId = await this.store.spend(key);
