@@ -239,5 +239,6 @@ export function failedRun(data: Pick<CallJobData, 'callId' | 'tool'>, code: Erro
 
 /** The note of a result cut to its envelope because its workspace's offloaded results are at their quota (`why`). */
 function notOffloaded(why: string): string {
-  return `the rows past the size limit were not offloaded: ${why}; select fewer rows (LIMIT/OFFSET), or read earlier offloaded results and run it again once they expire`;
+  // It said "run it again once they expire": they count a day past that, read or not (session 35, N11).
+  return `the rows past the size limit were not offloaded: ${why}; select fewer rows (LIMIT/OFFSET), or run it again once room comes back (a result offloaded earlier counts until a day past its expiry, read or not)`;
 }

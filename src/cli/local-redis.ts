@@ -69,8 +69,12 @@ export async function ensureRedis(url: string, dataDir: string): Promise<ChildPr
     child.once('error', () =>
       reject(
         new Error(
+          // It said "or run `docker compose up`", which starts the app too, on the port this
+          // process takes: the second to start exited on it (session 35, N11).
           `No Redis answers at ${url} and redis-server is not on PATH. Install it (apt-get install redis-server, ` +
-            'brew install redis) or run `docker compose up`, or set REDIS_URL.',
+            "brew install redis); or start docker-compose.yml's Redis alone, `docker compose up -d redis`, on " +
+            '127.0.0.1:6379 (REDIS_URL=redis://127.0.0.1:6379); or set REDIS_URL to a Redis that runs. ' +
+            '(`docker compose up` runs the whole service, the app too: then run no npm start.)',
         ),
       ),
     ),

@@ -35,7 +35,8 @@ export const MAX_GRANTS_PER_MEMBER = 50;
  * marked, so a copy shown again ends the grant). Past it the oldest spent go: each was kept for
  * the refresh lifetime (30 days), so a grant refreshed in a loop grew Redis by a key a refresh,
  * bounded only by the token endpoint's rate per address (hostile review T14). A grant is also
- * refreshed at most this many times an access token's life ({@link OAuthGrants.refresh}), so a
+ * given at most this many of them an access token's life, its sign-in's code and first refresh
+ * token among them ({@link OAuthGrants.refresh}), so a
  * spent token goes only once older than that life: the client it was stolen from, asking when its
  * access token ends, still shows it in time to end the grant. A client refreshes once a life.
  */
@@ -159,7 +160,9 @@ export class OAuthGrants {
     const waitS = await this.store.refreshWait(key, this.now(), this.opts.accessTtlS, MAX_TOKEN_RECORDS_PER_GRANT);
     if (waitS > 0)
       throw new RetryLaterError(
-        `This grant was refreshed ${MAX_TOKEN_RECORDS_PER_GRANT} times within an access token's life (${this.opts.accessTtlS} s): try again in ${waitS} s.`,
+        // Counted by the grant's records, so a sign-in's code and first refresh token count: it
+        // said "refreshed 32 times" after 30 refreshes (session 35, N11).
+        `This grant was given ${MAX_TOKEN_RECORDS_PER_GRANT} tokens within an access token's life (${this.opts.accessTtlS} s), its sign-in's code and refresh tokens included: refresh again in ${waitS} s.`,
         waitS,
       );
     const grantId = await this.store.spend(key);

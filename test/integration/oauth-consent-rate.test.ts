@@ -48,3 +48,33 @@ it("a consent counts a call of the member's rates: past them 429 with Retry-Afte
   expect(refused.body).toContain('RATE_LIMITED');
   expect(await grants()).toBe(3);
 });
+
+it('a consent refused for the rate shows the person a way back to the consent page, not the data pages', async () => {
+  // Its own workspace, whose three calls this window go to three consents first.
+  const key = (await server.members.add('beta', 'bo', 'member')).key;
+  const id = await register();
+  const { cookie } = await signIn(key);
+  const params = authParams(id, pkce().challenge);
+  const page = await authorizePage(cookie!, params);
+  const csrf = /name="csrf-token" content="([^"]+)"/.exec(page.body)![1]!;
+  const allow = () =>
+    server.app.inject({
+      method: 'POST',
+      url: '/oauth/authorize',
+      // As a browser posts the form: it asks for HTML.
+      headers: { host: HOST, 'content-type': 'application/x-www-form-urlencoded', origin: BASE, cookie: cookie!, accept: 'text/html' },
+      payload: new URLSearchParams({ ...params, decision: 'allow', _csrf: csrf, access: 'write' }).toString(),
+    });
+  for (let i = 0; i < 3; i++) expect((await allow()).statusCode).toBe(303);
+  const refused = await allow();
+  expect(refused.statusCode).toBe(429);
+  expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  expect(refused.body).toContain('nothing was granted');
+  // main: the data pages' error page, whose one way on was "← all databases".
+  expect(refused.body).not.toContain('all databases');
+  const back = /<a href="([^"]*)">Back to the consent page<\/a>/.exec(refused.body)?.[1]?.replaceAll('&amp;', '&');
+  expect(back).toBeDefined();
+  const again = await server.app.inject({ method: 'GET', url: back!, headers: { host: HOST, cookie: cookie!, accept: 'text/html' } });
+  expect(again.statusCode).toBe(200);
+  expect(again.body).toContain('name="decision" value="allow"');
+});

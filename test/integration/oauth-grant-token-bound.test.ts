@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { OAuthClient } from '../../src/oauth/oauth-clients.ts';
-import { MAX_GRANTS_PER_MEMBER, OAuthGrants } from '../../src/oauth/oauth-grants.ts';
+import { MAX_GRANTS_PER_MEMBER, MAX_TOKEN_RECORDS_PER_GRANT, OAuthGrants } from '../../src/oauth/oauth-grants.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { type Member, MemberRegistry } from '../../src/registry/members.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
@@ -80,15 +80,21 @@ it('a grant refreshed past its bound within one access token life is asked to wa
   const first = await signIn();
   let tokens = first;
   let refused: unknown;
+  let refreshed = 0;
   for (let i = 0; i < 100 && !refused; i++) {
     try {
       tokens = await grants.refresh(client, { refreshToken: tokens.refresh_token });
+      refreshed++;
     } catch (err) {
       refused = err;
     }
   }
   // main: all 100 refreshes within the same minute pass.
   expect(refused).toMatchObject({ errorCode: 'too_many_requests' });
+  // The sign-in's code and first refresh token are among the 32 counted: 30 refreshes pass, and
+  // the answer says what was counted (it said "refreshed 32 times" after 30; session 35, N11).
+  expect(refreshed).toBe(MAX_TOKEN_RECORDS_PER_GRANT - 2);
+  expect((refused as Error).message).toContain("its sign-in's code and refresh tokens included");
   expect((refused as { retryAfterS: number }).retryAfterS).toBeGreaterThan(0);
   // The token refused is not spent: once the minute has passed it refreshes.
   clock += 61_000;

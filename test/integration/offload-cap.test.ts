@@ -86,6 +86,10 @@ describe("a workspace's offloaded results past MAX_OFFLOADED_BYTES_PER_WORKSPACE
       expect(third.result.note).toMatch(
         /not offloaded: workspace acme's offloaded results hold \d+ bytes, and this one \(\d+\) would pass MAX_OFFLOADED_BYTES_PER_WORKSPACE \(153600\); room comes back from \S+ \(the oldest result's expiry, and a day for the nightly prune to delete it\)/,
       );
+      // What to do agrees with when room comes back: main said "run it again once they expire",
+      // a day before their room does (session 35, N11).
+      expect(third.result.note).not.toContain('once they expire');
+      expect(third.result.note).toContain('once room comes back');
       // Nothing of it was uploaded: two results (rows and metadata each) in acme's folder.
       const keys: string[] = [];
       for await (const blob of store2.list('results/acme/')) keys.push(blob.key);

@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chargeConsent, type ChargeMemberLookup } from '../../calls/activity-charge.ts';
 import { GRANT_SCOPES, type GrantLevel, grantLevel, narrowerLevel, roleLevel } from '../../contracts/grant-scope.ts';
+import { AgentDbError } from '../../errors.ts';
 import type { Member } from '../../registry/members.ts';
 import { type AuthorizationQuery, type AuthorizationRequest, checkAuthorization, redirectWith } from '../../oauth/authorization-request.ts';
 import { type OAuthDeps, publicBase } from '../oauth/oauth-deps.ts';
 import { OAUTH_PATHS } from '../oauth/oauth-routes.ts';
-import { codedFlash } from './error-page.ts';
+import { refusalHead } from '../error-reply.ts';
+import { codedFlash, refusalFlash } from './error-page.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
 import { rawText } from './web-form.ts';
@@ -73,6 +75,21 @@ function problemPage(reply: FastifyReply, request: FastifyRequest, text: string,
     html`${back ? html`<p><a href="${back}" rel="noreferrer">Tell the app (go to ${hostOf(back)})</a></p>` : ''}<p><a href="/apps">Connected apps</a></p>`,
   );
   return reply.code(400).type('text/html; charset=utf-8').send(page.value);
+}
+
+/**
+ * A consent refused by the member's or workspace's rate (`RATE_LIMITED`, 429 with Retry-After):
+ * the app still waits at its redirect, so the way on is this same consent page again once the
+ * wait is over, not the generic error page's "← all databases" it was sent to (session 35, N11).
+ */
+function limitedPage(reply: FastifyReply, request: FastifyRequest, err: AgentDbError, q: AuthorizationQuery): FastifyReply {
+  refusalHead(reply, err);
+  const again = `${OAUTH_PATHS.authorize}?${new URLSearchParams(q as Record<string, string>).toString()}`;
+  const page = layout(
+    { title: 'Cannot connect the app yet', member: memberOf(request), csrf: sessionOf(request).csrf, flash: refusalFlash(err.code, err.detail) },
+    html`<p><a href="${again}">Back to the consent page</a>, to allow it again once the wait is over (the app is still waiting).</p><p><a href="/apps">Connected apps</a></p>`,
+  );
+  return reply.type('text/html; charset=utf-8').send(page.value);
 }
 
 function consentPage(member: Member, csrf: string, r: AuthorizationRequest, q: AuthorizationQuery) {
@@ -160,8 +177,13 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps, charge?: C
     if (!chosen.success || narrowerLevel(chosen.data, top) !== chosen.data) {
       return problemPage(reply, request, `invalid_scope: choose what the app may do, up to ${LEVEL_TEXT[top].label.toLowerCase()}.`);
     }
-    // Counted as a call (the core's rule): thrown RATE_LIMITED, shown by the page's error handler with 429.
-    await chargeConsent(charge, member);
+    // Counted as a call (the core's rule): past the rates, 429 and a way back to this page.
+    try {
+      await chargeConsent(charge, member);
+    } catch (err) {
+      if (err instanceof AgentDbError && err.code === 'RATE_LIMITED') return limitedPage(reply, request, err, q);
+      throw err;
+    }
     const code = await oauth.grants.consent(member, r.client, {
       redirectUri: r.redirectUri,
       redirectUriGiven: r.redirectUriGiven,
