@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, statfsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, statfsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -64,8 +64,15 @@ export default function setup(): (() => void) | undefined {
   // Set before the forks start too, so it reaches them and every process they spawn.
   const tmp = tmpfsTempDir();
   if (tmp) process.env.TMPDIR = tmp;
-  // Each test removes its own folders; this takes what a killed process left behind.
-  const teardown = tmp ? () => rmSync(tmp, { recursive: true, force: true, maxRetries: 3 }) : undefined;
+  // Each test removes its own folders; this takes what a killed process left behind, and the
+  // tmpfs mounts of full-disk tests whose file was collected but never run (`vitest list`, a `-t`
+  // filter: they mount at the top of the file to decide whether to run).
+  const teardown = tmp
+    ? () => {
+        unmountUnder(tmp);
+        rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
+      }
+    : undefined;
   const built = existsSync(STAMP) ? statSync(STAMP).mtimeMs : 0;
   if (SOURCES.every((s) => !existsSync(path.join(ROOT, s)) || newest(path.join(ROOT, s)) <= built)) return teardown;
   // `npm run build`'s two steps, apart: tsc emits in spite of type errors, which are `npm run
@@ -79,4 +86,25 @@ export default function setup(): (() => void) | undefined {
   execFileSync(process.execPath, ['dist/scripts/copy-lua-scripts.js'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync(process.execPath, ['dist/scripts/write-tool-contracts.js'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   return teardown;
+}
+
+/** Unmounts (lazily) every mount at or under `dir`, the deepest first; where that fails, leaves it. */
+function unmountUnder(dir: string): void {
+  let mounts: string[];
+  try {
+    // /proc/self/mountinfo's fifth field is the mount point, with spaces and the like escaped.
+    mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map((line) => line.split(' ')[4] ?? '')
+      .filter((at) => at === dir || at.startsWith(`${dir}/`));
+  } catch {
+    return;
+  }
+  for (const at of mounts.sort((a, b) => b.length - a.length)) {
+    try {
+      execFileSync('umount', ['-l', at], { stdio: 'ignore' });
+    } catch {
+      // Not ours to unmount, or gone already: rmSync says what is left.
+    }
+  }
 }
