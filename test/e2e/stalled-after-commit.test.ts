@@ -13,7 +13,7 @@ import { keysFor } from '../../src/redis/keys.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
 import { AUDIT_TABLE } from '../../src/sqlite/sqlite-audit.ts';
 import { sandbox } from '../helpers/harness.ts';
-import { cpuTicks } from '../helpers/kill-in-statement.ts';
+import { childrenOf, cpuTicks } from '../helpers/kill-in-statement.ts';
 import { startCli, stop } from '../helpers/processes.ts';
 import { whoOf } from '../helpers/who.ts';
 
@@ -32,16 +32,6 @@ async function startWorker(): Promise<ChildProcess> {
   const w = await startCli(['worker'], sb.env);
   running.push(w);
   return w;
-}
-
-/** The executor children of process `pid` (every thread's children, from /proc). */
-function childrenOf(pid: number): number[] {
-  const pids: number[] = [];
-  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-    const text = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-    if (text) pids.push(...text.split(/\s+/).map(Number));
-  }
-  return pids;
 }
 
 /** CPU ticks of `pids` together; a child gone counts nothing. */
