@@ -136,7 +136,10 @@ function mount(dir: string, size: string): void {
 async function main(): Promise<void> {
   mount(dataDir, process.env.DATA_SIZE ?? '512m');
   mount(blobDir, '512m');
-  const redis = await OwnRedis.start();
+  // Not at 127.0.0.1: `agentdb start` restarted while this Redis was down (exited on its full
+  // disk) started a redis-server of its own on the port (`ensureRedis`, for a local URL), the
+  // "stray" of F11's and F14's runs, which held the port through every later Redis fault.
+  const redis = await OwnRedis.start('127.0.0.2');
   ownRedis = redis;
   // Redis's own folder on a tmpfs of its own (the misconf fault fills it): started again there.
   await redis.stop();

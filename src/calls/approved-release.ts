@@ -132,7 +132,10 @@ async function runUndone(deps: ReleaseDeps, job: Job<CallJobData>, approval: App
  * agent sent the call again. Committed: it ran ok. Not committed (as of now: a worker only
  * stopped could still go on) or not readable: it says so, and that the same call id sends it
  * again, which runs it (or replays the record), so the approval is not spent by this answer.
- * An approval that already has its run (recorded before the stall) is left as it is.
+ * An approval that already has its run (recorded before the stall) is left as it is. A write or
+ * drop that committed is, since session 35 (F14), answered from its record by the job's own last
+ * run (`lost-run-replay.ts`), which records its run and audit row as a run does; this settles the
+ * rest (and the committed one whose record that run could not read, but this read can).
  */
 export async function settleLostRun(deps: ReleaseDeps, job: Job<CallJobData>): Promise<void> {
   const approval = await deps.store.current(job.id!);
@@ -150,4 +153,7 @@ export async function settleLostRun(deps: ReleaseDeps, job: Job<CallJobData>): P
       ? { ok: true, message: `It committed (read from its database's exactly-once record): ${lost}. Sent again under its call id, it answers that outcome.` }
       : { ok: false, code: 'UNAVAILABLE', message: `It had not committed when its database was read: ${lost}. ${resend}` };
   await deps.store.recordRun(approval.id, { ...ran, at: Date.now() });
+  // The decision's row in the database's own audit table, as a run writes it (keyed by the
+  // approval: the resend's run writes over it); left until that resend before (session 35, F14).
+  await auditDecision(deps, approval, job.data, { ok: ran.ok, ...(ran.code ? { code: ran.code } : {}) });
 }

@@ -8,7 +8,7 @@ import type { Queued } from './executor-process.ts';
 import type { ExecRequest } from './executor-protocol.ts';
 import { answerAfterDeath, type Failure, failure, lostAnswers } from './death-answers.ts';
 import { about } from './executor-status.ts';
-import { killedAgain } from './outside-kills.ts';
+import { killedAgain, rememberedKill } from './outside-kills.ts';
 import type { Unanswered } from './statement-marks.ts';
 
 /** A lost child's requests as its marks sorted them (see `StatementMarks.sort`). */
@@ -29,7 +29,7 @@ export interface Loss {
 
 /** Where a loss is told: the place's logger and metrics, its index, the child's pid. */
 export interface LossLog {
-  opts: Pick<ExecutorProcessOptions, 'logger' | 'metrics'>;
+  opts: Pick<ExecutorProcessOptions, 'logger' | 'metrics' | 'outsideKills'>;
   child: number;
   childPid: number | undefined;
 }
@@ -73,8 +73,15 @@ export function diedOnItsOwn(sorted: Sorted, ms: number, code: number | null, si
       'executor child died during a statement',
     );
     // Killed from outside again during the same statement: its own memory (`outside-kills.ts`).
-    const died = signal === 'SIGKILL' ? (killedAgain(running.item.req) ?? killedFromOutside(running.item.req)) : diedOfItsStatement(code, signal);
-    lookup = answerAfterDeath(running.item, died, logger, log.child);
+    const counts = log.opts.outsideKills;
+    const died =
+      signal === 'SIGKILL'
+        ? counts
+          ? killedFromOutside(running.item.req)
+          : (killedAgain(running.item.req) ?? killedFromOutside(running.item.req))
+        : diedOfItsStatement(code, signal);
+    const item = signal === 'SIGKILL' && counts ? rememberedKill(running.item, died, counts) : running.item;
+    lookup = answerAfterDeath(item, died, logger, log.child);
   } else logger?.warn({ child: log.child, childPid: log.childPid, code, signal, unread: unread.length, rerun: finished.length }, 'executor child exited');
   metrics?.executorKills.inc({ reason: !running ? 'exited' : signal === 'SIGKILL' ? 'killed' : 'resource' });
   return {

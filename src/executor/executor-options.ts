@@ -1,6 +1,7 @@
 import type { ChildModule } from './child-module.ts';
 import type { ChildOptions } from './executor-protocol.ts';
 import type { Metrics } from '../metrics.ts';
+import type { OutsideKillCounts } from './outside-kills.ts';
 
 /** The subset of a pino logger the executor uses. */
 export interface ExecutorLogger {
@@ -19,6 +20,8 @@ export interface ExecutorProcessOptions extends ChildOptions {
   /** A statement running longer is killed with its child: STATEMENT_TIMEOUT. */
   statementTimeoutMs: number;
   logger?: ExecutorLogger;
+  /** Where statements killed from outside are remembered beyond this process (the worker's Redis); without it, in memory only. */
+  outsideKills?: OutsideKillCounts;
   /** Counts kills and restarts of children for `/metrics`. */
   metrics?: Pick<Metrics, 'executorKills' | 'executorRestarts'> & Partial<Pick<Metrics, 'executorOverflow'>>;
   /**

@@ -7,7 +7,10 @@ import type { RestoreInPlaceRequest as RestoreReq } from './restore-requests.ts'
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { startGeneration } from './snapshot.ts';
 import { swapIn } from './swap-in.ts';
+import { AgentDbError } from '../errors.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
+import { diskIsFull } from '../sqlite/sqlite-errors.ts';
+import { cutUncommittedTail } from './uncommitted-tail.ts';
 import type { HistoryCapture } from './handle-capture.ts';
 
 /**
@@ -40,9 +43,21 @@ export function throughSqlite(
   try {
     swapIn(tmp, req.db.path);
   } catch (err) {
-    // The backup is one transaction: nothing changed, so there is nothing to undo either.
+    // Whether the disk is full is asked first: the cut below gives room back.
+    const full = diskIsFull(req.db.path);
+    // The backup is one transaction: nothing changed, so there is nothing to undo either. But on
+    // a full disk SQLite can write its every frame, the commit's too, and fail to enter them in
+    // the WAL index (the -shm cannot grow past 4,062 frames: SQLITE_IOERR_SHMSIZE): a connection
+    // recovering the WAL later (every one closed, or killed) would find the restore committed
+    // after all. Cut back to the index's end, as a write's failed commit is (session 35, F14).
+    cutUncommittedTail(live, req.db.path);
     if (!reused) fs.rmSync(undoPath(hdir, point.id), { force: true });
     unmarkRestoreLeaving(leaving);
+    // SQLite's "disk I/O error" there answered INTERNAL ("report it"), not retryable (F14).
+    const code = String((err as { code?: unknown }).code);
+    if (full && /^SQLITE_(IOERR|CANTOPEN|FULL)/.test(code)) {
+      throw new AgentDbError('STORAGE_FULL', `${(err as Error).message} copying the restored database in (the disk is full): nothing was restored`);
+    }
     throw err;
   }
   // The old generation ends at the undo point: the restore's 100 MB commit is no history, the

@@ -78,6 +78,8 @@ export interface Keys {
   restoreOnce(hash: string): string;
   /** A workspace's offloaded results held in the blob store: `<id>:<bytes>`, scored by expiry (ms). */
   offloaded(workspace: string): string;
+  /** A workspace's statements killed from outside lately, by digest (outside-kill-note.lua; see `src/executor/outside-kills.ts`). */
+  outsideKills(workspace: string): string;
   /**
    * What a caller's own call id was first used for (JSON: shard, database, fingerprint), by call
    * key. No hash tag: one small key per call, spread over a cluster like the calls themselves.
@@ -173,6 +175,7 @@ export function keysFor(prefix: string): Keys {
     webMemberSessions: (workspace, member) => `${prefix}:{web}:member-sessions:${workspace}:${member}`,
     restoreOnce: (hash) => `${prefix}:{web}:restore-once:${hash}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
+    outsideKills: (workspace) => `${prefix}:{outside-kills}:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,
     mcpPendingCall: (joinKey) => `${prefix}:mcp-join:${joinKey}`,
     mcpPendingSends: (entry) => `${entry}:sends`,

@@ -121,6 +121,7 @@ export interface LuaCommands {
   agentdbOauthClientHold(client: string, holders: string, grant: string, grantId: string, ttlS: string): Promise<number>;
   /** fair-place.lua for a job `queue.add` added (`fairPlaceAddedLua`): the wait key, the job id, its workspace's ledger key; 1 when it moved. */
   agentdbFairPlaceAdded(waitKey: string, jobId: string, workspaceTag: string): Promise<number>;
+  agentdbOutsideKillNote(kills: string, digest: string, windowMs: string, cap: string): Promise<number>;
   /** oauth-client-release.lua: how many live grants still hold the client (0: it is back to the unconsented lifetime). */
   agentdbOauthClientRelease(...keysThenArgs: [client: string, holders: string, unconsented: string, ...grantIdPrefixTtlClientNow: string[]]): Promise<number>;
 }
@@ -166,6 +167,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: ()
   agentdbOauthClientHold: { file: 'oauth-client-hold.lua', keys: 3 },
   agentdbOauthClientRelease: { file: 'oauth-client-release.lua', keys: 3 },
   agentdbFairPlaceAdded: { file: 'fair-place.lua', keys: 1, lua: () => fairPlaceAddedLua() },
+  agentdbOutsideKillNote: { file: 'outside-kill-note.lua', keys: 1 },
 };
 
 /** The scripts' text, read once per process on first use. */

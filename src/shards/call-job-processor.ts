@@ -25,7 +25,8 @@ import { TOOL_TIERS } from '../contracts/tools.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { executorSpan, runCallSpan } from '../tracing.ts';
-import { dataJsonOf } from './shard-worker.ts';
+import { approvedToSettle, recordOnly } from '../calls/lost-run-replay.ts';
+import { dataJsonOf, stalledOutOf } from './shard-worker.ts';
 import type { Tracer } from '@opentelemetry/api';
 
 /** What a {@link CallJobProcessor} runs calls with: its worker's Redis, executor pool and stores. */
@@ -106,7 +107,9 @@ export class CallJobProcessor {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
-    const { deps } = this;
+    // A job BullMQ would have failed for stalling twice runs nothing: answered from its record.
+    const stalled = stalledOutOf(job);
+    const deps = stalled === undefined ? this.deps : { ...this.deps, executor: recordOnly(this.executor, stalled) };
     const { data } = job;
     // The text the job's data was read from: the client's `JSON.stringify` of it (`dataJsonOf`),
     // so neither its size nor its arguments' is measured by serialising the data again.
@@ -129,6 +132,7 @@ export class CallJobProcessor {
       argsBytes = measure();
       const result = await running;
       parked = 'park' in result;
+      if (parked && stalled !== undefined) await approvedToSettle(this.releaseDeps.store, job, stalled);
       outcome = 'park' in result ? await this.parking.handle(job, token, result, (approved) => runCall(data, shard, deps, approved)) : result;
     }
     const { envelope, meter } = outcome;

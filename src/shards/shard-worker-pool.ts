@@ -21,6 +21,7 @@ import { publishShardCount } from '../redis/service-shard-count.ts';
 import { serviceWorkspaceQuota } from '../history/workspace-quota.ts';
 import { MemberRegistry } from '../registry/members.ts';
 import { CallJobProcessor } from './call-job-processor.ts';
+import { outsideKillCounts } from '../redis/outside-kill-counts.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { shardOpHandlers } from './ops/shard-ops.ts';
@@ -86,7 +87,7 @@ export class ShardWorkerPool {
     this.tracer = tracerIf(config.tracing);
     this.keys = keysFor(config.prefix);
     this.redis = connectRedis(config.redisUrl, { blocking: true, name: 'agentdb-worker' });
-    this.executor = workerExecutorPool(opts);
+    this.executor = workerExecutorPool({ ...opts, outsideKills: outsideKillCounts(this.redis, this.keys) });
     this.blobs = openBlobStore(config);
     const { quota, offloaded: offloadQuota } = serviceWorkspaceQuota({
       config,

@@ -15,6 +15,7 @@ import type { CallJobProcessor } from './call-job-processor.ts';
 import { spillLarge } from './op-result-spill.ts';
 import { runShardOp, type ShardOpHandler } from './ops/shard-ops.ts';
 import { ShardWorker } from './shard-worker.ts';
+import { replaysStalled } from '../calls/lost-run-replay.ts';
 import type { StaleMarkers } from './stale-markers.ts';
 import type { UnheldJobs } from './unheld-jobs.ts';
 
@@ -92,6 +93,8 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
     autorun: true,
     // A lone call's announce goes in the script that completes its job (`CallCompletion.takeRider`).
     riderFor: (id) => d.calls.riderFor(id),
+    // A write or drop stalled twice is answered from its record, not failed unrun (lost-run-replay.ts).
+    replaysStalled: (job) => !job.name.startsWith(SHARD_OP_PREFIX) && replaysStalled(job as Job<CallJobData>),
     // With tracing on, BullMQ's `process` span continues the trace its job carries from the caller.
     ...(d.tracer ? { telemetry: queueTelemetry() } : {}),
   });

@@ -51,6 +51,8 @@ class TakenJob<Data = unknown, Result = unknown, Name extends string = string> e
   dataText: string | undefined = undefined;
   /** Taken by the worker's own fetch, which saw to the marker it left (see `ShardWorker.markerChecked`). */
   markerSeen = false;
+  /** BullMQ's deferred failure (`defa`: stalled past its limit), taken off for this run to settle it (see {@link stalledOutOf}). */
+  stalledOut: string | undefined = undefined;
 }
 
 /**
@@ -60,6 +62,15 @@ class TakenJob<Data = unknown, Result = unknown, Name extends string = string> e
  */
 export function dataJsonOf(job: Job): string | undefined {
   return job instanceof TakenJob ? job.dataText : undefined;
+}
+
+/**
+ * Why BullMQ would have failed `job` unrun (its deferred failure: it stalled past its limit, its
+ * workers killed or stopped twice while it ran), when the worker's `replaysStalled` took the job
+ * to be run instead, to be settled from what it left: undefined for a job not taken so.
+ */
+export function stalledOutOf(job: Job): string | undefined {
+  return job instanceof TakenJob ? job.stalledOut : undefined;
 }
 
 /** Jobs noted as taken at most, far above any worker's concurrency (see `ShardWorker.taken`). */
@@ -83,6 +94,8 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
    * up to its concurrency of them in flight), and their answers can be read in one turn.
    */
   private readonly taken = new Map<string, boolean>();
+  /** Which jobs failed for stalling are run to be settled (see the constructor's `replaysStalled`). */
+  private readonly replaysStalled: ((job: Job<Data, Result>) => boolean) | undefined;
   /** BullMQ's client wrapped by {@link takingClient}, and the client it wraps. */
   private taking: { client: RedisClient; wrapped: RedisClient } | undefined;
   /** Reads {@link TAKE_JOB_LUA}'s answer: notes the job it took, and gives BullMQ its own four elements. */
@@ -102,9 +115,16 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
       connection: Redis;
       /** A job's announce held to go with its completion (`CallJobProcessor.riderFor`), taken when BullMQ completes it. */
       riderFor?: (id: string) => Rider | undefined;
+      /**
+       * Whether a job BullMQ failed unrun for stalling past its limit is given to the processor
+       * instead, its reason on the job ({@link stalledOutOf}): a write the run before committed
+       * is answered from its record (session 35, F14). Without it, or false, BullMQ fails it.
+       */
+      replaysStalled?: (job: Job<Data, Result>) => boolean;
     },
   ) {
     super(name, processor, opts);
+    this.replaysStalled = opts.replaysStalled;
     const redis = opts.connection;
     if (typeof (redis as unknown as Record<string, unknown>)[TAKE_JOB] !== 'function') {
       redis.defineCommand(TAKE_JOB, { lua: TAKE_JOB_LUA(), numberOfKeys: MOVE.keys });
@@ -163,6 +183,19 @@ export class ShardWorker<Data = unknown, Result = unknown> extends Worker<Data, 
     const job = super.createJob(data, jobId);
     if (typeof data.data === 'string' && job instanceof TakenJob) job.dataText = data.data;
     return job;
+  }
+
+  /**
+   * BullMQ's run of a job, except that a job it would fail unrun for stalling past its limit is
+   * run when `replaysStalled` says so, its reason moved to {@link stalledOutOf}: the processor
+   * then answers only what the run before left (or fails it with that reason, as BullMQ would).
+   */
+  override processJob(job: Job<Data, Result>, token: string, fetchNextCallback?: () => boolean) {
+    if (job.deferredFailure && job instanceof TakenJob && this.replaysStalled?.(job)) {
+      job.stalledOut = job.deferredFailure;
+      job.deferredFailure = '';
+    }
+    return super.processJob(job, token, fetchNextCallback);
   }
 
   /** Whether `job` was taken by this worker's own fetch, which saw to the marker it left. */

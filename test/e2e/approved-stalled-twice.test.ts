@@ -1,13 +1,16 @@
 import type { ChildProcess } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
 import { callKey } from '../../src/contracts/call-identity.ts';
+import { databasePath } from '../../src/contracts/database-id.ts';
 import { planCall } from '../../src/policy/call-plan.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
+import { AUDIT_TABLE } from '../../src/sqlite/sqlite-audit.ts';
 import { sandbox } from '../helpers/harness.ts';
 import { startCli, stop } from '../helpers/processes.ts';
 import { whoOf } from '../helpers/who.ts';
@@ -74,14 +77,21 @@ describe('an approved call whose workers are SIGKILLed twice while it runs', () 
     }
 
     const answer = await client.result(parked.callId, { ...whoOf(parked), wait: true });
-    expect(answer).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE' }, mayStillRun: true });
     await completedOf(client, parked.callId);
     // Read once the event is out: the approval says what the database says.
     const approval = await new ApprovalStore(redis, keys).get(parked.approval.id);
     const rows = await client.call({ ...plain, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT count(*) FROM t' } });
     const committed = (rows as unknown as { result: { rows: number[][] } }).result.rows[0]![0] === 1;
     expect(approval?.state).toBe('approved');
+    // A run killed after its commit is answered from its record (stalled-after-commit.test.ts).
+    expect(answer).toMatchObject(committed ? { ok: true } : { ok: false, error: { code: 'UNAVAILABLE' }, mayStillRun: true });
     expect(approval?.ran).toMatchObject(committed ? { ok: true } : { ok: false, code: 'UNAVAILABLE', message: expect.stringContaining('had not committed') });
+    // The decision's audit row is written as it is settled, not only at the resend (session 35, F14).
+    const file = databasePath(sb.config.dataDir, 'acme', 'stally', plan.plan.shard);
+    const db = new Database(file, { readonly: true });
+    const audit = db.prepare(`SELECT decision, ran_ok, ran_code FROM ${AUDIT_TABLE} WHERE approval_id = ?`).get(parked.approval.id);
+    db.close();
+    expect(audit).toEqual(committed ? { decision: 'approved', ran_ok: 1, ran_code: null } : { decision: 'approved', ran_ok: 0, ran_code: 'UNAVAILABLE' });
 
     // Sent again under its id: it runs (or replays), once, and the approval says it ran.
     expect(await client.call(call)).toMatchObject({ ok: true });

@@ -22,3 +22,60 @@ export async function killInStatement(worker: ShardWorkerPool, cpuWaitMs = 10_00
   process.kill(pid, 'SIGKILL');
   return pid;
 }
+
+/** The child processes of process `pid` (every thread's children, from /proc): a worker's executor children. */
+export function childrenOf(pid: number): number[] {
+  const pids: number[] = [];
+  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+    const text = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    if (text) pids.push(...text.split(/\s+/).map(Number));
+  }
+  return pids;
+}
+
+/** Whether process `pid` holds `file` open (a child that opened the database it runs on). */
+function holds(pid: number, file: string): boolean {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === file;
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGKILLs, from outside, the child of worker process `workerPid` that has database `file` open
+ * and burns CPU on a statement (a child starting burns CPU too, but has no database open yet);
+ * resolves with the pid killed.
+ */
+export async function killChildInStatement(workerPid: number, file: string, cpuWaitMs = 20_000): Promise<number> {
+  const before = new Map<number, number>();
+  let busy: number | undefined;
+  await expect
+    .poll(
+      () => {
+        for (const pid of childrenOf(workerPid)) {
+          if (!holds(pid, file)) continue;
+          let now: number;
+          try {
+            now = cpuTicks(pid);
+          } catch {
+            continue;
+          }
+          const first = before.get(pid);
+          if (first === undefined) before.set(pid, now);
+          else if (now - first >= 5) busy = pid;
+        }
+        return busy;
+      },
+      { interval: 5, timeout: cpuWaitMs },
+    )
+    .toBeDefined();
+  process.kill(busy!, 'SIGKILL');
+  return busy!;
+}

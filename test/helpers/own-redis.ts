@@ -25,22 +25,30 @@ export class OwnRedis {
   readonly dir = mkdtempSync(path.join(os.tmpdir(), 'agentdb-redis-'));
   private proc?: ChildProcess;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    readonly host: string,
+  ) {}
 
-  static async start(): Promise<OwnRedis> {
-    const r = new OwnRedis(await freePort());
+  /**
+   * `host`: the loopback address it listens on. The fault ledger's is not 127.0.0.1: `agentdb
+   * start` started while no Redis answers at a local address starts its own redis-server there
+   * (`ensureRedis`), which then held the port through every later Redis fault (session 35, F14).
+   */
+  static async start(host = '127.0.0.1'): Promise<OwnRedis> {
+    const r = new OwnRedis(await freePort(), host);
     await r.start();
     return r;
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `redis://${this.host}:${this.port}`;
   }
 
   async start(): Promise<void> {
     this.proc = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
+      ['--port', String(this.port), '--bind', this.host, '--dir', this.dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
       {
         stdio: 'ignore',
       },

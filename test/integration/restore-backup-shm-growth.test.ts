@@ -1,0 +1,129 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
+import { historyTarget } from '../helpers/history-pool.ts';
+import { pastMs } from '../helpers/history.ts';
+import { oneChildPool } from '../helpers/one-child-pool.ts';
+import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+
+// Session 35, F14 (F11's leftover 2): a restore in place of a database another connection holds
+// open goes through SQLite's backup API (`throughSqlite`): the rebuilt file is copied over the
+// live one as one commit of every page, through the live WAL. With more than 4,062 pages that
+// commit needs the -shm's second 32 KiB (its WAL index maps 4,062 frames in the first). Swept
+// from no room up to the first ok and a few KiB at a time below it, each answer must be true:
+// ok with every row restored (the outside connection sees it too), or refused with the database
+// as it was.
+
+const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-bshm-'));
+const refused = mountTmpfs(mnt, '1200m');
+if (refused) {
+  fs.rmSync(mnt, { recursive: true, force: true });
+  console.warn(`restore-backup-shm-growth.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
+}
+const by = { who: 'operator:bshm-test', via: 'operator' as const };
+/** Two rows a page: ~5,000 pages, past the 4,062 frames the -shm's first 32 KiB index. */
+const ROWS = 10_000;
+const CHANGED = 400;
+
+describe.runIf(!refused)('a restore through the backup API on a full disk, at the -shm growth point', () => {
+  let pool: ExecutorPool;
+  let db: DbTarget;
+  let seq = 0;
+  let outside: Database.Database;
+  const filler = path.join(mnt, 'filler');
+  const write = (sql: string) => pool.run({ op: 'write', db, sql, params: [], callKey: `bs/a.k${++seq}` });
+  const ok = (out: ExecOutcome) => expect(out.ok, JSON.stringify(out)).toBe(true);
+
+  beforeAll(async () => {
+    pool = await oneChildPool(mnt);
+    db = historyTarget(mnt, 'bs/a');
+  });
+  afterAll(async () => {
+    outside?.close();
+    await pool?.stop();
+    if (!refused) {
+      unmountTmpfs(mnt);
+      fs.rmSync(mnt, { recursive: true, force: true });
+    }
+  });
+
+  /** Rows changed since the moment, as the outside connection reads them. */
+  const changedRows = () => (outside.prepare("SELECT count(*) AS n FROM t WHERE v LIKE 'changed%'").get() as { n: number }).n;
+  const change = async () => {
+    ok(await write(`UPDATE t SET v = printf('changed %01800d', id) WHERE id <= ${CHANGED}`));
+    ok(await pool.run({ op: 'capture', db }));
+  };
+
+  it('answers ok only with every row restored, and refuses with the database unchanged', async () => {
+    ok(await write('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)'));
+    for (let i = 0; i < ROWS; i += 500)
+      ok(await write(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) INSERT INTO t (v) SELECT printf('%01800d', x) FROM c`));
+    ok(await pool.run({ op: 'capture', db }));
+    const moment = Date.now();
+    pastMs(moment);
+    // A program outside agentdb holding the file open: the restore goes through the backup API.
+    outside = new Database(db.path, { fileMustExist: true });
+    const pages = outside.pragma('page_count', { simple: true }) as number;
+    expect(pages).toBeGreaterThan(4062);
+
+    const outcomes: string[] = [];
+    let shmRefusals = 0;
+    const attempt = async (room: number): Promise<boolean> => {
+      if (changedRows() === 0) await change();
+      // The outside connection opened anew, the last one on the file: its close checkpoints and
+      // removes the -shm, so each attempt's backup commit starts on a -shm of 32 KiB and meets
+      // its growth point, not one an earlier restore grew.
+      ok(await pool.run({ op: 'evict', shards: [0] }));
+      outside.close();
+      outside = new Database(db.path, { fileMustExist: true });
+      changedRows();
+      const shmBefore = fs.statSync(`${db.path}-shm`).size;
+      const fill = fillDisk(filler);
+      fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
+      let out: ExecOutcome;
+      try {
+        out = await pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 });
+      } finally {
+        fs.closeSync(fill.fd);
+        fs.rmSync(filler);
+      }
+      const left = changedRows();
+      const rows = (outside.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
+      const wal = fs.statSync(`${db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+      const shm = fs.statSync(`${db.path}-shm`, { throwIfNoEntry: false })?.size ?? 0;
+      outcomes.push(`${room / 1024}K:${out.ok ? 'ok' : out.error.code}:${left}:wal ${wal}:shm ${shmBefore}-${shm}`);
+      console.log(outcomes.at(-1), out.ok ? ((out.result as { note?: string }).note ?? '') : out.error.detail);
+      expect(rows, `room ${room}: every row there (${outcomes.join(' ')})`).toBe(ROWS);
+      if (out.ok) expect(left, `room ${room}: answered ok, restored (${outcomes.join(' ')})`).toBe(0);
+      else {
+        expect(left, `room ${room}: answered ${out.error.code} (${out.error.detail}), not restored (${outcomes.join(' ')})`).toBe(CHANGED);
+        expect(out.error.code, `room ${room}: ${out.error.detail} (${outcomes.join(' ')})`).toBe('STORAGE_FULL');
+        if (out.error.detail.startsWith('disk I/O error')) shmRefusals++;
+        // Every connection closed and the file opened anew (SQLite recovers its WAL index from
+        // the WAL): a commit the refused restore left past the index's end would come back here.
+        ok(await pool.run({ op: 'evict', shards: [0] }));
+        outside.close();
+        outside = new Database(db.path, { fileMustExist: true });
+        expect(changedRows(), `room ${room}: refused, and still not restored once the WAL is recovered (${outcomes.join(' ')})`).toBe(CHANGED);
+      }
+      return out.ok;
+    };
+    // SWEEP_FROM_KB starts the coarse sweep higher, to look at the point again by hand sooner.
+    // Coarse until a restore answers ok; then 4 KiB at a time from a coarse step below that room
+    // up to three oks in a row: the last room the restore needs is there, the backup's WAL and
+    // the -shm's growth among it (each ok begins a generation of ~20 MB: ascending keeps them few).
+    const coarse = 1024 * 1024;
+    let room = Number(process.env.SWEEP_FROM_KB ?? 0) * 1024;
+    while (!(await attempt(room))) room += coarse;
+    let inRow = 0;
+    for (let r = Math.max(0, room - coarse); inRow < 3 && r <= room; r += 4 * 1024) inRow = (await attempt(r)) ? inRow + 1 : 0;
+    console.log(outcomes.join(' '));
+    // The sweep met the growth point: SQLite's "disk I/O error" (SQLITE_IOERR_SHMSIZE) at least once.
+    expect(shmRefusals, outcomes.join(' ')).toBeGreaterThan(0);
+    expect(outside.pragma('integrity_check', { simple: true })).toBe('ok');
+  }, 900_000);
+});
