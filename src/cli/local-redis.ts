@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 
 const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+/** In the data folder: it has run on a Redis agentdb did not start (its URL inside). */
+export const EXTERNAL_REDIS_MARKER = 'redis-external';
 
 async function answers(url: string): Promise<boolean> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
@@ -47,16 +49,35 @@ export function watchLocalRedis(child: ChildProcess, url: string, dataDir: strin
 /**
  * Makes sure a Redis answers at `url`. When none does and the URL is local, starts
  * `redis-server` from PATH with AOF persistence and its data under `dataDir/redis`, so a fresh
- * machine needs only `npm ci && npm start`. Returns the process it started, if any.
+ * machine needs only `npm ci && npm start`; but not for a data folder that has run on a Redis
+ * agentdb did not start ({@link EXTERNAL_REDIS_MARKER}). Returns the process it started, if any.
  * @throws Error saying how to get a Redis when none can be had.
  */
 export async function ensureRedis(url: string, dataDir: string): Promise<ChildProcess | undefined> {
-  if (await answers(url)) return undefined;
+  const dir = path.join(dataDir, 'redis');
+  const marker = path.join(dataDir, EXTERNAL_REDIS_MARKER);
+  if (await answers(url)) {
+    // A Redis this data folder never had one of ours under: someone else runs it.
+    if (!existsSync(dir) && !existsSync(marker)) {
+      mkdirSync(dataDir, { recursive: true });
+      writeFileSync(marker, `${url}\n`);
+    }
+    return undefined;
+  }
   const { hostname } = new URL(url);
   if (!LOCAL_HOSTS.has(hostname)) {
     throw new Error(`No Redis answers at ${url}. Start it, or point REDIS_URL at one that runs.`);
   }
-  const dir = path.join(dataDir, 'redis');
+  // Started here, on a port another Redis serves when it runs, ours took the port while that one
+  // was down (restarting, or started after us at boot): it could not bind when it came back, and
+  // the service ran on an empty or old Redis, without its registry, call ids and approvals
+  // (session 35, F14's fault ledger). So only a data folder that never ran on someone else's.
+  if (existsSync(marker) && !existsSync(dir)) {
+    throw new Error(
+      `No Redis answers at ${url}, and this data folder has run on a Redis agentdb did not start: start that one (agentdb will not start a Redis of its own in its place, on its port). ` +
+        `To have agentdb run its own Redis from now on, delete ${marker}.`,
+    );
+  }
   mkdirSync(dir, { recursive: true });
   // A process group of its own: a terminal's Ctrl-C signals the whole foreground group, and in
   // ours Redis stopped at the same moment as agentdb, whose shutdown then ran against a Redis

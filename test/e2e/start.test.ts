@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandbox } from '../helpers/harness.ts';
-import { freePort } from '../helpers/own-redis.ts';
+import { freePort, OwnRedis } from '../helpers/own-redis.ts';
 import { CLI, runCli, startCli, stop } from '../helpers/processes.ts';
 
 const sb = sandbox();
@@ -120,6 +120,41 @@ describe('the redis-server agentdb start started dies on its own', () => {
     }
     await expect.poll(() => accepts(redisPort), { timeout: 10_000 }).toBe(false);
   }, 90_000);
+});
+
+describe('agentdb start on a data folder that ran on a Redis it did not start, that Redis down', () => {
+  // Session 35, F14: started while a Redis of someone else's on a local port was down (restarting,
+  // or later than agentdb at boot), agentdb started its own there; the real one could not bind
+  // when it came back, and the service ran on a Redis without its registry, call ids and
+  // approvals. Now it starts none in its place, and says how to have one of its own.
+  it('starts no Redis of its own on that port, exits UNAVAILABLE saying why, and starts one once told to', async () => {
+    const own = sandbox();
+    const theirs = await OwnRedis.start();
+    const port = await freePort();
+    const env = { ...own.env, REDIS_URL: theirs.url, PORT: String(port) };
+    try {
+      const first = await startCli(['start'], env);
+      await stop(first);
+      expect(existsSync(path.join(own.dataDir, 'redis'))).toBe(false);
+      await theirs.stop();
+
+      const refused = await runCli(['start'], env);
+      expect(refused.code).toBe(3);
+      expect(refused.stderr).toContain('this data folder has run on a Redis agentdb did not start');
+      expect(await accepts(theirs.port)).toBe(false);
+
+      // Told to run its own from now on: it does, and stops it on exit.
+      const marker = /delete (\S+)\.$/m.exec(refused.stderr)![1]!;
+      rmSync(marker);
+      const second = await startCli(['start'], env);
+      expect(second.readyLog).toContain('"msg":"started a local redis-server"');
+      await stop(second);
+      await expect.poll(() => accepts(theirs.port), { timeout: 10_000 }).toBe(false);
+    } finally {
+      await theirs.remove();
+      await own.cleanup();
+    }
+  }, 120_000);
 });
 
 describe('a second agentdb start on the same port', () => {
