@@ -191,7 +191,7 @@ export class CallRateLimits {
     const { windowS } = this.settings;
     const [set, perMinute] = of === 'task-polls' ? [this.settings.taskPolls, TASK_POLLS_PER_MINUTE] : [this.settings.mcpRequests, MCP_REQUESTS_PER_MINUTE];
     const limit = set ?? Math.max(1, Math.round((perMinute * windowS) / 60));
-    const c: RateCounter = { of, key: this.keys.callRate(s.workspace, 'key', `${of}:${subject}`), points: 1, limit, windowS };
+    const c: RateCounter = { of, key: this.keys.callRate(s.workspace, 'key', windowS, `${of}:${subject}`), points: 1, limit, windowS };
     const until = this.blocked.get(c.key);
     if (until !== undefined && until > now) return this.refusal(c, until - now);
     if (until !== undefined) this.blocked.delete(c.key);
@@ -221,7 +221,7 @@ export class CallRateLimits {
     const limit = calls * CALL_POINTS;
     // A request worth more than the whole window (a restore under a small RATE_LIMIT_*) takes the
     // whole window rather than being refused for ever.
-    return { of, key: this.keys.callRate(s.workspace, of, subject), points: Math.min(points, limit), limit, windowS };
+    return { of, key: this.keys.callRate(s.workspace, of, windowS, subject), points: Math.min(points, limit), limit, windowS };
   }
 }
 
@@ -231,7 +231,7 @@ export class CallRateLimits {
  * when to `again` ("ask again", "send it again").
  */
 export function rateRefusalDetail(r: RateRefusal, whose: string, what: string, again = 'ask again'): string {
-  return `${whose} may make ${r.calls} calls per ${r.windowS} s (${what}); ${again} in ${r.retryAfterS} s.`;
+  return `${whose} may make ${r.calls} ${r.calls === 1 ? 'call' : 'calls'} per ${r.windowS} s (${what}); ${again} in ${r.retryAfterS} s.`;
 }
 
 /** RATE_LIMITED, naming the budget spent, with the seconds to wait in the error (HTTP's Retry-After). */

@@ -111,9 +111,11 @@ export interface Keys {
    * A call-rate counter: one per workspace (`of: 'workspace'`, no subject) and one per key
    * (`of: 'key'`, the key's or agent's subject), each its own Redis key, so no caller's count is
    * another's. Under the workspace's budget hash tag: one script counts a call's rates and its
-   * Redis budget together (`budget-note.lua`).
+   * Redis budget together (`budget-note.lua`). Named by its window (`windowS`): a restart with
+   * another `RATE_LIMIT_WINDOW_S` counts afresh rather than refuse by the old window's counts and
+   * time left ("1 call per 600 s … again in 2 s", session 35, N11); the old counters expire.
    */
-  callRate(workspace: string, of: 'workspace' | 'key', subject?: string): string;
+  callRate(workspace: string, of: 'workspace' | 'key', windowS: number, subject?: string): string;
   /** Each shard's last backup run and last successful one (`last:<shard>`, `ok:<shard>` → JSON). */
   readonly backupRuns: string;
   /**
@@ -183,7 +185,7 @@ export function keysFor(prefix: string): Keys {
     mcpTaskCancelled: (taskId) => `${prefix}:mcp-task-cancelled:${taskId}`,
     mcpTasksOf: (owner) => `${prefix}:mcp-tasks:${owner}`,
     mcpTaskOfCall: (owner, callId) => `${prefix}:mcp-task-of:${owner}:${callId}`,
-    callRate: (workspace, of, subject) => `${prefix}:{budget-${workspace}}:call-rate:${of}${subject === undefined ? '' : `:${subject}`}`,
+    callRate: (workspace, of, windowS, subject) => `${prefix}:{budget-${workspace}}:call-rate:${windowS}s:${of}${subject === undefined ? '' : `:${subject}`}`,
     backupRuns: `${prefix}:{backups}:runs`,
     redisBudget: (workspace) => ({ ledger: `${prefix}:{budget-${workspace}}:ledger`, held: `${prefix}:{budget-${workspace}}:held` }),
     redisBudgetIndex: `${prefix}:redis-budget-index`,

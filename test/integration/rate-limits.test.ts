@@ -110,10 +110,10 @@ describe('rate limits', () => {
   it('keeps each counter in its own Redis key under the deployment prefix', async () => {
     const p = sb.config.prefix;
     const keys = await k.redis.keys(`${p}:*call-rate*`);
-    expect(keys.sort()).toEqual(expect.arrayContaining([`${p}:{budget-acme}:call-rate:workspace`, `${p}:{budget-other}:call-rate:workspace`]));
-    expect(keys.filter((name) => name.startsWith(`${p}:{budget-acme}:call-rate:key:k:acme:`))).toHaveLength(2);
-    expect(keys.filter((name) => name.startsWith(`${p}:{budget-pollws}:call-rate:key:k:pollws:`))).toHaveLength(1);
-    expect(keys.filter((name) => name.startsWith(`${p}:{budget-other}:call-rate:key:k:other:`))).toHaveLength(1);
+    expect(keys.sort()).toEqual(expect.arrayContaining([`${p}:{budget-acme}:call-rate:600s:workspace`, `${p}:{budget-other}:call-rate:600s:workspace`]));
+    expect(keys.filter((name) => name.startsWith(`${p}:{budget-acme}:call-rate:600s:key:k:acme:`))).toHaveLength(2);
+    expect(keys.filter((name) => name.startsWith(`${p}:{budget-pollws}:call-rate:600s:key:k:pollws:`))).toHaveLength(1);
+    expect(keys.filter((name) => name.startsWith(`${p}:{budget-other}:call-rate:600s:key:k:other:`))).toHaveLength(1);
   });
 
   it('answers an MCP tools/call past the budget with an isError result carrying the code', async () => {
@@ -144,6 +144,27 @@ describe('rate limits', () => {
     expect(await call()).toMatchObject({ ok: true });
   });
 
+  it('counts afresh after a restart with another window: a refusal names the current limit, window and wait', async () => {
+    // Session 35, N11: after a restart with RATE_LIMIT_WINDOW_S 600, a refusal by the 60 s
+    // window's counters said "1 calls per 600 s … send it again in 2 s".
+    const call = (client: ReturnType<typeof sb.client>) =>
+      client.call({ workspace: 'rewindow', agent: 'solo', settings: { database: 'agent' }, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 7' } });
+    const before = sb.client({ rateLimits: { windowS: 60, keyCalls: 5 } });
+    expect(await call(before)).toMatchObject({ ok: true });
+    expect(await call(before)).toMatchObject({ ok: true });
+    const after = sb.client({ rateLimits: { windowS: 600, keyCalls: 1 } });
+    expect(await call(after)).toMatchObject({ ok: true });
+    const over = await call(after);
+    expect(over).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED' } });
+    const retryAfter = over.ok ? 0 : over.error.retryAfter!;
+    // The wait is the new window's: more than the old window could have left.
+    expect(retryAfter).toBeGreaterThan(60);
+    expect(retryAfter).toBeLessThanOrEqual(600);
+    expect(over.ok ? '' : over.error.message).toContain(
+      `This key may make 1 call per 600 s (a lookup of a call counts a tenth of one); send it again in ${retryAfter} s.`,
+    );
+  });
+
   it('counts a call refused for its rate nothing against the Redis budget (one script counts both)', async () => {
     const client = sb.client({ rateLimits: { windowS: 600, keyCalls: 2 } });
     const call = () =>
@@ -156,7 +177,7 @@ describe('rate limits', () => {
     expect(ledger.some((m) => m.includes(answers[2]!.callId) || m.includes(answers[3]!.callId))).toBe(false);
     // The key's counter was spent past its limit once by Redis (the third call); the fourth was
     // refused from memory, costing Redis nothing.
-    expect(Number(await k.redis.get(`${sb.config.prefix}:{budget-ratebudget}:call-rate:key:a:ratebudget:solo`))).toBe(30);
+    expect(Number(await k.redis.get(`${sb.config.prefix}:{budget-ratebudget}:call-rate:600s:key:a:ratebudget:solo`))).toBe(30);
   });
 
   it('counts nothing with rateLimits: false (RATE_LIMITS=off)', async () => {
