@@ -1,4 +1,4 @@
-import { whoMade } from '../history/activity-view.ts';
+import { type ActivityEntry, whoMade } from '../history/activity-view.ts';
 import type { BlobRestoreResult } from '../history/blob-restore.ts';
 import type { RestoreResult } from '../shards/history-client.ts';
 import { entryWhat } from './activity-entry-text.ts';
@@ -15,7 +15,11 @@ import { entryWhat } from './activity-entry-text.ts';
 export function restoredText(r: RestoreResult, req: { through?: string; before?: string; undo?: string }): string {
   // A state built from a snapshot alone (an undo's: the snapshot taken before the restore it
   // undoes) is dated by the snapshot, not by a commit (review N6, session 30).
-  const kept = `as of ${r.restoredTo} (${r.commits ? 'the last commit kept' : 'when its snapshot was taken'})${req.through !== undefined ? `, position ${req.through}` : req.before !== undefined ? `, just before position ${req.before}` : ''}`;
+  // Named as its dry run names it (session 35, N11): the position kept, and the last activity
+  // entry kept when that position is agentdb's upkeep after it.
+  const upkeep = r.commits > 0 && isUpkeep(r.kept, r.keeps);
+  const position = req.undo !== undefined ? undefined : (r.keeps ?? req.through);
+  const kept = `as of ${r.restoredTo} (${r.commits ? `the last commit kept${upkeep ? UPKEEP : ''}` : 'when its snapshot was taken'})${position !== undefined ? `, position ${position}` : ''}${req.before !== undefined ? `, just before position ${req.before}` : ''}`;
   const lines = [
     r.into
       ? `made ${r.into} from ${r.database} ${kept}`
@@ -23,9 +27,22 @@ export function restoredText(r: RestoreResult, req: { through?: string; before?:
         ? `undid restore ${req.undo}: ${r.database} is back as it was before that restore, ${undoneTo(r, kept)}`
         : `restored ${r.database} ${kept}`,
   ];
+  if (upkeep && r.kept && req.undo === undefined) lines.push(keptEntryLine(r.kept));
   if (r.discardsCommits) lines.push(`it discarded the ${r.discardsCommits} commit${r.discardsCommits === 1 ? '' : 's'} made since the restore it undid`);
   if (r.undoId) lines.push(`undo id ${r.undoId}: agentdb restore ${r.database} --undo ${r.undoId} puts back what was there before`);
   return `${lines.join('\n')}\n`;
+}
+
+const UPKEEP = ": agentdb's own upkeep, listed by agentdb history --all-commits";
+
+/** Whether the state kept (`keeps`) is agentdb's upkeep after the newest entry kept, which `agentdb history` leaves out. */
+function isUpkeep(kept: ActivityEntry | undefined, keeps: string | undefined): boolean {
+  return kept !== undefined && keeps !== undefined && kept.id !== keeps;
+}
+
+/** The newest activity entry a restore keeps, a line: its time, who, tool, what and position. */
+function keptEntryLine(kept: ActivityEntry): string {
+  return `the last activity entry it keeps: ${[kept.at, whoMade(kept.by) ?? kept.kind, kept.tool, entryWhat(kept)].filter((v) => v).join(' ')}, position ${kept.id}`;
 }
 
 /**
@@ -68,14 +85,10 @@ export function dryRunText(r: RestoreResult): string {
   // A state past the newest entry kept is agentdb's own upkeep after it, a commit `agentdb
   // history` leaves out: name the entry too (review N5: the moment named was in no list).
   const kept = r.after?.kept;
-  const upkeep = kept !== undefined && r.keeps !== undefined && kept.id !== r.keeps;
+  const upkeep = isUpkeep(kept, r.keeps);
   const lines = [
-    `dry run, nothing changed: ${where} as of ${r.restoredTo} (the last commit kept${upkeep ? ": agentdb's own upkeep, listed by agentdb history --all-commits" : ''})${r.keeps ? `, position ${r.keeps}` : ''}`,
-    ...(upkeep
-      ? [
-          `the last activity entry it keeps: ${[kept.at, whoMade(kept.by) ?? kept.kind, kept.tool, entryWhat(kept)].filter((v) => v).join(' ')}, position ${kept.id}`,
-        ]
-      : []),
+    `dry run, nothing changed: ${where} as of ${r.restoredTo} (the last commit kept${upkeep ? UPKEEP : ''})${r.keeps ? `, position ${r.keeps}` : ''}`,
+    ...(upkeep && kept ? [keptEntryLine(kept)] : []),
     // Commits, not WAL frames: a person counts what was done, not the pages it wrote (review R1 low).
     `built from snapshot ${r.snapshot.id} (taken ${r.snapshot.at})${r.commits ? ` and the ${r.commits} commit${r.commits === 1 ? '' : 's'} after it` : ' alone'}`,
   ];

@@ -38,8 +38,16 @@ export interface RestoreResult {
    * history failed (a full disk): what is left to the next restore (`restoreWithinGeneration`).
    */
   note?: string;
-  /** A dry run: the history position of the state it would restore (`RestorePlan.state`). */
+  /**
+   * The history position of the state it restored, or a dry run would (`RestorePlan.state`): a
+   * restore names it as its dry run does (session 35, N11: a real `--at` printed less).
+   */
   keeps?: string;
+  /**
+   * A restore done (not a dry run): the newest activity entry it kept, when a page of the list
+   * reached it, as a dry run's `after.kept`, so its words name what its dry run named.
+   */
+  kept?: ActivityEntry;
   /**
    * A dry run: the activity list's entries after that state, newest first — what the restore takes
    * away in place (those an earlier restore undid are gone already), or leaves out of a new
@@ -68,7 +76,7 @@ export function result(database: string, plan: RestorePlan, restoredTo: number, 
     frames: plan.frames,
     commits: plan.commits,
     restoredBytes: restoredBytes(plan),
-    ...(dryRun ? { keeps: plan.state } : {}),
+    keeps: plan.state,
     ...extra,
   };
 }

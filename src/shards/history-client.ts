@@ -165,8 +165,27 @@ export class HistoryClient {
       by: req.by,
     };
     const out = (await this.answer(shardOf(into ?? id, this.shardCount), 'historyRestore', args, id, RESTORE_TIMEOUT_MS + 60_000)) as RestoreResult;
-    const previewed = out.dryRun && out.keeps !== undefined ? { ...out, after: await this.takenAway(id, out.keeps, onRead) } : out;
+    // A restore done names the entry it kept as its dry run does; an undo goes back to the state
+    // before a restore, not to an entry.
+    const previewed =
+      out.keeps === undefined || out.unpaid !== undefined
+        ? out
+        : out.dryRun
+          ? { ...out, after: await this.takenAway(id, out.keeps, onRead) }
+          : req.undo === undefined
+            ? await this.withKept(id, out, out.keeps)
+            : out;
     return refused ? { ...previewed, into: checkedId(req.into!), refused } : previewed;
+  }
+
+  /**
+   * A restore done, with the newest activity entry it kept (`kept`), read as its dry run reads it:
+   * its words then name what the dry run named (session 35, N11). The read is the restore's, paid
+   * for by its charge; a list that cannot be read leaves the answer as it was.
+   */
+  private async withKept(id: string, out: RestoreResult, state: string): Promise<RestoreResult> {
+    const { kept } = await this.takenAway(id, state);
+    return kept ? { ...out, kept } : out;
   }
 
   /**

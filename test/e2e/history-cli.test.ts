@@ -132,12 +132,12 @@ describe('agentdb restore', () => {
     expect(out.code, out.stderr).toBe(0);
     // For a person, as its dry run (review R1 low: it printed raw JSON): where it went, and its undo.
     const said = out.stdout.match(
-      /^restored acme\/scout as of (\S+) \(the last commit kept\)\nundo id (u[0-9a-z]+): agentdb restore acme\/scout --undo \2 puts back what was there before\n$/,
+      /^restored acme\/scout as of (\S+) \(the last commit kept\), position (\S+~[0-9a-f]{8})\nundo id (u[0-9a-z]+): agentdb restore acme\/scout --undo \3 puts back what was there before\n$/,
     );
     expect(said, out.stdout).not.toBeNull();
     expect(Date.parse(said![1]!)).toBeLessThanOrEqual(moment + 1000);
     expect(await count()).toBe(3);
-    const undo = await cli('restore', 'acme/scout', '--undo', said![2]!, '--json');
+    const undo = await cli('restore', 'acme/scout', '--undo', said![3]!, '--json');
     expect(undo.code, undo.stderr).toBe(0);
     const result = json(undo.stdout);
     expect(result).toMatchObject({ database: 'acme/scout', dryRun: false, undoId: expect.stringMatching(/^u/) });
@@ -160,7 +160,7 @@ describe('agentdb restore', () => {
   it('--into forks at an ISO time into a new database of the workspace', async () => {
     const out = await cli('restore', 'acme/scout', '--at', new Date(moment).toISOString(), '--into', 'acme/scout-copy');
     expect(out.code, out.stderr).toBe(0);
-    expect(out.stdout).toMatch(/^made acme\/scout-copy from acme\/scout as of \S+ \(the last commit kept\)\n$/);
+    expect(out.stdout).toMatch(/^made acme\/scout-copy from acme\/scout as of \S+ \(the last commit kept\), position \S+~[0-9a-f]{8}\n$/);
     const copy = await client.call({
       workspace: 'acme',
       agent: 'scout-copy',

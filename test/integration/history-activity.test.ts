@@ -15,7 +15,7 @@ import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { pastMs } from '../helpers/history.ts';
 import { whoOf } from '../helpers/who.ts';
-import { dryRunText } from '../../src/cli/restore-text.ts';
+import { dryRunText, restoredText } from '../../src/cli/restore-text.ts';
 
 // The activity list (issue 29 part 3) through the real queue, workers, executor and history:
 // each commit as the call that made it, a restore, and a write from outside agentdb.
@@ -151,6 +151,15 @@ describe('agentdb activity: history as what was done', () => {
     const text = dryRunText(dry);
     expect(text.split('\n').slice(0, 2)).toEqual([
       `dry run, nothing changed: acme would be restored as of ${dry.restoredTo} (the last commit kept: agentdb's own upkeep, listed by agentdb history --all-commits), position ${upkeep.position}`,
+      `the last activity entry it keeps: ${approved.at} agent:careful DATA_WRITE_SQL UPDATE leads SET email = 'c@x' WHERE id = 1, position ${approved.id}`,
+    ]);
+    // The restore itself says as much (session 35, N11: a real --at printed "(the last commit
+    // kept)" alone): forked as of that commit's time, it names the position and the entry kept.
+    const at = (await history.history('acme', 'operator', { commits: 'all' })).recentCommits.find((c) => c.position === upkeep.position)!.at;
+    const done = await history.restore('acme', { at, into: 'acme/kept', by: { who: 'operator:test', via: 'operator' } }, 'operator');
+    expect(done).toMatchObject({ keeps: upkeep.position, kept: { id: approved.id } });
+    expect(restoredText(done, {}).split('\n').slice(0, 2)).toEqual([
+      `made acme/kept from acme as of ${dry.restoredTo} (the last commit kept: agentdb's own upkeep, listed by agentdb history --all-commits), position ${upkeep.position}`,
       `the last activity entry it keeps: ${approved.at} agent:careful DATA_WRITE_SQL UPDATE leads SET email = 'c@x' WHERE id = 1, position ${approved.id}`,
     ]);
     // A dry run to a listed commit reads as before.
@@ -327,7 +336,9 @@ describe('commits of the same millisecond', () => {
     fork.close();
 
     // Just before b: b and c undone, a (the same millisecond, just before it) kept.
-    await history.restore('pairs', { through: b2!.restoreBefore, by }, 'operator');
+    const undone = await history.restore('pairs', { through: b2!.restoreBefore, by }, 'operator');
     expect(await rows()).toEqual(['a']);
+    // A restore in place names the entry it kept, read from the list after it ran.
+    expect(undone).toMatchObject({ keeps: b2!.restoreBefore, kept: { id: a2!.id } });
   });
 });
