@@ -181,10 +181,14 @@ export class HistoryClient {
   /**
    * A restore done, with the newest activity entry it kept (`kept`), read as its dry run reads it:
    * its words then name what the dry run named (session 35, N11). The read is the restore's, paid
-   * for by its charge; a list that cannot be read leaves the answer as it was.
+   * for by its charge. The restore has run: a list that cannot be read, for whatever reason (a
+   * shard's owner gone since), leaves the answer as it was rather than fail what was done.
    */
   private async withKept(id: string, out: RestoreResult, state: string): Promise<RestoreResult> {
-    const { kept } = await this.takenAway(id, state);
+    const kept = await this.takenAway(id, state).then(
+      (a) => a.kept,
+      () => undefined,
+    );
     return kept ? { ...out, kept } : out;
   }
 
