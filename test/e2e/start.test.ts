@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -141,15 +141,17 @@ describe('agentdb start on a data folder that ran on a Redis it did not start, t
       const refused = await runCli(['start'], env);
       expect(refused.code).toBe(3);
       expect(refused.stderr).toContain('this data folder has run on a Redis agentdb did not start');
-      expect(await accepts(theirs.port)).toBe(false);
+      expect(existsSync(path.join(own.dataDir, 'redis'))).toBe(false);
 
       // Told to run its own from now on: it does, and stops it on exit.
       const marker = /delete (\S+)\.$/m.exec(refused.stderr)![1]!;
       rmSync(marker);
       const second = await startCli(['start'], env);
       expect(second.readyLog).toContain('"msg":"started a local redis-server"');
+      const redisPid = Number(/"redisPid":(\d+)/.exec(second.readyLog)![1]);
       await stop(second);
-      await expect.poll(() => accepts(theirs.port), { timeout: 10_000 }).toBe(false);
+      // By its pid, not its port: another test may listen on a port freed a moment ago.
+      await expect.poll(() => alive(redisPid), { timeout: 20_000 }).toBe(false);
     } finally {
       await theirs.remove();
       await own.cleanup();
@@ -185,4 +187,13 @@ function accepts(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
+}
+
+/** Whether `pid` runs (a zombie left for whoever reaps it has stopped: its state is `Z`). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  } catch {
+    return false;
+  }
 }
