@@ -29,8 +29,11 @@ export async function scheduler(ctx: CommandContext, flags: { pruneNow?: boolean
     watch = connectRedis(ctx.config.redisUrl, { name: 'agentdb-scheduler-watch' });
     logRedisState(watch, ctx.config.redisUrl, logger);
     await s.start();
-    logger.info({ next: new Date((await s.nextRun()) ?? 0).toISOString() }, 'scheduler ready');
-    logger.info({ signal: await untilSignal() }, 'stopping');
+    const next = new Date((await s.nextRun()) ?? 0).toISOString();
+    // Listening before the line that says ready (see start.ts).
+    const signal = untilSignal();
+    logger.info({ next }, 'scheduler ready');
+    logger.info({ signal: await signal }, 'stopping');
     if (!(await drainWithin(ctx.config.drainGraceMs, logger, () => s.stop()))) exitAfterGrace(logger, ctx.config.drainGraceMs, EXIT.failed);
     return 0;
   } finally {

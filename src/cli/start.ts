@@ -131,8 +131,12 @@ export async function start(ctx: CommandContext): Promise<number> {
   await pool.start();
   const scheduler = new Scheduler(config, logger);
   await scheduler.start();
+  // Listening before the line that says ready: a supervisor or test that stops the process on
+  // seeing it found the default action still in place, which killed it without a drain and left
+  // the redis-server it started running (start.test.ts, 1 of 4 runs).
+  const signal = untilSignal();
   logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
-  logger.info({ signal: await untilSignal() }, 'stopping');
+  logger.info({ signal: await signal }, 'stopping');
   draining = true;
   const drained = await drainWithin(config.drainGraceMs, logger, async () => {
     // Intake stops first and all at once: no new request, scheduled job or shard job is taken

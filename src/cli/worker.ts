@@ -44,8 +44,10 @@ export async function worker(ctx: CommandContext, flags: { shards?: string }): P
       return EXIT.usage;
     }
   }
+  // Listening before the line that says ready (see start.ts).
+  const signal = untilSignal();
   logger.info({ shards: pool.ownedShards(), executorPid: pool.executorPid, ...(server ? { metrics: server.address } : {}) }, 'worker ready');
-  logger.info({ signal: await untilSignal() }, 'stopping');
+  logger.info({ signal: await signal }, 'stopping');
   const drained = await drainWithin(ctx.config.drainGraceMs, logger, async () => {
     await server?.app.close();
     await pool.stop();
