@@ -16,7 +16,10 @@ export const DOWNLOAD_BOUNDS = { perCaller: 4, perWorkspace: 8, total: 32 } as c
 /** Seconds a refused download is told to wait (Retry-After): about the length of a small download. */
 export const DOWNLOAD_RETRY_AFTER_S = 5;
 
-/** Downloads of offloaded results under way, at {@link DOWNLOAD_BOUNDS}; past one RATE_LIMITED with `retryAfter`. */
+/**
+ * Downloads of offloaded results under way, at {@link DOWNLOAD_BOUNDS}; past one RATE_LIMITED with
+ * `retryAfter`. The total is shared between workspaces: see ConcurrentSlots.
+ */
 export function downloadSlots(): ConcurrentSlots {
   return new ConcurrentSlots(DOWNLOAD_BOUNDS, ({ of, underWay }) => {
     const who = of === 'caller' ? 'This key' : of === 'workspace' ? 'This workspace' : 'The server';
@@ -26,4 +29,13 @@ export function downloadSlots(): ConcurrentSlots {
       { retryAfter: DOWNLOAD_RETRY_AFTER_S },
     );
   });
+}
+
+/** RATE_LIMITED for a download cut off so that another workspace's could start (the process was full). */
+export function downloadTakenBack(): AgentDbError {
+  return new AgentDbError(
+    'RATE_LIMITED',
+    `this download of an offloaded result was stopped, not completed: the server was running all the downloads it runs at once and gave its place to another workspace, yours having more under way; try again in ${DOWNLOAD_RETRY_AFTER_S} s`,
+    { retryAfter: DOWNLOAD_RETRY_AFTER_S },
+  );
 }

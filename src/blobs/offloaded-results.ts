@@ -7,7 +7,7 @@ import { isInside } from '../contracts/database-id.ts';
 import { spillDir, type SpilledResult } from '../sqlite/result-spill.ts';
 import { readSmall, type BlobStore } from './blob-store.ts';
 import type { ConcurrentSlots } from '../policy/concurrent-slots.ts';
-import { downloadSlots } from './download-slots.ts';
+import { downloadSlots, downloadTakenBack } from './download-slots.ts';
 import { OffloadsFull } from './offloads-full.ts';
 
 /** What an envelope carries for a result moved to the blob store. */
@@ -160,13 +160,26 @@ export class OffloadedResults {
     await charge?.(meta.bytes);
     // Held from here until the stream ends, fails or is dropped: a client that reads nothing holds
     // its connection to the store for as long as it stays (see `download-slots.ts`).
-    const release = this.downloads.take(reader.workspace, reader.kind === 'agent' ? reader.agent : `@${reader.member ?? ''}`);
+    // With the process's downloads all under way, one may be taken back for a workspace holding
+    // fewer (see ConcurrentSlots): its stream fails, which cuts its answer off.
+    let takenBack: AgentDbError | undefined;
+    let stream: Readable | undefined;
+    const end = () => {
+      takenBack = downloadTakenBack();
+      stream?.destroy(takenBack);
+    };
+    const release = this.downloads.take(reader.workspace, reader.kind === 'agent' ? reader.agent : `@${reader.member ?? ''}`, end);
     const body = await this.store.get(dataKey(reader.workspace, id)).catch((err) => {
       release();
       // Pruned between the two reads.
       if ((err as AgentDbError).code === 'NOT_FOUND') throw new AgentDbError('RESULT_EXPIRED', `result ${id} expired at ${meta.expiresAt}`);
       throw err;
     });
+    if (takenBack) {
+      body.destroy();
+      throw takenBack;
+    }
+    stream = body;
     body.once('close', release);
     body.once('end', release);
     body.once('error', release);

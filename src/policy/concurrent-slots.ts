@@ -8,14 +8,28 @@ export interface SlotBounds {
 /** Which bound a step met, and how many were under way there. */
 export type SlotBound = { of: 'caller' | 'workspace' | 'process'; underWay: number };
 
+/** A slot that may be taken back: how to end its step, and how to give the slot back. */
+interface Endable {
+  readonly end: () => void;
+  readonly release: () => void;
+}
+
 /**
  * Counts steps under way (CSV exports, downloads of offloaded results) so that no caller and no
  * workspace holds more than its bounds of what the process shares with every workspace. One per
  * process and kind of step; {@link take} gives a slot or throws what `refuse` makes of the bound met.
+ *
+ * The process's total is shared fairly: with it full, a workspace asking for a slot takes back the
+ * oldest endable slot of the workspace holding the most, when that one holds at least two more
+ * than the asker. Without it, eight workspaces whose clients read nothing held all 64 export slots
+ * for as long as they liked, and every other workspace was refused (session 35, T14/T15); now
+ * refusing one takes as many workspaces holding slots as the total has slots.
  */
 export class ConcurrentSlots {
   private readonly byCaller = new Map<string, number>();
   private readonly byWorkspace = new Map<string, number>();
+  // Each workspace's endable slots, oldest first (a Set keeps insertion order).
+  private readonly endable = new Map<string, Set<Endable>>();
   private all = 0;
 
   constructor(
@@ -23,30 +37,72 @@ export class ConcurrentSlots {
     private readonly refuse: (bound: SlotBound) => Error,
   ) {}
 
-  /** A slot for one step of `caller` in `workspace`; the function returned gives it back (once, however often called). */
-  take(workspace: string, caller: string): () => void {
+  /**
+   * A slot for one step of `caller` in `workspace`; the function returned gives it back (once,
+   * however often called). With `end`, the slot may be taken back for another workspace while the
+   * process is full: it is given back first, then `end` is called (once) to stop the step.
+   */
+  take(workspace: string, caller: string, end?: () => void): () => void {
     const callerKey = `${workspace}\n${caller}`;
     const mine = this.byCaller.get(callerKey) ?? 0;
     const ours = this.byWorkspace.get(workspace) ?? 0;
     if (mine >= this.bounds.perCaller) throw this.refuse({ of: 'caller', underWay: mine });
     if (ours >= this.bounds.perWorkspace) throw this.refuse({ of: 'workspace', underWay: ours });
-    if (this.all >= this.bounds.total) throw this.refuse({ of: 'process', underWay: this.all });
+    if (this.all >= this.bounds.total && !this.takeBack(ours)) throw this.refuse({ of: 'process', underWay: this.all });
     this.byCaller.set(callerKey, mine + 1);
     this.byWorkspace.set(workspace, ours + 1);
     this.all += 1;
     let held = true;
-    return () => {
+    const slot: Endable | undefined = end && { end, release: () => release() };
+    if (slot) {
+      const set = this.endable.get(workspace) ?? new Set();
+      set.add(slot);
+      this.endable.set(workspace, set);
+    }
+    const release = () => {
       if (!held) return;
       held = false;
       this.all -= 1;
       down(this.byCaller, callerKey);
       down(this.byWorkspace, workspace);
+      const set = slot && this.endable.get(workspace);
+      if (set && slot) {
+        set.delete(slot);
+        if (!set.size) this.endable.delete(workspace);
+      }
     };
+    return release;
   }
 
   /** Steps under way in the process (tests, figures). */
   get size(): number {
     return this.all;
+  }
+
+  /**
+   * Ends the oldest endable slot of the workspace holding the most, if it holds at least two more
+   * than `ours` (the asker's): so slots move only towards an even share, never back and forth.
+   */
+  private takeBack(ours: number): boolean {
+    let most: Set<Endable> | undefined;
+    let mostHeld = ours + 1;
+    for (const [workspace, set] of this.endable) {
+      const held = this.byWorkspace.get(workspace) ?? 0;
+      if (held > mostHeld) {
+        most = set;
+        mostHeld = held;
+      }
+    }
+    const oldest = most?.values().next().value;
+    if (!oldest) return false;
+    oldest.release();
+    // The step's own failure to stop must not refuse the asker: its slot is given back already.
+    try {
+      oldest.end();
+    } catch {
+      // Nothing to do: the slot is free whatever its step did.
+    }
+    return true;
   }
 }
 

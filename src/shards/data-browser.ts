@@ -7,7 +7,7 @@ import type { DescribeResult } from '../sqlite/sqlite-describe.ts';
 import type { DatabaseFigures } from '../sqlite/sqlite-figures.ts';
 import { LOOKUP_POINTS, type RateRefusal } from '../calls/call-rate-limits.ts';
 import type { ShardOpClient } from './shard-op-client.ts';
-import { ExportSlots } from './export-slots.ts';
+import { ExportSlots, exportTakenBack } from './export-slots.ts';
 
 /** Where one chunk of an export starts and ends (see `csvChunk`). */
 interface CsvRange {
@@ -187,7 +187,10 @@ export class DataBrowser {
    * through the queue, and exports ran at 0.45 of better-sqlite3 writing the CSV directly). A
    * range that does not fit in one chunk is continued before the ones after it. At most two
    * chunks wait in memory besides the one being sent, never the table. `onTotal` hears the row
-   * count with the first chunk. The export holds one of `by`'s slots (export-slots.ts) from its
+   * count with the first chunk. `stop` is called if the export's slot is taken back for another
+   * workspace while the process runs all the exports it may (export-slots.ts): the consumer ends
+   * the download there (a slow reader would otherwise take the next chunk only much later), and the
+   * next `next()` throws RATE_LIMITED. The export holds one of `by`'s slots (export-slots.ts) from its
    * first chunk asked for until it ends in any way: done, failed, or stopped by its consumer.
    * An export stops before a chunk that would take it past `exportMaxBytes`: a view's rows have no
    * bound of their own (an endless recursive view streamed on at ~5 MB/s, holding the database's
@@ -196,9 +199,13 @@ export class DataBrowser {
    * AgentDbError NOT_PERMITTED, before that, for a database not of `by`'s workspace; AgentDbError
    * RESOURCE_LIMIT past `exportMaxBytes`.
    */
-  async *csv(db: string, table: string, by: DataReader, onTotal?: (rows: number) => void): AsyncGenerator<string> {
+  async *csv(db: string, table: string, by: DataReader, onTotal?: (rows: number) => void, stop?: () => void): AsyncGenerator<string> {
     checkMemberDatabase(by, db);
-    const release = this.exports.take(by.workspace, by.member);
+    let takenBack = false;
+    const release = this.exports.take(by.workspace, by.member, () => {
+      takenBack = true;
+      stop?.();
+    });
     const size = this.opts.csvChunkChars ? { maxChars: this.opts.csvChunkChars } : {};
     const fetch = (range: CsvRange) => this.run(db, 'browse.csv', { table, ...range, ...size }) as Promise<CsvChunk>;
     // In output order: chunks asked for, then ranges not asked for yet. The last range is open
@@ -222,6 +229,7 @@ export class DataBrowser {
         const head = asked.shift();
         if (!head) return;
         const chunk = await head.chunk;
+        if (takenBack) throw exportTakenBack(table);
         if (chunk.total !== undefined) onTotal?.(chunk.total);
         const { next, bounds } = chunk;
         if (head.range.until) {

@@ -31,6 +31,13 @@ export class ExportsBusyError extends AgentDbError {
   }
 }
 
+/** RATE_LIMITED for an export whose slot was taken back for another workspace's (the process was full). */
+export function exportTakenBack(table: string): ExportsBusyError {
+  return new ExportsBusyError(
+    `the export of ${JSON.stringify(table)} was stopped, not completed: the server was running all the CSV downloads it runs at once and gave this one's place to another workspace, yours having more under way; try again in ${EXPORT_RETRY_AFTER_S} s`,
+  );
+}
+
 /** Counts exports under way; {@link take} gives a slot or refuses. One per process. */
 export class ExportSlots {
   private readonly slots: ConcurrentSlots;
@@ -46,11 +53,12 @@ export class ExportSlots {
 
   /**
    * A slot for one export by `member` of `workspace`; the function returned gives it back (once,
-   * however often it is called).
+   * however often it is called). With `end`, the slot may be taken back while the process is full
+   * for a workspace holding at least two fewer (see ConcurrentSlots): `end` then stops the export.
    * @throws ExportsBusyError (RATE_LIMITED) past a bound, saying which.
    */
-  take(workspace: string, member: string): () => void {
-    return this.slots.take(workspace, member);
+  take(workspace: string, member: string, end?: () => void): () => void {
+    return this.slots.take(workspace, member, end);
   }
 
   /** Exports under way in the process (tests, figures). */

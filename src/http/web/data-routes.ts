@@ -236,7 +236,10 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
       await chargeView(deps, member, 'an export');
       // Past the member's, the workspace's or the process's bound of exports at once, the first
       // `next()` refuses (RATE_LIMITED, 429 with Retry-After) and the page says so.
-      chunks = deps.browser.csv(db, request.query.table, { workspace: member.workspace, member: member.name }, (n) => (total = n));
+      // A slot taken back for another workspace (the process full) ends the answer at once: its
+      // reader may be one that takes nothing, and would never ask for the chunk that says so.
+      const stop = () => void reply.raw.destroy();
+      chunks = deps.browser.csv(db, request.query.table, { workspace: member.workspace, member: member.name }, (n) => (total = n), stop);
       // The first chunk before any header: a missing table is still an error page, not a
       // broken download, and the row count can go in a header for the progress bar.
       first = await chunks.next();
