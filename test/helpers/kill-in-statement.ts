@@ -33,8 +33,8 @@ export function childrenOf(pid: number): number[] {
   return pids;
 }
 
-/** Whether process `pid` holds `file` open (a child that opened the database it runs on). */
-function holds(pid: number, file: string): boolean {
+/** Whether process `pid` holds `file` open (a child that opened the database it runs on; false once it is gone). */
+export function holds(pid: number, file: string): boolean {
   try {
     return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
       try {

@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { holds } from '../helpers/kill-in-statement.ts';
 
 // Issue 25 part 6(b): executor children SIGKILLed at random points around commits (before the
 // write reaches a child, while it runs, just after it commits) and while idle, through the queue
@@ -58,21 +58,6 @@ function inFile(callId: string): { rows: number; recorded: boolean } {
     return { rows, recorded };
   } finally {
     outside.close();
-  }
-}
-
-/** Whether process `pid` has the database file open (false once it is gone). */
-function holdsFile(pid: number): boolean {
-  try {
-    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
-      try {
-        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === file;
-      } catch {
-        return false;
-      }
-    });
-  } catch {
-    return false;
   }
 }
 
@@ -165,7 +150,7 @@ describe('executor children killed around commits', () => {
       // that passes it on unread) and marked it started: the write's child holds it already,
       // each fresh child opens it to read the record, and waits there in the checkpoint.
       const pid = last;
-      await expect.poll(() => holdsFile(pid), { interval: 5, timeout: 10_000 }).toBe(true);
+      await expect.poll(() => holds(pid, file), { interval: 5, timeout: 10_000 }).toBe(true);
       process.kill(last, 'SIGKILL');
     }
     snapshot.exec('COMMIT');
