@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { ErrorCode } from '../errors.ts';
-import { appendEvent } from '../redis/events.ts';
+import { appendEvent, execEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
@@ -200,8 +200,7 @@ export class ApprovalService {
       approval: eventSummary(decided),
       at: Date.now(),
     });
-    const failed = (await this.store.markAnnounced(multi, decided.id).exec())?.find(([err]) => err);
-    if (failed) throw failed[0];
+    await execEvent(this.store.markAnnounced(multi, decided.id));
     await this.wake(decided);
   }
 

@@ -13,7 +13,7 @@ import type { CallJobData } from '../contracts/call.ts';
 import { callerSinceOf, callKeyOf } from '../contracts/call-identity.ts';
 import type { DropObject } from '../contracts/drop-object.ts';
 import type { Effect } from '../contracts/effect.ts';
-import { appendEvent, publishEvent } from '../redis/events.ts';
+import { appendEvent, execEvent, publishEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { AgentKeyRing } from '../registry/agent-keys.ts';
 import { AgentRegistry } from '../registry/agents.ts';
@@ -235,8 +235,7 @@ export class CallParking {
     // One transaction: a reader that sees the event sees the mark (a runtime told of it, then
     // asking, must not find the call unannounced), and a crash leaves neither or both.
     const multi = appendEvent(this.deps.redis.multi(), this.deps.keys.events, event);
-    const failed = (await this.deps.store.markRequested(multi, approval.id).exec())?.find(([err]) => err);
-    if (failed) throw failed[0];
+    await execEvent(this.deps.store.markRequested(multi, approval.id));
   }
 
   /**

@@ -110,6 +110,12 @@ export function appendEvent(multi: ChainableCommander, streamKey: string, event:
   return multi.xadd(streamKey, 'MAXLEN', '~', STREAM_MAX_LEN, '*', 'type', event.type, 'data', JSON.stringify(event));
 }
 
+/** Runs a transaction made with {@link appendEvent}; throws the first of its commands' errors. */
+export async function execEvent(multi: ChainableCommander): Promise<void> {
+  const failed = (await multi.exec())?.find(([err]) => err);
+  if (failed) throw failed[0];
+}
+
 /** Parses one XREAD/XRANGE entry. */
 export function parseEntry([id, fields]: [string, string[]]): StreamedEvent | undefined {
   const i = fields.indexOf('data');
