@@ -18,7 +18,8 @@ export interface Effect {
    * preview and the run (`sqlite/effect-volatile.ts`): a volatile DEFAULT (CURRENT_TIMESTAMP,
    * randomblob()) of a column the statement does not name, the rowid SQLite assigns, a column
    * set to an expression of only literals, the clock and randomness, and a written value that
-   * reads as a time of the recording's own clock. Any other difference changes the digest.
+   * reads as the instant the run read the clock at (a CTAS: a time of its recording's window), its
+   * form (type, text shape) bound. Any other difference changes the digest.
    */
   digest: string;
   /** For a drop: the object removed, with its schema and row count. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
 import { ShownRows } from './effect-cut.ts';
-import { clockValue, clockWrites } from './effect-clock.ts';
+import { clockForm, clockWrites, recordingWindow } from './effect-clock.ts';
 import { volatileCreatedColumns } from './select-volatile.ts';
 import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
 import { effectValue, exactValue } from './effect-exact.ts';
@@ -46,7 +46,9 @@ export class CreatedRows {
 
   /** Every row of every table made since, as inserts (digest over all of them, rows as `limits` keep). */
   read(limits: EffectLimits): Effect {
-    const clock = { start: this.started, end: Date.now() };
+    // No trigger can read the instant the run read the clock at (the table is made by the statement):
+    // a time of the recording's window is left out, bound to its form.
+    const clock = recordingWindow(this.started, Date.now());
     const made = (trusted(this.db, AGENT_TABLES).pluck().all() as string[]).filter((n) => !this.before.has(n)).sort();
     const hash = createHash('sha256');
     const tables: Effect['tables'] = [];
@@ -85,7 +87,12 @@ export class CreatedRows {
             'insert',
             [VOLATILE],
             null,
-            after.map((v, i) => (v !== null && (this.volatile.has(i) || (this.clock && clockValue(v, clock))) ? VOLATILE : exact(v, i))),
+            after.map((v, i) => {
+              if (v === null) return v;
+              if (this.volatile.has(i)) return VOLATILE;
+              const form = this.clock ? clockForm(v, raw[i + 1], clock) : undefined;
+              return form === undefined ? exact(v, i) : { ...VOLATILE, clock: form };
+            }),
           ]),
         );
         if (shown.full) continue;

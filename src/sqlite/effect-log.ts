@@ -30,14 +30,19 @@ export interface EffectLog {
   keys: number;
   /** Values each log table holds (the last holds the rest). */
   perPart: number;
+  /** Each log table's columns as read back: `fx_seq`, `fx_op`, the key's, its values'. */
+  read: string[];
+  /** Whether the first log table keeps the instant of the statement's run (`fx_now`). */
+  now: boolean;
 }
 
 /**
  * Makes the log of `table` (temporary tables and triggers named from `name`, which must be
  * agentdb's own prefix) and its triggers. `key` is what OLD/NEW know the key by; with `rowid`,
- * the rowid after each change is kept as the last value.
+ * the rowid after each change is kept as the last value. With `now`, each entry also keeps the
+ * instant SQLite gives the statement's clock calls (`logInstant`).
  */
-export function installLog(db: Database, name: string, table: string, key: string[], columns: string[], rowid: boolean): EffectLog {
+export function installLog(db: Database, name: string, table: string, key: string[], columns: string[], rowid: boolean, now = false): EffectLog {
   const width = columns.length * 2 + (rowid ? 1 : 0);
   // A WITHOUT ROWID table's key may be wide too: every part holds it.
   const perPart = Math.max(1, Math.min(MAX_LOG_VALUES, MAX_TABLE_COLUMNS - key.length));
@@ -49,9 +54,16 @@ export function installLog(db: Database, name: string, table: string, key: strin
   // visits every live statement of the connection at each schema change, so 200 tables' 800
   // statements made each preview slower than the last.
   const ddl: string[] = [];
+  const read: string[] = [];
+  // The clock a trigger reads is the statement's: SQLite reads it once per run of a statement
+  // (sqlite3StmtCurrentTime), for every function of its program and of its triggers' subprograms.
+  const nowSlot = (p: number) => (now && p === 0 ? ['fx_now'] : []);
   for (const [p, part] of parts.entries()) {
     const slots = [...keySlots, ...valueSlots(p)];
-    ddl.push(`CREATE TEMP TABLE temp.${quoteIdentifier(part)}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${slots.map((s) => `, ${s}`).join('')});`);
+    read.push(['fx_seq', 'fx_op', ...slots].join(', '));
+    ddl.push(
+      `CREATE TEMP TABLE temp.${quoteIdentifier(part)}(fx_seq INTEGER PRIMARY KEY, fx_op TEXT${[...slots, ...nowSlot(p)].map((s) => `, ${s}`).join('')});`,
+    );
   }
   const on = `main.${quoteIdentifier(table)}`;
   const cols = (side: 'OLD' | 'NEW' | null) => columns.map((c) => (side ? `${side}.${quoteIdentifier(c)}` : 'NULL'));
@@ -60,9 +72,10 @@ export function installLog(db: Database, name: string, table: string, key: strin
   const triggers: string[] = [];
   const trigger = (op: 'insert' | 'update' | 'delete', keys: string[], values: string[]) => {
     const inserts = parts.map((part, p) => {
-      const slots = [...keySlots, ...valueSlots(p)];
+      const slots = [...keySlots, ...valueSlots(p), ...nowSlot(p)];
       const chunk = values.slice(p * perPart, (p + 1) * perPart);
-      return `INSERT INTO temp.${quoteIdentifier(part)}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${[...keys, ...chunk].join(', ')});`;
+      const clock = now && p === 0 ? [`strftime('%Y-%m-%d %H:%M:%f', 'now')`] : [];
+      return `INSERT INTO temp.${quoteIdentifier(part)}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${[...keys, ...chunk, ...clock].join(', ')});`;
     });
     const triggerName = `${name}_${op}`;
     ddl.push(`CREATE TEMP TRIGGER ${quoteIdentifier(triggerName)} AFTER ${op.toUpperCase()} ON ${on} BEGIN ${inserts.join(' ')} END;`);
@@ -72,7 +85,16 @@ export function installLog(db: Database, name: string, table: string, key: strin
   trigger('update', keyOf('OLD'), [...cols('OLD'), ...cols('NEW'), ...after('NEW')]);
   trigger('delete', keyOf('OLD'), [...cols('OLD'), ...cols(null), ...after(null)]);
   db.exec(ddl.join('\n'));
-  return { parts, triggers, keys: key.length, perPart };
+  return { parts, triggers, keys: key.length, perPart, read, now };
+}
+
+/** The instant the statement's run read the clock at, as its log kept it (`now`): undefined with no entry. */
+export function logInstant(db: Database, log: EffectLog): string | undefined {
+  if (!log.now) return undefined;
+  return db
+    .prepare(`SELECT fx_now FROM temp.${quoteIdentifier(log.parts[0]!)} LIMIT 1`)
+    .pluck()
+    .get() as string | undefined;
 }
 
 /** Entries per operation. */
@@ -92,10 +114,10 @@ export function logCounts(db: Database, log: EffectLog): { insert: number; updat
  * read in that order, which `fx_seq` makes total, so their rows line up.
  */
 export function* logEntries(db: Database, log: EffectLog, order: string): Generator<unknown[]> {
-  const cursors = log.parts.map((part) =>
+  const cursors = log.parts.map((part, p) =>
     (
       db
-        .prepare(`SELECT * FROM temp.${quoteIdentifier(part)} ORDER BY ${order}`)
+        .prepare(`SELECT ${log.read[p]} FROM temp.${quoteIdentifier(part)} ORDER BY ${order}`)
         .raw(true)
         .safeIntegers(true)
         .iterate() as IterableIterator<unknown[]>

@@ -6,8 +6,8 @@ import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
 import { asciiLower } from '../guard/tokenizer.ts';
 import { ShownRows } from './effect-cut.ts';
-import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex } from './effect-log.ts';
-import { type ClockWindow, clockValue, clockWrites } from './effect-clock.ts';
+import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex, logInstant } from './effect-log.ts';
+import { clockForm, clockWrites, instant, recordingWindow } from './effect-clock.ts';
 import { actionColumns, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
 import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
@@ -159,7 +159,7 @@ export class EffectRecorder {
   private install(w: Watched): void {
     // A rowid table's log also keeps the rowid a row has after the change: an UPDATE that sets
     // `rowid` changes no column, and its new rowid was neither shown nor bound (session 34, R8).
-    w.installed = installLog(this.db, w.log, w.table, w.key, w.columns, w.rowid);
+    w.installed = installLog(this.db, w.log, w.table, w.key, w.columns, w.rowid, this.clock);
   }
 
   /**
@@ -168,7 +168,11 @@ export class EffectRecorder {
    * rows `limits` keep.
    */
   read(limits: EffectLimits): Effect {
-    const clock: ClockWindow = { start: this.started, end: Date.now() };
+    // The one instant the run read the clock at, kept by the log (every entry has the same): a value
+    // is left out as a time only when it is that instant. Else any time of the window was, a copied
+    // one too: another caller could swap it for another of thousands (session 36, R10).
+    const kept = this.clock ? this.watched.map((w) => logInstant(this.db, w.installed!)).find((v) => v !== undefined) : undefined;
+    const clock = (kept === undefined ? undefined : instant(kept)) ?? recordingWindow(this.started, Date.now());
     const hash = createHash('sha256');
     const tables: EffectTable[] = [];
     const shown = new ShownRows(limits);
@@ -201,19 +205,20 @@ export class EffectRecorder {
         // made as it runs (effect-volatile.ts), VOLATILE in the preview and the run alike. Never a
         // NULL (it may mean "not yet"); the clock's test only on a cell the row changed (one left
         // as it was is bound by its before value, and may be a time of one window, not the other).
-        const made = (values: EffectValue[], onInsert: boolean[]) =>
-          values.map((v, i) =>
-            v !== null &&
-            ((op === 'insert' ? onInsert[i] : w.madeByStatement[i]) || (this.clock && (op === 'insert' || !sameValue(v, before![i]!)) && clockValue(v, clock)))
-              ? VOLATILE
-              : v,
-          );
+        // A time is bound to its form (`clockForm`): text shown must not commit as an INTEGER.
+        const made = (values: EffectValue[], onInsert: boolean[], at: number) =>
+          values.map((v, i) => {
+            if (v === null) return v;
+            if (op === 'insert' ? onInsert[i] : w.madeByStatement[i]) return VOLATILE;
+            const form = this.clock && (op === 'insert' || !sameValue(v, before![i]!)) ? clockForm(v, raw[2 + at + i], clock) : undefined;
+            return form === undefined ? v : { ...VOLATILE, clock: form };
+          });
         // Values that read alike but are not the same are bound as what they are (`exactValue`);
         // a text's bad bytes are read from the log.
         const exact = (values: unknown[], at: number) =>
           values.map((v, i) => exactValue(v, raw[2 + at + i], () => logHex(this.db, w.installed!, raw[0], at + i)));
-        const boundKey = exact(op === 'insert' ? made(keyValues, w.keyMadeOnInsert) : keyValues, 0);
-        const bound = [op, boundKey, before && exact(before, nk), after && exact(made(after, w.madeOnInsert), nk + nc)];
+        const boundKey = exact(op === 'insert' ? made(keyValues, w.keyMadeOnInsert, 0) : keyValues, 0);
+        const bound = [op, boundKey, before && exact(before, nk), after && exact(made(after, w.madeOnInsert, nk + nc), nk + nc)];
         // Only a row that moved adds its new rowid: every other row's digest is as it was.
         hash.update(JSON.stringify(movedTo === undefined ? bound : [...bound, { movedTo }]));
         if (shown.full) continue;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { clockValue } from '../../src/sqlite/effect-clock.ts';
+import type { EffectValue } from '../../src/contracts/effect.ts';
+import { clockForm, instant, recordingWindow } from '../../src/sqlite/effect-clock.ts';
 import { namedColumns, volatileAssignments, volatileDefault } from '../../src/sqlite/effect-volatile.ts';
 
 describe('what an effect digest may leave out', () => {
@@ -65,21 +66,37 @@ describe('what an effect digest may leave out', () => {
 
   it('reads a time of the recording clock in the forms SQLite writes it, and nothing else', () => {
     const now = Date.now();
-    const w = { start: now, end: now + 5 };
+    const w = recordingWindow(now, now + 5);
     const iso = new Date(now).toISOString();
-    for (const v of [
-      iso,
-      iso.slice(0, 19).replace('T', ' '),
-      iso.slice(0, 10),
-      iso.slice(11, 19),
-      Math.floor(now / 1000),
-      now,
-      now / 1000,
-      now / 86400000 + 2440587.5,
-    ])
-      expect(clockValue(v, w), String(v)).toBe(true);
+    const raw = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : v);
+    const forms: [unknown, string][] = [
+      [iso, 'text:9999-99-99T99:99:99.999Z'],
+      [iso.slice(0, 19).replace('T', ' '), 'text:9999-99-99 99:99:99'],
+      [iso.slice(0, 10), 'text:9999-99-99'],
+      [iso.slice(11, 19), 'text:99:99:99'],
+      [Math.floor(now / 1000), 'integer:s'],
+      [now, 'integer:ms'],
+      [now / 1000, 'real:s'],
+      [now / 86400000 + 2440587.5, 'real:jd'],
+    ];
+    for (const [v, form] of forms) expect(clockForm(v as EffectValue, raw(v), w), String(v)).toBe(form);
+    // A whole REAL of unix seconds keeps its type in its form.
+    expect(clockForm(Math.floor(now / 1000), Math.floor(now / 1000), w)).toBe('real:s');
     const hourAgo = new Date(now - 3600000).toISOString();
     for (const v of [hourAgo, hourAgo.slice(0, 19).replace('T', ' '), hourAgo.slice(11, 19), Math.floor(now / 1000) - 3600, 'nice', 5, null, { $blob: 'AA==' }])
-      expect(clockValue(v, w), String(v)).toBe(false);
+      expect(clockForm(v as EffectValue, raw(v), w), String(v)).toBeUndefined();
+  });
+
+  it('reads, at the instant a run read the clock, only that instant (session 36, R10)', () => {
+    const at = instant('2026-12-07 15:50:01.234')!;
+    const ms = Date.parse('2026-12-07T15:50:01.234Z');
+    for (const v of ['2026-12-07 15:50:01', '2026-12-07T15:50:01.234Z', '2026-12-07 15:50:01.2', '2026-12-07', '15:50:01', '2026-12-07 15:50'])
+      expect(clockForm(v, v, at), v).toBeDefined();
+    for (const v of [ms, ms - 1, ms + 1, Math.floor(ms / 1000)]) expect(clockForm(v, BigInt(v), at), String(v)).toBeDefined();
+    expect(clockForm(ms / 1000, ms / 1000, at)).toBe('real:s');
+    for (const v of ['2026-12-07 15:50:00', '2026-12-07 15:50:02', '2026-12-07 15:50:01.235', '15:50:02', '2026-12-06'])
+      expect(clockForm(v, v, at), v).toBeUndefined();
+    for (const v of [ms - 2, ms + 2, ms - 1000, Math.floor(ms / 1000) + 1]) expect(clockForm(v, BigInt(v), at), String(v)).toBeUndefined();
+    expect(clockForm(ms / 1000 + 0.002, ms / 1000 + 0.002, at)).toBeUndefined();
   });
 });
