@@ -26,13 +26,13 @@ export function recordingWindow(start: number, end: number): ClockWindow {
 }
 
 /**
- * The instant SQLite gave every clock call of the statement's run, from the text
- * `strftime('%Y-%m-%d %H:%M:%f', 'now')` read in that run: SQLite reads the clock once per run of
- * a statement (`sqlite3StmtCurrentTime`), triggers and DEFAULTs included.
+ * The instant SQLite gave every clock call of the statement's run, from `julianday('now')` read in
+ * that run (SQLite keeps the instant as whole milliseconds of the Julian day): SQLite reads the
+ * clock once per run of a statement (`sqlite3StmtCurrentTime`), triggers and DEFAULTs included.
  */
-export function instant(text: string): ClockWindow | undefined {
-  const ms = Date.parse(`${text.replace(' ', 'T')}Z`);
-  return Number.isNaN(ms) ? undefined : { start: ms, end: ms };
+export function instant(julianDay: number): ClockWindow | undefined {
+  const ms = Math.round((julianDay - 2440587.5) * 86400000);
+  return Number.isFinite(ms) ? { start: ms, end: ms } : undefined;
 }
 
 /**

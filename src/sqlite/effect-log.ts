@@ -74,7 +74,7 @@ export function installLog(db: Database, name: string, table: string, key: strin
     const inserts = parts.map((part, p) => {
       const slots = [...keySlots, ...valueSlots(p), ...nowSlot(p)];
       const chunk = values.slice(p * perPart, (p + 1) * perPart);
-      const clock = now && p === 0 ? [`strftime('%Y-%m-%d %H:%M:%f', 'now')`] : [];
+      const clock = now && p === 0 ? [`julianday('now')`] : [];
       return `INSERT INTO temp.${quoteIdentifier(part)}(fx_op${slots.map((s) => `, ${s}`).join('')}) VALUES('${op}', ${[...keys, ...chunk, ...clock].join(', ')});`;
     });
     const triggerName = `${name}_${op}`;
@@ -89,12 +89,12 @@ export function installLog(db: Database, name: string, table: string, key: strin
 }
 
 /** The instant the statement's run read the clock at, as its log kept it (`now`): undefined with no entry. */
-export function logInstant(db: Database, log: EffectLog): string | undefined {
+export function logInstant(db: Database, log: EffectLog): number | undefined {
   if (!log.now) return undefined;
   return db
     .prepare(`SELECT fx_now FROM temp.${quoteIdentifier(log.parts[0]!)} LIMIT 1`)
     .pluck()
-    .get() as string | undefined;
+    .get() as number | undefined;
 }
 
 /** Entries per operation. */
