@@ -43,6 +43,12 @@ describe('a value that reads as now is left out only as the instant the statemen
       t.meanwhile(`UPDATE src SET v = ${Date.now() - 1}`);
       expect(t.approvedRun(sql, fx.digest), sql).toMatchObject({ code: 'APPROVAL_STALE' });
     }
+    // A CREATE TABLE … AS SELECT has no trigger to read the instant: a time of the moments it ran.
+    const ctas = 'CREATE TABLE c AS SELECT CURRENT_TIMESTAMP AS at, v FROM src';
+    t.meanwhile(`UPDATE src SET v = ${Date.now() - 50}`);
+    const fx = previewEffect(t.db, ctas, [], LIMITS, FX);
+    t.meanwhile(`UPDATE src SET v = ${Date.now() - 50}`);
+    expect(t.approvedRun(ctas, fx.digest)).toMatchObject({ code: 'APPROVAL_STALE' });
   });
 
   it('asks again when the clock would write the time in another form than the person was shown', () => {
