@@ -173,9 +173,8 @@ export class EffectRecorder {
    * rows `limits` keep.
    */
   read(limits: EffectLimits): Effect {
-    // The one instant the run read the clock at, kept by the log (every entry has the same): a value
-    // is left out as a time only when it is that instant. Else any time of the window was, a copied
-    // one too: another caller could swap it for another of thousands (session 36, R10).
+    // The one instant the run read the clock at, as the log kept it: a time is left out only as that
+    // instant (any of the window's was, a copied one too: session 36, R10).
     const kept = this.clock ? this.watched.map((w) => logInstant(this.db, w.installed!)).find((v) => v !== undefined) : undefined;
     const clock = (kept === undefined ? undefined : instant(kept)) ?? recordingWindow(this.started, Date.now());
     const hash = createHash('sha256');
@@ -210,13 +209,12 @@ export class EffectRecorder {
         // made as it runs (effect-volatile.ts), VOLATILE in the preview and the run alike. Never a
         // NULL (it may mean "not yet"); the clock's test only on a cell the row changed (one left
         // as it was is bound by its before value, and may be a time of one window, not the other).
-        // A time is bound to its form (`clockForm`): text shown must not commit as an INTEGER.
         const made = (values: EffectValue[], onInsert: boolean[], at: number) =>
           values.map((v, i) => {
             if (v === null) return v;
             if (op === 'insert' ? onInsert[i] : w.madeByStatement[i]) return VOLATILE;
             const form = this.clock && (op === 'insert' || !sameValue(v, before![i]!)) ? clockForm(v, raw[2 + at + i], clock) : undefined;
-            return form === undefined ? v : { ...VOLATILE, clock: form };
+            return form === undefined ? v : { ...VOLATILE, clock: form }; // bound to its form: text shown never commits as an INTEGER
           });
         // Values that read alike but are not the same are bound as what they are (`exactValue`);
         // a text's bad bytes are read from the log.
