@@ -28,6 +28,7 @@ export function restoredText(r: RestoreResult, req: { through?: string; before?:
         : `restored ${r.database} ${kept}`,
   ];
   if (upkeep && r.kept && req.undo === undefined) lines.push(keptEntryLine(r.kept));
+  if (r.tookAway && req.undo === undefined) lines.push(tookAwayLine(r, r.tookAway));
   if (r.discardsCommits) lines.push(`it discarded the ${r.discardsCommits} commit${r.discardsCommits === 1 ? '' : 's'} made since the restore it undid`);
   if (r.undoId) lines.push(`undo id ${r.undoId}: agentdb restore ${r.database} --undo ${r.undoId} puts back what was there before`);
   return `${lines.join('\n')}\n`;
@@ -38,6 +39,21 @@ const UPKEEP = ": agentdb's own upkeep, listed by agentdb history --all-commits"
 /** Whether the state kept (`keeps`) is agentdb's upkeep after the newest entry kept, which `agentdb history` leaves out. */
 function isUpkeep(kept: ActivityEntry | undefined, keeps: string | undefined): boolean {
   return kept !== undefined && keeps !== undefined && kept.id !== keeps;
+}
+
+/**
+ * What a restore done took away in place (a fork: left out), counted, with the command that lists
+ * those entries (session 36, N13: past a page of the list it printed only a position).
+ */
+function tookAwayLine(r: RestoreResult, took: NonNullable<RestoreResult['tookAway']>): string {
+  const n = took.entries;
+  const entries = `${n} activity entr${n === 1 ? 'y' : 'ies'}`;
+  const above = r.kept ? `, above position ${r.kept.id}` : '';
+  const them = n === 1 ? 'it' : 'them';
+  if (r.into)
+    return `it left out the newest ${n === 1 ? '' : `${n} `}activity entr${n === 1 ? 'y' : 'ies'} of ${r.database}: agentdb activity ${r.database} lists ${them}, newest first${above}`;
+  if (!n) return 'it took away no activity entry';
+  return `it took away ${entries}: agentdb activity ${r.database}${took.listedBefore ? ` --before ${took.listedBefore}` : ''} lists ${them}, newest first${above}`;
 }
 
 /** The newest activity entry a restore keeps, a line: its time, who, tool, what and position. */
@@ -104,9 +120,10 @@ export function dryRunText(r: RestoreResult): string {
         r.into ? 'the new database would hold every entry of the activity list' : 'it takes nothing away: no entry of the activity list is after that moment',
       );
     else {
+      const count = after.count ?? after.entries.length;
       lines.push(
         '',
-        `${r.into ? `${r.into} would leave out` : 'it would take away'} ${after.more ? `at least ${after.entries.length}` : after.entries.length} entr${after.entries.length === 1 && !after.more ? 'y' : 'ies'}, newest first:`,
+        `${r.into ? `${r.into} would leave out` : 'it would take away'} ${after.count === undefined && after.more ? 'at least ' : ''}${count} entr${count === 1 ? 'y' : 'ies'}, ${after.more ? `the newest ${after.entries.length} first` : 'newest first'}:`,
         ['time', 'by', 'tool', 'rows', 'what', 'position'].join('\t'),
       );
       for (const e of after.entries)
@@ -115,7 +132,12 @@ export function dryRunText(r: RestoreResult): string {
             '\t',
           ),
         );
-      if (after.more) lines.push(`(and more: agentdb activity ${r.database} lists them all)`);
+      if (after.more) {
+        // The command that goes on from the last one shown, and where to stop: the entry kept.
+        const rest = after.count === undefined ? 'more' : `${after.count - after.entries.length} more`;
+        const stop = after.kept ? `, above position ${after.kept.id}` : '';
+        lines.push(`(and ${rest}: agentdb activity ${r.database} --before ${after.entries.at(-1)!.id} lists them, newest first${stop})`);
+      }
     }
   }
   return `${lines.join('\n')}\n`;

@@ -112,11 +112,14 @@ export class AgentToolset {
    */
   static async open(client: AgentDbClient, opts: AgentToolsOptions): Promise<AgentToolset> {
     const who = `${opts.workspace}/${opts.agent}`;
+    const register = `agentdb agents set --workspace ${opts.workspace} --agent ${opts.agent} --database agent`;
     const agent = await client.registeredAgent(opts.workspace, opts.agent);
     if (!agent)
       throw new AgentDbError(
         'NOT_FOUND',
-        `Agent ${who} is not registered under prefix "${client.where.prefix}" at ${client.where.redisUrl}: the server's AGENTDB_PREFIX and REDIS_URL must match the client's; else run "agentdb agents set --workspace ${opts.workspace} --agent ${opts.agent}" first.`,
+        // With its database named: `agents set` without --database registers it off, which
+        // `open` then refuses (session 36, N13: the command suggested here led to that refusal).
+        `Agent ${who} is not registered under prefix "${client.where.prefix}" at ${client.where.redisUrl}: the server's AGENTDB_PREFIX and REDIS_URL must match the client's; else run "${register}" first (--database workspace for the shared tables too).`,
       );
     const surface = agent.surface;
     if (opts.surface && opts.surface !== surface.kind) {
@@ -126,7 +129,11 @@ export class AgentToolset {
       );
     }
     const { database } = agent.settings;
-    if (database === 'off') throw new AgentDbError('DATABASE_OFF', `Agent ${who} is registered with settings.database "off": it has no database tools.`);
+    if (database === 'off')
+      throw new AgentDbError(
+        'DATABASE_OFF',
+        `Agent ${who} is registered with settings.database "off" (the default of agents set without --database): it has no database tools. Run "${register}" (or --database workspace), with its other flags again: agents set replaces the agent's settings.`,
+      );
     if (opts.scope === 'workspace' && (database !== 'workspace' || surface.kind === 'db')) {
       throw new AgentDbError(
         'NOT_PERMITTED',

@@ -6,6 +6,7 @@ import { ActivityHistory } from './activity-history.ts';
 import type { ActivityRows } from './activity-rows.ts';
 import type { Group } from './activity-match.ts';
 import { positionIn, positionToken } from './position-token.ts';
+import { isAfterPosition } from './restore-preview.ts';
 
 export type { HistoryCommit } from './activity-history.ts';
 export type { ActivityRows } from './activity-rows.ts';
@@ -81,6 +82,12 @@ export interface ActivityPage {
    * on a full disk, the commits kept in the WAL). Absent when history holds every one.
    */
   behind?: { writes: number; note: string };
+  /**
+   * Asked with `after` (a restore's state): how many entries are after it in all, of which the
+   * page holds the newest, and `kept`, the newest entry at or before it (absent when none is:
+   * the state is before every entry listed).
+   */
+  taken?: { count: number; kept?: ActivityEntry };
 }
 
 /** Entries a page holds when the caller names no limit, and at most. */
@@ -113,6 +120,12 @@ export interface PageOptions {
   before?: string;
   /** An entry's id: the page starts with it (what a restore `--before` it reads its `restoreBefore` from). Not with `before`. */
   at?: string;
+  /**
+   * A history position (a restore's state): the page holds only the entries after it, newest
+   * first, and `taken` counts them all and names the newest entry kept (session 36, N13: a
+   * restore taking away more than a page named neither). From the top: not with `before` or `at`.
+   */
+  after?: string;
   onRead?: (items: number) => void;
 }
 
@@ -164,15 +177,24 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
   const picked: Item[] = [];
   const walk = itemsFrom(start, held, listed);
   let more = false;
+  const state = opts.after === undefined ? undefined : positionIn(id, opts.after);
+  // With a state, the walk goes on past the page to count what is after it (no rows are read
+  // for those) and stops at the first entry kept.
+  let count = 0;
+  let kept: Item | undefined;
   for (const item of walk) {
-    if (picked.length === limit) {
-      more = true;
+    if (state !== undefined && !isAfterPosition(typeof item === 'number' ? commits[item]!.id : itemId(item), state)) {
+      kept = item;
       break;
     }
-    picked.push(item);
+    count++;
+    if (picked.length === limit) {
+      more = true;
+      if (state === undefined) break;
+    } else picked.push(item);
   }
   const seqOf = (item: Item) => (typeof item === 'number' ? (match[item] === undefined ? undefined : order[match[item]!]!.seq) : item.seq);
-  const wanted = picked.flatMap((item) => seqOf(item) ?? []);
+  const wanted = [...picked, ...(kept !== undefined ? [kept] : [])].flatMap((item) => seqOf(item) ?? []);
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
   // An item as an entry, with its positions plain: `marked` marks them with the database.
   function entryOf(item: Item): ActivityEntry {
@@ -216,6 +238,7 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
     entries,
     ...(more && nextId !== undefined ? { next: positionToken(id, nextId) } : {}),
     ...(writes ? { behind: { writes, note: behindNote(writes) } } : {}),
+    ...(state !== undefined ? { taken: { count, ...(kept !== undefined ? { kept: marked(id, entryOf(kept)) } : {}) } } : {}),
   };
 }
 

@@ -49,6 +49,13 @@ export interface RestoreResult {
    */
   kept?: ActivityEntry;
   /**
+   * A restore done (not an undo): the activity entries it took away in place, listed by the
+   * activity page `before` its own entry (`listedBefore`), down to `kept`; a fork: the entries of
+   * the database it was made from that it leaves out (the newest ones, down to `kept`). Absent
+   * when the list could not be read after it.
+   */
+  tookAway?: { entries: number; listedBefore?: string };
+  /**
    * A dry run: the activity list's entries after that state, newest first — what the restore takes
    * away in place (those an earlier restore undid are gone already), or leaves out of a new
    * database — at most `RESTORE_PREVIEW_ENTRIES`, `more` when there are others.
@@ -56,6 +63,8 @@ export interface RestoreResult {
   after?: {
     entries: ActivityEntry[];
     more: boolean;
+    /** How many entries are after that state in all (absent when the list could not be read). */
+    count?: number;
     note?: string;
     /**
      * The newest entry the restore keeps, when the page reached it. Its id short of `keeps` means

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { agentProfile, type AgentProfile, type AgentProfileInput } from '../contracts/agent-profile.ts';
 import { agentName, workspaceName } from '../contracts/names.ts';
+import { PLANS } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
 
@@ -42,7 +43,10 @@ export class AgentRegistry {
       throw new AgentDbError('INVALID_ARGUMENTS', `${i?.path.join('.')}: ${i?.message}`);
     }
     if (!(await this.redis.hexists(this.keys.workspaces, workspace))) {
-      throw new AgentDbError('NOT_FOUND', `Workspace ${workspace} is not registered: run "agentdb workspaces set --workspace ${workspace} --plan PLAN" first.`);
+      throw new AgentDbError(
+        'NOT_FOUND',
+        `Workspace ${workspace} is not registered: run "agentdb workspaces set --workspace ${workspace} --plan pro" (or ${PLANS.filter((p) => p !== 'pro').join(', ')}) first.`,
+      );
     }
     const now = Date.now();
     const current = await this.get(workspace, slug);

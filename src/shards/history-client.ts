@@ -6,7 +6,7 @@ import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
 import type { RestoreResult } from '../history/restore-result.ts';
-import { RESTORE_PREVIEW_ENTRIES, entriesAfter } from '../history/restore-preview.ts';
+import { RESTORE_PREVIEW_ENTRIES } from '../history/restore-preview.ts';
 import { checkHistoryAdmin, type HistoryCaller } from '../policy/history-admin.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './ops/history-ops.ts';
@@ -180,26 +180,31 @@ export class HistoryClient {
 
   /**
    * A restore done, with the newest activity entry it kept (`kept`), read as its dry run reads it:
-   * its words then name what the dry run named (session 35, N11). The read is the restore's, paid
-   * for by its charge. The restore has run: a list that cannot be read, for whatever reason (a
-   * shard's owner gone since), leaves the answer as it was rather than fail what was done.
+   * its words then name what the dry run named (session 35, N11), and how many entries it took
+   * away (`tookAway`; session 36, N13: past a page it named neither). Read after it ran, the list
+   * holds the restore's own entry above what it undid (its newest restore entry: a second restore
+   * of the database waits for this one's end). The read is the restore's, paid for by its charge.
+   * The restore has run: a list that cannot be read, for whatever reason (a shard's owner gone
+   * since), leaves the answer as it was rather than fail what was done.
    */
   private async withKept(id: string, out: RestoreResult, state: string): Promise<RestoreResult> {
-    const kept = await this.takenAway(id, state).then(
-      (a) => a.kept,
-      () => undefined,
-    );
-    return kept ? { ...out, kept } : out;
+    const read = await this.takenAway(id, state).catch(() => undefined);
+    if (!read || read.count === undefined) return read?.kept ? { ...out, kept: read.kept } : out;
+    const own = out.into === undefined ? read.entries.findIndex((e) => e.kind === 'restore') : -1;
+    const tookAway =
+      out.into !== undefined ? { entries: read.count } : own < 0 ? undefined : { entries: read.count - own - 1, listedBefore: read.entries[own]!.id };
+    return { ...out, ...(read.kept ? { kept: read.kept } : {}), ...(tookAway ? { tookAway } : {}) };
   }
 
   /**
    * What a restore of `id` to history position `state` takes away (or a fork leaves out): the
    * activity list's entries after it, newest first (review low: a dry run gave only counts of
-   * frames and commits). One page of the list, on the shard of the database restored from (a
-   * fork's plan runs on the new database's); past it, `more`.
+   * frames and commits), the newest `RESTORE_PREVIEW_ENTRIES` of them, how many in all, and the
+   * newest entry kept. Read on the shard of the database restored from (a fork's plan runs on the
+   * new database's).
    */
   private async takenAway(id: string, state: string, onRead?: (items: number) => void): Promise<NonNullable<RestoreResult['after']>> {
-    const args = { limit: RESTORE_PREVIEW_ENTRIES + 1 };
+    const args = { limit: RESTORE_PREVIEW_ENTRIES, after: state };
     let page: Partial<ActivityPage> & { refused?: { detail: string }; read?: number };
     try {
       page = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as typeof page;
@@ -209,12 +214,13 @@ export class HistoryClient {
       return { entries: [], more: true, note: `not listed: ${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}` };
     }
     onRead?.(page.read ?? 0);
-    if (!page.entries) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
-    const { after, done, kept } = entriesAfter(page.entries, state);
+    if (!page.entries || !page.taken) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
+    const { count, kept } = page.taken;
     // Writes still waiting for their copy to history are not in the list: say so, or it reads as complete.
     return {
-      entries: after.slice(0, RESTORE_PREVIEW_ENTRIES),
-      more: after.length > RESTORE_PREVIEW_ENTRIES || (!done && page.next !== undefined),
+      entries: page.entries,
+      more: count > page.entries.length,
+      count,
       ...(page.behind ? { note: page.behind.note } : {}),
       ...(kept ? { kept } : {}),
     };

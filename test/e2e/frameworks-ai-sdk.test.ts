@@ -275,6 +275,22 @@ describe('agentdb/ai-sdk', () => {
     await expect(agentDbTools(svc.client, { workspace: 'acme', agent: 'ghost' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
+  it('an agent not registered, or registered without a database, is refused with the command that gives it tools: run as written, it does', async () => {
+    // Session 36, N13: the command NOT_FOUND named registered the agent with database "off", and
+    // DATABASE_OFF then named no command at all.
+    const named = async (agent: string, code: string) => {
+      const err = (await agentDbTools(svc.client, { workspace: 'acme', agent }).catch((e: unknown) => e)) as AgentDbError;
+      expect(err.code).toBe(code);
+      const command = /run "agentdb ([^"]+)"/i.exec(err.message)?.[1];
+      expect(command, err.message).toBeDefined();
+      expect(await svc.cli(...command!.split(' '))).toMatchObject({ code: 0 });
+      return Object.keys((await agentDbTools(svc.client, { workspace: 'acme', agent })).tools);
+    };
+    expect(await named('newcomer', 'NOT_FOUND')).toEqual(['DATA_DESCRIBE_SCHEMA', 'DATA_QUERY_SQL', 'DATA_WRITE_SQL', 'DATA_DROP_TABLE']);
+    expect(await svc.cli('agents', 'set', '--workspace', 'acme', '--agent', 'dark')).toMatchObject({ code: 0 });
+    expect(await named('dark', 'DATABASE_OFF')).toEqual(['DATA_DESCRIBE_SCHEMA', 'DATA_QUERY_SQL', 'DATA_WRITE_SQL', 'DATA_DROP_TABLE']);
+  });
+
   it("an agent not found says where it was looked up (prefix and Redis URL) and never the URL's password", async () => {
     // A client on the wrong prefix: what a user who left out `prefix` sees.
     const other = new AgentDbClient({ redisUrl: 'redis://default:s3cret@127.0.0.1:6379', prefix: 'not-the-servers' });

@@ -132,7 +132,7 @@ describe('agentdb restore', () => {
     expect(out.code, out.stderr).toBe(0);
     // For a person, as its dry run (review R1 low: it printed raw JSON): where it went, and its undo.
     const said = out.stdout.match(
-      /^restored acme\/scout as of (\S+) \(the last commit kept\), position (\S+~[0-9a-f]{8})\nundo id (u[0-9a-z]+): agentdb restore acme\/scout --undo \3 puts back what was there before\n$/,
+      /^restored acme\/scout as of (\S+) \(the last commit kept\), position (\S+~[0-9a-f]{8})\nit took away 1 activity entry: agentdb activity acme\/scout --before \S+~[0-9a-f]{8} lists it, newest first, above position \2\nundo id (u[0-9a-z]+): agentdb restore acme\/scout --undo \3 puts back what was there before\n$/,
     );
     expect(said, out.stdout).not.toBeNull();
     expect(Date.parse(said![1]!)).toBeLessThanOrEqual(moment + 1000);
@@ -160,7 +160,9 @@ describe('agentdb restore', () => {
   it('--into forks at an ISO time into a new database of the workspace', async () => {
     const out = await cli('restore', 'acme/scout', '--at', new Date(moment).toISOString(), '--into', 'acme/scout-copy');
     expect(out.code, out.stderr).toBe(0);
-    expect(out.stdout).toMatch(/^made acme\/scout-copy from acme\/scout as of \S+ \(the last commit kept\), position \S+~[0-9a-f]{8}\n$/);
+    expect(out.stdout).toMatch(
+      /^made acme\/scout-copy from acme\/scout as of \S+ \(the last commit kept\), position (\S+~[0-9a-f]{8})\nit left out the newest (\d+ activity entries|activity entry) of acme\/scout: agentdb activity acme\/scout lists (them|it), newest first, above position \1\n$/,
+    );
     const copy = await client.call({
       workspace: 'acme',
       agent: 'scout-copy',
@@ -173,7 +175,11 @@ describe('agentdb restore', () => {
     const create = json((await cli('activity', 'acme/scout', '--json')).stdout).entries.at(-1);
     const fork = await cli('restore', 'acme/scout', '--through', create.id, '--into', 'acme/scout-first');
     expect(fork.code, fork.stdout + fork.stderr).toBe(0);
-    expect(fork.stdout).toBe(`made acme/scout-first from acme/scout as of ${create.at} (the last commit kept), position ${create.id}\n`);
+    const leftOut = json((await cli('activity', 'acme/scout', '--json')).stdout).entries.length - 1;
+    expect(fork.stdout).toBe(
+      `made acme/scout-first from acme/scout as of ${create.at} (the last commit kept), position ${create.id}\n` +
+        `it left out the newest ${leftOut} activity entries of acme/scout: agentdb activity acme/scout lists them, newest first, above position ${create.id}\n`,
+    );
     const first = await client.call({
       workspace: 'acme',
       agent: 'scout-first',

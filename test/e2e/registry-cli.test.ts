@@ -51,6 +51,10 @@ describe('agentdb workspaces | agents | keys', () => {
     expect(fresh.stderr).toContain('note: acme/forked already has a database');
     // The usual cause first: keyless calls (the README's) made it, before anyone registered the name.
     expect(fresh.stderr).toContain('made by calls as acme/forked without a key (`agentdb call` or the client library');
+    // Registered without --database, it does not reach that database (session 36, N13: the note said it read and wrote it).
+    expect(fresh.stderr).toContain(
+      'registered with database "off" (no --database), forked has no tools and does not reach it: --database agent gives it what it holds',
+    );
     // Said once, when the name is first registered.
     expect(again.stderr).toBe('');
     // The line a person reads names what --name set (review N10: it printed settings and surface only).

@@ -38,7 +38,7 @@ describe('the registry', () => {
     // The refusal names the command that registers it (there is no `workspaces add`).
     await expect(agents.put('nowhere', 'a', { displayName: 'A', settings: {} })).rejects.toMatchObject({
       code: 'NOT_FOUND',
-      message: expect.stringContaining('agentdb workspaces set --workspace nowhere --plan PLAN'),
+      message: expect.stringContaining('agentdb workspaces set --workspace nowhere --plan pro" (or business, enterprise)'),
     });
     await workspaces.put('reg', 'business');
     expect(await workspaces.get('reg')).toMatchObject({ name: 'reg', plan: 'business' });

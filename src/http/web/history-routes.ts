@@ -172,9 +172,10 @@ ${h.generations.map(
 function takenAwayView(after: NonNullable<RestoreOutcome['after']>): Html {
   if (after.note) return html`<p class="muted">${after.note}</p>`;
   if (!after.entries.length) return html`<p id="taken-away">It takes nothing away: no entry of the list below is after that moment.</p>`;
-  return html`<p>It would take away ${after.more ? 'at least ' : ''}${after.entries.length} entr${after.entries.length === 1 && !after.more ? 'y' : 'ies'}, newest first:</p>
+  const count = after.count ?? after.entries.length;
+  return html`<p>It would take away ${after.count === undefined && after.more ? 'at least ' : ''}${count} entr${count === 1 ? 'y' : 'ies'}, ${after.more ? `the newest ${after.entries.length} first` : 'newest first'}:</p>
 <ul id="taken-away">${after.entries.map((e) => html`<li><time datetime="${e.at}">${when(e.at)}</time> ${whoMade(e.by) ?? (e.kind === 'outside' || e.kind === 'gap' ? 'outside agentdb' : '')} ${e.kind === 'call' ? html`<code>${e.statement ?? ''}</code>` : e.kind}</li>`)}</ul>
-${after.more ? html`<p class="muted">And more: the list below has them all.</p>` : ''}`;
+${after.more ? html`<p class="muted">And ${after.count === undefined ? 'more' : `${after.count - after.entries.length} more`}: the list below has them all.</p>` : ''}`;
 }
 
 /** A `datetime-local` value (UTC by the label) as ISO text. */

@@ -33,9 +33,13 @@ export const activityArgs = z
     limit: z.number().int().min(1).max(ACTIVITY_PAGE.max).optional(),
     before: z.string().min(1).max(200).optional(),
     at: z.string().min(1).max(200).optional(),
+    after: z.string().min(1).max(200).optional(),
   })
   .strict()
-  .refine((a) => a.before === undefined || a.at === undefined, 'give before (the page after an entry) or at (the page from it), not both');
+  .refine(
+    (a) => [a.before, a.at, a.after].filter((v) => v !== undefined).length <= 1,
+    'give at most one of before (the page after an entry), at (the page from it) and after (the entries after a position, from the top)',
+  );
 
 /** Arguments of the `historyList` shard op: which of the last commits it lists (`RecentKind`; default `user`). */
 export const listArgs = z.object({ commits: z.enum(['user', 'all', 'none']).optional() }).strict();
