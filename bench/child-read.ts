@@ -6,8 +6,10 @@
 // pool's round trip. Rounds alternate A B raw, raw B A …; medians of the rounds are compared.
 // ROUNDS (default 8), CALLS (default 3000). CPU: the scheduler's nanoseconds (`cpuSecondsFine`). CPU_PROF=<dir>: the children write V8 CPU profiles
 // there (--cpu-prof) when they exit. KIND=insert: bench/small-insert.ts's write instead (one new
-// row per call, history on, its commit's activity row as the worker sends it; no raw side).
+// row per call, history on, its commit's activity row as the worker sends it; no raw side), call
+// ids counting up, or with IDS=uuid random ones, as clients send them.
 import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,7 +71,8 @@ async function agentSide(name: string, dist: string): Promise<Side> {
   let n = 0;
   // As the worker sends bench/small-insert.ts's call (`execRequest`): a call key, and the commit's activity row.
   const insert = () => {
-    const callId = `call-${n++}`;
+    const callId = process.env.IDS === 'uuid' ? randomUUID() : `call-${n}`;
+    n++;
     const sql = 'INSERT INTO log (v) VALUES (?)';
     const activity = { tool: 'DATA_WRITE_SQL', by: 'agent:reader', callId, statement: sql };
     return must(pool.run({ op: 'write', db, sql, params: [`row ${n}`], callKey: `bench:reader:${callId}`, callId, activity }));

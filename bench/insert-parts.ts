@@ -107,7 +107,7 @@ const sizeOf = (dir: string): number =>
     .readdirSync(dir, { withFileTypes: true })
     .reduce((n, e) => n + (e.isDirectory() ? sizeOf(path.join(dir, e.name)) : fs.statSync(path.join(dir, e.name)).size), 0);
 try {
-  for (const [i, dist] of dists.entries()) for (const v of VARIANTS) sides.push(await side(dist, dists.length > 1 ? 'AB'[i]! : 'this', v));
+  for (const [i, dist] of dists.entries()) for (const v of VARIANTS) sides.push(await side(dist, dists.length > 1 ? 'ABCDEF'[i]! : 'this', v));
   for (const s of sides) for (let i = 0; i < 1000; i++) s.one(i);
   for (let r = 0; r < ROUNDS; r++) {
     for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
