@@ -15,7 +15,7 @@ const httpSchema = z.object({
    */
   HTTP_REQUEST_TIMEOUT_MS: int(1_000, 600_000, 30_000),
   /**
-   * Connections one address may hold open at once (unset behind TRUST_PROXY, where every
+   * Connections one address (an IPv6 address's /64) may hold open at once (unset behind TRUST_PROXY, where every
    * connection is the proxy's). A large office behind one NAT, reached without a proxy, may need more.
    */
   HTTP_CONNECTIONS_PER_ADDRESS: int(1, 1_000_000, 256),

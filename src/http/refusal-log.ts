@@ -28,7 +28,7 @@ export class RefusalLog {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** One refusal answered to `address`: whether to log it, and what went unlogged before it. */
+  /** One refusal answered to `address` (an IPv6 address's /64: `rateSource`): whether to log it, and what went unlogged before it. */
   refused(address: string): RefusalLine {
     const now = this.now();
     let seen = this.byAddress.get(address);
