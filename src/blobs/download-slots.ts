@@ -39,3 +39,11 @@ export function downloadTakenBack(): AgentDbError {
     { retryAfter: DOWNLOAD_RETRY_AFTER_S },
   );
 }
+
+/** RESOURCE_LIMIT for a download cut off because its reader took nothing for `ms` (DOWNLOAD_STALL_SECONDS). */
+export function downloadStalled(ms: number): AgentDbError {
+  return new AgentDbError(
+    'RESOURCE_LIMIT',
+    `this download of an offloaded result was stopped, not completed: its reader took nothing for ${Math.round(ms / 1000)} s (DOWNLOAD_STALL_SECONDS), and a download held that way keeps a place other downloads need; read it again from the start`,
+  );
+}

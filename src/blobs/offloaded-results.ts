@@ -7,7 +7,8 @@ import { isInside } from '../contracts/database-id.ts';
 import { spillDir, type SpilledResult } from '../sqlite/result-spill.ts';
 import { readSmall, type BlobStore } from './blob-store.ts';
 import type { ConcurrentSlots } from '../policy/concurrent-slots.ts';
-import { downloadSlots, downloadTakenBack } from './download-slots.ts';
+import { downloadSlots, downloadStalled, downloadTakenBack } from './download-slots.ts';
+import { DEFAULT_STALL_MS, stallDeadline } from '../policy/stall-deadline.ts';
 import { OffloadsFull } from './offloads-full.ts';
 
 /** What an envelope carries for a result moved to the blob store. */
@@ -73,6 +74,8 @@ export class OffloadedResults {
       quota?: OffloadQuota;
       /** Downloads under way (default: this instance's own, `downloadSlots`). */
       downloads?: ConcurrentSlots;
+      /** How long a download's reader may take nothing before it is cut off (DOWNLOAD_STALL_SECONDS; default {@link DEFAULT_STALL_MS}). */
+      stallMs?: number;
     },
   ) {
     this.downloads = opts.downloads ?? downloadSlots();
@@ -180,6 +183,9 @@ export class OffloadedResults {
       throw takenBack;
     }
     stream = body;
+    // A reader that takes nothing for the stall deadline is cut off too, its place given back.
+    const stallMs = this.opts.stallMs ?? DEFAULT_STALL_MS;
+    stallDeadline(body, stallMs, () => body.destroy(downloadStalled(stallMs)));
     body.once('close', release);
     body.once('end', release);
     body.once('error', release);

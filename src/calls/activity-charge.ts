@@ -3,6 +3,7 @@ import {
   activityReadPoints,
   approvalPagePoints,
   CALL_POINTS,
+  LOOKUP_POINTS,
   RESTORE_DRY_RUN_POINTS,
   RESTORE_POINTS,
   rateRefusalDetail,
@@ -133,14 +134,24 @@ export function chargedApprovalRead<T>(
 export const CONSENT_POINTS = CALL_POINTS;
 
 /**
- * Charges a consent ({@link CONSENT_POINTS}) to `member`; `charge` absent (no rate limits): not counted.
+ * What showing the consent page (its GET) counts, in points: a lookup, as a grid page or an
+ * approval's page. It reads the app's client record and, for a client id that is a URL not seen
+ * yet, fetches its metadata document and keeps it; uncharged, a signed-in member could ask for
+ * it in a loop outside every rate (session 35, T14's leftover).
+ */
+export const CONSENT_PAGE_POINTS = LOOKUP_POINTS;
+
+/**
+ * Charges a consent ({@link CONSENT_POINTS}; the page alone, `page`: {@link CONSENT_PAGE_POINTS}) to
+ * `member`; `charge` absent (no rate limits): not counted.
  * @throws AgentDbError RATE_LIMITED (with `retryAfter`: 429 and Retry-After) past the member's or workspace's rate; no grant is made.
  */
-export async function chargeConsent(charge: ChargeMemberLookup | undefined, member: { workspace: string; name: string }): Promise<void> {
-  const limited = await charge?.(member.workspace, member.name, CONSENT_POINTS);
+export async function chargeConsent(charge: ChargeMemberLookup | undefined, member: { workspace: string; name: string }, page = false): Promise<void> {
+  const limited = await charge?.(member.workspace, member.name, page ? CONSENT_PAGE_POINTS : CONSENT_POINTS);
   if (!limited) return;
   const whose = limited.of === 'workspace' ? 'The workspace' : 'This member';
-  throw new AgentDbError('RATE_LIMITED', rateRefusalDetail(limited, whose, 'connecting an app counts a call; nothing was granted', 'allow it again'), {
+  const what = page ? 'showing the consent page counts a tenth of a call' : 'connecting an app counts a call; nothing was granted';
+  throw new AgentDbError('RATE_LIMITED', rateRefusalDetail(limited, whose, what, page ? 'open it again' : 'allow it again'), {
     retryAfter: limited.retryAfterS,
   });
 }

@@ -92,7 +92,7 @@ export async function start(ctx: CommandContext): Promise<number> {
       approvalWaitMs: config.mcpApprovalWaitMs,
       mcpOrigins: mcpOriginPolicy(config),
       mcpWaiting: mcpWaiting({ redis, keys, calls, approvalTtlMs: config.approvalTtlMs, resultTtlS: config.resultTtlS }),
-      results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS }),
+      results: new OffloadedResults(blobs, { dataDir: config.dataDir, ttlS: config.resultTtlS, stallMs: config.downloadStallMs }),
     },
     web: web.web,
     ...(oauth ? { oauth } : {}),

@@ -15,7 +15,7 @@ const httpSchema = z.object({
    */
   HTTP_REQUEST_TIMEOUT_MS: int(1_000, 600_000, 30_000),
   /**
-   * Connections one address may hold open at once (unset behind TRUST_PROXY, where every
+   * Connections one address (an IPv6 address's /64) may hold open at once (unset behind TRUST_PROXY, where every
    * connection is the proxy's). A large office behind one NAT, reached without a proxy, may need more.
    */
   HTTP_CONNECTIONS_PER_ADDRESS: int(1, 1_000_000, 256),
@@ -36,6 +36,13 @@ const httpSchema = z.object({
    * 2 GiB is about twice the CSV of the largest plan's database (1 GiB, enterprise).
    */
   EXPORT_MAX_BYTES: int(1024 * 1024, 2 ** 50, 2 * 1024 ** 3),
+  /**
+   * Seconds a download (a CSV export, an offloaded result) may go without its reader taking
+   * anything before it is cut off (never made to look complete), giving its slot back: without
+   * it, 64 workspaces each holding one export that reads nothing held every slot (session 36,
+   * T16; src/policy/stall-deadline.ts).
+   */
+  DOWNLOAD_STALL_SECONDS: int(1, 86_400, 60),
   /**
    * How long an MCP tool call (one that asked for no task) waits for a person's decision before
    * answering that it is pending. Below 60 s, the MCP SDK clients' default request timeout: at
@@ -145,6 +152,8 @@ export interface HttpConfig {
   readonly exportBounds: { readonly perMember: number; readonly perWorkspace: number; readonly total: number };
   /** EXPORT_MAX_BYTES: the most one CSV export sends (src/shards/data-browser.ts). */
   readonly exportMaxBytes: number;
+  /** DOWNLOAD_STALL_SECONDS, in ms (src/policy/stall-deadline.ts). */
+  readonly downloadStallMs: number;
   readonly mcpApprovalWaitMs: number;
   /** MCP_ALLOWED_ORIGINS, each an origin (`https://app.example.com`). */
   readonly mcpAllowedOrigins: readonly string[];
@@ -176,6 +185,7 @@ export function httpConfig(e: z.infer<typeof httpSchema>): HttpConfig {
     }),
     exportBounds: Object.freeze({ perMember: e.EXPORTS_PER_MEMBER, perWorkspace: e.EXPORTS_PER_WORKSPACE, total: e.EXPORTS_MAX }),
     exportMaxBytes: e.EXPORT_MAX_BYTES,
+    downloadStallMs: e.DOWNLOAD_STALL_SECONDS * 1000,
     mcpApprovalWaitMs: e.MCP_APPROVAL_WAIT_MS,
     mcpAllowedOrigins: Object.freeze(e.MCP_ALLOWED_ORIGINS),
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS === '*' ? '*' : Object.freeze(e.MCP_ALLOWED_HOSTS),

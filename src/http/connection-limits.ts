@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { rateSource } from '../oauth/oauth-rate-source.ts';
 
 /**
  * How long a request may take to arrive whole, headers and body. Fastify's default is none: in
@@ -18,7 +19,7 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 const CHECK_EVERY_MS = 5_000;
 
 /**
- * Connections one address may hold open at once. A person's browser keeps a handful (the page,
+ * Connections one address (an IPv6 address's /64) may hold open at once. A person's browser keeps a handful (the page,
  * its event stream), an MCP client or agent a few, a runtime's long polls one per call waited on;
  * an address past this is someone holding sockets, not using them. Behind a proxy (TRUST_PROXY)
  * every connection comes from the proxy, which bounds its own clients: only the total applies.
@@ -125,7 +126,8 @@ export function limitConnections(server: Server, limits: ConnectionLimits, behin
   if (behindProxy) return;
   const open = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
+    // An IPv6 host is given a whole /64: counted by address, one host took every connection.
+    const address = rateSource(socket.remoteAddress ?? '');
     const n = (open.get(address) ?? 0) + 1;
     if (n > limits.perAddress) {
       socket.destroy();

@@ -1,5 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { errorBody, httpStatusOf, type AgentDbError, type ErrorBody, type ErrorCode } from '../errors.ts';
+import { rateSource } from '../oauth/oauth-rate-source.ts';
+import { RefusalLog } from './refusal-log.ts';
 
 /**
  * Answers with the registry's status for `code` and the body every agentdb error has over
@@ -33,7 +35,20 @@ export function refusalHead(reply: FastifyReply, error: Pick<ErrorBody, 'code' |
 function sent(reply: FastifyReply, body: ErrorBody, status?: number): FastifyReply {
   refusalHead(reply, body, status);
   // The caller's mistakes log at info; server faults are logged by whoever caught them, with the
-  // error. Only the code and route: never headers (keys) or bodies (SQL, params).
-  if (reply.statusCode < 500) reply.log.info({ code: body.code, status: reply.statusCode, route: reply.request.routeOptions.url }, 'request refused');
+  // error. Only the code and route: never headers (keys) or bodies (SQL, params). At most a few a
+  // minute per address, the rest counted (refusal-log.ts).
+  if (reply.statusCode < 500) logRefusal(reply, body.code);
   return reply.send({ error: body });
+}
+
+/** Each server's refusal lines per address (one per app: tests build several in a process). */
+const refusalLogs = new WeakMap<object, RefusalLog>();
+
+function logRefusal(reply: FastifyReply, code: string): void {
+  let refusals = refusalLogs.get(reply.server);
+  if (!refusals) refusalLogs.set(reply.server, (refusals = new RefusalLog()));
+  const line = refusals.refused(rateSource(reply.request.ip));
+  if (!line.log) return;
+  const fields = { code, status: reply.statusCode, route: reply.request.routeOptions.url };
+  reply.log.info(line.unlogged ? { ...fields, unloggedBefore: line.unlogged } : fields, 'request refused');
 }

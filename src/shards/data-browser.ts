@@ -8,6 +8,7 @@ import type { DatabaseFigures } from '../sqlite/sqlite-figures.ts';
 import { LOOKUP_POINTS, type RateRefusal } from '../calls/call-rate-limits.ts';
 import type { ShardOpClient } from './shard-op-client.ts';
 import { ExportSlots, exportTakenBack } from './export-slots.ts';
+import { DEFAULT_STALL_MS, pieces } from '../policy/stall-deadline.ts';
 
 /** Where one chunk of an export starts and ends (see `csvChunk`). */
 interface CsvRange {
@@ -62,6 +63,8 @@ export interface DataBrowserOptions {
   exports?: ExportSlots;
   /** The most one export sends, in UTF-8 bytes (EXPORT_MAX_BYTES; default {@link EXPORT_MAX_BYTES}). */
   exportMaxBytes?: number;
+  /** How long an export's reader may take nothing before it is cut off (DOWNLOAD_STALL_SECONDS; default {@link DEFAULT_STALL_MS}). */
+  stallMs?: number;
 }
 
 /** EXPORT_MAX_BYTES's default: 2 GiB, about twice the CSV of the largest plan's database. */
@@ -252,7 +255,8 @@ export class DataBrowser {
             `the export of ${JSON.stringify(table)} stopped before passing ${maxBytes} bytes, the most one export sends (EXPORT_MAX_BYTES); its download was cut off, not completed: export a narrower view or table, or ask the operator for a larger EXPORT_MAX_BYTES`,
           );
         }
-        yield chunk.csv;
+        // In pieces, so that a slow reader's progress shows between them (stall-deadline.ts).
+        yield* pieces(chunk.csv);
       }
     } finally {
       release();
@@ -262,6 +266,11 @@ export class DataBrowser {
   /** The most one export sends, in bytes (EXPORT_MAX_BYTES). */
   get exportMaxBytes(): number {
     return this.opts.exportMaxBytes ?? EXPORT_MAX_BYTES;
+  }
+
+  /** How long an export's reader may take nothing before the route cuts it off (DOWNLOAD_STALL_SECONDS). */
+  get exportStallMs(): number {
+    return this.opts.stallMs ?? DEFAULT_STALL_MS;
   }
 
   /** Whether what was counted at `at` is kept still at `now` (`figuresKeepMs`, 30 s). */

@@ -206,6 +206,12 @@ export class ShardOpClient {
     let answer: ShardOpOutcome;
     try {
       answer = await Promise.race([outcome.finished, polled, lost]);
+    } catch (err) {
+      // A job failed for good has told its one caller: it goes now, not an hour later with its arguments
+      // and stack (T14's leftover); one still waiting or running (a timeout here) stays.
+      const failed = q.queue.getJobState(jobId).then((state) => (state === 'failed' ? q.queue.remove(jobId) : 0));
+      await Promise.race([failed.catch(() => 0), lost.catch(() => 0)]);
+      throw err;
     } finally {
       clearInterval(timer);
       outcome.stop();

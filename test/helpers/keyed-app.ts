@@ -1,3 +1,4 @@
+import type { Logger } from '../../src/logger.ts';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { ApprovalService } from '../../src/approvals/approval-service.ts';
@@ -48,6 +49,8 @@ export function keyedApp(
     onRefused?: (quota: 'rate' | 'redis') => void;
     mcpOrigins?: McpOriginPolicy;
     history?: HistoryClient;
+    /** The server's logger (default: silent). */
+    logger?: Logger;
   } = {},
 ): KeyedApp {
   const redis = new Redis(REDIS_URL);
@@ -67,6 +70,7 @@ export function keyedApp(
     members,
     approvals,
     ...(opts.history ? { history: opts.history } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
     keyed: {
       auth: new KeyAuthenticator(redis, keys, principals),
       calls,

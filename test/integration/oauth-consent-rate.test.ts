@@ -13,8 +13,8 @@ let server: OAuthServer;
 const { register, signIn, pkce, authParams, authorizePage } = oauthFlow(() => server);
 
 beforeAll(async () => {
-  // Three calls a window for the workspace: three consents.
-  box = sandbox({ RATE_LIMITS: 'plan', RATE_LIMIT_WINDOW_S: '600', RATE_LIMIT_WORKSPACE_CALLS: '3' });
+  // Four calls a window for the workspace: the consent page (a tenth) and three consents.
+  box = sandbox({ RATE_LIMITS: 'plan', RATE_LIMIT_WINDOW_S: '600', RATE_LIMIT_WORKSPACE_CALLS: '4' });
   await box.pool();
   server = await startOAuthServer(box);
 }, 60_000);
@@ -74,7 +74,29 @@ it('a consent refused for the rate shows the person a way back to the consent pa
   expect(refused.body).not.toContain('all databases');
   const back = /<a href="([^"]*)">Back to the consent page<\/a>/.exec(refused.body)?.[1]?.replaceAll('&amp;', '&');
   expect(back).toBeDefined();
+  expect(back!.startsWith('/oauth/authorize?')).toBe(true);
+  // Followed within the same window, the page itself is refused (it counts a lookup), with the same way back.
   const again = await server.app.inject({ method: 'GET', url: back!, headers: { host: HOST, cookie: cookie!, accept: 'text/html' } });
-  expect(again.statusCode).toBe(200);
-  expect(again.body).toContain('name="decision" value="allow"');
+  expect(again.statusCode).toBe(429);
+  expect(again.body).toContain('Back to the consent page');
+});
+
+// Session 36, T16: the page's GET (it reads the app's record, and may fetch and keep a client
+// metadata document) was charged nothing, so a signed-in member could load it in a loop outside
+// every rate. It now counts a lookup (a tenth of a call), refused past the rates before anything is read.
+it("the consent page counts a lookup of the member's rates: past them 429 with Retry-After", async () => {
+  const key = (await server.members.add('gamma', 'gil', 'member')).key;
+  const id = await register();
+  const { cookie } = await signIn(key);
+  const params = authParams(id, pkce().challenge);
+  const statuses: number[] = [];
+  // Four calls a window: 40 pages, the 41st refused.
+  for (let i = 0; i < 41; i++) statuses.push((await authorizePage(cookie!, params)).statusCode);
+  // main: 41 pages shown.
+  expect(statuses.filter((s) => s === 200)).toHaveLength(40);
+  expect(statuses.at(-1)).toBe(429);
+  const refused = await authorizePage(cookie!, params);
+  expect(refused.statusCode).toBe(429);
+  expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+  expect(refused.body).toContain('showing the consent page counts a tenth of a call');
 });

@@ -154,6 +154,13 @@ export function consentRoutes(app: FastifyInstance, oauth: OAuthDeps, charge?: C
 
   app.get(OAUTH_PATHS.authorize, async (request, reply) => {
     const q = fieldsOf(request.query);
+    // Counted as a lookup before the app's record is read or its document fetched (the core's rule).
+    try {
+      await chargeConsent(charge, memberOf(request), true);
+    } catch (err) {
+      if (err instanceof AgentDbError && err.code === 'RATE_LIMITED') return limitedPage(reply, request, err, q);
+      throw err;
+    }
     const checked = await check(request, q);
     if (!checked.ok && 'show' in checked) return problemPage(reply, request, checked.show);
     if (!checked.ok) return refuse(reply, request, checked.redirect);

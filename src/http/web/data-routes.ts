@@ -12,6 +12,7 @@ import { chargedApprovalPage } from '../../calls/activity-charge.ts';
 import type { KeyedCalls } from '../../calls/bearer-key-calls.ts';
 import { parseDatabaseId } from '../../contracts/database-id.ts';
 import { resolveAccess, RULE } from '../../policy/access.ts';
+import { stallDeadline } from '../../policy/stall-deadline.ts';
 import { parseAsOf } from '../../contracts/as-of.ts';
 import { databasesView, dbHref, droppedNote, tablesView } from './data-views.ts';
 import { gridView, PAGE_SIZES, type GridQuery } from './grid-view.ts';
@@ -258,9 +259,8 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     reply.header('x-export-max-bytes', String(deps.browser.exportMaxBytes));
     async function* all(): AsyncGenerator<string> {
       if (!first.done) yield first.value;
-      // Readable.from asks for the next chunk only when the socket has taken the last one
-      // (backpressure): a slow download holds one chunk in memory, not the table. A chunk that
-      // fails mid-way aborts the response, so a partial file never looks complete.
+      // Readable.from asks for the next piece only once the socket took the last (backpressure): a slow
+      // download holds one chunk in memory. A chunk failing mid-way aborts it: never a file that looks whole.
       yield* chunks;
     }
     // However the answer ends (read to its end, or its client gone, before this point too), the
@@ -269,7 +269,10 @@ export function dataRoutes(app: FastifyInstance, deps: DataRoutesDeps): void {
     const end = () => void chunks.return(undefined).catch(() => undefined);
     if (reply.raw.destroyed) end();
     else reply.raw.once('close', end);
-    return reply.send(Readable.from(all(), { objectMode: false }));
+    const body = Readable.from(all(), { objectMode: false });
+    // A reader that takes nothing for DOWNLOAD_STALL_SECONDS is cut off, its slot given back.
+    stallDeadline(body, deps.browser.exportStallMs, () => void reply.raw.destroy());
+    return reply.send(body);
   });
 
   zod.post('/data/drop', { schema: { body: dropBody }, attachValidation: true }, async (request, reply) => {

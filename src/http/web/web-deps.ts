@@ -40,6 +40,7 @@ export function createWebDeps(
       shardCount: config.shardCount,
       exports: new ExportSlots(config.exportBounds),
       exportMaxBytes: config.exportMaxBytes,
+      stallMs: config.downloadStallMs,
     }),
     events,
     // A restore submission's records count against its workspace's Redis budget (session 33, T11).

@@ -1,0 +1,32 @@
+import { EventEmitter } from 'node:events';
+import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
+import { expect, it } from 'vitest';
+import { limitConnections } from '../../src/http/connection-limits.ts';
+
+// Session 36, T16: the per-address bound counted each IPv6 address alone, but a host is given a
+// whole /64 (2^64 addresses): one host took every one of HTTP_MAX_CONNECTIONS (8,192), as many as it
+// liked, 256 from each of 32 addresses, and every other client was turned away at the door. It
+// counts an IPv6 address's /64 now, as the OAuth rates do (`rateSource`).
+
+/** A connection as the server hears of it: its address, and whether the server closed it. */
+function connection(remoteAddress: string): Socket & { closedByServer: boolean } {
+  const s = Object.assign(new EventEmitter(), { remoteAddress, closedByServer: false });
+  return Object.assign(s, { destroy: () => ((s.closedByServer = true), s) }) as unknown as Socket & { closedByServer: boolean };
+}
+
+it('counts the connections of one IPv6 /64 together against the per-address bound', () => {
+  const server = createServer();
+  limitConnections(server, { perAddress: 2, total: 100, requestTimeoutMs: 30_000, checkEveryMs: 5_000 }, false);
+  const same64 = ['2001:db8:1:2::a', '2001:db8:1:2:ffff::b', '2001:db8:1:2::c'].map(connection);
+  const other64 = connection('2001:db8:1:3::a');
+  for (const s of [...same64, other64]) server.emit('connection', s);
+  // main: none closed (each address counted alone).
+  expect(same64.map((s) => s.closedByServer)).toEqual([false, false, true]);
+  expect(other64.closedByServer).toBe(false);
+  // One of the /64's closing makes room for the next.
+  same64[0]!.emit('close');
+  const next = connection('2001:db8:1:2::d');
+  server.emit('connection', next);
+  expect(next.closedByServer).toBe(false);
+});
