@@ -1,13 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { repoText, tsFiles } from '../helpers/repo-files.ts';
 
 // DESIGN.md "Layout" and STYLE.md: configuration comes only through the zod schema (config.ts),
 // read once at the entry point and passed down. A module that reads process.env on its own has
 // a setting no schema checks, no docs/settings table lists and no test can pass in. Kept by
 // this check: only the files below read the environment, each with why.
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The modules of src/ that may read `process.env`, each with why. */
 const READERS: Record<string, string> = {
@@ -17,21 +14,12 @@ const READERS: Record<string, string> = {
   'src/history/uncommitted-tail.ts': 'a fault-test hook (AGENTDB_TEST_KILL_BEFORE_TAIL_CUT), unset in production and in no schema on purpose',
 };
 
-/** Every .ts file under `dir` (repo-relative, forward slashes). */
-function tsFiles(dir: string): string[] {
-  return readdirSync(path.join(REPO, dir), { withFileTypes: true }).flatMap((entry) => {
-    const rel = `${dir}/${entry.name}`;
-    if (entry.isDirectory()) return tsFiles(rel);
-    return entry.name.endsWith('.ts') ? [rel] : [];
-  });
-}
-
 /** Whether `source` reads the environment in code (a comment naming it does not count). */
 const readsEnv = (source: string) => /\bprocess\s*\.\s*env\b|\bprocess\s*\[\s*['"]env['"]\s*\]/.test(source.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ''));
 
 describe('the environment is read where the config is made', () => {
   it('reads process.env only in the files named, each of which still does', () => {
-    const readers = [...tsFiles('src'), ...tsFiles('workers'), ...tsFiles('bin')].filter((f) => readsEnv(readFileSync(path.join(REPO, f), 'utf8')));
+    const readers = [...tsFiles('src'), ...tsFiles('workers'), ...tsFiles('bin')].filter((f) => readsEnv(repoText(f)));
     expect(readers.sort()).toEqual(Object.keys(READERS).sort());
   });
 });

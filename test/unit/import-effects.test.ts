@@ -1,8 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { repoText, tsFiles } from '../helpers/repo-files.ts';
 
 // STYLE.md: "One config object, validated once at the entry point and passed down; nothing runs
 // on import." A module that starts something, reads a file or the environment, or waits when it
@@ -10,7 +8,6 @@ import { describe, expect, it } from 'vitest';
 // in an order nobody chose. Kept by this check, not by review: the top level of every module of
 // src/ (what runs on import) holds only imports, exports and declarations, and what its
 // constants are made of calls nothing that reaches outside the process's memory.
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Modules whose import is their start, each with why. */
 const ENTRIES: Record<string, string> = {
@@ -64,15 +61,6 @@ function importEffects(file: string, source: string): string[] {
   return found;
 }
 
-/** Every .ts file under `dir` (repo-relative, forward slashes). */
-function tsFiles(dir: string): string[] {
-  return readdirSync(path.join(REPO, dir), { withFileTypes: true }).flatMap((entry) => {
-    const rel = `${dir}/${entry.name}`;
-    if (entry.isDirectory()) return tsFiles(rel);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [rel] : [];
-  });
-}
-
 describe('nothing runs on import', () => {
   it('finds each kind of effect (so the check below checks something)', () => {
     const source = [
@@ -97,13 +85,13 @@ describe('nothing runs on import', () => {
   it('holds only imports, exports and declarations at the top of every module of src/ but the entries named', () => {
     const found: string[] = [];
     for (const file of tsFiles('src')) {
-      if (ENTRIES[file]) continue;
-      for (const effect of importEffects(file, readFileSync(path.join(REPO, file), 'utf8'))) found.push(`${file}:${effect}`);
+      if (ENTRIES[file] || file.endsWith('.d.ts')) continue;
+      for (const effect of importEffects(file, repoText(file))) found.push(`${file}:${effect}`);
     }
     expect(found).toEqual([]);
   });
 
   it('names only entries that exist and still run something on import', () => {
-    for (const file of Object.keys(ENTRIES)) expect(importEffects(file, readFileSync(path.join(REPO, file), 'utf8')), file).not.toEqual([]);
+    for (const file of Object.keys(ENTRIES)) expect(importEffects(file, repoText(file)), file).not.toEqual([]);
   });
 });
