@@ -50,3 +50,19 @@ export function fillDisk(file: string): { fd: number; size: number } {
   }
   return { fd, size };
 }
+
+/**
+ * Runs `run` with the file system of `filler` full but for `room` bytes (filled by
+ * {@link fillDisk}, then given back by truncating `filler`), and gives all the room back after,
+ * however `run` ends: the sweeps over free room around a growth point run one of these a step.
+ */
+export async function withRoom<T>(filler: string, room: number, run: () => Promise<T>): Promise<T> {
+  const fill = fillDisk(filler);
+  fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
+  try {
+    return await run();
+  } finally {
+    fs.closeSync(fill.fd);
+    fs.rmSync(filler);
+  }
+}

@@ -7,7 +7,7 @@ import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { mountTmpfs, unmountTmpfs, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 31, F8's fault ledger (runs 3 and 5): a write answered STORAGE_FULL on a full disk was
 // in its database later. SQLite wrote the transaction's every frame, its commit frame included,
@@ -60,19 +60,18 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
     ).toBe(true);
     while (walFrames(db.path) < 4056) expect((await write("INSERT INTO t (v) VALUES ('filling')")).ok).toBe(true);
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    const fill = fillDisk(filler);
-    fs.ftruncateSync(fill.fd, fill.size - 7 * 4096);
     let failed: { v: string; out: ExecOutcome } | undefined;
-    for (let i = 0; i < 20 && !failed; i++) {
-      const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
-      if (!out.ok) failed = { v: `edge ${i}`, out };
-    }
-    expect(failed?.out, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
-    // Its child dies before anything else is written (its worker SIGKILLed, a kill from outside).
-    const child = pool.pids[0]!;
-    process.kill(child, 'SIGKILL');
-    fs.closeSync(fill.fd);
-    fs.rmSync(filler);
+    const child = await withRoom(filler, 7 * 4096, async () => {
+      for (let i = 0; i < 20 && !failed; i++) {
+        const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
+        if (!out.ok) failed = { v: `edge ${i}`, out };
+      }
+      expect(failed?.out, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+      // Its child dies before anything else is written (its worker SIGKILLed, a kill from outside).
+      const killed = pool.pids[0]!;
+      process.kill(killed, 'SIGKILL');
+      return killed;
+    });
     const read = await pool.run({ op: 'query', db, sql: 'SELECT count(*) FROM t WHERE v = ?', params: [failed!.v], maxRows: 1 });
     expect(pool.pids[0]).not.toBe(child);
     expect(read, JSON.stringify(read)).toMatchObject({ ok: true, result: { rows: [[0]] } });

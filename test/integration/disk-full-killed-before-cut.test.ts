@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { mountTmpfs, unmountTmpfs, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 32, F9 (F8's leftover): a commit SQLite wrote whole on a full disk but could not enter
 // in the WAL index (its -shm cannot grow: SQLITE_IOERR_SHMSIZE) is cut from the WAL by the child
@@ -74,18 +74,13 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
     while (walFrames(db.path) < 4056) expect((await write("INSERT INTO t (v) VALUES ('filling')")).ok).toBe(true);
     const before = pool.pids[0]!;
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    const fill = fillDisk(filler);
-    fs.ftruncateSync(fill.fd, fill.size - 7 * 4096);
     let failed: { v: string; out: ExecOutcome } | undefined;
-    try {
+    await withRoom(filler, 7 * 4096, async () => {
       for (let i = 0; i < 20 && !failed; i++) {
         const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
         if (!out.ok) failed = { v: `edge ${i}`, out };
       }
-    } finally {
-      fs.closeSync(fill.fd);
-      fs.rmSync(filler);
-    }
+    });
     // The child died at the cut: the write's answer came from its record, read by the next child.
     expect(pool.pids[0]).not.toBe(before);
     expect(failed, 'a write failed (its child died at the cut)').toBeDefined();

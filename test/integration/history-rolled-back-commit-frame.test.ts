@@ -12,7 +12,7 @@ import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { mountTmpfs, unmountTmpfs, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 30, G7 (the fault ledger's run 3, F6's (g)): on a full disk SQLite can write a
 // transaction's every frame, its commit frame included, into the WAL and then fail to enter them
@@ -80,18 +80,16 @@ describe.runIf(!refused)('a commit frame SQLite rolled back, on a full disk', ()
     await tagged('before');
     while (walFrames(db.path) < 4056) ok(await write("INSERT INTO t (v) VALUES ('filling')"));
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    const fill = fillDisk(filler);
-    fs.ftruncateSync(fill.fd, fill.size - 7 * 4096);
     let failed: ExecOutcome | undefined;
-    for (let i = 0; i < 20 && !failed; i++) {
-      const out = await write("INSERT INTO t (v) VALUES ('near the edge')");
-      if (out.ok) acked.push({ v: 'near the edge', at: Date.now() });
-      else failed = out;
-    }
-    expect(failed, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    await withRoom(filler, 7 * 4096, async () => {
+      for (let i = 0; i < 20 && !failed; i++) {
+        const out = await write("INSERT INTO t (v) VALUES ('near the edge')");
+        if (out.ok) acked.push({ v: 'near the edge', at: Date.now() });
+        else failed = out;
+      }
+      expect(failed, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    });
     // Room back; a capture before the next write (a restore's, a backup's, a failed copy's retry).
-    fs.closeSync(fill.fd);
-    fs.rmSync(filler);
     ok(await pool.run({ op: 'capture', db }));
     for (const v of ['w1', 'w2', 'w3']) await tagged(v);
     // Closed (the last connection: SQLite checkpoints), then written again.

@@ -8,7 +8,7 @@ import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { mountTmpfs, unmountTmpfs, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 35, F14 (F11's leftover 2): a restore in place of a database another connection holds
 // open goes through SQLite's backup API (`throughSqlite`): the rebuilt file is copied over the
@@ -82,15 +82,7 @@ describe.runIf(!refused)('a restore through the backup API on a full disk, at th
       outside = new Database(db.path, { fileMustExist: true });
       changedRows();
       const shmBefore = fs.statSync(`${db.path}-shm`).size;
-      const fill = fillDisk(filler);
-      fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
-      let out: ExecOutcome;
-      try {
-        out = await pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 });
-      } finally {
-        fs.closeSync(fill.fd);
-        fs.rmSync(filler);
-      }
+      const out = await withRoom(filler, room, () => pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 }));
       const left = changedRows();
       const rows = (outside.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
       const wal = fs.statSync(`${db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0;

@@ -9,7 +9,7 @@ import { historyTarget } from '../helpers/history-pool.ts';
 import { historyDir, listUndoPoints } from '../../src/history/history-files.ts';
 import { auditStatements, pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { mountTmpfs, unmountTmpfs, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 33, F10 (F9's leftover): a restore in place on a nearly full disk (a tmpfs mounted
 // here), its room swept a few KiB at a time, so that it fails at each point of its way in turn:
@@ -70,15 +70,7 @@ describe.runIf(!refused)('a restore in place failing on a full disk', () => {
       if (changedRows() === 0)
         for (let i = 1; i <= CHANGED; i += 4) ok(await write(`UPDATE t SET v = printf('changed %01800d', id) WHERE id BETWEEN ${i} AND ${i + 3}`));
       ok(await pool.run({ op: 'capture', db }));
-      const fill = fillDisk(filler);
-      fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
-      let out: ExecOutcome;
-      try {
-        out = await pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 60_000 });
-      } finally {
-        fs.closeSync(fill.fd);
-        fs.rmSync(filler);
-      }
+      const out = await withRoom(filler, room, () => pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 60_000 }));
       const left = changedRows();
       const noted = out.ok && (out.result as { note?: string }).note ? '(noted)' : '';
       outcomes.push(`${room / 1024}K:${out.ok ? 'ok' : out.error.code}${noted}:${left}`);

@@ -10,7 +10,7 @@ import { historyDir, listGenerations, listSegments, listUndoPoints, localSource 
 import { readCommits } from '../../src/history/segment-index.ts';
 import { auditStatements, pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { mountTmpfs, unmountTmpfs, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 34, F11 (F9's and F10's leftover): a restore in place whose own commit lands on the
 // -shm's growth point. The WAL index's first 32 KiB of the -shm map frames 1 to 4,062; frame
@@ -129,15 +129,7 @@ describe.runIf(!refused)('a restore in place whose audit commit lands on the -sh
     /** A restore with `room` bytes free: its answer, checked against the database it left. */
     const attempt = async (room: number): Promise<boolean> => {
       if (changedRows() === 0) await change(rows);
-      const fill = fillDisk(filler);
-      fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
-      let out: ExecOutcome;
-      try {
-        out = await pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 });
-      } finally {
-        fs.closeSync(fill.fd);
-        fs.rmSync(filler);
-      }
+      const out = await withRoom(filler, room, () => pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 }));
       const left = changedRows();
       const noted = out.ok && (out.result as { note?: string }).note ? '(noted)' : '';
       outcomes.push(`${room / 1024}K:${out.ok ? 'ok' : out.error.code}${noted}:${left}:${walFrames()}`);
