@@ -3,6 +3,7 @@ import type { StreamedEvent } from '../redis/events.ts';
 import { callKey } from '../contracts/call-identity.ts';
 import { AnnouncedOutcomes } from './announced-outcomes.ts';
 import { LISTENER, Listener, type Owned, type Watch } from './call-wait-listener.ts';
+import { lookEvery } from './call-wait-look.ts';
 
 /** What a client holds for waits now: calls watched, waits on them, safety-net looks scheduled. */
 export interface WaitCounts {
@@ -74,44 +75,15 @@ export class CallWaiters {
 
   /**
    * Every `everyMs`, while anyone waits for the call's end, `look`s at its job once for all of
-   * them: the safety net under the event that normally ends the waits (a completion published
-   * while this client's reader was away). An envelope found completes them all.
+   * them (see call-wait-look.ts). An envelope found completes them all.
    */
   lookEvery(callId: string, everyMs: number, look: () => Promise<Envelope | undefined>): void {
     const watch = this.watches.get(callId);
     if (!watch || watch.completed.size === 0 || watch.look) return;
-    let underWay = false;
-    let again = false;
-    const looking = () => {
-      underWay = true;
-      const stamp = watch.stamp;
-      const then = (env?: Envelope) => {
-        underWay = false;
-        // Found under a stamp since changed (the job put back to run): looked at again next time.
-        if (env && this.complete(callId, env, stamp)) return;
-        // `look` stays set while a look runs (a fired timer is still truthy): what release clears.
-        if (!watch.look || this.watches.get(callId) !== watch) return;
-        if (again) {
-          again = false;
-          looking();
-        } else next();
-      };
-      // Redis away: the waits' outage answer is their caller's; look again next time.
-      look().then(then, () => then());
-    };
-    const next = () => {
-      watch.look = setTimeout(looking, everyMs).unref();
-    };
-    watch.lookAtOnce = () => {
-      // A look sent before Redis came back may fail with the old connection: one more after it.
-      if (underWay) {
-        again = true;
-        return;
-      }
-      clearTimeout(watch.look);
-      looking();
-    };
-    next();
+    lookEvery(watch, everyMs, look, {
+      found: (env, stamp) => this.complete(callId, env, stamp),
+      watched: () => this.watches.get(callId) === watch,
+    });
   }
 
   /**

@@ -43,17 +43,22 @@ export function codeRangeMb(): number {
       largest = Math.max(largest, (end! - start!) / (1024 * 1024));
     }
   } catch {
-    // No /proc (not Linux): no data-segment limit is set there either (see SHELL below).
+    // No /proc (not Linux): no data-segment limit is set there either (see limitShell below).
   }
   codeRange = Math.ceil(largest);
   return codeRange;
 }
 
-// executor-child.js beside a build, executor-child.ts under tsx beside the sources.
-const CHILD = childModule('executor-child', import.meta.url);
-// The limit is set by a shell that then execs node in its place (same pid, same IPC channel):
-// Node has no setrlimit of its own. Linux only: elsewhere RLIMIT_DATA does not cover mmap.
-const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/sh' : undefined;
+// Both looked up on the first fork, not on import (nothing runs on import: test/unit/import-effects.test.ts).
+let childFound: ChildModule | undefined;
+let shellFound: { path?: string } | undefined;
+/** executor-child.js beside a build, executor-child.ts under tsx beside the sources. */
+const executorChild = (): ChildModule => (childFound ??= childModule('executor-child', import.meta.url));
+/**
+ * The shell that sets the limit and then execs node in its place (same pid, same IPC channel):
+ * Node has no setrlimit of its own. Linux only: elsewhere RLIMIT_DATA does not cover mmap.
+ */
+const limitShell = (): string | undefined => (shellFound ??= process.platform === 'linux' && fs.existsSync('/bin/sh') ? { path: '/bin/sh' } : {}).path;
 
 /**
  * Forks the executor child: `node executor-child.js '<options>'` (from the sources:
@@ -61,16 +66,17 @@ const SHELL = process.platform === 'linux' && fs.existsSync('/bin/sh') ? '/bin/s
  * channel and a marks file, under the data-segment limit where the platform has one. The
  * child's stdout and stderr are the worker's.
  */
-export function forkExecutorChild(opts: ChildOptions, child: ChildModule = CHILD): ChildProcess {
+export function forkExecutorChild(opts: ChildOptions, child: ChildModule = executorChild()): ChildProcess {
   const nodeArgs = child.execArgv;
+  const shell = limitShell();
   const marks = openMarksFile();
   let forked: ChildProcess;
   try {
     forked = fork(child.file, [JSON.stringify(opts)], {
       // fork() runs `execPath ...execArgv CHILD_FILE args`; with the shell in front that is
       // `sh -c 'ulimit -d N && exec "$0" "$@"' node [--import tsx] CHILD_FILE args`.
-      ...(SHELL
-        ? { execPath: SHELL, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
+      ...(shell
+        ? { execPath: shell, execArgv: ['-c', `ulimit -d ${dataLimitKiB(opts.heapLimitMb)} && exec "$0" "$@"`, process.execPath, ...nodeArgs] }
         : { execArgv: nodeArgs }),
       serialization: 'json',
       ...childEnv(),

@@ -51,16 +51,16 @@ const files = new WeakMap<ChildProcess, number>();
  * system (the temporary folder on ext4) updates the file's times through the journal: 24 bytes
  * written 1 ms apart cost ~2 µs more there than on tmpfs (6 of 6 rounds, load 5-10; issue 31).
  */
-const MARKS_DIRS = ['/dev/shm', os.tmpdir()];
+const marksDirs = (): string[] => ['/dev/shm', os.tmpdir()];
 
 /**
  * Parent side: a marks file for a child about to be forked, as an open fd (passed as its stdio
  * `MARKS_FD`). Unlinked at once: nothing is left behind, whoever dies.
- * @throws Error when no folder of {@link MARKS_DIRS} takes the file.
+ * @throws Error when no folder of {@link marksDirs} takes the file.
  */
 export function openMarksFile(): number {
   let failed: unknown;
-  for (const dir of MARKS_DIRS) {
+  for (const dir of marksDirs()) {
     let fd: number | undefined;
     try {
       const file = path.join(dir, `agentdb-marks-${process.pid}-${randomUUID()}`);

@@ -34,11 +34,9 @@ const TIMEOUT_MS = 5000;
  * within it, the ranges that carry or stand for other addresses (Teredo and the rest of
  * 2001::/23, 6to4 2002::/16) or are documentation are refused as well.
  */
-const GLOBAL_V6 = new BlockList();
-GLOBAL_V6.addSubnet('2000::', 3, 'ipv6');
+const GLOBAL_V6 = blockList('ipv6', [['2000::', 3]]);
 /** Addresses a server-side fetch must never reach: every special-purpose range of the IANA registries. */
-const SPECIAL = new BlockList();
-for (const [net, bits] of [
+const SPECIAL_V4 = blockList('ipv4', [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
   ['100.64.0.0', 10],
@@ -56,21 +54,26 @@ for (const [net, bits] of [
   ['198.51.100.0', 24],
   ['203.0.113.0', 24],
   ['224.0.0.0', 3],
-] as const)
-  SPECIAL.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
+]);
+const SPECIAL_V6 = blockList('ipv6', [
   ['2001::', 23],
   ['2001:db8::', 32],
   ['2002::', 16],
   ['3fff::', 20],
-] as const)
-  SPECIAL.addSubnet(net, bits, 'ipv6');
+]);
+
+/** A block list of the subnets `ranges` (network, prefix length), built as a value (nothing runs on import). */
+function blockList(family: 'ipv4' | 'ipv6', ranges: readonly (readonly [string, number])[]): BlockList {
+  const list = new BlockList();
+  for (const [net, bits] of ranges) list.addSubnet(net, bits, family);
+  return list;
+}
 
 /** True when a server-side fetch may connect to `address` (an IP literal). */
 export function publicAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 4) return !SPECIAL.check(address, 'ipv4');
-  if (family === 6) return GLOBAL_V6.check(address, 'ipv6') && !SPECIAL.check(address, 'ipv6');
+  if (family === 4) return !SPECIAL_V4.check(address, 'ipv4');
+  if (family === 6) return GLOBAL_V6.check(address, 'ipv6') && !SPECIAL_V6.check(address, 'ipv6');
   return false;
 }
 

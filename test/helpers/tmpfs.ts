@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 /**
  * Mounts a tmpfs of `size` (mount(8)'s form: `8m`) on `dir`, for the tests of a full disk.
@@ -13,6 +15,34 @@ export function mountTmpfs(dir: string, size: string): string | undefined {
   } catch (err) {
     return String((err as { stderr?: Buffer }).stderr ?? err).trim() || String(err);
   }
+}
+
+/** A folder with a tmpfs mounted on it, or why the machine refused (the folder is gone then). */
+export interface TmpfsFolder {
+  mnt: string;
+  refused: string | undefined;
+}
+
+/**
+ * A new folder in the temporary folder (`prefix`…) with a tmpfs of `size` (`8m`) on it, for the
+ * test file `file` of a full disk. Where the machine refuses to mount it, the folder is removed,
+ * `refused` says why, and the file is said skipped (its tests run under `describe.runIf(!refused)`).
+ */
+export function tmpfsFolder(prefix: string, size: string, file: string): TmpfsFolder {
+  const mnt = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const refused = mountTmpfs(mnt, size);
+  if (refused) {
+    fs.rmSync(mnt, { recursive: true, force: true });
+    console.warn(`${file}: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
+  }
+  return { mnt, refused };
+}
+
+/** Unmounts and removes a folder {@link tmpfsFolder} mounted (nothing where it was refused). */
+export function removeTmpfsFolder(mnt: string, refused: string | undefined): void {
+  if (refused) return;
+  unmountTmpfs(mnt);
+  fs.rmSync(mnt, { recursive: true, force: true });
 }
 
 /** Gives room back: the tmpfs on `dir` grows to `size`. */
@@ -49,4 +79,20 @@ export function fillDisk(file: string): { fd: number; size: number } {
     }
   }
   return { fd, size };
+}
+
+/**
+ * Runs `run` with the file system of `filler` full but for `room` bytes (filled by
+ * {@link fillDisk}, then given back by truncating `filler`), and gives all the room back after,
+ * however `run` ends: the sweeps over free room around a growth point run one of these a step.
+ */
+export async function withRoom<T>(filler: string, room: number, run: () => Promise<T>): Promise<T> {
+  const fill = fillDisk(filler);
+  fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
+  try {
+    return await run();
+  } finally {
+    fs.closeSync(fill.fd);
+    fs.rmSync(filler);
+  }
 }

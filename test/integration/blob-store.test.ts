@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeOf } from '../../src/errors.ts';
 import { readBackSha256, type BlobStore } from '../../src/blobs/blob-store.ts';
 import { FolderBlobStore } from '../../src/blobs/folder-blob-store.ts';
-import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
 import { startS3Server, type S3Server } from '../helpers/s3-server.ts';
+import { s3TestStore } from '../helpers/s3-test-store.ts';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'agentdb-blob-'));
 let s3: S3Server;
@@ -38,18 +38,7 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 // One contract, two stores: everything a backup or an offloaded result relies on.
 const stores: [string, () => BlobStore][] = [
   ['folder', () => new FolderBlobStore(mkdtempSync(path.join(tmp, 'folder-')))],
-  [
-    's3',
-    () =>
-      new S3BlobStore({
-        bucket: s3.bucket,
-        region: 'us-east-1',
-        endpoint: s3.endpoint,
-        accessKeyId: 'S3RVER',
-        secretAccessKey: 'S3RVER',
-        forcePathStyle: true,
-      }),
-  ],
+  ['s3', () => s3TestStore(s3)],
 ];
 
 describe.each(stores)('%s blob store', (kind, make) => {

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +6,7 @@ import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 31, F8's fault ledger (runs 3 and 5): a write answered STORAGE_FULL on a full disk was
 // in its database later. SQLite wrote the transaction's every frame, its commit frame included,
@@ -18,12 +17,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 // history-rolled-back-commit-frame.test.ts: frame 4063, where the WAL index needs its second
 // 32 KiB, is 2 MB into the WAL.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-failed-commit-'));
-const refused = mountTmpfs(mnt, '16m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`disk-full-failed-commit-recovered.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-failed-commit-', '16m', 'disk-full-failed-commit-recovered.test.ts');
 
 /** Frames of 512-byte pages in the WAL. */
 const walFrames = (dbPath: string) => Math.max(0, ((fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 32) - 32) / (512 + 24));
@@ -48,10 +42,7 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
 
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('stays not written when the WAL is recovered', async () => {
@@ -60,19 +51,18 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
     ).toBe(true);
     while (walFrames(db.path) < 4056) expect((await write("INSERT INTO t (v) VALUES ('filling')")).ok).toBe(true);
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    const fill = fillDisk(filler);
-    fs.ftruncateSync(fill.fd, fill.size - 7 * 4096);
     let failed: { v: string; out: ExecOutcome } | undefined;
-    for (let i = 0; i < 20 && !failed; i++) {
-      const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
-      if (!out.ok) failed = { v: `edge ${i}`, out };
-    }
-    expect(failed?.out, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
-    // Its child dies before anything else is written (its worker SIGKILLed, a kill from outside).
-    const child = pool.pids[0]!;
-    process.kill(child, 'SIGKILL');
-    fs.closeSync(fill.fd);
-    fs.rmSync(filler);
+    const child = await withRoom(filler, 7 * 4096, async () => {
+      for (let i = 0; i < 20 && !failed; i++) {
+        const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
+        if (!out.ok) failed = { v: `edge ${i}`, out };
+      }
+      expect(failed?.out, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+      // Its child dies before anything else is written (its worker SIGKILLed, a kill from outside).
+      const killed = pool.pids[0]!;
+      process.kill(killed, 'SIGKILL');
+      return killed;
+    });
     const read = await pool.run({ op: 'query', db, sql: 'SELECT count(*) FROM t WHERE v = ?', params: [failed!.v], maxRows: 1 });
     expect(pool.pids[0]).not.toBe(child);
     expect(read, JSON.stringify(read)).toMatchObject({ ok: true, result: { rows: [[0]] } });

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fullCause, toOpError } from '../../src/sqlite/sqlite-errors.ts';
 import { write } from '../../src/sqlite/sqlite-write.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { fillDisk, tmpfsFolder, unmountTmpfs } from '../helpers/tmpfs.ts';
 import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
 // Fault review F2 (session 27): a write that failed for want of room on a full disk, answered once
@@ -18,12 +17,7 @@ import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 // every page it writes was allocated, under max_page_count, by the statement before it. Here the
 // executor's own steps, in its order: the write, room coming back, then the answer's code.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-freed-'));
-const refused = mountTmpfs(mnt, '8m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`disk-full-freed-before-answer.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-freed-', '8m', 'disk-full-freed-before-answer.test.ts');
 
 // A plan that lets the database grow by less than the 8 MB disk holds once freed.
 const limits = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 2 * 1024 * 1024 };

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -7,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 32, F9 (F8's leftover): a commit SQLite wrote whole on a full disk but could not enter
 // in the WAL index (its -shm cannot grow: SQLITE_IOERR_SHMSIZE) is cut from the WAL by the child
@@ -18,12 +17,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 // frames past the index's end. Pages of 512 bytes: frame 4063, where the index needs its second
 // 32 KiB, is 2 MB into the WAL.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-killed-before-cut-'));
-const refused = mountTmpfs(mnt, '16m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`disk-full-killed-before-cut.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-killed-before-cut-', '16m', 'disk-full-killed-before-cut.test.ts');
 
 const CHILD = fileURLToPath(new URL('../helpers/kill-before-tail-cut-child.mjs', import.meta.url));
 
@@ -61,10 +55,7 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
 
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('is not taken for a commit by the next open', async () => {
@@ -74,18 +65,13 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
     while (walFrames(db.path) < 4056) expect((await write("INSERT INTO t (v) VALUES ('filling')")).ok).toBe(true);
     const before = pool.pids[0]!;
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    const fill = fillDisk(filler);
-    fs.ftruncateSync(fill.fd, fill.size - 7 * 4096);
     let failed: { v: string; out: ExecOutcome } | undefined;
-    try {
+    await withRoom(filler, 7 * 4096, async () => {
       for (let i = 0; i < 20 && !failed; i++) {
         const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
         if (!out.ok) failed = { v: `edge ${i}`, out };
       }
-    } finally {
-      fs.closeSync(fill.fd);
-      fs.rmSync(filler);
-    }
+    });
     // The child died at the cut: the write's answer came from its record, read by the next child.
     expect(pool.pids[0]).not.toBe(before);
     expect(failed, 'a write failed (its child died at the cut)').toBeDefined();

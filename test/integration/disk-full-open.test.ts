@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.ts';
@@ -12,7 +11,7 @@ import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
-import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // Opening a database on a full disk (a tmpfs of 8 MB mounted here): a database whose handles
@@ -21,12 +20,7 @@ import { oneChildPool } from '../helpers/one-child-pool.ts';
 // disk: STORAGE_FULL (retryable), the executor child lives on, and reads and writes work again
 // by themselves once there is room, with nothing lost from the data or from history.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-open-full-'));
-const refused = mountTmpfs(mnt, '8m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`disk-full-open.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-open-full-', '8m', 'disk-full-open.test.ts');
 
 describe.runIf(!refused)('opening a database on a full disk', () => {
   let pool: ExecutorPool;
@@ -60,10 +54,7 @@ describe.runIf(!refused)('opening a database on a full disk', () => {
 
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('answers reads and writes STORAGE_FULL (retryable), not INTERNAL, and the child lives on', async () => {

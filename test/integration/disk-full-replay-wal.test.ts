@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
-import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // Session 32, F9 (F8's leftover): a write that had committed, run again on a full disk (its
@@ -17,12 +16,7 @@ import { oneChildPool } from '../helpers/one-child-pool.ts';
 // WAL was empty. Now the WAL's committed frames are read over the file, in memory. (On main
 // this file's first test fails: STORAGE_FULL.)
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-replay-wal-'));
-const refused = mountTmpfs(mnt, '8m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`disk-full-replay-wal.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-replay-wal-', '8m', 'disk-full-replay-wal.test.ts');
 
 /** Whether process `pid` runs still (neither gone nor a zombie awaiting its reaper). */
 function running(pid: number): boolean {
@@ -54,10 +48,7 @@ describe.runIf(!refused)('a write or drop run again on a full disk, its child ki
 
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('answers the write and the drop from their records in the WAL, and a new write STORAGE_FULL', async () => {

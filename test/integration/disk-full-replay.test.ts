@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
-import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // Session 31, F8's fault ledger (runs 2 and 3): a write that had committed was answered
@@ -18,12 +17,7 @@ import { oneChildPool } from '../helpers/one-child-pool.ts';
 // write or drop that committed answers what it did, full disk or not; one that did not is still
 // STORAGE_FULL.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-replay-full-'));
-const refused = mountTmpfs(mnt, '8m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`disk-full-replay.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-replay-full-', '8m', 'disk-full-replay.test.ts');
 
 describe.runIf(!refused)('a write or drop run again on a full disk, after it committed', () => {
   let pool: ExecutorPool;
@@ -54,10 +48,7 @@ describe.runIf(!refused)('a write or drop run again on a full disk, after it com
 
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('answers the write and the drop from their records, and a new write STORAGE_FULL', async () => {

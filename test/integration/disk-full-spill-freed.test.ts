@@ -1,11 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fullCause, toOpError } from '../../src/sqlite/sqlite-errors.ts';
 import { write } from '../../src/sqlite/sqlite-write.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { fillDisk, tmpfsFolder, unmountTmpfs } from '../helpers/tmpfs.ts';
 import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 
 // A leftover of review F2 (session 27), reproduced in session 30 (F6): a write too large for the
@@ -18,12 +17,7 @@ import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 // COMMIT's own SQLITE_FULL (disk-full-freed-before-answer.test.ts). Here the executor's steps in
 // its order: the write on the full disk, room coming back the moment it failed, then its answer.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-spill-'));
-const refused = mountTmpfs(mnt, '16m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`disk-full-spill-freed.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-spill-', '16m', 'disk-full-spill-freed.test.ts');
 
 // A plan that lets the database grow by less than the 16 MB disk holds once freed; the write
 // (~3 MB) fits the plan, and is three times the page cache the worker's handles keep.

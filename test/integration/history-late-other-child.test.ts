@@ -24,16 +24,11 @@ import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { fillDisk, removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
 
 const CHILD = fileURLToPath(new URL('../helpers/answer-first-child.mjs', import.meta.url));
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-late-other-'));
-const refused = mountTmpfs(mnt, '8m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`history-late-other-child.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-late-other-', '8m', 'history-late-other-child.test.ts');
 
 describe.runIf(!refused)('a commit answered by a killed child, copied by the next owner’s write once room came back', () => {
   let db: DbTarget;
@@ -79,10 +74,7 @@ describe.runIf(!refused)('a commit answered by a killed child, copied by the nex
 
   afterAll(() => {
     for (const handles of caches) handles.closeAll();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('keeps the time the killed child answered it at: a restore to that moment has it', () => {

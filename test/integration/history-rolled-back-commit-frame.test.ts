@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +11,7 @@ import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 30, G7 (the fault ledger's run 3, F6's (g)): on a full disk SQLite can write a
 // transaction's every frame, its commit frame included, into the WAL and then fail to enter them
@@ -28,12 +27,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 // A tmpfs mounted here, pages of 512 bytes (frame 4063, where the WAL index needs its second
 // 32 KiB, is 2 MB into the WAL), history's checkpoints past the test's WAL.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-rolled-back-frame-'));
-const refused = mountTmpfs(mnt, '16m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`history-rolled-back-commit-frame.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-rolled-back-frame-', '16m', 'history-rolled-back-commit-frame.test.ts');
 
 /** Frames of 512-byte pages in the WAL. */
 const walFrames = (dbPath: string) => Math.max(0, ((fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 32) - 32) / (512 + 24));
@@ -69,10 +63,7 @@ describe.runIf(!refused)('a commit frame SQLite rolled back, on a full disk', ()
 
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('history never holds it, and every restore after holds each acknowledged write (or refuses)', async () => {
@@ -80,18 +71,16 @@ describe.runIf(!refused)('a commit frame SQLite rolled back, on a full disk', ()
     await tagged('before');
     while (walFrames(db.path) < 4056) ok(await write("INSERT INTO t (v) VALUES ('filling')"));
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    const fill = fillDisk(filler);
-    fs.ftruncateSync(fill.fd, fill.size - 7 * 4096);
     let failed: ExecOutcome | undefined;
-    for (let i = 0; i < 20 && !failed; i++) {
-      const out = await write("INSERT INTO t (v) VALUES ('near the edge')");
-      if (out.ok) acked.push({ v: 'near the edge', at: Date.now() });
-      else failed = out;
-    }
-    expect(failed, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    await withRoom(filler, 7 * 4096, async () => {
+      for (let i = 0; i < 20 && !failed; i++) {
+        const out = await write("INSERT INTO t (v) VALUES ('near the edge')");
+        if (out.ok) acked.push({ v: 'near the edge', at: Date.now() });
+        else failed = out;
+      }
+      expect(failed, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    });
     // Room back; a capture before the next write (a restore's, a backup's, a failed copy's retry).
-    fs.closeSync(fill.fd);
-    fs.rmSync(filler);
     ok(await pool.run({ op: 'capture', db }));
     for (const v of ['w1', 'w2', 'w3']) await tagged(v);
     // Closed (the last connection: SQLite checkpoints), then written again.

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +7,7 @@ import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 35, F14 (F11's leftover 2): a restore in place of a database another connection holds
 // open goes through SQLite's backup API (`throughSqlite`): the rebuilt file is copied over the
@@ -18,12 +17,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 // ok with every row restored (the outside connection sees it too), or refused with the database
 // as it was.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-bshm-'));
-const refused = mountTmpfs(mnt, '1200m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`restore-backup-shm-growth.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-restore-bshm-', '1200m', 'restore-backup-shm-growth.test.ts');
 const by = { who: 'operator:bshm-test', via: 'operator' as const };
 /** Two rows a page: ~5,000 pages, past the 4,062 frames the -shm's first 32 KiB index. */
 const ROWS = 10_000;
@@ -45,10 +39,7 @@ describe.runIf(!refused)('a restore through the backup API on a full disk, at th
   afterAll(async () => {
     outside?.close();
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   /** Rows changed since the moment, as the outside connection reads them. */
@@ -82,15 +73,7 @@ describe.runIf(!refused)('a restore through the backup API on a full disk, at th
       outside = new Database(db.path, { fileMustExist: true });
       changedRows();
       const shmBefore = fs.statSync(`${db.path}-shm`).size;
-      const fill = fillDisk(filler);
-      fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
-      let out: ExecOutcome;
-      try {
-        out = await pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 });
-      } finally {
-        fs.closeSync(fill.fd);
-        fs.rmSync(filler);
-      }
+      const out = await withRoom(filler, room, () => pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 }));
       const left = changedRows();
       const rows = (outside.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
       const wal = fs.statSync(`${db.path}-wal`, { throwIfNoEntry: false })?.size ?? 0;

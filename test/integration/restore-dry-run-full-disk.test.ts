@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
@@ -8,7 +7,7 @@ import { FULL_DISK_NOTE } from '../../src/history/dry-run-disk.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
-import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // `agentdb restore --dry-run` on a full disk (a tmpfs of 8 MB mounted here) answered STORAGE_FULL:
@@ -17,12 +16,7 @@ import { oneChildPool } from '../helpers/one-child-pool.ts';
 // it gives with room, saying it was planned without writing; a real restore that must copy still
 // answers STORAGE_FULL.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-dry-full-'));
-const refused = mountTmpfs(mnt, '8m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`restore-dry-run-full-disk.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-dry-full-', '8m', 'restore-dry-run-full-disk.test.ts');
 const by = { who: 'operator:dry-run-test', via: 'operator' as const };
 
 describe.runIf(!refused)('a restore dry run on a full disk', () => {
@@ -66,10 +60,7 @@ describe.runIf(!refused)('a restore dry run on a full disk', () => {
 
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   it('answers the same plan with the database open, saying it wrote nothing; a real restore into a new database still answers STORAGE_FULL', async () => {

@@ -6,7 +6,7 @@ import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { pastMs } from '../helpers/history.ts';
 import { runCli } from '../helpers/processes.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { fillDisk, tmpfsFolder, unmountTmpfs } from '../helpers/tmpfs.ts';
 
 // Session 29, F5 made any shard op's full disk answer STORAGE_FULL (a `restore --from-blob` on a
 // full disk printed BullMQ's stack trace), checked by a unit test of the op runner alone. Here end
@@ -15,12 +15,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 // and `agentdb backup now` against a worker; their exit codes and what they print; and nothing half-restored answering ok
 // once room is back, when the same restores work.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-full-'));
-const refused = mountTmpfs(mnt, '24m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`restore-full-disk-cli.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-restore-full-', '24m', 'restore-full-disk-cli.test.ts');
 
 const who = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
 const blobDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-full-blobs-'));

@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +7,7 @@ import { historyTarget } from '../helpers/history-pool.ts';
 import { historyDir, listUndoPoints } from '../../src/history/history-files.ts';
 import { auditStatements, pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 33, F10 (F9's leftover): a restore in place on a nearly full disk (a tmpfs mounted
 // here), its room swept a few KiB at a time, so that it fails at each point of its way in turn:
@@ -18,12 +16,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 // next opened (here by a connection of this process, as `sqlite3` or the next child would), and
 // one answered ok must be.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-landed-'));
-const refused = mountTmpfs(mnt, '24m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`restore-full-disk-landed.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-restore-landed-', '24m', 'restore-full-disk-landed.test.ts');
 const by = { who: 'operator:landed-test', via: 'operator' as const };
 /** Rows changed after the moment, in commits small enough that the WAL stays far shorter than the restore's commit. */
 const CHANGED = 160;
@@ -42,10 +35,7 @@ describe.runIf(!refused)('a restore in place failing on a full disk', () => {
   });
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   /** Rows changed since the moment, as a connection opened now finds them (0: the database is as restored). */
@@ -70,15 +60,7 @@ describe.runIf(!refused)('a restore in place failing on a full disk', () => {
       if (changedRows() === 0)
         for (let i = 1; i <= CHANGED; i += 4) ok(await write(`UPDATE t SET v = printf('changed %01800d', id) WHERE id BETWEEN ${i} AND ${i + 3}`));
       ok(await pool.run({ op: 'capture', db }));
-      const fill = fillDisk(filler);
-      fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
-      let out: ExecOutcome;
-      try {
-        out = await pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 60_000 });
-      } finally {
-        fs.closeSync(fill.fd);
-        fs.rmSync(filler);
-      }
+      const out = await withRoom(filler, room, () => pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 60_000 }));
       const left = changedRows();
       const noted = out.ok && (out.result as { note?: string }).note ? '(noted)' : '';
       outcomes.push(`${room / 1024}K:${out.ok ? 'ok' : out.error.code}${noted}:${left}`);

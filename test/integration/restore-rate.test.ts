@@ -6,7 +6,7 @@ import { AgentRegistry } from '../../src/registry/agents.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { pastMs } from '../helpers/history.ts';
-import { keyedApp } from '../helpers/keyed-app.ts';
+import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { signedInCookie, startWebServer } from '../helpers/web-server.ts';
 
@@ -39,11 +39,14 @@ afterAll(async () => {
   await sb?.cleanup();
 }, 60_000);
 
-async function seed(workspace: string): Promise<number> {
+/**
+ * Writes `statements` to `workspace`'s database, then a row more after the moment it returns (the
+ * moment a restore goes back to), with a worker of its own.
+ */
+async function seed(workspace: string, statements = ['CREATE TABLE t (a)', 'INSERT INTO t VALUES (1)', 'INSERT INTO t VALUES (2)']): Promise<number> {
   const pool = await sb.pool();
   try {
-    for (const sql of ['CREATE TABLE t (a)', 'INSERT INTO t VALUES (1)', 'INSERT INTO t VALUES (2)'])
-      expect(await write(workspace, sql)).toMatchObject({ ok: true });
+    for (const sql of statements) expect(await write(workspace, sql)).toMatchObject({ ok: true });
     const moment = Date.now();
     pastMs(moment);
     expect(await write(workspace, 'INSERT INTO t VALUES (3)')).toMatchObject({ ok: true });
@@ -53,6 +56,15 @@ async function seed(workspace: string): Promise<number> {
   }
 }
 
+/** A restore of `workspace`'s database to `at` over `/v1`, with the member key `key`. */
+const restoreOverV1 = (app: KeyedApp, key: string, workspace: string, at: number) =>
+  app.app.inject({
+    method: 'POST',
+    url: `/v1/databases/${workspace}%2Fscout/restore`,
+    headers: { authorization: `Bearer ${key}` },
+    payload: { at: at / 1000 },
+  });
+
 it("charges a restore over /v1 50 calls before it runs, and refuses it past the workspace's rate with nothing restored", async () => {
   const moment = await seed('rv1');
   const pool = await sb.pool();
@@ -60,8 +72,7 @@ it("charges a restore over /v1 50 calls before it runs, and refuses it past the 
   const k = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 120 }, history });
   try {
     const key = await k.memberKey('rv1', 'ada', 'admin');
-    const restore = () =>
-      k.app.inject({ method: 'POST', url: '/v1/databases/rv1%2Fscout/restore', headers: { authorization: `Bearer ${key}` }, payload: { at: moment / 1000 } });
+    const restore = () => restoreOverV1(k, key, 'rv1', moment);
     expect((await restore()).statusCode).toBe(200);
     expect((await restore()).statusCode).toBe(200);
     const third = await restore();
@@ -145,19 +156,11 @@ it("places shard ops in their workspace's turn: one workspace's burst of ops no 
 }, 120_000);
 
 /** A database of `workspace` whose moment returned is 20 MiB, then a row more. */
-async function seedBig(workspace: string): Promise<number> {
-  const pool = await sb.pool();
-  try {
-    const big = 'WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20) INSERT INTO t SELECT zeroblob(1048576) FROM n';
-    for (const sql of ['CREATE TABLE t (a)', big]) expect(await write(workspace, sql)).toMatchObject({ ok: true });
-    const moment = Date.now();
-    pastMs(moment);
-    expect(await write(workspace, 'INSERT INTO t VALUES (3)')).toMatchObject({ ok: true });
-    return moment;
-  } finally {
-    await pool.stop();
-  }
-}
+const seedBig = (workspace: string) =>
+  seed(workspace, [
+    'CREATE TABLE t (a)',
+    'WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20) INSERT INTO t SELECT zeroblob(1048576) FROM n',
+  ]);
 
 it('charges the MiB a restore writes before it runs, from its plan: one that does not fit the window is refused with nothing restored', async () => {
   // A moment of 20 MiB: 50 calls and 20 more. Charged after the run (T12), the restore ran at
@@ -167,22 +170,15 @@ it('charges the MiB a restore writes before it runs, from its plan: one that doe
   const worker = await sb.pool();
   const k = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 60 }, history });
   const roomy = keyedApp(sb, { rateLimits: { windowS: 600, workspaceCalls: 75 }, history });
-  const restore = async (app: typeof k, workspace: string, at: number) =>
-    app.app.inject({
-      method: 'POST',
-      url: `/v1/databases/${workspace}%2Fscout/restore`,
-      headers: { authorization: `Bearer ${await app.memberKey(workspace, 'ada', 'admin')}` },
-      payload: { at: at / 1000 },
-    });
   try {
     // The window's first request: its 50 calls fit, only the MiB its plan knows of can refuse it.
-    const refused = await restore(k, 'rbig', moment);
+    const refused = await restoreOverV1(k, await k.memberKey('rbig', 'ada', 'admin'), 'rbig', moment);
     expect(refused.statusCode).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     expect(refused.json()).toMatchObject({ error: { code: 'RATE_LIMITED', retryAfter: expect.any(Number), message: expect.stringContaining('per MiB') } });
     expect(await restores('rbig/scout')).toBe(0);
     // With room for both (70 calls of 75), it runs.
-    const ran = await restore(roomy, 'rroomy', roomyMoment);
+    const ran = await restoreOverV1(roomy, await roomy.memberKey('rroomy', 'ada', 'admin'), 'rroomy', roomyMoment);
     expect(ran.statusCode).toBe(200);
     expect(ran.json().restoredBytes).toBeGreaterThan(20 * 1024 * 1024);
     expect(await restores('rroomy/scout')).toBe(1);

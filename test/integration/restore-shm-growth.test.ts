@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +9,7 @@ import { historyDir, listGenerations, listSegments, listUndoPoints, localSource 
 import { readCommits } from '../../src/history/segment-index.ts';
 import { auditStatements, pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 34, F11 (F9's and F10's leftover): a restore in place whose own commit lands on the
 // -shm's growth point. The WAL index's first 32 KiB of the -shm map frames 1 to 4,062; frame
@@ -21,12 +20,7 @@ import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 // that point, each answer must be true: a failure and the database as it was, or ok and every
 // row restored, and no audit row coming back twice.
 
-const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-restore-shm-'));
-const refused = mountTmpfs(mnt, '1200m');
-if (refused) {
-  fs.rmSync(mnt, { recursive: true, force: true });
-  console.warn(`restore-shm-growth.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
-}
+const { mnt, refused } = tmpfsFolder('agentdb-restore-shm-', '1200m', 'restore-shm-growth.test.ts');
 const by = { who: 'operator:shm-test', via: 'operator' as const };
 const ROWS = 18_000;
 const PAGE = 4096;
@@ -48,10 +42,7 @@ describe.runIf(!refused)('a restore in place whose audit commit lands on the -sh
   });
   afterAll(async () => {
     await pool?.stop();
-    if (!refused) {
-      unmountTmpfs(mnt);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
+    removeTmpfsFolder(mnt, refused);
   });
 
   function changedRows(): number {
@@ -129,15 +120,7 @@ describe.runIf(!refused)('a restore in place whose audit commit lands on the -sh
     /** A restore with `room` bytes free: its answer, checked against the database it left. */
     const attempt = async (room: number): Promise<boolean> => {
       if (changedRows() === 0) await change(rows);
-      const fill = fillDisk(filler);
-      fs.ftruncateSync(fill.fd, Math.max(0, fill.size - room));
-      let out: ExecOutcome;
-      try {
-        out = await pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 });
-      } finally {
-        fs.closeSync(fill.fd);
-        fs.rmSync(filler);
-      }
+      const out = await withRoom(filler, room, () => pool.run({ op: 'restore', db, at: moment, by, timeoutMs: 120_000 }));
       const left = changedRows();
       const noted = out.ok && (out.result as { note?: string }).note ? '(noted)' : '';
       outcomes.push(`${room / 1024}K:${out.ok ? 'ok' : out.error.code}${noted}:${left}:${walFrames()}`);

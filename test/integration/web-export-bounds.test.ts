@@ -1,7 +1,8 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { pausedGet } from '../helpers/paused-download.ts';
 import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // Each web-page CSV export holds up to three chunks of up to 2 MiB in the HTTP process while it
@@ -18,14 +19,7 @@ const open: http.IncomingMessage[] = [];
 
 /** One export's answer, its body unread (paused): the download stays under way until read or dropped. */
 function startExport(who: string, table = 'big'): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(`${web.url}/data/export.csv?db=acme%2Fscout&table=${table}`, { headers: { cookie: cookies[who]!, accept: 'text/html' } }, (res) => {
-      res.pause();
-      open.push(res);
-      resolve(res);
-    });
-    req.on('error', reject);
-  });
+  return pausedGet(`${web.url}/data/export.csv?db=acme%2Fscout&table=${table}`, { cookie: cookies[who]!, accept: 'text/html' }, open);
 }
 
 /** The whole body of a (refused) answer. */

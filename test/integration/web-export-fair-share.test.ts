@@ -1,7 +1,8 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { pausedGet, readToEnd } from '../helpers/paused-download.ts';
 import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // The process's CSV export slots (EXPORTS_MAX) are shared by every workspace. Eight workspaces
@@ -17,25 +18,12 @@ const cookies: Record<string, string> = {};
 const open: http.IncomingMessage[] = [];
 
 /** One export's answer, its body unread (paused): the download stays under way until read or dropped. */
-function startExport(workspace: string, table: string): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const db = encodeURIComponent(`${workspace}/scout`);
-    const req = http.get(`${web.url}/data/export.csv?db=${db}&table=${table}`, { headers: { cookie: cookies[workspace]!, accept: 'text/html' } }, (res) => {
-      res.pause();
-      open.push(res);
-      resolve(res);
-    });
-    req.on('error', reject);
-  });
-}
-
-/** Reads the answer to its end, and whether it ended complete (false: cut off by the server). */
-function readAll(res: http.IncomingMessage): Promise<boolean> {
-  return new Promise((resolve) => {
-    res.resume();
-    res.once('close', () => resolve(res.complete));
-  });
-}
+const startExport = (workspace: string, table: string) =>
+  pausedGet(
+    `${web.url}/data/export.csv?db=${encodeURIComponent(`${workspace}/scout`)}&table=${table}`,
+    { cookie: cookies[workspace]!, accept: 'text/html' },
+    open,
+  );
 
 const write = (workspace: string, sql: string) =>
   client.call({ workspace, agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
@@ -73,6 +61,6 @@ describe('CSV export slots shared between workspaces', () => {
     third.resume();
     // The oldest download of a workspace holding the most was ended by the server: read now, it
     // stops short, its file cut off (a socket not read sees no end, so the reader reads it here).
-    expect(await readAll(slow[0]!)).toBe(false);
+    expect(await readToEnd(slow[0]!)).toBe(false);
   }, 60_000);
 });

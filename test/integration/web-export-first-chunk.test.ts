@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import { pausedGet } from '../helpers/paused-download.ts';
 import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // A CSV download holds one of its member's export slots until it ends in any way. One whose
@@ -16,14 +17,7 @@ const open: http.IncomingMessage[] = [];
 
 /** One export's answer, its body unread (paused). */
 function startExport(): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(`${web.url}/data/export.csv?db=acme%2Fscout&table=wide`, { headers: { cookie, accept: 'text/html' } }, (res) => {
-      res.pause();
-      open.push(res);
-      resolve(res);
-    });
-    req.on('error', reject);
-  });
+  return pausedGet(`${web.url}/data/export.csv?db=acme%2Fscout&table=wide`, { cookie, accept: 'text/html' }, open);
 }
 
 /** Shard ops' jobs on every shard's queue, whatever their state. */

@@ -1,12 +1,11 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { REPO, repoText, tsFiles } from '../helpers/repo-files.ts';
 
 // ARCHITECTURE.md names the file (and function) behind each flow and invariant. Files move and
 // functions get renamed; a map that names what is gone sends a reader nowhere, so every path it
 // names must exist, and every name in brackets after a `src/…` path must be declared there.
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const DOC = readFileSync(path.join(REPO, 'ARCHITECTURE.md'), 'utf8');
 
 /** Every `src/…` path in the page, prose and code blocks alike (a trailing full stop is prose). */
@@ -111,15 +110,7 @@ describe('ARCHITECTURE.md names only what exists', () => {
   });
 
   it('declares each Class.member named on its own (`CallParking.resume`) in some file of src/', () => {
-    const sources = new Map<string, string>();
-    const walk = (dir: string) => {
-      for (const f of readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, f.name);
-        if (f.isDirectory()) walk(p);
-        else if (f.name.endsWith('.ts')) sources.set(p, readFileSync(p, 'utf8'));
-      }
-    };
-    walk(path.join(REPO, 'src'));
+    const sources = new Map(tsFiles('src').map((file) => [file, repoText(file)]));
     const named = [...new Set([...DOC.matchAll(/`([A-Z]\w*\.[a-z]\w*)`/g)].map((m) => m[1]!))];
     expect(named.length).toBeGreaterThan(10);
     expect(named.filter((name) => ![...sources.values()].some((source) => declares(source, name)))).toEqual([]);

@@ -1,7 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { repoText, tsFiles } from '../helpers/repo-files.ts';
 
 // DESIGN.md "Layout": one concept per file, named after it; a file past ~300 lines holds more
 // than one and wants splitting. Kept by this check, not by review: a file of the shipped code
@@ -10,7 +8,6 @@ import { describe, expect, it } from 'vitest';
 // until the six files at 304-329 were split (session 28), 310 until the three at 304-306 were
 // (session 30: approvals/approval-service.ts, calls/call-parking.ts, shards/shard-op-client.ts):
 // lower it as the largest are split.
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const ROOTS = ['src', 'workers', 'bin'];
 const LIMIT = 302;
 
@@ -30,18 +27,7 @@ function lineCount(text: string): number {
   return text.length === 0 || text.endsWith('\n') ? newlines : newlines + 1;
 }
 
-/** Every .ts file under `dir` (repo-relative, forward slashes). */
-function tsFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(path.join(REPO, dir), { withFileTypes: true })) {
-    const rel = `${dir}/${entry.name}`;
-    if (entry.isDirectory()) out.push(...tsFiles(rel));
-    else if (entry.name.endsWith('.ts')) out.push(rel);
-  }
-  return out;
-}
-
-const lengths = new Map(ROOTS.flatMap(tsFiles).map((file) => [file, lineCount(readFileSync(path.join(REPO, file), 'utf8'))]));
+const lengths = new Map(ROOTS.flatMap(tsFiles).map((file) => [file, lineCount(repoText(file))]));
 
 describe('no file of the shipped code outgrows one concept', () => {
   it('counts lines as wc -l does, over every file (so the checks below check something)', () => {

@@ -1,14 +1,11 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { repoText, tsFiles } from '../helpers/repo-files.ts';
 
 // DESIGN.md "Layout": redis/ holds every Lua script (scripts/*.lua) and one loader
 // (src/redis/lua-scripts.ts). Lua written inline elsewhere, or a script defined or sent by EVAL
 // outside the loader, is a second way of running scripts: a file of src/ outside redis/ that
 // holds Lua (`redis.call(`) or runs it (`defineCommand(`, `.eval(`, `evalsha(`) fails here, but
 // for the exceptions named, each with why.
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const RUNS_LUA = /redis\.p?call\(|defineCommand\(|\.eval\(|evalsha\(/;
 
 /** Files allowed to hold or run Lua outside redis/, and why. */
@@ -18,16 +15,7 @@ const EXCEPTIONS: Record<string, string> = {
   'src/shards/shard-worker.ts': "splices BullMQ's own moveToActive, read from BullMQ's package, into the worker's fetch",
 };
 
-/** Every .ts file under `dir` (repo-relative, forward slashes). */
-function tsFiles(dir: string): string[] {
-  return readdirSync(path.join(REPO, dir), { withFileTypes: true }).flatMap((entry) => {
-    const rel = `${dir}/${entry.name}`;
-    if (entry.isDirectory()) return tsFiles(rel);
-    return entry.name.endsWith('.ts') ? [rel] : [];
-  });
-}
-
-const holding = tsFiles('src').filter((file) => RUNS_LUA.test(readFileSync(path.join(REPO, file), 'utf8')));
+const holding = tsFiles('src').filter((file) => RUNS_LUA.test(repoText(file)));
 
 describe('every Lua script lives in src/redis/', () => {
   it('finds the loader and the exceptions (so the check below checks something)', () => {
