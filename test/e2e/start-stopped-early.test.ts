@@ -13,7 +13,10 @@ import { type LiveCli, spawnCli } from '../helpers/processes.ts';
 
 const sb = sandbox();
 const leftovers: number[] = [];
+const apps: LiveCli[] = [];
 afterAll(async () => {
+  // A test that failed or timed out while waiting leaves its process running otherwise.
+  for (const app of apps) if (app.child.exitCode === null && app.child.signalCode === null) app.child.kill('SIGKILL');
   for (const pid of leftovers) if (alive(pid)) process.kill(pid, 'SIGKILL');
   await sb.cleanup();
 });
@@ -75,6 +78,7 @@ describe('agentdb start stopped by SIGTERM during its start-up', () => {
     it(`${point.when}: it stops, and so does the redis-server it started`, async () => {
       const ports = { redis: await freePort(), http: await freePort() };
       const app = spawnCli(['start'], { ...sb.env, REDIS_URL: `redis://127.0.0.1:${ports.redis}`, PORT: String(ports.http), LOG_LEVEL: 'info' });
+      apps.push(app);
       let redisPid: number | undefined;
       try {
         await until(app, 'a redis-server child', () => (redisPid = redisChild(app.child.pid!)) !== undefined);
