@@ -75,6 +75,7 @@ import { AgentKeyRing } from '../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../src/registry/agents.ts';
 import { MemberRegistry } from '../src/registry/members.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
+import { AUDIT_TABLE } from '../src/sqlite/sqlite-audit.ts';
 import { freePort, OwnRedis } from '../test/helpers/own-redis.ts';
 import { runCli, startCli } from '../test/helpers/processes.ts';
 import { fillDisk, growTmpfs, mountTmpfs, unmountTmpfs } from '../test/helpers/tmpfs.ts';
@@ -400,14 +401,21 @@ async function main(): Promise<void> {
   // Session 31, F8: restores in place of lane `place`'s database (during each full disk). One that
   // answered ok takes its database back to its moment: the writes acknowledged after the moment
   // and before its answer may be undone (its undo window); every other acknowledged write is kept.
-  const inPlace: { at: number; code: number | null; out: string; started: number; ended: number; duringFull?: boolean }[] = [];
+  // Session 36, F15: one answered "may still run"/"may have run" (its shard op handed to Redis,
+  // Redis then lost) that its database's audit shows ran (`ranAt`, its row's time) undoes as one
+  // answered ok does, up to a little after it ran (its commit): counted apart (undoneByMayHaveRun).
+  const inPlace: { at: number; code: number | null; out: string; started: number; ended: number; duringFull?: boolean; ranAt?: number }[] = [];
   const restoreInPlace = async (at: number) => {
     const run = await cli('restore in place', ['restore', `${WS}/${agentOf.place}`, '--at', new Date(at).toISOString(), '--json']);
     inPlace.push({ at, code: run.code, out: run.out, started: run.at, ended: run.at + run.ms });
   };
   /** Whether `w` (lane place) may be undone by an in-place restore that began by `by`. */
   const undoneBy = (w: Write, by: number) =>
-    w.lane === 'place' && inPlace.some((p) => p.code === 0 && p.started <= by && w.answers.some((a) => a.ok && a.at > p.at && a.at <= p.ended));
+    w.lane === 'place' &&
+    inPlace.some((p) => {
+      const ended = p.code === 0 ? p.ended : p.ranAt === undefined ? undefined : Math.max(p.ended, p.ranAt + 10_000);
+      return ended !== undefined && p.started <= by && w.answers.some((a) => a.ok && a.at > p.at && a.at <= ended);
+    });
   const operator = async () => {
     for (let n = 0; !stop; n++) {
       await sleep(rand(1500, 4000));
@@ -677,6 +685,27 @@ async function main(): Promise<void> {
   // earlier send of the id was answered may still run, queued, or not at all: that one may have run.
   const notSentAfterMayRun = (w: Write) => w.answers.at(-1)?.code === 'UNAVAILABLE' && w.answers.slice(0, -1).some((a) => a.mayStillRun || a.status || a.error);
   const undone: string[] = [];
+  // Which in-place restores answered "may … run" ran after all: an audit row of a restore of its
+  // database (`at`: when it ran) that no restore answered ok made, from its start to a minute on.
+  {
+    const file = databasePath(dataDir, WS, agentOf.place, shardOf(`${WS}/${agentOf.place}`, config.shardCount));
+    const okIds = new Set(inPlace.filter((p) => p.code === 0).map((p) => `restore:${(JSON.parse(p.out) as { undoId?: string }).undoId}`));
+    let audited: { approval_id: string; at: number }[] = [];
+    try {
+      const d = new Database(file, { readonly: true });
+      try {
+        audited = d.prepare(`SELECT approval_id, at FROM ${AUDIT_TABLE} WHERE approval_id LIKE 'restore:%'`).all() as typeof audited;
+      } finally {
+        d.close();
+      }
+    } catch {
+      // No audit table: no restore of it ran.
+    }
+    for (const p of inPlace) {
+      if (p.code === 0 || !/may (still run|have run)|may have run it already/.test(p.out)) continue;
+      p.ranAt = audited.find((row) => !okIds.has(row.approval_id) && row.at >= p.started && row.at <= p.started + 60_000)?.at;
+    }
+  }
   const live = () => Object.fromEntries(LANES.map((l) => [l, idsIn(agentOf[l])]));
   const check = (ids: Record<string, Map<string, number[]>>) => {
     for (const w of writes) {
@@ -801,6 +830,11 @@ async function main(): Promise<void> {
       duringFullOk: inPlace.filter((p) => p.code === 0 && fullSpans.some(([a, b]) => p.started < b && p.ended > a)).length,
       refused: inPlace.filter((p) => p.code !== 0).map((p) => `exit ${p.code} ${p.out.slice(0, 160)}`),
       undoneWrites: undone.length,
+      undoneByMayHaveRun: undone.filter((cid) => {
+        const w = writes.find((x) => x.cid === cid)!;
+        return !inPlace.some((p) => p.code === 0 && w.answers.some((a) => a.ok && a.at > p.at && a.at <= p.ended));
+      }).length,
+      ranAfterMayRun: inPlace.filter((p) => p.ranAt !== undefined).map((p) => ({ at: new Date(p.at).toISOString(), ranAt: new Date(p.ranAt!).toISOString() })),
     },
     budget,
     childrenLeft,

@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { CallJobData } from '../contracts/call.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
 import { ERRORS, isErrorCode } from '../errors.ts';
+import { readsOnly } from './lost-run-replay.ts';
 
 // What a call or a result lookup answers, and the small helpers that build those answers: the
 // client's answer types, kept apart from the client that produces them.
@@ -109,6 +110,14 @@ export function failedCallEnvelope(data: Pick<CallJobData, 'callId' | 'tool'>, r
   // BullMQ fails a job that stalled past its limit: its workers lost it twice while it ran (a
   // process killed or stopped), so it may have run. Said as such: INTERNAL "failed" for writes
   // that had committed (F5's fault ledger, a worker SIGSTOPped 10 s, then the next SIGKILLed).
+  if (stalledTwice(reason) && readsOnly(data.tool))
+    // A read has no effect: whether it ran changes nothing for the caller (session 36, F15).
+    return errorEnvelope(
+      data.callId,
+      data.tool,
+      'UNAVAILABLE',
+      `Call ${data.callId}'s workers stopped answering while it ran (${reason}): it is a read, so nothing was changed, and it is not run again by itself. Send it again under the same call id to run it.`,
+    );
   if (stalledTwice(reason))
     return {
       ...errorEnvelope(

@@ -7,15 +7,54 @@ import type { RecordedEffect } from '../sqlite/call-record.ts';
 /** The tools whose effect an exactly-once record keeps: a run of one that committed can be answered from it. */
 const RECORDED_TOOLS: ReadonlySet<string> = new Set(['DATA_WRITE_SQL', 'DATA_DROP_TABLE']);
 
+/** The tools that only read: a run of one changes nothing, so running it again answers what the caller asked. */
+const READ_TOOLS: ReadonlySet<string> = new Set(['DATA_QUERY_SQL', 'DATA_DESCRIBE_SCHEMA']);
+
 /**
- * Whether a call job BullMQ would fail unrun for stalling past its limit is run once more, to be
- * answered from its database's exactly-once record ({@link recordOnly}): a write or drop. Its run
- * before may have committed and died before its job completed (a worker SIGKILLed between the
- * two), and failed unrun the agent was answered UNAVAILABLE "it may have run" although the
- * record said it had (session 35, F14). A read is failed as before: nothing of it is kept.
+ * How many times a call's job may stall (its worker killed or stopped while it ran) before BullMQ
+ * fails it unrun: its `maxStalledCount`, set from here so {@link replaysStalled} counts the same.
+ */
+export const STALLS_ALLOWED = 1;
+
+/** Whether `tool` only reads (see {@link READ_TOOLS}). */
+export function readsOnly(tool: unknown): boolean {
+  return READ_TOOLS.has(String(tool));
+}
+
+/**
+ * Whether a call job BullMQ would fail unrun for stalling past its limit is run once more. A write
+ * or drop is answered from its database's exactly-once record ({@link recordOnly}): its run before
+ * may have committed and died before its job completed (a worker SIGKILLed between the two), and
+ * failed unrun the agent was answered UNAVAILABLE "it may have run" although the record said it
+ * had (session 35, F14). A read is run again, once (session 36, F15): it has no effect, so the
+ * caller's answer is its rows, where "it may have run" told it nothing it could act on. Only the
+ * first time its count passes the limit: a read that stalls its worker again (one whose result
+ * takes the worker's memory) is not run a fourth time, and fails, answered as a read
+ * (`failedCallEnvelope`: nothing may still run).
  */
 export function replaysStalled(job: Job<CallJobData>): boolean {
-  return RECORDED_TOOLS.has(String(job.data?.tool));
+  const tool = String(job.data?.tool);
+  if (RECORDED_TOOLS.has(tool)) return true;
+  return READ_TOOLS.has(tool) && job.stalledCounter <= STALLS_ALLOWED + 1;
+}
+
+/**
+ * The executor a stalled-out call (`reason`) runs on: a read's own, its agent SQL let through
+ * but for an effect (a preview is a parked write's, never a read's); a write's or drop's
+ * {@link recordOnly}.
+ */
+export function stalledExecutor(
+  executor: { run(req: ExecRequest): Promise<ExecOutcome> },
+  tool: unknown,
+  reason: string,
+): { run(req: ExecRequest): Promise<ExecOutcome> } {
+  if (!readsOnly(tool)) return recordOnly(executor, reason);
+  return {
+    run(req) {
+      if (req.op === 'effect' || req.op === 'write' || req.op === 'drop') throw new UnrecoverableError(reason);
+      return executor.run(req);
+    },
+  };
 }
 
 /**

@@ -51,9 +51,11 @@ export function watchLocalRedis(child: ChildProcess, url: string, dataDir: strin
  * `redis-server` from PATH with AOF persistence and its data under `dataDir/redis`, so a fresh
  * machine needs only `npm ci && npm start`; but not for a data folder that has run on a Redis
  * agentdb did not start ({@link EXTERNAL_REDIS_MARKER}). Returns the process it started, if any.
+ * @param abort Aborted when the process is told to stop: a redis-server started here and not yet
+ * handed over is stopped, and it throws.
  * @throws Error saying how to get a Redis when none can be had.
  */
-export async function ensureRedis(url: string, dataDir: string): Promise<ChildProcess | undefined> {
+export async function ensureRedis(url: string, dataDir: string, abort?: AbortSignal): Promise<ChildProcess | undefined> {
   const dir = path.join(dataDir, 'redis');
   const marker = path.join(dataDir, EXTERNAL_REDIS_MARKER);
   if (await answers(url)) {
@@ -102,6 +104,11 @@ export async function ensureRedis(url: string, dataDir: string): Promise<ChildPr
   );
   for (let i = 0; i < 100; i++) {
     const up = await Promise.race([answers(url), failed]);
+    // Stopped while it started: the redis-server goes too, answering or not.
+    if (abort?.aborted) {
+      child.kill();
+      throw new Error(`Stopped while starting redis-server for ${url}.`);
+    }
     if (up) return child;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -26,7 +26,7 @@ import { ShardWorkerPool } from '../shards/shard-worker-pool.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { exitFor } from './exit-status.ts';
 import { ensureRedis, watchLocalRedis } from './local-redis.ts';
-import { untilSignal } from './signals.ts';
+import { interruption } from './signals.ts';
 import { drainWithin, exitAfterGrace } from './drain.ts';
 import { allShards } from './worker.ts';
 import { mcpWaiting } from '../mcp/waiting-calls.ts';
@@ -35,17 +35,41 @@ import { mcpWaiting } from '../mcp/waiting-calls.ts';
 export async function start(ctx: CommandContext): Promise<number> {
   const { config } = ctx;
   const logger = createLogger(config.logLevel, 'agentdb');
+  // Listening from the first moment, not from "ready": a SIGTERM during start-up (a supervisor's
+  // stop, a deploy) met the default action, which ended the process and left the redis-server it
+  // had started running (session 36, F15). Each step now goes on to its end, and the process
+  // then stops what it started, as after "ready".
+  const interrupt = interruption();
+  const abort = new AbortController();
+  let signalled: NodeJS.Signals | undefined;
+  void interrupt.signal.then((s) => {
+    signalled = s;
+    abort.abort();
+  });
   let redisServer: ChildProcess | undefined;
   try {
-    redisServer = await ensureRedis(config.redisUrl, config.dataDir);
+    redisServer = await ensureRedis(config.redisUrl, config.dataDir, abort.signal);
   } catch (err) {
+    if (signalled) {
+      logger.info({ signal: signalled }, 'stopping');
+      return EXIT.ok;
+    }
     ctx.stderr.write(`agentdb start: ${(err as Error).message}\n`);
     // No Redis, and none could be started: unavailable, as `agentdb worker` answers a Redis that does not answer.
     return exitFor('UNAVAILABLE');
   }
-  // `pid` is pino's own field (this process); the server's needs a name of its own.
   // Set when this process stops the redis-server it started: its exit is then no news.
   let stoppingRedis = false;
+  const stopRedis = () => {
+    stoppingRedis = true;
+    redisServer?.kill();
+  };
+  if (signalled) {
+    logger.info({ signal: signalled }, 'stopping');
+    stopRedis();
+    return EXIT.ok;
+  }
+  // `pid` is pino's own field (this process); the server's needs a name of its own.
   if (redisServer) {
     logger.info({ redisPid: redisServer.pid }, 'started a local redis-server');
     watchLocalRedis(redisServer, config.redisUrl, config.dataDir, logger, () => stoppingRedis);
@@ -119,35 +143,35 @@ export async function start(ctx: CommandContext): Promise<number> {
   } catch (err) {
     await app.close();
     await closeClients();
-    stoppingRedis = true;
-    redisServer?.kill();
+    stopRedis();
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
     const why = code === 'EADDRINUSE' ? 'is taken (another agentdb start, or another server, listens there)' : 'may not be opened by this user';
     ctx.stderr.write(`agentdb start: port ${config.port} on ${config.host} ${why}. Stop that server, or set PORT to a free port.\n`);
     return EXIT.usage;
   }
-  pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger, metrics });
-  await pool.start();
-  const scheduler = new Scheduler(config, logger);
-  await scheduler.start();
-  // Listening before the line that says ready: a supervisor or test that stops the process on
-  // seeing it found the default action still in place, which killed it without a drain and left
-  // the redis-server it started running (start.test.ts, 1 of 4 runs).
-  const signal = untilSignal();
-  logger.info({ address, shards: pool.ownedShards().length }, 'agentdb ready');
-  logger.info({ signal: await signal }, 'stopping');
+  // A step under way when the signal came finishes; none starts after it.
+  let scheduler: Scheduler | undefined;
+  if (!signalled) {
+    pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger, metrics });
+    await pool.start();
+  }
+  if (!signalled) {
+    scheduler = new Scheduler(config, logger);
+    await scheduler.start();
+  }
+  if (!signalled) logger.info({ address, shards: pool!.ownedShards().length }, 'agentdb ready');
+  logger.info({ signal: await interrupt.signal }, 'stopping');
   draining = true;
   const drained = await drainWithin(config.drainGraceMs, logger, async () => {
     // Intake stops first and all at once: no new request, scheduled job or shard job is taken
     // while anything else closes (one part waiting for Redis must not leave the others running).
     // Requests still waiting answer where their call stands, so the server can close.
     calls.stopWaiting();
-    await Promise.all([app.close(), scheduler.stop(), pool!.stop()]);
+    await Promise.all([app.close(), scheduler?.stop(), pool?.stop()]);
     await closeClients();
   });
-  stoppingRedis = true;
-  redisServer?.kill();
+  stopRedis();
   if (!drained) exitAfterGrace(logger, config.drainGraceMs, EXIT.failed);
   return EXIT.ok;
 }

@@ -218,6 +218,12 @@ export class HistoryCapture {
     return `its copies into history have failed since ${new Date(since).toISOString()}${disk}`;
   }
 
+  /** Since when (ms) the database's copies into history fail, and whether for a full disk; undefined when its last copy worked. */
+  behindOf(path: string): { since: number; disk: boolean } | undefined {
+    const since = this.behind.get(path);
+    return since === undefined ? undefined : { since, disk: this.behindForDisk.get(path) === true };
+  }
+
   /** Before a write to a database whose last copy failed: copies again (outside any transaction). */
   catchUp(db: Database, target: HandleTarget): void {
     if (this.behind.has(target.path)) this.run(db, target);

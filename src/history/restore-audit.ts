@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { walPages } from './wal-format.ts';
+import { openedElsewhere } from '../sqlite/file-openers.ts';
+import { lockHolders } from '../sqlite/lock-holders.ts';
 import { AUDIT_TABLE, recordAudit } from '../sqlite/sqlite-audit.ts';
 import { trusted } from '../sqlite/sqlite-trusted.ts';
 import { carryActivity, type allActivity } from '../sqlite/sqlite-activity.ts';
@@ -86,4 +88,17 @@ export function newUndoId(): string {
 /** Whether no connection has `dbPath` open: the last one to close removes its -wal and -shm. */
 export function closedEverywhere(dbPath: string): boolean {
   return !fs.existsSync(`${dbPath}-wal`) && !fs.existsSync(`${dbPath}-shm`);
+}
+
+/**
+ * Whether another process has `dbPath` open now: it holds a lock on the -shm (every connection in
+ * WAL mode holds one on its DMS byte once it has read), or a descriptor on the file (one opened
+ * and not used yet holds nothing else: `openedElsewhere`). {@link closedEverywhere} after this
+ * process closed its own connections must hold too before a rebuilt file is renamed over the live
+ * one: it is what settles a connection of this process's own. False when it cannot be told.
+ */
+export function heldElsewhere(dbPath: string): boolean {
+  const holders = lockHolders(`${dbPath}-shm`);
+  for (const pid of holders ?? []) if (pid !== process.pid) return true;
+  return openedElsewhere(dbPath);
 }

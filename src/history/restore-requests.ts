@@ -11,7 +11,7 @@ import type { HistoryCapture } from './handle-capture.ts';
 import { historyDir, localSource, readJson, undoPath, writeJsonAtomic, type UndoPoint } from './history-files.ts';
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration, type PreparedGeneration } from './linked-generation.ts';
 import { withReader } from './reader-markers.ts';
-import { auditInto, closedEverywhere, newUndoId, type RestoreActor } from './restore-audit.ts';
+import { auditInto, closedEverywhere, heldElsewhere, newUndoId, type RestoreActor } from './restore-audit.ts';
 import { NEXT_SUFFIX, removeLeftovers } from './restore-leftovers.ts';
 import { planRestore, type RestoreTarget } from './restore-plan.ts';
 import { checkAndSync, rebuild } from './restore-rebuild.ts';
@@ -195,7 +195,14 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       const audited_ = auditInto(next, req.by, undoId, audited, now, carried);
       step('rebuilt');
       checkAndSync(next, built.sound);
-      prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : everyPage(next, plan.snapshot.pageSize));
+      // The way in is chosen before the copy into history a rename needs: a file another process
+      // holds open goes in through the backup API, which begins its generation from the rebuilt
+      // file itself. Prepared and then discarded, that copy (up to every page of the file) was
+      // made beside the rebuilt file and the live WAL for nothing: a nearly full disk refused a
+      // restore the backup path had room for (session 36, F15).
+      const outside = heldElsewhere(req.db.path);
+      if (!outside)
+        prepared = prepareGeneration(source, plan, next, audited_ ? new Set([...built.written, ...audited_]) : everyPage(next, plan.snapshot.pageSize));
       step('copied');
       // Closing captures what is left and, as the last connection, checkpoints and removes the
       // -wal and -shm (see `HistoryCapture.hooks`): the file alone is the state before.
@@ -204,7 +211,10 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       const before = capturedPosition(req.db.path, source);
       if (!before) throw new AgentDbError('INTERNAL', `${req.db.id} has no captured history to keep an undo point in`);
       const point: UndoPoint = { id: undoId, database: req.db.id, createdAt: now, restoredTo: plan.restoredTo, position: before };
-      if (!closedEverywhere(req.db.path)) {
+      // Not prepared: held elsewhere before the close (held or not after it, the backup path is
+      // safe). Asked again after it: a connection opened meanwhile, or one that has not read yet
+      // (no -wal or -shm of its own), would go on with the old file's inode after a rename.
+      if (!prepared || !closedEverywhere(req.db.path) || heldElsewhere(req.db.path)) {
         discardGeneration(prepared);
         prepared = undefined;
         throughSqlite(handles, history, req, next, point, hdir, source, reused !== undefined);

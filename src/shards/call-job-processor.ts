@@ -25,7 +25,7 @@ import { TOOL_TIERS } from '../contracts/tools.ts';
 import { completedEvent, type CompletedEvent } from '../redis/events.ts';
 import type { Keys } from '../redis/keys.ts';
 import { executorSpan, runCallSpan } from '../tracing.ts';
-import { approvedToSettle, recordOnly } from '../calls/lost-run-replay.ts';
+import { approvedToSettle, stalledExecutor } from '../calls/lost-run-replay.ts';
 import { dataJsonOf, stalledOutOf } from './shard-worker.ts';
 import type { Tracer } from '@opentelemetry/api';
 
@@ -107,9 +107,9 @@ export class CallJobProcessor {
     // Made only when something is logged: on the hot path nothing is, at the default level.
     const log = () => this.opts.logger.child({ callId: job.id, shard });
     const started = Date.now();
-    // A job BullMQ would have failed for stalling twice runs nothing: answered from its record.
+    // A job BullMQ would have failed for stalling twice: a write answered from its record, a read run again.
     const stalled = stalledOutOf(job);
-    const deps = stalled === undefined ? this.deps : { ...this.deps, executor: recordOnly(this.executor, stalled) };
+    const deps = stalled === undefined ? this.deps : { ...this.deps, executor: stalledExecutor(this.executor, job.data.tool, stalled) };
     const { data } = job;
     // The text the job's data was read from: the client's `JSON.stringify` of it (`dataJsonOf`),
     // so neither its size nor its arguments' is measured by serialising the data again.

@@ -15,7 +15,7 @@ import type { CallJobProcessor } from './call-job-processor.ts';
 import { spillLarge } from './op-result-spill.ts';
 import { runShardOp, type ShardOpHandler } from './ops/shard-ops.ts';
 import { ShardWorker } from './shard-worker.ts';
-import { replaysStalled } from '../calls/lost-run-replay.ts';
+import { replaysStalled, STALLS_ALLOWED } from '../calls/lost-run-replay.ts';
 import type { StaleMarkers } from './stale-markers.ts';
 import type { UnheldJobs } from './unheld-jobs.ts';
 
@@ -90,10 +90,12 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
     concurrency: config.workerConcurrency,
     lockDuration: config.lockDurationMs,
     stalledInterval: config.stalledIntervalMs,
+    // BullMQ's own default, named where `replaysStalled` reads it.
+    maxStalledCount: STALLS_ALLOWED,
     autorun: true,
     // A lone call's announce goes in the script that completes its job (`CallCompletion.takeRider`).
     riderFor: (id) => d.calls.riderFor(id),
-    // A write or drop stalled twice is answered from its record, not failed unrun (lost-run-replay.ts).
+    // A write or drop stalled twice is answered from its record, a read run once more, not failed unrun (lost-run-replay.ts).
     replaysStalled: (job) => !job.name.startsWith(SHARD_OP_PREFIX) && replaysStalled(job as Job<CallJobData>),
     // With tracing on, BullMQ's `process` span continues the trace its job carries from the caller.
     ...(d.tracer ? { telemetry: queueTelemetry() } : {}),

@@ -13,6 +13,15 @@ describe('failedCallEnvelope', () => {
     expect((env as { error: { message: string } }).error.message).toMatch(/may have run.*same call id/);
   });
 
+  // Session 36, F15: a read has no effect; stalled past its limit (its run once more stalled too)
+  // it is refused without a "may have run" the caller could do nothing with.
+  it('answers a read failed for stalling UNAVAILABLE without mayStillRun: nothing was changed', () => {
+    const env = failedCallEnvelope({ callId: 'r-1', tool: 'DATA_QUERY_SQL' }, 'job stalled more than allowable limit');
+    expect(env).toMatchObject({ ok: false, callId: 'r-1', error: { code: 'UNAVAILABLE' } });
+    expect(env).not.toHaveProperty('mayStillRun');
+    expect((env as { error: { message: string } }).error.message).toMatch(/nothing was changed.*same call id/);
+  });
+
   // Session 32, F9: a write run again on a full disk whose database could be neither opened nor
   // read, or whose child died and whose record could not be read, runs again; its retries spent,
   // it may have committed, and is not answered as if nothing ran.
