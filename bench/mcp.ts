@@ -225,54 +225,62 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   // BENCH_MCP_ORDER=fixed: the order of sessions 20-35 (library first every round), for A/B runs of the bench itself.
   const fixedOrder = process.env.BENCH_MCP_ORDER === 'fixed';
   const perRound: { library: number; v1: number }[] = [];
-  // BENCH_MCP_INTERLEAVE (default `call`): within a round the five sides take turns call by call
-  // (the turn's first side moving on by one each call), so a burst of the machine's other work
-  // lands on every side alike: at load 15-19 each round's `/mcp` ÷ `/v1` went 0.91-1.20 so,
-  // against 0.18-5.3 with each side's calls in a block (docs/benchmarks.md, session 36). Its
-  // cost: the library's client stays open through the round, and its event reader reads every
-  // completion of the prefix, the HTTP sides' too, waking their caller once more a call (this
-  // process; more CPU there, never less) — so `/mcp` ÷ library errs high, not low. `call-http`:
-  // the four HTTP sides so, the library's calls in a block of their own before them with its
-  // client closed after. `block`: each side's calls in one block, the blocks' order turning
-  // each round (BENCH_MCP_ORDER=fixed: library first every round, as sessions 20-35 ran it).
-  const interleave = process.env.BENCH_MCP_INTERLEAVE ?? 'call';
+  // BENCH_MCP_INTERLEAVE (default `call-http`): within a round the four HTTP sides take turns
+  // call by call (the turn's first side moving on by one each call), so a burst of the machine's
+  // other work lands on each alike: at load 15-19 each round's `/mcp` ÷ `/v1` went 0.93-1.18 so,
+  // against 0.18-5.3 with each side's calls in a block (docs/benchmarks.md, session 36). The
+  // library's calls go in blocks of BENCH_MCP_SEGMENT (100) between those turns, its client
+  // opened before each block and closed after: its event reader reads every completion of the
+  // prefix, and left open during the HTTP sides' calls it woke their caller once more each,
+  // which on the loaded machine tripled every side's p50 (`call`: all five sides take turns,
+  // the library's client open through the round). `block`: each side's calls in one block,
+  // the blocks' order turning each round (BENCH_MCP_ORDER=fixed: library first every round, as
+  // sessions 20-35 ran it). BENCH_MCP_BURST (1): calls a side makes in a row at its turn.
+  const interleave = process.env.BENCH_MCP_INTERLEAVE ?? 'call-http';
+  const burst = Number(process.env.BENCH_MCP_BURST ?? 1);
+  const segment = interleave === 'call-http' ? Number(process.env.BENCH_MCP_SEGMENT ?? 100) : opts.calls;
   const calls: Record<Side, (i: number) => Promise<void>> = { library: viaLibrary, mcp: viaMcp, mcpFetch: viaMcpFetch, v1: viaV1, v1h: viaV1Http };
   const mainThread = `/proc/${serverPid}/task/${serverPid}/schedstat`;
   const serverNs = () => Number(readFileSync(mainThread, 'utf8').split(' ')[0]);
-  /** One round of `turn` taking turns call by call; each call's caller and server (main thread) CPU charged to its side. */
-  const turns = async (turn: Side[]) => {
-    const lat = Object.fromEntries(turn.map((s) => [s, [] as number[]])) as Record<Side, number[]>;
-    for (let i = 0; i < opts.calls; i++) {
-      for (let k = 0; k < turn.length; k++) {
-        const side = turn[(i + k) % turn.length]!;
-        const c0 = process.cpuUsage();
-        const s0 = serverNs();
-        const t0 = performance.now();
-        await calls[side](i);
-        lat[side].push(performance.now() - t0);
-        const used = process.cpuUsage(c0);
-        const n = opts.calls * opts.rounds;
-        cpu[side].caller += (used.user + used.system) / 1000 / n;
-        cpu[side].server += (serverNs() - s0) / 1e6 / n;
+  /** One round of sides taking turns; each call's caller and server (main thread) CPU charged to its side. */
+  const turns = async () => {
+    const lat: Record<Side, number[]> = { library: [], mcp: [], mcpFetch: [], v1: [], v1h: [] };
+    const n = opts.calls * opts.rounds;
+    const one = async (side: Side, i: number) => {
+      const c0 = process.cpuUsage();
+      const s0 = serverNs();
+      const t0 = performance.now();
+      await calls[side](i);
+      lat[side].push(performance.now() - t0);
+      const used = process.cpuUsage(c0);
+      cpu[side].caller += (used.user + used.system) / 1000 / n;
+      cpu[side].server += (serverNs() - s0) / 1e6 / n;
+    };
+    const turn = interleave === 'call' ? order : order.filter((s) => s !== 'library');
+    for (let from = 0; from < opts.calls; from += segment) {
+      const to = Math.min(opts.calls, from + segment);
+      library = await openLibrary();
+      if (interleave === 'call-http') {
+        for (let i = from; i < to; i++) await one('library', i);
+        await library.close();
       }
+      for (let i = from; i < to; i += burst)
+        for (let k = 0; k < turn.length; k++) {
+          const side = turn[(i / burst + k) % turn.length]!;
+          for (let j = i; j < Math.min(to, i + burst); j++) await one(side, j);
+        }
+      if (interleave === 'call') await library.close();
     }
-    return Object.fromEntries(turn.map((s) => [s, summarise(lat[s], lat[s].reduce((a, b) => a + b, 0) / 1000)])) as Record<Side, RunStats>;
+    return Object.fromEntries(order.map((s) => [s, summarise(lat[s], lat[s].reduce((a, b) => a + b, 0) / 1000)])) as Record<Side, RunStats>;
   };
   for (let r = 0; r < opts.rounds; r++) {
-    let got = {} as Record<Side, RunStats>;
-    if (interleave === 'call') {
-      library = await openLibrary();
-      got = await turns(order);
-      await library.close();
-    } else if (interleave === 'call-http') {
-      got.library = await sides.library();
-      got = { ...got, ...(await turns(order.filter((s) => s !== 'library'))) };
-    } else {
+    const got = {} as Record<Side, RunStats>;
+    if (interleave === 'call' || interleave === 'call-http') Object.assign(got, await turns());
+    else
       for (let k = 0; k < order.length; k++) {
         const side = order[(fixedOrder ? k : r + k) % order.length]!;
         got[side] = await sides[side]();
       }
-    }
     for (const side of order) stats[side].push(got[side]);
     perRound.push({ library: got.mcp.p50Ms / got.library.p50Ms, v1: got.mcp.p50Ms / got.v1.p50Ms });
   }
