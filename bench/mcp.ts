@@ -228,7 +228,7 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   // BENCH_MCP_INTERLEAVE (default `call-http`): within a round the four HTTP sides take turns
   // call by call (the turn's first side moving on by one each call), so a burst of the machine's
   // other work lands on each alike: at load 15-19 each round's `/mcp` ÷ `/v1` went 0.93-1.18 so,
-  // against 0.18-5.3 with each side's calls in a block (docs/benchmarks.md, session 36). The
+  // against 0.18-7.7 with each side's calls in a block (docs/benchmarks.md, session 36). The
   // library's calls go in blocks of BENCH_MCP_SEGMENT (100) between those turns, its client
   // opened before each block and closed after: its event reader reads every completion of the
   // prefix, and left open during the HTTP sides' calls it woke their caller once more each,
