@@ -16,7 +16,7 @@ import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
 import { cpuSeconds } from './cpu.ts';
 import { ownSignalFetch } from './own-signal-fetch.ts';
 import { startProcess, stopProcess } from './process.ts';
-import { drive, quantile, round, summarise, type RunStats } from './stats.ts';
+import { drive, median, round, summarise, type RunStats } from './stats.ts';
 
 /**
  * The built CLI, as deployed (`npm run bench` builds it first); `BENCH_DIST` names another
@@ -184,22 +184,19 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   for (const warm of [viaLibrary, viaMcp, viaMcpFetch, viaV1, viaV1Http]) await drive(warmCalls, 1, warm);
   await library.close();
 
-  const lib: RunStats[] = [];
-  const over: RunStats[] = [];
-  const overFetch: RunStats[] = [];
-  const v1: RunStats[] = [];
-  const v1h: RunStats[] = [];
   // CPU per call of the caller (this process) and of the server process (HTTP and workers; not
   // its executor child, whose share is the same query on every side): on a shared machine it
   // moves far less than latency does, and it is what the layers cost.
-  const cpu = {
+  type Side = 'library' | 'mcp' | 'mcpFetch' | 'v1' | 'v1h';
+  const cpu: Record<Side, { caller: number; server: number }> = {
     library: { caller: 0, server: 0 },
     mcp: { caller: 0, server: 0 },
     mcpFetch: { caller: 0, server: 0 },
     v1: { caller: 0, server: 0 },
     v1h: { caller: 0, server: 0 },
   };
-  const measured = async (side: keyof typeof cpu, fn: (i: number) => Promise<void>) => {
+  const stats: Record<Side, RunStats[]> = { library: [], mcp: [], mcpFetch: [], v1: [], v1h: [] };
+  const measured = async (side: Side, fn: (i: number) => Promise<void>) => {
     const before = process.cpuUsage();
     const serverBefore = cpuSeconds(serverPid);
     const d = await drive(opts.calls, 1, fn);
@@ -209,15 +206,89 @@ async function measure(config: Config, prefix: string, url: string, key: string,
     cpu[side].server += ((cpuSeconds(serverPid) - serverBefore) * 1000) / n;
     return summarise(d.latencies, d.seconds);
   };
+  const sides: Record<Side, () => Promise<RunStats>> = {
+    library: async () => {
+      library = await openLibrary();
+      const s = await measured('library', viaLibrary);
+      await library.close();
+      return s;
+    },
+    mcp: () => measured('mcp', viaMcp),
+    mcpFetch: () => measured('mcpFetch', viaMcpFetch),
+    v1: () => measured('v1', viaV1),
+    v1h: () => measured('v1h', viaV1Http),
+  };
+  // The goals are read per round, `/mcp` against the other sides of its own round, and the
+  // rounds' median taken: the machine's drift between rounds then cancels rather than landing
+  // on one side.
+  const order: Side[] = ['library', 'mcp', 'mcpFetch', 'v1', 'v1h'];
+  // BENCH_MCP_ORDER=fixed: the order of sessions 20-35 (library first every round), for A/B runs of the bench itself.
+  const fixedOrder = process.env.BENCH_MCP_ORDER === 'fixed';
+  const perRound: { library: number; v1: number }[] = [];
+  // BENCH_MCP_INTERLEAVE (default `call-http`): within a round the four HTTP sides take turns
+  // call by call (the turn's first side moving on by one each call), so a burst of the machine's
+  // other work lands on each alike: at load 15-19 each round's `/mcp` ÷ `/v1` went 0.93-1.18 so,
+  // against 0.18-7.7 with each side's calls in a block (docs/benchmarks.md, session 36). The
+  // library's calls go in blocks of BENCH_MCP_SEGMENT (100) between those turns, its client
+  // opened before each block and closed after: its event reader reads every completion of the
+  // prefix, and left open during the HTTP sides' calls it woke their caller once more each,
+  // which on the loaded machine tripled every side's p50 (`call`: all five sides take turns,
+  // the library's client open through the round). `block`: each side's calls in one block,
+  // the blocks' order turning each round (BENCH_MCP_ORDER=fixed: library first every round, as
+  // sessions 20-35 ran it). BENCH_MCP_BURST (1): calls a side makes in a row at its turn.
+  const interleave = process.env.BENCH_MCP_INTERLEAVE ?? 'call-http';
+  const burst = Number(process.env.BENCH_MCP_BURST ?? 1);
+  const segment = interleave === 'call-http' ? Number(process.env.BENCH_MCP_SEGMENT ?? 100) : opts.calls;
+  const calls: Record<Side, (i: number) => Promise<void>> = { library: viaLibrary, mcp: viaMcp, mcpFetch: viaMcpFetch, v1: viaV1, v1h: viaV1Http };
+  const mainThread = `/proc/${serverPid}/task/${serverPid}/schedstat`;
+  const serverNs = () => Number(readFileSync(mainThread, 'utf8').split(' ')[0]);
+  /** One round of sides taking turns; each call's caller and server (main thread) CPU charged to its side. */
+  const turns = async () => {
+    const lat: Record<Side, number[]> = { library: [], mcp: [], mcpFetch: [], v1: [], v1h: [] };
+    const n = opts.calls * opts.rounds;
+    const one = async (side: Side, i: number) => {
+      const c0 = process.cpuUsage();
+      const s0 = serverNs();
+      const t0 = performance.now();
+      await calls[side](i);
+      lat[side].push(performance.now() - t0);
+      const used = process.cpuUsage(c0);
+      cpu[side].caller += (used.user + used.system) / 1000 / n;
+      cpu[side].server += (serverNs() - s0) / 1e6 / n;
+    };
+    const turn = interleave === 'call' ? order : order.filter((s) => s !== 'library');
+    for (let from = 0; from < opts.calls; from += segment) {
+      const to = Math.min(opts.calls, from + segment);
+      library = await openLibrary();
+      if (interleave === 'call-http') {
+        for (let i = from; i < to; i++) await one('library', i);
+        await library.close();
+      }
+      for (let i = from; i < to; i += burst)
+        for (let k = 0; k < turn.length; k++) {
+          const side = turn[(i / burst + k) % turn.length]!;
+          for (let j = i; j < Math.min(to, i + burst); j++) await one(side, j);
+        }
+      if (interleave === 'call') await library.close();
+    }
+    return Object.fromEntries(order.map((s) => [s, summarise(lat[s], lat[s].reduce((a, b) => a + b, 0) / 1000)])) as Record<Side, RunStats>;
+  };
   for (let r = 0; r < opts.rounds; r++) {
-    library = await openLibrary();
-    lib.push(await measured('library', viaLibrary));
-    await library.close();
-    over.push(await measured('mcp', viaMcp));
-    overFetch.push(await measured('mcpFetch', viaMcpFetch));
-    v1.push(await measured('v1', viaV1));
-    v1h.push(await measured('v1h', viaV1Http));
+    const got = {} as Record<Side, RunStats>;
+    if (interleave === 'call' || interleave === 'call-http') Object.assign(got, await turns());
+    else
+      for (let k = 0; k < order.length; k++) {
+        const side = order[(fixedOrder ? k : r + k) % order.length]!;
+        got[side] = await sides[side]();
+      }
+    for (const side of order) stats[side].push(got[side]);
+    perRound.push({ library: got.mcp.p50Ms / got.library.p50Ms, v1: got.mcp.p50Ms / got.v1.p50Ms });
   }
+  const lib = stats.library;
+  const over = stats.mcp;
+  const overFetch = stats.mcpFetch;
+  const v1 = stats.v1;
+  const v1h = stats.v1h;
   // The SDK client's fetch keeps its connection alive: the server's sockets are counted
   // (a closed one stays listed for a minute), so a run that opened one per request (and
   // measured TCP set-up rather than agentdb) shows it. Expect 3: Node's fetch (undici) keeps two
@@ -225,11 +296,6 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   // setImmediate, by then the next call has taken the other one; docs/benchmarks.md, session 23),
   // shared by the SDK client and the fetch sides, and node:http's agent one.
   const connections = serverSockets(Number(new URL(url).port));
-  const median = (xs: number[]) =>
-    quantile(
-      [...xs].sort((a, b) => a - b),
-      0.5,
-    );
   const clientLibraryP50Ms = round(median(lib.map((s) => s.p50Ms)));
   const mcpP50Ms = round(median(over.map((s) => s.p50Ms)));
 
@@ -238,6 +304,9 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   return {
     calls: opts.calls,
     rounds: opts.rounds,
+    interleave,
+    /** What the server's CPU per call counts: its main thread (to the ns) when calls take turns, else the whole process (10 ms ticks). */
+    serverCpu: interleave === 'block' ? 'process' : 'main thread',
     clientLibraryP50Ms,
     mcpP50Ms,
     mcpP99Ms: round(median(over.map((s) => s.p99Ms))),
@@ -247,6 +316,12 @@ async function measure(config: Config, prefix: string, url: string, key: string,
     p50Ratio: round(mcpP50Ms / clientLibraryP50Ms),
     /** `/mcp` over `/v1/calls` (both from fetch): the second half of issue 28's goal (≤ 1.1). */
     v1Ratio: round(mcpP50Ms / median(v1.map((s) => s.p50Ms))),
+    /** The two goals read per round (`/mcp`'s p50 over the library's, over `/v1/calls`', in the same round), median of the rounds. */
+    pairedRatio: { library: round(median(perRound.map((p) => p.library))), v1: round(median(perRound.map((p) => p.v1))) },
+    /** Each side's p50 (ms) in each round, in the order run (round r starts at side r of library, mcp, mcpFetch, v1, v1h). */
+    roundP50Ms: Object.fromEntries(Object.entries(stats).map(([side, s]) => [side, s.map((x) => x.p50Ms)])),
+    /** Each round's two ratios, in the order run. */
+    roundRatios: perRound.map((p) => [round(p.library), round(p.v1)]),
     httpConnections: connections,
     cpuMsPerCall: { library: per(cpu.library), mcp: per(cpu.mcp), mcpFetch: per(cpu.mcpFetch), v1Calls: per(cpu.v1), v1Http: per(cpu.v1h) },
   };

@@ -145,7 +145,7 @@ async function only(name: string) {
     const mcp = await benchMcp(config, { calls: SEQ_CALLS, rounds: ROUNDS });
     console.log(JSON.stringify(mcp));
     console.log(
-      `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms (/mcp ÷ /v1 ${mcp.v1Ratio}; goal <= 1.1; from node:http ${mcp.v1HttpP50Ms} ms); /mcp from a bare fetch p50 ${mcp.mcpFetchP50Ms} ms; ${mcp.httpConnections} HTTP connection(s)`,
+      `PK read via /mcp: p50 ${mcp.mcpP50Ms} ms vs client library ${mcp.clientLibraryP50Ms} ms (ratio ${mcp.p50Ratio}; goal <= 1.5); /v1/calls p50 ${mcp.v1CallsP50Ms} ms (/mcp ÷ /v1 ${mcp.v1Ratio}; goal <= 1.1; from node:http ${mcp.v1HttpP50Ms} ms); /mcp from a bare fetch p50 ${mcp.mcpFetchP50Ms} ms; ${mcp.httpConnections} HTTP connection(s); per round (median of ${mcp.rounds}): ÷ library ${mcp.pairedRatio.library}, ÷ /v1 ${mcp.pairedRatio.v1}`,
     );
   } finally {
     await deleteKeys(prefix);
