@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { readExecutors } from '../../src/shards/executor-status-publisher.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox } from '../helpers/harness.ts';
-import { startCli, stop } from '../helpers/processes.ts';
+import { alive, startCli, stop } from '../helpers/processes.ts';
 
 const FOREVER = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c';
 // The statement would run for minutes: only the child's own watch can end it in time.
@@ -17,14 +16,6 @@ afterAll(async () => {
 });
 
 /** Whether `pid` is a live process (a zombie waiting for its reaper is not). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
 async function pool() {
   const redis = connectRedis(sb.config.redisUrl);
   try {

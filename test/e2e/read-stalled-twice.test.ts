@@ -5,6 +5,7 @@ import { callKey } from '../../src/contracts/call-identity.ts';
 import { planCall } from '../../src/policy/call-plan.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox } from '../helpers/harness.ts';
+import { nextRun } from '../helpers/job-runs.ts';
 import { startCli, stop } from '../helpers/processes.ts';
 
 // Session 36, F15: a read whose job stalled twice (its workers SIGKILLed while it ran) was
@@ -24,23 +25,6 @@ async function startWorker(): Promise<ChildProcess> {
   const w = await startCli(['worker'], sb.env);
   running.push(w);
   return w;
-}
-
-/** Waits for the job's next run (a `processedOn` other than `taken`), and answers it. */
-async function nextRun(queue: Queue, jobId: string, taken: number | undefined): Promise<number> {
-  let seen: number | undefined;
-  await expect
-    .poll(
-      async () => {
-        const job = await queue.getJob(jobId);
-        const state = job ? await job.getState() : undefined;
-        seen = state === 'active' && job?.processedOn !== undefined && job.processedOn !== taken ? job.processedOn : undefined;
-        return seen;
-      },
-      { interval: 5, timeout: 20_000 },
-    )
-    .toBeDefined();
-  return seen!;
 }
 
 /**

@@ -14,6 +14,7 @@ import { MemberRegistry } from '../../src/registry/members.ts';
 import { AUDIT_TABLE } from '../../src/sqlite/sqlite-audit.ts';
 import { sandbox } from '../helpers/harness.ts';
 import { childrenOf, cpuTicks } from '../helpers/kill-in-statement.ts';
+import { nextRun } from '../helpers/job-runs.ts';
 import { startCli, stop } from '../helpers/processes.ts';
 import { whoOf } from '../helpers/who.ts';
 
@@ -58,26 +59,6 @@ function rowsInFile(file: string): number {
   } finally {
     db.close();
   }
-}
-
-/**
- * Waits for the job's next run (a `processedOn` other than `taken`), and answers it. Each new run
- * of the job is the one the next kill is meant for.
- */
-async function nextRun(queue: Queue, jobId: string, taken: number | undefined): Promise<number> {
-  let seen: number | undefined;
-  await expect
-    .poll(
-      async () => {
-        const job = await queue.getJob(jobId);
-        const state = job ? await job.getState() : undefined;
-        seen = state === 'active' && job?.processedOn !== undefined && job.processedOn !== taken ? job.processedOn : undefined;
-        return seen;
-      },
-      { interval: 5, timeout: 20_000 },
-    )
-    .toBeDefined();
-  return seen!;
 }
 
 /**

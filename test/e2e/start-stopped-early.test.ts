@@ -1,10 +1,9 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandbox } from '../helpers/harness.ts';
 import { childrenOf } from '../helpers/kill-in-statement.ts';
 import { freePort } from '../helpers/own-redis.ts';
-import { type LiveCli, spawnCli } from '../helpers/processes.ts';
+import { accepts, alive, type LiveCli, spawnCli } from '../helpers/processes.ts';
 
 // Session 36, F15: `agentdb start` listened for SIGTERM only from "ready" (session 35 moved it
 // just before that line). A stop during its start-up (a supervisor's, a deploy's) met the default
@@ -21,15 +20,6 @@ afterAll(async () => {
   await sb.cleanup();
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The redis-server among `pid`'s children, if it has started one yet. */
 function redisChild(pid: number): number | undefined {
   try {
@@ -43,17 +33,6 @@ function redisChild(pid: number): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /** Polls `check` until true (every 2 ms, at most 30 s); throws if `app` ends first. */

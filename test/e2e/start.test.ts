@@ -1,11 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandbox } from '../helpers/harness.ts';
 import { freePort, OwnRedis } from '../helpers/own-redis.ts';
-import { CLI, runCli, startCli, stop } from '../helpers/processes.ts';
+import { accepts, alive, CLI, runCli, startCli, stop } from '../helpers/processes.ts';
 
 const sb = sandbox();
 afterAll(() => sb.cleanup());
@@ -178,22 +177,4 @@ describe('a second agentdb start on the same port', () => {
   });
 });
 
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 /** Whether `pid` runs (a zombie left for whoever reaps it has stopped: its state is `Z`). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
-  } catch {
-    return false;
-  }
-}

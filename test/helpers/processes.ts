@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -105,5 +107,26 @@ export function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): P
   return new Promise((resolve) => {
     child.once('exit', () => resolve());
     child.kill(signal);
+  });
+}
+
+/** Whether `pid` is running: a zombie (ended, not yet reaped) counts as ended. */
+export function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether something accepts a TCP connection on 127.0.0.1:`port`. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
   });
 }

@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
+import type http from 'node:http';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { ConcurrentSlots } from '../../src/policy/concurrent-slots.ts';
 import { spillDir } from '../../src/sqlite/result-spill.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+import { pausedGet, readToEnd } from '../helpers/paused-download.ts';
 import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
 
 // A download whose reader takes nothing held its slot for as long as its connection stayed: the
@@ -25,26 +26,6 @@ const STALL_S = 1;
 /** How long another workspace keeps asking: far past the deadline, whatever the load. */
 const ASK_FOR_MS = 30_000;
 const held: http.IncomingMessage[] = [];
-
-/** An answer whose body is left unread (paused): the download stays under way until read or dropped. */
-function startPaused(url: string, headers: Record<string, string>): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers }, (res) => {
-      res.pause();
-      held.push(res);
-      resolve(res);
-    });
-    req.on('error', reject);
-  });
-}
-
-/** Reads the answer to its end, and whether it ended complete (false: cut off by the server). */
-function readAll(res: http.IncomingMessage): Promise<boolean> {
-  return new Promise((resolve) => {
-    res.resume();
-    res.once('close', () => resolve(res.complete));
-  });
-}
 
 /** Asks `get` until it answers other than 429 or {@link ASK_FOR_MS} have passed; the statuses seen. */
 async function askUntilServed(get: () => Promise<number>): Promise<number[]> {
@@ -92,7 +73,7 @@ describe('CSV exports: a reader that takes nothing', () => {
   });
 
   it('cuts the export off after DOWNLOAD_STALL_SECONDS and gives its slot to another workspace', async () => {
-    const stalled = await startPaused(exportUrl('stalls'), { cookie: cookies.stalls!, accept: 'text/html' });
+    const stalled = await pausedGet(exportUrl('stalls'), { cookie: cookies.stalls!, accept: 'text/html' }, held);
     expect(stalled.statusCode).toBe(200);
     const seen = await askUntilServed(async () => {
       const res = await fetch(exportUrl('other'), { headers: { cookie: cookies.other!, accept: 'text/html' }, signal: AbortSignal.timeout(15_000) });
@@ -102,7 +83,7 @@ describe('CSV exports: a reader that takes nothing', () => {
     });
     expect(seen.at(-1)).toBe(200);
     // The stalled download, read now, stops short: cut off, not a shorter file that looks whole.
-    expect(await readAll(stalled)).toBe(false);
+    expect(await readToEnd(stalled)).toBe(false);
   }, 60_000);
 });
 
@@ -137,7 +118,7 @@ describe('offloaded results: a reader that takes nothing', () => {
   });
 
   it('cuts the download off after the stall deadline and gives its place to another workspace', async () => {
-    const stalled = await startPaused(`${base}/v1/results/${ids.stalls}`, { authorization: `Bearer ${keys.stalls}` });
+    const stalled = await pausedGet(`${base}/v1/results/${ids.stalls}`, { authorization: `Bearer ${keys.stalls}` }, held);
     expect(stalled.statusCode).toBe(200);
     const seen = await askUntilServed(async () => {
       const res = await fetch(`${base}/v1/results/${ids.other}`, { headers: { authorization: `Bearer ${keys.other}` }, signal: AbortSignal.timeout(15_000) });
@@ -146,6 +127,6 @@ describe('offloaded results: a reader that takes nothing', () => {
       return res.status;
     });
     expect(seen.at(-1)).toBe(200);
-    expect(await readAll(stalled)).toBe(false);
+    expect(await readToEnd(stalled)).toBe(false);
   }, 60_000);
 });

@@ -1,10 +1,10 @@
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SHARD_OP_PREFIX } from '../../src/contracts/shard-op.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { opJobsLeft } from '../helpers/shard-op-jobs.ts';
 
 // Session 36, T16 (T14's leftover): a shard op's job that failed for good (an error without a
 // code, its attempts spent) was kept an hour (`removeOnFail`), its arguments and the error's
@@ -42,20 +42,8 @@ afterAll(async () => {
   await sb.cleanup();
 });
 
-/** The shard ops' jobs left in Redis (BullMQ's job hashes, named `op:<op>`). */
-async function opJobsLeft(): Promise<number> {
-  let cursor = '0';
-  let found = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${sb.config.prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of keys) if ((await redis.type(key)) === 'hash' && (await redis.hget(key, 'name'))?.startsWith(SHARD_OP_PREFIX)) found++;
-  } while (cursor !== '0');
-  return found;
-}
-
 it("a shard op's job that failed for good goes once its caller is told", async () => {
   await expect(ops.run(0, 'history.activity', { db: 'acme/scout' }, { db: 'acme/scout', timeoutMs: 20_000 })).rejects.toThrow('the op broke');
   // main: 1, kept an hour.
-  expect(await opJobsLeft()).toBe(0);
+  expect(await opJobsLeft(redis, sb.config.prefix)).toBe(0);
 }, 30_000);

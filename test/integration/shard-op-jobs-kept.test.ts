@@ -3,11 +3,11 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
-import { SHARD_OP_PREFIX } from '../../src/contracts/shard-op.ts';
 import { HistoryClient } from '../../src/shards/history-client.ts';
 import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { buildActivity } from '../helpers/activity-build.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { opJobsLeft } from '../helpers/shard-op-jobs.ts';
 
 // Hostile review T14 (session 35): a shard op's job was kept five minutes after it finished, its
 // result inline up to 16 KiB (OP_INLINE_BYTES), in no workspace's Redis budget. An admin paging a
@@ -37,18 +37,6 @@ afterAll(async () => {
   await sb.cleanup();
 });
 
-/** The shard ops' jobs left in Redis (BullMQ's job hashes, named `op:<op>`). */
-async function opJobsLeft(): Promise<number> {
-  let cursor = '0';
-  let found = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${sb.config.prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of keys) if ((await redis.type(key)) === 'hash' && (await redis.hget(key, 'name'))?.startsWith(SHARD_OP_PREFIX)) found++;
-  } while (cursor !== '0');
-  return found;
-}
-
 it("a shard op's job goes once its caller has the outcome: pages read leave no job behind", async () => {
   const caller = { member: { workspace: 'acme', name: 'ada', role: 'admin' as const } };
   for (let i = 0; i < 20; i++) {
@@ -56,5 +44,5 @@ it("a shard op's job goes once its caller has the outcome: pages read leave no j
     expect(page.entries.length).toBe(5);
   }
   // main: 20, each with its page inline, kept 5 minutes.
-  expect(await opJobsLeft()).toBe(0);
+  expect(await opJobsLeft(redis, sb.config.prefix)).toBe(0);
 });
