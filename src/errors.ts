@@ -142,7 +142,7 @@ export const ERRORS = {
   },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
-    hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a write refused so ran nothing, and runs when sent again under the same call id). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR.",
+    hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a write refused so ran nothing, and runs when sent again under the same call id). A read as of, or a restore to, a moment later than the last commit history holds waits for that room too (the detail names that commit: a moment up to it is whole now). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR (or of its history folder, when that is a disk of its own).",
     retryable: true,
     status: 507,
   },
@@ -192,8 +192,8 @@ export const ERRORS = {
   },
   HISTORY_BEHIND: {
     message:
-      "The call id given as as_of wrote to this database (its write is acknowledged and in the database), but the database's history has not captured that write yet, so the moment just before it cannot be read yet. Nothing ran.",
-    hint: 'Try again shortly: history copies what it lacks on the next write or read of the database. When it stays behind, the disk that holds history is usually full (operators: `agentdb_history_capture_lag_seconds`, free space); an ISO time reads what history holds meanwhile.',
+      "The moment asked for (a call id given as as_of, or a time later than the last commit history holds) has writes that are acknowledged and in the database but that the database's history has not captured yet, so that moment cannot be read or restored yet. Nothing ran.",
+    hint: 'Try again shortly: history copies what it lacks on the next write or read of the database. When it stays behind, the disk that holds history is usually full (operators: `agentdb_history_capture_lag_seconds`, free space); an ISO time up to the last commit history holds (the detail names it) reads and restores whole meanwhile.',
     retryable: true,
     status: 503,
   },

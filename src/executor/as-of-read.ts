@@ -7,6 +7,7 @@ import { planAsOf, recordedAt } from '../history/as-of-moment.ts';
 import type { RestorePlan } from '../history/restore-plan.ts';
 import type { HistoryCapture } from '../history/handle-capture.ts';
 import { localSource } from '../history/history-files.ts';
+import { refuseBehind } from '../history/behind-refusal.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import { forgetStatements } from '../sqlite/statement-cache.ts';
 import type { AsOfRead, DbTarget, ExecOutcome } from './executor-protocol.ts';
@@ -63,12 +64,15 @@ export function readAsOf(
     let live: Database.Database | undefined = handles.open(db, 'read');
     if (handles.isPlaceholder(live)) live = undefined;
     else if (wasOpen) history.run(live, db);
+    const source = localSource(dataDir, db.id);
     try {
-      plan = planAsOf(localSource(dataDir, db.id), live, asOf.target, history.opts.retentionDays, now);
+      plan = planAsOf(source, live, asOf.target, history.opts.retentionDays, now);
     } catch (err) {
       const cause = codeOf(err) === 'HISTORY_BEHIND' ? history.behindCause(db.path) : undefined;
       throw cause ? new AgentDbError('HISTORY_BEHIND', `${(err as AgentDbError).detail} (${cause})`) : err;
     }
+    // Rows of an older state are not answered as a later moment's (see `behind-refusal.ts`).
+    if ('at' in asOf.target) refuseBehind(history, source, db, asOf.target.at, 'a read as of', 'nothing was read');
     // A time after this read began may still gain commits answered after it: planned again.
     if (!('at' in asOf.target) || asOf.target.at < now)
       keepPlan(key, plan, now, 'at' in asOf.target || !live ? undefined : recordedAt(live, asOf.target.callKeys)?.at);

@@ -17,6 +17,7 @@ import type { HandleCache, HandleTarget } from '../sqlite/handle-cache.ts';
 import type { HistoryCapture } from './handle-capture.ts';
 import { audit, audited } from './restore-audit.ts';
 import { FULL_DISK_NOTE, skippedOnFullDisk } from './dry-run-disk.ts';
+import { refuseBehind } from './behind-refusal.ts';
 
 /** Why a restore into `db` is refused for its name (DATABASE_EXISTS's detail), or undefined when the name is free. */
 export function intoTaken(db: { id: string; path: string }): string | undefined {
@@ -55,7 +56,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       return req.weighing ? { ...dry, weighed: weighing(plan, undefined, dry.note !== undefined) } : dry;
     }
     if (done) return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
-    if (from && req.at !== undefined) refuseBehind(history, source, from, req.at);
+    if (from && req.at !== undefined) refuseBehind(history, source, from, req.at, 'a restore to', 'nothing was restored');
     fs.mkdirSync(path.dirname(req.db.path), { recursive: true });
     const forkSource = localSource(dataDir, req.db.id);
     removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
@@ -107,25 +108,6 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
  * history has every write answered before. Not kept open when it was not: it may be another
  * shard's, and this worker evicts only its own.
  */
-/**
- * Refuses a fork to a moment at or past the last commit history holds while the source's copies
- * into history fail (its WAL holds acknowledged commits history lacks, their times unknown): it
- * answered ok with the state history held, leaving out writes acknowledged before the moment,
- * without a word (session 36, F15: history on a full disk of its own, 51 of 460 writes).
- * @throws AgentDbError STORAGE_FULL when the copies fail for a full disk, else HISTORY_BEHIND (both retryable; nothing is made)
- */
-function refuseBehind(history: HistoryCapture, source: ReturnType<typeof localSource>, from: HandleTarget, at: number): void {
-  const behind = history.behindOf(from.path);
-  if (!behind) return;
-  const end = planRestore(source, { at: Date.now() }).restoredTo;
-  if (at < end) return;
-  throw new AgentDbError(
-    behind.disk ? 'STORAGE_FULL' : 'HISTORY_BEHIND',
-    `the history of ${from.id} holds its commits up to ${new Date(end).toISOString()} only (${history.behindCause(from.path)}); the writes after it are in the database, ` +
-      `so a restore to ${new Date(at).toISOString()} would leave them out: nothing was restored. Try again once history has copied them (on the next write or read of ${from.id}).`,
-  );
-}
-
 function settle(handles: HandleCache, history: HistoryCapture, db: HandleTarget): void {
   if (!fs.existsSync(db.path)) return;
   const wasOpen = handles.isOpen(db.path);

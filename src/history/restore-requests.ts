@@ -24,6 +24,7 @@ import { settleInterrupted } from './interrupted-restores.ts';
 import { restoreWithinGeneration } from './restore-within-generation.ts';
 import { markRestoreLeaving, unmarkRestoreLeaving } from './seal.ts';
 import { syncDir } from './file-sync.ts';
+import { refuseBehind } from './behind-refusal.ts';
 
 // The executor's restore and snapshot requests, and the restore in place; a restore into a new
 // database is restore-into.ts. What a restore answers is restore-result.ts, where it goes
@@ -152,6 +153,10 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       return req.weighing ? { ...dry, weighed: weighing(plan, bytesBefore, dry.note !== undefined) } : dry;
     }
 
+    // A moment past what history holds while its copies fail would take back, unsaid, writes
+    // acknowledged before it (their commits wait in the WAL); its undo point would lack them too.
+    if (req.at !== undefined && req.undo === undefined && req.through === undefined)
+      refuseBehind(history, source, req.db, req.at, 'a restore in place to', 'nothing was restored or undone');
     // Only one restore of a database runs at a time (the reader marker): any file of the kinds
     // below is a crashed restore's.
     removeLeftovers(hdir, req.db.path);
