@@ -99,7 +99,8 @@ describe.runIf(!refused)('a restore through the backup API on a full disk, at th
     // Bisected, not swept: the least room that answers ok (4 KiB steps), then down from it 4 KiB
     // at a time while the refusals are SQLite's "disk I/O error" (the backup's commit past the
     // -shm's growth point: its WAL is in, the index's next 32 KiB is not), and two rooms above it.
-    // Ascending stays cheap either way: each ok begins a generation of ~20 MB.
+    // Bisection holds here: each attempt starts the same (every connection closed, the -shm at
+    // 32 KiB, the backup's commit as long), so the answers are monotone in the room.
     const step = 4 * 1024;
     expect(await attempt(0), 'no room: refused').toBe(false);
     const least = await leastRoom(attempt, 0, 64 * 1024 * 1024, step);
