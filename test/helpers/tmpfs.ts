@@ -96,3 +96,19 @@ export async function withRoom<T>(filler: string, room: number, run: () => Promi
     fs.rmSync(filler);
   }
 }
+
+/**
+ * The least room, a whole number of `step`s, at which `attempt` answers true, found by bisection
+ * between `lo` (tried, and answered false) and `hi` (doubled until it answers true): a sweep over
+ * every step from no room held a CI slot for minutes (F14's took 125-371 s), bisection takes
+ * ~log2(hi / step) attempts. The answers must be false below some room and true from it.
+ */
+export async function leastRoom(attempt: (room: number) => Promise<boolean>, lo: number, hi: number, step: number): Promise<number> {
+  while (!(await attempt(hi))) [lo, hi] = [hi, hi * 2];
+  while (hi - lo > step) {
+    const mid = lo + Math.floor((hi - lo) / 2 / step) * step;
+    if (await attempt(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}

@@ -7,13 +7,14 @@ import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
+import { leastRoom, removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 // Session 35, F14 (F11's leftover 2): a restore in place of a database another connection holds
 // open goes through SQLite's backup API (`throughSqlite`): the rebuilt file is copied over the
 // live one as one commit of every page, through the live WAL. With more than 4,062 pages that
-// commit needs the -shm's second 32 KiB (its WAL index maps 4,062 frames in the first). Swept
-// from no room up to the first ok and a few KiB at a time below it, each answer must be true:
+// commit needs the -shm's second 32 KiB (its WAL index maps 4,062 frames in the first). At no
+// room, at the least room that answers ok (bisected) and at each room below it down through the
+// growth point's refusals, and two above, each answer must be true:
 // ok with every row restored (the outside connection sees it too), or refused with the database
 // as it was.
 
@@ -95,18 +96,23 @@ describe.runIf(!refused)('a restore through the backup API on a full disk, at th
       }
       return out.ok;
     };
-    // SWEEP_FROM_KB starts the coarse sweep higher, to look at the point again by hand sooner.
-    // Coarse until a restore answers ok; then 4 KiB at a time from a coarse step below that room
-    // up to three oks in a row: the last room the restore needs is there, the backup's WAL and
-    // the -shm's growth among it (each ok begins a generation of ~20 MB: ascending keeps them few).
-    const coarse = 1024 * 1024;
-    let room = Number(process.env.SWEEP_FROM_KB ?? 0) * 1024;
-    while (!(await attempt(room))) room += coarse;
-    let inRow = 0;
-    for (let r = Math.max(0, room - coarse); inRow < 3 && r <= room; r += 4 * 1024) inRow = (await attempt(r)) ? inRow + 1 : 0;
+    // Bisected, not swept: the least room that answers ok (4 KiB steps), then down from it 4 KiB
+    // at a time while the refusals are SQLite's "disk I/O error" (the backup's commit past the
+    // -shm's growth point: its WAL is in, the index's next 32 KiB is not), and two rooms above it.
+    // Bisection holds here: each attempt starts the same (every connection closed, the -shm at
+    // 32 KiB, the backup's commit as long), so the answers are monotone in the room.
+    const step = 4 * 1024;
+    expect(await attempt(0), 'no room: refused').toBe(false);
+    const least = await leastRoom(attempt, 0, 64 * 1024 * 1024, step);
+    for (let r = least - step, n = 0; r >= 0 && n < 64; r -= step, n++) {
+      const met = shmRefusals;
+      expect(await attempt(r), `room ${r}: below the least room that answered ok (${outcomes.join(' ')})`).toBe(false);
+      if (shmRefusals === met) break;
+    }
+    for (const r of [least + step, least + 2 * step]) expect(await attempt(r), `room ${r}: above the least ok (${outcomes.join(' ')})`).toBe(true);
     console.log(outcomes.join(' '));
     // The sweep met the growth point: SQLite's "disk I/O error" (SQLITE_IOERR_SHMSIZE) at least once.
     expect(shmRefusals, outcomes.join(' ')).toBeGreaterThan(0);
     expect(outside.pragma('integrity_check', { simple: true })).toBe('ok');
-  }, 900_000);
+  }, 300_000);
 });

@@ -16,9 +16,9 @@ import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 // 4,063 needs the next 32 KiB. A restore within the generation links its delta in as a WAL of N
 // frames; its audit row is the commit after it, frames N+1 on. With N at most 4,062 and the audit
 // commit past it, that commit is the one that needs the -shm to grow: on a full disk its frames
-// are in the WAL and its commit is not in the index. Swept a few KiB of room at a time around
-// that point, each answer must be true: a failure and the database as it was, or ok and every
-// row restored, and no audit row coming back twice.
+// are in the WAL and its commit is not in the index. A few KiB of room at a time down to none
+// after an ok (the WAL's file as long as the delta), each answer must be true: a failure and the
+// database as it was, or ok and every row restored, and no audit row coming back twice.
 
 const { mnt, refused } = tmpfsFolder('agentdb-restore-shm-', '1200m', 'restore-shm-growth.test.ts');
 const by = { who: 'operator:shm-test', via: 'operator' as const };
@@ -133,11 +133,15 @@ describe.runIf(!refused)('a restore in place whose audit commit lands on the -sh
       }
       return out.ok;
     };
-    // Coarse until a restore answers ok, then 4 KiB at a time over the last 48 KiB below that room
-    // (its WAL, the -shm's first 32 KiB, the audit's frames, the -shm's next 32 KiB) and above it.
-    let room = 0;
-    while (!(await attempt(room))) room += 512 * 1024;
-    for (let r = room - 48 * 1024; r <= room + 8 * 1024; r += 4 * 1024) await attempt(r);
+    // Not swept up from no room (96-137 s, each ok followed by 40 commits to change the rows
+    // again): after an ok the WAL's file keeps its length (the delta's 4,061 frames and more), so
+    // the next restore's delta needs no new room and the first writes that can fail are the
+    // -shm's next 32 KiB, the audit's frames and the undo point's last write. Down from 64 KiB
+    // 4 KiB at a time to the first refusal: ok, ok with its note (the audit commit failed at the
+    // growth point), then the open over the delta fails on the -shm (STORAGE_FULL, it was
+    // INTERNAL); a refusal leaves the WAL cut back, so one more try at no room ends it.
+    for (let r = 64 * 1024; r >= 0 && (await attempt(r)); r -= 4 * 1024);
+    await attempt(0);
     // The audit's commit failed at the growth point at least once: the restore in, its row not.
     expect(outcomes.filter((o) => o.includes('ok(noted)')).length, outcomes.join(' ')).toBeGreaterThan(0);
     console.log(outcomes.join(' '));
