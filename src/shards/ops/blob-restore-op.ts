@@ -80,8 +80,8 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
       ...(again ? { madeBefore } : {}),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),
-      beforePlace: (file, restoredTo) =>
-        auditInto(file, by, auditId, `restored from the backup of ${source} in ${store.name}${AS_OF}${new Date(restoredTo).toISOString()}`, Date.now()),
+      beforePlace: (file, restoredTo, at) =>
+        auditInto(file, by, auditId, `restored from the backup of ${source} in ${store.name}${AS_OF}${new Date(restoredTo).toISOString()}`, at),
       history: localSource(config.dataDir, data.db),
     });
   } finally {
