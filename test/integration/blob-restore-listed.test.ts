@@ -58,11 +58,11 @@ describe('a restore from the blob store on a new machine', () => {
     expect(page.entries).toHaveLength(1);
     const [entry] = page.entries;
     expect(entry).toMatchObject({ kind: 'restore', by: by.who, tool: 'RESTORE' });
-    expect(entry!.statement).toMatch(new RegExp(`^restored from the backup of ${db} in folder:.* as of ${done.restoredTo}$`));
+    expect(entry!.statement).toMatch(new RegExp(`^restore to ${done.restoredTo} from the backup of ${db} in folder:`));
     // As `agentdb activity` prints it: the restore's line, not "(no commits in history)".
     const table = activityTable(page);
     expect(table).not.toContain('(no commits in history)');
-    expect(table).toContain(`restored from the backup of ${db}`);
+    expect(table).toContain(`restore to ${done.restoredTo} from the backup`);
     // A call after it is listed above it, each with its own row.
     const call = await second.client().call({
       workspace: 'acme',
@@ -75,7 +75,7 @@ describe('a restore from the blob store on a new machine', () => {
     const after = (await history.activity(db, {}, 'operator')).entries;
     expect(after.map((e) => [e.kind, e.statement?.slice(0, 24)])).toEqual([
       ['call', 'INSERT INTO t VALUES (7)'],
-      ['restore', 'restored from the backup'],
+      ['restore', `restore to ${done.restoredTo}`.slice(0, 24)],
     ]);
   });
 });
