@@ -70,9 +70,10 @@ export async function restoreFromBlob(
     dryRun?: boolean;
     /**
      * Runs on the checked file before it is put in place (the caller's audit row), with the moment
-     * it holds; says which pages it wrote (undefined: it cannot tell, so every page counts).
+     * it holds and the restore's time (its row's, which the history's first generation keeps);
+     * says which pages it wrote (undefined: it cannot tell, so every page counts).
      */
-    beforePlace?: (file: string, restoredTo: number) => Set<number> | undefined;
+    beforePlace?: (file: string, restoredTo: number, at: number) => Set<number> | undefined;
     /**
      * The created database's own history, begun as a restore: the downloaded snapshot linked,
      * with what the restore wrote on top of it as its first commit (`linked-generation.ts`).
@@ -167,7 +168,8 @@ export async function restoreFromBlob(
     const built = path.join(work, 'restored.sqlite');
     const rebuilt = rebuild(plan, built, { flushAsWritten: true });
     verifyIntegrity(built);
-    const audited = opts.beforePlace?.(built, plan.restoredTo);
+    const began = Date.now();
+    const audited = opts.beforePlace?.(built, plan.restoredTo, began);
     syncFile(built);
     const written = opts.beforePlace && !audited ? everyPage(built, plan.snapshot.pageSize) : new Set([...rebuilt.written, ...(audited ?? [])]);
     // Numbered after every generation the blob store has of the database it creates: begun again
@@ -189,7 +191,7 @@ export async function restoreFromBlob(
       // The second name goes before the seal is written: removing a link moves the file's change time.
       fs.rmSync(built, { force: true });
       syncDir(path.dirname(dbPath));
-      if (prepared) publishGeneration(prepared, dbPath, 'restore', Date.now());
+      if (prepared) publishGeneration(prepared, dbPath, 'restore', Date.now(), began);
       prepared = undefined;
     } finally {
       discardGeneration(prepared);

@@ -134,8 +134,12 @@ export interface SnapshotMeta {
    * generation begins with is it plus the first commit of `segment` (a restore that copied a
    * file in: what it changed on top of that snapshot). That commit is the generation's start, not
    * a change an agent made: it carries the snapshot's time and is not counted as a commit.
+   * `began`: a restore from the blob store's start, its activity row's time (epoch ms). Its
+   * history begins with this generation, so the activity list reads the rows before it as the
+   * snapshot's and that row as the base commit's: the snapshot carrying the restore's own time
+   * took every row, and the restore was no entry of the list (session 36, N14). Absent on others.
    */
-  base?: { segment: string; frames: number };
+  base?: { segment: string; frames: number; began?: number };
   /**
    * A `gap` generation begun because commits reached the file that history never got (another
    * connection's, a program outside agentdb: seen by the WAL index's count of commits, or by the

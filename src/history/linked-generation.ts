@@ -101,9 +101,10 @@ export function prepareGeneration(source: HistorySource, plan: RestorePlan, file
 /**
  * Publishes a prepared generation as the newest of `dbPath`'s history, at `now`, sealed for the
  * file now in place (which must be the one it was prepared from, untouched since: the caller
- * renamed it in with no connection open on it).
+ * renamed it in with no connection open on it). `began`: the restore's start, when its history
+ * begins here (`SnapshotMeta.base`).
  */
-export function publishGeneration(prepared: PreparedGeneration, dbPath: string, reason: 'first' | 'gap' | 'restore', now: number): void {
+export function publishGeneration(prepared: PreparedGeneration, dbPath: string, reason: 'first' | 'gap' | 'restore', now: number, began?: number): void {
   const { source, tmp, plan, base, seq } = prepared;
   const segment = base ? segmentName(1) : '';
   if (base) {
@@ -127,7 +128,7 @@ export function publishGeneration(prepared: PreparedGeneration, dbPath: string, 
     crcWritten: true,
     // The same file as the snapshot it links: checked when that one was.
     checked: plan.snapshot.checked === true,
-    ...(base ? { base: { segment, frames: base.frames } } : {}),
+    ...(base ? { base: { segment, frames: base.frames, ...(began !== undefined ? { began } : {}) } } : {}),
   });
   syncDir(source.generationsDir);
 }

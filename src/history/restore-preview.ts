@@ -1,3 +1,6 @@
+import { type AgentDbError, codeOf } from '../errors.ts';
+import type { ActivityEntry } from './activity-view.ts';
+
 /** Entries a restore's dry run lists of what it takes away; past them it says how many more. */
 export const RESTORE_PREVIEW_ENTRIES = 50;
 
@@ -24,4 +27,39 @@ export function isAfterPosition(a: string, b: string): boolean {
   if (pa[0] !== pb[0]) return pa[0] > pb[0];
   if (pa[1] !== pb[1]) return pa[1] > pb[1];
   return pa[2] > pb[2];
+}
+
+/** What a restore takes away, as `RestoreResult.after` holds it (its note aside). */
+export interface TakenAway {
+  entries: ActivityEntry[];
+  more: boolean;
+  count?: number;
+  kept?: ActivityEntry;
+}
+
+/**
+ * A page of the activity list asked for the entries after a state (`after`) refused by a worker
+ * built before it took that (session 36, N13), as any key it does not know is: during a rolling
+ * deploy the new caller met it on every dry run ("not listed: INVALID_ARGUMENTS") and restore
+ * done (no count). Its refusal names the key.
+ */
+export function refusedAfter(err: unknown): boolean {
+  return codeOf(err) === 'INVALID_ARGUMENTS' && /\bafter\b/.test((err as AgentDbError).detail ?? '');
+}
+
+/** The plain page an older worker is asked instead: a restore's own entry, a preview's entries, and one more to see past them. */
+export const OLDER_WORKER_PAGE = RESTORE_PREVIEW_ENTRIES + 2;
+
+/**
+ * What a restore to `state` takes away, read from a plain page of the list (newest first), as the
+ * caller did before the page took `after`: the entries after the state are its first ones, the
+ * first that is not is `kept`. Counted only when the page reached it (`next`: the page was not
+ * the list's last); else `more`, and the texts say "at least" and "and more".
+ */
+export function takenFromPage(page: readonly ActivityEntry[], state: string, next: boolean): TakenAway {
+  const end = page.findIndex((e) => !isAfterPosition(e.id, state));
+  const after = end < 0 ? [...page] : page.slice(0, end);
+  const entries = after.slice(0, RESTORE_PREVIEW_ENTRIES);
+  if (end >= 0) return { entries, more: after.length > entries.length, count: after.length, kept: page[end]! };
+  return next ? { entries, more: true } : { entries, more: after.length > entries.length, count: after.length };
 }

@@ -6,7 +6,7 @@ import type { BlobHoldings } from '../history/blob-holdings.ts';
 import { databaseId, parseDatabaseId, shardOf } from '../contracts/database-id.ts';
 import type { RestoreActor } from '../executor/executor-protocol.ts';
 import type { RestoreResult } from '../history/restore-result.ts';
-import { RESTORE_PREVIEW_ENTRIES } from '../history/restore-preview.ts';
+import { OLDER_WORKER_PAGE, RESTORE_PREVIEW_ENTRIES, refusedAfter, takenFromPage } from '../history/restore-preview.ts';
 import { checkHistoryAdmin, type HistoryCaller } from '../policy/history-admin.ts';
 import type { AgentRegistry } from '../registry/agents.ts';
 import { RESTORE_TIMEOUT_MS } from './ops/history-ops.ts';
@@ -204,26 +204,30 @@ export class HistoryClient {
    * new database's).
    */
   private async takenAway(id: string, state: string, onRead?: (items: number) => void): Promise<NonNullable<RestoreResult['after']>> {
-    const args = { limit: RESTORE_PREVIEW_ENTRIES, after: state };
-    let page: Partial<ActivityPage> & { refused?: { detail: string }; read?: number };
+    type Page = Partial<ActivityPage> & { refused?: { detail: string }; read?: number };
+    const ask = async (args: object) => (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as Page;
+    let page: Page;
+    let older = false;
     try {
-      page = (await this.answer(shardOf(id, this.shardCount), 'historyActivity', args, id, 60_000)) as typeof page;
+      page = await ask({ limit: RESTORE_PREVIEW_ENTRIES, after: state }).catch(async (err: unknown) => {
+        // A worker not yet updated (a rolling deploy) is asked a plain page, as before `after`.
+        if (!refusedAfter(err)) throw err;
+        older = true;
+        return ask({ limit: OLDER_WORKER_PAGE });
+      });
     } catch (err) {
       // The plan stands without its list (a full disk, say, where a dry run still plans): say why.
       if (!codeOf(err)) throw err;
       return { entries: [], more: true, note: `not listed: ${codeOf(err)}: ${(err as AgentDbError).detail ?? ''}` };
     }
     onRead?.(page.read ?? 0);
-    if (!page.entries || !page.taken) return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
-    const { count, kept } = page.taken;
+    if (!page.entries || (!page.taken && !older))
+      return { entries: [], more: true, note: `not listed: ${page.refused?.detail ?? 'the activity list could not be read'}` };
+    const taken = page.taken
+      ? { entries: page.entries, more: page.taken.count > page.entries.length, ...page.taken }
+      : takenFromPage(page.entries, state, page.next !== undefined);
     // Writes still waiting for their copy to history are not in the list: say so, or it reads as complete.
-    return {
-      entries: page.entries,
-      more: count > page.entries.length,
-      count,
-      ...(page.behind ? { note: page.behind.note } : {}),
-      ...(kept ? { kept } : {}),
-    };
+    return { ...taken, ...(page.behind ? { note: page.behind.note } : {}) };
   }
 
   /**

@@ -24,7 +24,7 @@ import { CallJobProcessor } from './call-job-processor.ts';
 import { outsideKillCounts } from '../redis/outside-kill-counts.ts';
 import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
-import { shardOpHandlers } from './ops/shard-ops.ts';
+import { shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
 import { type ShardWorkerDeps, startShardWorker } from './shard-worker-start.ts';
 import { StaleMarkers } from './stale-markers.ts';
@@ -46,6 +46,8 @@ export interface ShardWorkerPoolOptions {
   metrics?: Metrics;
   /** How long a workspace's disk verdict for writes is used (`WorkspaceQuota.writesRefusal`); tests set 0. */
   writesVerdictKeepMs?: number;
+  /** Shard ops run in place of this build's, by name: tests run a worker answering as an older build does (a rolling deploy). */
+  ops?: Record<string, ShardOpHandler>;
 }
 
 /**
@@ -159,7 +161,7 @@ export class ShardWorkerPool {
       workspaceShare,
       unheld,
       markers: new StaleMarkers(redis),
-      ops: shardOpHandlers(),
+      ops: { ...shardOpHandlers(), ...opts.ops },
       ...(this.tracer ? { tracer: this.tracer } : {}),
     };
   }

@@ -20,7 +20,7 @@ export interface Sandbox {
   /** A client of the sandbox; `opts` adds to (or replaces) its options, e.g. `rateLimits`. */
   client(opts?: AgentDbClientOptions): AgentDbClient;
   /** A started worker pool; `opts` adds the pool's own options that are no setting (`writesVerdictKeepMs`). */
-  pool(shards?: number[], overrides?: Record<string, string>, opts?: Pick<ShardWorkerPoolOptions, 'writesVerdictKeepMs'>): Promise<ShardWorkerPool>;
+  pool(shards?: number[], overrides?: Record<string, string>, opts?: Pick<ShardWorkerPoolOptions, 'writesVerdictKeepMs' | 'ops'>): Promise<ShardWorkerPool>;
   cleanup(): Promise<void>;
 }
 

@@ -171,7 +171,7 @@ describe('nightly backups to the blob store (s3rver)', () => {
         expect(dump(livePath(sb2.config))).toEqual(original);
         expect(original.integrity).toBe('ok');
         // Recorded in its own audit, as every restore is.
-        expect(auditRows(livePath(sb2.config))).toEqual([[expect.stringMatching(new RegExp(`^restored from the backup of ${DB} in .* as of `)), 'operator']]);
+        expect(auditRows(livePath(sb2.config))).toEqual([[expect.stringMatching(new RegExp(`^restore to \\S+ from the backup of ${DB} in `)), 'operator']]);
         // Its history begins with the restore (the downloaded snapshot linked, what the restore
         // wrote on top as its first commit), not with a copy of the whole file at its first open.
         const reasons = () => listGenerations(localSource(sb2.config.dataDir, DB)).map((g) => g.snapshot?.reason);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActivityEntry } from '../../src/history/activity-view.ts';
-import { isAfterPosition } from '../../src/history/restore-preview.ts';
+import { AgentDbError } from '../../src/errors.ts';
+import { isAfterPosition, refusedAfter, takenFromPage } from '../../src/history/restore-preview.ts';
 
 const entry = (id: string, extra: Partial<ActivityEntry> = {}): ActivityEntry => ({
   id: `${id}~0123abcd`,
@@ -43,5 +44,19 @@ describe('isAfterPosition: what a restore to a history position takes away', () 
     expect(takenBy('g0000000001.00000001.2')).toMatchObject({ kept: undefined });
     // A position marked with its database compares as the plain one.
     expect(isAfterPosition('g0000000001.00000001.4~0123abcd', 'g0000000001.00000001.3')).toBe(true);
+  });
+});
+
+describe('takenFromPage: what a restore takes away, read from a plain page (a worker of a build before `after`)', () => {
+  it('counts when the page reaches an entry kept, or is the last page; else says there are more', () => {
+    expect(takenFromPage(page, 'g0000000001.00000002.0', true)).toMatchObject({ count: 4, more: false, kept: page[4] });
+    expect(takenFromPage(page, 'g0000000001.00000001.2', false)).toEqual({ entries: page, more: false, count: page.length });
+    expect(takenFromPage(page, 'g0000000001.00000001.2', true)).toEqual({ entries: page, more: true });
+  });
+
+  it('knows a refusal of the key from an older worker by its code and words', () => {
+    expect(refusedAfter(new AgentDbError('INVALID_ARGUMENTS', 'Unrecognized key: "after"'))).toBe(true);
+    expect(refusedAfter(new AgentDbError('INVALID_ARGUMENTS', '"x" is no commit of acme/a\'s history'))).toBe(false);
+    expect(refusedAfter(new AgentDbError('NOT_FOUND', 'after'))).toBe(false);
   });
 });

@@ -10,12 +10,16 @@ import { auditInto } from '../../history/restore-audit.ts';
 import { PLAN_LIMITS } from '../../policy/plan-limits.ts';
 import type { ShardOpHandler } from './shard-ops.ts';
 
-/** Where the moment begins in the restore's audit statement. */
+/** Where the moment begins in the audit statement of a restore made before it led with the moment. */
 const AS_OF = ' as of ';
 
-/** The moment a blob restore's audit statement names (its last words), or undefined. */
+/**
+ * The moment a blob restore's audit statement names, or undefined: its first words after
+ * "restore to", or, in a row written by an older build, its last words after "as of".
+ */
 function restoredAsOf(statement: string): number | undefined {
-  const at = Date.parse(statement.slice(statement.lastIndexOf(AS_OF) + AS_OF.length));
+  const led = /^restore to (\S+) /.exec(statement)?.[1];
+  const at = Date.parse(led ?? statement.slice(statement.lastIndexOf(AS_OF) + AS_OF.length));
   return Number.isFinite(at) ? at : undefined;
 }
 
@@ -80,8 +84,10 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
       ...(again ? { madeBefore } : {}),
       workDir: path.join(config.dataDir, 'tmp'),
       ...(at !== undefined ? { at } : {}),
-      beforePlace: (file, restoredTo) =>
-        auditInto(file, by, auditId, `restored from the backup of ${source} in ${store.name}${AS_OF}${new Date(restoredTo).toISOString()}`, Date.now()),
+      beforePlace: (file, restoredTo, at) =>
+        // The moment first, as an in-place restore's entry says it: the activity table cuts a long
+        // statement, and the store's path pushed the moment out of sight (session 36, N14).
+        auditInto(file, by, auditId, `restore to ${new Date(restoredTo).toISOString()} from the backup of ${source} in ${store.name}`, at),
       history: localSource(config.dataDir, data.db),
     });
   } finally {
