@@ -124,4 +124,42 @@ describe('calls refused before their body is read', () => {
     expect(early.status).toBe(401);
     expect(early.body).toMatchObject({ error: { code: 'UNAUTHENTICATED' } });
   });
+
+  it('keeps the connection of a request refused before its body, the body arriving whole: a flood is not a connection a refusal', async () => {
+    // Closed after each early answer (main), a client going on sending opened a connection a
+    // request, which cost the server more than the parse saved.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const headers: string[] = [];
+    const body = JSON.stringify({ ...call, arguments: { sql: `SELECT 1 /* ${'x'.repeat(20_000)} */` } });
+    try {
+      for (const bearer of ['adb_not-a-key', key.hog!, 'adb_not-a-key', key.hog!]) {
+        const status = await new Promise<number>((resolve, reject) => {
+          const req = http.request(
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: '/v1/calls',
+              agent,
+              headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+            },
+            (res) => {
+              sockets.add(res.socket);
+              headers.push(String(res.headers.connection));
+              res.resume();
+              res.on('end', () => resolve(res.statusCode ?? 0));
+            },
+          );
+          req.on('error', reject);
+          req.end(body);
+        });
+        expect([401, 429]).toContain(status);
+      }
+    } finally {
+      agent.destroy();
+    }
+    expect(headers).toEqual(['keep-alive', 'keep-alive', 'keep-alive', 'keep-alive']);
+    expect(sockets.size).toBe(1);
+  });
 });
