@@ -169,6 +169,19 @@ export class KeyedCalls {
     return refusesTheRequest(answer.error) || (answer.error.code === 'QUOTA_EXCEEDED' && this.untaken(answer));
   }
 
+  /**
+   * The RATE_LIMITED answer to a call by `principal` whose key's or workspace's call rate this
+   * process knows spent for the rest of its window (a refusal by Redis remembered), known from
+   * the request's key alone, so a flood past the rate is refused before its body is read (T17):
+   * the same code and message as {@link call}'s, with tool '' and a new call id. Undefined when
+   * the rate may allow it: only Redis says more.
+   */
+  refusedByKnownRate(principal: Principal): CallAnswer | undefined {
+    const answer = this.client.refusedByKnownRate(this.rateSubject(principal));
+    if (answer) this.onRefused?.('rate');
+    return answer;
+  }
+
   /** Enqueues `call` as `principal` and answers per `opts`. */
   async call(principal: Principal, call: KeyedCall, opts: KeyedWait): Promise<CallAnswer | ApprovalRequiredAnswer> {
     const answer =

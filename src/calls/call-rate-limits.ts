@@ -182,6 +182,17 @@ export class CallRateLimits {
   }
 
   /**
+   * The refusal of a call ({@link CALL_POINTS}) of `s` by a counter known spent for the rest of its
+   * window, found without Redis; undefined when it may be allowed, or the workspace's plan (which
+   * sets the limits) is not known yet.
+   */
+  knownSpent(s: Omit<RateSubject, 'plan'>, plan: Plan | undefined, now = Date.now()): RateRefusal | undefined {
+    if (plan === undefined) return undefined;
+    const c = this.counters({ ...s, plan }, CALL_POINTS, now);
+    return Array.isArray(c) ? undefined : c;
+  }
+
+  /**
    * The counter one request of `s` spends in budget `of`, its principal's own (key, or agent, or
    * member), apart from its call rates: an MCP task follow-up, or an MCP request that runs no call;
    * or the refusal while it is known spent. Its limit is in requests, each one point.

@@ -22,7 +22,7 @@ import type { CallAnswer, Decision, FinishedAnswer } from './call-answers.ts';
 import { CallEnqueue } from './call-enqueue.ts';
 import { claimTtlS } from './call-id-claim.ts';
 import { CallLookup } from './call-lookup.ts';
-import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type OwnBudget, type RateRefusal } from './call-rate-limits.ts';
+import { CallRateLimits, DEFAULT_RATE_LIMITS, LOOKUP_POINTS, type OwnBudget, rateLimited, type RateRefusal } from './call-rate-limits.ts';
 import type { ResultQuery } from './call-result.ts';
 import { CallWaiters, WaitEnded, type WaitCounts } from './call-waiters.ts';
 import { ClientApprovals } from './client-approvals.ts';
@@ -183,6 +183,12 @@ export class AgentDbClient {
   result(callId: string, opts: ResultQuery): Promise<CallAnswer>;
   async result(callId: string, opts: ResultQuery): Promise<CallAnswer> {
     return clientResult(this.resultParts, callId, opts);
+  }
+
+  /** A call by `who` refused by a rate this process knows spent (no Redis asked, the call unread: tool '', a new id), as {@link call} answers; else undefined. */
+  refusedByKnownRate(who: { workspace: string; agent: string; keyId?: string }): CallAnswer | undefined {
+    const r = this.rates?.knownSpent(who, this.workspaces.planKnown(who.workspace));
+    return r ? this.untaken.refused('rate', rateLimited(randomUUID(), '', who.workspace, r)) : undefined;
   }
 
   /**

@@ -95,7 +95,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     http: { connectionsCheckingInterval: limits.checkEveryMs },
   });
   limitConnections(app.server, limits, Boolean(deps.trustProxy));
-  // A request's body within its timeout, and an answer sent before its body closes the connection.
+  // A request's body within its timeout; an answer sent before its body keeps the connection only for a body announced within the route's limit.
   bodyDeadline(app, limits.requestTimeoutMs, limits.checkEveryMs);
   // (Fastify takes a hop count too, as proxy-addr does; the cast only picks its HTTP/1 overload.)
   // Route input is zod, checked by Fastify before each handler; a failure reaches the error

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callId } from '../contracts/call.ts';
@@ -50,7 +50,14 @@ export function callsRoutes(deps: CallsRoutesDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.addHook('onRequest', requireKeyOrOutage(deps.auth));
 
-    app.post('/v1/calls', { schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
+    // A key whose rate is known spent is refused from its headers, before its body is read and
+    // parsed: a flood past the rate costs the server no parse (T17).
+    const knownOverRate = async (request: FastifyRequest, reply: FastifyReply) => {
+      const refused = request.principal && deps.calls.refusedByKnownRate(request.principal);
+      return refused ? answerWith(reply, refused, deps.calls) : undefined;
+    };
+
+    app.post('/v1/calls', { onRequest: knownOverRate, schema: { body: callBody, querystring: waitQuery(true) } }, async (request, reply) => {
       if (request.keyOutage !== undefined) return answerWith(reply, unsentUnavailable(request.body.callId, request.body.tool, request.keyOutage), deps.calls);
       const signal = clientGone(reply);
       const answer = await untilGone(

@@ -57,8 +57,9 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
  * body dripping a byte at a time kept its connection open past it for as long as the sender liked.
  * The deadline ends when the body has arrived whole, the request is answered, or its connection
  * is gone. An answer sent before its request's body has arrived (a 401 from the key check, a 404)
- * closes the connection: Node would otherwise keep reading the rest of the body, as slowly as the
- * sender likes, past the request timeout (which ends once the answer is sent).
+ * keeps its connection only for a body announced within the route's limit, still under this
+ * deadline: Node reads the rest of the body after the answer, as slowly as the sender likes, past
+ * the request timeout (which ends once the answer is sent); any other such answer closes it.
  *
  * One sweep rather than a timer per request: Fastify hands every request over before its body is
  * parsed (`complete` is false at `onRequest` even for a GET), so a timer per request was made and
@@ -103,8 +104,16 @@ export function bodyDeadline(app: FastifyInstance, ms: number, checkEveryMs: num
     next();
   });
   app.addHook('onSend', (request, reply, payload, done) => {
-    arriving.delete(request);
-    if (!request.raw.complete) reply.header('connection', 'close');
+    // Answered before its body arrived (the key check's 401, a call refused by its known-spent
+    // rate): a body announced within the route's limit is read to its end and dropped under the
+    // same deadline (the sweep cuts it if late), and its connection kept. Closed, a client going
+    // on sending opened a connection a request, which cost the server more than the parse the
+    // early answer saved (docs/benchmarks.md, session 36, T17). No length, or past the limit: closed.
+    if (request.raw.complete) arriving.delete(request);
+    else if (!(Number(request.headers['content-length']) <= request.routeOptions.bodyLimit)) {
+      arriving.delete(request);
+      reply.header('connection', 'close');
+    }
     done(null, payload);
   });
   app.addHook('onClose', (_app, done) => {
