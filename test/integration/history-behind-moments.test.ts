@@ -1,15 +1,11 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { ExecOutcome } from '../../src/executor/executor-protocol.ts';
-import { historyDir } from '../../src/history/history-files.ts';
-import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
-import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, growTmpfs, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
+import { fillDisk, growTmpfs } from '../helpers/tmpfs.ts';
 
 // Session 36, F16 (F15's leftover): history on a file system of its own, full while writes go
 // on (F15's `history-dir-full` set-up), so the last writes' commits wait in the WAL. A read
@@ -18,26 +14,13 @@ import { fillDisk, growTmpfs, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.
 // acknowledged before it. Both now refused STORAGE_FULL, nothing changed; whole once history
 // has room and has copied them.
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-behind-moments-'));
-const db = historyTarget(dataDir, 'hb/a');
-const hdir = historyDir(dataDir, db.id);
-fs.mkdirSync(hdir, { recursive: true });
-const refused = mountTmpfs(hdir, '8m');
-if (refused) console.warn(`history-behind-moments.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
+const h = historyOnTmpfs('history-behind-moments.test.ts', 'hb/a');
+const { db, hdir, refused, write } = h;
 const by = { who: 'operator:behind-test', via: 'operator' as const };
 
 describe.runIf(!refused)('a moment past what history holds, while its disk is full', () => {
-  let pool: ExecutorPool;
-  let seq = 0;
-  const write = (sql: string, params: unknown[] = []) => pool.run({ op: 'write', db, sql, params: params as never, callKey: `hb/a.k${++seq}` });
-  beforeAll(async () => {
-    pool = await oneChildPool(dataDir);
-  });
-  afterAll(async () => {
-    await pool?.stop();
-    if (!refused) unmountTmpfs(hdir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  beforeAll(h.start);
+  afterAll(h.stop);
 
   it('refuses a read as_of it and a restore in place to it, losing nothing; both whole once history has room', async () => {
     expect((await write('CREATE TABLE t (k INTEGER PRIMARY KEY, pad TEXT)')).ok).toBe(true);
@@ -72,11 +55,11 @@ describe.runIf(!refused)('a moment past what history holds, while its disk is fu
       }
     };
     const readAsOf = async () => {
-      const out = await pool.run({ op: 'query', db, sql: 'SELECT k FROM t ORDER BY k', params: [], maxRows: 1000, asOf: { target: { at }, build: true } });
+      const out = await h.pool().run({ op: 'query', db, sql: 'SELECT k FROM t ORDER BY k', params: [], maxRows: 1000, asOf: { target: { at }, build: true } });
       return out.ok ? (out.result as { rows: number[][] }).rows.map((r) => r[0]).join(',') : out.error;
     };
     const restore = async () => {
-      const out = await pool.run({ op: 'restore', db, at, by, timeoutMs: 60_000 });
+      const out = await h.pool().run({ op: 'restore', db, at, by, timeoutMs: 60_000 });
       return out.ok ? 'ok' : out.error;
     };
     const whole = acked.join(',');

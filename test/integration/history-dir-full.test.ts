@@ -1,15 +1,12 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { ExecOutcome } from '../../src/executor/executor-protocol.ts';
-import { historyDir } from '../../src/history/history-files.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
-import { oneChildPool } from '../helpers/one-child-pool.ts';
-import { fillDisk, growTmpfs, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
+import { fillDisk, growTmpfs } from '../helpers/tmpfs.ts';
 
 // Session 36, F15: history on a file system of its own (an operator's mount under the data
 // folder), full while writes go on and checkpoints would move frames into its segments; the
@@ -18,26 +15,13 @@ import { fillDisk, growTmpfs, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.
 // with that older state (409 rows of 460 acknowledged), not a word of the writes left out: now
 // refused STORAGE_FULL, and whole once history has copied them.
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-histdir-full-'));
-const db = historyTarget(dataDir, 'hf/a');
-const hdir = historyDir(dataDir, db.id);
-fs.mkdirSync(hdir, { recursive: true });
-const refused = mountTmpfs(hdir, '8m');
-if (refused) console.warn(`history-dir-full.test.ts: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
+const h = historyOnTmpfs('history-dir-full.test.ts', 'hf/a');
+const { dataDir, db, hdir, refused, write } = h;
 const by = { who: 'operator:histdir-test', via: 'operator' as const };
 
 describe.runIf(!refused)('history on its own file system, full while writes go on', () => {
-  let pool: ExecutorPool;
-  let seq = 0;
-  const write = (sql: string, params: unknown[] = []) => pool.run({ op: 'write', db, sql, params: params as never, callKey: `hf/a.k${++seq}` });
-  beforeAll(async () => {
-    pool = await oneChildPool(dataDir);
-  });
-  afterAll(async () => {
-    await pool?.stop();
-    if (!refused) unmountTmpfs(hdir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  beforeAll(h.start);
+  afterAll(h.stop);
 
   it('keeps every acknowledged write; a fork to a moment history has not copied yet is refused, and restores whole once it has', async () => {
     expect((await write('CREATE TABLE t (k INTEGER PRIMARY KEY, pad TEXT)')).ok).toBe(true);
@@ -81,7 +65,7 @@ describe.runIf(!refused)('history on its own file system, full while writes go o
     let n = 0;
     const restored = async (m: { at: number; acked: number; phase: string }) => {
       const into = historyTarget(dataDir, `hf/into${++n}`);
-      const out = await pool.run({ op: 'restoreInto', db: into, source: db.id, from: db, at: m.at, by, timeoutMs: 60_000 });
+      const out = await h.pool().run({ op: 'restoreInto', db: into, source: db.id, from: db, at: m.at, by, timeoutMs: 60_000 });
       if (!out.ok) return out.error.code;
       // Main: ok with 409 rows for every moment of the last phase (up to 460 acknowledged).
       expect(keysIn(into.path).join(','), `${m.phase} moment, ${m.acked} acknowledged`).toBe(acked.slice(0, m.acked).join(','));

@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
+import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import { historyDir } from '../../src/history/history-files.ts';
+import { historyTarget } from './history-pool.ts';
+import { oneChildPool } from './one-child-pool.ts';
+import { mountTmpfs, unmountTmpfs } from './tmpfs.ts';
+
+/** One database whose history folder is a tmpfs of its own (an operator's mount), and a pool for it. */
+export interface HistoryOnTmpfs {
+  dataDir: string;
+  db: DbTarget;
+  /** The history folder: the tmpfs's mount point. */
+  hdir: string;
+  /** Why the mount was refused (the test is then skipped), or undefined. */
+  refused: string | undefined;
+  pool(): ExecutorPool;
+  /** Runs a write under a call key of its own. */
+  write(sql: string, params?: unknown[]): ReturnType<ExecutorPool['run']>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Makes a data folder with database `id` and mounts a tmpfs of `size` on its history folder
+ * (warning, and `refused` set, where this machine cannot mount); `start` and `stop` are the
+ * test's beforeAll and afterAll.
+ */
+export function historyOnTmpfs(testFile: string, id: string, size = '8m'): HistoryOnTmpfs {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `agentdb-${path.basename(testFile, '.test.ts')}-`));
+  const db = historyTarget(dataDir, id);
+  const hdir = historyDir(dataDir, db.id);
+  fs.mkdirSync(hdir, { recursive: true });
+  const refused = mountTmpfs(hdir, size);
+  if (refused) console.warn(`${testFile}: skipped, this machine refused to mount a tmpfs (${refused}); it needs root and mount(2)`);
+  let pool: ExecutorPool | undefined;
+  let seq = 0;
+  return {
+    dataDir,
+    db,
+    hdir,
+    refused,
+    pool: () => pool!,
+    write: (sql, params = []) => pool!.run({ op: 'write', db, sql, params: params as never, callKey: `${id}.k${++seq}` }),
+    async start() {
+      pool = await oneChildPool(dataDir);
+    },
+    async stop() {
+      await pool?.stop();
+      if (!refused) unmountTmpfs(hdir);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
