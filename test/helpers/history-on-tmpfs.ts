@@ -6,7 +6,7 @@ import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import { historyDir } from '../../src/history/history-files.ts';
 import { historyTarget } from './history-pool.ts';
 import { oneChildPool } from './one-child-pool.ts';
-import { mountTmpfs, unmountTmpfs } from './tmpfs.ts';
+import { fillDisk, mountTmpfs, unmountTmpfs } from './tmpfs.ts';
 
 /** One database whose history folder is a tmpfs of its own (an operator's mount), and a pool for it. */
 export interface HistoryOnTmpfs {
@@ -19,6 +19,8 @@ export interface HistoryOnTmpfs {
   pool(): ExecutorPool;
   /** Runs a write under a call key of its own. */
   write(sql: string, params?: unknown[]): ReturnType<ExecutorPool['run']>;
+  /** Runs `fn` with history's disk filled, and gives the room back however it ends. */
+  whileFull<T>(fn: () => Promise<T>): Promise<T>;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -44,6 +46,16 @@ export function historyOnTmpfs(testFile: string, id: string, size = '8m'): Histo
     refused,
     pool: () => pool!,
     write: (sql, params = []) => pool!.run({ op: 'write', db, sql, params: params as never, callKey: `${id}.k${++seq}` }),
+    async whileFull(fn) {
+      const filler = path.join(hdir, 'filler');
+      const fill = fillDisk(filler);
+      try {
+        return await fn();
+      } finally {
+        fs.closeSync(fill.fd);
+        fs.rmSync(filler);
+      }
+    },
     async start() {
       pool = await oneChildPool(dataDir);
     },

@@ -1,11 +1,9 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { pastMs } from '../helpers/history.ts';
 import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
-import { fillDisk, growTmpfs } from '../helpers/tmpfs.ts';
+import { growTmpfs } from '../helpers/tmpfs.ts';
 
 // Session 36, F16 (F15's leftover): history on a file system of its own, full while writes go
 // on (F15's `history-dir-full` set-up), so the last writes' commits wait in the WAL. A read
@@ -34,13 +32,7 @@ describe.runIf(!refused)('a moment past what history holds, while its disk is fu
       }
     };
     await burst(100);
-    const fill = fillDisk(path.join(hdir, 'filler'));
-    try {
-      await burst(300);
-    } finally {
-      fs.closeSync(fill.fd);
-      fs.rmSync(path.join(hdir, 'filler'));
-    }
+    await h.whileFull(() => burst(300));
     // The copy of the backlog fills history's disk again: these wait in the WAL.
     await burst(60);
     expect(acked).toHaveLength(460);

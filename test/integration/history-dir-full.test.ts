@@ -1,12 +1,10 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { pastMs } from '../helpers/history.ts';
 import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
-import { fillDisk, growTmpfs } from '../helpers/tmpfs.ts';
+import { growTmpfs } from '../helpers/tmpfs.ts';
 
 // Session 36, F15: history on a file system of its own (an operator's mount under the data
 // folder), full while writes go on and checkpoints would move frames into its segments; the
@@ -43,13 +41,7 @@ describe.runIf(!refused)('history on its own file system, full while writes go o
     await burst(100, 'before');
     // History's disk full while 300 writes go on: their frames wait in the WAL. Freed, the copy
     // of that backlog fills it again (8 MiB): the writes after it wait in the WAL too.
-    const fill = fillDisk(path.join(hdir, 'filler'));
-    try {
-      await burst(300, 'full');
-    } finally {
-      fs.closeSync(fill.fd);
-      fs.rmSync(path.join(hdir, 'filler'));
-    }
+    await h.whileFull(() => burst(300, 'full'));
     await burst(60, 'after');
     // In the database: every acknowledged write, once.
     const keysIn = (file: string) => {
