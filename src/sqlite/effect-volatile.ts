@@ -147,7 +147,8 @@ export function volatileAssignments(sql: string): VolatileAssignments {
   const { tokens } = parsed;
   const impure = new Set<string>();
   const assign = (into: Set<string>, column: Token | undefined, expr: readonly Token[]) => {
-    if (column?.kind === 'word' || column?.kind === 'quoted') (madeAsItRuns(expr) ? into : impure).add(column.value);
+    const name = columnName(column);
+    if (name !== undefined) (madeAsItRuns(expr) ? into : impure).add(name);
   };
   tokens.forEach((t, i) => {
     if (!isWord(t, 'set')) return;
@@ -156,7 +157,10 @@ export function volatileAssignments(sql: string): VolatileAssignments {
       if (isOp(tokens[j], '(')) {
         // (a, b) = (…): a row value, bound whatever it holds.
         const close = skipParens(tokens, j);
-        for (const c of tokens.slice(j + 1, close < 0 ? tokens.length : close - 1)) if (c.kind === 'word' || c.kind === 'quoted') impure.add(c.value);
+        for (const c of tokens.slice(j + 1, close < 0 ? tokens.length : close - 1)) {
+          const name = columnName(c);
+          if (name !== undefined) impure.add(name);
+        }
         j = close < 0 ? tokens.length : exprEnd(tokens, close, AFTER_SET);
       } else {
         const end = exprEnd(tokens, j + 2, AFTER_SET);
@@ -179,10 +183,22 @@ export function volatileAssignments(sql: string): VolatileAssignments {
       for (const row of rows) for (const [at, column] of columns.entries()) assign(inserted, column, row[at] ?? []);
     }
     // Without VALUES as the whole source, every listed column is bound.
-    else for (const c of columns) impure.add(c.value);
+    else for (const c of columns) impure.add(columnName(c) ?? c.value);
   }
   for (const c of impure) inserted.delete(c);
   return { inserted, updated };
+}
+
+/**
+ * A column as a SET list or an INSERT's column list names it, ASCII lower-cased: SQLite's grammar
+ * (`nm` in parse.y) takes a string literal there too, so `SET a = random(), 'a' = (SELECT v FROM
+ * src)` sets `a` twice and the rightmost, the copy, is what it writes. Read as no name, the string
+ * was neither random nor bound, and `a` was left out of the digest as random (session 37, R11).
+ */
+function columnName(t: Token | undefined): string | undefined {
+  if (t?.kind === 'word' || t?.kind === 'quoted') return t.value;
+  if (t?.kind === 'string') return asciiLower(t.value);
+  return undefined;
 }
 
 /** Columns (ASCII lower-cased) of `table` that an ON UPDATE or ON DELETE action of its foreign keys writes. */
