@@ -212,7 +212,7 @@ export class EffectRecorder {
         const made = (values: EffectValue[], onInsert: boolean[], at: number) =>
           values.map((v, i) => {
             if (v === null) return v;
-            if (op === 'insert' ? onInsert[i] : w.madeByStatement[i]) return VOLATILE;
+            if (op === 'insert' ? onInsert[i] : w.madeByStatement[i]) return at === 0 && w.rowid ? VOLATILE : madeValue(raw[2 + at + i]);
             const form = this.clock && (op === 'insert' || !sameValue(v, before![i]!)) ? clockForm(v, raw[2 + at + i], clock) : undefined;
             return form === undefined ? v : { ...VOLATILE, clock: form }; // bound to its form: text shown never commits as an INTEGER
           });
@@ -281,6 +281,19 @@ export function dropEffect(object: DropObject): Effect {
     digest,
     dropped: { type: object.type, name: object.name, definition: object.definition, ...(object.rows === undefined ? {} : { rows: object.rows }) },
   };
+}
+
+/**
+ * A value left out as made as the statement ran, bound to the storage class SQLite gave it: what
+ * the clock or randomness makes is not known, but what the column's affinity makes of it is. Left
+ * out whole, `SET code = strftime('007', 'now')` shown as the text '007' committed the INTEGER 7
+ * once the table was made again meanwhile with `code INTEGER` (R9's constant, in a clock's guise),
+ * and `random()` shown as an INTEGER committed text. Text stays `VOLATILE` as it was, so the digests
+ * of the commonest such values (CURRENT_TIMESTAMP, hex(randomblob(…))) are unchanged (session 37, R11).
+ */
+function madeValue(raw: unknown): { $volatile: boolean; type?: string } {
+  const type = typeof raw === 'bigint' ? 'integer' : typeof raw === 'number' ? 'real' : typeof raw === 'string' ? 'text' : 'blob';
+  return type === 'text' ? VOLATILE : { ...VOLATILE, type };
 }
 
 /** The name OLD/NEW know a rowid table's rowid by: the first of its aliases no column shadows. */
