@@ -215,28 +215,32 @@ export class ApprovalService {
 
   /**
    * The approval `id` names: itself when it is an approval's id; otherwise the approval of the
-   * call it names, found by its callId in the decider's workspace (the pending one first, else the
-   * latest decided, so a second decision meets the first). Call ids repeat across workspaces and
-   * agents, so one that names several approvals is refused: the ap_… id says which.
+   * one call it names by its callId in the decider's workspace: that call's pending approval, else
+   * its latest (asked again when its data changed, a call has several), so a second decision meets
+   * the first. Call ids repeat across workspaces and agents, and an agent picks its own: an id
+   * that names approvals of more than one call, in any state, is refused (the ap_… id says which).
+   * Counting only pending ones, a person about to approve one agent's call `step-1`, decided by
+   * someone else (or expired) meanwhile, approved another agent's `step-1` parked since, whose
+   * SQL they never read (session 37, R11).
    */
   async resolveId(id: string, workspace?: string): Promise<string | DecideResult> {
     const byId = await this.store.get(id);
-    const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId.id : undefined;
-    for (const state of ['pending', 'all'] as const) {
-      const found = (await this.store.pages.list({ state, ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
-      // A call id may look like an approval id (an agent picks it): one that names both is never
-      // resolved by guessing, or an agent could point a person's decision at another call.
-      const candidates = [...new Set([...found.map((a) => a.id), ...(asApproval ? [asApproval] : [])])];
-      if (candidates.length === 1) return candidates[0]!;
-      if (candidates.length > 1) {
-        return {
-          ok: false,
-          code: 'INVALID_ARGUMENTS',
-          detail: `${JSON.stringify(id)} names ${candidates.length} approvals (${candidates.join(', ')}): decide with one of those ap_… ids, after checking it with \`agentdb approvals list\`.`,
-        };
-      }
+    const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId : undefined;
+    const named = (await this.store.pages.list({ state: 'all', ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
+    const calls = new Map<string, Approval[]>();
+    for (const a of named) calls.set(a.callKey, [...(calls.get(a.callKey) ?? []), a]);
+    // A call id may look like an approval id (an agent picks it): one that names both is never
+    // resolved by guessing, or an agent could point a person's decision at another call.
+    const chosen = [...calls.values()].map((of) => of.find((a) => a.state === 'pending') ?? of.reduce((x, y) => (y.createdAt > x.createdAt ? y : x)));
+    const candidates = [...new Set([...chosen.map((a) => a.id), ...(asApproval ? [asApproval.id] : [])])];
+    if (candidates.length === 1) return candidates[0]!;
+    if (candidates.length > 1) {
+      return {
+        ok: false,
+        code: 'INVALID_ARGUMENTS',
+        detail: `${JSON.stringify(id)} names ${candidates.length} approvals (${candidates.join(', ')}): decide with one of those ap_… ids, after checking it with \`agentdb approvals list\`.`,
+      };
     }
-    if (asApproval) return asApproval;
     return {
       ok: false,
       code: 'NOT_FOUND',
