@@ -10,7 +10,7 @@ import type { ExecOutcome, ExecRequest } from '../executor/executor-protocol.ts'
 import type { CallPlan } from '../policy/call-plan.ts';
 import { CREDITS } from '../policy/credits.ts';
 import type { RecordedEffect, RecordedOutcome } from '../sqlite/call-record.ts';
-import { dropEffect } from '../sqlite/sqlite-effect.ts';
+import { dropEffect } from '../sqlite/drop-effect.ts';
 import { parseDatabaseId } from '../contracts/database-id.ts';
 import type { WorkspaceQuota } from '../history/workspace-quota.ts';
 import { failedRun, type RunOutcome } from './call-runner.ts';

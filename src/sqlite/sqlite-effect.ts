@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import type { Effect, EffectLimits, EffectRow, EffectTable, EffectValue } from '../contracts/effect.ts';
-import type { DropObject } from '../contracts/drop-object.ts';
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
 import { asciiLower } from '../guard/tokenizer.ts';
@@ -264,23 +263,6 @@ export class EffectChanged extends AgentDbError {
   constructor(readonly effect: Effect) {
     super('APPROVAL_STALE', 'the data changed after the approval: the write would now have another effect, and nothing was written');
   }
-}
-
-/**
- * The effect of dropping `object`: its schema and its rows counted as deleted (they are not
- * listed). The digest covers what the drop checks again before it runs (`DropObject`).
- */
-export function dropEffect(object: DropObject): Effect {
-  const digest = createHash('sha256')
-    .update(JSON.stringify(['drop', object.type, object.name, object.definitionSha256, object.rootpage, object.rows ?? null]))
-    .digest('hex');
-  return {
-    tables: object.type === 'table' ? [{ table: object.name, inserted: 0, updated: 0, deleted: object.rows ?? 0 }] : [],
-    rows: [],
-    cut: false,
-    digest,
-    dropped: { type: object.type, name: object.name, definition: object.definition, ...(object.rows === undefined ? {} : { rows: object.rows }) },
-  };
 }
 
 /**

@@ -9,7 +9,7 @@ import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { write, type Param } from '../../src/sqlite/sqlite-ops.ts';
 import { previewEffect } from '../../src/sqlite/sqlite-effect-preview.ts';
-import { dropEffect } from '../../src/sqlite/sqlite-effect.ts';
+import { dropEffect } from '../../src/sqlite/drop-effect.ts';
 import { dropObject, dropTarget } from '../../src/sqlite/sqlite-drop.ts';
 
 let dataDir: string;
