@@ -15,6 +15,13 @@ export interface HeldSlot {
   /** The state before the gap: the last commit of the generation before. */
   before: string;
   rows: number[];
+  /**
+   * Not a gap but a restore in place that went in through SQLite (a program outside agentdb held
+   * the file): its generation begins from a snapshot of the file restored, with no base commit for
+   * its row, which that snapshot took. The row's seq: the slot is the restore's entry, its id the
+   * generation (`--through` it keeps the restore), before it the state it replaced.
+   */
+  restore?: number;
 }
 
 /** A commit (its index) or, in a gap, the snapshot itself (no `seq`) or a call it holds. */
@@ -36,10 +43,17 @@ export function heldSlots(groups: Group[], commitCount: number, order: RowOrder[
       continue;
     }
     const of = group.of;
-    if (of?.reason !== 'gap' || of.before === undefined) continue;
-    const rows = group.rows.filter((r) => order[r]!.kind !== 'upkeep').map((r) => order[r]!.seq);
+    if (of?.before === undefined) continue;
     const at = slots.get(position) ?? [];
-    at.push({ generation: of.generation, at: group.at, before: of.before, rows });
+    if (of.reason === 'restore') {
+      // Listed or not, its row is this snapshot's: no commit would show it (session 37, N15).
+      const row = group.rows.filter((r) => order[r]!.kind === 'restore').at(-1);
+      if (row === undefined) continue;
+      at.push({ generation: of.generation, at: group.at, before: of.before, rows: [], restore: order[row]!.seq });
+    } else if (of.reason === 'gap') {
+      const rows = group.rows.filter((r) => order[r]!.kind !== 'upkeep').map((r) => order[r]!.seq);
+      at.push({ generation: of.generation, at: group.at, before: of.before, rows });
+    } else continue;
     slots.set(position, at);
   }
   return slots;

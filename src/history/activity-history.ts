@@ -194,8 +194,9 @@ export class ActivityHistory {
       // A snapshot holds the commits before it history did not keep apart (the first writes, a
       // gap's, a fork's source's): their rows go to it. Not a restore in place's: what it holds
       // was matched with the generations before, and its restore's row is its base commit's.
-      // A restore from the blob store begins its history: the rows before its own are the
-      // snapshot's, its own the base commit's (`SnapshotMeta.base.began`).
+      // A restore from the blob store begins its history, and so does a restore in place whose
+      // generations before were pruned: the rows before its own are the snapshot's, its own the
+      // base commit's (`SnapshotMeta.base.began`).
       if (!snap.base || groups.length === 0)
         groups.push({
           at: snap.base?.began !== undefined ? snap.base.began - 1 : snap.at,

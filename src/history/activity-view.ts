@@ -193,7 +193,8 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
       if (state === undefined) break;
     } else picked.push(item);
   }
-  const seqOf = (item: Item) => (typeof item === 'number' ? (match[item] === undefined ? undefined : order[match[item]!]!.seq) : item.seq);
+  const seqOf = (item: Item) =>
+    typeof item === 'number' ? (match[item] === undefined ? undefined : order[match[item]!]!.seq) : (item.seq ?? item.slot.restore);
   const wanted = [...picked, ...(kept !== undefined ? [kept] : [])].flatMap((item) => seqOf(item) ?? []);
   const whole = new Map((wanted.length ? await rows.some(wanted) : []).map((r) => [r.seq, r]));
   // An item as an entry, with its positions plain: `marked` marks them with the database.
@@ -212,8 +213,9 @@ async function pageOf(history: ActivityHistory, id: string, rows: ActivityRows, 
       };
     } else {
       const at = new Date(item.slot.at).toISOString();
-      if (item.seq === undefined) return { id: item.slot.generation, at, kind: 'gap', restoreBefore: item.slot.before, held: item.slot.rows.length };
-      base = { id: itemId(item), at, kind: row?.kind === 'restore' ? 'restore' : 'call', restoreBefore: item.slot.before, heldIn: item.slot.generation };
+      if (item.slot.restore !== undefined) base = { id: item.slot.generation, at, kind: 'restore', restoreBefore: item.slot.before };
+      else if (item.seq === undefined) return { id: item.slot.generation, at, kind: 'gap', restoreBefore: item.slot.before, held: item.slot.rows.length };
+      else base = { id: itemId(item), at, kind: row?.kind === 'restore' ? 'restore' : 'call', restoreBefore: item.slot.before, heldIn: item.slot.generation };
     }
     if (!row) return base;
     const cut = row.statement !== null && row.statementBytes !== null ? row.statementBytes - Buffer.byteLength(row.statement) : 0;

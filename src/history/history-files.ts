@@ -134,10 +134,12 @@ export interface SnapshotMeta {
    * generation begins with is it plus the first commit of `segment` (a restore that copied a
    * file in: what it changed on top of that snapshot). That commit is the generation's start, not
    * a change an agent made: it carries the snapshot's time and is not counted as a commit.
-   * `began`: a restore from the blob store's start, its activity row's time (epoch ms). Its
-   * history begins with this generation, so the activity list reads the rows before it as the
-   * snapshot's and that row as the base commit's: the snapshot carrying the restore's own time
-   * took every row, and the restore was no entry of the list (session 36, N14). Absent on others.
+   * `began`: the restore's start, its activity row's time (epoch ms). When history begins with
+   * this generation (a restore from the blob store; a restore in place once retention pruned the
+   * generations before it), the activity list reads the rows before it as the snapshot's and
+   * that row as the base commit's: the snapshot carrying the restore's own time took every row,
+   * and the restore was no entry of the list (session 36, N14; session 37, N15). Absent on
+   * others, and on restores in place written before session 37.
    */
   base?: { segment: string; frames: number; began?: number };
   /**

@@ -237,7 +237,9 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       // From here the database is the restored one. Should the generation fail to begin, the
       // mark stays and the next capture snapshots the file (a gap): history stays right.
       forgetCapture(req.db.path);
-      publishGeneration(prepared, req.db.path, 'restore', Date.now());
+      // `now`, its activity row's time: should retention prune every generation before this
+      // one, its snapshot would otherwise take that row, and the restore would go unlisted.
+      publishGeneration(prepared, req.db.path, 'restore', Date.now(), now);
       prepared = undefined;
       forgetCapture(req.db.path);
       step('generation');

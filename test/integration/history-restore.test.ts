@@ -225,7 +225,9 @@ describe('restore', () => {
     const from = listGenerations(source).find((g) => g.name !== gen.name && fs.statSync(g.snapshotPath).ino === fs.statSync(gen.snapshotPath).ino);
     expect(from).toBeDefined();
     expect(gen.snapshot!.sha256).toBe(from!.snapshot!.sha256);
-    expect(gen.snapshot!.base).toEqual({ segment: '00000001', frames: expect.any(Number) });
+    // `began`: the restore's activity row's time, before the generation was published.
+    expect(gen.snapshot!.base).toEqual({ segment: '00000001', frames: expect.any(Number), began: expect.any(Number) });
+    expect(gen.snapshot!.base!.began).toBeLessThanOrEqual(gen.snapshot!.at);
     // The generation's first moment is the restored state, audit row included, and history goes on from it.
     const start = path.join(dataDir, 'gen-start.sqlite');
     buildRestore(planRestore(source, { at: gen.snapshot!.at }), start);
