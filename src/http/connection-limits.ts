@@ -109,8 +109,17 @@ export function bodyDeadline(app: FastifyInstance, ms: number, checkEveryMs: num
     // same deadline (the sweep cuts it if late), and its connection kept. Closed, a client going
     // on sending opened a connection a request, which cost the server more than the parse the
     // early answer saved (docs/benchmarks.md, session 36, T17). No length, or past the limit: closed.
-    if (request.raw.complete) arriving.delete(request);
-    else if (!(Number(request.headers['content-length']) <= request.routeOptions.bodyLimit)) {
+    // Arrived whole: nothing more of it can come, so Fastify's close after a body it could not
+    // parse (it closes on every parse error, the body perhaps unread) is dropped, and a flood of
+    // bad bodies is not a connection each (docs/benchmarks.md, session 37, T18). Removed, not set
+    // to keep-alive: Node then sends no such header and keeps the connection as HTTP/1.1 does by
+    // default, or not (HTTP/1.0, the server closing), as it would have decided itself.
+    if (request.raw.complete) {
+      arriving.delete(request);
+      // Fastify's parser sets it on the reply only; one on the raw answer is Fastify's own while
+      // closing, kept.
+      if (reply.getHeader('connection') === 'close' && !reply.raw.hasHeader('connection')) reply.removeHeader('connection');
+    } else if (!(Number(request.headers['content-length']) <= request.routeOptions.bodyLimit)) {
       arriving.delete(request);
       reply.header('connection', 'close');
     }
