@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { rateSource } from '../oauth/oauth-rate-source.ts';
+import { rateSource, rateSource48, SITE_TIMES_ADDRESS } from '../oauth/oauth-rate-source.ts';
 
 /**
  * How long a request may take to arrive whole, headers and body. Fastify's default is none: in
@@ -19,7 +19,7 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 const CHECK_EVERY_MS = 5_000;
 
 /**
- * Connections one address (an IPv6 address's /64) may hold open at once. A person's browser keeps a handful (the page,
+ * Connections one address (an IPv6 address's /64) may hold open at once (an IPv6 /48, SITE_TIMES_ADDRESS times as many: 1,024). A person's browser keeps a handful (the page,
  * its event stream), an MCP client or agent a few, a runtime's long polls one per call waited on;
  * an address past this is someone holding sockets, not using them. Behind a proxy (TRUST_PROXY)
  * every connection comes from the proxy, which bounds its own clients: only the total applies.
@@ -109,8 +109,17 @@ export function bodyDeadline(app: FastifyInstance, ms: number, checkEveryMs: num
     // same deadline (the sweep cuts it if late), and its connection kept. Closed, a client going
     // on sending opened a connection a request, which cost the server more than the parse the
     // early answer saved (docs/benchmarks.md, session 36, T17). No length, or past the limit: closed.
-    if (request.raw.complete) arriving.delete(request);
-    else if (!(Number(request.headers['content-length']) <= request.routeOptions.bodyLimit)) {
+    // Arrived whole: nothing more of it can come, so Fastify's close after a body it could not
+    // parse (it closes on every parse error, the body perhaps unread) is dropped, and a flood of
+    // bad bodies is not a connection each (docs/benchmarks.md, session 37, T18). Removed, not set
+    // to keep-alive: Node then sends no such header and keeps the connection as HTTP/1.1 does by
+    // default, or not (HTTP/1.0, the server closing), as it would have decided itself.
+    if (request.raw.complete) {
+      arriving.delete(request);
+      // Fastify's parser sets it on the reply only; one on the raw answer is Fastify's own while
+      // closing, kept.
+      if (reply.getHeader('connection') === 'close' && !reply.raw.hasHeader('connection')) reply.removeHeader('connection');
+    } else if (!(Number(request.headers['content-length']) <= request.routeOptions.bodyLimit)) {
       arriving.delete(request);
       reply.header('connection', 'close');
     }
@@ -126,27 +135,37 @@ export function bodyDeadline(app: FastifyInstance, ms: number, checkEveryMs: num
 
 /**
  * Applies `limits` to `server`: the total through Node's `maxConnections` (a connection past it is
- * closed as it opens), and, unless `behindProxy`, the per-address count, closing a connection past
- * it before it is read. (The request timeout is Fastify's `requestTimeout`, set where the server
+ * closed as it opens), and, unless `behindProxy`, the per-address count (and an IPv6 /48's, {@link
+ * SITE_TIMES_ADDRESS} times it), closing a connection past either before it is read. (The request timeout is Fastify's `requestTimeout`, set where the server
  * is made.)
  */
 export function limitConnections(server: Server, limits: ConnectionLimits, behindProxy: boolean): void {
   server.maxConnections = limits.total;
   if (behindProxy) return;
   const open = new Map<string, number>();
+  const perSite = limits.perAddress * SITE_TIMES_ADDRESS;
+  const release = (group: string) => {
+    const left = (open.get(group) ?? 1) - 1;
+    if (left > 0) open.set(group, left);
+    else open.delete(group);
+  };
   server.on('connection', (socket: Socket) => {
-    // An IPv6 host is given a whole /64: counted by address, one host took every connection.
-    const address = rateSource(socket.remoteAddress ?? '');
+    // An IPv6 host is given a whole /64 and a site a /48: counted by address, one host took every
+    // connection; counted by /64, one site did.
+    const ip = socket.remoteAddress ?? '';
+    const address = rateSource(ip);
+    const site = rateSource48(ip);
     const n = (open.get(address) ?? 0) + 1;
-    if (n > limits.perAddress) {
+    const atSite = site === undefined ? 0 : (open.get(site) ?? 0) + 1;
+    if (n > limits.perAddress || atSite > perSite) {
       socket.destroy();
       return;
     }
     open.set(address, n);
+    if (site !== undefined) open.set(site, atSite);
     socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left > 0) open.set(address, left);
-      else open.delete(address);
+      release(address);
+      if (site !== undefined) release(site);
     });
   });
 }

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { errorBody, httpStatusOf, type AgentDbError, type ErrorBody, type ErrorCode } from '../errors.ts';
-import { rateSource } from '../oauth/oauth-rate-source.ts';
+import { rateSource, rateSource48 } from '../oauth/oauth-rate-source.ts';
 import { RefusalLog } from './refusal-log.ts';
 
 /**
@@ -47,7 +47,8 @@ const refusalLogs = new WeakMap<object, RefusalLog>();
 function logRefusal(reply: FastifyReply, code: string): void {
   let refusals = refusalLogs.get(reply.server);
   if (!refusals) refusalLogs.set(reply.server, (refusals = new RefusalLog()));
-  const line = refusals.refused(rateSource(reply.request.ip));
+  const ip = reply.request.ip;
+  const line = refusals.refused(rateSource(ip), rateSource48(ip));
   if (!line.log) return;
   const fields = { code, status: reply.statusCode, route: reply.request.routeOptions.url };
   reply.log.info(line.unlogged ? { ...fields, unloggedBefore: line.unlogged } : fields, 'request refused');

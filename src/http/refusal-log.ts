@@ -1,9 +1,18 @@
+import { SITE_TIMES_ADDRESS } from '../oauth/oauth-rate-source.ts';
+
 /** Refusal lines (`request refused`) logged per client address in a minute; past them counted, and said at the next line logged. */
 export const REFUSAL_LINES_PER_MINUTE = 20;
 
 const WINDOW_MS = 60_000;
 /** Addresses remembered at once; past it all are forgotten (each then logs its next lines again). */
 const ADDRESSES_MAX = 10_000;
+
+/** An address's (or site's) refusals in its current minute. */
+interface Seen {
+  from: number;
+  lines: number;
+  unlogged: number;
+}
 
 /** Whether to log a refusal, and how many refusals from its address went unlogged since the last line. */
 export interface RefusalLine {
@@ -21,16 +30,43 @@ export interface RefusalLine {
  * TRUST_PROXY every client is the proxy's address, and shares its lines.
  */
 export class RefusalLog {
-  private readonly byAddress = new Map<string, { from: number; lines: number; unlogged: number }>();
+  private readonly byAddress = new Map<string, Seen>();
 
   constructor(
     private readonly perMinute = REFUSAL_LINES_PER_MINUTE,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** One refusal answered to `address` (an IPv6 address's /64: `rateSource`): whether to log it, and what went unlogged before it. */
-  refused(address: string): RefusalLine {
+  /**
+   * One refusal answered to `address` (an IPv6 address's /64: `rateSource`) of IPv6 site `site`
+   * (its /48: `rateSource48`; none for IPv4): whether to log it, and what went unlogged before it.
+   * A site's /64s share {@link SITE_TIMES_ADDRESS} times an address's lines: counted by /64 alone,
+   * one site (65,536 /64s) had every refusal logged by sending each from a new /64 (hostile review T18).
+   */
+  refused(address: string, site?: string): RefusalLine {
     const now = this.now();
+    // The site first, so that a site past its lines adds no entry for each new /64 it sends from.
+    const ofSite = site === undefined ? undefined : this.seen(site, now);
+    if (ofSite && ofSite.lines >= this.perMinute * SITE_TIMES_ADDRESS) {
+      ofSite.unlogged += 1;
+      return { log: false, unlogged: ofSite.unlogged };
+    }
+    const ofAddress = this.seen(address, now);
+    if (ofAddress.lines >= this.perMinute) {
+      ofAddress.unlogged += 1;
+      return { log: false, unlogged: ofAddress.unlogged };
+    }
+    let unlogged = 0;
+    for (const seen of ofSite ? [ofAddress, ofSite] : [ofAddress]) {
+      seen.lines += 1;
+      unlogged += seen.unlogged;
+      seen.unlogged = 0;
+    }
+    return { log: true, unlogged };
+  }
+
+  /** `address`'s (or a site's) count, its minute begun afresh once over. */
+  private seen(address: string, now: number): Seen {
     let seen = this.byAddress.get(address);
     if (!seen) {
       if (this.byAddress.size >= ADDRESSES_MAX) this.byAddress.clear();
@@ -41,13 +77,6 @@ export class RefusalLog {
       seen.from = now;
       seen.lines = 0;
     }
-    if (seen.lines >= this.perMinute) {
-      seen.unlogged += 1;
-      return { log: false, unlogged: seen.unlogged };
-    }
-    seen.lines += 1;
-    const unlogged = seen.unlogged;
-    seen.unlogged = 0;
-    return { log: true, unlogged };
+    return seen;
   }
 }

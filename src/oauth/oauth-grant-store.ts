@@ -1,6 +1,7 @@
 import type { Keys } from '../redis/keys.ts';
 import type { ScriptedRedis } from '../redis/lua-scripts.ts';
 import type { MemberRegistry } from '../registry/members.ts';
+import { accessEnded } from './access-token-cache.ts';
 import { CLIENT_UNUSED_TTL_S } from './oauth-clients.ts';
 import type { CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
 
@@ -100,6 +101,8 @@ export class OAuthGrantStore {
       this.keys.oauth('tokens', id),
       this.keys.oauth('access', ''),
       this.keys.registryChanges,
+      // The change that ends its access token, split around the hash the script reads from the grant.
+      ...(accessEnded('|').split('|') as [string, string]),
     );
     // Held by no grant now, the client counts among those nobody signs in through again (the cap).
     await this.redis.agentdbOauthClientRelease(

@@ -10,6 +10,7 @@ import type { Principal } from '../registry/principal.ts';
 import type { PrincipalCache } from '../registry/principal-cache.ts';
 import { hashKey } from '../registry/secret-key.ts';
 import { servesTools } from './mcp-resource.ts';
+import { accessEnded, cacheKey } from './access-token-cache.ts';
 import { CLIENT_UNUSED_TTL_S, type OAuthClient } from './oauth-clients.ts';
 import type { AccessRecord, CodeRecord, OAuthGrant } from './oauth-grant-records.ts';
 import { OAuthGrantStore } from './oauth-grant-store.ts';
@@ -188,13 +189,13 @@ export class OAuthGrants {
     // By the resource too: the same token sent to another endpoint is no token there.
     const cache = this.opts.principals;
     if (!cache) return (await this.lookup(hash, resource))?.principal;
-    return cache.through(`oauth ${hash} ${resource}`, () => this.lookup(hash, resource), this.now());
+    return cache.through(cacheKey(hash, resource), () => this.lookup(hash, resource), this.now());
   }
 
   /** Who `token` was last found to act for at `resource` while Redis does not answer (`PrincipalCache.lastKnown`). */
   lastKnown(token: string, resource: string): Principal | undefined {
     if (!TOKEN_SHAPE.test(token)) return undefined;
-    return this.opts.principals?.lastKnown(`oauth ${hashKey(token)} ${resource}`, this.now());
+    return this.opts.principals?.lastKnown(cacheKey(hashKey(token), resource), this.now());
   }
 
   /** Who access token `hash` acts for at `resource`, and when it lapses: read from Redis ({@link authenticate}). */
@@ -251,7 +252,8 @@ export class OAuthGrants {
     }
     const raw = await this.redis.get(this.keys.oauth('access', h));
     const grant = raw ? await this.store.grant((JSON.parse(raw) as AccessRecord).grantId) : undefined;
-    if (grant?.clientId === client.clientId) await this.redis.multi().del(this.keys.oauth('access', h)).publish(this.keys.registryChanges, 'revoked').exec();
+    if (grant?.clientId === client.clientId)
+      await this.redis.multi().del(this.keys.oauth('access', h)).publish(this.keys.registryChanges, accessEnded(h)).exec();
   }
 
   /** New tokens for `grant`, while its member is the one who consented (not revoked, not re-added); else the grant ends. */
@@ -285,6 +287,7 @@ export class OAuthGrants {
       this.keys.registryChanges,
       String(now),
       String(MAX_TOKEN_RECORDS_PER_GRANT),
+      grant.accessHash ? accessEnded(grant.accessHash) : '',
     );
     if (issued !== 1) throw new InvalidGrantError('The grant was revoked.');
     // Each refresh keeps the client as long as this refresh token: a client outlives its grants by no more.

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Keys } from '../redis/keys.ts';
-import { rateSource } from './oauth-rate-source.ts';
+import { rateSource, rateSource48, SITE_TIMES_ADDRESS } from './oauth-rate-source.ts';
 
 /** OAUTH_TOKEN_REQUESTS_PER_MINUTE's default. */
 export const TOKEN_REQUESTS_PER_MINUTE = 60;
@@ -29,6 +29,11 @@ export class RetryLaterError extends TooManyRequestsError {
  */
 export class OAuthTokenRequests {
   private readonly limiter: RateLimiterRedis;
+  /**
+   * An IPv6 /48's, {@link SITE_TIMES_ADDRESS} times an address's: counted by /64 alone, one site
+   * (65,536 /64s) was as good as unbounded (hostile review T18, session 37), as registrations were.
+   */
+  private readonly limiter48: RateLimiterRedis;
 
   /** @param perMinute OAUTH_TOKEN_REQUESTS_PER_MINUTE. */
   constructor(
@@ -44,14 +49,23 @@ export class OAuthTokenRequests {
       // Past the limit, refused from memory: a flood costs Redis nothing more.
       inMemoryBlockOnConsumed: perMinute + 1,
     });
+    this.limiter48 = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: keys.oauth('rate', 'token48'),
+      points: perMinute * SITE_TIMES_ADDRESS,
+      duration: 60,
+      inMemoryBlockOnConsumed: perMinute * SITE_TIMES_ADDRESS + 1,
+    });
   }
 
   /**
    * Counts one request from `source` (the client's address).
-   * @throws RetryLaterError past the address's requests this minute.
+   * @throws RetryLaterError past the address's (or its IPv6 /48's) requests this minute.
    */
   async spend(source: string): Promise<void> {
     await spendOne(this.limiter, rateSource(source), `At most ${this.perMinute} token and revocation requests a minute from one address`);
+    const of48 = rateSource48(source);
+    if (of48) await spendOne(this.limiter48, of48, `At most ${this.perMinute * SITE_TIMES_ADDRESS} token and revocation requests a minute from one IPv6 /48`);
   }
 }
 

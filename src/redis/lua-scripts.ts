@@ -108,7 +108,7 @@ export interface LuaCommands {
     ...keysThenArgs: [...keys: OAuthIssueKeys, grantRecord: string, accessRecord: string, grantId: string, ...ttlsChannelNowKept: string[]]
   ): Promise<number>;
   /** oauth-grant-drop.lua: 1 when the grant was there; it, its access token and its tokens' records are gone either way. */
-  agentdbOauthGrantDrop(grant: string, tokens: string, accessPrefix: string, registryChanges: string): Promise<number>;
+  agentdbOauthGrantDrop(grant: string, tokens: string, accessPrefix: string, registryChanges: string, endedHead: string, endedTail: string): Promise<number>;
   /** oauth-client-slot.lua: a place among unconsented clients within the cap, or the time the first one lapses (ms). */
   agentdbOauthClientSlot(
     unconsented: string,

@@ -10,7 +10,8 @@ import type { Principal } from './principal.ts';
  * A cached answer must never outlive the key: every registry change (a revoked key or member,
  * an agent's narrowed settings, a removed workspace, an ended OAuth grant or access token, an
  * access token replaced by a refresh) is published on `keys.registryChanges` in
- * the same transaction as the change, and any message drops the whole cache. The cache is used
+ * the same transaction as the change, and any message drops the whole cache, but one that names
+ * the entries it ends ({@link forgetMessage}: an OAuth access token that ended). The cache is used
  * only while its subscription is live: when the connection drops, messages may be lost, so the
  * cache empties and stays unused until it has subscribed again. A revoked key therefore stops
  * working as soon as Redis delivers the message (well under a millisecond on a live connection),
@@ -59,8 +60,11 @@ export class PrincipalCache {
 
   private async begin(): Promise<void> {
     if (this.ttlMs === 0) return;
-    this.subscriber.on('message', (channel: string) => {
-      if (channel === this.channel) this.drop(true);
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel !== this.channel) return;
+      const only = message.startsWith(FORGET) ? message.slice(FORGET.length) : '';
+      if (only) this.forget(only);
+      else this.drop(true);
     });
     // Anything may have changed while the connection was down: forget, and wait for the
     // subscription before trusting the cache again.
@@ -155,6 +159,19 @@ export class PrincipalCache {
     this.subscriber.disconnect();
   }
 
+  /**
+   * Forgets the entries whose key begins with `prefix` (an OAuth access token that ended: {@link
+   * forgetMessage}), and what lookups in flight would put (the epoch: the whole cache's, as a
+   * lookup's key is not known to its mark).
+   */
+  private forget(prefix: string): void {
+    this.epoch++;
+    for (const map of [this.entries, this.known]) for (const key of map.keys()) if (key.startsWith(prefix)) map.delete(key);
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const resolve of waiting) resolve();
+  }
+
   /** Forgets every cached entry; `changed`: a change was (or may have been) missed, so {@link lastKnown}'s too. */
   private drop(changed = true): void {
     this.epoch++;
@@ -176,6 +193,20 @@ export class PrincipalCache {
       // Not subscribed: the cache stays unused; the next 'ready' tries again.
     }
   }
+}
+
+/** How a registry change that ends only some entries begins; the rest of the message is their keys' prefix. */
+const FORGET = 'forget ';
+
+/**
+ * The registry change that ends only the entries whose key begins with `prefix`. Every other
+ * message drops the whole cache, in every process: an OAuth client refreshing its token (60 a
+ * minute per address), or revoking one, made every tenant's keys and tokens be looked up in Redis
+ * again on their next requests (hostile review T18, session 37). An older server, which drops
+ * everything on any message, still drops these.
+ */
+export function forgetMessage(prefix: string): string {
+  return `${FORGET}${prefix}`;
 }
 
 /**

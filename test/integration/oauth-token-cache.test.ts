@@ -118,3 +118,38 @@ it('an expired token is refused though it was cached a moment before', async () 
     skew = 0;
   }
 });
+
+// Session 37, T18: every ended access token was announced as a registry change that dropped the
+// whole cache in every process, so one person's client refreshing (or revoking its token, or
+// ending a grant) in a loop made every tenant's keys and tokens be looked up in Redis again on
+// their next request. Only the ended token's entries go now.
+it("an access token ended by a refresh, its client or its grant's end leaves others' cached keys and tokens cached", async () => {
+  const { member: cy } = await members.add('acme', 'cy', 'member');
+  const other = await signIn(cy);
+  const others = await grants.authenticate(other.access_token, resource);
+  expect(others).toMatchObject({ member: { name: 'cy' } });
+  // An agent key's entry, as the key authenticator keeps it.
+  await principals.through('agent key hash', async () => ({ principal: others! }));
+
+  const mine = await signIn();
+  expect(await grants.authenticate(mine.access_token, resource)).toBeDefined();
+  let next: Awaited<ReturnType<OAuthGrants['refresh']>> | undefined;
+  await heard(async () => {
+    next = await grants.refresh(client, { refreshToken: mine.refresh_token! });
+  });
+  expect(await grants.authenticate(next!.access_token, resource)).toBeDefined();
+  await heard(() => grants.revokeToken(client, next!.access_token));
+  const again = await signIn();
+  expect(await grants.authenticate(again.access_token, resource)).toBeDefined();
+  const grant = (await grants.list('acme', 'ada')).find((g) => g.clientId === client.clientId && g.id !== undefined)!;
+  await heard(() => grants.revoke('acme', 'ada', grant.id));
+
+  // Each ended token is refused at once.
+  expect(await grants.authenticate(mine.access_token, resource)).toBeUndefined();
+  expect(await grants.authenticate(next!.access_token, resource)).toBeUndefined();
+  const before = sent;
+  // main: cy's token was looked up again (three commands) and the key's entry was gone.
+  expect(await grants.authenticate(other.access_token, resource)).toEqual(others);
+  expect(sent - before).toBe(0);
+  expect(principals.get('agent key hash')).toEqual(others);
+});

@@ -43,3 +43,16 @@ it('past its requests a minute an address gets 429 too_many_requests with Retry-
   const refreshed = await post('/oauth/token', '2001:db8:7::1', { grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens.refresh_token });
   expect(refreshed.statusCode).toBe(200);
 });
+
+// Session 37, T18: counted by /64 alone, one IPv6 site (a /48: 65,536 /64s) had no bound at all.
+it('the /64s of one IPv6 /48 share 4 times an address’s requests a minute; another /48 is served', async () => {
+  const guess = { grant_type: 'refresh_token', client_id: 'adbc_nobodyregisteredthis', refresh_token: 'adbrt_guess' };
+  const answers: number[] = [];
+  for (let i = 1; i <= 4 * PER_MINUTE + 2; i++) answers.push((await post('/oauth/token', `2001:db8:4:${i.toString(16)}::1`, guess)).statusCode);
+  // main: every one answered (401 invalid_client), none 429.
+  expect(answers.filter((s) => s === 429)).toHaveLength(2);
+  const refused = await post('/oauth/revoke', '2001:db8:4:ff::1', { ...guess, token: 'adbat_guess' });
+  expect(refused.statusCode).toBe(429);
+  expect(refused.json()).toMatchObject({ error: 'too_many_requests', error_description: expect.stringContaining('one IPv6 /48') });
+  expect((await post('/oauth/token', '2001:db8:5:1::1', guess)).statusCode).not.toBe(429);
+});

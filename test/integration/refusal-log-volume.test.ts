@@ -45,3 +45,22 @@ it('logs an address’s refusals at most REFUSAL_LINES_PER_MINUTE a minute, coun
   expect(refused).toHaveLength(REFUSAL_LINES_PER_MINUTE);
   expect(refused.every((l) => l.code === 'UNAUTHENTICATED')).toBe(true);
 });
+
+// Session 37, T18: one IPv6 site (a /48) sending each refusal from a new /64 of its 65,536 had every
+// one logged; its /64s now share 4 times an address's lines.
+it('logs one IPv6 /48’s refusals at most 4 times REFUSAL_LINES_PER_MINUTE a minute, whichever /64 sends them', async () => {
+  const before = lines.length;
+  for (let i = 0; i < 200; i++) {
+    const res = await k.app.inject({
+      method: 'POST',
+      url: '/v1/calls',
+      remoteAddress: `2001:db8:5:${(i + 1).toString(16)}::1`,
+      headers: { authorization: `Bearer adb_made_up_${i}`, 'content-type': 'application/json' },
+      payload: { tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } },
+    });
+    expect(res.statusCode).toBe(401);
+  }
+  const refused = lines.slice(before).filter((l) => l.msg === 'request refused');
+  // main: 200 lines.
+  expect(refused).toHaveLength(4 * REFUSAL_LINES_PER_MINUTE);
+});

@@ -30,3 +30,26 @@ it('counts the connections of one IPv6 /64 together against the per-address boun
   server.emit('connection', next);
   expect(next.closedByServer).toBe(false);
 });
+
+// Session 37, T18: a site is given a /48 (65,536 /64s), so counted by /64 alone one site still held
+// all 8,192 connections from 32 of its /64s. A /48 holds at most 4 times the per-address bound.
+it('counts the connections of one IPv6 /48 together, at 4 times the per-address bound', () => {
+  const server = createServer();
+  limitConnections(server, { perAddress: 2, total: 100, requestTimeoutMs: 30_000, checkEveryMs: 5_000 }, false);
+  // Twelve /64s of one /48, one connection each: the first 8 fit the /48's bound of 8.
+  const site = Array.from({ length: 12 }, (_, i) => connection(`2001:db8:7:${(i + 1).toString(16)}::1`));
+  const otherSite = connection('2001:db8:8:1::1');
+  const v4 = connection('192.0.2.1');
+  for (const s of [...site, otherSite, v4]) server.emit('connection', s);
+  // main: none closed.
+  expect(site.map((s) => s.closedByServer)).toEqual([...Array(8).fill(false), ...Array(4).fill(true)]);
+  expect([otherSite.closedByServer, v4.closedByServer]).toEqual([false, false]);
+  // One of the site's connections closing makes room for one more of its /64s.
+  site[0]!.emit('close');
+  const next = connection('2001:db8:7:ff::1');
+  server.emit('connection', next);
+  expect(next.closedByServer).toBe(false);
+  const past = connection('2001:db8:7:fe::1');
+  server.emit('connection', past);
+  expect(past.closedByServer).toBe(true);
+});

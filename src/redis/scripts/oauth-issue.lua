@@ -6,13 +6,14 @@
 -- by when each was issued.
 -- ARGV: the grant's record, the access token's record, the grant's id, the access and refresh TTLs (s),
 -- the registry-changes channel (src/registry/principal-cache.ts), now (ms), how many records the
--- grant keeps.
+-- grant keeps, the change announcing the old access token's end (accessEnded in oauth-grants.ts).
 -- Answers 1 when issued, 0 when the grant is gone (nothing written).
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if KEYS[4] ~= KEYS[1] then
   redis.call('DEL', KEYS[4])
   -- The old access token ends here: a server that cached who it acts for forgets it now.
-  redis.call('PUBLISH', ARGV[6], 'oauth access token replaced')
+  -- Naming it (ARGV[9]), so only it is forgotten, not every tenant's cached keys.
+  redis.call('PUBLISH', ARGV[6], ARGV[9])
 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5])
 redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4])
