@@ -5,12 +5,15 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyView } from '../../src/history/history-view.ts';
+import { historyDir } from '../../src/history/history-files.ts';
 import { restoreInPlace } from '../../src/history/restore-requests.ts';
+import { restoreInto } from '../../src/history/restore-into.ts';
 import type { RestoreResult } from '../../src/history/restore-result.ts';
 import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { pastMs } from '../helpers/history.ts';
 import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
-import { fillDisk } from '../helpers/tmpfs.ts';
+import { historyTarget } from '../helpers/history-pool.ts';
+import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
 // Session 37, F17: a restore in place renames its rebuilt file over the database, then begins
 // its new history generation. History's own disk filling in between (an operator's mount, other
@@ -138,5 +141,54 @@ describe.runIf(!refused)('history full between the rename and the new generation
     expect(historyView(dataDir, db.id, 30).lost).toEqual([]);
     expect(restoreInPlace(handles, history, dataDir, { op: 'restore', db, undo: answer.undoId, by })).not.toHaveProperty('note');
     expect(rows()).toBe(want + 600);
+  });
+  it('answers a restore into a new database done once the database is made, its history begun by its next open', () => {
+    const fork = historyTarget(dataDir, 'pf/fork');
+    const forkHistory = historyDir(dataDir, fork.id);
+    fs.mkdirSync(forkHistory, { recursive: true });
+    expect(mountTmpfs(forkHistory, '8m')).toBeUndefined();
+    const filler = path.join(forkHistory, 'filler');
+    let fill: { fd: number } | undefined;
+    try {
+      const want = rows();
+      const at = Date.now();
+      pastMs(at);
+      write('INSERT INTO t VALUES (9000, ?)', 'later');
+      let answer: RestoreResult;
+      try {
+        answer = restoreInto(
+          handles,
+          history,
+          dataDir,
+          { op: 'restoreInto', db: fork, source: db.id, from: db, at, by, opId: 'fork-1' },
+          {
+            step: (s) => {
+              if (s === 'renamed') fill = fillDisk(filler);
+            },
+          },
+        ) as RestoreResult;
+      } finally {
+        if (fill) fs.closeSync(fill.fd);
+        fs.rmSync(filler, { force: true });
+      }
+      expect(fill, 'the disk was filled after the database was made').toBeDefined();
+      // Main: threw ENOSPC (answered STORAGE_FULL "nothing was written"), the database made, and
+      // the same op again answered DATABASE_EXISTS.
+      expect(answer.note).toMatch(/^restored; its new history generation could not be begun \(ENOSPC/);
+      expect(restoreInto(handles, history, dataDir, { op: 'restoreInto', db: fork, source: db.id, from: db, at, by, opId: 'fork-1' })).toMatchObject({
+        into: fork.id,
+      });
+      handles.evict(fork.path);
+      const c = new Database(fork.path, { readonly: true });
+      try {
+        expect(c.prepare('SELECT count(*) FROM t').pluck().get()).toBe(want);
+      } finally {
+        c.close();
+      }
+      expect(historyView(dataDir, fork.id, 30).generations.length).toBeGreaterThan(0);
+    } finally {
+      handles.evict(fork.path);
+      unmountTmpfs(forkHistory);
+    }
   });
 });
