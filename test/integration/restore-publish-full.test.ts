@@ -5,7 +5,12 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyView } from '../../src/history/history-view.ts';
-import { historyDir } from '../../src/history/history-files.ts';
+import { FolderBlobStore } from '../../src/blobs/folder-blob-store.ts';
+import { backupDatabase } from '../../src/history/backup.ts';
+import { restoreFromBlob } from '../../src/history/blob-restore.ts';
+import { historyDir, localSource } from '../../src/history/history-files.ts';
+import { planRestore } from '../../src/history/restore-plan.ts';
+import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { restoreInPlace } from '../../src/history/restore-requests.ts';
 import { restoreInto } from '../../src/history/restore-into.ts';
 import type { RestoreResult } from '../../src/history/restore-result.ts';
@@ -189,6 +194,52 @@ describe.runIf(!refused)('history full between the rename and the new generation
     } finally {
       handles.evict(fork.path);
       unmountTmpfs(forkHistory);
+    }
+  });
+  it('answers a restore from the blob store done once its database is placed, its history begun by its next open', async () => {
+    const made = historyTarget(dataDir, 'pf/blob');
+    const madeHistory = historyDir(dataDir, made.id);
+    fs.mkdirSync(madeHistory, { recursive: true });
+    expect(mountTmpfs(madeHistory, '32m')).toBeUndefined();
+    const filler = path.join(madeHistory, 'filler');
+    let fill: { fd: number } | undefined;
+    try {
+      const want = rows();
+      const store = new FolderBlobStore(path.join(dataDir, 'blobs'));
+      await backupDatabase(store, dataDir, db.id);
+      const answer = await restoreFromBlob(store, {
+        id: db.id,
+        into: made.id,
+        dbPath: made.path,
+        workDir: path.join(dataDir, 'work'),
+        history: localSource(dataDir, made.id),
+        onPlaced: () => {
+          fill = fillDisk(filler);
+        },
+      }).finally(() => {
+        if (fill) fs.closeSync(fill.fd);
+        fs.rmSync(filler, { force: true });
+      });
+      // Main: threw ENOSPC (answered failed) with the database placed.
+      expect(answer.note).toMatch(/^restored; its new history generation could not be begun \(ENOSPC/);
+      // What local history holds at the backup's moment, as the blob store's restore made it.
+      const local = path.join(dataDir, 'local-at.sqlite');
+      buildRestore(planRestore(localSource(dataDir, db.id), { at: Date.parse(answer.restoredTo) }), local);
+      const count = (file: string) => {
+        const c = new Database(file, { readonly: true });
+        try {
+          return c.prepare('SELECT count(*) FROM t').pluck().get() as number;
+        } finally {
+          c.close();
+        }
+      };
+      expect(count(made.path)).toBe(count(local));
+      expect(count(made.path)).toBeGreaterThan(want - 10);
+      handles.open(made, 'write');
+      expect(historyView(dataDir, made.id, 30).generations.length).toBeGreaterThan(0);
+    } finally {
+      handles.evict(made.path);
+      unmountTmpfs(madeHistory);
     }
   });
 });
