@@ -88,7 +88,7 @@ export function blobRestoredText(r: BlobRestoreResult): string {
     return `${lines.join('\n')}\n`;
   }
   const what = r.into ? `made ${r.into} from ${r.database}'s backup` : `restored ${r.database} from its backup`;
-  return `${what} in the blob store ${kept}\n${from}; ${r.downloaded} bytes downloaded and verified\n`;
+  return `${what} in the blob store ${kept}\n${from}; ${r.downloaded} bytes downloaded and verified\n${r.note ? `${r.note}\n` : ''}`;
 }
 
 /**

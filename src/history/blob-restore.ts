@@ -21,6 +21,7 @@ import {
 import { discardGeneration, everyPage, prepareGeneration, publishGeneration } from './linked-generation.ts';
 import { planRestore, type RestorePlan } from './restore-plan.ts';
 import { rebuild } from './restore-rebuild.ts';
+import { generationLater } from './restore-result.ts';
 import { verifyIntegrity } from './integrity.ts';
 import { syncDir, syncFile } from './file-sync.ts';
 
@@ -39,6 +40,8 @@ export interface BlobRestoreResult {
   dryRun: boolean;
   /** A dry run for a database that exists here: why the restore itself would be refused. */
   refused?: string;
+  /** Restored, but its history could not be begun (see `generationLater`). */
+  note?: string;
 }
 
 /** A restore reading a database's backups: prune leaves them alone while one is this fresh. */
@@ -93,6 +96,8 @@ export async function restoreFromBlob(
      * it is another's. The restore is then answered, planned again at that moment, not refused.
      */
     madeBefore?: () => Promise<number | undefined>;
+    /** A test's view into the restore: called once the database is placed, before its history is published. */
+    onPlaced?: () => void;
   },
 ): Promise<BlobRestoreResult> {
   const { id, dbPath } = opts;
@@ -191,8 +196,15 @@ export async function restoreFromBlob(
       // The second name goes before the seal is written: removing a link moves the file's change time.
       fs.rmSync(built, { force: true });
       syncDir(path.dirname(dbPath));
-      if (prepared) publishGeneration(prepared, dbPath, 'restore', Date.now(), began);
-      prepared = undefined;
+      opts.onPlaced?.();
+      // Placed: a history that cannot begin (its disk full) is a note, and the database's next
+      // open snapshots it. Thrown, the restore was answered failed with the database there (F17).
+      try {
+        if (prepared) publishGeneration(prepared, dbPath, 'restore', Date.now(), began);
+        prepared = undefined;
+      } catch (err) {
+        return { ...answer, note: generationLater(made, err) };
+      }
     } finally {
       discardGeneration(prepared);
     }

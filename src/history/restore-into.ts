@@ -9,7 +9,7 @@ import { planRestore } from './restore-plan.ts';
 import { checkAndSync, rebuild } from './restore-rebuild.ts';
 import { NEXT_SUFFIX, removeLeftovers } from './restore-leftovers.ts';
 import type { RestoreHooks, RestoreIntoRequest as IntoReq } from './restore-requests.ts';
-import { result } from './restore-result.ts';
+import { generationLater, result } from './restore-result.ts';
 import { restoreTarget } from './restore-target.ts';
 import { weighedPlan, weighing, type WeighingResult } from './restore-weighed.ts';
 import { syncDir } from './file-sync.ts';
@@ -62,6 +62,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     removeLeftovers(historyDir(dataDir, req.db.id), req.db.path);
     const next = `${req.db.path}${NEXT_SUFFIX}${process.pid}.tmp`;
     let prepared: PreparedGeneration | undefined;
+    let later: string | undefined;
     try {
       const built = rebuild(plan, next, { flushAsWritten: true });
       checkAndSync(next, built.sound);
@@ -86,8 +87,15 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
       fs.rmSync(next, { force: true });
       syncDir(path.dirname(req.db.path));
       hooks.step?.('renamed');
-      publishGeneration(prepared, req.db.path, reason, Date.now());
-      prepared = undefined;
+      // From here the database exists: a failure to begin its history (that disk full) is a note,
+      // and its next open snapshots it. Thrown, the fork was answered STORAGE_FULL "nothing was
+      // written" with the database made, and its resend DATABASE_EXISTS (session 37, F17).
+      try {
+        publishGeneration(prepared, req.db.path, reason, Date.now());
+        prepared = undefined;
+      } catch (err) {
+        later = generationLater(req.db.id, err);
+      }
       forgetCapture(req.db.path);
       hooks.step?.('generation');
     } finally {
@@ -98,7 +106,7 @@ export function restoreInto(handles: HandleCache, history: HistoryCapture, dataD
     const db = handles.open(req.db, 'write');
     audit(db, req.by, auditId, `created from ${req.source} as of ${new Date(plan.restoredTo).toISOString()}`, Date.now());
     history.run(db, req.db);
-    return result(req.source, plan, plan.restoredTo, false, { into: req.db.id });
+    return result(req.source, plan, plan.restoredTo, false, { into: req.db.id, ...(later ? { note: later } : {}) });
   });
 }
 

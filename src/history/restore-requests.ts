@@ -15,7 +15,7 @@ import { auditInto, closedEverywhere, heldElsewhere, newUndoId, type RestoreActo
 import { NEXT_SUFFIX, removeLeftovers } from './restore-leftovers.ts';
 import { planRestore, type RestoreTarget } from './restore-plan.ts';
 import { checkAndSync, rebuild } from './restore-rebuild.ts';
-import { result, type RestoreResult } from './restore-result.ts';
+import { generationLater, result, type RestoreResult } from './restore-result.ts';
 import { restoreTarget } from './restore-target.ts';
 import { throughSqlite } from './restore-through-sqlite.ts';
 import { commitsAfterRestore, finishedUnder } from './restore-undo.ts';
@@ -222,9 +222,9 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       if (!prepared || !closedEverywhere(req.db.path) || heldElsewhere(req.db.path)) {
         discardGeneration(prepared);
         prepared = undefined;
-        throughSqlite(handles, history, req, next, point, hdir, source, reused !== undefined);
+        const later = throughSqlite(handles, history, req, next, point, hdir, source, reused !== undefined);
         if (reused) finishedUnder(hdir, undoId);
-        return summary({ undoId });
+        return summary({ undoId, ...(later ? { note: later } : {}) });
       }
       if (!reused) writeJsonAtomic(undoPath(hdir, undoId), point);
       step('undo');
@@ -234,19 +234,26 @@ export function restoreInPlace(handles: HandleCache, history: HistoryCapture, da
       fs.renameSync(next, req.db.path);
       syncDir(path.dirname(req.db.path));
       step('renamed');
-      // From here the database is the restored one. Should the generation fail to begin, the
-      // mark stays and the next capture snapshots the file (a gap): history stays right.
+      // From here the database is the restored one. Should the generation fail to begin (its
+      // history's disk full), the mark stays and the next capture snapshots the file (a gap):
+      // history stays right, and the restore is answered done, since it is. Thrown, a restore
+      // in place was answered STORAGE_FULL with every write after its moment undone (F17).
       forgetCapture(req.db.path);
-      // `now`, its activity row's time: should retention prune every generation before this
-      // one, its snapshot would otherwise take that row, and the restore would go unlisted.
-      publishGeneration(prepared, req.db.path, 'restore', Date.now(), now);
-      prepared = undefined;
+      let later: string | undefined;
+      try {
+        // `now`, its activity row's time: should retention prune every generation before this
+        // one, its snapshot would otherwise take that row, and the restore would go unlisted.
+        publishGeneration(prepared, req.db.path, 'restore', Date.now(), now);
+        prepared = undefined;
+      } catch (err) {
+        later = generationLater(req.db.id, err);
+      }
       forgetCapture(req.db.path);
       step('generation');
-      unmarkRestoreLeaving(leaving);
+      if (!later) unmarkRestoreLeaving(leaving);
       if (reused) finishedUnder(hdir, undoId);
       step('unmarked');
-      return summary({ undoId });
+      return summary({ undoId, ...(later ? { note: later } : {}) });
     } finally {
       discardGeneration(prepared);
       fs.rmSync(next, { force: true });

@@ -89,3 +89,13 @@ export function result(database: string, plan: RestorePlan, restoredTo: number, 
     ...extra,
   };
 }
+
+/**
+ * The note of a restore in place whose file is in place but whose new history generation could
+ * not be begun (`err`: its history's disk full): the old generation keeps its mark, so the next
+ * write or read of the database begins one from the file (a gap, not a loss).
+ */
+export function generationLater(id: string, err: unknown): string {
+  const why = err instanceof Error ? err.message : String(err);
+  return `restored; its new history generation could not be begun (${why}): the next write or read of ${id} begins it from the restored file once its history has room`;
+}

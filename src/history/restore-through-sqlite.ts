@@ -11,12 +11,14 @@ import { AgentDbError } from '../errors.ts';
 import type { HandleCache } from '../sqlite/handle-cache.ts';
 import { diskIsFull } from '../sqlite/sqlite-errors.ts';
 import { cutUncommittedTail } from './uncommitted-tail.ts';
+import { generationLater } from './restore-result.ts';
 import type { HistoryCapture } from './handle-capture.ts';
 
 /**
  * The restore in place when another connection has the live file open: the rebuilt pages are
  * copied over the live database with SQLite's backup API, as one commit (which other
- * connections see like any other), and a new generation begun from the rebuilt file.
+ * connections see like any other), and a new generation begun from the rebuilt file. Returns a
+ * note when the restore is in but its generation could not be begun (see `generationLater`).
  */
 export function throughSqlite(
   handles: HandleCache,
@@ -27,7 +29,7 @@ export function throughSqlite(
   hdir: string,
   source: ReturnType<typeof localSource>,
   reused: boolean,
-): void {
+): string | undefined {
   const live = handles.open(req.db, 'write');
   history.run(live, req.db);
   // Captured up to the last commit and checkpointed (capture's own rule: only once all is
@@ -63,11 +65,24 @@ export function throughSqlite(
   // The old generation ends at the undo point: the restore's 100 MB commit is no history, the
   // new generation begins from its result (the rebuilt file itself, checkpointed in). Until it
   // exists the mark above keeps capture from taking the live file as the old one.
-  newGeneration(live, req.db.path, source, { file: tmp, foreseen });
+  try {
+    newGeneration(live, req.db.path, source, { file: tmp, foreseen });
+  } catch (err) {
+    // The restore is in: answered done with a note, the mark left for the next capture's gap
+    // (thrown, it was answered STORAGE_FULL with the database restored: F17). The close copies
+    // nothing here on a full disk and keeps the handle; the next open or close tries again.
+    try {
+      handles.evict(req.db.path);
+    } catch {
+      // Kept open: its statements are prepared again by SQLite against the new schema.
+    }
+    return generationLater(req.db.id, err);
+  }
   unmarkRestoreLeaving(leaving);
   // Everything this child kept about the handle (prepared statements, tables known to exist,
   // the schema) belongs to the state before: close it (nothing is left to capture).
   handles.evict(req.db.path);
+  return undefined;
 }
 
 /**
