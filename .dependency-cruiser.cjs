@@ -78,6 +78,22 @@ module.exports = {
       to: { path: `^src/(${ADAPTERS.filter((a) => a !== adapter).join('|')})/` },
     })),
     {
+      name: 'adapters-open-no-database',
+      // DESIGN.md "One owner per shard": only the owner opens a database's files; the HTTP server,
+      // MCP, the framework tools and the CLI reach one through a job on its shard's queue, which
+      // is what lets them run on another host. So no adapter imports better-sqlite3, the executor
+      // or the one-file layer (sqlite/) but for types; the Data page words sqlite-figures.ts's
+      // row-count cap, a number, which is the one exception.
+      comment: 'An adapter (mcp, frameworks, http, cli) opens no database: no better-sqlite3, no src/executor/ or src/sqlite/ but types.',
+      severity: 'error',
+      from: { path: `^src/(${ADAPTERS.join('|')})/` },
+      to: {
+        path: '^src/(executor|sqlite)/|(^|/)node_modules/better-sqlite3/',
+        pathNot: '^src/sqlite/sqlite-figures\\.ts$',
+        dependencyTypesNot: ['type-only'],
+      },
+    },
+    {
       name: 'entry-points-only',
       comment: 'workers/ and bin/ are process entry points only: each calls src/cli/main.ts and nothing else of src/.',
       severity: 'error',

@@ -27,6 +27,10 @@ export interface ErrorSpec {
   readonly ofTheRequest?: true;
 }
 
+/**
+ * Every error code agentdb answers, with its message, hint, retryable flag and HTTP status: the
+ * one registry (docs/errors.md lists the same codes, kept in step by errors-doc.test.ts).
+ */
 export const ERRORS = {
   INVALID_ARGUMENTS: {
     message: 'The request or its arguments are not valid.',

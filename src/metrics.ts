@@ -16,6 +16,7 @@ export interface GaugeSample {
  * process's since it started; gauges added with {@link Metrics.gauge} are read at each scrape.
  */
 export class Metrics {
+  /** This instance's own prom-client registry: what `GET /metrics` serves, or what a runtime merges into its own. */
   readonly registry = new Registry();
 
   /** Finished calls, by tool and outcome (`ok`, or the error code). */

@@ -26,4 +26,5 @@ export const agentSettings = z.strictObject({
 
 /** Parsed agent settings. */
 export type AgentSettings = z.output<typeof agentSettings>;
+/** Agent settings as a caller gives them (the package exports it as `AgentSettings`): every field optional, defaults filled in by the parse. */
 export type AgentSettingsInput = z.input<typeof agentSettings>;

@@ -65,6 +65,7 @@ export const toolInputs = {
 
 /** The name of one DATA_* tool. */
 export type ToolName = keyof typeof toolInputs;
+/** The four DATA_* tools' names (`toolContracts` gives each one's description, tier and input schema). */
 export const TOOL_NAMES = Object.keys(toolInputs) as ToolName[];
 
 /** Parsed arguments of each tool. */

@@ -71,12 +71,17 @@ export async function startWebServer(
  */
 export async function signedInCookie(web: WebServer, workspace: string, name: string, role: 'member' | 'admin', next = '/data'): Promise<string> {
   const { key } = await web.members.add(workspace, name, role);
+  return keyCookie(web, key, next);
+}
+
+/** The session cookie (`name=value`) of a sign-in with `key` through the sign-in form, as a browser does. */
+export async function keyCookie(web: WebServer, key: string, next = '/data'): Promise<string> {
   const r = await fetch(`${web.url}/sign-in`, {
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
     body: new URLSearchParams({ key, next }).toString(),
   });
-  if (r.status !== 303) throw new Error(`sign-in of ${workspace}/${name} answered ${r.status}`);
+  if (r.status !== 303) throw new Error(`sign-in with a key answered ${r.status}`);
   return r.headers.get('set-cookie')!.split(';')[0]!;
 }

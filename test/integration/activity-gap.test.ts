@@ -1,16 +1,16 @@
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { databasePath, parseDatabaseId, shardOf } from '../../src/contracts/database-id.ts';
 import type { ActivityRows } from '../../src/history/activity-rows.ts';
 import { activityPage, type ActivityEntry, type ActivityPage } from '../../src/history/activity-view.ts';
 import { listGenerations, localSource } from '../../src/history/history-files.ts';
 import { activitySince, readActivity, type ActivityRow } from '../../src/sqlite/sqlite-activity.ts';
-import { HistoryClient } from '../../src/shards/history-client.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
 import { positionToken } from '../../src/history/position-token.ts';
 import { wholeHistoryPage } from '../helpers/activity-oracle.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withHistorySandbox } from '../helpers/history-sandbox.ts';
 
 // Review R29 M1: a program outside agentdb wrote to a live database file and checkpointed it, and
 // history began a new generation from a snapshot (a gap) that also held the next agent write.
@@ -20,7 +20,6 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 
 let sb: Sandbox;
 let client: AgentDbClient;
-let ops: ShardOpClient;
 let history: HistoryClient;
 
 const shared = { database: 'workspace' as const, sharedData: true };
@@ -59,18 +58,7 @@ async function pages(page: (opts: { limit: number; before?: string }) => Promise
   return out;
 }
 
-beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  client = sb.client();
-  ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
-  history = new HistoryClient(ops, sb.config.shardCount);
-});
-
-afterAll(async () => {
-  await ops.close();
-  await sb.cleanup();
-});
+withHistorySandbox({}, (box) => ({ sb, client, history } = box));
 
 describe('the activity list after an outside write began a gap', () => {
   it('lists the gap and the calls its snapshot holds, the same kept, fresh and read whole', async () => {

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { databasePath, parseDatabaseId, shardOf } from '../../src/contracts/database-id.ts';
 import { ActivityCache } from '../../src/history/activity-cache.ts';
@@ -9,10 +9,11 @@ import { activityPage, type ActivityPage } from '../../src/history/activity-view
 import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
 import { commitLine, readIndex } from '../../src/history/segment-index.ts';
 import { ACTIVITY_TABLE, activitySince, readActivity, type ActivityRow } from '../../src/sqlite/sqlite-activity.ts';
-import { HistoryClient } from '../../src/shards/history-client.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
+import type { ShardOpClient } from '../../src/shards/shard-op-client.ts';
 import { wholeHistoryPage } from '../helpers/activity-oracle.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withHistorySandbox } from '../helpers/history-sandbox.ts';
 import { pastMs } from '../helpers/history.ts';
 
 // The activity list keeps what it read of a database's history and reads on from there (review
@@ -86,18 +87,7 @@ async function same(id: string, cache = new ActivityCache()): Promise<number> {
   return want.flatMap((p) => p.entries).length;
 }
 
-beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  client = sb.client();
-  ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
-  history = new HistoryClient(ops, sb.config.shardCount);
-});
-
-afterAll(async () => {
-  await ops.close();
-  await sb.cleanup();
-});
+withHistorySandbox({}, (box) => ({ sb, client, ops, history } = box));
 
 describe('a kept activity list', () => {
   it('pages as reading the whole history does, through restores, an undo, a fork, outside writes, one millisecond and pruned rows', async () => {

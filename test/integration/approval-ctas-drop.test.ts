@@ -1,40 +1,20 @@
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ApprovalService } from '../../src/approvals/approval-service.ts';
+import { expect, it } from 'vitest';
 import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
 import type { Effect } from '../../src/contracts/effect.ts';
-import { buildApp } from '../../src/http/app.ts';
-import { keysFor } from '../../src/redis/keys.ts';
-import { MemberRegistry } from '../../src/registry/members.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { whoOf } from '../helpers/who.ts';
+import { withApprovalsApp } from '../helpers/approvals-app.ts';
 
 // Session 32, R6: approvals of a CREATE TABLE … AS SELECT and of a drop, end to end through the
 // client (the path the MCP tools and `agentdb call` take), the worker and the approval routes.
 
-let sb: Sandbox;
-let redis: Redis;
 let client: AgentDbClient;
-let approvals: ApprovalService;
 let app: FastifyInstance;
 let adaKey: string;
 
-beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  client = sb.client();
-  redis = new Redis(REDIS_URL);
-  const members = new MemberRegistry(redis, keysFor(sb.config.prefix));
-  approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals });
-  adaKey = (await members.add('acme', 'ada', 'admin')).key;
-}, 60_000);
-afterAll(async () => {
-  await app?.close();
-  await approvals?.close();
-  redis?.disconnect();
-  await sb?.cleanup();
+withApprovalsApp({ members: [['acme', 'ada', 'admin']] }, (box) => {
+  ({ client, app } = box);
+  adaKey = box.key.ada!;
 });
 
 const free = (agent: string) => ({ workspace: 'acme', agent, settings: { database: 'agent' as const } });

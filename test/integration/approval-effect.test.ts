@@ -1,41 +1,35 @@
 import fs from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApprovalService } from '../../src/approvals/approval-service.ts';
 import type { AwaitingAnswer, AgentDbClient } from '../../src/calls/client.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import type { Effect } from '../../src/contracts/effect.ts';
-import { buildApp } from '../../src/http/app.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { whoOf } from '../helpers/who.ts';
+import { withApprovalsApp } from '../helpers/approvals-app.ts';
 
 let sb: Sandbox;
 let redis: Redis;
 let client: AgentDbClient;
-let approvals: ApprovalService;
 let app: FastifyInstance;
 let adaKey: string;
 
-beforeAll(async () => {
-  sb = sandbox({ APPROVAL_EFFECT_ROWS: '5' });
-  await sb.pool();
-  client = sb.client();
-  redis = new Redis(REDIS_URL);
-  const members = new MemberRegistry(redis, keysFor(sb.config.prefix));
-  approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals });
-  adaKey = (await members.add('acme', 'ada', 'admin')).key;
-  await members.add('other', 'oz', 'admin');
-});
-afterAll(async () => {
-  await app.close();
-  await approvals.close();
-  redis.disconnect();
-  await sb.cleanup();
-});
+withApprovalsApp(
+  {
+    env: { APPROVAL_EFFECT_ROWS: '5' },
+    members: [
+      ['acme', 'ada', 'admin'],
+      ['other', 'oz', 'admin'],
+    ],
+  },
+  (box) => {
+    ({ sb, redis, client, app } = box);
+    adaKey = box.key.ada!;
+  },
+);
 
 const free = (agent: string) => ({ workspace: 'acme', agent, settings: { database: 'agent' as const } });
 const gated = (agent: string) => ({ workspace: 'acme', agent, settings: { database: 'agent' as const, approval: 'write' as const } });

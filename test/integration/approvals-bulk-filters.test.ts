@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApprovalService, MAX_BULK_DECISIONS } from '../../src/approvals/approval-service.ts';
-import { MemberRegistry } from '../../src/registry/members.ts';
+import type { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type ApprovalService, MAX_BULK_DECISIONS } from '../../src/approvals/approval-service.ts';
+import type { MemberRegistry } from '../../src/registry/members.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
-import { buildApp } from '../../src/http/app.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { withScripts } from '../../src/redis/lua-scripts.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withApprovalsApp } from '../helpers/approvals-app.ts';
 
 // Issue 29 part 5: the inbox narrowed by agent, database and tool (in the core listing, for
 // `GET /v1/approvals` and the web page alike), several approvals decided at once with one reason,
@@ -19,23 +19,20 @@ let client: AgentDbClient;
 let members: MemberRegistry;
 let approvals: ApprovalService;
 let app: FastifyInstance;
-const key: Record<string, string> = {};
+let key: Record<string, string>;
+
+withApprovalsApp(
+  {
+    members: [
+      ['acme', 'ada', 'admin'],
+      ['acme', 'bob', 'member'],
+      ['other', 'oz', 'admin'],
+    ],
+  },
+  (box) => ({ sb, redis, client, members, approvals, app, key } = box),
+);
 
 beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  client = sb.client();
-  redis = new Redis(REDIS_URL);
-  members = new MemberRegistry(redis, keysFor(sb.config.prefix));
-  approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals });
-  for (const [ws, name, role] of [
-    ['acme', 'ada', 'admin'],
-    ['acme', 'bob', 'member'],
-    ['other', 'oz', 'admin'],
-  ] as const) {
-    key[name] = (await members.add(ws, name, role)).key;
-  }
   for (const agent of ['scout', 'miner']) {
     const made = await client.call({
       workspace: 'acme',
@@ -46,12 +43,6 @@ beforeAll(async () => {
     });
     expect(made).toMatchObject({ ok: true });
   }
-});
-afterAll(async () => {
-  await app.close();
-  await approvals.close();
-  redis.disconnect();
-  await sb.cleanup();
 });
 
 async function park(input: CallInput): Promise<string> {

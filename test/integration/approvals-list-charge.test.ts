@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ApprovalRequest } from '../../src/approvals/approval.ts';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+import { approvalRequest } from '../helpers/approval-request.ts';
 
 // Session 31, T8 (a hostile tenant): `GET /v1/approvals` walks up to 5,000 entries of its
 // workspace's index to fill a page (a filter that names nothing there walks them all), and was not
@@ -18,25 +18,7 @@ let sb: Sandbox;
 let k: KeyedApp;
 let base: string;
 
-function request(id: string, createdAt: number): ApprovalRequest {
-  return {
-    id,
-    callId: id,
-    callKey: `evil\nspam\n${id}`,
-    digest: 'd',
-    shard: 0,
-    workspace: 'evil',
-    agent: 'spam',
-    tool: 'DATA_WRITE_SQL',
-    tier: 'write',
-    database: 'evil/spam',
-    shared: false,
-    sql: 'INSERT INTO t VALUES (1)',
-    requester: 'spam',
-    createdAt,
-    expiresAt: T0 + 30 * DAY_MS,
-  };
-}
+const request = (id: string, createdAt: number) => approvalRequest({ id, workspace: 'evil', agent: 'spam', createdAt, expiresAt: T0 + 30 * DAY_MS });
 
 beforeAll(async () => {
   sb = sandbox();

@@ -1,12 +1,13 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Approval, ApprovalRequest, ApprovalState } from '../../src/approvals/approval.ts';
+import type { Approval, ApprovalState } from '../../src/approvals/approval.ts';
 import type { ListCursor } from '../../src/approvals/approval-listing.ts';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import { keysFor, type Keys } from '../../src/redis/keys.ts';
 import { withScripts } from '../../src/redis/lua-scripts.ts';
 import { pruneRedis } from '../../src/schedule/redis-maintenance.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { approvalRequest } from '../helpers/approval-request.ts';
 
 // `GET /v1/approvals` (ApprovalPages.scan) reads only the workspace's own indexes: before, it
 // walked the service-wide ones, 5,000 entries a page, so a workspace whose approvals sat behind
@@ -15,25 +16,8 @@ import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 const DAY_MS = 24 * 3600 * 1000;
 const T0 = Date.now();
 
-function request(id: string, workspace: string, createdAt: number, expiresAt: number, agent = 'scout'): ApprovalRequest {
-  return {
-    id,
-    callId: id,
-    callKey: `${workspace}\n${agent}\n${id}`,
-    digest: 'd',
-    shard: 0,
-    workspace,
-    agent,
-    tool: 'DATA_WRITE_SQL',
-    tier: 'write',
-    database: `${workspace}/${agent}`,
-    shared: false,
-    sql: 'INSERT INTO t VALUES (1)',
-    requester: agent,
-    createdAt,
-    expiresAt,
-  };
-}
+const request = (id: string, workspace: string, createdAt: number, expiresAt: number, agent = 'scout') =>
+  approvalRequest({ id, workspace, agent, createdAt, expiresAt });
 
 /** What workspace `b` holds, as the test made it: id, state, creation and expiry. */
 interface Made {

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApprovalRequest } from '../../src/approvals/approval.ts';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import { keysFor, type Keys } from '../../src/redis/keys.ts';
 import { pruneRedis } from '../../src/schedule/redis-maintenance.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { approvalRequest } from '../helpers/approval-request.ts';
 
 // Hostile review H27-3: a workspace's inbox and Data page read only its own approvals' index, so
 // another workspace's thousands of approvals cost them nothing.
@@ -12,26 +12,9 @@ import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 const DAY_MS = 24 * 3600 * 1000;
 const T0 = Date.now();
 
-function request(id: string, workspace: string, agent: string, createdAt: number, tool = 'DATA_WRITE_SQL'): ApprovalRequest {
-  return {
-    id,
-    callId: id,
-    callKey: `${workspace}\n${agent}\n${id}`,
-    digest: 'd',
-    shard: 0,
-    workspace,
-    agent,
-    tool,
-    tier: 'write',
-    database: `${workspace}/${agent}`,
-    shared: false,
-    sql: 'INSERT INTO t VALUES (1)',
-    requester: agent,
-    createdAt,
-    // Far off, so deciding never meets the expiry.
-    expiresAt: T0 + 30 * DAY_MS,
-  };
-}
+// Far off, so deciding never meets the expiry.
+const request = (id: string, workspace: string, agent: string, createdAt: number, tool = 'DATA_WRITE_SQL') =>
+  approvalRequest({ id, workspace, agent, createdAt, expiresAt: T0 + 30 * DAY_MS, tool });
 
 /** A connection that counts the commands it sends (pipelined ones each), without MONITOR. */
 function countingRedis(): { redis: Redis; sent: () => number } {

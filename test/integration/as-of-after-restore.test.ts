@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
-import { HistoryClient } from '../../src/shards/history-client.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
+import { withHistorySandbox } from '../helpers/history-sandbox.ts';
 
 // Review R29b L2: a child kept a call id's planned moment for 60 s, and a restore (or its undo)
 // did not drop it, so right after a restore an id asked a moment before still read the moment of
@@ -10,22 +9,10 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 // One executor child, so that every read meets the plan the first one kept.
 const who = { workspace: 'acme', agent: 'scout', settings: { database: 'agent' as const } };
 const by = { who: 'operator:test', via: 'operator' as const };
-let sb: Sandbox;
 let client: AgentDbClient;
-let ops: ShardOpClient;
 let history: HistoryClient;
 
-beforeAll(async () => {
-  sb = sandbox({ HISTORY_CAPTURE: 'on', EXECUTOR_POOL_SIZE: '1', EXECUTOR_OVERFLOW: '0' });
-  await sb.pool();
-  client = sb.client();
-  ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
-  history = new HistoryClient(ops, sb.config.shardCount);
-});
-afterAll(async () => {
-  await ops.close();
-  await sb.cleanup();
-});
+withHistorySandbox({ env: { HISTORY_CAPTURE: 'on', EXECUTOR_POOL_SIZE: '1', EXECUTOR_OVERFLOW: '0' } }, (box) => ({ client, history } = box));
 
 describe('as_of by call id after a restore', () => {
   it('answers from the line the database is on now, not a plan kept from before the restore', async () => {

@@ -1,13 +1,10 @@
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callKey } from '../../src/contracts/call-identity.ts';
+import { describe, expect, it } from 'vitest';
 import type { CallInput } from '../../src/contracts/call.ts';
-import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
-import type { AgentDbClient } from '../../src/calls/client.ts';
 import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { killInStatement } from '../helpers/kill-in-statement.ts';
+import { oneChildAgent } from '../helpers/one-child-agent.ts';
 
 // A child SIGKILLed from outside during a statement answers UNAVAILABLE, retryable (session 33,
 // F10): an operator's kill, or the kernel's OOM killer's. But on a host with less memory than a
@@ -24,39 +21,19 @@ const COUNT = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WH
 const SLOW_INSERT = `INSERT INTO t (call, n) SELECT ?, n FROM (${COUNT.replace('count(*)', 'count(*) AS n')})`;
 const who = { workspace: 'outside2', agent: 'a', settings: { database: 'agent' as const } };
 
-let sb: Sandbox;
 let worker: ShardWorkerPool;
-let client: AgentDbClient;
 let file: string;
 
-beforeAll(async () => {
-  // One pooled child, no overflow lane: `executorPids[0]` is the child running the call. A
-  // checkpoint after each commit, before its answer leaves, which a reader held here makes wait.
-  sb = sandbox({ EXECUTOR_POOL_SIZE: '1', EXECUTOR_OVERFLOW: '0', HISTORY_CHECKPOINT_BYTES: '4096', STATEMENT_TIMEOUT_MS: '60000' });
-  worker = await sb.pool();
-  client = sb.client();
-  file = databasePath(sb.dataDir, who.workspace, who.agent, shardOf(`${who.workspace}/${who.agent}`, sb.config.shardCount));
+const { call, inFile } = oneChildAgent(who, (_, w, f) => {
+  worker = w;
+  file = f;
 });
-afterAll(() => sb.cleanup());
-
-const call = async (input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>) => (await client.call({ ...who, ...input })) as Envelope;
 
 /** Sends `input` and kills its child in its statement: its answer. */
 async function killed(input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>): Promise<Envelope> {
   const pending = call(input);
   await killInStatement(worker, 20_000);
   return pending;
-}
-
-function inFile(callId: string): { rows: number; recorded: boolean } {
-  const outside = new Database(file, { readonly: true });
-  try {
-    const rows = (outside.prepare('SELECT count(*) AS n FROM t WHERE call = ?').get(callId) as { n: number }).n;
-    const recorded = outside.prepare('SELECT 1 FROM _agentdb_calls WHERE call_id = ?').get(callKey(who.workspace, who.agent, callId)) !== undefined;
-    return { rows, recorded };
-  } finally {
-    outside.close();
-  }
 }
 
 describe('a statement whose child is SIGKILLed from outside each time it runs', () => {

@@ -1,17 +1,13 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callKey } from '../../src/contracts/call-identity.ts';
-import type { CallInput } from '../../src/contracts/call.ts';
-import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
-import type { Envelope } from '../../src/contracts/envelope.ts';
-import type { AgentDbClient } from '../../src/calls/client.ts';
+import { describe, expect, it } from 'vitest';
 import { readUsage } from '../../src/calls/usage.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { Sandbox } from '../helpers/harness.ts';
 import { killInStatement } from '../helpers/kill-in-statement.ts';
+import { oneChildAgent } from '../helpers/one-child-agent.ts';
 
 // An executor child SIGKILLed from outside (an operator, the kernel's OOM killer) in the middle
 // of a call, through the queue as a caller sees it. Such a kill is not the statement's doing:
@@ -29,31 +25,13 @@ const who = { workspace: 'outside', agent: 'a', settings: { database: 'agent' as
 
 let sb: Sandbox;
 let worker: ShardWorkerPool;
-let client: AgentDbClient;
 let file: string;
 
-beforeAll(async () => {
-  // One pooled child, no overflow lane: `executorPids[0]` is the child running the call. A
-  // checkpoint after each commit, before its answer leaves, which a reader held here makes wait.
-  sb = sandbox({ EXECUTOR_POOL_SIZE: '1', EXECUTOR_OVERFLOW: '0', HISTORY_CHECKPOINT_BYTES: '4096', STATEMENT_TIMEOUT_MS: '60000' });
-  worker = await sb.pool();
-  client = sb.client();
-  file = databasePath(sb.dataDir, who.workspace, who.agent, shardOf(`${who.workspace}/${who.agent}`, sb.config.shardCount));
+const { call, inFile } = oneChildAgent(who, (s, w, f) => {
+  sb = s;
+  worker = w;
+  file = f;
 });
-afterAll(() => sb.cleanup());
-
-const call = async (input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>) => (await client.call({ ...who, ...input })) as Envelope;
-
-function inFile(callId: string): { rows: number; recorded: boolean } {
-  const outside = new Database(file, { readonly: true });
-  try {
-    const rows = (outside.prepare('SELECT count(*) AS n FROM t WHERE call = ?').get(callId) as { n: number }).n;
-    const recorded = outside.prepare('SELECT 1 FROM _agentdb_calls WHERE call_id = ?').get(callKey(who.workspace, who.agent, callId)) !== undefined;
-    return { rows, recorded };
-  } finally {
-    outside.close();
-  }
-}
 
 async function usage(): Promise<{ tool: string; calls: number }[]> {
   const redis = connectRedis(sb.config.redisUrl);

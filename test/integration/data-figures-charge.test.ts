@@ -3,7 +3,7 @@ import { keysFor } from '../../src/redis/keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { startWebServer, type WebServer, keyCookie } from '../helpers/web-server.ts';
 
 // Session 30, T7 left it, session 31, T8 closed it: the Data page's list counts each database's
 // figures (size, tables, rows) on its owner, one shard op each, and charged only the list's own
@@ -30,16 +30,7 @@ afterAll(async () => {
   await box.cleanup();
 });
 
-async function signIn(key: string): Promise<string> {
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/data' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  return r.headers.get('set-cookie')!.split(';')[0]!;
-}
+const signIn = (key: string): Promise<string> => keyCookie(web, key, '/data');
 
 /** The Data page's rows' size cells, and the page's text. */
 async function dataPage(cookie: string): Promise<{ status: number; text: string; sizes: string[] }> {

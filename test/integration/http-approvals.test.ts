@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Writable } from 'node:stream';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApprovalService } from '../../src/approvals/approval-service.ts';
-import { MemberRegistry } from '../../src/registry/members.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalService } from '../../src/approvals/approval-service.ts';
+import type { MemberRegistry } from '../../src/registry/members.ts';
 import type { CallInput } from '../../src/contracts/call.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
@@ -12,7 +12,8 @@ import { keysFor } from '../../src/redis/keys.ts';
 import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withApprovalsApp } from '../helpers/approvals-app.ts';
 
 let sb: Sandbox;
 let redis: Redis;
@@ -20,24 +21,21 @@ let client: AgentDbClient;
 let members: MemberRegistry;
 let approvals: ApprovalService;
 let app: FastifyInstance;
-const key: Record<string, string> = {};
+let key: Record<string, string>;
+
+withApprovalsApp(
+  {
+    members: [
+      ['acme', 'ada', 'admin'],
+      ['acme', 'bob', 'member'],
+      ['acme', 'cy', 'member'],
+      ['other', 'oz', 'admin'],
+    ],
+  },
+  (box) => ({ sb, redis, client, members, approvals, app, key } = box),
+);
 
 beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  client = sb.client();
-  redis = new Redis(REDIS_URL);
-  members = new MemberRegistry(redis, keysFor(sb.config.prefix));
-  approvals = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-  app = buildApp({ redis, shardCount: sb.config.shardCount, members, approvals });
-  for (const [ws, name, role] of [
-    ['acme', 'ada', 'admin'],
-    ['acme', 'bob', 'member'],
-    ['acme', 'cy', 'member'],
-    ['other', 'oz', 'admin'],
-  ] as const) {
-    key[name] = (await members.add(ws, name, role)).key;
-  }
   // The shared table a drop will be parked for: a drop of a table that does not exist is
   // refused before anyone is asked.
   const made = await client.call({
@@ -48,12 +46,6 @@ beforeAll(async () => {
     arguments: { sql: 'CREATE TABLE shared_leads (id INTEGER PRIMARY KEY)', scope: 'workspace' },
   });
   expect(made).toMatchObject({ ok: true });
-});
-afterAll(async () => {
-  await app.close();
-  await approvals.close();
-  redis.disconnect();
-  await sb.cleanup();
 });
 
 /** Parks a call and answers its approval id. */

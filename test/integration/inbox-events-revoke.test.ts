@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { startWebServer, type WebServer, keyCookie } from '../helpers/web-server.ts';
 
 // A member revoked while their inbox is open must lose the live stream even when no approval
 // event comes to carry the news: the stream's heartbeat checks the member again.
@@ -17,16 +17,7 @@ afterAll(async () => {
   await box.cleanup();
 });
 
-async function signIn(key: string): Promise<string> {
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  return r.headers.get('set-cookie')!.split(';')[0]!;
-}
+const signIn = (key: string): Promise<string> => keyCookie(web, key, '/inbox');
 
 describe('/inbox/events', () => {
   it('ends with signed-out when the member is revoked, without waiting for an event', async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ApprovalRequest } from '../../src/approvals/approval.ts';
 import { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { startWebServer, type WebServer, keyCookie } from '../helpers/web-server.ts';
+import { approvalRequest } from '../helpers/approval-request.ts';
 
 // Session 30, T7 (a hostile tenant): an inbox page reads every entry of its workspace's pending and
 // decided indexes (to filter, count and offer its choices), and was not charged at all. At 60,000
@@ -16,25 +16,7 @@ const DAY_MS = 24 * 3600 * 1000;
 let box: Sandbox;
 let web: WebServer;
 
-function request(id: string, createdAt: number): ApprovalRequest {
-  return {
-    id,
-    callId: id,
-    callKey: `evil\nspam\n${id}`,
-    digest: 'd',
-    shard: 0,
-    workspace: 'evil',
-    agent: 'spam',
-    tool: 'DATA_WRITE_SQL',
-    tier: 'write',
-    database: 'evil/spam',
-    shared: false,
-    sql: 'INSERT INTO t VALUES (1)',
-    requester: 'spam',
-    createdAt,
-    expiresAt: T0 + 30 * DAY_MS,
-  };
-}
+const request = (id: string, createdAt: number) => approvalRequest({ id, workspace: 'evil', agent: 'spam', createdAt, expiresAt: T0 + 30 * DAY_MS });
 
 beforeAll(async () => {
   box = sandbox();
@@ -55,16 +37,7 @@ afterAll(async () => {
   await box.cleanup();
 });
 
-async function signIn(key: string): Promise<string> {
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  return r.headers.get('set-cookie')!.split(';')[0]!;
-}
+const signIn = (key: string): Promise<string> => keyCookie(web, key, '/inbox');
 
 it("reloading a big inbox spends the member's rate: past it the page is refused, saying when to reload", async () => {
   const { key } = await web.members.add('evil', 'ada', 'member');

@@ -1,8 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { Config } from '../../src/config.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
@@ -11,7 +8,7 @@ import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { historyOpHandlers } from '../../src/shards/ops/history-ops.ts';
 import type { ShardOpContext } from '../../src/shards/ops/shard-ops.ts';
 import { pastMs } from '../helpers/history.ts';
-import { historyPool, mustRun } from '../helpers/history-pool.ts';
+import { mustRun, withHistoryPool } from '../helpers/history-pool.ts';
 
 // Session 30, F6's fault ledger: `agentdb restore f4 --into f4/r7` ran to its end, then its job's
 // lock was lost (Redis restarted from its AOF under it: "Missing lock … moveToFinished"), BullMQ
@@ -25,15 +22,11 @@ let dataDir: string;
 let pool: ExecutorPool;
 let db: DbTarget;
 
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-into-rerun-'));
-  pool = await historyPool(dataDir, { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 });
+withHistoryPool('agentdb-into-rerun-', { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 }, (dir, p) => {
+  dataDir = dir;
+  pool = p;
   const shard = shardOf(ID, SHARDS);
   db = { id: ID, path: databasePath(dataDir, 'acme', 'a', shard), shard, limits: PLAN_LIMITS.pro };
-});
-afterAll(async () => {
-  await pool?.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 const write = (sql: string) => mustRun(pool, { op: 'write', db, sql, params: [], callKey: `k-${Math.random()}` } as ExecRequest);

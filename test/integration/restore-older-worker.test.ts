@@ -1,18 +1,16 @@
-import { Redis } from 'ioredis';
 import { z } from 'zod';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { dryRunText, restoredText } from '../../src/cli/restore-text.ts';
 import { shardOf } from '../../src/contracts/database-id.ts';
 import { AgentDbError } from '../../src/errors.ts';
 import { ACTIVITY_PAGE } from '../../src/history/activity-view.ts';
 import { RESTORE_PREVIEW_ENTRIES } from '../../src/history/restore-preview.ts';
-import { type ActivityEntry, HistoryClient } from '../../src/shards/history-client.ts';
+import type { ActivityEntry, HistoryClient } from '../../src/shards/history-client.ts';
 import { shardOpHandlers, type ShardOpHandler } from '../../src/shards/ops/shard-ops.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
-import { MemberRegistry } from '../../src/registry/members.ts';
-import { keysFor } from '../../src/redis/keys.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withHistorySandbox } from '../helpers/history-sandbox.ts';
 
 // Session 36, N14: N13 gave the activity page an `after: <state>` a restore reads what it takes
 // away with. During a rolling deploy a worker still on the older build refuses that key (its
@@ -50,26 +48,15 @@ let keep: ActivityEntry;
 const write = (sql: string) =>
   client.call({ workspace: 'acme', agent: 'old', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } } as never);
 
+withHistorySandbox({ ops: { historyActivity: olderActivity }, admins: ['acme/alice'] }, (box) => ({ sb, client, ops, history } = box));
+
 beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool(undefined, {}, { ops: { historyActivity: olderActivity } });
-  client = sb.client();
-  const redis = new Redis(REDIS_URL);
-  await new MemberRegistry(redis, keysFor(sb.config.prefix)).add('acme', 'alice', 'admin');
-  redis.disconnect();
-  ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
-  history = new HistoryClient(ops, sb.config.shardCount);
   expect(await write('CREATE TABLE t (v INTEGER)')).toMatchObject({ ok: true });
   expect(await write('INSERT INTO t VALUES (0)')).toMatchObject({ ok: true });
   for (let i = 1; i <= LATER; i++) expect(await write(`INSERT INTO t VALUES (${i})`)).toMatchObject({ ok: true });
   keep = (await history.activity(db, {}, 'operator')).entries[LATER]!;
   expect(keep.statement).toBe('INSERT INTO t VALUES (0)');
 }, 120_000);
-
-afterAll(async () => {
-  await ops.close();
-  await sb.cleanup();
-});
 
 describe('a restore read by a worker of the build before the activity page took "after"', () => {
   it('the worker refuses the key, as that build did', async () => {

@@ -3,12 +3,11 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkspaceRedisBudget } from '../../src/calls/workspace-redis-budget.ts';
 import { keysFor } from '../../src/redis/keys.ts';
-import { AgentRegistry } from '../../src/registry/agents.ts';
-import { HistoryClient } from '../../src/shards/history-client.ts';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
 import { RESTORE_ONCE_BYTES, RestoreOnce } from '../../src/shards/restore-once.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
-import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { REDIS_URL, type Sandbox } from '../helpers/harness.ts';
+import { withWebHistory } from '../helpers/web-history.ts';
+import type { WebServer } from '../helpers/web-server.ts';
 
 // A restore form's and an Idempotency-Key's records (src/shards/restore-once.ts) were kept an
 // hour each in Redis, outside the workspace's Redis budget: a member sending restores under new
@@ -92,31 +91,10 @@ describe("the web page's restore form", () => {
   let box: Sandbox;
   let web: WebServer;
   let redis: Redis;
-  let ops: ShardOpClient;
   let history: HistoryClient;
   let cookie = '';
 
-  beforeAll(async () => {
-    box = sandbox();
-    await box.pool();
-    web = await startWebServer(box);
-    redis = new Redis(box.config.redisUrl);
-    ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
-    history = new HistoryClient(ops, box.config.shardCount, new AgentRegistry(redis, keysFor(box.config.prefix)));
-    cookie = await signedInCookie(web, 'acme', 'ada', 'admin');
-    const client = box.client();
-    for (const sql of ['CREATE TABLE t (a)', 'INSERT INTO t VALUES (1)', 'INSERT INTO t VALUES (2)'])
-      expect(
-        await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } }),
-      ).toMatchObject({ ok: true });
-  }, 60_000);
-
-  afterAll(async () => {
-    await ops?.close();
-    redis?.disconnect();
-    await web?.close();
-    await box?.cleanup();
-  });
+  withWebHistory((h) => ({ box, web, redis, history, cookie } = h));
 
   async function activityForm(): Promise<URLSearchParams> {
     const r = await fetch(`${web.url}/data/history?db=${encodeURIComponent(DB)}`, { headers: { cookie, accept: 'text/html' } });

@@ -1,13 +1,9 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
 import { dryRunText, restoredText } from '../../src/cli/restore-text.ts';
 import { RESTORE_PREVIEW_ENTRIES } from '../../src/history/restore-preview.ts';
-import { type ActivityEntry, HistoryClient } from '../../src/shards/history-client.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
-import { MemberRegistry } from '../../src/registry/members.ts';
-import { keysFor } from '../../src/redis/keys.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { ActivityEntry, HistoryClient } from '../../src/shards/history-client.ts';
+import { withHistorySandbox } from '../helpers/history-sandbox.ts';
 import { whoOf } from '../helpers/who.ts';
 
 // Session 36, N13 (N12's leftover): a restore taking away more than a page of the activity list
@@ -15,9 +11,7 @@ import { whoOf } from '../helpers/who.ts';
 // entry it kept nor how many it took away, nor where to read them. Through the real queue,
 // workers, executor and history.
 
-let sb: Sandbox;
 let client: AgentDbClient;
-let ops: ShardOpClient;
 let history: HistoryClient;
 
 const db = 'acme/bulk';
@@ -29,15 +23,9 @@ const LATER = RESTORE_PREVIEW_ENTRIES + MORE;
 let approved: ActivityEntry;
 let upkeep: string;
 
+withHistorySandbox({ admins: ['acme/alice'] }, (box) => ({ client, history } = box));
+
 beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  client = sb.client();
-  const redis = new Redis(REDIS_URL);
-  await new MemberRegistry(redis, keysFor(sb.config.prefix)).add('acme', 'alice', 'admin');
-  redis.disconnect();
-  ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
-  history = new HistoryClient(ops, sb.config.shardCount);
   const write = (sql: string, extra: object = {}, wait = true) =>
     client.call({ ...bulk, ...extra, tool: 'DATA_WRITE_SQL', arguments: { sql } } as never, { wait });
   expect(await write('CREATE TABLE t (v INTEGER)')).toMatchObject({ ok: true });
@@ -54,11 +42,6 @@ beforeAll(async () => {
   upkeep = listed[listed.indexOf(approved) - 1]!.restoreBefore;
   expect(upkeep).not.toBe(approved.id);
 }, 120_000);
-
-afterAll(async () => {
-  await ops.close();
-  await sb.cleanup();
-});
 
 describe('a restore taking away more than a page of the activity list', () => {
   it('its dry run counts them all, names the entry it keeps, and gives the command that lists the rest', async () => {

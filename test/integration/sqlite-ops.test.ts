@@ -2,78 +2,33 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentDbError } from '../../src/errors.ts';
-import { databasePath } from '../../src/contracts/database-id.ts';
-import { dispatch } from '../../src/executor/executor-dispatch.ts';
-import type { ChildOptions, DbTarget, ExecOutcome, ExecRequest } from '../../src/executor/executor-protocol.ts';
-import { HandleCache } from '../../src/sqlite/handle-cache.ts';
-import { PLAN_LIMITS, type PlanLimits } from '../../src/policy/plan-limits.ts';
-import { describe as describeDb, drop, query, toOpError, write, type Param, type TableInfo } from '../../src/sqlite/sqlite-ops.ts';
+import type { ExecRequest } from '../../src/executor/executor-protocol.ts';
+import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
+import { describe as describeDb, drop, query, toOpError, write, type TableInfo } from '../../src/sqlite/sqlite-ops.ts';
 import { schemaChangeRefusal, schemaState } from '../../src/sqlite/sqlite-schema.ts';
-import { fullCause } from '../../src/sqlite/sqlite-errors.ts';
+import { errorOf, expectFailed, storeFiles } from '../helpers/store-files.ts';
 
-let dataDir: string;
-let handles: HandleCache;
-let opts: ChildOptions;
-let n = 0;
-
-beforeAll(() => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-sqlite-ops-'));
-  opts = { dataDir, heapLimitMb: 512, handleCacheSize: 16, maxResultBytes: 1024 * 1024 };
-});
-afterEach(() => handles?.closeAll());
-afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-
-/** A database of its own for each test, named so failures say which. */
-function target(limits: PlanLimits = PLAN_LIMITS.pro): DbTarget {
-  handles ??= new HandleCache({ size: 16 });
-  const agent = `a${++n}`;
-  return { id: `ws/${agent}`, path: databasePath(dataDir, 'ws', agent, 0), shard: 0, limits };
-}
-
-const writeDb = (t: DbTarget) => handles.open(t, 'write');
-
-/** The error a call throws, as the executor would report it. */
-function errorOf(fn: () => unknown): { code: string; detail: string } {
-  try {
-    fn();
-  } catch (err) {
-    return toOpError(err);
-  }
-  throw new Error('expected the call to fail');
-}
-
-let callSeq = 0;
-const call = () => `call-${++callSeq}`;
-function run(t: DbTarget, sql: string, params: Param[] = []) {
-  return write(writeDb(t), sql, params, call(), t.limits);
-}
-
-function expectFailed(outcome: ExecOutcome, code: string): string {
-  expect(outcome.ok, JSON.stringify(outcome)).toBe(false);
-  if (outcome.ok) throw new Error('unreachable');
-  expect(outcome.error.code).toBe(code);
-  return outcome.error.detail;
-}
+const { call, target, writeDb, run, send, handles } = storeFiles('agentdb-sqlite-ops-');
 
 describe('a database that does not exist yet', () => {
   it('describes as empty, answers SELECT 1, reads a table as missing, and creates no file', () => {
     const t = target();
-    expect(dispatch(handles, opts, { op: 'describe', db: t })).toEqual({ ok: true, result: { tables: [] } });
-    expect(dispatch(handles, opts, { op: 'query', db: t, sql: 'SELECT 1 AS one', params: [], maxRows: 10 })).toEqual({
+    expect(send({ op: 'describe', db: t })).toEqual({ ok: true, result: { tables: [] } });
+    expect(send({ op: 'query', db: t, sql: 'SELECT 1 AS one', params: [], maxRows: 10 })).toEqual({
       ok: true,
       result: { columns: ['one'], rows: [[1]], truncated: false },
     });
-    const detail = expectFailed(dispatch(handles, opts, { op: 'query', db: t, sql: 'SELECT * FROM leads', params: [], maxRows: 10 }), 'SQL_ERROR');
+    const detail = expectFailed(send({ op: 'query', db: t, sql: 'SELECT * FROM leads', params: [], maxRows: 10 }), 'SQL_ERROR');
     expect(detail).toMatch(/no such table: leads/);
-    expectFailed(dispatch(handles, opts, { op: 'drop', db: t, table: 'leads', callKey: call() }), 'NOT_FOUND');
+    expectFailed(send({ op: 'drop', db: t, table: 'leads', callKey: call() }), 'NOT_FOUND');
     expect(fs.existsSync(path.dirname(t.path))).toBe(false);
   });
 
   it('is created by its first write, in WAL mode', () => {
     const t = target();
-    const outcome = dispatch(handles, opts, { op: 'write', db: t, sql: 'CREATE TABLE leads (id INTEGER PRIMARY KEY)', params: [], callKey: call() });
+    const outcome = send({ op: 'write', db: t, sql: 'CREATE TABLE leads (id INTEGER PRIMARY KEY)', params: [], callKey: call() });
     expect(outcome.ok).toBe(true);
     expect(fs.existsSync(t.path)).toBe(true);
     expect(writeDb(t).pragma('journal_mode', { simple: true })).toBe('wal');
@@ -279,8 +234,8 @@ describe('write', () => {
     expect(again).toEqual({ ...first, replayed: true });
     expect(query(db, 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
     // The record survives closing the handle (it is in the file, committed with the row).
-    handles.closeAll();
-    const outcome = dispatch(handles, opts, {
+    handles().closeAll();
+    const outcome = send({
       op: 'write',
       db: t,
       sql: 'INSERT INTO events (what) VALUES (?) RETURNING id',
@@ -289,7 +244,7 @@ describe('write', () => {
     });
     expect(outcome).toEqual({ ok: true, result: first, replayed: true });
     // The same key with another statement is another call: refused, and nothing is written.
-    const other = dispatch(handles, opts, { op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?)', params: ['x'], callKey: id });
+    const other = send({ op: 'write', db: t, sql: 'INSERT INTO events (what) VALUES (?)', params: ['x'], callKey: id });
     expect(other).toMatchObject({ ok: false, error: { code: 'IDEMPOTENCY_CONFLICT' } });
     expect(query(writeDb(t), 'SELECT count(*) FROM events', [], 1, 1e6).rows).toEqual([[1]]);
   });
@@ -308,7 +263,7 @@ describe('write', () => {
     const again = write(db, sql, ['signed up'], id, t.limits);
     expect(JSON.stringify(again)).toBe(JSON.stringify({ ...first, replayed: true }));
     // As the worker reads it for a write whose child died after the commit.
-    const found = dispatch(handles, opts, { op: 'recorded', db: t, callKey: id, effect: ['write', sql, ['signed up']] });
+    const found = send({ op: 'recorded', db: t, callKey: id, effect: ['write', sql, ['signed up']] });
     expect(found).toEqual({ ok: true, result: { committed: true, result: first } });
     // A record written whole (before this) replays as it is.
     const old = call();
@@ -370,117 +325,6 @@ describe('write', () => {
     expect(query(db, 'SELECT * FROM t', [], 10, 1e6)).toEqual({ columns: ['x'], rows: [[1]], truncated: false });
     run(t, "ALTER TABLE t ADD COLUMN y TEXT DEFAULT 'new'");
     expect(query(db, 'SELECT * FROM t', [], 10, 1e6)).toEqual({ columns: ['x', 'y'], rows: [[1, 'new']], truncated: false });
-  });
-
-  it('fails cleanly past the table limit and leaves the database as it was', () => {
-    const t = target({ ...PLAN_LIMITS.pro, maxTables: 2, maxBytes: PLAN_LIMITS.pro.maxBytes });
-    run(t, 'CREATE TABLE a (x)');
-    run(t, 'CREATE TABLE b (x)');
-    run(t, 'CREATE VIEW v AS SELECT * FROM a'); // views do not count
-    run(t, 'CREATE INDEX ax ON a (x)'); // nor do indexes
-    const id = call();
-    const error = errorOf(() => write(writeDb(t), 'CREATE TABLE c (x)', [], id, t.limits));
-    expect(error).toEqual({ code: 'LIMIT_EXCEEDED', detail: 'the database may hold 2 tables and this would make 3' });
-    expect(describeDb(writeDb(t)).tables.map((x) => x.name)).toEqual(['a', 'b', 'v']);
-    // Nothing was recorded: with a table dropped, the same call runs.
-    drop(writeDb(t), 'b', call());
-    expect(write(writeDb(t), 'CREATE TABLE c (x)', [], id, t.limits)).toMatchObject({ changes: 0 });
-  });
-
-  it('fails cleanly past the size limit and leaves the database as it was', () => {
-    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 256 * 1024 });
-    run(t, 'CREATE TABLE big (b BLOB)');
-    const db = writeDb(t);
-    const snapshot = () => query(db, 'SELECT count(*), sum(length(b)) FROM big', [], 1, 1e6).rows;
-    let error: { code: string; detail: string } | undefined;
-    let before = snapshot();
-    for (let i = 0; i < 100 && !error; i++) {
-      before = snapshot();
-      try {
-        run(t, 'INSERT INTO big VALUES (randomblob(20000))');
-      } catch (err) {
-        // As the executor tells them apart: this disk has room, the plan's limit is what was met.
-        error = toOpError(err, () => fullCause(db, t.path));
-      }
-    }
-    expect(error).toEqual({ code: 'LIMIT_EXCEEDED', detail: 'database or disk is full' });
-    expect(snapshot()).toEqual(before);
-    expect(db.inTransaction).toBe(false);
-    expect(fs.statSync(t.path).size).toBeLessThanOrEqual(256 * 1024);
-    // Still usable: a delete frees room for the next insert.
-    run(t, 'DELETE FROM big WHERE rowid IN (SELECT rowid FROM big LIMIT 2)');
-    expect(run(t, 'INSERT INTO big VALUES (randomblob(20000))')).toMatchObject({ changes: 1 });
-  });
-
-  // The limit is set once before a handle's first write and then inside each write's own
-  // transaction (issue 31): a handle's first call, and a limit that shrank since the last write,
-  // are where a write could run under no limit or an old one.
-  it('refuses past the size limit from the first write of a handle on', () => {
-    const small = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 256 * 1024 };
-    const send = (t: DbTarget, sql: string) => dispatch(handles, opts, { op: 'write', db: t, sql, params: [], callKey: call() });
-    // A new database whose very first write would pass the limit.
-    expectFailed(send(target(small), 'CREATE TABLE big AS SELECT randomblob(400000) AS b'), 'LIMIT_EXCEEDED');
-    // A database filled to its limit, then its handle closed: the new handle's first write.
-    const t = target(small);
-    expect(send(t, 'CREATE TABLE big (b BLOB)').ok).toBe(true);
-    let full = false;
-    for (let i = 0; i < 100 && !full; i++) full = !send(t, 'INSERT INTO big VALUES (randomblob(20000))').ok;
-    expect(full).toBe(true);
-    const rows = () => query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows;
-    const before = rows();
-    handles.closeAll();
-    expectFailed(send(t, 'INSERT INTO big VALUES (randomblob(20000))'), 'LIMIT_EXCEEDED');
-    expect(rows()).toEqual(before);
-    expect(fs.statSync(t.path).size).toBeLessThanOrEqual(256 * 1024);
-  });
-
-  it('refuses under the limit of the write at hand when it shrank since the handle last wrote', () => {
-    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: PLAN_LIMITS.pro.maxBytes });
-    const send = (limits: PlanLimits, sql: string) => dispatch(handles, opts, { op: 'write', db: { ...t, limits }, sql, params: [], callKey: call() });
-    expect(send(t.limits, 'CREATE TABLE big (b BLOB)').ok).toBe(true);
-    expect(send(t.limits, 'INSERT INTO big VALUES (randomblob(20000))').ok).toBe(true);
-    expectFailed(send({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 64 * 1024 }, 'INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
-    expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[1]]);
-  });
-
-  // A limit SQLite took as asked is not set again while it stays the same (issue 31); one it
-  // raised to the file's size (a database over its limit) is set on every write, and follows
-  // the file down when another program shrinks it.
-  it('holds a database over its limit to its size, and to the limit once it shrank', () => {
-    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: PLAN_LIMITS.pro.maxBytes });
-    const small = { ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 64 * 1024 };
-    const send = (limits: PlanLimits, sql: string) => dispatch(handles, opts, { op: 'write', db: { ...t, limits }, sql, params: [], callKey: call() });
-    expect(send(t.limits, 'CREATE TABLE big (b BLOB)').ok).toBe(true);
-    for (let i = 0; i < 8; i++) expect(send(t.limits, 'INSERT INTO big VALUES (randomblob(20000))').ok).toBe(true);
-    // Over the smaller limit: it may not grow at all.
-    expectFailed(send(small, 'INSERT INTO big VALUES (randomblob(20000))'), 'LIMIT_EXCEEDED');
-    // Another program empties and shrinks the file while this handle stays open.
-    const other = new Database(t.path);
-    other.exec('DELETE FROM big; VACUUM');
-    other.close();
-    expect(fs.statSync(t.path).size).toBeLessThan(64 * 1024);
-    // Held to the limit again, not to the size the file had.
-    expectFailed(send(small, 'INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
-    expect(send(small, 'INSERT INTO big VALUES (randomblob(20000))').ok).toBe(true);
-    expectFailed(send(small, 'INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
-    expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[1]]);
-  });
-
-  // Review R1: SQLite raises an open handle's maximum by itself when it sees the file larger
-  // than it (another program grew it), after the limit was set as asked; a handle that then kept
-  // its limit unset grew the file back past the limit once it had shrunk.
-  it('holds a database to its limit after another program grew it past the limit and shrank it again', () => {
-    const t = target({ ...PLAN_LIMITS.pro, maxTables: 50, maxBytes: 64 * 1024 });
-    const send = (sql: string) => dispatch(handles, opts, { op: 'write', db: t, sql, params: [], callKey: call() });
-    expect(send('CREATE TABLE big (b BLOB)').ok).toBe(true);
-    const other = new Database(t.path);
-    for (let i = 0; i < 8; i++) other.prepare('INSERT INTO big VALUES (randomblob(20000))').run();
-    // This handle reads the grown file: SQLite raises its maximum to the file's size.
-    expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[8]]);
-    other.exec('DELETE FROM big; VACUUM');
-    other.close();
-    expectFailed(send('INSERT INTO big VALUES (randomblob(100000))'), 'LIMIT_EXCEEDED');
-    expect(query(writeDb(t), 'SELECT count(*) FROM big', [], 1, 1e6).rows).toEqual([[0]]);
   });
 });
 
@@ -559,11 +403,11 @@ describe('a file that is not SQLite', () => {
       { op: 'drop', db: t, table: 'x', callKey: call() },
     ];
     for (const req of requests) {
-      expectFailed(dispatch(handles, opts, req), 'DATABASE_CORRUPT');
+      expectFailed(send(req), 'DATABASE_CORRUPT');
     }
     expect(fs.readFileSync(t.path).equals(bytes)).toBe(true);
     expect(fs.readdirSync(path.dirname(t.path)).filter((f) => f.startsWith(path.basename(t.path)))).toEqual([path.basename(t.path)]);
-    expect(handles.size).toBe(0);
+    expect(handles().size).toBe(0);
   });
 });
 
@@ -571,21 +415,21 @@ describe('the executor dispatch', () => {
   it('checks a statement through both guard layers without running it', () => {
     const t = target();
     run(t, 'CREATE TABLE t (x)');
-    expect(dispatch(handles, opts, { op: 'check', db: t, sql: 'INSERT INTO t VALUES (1)', mode: 'write' })).toEqual({ ok: true, result: { admitted: true } });
-    expectFailed(dispatch(handles, opts, { op: 'check', db: t, sql: 'INSERT INTO t VALUES (1)', mode: 'read' }), 'SQL_REFUSED');
-    expectFailed(dispatch(handles, opts, { op: 'check', db: t, sql: 'DROP TABLE t', mode: 'write' }), 'SQL_REFUSED');
+    expect(send({ op: 'check', db: t, sql: 'INSERT INTO t VALUES (1)', mode: 'write' })).toEqual({ ok: true, result: { admitted: true } });
+    expectFailed(send({ op: 'check', db: t, sql: 'INSERT INTO t VALUES (1)', mode: 'read' }), 'SQL_REFUSED');
+    expectFailed(send({ op: 'check', db: t, sql: 'DROP TABLE t', mode: 'write' }), 'SQL_REFUSED');
     expect(query(writeDb(t), 'SELECT count(*) FROM t', [], 1, 1e6).rows).toEqual([[0]]);
   });
 
   it('refuses a path outside the data folder and evicts handles by shard', () => {
     const t = target();
-    expectFailed(dispatch(handles, opts, { op: 'describe', db: { ...t, path: path.join(os.tmpdir(), 'elsewhere.sqlite') } }), 'INTERNAL');
+    expectFailed(send({ op: 'describe', db: { ...t, path: path.join(os.tmpdir(), 'elsewhere.sqlite') } }), 'INTERNAL');
     run(t, 'CREATE TABLE t (x)');
     const other = { ...target(), shard: 1 };
     run(other, 'CREATE TABLE t (x)');
-    expect(handles.size).toBe(2);
-    expect(dispatch(handles, opts, { op: 'evict', shards: [0] })).toEqual({ ok: true, result: { closed: 1 } });
-    expect(handles.size).toBe(1);
+    expect(handles().size).toBe(2);
+    expect(send({ op: 'evict', shards: [0] })).toEqual({ ok: true, result: { closed: 1 } });
+    expect(handles().size).toBe(1);
   });
 });
 

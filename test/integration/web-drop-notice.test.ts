@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { startWebServer, type WebServer, keyCookie } from '../helpers/web-server.ts';
 
 // The database page says "Dropped <table>." after the drop form redirects to it. The table's
 // name rides in the redirect's query, so anyone could send a member a link whose "notice" is
@@ -14,16 +14,7 @@ let web: WebServer;
 let client: AgentDbClient;
 let cookie: string;
 
-async function signIn(key: string): Promise<string> {
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  return r.headers.get('set-cookie')!.split(';')[0]!;
-}
+const signIn = (key: string): Promise<string> => keyCookie(web, key, '/inbox');
 
 const page = async (path: string) => (await fetch(`${web.url}${path}`, { headers: { cookie, accept: 'text/html' } })).text();
 

@@ -3,7 +3,7 @@ import { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import type { AgentDbClient, AwaitingAnswer } from '../../src/calls/client.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { startWebServer, type WebServer, keyCookie } from '../helpers/web-server.ts';
 
 // The inbox had no size limit: it rendered up to 500 pending cards, each with the whole SQL (up
 // to 100 KB) and params (up to ~1 MB, six times that once `"` is escaped), and every open inbox
@@ -18,14 +18,7 @@ const gated = { database: 'agent' as const, approval: 'write' as const };
 
 /** A signed-in session of `key`: its cookie and CSRF token. */
 async function signIn(key: string): Promise<{ cookie: string; csrf: string }> {
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/inbox' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  const cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  const cookie = await keyCookie(web, key, '/inbox');
   const page = await get('/inbox', cookie);
   const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page.text)![1]!;
   return { cookie, csrf };

@@ -1,11 +1,8 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { keysFor } from '../../src/redis/keys.ts';
-import { AgentRegistry } from '../../src/registry/agents.ts';
-import { HistoryClient } from '../../src/shards/history-client.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { signedInCookie, startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { expect, it } from 'vitest';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withWebHistory } from '../helpers/web-history.ts';
+import type { WebServer } from '../helpers/web-server.ts';
 
 // A restore form sent twice (a double click, a browser resubmitting the POST, going back and
 // submitting it again) restored twice: two undo points and two RESTORE entries where the person
@@ -15,34 +12,10 @@ const DB = 'acme/scout';
 
 let box: Sandbox;
 let web: WebServer;
-let redis: Redis;
-let ops: ShardOpClient;
 let history: HistoryClient;
 let cookie = '';
 
-beforeAll(async () => {
-  box = sandbox();
-  await box.pool();
-  web = await startWebServer(box);
-  redis = new Redis(box.config.redisUrl);
-  ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
-  history = new HistoryClient(ops, box.config.shardCount, new AgentRegistry(redis, keysFor(box.config.prefix)));
-  cookie = await signedInCookie(web, 'acme', 'ada', 'admin');
-  const client = box.client();
-  for (const sql of ['CREATE TABLE t (a)', 'INSERT INTO t VALUES (1)', 'INSERT INTO t VALUES (2)'])
-    expect(await client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } })).toMatchObject(
-      {
-        ok: true,
-      },
-    );
-}, 60_000);
-
-afterAll(async () => {
-  await ops?.close();
-  redis?.disconnect();
-  await web?.close();
-  await box?.cleanup();
-});
+withWebHistory((h) => ({ box, web, history, cookie } = h));
 
 /** The hidden fields of each form of the history page posting to `action`, in page order. */
 async function formsOf(action: string): Promise<URLSearchParams[]> {

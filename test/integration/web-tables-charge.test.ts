@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
+import { startWebServer, type WebServer, signedInCookie } from '../helpers/web-server.ts';
 
 // Hostile review T4: a database's tables page (/data/db) counts every row of every table on the
 // database's owner, as DATA_DESCRIBE_SCHEMA does, and a CSV export reads the whole table there;
@@ -28,17 +28,7 @@ beforeAll(async () => {
   exporter = await signIn('beta', 'bo');
 }, 60_000);
 
-async function signIn(workspace: string, name: string): Promise<string> {
-  const { key } = await web.members.add(workspace, name, 'member');
-  const r = await fetch(`${web.url}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-    body: new URLSearchParams({ key, next: '/data' }).toString(),
-  });
-  expect(r.status).toBe(303);
-  return r.headers.get('set-cookie')!.split(';')[0]!;
-}
+const signIn = (workspace: string, name: string): Promise<string> => signedInCookie(web, workspace, name, 'member');
 
 afterAll(async () => {
   await web?.close();

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { codeOf } from '../../src/errors.ts';
 import { workspaceDiskUse } from '../../src/history/workspace-disk.ts';
-import { HistoryClient } from '../../src/shards/history-client.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withHistorySandbox } from '../helpers/history-sandbox.ts';
 
 // Hostile review T3: a restore in place adds about its database's size to history each time,
 // and nothing bounded it (history's own quota lets restores through): an admin's loop of
@@ -13,20 +13,9 @@ const QUOTA = 1024 * 1024;
 const by = { who: 'operator:test', via: 'operator' as const };
 let sb: Sandbox;
 let client: AgentDbClient;
-let ops: ShardOpClient;
 let history: HistoryClient;
 
-beforeAll(async () => {
-  sb = sandbox({ WORKSPACE_MAX_BYTES: String(QUOTA) });
-  await sb.pool();
-  client = sb.client();
-  ops = new ShardOpClient({ redisUrl: sb.config.redisUrl, prefix: sb.config.prefix });
-  history = new HistoryClient(ops, sb.config.shardCount);
-});
-afterAll(async () => {
-  await ops.close();
-  await sb.cleanup();
-});
+withHistorySandbox({ env: { WORKSPACE_MAX_BYTES: String(QUOTA) } }, (box) => ({ sb, client, history } = box));
 
 const write = (sql: string) => client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
 

@@ -100,6 +100,18 @@ describe('ARCHITECTURE.md names only what exists', () => {
     expect(map.files.filter((f) => !exists(f))).toEqual([]);
   });
 
+  it('names every folder inside a folder of src/ in the folder map (`ops/`, `web/browser/`)', () => {
+    const block = /## Folders\n+```\n([\s\S]*?)```/.exec(DOC)?.[1] ?? '';
+    const inner = (dir: string): string[] =>
+      readdirSync(path.join(REPO, dir), { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .flatMap((e) => [`${dir}/${e.name}`, ...inner(`${dir}/${e.name}`)]);
+    const nested = inner('src').filter((d) => d.split('/').length > 2);
+    expect(nested).toContain('src/shards/ops');
+    // Named as the part below its top folder, as its entry gives it: `ops/` under shards/.
+    expect(nested.filter((d) => !block.includes(`${d.split('/').slice(2).join('/')}/`))).toEqual([]);
+  });
+
   it('declares each name given in brackets after a src/ path in that file', () => {
     const missing: string[] = [];
     for (const { file, names } of namedSymbols(DOC)) {

@@ -1,0 +1,25 @@
+import type { ApprovalRequest } from '../../src/approvals/approval.ts';
+
+/**
+ * An approval request as a parked write of `workspace/agent` makes it (an INSERT on the agent's
+ * own database), for tests that fill the approval store directly: `id` is its call id too.
+ */
+export function approvalRequest(r: { id: string; workspace: string; agent: string; createdAt: number; expiresAt: number; tool?: string }): ApprovalRequest {
+  return {
+    id: r.id,
+    callId: r.id,
+    callKey: `${r.workspace}\n${r.agent}\n${r.id}`,
+    digest: 'd',
+    shard: 0,
+    workspace: r.workspace,
+    agent: r.agent,
+    tool: r.tool ?? 'DATA_WRITE_SQL',
+    tier: 'write',
+    database: `${r.workspace}/${r.agent}`,
+    shared: false,
+    sql: 'INSERT INTO t VALUES (1)',
+    requester: r.agent,
+    createdAt: r.createdAt,
+    expiresAt: r.expiresAt,
+  };
+}
