@@ -41,6 +41,13 @@ export class CallWaiters {
   private readonly announced = new AnnouncedOutcomes();
   /** The last stamp given a watch ({@link looking}): one counter, so a new watch never takes an old one's. */
   private stamps = 0;
+  /** Told when a wait starts with none before it: the event reader, parked while nobody waits, reads again. */
+  onBusy?: () => void;
+
+  /** Whether nobody waits on any call here (the event reader parks: it has no one to tell). */
+  idle(): boolean {
+    return this.watches.size === 0;
+  }
 
   /**
    * Resolves with the call's envelope when it completes. With `signal`, rejects with its reason
@@ -232,6 +239,7 @@ export class CallWaiters {
     if (!watch) {
       watch = { completed: new Set(), parked: new Set(), stamp: ++this.stamps };
       this.watches.set(key, watch);
+      if (this.watches.size === 1) this.onBusy?.();
     }
     const set = watch[kind] as Set<Listener<T>>;
     const listener = new Listener<T>(this, key, watch, set, signal);

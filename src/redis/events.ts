@@ -198,15 +198,40 @@ export class EventReader {
   // on a promise that never settles, holding that read's reply, and the reader makes one per
   // call (~1.1 KB a call kept until the client closed; docs/benchmarks.md, session 25).
   private endRead?: () => void;
+  /** Set while parked (see `idle`): since when, and how to go on. */
+  private parked?: { since: number; resume: () => void };
 
+  /**
+   * `idle`: asked before each read; true parks the reader (no XREAD) until {@link resume}. A
+   * client's reader with no call waited on would otherwise be woken by every completion of the
+   * service's stream, each costing its process a wake, a reply and the next XREAD's write.
+   */
   constructor(
     private readonly redis: Redis,
     private readonly streamKey: string,
     from: string,
     private readonly onEvent: (event: StreamedEvent) => void,
     private readonly wanted?: (caller: CompletedCaller) => boolean,
+    private readonly idle?: () => boolean,
   ) {
     this.lastId = from;
+  }
+
+  /** When it parked (`Date.now()`), or undefined while it reads. */
+  parkedSince(): number | undefined {
+    return this.parked?.since;
+  }
+
+  /**
+   * Reads again, from where it stopped, or from `from` when that is later (the newest event: what
+   * lay between was nobody's here, none being waited on while parked). No-op unless parked.
+   */
+  resume(from?: string): void {
+    const parked = this.parked;
+    if (!parked) return;
+    this.parked = undefined;
+    if (from !== undefined && idBefore(this.lastId, from)) this.lastId = from;
+    parked.resume();
   }
 
   /** Starts following; returns at once. */
@@ -219,6 +244,7 @@ export class EventReader {
   /** Stops following and closes the connection. */
   async stop(): Promise<void> {
     this.running = false;
+    this.resume();
     this.endRead?.();
     this.redis.disconnect();
     await this.loop;
@@ -226,6 +252,10 @@ export class EventReader {
 
   private async follow(): Promise<void> {
     while (this.running) {
+      if (this.idle?.()) {
+        await new Promise<void>((resume) => (this.parked = { since: Date.now(), resume }));
+        if (!this.running) return;
+      }
       let reply: [string, [string, string[]][]][] | null;
       try {
         reply = await this.read();
