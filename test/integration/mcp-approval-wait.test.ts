@@ -339,7 +339,9 @@ describe('a write that waits for a person, over MCP', () => {
   });
 
   it('five identical sends at the same moment make one call and one approval', async () => {
-    const short = keyedApp(sb, { approvalWaitMs: 100 });
+    // Long enough for the call to park under a loaded machine: at 100 ms one send (load 20)
+    // answered `running`, true but not what this test looks at (one call, one approval).
+    const short = keyedApp(sb, { approvalWaitMs: 3000 });
     try {
       const at = await short.app.listen({ port: 0, host: '127.0.0.1' });
       const before = await rowCount();
