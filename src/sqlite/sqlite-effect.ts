@@ -4,7 +4,7 @@ import type { Effect, EffectLimits, EffectRow, EffectTable, EffectValue } from '
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
 import { asciiLower } from '../guard/tokenizer.ts';
-import { ShownRows } from './effect-cut.ts';
+import { madeNames, ShownRows } from './effect-cut.ts';
 import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex, logInstant } from './effect-log.ts';
 import { clockForm, clockWrites, instant, recordingWindow } from './effect-clock.ts';
 import { actionColumns, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
@@ -219,8 +219,9 @@ export class EffectRecorder {
         // a text's bad bytes are read from the log.
         const exact = (values: unknown[], at: number) =>
           values.map((v, i) => exactValue(v, raw[2 + at + i], () => logHex(this.db, w.installed!, raw[0], at + i)));
-        const boundKey = exact(op === 'insert' ? made(keyValues, w.keyMadeOnInsert, 0) : keyValues, 0);
-        const bound = [op, boundKey, before && exact(before, nk), after && exact(made(after, w.madeOnInsert, nk + nc), nk + nc)];
+        const madeKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert, 0) : keyValues;
+        const madeAfter = after && made(after, w.madeOnInsert, nk + nc);
+        const bound = [op, exact(madeKey, 0), before && exact(before, nk), madeAfter && exact(madeAfter, nk + nc)];
         // Only a row that moved adds its new rowid: every other row's digest is as it was.
         hash.update(JSON.stringify(movedTo === undefined ? bound : [...bound, { movedTo }]));
         if (shown.full) continue;
@@ -235,6 +236,9 @@ export class EffectRecorder {
           row.before[w.key[0]!] = keyValues[0]!;
           row.after[w.key[0]!] = movedTo;
         }
+        // What a person must not take for what commits: the preview's rowid, its times, its randomness.
+        const madeAtRun = [...madeNames(w.key, madeKey), ...(madeAfter ? madeNames(w.columns, madeAfter) : [])];
+        if (madeAtRun.length > 0) row.madeAtRun = [...new Set(madeAtRun)];
         shown.add(row);
       }
     }

@@ -53,13 +53,17 @@ function diffRow(r: EffectRow, columns: string[]): Html {
   // A column only some rows carry is a key no column holds (a rowid table's rowid, shown where an
   // update moved it): another row of the table has it in its key, unchanged, where NULL was shown.
   const cell = (side: Record<string, EffectValue> | null, c: string) => (side && c in side ? side[c] : r.key[c]);
+  // A value made as the row is written (the rowid SQLite assigns, a time, randomness) is the
+  // preview's: marked, so nobody takes the id shown for the one the row will have.
+  const made = (c: string) =>
+    r.madeAtRun?.includes(c) ? html` <small class="made muted" title="made when it runs: the run may write another">(when it runs)</small>` : '';
   const cells = columns.map((c) => {
-    if (r.op === 'insert') return html`<td class="added">${value(cell(r.after, c))}</td>`;
+    if (r.op === 'insert') return html`<td class="added">${value(cell(r.after, c))}${made(c)}</td>`;
     if (r.op === 'delete') return html`<td class="removed">${value(cell(r.before, c))}</td>`;
     const before = cell(r.before, c) ?? null;
     const after = cell(r.after, c) ?? null;
     if (JSON.stringify(before) === JSON.stringify(after)) return html`<td>${value(after)}</td>`;
-    return html`<td class="changed"><del>${value(before)}</del> → <ins>${value(after)}</ins></td>`;
+    return html`<td class="changed"><del>${value(before)}</del> → <ins>${value(after)}</ins>${made(c)}</td>`;
   });
   return html`<tr class="${r.op}" data-op="${r.op}" data-key="${JSON.stringify(r.key)}"><th title="${r.op}">${SIGN[r.op]}</th>${cells}</tr>`;
 }
