@@ -223,7 +223,7 @@ export class ApprovalService {
    * someone else (or expired) meanwhile, approved another agent's `step-1` parked since, whose
    * SQL they never read (session 37, R11).
    */
-  async resolveId(id: string, workspace?: string): Promise<string | DecideResult> {
+  async resolveId(id: string, workspace?: string, forDecision = false): Promise<string | DecideResult> {
     const byId = await this.store.get(id);
     const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId : undefined;
     const named = (await this.store.pages.list({ state: 'all', ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
@@ -233,6 +233,17 @@ export class ApprovalService {
     // resolved by guessing, or an agent could point a person's decision at another call.
     const chosen = [...calls.values()].map((of) => of.find((a) => a.state === 'pending') ?? of.reduce((x, y) => (y.createdAt > x.createdAt ? y : x)));
     const candidates = [...new Set([...chosen.map((a) => a.id), ...(asApproval ? [asApproval.id] : [])])];
+    // A decision by call id is for the round the person read; a later one (asked again once the
+    // data changed after someone approved) has another effect: its ap_… id, read first, decides it.
+    // Resolved to it, a person who had read round 1 and typed the call id approved round 2 unseen.
+    const later = forDecision && candidates.length === 1 && !asApproval ? chosen[0] : undefined;
+    if (later?.state === 'pending' && later.supersedes !== undefined) {
+      return {
+        ok: false,
+        code: 'APPROVAL_CONFLICT',
+        detail: `Call ${JSON.stringify(id)}'s approval ${later.supersedes} was already decided, and its data changed since: it is asked again as ${later.id} (round ${later.round ?? 2}), with another effect. Read it (\`agentdb approvals show ${later.id}\`) and decide it by that id.`,
+      };
+    }
     if (candidates.length === 1) return candidates[0]!;
     if (candidates.length > 1) {
       return {
