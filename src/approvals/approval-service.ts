@@ -16,6 +16,8 @@ export interface Decider {
   workspace: string;
   name: string;
   role: 'member' | 'admin';
+  /** When the member was added: a name revoked and added again since is another member. */
+  createdAt?: number;
 }
 
 /** Finds an active member by name or by key (the members registry). */
@@ -167,16 +169,23 @@ export class ApprovalService {
     // Another workspace's approval is answered as if it did not exist: its id, SQL and state
     // are not this member's to learn.
     if (!approval || by.workspace !== approval.workspace) return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
-    if (approval.tier === 'destructive' && approval.shared && by.role !== 'admin') {
+    // The member as the registry has them now, not as their request found them: a key revoked (or
+    // a name revoked and added again with a lower role) while a decision, or the 50 of a batch, was
+    // on its way still decided, an admin's drop included (session 37, R12).
+    const now = await this.opts.members.get(by.workspace, by.name);
+    if (!now || (by.createdAt !== undefined && now.createdAt !== undefined && now.createdAt !== by.createdAt)) {
+      return refuse('NOT_PERMITTED', `${by.name} is no longer an active member of workspace ${by.workspace}: nothing was decided.`);
+    }
+    if (approval.tier === 'destructive' && approval.shared && (by.role !== 'admin' || now.role !== 'admin')) {
       return refuse('NOT_PERMITTED', 'Dropping a shared table takes a workspace admin to approve.');
     }
     const state = input.decision === 'approve' ? 'approved' : 'rejected';
     const result = await this.store.transition(id, state, by.name, input.reason ?? '', input.via);
     if (result !== 'OK') {
-      const now = await this.store.get(id);
+      const after = await this.store.get(id);
       if (result === 'EXPIRED') return refuse('APPROVAL_EXPIRED', `Approval ${id} expired at ${new Date(approval.expiresAt).toISOString()}.`);
       if (result === 'CONFLICT') {
-        return refuse('APPROVAL_CONFLICT', `Approval ${id} was already ${now?.state}${now?.decidedBy ? ` by ${now.decidedBy}` : ''}.`);
+        return refuse('APPROVAL_CONFLICT', `Approval ${id} was already ${after?.state}${after?.decidedBy ? ` by ${after.decidedBy}` : ''}.`);
       }
       return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
     }
