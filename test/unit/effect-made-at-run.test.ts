@@ -38,7 +38,11 @@ describe('an effect names the values made when it runs', () => {
   });
 
   it('marks a hidden rowid, and nothing where every value shown is bound', () => {
-    expect(previewEffect(t.db, "INSERT INTO notes (body) VALUES ('x')", [], LIMITS, FX).rows[0]!.madeAtRun).toEqual(['rowid']);
+    const note = previewEffect(t.db, "INSERT INTO notes (body) VALUES ('x')", [], LIMITS, FX);
+    expect(note.rows[0]!.madeAtRun).toEqual(['rowid']);
+    const noteCard = String(effectView({ id: 'ap_n', state: 'pending', tool: 'DATA_WRITE_SQL', effect: note } as unknown as Approval));
+    expect(noteCard).toContain('<th>rowid</th>');
+    expect(noteCard).toMatch(/<td class="added">1 <small class="made muted"[^>]*>\(when it runs\)<\/small><\/td><td class="added">x<\/td>/);
     const named = previewEffect(t.db, "INSERT INTO leads (id, name, at) VALUES (9, 'x', 'then')", [], LIMITS, FX);
     expect(named.rows[0]!.madeAtRun).toBeUndefined();
     const update = previewEffect(t.db, "UPDATE leads SET name = 'z' WHERE id = 1", [], LIMITS, FX);

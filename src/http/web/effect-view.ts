@@ -40,7 +40,10 @@ function diffTables(e: Effect): Html[] {
   const byTable = new Map<string, EffectRow[]>();
   for (const row of e.rows) byTable.set(row.table, [...(byTable.get(row.table) ?? []), row]);
   return [...byTable].map(([table, rows]) => {
-    const columns = [...new Set(rows.flatMap((r) => Object.keys(r.after ?? r.before ?? {})))];
+    // A key no column holds (a rowid table's rowid) shows where the run assigns it, marked, so the
+    // card says what the CLI says: the row gets a rowid, not necessarily the one previewed.
+    const assigned = (r: EffectRow) => (r.madeAtRun ?? []).filter((c) => c in r.key);
+    const columns = [...new Set(rows.flatMap((r) => [...assigned(r), ...Object.keys(r.after ?? r.before ?? {})]))];
     return html`<div class="scroll"><table class="grid diff" data-table="${table}" aria-label="rows of ${table}">
 <thead><tr><th></th>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
 <tbody>${rows.map((r) => diffRow(r, columns))}</tbody></table></div>`;
