@@ -16,6 +16,8 @@ export interface Decider {
   workspace: string;
   name: string;
   role: 'member' | 'admin';
+  /** When the member was added: a name revoked and added again since is another member. */
+  createdAt?: number;
 }
 
 /** Finds an active member by name or by key (the members registry). */
@@ -167,16 +169,23 @@ export class ApprovalService {
     // Another workspace's approval is answered as if it did not exist: its id, SQL and state
     // are not this member's to learn.
     if (!approval || by.workspace !== approval.workspace) return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
-    if (approval.tier === 'destructive' && approval.shared && by.role !== 'admin') {
+    // The member as the registry has them now, not as their request found them: a key revoked (or
+    // a name revoked and added again with a lower role) while a decision, or the 50 of a batch, was
+    // on its way still decided, an admin's drop included (session 37, R12).
+    const now = await this.opts.members.get(by.workspace, by.name);
+    if (!now || (by.createdAt !== undefined && now.createdAt !== undefined && now.createdAt !== by.createdAt)) {
+      return refuse('NOT_PERMITTED', `${by.name} is no longer an active member of workspace ${by.workspace}: nothing was decided.`);
+    }
+    if (approval.tier === 'destructive' && approval.shared && (by.role !== 'admin' || now.role !== 'admin')) {
       return refuse('NOT_PERMITTED', 'Dropping a shared table takes a workspace admin to approve.');
     }
     const state = input.decision === 'approve' ? 'approved' : 'rejected';
     const result = await this.store.transition(id, state, by.name, input.reason ?? '', input.via);
     if (result !== 'OK') {
-      const now = await this.store.get(id);
+      const after = await this.store.get(id);
       if (result === 'EXPIRED') return refuse('APPROVAL_EXPIRED', `Approval ${id} expired at ${new Date(approval.expiresAt).toISOString()}.`);
       if (result === 'CONFLICT') {
-        return refuse('APPROVAL_CONFLICT', `Approval ${id} was already ${now?.state}${now?.decidedBy ? ` by ${now.decidedBy}` : ''}.`);
+        return refuse('APPROVAL_CONFLICT', `Approval ${id} was already ${after?.state}${after?.decidedBy ? ` by ${after.decidedBy}` : ''}.`);
       }
       return refuse('NOT_FOUND', `There is no approval ${JSON.stringify(id)}.`);
     }
@@ -223,7 +232,7 @@ export class ApprovalService {
    * someone else (or expired) meanwhile, approved another agent's `step-1` parked since, whose
    * SQL they never read (session 37, R11).
    */
-  async resolveId(id: string, workspace?: string): Promise<string | DecideResult> {
+  async resolveId(id: string, workspace?: string, forDecision = false): Promise<string | DecideResult> {
     const byId = await this.store.get(id);
     const asApproval = byId && (workspace === undefined || byId.workspace === workspace) ? byId : undefined;
     const named = (await this.store.pages.list({ state: 'all', ...(workspace ? { workspace } : {}) })).filter((a) => a.callId === id);
@@ -233,6 +242,17 @@ export class ApprovalService {
     // resolved by guessing, or an agent could point a person's decision at another call.
     const chosen = [...calls.values()].map((of) => of.find((a) => a.state === 'pending') ?? of.reduce((x, y) => (y.createdAt > x.createdAt ? y : x)));
     const candidates = [...new Set([...chosen.map((a) => a.id), ...(asApproval ? [asApproval.id] : [])])];
+    // A decision by call id is for the round the person read; a later one (asked again once the
+    // data changed after someone approved) has another effect: its ap_… id, read first, decides it.
+    // Resolved to it, a person who had read round 1 and typed the call id approved round 2 unseen.
+    const later = forDecision && candidates.length === 1 && !asApproval ? chosen[0] : undefined;
+    if (later?.state === 'pending' && later.supersedes !== undefined) {
+      return {
+        ok: false,
+        code: 'APPROVAL_CONFLICT',
+        detail: `Call ${JSON.stringify(id)}'s approval ${later.supersedes} was already decided, and its data changed since: it is asked again as ${later.id} (round ${later.round ?? 2}), with another effect. Read it (\`agentdb approvals show ${later.id}\`) and decide it by that id.`,
+      };
+    }
     if (candidates.length === 1) return candidates[0]!;
     if (candidates.length > 1) {
       return {

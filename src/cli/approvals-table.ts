@@ -115,7 +115,9 @@ export function effectText(a: Approval): string {
         if (before !== undefined && after !== undefined) return before === after ? [] : [`${column}: ${before} → ${after}`];
         return [`${column}: ${before ?? after}`];
       });
-      lines.push(`  ${row.op} ${cell(row.table, 60)} ${cell(JSON.stringify(row.key), 60)} ${cell(values.join(', '), 300)}`);
+      // Before the values, which may be cut: the preview's rowid or time is not what the run must write.
+      const made = row.madeAtRun?.length ? ` (made when it runs, may differ: ${cell(row.madeAtRun.join(', '), 120)})` : '';
+      lines.push(`  ${row.op} ${cell(row.table, 60)} ${cell(JSON.stringify(row.key), 60)}${made} ${cell(values.join(', '), 300)}`);
     }
     const more = a.effect.rows.length - EFFECT_ROWS_SHOWN;
     if (more > 0 || a.effect.cut) lines.push(`  (${more > 0 ? `${more} more rows kept; ` : ''}${a.effect.cut ? 'cut to fit: ' : ''}--json has every row kept)`);

@@ -110,7 +110,7 @@ async function decide(ctx: CommandContext, decision: 'approve' | 'reject', id: s
     const member = 'key' in proof ? await members.authenticate(proof.key) : undefined;
     if ('key' in proof && !member) result = { ok: false, code: 'UNAUTHENTICATED', detail: NOT_A_MEMBER_KEY };
     else {
-      const approvalId = await service.resolveId(id, member?.workspace);
+      const approvalId = await service.resolveId(id, member?.workspace, true);
       if (typeof approvalId !== 'string') result = approvalId;
       else if ('key' in proof) result = await service.decideWithKey(approvalId, proof.key, input);
       else result = await service.decideAsOperator(approvalId, { ...input, by: proof.by });

@@ -52,6 +52,13 @@ export interface EffectRow {
   before: Record<string, EffectValue> | null;
   /** The row after (null for a delete). */
   after: Record<string, EffectValue> | null;
+  /**
+   * The names (of `key` and `after`) whose shown value is the preview's, made as the row is
+   * written — the rowid SQLite assigns, a volatile DEFAULT, the clock or randomness — and left
+   * out of the digest: the run may write another (an insert approved meanwhile takes the shown
+   * rowid). Absent when the digest binds every value shown.
+   */
+  madeAtRun?: string[];
 }
 
 /** How much of an effect is kept for a person; the digest never depends on it. */

@@ -28,7 +28,7 @@ const errorBody = z.looseObject({
 /** What a parked write would change (see `contracts/effect.ts`): counts per table, rows kept, a digest; null when unknown. */
 const effect = z.looseObject({
   tables: z.array(z.object({ table: z.string(), inserted: z.number(), updated: z.number(), deleted: z.number() })),
-  rows: z.array(z.looseObject({ table: z.string(), op: z.enum(['insert', 'update', 'delete']) })),
+  rows: z.array(z.looseObject({ table: z.string(), op: z.enum(['insert', 'update', 'delete']), madeAtRun: z.array(z.string()).optional() })),
   cut: z.boolean(),
   digest: z.string(),
 });

@@ -103,11 +103,11 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
     });
 
     app.post('/v1/approvals/:id/decision', { schema: { params: idParams, body: decisionBody } }, async (request, reply) => {
-      const { workspace, name, role } = memberOf(request);
+      const { workspace, name, role, createdAt } = memberOf(request);
       const result = await deps.approvals.decide(request.params.id, {
         decision: request.body.decision,
         reason: request.body.reason,
-        by: { workspace, name, role },
+        by: { workspace, name, role, createdAt },
         via: 'key',
       });
       if (!result.ok) return sendError(reply, result.code, result.detail);
@@ -117,9 +117,9 @@ export function approvalsRoutes(deps: ApprovalsRoutesDeps): FastifyPluginAsyncZo
     // Several at once, one reason: 200 with each id's outcome (`ok`, and `approval` or `code` and
     // `detail`), in the order sent; one decided by someone else first does not stop the rest.
     app.post('/v1/approvals/decide', { schema: { body: bulkBody } }, async (request, reply) => {
-      const { workspace, name, role } = memberOf(request);
+      const { workspace, name, role, createdAt } = memberOf(request);
       const { ids, decision, reason } = request.body;
-      const result = await deps.approvals.decideMany(ids, { decision, reason, by: { workspace, name, role }, via: 'key' });
+      const result = await deps.approvals.decideMany(ids, { decision, reason, by: { workspace, name, role, createdAt }, via: 'key' });
       if (!result.ok) return sendError(reply, result.code, result.detail);
       return reply.send({ results: result.results });
     });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import type { Effect, EffectLimits, EffectValue } from '../contracts/effect.ts';
-import { ShownRows } from './effect-cut.ts';
+import { madeNames, ShownRows } from './effect-cut.ts';
 import { clockForm, clockWrites, recordingWindow } from './effect-clock.ts';
 import { volatileCreatedColumns } from './select-volatile.ts';
 import { NO_ROWS_EFFECT } from './sqlite-effect.ts';
@@ -82,21 +82,16 @@ export class CreatedRows {
               .pluck()
               .get(raw[0]),
           );
-        hash.update(
-          JSON.stringify([
-            'insert',
-            [VOLATILE],
-            null,
-            after.map((v, i) => {
-              if (v === null) return v;
-              if (this.volatile.has(i)) return VOLATILE;
-              const form = this.clock ? clockForm(v, raw[i + 1], clock) : undefined;
-              return form === undefined ? exact(v, i) : { ...VOLATILE, clock: form };
-            }),
-          ]),
-        );
+        const bound = after.map((v, i) => {
+          if (v === null) return v;
+          if (this.volatile.has(i)) return VOLATILE;
+          const form = this.clock ? clockForm(v, raw[i + 1], clock) : undefined;
+          return form === undefined ? exact(v, i) : { ...VOLATILE, clock: form };
+        });
+        hash.update(JSON.stringify(['insert', [VOLATILE], null, bound]));
         if (shown.full) continue;
-        shown.add({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after) });
+        const madeAtRun = ['rowid', ...madeNames(columns, bound)];
+        shown.add({ table, op: 'insert', key: { rowid: values[0]! }, before: null, after: named(columns, after), madeAtRun });
       }
     }
     if (tables.length === 0) return NO_ROWS_EFFECT;

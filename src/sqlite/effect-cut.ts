@@ -65,3 +65,11 @@ function shortValue(v: EffectValue): EffectValue {
   }
   return v;
 }
+
+/**
+ * The names whose value is bound as made when it runs (`{ $volatile }`, with its type or clock
+ * form): a row's `madeAtRun`, so that a person does not take the preview's rowid or time for what commits.
+ */
+export function madeNames(names: string[], values: unknown[]): string[] {
+  return names.filter((_, i) => typeof values[i] === 'object' && values[i] !== null && '$volatile' in (values[i] as object));
+}

@@ -4,12 +4,11 @@ import type { Effect, EffectLimits, EffectRow, EffectTable, EffectValue } from '
 import { AgentDbError } from '../errors.ts';
 import { targetTable } from '../guard/target-table.ts';
 import { asciiLower } from '../guard/tokenizer.ts';
-import { ShownRows } from './effect-cut.ts';
+import { madeNames, ShownRows } from './effect-cut.ts';
 import { dropLog, type EffectLog, installLog, logCounts, logEntries, logHex, logInstant } from './effect-log.ts';
 import { clockForm, clockWrites, instant, recordingWindow } from './effect-clock.ts';
 import { actionColumns, namedColumns, volatileAssignments, volatileDefault } from './effect-volatile.ts';
-import { AGENT_OBJECTS } from './sqlite-schema.ts';
-import { writtenTables } from './written-tables.ts';
+import { watchedTables } from './written-tables.ts';
 import { trusted } from './sqlite-trusted.ts';
 import { effectValue, exactValue } from './effect-exact.ts';
 
@@ -84,70 +83,62 @@ export class EffectRecorder {
     const isNamed = (c: string) => named.all || named.spelled.has(c.toLowerCase());
     const rowidSpelled = ['rowid', '_rowid_', 'oid'].some((n) => named.spelled.has(n));
     this.recursive = trusted(db, 'PRAGMA recursive_triggers').pluck().get() as number;
-    const tables = trusted(
-      db,
-      `SELECT name, (SELECT l.wr FROM pragma_table_list AS l WHERE l.schema = 'main' AND l.name = s.name) AS wr,
-        (SELECT count(*) FROM pragma_index_list(s.name, 'main') AS x WHERE x.origin = 'pk') AS pkIndex FROM main.sqlite_schema AS s
-        WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND ${AGENT_OBJECTS} ORDER BY name`,
-    ).all() as { name: string; wr: number; pkIndex: number }[];
     // Only the tables the statement can change (written-tables.ts): the others would cost a log each and record nothing.
-    const written = writtenTables(db, sql);
-    tables
-      .filter((t) => written === undefined || written.has(t.name))
-      .forEach(({ name, wr, pkIndex }, i) => {
-        const cols = trusted(db, `SELECT name, pk, type, dflt_value, hidden FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(
-          name,
-        ) as {
-          name: string;
-          pk: number;
-          hidden: number;
-          type: string;
-          dflt_value: string | null;
-        }[];
-        const columns = cols.map((c) => c.name);
-        const key = wr
-          ? cols
-              .filter((c) => c.pk > 0)
-              .sort((a, b) => a.pk - b.pk)
-              .map((c) => c.name)
-          : [rowidName(columns)];
-        // SQLite assigns the rowid (and its INTEGER PRIMARY KEY alias) of a row inserted without
-        // one: another insert approved meanwhile moves it, and nobody chose it.
-        const pks = cols.filter((c) => c.pk > 0);
-        // A rowid table's PRIMARY KEY that is no alias has an index of its own: `id INTEGER PRIMARY
-        // KEY DESC` (SQLite's documented quirk) is an ordinary column, which an insert not naming it
-        // gives its DEFAULT, chosen text that was left out as if SQLite had assigned it (session 35, R9).
-        const alias = !wr && pkIndex === 0 && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
-        // An INSERT without a column list gives the alias a value by position: NULL is assigned.
-        const aliasAt = cols.filter((c) => c.hidden === 0).findIndex((c) => c.name === alias);
-        const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
-        const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
-        // Only the table the statement writes takes its assignments (a foreign-key action's rows are
-        // bound), its inserted rows those of its VALUES, its updated rows those of its SET, but for a
-        // column an action of its own foreign keys may write (its rows referring to rows it changes).
-        const isTarget = asciiLower(name) === target;
-        const actions = isTarget && assigned.updated.size > 0 ? actionColumns(db, name) : new Set<string>();
-        const insertedByStatement = cols.map((c) => isTarget && assigned.inserted.has(asciiLower(c.name)));
-        const madeByStatement = cols.map((c) => isTarget && assigned.updated.has(asciiLower(c.name)) && !actions.has(asciiLower(c.name)));
-        const byDefault = cols.map((c, j) => !insertedByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
-        const madeOnInsert = cols.map((c, j) => insertedByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
-        const madeByDefault = cols.filter((_, j) => byDefault[j]).map((c): [string, string] => [c.name, c.dflt_value!]);
-        const keyMadeOnInsert = wr
-          ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
-          : [rowidAssigned || (alias !== undefined && insertedByStatement[columns.indexOf(alias)]!)];
-        this.watched.push({
-          table: name,
-          columns,
-          key,
-          log: `${FX_PREFIX}${i}`,
-          madeOnInsert,
-          keyMadeOnInsert,
-          madeByStatement,
-          madeByDefault,
-          rowid: !wr,
-          hiddenRowid: !wr && alias === undefined,
-        });
+    const tables = watchedTables(db, sql);
+    tables.forEach(({ name, wr, pkIndex }, i) => {
+      const cols = trusted(db, `SELECT name, pk, type, dflt_value, hidden FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3) ORDER BY cid`).all(
+        name,
+      ) as {
+        name: string;
+        pk: number;
+        hidden: number;
+        type: string;
+        dflt_value: string | null;
+      }[];
+      const columns = cols.map((c) => c.name);
+      const key = wr
+        ? cols
+            .filter((c) => c.pk > 0)
+            .sort((a, b) => a.pk - b.pk)
+            .map((c) => c.name)
+        : [rowidName(columns)];
+      // SQLite assigns the rowid (and its INTEGER PRIMARY KEY alias) of a row inserted without
+      // one: another insert approved meanwhile moves it, and nobody chose it.
+      const pks = cols.filter((c) => c.pk > 0);
+      // A rowid table's PRIMARY KEY that is no alias has an index of its own: `id INTEGER PRIMARY
+      // KEY DESC` (SQLite's documented quirk) is an ordinary column, which an insert not naming it
+      // gives its DEFAULT, chosen text that was left out as if SQLite had assigned it (session 35, R9).
+      const alias = !wr && pkIndex === 0 && pks.length === 1 && pks[0]!.type.toUpperCase() === 'INTEGER' ? pks[0]!.name : undefined;
+      // An INSERT without a column list gives the alias a value by position: NULL is assigned.
+      const aliasAt = cols.filter((c) => c.hidden === 0).findIndex((c) => c.name === alias);
+      const aliasGiven = alias !== undefined && (named.all ? !named.nullAt.has(aliasAt) : named.spelled.has(alias.toLowerCase()));
+      const rowidAssigned = !wr && !rowidSpelled && !aliasGiven;
+      // Only the table the statement writes takes its assignments (a foreign-key action's rows are
+      // bound), its inserted rows those of its VALUES, its updated rows those of its SET, but for a
+      // column an action of its own foreign keys may write (its rows referring to rows it changes).
+      const isTarget = asciiLower(name) === target;
+      const actions = isTarget && assigned.updated.size > 0 ? actionColumns(db, name) : new Set<string>();
+      const insertedByStatement = cols.map((c) => isTarget && assigned.inserted.has(asciiLower(c.name)));
+      const madeByStatement = cols.map((c) => isTarget && assigned.updated.has(asciiLower(c.name)) && !actions.has(asciiLower(c.name)));
+      const byDefault = cols.map((c, j) => !insertedByStatement[j] && c.name !== alias && volatileDefault(c.dflt_value) && !isNamed(c.name));
+      const madeOnInsert = cols.map((c, j) => insertedByStatement[j] || (c.name === alias ? rowidAssigned : byDefault[j]!));
+      const madeByDefault = cols.filter((_, j) => byDefault[j]).map((c): [string, string] => [c.name, c.dflt_value!]);
+      const keyMadeOnInsert = wr
+        ? key.map((k) => madeOnInsert[columns.indexOf(k)] ?? false)
+        : [rowidAssigned || (alias !== undefined && insertedByStatement[columns.indexOf(alias)]!)];
+      this.watched.push({
+        table: name,
+        columns,
+        key,
+        log: `${FX_PREFIX}${i}`,
+        madeOnInsert,
+        keyMadeOnInsert,
+        madeByStatement,
+        madeByDefault,
+        rowid: !wr,
+        hiddenRowid: !wr && alias === undefined,
       });
+    });
     // Before the triggers exist: their programs are no part of the statement's.
     this.clock = clockWrites(db, sql);
     db.prepare('PRAGMA recursive_triggers = ON').run();
@@ -219,8 +210,9 @@ export class EffectRecorder {
         // a text's bad bytes are read from the log.
         const exact = (values: unknown[], at: number) =>
           values.map((v, i) => exactValue(v, raw[2 + at + i], () => logHex(this.db, w.installed!, raw[0], at + i)));
-        const boundKey = exact(op === 'insert' ? made(keyValues, w.keyMadeOnInsert, 0) : keyValues, 0);
-        const bound = [op, boundKey, before && exact(before, nk), after && exact(made(after, w.madeOnInsert, nk + nc), nk + nc)];
+        const madeKey = op === 'insert' ? made(keyValues, w.keyMadeOnInsert, 0) : keyValues;
+        const madeAfter = after && made(after, w.madeOnInsert, nk + nc);
+        const bound = [op, exact(madeKey, 0), before && exact(before, nk), madeAfter && exact(madeAfter, nk + nc)];
         // Only a row that moved adds its new rowid: every other row's digest is as it was.
         hash.update(JSON.stringify(movedTo === undefined ? bound : [...bound, { movedTo }]));
         if (shown.full) continue;
@@ -235,6 +227,9 @@ export class EffectRecorder {
           row.before[w.key[0]!] = keyValues[0]!;
           row.after[w.key[0]!] = movedTo;
         }
+        // What a person must not take for what commits: the preview's rowid, its times, its randomness.
+        const madeAtRun = [...madeNames(w.key, madeKey), ...(madeAfter ? madeNames(w.columns, madeAfter) : [])];
+        if (madeAtRun.length > 0) row.madeAtRun = [...new Set(madeAtRun)];
         shown.add(row);
       }
     }

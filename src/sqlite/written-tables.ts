@@ -1,6 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { nullBindings } from '../guard/engine-check.ts';
 import { parseStatement } from '../guard/guard.ts';
+import { AGENT_OBJECTS } from './sqlite-schema.ts';
 import { trusted } from './sqlite-trusted.ts';
 
 /**
@@ -38,4 +39,27 @@ export function writtenTables(db: Database, sql: string): Set<string> | undefine
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The agent tables (no virtual ones) an effect recorder watches for `sql`: those it can write, by
+ * name, each with whether it is WITHOUT ROWID (`wr`) and whether its PRIMARY KEY has an index of
+ * its own (`pkIndex`: no rowid alias). pragma_table_list is read once: asked per table, it listed
+ * every table for each, and a preview beside 500 tables took 60-90 ms CPU for a one-row insert
+ * (session 37, R12).
+ */
+export function watchedTables(db: Database, sql: string): { name: string; wr: number; pkIndex: number }[] {
+  const written = writtenTables(db, sql);
+  const rows = trusted(db, "SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table'").all() as { name: string; wr: number }[];
+  const withoutRowid = new Map(rows.map((t) => [t.name, t.wr]));
+  const pkIndexes = trusted(db, "SELECT count(*) FROM pragma_index_list(?, 'main') AS x WHERE x.origin = 'pk'").pluck();
+  const names = trusted(
+    db,
+    `SELECT name FROM main.sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND ${AGENT_OBJECTS} ORDER BY name`,
+  )
+    .pluck()
+    .all() as string[];
+  return names
+    .filter((name) => written === undefined || written.has(name))
+    .map((name) => ({ name, wr: withoutRowid.get(name) ?? 0, pkIndex: pkIndexes.get(name) as number }));
 }

@@ -50,7 +50,9 @@ describe('the effect of a write', () => {
     const bytes = fs.readFileSync(t.path);
     const inserted = preview(db, t, 'INSERT INTO leads (email, company) VALUES (?, ?)', ['c@x', 'C']);
     expect(inserted.tables).toEqual([{ table: 'leads', inserted: 1, updated: 0, deleted: 0 }]);
-    expect(inserted.rows).toEqual([{ table: 'leads', op: 'insert', key: { rowid: 3 }, before: null, after: { id: 3, email: 'c@x', company: 'C' } }]);
+    expect(inserted.rows).toEqual([
+      { table: 'leads', op: 'insert', key: { rowid: 3 }, before: null, after: { id: 3, email: 'c@x', company: 'C' }, madeAtRun: ['rowid', 'id'] },
+    ]);
     const updated = preview(db, t, 'UPDATE leads SET company = ? WHERE id = 1', ['Acme']);
     expect(updated.tables).toEqual([{ table: 'leads', inserted: 0, updated: 1, deleted: 0 }]);
     expect(updated.rows[0]).toMatchObject({ op: 'update', before: { company: 'A' }, after: { company: 'Acme' } });

@@ -23,7 +23,7 @@ describe('an approved write in a database with a wide table', () => {
   it('previews and runs a write to another table', () => {
     const sql = "INSERT INTO t VALUES ('x')";
     const fx = previewEffect(t.db, sql, [], LIMITS, FX);
-    expect(fx.rows).toEqual([{ table: 't', op: 'insert', key: { rowid: 1 }, before: null, after: { a: 'x' } }]);
+    expect(fx.rows).toEqual([{ table: 't', op: 'insert', key: { rowid: 1 }, before: null, after: { a: 'x' }, madeAtRun: ['rowid'] }]);
     expect(approvedRun(sql, fx.digest)).toMatchObject({ changes: 1 });
   });
 

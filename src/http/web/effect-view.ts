@@ -40,7 +40,10 @@ function diffTables(e: Effect): Html[] {
   const byTable = new Map<string, EffectRow[]>();
   for (const row of e.rows) byTable.set(row.table, [...(byTable.get(row.table) ?? []), row]);
   return [...byTable].map(([table, rows]) => {
-    const columns = [...new Set(rows.flatMap((r) => Object.keys(r.after ?? r.before ?? {})))];
+    // A key no column holds (a rowid table's rowid) shows where the run assigns it, marked, so the
+    // card says what the CLI says: the row gets a rowid, not necessarily the one previewed.
+    const assigned = (r: EffectRow) => (r.madeAtRun ?? []).filter((c) => c in r.key);
+    const columns = [...new Set(rows.flatMap((r) => [...assigned(r), ...Object.keys(r.after ?? r.before ?? {})]))];
     return html`<div class="scroll"><table class="grid diff" data-table="${table}" aria-label="rows of ${table}">
 <thead><tr><th></th>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
 <tbody>${rows.map((r) => diffRow(r, columns))}</tbody></table></div>`;
@@ -53,13 +56,17 @@ function diffRow(r: EffectRow, columns: string[]): Html {
   // A column only some rows carry is a key no column holds (a rowid table's rowid, shown where an
   // update moved it): another row of the table has it in its key, unchanged, where NULL was shown.
   const cell = (side: Record<string, EffectValue> | null, c: string) => (side && c in side ? side[c] : r.key[c]);
+  // A value made as the row is written (the rowid SQLite assigns, a time, randomness) is the
+  // preview's: marked, so nobody takes the id shown for the one the row will have.
+  const made = (c: string) =>
+    r.madeAtRun?.includes(c) ? html` <small class="made muted" title="made when it runs: the run may write another">(when it runs)</small>` : '';
   const cells = columns.map((c) => {
-    if (r.op === 'insert') return html`<td class="added">${value(cell(r.after, c))}</td>`;
+    if (r.op === 'insert') return html`<td class="added">${value(cell(r.after, c))}${made(c)}</td>`;
     if (r.op === 'delete') return html`<td class="removed">${value(cell(r.before, c))}</td>`;
     const before = cell(r.before, c) ?? null;
     const after = cell(r.after, c) ?? null;
     if (JSON.stringify(before) === JSON.stringify(after)) return html`<td>${value(after)}</td>`;
-    return html`<td class="changed"><del>${value(before)}</del> → <ins>${value(after)}</ins></td>`;
+    return html`<td class="changed"><del>${value(before)}</del> → <ins>${value(after)}</ins>${made(c)}</td>`;
   });
   return html`<tr class="${r.op}" data-op="${r.op}" data-key="${JSON.stringify(r.key)}"><th title="${r.op}">${SIGN[r.op]}</th>${cells}</tr>`;
 }

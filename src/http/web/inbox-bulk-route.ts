@@ -63,7 +63,7 @@ export function bulkDecisionRoute(app: FastifyInstance, approvals: ApprovalServi
     // Past the cap nothing is decided, not even the ids left after the too-long ones are set aside.
     if (ids.length > MAX_BULK_DECISIONS) return reply.redirect(inboxHref(back, { error: 'INVALID_ARGUMENTS' }), 303);
     const reason = request.body.reason || undefined;
-    const { workspace, name, role } = memberOf(request);
+    const { workspace, name, role, createdAt } = memberOf(request);
     const unseen = new Set<string>();
     if (decision === 'approve') {
       const records = await Promise.all(ids.map((id) => (id.length <= 200 ? approvals.get(id) : undefined)));
@@ -73,7 +73,7 @@ export function bulkDecisionRoute(app: FastifyInstance, approvals: ApprovalServi
     }
     const rest = ids.filter((id) => !unseen.has(id));
     const result = rest.length
-      ? await approvals.decideMany(rest, { decision, ...(reason ? { reason } : {}), by: { workspace, name, role }, via: 'key' })
+      ? await approvals.decideMany(rest, { decision, ...(reason ? { reason } : {}), by: { workspace, name, role, createdAt }, via: 'key' })
       : { ok: true as const, results: [] };
     if (!result.ok) return reply.redirect(inboxHref(back, { error: result.code }), 303);
     const failed = result.results.flatMap((r) => (r.ok ? [] : [r.code]));

@@ -197,14 +197,14 @@ ${decidedTable(decided.approvals)}</div>`,
     const body = request.body;
     const decision = body.decision;
     const reason = body.reason || undefined;
-    const { workspace, name, role } = memberOf(request);
+    const { workspace, name, role, createdAt } = memberOf(request);
     if (decision === 'approve' && body.whole !== '1') {
       // Approving from a card whose SQL or params were cut would approve unseen text (a page
       // open from before, a hand-made form): the person is sent to read it whole first.
       const approval = await deps.approvals.get(id);
       if (approval && approval.workspace === workspace && cutOnCard(approval)) return reply.redirect(`${approvalHref(approval)}?whole=needed`, 303);
     }
-    const result = await deps.approvals.decide(id, { decision, ...(reason ? { reason } : {}), by: { workspace, name, role }, via: 'key' });
+    const result = await deps.approvals.decide(id, { decision, ...(reason ? { reason } : {}), by: { workspace, name, role, createdAt }, via: 'key' });
     if (!result.ok) return reply.redirect(`/inbox?error=${result.code}`, 303);
     return reply.redirect(`/inbox?decided=${result.approval.state}`, 303);
   });
