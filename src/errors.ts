@@ -146,7 +146,7 @@ export const ERRORS = {
   },
   STORAGE_FULL: {
     message: "The server's disk is full; nothing was written.",
-    hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a write refused so ran nothing, and runs when sent again under the same call id). A read as of, or a restore to, a moment later than the last commit history holds waits for that room too (the detail names that commit: a moment up to it is whole now). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk of AGENTDB_DATA_DIR (or of its history folder, when that is a disk of its own).",
+    hint: "Reads still work, and writes work again by themselves once the disk has room: try again later (a write refused so ran nothing, and runs when sent again under the same call id). A read as of, or a restore to, a moment later than the last commit history holds waits for that room too (the detail names that commit: a moment up to it is whole now). This is not the plan's size limit: dropping data does not help. Operators: free space on the disk the message names (AGENTDB_DATA_DIR's, or its history folder's when that is a disk of its own).",
     retryable: true,
     status: 507,
   },

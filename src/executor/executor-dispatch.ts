@@ -25,6 +25,7 @@ import { snapshotNow } from '../history/snapshot-now.ts';
 import { previewEffect } from '../sqlite/sqlite-effect-preview.ts';
 import { EffectChanged } from '../sqlite/sqlite-effect.ts';
 import { readAsOf } from './as-of-read.ts';
+import { withFullDisk } from '../history/full-disk-where.ts';
 
 /**
  * Runs one request in the executor child and says how it ended. Never throws: every failure,
@@ -187,6 +188,11 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       // and, its retries spent, is answered that it may have committed (`failedCallEnvelope`).
       if (found === 'unknown') return { ok: false, error: { code: 'UNAVAILABLE', detail: undecidedOnFullDisk(req.op) }, unsettled: true };
       if (found?.committed) return { ok: true, result: req.op === 'write' ? replayedFit(replayedWrite(found.result), budget) : found.result, replayed: true };
+    }
+    // Which disk is full (history's own mount or the databases'), and what to do: the registry's
+    // message names neither (F17's leftover: a restore refused on history's full mount).
+    if (error.code === 'STORAGE_FULL' && 'db' in req) {
+      error.detail = withFullDisk(error.detail, opts.dataDir, req.db, req.op === 'restoreInto' ? [req.db.id, req.source] : undefined);
     }
     return { ok: false, error, ...(err instanceof EffectChanged ? { effect: err.effect } : {}) };
   }

@@ -15,5 +15,5 @@ export const HISTORY_HINTS: Partial<Record<ErrorCode, string>> = {
   NOT_PERMITTED:
     "A database's history, its activity and restores are for admins of its workspace (and the operator, at the CLI): ask an admin to look or restore for you, or an operator to give you an admin's key (`agentdb members add --workspace W --name NAME --role admin`).",
   STORAGE_FULL:
-    "A disk is full: free space on AGENTDB_DATA_DIR's disk (and, with BLOB_STORE=folder, BLOB_DIR's) and run it again. Nothing was lost: a backup uploads next time what it could not now.",
+    "A disk is full: free space on the one the message names (AGENTDB_DATA_DIR's, or its history folder's when that is a disk of its own; with BLOB_STORE=folder, BLOB_DIR's) and run it again. Nothing was lost: a backup uploads next time what it could not now.",
 };

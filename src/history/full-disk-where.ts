@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { historyDir } from './history-files.ts';
+
+/** Free bytes below which a disk counts as the full one (as `diskIsFull`'s margin). */
+const FULL_MARGIN = 1024 * 1024;
+
+interface DiskState {
+  dir: string;
+  dev: number;
+  free: number;
+}
+
+/**
+ * Which disk a STORAGE_FULL refusal of a database is about, and what to do: history's folder
+ * (AGENTDB_DATA_DIR/history, a disk of its own on some hosts) or the databases' folder. The
+ * registry's "The server's disk is full" named neither: an operator whose history mount was full
+ * freed room beside the databases, and the refusal stayed (session 37, F17's leftover). Asked
+ * once the step failed: the disk below the margin is the full one; when neither is (room came
+ * back meanwhile, or a quota), the one with less free. `historyOf`: the databases whose history
+ * the step wrote (its own, and a fork's source). Undefined when a folder cannot be read.
+ */
+export function fullDiskWhere(dataDir: string, db: { id: string; path: string }, historyOf: readonly string[] = [db.id]): string | undefined {
+  // A restore into a new database writes the fork's history and closes the source's (its copy):
+  // of their folders, the one with less room.
+  const histories = historyOf.map((id) => stateOf(historyDir(dataDir, id)));
+  if (histories.some((s) => !s)) return undefined;
+  const history = (histories as DiskState[]).reduce((a, b) => (b.free < a.free ? b : a));
+  const databases = stateOf(path.dirname(db.path));
+  if (!history || !databases) return undefined;
+  if (history.dev === databases.dev) {
+    return `the disk that holds both the databases and their history (${databases.dir}) is full: free space on it, then try again`;
+  }
+  const historyFull = history.free < FULL_MARGIN;
+  const databasesFull = databases.free < FULL_MARGIN;
+  if (historyFull && databasesFull) {
+    return `both the databases' disk (${databases.dir}) and history's disk (${history.dir}) are full: free space on both, then try again`;
+  }
+  const isHistory = historyFull || (!databasesFull && history.free < databases.free);
+  return isHistory
+    ? `history's disk (${history.dir}) is full, not the databases' (${databases.dir}): free space on history's disk, then try again`
+    : `the databases' disk (${databases.dir}) is full, not history's (${history.dir}): free space on the databases' disk, then try again`;
+}
+
+/**
+ * `detail` followed by {@link fullDiskWhere}'s words, in parentheses, when they can be told and
+ * `detail` does not already carry them (an answer decorated in the child, passed on by a caller).
+ */
+export function withFullDisk(detail: string, dataDir: string, db: { id: string; path: string }, historyOf?: readonly string[]): string {
+  if (/\) (is|are) full: free space on/.test(detail)) return detail;
+  const where = fullDiskWhere(dataDir, db, historyOf);
+  return where ? `${detail.replace(/[.\s]+$/, '')} (${where})` : detail;
+}
+
+/** The folder itself or its nearest existing parent, with its device and free bytes. */
+function stateOf(dir: string): DiskState | undefined {
+  let at = path.resolve(dir);
+  for (;;) {
+    try {
+      const dev = fs.statSync(at).dev;
+      const st = fs.statfsSync(at);
+      return { dir: at, dev, free: st.bavail * st.bsize };
+    } catch {
+      const up = path.dirname(at);
+      if (up === at) return undefined;
+      at = up;
+    }
+  }
+}
