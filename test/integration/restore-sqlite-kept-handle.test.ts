@@ -97,14 +97,23 @@ describe.runIf(!refused)('the SQLite way of a restore in place, its handle kept 
       fill = undefined;
       write('INSERT INTO t VALUES (?, ?)', 5001, 'room');
       expect(historyView(dataDir, db.id, 30).lost).toEqual([]);
+      const after = Date.now();
+      pastMs(after);
       handles.closeAll();
       expect(handles.heldOpen).toBe(0);
       expect(handles.size).toBe(0);
       expect(keysOnDisk()).toBe(302);
-      // The undo is whole: the state before the restore.
+      // The undo is whole: the state before the restore; the moment after the write while full has it.
       expect(restoreInPlace(handles, history, dataDir, { op: 'restore', db, undo: answer.undoId, by })).not.toHaveProperty('note');
       handles.closeAll();
       expect(keysOnDisk()).toBe(900);
+      // And the moment after the kept handle closed: its undo's generation marked no stretch lost
+      // (main: HISTORY_LOST, its rebuilt file not renamed onto history's own disk, see
+      // restore-sqlite-history-mount.test.ts).
+      expect(historyView(dataDir, db.id, 30).lost).toEqual([]);
+      expect(restoreInPlace(handles, history, dataDir, { op: 'restore', db, at: after, by })).not.toHaveProperty('note');
+      handles.closeAll();
+      expect(keysOnDisk()).toBe(302);
     } finally {
       holder.kill('SIGKILL');
       if (fill) {
