@@ -11,7 +11,9 @@ import type { Principal } from './principal.ts';
  * an agent's narrowed settings, a removed workspace, an ended OAuth grant or access token, an
  * access token replaced by a refresh) is published on `keys.registryChanges` in
  * the same transaction as the change, and any message drops the whole cache, but one that names
- * the entries it ends ({@link forgetMessage}: an OAuth access token that ended). The cache is used
+ * the entries it ends: by their keys' prefix ({@link forgetMessage}: an OAuth access token that
+ * ended) or by their workspace ({@link workspaceChanged}: a key, member, agent or the workspace
+ * itself changed, which can change no other workspace's principals). The cache is used
  * only while its subscription is live: when the connection drops, messages may be lost, so the
  * cache empties and stays unused until it has subscribed again. A revoked key therefore stops
  * working as soon as Redis delivers the message (well under a millisecond on a live connection),
@@ -29,8 +31,16 @@ export class PrincipalCache {
   private readonly entries = new Map<string, { principal: Principal; until: number; lapses?: number }>();
   /** What each key was last found to be, and when: see {@link lastKnown}. Forgotten on a change heard, not on a lost connection. */
   private readonly known = new Map<string, { principal: Principal; seen: number; lapses?: number }>();
-  /** Bumped by every drop, so a lookup begun before a change cannot refill the cache after it. */
+  /** Bumped by every change heard, so a lookup begun before a change cannot refill the cache after it. */
   private epoch = 0;
+  /** The epoch of the last whole drop: no lookup marked before it is put. */
+  private floor = 0;
+  /**
+   * The epoch of each recent partial change, by what it ended (`key <prefix>`, `workspace <name>`):
+   * a lookup marked before it whose entry it would have ended is not put. Others are, so one
+   * tenant changing its own members in a loop keeps no other tenant's lookups from being cached.
+   */
+  private readonly ended = new Map<string, number>();
   private live = false;
   private closed = false;
   private started?: Promise<void>;
@@ -63,7 +73,9 @@ export class PrincipalCache {
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return;
       const only = message.startsWith(FORGET) ? message.slice(FORGET.length) : '';
+      const workspace = message.startsWith(WORKSPACE) ? message.slice(WORKSPACE.length) : '';
       if (only) this.forget(only);
+      else if (workspace) this.forgetWorkspace(workspace);
       else this.drop(true);
     });
     // Anything may have changed while the connection was down: forget, and wait for the
@@ -115,7 +127,7 @@ export class PrincipalCache {
    * owner passes to {@link get}.
    */
   put(keyHash: string, principal: Principal, mark: number, lapses?: number): void {
-    if (!this.live || mark !== this.epoch) return;
+    if (!this.live || mark < this.floor || this.endedSince(mark, keyHash, principal.workspace)) return;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     if (this.known.size >= this.maxEntries) this.known.clear();
     const frozen = frozenCopy(principal);
@@ -159,14 +171,38 @@ export class PrincipalCache {
     this.subscriber.disconnect();
   }
 
+  /** Whether a partial change heard after `mark` ended the entry of `keyHash` in `workspace`. */
+  private endedSince(mark: number, keyHash: string, workspace: string): boolean {
+    for (const [what, at] of this.ended) {
+      if (at <= mark) continue;
+      if (what === `workspace ${workspace}` || (what.startsWith('key ') && keyHash.startsWith(what.slice(4)))) return true;
+    }
+    return false;
+  }
+
   /**
    * Forgets the entries whose key begins with `prefix` (an OAuth access token that ended: {@link
-   * forgetMessage}), and what lookups in flight would put (the epoch: the whole cache's, as a
-   * lookup's key is not known to its mark).
+   * forgetMessage}), and what lookups in flight would put for them.
    */
   private forget(prefix: string): void {
+    this.forgetWhere(`key ${prefix}`, (key) => key.startsWith(prefix));
+  }
+
+  /** Forgets the entries of `workspace`'s principals ({@link workspaceChanged}), and what lookups in flight would put for them. */
+  private forgetWorkspace(workspace: string): void {
+    this.forgetWhere(`workspace ${workspace}`, (_, principal) => principal.workspace === workspace);
+  }
+
+  private forgetWhere(what: string, ends: (key: string, principal: Principal) => boolean): void {
     this.epoch++;
-    for (const map of [this.entries, this.known]) for (const key of map.keys()) if (key.startsWith(prefix)) map.delete(key);
+    // Bounded: past it, every lookup in flight is refused once, as a whole drop would.
+    if (this.ended.size >= MAX_ENDED) {
+      this.ended.clear();
+      this.floor = this.epoch;
+    }
+    this.ended.delete(what);
+    this.ended.set(what, this.epoch);
+    for (const map of [this.entries, this.known]) for (const [key, hit] of map) if (ends(key, hit.principal)) map.delete(key);
     const waiting = this.waiting;
     this.waiting = [];
     for (const resolve of waiting) resolve();
@@ -175,6 +211,8 @@ export class PrincipalCache {
   /** Forgets every cached entry; `changed`: a change was (or may have been) missed, so {@link lastKnown}'s too. */
   private drop(changed = true): void {
     this.epoch++;
+    this.floor = this.epoch;
+    this.ended.clear();
     this.entries.clear();
     if (changed) this.known.clear();
     const waiting = this.waiting;
@@ -208,6 +246,24 @@ const FORGET = 'forget ';
 export function forgetMessage(prefix: string): string {
   return `${FORGET}${prefix}`;
 }
+
+/** How a registry change that ends only one workspace's entries begins; the rest of the message is its name. */
+const WORKSPACE = 'workspace ';
+
+/**
+ * The registry change that ends only the entries of `workspace`'s principals (a key revoked, a
+ * member added, revoked or given another role, an agent set or removed, the workspace set or
+ * removed): each ends or narrows principals of that workspace only. Every one of these dropped
+ * the whole cache in every process, so one workspace's admin changing its own members in a loop
+ * made every tenant's keys be looked up in Redis again (hostile review T19, session 37). An older
+ * server drops everything on it, as on any message it does not know.
+ */
+export function workspaceChanged(workspace: string): string {
+  return `${WORKSPACE}${workspace}`;
+}
+
+/** The most partial changes remembered for lookups in flight (see `PrincipalCache.ended`). */
+const MAX_ENDED = 1_000;
 
 /**
  * How long {@link PrincipalCache.lastKnown} vouches for a key after it was last found active: an
