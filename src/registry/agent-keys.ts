@@ -5,7 +5,7 @@ import type { AgentSettings } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { AgentRegistry, RegisteredAgent } from './agents.ts';
-import { workspaceChanged } from './principal-cache.ts';
+import { workspaceChanged } from './registry-changes.ts';
 import { hashKey, isKeyShaped, mintKey } from './secret-key.ts';
 
 /**

@@ -4,7 +4,7 @@ import { agentName, workspaceName } from '../contracts/names.ts';
 import { PLANS } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
-import { workspaceChanged } from './principal-cache.ts';
+import { workspaceChanged } from './registry-changes.ts';
 
 /** A registered agent: its slug, workspace and profile. */
 export interface RegisteredAgent extends AgentProfile {

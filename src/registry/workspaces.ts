@@ -3,7 +3,7 @@ import { workspaceName } from '../contracts/names.ts';
 import { PLANS, UNREGISTERED_PLAN, type Plan } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
-import { workspaceChanged } from './principal-cache.ts';
+import { workspaceChanged } from './registry-changes.ts';
 
 /** A registered workspace and the plan its limits follow. */
 export interface Workspace {

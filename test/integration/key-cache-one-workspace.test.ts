@@ -8,7 +8,8 @@ import { AgentKeyRing } from '../../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../../src/registry/agents.ts';
 import { MemberRegistry } from '../../src/registry/members.ts';
 import { KeyAuthenticator, type Principal } from '../../src/registry/principal.ts';
-import { forgetMessage, PrincipalCache } from '../../src/registry/principal-cache.ts';
+import { PrincipalCache } from '../../src/registry/principal-cache.ts';
+import { forgetMessage, workspaceChanged } from '../../src/registry/registry-changes.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OAUTH_RESOURCE, OAUTH_VERIFIER } from '../helpers/oauth-sign-in.ts';
@@ -180,4 +181,27 @@ it('a grant ended before its code was exchanged announces nothing: no cache drop
   await heard(() => redis.publish(channel, forgetMessage('nothing ')));
   // main: the grant's end dropped every cached key.
   expect(await who(otherKey)).toEqual({ principal, commands: 0 });
+});
+
+it("a workspace's change still ends its entries after a full cache was emptied to make room", async () => {
+  const small = new PrincipalCache(new Redis(REDIS_URL), channel, 60_000, 2);
+  await small.start();
+  try {
+    const member = (workspace: string, name: string): Principal => ({ kind: 'member', workspace, member: { name, role: 'member' } }) as Principal;
+    // The third entry empties both maps (at 2), the fourth is put beside it.
+    for (const [key, ws] of [
+      ['a', 'acme'],
+      ['b', 'other'],
+      ['c', 'acme'],
+      ['d', 'acme'],
+    ] as const)
+      small.put(key, member(ws, key), small.mark());
+    expect([small.get('c'), small.get('d')]).toMatchObject([{ workspace: 'acme' }, { workspace: 'acme' }]);
+    const heardIt = small.changed();
+    await redis.publish(channel, workspaceChanged('acme'));
+    await heardIt;
+    expect([small.get('a'), small.get('c'), small.get('d')]).toEqual([undefined, undefined, undefined]);
+  } finally {
+    small.close();
+  }
 });
