@@ -1,4 +1,4 @@
-import { forgetMessage } from '../registry/principal-cache.ts';
+import { forgetMessage } from '../registry/registry-changes.ts';
 
 /**
  * Who an access token (by its hash) acts for at `resource`, as the principal cache keeps it: by

@@ -57,6 +57,7 @@ export interface LuaCommands {
     addHash: string,
     owner: string,
     channel: string,
+    change: string,
   ): Promise<number>;
   agentdbOffloadReserve(
     ledger: string,

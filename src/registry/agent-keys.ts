@@ -5,6 +5,7 @@ import type { AgentSettings } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
 import type { AgentRegistry, RegisteredAgent } from './agents.ts';
+import { workspaceChanged } from './registry-changes.ts';
 import { hashKey, isKeyShaped, mintKey } from './secret-key.ts';
 
 /**
@@ -113,7 +114,7 @@ export class AgentKeyRing {
       .multi()
       .hdel(this.keys.agentKeyIndex, record.keyHash)
       .hset(this.keys.agentKeys(workspace), id, JSON.stringify(next))
-      .publish(this.keys.registryChanges, 'key revoked')
+      .publish(this.keys.registryChanges, workspaceChanged(workspace))
       .exec();
     return true;
   }

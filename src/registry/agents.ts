@@ -4,6 +4,7 @@ import { agentName, workspaceName } from '../contracts/names.ts';
 import { PLANS } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
+import { workspaceChanged } from './registry-changes.ts';
 
 /** A registered agent: its slug, workspace and profile. */
 export interface RegisteredAgent extends AgentProfile {
@@ -52,7 +53,11 @@ export class AgentRegistry {
     const current = await this.get(workspace, slug);
     const record: AgentRecord = { ...profile.data, createdAt: current?.createdAt ?? now, updatedAt: now };
     // Announced: narrower settings apply at once to keys whose principal a server has cached.
-    await this.redis.multi().hset(this.keys.agents(workspace), slug, JSON.stringify(record)).publish(this.keys.registryChanges, 'agent set').exec();
+    await this.redis
+      .multi()
+      .hset(this.keys.agents(workspace), slug, JSON.stringify(record))
+      .publish(this.keys.registryChanges, workspaceChanged(workspace))
+      .exec();
     return { workspace, slug, ...record };
   }
 
@@ -83,7 +88,7 @@ export class AgentRegistry {
         .multi()
         .hget(this.keys.agents(workspace), slug)
         .hdel(this.keys.agents(workspace), slug)
-        .publish(this.keys.registryChanges, 'agent removed')
+        .publish(this.keys.registryChanges, workspaceChanged(workspace))
         .exec()) ?? [];
     // Answered once the clock is past the removed registration's creation: an agent registered
     // and removed within a millisecond, then registered again, got the same `createdAt`, and with

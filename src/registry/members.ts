@@ -4,6 +4,7 @@ import { AgentDbError } from '../errors.ts';
 import { whileRedisAnswers } from '../redis/connection.ts';
 import type { Keys } from '../redis/keys.ts';
 import { withScripts, type ScriptedRedis } from '../redis/lua-scripts.ts';
+import { workspaceChanged } from './registry-changes.ts';
 import { hashKey, isKeyShaped, mintKey } from './secret-key.ts';
 
 /** What a member may decide: any approval of the workspace; an admin also shared drops. */
@@ -172,6 +173,7 @@ export class MemberRegistry {
       addHash,
       addHash ? `${workspace}/${name}` : '',
       this.keys.registryChanges,
+      workspaceChanged(workspace),
     );
     return done === 1;
   }

@@ -3,6 +3,7 @@ import { workspaceName } from '../contracts/names.ts';
 import { PLANS, UNREGISTERED_PLAN, type Plan } from '../contracts/settings.ts';
 import { AgentDbError } from '../errors.ts';
 import type { Keys } from '../redis/keys.ts';
+import { workspaceChanged } from './registry-changes.ts';
 
 /** A registered workspace and the plan its limits follow. */
 export interface Workspace {
@@ -44,7 +45,7 @@ export class WorkspaceRegistry {
     if (!PLANS.includes(plan)) throw new AgentDbError('INVALID_ARGUMENTS', `plan must be one of ${PLANS.join(', ')}, not ${String(plan)}.`);
     const current = await this.get(name);
     const record: WorkspaceRecord = { plan, createdAt: current?.createdAt ?? Date.now() };
-    await this.redis.multi().hset(this.keys.workspaces, name, JSON.stringify(record)).publish(this.keys.registryChanges, 'workspace set').exec();
+    await this.redis.multi().hset(this.keys.workspaces, name, JSON.stringify(record)).publish(this.keys.registryChanges, workspaceChanged(name)).exec();
     this.planCache.delete(name);
     return { name, ...record };
   }
@@ -69,7 +70,8 @@ export class WorkspaceRegistry {
   async remove(name: string): Promise<boolean> {
     this.planCache.delete(name);
     // Announced: a removed workspace's keys stop working at once, in caches too.
-    const [[, removed] = []] = (await this.redis.multi().hdel(this.keys.workspaces, name).publish(this.keys.registryChanges, 'workspace removed').exec()) ?? [];
+    const [[, removed] = []] =
+      (await this.redis.multi().hdel(this.keys.workspaces, name).publish(this.keys.registryChanges, workspaceChanged(name)).exec()) ?? [];
     return removed === 1;
   }
 
