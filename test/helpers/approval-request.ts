@@ -2,13 +2,22 @@ import type { ApprovalRequest } from '../../src/approvals/approval.ts';
 
 /**
  * An approval request as a parked write of `workspace/agent` makes it (an INSERT on the agent's
- * own database), for tests that fill the approval store directly: `id` is its call id too.
+ * own database), for tests that fill the approval store directly: `callId` is `id` unless given.
  */
-export function approvalRequest(r: { id: string; workspace: string; agent: string; createdAt: number; expiresAt: number; tool?: string }): ApprovalRequest {
+export function approvalRequest(r: {
+  id: string;
+  callId?: string;
+  workspace: string;
+  agent: string;
+  createdAt: number;
+  expiresAt: number;
+  tool?: string;
+}): ApprovalRequest {
+  const callId = r.callId ?? r.id;
   return {
     id: r.id,
-    callId: r.id,
-    callKey: `${r.workspace}\n${r.agent}\n${r.id}`,
+    callId,
+    callKey: `${r.workspace}\n${r.agent}\n${callId}`,
     digest: 'd',
     shard: 0,
     workspace: r.workspace,

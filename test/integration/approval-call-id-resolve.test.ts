@@ -1,11 +1,8 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ApprovalRequest } from '../../src/approvals/approval.ts';
-import { ApprovalService } from '../../src/approvals/approval-service.ts';
-import { ApprovalStore } from '../../src/approvals/approval-store.ts';
-import { keysFor } from '../../src/redis/keys.ts';
-import { MemberRegistry } from '../../src/registry/members.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { expect, it } from 'vitest';
+import type { ApprovalService } from '../../src/approvals/approval-service.ts';
+import type { ApprovalStore } from '../../src/approvals/approval-store.ts';
+import { approvalRequest } from '../helpers/approval-request.ts';
+import { withApprovalStoreService } from '../helpers/approval-store-service.ts';
 
 // Session 37, R11: `agentdb approvals approve <call id>` resolved the call id by the pending
 // approvals only, when one was pending. Call ids are the agents' own and repeat across agents: a
@@ -14,43 +11,15 @@ import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 // read. A call id naming approvals of more than one call, in any state, is now refused as naming
 // several; one call's own approvals (asked again when its data changed) still resolve.
 
-let sb: Sandbox;
-let redis: Redis;
 let store: ApprovalStore;
 let service: ApprovalService;
 const T0 = Date.now();
 
-function request(id: string, agent: string, callId: string, createdAt: number): ApprovalRequest {
-  return {
-    id,
-    callId,
-    callKey: `acme\n${agent}\n${callId}`,
-    digest: 'd',
-    shard: 0,
-    workspace: 'acme',
-    agent,
-    tool: 'DATA_WRITE_SQL',
-    tier: 'write',
-    database: `acme/${agent}`,
-    shared: false,
-    sql: `INSERT INTO t VALUES ('${agent}')`,
-    requester: agent,
-    createdAt,
-    expiresAt: T0 + 3_600_000,
-  };
-}
+const request = (id: string, agent: string, callId: string, createdAt: number) =>
+  approvalRequest({ id, callId, workspace: 'acme', agent, createdAt, expiresAt: T0 + 3_600_000 });
 
-beforeAll(async () => {
-  sb = sandbox();
-  redis = new Redis(REDIS_URL);
-  const keys = keysFor(sb.config.prefix);
-  store = new ApprovalStore(redis, keys);
-  service = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members: new MemberRegistry(redis, keys) });
-});
-afterAll(async () => {
-  await service.close();
-  redis.disconnect();
-  await sb.cleanup();
+withApprovalStoreService((box) => {
+  ({ store, service } = box);
 });
 
 it("refuses a call id that another agent's decided call also has, rather than pick the pending one", async () => {

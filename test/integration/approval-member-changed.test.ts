@@ -1,11 +1,9 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ApprovalRequest } from '../../src/approvals/approval.ts';
-import { ApprovalService } from '../../src/approvals/approval-service.ts';
-import { ApprovalStore } from '../../src/approvals/approval-store.ts';
-import { keysFor } from '../../src/redis/keys.ts';
-import { MemberRegistry } from '../../src/registry/members.ts';
-import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
+import { expect, it } from 'vitest';
+import type { ApprovalService } from '../../src/approvals/approval-service.ts';
+import type { ApprovalStore } from '../../src/approvals/approval-store.ts';
+import type { MemberRegistry } from '../../src/registry/members.ts';
+import { approvalRequest } from '../helpers/approval-request.ts';
+import { withApprovalStoreService } from '../helpers/approval-store-service.ts';
 
 // Session 37, R12: a decision is judged by the member as the registry has them when it is made,
 // not as their request found them. HTTP, the web page and a batch of 50 authenticate once, then
@@ -13,45 +11,16 @@ import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 // a shared drop included. The state such a race leaves is built here directly: the request's
 // member (`by`, as authenticated), then the registry changed, then the decision.
 
-let sb: Sandbox;
-let redis: Redis;
 let store: ApprovalStore;
 let members: MemberRegistry;
 let service: ApprovalService;
 const T0 = Date.now();
 
-function request(id: string, agent: string, callId: string, createdAt: number): ApprovalRequest {
-  return {
-    id,
-    callId,
-    callKey: `acme\n${agent}\n${callId}`,
-    digest: 'd',
-    shard: 0,
-    workspace: 'acme',
-    agent,
-    tool: 'DATA_WRITE_SQL',
-    tier: 'write',
-    database: `acme/${agent}`,
-    shared: false,
-    sql: `INSERT INTO t VALUES ('${agent}')`,
-    requester: agent,
-    createdAt,
-    expiresAt: T0 + 3_600_000,
-  };
-}
+const request = (id: string, agent: string, callId: string, createdAt: number) =>
+  approvalRequest({ id, callId, workspace: 'acme', agent, createdAt, expiresAt: T0 + 3_600_000 });
 
-beforeAll(async () => {
-  sb = sandbox();
-  redis = new Redis(REDIS_URL);
-  const keys = keysFor(sb.config.prefix);
-  store = new ApprovalStore(redis, keys);
-  members = new MemberRegistry(redis, keys);
-  service = new ApprovalService({ redis, prefix: sb.config.prefix, shardCount: sb.config.shardCount, members });
-});
-afterAll(async () => {
-  await service.close();
-  redis.disconnect();
-  await sb.cleanup();
+withApprovalStoreService((box) => {
+  ({ store, members, service } = box);
 });
 
 it('refuses the decision of a member revoked after their request was authenticated, in a batch too', async () => {
