@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { databasePath } from '../../src/contracts/database-id.ts';
+import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/executor/executor-protocol.ts';
-import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
+import { PLAN_LIMITS, type PlanLimits } from '../../src/policy/plan-limits.ts';
 import { builtExecutorChild } from './built-child.ts';
 
 /**
@@ -79,6 +79,34 @@ export function withHistoryPool(
   afterAll(async () => {
     await pool?.stop();
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+}
+
+/** What {@link withHistoryPoolTarget} makes: the pool, its folder, the one database and a write to it. */
+export interface HistoryPoolTarget {
+  dataDir: string;
+  pool: ExecutorPool;
+  db: DbTarget;
+  /** Writes `sql` on `db` with a fresh call key; an error outcome throws. */
+  write(sql: string): Promise<unknown>;
+}
+
+/**
+ * {@link withHistoryPool} with one database, `target.id` (`workspace/agent`) on the shard it has
+ * among `target.shards` and `target.limits`, as the ops' tests that call a handler directly use it.
+ */
+export function withHistoryPoolTarget(
+  prefix: string,
+  opts: { handleCacheSize: number; checkpointBytes: number },
+  target: { id: string; shards: number; limits: PlanLimits },
+  set: (t: HistoryPoolTarget) => void,
+): void {
+  withHistoryPool(prefix, opts, (dataDir, pool) => {
+    const [ws, agent] = target.id.split('/');
+    const shard = shardOf(target.id, target.shards);
+    const db: DbTarget = { id: target.id, path: databasePath(dataDir, ws!, agent, shard), shard, limits: target.limits };
+    const write = (sql: string) => mustRun(pool, { op: 'write', db, sql, params: [], callKey: `k-${Math.random()}` } as ExecRequest);
+    set({ dataDir, pool, db, write });
   });
 }
 

@@ -9,7 +9,7 @@ import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { backupOp } from '../../src/shards/ops/backup-op.ts';
 import { blobRestoreOp } from '../../src/shards/ops/blob-restore-op.ts';
 import type { ShardOpContext } from '../../src/shards/ops/shard-ops.ts';
-import { mustRun, withHistoryPool } from '../helpers/history-pool.ts';
+import { mustRun, withHistoryPoolTarget } from '../helpers/history-pool.ts';
 
 // Session 31, F8: `agentdb restore acme/a --from-blob --into acme/copy` whose job's lock was lost
 // after its first run had placed the fork (its worker SIGKILLed, Redis restarted), run again by
@@ -22,15 +22,14 @@ const by = { who: 'operator:test', via: 'operator' as const };
 let dataDir: string;
 let pool: ExecutorPool;
 let db: DbTarget;
+let write: (sql: string) => Promise<unknown>;
 
-withHistoryPool('agentdb-blob-rerun-', { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 }, (dir, p) => {
-  dataDir = dir;
-  pool = p;
-  const shard = shardOf(ID, SHARDS);
-  db = { id: ID, path: databasePath(dataDir, 'acme', 'a', shard), shard, limits: PLAN_LIMITS.pro };
-});
-
-const write = (sql: string) => mustRun(pool, { op: 'write', db, sql, params: [], callKey: `k-${Math.random()}` } as ExecRequest);
+withHistoryPoolTarget(
+  'agentdb-blob-rerun-',
+  { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 },
+  { id: ID, shards: SHARDS, limits: PLAN_LIMITS.pro },
+  (t) => ({ dataDir, pool, db, write } = t),
+);
 
 it('answers a run of the same restore --from-blob --into again with its restore, and another op DATABASE_EXISTS', async () => {
   await write('CREATE TABLE t (x INTEGER)');

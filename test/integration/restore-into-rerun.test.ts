@@ -8,7 +8,7 @@ import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { historyOpHandlers } from '../../src/shards/ops/history-ops.ts';
 import type { ShardOpContext } from '../../src/shards/ops/shard-ops.ts';
 import { pastMs } from '../helpers/history.ts';
-import { mustRun, withHistoryPool } from '../helpers/history-pool.ts';
+import { mustRun, withHistoryPoolTarget } from '../helpers/history-pool.ts';
 
 // Session 30, F6's fault ledger: `agentdb restore f4 --into f4/r7` ran to its end, then its job's
 // lock was lost (Redis restarted from its AOF under it: "Missing lock … moveToFinished"), BullMQ
@@ -21,15 +21,14 @@ const by = { who: 'operator:test', via: 'operator' as const };
 let dataDir: string;
 let pool: ExecutorPool;
 let db: DbTarget;
+let write: (sql: string) => Promise<unknown>;
 
-withHistoryPool('agentdb-into-rerun-', { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 }, (dir, p) => {
-  dataDir = dir;
-  pool = p;
-  const shard = shardOf(ID, SHARDS);
-  db = { id: ID, path: databasePath(dataDir, 'acme', 'a', shard), shard, limits: PLAN_LIMITS.pro };
-});
-
-const write = (sql: string) => mustRun(pool, { op: 'write', db, sql, params: [], callKey: `k-${Math.random()}` } as ExecRequest);
+withHistoryPoolTarget(
+  'agentdb-into-rerun-',
+  { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 },
+  { id: ID, shards: SHARDS, limits: PLAN_LIMITS.pro },
+  (t) => ({ dataDir, pool, db, write } = t),
+);
 
 it('answers a run of the same restore --into again with its restore, and another op DATABASE_EXISTS', async () => {
   await write('CREATE TABLE t (x INTEGER)');

@@ -1,7 +1,6 @@
 import Database from 'better-sqlite3';
 import { expect, it } from 'vitest';
 import type { Config } from '../../src/config.ts';
-import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecRequest } from '../../src/executor/executor-protocol.ts';
 import { workspaceDiskUse } from '../../src/history/workspace-disk.ts';
@@ -9,7 +8,7 @@ import { WorkspaceQuota } from '../../src/history/workspace-quota.ts';
 import { PLAN_LIMITS } from '../../src/policy/plan-limits.ts';
 import { historyOpHandlers } from '../../src/shards/ops/history-ops.ts';
 import type { ShardOpContext } from '../../src/shards/ops/shard-ops.ts';
-import { mustRun, withHistoryPool } from '../helpers/history-pool.ts';
+import { withHistoryPoolTarget } from '../helpers/history-pool.ts';
 
 // Session 29, L3: a restore was planned twice, once by the dry run the quota weighed and again by
 // the restore itself, and what the second plan added was never weighed. A restore in place adds
@@ -22,15 +21,14 @@ const by = { who: 'operator:test', via: 'operator' as const };
 let dataDir: string;
 let pool: ExecutorPool;
 let db: DbTarget;
+let write: (sql: string) => Promise<unknown>;
 
-withHistoryPool('agentdb-weighed-', { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 }, (dir, p) => {
-  dataDir = dir;
-  pool = p;
-  const shard = shardOf(ID, SHARDS);
-  db = { id: ID, path: databasePath(dataDir, 'acme', 'a', shard), shard, limits: PLAN_LIMITS.enterprise };
-});
-
-const write = (sql: string) => mustRun(pool, { op: 'write', db, sql, params: [], callKey: `k-${Math.random()}` } as ExecRequest);
+withHistoryPoolTarget(
+  'agentdb-weighed-',
+  { handleCacheSize: 8, checkpointBytes: 64 * 1024 * 1024 },
+  { id: ID, shards: SHARDS, limits: PLAN_LIMITS.enterprise },
+  (t) => ({ dataDir, pool, db, write } = t),
+);
 
 it('runs the plan its quota weighed, and refuses a restore that would now add more than was weighed', async () => {
   await write('CREATE TABLE t (b BLOB)');
