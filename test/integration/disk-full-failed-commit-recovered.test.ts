@@ -1,12 +1,11 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
 import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
+import { fillToIndexEdge, firstFailedWrite, smallPageDatabase } from '../helpers/wal-index-edge.ts';
 
 // Session 31, F8's fault ledger (runs 3 and 5): a write answered STORAGE_FULL on a full disk was
 // in its database later. SQLite wrote the transaction's every frame, its commit frame included,
@@ -19,9 +18,6 @@ import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 
 const { mnt, refused } = tmpfsFolder('agentdb-failed-commit-', '16m', 'disk-full-failed-commit-recovered.test.ts');
 
-/** Frames of 512-byte pages in the WAL. */
-const walFrames = (dbPath: string) => Math.max(0, ((fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 32) - 32) / (512 + 24));
-
 describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLed after', () => {
   let pool: ExecutorPool;
   let db: DbTarget;
@@ -32,12 +28,7 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
   beforeAll(async () => {
     pool = await oneChildPool(mnt, { checkpointBytes: 64 * 1024 * 1024 });
     db = historyTarget(mnt, 'fc/a');
-    fs.mkdirSync(path.dirname(db.path), { recursive: true });
-    const made = new Database(db.path);
-    made.pragma('page_size = 512');
-    made.pragma('journal_mode = WAL');
-    made.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-    made.close();
+    smallPageDatabase(db.path);
   });
 
   afterAll(async () => {
@@ -49,14 +40,11 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
     expect(
       (await write("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 15000) INSERT INTO t (v) SELECT printf('%0100d', i) FROM c")).ok,
     ).toBe(true);
-    while (walFrames(db.path) < 4056) expect((await write("INSERT INTO t (v) VALUES ('filling')")).ok).toBe(true);
+    await fillToIndexEdge(write, db.path);
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
     let failed: { v: string; out: ExecOutcome } | undefined;
     const child = await withRoom(filler, 7 * 4096, async () => {
-      for (let i = 0; i < 20 && !failed; i++) {
-        const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
-        if (!out.ok) failed = { v: `edge ${i}`, out };
-      }
+      failed = await firstFailedWrite(write, (i) => `edge ${i}`);
       expect(failed?.out, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
       // Its child dies before anything else is written (its worker SIGKILLed, a kill from outside).
       const killed = pool.pids[0]!;

@@ -1,12 +1,11 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutorPool } from '../../src/executor/executor-pool.ts';
-import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
+import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
+import { fillToIndexEdge, firstFailedWrite, smallPageDatabase } from '../helpers/wal-index-edge.ts';
 
 // Session 32, F9 (F8's leftover): a commit SQLite wrote whole on a full disk but could not enter
 // in the WAL index (its -shm cannot grow: SQLITE_IOERR_SHMSIZE) is cut from the WAL by the child
@@ -20,9 +19,6 @@ import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 const { mnt, refused } = tmpfsFolder('agentdb-killed-before-cut-', '16m', 'disk-full-killed-before-cut.test.ts');
 
 const CHILD = fileURLToPath(new URL('../helpers/kill-before-tail-cut-child.mjs', import.meta.url));
-
-/** Frames of 512-byte pages in the WAL. */
-const walFrames = (dbPath: string) => Math.max(0, ((fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 32) - 32) / (512 + 24));
 
 describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLed before the cut', () => {
   let pool: ExecutorPool;
@@ -45,12 +41,7 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
     });
     await pool.start();
     db = historyTarget(mnt, 'kc/a');
-    fs.mkdirSync(path.dirname(db.path), { recursive: true });
-    const made = new Database(db.path);
-    made.pragma('page_size = 512');
-    made.pragma('journal_mode = WAL');
-    made.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-    made.close();
+    smallPageDatabase(db.path);
   });
 
   afterAll(async () => {
@@ -62,16 +53,10 @@ describe.runIf(!refused)('a write that failed on a full disk, its child SIGKILLe
     expect(
       (await write("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 15000) INSERT INTO t (v) SELECT printf('%0100d', i) FROM c")).ok,
     ).toBe(true);
-    while (walFrames(db.path) < 4056) expect((await write("INSERT INTO t (v) VALUES ('filling')")).ok).toBe(true);
+    await fillToIndexEdge(write, db.path);
     const before = pool.pids[0]!;
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    let failed: { v: string; out: ExecOutcome } | undefined;
-    await withRoom(filler, 7 * 4096, async () => {
-      for (let i = 0; i < 20 && !failed; i++) {
-        const out = await write(`INSERT INTO t (v) VALUES ('edge ${i}')`);
-        if (!out.ok) failed = { v: `edge ${i}`, out };
-      }
-    });
+    const failed = await withRoom(filler, 7 * 4096, () => firstFailedWrite(write, (i) => `edge ${i}`));
     // The child died at the cut: the write's answer came from its record, read by the next child.
     expect(pool.pids[0]).not.toBe(before);
     expect(failed, 'a write failed (its child died at the cut)').toBeDefined();

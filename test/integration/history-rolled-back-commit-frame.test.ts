@@ -12,6 +12,7 @@ import { historyTarget } from '../helpers/history-pool.ts';
 import { integrity, pastMs } from '../helpers/history.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
 import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
+import { fillToIndexEdge, firstFailedWrite, smallPageDatabase } from '../helpers/wal-index-edge.ts';
 
 // Session 30, G7 (the fault ledger's run 3, F6's (g)): on a full disk SQLite can write a
 // transaction's every frame, its commit frame included, into the WAL and then fail to enter them
@@ -28,9 +29,6 @@ import { removeTmpfsFolder, tmpfsFolder, withRoom } from '../helpers/tmpfs.ts';
 // 32 KiB, is 2 MB into the WAL), history's checkpoints past the test's WAL.
 
 const { mnt, refused } = tmpfsFolder('agentdb-rolled-back-frame-', '16m', 'history-rolled-back-commit-frame.test.ts');
-
-/** Frames of 512-byte pages in the WAL. */
-const walFrames = (dbPath: string) => Math.max(0, ((fs.statSync(`${dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 32) - 32) / (512 + 24));
 
 describe.runIf(!refused)('a commit frame SQLite rolled back, on a full disk', () => {
   let pool: ExecutorPool;
@@ -53,12 +51,7 @@ describe.runIf(!refused)('a commit frame SQLite rolled back, on a full disk', ()
   beforeAll(async () => {
     pool = await oneChildPool(mnt, { checkpointBytes: 64 * 1024 * 1024 });
     db = historyTarget(mnt, 'rb/a');
-    fs.mkdirSync(path.dirname(db.path), { recursive: true });
-    const made = new Database(db.path);
-    made.pragma('page_size = 512');
-    made.pragma('journal_mode = WAL');
-    made.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
-    made.close();
+    smallPageDatabase(db.path);
   });
 
   afterAll(async () => {
@@ -69,15 +62,16 @@ describe.runIf(!refused)('a commit frame SQLite rolled back, on a full disk', ()
   it('history never holds it, and every restore after holds each acknowledged write (or refuses)', async () => {
     ok(await write("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 15000) INSERT INTO t (v) SELECT printf('%0100d', i) FROM c"));
     await tagged('before');
-    while (walFrames(db.path) < 4056) ok(await write("INSERT INTO t (v) VALUES ('filling')"));
+    await fillToIndexEdge(write, db.path);
     // The disk full but for 7 pages: room for a commit's frames, not for the WAL index's next 32 KiB.
-    let failed: ExecOutcome | undefined;
     await withRoom(filler, 7 * 4096, async () => {
-      for (let i = 0; i < 20 && !failed; i++) {
-        const out = await write("INSERT INTO t (v) VALUES ('near the edge')");
-        if (out.ok) acked.push({ v: 'near the edge', at: Date.now() });
-        else failed = out;
-      }
+      const failed = (
+        await firstFailedWrite(
+          write,
+          () => 'near the edge',
+          (v) => acked.push({ v, at: Date.now() }),
+        )
+      )?.out;
       expect(failed, 'a write failed on the full disk').toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
     });
     // Room back; a capture before the next write (a restore's, a backup's, a failed copy's retry).
