@@ -81,6 +81,15 @@ export function fillDisk(file: string): { fd: number; size: number } {
   return { fd, size };
 }
 
+/** Fills the file system of `filler` to its last byte with it (dd, as a runaway writer would), kept until removed. */
+export function fillToLastByte(filler: string): void {
+  try {
+    execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=64k'], { stdio: 'pipe' });
+  } catch {
+    // dd stops with ENOSPC: that is the point.
+  }
+}
+
 /**
  * Runs `run` with the file system of `filler` full but for `room` bytes (filled by
  * {@link fillDisk}, then given back by truncating `filler`), and gives all the room back after,

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +10,7 @@ import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { dumpHash, pastMs } from '../helpers/history.ts';
-import { removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
+import { fillToLastByte, removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
 
 // Opening a database on a full disk (a tmpfs of 8 MB mounted here): a database whose handles
@@ -44,11 +43,7 @@ describe.runIf(!refused)('opening a database on a full disk', () => {
     for (let i = 0; i < 20; i++) ok(await write(db, `INSERT INTO t VALUES (${i})`));
     // Every handle closed, as after a restart or an idle close; then the disk fills to the last byte.
     ok(await pool.run({ op: 'evict', shards: [0] }));
-    try {
-      execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=64k'], { stdio: 'pipe' });
-    } catch {
-      // dd stops with ENOSPC: that is the point.
-    }
+    fillToLastByte(filler);
     expect(fs.statfsSync(mnt).bavail).toBe(0);
   });
 

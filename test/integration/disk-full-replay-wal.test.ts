@@ -1,13 +1,12 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome } from '../../src/executor/executor-protocol.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
-import { removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
+import { fillToLastByte, removeTmpfsFolder, tmpfsFolder } from '../helpers/tmpfs.ts';
 import { oneChildPool } from '../helpers/one-child-pool.ts';
+import { expectReplayed, expectWroteOnce, runOnce } from '../helpers/replay-on-full-disk.ts';
 
 // Session 32, F9 (F8's leftover): a write that had committed, run again on a full disk (its
 // worker SIGKILLed before the answer, the job taken over), was answered STORAGE_FULL "nothing was
@@ -31,19 +30,13 @@ describe.runIf(!refused)('a write or drop run again on a full disk, its child ki
   let pool: ExecutorPool;
   let db: DbTarget;
   const filler = path.join(mnt, 'filler');
-  const insert = { op: 'write' as const, sql: 'INSERT INTO t VALUES (?)', params: [7], callKey: 'fw/a.k-once' };
-  const drop = { op: 'drop' as const, table: 'gone', callKey: 'fw/a.k-drop' };
   let first: ExecOutcome;
 
   beforeAll(async () => {
     // No checkpoint by history: the commits stay in the WAL.
     pool = await oneChildPool(mnt, { checkpointBytes: 64 * 1024 * 1024 });
     db = historyTarget(mnt, 'fw/a');
-    for (const [i, sql] of ['CREATE TABLE t(a)', 'CREATE TABLE gone(a)'].entries())
-      expect((await pool.run({ op: 'write', db, sql, params: [], callKey: `fw/a.k${i}` })).ok).toBe(true);
-    first = await pool.run({ ...insert, db });
-    const dropped = await pool.run({ ...drop, db });
-    expect(first.ok && dropped.ok, JSON.stringify([first, dropped])).toBe(true);
+    first = await runOnce(pool, db, 'fw/a');
   });
 
   afterAll(async () => {
@@ -64,27 +57,13 @@ describe.runIf(!refused)('a write or drop run again on a full disk, its child ki
     // whatever takes its pages meanwhile leaves the open without them (SQLITE_IOERR_SHMSIZE).
     // Here its pages go to the filler before the open.
     fs.rmSync(`${db.path}-shm`);
-    try {
-      execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=64k'], { stdio: 'pipe' });
-    } catch {
-      // dd stops with ENOSPC: that is the point.
-    }
+    fillToLastByte(filler);
     expect(fs.statfsSync(mnt).bavail).toBe(0);
-    const again = await pool.run({ ...insert, db });
-    expect(again, JSON.stringify(again)).toMatchObject({ ok: true, replayed: true, result: { changes: 1 } });
-    expect((again as { result: unknown }).result).toMatchObject({ lastInsertRowid: (first as { result: { lastInsertRowid: number } }).result.lastInsertRowid });
-    const dropAgain = await pool.run({ ...drop, db });
-    expect(dropAgain, JSON.stringify(dropAgain)).toMatchObject({ ok: true, replayed: true });
-    const fresh = await pool.run({ ...insert, db, callKey: 'fw/a.k-new' });
-    expect(fresh, JSON.stringify(fresh)).toMatchObject({ ok: false, error: { code: 'STORAGE_FULL' } });
+    await expectReplayed(pool, db, 'fw/a', first);
   });
 
   it('wrote each once', async () => {
     fs.rmSync(filler);
-    expect((await pool.run({ op: 'evict', shards: [0] })).ok).toBe(true);
-    const rows = new Database(db.path, { readonly: true });
-    expect(rows.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 1 });
-    expect(rows.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name = 'gone'").get()).toEqual({ n: 0 });
-    rows.close();
+    await expectWroteOnce(pool, db);
   });
 });
