@@ -48,6 +48,40 @@ const OPS: ((r: () => number) => string)[] = [
   (r) => `ALTER TABLE a ADD COLUMN c${Math.floor(r() * 1e9)} INT DEFAULT ${Math.floor(r() * 100)}`,
 ];
 
+/** Tables `a` and `w` the OPS change, and `ballastRows` rows of 3,000 bytes in `ballast`. */
+async function seedTables(db: DbTarget, ballastRows: number): Promise<void> {
+  await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
+  await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
+  await write(db, 'CREATE TABLE ballast(x BLOB)');
+  await write(
+    db,
+    `INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ballastRows}) SELECT i FROM n)`,
+  );
+}
+
+/** The moments marked, each with `dump`'s hash then; `mark` takes one now and lets the clock pass it. */
+function momentsOf(dump: () => string): { moments: { at: number; hash: string }[]; mark: () => void } {
+  const moments: { at: number; hash: string }[] = [];
+  const mark = () => {
+    const at = Date.now();
+    pastMs(at);
+    moments.push({ at, hash: dump() });
+  };
+  return { moments, mark };
+}
+
+/** Table `t` of 400 rows of 500 bytes; answers the moment after them, the clock past it. */
+async function rowsThenMoment(db: DbTarget): Promise<number> {
+  await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+  await write(
+    db,
+    "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+  );
+  const at = Date.now();
+  pastMs(at);
+  return at;
+}
+
 /** A write, or `DROP name` as the drop tool does it. */
 const change = (db: DbTarget, sql: string): Promise<ExecOutcome> =>
   sql.startsWith('DROP big')
@@ -58,21 +92,10 @@ describe('restore in place within the generation, against every kind of change',
   it('each moment, restored to in any order, chained with undos, equals its dump exactly', async () => {
     const db = historyTarget(dataDir, 'fz/main');
     const r = rng(11);
-    await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
-    await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
     // Ballast no write touches: what the writes change stays under half the pages, so most
     // restores go the way under review (one commit of the pages changed since).
-    await write(db, 'CREATE TABLE ballast(x BLOB)');
-    await write(
-      db,
-      'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500) SELECT i FROM n)',
-    );
-    const moments: { at: number; hash: string }[] = [];
-    const mark = () => {
-      const at = Date.now();
-      pastMs(at);
-      moments.push({ at, hash: dumpHash(db.path, { withoutAudit: true }) });
-    };
+    await seedTables(db, 2500);
+    const { moments, mark } = momentsOf(() => dumpHash(db.path, { withoutAudit: true }));
     for (let i = 0; i < 80; i++) {
       const sql = OPS[Math.floor(r() * OPS.length)]!(r);
       const out = await change(db, sql);
@@ -127,13 +150,7 @@ describe('restore in place within the generation, at the edges of time', () => {
     const { readCommits } = await import('../../src/history/segment-index.ts');
     const db = historyTarget(dataDir, 'edge/main');
     const r = rng(7);
-    await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
-    await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
-    await write(db, 'CREATE TABLE ballast(x BLOB)');
-    await write(
-      db,
-      'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT i FROM n)',
-    );
+    await seedTables(db, 1500);
     await ok({ op: 'snapshot', db, reason: 'manual' });
     for (let i = 0; i < 25; i++) await change(db, OPS[Math.floor(r() * OPS.length)]!(r));
     const source = localSource(dataDir, db.id);
@@ -178,15 +195,18 @@ function restoreHere(db: DbTarget, at: number, onStep: (step: RestoreStep) => vo
 
 class Crash extends Error {}
 
+/** Restores `db` to `at` here, dying once the restore's frames are written (as a kill there would). */
+function crashWhenWritten(db: DbTarget, at: number): void {
+  expect(() =>
+    restoreHere(db, at, (step) => {
+      if (step === 'written') throw new Crash();
+    }),
+  ).toThrow(Crash);
+}
+
 async function setUp(id: string): Promise<{ db: DbTarget; at: number; atState: string; before: string }> {
   const db = historyTarget(dataDir, id);
-  await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-  await write(
-    db,
-    "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
-  );
-  const at = Date.now();
-  pastMs(at);
+  const at = await rowsThenMoment(db);
   const atState = dumpHash(db.path, { withoutAudit: true });
   for (let i = 0; i < 10; i++) await write(db, 'UPDATE t SET v = ? WHERE id % 13 = ?', [`b${i}`, i]);
   const before = dumpHash(db.path, { withoutAudit: true });
@@ -199,11 +219,7 @@ describe('what an interrupted restore within the generation leaves', () => {
     const { db, at, before } = await setUp('hx/torn');
     // The restore dies while writing its commit: the frames before the last are on disk, the
     // commit frame is not (a kill between two of writeDeltaWal's batches leaves exactly this).
-    expect(() =>
-      restoreHere(db, at, (step) => {
-        if (step === 'written') throw new Crash();
-      }),
-    ).toThrow(Crash);
+    crashWhenWritten(db, at);
     const wal = `${db.path}-wal`;
     const size = fs.statSync(wal).size;
     const frame = 24 + 4096;
@@ -301,11 +317,7 @@ describe('a program outside agentdb opening the database while the restore write
 
 describe('a restore asked again after it crashed with its commit in place', () => {
   const crashAfterCommit = (db: DbTarget, at: number): string => {
-    expect(() =>
-      restoreHere(db, at, (step) => {
-        if (step === 'written') throw new Crash();
-      }),
-    ).toThrow(Crash);
+    crashWhenWritten(db, at);
     return listUndoPoints(historyDir(dataDir, db.id)).find((p) => p.pending)!.id;
   };
   // (Read through agentdb: a connection of this process would fold the WAL in behind capture's back.)
@@ -354,11 +366,7 @@ describe('a restore asked again after it crashed with its commit in place', () =
 describe('another restore after one crashed with its commit in place', () => {
   it("records the crashed one's audit row, in a database that had no audit table yet", async () => {
     const { db, at, atState } = await setUp('hx/other');
-    expect(() =>
-      restoreHere(db, at, (step) => {
-        if (step === 'written') throw new Crash();
-      }),
-    ).toThrow(Crash);
+    crashWhenWritten(db, at);
     // A tenant's read opens it first (capture copies the restore's commit), through agentdb.
     expect((await ok({ op: 'query', db, sql: 'SELECT count(*) FROM t WHERE v LIKE ?', params: ['b%'], maxRows: 1 })).rows[0][0]).toBe(0);
     // Then another operator restores it (it was: "no such table: _agentdb_audit", for every
@@ -383,19 +391,8 @@ describe('backups and disaster restore of a database restored within its generat
     const { pruneHistory } = await import('../../src/history/prune.ts');
     const db = historyTarget(dataDir, 'bk/main');
     const r = rng(3);
-    await write(db, 'CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT, b BLOB)');
-    await write(db, 'CREATE TABLE w(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID');
-    await write(db, 'CREATE TABLE ballast(x BLOB)');
-    await write(
-      db,
-      'INSERT INTO ballast(x) SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 800) SELECT i FROM n)',
-    );
-    const moments: { at: number; hash: string }[] = [];
-    const mark = () => {
-      const at = Date.now();
-      pastMs(at);
-      moments.push({ at, hash: dumpHash(db.path) });
-    };
+    await seedTables(db, 800);
+    const { moments, mark } = momentsOf(() => dumpHash(db.path));
     for (let round = 0; round < 6; round++) {
       for (let i = 0; i < 5; i++) await change(db, OPS[Math.floor(r() * OPS.length)]!(r));
       mark();
@@ -425,13 +422,7 @@ describe('backups and disaster restore of a database restored within its generat
 describe('statements queued around a restore within the generation', () => {
   it('those before it are in its undo point, those after it on top of the restored state', async () => {
     const db = historyTarget(dataDir, 'q/main');
-    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    await write(
-      db,
-      "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
-    );
-    const at = Date.now();
-    pastMs(at);
+    const at = await rowsThenMoment(db);
     await write(db, 'INSERT INTO t(v) VALUES (?)', ['after the moment']);
     // Reads on the other child keep the database open there until the pool closes it.
     const w = (v: string) => pool.run({ op: 'write', db, sql: 'INSERT INTO t(v) VALUES (?)', params: [v], callKey: nextKey() });
