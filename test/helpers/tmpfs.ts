@@ -91,6 +91,25 @@ export function fillToLastByte(filler: string): void {
 }
 
 /**
+ * Runs `run`, which may call the `fill` it is given (in a restore's step, say) to fill the file
+ * system of `filler` but for `room` bytes at that moment; the room is given back after, however
+ * `run` ends. Answers what `run` answered and the fill, undefined if `run` never called it.
+ */
+export function fillWhenCalled<T>(filler: string, room: number, run: (fill: () => void) => T): { answer: T; fill: { fd: number; size: number } | undefined } {
+  let fill: { fd: number; size: number } | undefined;
+  try {
+    const answer = run(() => {
+      fill = fillDisk(filler);
+      if (room > 0) fs.ftruncateSync(fill.fd, fill.size - room);
+    });
+    return { answer, fill };
+  } finally {
+    if (fill) fs.closeSync(fill.fd);
+    fs.rmSync(filler, { force: true });
+  }
+}
+
+/**
  * Runs `run` with the file system of `filler` full but for `room` bytes (filled by
  * {@link fillDisk}, then given back by truncating `filler`), and gives all the room back after,
  * however `run` ends: the sweeps over free room around a growth point run one of these a step.

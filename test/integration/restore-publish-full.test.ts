@@ -18,7 +18,7 @@ import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { pastMs } from '../helpers/history.ts';
 import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
-import { fillDisk, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
+import { fillDisk, fillWhenCalled, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
 // Session 37, F17: a restore in place renames its rebuilt file over the database, then begins
 // its new history generation. History's own disk filling in between (an operator's mount, other
@@ -68,24 +68,22 @@ describe.runIf(!refused)('history full between the rename and the new generation
     const before = Date.now();
     pastMs(before);
     const filler = path.join(hdir, 'filler');
-    let fill: { fd: number } | undefined;
-    let answer: RestoreResult;
-    try {
-      answer = restoreInPlace(
-        handles,
-        history,
-        dataDir,
-        { op: 'restore', db, at, by },
-        {
-          step: (s) => {
-            if (s === 'renamed') fill = fillDisk(filler);
+    const { answer, fill } = fillWhenCalled(
+      filler,
+      0,
+      (fillDisk) =>
+        restoreInPlace(
+          handles,
+          history,
+          dataDir,
+          { op: 'restore', db, at, by },
+          {
+            step: (s) => {
+              if (s === 'renamed') fillDisk();
+            },
           },
-        },
-      ) as RestoreResult;
-    } finally {
-      if (fill) fs.closeSync(fill.fd);
-      fs.rmSync(filler, { force: true });
-    }
+        ) as RestoreResult,
+    );
     expect(fill, 'the disk was filled after the rename').toBeDefined();
     // Main: threw ENOSPC (answered STORAGE_FULL) with the database restored.
     expect(answer.undoId).toMatch(/^u/);
@@ -116,28 +114,29 @@ describe.runIf(!refused)('history full between the rename and the new generation
     const holder = spawn('sleep', ['600'], { stdio: ['ignore', fd, 'ignore'] });
     fs.closeSync(fd);
     const filler = path.join(hdir, 'filler');
-    let fill: { fd: number; size: number } | undefined;
-    let answer: RestoreResult;
+    let filled: ReturnType<typeof fillWhenCalled<RestoreResult>>;
     try {
-      answer = restoreInPlace(
-        handles,
-        history,
-        dataDir,
-        { op: 'restore', db, at, by },
-        {
-          step: (s) => {
-            if (s !== 'closed') return;
-            // Room for the undo point, none for the new generation's snapshot.
-            fill = fillDisk(filler);
-            fs.ftruncateSync(fill.fd, fill.size - 256 * 1024);
-          },
-        },
-      ) as RestoreResult;
+      // Room for the undo point, none for the new generation's snapshot.
+      filled = fillWhenCalled(
+        filler,
+        256 * 1024,
+        (fillDisk) =>
+          restoreInPlace(
+            handles,
+            history,
+            dataDir,
+            { op: 'restore', db, at, by },
+            {
+              step: (s) => {
+                if (s === 'closed') fillDisk();
+              },
+            },
+          ) as RestoreResult,
+      );
     } finally {
       holder.kill('SIGKILL');
-      if (fill) fs.closeSync(fill.fd);
-      fs.rmSync(filler, { force: true });
     }
+    const { answer, fill } = filled;
     expect(fill, 'the disk was filled before the copy in').toBeDefined();
     // Main: threw ENOSPC (answered STORAGE_FULL) with the database restored.
     expect(answer.note).toMatch(/^restored; its new history generation could not be begun \(ENOSPC/);
@@ -153,29 +152,27 @@ describe.runIf(!refused)('history full between the rename and the new generation
     fs.mkdirSync(forkHistory, { recursive: true });
     expect(mountTmpfs(forkHistory, '8m')).toBeUndefined();
     const filler = path.join(forkHistory, 'filler');
-    let fill: { fd: number } | undefined;
     try {
       const want = rows();
       const at = Date.now();
       pastMs(at);
       write('INSERT INTO t VALUES (9000, ?)', 'later');
-      let answer: RestoreResult;
-      try {
-        answer = restoreInto(
-          handles,
-          history,
-          dataDir,
-          { op: 'restoreInto', db: fork, source: db.id, from: db, at, by, opId: 'fork-1' },
-          {
-            step: (s) => {
-              if (s === 'renamed') fill = fillDisk(filler);
+      const { answer, fill } = fillWhenCalled(
+        filler,
+        0,
+        (fillDisk) =>
+          restoreInto(
+            handles,
+            history,
+            dataDir,
+            { op: 'restoreInto', db: fork, source: db.id, from: db, at, by, opId: 'fork-1' },
+            {
+              step: (s) => {
+                if (s === 'renamed') fillDisk();
+              },
             },
-          },
-        ) as RestoreResult;
-      } finally {
-        if (fill) fs.closeSync(fill.fd);
-        fs.rmSync(filler, { force: true });
-      }
+          ) as RestoreResult,
+      );
       expect(fill, 'the disk was filled after the database was made').toBeDefined();
       // Main: threw ENOSPC (answered STORAGE_FULL "nothing was written"), the database made, and
       // the same op again answered DATABASE_EXISTS.
