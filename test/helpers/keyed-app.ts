@@ -18,7 +18,8 @@ import { AgentRegistry } from '../../src/registry/agents.ts';
 import { KeyAuthenticator } from '../../src/registry/principal.ts';
 import { PrincipalCache } from '../../src/registry/principal-cache.ts';
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
-import { REDIS_URL, type Sandbox } from './harness.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { REDIS_URL, sandbox, type Sandbox } from './harness.ts';
 
 /** The HTTP app with key-authenticated routes over a sandbox, and the registry to fill. */
 export interface KeyedApp {
@@ -104,4 +105,33 @@ export function keyedApp(
       redis.disconnect();
     },
   };
+}
+
+/** What {@link withListeningAgent} makes: the app, the port it listens on, and the agent's key. */
+export interface ListeningAgent {
+  k: KeyedApp;
+  port: number;
+  key: string;
+}
+
+/**
+ * A sandbox with its workers, {@link keyedApp} over it listening on a free port of 127.0.0.1, and
+ * agent `workspace/scout` (its own database) with a key, for the tests of one file that send raw
+ * HTTP: made before them and closed after; `set` receives them once made.
+ */
+export function withListeningAgent(workspace: string, set: (box: ListeningAgent) => void): void {
+  let sb: Sandbox | undefined;
+  let k: KeyedApp | undefined;
+  beforeAll(async () => {
+    sb = sandbox();
+    await sb.pool();
+    k = keyedApp(sb);
+    const key = await k.agentKey(workspace, 'scout', { displayName: 'A', settings: { database: 'agent' as const } });
+    const port = Number(new URL(await k.app.listen({ port: 0, host: '127.0.0.1' })).port);
+    set({ k, port, key });
+  });
+  afterAll(async () => {
+    await k?.close();
+    await sb?.cleanup();
+  });
 }

@@ -1,7 +1,6 @@
 import http from 'node:http';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+import { expect, it } from 'vitest';
+import { withListeningAgent } from '../helpers/keyed-app.ts';
 
 // Hostile review T18 (session 37): Fastify closes the connection after every body it cannot parse
 // (the body may be left unread), so a client sending JSON cut short opened a connection a request
@@ -9,21 +8,11 @@ import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
 // whole leaves nothing to read: its 400 keeps the connection. One announced past the limit, whose
 // body is not read, still closes.
 
-let sb: Sandbox;
-let k: KeyedApp;
 let port: number;
 let key: string;
 
-beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  k = keyedApp(sb);
-  key = await k.agentKey('badbody', 'scout', { displayName: 'A', settings: { database: 'agent' as const } });
-  port = Number(new URL(await k.app.listen({ port: 0, host: '127.0.0.1' })).port);
-});
-afterAll(async () => {
-  await k?.close();
-  await sb?.cleanup();
+withListeningAgent('badbody', (box) => {
+  ({ port, key } = box);
 });
 
 /** Posts `body` as JSON on `agent`; the status, the connection header and the socket it came on. */

@@ -1,28 +1,18 @@
 import http from 'node:http';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { keyedApp, type KeyedApp } from '../helpers/keyed-app.ts';
+import { expect, it } from 'vitest';
+import { type KeyedApp, withListeningAgent } from '../helpers/keyed-app.ts';
 
 // Hostile review T18 (session 37): `/mcp` looked its key up in the route's handler, after the
 // body was read and parsed as JSON (up to 512 KB), so a caller with no key made the server parse
 // every body it sent: 1.2 ms of CPU a 401 at 400 KB, where `/v1/calls`, which refuses an unknown
 // key before its body, spent 0.75. The key is checked before the body now.
 
-let sb: Sandbox;
 let k: KeyedApp;
 let port: number;
 let key: string;
 
-beforeAll(async () => {
-  sb = sandbox();
-  await sb.pool();
-  k = keyedApp(sb);
-  key = await k.agentKey('mcpkey', 'scout', { displayName: 'A', settings: { database: 'agent' as const } });
-  port = Number(new URL(await k.app.listen({ port: 0, host: '127.0.0.1' })).port);
-});
-afterAll(async () => {
-  await k?.close();
-  await sb?.cleanup();
+withListeningAgent('mcpkey', (box) => {
+  ({ k, port, key } = box);
 });
 
 const headers = (bearer: string) => ({ authorization: `Bearer ${bearer}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' });
