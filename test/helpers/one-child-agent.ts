@@ -34,15 +34,18 @@ export function oneChildAgent(who: Who, set: (sb: Sandbox, worker: ShardWorkerPo
     /** The agent's call of `input`: its answer. */
     call: async (input: Pick<CallInput, 'tool' | 'arguments' | 'callId'>) => (await client.call({ ...who, ...input })) as Envelope,
     /** The rows of table `t` whose `call` column is `callId`, and whether the call is recorded as committed. */
-    inFile(callId: string): { rows: number; recorded: boolean } {
-      const outside = new Database(file, { readonly: true });
-      try {
-        const rows = (outside.prepare('SELECT count(*) AS n FROM t WHERE call = ?').get(callId) as { n: number }).n;
-        const recorded = outside.prepare('SELECT 1 FROM _agentdb_calls WHERE call_id = ?').get(callKey(who.workspace, who.agent, callId)) !== undefined;
-        return { rows, recorded };
-      } finally {
-        outside.close();
-      }
-    },
+    inFile: (callId: string) => callInFile(file, who, callId),
   };
+}
+
+/** The rows of table `t` in `file` whose `call` column is `callId`, and whether `who`'s call is recorded as committed, read from outside. */
+export function callInFile(file: string, who: { workspace: string; agent: string }, callId: string): { rows: number; recorded: boolean } {
+  const outside = new Database(file, { readonly: true });
+  try {
+    const rows = (outside.prepare('SELECT count(*) AS n FROM t WHERE call = ?').get(callId) as { n: number }).n;
+    const recorded = outside.prepare('SELECT 1 FROM _agentdb_calls WHERE call_id = ?').get(callKey(who.workspace, who.agent, callId)) !== undefined;
+    return { rows, recorded };
+  } finally {
+    outside.close();
+  }
 }

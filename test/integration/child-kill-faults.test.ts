@@ -10,6 +10,7 @@ import { keysFor } from '../../src/redis/keys.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 import { holds } from '../helpers/kill-in-statement.ts';
+import { callInFile } from '../helpers/one-child-agent.ts';
 
 // Issue 25 part 6(b): executor children SIGKILLed at random points around commits (before the
 // write reaches a child, while it runs, just after it commits) and while idle, through the queue
@@ -50,16 +51,7 @@ afterAll(async () => {
 const call = async (input: Partial<CallInput> & Pick<CallInput, 'tool' | 'arguments'>) => (await client.call({ ...who, ...input })) as Envelope;
 
 /** What the file holds for call `callId`: its rows, and whether its exactly-once record exists. */
-function inFile(callId: string): { rows: number; recorded: boolean } {
-  const outside = new Database(file, { readonly: true });
-  try {
-    const rows = (outside.prepare('SELECT count(*) AS n FROM t WHERE call = ?').get(callId) as { n: number }).n;
-    const recorded = outside.prepare('SELECT 1 FROM _agentdb_calls WHERE call_id = ?').get(callKey(who.workspace, who.agent, callId)) !== undefined;
-    return { rows, recorded };
-  } finally {
-    outside.close();
-  }
-}
+const inFile = (callId: string) => callInFile(file, who, callId);
 
 function killChild(): void {
   const pid = worker.executorPids[0];
