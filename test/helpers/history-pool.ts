@@ -7,6 +7,7 @@ import { ExecutorPool } from '../../src/executor/executor-pool.ts';
 import type { DbTarget, ExecOutcome, ExecRequest } from '../../src/executor/executor-protocol.ts';
 import { PLAN_LIMITS, type PlanLimits } from '../../src/policy/plan-limits.ts';
 import { builtExecutorChild } from './built-child.ts';
+import { pastMs } from './history.ts';
 
 /**
  * An executor pool of two children with history capture on, over `dataDir`, as the history
@@ -110,7 +111,7 @@ export function withHistoryPoolTarget(
   });
 }
 
-/** The calls the history tests make on the pool `get` answers: an operator, writes with fresh call keys, restores. */
+/** The calls the history tests make on the pool `get` answers: an operator, writes with fresh call keys, restores, a table then a moment. */
 export function historyCalls(get: () => ExecutorPool) {
   let seq = 0;
   const by = { who: 'operator:test', via: 'operator' as const };
@@ -118,5 +119,16 @@ export function historyCalls(get: () => ExecutorPool) {
   const write = (db: DbTarget, sql: string, params: (string | number | null)[] = []) => ok({ op: 'write', db, sql, params, callKey: `k${++seq}` });
   const restore = (db: DbTarget, args: { at?: number; undo?: string }): Promise<ExecOutcome> =>
     get().run({ op: 'restore', db, ...args, by, timeoutMs: 60_000 });
-  return { by, ok, write, restore, nextKey: () => `k${++seq}` };
+  /** Table `t` of 400 rows of 500 bytes on `db`; answers the moment after them, the clock past it. */
+  const rowsThenMoment = async (db: DbTarget): Promise<number> => {
+    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
+    await write(
+      db,
+      "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
+    );
+    const at = Date.now();
+    pastMs(at);
+    return at;
+  };
+  return { by, ok, write, restore, rowsThenMoment, nextKey: () => `k${++seq}` };
 }

@@ -24,7 +24,7 @@ withHistoryPool('agentdb-follows-hostile-', { handleCacheSize: 4, checkpointByte
   dataDir = d;
   pool = p;
 });
-const { by, ok, write, restore } = historyCalls(() => pool);
+const { by, ok, write, restore, rowsThenMoment } = historyCalls(() => pool);
 
 /** A manual snapshot taken in this process, as an executor child takes it (the pool has closed the database first). */
 function snapshotHere(db: DbTarget): { snapshot?: string } {
@@ -40,13 +40,7 @@ function snapshotHere(db: DbTarget): { snapshot?: string } {
 describe('a snapshot marked follows', () => {
   it('a commit from another connection between the capture and the snapshot: a restore back across it equals the fork', async () => {
     const db = historyTarget(dataDir, 'fw/outside');
-    await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-    await write(
-      db,
-      "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
-    );
-    const at = Date.now();
-    pastMs(at);
+    const at = await rowsThenMoment(db);
     const atState = dumpHash(db.path, { withoutAudit: true });
     await write(db, "UPDATE t SET v = 'later' WHERE id > 390");
     await ok({ op: 'close', path: db.path });

@@ -21,7 +21,7 @@ withHistoryPool('agentdb-restore-hostile-', { handleCacheSize: 4, checkpointByte
   dataDir = d;
   pool = p;
 });
-const { by, ok, write, restore, nextKey } = historyCalls(() => pool);
+const { by, ok, write, restore, rowsThenMoment, nextKey } = historyCalls(() => pool);
 
 /** A small deterministic generator, so a failure repeats. */
 function rng(seed: number): () => number {
@@ -68,18 +68,6 @@ function momentsOf(dump: () => string): { moments: { at: number; hash: string }[
     moments.push({ at, hash: dump() });
   };
   return { moments, mark };
-}
-
-/** Table `t` of 400 rows of 500 bytes; answers the moment after them, the clock past it. */
-async function rowsThenMoment(db: DbTarget): Promise<number> {
-  await write(db, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)');
-  await write(
-    db,
-    "INSERT INTO t(v) SELECT printf('%.500c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT i FROM n)",
-  );
-  const at = Date.now();
-  pastMs(at);
-  return at;
 }
 
 /** A write, or `DROP name` as the drop tool does it. */
