@@ -1,19 +1,15 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { Redis } from 'ioredis';
-import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { beforeAll, expect, it } from 'vitest';
 import { listGenerations, listSegments, localSource } from '../../src/history/history-files.ts';
-import { HistoryClient } from '../../src/shards/history-client.ts';
-import { keysFor } from '../../src/redis/keys.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import type { ShardWorkerPool } from '../../src/shards/shard-worker-pool.ts';
-import { AgentRegistry } from '../../src/registry/agents.ts';
 import { databasePath, shardOf } from '../../src/contracts/database-id.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
-import { CHROMIUM } from '../helpers/chromium.ts';
+import type { Sandbox } from '../helpers/harness.ts';
+import { withBrowserHistory } from '../helpers/browser-history.ts';
+import type { WebServer } from '../helpers/web-server.ts';
 
 // `agentdb history` lists lost stretches (restores there answer HISTORY_LOST) and marks damaged
 // generations; the web page's history showed neither, so a person saw one whole restorable range
@@ -27,8 +23,10 @@ let client: AgentDbClient;
 let browser: Browser;
 let adminKey: string;
 let history: HistoryClient;
-let ops: ShardOpClient;
-let redis: Redis;
+
+withBrowserHistory({ SHARD_COUNT: '2' }, (h) => {
+  ({ box, pool, server, client, browser, adminKey, history } = h);
+});
 
 const write = (sql: string) =>
   client.call({
@@ -40,15 +38,6 @@ const write = (sql: string) =>
   });
 
 beforeAll(async () => {
-  box = sandbox({ SHARD_COUNT: '2' });
-  pool = await box.pool();
-  client = box.client();
-  server = await startWebServer(box);
-  adminKey = (await server.members.add('acme', 'ada', 'admin')).key;
-  browser = await chromium.launch(CHROMIUM);
-  redis = new Redis(box.config.redisUrl);
-  ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
-  history = new HistoryClient(ops, box.config.shardCount, new AgentRegistry(redis, keysFor(box.config.prefix)));
   expect(await write('CREATE TABLE t(a)')).toMatchObject({ ok: true });
   for (let i = 0; i < 3; i++) expect(await write(`INSERT INTO t VALUES (${i})`)).toMatchObject({ ok: true });
 
@@ -76,14 +65,6 @@ function damageFirstIndex(): void {
   lines[1] = 'x'.repeat(lines[1]!.length);
   fs.writeFileSync(index, lines.join('\n'));
 }
-
-afterAll(async () => {
-  await browser?.close();
-  await ops?.close();
-  redis?.disconnect();
-  await server?.close();
-  await box?.cleanup();
-});
 
 it('the history page lists the lost stretches and marks the damaged generation, as agentdb history does', {
   timeout: 60_000,

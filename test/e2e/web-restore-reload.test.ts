@@ -1,52 +1,31 @@
-import { Redis } from 'ioredis';
-import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { HistoryClient } from '../../src/shards/history-client.ts';
-import { keysFor } from '../../src/redis/keys.ts';
-import { ShardOpClient } from '../../src/shards/shard-op-client.ts';
+import type { Browser } from 'playwright-core';
+import { beforeAll, expect, it } from 'vitest';
+import type { HistoryClient } from '../../src/shards/history-client.ts';
 import type { AgentDbClient } from '../../src/calls/client.ts';
-import { AgentRegistry } from '../../src/registry/agents.ts';
-import { sandbox, type Sandbox } from '../helpers/harness.ts';
-import { startWebServer, type WebServer } from '../helpers/web-server.ts';
-import { CHROMIUM } from '../helpers/chromium.ts';
+import { withBrowserHistory } from '../helpers/browser-history.ts';
+import type { WebServer } from '../helpers/web-server.ts';
 
 // The history page answered a restore (or an undo) with the result page itself, at the POST's
 // URL: reloading it, or going back to it, sent the restore again and restored a second time.
 // A restore now answers with a redirect to the history page, which reloads harmlessly.
 const DB = 'acme/scout';
 
-let box: Sandbox;
 let server: WebServer;
 let client: AgentDbClient;
 let browser: Browser;
 let adminKey: string;
 let history: HistoryClient;
-let ops: ShardOpClient;
-let redis: Redis;
+
+withBrowserHistory(undefined, (h) => {
+  ({ server, client, browser, adminKey, history } = h);
+});
 
 const write = (sql: string) => client.call({ workspace: 'acme', agent: 'scout', settings: { database: 'agent' }, tool: 'DATA_WRITE_SQL', arguments: { sql } });
 
 beforeAll(async () => {
-  box = sandbox();
-  await box.pool();
-  client = box.client();
-  server = await startWebServer(box);
-  adminKey = (await server.members.add('acme', 'ada', 'admin')).key;
-  browser = await chromium.launch(CHROMIUM);
-  redis = new Redis(box.config.redisUrl);
-  ops = new ShardOpClient({ redisUrl: box.config.redisUrl, prefix: box.config.prefix });
-  history = new HistoryClient(ops, box.config.shardCount, new AgentRegistry(redis, keysFor(box.config.prefix)));
   expect(await write('CREATE TABLE t(a)')).toMatchObject({ ok: true });
   expect(await write('INSERT INTO t VALUES (1)')).toMatchObject({ ok: true });
 }, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await ops?.close();
-  redis?.disconnect();
-  await server?.close();
-  await box?.cleanup();
-});
 
 it('undoing a restore on the page, then reloading, undoes it once', { timeout: 60_000 }, async () => {
   const latest = (await history.history(DB, 'operator')).latest!;
