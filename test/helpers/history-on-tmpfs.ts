@@ -1,9 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { DbTarget } from '../../src/executor/executor-protocol.ts';
 import type { ExecutorPool } from '../../src/executor/executor-pool.ts';
+import { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyDir } from '../../src/history/history-files.ts';
+import { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { historyTarget } from './history-pool.ts';
 import { oneChildPool } from './one-child-pool.ts';
 import { fillDisk, mountTmpfs, unmountTmpfs } from './tmpfs.ts';
@@ -64,5 +67,35 @@ export function historyOnTmpfs(testFile: string, id: string, size = '8m'): Histo
       if (!refused) unmountTmpfs(hdir);
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/** What {@link withDirectHistory} makes: history's capture and a handle cache hooked to it. */
+export interface DirectHistory {
+  history: HistoryCapture;
+  handles: HandleCache;
+}
+
+/**
+ * History's capture and a handle cache of 4 over `h`'s data folder in this process, as an
+ * executor child has them, for the tests that call restores directly: made before the describe's
+ * tests (`set` receives them) and closed, `h` stopped, after. Answers a write of `sql` on `h.db`
+ * through them, captured after.
+ */
+export function withDirectHistory(h: HistoryOnTmpfs, set: (d: DirectHistory) => void): (sql: string, ...params: unknown[]) => void {
+  let d: DirectHistory | undefined;
+  beforeAll(() => {
+    const history = new HistoryCapture(h.dataDir, { checkpointBytes: 64 * 1024, retentionDays: 30 });
+    d = { history, handles: new HandleCache({ size: 4, ...history.hooks() }) };
+    set(d);
+  });
+  afterAll(async () => {
+    d?.handles.closeAll();
+    await h.stop();
+  });
+  return (sql, ...params) => {
+    const c = d!.handles.open(h.db, 'write');
+    c.prepare(sql).run(...params);
+    d!.history.run(c, h.db);
   };
 }

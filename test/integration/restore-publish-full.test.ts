@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HistoryCapture } from '../../src/history/handle-capture.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyView } from '../../src/history/history-view.ts';
 import { FolderBlobStore } from '../../src/blobs/folder-blob-store.ts';
 import { backupDatabase } from '../../src/history/backup.ts';
@@ -14,9 +14,9 @@ import { buildRestore } from '../../src/history/restore-rebuild.ts';
 import { restoreInPlace } from '../../src/history/restore-requests.ts';
 import { restoreInto } from '../../src/history/restore-into.ts';
 import type { RestoreResult } from '../../src/history/restore-result.ts';
-import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import type { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { pastMs } from '../helpers/history.ts';
-import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
+import { historyOnTmpfs, withDirectHistory } from '../helpers/history-on-tmpfs.ts';
 import { historyTarget } from '../helpers/history-pool.ts';
 import { fillDisk, fillWhenCalled, mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.ts';
 
@@ -34,21 +34,13 @@ const by = { who: 'operator:publish-full', via: 'operator' as const };
 describe.runIf(!refused)('history full between the rename and the new generation', () => {
   let history: HistoryCapture;
   let handles: HandleCache;
+  const write = withDirectHistory(h, (d) => {
+    ({ history, handles } = d);
+  });
   beforeAll(() => {
-    history = new HistoryCapture(dataDir, { checkpointBytes: 64 * 1024, retentionDays: 30 });
-    handles = new HandleCache({ size: 4, ...history.hooks() });
     write('CREATE TABLE t (k INTEGER PRIMARY KEY, pad TEXT)');
   });
-  afterAll(async () => {
-    handles.closeAll();
-    await h.stop();
-  });
 
-  const write = (sql: string, ...params: unknown[]) => {
-    const c = handles.open(db, 'write');
-    c.prepare(sql).run(...params);
-    history.run(c, db);
-  };
   const rows = () => {
     handles.evict(db.path);
     const c = new Database(db.path, { readonly: true });

@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HistoryCapture } from '../../src/history/handle-capture.ts';
+import { describe, expect, it } from 'vitest';
+import type { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyView } from '../../src/history/history-view.ts';
 import { restoreInPlace } from '../../src/history/restore-requests.ts';
-import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import type { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { pastMs } from '../helpers/history.ts';
-import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
+import { historyOnTmpfs, withDirectHistory } from '../helpers/history-on-tmpfs.ts';
 
 // Session 37, F18: a restore in place that goes in through SQLite (another process has the file
 // open) adopts the file it rebuilt as its new generation's snapshot by renaming it into history.
@@ -22,19 +22,9 @@ const by = { who: 'operator:history-mount', via: 'operator' as const };
 describe.runIf(!refused)('a restore in place through SQLite, history on a disk of its own', () => {
   let history: HistoryCapture;
   let handles: HandleCache;
-  beforeAll(() => {
-    history = new HistoryCapture(dataDir, { checkpointBytes: 64 * 1024, retentionDays: 30 });
-    handles = new HandleCache({ size: 4, ...history.hooks() });
+  const write = withDirectHistory(h, (d) => {
+    ({ history, handles } = d);
   });
-  afterAll(async () => {
-    handles.closeAll();
-    await h.stop();
-  });
-  const write = (sql: string, ...params: unknown[]) => {
-    const c = handles.open(db, 'write');
-    c.prepare(sql).run(...params);
-    history.run(c, db);
-  };
   const count = () => {
     handles.closeAll();
     const c = new Database(db.path, { readonly: true });

@@ -2,14 +2,14 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HistoryCapture } from '../../src/history/handle-capture.ts';
+import { describe, expect, it } from 'vitest';
+import type { HistoryCapture } from '../../src/history/handle-capture.ts';
 import { historyView } from '../../src/history/history-view.ts';
 import { restoreInPlace } from '../../src/history/restore-requests.ts';
 import type { RestoreResult } from '../../src/history/restore-result.ts';
-import { HandleCache } from '../../src/sqlite/handle-cache.ts';
+import type { HandleCache } from '../../src/sqlite/handle-cache.ts';
 import { pastMs } from '../helpers/history.ts';
-import { historyOnTmpfs } from '../helpers/history-on-tmpfs.ts';
+import { historyOnTmpfs, withDirectHistory } from '../helpers/history-on-tmpfs.ts';
 import { fillDisk } from '../helpers/tmpfs.ts';
 
 // Session 37, F18 (F17's leftover): a restore in place that went in through SQLite (another
@@ -25,20 +25,10 @@ const by = { who: 'operator:kept-handle', via: 'operator' as const };
 describe.runIf(!refused)('the SQLite way of a restore in place, its handle kept open on a full history disk', () => {
   let history: HistoryCapture;
   let handles: HandleCache;
-  beforeAll(() => {
-    history = new HistoryCapture(dataDir, { checkpointBytes: 64 * 1024, retentionDays: 30 });
-    handles = new HandleCache({ size: 4, ...history.hooks() });
-  });
-  afterAll(async () => {
-    handles.closeAll();
-    await h.stop();
+  const write = withDirectHistory(h, (d) => {
+    ({ history, handles } = d);
   });
 
-  const write = (sql: string, ...params: unknown[]) => {
-    const c = handles.open(db, 'write');
-    c.prepare(sql).run(...params);
-    history.run(c, db);
-  };
   const keysOnDisk = () => {
     const c = new Database(db.path, { readonly: true });
     try {
