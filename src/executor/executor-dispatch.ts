@@ -190,9 +190,11 @@ export function dispatch(handles: HandleCache, opts: ChildOptions, req: ExecRequ
       if (found?.committed) return { ok: true, result: req.op === 'write' ? replayedFit(replayedWrite(found.result), budget) : found.result, replayed: true };
     }
     // Which disk is full (history's own mount or the databases'), and what to do: the registry's
-    // message names neither (F17's leftover: a restore refused on history's full mount).
+    // message names neither (F17's leftover: a restore refused on history's full mount). Its
+    // folders only to an operator's restore: an agent or member is told which disk, not where.
     if (error.code === 'STORAGE_FULL' && 'db' in req) {
-      error.detail = withFullDisk(error.detail, opts.dataDir, req.db, req.op === 'restoreInto' ? [req.db.id, req.source] : undefined);
+      const operator = req.op === 'restore' || req.op === 'restoreInto';
+      error.detail = withFullDisk(error.detail, opts.dataDir, req.db, req.op === 'restoreInto' ? [req.db.id, req.source] : undefined, operator);
     }
     return { ok: false, error, ...(err instanceof EffectChanged ? { effect: err.effect } : {}) };
   }

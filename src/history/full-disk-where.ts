@@ -18,9 +18,11 @@ interface DiskState {
  * freed room beside the databases, and the refusal stayed (session 37, F17's leftover). Asked
  * once the step failed: the disk below the margin is the full one; when neither is (room came
  * back meanwhile, or a quota), the one with less free. `historyOf`: the databases whose history
- * the step wrote (its own, and a fork's source). Undefined when a folder cannot be read.
+ * the step wrote (its own, and a fork's source). `paths` false: the folders are not named (an
+ * agent's or a member's refusal: the server's layout is the operator's, and only an operator can
+ * free room). Undefined when a folder cannot be read.
  */
-export function fullDiskWhere(dataDir: string, db: { id: string; path: string }, historyOf: readonly string[] = [db.id]): string | undefined {
+export function fullDiskWhere(dataDir: string, db: { id: string; path: string }, historyOf: readonly string[] = [db.id], paths = true): string | undefined {
   // A restore into a new database writes the fork's history and closes the source's (its copy):
   // of their folders, the one with less room.
   const histories = historyOf.map((id) => stateOf(historyDir(dataDir, id)));
@@ -28,27 +30,28 @@ export function fullDiskWhere(dataDir: string, db: { id: string; path: string },
   const history = (histories as DiskState[]).reduce((a, b) => (b.free < a.free ? b : a));
   const databases = stateOf(path.dirname(db.path));
   if (!history || !databases) return undefined;
+  const at = (state: DiskState) => (paths ? ` (${state.dir})` : '');
   if (history.dev === databases.dev) {
-    return `the disk that holds both the databases and their history (${databases.dir}) is full: free space on it, then try again`;
+    return `the disk that holds both the databases and their history${at(databases)} is full: free space on it, then try again`;
   }
   const historyFull = history.free < FULL_MARGIN;
   const databasesFull = databases.free < FULL_MARGIN;
   if (historyFull && databasesFull) {
-    return `both the databases' disk (${databases.dir}) and history's disk (${history.dir}) are full: free space on both, then try again`;
+    return `both the databases' disk${at(databases)} and history's disk${at(history)} are full: free space on both, then try again`;
   }
   const isHistory = historyFull || (!databasesFull && history.free < databases.free);
   return isHistory
-    ? `history's disk (${history.dir}) is full, not the databases' (${databases.dir}): free space on history's disk, then try again`
-    : `the databases' disk (${databases.dir}) is full, not history's (${history.dir}): free space on the databases' disk, then try again`;
+    ? `history's disk${at(history)} is full, not the databases'${at(databases)}: free space on history's disk, then try again`
+    : `the databases' disk${at(databases)} is full, not history's${at(history)}: free space on the databases' disk, then try again`;
 }
 
 /**
  * `detail` followed by {@link fullDiskWhere}'s words, in parentheses, when they can be told and
  * `detail` does not already carry them (an answer decorated in the child, passed on by a caller).
  */
-export function withFullDisk(detail: string, dataDir: string, db: { id: string; path: string }, historyOf?: readonly string[]): string {
-  if (/\) (is|are) full: free space on/.test(detail)) return detail;
-  const where = fullDiskWhere(dataDir, db, historyOf);
+export function withFullDisk(detail: string, dataDir: string, db: { id: string; path: string }, historyOf?: readonly string[], paths = true): string {
+  if (/ (is|are) full(, not [^:]*)?: free space on/.test(detail)) return detail;
+  const where = fullDiskWhere(dataDir, db, historyOf, paths);
   return where ? `${detail.replace(/[.\s]+$/, '')} (${where})` : detail;
 }
 

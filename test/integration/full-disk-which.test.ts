@@ -25,6 +25,8 @@ const refused = mountTmpfs(hdir, '8m');
 if (refused) console.warn(`full-disk-which.test.ts: skipped, this machine refused to mount a tmpfs (${refused})`);
 const by = { who: 'operator:full-disk-which', via: 'operator' as const };
 const HISTORY_FULL = /history's disk \(.*\) is full, not the databases' \(.*\): free space on history's disk, then try again/;
+// What an agent is told: which disk, not the server's folders (an operator's to know and to free).
+const HISTORY_FULL_NO_PATHS = /history's disk is full, not the databases': free space on history's disk, then try again/;
 
 describe.runIf(!refused)("a refusal for history's full disk", () => {
   let pool: ExecutorPool;
@@ -65,11 +67,13 @@ describe.runIf(!refused)("a refusal for history's full disk", () => {
       const wrote = refusal(out!);
       expect(wrote).toMatch(/HISTORY_MAX_BEHIND_BYTES/);
       // Main: the detail ended at the bound; nothing said which disk.
-      expect(wrote).toMatch(HISTORY_FULL);
+      expect(wrote).toMatch(HISTORY_FULL_NO_PATHS);
+      expect(wrote).not.toContain(dataDir);
       const now = Date.now();
       pastMs(now);
       const asOf = refusal(await run({ op: 'query', db, sql: 'SELECT count(*) FROM t', params: [], maxRows: 10, asOf: { target: { at: now }, build: true } }));
-      expect(asOf).toMatch(HISTORY_FULL);
+      expect(asOf).toMatch(HISTORY_FULL_NO_PATHS);
+      expect(asOf).not.toContain(dataDir);
       const inPlace = refusal(await run({ op: 'restore', db, at: mid, by, timeoutMs: 60_000 }));
       expect(inPlace).toMatch(HISTORY_FULL);
       const into = await run({ op: 'restoreInto', db: fork, source: db.id, from: db, at: now, by, opId: 'fw-into', timeoutMs: 60_000 });
