@@ -8,6 +8,7 @@ import { withScripts } from '../../src/redis/lua-scripts.ts';
 import { pruneRedis } from '../../src/schedule/redis-maintenance.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { approvalRequest } from '../helpers/approval-request.ts';
+import { countCommands } from '../helpers/redis-commands.ts';
 
 // `GET /v1/approvals` (ApprovalPages.scan) reads only the workspace's own indexes: before, it
 // walked the service-wide ones, 5,000 entries a page, so a workspace whose approvals sat behind
@@ -117,22 +118,17 @@ describe("a workspace's list beside another's 5,000 pending approvals", () => {
 
   it("reads none of a's approvals for b's page, nor for the CLI's list of b's", async () => {
     const counting = new Redis(REDIS_URL);
-    let sent = 0;
-    const send = counting.sendCommand.bind(counting);
-    counting.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
-      sent++;
-      return send(...args);
-    }) as Redis['sendCommand'];
+    const sent = countCommands(counting);
     try {
       const fresh = new ApprovalStore(counting, keys);
       const page = await fresh.pages.scan({ workspace: 'b', state: 'all', limit: 200 });
       expect(page.approvals.map((a) => a.id)).toEqual(expected(made, 'all'));
       // The backfill marker, b's index, its entries' small fields (pipelined: one command each), its records.
-      expect(sent).toBeLessThan(3 * made.length + 10);
-      const before = sent;
+      expect(sent()).toBeLessThan(3 * made.length + 10);
+      const before = sent();
       const listed = await fresh.pages.list({ workspace: 'b', state: 'all' });
       expect(listed.map((a) => a.id)).toEqual(expected(made, 'all'));
-      expect(sent - before).toBeLessThan(made.length + 10);
+      expect(sent() - before).toBeLessThan(made.length + 10);
       // Pending: in the order the CLI lists them, by creation.
       const pendingCreated = made
         .filter((m) => m.state === 'pending')

@@ -5,6 +5,7 @@ import { keysFor, type Keys } from '../../src/redis/keys.ts';
 import { pruneRedis } from '../../src/schedule/redis-maintenance.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { approvalRequest } from '../helpers/approval-request.ts';
+import { countCommands } from '../helpers/redis-commands.ts';
 
 // Hostile review H27-3: a workspace's inbox and Data page read only its own approvals' index, so
 // another workspace's thousands of approvals cost them nothing.
@@ -19,13 +20,7 @@ const request = (id: string, workspace: string, agent: string, createdAt: number
 /** A connection that counts the commands it sends (pipelined ones each), without MONITOR. */
 function countingRedis(): { redis: Redis; sent: () => number } {
   const redis = new Redis(REDIS_URL);
-  let sent = 0;
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
-    sent++;
-    return send(...args);
-  }) as Redis['sendCommand'];
-  return { redis, sent: () => sent };
+  return { redis, sent: countCommands(redis) };
 }
 
 let sb: Sandbox;

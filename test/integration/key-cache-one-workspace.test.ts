@@ -13,6 +13,7 @@ import { forgetMessage, workspaceChanged } from '../../src/registry/registry-cha
 import { WorkspaceRegistry } from '../../src/registry/workspaces.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OAUTH_RESOURCE, OAUTH_VERIFIER } from '../helpers/oauth-sign-in.ts';
+import { countCommands } from '../helpers/redis-commands.ts';
 
 // Session 37, T19: every change a workspace's admin (or the operator) makes to its keys, members,
 // agents or the workspace itself was announced as a registry change that dropped the whole key
@@ -23,7 +24,7 @@ import { OAUTH_RESOURCE, OAUTH_VERIFIER } from '../helpers/oauth-sign-in.ts';
 let sb: Sandbox;
 let redis: Redis;
 /** Commands sent on `redis`, which the authenticator and the registries use. */
-let sent = 0;
+let sent: () => number;
 let principals: PrincipalCache;
 let auth: KeyAuthenticator;
 let members: MemberRegistry;
@@ -35,11 +36,7 @@ let channel: string;
 beforeAll(async () => {
   sb = sandbox();
   redis = new Redis(REDIS_URL);
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
-    sent++;
-    return send(...args);
-  };
+  sent = countCommands(redis);
   const keys = keysFor(sb.config.prefix);
   channel = keys.registryChanges;
   principals = new PrincipalCache(new Redis(REDIS_URL), channel, 60_000);
@@ -75,9 +72,9 @@ async function added(workspace: string, name: string, role: 'member' | 'admin'):
 
 /** The principal of `key`, and how many commands finding it sent to Redis. */
 async function who(key: string): Promise<{ principal: Principal | undefined; commands: number }> {
-  const before = sent;
+  const before = sent();
   const principal = await auth.authenticate(key);
-  return { principal, commands: sent - before };
+  return { principal, commands: sent() - before };
 }
 
 it("one workspace's changes to its keys, members, agents and itself leave other workspaces' cached keys cached", async () => {

@@ -7,6 +7,7 @@ import { type Member, MemberRegistry } from '../../src/registry/members.ts';
 import { PrincipalCache } from '../../src/registry/principal-cache.ts';
 import { REDIS_URL, sandbox, type Sandbox } from '../helpers/harness.ts';
 import { OAUTH_RESOURCE, signInTo } from '../helpers/oauth-sign-in.ts';
+import { countCommands } from '../helpers/redis-commands.ts';
 
 // A person's MCP client signed in with OAuth sends its access token with every request: who it
 // acts for took three Redis lookups in turn (the token, its grant, the member) on each, where a
@@ -17,7 +18,7 @@ import { OAUTH_RESOURCE, signInTo } from '../helpers/oauth-sign-in.ts';
 let sb: Sandbox;
 let redis: Redis;
 /** Commands sent on `redis`, which the grants and the member registry use. */
-let sent = 0;
+let sent: () => number;
 let principals: PrincipalCache;
 let members: MemberRegistry;
 let grants: OAuthGrants;
@@ -35,11 +36,7 @@ const resource = OAUTH_RESOURCE;
 beforeAll(async () => {
   sb = sandbox();
   redis = new Redis(REDIS_URL);
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
-    sent++;
-    return send(...args);
-  };
+  sent = countCommands(redis);
   const keys = keysFor(sb.config.prefix);
   principals = new PrincipalCache(new Redis(REDIS_URL), keys.registryChanges, 60_000);
   await principals.start();
@@ -68,9 +65,9 @@ it("a token's next request is answered without asking Redis, for its own resourc
   const { access_token } = await signIn();
   const first = await grants.authenticate(access_token, resource);
   expect(first).toMatchObject({ kind: 'member', workspace: 'acme', member: { name: 'ada', role: 'admin', granted: 'write' } });
-  const before = sent;
+  const before = sent();
   expect(await grants.authenticate(access_token, resource)).toEqual(first);
-  expect(sent - before).toBe(0);
+  expect(sent() - before).toBe(0);
   expect(await grants.authenticate(access_token, 'http://agentdb.test/mcp/w/other')).toBeUndefined();
 });
 
@@ -147,9 +144,9 @@ it("an access token ended by a refresh, its client or its grant's end leaves oth
   // Each ended token is refused at once.
   expect(await grants.authenticate(mine.access_token, resource)).toBeUndefined();
   expect(await grants.authenticate(next!.access_token, resource)).toBeUndefined();
-  const before = sent;
+  const before = sent();
   // main: cy's token was looked up again (three commands) and the key's entry was gone.
   expect(await grants.authenticate(other.access_token, resource)).toEqual(others);
-  expect(sent - before).toBe(0);
+  expect(sent() - before).toBe(0);
   expect(principals.get('agent key hash')).toEqual(others);
 });
