@@ -11,11 +11,19 @@ import { sandbox, type Sandbox } from '../helpers/harness.ts';
 // client's calls or not. One waiting on nothing (a runtime between calls, an HTTP process with no
 // request in flight) was woken by each, and wrote the next XREAD each time.
 let sb: Sandbox;
+let monitor: Redis;
+/** What the monitor's commands are given to, set by the test that watches them. */
+let onCommand: ((args: string[], source: string) => void) | undefined;
 beforeAll(async () => {
   sb = sandbox();
+  // Before the workers start: begun while their blocking reads stream past, ioredis's monitor
+  // connection failed on a reply that came in the same read as MONITOR's OK.
+  monitor = await new Redis(sb.config.redisUrl).monitor();
+  monitor.on('monitor', (_time: string, args: string[], source: string) => onCommand?.(args, source));
   await sb.pool();
 });
 afterAll(async () => {
+  monitor.disconnect();
   await sb.cleanup();
 });
 
@@ -24,19 +32,22 @@ const read = (client: AgentDbClient, agent: string, i: number) =>
 
 describe("an idle client's event reader", () => {
   it("sends no XREAD while nobody in its client waits, however many other clients' calls complete, and answers its next calls", async () => {
+    // The idle client's events connection: the one that reads this test's stream (its prefix is
+    // this file's alone) while it is the only client. By name alone, another file's clients running
+    // beside it on the same Redis counted too.
+    const stream = keysFor(sb.config.prefix).events;
+    const readers = new Set<string>();
+    let counting = false;
+    const fromIdle: string[] = [];
+    onCommand = (args, source) => {
+      if (args[0]?.toLowerCase() !== 'xread' || !args.includes(stream)) return;
+      if (!counting) readers.add(source);
+      else if (readers.has(source)) fromIdle.push(args.join(' '));
+    };
     const idle = sb.client();
     expect((await read(idle, 'quiet', 0)).ok).toBe(true);
-    const admin = new Redis(sb.config.redisUrl);
-    // Its events connection, the only one of the prefix's clients so far.
-    const list = (await admin.client('LIST')) as string;
-    const readers = list.split('\n').filter((l) => / name=agentdb-events /.test(l));
-    expect(readers).toHaveLength(1);
-    const addr = /addr=(\S+)/.exec(readers[0]!)![1]!;
-    const monitor = await new Redis(sb.config.redisUrl).monitor();
-    const fromIdle: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (source.endsWith(addr) && args[0]?.toLowerCase() === 'xread') fromIdle.push(args.join(' '));
-    });
+    await expect.poll(() => readers.size).toBe(1);
+    counting = true;
     const busy = sb.client();
     for (let i = 0; i < 30; i++) expect((await read(busy, 'busy', i)).ok).toBe(true);
     // Every completion above went through the stream: the busy client's own reader read them.
@@ -48,8 +59,7 @@ describe("an idle client's event reader", () => {
     const looked = await idle.result(again.callId, { workspace: 'idle', agent: 'quiet', wait: true });
     expect(looked).toMatchObject({ ok: true, callId: again.callId });
     expect(idle.waitCounts()).toEqual({ calls: 0, waits: 0, looks: 0 });
-    monitor.disconnect();
-    admin.disconnect();
+    onCommand = undefined;
   });
 
   it('parks while idle, and resumed reads on from where it stopped, or from a later id it is given', async () => {
