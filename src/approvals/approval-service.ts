@@ -3,7 +3,7 @@ import type { ErrorCode } from '../errors.ts';
 import { appendEvent, execEvent } from '../redis/events.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
-import { NOT_A_MEMBER_KEY } from '../registry/members.ts';
+import { deciderId, NOT_A_MEMBER_KEY } from '../registry/members.ts';
 import type { Approval, ApprovalState, DecisionChannel } from './approval.ts';
 import { listedApproval, MAX_LIST_PAGE, type ListCursor, type ListedApproval } from './approval-listing.ts';
 import { ApprovalStandings, withRefusal } from './approval-standings.ts';
@@ -173,14 +173,17 @@ export class ApprovalService {
     // a name revoked and added again with a lower role) while a decision, or the 50 of a batch, was
     // on its way still decided, an admin's drop included (session 37, R12).
     const now = await this.opts.members.get(by.workspace, by.name);
-    if (!now || (by.createdAt !== undefined && now.createdAt !== undefined && now.createdAt !== by.createdAt)) {
-      return refuse('NOT_PERMITTED', `${by.name} is no longer an active member of workspace ${by.workspace}: nothing was decided.`);
-    }
+    const gone = () => refuse('NOT_PERMITTED', `${by.name} is no longer an active member of workspace ${by.workspace}: nothing was decided.`);
+    if (!now || (by.createdAt !== undefined && now.createdAt !== undefined && now.createdAt !== by.createdAt)) return gone();
     if (approval.tier === 'destructive' && approval.shared && (by.role !== 'admin' || now.role !== 'admin')) {
       return refuse('NOT_PERMITTED', 'Dropping a shared table takes a workspace admin to approve.');
     }
     const state = input.decision === 'approve' ? 'approved' : 'rejected';
-    const result = await this.store.transition(id, state, by.name, input.reason ?? '', input.via);
+    // The member this re-check found, checked again in the transition's own step: a revoke landing
+    // between the two let that one decision through (session 38, R13).
+    const decider = now.createdAt === undefined ? '' : deciderId(by.workspace, by.name, now.createdAt);
+    const result = await this.store.transition(id, state, by.name, input.reason ?? '', input.via, decider);
+    if (result === 'REVOKED') return gone();
     if (result !== 'OK') {
       const after = await this.store.get(id);
       if (result === 'EXPIRED') return refuse('APPROVAL_EXPIRED', `Approval ${id} expired at ${new Date(approval.expiresAt).toISOString()}.`);

@@ -64,9 +64,17 @@ export class ApprovalStore {
 
   /**
    * Moves a pending approval to `state`. `approved` and `rejected` fail once it expired;
-   * `expired` succeeds only once the expiry has passed.
+   * `expired` succeeds only once the expiry has passed. With `decider` (a member's `deciderId`),
+   * refused as REVOKED once that member's revoke began.
    */
-  async transition(id: string, state: Exclude<ApprovalState, 'pending'>, by = '', reason = '', via: DecisionChannel | '' = ''): Promise<TransitionResult> {
+  async transition(
+    id: string,
+    state: Exclude<ApprovalState, 'pending'>,
+    by = '',
+    reason = '',
+    via: DecisionChannel | '' = '',
+    decider = '',
+  ): Promise<TransitionResult> {
     // An approval's workspace never changes, so reading it before the script races nothing; a
     // missing record answers NOT_FOUND before the script touches either workspace index.
     const workspace = (await this.redis.hget(this.keys.approval(id), 'workspace')) ?? '';
@@ -78,11 +86,13 @@ export class ApprovalStore {
       keys.approvalsDecidedOf(workspace),
       keys.approvalsExpiringOf(workspace),
       keys.decisionsUndelivered,
+      keys.revokedDeciders,
       state,
       by,
       reason,
       id,
       via,
+      decider,
     );
   }
 

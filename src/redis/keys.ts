@@ -49,6 +49,11 @@ export interface Keys {
    * backfill marked walks once more.
    */
   readonly approvalsIndexed: string;
+  /**
+   * Members revoked (`deciderId` → when), in the approvals' slot so that a decision's transition
+   * checks it in its own step (`MemberRegistry.revoke` writes it before the member record).
+   */
+  readonly revokedDeciders: string;
   /** A workspace's members: name → JSON record (role, key hash, revoked). */
   members(workspace: string): string;
   /** Every member key's sha256 → `<workspace>/<name>`. */
@@ -163,6 +168,7 @@ export function keysFor(prefix: string): Keys {
     approvalsExpiringOf: (workspace) => `${prefix}:{approvals}:ws-expiring:${workspace}`,
     decisionsUndelivered: `${prefix}:{approvals}:undelivered`,
     approvalsIndexed: `${prefix}:{approvals}:ws-indexed:2`,
+    revokedDeciders: `${prefix}:{approvals}:revoked-deciders`,
     members: (workspace) => `${prefix}:{members}:ws:${workspace}`,
     memberKeys: `${prefix}:{members}:keys`,
     // The registry shares the members' hash tag: one slot for every record and key index.

@@ -39,12 +39,14 @@ export interface LuaCommands {
     wsDecided: string,
     wsExpiring: string,
     undelivered: string,
+    revokedDeciders: string,
     state: string,
     by: string,
     reason: string,
     id: string,
     via: string,
-  ): Promise<'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET'>;
+    decider: string,
+  ): Promise<'OK' | 'NOT_FOUND' | 'CONFLICT' | 'EXPIRED' | 'NOT_YET' | 'REVOKED'>;
   /** decisions-claim.lua: up to `limit` decisions recorded `afterMs` ago or more and still undelivered, each held `holdMs` for the caller. */
   agentdbDecisionsClaim(undelivered: string, afterMs: number, holdMs: number, limit: number): Promise<string[]>;
   agentdbMemberCas(
@@ -142,7 +144,7 @@ const SCRIPTS: Record<keyof LuaCommands, { file: string; keys?: number; lua?: ()
   agentdbNotedComplete: { file: 'complete-calls.lua', lua: () => NOTED_COMPLETE_LUA() },
   agentdbFinishWith: { file: 'complete-calls.lua', lua: () => FINISH_WITH_LUA() },
   agentdbApprovalCreate: { file: 'approval-create.lua', keys: 6 },
-  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 6 },
+  agentdbApprovalTransition: { file: 'approval-transition.lua', keys: 7 },
   agentdbDecisionsClaim: { file: 'decisions-claim.lua', keys: 1 },
   agentdbApprovalIndexBackfill: { file: 'approval-index-backfill.lua', keys: 6 },
   agentdbApprovalFacets: { file: 'approval-facets.lua', keys: 1 },

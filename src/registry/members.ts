@@ -51,6 +51,12 @@ export const NOT_A_MEMBER_KEY =
   "The key is not an active member key: unknown, revoked, or an agent's key (this takes a person's key, from `agentdb members add`).";
 
 /**
+ * One member as a decider, the name and when it was added: a name revoked and added again is
+ * another decider. The field of `keys.revokedDeciders` (see `MemberRegistry.revoke`).
+ */
+export const deciderId = (workspace: string, name: string, createdAt: number): string => `${workspace}/${name}/${createdAt}`;
+
+/**
  * The durable registry of members in Redis: who may decide approvals, with which role, and the
  * hash of the key their HTTP requests carry. The CLI and the approval core resolve names here;
  * the HTTP adapter resolves bearer keys. Nothing here logs, so a key can never reach a log.
@@ -107,6 +113,10 @@ export class MemberRegistry {
       const raw = await this.redis.hget(this.keys.members(workspace), name);
       const current = parseRecord(raw);
       if (!current || current.revoked) return false;
+      // Marked first, beside the approvals: a decision whose re-check found the member before this
+      // revoke is then refused by its transition (approval-transition.lua), so none lands after the
+      // revoke; the member record and the approvals are in different slots, one script cannot do both.
+      await this.redis.hset(this.keys.revokedDeciders, deciderId(workspace, name, current.createdAt), Date.now());
       const next: MemberRecord = { ...current, revoked: true, revokedAt: Date.now() };
       if (await this.cas(workspace, name, raw!, next, current.keyHash, '')) return true;
     }

@@ -1,8 +1,12 @@
 -- The first transition out of 'pending' wins, atomically, judged by Redis's own clock so that
 -- every host agrees on when an approval expired. A decision at or after the expiry is refused.
 -- KEYS: the approval, the pending index, the workspace's pending and decided indexes, its pending
--- index by expiry, the decisions not yet delivered. ARGV: state, by, reason, id, via.
+-- index by expiry, the decisions not yet delivered, the revoked deciders. ARGV: state, by, reason,
+-- id, via, the decider's id ('' for the worker's expiry and an operator's withdrawal).
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
+-- A member revoked since the decider's re-check of the registry: revoke marks them here before it
+-- touches their record, so a decision either lands before the revoke began or is refused.
+if ARGV[6] ~= '' and redis.call('HEXISTS', KEYS[7], ARGV[6]) == 1 then return 'REVOKED' end
 local state = redis.call('HGET', KEYS[1], 'state')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
