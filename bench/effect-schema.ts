@@ -1,7 +1,7 @@
 // What a parked write's preview costs against the database's schema (R10's leftover): the preview
-// makes temporary triggers and logs inside a transaction it rolls back, and SQLite resets every
-// schema of the connection on that rollback, so the next statement parses every CREATE TABLE
-// again. A one-row insert into a narrow table, beside `tables` tables of `columns` columns each:
+// made temporary triggers and logs inside a transaction it rolls back, and SQLite resets every
+// schema of the connection on that rollback, so the next statement parsed every CREATE TABLE
+// again (since session 38, R13, they are made and dropped in transactions that commit). A one-row insert into a narrow table, beside `tables` tables of `columns` columns each:
 // the plain write and its preview taking turns (pairs), CPU-bound, on the connection an executor
 // child holds. Run: `node --import tsx bench/effect-schema.ts [runs]`.
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -26,21 +26,46 @@ export function previewEffect(db: Database, sql: string, params: readonly Param[
   }
   applySizeLimit(db, plan.maxBytes);
   const stmt = checkedStatement(db, sql, 'write');
-  trusted(db, 'BEGIN IMMEDIATE').run();
-  let recorder: EffectRecorder | undefined;
+  // A CREATE TABLE changes no row but makes its own (… AS SELECT): those are its effect.
+  const ctas = verdict.ok && verdict.ddl;
+  const recorder = ctas ? undefined : committedRecorder(db, sql);
   try {
-    // A CREATE TABLE changes no row but makes its own (… AS SELECT): those are its effect.
-    if (verdict.ok && verdict.ddl) {
-      const created = new CreatedRows(db, sql);
-      runWrite(db, stmt, bindings, 1024, true, verdict.kind, sql);
-      return created.read(limits);
+    trusted(db, 'BEGIN IMMEDIATE').run();
+    try {
+      if (ctas) {
+        const created = new CreatedRows(db, sql);
+        runWrite(db, stmt, bindings, 1024, true, verdict.kind, sql);
+        return created.read(limits);
+      }
+      runWrite(db, stmt, bindings, 1024, false, verdict.ok ? verdict.kind : undefined, sql);
+      return recorder!.read(limits);
+    } finally {
+      // Always: nothing of a preview may commit.
+      if (db.inTransaction) trusted(db, 'ROLLBACK').run();
     }
-    recorder = new EffectRecorder(db, sql);
-    runWrite(db, stmt, bindings, 1024, false, verdict.ok ? verdict.kind : undefined, sql);
-    return recorder.read(limits);
   } finally {
-    // Always: nothing of a preview may commit (its temporary triggers go with it).
+    if (recorder) {
+      recorder.remove();
+      recorder.restorePragma();
+    }
+  }
+}
+
+/**
+ * The recorder's temporary triggers and logs, made in a transaction of their own that commits
+ * (it writes only the temp schema), dropped by the caller once the preview is rolled back. Made
+ * inside the preview's transaction, its ROLLBACK undid a schema change, and SQLite then resets
+ * every schema of the connection: the next statement parsed every CREATE TABLE of the database
+ * again, 47 ms of CPU beside 500 tables of 200 columns (R10, R12; session 38, R13).
+ */
+function committedRecorder(db: Database, sql: string): EffectRecorder {
+  trusted(db, 'BEGIN').run();
+  try {
+    const recorder = new EffectRecorder(db, sql);
+    trusted(db, 'COMMIT').run();
+    return recorder;
+  } catch (err) {
     if (db.inTransaction) trusted(db, 'ROLLBACK').run();
-    recorder?.restorePragma();
+    throw err;
   }
 }
