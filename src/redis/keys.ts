@@ -50,7 +50,7 @@ export interface Keys {
    */
   readonly approvalsIndexed: string;
   /**
-   * Members revoked (`deciderId` → when), in the approvals' slot so that a decision's transition
+   * Members revoked in the last day (`deciderId`, scored by when), in the approvals' slot so that a decision's transition
    * checks it in its own step (`MemberRegistry.revoke` writes it before the member record).
    */
   readonly revokedDeciders: string;

@@ -33,6 +33,8 @@ interface MemberRecord {
 }
 
 const ROLES: readonly Role[] = ['member', 'admin'];
+/** How long a revoked member's mark beside the approvals is kept (see `MemberRegistry.revoke`). */
+const REVOKED_MARK_MS = 24 * 3600 * 1000;
 /** Compare-and-set retries; only concurrent changes to the same member ever need one. */
 const MAX_ATTEMPTS = 8;
 
@@ -116,7 +118,14 @@ export class MemberRegistry {
       // Marked first, beside the approvals: a decision whose re-check found the member before this
       // revoke is then refused by its transition (approval-transition.lua), so none lands after the
       // revoke; the member record and the approvals are in different slots, one script cannot do both.
-      await this.redis.hset(this.keys.revokedDeciders, deciderId(workspace, name, current.createdAt), Date.now());
+      // Kept a day: the mark is needed for the one round trip between a decision's re-check and its
+      // transition; pruned here, so revocations never pile up in Redis.
+      const at = Date.now();
+      await this.redis
+        .multi()
+        .zadd(this.keys.revokedDeciders, at, deciderId(workspace, name, current.createdAt))
+        .zremrangebyscore(this.keys.revokedDeciders, '-inf', at - REVOKED_MARK_MS)
+        .exec();
       const next: MemberRecord = { ...current, revoked: true, revokedAt: Date.now() };
       if (await this.cas(workspace, name, raw!, next, current.keyHash, '')) return true;
     }

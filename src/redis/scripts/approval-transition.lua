@@ -6,7 +6,7 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
 -- A member revoked since the decider's re-check of the registry: revoke marks them here before it
 -- touches their record, so a decision either lands before the revoke began or is refused.
-if ARGV[6] ~= '' and redis.call('HEXISTS', KEYS[7], ARGV[6]) == 1 then return 'REVOKED' end
+if ARGV[6] ~= '' and redis.call('ZSCORE', KEYS[7], ARGV[6]) then return 'REVOKED' end
 local state = redis.call('HGET', KEYS[1], 'state')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
