@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { rateSource, rateSource48, SITE_TIMES_ADDRESS } from '../oauth/oauth-rate-source.ts';
+import { ConcurrentSlots } from '../policy/concurrent-slots.ts';
 
 /**
  * How long a request may take to arrive whole, headers and body. Fastify's default is none: in
@@ -133,39 +134,40 @@ export function bodyDeadline(app: FastifyInstance, ms: number, checkEveryMs: num
   });
 }
 
+/** What the connection slots throw for a connection past a bound: made once, as a flood meets it on every connection. */
+const REFUSED = new Error('connection refused at the door');
+
 /**
- * Applies `limits` to `server`: the total through Node's `maxConnections` (a connection past it is
- * closed as it opens), and, unless `behindProxy`, the per-address count (and an IPv6 /48's, {@link
- * SITE_TIMES_ADDRESS} times it), closing a connection past either before it is read. (The request timeout is Fastify's `requestTimeout`, set where the server
- * is made.)
+ * Applies `limits` to `server`, unless `behindProxy`: the per-address count (an IPv6 address's
+ * /64), a site's (an IPv6 /48, {@link SITE_TIMES_ADDRESS} times it) and the total, closing a
+ * connection past one as it opens, before it is read. With the total held, a newcomer takes the
+ * place of the oldest connection of the site (an IPv4 address: itself) holding the most, when that
+ * one holds at least two more than the newcomer's site (`ConcurrentSlots`, as exports share theirs):
+ * refused at the total, 8 sites at their bound (8 /48s, easily had) held all 8,192 connections, every
+ * other client of every tenant closed at the door (hostile review T20, session 38). Behind a proxy
+ * every connection is the proxy's, which bounds its own clients: only the total applies, through
+ * Node's `maxConnections`. (The request timeout is Fastify's `requestTimeout`, set where the server is made.)
  */
 export function limitConnections(server: Server, limits: ConnectionLimits, behindProxy: boolean): void {
-  server.maxConnections = limits.total;
-  if (behindProxy) return;
-  const open = new Map<string, number>();
-  const perSite = limits.perAddress * SITE_TIMES_ADDRESS;
-  const release = (group: string) => {
-    const left = (open.get(group) ?? 1) - 1;
-    if (left > 0) open.set(group, left);
-    else open.delete(group);
-  };
+  if (behindProxy) {
+    server.maxConnections = limits.total;
+    return;
+  }
+  // Not Node's maxConnections too: it closes a connection past the total before it is heard here,
+  // so none could take a place back.
+  const slots = new ConcurrentSlots({ perCaller: limits.perAddress, perWorkspace: limits.perAddress * SITE_TIMES_ADDRESS, total: limits.total }, () => REFUSED);
   server.on('connection', (socket: Socket) => {
     // An IPv6 host is given a whole /64 and a site a /48: counted by address, one host took every
     // connection; counted by /64, one site did.
     const ip = socket.remoteAddress ?? '';
     const address = rateSource(ip);
-    const site = rateSource48(ip);
-    const n = (open.get(address) ?? 0) + 1;
-    const atSite = site === undefined ? 0 : (open.get(site) ?? 0) + 1;
-    if (n > limits.perAddress || atSite > perSite) {
+    let release: () => void;
+    try {
+      release = slots.take(rateSource48(ip) ?? address, address, () => socket.destroy());
+    } catch {
       socket.destroy();
       return;
     }
-    open.set(address, n);
-    if (site !== undefined) open.set(site, atSite);
-    socket.once('close', () => {
-      release(address);
-      if (site !== undefined) release(site);
-    });
+    socket.once('close', release);
   });
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Principal } from './principal.ts';
+import { CachedKeyIndex, stemOf } from './cached-key-index.ts';
 import { changeOf } from './registry-changes.ts';
 
 /**
@@ -32,12 +33,8 @@ export class PrincipalCache {
   private readonly entries = new Map<string, { principal: Principal; until: number; lapses?: number }>();
   /** What each key was last found to be, and when: see {@link lastKnown}. Forgotten on a change heard, not on a lost connection. */
   private readonly known = new Map<string, { principal: Principal; seen: number; lapses?: number }>();
-  /**
-   * The keys of {@link entries} and {@link known} by their principal's workspace (a few more
-   * once gone), so a workspace's change forgets its keys without a walk over every tenant's: at
-   * 10,000 entries the walk cost each process ~0.3 ms a change, one admin's loop a third of a core.
-   */
-  private readonly keysOf = new Map<string, Set<string>>();
+  /** The keys of {@link entries} and {@link known} by workspace and by stem: forgotten without a walk. */
+  private readonly index = new CachedKeyIndex();
   /** Bumped by every change heard, so a lookup begun before a change cannot refill the cache after it. */
   private epoch = 0;
   /** The epoch of the last whole drop: no lookup marked before it is put. */
@@ -48,6 +45,8 @@ export class PrincipalCache {
    * tenant changing its own members in a loop keeps no other tenant's lookups from being cached.
    */
   private readonly ended = new Map<string, number>();
+  /** Prefixes in {@link ended} that are no stem: while none, {@link endedSince} walks nothing. */
+  private unstemmed = 0;
   private live = false;
   private closed = false;
   private started?: Promise<void>;
@@ -137,20 +136,19 @@ export class PrincipalCache {
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     if (this.known.size >= this.maxEntries) {
       this.known.clear();
-      this.keysOf.clear();
-      for (const [key, hit] of this.entries) this.index(key, hit.principal.workspace);
+      this.index.clear();
+      for (const [key, hit] of this.entries) this.index.add(key, hit.principal.workspace);
     }
     const frozen = frozenCopy(principal);
     const now = Date.now();
     this.entries.set(keyHash, { principal: frozen, until: now + this.ttlMs, ...(lapses !== undefined ? { lapses } : {}) });
     this.known.set(keyHash, { principal: frozen, seen: now, ...(lapses !== undefined ? { lapses } : {}) });
-    this.index(keyHash, principal.workspace);
+    this.index.add(keyHash, principal.workspace);
   }
 
-  private index(key: string, workspace: string): void {
-    let keys = this.keysOf.get(workspace);
-    if (!keys) this.keysOf.set(workspace, (keys = new Set()));
-    keys.add(key);
+  /** Keys held in the indexes by workspace and by stem (tests, figures). */
+  indexed(): { byWorkspace: number; byStem: number } {
+    return this.index.counts();
   }
 
   /**
@@ -190,9 +188,13 @@ export class PrincipalCache {
 
   /** Whether a partial change heard after `mark` ended the entry of `keyHash` in `workspace`. */
   private endedSince(mark: number, keyHash: string, workspace: string): boolean {
+    if ((this.ended.get(`workspace ${workspace}`) ?? 0) > mark) return true;
+    const stem = stemOf(keyHash);
+    if (stem !== undefined && (this.ended.get(`key ${stem}`) ?? 0) > mark) return true;
+    // A prefix that is no stem (no message of this build sends one) is looked for the long way.
+    if (this.unstemmed === 0) return false;
     for (const [what, at] of this.ended) {
-      if (at <= mark) continue;
-      if (what === `workspace ${workspace}` || (what.startsWith('key ') && keyHash.startsWith(what.slice(4)))) return true;
+      if (at > mark && what.startsWith('key ') && stemOf(what.slice(4)) !== what.slice(4) && keyHash.startsWith(what.slice(4))) return true;
     }
     return false;
   }
@@ -201,15 +203,20 @@ export class PrincipalCache {
    * Forgets the entries whose key begins with `prefix` (an OAuth access token that ended: `forgetMessage`), and what lookups in flight would put for them.
    */
   private forget(prefix: string): void {
+    if (stemOf(prefix) === prefix) {
+      this.forgetWhere(`key ${prefix}`, this.index.underStem(prefix));
+      return;
+    }
     const keys = new Set<string>();
     for (const map of [this.entries, this.known]) for (const key of map.keys()) if (key.startsWith(prefix)) keys.add(key);
+    this.unstemmed++;
     this.forgetWhere(`key ${prefix}`, keys);
   }
 
   /** Forgets the entries of `workspace`'s principals (`workspaceChanged`), and what lookups in flight would put for them. */
   private forgetWorkspace(workspace: string): void {
-    this.forgetWhere(`workspace ${workspace}`, this.keysOf.get(workspace) ?? []);
-    this.keysOf.delete(workspace);
+    this.forgetWhere(`workspace ${workspace}`, this.index.ofWorkspace(workspace));
+    this.index.dropWorkspace(workspace);
   }
 
   /** Forgets `keys`, and remembers (as `what`) that lookups in flight must not put theirs. */
@@ -218,11 +225,15 @@ export class PrincipalCache {
     // Bounded: past it, every lookup in flight is refused once, as a whole drop would.
     if (this.ended.size >= MAX_ENDED) {
       this.ended.clear();
+      this.unstemmed = 0;
       this.floor = this.epoch;
     }
     this.ended.delete(what);
     this.ended.set(what, this.epoch);
+    // Out of the indexes too: left there, a member whose app refreshed its token once a second
+    // grew its workspace's set by a key a refresh, in every process, until the workspace changed.
     for (const key of keys) {
+      this.index.remove(key, (this.known.get(key) ?? this.entries.get(key))?.principal.workspace);
       this.entries.delete(key);
       this.known.delete(key);
     }
@@ -236,10 +247,11 @@ export class PrincipalCache {
     this.epoch++;
     this.floor = this.epoch;
     this.ended.clear();
+    this.unstemmed = 0;
     this.entries.clear();
     if (changed) {
       this.known.clear();
-      this.keysOf.clear();
+      this.index.clear();
     }
     const waiting = this.waiting;
     this.waiting = [];

@@ -53,3 +53,22 @@ it('counts the connections of one IPv6 /48 together, at 4 times the per-address 
   server.emit('connection', past);
   expect(past.closedByServer).toBe(true);
 });
+
+// Session 38, T20: sites at their bound could hold the total between them (8 /48s took all 8,192),
+// and every other client was closed at the door. A site with fewer now takes the place of the
+// oldest connection of the site holding the most (test/integration/connection-fair-share.test.ts).
+it('gives a new IPv6 site a place held by sites at their bound when the total is held', () => {
+  const server = createServer();
+  limitConnections(server, { perAddress: 2, total: 16, requestTimeoutMs: 30_000, checkEveryMs: 5_000 }, false);
+  const sites = [7, 8].map((s) => Array.from({ length: 8 }, (_, i) => connection(`2001:db8:${s}:${(i + 1).toString(16)}::1`)));
+  for (const s of sites.flat()) server.emit('connection', s);
+  expect(sites.flat().some((s) => s.closedByServer)).toBe(false);
+  const newcomer = connection('2001:db8:9:1::1');
+  server.emit('connection', newcomer);
+  expect(newcomer.closedByServer).toBe(false);
+  expect(sites[0]!.map((s) => s.closedByServer)).toEqual([true, ...Array(7).fill(false)]);
+  // The site that gave its place cannot take it back from the other (8 against its 7).
+  const back = connection('2001:db8:7:ff::1');
+  server.emit('connection', back);
+  expect(back.closedByServer).toBe(true);
+});
