@@ -1,5 +1,5 @@
 import type { Envelope } from '../contracts/envelope.ts';
-import type { StreamedEvent } from '../redis/events.ts';
+import type { StreamedEvent } from '../redis/event-types.ts';
 import { callKey } from '../contracts/call-identity.ts';
 import { AnnouncedOutcomes } from './announced-outcomes.ts';
 import { LISTENER, Listener, type Owned, type Watch } from './call-wait-listener.ts';

@@ -2,8 +2,6 @@ import type { ChainableCommander, Redis } from 'ioredis';
 import type { Envelope } from '../contracts/envelope.ts';
 import type { AgentDbEvent, StreamedEvent } from './event-types.ts';
 
-export type { AgentDbEvent, EventsMissed, FeedEvent, StreamedEvent } from './event-types.ts';
-
 /** Whether stream id `a` comes before `b` (`<ms>-<seq>`; a bare `<ms>` is `<ms>-0`). */
 export function idBefore(a: string, b: string): boolean {
   const [am = '0', as = '0'] = a.split('-');
