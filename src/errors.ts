@@ -338,8 +338,11 @@ export type ErrorCode = keyof typeof ERRORS;
 
 /** The error part of a failed result envelope. */
 export interface ErrorBody {
+  /** A stable code from the registry (docs/errors.md): what a program branches on. */
   code: ErrorCode;
+  /** What happened, in words for a person or a model. */
   message: string;
+  /** What to do about it. */
   hint: string;
   /** On RATE_LIMITED, and QUOTA_EXCEEDED by the Redis budget: seconds until the call may be sent again. */
   retryAfter?: number;

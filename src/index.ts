@@ -20,7 +20,7 @@ export { ERRORS, type ErrorCode, type ErrorBody } from './errors.ts';
 export { loadConfig, type Config } from './config.ts';
 /** `AgentDbClient.metrics`' class: pass one as the client's `metrics` to count its refusals in a runtime's own registry. */
 export { Metrics } from './metrics.ts';
-export type { AgentDbEvent, EventsMissed, FeedEvent } from './redis/events.ts';
+export type { AgentDbEvent, EventsMissed, FeedEvent } from './redis/event-types.ts';
 export {
   db,
   type DbCapabilityOptions,

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { EventReader, type StreamedEvent } from '../redis/events.ts';
+import { EventReader } from '../redis/events.ts';
+import type { StreamedEvent } from '../redis/event-types.ts';
 import type { Approval } from './approval.ts';
 
 /**

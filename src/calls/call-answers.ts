@@ -11,29 +11,57 @@ import { readsOnly } from './lost-run-replay.ts';
  * A finished call's envelope, typed so that `status` tells it from the answers below
  * (`answer.status === 'awaiting_approval'` narrows to {@link AwaitingAnswer}).
  */
-export type FinishedAnswer = Envelope & { status?: undefined };
+export type FinishedAnswer = Envelope & {
+  /** Absent on a finished call: what tells it from a queued, running or parked one. */
+  status?: undefined;
+};
 
 /** A call that is on its way but not finished: queued or running. */
 export interface PendingAnswer {
+  /** Always false: the call has not finished, so there is no result yet. */
   ok: false;
+  /** The call id to look it up by (`client.result()`) or wait on again. */
   callId: string;
+  /** The tool called, as the caller named it. */
   tool: string;
+  /** `queued`: no worker has picked it up yet; `running`: a worker runs it now. */
   status: 'queued' | 'running';
 }
 
 /** A call parked until a person decides. */
 export interface AwaitingAnswer {
+  /** Always false: the call has not run; it waits for a decision. */
   ok: false;
+  /** The call id: its decision, and then its answer, are found by it. */
   callId: string;
+  /** The tool called, as the caller named it. */
   tool: string;
+  /** The call is parked until a person approves or rejects it (or the approval expires). */
   status: 'awaiting_approval';
+  /** The approval request: its `id` (to decide it), the `tier` that asked for it, `expiresAt` (ISO time), and the write's effect when known. */
   approval: { id: string; tier: string; expiresAt: string } & Record<string, unknown>;
 }
 
 /** How `decide()` proves who decides: a member's key, or an operator naming the member. */
 export type Decision =
-  | { decision: 'approve' | 'reject'; key: string; reason?: string }
-  | { decision: 'approve' | 'reject'; by: string; operator: true; reason?: string };
+  | {
+      /** Whether the parked call runs (`approve`) or is refused (`reject`). */
+      decision: 'approve' | 'reject';
+      /** The deciding member's key. */
+      key: string;
+      /** Why, kept with the approval record. */
+      reason?: string;
+    }
+  | {
+      /** Whether the parked call runs (`approve`) or is refused (`reject`). */
+      decision: 'approve' | 'reject';
+      /** The member an operator (a trusted runtime) decides for. */
+      by: string;
+      /** Marks a decision made by the operator, not with a member's key. */
+      operator: true;
+      /** Why, kept with the approval record. */
+      reason?: string;
+    };
 
 /**
  * Whatever a call or a result lookup can answer: narrow on `ok` (true: ran) and on `status`

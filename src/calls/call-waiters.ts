@@ -1,5 +1,5 @@
 import type { Envelope } from '../contracts/envelope.ts';
-import type { StreamedEvent } from '../redis/events.ts';
+import type { StreamedEvent } from '../redis/event-types.ts';
 import { callKey } from '../contracts/call-identity.ts';
 import { AnnouncedOutcomes } from './announced-outcomes.ts';
 import { LISTENER, Listener, type Owned, type Watch } from './call-wait-listener.ts';
@@ -7,8 +7,11 @@ import { lookEvery } from './call-wait-look.ts';
 
 /** What a client holds for waits now: calls watched, waits on them, safety-net looks scheduled. */
 export interface WaitCounts {
+  /** Calls this client watches for their end now. */
   calls: number;
+  /** Waits on those calls (several waits may share one call). */
   waits: number;
+  /** Safety-net looks scheduled, for a call whose end event may be missed. */
   looks: number;
 }
 

@@ -10,7 +10,7 @@ import { Metrics } from '../metrics.ts';
 import { connectRedis, shownUrl } from '../redis/connection.ts';
 import { EventFeed } from '../redis/event-feed.ts';
 import { workspaceFeedScope } from './event-gap-replay.ts';
-import type { FeedEvent } from '../redis/events.ts';
+import type { FeedEvent } from '../redis/event-types.ts';
 import { keysFor, type Keys } from '../redis/keys.ts';
 import { RedisMemoryHeadroom } from '../redis/memory-headroom.ts';
 import { ShardQueues } from '../redis/shard-queues.ts';

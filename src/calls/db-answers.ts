@@ -4,7 +4,10 @@ import type { DbTranslation } from '../policy/db-surface.ts';
 import type { AwaitingAnswer, CallAnswer } from './call-answers.ts';
 
 /** db_exec's answer under `policy: "require-approval"`: APPROVAL_REQUIRED and the request made. */
-export type ApprovalRequiredAnswer = ErrorEnvelope & { approval: AwaitingAnswer['approval'] & { statement: string; rationale: unknown } };
+export type ApprovalRequiredAnswer = ErrorEnvelope & {
+  /** The approval request made: its id, tier and expiry, with the statement and the model's rationale. */
+  approval: AwaitingAnswer['approval'] & { statement: string; rationale: unknown };
+};
 
 /** A db_* call the surface let through, as the DATA_* call it runs as. */
 export type TranslatedDbCall = Extract<DbTranslation, { ok: true }>;

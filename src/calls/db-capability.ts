@@ -17,7 +17,9 @@ import { dbAnswer, type ApprovalRequiredAnswer } from './db-answers.ts';
 
 /** What db_exec's policy function is told of one call (db-capability.md). */
 export interface DbPolicyContext {
+  /** The tool the policy decides for: only db_exec has a policy. */
   name: 'db_exec';
+  /** The call's input as the model gave it: the SQL statement and the model's stated reason. */
   input: { statement: string; rationale: string };
 }
 
@@ -30,6 +32,7 @@ export interface DbCapabilityOptions {
   client: AgentDbClient;
   /** The workspace and agent the calls are made as. */
   workspace: string;
+  /** The registered agent (`agentdb agents set`) the calls are made as. */
   agent: string;
   /**
    * Which database the tools use: `"default"` (also `"agent"`, the default), the agent's own, or
@@ -47,14 +50,19 @@ export interface DbCapabilityOptions {
 }
 
 /** Options of one tool execution: the call's id (to make it idempotent) and the client's call options. */
-export type DbToolCallOptions = Omit<CallOptions, 'wait'> & { callId?: string };
+export type DbToolCallOptions = Omit<CallOptions, 'wait'> & {
+  /** The call's id: the same id runs at most once (absent, a new one is made). */
+  callId?: string;
+};
 
 /** What a db_* tool's `execute` answers: the call's answer, under the db_* tool's name. */
 export type DbToolAnswer = CallAnswer | ApprovalRequiredAnswer;
 
 /** One db_* tool for a runtime's own agent loop: what the model is shown, and how to run it. */
 export interface DbTool {
+  /** The db_* tool's name, as the model is shown it. */
   name: DbToolName;
+  /** What the model is told the tool does (db-capability.md's words). */
   description: string;
   /** The JSON Schema of its input, exactly as db-capability.md gives it. */
   inputSchema: Record<string, unknown>;

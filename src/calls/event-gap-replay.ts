@@ -3,7 +3,7 @@ import type { Approval } from '../approvals/approval.ts';
 import { parseApproval } from '../approvals/approval-hash.ts';
 import { eventSummary } from '../approvals/approval-summary.ts';
 import type { FeedScope } from '../redis/event-feed.ts';
-import type { AgentDbEvent, StreamedEvent } from '../redis/events.ts';
+import type { AgentDbEvent, StreamedEvent } from '../redis/event-types.ts';
 import type { Keys } from '../redis/keys.ts';
 
 /**

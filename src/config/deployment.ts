@@ -45,11 +45,17 @@ export const deploymentEnv = deploymentSchema.shape;
 
 /** This part's fields of the frozen `Config`. */
 export interface DeploymentConfig {
+  /** REDIS_URL: the Redis every process of a deployment shares. */
   readonly redisUrl: string;
+  /** AGENTDB_DATA_DIR: SQLite files under `shards/<shard>/`, the call-id ledger under `call-ids/`. */
   readonly dataDir: string;
+  /** AGENTDB_PREFIX: the start of every Redis key and queue name. */
   readonly prefix: string;
+  /** SHARD_COUNT: the same for every process of a deployment (a database's shard follows from it). */
   readonly shardCount: number;
+  /** PORT: the HTTP port of `agentdb start`. */
   readonly port: number;
+  /** HOST: the address HTTP (and a worker's metrics) listen on. */
   readonly host: string;
   /** The bearer token `GET /metrics` asks for (METRICS_TOKEN); absent, the route answers NOT_FOUND. */
   readonly metricsToken?: string;
@@ -57,6 +63,7 @@ export interface DeploymentConfig {
   readonly workerMetricsPort: number;
   /** METRICS_TOP_WORKSPACES. */
   readonly metricsTopWorkspaces: number;
+  /** LOG_LEVEL: pino's level for the JSON logs on stderr. */
   readonly logLevel: z.infer<typeof deploymentSchema>['LOG_LEVEL'];
   /** A secret: never logged. */
   readonly memberKey?: string;

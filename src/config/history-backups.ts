@@ -53,11 +53,15 @@ export const historyBackupsEnv = historyBackupsSchema.shape;
 
 /** This part's fields of the frozen `Config`. */
 export interface HistoryBackupsConfig {
+  /** MAINTENANCE_CRON: when the nightly prune of usage and finished approvals runs (in `scheduleTz`). */
   readonly maintenanceCron: string;
+  /** SCHEDULE_TZ: the time zone of the prune and history crons. */
   readonly scheduleTz: string;
   /** Where backups and offloaded results go (BLOB_STORE and its keys). Holds a secret: never logged. */
   readonly blob: BlobConfig;
+  /** BACKUP_CRON: when the nightly blob backup runs (in `backupTz`). */
   readonly backupCron: string;
+  /** BACKUP_TZ: the backup cron's time zone. */
   readonly backupTz: string;
   /** Capture on: what executor children are started with; undefined with HISTORY_CAPTURE=off. */
   readonly history?: {
@@ -68,8 +72,11 @@ export interface HistoryBackupsConfig {
     /** AS_OF_KEEP_MINUTES in ms. */
     readonly asOfKeepMs: number;
   };
+  /** HISTORY_RETENTION_DAYS: how far back restores reach; the history prune deletes what is older. */
   readonly historyRetentionDays: number;
+  /** HISTORY_SNAPSHOT_CRON: when each database changed since its last snapshot gets a new one. */
   readonly historySnapshotCron: string;
+  /** HISTORY_PRUNE_CRON: when local history past `historyRetentionDays` is deleted. */
   readonly historyPruneCron: string;
 }
 

@@ -145,6 +145,7 @@ export const httpEnv = httpSchema.shape;
 
 /** This part's fields of the frozen `Config`. */
 export interface HttpConfig {
+  /** HTTP_WAIT_MS: the longest a `/v1/calls` request waits before answering where its call stands. */
   readonly httpWaitMs: number;
   /** HTTP_REQUEST_TIMEOUT_MS, HTTP_CONNECTIONS_PER_ADDRESS, HTTP_MAX_CONNECTIONS (src/http/connection-limits.ts). */
   readonly httpConnections: { readonly requestTimeoutMs: number; readonly perAddress: number; readonly total: number };
@@ -154,11 +155,13 @@ export interface HttpConfig {
   readonly exportMaxBytes: number;
   /** DOWNLOAD_STALL_SECONDS, in ms (src/policy/stall-deadline.ts). */
   readonly downloadStallMs: number;
+  /** MCP_APPROVAL_WAIT_MS: the longest an MCP tool call (without a task) waits for a decision before answering that it is pending. */
   readonly mcpApprovalWaitMs: number;
   /** MCP_ALLOWED_ORIGINS, each an origin (`https://app.example.com`). */
   readonly mcpAllowedOrigins: readonly string[];
   /** MCP_ALLOWED_HOSTS: host names without ports, or `*` for any. */
   readonly mcpAllowedHosts: readonly string[] | '*';
+  /** WEB_SESSION_TTL_S: how long a web sign-in lives without a request (sliding), in seconds. */
   readonly webSessionTtlS: number;
   /** OAuth sign-in (OAUTH, OAUTH_*_TTL_S); undefined with OAUTH=off. */
   readonly oauth?: {
@@ -169,6 +172,7 @@ export interface HttpConfig {
   };
   /** PUBLIC_URL, without a trailing slash. */
   readonly publicUrl?: string;
+  /** KEY_CACHE_TTL_MS: how long who a key is stays known without asking Redis; 0 asks each time. */
   readonly keyCacheTtlMs: number;
   /** Fastify's `trustProxy` (TRUST_PROXY). */
   readonly trustProxy: boolean | number | string[];

@@ -91,6 +91,7 @@ export const limitsEnv = limitsSchema.shape;
 
 /** This part's fields of the frozen `Config`. */
 export interface LimitsConfig {
+  /** MAX_RESULT_BYTES: the most a call's whole envelope takes as JSON; a larger query result is offloaded to the blob store. */
   readonly maxResultBytes: number;
   /** An offloaded query result is cut at this many bytes of JSON (MAX_OFFLOAD_BYTES). */
   readonly maxOffloadBytes: number;
@@ -100,7 +101,9 @@ export interface LimitsConfig {
   readonly workspaceQuota: { readonly maxDatabases?: number; readonly maxBytes?: number };
   /** Views and indexes one database may hold, overriding its plan's where set (MAX_VIEWS_PER_DATABASE, MAX_INDEXES_PER_DATABASE). */
   readonly schemaLimits: { readonly maxViews?: number; readonly maxIndexes?: number };
+  /** MAX_CALL_BYTES: the most a call's arguments take as UTF-8 JSON (CALL_TOO_LARGE past it). */
   readonly maxCallBytes: number;
+  /** APPROVAL_TTL_MS: how long a parked call waits for a decision. */
   readonly approvalTtlMs: number;
   /** RESULT_TTL_HOURS, in seconds. */
   readonly resultTtlS: number;
@@ -116,7 +119,9 @@ export interface LimitsConfig {
   readonly redisBytesPerWorkspace: number;
   /** REDIS_MEMORY_HEADROOM_PERCENT. */
   readonly redisMemoryHeadroomPercent: number;
+  /** USAGE_RETENTION_DAYS: how long the nightly prune keeps usage records in Redis. */
   readonly usageRetentionDays: number;
+  /** APPROVAL_RETENTION_DAYS: how long the nightly prune keeps finished approval records in Redis. */
   readonly approvalRetentionDays: number;
 }
 

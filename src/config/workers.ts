@@ -70,19 +70,27 @@ export const workersEnv = workersSchema.shape;
 
 /** This part's fields of the frozen `Config`. */
 export interface WorkersConfig {
+  /** STATEMENT_TIMEOUT_MS: a statement past it is killed (STATEMENT_TIMEOUT). */
   readonly statementTimeoutMs: number;
+  /** WORKER_CONCURRENCY: jobs a shard worker runs at once. */
   readonly workerConcurrency: number;
+  /** AGENT_SHARD_CONCURRENCY: calls of one agent a shard's worker runs at once; more go back to the queue. */
   readonly agentShardConcurrency: number;
   /** WORKSPACE_SHARD_CONCURRENCY, at least `agentShardConcurrency` (one agent holds no more than its workspace). */
   readonly workspaceShardConcurrency: number;
+  /** EXECUTOR_POOL_SIZE: executor children per worker process. */
   readonly executorPoolSize: number;
+  /** EXECUTOR_WORKSPACE_SHARE: executor children one workspace may hold at once. */
   readonly executorWorkspaceShare: number;
   /** Overflow-lane children beyond the pool (EXECUTOR_OVERFLOW). */
   readonly executorOverflow: number;
   /** A statement past this (ms) counts as long for the overflow lane (EXECUTOR_LONG_MS). */
   readonly executorLongMs: number;
+  /** LEASE_TTL_MS: a shard's lease; a dead worker's shards move after it. */
   readonly leaseTtlMs: number;
+  /** LOCK_DURATION_MS: BullMQ's job lock; a dead worker's job is retried after it. */
   readonly lockDurationMs: number;
+  /** STALLED_INTERVAL_MS: how often BullMQ looks for jobs whose lock ran out. */
   readonly stalledIntervalMs: number;
   /** DECISION_WAKE_AFTER_MS. */
   readonly decisionWakeAfterMs: number;
@@ -90,8 +98,11 @@ export interface WorkersConfig {
   readonly drainGraceMs: number;
   /** SCHEDULER_CHECK_MS. */
   readonly schedulerCheckMs: number;
+  /** EXECUTOR_HEAP_LIMIT_MB: SQLite's memory per executor child (RESOURCE_LIMIT past it). */
   readonly executorHeapLimitMb: number;
+  /** HANDLE_CACHE_SIZE: open SQLite handles per executor child. */
   readonly handleCacheSize: number;
+  /** STATEMENT_CACHE_BYTES: estimated memory of the prepared statements each executor child keeps. */
   readonly statementCacheBytes: number;
 }
 

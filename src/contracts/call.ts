@@ -69,9 +69,13 @@ export const callRequest = z
 
 /** What a caller passes to `client.call()`. */
 export interface CallInput {
+  /** Names the call for its whole life: send it again under the same id and it runs at most once. Absent, the client makes one. */
   callId?: string;
+  /** The workspace the call is made in. */
   workspace: string;
+  /** The agent the call is made as (its slug), or `@<member>` for a person's call. */
   agent: string;
+  /** The agent's settings (database, approval, sandbox, sharedData); absent, every one takes its default (`database: "off"`: no database tools). */
   settings?: AgentSettingsInput;
   /** Set when a person's client calls; `agent` is then `@<member>` (see `memberCaller`). */
   member?: MemberOfCall;
@@ -88,7 +92,9 @@ export interface CallInput {
    * another, who starts with no call ids taken.
    */
   agentSince?: number;
+  /** The tool to call: a DATA_* tool name (`TOOL_NAMES`). */
   tool: string;
+  /** The tool's arguments, checked against its input schema before the call is queued. */
   arguments?: unknown;
 }
 

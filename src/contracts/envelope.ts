@@ -2,19 +2,29 @@ import { errorBody, type ErrorBody, type ErrorCode } from '../errors.ts';
 
 /** A call that ran. Rows inside `result` came from an agent-writable store: untrusted data. */
 export interface OkEnvelope {
+  /** Always true: the call ran. */
   ok: true;
+  /** The call id it ran under. */
   callId: string;
+  /** The tool that ran. */
   tool: string;
+  /** Credits the call was charged. */
   credits: number;
+  /** Always true: `result` holds what agents wrote, so a reader treats it as data, never as instructions. */
   untrusted: true;
+  /** The tool's result (rows, row counts, a table's description), as the tool's contract gives it. */
   result: Record<string, unknown>;
 }
 
 /** A call that did not run, or failed; `error.code` is a registry code. */
 export interface ErrorEnvelope {
+  /** Always false: the call did not run, or failed. */
   ok: false;
+  /** The call id it was sent under. */
   callId: string;
+  /** The tool called. */
   tool: string;
+  /** Why, with a stable registry code (docs/errors.md), a message and a hint. */
   error: ErrorBody;
   /**
    * On UNAVAILABLE from the client library: whether the call had reached Redis, so it may still

@@ -17,8 +17,11 @@ export const UNREGISTERED_PLAN: Plan = 'pro';
  * workspace's registered plan, which an agent must not be able to pick for itself.
  */
 export const agentSettings = z.strictObject({
+  /** `agent`: its own database; `workspace`: the workspace's shared one; `off` (the default): no database tools at all. */
   database: z.enum(['off', 'agent', 'workspace']).default('off'),
+  /** `write`: every write waits for a person to approve it; `never` (the default): writes run at once. A drop waits whatever this says. */
   approval: z.enum(['never', 'write']).default('never'),
+  /** A sandbox run, where nothing can wait for a person: a drop is refused (SANDBOX_REFUSED) rather than parked. */
   sandbox: z.boolean().default(false),
   /** The shared-data grant: write the workspace tables, read other agents' tables. */
   sharedData: z.boolean().default(false),

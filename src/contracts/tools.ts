@@ -92,9 +92,13 @@ const descriptions: Record<ToolName, string> = {
 
 /** One agent-visible tool: name, description and JSON Schema of its input. */
 export interface ToolContract {
+  /** The tool's name, as the model is shown it (`DATA_QUERY_SQL`, ...). */
   name: ToolName;
+  /** What the model is told the tool does, its credits included. */
   description: string;
+  /** Its tier (`read`, `write`, `destructive`), which access and approval rules go by. */
   tier: Tier;
+  /** The JSON Schema of the tool's input. */
   inputSchema: Record<string, unknown>;
 }
 

@@ -11,42 +11,7 @@ import { toolContracts, type Tier } from '../contracts/tools.ts';
 import { AgentDbError } from '../errors.ts';
 import { toolResult } from '../mcp/tool-result.ts';
 import { translateDbCall } from '../policy/db-surface.ts';
-
-/** Proof of who decides an approval: a member's key, or this trusted runtime naming the member. */
-export type DecisionProof = { key: string } | { by: string; operator: true };
-
-/** What a decider callback is told: the parked call and agentdb's approval of it. */
-export interface ApprovalAsk {
-  callId: string;
-  tool: string;
-  approval: AwaitingAnswer['approval'];
-  decision: 'approve' | 'reject';
-}
-
-/**
- * Who a decision made in the framework's own UI is recorded as in agentdb: a member key, or a
- * callback answering the proof for each decision (the person signed in to the app).
- */
-export type Approver = DecisionProof | ((ask: ApprovalAsk) => DecisionProof | Promise<DecisionProof>);
-
-/** Options every adapter takes. */
-export interface AgentToolsOptions {
-  workspace: string;
-  /** The registered agent (`agentdb agents set`) whose surface and settings the tools carry. */
-  agent: string;
-  /** The surface expected, `data` (DATA_* tools) or `db` (db_*); refused at once when the registration says otherwise. */
-  surface?: Surface['kind'];
-  /**
-   * Binds every call to one scope, `agent` (its own tables) or `workspace` (the shared ones),
-   * and leaves `scope` and `agent` out of the schemas; refused at once when the registration
-   * does not reach it. Without it the model picks per call, as the DATA_* contract lets it.
-   */
-  scope?: 'agent' | 'workspace';
-  /** Required to decide in the framework's UI; without it only agentdb (web, CLI, HTTP) decides. */
-  approver?: Approver;
-  /** How long a worker may take to pick a call up (default 30 s). */
-  timeoutMs?: number;
-}
+import type { AgentToolsOptions } from './toolset-options.ts';
 
 /** One tool as the adapters declare it to their framework. */
 export interface FrameworkTool {
@@ -65,9 +30,13 @@ export interface FrameworkTool {
  * fields, marked untrusted), as an MCP client gets them.
  */
 export interface ToolAnswer {
+  /** The call id it ran (or was refused) under. */
   callId: string;
+  /** Whether the call was refused or failed: the model is shown `text` as an error. */
   isError: boolean;
+  /** What the model reads: rows fenced as untrusted data, or the refusal's code, fenced reason and hint. */
   text: string;
+  /** The same as structured fields, marked untrusted. */
   data: Record<string, unknown>;
 }
 

@@ -7,10 +7,12 @@
 import type * as Ai from 'ai';
 import type { ModelMessage, Tool, ToolApprovalResponse, ToolModelMessage, ToolSet } from 'ai';
 import type { AgentDbClient } from '../calls/client.ts';
-import { AgentToolset, type AgentToolsOptions, type FrameworkTool, isRefusal, type ToolAnswer } from './agent-toolset.ts';
+import { AgentToolset, type FrameworkTool, isRefusal, type ToolAnswer } from './agent-toolset.ts';
+import type { AgentToolsOptions } from './toolset-options.ts';
 import { loadFramework } from './framework-package.ts';
 
-export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof, ToolAnswer } from './agent-toolset.ts';
+export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof } from './toolset-options.ts';
+export type { ToolAnswer } from './agent-toolset.ts';
 
 const ai = await loadFramework<typeof Ai>({ adapter: 'agentdb/ai-sdk', name: 'ai', module: 'ai', majors: [7] });
 

@@ -13,22 +13,26 @@ import type * as LangGraph from '@langchain/langgraph';
 import { z } from 'zod';
 import type { AgentDbClient } from '../calls/client.ts';
 import { AgentDbError } from '../errors.ts';
-import { AgentToolset, type AgentToolsOptions, type FrameworkTool } from './agent-toolset.ts';
+import { AgentToolset, type FrameworkTool } from './agent-toolset.ts';
+import type { AgentToolsOptions } from './toolset-options.ts';
 import { loadFramework } from './framework-package.ts';
 
-export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof } from './agent-toolset.ts';
+export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof } from './toolset-options.ts';
 
 const lc = await loadFramework<typeof LangChainTools>({ adapter: 'agentdb/langchain', name: '@langchain/core', module: '@langchain/core/tools', majors: [1] });
 const lg = await loadFramework<typeof LangGraph>({ adapter: 'agentdb/langchain', name: '@langchain/langgraph', module: '@langchain/langgraph', majors: [1] });
 
 /** The value a parked call interrupts the graph with: what the person is asked to decide. */
 export interface AgentDbInterrupt {
+  /** Tells this interrupt from others the graph raises. */
   kind: 'agentdb.approval';
   /** The tool, and the arguments the model called it with. */
   tool: string;
+  /** The arguments the model called `tool` with. */
   arguments: unknown;
   /** The framework's tool call id. */
   toolCallId: string;
+  /** The agentdb call id, parked until the decision. */
   callId: string;
   /** agentdb's approval: its id, tier, expiry and the write's effect when known. */
   approval: Record<string, unknown> & { id: string; expiresAt: string };
@@ -36,7 +40,9 @@ export interface AgentDbInterrupt {
 
 /** The resume value (`new Command({ resume })`) for an {@link AgentDbInterrupt}. */
 export interface AgentDbResume {
+  /** What the person decided. */
   decision: 'approve' | 'reject';
+  /** The person's reason, kept with the approval record. */
   reason?: string;
 }
 

@@ -9,10 +9,11 @@
 import type * as Agents from '@openai/agents';
 import type { FunctionTool, RunToolApprovalItem } from '@openai/agents';
 import type { AgentDbClient } from '../calls/client.ts';
-import { AgentToolset, type AgentToolsOptions, type FrameworkTool, type ToolAnswer } from './agent-toolset.ts';
+import { AgentToolset, type FrameworkTool, type ToolAnswer } from './agent-toolset.ts';
+import type { AgentToolsOptions } from './toolset-options.ts';
 import { loadFramework } from './framework-package.ts';
 
-export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof } from './agent-toolset.ts';
+export type { AgentToolsOptions, Approver, ApprovalAsk, DecisionProof } from './toolset-options.ts';
 
 const agents = await loadFramework<typeof Agents>({
   adapter: 'agentdb/openai-agents',
@@ -34,13 +35,17 @@ export interface OpenAiAgentsToolsOptions extends AgentToolsOptions {
 
 /** What the adapter uses of a run's `RunState` (of any agent and context type). */
 export interface ApprovalState {
+  /** Approves the tool call (`alwaysApprove`: its later calls too). */
   approve(item: RunToolApprovalItem, options?: { alwaysApprove?: boolean }): void;
+  /** Rejects the tool call (`alwaysReject`: its later calls too), with a message for the model. */
   reject(item: RunToolApprovalItem, options?: { alwaysReject?: boolean; message?: string }): void;
 }
 
 /** A run's result, as `run()` answers it: its interruptions and its state. */
 export interface Interrupted {
+  /** The tool calls waiting for approval. */
   interruptions: RunToolApprovalItem[];
+  /** The run's state, to approve or reject them on and run again from. */
   state: ApprovalState;
 }
 

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { idBefore, latestEventId, parseEntry, type FeedEvent, type StreamedEvent } from './events.ts';
+import { idBefore, latestEventId, parseEntry } from './events.ts';
+import type { FeedEvent, StreamedEvent } from './event-types.ts';
 
 /** Entries a feed reads at once. */
 const BATCH = 100;

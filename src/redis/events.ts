@@ -1,60 +1,6 @@
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { Envelope } from '../contracts/envelope.ts';
-
-/** Events agentdb publishes on its stream, so a runtime can resume an agent without polling. */
-export type AgentDbEvent =
-  | {
-      type: 'call.completed';
-      /** The caller's call id; with `workspace` and `agent`, it names the call (`callKey`). */
-      callId: string;
-      workspace: string;
-      agent: string;
-      /**
-       * A member's call: their member record's creation; an agent key's: its registration's (the
-       * field keeps its name, which readers of either already know). With `agent` (`@<name>` or the
-       * agent's slug) what names the call (`callKey`).
-       */
-      memberSince?: number;
-      ok: boolean;
-      /** The envelope itself when small; otherwise fetch it with `client.result()`. */
-      envelope?: Envelope;
-      at: number;
-    }
-  | { type: 'approval.requested'; callId: string; approval: Record<string, unknown>; memberSince?: number; at: number }
-  | { type: 'approval.decided'; callId: string; approval: Record<string, unknown>; at: number };
-
-/**
- * Said by a feed (`client.events`) that found the events after its position trimmed from the
- * stream before it read them: the stream is one for the service and keeps ~{@link STREAM_MAX_LEN}
- * events, so a busy workspace turns it over in under a minute, under a runtime that stopped for
- * longer (a deploy) or read slowly. Before it, a feed of one workspace hands back that workspace's
- * approval events of the stretch again from the approvals' own records, and the completions of the
- * approved calls that ran in it (each `replayed: true`, some perhaps seen already); what it cannot
- * give back are other completions: ask `client.result()` for calls still waited on. Never on the
- * stream itself.
- */
-export interface EventsMissed {
-  type: 'events.missed';
-  /** Of no call: there so a reader's `event.callId` reads every event a feed gives. */
-  callId?: undefined;
-  /** The feed's position before the stretch (the last event it had read, or the `from` it was given). */
-  after: string;
-  /** The oldest event the stream still holds, read next. */
-  before: string;
-  /** How many events of the feed's workspace were given back from the approvals' records, just before this one. */
-  givenBack: number;
-  at: number;
-}
-
-/**
- * An event with its stream position, so a reader can resume from it. `replayed`: given back by a
- * feed after a stretch trimmed under it ({@link EventsMissed}), from the approvals' records rather
- * than the stream; its `id` is the position before that stretch.
- */
-export type StreamedEvent = AgentDbEvent & { id: string; replayed?: true };
-
-/** What a feed (`client.events`) gives: the stream's events, and its word of a stretch trimmed under it. */
-export type FeedEvent = StreamedEvent | (EventsMissed & { id: string });
+import type { AgentDbEvent, StreamedEvent } from './event-types.ts';
 
 /** Whether stream id `a` comes before `b` (`<ms>-<seq>`; a bare `<ms>` is `<ms>-0`). */
 export function idBefore(a: string, b: string): boolean {

@@ -3,7 +3,8 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { okEnvelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
-import { completedCaller, completedEvent, EventReader, publishEvent, type CompletedCaller, type StreamedEvent } from '../../src/redis/events.ts';
+import { completedCaller, completedEvent, EventReader, publishEvent, type CompletedCaller } from '../../src/redis/events.ts';
+import type { StreamedEvent } from '../../src/redis/event-types.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDbClient } from '../../src/calls/client.ts';
 import { okEnvelope } from '../../src/contracts/envelope.ts';
 import { connectRedis } from '../../src/redis/connection.ts';
-import { completedEvent, EventReader, type StreamedEvent } from '../../src/redis/events.ts';
+import { completedEvent, EventReader } from '../../src/redis/events.ts';
+import type { StreamedEvent } from '../../src/redis/event-types.ts';
 import { keysFor } from '../../src/redis/keys.ts';
 import { sandbox, type Sandbox } from '../helpers/harness.ts';
 

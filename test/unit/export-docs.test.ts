@@ -7,8 +7,10 @@ import { REPO, repoText } from '../helpers/repo-files.ts';
 // runtime's author reads in an editor's hover: package.json's `exports` (the root and the three
 // framework entries). Kept by this check, not by review: every name each entry exports, followed
 // through its re-exports to the declaration, carries a TSDoc comment, and so does every public
-// member of an exported class (its methods are the client's API). An interface's fields are left
-// to the interface's own comment and docs/.
+// member of an exported class (its methods are the client's API) and every field of an exported
+// interface or object type (what a caller reads off an answer, an option it sets, a Config entry:
+// its meaning and units are in the hover, not only in docs/). A field declared outside the repo
+// (a framework's own type) is that package's; fields of fields are left to their field's comment.
 
 /** The files behind package.json's `exports`, as source. */
 function entryFiles(): string[] {
@@ -43,6 +45,10 @@ function undocumented(entries: string[]): { missing: string[]; seen: number } {
       seen++;
       const target = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
       if (!doc(exported) && !doc(target)) missing.push(`${entry}: ${exported.name}`);
+      if (target.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias)) {
+        missing.push(...bareFields(checker.getDeclaredTypeOfSymbol(target)).map((field) => `${entry}: ${exported.name}.${field}`));
+        continue;
+      }
       if (!(target.flags & ts.SymbolFlags.Class)) continue;
       for (const member of checker.getPropertiesOfType(checker.getDeclaredTypeOfSymbol(target))) {
         const decl = member.valueDeclaration ?? member.declarations?.[0];
@@ -54,13 +60,35 @@ function undocumented(entries: string[]): { missing: string[]; seen: number } {
     }
   }
   return { missing, seen };
+
+  /** Fields of `type` (each member of a union apart) declared in the repo without TSDoc, each once. */
+  function bareFields(type: ts.Type): string[] {
+    const bare = new Set<string>();
+    for (const part of type.isUnion() ? type.types : [type])
+      for (const field of checker.getPropertiesOfType(part)) {
+        const decl = field.declarations?.[0];
+        if (!decl || decl.getSourceFile().fileName.includes('/node_modules/')) continue;
+        if (!doc(field)) bare.add(field.name);
+      }
+    return [...bare];
+  }
 }
 
 describe('what the package exports carries TSDoc', () => {
-  it('finds a name without TSDoc, through a re-export and on a public class member', () => {
+  it('finds a name without TSDoc, through a re-export, on a public class member and on a field', () => {
     const sample = 'test/unit/export-docs-sample/entry.ts';
     const { missing } = undocumented([sample]);
-    expect(missing).toEqual([`${sample}: bare`, `${sample}: Documented.bareMethod`, `${sample}: DocumentedAlias.bareMethod`]);
+    expect(missing.sort()).toEqual(
+      [
+        `${sample}: bare`,
+        `${sample}: Documented.bareMethod`,
+        `${sample}: DocumentedAlias.bareMethod`,
+        `${sample}: Shape.bareField`,
+        `${sample}: Either.bareInOne`,
+        `${sample}: Widened.bareField`,
+        `${sample}: Widened.bareAdded`,
+      ].sort(),
+    );
   });
 
   it("leaves no export of package.json's entries without it", () => {

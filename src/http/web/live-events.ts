@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { EventReader, latestEventId, type StreamedEvent } from '../../redis/events.ts';
+import { EventReader, latestEventId } from '../../redis/events.ts';
+import type { StreamedEvent } from '../../redis/event-types.ts';
 
 /** One open event stream of a browser: its workspace and how to reach it. */
 interface Listener {

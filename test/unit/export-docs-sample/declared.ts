@@ -14,3 +14,25 @@ export class Documented {
   }
   private hidden(): void {}
 }
+
+/** An interface: one field told, one bare. */
+export interface Shape {
+  /** Told. */
+  told: string;
+  bareField: number;
+}
+
+/** A union of object types: a field bare in one member only. */
+export type Either =
+  | {
+      /** Told. */
+      kind: 'a';
+    }
+  | {
+      /** Told. */
+      kind: 'b';
+      bareInOne: string;
+    };
+
+/** An interface widened in place: its own fields are checked, Error's (outside the repo) are not. */
+export type Widened = Error & Shape & { bareAdded: true };
