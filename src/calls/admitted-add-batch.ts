@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
 import { luaSource } from '../redis/lua-scripts.ts';
-import { writeScriptWhole } from '../redis/whole-script-writes.ts';
 import { ADD_KEYS, ADD_LUA } from './admitted-add.ts';
 
 /** One call's admitted add: its keys and arguments as one call's part of {@link ADMITTED_ADDS_LUA} takes them. */
@@ -158,11 +157,7 @@ export class AdmittedAddBatch {
   /** The connection with the script defined on it (on first use: only a caller adds jobs). */
   private scripted(): BatchingRedis {
     const redis = this.redis as BatchingRedis;
-    if (typeof redis.agentdbAdmittedAdds !== 'function') {
-      redis.defineCommand('agentdbAdmittedAdds', { lua: ADMITTED_ADDS_LUA() });
-      // BullMQ's two packed arguments a call: written in one piece, not ioredis's ~55 (issue 31).
-      writeScriptWhole(redis, 'agentdbAdmittedAdds');
-    }
+    if (typeof redis.agentdbAdmittedAdds !== 'function') redis.defineCommand('agentdbAdmittedAdds', { lua: ADMITTED_ADDS_LUA() });
     return redis;
   }
 }

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { writeScriptWhole } from './whole-script-writes.ts';
 
 /** The folder of agentdb's Lua scripts, one `.lua` file each; `npm run build` copies it beside the built loader. */
 export const LUA_SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
@@ -298,8 +297,6 @@ export function withScripts(redis: Redis): ScriptedRedis {
     if (typeof scripted[name] === 'function') continue;
     const lua = made ? made() : luaSource(file);
     redis.defineCommand(name, keys === undefined ? { lua } : { lua, numberOfKeys: keys });
-    // Several carry BullMQ's packed arguments (the worker's finish): written in one piece.
-    writeScriptWhole(redis, name);
   }
   return scripted;
 }
