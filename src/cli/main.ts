@@ -1,6 +1,7 @@
 import { CommanderError, type Command } from 'commander';
 import { EXIT, UsageError, type CommandContext, type Output } from './context.ts';
 import { packageVersion } from './package-version.ts';
+import { nodeCheck } from '../doctor/host-checks.ts';
 import type { Dispatch } from './command-run.ts';
 import { buildProgram } from './program.ts';
 
@@ -10,9 +11,21 @@ import { buildProgram } from './program.ts';
  * command line is answered in one plain line under the command's name, with exit 2.
  * @returns the process exit code.
  */
-export async function main(argv: string[], io: Output = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: Output = { stdout: process.stdout, stderr: process.stderr },
+  nodeVersion = process.versions.node,
+): Promise<number> {
   let exitCode: number = EXIT.ok;
   const dispatch: Dispatch = async (command, args, load, needs) => {
+    // On a Node agentdb cannot run on, the server's executor children crashed one after another
+    // with nothing saying why: every command says so first (help and --version still answer).
+    const node = nodeCheck(nodeVersion);
+    if (node.status === 'fail') {
+      io.stderr.write(`${name(command)}: ${node.detail} ${node.fix}\n`);
+      exitCode = EXIT.usage;
+      return;
+    }
     let ctx: Output | CommandContext = io;
     if (needs.config) {
       const config = await loadConfigOrSay(io);

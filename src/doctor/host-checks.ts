@@ -6,27 +6,27 @@ import { result, type CheckResult } from './check.ts';
 /** Free space on the data folder's disk below which writes and history copies start failing soon. */
 const DISK_WARN = { bytes: 2 * 1024 ** 3, share: 0.1 };
 const DISK_FAIL = { bytes: 256 * 1024 ** 2, share: 0.02 };
-/** The Node major agentdb is tested on and its dependencies ask for; 20 still runs it. */
-const NODE_WANTED = 22;
-const NODE_LEAST = 20;
+/**
+ * The least Node major agentdb runs on: better-sqlite3 13, which every database runs in, asks for
+ * it, and on Node 20 loading it crashes the process (SIGSEGV; session 38, N16: `agentdb start`'s
+ * executor children died one after another and the server exited, saying only that).
+ */
+const NODE_LEAST = 22;
 
 function gib(n: number): string {
   return n >= 1024 ** 3 ? `${(n / 1024 ** 3).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`;
 }
 
-/** The Node version running this process against the one wanted. */
+/** The Node version running this process against the least agentdb runs on. */
 export function nodeCheck(version = process.versions.node): CheckResult {
   const major = Number(version.split('.')[0]);
-  if (major >= NODE_WANTED) return result('node-version', 'ok', `Node ${version}.`);
-  const fix = `Run agentdb on Node ${NODE_WANTED} LTS or later (the Docker image: FROM node:${NODE_WANTED}-…).`;
-  if (major >= NODE_LEAST)
-    return result(
-      'node-version',
-      'warn',
-      `Node ${version}: agentdb runs on it, but Node ${major} is past its maintenance and some dependencies ask for ${NODE_WANTED} (the AWS SDK behind the S3 blob store warns that its releases after the first week of January 2027 require it).`,
-      fix,
-    );
-  return result('node-version', 'fail', `Node ${version}: agentdb needs Node ${NODE_LEAST} or later.`, fix);
+  if (major >= NODE_LEAST) return result('node-version', 'ok', `Node ${version}.`);
+  return result(
+    'node-version',
+    'fail',
+    `Node ${version}: agentdb needs Node ${NODE_LEAST} or later (better-sqlite3, which runs its databases, crashes on Node ${major}).`,
+    `Run agentdb on Node ${NODE_LEAST} or 24 (\`node -v\` in the terminal you run it in; the Docker image: FROM node:24-…), and run npm ci again on it.`,
+  );
 }
 
 /** The nearest folder at or above `p` that exists (the data folder may not exist yet). */

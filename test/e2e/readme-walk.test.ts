@@ -44,14 +44,15 @@ describe("the README's commands, in order", () => {
 
   it('a person approving: the call waits, a new member lists and approves it, and it runs', async () => {
     const commands = commandsOf('README.md', '### A person approving');
-    const [call, list, add, approve, reject] = commands;
-    expect(commands).toHaveLength(5);
-    expect([call![0], list![0], add![0], approve!.slice(0, 2), reject!.slice(0, 2)]).toEqual([
+    const [call, list, add, approve, reject, result] = commands;
+    expect(commands).toHaveLength(6);
+    expect([call![0], list![0], add![0], approve!.slice(0, 2), reject!.slice(0, 2), result![0]]).toEqual([
       'call',
       'approvals',
       'members',
       ['approvals', 'approve'],
       ['approvals', 'reject'],
+      'result',
     ]);
 
     const parked = await cli(call!);
@@ -71,9 +72,9 @@ describe("the README's commands, in order", () => {
       env,
     );
     expect(decided.code, decided.stdout + decided.stderr).toBe(0);
-    // Reject is the other choice; this call is decided already.
-    const result = await cli(['result', envelope.callId, '--workspace', 'acme', '--agent', 'scout', '--wait']);
-    expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, result: { changes: 1 } });
+    // Reject is the other choice; this call is decided already. The caller that did not wait asks for its outcome.
+    const outcome = await cli(result!.map((w) => (w === 'CALL_ID' ? envelope.callId : w)));
+    expect(JSON.parse(outcome.stdout)).toMatchObject({ ok: true, result: { changes: 1 } });
   });
 
   it('an MCP client: the agent is registered, so its key is minted; agents set says where its database came from', async () => {
