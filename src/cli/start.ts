@@ -39,9 +39,8 @@ import { mcpWaiting } from '../mcp/waiting-calls.ts';
  */
 export async function start(ctx: CommandContext, flags: { httpOnly?: boolean } = {}): Promise<number> {
   const { config } = ctx;
-  // HTTP only: the request's thread then runs no worker. In one process the worker's work after
-  // each answer (BullMQ's finish, the next fetch) and Fastify's after-send both ran before the
-  // next request was read (docs/benchmarks.md, session 37, M4; session 38, M5).
+  // HTTP only: to scale HTTP and workers apart. Not for speed: on two loaded cores each call then
+  // woke both processes, and /mcp was slower than in one (docs/benchmarks.md, session 38, M5).
   const withWorkers = config.startWorkers && flags.httpOnly !== true;
   const logger = createLogger(config.logLevel, 'agentdb');
   // Listening from the first moment, not from "ready": a SIGTERM during start-up (a supervisor's

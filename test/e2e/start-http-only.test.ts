@@ -4,8 +4,7 @@ import { freePort } from '../helpers/own-redis.ts';
 import { runCli, startCli, stop } from '../helpers/processes.ts';
 
 // `agentdb start --http-only` (or START_WORKERS=off): the HTTP API with no shard worker in its
-// process, beside `agentdb worker` processes that own the shards. In one process the worker's
-// work after each answer ran on the thread that reads the next request (session 38, M5).
+// process, beside `agentdb worker` processes that own the shards (session 38, M5).
 const sb = sandbox();
 afterAll(() => sb.cleanup());
 
