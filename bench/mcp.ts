@@ -13,7 +13,6 @@ import { keysFor } from '../src/redis/keys.ts';
 import { AgentKeyRing } from '../src/registry/agent-keys.ts';
 import { AgentRegistry } from '../src/registry/agents.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
-import { cpuSeconds } from './cpu.ts';
 import { ownSignalFetch } from './own-signal-fetch.ts';
 import { startProcess, stopProcess } from './process.ts';
 import { drive, median, round, summarise, type RunStats } from './stats.ts';
@@ -30,19 +29,48 @@ const BIN = fileURLToPath(new URL(`${process.env.BENCH_DIST ?? '../dist'}/bin/ag
  * per request (stateless: a server and transport per request), key lookup and the
  * untrusted-data fence.
  *
- * Set up as people run it: the server is `agentdb start` (the built CLI, HTTP and shard workers
- * in one process), and both callers are in this process, as a user's MCP client and a user's
- * runtime with the client library are processes of their own. Both reach the same workers of
- * the same server process, so the comparison stays fair: the library enqueues onto Redis and
- * that process's workers take the call; the MCP client posts to that process's HTTP endpoint,
- * which enqueues the same call onto Redis for the same workers. (It used to run the HTTP server
- * from source in this process beside both clients: that measured the TypeScript loader's code
- * rather than the built one, and charged the server's CPU to the client's event loop.)
+ * Set up as people run it: the server is the built CLI, and every caller is in this process, as
+ * a user's MCP client and a user's runtime with the client library are processes of their own.
+ * Each layout (BENCH_MCP_LAYOUTS, default `one,split`) is a server of its own, on a prefix and
+ * data folder of its own, measured in the same rounds as the other, its calls taking turns with
+ * the other's:
+ * - `one`: `agentdb start`, HTTP and every shard worker in one process (`npm start`);
+ * - `split`: `agentdb start --http-only` beside an `agentdb worker` that owns every shard (the
+ *   HTTP process's thread then serves requests only; session 38, M5).
+ * In both, the library enqueues onto Redis for the workers that own the shard, and the HTTP
+ * sides post to the HTTP endpoint, which enqueues the same call for the same workers.
  */
 export async function benchMcp(config: Config, opts: { calls: number; rounds: number }) {
-  // A prefix and data folder of its own: the caller's workers must not take this server's calls.
-  const prefix = `${config.prefix}-mcp`;
-  const dataDir = path.join(config.dataDir, 'mcp');
+  const layouts = (process.env.BENCH_MCP_LAYOUTS ?? 'one,split').split(',') as Layout[];
+  for (const l of layouts) if (l !== 'one' && l !== 'split') throw new Error(`bench mcp: no layout ${JSON.stringify(l)} (one, split)`);
+  const servers: Server[] = [];
+  try {
+    for (const layout of layouts) servers.push(await startServer(config, layout));
+    const byLayout = await measure(config, servers, opts);
+    const first = byLayout[layouts[0]!]!;
+    // The first layout's figures at the top (what earlier runs reported), every layout's under `layouts`.
+    return { ...first, layouts: byLayout };
+  } finally {
+    for (const s of servers) await s.stop();
+  }
+}
+
+type Layout = 'one' | 'split';
+
+/** One layout's server: where to call it, with which key, and the processes whose main threads serve it. */
+interface Server {
+  layout: Layout;
+  prefix: string;
+  url: string;
+  key: string;
+  pids: number[];
+  stop: () => Promise<void>;
+}
+
+async function startServer(config: Config, layout: Layout): Promise<Server> {
+  // A prefix and data folder of its own: the caller's workers, and the other layout's, must not take this server's calls.
+  const prefix = `${config.prefix}-mcp-${layout}`;
+  const dataDir = path.join(config.dataDir, `mcp-${layout}`);
   mkdirSync(dataDir, { recursive: true });
   const redis = new Redis(config.redisUrl);
   const keys = keysFor(prefix);
@@ -50,6 +78,7 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
   const agents = new AgentRegistry(redis, keys);
   await agents.put('mcpbench', 'reader', { displayName: 'Reader', settings: { database: 'agent' } });
   const { key } = await new AgentKeyRing(redis, keys, agents).mint('mcpbench', 'reader');
+  redis.disconnect();
   const env = {
     REDIS_URL: config.redisUrl,
     AGENTDB_PREFIX: prefix,
@@ -61,18 +90,29 @@ export async function benchMcp(config: Config, opts: { calls: number; rounds: nu
     // One tenant measured at thousands of calls a second: no plan's rate would let it through.
     RATE_LIMITS: 'off',
   };
-  const { child, output } = await startProcess(process.execPath, [BIN, 'start'], env, /"msg":"agentdb ready"/);
-  const url = /"address":"([^"]+)"/.exec(output)?.[1];
-  if (!url) throw new Error(`bench mcp: no address in agentdb start's output: ${output}`);
-  try {
-    return await measure(config, prefix, url, key, child.pid!, opts);
-  } finally {
+  // The worker first, so that its shards are owned before the HTTP process asks /ready-like questions.
+  const worker = layout === 'split' ? (await startProcess(process.execPath, [BIN, 'worker'], env, /"msg":"worker ready"/)).child : undefined;
+  const args = layout === 'split' ? [BIN, 'start', '--http-only'] : [BIN, 'start'];
+  const { child, output } = await startProcess(process.execPath, args, env, /"msg":"agentdb ready"/);
+  const stop = async () => {
     await stopProcess(child);
-    redis.disconnect();
+    if (worker) await stopProcess(worker);
+  };
+  const url = /"address":"([^"]+)"/.exec(output)?.[1];
+  if (!url) {
+    await stop();
+    throw new Error(`bench mcp: no address in agentdb start's output: ${output}`);
   }
+  return { layout, prefix, url, key, pids: [child.pid!, ...(worker ? [worker.pid!] : [])], stop };
 }
 
-async function measure(config: Config, prefix: string, url: string, key: string, serverPid: number, opts: { calls: number; rounds: number }) {
+type Side = 'library' | 'mcp' | 'mcpFetch' | 'v1' | 'v1h';
+const ORDER: Side[] = ['library', 'mcp', 'mcpFetch', 'v1', 'v1h'];
+const HTTP_SIDES = ORDER.filter((s) => s !== 'library');
+
+/** One server's five ways to make the read, each `(i) => Promise<void>`, and its library client opened and closed. */
+async function sidesFor(config: Config, server: Server) {
+  const { url, key, prefix } = server;
   const mcp = new Client({ name: 'bench', version: '1' });
   const transport = new StreamableHTTPClientTransport(new URL('/mcp', url), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
@@ -87,20 +127,24 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   const must = (ok: boolean, what: unknown) => {
     if (!ok) throw new Error(`bench mcp step failed: ${JSON.stringify(what)}`);
   };
-  // A client library's event reader reads every completion of the prefix, the MCP and /v1
-  // calls' too: one that stayed open would charge this (the MCP client's) process for reading
-  // the server's events, which a user's MCP client never does. So each library round has a
-  // client of its own, opened (and its reader started) before the round and closed after.
+  // A client library's event reader reads every completion of the prefix while anyone in its
+  // client waits: one that stayed open would charge this (the MCP client's) process for reading
+  // the server's events, which a user's MCP client never does. So each library block has a
+  // client of its own, opened (and its reader started) before the block and closed after.
+  let library: AgentDbClient | undefined;
   const openLibrary = async () => {
-    const c = new AgentDbClient({ redisUrl: config.redisUrl, prefix, shardCount: config.shardCount, rateLimits: false });
-    const env = await c.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } });
+    library = new AgentDbClient({ redisUrl: config.redisUrl, prefix, shardCount: config.shardCount, rateLimits: false });
+    const env = await library.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT 1' } });
     must(env.ok, env);
-    return c;
   };
-  let library = await openLibrary();
-  const made = await library.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT)' } });
+  const closeLibrary = async () => {
+    await library?.close();
+    library = undefined;
+  };
+  await openLibrary();
+  const made = await library!.call({ ...who, tool: 'DATA_WRITE_SQL', arguments: { sql: 'CREATE TABLE IF NOT EXISTS kv (id INTEGER PRIMARY KEY, v TEXT)' } });
   must(made.ok, made);
-  const filled = await library.call({
+  const filled = await library!.call({
     ...who,
     tool: 'DATA_WRITE_SQL',
     arguments: {
@@ -111,7 +155,7 @@ async function measure(config: Config, prefix: string, url: string, key: string,
   must(filled.ok, filled);
 
   const viaLibrary = async (i: number) => {
-    const env = await library.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
+    const env = await library!.call({ ...who, tool: 'DATA_QUERY_SQL', arguments: { sql: 'SELECT v FROM kv WHERE id = ?', params: [i % 1000] } });
     must(env.ok, env);
   };
   const viaMcp = async (i: number) => {
@@ -177,154 +221,132 @@ async function measure(config: Config, prefix: string, url: string, key: string,
       req.on('error', reject);
       req.end(body);
     });
-  // Every side warmed alike (BENCH_MCP_WARM_CALLS, default 3,000 each; 500 before session 33): the
-  // server process has the most code to compile (Fastify, the routes, the worker), and V8 goes on
-  // compiling hot paths for tens of seconds (session 31, P7); a service runs warm.
-  const warmCalls = Number(process.env.BENCH_MCP_WARM_CALLS ?? 3000);
-  for (const warm of [viaLibrary, viaMcp, viaMcpFetch, viaV1, viaV1Http]) await drive(warmCalls, 1, warm);
-  await library.close();
-
-  // CPU per call of the caller (this process) and of the server process (HTTP and workers; not
-  // its executor child, whose share is the same query on every side): on a shared machine it
-  // moves far less than latency does, and it is what the layers cost.
-  type Side = 'library' | 'mcp' | 'mcpFetch' | 'v1' | 'v1h';
-  const cpu: Record<Side, { caller: number; server: number }> = {
-    library: { caller: 0, server: 0 },
-    mcp: { caller: 0, server: 0 },
-    mcpFetch: { caller: 0, server: 0 },
-    v1: { caller: 0, server: 0 },
-    v1h: { caller: 0, server: 0 },
-  };
-  const stats: Record<Side, RunStats[]> = { library: [], mcp: [], mcpFetch: [], v1: [], v1h: [] };
-  const measured = async (side: Side, fn: (i: number) => Promise<void>) => {
-    const before = process.cpuUsage();
-    const serverBefore = cpuSeconds(serverPid);
-    const d = await drive(opts.calls, 1, fn);
-    const used = process.cpuUsage(before);
-    const n = opts.calls * opts.rounds;
-    cpu[side].caller += (used.user + used.system) / 1000 / n;
-    cpu[side].server += ((cpuSeconds(serverPid) - serverBefore) * 1000) / n;
-    return summarise(d.latencies, d.seconds);
-  };
-  const sides: Record<Side, () => Promise<RunStats>> = {
-    library: async () => {
-      library = await openLibrary();
-      const s = await measured('library', viaLibrary);
-      await library.close();
-      return s;
-    },
-    mcp: () => measured('mcp', viaMcp),
-    mcpFetch: () => measured('mcpFetch', viaMcpFetch),
-    v1: () => measured('v1', viaV1),
-    v1h: () => measured('v1h', viaV1Http),
-  };
-  // The goals are read per round, `/mcp` against the other sides of its own round, and the
-  // rounds' median taken: the machine's drift between rounds then cancels rather than landing
-  // on one side.
-  const order: Side[] = ['library', 'mcp', 'mcpFetch', 'v1', 'v1h'];
-  // BENCH_MCP_ORDER=fixed: the order of sessions 20-35 (library first every round), for A/B runs of the bench itself.
-  const fixedOrder = process.env.BENCH_MCP_ORDER === 'fixed';
-  const perRound: { library: number; v1: number }[] = [];
-  // BENCH_MCP_INTERLEAVE (default `call-http`): within a round the four HTTP sides take turns
-  // call by call (the turn's first side moving on by one each call), so a burst of the machine's
-  // other work lands on each alike: at load 15-19 each round's `/mcp` ÷ `/v1` went 0.93-1.18 so,
-  // against 0.18-7.7 with each side's calls in a block (docs/benchmarks.md, session 36). The
-  // library's calls go in blocks of BENCH_MCP_SEGMENT (100) between those turns, its client
-  // opened before each block and closed after: its event reader reads every completion of the
-  // prefix, and left open during the HTTP sides' calls it woke their caller once more each,
-  // which on the loaded machine tripled every side's p50 (`call`: all five sides take turns,
-  // the library's client open through the round). `block`: each side's calls in one block,
-  // the blocks' order turning each round (BENCH_MCP_ORDER=fixed: library first every round, as
-  // sessions 20-35 ran it). BENCH_MCP_BURST (1): calls a side makes in a row at its turn.
-  const interleave = process.env.BENCH_MCP_INTERLEAVE ?? 'call-http';
-  const burst = Number(process.env.BENCH_MCP_BURST ?? 1);
-  const segment = interleave === 'call-http' ? Number(process.env.BENCH_MCP_SEGMENT ?? 100) : opts.calls;
   const calls: Record<Side, (i: number) => Promise<void>> = { library: viaLibrary, mcp: viaMcp, mcpFetch: viaMcpFetch, v1: viaV1, v1h: viaV1Http };
-  const mainThread = `/proc/${serverPid}/task/${serverPid}/schedstat`;
-  const serverNs = () => Number(readFileSync(mainThread, 'utf8').split(' ')[0]);
-  /** One round of sides taking turns; each call's caller and server (main thread) CPU charged to its side. */
-  const turns = async () => {
-    const lat: Record<Side, number[]> = { library: [], mcp: [], mcpFetch: [], v1: [], v1h: [] };
-    const n = opts.calls * opts.rounds;
-    const one = async (side: Side, i: number) => {
+  const close = async () => {
+    await closeLibrary();
+    await mcp.close();
+    agent.destroy();
+  };
+  return { calls, openLibrary, closeLibrary, close };
+}
+
+async function measure(config: Config, servers: Server[], opts: { calls: number; rounds: number }) {
+  const each = [];
+  for (const server of servers) each.push({ server, ...(await sidesFor(config, server)) });
+  try {
+    // Every side of every layout warmed alike (BENCH_MCP_WARM_CALLS, default 3,000 each; 500
+    // before session 33): the server process has the most code to compile (Fastify, the routes,
+    // the worker), and V8 goes on compiling hot paths for tens of seconds (session 31, P7); a
+    // service runs warm.
+    const warmCalls = Number(process.env.BENCH_MCP_WARM_CALLS ?? 3000);
+    for (const t of each) {
+      for (const side of ORDER) await drive(warmCalls, 1, t.calls[side]);
+      await t.closeLibrary();
+    }
+    return await rounds(each, opts);
+  } finally {
+    for (const t of each) await t.close();
+  }
+}
+
+type Target = { server: Server } & Awaited<ReturnType<typeof sidesFor>>;
+
+/**
+ * The rounds. Within a round every layout's four HTTP sides take turns call by call (the turn's
+ * first moving on by one each call), so a burst of the machine's other work lands on each alike:
+ * at load 15-19 each round's `/mcp` ÷ `/v1` went 0.93-1.18 so, against 0.18-7.7 with each side's
+ * calls in a block (docs/benchmarks.md, session 36). The library's calls go in blocks of
+ * BENCH_MCP_SEGMENT (100) between those turns, each layout's in turn, its client opened before
+ * each block and closed after: its event reader, left open during the HTTP sides' calls, woke
+ * their caller once more each. BENCH_MCP_BURST (1): calls a side makes in a row at its turn.
+ * Each call's caller CPU and its server's main threads' CPU (schedstat, to the ns: the HTTP
+ * process's, and in `split` the worker's too) are charged to its side.
+ */
+async function rounds(each: Target[], opts: { calls: number; rounds: number }) {
+  const burst = Number(process.env.BENCH_MCP_BURST ?? 1);
+  const segment = Number(process.env.BENCH_MCP_SEGMENT ?? 100);
+  const n = opts.calls * opts.rounds;
+  const zero = () => Object.fromEntries(ORDER.map((s) => [s, { caller: 0, server: 0 }])) as Record<Side, { caller: number; server: number }>;
+  const cpu = each.map(zero);
+  const stats = each.map(() => Object.fromEntries(ORDER.map((s) => [s, [] as RunStats[]])) as Record<Side, RunStats[]>);
+  const perRound = each.map(() => [] as { library: number; v1: number }[]);
+  const threads = each.map((t) => t.server.pids.map((p) => `/proc/${p}/task/${p}/schedstat`));
+  const serverNs = (k: number) => threads[k]!.reduce((a, f) => a + Number(readFileSync(f, 'utf8').split(' ')[0]), 0);
+  // Every layout's HTTP sides in one turn: [layout index, side].
+  const turn = each.flatMap((_, k) => HTTP_SIDES.map((side) => [k, side] as const));
+  for (let r = 0; r < opts.rounds; r++) {
+    const lat = each.map(() => Object.fromEntries(ORDER.map((s) => [s, [] as number[]])) as Record<Side, number[]>);
+    const one = async (k: number, side: Side, i: number) => {
       const c0 = process.cpuUsage();
-      const s0 = serverNs();
+      const s0 = serverNs(k);
       const t0 = performance.now();
-      await calls[side](i);
-      lat[side].push(performance.now() - t0);
+      await each[k]!.calls[side](i);
+      lat[k]![side].push(performance.now() - t0);
       const used = process.cpuUsage(c0);
-      cpu[side].caller += (used.user + used.system) / 1000 / n;
-      cpu[side].server += (serverNs() - s0) / 1e6 / n;
+      cpu[k]![side].caller += (used.user + used.system) / 1000 / n;
+      cpu[k]![side].server += (serverNs(k) - s0) / 1e6 / n;
     };
-    const turn = interleave === 'call' ? order : order.filter((s) => s !== 'library');
-    for (let from = 0; from < opts.calls; from += segment) {
+    for (let from = 0, seg = 0; from < opts.calls; from += segment, seg++) {
       const to = Math.min(opts.calls, from + segment);
-      library = await openLibrary();
-      if (interleave === 'call-http') {
-        for (let i = from; i < to; i++) await one('library', i);
-        await library.close();
+      // The layouts' library blocks in turn, the first moving on by one each segment.
+      for (let j = 0; j < each.length; j++) {
+        const k = (seg + j) % each.length;
+        await each[k]!.openLibrary();
+        for (let i = from; i < to; i++) await one(k, 'library', i);
+        await each[k]!.closeLibrary();
       }
       for (let i = from; i < to; i += burst)
-        for (let k = 0; k < turn.length; k++) {
-          const side = turn[(i / burst + k) % turn.length]!;
-          for (let j = i; j < Math.min(to, i + burst); j++) await one(side, j);
+        for (let j = 0; j < turn.length; j++) {
+          const [k, side] = turn[(i / burst + j) % turn.length]!;
+          for (let c = i; c < Math.min(to, i + burst); c++) await one(k, side, c);
         }
-      if (interleave === 'call') await library.close();
     }
-    return Object.fromEntries(order.map((s) => [s, summarise(lat[s], lat[s].reduce((a, b) => a + b, 0) / 1000)])) as Record<Side, RunStats>;
-  };
-  for (let r = 0; r < opts.rounds; r++) {
-    const got = {} as Record<Side, RunStats>;
-    if (interleave === 'call' || interleave === 'call-http') Object.assign(got, await turns());
-    else
-      for (let k = 0; k < order.length; k++) {
-        const side = order[(fixedOrder ? k : r + k) % order.length]!;
-        got[side] = await sides[side]();
-      }
-    for (const side of order) stats[side].push(got[side]);
-    perRound.push({ library: got.mcp.p50Ms / got.library.p50Ms, v1: got.mcp.p50Ms / got.v1.p50Ms });
+    each.forEach((_, k) => {
+      const got = Object.fromEntries(ORDER.map((s) => [s, summarise(lat[k]![s], lat[k]![s].reduce((a, b) => a + b, 0) / 1000)])) as Record<Side, RunStats>;
+      for (const side of ORDER) stats[k]![side].push(got[side]);
+      perRound[k]!.push({ library: got.mcp.p50Ms / got.library.p50Ms, v1: got.mcp.p50Ms / got.v1.p50Ms });
+    });
   }
-  const lib = stats.library;
-  const over = stats.mcp;
-  const overFetch = stats.mcpFetch;
-  const v1 = stats.v1;
-  const v1h = stats.v1h;
-  // The SDK client's fetch keeps its connection alive: the server's sockets are counted
-  // (a closed one stays listed for a minute), so a run that opened one per request (and
-  // measured TCP set-up rather than agentdb) shows it. Expect 3: Node's fetch (undici) keeps two
-  // to one origin even for calls made one at a time (it takes a connection back only after a
-  // setImmediate, by then the next call has taken the other one; docs/benchmarks.md, session 23),
-  // shared by the SDK client and the fetch sides, and node:http's agent one.
-  const connections = serverSockets(Number(new URL(url).port));
-  const clientLibraryP50Ms = round(median(lib.map((s) => s.p50Ms)));
-  const mcpP50Ms = round(median(over.map((s) => s.p50Ms)));
-
-  await mcp.close();
   const per = (c: { caller: number; server: number }) => ({ caller: round(c.caller), server: round(c.server) });
-  return {
-    calls: opts.calls,
-    rounds: opts.rounds,
-    interleave,
-    /** What the server's CPU per call counts: its main thread (to the ns) when calls take turns, else the whole process (10 ms ticks). */
-    serverCpu: interleave === 'block' ? 'process' : 'main thread',
-    clientLibraryP50Ms,
-    mcpP50Ms,
-    mcpP99Ms: round(median(over.map((s) => s.p99Ms))),
-    mcpFetchP50Ms: round(median(overFetch.map((s) => s.p50Ms))),
-    v1CallsP50Ms: round(median(v1.map((s) => s.p50Ms))),
-    v1HttpP50Ms: round(median(v1h.map((s) => s.p50Ms))),
-    p50Ratio: round(mcpP50Ms / clientLibraryP50Ms),
-    /** `/mcp` over `/v1/calls` (both from fetch): the second half of issue 28's goal (≤ 1.1). */
-    v1Ratio: round(mcpP50Ms / median(v1.map((s) => s.p50Ms))),
-    /** The two goals read per round (`/mcp`'s p50 over the library's, over `/v1/calls`', in the same round), median of the rounds. */
-    pairedRatio: { library: round(median(perRound.map((p) => p.library))), v1: round(median(perRound.map((p) => p.v1))) },
-    /** Each side's p50 (ms) in each round, in the order run (round r starts at side r of library, mcp, mcpFetch, v1, v1h). */
-    roundP50Ms: Object.fromEntries(Object.entries(stats).map(([side, s]) => [side, s.map((x) => x.p50Ms)])),
-    /** Each round's two ratios, in the order run. */
-    roundRatios: perRound.map((p) => [round(p.library), round(p.v1)]),
-    httpConnections: connections,
-    cpuMsPerCall: { library: per(cpu.library), mcp: per(cpu.mcp), mcpFetch: per(cpu.mcpFetch), v1Calls: per(cpu.v1), v1Http: per(cpu.v1h) },
+  const out: Partial<Record<Layout, ReturnType<typeof report>>> = {};
+  const report = (k: number) => {
+    const s = stats[k]!;
+    const p50 = (side: Side) => median(s[side].map((x) => x.p50Ms));
+    const c = cpu[k]!;
+    return {
+      calls: opts.calls,
+      rounds: opts.rounds,
+      layout: each[k]!.server.layout,
+      /** What the server's CPU per call counts: the main threads (to the ns) of its processes (HTTP, and the worker's in `split`). */
+      serverCpu: 'main threads',
+      clientLibraryP50Ms: round(p50('library')),
+      mcpP50Ms: round(p50('mcp')),
+      mcpP99Ms: round(median(s.mcp.map((x) => x.p99Ms))),
+      mcpFetchP50Ms: round(p50('mcpFetch')),
+      v1CallsP50Ms: round(p50('v1')),
+      v1HttpP50Ms: round(p50('v1h')),
+      p50Ratio: round(p50('mcp') / p50('library')),
+      /** `/mcp` over `/v1/calls` (both from fetch): the second half of issue 28's goal (≤ 1.1). */
+      v1Ratio: round(p50('mcp') / p50('v1')),
+      /** The two goals read per round (`/mcp`'s p50 over the library's, over `/v1/calls`', in the same round), median of the rounds. */
+      pairedRatio: { library: round(median(perRound[k]!.map((p) => p.library))), v1: round(median(perRound[k]!.map((p) => p.v1))) },
+      /** Each side's p50 (ms) in each round. */
+      roundP50Ms: Object.fromEntries(ORDER.map((side) => [side, s[side].map((x) => x.p50Ms)])),
+      /** Each round's two ratios, in the order run. */
+      roundRatios: perRound[k]!.map((p) => [round(p.library), round(p.v1)]),
+      // The SDK client's fetch keeps its connection alive: the server's sockets are counted
+      // (a closed one stays listed for a minute), so a run that opened one per request (and
+      // measured TCP set-up rather than agentdb) shows it. Expect 3: Node's fetch (undici) keeps
+      // two to one origin even for calls made one at a time (session 23), shared by the SDK
+      // client and the fetch sides, and node:http's agent one.
+      httpConnections: serverSockets(Number(new URL(each[k]!.server.url).port)),
+      cpuMsPerCall: { library: per(c.library), mcp: per(c.mcp), mcpFetch: per(c.mcpFetch), v1Calls: per(c.v1), v1Http: per(c.v1h) },
+    };
   };
+  each.forEach((t, k) => {
+    out[t.server.layout] = report(k);
+  });
+  return out;
 }
 
 /** The server's TCP sockets on `port` (open, or closed within the last minute), from /proc/net/tcp. */

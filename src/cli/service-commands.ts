@@ -7,6 +7,7 @@ export function addServiceCommands(program: Command, run: Run): void {
     .command('start')
     .summary('HTTP API, shard workers and scheduler in one process')
     .description('HTTP API, every shard worker and the scheduler in one process (what `npm start` runs)')
+    .option('--http-only', 'the HTTP API and the scheduler only: `agentdb worker` processes own the shards (as START_WORKERS=off)')
     .action(run(async () => (await import('./start.ts')).start));
   program
     .command('worker')

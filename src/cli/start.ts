@@ -23,6 +23,7 @@ import { Scheduler } from '../schedule/scheduler.ts';
 import { HistoryClient } from '../shards/history-client.ts';
 import { ShardOpClient } from '../shards/shard-op-client.ts';
 import { ShardWorkerPool } from '../shards/shard-worker-pool.ts';
+import { shardsWithoutLease } from '../shards/unowned-shards.ts';
 import { EXIT, type CommandContext } from './context.ts';
 import { exitFor } from './exit-status.ts';
 import { ensureRedis, watchLocalRedis } from './local-redis.ts';
@@ -31,9 +32,16 @@ import { drainWithin, exitAfterGrace } from './drain.ts';
 import { allShards } from './worker.ts';
 import { mcpWaiting } from '../mcp/waiting-calls.ts';
 
-/** `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm start`). */
-export async function start(ctx: CommandContext): Promise<number> {
+/**
+ * `agentdb start`: the HTTP endpoint, every shard worker and the scheduler in one process (`npm
+ * start`); with `--http-only` (or START_WORKERS=off) the endpoint and the scheduler only, the
+ * shards owned by `agentdb worker` processes beside it.
+ */
+export async function start(ctx: CommandContext, flags: { httpOnly?: boolean } = {}): Promise<number> {
   const { config } = ctx;
+  // HTTP only: to scale HTTP and workers apart. Not for speed: on two loaded cores each call then
+  // woke both processes, and /mcp was slower than in one (docs/benchmarks.md, session 38, M5).
+  const withWorkers = config.startWorkers && flags.httpOnly !== true;
   const logger = createLogger(config.logLevel, 'agentdb');
   // Listening from the first moment, not from "ready": a SIGTERM during start-up (a supervisor's
   // stop, a deploy) met the default action, which ended the process and left the redis-server it
@@ -103,7 +111,13 @@ export async function start(ctx: CommandContext): Promise<number> {
     redis,
     shardCount: config.shardCount,
     ownedShards: () => pool?.ownedShards() ?? [],
-    readiness: { shardsWithoutOwner: () => pool?.shardsWithoutOwner() ?? Promise.resolve(allShards(config.shardCount)), draining: () => draining },
+    readiness: {
+      // HTTP only, ready once every shard has an owner elsewhere: calls to one without would wait.
+      shardsWithoutOwner: withWorkers
+        ? () => pool?.shardsWithoutOwner() ?? Promise.resolve(allShards(config.shardCount))
+        : () => shardsWithoutLease(redis, keys, allShards(config.shardCount)),
+      draining: () => draining,
+    },
     members,
     approvals,
     logger,
@@ -152,7 +166,7 @@ export async function start(ctx: CommandContext): Promise<number> {
   }
   // A step under way when the signal came finishes; none starts after it.
   let scheduler: Scheduler | undefined;
-  if (!signalled) {
+  if (!signalled && withWorkers) {
     pool = new ShardWorkerPool({ config, shards: allShards(config.shardCount), logger, metrics });
     await pool.start();
   }
@@ -160,7 +174,7 @@ export async function start(ctx: CommandContext): Promise<number> {
     scheduler = new Scheduler(config, logger);
     await scheduler.start();
   }
-  if (!signalled) logger.info({ address, shards: pool!.ownedShards().length }, 'agentdb ready');
+  if (!signalled) logger.info({ address, shards: pool?.ownedShards().length ?? 0, ...(withWorkers ? {} : { httpOnly: true }) }, 'agentdb ready');
   logger.info({ signal: await interrupt.signal }, 'stopping');
   draining = true;
   const drained = await drainWithin(config.drainGraceMs, logger, async () => {

@@ -26,6 +26,11 @@ const deploymentSchema = z.object({
    * lag, refusals), on HOST, behind METRICS_TOKEN; 0: none. `agentdb start` serves it on PORT.
    */
   WORKER_METRICS_PORT: int(0, 65_535, 0),
+  /**
+   * Whether `agentdb start` runs shard workers beside its HTTP API (`on`); `off`: the API and the
+   * scheduler only, the shards owned by `agentdb worker` processes (as `start --http-only`).
+   */
+  START_WORKERS: z.enum(['on', 'off']).default('on'),
   /** How many workspaces `/metrics` shows the Redis bytes of, the most first: bounds its labels. */
   METRICS_TOP_WORKSPACES: int(0, 1000, 20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -63,6 +68,8 @@ export interface DeploymentConfig {
   readonly workerMetricsPort: number;
   /** METRICS_TOP_WORKSPACES. */
   readonly metricsTopWorkspaces: number;
+  /** START_WORKERS=on: `agentdb start` owns shards too; off, it serves HTTP only. */
+  readonly startWorkers: boolean;
   /** LOG_LEVEL: pino's level for the JSON logs on stderr. */
   readonly logLevel: z.infer<typeof deploymentSchema>['LOG_LEVEL'];
   /** A secret: never logged. */
@@ -85,6 +92,7 @@ export function deploymentConfig(e: z.infer<typeof deploymentSchema>): Deploymen
     ...(e.METRICS_TOKEN ? { metricsToken: e.METRICS_TOKEN } : {}),
     workerMetricsPort: e.WORKER_METRICS_PORT,
     metricsTopWorkspaces: e.METRICS_TOP_WORKSPACES,
+    startWorkers: e.START_WORKERS === 'on',
     logLevel: e.LOG_LEVEL,
     tracing: e.TRACING === 'on',
     ...(e.AGENTDB_MEMBER_KEY ? { memberKey: e.AGENTDB_MEMBER_KEY } : {}),

@@ -5,12 +5,14 @@ import { blobStoreCheck } from './blob-store-check.ts';
 import type { CheckResult } from './check.ts';
 import { dataFolderCheck, diskCheck, nodeCheck } from './host-checks.ts';
 import { redisChecks, redisUnreachable } from './redis-checks.ts';
+import { shardOwnerCheck } from './shard-owner-check.ts';
 
 export type { CheckResult, CheckStatus } from './check.ts';
 
 /**
  * Every check of `agentdb doctor`, in the order it prints them: what agentdb needs of its
- * Redis, its data folder and disk, its blob store, Node and the clock. A Redis that does not
+ * Redis, its data folder and disk, its blob store, Node and the clock; with START_WORKERS=off,
+ * whether workers own every shard. A Redis that does not
  * answer fails its checks and the others still run. `dev`: a development machine, whose Redis
  * may lose everything (no persistence is a warning, not a failure).
  */
@@ -20,6 +22,7 @@ export async function runDoctor(config: Config, opts: { dev?: boolean } = {}): P
     const redis = await connectAnswering(config.redisUrl, { name: 'agentdb-doctor' });
     try {
       out.push(...(await redisChecks(redis, opts)));
+      if (!config.startWorkers) out.push(await shardOwnerCheck(redis, config));
     } finally {
       redis.disconnect();
     }

@@ -26,6 +26,7 @@ import { releaseDeadOwnerJobs } from './dead-owner-jobs.ts';
 import { ExecutorStatusPublisher } from './executor-status-publisher.ts';
 import { shardOpHandlers, type ShardOpHandler } from './ops/shard-ops.ts';
 import { leaseToken, ShardLease } from './shard-lease.ts';
+import { shardsWithoutLease } from './unowned-shards.ts';
 import { type ShardWorkerDeps, startShardWorker } from './shard-worker-start.ts';
 import { StaleMarkers } from './stale-markers.ts';
 import { UnheldJobs } from './unheld-jobs.ts';
@@ -192,16 +193,11 @@ export class ShardWorkerPool {
    */
   async shardsWithoutOwner(): Promise<number[]> {
     if (!this.leasesChecked || this.stopped) return [...this.opts.shards];
-    const others = this.opts.shards.filter((shard) => !this.workers.has(shard));
-    if (others.length === 0) return [];
-    // One GET per lease, pipelined: each lease has its own hash tag, so no multi-key command.
-    const pipeline = this.redis.pipeline();
-    for (const shard of others) pipeline.get(this.keys.lease(shard));
-    const holders = (await pipeline.exec()) ?? [];
-    return others.filter((_, i) => {
-      const [err, holder] = holders[i] ?? [];
-      return err || holder === null || holder === undefined;
-    });
+    return shardsWithoutLease(
+      this.redis,
+      this.keys,
+      this.opts.shards.filter((shard) => !this.workers.has(shard)),
+    );
   }
 
   /** The first executor child's pid (for operators and tests). */

@@ -166,4 +166,24 @@ describe('agentdb doctor', () => {
       await s3.stop();
     }
   });
+
+  it('with START_WORKERS=off (HTTP only) warns while no worker owns a shard, and is ok once every lease is held', async () => {
+    const { keysFor } = await import('../../src/redis/keys.ts');
+    const keys = keysFor(sb.config.prefix);
+    // A process that starts its own workers has nothing to check.
+    expect(statusOf((await doctor({ REDIS_URL: own.url })).report)['shard-owners']).toBeUndefined();
+    const alone = await doctor({ REDIS_URL: own.url, START_WORKERS: 'off' });
+    expect(alone.report.checks.find((c) => c.check === 'shard-owners')).toMatchObject({
+      status: 'warn',
+      detail: expect.stringContaining('shards 0, 1, 2, 3 of 4'),
+      fix: expect.stringContaining('agentdb worker'),
+    });
+    // Leases held, as a running worker holds them.
+    for (let shard = 0; shard < 4; shard++) await admin.set(keys.lease(shard), `elsewhere:0:1:${shard}`, 'PX', 60_000);
+    try {
+      expect(statusOf((await doctor({ REDIS_URL: own.url, START_WORKERS: 'off' })).report)['shard-owners']).toBe('ok');
+    } finally {
+      for (let shard = 0; shard < 4; shard++) await admin.del(keys.lease(shard));
+    }
+  });
 });
