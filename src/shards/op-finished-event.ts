@@ -1,9 +1,12 @@
 import type { QueueEvents } from 'bullmq';
 import type { ShardOpOutcome } from '../contracts/shard-op.ts';
+import { AgentDbError } from '../errors.ts';
 
 /**
  * The outcome of op `jobId` as its queue's event reader hears it (completed or failed), or a
- * rejection past `timeoutMs` or once `closed` aborts (the client closing); `stop` takes its listeners and timer away.
+ * rejection past `timeoutMs` (UNAVAILABLE: it may still run) or once `closed` aborts (the client
+ * closing); a failed op rejects with what `failure` makes of BullMQ's reason. `stop` takes its
+ * listeners and timer away.
  * Not BullMQ's `Job.waitUntilFinished`: its promise executor is async and looks at the job on the
  * queue's connection after it is set up, so a connection closed meanwhile (an export's chunk asked
  * for as the web server stopped) rejected that look inside BullMQ, heard by nobody: an unhandled
@@ -18,6 +21,7 @@ export function finishedEvent(
   jobId: string,
   timeoutMs: number,
   closed: AbortSignal,
+  failure: (reason: string | undefined) => Error,
 ): { finished: Promise<ShardOpOutcome>; stop: () => void } {
   let stop = (): void => {};
   const finished = new Promise<ShardOpOutcome>((resolve, reject) => {
@@ -25,12 +29,16 @@ export function finishedEvent(
       stop();
       resolve(args.returnvalue as ShardOpOutcome);
     };
-    const failed = (args: { failedReason?: string }) => {
+    const end = (err: Error) => {
       stop();
-      reject(new Error(args.failedReason ?? 'failed'));
+      reject(err);
     };
-    const closing = () => failed({ failedReason: `the client closed before ${jobId} was answered` });
-    const timer = setTimeout(() => failed({ failedReason: `no outcome for ${jobId} within ${timeoutMs} ms` }), timeoutMs);
+    const failed = (args: { failedReason?: string }) => end(failure(args.failedReason));
+    const closing = () => end(new Error(`the client closed before ${jobId} was answered`));
+    const timer = setTimeout(
+      () => end(new AgentDbError('UNAVAILABLE', `no outcome for ${jobId} within ${timeoutMs} ms: it may still run, or have run; look before sending it again`)),
+      timeoutMs,
+    );
     events.on(`completed:${jobId}` as 'completed', completed);
     events.on(`failed:${jobId}` as 'failed', failed);
     closed.addEventListener('abort', closing);

@@ -12,6 +12,8 @@ import { quitWithin } from '../redis/quit-within.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
 import { SHARD_QUEUE_EVENTS_MAX_LEN } from '../redis/shard-queues.ts';
 import { finishedEvent } from './op-finished-event.ts';
+import { opFailure } from './op-failure.ts';
+import { stalledTwice } from '../calls/call-answers.ts';
 import { unspill, type WireOutcome } from './op-result-spill.ts';
 
 /** How often a waiting op looks at its job, in case its completion event went unheard. */
@@ -196,13 +198,14 @@ export class ShardOpClient {
             }
             if (!j?.finishedOn) return;
             if (j.returnvalue !== undefined && j.returnvalue !== null) resolve(j.returnvalue as ShardOpOutcome);
-            else if (j.failedReason && j.attemptsMade >= (j.opts.attempts ?? 1)) reject(new Error(j.failedReason));
+            else if (j.failedReason && (j.attemptsMade >= (j.opts.attempts ?? 1) || stalledTwice(j.failedReason)))
+              reject(opFailure(op, shard, data.db, j.failedReason));
           },
           () => undefined,
         );
       }, POLL_MS);
     });
-    const outcome = finishedEvent(q.events, jobId, timeoutMs ?? 60_000, this.closed.signal);
+    const outcome = finishedEvent(q.events, jobId, timeoutMs ?? 60_000, this.closed.signal, (reason) => opFailure(op, shard, data.db, reason));
     let answer: ShardOpOutcome;
     try {
       answer = await Promise.race([outcome.finished, polled, lost]);
