@@ -12,7 +12,7 @@ import { quitWithin } from '../redis/quit-within.ts';
 import { RedisOutage } from '../redis/redis-outage.ts';
 import { SHARD_QUEUE_EVENTS_MAX_LEN } from '../redis/shard-queues.ts';
 import { finishedEvent } from './op-finished-event.ts';
-import { opFailure } from './op-failure.ts';
+import { gone, opFailure, whetherItRuns } from './op-failure.ts';
 import { stalledTwice } from '../calls/call-answers.ts';
 import { unspill, type WireOutcome } from './op-result-spill.ts';
 
@@ -286,20 +286,4 @@ export class ShardOpClient {
     }
     return q;
   }
-}
-
-/** The UNAVAILABLE answer of an op whose job Redis lost while it waited. */
-function gone(op: string, shard: number, db: string | undefined): string {
-  return `Shard op ${op} (shard ${shard}${db ? `, ${db}` : ''}): its job is gone from Redis (Redis came back without its data); it may have run part or all of the way, and will not run now. Look before sending it again${op.includes('restore') ? " (agentdb history shows a restore's undo point)" : ''}.`;
-}
-
-/** What an op cut off by a Redis outage leaves behind, for its UNAVAILABLE answer. */
-function whetherItRuns(op: string, shard: number, db: string | undefined, toRedis: boolean): string {
-  const what = `Shard op ${op} (shard ${shard}${db ? `, ${db}` : ''})`;
-  return toRedis
-    ? // A worker may have taken it and finished before Redis went: its answer was lost with it, and
-      // a restore in place had so run (taking back the writes after its moment) while its caller
-      // read "if Redis comes back with its data" and Redis came back empty (session 33, F10).
-      `${what} had been handed to Redis: it may still run, if Redis comes back with its data (AOF) and a worker takes it, and a worker may have run it already, whatever Redis comes back with; look before sending it again${op.includes('restore') ? " (agentdb history shows a restore's undo point)" : ''}.`
-    : `${what} never reached Redis: it will not run.`;
 }
