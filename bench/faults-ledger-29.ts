@@ -101,6 +101,8 @@ interface Answer {
   rowid?: number;
   error?: string;
   message?: string;
+  /** A late ok's `takenBack`: the undo id of the restore in place that took the write back (session 38, F19). */
+  takenBack?: string;
 }
 interface Write {
   lane: Lane;
@@ -116,7 +118,8 @@ interface Envelope {
   status?: string;
   mayStillRun?: boolean;
   error?: { code: string; message?: string };
-  result?: { lastInsertRowid?: number };
+  result?: { lastInsertRowid?: number; takenBack?: { undoId: string } };
+  takenBack?: { undoId: string };
 }
 
 const out = process.env.OUT ?? fs.mkdtempSync(path.join(os.tmpdir(), 'agentdb-f4-'));
@@ -291,6 +294,9 @@ async function main(): Promise<void> {
     else {
       a.ok = env.ok;
       if (env.ok) a.rowid = Number(env.result?.lastInsertRowid);
+      // MCP's structuredContent carries it beside the result's fields.
+      const took = env.takenBack ?? env.result?.takenBack;
+      if (env.ok && took) a.takenBack = took.undoId;
       else {
         a.code = env.error?.code;
         if (a.code === 'QUOTA_EXCEEDED' || a.code === 'INTERNAL' || a.code === 'IDEMPOTENCY_CONFLICT') a.message = env.error?.message?.slice(0, 300);
@@ -680,11 +686,14 @@ async function main(): Promise<void> {
     disagree: [] as string[],
     noOutcome: [] as string[],
     resendDiffers: [] as string[],
+    /** A write in its database whose answer says a restore took it back (session 38, F19). */
+    falseTakenBack: [] as string[],
   };
   // The last answer says this send never reached Redis (UNAVAILABLE, mayStillRun false), but an
   // earlier send of the id was answered may still run, queued, or not at all: that one may have run.
   const notSentAfterMayRun = (w: Write) => w.answers.at(-1)?.code === 'UNAVAILABLE' && w.answers.slice(0, -1).some((a) => a.mayStillRun || a.status || a.error);
   const undone: string[] = [];
+  const toldTakenBack: string[] = [];
   // Which in-place restores answered "may … run" ran after all: an audit row of a restore of its
   // database (`at`: when it ran) that no restore answered ok made, from its start to a minute on.
   {
@@ -721,10 +730,13 @@ async function main(): Promise<void> {
         holes.okThenNotRun.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
       if (new Set(oks.map((a) => a.rowid)).size > 1) holes.disagree.push(w.cid);
       if (w.outcome === 'ok' && got.length === 0) {
-        if (undoneBy(w, Number.POSITIVE_INFINITY)) undone.push(w.cid);
+        // Its last answer said which restore took it back (a late ok): told truthfully.
+        if (w.answers.filter((a) => a.ok).at(-1)?.takenBack) toldTakenBack.push(w.cid);
+        else if (undoneBy(w, Number.POSITIVE_INFINITY)) undone.push(w.cid);
         else holes.missing.push(w.cid);
       }
       if (w.outcome === 'ok' && got.length === 1 && got[0] !== oks.at(-1)!.rowid) holes.wrongRowid.push(w.cid);
+      if (got.length === 1 && oks.at(-1)?.takenBack) holes.falseTakenBack.push(`${w.cid} ${oks.at(-1)!.takenBack}`);
       if (w.outcome === 'failed' && got.length && notSentAfterMayRun(w)) {
         holes.notSentAfterMayRun.push(`${w.cid} ${w.answers.map((a) => a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`);
         continue;
@@ -745,13 +757,15 @@ async function main(): Promise<void> {
   let resent = 0;
   const resends: unknown[] = [];
   for (const w of acked) {
-    // Taken back by a restore in place: sent again, it runs again (nothing of it is left).
-    if (undoneBy(w, Number.POSITIVE_INFINITY)) continue;
+    // Taken back by a restore in place: sent again, it answers its ok with the restore that took it
+    // back (session 38, F19), or runs again when its result has gone with an empty Redis.
+    if (undoneBy(w, Number.POSITIVE_INFINITY) || toldTakenBack.includes(w.cid)) continue;
     const a = answerOf(await send(w.lane, w.cid, sqlOf(w.lane), paramsOf(w.lane, w.cid)).catch((e) => ({ ok: false, error: { code: String(e) } })));
     resent++;
     resends.push({ cid: w.cid, ...a });
     const first = w.answers.find((x) => x.ok)!;
     if (a.ok === false && !a.mayStillRun) holes.okThenNotRun.push(`${w.cid} at the end: ${a.code}`);
+    if (a.takenBack) holes.falseTakenBack.push(`${w.cid} ${a.takenBack}`);
     if (a.ok !== true || a.rowid !== first.rowid) holes.resendDiffers.push(`${w.cid} ${JSON.stringify(a)} first ${first.rowid}`);
   }
   const after = live();
@@ -830,6 +844,10 @@ async function main(): Promise<void> {
       duringFullOk: inPlace.filter((p) => p.code === 0 && fullSpans.some(([a, b]) => p.started < b && p.ended > a)).length,
       refused: inPlace.filter((p) => p.code !== 0).map((p) => `exit ${p.code} ${p.out.slice(0, 160)}`),
       undoneWrites: undone.length,
+      toldTakenBack: toldTakenBack.length,
+      lateOksTakenBack: writes
+        .filter((w) => w.answers.some((a) => a.takenBack))
+        .map((w) => `${w.cid} ${w.answers.map((a) => a.takenBack ?? a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`),
       undoneByMayHaveRun: undone.filter((cid) => {
         const w = writes.find((x) => x.cid === cid)!;
         return !inPlace.some((p) => p.code === 0 && w.answers.some((a) => a.ok && a.at > p.at && a.at <= p.ended));
