@@ -64,11 +64,14 @@ export async function checkLedger({ writes, operator, fullSpans, dataDir, shardC
     disagree: [] as string[],
     noOutcome: [] as string[],
     resendDiffers: [] as string[],
+    /** A write in its database whose answer says a restore took it back (session 38, F19). */
+    falseTakenBack: [] as string[],
   };
   // The last answer says this send never reached Redis (UNAVAILABLE, mayStillRun false), but an
   // earlier send of the id was answered may still run, queued, or not at all: that one may have run.
   const notSentAfterMayRun = (w: Write) => w.answers.at(-1)?.code === 'UNAVAILABLE' && w.answers.slice(0, -1).some((a) => a.mayStillRun || a.status || a.error);
   const undone: string[] = [];
+  const toldTakenBack: string[] = [];
   // Which in-place restores answered "may … run" ran after all: an audit row of a restore of its
   // database (`at`: when it ran) that no restore answered ok made, from its start to a minute on.
   {
@@ -104,10 +107,13 @@ export async function checkLedger({ writes, operator, fullSpans, dataDir, shardC
       if (firstOk >= 0 && w.answers.slice(firstOk).some((a) => a.ok === false && !a.mayStillRun)) holes.okThenNotRun.push(`${w.cid} ${trail(w)}`);
       if (new Set(oks.map((a) => a.rowid)).size > 1) holes.disagree.push(w.cid);
       if (w.outcome === 'ok' && got.length === 0) {
-        if (undoneBy(w, Number.POSITIVE_INFINITY)) undone.push(w.cid);
+        // Its last ok said which restore took it back (a late ok): told truthfully.
+        if (oks.at(-1)?.takenBack) toldTakenBack.push(w.cid);
+        else if (undoneBy(w, Number.POSITIVE_INFINITY)) undone.push(w.cid);
         else holes.missing.push(w.cid);
       }
       if (w.outcome === 'ok' && got.length === 1 && got[0] !== oks.at(-1)!.rowid) holes.wrongRowid.push(w.cid);
+      if (got.length === 1 && oks.at(-1)?.takenBack) holes.falseTakenBack.push(`${w.cid} ${oks.at(-1)!.takenBack}`);
       if (w.outcome === 'failed' && got.length && notSentAfterMayRun(w)) {
         holes.notSentAfterMayRun.push(`${w.cid} ${trail(w)}`);
         continue;
@@ -127,13 +133,15 @@ export async function checkLedger({ writes, operator, fullSpans, dataDir, shardC
   let resent = 0;
   const resends: unknown[] = [];
   for (const w of acked) {
-    // Taken back by a restore in place: sent again, it runs again (nothing of it is left).
-    if (undoneBy(w, Number.POSITIVE_INFINITY)) continue;
+    // Taken back by a restore in place: sent again, it answers its ok with the restore that took it
+    // back (session 38, F19), or runs again when its result has gone with an empty Redis.
+    if (undoneBy(w, Number.POSITIVE_INFINITY) || toldTakenBack.includes(w.cid)) continue;
     const a = answerOf(await send(w.lane, w.cid, sqlOf(w.lane), paramsOf(w.lane, w.cid)).catch((e) => ({ ok: false, error: { code: String(e) } })));
     resent++;
     resends.push({ cid: w.cid, ...a });
     const first = w.answers.find((x) => x.ok)!;
     if (a.ok === false && !a.mayStillRun) holes.okThenNotRun.push(`${w.cid} at the end: ${a.code}`);
+    if (a.takenBack) holes.falseTakenBack.push(`${w.cid} ${a.takenBack}`);
     if (a.ok !== true || a.rowid !== first.rowid) holes.resendDiffers.push(`${w.cid} ${JSON.stringify(a)} first ${first.rowid}`);
   }
   const after = live();
@@ -179,5 +187,5 @@ export async function checkLedger({ writes, operator, fullSpans, dataDir, shardC
       doubled: [...ids].filter(([, v]) => v.length > 1).length,
     };
   });
-  return { holes, undone, resent, resends, budget, doubledAfterResend, restoreChecks, unreadable };
+  return { holes, undone, toldTakenBack, resent, resends, budget, doubledAfterResend, restoreChecks, unreadable };
 }

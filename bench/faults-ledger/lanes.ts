@@ -20,6 +20,8 @@ export interface Answer {
   rowid?: number;
   error?: string;
   message?: string;
+  /** A late ok's `takenBack`: the undo id of the restore in place that took the write back (session 38, F19). */
+  takenBack?: string;
 }
 export interface Write {
   lane: Lane;
@@ -35,7 +37,8 @@ export interface Envelope {
   status?: string;
   mayStillRun?: boolean;
   error?: { code: string; message?: string };
-  result?: { lastInsertRowid?: number };
+  result?: { lastInsertRowid?: number; takenBack?: { undoId: string } };
+  takenBack?: { undoId: string };
 }
 
 export const sqlOf = (lane: Lane) =>
@@ -101,8 +104,12 @@ export const answerOf = (env: Envelope): Answer => {
   if (env.status) a.status = env.status;
   else {
     a.ok = env.ok;
-    if (env.ok) a.rowid = Number(env.result?.lastInsertRowid);
-    else {
+    // MCP's structuredContent carries `takenBack` beside the result's fields.
+    const took = env.takenBack ?? env.result?.takenBack;
+    if (env.ok) {
+      a.rowid = Number(env.result?.lastInsertRowid);
+      if (took) a.takenBack = took.undoId;
+    } else {
       a.code = env.error?.code;
       if (a.code === 'QUOTA_EXCEEDED' || a.code === 'INTERNAL' || a.code === 'IDEMPOTENCY_CONFLICT') a.message = env.error?.message?.slice(0, 300);
     }

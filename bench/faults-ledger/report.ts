@@ -14,7 +14,7 @@ export function reportOf(
   supervisor: Supervisor,
   operator: Operator,
 ) {
-  const { holes, undone, resent, budget, doubledAfterResend, restoreChecks, unreadable } = checked;
+  const { holes, undone, toldTakenBack, resent, budget, doubledAfterResend, restoreChecks, unreadable } = checked;
   const { inPlace, cliRuns } = operator;
   const { fullSpans } = faults;
   const codes: Record<string, number> = {};
@@ -50,6 +50,10 @@ export function reportOf(
       duringFullOk: inPlace.filter((p) => p.code === 0 && fullSpans.some(([a, b]) => p.started < b && p.ended > a)).length,
       refused: inPlace.filter((p) => p.code !== 0).map((p) => `exit ${p.code} ${p.out.slice(0, 160)}`),
       undoneWrites: undone.length,
+      toldTakenBack: toldTakenBack.length,
+      lateOksTakenBack: writes
+        .filter((w) => w.answers.some((a) => a.takenBack))
+        .map((w) => `${w.cid} ${w.answers.map((a) => a.takenBack ?? a.code ?? a.status ?? (a.ok ? 'ok' : a.error)).join('>')}`),
       undoneByMayHaveRun: undone.filter((cid) => {
         const w = writes.find((x) => x.cid === cid)!;
         return !inPlace.some((p) => p.code === 0 && w.answers.some((a) => a.ok && a.at > p.at && a.at <= p.ended));

@@ -8,6 +8,7 @@ import type { Keys } from '../redis/keys.ts';
 import { withScripts } from '../redis/lua-scripts.ts';
 import type { ShardQueues } from '../redis/shard-queues.ts';
 import { awaiting, finishedEnvelope, type CallAnswer } from './call-answers.ts';
+import { withTakenBack } from './taken-back.ts';
 import type { ClientApprovals } from './client-approvals.ts';
 
 /**
@@ -62,7 +63,16 @@ export class CallLookup {
   /** The call's envelope if it has finished. */
   async finished(key: string): Promise<Envelope | undefined> {
     const found = await this.find(key);
-    return found?.job.finishedOn ? finishedEnvelope(found.job) : undefined;
+    return found?.job.finishedOn ? this.late(found.job) : undefined;
+  }
+
+  /**
+   * A finished call's envelope read after its end (a lookup, a resend): a write's says when a
+   * restore in place took it back since (`taken-back.ts`), which costs one more Redis read here
+   * and nothing on a call's first answer.
+   */
+  late(job: Job<CallJobData, Envelope>): Promise<Envelope> {
+    return withTakenBack(this.redis, this.keys, job, finishedEnvelope(job));
   }
 
   /**
@@ -72,7 +82,7 @@ export class CallLookup {
   async standing(key: string, queue: Queue, seen?: Job<CallJobData, Envelope>): Promise<CallAnswer | undefined> {
     const job = seen ?? (await Job.fromId<CallJobData, Envelope>(queue, key));
     if (!job) return undefined;
-    if (job.finishedOn) return finishedEnvelope(job);
+    if (job.finishedOn) return this.late(job);
     const { callId, tool } = job.data;
     const state = await job.getState();
     if (state === 'delayed' || state === 'active') {

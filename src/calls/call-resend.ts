@@ -115,7 +115,7 @@ export async function addOrJoin(waiters: CallWaiters, lookup: CallLookup, c: Cal
       putBack();
     }
   } else if (earlier.finishedOn) {
-    const env = finishedEnvelope(earlier);
+    const env = await lookup.late(earlier);
     await c.letGo();
     waiters.complete(key, env);
     return env;
@@ -144,7 +144,7 @@ export async function resentOutcome(lookup: CallLookup, queue: Queue, key: strin
   if (!earlier || payloadDifferences(earlier.data, data).length) return undefined;
   if (!earlier.finishedOn) return lookup.standing(key, queue, earlier);
   if (isFailed(earlier) || endedRetryable(earlier)) return undefined;
-  return finishedEnvelope(earlier);
+  return lookup.late(earlier);
 }
 
 /** The options of a call's job: its id the call key, retries after a fault, kept `resultTtlS` once finished. */

@@ -1,6 +1,6 @@
 import { callerSinceOf, callKey, unboundCallIsMine } from '../contracts/call-identity.ts';
 import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
-import { finishedEnvelope, type CallAnswer } from './call-answers.ts';
+import type { CallAnswer } from './call-answers.ts';
 import { answerAll, awaitCompletion } from './call-completion-wait.ts';
 import type { CallLookup } from './call-lookup.ts';
 import type { CallWaiters } from './call-waiters.ts';
@@ -109,7 +109,7 @@ async function resultOf(
   }
   const { job, queue } = found;
   if (job.finishedOn) {
-    const env = finishedEnvelope(job);
+    const env = await lookup.late(job);
     if (completion) answerAll(waiters, key, env, stamp, completion);
     return env;
   }

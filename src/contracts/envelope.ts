@@ -14,6 +14,22 @@ export interface OkEnvelope {
   untrusted: true;
   /** The tool's result (rows, row counts, a table's description), as the tool's contract gives it. */
   result: Record<string, unknown>;
+  /**
+   * A write's answer read late (a resend, a result lookup) after a restore in place of its
+   * database took the write back: it did commit, but what it wrote is gone until that restore is
+   * undone (`calls/taken-back.ts`).
+   */
+  takenBack?: TakenBack;
+}
+
+/** What a write's late answer says of the restore that took the write back since it committed. */
+export interface TakenBack {
+  /** The restore's undo id: undoing it brings the write back. */
+  undoId: string;
+  /** The moment that restore went back to (ISO). */
+  restoredTo: string;
+  /** The same in words. */
+  note: string;
 }
 
 /** A call that did not run, or failed; `error.code` is a registry code. */

@@ -52,8 +52,14 @@ export function fullDiskWhere(dataDir: string, db: { id: string; path: string },
 export function withFullDisk(detail: string, dataDir: string, db: { id: string; path: string }, historyOf?: readonly string[], paths = true): string {
   if (/ (is|are) full(, not [^:]*)?: free space on/.test(detail)) return detail;
   const where = fullDiskWhere(dataDir, db, historyOf, paths);
-  return where ? `${detail.replace(/[.\s]+$/, '')} (${where})` : detail;
+  // SQLite's full disk comes with the mapper's generic words (`sqlite-errors.ts`): replaced by
+  // which disk, not followed by it (the ledger read "… (the disk that holds the database is full)
+  // (the disk that holds both …)", session 38, F19).
+  return where ? `${detail.replace(GENERIC, '').replace(/[.\s]+$/, '')} (${where})` : detail;
 }
+
+/** What `sqliteError` adds to SQLite's SQLITE_FULL, said better by {@link fullDiskWhere}. */
+const GENERIC = / \(the disk that holds the database is full\)/;
 
 /** The folder itself or its nearest existing parent, with its device and free bytes. */
 function stateOf(dir: string): DiskState | undefined {

@@ -114,10 +114,19 @@ export function toolResult(answer: CallAnswer | ApprovalRequiredAnswer, opts: { 
       isError: true,
     };
   }
+  // A write's answer read after a restore took the write back says so, outside the fence: agentdb's own words.
+  const takenBack = answer.takenBack;
   return {
-    content: [{ type: 'text', text: untrustedFence(JSON.stringify(answer.result)) }],
+    content: [{ type: 'text', text: `${untrustedFence(JSON.stringify(answer.result))}${takenBack ? `\n${takenBack.note}` : ''}` }],
     // The marking last, so no field of a result can stand in for it.
-    structuredContent: { callId: answer.callId, credits: answer.credits, ...answer.result, untrusted: true, untrustedNote: UNTRUSTED_NOTE },
+    structuredContent: {
+      callId: answer.callId,
+      credits: answer.credits,
+      ...answer.result,
+      ...(takenBack ? { takenBack } : {}),
+      untrusted: true,
+      untrustedNote: UNTRUSTED_NOTE,
+    },
     isError: false,
   };
 }

@@ -81,6 +81,11 @@ export interface Keys {
   webMemberSessions(workspace: string, member: string): string;
   /** A restore form's submission, by the sha256 of who sent it, its one-time token and its fields: running, or where its outcome is (JSON, with a TTL). */
   restoreOnce(hash: string): string;
+  /**
+   * The restores in place of one database lately done (a list of JSON records, newest last, kept
+   * as long as results are): a write's late answer says when one took the write back (`taken-back.ts`).
+   */
+  restoresOf(database: string): string;
   /** A workspace's offloaded results held in the blob store: `<id>:<bytes>`, scored by expiry (ms). */
   offloaded(workspace: string): string;
   /** A workspace's statements killed from outside lately, by digest (outside-kill-note.lua; see `src/executor/outside-kills.ts`). */
@@ -182,6 +187,7 @@ export function keysFor(prefix: string): Keys {
     webSession: (idHash) => `${prefix}:{web}:session:${idHash}`,
     webMemberSessions: (workspace, member) => `${prefix}:{web}:member-sessions:${workspace}:${member}`,
     restoreOnce: (hash) => `${prefix}:{web}:restore-once:${hash}`,
+    restoresOf: (database) => `${prefix}:restores:${database}`,
     offloaded: (workspace) => `${prefix}:{results}:ws:${workspace}`,
     outsideKills: (workspace) => `${prefix}:{outside-kills}:${workspace}`,
     callIdClaim: (callKey) => `${prefix}:call-id:${callKey}`,

@@ -16,6 +16,7 @@ import { spillLarge } from './op-result-spill.ts';
 import { runShardOp, type ShardOpHandler } from './ops/shard-ops.ts';
 import { ShardWorker } from './shard-worker.ts';
 import { replaysStalled, STALLS_ALLOWED } from '../calls/lost-run-replay.ts';
+import { noteRestore } from '../calls/taken-back.ts';
 import type { StaleMarkers } from './stale-markers.ts';
 import type { UnheldJobs } from './unheld-jobs.ts';
 
@@ -122,9 +123,14 @@ export function startShardWorker(shard: number, d: ShardWorkerDeps): ShardWorker
  */
 function runOp(d: ShardWorkerDeps, job: Job<ShardOpJobData>, token: string, shard: number): Promise<unknown> {
   const run = () =>
-    runShardOp(d.ops, job, { shard, executor: d.executor, config: d.config, logger: d.logger, quota: d.quota }).then((outcome) =>
-      spillLarge(d.redis, d.keys.opResult(shard, job.id!), outcome),
-    );
+    runShardOp(d.ops, job, {
+      shard,
+      executor: d.executor,
+      config: d.config,
+      logger: d.logger,
+      quota: d.quota,
+      noteRestore: (database, record) => noteRestore(d.redis, d.keys, database, record, d.config.resultTtlS),
+    }).then((outcome) => spillLarge(d.redis, d.keys.opResult(shard, job.id!), outcome));
   const workspace = opWorkspace(job.data);
   return workspace === undefined ? run() : shared(d, job as unknown as Job<CallJobData>, token, shard, workspace, run, `${workspace}\u0000ops`);
 }

@@ -13,7 +13,7 @@ import { fillDisk, tmpfsFolder, unmountTmpfs } from '../helpers/tmpfs.ts';
 // to end, as an operator meets it (session 30, F6): the data folder on a real tmpfs, filled; the
 // real `agentdb restore` in its three kinds (into a new database, from the blob store, in place)
 // and `agentdb backup now` against a worker; their exit codes and what they print; and nothing half-restored answering ok
-// once room is back, when the same restores work.
+// once room is back, when the same restores work. Each refusal names the full disk (session 38, F19).
 
 const { mnt, refused } = tmpfsFolder('agentdb-restore-full-', '24m', 'restore-full-disk-cli.test.ts');
 
@@ -63,6 +63,8 @@ describe.runIf(!refused)('agentdb restore on a full data disk', () => {
           error: { code: 'STORAGE_FULL', hint: expect.stringMatching(/^A disk is full: free space on the one the message names/) },
         });
         expect(run.stderr, kind).not.toMatch(/at .*\.js:\d+|Error:/);
+        // Which disk, as an operator's restore is told (session 38, F19: from the blob store it said only the generic words).
+        expect(JSON.parse(run.stdout).error.message, kind).toMatch(/the disk that holds both the databases and their history \(.*\) is full: free space on it/);
       }
       // A backup's snapshot is taken on the same disk: refused so too, and it says so.
       const backup = await runCli(['backup', 'now'], { ...sb.env, LOG_LEVEL: 'silent' });

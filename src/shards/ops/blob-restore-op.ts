@@ -1,5 +1,7 @@
 import path from 'node:path';
-import { AgentDbError } from '../../errors.ts';
+import { AgentDbError, codeOf } from '../../errors.ts';
+import { withFullDisk } from '../../history/full-disk-where.ts';
+import { isDiskFull } from '../../sqlite/sqlite-errors.ts';
 import { openBlobStore } from '../../blobs/blob-stores.ts';
 import { checkForkTarget } from '../../history/fork-target.ts';
 import { restoreFromBlob } from '../../history/blob-restore.ts';
@@ -90,8 +92,23 @@ export const blobRestoreOp: ShardOpHandler = async (data, ctx) => {
         auditInto(file, by, auditId, `restore to ${new Date(restoredTo).toISOString()} from the backup of ${source} in ${store.name}`, at),
       history: localSource(config.dataDir, data.db),
     });
+  } catch (err) {
+    throw whichDiskFull(err, config.dataDir, { id: data.db, path: dbPath });
   } finally {
     release?.();
     await store.close();
   }
 };
+
+/**
+ * A refusal for room, named as a restore in place's is (which disk, its folders: an operator's
+ * restore): the op's ENOSPC reached its caller as the registry's generic "The server's disk is
+ * full" with the raw error, no executor child's `withFullDisk` on its way (F18's leftover). Its
+ * work folder (AGENTDB_DATA_DIR/tmp) is on the databases' disk. Anything else is thrown as it was.
+ */
+function whichDiskFull(err: unknown, dataDir: string, db: { id: string; path: string }): unknown {
+  const full = codeOf(err) === 'STORAGE_FULL' || isDiskFull(err) || (err as { code?: unknown } | null)?.code === 'SQLITE_FULL';
+  if (!full) return err;
+  const detail = err instanceof AgentDbError ? (err.detail ?? err.message) : err instanceof Error ? err.message : String(err);
+  return new AgentDbError('STORAGE_FULL', withFullDisk(detail, dataDir, db));
+}

@@ -118,9 +118,11 @@ export function historyOpHandlers(): Record<string, ShardOpHandler> {
       if (planned && args.dryRun !== true && args.paidBytes !== undefined && mib(planned.restoredBytes) > mib(args.paidBytes))
         return { ...planned, unpaid: planned.restoredBytes };
       if (args.dryRun !== true || !planned) {
+        const began = Date.now();
         const outcome = await ctx.executor.run(weighed ? { ...req, weighed } : req);
         ctx.logger.info({ db: source, into: args.into, ok: outcome.ok, dryRun: args.dryRun === true }, 'restore finished');
         planned = unwrap(outcome) as RestoreResult;
+        if (args.into === undefined && args.dryRun !== true) await keptRestore(ctx, source, planned, began, args.undo);
       }
       // A dry run's state, as positions are given out: marked with the database restored from.
       const marked = planned.keeps !== undefined ? { ...planned, keeps: positionToken(source, planned.keeps) } : planned;
@@ -262,6 +264,17 @@ function checkedId(id: string | undefined): string {
 }
 
 /** Where database `id`'s file is, whichever shard it belongs to. */
+/**
+ * A restore done in place, kept for the late answers of the writes it took back (`taken-back.ts`).
+ * The restore is done whatever happens here: a record that cannot be written (Redis away) leaves
+ * those answers without their note, as they were before it, rather than fail the restore.
+ */
+async function keptRestore(ctx: ShardOpContext, id: string, done: RestoreResult, began: number, undoes: string | undefined): Promise<void> {
+  if (!ctx.noteRestore || done.undoId === undefined) return;
+  const record = { undoId: done.undoId, restoredTo: Date.parse(done.restoredTo), began, ...(undoes !== undefined ? { undoes } : {}) };
+  await ctx.noteRestore(id, record).catch((err: unknown) => ctx.logger.warn({ db: id, err: String(err) }, 'restore record not kept'));
+}
+
 function fileOf(ctx: ShardOpContext, id: string): Pick<DbTarget, 'id' | 'path' | 'shard'> {
   const shard = shardOf(id, ctx.config.shardCount);
   const { workspace, agent } = parseDatabaseId(id);

@@ -6,6 +6,7 @@ import { isDiskFull } from '../../sqlite/sqlite-errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { ExecutorPool } from '../../executor/executor-pool.ts';
 import type { WorkspaceQuota } from '../../history/workspace-quota.ts';
+import type { RestoreRecord } from '../../calls/taken-back.ts';
 import { browseOps } from './browse-ops.ts';
 import { backupOp } from './backup-op.ts';
 import { blobHoldingsOp } from './blob-holdings-op.ts';
@@ -21,6 +22,11 @@ export interface ShardOpContext {
   job: Job<ShardOpJobData>;
   /** The disk quotas a fork is checked against; absent (tests of one op), nothing is checked. */
   quota?: WorkspaceQuota;
+  /**
+   * Keeps a restore done in place in its database's record in Redis (`taken-back.ts`), so a
+   * write's answer read after it says the restore took it back; absent (tests of one op), none is kept.
+   */
+  noteRestore?: (database: string, record: RestoreRecord) => Promise<void>;
 }
 
 /**
@@ -70,6 +76,7 @@ export async function runShardOp(
       logger,
       job,
       ...(at.quota ? { quota: at.quota } : {}),
+      ...(at.noteRestore ? { noteRestore: at.noteRestore } : {}),
     });
     return { ok: true, result };
   } catch (err) {
