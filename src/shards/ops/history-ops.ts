@@ -19,6 +19,7 @@ import type { DbTarget, ExecOutcome, ExecRequest } from '../../executor/executor
 import { PLAN_LIMITS } from '../../policy/plan-limits.ts';
 import type { ShardOpContext, ShardOpHandler } from './shard-ops.ts';
 import { activityArgs, listArgs, restoreArgs } from './history-op-args.ts';
+import { keptRestore } from './kept-restore.ts';
 
 /** A restore may take this long in its executor child (a 1 GB database is copied a few times). */
 export const RESTORE_TIMEOUT_MS = 30 * 60 * 1000;
@@ -264,17 +265,6 @@ function checkedId(id: string | undefined): string {
 }
 
 /** Where database `id`'s file is, whichever shard it belongs to. */
-/**
- * A restore done in place, kept for the late answers of the writes it took back (`taken-back.ts`).
- * The restore is done whatever happens here: a record that cannot be written (Redis away) leaves
- * those answers without their note, as they were before it, rather than fail the restore.
- */
-async function keptRestore(ctx: ShardOpContext, id: string, done: RestoreResult, began: number, undoes: string | undefined): Promise<void> {
-  if (!ctx.noteRestore || done.undoId === undefined) return;
-  const record = { undoId: done.undoId, restoredTo: Date.parse(done.restoredTo), began, ...(undoes !== undefined ? { undoes } : {}) };
-  await ctx.noteRestore(id, record).catch((err: unknown) => ctx.logger.warn({ db: id, err: String(err) }, 'restore record not kept'));
-}
-
 function fileOf(ctx: ShardOpContext, id: string): Pick<DbTarget, 'id' | 'path' | 'shard'> {
   const shard = shardOf(id, ctx.config.shardCount);
   const { workspace, agent } = parseDatabaseId(id);
