@@ -37,6 +37,7 @@ import { PrincipalCache } from '../src/registry/principal-cache.ts';
 import { WorkspaceRegistry } from '../src/registry/workspaces.ts';
 import { freePort, OwnRedis } from '../test/helpers/own-redis.ts';
 import { startCli } from '../test/helpers/processes.ts';
+import { mcpReplyJson } from './mcp-reply.ts';
 
 const RUN_MS = Number(process.env.RUN_S ?? 120) * 1000;
 const FAULTS = (process.env.FAULTS ?? 'worker,children,aof').split(',').filter(Boolean);
@@ -150,14 +151,7 @@ async function main(): Promise<void> {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
     });
     const text = await res.text();
-    const json = text.startsWith('{')
-      ? JSON.parse(text)
-      : JSON.parse(
-          text
-            .split('\n')
-            .find((l) => l.startsWith('data:'))!
-            .slice(5),
-        );
+    const json = mcpReplyJson(text);
     const res2 = json.result;
     if (!res2) throw new Error(`mcp ${JSON.stringify(json.error ?? json).slice(0, 100)}`);
     const sc = res2.structuredContent ?? {};

@@ -1,6 +1,7 @@
 // The fault ledger's writers (bench/faults-ledger-29.ts): its six lanes, each a surface of the
 // service writing into a database of its own under call ids of its own, and every answer kept.
 import type { AgentDbClient } from '../../src/calls/client.ts';
+import { mcpReplyJson } from '../mcp-reply.ts';
 
 export const WS = 'f4';
 export const LANES = ['lib', 'slow', 'v1', 'mcp', 'member', 'place'] as const;
@@ -76,14 +77,7 @@ export function sender(client: AgentDbClient, base: string, key: Record<string, 
         }),
       });
       const text = await res.text();
-      const json = text.startsWith('{')
-        ? JSON.parse(text)
-        : JSON.parse(
-            text
-              .split('\n')
-              .find((l) => l.startsWith('data:'))!
-              .slice(5),
-          );
+      const json = mcpReplyJson(text);
       if (!json.result) return { ok: false, error: { code: `JSONRPC ${JSON.stringify(json.error ?? json).slice(0, 80)}` } };
       const sc = json.result.structuredContent ?? {};
       if (sc.status) return sc;
