@@ -89,14 +89,16 @@ export class MemberRegistry {
 
     const key = mintKey();
     const keyHash = hashKey(key);
-    const createdAt = Date.now();
-    const record: MemberRecord = { role, keyHash, createdAt, revoked: false };
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const raw = await this.redis.hget(this.keys.members(workspace), name);
       const current = parseRecord(raw);
       if (current && !current.revoked) {
         throw new AgentDbError('ALREADY_EXISTS', `Member ${name} is already active in ${workspace}: pick another name, or revoke it first to mint a new key.`);
       }
+      // Strictly after the revoked record's: createdAt is the decider's identity (`deciderId`), and a
+      // name revoked and added again within one millisecond took the revoked one's, its mark included.
+      const createdAt = Math.max(Date.now(), (current?.createdAt ?? 0) + 1);
+      const record: MemberRecord = { role, keyHash, createdAt, revoked: false };
       // A revoked record's hash left the index when it was revoked; drop it again in case.
       if (await this.cas(workspace, name, raw ?? '', record, current?.keyHash ?? '', keyHash)) {
         return { member: { workspace, name, role, createdAt }, key };
@@ -135,8 +137,9 @@ export class MemberRegistry {
   /** The active member `name` of `workspace`; undefined when unknown or revoked. */
   async get(workspace: string, name: string): Promise<Member | undefined> {
     if (!validNames(workspace, name)) return undefined;
-    const record = parseRecord(await this.redis.hget(this.keys.members(workspace), name));
-    if (!record || record.revoked) return undefined;
+    const raw = await this.redis.hget(this.keys.members(workspace), name);
+    const record = parseRecord(raw);
+    if (!record || record.revoked || (await this.revokeBegun(workspace, name, raw!, record))) return undefined;
     return { workspace, name, role: record.role, createdAt: record.createdAt };
   }
 
@@ -161,9 +164,11 @@ export class MemberRegistry {
     const slash = owner.indexOf('/');
     const workspace = owner.slice(0, slash);
     const name = owner.slice(slash + 1);
-    const record = parseRecord(await this.redis.hget(this.keys.members(workspace), name));
+    const raw = await this.redis.hget(this.keys.members(workspace), name);
+    const record = parseRecord(raw);
     // The record is the authority: an index entry left behind by anything must not grant access.
     if (!record || record.revoked || record.keyHash !== keyHash) return undefined;
+    if (await this.revokeBegun(workspace, name, raw!, record)) return undefined;
     return { workspace, name, role: record.role, createdAt: record.createdAt };
   }
 
@@ -177,6 +182,18 @@ export class MemberRegistry {
         return { workspace, name, role: r.role, createdAt: r.createdAt, revoked: r.revoked };
       })
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /**
+   * Whether a revoke of this active record began (its mark is written) but did not finish: the
+   * revoke failed between its two steps (Redis gone, the process killed). Such a member can no
+   * longer decide (the transition meets the mark), so it is revoked everywhere, its key too, and
+   * the revoke is finished here; until then `list` still shows it active.
+   */
+  private async revokeBegun(workspace: string, name: string, raw: string, record: MemberRecord): Promise<boolean> {
+    if ((await this.redis.zscore(this.keys.revokedDeciders, deciderId(workspace, name, record.createdAt))) === null) return false;
+    await this.cas(workspace, name, raw, { ...record, revoked: true, revokedAt: Date.now() }, record.keyHash, '');
+    return true;
   }
 
   private async cas(workspace: string, name: string, expected: string, record: MemberRecord, dropHash: string, addHash: string): Promise<boolean> {

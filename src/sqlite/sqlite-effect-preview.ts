@@ -3,6 +3,7 @@ import type { Effect, EffectLimits } from '../contracts/effect.ts';
 import { guardWrite } from '../guard/guard.ts';
 import type { PlanLimits } from '../policy/plan-limits.ts';
 import { EffectRecorder, NO_ROWS_EFFECT } from './sqlite-effect.ts';
+import { keepSchemaStateAcrossTemp, schemaVersion } from './sqlite-schema.ts';
 import { CreatedRows } from './created-rows.ts';
 import { trusted } from './sqlite-trusted.ts';
 import { agentBindings, type Param } from './sqlite-values.ts';
@@ -28,6 +29,7 @@ export function previewEffect(db: Database, sql: string, params: readonly Param[
   const stmt = checkedStatement(db, sql, 'write');
   // A CREATE TABLE changes no row but makes its own (… AS SELECT): those are its effect.
   const ctas = verdict.ok && verdict.ddl;
+  const version = schemaVersion(db);
   const recorder = ctas ? undefined : committedRecorder(db, sql);
   try {
     trusted(db, 'BEGIN IMMEDIATE').run();
@@ -47,6 +49,8 @@ export function previewEffect(db: Database, sql: string, params: readonly Param[
     if (recorder) {
       recorder.remove();
       recorder.restorePragma();
+      // Its temp objects are gone again: the schema the next write compares against has not moved.
+      keepSchemaStateAcrossTemp(db, version);
     }
   }
 }

@@ -1,4 +1,4 @@
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { ApprovalService, type MemberLookup } from '../../src/approvals/approval-service.ts';
 import type { ApprovalStore } from '../../src/approvals/approval-store.ts';
 import type { MemberRegistry } from '../../src/registry/members.ts';
@@ -69,4 +69,52 @@ it('still decides for a member revoked only after the decision was recorded', as
   await members.revoke('acme', 'di');
   expect((await store.get('ap_r13_ok'))?.state).toBe('rejected');
   await service.close();
+});
+
+// Session 38, R14 (R13's leftovers): the decider's identity is the member's createdAt, so a name
+// revoked and added again within one millisecond was the revoked one, its mark included; and a
+// revoke whose mark was written but whose record was not left a member active who could not decide.
+
+it('lets a member added again within the same millisecond as its revoke decide', async () => {
+  const frozen = vi.spyOn(Date, 'now').mockReturnValue(T0);
+  try {
+    await members.add('acme', 'ed', 'member');
+    await members.revoke('acme', 'ed');
+    await members.add('acme', 'ed', 'member');
+  } finally {
+    frozen.mockRestore();
+  }
+  const ed = (await members.get('acme', 'ed'))!;
+  await store.create(request('ap_r14_ms', 'ms'));
+  const service = racedService(async () => undefined);
+  expect(await service.decide('ap_r14_ms', { decision: 'approve', by: ed, via: 'key' })).toMatchObject({ ok: true });
+  await service.close();
+});
+
+it('treats a member whose revoke failed after its mark as revoked, key included, and finishes the revoke', async () => {
+  const { member: fay, key } = await members.add('acme', 'fay', 'member');
+  const scripted = (members as unknown as { redis: { agentdbMemberCas: (...a: unknown[]) => Promise<number> } }).redis;
+  const failing = vi.spyOn(scripted, 'agentdbMemberCas').mockRejectedValueOnce(new Error('connection lost'));
+  await expect(members.revoke('acme', 'fay')).rejects.toThrow('connection lost');
+  failing.mockRestore();
+  expect(await members.authenticate(key)).toBeUndefined();
+  expect(await members.get('acme', 'fay')).toBeUndefined();
+  expect((await members.list('acme')).find((m) => m.name === 'fay')?.revoked).toBe(true);
+  // Revoked for good: the name can be added again, and the new member decides.
+  const { member: fay2 } = await members.add('acme', 'fay', 'member');
+  expect(fay2.createdAt).toBeGreaterThan(fay.createdAt);
+  await store.create(request('ap_r14_half', 'half'));
+  const service = racedService(async () => undefined);
+  expect(await service.decide('ap_r14_half', { decision: 'approve', by: fay2, via: 'key' })).toMatchObject({ ok: true });
+  await service.close();
+});
+
+it('completes a revoke retried after it failed past its mark', async () => {
+  const { key } = await members.add('acme', 'gus', 'member');
+  const scripted = (members as unknown as { redis: { agentdbMemberCas: (...a: unknown[]) => Promise<number> } }).redis;
+  const failing = vi.spyOn(scripted, 'agentdbMemberCas').mockRejectedValueOnce(new Error('connection lost'));
+  await expect(members.revoke('acme', 'gus')).rejects.toThrow('connection lost');
+  failing.mockRestore();
+  expect(await members.revoke('acme', 'gus')).toBe(true);
+  expect(await members.authenticate(key)).toBeUndefined();
 });

@@ -49,7 +49,7 @@ function download(table: string): Promise<{ status: number; bytes: number; body:
 }
 
 beforeAll(async () => {
-  box = sandbox({ EXPORT_MAX_BYTES: String(5 * MiB) });
+  box = sandbox({ EXPORT_MAX_BYTES: String(5 * MiB), STATEMENT_TIMEOUT_MS: '8000' });
   await box.pool();
   client = box.client();
   web = await startWebServer(box);
@@ -59,6 +59,10 @@ beforeAll(async () => {
   expect(
     await write("CREATE VIEW forever AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i, printf('%.200c', 'x') AS pad FROM r"),
   ).toMatchObject({ ok: true });
+  // Endless and never a row: no byte bound is ever reached, each chunk is a statement.
+  expect(await write('CREATE VIEW never AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r WHERE i < 0')).toMatchObject({
+    ok: true,
+  });
   // About 3.2 MB of CSV: under the bound, in two chunks.
   expect(await write('CREATE TABLE t(id INTEGER PRIMARY KEY, pad TEXT)')).toMatchObject({ ok: true });
   expect(
@@ -118,6 +122,24 @@ describe('an export stops at EXPORT_MAX_BYTES', () => {
     expect((failed as Error).message).toContain('EXPORT_MAX_BYTES');
     expect(sent).toBeGreaterThan(MiB - 128 * 1024);
     expect(sent).toBeLessThanOrEqual(MiB);
+    expect(slots.size).toBe(0);
+  }, 60_000);
+
+  it('stops an endless view that yields no row at the statement timeout, STATEMENT_TIMEOUT', async () => {
+    const slots = new ExportSlots();
+    const browser = new DataBrowser({
+      ops,
+      agents: new AgentRegistry(redis, keysFor(box.config.prefix)),
+      shardCount: box.config.shardCount,
+      exports: slots,
+      exportMaxBytes: MiB,
+    });
+    let sent = 0;
+    const failed = await (async () => {
+      for await (const csv of browser.csv(DB, 'never', BY)) sent += Buffer.byteLength(csv);
+    })().catch((err: { code?: string }) => err);
+    expect(failed).toMatchObject({ code: 'STATEMENT_TIMEOUT' });
+    expect(sent).toBe(0);
     expect(slots.size).toBe(0);
   }, 60_000);
 });
