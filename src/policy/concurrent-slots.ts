@@ -8,6 +8,13 @@ export interface SlotBounds {
 /** Which bound a step met, and how many were under way there. */
 export type SlotBound = { of: 'caller' | 'workspace' | 'process'; underWay: number };
 
+/** A slot taken back only while idle ({@link ConcurrentSlots.takeIdle}): give it back, or say whether a step is under way on it. */
+export interface IdleSlot {
+  readonly release: () => void;
+  readonly busy: () => void;
+  readonly idle: () => void;
+}
+
 /** A slot that may be taken back: how to end its step, and how to give the slot back. */
 interface Endable {
   readonly end: () => void;
@@ -51,6 +58,43 @@ export class ConcurrentSlots {
    * process is full: it is given back first, then `end` is called (once) to stop the step.
    */
   take(workspace: string, caller: string, end?: () => void): () => void {
+    return this.open(workspace, caller, end).release;
+  }
+
+  /**
+   * A slot that may be taken back only while idle: `busy()` when a step starts on it (an HTTP
+   * request arriving on a kept-alive connection), `idle()` when none is under way any more. Taken
+   * back, the longest idle goes first. A connection cut mid-request lost its client's answer (a
+   * write that may have run answered with a reset, hostile review T21, session 38): with only
+   * busy slots held by the workspaces ahead, the asker is refused instead.
+   */
+  takeIdle(workspace: string, caller: string, end: () => void): IdleSlot {
+    const { release, slot } = this.open(workspace, caller, end);
+    let held = true;
+    let busy = false;
+    return {
+      release: () => {
+        held = false;
+        release();
+      },
+      busy: () => {
+        if (!held || busy || !slot) return;
+        busy = true;
+        const set = this.endable.get(workspace);
+        set?.delete(slot);
+        if (set && !set.size) this.endable.delete(workspace);
+      },
+      idle: () => {
+        if (!held || !busy || !slot) return;
+        busy = false;
+        const set = this.endable.get(workspace) ?? new Set();
+        set.add(slot);
+        this.endable.set(workspace, set);
+      },
+    };
+  }
+
+  private open(workspace: string, caller: string, end?: () => void): { release: () => void; slot: Endable | undefined } {
     const callerKey = `${workspace}\n${caller}`;
     const mine = this.byCaller.get(callerKey) ?? 0;
     const ours = this.byWorkspace.get(workspace) ?? 0;
@@ -82,7 +126,7 @@ export class ConcurrentSlots {
         if (!set.size) this.endable.delete(workspace);
       }
     };
-    return release;
+    return { release, slot };
   }
 
   /** Moves `workspace` from the workspaces holding `from` slots to those holding `to` (none: out of them). */
