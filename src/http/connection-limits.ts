@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { rateSource, rateSource48, SITE_TIMES_ADDRESS } from '../oauth/oauth-rate-source.ts';
-import { ConcurrentSlots } from '../policy/concurrent-slots.ts';
+import { ConcurrentSlots, type IdleSlot } from '../policy/concurrent-slots.ts';
 
 /**
  * How long a request may take to arrive whole, headers and body. Fastify's default is none: in
@@ -144,7 +144,9 @@ const REFUSED = new Error('connection refused at the door');
  * place of the oldest connection of the site (an IPv4 address: itself) holding the most, when that
  * one holds at least two more than the newcomer's site (`ConcurrentSlots`, as exports share theirs):
  * refused at the total, 8 sites at their bound (8 /48s, easily had) held all 8,192 connections, every
- * other client of every tenant closed at the door (hostile review T20, session 38). Behind a proxy
+ * other client of every tenant closed at the door (hostile review T20, session 38). Only a connection
+ * with no request under way is taken back, the longest idle first; with none idle the newcomer is
+ * refused (T21). Behind a proxy
  * every connection is the proxy's, which bounds its own clients: only the total applies, through
  * Node's `maxConnections`. (The request timeout is Fastify's `requestTimeout`, set where the server is made.)
  */
@@ -155,19 +157,33 @@ export function limitConnections(server: Server, limits: ConnectionLimits, behin
   }
   // Not Node's maxConnections too: it closes a connection past the total before it is heard here,
   // so none could take a place back.
+  const held = new WeakMap<Socket, { slot: IdleSlot; inFlight: number }>();
   const slots = new ConcurrentSlots({ perCaller: limits.perAddress, perWorkspace: limits.perAddress * SITE_TIMES_ADDRESS, total: limits.total }, () => REFUSED);
   server.on('connection', (socket: Socket) => {
     // An IPv6 host is given a whole /64 and a site a /48: counted by address, one host took every
     // connection; counted by /64, one site did.
     const ip = socket.remoteAddress ?? '';
     const address = rateSource(ip);
-    let release: () => void;
+    let slot: IdleSlot;
     try {
-      release = slots.take(rateSource48(ip) ?? address, address, () => socket.destroy());
+      slot = slots.takeIdle(rateSource48(ip) ?? address, address, () => socket.destroy());
     } catch {
       socket.destroy();
       return;
     }
-    socket.once('close', release);
+    held.set(socket, { slot, inFlight: 0 });
+    socket.once('close', slot.release);
+  });
+  // Only a connection with no request under way may be taken back: one cut mid-request lost its
+  // client's answer, a write that may have run answered with a reset. Pipelined requests counted.
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const connection = held.get(request.socket);
+    if (!connection) return;
+    connection.inFlight += 1;
+    connection.slot.busy();
+    response.once('close', () => {
+      connection.inFlight -= 1;
+      if (connection.inFlight === 0) connection.slot.idle();
+    });
   });
 }
