@@ -1,5 +1,6 @@
 import { callerSinceOf, callKey, unboundCallIsMine } from '../contracts/call-identity.ts';
-import { errorEnvelope, type Envelope } from '../contracts/envelope.ts';
+import { type Envelope, errorEnvelope } from '../contracts/envelope.ts';
+import { errorBody } from '../errors.ts';
 import type { CallAnswer } from './call-answers.ts';
 import { answerAll, awaitCompletion } from './call-completion-wait.ts';
 import type { CallLookup } from './call-lookup.ts';
@@ -105,7 +106,7 @@ async function resultOf(
   if (!found) {
     // Only this lookup's own wait ends: a call of that id being sent now still waits for its end.
     waiters.drop(completion);
-    return errorEnvelope(callId, '', 'NOT_FOUND', `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`);
+    return unknownCall(callId, `There is no call ${JSON.stringify(callId)} of ${opts.workspace}/${opts.agent} (or its result has expired).`);
   }
   const { job, queue } = found;
   if (job.finishedOn) {
@@ -122,4 +123,16 @@ async function resultOf(
   if (!completion) return (await lookup.standing(key, queue, job)) ?? { ok: false, callId, tool: job.data.tool, status: 'queued' };
   waiting?.();
   return awaitCompletion(waiters, lookup, { key, callId, tool: job.data.tool, queue, completion, timeoutMs: opts.timeoutMs ?? 30_000, withdraw: false });
+}
+
+/**
+ * What a caller who asked for a call id nobody of theirs sent is told to check: the registry's
+ * NOT_FOUND hint speaks of tables and approvals, not of call ids (session 38, N16: `GET
+ * /v1/calls/<unknown id>` answered "DATA_DESCRIBE_SCHEMA lists tables and views").
+ */
+export const UNKNOWN_CALL_HINT =
+  "Check the call id: it is the callId of the answer that queued the call (or the one you sent), asked for with the key (or agent) that made it; another caller's call ids are not yours to read, and a result is kept for RESULT_TTL_HOURS (24 by default).";
+
+function unknownCall(callId: string, detail: string): Envelope {
+  return { ...errorEnvelope(callId, '', 'NOT_FOUND'), error: errorBody('NOT_FOUND', detail, { NOT_FOUND: UNKNOWN_CALL_HINT }) };
 }

@@ -60,14 +60,16 @@ export function set(ctx: CommandContext, v: SetFlags): Promise<number> {
     // machine holds the worker's data folder).
     const id = `${workspace}/${slug}`;
     if (!known && fs.existsSync(databasePath(ctx.config.dataDir, workspace, slug, shardOf(id, ctx.config.shardCount)))) {
-      // Registered without a database, the agent reaches none of it (session 36, N13: the note
-      // said it read and wrote it, after the command a framework adapter's refusal named).
+      // A restore names both its ways: on a new machine `--from-blob` without `--into` makes it
+      // (session 38, N16: the note named `--into` alone). Registered without a database, the
+      // agent reaches none of it (session 36, N13: the note said it read and wrote it, after the
+      // command a framework adapter's refusal named).
       const reach =
         agent.settings.database === 'off'
           ? `registered with database "off" (no --database), ${slug} has no tools and does not reach it: --database agent gives it what it holds`
           : `${slug} reads and writes what it holds`;
       ctx.stderr.write(
-        `note: ${id} already has a database, made by calls as ${id} without a key (\`agentdb call\` or the client library, with settings), by a restore --into, or by an agent of this name that was removed: ${reach}\n`,
+        `note: ${id} already has a database, made by calls as ${id} without a key (\`agentdb call\` or the client library, with settings), by a restore (\`restore --into\`, or \`restore --from-blob\` bringing it from the backups), or by an agent of this name that was removed: ${reach}\n`,
       );
     }
     return 0;

@@ -51,6 +51,8 @@ describe('agentdb workspaces | agents | keys', () => {
     expect(fresh.stderr).toContain('note: acme/forked already has a database');
     // The usual cause first: keyless calls (the README's) made it, before anyone registered the name.
     expect(fresh.stderr).toContain('made by calls as acme/forked without a key (`agentdb call` or the client library');
+    // A restore from the backups on a new machine makes one without --into (session 38, N16).
+    expect(fresh.stderr).toContain('by a restore (`restore --into`, or `restore --from-blob` bringing it from the backups)');
     // Registered without --database, it does not reach that database (session 36, N13: the note said it read and wrote it).
     expect(fresh.stderr).toContain(
       'registered with database "off" (no --database), forked has no tools and does not reach it: --database agent gives it what it holds',

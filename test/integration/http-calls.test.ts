@@ -102,6 +102,10 @@ describe('POST /v1/calls', () => {
       expect(r.statusCode).toBe(404);
       expect(r.json()).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
     }
+    // Its hint speaks of call ids, not of tables and approvals (session 38, N16).
+    const hint: string = (await get(key.scout, 'never-sent')).json().error.hint;
+    expect(hint).toMatch(/call id/);
+    expect(hint).not.toMatch(/DATA_DESCRIBE_SCHEMA|approvals/);
   });
 
   it('refuses missing, malformed, unknown and revoked keys alike, before reading the body', async () => {

@@ -14,6 +14,17 @@ function service(name: string): string {
   return end < 0 ? rest : rest.slice(0, end + 1);
 }
 
+/**
+ * A service's `environment:` as the container gets it, with compose's `${NAME:-default}` read
+ * from `shell` (the environment `docker compose` runs in), its default without it.
+ */
+function environmentOf(name: string, shell: Record<string, string> = {}): Record<string, string> {
+  const env = /\n {4}environment:\n((?: {6}\S[^\n]*\n)+)/.exec(service(name))?.[1] ?? '';
+  const pairs = [...env.matchAll(/^ {6}(\w+):\s*"?([^"\n]*)"?$/gm)].map((m) => [m[1]!, m[2]!]);
+  const resolve = (value: string) => value.replace(/\$\{(\w+):-([^}]*)\}/g, (_, v: string, d: string) => shell[v] ?? d);
+  return Object.fromEntries(pairs.map(([k, v]) => [k, resolve(v!)]));
+}
+
 describe('docker-compose.yml', () => {
   it('publishes Redis on the host loopback only, where the CLI and the client look by default', () => {
     const redis = service('redis');
@@ -63,8 +74,7 @@ describe('docker-compose.yml', () => {
   it("sets only settings agentdb reads, and publishes and health-checks the app's PORT", async () => {
     const { ENV_NAMES, loadConfig } = await import('../../src/config.ts');
     const app = service('agentdb');
-    const env = /\n {4}environment:\n((?: {6}\S[^\n]*\n)+)/.exec(app)?.[1] ?? '';
-    const set = Object.fromEntries([...env.matchAll(/^ {6}(\w+):\s*"?([^"\n]*)"?$/gm)].map((m) => [m[1]!, m[2]!]));
+    const set = environmentOf('agentdb');
     expect(Object.keys(set).length).toBeGreaterThan(0);
     for (const name of Object.keys(set)) expect(ENV_NAMES, name).toContain(name);
     // The values pass the config schema as the container gets them.
@@ -80,6 +90,23 @@ describe('docker-compose.yml', () => {
     const policy = (name: string) => /\n {4}restart: (\S+)(?:\n|$)/.exec(service(name))?.[1];
     expect(policy('agentdb')).toBe('unless-stopped');
     expect(policy('redis')).toBe(policy('agentdb'));
+  });
+
+  it('splits HTTP from the shard workers with one variable: START_WORKERS=off and the split profile', async () => {
+    // Session 38, N17: the split asked for an edit of this file (START_WORKERS: "on" written in
+    // the app's service); forgotten, `--profile split up` ran shard workers in both services.
+    const { loadConfig } = await import('../../src/config.ts');
+    expect(loadConfig(environmentOf('agentdb')).startWorkers).toBe(true);
+    expect(loadConfig(environmentOf('agentdb', { START_WORKERS: 'off' })).startWorkers).toBe(false);
+    // The worker reads the app's Redis, prefix, shard count and data volume: else it owns shards
+    // nobody sends calls to, or files the app's restores and history do not see.
+    const worker = service('agentdb-worker');
+    expect(worker).toMatch(/profiles: \["split"\]/);
+    expect(worker).toContain('"worker"]');
+    const [a, w] = [loadConfig(environmentOf('agentdb')), loadConfig(environmentOf('agentdb-worker'))];
+    expect([w.redisUrl, w.prefix, w.shardCount, w.dataDir]).toEqual([a.redisUrl, a.prefix, a.shardCount, a.dataDir]);
+    const volume = (text: string) => /\n {6}- (\S+):\/data\n/.exec(text)?.[1];
+    expect(volume(worker)).toBe(volume(service('agentdb')));
   });
 
   it("bounds Redis's memory with noeviction, as agentdb doctor asks", () => {

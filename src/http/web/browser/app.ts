@@ -49,7 +49,10 @@ function liveInbox(pending: HTMLElement): void {
     }
   };
   const source = new EventSource('/inbox/events');
-  source.addEventListener('ready', () => say('live'));
+  // What changed before the stream began was sent to nobody: a run ending between the page's
+  // render and this (the redirect after a decision opens a new stream; session 38, N16's "ran"
+  // cell left empty), or anything while it reconnected. One fetch of the page on each start.
+  source.addEventListener('ready', () => void refresh());
   source.addEventListener('approval', (e) => {
     if (!first && eventType(e) === 'approval.requested') announce(pending, ++arrived);
     void refresh();
