@@ -57,6 +57,8 @@
 // Session 33, F10 added FAULTS=...,emptyfull: Redis SIGKILLed and started again empty on its own
 // full disk (the registry put back once it has room).
 //
+// Session 38, F20 added HISTORY_SIZE (e.g. 256m): history on a tmpfs of its own in the data folder.
+//
 // Root only (mount). `npm run build`, then
 //   RUN_S=120 FAULT_ROUNDS=2 [FAULT_STREAMS=2] node --import tsx bench/faults-ledger-29.ts
 // FAULT_STREAMS=2 runs the plan twice at once, in two orders, so faults overlap (one per resource at a time).
@@ -107,6 +109,9 @@ function mount(dir: string, size: string): void {
 async function main(): Promise<void> {
   mount(dataDir, process.env.DATA_SIZE ?? '512m');
   mount(blobDir, '512m');
+  // HISTORY_SIZE: history on a tmpfs of its own inside the data folder (its renames cross devices;
+  // the data faults fill the data disk only, history's fills on its own as writes outrun it).
+  if (process.env.HISTORY_SIZE) mount(path.join(dataDir, 'history'), process.env.HISTORY_SIZE);
   // Not at 127.0.0.1: `agentdb start` restarted while this Redis was down (exited on its full
   // disk) started a redis-server of its own on the port (`ensureRedis`, for a local URL), the
   // "stray" of F11's and F14's runs, which held the port through every later Redis fault.
@@ -209,6 +214,7 @@ async function main(): Promise<void> {
   procs.stopping = true;
   // The run's restores may have filled the data tmpfs: room for the end's restores and reads.
   growTmpfs(dataDir, process.env.END_DATA_SIZE ?? '3g');
+  if (process.env.HISTORY_SIZE) growTmpfs(path.join(dataDir, 'history'), process.env.END_DATA_SIZE ?? '3g');
   await operator.cli('backup end', ['backup', 'now']);
   const end = Date.now();
   for (const l of LANES) await operator.restoreInto(l, end, true);

@@ -54,12 +54,21 @@ export function withFullDisk(detail: string, dataDir: string, db: { id: string; 
   const where = fullDiskWhere(dataDir, db, historyOf, paths);
   // SQLite's full disk comes with the mapper's generic words (`sqlite-errors.ts`): replaced by
   // which disk, not followed by it (the ledger read "… (the disk that holds the database is full)
-  // (the disk that holds both …)", session 38, F19).
-  return where ? `${detail.replace(GENERIC, '').replace(/[.\s]+$/, '')} (${where})` : detail;
+  // (the disk that holds both …)", session 38, F19). Node's own words for a copy or write that
+  // met ENOSPC name the files, two paths of internal names before the disk's words (F20's ledger).
+  return where
+    ? `${detail
+        .replace(GENERIC, '')
+        .replace(NODE_ENOSPC, 'no space left on the disk ($1)')
+        .replace(/[.\s]+$/, '')} (${where})`
+    : detail;
 }
 
 /** What `sqliteError` adds to SQLite's SQLITE_FULL, said better by {@link fullDiskWhere}. */
 const GENERIC = / \(the disk that holds the database is full\)/;
+
+/** Node's ENOSPC message (`ENOSPC: no space left on device, copyfile 'a' -> 'b'`): its call kept, its paths not. */
+const NODE_ENOSPC = /ENOSPC: no space left on device, (\w+)(?: '[^']*')?(?: -> '[^']*')?/;
 
 /** The folder itself or its nearest existing parent, with its device and free bytes. */
 function stateOf(dir: string): DiskState | undefined {
