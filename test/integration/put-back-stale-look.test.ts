@@ -2,6 +2,7 @@ import { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import type { CallJobData } from '../../src/contracts/call.ts';
 import type { Envelope } from '../../src/contracts/envelope.ts';
+import { finishedEnvelope } from '../../src/calls/call-answers.ts';
 import type { CallLookup } from '../../src/calls/call-lookup.ts';
 import { addOrJoin } from '../../src/calls/call-resend.ts';
 import { callResult } from '../../src/calls/call-result.ts';
@@ -15,6 +16,9 @@ import { refusedCallQueue } from '../helpers/refused-call.ts';
 // lookup may answer what it read; the send must wait for the run it put back.
 
 const { queue, runOnce, refusedCall } = refusedCallQueue();
+// A finished job's envelope read late, as `CallLookup.late` gives it: a refusal, which no restore's
+// note (`taken-back.ts`) changes.
+const late = async (job: Job<CallJobData, Envelope>) => finishedEnvelope(job);
 
 describe('a lookup that read a refused call finished before a send put it back', () => {
   it('answers its own caller, not the wait of the send that put the job back', async () => {
@@ -33,6 +37,7 @@ describe('a lookup that read a refused call finished before a send put it back',
         await released;
         return job ? { job, queue } : undefined;
       },
+      late,
     } as unknown as CallLookup;
     const waiters = new CallWaiters();
     const byId = callResult({ waiters, lookup, ensureReader: async () => undefined }, who.callId, { ...who, wait: true });
@@ -61,7 +66,7 @@ describe('a lookup that read a refused call finished before a send put it back',
     const { who, key, data } = await refusedCall('l2', 2);
     // What a read Redis answered before the send's put-back ran there: the run before's end.
     const before = (await Job.fromId<CallJobData, Envelope>(queue, key))!;
-    const lookup = { find: async () => ({ job: before, queue }) } as unknown as CallLookup;
+    const lookup = { find: async () => ({ job: before, queue }), late } as unknown as CallLookup;
     const waiters = new CallWaiters();
     // The pause point: the lookup begins once the send has started to put the job back, and
     // answers (all in this process's turn) before Redis has answered the put-back.
